@@ -1,0 +1,226 @@
+/* The backend: one table of primitive operations that layers, losses and the solver
+ * express their math through. The CPU fills it with OpenBLAS and OpenMP loops (src/cpu/),
+ * the GPU with cuBLAS, cuDNN and kernels of its own (src/gpu/). Layers never touch tensor
+ * memory except through these ops, so the same layer code runs on either.
+ *
+ * Conventions, for every op:
+ *   - float32, row-major, contiguous; images NHWC; sequences (N, T, features).
+ *   - pointers are device pointers of this backend (host memory for the CPU).
+ *   - outputs named y/out are overwritten; gradients named d* ACCUMULATE (+=) into their
+ *     buffers, which the graph zeroes once per step. An op that overwrites a d* says so.
+ *   - ops are asynchronous on the backend's stream; results that return to the host
+ *     (sumsq, count_nonfinite, download) synchronise.
+ * A NULL slot means "not supported by this backend": tfc_backend_check() rejects such a
+ * backend at start-up, never a silent fallback. */
+#ifndef TFC_CORE_BACKEND_H
+#define TFC_CORE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+typedef struct tfc_backend tfc_backend;
+
+/* Activations with Keras names (keras.activations). */
+typedef enum tfc_act {
+    TFC_ACT_LINEAR = 0,
+    TFC_ACT_RELU,
+    TFC_ACT_SIGMOID,
+    TFC_ACT_TANH,
+    TFC_ACT_SOFTMAX,      /* over the last axis, `cols` wide */
+    TFC_ACT_ELU,          /* alpha 1 */
+    TFC_ACT_SELU,
+    TFC_ACT_GELU,         /* exact (erf) form, Keras's default approximate=False */
+    TFC_ACT_LEAKY_RELU,   /* negative_slope 0.2, as keras.activations.leaky_relu */
+    TFC_ACT_SOFTPLUS,
+    TFC_ACT_SOFTSIGN,
+    TFC_ACT_SWISH,        /* x * sigmoid(x), also called silu */
+    TFC_ACT_HARD_SIGMOID, /* relu6(x + 3) / 6, as Keras 3 */
+    TFC_ACT_EXPONENTIAL,
+    TFC_ACT_COUNT
+} tfc_act;
+
+extern const char *const tfc_act_names[TFC_ACT_COUNT + 1]; /* NULL-terminated */
+
+/* 2-D convolution (cross-correlation, as TensorFlow), NHWC input, kernel in Keras layout
+ * [kh, kw, c, f], output [n, oh, ow, f]. Padding is explicit: pad_top/pad_left rows and
+ * columns of zeros before the image; the rest (possibly one more, TensorFlow's asymmetric
+ * SAME) after it, implied by oh/ow. */
+typedef struct tfc_conv_desc {
+    int n, h, w, c;    /* input */
+    int kh, kw, f;     /* kernel and filters */
+    int sh, sw;        /* strides */
+    int dh, dw;        /* dilation */
+    int pad_top, pad_left;
+    int oh, ow;        /* output */
+} tfc_conv_desc;
+
+/* Max or average 2-D pooling, NHWC. Padded positions are ignored: they never win a max and
+ * are not counted in an average (TensorFlow's SAME semantics). */
+typedef struct tfc_pool_desc {
+    int n, h, w, c;
+    int kh, kw, sh, sw;
+    int pad_top, pad_left;
+    int oh, ow;
+    int is_max;
+} tfc_pool_desc;
+
+/* LSTM over a whole sequence, Keras's formulation with gates in the order i, f, c, o:
+ *   z_t = x_t K + h_{t-1} R + b          (K [in, 4u], R [u, 4u], b [4u])
+ *   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_c), o = sigmoid(z_o)
+ *   c_t = f * c_{t-1} + i * g,   h_t = o * tanh(c_t),   h_0 = c_0 = 0
+ * With a mask [n, t] (1 = real step, 0 = padding), a masked step keeps the previous h and c
+ * and outputs the previous h (Keras's RNN with a mask). */
+typedef struct tfc_lstm_desc {
+    int n, t, in, units;
+    int return_sequences; /* y is [n, t, u] when set, else [n, u] (the last h) */
+} tfc_lstm_desc;
+
+typedef enum tfc_loss_kind {
+    TFC_LOSS_SPARSE_CCE = 0, /* labels int32 [rows]: class index */
+    TFC_LOSS_CCE,            /* labels float [rows, classes]: a distribution */
+    TFC_LOSS_BCE,            /* labels float [rows, classes]: 0/1 targets per output */
+    TFC_LOSS_MSE,            /* labels float [rows, classes] */
+    TFC_LOSS_COUNT
+} tfc_loss_kind;
+
+typedef struct tfc_backend_ops {
+    const char *name;
+    void (*destroy)(tfc_backend *be); /* frees impl and the backend itself */
+
+    /* Memory. alloc returns NULL on failure (the caller reports sizes). zero sets bytes. */
+    void *(*alloc)(tfc_backend *be, size_t bytes);
+    void (*free)(tfc_backend *be, void *p);
+    void (*upload)(tfc_backend *be, void *dst, const void *host_src, size_t bytes);
+    void (*download)(tfc_backend *be, void *host_dst, const void *src, size_t bytes);
+    void (*copy)(tfc_backend *be, void *dst, const void *src, size_t bytes);
+    void (*zero)(tfc_backend *be, void *p, size_t bytes);
+    void (*sync)(tfc_backend *be);
+
+    /* C[m,n] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [m,k], op(B) [k,n]. */
+    void (*gemm)(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+    /* y += alpha * x */
+    void (*axpy)(tfc_backend *be, int64_t n, float alpha, const float *x, float *y);
+    /* x *= alpha */
+    void (*scale)(tfc_backend *be, int64_t n, float alpha, float *x);
+    /* y[r, c] += b[c] */
+    void (*bias_add)(tfc_backend *be, int64_t rows, int cols, const float *b, float *y);
+    /* db[c] += sum_r dy[r, c] */
+    void (*bias_grad)(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db);
+    /* dst[r*dst_ld + c] (=, or += when accumulate) src[r*src_ld + c], c < cols:
+     * the strided copy behind Concatenate and its gradient. */
+    void (*copy2d)(tfc_backend *be, int64_t rows, int cols, const float *src, int src_ld,
+                   float *dst, int dst_ld, int accumulate);
+
+    /* y = act(x); softmax normalises each row of `cols`. x and y may alias. */
+    void (*act_forward)(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                        float *y);
+    /* dx += act'(x) * dy (softmax: the Jacobian-vector product from y). Every activation
+     * reads x and y as it needs; neither may alias dx. */
+    void (*act_backward)(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                         const float *y, const float *dy, float *dx);
+
+    /* Inverted dropout: y = x * keep / (1 - rate), keep = (uniform >= rate), the uniform of
+     * element i drawn from Philox at (key, counter = (i, step)), so the mask needs no
+     * storage and is identical on every backend. Backward regenerates it: dx += ... dy. */
+    void (*dropout_forward)(tfc_backend *be, int64_t n, float rate, uint64_t key, uint64_t step,
+                            const float *x, float *y);
+    void (*dropout_backward)(tfc_backend *be, int64_t n, float rate, uint64_t key,
+                             uint64_t step, const float *dy, float *dx);
+
+    /* Convolution. ws: at least conv_workspace(desc) bytes of scratch. */
+    size_t (*conv_workspace)(tfc_backend *be, const tfc_conv_desc *d);
+    void (*conv_forward)(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                         const float *w, float *y, void *ws);
+    void (*conv_backward_data)(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
+                               const float *w, float *dx, void *ws);
+    void (*conv_backward_filter)(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                                 const float *dy, float *dw, void *ws);
+
+    /* Pooling. argmax [n, oh, ow, c] int32 holds, for max pooling, the flat input index
+     * (within the image, h*w*c) of each winner; it is NULL for average pooling. */
+    void (*pool_forward)(tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,
+                         int32_t *argmax);
+    void (*pool_backward)(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
+                          const int32_t *argmax, float *dx);
+
+    /* Batch normalisation over rows (n*h*w) per channel (cols).
+     * Training: mean, var = batch statistics (biased var); y = gamma (x - mean) invstd + beta
+     * with invstd = 1/sqrt(var + eps); moving = momentum * moving + (1 - momentum) * batch;
+     * save_mean/save_invstd [cols] are kept for backward. */
+    void (*bn_forward_train)(tfc_backend *be, int64_t rows, int cols, const float *x,
+                             const float *gamma, const float *beta, float eps, float momentum,
+                             float *moving_mean, float *moving_var, float *y, float *save_mean,
+                             float *save_invstd);
+    /* Inference: y = gamma (x - moving_mean) / sqrt(moving_var + eps) + beta. */
+    void (*bn_forward_infer)(tfc_backend *be, int64_t rows, int cols, const float *x,
+                             const float *gamma, const float *beta, const float *moving_mean,
+                             const float *moving_var, float eps, float *y);
+    /* Training-mode backward: dx, dgamma, dbeta += ... */
+    void (*bn_backward)(tfc_backend *be, int64_t rows, int cols, const float *x,
+                        const float *dy, const float *gamma, const float *save_mean,
+                        const float *save_invstd, float *dx, float *dgamma, float *dbeta);
+
+    /* Embedding: y[i, :] = table[ids[i], :] for i < n (ids already range-checked);
+     * backward dtable[ids[i], :] += dy[i, :]. */
+    void (*gather)(tfc_backend *be, int64_t n, int dim, const int32_t *ids, const float *table,
+                   float *y);
+    void (*scatter_add)(tfc_backend *be, int64_t n, int dim, const int32_t *ids,
+                        const float *dy, float *dtable);
+
+    /* LSTM sequence. Saved for backward: hseq, cseq [n, t, u] and gates [n, t, 4u] (post-
+     * activation i, f, g, o). mask [n, t] float or NULL. ws: lstm_workspace bytes. */
+    size_t (*lstm_workspace)(tfc_backend *be, const tfc_lstm_desc *d);
+    void (*lstm_forward)(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
+                         const float *kernel, const float *rkernel, const float *bias,
+                         const float *mask, float *y, float *hseq, float *cseq, float *gates,
+                         void *ws);
+    /* dx, dkernel, drkernel, dbias += ... (dbias may be NULL when the layer has no bias) */
+    void (*lstm_backward)(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
+                          const float *kernel, const float *rkernel, const float *mask,
+                          const float *hseq, const float *cseq, const float *gates,
+                          const float *dy, float *dx, float *dkernel, float *drkernel,
+                          float *dbias, void *ws);
+
+    /* Loss over `rows` rows of `classes` outputs. x: logits when from_logits, else
+     * probabilities (softmax/sigmoid outputs, clipped to [1e-7, 1 - 1e-7] as Keras does).
+     * row_weight [rows] or NULL (all 1): a row's weight multiplies its loss and gradient
+     * (0 for masked steps). scale: usually 1 / (number of counted rows).
+     * *loss_out (device scalar) = scale * sum_r weight_r * loss_r;
+     * dx = scale * weight_r * dloss_r/dx  (OVERWRITES dx; dx may be NULL at inference).
+     * labels: int32 [rows] for sparse CCE, float [rows, classes] otherwise. */
+    void (*loss)(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
+                 int classes, const float *x, const void *labels, const float *row_weight,
+                 float scale, float *loss_out, float *dx);
+    /* *count_out (device scalar) += number of weighted rows whose label is among the top k
+     * outputs (ties count against), times the row's weight (0/1). Sparse labels are int32;
+     * dense labels (CCE/BCE) use their argmax; with classes == 1 (binary), a row is right
+     * when (x >= threshold) == (label >= 0.5), threshold 0.5 for probabilities, 0 for
+     * logits. */
+    void (*accuracy)(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
+                     int classes, int k, const float *x, const void *labels,
+                     const float *row_weight, float *count_out);
+
+    /* Host results: sum of squares (double accumulation) and count of NaN/Inf. */
+    double (*sumsq)(tfc_backend *be, int64_t n, const float *x);
+    int64_t (*count_nonfinite)(tfc_backend *be, int64_t n, const float *x);
+} tfc_backend_ops;
+
+struct tfc_backend {
+    const tfc_backend_ops *ops;
+    int device;      /* -1 CPU, >= 0 GPU index */
+    int threads;     /* CPU: worker threads (OpenMP and OpenBLAS share one pool) */
+    void *impl;      /* backend-private state (handles, streams, caches) */
+};
+
+/* The CPU backend; `threads` <= 0 means all cores. Never fails. */
+tfc_backend *tfc_cpu_backend_create(int threads);
+void tfc_backend_free(tfc_backend *be);
+
+/* Fails naming the first NULL op of `ops` (a backend missing an op is unusable). */
+tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);
+
+#endif

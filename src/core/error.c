@@ -1,0 +1,187 @@
+/* Error records, formatting with source carets, exit codes and did-you-mean. */
+#include "core/error.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tfc_error_clear(tfc_error *err)
+{
+    if (err) memset(err, 0, sizeof *err);
+}
+
+static void append(tfc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append(tfc_error *err, const char *fmt, ...)
+{
+    size_t used = strlen(err->text);
+    if (used + 1 >= sizeof err->text) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->text + used, sizeof err->text - used, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends line `line` of `source` and a caret under column `col`. Tabs are kept so the
+ * caret lines up in a terminal. */
+static void append_source_line(tfc_error *err, const char *source, int line, int col)
+{
+    const char *p = source;
+    for (int l = 1; l < line && p; l++) {
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    if (!p || !*p) return;
+    const char *end = strchr(p, '\n');
+    int len = end ? (int)(end - p) : (int)strlen(p);
+    if (len > 200) len = 200;
+    char caret[256];
+    int n = 0;
+    for (int i = 0; i < col - 1 && i < len && n < 250; i++) caret[n++] = p[i] == '\t' ? '\t' : ' ';
+    caret[n++] = '^';
+    caret[n] = 0;
+    append(err, "  %.*s\n  %s\n", len, p, caret);
+}
+
+static tfc_status vreport(tfc_error *err, tfc_status code, const char *file, int line, int col,
+                          const char *source, const char *key, const char *fmt, va_list ap)
+{
+    if (!err) return code;
+    char msg[sizeof err->msg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (err->count == 0) {
+        err->code = code;
+        snprintf(err->file, sizeof err->file, "%s", file ? file : "");
+        err->line = line;
+        err->col = col;
+        snprintf(err->key, sizeof err->key, "%s", key ? key : "");
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    err->count++;
+    if (err->count > TFC_ERROR_MAX_REPORTS) return err->code;
+    if (file && *file) {
+        if (line > 0)
+            append(err, "%s:%d:%d: ", file, line, col > 0 ? col : 1);
+        else
+            append(err, "%s: ", file);
+    }
+    append(err, "error: ");
+    if (key && *key) append(err, "%s: ", key);
+    append(err, "%s\n", msg);
+    if (source && line > 0) append_source_line(err, source, line, col > 0 ? col : 1);
+    return err->count == 1 ? code : err->code;
+}
+
+tfc_status tfc_error_set(tfc_error *err, tfc_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tfc_status s = vreport(err, code, NULL, 0, 0, NULL, NULL, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+tfc_status tfc_error_at(tfc_error *err, tfc_status code, const char *file, int line, int col,
+                        const char *source, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tfc_status s = vreport(err, code, file, line, col, source, key, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void tfc_error_hint(tfc_error *err, const char *fmt, ...)
+{
+    if (!err || err->count > TFC_ERROR_MAX_REPORTS) return;
+    char hint[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(hint, sizeof hint, fmt, ap);
+    va_end(ap);
+    append(err, "  hint: %s\n", hint);
+}
+
+void tfc_error_prefix(tfc_error *err, const char *fmt, ...)
+{
+    if (!err || err->count == 0) return;
+    char pre[512], msg[sizeof err->msg], text[sizeof err->text];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    snprintf(msg, sizeof msg, "%s%s", pre, err->msg);
+    memcpy(err->msg, msg, sizeof msg);
+    /* An error without position starts with "error: "; put the context after it. */
+    if (strncmp(err->text, "error: ", 7) == 0) {
+        snprintf(text, sizeof text, "error: %s%s", pre, err->text + 7);
+        memcpy(err->text, text, sizeof text);
+    }
+}
+
+int tfc_exit_code(tfc_status code)
+{
+    switch (code) {
+    case TFC_OK: return 0;
+    case TFC_ERR_CONFIG:
+    case TFC_ERR_USAGE: return 2;
+    default: return 1;
+    }
+}
+
+const char *tfc_status_name(tfc_status code)
+{
+    static const char *const names[] = {"ok", "config", "usage", "data", "io", "format",
+                                        "nomem", "device", "numeric", "internal"};
+    return (unsigned)code < sizeof names / sizeof *names ? names[code] : "unknown";
+}
+
+/* Levenshtein distance, case-insensitive, of strings up to 63 characters. */
+static int edit_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63) return 1000;
+    int prev[64], cur[64];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int ca = a[i - 1] | 0x20, cb = b[j - 1] | 0x20;
+            int best = prev[j - 1] + (ca != cb);
+            if (prev[j] + 1 < best) best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+            cur[j] = best;
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}
+
+const char *tfc_did_you_mean(const char *word, const char *const *candidates)
+{
+    const char *best = NULL;
+    int best_d = 1000;
+    for (const char *const *c = candidates; c && *c; c++) {
+        int d = edit_distance(word, *c);
+        if (d < best_d) {
+            best_d = d;
+            best = *c;
+        }
+    }
+    int len = (int)strlen(word);
+    int allowed = len <= 3 ? 1 : len <= 8 ? 2 : 3;
+    return best_d <= allowed ? best : NULL;
+}
+
+void tfc_join_names(char *buf, size_t size, const char *const *names)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (const char *const *n = names; n && *n && used + 1 < size; n++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", n == names ? "" : ", ", *n);
+}
+
+void tfc_assert_fail(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "%s:%d: internal error: assertion failed: %s\n", file, line, expr);
+    abort();
+}

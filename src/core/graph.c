@@ -1,0 +1,362 @@
+/* The bound graph: memory planned once per (backend, max batch), then forward, loss and
+ * backward passes that allocate nothing. Activation gradients share one contiguous region
+ * so a step clears them with a single zero op. */
+#include "core/model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+
+#define ALIGN 64
+
+static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+int tfc_model_fused_loss(const tfc_model *m)
+{
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    if (last->act == TFC_ACT_SOFTMAX)
+        return m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
+    if (last->act == TFC_ACT_SIGMOID) return m->loss == TFC_LOSS_BCE;
+    return 0;
+}
+
+int64_t tfc_layer_out_numel(const tfc_layer *l) { return tfc_shape_numel(&l->out_shape); }
+
+void tfc_model_unbind(tfc_model *m)
+{
+    if (!m->be) return;
+    m->be->ops->free(m->be, m->arena);
+    m->be->ops->free(m->be, m->params);
+    m->be->ops->free(m->be, m->grads);
+    free(m->bound);
+    free(m->host_mask);
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        l->saved = NULL;
+        l->mask = NULL;
+        for (int p = 0; p < l->nparams; p++) l->params[p].data = l->params[p].grad = NULL;
+    }
+    m->arena = m->params = m->grads = NULL;
+    m->bound = NULL;
+    m->host_mask = NULL;
+    m->be = NULL;
+}
+
+static void *alloc_or_report(tfc_backend *be, size_t bytes, const char *what, int batch,
+                             tfc_error *err)
+{
+    void *p = be->ops->alloc(be, bytes ? bytes : ALIGN);
+    if (!p) {
+        tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate %.1f MiB of %s for batch_size %d on %s",
+                      (double)bytes / (1 << 20), what, batch, be->ops->name);
+        tfc_error_hint(err, "lower batch_size");
+    }
+    return p;
+}
+
+/* The sequence length of the mask: the token axis of the masking Embedding's input. */
+static int64_t mask_steps(const tfc_model *m)
+{
+    return m->mask_layer >= 0 ? m->layers[m->mask_layer].in_shape[0].dim[0] : 0;
+}
+
+tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err)
+{
+    tfc_model_unbind(m);
+    if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
+    int64_t ntrain = tfc_model_trainable_count(m), nall = tfc_model_param_count(m);
+    m->params = alloc_or_report(be, (size_t)nall * 4, "parameters", max_batch, err);
+    m->grads = alloc_or_report(be, (size_t)ntrain * 4, "gradients", max_batch, err);
+    m->bound = calloc((size_t)m->nlayers, sizeof *m->bound);
+    m->be = be;
+    if (!m->params || !m->grads || !m->bound) {
+        tfc_model_unbind(m);
+        return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    /* Parameters: trainable ones first, in layer order, then the rest. */
+    int64_t off = 0, goff = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < m->nlayers; i++)
+            for (int p = 0; p < m->layers[i].nparams; p++) {
+                tfc_param *pr = &m->layers[i].params[p];
+                if (pr->trainable != (pass == 0)) continue;
+                pr->data = m->params + off;
+                off += pr->numel;
+                if (pr->trainable) {
+                    pr->grad = m->grads + goff;
+                    goff += pr->numel;
+                }
+            }
+
+    /* Activations: plan offsets, then one allocation. */
+    size_t B = (size_t)max_batch, in_bytes = B * (size_t)tfc_shape_numel(&m->input_shape) * 4;
+    m->mask_layer = -1;
+    for (int i = 0; i < m->nlayers && m->mask_layer < 0; i++)
+        if (m->layers[i].mask_out && !m->layers[i].mask_in && m->layers[i].inputs[0] < 0)
+            m->mask_layer = i;
+    size_t o = 0, o_x, o_dx = 0, o_mask = 0, o_labels, o_scalars, o_ws, o_grads;
+    size_t label_elems = (size_t)m->label_rows * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
+    o_x = o; o = align_up(o + in_bytes);
+    if (m->mask_layer >= 0) { o_mask = o; o = align_up(o + B * (size_t)mask_steps(m) * 4); }
+    o_labels = o; o = align_up(o + B * label_elems * 4);
+    o_scalars = o; o = align_up(o + (size_t)(1 + m->nmetrics) * 4);
+    size_t *o_y = calloc((size_t)m->nlayers * 4, sizeof *o_y);
+    if (!o_y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    m->ws_bytes = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4;
+        l->max_batch = max_batch;
+        l->workspace = 0;
+        if (l->ops->plan) l->ops->plan(l, be);
+        if (l->workspace > m->ws_bytes) m->ws_bytes = l->workspace;
+        o_y[4 * i] = o; o = align_up(o + bytes);
+        if (l->act != TFC_ACT_LINEAR) { o_y[4 * i + 1] = o; o = align_up(o + bytes); }
+        o_y[4 * i + 2] = o; o = align_up(o + (B * (size_t)l->saved_floats + (size_t)l->fixed_floats) * 4);
+    }
+    o_ws = o; o = align_up(o + m->ws_bytes);
+    o_grads = o;
+    if (m->input_dtype == TFC_F32) { o_dx = o; o = align_up(o + in_bytes); }
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4;
+        o_y[4 * i + 3] = o; o = align_up(o + bytes);
+        if (l->act != TFC_ACT_LINEAR) o = align_up(o + bytes); /* dz follows dy */
+    }
+    m->arena = alloc_or_report(be, o, "activations", max_batch, err);
+    m->host_mask = m->mask_layer >= 0 ? malloc(B * (size_t)mask_steps(m) * 4) : NULL;
+    if (!m->arena || (m->mask_layer >= 0 && !m->host_mask)) {
+        free(o_y);
+        tfc_model_unbind(m);
+        return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    char *base = m->arena;
+    m->x = base + o_x;
+    m->dx = m->input_dtype == TFC_F32 ? (float *)(base + o_dx) : NULL;
+    m->mask = m->mask_layer >= 0 ? (float *)(base + o_mask) : NULL;
+    m->labels = base + o_labels;
+    m->scalars = (float *)(base + o_scalars);
+    m->ws = base + o_ws;
+    m->act_grad_begin = (float *)(base + o_grads);
+    m->act_grad_bytes = o - o_grads;
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        tfc_bound *b = &m->bound[i];
+        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4;
+        b->y = (float *)(base + o_y[4 * i]);
+        b->dy = (float *)(base + o_y[4 * i + 3]);
+        b->z = l->act != TFC_ACT_LINEAR ? (float *)(base + o_y[4 * i + 1]) : b->y;
+        b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + align_up(o_y[4 * i + 3] + bytes)) : b->dy;
+        l->saved = l->saved_floats || l->fixed_floats ? (float *)(base + o_y[4 * i + 2]) : NULL;
+        l->mask = l->mask_in ? m->mask : NULL;
+    }
+    free(o_y);
+    m->max_batch = max_batch;
+    be->ops->zero(be, m->arena, o);
+    be->ops->zero(be, m->grads, (size_t)ntrain * 4);
+    m->ex.be = be;
+    m->ex.ws = m->ws;
+    return TFC_OK;
+}
+
+int tfc_model_max_batch(const tfc_model *m) { return m->max_batch; }
+float *tfc_model_params(tfc_model *m) { return m->params; }
+float *tfc_model_grads(tfc_model *m) { return m->grads; }
+tfc_exec *tfc_model_exec(tfc_model *m) { return &m->ex; }
+void *tfc_model_input_buffer(tfc_model *m) { return m->x; }
+float *tfc_model_input_grad(tfc_model *m) { return m->dx; }
+void tfc_model_want_input_grad(tfc_model *m, int on) { m->want_input_grad = on; }
+
+tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
+{
+    TFC_ASSERT(m->be);
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++) {
+            tfc_param *pr = &m->layers[i].params[p];
+            float *host = malloc((size_t)pr->numel * 4 + 1);
+            if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            tfc_status s = tfc_init_fill(&pr->init, &pr->shape,
+                                         tfc_rng_key(seed, (uint64_t)i * 16 + (uint64_t)p), host, err);
+            if (s == TFC_OK) m->be->ops->upload(m->be, pr->data, host, (size_t)pr->numel * 4);
+            free(host);
+            if (s) return s;
+        }
+    return TFC_OK;
+}
+
+void tfc_model_param_download(tfc_model *m, const tfc_param *p, float *host)
+{
+    m->be->ops->download(m->be, host, p->data, (size_t)p->numel * 4);
+}
+
+void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host)
+{
+    m->be->ops->upload(m->be, p->data, host, (size_t)p->numel * 4);
+}
+
+/* Token ids must index every Embedding that reads them. */
+static tfc_status check_ids(tfc_model *m, const int32_t *ids, int batch, tfc_error *err)
+{
+    int64_t per = tfc_shape_numel(&m->input_shape);
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        if (!l->id_limit || l->inputs[0] >= 0) continue;
+        for (int64_t k = 0; k < (int64_t)batch * per; k++)
+            if (ids[k] < 0 || ids[k] >= l->id_limit)
+                return tfc_error_set(err, TFC_ERR_DATA,
+                                     "example %lld of the batch: token id %d at position %lld is "
+                                     "outside [0, %lld), the input_dim of layer '%s'",
+                                     (long long)(k / per), ids[k], (long long)(k % per),
+                                     (long long)l->id_limit, l->name);
+    }
+    return TFC_OK;
+}
+
+static void gather_inputs(tfc_model *m, const tfc_layer *l, const void **xs, float **dxs)
+{
+    for (int j = 0; j < l->ninputs; j++) {
+        int p = l->inputs[j];
+        xs[j] = p < 0 ? m->x : m->bound[p].y;
+        if (dxs) dxs[j] = p < 0 ? (m->want_input_grad ? m->dx : NULL) : m->bound[p].dy;
+    }
+}
+
+void tfc_model_layer_forward(tfc_model *m, int i)
+{
+    tfc_layer *l = &m->layers[i];
+    tfc_bound *b = &m->bound[i];
+    const void *xs[TFC_LAYER_MAX_INPUTS];
+    gather_inputs(m, l, xs, NULL);
+    l->ops->forward(l, &m->ex, xs, b->z);
+    if (l->act != TFC_ACT_LINEAR) {
+        int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
+        m->be->ops->act_forward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
+                                cols, b->z, b->y);
+    }
+}
+
+tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int training,
+                             uint64_t seed, uint64_t step, tfc_error *err)
+{
+    TFC_ASSERT(m->be);
+    if (batch < 1 || batch > m->max_batch)
+        return tfc_error_set(err, TFC_ERR_USAGE, "batch of %d examples, bound for 1 to %d", batch,
+                             m->max_batch);
+    int64_t per = tfc_shape_numel(&m->input_shape);
+    if (m->input_dtype == TFC_I32) {
+        tfc_status s = check_ids(m, x, batch, err);
+        if (s) return s;
+    }
+    m->ex.batch = batch;
+    m->ex.training = training;
+    m->ex.seed = seed;
+    m->ex.step = step;
+    m->be->ops->upload(m->be, m->x, x, (size_t)batch * (size_t)per * 4);
+    if (m->mask_layer >= 0) {
+        /* mask_zero: id 0 is padding (Keras's Embedding). */
+        const int32_t *ids = x;
+        int64_t n = (int64_t)batch * mask_steps(m);
+        for (int64_t k = 0; k < n; k++) m->host_mask[k] = ids[k] != 0 ? 1.f : 0.f;
+        m->be->ops->upload(m->be, m->mask, m->host_mask, (size_t)n * 4);
+    }
+    for (int i = 0; i < m->nlayers; i++) {
+        m->layers[i].rng_key = tfc_rng_key(seed, 0x100000u + (uint64_t)i);
+        tfc_model_layer_forward(m, i);
+    }
+    return TFC_OK;
+}
+
+tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
+                          tfc_batch_result *out, tfc_error *err)
+{
+    tfc_backend *be = m->be;
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    const tfc_bound *b = &m->bound[m->nlayers - 1];
+    int batch = m->ex.batch;
+    int64_t rows = (int64_t)batch * m->label_rows;
+    if (m->loss == TFC_LOSS_SPARSE_CCE) {
+        const int32_t *lab = labels;
+        for (int64_t r = 0; r < rows; r++)
+            if (lab[r] < 0 || lab[r] >= m->classes)
+                return tfc_error_set(err, TFC_ERR_DATA,
+                                     "example %lld of the batch: label %d is outside [0, %d), the "
+                                     "classes of layer '%s'",
+                                     (long long)(r / m->label_rows), lab[r], m->classes, last->name);
+    }
+    size_t label_bytes = (size_t)rows * 4 * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
+    be->ops->upload(be, m->labels, labels, label_bytes);
+    /* Sequence outputs that carry the mask count only real steps (Keras). */
+    const float *weight = NULL;
+    int64_t counted = rows;
+    if (last->mask_out && m->mask && m->label_rows == mask_steps(m)) {
+        weight = m->mask;
+        counted = 0;
+        for (int64_t r = 0; r < rows; r++) counted += m->host_mask[r] != 0;
+    }
+    m->rows_counted = counted;
+    const float *x = m->fused_loss ? b->z : b->y;
+    int from_logits = m->fused_loss || !(last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID);
+    float *dx = NULL;
+    if (want_grad) {
+        be->ops->zero(be, m->act_grad_begin, m->act_grad_bytes);
+        dx = m->fused_loss ? b->dz : b->dy;
+    }
+    be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
+    float scale = counted ? 1.0f / (float)counted : 0.f;
+    be->ops->loss(be, m->loss, from_logits, rows, m->classes, x, m->labels, weight, scale,
+                  m->scalars, dx);
+    for (int i = 0; i < m->nmetrics; i++)
+        if (m->metrics[i].kind != TFC_METRIC_LOSS)
+            be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
+                              m->labels, weight, m->scalars + 1 + i);
+    float s[1 + TFC_MAX_METRICS];
+    be->ops->download(be, s, m->scalars, (size_t)(1 + m->nmetrics) * 4);
+    out->loss = s[0];
+    out->count = counted;
+    for (int i = 0; i < m->nmetrics; i++)
+        out->metric[i] = m->metrics[i].kind == TFC_METRIC_LOSS ? s[0]
+                                                               : counted ? s[1 + i] / (double)counted : 0;
+    return TFC_OK;
+}
+
+void tfc_model_zero_grad(tfc_model *m)
+{
+    m->be->ops->zero(m->be, m->grads, (size_t)tfc_model_trainable_count(m) * 4);
+}
+
+void tfc_model_layer_backward(tfc_model *m, int i)
+{
+    tfc_layer *l = &m->layers[i];
+    tfc_bound *b = &m->bound[i];
+    if (l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss)) {
+        int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
+        m->be->ops->act_backward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
+                                 cols, b->z, b->y, b->dy, b->dz);
+    }
+    const void *xs[TFC_LAYER_MAX_INPUTS];
+    float *dxs[TFC_LAYER_MAX_INPUTS];
+    gather_inputs(m, l, xs, dxs);
+    l->ops->backward(l, &m->ex, xs, b->z, b->dz, dxs);
+}
+
+void tfc_model_backward(tfc_model *m)
+{
+    for (int i = m->nlayers - 1; i >= 0; i--) tfc_model_layer_backward(m, i);
+}
+
+void tfc_model_get_output(tfc_model *m, float *host)
+{
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    m->be->ops->download(m->be, host, m->bound[m->nlayers - 1].y,
+                         (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(last) * 4);
+}
+
+int tfc_model_first_nonfinite(tfc_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        int64_t n = (int64_t)m->ex.batch * tfc_layer_out_numel(&m->layers[i]);
+        if (m->be->ops->count_nonfinite(m->be, n, m->bound[i].y)) return i;
+    }
+    return -1;
+}

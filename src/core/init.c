@@ -1,0 +1,188 @@
+/* Keras initializers over Philox streams; see init.h for the formulas. */
+#include "core/init.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/schema.h"
+
+const char *const tfc_init_names[TFC_INIT_COUNT + 1] = {
+    "zeros",         "ones",          "constant",      "glorot_uniform", "glorot_normal",
+    "he_uniform",    "he_normal",     "lecun_uniform", "lecun_normal",   "orthogonal",
+    "random_uniform", "random_normal", "truncated_normal", "lstm_bias",  NULL};
+
+tfc_init tfc_init_make(tfc_init_kind kind)
+{
+    tfc_init in = {kind, 0, 0};
+    switch (kind) {
+    case TFC_INIT_ORTHOGONAL: in.a = 1.0; break;
+    case TFC_INIT_RANDOM_UNIFORM: in.a = -0.05; in.b = 0.05; break;
+    case TFC_INIT_RANDOM_NORMAL:
+    case TFC_INIT_TRUNCATED_NORMAL: in.a = 0.0; in.b = 0.05; break;
+    default: break;
+    }
+    return in;
+}
+
+typedef struct init_args {
+    int type;
+    double value, minval, maxval, mean, stddev, gain;
+} init_args;
+
+tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, tfc_init *out,
+                          tfc_error *err)
+{
+    *out = def;
+    if (tfc_node_is_null(node)) return TFC_OK;
+    int kind;
+    if (node->kind == TFC_NODE_SCALAR) {
+        tfc_status s = tfc_node_enum(node, path, tfc_init_names, &kind, err);
+        if (s) return s;
+        *out = tfc_init_make((tfc_init_kind)kind);
+        return TFC_OK;
+    }
+    static const tfc_field fields[] = {
+        {"type", TFC_F_ENUM, offsetof(init_args, type), NULL, TFC_UNBOUNDED, tfc_init_names,
+         "initializer name"},
+        {"value", TFC_F_FLOAT, offsetof(init_args, value), "0", TFC_UNBOUNDED, NULL, "constant"},
+        {"minval", TFC_F_FLOAT, offsetof(init_args, minval), "-0.05", TFC_UNBOUNDED, NULL,
+         "random_uniform"},
+        {"maxval", TFC_F_FLOAT, offsetof(init_args, maxval), "0.05", TFC_UNBOUNDED, NULL,
+         "random_uniform"},
+        {"mean", TFC_F_FLOAT, offsetof(init_args, mean), "0", TFC_UNBOUNDED, NULL,
+         "random_normal, truncated_normal"},
+        {"stddev", TFC_F_FLOAT, offsetof(init_args, stddev), "0.05", 0, 1e300, NULL,
+         "random_normal, truncated_normal"},
+        {"gain", TFC_F_FLOAT, offsetof(init_args, gain), "1", TFC_UNBOUNDED, NULL, "orthogonal"},
+        {NULL}};
+    init_args a;
+    tfc_status s = tfc_schema_apply(fields, node, path, &a, err);
+    if (s) return s;
+    *out = tfc_init_make((tfc_init_kind)a.type);
+    switch (out->kind) {
+    case TFC_INIT_CONSTANT: out->a = a.value; break;
+    case TFC_INIT_RANDOM_UNIFORM:
+        if (a.minval > a.maxval)
+            return tfc_node_error(err, TFC_ERR_CONFIG, node, path, "minval %g exceeds maxval %g",
+                                  a.minval, a.maxval);
+        out->a = a.minval;
+        out->b = a.maxval;
+        break;
+    case TFC_INIT_RANDOM_NORMAL:
+    case TFC_INIT_TRUNCATED_NORMAL: out->a = a.mean; out->b = a.stddev; break;
+    case TFC_INIT_ORTHOGONAL: out->a = a.gain; break;
+    default: break;
+    }
+    return TFC_OK;
+}
+
+/* Keras's fans: last axis fan_out, the one before fan_in, leading axes the receptive field. */
+static void fans(const tfc_shape *s, double *fan_in, double *fan_out)
+{
+    if (s->ndim == 0) {
+        *fan_in = *fan_out = 1;
+    } else if (s->ndim == 1) {
+        *fan_in = *fan_out = (double)s->dim[0];
+    } else {
+        double receptive = 1;
+        for (int i = 0; i < s->ndim - 2; i++) receptive *= (double)s->dim[i];
+        *fan_in = (double)s->dim[s->ndim - 2] * receptive;
+        *fan_out = (double)s->dim[s->ndim - 1] * receptive;
+    }
+}
+
+/* N(0, 1) redrawn while beyond 2 (TensorFlow's truncated normal); the redraw uses a later
+ * lane of the same counter so the value stays a function of (key, i). */
+static double truncated(uint64_t key, uint64_t i)
+{
+    for (uint64_t round = 0;; round++) {
+        double z = tfc_rng_normal(key, round, i);
+        if (fabs(z) <= 2.0) return z;
+    }
+}
+
+static tfc_status orthogonal(const tfc_shape *shape, double gain, uint64_t key, float *out,
+                             tfc_error *err)
+{
+    int64_t cols = shape->ndim ? shape->dim[shape->ndim - 1] : 1;
+    int64_t rows = cols ? tfc_shape_numel(shape) / cols : 0;
+    int64_t m = rows > cols ? rows : cols, k = rows > cols ? cols : rows;
+    if (m * k == 0) return TFC_OK;
+    double *q = malloc(sizeof(double) * (size_t)(m * k));
+    if (!q) return tfc_error_set(err, TFC_ERR_NOMEM, "orthogonal initializer: out of memory");
+    /* Columns of a normal [m, k] matrix, orthonormalised by modified Gram-Schmidt, twice
+     * for stability: the Q of a QR decomposition with a positive diagonal of R. */
+    for (int64_t i = 0; i < m * k; i++) q[i] = tfc_rng_normal(key, 0, (uint64_t)i);
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t j = 0; j < k; j++) {
+            for (int64_t p = 0; p < j; p++) {
+                double dot = 0;
+                for (int64_t i = 0; i < m; i++) dot += q[i * k + p] * q[i * k + j];
+                for (int64_t i = 0; i < m; i++) q[i * k + j] -= dot * q[i * k + p];
+            }
+            double norm = 0;
+            for (int64_t i = 0; i < m; i++) norm += q[i * k + j] * q[i * k + j];
+            norm = sqrt(norm);
+            for (int64_t i = 0; i < m; i++) q[i * k + j] /= norm > 0 ? norm : 1;
+        }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            out[r * cols + c] = (float)(gain * (rows >= cols ? q[r * k + c] : q[c * k + r]));
+    free(q);
+    return TFC_OK;
+}
+
+tfc_status tfc_init_fill(const tfc_init *init, const tfc_shape *shape, uint64_t key, float *out,
+                         tfc_error *err)
+{
+    int64_t n = tfc_shape_numel(shape);
+    double fan_in, fan_out;
+    fans(shape, &fan_in, &fan_out);
+    double limit = 0, stddev = 0;
+    switch (init->kind) {
+    case TFC_INIT_ZEROS:
+    case TFC_INIT_ONES:
+    case TFC_INIT_CONSTANT: {
+        float v = init->kind == TFC_INIT_ZEROS ? 0.f : init->kind == TFC_INIT_ONES ? 1.f
+                                                                                : (float)init->a;
+        for (int64_t i = 0; i < n; i++) out[i] = v;
+        return TFC_OK;
+    }
+    case TFC_INIT_LSTM_BIAS: {
+        int64_t units = n / 4;
+        for (int64_t i = 0; i < n; i++) out[i] = (i >= units && i < 2 * units) ? 1.f : 0.f;
+        return TFC_OK;
+    }
+    case TFC_INIT_ORTHOGONAL: return orthogonal(shape, init->a, key, out, err);
+    case TFC_INIT_GLOROT_UNIFORM: limit = sqrt(6.0 / (fan_in + fan_out)); break;
+    case TFC_INIT_HE_UNIFORM: limit = sqrt(6.0 / fan_in); break;
+    case TFC_INIT_LECUN_UNIFORM: limit = sqrt(3.0 / fan_in); break;
+    /* Variance scaling with a truncated normal: Keras divides by 0.87962566103423978, the
+     * standard deviation of N(0, 1) truncated to [-2, 2], to keep the intended variance. */
+    case TFC_INIT_GLOROT_NORMAL: stddev = sqrt(2.0 / (fan_in + fan_out)) / .87962566103423978; break;
+    case TFC_INIT_HE_NORMAL: stddev = sqrt(2.0 / fan_in) / .87962566103423978; break;
+    case TFC_INIT_LECUN_NORMAL: stddev = sqrt(1.0 / fan_in) / .87962566103423978; break;
+    case TFC_INIT_RANDOM_UNIFORM:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (float)(init->a + (init->b - init->a) * tfc_rng_uniform(key, 0, (uint64_t)i));
+        return TFC_OK;
+    case TFC_INIT_RANDOM_NORMAL:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (float)(init->a + init->b * tfc_rng_normal(key, 0, (uint64_t)i));
+        return TFC_OK;
+    case TFC_INIT_TRUNCATED_NORMAL:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (float)(init->a + init->b * truncated(key, (uint64_t)i));
+        return TFC_OK;
+    case TFC_INIT_COUNT: break;
+    }
+    if (limit > 0) {
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (float)(limit * (2.0 * tfc_rng_uniform(key, 0, (uint64_t)i) - 1.0));
+    } else {
+        for (int64_t i = 0; i < n; i++) out[i] = (float)(stddev * truncated(key, (uint64_t)i));
+    }
+    return TFC_OK;
+}

@@ -1,0 +1,475 @@
+/* Model files → layers: the top-level schema, the layer list (type, Keras default names,
+ * inputs), shape inference through every layer, and the loss/metric settings. Every error
+ * points at the YAML; the whole file is checked before anything is allocated on a device. */
+#include "core/model_internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const tfc_loss_names[TFC_LOSS_COUNT + 1] = {
+    "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy", "mse",
+    NULL};
+
+static const char *const dtype_choices[] = {"float32", "int32", NULL};
+
+typedef struct model_args {
+    const char *name;
+    const tfc_node *input, *layers, *metrics;
+    int loss;
+} model_args;
+
+static const tfc_field model_fields[] = {
+    {"name", TFC_F_STRING, offsetof(model_args, name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "model name (default: the file's stem)"},
+    {"input", TFC_F_NODE, offsetof(model_args, input), NULL, TFC_UNBOUNDED, NULL,
+     "{shape: [...], dtype: float32|int32}"},
+    {"layers", TFC_F_NODE, offsetof(model_args, layers), NULL, TFC_UNBOUNDED, NULL,
+     "the list of layers"},
+    {"loss", TFC_F_ENUM, offsetof(model_args, loss), "sparse_categorical_crossentropy",
+     TFC_UNBOUNDED, tfc_loss_names, "training loss"},
+    {"metrics", TFC_F_NODE, offsetof(model_args, metrics), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "accuracy, top_k_accuracy, loss"},
+    {NULL}};
+
+typedef struct input_args {
+    tfc_int_list shape;
+    int dtype;
+} input_args;
+
+static const tfc_field input_fields[] = {
+    {"shape", TFC_F_INT_LIST, offsetof(input_args, shape), NULL, 1, 1 << 30, NULL,
+     "one example's shape, channels last"},
+    {"dtype", TFC_F_ENUM, offsetof(input_args, dtype), "float32", TFC_UNBOUNDED, dtype_choices,
+     "float32, or int32 for token ids"},
+    {NULL}};
+
+/* Keras's default layer names: the class name in snake case (Conv2D → conv2d,
+ * MaxPooling2D → max_pooling2d), as keras.utils.to_snake_case. */
+static void snake_case(const char *type, char *out, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; type[i] && n + 2 < size; i++) {
+        char c = type[i];
+        int upper = isupper((unsigned char)c);
+        /* "(.)([A-Z][a-z]+)" and "([a-z])([A-Z])" both put '_' before such an uppercase. */
+        if (i > 0 && upper &&
+            (islower((unsigned char)type[i + 1]) || islower((unsigned char)type[i - 1])))
+            out[n++] = '_';
+        out[n++] = (char)tolower((unsigned char)c);
+    }
+    out[n] = 0;
+}
+
+static int name_taken(tfc_model *m, const char *name, int upto)
+{
+    for (int i = 0; i < upto; i++)
+        if (strcmp(m->layers[i].name, name) == 0) return 1;
+    return 0;
+}
+
+/* Metrics: a list of names or one-key mappings ({top_k_accuracy: {k: 3}}). */
+static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *err)
+{
+    static const char *const names[] = {"accuracy", "top_k_accuracy", "loss", NULL};
+    if (!node) return TFC_OK;
+    if (node->kind != TFC_NODE_SEQ)
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, "metrics",
+                              "expected a list of metric names, found %s",
+                              tfc_node_kind_name(node->kind));
+    tfc_status status = TFC_OK;
+    for (int i = 0; i < node->n; i++) {
+        const tfc_node *item = node->vals[i], *args = NULL;
+        char path[64];
+        snprintf(path, sizeof path, "metrics[%d]", i);
+        if (item->kind == TFC_NODE_MAP && item->n == 1) {
+            args = item->vals[0];
+            item = item->keys[0];
+        }
+        int kind;
+        if (tfc_node_enum(item, path, names, &kind, err)) {
+            status = TFC_ERR_CONFIG;
+            continue;
+        }
+        if (m->nmetrics == TFC_MAX_METRICS) {
+            status = tfc_node_error(err, TFC_ERR_CONFIG, item, path, "at most %d metrics",
+                                    TFC_MAX_METRICS);
+            break;
+        }
+        tfc_metric *mt = &m->metrics[m->nmetrics++];
+        mt->kind = (tfc_metric_kind)kind;
+        snprintf(mt->name, sizeof mt->name, "%s", names[kind]);
+        struct { int k; } targs = {5};
+        static const tfc_field k_field[] = {
+            {"k", TFC_F_INT, 0, "5", 1, 1 << 20, NULL, "how many top outputs count"}, {NULL}};
+        static const tfc_field no_fields[] = {{NULL}};
+        if (tfc_schema_apply(kind == TFC_METRIC_TOP_K ? k_field : no_fields, args, path, &targs,
+                             err))
+            status = TFC_ERR_CONFIG;
+        mt->k = kind == TFC_METRIC_TOP_K ? targs.k : 1;
+    }
+    return status;
+}
+
+/* Splits a layer item `- Type: {args}` into its type and a mapping of arguments without
+ * `name` and `inputs`, which the graph handles for every layer. */
+static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item,
+                                   const tfc_node **type_node, tfc_node **args,
+                                   const tfc_node **name, const tfc_node **inputs,
+                                   tfc_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "layers[%d]", index);
+    if (item->kind != TFC_NODE_MAP || item->n != 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
+                              "expected a mapping with one key, the layer type "
+                              "(e.g. `- Dense: {units: 10}`), found %s",
+                              item->kind == TFC_NODE_MAP ? "several keys"
+                                                         : tfc_node_kind_name(item->kind));
+    *type_node = item->keys[0];
+    const tfc_node *a = item->vals[0];
+    *name = *inputs = NULL;
+    *args = tfc_node_new_map(m->doc_scratch, a);
+    if (tfc_node_is_null(a)) return TFC_OK;
+    if (a->kind != TFC_NODE_MAP) {
+        snprintf(path, sizeof path, "layers[%d].%s", index, item->keys[0]->str);
+        return tfc_node_error(err, TFC_ERR_CONFIG, a, path,
+                              "expected a mapping of arguments, found %s",
+                              a->kind == TFC_NODE_SEQ ? "a sequence" : "a scalar");
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (strcmp(a->keys[i]->str, "name") == 0) *name = a->vals[i];
+        else if (strcmp(a->keys[i]->str, "inputs") == 0) *inputs = a->vals[i];
+        else tfc_node_map_set(*args, a->keys[i], a->vals[i]);
+    }
+    return TFC_OK;
+}
+
+/* Resolves `inputs:` (a name or a list of names) to producer indices. */
+static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inputs,
+                                 const char *path, tfc_error *err)
+{
+    int n = inputs->kind == TFC_NODE_SEQ ? inputs->n : 1;
+    if (inputs->kind == TFC_NODE_MAP || n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, inputs, path,
+                              "expected a layer name or a list of layer names");
+    if (n > TFC_LAYER_MAX_INPUTS)
+        return tfc_node_error(err, TFC_ERR_CONFIG, inputs, path, "at most %d inputs",
+                              TFC_LAYER_MAX_INPUTS);
+    for (int i = 0; i < n; i++) {
+        const tfc_node *nm = inputs->kind == TFC_NODE_SEQ ? inputs->vals[i] : inputs;
+        if (nm->kind != TFC_NODE_SCALAR)
+            return tfc_node_error(err, TFC_ERR_CONFIG, nm, path, "expected a layer name");
+        int found = -2;
+        if (strcmp(nm->str, "input") == 0) found = -1;
+        for (int j = 0; j < l->index && found == -2; j++)
+            if (strcmp(m->layers[j].name, nm->str) == 0) found = j;
+        if (found == -2) {
+            const char *names[TFC_MAX_LAYERS + 2];
+            int k = 0;
+            names[k++] = "input";
+            for (int j = 0; j < l->index; j++) names[k++] = m->layers[j].name;
+            names[k] = NULL;
+            const char *guess = tfc_did_you_mean(nm->str, names);
+            int later = 0;
+            for (int j = l->index; j < m->nlayers; j++)
+                later |= strcmp(m->layers[j].name, nm->str) == 0;
+            return tfc_node_error(err, TFC_ERR_CONFIG, nm, path,
+                                  "no earlier layer is named '%s'%s%s%s", nm->str,
+                                  later ? " (a layer may only take inputs from layers above it)"
+                                        : "",
+                                  guess ? "; did you mean '" : "", guess ? guess : "");
+        }
+        l->inputs[i] = found;
+    }
+    l->ninputs = n;
+    return TFC_OK;
+}
+
+static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
+{
+    if (list->kind != TFC_NODE_SEQ || list->n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, list, "layers",
+                              "expected a non-empty list of layers, found %s",
+                              list->kind == TFC_NODE_SEQ ? "an empty list"
+                                                         : tfc_node_kind_name(list->kind));
+    if (list->n > TFC_MAX_LAYERS)
+        return tfc_node_error(err, TFC_ERR_CONFIG, list, "layers", "at most %d layers, found %d",
+                              TFC_MAX_LAYERS, list->n);
+    m->layers = calloc((size_t)list->n, sizeof *m->layers);
+    if (!m->layers) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    m->nlayers = list->n;
+    tfc_status status = TFC_OK;
+    const tfc_node *types[TFC_MAX_LAYERS], *names[TFC_MAX_LAYERS], *inputs[TFC_MAX_LAYERS];
+    tfc_node *args[TFC_MAX_LAYERS];
+    /* Pass 1: types and explicit names, so default names avoid every explicit one. */
+    for (int i = 0; i < list->n; i++) {
+        tfc_layer *l = &m->layers[i];
+        l->index = i;
+        l->node = list->vals[i];
+        types[i] = NULL;
+        if (parse_layer_item(m, i, list->vals[i], &types[i], &args[i], &names[i], &inputs[i],
+                             err)) {
+            status = TFC_ERR_CONFIG;
+            types[i] = NULL;
+            continue;
+        }
+        l->ops = tfc_layer_lookup(types[i]->str);
+        if (!l->ops) {
+            char path[64], known[1024];
+            snprintf(path, sizeof path, "layers[%d]", i);
+            const char *guess = tfc_did_you_mean(types[i]->str, tfc_layer_type_names());
+            tfc_join_names(known, sizeof known, tfc_layer_type_names());
+            if (guess)
+                tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
+                               "unknown layer type '%s'; did you mean '%s'?", types[i]->str,
+                               guess);
+            else
+                tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
+                               "unknown layer type '%s' (known: %s)", types[i]->str, known);
+            status = TFC_ERR_CONFIG;
+            types[i] = NULL;
+            continue;
+        }
+        if (names[i]) {
+            char path[96];
+            snprintf(path, sizeof path, "layers[%d].%s.name", i, types[i]->str);
+            if (names[i]->kind != TFC_NODE_SCALAR || !*names[i]->str ||
+                strlen(names[i]->str) >= sizeof l->name || strchr(names[i]->str, '/')) {
+                status = tfc_node_error(err, TFC_ERR_CONFIG, names[i], path,
+                                        "expected a name of 1 to %zu characters without '/'",
+                                        sizeof l->name - 1);
+            } else if (name_taken(m, names[i]->str, i) || !strcmp(names[i]->str, "input")) {
+                status = tfc_node_error(err, TFC_ERR_CONFIG, names[i], path,
+                                        "the name '%s' is already used", names[i]->str);
+            } else {
+                snprintf(l->name, sizeof l->name, "%s", names[i]->str);
+            }
+        }
+    }
+    for (int i = 0; i < list->n; i++) {
+        tfc_layer *l = &m->layers[i];
+        if (!types[i] || l->name[0]) continue;
+        char base[48];
+        snake_case(types[i]->str, base, sizeof base);
+        for (int k = 0;; k++) {
+            if (k == 0) snprintf(l->name, sizeof l->name, "%s", base);
+            else snprintf(l->name, sizeof l->name, "%s_%d", base, k);
+            int clash = 0;
+            for (int j = 0; j < list->n; j++)
+                if (j != i && strcmp(m->layers[j].name, l->name) == 0) clash = 1;
+            if (!clash) break;
+        }
+    }
+    if (status) return status;
+    /* Pass 2: arguments, inputs and shapes, layer by layer. */
+    for (int i = 0; i < list->n; i++) {
+        tfc_layer *l = &m->layers[i];
+        char path[96];
+        snprintf(path, sizeof path, "layers[%d].%s", i, l->ops->type);
+        l->args = calloc(1, l->ops->args_size ? l->ops->args_size : 1);
+        if (!l->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        if (tfc_schema_apply(l->ops->schema, args[i], path, l->args, err)) {
+            status = TFC_ERR_CONFIG;
+            continue;
+        }
+        if (inputs[i]) {
+            char ipath[112];
+            snprintf(ipath, sizeof ipath, "%s.inputs", path);
+            if (resolve_inputs(m, l, inputs[i], ipath, err)) {
+                status = TFC_ERR_CONFIG;
+                continue;
+            }
+        } else {
+            l->ninputs = 1;
+            l->inputs[0] = i - 1;
+        }
+        if (l->ninputs < l->ops->min_inputs || l->ninputs > l->ops->max_inputs) {
+            if (l->ops->min_inputs == l->ops->max_inputs)
+                tfc_layer_error(err, l, "takes %d input%s, given %d", l->ops->min_inputs,
+                                l->ops->min_inputs == 1 ? "" : "s", l->ninputs);
+            else
+                tfc_layer_error(err, l, "takes %d to %d inputs, given %d (list them in inputs:)",
+                                l->ops->min_inputs, l->ops->max_inputs, l->ninputs);
+            status = TFC_ERR_CONFIG;
+            continue;
+        }
+        if (status) continue; /* shapes after an earlier error would only echo it */
+        int mask = 0, bad = 0;
+        for (int j = 0; j < l->ninputs; j++) {
+            int p = l->inputs[j];
+            if (p >= 0 && m->layers[p].out_shape.ndim == 0 && !m->layers[p].ops) bad = 1;
+            l->in_shape[j] = p < 0 ? m->input_shape : m->layers[p].out_shape;
+            l->in_dtype[j] = p < 0 ? m->input_dtype : TFC_F32;
+            mask |= p < 0 ? 0 : m->layers[p].mask_out;
+        }
+        if (bad) continue;
+        l->mask_in = mask;
+        l->mask_out = mask && l->ops->keeps_mask;
+        l->act = TFC_ACT_LINEAR;
+        l->max_batch = 1;
+        if (l->ops->build(l, err)) {
+            status = TFC_ERR_CONFIG;
+            continue;
+        }
+        if (tfc_layer_out_numel(l) <= 0 || tfc_layer_out_numel(l) > (1ll << 31)) {
+            char buf[96];
+            status = tfc_layer_error(err, l, "output shape %s is empty or too large",
+                                     tfc_shape_str(&l->out_shape, buf, sizeof buf));
+        }
+    }
+    return status;
+}
+
+/* Output rows and classes for the loss: (classes) or (steps, classes); BCE and MSE take
+ * any shape, flattened to rows of the last axis. */
+static tfc_status check_loss(tfc_model *m, const tfc_node *root, tfc_error *err)
+{
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    const tfc_shape *s = &last->out_shape;
+    char buf[96];
+    m->classes = (int)s->dim[s->ndim - 1];
+    m->label_rows = tfc_layer_out_numel(last) / m->classes;
+    int categorical = m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
+    if (categorical && s->ndim > 2) {
+        const tfc_node *at = tfc_node_get(root, "loss");
+        return tfc_node_error(err, TFC_ERR_CONFIG, at ? at : last->node, "loss",
+                              "%s needs an output of shape (classes) or (steps, classes); the "
+                              "last layer '%s' gives %s (add Flatten or GlobalAveragePooling2D)",
+                              tfc_loss_names[m->loss], last->name,
+                              tfc_shape_str(s, buf, sizeof buf));
+    }
+    if (categorical && m->classes < 2 && m->loss == TFC_LOSS_SPARSE_CCE) {
+        const tfc_node *at = tfc_node_get(root, "loss");
+        return tfc_node_error(err, TFC_ERR_CONFIG, at ? at : last->node, "loss",
+                              "%s needs at least 2 output classes; the last layer '%s' gives %s",
+                              tfc_loss_names[m->loss], last->name,
+                              tfc_shape_str(s, buf, sizeof buf));
+    }
+    for (int i = 0; i < m->nmetrics; i++)
+        if (m->metrics[i].kind == TFC_METRIC_TOP_K && m->metrics[i].k > m->classes)
+            return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",
+                                  "top_k_accuracy with k = %d exceeds the %d output classes",
+                                  m->metrics[i].k, m->classes);
+    return TFC_OK;
+}
+
+tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error *err)
+{
+    if (!root || root->kind != TFC_NODE_MAP) {
+        char found[64];
+        tfc_node_describe(root, found, sizeof found);
+        tfc_node_error(err, TFC_ERR_CONFIG, root, NULL,
+                       "a model file is a mapping with input, layers, loss and metrics; found %s",
+                       found);
+        return NULL;
+    }
+    tfc_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->doc_scratch = tfc_doc_load_string("{}", 2, "<scratch>", err);
+    model_args a;
+    tfc_status status = tfc_schema_apply(model_fields, root, "", &a, err);
+    if (!m->doc_scratch) status = TFC_ERR_NOMEM;
+    if (status == TFC_OK) {
+        snprintf(m->name, sizeof m->name, "%s", a.name ? a.name : name ? name : "model");
+        m->loss = (tfc_loss_kind)a.loss;
+        input_args in;
+        if (tfc_schema_apply(input_fields, a.input, "input", &in, err)) {
+            status = TFC_ERR_CONFIG;
+        } else if (in.shape.n > TFC_MAX_DIMS - 1) {
+            status = tfc_node_error(err, TFC_ERR_CONFIG, a.input, "input.shape",
+                                    "at most %d dimensions", TFC_MAX_DIMS - 1);
+        } else {
+            m->input_shape.ndim = in.shape.n;
+            for (int i = 0; i < in.shape.n; i++) m->input_shape.dim[i] = in.shape.v[i];
+            m->input_dtype = in.dtype == 1 ? TFC_I32 : TFC_F32;
+            if (tfc_shape_numel(&m->input_shape) > (1ll << 30))
+                status = tfc_node_error(err, TFC_ERR_CONFIG, a.input, "input.shape",
+                                        "an example of more than 2^30 elements");
+        }
+        if (parse_metrics(m, a.metrics, err)) status = TFC_ERR_CONFIG;
+        if (build_layers(m, a.layers, err)) status = TFC_ERR_CONFIG;
+        if (status == TFC_OK) status = check_loss(m, root, err);
+    }
+    if (status) {
+        tfc_model_free(m);
+        return NULL;
+    }
+    m->fused_loss = tfc_model_fused_loss(m);
+    return m;
+}
+
+static tfc_model *from_doc(tfc_doc *doc, const char *path, tfc_error *err)
+{
+    if (!doc) return NULL;
+    char stem[128];
+    const char *base = strrchr(path, '/');
+    snprintf(stem, sizeof stem, "%s", base ? base + 1 : path);
+    char *dot = strrchr(stem, '.');
+    if (dot && dot != stem) *dot = 0;
+    tfc_model *m = tfc_model_from_node(tfc_doc_root(doc), stem, err);
+    if (!m) {
+        tfc_doc_free(doc);
+        return NULL;
+    }
+    m->doc = doc;
+    return m;
+}
+
+tfc_model *tfc_model_load(const char *path, tfc_error *err)
+{
+    return from_doc(tfc_doc_load_file(path, err), path, err);
+}
+
+tfc_model *tfc_model_from_string(const char *yaml, size_t len, const char *file,
+                                 tfc_error *err)
+{
+    return from_doc(tfc_doc_load_string(yaml, len, file, err), file, err);
+}
+
+void tfc_model_free(tfc_model *m)
+{
+    if (!m) return;
+    tfc_model_unbind(m);
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        if (l->ops && l->ops->free_state) l->ops->free_state(l);
+        free(l->args);
+    }
+    free(m->layers);
+    tfc_doc_free(m->doc_scratch);
+    tfc_doc_free(m->doc);
+    free(m);
+}
+
+const char *tfc_model_name(const tfc_model *m) { return m->name; }
+int tfc_model_nlayers(const tfc_model *m) { return m->nlayers; }
+tfc_layer *tfc_model_layer(tfc_model *m, int i) { return &m->layers[i]; }
+const tfc_shape *tfc_model_input_shape(const tfc_model *m) { return &m->input_shape; }
+tfc_dtype tfc_model_input_dtype(const tfc_model *m) { return m->input_dtype; }
+const tfc_shape *tfc_model_output_shape(const tfc_model *m)
+{
+    return &m->layers[m->nlayers - 1].out_shape;
+}
+tfc_loss_kind tfc_model_loss_kind(const tfc_model *m) { return m->loss; }
+int tfc_model_nmetrics(const tfc_model *m) { return m->nmetrics; }
+const tfc_metric *tfc_model_metric(const tfc_model *m, int i) { return &m->metrics[i]; }
+int tfc_model_classes(const tfc_model *m) { return m->classes; }
+int64_t tfc_model_label_rows(const tfc_model *m) { return m->label_rows; }
+
+int64_t tfc_model_param_count(const tfc_model *m)
+{
+    int64_t n = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++) n += m->layers[i].params[p].numel;
+    return n;
+}
+
+int64_t tfc_model_trainable_count(const tfc_model *m)
+{
+    int64_t n = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++)
+            if (m->layers[i].params[p].trainable) n += m->layers[i].params[p].numel;
+    return n;
+}

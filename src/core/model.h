@@ -1,0 +1,138 @@
+/* The model: a model file (SPEC §1) turned into a graph of layers with inferred shapes,
+ * then bound to a backend: parameters, gradients and activations live in a few arenas
+ * planned once for the largest batch, so a training step allocates nothing.
+ *
+ *   load (YAML → layers, shapes checked)  →  bind (backend, max batch)  →  init weights
+ *   → per step: forward(x) → loss(labels) → zero_grad → backward
+ *
+ * Parameters sit in one flat arena, trainable ones first, so an optimizer is one loop over
+ * [0, tfc_model_trainable_count) of params and grads. */
+#ifndef TFC_CORE_MODEL_H
+#define TFC_CORE_MODEL_H
+
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "core/config.h"
+#include "layers/layer.h"
+
+typedef struct tfc_model tfc_model;
+
+typedef enum tfc_metric_kind { TFC_METRIC_ACCURACY = 0, TFC_METRIC_TOP_K, TFC_METRIC_LOSS } tfc_metric_kind;
+
+#define TFC_MAX_METRICS 8
+
+typedef struct tfc_metric {
+    tfc_metric_kind kind;
+    int k;           /* top_k_accuracy */
+    char name[32];   /* as reported: accuracy, top_5_accuracy, loss */
+} tfc_metric;
+
+/* One batch's results. `count` is the number of rows (examples, or unmasked steps) that the
+ * loss and metrics averaged over, so callers can weight batches when accumulating. */
+typedef struct tfc_batch_result {
+    double loss;
+    double metric[TFC_MAX_METRICS];
+    int64_t count;
+} tfc_batch_result;
+
+/* Builds a model from a parsed model mapping. `name` is the default model name (the file's
+ * stem). Every error of the file is reported (up to TFC_ERROR_MAX_REPORTS); NULL on error.
+ * The model keeps no pointer into `root` after it returns except node positions for
+ * messages, so the document must outlive the model. */
+tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error *err);
+
+/* Loads a model file (owning its document). */
+tfc_model *tfc_model_load(const char *path, tfc_error *err);
+
+/* Parses a model from YAML text (owning the document); `file` names it in errors and its
+ * stem is the default model name. */
+tfc_model *tfc_model_from_string(const char *yaml, size_t len, const char *file,
+                                 tfc_error *err);
+
+void tfc_model_free(tfc_model *m);
+
+const char *tfc_model_name(const tfc_model *m);
+int tfc_model_nlayers(const tfc_model *m);
+tfc_layer *tfc_model_layer(tfc_model *m, int i);
+const tfc_shape *tfc_model_input_shape(const tfc_model *m);
+tfc_dtype tfc_model_input_dtype(const tfc_model *m);
+const tfc_shape *tfc_model_output_shape(const tfc_model *m);
+tfc_loss_kind tfc_model_loss_kind(const tfc_model *m);
+int tfc_model_nmetrics(const tfc_model *m);
+const tfc_metric *tfc_model_metric(const tfc_model *m, int i);
+/* Output classes per row (the last axis of the output). */
+int tfc_model_classes(const tfc_model *m);
+/* Rows of labels per example: 1, or T for sequence outputs. */
+int64_t tfc_model_label_rows(const tfc_model *m);
+
+/* Trainable and total parameter floats. */
+int64_t tfc_model_trainable_count(const tfc_model *m);
+int64_t tfc_model_param_count(const tfc_model *m);
+
+/* Plans and allocates every buffer on `be` for batches of up to max_batch examples; the
+ * model keeps `be`. Re-binding with another size frees the old buffers. Errors name the
+ * sizes (TFC_ERR_NOMEM). */
+tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err);
+int tfc_model_max_batch(const tfc_model *m);
+
+/* Frees the bound buffers (a no-op when unbound); the model can be bound again. */
+void tfc_model_unbind(tfc_model *m);
+
+/* Fills every parameter from its initializer with streams keyed by (seed, layer index). */
+tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err);
+
+/* Device arenas: params [param_count] and grads [trainable_count]. */
+float *tfc_model_params(tfc_model *m);
+float *tfc_model_grads(tfc_model *m);
+
+/* Uploads one batch of inputs (host, [batch, input shape], float32 or int32 as the model
+ * declares) and runs the forward pass. Token ids are checked against each Embedding's
+ * input_dim (TFC_ERR_DATA naming the example). `training` selects dropout and batch
+ * statistics; `step` keys the per-step random streams. */
+tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int training,
+                             uint64_t seed, uint64_t step, tfc_error *err);
+
+/* Loss and metrics of the last forward pass against host labels: int32 class indices
+ * [batch, label_rows] for sparse_categorical_crossentropy, float32 [batch, label_rows,
+ * classes] otherwise. Labels out of range are TFC_ERR_DATA. With want_grad, the loss
+ * gradient is left in the output's gradient for tfc_model_backward. */
+tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
+                          tfc_batch_result *out, tfc_error *err);
+
+/* Zeroes the parameter gradients (once per step; not between iter_size accumulations). */
+void tfc_model_zero_grad(tfc_model *m);
+
+/* Back-propagates the loss gradient; parameter gradients accumulate. */
+void tfc_model_backward(tfc_model *m);
+
+/* The last forward pass's output, downloaded: [batch, output shape] floats. */
+void tfc_model_get_output(tfc_model *m, float *host);
+
+/* The first layer (in order) whose output holds NaN or Inf after the last forward pass, or
+ * -1 when all are finite. */
+int tfc_model_first_nonfinite(tfc_model *m);
+
+/* Per-layer steps for profiling (tfc-time): run forward/backward of layer i alone with
+ * the current buffers. */
+void tfc_model_layer_forward(tfc_model *m, int i);
+void tfc_model_layer_backward(tfc_model *m, int i);
+
+/* Whether backward computes the gradient of the model input (gradient checks); off by
+ * default, which saves the first layer's backward-data pass. */
+void tfc_model_want_input_grad(tfc_model *m, int on);
+
+/* The exec context the next pass uses (tests adjust seed/step/training directly). */
+tfc_exec *tfc_model_exec(tfc_model *m);
+
+/* Host copies of parameters: layer l's param p, downloaded to/uploaded from host. */
+void tfc_model_param_download(tfc_model *m, const tfc_param *p, float *host);
+void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host);
+
+/* Device pointer to the input buffer and to the output gradient (tests, gradient checks). */
+void *tfc_model_input_buffer(tfc_model *m);
+float *tfc_model_input_grad(tfc_model *m);
+
+extern const char *const tfc_loss_names[TFC_LOSS_COUNT + 1];
+
+#endif

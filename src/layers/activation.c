@@ -1,0 +1,38 @@
+/* Activation (keras.layers.Activation): y = act(x). The layer itself is the identity; its
+ * activation is applied by the graph like any layer's fused `activation:`, so a final
+ * Activation(softmax) folds into the cross-entropy exactly as a Dense(softmax) does. */
+#include "layers/layer.h"
+
+typedef struct activation_args {
+    int activation;
+} activation_args;
+
+static const tfc_field activation_fields[] = {
+    {"activation", TFC_F_ENUM, offsetof(activation_args, activation), NULL, TFC_UNBOUNDED,
+     tfc_act_names, "the activation"},
+    {NULL}};
+
+static tfc_status activation_build(tfc_layer *l, tfc_error *err)
+{
+    const activation_args *a = l->args;
+    l->out_shape = l->in_shape[0];
+    l->act = (tfc_act)a->activation;
+    return TFC_OK;
+}
+
+static void activation_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    ex->be->ops->copy(ex->be, y, x[0], (size_t)ex->batch * (size_t)tfc_layer_out_numel(l) * 4);
+}
+
+static void activation_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
+                                const float *y, const float *dy, float *const *dx)
+{
+    if (dx[0]) ex->be->ops->axpy(ex->be, (int64_t)ex->batch * tfc_layer_out_numel(l), 1.f, dy, dx[0]);
+}
+
+const tfc_layer_ops tfc_activation_ops = {
+    .type = "Activation", .schema = activation_fields, .args_size = sizeof(activation_args),
+    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
+    .build = activation_build, .forward = activation_forward, .backward = activation_backward,
+};

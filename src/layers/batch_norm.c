@@ -1,0 +1,95 @@
+/* BatchNormalization (keras.layers.BatchNormalization) over the last axis (channels).
+ * Training: per-channel batch mean and (biased) variance over every other axis;
+ *   y = gamma (x - mean) / sqrt(var + eps) + beta
+ *   moving = momentum * moving + (1 - momentum) * batch statistic   (Keras 3's update)
+ * Inference: the moving statistics instead. Keras's defaults: momentum 0.99, epsilon 1e-3.
+ * Backward (training):
+ *   dbeta += sum dy, dgamma += sum dy * xhat,
+ *   dx += gamma * invstd / m * (m dy - sum dy - xhat sum(dy xhat)) */
+#include "layers/layer.h"
+
+typedef struct bn_args {
+    int axis;
+    double momentum, epsilon;
+    const tfc_node *beta_initializer, *gamma_initializer, *moving_mean_initializer,
+        *moving_variance_initializer;
+} bn_args;
+
+static const tfc_field bn_fields[] = {
+    {"axis", TFC_F_INT, offsetof(bn_args, axis), "-1", TFC_UNBOUNDED, NULL,
+     "the channel axis; only the last (-1) is supported"},
+    {"momentum", TFC_F_FLOAT, offsetof(bn_args, momentum), "0.99", 0, 1, NULL,
+     "moving-average momentum"},
+    {"epsilon", TFC_F_FLOAT, offsetof(bn_args, epsilon), "0.001", 1e-12, 1, NULL,
+     "added to the variance"},
+    {"beta_initializer", TFC_F_NODE, offsetof(bn_args, beta_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default zeros"},
+    {"gamma_initializer", TFC_F_NODE, offsetof(bn_args, gamma_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default ones"},
+    {"moving_mean_initializer", TFC_F_NODE, offsetof(bn_args, moving_mean_initializer),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default zeros"},
+    {"moving_variance_initializer", TFC_F_NODE, offsetof(bn_args, moving_variance_initializer),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default ones"},
+    {NULL}};
+
+enum { GAMMA, BETA, MOVING_MEAN, MOVING_VAR };
+
+static tfc_status bn_build(tfc_layer *l, tfc_error *err)
+{
+    const bn_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    if (a->axis != -1 && a->axis != in->ndim)
+        return tfc_layer_error(err, l, "axis %d: only the last axis (-1, channels last) is "
+                               "supported", a->axis);
+    int64_t c = in->dim[in->ndim - 1];
+    l->out_shape = *in;
+    tfc_init gi, bi, mi, vi;
+    if (tfc_layer_init_arg(l, a->gamma_initializer, "gamma_initializer", TFC_INIT_ONES, &gi, err) ||
+        tfc_layer_init_arg(l, a->beta_initializer, "beta_initializer", TFC_INIT_ZEROS, &bi, err) ||
+        tfc_layer_init_arg(l, a->moving_mean_initializer, "moving_mean_initializer",
+                           TFC_INIT_ZEROS, &mi, err) ||
+        tfc_layer_init_arg(l, a->moving_variance_initializer, "moving_variance_initializer",
+                           TFC_INIT_ONES, &vi, err))
+        return TFC_ERR_CONFIG;
+    tfc_layer_add_param(l, "gamma", 1, &c, 1, gi);
+    tfc_layer_add_param(l, "beta", 1, &c, 1, bi);
+    tfc_layer_add_param(l, "moving_mean", 1, &c, 0, mi);
+    tfc_layer_add_param(l, "moving_variance", 1, &c, 0, vi);
+    l->fixed_floats = 2 * c; /* the batch's mean and 1/std, kept for backward */
+    return TFC_OK;
+}
+
+static void bn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const bn_args *a = l->args;
+    int c = (int)l->out_shape.dim[l->out_shape.ndim - 1];
+    int64_t rows = (int64_t)ex->batch * tfc_layer_out_numel(l) / c;
+    tfc_param *p = l->params;
+    if (ex->training)
+        ex->be->ops->bn_forward_train(ex->be, rows, c, x[0], p[GAMMA].data, p[BETA].data,
+                                      (float)a->epsilon, (float)a->momentum, p[MOVING_MEAN].data,
+                                      p[MOVING_VAR].data, y, l->saved, l->saved + c);
+    else
+        ex->be->ops->bn_forward_infer(ex->be, rows, c, x[0], p[GAMMA].data, p[BETA].data,
+                                      p[MOVING_MEAN].data, p[MOVING_VAR].data, (float)a->epsilon,
+                                      y);
+}
+
+/* Backward follows a training-mode forward (the solver never back-propagates an inference
+ * pass), so the saved batch statistics are current. */
+static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                        const float *dy, float *const *dx)
+{
+    TFC_ASSERT(ex->training);
+    int c = (int)l->out_shape.dim[l->out_shape.ndim - 1];
+    int64_t rows = (int64_t)ex->batch * tfc_layer_out_numel(l) / c;
+    tfc_param *p = l->params;
+    ex->be->ops->bn_backward(ex->be, rows, c, x[0], dy, p[GAMMA].data, l->saved, l->saved + c,
+                             dx[0], p[GAMMA].grad, p[BETA].grad);
+}
+
+const tfc_layer_ops tfc_batch_normalization_ops = {
+    .type = "BatchNormalization", .schema = bn_fields, .args_size = sizeof(bn_args),
+    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
+    .build = bn_build, .forward = bn_forward, .backward = bn_backward,
+};

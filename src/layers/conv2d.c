@@ -1,0 +1,105 @@
+/* Conv2D (keras.layers.Conv2D): 2-D cross-correlation over NHWC images with TensorFlow's
+ * valid/same padding (same pads the extra row and column after the image), strides and
+ * dilation.
+ *   y[n, i, j, f] = sum_{u, v, c} x[n, i*sh + u*dh - pt, j*sw + v*dw - pl, c] K[u, v, c, f] + b[f]
+ *   backward: dK += x (*) dy, db += sum dy, dx += dy (*)^T K (the backend's conv ops) */
+#include "layers/layer.h"
+
+typedef struct conv_args {
+    int filters, kernel_size[2], strides[2], padding, dilation_rate[2], activation, use_bias;
+    const tfc_node *kernel_initializer, *bias_initializer;
+} conv_args;
+
+static const tfc_field conv_fields[] = {
+    {"filters", TFC_F_INT, offsetof(conv_args, filters), NULL, 1, 1 << 20, NULL,
+     "output channels"},
+    {"kernel_size", TFC_F_INT_PAIR, offsetof(conv_args, kernel_size), NULL, 1, 4096, NULL,
+     "kernel height and width"},
+    {"strides", TFC_F_INT_PAIR, offsetof(conv_args, strides), "1", 1, 4096, NULL, "stride"},
+    {"padding", TFC_F_ENUM, offsetof(conv_args, padding), "valid", TFC_UNBOUNDED,
+     tfc_padding_names, "valid or same"},
+    {"dilation_rate", TFC_F_INT_PAIR, offsetof(conv_args, dilation_rate), "1", 1, 4096, NULL,
+     "dilation"},
+    TFC_ACTIVATION_FIELD(conv_args, activation),
+    {"use_bias", TFC_F_BOOL, offsetof(conv_args, use_bias), "true", TFC_UNBOUNDED, NULL,
+     "add a bias per filter"},
+    {"kernel_initializer", TFC_F_NODE, offsetof(conv_args, kernel_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default glorot_uniform"},
+    {"bias_initializer", TFC_F_NODE, offsetof(conv_args, bias_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default zeros"},
+    {NULL}};
+
+static tfc_conv_desc conv_desc(const tfc_layer *l, int n)
+{
+    const conv_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    tfc_conv_desc d = {.n = n, .h = (int)in->dim[0], .w = (int)in->dim[1], .c = (int)in->dim[2],
+                       .kh = a->kernel_size[0], .kw = a->kernel_size[1], .f = a->filters,
+                       .sh = a->strides[0], .sw = a->strides[1],
+                       .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
+    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == 1, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == 1, &d.ow, &d.pad_left);
+    return d;
+}
+
+static tfc_status conv_build(tfc_layer *l, tfc_error *err)
+{
+    const conv_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    if (in->ndim != 3)
+        return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
+                               tfc_shape_str(in, buf, sizeof buf));
+    if ((a->strides[0] > 1 || a->strides[1] > 1) &&
+        (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
+        return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "
+                                       "(as in Keras)");
+    tfc_conv_desc d = conv_desc(l, 1);
+    if (d.oh < 1 || d.ow < 1)
+        return tfc_layer_error(err, l,
+                               "input %s is smaller than the %dx%d kernel (dilation %dx%d) with "
+                               "valid padding",
+                               tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw, d.dh, d.dw);
+    l->out_shape = tfc_shape_make(3, (int64_t[]){d.oh, d.ow, d.f});
+    l->act = (tfc_act)a->activation;
+    tfc_init ki, bi;
+    if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
+        return TFC_ERR_CONFIG;
+    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, d.f}, 1, ki);
+    if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){d.f}, 1, bi);
+    return TFC_OK;
+}
+
+static void conv_plan(tfc_layer *l, tfc_backend *be)
+{
+    tfc_conv_desc d = conv_desc(l, l->max_batch);
+    l->workspace = be->ops->conv_workspace(be, &d);
+}
+
+static void conv_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const conv_args *a = l->args;
+    tfc_conv_desc d = conv_desc(l, ex->batch);
+    ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data, y, ex->ws);
+    if (a->use_bias)
+        ex->be->ops->bias_add(ex->be, (int64_t)d.n * d.oh * d.ow, d.f, l->params[1].data, y);
+}
+
+static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                          const float *dy, float *const *dx)
+{
+    const conv_args *a = l->args;
+    tfc_conv_desc d = conv_desc(l, ex->batch);
+    const tfc_backend_ops *op = ex->be->ops;
+    if (a->use_bias) op->bias_grad(ex->be, (int64_t)d.n * d.oh * d.ow, d.f, dy, l->params[1].grad);
+    op->conv_backward_filter(ex->be, &d, x[0], dy, l->params[0].grad, ex->ws);
+    if (dx[0]) op->conv_backward_data(ex->be, &d, dy, l->params[0].data, dx[0], ex->ws);
+}
+
+const tfc_layer_ops tfc_conv2d_ops = {
+    .type = "Conv2D", .schema = conv_fields, .args_size = sizeof(conv_args),
+    .min_inputs = 1, .max_inputs = 1,
+    .build = conv_build, .plan = conv_plan, .forward = conv_forward, .backward = conv_backward,
+};

@@ -1,0 +1,55 @@
+/* Helpers every layer uses: parameters, positioned errors, TensorFlow's padding rules. */
+#include "layers/layer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const tfc_padding_names[] = {"valid", "same", NULL};
+
+tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
+                               int trainable, tfc_init init)
+{
+    TFC_ASSERT(l->nparams < TFC_LAYER_MAX_PARAMS);
+    tfc_param *p = &l->params[l->nparams++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->shape = tfc_shape_make(ndim, dims);
+    p->trainable = trainable;
+    p->init = init;
+    p->numel = tfc_shape_numel(&p->shape);
+    return p;
+}
+
+tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, ...)
+{
+    char msg[900], key[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(key, sizeof key, "layers[%d].%s", l->index, l->ops ? l->ops->type : "?");
+    return tfc_node_error(err, TFC_ERR_CONFIG, l->node, key, "layer '%s': %s", l->name, msg);
+}
+
+void tfc_conv_axis(int in, int k, int s, int d, int same, int *out, int *pad_before)
+{
+    int eff = (k - 1) * d + 1;
+    if (same) {
+        *out = (in + s - 1) / s;
+        int total = (*out - 1) * s + eff - in;
+        if (total < 0) total = 0;
+        *pad_before = total / 2;
+    } else {
+        *out = in >= eff ? (in - eff) / s + 1 : 0;
+        *pad_before = 0;
+    }
+}
+
+tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
+                              tfc_init_kind def, tfc_init *out, tfc_error *err)
+{
+    char path[128];
+    snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, arg);
+    return tfc_init_parse(node, path, tfc_init_make(def), out, err);
+}

@@ -1,0 +1,131 @@
+/* The layer contract. A layer type is a tfc_layer_ops: its Keras name, its argument schema,
+ * and build / forward / backward. build() sees only shapes (per example, no batch axis) and
+ * declares parameters, workspace and saved buffers; the graph then binds memory once and
+ * calls forward/backward with device pointers. Layers know math and shapes, never devices:
+ * everything they compute goes through ex->be's op table.
+ *
+ * Gradients ACCUMULATE: backward adds into dx[i] and into each parameter's grad, all zeroed
+ * by the graph once per step. A layer with a fused `activation:` sees its pre-activation
+ * output as y/dy; the graph applies the activation and its derivative around it. */
+#ifndef TFC_LAYERS_LAYER_H
+#define TFC_LAYERS_LAYER_H
+
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "core/init.h"
+#include "core/schema.h"
+#include "core/tensor.h"
+
+#define TFC_LAYER_MAX_INPUTS 8
+#define TFC_LAYER_MAX_PARAMS 6
+
+typedef struct tfc_layer tfc_layer;
+
+/* What a forward or backward pass sees. */
+typedef struct tfc_exec {
+    tfc_backend *be;
+    int training;     /* dropout active, batch statistics for BatchNormalization */
+    uint64_t seed;    /* the run's seed */
+    uint64_t step;    /* iteration: the counter of per-step random streams (dropout) */
+    int batch;        /* examples in this batch (<= the bound maximum) */
+    void *ws;         /* shared scratch, at least the largest layer's workspace */
+} tfc_exec;
+
+/* A weight: Keras's variable name and layout; data/grad are bound by the graph. */
+typedef struct tfc_param {
+    char name[32];      /* kernel, bias, recurrent_kernel, embeddings, gamma, ... */
+    tfc_shape shape;    /* Keras layout (SPEC §5) */
+    int trainable;      /* 0 for moving statistics: no gradient, no optimizer update */
+    tfc_init init;      /* how to fill it */
+    int64_t numel;
+    float *data;        /* bound */
+    float *grad;        /* bound; NULL when not trainable */
+} tfc_param;
+
+typedef struct tfc_layer_ops {
+    const char *type;          /* Keras class name: Dense, Conv2D, ... */
+    const tfc_field *schema;   /* arguments (besides name and inputs) */
+    size_t args_size;          /* bytes of the struct the schema fills */
+    int min_inputs, max_inputs;
+    int keeps_mask;            /* output keeps the sequence mask of its input */
+    /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
+     * parameters (tfc_layer_add_param), l->saved_floats (floats per example kept from
+     * forward for backward) and, for token inputs, l->id_limit. Errors name the layer via
+     * tfc_layer_error. */
+    tfc_status (*build)(tfc_layer *l, tfc_error *err);
+    /* Sets l->workspace (bytes of scratch) for batches of up to l->max_batch on `be`;
+     * called when the graph binds. NULL: no workspace. */
+    void (*plan)(tfc_layer *l, tfc_backend *be);
+    /* y = f(x). x[i] has shape [batch, in_shape[i]] (int32 for an int model input). */
+    void (*forward)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
+    /* dx[i] += dL/dx[i] (dx[i] NULL: not needed), param grads += ... */
+    void (*backward)(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                     const float *dy, float *const *dx);
+    void (*free_state)(tfc_layer *l); /* may be NULL */
+} tfc_layer_ops;
+
+struct tfc_layer {
+    const tfc_layer_ops *ops;
+    char name[64];
+    int index;                     /* position in the model's layer list */
+    const tfc_node *node;          /* the layer's YAML (errors point here) */
+    void *args;                    /* filled by ops->schema */
+    int ninputs;
+    int inputs[TFC_LAYER_MAX_INPUTS]; /* producing layers' indices; -1 = the model input */
+    tfc_shape in_shape[TFC_LAYER_MAX_INPUTS]; /* per example */
+    tfc_dtype in_dtype[TFC_LAYER_MAX_INPUTS];
+    tfc_shape out_shape;           /* per example */
+    tfc_act act;                   /* fused activation, TFC_ACT_LINEAR when none */
+    int nparams;
+    tfc_param params[TFC_LAYER_MAX_PARAMS];
+    int max_batch;                 /* the batch size memory is planned for */
+    size_t workspace;              /* bytes */
+    int64_t saved_floats;          /* per example */
+    int64_t fixed_floats;          /* independent of the batch (per-channel statistics) */
+    float *saved;                  /* bound: [fixed_floats + max_batch * saved_floats] */
+    int mask_in;                   /* the input carries the sequence mask (set before build) */
+    int mask_out;                  /* the output carries it: set by the graph to
+                                      mask_in && ops->keeps_mask; build may change it */
+    const float *mask;             /* bound: [batch, T] sequence mask when mask_in, else NULL */
+    uint64_t rng_key;              /* this layer's random stream (dropout) */
+    int64_t id_limit;              /* token inputs must lie in [0, id_limit); 0: no check */
+    void *state;                   /* layer-private */
+};
+
+/* Appends a parameter; returns it so build() can adjust its initializer. */
+tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
+                               int trainable, tfc_init init);
+
+/* Reports a build error positioned at the layer's YAML, naming it as
+ * layers[INDEX].TYPE (NAME). */
+tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The `activation:` argument every layer with a fused activation declares. */
+#define TFC_ACTIVATION_FIELD(type, member)                                                   \
+    {"activation", TFC_F_ENUM, offsetof(type, member), "linear", TFC_UNBOUNDED, tfc_act_names, \
+     "activation applied to the output"}
+
+/* Reads an initializer argument of layer l (`node` may be NULL: `def`). */
+tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
+                              tfc_init_kind def, tfc_init *out, tfc_error *err);
+
+/* Elements of one example's output. */
+int64_t tfc_layer_out_numel(const tfc_layer *l);
+
+/* The registry, in one array (registry.c). Lookup returns NULL when unknown. */
+extern const tfc_layer_ops *const tfc_layer_registry[];
+const tfc_layer_ops *tfc_layer_lookup(const char *type);
+/* NULL-terminated list of type names, for did-you-mean and --help. */
+const char *const *tfc_layer_type_names(void);
+
+/* Shared argument helpers. */
+extern const char *const tfc_padding_names[]; /* "valid", "same" */
+/* Output size and leading padding of one spatial axis, TensorFlow's rules:
+ * valid: out = ceil((in - (k - 1) * d) / s), pad 0;
+ * same:  out = ceil(in / s), total pad = max((out - 1) * s + (k - 1) * d + 1 - in, 0),
+ *        pad_before = total / 2 (the extra row goes after). */
+void tfc_conv_axis(int in, int k, int s, int d, int same, int *out, int *pad_before);
+
+#endif

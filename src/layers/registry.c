@@ -1,0 +1,33 @@
+/* The layer registry: every layer type in one explicit array (no self-registration, which
+ * vanishes under static linking). Add a layer here and in its own file. */
+#include <string.h>
+
+#include "layers/layer.h"
+
+extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_dropout_ops,
+    tfc_embedding_ops, tfc_flatten_ops, tfc_reshape_ops, tfc_activation_ops,
+    tfc_max_pooling2d_ops, tfc_average_pooling2d_ops, tfc_global_average_pooling2d_ops,
+    tfc_batch_normalization_ops, tfc_add_ops, tfc_concatenate_ops;
+
+const tfc_layer_ops *const tfc_layer_registry[] = {
+    &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
+    &tfc_dropout_ops,        &tfc_embedding_ops,        &tfc_flatten_ops,
+    &tfc_reshape_ops,        &tfc_activation_ops,       &tfc_max_pooling2d_ops,
+    &tfc_average_pooling2d_ops, &tfc_global_average_pooling2d_ops,
+    &tfc_batch_normalization_ops, &tfc_add_ops,         &tfc_concatenate_ops,
+    NULL};
+
+const tfc_layer_ops *tfc_layer_lookup(const char *type)
+{
+    for (int i = 0; tfc_layer_registry[i]; i++)
+        if (strcmp(tfc_layer_registry[i]->type, type) == 0) return tfc_layer_registry[i];
+    return NULL;
+}
+
+const char *const *tfc_layer_type_names(void)
+{
+    static const char *names[sizeof tfc_layer_registry / sizeof *tfc_layer_registry];
+    if (!names[0])
+        for (int i = 0; tfc_layer_registry[i]; i++) names[i] = tfc_layer_registry[i]->type;
+    return names;
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Runs every CUnit test program in DIR (and the tool tests, given the bin directory), sums
+# their results and prints one closing line: "tests: N passed, N failed".
+# Exit status: 0 only when every program ran to completion and no test failed.
+dir=${1:?usage: run_tests.sh TESTDIR [BINDIR]}
+export TFC_BIN=${2:-bin}
+passed=0 failed=0 status=0
+for t in "$dir"/test_*; do
+    [ -x "$t" ] || continue
+    name=${t##*/}
+    log=$(mktemp)
+    start=$(date +%s)
+    "$t" >"$log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    # CUnit's summary line: "tests  Total  Ran  Passed  Failed  Inactive"
+    line=$(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$log" | tail -n 1)
+    p=${line% *} f=${line#* }
+    if [ -z "$line" ]; then p=0 f=1; fi
+    passed=$((passed + p)) failed=$((failed + f))
+    if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
+        status=1
+        echo "FAIL $name (exit $rc, ${secs}s)"
+        grep -v -e '^ *Test: .*passed$' "$log" | tail -n 60
+    else
+        echo "ok   $name: $p tests (${secs}s)"
+    fi
+    rm -f "$log"
+done
+echo "tests: $passed passed, $failed failed"
+exit $status

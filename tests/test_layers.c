@@ -1,0 +1,485 @@
+/* Every layer: gradients against central differences (inputs and parameters, through
+ * small models that also cover each loss, masking, BatchNormalization in training mode,
+ * strided/same-padded convolutions and Add/Concatenate graphs), and forward values against
+ * independent loops written here. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "gradcheck.h"
+#include "testutil.h"
+
+typedef struct gc_case {
+    const char *name;
+    const char *yaml;
+    int batch;
+} gc_case;
+
+#define IMG "input: {shape: [5, 6, 2]}\nlayers:\n"
+#define SEQ "input: {shape: [6], dtype: int32}\nlayers:\n"
+
+static const gc_case cases[] = {
+    {"dense_relu", "input: {shape: [7]}\nlayers:\n  - Dense: {units: 5, activation: relu}\n"
+                   "  - Dense: {units: 3}\n", 4},
+    {"dense_sequence", "input: {shape: [4, 3]}\nlayers:\n  - Dense: {units: 5, activation: tanh}\n"
+                       "  - Dense: {units: 3, use_bias: false}\n", 3},
+    {"activations", "input: {shape: [6]}\nlayers:\n  - Dense: {units: 6, activation: sigmoid}\n"
+                    "  - Dense: {units: 6, activation: elu}\n  - Dense: {units: 6, activation: selu}\n"
+                    "  - Dense: {units: 6, activation: gelu}\n  - Dense: {units: 6, activation: softplus}\n"
+                    "  - Dense: {units: 6, activation: softsign}\n  - Dense: {units: 6, activation: swish}\n"
+                    "  - Dense: {units: 6, activation: leaky_relu}\n"
+                    "  - Dense: {units: 6, activation: hard_sigmoid}\n"
+                    "  - Dense: {units: 6, activation: exponential}\n"
+                    "  - Activation: {activation: tanh}\n  - Dense: {units: 3}\n", 3},
+    {"softmax_fused", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 4, activation: softmax}\n", 4},
+    {"activation_softmax_last", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 4}\n"
+                                "  - Activation: {activation: softmax}\n", 4},
+    {"categorical_ce", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 4}\n"
+                       "loss: categorical_crossentropy\n", 3},
+    {"binary_ce_sigmoid", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 3, activation: sigmoid}\n"
+                          "loss: binary_crossentropy\n", 3},
+    {"binary_ce_logits", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 1}\n"
+                         "loss: binary_crossentropy\n", 4},
+    {"mse_softmax", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 3, activation: softmax}\n"
+                    "loss: mse\n", 3},
+    {"conv_valid", IMG "  - Conv2D: {filters: 3, kernel_size: 3, activation: tanh}\n"
+                   "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"conv_same_stride2_even", IMG "  - Conv2D: {filters: 3, kernel_size: [2, 4], strides: 2, padding: same}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"conv_dilated_nobias", IMG "  - Conv2D: {filters: 2, kernel_size: 2, dilation_rate: 2, use_bias: false}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"maxpool_same", IMG "  - MaxPooling2D: {pool_size: 3, strides: 2, padding: same}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"avgpool_same", IMG "  - AveragePooling2D: {pool_size: 2, padding: same}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"global_avgpool", IMG "  - Conv2D: {filters: 4, kernel_size: 2}\n  - GlobalAveragePooling2D: {}\n"
+                       "  - Dense: {units: 3}\n", 3},
+    {"batchnorm_dense", "input: {shape: [4]}\nlayers:\n  - Dense: {units: 5}\n"
+                        "  - BatchNormalization: {}\n  - Dense: {units: 3}\n", 6},
+    {"batchnorm_conv", IMG "  - Conv2D: {filters: 3, kernel_size: 3}\n  - BatchNormalization: {momentum: 0.9}\n"
+                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"dropout", "input: {shape: [8]}\nlayers:\n  - Dense: {units: 8}\n  - Dropout: {rate: 0.3}\n"
+                "  - Dense: {units: 3}\n", 4},
+    {"reshape", "input: {shape: [12]}\nlayers:\n  - Reshape: {target_shape: [3, -1]}\n"
+                "  - Dense: {units: 2}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"residual_add", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 3, padding: same}\n"
+                     "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, activation: relu}\n"
+                     "  - Add: {inputs: [input, b]}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"concatenate", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1}\n"
+                    "  - Conv2D: {name: b, filters: 3, kernel_size: 1, inputs: input}\n"
+                    "  - Concatenate: {inputs: [a, b, input]}\n  - Flatten: {}\n"
+                    "  - Concatenate: {name: c2, inputs: [flatten, flatten], axis: 0}\n"
+                    "  - Dense: {units: 3}\n", 2},
+    {"embedding_lstm_last", SEQ "  - Embedding: {input_dim: 10, output_dim: 3}\n"
+                            "  - LSTM: {units: 4}\n  - Dense: {units: 3}\n", 3},
+    {"lstm_sequences_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                              "  - LSTM: {units: 4, return_sequences: true}\n"
+                              "  - Dense: {units: 5, activation: softmax}\n", 3},
+    {"lstm_masked_classify", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - LSTM: {units: 3}\n  - Dense: {units: 2}\n", 4},
+    {"lstm_float_nobias", "input: {shape: [4, 3]}\nlayers:\n"
+                          "  - LSTM: {units: 3, return_sequences: true, use_bias: false}\n"
+                          "  - LSTM: {units: 2}\n  - Dense: {units: 2}\n", 2},
+};
+
+/* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */
+static void fill_ids(int32_t *ids, int batch, int steps)
+{
+    for (int b = 0; b < batch; b++)
+        for (int t = 0; t < steps; t++)
+            ids[b * steps + t] = t >= steps - b % 3 ? 0 : 1 + (b * 7 + t * 3) % 9;
+}
+
+static void *make_labels(tfc_model *m, int batch)
+{
+    int64_t rows = (int64_t)batch * tfc_model_label_rows(m);
+    int classes = tfc_model_classes(m);
+    if (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE) {
+        int32_t *l = malloc((size_t)rows * 4);
+        for (int64_t r = 0; r < rows; r++) l[r] = (int32_t)((r * 5 + 1) % classes);
+        return l;
+    }
+    float *l = malloc((size_t)(rows * classes) * 4);
+    tfc_test_fill(l, rows * classes, 0, 1, 9);
+    if (tfc_model_loss_kind(m) == TFC_LOSS_CCE)
+        for (int64_t r = 0; r < rows; r++) { /* a distribution per row */
+            double s = 0;
+            for (int c = 0; c < classes; c++) s += l[r * classes + c];
+            for (int c = 0; c < classes; c++) l[r * classes + c] /= (float)s;
+        }
+    if (tfc_model_loss_kind(m) == TFC_LOSS_BCE)
+        for (int64_t i = 0; i < rows * classes; i++) l[i] = l[i] > 0.5f;
+    return l;
+}
+
+static void test_gradients(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const gc_case *c = &cases[i];
+        tfc_model *m = tfc_test_model(c->yaml);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
+        void *x = malloc((size_t)n * 4);
+        if (tfc_model_input_dtype(m) == TFC_I32)
+            fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
+        else
+            tfc_test_fill(x, n, -1, 1, 3);
+        void *labels = make_labels(m, c->batch);
+        gradcheck_result r = tfc_gradcheck(m, c->batch, x, labels, 40, 1);
+        int ok = r.max_err < 1e-2 && r.checked > 10 && r.skipped < r.checked / 4 + 2;
+        if (!ok || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\n%s: max error %.3g at %s; %d checked, %d skipped\n", c->name,
+                    r.max_err, r.worst, r.checked, r.skipped);
+        CU_ASSERT(ok);
+        free(x);
+        free(labels);
+        tfc_model_free(m);
+    }
+}
+
+/* Mechanical coverage: every registered layer type appears in some gradient case. */
+static void test_registry_covered(void)
+{
+    for (int i = 0; tfc_layer_registry[i]; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "- %s:", tfc_layer_registry[i]->type);
+        int found = 0;
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+            found |= strstr(cases[k].yaml, needle) != NULL;
+        if (!found) fprintf(stderr, "\nno gradient case for layer %s\n", tfc_layer_registry[i]->type);
+        CU_ASSERT(found);
+    }
+}
+
+/* ---- forward values against loops written here ---------------------------------------- */
+
+typedef struct bound {
+    tfc_model *m;
+    tfc_backend *be;
+} bound;
+
+static bound bind(const char *yaml, int batch)
+{
+    bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(b.m && tfc_model_bind(b.m, b.be, batch, &err) == TFC_OK);
+    TFC_ASSERT(tfc_model_init_weights(b.m, 5, &err) == TFC_OK);
+    return b;
+}
+
+static void unbind(bound b)
+{
+    tfc_model_free(b.m);
+    tfc_backend_free(b.be);
+}
+
+static float *param(bound b, int layer, int p)
+{
+    tfc_param *pr = &tfc_model_layer(b.m, layer)->params[p];
+    float *h = malloc((size_t)pr->numel * 4);
+    tfc_model_param_download(b.m, pr, h);
+    return h;
+}
+
+static float *forward(bound b, const void *x, int batch, int training)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(tfc_model_forward(b.m, x, batch, training, 1, 0, &err) == TFC_OK);
+    int64_t n = (int64_t)batch * tfc_shape_numel(tfc_model_output_shape(b.m));
+    float *y = malloc((size_t)n * 4);
+    tfc_model_get_output(b.m, y);
+    return y;
+}
+
+/* TensorFlow SAME with stride 2 and an even kernel: the extra padding goes after. */
+static void test_conv_same_stride2_even_values(void)
+{
+    const int N = 2, H = 5, W = 6, C = 2, KH = 2, KW = 4, F = 3, OH = 3, OW = 3;
+    bound b = bind("input: {shape: [5, 6, 2]}\nlayers:\n"
+                   "  - Conv2D: {filters: 3, kernel_size: [2, 4], strides: 2, padding: same,"
+                   " bias_initializer: {type: random_normal, stddev: 1}}\nloss: mse\n", N);
+    CU_ASSERT_EQUAL(tfc_model_output_shape(b.m)->dim[0], OH);
+    float x[2 * 5 * 6 * 2];
+    tfc_test_fill(x, N * H * W * C, -1, 1, 11);
+    float *k = param(b, 0, 0), *bias = param(b, 0, 1), *y = forward(b, x, N, 0);
+    /* pad_h = (3-1)*2 + 2 - 5 = 1 -> top 0; pad_w = (3-1)*2 + 4 - 6 = 2 -> left 1. */
+    int pt = 0, pl = 1;
+    double worst = 0;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < OH; i++)
+            for (int j = 0; j < OW; j++)
+                for (int f = 0; f < F; f++) {
+                    double s = bias[f];
+                    for (int u = 0; u < KH; u++)
+                        for (int v = 0; v < KW; v++)
+                            for (int c = 0; c < C; c++) {
+                                int hi = i * 2 + u - pt, wi = j * 2 + v - pl;
+                                if (hi < 0 || hi >= H || wi < 0 || wi >= W) continue;
+                                s += x[((n * H + hi) * W + wi) * C + c] * k[((u * KW + v) * C + c) * F + f];
+                            }
+                    worst = fmax(worst, fabs(s - y[((n * OH + i) * OW + j) * F + f]));
+                }
+    CU_ASSERT(worst < 1e-5);
+    free(k);
+    free(bias);
+    free(y);
+    unbind(b);
+}
+
+/* Flatten keeps NHWC order: element (h, w, c) lands at (h * W + w) * C + c. */
+static void test_flatten_nhwc(void)
+{
+    bound b = bind("input: {shape: [2, 3, 4]}\nlayers:\n  - Flatten: {}\n", 2);
+    float x[48];
+    for (int i = 0; i < 48; i++) x[i] = (float)i;
+    float *y = forward(b, x, 2, 0);
+    int same = 1;
+    for (int n = 0; n < 2; n++)
+        for (int h = 0; h < 2; h++)
+            for (int w = 0; w < 3; w++)
+                for (int c = 0; c < 4; c++)
+                    same &= y[n * 24 + (h * 3 + w) * 4 + c] == x[n * 24 + (h * 3 + w) * 4 + c];
+    CU_ASSERT(same);
+    free(y);
+    unbind(b);
+}
+
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+
+/* Embedding + LSTM with a mask against Keras's equations; masked steps repeat the state. */
+static void test_lstm_masked_values(void)
+{
+    const int N = 3, T = 6, E = 3, U = 4;
+    bound b = bind(SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                   "  - LSTM: {units: 4, return_sequences: true}\n", N);
+    int32_t ids[18];
+    fill_ids(ids, N, T);
+    float *emb = param(b, 0, 0), *k = param(b, 1, 0), *r = param(b, 1, 1), *bias = param(b, 1, 2);
+    float *y = forward(b, ids, N, 0);
+    double worst = 0;
+    for (int n = 0; n < N; n++) {
+        double h[4] = {0}, c[4] = {0};
+        for (int t = 0; t < T; t++) {
+            int id = ids[n * T + t];
+            if (id != 0) {
+                double z[16];
+                for (int g = 0; g < 4 * U; g++) {
+                    z[g] = bias[g];
+                    for (int e = 0; e < E; e++) z[g] += emb[id * E + e] * k[e * 4 * U + g];
+                    for (int u = 0; u < U; u++) z[g] += h[u] * r[u * 4 * U + g];
+                }
+                for (int u = 0; u < U; u++) {
+                    double ig = sigm(z[u]), fg = sigm(z[U + u]), gg = tanh(z[2 * U + u]),
+                           og = sigm(z[3 * U + u]);
+                    c[u] = fg * c[u] + ig * gg;
+                    h[u] = og * tanh(c[u]);
+                }
+            }
+            for (int u = 0; u < U; u++) worst = fmax(worst, fabs(h[u] - y[(n * T + t) * U + u]));
+        }
+    }
+    CU_ASSERT(worst < 1e-5);
+    /* unit_forget_bias: the forget gate's quarter starts at 1. */
+    CU_ASSERT_EQUAL(bias[U], 1.f);
+    CU_ASSERT_EQUAL(bias[0], 0.f);
+    free(emb); free(k); free(r); free(bias); free(y);
+    unbind(b);
+}
+
+/* BatchNormalization: batch statistics and the moving update in training, moving
+ * statistics at inference, Keras's epsilon 1e-3 and momentum 0.99. */
+static void test_batchnorm_values(void)
+{
+    const int N = 5, C = 3;
+    bound b = bind("input: {shape: [3]}\nlayers:\n  - BatchNormalization: {}\n", N);
+    float x[15];
+    tfc_test_fill(x, N * C, -2, 3, 4);
+    float *y = forward(b, x, N, 1);
+    float *mm = param(b, 0, 2), *mv = param(b, 0, 3);
+    double worst = 0;
+    for (int c = 0; c < C; c++) {
+        double mean = 0, var = 0;
+        for (int n = 0; n < N; n++) mean += x[n * C + c] / N;
+        for (int n = 0; n < N; n++) var += (x[n * C + c] - mean) * (x[n * C + c] - mean) / N;
+        for (int n = 0; n < N; n++)
+            worst = fmax(worst, fabs((x[n * C + c] - mean) / sqrt(var + 1e-3) - y[n * C + c]));
+        worst = fmax(worst, fabs(mm[c] - 0.01 * mean));
+        worst = fmax(worst, fabs(mv[c] - (0.99 + 0.01 * var)));
+    }
+    CU_ASSERT(worst < 1e-5);
+    free(y);
+    y = forward(b, x, N, 0);
+    double worst_inf = 0;
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            worst_inf = fmax(worst_inf, fabs((x[n * C + c] - mm[c]) / sqrt(mv[c] + 1e-3) - y[n * C + c]));
+    CU_ASSERT(worst_inf < 1e-5);
+    free(y); free(mm); free(mv);
+    unbind(b);
+}
+
+/* Pooling with SAME padding: the padded cells neither win a max nor count in an average. */
+static void test_pooling_same_values(void)
+{
+    const int H = 5, W = 5, O = 3;
+    float x[25];
+    tfc_test_fill(x, 25, -3, -1, 8); /* all negative: a zero pad would win a max */
+    for (int avg = 0; avg < 2; avg++) {
+        bound b = bind(avg ? "input: {shape: [5, 5, 1]}\nlayers:\n  - AveragePooling2D: {pool_size: 3, strides: 2, padding: same}\nloss: mse\n"
+                           : "input: {shape: [5, 5, 1]}\nlayers:\n  - MaxPooling2D: {pool_size: 3, strides: 2, padding: same}\nloss: mse\n", 1);
+        float *y = forward(b, x, 1, 0);
+        double worst = 0; /* total pad = (3-1)*2 + 3 - 5 = 2: one before */
+        for (int i = 0; i < O; i++)
+            for (int j = 0; j < O; j++) {
+                double best = -1e30, sum = 0;
+                int count = 0;
+                for (int u = 0; u < 3; u++)
+                    for (int v = 0; v < 3; v++) {
+                        int hi = i * 2 + u - 1, wi = j * 2 + v - 1;
+                        if (hi < 0 || hi >= H || wi < 0 || wi >= W) continue;
+                        best = fmax(best, x[hi * W + wi]);
+                        sum += x[hi * W + wi];
+                        count++;
+                    }
+                worst = fmax(worst, fabs((avg ? sum / count : best) - y[i * O + j]));
+            }
+        CU_ASSERT(worst < 1e-6);
+        free(y);
+        unbind(b);
+    }
+}
+
+/* Inverted dropout: about `rate` of the outputs are zero, survivors are scaled by
+ * 1/(1-rate); at inference it is the identity. */
+static void test_dropout_values(void)
+{
+    const int N = 100, D = 100;
+    bound b = bind("input: {shape: [100]}\nlayers:\n  - Dropout: {rate: 0.3}\n", N);
+    float *x = malloc(N * D * 4);
+    tfc_test_fill(x, N * D, 1, 2, 6);
+    float *y = forward(b, x, N, 1);
+    int zeros = 0, scaled = 1;
+    for (int i = 0; i < N * D; i++) {
+        if (y[i] == 0) zeros++;
+        else scaled &= fabsf(y[i] - x[i] / 0.7f) < 1e-5f;
+    }
+    CU_ASSERT(scaled);
+    CU_ASSERT(zeros > 2700 && zeros < 3300);
+    free(y);
+    y = forward(b, x, N, 0);
+    CU_ASSERT(memcmp(x, y, N * D * 4) == 0);
+    free(y);
+    free(x);
+    unbind(b);
+}
+
+/* Dense on a sequence applies the same kernel at every step; Embedding rows are table rows. */
+static void test_dense_embedding_values(void)
+{
+    bound b = bind("input: {shape: [4], dtype: int32}\nlayers:\n"
+                   "  - Embedding: {input_dim: 10, output_dim: 3}\n  - Dense: {units: 2}\n", 2);
+    int32_t ids[8] = {1, 2, 3, 9, 0, 5, 5, 7};
+    float *emb = param(b, 0, 0), *k = param(b, 1, 0), *y = forward(b, ids, 2, 0);
+    double worst = 0;
+    for (int r = 0; r < 8; r++)
+        for (int u = 0; u < 2; u++) {
+            double s = 0;
+            for (int e = 0; e < 3; e++) s += emb[ids[r] * 3 + e] * k[e * 2 + u];
+            worst = fmax(worst, fabs(s - y[r * 2 + u]));
+        }
+    CU_ASSERT(worst < 1e-6);
+    /* Embedding weights follow Keras's uniform(-0.05, 0.05). */
+    int in_range = 1;
+    for (int i = 0; i < 30; i++) in_range &= emb[i] >= -0.05f && emb[i] <= 0.05f;
+    CU_ASSERT(in_range);
+    /* Ids outside [0, input_dim) are a data error, not a crash. */
+    int32_t bad[8] = {1, 2, 3, 10, 0, 0, 0, 0};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_forward(b.m, bad, 2, 0, 1, 0, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "token id 10 at position 3 is outside [0, 10)"));
+    free(emb); free(k); free(y);
+    unbind(b);
+}
+
+/* The loss of a masked sequence averages over real steps only; the fused softmax loss
+ * equals -log p[label]; accuracy counts argmax hits. */
+static void test_masked_loss_values(void)
+{
+    const int N = 3, T = 6, V = 5;
+    bound b = bind(SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                   "  - LSTM: {units: 4, return_sequences: true}\n"
+                   "  - Dense: {units: 5, activation: softmax}\nmetrics: [accuracy]\n", N);
+    int32_t ids[18], labels[18];
+    fill_ids(ids, N, T);
+    for (int i = 0; i < N * T; i++) labels[i] = (i * 3) % V;
+    float *p = forward(b, ids, N, 0);
+    double sum = 0, hits = 0;
+    int count = 0;
+    for (int r = 0; r < N * T; r++) {
+        if (!ids[r]) continue;
+        sum += -log(p[r * V + labels[r]]);
+        int best = 0;
+        for (int v = 1; v < V; v++) if (p[r * V + v] > p[r * V + best]) best = v;
+        hits += best == labels[r];
+        count++;
+    }
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_batch_result res;
+    CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 0, &res, &err), TFC_OK);
+    CU_ASSERT_EQUAL(res.count, count);
+    CU_ASSERT(count == 18 - 3); /* one example each with 0, 1 and 2 padded steps */
+    CU_ASSERT(fabs(res.loss - sum / count) < 1e-5);
+    CU_ASSERT(fabs(res.metric[0] - hits / count) < 1e-9);
+    /* A label outside the classes is a data error naming the example. */
+    labels[7] = 5;
+    CU_ASSERT_EQUAL(tfc_model_loss(b.m, labels, 0, &res, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "example 1 of the batch: label 5 is outside [0, 5)"));
+    free(p);
+    unbind(b);
+}
+
+/* Initializers: same seed same weights, another seed others; Glorot's limit; orthogonal
+ * recurrent kernels have orthonormal rows. */
+static void test_initializers(void)
+{
+    const char *y = "input: {shape: [6, 8]}\nlayers:\n  - LSTM: {units: 5}\n  - Dense: {units: 3}\n";
+    bound a = bind(y, 1), b = bind(y, 1);
+    float *k1 = param(a, 0, 0), *k2 = param(b, 0, 0), *r = param(a, 0, 1);
+    CU_ASSERT(memcmp(k1, k2, 8 * 20 * 4) == 0);
+    double limit = sqrt(6.0 / (8 + 20)), worst = 0;
+    int in_range = 1;
+    for (int i = 0; i < 160; i++) in_range &= fabs(k1[i]) <= limit;
+    CU_ASSERT(in_range);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++) {
+            double dot = 0;
+            for (int c = 0; c < 20; c++) dot += (double)r[i * 20 + c] * r[j * 20 + c];
+            worst = fmax(worst, fabs(dot - (i == j)));
+        }
+    CU_ASSERT(worst < 1e-5);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model_init_weights(b.m, 6, &err);
+    free(k2);
+    k2 = param(b, 0, 0);
+    CU_ASSERT(memcmp(k1, k2, 8 * 20 * 4) != 0);
+    free(k1); free(k2); free(r);
+    unbind(a);
+    unbind(b);
+}
+
+TFC_TEST_MAIN("layers", {"gradients", test_gradients}, {"registry_covered", test_registry_covered},
+              {"conv_same_stride2_even_values", test_conv_same_stride2_even_values},
+              {"flatten_nhwc", test_flatten_nhwc}, {"lstm_masked_values", test_lstm_masked_values},
+              {"batchnorm_values", test_batchnorm_values},
+              {"pooling_same_values", test_pooling_same_values},
+              {"dropout_values", test_dropout_values},
+              {"dense_embedding_values", test_dense_embedding_values},
+              {"masked_loss_values", test_masked_loss_values},
+              {"initializers", test_initializers})

@@ -1,0 +1,308 @@
+/* Model files: valid ones load with Keras's shapes, names and parameter counts; malformed
+ * ones fail with the exact FILE:LINE:COL, key path and message (SPEC §6). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "core/schema.h"
+#include "testutil.h"
+
+static tfc_model *load(const char *yaml, tfc_error *err)
+{
+    tfc_error_clear(err);
+    tfc_doc *doc = tfc_doc_load_string(yaml, strlen(yaml), "bad.yaml", err);
+    if (!doc) return NULL;
+    tfc_model *m = tfc_model_from_node(tfc_doc_root(doc), "bad", err);
+    if (m) tfc_model_free(m);
+    tfc_doc_free(doc);
+    return m;
+}
+
+static const char *MNIST_CNN =
+    "name: fashion_cnn\n"
+    "input: {shape: [28, 28, 1]}\n"
+    "layers:\n"
+    "  - Conv2D: {filters: 32, kernel_size: 3, activation: relu}\n"
+    "  - Conv2D: {name: conv2, filters: 64, kernel_size: 3, activation: relu}\n"
+    "  - MaxPooling2D: {pool_size: 2}\n"
+    "  - Dropout: {rate: 0.25}\n"
+    "  - Flatten: {}\n"
+    "  - Dense: {units: 128, activation: relu}\n"
+    "  - Dropout: {rate: 0.5}\n"
+    "  - Dense: {units: 10}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy, {top_k_accuracy: {k: 3}}]\n";
+
+static void test_valid_cnn(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *doc = tfc_doc_load_string(MNIST_CNN, strlen(MNIST_CNN), "cnn.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    tfc_model *m = tfc_model_from_node(tfc_doc_root(doc), "cnn", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_STRING_EQUAL(tfc_model_name(m), "fashion_cnn");
+    CU_ASSERT_EQUAL(tfc_model_nlayers(m), 8);
+    /* Keras's mnist_cnn: 1,199,882 parameters. */
+    CU_ASSERT_EQUAL(tfc_model_param_count(m), 1199882);
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 0)->name, "conv2d");
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 1)->name, "conv2");
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 3)->name, "dropout");
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 6)->name, "dropout_1");
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 7)->name, "dense_1");
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 2)->name, "max_pooling2d");
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 1)->out_shape.dim[0], 24);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->out_shape.dim[0], 9216);
+    CU_ASSERT_EQUAL(tfc_model_classes(m), 10);
+    CU_ASSERT_EQUAL(tfc_model_nmetrics(m), 2);
+    CU_ASSERT_EQUAL(tfc_model_metric(m, 1)->k, 3);
+    tfc_model_free(m);
+    tfc_doc_free(doc);
+}
+
+static void test_same_padding_shapes(void)
+{
+    const char *y = "input: {shape: [10, 9, 3]}\n"
+                    "layers:\n"
+                    "  - Conv2D: {filters: 4, kernel_size: [2, 4], strides: 2, padding: same}\n"
+                    "  - Conv2D: {filters: 4, kernel_size: 3, dilation_rate: 2}\n"
+                    "  - GlobalAveragePooling2D: {}\n"
+                    "  - Dense: {units: 2, activation: softmax}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *doc = tfc_doc_load_string(y, strlen(y), "s.yaml", &err);
+    tfc_model *m = doc ? tfc_model_from_node(tfc_doc_root(doc), "s", &err) : NULL;
+    if (!m) fputs(err.text, stderr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    /* same: ceil(10/2) = 5, ceil(9/2) = 5; then valid, dilated kernel spans 5: 1x1 */
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 0)->out_shape.dim[0], 5);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 0)->out_shape.dim[1], 5);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 1)->out_shape.dim[0], 1);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 1)->out_shape.dim[1], 1);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 2)->out_shape.dim[0], 4);
+    tfc_model_free(m);
+    tfc_doc_free(doc);
+}
+
+typedef struct bad_case {
+    const char *yaml;
+    int line, col;
+    const char *key;     /* expected key path, "" for none */
+    const char *message; /* a substring of the message */
+} bad_case;
+
+#define HDR "input: {shape: [28, 28, 1]}\nlayers:\n"
+#define SEQ "input: {shape: [20], dtype: int32}\nlayers:\n"
+
+static const bad_case bad_cases[] = {
+    {"", 1, 1, "", "empty file"},
+    {"- a\n- b\n", 1, 1, "", "a model file is a mapping"},
+    {"input: {shape: [28]}\nlayers: []\n", 2, 9, "layers", "non-empty list of layers"},
+    {"input: {shape: [4]}\n", 1, 1, "layers", "missing required key 'layers'"},
+    {"inputs: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\n", 1, 1, "inputs",
+     "unknown key 'inputs'; did you mean 'input'?"},
+    {HDR "  - Conv2d: {filters: 3, kernel_size: 3}\n", 3, 5, "layers[0]",
+     "unknown layer type 'Conv2d'; did you mean 'Conv2D'?"},
+    {HDR "  - Conv2D: {filtres: 3, kernel_size: 3}\n", 3, 14, "layers[0].Conv2D.filtres",
+     "unknown key 'filtres'; did you mean 'filters'?"},
+    {HDR "  - Conv2D: {filters: 3, kernel_size: 3x3}\n", 3, 39, "layers[0].Conv2D.kernel_size",
+     "expected a positive integer or a pair, found \"3x3\""},
+    {HDR "  - Flatten: {}\n  - Dense: {units: -1}\n", 4, 20, "layers[1].Dense.units",
+     "expected an integer in [1, 16777216], found \"-1\""},
+    {HDR "  - Flatten: {}\n  - Dense: {units: 3, activation: rleu}\n", 4, 35,
+     "layers[1].Dense.activation", "unknown value \"rleu\"; did you mean \"relu\"?"},
+    {HDR "  - Conv2D: {filters: 3, kernel_size: 3, padding: full}\n", 3, 51,
+     "layers[0].Conv2D.padding", "unknown value \"full\" (one of: valid, same)"},
+    {HDR "  - Flatten: {}\n  - Dense: {units: 3, use_bias: maybe}\n", 4, 33,
+     "layers[1].Dense.use_bias", "expected true or false, found \"maybe\""},
+    {HDR "  - Dropout: {rate: 1.5}\n", 3, 21, "layers[0].Dropout.rate",
+     "expected a number in [0, 0.999999], found \"1.5\""},
+    {"input: \x01\x02\n", 1, 8, "", "invalid YAML: control characters are not allowed"},
+    {"input: {shape: [28\n", 2, 1, "", "invalid YAML"},
+    {"input: {shape: [4]}\ninput: {shape: [5]}\n", 2, 1, "", "duplicate key 'input' (first at line 1)"},
+    {"a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+     "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+     "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+     "g: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n", 6, 8, "", "alias bomb"},
+    {"input: *nothing\n", 1, 8, "", "alias *nothing refers to no complete anchor"},
+    {"a: &x [1, *x]\n", 1, 11, "", "refers to no complete anchor (undefined, or a cycle)"},
+    {"input: {shape: [28]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n", 3, 5,
+     "layers[0].Conv2D", "layer 'conv2d': needs an input of shape (height, width, channels), got (28,)"},
+    {HDR "  - Dense: {units: 10}\nloss: sparse_categorical_crossentropy\n", 4, 7, "loss",
+     "needs an output of shape (classes) or (steps, classes); the last layer 'dense' gives (28, 28, 10)"},
+    {HDR "  - Conv2D: {name: a, filters: 3, kernel_size: 3}\n"
+         "  - Conv2D: {name: b, filters: 4, kernel_size: 3, inputs: input}\n"
+         "  - Add: {inputs: [a, b]}\n", 5, 5, "layers[2].Add",
+     "layer 'add': inputs must have equal shapes: input 0 is (26, 26, 3), input 1 is (26, 26, 4)"},
+    {HDR "  - Flatten: {}\n  - Dense: {units: 3, inputs: [flaten]}\n", 4, 32,
+     "layers[1].Dense.inputs", "no earlier layer is named 'flaten'; did you mean 'flatten"},
+    {HDR "  - Flatten: {inputs: [out]}\n  - Dense: {name: out, units: 3}\n", 3, 24,
+     "layers[0].Flatten.inputs", "a layer may only take inputs from layers above it"},
+    {HDR "  - Flatten: {name: x}\n  - Dense: {name: x, units: 3}\n", 4, 19,
+     "layers[1].Dense.name", "the name 'x' is already used"},
+    {"input: {shape: [5]}\nlayers:\n  - Embedding: {input_dim: 9, output_dim: 2}\n", 3, 5,
+     "layers[0].Embedding", "reads token ids"},
+    {HDR "  - Dense\n", 3, 5, "layers[0]", "expected a mapping with one key, the layer type"},
+    {HDR "  - Dense: [10]\n", 3, 12, "layers[0].Dense", "expected a mapping of arguments, found a sequence"},
+    {"input: {shape: [28, 0]}\nlayers: [{Flatten: {}}]\n", 1, 21, "input.shape[1]",
+     "expected an integer in [1, 1073741824], found \"0\""},
+    {"input: {shape: [4], dtype: float64}\nlayers: [{Dense: {units: 2}}]\n", 1, 28,
+     "input.dtype", "unknown value \"float64\""},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nloss: crossentropy\n", 3, 7, "loss",
+     "unknown value \"crossentropy\""},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: [acuracy]\n", 3, 11,
+     "metrics[0]", "unknown value \"acuracy\"; did you mean \"accuracy\"?"},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: [{top_k_accuracy: {k: 5}}]\n",
+     3, 10, "metrics", "top_k_accuracy with k = 5 exceeds the 2 output classes"},
+    {HDR "  - Reshape: {target_shape: [5, -1]}\n", 3, 5, "layers[0].Reshape",
+     "cannot reshape (28, 28, 1) (784 elements) to (5, -1)"},
+    {HDR "  - MaxPooling2D: {pool_size: 30}\n", 3, 5, "layers[0].MaxPooling2D",
+     "input (28, 28, 1) is smaller than the 30x30 window"},
+    {SEQ "  - Embedding: {input_dim: 50, output_dim: 8}\n  - LSTM: {units: 4, activation: relu}\n",
+     4, 34, "layers[1].LSTM.activation", "unknown value \"relu\" (one of: tanh)"},
+    {HDR "  - Concatenate: {inputs: [input, input], axis: 3}\n", 3, 5, "layers[0].Concatenate",
+     "axis 3 is outside the 3 axes of one example"},
+    {HDR "  - Conv2D: {filters: 2, kernel_size: 29}\n", 3, 5, "layers[0].Conv2D",
+     "input (28, 28, 1) is smaller than the 29x29 kernel"},
+    {HDR "  - Conv2D: {filters: 2, kernel_size: 3, kernel_initializer: glorot_uniformm}\n", 3,
+     62, "layers[0].Conv2D.kernel_initializer",
+     "unknown value \"glorot_uniformm\"; did you mean \"glorot_uniform\"?"},
+    {"a: 1\n---\nb: 2\n", 2, 1, "", "more than one YAML document"},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: accuracy\n", 3, 10,
+     "metrics", "expected a list of metric names"},
+    {HDR "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2, dilation_rate: 2}\n", 3, 5,
+     "layers[0].Conv2D", "strides > 1 with dilation_rate > 1 is not supported"},
+    {HDR "  - Dense: {units: \"10\"}\n", 3, 20, "layers[0].Dense.units",
+     "found the string \"10\""},
+    {HDR "  - Flatten: {}\n  - Dense: {units: 3, name: a/b}\n", 4, 29, "layers[1].Dense.name",
+     "without '/'"},
+    {HDR "  - Add: {}\n", 3, 5, "layers[0].Add", "takes 2 to 8 inputs, given 1"},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2, kernel_initializer: {type: random_uniform, "
+     "minval: 1, maxval: 0}}}]\n", 2, 49, "layers[0].Dense.kernel_initializer",
+     "minval 1 exceeds maxval 0"},
+};
+
+static void test_bad_models(void)
+{
+    int n = (int)(sizeof bad_cases / sizeof *bad_cases);
+    CU_ASSERT(n >= 30);
+    for (int i = 0; i < n; i++) {
+        const bad_case *c = &bad_cases[i];
+        tfc_error err;
+        tfc_model *m = load(c->yaml, &err);
+        char expect_prefix[128];
+        if (c->line)
+            snprintf(expect_prefix, sizeof expect_prefix, "bad.yaml:%d:%d: error: %s%s", c->line,
+                     c->col, c->key, *c->key ? ": " : "");
+        else
+            snprintf(expect_prefix, sizeof expect_prefix, "bad.yaml: error: %s%s", c->key,
+                     *c->key ? ": " : "");
+        int ok = !m && err.code == TFC_ERR_CONFIG && tfc_exit_code(err.code) == 2 &&
+                 strncmp(err.text, expect_prefix, strlen(expect_prefix)) == 0 &&
+                 strstr(err.msg, c->message) != NULL;
+        if (!ok)
+            fprintf(stderr, "\ncase %d: expected '%s...%s'\n  got (code %d): %s\n", i,
+                    expect_prefix, c->message, err.code, err.text);
+        CU_ASSERT(ok);
+    }
+}
+
+static void test_errors_collected(void)
+{
+    tfc_error err;
+    load(HDR "  - Conv2D: {filtres: 3, kernel_size: 3}\n  - Dense: {unit: 3}\n", &err);
+    /* Both typos, each once: the missing key they stand for is not reported again. */
+    CU_ASSERT_EQUAL(err.count, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "did you mean 'units'"));
+    /* The caret line follows the message. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "\n    - Conv2D: {filtres: 3, kernel_size: 3}\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "\n               ^\n"));
+}
+
+static void test_deep_nesting(void)
+{
+    char buf[400];
+    int n = 0;
+    for (int i = 0; i < 100; i++) buf[n++] = '[';
+    for (int i = 0; i < 100; i++) buf[n++] = ']';
+    buf[n] = 0;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_doc_load_string(buf, (size_t)n, "deep.yaml", &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "nesting deeper than 64 levels"));
+}
+
+static void test_emit_round_trip(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *doc = tfc_doc_load_string(MNIST_CNN, strlen(MNIST_CNN), "cnn.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    tfc_node_emit(f, tfc_doc_root(doc));
+    fclose(f);
+    tfc_doc *again = tfc_doc_load_string(text, len, "emitted.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    char *text2 = NULL;
+    size_t len2 = 0;
+    f = open_memstream(&text2, &len2);
+    tfc_node_emit(f, tfc_doc_root(again));
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+    tfc_model *m = tfc_model_from_node(tfc_doc_root(again), "x", &err);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    CU_ASSERT_EQUAL(m ? tfc_model_param_count(m) : 0, 1199882);
+    tfc_model_free(m);
+    /* Strings that look like numbers keep their quotes. */
+    const char *q = "a: \"10\"\nb: 'x: y'\nc: [1, 2]\n";
+    tfc_doc *qd = tfc_doc_load_string(q, strlen(q), "q.yaml", &err);
+    char *t3 = NULL;
+    size_t l3 = 0;
+    f = open_memstream(&t3, &l3);
+    tfc_node_emit(f, tfc_doc_root(qd));
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(t3, "a: \"10\"\nb: \"x: y\"\nc: [1, 2]\n");
+    free(text);
+    free(text2);
+    free(t3);
+    tfc_doc_free(qd);
+    tfc_doc_free(doc);
+    tfc_doc_free(again);
+}
+
+static void test_did_you_mean(void)
+{
+    static const char *const names[] = {"filters", "kernel_size", "strides", NULL};
+    CU_ASSERT_STRING_EQUAL(tfc_did_you_mean("filtres", names), "filters");
+    CU_ASSERT_STRING_EQUAL(tfc_did_you_mean("kernelsize", names), "kernel_size");
+    CU_ASSERT_PTR_NULL(tfc_did_you_mean("banana", names));
+}
+
+static void test_load_file_errors(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_model_load("/nonexistent/model.yaml", &err));
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "/nonexistent/model.yaml: error: cannot open"));
+    const char *path = tfc_test_write("stem_name.yaml", "input: {shape: [3]}\nlayers: [{Dense: {units: 2}}]\n", -1);
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_load(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_STRING_EQUAL(tfc_model_name(m), "stem_name");
+    tfc_model_free(m);
+    /* Binary input: a NUL byte. */
+    path = tfc_test_write("binary.yaml", "input:\0\1\2", 9);
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_model_load(path, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "binary.yaml: error: not a text file (NUL byte at offset 6)"));
+}
+
+TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
+              {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
+              {"errors_collected", test_errors_collected}, {"deep_nesting", test_deep_nesting},
+              {"emit_round_trip", test_emit_round_trip}, {"did_you_mean", test_did_you_mean},
+              {"load_file_errors", test_load_file_errors})

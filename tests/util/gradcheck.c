@@ -1,0 +1,136 @@
+/* Numerical gradient checks; see gradcheck.h. The loss is computed in float32, so steps
+ * are large (1e-2) and each estimate is confirmed with a second step (5e-3): where the two
+ * disagree the element sits at a kink (ReLU, max-pool ties, clipping) and is skipped. */
+#include "gradcheck.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+tfc_model *tfc_test_model(const char *yaml)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "test.yaml", &err);
+    if (!m) fprintf(stderr, "%s", err.text);
+    return m;
+}
+
+void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        x[i] = lo + (hi - lo) * (float)((s >> 11) * (1.0 / 9007199254740992.0));
+    }
+}
+
+static double loss_at(tfc_model *m, int batch, const void *x, const void *labels)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_batch_result r;
+    if (tfc_model_forward(m, x, batch, 1, 7, 3, &err) || tfc_model_loss(m, labels, 0, &r, &err)) {
+        fprintf(stderr, "gradcheck: %s", err.text);
+        abort();
+    }
+    return r.loss;
+}
+
+static void compare(gradcheck_result *res, double analytic, double num1, double num2,
+                    const char *what, int64_t idx)
+{
+    /* Two step sizes disagreeing means a kink inside the step: not a fair comparison. */
+    if (fabs(num1 - num2) > 0.05 * (fabs(num1) + fabs(num2)) + 2e-4) {
+        res->skipped++;
+        return;
+    }
+    double e = fabs(analytic - num2) / fmax(1e-3, fabs(analytic) + fabs(num2));
+    if (fabs(analytic - num2) < 2e-5) e = 0; /* both ~0: float32 noise */
+    res->checked++;
+    if (e > res->max_err) {
+        res->max_err = e;
+        snprintf(res->worst, sizeof res->worst, "%s[%lld]: analytic %.6g numeric %.6g", what,
+                 (long long)idx, analytic, num2);
+    }
+}
+
+gradcheck_result tfc_gradcheck(tfc_model *m, int batch, const void *x, const void *labels,
+                               int per_param, unsigned seed)
+{
+    gradcheck_result res = {0};
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    if (tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, seed, &err)) {
+        fprintf(stderr, "gradcheck: %s", err.text);
+        abort();
+    }
+    tfc_model_want_input_grad(m, 1);
+    tfc_batch_result r;
+    tfc_model_forward(m, x, batch, 1, 7, 3, &err);
+    tfc_model_loss(m, labels, 1, &r, &err);
+    tfc_model_zero_grad(m);
+    tfc_model_backward(m);
+
+    const double h1 = 1e-2, h2 = 5e-3;
+    for (int li = 0; li < tfc_model_nlayers(m); li++) {
+        tfc_layer *l = tfc_model_layer(m, li);
+        for (int pi = 0; pi < l->nparams; pi++) {
+            tfc_param *p = &l->params[pi];
+            if (!p->trainable) continue;
+            float *w = malloc((size_t)p->numel * 4), *g = malloc((size_t)p->numel * 4);
+            tfc_model_param_download(m, p, w);
+            be->ops->download(be, g, p->grad, (size_t)p->numel * 4);
+            char what[128];
+            snprintf(what, sizeof what, "%s/%s", l->name, p->name);
+            int64_t step = p->numel > per_param ? p->numel / per_param : 1;
+            for (int64_t k = (seed + pi) % step; k < p->numel; k += step) {
+                float orig = w[k];
+                double f[4];
+                const double hs[4] = {h1, -h1, h2, -h2};
+                for (int s = 0; s < 4; s++) {
+                    w[k] = (float)(orig + hs[s]);
+                    tfc_model_param_upload(m, p, w);
+                    f[s] = loss_at(m, batch, x, labels);
+                }
+                w[k] = orig;
+                tfc_model_param_upload(m, p, w);
+                compare(&res, g[k], (f[0] - f[1]) / (2 * h1), (f[2] - f[3]) / (2 * h2), what, k);
+            }
+            free(w);
+            free(g);
+        }
+    }
+    if (tfc_model_input_dtype(m) == TFC_F32) {
+        int64_t n = (int64_t)batch * tfc_shape_numel(tfc_model_input_shape(m));
+        float *xi = malloc((size_t)n * 4), *g = malloc((size_t)n * 4);
+        memcpy(xi, x, (size_t)n * 4);
+        /* The analytic input gradient of the first pass (restore it: loss_at overwrote). */
+        tfc_model_forward(m, x, batch, 1, 7, 3, &err);
+        tfc_model_loss(m, labels, 1, &r, &err);
+        tfc_model_zero_grad(m);
+        tfc_model_backward(m);
+        be->ops->download(be, g, tfc_model_input_grad(m), (size_t)n * 4);
+        int64_t step = n > per_param ? n / per_param : 1;
+        for (int64_t k = seed % step; k < n; k += step) {
+            float orig = xi[k];
+            double f[4];
+            const double hs[4] = {h1, -h1, h2, -h2};
+            for (int s = 0; s < 4; s++) {
+                xi[k] = (float)(orig + hs[s]);
+                f[s] = loss_at(m, batch, xi, labels);
+            }
+            xi[k] = orig;
+            compare(&res, g[k], (f[0] - f[1]) / (2 * h1), (f[2] - f[3]) / (2 * h2), "input", k);
+        }
+        free(xi);
+        free(g);
+    }
+    tfc_model_unbind(m);
+    tfc_backend_free(be);
+    return res;
+}

@@ -1,0 +1,86 @@
+/* Shared test helpers; see testutil.h. */
+#include "testutil.h"
+
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char tmpdir[512];
+
+static void remove_tmpdir(void)
+{
+    char cmd[600];
+    if (!tmpdir[0] || getenv("TFC_KEEP_TMP")) return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+const char *tfc_test_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof tmpdir, "%s/tfc-test-XXXXXX", base && *base ? base : "/tmp");
+        if (!mkdtemp(tmpdir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+        atexit(remove_tmpdir);
+    }
+    return tmpdir;
+}
+
+const char *tfc_test_path(const char *name)
+{
+    static char bufs[8][1024];
+    static int next;
+    char *b = bufs[next++ & 7];
+    snprintf(b, sizeof bufs[0], "%s/%s", tfc_test_tmpdir(), name);
+    return b;
+}
+
+const char *tfc_test_write(const char *name, const void *data, long len)
+{
+    const char *path = tfc_test_path(name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    size_t n = len < 0 ? strlen(data) : (size_t)len;
+    if (n && fwrite(data, 1, n, f) != n) exit(2);
+    fclose(f);
+    return path;
+}
+
+char *tfc_test_read(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) buf[n] = 0;
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char **argv)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 2;
+    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+    for (const tfc_test_case *c = cases; c->name; c++)
+        if (argc < 2 || strcmp(argv[1], c->name) == 0) CU_add_test(s, c->name, c->fn);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = (int)CU_get_number_of_tests_failed();
+    int ran = (int)CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    return failed || ran == 0 ? 1 : 0;
+}

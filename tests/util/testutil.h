@@ -1,0 +1,34 @@
+/* Shared test helpers: a CUnit main for one suite, scratch directories and files. Each
+ * tests/test_<module>.c is its own program so suites stay independent. */
+#ifndef TFC_TESTS_TESTUTIL_H
+#define TFC_TESTS_TESTUTIL_H
+
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+
+typedef struct tfc_test_case {
+    const char *name;
+    void (*fn)(void);
+} tfc_test_case;
+
+/* Runs `cases` (ended by {NULL, NULL}) as one CUnit suite in basic mode; argv[1], when
+ * given, runs only the test of that name. Returns 0 when every test passed. */
+int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char **argv);
+
+#define TFC_TEST_MAIN(suite, ...)                                              \
+    int main(int argc, char **argv)                                            \
+    {                                                                          \
+        static const tfc_test_case tfc_cases_[] = {__VA_ARGS__, {NULL, NULL}}; \
+        return tfc_test_main(suite, tfc_cases_, argc, argv);                      \
+    }
+
+/* A fresh scratch directory under $TMPDIR, removed at exit; returns its path. */
+const char *tfc_test_tmpdir(void);
+/* tmpdir + "/" + name, in a static rotating buffer (valid for the next 8 calls). */
+const char *tfc_test_path(const char *name);
+/* Writes `len` bytes (len < 0: strlen) to tmpdir/name and returns the full path. */
+const char *tfc_test_write(const char *name, const void *data, long len);
+/* Reads a whole file into a malloc'd buffer (NUL-terminated); *len gets its size. */
+char *tfc_test_read(const char *path, size_t *len);
+
+#endif
