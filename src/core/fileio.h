@@ -1,0 +1,36 @@
+/* File I/O that checkpoints and readers share: crash-safe atomic replacement of a file
+ * (temporary file in the same directory, fsync, rename, fsync of the directory), whole-file
+ * reads bounded by a size limit, and mkdir -p. Errors name the path and the system's reason. */
+#ifndef TFC_CORE_FILEIO_H
+#define TFC_CORE_FILEIO_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+/* Writes the concatenation of `nchunks` buffers (chunks[i] holds sizes[i] bytes; a chunk of
+ * size 0 may be NULL) to `path` atomically: the bytes go to a fresh temporary file
+ * ".<name>.tmp-XXXXXX" in the same directory, which is fsynced, renamed over `path`, and
+ * the directory is fsynced. Readers see either the old file or the complete new one, and a
+ * crash, kill, full disk or file-size limit at any moment leaves the old file intact.
+ * The new file keeps the old file's permission bits, or gets 0666 & ~umask when new.
+ * Returns TFC_OK, or TFC_ERR_IO (err names the path, the step and strerror) after removing
+ * the temporary file. Side effect: a SIGXFSZ disposition still at its default
+ * (terminate) is set to SIG_IGN, process-wide, so that exceeding RLIMIT_FSIZE makes write()
+ * fail with EFBIG and is reported instead of killing the process. */
+tfc_status tfc_file_write_atomic(const char *path, const void *const *chunks, const size_t *sizes,
+                                 int nchunks, tfc_error *err);
+
+/* Reads the whole of `path` into a new buffer (*buf, freed by the caller with free()) and
+ * stores its size in *len. The buffer has one extra NUL byte after the data so text files
+ * can be used as C strings. Files larger than `max_bytes` are refused before anything of
+ * their size is allocated (TFC_ERR_DATA, saying both sizes); open/read failures and
+ * directories give TFC_ERR_IO. On error *buf is NULL and *len 0. */
+tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, size_t *len,
+                             tfc_error *err);
+
+/* Creates `path` and any missing parents (mode 0777 & ~umask), like mkdir -p. An existing
+ * directory is fine; an existing non-directory is TFC_ERR_IO. */
+tfc_status tfc_mkdir_p(const char *path, tfc_error *err);
+
+#endif
