@@ -84,6 +84,7 @@ TEST_LIB := $(wildcard tests/util/*.c)
 STATIC   := $(BUILD)/libtfc.a
 SHARED   := $(BUILD)/libtfc.so
 
+.SECONDARY:
 .PHONY: all lib tools tests test test-gpu bench bench-gpu bench-data fuzz fuzz-run run deps clean features
 all: features lib tools
 
@@ -115,7 +116,9 @@ $(BUILD)/%.o: %.cu
 $(BIN)/tfc-%: tools/tfc-%.c $(STATIC)
 	@mkdir -p $(BIN)
 	@echo "  LINK  $@"
-	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $< $(STATIC) -o $@ $(LDFLAGS_ALL) $(LDLIBS_ALL)
+	$(Q)mkdir -p $(BUILD)/tools
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MF $(BUILD)/tools/$(notdir $@).d $< $(STATIC) -o $@ \
+	    $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(STATIC)
 	@mkdir -p $(dir $@)
@@ -131,7 +134,7 @@ test: all tests
 # ---- fuzzing: clang libFuzzer with ASan+UBSan, objects built separately -------------------
 FUZZ_CC    ?= clang
 FUZZ_BUILD := build/fuzz
-FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+FUZZ_FLAGS := -g -O1 -Wno-pass-failed -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SRC   := $(wildcard fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_LIBOBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
@@ -151,6 +154,7 @@ fuzz-run: fuzz
 	$(Q)for f in $(FUZZERS); do n=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$n; \
 	    echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	    $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+	        $$(test -f fuzz/$$n.dict && echo -dict=fuzz/$$n.dict) \
 	        build/fuzz/corpus/$$n $$(test -d fuzz/corpus/$$n && echo fuzz/corpus/$$n) \
 	        2>&1 | tail -n 3 || exit 1; done
 

@@ -85,6 +85,49 @@ typedef enum tfc_loss_kind {
     TFC_LOSS_COUNT
 } tfc_loss_kind;
 
+/* One optimizer step over the flat arenas of trainable parameters (tfc_model_params /
+ * tfc_model_grads), fused so that a device reads and writes each float once. Every kind
+ * first forms the gradient it applies from the accumulated one, and decays the weight:
+ *   g = grad_scale * grad + l2 * w      (1/iter_size and global-norm clipping; L2 decay)
+ *   w = w - decay * w                   (decoupled decay, AdamW: lr * weight_decay)
+ * then, with slots as named (Keras's formulas and variable names):
+ *   sgd      momentum == 0: w -= lr g
+ *            else v = momentum v - lr g;  w += v,  or with nesterov w += momentum v - lr g
+ *            slot0 v (momentum)
+ *   adam     m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2)
+ *            amsgrad: vh = max(vh, v), v := vh
+ *            w -= alpha m / (sqrt(v) + epsilon),  alpha = lr sqrt(1 - beta_2^t) / (1 - beta_1^t)
+ *            (t = 1, 2, ...; the caller computes alpha)
+ *            slot0 m (momentum), slot1 v (velocity), slot2 vh (velocity_hat)
+ *   rmsprop  v = rho v + (1 - rho) g^2
+ *            centered: a = rho a + (1 - rho) g, den = v - a^2 + epsilon; else den = v + epsilon
+ *            inc = lr g / sqrt(den);  momentum > 0: mo = momentum mo + inc, w -= mo; else w -= inc
+ *            slot0 v (velocity), slot1 mo (momentum), slot2 a (average_gradient)
+ *   adagrad  acc += g^2;  w -= lr g / sqrt(acc + epsilon)       slot0 acc (accumulator)
+ * Arithmetic is float32, element-wise, so the result does not depend on threads. */
+typedef enum tfc_optim_kind {
+    TFC_OPTIM_SGD = 0,
+    TFC_OPTIM_ADAM,
+    TFC_OPTIM_RMSPROP,
+    TFC_OPTIM_ADAGRAD,
+    TFC_OPTIM_KIND_COUNT
+} tfc_optim_kind;
+
+typedef struct tfc_optim_desc {
+    tfc_optim_kind kind;
+    float lr;          /* this step's learning rate */
+    float grad_scale;  /* multiplies the accumulated gradient */
+    float l2;          /* weight_decay: adds l2 * w to the gradient */
+    float decay;       /* decoupled decay factor (AdamW: lr * weight_decay), 0 for none */
+    float momentum;    /* sgd, rmsprop */
+    int nesterov;      /* sgd */
+    float beta_1, beta_2, epsilon; /* adam; epsilon also rmsprop, adagrad */
+    float alpha;       /* adam: bias-corrected step size for this t */
+    int amsgrad;       /* adam */
+    float rho;         /* rmsprop */
+    int centered;      /* rmsprop */
+} tfc_optim_desc;
+
 typedef struct tfc_backend_ops {
     const char *name;
     void (*destroy)(tfc_backend *be); /* frees impl and the backend itself */
@@ -207,6 +250,12 @@ typedef struct tfc_backend_ops {
     /* Host results: sum of squares (double accumulation) and count of NaN/Inf. */
     double (*sumsq)(tfc_backend *be, int64_t n, const float *x);
     int64_t (*count_nonfinite)(tfc_backend *be, int64_t n, const float *x);
+
+    /* The optimizer step described above (tfc_optim_desc): params, grads and the slots
+     * have n floats; slots the kind does not use may be NULL. grads is only read. */
+    void (*optimizer_update)(tfc_backend *be, const tfc_optim_desc *d, int64_t n,
+                             float *params, const float *grads, float *slot0, float *slot1,
+                             float *slot2);
 } tfc_backend_ops;
 
 struct tfc_backend {
@@ -219,6 +268,12 @@ struct tfc_backend {
 /* The CPU backend; `threads` <= 0 means all cores. Never fails. */
 tfc_backend *tfc_cpu_backend_create(int threads);
 void tfc_backend_free(tfc_backend *be);
+
+/* Opens the backend a --device/`device:` string names: "cpu", "gpu", "gpu:N", or NULL/""
+ * for the default (a GPU when one is usable, else the CPU). Asking for a GPU that this build
+ * or this machine cannot provide is TFC_ERR_DEVICE with the reason (exit 1). `threads`
+ * applies to the CPU (<= 0: all cores). */
+tfc_backend *tfc_backend_open(const char *device, int threads, tfc_error *err);
 
 /* Fails naming the first NULL op of `ops` (a backend missing an op is unusable). */
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);

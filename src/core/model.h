@@ -133,6 +133,26 @@ void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host);
 void *tfc_model_input_buffer(tfc_model *m);
 float *tfc_model_input_grad(tfc_model *m);
 
+/* ---- weights files (SPEC §5) ------------------------------------------------------------ */
+
+/* Writes every parameter as `<layer>/<variable>` in Keras's layout to a safetensors file,
+ * atomically, with the model name and tfc version in __metadata__. */
+tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err);
+
+/* What a by-name load did: counts, and one line per tensor ("matched dense/kernel (784,
+ * 512)", "new ...", "skipped ... shape", "unused ..."); `text` is malloc'd (free it). */
+typedef struct tfc_weights_report {
+    int matched, missing, mismatched, unused;
+    char *text;
+} tfc_weights_report;
+
+/* Loads parameters by name. Strict (rep NULL): every parameter must be present with its
+ * exact shape, else TFC_ERR_FORMAT naming the first culprit. By name (rep given, for
+ * fine-tuning): matching tensors are loaded, the others reported and left as initialised.
+ * Any float or integer dtype converts to float32. */
+tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_report *rep,
+                                  tfc_error *err);
+
 extern const char *const tfc_loss_names[TFC_LOSS_COUNT + 1];
 
 #endif

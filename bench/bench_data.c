@@ -1,0 +1,310 @@
+/* Input-pipeline benchmark (make bench-data): writes 10,000 JPEG and 10,000 PNG files of
+ * 64x64 RGB made from Fashion-MNIST into a temporary folder, then measures for each format
+ *   bare    single-thread libjpeg-turbo / libpng decode from memory (the limit),
+ *   T=1,2   the pipeline images -> decode_image -> random_crop (pad 4) -> random_flip ->
+ *           normalize, with num_parallel_calls 1 and 2 (files read by the pipeline),
+ * and the IDX Fashion-MNIST training pipeline (scale, shuffle 60000, repeat, batch 128,
+ * prefetch 2) in batches per second. Prints one table with the ratios the issue targets:
+ * T=1 / bare >= 0.9 and T=2 / T=1 >= 1.8. With --cnn-ms MS (a CNN training step's time
+ * from bench_train) it also prints how many times faster than the CNN the IDX input is. */
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+#include <png.h>
+
+#include "data/data.h"
+
+#define SIDE 64
+
+/* Images per format: 10,000 (BENCH_DATA_N overrides, for quick experiments). */
+static int N_IMAGES = 10000;
+#define FMNIST "/usr/share/datasets/fashion-mnist/"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void die(const tfc_error *err)
+{
+    fputs(err->text, stderr);
+    exit(1);
+}
+
+/* 28x28 grey to 64x64 RGB: bilinear upscaling, each channel tinted differently so the
+ * images have colour for the codecs to work on. */
+static void make_rgb(const uint8_t *g, uint8_t *out)
+{
+    for (int y = 0; y < SIDE; y++) {
+        double fy = (y + 0.5) * 28.0 / SIDE - 0.5;
+        if (fy < 0) fy = 0;
+        int y0 = (int)fy, y1 = y0 + 1 < 28 ? y0 + 1 : 27;
+        double wy = fy - y0;
+        for (int x = 0; x < SIDE; x++) {
+            double fx = (x + 0.5) * 28.0 / SIDE - 0.5;
+            if (fx < 0) fx = 0;
+            int x0 = (int)fx, x1 = x0 + 1 < 28 ? x0 + 1 : 27;
+            double wx = fx - x0;
+            double v = (g[y0 * 28 + x0] * (1 - wx) + g[y0 * 28 + x1] * wx) * (1 - wy) +
+                       (g[y1 * 28 + x0] * (1 - wx) + g[y1 * 28 + x1] * wx) * wy;
+            uint8_t *p = out + (y * SIDE + x) * 3;
+            p[0] = (uint8_t)v;
+            p[1] = (uint8_t)(v * (0.5 + 0.5 * x / SIDE));
+            p[2] = (uint8_t)(255 - v * 0.8);
+        }
+    }
+}
+
+/* ---- bare decoders: the libraries' plain APIs, output buffer reused ---------------------- */
+
+typedef struct jerr {
+    struct jpeg_error_mgr mgr;
+    jmp_buf jb;
+} jerr;
+
+static void jexit(j_common_ptr c)
+{
+    longjmp(((jerr *)c->err)->jb, 1);
+}
+
+static int bare_jpeg(struct jpeg_decompress_struct *d, const uint8_t *buf, size_t len,
+                     uint8_t *out)
+{
+    jerr *e = (jerr *)d->err;
+    if (setjmp(e->jb)) return -1;
+    jpeg_mem_src(d, buf, (unsigned long)len);
+    jpeg_read_header(d, TRUE);
+    d->out_color_space = JCS_RGB;
+    jpeg_start_decompress(d);
+    while (d->output_scanline < d->output_height) {
+        JSAMPROW row = out + (size_t)d->output_scanline * d->output_width * 3;
+        jpeg_read_scanlines(d, &row, 1);
+    }
+    jpeg_finish_decompress(d);
+    return 0;
+}
+
+static int bare_png(const uint8_t *buf, size_t len, uint8_t *out)
+{
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&img, buf, len)) return -1;
+    img.format = PNG_FORMAT_RGB;
+    int ok = png_image_finish_read(&img, NULL, out, 0, NULL);
+    png_image_free(&img);
+    return ok ? 0 : -1;
+}
+
+typedef struct files {
+    uint8_t **buf;
+    size_t *len;
+} files;
+
+static double bare_rate(const char *dir, const char *ext, int is_jpeg)
+{
+    files f = {calloc(N_IMAGES, sizeof *f.buf), calloc(N_IMAGES, sizeof *f.len)};
+    for (int i = 0; i < N_IMAGES; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s/%05d.%s", dir, ext, i, ext);
+        FILE *fp = fopen(path, "rb");
+        if (!fp) {
+            perror(path);
+            exit(1);
+        }
+        fseek(fp, 0, SEEK_END);
+        f.len[i] = (size_t)ftell(fp);
+        rewind(fp);
+        f.buf[i] = malloc(f.len[i]);
+        if (fread(f.buf[i], 1, f.len[i], fp) != f.len[i]) exit(1);
+        fclose(fp);
+    }
+    uint8_t *out = malloc(SIDE * SIDE * 3);
+    struct jpeg_decompress_struct d;
+    jerr e;
+    d.err = jpeg_std_error(&e.mgr);
+    e.mgr.error_exit = jexit;
+    jpeg_create_decompress(&d);
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t = now();
+        for (int i = 0; i < N_IMAGES; i++)
+            if ((is_jpeg ? bare_jpeg(&d, f.buf[i], f.len[i], out) : bare_png(f.buf[i], f.len[i], out))) {
+                fprintf(stderr, "bare decode failed on image %d\n", i);
+                exit(1);
+            }
+        double r = N_IMAGES / (now() - t);
+        if (r > best) best = r;
+    }
+    jpeg_destroy_decompress(&d);
+    for (int i = 0; i < N_IMAGES; i++) free(f.buf[i]);
+    free(f.buf);
+    free(f.len);
+    free(out);
+    return best;
+}
+
+/* Images per second through the augmentation pipeline with `threads` parallel calls. */
+static double pipeline_rate(const char *dir, const char *ext, int threads)
+{
+    char yaml[4200], norm[160];
+    snprintf(yaml, sizeof yaml, "{type: images, directory: %s/%s.classes, decode: false}", dir, ext);
+    snprintf(norm, sizeof norm, "map: {op: normalize, mean: [127.5, 127.5, 127.5], std: 64, "
+             "num_parallel_calls: %d}", threads);
+    const char *stages[] = {"map: {op: decode_image, channels: 3}",
+                            "map: {op: random_crop, size: 64, padding: 4}",
+                            "map: {op: random_flip}", norm};
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_data_options o = {.seed = (uint64_t)rep};
+        tfc_pipeline *p = tfc_pipeline_from_yaml(yaml, &o, &err);
+        if (!p) die(&err);
+        for (int s = 0; s < 4; s++)
+            if (tfc_pipeline_add_yaml(p, stages[s], &err)) die(&err);
+        double t = now();
+        long n = 0;
+        for (;;) {
+            tfc_batch b;
+            if (tfc_pipeline_next(p, &b, &err)) die(&err);
+            if (b.end) break;
+            n++;
+        }
+        double r = (double)n / (now() - t);
+        if (n != N_IMAGES) {
+            fprintf(stderr, "pipeline read %ld images, expected %d\n", n, N_IMAGES);
+            exit(1);
+        }
+        if (r > best) best = r;
+        tfc_pipeline_free(p);
+    }
+    return best;
+}
+
+static double idx_batches_per_second(void)
+{
+    const char *yaml = "{type: idx, images: " FMNIST "train-images-idx3-ubyte.gz, labels: " FMNIST
+                       "train-labels-idx1-ubyte.gz}";
+    const char *stages[] = {"map: {op: scale, factor: 0.00392156862745098}",
+                            "shuffle: {buffer_size: 60000}", "repeat: {}",
+                            "batch: {batch_size: 128}", "prefetch: {buffer_size: 2}"};
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_data_options o = {.seed = 1};
+    tfc_pipeline *p = tfc_pipeline_from_yaml(yaml, &o, &err);
+    if (!p) die(&err);
+    for (int s = 0; s < 5; s++)
+        if (tfc_pipeline_add_yaml(p, stages[s], &err)) die(&err);
+    tfc_batch b;
+    for (int i = 0; i < 50; i++)
+        if (tfc_pipeline_next(p, &b, &err)) die(&err);
+    double t = now();
+    int n = 2000;
+    for (int i = 0; i < n; i++)
+        if (tfc_pipeline_next(p, &b, &err)) die(&err);
+    double r = n / (now() - t);
+    tfc_pipeline_free(p);
+    return r;
+}
+
+static void write_images(const char *dir)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    char path[4096];
+    tfc_tensor imgs;
+    char *gz = NULL;
+    FILE *f = fopen(FMNIST "train-images-idx3-ubyte.gz", "rb");
+    if (!f) {
+        fprintf(stderr, "bench-data needs Fashion-MNIST: apt-get install dataset-fashion-mnist\n");
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    rewind(f);
+    gz = malloc((size_t)len);
+    if (fread(gz, 1, (size_t)len, f) != (size_t)len) exit(1);
+    fclose(f);
+    if (tfc_idx_parse(gz, (size_t)len, "train-images", &imgs, &err)) die(&err);
+    free(gz);
+    const char *fmts[2] = {"jpg", "png"};
+    uint8_t rgb[SIDE * SIDE * 3];
+    for (int k = 0; k < 2; k++) {
+        /* Flat folder for the bare rate; class sub-folders (symlinks) for the pipeline. */
+        snprintf(path, sizeof path, "%s/%s", dir, fmts[k]);
+        mkdir(path, 0777);
+        for (int c = 0; c < 10; c++) {
+            snprintf(path, sizeof path, "%s/%s.classes", dir, fmts[k]);
+            mkdir(path, 0777);
+            snprintf(path, sizeof path, "%s/%s.classes/%d", dir, fmts[k], c);
+            mkdir(path, 0777);
+        }
+        for (int i = 0; i < N_IMAGES; i++) {
+            make_rgb((const uint8_t *)imgs.data + (size_t)i * 784, rgb);
+            snprintf(path, sizeof path, "%s/%s/%05d.%s", dir, fmts[k], i, fmts[k]);
+            tfc_status st = k ? tfc_image_write_png(path, rgb, SIDE, SIDE, 3, 8, &err)
+                              : tfc_image_write_jpeg(path, rgb, SIDE, SIDE, 3, 90, &err);
+            if (st) die(&err);
+            char link[4096];
+            snprintf(link, sizeof link, "%s/%s.classes/%d/%05d.%s", dir, fmts[k], i % 10, i, fmts[k]);
+            if (symlink(path, link)) {
+                perror(link);
+                exit(1);
+            }
+        }
+    }
+    free(imgs.data);
+}
+
+int main(int argc, char **argv)
+{
+    double cnn_ms = 0;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--cnn-ms")) cnn_ms = atof(argv[++i]);
+    if (getenv("BENCH_DATA_N")) N_IMAGES = atoi(getenv("BENCH_DATA_N"));
+    if (N_IMAGES < 10 || N_IMAGES > 60000) N_IMAGES = 10000;
+    const char *base = getenv("TMPDIR");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tfc-bench-data-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    double t = now();
+    write_images(dir);
+    printf("wrote %d JPEG + %d PNG files (%dx%d RGB) in %.1f s to %s\n", N_IMAGES, N_IMAGES, SIDE,
+           SIDE, now() - t, dir);
+    const char *fmts[2] = {"jpg", "png"};
+    const char *names[2] = {"JPEG", "PNG"};
+    double bare[2], t1[2], t2[2];
+    for (int k = 0; k < 2; k++) {
+        bare[k] = bare_rate(dir, fmts[k], k == 0);
+        t1[k] = pipeline_rate(dir, fmts[k], 1);
+        t2[k] = pipeline_rate(dir, fmts[k], 2);
+    }
+    double idx = idx_batches_per_second();
+    printf("\n| format | bare decode (img/s) | pipeline T=1 (img/s) | T=1 / bare | pipeline T=2 "
+           "(img/s) | T=2 / T=1 |\n|---|---|---|---|---|---|\n");
+    for (int k = 0; k < 2; k++)
+        printf("| %s | %.0f | %.0f | %.2f | %.0f | %.2f |\n", names[k], bare[k], t1[k],
+               t1[k] / bare[k], t2[k], t2[k] / t1[k]);
+    printf("\nIDX Fashion-MNIST train pipeline (scale, shuffle 60000, repeat, batch 128, "
+           "prefetch 2): %.0f batches/s\n", idx);
+    if (cnn_ms > 0)
+        printf("CNN step %.2f ms = %.1f batches/s: input is %.0fx faster\n", cnn_ms, 1e3 / cnn_ms,
+               idx * cnn_ms / 1e3);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (!getenv("BENCH_DATA_KEEP") && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return 0;
+}

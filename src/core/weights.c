@@ -1,0 +1,140 @@
+/* Model weights as safetensors: `<layer>/<variable>` names in Keras layouts, so files move
+ * to and from Keras and PyTorch with at most a transpose. Strict loads for inference,
+ * by-name loads with a report for fine-tuning. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model_internal.h"
+#include "core/safetensors.h"
+
+#ifndef TFC_VERSION
+#define TFC_VERSION "dev"
+#endif
+
+static void param_name(const tfc_layer *l, const tfc_param *p, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%s", l->name, p->name);
+}
+
+tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err)
+{
+    TFC_ASSERT(m->be);
+    int64_t total = tfc_model_param_count(m);
+    float *host = malloc((size_t)(total ? total : 1) * 4);
+    tfc_st_writer *w = tfc_st_writer_create();
+    tfc_status s = host && w ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    int64_t off = 0;
+    for (int i = 0; i < m->nlayers && !s; i++) {
+        tfc_layer *l = &m->layers[i];
+        for (int p = 0; p < l->nparams && !s; p++) {
+            char name[128];
+            param_name(l, &l->params[p], name, sizeof name);
+            tfc_model_param_download(m, &l->params[p], host + off);
+            s = tfc_st_writer_add(w, name, TFC_F32, &l->params[p].shape, host + off, err);
+            off += l->params[p].numel;
+        }
+    }
+    if (!s) s = tfc_st_writer_set_meta(w, "model", m->name, err);
+    if (!s) s = tfc_st_writer_set_meta(w, "tfc_version", TFC_VERSION, err);
+    if (!s) s = tfc_st_writer_set_meta(w, "format", "tfc-weights", err);
+    if (!s) s = tfc_st_writer_save(w, path, err);
+    tfc_st_writer_free(w);
+    free(host);
+    return s;
+}
+
+static void report_line(tfc_weights_report *rep, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void report_line(tfc_weights_report *rep, size_t *len, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (n >= (int)sizeof line) n = (int)sizeof line - 1;
+    char *t = realloc(rep->text, *len + (size_t)n + 2);
+    if (!t) return;
+    rep->text = t;
+    memcpy(t + *len, line, (size_t)n);
+    t[*len + (size_t)n] = '\n';
+    *len += (size_t)n + 1;
+    t[*len] = 0;
+}
+
+tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_report *rep,
+                                  tfc_error *err)
+{
+    TFC_ASSERT(m->be);
+    tfc_st_file *f = tfc_st_open(path, err);
+    if (!f) return err ? err->code : TFC_ERR_IO;
+    int n = tfc_st_count(f);
+    char *used = calloc((size_t)n + 1, 1);
+    float *host = NULL;
+    size_t host_cap = 0, len = 0;
+    tfc_status s = used ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    if (rep) memset(rep, 0, sizeof *rep);
+    for (int i = 0; i < m->nlayers && !s; i++) {
+        tfc_layer *l = &m->layers[i];
+        for (int p = 0; p < l->nparams && !s; p++) {
+            tfc_param *pr = &l->params[p];
+            char name[128], want[96], got[96];
+            param_name(l, pr, name, sizeof name);
+            tfc_shape_str(&pr->shape, want, sizeof want);
+            const tfc_st_tensor *t = tfc_st_find(f, name);
+            if (!t) {
+                if (!rep) {
+                    s = tfc_error_set(err, TFC_ERR_FORMAT, "%s: no tensor '%s' %s for layer '%s'",
+                                      path, name, want, l->name);
+                    break;
+                }
+                rep->missing++;
+                report_line(rep, &len, "new      %s %s (not in the file: initialised)", name, want);
+                continue;
+            }
+            used[t - tfc_st_tensor_at(f, 0)] = 1;
+            if (!tfc_shape_equal(&t->shape, &pr->shape)) {
+                tfc_shape_str(&t->shape, got, sizeof got);
+                if (!rep) {
+                    s = tfc_error_set(err, TFC_ERR_FORMAT,
+                                      "%s: tensor '%s' has shape %s, the model needs %s", path,
+                                      name, got, want);
+                    break;
+                }
+                rep->mismatched++;
+                report_line(rep, &len, "skipped  %s: file %s, model %s (initialised)", name, got,
+                            want);
+                continue;
+            }
+            if ((size_t)pr->numel > host_cap) {
+                float *h = realloc(host, (size_t)pr->numel * 4);
+                if (!h) {
+                    s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                host = h;
+                host_cap = (size_t)pr->numel;
+            }
+            tfc_st_tensor_to_f32(t, host);
+            tfc_model_param_upload(m, pr, host);
+            if (rep) {
+                rep->matched++;
+                report_line(rep, &len, "matched  %s %s", name, want);
+            }
+        }
+    }
+    if (rep && !s)
+        for (int i = 0; i < n; i++)
+            if (!used[i]) {
+                rep->unused++;
+                report_line(rep, &len, "unused   %s (no such layer variable in the model)",
+                            tfc_st_tensor_at(f, i)->name);
+            }
+    free(used);
+    free(host);
+    tfc_st_close(f);
+    return s;
+}

@@ -1,0 +1,182 @@
+/* Weights files: save/load round trips with Keras names and layouts, strict loads that
+ * name what is missing or misshapen, by-name loads with a report (fine-tuning), and the
+ * tools that read models and weights (tfc-predict, tfc-inspect, tfc-draw, tfc-time). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "data/data.h"
+#include "gradcheck.h"
+#include "testutil.h"
+
+static const char *CNN =
+    "name: small_cnn\ninput: {shape: [6, 6, 1]}\nlayers:\n"
+    "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu}\n"
+    "  - BatchNormalization: {}\n  - Flatten: {}\n"
+    "  - Dense: {name: head, units: 4, activation: softmax}\n";
+
+static tfc_model *bound_model(const char *yaml, tfc_backend *be, uint64_t seed)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_test_model(yaml);
+    TFC_ASSERT(m && tfc_model_bind(m, be, 4, &err) == TFC_OK);
+    TFC_ASSERT(tfc_model_init_weights(m, seed, &err) == TFC_OK);
+    return m;
+}
+
+static void test_round_trip(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *a = bound_model(CNN, be, 1), *b = bound_model(CNN, be, 2);
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *path = tfc_test_path("w.safetensors");
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(a, path, &err), TFC_OK);
+    /* Names and Keras layouts, as SPEC §5 pins them. */
+    tfc_st_file *f = tfc_st_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const tfc_st_tensor *k = tfc_st_find(f, "conv2d/kernel");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT(k->shape.ndim == 4 && k->shape.dim[0] == 3 && k->shape.dim[2] == 1 && k->shape.dim[3] == 3);
+    CU_ASSERT_PTR_NOT_NULL(tfc_st_find(f, "head/kernel"));
+    CU_ASSERT_EQUAL(tfc_st_find(f, "head/kernel")->shape.dim[0], 48);
+    CU_ASSERT_PTR_NOT_NULL(tfc_st_find(f, "batch_normalization/moving_variance"));
+    CU_ASSERT_STRING_EQUAL(tfc_st_meta(f, "model"), "small_cnn");
+    CU_ASSERT_EQUAL(tfc_st_count(f), 8);
+    tfc_st_close(f);
+    /* Strict load: b becomes a, output for output. */
+    CU_ASSERT_EQUAL_FATAL(tfc_model_load_weights(b, path, NULL, &err), TFC_OK);
+    float x[4 * 36], ya[16], yb[16];
+    tfc_test_fill(x, 4 * 36, 0, 1, 2);
+    tfc_model_forward(a, x, 4, 0, 0, 0, &err);
+    tfc_model_get_output(a, ya);
+    tfc_model_forward(b, x, 4, 0, 0, 0, &err);
+    tfc_model_get_output(b, yb);
+    CU_ASSERT(memcmp(ya, yb, sizeof ya) == 0);
+    tfc_model_free(a);
+    tfc_model_free(b);
+    tfc_backend_free(be);
+}
+
+static void test_strict_and_by_name(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *a = bound_model(CNN, be, 1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *path = tfc_test_path("w2.safetensors");
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(a, path, &err), TFC_OK);
+    /* A model with a new head of another size and an extra layer. */
+    const char *other = "input: {shape: [6, 6, 1]}\nlayers:\n"
+                        "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu}\n"
+                        "  - BatchNormalization: {}\n  - Flatten: {}\n"
+                        "  - Dense: {name: extra, units: 5}\n"
+                        "  - Dense: {name: head, units: 7, activation: softmax}\n";
+    tfc_model *b = bound_model(other, be, 3);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_load_weights(b, path, NULL, &err), TFC_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no tensor 'extra/kernel' (48, 5) for layer 'extra'"));
+    tfc_weights_report rep;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_load_weights(b, path, &rep, &err), TFC_OK);
+    CU_ASSERT_EQUAL(rep.matched, 6);    /* conv2d kernel+bias, 4 batch norm */
+    CU_ASSERT_EQUAL(rep.missing, 2);    /* extra/kernel, extra/bias */
+    CU_ASSERT_EQUAL(rep.mismatched, 2); /* head/kernel (48, 4) vs (5, 7), head/bias (4) vs (7) */
+    CU_ASSERT_EQUAL(rep.unused, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep.text, "skipped  head/kernel: file (48, 4), model (5, 7)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep.text, "matched  conv2d/kernel (3, 3, 1, 3)"));
+    free(rep.text);
+    /* A file that is not safetensors. */
+    const char *junk = tfc_test_write("junk.safetensors", "not a weights file at all", -1);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_load_weights(a, junk, NULL, &err), TFC_ERR_FORMAT);
+    tfc_model_free(a);
+    tfc_model_free(b);
+    tfc_backend_free(be);
+}
+
+static int run(const char *cmd, char *out, size_t size)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_tools(void)
+{
+    const char *bin = getenv("TFC_BIN");
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict", bin ? bin : "bin");
+    FILE *probe = fopen(cmd, "r");
+    if (!probe) {
+        printf("\n  tools: skipped (no %s; run through make test)\n", cmd);
+        return;
+    }
+    fclose(probe);
+    const char *model = tfc_test_write("cnn.yaml", CNN, -1);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *a = bound_model(CNN, be, 1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *w = tfc_test_path("cnn.safetensors");
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(a, w, &err), TFC_OK);
+    /* tfc-predict on an .npy of 4 examples matches the library's forward pass. */
+    float x[4 * 36], y[16];
+    tfc_test_fill(x, 4 * 36, 0, 1, 5);
+    tfc_tensor t = {.dtype = TFC_F32, .shape = {4, {4, 6, 6, 1}}, .data = x};
+    const char *xin = tfc_test_path("x.npy"), *yout = tfc_test_path("y.npy");
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(xin, &t, &err), TFC_OK);
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s --device cpu 2>&1",
+             bin, model, w, xin, yout);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    tfc_tensor yt;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(yout, &yt, &err), TFC_OK);
+    tfc_model_forward(a, x, 4, 0, 0, 0, &err);
+    tfc_model_get_output(a, y);
+    CU_ASSERT(yt.shape.ndim == 2 && yt.shape.dim[0] == 4 && yt.shape.dim[1] == 4);
+    CU_ASSERT(memcmp(yt.data, y, sizeof y) == 0);
+    free(yt.data);
+    /* Wrong input shape: exit 1 with the reason. */
+    tfc_tensor bad = {.dtype = TFC_F32, .shape = {2, {4, 36}}, .data = x};
+    tfc_npy_write(xin, &bad, &err);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "does not hold examples of the model's input shape (6, 6, 1)"));
+    /* A config error exits 2 with FILE:LINE:COL. */
+    const char *badm = tfc_test_write("bad.yaml", "input: {shape: [6]}\nlayers:\n  - Dense: {unit: 3}\n", -1);
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s 2>&1", bin,
+             badm, w, xin, yout);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bad.yaml:3:13: error: layers[0].Dense.unit: unknown key"));
+    /* tfc-inspect lists the tensors. */
+    snprintf(cmd, sizeof cmd, "%s/tfc-inspect %s 2>&1", bin, w);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "head/kernel"));
+    /* tfc-draw: one edge per input. */
+    snprintf(cmd, sizeof cmd, "%s/tfc-draw %s 2>&1", bin, model);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"flatten\" -> \"head\";"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"input\" -> \"conv2d\";"));
+    /* tfc-time prints every layer. */
+    snprintf(cmd, sizeof cmd, "%s/tfc-time %s --batch 8 --iterations 3 --device cpu 2>&1", bin, model);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "batch_normalization"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "whole step"));
+    /* A GPU that this build or machine lacks is a device error (exit 1), not a crash. */
+    snprintf(cmd, sizeof cmd, "CUDA_VISIBLE_DEVICES= %s/tfc-time %s --device gpu:0 2>&1", bin, model);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "error: device gpu:0 requested"));
+    snprintf(cmd, sizeof cmd, "%s/tfc-time %s --device tpu 2>&1", bin, model);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 2);
+    tfc_model_free(a);
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("weights", {"round_trip", test_round_trip},
+              {"strict_and_by_name", test_strict_and_by_name}, {"tools", test_tools})

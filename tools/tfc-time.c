@@ -1,0 +1,160 @@
+/* tfc-time: per-layer forward and backward times of a model on random data, like
+ * `caffe time`: warm-up iterations, then the median over --iterations of each layer's
+ * forward and backward, and of the whole step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/model.h"
+
+static const char *usage =
+    "usage: tfc-time MODEL.yaml [--batch N] [--iterations N] [--device cpu|gpu|gpu:N]\n"
+    "                [--threads N]\n"
+    "Times each layer's forward and backward pass (training mode) on random inputs and\n"
+    "prints medians over the iterations (default: batch 64, 50 iterations, 5 warm-up).\n";
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int parse_int(const char *s, int lo, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < lo || v > 1 << 20) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL, *device = NULL;
+    int batch = 64, iters = 50, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("tfc-time (tfc) %s\n", TFC_VERSION);
+            return 0;
+        } else if (!strcmp(a, "--batch") && i + 1 < argc && parse_int(argv[i + 1], 1, &batch)) {
+            i++;
+        } else if (!strcmp(a, "--iterations") && i + 1 < argc &&
+                   parse_int(argv[i + 1], 1, &iters)) {
+            i++;
+        } else if (!strcmp(a, "--threads") && i + 1 < argc && parse_int(argv[i + 1], 1, &threads)) {
+            i++;
+        } else if (!strcmp(a, "--device") && i + 1 < argc) {
+            device = argv[++i];
+        } else if (a[0] == '-' || path) {
+            fprintf(stderr, "tfc-time: bad argument '%s'\n%s", a, usage);
+            return 2;
+        } else {
+            path = a;
+        }
+    }
+    if (!path) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_load(path, &err);
+    tfc_backend *be = m ? tfc_backend_open(device, threads, &err) : NULL;
+    if (!m || !be || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
+        fputs(err.text, stderr);
+        tfc_model_free(m);
+        if (be) tfc_backend_free(be);
+        return tfc_exit_code(err.code);
+    }
+    int64_t nin = (int64_t)batch * tfc_shape_numel(tfc_model_input_shape(m));
+    int64_t nlab = (int64_t)batch * tfc_model_label_rows(m) *
+                   (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+    void *x = malloc((size_t)nin * 4), *labels = malloc((size_t)nlab * 4);
+    int nl = tfc_model_nlayers(m);
+    double *fw = malloc(sizeof(double) * (size_t)(nl * iters)),
+           *bw = malloc(sizeof(double) * (size_t)(nl * iters)),
+           *step = malloc(sizeof(double) * (size_t)iters);
+    uint64_t s = 88172645463325252ull;
+    int vocab = 0;
+    for (int i = 0; i < nl; i++)
+        if (tfc_model_layer(m, i)->id_limit) vocab = (int)tfc_model_layer(m, i)->id_limit;
+    for (int64_t i = 0; i < nin; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        if (tfc_model_input_dtype(m) == TFC_I32) ((int32_t *)x)[i] = vocab ? (int32_t)(s % (uint64_t)vocab) : 0;
+        else ((float *)x)[i] = (float)((double)(s >> 11) / 9007199254740992.0);
+    }
+    for (int64_t i = 0; i < nlab; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        if (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE)
+            ((int32_t *)labels)[i] = (int32_t)(s % (uint64_t)tfc_model_classes(m));
+        else
+            ((float *)labels)[i] = (float)(s % 2);
+    }
+    tfc_batch_result r;
+    for (int it = -5; it < iters; it++) {
+        double t0 = now();
+        if (tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(it + 5), &err)) break;
+        be->ops->sync(be);
+        double t1 = now();
+        /* Per-layer: run each layer again alone, timed (the forward above set up inputs). */
+        for (int i = 0; i < nl && it >= 0; i++) {
+            double a = now();
+            tfc_model_layer_forward(m, i);
+            be->ops->sync(be);
+            fw[i * iters + it] = now() - a;
+        }
+        double tb = now();
+        tfc_model_loss(m, labels, 1, &r, &err);
+        tfc_model_zero_grad(m);
+        for (int i = nl - 1; i >= 0; i--) {
+            double a = now();
+            tfc_model_layer_backward(m, i);
+            be->ops->sync(be);
+            if (it >= 0) bw[i * iters + it] = now() - a;
+        }
+        if (it >= 0) step[it] = (t1 - t0) + (now() - tb);
+    }
+    if (err.count) {
+        fputs(err.text, stderr);
+        return tfc_exit_code(err.code);
+    }
+    printf("%s on %s, batch %d, %d iterations (median ms)\n", tfc_model_name(m), be->ops->name,
+           batch, iters);
+    printf("%-4s %-24s %-22s %10s %10s\n", "#", "layer", "type", "forward", "backward");
+    double tf = 0, tbk = 0;
+    for (int i = 0; i < nl; i++) {
+        tfc_layer *l = tfc_model_layer(m, i);
+        double f = median(fw + i * iters, iters) * 1e3, b = median(bw + i * iters, iters) * 1e3;
+        tf += f;
+        tbk += b;
+        printf("%-4d %-24s %-22s %10.3f %10.3f\n", i, l->name, l->ops->type, f, b);
+    }
+    printf("%-51s %10.3f %10.3f\n", "sum of layers", tf, tbk);
+    printf("whole step (forward + loss + backward, one pass): %.3f ms\n", median(step, iters) * 1e3);
+    free(x);
+    free(labels);
+    free(fw);
+    free(bw);
+    free(step);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    return 0;
+}
