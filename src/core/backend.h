@@ -168,13 +168,15 @@ typedef struct tfc_backend_ops {
 
     /* Inverted dropout: y = x * keep / (1 - rate), keep = (uniform >= rate), the uniform of
      * element i drawn from Philox at (key, counter = (i, step)), so the mask needs no
-     * storage and is identical on every backend. Backward regenerates it: dx += ... dy. */
+     * storage and is identical on every backend. Backward regenerates it: dx += ... dy.
+     * rate <= 0 copies; rate >= 1 gives zeros. */
     void (*dropout_forward)(tfc_backend *be, int64_t n, float rate, uint64_t key, uint64_t step,
                             const float *x, float *y);
     void (*dropout_backward)(tfc_backend *be, int64_t n, float rate, uint64_t key,
                              uint64_t step, const float *dy, float *dx);
 
-    /* Convolution. ws: at least conv_workspace(desc) bytes of scratch. */
+    /* Convolution. ws: at least conv_workspace(desc) bytes of scratch (NULL when that is
+     * 0). conv_forward overwrites y; the backward ops accumulate into dx and dw. */
     size_t (*conv_workspace)(tfc_backend *be, const tfc_conv_desc *d);
     void (*conv_forward)(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                          const float *w, float *y, void *ws);
@@ -184,7 +186,8 @@ typedef struct tfc_backend_ops {
                                  const float *dy, float *dw, void *ws);
 
     /* Pooling. argmax [n, oh, ow, c] int32 holds, for max pooling, the flat input index
-     * (within the image, h*w*c) of each winner; it is NULL for average pooling. */
+     * (within the image, h*w*c) of each winner (the first maximum on ties); it is NULL
+     * for average pooling, and may be NULL for max pooling when no backward follows. */
     void (*pool_forward)(tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,
                          int32_t *argmax);
     void (*pool_backward)(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
@@ -221,7 +224,9 @@ typedef struct tfc_backend_ops {
                          const float *kernel, const float *rkernel, const float *bias,
                          const float *mask, float *y, float *hseq, float *cseq, float *gates,
                          void *ws);
-    /* dx, dkernel, drkernel, dbias += ... (dbias may be NULL when the layer has no bias) */
+    /* dx, dkernel, drkernel, dbias += ... (bias and dbias are NULL when the layer has no
+     * bias; dx may be NULL when the input needs no gradient). y may be hseq itself when
+     * return_sequences is set. The gates of masked steps are unspecified. */
     void (*lstm_backward)(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
                           const float *kernel, const float *rkernel, const float *mask,
                           const float *hseq, const float *cseq, const float *gates,
@@ -234,7 +239,12 @@ typedef struct tfc_backend_ops {
      * (0 for masked steps). scale: usually 1 / (number of counted rows).
      * *loss_out (device scalar) = scale * sum_r weight_r * loss_r;
      * dx = scale * weight_r * dloss_r/dx  (OVERWRITES dx; dx may be NULL at inference).
-     * labels: int32 [rows] for sparse CCE, float [rows, classes] otherwise. */
+     * labels: int32 [rows] for sparse CCE, float [rows, classes] otherwise.
+     * loss_r as Keras 3: CCE sums -t log q over the row (q from probabilities is first
+     * normalised to sum 1, then clipped; sparse CCE clips, then normalises); BCE and MSE
+     * average over the row's `classes` outputs; MSE ignores from_logits. A sparse label
+     * outside [0, classes) makes its row count as weight 0 (the input pipeline reports
+     * such labels with their record). */
     void (*loss)(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
                  int classes, const float *x, const void *labels, const float *row_weight,
                  float scale, float *loss_out, float *dx);

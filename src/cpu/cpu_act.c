@@ -1,0 +1,166 @@
+/* CPU activations, forward and backward, with Keras's definitions (keras.activations).
+ * Hot ones (relu, sigmoid, tanh, softmax, swish, exponential) use the branch-free math of
+ * cpu_internal.h so the loops vectorise; the rarer ones call libm for its precision
+ * (expm1f near 0, erfcf for gelu's left tail, log1pf for softplus). */
+#include "cpu/cpu_internal.h"
+
+#define SELU_ALPHA 1.6732632423543772848170429916717f
+#define SELU_SCALE 1.0507009873554804934193349852946f
+#define LEAKY_SLOPE 0.2f
+#define INV_SQRT_2PI 0.3989422804014327f
+
+/* y[i] = EXPR(v) with v = x[i], over all n elements. */
+#define MAP_FORWARD(EXPR)                                                                  \
+    do {                                                                                   \
+        _Pragma("omp parallel for simd num_threads(nt) schedule(static)")                   \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            float v = x[i];                                                                \
+            y[i] = (EXPR);                                                                 \
+        }                                                                                  \
+    } while (0)
+
+/* dx[i] += DERIV * dy[i] with v = x[i], out = y[i]. */
+#define MAP_BACKWARD(DERIV)                                                                \
+    do {                                                                                   \
+        _Pragma("omp parallel for simd num_threads(nt) schedule(static)")                   \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            float v = x[i], out = y[i];                                                    \
+            (void)v;                                                                       \
+            (void)out;                                                                     \
+            dx[i] += (DERIV) * dy[i];                                                      \
+        }                                                                                  \
+    } while (0)
+
+/* Row-wise softmax: y = exp(x - max) / sum exp(x - max). Subtracting the row maximum keeps
+ * exp from overflowing and changes nothing mathematically. */
+TFC_CPU_VECTOR
+static void softmax_forward(const tfc_backend *be, int64_t rows, int cols, const float *x,
+                            float *y)
+{
+    int nt = tfc_cpu_threads(be, rows * cols);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = xr[0];
+        for (int j = 1; j < cols; j++) m = xr[j] > m ? xr[j] : m;
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < cols; j++) {
+            float e = tfc_cpu_expf(xr[j] - m);
+            yr[j] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
+#pragma omp simd
+        for (int j = 0; j < cols; j++) yr[j] *= inv;
+    }
+}
+
+/* dx_j += y_j (dy_j - sum_k dy_k y_k): the softmax Jacobian J = diag(y) - y y^T times dy. */
+TFC_CPU_VECTOR
+static void softmax_backward(const tfc_backend *be, int64_t rows, int cols, const float *y,
+                             const float *dy, float *dx)
+{
+    int nt = tfc_cpu_threads(be, rows * cols);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *yr = y + r * cols, *dyr = dy + r * cols;
+        float *dxr = dx + r * cols;
+        double dot = 0.0;
+#pragma omp simd reduction(+ : dot)
+        for (int j = 0; j < cols; j++) dot += (double)dyr[j] * yr[j];
+        float d = (float)dot;
+#pragma omp simd
+        for (int j = 0; j < cols; j++) dxr[j] += yr[j] * (dyr[j] - d);
+    }
+}
+
+/* y = act(x); x and y may alias. */
+TFC_CPU_VECTOR
+void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                         float *y)
+{
+    if (n <= 0) return;
+    int nt = tfc_cpu_threads(be, n);
+    switch (act) {
+    case TFC_ACT_LINEAR:
+        if (x != y) memmove(y, x, (size_t)n * sizeof(float));
+        break;
+    case TFC_ACT_RELU: MAP_FORWARD(v < 0.0f ? 0.0f : v); break;
+    case TFC_ACT_SIGMOID: MAP_FORWARD(tfc_cpu_sigmoidf(v)); break;
+    case TFC_ACT_TANH: MAP_FORWARD(tfc_cpu_tanhf(v)); break;
+    case TFC_ACT_SOFTMAX:
+        if (cols <= 0) cols = (int)n;
+        softmax_forward(be, n / cols, cols, x, y);
+        break;
+    case TFC_ACT_ELU: MAP_FORWARD(v > 0.0f ? v : expm1f(v)); break;
+    case TFC_ACT_SELU:
+        MAP_FORWARD(SELU_SCALE * (v > 0.0f ? v : SELU_ALPHA * expm1f(v)));
+        break;
+    /* gelu(x) = x Phi(x) = x/2 erfc(-x/sqrt 2): erfc, not 1 + erf, keeps the left tail. */
+    case TFC_ACT_GELU: MAP_FORWARD(0.5f * v * erfcf(-v * (float)M_SQRT1_2)); break;
+    case TFC_ACT_LEAKY_RELU: MAP_FORWARD(v < 0.0f ? LEAKY_SLOPE * v : v); break;
+    /* softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|), which never overflows. */
+    case TFC_ACT_SOFTPLUS: MAP_FORWARD((v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v)))); break;
+    case TFC_ACT_SOFTSIGN: MAP_FORWARD(v / (1.0f + fabsf(v))); break;
+    case TFC_ACT_SWISH: MAP_FORWARD(v * tfc_cpu_sigmoidf(v)); break;
+    /* relu6(x + 3) / 6 */
+    case TFC_ACT_HARD_SIGMOID: {
+        MAP_FORWARD((v + 3.0f < 0.0f ? 0.0f : v + 3.0f > 6.0f ? 6.0f : v + 3.0f) / 6.0f);
+        break;
+    }
+    case TFC_ACT_EXPONENTIAL: MAP_FORWARD(tfc_cpu_expf(v)); break;
+    default: TFC_ASSERT(!"unknown activation");
+    }
+}
+
+/* dx += act'(x) dy. Derivatives use y where it is exact and cheaper (sigmoid, tanh, elu,
+ * selu, exponential, softmax), x elsewhere; at a kink the right-hand side is 0 (relu at 0
+ * passes nothing, as TensorFlow). */
+TFC_CPU_VECTOR
+void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                          const float *y, const float *dy, float *dx)
+{
+    if (n <= 0) return;
+    int nt = tfc_cpu_threads(be, n);
+    switch (act) {
+    case TFC_ACT_LINEAR: MAP_BACKWARD(1.0f); break;
+    case TFC_ACT_RELU: MAP_BACKWARD(v > 0.0f ? 1.0f : 0.0f); break;
+    case TFC_ACT_SIGMOID: MAP_BACKWARD(out * (1.0f - out)); break;
+    case TFC_ACT_TANH: MAP_BACKWARD(1.0f - out * out); break;
+    case TFC_ACT_SOFTMAX:
+        if (cols <= 0) cols = (int)n;
+        softmax_backward(be, n / cols, cols, y, dy, dx);
+        break;
+    /* elu'(x) = e^x = y + 1 for x <= 0 */
+    case TFC_ACT_ELU: MAP_BACKWARD(v > 0.0f ? 1.0f : out + 1.0f); break;
+    /* selu'(x) = scale alpha e^x = y + scale alpha for x <= 0 */
+    case TFC_ACT_SELU: MAP_BACKWARD(v > 0.0f ? SELU_SCALE : out + SELU_SCALE * SELU_ALPHA); break;
+    /* gelu'(x) = Phi(x) + x phi(x) */
+    case TFC_ACT_GELU:
+        MAP_BACKWARD(0.5f * erfcf(-v * (float)M_SQRT1_2) +
+                     v * INV_SQRT_2PI * expf(-0.5f * v * v));
+        break;
+    case TFC_ACT_LEAKY_RELU: MAP_BACKWARD(v > 0.0f ? 1.0f : LEAKY_SLOPE); break;
+    case TFC_ACT_SOFTPLUS: MAP_BACKWARD(tfc_cpu_sigmoidf(v)); break;
+    /* softsign'(x) = 1 / (1 + |x|)^2 */
+    case TFC_ACT_SOFTSIGN:
+        MAP_BACKWARD(1.0f / ((1.0f + fabsf(v)) * (1.0f + fabsf(v))));
+        break;
+    /* swish'(x) = s + x s (1 - s), s = sigmoid(x) */
+    case TFC_ACT_SWISH: {
+        _Pragma("omp parallel for simd num_threads(nt) schedule(static)")
+        for (int64_t i = 0; i < n; i++) {
+            float s = tfc_cpu_sigmoidf(x[i]);
+            dx[i] += (s + x[i] * s * (1.0f - s)) * dy[i];
+        }
+        break;
+    }
+    case TFC_ACT_HARD_SIGMOID:
+        MAP_BACKWARD(v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f);
+        break;
+    case TFC_ACT_EXPONENTIAL: MAP_BACKWARD(out); break;
+    default: TFC_ASSERT(!"unknown activation");
+    }
+}

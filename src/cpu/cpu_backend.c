@@ -1,0 +1,124 @@
+/* The CPU backend: host memory (64-byte aligned, so every row start a layer carves at a
+ * multiple of 16 floats suits AVX-512 loads), GEMM through OpenBLAS's cblas_sgemm, and the
+ * op table that gathers the other src/cpu/ files. OpenBLAS is its OpenMP build, so our
+ * loops and its GEMMs share one thread pool, sized once at creation. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+static void cpu_destroy(tfc_backend *be)
+{
+    free(be);
+}
+
+/* 64-byte aligned; 0 bytes still returns a unique pointer that free accepts. */
+static void *cpu_alloc(tfc_backend *be, size_t bytes)
+{
+    void *p = NULL;
+    if (bytes > SIZE_MAX - 63) return NULL;
+    size_t rounded = bytes ? (bytes + 63) & ~(size_t)63 : 64;
+    return posix_memalign(&p, 64, rounded) == 0 ? p : NULL;
+}
+
+static void cpu_free(tfc_backend *be, void *p)
+{
+    free(p);
+}
+
+static void cpu_copy(tfc_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (bytes && dst != src) memmove(dst, src, bytes);
+}
+
+static void cpu_zero(tfc_backend *be, void *p, size_t bytes)
+{
+    if (bytes) memset(p, 0, bytes);
+}
+
+static void cpu_sync(tfc_backend *be)
+{
+}
+
+/* C[m,n] = alpha op(A) op(B) + beta C. OpenBLAS rejects k == 0 (and lda < 1) through
+ * xerbla, which prints; an empty product is just C = beta C. */
+void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                  int ldc)
+{
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        for (int i = 0; i < m; i++) {
+            float *row = c + (int64_t)i * ldc;
+            for (int j = 0; j < n; j++) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+        }
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
+}
+
+static const tfc_backend_ops cpu_ops = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .gemm = tfc_cpu_gemm,
+    .axpy = tfc_cpu_axpy,
+    .scale = tfc_cpu_scale,
+    .bias_add = tfc_cpu_bias_add,
+    .bias_grad = tfc_cpu_bias_grad,
+    .copy2d = tfc_cpu_copy2d,
+    .act_forward = tfc_cpu_act_forward,
+    .act_backward = tfc_cpu_act_backward,
+    .dropout_forward = tfc_cpu_dropout_forward,
+    .dropout_backward = tfc_cpu_dropout_backward,
+    .conv_workspace = tfc_cpu_conv_workspace,
+    .conv_forward = tfc_cpu_conv_forward,
+    .conv_backward_data = tfc_cpu_conv_backward_data,
+    .conv_backward_filter = tfc_cpu_conv_backward_filter,
+    .pool_forward = tfc_cpu_pool_forward,
+    .pool_backward = tfc_cpu_pool_backward,
+    .bn_forward_train = tfc_cpu_bn_forward_train,
+    .bn_forward_infer = tfc_cpu_bn_forward_infer,
+    .bn_backward = tfc_cpu_bn_backward,
+    .gather = tfc_cpu_gather,
+    .scatter_add = tfc_cpu_scatter_add,
+    .lstm_workspace = tfc_cpu_lstm_workspace,
+    .lstm_forward = tfc_cpu_lstm_forward,
+    .lstm_backward = tfc_cpu_lstm_backward,
+    .loss = tfc_cpu_loss,
+    .accuracy = tfc_cpu_accuracy,
+    .sumsq = tfc_cpu_sumsq,
+    .count_nonfinite = tfc_cpu_count_nonfinite,
+    .optimizer_update = tfc_cpu_optimizer_update,
+};
+
+tfc_backend *tfc_cpu_backend_create(int threads)
+{
+    tfc_backend *be = calloc(1, sizeof *be);
+    TFC_ASSERT(be != NULL);
+    if (threads <= 0) threads = omp_get_num_procs();
+    if (threads < 1) threads = 1;
+    /* One pool: OpenBLAS's OpenMP build follows omp_set_num_threads for the calling
+     * thread; openblas_set_num_threads also caps its own count. Our loops pass the
+     * number explicitly (num_threads) so they do not depend on the caller's thread. */
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    /* OpenBLAS's threaded GEMM waits for every thread it asked for; a team shrunk by
+     * OMP_DYNAMIC=true would leave it spinning forever. */
+    omp_set_dynamic(0);
+    be->ops = &cpu_ops;
+    be->device = -1;
+    be->threads = threads;
+    be->impl = NULL;
+    return be;
+}

@@ -1,0 +1,371 @@
+/* CPU 2-D convolution by im2col + GEMM. With K = kh*kw*c, each output pixel's receptive
+ * field is one row of `col` [pixels, K] in the kernel's own (ki, kj, ci) order, so
+ *   forward  y[pixels, f]   = col · W[K, f]
+ *   filter   dW[K, f]      += colᵀ · dy
+ *   data     dcol[pixels, K] = dy · Wᵀ, scattered back (col2im) into dx
+ * With at least as many images as threads, each thread takes whole chunks of images with
+ * its own slice of col, sized to stay in its core's cache, and runs single-threaded GEMMs
+ * (OpenBLAS does inside a parallel region); filter gradients go to per-thread partials
+ * summed at the end. With fewer images, one shared chunk feeds multithreaded GEMMs. A 1x1,
+ * stride-1, unpadded convolution is a plain GEMM on x and needs no col; a short K (a first
+ * layer's few channels) uses small register-blocked loops instead of OpenBLAS. */
+#include <limits.h>
+#include <omp.h>
+
+#include "cpu/cpu_internal.h"
+
+/* col bytes per thread in per-thread mode: with the packed kernel it fits a 1 MB L2. */
+#define LOCAL_COL_BYTES ((size_t)512 << 10)
+/* Upper bound on the shared col chunk: large GEMMs, still resident in the last level. */
+#define SHARED_COL_BYTES ((size_t)8 << 20)
+
+static int is_pointwise(const tfc_conv_desc *d)
+{
+    return d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->pad_top == 0 &&
+           d->pad_left == 0 && d->oh == d->h && d->ow == d->w;
+}
+
+static int64_t col_width(const tfc_conv_desc *d)
+{
+    return (int64_t)d->kh * d->kw * d->c;
+}
+
+/* How an op walks the batch: `local` (per-thread chunks) or shared; `nb` images per chunk;
+ * `slice` floats of workspace per thread (its col, then in local mode its dW partial). */
+typedef struct conv_plan {
+    int local, threads, nb;
+    int64_t col_floats, slice;
+} conv_plan;
+
+static conv_plan make_plan(const tfc_backend *be, const tfc_conv_desc *d)
+{
+    conv_plan p;
+    const int64_t pixels = (int64_t)d->oh * d->ow;
+    const size_t per_image = (size_t)(pixels * col_width(d)) * sizeof(float);
+    p.local = d->n >= be->threads && per_image <= SHARED_COL_BYTES / 2;
+    p.threads = p.local ? be->threads : 1;
+    int64_t nb = per_image ? (int64_t)((p.local ? LOCAL_COL_BYTES : SHARED_COL_BYTES) / per_image)
+                           : d->n;
+    if (p.local && nb > d->n / p.threads) nb = d->n / p.threads; /* every thread gets work */
+    if (nb > d->n) nb = d->n;
+    if (pixels > 0 && nb > INT_MAX / pixels) nb = INT_MAX / pixels; /* GEMM rows fit an int */
+    p.nb = nb < 1 ? 1 : (int)nb;
+    /* 16-float multiples keep every slice 64-byte aligned */
+    p.col_floats = ((int64_t)p.nb * pixels * col_width(d) + 15) & ~(int64_t)15;
+    p.slice = p.col_floats + (p.local ? (col_width(d) * d->f + 15) & ~(int64_t)15 : 0);
+    return p;
+}
+
+size_t tfc_cpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d)
+{
+    if (is_pointwise(d) || d->n <= 0) return 0;
+    conv_plan p = make_plan(be, d);
+    return (size_t)p.threads * (size_t)p.slice * sizeof(float);
+}
+
+/* dst[0..n) = src[0..n): short runs (a first layer's few channels) inline, long ones by
+ * memcpy, whose call costs more than copying a dozen floats. */
+static inline void copy_floats(float *dst, const float *src, int n)
+{
+    if (n > 32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+#pragma omp simd
+    for (int j = 0; j < n; j++) dst[j] = src[j];
+}
+
+/* Output row oy of one image into col: ow rows of K floats; padding reads as zero. */
+static void im2col_row(const tfc_conv_desc *d, const float *img, int oy, float *col)
+{
+    const int c = d->c, kw = d->kw;
+    const size_t seg = (size_t)c * sizeof(float);
+    const int64_t K = col_width(d);
+    for (int ox = 0; ox < d->ow; ox++) {
+        float *dst = col + ox * K;
+        int ix0 = ox * d->sw - d->pad_left;
+        for (int ki = 0; ki < d->kh; ki++, dst += (int64_t)kw * c) {
+            int iy = oy * d->sh - d->pad_top + ki * d->dh;
+            if (iy < 0 || iy >= d->h) {
+                memset(dst, 0, kw * seg);
+                continue;
+            }
+            const float *src = img + (int64_t)iy * d->w * c;
+            if (d->dw == 1 && ix0 >= 0 && ix0 + kw <= d->w) {
+                copy_floats(dst, src + (int64_t)ix0 * c, kw * c);
+                continue;
+            }
+            for (int kj = 0; kj < kw; kj++) {
+                int ix = ix0 + kj * d->dw;
+                if (ix < 0 || ix >= d->w)
+                    memset(dst + (int64_t)kj * c, 0, seg);
+                else
+                    copy_floats(dst + (int64_t)kj * c, src + (int64_t)ix * c, c);
+            }
+        }
+    }
+}
+
+/* col [count images x oh*ow, K] from `count` images of x, on nt threads. */
+static void im2col(const tfc_conv_desc *d, const float *x, int count, float *col, int nt)
+{
+    const int64_t img_in = (int64_t)d->h * d->w * d->c;
+    const int64_t row_out = (int64_t)d->ow * col_width(d);
+    const int64_t rows = (int64_t)count * d->oh;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = r / d->oh;
+        int oy = (int)(r % d->oh);
+        im2col_row(d, x + i * img_in, oy, col + r * row_out);
+    }
+}
+
+/* Input row iy of one image += every col entry that im2col read from it. Working per input
+ * row makes rows independent, so they run in parallel without write conflicts. Each entry
+ * read is reset to 0, so the next chunk's GEMM can accumulate (beta 1) into col instead of
+ * paying OpenBLAS a separate pass to clear it; entries no input cell maps to (padding)
+ * are never read, so what piles up there is harmless. */
+static void col2im_row(const tfc_conv_desc *d, float *col, int iy, float *dst)
+{
+    const int c = d->c, kw = d->kw;
+    const int64_t K = col_width(d);
+    for (int ki = 0; ki < d->kh; ki++) {
+        int t = iy + d->pad_top - ki * d->dh;
+        if (t < 0 || t % d->sh) continue;
+        int oy = t / d->sh;
+        if (oy >= d->oh) continue;
+        for (int ox = 0; ox < d->ow; ox++) {
+            float *src = col + ((int64_t)oy * d->ow + ox) * K + (int64_t)ki * kw * c;
+            int ix0 = ox * d->sw - d->pad_left;
+            if (d->dw == 1 && ix0 >= 0 && ix0 + kw <= d->w) {
+                float *o = dst + (int64_t)ix0 * c;
+#pragma omp simd
+                for (int j = 0; j < kw * c; j++) {
+                    o[j] += src[j];
+                    src[j] = 0.0f;
+                }
+                continue;
+            }
+            for (int kj = 0; kj < kw; kj++) {
+                int ix = ix0 + kj * d->dw;
+                if (ix < 0 || ix >= d->w) continue;
+                float *o = dst + (int64_t)ix * c;
+                float *s = src + (int64_t)kj * c;
+#pragma omp simd
+                for (int ch = 0; ch < c; ch++) {
+                    o[ch] += s[ch];
+                    s[ch] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* dx of `count` images += col2im(col), on nt threads; leaves what it read at 0. */
+static void col2im(const tfc_conv_desc *d, float *col, int count, float *dx, int nt)
+{
+    const int64_t img_in = (int64_t)d->h * d->w * d->c;
+    const int64_t img_col = (int64_t)d->oh * d->ow * col_width(d);
+    const int64_t rows = (int64_t)count * d->h;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = r / d->h;
+        int iy = (int)(r % d->h);
+        col2im_row(d, col + i * img_col, iy, dx + i * img_in + (int64_t)iy * d->w * d->c);
+    }
+}
+
+/* GEMMs with a short inner dimension (the first layer: K = kh*kw*c of 9 or 27) are memory
+ * bound and OpenBLAS's packing dominates them; these plain loops are faster there. */
+#define SMALL_K 32
+#define SMALL_N_BLOCK 32
+
+/* Eight floats as one GNU C vector: four of them hold 32 accumulators in registers (AVX
+ * registers in the avx2 clone, pairs of SSE registers otherwise). */
+typedef float v8f __attribute__((vector_size(32)));
+
+/* c[m, n] = a[m, k] · b[k, n] for small k: each row of c in blocks of 32 accumulators. */
+TFC_CPU_VECTOR
+static void small_k_forward(int m, int n, int k, const float *a, const float *b, float *c)
+{
+    for (int i = 0; i < m; i++) {
+        const float *ai = a + (int64_t)i * k;
+        float *ci = c + (int64_t)i * n;
+        int j0 = 0;
+        for (; j0 + SMALL_N_BLOCK <= n; j0 += SMALL_N_BLOCK) {
+            v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+            for (int l = 0; l < k; l++) {
+                const float v = ai[l], *bl = b + (int64_t)l * n + j0;
+                v8f b0, b1, b2, b3;
+                memcpy(&b0, bl, sizeof b0);
+                memcpy(&b1, bl + 8, sizeof b1);
+                memcpy(&b2, bl + 16, sizeof b2);
+                memcpy(&b3, bl + 24, sizeof b3);
+                s0 += v * b0;
+                s1 += v * b1;
+                s2 += v * b2;
+                s3 += v * b3;
+            }
+            memcpy(ci + j0, &s0, sizeof s0);
+            memcpy(ci + j0 + 8, &s1, sizeof s1);
+            memcpy(ci + j0 + 16, &s2, sizeof s2);
+            memcpy(ci + j0 + 24, &s3, sizeof s3);
+        }
+        for (int j = j0; j < n; j++) {
+            float acc = 0.0f;
+            for (int l = 0; l < k; l++) acc += ai[l] * b[(int64_t)l * n + j];
+            ci[j] = acc;
+        }
+    }
+}
+
+/* dw[k, n] += a[m, k]ᵀ · g[m, n] for small k. */
+TFC_CPU_VECTOR
+static void small_k_filter(int m, int n, int k, const float *a, const float *g, float *dw)
+{
+    for (int i = 0; i < m; i++) {
+        const float *ai = a + (int64_t)i * k, *gi = g + (int64_t)i * n;
+        for (int l = 0; l < k; l++) {
+            const float v = ai[l];
+            float *dl = dw + (int64_t)l * n;
+#pragma omp simd
+            for (int j = 0; j < n; j++) dl[j] += v * gi[j];
+        }
+    }
+}
+
+/* The three ops share one walk over chunks of images. For chunk [i0, i0 + cnt) with col
+ * slice `col` and (local mode) dW partial `part`, `step` does the chunk's work; `nt` is
+ * the thread count it may use for its own loops (1 inside a per-thread chunk). */
+typedef enum conv_op { CONV_FORWARD, CONV_DATA, CONV_FILTER } conv_op;
+
+typedef struct conv_args {
+    const tfc_conv_desc *d;
+    const float *x, *w, *dy;
+    float *y, *dx, *dw;
+} conv_args;
+
+static void step(tfc_backend *be, conv_op op, const conv_args *a, int i0, int cnt, float *col,
+                 float *part, int nt)
+{
+    const tfc_conv_desc *d = a->d;
+    const int64_t img_in = (int64_t)d->h * d->w * d->c, pixels = (int64_t)d->oh * d->ow;
+    const int K = (int)col_width(d), rows = (int)(cnt * pixels);
+    switch (op) {
+    case CONV_FORWARD: /* y = col · W */
+        im2col(d, a->x + i0 * img_in, cnt, col, nt);
+        if (K <= SMALL_K && nt == 1)
+            small_k_forward(rows, d->f, K, col, a->w, a->y + i0 * pixels * d->f);
+        else
+            tfc_cpu_gemm(be, 0, 0, rows, d->f, K, 1.0f, col, K, a->w, d->f, 0.0f,
+                         a->y + i0 * pixels * d->f, d->f);
+        break;
+    case CONV_DATA: /* dcol = dy · Wᵀ (col is 0 where col2im reads), dx += col2im(dcol) */
+        tfc_cpu_gemm(be, 0, 1, rows, K, d->f, 1.0f, a->dy + i0 * pixels * d->f, d->f, a->w,
+                     d->f, 1.0f, col, K);
+        col2im(d, col, cnt, a->dx + i0 * img_in, nt);
+        break;
+    case CONV_FILTER: /* dW += colᵀ · dy (into the thread's partial in local mode) */
+        im2col(d, a->x + i0 * img_in, cnt, col, nt);
+        if (K <= SMALL_K && part)
+            small_k_filter(rows, d->f, K, col, a->dy + i0 * pixels * d->f, part);
+        else
+            tfc_cpu_gemm(be, 1, 0, K, d->f, rows, 1.0f, col, K, a->dy + i0 * pixels * d->f,
+                         d->f, 1.0f, part ? part : a->dw, d->f);
+        break;
+    }
+}
+
+/* Images per GEMM for the pointwise case, so that rows (images * h * w) fit an int. */
+static int pointwise_chunk(const tfc_conv_desc *d)
+{
+    int64_t pixels = (int64_t)d->h * d->w;
+    int64_t nb = pixels > 0 ? INT_MAX / pixels : d->n;
+    if (nb > d->n) nb = d->n;
+    return nb < 1 ? 1 : (int)nb;
+}
+
+/* 1x1 stride 1: x [n*h*w, c] is col itself. Threaded GEMMs over all pixels. */
+static void pointwise(tfc_backend *be, conv_op op, const conv_args *a)
+{
+    const tfc_conv_desc *d = a->d;
+    const int64_t pixels = (int64_t)d->h * d->w;
+    const int nb = pointwise_chunk(d), c = d->c, f = d->f;
+    for (int i0 = 0; i0 < d->n; i0 += nb) {
+        int rows = (int)((d->n - i0 < nb ? d->n - i0 : nb) * pixels);
+        const int64_t o = i0 * pixels;
+        if (op == CONV_FORWARD)
+            tfc_cpu_gemm(be, 0, 0, rows, f, c, 1.0f, a->x + o * c, c, a->w, f, 0.0f,
+                         a->y + o * f, f);
+        else if (op == CONV_DATA)
+            tfc_cpu_gemm(be, 0, 1, rows, c, f, 1.0f, a->dy + o * f, f, a->w, f, 1.0f,
+                         a->dx + o * c, c);
+        else
+            tfc_cpu_gemm(be, 1, 0, c, f, rows, 1.0f, a->x + o * c, c, a->dy + o * f, f, 1.0f,
+                         a->dw, f);
+    }
+}
+
+static void run(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
+{
+    const tfc_conv_desc *d = a->d;
+    if (d->n <= 0 || d->oh <= 0 || d->ow <= 0) return;
+    if (is_pointwise(d)) {
+        pointwise(be, op, a);
+        return;
+    }
+    const conv_plan p = make_plan(be, d);
+    float *base = ws;
+    if (op == CONV_DATA && !p.local) memset(base, 0, (size_t)p.col_floats * sizeof(float));
+    if (!p.local) {
+        for (int i0 = 0; i0 < d->n; i0 += p.nb)
+            step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, base, NULL, be->threads);
+        return;
+    }
+    const int chunks = (d->n + p.nb - 1) / p.nb;
+    const int64_t kf = col_width(d) * d->f;
+    int team = p.threads; /* the runtime may grant fewer (OMP_DYNAMIC) */
+#pragma omp parallel num_threads(p.threads)
+    {
+#pragma omp single
+        team = omp_get_num_threads();
+        float *col = base + (int64_t)omp_get_thread_num() * p.slice;
+        float *part = op == CONV_FILTER ? col + p.col_floats : NULL;
+        if (part) memset(part, 0, (size_t)kf * sizeof(float));
+        if (op == CONV_DATA) memset(col, 0, (size_t)p.col_floats * sizeof(float));
+#pragma omp for schedule(static)
+        for (int ch = 0; ch < chunks; ch++) {
+            int i0 = ch * p.nb;
+            step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, col, part, 1);
+        }
+    }
+    if (op == CONV_FILTER)
+        for (int t = 0; t < team; t++) {
+            const float *part = base + (int64_t)t * p.slice + p.col_floats;
+            for (int64_t i = 0; i < kf; i++) a->dw[i] += part[i];
+        }
+}
+
+/* y[n, oh, ow, f] = conv(x, w) (overwrites y). */
+void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                          const float *w, float *y, void *ws)
+{
+    conv_args a = {.d = d, .x = x, .w = w, .y = y};
+    run(be, CONV_FORWARD, &a, ws);
+}
+
+/* dx += conv_transpose(dy, w) */
+void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
+                                const float *w, float *dx, void *ws)
+{
+    conv_args a = {.d = d, .dy = dy, .w = w, .dx = dx};
+    run(be, CONV_DATA, &a, ws);
+}
+
+/* dw[kh, kw, c, f] += colᵀ · dy */
+void tfc_cpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                                  const float *dy, float *dw, void *ws)
+{
+    conv_args a = {.d = d, .x = x, .dy = dy, .dw = dw};
+    run(be, CONV_FILTER, &a, ws);
+}

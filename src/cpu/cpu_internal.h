@@ -1,0 +1,194 @@
+/* Private to the CPU backend: the ops each src/cpu/ file contributes to the table in
+ * cpu_backend.c, the size below which a loop stays on one thread, and vectorisable
+ * float math (exp, sigmoid, tanh) for the loops that `#pragma omp simd` turns into SIMD
+ * code; libm's expf/tanhf are scalar calls and would dominate LSTM and softmax time. */
+#ifndef TFC_CPU_CPU_INTERNAL_H
+#define TFC_CPU_CPU_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/backend.h"
+
+/* Marks a function with hot SIMD loops (exp, sigmoid, Philox) for an AVX2 clone picked at
+ * load time, so one portable binary still runs 8-wide where the CPU can. GCC only, and
+ * not under the sanitizers, whose start-up runs after ifunc resolution. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define TFC_CPU_VECTOR __attribute__((target_clones("avx2", "default")))
+#else
+#define TFC_CPU_VECTOR
+#endif
+
+/* `omp simd` asks for vectors where they pay; clang warns when it cannot oblige (a loop
+ * with a libm call), which is expected here and not worth a warning in every build. */
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
+/* Elements of work below which an OpenMP team costs more than it saves. */
+#define TFC_CPU_PAR_MIN 32768
+
+/* Threads for a loop over `work` elements: 1 when it is too small to pay off. */
+static inline int tfc_cpu_threads(const tfc_backend *be, int64_t work)
+{
+    return work > TFC_CPU_PAR_MIN && be->threads > 1 ? be->threads : 1;
+}
+
+/* cond ? a : b as a bit blend. A plain float select followed by arithmetic is split by
+ * GCC's partial-redundancy elimination into branches that trapping-math rules keep it
+ * from merging again, and a loop with branches does not vectorise. */
+static inline float tfc_cpu_select(int cond, float a, float b)
+{
+    uint32_t ua, ub, m = 0u - (uint32_t)(cond != 0);
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    uint32_t r = (ua & m) | (ub & ~m);
+    float f;
+    memcpy(&f, &r, 4);
+    return f;
+}
+
+/* exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (Cody-Waite, two constants),
+ * exp(r) by Cephes' degree-6 polynomial: within 2 ulp of expf. Branch-free so loops
+ * vectorise. x is clamped to [-104, 88.8] (exp underflows to 0 below, overflows to inf
+ * above) and 2^n is applied in two halves so that n in [-150, 128] never leaves the
+ * exponent range. n is read from the bits of the rounded value (no float-to-int
+ * conversion), so a NaN propagates instead of being undefined behaviour. */
+static inline float tfc_cpu_expf(float x)
+{
+    float xc = tfc_cpu_select(x < -104.0f, -104.0f, x);
+    xc = tfc_cpu_select(x > 88.8f, 88.8f, xc);
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    float t = xc * 1.44269504088896341f + magic;
+    float fn = t - magic;
+    uint32_t tb, mb;
+    memcpy(&tb, &t, 4);
+    memcpy(&mb, &magic, 4);
+    int32_t n = (int32_t)(tb - mb);
+    float r = xc - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t n1 = n / 2, n2 = n - n1;
+    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    return p * s1 * s2;
+}
+
+/* sigmoid(x) = 1 / (1 + exp(-x)); exp(-x) = inf gives exactly 0. */
+static inline float tfc_cpu_sigmoidf(float x)
+{
+    return 1.0f / (1.0f + tfc_cpu_expf(-x));
+}
+
+/* tanh as Cephes' tanhf: an odd polynomial for |x| < 0.625 (no cancellation near 0),
+ * else 1 - 2 / (exp(2|x|) + 1) with the sign of x. */
+static inline float tfc_cpu_tanhf(float x)
+{
+    float a = fabsf(x);
+    float s = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * s + 2.06390887954e-2f;
+    p = p * s - 5.37397155531e-2f;
+    p = p * s + 1.33314422036e-1f;
+    p = p * s - 3.33332819422e-1f;
+    float small = p * s * x + x;
+    float big = 1.0f - 2.0f / (tfc_cpu_expf(a + a) + 1.0f);
+    big = copysignf(big, x);
+    return tfc_cpu_select(a < 0.625f, small, big);
+}
+
+/* ---- ops by file ------------------------------------------------------------------ */
+/* cpu_act.c */
+void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                         float *y);
+void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                          const float *y, const float *dy, float *dx);
+
+/* cpu_elem.c */
+void tfc_cpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float *y);
+void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x);
+void tfc_cpu_bias_add(tfc_backend *be, int64_t rows, int cols, const float *b, float *y);
+void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db);
+void tfc_cpu_copy2d(tfc_backend *be, int64_t rows, int cols, const float *src, int src_ld,
+                    float *dst, int dst_ld, int accumulate);
+void tfc_cpu_dropout_forward(tfc_backend *be, int64_t n, float rate, uint64_t key,
+                             uint64_t step, const float *x, float *y);
+void tfc_cpu_dropout_backward(tfc_backend *be, int64_t n, float rate, uint64_t key,
+                              uint64_t step, const float *dy, float *dx);
+double tfc_cpu_sumsq(tfc_backend *be, int64_t n, const float *x);
+int64_t tfc_cpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x);
+
+/* cpu_backend.c */
+void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                  int ldc);
+
+/* cpu_conv.c */
+size_t tfc_cpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d);
+void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                          const float *w, float *y, void *ws);
+void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
+                                const float *w, float *dx, void *ws);
+void tfc_cpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                                  const float *dy, float *dw, void *ws);
+
+/* cpu_pool.c */
+void tfc_cpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,
+                          int32_t *argmax);
+void tfc_cpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
+                           const int32_t *argmax, float *dx);
+
+/* cpu_norm.c */
+void tfc_cpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const float *x,
+                              const float *gamma, const float *beta, float eps, float momentum,
+                              float *moving_mean, float *moving_var, float *y, float *save_mean,
+                              float *save_invstd);
+void tfc_cpu_bn_forward_infer(tfc_backend *be, int64_t rows, int cols, const float *x,
+                              const float *gamma, const float *beta, const float *moving_mean,
+                              const float *moving_var, float eps, float *y);
+void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x,
+                         const float *dy, const float *gamma, const float *save_mean,
+                         const float *save_invstd, float *dx, float *dgamma, float *dbeta);
+
+/* cpu_embed.c */
+void tfc_cpu_gather(tfc_backend *be, int64_t n, int dim, const int32_t *ids, const float *table,
+                    float *y);
+void tfc_cpu_scatter_add(tfc_backend *be, int64_t n, int dim, const int32_t *ids,
+                         const float *dy, float *dtable);
+
+/* cpu_lstm.c */
+size_t tfc_cpu_lstm_workspace(tfc_backend *be, const tfc_lstm_desc *d);
+void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
+                          const float *kernel, const float *rkernel, const float *bias,
+                          const float *mask, float *y, float *hseq, float *cseq, float *gates,
+                          void *ws);
+void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
+                           const float *kernel, const float *rkernel, const float *mask,
+                           const float *hseq, const float *cseq, const float *gates,
+                           const float *dy, float *dx, float *dkernel, float *drkernel,
+                           float *dbias, void *ws);
+
+/* cpu_loss.c */
+void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
+                  int classes, const float *x, const void *labels, const float *row_weight,
+                  float scale, float *loss_out, float *dx);
+void tfc_cpu_accuracy(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
+                      int classes, int k, const float *x, const void *labels,
+                      const float *row_weight, float *count_out);
+
+/* cpu_optim.c */
+void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t n,
+                              float *params, const float *grads, float *slot0, float *slot1,
+                              float *slot2);
+
+#endif

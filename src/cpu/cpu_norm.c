@@ -1,0 +1,130 @@
+/* CPU batch normalisation over rows (n*h*w) per channel (cols). Statistics accumulate in
+ * double, the variance in a second pass over x - mean (no E[x^2] - E[x]^2 cancellation).
+ * Channels go in blocks of COL_BLOCK so each thread's partial sums fit on its stack. */
+#include "cpu/cpu_internal.h"
+
+#define COL_BLOCK 256
+
+/* y[r, c0 + j] = x[r, c0 + j] * a[j] + b[j] for j < cb: the affine map both forwards end in. */
+static void affine(const tfc_backend *be, int64_t rows, int cols, int c0, int cb,
+                   const float *x, const float *a, const float *b, float *y)
+{
+    int nt = tfc_cpu_threads(be, rows * cb);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols + c0;
+        float *yr = y + r * cols + c0;
+#pragma omp simd
+        for (int j = 0; j < cb; j++) yr[j] = xr[j] * a[j] + b[j];
+    }
+}
+
+/* Training: mean = sum x / rows, var = sum (x - mean)^2 / rows (biased), invstd =
+ * 1 / sqrt(var + eps), y = gamma (x - mean) invstd + beta; the moving statistics become
+ * momentum * moving + (1 - momentum) * batch. */
+TFC_CPU_VECTOR
+void tfc_cpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const float *x,
+                              const float *gamma, const float *beta, float eps, float momentum,
+                              float *moving_mean, float *moving_var, float *y, float *save_mean,
+                              float *save_invstd)
+{
+    if (rows <= 0) return;
+    for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
+        int cb = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
+        int nt = tfc_cpu_threads(be, rows * cb);
+        double sum[COL_BLOCK] = {0}, sq[COL_BLOCK] = {0}, mean[COL_BLOCK];
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : sum[:cb])
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols + c0;
+#pragma omp simd
+            for (int j = 0; j < cb; j++) sum[j] += xr[j];
+        }
+        for (int j = 0; j < cb; j++) mean[j] = sum[j] / (double)rows;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : sq[:cb])
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols + c0;
+#pragma omp simd
+            for (int j = 0; j < cb; j++) {
+                double dv = (double)xr[j] - mean[j];
+                sq[j] += dv * dv;
+            }
+        }
+        float a[COL_BLOCK], b[COL_BLOCK];
+        for (int j = 0; j < cb; j++) {
+            int c = c0 + j;
+            double var = sq[j] / (double)rows;
+            double invstd = 1.0 / sqrt(var + (double)eps);
+            save_mean[c] = (float)mean[j];
+            save_invstd[c] = (float)invstd;
+            moving_mean[c] = momentum * moving_mean[c] + (1.0f - momentum) * (float)mean[j];
+            moving_var[c] = momentum * moving_var[c] + (1.0f - momentum) * (float)var;
+            a[j] = (float)(gamma[c] * invstd);
+            b[j] = (float)(beta[c] - mean[j] * gamma[c] * invstd);
+        }
+        affine(be, rows, cols, c0, cb, x, a, b, y);
+    }
+}
+
+/* Inference: y = gamma (x - moving_mean) / sqrt(moving_var + eps) + beta. */
+void tfc_cpu_bn_forward_infer(tfc_backend *be, int64_t rows, int cols, const float *x,
+                              const float *gamma, const float *beta, const float *moving_mean,
+                              const float *moving_var, float eps, float *y)
+{
+    for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
+        int cb = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
+        float a[COL_BLOCK], b[COL_BLOCK];
+        for (int j = 0; j < cb; j++) {
+            int c = c0 + j;
+            double s = gamma[c] / sqrt((double)moving_var[c] + (double)eps);
+            a[j] = (float)s;
+            b[j] = (float)(beta[c] - moving_mean[c] * s);
+        }
+        affine(be, rows, cols, c0, cb, x, a, b, y);
+    }
+}
+
+/* With xhat = (x - mean) invstd and N = rows:
+ *   dbeta += sum dy,  dgamma += sum dy xhat,
+ *   dx += gamma invstd (dy - mean(dy) - xhat mean(dy xhat))
+ * (the batch statistics' own dependence on x gives the two mean terms). */
+TFC_CPU_VECTOR
+void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x,
+                         const float *dy, const float *gamma, const float *save_mean,
+                         const float *save_invstd, float *dx, float *dgamma, float *dbeta)
+{
+    if (rows <= 0) return;
+    for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
+        int cb = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
+        int nt = tfc_cpu_threads(be, rows * cb);
+        const float *mean = save_mean + c0, *invstd = save_invstd + c0;
+        double sdy[COL_BLOCK] = {0}, sdyx[COL_BLOCK] = {0};
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : sdy[:cb], sdyx[:cb])
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols + c0, *gr = dy + r * cols + c0;
+#pragma omp simd
+            for (int j = 0; j < cb; j++) {
+                sdy[j] += gr[j];
+                sdyx[j] += (double)gr[j] * ((xr[j] - mean[j]) * invstd[j]);
+            }
+        }
+        float k[COL_BLOCK], mdy[COL_BLOCK], mdyx[COL_BLOCK];
+        for (int j = 0; j < cb; j++) {
+            int c = c0 + j;
+            dbeta[c] += (float)sdy[j];
+            dgamma[c] += (float)sdyx[j];
+            k[j] = gamma[c] * invstd[j];
+            mdy[j] = (float)(sdy[j] / (double)rows);
+            mdyx[j] = (float)(sdyx[j] / (double)rows);
+        }
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols + c0, *gr = dy + r * cols + c0;
+            float *dr = dx + r * cols + c0;
+#pragma omp simd
+            for (int j = 0; j < cb; j++) {
+                float xhat = (xr[j] - mean[j]) * invstd[j];
+                dr[j] += k[j] * (gr[j] - mdy[j] - xhat * mdyx[j]);
+            }
+        }
+    }
+}

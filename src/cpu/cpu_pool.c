@@ -1,0 +1,142 @@
+/* CPU max and average pooling, NHWC. Each output pixel's window is clipped to the image,
+ * so padded cells never win a max and never count in an average (TensorFlow's SAME).
+ * Channels are the contiguous inner loop. Max pooling records the winner's flat index
+ * within the image (h*w*c) so backward routes the gradient without re-searching. */
+#include "cpu/cpu_internal.h"
+
+/* Rows [lo, hi) and columns of the window of output (oy, ox), clipped to the image. */
+typedef struct window {
+    int y0, y1, x0, x1;
+} window;
+
+static window clip_window(const tfc_pool_desc *d, int oy, int ox)
+{
+    window w;
+    w.y0 = oy * d->sh - d->pad_top;
+    w.x0 = ox * d->sw - d->pad_left;
+    w.y1 = w.y0 + d->kh;
+    w.x1 = w.x0 + d->kw;
+    if (w.y0 < 0) w.y0 = 0;
+    if (w.x0 < 0) w.x0 = 0;
+    if (w.y1 > d->h) w.y1 = d->h;
+    if (w.x1 > d->w) w.x1 = d->w;
+    return w;
+}
+
+/* Max: the first cell of the window seeds y and argmax, later cells replace them only when
+ * strictly larger (the first maximum wins ties). A window with no cell inside the image
+ * (only possible with padding >= kernel) gives 0 and argmax -1. */
+TFC_CPU_VECTOR
+static void max_pixel(const tfc_pool_desc *d, const float *img, window w, float *y,
+                      int32_t *arg)
+{
+    const int c = d->c;
+    if (w.y0 >= w.y1 || w.x0 >= w.x1) {
+        for (int ch = 0; ch < c; ch++) {
+            y[ch] = 0.0f;
+            if (arg) arg[ch] = -1;
+        }
+        return;
+    }
+    int32_t first = (int32_t)(((int64_t)w.y0 * d->w + w.x0) * c);
+    memcpy(y, img + first, (size_t)c * sizeof(float));
+    if (arg)
+        for (int ch = 0; ch < c; ch++) arg[ch] = first + ch;
+    for (int iy = w.y0; iy < w.y1; iy++) {
+        for (int ix = w.x0; ix < w.x1; ix++) {
+            int32_t base = (int32_t)(((int64_t)iy * d->w + ix) * c);
+            const float *v = img + base;
+            if (arg) {
+#pragma omp simd
+                for (int ch = 0; ch < c; ch++) {
+                    int32_t win = -(int32_t)(v[ch] > y[ch]); /* all ones when v wins */
+                    y[ch] = tfc_cpu_select(win, v[ch], y[ch]);
+                    arg[ch] = ((base + ch) & win) | (arg[ch] & ~win);
+                }
+            } else {
+#pragma omp simd
+                for (int ch = 0; ch < c; ch++) y[ch] = v[ch] > y[ch] ? v[ch] : y[ch];
+            }
+        }
+    }
+}
+
+/* Average over the cells inside the image. */
+static void avg_pixel(const tfc_pool_desc *d, const float *img, window w, float *y)
+{
+    const int c = d->c;
+    int count = (w.y1 - w.y0) * (w.x1 - w.x0);
+    for (int ch = 0; ch < c; ch++) y[ch] = 0.0f;
+    if (w.y0 >= w.y1 || w.x0 >= w.x1) return;
+    for (int iy = w.y0; iy < w.y1; iy++)
+        for (int ix = w.x0; ix < w.x1; ix++) {
+            const float *v = img + ((int64_t)iy * d->w + ix) * c;
+#pragma omp simd
+            for (int ch = 0; ch < c; ch++) y[ch] += v[ch];
+        }
+    float inv = 1.0f / (float)count;
+#pragma omp simd
+    for (int ch = 0; ch < c; ch++) y[ch] *= inv;
+}
+
+/* y[n, oh, ow, c] = max or mean over each window; argmax (max only) may be NULL when no
+ * backward follows. */
+void tfc_cpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,
+                          int32_t *argmax)
+{
+    const int64_t img_in = (int64_t)d->h * d->w * d->c;
+    const int64_t row_out = (int64_t)d->ow * d->c;
+    const int64_t rows = (int64_t)d->n * d->oh;
+    int nt = tfc_cpu_threads(be, rows * row_out * d->kh * d->kw);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = r / d->oh;
+        int oy = (int)(r % d->oh);
+        const float *img = x + i * img_in;
+        for (int ox = 0; ox < d->ow; ox++) {
+            int64_t o = r * row_out + (int64_t)ox * d->c;
+            window w = clip_window(d, oy, ox);
+            if (d->is_max)
+                max_pixel(d, img, w, y + o, argmax ? argmax + o : NULL);
+            else
+                avg_pixel(d, img, w, y + o);
+        }
+    }
+}
+
+/* Max: dx[winner] += dy. Average: every cell of the window += dy / count. Images are
+ * independent, so they run in parallel; windows within one image overlap when the stride
+ * is smaller than the kernel, so one thread owns a whole image. */
+void tfc_cpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
+                           const int32_t *argmax, float *dx)
+{
+    const int64_t img_in = (int64_t)d->h * d->w * d->c;
+    const int64_t img_out = (int64_t)d->oh * d->ow * d->c;
+    const int c = d->c;
+    int nt = d->n > 1 ? tfc_cpu_threads(be, (int64_t)d->n * img_out * d->kh * d->kw) : 1;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < d->n; i++) {
+        float *g = dx + i * img_in;
+        const float *gy = dy + i * img_out;
+        if (d->is_max) {
+            const int32_t *a = argmax + i * img_out;
+            for (int64_t o = 0; o < img_out; o++)
+                if (a[o] >= 0) g[a[o]] += gy[o];
+            continue;
+        }
+        for (int oy = 0; oy < d->oh; oy++)
+            for (int ox = 0; ox < d->ow; ox++) {
+                window w = clip_window(d, oy, ox);
+                int count = (w.y1 - w.y0) * (w.x1 - w.x0);
+                if (w.y0 >= w.y1 || w.x0 >= w.x1) continue;
+                const float *v = gy + ((int64_t)oy * d->ow + ox) * c;
+                float inv = 1.0f / (float)count;
+                for (int iy = w.y0; iy < w.y1; iy++)
+                    for (int ix = w.x0; ix < w.x1; ix++) {
+                        float *o = g + ((int64_t)iy * d->w + ix) * c;
+#pragma omp simd
+                        for (int ch = 0; ch < c; ch++) o[ch] += v[ch] * inv;
+                    }
+            }
+    }
+}

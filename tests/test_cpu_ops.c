@@ -1,0 +1,1381 @@
+/* The CPU backend's ops against independent references written here with plain double
+ * loops (direct 7-loop convolution, windowed pooling, the LSTM recurrence, Keras's loss
+ * formulas), and every backward op against central finite differences, in double, of
+ * the scalar L = sum(weights * output) computed by those references. Gradient buffers
+ * are pre-filled so the checks also prove that d* outputs accumulate. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/rng.h"
+#include "util/testutil.h"
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static double urand(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void fill(float *p, int64_t n, double lo, double hi)
+{
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(lo + (hi - lo) * urand());
+}
+
+static double *to_double(const float *p, int64_t n)
+{
+    double *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+    for (int64_t i = 0; i < n; i++) d[i] = p[i];
+    return d;
+}
+
+static float *falloc(int64_t n)
+{
+    return malloc((size_t)(n ? n : 1) * sizeof(float));
+}
+
+static tfc_backend *backend(void)
+{
+    return tfc_cpu_backend_create(2);
+}
+
+static int close_to(double got, double want, double rtol, double atol)
+{
+    return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+/* Counts (and prints the first few of) elements where got differs from want. */
+static int compare(const char *what, const float *got, const double *want, int64_t n,
+                   double rtol, double atol)
+{
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (close_to(got[i], want[i], rtol, atol)) continue;
+        if (bad++ < 5)
+            printf("\n  %s[%lld]: got %.9g, want %.9g", what, (long long)i, got[i], want[i]);
+    }
+    return bad;
+}
+
+/* Scalar function of the parameters held in a context, evaluated in double. */
+typedef double (*scalar_fn)(void *ctx);
+
+/* Central differences of f over param[i] against analytic[i], for every index of small
+ * tensors and about 60 spread ones of large tensors. Returns the number of mismatches. */
+static int grad_check(const char *what, double *param, int64_t n, const double *analytic,
+                      scalar_fn f, void *ctx, double h, double rtol, double atol)
+{
+    int bad = 0;
+    int64_t stride = n > 150 ? n / 60 : 1;
+    for (int64_t i = (int64_t)(urand() * (double)stride); i < n; i += stride) {
+        double save = param[i];
+        param[i] = save + h;
+        double lp = f(ctx);
+        param[i] = save - h;
+        double lm = f(ctx);
+        param[i] = save;
+        double num = (lp - lm) / (2 * h);
+        if (close_to(analytic[i], num, rtol, atol)) continue;
+        if (bad++ < 5)
+            printf("\n  d%s[%lld]: analytic %.9g, numeric %.9g", what, (long long)i,
+                   analytic[i], num);
+    }
+    return bad;
+}
+
+/* after - before, in double: what an accumulating op added. */
+static double *added(const float *after, const float *before, int64_t n)
+{
+    double *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+    for (int64_t i = 0; i < n; i++) d[i] = (double)after[i] - before[i];
+    return d;
+}
+
+static double dot(const double *a, const double *b, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* ---- table, memory ------------------------------------------------------------------ */
+
+static void test_backend_check(void)
+{
+    tfc_backend *be = backend();
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_backend_check(be->ops, &err), TFC_OK);
+    CU_ASSERT_STRING_EQUAL(be->ops->name, "cpu");
+    CU_ASSERT_EQUAL(be->device, -1);
+    CU_ASSERT_EQUAL(be->threads, 2);
+
+    tfc_backend_ops broken = *be->ops;
+    broken.pool_backward = NULL;
+    CU_ASSERT_EQUAL(tfc_backend_check(&broken, &err), TFC_ERR_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "pool_backward"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cpu"));
+
+    broken = *be->ops;
+    broken.count_nonfinite = NULL;
+    broken.destroy = NULL;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_backend_check(&broken, &err), TFC_ERR_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "'destroy'"));
+    CU_ASSERT_PTR_NULL(strstr(err.msg, "count_nonfinite"));
+
+    broken = *be->ops;
+    broken.count_nonfinite = NULL;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_backend_check(&broken, &err), TFC_ERR_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "count_nonfinite"));
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_backend_check(NULL, &err), TFC_ERR_DEVICE);
+    tfc_backend_free(be);
+    tfc_backend_free(NULL);
+
+    int count = 0;
+    while (tfc_act_names[count]) count++;
+    CU_ASSERT_EQUAL(count, TFC_ACT_COUNT);
+    CU_ASSERT_STRING_EQUAL(tfc_act_names[TFC_ACT_LINEAR], "linear");
+    CU_ASSERT_STRING_EQUAL(tfc_act_names[TFC_ACT_LEAKY_RELU], "leaky_relu");
+    CU_ASSERT_STRING_EQUAL(tfc_act_names[TFC_ACT_HARD_SIGMOID], "hard_sigmoid");
+    CU_ASSERT_STRING_EQUAL(tfc_act_names[TFC_ACT_EXPONENTIAL], "exponential");
+
+    tfc_backend *all = tfc_cpu_backend_create(0);
+    CU_ASSERT(all->threads >= 1);
+    tfc_backend_free(all);
+}
+
+static void test_memory(void)
+{
+    tfc_backend *be = backend();
+    size_t sizes[] = {0, 1, 3, 64, 1000, 1 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        unsigned char *p = be->ops->alloc(be, sizes[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL((uintptr_t)p % 64, 0);
+        if (sizes[i]) {
+            memset(p, 0xAB, sizes[i]);
+            be->ops->zero(be, p, sizes[i]);
+            CU_ASSERT_EQUAL(p[0], 0);
+            CU_ASSERT_EQUAL(p[sizes[i] - 1], 0);
+        }
+        be->ops->free(be, p);
+    }
+    CU_ASSERT_PTR_NULL(be->ops->alloc(be, SIZE_MAX));
+    float host[5] = {1, 2, 3, 4, 5}, back[5] = {0};
+    float *dev = be->ops->alloc(be, sizeof host);
+    float *dev2 = be->ops->alloc(be, sizeof host);
+    be->ops->upload(be, dev, host, sizeof host);
+    be->ops->copy(be, dev2, dev, sizeof host);
+    be->ops->sync(be);
+    be->ops->download(be, back, dev2, sizeof back);
+    CU_ASSERT_EQUAL(memcmp(host, back, sizeof host), 0);
+    be->ops->free(be, dev);
+    be->ops->free(be, dev2);
+    be->ops->free(be, NULL);
+    tfc_backend_free(be);
+}
+
+/* ---- gemm ---------------------------------------------------------------------------- */
+
+/* op(M)[i, j] of a row-major matrix with leading dimension ld. */
+static double opel(const double *m, int ld, int trans, int i, int j)
+{
+    return trans ? m[(int64_t)j * ld + i] : m[(int64_t)i * ld + j];
+}
+
+typedef struct gemm_ctx {
+    int ta, tb, m, n, k, lda, ldb;
+    double *a, *b, *wt; /* wt [m, n]: L = sum wt * op(A) op(B) */
+} gemm_ctx;
+
+static double gemm_loss(void *p)
+{
+    gemm_ctx *c = p;
+    double L = 0;
+    for (int i = 0; i < c->m; i++)
+        for (int j = 0; j < c->n; j++) {
+            double s = 0;
+            for (int l = 0; l < c->k; l++)
+                s += opel(c->a, c->lda, c->ta, i, l) * opel(c->b, c->ldb, c->tb, l, j);
+            L += c->wt[i * c->n + j] * s;
+        }
+    return L;
+}
+
+/* C = alpha op(A) op(B) + beta C for all four transposes with padded leading dimensions,
+ * then the Dense-layer gradients (dA = dC op(B)ᵀ, dB = op(A)ᵀ dC, each itself a gemm with
+ * transposes) against finite differences. */
+static void test_gemm(void)
+{
+    tfc_backend *be = backend();
+    const int m = 5, n = 7, k = 6;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            int arows = ta ? k : m, acols = ta ? m : k, lda = acols + 3;
+            int brows = tb ? n : k, bcols = tb ? k : n, ldb = bcols + 2;
+            int ldc = n + 1;
+            float *a = falloc(arows * lda), *b = falloc(brows * ldb), *c = falloc(m * ldc);
+            fill(a, arows * lda, -1, 1);
+            fill(b, brows * ldb, -1, 1);
+            fill(c, m * ldc, -1, 1);
+            double *da = to_double(a, arows * lda), *db = to_double(b, brows * ldb);
+            double *want = malloc(sizeof(double) * m * ldc);
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < ldc; j++) {
+                    double s = 0;
+                    for (int l = 0; l < k; l++)
+                        s += opel(da, lda, ta, i, l) * opel(db, ldb, tb, l, j < n ? j : 0);
+                    want[i * ldc + j] = j < n ? 0.7 * s + 0.3 * c[i * ldc + j] : c[i * ldc + j];
+                }
+            be->ops->gemm(be, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c, ldc);
+            CU_ASSERT_EQUAL(compare("gemm", c, want, m * ldc, 1e-5, 1e-6), 0);
+
+            /* gradients of L = sum wt * op(A) op(B) */
+            float *wt = falloc(m * n), *ga = falloc(arows * lda), *gb = falloc(brows * ldb);
+            fill(wt, m * n, -1, 1);
+            fill(ga, arows * lda, -1, 1);
+            fill(gb, brows * ldb, -1, 1);
+            float *ga0 = falloc(arows * lda), *gb0 = falloc(brows * ldb);
+            memcpy(ga0, ga, sizeof(float) * arows * lda);
+            memcpy(gb0, gb, sizeof(float) * brows * ldb);
+            if (!ta) /* dA [m, k] += wt · op(B)ᵀ */
+                be->ops->gemm(be, 0, !tb, m, k, n, 1.0f, wt, n, b, ldb, 1.0f, ga, lda);
+            else /* dA stored [k, m] += op(B) · wtᵀ */
+                be->ops->gemm(be, tb, 1, k, m, n, 1.0f, b, ldb, wt, n, 1.0f, ga, lda);
+            if (!tb) /* dB [k, n] += op(A)ᵀ · wt */
+                be->ops->gemm(be, !ta, 0, k, n, m, 1.0f, a, lda, wt, n, 1.0f, gb, ldb);
+            else /* dB stored [n, k] += wtᵀ · op(A) */
+                be->ops->gemm(be, 1, ta, n, k, m, 1.0f, wt, n, a, lda, 1.0f, gb, ldb);
+            gemm_ctx ctx = {ta, tb, m, n, k, lda, ldb, da, db, to_double(wt, m * n)};
+            double *gad = added(ga, ga0, arows * lda), *gbd = added(gb, gb0, brows * ldb);
+            /* padding columns of the leading dimension get no gradient, and the FD agrees */
+            CU_ASSERT_EQUAL(grad_check("A", da, arows * lda, gad, gemm_loss, &ctx, 1e-3, 1e-5, 1e-6), 0);
+            CU_ASSERT_EQUAL(grad_check("B", db, brows * ldb, gbd, gemm_loss, &ctx, 1e-3, 1e-5, 1e-6), 0);
+            free(a), free(b), free(c), free(da), free(db), free(want), free(wt), free(ga);
+            free(gb), free(ga0), free(gb0), free(ctx.wt), free(gad), free(gbd);
+        }
+    /* k == 0: C = beta C */
+    float c2[4] = {1, 2, 3, 4}, dummy[1] = {0};
+    be->ops->gemm(be, 0, 0, 2, 2, 0, 1.0f, dummy, 1, dummy, 2, 0.5f, c2, 2);
+    CU_ASSERT_DOUBLE_EQUAL(c2[3], 2.0, 1e-7);
+    be->ops->gemm(be, 0, 0, 2, 2, 0, 1.0f, dummy, 1, dummy, 2, 0.0f, c2, 2);
+    CU_ASSERT_DOUBLE_EQUAL(c2[0], 0.0, 1e-7);
+    tfc_backend_free(be);
+}
+
+/* ---- element-wise ---------------------------------------------------------------------- */
+
+static void test_elementwise(void)
+{
+    tfc_backend *be = backend();
+    const int64_t n = 70001; /* above the parallel threshold, odd */
+    float *x = falloc(n), *y = falloc(n), *y0 = falloc(n);
+    fill(x, n, -2, 2);
+    fill(y, n, -2, 2);
+    memcpy(y0, y, sizeof(float) * n);
+    be->ops->axpy(be, n, 0.5f, x, y);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !close_to(y[i], y0[i] + 0.5 * x[i], 1e-6, 1e-7);
+    CU_ASSERT_EQUAL(bad, 0);
+    be->ops->scale(be, n, -3.0f, y0);
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !close_to(y0[i], -3.0 * (y[i] - 0.5 * x[i]), 1e-5, 1e-6);
+    CU_ASSERT_EQUAL(bad, 0);
+
+    /* bias_add / bias_grad on [rows, cols], cols past one reduction block */
+    const int rows = 130, cols = 300;
+    float *m = falloc(rows * cols), *m0 = falloc(rows * cols), *b = falloc(cols), *db = falloc(cols);
+    fill(m, rows * cols, -1, 1);
+    memcpy(m0, m, sizeof(float) * rows * cols);
+    fill(b, cols, -1, 1);
+    for (int c = 0; c < cols; c++) db[c] = 1.0f;
+    be->ops->bias_add(be, rows, cols, b, m);
+    bad = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            bad += !close_to(m[r * cols + c], (double)m0[r * cols + c] + b[c], 1e-6, 1e-7);
+    CU_ASSERT_EQUAL(bad, 0);
+    be->ops->bias_grad(be, rows, cols, m0, db);
+    bad = 0;
+    for (int c = 0; c < cols; c++) {
+        double s = 1.0;
+        for (int r = 0; r < rows; r++) s += m0[r * cols + c];
+        bad += !close_to(db[c], s, 1e-5, 1e-5);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+
+    /* copy2d: = and += between strided views (Concatenate) */
+    float src[3 * 5], dst[3 * 7];
+    fill(src, 15, -1, 1);
+    for (int i = 0; i < 21; i++) dst[i] = (float)i;
+    be->ops->copy2d(be, 3, 2, src + 1, 5, dst + 4, 7, 0);
+    bad = 0;
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 7; c++) {
+            double want = c >= 4 && c < 6 ? src[r * 5 + 1 + c - 4] : r * 7 + c;
+            bad += dst[r * 7 + c] != (float)want;
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    be->ops->copy2d(be, 3, 2, src + 1, 5, dst + 4, 7, 1);
+    bad = 0;
+    for (int r = 0; r < 3; r++) bad += !close_to(dst[r * 7 + 5], 2.0 * src[r * 5 + 2], 1e-6, 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(dst[3], 3.0f);
+    CU_ASSERT_EQUAL(dst[20], 20.0f);
+
+    /* sumsq (double accumulation) and count_nonfinite */
+    double want = 0;
+    for (int64_t i = 0; i < n; i++) want += (double)x[i] * x[i];
+    CU_ASSERT(close_to(be->ops->sumsq(be, n, x), want, 1e-12, 0));
+    CU_ASSERT_EQUAL(be->ops->count_nonfinite(be, n, x), 0);
+    x[5] = NAN;
+    x[n - 1] = INFINITY;
+    x[1000] = -INFINITY;
+    x[7] = 3e38f;
+    CU_ASSERT_EQUAL(be->ops->count_nonfinite(be, n, x), 3);
+    CU_ASSERT_EQUAL(be->ops->count_nonfinite(be, 5, x), 0);
+    free(x), free(y), free(y0), free(m), free(m0), free(b), free(db);
+    tfc_backend_free(be);
+}
+
+/* Inverted dropout: rate statistics, keep-scale, the Philox mask of the contract,
+ * determinism per (key, step), and a backward with the forward's mask. */
+static void test_dropout(void)
+{
+    tfc_backend *be = backend();
+    const int64_t n = 100003;
+    const float rate = 0.3f;
+    float *x = falloc(n), *y = falloc(n), *y2 = falloc(n), *dx = falloc(n);
+    fill(x, n, 0.5, 1.5);
+    be->ops->dropout_forward(be, n, rate, 42, 7, x, y);
+    int64_t dropped = 0, bad = 0, mask_bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int keep = y[i] != 0.0f;
+        dropped += !keep;
+        if (keep) bad += !close_to(y[i], x[i] / (1.0 - rate), 1e-6, 0);
+        mask_bad += keep != (tfc_rng_uniform(42, 7, (uint64_t)i) >= rate);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(mask_bad, 0);
+    CU_ASSERT(fabs((double)dropped / n - rate) < 0.01);
+
+    be->ops->dropout_forward(be, n, rate, 42, 7, x, y2);
+    CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * n), 0);
+    be->ops->dropout_forward(be, n, rate, 42, 8, x, y2);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; i++) differ += (y[i] == 0.0f) != (y2[i] == 0.0f);
+    /* two independent masks disagree on 2 * 0.3 * 0.7 = 42% of elements */
+    CU_ASSERT(fabs((double)differ / n - 0.42) < 0.02);
+    be->ops->dropout_forward(be, n, rate, 43, 7, x, y2);
+    differ = 0;
+    for (int64_t i = 0; i < n; i++) differ += (y[i] == 0.0f) != (y2[i] == 0.0f);
+    CU_ASSERT(differ > n / 3);
+
+    /* backward: dx += dy * mask / (1 - rate); with dy = x it reproduces y */
+    for (int64_t i = 0; i < n; i++) dx[i] = 1.0f;
+    be->ops->dropout_backward(be, n, rate, 42, 7, x, dx);
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !close_to(dx[i], 1.0 + y[i], 1e-6, 1e-7);
+    CU_ASSERT_EQUAL(bad, 0);
+
+    /* rate 0 is the identity (in place too), rate 1 drops everything */
+    be->ops->dropout_forward(be, n, 0.0f, 1, 1, x, y2);
+    CU_ASSERT_EQUAL(memcmp(x, y2, sizeof(float) * n), 0);
+    be->ops->dropout_forward(be, n, 1.0f, 1, 1, x, y2);
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += y2[i] != 0.0f;
+    CU_ASSERT_EQUAL(bad, 0);
+    /* in place */
+    memcpy(y2, x, sizeof(float) * n);
+    be->ops->dropout_forward(be, n, rate, 42, 7, y2, y2);
+    CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * n), 0);
+    free(x), free(y), free(y2), free(dx);
+    tfc_backend_free(be);
+}
+
+/* ---- activations --------------------------------------------------------------------- */
+
+/* Closed forms, in double, written from the Keras documentation. */
+static double ref_act(tfc_act a, double x)
+{
+    switch (a) {
+    case TFC_ACT_LINEAR: return x;
+    case TFC_ACT_RELU: return x > 0 ? x : 0;
+    case TFC_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case TFC_ACT_TANH: return tanh(x);
+    case TFC_ACT_ELU: return x > 0 ? x : exp(x) - 1;
+    case TFC_ACT_SELU:
+        return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * (exp(x) - 1));
+    case TFC_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case TFC_ACT_LEAKY_RELU: return x > 0 ? x : 0.2 * x;
+    case TFC_ACT_SOFTPLUS: return x > 30 ? x : log(1 + exp(x));
+    case TFC_ACT_SOFTSIGN: return x / (1 + fabs(x));
+    case TFC_ACT_SWISH: return x / (1 + exp(-x));
+    case TFC_ACT_HARD_SIGMOID: return fmax(0, fmin(6, x + 3)) / 6;
+    case TFC_ACT_EXPONENTIAL: return exp(x);
+    default: return NAN;
+    }
+}
+
+static void test_act_values(void)
+{
+    tfc_backend *be = backend();
+    const float pts[] = {-4.0f, -2.5f, -0.7f, -1e-3f, 0.3f, 1.7f, 4.0f, 9.0f};
+    const int np = sizeof pts / sizeof *pts;
+    for (int a = 0; a < TFC_ACT_COUNT; a++) {
+        if (a == TFC_ACT_SOFTMAX) continue;
+        float y[8];
+        be->ops->act_forward(be, (tfc_act)a, np, np, pts, y);
+        for (int i = 0; i < np; i++)
+            if (!close_to(y[i], ref_act((tfc_act)a, pts[i]), 3e-6, 1e-7)) {
+                printf("\n  %s(%g) = %.9g, want %.9g", tfc_act_names[a], pts[i], y[i],
+                       ref_act((tfc_act)a, pts[i]));
+                CU_FAIL("activation value");
+            }
+    }
+    /* extremes: no overflow to NaN, exact limits, NaN propagates */
+    float big[] = {-100.0f, 100.0f, 1e-6f, NAN, -1000.0f, 95.0f};
+    float out[6];
+    be->ops->act_forward(be, TFC_ACT_SIGMOID, 6, 6, big, out);
+    CU_ASSERT(out[0] >= 0 && out[0] < 1e-30);
+    CU_ASSERT_EQUAL(out[1], 1.0f);
+    CU_ASSERT(isnan(out[3]));
+    CU_ASSERT_EQUAL(out[4], 0.0f);
+    be->ops->act_forward(be, TFC_ACT_TANH, 6, 6, big, out);
+    CU_ASSERT_EQUAL(out[0], -1.0f);
+    CU_ASSERT_EQUAL(out[1], 1.0f);
+    CU_ASSERT(close_to(out[2], 1e-6, 1e-6, 0));
+    CU_ASSERT(isnan(out[3]));
+    be->ops->act_forward(be, TFC_ACT_EXPONENTIAL, 6, 6, big, out);
+    CU_ASSERT(out[0] > 0 && out[0] < 1e-40); /* e^-100: a float denormal */
+    CU_ASSERT_EQUAL(out[4], 0.0f);
+    CU_ASSERT(isinf(out[1]) && out[1] > 0);
+    CU_ASSERT(isnan(out[3]));
+    CU_ASSERT(isinf(out[5]));
+    be->ops->act_forward(be, TFC_ACT_SOFTPLUS, 6, 6, big, out);
+    CU_ASSERT(out[0] >= 0 && out[0] < 1e-30);
+    CU_ASSERT_EQUAL(out[1], 100.0f);
+    be->ops->act_forward(be, TFC_ACT_RELU, 6, 6, big, out);
+    CU_ASSERT(isnan(out[3]));
+    CU_ASSERT_EQUAL(out[0], 0.0f);
+
+    /* the vectorised exp and tanh stay within a few ulp over their whole range */
+    const int64_t n = 200001;
+    float *x = falloc(n), *y = falloc(n);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(-103.0 + 191.5 * (double)i / (double)(n - 1));
+    be->ops->act_forward(be, TFC_ACT_EXPONENTIAL, n, n, x, y);
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double want = exp((double)x[i]);
+        if (want < 1.2e-38 || want > 3.4e38) continue; /* denormal or overflow */
+        double e = fabs(y[i] - want) / want;
+        worst = e > worst ? e : worst;
+    }
+    CU_ASSERT(worst < 3.0e-7);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(-9.0 + 18.0 * (double)i / (double)(n - 1));
+    be->ops->act_forward(be, TFC_ACT_TANH, n, n, x, y);
+    worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double want = tanh((double)x[i]);
+        double e = fabs(y[i] - want) / fmax(fabs(want), 1e-30);
+        worst = e > worst ? e : worst;
+    }
+    CU_ASSERT(worst < 3.0e-7);
+    free(x), free(y);
+    tfc_backend_free(be);
+}
+
+/* Forward (separate and in place) and backward (accumulating, against a per-element
+ * central difference of the closed form) of every element-wise activation, with n above
+ * the parallel threshold. Points avoid the kinks (relu and leaky_relu at 0, elu and selu
+ * at 0, hard_sigmoid at -3 and 3). */
+static void test_act_grad(void)
+{
+    tfc_backend *be = backend();
+    const int64_t n = 50001;
+    float *x = falloc(n), *y = falloc(n), *y2 = falloc(n), *wt = falloc(n), *dx = falloc(n),
+          *dx0 = falloc(n);
+    for (int a = 0; a < TFC_ACT_COUNT; a++) {
+        if (a == TFC_ACT_SOFTMAX) continue;
+        for (int64_t i = 0; i < n; i++) {
+            double v;
+            do v = -4.5 + 9.0 * urand();
+            while (fabs(v) < 0.02 || fabs(fabs(v) - 3) < 0.02);
+            x[i] = (float)v;
+        }
+        fill(wt, n, -1, 1);
+        fill(dx, n, -1, 1);
+        memcpy(dx0, dx, sizeof(float) * n);
+        be->ops->act_forward(be, (tfc_act)a, n, 1, x, y);
+        memcpy(y2, x, sizeof(float) * n);
+        be->ops->act_forward(be, (tfc_act)a, n, 1, y2, y2);
+        CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * n), 0);
+        be->ops->act_backward(be, (tfc_act)a, n, 1, x, y, wt, dx);
+        int bad_f = 0, bad_b = 0;
+        const double h = 1e-5;
+        for (int64_t i = 0; i < n; i++) {
+            double want = ref_act((tfc_act)a, x[i]);
+            if (!close_to(y[i], want, 3e-6, 1e-7)) bad_f++;
+            double fd = (ref_act((tfc_act)a, x[i] + h) - ref_act((tfc_act)a, x[i] - h)) / (2 * h);
+            double got = (double)dx[i] - dx0[i];
+            if (!close_to(got, wt[i] * fd, 1e-4, 1e-5)) {
+                if (bad_b++ < 3)
+                    printf("\n  %s'(%g): got %.9g want %.9g", tfc_act_names[a], x[i], got,
+                           wt[i] * fd);
+            }
+        }
+        if (bad_f || bad_b) printf("\n  %s: %d forward, %d backward mismatches", tfc_act_names[a], bad_f, bad_b);
+        CU_ASSERT_EQUAL(bad_f, 0);
+        CU_ASSERT_EQUAL(bad_b, 0);
+    }
+    free(x), free(y), free(y2), free(wt), free(dx), free(dx0);
+    tfc_backend_free(be);
+}
+
+typedef struct softmax_ctx {
+    int64_t rows;
+    int cols;
+    double *x, *wt;
+} softmax_ctx;
+
+static void ref_softmax(int cols, const double *x, double *y)
+{
+    double m = x[0], s = 0;
+    for (int j = 1; j < cols; j++) m = fmax(m, x[j]);
+    for (int j = 0; j < cols; j++) s += exp(x[j] - m);
+    for (int j = 0; j < cols; j++) y[j] = exp(x[j] - m) / s;
+}
+
+static double softmax_loss(void *p)
+{
+    softmax_ctx *c = p;
+    double L = 0, y[64];
+    for (int64_t r = 0; r < c->rows; r++) {
+        ref_softmax(c->cols, c->x + r * c->cols, y);
+        L += dot(y, c->wt + r * c->cols, c->cols);
+    }
+    return L;
+}
+
+static void test_softmax(void)
+{
+    tfc_backend *be = backend();
+    const int64_t rows = 7001;
+    const int cols = 10;
+    const int64_t n = rows * cols;
+    float *x = falloc(n), *y = falloc(n), *wt = falloc(n), *dx = falloc(n), *dx0 = falloc(n);
+    fill(x, n, -5, 5);
+    x[3] = 1000.0f; /* a row with huge logits must not overflow */
+    x[4] = 1001.0f;
+    fill(wt, n, -1, 1);
+    fill(dx, n, -1, 1);
+    memcpy(dx0, dx, sizeof(float) * n);
+    be->ops->act_forward(be, TFC_ACT_SOFTMAX, n, cols, x, y);
+    double *xd = to_double(x, n), *want = malloc(sizeof(double) * n);
+    for (int64_t r = 0; r < rows; r++) ref_softmax(cols, xd + r * cols, want + r * cols);
+    CU_ASSERT_EQUAL(compare("softmax", y, want, n, 1e-5, 1e-7), 0);
+    CU_ASSERT(close_to(y[4], 1 / (1 + exp(-1.0)), 1e-6, 0));
+    be->ops->act_backward(be, TFC_ACT_SOFTMAX, n, cols, x, y, wt, dx);
+    softmax_ctx ctx = {rows, cols, xd, to_double(wt, n)};
+    double *g = added(dx, dx0, n);
+    CU_ASSERT_EQUAL(grad_check("softmax", xd, n, g, softmax_loss, &ctx, 1e-5, 1e-4, 1e-6), 0);
+    /* in place */
+    be->ops->act_forward(be, TFC_ACT_SOFTMAX, n, cols, x, x);
+    CU_ASSERT_EQUAL(memcmp(x, y, sizeof(float) * n), 0);
+    free(x), free(y), free(wt), free(dx), free(dx0), free(xd), free(want), free(ctx.wt), free(g);
+    tfc_backend_free(be);
+}
+
+/* ---- convolution ------------------------------------------------------------------- */
+
+/* TensorFlow's output size and leading pad for SAME (pad = 1) or VALID (pad = 0). */
+static void tf_dim(int in, int k, int s, int d, int same, int *out, int *pad_before)
+{
+    int eff = (k - 1) * d + 1;
+    if (same) {
+        *out = (in + s - 1) / s;
+        int total = (*out - 1) * s + eff - in;
+        if (total < 0) total = 0;
+        *pad_before = total / 2;
+    } else {
+        *out = (in - eff) / s + 1;
+        *pad_before = 0;
+    }
+}
+
+static tfc_conv_desc conv_desc(int n, int h, int w, int c, int kh, int kw, int f, int s, int d,
+                               int same)
+{
+    tfc_conv_desc cd = {.n = n, .h = h, .w = w, .c = c, .kh = kh, .kw = kw, .f = f,
+                        .sh = s, .sw = s, .dh = d, .dw = d};
+    tf_dim(h, kh, s, d, same, &cd.oh, &cd.pad_top);
+    tf_dim(w, kw, s, d, same, &cd.ow, &cd.pad_left);
+    return cd;
+}
+
+/* Direct summation: y[n, oy, ox, f] = sum_{ki, kj, ci} x[n, iy, ix, ci] w[ki, kj, ci, f]
+ * with iy = oy sh - pad_top + ki dh (zero outside the image). */
+static void ref_conv(const tfc_conv_desc *d, const double *x, const double *w, double *y)
+{
+    for (int n = 0; n < d->n; n++)
+        for (int oy = 0; oy < d->oh; oy++)
+            for (int ox = 0; ox < d->ow; ox++)
+                for (int f = 0; f < d->f; f++) {
+                    double s = 0;
+                    for (int ki = 0; ki < d->kh; ki++)
+                        for (int kj = 0; kj < d->kw; kj++)
+                            for (int ci = 0; ci < d->c; ci++) {
+                                int iy = oy * d->sh - d->pad_top + ki * d->dh;
+                                int ix = ox * d->sw - d->pad_left + kj * d->dw;
+                                if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                                s += x[((int64_t)(n * d->h + iy) * d->w + ix) * d->c + ci] *
+                                     w[((ki * d->kw + kj) * d->c + ci) * d->f + f];
+                            }
+                    y[((int64_t)(n * d->oh + oy) * d->ow + ox) * d->f + f] = s;
+                }
+}
+
+/* The adjoints by direct scatter: dx += sum dy w, dw += sum x dy over the same index set. */
+static void ref_conv_backward(const tfc_conv_desc *d, const double *x, const double *w,
+                              const double *dy, double *dx, double *dw)
+{
+    for (int n = 0; n < d->n; n++)
+        for (int oy = 0; oy < d->oh; oy++)
+            for (int ox = 0; ox < d->ow; ox++)
+                for (int ki = 0; ki < d->kh; ki++)
+                    for (int kj = 0; kj < d->kw; kj++) {
+                        int iy = oy * d->sh - d->pad_top + ki * d->dh;
+                        int ix = ox * d->sw - d->pad_left + kj * d->dw;
+                        if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                        for (int ci = 0; ci < d->c; ci++)
+                            for (int f = 0; f < d->f; f++) {
+                                int64_t xi = ((int64_t)(n * d->h + iy) * d->w + ix) * d->c + ci;
+                                int64_t wi = ((ki * d->kw + kj) * d->c + ci) * d->f + f;
+                                double g = dy[((int64_t)(n * d->oh + oy) * d->ow + ox) * d->f + f];
+                                dx[xi] += g * w[wi];
+                                dw[wi] += g * x[xi];
+                            }
+                    }
+}
+
+typedef struct conv_ctx {
+    tfc_conv_desc d;
+    double *x, *w, *wt, *y;
+} conv_ctx;
+
+static double conv_loss(void *p)
+{
+    conv_ctx *c = p;
+    ref_conv(&c->d, c->x, c->w, c->y);
+    return dot(c->y, c->wt, (int64_t)c->d.n * c->d.oh * c->d.ow * c->d.f);
+}
+
+/* Forward against direct summation; with grads == 1, backward data and filter against
+ * finite differences of L = sum wt * conv(x, w); with grads == 2 (large cases) against the
+ * direct adjoints. */
+static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
+{
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, nw = (int64_t)d.kh * d.kw * d.c * d.f;
+    const int64_t ny = (int64_t)d.n * d.oh * d.ow * d.f;
+    float *x = falloc(nx), *w = falloc(nw), *y = falloc(ny), *wt = falloc(ny);
+    fill(x, nx, -1, 1);
+    fill(w, nw, -1, 1);
+    fill(wt, ny, -1, 1);
+    for (int64_t i = 0; i < ny; i++) y[i] = NAN; /* forward overwrites */
+    size_t wsb = be->ops->conv_workspace(be, &d);
+    void *ws = wsb ? be->ops->alloc(be, wsb) : NULL;
+    be->ops->conv_forward(be, &d, x, w, y, ws);
+    conv_ctx ctx = {d, to_double(x, nx), to_double(w, nw), to_double(wt, ny),
+                    malloc(sizeof(double) * (size_t)ny)};
+    ref_conv(&d, ctx.x, ctx.w, ctx.y);
+    int bad = compare("conv y", y, ctx.y, ny, 1e-5, 1e-5);
+    if (bad)
+        printf("\n  conv n%d %dx%dx%d k%dx%d f%d s%d,%d d%d,%d pad %d,%d out %dx%d", d.n, d.h,
+               d.w, d.c, d.kh, d.kw, d.f, d.sh, d.sw, d.dh, d.dw, d.pad_top, d.pad_left, d.oh,
+               d.ow);
+    CU_ASSERT_EQUAL(bad, 0);
+    if (grads) {
+        float *dx = falloc(nx), *dx0 = falloc(nx), *dw = falloc(nw), *dw0 = falloc(nw);
+        fill(dx, nx, -1, 1);
+        fill(dw, nw, -1, 1);
+        memcpy(dx0, dx, sizeof(float) * nx);
+        memcpy(dw0, dw, sizeof(float) * nw);
+        be->ops->conv_backward_data(be, &d, wt, w, dx, ws);
+        be->ops->conv_backward_filter(be, &d, x, wt, dw, ws);
+        double *gx = added(dx, dx0, nx), *gw = added(dw, dw0, nw);
+        if (grads == 1) {
+            CU_ASSERT_EQUAL(grad_check("x", ctx.x, nx, gx, conv_loss, &ctx, 1e-3, 1e-4, 1e-5), 0);
+            CU_ASSERT_EQUAL(grad_check("w", ctx.w, nw, gw, conv_loss, &ctx, 1e-3, 1e-4, 1e-5), 0);
+        } else {
+            double *rx = calloc((size_t)nx, sizeof(double)), *rw = calloc((size_t)nw, sizeof(double));
+            /* the backward data op runs twice: its scratch must come back clean */
+            memcpy(dx0, dx, sizeof(float) * nx);
+            be->ops->conv_backward_data(be, &d, wt, w, dx, ws);
+            for (int64_t i = 0; i < nx; i++) gx[i] = (double)dx[i] - dx0[i];
+            ref_conv_backward(&d, ctx.x, ctx.w, ctx.wt, rx, rw);
+            int wrong = 0;
+            for (int64_t i = 0; i < nx; i++) wrong += !close_to(gx[i], rx[i], 1e-4, 1e-4);
+            for (int64_t i = 0; i < nw; i++) wrong += !close_to(gw[i], rw[i], 1e-4, 1e-3);
+            CU_ASSERT_EQUAL(wrong, 0);
+            free(rx), free(rw);
+        }
+        free(dx), free(dx0), free(dw), free(dw0), free(gx), free(gw);
+    }
+    be->ops->free(be, ws);
+    free(x), free(w), free(y), free(wt), free(ctx.x), free(ctx.w), free(ctx.wt), free(ctx.y);
+}
+
+static void test_conv(void)
+{
+    tfc_backend *be = backend();
+    /* n, h, w, c, kh, kw, f, stride, dilation, same */
+    check_conv(be, conv_desc(2, 7, 6, 3, 3, 3, 4, 1, 1, 0), 1);  /* valid */
+    check_conv(be, conv_desc(2, 7, 8, 3, 3, 3, 4, 2, 1, 1), 1);  /* stride 2, asym SAME */
+    check_conv(be, conv_desc(2, 9, 9, 2, 3, 3, 3, 1, 2, 0), 1);  /* dilation 2, valid */
+    check_conv(be, conv_desc(1, 8, 7, 2, 3, 3, 3, 1, 2, 1), 1);  /* dilation 2, SAME */
+    check_conv(be, conv_desc(2, 5, 6, 2, 2, 4, 3, 1, 1, 1), 1);  /* even kernel, SAME */
+    check_conv(be, conv_desc(2, 5, 5, 2, 2, 2, 3, 1, 1, 1), 1);  /* pad 0 before, 1 after */
+    check_conv(be, conv_desc(3, 4, 5, 6, 1, 1, 5, 1, 1, 0), 1);  /* 1x1: plain GEMM */
+    check_conv(be, conv_desc(2, 6, 6, 3, 1, 1, 2, 2, 1, 1), 1);  /* 1x1 stride 2 */
+    check_conv(be, conv_desc(2, 6, 7, 1, 5, 5, 2, 3, 1, 1), 1);  /* 1 channel, stride 3 */
+    check_conv(be, conv_desc(2, 6, 6, 2, 3, 3, 40, 1, 1, 1), 1); /* short K, 32 + 8 filters */
+    tfc_conv_desc odd = conv_desc(2, 6, 6, 2, 3, 3, 2, 2, 1, 0); /* pad_top 0, 2 after */
+    odd.oh = odd.ow = 4;
+    check_conv(be, odd, 1);
+    /* several col chunks (~2.4 MB of col per image) and the parallel paths */
+    check_conv(be, conv_desc(5, 64, 64, 16, 3, 3, 8, 1, 1, 1), 2);
+    check_conv(be, conv_desc(6, 40, 40, 24, 3, 3, 8, 2, 1, 1), 2);
+    tfc_backend_free(be);
+    /* one thread: the shared-chunk walk, several chunks */
+    tfc_backend *one = tfc_cpu_backend_create(1);
+    check_conv(one, conv_desc(5, 64, 64, 16, 3, 3, 8, 1, 1, 1), 2);
+    check_conv(one, conv_desc(3, 7, 8, 3, 3, 3, 4, 2, 1, 1), 1);
+    tfc_backend_free(one);
+}
+
+/* ---- pooling ----------------------------------------------------------------------- */
+
+static tfc_pool_desc pool_desc(int n, int h, int w, int c, int k, int s, int same, int is_max)
+{
+    tfc_pool_desc p = {.n = n, .h = h, .w = w, .c = c, .kh = k, .kw = k, .sh = s, .sw = s,
+                       .is_max = is_max};
+    tf_dim(h, k, s, 1, same, &p.oh, &p.pad_top);
+    tf_dim(w, k, s, 1, same, &p.ow, &p.pad_left);
+    return p;
+}
+
+/* Max or mean over the window cells inside the image. */
+static void ref_pool(const tfc_pool_desc *d, const double *x, double *y)
+{
+    for (int n = 0; n < d->n; n++)
+        for (int oy = 0; oy < d->oh; oy++)
+            for (int ox = 0; ox < d->ow; ox++)
+                for (int c = 0; c < d->c; c++) {
+                    double best = -INFINITY, sum = 0;
+                    int count = 0;
+                    for (int ki = 0; ki < d->kh; ki++)
+                        for (int kj = 0; kj < d->kw; kj++) {
+                            int iy = oy * d->sh - d->pad_top + ki, ix = ox * d->sw - d->pad_left + kj;
+                            if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                            double v = x[((int64_t)(n * d->h + iy) * d->w + ix) * d->c + c];
+                            best = fmax(best, v);
+                            sum += v;
+                            count++;
+                        }
+                    y[((int64_t)(n * d->oh + oy) * d->ow + ox) * d->c + c] =
+                        d->is_max ? best : sum / count;
+                }
+}
+
+typedef struct pool_ctx {
+    tfc_pool_desc d;
+    double *x, *wt, *y;
+} pool_ctx;
+
+static double pool_loss(void *p)
+{
+    pool_ctx *c = p;
+    ref_pool(&c->d, c->x, c->y);
+    return dot(c->y, c->wt, (int64_t)c->d.n * c->d.oh * c->d.ow * c->d.c);
+}
+
+static void check_pool(tfc_backend *be, tfc_pool_desc d)
+{
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.c;
+    float *x = falloc(nx), *y = falloc(ny), *wt = falloc(ny), *dx = falloc(nx), *dx0 = falloc(nx);
+    int32_t *arg = malloc(sizeof(int32_t) * (size_t)ny);
+    /* distinct values at least 0.01 apart (no near-ties for the finite differences), all
+     * negative so that a padded zero winning a max would show */
+    for (int64_t i = 0; i < nx; i++) x[i] = (float)(-0.01 * (double)(1 + (i * 7919) % nx));
+    fill(wt, ny, -1, 1);
+    fill(dx, nx, -1, 1);
+    memcpy(dx0, dx, sizeof(float) * nx);
+    be->ops->pool_forward(be, &d, x, y, d.is_max ? arg : NULL);
+    pool_ctx ctx = {d, to_double(x, nx), to_double(wt, ny), malloc(sizeof(double) * (size_t)ny)};
+    ref_pool(&d, ctx.x, ctx.y);
+    CU_ASSERT_EQUAL(compare(d.is_max ? "maxpool" : "avgpool", y, ctx.y, ny, 1e-6, 1e-7), 0);
+    if (d.is_max) {
+        int bad = 0;
+        for (int64_t o = 0; o < ny; o++) {
+            int64_t img = o / ((int64_t)d.oh * d.ow * d.c);
+            bad += arg[o] < 0 || x[img * d.h * d.w * d.c + arg[o]] != y[o] ||
+                   arg[o] % d.c != o % d.c;
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        /* argmax may be NULL when no backward follows */
+        float *y2 = falloc(ny);
+        be->ops->pool_forward(be, &d, x, y2, NULL);
+        CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * ny), 0);
+        free(y2);
+    }
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx);
+    double *g = added(dx, dx0, nx);
+    CU_ASSERT_EQUAL(grad_check("pool", ctx.x, nx, g, pool_loss, &ctx, 1e-4, 1e-4, 1e-5), 0);
+    free(x), free(y), free(wt), free(dx), free(dx0), free(arg), free(ctx.x), free(ctx.wt);
+    free(ctx.y), free(g);
+}
+
+static void test_pool(void)
+{
+    tfc_backend *be = backend();
+    for (int is_max = 0; is_max < 2; is_max++) {
+        check_pool(be, pool_desc(2, 6, 6, 3, 2, 2, 0, is_max));  /* the usual 2x2 */
+        check_pool(be, pool_desc(2, 7, 5, 3, 3, 2, 1, is_max));  /* overlapping, SAME */
+        check_pool(be, pool_desc(1, 5, 6, 2, 2, 2, 1, is_max));  /* pad only after */
+        check_pool(be, pool_desc(2, 4, 4, 2, 3, 1, 1, is_max));  /* stride 1, SAME */
+        check_pool(be, pool_desc(3, 30, 30, 20, 3, 2, 1, is_max)); /* parallel path */
+    }
+    /* an average window half outside the image counts only the cells inside */
+    tfc_pool_desc d = pool_desc(1, 1, 3, 1, 2, 2, 1, 0);
+    float x[3] = {1, 2, 4}, y[2];
+    be->ops->pool_forward(be, &d, x, y, NULL);
+    CU_ASSERT_DOUBLE_EQUAL(y[0], 1.5, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(y[1], 4.0, 1e-7);
+    tfc_backend_free(be);
+}
+
+/* ---- batch normalisation -------------------------------------------------------------- */
+
+/* y = gamma (x - mean) / sqrt(var + eps) + beta with the batch's mean and biased var. */
+static void ref_bn(int64_t rows, int cols, const double *x, const double *gamma,
+                   const double *beta, double eps, double *y, double *mean, double *var)
+{
+    for (int c = 0; c < cols; c++) {
+        double m = 0, v = 0;
+        for (int64_t r = 0; r < rows; r++) m += x[r * cols + c];
+        m /= (double)rows;
+        for (int64_t r = 0; r < rows; r++) v += (x[r * cols + c] - m) * (x[r * cols + c] - m);
+        v /= (double)rows;
+        for (int64_t r = 0; r < rows; r++)
+            y[r * cols + c] = gamma[c] * (x[r * cols + c] - m) / sqrt(v + eps) + beta[c];
+        if (mean) mean[c] = m;
+        if (var) var[c] = v;
+    }
+}
+
+typedef struct bn_ctx {
+    int64_t rows;
+    int cols;
+    double *x, *gamma, *beta, *wt, *y;
+} bn_ctx;
+
+static double bn_loss(void *p)
+{
+    bn_ctx *c = p;
+    ref_bn(c->rows, c->cols, c->x, c->gamma, c->beta, 1e-3, c->y, NULL, NULL);
+    return dot(c->y, c->wt, c->rows * c->cols);
+}
+
+static void check_bn(tfc_backend *be, int64_t rows, int cols, int grads)
+{
+    const int64_t n = rows * cols;
+    float *x = falloc(n), *y = falloc(n), *wt = falloc(n), *dx = falloc(n), *dx0 = falloc(n);
+    float *gamma = falloc(cols), *beta = falloc(cols), *mm = falloc(cols), *mv = falloc(cols);
+    float *mm0 = falloc(cols), *mv0 = falloc(cols), *smean = falloc(cols), *sinv = falloc(cols);
+    float *dg = falloc(cols), *db = falloc(cols), *dg0 = falloc(cols), *db0 = falloc(cols);
+    for (int64_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) x[r * cols + c] = (float)(3.0 + c % 5 + (urand() - 0.5) * (1 + c % 3));
+    fill(gamma, cols, 0.5, 1.5);
+    fill(beta, cols, -1, 1);
+    fill(mm, cols, -1, 1);
+    fill(mv, cols, 0.5, 2);
+    memcpy(mm0, mm, sizeof(float) * cols);
+    memcpy(mv0, mv, sizeof(float) * cols);
+    be->ops->bn_forward_train(be, rows, cols, x, gamma, beta, 1e-3f, 0.99f, mm, mv, y, smean, sinv);
+    bn_ctx ctx = {rows, cols, to_double(x, n), to_double(gamma, cols), to_double(beta, cols),
+                  NULL, malloc(sizeof(double) * (size_t)n)};
+    double *mean = calloc((size_t)cols, sizeof(double)), *var = calloc((size_t)cols, sizeof(double));
+    double *want = calloc((size_t)cols, sizeof(double));
+    ref_bn(rows, cols, ctx.x, ctx.gamma, ctx.beta, 1e-3, ctx.y, mean, var);
+    CU_ASSERT_EQUAL(compare("bn y", y, ctx.y, n, 1e-5, 2e-5), 0);
+    CU_ASSERT_EQUAL(compare("bn mean", smean, mean, cols, 1e-6, 1e-6), 0);
+    for (int c = 0; c < cols; c++) want[c] = 1 / sqrt(var[c] + 1e-3);
+    CU_ASSERT_EQUAL(compare("bn invstd", sinv, want, cols, 1e-5, 0), 0);
+    for (int c = 0; c < cols; c++) want[c] = 0.99 * mm0[c] + 0.01 * mean[c];
+    CU_ASSERT_EQUAL(compare("moving_mean", mm, want, cols, 1e-5, 1e-7), 0);
+    for (int c = 0; c < cols; c++) want[c] = 0.99 * mv0[c] + 0.01 * var[c];
+    CU_ASSERT_EQUAL(compare("moving_var", mv, want, cols, 1e-5, 1e-7), 0);
+
+    /* inference uses the moving statistics */
+    be->ops->bn_forward_infer(be, rows, cols, x, gamma, beta, mm, mv, 1e-3f, y);
+    int bad = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            double v = gamma[c] * ((double)x[r * cols + c] - mm[c]) / sqrt((double)mv[c] + 1e-3) + beta[c];
+            bad += !close_to(y[r * cols + c], v, 1e-5, 1e-5);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+
+    if (grads) {
+        fill(wt, n, -1, 1);
+        fill(dx, n, -1, 1);
+        fill(dg, cols, -1, 1);
+        fill(db, cols, -1, 1);
+        memcpy(dx0, dx, sizeof(float) * n);
+        memcpy(dg0, dg, sizeof(float) * cols);
+        memcpy(db0, db, sizeof(float) * cols);
+        be->ops->bn_backward(be, rows, cols, x, wt, gamma, smean, sinv, dx, dg, db);
+        ctx.wt = to_double(wt, n);
+        double *gx = added(dx, dx0, n), *gg = added(dg, dg0, cols), *gb = added(db, db0, cols);
+        CU_ASSERT_EQUAL(grad_check("x", ctx.x, n, gx, bn_loss, &ctx, 1e-4, 1e-3, 1e-4), 0);
+        CU_ASSERT_EQUAL(grad_check("gamma", ctx.gamma, cols, gg, bn_loss, &ctx, 1e-4, 1e-4, 1e-4), 0);
+        CU_ASSERT_EQUAL(grad_check("beta", ctx.beta, cols, gb, bn_loss, &ctx, 1e-4, 1e-4, 1e-4), 0);
+        free(gx), free(gg), free(gb), free(ctx.wt);
+    }
+    free(x), free(y), free(wt), free(dx), free(dx0), free(gamma), free(beta), free(mm), free(mv);
+    free(mm0), free(mv0), free(smean), free(sinv), free(dg), free(db), free(dg0), free(db0);
+    free(ctx.x), free(ctx.gamma), free(ctx.beta), free(ctx.y), free(mean), free(var), free(want);
+}
+
+static void test_bn(void)
+{
+    tfc_backend *be = backend();
+    check_bn(be, 24, 5, 1);
+    check_bn(be, 3000, 16, 1); /* parallel path */
+    check_bn(be, 6, 300, 1);   /* more channels than one block */
+    tfc_backend_free(be);
+}
+
+/* ---- embedding ------------------------------------------------------------------------ */
+
+static void test_embedding(void)
+{
+    tfc_backend *be = backend();
+    const int vocab = 50, n = 300;
+    const int dims[] = {3, 130};
+    for (int k = 0; k < 2; k++) {
+        const int dim = dims[k];
+        float *table = falloc(vocab * dim), *y = falloc(n * dim), *dy = falloc(n * dim);
+        float *dt = falloc(vocab * dim);
+        int32_t ids[300];
+        for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 37 + i / 7) % vocab); /* repeats */
+        fill(table, vocab * dim, -1, 1);
+        fill(dy, n * dim, -1, 1);
+        fill(dt, vocab * dim, -1, 1);
+        double *want = malloc(sizeof(double) * vocab * dim);
+        for (int i = 0; i < vocab * dim; i++) want[i] = dt[i];
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < dim; j++) want[ids[i] * dim + j] += dy[i * dim + j];
+        be->ops->gather(be, n, dim, ids, table, y);
+        int bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += memcmp(y + i * dim, table + ids[i] * dim, sizeof(float) * dim) != 0;
+        CU_ASSERT_EQUAL(bad, 0);
+        be->ops->scatter_add(be, n, dim, ids, dy, dt);
+        CU_ASSERT_EQUAL(compare("scatter", dt, want, vocab * dim, 1e-5, 1e-6), 0);
+        free(table), free(y), free(dy), free(dt), free(want);
+    }
+    tfc_backend_free(be);
+}
+
+/* ---- LSTM ------------------------------------------------------------------------------ */
+
+static double sigm(double v)
+{
+    return 1 / (1 + exp(-v));
+}
+
+/* The recurrence of backend.h in double: z = x_t K + h R + b, gates i f c o, masked steps
+ * keep h and c. Fills y ([n,t,u] or [n,u]) and, when given, hseq, cseq, gates. */
+static void ref_lstm(const tfc_lstm_desc *d, const double *x, const double *K, const double *R,
+                     const double *b, const float *mask, double *y, double *hseq,
+                     double *cseq, double *gates)
+{
+    const int u = d->units, G = 4 * u;
+    double h[64], c[64], z[256];
+    for (int i = 0; i < d->n; i++) {
+        for (int j = 0; j < u; j++) h[j] = c[j] = 0;
+        for (int s = 0; s < d->t; s++) {
+            const int64_t row = (int64_t)i * d->t + s;
+            for (int g = 0; g < G; g++) {
+                double v = b ? b[g] : 0;
+                for (int k = 0; k < d->in; k++) v += x[row * d->in + k] * K[k * G + g];
+                for (int k = 0; k < u; k++) v += h[k] * R[k * G + g];
+                z[g] = v;
+            }
+            for (int j = 0; j < u; j++) {
+                double ig = sigm(z[j]), fg = sigm(z[u + j]), gg = tanh(z[2 * u + j]),
+                       og = sigm(z[3 * u + j]);
+                if (gates) {
+                    gates[row * G + j] = ig;
+                    gates[row * G + u + j] = fg;
+                    gates[row * G + 2 * u + j] = gg;
+                    gates[row * G + 3 * u + j] = og;
+                }
+                if (!mask || mask[row] != 0) {
+                    c[j] = fg * c[j] + ig * gg;
+                    z[j] = og * tanh(c[j]); /* new h, kept in z until all j are done */
+                } else {
+                    z[j] = h[j];
+                }
+            }
+            for (int j = 0; j < u; j++) h[j] = z[j];
+            if (hseq) memcpy(hseq + row * u, h, sizeof(double) * u);
+            if (cseq) memcpy(cseq + row * u, c, sizeof(double) * u);
+            if (d->return_sequences) memcpy(y + row * u, h, sizeof(double) * u);
+        }
+        if (!d->return_sequences) memcpy(y + (int64_t)i * u, h, sizeof(double) * u);
+    }
+}
+
+typedef struct lstm_ctx {
+    tfc_lstm_desc d;
+    double *x, *K, *R, *b, *wt, *y;
+    const float *mask;
+} lstm_ctx;
+
+static int64_t lstm_ny(const tfc_lstm_desc *d)
+{
+    return (int64_t)d->n * (d->return_sequences ? d->t : 1) * d->units;
+}
+
+static double lstm_loss(void *p)
+{
+    lstm_ctx *c = p;
+    ref_lstm(&c->d, c->x, c->K, c->R, c->b, c->mask, c->y, NULL, NULL, NULL);
+    return dot(c->y, c->wt, lstm_ny(&c->d));
+}
+
+static void check_lstm(tfc_backend *be, tfc_lstm_desc d, const float *mask, int use_bias,
+                       int grads)
+{
+    const int u = d.units, G = 4 * u;
+    const int64_t nx = (int64_t)d.n * d.t * d.in, nk = (int64_t)d.in * G, nr = (int64_t)u * G;
+    const int64_t nseq = (int64_t)d.n * d.t * u, ny = lstm_ny(&d);
+    float *x = falloc(nx), *K = falloc(nk), *R = falloc(nr), *b = falloc(G), *y = falloc(ny);
+    float *hseq = falloc(nseq), *cseq = falloc(nseq), *gates = falloc(nseq * 4), *wt = falloc(ny);
+    fill(x, nx, -1, 1);
+    fill(K, nk, -0.8, 0.8);
+    fill(R, nr, -0.8, 0.8);
+    fill(b, G, -0.5, 0.5);
+    fill(wt, ny, -1, 1);
+    void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, &d));
+    be->ops->lstm_forward(be, &d, x, K, R, use_bias ? b : NULL, mask, y, hseq, cseq, gates, ws);
+    lstm_ctx ctx = {d, to_double(x, nx), to_double(K, nk), to_double(R, nr),
+                    use_bias ? to_double(b, G) : NULL, to_double(wt, ny),
+                    malloc(sizeof(double) * (size_t)ny), mask};
+    double *hw = malloc(sizeof(double) * nseq), *cw = malloc(sizeof(double) * nseq);
+    double *gw = malloc(sizeof(double) * nseq * 4);
+    ref_lstm(&d, ctx.x, ctx.K, ctx.R, ctx.b, mask, ctx.y, hw, cw, gw);
+    CU_ASSERT_EQUAL(compare("lstm y", y, ctx.y, ny, 1e-4, 1e-5), 0);
+    CU_ASSERT_EQUAL(compare("lstm hseq", hseq, hw, nseq, 1e-4, 1e-5), 0);
+    CU_ASSERT_EQUAL(compare("lstm cseq", cseq, cw, nseq, 1e-4, 1e-5), 0);
+    if (mask) { /* gates of masked steps are unspecified */
+        for (int64_t r = 0; r < (int64_t)d.n * d.t; r++)
+            if (mask[r] == 0)
+                for (int g = 0; g < G; g++) gw[r * G + g] = gates[r * G + g];
+    }
+    CU_ASSERT_EQUAL(compare("lstm gates", gates, gw, nseq * 4, 1e-4, 1e-5), 0);
+    if (grads) {
+        float *dx = falloc(nx), *dK = falloc(nk), *dR = falloc(nr), *db = falloc(G);
+        float *dx0 = falloc(nx), *dK0 = falloc(nk), *dR0 = falloc(nr), *db0 = falloc(G);
+        fill(dx, nx, -1, 1), fill(dK, nk, -1, 1), fill(dR, nr, -1, 1), fill(db, G, -1, 1);
+        memcpy(dx0, dx, sizeof(float) * nx), memcpy(dK0, dK, sizeof(float) * nk);
+        memcpy(dR0, dR, sizeof(float) * nr), memcpy(db0, db, sizeof(float) * G);
+        be->ops->lstm_backward(be, &d, x, K, R, mask, hseq, cseq, gates, wt, dx, dK, dR,
+                               use_bias ? db : NULL, ws);
+        double *gx = added(dx, dx0, nx), *gk = added(dK, dK0, nk), *gr = added(dR, dR0, nr);
+        double *gb = added(db, db0, G);
+        CU_ASSERT_EQUAL(grad_check("x", ctx.x, nx, gx, lstm_loss, &ctx, 1e-4, 1e-3, 1e-5), 0);
+        CU_ASSERT_EQUAL(grad_check("kernel", ctx.K, nk, gk, lstm_loss, &ctx, 1e-4, 1e-3, 1e-5), 0);
+        CU_ASSERT_EQUAL(grad_check("rkernel", ctx.R, nr, gr, lstm_loss, &ctx, 1e-4, 1e-3, 1e-5), 0);
+        if (use_bias) {
+            CU_ASSERT_EQUAL(grad_check("bias", ctx.b, G, gb, lstm_loss, &ctx, 1e-4, 1e-3, 1e-5), 0);
+        } else {
+            CU_ASSERT_EQUAL(memcmp(db, db0, sizeof(float) * G), 0);
+        }
+        /* dx may be NULL (the input needs no gradient); the rest is unchanged */
+        memcpy(dK0, dK, sizeof(float) * nk);
+        be->ops->lstm_backward(be, &d, x, K, R, mask, hseq, cseq, gates, wt, NULL, dK, dR,
+                               NULL, ws);
+        int bad = 0;
+        for (int64_t i = 0; i < nk; i++) bad += !close_to(dK[i] - dK0[i], gk[i], 1e-4, 1e-5);
+        CU_ASSERT_EQUAL(bad, 0);
+        free(dx), free(dK), free(dR), free(db), free(dx0), free(dK0), free(dR0), free(db0);
+        free(gx), free(gk), free(gr), free(gb);
+    }
+    be->ops->free(be, ws);
+    free(x), free(K), free(R), free(b), free(y), free(hseq), free(cseq), free(gates), free(wt);
+    free(ctx.x), free(ctx.K), free(ctx.R), free(ctx.b), free(ctx.wt), free(ctx.y);
+    free(hw), free(cw), free(gw);
+}
+
+static void test_lstm(void)
+{
+    tfc_backend *be = backend();
+    /* sequence 0: first step masked; 1: a masked middle step; 2: trailing padding */
+    const float mask[3 * 5] = {0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0};
+    for (int rs = 0; rs < 2; rs++)
+        for (int m = 0; m < 2; m++) {
+            tfc_lstm_desc d = {.n = 3, .t = 5, .in = 4, .units = 3, .return_sequences = rs};
+            check_lstm(be, d, m ? mask : NULL, 1, 1);
+        }
+    tfc_lstm_desc nb = {.n = 2, .t = 4, .in = 3, .units = 2, .return_sequences = 1};
+    check_lstm(be, nb, NULL, 0, 1); /* no bias */
+    /* a batch big enough for the parallel cell loops */
+    tfc_lstm_desc big = {.n = 64, .t = 6, .in = 8, .units = 32, .return_sequences = 1};
+    check_lstm(be, big, NULL, 1, 0);
+    tfc_lstm_desc one = {.n = 2, .t = 1, .in = 3, .units = 4, .return_sequences = 0};
+    check_lstm(be, one, NULL, 1, 1);
+
+    /* y may be hseq itself when return_sequences is set */
+    tfc_lstm_desc d = {.n = 2, .t = 3, .in = 2, .units = 2, .return_sequences = 1};
+    float x[12], K[16], R[16], b[8], y[12], h1[12], h2[12], c[12], g[48];
+    fill(x, 12, -1, 1), fill(K, 16, -1, 1), fill(R, 16, -1, 1), fill(b, 8, -1, 1);
+    void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, &d));
+    be->ops->lstm_forward(be, &d, x, K, R, b, NULL, y, h1, c, g, ws);
+    be->ops->lstm_forward(be, &d, x, K, R, b, NULL, h2, h2, c, g, ws);
+    CU_ASSERT_EQUAL(memcmp(y, h1, sizeof y), 0);
+    CU_ASSERT_EQUAL(memcmp(h1, h2, sizeof h1), 0);
+    be->ops->free(be, ws);
+    tfc_backend_free(be);
+}
+
+/* ---- losses ----------------------------------------------------------------------------- */
+
+static double clipd(double p)
+{
+    const double lo = 1e-7f, hi = 1.0f - 1e-7f;
+    return p < lo ? lo : p > hi ? hi : p;
+}
+
+/* One row's loss, as Keras 3 computes it (TensorFlow backend). */
+static double ref_loss_row(tfc_loss_kind kind, int logits, int C, const double *x, int label,
+                           const double *t)
+{
+    double l = 0, m = x[0], s = 0;
+    for (int j = 1; j < C; j++) m = fmax(m, x[j]);
+    switch (kind) {
+    case TFC_LOSS_SPARSE_CCE:
+        if (logits) {
+            for (int j = 0; j < C; j++) s += exp(x[j] - m);
+            return -(x[label] - m - log(s));
+        }
+        for (int j = 0; j < C; j++) s += clipd(x[j]); /* clip, log, softmax CE */
+        return -log(clipd(x[label]) / s);
+    case TFC_LOSS_CCE:
+        if (logits) {
+            for (int j = 0; j < C; j++) s += exp(x[j] - m);
+            for (int j = 0; j < C; j++) l -= t[j] * (x[j] - m - log(s));
+            return l;
+        }
+        for (int j = 0; j < C; j++) s += x[j]; /* normalise, clip, -sum t log */
+        for (int j = 0; j < C; j++) l -= t[j] * log(clipd(x[j] / s));
+        return l;
+    case TFC_LOSS_BCE:
+        for (int j = 0; j < C; j++) {
+            double p = logits ? 1 / (1 + exp(-x[j])) : clipd(x[j]);
+            if (logits && fabs(x[j]) > 30) /* the sigmoid form loses it; use the limit */
+                l += x[j] > 0 ? x[j] * (1 - t[j]) : -x[j] * t[j];
+            else
+                l -= t[j] * log(p) + (1 - t[j]) * log(1 - p);
+        }
+        return l / C;
+    case TFC_LOSS_MSE:
+        for (int j = 0; j < C; j++) l += (x[j] - t[j]) * (x[j] - t[j]);
+        return l / C;
+    default: return NAN;
+    }
+}
+
+typedef struct loss_ctx {
+    tfc_loss_kind kind;
+    int logits, C;
+    int64_t rows;
+    double *x, *t, scale;
+    const int32_t *ids;
+    const float *w;
+} loss_ctx;
+
+static double loss_total(void *p)
+{
+    loss_ctx *c = p;
+    double L = 0;
+    for (int64_t r = 0; r < c->rows; r++) {
+        double w = c->w ? c->w[r] : 1;
+        if (w == 0) continue;
+        L += w * ref_loss_row(c->kind, c->logits, c->C, c->x + r * c->C,
+                              c->ids ? c->ids[r] : 0, c->t + r * c->C);
+    }
+    return c->scale * L;
+}
+
+static void check_loss(tfc_backend *be, tfc_loss_kind kind, int logits, int64_t rows, int C,
+                       int weighted)
+{
+    const int64_t n = rows * C;
+    float *x = falloc(n), *t = falloc(n), *w = falloc(rows), *dx = falloc(n);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        float *xr = x + r * C, *tr = t + r * C;
+        fill(xr, C, -3, 3);
+        if (!logits && kind != TFC_LOSS_MSE) { /* probabilities: softmax or sigmoid */
+            double s = 0;
+            for (int j = 0; j < C; j++) s += exp(xr[j]);
+            for (int j = 0; j < C; j++)
+                xr[j] = (float)(kind == TFC_LOSS_BCE ? 1 / (1 + exp(-xr[j])) : exp(xr[j]) / s);
+        }
+        ids[r] = (int32_t)(urand() * C);
+        double ts = 0;
+        fill(tr, C, 0, 1);
+        for (int j = 0; j < C; j++) ts += tr[j];
+        for (int j = 0; j < C; j++) {
+            if (kind == TFC_LOSS_CCE) tr[j] = (float)(tr[j] / ts); /* a soft distribution */
+            if (kind == TFC_LOSS_BCE && j % 3) tr[j] = tr[j] > 0.5f ? 1.0f : 0.0f;
+        }
+        w[r] = r % 4 == 1 ? 0.0f : (float)(0.5 + urand());
+    }
+    for (int64_t i = 0; i < n; i++) dx[i] = NAN; /* overwritten */
+    const float scale = 1.0f / (float)rows;
+    float loss = NAN, loss2 = NAN;
+    be->ops->loss(be, kind, logits, rows, C, x, kind == TFC_LOSS_SPARSE_CCE ? (void *)ids : t,
+                  weighted ? w : NULL, scale, &loss, dx);
+    be->ops->loss(be, kind, logits, rows, C, x, kind == TFC_LOSS_SPARSE_CCE ? (void *)ids : t,
+                  weighted ? w : NULL, scale, &loss2, NULL);
+    loss_ctx ctx = {kind, logits, C, rows, to_double(x, n), to_double(t, n), scale,
+                    kind == TFC_LOSS_SPARSE_CCE ? ids : NULL, weighted ? w : NULL};
+    double want = loss_total(&ctx);
+    if (!close_to(loss, want, 1e-5, 1e-6))
+        printf("\n  loss kind %d logits %d weighted %d: %.9g want %.9g", kind, logits, weighted,
+               loss, want);
+    CU_ASSERT(close_to(loss, want, 1e-5, 1e-6));
+    CU_ASSERT_EQUAL(loss, loss2);
+    double *g = to_double(dx, n);
+    int bad = grad_check("loss", ctx.x, n, g, loss_total, &ctx, 1e-5, 1e-3, 1e-6);
+    if (bad) printf("\n  (kind %d logits %d weighted %d)", kind, logits, weighted);
+    CU_ASSERT_EQUAL(bad, 0);
+    if (weighted)
+        for (int64_t r = 1; r < rows; r += 4)
+            for (int j = 0; j < C; j++) CU_ASSERT_EQUAL(dx[r * C + j], 0.0f);
+    free(x), free(t), free(w), free(dx), free(ids), free(ctx.x), free(ctx.t), free(g);
+}
+
+static void test_loss(void)
+{
+    tfc_backend *be = backend();
+    for (int kind = 0; kind < TFC_LOSS_COUNT; kind++)
+        for (int logits = 0; logits < 2; logits++)
+            for (int weighted = 0; weighted < 2; weighted++) {
+                if (kind == TFC_LOSS_MSE && logits) continue;
+                check_loss(be, (tfc_loss_kind)kind, logits, 37, 5, weighted);
+            }
+    check_loss(be, TFC_LOSS_SPARSE_CCE, 1, 5000, 10, 1); /* parallel path */
+    check_loss(be, TFC_LOSS_BCE, 1, 1, 1, 0);
+
+    /* clipping: a zero probability costs -log(1e-7), and passes no gradient */
+    float p[3] = {0.0f, 0.5f, 0.5f}, dx[3], loss;
+    int32_t label = 0;
+    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 0, 1, 3, p, &label, NULL, 1.0f, &loss, dx);
+    CU_ASSERT(close_to(loss, -log(1e-7f / (1e-7f + 1.0)), 1e-5, 0));
+    CU_ASSERT_EQUAL(dx[0], 0.0f);
+    float one = 1.0f, zero = 0.0f;
+    be->ops->loss(be, TFC_LOSS_BCE, 0, 1, 1, &one, &zero, NULL, 1.0f, &loss, dx);
+    CU_ASSERT(close_to(loss, -log(1.0 - (double)(1.0f - 1e-7f)), 1e-5, 0));
+    CU_ASSERT_EQUAL(dx[0], 0.0f);
+    /* logits far out of exp's range stay finite */
+    float z[2] = {100.0f, -100.0f}, tz[2] = {0.0f, 1.0f};
+    be->ops->loss(be, TFC_LOSS_BCE, 1, 1, 2, z, tz, NULL, 1.0f, &loss, dx);
+    CU_ASSERT(close_to(loss, 100.0, 1e-6, 0));
+    CU_ASSERT(close_to(dx[0], 0.5, 1e-6, 0) && close_to(dx[1], -0.5, 1e-6, 0));
+    float big[3] = {1000.0f, -1000.0f, 0.0f};
+    label = 1;
+    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1, 3, big, &label, NULL, 1.0f, &loss, dx);
+    CU_ASSERT(close_to(loss, 2000.0, 1e-6, 0));
+    CU_ASSERT(close_to(dx[0], 1.0, 1e-6, 0) && close_to(dx[1], -1.0, 1e-6, 0));
+    /* an out-of-range sparse label counts as a masked row */
+    label = 7;
+    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1, 3, big, &label, NULL, 1.0f, &loss, dx);
+    CU_ASSERT_EQUAL(loss, 0.0f);
+    CU_ASSERT_EQUAL(dx[0], 0.0f);
+    tfc_backend_free(be);
+}
+
+static void test_accuracy(void)
+{
+    tfc_backend *be = backend();
+    /* top-1 and top-k with ties (a tie with the label counts against it) */
+    const float x[5 * 4] = {0.1f, 0.7f, 0.1f, 0.1f,  /* label 1: right */
+                            0.5f, 0.9f, 0.5f, 0.1f,  /* label 0: 2 at or above it */
+                            0.4f, 0.4f, 0.1f, 0.1f,  /* label 0: tie for first */
+                            0.3f, 0.2f, 0.1f, 0.4f,  /* label 1: third */
+                            NAN,  0.2f, 0.1f, 0.4f}; /* label 0: NaN never right */
+    const int32_t ids[5] = {1, 0, 0, 1, 0};
+    float count = 10.0f;
+    be->ops->accuracy(be, TFC_LOSS_SPARSE_CCE, 0, 5, 4, 1, x, ids, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 11.0, 1e-6); /* accumulates */
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_SPARSE_CCE, 0, 5, 4, 2, x, ids, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 2.0, 1e-6); /* rows 0 and 2 */
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_SPARSE_CCE, 0, 5, 4, 3, x, ids, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 4.0, 1e-6);
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_SPARSE_CCE, 0, 5, 4, 4, x, ids, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 4.0, 1e-6);
+    const float w[5] = {0, 1, 1, 1, 1};
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_SPARSE_CCE, 0, 5, 4, 3, x, ids, w, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 3.0, 1e-6);
+
+    /* dense labels use their argmax */
+    const float onehot[5 * 4] = {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_CCE, 1, 5, 4, 1, x, onehot, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 3.0, 1e-6); /* rows 0, 3 and 4 (a NaN elsewhere ranks nowhere) */
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_CCE, 1, 5, 4, 3, x, onehot, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 4.0, 1e-6); /* and row 1 */
+
+    /* binary: threshold 0.5 on probabilities, 0 on logits */
+    const float prob[4] = {0.7f, 0.5f, 0.2f, 0.3f}, lab[4] = {1, 1, 1, 0};
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_BCE, 0, 4, 1, 1, prob, lab, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 3.0, 1e-6);
+    const float logit[4] = {-0.1f, 0.0f, 2.0f, 0.3f};
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_BCE, 1, 4, 1, 1, logit, lab, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 2.0, 1e-6); /* rows 1 and 2 */
+    const int32_t bin[4] = {0, 1, 1, 1};
+    count = 0;
+    be->ops->accuracy(be, TFC_LOSS_SPARSE_CCE, 1, 4, 1, 1, logit, bin, NULL, &count);
+    CU_ASSERT_DOUBLE_EQUAL(count, 4.0, 1e-6);
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
+              {"gemm", test_gemm}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
+              {"act_values", test_act_values}, {"act_grad", test_act_grad},
+              {"softmax", test_softmax}, {"conv", test_conv}, {"pool", test_pool},
+              {"bn", test_bn}, {"embedding", test_embedding}, {"lstm", test_lstm},
+              {"loss", test_loss}, {"accuracy", test_accuracy})
