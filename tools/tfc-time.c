@@ -4,34 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/model.h"
+#include "core/timing.h"
 
 static const char *usage =
     "usage: tfc-time MODEL.yaml [--batch N] [--iterations N] [--device cpu|gpu|gpu:N]\n"
     "                [--threads N]\n"
     "Times each layer's forward and backward pass (training mode) on random inputs and\n"
     "prints medians over the iterations (default: batch 64, 50 iterations, 5 warm-up).\n";
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static int parse_int(const char *s, int lo, int *out)
 {
@@ -110,27 +91,27 @@ int main(int argc, char **argv)
     }
     tfc_batch_result r;
     for (int it = -5; it < iters; it++) {
-        double t0 = now();
+        double t0 = tfc_now();
         if (tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(it + 5), &err)) break;
         be->ops->sync(be);
-        double t1 = now();
+        double t1 = tfc_now();
         /* Per-layer: run each layer again alone, timed (the forward above set up inputs). */
         for (int i = 0; i < nl && it >= 0; i++) {
-            double a = now();
+            double a = tfc_now();
             tfc_model_layer_forward(m, i);
             be->ops->sync(be);
-            fw[i * iters + it] = now() - a;
+            fw[i * iters + it] = tfc_now() - a;
         }
-        double tb = now();
+        double tb = tfc_now();
         tfc_model_loss(m, labels, 1, &r, &err);
         tfc_model_zero_grad(m);
         for (int i = nl - 1; i >= 0; i--) {
-            double a = now();
+            double a = tfc_now();
             tfc_model_layer_backward(m, i);
             be->ops->sync(be);
-            if (it >= 0) bw[i * iters + it] = now() - a;
+            if (it >= 0) bw[i * iters + it] = tfc_now() - a;
         }
-        if (it >= 0) step[it] = (t1 - t0) + (now() - tb);
+        if (it >= 0) step[it] = (t1 - t0) + (tfc_now() - tb);
     }
     if (err.count) {
         fputs(err.text, stderr);
@@ -142,13 +123,13 @@ int main(int argc, char **argv)
     double tf = 0, tbk = 0;
     for (int i = 0; i < nl; i++) {
         tfc_layer *l = tfc_model_layer(m, i);
-        double f = median(fw + i * iters, iters) * 1e3, b = median(bw + i * iters, iters) * 1e3;
+        double f = tfc_median(fw + i * iters, iters) * 1e3, b = tfc_median(bw + i * iters, iters) * 1e3;
         tf += f;
         tbk += b;
         printf("%-4d %-24s %-22s %10.3f %10.3f\n", i, l->name, l->ops->type, f, b);
     }
     printf("%-51s %10.3f %10.3f\n", "sum of layers", tf, tbk);
-    printf("whole step (forward + loss + backward, one pass): %.3f ms\n", median(step, iters) * 1e3);
+    printf("whole step (forward + loss + backward, one pass): %.3f ms\n", tfc_median(step, iters) * 1e3);
     free(x);
     free(labels);
     free(fw);
