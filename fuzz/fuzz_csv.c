@@ -1,0 +1,36 @@
+/* libFuzzer target for the CSV source: the first input byte picks the options (header,
+ * delimiter, label column, skipping bad rows, label dtype), the rest is the file. Every record
+ * of an accepted file is read back. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static tfc_doc *doc;
+    tfc_error err;
+    tfc_error_clear(&err);
+    if (!doc) doc = tfc_doc_load_string("[-1, 0, label, [0, 1]]", 22, "fuzz", &err);
+    if (!doc || size < 1) return 0;
+    const tfc_node *opts = tfc_doc_root(doc);
+    unsigned o = data[0];
+    csv_args a = {.type = "csv", .header = o & 1, .delimiter = (o & 2) ? ";" : ",",
+                  .label_dtype = (o >> 2) & 1, .on_error = (o >> 3) & 1,
+                  .num_classes = (o & 16) ? 5 : 0};
+    if (o & 32) a.label_column = opts->vals[(o >> 6) % 3];
+    if ((o & 0xc0) == 0xc0) a.feature_columns = opts->vals[3];
+    source *s;
+    if (source_csv_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.csv", &err) == TFC_OK) {
+        for (int64_t i = 0; i < s->count; i++) {
+            tfc_element e = {0};
+            TFC_ASSERT(s->ops->get(s, i, &e, &err) == TFC_OK);
+            for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
+        }
+        source_free(s);
+    } else {
+        TFC_ASSERT(err.code != TFC_OK);
+    }
+    return 0;
+}

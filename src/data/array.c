@@ -1,0 +1,198 @@
+/* The array source: features (N, ...) and optional labels (N, ...) held in memory and
+ * sliced along axis 0, like tf.data's from_tensor_slices. The tensors, IDX and NPY sources
+ * are this source over arrays they loaded. Records whose labels are out of range are an
+ * error, or dropped (on_error: skip) through a row map. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/internal.h"
+
+typedef struct array_source {
+    source base;
+    tfc_tensor f, l;       /* owned data */
+    tfc_shape rec_f;       /* shape of one features record */
+    tfc_shape rec_l;       /* shape of one labels record */
+    size_t fbytes, lbytes; /* bytes of one record */
+    int64_t *rows;         /* record -> row when records were dropped, else NULL */
+    char *fname, *lname;
+} array_source;
+
+static tfc_status array_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
+{
+    array_source *a = (array_source *)s;
+    int64_t row = a->rows ? a->rows[i] : i;
+    void *d = elem_alloc_uninit(e, TFC_COMP_FEATURES, a->f.dtype, &a->rec_f);
+    if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", a->fname);
+    memcpy(d, (char *)a->f.data + (size_t)row * a->fbytes, a->fbytes);
+    if (a->l.data) {
+        d = elem_alloc_uninit(e, TFC_COMP_LABELS, a->l.dtype, &a->rec_l);
+        if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", a->lname);
+        memcpy(d, (char *)a->l.data + (size_t)row * a->lbytes, a->lbytes);
+    }
+    return TFC_OK;
+}
+
+static void array_describe(const source *s, int64_t i, char *buf, size_t size)
+{
+    const array_source *a = (const array_source *)s;
+    int64_t row = a->rows && i < s->count ? a->rows[i] : i;
+    snprintf(buf, size, "%s record %lld", a->fname, (long long)row);
+}
+
+static void array_free(source *s)
+{
+    array_source *a = (array_source *)s;
+    free(a->f.data);
+    free(a->l.data);
+    free(a->rows);
+    free(a->fname);
+    free(a->lname);
+    free(a);
+}
+
+static const source_ops array_ops = {
+    .type = "array",
+    .get = array_get,
+    .describe = array_describe,
+    .free = array_free,
+};
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static tfc_shape tail_shape(const tfc_shape *s)
+{
+    tfc_shape r = {.ndim = s->ndim - 1};
+    for (int i = 1; i < s->ndim; i++) r.dim[i - 1] = s->dim[i];
+    return r;
+}
+
+tfc_status source_array(source **out, const char *type, tfc_tensor *features,
+                        tfc_tensor *labels, const tfc_shape *record_shape, const char *fname,
+                        const char *lname, int num_classes, int on_error, tfc_error *err)
+{
+    *out = NULL;
+    array_source *a = calloc(1, sizeof *a);
+    if (!a) {
+        free(features->data);
+        if (labels) free(labels->data);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    a->base.ops = &array_ops;
+    a->f = *features;
+    features->data = NULL;
+    if (labels) {
+        a->l = *labels;
+        labels->data = NULL;
+    }
+    a->fname = dupstr(fname ? fname : type);
+    a->lname = dupstr(lname ? lname : a->fname ? a->fname : type);
+    source *s = &a->base;
+    tfc_status st = TFC_OK;
+    if (!a->fname || !a->lname) {
+        st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (a->f.shape.ndim < 1) {
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: expected an array with a first axis to "
+                           "slice, found a scalar", a->fname);
+        goto fail;
+    }
+    int64_t n = a->f.shape.dim[0];
+    a->rec_f = tail_shape(&a->f.shape);
+    if (record_shape && record_shape->ndim >= 0) {
+        if (tfc_shape_numel(record_shape) != tfc_shape_numel(&a->rec_f)) {
+            st = tfc_error_set(err, TFC_ERR_INTERNAL, "%s: record shape mismatch", a->fname);
+            goto fail;
+        }
+        a->rec_f = *record_shape;
+    }
+    a->fbytes = (size_t)tfc_shape_numel(&a->rec_f) * tfc_dtype_size(a->f.dtype);
+    if (a->fbytes == 0 && n > 0) {
+        /* Empty records carry nothing, and their count is not bounded by the file size. */
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: the records are empty (a dimension is 0)",
+                           a->fname);
+        goto fail;
+    }
+    if (a->l.data) {
+        if (a->l.shape.ndim < 1 || a->l.shape.dim[0] != n) {
+            st = tfc_error_set(err, TFC_ERR_DATA, "%s has %lld records but %s has %lld",
+                               a->fname, (long long)n, a->lname,
+                               (long long)(a->l.shape.ndim ? a->l.shape.dim[0] : 0));
+            goto fail;
+        }
+        a->rec_l = tail_shape(&a->l.shape);
+        a->lbytes = (size_t)tfc_shape_numel(&a->rec_l) * tfc_dtype_size(a->l.dtype);
+    }
+    s->count = n;
+    /* Labels are checked once here, so a bad one is reported before training starts. */
+    if (a->l.data && num_classes > 0 && dtype_is_int(a->l.dtype)) {
+        int64_t kept = 0;
+        for (int64_t i = 0; i < n; i++) {
+            tfc_tensor row = {.dtype = a->l.dtype, .shape = a->rec_l,
+                              .data = (char *)a->l.data + (size_t)i * a->lbytes};
+            int64_t bad;
+            if (label_in_range(&row, num_classes, &bad)) {
+                if (a->rows) a->rows[kept] = i;
+                kept++;
+                continue;
+            }
+            if (on_error != ON_ERROR_SKIP) {
+                st = tfc_error_set(err, TFC_ERR_DATA, "%s record %lld: label %lld is out of "
+                                   "range [0, %d)", a->lname, (long long)i, (long long)bad,
+                                   num_classes);
+                goto fail;
+            }
+            if (!a->rows) {
+                a->rows = malloc((size_t)(n ? n : 1) * sizeof *a->rows);
+                if (!a->rows) {
+                    st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+                    goto fail;
+                }
+                for (int64_t j = 0; j < kept; j++) a->rows[j] = j;
+            }
+            s->skipped++;
+        }
+        s->count = kept;
+    }
+    s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, a->f.dtype, a->rec_f};
+    if (a->l.data) s->spec.comp[TFC_COMP_LABELS] = (tfc_component_spec){1, a->l.dtype, a->rec_l};
+    *out = s;
+    return TFC_OK;
+fail:
+    array_free(s);
+    return st;
+}
+
+/* from_tensor_slices: copies the caller's tensors. */
+tfc_status source_tensors(source **out, const tfc_tensor *f, const tfc_tensor *l,
+                          tfc_error *err)
+{
+    *out = NULL;
+    tfc_tensor t[2] = {{0}};
+    const tfc_tensor *in[2] = {f, l};
+    for (int k = 0; k < 2; k++) {
+        if (!in[k] || (k == 1 && !in[k]->data)) continue;
+        int64_t bytes = tensor_bytes_checked(in[k]->dtype, &in[k]->shape, INT64_MAX / 2);
+        if (bytes < 0 || (!in[k]->data && bytes > 0)) {
+            free(t[0].data);
+            return tfc_error_set(err, TFC_ERR_CONFIG, "from_tensors: bad %s tensor",
+                                 k ? "labels" : "features");
+        }
+        t[k] = *in[k];
+        t[k].data = malloc((size_t)bytes + 1);
+        if (!t[k].data) {
+            free(t[0].data);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        }
+        if (bytes) memcpy(t[k].data, in[k]->data, (size_t)bytes);
+    }
+    if (!f) return tfc_error_set(err, TFC_ERR_CONFIG, "from_tensors: features are required");
+    return source_array(out, "tensors", &t[0], t[1].data ? &t[1] : NULL, NULL, "tensors",
+                        "tensors", 0, ON_ERROR_FAIL, err);
+}

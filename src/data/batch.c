@@ -1,0 +1,255 @@
+/* batch and padded_batch: stack batch_size consecutive elements along a new axis 0. batch
+ * needs equal shapes; padded_batch pads every dimension of the features (and of sequence
+ * labels) to the longest in the batch or to padded_shapes, with padding_values, and adds the
+ * lengths component (each element's unpadded features dim 0) for masking. The last, short
+ * batch is kept unless drop_remainder. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/internal.h"
+
+typedef struct batch_stage {
+    stage base;
+    batch_args a;
+    elem *items;
+} batch_stage;
+
+static void shape_text(const tfc_shape *s, char *buf, size_t size)
+{
+    tfc_shape_str(s, buf, size);
+}
+
+/* Copies `src` (shape ss) into the zero-offset corner of a padded slot of shape ps. */
+static void copy_padded(char *dst, const tfc_shape *ps, const char *src, const tfc_shape *ss,
+                        size_t es, int d)
+{
+    if (ss->ndim == 0) {
+        memcpy(dst, src, es);
+        return;
+    }
+    /* Inner block sizes of the padded and source layouts below dimension d. */
+    int64_t pin = 1, sin = 1;
+    for (int i = d + 1; i < ps->ndim; i++) {
+        pin *= ps->dim[i];
+        sin *= ss->dim[i];
+    }
+    if (d == ss->ndim - 1) {
+        memcpy(dst, src, (size_t)ss->dim[d] * es);
+        return;
+    }
+    for (int64_t k = 0; k < ss->dim[d]; k++)
+        copy_padded(dst + (size_t)(k * pin) * es, ps, src + (size_t)(k * sin) * es, ss, es, d + 1);
+}
+
+static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *err)
+{
+    const tfc_tensor *first = &b->items[0].e.comp[comp];
+    tfc_shape slot = first->shape;
+    int pad = b->a.padded && comp != TFC_COMP_LENGTHS && first->shape.ndim > 0;
+    for (int i = 1; i < n; i++) {
+        const tfc_tensor *t = &b->items[i].e.comp[comp];
+        char s1[160], s2[160];
+        if (!t->data || t->dtype != first->dtype || t->shape.ndim != first->shape.ndim) {
+            shape_text(&first->shape, s1, sizeof s1);
+            shape_text(&t->shape, s2, sizeof s2);
+            return tfc_error_set(err, TFC_ERR_DATA, "%s: element %d of a batch has %s %s %s, "
+                                 "the first has %s %s", b->base.p->key, i,
+                                 tfc_data_component_name(comp),
+                                 t->data ? tfc_data_dtype_name(t->dtype) : "(none)", s2,
+                                 tfc_data_dtype_name(first->dtype), s1);
+        }
+        for (int d = 0; d < slot.ndim; d++) {
+            if (t->shape.dim[d] == slot.dim[d]) continue;
+            if (!pad) {
+                shape_text(&first->shape, s1, sizeof s1);
+                shape_text(&t->shape, s2, sizeof s2);
+                tfc_error_set(err, TFC_ERR_DATA, "%s: batch: element %d has %s of shape %s but "
+                              "the first has %s", b->base.p->key, i,
+                              tfc_data_component_name(comp), s2, s1);
+                tfc_error_hint(err, "use padded_batch for variable shapes, or map ops resize / "
+                               "pad / truncate");
+                return TFC_ERR_DATA;
+            }
+            if (t->shape.dim[d] > slot.dim[d]) slot.dim[d] = t->shape.dim[d];
+        }
+    }
+    if (pad && comp == TFC_COMP_FEATURES && b->a.padded_shape.ndim > 0) {
+        for (int d = 0; d < slot.ndim && d < b->a.padded_shape.ndim; d++) {
+            int64_t want = b->a.padded_shape.dim[d];
+            if (want < 0) continue;
+            if (slot.dim[d] > want)
+                return tfc_error_set(err, TFC_ERR_DATA, "%s: padded_batch: an element has %lld "
+                                     "in dimension %d, more than padded_shapes[%d] = %lld; hint: "
+                                     "truncate first", b->base.p->key, (long long)slot.dim[d], d,
+                                     d, (long long)want);
+            slot.dim[d] = want;
+        }
+    }
+    tfc_shape bs = {.ndim = slot.ndim + 1};
+    if (bs.ndim > TFC_MAX_DIMS)
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: batch: elements of rank %d cannot be "
+                             "batched (at most %d dimensions)", b->base.p->key, slot.ndim,
+                             TFC_MAX_DIMS);
+    bs.dim[0] = n;
+    for (int d = 0; d < slot.ndim; d++) bs.dim[d + 1] = slot.dim[d];
+    char *dst = pad ? tfc_element_alloc(&out->e, comp, first->dtype, &bs)
+                    : elem_alloc_uninit(&out->e, comp, first->dtype, &bs);
+    if (!dst)
+        return tfc_error_set(err, TFC_ERR_NOMEM, "%s: cannot allocate a batch of %d elements",
+                             b->base.p->key, n);
+    size_t es = tfc_dtype_size(first->dtype);
+    size_t slot_n = (size_t)tfc_shape_numel(&slot);
+    if (!pad) {
+        for (int i = 0; i < n; i++)
+            memcpy(dst + (size_t)i * slot_n * es, b->items[i].e.comp[comp].data, slot_n * es);
+        return TFC_OK;
+    }
+    double pv = comp == TFC_COMP_FEATURES ? b->a.padding_value : b->a.label_padding_value;
+    if (pv != 0) {
+        int64_t total = (int64_t)slot_n * n;
+        for (int64_t i = 0; i < total; i++) value_set(dst, first->dtype, i, pv);
+    }
+    for (int i = 0; i < n; i++) {
+        const tfc_tensor *t = &b->items[i].e.comp[comp];
+        if (tfc_shape_numel(&t->shape) == 0) continue;
+        copy_padded(dst + (size_t)i * slot_n * es, &slot, t->data, &t->shape, es, 0);
+    }
+    return TFC_OK;
+}
+
+static tfc_status batch_next(stage *s, elem *out, int *end, tfc_error *err)
+{
+    batch_stage *b = (batch_stage *)s;
+    int n = 0;
+    tfc_status st = TFC_OK;
+    while (n < b->a.batch_size) {
+        int e = 0;
+        memset(&b->items[n], 0, sizeof b->items[n]);
+        st = s->up->ops->next(s->up, &b->items[n], &e, err);
+        if (st) goto done;
+        if (e) break;
+        n++;
+    }
+    if (n == 0 || (b->a.drop_remainder && n < b->a.batch_size)) {
+        *end = 1;
+        goto done;
+    }
+    for (int c = 0; c < TFC_COMP_COUNT && !st; c++)
+        if (b->items[0].e.comp[c].data) st = stack(b, n, c, out, err);
+    if (!st && b->a.padded) {
+        tfc_shape ls = {.ndim = 1, .dim = {n}};
+        int32_t *len = tfc_element_alloc(&out->e, TFC_COMP_LENGTHS, TFC_I32, &ls);
+        if (!len) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        for (int i = 0; len && i < n; i++) {
+            const tfc_shape *fs = &b->items[i].e.comp[TFC_COMP_FEATURES].shape;
+            len[i] = fs->ndim ? (int32_t)fs->dim[0] : 1;
+        }
+    }
+    if (st) elem_free(out);
+done:
+    for (int i = 0; i < n; i++) elem_free(&b->items[i]);
+    return st;
+}
+
+static void batch_reset(stage *s)
+{
+    s->up->ops->reset(s->up);
+}
+
+static tfc_status batch_save(stage *s, wbuf *w, tfc_error *err)
+{
+    return TFC_OK;
+}
+
+static tfc_status batch_restore(stage *s, rbuf *r, tfc_error *err)
+{
+    return TFC_OK;
+}
+
+static void batch_free(stage *s)
+{
+    batch_stage *b = (batch_stage *)s;
+    free(b->items);
+    free(b);
+}
+
+static const stage_ops batch_ops = {
+    .name = "batch",
+    .next = batch_next,
+    .reset = batch_reset,
+    .save = batch_save,
+    .restore = batch_restore,
+    .free = batch_free,
+};
+
+tfc_status stage_batch_push(tfc_pipeline *p, const batch_args *a, const tfc_node *at,
+                            const char *key, tfc_error *err)
+{
+    const char *name = a->padded ? "padded_batch" : "batch";
+    if (a->batch_size < 1 || a->batch_size > (1 << 24)) {
+        if (at)
+            return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "batch_size must be in [1, %d], "
+                                  "found %lld", 1 << 24, (long long)a->batch_size);
+        return tfc_error_set(err, TFC_ERR_CONFIG, "%s: batch_size must be in [1, %d], found %lld",
+                             name, 1 << 24, (long long)a->batch_size);
+    }
+    stage *up = pipeline_top(p);
+    for (int c = 0; c < TFC_COMP_COUNT; c++) {
+        const tfc_component_spec *cs = &up->spec.comp[c];
+        if (cs->present && cs->shape.ndim >= TFC_MAX_DIMS) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%s: %s of rank %d cannot get a batch axis (at most %d "
+                     "dimensions)", name, tfc_data_component_name(c), cs->shape.ndim, TFC_MAX_DIMS);
+            return at ? tfc_node_error(err, TFC_ERR_CONFIG, at, key, "%s", msg)
+                      : tfc_error_set(err, TFC_ERR_CONFIG, "%s", msg);
+        }
+    }
+    if (a->padded && up->spec.comp[TFC_COMP_LENGTHS].present) {
+        const char *msg = "padded_batch: the elements already have lengths (padded twice)";
+        return at ? tfc_node_error(err, TFC_ERR_CONFIG, at, key, "%s", msg)
+                  : tfc_error_set(err, TFC_ERR_CONFIG, "%s", msg);
+    }
+    const tfc_component_spec *fs = &up->spec.comp[TFC_COMP_FEATURES];
+    if (a->padded && a->padded_shape.ndim > 0 && fs->shape.ndim >= 0 &&
+        a->padded_shape.ndim != fs->shape.ndim) {
+        char msg[300], sh[160];
+        snprintf(msg, sizeof msg, "padded_shapes has %d dimensions but the features are %s",
+                 a->padded_shape.ndim, tfc_shape_str(&fs->shape, sh, sizeof sh));
+        return at ? tfc_node_error(err, TFC_ERR_CONFIG, at, key, "%s", msg)
+                  : tfc_error_set(err, TFC_ERR_CONFIG, "%s", msg);
+    }
+    batch_stage *b = calloc(1, sizeof *b);
+    if (b) b->items = calloc((size_t)a->batch_size, sizeof *b->items);
+    if (!b || !b->items) {
+        free(b);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "%s: cannot allocate %lld slots", name,
+                             (long long)a->batch_size);
+    }
+    b->a = *a;
+    stage *s = &b->base;
+    s->ops = &batch_ops;
+    s->spec = up->spec;
+    s->spec.batched = 1;
+    for (int c = 0; c < TFC_COMP_COUNT; c++) {
+        tfc_component_spec *cs = &s->spec.comp[c];
+        if (!cs->present || cs->shape.ndim < 0) continue;
+        int pad = a->padded && cs->shape.ndim > 0;
+        for (int d = cs->shape.ndim; d > 0; d--) cs->shape.dim[d] = cs->shape.dim[d - 1];
+        cs->shape.ndim++;
+        cs->shape.dim[0] = a->drop_remainder ? a->batch_size : -1;
+        /* padded_shapes fixes padded dimensions; the others stay as the input's (the
+         * longest of equal lengths is that length; unknown stays unknown). */
+        for (int d = 1; pad && d < cs->shape.ndim; d++) {
+            int64_t want = c == TFC_COMP_FEATURES && d - 1 < a->padded_shape.ndim
+                               ? a->padded_shape.dim[d - 1] : -1;
+            if (want >= 0) cs->shape.dim[d] = want;
+        }
+    }
+    if (a->padded)
+        s->spec.comp[TFC_COMP_LENGTHS] = (tfc_component_spec){
+            1, TFC_I32, {.ndim = 1, .dim = {a->drop_remainder ? a->batch_size : -1}}};
+    uint64_t h = hash_mix(hash_str(0, name), (uint64_t)a->batch_size);
+    s->config_hash = hash_mix(h, (uint64_t)a->drop_remainder);
+    pipeline_push(p, s);
+    return TFC_OK;
+}

@@ -1,0 +1,377 @@
+/* The CSV source: a header row (optional), cells separated by one delimiter character,
+ * "quoted" cells with "" for a quote, feature and label columns chosen by name or index.
+ * Every number is parsed strictly; a cell that is not one is an error at FILE:LINE:COL
+ * naming the column (or, with on_error: skip, the row is counted and left out). */
+#include <ctype.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "data/internal.h"
+
+#define CSV_MAX_FILE_BYTES ((size_t)1 << 30)
+#define CSV_MAX_COLUMNS 65536
+
+typedef struct cell {
+    const char *s;
+    size_t len;
+    int col;      /* 1-based column in the line where the cell starts */
+    int line;
+    int quoted;
+} cell;
+
+typedef struct csv_reader {
+    const char *p, *end;
+    char delim;
+    int line;
+    const char *line_start;
+    cell *cells;
+    int ncells, cap;
+    char *unq;       /* unquoted copies of quoted cells */
+    size_t unq_len, unq_cap;
+} csv_reader;
+
+/* Reads one row into r->cells; returns 0 at the end of the text, -1 on error (bad quoting
+ * or too many columns: *why set), 1 otherwise. */
+static int read_row(csv_reader *r, const char **why)
+{
+    r->ncells = 0;
+    r->unq_len = 0;
+    if (r->p >= r->end) return 0;
+    for (;;) {
+        if (r->ncells == r->cap) {
+            if (r->cap >= CSV_MAX_COLUMNS) {
+                *why = "too many columns";
+                return -1;
+            }
+            int cap = r->cap ? r->cap * 2 : 64;
+            cell *c = realloc(r->cells, (size_t)cap * sizeof *c);
+            if (!c) {
+                *why = "out of memory";
+                return -1;
+            }
+            r->cells = c;
+            r->cap = cap;
+        }
+        cell *c = &r->cells[r->ncells++];
+        c->line = r->line;
+        c->col = (int)(r->p - r->line_start) + 1;
+        c->quoted = 0;
+        if (r->p < r->end && *r->p == '"') {
+            /* Quoted: copy into unq, undoubling quotes; newlines may appear inside. */
+            c->quoted = 1;
+            r->p++;
+            size_t start = r->unq_len;
+            for (;;) {
+                if (r->p >= r->end) {
+                    *why = "unterminated quoted cell";
+                    return -1;
+                }
+                char ch = *r->p++;
+                if (ch == '"') {
+                    if (r->p < r->end && *r->p == '"') r->p++;
+                    else break;
+                }
+                if (ch == '\n') {
+                    r->line++;
+                    r->line_start = r->p;
+                }
+                if (r->unq_len == r->unq_cap) {
+                    size_t cap = r->unq_cap ? r->unq_cap * 2 : 256;
+                    char *u = realloc(r->unq, cap);
+                    if (!u) {
+                        *why = "out of memory";
+                        return -1;
+                    }
+                    r->unq = u;
+                    r->unq_cap = cap;
+                }
+                r->unq[r->unq_len++] = ch;
+            }
+            c->s = (const char *)(uintptr_t)start; /* offset, fixed up below */
+            c->len = r->unq_len - start;
+        } else {
+            const char *s = r->p;
+            while (r->p < r->end && *r->p != r->delim && *r->p != '\n') r->p++;
+            c->s = s;
+            c->len = (size_t)(r->p - s);
+            if (c->len && s[c->len - 1] == '\r' && (r->p >= r->end || *r->p == '\n')) c->len--;
+        }
+        if (r->p < r->end && *r->p == r->delim) {
+            r->p++;
+            continue;
+        }
+        if (r->p < r->end && *r->p == '\r') r->p++;
+        if (r->p < r->end && *r->p != '\n') {
+            *why = "text after a quoted cell";
+            return -1;
+        }
+        if (r->p < r->end) r->p++;
+        r->line++;
+        r->line_start = r->p;
+        break;
+    }
+    /* Quoted cells held offsets into unq, which may have moved (or, when all are empty,
+     * never been allocated). */
+    const char *base = r->unq ? r->unq : "";
+    for (int i = 0; i < r->ncells; i++)
+        if (r->cells[i].quoted) r->cells[i].s = base + (uintptr_t)r->cells[i].s;
+    return 1;
+}
+
+static int row_blank(const csv_reader *r)
+{
+    return r->ncells == 1 && r->cells[0].len == 0 && !r->cells[0].quoted;
+}
+
+/* Parses a whole cell as a number (surrounding spaces allowed). */
+static int parse_number(const cell *c, double *v)
+{
+    char buf[128];
+    size_t a = 0, b = c->len;
+    while (a < b && isspace((unsigned char)c->s[a])) a++;
+    while (b > a && isspace((unsigned char)c->s[b - 1])) b--;
+    if (a == b || b - a >= sizeof buf) return 0;
+    memcpy(buf, c->s + a, b - a);
+    buf[b - a] = 0;
+    char *end;
+    *v = strtod(buf, &end);
+    /* Cells become float32: larger magnitudes are not representable. */
+    return *end == 0 && !isnan(*v) && fabs(*v) <= FLT_MAX;
+}
+
+/* Resolves a column given by a node (integer index, negative from the end, or header
+ * name) against the header; -1 with a config error when it does not exist. */
+static int resolve_column(const tfc_node *n, const char *key, char **names, int ncols,
+                          tfc_error *err)
+{
+    if (n->kind != TFC_NODE_SCALAR)
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, key, "expected a column name or index"), -1;
+    char *end;
+    long v = strtol(n->str, &end, 10);
+    if (!n->quoted && *n->str && !*end) {
+        if (v < 0) v += ncols;
+        if (v < 0 || v >= ncols) {
+            tfc_node_error(err, TFC_ERR_CONFIG, n, key, "column %s is out of range (the file "
+                           "has %d columns)", n->str, ncols);
+            return -1;
+        }
+        return (int)v;
+    }
+    for (int i = 0; names && i < ncols; i++)
+        if (!strcmp(names[i], n->str)) return i;
+    if (!names) {
+        tfc_node_error(err, TFC_ERR_CONFIG, n, key, "column '%s' given by name, but the file has "
+                       "no header (header: false)", n->str);
+        return -1;
+    }
+    const char *guess = tfc_did_you_mean(n->str, (const char *const *)names);
+    char list[1024];
+    tfc_join_names(list, sizeof list, (const char *const *)names);
+    if (guess)
+        tfc_node_error(err, TFC_ERR_CONFIG, n, key, "no column '%s'; did you mean '%s'?",
+                       n->str, guess);
+    else
+        tfc_node_error(err, TFC_ERR_CONFIG, n, key, "no column '%s' (columns: %s)", n->str, list);
+    return -1;
+}
+
+typedef struct grow {
+    void *p;
+    size_t len, cap; /* bytes */
+} grow;
+
+static int grow_push(grow *g, const void *v, size_t n)
+{
+    if (g->len + n > g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 4096;
+        while (cap < g->len + n) cap *= 2;
+        void *p = realloc(g->p, cap);
+        if (!p) return -1;
+        g->p = p;
+        g->cap = cap;
+    }
+    memcpy((char *)g->p + g->len, v, n);
+    g->len += n;
+    return 0;
+}
+
+tfc_status source_csv_mem(source **out, const csv_args *a, const char *text, size_t len,
+                          const char *name, tfc_error *err)
+{
+    *out = NULL;
+    csv_reader r = {.p = text, .end = text + len, .delim = a->delimiter ? a->delimiter[0] : ',',
+                    .line = 1, .line_start = text};
+    char **names = NULL;
+    int *fcols = NULL, ncols = -1, nf = 0, lcol = -1;
+    grow feats = {0}, labs = {0};
+    float *row = NULL;
+    int64_t nrows = 0, skipped = 0;
+    tfc_status st = TFC_OK;
+    const char *why = NULL;
+    char kf[352], kl[352];
+    snprintf(kf, sizeof kf, "%s.feature_columns", a->key ? a->key : "csv");
+    snprintf(kl, sizeof kl, "%s.label_column", a->key ? a->key : "csv");
+    if (memchr(text, 0, len)) {
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: binary file (holds NUL bytes), not CSV", name);
+        goto done;
+    }
+    /* The first non-blank row fixes the column count (and names, with a header). */
+    int rr;
+    while ((rr = read_row(&r, &why)) == 1 && row_blank(&r)) {
+    }
+    if (rr <= 0) {
+        if (rr < 0) st = tfc_error_at(err, TFC_ERR_DATA, name, r.line, 1, NULL, NULL, "%s", why);
+        else st = tfc_error_set(err, TFC_ERR_DATA, "%s: no rows", name);
+        goto done;
+    }
+    ncols = r.ncells;
+    if (a->header) {
+        names = calloc((size_t)ncols + 1, sizeof *names);
+        if (!names) goto nomem;
+        for (int i = 0; i < ncols; i++) {
+            names[i] = malloc(r.cells[i].len + 1);
+            if (!names[i]) goto nomem;
+            memcpy(names[i], r.cells[i].s, r.cells[i].len);
+            names[i][r.cells[i].len] = 0;
+        }
+    }
+    if (a->label_column && !tfc_node_is_null(a->label_column)) {
+        lcol = resolve_column(a->label_column, kl, names, ncols, err);
+        if (lcol < 0) {
+            st = TFC_ERR_CONFIG;
+            goto done;
+        }
+    }
+    fcols = malloc((size_t)ncols * sizeof *fcols + sizeof *fcols);
+    if (!fcols) goto nomem;
+    if (a->feature_columns && !tfc_node_is_null(a->feature_columns)) {
+        const tfc_node *fc = a->feature_columns;
+        int n = fc->kind == TFC_NODE_SEQ ? fc->n : 1;
+        if (n > ncols) {
+            st = tfc_node_error(err, TFC_ERR_CONFIG, fc, kf, "%d columns named, the file has %d",
+                                n, ncols);
+            goto done;
+        }
+        for (int i = 0; i < n; i++) {
+            const tfc_node *item = fc->kind == TFC_NODE_SEQ ? fc->vals[i] : fc;
+            int c = resolve_column(item, kf, names, ncols, err);
+            if (c < 0) {
+                st = TFC_ERR_CONFIG;
+                goto done;
+            }
+            fcols[nf++] = c;
+        }
+    } else {
+        for (int i = 0; i < ncols; i++)
+            if (i != lcol) fcols[nf++] = i;
+    }
+    if (nf == 0) {
+        st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: no feature columns", name);
+        goto done;
+    }
+    row = malloc((size_t)nf * sizeof *row);
+    if (!row) goto nomem;
+    if (a->header) rr = read_row(&r, &why);
+    for (; rr != 0; rr = read_row(&r, &why)) {
+        if (rr < 0) {
+            st = tfc_error_at(err, TFC_ERR_DATA, name, r.line, 1, NULL, NULL, "%s", why);
+            goto done;
+        }
+        if (row_blank(&r)) continue;
+        const char *bad = NULL;
+        const cell *bc = &r.cells[0];
+        char msg[400];
+        if (r.ncells != ncols) {
+            snprintf(msg, sizeof msg, "a row of %d cells, expected %d", r.ncells, ncols);
+            bad = msg;
+        }
+        for (int i = 0; !bad && i < nf; i++) {
+            double v;
+            const cell *c = &r.cells[fcols[i]];
+            if (!parse_number(c, &v)) {
+                char colname[96];
+                if (names) snprintf(colname, sizeof colname, "'%.80s'", names[fcols[i]]);
+                else snprintf(colname, sizeof colname, "%d", fcols[i]);
+                snprintf(msg, sizeof msg, "not a number: \"%.*s\" (column %s)",
+                         (int)(c->len > 60 ? 60 : c->len), c->s, colname);
+                bad = msg;
+                bc = c;
+            }
+            row[i] = (float)v;
+        }
+        double lv = 0;
+        if (!bad && lcol >= 0) {
+            const cell *c = &r.cells[lcol];
+            bc = c;
+            if (!parse_number(c, &lv)) {
+                snprintf(msg, sizeof msg, "label is not a number: \"%.*s\"",
+                         (int)(c->len > 60 ? 60 : c->len), c->s);
+                bad = msg;
+            } else if (a->label_dtype == 0 && (lv != floor(lv) || fabs(lv) > 2147483647.0)) {
+                snprintf(msg, sizeof msg, "label %g is not an integer class index", lv);
+                bad = msg;
+            } else if (a->label_dtype == 0 && a->num_classes > 0 &&
+                       (lv < 0 || lv >= a->num_classes)) {
+                snprintf(msg, sizeof msg, "label %g is out of range [0, %d)", lv, a->num_classes);
+                bad = msg;
+            }
+        }
+        if (bad) {
+            if (a->on_error == ON_ERROR_SKIP) {
+                skipped++;
+                continue;
+            }
+            st = tfc_error_at(err, TFC_ERR_DATA, name, bc->line, bc->col, NULL, NULL, "%s", bad);
+            goto done;
+        }
+        if (grow_push(&feats, row, (size_t)nf * sizeof *row)) goto nomem;
+        if (lcol >= 0) {
+            int32_t li = a->label_dtype == 0 ? (int32_t)lv : 0;
+            float lf = a->label_dtype == 0 ? 0 : (float)lv;
+            if (grow_push(&labs, a->label_dtype == 0 ? (void *)&li : (void *)&lf, 4)) goto nomem;
+        }
+        nrows++;
+    }
+    {
+        tfc_tensor f = {TFC_F32, {.ndim = 2, .dim = {nrows, nf}}, feats.p, -1};
+        tfc_tensor l = {a->label_dtype == 0 ? TFC_I32 : TFC_F32, {.ndim = 1, .dim = {nrows}},
+                        labs.p, -1};
+        if (!f.data && !(f.data = malloc(1))) goto nomem;
+        if (lcol >= 0 && !l.data && !(l.data = malloc(1))) goto nomem;
+        feats.p = labs.p = NULL;
+        st = source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
+                          ON_ERROR_FAIL, err);
+        if (!st) (*out)->skipped = skipped;
+    }
+    goto done;
+nomem:
+    st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", name);
+done:
+    for (int i = 0; names && i < ncols; i++) free(names[i]);
+    free(names);
+    free(fcols);
+    free(row);
+    free(feats.p);
+    free(labs.p);
+    free(r.cells);
+    free(r.unq);
+    return st;
+}
+
+tfc_status source_csv(source **out, const csv_args *a, const tfc_node *at, const char *key,
+                      tfc_error *err)
+{
+    char *text;
+    size_t len;
+    *out = NULL;
+    tfc_status st = tfc_file_read_all(a->file, CSV_MAX_FILE_BYTES, &text, &len, err);
+    if (st) return st;
+    csv_args k = *a;
+    k.key = key;
+    st = source_csv_mem(out, &k, text, len, a->file, err);
+    free(text);
+    return st;
+}

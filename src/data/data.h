@@ -1,0 +1,284 @@
+/* The input pipeline: tf.data in C. A pipeline is a source (idx, npy, csv, images, text or
+ * in-memory tensors) followed by stages run in the order written (map, filter, shuffle,
+ * repeat, batch, padded_batch, cache, take, skip, prefetch). It is built from the
+ * `data.train` / `data.test` mapping of a solver file or in code, yields elements whose
+ * components are features, labels and (after padded_batch) lengths, and can save and restore
+ * its exact position. All randomness is a function of (seed, epoch, element index). */
+#ifndef TFC_DATA_DATA_H
+#define TFC_DATA_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+typedef struct tfc_pipeline tfc_pipeline;
+typedef struct tfc_vocab tfc_vocab;
+
+/* ---- elements ---------------------------------------------------------------------------- */
+
+/* Component slots of an element. Features are always present; labels when the source has
+ * them (or a map op made them); lengths only after padded_batch. */
+enum { TFC_COMP_FEATURES = 0, TFC_COMP_LABELS = 1, TFC_COMP_LENGTHS = 2, TFC_COMP_COUNT = 3 };
+
+/* One element as the pipeline hands it out and as map callbacks see it. `data == NULL`
+ * means the component is absent. Tensors are host tensors (device -1). */
+typedef struct tfc_element {
+    tfc_tensor comp[TFC_COMP_COUNT];
+} tfc_element;
+
+/* The element spec (tf.data's element_spec): per component whether it is present, its dtype
+ * and its shape. A dimension of -1 is unknown (the batch dimension without drop_remainder,
+ * ragged sequence lengths); ndim -1 means the rank is unknown. */
+typedef struct tfc_component_spec {
+    int present;
+    tfc_dtype dtype;
+    tfc_shape shape;
+} tfc_component_spec;
+
+typedef struct tfc_element_spec {
+    tfc_component_spec comp[TFC_COMP_COUNT];
+    int batched; /* 1 after batch/padded_batch: axis 0 is the batch axis */
+} tfc_element_spec;
+
+/* What tfc_pipeline_next hands out. The tensors are views owned by the pipeline, valid until
+ * the next call to tfc_pipeline_next, _reset, _restore_state or _free. */
+typedef struct tfc_batch {
+    tfc_tensor features;
+    tfc_tensor labels;  /* data NULL when the pipeline has no labels */
+    tfc_tensor lengths; /* I32 (B,): unpadded lengths, after padded_batch; else data NULL */
+    int end;            /* 1: the data set is exhausted, the tensors are empty */
+} tfc_batch;
+
+/* "features", "labels", "lengths". */
+const char *tfc_data_component_name(int comp);
+
+/* ---- building from a solver file ------------------------------------------------------- */
+
+typedef struct tfc_data_options {
+    const char *key;        /* key path prefix of errors, e.g. "data.train"; NULL: "data" */
+    const char *base_dir;   /* relative paths resolve against it (the solver's folder); NULL: cwd */
+    uint64_t seed;          /* the solver's global seed */
+    uint64_t stream;        /* separates the random streams of pipelines sharing a seed */
+    const char *run_dir;    /* the run's folder: the text vocabulary is written or read there */
+    int load_vocabulary;    /* 1: a tokenizer loads run_dir/vocabulary.txt (test split);
+                               0: it builds the vocabulary from this pipeline's source and
+                               writes it to run_dir when run_dir is set (train split) */
+    const tfc_vocab *vocab; /* when set, tokenizers use it (not owned); `vocabulary:` wins */
+    int num_classes;        /* > 0: integer labels must lie in [0, num_classes) */
+} tfc_data_options;
+
+/* Builds the pipeline described by `split`, the mapping {source: {...}, pipeline: [...]}
+ * under data.train or data.test. Every key is validated (unknown keys, types, ranges, enum
+ * values, unknown source/stage/op names) and errors are reported at FILE:LINE:COL with the
+ * key path (TFC_ERR_CONFIG); all of a split's config errors are reported before any data is
+ * read. Then the source is opened: unreadable or invalid data is TFC_ERR_DATA / TFC_ERR_IO
+ * naming the file and record. Returns NULL on error. Free with tfc_pipeline_free. */
+tfc_pipeline *tfc_pipeline_from_config(const tfc_node *split, const tfc_data_options *opt,
+                                       tfc_error *err);
+
+/* The names each registry knows (NULL-terminated), for help and docs. */
+const char *const *tfc_data_source_names(void);
+const char *const *tfc_data_stage_names(void);
+const char *const *tfc_data_op_names(void);
+
+/* Prints the fields of a source, stage or map op (by name) with defaults and help; returns
+ * 0 when the name is unknown. */
+int tfc_data_print_help(FILE *f, const char *kind, const char *name);
+
+/* ---- building in code --------------------------------------------------------------------- */
+
+/* Sources. Each returns a pipeline holding only the source, or NULL with `err` filled.
+ * `opt` may be NULL (defaults: seed 0, paths relative to the current directory). */
+
+/* In-memory tensors sliced along axis 0 (tf.data's from_tensor_slices). The data is copied.
+ * `labels` may be NULL; otherwise its dim[0] must equal features' dim[0]. */
+tfc_pipeline *tfc_pipeline_from_tensors(const tfc_tensor *features, const tfc_tensor *labels,
+                                        const tfc_data_options *opt, tfc_error *err);
+
+/* MNIST IDX files, gzip or plain. `labels` may be NULL. (N, rows, cols) images yield
+ * (rows, cols, 1) features; labels yield I32 scalars. */
+tfc_pipeline *tfc_pipeline_from_idx(const char *images, const char *labels,
+                                    const tfc_data_options *opt, tfc_error *err);
+
+/* NumPy .npy arrays sliced along axis 0. `labels` may be NULL. */
+tfc_pipeline *tfc_pipeline_from_npy(const char *features, const char *labels,
+                                    const tfc_data_options *opt, tfc_error *err);
+
+/* Appends a stage described in YAML flow text, exactly as written in a solver's pipeline
+ * list, e.g. "map: {op: scale, factor: 0.5}" or "shuffle: {buffer_size: 100}". Any source
+ * can likewise be opened from text with tfc_pipeline_from_yaml("{type: csv, file: a.csv}"). */
+tfc_status tfc_pipeline_add_yaml(tfc_pipeline *p, const char *stage_yaml, tfc_error *err);
+tfc_pipeline *tfc_pipeline_from_yaml(const char *source_yaml, const tfc_data_options *opt,
+                                     tfc_error *err);
+
+/* Stage appenders with tf.data's meanings. Each validates its arguments and the element
+ * spec (e.g. batch needs fixed shapes only at run time) and returns TFC_ERR_CONFIG when they
+ * are wrong. After an error the pipeline is unchanged. */
+/* seed < 0: derived from the options' seed. */
+tfc_status tfc_pipeline_shuffle(tfc_pipeline *p, int64_t buffer_size, int64_t seed,
+                                int reshuffle_each_iteration, tfc_error *err);
+tfc_status tfc_pipeline_repeat(tfc_pipeline *p, int64_t count, tfc_error *err); /* -1: forever */
+tfc_status tfc_pipeline_batch(tfc_pipeline *p, int64_t batch_size, int drop_remainder,
+                              tfc_error *err);
+/* Pads every dimension of features (and of labels, when they are sequences) to the
+ * longest in the batch, or to `padded_shape` (features only; -1 entries: longest) when
+ * given; adds the lengths component (features' unpadded dim 0). */
+tfc_status tfc_pipeline_padded_batch(tfc_pipeline *p, int64_t batch_size,
+                                     const tfc_shape *padded_shape, double padding_value,
+                                     int drop_remainder, tfc_error *err);
+tfc_status tfc_pipeline_cache(tfc_pipeline *p, tfc_error *err);
+tfc_status tfc_pipeline_take(tfc_pipeline *p, int64_t count, tfc_error *err);
+tfc_status tfc_pipeline_skip(tfc_pipeline *p, int64_t count, tfc_error *err);
+tfc_status tfc_pipeline_prefetch(tfc_pipeline *p, int buffer_size, tfc_error *err);
+
+/* What a map callback gets besides the element: where the element came from and a random
+ * key for it. Draw with tfc_rng_uniform(ctx->key, 0, i) for i = 0, 1, ...: the key is a
+ * function of (seed, stage, epoch, element index), so a callback that draws only from it is
+ * deterministic under parallel calls, prefetching and resumption. */
+typedef struct tfc_map_ctx {
+    uint64_t key;   /* random key of this element in this stage */
+    uint64_t epoch; /* the source's epoch the element comes from */
+    uint64_t index; /* its index in the source (or its position in the stage's input) */
+} tfc_map_ctx;
+
+/* A user map: transforms `e` in place. To replace a component, call tfc_element_alloc (the
+ * old buffer is freed). Must be reentrant when num_parallel_calls > 1. Returns TFC_OK or an
+ * error status with `err` filled (TFC_ERR_DATA for bad data). */
+typedef tfc_status (*tfc_map_fn)(tfc_element *e, const tfc_map_ctx *ctx, void *user,
+                                 tfc_error *err);
+
+/* A user predicate: nonzero keeps the element. Must be reentrant. */
+typedef int (*tfc_filter_fn)(const tfc_element *e, void *user);
+
+/* Appends a map with a user callback. `out_spec` is the element spec after the map (NULL:
+ * unchanged). num_parallel_calls > 1 runs the callback on that many OpenMP threads of a
+ * background team; the output order is always the input order. (Side effect: a parallel map
+ * raises glibc's M_TRIM_THRESHOLD to 64 MiB, see src/data/map.c.) */
+tfc_status tfc_pipeline_map(tfc_pipeline *p, tfc_map_fn fn, void *user,
+                            const tfc_element_spec *out_spec, int num_parallel_calls,
+                            tfc_error *err);
+tfc_status tfc_pipeline_filter(tfc_pipeline *p, tfc_filter_fn fn, void *user, tfc_error *err);
+
+/* (Re)allocates component `comp` of `e` as a zeroed tensor of `dtype` and `shape` owned by
+ * the element; returns its data or NULL when out of memory / the size overflows. */
+void *tfc_element_alloc(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape);
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+/* The next element into `out` (views owned by the pipeline), or out->end = 1 at the end.
+ * Bad data is TFC_ERR_DATA naming the file and the record; after an error the pipeline may
+ * only be reset, restored or freed. */
+tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err);
+
+/* The spec of the elements tfc_pipeline_next yields. */
+const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p);
+
+/* Starts the data set again (a new epoch for the sources: reshuffling shuffles draw a new
+ * order), as re-iterating a tf.data dataset does. Used for each pass over the test split. */
+void tfc_pipeline_reset(tfc_pipeline *p);
+
+/* Saves the pipeline's exact position (a versioned byte blob: epochs, offsets, shuffle
+ * buffers by element index, random counters; buffered batches of prefetch by value) into a
+ * malloc'd buffer the caller frees. A fresh pipeline built from the same configuration and
+ * restored from it yields exactly the elements the saved one would have. */
+tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, tfc_error *err);
+
+/* Restores a position saved by tfc_pipeline_save_state. The blob is untrusted: a blob from
+ * another pipeline configuration, truncated or corrupt, is TFC_ERR_FORMAT and leaves the
+ * pipeline reset to its start. */
+tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t len,
+                                      tfc_error *err);
+
+/* Records a source skipped because of bad data with `on_error: skip` (0 otherwise). */
+int64_t tfc_pipeline_skipped(const tfc_pipeline *p);
+
+/* The number of records the source yields in one epoch (before any stage). */
+int64_t tfc_pipeline_source_size(const tfc_pipeline *p);
+
+/* Class names when the source knows them (images folders, text `label: file`), else NULL;
+ * *n gets their count. */
+const char *const *tfc_pipeline_class_names(const tfc_pipeline *p, int *n);
+
+/* The vocabulary of the pipeline's tokenizer, or NULL when it has none. */
+const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p);
+
+void tfc_pipeline_free(tfc_pipeline *p);
+
+/* ---- helpers other modules use -------------------------------------------------------------- */
+
+/* NumPy names of dtypes ("float32", "int64", ...) and their inverse (-1 when unknown). */
+const char *tfc_data_dtype_name(tfc_dtype dt);
+int tfc_data_dtype_from_name(const char *name);
+
+/* Formats a component spec as "float32 (-1, 28, 28, 1)". */
+char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size);
+
+/* Writes a tensor as a NumPy .npy file (version 1.0, little-endian, C order). */
+tfc_status tfc_npy_write(const char *path, const tfc_tensor *t, tfc_error *err);
+
+/* Reads a .npy file into a malloc'd tensor (t->data to be freed by the caller). */
+tfc_status tfc_npy_read(const char *path, tfc_tensor *t, tfc_error *err);
+
+/* Parses .npy bytes; `name` stands for the file in errors. Same ownership as tfc_npy_read. */
+tfc_status tfc_npy_parse(const void *buf, size_t len, const char *name, tfc_tensor *t,
+                         tfc_error *err);
+
+/* Parses IDX bytes (plain or gzip-compressed) into a malloc'd tensor in host byte order. */
+tfc_status tfc_idx_parse(const void *buf, size_t len, const char *name, tfc_tensor *t,
+                         tfc_error *err);
+
+/* Image limits (SPEC §5a) and decoding of PNG (8/16-bit, grey, grey+alpha, palette, RGB,
+ * RGBA) and JPEG (grey, RGB, CMYK) bytes. channels 0 keeps the stored channel count (1, 2,
+ * 3 or 4); 1, 3 or 4 converts. The result is U8 (H, W, C) in a malloc'd t->data. libpng and
+ * libjpeg errors are caught and returned as TFC_ERR_DATA naming `name`; never fatal. */
+typedef struct tfc_image_limits {
+    int64_t max_side;   /* default 16384 */
+    int64_t max_pixels; /* default 2^28 */
+} tfc_image_limits;
+#define TFC_IMAGE_MAX_SIDE 16384
+#define TFC_IMAGE_MAX_PIXELS (1ll << 28)
+
+tfc_status tfc_image_decode(const void *buf, size_t len, const char *name, int channels,
+                            const tfc_image_limits *lim, tfc_tensor *t, tfc_error *err);
+
+/* A pool of reusable decoder states, so decoding many images does not set a decoder up for
+ * each (about a tenth of a small JPEG's decode time). Thread-safe: decoders are taken and
+ * returned under a lock. tfc_image_decode is tfc_image_decode_with(NULL, ...). */
+typedef struct tfc_image_pool tfc_image_pool;
+tfc_image_pool *tfc_image_pool_new(void);
+void tfc_image_pool_free(tfc_image_pool *pool);
+tfc_status tfc_image_decode_with(tfc_image_pool *pool, const void *buf, size_t len,
+                                 const char *name, int channels, const tfc_image_limits *lim,
+                                 tfc_tensor *t, tfc_error *err);
+
+/* Encoders used by tests, benchmarks and tools: U8 (H, W, C) pixels, C in 1..4 (PNG; with
+ * bit_depth 16 the samples are u16) or C 1 or 3 (JPEG, quality 1..100). */
+tfc_status tfc_image_write_png(const char *path, const void *pixels, int width, int height,
+                               int channels, int bit_depth, tfc_error *err);
+tfc_status tfc_image_write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
+                                int channels, int quality, tfc_error *err);
+
+/* ---- text vocabularies --------------------------------------------------------------------- */
+
+typedef enum tfc_tokenizer { TFC_TOKENIZER_CHAR = 0, TFC_TOKENIZER_WORD } tfc_tokenizer;
+
+/* Id 0 is padding ("<pad>"), id 1 unknown ("<unk>"); tokens follow by falling count, ties
+ * in byte order. A vocabulary file holds a header line (tokenizer, lowercase) and one
+ * escaped token per line; line i + 2 is id i. */
+tfc_vocab *tfc_vocab_load(const char *path, tfc_error *err);
+tfc_status tfc_vocab_save(const tfc_vocab *v, const char *path, tfc_error *err);
+int64_t tfc_vocab_size(const tfc_vocab *v);
+tfc_tokenizer tfc_vocab_tokenizer(const tfc_vocab *v);
+/* The token of id, NUL-terminated (unescaped), or NULL when out of range. */
+const char *tfc_vocab_token(const tfc_vocab *v, int64_t id);
+/* Tokenizes `text` into ids (unknown tokens → 1). Returns the number of tokens, writing at
+ * most `cap` of them into `ids` (ids may be NULL to count). */
+int64_t tfc_vocab_encode(const tfc_vocab *v, const char *text, size_t len, int32_t *ids,
+                         int64_t cap);
+void tfc_vocab_free(tfc_vocab *v);
+
+#endif

@@ -1,0 +1,402 @@
+/* Elements and their specs: owned component buffers, dtype names and value conversion,
+ * overflow-checked sizes, and the little-endian byte buffers that pipeline state is saved
+ * in (every read bounded by what is left, so a corrupt blob is an error, never a crash). */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "data/internal.h"
+
+const char *tfc_data_component_name(int comp)
+{
+    static const char *const names[TFC_COMP_COUNT] = {"features", "labels", "lengths"};
+    return comp >= 0 && comp < TFC_COMP_COUNT ? names[comp] : "?";
+}
+
+static const char *const numpy_names[TFC_DTYPE_COUNT] = {
+    "float32", "float64", "float16", "bfloat16", "int8",   "uint8", "int16",
+    "uint16",  "int32",   "uint32",  "int64",    "uint64", "bool",
+};
+
+const char *tfc_data_dtype_name(tfc_dtype dt)
+{
+    return (unsigned)dt < TFC_DTYPE_COUNT ? numpy_names[dt] : "?";
+}
+
+int tfc_data_dtype_from_name(const char *name)
+{
+    for (int i = 0; name && i < TFC_DTYPE_COUNT; i++)
+        if (!strcmp(name, numpy_names[i])) return i;
+    return -1;
+}
+
+char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size)
+{
+    if (!c->present) {
+        snprintf(buf, size, "(none)");
+        return buf;
+    }
+    char shape[160];
+    if (c->shape.ndim < 0) snprintf(shape, sizeof shape, "(unknown rank)");
+    else tfc_shape_str(&c->shape, shape, sizeof shape);
+    snprintf(buf, size, "%s %s", tfc_data_dtype_name(c->dtype), shape);
+    return buf;
+}
+
+int64_t tensor_bytes_checked(tfc_dtype dt, const tfc_shape *s, int64_t limit)
+{
+    if (s->ndim < 0 || s->ndim > TFC_MAX_DIMS || (unsigned)dt >= TFC_DTYPE_COUNT) return -1;
+    int64_t n = tfc_shape_numel(s);
+    int64_t es = (int64_t)tfc_dtype_size(dt);
+    if (n < 0 || n > INT64_MAX / es) return -1;
+    n *= es;
+    return n > limit ? -1 : n;
+}
+
+size_t comp_bytes(const tfc_tensor *t)
+{
+    if (!t->data) return 0;
+    int64_t n = tfc_shape_numel(&t->shape);
+    return n < 0 ? 0 : (size_t)n * tfc_dtype_size(t->dtype);
+}
+
+static void *element_alloc(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape,
+                           int zero)
+{
+    if (comp < 0 || comp >= TFC_COMP_COUNT) return NULL;
+    int64_t bytes = tensor_bytes_checked(dtype, shape, INT64_MAX / 2);
+    if (bytes < 0) return NULL;
+    /* One spare byte so empty tensors still get a non-NULL buffer ("present"). */
+    void *d = zero ? calloc(1, (size_t)bytes + 1) : malloc((size_t)bytes + 1);
+    if (!d) return NULL;
+    tfc_tensor *t = &e->comp[comp];
+    free(t->data);
+    t->dtype = dtype;
+    t->shape = *shape;
+    t->data = d;
+    t->device = -1;
+    return d;
+}
+
+void *tfc_element_alloc(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape)
+{
+    return element_alloc(e, comp, dtype, shape, 1);
+}
+
+void *elem_alloc_uninit(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape)
+{
+    return element_alloc(e, comp, dtype, shape, 0);
+}
+
+void elem_free(elem *x)
+{
+    for (int c = 0; c < TFC_COMP_COUNT; c++) free(x->e.comp[c].data);
+    memset(x, 0, sizeof *x);
+}
+
+void elem_move(elem *dst, elem *src)
+{
+    if (dst == src) return;
+    elem_free(dst);
+    *dst = *src;
+    memset(src, 0, sizeof *src);
+}
+
+tfc_status elem_copy(elem *dst, const elem *src, tfc_error *err)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->id = src->id;
+    dst->has_id = src->has_id;
+    for (int c = 0; c < TFC_COMP_COUNT; c++) {
+        const tfc_tensor *t = &src->e.comp[c];
+        if (!t->data) continue;
+        void *d = tfc_element_alloc(&dst->e, c, t->dtype, &t->shape);
+        if (!d) {
+            elem_free(dst);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate a copy of an element");
+        }
+        memcpy(d, t->data, comp_bytes(t));
+    }
+    return TFC_OK;
+}
+
+int dtype_is_int(tfc_dtype dt)
+{
+    return dt >= TFC_I8 && dt <= TFC_BOOL;
+}
+
+/* IEEE half and bfloat16 from and to float, by bit layout; rounding to nearest even. */
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    float f;
+    if (exp == 0) f = ldexpf((float)man, -24);
+    else if (exp == 31) f = man ? NAN : INFINITY;
+    else f = ldexpf((float)(man | 0x400), (int)exp - 25);
+    return sign ? -f : f;
+}
+
+static uint16_t float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    float a = fabsf(f);
+    if (isnan(f)) return sign | 0x7e00;
+    if (a >= 65520.0f) return sign | 0x7c00;
+    if (a < 6.103515625e-05f) /* subnormal: units of 2^-24 */
+        return sign | (uint16_t)lrintf(a * 16777216.0f);
+    int e;
+    float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    uint32_t man = (uint32_t)lrintf(m * 2048.0f); /* 11 bits with the implicit one */
+    if (man == 2048) {
+        man = 1024;
+        e++;
+    }
+    return sign | (uint16_t)((uint32_t)(e + 14) << 10) | (uint16_t)(man & 0x3ff);
+}
+
+static float bf16_to_float(uint16_t b)
+{
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint16_t float_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if (isnan(f)) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+double value_at(const void *data, tfc_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case TFC_F32: return ((const float *)data)[i];
+    case TFC_F64: return ((const double *)data)[i];
+    case TFC_F16: return half_to_float(((const uint16_t *)data)[i]);
+    case TFC_BF16: return bf16_to_float(((const uint16_t *)data)[i]);
+    case TFC_I8: return ((const int8_t *)data)[i];
+    case TFC_U8: return ((const uint8_t *)data)[i];
+    case TFC_I16: return ((const int16_t *)data)[i];
+    case TFC_U16: return ((const uint16_t *)data)[i];
+    case TFC_I32: return ((const int32_t *)data)[i];
+    case TFC_U32: return ((const uint32_t *)data)[i];
+    case TFC_I64: return (double)((const int64_t *)data)[i];
+    case TFC_U64: return (double)((const uint64_t *)data)[i];
+    case TFC_BOOL: return ((const uint8_t *)data)[i] != 0;
+    default: return 0;
+    }
+}
+
+/* Float to integer saturates (NaN → 0) so hostile data cannot trigger undefined casts. */
+static double clampd(double v, double lo, double hi)
+{
+    if (isnan(v)) return 0;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void value_set(void *data, tfc_dtype dt, int64_t i, double v)
+{
+    switch (dt) {
+    case TFC_F32: ((float *)data)[i] = (float)v; break;
+    case TFC_F64: ((double *)data)[i] = v; break;
+    case TFC_F16: ((uint16_t *)data)[i] = float_to_half((float)v); break;
+    case TFC_BF16: ((uint16_t *)data)[i] = float_to_bf16((float)v); break;
+    case TFC_I8: ((int8_t *)data)[i] = (int8_t)clampd(v, -128, 127); break;
+    case TFC_U8: ((uint8_t *)data)[i] = (uint8_t)clampd(v, 0, 255); break;
+    case TFC_I16: ((int16_t *)data)[i] = (int16_t)clampd(v, -32768, 32767); break;
+    case TFC_U16: ((uint16_t *)data)[i] = (uint16_t)clampd(v, 0, 65535); break;
+    case TFC_I32: ((int32_t *)data)[i] = (int32_t)clampd(v, -2147483648.0, 2147483647.0); break;
+    case TFC_U32: ((uint32_t *)data)[i] = (uint32_t)clampd(v, 0, 4294967295.0); break;
+    case TFC_I64:
+        ((int64_t *)data)[i] = (int64_t)clampd(v, -9223372036854775808.0, 9223372036854774784.0);
+        break;
+    case TFC_U64: ((uint64_t *)data)[i] = (uint64_t)clampd(v, 0, 18446744073709549568.0); break;
+    case TFC_BOOL: ((uint8_t *)data)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+void convert_values(void *dst, tfc_dtype dt, const void *src, tfc_dtype st, int64_t n)
+{
+    if (dt == st) {
+        memcpy(dst, src, (size_t)n * tfc_dtype_size(dt));
+        return;
+    }
+    /* The common fast paths: bytes and int32 to float32. */
+    if (dt == TFC_F32 && st == TFC_U8) {
+        const uint8_t *s = src;
+        float *d = dst;
+        for (int64_t i = 0; i < n; i++) d[i] = s[i];
+        return;
+    }
+    if (dt == TFC_F32 && st == TFC_I32) {
+        const int32_t *s = src;
+        float *d = dst;
+        for (int64_t i = 0; i < n; i++) d[i] = (float)s[i];
+        return;
+    }
+    /* 64-bit integers between themselves keep every bit. */
+    if ((dt == TFC_I64 || dt == TFC_U64) && (st == TFC_I64 || st == TFC_U64)) {
+        memcpy(dst, src, (size_t)n * 8);
+        return;
+    }
+    if (dt == TFC_I64 && dtype_is_int(st) && st != TFC_U64) {
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)value_at(src, st, i);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) value_set(dst, dt, i, value_at(src, st, i));
+}
+
+int label_in_range(const tfc_tensor *labels, int num_classes, int64_t *bad_value)
+{
+    if (num_classes <= 0 || !labels->data || !dtype_is_int(labels->dtype)) return 1;
+    int64_t n = tfc_shape_numel(&labels->shape);
+    for (int64_t i = 0; i < n; i++) {
+        double v = value_at(labels->data, labels->dtype, i);
+        if (v < 0 || v >= num_classes) {
+            *bad_value = (int64_t)v;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+uint64_t hash_mix(uint64_t h, uint64_t v)
+{
+    return tfc_rng_key(h ^ v, 0x243F6A8885A308D3ull);
+}
+
+uint64_t hash_str(uint64_t h, const char *s)
+{
+    /* FNV-1a over the bytes, then mixed in. */
+    uint64_t f = 0xcbf29ce484222325ull;
+    for (; s && *s; s++) f = (f ^ (unsigned char)*s) * 0x100000001b3ull;
+    return hash_mix(h, f);
+}
+
+uint64_t elem_key(uint64_t stage_key, uint64_t epoch, uint64_t index)
+{
+    return tfc_rng_key(tfc_rng_key(stage_key, epoch), index);
+}
+
+char *path_resolve(const char *base_dir, const char *path)
+{
+    size_t lp = strlen(path);
+    if (path[0] == '/' || !base_dir || !*base_dir) {
+        char *r = malloc(lp + 1);
+        if (r) memcpy(r, path, lp + 1);
+        return r;
+    }
+    size_t lb = strlen(base_dir);
+    char *r = malloc(lb + lp + 2);
+    if (!r) return NULL;
+    memcpy(r, base_dir, lb);
+    r[lb] = '/';
+    memcpy(r + lb + 1, path, lp + 1);
+    return r;
+}
+
+/* ---- state buffers ------------------------------------------------------------------------ */
+
+void wb_bytes(wbuf *w, const void *b, size_t n)
+{
+    if (w->oom || n == 0) return;
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n) cap *= 2;
+        unsigned char *p = realloc(w->p, cap);
+        if (!p) {
+            w->oom = 1;
+            return;
+        }
+        w->p = p;
+        w->cap = cap;
+    }
+    memcpy(w->p + w->len, b, n);
+    w->len += n;
+}
+
+void wb_u64(wbuf *w, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    wb_bytes(w, b, 8);
+}
+
+const void *rb_bytes(rbuf *r, size_t n)
+{
+    if (r->bad || n > r->len - r->pos) {
+        r->bad = 1;
+        return NULL;
+    }
+    const void *p = r->p + r->pos;
+    r->pos += n;
+    return p;
+}
+
+uint64_t rb_u64(rbuf *r)
+{
+    const unsigned char *b = rb_bytes(r, 8);
+    if (!b) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)b[i] << (8 * i);
+    return v;
+}
+
+void wb_elem(wbuf *w, const elem *x, int with_data)
+{
+    wb_u64(w, (uint64_t)x->has_id);
+    wb_u64(w, x->id.epoch);
+    wb_u64(w, x->id.index);
+    if (!with_data) return;
+    for (int c = 0; c < TFC_COMP_COUNT; c++) {
+        const tfc_tensor *t = &x->e.comp[c];
+        wb_u64(w, t->data != NULL);
+        if (!t->data) continue;
+        wb_u64(w, (uint64_t)t->dtype);
+        wb_u64(w, (uint64_t)t->shape.ndim);
+        for (int i = 0; i < t->shape.ndim; i++) wb_u64(w, (uint64_t)t->shape.dim[i]);
+        wb_bytes(w, t->data, comp_bytes(t));
+    }
+}
+
+tfc_status rb_elem(rbuf *r, elem *x, int with_data, tfc_error *err)
+{
+    memset(x, 0, sizeof *x);
+    x->has_id = rb_u64(r) != 0;
+    x->id.epoch = rb_u64(r);
+    x->id.index = rb_u64(r);
+    for (int c = 0; with_data && c < TFC_COMP_COUNT && !r->bad; c++) {
+        if (!rb_u64(r)) continue;
+        uint64_t dt = rb_u64(r), nd = rb_u64(r);
+        if (r->bad || dt >= TFC_DTYPE_COUNT || nd > TFC_MAX_DIMS) goto bad;
+        tfc_shape s = {.ndim = (int)nd};
+        for (int i = 0; i < s.ndim; i++) {
+            uint64_t d = rb_u64(r);
+            if (d > (uint64_t)INT64_MAX) goto bad;
+            s.dim[i] = (int64_t)d;
+        }
+        /* The bytes must be in the blob: the size is bounded by what is left of it. */
+        int64_t bytes = tensor_bytes_checked((tfc_dtype)dt, &s, (int64_t)(r->len - r->pos));
+        if (r->bad || bytes < 0) goto bad;
+        void *d = tfc_element_alloc(&x->e, c, (tfc_dtype)dt, &s);
+        if (!d) {
+            elem_free(x);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate a saved element");
+        }
+        memcpy(d, rb_bytes(r, (size_t)bytes), (size_t)bytes);
+    }
+    if (!r->bad) return TFC_OK;
+bad:
+    elem_free(x);
+    r->bad = 1;
+    return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: a saved element is corrupt");
+}

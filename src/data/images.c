@@ -1,0 +1,303 @@
+/* The images source: PNG and JPEG files listed in a file of `path label` lines (paths
+ * relative to the list) or found in a folder with one sub-folder per class (sorted names
+ * give the class indices, like Keras's image_dataset_from_directory). Files are read, and
+ * decoded unless `decode: false`, when a record is requested, so a parallel map over this
+ * source reads and decodes in parallel. */
+#include <ctype.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/fileio.h"
+#include "data/internal.h"
+
+#define IMAGE_MAX_FILE_BYTES ((size_t)256 << 20)
+#define LIST_MAX_BYTES ((size_t)1 << 30)
+
+typedef struct image_item {
+    char *path;
+    int32_t label;
+} image_item;
+
+typedef struct images_source {
+    source base;
+    image_item *items;
+    int64_t n, cap;
+    int decode, channels;
+    tfc_image_limits lim;
+    tfc_image_pool *pool;
+} images_source;
+
+static tfc_status images_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
+{
+    images_source *im = (images_source *)s;
+    const image_item *it = &im->items[i];
+    char *buf;
+    size_t len;
+    tfc_status st = tfc_file_read_all(it->path, IMAGE_MAX_FILE_BYTES, &buf, &len, err);
+    if (st) return st;
+    if (im->decode) {
+        tfc_tensor t;
+        st = tfc_image_decode_with(im->pool, buf, len, it->path, im->channels, &im->lim, &t, err);
+        free(buf);
+        if (st) return st;
+        e->comp[TFC_COMP_FEATURES] = t;
+    } else {
+        tfc_shape sh = {.ndim = 1, .dim = {(int64_t)len}};
+        void *d = tfc_element_alloc(e, TFC_COMP_FEATURES, TFC_U8, &sh);
+        if (d) memcpy(d, buf, len);
+        free(buf);
+        if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", it->path);
+    }
+    tfc_shape ls = {0};
+    int32_t *l = tfc_element_alloc(e, TFC_COMP_LABELS, TFC_I32, &ls);
+    if (!l) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    *l = it->label;
+    return TFC_OK;
+}
+
+static void images_describe(const source *s, int64_t i, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", ((const images_source *)s)->items[i].path);
+}
+
+static void images_free(source *s)
+{
+    images_source *im = (images_source *)s;
+    for (int64_t i = 0; i < im->n; i++) free(im->items[i].path);
+    free(im->items);
+    tfc_image_pool_free(im->pool);
+    free(im);
+}
+
+static const source_ops images_ops = {
+    .type = "images",
+    .get = images_get,
+    .describe = images_describe,
+    .free = images_free,
+};
+
+static int add_item(images_source *im, const char *dir, const char *name, size_t nlen,
+                    int32_t label)
+{
+    if (im->n == im->cap) {
+        int64_t cap = im->cap ? im->cap * 2 : 256;
+        image_item *it = realloc(im->items, (size_t)cap * sizeof *it);
+        if (!it) return -1;
+        im->items = it;
+        im->cap = cap;
+    }
+    size_t dl = dir && name[0] != '/' ? strlen(dir) : 0;
+    char *p = malloc(dl + 1 + nlen + 1);
+    if (!p) return -1;
+    if (dl) {
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, name, nlen);
+        p[dl + 1 + nlen] = 0;
+    } else {
+        memcpy(p, name, nlen);
+        p[nlen] = 0;
+    }
+    im->items[im->n++] = (image_item){p, label};
+    return 0;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, slash ? path : ".", n);
+    d[n] = 0;
+    return d;
+}
+
+static tfc_status read_list(images_source *im, const images_args *a, tfc_error *err)
+{
+    char *text;
+    size_t len;
+    tfc_status st = tfc_file_read_all(a->list, LIST_MAX_BYTES, &text, &len, err);
+    if (st) return st;
+    char *dir = dir_of(a->list);
+    if (!dir) {
+        free(text);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    char *p = text, *end = text + len;
+    for (int line = 1; p < end && !st; line++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        while (le > p && isspace((unsigned char)le[-1])) le--;
+        char *s = p;
+        while (s < le && isspace((unsigned char)*s)) s++;
+        p = nl ? nl + 1 : end;
+        if (s == le || *s == '#') continue;
+        /* The label is the last field, so paths may hold spaces. */
+        char *sp = le;
+        while (sp > s && !isspace((unsigned char)sp[-1])) sp--;
+        char *pe = sp;
+        while (pe > s && isspace((unsigned char)pe[-1])) pe--;
+        char lab[24];
+        size_t ll = (size_t)(le - sp);
+        char *lend = NULL;
+        long v = 0;
+        if (pe > s && ll > 0 && ll < sizeof lab) {
+            memcpy(lab, sp, ll);
+            lab[ll] = 0;
+            v = strtol(lab, &lend, 10);
+        }
+        if (!lend || *lend || v < 0 || v > 0x7fffffff) {
+            st = tfc_error_at(err, TFC_ERR_DATA, a->list, line, 1, NULL, NULL,
+                              "expected `path label` with a class index >= 0");
+            break;
+        }
+        if (a->num_classes > 0 && v >= a->num_classes) {
+            if (a->on_error == ON_ERROR_SKIP) {
+                im->base.skipped++;
+                continue;
+            }
+            st = tfc_error_at(err, TFC_ERR_DATA, a->list, line, (int)(sp - s) + 1, NULL, NULL,
+                              "label %ld is out of range [0, %d)", v, a->num_classes);
+            break;
+        }
+        if (add_item(im, dir, s, (size_t)(pe - s), (int32_t)v))
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    free(dir);
+    free(text);
+    if (!st && im->n == 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: lists no images", a->list);
+    return st;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int image_name(const char *n)
+{
+    const char *dot = strrchr(n, '.');
+    return n[0] != '.' && dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") ||
+                                  !strcasecmp(dot, ".jpeg"));
+}
+
+/* Sorted entries of `dir` for which keep(dir, name) holds; NULL on error (err filled). */
+static char **list_dir(const char *dir, int want_dirs, int *n, tfc_error *err)
+{
+    DIR *d = opendir(dir);
+    *n = 0;
+    if (!d) {
+        tfc_error_set(err, TFC_ERR_IO, "cannot open folder %s: %m", dir);
+        return NULL;
+    }
+    char **v = NULL;
+    int cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        size_t dl = strlen(dir), nl = strlen(de->d_name);
+        char *full = malloc(dl + nl + 2);
+        if (!full) goto nomem;
+        snprintf(full, dl + nl + 2, "%s/%s", dir, de->d_name);
+        struct stat sb;
+        int ok = stat(full, &sb) == 0 &&
+                 (want_dirs ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode) && image_name(de->d_name));
+        free(full);
+        if (!ok) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv) goto nomem;
+            v = nv;
+        }
+        if (!(v[*n] = malloc(nl + 1))) goto nomem;
+        memcpy(v[(*n)++], de->d_name, nl + 1);
+    }
+    closedir(d);
+    if (*n) qsort(v, (size_t)*n, sizeof *v, cmp_str);
+    if (!v) v = calloc(1, sizeof *v);
+    return v;
+nomem:
+    closedir(d);
+    for (int i = 0; i < *n; i++) free(v[i]);
+    free(v);
+    tfc_error_set(err, TFC_ERR_NOMEM, "out of memory listing %s", dir);
+    return NULL;
+}
+
+static void free_names(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+static tfc_status read_dir(images_source *im, const images_args *a, tfc_error *err)
+{
+    int nc;
+    char **classes = list_dir(a->directory, 1, &nc, err);
+    if (!classes) return err && err->code ? err->code : TFC_ERR_IO;
+    tfc_status st = TFC_OK;
+    if (nc == 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: no class sub-folders", a->directory);
+    if (!st && a->num_classes > 0 && nc > a->num_classes)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: %d class folders but num_classes is %d",
+                           a->directory, nc, a->num_classes);
+    for (int c = 0; c < nc && !st; c++) {
+        size_t dl = strlen(a->directory) + strlen(classes[c]) + 2;
+        char *sub = malloc(dl);
+        if (!sub) {
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(sub, dl, "%s/%s", a->directory, classes[c]);
+        int nf;
+        char **files = list_dir(sub, 0, &nf, err);
+        if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
+        for (int i = 0; i < nf && !st; i++)
+            if (add_item(im, sub, files[i], strlen(files[i]), c))
+                st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        free_names(files, nf);
+        free(sub);
+    }
+    if (!st && im->n == 0)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: no .png/.jpg/.jpeg files in its class folders",
+                           a->directory);
+    if (!st) st = source_set_classes(&im->base, (const char *const *)classes, nc, err);
+    free_names(classes, nc);
+    return st;
+}
+
+tfc_status source_images(source **out, const images_args *a, tfc_error *err)
+{
+    *out = NULL;
+    images_source *im = calloc(1, sizeof *im);
+    if (!im) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    im->base.ops = &images_ops;
+    im->base.get_may_fail = 1;
+    im->base.skip_errors = a->on_error == ON_ERROR_SKIP;
+    im->decode = a->decode;
+    im->channels = a->channels;
+    im->lim.max_side = a->max_side;
+    im->lim.max_pixels = (int64_t)a->max_pixels;
+    if (a->decode && !(im->pool = tfc_image_pool_new())) {
+        source_free(&im->base);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    tfc_status st = a->list ? read_list(im, a, err) : read_dir(im, a, err);
+    if (st) {
+        source_free(&im->base);
+        return st;
+    }
+    source *s = &im->base;
+    s->count = im->n;
+    if (im->decode)
+        s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){
+            1, TFC_U8, {.ndim = 3, .dim = {-1, -1, a->channels ? a->channels : -1}}};
+    else
+        s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, TFC_U8, {.ndim = 1, .dim = {-1}}};
+    s->spec.comp[TFC_COMP_LABELS] = (tfc_component_spec){1, TFC_I32, {.ndim = 0}};
+    *out = s;
+    return TFC_OK;
+}

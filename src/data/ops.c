@@ -1,0 +1,609 @@
+/* The map-op registry and the ops on values and sequences: scale, normalize, cast, reshape,
+ * one_hot, pad, truncate and window (language-model input/target pairs). Each op declares
+ * its arguments as a schema table, checks them against the input element spec when the
+ * pipeline is built (config errors point at the YAML), and transforms elements in place. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "data/internal.h"
+
+static const op_def *const registry[] = {
+    &op_scale,       &op_normalize,   &op_cast,         &op_reshape,     &op_one_hot,
+    &op_pad,         &op_truncate,    &op_window,       &op_tokenize,    &op_random_flip,
+    &op_random_crop, &op_resize,      &op_decode_png,   &op_decode_jpeg, &op_decode_image,
+    NULL,
+};
+
+const op_def *const *op_registry(void)
+{
+    return registry;
+}
+
+const op_def *op_find(const char *name)
+{
+    for (int i = 0; registry[i]; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+const char *const *tfc_data_op_names(void)
+{
+    static const char *names[sizeof registry / sizeof *registry];
+    if (!names[0])
+        for (int i = 0; registry[i]; i++) names[i] = registry[i]->name;
+    return names;
+}
+
+tfc_status op_error(const op_build *b, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (b->at) return tfc_node_error(b->err, TFC_ERR_CONFIG, b->at, b->key, "%s", msg);
+    return tfc_error_set(b->err, TFC_ERR_CONFIG, "%s: %s", b->key, msg);
+}
+
+static const char *const comp_choices[] = {"features", "labels", NULL};
+static const char *const dtype_choices[] = {
+    "float32", "float64", "float16", "bfloat16", "int8",   "uint8", "int16",
+    "uint16",  "int32",   "uint32",  "int64",    "uint64", "bool",  NULL,
+};
+
+/* The component an op works on must be present (and of a known rank where it matters). */
+static tfc_status need(const op_build *b, const tfc_element_spec *in, int comp, int min_rank)
+{
+    const tfc_component_spec *c = &in->comp[comp];
+    if (!c->present)
+        return op_error(b, "the elements have no %s to work on", tfc_data_component_name(comp));
+    if (c->shape.ndim >= 0 && c->shape.ndim < min_rank) {
+        char sh[160];
+        return op_error(b, "needs %s of rank >= %d, found %s", tfc_data_component_name(comp),
+                        min_rank, tfc_data_spec_str(c, sh, sizeof sh));
+    }
+    return TFC_OK;
+}
+
+/* Replaces component c by a tensor of dtype dt and the same shape, converting the values;
+ * returns the new data (NULL when out of memory). */
+static void *retype(tfc_element *e, int c, tfc_dtype dt)
+{
+    tfc_tensor old = e->comp[c];
+    if (old.dtype == dt) return old.data;
+    e->comp[c].data = NULL;
+    void *d = elem_alloc_uninit(e, c, dt, &old.shape);
+    if (d) convert_values(d, dt, old.data, old.dtype, tfc_shape_numel(&old.shape));
+    free(old.data);
+    return d;
+}
+
+static tfc_status oom(tfc_error *err)
+{
+    return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory in a map op");
+}
+
+/* ---- scale: y = x * factor + offset, as float32 (float64 stays float64) --------------------- */
+
+typedef struct scale_args {
+    map_common common;
+    double factor, offset;
+    int component;
+} scale_args;
+
+static const tfc_field scale_fields[] = {
+    MAP_COMMON_FIELDS(scale_args),
+    {"factor", TFC_F_FLOAT, offsetof(scale_args, factor), NULL, TFC_UNBOUNDED, NULL,
+     "multiplier (1/255 maps bytes to [0, 1])"},
+    {"offset", TFC_F_FLOAT, offsetof(scale_args, offset), "0", TFC_UNBOUNDED, NULL,
+     "added after scaling"},
+    {"component", TFC_F_ENUM, offsetof(scale_args, component), "features", TFC_UNBOUNDED,
+     comp_choices, "which component to scale"},
+    {NULL},
+};
+
+static tfc_status scale_init(void *args, const op_build *b, const tfc_element_spec *in,
+                             tfc_element_spec *out, tfc_error *err)
+{
+    scale_args *a = args;
+    tfc_status st = need(b, in, a->component, 0);
+    if (st) return st;
+    tfc_component_spec *c = &out->comp[a->component];
+    c->dtype = c->dtype == TFC_F64 ? TFC_F64 : TFC_F32;
+    return TFC_OK;
+}
+
+static tfc_status scale_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                              tfc_error *err)
+{
+    const scale_args *a = args;
+    tfc_tensor *t = &e->comp[a->component];
+    int64_t n = tfc_shape_numel(&t->shape);
+    if (t->dtype == TFC_F64) {
+        double *x = t->data;
+        for (int64_t i = 0; i < n; i++) x[i] = x[i] * a->factor + a->offset;
+        return TFC_OK;
+    }
+    float *x = retype(e, a->component, TFC_F32);
+    if (!x) return oom(err);
+    float f = (float)a->factor, o = (float)a->offset;
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] * f + o;
+    return TFC_OK;
+}
+
+const op_def op_scale = {"scale", scale_fields, sizeof(scale_args),
+                         "multiplies by factor and adds offset; the result is float32",
+                         scale_init, scale_apply, NULL};
+
+/* ---- normalize: y = (x - mean[c]) / std[c] over the last axis, as float32 ------------------ */
+
+typedef struct norm_args {
+    map_common common;
+    tfc_float_list mean, std;
+} norm_args;
+
+static const tfc_field norm_fields[] = {
+    MAP_COMMON_FIELDS(norm_args),
+    {"mean", TFC_F_FLOAT_LIST, offsetof(norm_args, mean), NULL, TFC_UNBOUNDED, NULL,
+     "one value, or one per channel (last axis)"},
+    {"std", TFC_F_FLOAT_LIST, offsetof(norm_args, std), NULL, TFC_UNBOUNDED, NULL,
+     "one value, or one per channel; none may be 0"},
+    {NULL},
+};
+
+static tfc_status norm_init(void *args, const op_build *b, const tfc_element_spec *in,
+                            tfc_element_spec *out, tfc_error *err)
+{
+    norm_args *a = args;
+    tfc_status st = need(b, in, TFC_COMP_FEATURES, 0);
+    if (st) return st;
+    if (a->mean.n != a->std.n && a->mean.n != 1 && a->std.n != 1)
+        return op_error(b, "mean has %d values but std has %d", a->mean.n, a->std.n);
+    for (int i = 0; i < a->std.n; i++)
+        if (a->std.v[i] == 0 || !isfinite(a->std.v[i]))
+            return op_error(b, "std[%d] is %g; it must be a non-zero number", i, a->std.v[i]);
+    int per = a->mean.n > a->std.n ? a->mean.n : a->std.n;
+    const tfc_shape *s = &in->comp[TFC_COMP_FEATURES].shape;
+    if (per > 1 && s->ndim >= 0) {
+        int64_t last = s->ndim ? s->dim[s->ndim - 1] : 1;
+        if (last >= 0 && last != per)
+            return op_error(b, "%d per-channel values but the features have %lld channels "
+                            "(last axis)", per, (long long)last);
+    }
+    out->comp[TFC_COMP_FEATURES].dtype = TFC_F32;
+    return TFC_OK;
+}
+
+static tfc_status norm_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                             tfc_error *err)
+{
+    const norm_args *a = args;
+    tfc_tensor *t = &e->comp[TFC_COMP_FEATURES];
+    int per = a->mean.n > a->std.n ? a->mean.n : a->std.n;
+    int64_t last = t->shape.ndim ? t->shape.dim[t->shape.ndim - 1] : 1;
+    if (per > 1 && last != per)
+        return tfc_error_set(err, TFC_ERR_DATA, "normalize: %d per-channel values but the "
+                             "features have %lld channels", per, (long long)last);
+    float m[TFC_LIST_MAX], inv[TFC_LIST_MAX];
+    for (int c = 0; c < per; c++) {
+        m[c] = (float)a->mean.v[a->mean.n == 1 ? 0 : c];
+        inv[c] = (float)(1.0 / a->std.v[a->std.n == 1 ? 0 : c]);
+    }
+    int64_t n = tfc_shape_numel(&t->shape);
+    if (t->dtype == TFC_U8) {
+        /* Bytes (decoded images) are converted while normalising, so the pixels are read
+         * once. The channel pattern is unrolled to a block of 8 pixels, whose fixed-length
+         * inner loop vectorises. */
+        enum { BLOCK = 8 * TFC_LIST_MAX };
+        float mp[BLOCK], ip[BLOCK];
+        int len = per * 8;
+        for (int j = 0; j < len; j++) {
+            mp[j] = m[j % per];
+            ip[j] = inv[j % per];
+        }
+        tfc_tensor old = *t;
+        t->data = NULL;
+        float *y = elem_alloc_uninit(e, TFC_COMP_FEATURES, TFC_F32, &old.shape);
+        const uint8_t *x = old.data;
+        int64_t i = 0;
+        for (; y && i + len <= n; i += len) {
+#pragma omp simd
+            for (int j = 0; j < len; j++) y[i + j] = ((float)x[i + j] - mp[j]) * ip[j];
+        }
+        for (; y && i < n; i++) y[i] = ((float)x[i] - m[i % per]) * inv[i % per];
+        free(old.data);
+        return y ? TFC_OK : oom(err);
+    }
+    float *x = retype(e, TFC_COMP_FEATURES, TFC_F32);
+    if (!x) return oom(err);
+    if (per == 1) {
+        for (int64_t i = 0; i < n; i++) x[i] = (x[i] - m[0]) * inv[0];
+        return TFC_OK;
+    }
+    for (int64_t i = 0; i < n; i += per)
+        for (int c = 0; c < per; c++) x[i + c] = (x[i + c] - m[c]) * inv[c];
+    return TFC_OK;
+}
+
+const op_def op_normalize = {"normalize", norm_fields, sizeof(norm_args),
+                             "(x - mean) / std per channel; the result is float32", norm_init,
+                             norm_apply, NULL};
+
+/* ---- cast ------------------------------------------------------------------------------- */
+
+typedef struct cast_args {
+    map_common common;
+    int dtype;
+    int component;
+} cast_args;
+
+static const tfc_field cast_fields[] = {
+    MAP_COMMON_FIELDS(cast_args),
+    {"dtype", TFC_F_ENUM, offsetof(cast_args, dtype), NULL, TFC_UNBOUNDED, dtype_choices,
+     "the new dtype (float to int truncates toward zero and saturates)"},
+    {"component", TFC_F_ENUM, offsetof(cast_args, component), "features", TFC_UNBOUNDED,
+     comp_choices, "which component to cast"},
+    {NULL},
+};
+
+static tfc_status cast_init(void *args, const op_build *b, const tfc_element_spec *in,
+                            tfc_element_spec *out, tfc_error *err)
+{
+    cast_args *a = args;
+    tfc_status st = need(b, in, a->component, 0);
+    if (!st) out->comp[a->component].dtype = (tfc_dtype)a->dtype;
+    return st;
+}
+
+static tfc_status cast_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                             tfc_error *err)
+{
+    const cast_args *a = args;
+    return retype(e, a->component, (tfc_dtype)a->dtype) ? TFC_OK : oom(err);
+}
+
+const op_def op_cast = {"cast", cast_fields, sizeof(cast_args), "converts to another dtype",
+                        cast_init, cast_apply, NULL};
+
+/* ---- reshape -------------------------------------------------------------------------------- */
+
+typedef struct reshape_args {
+    map_common common;
+    tfc_int_list shape;
+    int component;
+} reshape_args;
+
+static const tfc_field reshape_fields[] = {
+    MAP_COMMON_FIELDS(reshape_args),
+    {"shape", TFC_F_INT_LIST, offsetof(reshape_args, shape), NULL, -1, 1e9, NULL,
+     "the new shape of one element; one entry may be -1 (inferred)"},
+    {"component", TFC_F_ENUM, offsetof(reshape_args, component), "features", TFC_UNBOUNDED,
+     comp_choices, "which component to reshape"},
+    {NULL},
+};
+
+/* Fills -1 from numel; returns 0 when the sizes cannot match. */
+static int infer_shape(const tfc_int_list *want, int64_t numel, tfc_shape *out)
+{
+    int64_t known = 1;
+    int free_at = -1;
+    out->ndim = want->n;
+    for (int i = 0; i < want->n; i++) {
+        out->dim[i] = want->v[i];
+        if (want->v[i] < 0) free_at = i;
+        else known *= want->v[i];
+    }
+    if (free_at >= 0) {
+        if (known == 0 || numel % known) return 0;
+        out->dim[free_at] = numel / known;
+        return 1;
+    }
+    return known == numel;
+}
+
+static tfc_status reshape_init(void *args, const op_build *b, const tfc_element_spec *in,
+                               tfc_element_spec *out, tfc_error *err)
+{
+    reshape_args *a = args;
+    tfc_status st = need(b, in, a->component, 0);
+    if (st) return st;
+    int nfree = 0;
+    for (int i = 0; i < a->shape.n; i++) nfree += a->shape.v[i] < 0;
+    if (nfree > 1) return op_error(b, "at most one dimension of shape may be -1");
+    if (a->shape.n > TFC_MAX_DIMS) return op_error(b, "at most %d dimensions", TFC_MAX_DIMS);
+    const tfc_component_spec *c = &in->comp[a->component];
+    int64_t numel = c->shape.ndim >= 0 ? tfc_shape_numel(&c->shape) : -1;
+    tfc_shape s;
+    if (numel >= 0) {
+        if (!infer_shape(&a->shape, numel, &s)) {
+            char sh[160];
+            return op_error(b, "cannot reshape %s into the given shape (%lld values)",
+                            tfc_data_spec_str(c, sh, sizeof sh), (long long)numel);
+        }
+    } else {
+        s.ndim = a->shape.n;
+        for (int i = 0; i < a->shape.n; i++) s.dim[i] = a->shape.v[i];
+    }
+    out->comp[a->component].shape = s;
+    return TFC_OK;
+}
+
+static tfc_status reshape_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                                tfc_error *err)
+{
+    const reshape_args *a = args;
+    tfc_tensor *t = &e->comp[a->component];
+    tfc_shape s;
+    if (!infer_shape(&a->shape, tfc_shape_numel(&t->shape), &s)) {
+        char sh[160];
+        return tfc_error_set(err, TFC_ERR_DATA, "reshape: cannot reshape %s",
+                             tfc_shape_str(&t->shape, sh, sizeof sh));
+    }
+    t->shape = s;
+    return TFC_OK;
+}
+
+const op_def op_reshape = {"reshape", reshape_fields, sizeof(reshape_args),
+                           "gives each element a new shape with the same number of values",
+                           reshape_init, reshape_apply, NULL};
+
+/* ---- one_hot ------------------------------------------------------------------------------- */
+
+typedef struct one_hot_args {
+    map_common common;
+    int depth;
+    int component;
+} one_hot_args;
+
+static const tfc_field one_hot_fields[] = {
+    MAP_COMMON_FIELDS(one_hot_args),
+    {"depth", TFC_F_INT, offsetof(one_hot_args, depth), NULL, 1, 1 << 24, NULL,
+     "number of classes"},
+    {"component", TFC_F_ENUM, offsetof(one_hot_args, component), "labels", TFC_UNBOUNDED,
+     comp_choices, "which component holds the class indices"},
+    {NULL},
+};
+
+static tfc_status one_hot_init(void *args, const op_build *b, const tfc_element_spec *in,
+                               tfc_element_spec *out, tfc_error *err)
+{
+    one_hot_args *a = args;
+    tfc_status st = need(b, in, a->component, 0);
+    if (st) return st;
+    tfc_component_spec *c = &out->comp[a->component];
+    if (!dtype_is_int(c->dtype))
+        return op_error(b, "needs integer class indices, found %s", tfc_data_dtype_name(c->dtype));
+    if (c->shape.ndim >= TFC_MAX_DIMS) return op_error(b, "rank too large");
+    c->dtype = TFC_F32;
+    if (c->shape.ndim >= 0) c->shape.dim[c->shape.ndim++] = a->depth;
+    return TFC_OK;
+}
+
+static tfc_status one_hot_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                                tfc_error *err)
+{
+    const one_hot_args *a = args;
+    tfc_tensor old = e->comp[a->component];
+    int64_t n = tfc_shape_numel(&old.shape);
+    if (old.shape.ndim >= TFC_MAX_DIMS)
+        return tfc_error_set(err, TFC_ERR_DATA, "one_hot: rank too large");
+    for (int64_t i = 0; i < n; i++) {
+        double v = value_at(old.data, old.dtype, i);
+        if (v < 0 || v >= a->depth)
+            return tfc_error_set(err, TFC_ERR_DATA, "label %lld is out of range [0, %d)",
+                                 (long long)v, a->depth);
+    }
+    tfc_shape s = old.shape;
+    s.dim[s.ndim++] = a->depth;
+    e->comp[a->component].data = NULL;
+    float *y = tfc_element_alloc(e, a->component, TFC_F32, &s);
+    if (!y) {
+        free(old.data);
+        return oom(err);
+    }
+    for (int64_t i = 0; i < n; i++) y[i * a->depth + (int64_t)value_at(old.data, old.dtype, i)] = 1;
+    free(old.data);
+    return TFC_OK;
+}
+
+const op_def op_one_hot = {"one_hot", one_hot_fields, sizeof(one_hot_args),
+                           "class indices to float32 one-hot vectors (default on labels)",
+                           one_hot_init, one_hot_apply, NULL};
+
+/* ---- pad and truncate along axis 0 -------------------------------------------------------- */
+
+typedef struct pad_args {
+    map_common common;
+    int length;
+    double value;
+    int side; /* 0 end, 1 start */
+    int truncate;
+    int component;
+} pad_args;
+
+static const char *const side_choices[] = {"end", "start", NULL};
+
+static const tfc_field pad_fields[] = {
+    MAP_COMMON_FIELDS(pad_args),
+    {"length", TFC_F_INT, offsetof(pad_args, length), NULL, 0, 1 << 30, NULL,
+     "length of axis 0 after padding"},
+    {"value", TFC_F_FLOAT, offsetof(pad_args, value), "0", TFC_UNBOUNDED, NULL,
+     "padding value (0 is the masked token id)"},
+    {"side", TFC_F_ENUM, offsetof(pad_args, side), "end", TFC_UNBOUNDED, side_choices,
+     "where padding goes (and, with truncate, what is cut)"},
+    {"truncate", TFC_F_BOOL, offsetof(pad_args, truncate), "true", TFC_UNBOUNDED, NULL,
+     "also cut longer sequences, so every element has exactly `length`"},
+    {"component", TFC_F_ENUM, offsetof(pad_args, component), "features", TFC_UNBOUNDED,
+     comp_choices, "which component to pad"},
+    {NULL},
+};
+
+typedef struct truncate_args {
+    map_common common;
+    int length;
+    int side;
+    int component;
+} truncate_args;
+
+static const tfc_field truncate_fields[] = {
+    MAP_COMMON_FIELDS(truncate_args),
+    {"length", TFC_F_INT, offsetof(truncate_args, length), NULL, 0, 1 << 30, NULL,
+     "maximum length of axis 0"},
+    {"side", TFC_F_ENUM, offsetof(truncate_args, side), "end", TFC_UNBOUNDED, side_choices,
+     "which end is cut"},
+    {"component", TFC_F_ENUM, offsetof(truncate_args, component), "features", TFC_UNBOUNDED,
+     comp_choices, "which component to truncate"},
+    {NULL},
+};
+
+/* Resizes axis 0 of component c to `len` rows, keeping rows from the start (side 0) or the
+ * end (side 1) and filling new rows with `value`. */
+static tfc_status resize_axis0(tfc_element *e, int c, int64_t len, int side, double value,
+                               tfc_error *err)
+{
+    tfc_tensor old = e->comp[c];
+    if (old.shape.dim[0] == len) return TFC_OK;
+    int64_t row = 1;
+    for (int i = 1; i < old.shape.ndim; i++) row *= old.shape.dim[i];
+    tfc_shape s = old.shape;
+    s.dim[0] = len;
+    e->comp[c].data = NULL;
+    char *d = tfc_element_alloc(e, c, old.dtype, &s);
+    if (!d) {
+        free(old.data);
+        return oom(err);
+    }
+    size_t es = tfc_dtype_size(old.dtype);
+    int64_t keep = old.shape.dim[0] < len ? old.shape.dim[0] : len;
+    if (value != 0)
+        for (int64_t i = 0; i < len * row; i++) value_set(d, old.dtype, i, value);
+    /* side end: data at the start; side start: data at the end. */
+    int64_t src0 = side ? old.shape.dim[0] - keep : 0, dst0 = side ? len - keep : 0;
+    memcpy(d + (size_t)(dst0 * row) * es, (char *)old.data + (size_t)(src0 * row) * es,
+           (size_t)(keep * row) * es);
+    free(old.data);
+    return TFC_OK;
+}
+
+static tfc_status pad_init(void *args, const op_build *b, const tfc_element_spec *in,
+                           tfc_element_spec *out, tfc_error *err)
+{
+    pad_args *a = args;
+    tfc_status st = need(b, in, a->component, 1);
+    if (st) return st;
+    tfc_shape *s = &out->comp[a->component].shape;
+    if (s->ndim >= 1) {
+        if (a->truncate || (s->dim[0] >= 0 && s->dim[0] <= a->length)) s->dim[0] = a->length;
+        else if (s->dim[0] >= 0) s->dim[0] = s->dim[0] > a->length ? s->dim[0] : a->length;
+    }
+    return TFC_OK;
+}
+
+static tfc_status pad_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                            tfc_error *err)
+{
+    const pad_args *a = args;
+    tfc_tensor *t = &e->comp[a->component];
+    if (t->shape.ndim < 1) return tfc_error_set(err, TFC_ERR_DATA, "pad: a scalar has no axis 0");
+    if (t->shape.dim[0] >= a->length && !a->truncate) return TFC_OK;
+    return resize_axis0(e, a->component, a->length, a->side, a->value, err);
+}
+
+const op_def op_pad = {"pad", pad_fields, sizeof(pad_args),
+                       "pads axis 0 to `length` (and cuts longer ones unless truncate: false)",
+                       pad_init, pad_apply, NULL};
+
+static tfc_status truncate_init(void *args, const op_build *b, const tfc_element_spec *in,
+                                tfc_element_spec *out, tfc_error *err)
+{
+    truncate_args *a = args;
+    tfc_status st = need(b, in, a->component, 1);
+    if (st) return st;
+    tfc_shape *s = &out->comp[a->component].shape;
+    if (s->ndim >= 1 && s->dim[0] >= 0 && s->dim[0] > a->length) s->dim[0] = a->length;
+    return TFC_OK;
+}
+
+static tfc_status truncate_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                                 tfc_error *err)
+{
+    const truncate_args *a = args;
+    tfc_tensor *t = &e->comp[a->component];
+    if (t->shape.ndim < 1)
+        return tfc_error_set(err, TFC_ERR_DATA, "truncate: a scalar has no axis 0");
+    if (t->shape.dim[0] <= a->length) return TFC_OK;
+    return resize_axis0(e, a->component, a->length, a->side, 0, err);
+}
+
+const op_def op_truncate = {"truncate", truncate_fields, sizeof(truncate_args),
+                            "cuts axis 0 to at most `length`", truncate_init, truncate_apply,
+                            NULL};
+
+/* ---- window: a token sequence to language-model input and target ---------------------------
+ * From x of length L take w = x[o : o + size + 1] (zero-padded past the end);
+ * features = w[0 : size], labels = w[1 : size + 1]. o is 0, or uniform in [0, L - size - 1]
+ * with random: true, drawn from the element's key. */
+
+typedef struct window_args {
+    map_common common;
+    int size;
+    int random;
+} window_args;
+
+static const tfc_field window_fields[] = {
+    MAP_COMMON_FIELDS(window_args),
+    {"size", TFC_F_INT, offsetof(window_args, size), NULL, 1, 1 << 24, NULL,
+     "steps per window (sequence length)"},
+    {"random", TFC_F_BOOL, offsetof(window_args, random), "true", TFC_UNBOUNDED, NULL,
+     "a random offset into longer sequences (else the start)"},
+    {NULL},
+};
+
+static tfc_status window_init(void *args, const op_build *b, const tfc_element_spec *in,
+                              tfc_element_spec *out, tfc_error *err)
+{
+    window_args *a = args;
+    tfc_status st = need(b, in, TFC_COMP_FEATURES, 1);
+    if (st) return st;
+    const tfc_component_spec *f = &in->comp[TFC_COMP_FEATURES];
+    if (f->shape.ndim > 1) return op_error(b, "needs a 1-D token sequence, found rank %d",
+                                           f->shape.ndim);
+    tfc_component_spec c = {1, f->dtype, {.ndim = 1, .dim = {a->size}}};
+    out->comp[TFC_COMP_FEATURES] = c;
+    out->comp[TFC_COMP_LABELS] = c;
+    return TFC_OK;
+}
+
+static tfc_status window_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                               tfc_error *err)
+{
+    const window_args *a = args;
+    tfc_tensor old = e->comp[TFC_COMP_FEATURES];
+    if (old.shape.ndim != 1)
+        return tfc_error_set(err, TFC_ERR_DATA, "window: needs a 1-D token sequence");
+    int64_t len = old.shape.dim[0], o = 0;
+    if (a->random && len > (int64_t)a->size + 1)
+        o = (int64_t)tfc_rng_below(ctx->key, 0, 0, (uint64_t)(len - a->size));
+    size_t es = tfc_dtype_size(old.dtype);
+    tfc_shape s = {.ndim = 1, .dim = {a->size}};
+    e->comp[TFC_COMP_FEATURES].data = NULL;
+    char *x = tfc_element_alloc(e, TFC_COMP_FEATURES, old.dtype, &s);
+    char *y = x ? tfc_element_alloc(e, TFC_COMP_LABELS, old.dtype, &s) : NULL;
+    if (!y) {
+        free(old.data);
+        return oom(err);
+    }
+    int64_t nx = len - o < a->size ? len - o : a->size;
+    int64_t ny = len - o - 1 < a->size ? len - o - 1 : a->size;
+    if (nx > 0) memcpy(x, (char *)old.data + (size_t)o * es, (size_t)nx * es);
+    if (ny > 0) memcpy(y, (char *)old.data + (size_t)(o + 1) * es, (size_t)ny * es);
+    free(old.data);
+    return TFC_OK;
+}
+
+const op_def op_window = {"window", window_fields, sizeof(window_args),
+                          "token sequence to (input, next-token target) windows of `size`",
+                          window_init, window_apply, NULL};

@@ -1,0 +1,403 @@
+/* Image map ops on (H, W, C) elements, channels last: decode_png / decode_jpeg /
+ * decode_image (bytes to U8 pixels), random_flip, random_crop (with zero padding first, as
+ * for CIFAR-style augmentation) and resize (bilinear with half-pixel centres like
+ * tf.image.resize, or nearest). Random choices come from the element's key. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "data/internal.h"
+
+static tfc_status need_image(const op_build *b, const tfc_element_spec *in)
+{
+    const tfc_component_spec *c = &in->comp[TFC_COMP_FEATURES];
+    if (!c->present) return op_error(b, "the elements have no features");
+    if (c->shape.ndim >= 0 && c->shape.ndim != 3) {
+        char sh[160];
+        return op_error(b, "needs images of shape (height, width, channels), found %s%s",
+                        tfc_data_spec_str(c, sh, sizeof sh),
+                        c->dtype == TFC_U8 && c->shape.ndim == 1
+                            ? "; hint: these look like encoded bytes: decode them first"
+                            : "");
+    }
+    return TFC_OK;
+}
+
+static tfc_status check_rank3(const tfc_tensor *t, const char *op, tfc_error *err)
+{
+    if (t->shape.ndim == 3) return TFC_OK;
+    char sh[160];
+    return tfc_error_set(err, TFC_ERR_DATA, "%s: needs an image (H, W, C), found shape %s", op,
+                         tfc_shape_str(&t->shape, sh, sizeof sh));
+}
+
+/* ---- decode ------------------------------------------------------------------------------- */
+
+typedef struct decode_args {
+    map_common common;
+    int channels;
+    int max_side;
+    double max_pixels;
+    int kind; /* 0 any, 1 png, 2 jpeg (set by init from the op) */
+    tfc_image_pool *pool; /* made by init, freed by fini */
+} decode_args;
+
+static const tfc_field decode_fields[] = {
+    MAP_COMMON_FIELDS(decode_args),
+    {"channels", TFC_F_INT, offsetof(decode_args, channels), "0", 0, 4, NULL,
+     "0 keeps the stored channels; 1 grey, 3 RGB, 4 RGBA convert"},
+    {"max_side", TFC_F_INT, offsetof(decode_args, max_side), "16384", 1, 1 << 30, NULL,
+     "largest width or height accepted"},
+    {"max_pixels", TFC_F_FLOAT, offsetof(decode_args, max_pixels), "268435456", 1, 1e18, NULL,
+     "largest width x height accepted"},
+    {NULL},
+};
+
+static tfc_status decode_init_kind(void *args, const op_build *b, const tfc_element_spec *in,
+                                   tfc_element_spec *out, int kind)
+{
+    decode_args *a = args;
+    a->kind = kind;
+    const tfc_component_spec *c = &in->comp[TFC_COMP_FEATURES];
+    if (!c->present) return op_error(b, "the elements have no features");
+    if (c->dtype != TFC_U8 || (c->shape.ndim >= 0 && c->shape.ndim != 1)) {
+        char sh[160];
+        return op_error(b, "needs encoded bytes (uint8 of rank 1), found %s%s",
+                        tfc_data_spec_str(c, sh, sizeof sh),
+                        c->shape.ndim == 3 ? "; hint: the images are decoded already "
+                                             "(images source with decode: true)" : "");
+    }
+    int64_t ch = a->channels ? a->channels : -1;
+    tfc_component_spec pixels = {1, TFC_U8, {.ndim = 3, .dim = {-1, -1, ch}}};
+    out->comp[TFC_COMP_FEATURES] = pixels;
+    if (!a->pool && !(a->pool = tfc_image_pool_new())) return op_error(b, "out of memory");
+    return TFC_OK;
+}
+
+static tfc_status decode_any_init(void *args, const op_build *b, const tfc_element_spec *in,
+                                  tfc_element_spec *out, tfc_error *err)
+{
+    return decode_init_kind(args, b, in, out, 0);
+}
+
+static tfc_status decode_png_init(void *args, const op_build *b, const tfc_element_spec *in,
+                                  tfc_element_spec *out, tfc_error *err)
+{
+    return decode_init_kind(args, b, in, out, 1);
+}
+
+static tfc_status decode_jpeg_init(void *args, const op_build *b, const tfc_element_spec *in,
+                                   tfc_element_spec *out, tfc_error *err)
+{
+    return decode_init_kind(args, b, in, out, 2);
+}
+
+static tfc_status decode_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                               tfc_error *err)
+{
+    const decode_args *a = args;
+    tfc_tensor *t = &e->comp[TFC_COMP_FEATURES];
+    size_t len = comp_bytes(t);
+    static const char *const names[] = {"decode_image", "decode_png", "decode_jpeg"};
+    if (t->dtype != TFC_U8 || t->shape.ndim != 1)
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: needs encoded bytes", names[a->kind]);
+    if (a->kind == 1 && !image_is_png(t->data, len))
+        return tfc_error_set(err, TFC_ERR_DATA, "decode_png: not a PNG image");
+    if (a->kind == 2 && !image_is_jpeg(t->data, len))
+        return tfc_error_set(err, TFC_ERR_DATA, "decode_jpeg: not a JPEG image");
+    tfc_image_limits lim = {a->max_side, (int64_t)a->max_pixels};
+    tfc_tensor img;
+    tfc_status st = tfc_image_decode_with(a->pool, t->data, len, names[a->kind], a->channels,
+                                          &lim, &img, err);
+    if (st) return st;
+    free(t->data);
+    *t = img;
+    return TFC_OK;
+}
+
+static void decode_fini(void *args)
+{
+    tfc_image_pool_free(((decode_args *)args)->pool);
+}
+
+const op_def op_decode_image = {"decode_image", decode_fields, sizeof(decode_args),
+                                "PNG or JPEG bytes to uint8 (H, W, C) pixels", decode_any_init,
+                                decode_apply, decode_fini};
+const op_def op_decode_png = {"decode_png", decode_fields, sizeof(decode_args),
+                              "PNG bytes (8/16-bit, grey/RGB/RGBA/palette) to uint8 pixels",
+                              decode_png_init, decode_apply, decode_fini};
+const op_def op_decode_jpeg = {"decode_jpeg", decode_fields, sizeof(decode_args),
+                               "JPEG bytes to uint8 pixels", decode_jpeg_init, decode_apply,
+                               decode_fini};
+
+/* ---- random_flip ---------------------------------------------------------------------------- */
+
+typedef struct flip_args {
+    map_common common;
+    int mode; /* 0 horizontal, 1 vertical, 2 both */
+    double probability;
+} flip_args;
+
+static const char *const flip_modes[] = {"horizontal", "vertical", "horizontal_and_vertical",
+                                         NULL};
+
+static const tfc_field flip_fields[] = {
+    MAP_COMMON_FIELDS(flip_args),
+    {"mode", TFC_F_ENUM, offsetof(flip_args, mode), "horizontal", TFC_UNBOUNDED, flip_modes,
+     "which flips (each made independently)"},
+    {"probability", TFC_F_FLOAT, offsetof(flip_args, probability), "0.5", 0, 1, NULL,
+     "chance of each flip"},
+    {NULL},
+};
+
+static tfc_status flip_init(void *args, const op_build *b, const tfc_element_spec *in,
+                            tfc_element_spec *out, tfc_error *err)
+{
+    return need_image(b, in);
+}
+
+/* Swaps n bytes between a and b (n small: a pixel or a row). */
+static void swap_blocks(char *a, char *b, size_t n)
+{
+    char tmp[256];
+    while (n) {
+        size_t k = n < sizeof tmp ? n : sizeof tmp;
+        memcpy(tmp, a, k);
+        memcpy(a, b, k);
+        memcpy(b, tmp, k);
+        a += k;
+        b += k;
+        n -= k;
+    }
+}
+
+/* Reverses the order of the w pixels (px bytes each) of one row. */
+static void reverse_row(char *r, int64_t w, size_t px)
+{
+    char *lo = r, *hi = r + (size_t)(w - 1) * px;
+    if (px == 1) {
+        for (; lo < hi; lo++, hi--) {
+            char c = *lo;
+            *lo = *hi;
+            *hi = c;
+        }
+    } else if (px == 3) {
+        for (; lo < hi; lo += 3, hi -= 3) {
+            char c0 = lo[0], c1 = lo[1], c2 = lo[2];
+            lo[0] = hi[0];
+            lo[1] = hi[1];
+            lo[2] = hi[2];
+            hi[0] = c0;
+            hi[1] = c1;
+            hi[2] = c2;
+        }
+    } else if (px == 4) {
+        for (; lo < hi; lo += 4, hi -= 4) {
+            uint32_t a, b;
+            memcpy(&a, lo, 4);
+            memcpy(&b, hi, 4);
+            memcpy(lo, &b, 4);
+            memcpy(hi, &a, 4);
+        }
+    } else {
+        for (; lo < hi; lo += px, hi -= px) swap_blocks(lo, hi, px);
+    }
+}
+
+static tfc_status flip_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                             tfc_error *err)
+{
+    const flip_args *a = args;
+    tfc_tensor *t = &e->comp[TFC_COMP_FEATURES];
+    tfc_status st = check_rank3(t, "random_flip", err);
+    if (st) return st;
+    int64_t h = t->shape.dim[0], w = t->shape.dim[1];
+    size_t px = (size_t)t->shape.dim[2] * tfc_dtype_size(t->dtype), row = (size_t)w * px;
+    char *d = t->data;
+    int hflip = a->mode != 1 && tfc_rng_uniform(ctx->key, 1, 0) < a->probability;
+    int vflip = a->mode != 0 && tfc_rng_uniform(ctx->key, 1, 1) < a->probability;
+    if (hflip && w > 1)
+        for (int64_t y = 0; y < h; y++) reverse_row(d + (size_t)y * row, w, px);
+    if (vflip)
+        for (int64_t y = 0; y < h / 2; y++)
+            swap_blocks(d + (size_t)y * row, d + (size_t)(h - 1 - y) * row, row);
+    return TFC_OK;
+}
+
+const op_def op_random_flip = {"random_flip", flip_fields, sizeof(flip_args),
+                               "flips images left-right and/or up-down at random", flip_init,
+                               flip_apply, NULL};
+
+/* ---- random_crop ---------------------------------------------------------------------------- */
+
+typedef struct crop_args {
+    map_common common;
+    int size[2];
+    int padding;
+} crop_args;
+
+static const tfc_field crop_fields[] = {
+    MAP_COMMON_FIELDS(crop_args),
+    {"size", TFC_F_INT_PAIR, offsetof(crop_args, size), NULL, 1, 1 << 20, NULL,
+     "[height, width] of the crop (or one number for a square)"},
+    {"padding", TFC_F_INT, offsetof(crop_args, padding), "0", 0, 1 << 16, NULL,
+     "zero pixels added on every side before cropping"},
+    {NULL},
+};
+
+static tfc_status crop_init(void *args, const op_build *b, const tfc_element_spec *in,
+                            tfc_element_spec *out, tfc_error *err)
+{
+    crop_args *a = args;
+    tfc_status st = need_image(b, in);
+    if (st) return st;
+    tfc_shape *s = &out->comp[TFC_COMP_FEATURES].shape;
+    if (s->ndim == 3) {
+        for (int k = 0; k < 2; k++)
+            if (s->dim[k] >= 0 && s->dim[k] + 2 * a->padding < a->size[k])
+                return op_error(b, "a crop of %d x %d does not fit in images of %lld x %lld "
+                                "with padding %d", a->size[0], a->size[1], (long long)s->dim[0],
+                                (long long)s->dim[1], a->padding);
+        s->dim[0] = a->size[0];
+        s->dim[1] = a->size[1];
+    } else {
+        *s = (tfc_shape){.ndim = 3, .dim = {a->size[0], a->size[1], -1}};
+    }
+    return TFC_OK;
+}
+
+/* out(y, x) = in(y + oy - p, x + ox - p), zero outside, with oy uniform in
+ * [0, H + 2p - h] and ox in [0, W + 2p - w]. */
+static tfc_status crop_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                             tfc_error *err)
+{
+    const crop_args *a = args;
+    tfc_tensor old = e->comp[TFC_COMP_FEATURES];
+    tfc_status st = check_rank3(&old, "random_crop", err);
+    if (st) return st;
+    int64_t H = old.shape.dim[0], W = old.shape.dim[1], C = old.shape.dim[2];
+    int64_t h = a->size[0], w = a->size[1], p = a->padding;
+    if (H + 2 * p < h || W + 2 * p < w)
+        return tfc_error_set(err, TFC_ERR_DATA, "random_crop: a crop of %lld x %lld does not "
+                             "fit in an image of %lld x %lld with padding %lld", (long long)h,
+                             (long long)w, (long long)H, (long long)W, (long long)p);
+    int64_t oy = (int64_t)tfc_rng_below(ctx->key, 2, 0, (uint64_t)(H + 2 * p - h + 1));
+    int64_t ox = (int64_t)tfc_rng_below(ctx->key, 2, 1, (uint64_t)(W + 2 * p - w + 1));
+    tfc_shape s = {.ndim = 3, .dim = {h, w, C}};
+    e->comp[TFC_COMP_FEATURES].data = NULL;
+    char *d = tfc_element_alloc(e, TFC_COMP_FEATURES, old.dtype, &s);
+    if (!d) {
+        free(old.data);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "random_crop: out of memory");
+    }
+    size_t px = (size_t)C * tfc_dtype_size(old.dtype);
+    int64_t x0 = p - ox > 0 ? p - ox : 0;          /* first output column inside the image */
+    int64_t x1 = W + p - ox < w ? W + p - ox : w;  /* one past the last */
+    for (int64_t y = 0; y < h; y++) {
+        int64_t sy = y + oy - p;
+        if (sy < 0 || sy >= H || x1 <= x0) continue; /* stays zero */
+        memcpy(d + (size_t)(y * w + x0) * px,
+               (char *)old.data + (size_t)(sy * W + x0 + ox - p) * px, (size_t)(x1 - x0) * px);
+    }
+    free(old.data);
+    return TFC_OK;
+}
+
+const op_def op_random_crop = {"random_crop", crop_fields, sizeof(crop_args),
+                               "a random [height, width] window, after zero padding",
+                               crop_init, crop_apply, NULL};
+
+/* ---- resize -------------------------------------------------------------------------------- */
+
+typedef struct resize_args {
+    map_common common;
+    int size[2];
+    int method; /* 0 bilinear, 1 nearest */
+} resize_args;
+
+static const char *const resize_methods[] = {"bilinear", "nearest", NULL};
+
+static const tfc_field resize_fields[] = {
+    MAP_COMMON_FIELDS(resize_args),
+    {"size", TFC_F_INT_PAIR, offsetof(resize_args, size), NULL, 1, 1 << 16, NULL,
+     "[height, width] after resizing"},
+    {"method", TFC_F_ENUM, offsetof(resize_args, method), "bilinear", TFC_UNBOUNDED,
+     resize_methods, "bilinear gives float32; nearest keeps the dtype"},
+    {NULL},
+};
+
+static tfc_status resize_init(void *args, const op_build *b, const tfc_element_spec *in,
+                              tfc_element_spec *out, tfc_error *err)
+{
+    resize_args *a = args;
+    tfc_status st = need_image(b, in);
+    if (st) return st;
+    tfc_component_spec *c = &out->comp[TFC_COMP_FEATURES];
+    int64_t ch = c->shape.ndim == 3 ? c->shape.dim[2] : -1;
+    c->shape = (tfc_shape){.ndim = 3, .dim = {a->size[0], a->size[1], ch}};
+    if (a->method == 0) c->dtype = TFC_F32;
+    return TFC_OK;
+}
+
+/* Half-pixel centres: output pixel i samples input coordinate (i + 0.5) * in / out - 0.5. */
+static tfc_status resize_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                               tfc_error *err)
+{
+    const resize_args *a = args;
+    tfc_tensor old = e->comp[TFC_COMP_FEATURES];
+    tfc_status st = check_rank3(&old, "resize", err);
+    if (st) return st;
+    int64_t H = old.shape.dim[0], W = old.shape.dim[1], C = old.shape.dim[2];
+    int64_t h = a->size[0], w = a->size[1];
+    if (H < 1 || W < 1) return tfc_error_set(err, TFC_ERR_DATA, "resize: empty image");
+    tfc_shape s = {.ndim = 3, .dim = {h, w, C}};
+    e->comp[TFC_COMP_FEATURES].data = NULL;
+    if (a->method == 1) {
+        size_t px = (size_t)C * tfc_dtype_size(old.dtype);
+        char *d = tfc_element_alloc(e, TFC_COMP_FEATURES, old.dtype, &s);
+        if (!d) goto nomem;
+        for (int64_t y = 0; y < h; y++) {
+            int64_t sy = (int64_t)floor(((double)y + 0.5) * (double)H / (double)h);
+            if (sy >= H) sy = H - 1;
+            for (int64_t x = 0; x < w; x++) {
+                int64_t sx = (int64_t)floor(((double)x + 0.5) * (double)W / (double)w);
+                if (sx >= W) sx = W - 1;
+                memcpy(d + (size_t)(y * w + x) * px, (char *)old.data + (size_t)(sy * W + sx) * px,
+                       px);
+            }
+        }
+        free(old.data);
+        return TFC_OK;
+    }
+    float *d = tfc_element_alloc(e, TFC_COMP_FEATURES, TFC_F32, &s);
+    if (!d) goto nomem;
+    for (int64_t y = 0; y < h; y++) {
+        double fy = ((double)y + 0.5) * (double)H / (double)h - 0.5;
+        if (fy < 0) fy = 0;
+        int64_t y0 = (int64_t)fy, y1 = y0 + 1 < H ? y0 + 1 : H - 1;
+        double wy = fy - (double)y0;
+        for (int64_t x = 0; x < w; x++) {
+            double fx = ((double)x + 0.5) * (double)W / (double)w - 0.5;
+            if (fx < 0) fx = 0;
+            int64_t x0 = (int64_t)fx, x1 = x0 + 1 < W ? x0 + 1 : W - 1;
+            double wx = fx - (double)x0;
+            for (int64_t c = 0; c < C; c++) {
+                double v00 = value_at(old.data, old.dtype, (y0 * W + x0) * C + c);
+                double v01 = value_at(old.data, old.dtype, (y0 * W + x1) * C + c);
+                double v10 = value_at(old.data, old.dtype, (y1 * W + x0) * C + c);
+                double v11 = value_at(old.data, old.dtype, (y1 * W + x1) * C + c);
+                double top = v00 + (v01 - v00) * wx, bot = v10 + (v11 - v10) * wx;
+                d[(y * w + x) * C + c] = (float)(top + (bot - top) * wy);
+            }
+        }
+    }
+    free(old.data);
+    return TFC_OK;
+nomem:
+    free(old.data);
+    return tfc_error_set(err, TFC_ERR_NOMEM, "resize: out of memory");
+}
+
+const op_def op_resize = {"resize", resize_fields, sizeof(resize_args),
+                          "resizes images to [height, width]", resize_init, resize_apply, NULL};

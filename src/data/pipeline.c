@@ -1,0 +1,458 @@
+/* The pipeline object: a source stage and the stages appended to it, iteration (next,
+ * reset), the element spec, and saving/restoring the exact position as a versioned blob:
+ *   "TFCPIPE\0" | version | stage count | config hash | skipped | per stage: hash, length,
+ *   payload (written by the stage's save) | checksum of everything before it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "data/internal.h"
+
+#define STATE_MAGIC "TFCPIPE"
+#define STATE_VERSION 1
+
+static char *dup_or_null(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* ---- the source stage ------------------------------------------------------------------- */
+
+typedef struct src_stage {
+    stage base;
+    int64_t pos;    /* next record */
+    uint64_t epoch; /* times the source was restarted */
+} src_stage;
+
+static tfc_status src_next_id(stage *s, elem_id *id, int *end, tfc_error *err)
+{
+    src_stage *ss = (src_stage *)s;
+    if (ss->pos >= s->p->src->count) {
+        *end = 1;
+        return TFC_OK;
+    }
+    id->epoch = ss->epoch;
+    id->index = (uint64_t)ss->pos++;
+    return TFC_OK;
+}
+
+static tfc_status src_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
+{
+    source *src = s->p->src;
+    memset(out, 0, sizeof *out);
+    if (id.index >= (uint64_t)src->count)
+        return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: record %llu is beyond the "
+                             "source's %lld records", (unsigned long long)id.index,
+                             (long long)src->count);
+    tfc_status st = src->ops->get(src, (int64_t)id.index, &out->e, err);
+    if (st) {
+        elem_free(out);
+        return st;
+    }
+    out->id = id;
+    out->has_id = 1;
+    return TFC_OK;
+}
+
+/* With on_error: skip and a source that fails while reading, records that fail are
+ * counted and passed over, so this path is not lazy. */
+static tfc_status src_next(stage *s, elem *out, int *end, tfc_error *err)
+{
+    source *src = s->p->src;
+    if (!src->skip_errors) return stage_next_lazy(s, out, end, err);
+    tfc_error *local = malloc(sizeof *local);
+    if (!local) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (;;) {
+        elem_id id;
+        tfc_status st = src_next_id(s, &id, end, err);
+        if (st || *end) break;
+        tfc_error_clear(local);
+        st = src_fetch(s, id, out, local);
+        if (st == TFC_OK) break;
+        if (st != TFC_ERR_DATA) {
+            if (err) *err = *local;
+            free(local);
+            return st;
+        }
+        s->p->skipped_run++;
+    }
+    free(local);
+    return TFC_OK;
+}
+
+static void src_reset(stage *s)
+{
+    src_stage *ss = (src_stage *)s;
+    ss->pos = 0;
+    ss->epoch++;
+}
+
+static tfc_status src_save(stage *s, wbuf *w, tfc_error *err)
+{
+    src_stage *ss = (src_stage *)s;
+    wb_u64(w, ss->epoch);
+    wb_u64(w, (uint64_t)ss->pos);
+    return TFC_OK;
+}
+
+static tfc_status src_restore(stage *s, rbuf *r, tfc_error *err)
+{
+    src_stage *ss = (src_stage *)s;
+    uint64_t epoch = rb_u64(r), pos = rb_u64(r);
+    if (r->bad || pos > (uint64_t)s->p->src->count)
+        return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad source position");
+    ss->epoch = epoch;
+    ss->pos = (int64_t)pos;
+    return TFC_OK;
+}
+
+static void src_free(stage *s)
+{
+    free(s);
+}
+
+static const stage_ops src_ops = {
+    .name = "source",
+    .next = src_next,
+    .next_id = src_next_id,
+    .fetch = src_fetch,
+    .reset = src_reset,
+    .save = src_save,
+    .restore = src_restore,
+    .free = src_free,
+};
+
+tfc_status stage_source_push(tfc_pipeline *p)
+{
+    src_stage *ss = calloc(1, sizeof *ss);
+    if (!ss) return TFC_ERR_NOMEM;
+    stage *s = &ss->base;
+    s->ops = &src_ops;
+    s->lazy = !(p->src->skip_errors && p->src->get_may_fail);
+    if (!p->src->get_may_fail) p->src->skip_errors = 0; /* nothing can fail while reading */
+    s->fetchable = 1;
+    s->spec = p->src->spec;
+    s->config_hash = hash_mix(hash_str(0, p->src->ops->type), (uint64_t)p->src->count);
+    pipeline_push(p, s);
+    return TFC_OK;
+}
+
+/* ---- the pipeline ------------------------------------------------------------------------ */
+
+tfc_status stage_next_lazy(stage *s, elem *out, int *end, tfc_error *err)
+{
+    elem_id id;
+    *end = 0;
+    tfc_status st = s->ops->next_id(s, &id, end, err);
+    if (st || *end) return st;
+    return s->ops->fetch(s, id, out, err);
+}
+
+void pipeline_push(tfc_pipeline *p, stage *s)
+{
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 8;
+        stage **a = realloc(p->stages, (size_t)cap * sizeof *a);
+        TFC_ASSERT(a != NULL);
+        p->stages = a;
+        p->cap = cap;
+    }
+    s->p = p;
+    s->index = p->n;
+    s->up = p->n ? p->stages[p->n - 1] : NULL;
+    s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)p->n);
+    p->stages[p->n++] = s;
+}
+
+stage *pipeline_top(const tfc_pipeline *p)
+{
+    return p->stages[p->n - 1];
+}
+
+tfc_pipeline *pipeline_new(source *src, const tfc_data_options *opt, tfc_error *err)
+{
+    tfc_pipeline *p = calloc(1, sizeof *p);
+    if (!p) {
+        source_free(src);
+        tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (opt) p->opt = *opt;
+    p->key = dup_or_null(opt && opt->key ? opt->key : "data");
+    p->base_dir = dup_or_null(opt ? opt->base_dir : NULL);
+    p->run_dir = dup_or_null(opt ? opt->run_dir : NULL);
+    p->opt.key = p->key;
+    p->opt.base_dir = p->base_dir;
+    p->opt.run_dir = p->run_dir;
+    p->src = src;
+    if (!p->key || stage_source_push(p) != TFC_OK) {
+        tfc_pipeline_free(p);
+        tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    return p;
+}
+
+void pipeline_describe(const tfc_pipeline *p, const elem *x, char *buf, size_t size)
+{
+    if (x->has_id && x->id.index < (uint64_t)p->src->count)
+        p->src->ops->describe(p->src, (int64_t)x->id.index, buf, size);
+    else
+        snprintf(buf, size, "an element of %s", p->key);
+}
+
+void save_elem_ref(wbuf *w, const elem *x, const stage *from)
+{
+    int by_id = x->has_id && from->fetchable;
+    wb_u64(w, (uint64_t)by_id);
+    wb_elem(w, x, !by_id);
+}
+
+tfc_status restore_elem_ref(rbuf *r, stage *from, elem *x, tfc_error *err)
+{
+    int by_id = rb_u64(r) != 0;
+    tfc_status st = rb_elem(r, x, !by_id, err);
+    if (st || !by_id) return st;
+    if (!from->fetchable)
+        return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: an element saved by id "
+                             "cannot be re-made by this pipeline");
+    elem_id id = x->id;
+    return from->ops->fetch(from, id, x, err);
+}
+
+void tfc_pipeline_free(tfc_pipeline *p)
+{
+    if (!p) return;
+    for (int i = p->n - 1; i >= 0; i--)
+        if (p->stages[i]->ops->quiesce) p->stages[i]->ops->quiesce(p->stages[i]);
+    for (int i = p->n - 1; i >= 0; i--) p->stages[i]->ops->free(p->stages[i]);
+    free(p->stages);
+    elem_free(&p->cur);
+    source_free(p->src);
+    tfc_vocab_free(p->vocab);
+    free(p->key);
+    free(p->base_dir);
+    free(p->run_dir);
+    free(p);
+}
+
+tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    elem_free(&p->cur);
+    if (p->failed)
+        return tfc_error_set(err, TFC_ERR_INTERNAL, "%s: the pipeline failed earlier; reset or "
+                             "restore it before reading on", p->key);
+    stage *top = pipeline_top(p);
+    int end = 0;
+    tfc_status st = top->ops->next(top, &p->cur, &end, err);
+    if (st) {
+        elem_free(&p->cur);
+        p->failed = 1;
+        return st;
+    }
+    if (end) {
+        out->end = 1;
+        return TFC_OK;
+    }
+    out->features = p->cur.e.comp[TFC_COMP_FEATURES];
+    out->labels = p->cur.e.comp[TFC_COMP_LABELS];
+    out->lengths = p->cur.e.comp[TFC_COMP_LENGTHS];
+    return TFC_OK;
+}
+
+const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p)
+{
+    return &pipeline_top(p)->spec;
+}
+
+static void quiesce_all(tfc_pipeline *p)
+{
+    for (int i = p->n - 1; i >= 0; i--)
+        if (p->stages[i]->ops->quiesce) p->stages[i]->ops->quiesce(p->stages[i]);
+}
+
+void tfc_pipeline_reset(tfc_pipeline *p)
+{
+    quiesce_all(p);
+    elem_free(&p->cur);
+    p->failed = 0;
+    stage *top = pipeline_top(p);
+    top->ops->reset(top);
+}
+
+/* FNV-1a over the blob: catches corruption, not tampering (the blob is still parsed as
+ * untrusted input). */
+static uint64_t checksum(const unsigned char *b, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t config_hash(const tfc_pipeline *p)
+{
+    uint64_t h = hash_mix(STATE_VERSION, (uint64_t)p->n);
+    for (int i = 0; i < p->n; i++) h = hash_mix(h, p->stages[i]->config_hash);
+    return h;
+}
+
+tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, tfc_error *err)
+{
+    *bytes = NULL;
+    *len = 0;
+    if (p->failed)
+        return tfc_error_set(err, TFC_ERR_INTERNAL, "%s: cannot save the state of a failed "
+                             "pipeline", p->key);
+    quiesce_all(p);
+    wbuf w = {0};
+    wb_bytes(&w, STATE_MAGIC, 8);
+    wb_u64(&w, STATE_VERSION);
+    wb_u64(&w, (uint64_t)p->n);
+    wb_u64(&w, config_hash(p));
+    wb_u64(&w, (uint64_t)p->skipped_run);
+    for (int i = 0; i < p->n; i++) {
+        stage *s = p->stages[i];
+        wb_u64(&w, s->config_hash);
+        size_t at = w.len;
+        wb_u64(&w, 0); /* payload length, patched below */
+        tfc_status st = s->ops->save(s, &w, err);
+        if (st) {
+            free(w.p);
+            return st;
+        }
+        if (w.oom) break;
+        uint64_t n = w.len - at - 8;
+        for (int b = 0; b < 8; b++) w.p[at + b] = (unsigned char)(n >> (8 * b));
+    }
+    if (!w.oom) wb_u64(&w, checksum(w.p, w.len));
+    if (w.oom) {
+        free(w.p);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "%s: out of memory saving the pipeline state",
+                             p->key);
+    }
+    *bytes = w.p;
+    *len = w.len;
+    return TFC_OK;
+}
+
+tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t len,
+                                      tfc_error *err)
+{
+    tfc_pipeline_reset(p);
+    rbuf r = {.p = bytes, .len = len};
+    const char *magic = rb_bytes(&r, 8);
+    if (!magic || memcmp(magic, STATE_MAGIC, 8))
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: not a pipeline state (bad magic)", p->key);
+    rbuf tail = {.p = bytes, .len = len, .pos = len < 16 ? 0 : len - 8};
+    if (len < 16 || rb_u64(&tail) != checksum(bytes, len - 8))
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state is corrupt (checksum)",
+                             p->key);
+    r.len = len - 8;
+    uint64_t version = rb_u64(&r), n = rb_u64(&r), hash = rb_u64(&r), skipped = rb_u64(&r);
+    if (r.bad || version != STATE_VERSION)
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state version %llu, expected %d",
+                             p->key, (unsigned long long)version, STATE_VERSION);
+    if (n != (uint64_t)p->n || hash != config_hash(p))
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: the pipeline state was saved by a "
+                             "different pipeline configuration", p->key);
+    tfc_status st = TFC_OK;
+    for (int i = 0; i < p->n && st == TFC_OK; i++) {
+        stage *s = p->stages[i];
+        uint64_t h = rb_u64(&r), sl = rb_u64(&r);
+        if (r.bad || h != s->config_hash || sl > r.len - r.pos) {
+            st = tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state is corrupt at stage %d",
+                               p->key, i);
+            break;
+        }
+        rbuf sub = {.p = r.p + r.pos, .len = (size_t)sl};
+        st = s->ops->restore(s, &sub, err);
+        if (st == TFC_OK && (sub.bad || sub.pos != sub.len))
+            st = tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state of stage %d (%s) is "
+                               "corrupt", p->key, i, s->ops->name);
+        r.pos += (size_t)sl;
+    }
+    if (st == TFC_OK && r.pos != r.len)
+        st = tfc_error_set(err, TFC_ERR_FORMAT, "%s: trailing bytes in pipeline state", p->key);
+    if (st) {
+        tfc_pipeline_reset(p);
+        return st;
+    }
+    p->skipped_run = (int64_t)skipped;
+    return TFC_OK;
+}
+
+int64_t tfc_pipeline_skipped(const tfc_pipeline *p)
+{
+    return p->src->skipped + p->skipped_run;
+}
+
+int64_t tfc_pipeline_source_size(const tfc_pipeline *p)
+{
+    return p->src->count;
+}
+
+const char *const *tfc_pipeline_class_names(const tfc_pipeline *p, int *n)
+{
+    *n = p->src->nclasses;
+    return (const char *const *)p->src->class_names;
+}
+
+const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p)
+{
+    return p->vocab;
+}
+
+/* ---- sources ---------------------------------------------------------------------------- */
+
+void source_free(source *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nclasses; i++) free(s->class_names[i]);
+    free(s->class_names);
+    s->ops->free(s);
+}
+
+tfc_status source_set_classes(source *s, const char *const *names, int n, tfc_error *err)
+{
+    s->class_names = calloc((size_t)n + 1, sizeof *s->class_names);
+    if (!s->class_names) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        s->class_names[i] = dup_or_null(names[i]);
+        if (!s->class_names[i]) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        s->nclasses = i + 1;
+    }
+    return TFC_OK;
+}
+
+tfc_pipeline *tfc_pipeline_from_tensors(const tfc_tensor *features, const tfc_tensor *labels,
+                                        const tfc_data_options *opt, tfc_error *err)
+{
+    source *src;
+    if (source_tensors(&src, features, labels, err)) return NULL;
+    return pipeline_new(src, opt, err);
+}
+
+tfc_pipeline *tfc_pipeline_from_idx(const char *images, const char *labels,
+                                    const tfc_data_options *opt, tfc_error *err)
+{
+    idx_args a = {.type = "idx", .images = images, .labels = labels,
+                  .num_classes = opt ? opt->num_classes : 0};
+    source *src;
+    if (source_idx(&src, &a, err)) return NULL;
+    return pipeline_new(src, opt, err);
+}
+
+tfc_pipeline *tfc_pipeline_from_npy(const char *features, const char *labels,
+                                    const tfc_data_options *opt, tfc_error *err)
+{
+    npy_args a = {.type = "npy", .features = features, .labels = labels,
+                  .num_classes = opt ? opt->num_classes : 0};
+    source *src;
+    if (source_npy(&src, &a, err)) return NULL;
+    return pipeline_new(src, opt, err);
+}

@@ -1,0 +1,201 @@
+/* Saving and restoring the pipeline position: for pipelines with shuffles (lazy and eager),
+ * parallel maps, caches, filters, take/skip, repeats, batches and prefetch, the elements
+ * read after restoring a state saved at element k into a fresh pipeline equal elements k...
+ * of an uninterrupted run. Corrupt, truncated and foreign state blobs are errors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "data/data.h"
+#include "testutil.h"
+
+#define MAXV 4096
+
+static tfc_status jitter(tfc_element *e, const tfc_map_ctx *ctx, void *user, tfc_error *err)
+{
+    int32_t *x = e->comp[TFC_COMP_FEATURES].data;
+    *x = *x * 1000 + (int32_t)(tfc_rng_uniform(ctx->key, 0, 0) * 1000);
+    return TFC_OK;
+}
+
+static int keep_even(const tfc_element *e, void *user)
+{
+    return *(int32_t *)e->comp[TFC_COMP_FEATURES].data % 2 == 0;
+}
+
+/* The pipelines under test, by number. */
+static tfc_pipeline *build(int kind)
+{
+    enum { N = 60 };
+    int32_t f[N];
+    for (int i = 0; i < N; i++) f[i] = i;
+    tfc_tensor tf = {TFC_I32, {.ndim = 1, .dim = {N}}, f, -1};
+    tfc_data_options opt = {.seed = 11};
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_pipeline *p = tfc_pipeline_from_tensors(&tf, NULL, &opt, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    tfc_status st = TFC_OK;
+    switch (kind) {
+    case 0: /* lazy shuffle of ids, random map, repeat, batch, prefetch */
+        st |= tfc_pipeline_shuffle(p, 20, -1, 1, &err);
+        st |= tfc_pipeline_map(p, jitter, NULL, NULL, 1, &err);
+        st |= tfc_pipeline_repeat(p, -1, &err);
+        st |= tfc_pipeline_batch(p, 7, 0, &err);
+        st |= tfc_pipeline_prefetch(p, 2, &err);
+        break;
+    case 1: /* parallel map feeding an eager shuffle */
+        st |= tfc_pipeline_map(p, jitter, NULL, NULL, 4, &err);
+        st |= tfc_pipeline_shuffle(p, 15, -1, 1, &err);
+        st |= tfc_pipeline_repeat(p, 3, &err);
+        st |= tfc_pipeline_batch(p, 5, 0, &err);
+        break;
+    case 2: /* filter, then a shuffle that must keep elements */
+        st |= tfc_pipeline_filter(p, keep_even, NULL, &err);
+        st |= tfc_pipeline_shuffle(p, 10, -1, 1, &err);
+        st |= tfc_pipeline_repeat(p, -1, &err);
+        st |= tfc_pipeline_batch(p, 4, 0, &err);
+        break;
+    case 3: /* shuffling batches: the buffer is saved by value */
+        st |= tfc_pipeline_batch(p, 3, 0, &err);
+        st |= tfc_pipeline_shuffle(p, 4, -1, 1, &err);
+        st |= tfc_pipeline_repeat(p, -1, &err);
+        st |= tfc_pipeline_prefetch(p, 3, &err);
+        break;
+    case 4: /* cache after a random map, shuffled afterwards */
+        st |= tfc_pipeline_map(p, jitter, NULL, NULL, 1, &err);
+        st |= tfc_pipeline_cache(p, &err);
+        st |= tfc_pipeline_repeat(p, 4, &err);
+        st |= tfc_pipeline_shuffle(p, 8, -1, 1, &err);
+        break;
+    case 5: /* skip, take, repeat, parallel map at the end, prefetch */
+        st |= tfc_pipeline_skip(p, 3, &err);
+        st |= tfc_pipeline_take(p, 40, &err);
+        st |= tfc_pipeline_shuffle(p, 40, 5, 1, &err);
+        st |= tfc_pipeline_repeat(p, -1, &err);
+        st |= tfc_pipeline_map(p, jitter, NULL, NULL, 3, &err);
+        st |= tfc_pipeline_batch(p, 9, 1, &err);
+        st |= tfc_pipeline_prefetch(p, 1, &err);
+        break;
+    }
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    return p;
+}
+
+/* Reads up to `elements` elements, appending their values (and a -1 after each element,
+ * so batch boundaries count) to v; returns the values written. */
+static int read_some(tfc_pipeline *p, int elements, int32_t *v, int cap)
+{
+    int n = 0;
+    tfc_error err;
+    tfc_error_clear(&err);
+    for (int k = 0; k < elements; k++) {
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        if (b.end) break;
+        int64_t m = tfc_shape_numel(&b.features.shape);
+        for (int64_t i = 0; i < m && n < cap; i++) v[n++] = ((int32_t *)b.features.data)[i];
+        if (n < cap) v[n++] = -1;
+    }
+    return n;
+}
+
+static int count_elements(const int32_t *v, int n)
+{
+    int e = 0;
+    for (int i = 0; i < n; i++) e += v[i] == -1;
+    return e;
+}
+
+static void check_resume(int kind)
+{
+    enum { TOTAL = 60 };
+    static int32_t ref[MAXV], got[MAXV];
+    tfc_pipeline *p = build(kind);
+    int nref = read_some(p, TOTAL, ref, MAXV);
+    tfc_pipeline_free(p);
+    int total = count_elements(ref, nref);
+    CU_ASSERT(total > 10);
+    int cuts[] = {0, 1, 2, 5, 9, 13, 17, 25, 33, 47};
+    for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++) {
+        int k = cuts[c];
+        if (k > total) continue;
+        p = build(kind);
+        int n = read_some(p, k, got, MAXV);
+        void *blob;
+        size_t len;
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_save_state(p, &blob, &len, &err), TFC_OK);
+        /* The saved pipeline itself goes on undisturbed. */
+        n += read_some(p, 3, got + n, MAXV - n);
+        tfc_pipeline_free(p);
+        p = build(kind);
+        read_some(p, 4, got + n, MAXV - n); /* a position to be overwritten */
+        CU_ASSERT_EQUAL(tfc_pipeline_restore_state(p, blob, len, &err), TFC_OK);
+        int m = read_some(p, total - k, got, MAXV);
+        tfc_pipeline_free(p);
+        free(blob);
+        /* got now holds elements k.. of the restored run: compare with the reference. */
+        int start = 0, e = 0;
+        while (e < k && start < nref) e += ref[start++] == -1;
+        CU_ASSERT_EQUAL(m, nref - start);
+        if (m == nref - start) CU_ASSERT(memcmp(got, ref + start, (size_t)m * sizeof *got) == 0);
+    }
+}
+
+static void test_resume_lazy_shuffle_prefetch(void) { check_resume(0); }
+static void test_resume_parallel_map_eager_shuffle(void) { check_resume(1); }
+static void test_resume_filter_shuffle(void) { check_resume(2); }
+static void test_resume_shuffled_batches(void) { check_resume(3); }
+static void test_resume_cache(void) { check_resume(4); }
+static void test_resume_skip_take_parallel(void) { check_resume(5); }
+
+static void test_bad_blobs(void)
+{
+    tfc_pipeline *p = build(0);
+    int32_t v[256];
+    read_some(p, 5, v, 256);
+    void *blob;
+    size_t len;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_save_state(p, &blob, &len, &err), TFC_OK);
+    /* Every truncation is refused. */
+    for (size_t cut = 0; cut < len; cut++) {
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(tfc_pipeline_restore_state(p, blob, cut, &err), TFC_ERR_FORMAT);
+    }
+    /* Random corruption never crashes; the pipeline still works afterwards. */
+    unsigned char *copy = malloc(len);
+    for (int t = 0; t < 2000; t++) {
+        memcpy(copy, blob, len);
+        for (int k = 0; k < 1 + t % 4; k++) {
+            uint32_t r = tfc_philox(99, (uint64_t)t, (uint64_t)k).v[0];
+            copy[r % len] ^= (unsigned char)(1u << (r >> 29));
+        }
+        tfc_error_clear(&err);
+        tfc_pipeline_restore_state(p, copy, len, &err);
+        read_some(p, 2, v, 256);
+    }
+    free(copy);
+    /* A state from another configuration is refused, saying why. */
+    tfc_pipeline *q = build(1);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_pipeline_restore_state(q, blob, len, &err), TFC_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "different pipeline configuration"));
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_pipeline_restore_state(q, "garbage", 7, &err), TFC_ERR_FORMAT);
+    tfc_pipeline_free(q);
+    free(blob);
+    tfc_pipeline_free(p);
+}
+
+TFC_TEST_MAIN("data_state",
+              {"resume_lazy_shuffle_prefetch", test_resume_lazy_shuffle_prefetch},
+              {"resume_parallel_map_eager_shuffle", test_resume_parallel_map_eager_shuffle},
+              {"resume_filter_shuffle", test_resume_filter_shuffle},
+              {"resume_shuffled_batches", test_resume_shuffled_batches},
+              {"resume_cache", test_resume_cache},
+              {"resume_skip_take_parallel", test_resume_skip_take_parallel},
+              {"bad_blobs", test_bad_blobs})
