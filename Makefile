@@ -8,7 +8,8 @@
 #   make deps         installs the Debian packages (needs root or sudo)
 #
 # Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto),
-# DEPS_PREFIX=DIR (libraries unpacked from .debs under DIR, e.g. on a bare GPU machine).
+# DEPS_PREFIX=DIR (libraries unpacked from .debs under DIR, e.g. on a bare GPU machine),
+# CUDA_HOME=DIR, CUDNN_PREFIX=DIR, NVCCFLAGS=... (see the CUDA section and docs/gpu.md).
 
 CC      ?= cc
 NVCC    ?= nvcc
@@ -51,31 +52,66 @@ LDLIBS_ALL   := $(PREFIX_LIB) $(if $(BLAS_LIB),-L$(BLAS_LIB) -Wl$(comma)-rpath$(
                 -lopenblas -lyaml -ljansson -lpng -ljpeg -lz -lm -lpthread
 LDFLAGS_ALL  := -fopenmp $(if $(filter 1,$(DEBUG)),$(SAN)) $(LDFLAGS)
 
+LDLIBS_CPU   := $(LDLIBS_ALL)
+
 # ---- CUDA: built whenever nvcc and cuDNN are found, unless CUDA=0 --------------------------
+# CUDA_HOME: the toolkit (default: nvcc's parent). CUDNN_PREFIX=DIR: cuDNN outside the toolkit
+# and the system paths, with DIR/include/cudnn.h and DIR/lib/libcudnn.so* (e.g. a pip wheel:
+# CUDNN_PREFIX=$$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))')).
+# Kernels for sm_70 (sm_75 where nvcc has dropped Volta, as CUDA 13 has), sm_80 and sm_90,
+# plus compute_90 PTX that newer GPUs compile at load time (see docs/gpu.md).
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
-CUDNN_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h \
-                                    /usr/local/include/cudnn.h $(DEPS_PREFIX)/usr/include/cudnn.h))
+CUDNN_PREFIX ?=
+ifneq ($(CUDNN_PREFIX),)
+  CUDNN_H       := $(wildcard $(CUDNN_PREFIX)/include/cudnn.h)
+  CUDNN_LIBDIRS := $(CUDNN_PREFIX)/lib $(CUDNN_PREFIX)/lib64
+else
+  CUDNN_H       := $(firstword $(wildcard $(if $(CUDA_HOME),$(CUDA_HOME)/include/cudnn.h) \
+                                   $(if $(DEPS_PREFIX),$(DEPS_PREFIX)/usr/include/cudnn.h \
+                                       $(DEPS_PREFIX)/usr/include/$(MULTIARCH)/cudnn.h) \
+                                   /usr/include/cudnn.h /usr/include/$(MULTIARCH)/cudnn.h \
+                                   /usr/local/include/cudnn.h))
+  CUDNN_LIBDIRS := $(if $(CUDA_HOME),$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib) \
+                   $(if $(DEPS_PREFIX),$(DEPS_PREFIX)/usr/lib/$(MULTIARCH)) \
+                   /usr/lib/$(MULTIARCH) /usr/local/lib
+endif
+# linked by path, so a wheel's unversioned-link-less libcudnn.so.9 works too
+CUDNN_SO  := $(firstword $(wildcard $(foreach d,$(CUDNN_LIBDIRS),$(d)/libcudnn.so $(d)/libcudnn.so.[0-9]*)))
 GPU_SRC   := $(wildcard src/gpu/*.cu)
 ifeq ($(CUDA),0)
   HAVE_CUDA := 0
-else ifneq ($(and $(CUDA_HOME),$(CUDNN_H),$(GPU_SRC)),)
+else ifneq ($(and $(CUDA_HOME),$(CUDNN_H),$(CUDNN_SO),$(GPU_SRC)),)
   HAVE_CUDA := 1
-else ifeq ($(CUDA),1)
-  $(error CUDA=1 but nvcc, cudnn.h or src/gpu/*.cu is missing (nvcc: '$(CUDA_HOME)', cudnn.h: '$(CUDNN_H)'))
+else ifneq ($(filter 1,$(CUDA))$(CUDNN_PREFIX),)
+  $(error CUDA=1 or CUDNN_PREFIX given, but nvcc, cudnn.h, libcudnn or src/gpu/*.cu is missing (CUDA toolkit: '$(CUDA_HOME)', cudnn.h: '$(CUDNN_H)', libcudnn: '$(CUDNN_SO)'; set CUDA_HOME or CUDNN_PREFIX))
 else
   HAVE_CUDA := 0
 endif
 ifeq ($(HAVE_CUDA),1)
-  CPPFLAGS_ALL += -DTFC_HAVE_CUDA=1 -I$(CUDA_HOME)/include
-  LDLIBS_ALL   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart
-  NVFLAGS := -O2 -std=c++17 -Iinclude -Isrc -Xcompiler -fPIC,-Wall -MMD -MP \
-             -gencode arch=compute_70,code=sm_70 -gencode arch=compute_80,code=sm_80 \
-             -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+  CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so))
+  CUDA_LIBDIR := $(dir $(if $(CUDA_LIBDIR),$(CUDA_LIBDIR),$(CUDA_HOME)/lib64/))
+  CPPFLAGS_ALL += -DTFC_HAVE_CUDA=1 -I$(dir $(CUDNN_H)) -I$(CUDA_HOME)/include
+  LDLIBS_ALL   += $(CUDNN_SO) -Wl,-rpath,$(abspath $(dir $(CUDNN_SO))) -L$(CUDA_LIBDIR) \
+                  -Wl,-rpath,$(abspath $(CUDA_LIBDIR)) -lcublas -lcudart -lstdc++
+  NVCC     := $(if $(wildcard $(CUDA_HOME)/bin/nvcc),$(CUDA_HOME)/bin/nvcc,$(NVCC))
+  NVCC_ARCHS := $(shell $(NVCC) --list-gpu-arch 2>/dev/null)
+  GPU_OLDEST := $(if $(filter compute_70,$(NVCC_ARCHS)),70,$(if $(NVCC_ARCHS),75,70))
+  # --fmad=false: our kernels round a * b + c twice, as the CPU does (docs/gpu.md)
+  NVFLAGS := -O2 -std=c++17 -lineinfo --fmad=false -Iinclude -Isrc \
+             -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter,-Wno-format-truncation,-Werror \
+             --Werror all-warnings -Wno-deprecated-gpu-targets \
+             -gencode arch=compute_$(GPU_OLDEST),code=sm_$(GPU_OLDEST) \
+             -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+             $(NVCCFLAGS)
 endif
 
 # ---- sources ------------------------------------------------------------------------------
 LIB_SRC  := $(sort $(wildcard src/core/*.c src/cpu/*.c src/layers/*.c src/data/*.c src/solver/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_SRC:%.cu=$(BUILD)/%.o))
+# The GPU objects come with core/device.c, their only caller: a partial build
+# (LIB_SRC="...") without it compiles no CUDA.
+GPU_OBJ  := $(if $(and $(filter 1,$(HAVE_CUDA)),$(filter src/core/device.c,$(LIB_SRC))),$(GPU_SRC:%.cu=$(BUILD)/%.o))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
 TOOL_SRC := $(wildcard tools/tfc-*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BIN)/%)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -85,11 +121,11 @@ STATIC   := $(BUILD)/libtfc.a
 SHARED   := $(BUILD)/libtfc.so
 
 .SECONDARY:
-.PHONY: all lib tools tests test test-gpu bench bench-gpu bench-data fuzz fuzz-run run deps clean features
+.PHONY: all lib tools tests test test-gpu test-gpu-memcheck bench bench-gpu bench-data fuzz fuzz-run run deps clean features
 all: features lib tools
 
 features:
-	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓,✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓,✗)"
+	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓ (sm_$(GPU_OLDEST) sm_80 sm_90 + PTX),✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓ ($(notdir $(CUDNN_SO))),✗)"
 
 lib: $(STATIC) $(SHARED)
 tools: $(TOOLS)
@@ -111,7 +147,7 @@ $(BUILD)/%.o: %.c
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	@echo "  NVCC  $<"
-	$(Q)$(NVCC) $(NVFLAGS) $(filter -D% -I%,$(CPPFLAGS_ALL)) -c $< -o $@
+	$(Q)$(NVCC) $(NVFLAGS) $(filter -D% -I%,$(CPPFLAGS_ALL)) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 $(BIN)/tfc-%: tools/tfc-%.c $(STATIC)
 	@mkdir -p $(BIN)
@@ -138,17 +174,19 @@ FUZZ_FLAGS := -g -O1 -Wno-pass-failed -fsanitize=fuzzer-no-link,address,undefine
 FUZZ_SRC   := $(wildcard fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_LIBOBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+# The fuzzers link the C objects only: no GPU backend, so device.c is built without CUDA.
+FUZZ_CPPFLAGS := $(filter-out -DTFC_HAVE_CUDA=1,$(CPPFLAGS_ALL))
 FUZZ_SECONDS ?= 60
 
 fuzz: $(FUZZERS)
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC $<"
-	$(Q)$(FUZZ_CC) $(CPPFLAGS_ALL) -std=c11 -fopenmp $(FUZZ_FLAGS) -c $< -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -fopenmp $(FUZZ_FLAGS) -c $< -o $@
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIBOBJ)
 	@echo "  FUZZLD $@"
-	$(Q)$(FUZZ_CC) $(CPPFLAGS_ALL) -std=c11 -fopenmp -g -O1 -fsanitize=fuzzer,address,undefined \
-	    $< $(FUZZ_LIBOBJ) -o $@ $(LDLIBS_ALL)
+	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -fopenmp -g -O1 -fsanitize=fuzzer,address,undefined \
+	    $< $(FUZZ_LIBOBJ) -o $@ $(LDLIBS_CPU)
 # Runs every fuzzer for FUZZ_SECONDS on its seed corpus (fuzz/corpus/<name>/).
 fuzz-run: fuzz
 	$(Q)for f in $(FUZZERS); do n=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$n; \

@@ -1,33 +1,19 @@
 /* Training-step benchmark: forward + loss + backward + SGD update per batch for each model
  * given, on random data, after warm-up; prints one JSON line per model with the median of
- * each repeat (every repeat is the median of --steps steps). Also measures the machine's
- * sgemm rate, which with each model's GEMM FLOPs gives the sgemm-rate bound. */
+ * each repeat (every repeat is the median of --steps steps). On the CPU it also measures the
+ * machine's sgemm rate, which with each model's GEMM FLOPs gives the sgemm-rate bound; on a
+ * GPU (--device gpu[:N]) it reports the allocator's peak memory instead.
+ *   bench_train [--device cpu|gpu|gpu:N] [--steps N] [--repeats N] [--tf32] MODEL.yaml... */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/model.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "core/timing.h"
+#ifdef TFC_HAVE_CUDA
+#include "gpu/gpu.h"
+#endif
 
 /* sgemm GFLOP/s on 1024^3 (best of 5), the rate the bound divides by. */
 static double sgemm_rate(void)
@@ -38,13 +24,36 @@ static double sgemm_rate(void)
     for (int i = 0; i < n * n; i++) a[i] = b[i] = c[i] = 0.001f * (float)(i % 97);
     double best = 1e9;
     for (int r = 0; r < 6; r++) {
-        double t = now();
+        double t = tfc_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-        t = now() - t;
+        t = tfc_now() - t;
         if (r && t < best) best = t;
     }
     free(a), free(b), free(c);
     return 2.0 * n * n * n / best / 1e9;
+}
+
+/* The GPU allocator's peak (MiB) and the device's name; 0 and "" on the CPU. */
+static double peak_mib(tfc_backend *be)
+{
+#ifdef TFC_HAVE_CUDA
+    tfc_gpu_memory st;
+    tfc_gpu_memory_stats(be, &st);
+    return (double)st.peak_reserved / (1 << 20);
+#else
+    (void)be;
+    return 0.0;
+#endif
+}
+
+static const char *gpu_name(tfc_backend *be)
+{
+#ifdef TFC_HAVE_CUDA
+    return tfc_gpu_device_name(be);
+#else
+    (void)be;
+    return "";
+#endif
 }
 
 /* GEMM FLOPs of one training step: forward, weight gradients, and input gradients of every
@@ -72,16 +81,47 @@ static double step_flops(tfc_model *m, int batch)
 
 int main(int argc, char **argv)
 {
-    int steps = 150, repeats = 3, warmup = 20;
-    double rate = sgemm_rate();
-    printf("{\"sgemm_gflops\": %.1f}\n", rate);
+    int steps = 150, repeats = 3, warmup = 20, tf32 = 0;
+    const char *device = "cpu";
+    const char *models[64];
+    int nmodels = 0;
     for (int a = 1; a < argc; a++) {
-        const char *path = argv[a];
+        if (!strcmp(argv[a], "--device") && a + 1 < argc)
+            device = argv[++a];
+        else if (!strcmp(argv[a], "--steps") && a + 1 < argc)
+            steps = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
+            repeats = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--tf32"))
+            tf32 = 1;
+        else if (argv[a][0] == '-' || nmodels == 64) {
+            fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--steps N] [--repeats N] "
+                            "[--tf32] MODEL.yaml...\n", argv[0]);
+            return 2;
+        } else
+            models[nmodels++] = argv[a];
+    }
+    if (steps < 1 || repeats < 1 || repeats > 16) {
+        fprintf(stderr, "--steps must be positive and --repeats in [1, 16]\n");
+        return 2;
+    }
+    const int on_cpu = !strcmp(device, "cpu");
+    double rate = on_cpu ? sgemm_rate() : 0.0;
+    if (on_cpu) printf("{\"sgemm_gflops\": %.1f}\n", rate);
+    for (int a = 0; a < nmodels; a++) {
+        const char *path = models[a];
         int batch = strstr(path, "lstm") ? 32 : 128;
         tfc_error err;
         tfc_error_clear(&err);
+        tfc_backend *be = tfc_backend_open(device, 0, &err);
+        if (!be) {
+            fputs(err.text, stderr);
+            return 1;
+        }
+#ifdef TFC_HAVE_CUDA
+        tfc_gpu_set_tf32(be, tf32);
+#endif
         tfc_model *m = tfc_model_load(path, &err);
-        tfc_backend *be = tfc_cpu_backend_create(0);
         if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
             fputs(err.text, stderr);
             return 1;
@@ -101,21 +141,33 @@ int main(int argc, char **argv)
         tfc_batch_result r;
         for (int rep = 0; rep < repeats; rep++) {
             for (int s = -warmup; s < steps; s++) {
-                double t0 = now();
+                double t0 = tfc_now();
                 tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(s + warmup), &err);
                 tfc_model_loss(m, labels, 1, &r, &err);
                 tfc_model_zero_grad(m);
                 tfc_model_backward(m);
                 be->ops->axpy(be, np, -0.01f, tfc_model_grads(m), tfc_model_params(m));
                 be->ops->sync(be);
-                if (s >= 0) t[s] = now() - t0;
+                if (s >= 0) t[s] = tfc_now() - t0;
             }
-            reps[rep] = median(t, steps) * 1e3;
+            reps[rep] = tfc_median(t, steps) * 1e3;
         }
         double flops = step_flops(m, batch);
-        printf("{\"model\": \"%s\", \"batch\": %d, \"steps\": %d, \"ms\": [", tfc_model_name(m), batch, steps);
+        printf("{\"model\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"steps\": %d, \"ms\": [",
+               tfc_model_name(m), device, batch, steps);
         for (int rep = 0; rep < repeats; rep++) printf("%s%.3f", rep ? ", " : "", reps[rep]);
-        printf("], \"bound_ms\": %.3f, \"gflop\": %.3f}\n", flops / (rate * 1e9) * 1e3, flops / 1e9);
+        if (on_cpu)
+            printf("], \"bound_ms\": %.3f, \"gflop\": %.3f}\n", flops / (rate * 1e9) * 1e3,
+                   flops / 1e9);
+        else
+            printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"gpu\": \"%s\"}\n",
+                   flops / 1e9, peak_mib(be), tf32, gpu_name(be));
+#ifdef TFC_HAVE_CUDA
+        if (tfc_gpu_status(be, &err)) {
+            fputs(err.text, stderr);
+            return 1;
+        }
+#endif
         fflush(stdout);
         free(x), free(labels), free(t);
         tfc_model_free(m);

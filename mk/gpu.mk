@@ -1,0 +1,34 @@
+# GPU checks and benchmarks; none is part of `make test` (docs/gpu.md).
+#   make test-gpu          every op on CPU and GPU, compared (tests/gpu/test_gpu_ops.c); prints
+#                          "skipped" and exits 0 when there is no usable GPU (or no CUDA build).
+#                          TEST_GPU_ARGS=--cpu-twin checks the harness against a second CPU
+#                          backend; TEST_GPU_ARGS=conv runs one test.
+#   make test-gpu-memcheck the same under compute-sanitizer (memcheck, then racecheck on a
+#                          short run).
+#   make bench-gpu         training-step time and peak memory of tfc on the GPU next to PyTorch
+#                          eager on CUDA: mnist_mlp, mnist_cnn, char_lstm, resnet20
+#                          (bench/bench_gpu.sh; STEPS=N for shorter runs).
+GPU_TEST_BIN := $(BUILD)/tests/gpu/test_gpu_ops
+
+# Objects whose code depends on TFC_HAVE_CUDA are rebuilt when a build directory switches
+# between CUDA and CPU-only: $(BUILD)/cuda.flags changes (only) when HAVE_CUDA does.
+CUDA_FLAGS_FILE := $(BUILD)/cuda.flags
+$(shell mkdir -p $(BUILD) && (echo '$(HAVE_CUDA)' | cmp -s - $(CUDA_FLAGS_FILE) || echo '$(HAVE_CUDA)' > $(CUDA_FLAGS_FILE)))
+$(BUILD)/src/core/device.o $(BUILD)/bench/bench_train $(GPU_TEST_BIN): $(CUDA_FLAGS_FILE)
+GPU_SANITIZER ?= $(or $(wildcard $(CUDA_HOME)/bin/compute-sanitizer),compute-sanitizer)
+
+$(GPU_TEST_BIN): tests/gpu/test_gpu_ops.c $(TEST_LIB) $(STATIC)
+	@mkdir -p $(dir $@)
+	@echo "  LINK  $@"
+	$(Q)$(CC) $(CPPFLAGS_ALL) -Itests -Itests/util $(CFLAGS_ALL) $< $(TEST_LIB) $(STATIC) -o $@ \
+	    $(LDFLAGS_ALL) $(LDLIBS_ALL) -lcunit
+
+test-gpu: features $(GPU_TEST_BIN)
+	$(Q)OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(GPU_TEST_BIN) $(TEST_GPU_ARGS)
+
+test-gpu-memcheck: features $(GPU_TEST_BIN)
+	$(Q)$(GPU_SANITIZER) --tool memcheck --leak-check full --error-exitcode 1 $(GPU_TEST_BIN) $(TEST_GPU_ARGS)
+	$(Q)$(GPU_SANITIZER) --tool racecheck --error-exitcode 1 $(GPU_TEST_BIN) train_cnn
+
+bench-gpu: features $(BENCH_BIN)
+	$(Q)bench/bench_gpu.sh $(BENCH_BIN)

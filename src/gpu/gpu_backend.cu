@@ -1,0 +1,458 @@
+/* The CUDA backend's table and everything that is not math: device discovery and
+ * creation (one non-blocking stream, a cuBLAS and a cuDNN handle bound to it), the caching
+ * allocator (cudaMalloc'd blocks rounded to size classes and kept on free lists, so a
+ * training step allocates nothing and a run holds only what its model needs), pinned
+ * staging for host transfers, scratch, and the sticky error behind the TFC_*_TRY wrappers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu_internal.cuh"
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+int tfc_gpu_fail(gpu_ctx *g, const char *call, const char *what, const char *file, int line)
+{
+    if (!g->failed) {
+        tfc_error_clear(&g->err);
+        tfc_error_set(&g->err, TFC_ERR_DEVICE, "gpu:%d: %s failed: %s (%s:%d)", g->device, call,
+                      what, file, line);
+    }
+    g->failed++;
+    return 1;
+}
+
+int tfc_gpu_cuda_failed(gpu_ctx *g, cudaError_t e, const char *call, const char *file, int line)
+{
+    if (e == cudaSuccess) return 0;
+    char what[256];
+    snprintf(what, sizeof what, "%s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    return tfc_gpu_fail(g, call, what, file, line);
+}
+
+int tfc_gpu_cublas_failed(gpu_ctx *g, cublasStatus_t s, const char *call, const char *file, int line)
+{
+    if (s == CUBLAS_STATUS_SUCCESS) return 0;
+    return tfc_gpu_fail(g, call, cublasGetStatusString(s), file, line);
+}
+
+int tfc_gpu_cudnn_failed(gpu_ctx *g, cudnnStatus_t s, const char *call, const char *file, int line)
+{
+    if (s == CUDNN_STATUS_SUCCESS) return 0;
+    return tfc_gpu_fail(g, call, cudnnGetErrorString(s), file, line);
+}
+
+/* ---- caching allocator ----------------------------------------------------------------- */
+
+/* Size classes: 512 bytes and up, four per power of two (at most 25% rounding), and above
+ * 32 MiB multiples of 2 MiB (the arenas: at most 2 MiB more). Blocks of a class are
+ * interchangeable, so a freed block serves the next request of its class without
+ * cudaMalloc (which synchronises the device). */
+static size_t size_class(size_t bytes)
+{
+    if (bytes <= 512) return 512;
+    if (bytes > ((size_t)32 << 20)) return (bytes + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+    int e = 63 - __builtin_clzll((unsigned long long)(bytes - 1)); /* 2^e < bytes <= 2^(e+1) */
+    size_t step = (size_t)1 << (e - 2);                            /* 2^e / 4 */
+    return (bytes + step - 1) / step * step;
+}
+
+static int push_block(gpu_block **v, int *n, int *cap, gpu_block b)
+{
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 64;
+        gpu_block *nv = (gpu_block *)realloc(*v, (size_t)nc * sizeof **v);
+        if (!nv) return 1;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = b;
+    return 0;
+}
+
+/* cudaFree every cached block (cudaFree synchronises, so pending work is done first). */
+static void release_cached(gpu_ctx *g)
+{
+    for (int i = 0; i < g->ncached; i++) {
+        cudaFree(g->cached[i].ptr);
+        g->reserved -= g->cached[i].size;
+    }
+    g->ncached = 0;
+}
+
+static void *alloc_block(gpu_ctx *g, size_t bytes)
+{
+    if (bytes > ((size_t)1 << 46)) return NULL; /* 64 TiB: no GPU has it, and no overflow below */
+    size_t size = size_class(bytes);
+    gpu_block b = {NULL, size};
+    /* the most recently freed block of the class: likeliest still in L2 */
+    for (int i = g->ncached - 1; i >= 0; i--)
+        if (g->cached[i].size == size) {
+            b = g->cached[i];
+            g->cached[i] = g->cached[--g->ncached];
+            break;
+        }
+    if (!b.ptr) {
+        if (g->limit && g->reserved + size > g->limit) release_cached(g);
+        if (g->limit && g->reserved + size > g->limit) return NULL;
+        cudaError_t e = cudaMalloc(&b.ptr, size);
+        if (e == cudaErrorMemoryAllocation && g->ncached) {
+            (void)cudaGetLastError();
+            release_cached(g);
+            e = cudaMalloc(&b.ptr, size);
+        }
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError(); /* out of memory is not sticky: the caller reports it */
+            return NULL;
+        }
+        g->reserved += size;
+        if (g->reserved > g->peak_reserved) g->peak_reserved = g->reserved;
+    }
+    if (push_block(&g->live, &g->nlive, &g->live_cap, b)) {
+        cudaFree(b.ptr);
+        g->reserved -= size;
+        return NULL;
+    }
+    g->in_use += size;
+    if (g->in_use > g->peak_in_use) g->peak_in_use = g->in_use;
+    return b.ptr;
+}
+
+/* The block goes back to its class's free list; work already enqueued on the stream that
+ * still reads it finishes before any later user's work starts (one stream, in order). */
+static void free_block(gpu_ctx *g, void *p)
+{
+    if (!p) return;
+    for (int i = g->nlive - 1; i >= 0; i--)
+        if (g->live[i].ptr == p) {
+            gpu_block b = g->live[i];
+            g->live[i] = g->live[--g->nlive];
+            g->in_use -= b.size;
+            if (push_block(&g->cached, &g->ncached, &g->cached_cap, b)) {
+                cudaFree(b.ptr);
+                g->reserved -= b.size;
+            }
+            return;
+        }
+    tfc_gpu_fail(g, "free", "pointer was not allocated by this backend", __FILE__, __LINE__);
+}
+
+static void *gpu_alloc(tfc_backend *be, size_t bytes)
+{
+    return alloc_block(gpu_of(be), bytes);
+}
+
+static void gpu_free(tfc_backend *be, void *p)
+{
+    free_block(gpu_of(be), p);
+}
+
+void *tfc_gpu_scratch(gpu_ctx *g, size_t bytes)
+{
+    if (bytes <= g->scratch_bytes && g->scratch) return g->scratch;
+    size_t want = bytes > 2 * g->scratch_bytes ? bytes : 2 * g->scratch_bytes;
+    if (g->scratch) free_block(g, g->scratch);
+    g->scratch = alloc_block(g, want);
+    g->scratch_bytes = g->scratch ? want : 0;
+    if (!g->scratch) {
+        char what[96];
+        snprintf(what, sizeof what, "out of device memory for %.1f MiB of scratch",
+                 (double)want / (1 << 20));
+        tfc_gpu_fail(g, "scratch", what, __FILE__, __LINE__);
+    }
+    return g->scratch;
+}
+
+/* ---- transfers ---------------------------------------------------------------------------- */
+
+gpu_stage *tfc_gpu_stage_take(gpu_ctx *g, size_t bytes)
+{
+    gpu_stage *s = &g->stage[g->stage_next];
+    g->stage_next = (g->stage_next + 1) % GPU_STAGES;
+    TFC_CUDA_TRY(g, cudaEventSynchronize(s->done), NULL);
+    if (s->cap < bytes) {
+        if (s->host) cudaFreeHost(s->host);
+        s->host = NULL;
+        s->cap = 0;
+        size_t want = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
+        TFC_CUDA_TRY(g, cudaHostAlloc(&s->host, want, cudaHostAllocDefault), NULL);
+        s->cap = want;
+    }
+    return s;
+}
+
+/* Host to device without waiting for the GPU: the data is copied into a pinned staging
+ * buffer (so the caller may reuse its memory at once) and the DMA is queued on the stream.
+ * A pageable cudaMemcpyAsync would first wait for all queued work. */
+static void gpu_upload(tfc_backend *be, void *dst, const void *src, size_t bytes)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (!bytes) return;
+    if (bytes > GPU_STAGE_MAX) { /* pageable: returns once src has been staged by CUDA */
+        TFC_CUDA_TRY(g, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g->stream));
+        return;
+    }
+    gpu_stage *s = tfc_gpu_stage_take(g, bytes);
+    if (!s) return;
+    memcpy(s->host, src, bytes);
+    TFC_CUDA_TRY(g, cudaMemcpyAsync(dst, s->host, bytes, cudaMemcpyHostToDevice, g->stream));
+    TFC_CUDA_TRY(g, cudaEventRecord(s->done, g->stream));
+}
+
+/* Device to host, synchronous: returns when the data is in host memory. */
+static void gpu_download(tfc_backend *be, void *dst, const void *src, size_t bytes)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (!bytes) return;
+    if (bytes > GPU_STAGE_MAX) {
+        TFC_CUDA_TRY(g, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g->stream));
+        TFC_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
+        return;
+    }
+    gpu_stage *s = tfc_gpu_stage_take(g, bytes);
+    if (!s) {
+        memset(dst, 0, bytes);
+        return;
+    }
+    TFC_CUDA_TRY(g, cudaMemcpyAsync(s->host, src, bytes, cudaMemcpyDeviceToHost, g->stream));
+    TFC_CUDA_TRY(g, cudaEventRecord(s->done, g->stream));
+    TFC_CUDA_TRY(g, cudaEventSynchronize(s->done));
+    memcpy(dst, s->host, bytes);
+}
+
+static void gpu_copy(tfc_backend *be, void *dst, const void *src, size_t bytes)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (!bytes || dst == src) return;
+    TFC_CUDA_TRY(g, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g->stream));
+}
+
+static void gpu_zero(tfc_backend *be, void *p, size_t bytes)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (!bytes) return;
+    TFC_CUDA_TRY(g, cudaMemsetAsync(p, 0, bytes, g->stream));
+}
+
+static void gpu_sync(tfc_backend *be)
+{
+    gpu_ctx *g = gpu_of(be);
+    TFC_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+void tfc_gpu_conv_cache_free(gpu_ctx *g); /* gpu_conv.cu */
+
+static void gpu_destroy(tfc_backend *be)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (g) {
+        cudaSetDevice(g->device);
+        if (g->stream) cudaStreamSynchronize(g->stream);
+        tfc_gpu_conv_cache_free(g);
+        for (int i = 0; i < g->nlive; i++) cudaFree(g->live[i].ptr);
+        for (int i = 0; i < g->ncached; i++) cudaFree(g->cached[i].ptr);
+        free(g->live);
+        free(g->cached);
+        for (int i = 0; i < GPU_STAGES; i++) {
+            if (g->stage[i].host) cudaFreeHost(g->stage[i].host);
+            if (g->stage[i].done) cudaEventDestroy(g->stage[i].done);
+        }
+        if (g->host_result) cudaFreeHost(g->host_result);
+        if (g->dnn) cudnnDestroy(g->dnn);
+        if (g->blas) cublasDestroy(g->blas);
+        if (g->stream) cudaStreamDestroy(g->stream);
+        free(g);
+    }
+    free(be);
+}
+
+static const tfc_backend_ops gpu_ops = {
+    .name = "gpu",
+    .destroy = gpu_destroy,
+    .alloc = gpu_alloc,
+    .free = gpu_free,
+    .upload = gpu_upload,
+    .download = gpu_download,
+    .copy = gpu_copy,
+    .zero = gpu_zero,
+    .sync = gpu_sync,
+    .gemm = tfc_gpu_gemm,
+    .axpy = tfc_gpu_axpy,
+    .scale = tfc_gpu_scale,
+    .bias_add = tfc_gpu_bias_add,
+    .bias_grad = tfc_gpu_bias_grad,
+    .copy2d = tfc_gpu_copy2d,
+    .act_forward = tfc_gpu_act_forward,
+    .act_backward = tfc_gpu_act_backward,
+    .dropout_forward = tfc_gpu_dropout_forward,
+    .dropout_backward = tfc_gpu_dropout_backward,
+    .conv_workspace = tfc_gpu_conv_workspace,
+    .conv_forward = tfc_gpu_conv_forward,
+    .conv_backward_data = tfc_gpu_conv_backward_data,
+    .conv_backward_filter = tfc_gpu_conv_backward_filter,
+    .pool_forward = tfc_gpu_pool_forward,
+    .pool_backward = tfc_gpu_pool_backward,
+    .bn_forward_train = tfc_gpu_bn_forward_train,
+    .bn_forward_infer = tfc_gpu_bn_forward_infer,
+    .bn_backward = tfc_gpu_bn_backward,
+    .gather = tfc_gpu_gather,
+    .scatter_add = tfc_gpu_scatter_add,
+    .lstm_workspace = tfc_gpu_lstm_workspace,
+    .lstm_forward = tfc_gpu_lstm_forward,
+    .lstm_backward = tfc_gpu_lstm_backward,
+    .loss = tfc_gpu_loss,
+    .accuracy = tfc_gpu_accuracy,
+    .sumsq = tfc_gpu_sumsq,
+    .count_nonfinite = tfc_gpu_count_nonfinite,
+    .optimizer_update = tfc_gpu_optimizer_update,
+};
+
+int tfc_gpu_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+/* Trivial kernel whose attributes tell whether this binary has code for the device. */
+static __global__ void probe_kernel(int *p)
+{
+    if (p) *p = 0;
+}
+
+/* Creation failure: fills err from the recorded failure and frees what exists. */
+static tfc_backend *create_failed(tfc_backend *be, tfc_error *err)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (err) *err = g->err;
+    gpu_destroy(be);
+    return NULL;
+}
+
+tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err)
+{
+    int count = tfc_gpu_device_count();
+    if (index < 0 || index >= count) {
+        tfc_error_set(err, TFC_ERR_DEVICE, "gpu:%d requested but %d usable GPU%s found", index,
+                      count, count == 1 ? "" : "s");
+        return NULL;
+    }
+    tfc_backend *be = (tfc_backend *)calloc(1, sizeof *be);
+    gpu_ctx *g = (gpu_ctx *)calloc(1, sizeof *g);
+    if (!be || !g) {
+        free(be);
+        free(g);
+        tfc_error_set(err, TFC_ERR_NOMEM, "out of memory creating the GPU backend");
+        return NULL;
+    }
+    be->ops = &gpu_ops;
+    be->device = index;
+    be->threads = 1;
+    be->impl = g;
+    g->device = index;
+    tfc_error_clear(&g->err);
+    TFC_CUDA_TRY(g, cudaSetDevice(index), create_failed(be, err));
+    cudaDeviceProp prop;
+    TFC_CUDA_TRY(g, cudaGetDeviceProperties(&prop, index), create_failed(be, err));
+    g->sm_count = prop.multiProcessorCount;
+    g->cc_major = prop.major;
+    g->cc_minor = prop.minor;
+    snprintf(g->name, sizeof g->name, "%s (sm_%d%d, %d SMs)", prop.name, prop.major, prop.minor,
+             prop.multiProcessorCount);
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaFuncGetAttributes(&attr, probe_kernel);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        char what[320];
+        snprintf(what, sizeof what,
+                 "%s: this build has no code for %s; rebuild tfc with an nvcc that targets it",
+                 cudaGetErrorName(e), g->name);
+        tfc_gpu_fail(g, "cudaFuncGetAttributes(probe_kernel)", what, __FILE__, __LINE__);
+        return create_failed(be, err);
+    }
+    TFC_CUDA_TRY(g, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking),
+                 create_failed(be, err));
+    TFC_CUBLAS_TRY(g, cublasCreate(&g->blas), create_failed(be, err));
+    TFC_CUBLAS_TRY(g, cublasSetStream(g->blas, g->stream), create_failed(be, err));
+    TFC_CUBLAS_TRY(g, cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH), create_failed(be, err));
+    TFC_CUDNN_TRY(g, cudnnCreate(&g->dnn), create_failed(be, err));
+    TFC_CUDNN_TRY(g, cudnnSetStream(g->dnn, g->stream), create_failed(be, err));
+    for (int i = 0; i < GPU_STAGES; i++)
+        TFC_CUDA_TRY(g, cudaEventCreateWithFlags(&g->stage[i].done, cudaEventDisableTiming),
+                     create_failed(be, err));
+    TFC_CUDA_TRY(g, cudaHostAlloc(&g->host_result, 64, cudaHostAllocDefault),
+                 create_failed(be, err));
+    return be;
+}
+
+/* ---- options and queries ------------------------------------------------------------------ */
+
+int tfc_gpu_is_gpu(const tfc_backend *be)
+{
+    return be && be->ops == &gpu_ops;
+}
+
+void tfc_gpu_set_deterministic(tfc_backend *be, int on)
+{
+    if (!tfc_gpu_is_gpu(be)) return;
+    gpu_ctx *g = gpu_of(be);
+    if (g->deterministic == !!on) return;
+    g->deterministic = !!on;
+    tfc_gpu_conv_cache_free(g); /* algorithm choices depend on it */
+}
+
+void tfc_gpu_set_tf32(tfc_backend *be, int on)
+{
+    if (!tfc_gpu_is_gpu(be)) return;
+    gpu_ctx *g = gpu_of(be);
+    if (g->tf32 == !!on) return;
+    g->tf32 = !!on;
+    TFC_CUBLAS_TRY(g, cublasSetMathMode(g->blas, on ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_DEFAULT_MATH));
+    tfc_gpu_conv_cache_free(g);
+}
+
+void tfc_gpu_set_memory_limit(tfc_backend *be, size_t bytes)
+{
+    if (!tfc_gpu_is_gpu(be)) return;
+    gpu_ctx *g = gpu_of(be);
+    g->limit = bytes;
+    if (bytes && g->reserved > bytes) release_cached(g);
+}
+
+tfc_status tfc_gpu_status(tfc_backend *be, tfc_error *err)
+{
+    if (!tfc_gpu_is_gpu(be)) return TFC_OK;
+    gpu_ctx *g = gpu_of(be);
+    if (!g->failed) return TFC_OK;
+    if (g->failed > 1) tfc_error_hint(&g->err, "%d later GPU call%s failed as well", g->failed - 1,
+                                      g->failed > 2 ? "s" : "");
+    tfc_status code = g->err.code;
+    if (err) *err = g->err;
+    tfc_error_clear(&g->err);
+    g->failed = 0;
+    return code;
+}
+
+void tfc_gpu_memory_stats(tfc_backend *be, tfc_gpu_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!tfc_gpu_is_gpu(be)) return;
+    gpu_ctx *g = gpu_of(be);
+    out->in_use = g->in_use;
+    out->reserved = g->reserved;
+    out->peak_in_use = g->peak_in_use;
+    out->peak_reserved = g->peak_reserved;
+    out->limit = g->limit;
+    if (cudaMemGetInfo(&out->device_free, &out->device_total) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+const char *tfc_gpu_device_name(const tfc_backend *be)
+{
+    return tfc_gpu_is_gpu(be) ? ((const gpu_ctx *)be->impl)->name : "";
+}

@@ -1,0 +1,426 @@
+/* Element-wise ops on the GPU: axpy, scale, bias add and gradient, strided copies, the
+ * activations (softmax one warp per row), inverted dropout on Philox (core/rng.h, the very
+ * function the CPU uses, so masks match bit for bit), and the deterministic reductions:
+ * fixed-size grids whose partial sums are added in a fixed order, in double. Built with
+ * --fmad=false, so a * b + c rounds twice as on the CPU. */
+#include <math.h>
+
+#include "gpu/gpu_internal.cuh"
+
+#define SELU_ALPHA 1.6732632423543772848170429916717f
+#define SELU_SCALE 1.0507009873554804934193349852946f
+#define LEAKY_SLOPE 0.2f
+#define INV_SQRT_2PI 0.3989422804014327f
+#define SQRT1_2 0.70710678118654752440f
+
+/* Grid-stride loop over [0, n). */
+#define GRID_LOOP(i, n)                                                              \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);        \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+int tfc_gpu_reduce_blocks(int64_t n)
+{
+    int64_t b = (n + GPU_THREADS * 8 - 1) / (GPU_THREADS * 8);
+    return b < 1 ? 1 : b > 1024 ? 1024 : (int)b;
+}
+
+/* Sum over a block of GPU_THREADS threads: warps first, then the first warp over the warp
+ * sums; the result is valid in thread 0. */
+static __device__ double block_sum(double v)
+{
+    __shared__ double sh[GPU_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < GPU_THREADS / 32 ? sh[lane] : 0.0;
+        v = warp_sum(v);
+    }
+    return v;
+}
+
+/* partials[block] = sum of F(i) over the block's grid-stride share of [0, n). */
+template <typename F>
+static __global__ void sum_kernel(int64_t n, F f, double *partials)
+{
+    double acc = 0.0;
+    GRID_LOOP(i, n) acc += f(i);
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+}
+
+/* out[0] = sum of partials[0..nb), one warp, fixed order. */
+static __global__ void finish_kernel(const double *partials, int nb, double *out)
+{
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < nb; i += 32) acc += partials[i];
+    acc = warp_sum(acc);
+    if (threadIdx.x == 0) out[0] = acc;
+}
+
+template <typename F>
+static int reduce(gpu_ctx *g, int64_t n, F f, double *partials, double *out)
+{
+    const int nb = tfc_gpu_reduce_blocks(n);
+    sum_kernel<<<nb, GPU_THREADS, 0, g->stream>>>(n, f, partials);
+    TFC_LAUNCH_CHECK(g, sum_kernel, 1);
+    finish_kernel<<<1, 32, 0, g->stream>>>(partials, nb, out);
+    TFC_LAUNCH_CHECK(g, finish_kernel, 1);
+    return 0;
+}
+
+struct read_f64 {
+    const double *p;
+    __device__ double operator()(int64_t i) const { return p[i]; }
+};
+
+int tfc_gpu_sum_f64(gpu_ctx *g, const double *in, int64_t n, double *partials, double *out)
+{
+    return reduce(g, n, read_f64{in}, partials, out);
+}
+
+struct square_f32 {
+    const float *p;
+    __device__ double operator()(int64_t i) const { return (double)p[i] * p[i]; }
+};
+
+/* NaN and +-Inf are exactly the floats whose exponent bits are all ones. */
+struct nonfinite_f32 {
+    const float *p;
+    __device__ double operator()(int64_t i) const
+    {
+        return (__float_as_uint(p[i]) & 0x7f800000u) == 0x7f800000u ? 1.0 : 0.0;
+    }
+};
+
+/* Runs a reduction and brings its double back to the host; NaN when a call failed. */
+template <typename F>
+static double reduce_to_host(gpu_ctx *g, int64_t n, F f)
+{
+    if (n <= 0) return 0.0;
+    const int nb = tfc_gpu_reduce_blocks(n);
+    double *buf = (double *)tfc_gpu_scratch(g, (size_t)(nb + 1) * sizeof(double));
+    if (!buf || reduce(g, n, f, buf + 1, buf)) return NAN;
+    double *host = (double *)g->host_result;
+    TFC_CUDA_TRY(g, cudaMemcpyAsync(host, buf, sizeof(double), cudaMemcpyDeviceToHost, g->stream),
+                 NAN);
+    TFC_CUDA_TRY(g, cudaStreamSynchronize(g->stream), NAN);
+    return *host;
+}
+
+double tfc_gpu_sumsq(tfc_backend *be, int64_t n, const float *x)
+{
+    return reduce_to_host(gpu_of(be), n, square_f32{x});
+}
+
+/* A failed reduction counts everything as non-finite, so training stops rather than
+ * continuing on garbage; tfc_gpu_status then names the failing call. */
+int64_t tfc_gpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x)
+{
+    double c = reduce_to_host(gpu_of(be), n, nonfinite_f32{x});
+    return c == c ? (int64_t)c : n;
+}
+
+/* ---- axpy, scale, bias, copies ------------------------------------------------------------ */
+
+static __global__ void axpy_kernel(int64_t n, float alpha, const float *x, float *y)
+{
+    GRID_LOOP(i, n) y[i] += alpha * x[i];
+}
+
+static __global__ void scale_kernel(int64_t n, float alpha, float *x)
+{
+    GRID_LOOP(i, n) x[i] *= alpha;
+}
+
+void tfc_gpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    axpy_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, alpha, x, y);
+    TFC_LAUNCH_CHECK(g, axpy_kernel);
+}
+
+void tfc_gpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    scale_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, alpha, x);
+    TFC_LAUNCH_CHECK(g, scale_kernel);
+}
+
+/* y[r, c] += b[c] */
+static __global__ void bias_add_kernel(int64_t total, int cols, const float *b, float *y)
+{
+    GRID_LOOP(i, total) y[i] += b[i % cols];
+}
+
+void tfc_gpu_bias_add(tfc_backend *be, int64_t rows, int cols, const float *b, float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    const int64_t total = rows * cols;
+    if (total <= 0) return;
+    bias_add_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(total, cols, b, y);
+    TFC_LAUNCH_CHECK(g, bias_add_kernel);
+}
+
+struct column_value {
+    const float *p;
+    int cols;
+    __device__ void operator()(int64_t r, int c, double *v) const { v[0] = p[r * cols + c]; }
+};
+
+/* db[c] += sum over splits (in order) of the column sums */
+static __global__ void bias_grad_finish(int cols, int splits, const double *partial, float *db)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < cols) db[c] += (float)colsum_total(partial, 0, splits, cols, c);
+}
+
+/* db[c] += sum_r dy[r, c], summed in double in a fixed order (deterministic). */
+void tfc_gpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (rows <= 0 || cols <= 0) return;
+    const int splits = colsum_splits(rows);
+    double *partial = (double *)tfc_gpu_scratch(g, (size_t)splits * cols * sizeof(double));
+    if (!partial || gpu_colsum<1>(g, rows, cols, column_value{dy, cols}, partial)) return;
+    bias_grad_finish<<<(cols + 255) / 256, 256, 0, g->stream>>>(cols, splits, partial, db);
+    TFC_LAUNCH_CHECK(g, bias_grad_finish);
+}
+
+static __global__ void copy2d_add_kernel(int64_t rows, int cols, const float *src, int src_ld,
+                                  float *dst, int dst_ld)
+{
+    GRID_LOOP(i, rows * cols)
+    {
+        int64_t r = i / cols;
+        int c = (int)(i % cols);
+        dst[r * dst_ld + c] += src[r * src_ld + c];
+    }
+}
+
+/* dst[r*dst_ld + c] (= or +=) src[r*src_ld + c] */
+void tfc_gpu_copy2d(tfc_backend *be, int64_t rows, int cols, const float *src, int src_ld,
+                    float *dst, int dst_ld, int accumulate)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (rows <= 0 || cols <= 0) return;
+    if (!accumulate) {
+        TFC_CUDA_TRY(g, cudaMemcpy2DAsync(dst, (size_t)dst_ld * sizeof(float), src,
+                                          (size_t)src_ld * sizeof(float),
+                                          (size_t)cols * sizeof(float), (size_t)rows,
+                                          cudaMemcpyDeviceToDevice, g->stream));
+        return;
+    }
+    copy2d_add_kernel<<<gpu_blocks(g, rows * cols), GPU_THREADS, 0, g->stream>>>(
+        rows, cols, src, src_ld, dst, dst_ld);
+    TFC_LAUNCH_CHECK(g, copy2d_add_kernel);
+}
+
+/* ---- activations ------------------------------------------------------------------------ */
+
+static __device__ __forceinline__ float sigmoidf(float v)
+{
+    return 1.0f / (1.0f + expf(-v));
+}
+
+/* Keras's definitions (see cpu_act.c); CUDA's expf/tanhf/erfcf are within 2 ulp. */
+static __device__ __forceinline__ float act_value(int act, float v)
+{
+    switch (act) {
+    case TFC_ACT_RELU: return v < 0.0f ? 0.0f : v;
+    case TFC_ACT_SIGMOID: return sigmoidf(v);
+    case TFC_ACT_TANH: return tanhf(v);
+    case TFC_ACT_ELU: return v > 0.0f ? v : expm1f(v);
+    case TFC_ACT_SELU: return SELU_SCALE * (v > 0.0f ? v : SELU_ALPHA * expm1f(v));
+    /* gelu(x) = x/2 erfc(-x/sqrt 2): erfc keeps the left tail */
+    case TFC_ACT_GELU: return 0.5f * v * erfcf(-v * SQRT1_2);
+    case TFC_ACT_LEAKY_RELU: return v < 0.0f ? LEAKY_SLOPE * v : v;
+    /* softplus = max(x, 0) + log1p(e^-|x|), never overflows */
+    case TFC_ACT_SOFTPLUS: return (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v)));
+    case TFC_ACT_SOFTSIGN: return v / (1.0f + fabsf(v));
+    case TFC_ACT_SWISH: return v * sigmoidf(v);
+    case TFC_ACT_HARD_SIGMOID: {
+        float t = v + 3.0f;
+        return (t < 0.0f ? 0.0f : t > 6.0f ? 6.0f : t) / 6.0f;
+    }
+    case TFC_ACT_EXPONENTIAL: return expf(v);
+    default: return v; /* linear */
+    }
+}
+
+/* act'(x), from x (v) or y (out) as cpu_act.c does. */
+static __device__ __forceinline__ float act_deriv(int act, float v, float out)
+{
+    switch (act) {
+    case TFC_ACT_RELU: return v > 0.0f ? 1.0f : 0.0f;
+    case TFC_ACT_SIGMOID: return out * (1.0f - out);
+    case TFC_ACT_TANH: return 1.0f - out * out;
+    case TFC_ACT_ELU: return v > 0.0f ? 1.0f : out + 1.0f;
+    case TFC_ACT_SELU: return v > 0.0f ? SELU_SCALE : out + SELU_SCALE * SELU_ALPHA;
+    case TFC_ACT_GELU: return 0.5f * erfcf(-v * SQRT1_2) + v * INV_SQRT_2PI * expf(-0.5f * v * v);
+    case TFC_ACT_LEAKY_RELU: return v > 0.0f ? 1.0f : LEAKY_SLOPE;
+    case TFC_ACT_SOFTPLUS: return sigmoidf(v);
+    case TFC_ACT_SOFTSIGN: return 1.0f / ((1.0f + fabsf(v)) * (1.0f + fabsf(v)));
+    case TFC_ACT_SWISH: {
+        float s = sigmoidf(v);
+        return s + v * s * (1.0f - s);
+    }
+    case TFC_ACT_HARD_SIGMOID: return v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f;
+    case TFC_ACT_EXPONENTIAL: return out;
+    default: return 1.0f; /* linear */
+    }
+}
+
+static __global__ void act_forward_kernel(int act, int64_t n, const float *x, float *y)
+{
+    GRID_LOOP(i, n) y[i] = act_value(act, x[i]);
+}
+
+static __global__ void act_backward_kernel(int act, int64_t n, const float *x, const float *y,
+                                    const float *dy, float *dx)
+{
+    GRID_LOOP(i, n) dx[i] += act_deriv(act, x[i], y ? y[i] : 0.0f) * dy[i];
+}
+
+/* One warp per row: y = exp(x - max) / sum exp(x - max); the maximum keeps exp finite. The
+ * sum is in double, as on the CPU. x and y may alias (each lane rewrites what it read). */
+static __global__ void softmax_forward_kernel(int64_t rows, int cols, const float *x, float *y)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; r < rows; r += nw) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -INFINITY;
+        for (int j = lane; j < cols; j += 32) m = fmaxf(m, xr[j]);
+        m = warp_max(m);
+        double s = 0.0;
+        for (int j = lane; j < cols; j += 32) {
+            float e = expf(xr[j] - m);
+            yr[j] = e;
+            s += e;
+        }
+        s = warp_sum(s);
+        const float inv = (float)(1.0 / s);
+        for (int j = lane; j < cols; j += 32) yr[j] *= inv;
+    }
+}
+
+/* dx_j += y_j (dy_j - sum_k dy_k y_k), one warp per row. */
+static __global__ void softmax_backward_kernel(int64_t rows, int cols, const float *y, const float *dy,
+                                        float *dx)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; r < rows; r += nw) {
+        const float *yr = y + r * cols, *gr = dy + r * cols;
+        float *dr = dx + r * cols;
+        double dot = 0.0;
+        for (int j = lane; j < cols; j += 32) dot += (double)gr[j] * yr[j];
+        const float d = (float)warp_sum(dot);
+        for (int j = lane; j < cols; j += 32) dr[j] += yr[j] * (gr[j] - d);
+    }
+}
+
+/* Blocks for one warp per row. */
+static int warp_blocks(const gpu_ctx *g, int64_t rows)
+{
+    return gpu_blocks(g, rows * 32);
+}
+
+void tfc_gpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                         float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    if (act == TFC_ACT_LINEAR) {
+        if (x != y)
+            TFC_CUDA_TRY(g, cudaMemcpyAsync(y, x, (size_t)n * sizeof(float),
+                                            cudaMemcpyDeviceToDevice, g->stream));
+        return;
+    }
+    if (act == TFC_ACT_SOFTMAX) {
+        if (cols <= 0) cols = (int)n;
+        softmax_forward_kernel<<<warp_blocks(g, n / cols), GPU_THREADS, 0, g->stream>>>(
+            n / cols, cols, x, y);
+        TFC_LAUNCH_CHECK(g, softmax_forward_kernel);
+        return;
+    }
+    act_forward_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>((int)act, n, x, y);
+    TFC_LAUNCH_CHECK(g, act_forward_kernel);
+}
+
+void tfc_gpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                          const float *y, const float *dy, float *dx)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    if (act == TFC_ACT_SOFTMAX) {
+        if (cols <= 0) cols = (int)n;
+        softmax_backward_kernel<<<warp_blocks(g, n / cols), GPU_THREADS, 0, g->stream>>>(
+            n / cols, cols, y, dy, dx);
+        TFC_LAUNCH_CHECK(g, softmax_backward_kernel);
+        return;
+    }
+    act_backward_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>((int)act, n, x, y, dy,
+                                                                         dx);
+    TFC_LAUNCH_CHECK(g, act_backward_kernel);
+}
+
+/* ---- dropout ------------------------------------------------------------------------------- */
+
+/* One thread per Philox block j: elements 4j .. 4j+3 use its four lanes, exactly
+ * tfc_rng_uniform(key, step, i). out[i] (= or +=) in[i] * keep_i * scale. */
+static __global__ void dropout_kernel(int64_t n, float rate, float scale, uint64_t key, uint64_t step,
+                               const float *in, float *out, int accumulate)
+{
+    GRID_LOOP(j, (n + 3) / 4)
+    {
+        tfc_u32x4 r = tfc_philox(key, (uint64_t)j, step);
+#pragma unroll
+        for (int lane = 0; lane < 4; lane++) {
+            int64_t i = 4 * j + lane;
+            if (i >= n) break;
+            float v = tfc_u32_to_unit(r.v[lane]) >= rate ? in[i] * scale : 0.0f;
+            out[i] = accumulate ? out[i] + v : v;
+        }
+    }
+}
+
+static void dropout(tfc_backend *be, int64_t n, float rate, uint64_t key, uint64_t step,
+                    const float *in, float *out, int accumulate)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    if (rate <= 0.0f) {
+        if (accumulate)
+            tfc_gpu_axpy(be, n, 1.0f, in, out);
+        else if (in != out)
+            TFC_CUDA_TRY(g, cudaMemcpyAsync(out, in, (size_t)n * sizeof(float),
+                                            cudaMemcpyDeviceToDevice, g->stream));
+        return;
+    }
+    /* rate >= 1 drops everything; 1 / (1 - rate) would be inf and 0 * inf NaN. */
+    const float scale = rate >= 1.0f ? 0.0f : 1.0f / (1.0f - rate);
+    dropout_kernel<<<gpu_blocks(g, (n + 3) / 4), GPU_THREADS, 0, g->stream>>>(
+        n, rate, scale, key, step, in, out, accumulate);
+    TFC_LAUNCH_CHECK(g, dropout_kernel);
+}
+
+void tfc_gpu_dropout_forward(tfc_backend *be, int64_t n, float rate, uint64_t key,
+                             uint64_t step, const float *x, float *y)
+{
+    dropout(be, n, rate, key, step, x, y, 0);
+}
+
+/* dx += dy * keep / (1 - rate), the mask regenerated from (key, step). */
+void tfc_gpu_dropout_backward(tfc_backend *be, int64_t n, float rate, uint64_t key,
+                              uint64_t step, const float *dy, float *dx)
+{
+    dropout(be, n, rate, key, step, dy, dx, 1);
+}

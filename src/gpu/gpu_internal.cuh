@@ -1,0 +1,220 @@
+/* Private to the CUDA backend: the state behind tfc_backend.impl (device, stream, library
+ * handles, caching allocator, scratch, pinned staging), the TFC_*_TRY wrappers that record a
+ * failing call's text and the library's message as the backend's sticky error (library code
+ * never exits), launch-size helpers, and the deterministic reductions several files share.
+ * Included by the .cu files only; C code sees gpu.h. */
+#ifndef TFC_GPU_GPU_INTERNAL_CUH
+#define TFC_GPU_GPU_INTERNAL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "gpu/gpu.h"
+
+#include "core/rng.h"
+
+/* Threads per block of the element-wise kernels. */
+#define GPU_THREADS 256
+
+/* Pinned staging buffers for uploads and downloads (a ring, each with an event that says
+ * when its last copy finished) and the largest transfer staged (larger ones go direct). */
+#define GPU_STAGES 4
+#define GPU_STAGE_MAX ((size_t)64 << 20)
+
+typedef struct gpu_block {
+    void *ptr;
+    size_t size; /* the size class, what cudaMalloc was asked for */
+} gpu_block;
+
+typedef struct gpu_stage {
+    void *host;
+    size_t cap;
+    cudaEvent_t done;
+} gpu_stage;
+
+typedef struct gpu_conv_cache gpu_conv_cache; /* gpu_conv.cu */
+
+typedef struct gpu_ctx {
+    int device;
+    int sm_count, cc_major, cc_minor;
+    char name[192];
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    int deterministic, tf32;
+
+    /* sticky error: the first failure since the last tfc_gpu_status */
+    tfc_error err;
+    int failed;
+
+    /* caching allocator: blocks handed out (live) and cached free blocks, by size class */
+    gpu_block *live, *cached;
+    int nlive, live_cap, ncached, cached_cap;
+    size_t in_use, reserved, peak_in_use, peak_reserved, limit;
+
+    /* scratch for ops without a workspace argument (reductions, statistics) */
+    void *scratch;
+    size_t scratch_bytes;
+
+    gpu_stage stage[GPU_STAGES];
+    int stage_next;
+    void *host_result; /* pinned 64 bytes for scalar results */
+
+    gpu_conv_cache *conv;
+} gpu_ctx;
+
+static inline gpu_ctx *gpu_of(tfc_backend *be)
+{
+    return (gpu_ctx *)be->impl;
+}
+
+/* Record a failure (first one wins; later ones are counted) and return 1; return 0 on
+ * success. `call` is the source text of the call. */
+int tfc_gpu_fail(gpu_ctx *g, const char *call, const char *what, const char *file, int line);
+int tfc_gpu_cuda_failed(gpu_ctx *g, cudaError_t e, const char *call, const char *file, int line);
+int tfc_gpu_cublas_failed(gpu_ctx *g, cublasStatus_t s, const char *call, const char *file,
+                      int line);
+int tfc_gpu_cudnn_failed(gpu_ctx *g, cudnnStatus_t s, const char *call, const char *file, int line);
+
+/* Run `call`; on failure record it and `return __VA_ARGS__` (nothing for void functions). */
+#define TFC_CUDA_TRY(g, call, ...)                                                     \
+    do {                                                                               \
+        if (tfc_gpu_cuda_failed((g), (call), #call, __FILE__, __LINE__)) return __VA_ARGS__; \
+    } while (0)
+#define TFC_CUBLAS_TRY(g, call, ...)                                                     \
+    do {                                                                                 \
+        if (tfc_gpu_cublas_failed((g), (call), #call, __FILE__, __LINE__)) return __VA_ARGS__; \
+    } while (0)
+#define TFC_CUDNN_TRY(g, call, ...)                                                     \
+    do {                                                                                \
+        if (tfc_gpu_cudnn_failed((g), (call), #call, __FILE__, __LINE__)) return __VA_ARGS__; \
+    } while (0)
+/* After a kernel launch: a bad configuration shows up in cudaGetLastError. */
+#define TFC_LAUNCH_CHECK(g, kernel, ...)                                                    \
+    do {                                                                                    \
+        if (tfc_gpu_cuda_failed((g), cudaGetLastError(), "launch " #kernel, __FILE__, __LINE__)) \
+            return __VA_ARGS__;                                                             \
+    } while (0)
+
+/* Device scratch of at least `bytes` (grown, never shrunk; contents undefined), or NULL
+ * with the error recorded. Stream order makes reuse between ops safe. */
+void *tfc_gpu_scratch(gpu_ctx *g, size_t bytes);
+
+/* A pinned host buffer of at least `bytes` from the staging ring whose previous copy has
+ * finished; record_stage marks its new copy (enqueued on the stream) so the next user
+ * waits. NULL with the error recorded. */
+gpu_stage *tfc_gpu_stage_take(gpu_ctx *g, size_t bytes);
+
+/* Blocks for a grid-stride loop over n items: enough to fill the GPU, no more. */
+static inline int gpu_blocks(const gpu_ctx *g, int64_t n, int threads = GPU_THREADS)
+{
+    int64_t b = (n + threads - 1) / threads;
+    int64_t cap = (int64_t)g->sm_count * 32;
+    if (b > cap) b = cap;
+    return b < 1 ? 1 : (int)b;
+}
+
+/* Bytes rounded up to 256 so that pieces carved from one buffer stay aligned. */
+static inline size_t gpu_align(size_t bytes)
+{
+    return (bytes + 255) & ~(size_t)255;
+}
+
+/* ---- deterministic reductions (gpu_elementwise.cu) ----------------------------------- */
+
+/* Blocks (and partial sums) of the first pass of a reduction over n items: a function of
+ * n only, so the summation order, and the result, never depend on the device. */
+int tfc_gpu_reduce_blocks(int64_t n);
+
+/* out[0] = sum of in[0..n) (device pointers), in double, in a fixed order; `partials` has
+ * tfc_gpu_reduce_blocks(n) doubles. Returns nonzero on a recorded failure. */
+int tfc_gpu_sum_f64(gpu_ctx *g, const double *in, int64_t n, double *partials, double *out);
+
+/* ---- column sums (bias gradient, batch-norm statistics) ------------------------------ */
+
+/* Column sums of a [rows, cols] matrix in double, deterministic: block (32, 8) takes 32
+ * columns of one slice of rows; each thread sums every 8th row of its slice, the block
+ * adds its 8 rows of partial sums, and partial[(k * splits + split) * cols + c] keeps one
+ * value per (quantity k, split, column); a finishing kernel adds the splits in order.
+ * F(r, c, v) fills v[0..NV) (double) with the NV quantities summed at element (r, c). */
+#define COLSUM_TX 32
+#define COLSUM_TY 8
+
+/* Row slices: enough blocks for big matrices, and a function of rows only. */
+static inline int colsum_splits(int64_t rows)
+{
+    int64_t s = rows / 1024;
+    return s < 1 ? 1 : s > 128 ? 128 : (int)s;
+}
+
+template <int NV, typename F>
+__global__ void colsum_kernel(int64_t rows, int cols, int64_t per_split, F f, double *partial)
+{
+    __shared__ double sh[NV][COLSUM_TY][COLSUM_TX];
+    const int c = blockIdx.x * COLSUM_TX + threadIdx.x;
+    const int64_t r0 = (int64_t)blockIdx.y * per_split;
+    const int64_t r1 = r0 + per_split < rows ? r0 + per_split : rows;
+    double acc[NV];
+    for (int k = 0; k < NV; k++) acc[k] = 0.0;
+    if (c < cols)
+        for (int64_t r = r0 + threadIdx.y; r < r1; r += COLSUM_TY) {
+            double v[NV];
+            f(r, c, v);
+            for (int k = 0; k < NV; k++) acc[k] += v[k];
+        }
+    for (int k = 0; k < NV; k++) sh[k][threadIdx.y][threadIdx.x] = acc[k];
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols)
+        for (int k = 0; k < NV; k++) {
+            double s = 0.0;
+            for (int y = 0; y < COLSUM_TY; y++) s += sh[k][y][threadIdx.x];
+            partial[((int64_t)k * gridDim.y + blockIdx.y) * cols + c] = s;
+        }
+}
+
+/* Sum over splits of quantity k at column c (in split order). */
+__device__ __forceinline__ double colsum_total(const double *partial, int k, int splits,
+                                               int cols, int c)
+{
+    double s = 0.0;
+    for (int j = 0; j < splits; j++) s += partial[((int64_t)k * splits + j) * cols + c];
+    return s;
+}
+
+/* Launches colsum_kernel; partial needs NV * colsum_splits(rows) * cols doubles. */
+template <int NV, typename F>
+int gpu_colsum(gpu_ctx *g, int64_t rows, int cols, F f, double *partial)
+{
+    const int splits = colsum_splits(rows);
+    const int64_t per = (rows + splits - 1) / splits;
+    dim3 grid((unsigned)((cols + COLSUM_TX - 1) / COLSUM_TX), (unsigned)splits);
+    colsum_kernel<NV><<<grid, dim3(COLSUM_TX, COLSUM_TY), 0, g->stream>>>(rows, cols, per, f,
+                                                                          partial);
+    TFC_LAUNCH_CHECK(g, colsum_kernel, 1);
+    return 0;
+}
+
+/* Warp-wide sums (all 32 lanes active). */
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ int warp_sum(int v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+#endif

@@ -1,0 +1,86 @@
+/* The fused optimizer step on the GPU: one kernel reads and writes each parameter, gradient
+ * and slot float once per step (formulas in core/backend.h, tfc_optim_desc; the same
+ * expressions as cpu_optim.c). Element-wise and compiled with --fmad=false, so every
+ * product and sum rounds as on the CPU: given the same gradients, the updated weights are
+ * the CPU's bit for bit (sqrtf and division are IEEE-rounded in both). */
+#include <math.h>
+
+#include "gpu/gpu_internal.cuh"
+
+/* g = grad_scale * grad + l2 * w, then the decoupled decay w -= decay * w (AdamW). */
+static __device__ __forceinline__ float grad_and_decay(const tfc_optim_desc &d, float &w, float grad)
+{
+    float g = d.grad_scale * grad + d.l2 * w;
+    w -= d.decay * w;
+    return g;
+}
+
+static __global__ void optim_kernel(tfc_optim_desc d, int64_t n, float *params, const float *grads,
+                             float *slot0, float *slot1, float *slot2)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float w = params[i];
+        const float g = grad_and_decay(d, w, grads[i]);
+        switch (d.kind) {
+        case TFC_OPTIM_SGD:
+            if (d.momentum == 0.0f) {
+                w -= d.lr * g;
+            } else {
+                float v = d.momentum * slot0[i] - d.lr * g; /* v = momentum v - lr g */
+                slot0[i] = v;
+                w += d.nesterov ? d.momentum * v - d.lr * g : v;
+            }
+            break;
+        case TFC_OPTIM_ADAM: {
+            float m = slot0[i] + (g - slot0[i]) * (1.0f - d.beta_1);
+            float v = slot1[i] + (g * g - slot1[i]) * (1.0f - d.beta_2);
+            slot0[i] = m;
+            slot1[i] = v;
+            if (d.amsgrad) {
+                v = fmaxf(slot2[i], v);
+                slot2[i] = v;
+            }
+            w -= m * d.alpha / (sqrtf(v) + d.epsilon);
+            break;
+        }
+        case TFC_OPTIM_RMSPROP: {
+            float v = d.rho * slot0[i] + (1.0f - d.rho) * (g * g);
+            slot0[i] = v;
+            float den = v + d.epsilon;
+            if (d.centered) {
+                float a = d.rho * slot2[i] + (1.0f - d.rho) * g;
+                slot2[i] = a;
+                den = v - a * a + d.epsilon;
+            }
+            float inc = d.lr * g / sqrtf(den);
+            if (d.momentum > 0.0f) {
+                inc = d.momentum * slot1[i] + inc;
+                slot1[i] = inc;
+            }
+            w -= inc;
+            break;
+        }
+        case TFC_OPTIM_ADAGRAD: {
+            float acc = slot0[i] + g * g;
+            slot0[i] = acc;
+            w -= d.lr * g / sqrtf(acc + d.epsilon);
+            break;
+        }
+        default: break;
+        }
+        params[i] = w;
+    }
+}
+
+void tfc_gpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t n,
+                              float *params, const float *grads, float *slot0, float *slot1,
+                              float *slot2)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    TFC_ASSERT(d->kind >= 0 && d->kind < TFC_OPTIM_KIND_COUNT);
+    optim_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, n, params, grads, slot0,
+                                                                  slot1, slot2);
+    TFC_LAUNCH_CHECK(g, optim_kernel);
+}

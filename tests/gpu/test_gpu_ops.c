@@ -1,0 +1,1241 @@
+/* The CUDA backend against the CPU backend (`make test-gpu`): every op with the same random
+ * inputs, TF32 off and on, deterministic mode twice, whole training steps of a CNN and an
+ * LSTM model. Without a usable GPU only device selection runs and it prints "skipped"
+ * (exit 0). `--cpu-twin` runs it all against a second CPU backend, to check this harness on
+ * machines without a GPU. Tolerances: see EXACT, F32, SUM and TF32 below. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/model.h"
+#include "core/rng.h"
+#include "util/testutil.h"
+#ifdef TFC_HAVE_CUDA
+#include "gpu/gpu.h"
+#endif
+
+static tfc_backend *ref; /* the CPU: the reference */
+static tfc_backend *dev; /* the GPU, or a second CPU backend with --cpu-twin */
+static int twin;         /* dev is a CPU backend */
+
+/* ---- GPU options, no-ops without CUDA ------------------------------------------------- */
+
+static void set_tf32(int on)
+{
+#ifdef TFC_HAVE_CUDA
+    tfc_gpu_set_tf32(dev, on);
+#else
+    (void)on;
+#endif
+}
+
+static void set_deterministic(int on)
+{
+#ifdef TFC_HAVE_CUDA
+    tfc_gpu_set_deterministic(dev, on);
+#else
+    (void)on;
+#endif
+}
+
+/* The sticky GPU error must stay clear after every case. */
+static void check_status(void)
+{
+#ifdef TFC_HAVE_CUDA
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_status s = tfc_gpu_status(dev, &err);
+    if (s) printf("\n  GPU error: %s", err.text);
+    CU_ASSERT_EQUAL(s, TFC_OK);
+#endif
+}
+
+static int gpu_count(void)
+{
+#ifdef TFC_HAVE_CUDA
+    return tfc_gpu_device_count();
+#else
+    return 0;
+#endif
+}
+
+/* ---- random numbers --------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+
+static double urand(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int irand(int n)
+{
+    return (int)(urand() * n) % n;
+}
+
+/* ---- paired buffers: h on the reference (host memory), d on the device ------------------ */
+
+typedef struct pair {
+    float *h, *d;
+    int64_t n;
+} pair;
+
+typedef struct ipair {
+    int32_t *h, *d;
+    int64_t n;
+} ipair;
+
+static pair pair_new(int64_t n)
+{
+    pair p = {ref->ops->alloc(ref, (size_t)n * 4), dev->ops->alloc(dev, (size_t)n * 4), n};
+    TFC_ASSERT(p.h && p.d);
+    memset(p.h, 0, (size_t)n * 4);
+    dev->ops->zero(dev, p.d, (size_t)n * 4);
+    return p;
+}
+
+/* Copies h to d. */
+static void pair_push(pair *p)
+{
+    dev->ops->upload(dev, p->d, p->h, (size_t)p->n * 4);
+}
+
+static pair pair_rand(int64_t n, double lo, double hi)
+{
+    pair p = pair_new(n);
+    for (int64_t i = 0; i < n; i++) p.h[i] = (float)(lo + (hi - lo) * urand());
+    pair_push(&p);
+    return p;
+}
+
+static void pair_free(pair *p)
+{
+    ref->ops->free(ref, p->h);
+    dev->ops->free(dev, p->d);
+    p->h = p->d = NULL;
+}
+
+static ipair ipair_new(int64_t n)
+{
+    ipair p = {ref->ops->alloc(ref, (size_t)n * 4), dev->ops->alloc(dev, (size_t)n * 4), n};
+    TFC_ASSERT(p.h && p.d);
+    memset(p.h, 0, (size_t)n * 4);
+    dev->ops->zero(dev, p.d, (size_t)n * 4);
+    return p;
+}
+
+static void ipair_push(ipair *p)
+{
+    dev->ops->upload(dev, p->d, p->h, (size_t)p->n * 4);
+}
+
+static void ipair_free(ipair *p)
+{
+    ref->ops->free(ref, p->h);
+    dev->ops->free(dev, p->d);
+}
+
+/* Mismatches of the device copy against the reference: |d - h| <= atol + rtol |h|, NaN
+ * matching NaN. rtol = atol = 0 demands identical bits. Prints the first few and the
+ * largest error. */
+static int compare_floats(const char *what, const float *got, const float *want, int64_t n,
+                          double rtol, double atol)
+{
+    int bad = 0;
+    double worst = 0.0;
+    int64_t worst_at = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        int ok;
+        if (isnan(w) || isnan(g))
+            ok = isnan(w) && isnan(g);
+        else if (rtol == 0.0 && atol == 0.0)
+            ok = memcmp(&got[i], &want[i], 4) == 0;
+        else
+            ok = fabs(g - w) <= atol + rtol * fabs(w);
+        double e = isnan(g - w) ? INFINITY : fabs(g - w);
+        if (e > worst) worst = e, worst_at = i;
+        if (ok) continue;
+        if (bad++ < 4) printf("\n  %s[%lld]: device %.9g, cpu %.9g", what, (long long)i, g, w);
+    }
+    if (bad)
+        printf("\n  %s: %d of %lld differ (largest |error| %.3g at %lld)", what, bad, (long long)n,
+               worst, (long long)worst_at);
+    return bad;
+}
+
+static int pair_check(const char *what, const pair *p, double rtol, double atol)
+{
+    float *got = malloc((size_t)(p->n ? p->n : 1) * 4);
+    dev->ops->download(dev, got, p->d, (size_t)p->n * 4);
+    int bad = compare_floats(what, got, p->h, p->n, rtol, atol);
+    free(got);
+    return bad;
+}
+
+static int ipair_check(const char *what, const ipair *p)
+{
+    int32_t *got = malloc((size_t)(p->n ? p->n : 1) * 4);
+    dev->ops->download(dev, got, p->d, (size_t)p->n * 4);
+    int bad = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        if (got[i] != p->h[i] && bad++ < 4)
+            printf("\n  %s[%lld]: device %d, cpu %d", what, (long long)i, got[i], p->h[i]);
+    free(got);
+    return bad;
+}
+
+/* Tolerances. EXACT: the same bits. F32: float32 rounding and library functions
+ * (expf, tanhf, erfcf) that differ in the last ulps. SUM: results of long float sums in
+ * another order (GEMM, convolution). TF32: 10-bit mantissa tensor-core products. */
+#define EXACT 0.0, 0.0
+#define F32 2e-5, 1e-6
+#define SUM 2e-4, 2e-5
+#define TF32 2e-2, 2e-2
+
+/* ---- device selection (runs without a GPU too) ---------------------------------------- */
+
+static void test_device_selection(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    int count = gpu_count();
+    tfc_backend *b = tfc_backend_open("cpu", 1, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(b->device, -1);
+    tfc_backend_free(b);
+
+    /* one past the last GPU is always an error that says how many there are */
+    char name[32];
+    snprintf(name, sizeof name, "gpu:%d", count);
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_backend_open(name, 1, &err));
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_DEVICE);
+#ifdef TFC_HAVE_CUDA
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "usable GPU"));
+#else
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no GPU support"));
+#endif
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_backend_open("gpu:x", 1, &err));
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_USAGE);
+
+    /* the default is a GPU when one is usable, else the CPU */
+    tfc_error_clear(&err);
+    b = tfc_backend_open(NULL, 1, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(b->device, count > 0 ? 0 : -1);
+    CU_ASSERT_EQUAL(tfc_backend_check(b->ops, &err), TFC_OK);
+    tfc_backend_free(b);
+
+    if (count == 0) {
+        tfc_error_clear(&err);
+        CU_ASSERT_PTR_NULL(tfc_backend_open("gpu", 1, &err));
+        CU_ASSERT_EQUAL(err.code, TFC_ERR_DEVICE);
+    }
+#ifdef TFC_HAVE_CUDA
+    /* the GPU-only calls accept any backend and do nothing for the CPU */
+    b = tfc_cpu_backend_create(1);
+    CU_ASSERT_FALSE(tfc_gpu_is_gpu(b));
+    tfc_gpu_set_tf32(b, 1);
+    tfc_gpu_set_deterministic(b, 1);
+    tfc_gpu_set_memory_limit(b, 1);
+    CU_ASSERT_EQUAL(tfc_gpu_status(b, &err), TFC_OK);
+    tfc_gpu_memory st;
+    tfc_gpu_memory_stats(b, &st);
+    CU_ASSERT_EQUAL(st.reserved, 0);
+    CU_ASSERT_STRING_EQUAL(tfc_gpu_device_name(b), "");
+    tfc_backend_free(b);
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_gpu_backend_create(count, &err));
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_DEVICE);
+#endif
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------ */
+
+/* One GEMM on both backends: row-major with padded leading dimensions, C pre-filled. */
+static int gemm_case(int ta, int tb, int m, int n, int k, float alpha, float beta, double rtol,
+                     double atol)
+{
+    int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+    int64_t arows = ta ? k : m, brows = tb ? n : k;
+    pair a = pair_rand(arows * lda + 1, -1, 1), b = pair_rand(brows * ldb + 1, -1, 1);
+    pair c = pair_rand((int64_t)m * ldc + 1, -1, 1);
+    ref->ops->gemm(ref, ta, tb, m, n, k, alpha, a.h, lda, b.h, ldb, beta, c.h, ldc);
+    dev->ops->gemm(dev, ta, tb, m, n, k, alpha, a.d, lda, b.d, ldb, beta, c.d, ldc);
+    char what[64];
+    snprintf(what, sizeof what, "gemm(%d,%d,%dx%dx%d)", ta, tb, m, n, k);
+    int bad = pair_check(what, &c, rtol, atol);
+    pair_free(&a), pair_free(&b), pair_free(&c);
+    return bad;
+}
+
+static void test_gemm(void)
+{
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            CU_ASSERT_EQUAL(gemm_case(ta, tb, 37, 53, 129, 1.0f, 0.0f, SUM), 0);
+            CU_ASSERT_EQUAL(gemm_case(ta, tb, 64, 5, 300, 0.5f, 1.0f, SUM), 0);
+        }
+    CU_ASSERT_EQUAL(gemm_case(0, 0, 7, 9, 0, 1.0f, 0.5f, EXACT), 0); /* empty product */
+    CU_ASSERT_EQUAL(gemm_case(0, 0, 7, 9, 0, 1.0f, 0.0f, EXACT), 0);
+    check_status();
+}
+
+static void test_gemm_tf32(void)
+{
+    set_tf32(1);
+    for (int ta = 0; ta < 2; ta++)
+        CU_ASSERT_EQUAL(gemm_case(ta, 1 - ta, 128, 96, 256, 1.0f, 1.0f, TF32), 0);
+    set_tf32(0);
+    check_status();
+}
+
+/* ---- element-wise --------------------------------------------------------------------- */
+
+static void test_elementwise(void)
+{
+    const int64_t rows = 333, cols = 77, n = rows * cols;
+    pair x = pair_rand(n, -2, 2), y = pair_rand(n, -2, 2), b = pair_rand(cols, -1, 1);
+    ref->ops->axpy(ref, n, -0.75f, x.h, y.h);
+    dev->ops->axpy(dev, n, -0.75f, x.d, y.d);
+    CU_ASSERT_EQUAL(pair_check("axpy", &y, F32), 0);
+    ref->ops->scale(ref, n, 1.5f, y.h);
+    dev->ops->scale(dev, n, 1.5f, y.d);
+    CU_ASSERT_EQUAL(pair_check("scale", &y, F32), 0);
+    ref->ops->bias_add(ref, rows, (int)cols, b.h, y.h);
+    dev->ops->bias_add(dev, rows, (int)cols, b.d, y.d);
+    CU_ASSERT_EQUAL(pair_check("bias_add", &y, F32), 0);
+    /* bias_grad accumulates; many rows exercise the split reduction */
+    const int64_t big = 40000;
+    pair dy = pair_rand(big * 19, -1, 1), db = pair_rand(19, -1, 1);
+    ref->ops->bias_grad(ref, big, 19, dy.h, db.h);
+    dev->ops->bias_grad(dev, big, 19, dy.d, db.d);
+    CU_ASSERT_EQUAL(pair_check("bias_grad", &db, 1e-6, 1e-5), 0);
+    ref->ops->bias_grad(ref, rows, (int)cols, x.h, b.h);
+    dev->ops->bias_grad(dev, rows, (int)cols, x.d, b.d);
+    CU_ASSERT_EQUAL(pair_check("bias_grad(small)", &b, 1e-6, 1e-5), 0);
+    /* copy2d: a column block of x into the middle of a wider y, then accumulated back */
+    ref->ops->copy2d(ref, rows, 20, x.h + 5, (int)cols, y.h + 3, (int)cols, 0);
+    dev->ops->copy2d(dev, rows, 20, x.d + 5, (int)cols, y.d + 3, (int)cols, 0);
+    CU_ASSERT_EQUAL(pair_check("copy2d", &y, EXACT), 0);
+    ref->ops->copy2d(ref, rows / 2, 31, y.h, (int)cols, x.h + 1, (int)cols * 2, 1);
+    dev->ops->copy2d(dev, rows / 2, 31, y.d, (int)cols, x.d + 1, (int)cols * 2, 1);
+    CU_ASSERT_EQUAL(pair_check("copy2d(accumulate)", &x, F32), 0);
+    pair_free(&x), pair_free(&y), pair_free(&b), pair_free(&dy), pair_free(&db);
+    check_status();
+}
+
+static void test_activations(void)
+{
+    const int rows = 129, cols = 67;
+    const int64_t n = (int64_t)rows * cols;
+    for (int a = 0; a < TFC_ACT_COUNT; a++) {
+        /* softmax rows spread wide, so the max subtraction matters */
+        double span = a == TFC_ACT_SOFTMAX ? 40 : a == TFC_ACT_EXPONENTIAL ? 5 : 6;
+        pair x = pair_rand(n, -span, span), y = pair_new(n);
+        pair dy = pair_rand(n, -1, 1), dx = pair_rand(n, -1, 1);
+        ref->ops->act_forward(ref, (tfc_act)a, n, cols, x.h, y.h);
+        dev->ops->act_forward(dev, (tfc_act)a, n, cols, x.d, y.d);
+        char what[64];
+        snprintf(what, sizeof what, "%s forward", tfc_act_names[a]);
+        CU_ASSERT_EQUAL(pair_check(what, &y, F32), 0);
+        /* backward from the same y on both, so only the derivative is compared */
+        pair_push(&y);
+        ref->ops->act_backward(ref, (tfc_act)a, n, cols, x.h, y.h, dy.h, dx.h);
+        dev->ops->act_backward(dev, (tfc_act)a, n, cols, x.d, y.d, dy.d, dx.d);
+        snprintf(what, sizeof what, "%s backward", tfc_act_names[a]);
+        CU_ASSERT_EQUAL(pair_check(what, &dx, 1e-5, 1e-5), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
+    /* in place (x and y alias) */
+    pair x = pair_rand(n, -3, 3);
+    ref->ops->act_forward(ref, TFC_ACT_SOFTMAX, n, cols, x.h, x.h);
+    dev->ops->act_forward(dev, TFC_ACT_SOFTMAX, n, cols, x.d, x.d);
+    CU_ASSERT_EQUAL(pair_check("softmax in place", &x, F32), 0);
+    pair_free(&x);
+    check_status();
+}
+
+/* The mask is the same Philox stream on both: identical bits, forward and backward. */
+static void test_dropout(void)
+{
+    const int64_t n = 100003; /* not a multiple of 4: the last Philox block is partial */
+    const float rates[] = {0.0f, 0.25f, 0.5f, 0.9f, 1.0f};
+    for (size_t r = 0; r < sizeof rates / sizeof *rates; r++) {
+        pair x = pair_rand(n, -1, 1), y = pair_rand(n, -1, 1), dx = pair_rand(n, -1, 1);
+        uint64_t key = tfc_rng_key(7, r), step = 1234567 + r;
+        ref->ops->dropout_forward(ref, n, rates[r], key, step, x.h, y.h);
+        dev->ops->dropout_forward(dev, n, rates[r], key, step, x.d, y.d);
+        char what[64];
+        snprintf(what, sizeof what, "dropout(%.2f) forward", rates[r]);
+        CU_ASSERT_EQUAL(pair_check(what, &y, EXACT), 0);
+        ref->ops->dropout_backward(ref, n, rates[r], key, step, x.h, dx.h);
+        dev->ops->dropout_backward(dev, n, rates[r], key, step, x.d, dx.d);
+        snprintf(what, sizeof what, "dropout(%.2f) backward", rates[r]);
+        CU_ASSERT_EQUAL(pair_check(what, &dx, EXACT), 0);
+        /* and the mask is tfc_rng_uniform's */
+        if (r == 2) {
+            int wrong = 0;
+            for (int64_t i = 0; i < n; i += 997)
+                wrong += (y.h[i] != 0.0f) != (tfc_rng_uniform(key, step, (uint64_t)i) >= 0.5f);
+            CU_ASSERT_EQUAL(wrong, 0);
+        }
+        pair_free(&x), pair_free(&y), pair_free(&dx);
+    }
+    check_status();
+}
+
+static void test_reductions(void)
+{
+    const int64_t n = 1000001;
+    pair x = pair_rand(n, -3, 3);
+    double want = ref->ops->sumsq(ref, n, x.h), got = dev->ops->sumsq(dev, n, x.d);
+    CU_ASSERT(fabs(got - want) <= 1e-12 * want);
+    CU_ASSERT_EQUAL(dev->ops->count_nonfinite(dev, n, x.d), 0);
+    x.h[17] = NAN;
+    x.h[n - 1] = INFINITY;
+    x.h[5000] = -INFINITY;
+    pair_push(&x);
+    CU_ASSERT_EQUAL(dev->ops->count_nonfinite(dev, n, x.d), 3);
+    CU_ASSERT_EQUAL(ref->ops->count_nonfinite(ref, n, x.h), 3);
+    CU_ASSERT_EQUAL(dev->ops->sumsq(dev, 0, x.d), 0.0);
+    pair_free(&x);
+    check_status();
+}
+
+/* ---- convolution ----------------------------------------------------------------------- */
+
+/* TensorFlow's SAME padding for one axis: (out, pad_before). */
+static void same_pad(int in, int k, int s, int dil, int *out, int *pad)
+{
+    *out = (in + s - 1) / s;
+    int ek = (k - 1) * dil + 1, total = (*out - 1) * s + ek - in;
+    *pad = total > 0 ? total / 2 : 0;
+}
+
+static tfc_conv_desc conv_desc(int n, int h, int w, int c, int kh, int kw, int f, int sh, int sw,
+                               int dil, int same)
+{
+    tfc_conv_desc d = {.n = n, .h = h, .w = w, .c = c, .kh = kh, .kw = kw, .f = f, .sh = sh,
+                       .sw = sw, .dh = dil, .dw = dil};
+    if (same) {
+        same_pad(h, kh, sh, dil, &d.oh, &d.pad_top);
+        same_pad(w, kw, sw, dil, &d.ow, &d.pad_left);
+    } else {
+        d.oh = (h - ((kh - 1) * dil + 1)) / sh + 1;
+        d.ow = (w - ((kw - 1) * dil + 1)) / sw + 1;
+    }
+    return d;
+}
+
+/* Forward, backward-data and backward-filter of d on both backends. Workspaces are sized for
+ * `plan_n` images (>= d.n), as the graph plans them for the largest batch. */
+static int conv_case(const char *name, tfc_conv_desc d, int plan_n, double rtol, double atol)
+{
+    tfc_conv_desc big = d;
+    big.n = plan_n;
+    size_t wr = ref->ops->conv_workspace(ref, &big), wd = dev->ops->conv_workspace(dev, &big);
+    /* the plan for the largest batch must cover every smaller one */
+    CU_ASSERT(dev->ops->conv_workspace(dev, &d) <= wd);
+    void *wsr = ref->ops->alloc(ref, wr ? wr : 1), *wsd = dev->ops->alloc(dev, wd ? wd : 1);
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
+    const int64_t nw = (int64_t)d.kh * d.kw * d.c * d.f;
+    pair x = pair_rand(nx, -1, 1), w = pair_rand(nw, -1, 1), y = pair_rand(ny, -1, 1);
+    pair dy = pair_rand(ny, -1, 1), dx = pair_rand(nx, -1, 1), dw = pair_rand(nw, -1, 1);
+    ref->ops->conv_forward(ref, &d, x.h, w.h, y.h, wsr);
+    dev->ops->conv_forward(dev, &d, x.d, w.d, y.d, wsd);
+    ref->ops->conv_backward_data(ref, &d, dy.h, w.h, dx.h, wsr);
+    dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, wsd);
+    ref->ops->conv_backward_filter(ref, &d, x.h, dy.h, dw.h, wsr);
+    dev->ops->conv_backward_filter(dev, &d, x.d, dy.d, dw.d, wsd);
+    char what[96];
+    int bad = 0;
+    snprintf(what, sizeof what, "%s forward", name);
+    bad += pair_check(what, &y, rtol, atol);
+    snprintf(what, sizeof what, "%s backward data", name);
+    bad += pair_check(what, &dx, rtol, atol);
+    snprintf(what, sizeof what, "%s backward filter", name);
+    bad += pair_check(what, &dw, rtol, atol * 10);
+    pair_free(&x), pair_free(&w), pair_free(&y), pair_free(&dy), pair_free(&dx), pair_free(&dw);
+    ref->ops->free(ref, wsr);
+    dev->ops->free(dev, wsd);
+    return bad;
+}
+
+static void conv_suite(double rtol, double atol)
+{
+    /* symmetric SAME (cuDNN pads), stride-2 SAME (one more row/column after: the padded
+     * path), pointwise, VALID with dilation, non-square kernel and strides with explicit
+     * asymmetric padding, a VALID stride that leaves rows unread */
+    CU_ASSERT_EQUAL(conv_case("3x3 same", conv_desc(4, 13, 11, 5, 3, 3, 7, 1, 1, 1, 1), 6, rtol, atol), 0);
+    CU_ASSERT_EQUAL(conv_case("3x3/2 same", conv_desc(3, 16, 15, 4, 3, 3, 8, 2, 2, 1, 1), 3, rtol, atol), 0);
+    CU_ASSERT_EQUAL(conv_case("1x1", conv_desc(5, 8, 8, 16, 1, 1, 12, 1, 1, 1, 0), 5, rtol, atol), 0);
+    CU_ASSERT_EQUAL(conv_case("5x5 dil2 valid", conv_desc(2, 17, 19, 3, 5, 5, 6, 1, 1, 2, 0), 4, rtol, atol), 0);
+    CU_ASSERT_EQUAL(conv_case("4x2/(2,1) same", conv_desc(3, 10, 9, 6, 4, 2, 5, 2, 1, 1, 1), 3, rtol, atol), 0);
+    CU_ASSERT_EQUAL(conv_case("3x3/2 valid", conv_desc(2, 28, 28, 3, 3, 3, 4, 2, 2, 1, 0), 2, rtol, atol), 0);
+    tfc_conv_desc odd = conv_desc(2, 9, 9, 3, 3, 3, 4, 1, 1, 1, 0);
+    odd.pad_top = 2, odd.pad_left = 0, odd.oh = 9, odd.ow = 8; /* 2 rows before, 0 after */
+    CU_ASSERT_EQUAL(conv_case("explicit pad (2,0)x(0,1)", odd, 2, rtol, atol), 0);
+}
+
+static void test_conv(void)
+{
+    conv_suite(SUM);
+    check_status();
+}
+
+static void test_conv_tf32(void)
+{
+    set_tf32(1);
+    conv_suite(TF32);
+    set_tf32(0);
+    check_status();
+}
+
+/* ---- pooling ----------------------------------------------------------------------------- */
+
+static int pool_case(const char *name, tfc_pool_desc d)
+{
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.c;
+    pair x = pair_rand(nx, -1, 1), y = pair_new(ny), dy = pair_rand(ny, -1, 1);
+    pair dx = pair_rand(nx, -1, 1);
+    /* quantised inputs make ties, which the first maximum must win on both */
+    for (int64_t i = 0; i < nx; i++) x.h[i] = (float)irand(5);
+    pair_push(&x);
+    ipair arg = ipair_new(ny);
+    ref->ops->pool_forward(ref, &d, x.h, y.h, d.is_max ? arg.h : NULL);
+    dev->ops->pool_forward(dev, &d, x.d, y.d, d.is_max ? arg.d : NULL);
+    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h);
+    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d);
+    char what[96];
+    int bad = 0;
+    snprintf(what, sizeof what, "%s forward", name);
+    bad += pair_check(what, &y, EXACT);
+    if (d.is_max) {
+        snprintf(what, sizeof what, "%s argmax", name);
+        bad += ipair_check(what, &arg);
+    }
+    snprintf(what, sizeof what, "%s backward", name);
+    bad += pair_check(what, &dx, d.is_max ? 0.0 : 1e-6, d.is_max ? 0.0 : 1e-6);
+    pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    ipair_free(&arg);
+    return bad;
+}
+
+static tfc_pool_desc pool_desc(int n, int h, int w, int c, int k, int s, int same, int is_max)
+{
+    tfc_pool_desc d = {.n = n, .h = h, .w = w, .c = c, .kh = k, .kw = k, .sh = s, .sw = s,
+                       .is_max = is_max};
+    if (same) {
+        same_pad(h, k, s, 1, &d.oh, &d.pad_top);
+        same_pad(w, k, s, 1, &d.ow, &d.pad_left);
+    } else {
+        d.oh = (h - k) / s + 1;
+        d.ow = (w - k) / s + 1;
+    }
+    return d;
+}
+
+static void test_pool(void)
+{
+    for (int is_max = 0; is_max < 2; is_max++) {
+        const char *kind = is_max ? "max" : "avg";
+        char name[64];
+        snprintf(name, sizeof name, "%s 2/2 valid", kind);
+        CU_ASSERT_EQUAL(pool_case(name, pool_desc(3, 12, 10, 5, 2, 2, 0, is_max)), 0);
+        snprintf(name, sizeof name, "%s 3/2 same", kind); /* overlapping, padded windows */
+        CU_ASSERT_EQUAL(pool_case(name, pool_desc(2, 11, 13, 4, 3, 2, 1, is_max)), 0);
+        snprintf(name, sizeof name, "%s 3/1 same", kind);
+        CU_ASSERT_EQUAL(pool_case(name, pool_desc(2, 7, 6, 3, 3, 1, 1, is_max)), 0);
+        snprintf(name, sizeof name, "%s global", kind); /* GlobalAveragePooling2D's shape */
+        CU_ASSERT_EQUAL(pool_case(name, pool_desc(4, 8, 8, 9, 8, 8, 0, is_max)), 0);
+    }
+    check_status();
+}
+
+/* ---- batch normalisation ---------------------------------------------------------------- */
+
+static int bn_case(int64_t rows, int cols)
+{
+    pair x = pair_rand(rows * cols, -2, 3), gamma = pair_rand(cols, 0.5, 1.5);
+    pair beta = pair_rand(cols, -0.5, 0.5), mm = pair_rand(cols, -1, 1), mv = pair_rand(cols, 0.5, 2);
+    pair y = pair_new(rows * cols), sm = pair_new(cols), si = pair_new(cols);
+    pair dy = pair_rand(rows * cols, -1, 1), dx = pair_rand(rows * cols, -1, 1);
+    pair dg = pair_rand(cols, -1, 1), dbt = pair_rand(cols, -1, 1);
+    int bad = 0;
+    ref->ops->bn_forward_train(ref, rows, cols, x.h, gamma.h, beta.h, 1e-3f, 0.99f, mm.h, mv.h,
+                               y.h, sm.h, si.h);
+    dev->ops->bn_forward_train(dev, rows, cols, x.d, gamma.d, beta.d, 1e-3f, 0.99f, mm.d, mv.d,
+                               y.d, sm.d, si.d);
+    bad += pair_check("bn train y", &y, 1e-5, 1e-5);
+    bad += pair_check("bn save_mean", &sm, 1e-6, 1e-6);
+    bad += pair_check("bn save_invstd", &si, 1e-6, 1e-6);
+    bad += pair_check("bn moving_mean", &mm, 1e-6, 1e-6);
+    bad += pair_check("bn moving_var", &mv, 1e-6, 1e-6);
+    /* backward from the same saved statistics */
+    pair_push(&sm);
+    pair_push(&si);
+    ref->ops->bn_backward(ref, rows, cols, x.h, dy.h, gamma.h, sm.h, si.h, dx.h, dg.h, dbt.h);
+    dev->ops->bn_backward(dev, rows, cols, x.d, dy.d, gamma.d, sm.d, si.d, dx.d, dg.d, dbt.d);
+    bad += pair_check("bn dx", &dx, 1e-4, 1e-5);
+    bad += pair_check("bn dgamma", &dg, 1e-5, 1e-4);
+    bad += pair_check("bn dbeta", &dbt, 1e-5, 1e-4);
+    ref->ops->bn_forward_infer(ref, rows, cols, x.h, gamma.h, beta.h, mm.h, mv.h, 1e-3f, y.h);
+    dev->ops->bn_forward_infer(dev, rows, cols, x.d, gamma.d, beta.d, mm.d, mv.d, 1e-3f, y.d);
+    bad += pair_check("bn infer y", &y, 1e-5, 1e-5);
+    pair *all[] = {&x, &gamma, &beta, &mm, &mv, &y, &sm, &si, &dy, &dx, &dg, &dbt};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+static void test_batch_norm(void)
+{
+    CU_ASSERT_EQUAL(bn_case(50, 3), 0);
+    CU_ASSERT_EQUAL(bn_case(64 * 16 * 16, 16), 0); /* many rows: split reduction */
+    CU_ASSERT_EQUAL(bn_case(37, 300), 0);           /* many channels */
+    check_status();
+}
+
+/* ---- embedding ------------------------------------------------------------------------------ */
+
+static void test_embedding(void)
+{
+    const int vocab = 50, dim = 70;
+    const int64_t n = 3000; /* many repeated ids */
+    ipair ids = ipair_new(n);
+    for (int64_t i = 0; i < n; i++) ids.h[i] = irand(vocab);
+    ipair_push(&ids);
+    pair table = pair_rand((int64_t)vocab * dim, -1, 1), y = pair_new(n * dim);
+    pair dy = pair_rand(n * dim, -1, 1), dt = pair_rand((int64_t)vocab * dim, -1, 1);
+    ref->ops->gather(ref, n, dim, ids.h, table.h, y.h);
+    dev->ops->gather(dev, n, dim, ids.d, table.d, y.d);
+    CU_ASSERT_EQUAL(pair_check("gather", &y, EXACT), 0);
+    pair dt0 = pair_new(dt.n);
+    memcpy(dt0.h, dt.h, (size_t)dt.n * 4);
+    pair_push(&dt0);
+    ref->ops->scatter_add(ref, n, dim, ids.h, dy.h, dt.h);
+    dev->ops->scatter_add(dev, n, dim, ids.d, dy.d, dt.d);
+    CU_ASSERT_EQUAL(pair_check("scatter_add", &dt, 1e-5, 1e-5), 0);
+    /* deterministic mode: the CPU's order, so its bits */
+    set_deterministic(1);
+    dev->ops->scatter_add(dev, n, dim, ids.d, dy.d, dt0.d);
+    memcpy(dt0.h, dt.h, (size_t)dt.n * 4); /* the reference's result */
+    CU_ASSERT_EQUAL(pair_check("scatter_add deterministic", &dt0, EXACT), 0);
+    set_deterministic(0);
+    ipair_free(&ids);
+    pair_free(&table), pair_free(&y), pair_free(&dy), pair_free(&dt), pair_free(&dt0);
+    check_status();
+}
+
+/* ---- LSTM ---------------------------------------------------------------------------------- */
+
+static int lstm_case(const char *name, tfc_lstm_desc d, int with_mask, int with_bias,
+                     int with_dx, double rtol, double atol)
+{
+    const int64_t nt = (int64_t)d.n * d.t, G = 4 * (int64_t)d.units;
+    pair x = pair_rand(nt * d.in, -1, 1), k = pair_rand(d.in * G, -0.4, 0.4);
+    pair r = pair_rand(d.units * G, -0.4, 0.4), b = pair_rand(G, -0.3, 0.3);
+    pair mask = pair_new(nt);
+    for (int64_t i = 0; i < nt; i++) mask.h[i] = !with_mask || urand() > 0.3 ? 1.0f : 0.0f;
+    pair_push(&mask);
+    const int64_t ny = d.return_sequences ? nt * d.units : (int64_t)d.n * d.units;
+    pair y = pair_new(ny), hs = pair_new(nt * d.units), cs = pair_new(nt * d.units);
+    pair gates = pair_new(nt * G), dy = pair_rand(ny, -1, 1), dx = pair_rand(nt * d.in, -1, 1);
+    pair dk = pair_rand(d.in * G, -1, 1), dr = pair_rand(d.units * G, -1, 1);
+    pair dbias = pair_rand(G, -1, 1);
+    size_t wr = ref->ops->lstm_workspace(ref, &d), wd = dev->ops->lstm_workspace(dev, &d);
+    void *wsr = ref->ops->alloc(ref, wr), *wsd = dev->ops->alloc(dev, wd);
+    const float *mh = with_mask ? mask.h : NULL, *md = with_mask ? mask.d : NULL;
+    ref->ops->lstm_forward(ref, &d, x.h, k.h, r.h, with_bias ? b.h : NULL, mh, y.h, hs.h, cs.h,
+                           gates.h, wsr);
+    dev->ops->lstm_forward(dev, &d, x.d, k.d, r.d, with_bias ? b.d : NULL, md, y.d, hs.d, cs.d,
+                           gates.d, wsd);
+    char what[96];
+    int bad = 0;
+    snprintf(what, sizeof what, "%s y", name);
+    bad += pair_check(what, &y, rtol, atol);
+    snprintf(what, sizeof what, "%s cseq", name);
+    bad += pair_check(what, &cs, rtol, atol);
+    snprintf(what, sizeof what, "%s gates", name);
+    bad += pair_check(what, &gates, rtol, atol);
+    /* backward from the reference's saved sequences on both */
+    pair_push(&hs), pair_push(&cs), pair_push(&gates);
+    ref->ops->lstm_backward(ref, &d, x.h, k.h, r.h, mh, hs.h, cs.h, gates.h, dy.h,
+                            with_dx ? dx.h : NULL, dk.h, dr.h, with_bias ? dbias.h : NULL, wsr);
+    dev->ops->lstm_backward(dev, &d, x.d, k.d, r.d, md, hs.d, cs.d, gates.d, dy.d,
+                            with_dx ? dx.d : NULL, dk.d, dr.d, with_bias ? dbias.d : NULL, wsd);
+    snprintf(what, sizeof what, "%s dx", name);
+    bad += pair_check(what, &dx, rtol, atol);
+    snprintf(what, sizeof what, "%s dkernel", name);
+    bad += pair_check(what, &dk, rtol, atol * 10);
+    snprintf(what, sizeof what, "%s drkernel", name);
+    bad += pair_check(what, &dr, rtol, atol * 10);
+    snprintf(what, sizeof what, "%s dbias", name);
+    bad += pair_check(what, &dbias, rtol, atol * 10);
+    pair *all[] = {&x, &k, &r, &b, &mask, &y, &hs, &cs, &gates, &dy, &dx, &dk, &dr, &dbias};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    ref->ops->free(ref, wsr);
+    dev->ops->free(dev, wsd);
+    return bad;
+}
+
+static void test_lstm(void)
+{
+    tfc_lstm_desc seq = {.n = 5, .t = 9, .in = 7, .units = 12, .return_sequences = 1};
+    tfc_lstm_desc last = {.n = 4, .t = 11, .in = 6, .units = 33, .return_sequences = 0};
+    CU_ASSERT_EQUAL(lstm_case("lstm seq", seq, 0, 1, 1, 1e-4, 1e-5), 0);
+    CU_ASSERT_EQUAL(lstm_case("lstm seq masked", seq, 1, 1, 1, 1e-4, 1e-5), 0);
+    CU_ASSERT_EQUAL(lstm_case("lstm last", last, 0, 1, 1, 1e-4, 1e-5), 0);
+    CU_ASSERT_EQUAL(lstm_case("lstm last masked, no bias, no dx", last, 1, 0, 0, 1e-4, 1e-5), 0);
+    check_status();
+}
+
+static void test_lstm_tf32(void)
+{
+    set_tf32(1);
+    tfc_lstm_desc seq = {.n = 16, .t = 12, .in = 32, .units = 64, .return_sequences = 1};
+    CU_ASSERT_EQUAL(lstm_case("lstm tf32", seq, 1, 1, 1, TF32), 0);
+    set_tf32(0);
+    check_status();
+}
+
+/* ---- losses and accuracy --------------------------------------------------------------------- */
+
+static int loss_case(tfc_loss_kind kind, int logits, int weighted, int with_dx)
+{
+    const int64_t rows = 203;
+    const int C = kind == TFC_LOSS_BCE ? 5 : 17;
+    pair x = pair_rand(rows * C, logits ? -6 : 0, logits ? 6 : 1);
+    if (!logits) /* rows of probabilities, with a few at the clip boundaries */
+        for (int64_t r = 0; r < rows; r++) {
+            float *p = x.h + r * C;
+            if (kind != TFC_LOSS_BCE && kind != TFC_LOSS_MSE) {
+                double s = 0;
+                for (int j = 0; j < C; j++) s += p[j];
+                for (int j = 0; j < C; j++) p[j] = (float)(p[j] / s);
+            }
+            if (r % 17 == 3) p[0] = 0.0f;
+            if (r % 19 == 4) p[C - 1] = 1.0f;
+        }
+    pair_push(&x);
+    ipair sl = ipair_new(rows);
+    pair dl = pair_new(rows * C), w = pair_new(rows);
+    for (int64_t r = 0; r < rows; r++) {
+        sl.h[r] = irand(C);
+        w.h[r] = !weighted || r % 5 ? 1.0f : 0.0f;
+        if (kind == TFC_LOSS_CCE) { /* soft distributions */
+            double s = 0;
+            for (int j = 0; j < C; j++) s += dl.h[r * C + j] = (float)urand();
+            for (int j = 0; j < C; j++) dl.h[r * C + j] = (float)(dl.h[r * C + j] / s);
+        } else {
+            for (int j = 0; j < C; j++)
+                dl.h[r * C + j] = kind == TFC_LOSS_BCE ? (float)irand(2) : (float)urand();
+        }
+    }
+    ipair_push(&sl), pair_push(&dl), pair_push(&w);
+    pair lo = pair_new(1), dx = pair_rand(rows * C, -9, 9);
+    const void *lh = kind == TFC_LOSS_SPARSE_CCE ? (const void *)sl.h : (const void *)dl.h;
+    const void *ld = kind == TFC_LOSS_SPARSE_CCE ? (const void *)sl.d : (const void *)dl.d;
+    const float scale = 1.0f / 150.0f;
+    ref->ops->loss(ref, kind, logits, rows, C, x.h, lh, weighted ? w.h : NULL, scale, lo.h,
+                   with_dx ? dx.h : NULL);
+    dev->ops->loss(dev, kind, logits, rows, C, x.d, ld, weighted ? w.d : NULL, scale, lo.d,
+                   with_dx ? dx.d : NULL);
+    char what[96];
+    snprintf(what, sizeof what, "loss %d%s%s", (int)kind, logits ? " logits" : " probs",
+             weighted ? " weighted" : "");
+    int bad = pair_check(what, &lo, 1e-5, 1e-7);
+    strcat(what, " dx");
+    bad += pair_check(what, &dx, 1e-5, 1e-7);
+    pair_free(&x), pair_free(&dl), pair_free(&w), pair_free(&lo), pair_free(&dx);
+    ipair_free(&sl);
+    return bad;
+}
+
+static void test_loss(void)
+{
+    for (int kind = 0; kind < TFC_LOSS_COUNT; kind++)
+        for (int logits = 0; logits < 2; logits++)
+            for (int weighted = 0; weighted < 2; weighted++)
+                CU_ASSERT_EQUAL(loss_case((tfc_loss_kind)kind, logits, weighted, 1), 0);
+    CU_ASSERT_EQUAL(loss_case(TFC_LOSS_SPARSE_CCE, 1, 0, 0), 0); /* inference: no dx */
+    /* a sparse label out of range counts nothing and gets dx 0, as on the CPU */
+    pair x = pair_rand(3 * 4, -1, 1), lo = pair_new(1), dx = pair_rand(12, -1, 1);
+    ipair l = ipair_new(3);
+    l.h[0] = 1, l.h[1] = 7, l.h[2] = -1;
+    ipair_push(&l);
+    ref->ops->loss(ref, TFC_LOSS_SPARSE_CCE, 1, 3, 4, x.h, l.h, NULL, 1.0f, lo.h, dx.h);
+    dev->ops->loss(dev, TFC_LOSS_SPARSE_CCE, 1, 3, 4, x.d, l.d, NULL, 1.0f, lo.d, dx.d);
+    CU_ASSERT_EQUAL(pair_check("loss bad labels", &lo, F32), 0);
+    CU_ASSERT_EQUAL(pair_check("loss bad labels dx", &dx, F32), 0);
+    pair_free(&x), pair_free(&lo), pair_free(&dx);
+    ipair_free(&l);
+    check_status();
+}
+
+static int accuracy_case(tfc_loss_kind kind, int C, int k, int weighted)
+{
+    const int64_t rows = 517;
+    pair x = pair_new(rows * C), dl = pair_new(rows * C), w = pair_new(rows);
+    ipair sl = ipair_new(rows);
+    for (int64_t r = 0; r < rows; r++) {
+        /* few distinct scores: many ties, which count against the label */
+        for (int j = 0; j < C; j++) x.h[r * C + j] = (float)irand(4) - (C == 1 ? 1.5f : 0.0f);
+        if (r % 41 == 0) x.h[r * C] = NAN;
+        sl.h[r] = irand(C == 1 ? 2 : C);
+        for (int j = 0; j < C; j++) dl.h[r * C + j] = C == 1 ? (float)sl.h[r] : (float)(j == sl.h[r]);
+        w.h[r] = !weighted || r % 3 ? 1.0f : 0.0f;
+    }
+    pair_push(&x), pair_push(&dl), pair_push(&w), ipair_push(&sl);
+    pair count = pair_rand(1, 0, 10); /* accumulates */
+    const void *lh = kind == TFC_LOSS_SPARSE_CCE ? (const void *)sl.h : (const void *)dl.h;
+    const void *ld = kind == TFC_LOSS_SPARSE_CCE ? (const void *)sl.d : (const void *)dl.d;
+    ref->ops->accuracy(ref, kind, 1, rows, C, k, x.h, lh, weighted ? w.h : NULL, count.h);
+    dev->ops->accuracy(dev, kind, 1, rows, C, k, x.d, ld, weighted ? w.d : NULL, count.d);
+    char what[64];
+    snprintf(what, sizeof what, "accuracy kind %d C %d k %d", (int)kind, C, k);
+    int bad = pair_check(what, &count, EXACT);
+    pair_free(&x), pair_free(&dl), pair_free(&w), pair_free(&count);
+    ipair_free(&sl);
+    return bad;
+}
+
+static void test_accuracy(void)
+{
+    CU_ASSERT_EQUAL(accuracy_case(TFC_LOSS_SPARSE_CCE, 10, 1, 0), 0);
+    CU_ASSERT_EQUAL(accuracy_case(TFC_LOSS_SPARSE_CCE, 10, 3, 1), 0);
+    CU_ASSERT_EQUAL(accuracy_case(TFC_LOSS_SPARSE_CCE, 70, 5, 0), 0);
+    CU_ASSERT_EQUAL(accuracy_case(TFC_LOSS_CCE, 10, 1, 1), 0);
+    CU_ASSERT_EQUAL(accuracy_case(TFC_LOSS_BCE, 1, 1, 0), 0);
+    CU_ASSERT_EQUAL(accuracy_case(TFC_LOSS_SPARSE_CCE, 1, 1, 1), 0);
+    check_status();
+}
+
+/* ---- optimizer ---------------------------------------------------------------------------- */
+
+static int optim_case(const char *name, tfc_optim_desc d)
+{
+    const int64_t n = 54321;
+    pair w = pair_rand(n, -1, 1), g = pair_rand(n, -1, 1);
+    pair s0 = pair_rand(n, -0.1, 0.1), s1 = pair_rand(n, 0, 0.1), s2 = pair_rand(n, 0, 0.1);
+    int bad = 0;
+    for (int step = 0; step < 3; step++) {
+        ref->ops->optimizer_update(ref, &d, n, w.h, g.h, s0.h, s1.h, s2.h);
+        dev->ops->optimizer_update(dev, &d, n, w.d, g.d, s0.d, s1.d, s2.d);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s params", name);
+    bad += pair_check(what, &w, EXACT);
+    snprintf(what, sizeof what, "%s slot0", name);
+    bad += pair_check(what, &s0, EXACT);
+    snprintf(what, sizeof what, "%s slot1", name);
+    bad += pair_check(what, &s1, EXACT);
+    snprintf(what, sizeof what, "%s slot2", name);
+    bad += pair_check(what, &s2, EXACT);
+    pair_free(&w), pair_free(&g), pair_free(&s0), pair_free(&s1), pair_free(&s2);
+    return bad;
+}
+
+static void test_optimizer(void)
+{
+    tfc_optim_desc base = {.lr = 0.01f, .grad_scale = 0.5f, .l2 = 1e-4f, .epsilon = 1e-7f};
+    tfc_optim_desc d = base;
+    d.kind = TFC_OPTIM_SGD;
+    CU_ASSERT_EQUAL(optim_case("sgd", d), 0);
+    d.momentum = 0.9f;
+    CU_ASSERT_EQUAL(optim_case("sgd momentum", d), 0);
+    d.nesterov = 1;
+    CU_ASSERT_EQUAL(optim_case("sgd nesterov", d), 0);
+    d = base;
+    d.kind = TFC_OPTIM_ADAM, d.beta_1 = 0.9f, d.beta_2 = 0.999f, d.alpha = 0.0031f;
+    CU_ASSERT_EQUAL(optim_case("adam", d), 0);
+    d.amsgrad = 1, d.decay = 0.01f * 0.004f;
+    CU_ASSERT_EQUAL(optim_case("adamw amsgrad", d), 0);
+    d = base;
+    d.kind = TFC_OPTIM_RMSPROP, d.rho = 0.9f;
+    CU_ASSERT_EQUAL(optim_case("rmsprop", d), 0);
+    d.centered = 1, d.momentum = 0.5f;
+    CU_ASSERT_EQUAL(optim_case("rmsprop centered momentum", d), 0);
+    d = base;
+    d.kind = TFC_OPTIM_ADAGRAD;
+    CU_ASSERT_EQUAL(optim_case("adagrad", d), 0);
+    check_status();
+}
+
+/* ---- determinism ----------------------------------------------------------------------------- */
+
+/* In deterministic mode the convolution gradients come out identical on a second run. */
+static void test_deterministic(void)
+{
+    set_deterministic(1);
+    tfc_conv_desc d = conv_desc(16, 16, 16, 32, 3, 3, 32, 1, 1, 1, 1);
+    size_t wd = dev->ops->conv_workspace(dev, &d);
+    void *ws = dev->ops->alloc(dev, wd);
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
+    const int64_t nw = (int64_t)d.kh * d.kw * d.c * d.f;
+    pair x = pair_rand(nx, -1, 1), w = pair_rand(nw, -1, 1), dy = pair_rand(ny, -1, 1);
+    pair dx = pair_new(nx), dw = pair_new(nw);
+    float *first_dx = malloc((size_t)nx * 4), *first_dw = malloc((size_t)nw * 4);
+    for (int run = 0; run < 2; run++) {
+        dev->ops->zero(dev, dx.d, (size_t)nx * 4);
+        dev->ops->zero(dev, dw.d, (size_t)nw * 4);
+        dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, ws);
+        dev->ops->conv_backward_filter(dev, &d, x.d, dy.d, dw.d, ws);
+        dev->ops->download(dev, run ? dx.h : first_dx, dx.d, (size_t)nx * 4);
+        dev->ops->download(dev, run ? dw.h : first_dw, dw.d, (size_t)nw * 4);
+    }
+    CU_ASSERT_EQUAL(compare_floats("deterministic dx", dx.h, first_dx, nx, EXACT), 0);
+    CU_ASSERT_EQUAL(compare_floats("deterministic dw", dw.h, first_dw, nw, EXACT), 0);
+    free(first_dx), free(first_dw);
+    pair_free(&x), pair_free(&w), pair_free(&dy), pair_free(&dx), pair_free(&dw);
+    dev->ops->free(dev, ws);
+    set_deterministic(0);
+    check_status();
+}
+
+/* ---- memory and errors (GPU only) --------------------------------------------------------- */
+
+static void test_memory(void)
+{
+#ifdef TFC_HAVE_CUDA
+    if (twin) return;
+    tfc_gpu_memory st0, st;
+    tfc_gpu_memory_stats(dev, &st0);
+    void *a = dev->ops->alloc(dev, 3 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    tfc_gpu_memory_stats(dev, &st);
+    CU_ASSERT(st.in_use >= st0.in_use + (3 << 20));
+    dev->ops->free(dev, a);
+    /* the cached block serves the next request of its size class without cudaMalloc */
+    void *b = dev->ops->alloc(dev, (3 << 20) - 1000);
+    CU_ASSERT_PTR_EQUAL(b, a);
+    dev->ops->free(dev, b);
+    tfc_gpu_memory_stats(dev, &st);
+    CU_ASSERT_EQUAL(st.in_use, st0.in_use);
+    /* a limit just above what is in use refuses a big block (after releasing the cached
+     * ones); lifting it allows it again */
+    tfc_gpu_set_memory_limit(dev, st.in_use + (1 << 20));
+    CU_ASSERT_PTR_NULL(dev->ops->alloc(dev, (size_t)64 << 20));
+    tfc_gpu_set_memory_limit(dev, 0);
+    a = dev->ops->alloc(dev, (size_t)64 << 20);
+    CU_ASSERT_PTR_NOT_NULL(a);
+    dev->ops->free(dev, a);
+    /* an impossible request is NULL, not an error */
+    CU_ASSERT_PTR_NULL(dev->ops->alloc(dev, (size_t)1 << 50));
+    check_status();
+    /* freeing a pointer that is not ours is recorded, with the call, and then cleared */
+    int local;
+    dev->ops->free(dev, &local);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_gpu_status(dev, &err), TFC_ERR_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not allocated by this backend"));
+    CU_ASSERT_EQUAL(tfc_gpu_status(dev, &err), TFC_OK);
+    printf("\n  %s: %.1f MiB reserved at peak", tfc_gpu_device_name(dev),
+           (double)st.peak_reserved / (1 << 20));
+#endif
+}
+
+/* ---- whole training steps ------------------------------------------------------------------ */
+
+static const char cnn_yaml[] =
+    "name: small_cnn\n"
+    "input: {shape: [12, 12, 3]}\n"
+    "layers:\n"
+    "  - Conv2D: {name: c1, filters: 8, kernel_size: 3, strides: 2, padding: same, activation: relu}\n"
+    "  - BatchNormalization: {name: bn}\n"
+    "  - Conv2D: {name: c2, filters: 8, kernel_size: 3, padding: same, use_bias: false}\n"
+    "  - Add: {name: add, inputs: [c2, bn]}\n"
+    "  - Activation: {activation: swish}\n"
+    "  - MaxPooling2D: {pool_size: 3, strides: 2, padding: same}\n"
+    "  - Dropout: {rate: 0.3}\n"
+    "  - Flatten: {}\n"
+    "  - Dense: {units: 16, activation: tanh}\n"
+    "  - Dense: {units: 10, activation: softmax}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static const char lstm_yaml[] =
+    "name: small_lstm\n"
+    "input: {shape: [9], dtype: int32}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 20, output_dim: 8, mask_zero: true}\n"
+    "  - LSTM: {units: 16, return_sequences: true}\n"
+    "  - Dropout: {rate: 0.2}\n"
+    "  - Dense: {units: 20}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static tfc_model *load_bound(const char *yaml, tfc_backend *be, int batch)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "step.yaml", &err);
+    if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 42, &err)) {
+        printf("\n  %s", err.text);
+        tfc_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Downloads n floats of a backend buffer. */
+static float *fetch(tfc_backend *be, const float *p, int64_t n)
+{
+    float *h = malloc((size_t)(n ? n : 1) * 4);
+    be->ops->download(be, h, p, (size_t)n * 4);
+    return h;
+}
+
+/* Every parameter (values, and gradients of the trainable ones) of ma against mb, by name. */
+static int compare_params(tfc_model *ma, tfc_model *mb, int grads, double rtol, double atol)
+{
+    int bad = 0;
+    for (int i = 0; i < tfc_model_nlayers(ma); i++) {
+        tfc_layer *la = tfc_model_layer(ma, i), *lb = tfc_model_layer(mb, i);
+        for (int p = 0; p < la->nparams; p++) {
+            tfc_param *pa = &la->params[p], *pb = &lb->params[p];
+            if (grads && !pa->trainable) continue;
+            float *a = fetch(ref, grads ? pa->grad : pa->data, pa->numel);
+            float *b = fetch(dev, grads ? pb->grad : pb->data, pb->numel);
+            char what[96];
+            snprintf(what, sizeof what, "%s/%s%s", la->name, pa->name, grads ? " grad" : "");
+            bad += compare_floats(what, b, a, pa->numel, rtol, atol);
+            free(a), free(b);
+        }
+    }
+    return bad;
+}
+
+/* Steps of forward, loss, backward and an SGD update on both backends from the same
+ * initial weights and data; losses, metrics, outputs, gradients and weights must agree. */
+static void train_steps(const char *yaml, int batch, int tokens, double rtol, double atol)
+{
+    tfc_model *ma = load_bound(yaml, ref, batch), *mb = load_bound(yaml, dev, batch);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ma);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mb);
+    const int64_t per = tfc_shape_numel(tfc_model_input_shape(ma));
+    const int64_t nlab = (int64_t)batch * tfc_model_label_rows(ma);
+    const int classes = tfc_model_classes(ma);
+    TFC_ASSERT(per > 0 && per < (1 << 24) && nlab > 0 && nlab < (1 << 24));
+    void *x = malloc((size_t)batch * (size_t)per * 4);
+    int32_t *labels = malloc((size_t)nlab * 4);
+    for (int64_t i = 0; i < batch * per; i++) {
+        if (tokens) /* ids with zeros (masked steps) sprinkled in */
+            ((int32_t *)x)[i] = urand() < 0.2 ? 0 : 1 + irand(19);
+        else
+            ((float *)x)[i] = (float)urand();
+    }
+    for (int64_t i = 0; i < nlab; i++) labels[i] = irand(classes);
+    const int64_t nt = tfc_model_trainable_count(ma), nout = batch * tfc_shape_numel(tfc_model_output_shape(ma));
+    float *slots[2][2];
+    tfc_backend *bes[2] = {ref, dev};
+    for (int b = 0; b < 2; b++)
+        for (int s = 0; s < 2; s++) {
+            slots[b][s] = bes[b]->ops->alloc(bes[b], (size_t)nt * 4);
+            bes[b]->ops->zero(bes[b], slots[b][s], (size_t)nt * 4);
+        }
+    tfc_error err;
+    tfc_error_clear(&err);
+    for (int step = 0; step < 4; step++) {
+        tfc_batch_result ra, rb;
+        CU_ASSERT_EQUAL(tfc_model_forward(ma, x, batch, 1, 5, (uint64_t)step, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_model_forward(mb, x, batch, 1, 5, (uint64_t)step, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_model_loss(ma, labels, 1, &ra, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_model_loss(mb, labels, 1, &rb, &err), TFC_OK);
+        if (fabs(ra.loss - rb.loss) > rtol * fabs(ra.loss) + atol)
+            printf("\n  step %d: loss device %.9g, cpu %.9g", step, rb.loss, ra.loss);
+        CU_ASSERT(fabs(ra.loss - rb.loss) <= rtol * fabs(ra.loss) + atol);
+        CU_ASSERT_EQUAL(ra.count, rb.count);
+        /* accuracy may differ only where two scores are within rounding of each other */
+        CU_ASSERT(fabs(ra.metric[0] - rb.metric[0]) <= 2.0 / (double)ra.count + 1e-12);
+        float *oa = malloc((size_t)nout * 4), *ob = malloc((size_t)nout * 4);
+        tfc_model_get_output(ma, oa);
+        tfc_model_get_output(mb, ob);
+        char what[64];
+        snprintf(what, sizeof what, "step %d output", step);
+        CU_ASSERT_EQUAL(compare_floats(what, ob, oa, nout, rtol, atol), 0);
+        free(oa), free(ob);
+        tfc_model_zero_grad(ma);
+        tfc_model_zero_grad(mb);
+        tfc_model_backward(ma);
+        tfc_model_backward(mb);
+        CU_ASSERT_EQUAL(compare_params(ma, mb, 1, rtol * 10, atol * 10), 0);
+        /* SGD with momentum: a weight moves by lr times its gradient, so rounding-level
+         * gradient differences stay rounding-level (Adam's g / sqrt(v) would turn the sign
+         * of a gradient that is zero up to rounding into a full step of lr) */
+        tfc_optim_desc d = {.kind = TFC_OPTIM_SGD, .lr = 0.05f, .grad_scale = 1.0f,
+                            .momentum = 0.9f};
+        ref->ops->optimizer_update(ref, &d, nt, tfc_model_params(ma), tfc_model_grads(ma),
+                                   slots[0][0], NULL, NULL);
+        dev->ops->optimizer_update(dev, &d, nt, tfc_model_params(mb), tfc_model_grads(mb),
+                                   slots[1][0], NULL, NULL);
+        /* weights (and batch-norm moving statistics) after the update */
+        CU_ASSERT_EQUAL(compare_params(ma, mb, 0, rtol * 10, atol * 10), 0);
+    }
+    /* inference mode too (moving statistics, no dropout) */
+    tfc_batch_result ra, rb;
+    tfc_model_forward(ma, x, batch, 0, 5, 99, &err);
+    tfc_model_forward(mb, x, batch, 0, 5, 99, &err);
+    tfc_model_loss(ma, labels, 0, &ra, &err);
+    tfc_model_loss(mb, labels, 0, &rb, &err);
+    CU_ASSERT(fabs(ra.loss - rb.loss) <= rtol * 10 * fabs(ra.loss) + atol);
+    CU_ASSERT_EQUAL(tfc_model_first_nonfinite(mb), -1);
+    for (int b = 0; b < 2; b++)
+        for (int s = 0; s < 2; s++) bes[b]->ops->free(bes[b], slots[b][s]);
+    free(x), free(labels);
+    tfc_model_free(ma);
+    tfc_model_free(mb);
+    check_status();
+}
+
+/* Parameters after `steps` SGD steps of a freshly initialised model on dev (malloc'd). */
+static float *train_on_dev(const char *yaml, int batch, int steps, int64_t *n)
+{
+    tfc_model *m = load_bound(yaml, dev, batch);
+    TFC_ASSERT(m != NULL);
+    const int64_t per = tfc_shape_numel(tfc_model_input_shape(m));
+    TFC_ASSERT(per > 0 && per < (1 << 24));
+    float *x = malloc((size_t)batch * (size_t)per * 4);
+    int32_t *labels = malloc((size_t)batch * 4);
+    uint64_t save = rng_state;
+    rng_state = 99;
+    for (int64_t i = 0; i < batch * per; i++) x[i] = (float)urand();
+    for (int i = 0; i < batch; i++) labels[i] = irand(tfc_model_classes(m));
+    rng_state = save;
+    const int64_t nt = tfc_model_trainable_count(m);
+    float *mom = dev->ops->alloc(dev, (size_t)nt * 4);
+    dev->ops->zero(dev, mom, (size_t)nt * 4);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_optim_desc d = {.kind = TFC_OPTIM_SGD, .lr = 0.05f, .grad_scale = 1.0f, .momentum = 0.9f};
+    for (int step = 0; step < steps; step++) {
+        tfc_batch_result r;
+        tfc_model_forward(m, x, batch, 1, 5, (uint64_t)step, &err);
+        tfc_model_loss(m, labels, 1, &r, &err);
+        tfc_model_zero_grad(m);
+        tfc_model_backward(m);
+        dev->ops->optimizer_update(dev, &d, nt, tfc_model_params(m), tfc_model_grads(m), mom,
+                                   NULL, NULL);
+    }
+    *n = tfc_model_param_count(m);
+    float *params = fetch(dev, tfc_model_params(m), *n);
+    dev->ops->free(dev, mom);
+    free(x), free(labels);
+    tfc_model_free(m);
+    return params;
+}
+
+/* Deterministic mode: two runs of three training steps end in identical weights. */
+static void test_deterministic_training(void)
+{
+    set_deterministic(1);
+    int64_t n1, n2;
+    float *a = train_on_dev(cnn_yaml, 32, 3, &n1), *b = train_on_dev(cnn_yaml, 32, 3, &n2);
+    CU_ASSERT_EQUAL_FATAL(n1, n2);
+    CU_ASSERT_EQUAL(compare_floats("deterministic weights", b, a, n1, EXACT), 0);
+    free(a), free(b);
+    set_deterministic(0);
+    check_status();
+}
+
+static void test_train_cnn(void)
+{
+    train_steps(cnn_yaml, 16, 0, 5e-4, 1e-5);
+}
+
+static void test_train_lstm(void)
+{
+    train_steps(lstm_yaml, 6, 1, 5e-4, 1e-5);
+}
+
+static void test_train_cnn_tf32(void)
+{
+    set_tf32(1);
+    train_steps(cnn_yaml, 16, 0, 2e-2, 2e-3);
+    set_tf32(0);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    static const tfc_test_case device_cases[] = {
+        {"device_selection", test_device_selection},
+        {NULL, NULL},
+    };
+    static const tfc_test_case op_cases[] = {
+        {"device_selection", test_device_selection},
+        {"gemm", test_gemm},
+        {"gemm_tf32", test_gemm_tf32},
+        {"elementwise", test_elementwise},
+        {"activations", test_activations},
+        {"dropout", test_dropout},
+        {"reductions", test_reductions},
+        {"conv", test_conv},
+        {"conv_tf32", test_conv_tf32},
+        {"pool", test_pool},
+        {"batch_norm", test_batch_norm},
+        {"embedding", test_embedding},
+        {"lstm", test_lstm},
+        {"lstm_tf32", test_lstm_tf32},
+        {"loss", test_loss},
+        {"accuracy", test_accuracy},
+        {"optimizer", test_optimizer},
+        {"deterministic", test_deterministic},
+        {"memory", test_memory},
+        {"train_cnn", test_train_cnn},
+        {"train_lstm", test_train_lstm},
+        {"train_cnn_tf32", test_train_cnn_tf32},
+        {"deterministic_training", test_deterministic_training},
+        {NULL, NULL},
+    };
+    int args = 1;
+    if (argc > 1 && strcmp(argv[1], "--cpu-twin") == 0) {
+        twin = 1;
+        args = 2;
+    }
+    char **rest = argv + args - 1;
+    int nrest = argc - args + 1;
+    rest[0] = argv[0];
+    ref = tfc_cpu_backend_create(2);
+    if (twin) {
+        dev = tfc_cpu_backend_create(1);
+        printf("test_gpu_ops: --cpu-twin: the device is a second CPU backend\n");
+    } else if (gpu_count() > 0) {
+#ifdef TFC_HAVE_CUDA
+        tfc_error err;
+        tfc_error_clear(&err);
+        dev = tfc_gpu_backend_create(0, &err);
+        if (!dev) {
+            printf("test_gpu_ops: a GPU is present but cannot be used:\n%s", err.text);
+            return 1;
+        }
+        printf("test_gpu_ops: gpu:0 is %s\n", tfc_gpu_device_name(dev));
+#endif
+    }
+    if (!dev) {
+        int rc = tfc_test_main("gpu_device", device_cases, nrest, rest);
+        printf("test_gpu_ops: skipped: %s; only device selection was checked\n",
+#ifdef TFC_HAVE_CUDA
+               "no usable GPU (CUDA reports 0 devices)"
+#else
+               "this build has no CUDA (nvcc and cuDNN not found, or CUDA=0)"
+#endif
+        );
+        tfc_backend_free(ref);
+        return rc;
+    }
+    int rc = tfc_test_main("gpu_ops", op_cases, nrest, rest);
+    tfc_backend_free(dev);
+    tfc_backend_free(ref);
+    return rc;
+}
