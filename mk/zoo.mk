@@ -1,0 +1,15 @@
+# The model zoo and grid search (issue 6; docs in README.md "Grid search" / "Model zoo").
+#   tfc-zoo hashes weights with nettle's SHA-256 (Debian nettle-dev, in tools/install-deps.sh).
+#   make zoo-test   re-evaluates every model_zoo/<name>/ on its test split (needs the
+#                   Fashion-MNIST and fortunes packages: tools/install-deps.sh --data) and
+#                   fails when one is worse than its README says. Not part of `make test`,
+#                   which only verifies every model's SHA-256 (tests/test_zoo.c).
+.PHONY: zoo-test
+
+$(BIN)/tfc-zoo: LDLIBS_ALL += -lnettle
+
+zoo-test: $(BIN)/tfc-zoo
+	$(Q)status=0; for d in model_zoo/*/README.md; do \
+	    [ -f "$$d" ] || continue; n=$${d#model_zoo/}; n=$${n%/README.md}; \
+	    echo "== $$n"; TFC_ZOO=$(CURDIR)/model_zoo $(BIN)/tfc-zoo test "$$n" || status=1; \
+	done; exit $$status

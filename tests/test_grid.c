@@ -1,0 +1,405 @@
+/* tfc-grid end to end ($TFC_BIN/tfc-grid and tfc-train, as `make test` builds them) on a tiny
+ * synthetic solver (NumPy files this test writes, a 2-layer Dense model, a few dozen
+ * iterations): grid expansion and its order, seeded random sampling within the ranges,
+ * results.csv rows sorted by the test metric, skipping completed points on a re-run,
+ * resuming after SIGTERM to the sweep and after kill -9 of a child, and exit codes 0/2. */
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data/data.h"
+#include "testutil.h"
+
+static char out[1 << 16];
+
+/* 16 features in [-1, 1]; the label is the argmax of a fixed linear map to 4 classes. */
+static void write_split(const char *xname, const char *yname, int n, uint64_t seed)
+{
+    float w[4][16];
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (int c = 0; c < 4; c++)
+        for (int j = 0; j < 16; j++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            w[c][j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+    float *x = malloc(sizeof(float) * 16 * (size_t)n);
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
+    s = seed;
+    for (int i = 0; i < n; i++) {
+        float best = -1e30f;
+        for (int j = 0; j < 16; j++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            x[i * 16 + j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+        for (int c = 0; c < 4; c++) {
+            float z = 0;
+            for (int j = 0; j < 16; j++) z += w[c][j] * x[i * 16 + j];
+            if (z > best) {
+                best = z;
+                y[i] = c;
+            }
+        }
+    }
+    tfc_tensor tx = {TFC_F32, {2, {n, 16}}, x, -1}, ty = {TFC_I32, {1, {n}}, y, -1};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(xname), &tx, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(yname), &ty, &err), TFC_OK);
+    free(x);
+    free(y);
+}
+
+static void fixture(void)
+{
+    static int done;
+    if (done++) return;
+    write_split("train_x.npy", "train_y.npy", 512, 11);
+    write_split("test_x.npy", "test_y.npy", 200, 12);
+    tfc_test_write("tiny.yaml",
+                   "model:\n"
+                   "  name: tiny\n"
+                   "  input: {shape: [16]}\n"
+                   "  layers:\n"
+                   "    - Dense: {name: hidden, units: 16, activation: relu}\n"
+                   "    - Dense: {name: out, units: 4}\n"
+                   "  metrics: [accuracy]\n"
+                   "data:\n"
+                   "  train:\n"
+                   "    source: {type: npy, features: train_x.npy, labels: train_y.npy}\n"
+                   "    pipeline:\n"
+                   "      - shuffle: {buffer_size: 100}\n"
+                   "      - repeat: {}\n"
+                   "      - batch: {batch_size: 16}\n"
+                   "  test:\n"
+                   "    source: {type: npy, features: test_x.npy, labels: test_y.npy}\n"
+                   "    pipeline:\n"
+                   "      - batch: {batch_size: 50}\n"
+                   "optimizer: {type: adam, learning_rate: 0.01}\n"
+                   "max_iter: 40\n"
+                   "test_interval: 20\n"
+                   "display: 10\n"
+                   "snapshot: {interval: 10, keep: 2}\n"
+                   "seed: 7\n",
+                   -1);
+}
+
+static void tool(char *buf, size_t size, const char *name)
+{
+    const char *bin = getenv("TFC_BIN");
+    char cwd[2048] = "";
+    if (!bin) bin = "bin";
+    if (bin[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    snprintf(buf, size, "%s%s%s/%s", cwd, cwd[0] ? "/" : "", bin, name);
+}
+
+/* Runs tfc-grid with `args` (shell words) in the scratch folder; output in `out`. */
+static int grid(const char *args)
+{
+    char exe[2048], cmd[8192];
+    fixture();
+    tool(exe, sizeof exe, "tfc-grid");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", tfc_test_tmpdir(), exe, args);
+    FILE *p = popen(cmd, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int count_lines(const char *s, const char *prefix)
+{
+    int n = 0;
+    for (const char *l = s; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        n += !strncmp(l, prefix, strlen(prefix));
+    return n;
+}
+
+static void test_expansion(void)
+{
+    int rc = grid("tiny.yaml --grid optimizer.learning_rate=0.1,0.01,0.001 "
+                  "--grid model.layers.0.Dense.units=4,16 --dry-run");
+    CU_ASSERT_EQUAL(rc, 0);
+    /* the cartesian product, the last key fastest, named by the keys' last components */
+    const char *want =
+        "learning_rate=0.1_units=4  --set optimizer.learning_rate=0.1  --set model.layers.0.Dense.units=4\n"
+        "learning_rate=0.1_units=16  --set optimizer.learning_rate=0.1  --set model.layers.0.Dense.units=16\n"
+        "learning_rate=0.01_units=4  --set optimizer.learning_rate=0.01  --set model.layers.0.Dense.units=4\n"
+        "learning_rate=0.01_units=16  --set optimizer.learning_rate=0.01  --set model.layers.0.Dense.units=16\n"
+        "learning_rate=0.001_units=4  --set optimizer.learning_rate=0.001  --set model.layers.0.Dense.units=4\n"
+        "learning_rate=0.001_units=16  --set optimizer.learning_rate=0.001  --set model.layers.0.Dense.units=16\n";
+    CU_ASSERT_STRING_EQUAL(out, want);
+    /* commas inside a flow value do not split it */
+    CU_ASSERT_EQUAL(grid("tiny.yaml --grid 'lr_policy={type: step, step_size: 10},fixed' --dry-run"), 0);
+    CU_ASSERT_EQUAL(count_lines(out, "lr_policy="), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--set lr_policy={type: step, step_size: 10}\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--set lr_policy=fixed\n"));
+}
+
+static void test_usage_errors(void)
+{
+    CU_ASSERT_EQUAL(grid("--help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "usage: tfc-grid"));
+    CU_ASSERT_EQUAL(grid("--version"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "tfc-grid (tfc) "));
+    CU_ASSERT_EQUAL(grid("tiny.yaml"), 2);
+    CU_ASSERT_EQUAL(grid("tiny.yaml --range optimizer.learning_rate=0:1"), 2);
+    CU_ASSERT_EQUAL(grid("tiny.yaml --random 3 --range optimizer.learning_rate=log:0:1"), 2);
+    CU_ASSERT_EQUAL(grid("tiny.yaml --grid optimizer.learning_rate=1 --grid optimizer.learning_rate=2"), 2);
+    CU_ASSERT_EQUAL(grid("tiny.yaml --grid x --jobs 0"), 2);
+    /* a bad key is reported with its did-you-mean before anything runs or is written */
+    CU_ASSERT_EQUAL(grid("tiny.yaml --grid optimizer.learing_rate=0.1,0.2 --out bad"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "did you mean 'learning_rate'"));
+    struct stat st;
+    CU_ASSERT_NOT_EQUAL(stat(tfc_test_path("bad"), &st), 0);
+}
+
+static void test_random_seeded(void)
+{
+    const char *args = "tiny.yaml --random 6 --range optimizer.learning_rate=log:0.001:0.1 "
+                       "--range model.layers.0.Dense.units=4:32 --grid seed=1,2 --dry-run";
+    char cmd[1024], first[8192];
+    snprintf(cmd, sizeof cmd, "%s --seed 3", args);
+    CU_ASSERT_EQUAL(grid(cmd), 0);
+    snprintf(first, sizeof first, "%s", out);
+    CU_ASSERT_EQUAL(count_lines(first, "learning_rate="), 6);
+    CU_ASSERT_EQUAL(grid(cmd), 0);
+    CU_ASSERT_STRING_EQUAL(out, first); /* same seed, same points */
+    snprintf(cmd, sizeof cmd, "%s --seed 4", args);
+    CU_ASSERT_EQUAL(grid(cmd), 0);
+    CU_ASSERT_STRING_NOT_EQUAL(out, first);
+    /* every draw in range: the rate log-uniform in [0.001, 0.1], units an integer in [4, 32] */
+    int n = 0;
+    double lo_seen = 1, hi_seen = 0;
+    for (const char *l = first; *l; l = strchr(l, '\n') + 1) {
+        double lr;
+        int units, seed;
+        char tail;
+        CU_ASSERT_EQUAL_FATAL(sscanf(strstr(l, "--set optimizer.learning_rate="),
+                                     "--set optimizer.learning_rate=%lf", &lr), 1);
+        CU_ASSERT_EQUAL(sscanf(strstr(l, "--set model.layers.0.Dense.units="),
+                               "--set model.layers.0.Dense.units=%d%c", &units, &tail), 2);
+        CU_ASSERT_EQUAL(tail, ' ');
+        CU_ASSERT_EQUAL(sscanf(strstr(l, "--set seed="), "--set seed=%d", &seed), 1);
+        CU_ASSERT(lr >= 0.001 && lr <= 0.1);
+        CU_ASSERT(units >= 4 && units <= 32);
+        CU_ASSERT(seed == 1 || seed == 2);
+        lo_seen = fmin(lo_seen, lr);
+        hi_seen = fmax(hi_seen, lr);
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT(hi_seen > lo_seen);
+}
+
+/* results.csv's rows as lines; returns the count of data rows. */
+static int read_rows(const char *dir, char rows[][512], int max)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s/results.csv", tfc_test_tmpdir(), dir);
+    char *t = tfc_test_read(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    int n = -1;
+    for (char *l = strtok(t, "\n"); l && n < max; l = strtok(NULL, "\n")) {
+        if (n >= 0) snprintf(rows[n], 512, "%s", l);
+        else CU_ASSERT_STRING_EQUAL(l, "optimizer.learning_rate,model.layers.0.Dense.units,"
+                                       "test_accuracy,best_accuracy,best_iter,iterations,"
+                                       "wall_seconds,status,run_dir");
+        n++;
+    }
+    free(t);
+    return n;
+}
+
+static void test_run_results_and_skip(void)
+{
+    int rc = grid("tiny.yaml --grid optimizer.learning_rate=0.1,0.001 "
+                  "--grid model.layers.0.Dense.units=4,16 --jobs 2 --out sweep");
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(count_lines(out, "start "), 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 at a time, 1 thread each"));
+    char rows[8][512];
+    CU_ASSERT_EQUAL_FATAL(read_rows("sweep", rows, 8), 4);
+    double prev = 2;
+    for (int i = 0; i < 4; i++) {
+        double lr, final, best;
+        int units, it, iters;
+        CU_ASSERT_EQUAL_FATAL(sscanf(rows[i], "%lf,%d,%lf,%lf,%d,%d,", &lr, &units, &final, &best,
+                                     &it, &iters), 6);
+        CU_ASSERT(best <= prev); /* sorted by the best test accuracy, descending */
+        CU_ASSERT(best >= final);
+        CU_ASSERT(it > 0 && it <= 40);
+        CU_ASSERT_EQUAL(iters, 40);
+        CU_ASSERT_PTR_NOT_NULL(strstr(rows[i], ",completed,"));
+        prev = best;
+        /* the row names its run folder, which has the run's files */
+        char path[2048];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/final.safetensors", strrchr(rows[i], ',') + 1);
+        CU_ASSERT_EQUAL(stat(path, &st), 0);
+    }
+    /* the fast rate learns more in 40 iterations: it heads the table */
+    CU_ASSERT_EQUAL(strncmp(rows[0], "0.1,", 4), 0);
+    CU_ASSERT_EQUAL(strncmp(rows[3], "0.001,", 6), 0);
+    /* again: every point is skipped, the table is the same */
+    rc = grid("tiny.yaml --grid optimizer.learning_rate=0.1,0.001 "
+              "--grid model.layers.0.Dense.units=4,16 --jobs 2 --out sweep");
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(count_lines(out, "skip "), 4);
+    CU_ASSERT_EQUAL(count_lines(out, "start "), 0);
+    char again[8][512];
+    CU_ASSERT_EQUAL(read_rows("sweep", again, 8), 4);
+    for (int i = 0; i < 4; i++) CU_ASSERT_STRING_EQUAL(again[i], rows[i]);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&t, NULL);
+}
+
+/* Starts tfc-grid in the background (output to `log`); returns its pid. */
+static pid_t spawn_grid(const char *const *args, const char *log)
+{
+    char exe[2048];
+    fixture();
+    tool(exe, sizeof exe, "tfc-grid");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(tfc_test_tmpdir()) != 0) _exit(127);
+        if (!freopen(log, "w", stdout) || dup2(1, 2) < 0) _exit(127);
+        const char *argv[32];
+        int n = 0;
+        argv[n++] = exe;
+        for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(exe, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits (up to ~20 s) until the point's folder holds a snapshot state file. */
+static int wait_snapshot(const char *dir)
+{
+    for (int i = 0; i < 2000; i++) {
+        DIR *d = opendir(dir);
+        int found = 0;
+        for (struct dirent *e; d && (e = readdir(d));)
+            found |= strstr(e->d_name, ".state") != NULL && strstr(e->d_name, ".tmp") == NULL;
+        if (d) closedir(d);
+        if (found) return 1;
+        sleep_ms(10);
+    }
+    return 0;
+}
+
+/* The pid of a child of `parent` (from /proc/<pid>/stat), or -1. */
+static pid_t child_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    pid_t found = -1;
+    for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *close = strrchr(buf, ')');
+        int ppid;
+        char state;
+        if (close && sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
+            found = (pid_t)atoi(e->d_name);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+static int wait_code(pid_t pid)
+{
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+}
+
+static long summary_iterations(const char *dir, char *status, size_t size)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s/summary.json", tfc_test_tmpdir(), dir);
+    char *t = tfc_test_read(path, NULL);
+    long it = -1;
+    status[0] = 0;
+    if (t) {
+        char *p = strstr(t, "\"iterations\": ");
+        if (p) it = atol(p + 14);
+        p = strstr(t, "\"status\": \"");
+        if (p) snprintf(status, size, "%.*s", (int)strcspn(p + 11, "\""), p + 11);
+    }
+    free(t);
+    return it;
+}
+
+static void test_resume_after_sigterm(void)
+{
+    /* SIGTERM to the sweep reaches the running point, which snapshots; the sweep exits 143
+     * and a re-run resumes the point from that snapshot to the end. */
+    const char *args[] = {"tiny.yaml", "--grid", "max_iter=2000", "--set", "display=500",
+                          "--out", "resume1", NULL};
+    pid_t pid = spawn_grid(args, tfc_test_path("resume1.log"));
+    char snaps[1024], status[64];
+    snprintf(snaps, sizeof snaps, "%s/resume1/max_iter=2000/snapshots", tfc_test_tmpdir());
+    CU_ASSERT_FATAL(wait_snapshot(snaps));
+    kill(pid, SIGTERM);
+    CU_ASSERT_EQUAL(wait_code(pid), 143);
+    long it = summary_iterations("resume1/max_iter=2000", status, sizeof status);
+    CU_ASSERT_STRING_EQUAL(status, "interrupted");
+    CU_ASSERT(it > 0 && it < 2000);
+    char *csv = tfc_test_read(tfc_test_path("resume1/results.csv"), NULL);
+    CU_ASSERT_PTR_NOT_NULL(csv && strstr(csv, ",interrupted,"));
+    free(csv);
+
+    CU_ASSERT_EQUAL(grid("tiny.yaml --grid max_iter=2000 --set display=500 --out resume1"), 0);
+    CU_ASSERT_EQUAL(count_lines(out, "resume max_iter=2000 from "), 1);
+    CU_ASSERT_EQUAL(summary_iterations("resume1/max_iter=2000", status, sizeof status), 2000);
+    CU_ASSERT_STRING_EQUAL(status, "completed");
+}
+
+static void test_resume_after_kill(void)
+{
+    /* kill -9 of a child mid-run: no summary, the sweep reports it and exits 1; a re-run
+     * resumes from the newest complete snapshot. */
+    const char *args[] = {"tiny.yaml", "--grid", "max_iter=2000", "--set", "display=500",
+                          "--out", "resume2", NULL};
+    pid_t pid = spawn_grid(args, tfc_test_path("resume2.log"));
+    char snaps[1024], status[64];
+    snprintf(snaps, sizeof snaps, "%s/resume2/max_iter=2000/snapshots", tfc_test_tmpdir());
+    CU_ASSERT_FATAL(wait_snapshot(snaps));
+    pid_t child = child_of(pid);
+    CU_ASSERT_FATAL(child > 0);
+    kill(child, SIGKILL);
+    CU_ASSERT_EQUAL(wait_code(pid), 1);
+    char *log = tfc_test_read(tfc_test_path("resume2.log"), NULL);
+    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "(exit 137)"));
+    free(log);
+
+    CU_ASSERT_EQUAL(grid("tiny.yaml --grid max_iter=2000 --set display=500 --out resume2"), 0);
+    CU_ASSERT_EQUAL(count_lines(out, "resume max_iter=2000 from "), 1);
+    CU_ASSERT_EQUAL(summary_iterations("resume2/max_iter=2000", status, sizeof status), 2000);
+    CU_ASSERT_STRING_EQUAL(status, "completed");
+}
+
+TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage_errors},
+              {"random_seeded", test_random_seeded},
+              {"run_results_and_skip", test_run_results_and_skip},
+              {"resume_after_sigterm", test_resume_after_sigterm},
+              {"resume_after_kill", test_resume_after_kill})

@@ -1,0 +1,894 @@
+/* tfc-grid: hyperparameter sweeps (SPEC §3). Every point of a grid (the cartesian product of
+ * --grid KEY=v1,v2,...) or of a seeded random sample (--random N with --range KEY=lo:hi or
+ * KEY=log:lo:hi) runs as its own `tfc-train SOLVER --set KEY=VALUE... --out DIR/<point>`
+ * child, --jobs at a time with the CPU threads divided between them. Running it again skips
+ * completed points and resumes interrupted ones from their newest snapshot. DIR/results.csv
+ * lists every point sorted by its best test metric (read from each summary.json). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/rng.h"
+#include "core/timing.h"
+#include "solver/solver.h"
+
+static const char *usage =
+    "usage: tfc-grid SOLVER.yaml --grid KEY=v1,v2,... [--grid ...] [--set KEY=VALUE]...\n"
+    "                [--random N --range KEY=lo:hi|KEY=log:lo:hi [--range ...] [--seed S]]\n"
+    "                [--jobs N] [--threads N] [--out DIR] [--device D[,D...]] [--dry-run]\n"
+    "Runs every point of a hyperparameter grid as its own `tfc-train SOLVER --set KEY=VALUE\n"
+    "... --out DIR/<point>` and writes DIR/results.csv sorted by the test metric.\n"
+    "  --grid KEY=v1,v2  values of one key (YAML; commas inside [] or {} do not split);\n"
+    "                    the points are the cartesian product of all --grid options\n"
+    "  --random N        instead, N points drawn with --seed (default 1): each --range key\n"
+    "                    uniform in [lo, hi] (integers when both bounds are integers),\n"
+    "                    log-uniform with log:lo:hi; each --grid key one of its values\n"
+    "  --set KEY=VALUE   an override every point gets\n"
+    "  --jobs N          points run in parallel (default 1); the CPU threads are divided\n"
+    "                    between them (--threads, default all cores)\n"
+    "  --device D        passed to tfc-train; a list gpu:0,gpu:1 gives each job its own\n"
+    "  --out DIR         the sweep's folder (default grid/<solver name>)\n"
+    "  --dry-run         print the points and their overrides, run nothing\n"
+    "Running again skips points whose summary.json says completed (and diverged ones: delete\n"
+    "their folder to retry) and resumes the others from their newest snapshot.\n"
+    "Exit status: 0 every point completed, 1 a point failed or diverged, 2 bad usage or\n"
+    "configuration, 130/143 stopped by SIGINT/SIGTERM (the running points snapshot).\n";
+
+#define MAX_KEYS 32
+#define MAX_VALUES 1024
+#define MAX_POINTS 100000
+
+typedef struct key {
+    const char *name;   /* dotted path */
+    char short_name[128];
+    char **values;      /* --grid values */
+    int nvalues;
+    int is_range, log, integer;
+    double lo, hi;
+} key;
+
+typedef struct point {
+    char **vals;        /* one per key */
+    char name[256];
+    char dir[4400];
+    pid_t pid;
+    int slot;           /* job slot while running, -1 otherwise */
+    int ran, resumed;
+    /* from summary.json */
+    char status[32];
+    int have_final, have_best;
+    double final_value, best_value, wall;
+    long long best_iter, iterations;
+} point;
+
+typedef struct grid {
+    const char *solver;
+    key keys[MAX_KEYS];
+    int nkeys;
+    point *points;
+    int npoints;
+    const char **sets;
+    int nsets;
+    char metric[128];
+    int lower_is_better;
+} grid;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) {
+        fputs("tfc-grid: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    if (!p) {
+        fputs("tfc-grid: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+/* An integer literal (optional sign, digits only)? */
+static int is_integer(const char *s)
+{
+    if (*s == '-' || *s == '+') s++;
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+/* "KEY=REST": KEY non-empty; returns REST or NULL. */
+static const char *split_key(const char *arg, char *keybuf, size_t size)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || (size_t)(eq - arg) >= size) return NULL;
+    memcpy(keybuf, arg, (size_t)(eq - arg));
+    keybuf[eq - arg] = 0;
+    return eq + 1;
+}
+
+static key *find_or_add_key(grid *g, const char *name)
+{
+    for (int i = 0; i < g->nkeys; i++)
+        if (!strcmp(g->keys[i].name, name)) return NULL; /* duplicate */
+    if (g->nkeys == MAX_KEYS) return NULL;
+    key *k = &g->keys[g->nkeys++];
+    k->name = xstrdup(name);
+    return k;
+}
+
+/* --grid KEY=v1,v2,...: commas split at bracket depth 0, so YAML flow values like [3, 3]
+ * stay whole. Returns an error message or NULL. */
+static const char *add_grid(grid *g, const char *arg)
+{
+    char name[512];
+    const char *rest = split_key(arg, name, sizeof name);
+    if (!rest) return "expected KEY=v1,v2,...";
+    key *k = find_or_add_key(g, name);
+    if (!k) return "the key is given twice (or more than 32 keys)";
+    k->values = xcalloc(MAX_VALUES, sizeof *k->values);
+    int depth = 0;
+    const char *start = rest;
+    for (const char *p = rest;; p++) {
+        if (*p == '[' || *p == '{') depth++;
+        if ((*p == ']' || *p == '}') && depth > 0) depth--;
+        if (*p == 0 || (*p == ',' && depth == 0)) {
+            if (k->nvalues == MAX_VALUES) return "more than 1024 values";
+            size_t len = (size_t)(p - start);
+            char *v = xcalloc(len + 1, 1);
+            memcpy(v, start, len);
+            /* trim spaces after commas: "0.1, 0.01" */
+            char *t = v;
+            while (*t == ' ') t++;
+            memmove(v, t, strlen(t) + 1);
+            k->values[k->nvalues++] = v;
+            if (!*p) break;
+            start = p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* --range KEY=lo:hi or KEY=log:lo:hi. */
+static const char *add_range(grid *g, const char *arg)
+{
+    char name[512], lo[128], hi[128];
+    const char *rest = split_key(arg, name, sizeof name);
+    if (!rest) return "expected KEY=lo:hi or KEY=log:lo:hi";
+    int log = 0;
+    if (!strncmp(rest, "log:", 4)) {
+        log = 1;
+        rest += 4;
+    }
+    const char *colon = strchr(rest, ':');
+    if (!colon || (size_t)(colon - rest) >= sizeof lo || strlen(colon + 1) >= sizeof hi)
+        return "expected KEY=lo:hi or KEY=log:lo:hi";
+    memcpy(lo, rest, (size_t)(colon - rest));
+    lo[colon - rest] = 0;
+    snprintf(hi, sizeof hi, "%s", colon + 1);
+    char *e1, *e2;
+    double a = strtod(lo, &e1), b = strtod(hi, &e2);
+    if (!*lo || !*hi || *e1 || *e2 || !isfinite(a) || !isfinite(b))
+        return "the bounds must be numbers";
+    if (a > b) return "lo must not exceed hi";
+    if (log && a <= 0) return "a log range needs positive bounds";
+    key *k = find_or_add_key(g, name);
+    if (!k) return "the key is given twice (or more than 32 keys)";
+    k->is_range = 1;
+    k->log = log;
+    k->integer = is_integer(lo) && is_integer(hi);
+    k->lo = a;
+    k->hi = b;
+    return NULL;
+}
+
+/* The last path component that is not an index: optimizer.learning_rate -> learning_rate,
+ * model.layers.6.Dropout.rate -> rate. */
+static void short_names(grid *g)
+{
+    for (int i = 0; i < g->nkeys; i++) {
+        key *k = &g->keys[i];
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", k->name);
+        const char *best = buf;
+        for (char *tok = strtok(buf, ".[]"); tok; tok = strtok(NULL, ".[]"))
+            if (!is_integer(tok)) best = tok;
+        snprintf(k->short_name, sizeof k->short_name, "%s", best);
+    }
+    for (int i = 0; i < g->nkeys; i++) {
+        int dup = 0;
+        for (int j = 0; j < g->nkeys; j++)
+            if (i != j && !strcmp(g->keys[i].short_name, g->keys[j].short_name)) dup = 1;
+        if (dup) snprintf(g->keys[i].short_name, sizeof g->keys[i].short_name, "%s", g->keys[i].name);
+    }
+}
+
+/* The point's folder name: short=value pairs joined by '_', characters outside
+ * [A-Za-z0-9._+=-] replaced by '-'; a hash when that would be too long. */
+static void point_name(const grid *g, point *p)
+{
+    char buf[2048];
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < g->nkeys && n < sizeof buf; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s=%s", i ? "_" : "",
+                              g->keys[i].short_name, p->vals[i]);
+    for (char *c = buf; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              strchr("._+=-", *c)))
+            *c = '-';
+    if (n == 0) snprintf(buf, sizeof buf, "default");
+    if (strlen(buf) < 180) {
+        snprintf(p->name, sizeof p->name, "%s", buf);
+        return;
+    }
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
+    for (const char *c = buf; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    snprintf(p->name, sizeof p->name, "point-%016llx", (unsigned long long)h);
+}
+
+static int name_taken(const grid *g, const char *name)
+{
+    for (int i = 0; i < g->npoints; i++)
+        if (!strcmp(g->points[i].name, name)) return 1;
+    return 0;
+}
+
+/* A uniform double in [0, 1) with 53 random bits: draw (point, key, attempt). */
+static double unit53(uint64_t rkey, uint64_t pt, uint64_t k, uint64_t attempt)
+{
+    tfc_u32x4 r = tfc_philox(rkey, k, pt | (attempt << 40));
+    uint64_t x = ((uint64_t)r.v[0] << 21) ^ r.v[1];
+    return (double)(x & ((1ull << 53) - 1)) / 9007199254740992.0;
+}
+
+static char *format_draw(const key *k, double u)
+{
+    char buf[64];
+    if (k->log) {
+        double v = exp(log(k->lo) + u * (log(k->hi) - log(k->lo)));
+        if (k->integer) snprintf(buf, sizeof buf, "%lld", (long long)llround(v));
+        else snprintf(buf, sizeof buf, "%.4g", v);
+    } else if (k->integer) {
+        double span = k->hi - k->lo + 1;
+        long long v = (long long)k->lo + (long long)floor(u * span);
+        if (v > (long long)k->hi) v = (long long)k->hi;
+        snprintf(buf, sizeof buf, "%lld", v);
+    } else {
+        snprintf(buf, sizeof buf, "%.4g", k->lo + u * (k->hi - k->lo));
+    }
+    return xstrdup(buf);
+}
+
+/* The points: the cartesian product (the last key varies fastest), or `nrandom` seeded
+ * draws (a draw that repeats an earlier point is drawn again, up to 100 times). */
+static const char *expand(grid *g, long nrandom, uint64_t seed)
+{
+    long total = 1;
+    if (nrandom > 0) {
+        total = nrandom;
+    } else {
+        for (int i = 0; i < g->nkeys; i++) {
+            total *= g->keys[i].nvalues;
+            if (total > MAX_POINTS) return "the grid has more than 100000 points";
+        }
+    }
+    g->points = xcalloc((size_t)total, sizeof *g->points);
+    uint64_t rkey = tfc_rng_key(seed, 0x67726964); /* "grid" */
+    for (long pi = 0; pi < total; pi++) {
+        point *p = &g->points[g->npoints];
+        p->vals = xcalloc((size_t)g->nkeys, sizeof *p->vals);
+        p->slot = -1;
+        int placed = 0;
+        for (uint64_t attempt = 0; attempt < (nrandom > 0 ? 100u : 1u) && !placed; attempt++) {
+            long rem = pi;
+            for (int i = g->nkeys - 1; i >= 0; i--) {
+                key *k = &g->keys[i];
+                free(p->vals[i]);
+                if (nrandom > 0) {
+                    double u = unit53(rkey, (uint64_t)pi, (uint64_t)i, attempt);
+                    p->vals[i] = k->is_range ? format_draw(k, u)
+                                             : xstrdup(k->values[(int)(u * k->nvalues) % k->nvalues]);
+                } else {
+                    p->vals[i] = xstrdup(k->values[rem % k->nvalues]);
+                    rem /= k->nvalues;
+                }
+            }
+            point_name(g, p);
+            placed = !name_taken(g, p->name);
+        }
+        if (!placed) {
+            for (int i = 0; i < g->nkeys; i++) free(p->vals[i]);
+            free(p->vals);
+            memset(p, 0, sizeof *p);
+            if (nrandom > 0) continue;
+            return "two points of the grid have the same folder name (a value is repeated?)";
+        }
+        g->npoints++;
+    }
+    return NULL;
+}
+
+/* --set strings of a point: the common ones, then KEY=VALUE per key. malloc'd array. */
+static char **point_sets(const grid *g, const point *p, int *n)
+{
+    char **s = xcalloc((size_t)(g->nsets + g->nkeys + 1), sizeof *s);
+    int k = 0;
+    for (int i = 0; i < g->nsets; i++) s[k++] = xstrdup(g->sets[i]);
+    for (int i = 0; i < g->nkeys; i++) {
+        size_t len = strlen(g->keys[i].name) + strlen(p->vals[i]) + 2;
+        s[k] = xcalloc(len, 1);
+        snprintf(s[k++], len, "%s=%s", g->keys[i].name, p->vals[i]);
+    }
+    *n = k;
+    return s;
+}
+
+static void free_sets(char **s, int n)
+{
+    for (int i = 0; i < n; i++) free(s[i]);
+    free(s);
+}
+
+/* ---- summary.json ------------------------------------------------------------------------ */
+
+/* Reads DIR/summary.json into the point; returns 0 when absent or unreadable. Learns the
+ * metric's name from "best" the first time one is seen. */
+static int read_summary(grid *g, point *p)
+{
+    char path[4600];
+    snprintf(path, sizeof path, "%s/summary.json", p->dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return 0;
+    }
+    const char *st = json_string_value(json_object_get(root, "status"));
+    snprintf(p->status, sizeof p->status, "%s", st ? st : "unknown");
+    json_t *best = json_object_get(root, "best");
+    const char *metric = json_string_value(json_object_get(best, "metric"));
+    if (metric && !g->metric[0]) {
+        snprintf(g->metric, sizeof g->metric, "%s", metric);
+        g->lower_is_better = !strcmp(metric, "loss");
+    }
+    p->have_best = 0;
+    if (metric && !strcmp(metric, g->metric) && json_is_number(json_object_get(best, "value"))) {
+        p->have_best = 1;
+        p->best_value = json_number_value(json_object_get(best, "value"));
+        p->best_iter = (long long)json_integer_value(json_object_get(best, "iteration"));
+    }
+    json_t *test = json_object_get(json_object_get(root, "final"), "test");
+    json_t *fv = json_object_get(test, g->metric[0] ? g->metric : "loss");
+    p->have_final = json_is_number(fv);
+    p->final_value = p->have_final ? json_number_value(fv) : 0;
+    p->wall = json_number_value(json_object_get(root, "wall_seconds"));
+    p->iterations = (long long)json_integer_value(json_object_get(root, "iterations"));
+    json_decref(root);
+    return 1;
+}
+
+/* The state file to resume from: summary.json's last_snapshot when it still exists, else
+ * the highest *_iter_<N>.state in DIR/snapshots. "" when none. */
+static void newest_state(const point *p, char *out, size_t size)
+{
+    char path[4600];
+    out[0] = 0;
+    snprintf(path, sizeof path, "%s/summary.json", p->dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    const char *last = json_string_value(json_object_get(root, "last_snapshot"));
+    if (last && access(last, R_OK) == 0) snprintf(out, size, "%s", last);
+    json_decref(root);
+    if (out[0]) return;
+    snprintf(path, sizeof path, "%s/snapshots", p->dir);
+    DIR *d = opendir(path);
+    long best = -1;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *it = strstr(e->d_name, "_iter_");
+        if (!it) continue;
+        char *end;
+        long n = strtol(it + 6, &end, 10);
+        if (end == it + 6 || strcmp(end, ".state") != 0 || n <= best) continue;
+        best = n;
+        snprintf(out, size, "%s/%s", path, e->d_name);
+    }
+    if (d) closedir(d);
+}
+
+/* ---- running ----------------------------------------------------------------------------- */
+
+/* tfc-train beside this program (/proc/self/exe, else argv[0]'s folder), else from PATH. */
+static void find_trainer(const char *argv0, char *out, size_t size)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(out, size, "%s/tfc-train", self);
+            if (access(out, X_OK) == 0) return;
+        }
+    }
+    const char *slash = strrchr(argv0, '/');
+    if (slash) {
+        snprintf(out, size, "%.*s/tfc-train", (int)(slash - argv0), argv0);
+        if (access(out, X_OK) == 0) return;
+    }
+    snprintf(out, size, "tfc-train");
+}
+
+typedef struct runner {
+    const char *trainer;
+    const char *device_list;
+    int threads;        /* per job */
+    int jobs;
+} runner;
+
+/* The device of job slot `slot`: the slot-th entry of the comma list, cyclically. */
+static void slot_device(const runner *r, int slot, char *out, size_t size)
+{
+    out[0] = 0;
+    if (!r->device_list) return;
+    int n = 1;
+    for (const char *c = r->device_list; *c; c++) n += *c == ',';
+    int want = slot % n, i = 0;
+    const char *start = r->device_list;
+    for (const char *c = r->device_list;; c++) {
+        if (*c == ',' || !*c) {
+            if (i == want) {
+                snprintf(out, size, "%.*s", (int)(c - start), start);
+                return;
+            }
+            i++;
+            start = c + 1;
+        }
+        if (!*c) return;
+    }
+}
+
+/* Starts tfc-train for the point (resuming from `state` when not empty); output is appended
+ * to DIR/<point>/train.log. Returns the pid, or -1. */
+static pid_t launch(const grid *g, const runner *r, point *p, const char *state, int slot)
+{
+    int nsets;
+    char **sets = point_sets(g, p, &nsets);
+    const char **argv = xcalloc((size_t)(2 * nsets + 16), sizeof *argv);
+    char threads[32], device[256], log[4600];
+    int n = 0;
+    argv[n++] = r->trainer;
+    argv[n++] = g->solver;
+    for (int i = 0; i < nsets; i++) {
+        argv[n++] = "--set";
+        argv[n++] = sets[i];
+    }
+    argv[n++] = "--out";
+    argv[n++] = p->dir;
+    snprintf(threads, sizeof threads, "%d", r->threads);
+    argv[n++] = "--threads";
+    argv[n++] = threads;
+    slot_device(r, slot, device, sizeof device);
+    if (device[0]) {
+        argv[n++] = "--device";
+        argv[n++] = device;
+    }
+    if (state[0]) {
+        argv[n++] = "--resume";
+        argv[n++] = state;
+    }
+    argv[n] = NULL;
+    snprintf(log, sizeof log, "%s/train.log", p->dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        setenv("OMP_NUM_THREADS", threads, 1);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        if (strchr(r->trainer, '/')) execv(r->trainer, (char *const *)argv);
+        else execvp(r->trainer, (char *const *)argv);
+        fprintf(stderr, "tfc-grid: cannot run %s: %s\n", r->trainer, strerror(errno));
+        _exit(127);
+    }
+    free(argv);
+    free_sets(sets, nsets);
+    return pid;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&t, NULL);
+}
+
+/* Runs the pending points, r->jobs at a time; on SIGINT/SIGTERM passes SIGTERM to the
+ * running children (they snapshot) and waits for them. */
+static void run_all(grid *g, const runner *r)
+{
+    int *pending = xcalloc((size_t)g->npoints, sizeof *pending);
+    int npending = 0, running = 0, next = 0, forwarded = 0;
+    int *slots = xcalloc((size_t)r->jobs, sizeof *slots);
+    for (int i = 0; i < g->npoints; i++) {
+        point *p = &g->points[i];
+        if (read_summary(g, p) && (!strcmp(p->status, "completed") || !strcmp(p->status, "diverged"))) {
+            printf("skip   %s (%s)\n", p->name, p->status);
+            continue;
+        }
+        pending[npending++] = i;
+    }
+    while ((next < npending && !stop_signal) || running > 0) {
+        while (next < npending && running < r->jobs && !stop_signal) {
+            point *p = &g->points[pending[next++]];
+            int slot = 0;
+            while (slots[slot]) slot++;
+            char state[4600];
+            tfc_error err;
+            tfc_error_clear(&err);
+            if (tfc_mkdir_p(p->dir, &err)) {
+                fprintf(stderr, "tfc-grid: %s", err.text);
+                snprintf(p->status, sizeof p->status, "failed");
+                continue;
+            }
+            newest_state(p, state, sizeof state);
+            p->pid = launch(g, r, p, state, slot);
+            if (p->pid < 0) {
+                fprintf(stderr, "tfc-grid: fork: %s\n", strerror(errno));
+                snprintf(p->status, sizeof p->status, "failed");
+                continue;
+            }
+            p->slot = slot;
+            slots[slot] = 1;
+            p->ran = 1;
+            p->resumed = state[0] != 0;
+            running++;
+            printf("%s %s%s%s\n", state[0] ? "resume" : "start ", p->name,
+                   state[0] ? " from " : "", state[0] ? state : "");
+            fflush(stdout);
+        }
+        if (stop_signal && !forwarded) {
+            for (int i = 0; i < g->npoints; i++)
+                if (g->points[i].slot >= 0) kill(g->points[i].pid, SIGTERM);
+            forwarded = 1;
+        }
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) {
+            sleep_ms(50);
+            continue;
+        }
+        for (int i = 0; i < g->npoints; i++) {
+            point *p = &g->points[i];
+            if (p->slot < 0 || p->pid != pid) continue;
+            slots[p->slot] = 0;
+            p->slot = -1;
+            running--;
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            if (!read_summary(g, p) || (code != 0 && !strcmp(p->status, "completed")))
+                snprintf(p->status, sizeof p->status, "%s",
+                         code == 130 || code == 143 ? "interrupted" : "failed");
+            printf("%-6s %s (exit %d)\n", "done", p->name, code);
+            fflush(stdout);
+        }
+    }
+    free(pending);
+    free(slots);
+}
+
+/* ---- results ----------------------------------------------------------------------------- */
+
+static const grid *sort_grid;
+
+static int by_metric(const void *a, const void *b)
+{
+    const point *p = *(point *const *)a, *q = *(point *const *)b;
+    if (p->have_best != q->have_best) return q->have_best - p->have_best;
+    if (p->have_best && p->best_value != q->best_value) {
+        int lt = p->best_value < q->best_value;
+        return sort_grid->lower_is_better ? (lt ? -1 : 1) : (lt ? 1 : -1);
+    }
+    return p < q ? -1 : p > q;
+}
+
+/* A CSV field: quoted when it holds a comma, quote or newline. */
+static void csv_field(FILE *f, const char *s, int last)
+{
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', f);
+        for (; *s; s++) {
+            if (*s == '"') fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}
+
+#define NFIXED 7
+
+/* The row's cells (strings into `cells`, each of `width` bytes). */
+static void row_cells(const grid *g, const point *p, char (*cells)[4600])
+{
+    int c = 0;
+    for (int i = 0; i < g->nkeys; i++) snprintf(cells[c++], 4600, "%s", p->vals[i]);
+    if (p->have_final) snprintf(cells[c++], 4600, "%.6g", p->final_value);
+    else cells[c++][0] = 0;
+    if (p->have_best) {
+        snprintf(cells[c++], 4600, "%.6g", p->best_value);
+        snprintf(cells[c++], 4600, "%lld", p->best_iter);
+    } else {
+        cells[c++][0] = 0;
+        cells[c++][0] = 0;
+    }
+    snprintf(cells[c++], 4600, "%lld", p->iterations);
+    snprintf(cells[c++], 4600, "%.1f", p->wall);
+    snprintf(cells[c++], 4600, "%s", p->status[0] ? p->status : "pending");
+    snprintf(cells[c++], 4600, "%s", p->dir);
+}
+
+/* Writes DIR/results.csv (atomically) and prints the same table aligned. */
+static int write_results(grid *g, const char *dir)
+{
+    point **order = xcalloc((size_t)g->npoints, sizeof *order);
+    for (int i = 0; i < g->npoints; i++) {
+        read_summary(g, &g->points[i]);
+        order[i] = &g->points[i];
+    }
+    for (int i = 0; i < g->npoints; i++) read_summary(g, &g->points[i]); /* metric now known */
+    sort_grid = g;
+    qsort(order, (size_t)g->npoints, sizeof *order, by_metric);
+    const char *m = g->metric[0] ? g->metric : "loss";
+    int ncols = g->nkeys + NFIXED;
+    char (*head)[4600] = xcalloc((size_t)ncols, sizeof *head);
+    for (int i = 0; i < g->nkeys; i++) snprintf(head[i], 4600, "%s", g->keys[i].name);
+    snprintf(head[g->nkeys], 4600, "test_%s", m);
+    snprintf(head[g->nkeys + 1], 4600, "best_%s", m);
+    snprintf(head[g->nkeys + 2], 4600, "best_iter");
+    snprintf(head[g->nkeys + 3], 4600, "iterations");
+    snprintf(head[g->nkeys + 4], 4600, "wall_seconds");
+    snprintf(head[g->nkeys + 5], 4600, "status");
+    snprintf(head[g->nkeys + 6], 4600, "run_dir");
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return 0;
+    char (*cells)[4600] = xcalloc((size_t)ncols, sizeof *cells);
+    int *width = xcalloc((size_t)ncols, sizeof *width);
+    for (int c = 0; c < ncols; c++) {
+        csv_field(f, head[c], c == ncols - 1);
+        width[c] = (int)strlen(head[c]);
+    }
+    for (int i = 0; i < g->npoints; i++) {
+        row_cells(g, order[i], cells);
+        for (int c = 0; c < ncols; c++) {
+            csv_field(f, cells[c], c == ncols - 1);
+            if ((int)strlen(cells[c]) > width[c]) width[c] = (int)strlen(cells[c]);
+        }
+    }
+    fclose(f);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    const void *chunks[1] = {text};
+    tfc_error err;
+    tfc_error_clear(&err);
+    int ok = tfc_file_write_atomic(path, chunks, &len, 1, &err) == TFC_OK;
+    if (!ok) fprintf(stderr, "tfc-grid: %s", err.text);
+    free(text);
+
+    printf("\n");
+    for (int c = 0; c < ncols; c++)
+        printf("%-*s%s", c == ncols - 1 ? 0 : width[c], head[c], c == ncols - 1 ? "\n" : "  ");
+    for (int i = 0; i < g->npoints; i++) {
+        row_cells(g, order[i], cells);
+        for (int c = 0; c < ncols; c++)
+            printf("%-*s%s", c == ncols - 1 ? 0 : width[c], cells[c], c == ncols - 1 ? "\n" : "  ");
+    }
+    if (ok) printf("results: %s\n", path);
+    free(cells);
+    free(width);
+    free(head);
+    free(order);
+    return ok;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+/* Loads the solver once per point with its overrides, so a bad key or value stops the
+ * sweep (exit 2) before anything runs. */
+static int validate(const grid *g)
+{
+    int ok = 1;
+    for (int i = 0; i < g->npoints && ok; i++) {
+        int nsets;
+        char **sets = point_sets(g, &g->points[i], &nsets);
+        tfc_solver_options opt = {0};
+        opt.sets = (const char *const *)sets;
+        opt.nsets = nsets;
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_solver *s = tfc_solver_load(g->solver, &opt, &err);
+        if (!s) {
+            fprintf(stderr, "tfc-grid: point %s:\n%s", g->points[i].name, err.text);
+            ok = 0;
+        }
+        tfc_solver_free(s);
+        free_sets(sets, nsets);
+    }
+    return ok;
+}
+
+static int bad_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "tfc-grid: %s%s%s%s\n%s", what, arg ? " '" : "", arg ? arg : "",
+            arg ? "'" : "", usage);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    grid g;
+    memset(&g, 0, sizeof g);
+    g.sets = xcalloc((size_t)argc, sizeof *g.sets);
+    long nrandom = 0, jobs = 1, seed = 1, threads = 0;
+    const char *out = NULL, *device = NULL;
+    int dry = 0, nranges = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        const char *msg;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("tfc-grid (tfc) %s\n", TFC_VERSION);
+            return 0;
+        } else if (!strcmp(a, "--grid") && has) {
+            if ((msg = add_grid(&g, argv[++i]))) return bad_usage(msg, argv[i]);
+        } else if (!strcmp(a, "--range") && has) {
+            if ((msg = add_range(&g, argv[++i]))) return bad_usage(msg, argv[i]);
+            nranges++;
+        } else if (!strcmp(a, "--set") && has) {
+            g.sets[g.nsets++] = argv[++i];
+        } else if (!strcmp(a, "--random") && has) {
+            if (!parse_long(argv[++i], 1, MAX_POINTS, &nrandom))
+                return bad_usage("--random takes a count from 1 to 100000, not", argv[i]);
+        } else if (!strcmp(a, "--seed") && has) {
+            if (!parse_long(argv[++i], 0, LONG_MAX, &seed))
+                return bad_usage("--seed takes a non-negative integer, not", argv[i]);
+        } else if (!strcmp(a, "--jobs") && has) {
+            if (!parse_long(argv[++i], 1, 256, &jobs))
+                return bad_usage("--jobs takes a count from 1 to 256, not", argv[i]);
+        } else if (!strcmp(a, "--threads") && has) {
+            if (!parse_long(argv[++i], 1, 4096, &threads))
+                return bad_usage("--threads takes a count from 1 to 4096, not", argv[i]);
+        } else if (!strcmp(a, "--out") && has) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--device") && has) {
+            device = argv[++i];
+        } else if (!strcmp(a, "--dry-run")) {
+            dry = 1;
+        } else if (a[0] == '-' || g.solver) {
+            return bad_usage("bad argument", a);
+        } else {
+            g.solver = a;
+        }
+    }
+    if (!g.solver) return bad_usage("no solver file given", NULL);
+    if (g.nkeys == 0) return bad_usage("nothing to vary: give --grid or --random with --range", NULL);
+    if (nranges && !nrandom) return bad_usage("--range needs --random N", NULL);
+
+    short_names(&g);
+    const char *msg = expand(&g, nrandom, (uint64_t)seed);
+    if (msg) return bad_usage(msg, NULL);
+
+    char dir[4096];
+    if (out) {
+        snprintf(dir, sizeof dir, "%s", out);
+    } else {
+        const char *base = strrchr(g.solver, '/');
+        base = base ? base + 1 : g.solver;
+        size_t len = strcspn(base, ".");
+        snprintf(dir, sizeof dir, "grid/%.*s", (int)len, base);
+    }
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dir[--dl] = 0;
+
+    if (dry) {
+        for (int i = 0; i < g.npoints; i++) {
+            printf("%s", g.points[i].name);
+            for (int k = 0; k < g.nkeys; k++) printf("  --set %s=%s", g.keys[k].name, g.points[i].vals[k]);
+            printf("\n");
+        }
+        return 0;
+    }
+    if (!validate(&g)) return 2;
+
+    tfc_error err;
+    tfc_error_clear(&err);
+    if (tfc_mkdir_p(dir, &err)) {
+        fprintf(stderr, "tfc-grid: %s", err.text);
+        return 1;
+    }
+    /* absolute, so results.csv's run_dir column works from anywhere */
+    char real[PATH_MAX];
+    if (realpath(dir, real)) snprintf(dir, sizeof dir, "%s", real);
+    for (int i = 0; i < g.npoints; i++)
+        snprintf(g.points[i].dir, sizeof g.points[i].dir, "%s/%s", dir, g.points[i].name);
+    runner r;
+    char trainer[4200];
+    find_trainer(argv[0], trainer, sizeof trainer);
+    long ncpu = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1) ncpu = 1;
+    r.trainer = trainer;
+    r.device_list = device;
+    r.jobs = (int)jobs;
+    r.threads = (int)(ncpu / jobs > 0 ? ncpu / jobs : 1);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    printf("tfc-grid: %d point%s, %d at a time, %d thread%s each, into %s\n", g.npoints,
+           g.npoints == 1 ? "" : "s", r.jobs, r.threads, r.threads == 1 ? "" : "s", dir);
+    double t0 = tfc_now();
+    run_all(&g, &r);
+    int ok = write_results(&g, dir);
+    int failed = 0, unfinished = 0;
+    for (int i = 0; i < g.npoints; i++) {
+        const char *st = g.points[i].status;
+        if (!strcmp(st, "failed") || !strcmp(st, "diverged")) failed++;
+        else if (strcmp(st, "completed") != 0) unfinished++;
+    }
+    printf("tfc-grid: %.1f s; %d failed or diverged, %d unfinished\n", tfc_now() - t0, failed,
+           unfinished);
+    if (stop_signal) return 128 + (int)stop_signal;
+    return failed || unfinished || !ok ? 1 : 0;
+}

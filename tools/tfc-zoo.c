@@ -1,0 +1,476 @@
+/* tfc-zoo: the model zoo (SPEC §3). Each model is a folder model_zoo/<name>/ holding
+ * model.yaml, solver.yaml, the weights (.safetensors) and README.md whose YAML front matter
+ * records the task, data set, test metric, the weights' SHA-256, the training command, time,
+ * device and licence. list / info / verify (SHA-256, nettle) / test (re-evaluates the test
+ * split and fails below the README's value) / export. The folder: $TFC_ZOO, else the first
+ * model_zoo in the folders above this program's. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/fileio.h"
+#include "solver/solver.h"
+
+static const char *usage =
+    "usage: tfc-zoo list\n"
+    "       tfc-zoo info NAME\n"
+    "       tfc-zoo verify NAME|--all\n"
+    "       tfc-zoo test NAME [--device cpu|gpu|gpu:N] [--threads N]\n"
+    "       tfc-zoo export NAME DIR\n"
+    "The model zoo: each model_zoo/<name>/ has model.yaml, solver.yaml, the weights and a\n"
+    "README.md whose front matter gives the task, data set, test metric, SHA-256 of the\n"
+    "weights, training command, time, device and licence.\n"
+    "  list     one line per model: name, task, metric\n"
+    "  info     the README's front matter and the folder's files\n"
+    "  verify   checks the weights' SHA-256 against the README (--all: every model)\n"
+    "  test     re-evaluates the weights on the solver's test split; fails when the result\n"
+    "           is worse than the README's value by more than its tolerance (default 0.001)\n"
+    "  export   verifies, then copies the model's files into DIR (created)\n"
+    "The zoo folder is $TFC_ZOO, else the first model_zoo/ found in the parent folders of\n"
+    "this program's folder.\n"
+    "Exit status: 0 success, 1 a check failed or a file is unreadable, 2 bad usage or a\n"
+    "malformed README.\n";
+
+#define README_MAX (1u << 20)
+
+/* The README front matter of one model. Strings point into `doc`. */
+typedef struct entry {
+    char name[256];
+    char dir[4400];
+    tfc_doc *doc;
+    const char *task, *dataset, *metric, *weights, *sha256, *command, *time, *device, *licence;
+    double value, tolerance;
+    int higher_is_better;
+} entry;
+
+static char zoo[4096];
+
+/* $TFC_ZOO, else the first <ancestor>/model_zoo of the program's folder (up to 4 levels:
+ * bin/.. for an install, build/<config>/bin/../../.. for a build tree). */
+static void find_zoo(const char *argv0)
+{
+    const char *env = getenv("TFC_ZOO");
+    if (env && *env) {
+        snprintf(zoo, sizeof zoo, "%s", env);
+        return;
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) self[n] = 0;
+    else snprintf(self, sizeof self, "%s", argv0);
+    for (int up = 0; up < 4; up++) {
+        char *slash = strrchr(self, '/');
+        if (!slash) break;
+        *slash = 0;
+        struct stat st;
+        snprintf(zoo, sizeof zoo, "%s/../model_zoo", self);
+        if (stat(zoo, &st) == 0 && S_ISDIR(st.st_mode)) {
+            char real[4096];
+            if (realpath(zoo, real)) snprintf(zoo, sizeof zoo, "%s", real);
+            return;
+        }
+    }
+    snprintf(zoo, sizeof zoo, "model_zoo");
+}
+
+/* A model name is a plain folder name: [A-Za-z0-9_.-], not starting with '.'. */
+static int valid_name(const char *s)
+{
+    if (!*s || *s == '.' || strlen(s) > 200) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '-' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+static const char *scalar(const tfc_node *map, const char *key)
+{
+    const tfc_node *n = tfc_node_get(map, key);
+    return n && n->kind == TFC_NODE_SCALAR && n->str[0] ? n->str : NULL;
+}
+
+static void entry_free(entry *e)
+{
+    tfc_doc_free(e->doc);
+    e->doc = NULL;
+}
+
+/* Reads model_zoo/NAME/README.md's front matter (between the first two lines "---").
+ * Returns 0 and prints why on failure; *code gets the exit status (1 unreadable, 2
+ * malformed). */
+static int entry_load(const char *name, entry *e, int *code)
+{
+    memset(e, 0, sizeof *e);
+    *code = 2;
+    if (!valid_name(name)) {
+        fprintf(stderr, "tfc-zoo: '%s' is not a model name (letters, digits, _ . -)\n", name);
+        return 0;
+    }
+    snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->dir, sizeof e->dir, "%s/%s", zoo, name);
+    char path[4600], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/README.md", e->dir);
+    tfc_error err;
+    tfc_error_clear(&err);
+    if (tfc_file_read_all(path, README_MAX, &text, &len, &err)) {
+        struct stat st;
+        if (stat(e->dir, &st) != 0)
+            fprintf(stderr, "tfc-zoo: no model '%s' in %s (tfc-zoo list shows them)\n", name, zoo);
+        else fprintf(stderr, "tfc-zoo: %s", err.text);
+        *code = 1;
+        return 0;
+    }
+    char *end = NULL;
+    if (!strncmp(text, "---\n", 4)) end = strstr(text + 3, "\n---\n");
+    if (!end) {
+        fprintf(stderr, "tfc-zoo: %s: no front matter (a first line '---', YAML keys, a line "
+                        "'---')\n", path);
+        free(text);
+        return 0;
+    }
+    /* blank the opening marker so line numbers in errors match the file */
+    memset(text, ' ', 3);
+    e->doc = tfc_doc_load_string(text, (size_t)(end - text) + 1, path, &err);
+    free(text);
+    if (!e->doc) {
+        fprintf(stderr, "tfc-zoo: %s", err.text);
+        return 0;
+    }
+    const tfc_node *r = tfc_doc_root(e->doc);
+    const tfc_node *m = tfc_node_get(r, "metric");
+    const char *fm_name = scalar(r, "name");
+    e->task = scalar(r, "task");
+    e->dataset = scalar(r, "dataset");
+    e->metric = scalar(m, "name");
+    e->weights = scalar(r, "weights");
+    e->sha256 = scalar(r, "sha256");
+    e->command = scalar(r, "command");
+    e->time = scalar(r, "training_time");
+    e->device = scalar(r, "device");
+    e->licence = scalar(r, "licence");
+    const char *value = scalar(m, "value"), *tol = scalar(m, "tolerance");
+    const char *hib = scalar(m, "higher_is_better");
+    const char *need[] = {"name", "task", "dataset", "metric.name", "metric.value", "weights",
+                          "sha256", "command", "training_time", "device", "licence"};
+    const char *have[] = {fm_name, e->task, e->dataset, e->metric, value, e->weights,
+                          e->sha256, e->command, e->time, e->device, e->licence};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        if (!have[i]) {
+            fprintf(stderr, "tfc-zoo: %s: the front matter has no '%s'\n", path, need[i]);
+            ok = 0;
+        }
+    if (!ok) return 0;
+    char *stop;
+    e->value = strtod(value, &stop);
+    if (*stop || !isfinite(e->value)) {
+        fprintf(stderr, "tfc-zoo: %s: metric.value '%s' is not a number\n", path, value);
+        return 0;
+    }
+    e->tolerance = 0.001;
+    if (tol) {
+        e->tolerance = strtod(tol, &stop);
+        if (*stop || !(e->tolerance >= 0)) {
+            fprintf(stderr, "tfc-zoo: %s: metric.tolerance '%s' is not a number >= 0\n", path, tol);
+            return 0;
+        }
+    }
+    e->higher_is_better = strcmp(e->metric, "loss") != 0 && strcmp(e->metric, "bits_per_character") != 0;
+    if (hib) e->higher_is_better = !strcmp(hib, "true");
+    if (strcmp(fm_name, name) != 0) {
+        fprintf(stderr, "tfc-zoo: %s: name '%s' differs from its folder '%s'\n", path, fm_name, name);
+        return 0;
+    }
+    if (strlen(e->sha256) != 64 || strspn(e->sha256, "0123456789abcdef") != 64) {
+        fprintf(stderr, "tfc-zoo: %s: sha256 must be 64 lower-case hex digits\n", path);
+        return 0;
+    }
+    if (!valid_name(e->weights)) {
+        fprintf(stderr, "tfc-zoo: %s: weights '%s' must be a file name in the model's folder\n",
+                path, e->weights);
+        return 0;
+    }
+    *code = 0;
+    return 1;
+}
+
+/* SHA-256 of a file as 64 hex digits; 0 on read errors (printed). */
+static int sha256_file(const char *path, char hex[65])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tfc-zoo: cannot open %s: %s\n", path, strerror(errno));
+        return 0;
+    }
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    static unsigned char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&ctx, n, buf);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "tfc-zoo: cannot read %s\n", path);
+        return 0;
+    }
+    unsigned char d[SHA256_DIGEST_SIZE];
+    sha256_digest(&ctx, sizeof d, d);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return 1;
+}
+
+/* Returns the exit status: 0 the hash matches, 1 it does not or the file is unreadable. */
+static int verify(const entry *e, int quiet)
+{
+    char path[4800], hex[65];
+    snprintf(path, sizeof path, "%s/%s", e->dir, e->weights);
+    if (!sha256_file(path, hex)) return 1;
+    if (strcmp(hex, e->sha256) != 0) {
+        fprintf(stderr, "tfc-zoo: %s: SHA-256 mismatch: the file's is %s, README.md says %s\n",
+                path, hex, e->sha256);
+        return 1;
+    }
+    if (!quiet) printf("%s: ok (sha256 %s)\n", e->name, hex);
+    return 0;
+}
+
+/* The model folders in the zoo (those with a README.md), sorted. */
+static int list_names(char ***out)
+{
+    DIR *d = opendir(zoo);
+    int n = 0, cap = 16;
+    char **names = calloc((size_t)cap, sizeof *names);
+    for (struct dirent *de; d && names && (de = readdir(d));) {
+        char path[4600];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s/README.md", zoo, de->d_name);
+        if (!valid_name(de->d_name) || stat(path, &st) != 0) continue;
+        if (n == cap) {
+            char **more = realloc(names, sizeof *names * (size_t)(cap *= 2));
+            if (!more) break;
+            names = more;
+        }
+        names[n++] = strdup(de->d_name);
+    }
+    if (d) closedir(d);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    *out = names;
+    return n;
+}
+
+static int cmd_list(void)
+{
+    char **names;
+    int n = list_names(&names), status = 0;
+    if (n == 0) printf("no models in %s\n", zoo);
+    for (int i = 0; i < n; i++) {
+        entry e;
+        int code;
+        if (entry_load(names[i], &e, &code)) {
+            printf("%-22s %-34s %s %.4f\n", e.name, e.task, e.metric, e.value);
+        } else {
+            status = status > code ? status : code;
+        }
+        entry_free(&e);
+        free(names[i]);
+    }
+    free(names);
+    return status;
+}
+
+static int cmd_info(const entry *e)
+{
+    printf("folder: %s\n", e->dir);
+    tfc_node_emit(stdout, tfc_doc_root(e->doc));
+    printf("files:\n");
+    DIR *d = opendir(e->dir);
+    for (struct dirent *de; d && (de = readdir(d));) {
+        char path[4800];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", e->dir, de->d_name);
+        if (de->d_name[0] != '.' && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            printf("  %-28s %10lld bytes\n", de->d_name, (long long)st.st_size);
+    }
+    if (d) closedir(d);
+    return 0;
+}
+
+/* Re-evaluates on the test split; the metric is a model metric by name, `loss`, or
+ * `bits_per_character` (loss / ln 2). */
+static int cmd_test(const entry *e, const char *device, int threads)
+{
+    if (verify(e, 1)) return 1;
+    char solver[4600], weights[4800];
+    snprintf(solver, sizeof solver, "%s/solver.yaml", e->dir);
+    snprintf(weights, sizeof weights, "%s/%s", e->dir, e->weights);
+    tfc_solver_options opt = {0};
+    opt.device = device;
+    opt.threads = threads;
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_eval ev;
+    tfc_solver *s = tfc_solver_load(solver, &opt, &err);
+    tfc_status st = s ? tfc_solver_evaluate(s, weights, &ev, &err) : err.code;
+    if (st) {
+        fputs(err.text, stderr);
+        tfc_solver_free(s);
+        return tfc_exit_code(st);
+    }
+    char line[512];
+    tfc_solver_format_eval(s, &ev, line, sizeof line);
+    double got = NAN;
+    if (!strcmp(e->metric, "loss")) {
+        got = ev.loss;
+    } else if (!strcmp(e->metric, "bits_per_character")) {
+        got = ev.loss / log(2.0);
+    } else {
+        const tfc_model *m = tfc_solver_model(s);
+        for (int i = 0; i < tfc_model_nmetrics(m); i++)
+            if (!strcmp(tfc_model_metric(m, i)->name, e->metric)) got = ev.metric[i];
+    }
+    tfc_solver_free(s);
+    printf("%s: test %s  (%lld examples)\n", e->name, line, (long long)ev.examples);
+    if (isnan(got)) {
+        fprintf(stderr, "tfc-zoo: %s: the model has no metric '%s'\n", e->name, e->metric);
+        return 2;
+    }
+    int pass = e->higher_is_better ? got >= e->value - e->tolerance
+                                   : got <= e->value + e->tolerance;
+    printf("%s: %s %.6g, README %.6g (tolerance %g): %s\n", e->name, e->metric, got, e->value,
+           e->tolerance, pass ? "ok" : "WORSE");
+    return pass ? 0 : 1;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    tfc_error err;
+    tfc_error_clear(&err);
+    if (tfc_file_read_all(from, (size_t)1 << 31, &buf, &len, &err)) {
+        fprintf(stderr, "tfc-zoo: %s", err.text);
+        return 0;
+    }
+    const void *chunks[1] = {buf};
+    int ok = tfc_file_write_atomic(to, chunks, &len, 1, &err) == TFC_OK;
+    if (!ok) fprintf(stderr, "tfc-zoo: %s", err.text);
+    free(buf);
+    return ok;
+}
+
+static int cmd_export(const entry *e, const char *dest)
+{
+    if (verify(e, 1)) return 1;
+    tfc_error err;
+    tfc_error_clear(&err);
+    if (tfc_mkdir_p(dest, &err)) {
+        fprintf(stderr, "tfc-zoo: %s", err.text);
+        return 1;
+    }
+    DIR *d = opendir(e->dir);
+    int n = 0, ok = 1;
+    for (struct dirent *de; d && ok && (de = readdir(d));) {
+        char from[4800], to[4800];
+        struct stat st;
+        snprintf(from, sizeof from, "%s/%s", e->dir, de->d_name);
+        if (de->d_name[0] == '.' || stat(from, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        snprintf(to, sizeof to, "%s/%s", dest, de->d_name);
+        ok = copy_file(from, to);
+        n += ok;
+    }
+    if (d) closedir(d);
+    if (!ok) return 1;
+    printf("%s: %d files exported to %s\n", e->name, n, dest);
+    return 0;
+}
+
+static int parse_threads(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < 1 || v > 4096) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *words[3] = {NULL, NULL, NULL}, *device = NULL;
+    int nwords = 0, threads = 0, all = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("tfc-zoo (tfc) %s\n", TFC_VERSION);
+            return 0;
+        } else if (!strcmp(a, "--device") && i + 1 < argc) {
+            device = argv[++i];
+        } else if (!strcmp(a, "--threads") && i + 1 < argc && parse_threads(argv[i + 1], &threads)) {
+            i++;
+        } else if (!strcmp(a, "--all")) {
+            all = 1;
+        } else if (a[0] == '-' || nwords == 3) {
+            fprintf(stderr, "tfc-zoo: bad argument '%s'\n%s", a, usage);
+            return 2;
+        } else {
+            words[nwords++] = a;
+        }
+    }
+    find_zoo(argv[0]);
+    const char *cmd = words[0];
+    int want = !cmd ? -1
+               : !strcmp(cmd, "list") ? 1
+               : !strcmp(cmd, "info") || !strcmp(cmd, "verify") || !strcmp(cmd, "test") ? 2
+               : !strcmp(cmd, "export") ? 3 : -1;
+    if (cmd && !strcmp(cmd, "verify") && all && nwords == 1) {
+        char **names;
+        int n = list_names(&names), status = 0;
+        if (n == 0) {
+            fprintf(stderr, "tfc-zoo: no models in %s\n", zoo);
+            status = 1;
+        }
+        for (int i = 0; i < n; i++) {
+            entry e;
+            int code;
+            if (entry_load(names[i], &e, &code)) code = verify(&e, 0);
+            if (code > status) status = code;
+            entry_free(&e);
+            free(names[i]);
+        }
+        free(names);
+        return status;
+    }
+    if (want < 0 || nwords != want || all) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (want == 1) return cmd_list();
+    entry e;
+    int code;
+    if (!entry_load(words[1], &e, &code)) {
+        entry_free(&e);
+        return code;
+    }
+    if (!strcmp(cmd, "info")) code = cmd_info(&e);
+    else if (!strcmp(cmd, "verify")) code = verify(&e, 0);
+    else if (!strcmp(cmd, "test")) code = cmd_test(&e, device, threads);
+    else code = cmd_export(&e, words[2]);
+    entry_free(&e);
+    return code;
+}
