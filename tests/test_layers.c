@@ -162,7 +162,7 @@ typedef struct bound {
 
 static bound bind(const char *yaml, int batch)
 {
-    bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+    bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(1)};
     tfc_error err;
     tfc_error_clear(&err);
     TFC_ASSERT(b.m && tfc_model_bind(b.m, b.be, batch, &err) == TFC_OK);

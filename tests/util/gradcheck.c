@@ -64,7 +64,7 @@ gradcheck_result tfc_gradcheck(tfc_model *m, int batch, const void *x, const voi
     gradcheck_result res = {0};
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_backend *be = tfc_cpu_backend_create(2);
+    tfc_backend *be = tfc_cpu_backend_create(1);
     if (tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, seed, &err)) {
         fprintf(stderr, "gradcheck: %s", err.text);
         abort();
