@@ -1,0 +1,96 @@
+/* The fused optimizer step on the CPU: one element-wise pass over the trainable parameter
+ * arena per step, for every optimizer kind (formulas in core/backend.h, tfc_optim_desc).
+ * Each element is independent, so the result is the same for any number of threads; the
+ * loops are split by kind so that each vectorises without branches. */
+#include <math.h>
+
+#include "cpu/cpu_internal.h"
+
+/* g = grad_scale * grad + l2 * w, then the decoupled decay w -= decay * w (AdamW). */
+static inline float grad_and_decay(const tfc_optim_desc *d, float *w, float grad)
+{
+    float g = d->grad_scale * grad + d->l2 * *w;
+    *w -= d->decay * *w;
+    return g;
+}
+
+void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t n, float *params,
+                              const float *grads, float *slot0, float *slot1, float *slot2)
+{
+    int nt = tfc_cpu_threads(be, n);
+    const float lr = d->lr;
+    switch (d->kind) {
+    case TFC_OPTIM_SGD:
+        if (d->momentum == 0.0f) {
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+            for (int64_t i = 0; i < n; i++) {
+                float g = grad_and_decay(d, &params[i], grads[i]);
+                params[i] -= lr * g;
+            }
+        } else {
+            const float mu = d->momentum;
+            const int nesterov = d->nesterov;
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+            for (int64_t i = 0; i < n; i++) {
+                float g = grad_and_decay(d, &params[i], grads[i]);
+                float v = mu * slot0[i] - lr * g; /* v = momentum v - lr g */
+                slot0[i] = v;
+                params[i] += nesterov ? mu * v - lr * g : v;
+            }
+        }
+        break;
+    case TFC_OPTIM_ADAM: {
+        const float b1 = d->beta_1, b2 = d->beta_2, eps = d->epsilon, alpha = d->alpha;
+        const int ams = d->amsgrad;
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float m = slot0[i] + (g - slot0[i]) * (1.0f - b1);
+            float v = slot1[i] + (g * g - slot1[i]) * (1.0f - b2);
+            slot0[i] = m;
+            slot1[i] = v;
+            if (ams) {
+                v = fmaxf(slot2[i], v);
+                slot2[i] = v;
+            }
+            params[i] -= m * alpha / (sqrtf(v) + eps);
+        }
+        break;
+    }
+    case TFC_OPTIM_RMSPROP: {
+        const float rho = d->rho, mu = d->momentum, eps = d->epsilon;
+        const int centered = d->centered, use_mom = d->momentum > 0.0f;
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float v = rho * slot0[i] + (1.0f - rho) * (g * g);
+            slot0[i] = v;
+            float den = v + eps;
+            if (centered) {
+                float a = rho * slot2[i] + (1.0f - rho) * g;
+                slot2[i] = a;
+                den = v - a * a + eps;
+            }
+            float inc = lr * g / sqrtf(den);
+            if (use_mom) {
+                inc = mu * slot1[i] + inc;
+                slot1[i] = inc;
+            }
+            params[i] -= inc;
+        }
+        break;
+    }
+    case TFC_OPTIM_ADAGRAD: {
+        const float eps = d->epsilon;
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float acc = slot0[i] + g * g;
+            slot0[i] = acc;
+            params[i] -= lr * g / sqrtf(acc + eps);
+        }
+        break;
+    }
+    case TFC_OPTIM_KIND_COUNT: TFC_ASSERT(!"unknown optimizer kind"); break;
+    }
+}

@@ -1,0 +1,108 @@
+/* Optimizers and learning-rate policies: the `optimizer:` and `lr_policy:` mappings of a
+ * solver file (SPEC §2), each type with its own field table (Keras's names and defaults for
+ * optimizers, Caffe's formulas for the policies), and the step that updates the flat
+ * arena of trainable parameters through the backend's fused optimizer_update op. */
+#ifndef TFC_SOLVER_OPTIMIZER_H
+#define TFC_SOLVER_OPTIMIZER_H
+
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "core/schema.h"
+
+/* ---- optimizers ------------------------------------------------------------------------- */
+
+typedef enum tfc_optimizer_type {
+    TFC_OPTIMIZER_SGD = 0,
+    TFC_OPTIMIZER_ADAM,
+    TFC_OPTIMIZER_ADAMW,
+    TFC_OPTIMIZER_RMSPROP,
+    TFC_OPTIMIZER_ADAGRAD,
+    TFC_OPTIMIZER_COUNT
+} tfc_optimizer_type;
+
+extern const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1]; /* NULL-terminated */
+
+/* Every hyperparameter any type takes; a type's table fills only its own. */
+typedef struct tfc_optimizer_config {
+    int type;                          /* tfc_optimizer_type */
+    double learning_rate;
+    double momentum;                   /* sgd, rmsprop */
+    int nesterov;                      /* sgd */
+    double beta_1, beta_2, epsilon;    /* adam, adamw; epsilon also rmsprop, adagrad */
+    int amsgrad;                       /* adam, adamw */
+    double weight_decay;               /* adamw: decoupled */
+    double rho;                        /* rmsprop */
+    int centered;                      /* rmsprop */
+    double initial_accumulator_value;  /* adagrad */
+} tfc_optimizer_config;
+
+/* The field table of one optimizer type (its `type` key included), for help and docs. */
+const tfc_field *tfc_optimizer_fields(tfc_optimizer_type type);
+
+/* Reads an `optimizer:` value: a mapping with `type` (default sgd) and that type's keys, or
+ * a bare type name (`optimizer: adam`). Errors name `path` and point at the YAML. */
+tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
+                                     tfc_optimizer_config *out, tfc_error *err);
+
+/* An optimizer bound to a backend: the state vectors ("slots") of n trainable floats. */
+typedef struct tfc_optimizer {
+    tfc_optimizer_config cfg;
+    tfc_backend *be;
+    int64_t n;
+    int nslots;
+    float *slot[3];             /* device memory; NULL when the type does not use it */
+    const char *slot_name[3];   /* Keras's variable names: momentum, velocity, ... */
+} tfc_optimizer;
+
+/* Allocates and initialises the slots (zeros; adagrad's accumulator starts at
+ * initial_accumulator_value). TFC_ERR_NOMEM names the size. */
+tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg, tfc_backend *be,
+                              int64_t n, tfc_error *err);
+void tfc_optimizer_release(tfc_optimizer *o);
+
+/* Applies one update, the `iter`-th (0-based: Adam's bias correction uses t = iter + 1), with
+ * learning rate `lr`. The applied gradient is grad_scale * grads + l2 * params (grads
+ * itself is not modified). */
+void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_scale, double l2,
+                        float *params, const float *grads);
+
+/* ---- learning-rate policies ---------------------------------------------------------------- */
+
+typedef enum tfc_lr_type {
+    TFC_LR_FIXED = 0,
+    TFC_LR_STEP,
+    TFC_LR_MULTISTEP,
+    TFC_LR_EXP,
+    TFC_LR_INV,
+    TFC_LR_POLY,
+    TFC_LR_COSINE,
+    TFC_LR_COUNT
+} tfc_lr_type;
+
+extern const char *const tfc_lr_policy_names[TFC_LR_COUNT + 1]; /* NULL-terminated */
+
+typedef struct tfc_lr_policy {
+    int type;            /* tfc_lr_type */
+    double gamma;        /* step, multistep, exp, inv */
+    double power;        /* inv, poly */
+    int step_size;       /* step */
+    tfc_int_list steps;  /* multistep: increasing iterations */
+    int max_iter;        /* poly, cosine: the horizon; 0 = the solver's max_iter */
+    double alpha;        /* cosine: the final rate as a fraction of the base rate */
+    int warmup_iters;    /* linear warm-up over the first warmup_iters iterations */
+} tfc_lr_policy;
+
+const tfc_field *tfc_lr_policy_fields(tfc_lr_type type);
+
+/* Reads an `lr_policy:` value: a mapping with `type` (default fixed) and that policy's keys,
+ * or a bare name (`lr_policy: cosine`). multistep's steps must increase. */
+tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_policy *out,
+                              tfc_error *err);
+
+/* The learning rate of iteration `iter` (0-based, the update about to be made), as Caffe's
+ * SGDSolver::GetLearningRate computes it from base_lr, times the warm-up factor
+ * min(1, (iter + 1) / warmup_iters). `max_iter` is the solver's. */
+double tfc_lr_at(const tfc_lr_policy *p, double base_lr, int64_t iter, int64_t max_iter);
+
+#endif

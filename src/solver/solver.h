@@ -1,0 +1,145 @@
+/* The solver: a solver file (SPEC §2) with its model, overrides applied and every key
+ * checked, then trained on a backend while it writes the run directory of SPEC §4
+ * (config.yaml, log.csv, a TensorBoard event file, snapshots, final/best weights and
+ * summary.json), or evaluated on its test split (tfc-test).
+ *
+ *   tfc_solver_load (parse, --set, validate; writes nothing)
+ *   → tfc_solver_train (run directory, backend, pipelines, the loop)  or  tfc_solver_evaluate
+ *
+ * The library prints only to the `console` stream the caller passes. */
+#ifndef TFC_SOLVER_SOLVER_H
+#define TFC_SOLVER_SOLVER_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/config.h"
+#include "core/model.h"
+#include "solver/optimizer.h"
+
+typedef struct tfc_solver tfc_solver;
+
+/* What the command line adds to a solver file. Strings are referenced, not copied: they
+ * must outlive the solver. */
+typedef struct tfc_solver_options {
+    const char *const *sets;      /* "KEY=VALUE" overrides (--set), applied in order */
+    int nsets;
+    const char *device;           /* --device; NULL: the file's `device:`, else automatic */
+    int threads;                  /* CPU threads; <= 0: all cores */
+    const char *out_dir;          /* --out; NULL: the resumed run's folder or
+                                     runs/<model name>-<YYYYmmdd-HHMMSS> */
+    const char *resume;           /* --resume STATE, or NULL */
+    const char *weights;          /* --weights FILE: initialise layers by name, or NULL */
+    FILE *console;                /* progress, reports and notes; NULL: silent */
+    int live;                     /* -1: a live progress line when console is a terminal;
+                                     0: plain lines only; 1: always live */
+    volatile sig_atomic_t *stop;  /* when it becomes nonzero the loop snapshots and stops */
+} tfc_solver_options;
+
+/* The checked solver keys (docs/solver.md lists them with their defaults). */
+typedef struct tfc_solver_config {
+    tfc_optimizer_config optimizer;
+    tfc_lr_policy lr_policy;
+    double weight_decay;          /* L2, added to the gradient: g += weight_decay * w */
+    double clip_gradients;        /* global-norm clipping threshold; 0 = off */
+    int iter_size;                /* batches accumulated per update */
+    int max_iter;
+    int test_interval;            /* 0: test only at the end */
+    int display;                  /* 0: no periodic display */
+    int average_loss;             /* smoothing window of the displayed loss; 0: display */
+    int seed;
+    int snapshot_interval;        /* 0: snapshots only on a signal and at the end */
+    int snapshot_keep;            /* newest complete snapshots kept; 0: all */
+    const char *snapshot_prefix;  /* relative to the run directory */
+    const char *device;           /* NULL: automatic */
+    const char *base_dir;         /* absolute: relative data paths resolve against it */
+    const tfc_node *train, *test; /* data.train, data.test (NULL when absent) */
+    const tfc_node *model;        /* the resolved model mapping */
+} tfc_solver_config;
+
+/* Loads SOLVER.yaml and its model (a path relative to the solver's folder, or inline),
+ * applies opt->sets, and checks every key of the solver, the model and the data splits'
+ * schemas. All configuration errors are reported together (TFC_ERR_CONFIG, exit 2);
+ * nothing is written. `opt` is copied (its strings are referenced). NULL on error. */
+tfc_solver *tfc_solver_load(const char *path, const tfc_solver_options *opt, tfc_error *err);
+
+/* Same, from YAML text; `name` stands for the file (its folder is the base folder). */
+tfc_solver *tfc_solver_from_string(const char *yaml, const char *name,
+                                   const tfc_solver_options *opt, tfc_error *err);
+
+void tfc_solver_free(tfc_solver *s);
+
+/* The field tables of a solver file, for help and docs: 0 the top level, 1 `data`,
+ * 2 `snapshot`; NULL past the last. (Optimizers and policies: optimizer.h.) */
+const tfc_field *tfc_solver_fields(int which);
+
+const tfc_solver_config *tfc_solver_get_config(const tfc_solver *s);
+/* The resolved configuration: the solver with the model inlined and overrides applied. */
+const tfc_node *tfc_solver_resolved(const tfc_solver *s);
+/* The model (not bound until training or evaluation binds it). */
+tfc_model *tfc_solver_model(tfc_solver *s);
+/* FNV-1a 64 of the resolved configuration's YAML, and of the model's alone. */
+uint64_t tfc_solver_config_hash(const tfc_solver *s);
+uint64_t tfc_solver_model_hash(const tfc_solver *s);
+
+/* Applies one "KEY=VALUE" override to the document rooted at `root` (owned by `doc`): KEY is
+ * a dotted path of mapping keys and list indices (`layers.6.Dropout.rate`, also
+ * `layers[6]`); VALUE is parsed as YAML. Missing mapping keys are created (the validator
+ * then rejects unknown ones, pointing at the --set); an index may equal a list's length to
+ * append. Path errors name the --set and the path (TFC_ERR_CONFIG). `keep` receives the
+ * document that owns the value (positions in errors refer to it); free it after `doc`'s
+ * last use. */
+tfc_status tfc_override_apply(tfc_doc *doc, tfc_node *root, const char *set, tfc_doc **keep,
+                              tfc_error *err);
+
+/* ---- running ------------------------------------------------------------------------- */
+
+typedef enum tfc_run_status {
+    TFC_RUN_COMPLETED = 0,
+    TFC_RUN_INTERRUPTED,  /* stopped by opt->stop after writing a snapshot */
+    TFC_RUN_DIVERGED,     /* non-finite loss or gradient */
+    TFC_RUN_FAILED        /* any other error */
+} tfc_run_status;
+
+extern const char *const tfc_run_status_names[]; /* completed, interrupted, diverged, failed */
+
+/* Loss and metrics over one pass of a split, weighted by the rows each batch counted. */
+typedef struct tfc_eval {
+    double loss;
+    double metric[TFC_MAX_METRICS];
+    int64_t rows;      /* rows averaged (examples, or unmasked steps) */
+    int64_t examples;
+} tfc_eval;
+
+typedef struct tfc_train_result {
+    tfc_run_status status;
+    int64_t iterations;         /* completed iterations (including resumed ones) */
+    double wall_seconds;        /* including the time of resumed runs */
+    double iterations_per_second; /* of this process */
+    char run_dir[4096];
+    int have_train, have_test;  /* final train (smoothed) and test results */
+    tfc_eval train, test;
+    int have_best;
+    double best_value;
+    int64_t best_iteration;
+    char last_snapshot[4096];   /* state file of the newest snapshot, "" when none */
+} tfc_train_result;
+
+/* Trains: creates the run directory, binds the model on the device, builds the pipelines,
+ * initialises (or resumes), runs max_iter iterations and writes every file of SPEC §4.
+ * Returns TFC_OK when the run completed or was interrupted by opt->stop (res->status tells);
+ * on a non-finite loss TFC_ERR_NUMERIC (status diverged); other errors as they come
+ * (status failed). summary.json is written in every case once the run directory exists. */
+tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err);
+
+/* Evaluates weights (strict load: every parameter must be in the file with its shape) on
+ * the whole test split, on the solver's device. A solver without data.test is a
+ * TFC_ERR_CONFIG. */
+tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out,
+                               tfc_error *err);
+
+/* Formats "loss 0.2500  accuracy 0.9120" for the model's metrics. */
+void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,942 @@
+/* The solver's parts: every optimizer and learning-rate policy against steps computed by
+ * hand (and a registry walk that fails when one lacks a case), solver-file and --set
+ * validation with the errors they print, the snapshot state file (round trip, checksum,
+ * refusals), log.csv, and TensorBoard event files decoded by an independent reader here
+ * (and by TensorBoard's EventAccumulator when python3 has it; otherwise "skipped"). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "solver/internal.h"
+#include "solver/optimizer.h"
+#include "solver/solver.h"
+#include "util/testutil.h"
+
+#define CLOSE(a, b, tol) CU_ASSERT(fabs((double)(a) - (double)(b)) <= (tol) * (1 + fabs((double)(b))))
+
+/* ---- optimizers --------------------------------------------------------------------------- */
+
+static int tested_optimizer[TFC_OPTIMIZER_COUNT];
+
+/* Runs `steps` updates of an optimizer on a 3-element arena whose loss is sum(w^2)/2, so
+ * the gradient is w itself; returns the final weights in w. */
+static void run_optimizer(const tfc_optimizer_config *cfg, float *w, int steps, double lr,
+                          double grad_scale, double l2)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_optimizer o;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&o, cfg, be, 3, &err), TFC_OK);
+    float g[3];
+    for (int t = 0; t < steps; t++) {
+        memcpy(g, w, sizeof g);
+        tfc_optimizer_step(&o, t, lr, grad_scale, l2, w, g);
+    }
+    tfc_optimizer_release(&o);
+    tfc_backend_free(be);
+    tested_optimizer[cfg->type] = 1;
+}
+
+static tfc_optimizer_config config_of(const char *yaml)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *d = tfc_doc_load_string(yaml, strlen(yaml), "opt.yaml", &err);
+    tfc_optimizer_config c;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(tfc_optimizer_config_read(tfc_doc_root(d), "optimizer", &c, &err), TFC_OK);
+    if (err.count) printf("\n%s", err.text);
+    tfc_doc_free(d);
+    return c;
+}
+
+static void test_sgd(void)
+{
+    /* Plain: w = 1 - 0.1 * 1 = 0.9, then 0.9 - 0.09 = 0.81. */
+    tfc_optimizer_config c = config_of("{type: sgd, learning_rate: 0.1}");
+    CLOSE(c.learning_rate, 0.1, 0);
+    float w[3] = {1, -2, 0};
+    run_optimizer(&c, w, 2, 0.1, 1, 0);
+    CLOSE(w[0], 0.81, 1e-6);
+    CLOSE(w[1], -1.62, 1e-6);
+    /* Momentum 0.9: v = -0.1, w = 0.9; v = 0.9 (-0.1) - 0.1 (0.9) = -0.18, w = 0.72. */
+    c = config_of("{type: sgd, momentum: 0.9}");
+    CLOSE(c.learning_rate, 0.01, 0); /* Keras's default */
+    w[0] = 1;
+    run_optimizer(&c, w, 2, 0.1, 1, 0);
+    CLOSE(w[0], 0.72, 1e-6);
+    /* Nesterov: w = 1 + 0.9 (-0.1) - 0.1 = 0.81; v = -0.09 - 0.081 = -0.171,
+     * w = 0.81 + 0.9 (-0.171) - 0.081 = 0.5751. */
+    c = config_of("{type: sgd, momentum: 0.9, nesterov: true}");
+    w[0] = 1;
+    run_optimizer(&c, w, 2, 0.1, 1, 0);
+    CLOSE(w[0], 0.5751, 1e-6);
+    /* grad_scale and L2: g = 0.5 * 1 + 0.2 * 1 = 0.7; w = 1 - 0.1 * 0.7 = 0.93. */
+    c = config_of("sgd");
+    w[0] = 1;
+    run_optimizer(&c, w, 1, 0.1, 0.5, 0.2);
+    CLOSE(w[0], 0.93, 1e-6);
+}
+
+/* Keras's Adam in double, for comparison over several steps. */
+static double adam_ref(double w, int steps, double lr, double b1, double b2, double eps,
+                       double wd, int ams)
+{
+    double m = 0, v = 0, vh = 0;
+    for (int t = 1; t <= steps; t++) {
+        double g = w;
+        w -= w * wd * lr;
+        double alpha = lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t));
+        m += (g - m) * (1 - b1);
+        v += (g * g - v) * (1 - b2);
+        vh = vh > v ? vh : v;
+        w -= m * alpha / (sqrt(ams ? vh : v) + eps);
+    }
+    return w;
+}
+
+static void test_adam(void)
+{
+    /* The first step moves by lr (m / sqrt(v) = 1 after bias correction):
+     * 1 - 0.1 * 0.1 / (sqrt(0.001) + 1e-7) * sqrt(0.001) / 0.1 = 0.9000003. */
+    tfc_optimizer_config c = config_of("{type: adam}");
+    CLOSE(c.learning_rate, 0.001, 0);
+    CLOSE(c.beta_1, 0.9, 0);
+    CLOSE(c.beta_2, 0.999, 0);
+    CLOSE(c.epsilon, 1e-7, 0);
+    float w[3] = {1, 2, -3};
+    run_optimizer(&c, w, 1, 0.1, 1, 0);
+    CLOSE(w[0], 0.9000003, 1e-6);
+    w[0] = 1;
+    w[1] = 2;
+    run_optimizer(&c, w, 5, 0.1, 1, 0);
+    CLOSE(w[0], adam_ref(1, 5, 0.1, 0.9, 0.999, 1e-7, 0, 0), 1e-5);
+    CLOSE(w[1], adam_ref(2, 5, 0.1, 0.9, 0.999, 1e-7, 0, 0), 1e-5);
+    c = config_of("{type: adam, amsgrad: true, beta_1: 0.5, beta_2: 0.9}");
+    w[0] = 1;
+    run_optimizer(&c, w, 6, 0.05, 1, 0);
+    CLOSE(w[0], adam_ref(1, 6, 0.05, 0.5, 0.9, 1e-7, 0, 1), 1e-5);
+}
+
+static void test_adamw(void)
+{
+    /* Decoupled decay first: 1 - 1 * 0.004 * 0.1 = 0.9996, then the Adam step of the
+     * gradient at the old weight: 0.9996 - 0.0999997 = 0.8996003. */
+    tfc_optimizer_config c = config_of("{type: adamw}");
+    CLOSE(c.weight_decay, 0.004, 0);
+    float w[3] = {1, 0, 0};
+    run_optimizer(&c, w, 1, 0.1, 1, 0);
+    CLOSE(w[0], 0.8996003, 1e-6);
+    c = config_of("{type: adamw, weight_decay: 0.1}");
+    w[0] = 1;
+    run_optimizer(&c, w, 4, 0.1, 1, 0);
+    CLOSE(w[0], adam_ref(1, 4, 0.1, 0.9, 0.999, 1e-7, 0.1, 0), 1e-5);
+}
+
+static void test_rmsprop(void)
+{
+    /* Keras's docstring example: lr 0.1, w = 10, loss w^2/2: one step gives 9.683772. */
+    tfc_optimizer_config c = config_of("{type: rmsprop}");
+    CLOSE(c.rho, 0.9, 0);
+    float w[3] = {10, 0, 0};
+    run_optimizer(&c, w, 1, 0.1, 1, 0);
+    CLOSE(w[0], 9.683772, 1e-6);
+    /* Momentum and centered, two steps by hand (rho 0.9, momentum 0.5, lr 0.1, w = 1):
+     * v = 0.1, a = 0.1, den = 0.1 - 0.01 = 0.09, inc = 0.1 / 0.3 = 0.333333, mo = inc,
+     * w = 0.666667; g = 0.666667: v = 0.09 + 0.0444444 = 0.134444,
+     * a = 0.09 + 0.0666667 = 0.156667, den = 0.134444 - 0.0245444 = 0.1099,
+     * inc = 0.0666667 / 0.331512 = 0.201100, mo = 0.166667 + 0.201100 = 0.367767,
+     * w = 0.666667 - 0.367767 = 0.298900. */
+    c = config_of("{type: rmsprop, momentum: 0.5, centered: true, epsilon: 0}");
+    w[0] = 1;
+    run_optimizer(&c, w, 2, 0.1, 1, 0);
+    CLOSE(w[0], 0.298900, 1e-4);
+}
+
+static void test_adagrad(void)
+{
+    /* acc = 0.1 + 1 = 1.1; w = 1 - 0.1 / sqrt(1.1 + 1e-7) = 0.9046537. */
+    tfc_optimizer_config c = config_of("{type: adagrad}");
+    CLOSE(c.initial_accumulator_value, 0.1, 0);
+    float w[3] = {1, 0, 0};
+    run_optimizer(&c, w, 1, 0.1, 1, 0);
+    CLOSE(w[0], 0.9046537, 1e-6);
+    /* Second step: g = 0.9046537, acc = 1.1 + 0.8183983 = 1.9183983,
+     * w = 0.9046537 - 0.1 * 0.9046537 / 1.3850626 = 0.8393393. */
+    w[0] = 1;
+    run_optimizer(&c, w, 2, 0.1, 1, 0);
+    CLOSE(w[0], 0.8393393, 1e-6);
+}
+
+static void test_optimizer_registry(void)
+{
+    /* Every registered optimizer has a case above (they ran before this test). */
+    for (int t = 0; t < TFC_OPTIMIZER_COUNT; t++) {
+        CU_ASSERT_PTR_NOT_NULL(tfc_optimizer_fields((tfc_optimizer_type)t));
+        if (!tested_optimizer[t]) printf("\noptimizer %s has no test\n", tfc_optimizer_names[t]);
+        CU_ASSERT(tested_optimizer[t]);
+    }
+    CU_ASSERT_PTR_NULL(tfc_optimizer_names[TFC_OPTIMIZER_COUNT]);
+}
+
+static void expect_config_error(const char *yaml, int policy, const char *needle)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *d = tfc_doc_load_string(yaml, strlen(yaml), "x.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    tfc_optimizer_config oc;
+    tfc_lr_policy lp;
+    tfc_status s = policy ? tfc_lr_policy_read(tfc_doc_root(d), "lr_policy", &lp, &err)
+                          : tfc_optimizer_config_read(tfc_doc_root(d), "optimizer", &oc, &err);
+    CU_ASSERT_EQUAL(s, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, needle));
+    if (!strstr(err.text, needle)) printf("\nwanted \"%s\" in:\n%s", needle, err.text);
+    tfc_doc_free(d);
+}
+
+static void test_optimizer_errors(void)
+{
+    expect_config_error("{type: adamm}", 0,
+                        "x.yaml:1:8: error: optimizer.type: unknown value \"adamm\"; did you "
+                        "mean \"adam\"?");
+    expect_config_error("{type: adam, momentum: 0.9}", 0,
+                        "optimizer.momentum: unknown key 'momentum' (known keys: type, "
+                        "learning_rate, beta_1, beta_2, epsilon, amsgrad)");
+    expect_config_error("{type: sgd, learning_rat: 0.1}", 0,
+                        "optimizer.learning_rat: unknown key 'learning_rat'; did you mean "
+                        "'learning_rate'?");
+    expect_config_error("{type: sgd, momentum: 1.5}", 0,
+                        "optimizer.momentum: expected a number in [0, 1], found \"1.5\"");
+    expect_config_error("[adam]", 0, "found a sequence");
+}
+
+/* ---- learning-rate policies ---------------------------------------------------------------- */
+
+static int tested_policy[TFC_LR_COUNT];
+
+static double lr_of(const char *yaml, int64_t iter)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *d = tfc_doc_load_string(yaml, strlen(yaml), "lr.yaml", &err);
+    tfc_lr_policy p;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL_FATAL(tfc_lr_policy_read(tfc_doc_root(d), "lr_policy", &p, &err), TFC_OK);
+    tfc_doc_free(d);
+    tested_policy[p.type] = 1;
+    return tfc_lr_at(&p, 0.1, iter, 100);
+}
+
+static void test_lr_policies(void)
+{
+    CLOSE(lr_of("fixed", 0), 0.1, 1e-12);
+    CLOSE(lr_of("{type: fixed}", 99), 0.1, 1e-12);
+    /* step: 0.1 * 0.5 ^ floor(iter / 10) */
+    const char *step = "{type: step, step_size: 10, gamma: 0.5}";
+    CLOSE(lr_of(step, 0), 0.1, 1e-12);
+    CLOSE(lr_of(step, 9), 0.1, 1e-12);
+    CLOSE(lr_of(step, 10), 0.05, 1e-12);
+    CLOSE(lr_of(step, 25), 0.025, 1e-12);
+    CLOSE(lr_of("{type: step, step_size: 10}", 10), 0.01, 1e-12); /* gamma 0.1 */
+    /* multistep: gamma to the number of steps reached */
+    const char *ms = "{type: multistep, steps: [5, 8], gamma: 0.1}";
+    CLOSE(lr_of(ms, 4), 0.1, 1e-12);
+    CLOSE(lr_of(ms, 5), 0.01, 1e-12);
+    CLOSE(lr_of(ms, 7), 0.01, 1e-12);
+    CLOSE(lr_of(ms, 8), 0.001, 1e-12);
+    /* exp: 0.1 * 0.9^2 = 0.081 */
+    CLOSE(lr_of("{type: exp, gamma: 0.9}", 2), 0.081, 1e-12);
+    /* inv: 0.1 * (1 + 0.1 * 30)^-0.5 = 0.05 */
+    CLOSE(lr_of("{type: inv, gamma: 0.1, power: 0.5}", 30), 0.05, 1e-12);
+    /* poly: 0.1 * (1 - 50/100)^2 = 0.025; the solver's max_iter (100) by default */
+    CLOSE(lr_of("{type: poly, power: 2}", 50), 0.025, 1e-12);
+    CLOSE(lr_of("{type: poly, power: 2}", 100), 0.0, 1e-12);
+    CLOSE(lr_of("{type: poly, power: 1, max_iter: 200}", 50), 0.075, 1e-12);
+    /* cosine: 0.1 * (0.9 * 0.5 (1 + cos(pi/2)) + 0.1) = 0.055; then 0.01 and constant */
+    const char *cos = "{type: cosine, decay_steps: 100, alpha: 0.1}";
+    CLOSE(lr_of(cos, 0), 0.1, 1e-12);
+    CLOSE(lr_of(cos, 50), 0.055, 1e-12);
+    CLOSE(lr_of(cos, 100), 0.01, 1e-12);
+    CLOSE(lr_of(cos, 150), 0.01, 1e-12);
+    CLOSE(lr_of("cosine", 50), 0.05, 1e-12);
+    /* Warm-up: times min(1, (iter + 1) / 4) */
+    const char *wu = "{type: fixed, warmup_iters: 4}";
+    CLOSE(lr_of(wu, 0), 0.025, 1e-12);
+    CLOSE(lr_of(wu, 1), 0.05, 1e-12);
+    CLOSE(lr_of(wu, 3), 0.1, 1e-12);
+    CLOSE(lr_of(wu, 10), 0.1, 1e-12);
+    CLOSE(lr_of("{type: step, step_size: 2, gamma: 0.5, warmup_iters: 4}", 2), 0.0375, 1e-12);
+    for (int t = 0; t < TFC_LR_COUNT; t++) {
+        CU_ASSERT_PTR_NOT_NULL(tfc_lr_policy_fields((tfc_lr_type)t));
+        if (!tested_policy[t]) printf("\nlr policy %s has no test\n", tfc_lr_policy_names[t]);
+        CU_ASSERT(tested_policy[t]);
+    }
+}
+
+static void test_lr_errors(void)
+{
+    expect_config_error("{type: step}", 1, "lr_policy.step_size: missing required key 'step_size'");
+    expect_config_error("{type: fixed, gamma: 0.1}", 1,
+                        "lr_policy.gamma: unknown key 'gamma' (known keys: type, warmup_iters)");
+    expect_config_error("{type: multistep, steps: [10, 5]}", 1,
+                        "x.yaml:1:31: error: lr_policy.steps: steps must increase: 5 follows 10");
+    expect_config_error("{type: cosin}", 1, "did you mean \"cosine\"?");
+    expect_config_error("{type: step, step_siz: 3}", 1, "did you mean 'step_size'?");
+}
+
+/* ---- solver files and --set ------------------------------------------------------------------- */
+
+static const char *solver_yaml =
+    "model:\n"
+    "  input: {shape: [4]}\n"
+    "  layers:\n"
+    "    - Dense: {units: 6, activation: relu}\n"
+    "    - Dropout: {rate: 0.5}\n"
+    "    - Dense: {units: 3}\n"
+    "  metrics: [accuracy]\n"
+    "data:\n"
+    "  train:\n"
+    "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+    "    pipeline:\n"
+    "      - shuffle: {buffer_size: 10}\n"
+    "      - repeat: {}\n"
+    "      - batch: {batch_size: 8}\n"
+    "optimizer: {type: adam, learning_rate: 0.001}\n"
+    "max_iter: 10\n";
+
+static tfc_solver *load_with(const char *yaml, const char **sets, int nsets, tfc_error *err)
+{
+    tfc_solver_options o = {0};
+    o.sets = sets;
+    o.nsets = nsets;
+    tfc_error_clear(err);
+    return tfc_solver_from_string(yaml, tfc_test_path("solver.yaml"), &o, err);
+}
+
+/* The scalar text at a dotted path of the resolved configuration (no indices). */
+static const char *resolved_at(const tfc_solver *s, const char *const *path, int n)
+{
+    const tfc_node *node = tfc_solver_resolved(s);
+    for (int i = 0; i < n && node; i++) {
+        char *end;
+        long idx = strtol(path[i], &end, 10);
+        if (!*end && node->kind == TFC_NODE_SEQ) node = idx < node->n ? node->vals[idx] : NULL;
+        else node = tfc_node_get(node, path[i]);
+    }
+    return node && node->kind == TFC_NODE_SCALAR ? node->str : NULL;
+}
+
+static void test_solver_defaults(void)
+{
+    tfc_error err;
+    tfc_solver *s = load_with(solver_yaml, NULL, 0, &err);
+    if (!s) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const tfc_solver_config *c = tfc_solver_get_config(s);
+    CU_ASSERT_EQUAL(c->max_iter, 10);
+    CU_ASSERT_EQUAL(c->iter_size, 1);
+    CU_ASSERT_EQUAL(c->display, 100);
+    CU_ASSERT_EQUAL(c->seed, 1);
+    CU_ASSERT_EQUAL(c->snapshot_keep, 3);
+    CU_ASSERT_STRING_EQUAL(c->snapshot_prefix, "snapshots/solver");
+    CU_ASSERT_EQUAL(c->optimizer.type, TFC_OPTIMIZER_ADAM);
+    CU_ASSERT_EQUAL(c->lr_policy.type, TFC_LR_FIXED);
+    CU_ASSERT_PTR_NULL(c->test);
+    CU_ASSERT_STRING_EQUAL(tfc_model_name(tfc_solver_model(s)), "solver");
+    /* The resolved configuration names the model and the absolute base folder. */
+    CU_ASSERT_STRING_EQUAL(resolved_at(s, (const char *[]){"model", "name"}, 2), "solver");
+    CU_ASSERT_STRING_EQUAL(resolved_at(s, (const char *[]){"base_dir"}, 1), c->base_dir);
+    CU_ASSERT_EQUAL(c->base_dir[0], '/');
+    uint64_t h = tfc_solver_config_hash(s), mh = tfc_solver_model_hash(s);
+    tfc_solver_free(s);
+    /* Hashes: stable for the same text, different when a key changes. */
+    s = load_with(solver_yaml, NULL, 0, &err);
+    CU_ASSERT_EQUAL(tfc_solver_config_hash(s), h);
+    tfc_solver_free(s);
+    const char *set[] = {"max_iter=11"};
+    s = load_with(solver_yaml, set, 1, &err);
+    CU_ASSERT_NOT_EQUAL(tfc_solver_config_hash(s), h);
+    CU_ASSERT_EQUAL(tfc_solver_model_hash(s), mh);
+    tfc_solver_free(s);
+    const char *mset[] = {"model.layers.1.Dropout.rate=0.25"};
+    s = load_with(solver_yaml, mset, 1, &err);
+    CU_ASSERT_NOT_EQUAL(tfc_solver_model_hash(s), mh);
+    tfc_solver_free(s);
+}
+
+static void test_set_overrides(void)
+{
+    const char *sets[] = {
+        "optimizer.learning_rate=0.05",
+        "model.layers.1.Dropout.rate=0.3",
+        "model.layers[0].Dense.units=8",
+        "data.train.pipeline.2.batch.batch_size=64",
+        "lr_policy={type: cosine, decay_steps: 100}",
+        "snapshot.keep=7",
+        "model.metrics.1=loss",
+        "weight_decay=5e-4",
+        "model.input.shape.0=5",
+    };
+    tfc_error err;
+    tfc_solver *s = load_with(solver_yaml, sets, 9, &err);
+    if (!s) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const tfc_solver_config *c = tfc_solver_get_config(s);
+    CLOSE(c->optimizer.learning_rate, 0.05, 0);
+    CU_ASSERT_EQUAL(c->lr_policy.type, TFC_LR_COSINE);
+    CU_ASSERT_EQUAL(c->lr_policy.max_iter, 100);
+    CU_ASSERT_EQUAL(c->snapshot_keep, 7);
+    CLOSE(c->weight_decay, 5e-4, 0);
+    CU_ASSERT_STRING_EQUAL(resolved_at(s, (const char *[]){"model", "layers", "1", "Dropout", "rate"}, 5),
+                           "0.3");
+    CU_ASSERT_STRING_EQUAL(
+        resolved_at(s, (const char *[]){"data", "train", "pipeline", "2", "batch", "batch_size"}, 6),
+        "64");
+    tfc_model *m = tfc_solver_model(s);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 0)->out_shape.dim[0], 8);
+    CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], 5);
+    CU_ASSERT_EQUAL(tfc_model_nmetrics(m), 2);
+    tfc_solver_free(s);
+}
+
+static void expect_set_error(const char *set, const char *needle)
+{
+    tfc_error err;
+    tfc_solver *s = load_with(solver_yaml, &set, 1, &err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    CU_ASSERT_EQUAL(tfc_exit_code(err.code), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, needle));
+    if (!strstr(err.text, needle)) printf("\nwanted \"%s\" in:\n%s", needle, err.text);
+    tfc_solver_free(s);
+}
+
+static void test_set_errors(void)
+{
+    expect_set_error("model.layers.9.Dense.units=3",
+                     "--set model.layers.9.Dense.units=3: error: model.layers: has 3 items "
+                     "(indices 0 to 2); index 9 is out of range");
+    expect_set_error("model.layers.1.Dense.units=3",
+                     "--set model.layers.1.Dense.units=3: error: model.layers.1: is a 'Dropout' "
+                     "entry; it has no key 'Dense'");
+    expect_set_error("model.layers.x.Dense.units=3", "model.layers: is a list of 3 items; expected "
+                                                     "an index 0 to 2, found 'x'");
+    expect_set_error("max_iter.x=3", "--set max_iter.x=3: error: max_iter: is a scalar (\"10\"); "
+                                     "it has no key 'x'");
+    expect_set_error("optimizer.learning_rate=fast",
+                     "--set optimizer.learning_rate=fast:1:1: error: optimizer.learning_rate: "
+                     "expected a finite number, found \"fast\"");
+    expect_set_error("optimizer.learing_rate=0.1",
+                     "--set optimizer.learing_rate=0.1:1:1: error: optimizer.learing_rate: unknown "
+                     "key 'learing_rate'; did you mean 'learning_rate'?");
+    expect_set_error("optimzer.type=sgd", "unknown key 'optimzer'; did you mean 'optimizer'?");
+    expect_set_error("model.layers.0.Dense.units=many",
+                     "--set model.layers.0.Dense.units=many:1:1: error: layers[0].Dense.units");
+    expect_set_error("max_iter=-4", "--set max_iter=-4:1:1: error: max_iter: expected an integer");
+    expect_set_error("noequals", "--set noequals: error: expected KEY=VALUE");
+    expect_set_error("a..b=1", "is not a key path");
+    expect_set_error("max_iter=[1, 2", "--set max_iter=[1, 2:");
+}
+
+static void test_solver_file_errors(void)
+{
+    const char *bad =
+        "model:\n"
+        "  input: {shape: [4]}\n"
+        "  layers:\n"
+        "    - Dense: {units: 3}\n"
+        "data: {train: {source: {type: npy, features: x.npy}}}\n"
+        "optimiser: {type: adam}\n"
+        "max_iter: 0\n"
+        "device: tpu\n"
+        "lr_policy: {type: step}\n";
+    tfc_error err;
+    tfc_solver *s = load_with(bad, NULL, 0, &err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "solver.yaml:6:1: error: optimiser: unknown key "
+                                            "'optimiser'; did you mean 'optimizer'?"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "solver.yaml:7:11: error: max_iter: expected an "
+                                            "integer in [1, 2147483647], found \"0\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "solver.yaml:8:9: error: device: expected cpu, gpu "
+                                            "or gpu:N, found \"tpu\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "lr_policy.step_size: missing required key"));
+    CU_ASSERT(err.count >= 4); /* every error of the file in one run */
+    if (err.count < 4) printf("\n%s", err.text);
+    tfc_solver_free(s);
+    /* A model file that does not exist. */
+    s = load_with("model: nothere.yaml\ndata: {train: {}}\nmax_iter: 1\n", NULL, 0, &err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "solver.yaml:1:8: error: model: cannot read the "
+                                            "model file "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "/nothere.yaml: No such file or directory"));
+    tfc_solver_free(s);
+}
+
+/* ---- snapshots -------------------------------------------------------------------------------- */
+
+static const char *tiny_model =
+    "name: tiny\ninput: {shape: [3]}\nlayers:\n  - Dense: {units: 4, activation: tanh}\n"
+    "  - BatchNormalization: {}\n  - Dense: {units: 2}\n";
+
+typedef struct snap_fixture {
+    tfc_backend *be;
+    tfc_model *m;
+    tfc_optimizer o;
+} snap_fixture;
+
+static void fixture_open(snap_fixture *f, const char *model_yaml, const char *opt_yaml,
+                         uint64_t seed)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    f->be = tfc_cpu_backend_create(1);
+    f->m = tfc_model_from_string(model_yaml, strlen(model_yaml), "tiny.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->m);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(f->m, f->be, 4, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(f->m, seed, &err), TFC_OK);
+    tfc_optimizer_config c = config_of(opt_yaml);
+    CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&f->o, &c, f->be, tfc_model_trainable_count(f->m),
+                                             &err), TFC_OK);
+    /* Non-trivial slots: a few steps with made-up gradients. */
+    float *g = tfc_model_grads(f->m);
+    for (int64_t i = 0; i < tfc_model_trainable_count(f->m); i++) g[i] = 0.01f * (float)(i % 7) - 0.02f;
+    for (int t = 0; t < 3; t++)
+        tfc_optimizer_step(&f->o, t, 0.01, 1, 0, tfc_model_params(f->m), g);
+}
+
+static void fixture_close(snap_fixture *f)
+{
+    tfc_optimizer_release(&f->o);
+    tfc_model_free(f->m);
+    tfc_backend_free(f->be);
+}
+
+static tfc_snapshot_extra extra_of(double *losses, void *pipe)
+{
+    tfc_snapshot_extra x = {0};
+    x.iteration = 30;
+    x.elapsed = 12.5;
+    x.have_best = 1;
+    x.best_value = 0.75;
+    x.best_iteration = 20;
+    x.window = 4;
+    x.losses = losses;
+    x.losses_seen = 6;
+    x.display[0] = 2;
+    x.pipeline = pipe;
+    x.pipeline_len = 5;
+    return x;
+}
+
+static void test_snapshot_roundtrip(void)
+{
+    snap_fixture a, b;
+    fixture_open(&a, tiny_model, "{type: adam}", 1);
+    fixture_open(&b, tiny_model, "{type: adam}", 2);
+    double losses[4] = {1, 2, 3, 4};
+    char pipe[5] = "abcde";
+    tfc_snapshot_extra x = extra_of(losses, pipe);
+    tfc_snapshot_id id = {"tiny", "adam", 0x1234, 0x5678};
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *w = tfc_test_path("snap_iter_30.safetensors"), *st = tfc_test_path("snap_iter_30.state");
+    CU_ASSERT_EQUAL_FATAL(tfc_snapshot_write(a.m, &a.o, &id, &x, w, st, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_snapshot_verify(st, &err), TFC_OK);
+    tfc_snapshot_extra y = {0};
+    y.window = 3; /* a smaller window keeps the newest losses: 6, 5 -> ring of 3 */
+    int differs = -1;
+    CU_ASSERT_EQUAL_FATAL(tfc_snapshot_read(b.m, &b.o, &id, st, &y, &differs, &err), TFC_OK);
+    CU_ASSERT_EQUAL(differs, 0);
+    CU_ASSERT_EQUAL(y.iteration, 30);
+    CLOSE(y.elapsed, 12.5, 0);
+    CU_ASSERT(y.have_best && y.best_value == 0.75 && y.best_iteration == 20);
+    CU_ASSERT_EQUAL(y.losses_seen, 6);
+    /* losses 4 and 5 (0-based) sat at ring positions 0 and 1 of the old ring (values 1, 2);
+     * loss 3 at position 3 (value 4). In a ring of 3: loss j at j % 3. */
+    CU_ASSERT(y.losses[3 % 3] == 4 && y.losses[4 % 3] == 1 && y.losses[5 % 3] == 2);
+    CU_ASSERT_EQUAL(y.pipeline_len, 5);
+    CU_ASSERT(memcmp(y.pipeline, "abcde", 5) == 0);
+    CU_ASSERT(y.display[0] == 2);
+    /* Weights (BatchNormalization's moving statistics included) and slots are identical. */
+    int64_t np = tfc_model_param_count(a.m);
+    CU_ASSERT(memcmp(tfc_model_params(a.m), tfc_model_params(b.m), (size_t)np * 4) == 0);
+    int64_t nt = tfc_model_trainable_count(a.m);
+    CU_ASSERT_EQUAL(a.o.nslots, 2);
+    for (int k = 0; k < 2; k++) CU_ASSERT(memcmp(a.o.slot[k], b.o.slot[k], (size_t)nt * 4) == 0);
+    free(y.losses);
+    free(y.pipeline);
+    /* Slots are stored per parameter by Keras's slot names. */
+    tfc_st_file *f = tfc_st_open(st, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL(tfc_st_find(f, "momentum/dense/kernel"));
+    CU_ASSERT_PTR_NOT_NULL(tfc_st_find(f, "velocity/dense_1/bias"));
+    CU_ASSERT_PTR_NULL(tfc_st_find(f, "momentum/batch_normalization/moving_mean"));
+    CU_ASSERT_STRING_EQUAL(tfc_st_meta(f, "optimizer"), "adam");
+    CU_ASSERT_STRING_EQUAL(tfc_st_meta(f, "iteration"), "30");
+    tfc_st_close(f);
+    /* A different configuration hash resumes, flagged. */
+    tfc_snapshot_id id2 = id;
+    id2.config_hash = 99;
+    y = (tfc_snapshot_extra){.window = 4};
+    CU_ASSERT_EQUAL(tfc_snapshot_read(b.m, &b.o, &id2, st, &y, &differs, &err), TFC_OK);
+    CU_ASSERT_EQUAL(differs, 1);
+    free(y.losses);
+    free(y.pipeline);
+    fixture_close(&a);
+    fixture_close(&b);
+}
+
+static void expect_refusal(tfc_model *m, tfc_optimizer *o, const tfc_snapshot_id *id,
+                           const char *state, tfc_status code, const char *needle)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_snapshot_extra y = {.window = 4};
+    int differs;
+    CU_ASSERT_EQUAL(tfc_snapshot_read(m, o, id, state, &y, &differs, &err), code);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, needle));
+    if (!strstr(err.text, needle)) printf("\nwanted \"%s\" in:\n%s", needle, err.text);
+    free(y.losses);
+    free(y.pipeline);
+}
+
+static void test_snapshot_refusals(void)
+{
+    snap_fixture a, sgd, other;
+    fixture_open(&a, tiny_model, "{type: adam}", 1);
+    fixture_open(&sgd, tiny_model, "{type: sgd, momentum: 0.9}", 1);
+    fixture_open(&other, "name: tiny\ninput: {shape: [3]}\nlayers:\n  - Dense: {units: 5}\n",
+                 "{type: adam}", 1);
+    double losses[4] = {0};
+    char pipe[5] = "abcde";
+    tfc_snapshot_extra x = extra_of(losses, pipe);
+    tfc_snapshot_id id = {"tiny", "adam", 1, 2};
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *w = tfc_test_path("ref_iter_30.safetensors"), *st = tfc_test_path("ref_iter_30.state");
+    CU_ASSERT_EQUAL_FATAL(tfc_snapshot_write(a.m, &a.o, &id, &x, w, st, &err), TFC_OK);
+
+    tfc_snapshot_id sid = {"tiny", "sgd", 1, 2};
+    expect_refusal(sgd.m, &sgd.o, &sid, st, TFC_ERR_USAGE,
+                   "was saved by optimizer 'adam', this run uses 'sgd'");
+    tfc_snapshot_id oid = {"tiny", "adam", 1, 3};
+    expect_refusal(other.m, &other.o, &oid, st, TFC_ERR_USAGE, "was saved from a different model");
+    /* A weights file exchanged for another one: the state's CRC of it no longer matches. */
+    CU_ASSERT_EQUAL(tfc_model_save_weights(other.m, w, &err), TFC_OK);
+    expect_refusal(a.m, &a.o, &id, st, TFC_ERR_FORMAT, "does not match its state file");
+    /* One flipped byte anywhere in the state: the checksum fails. */
+    CU_ASSERT_EQUAL_FATAL(tfc_snapshot_write(a.m, &a.o, &id, &x, w, st, &err), TFC_OK);
+    size_t len;
+    char *bytes = tfc_test_read(st, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+    bytes[len - 3] ^= 0x10; /* inside the pipeline blob, the last tensor */
+    const char *bad = tfc_test_write("bad_iter_30.state", bytes, (long)len);
+    expect_refusal(a.m, &a.o, &id, bad, TFC_ERR_FORMAT, "checksum mismatch");
+    CU_ASSERT_EQUAL(tfc_snapshot_verify(bad, &err), TFC_ERR_FORMAT);
+    free(bytes);
+    /* A weights file is not a state file. */
+    expect_refusal(a.m, &a.o, &id, w, TFC_ERR_FORMAT, "is not a tfc state file");
+    fixture_close(&a);
+    fixture_close(&sgd);
+    fixture_close(&other);
+}
+
+/* ---- log.csv ---------------------------------------------------------------------------------- */
+
+static void test_csv_log(void)
+{
+    const char *names[] = {"accuracy"};
+    const char *path = tfc_test_path("log.csv");
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_csv_log *log = tfc_csv_open(path, names, 1, -1, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+    double m = 0.5;
+    for (int it = 10; it <= 40; it += 10)
+        CU_ASSERT_EQUAL(tfc_csv_row(log, it, it == 20 ? "test" : "train", 1.0 / it, &m, 0.01,
+                                    it / 10.0, &err), TFC_OK);
+    tfc_csv_close(log);
+    char *text = tfc_test_read(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "iter,phase,loss,accuracy,lr,seconds\n10,train,0.1,0.5,0.01,1.000\n"
+                                        "20,test,0.05,0.5,0.01,2.000\n"));
+    free(text);
+    /* A torn last line (a kill mid-write) is dropped; resuming at 20 drops 30 and 40. */
+    FILE *f = fopen(path, "a");
+    fputs("50,tra", f);
+    fclose(f);
+    log = tfc_csv_open(path, names, 1, 20, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+    CU_ASSERT_EQUAL(tfc_csv_row(log, 30, "train", 0.25, &m, 0.01, 3, &err), TFC_OK);
+    tfc_csv_close(log);
+    text = tfc_test_read(path, NULL);
+    CU_ASSERT_STRING_EQUAL(text, "iter,phase,loss,accuracy,lr,seconds\n10,train,0.1,0.5,0.01,1.000\n"
+                                 "20,test,0.05,0.5,0.01,2.000\n30,train,0.25,0.5,0.01,3.000\n");
+    free(text);
+}
+
+/* ---- event files: an independent reader ---------------------------------------------------------- */
+
+/* CRC-32C bit by bit (no table), so the check does not share code with the writer. */
+static uint32_t crc32c_bitwise(const unsigned char *p, size_t n)
+{
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+static uint32_t masked(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+
+static uint64_t le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static int varint(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        unsigned char b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct decoded {
+    int n;
+    int64_t step[64];
+    char tag[64][64];
+    float value[64];
+    double wall[64];
+    char version[64];
+    int session_start;
+    int64_t start_step;
+} decoded;
+
+/* Walks one protobuf message: calls back with (field, wire, pointer, length or value). */
+static int decode_message(const unsigned char *p, const unsigned char *end, decoded *d, int level,
+                          int64_t step, double wall)
+{
+    char tag[64] = "";
+    float value = NAN;
+    int have_value = 0;
+    while (p < end) {
+        uint64_t key, v = 0;
+        if (!varint(&p, end, &key)) return 0;
+        int field = (int)(key >> 3), wire = (int)(key & 7);
+        const unsigned char *sub = NULL;
+        if (wire == 0) {
+            if (!varint(&p, end, &v)) return 0;
+        } else if (wire == 1) {
+            if (end - p < 8) return 0;
+            v = le(p, 8);
+            p += 8;
+        } else if (wire == 5) {
+            if (end - p < 4) return 0;
+            v = le(p, 4);
+            p += 4;
+        } else if (wire == 2) {
+            if (!varint(&p, end, &v) || (uint64_t)(end - p) < v) return 0;
+            sub = p;
+            p += v;
+        } else {
+            return 0;
+        }
+        if (level == 0) { /* Event */
+            if (field == 1 && wire == 1) memcpy(&wall, &v, 8);
+            else if (field == 2 && wire == 0) step = (int64_t)v;
+            else if (field == 3 && wire == 2) snprintf(d->version, sizeof d->version, "%.*s", (int)v, sub);
+            else if (field == 5 && wire == 2) {
+                if (!decode_message(sub, sub + v, d, 1, step, wall)) return 0;
+            } else if (field == 6 && wire == 2) {
+                uint64_t st;
+                const unsigned char *q = sub + 1;
+                if (v >= 2 && *sub == 0x08 && varint(&q, sub + v, &st) && st == 1) {
+                    d->session_start = 1;
+                    d->start_step = step;
+                }
+            }
+        } else if (level == 1) { /* Summary: repeated Value */
+            if (field == 1 && wire == 2 && !decode_message(sub, sub + v, d, 2, step, wall)) return 0;
+        } else { /* Value */
+            if (field == 1 && wire == 2) snprintf(tag, sizeof tag, "%.*s", (int)v, sub);
+            if (field == 2 && wire == 5) {
+                uint32_t bits = (uint32_t)v;
+                memcpy(&value, &bits, 4);
+                have_value = 1;
+            }
+        }
+    }
+    if (level == 2 && have_value && d->n < 64) {
+        d->step[d->n] = step;
+        d->wall[d->n] = wall;
+        snprintf(d->tag[d->n], sizeof d->tag[0], "%s", tag);
+        d->value[d->n++] = value;
+    }
+    return 1;
+}
+
+/* Reads a whole event file; returns the number of records, or -1 on a framing error. */
+static int decode_file(const char *path, decoded *d)
+{
+    size_t len;
+    unsigned char *b = (unsigned char *)tfc_test_read(path, &len);
+    memset(d, 0, sizeof *d);
+    if (!b) return -1;
+    int records = 0;
+    size_t at = 0;
+    while (at < len) {
+        if (len - at < 16) goto bad;
+        uint64_t n = le(b + at, 8);
+        if (le(b + at + 8, 4) != masked(crc32c_bitwise(b + at, 8))) goto bad;
+        if (len - at - 12 < n + 4) goto bad;
+        const unsigned char *data = b + at + 12;
+        if (le(data + n, 4) != masked(crc32c_bitwise(data, (size_t)n))) goto bad;
+        if (!decode_message(data, data + n, d, 0, 0, 0)) goto bad;
+        records++;
+        at += 16 + (size_t)n;
+    }
+    free(b);
+    return records;
+bad:
+    free(b);
+    return -1;
+}
+
+static void test_crc32c(void)
+{
+    /* The standard check value of CRC-32C. */
+    CU_ASSERT_EQUAL(tfc_crc32c(0, "123456789", 9), 0xE3069283u);
+    CU_ASSERT_EQUAL(crc32c_bitwise((const unsigned char *)"123456789", 9), 0xE3069283u);
+    /* Incremental use gives the same result. */
+    CU_ASSERT_EQUAL(tfc_crc32c(tfc_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
+}
+
+static void test_event_file(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", tfc_test_path("events"));
+    mkdir(dir, 0777);
+    tfc_events *ev = tfc_events_open(dir, 7, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfc_events_path(ev), "/events.out.tfevents."));
+    CU_ASSERT_EQUAL(tfc_events_scalar(ev, 10, "train/loss", 0.5, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_events_scalar(ev, 10, "train/accuracy", 0.875, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_events_scalar(ev, 300000000000ll, "lr", 1e-3, &err), TFC_OK);
+    char path[1200];
+    snprintf(path, sizeof path, "%s", tfc_events_path(ev));
+    tfc_events_close(ev);
+    decoded d;
+    CU_ASSERT_EQUAL(decode_file(path, &d), 5);
+    CU_ASSERT_STRING_EQUAL(d.version, "brain.Event:2");
+    CU_ASSERT(d.session_start && d.start_step == 7);
+    CU_ASSERT_EQUAL_FATAL(d.n, 3);
+    CU_ASSERT_STRING_EQUAL(d.tag[0], "train/loss");
+    CU_ASSERT(d.step[0] == 10 && d.value[0] == 0.5f);
+    CU_ASSERT_STRING_EQUAL(d.tag[1], "train/accuracy");
+    CU_ASSERT(d.value[1] == 0.875f);
+    CU_ASSERT(d.step[2] == 300000000000ll && d.value[2] == 1e-3f);
+    CU_ASSERT(d.wall[0] > 1.5e9); /* seconds since the epoch */
+    /* A damaged byte breaks the framing check. */
+    size_t len;
+    unsigned char *b = (unsigned char *)tfc_test_read(path, &len);
+    b[len - 6] ^= 1;
+    const char *broken = tfc_test_write("broken.tfevents", b, (long)len);
+    CU_ASSERT_EQUAL(decode_file(broken, &d), -1);
+    free(b);
+    /* The encoder alone: one record. */
+    uint8_t rec[128];
+    size_t n = tfc_events_encode_scalar(rec, 1.0, 3, "x", 2.0f);
+    const char *one = tfc_test_write("one.tfevents", rec, (long)n);
+    CU_ASSERT_EQUAL(decode_file(one, &d), 1);
+    CU_ASSERT(d.n == 1 && d.step[0] == 3 && d.value[0] == 2.0f && d.wall[0] == 1.0);
+}
+
+static void test_tensorboard_reads_events(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    char dir[1100], cmd[4000];
+    snprintf(dir, sizeof dir, "%s", tfc_test_path("tb"));
+    mkdir(dir, 0777);
+    tfc_events *ev = tfc_events_open(dir, -1, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    for (int i = 1; i <= 3; i++) tfc_events_scalar(ev, 100 * i, "train/loss", 1.0 / i, &err);
+    tfc_events_scalar(ev, 300, "test/accuracy", 0.9, &err);
+    tfc_events_close(ev);
+    const char *py = tfc_test_write(
+        "tb.py",
+        "import sys\n"
+        "from tensorboard.backend.event_processing.event_accumulator import EventAccumulator\n"
+        "ea = EventAccumulator(sys.argv[1]); ea.Reload()\n"
+        "for tag in sorted(ea.Tags()['scalars']):\n"
+        "    print(tag, ' '.join('%d:%.4f' % (e.step, e.value) for e in ea.Scalars(tag)))\n",
+        -1);
+    const char *out = tfc_test_path("tb.out");
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' >'%s' 2>&1", py, dir, out);
+    fflush(NULL);
+    int rc = system(cmd);
+    CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    char *text = tfc_test_read(out, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "test/accuracy 300:0.9000\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "train/loss 100:1.0000 200:0.5000 300:0.3333\n"));
+    if (!strstr(text, "train/loss 100:1.0000")) printf("\n%s\n", text);
+    free(text);
+}
+
+int main(int argc, char **argv)
+{
+    tfc_test_case cases[32] = {
+        {"sgd", test_sgd},
+        {"adam", test_adam},
+        {"adamw", test_adamw},
+        {"rmsprop", test_rmsprop},
+        {"adagrad", test_adagrad},
+        {"optimizer_registry", test_optimizer_registry},
+        {"optimizer_errors", test_optimizer_errors},
+        {"lr_policies", test_lr_policies},
+        {"lr_errors", test_lr_errors},
+        {"solver_defaults", test_solver_defaults},
+        {"set_overrides", test_set_overrides},
+        {"set_errors", test_set_errors},
+        {"solver_file_errors", test_solver_file_errors},
+        {"snapshot_roundtrip", test_snapshot_roundtrip},
+        {"snapshot_refusals", test_snapshot_refusals},
+        {"csv_log", test_csv_log},
+        {"crc32c", test_crc32c},
+        {"event_file", test_event_file},
+    };
+    int n = 18;
+    if (argc < 2 || strcmp(argv[1], "tensorboard") == 0) {
+        fflush(NULL);
+        if (system("python3 -c 'import tensorboard' >/dev/null 2>&1") == 0)
+            cases[n++] = (tfc_test_case){"tensorboard", test_tensorboard_reads_events};
+        else
+            printf("tensorboard: skipped (python3 cannot import tensorboard; pip install "
+                   "tensorboard)\n");
+    }
+    cases[n] = (tfc_test_case){NULL, NULL};
+    return tfc_test_main("solver", cases, argc, argv);
+}

@@ -1,0 +1,792 @@
+/* Training end to end on a small synthetic fixture (NumPy files this test writes): a run
+ * reaches a loss bound and writes every file of the run directory; a run resumed from a
+ * snapshot ends bit-identical to an uninterrupted one (shuffle, dropout, Adam, a step
+ * schedule, prefetch, iter_size, clipping); a huge learning rate stops the run as
+ * diverged; --weights reports what matched. With the built tfc-train ($TFC_BIN): SIGTERM and
+ * SIGINT snapshot and exit 143/130, kill -9 at random moments leaves only loadable
+ * snapshots of which the newest resumes, a file-size limit during a snapshot keeps the
+ * previous one, bad configurations exit 2 writing nothing, and tfc-test evaluates. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "data/data.h"
+#include "solver/internal.h"
+#include "solver/solver.h"
+#include "util/testutil.h"
+
+/* ---- the fixture ---------------------------------------------------------------------------- */
+
+/* 16 features uniform in [-1, 1]; the label is the argmax of a fixed random linear map to 4
+ * classes, so a small network can learn it well. xorshift, seeded per file. */
+static void write_split(const char *xname, const char *yname, int n, uint64_t seed)
+{
+    static float w[4][16];
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (int c = 0; c < 4; c++)
+        for (int j = 0; j < 16; j++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            w[c][j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+    float *x = malloc(sizeof(float) * 16 * (size_t)n);
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
+    s = seed;
+    for (int i = 0; i < n; i++) {
+        float best = -1e30f;
+        for (int j = 0; j < 16; j++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            x[i * 16 + j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+        for (int c = 0; c < 4; c++) {
+            float z = 0;
+            for (int j = 0; j < 16; j++) z += w[c][j] * x[i * 16 + j];
+            if (z > best) {
+                best = z;
+                y[i] = c;
+            }
+        }
+    }
+    tfc_tensor tx = {TFC_F32, {2, {n, 16}}, x, -1}, ty = {TFC_I32, {1, {n}}, y, -1};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(xname), &tx, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(yname), &ty, &err), TFC_OK);
+    free(x);
+    free(y);
+}
+
+static const char *solver_text =
+    "model:\n"
+    "  name: tiny\n"
+    "  input: {shape: [16]}\n"
+    "  layers:\n"
+    "    - Dense: {name: hidden, units: 32, activation: relu}\n"
+    "    - Dropout: {rate: 0.2}\n"
+    "    - Dense: {name: out, units: 4}\n"
+    "  metrics: [accuracy]\n"
+    "data:\n"
+    "  train:\n"
+    "    source: {type: npy, features: train_x.npy, labels: train_y.npy}\n"
+    "    pipeline:\n"
+    "      - shuffle: {buffer_size: 100}\n"
+    "      - repeat: {}\n"
+    "      - batch: {batch_size: 16}\n"
+    "      - prefetch: {buffer_size: 2}\n"
+    "  test:\n"
+    "    source: {type: npy, features: test_x.npy, labels: test_y.npy}\n"
+    "    pipeline:\n"
+    "      - batch: {batch_size: 50}\n"
+    "optimizer: {type: adam, learning_rate: 0.01}\n"
+    "lr_policy: {type: step, step_size: 100, gamma: 0.5}\n"
+    "max_iter: 150\n"
+    "test_interval: 50\n"
+    "display: 10\n"
+    "snapshot: {interval: 50, keep: 2}\n"
+    "seed: 7\n";
+
+static const char *solver_path(void)
+{
+    static char path[1024];
+    if (!path[0]) {
+        write_split("train_x.npy", "train_y.npy", 512, 11);
+        write_split("test_x.npy", "test_y.npy", 200, 12);
+        snprintf(path, sizeof path, "%s", tfc_test_write("tiny.yaml", solver_text, -1));
+    }
+    return path;
+}
+
+/* Trains the fixture solver with overrides into tmp/<out>; returns the status. */
+static int live_console; /* 1: the next train() draws the live progress line */
+
+static tfc_status train(const char *out, const char **sets, int nsets, const char *resume,
+                        const char *weights, FILE *console, tfc_train_result *res,
+                        tfc_error *err)
+{
+    tfc_solver_options o = {0};
+    o.live = live_console;
+    o.sets = sets;
+    o.nsets = nsets;
+    o.out_dir = tfc_test_path(out);
+    o.resume = resume;
+    o.weights = weights;
+    o.console = console;
+    o.threads = 2;
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(solver_path(), &o, err);
+    if (!s) {
+        printf("\n%s", err->text);
+        return err->code;
+    }
+    tfc_status st = tfc_solver_train(s, res, err);
+    tfc_solver_free(s);
+    return st;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static const char *in(const char *dir, const char *name)
+{
+    static char bufs[4][2048];
+    static int k;
+    char *b = bufs[k++ & 3];
+    snprintf(b, sizeof bufs[0], "%s/%s", tfc_test_path(dir), name);
+    return b;
+}
+
+static int files_equal(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = tfc_test_read(a, &la), *y = tfc_test_read(b, &lb);
+    int eq = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return eq;
+}
+
+/* ---- end to end ----------------------------------------------------------------------------- */
+
+static void test_end_to_end(void)
+{
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    tfc_status st = train("e2e", NULL, 0, NULL, NULL, NULL, res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_COMPLETED);
+    CU_ASSERT_EQUAL(res->iterations, 150);
+    /* The loss bound: from ln 4 = 1.39 to well under 0.35. */
+    CU_ASSERT(res->have_train && res->train.loss < 0.35);
+    CU_ASSERT(res->have_test && res->test.metric[0] > 0.85 && res->test.examples == 200);
+    if (res->train.loss >= 0.35 || res->test.metric[0] <= 0.85)
+        printf("\ntrain loss %g, test accuracy %g\n", res->train.loss, res->test.metric[0]);
+    CU_ASSERT(res->have_best && res->best_value >= res->test.metric[0]);
+    const char *files[] = {"config.yaml", "log.csv", "summary.json", "final.safetensors",
+                           "best.safetensors", "snapshots/tiny_iter_100.state",
+                           "snapshots/tiny_iter_150.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        CU_ASSERT(exists(in("e2e", files[i])));
+        if (!exists(in("e2e", files[i]))) printf("\nmissing %s\n", files[i]);
+    }
+    CU_ASSERT(!exists(in("e2e", "snapshots/tiny_iter_50.state"))); /* keep: 2 */
+    /* log.csv: 15 display rows and 3 test rows. */
+    char *log = tfc_test_read(in("e2e", "log.csv"), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+    int rows = 0, tests = 0;
+    for (char *p = strchr(log, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+        rows++;
+        tests += strncmp(strchr(p + 1, ','), ",test,", 6) == 0;
+    }
+    CU_ASSERT_EQUAL(rows, 18);
+    CU_ASSERT_EQUAL(tests, 3);
+    CU_ASSERT(strncmp(log, "iter,phase,loss,accuracy,lr,seconds\n10,train,", 44) == 0);
+    free(log);
+    /* summary.json as SPEC §4 spells it. */
+    json_error_t je;
+    json_t *j = json_load_file(in("e2e", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "completed");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "iterations")), 150);
+    CU_ASSERT(json_number_value(json_object_get(j, "iterations_per_second")) > 0);
+    json_t *test = json_object_get(json_object_get(j, "final"), "test");
+    CU_ASSERT(fabs(json_number_value(json_object_get(test, "accuracy")) - res->test.metric[0]) < 1e-6);
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(json_object_get(json_object_get(j, "final"), "train"), "loss"));
+    json_t *best = json_object_get(j, "best");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(best, "metric")), "accuracy");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(best, "iteration")), res->best_iteration);
+    json_decref(j);
+    /* The event file is there and non-empty. */
+    DIR *d = opendir(tfc_test_path("e2e"));
+    int events = 0;
+    for (struct dirent *e; d && (e = readdir(d));) events += strstr(e->d_name, "tfevents") != NULL;
+    if (d) closedir(d);
+    CU_ASSERT_EQUAL(events, 1);
+
+    /* config.yaml is itself a solver file resolving to the same configuration, and
+     * evaluating the final weights with it gives the run's final test result exactly. */
+    tfc_solver *s = tfc_solver_load(in("e2e", "config.yaml"), NULL, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_solver *orig = tfc_solver_load(solver_path(), NULL, &err);
+    CU_ASSERT_EQUAL(tfc_solver_config_hash(s), tfc_solver_config_hash(orig));
+    tfc_solver_free(orig);
+    tfc_eval e;
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("e2e", "final.safetensors"), &e, &err), TFC_OK);
+    CU_ASSERT(e.loss == res->test.loss && e.metric[0] == res->test.metric[0]);
+    /* Strict evaluation refuses a weights file of another model. */
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("e2e", "snapshots/tiny_iter_150.state"), &e, &err),
+                    TFC_ERR_FORMAT);
+    tfc_solver_free(s);
+    free(res);
+}
+
+/* The loss column of every row after iteration `after`, as text (exact). */
+static void loss_rows(const char *path, int after, char *out, size_t size)
+{
+    char *log = tfc_test_read(path, NULL);
+    out[0] = 0;
+    for (char *line = log ? strchr(log, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        int iter = atoi(line + 1);
+        char *c1 = strchr(line + 1, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+        char *c3 = c2 ? strchr(c2 + 1, ',') : NULL;
+        if (iter > after && c3)
+            snprintf(out + strlen(out), size - strlen(out), "%d:%.*s ", iter, (int)(c3 - c1),
+                     c1);
+    }
+    free(log);
+}
+
+static void test_resume_bit_exact(void)
+{
+    /* iter_size 2 and clipping also exercise accumulation and the norm; average_loss 20
+     * spans the snapshot, so the smoothed loss must be restored too. */
+    const char *sets[] = {"max_iter=60", "snapshot={interval: 30, keep: 0}", "iter_size=2",
+                          "clip_gradients=1.5", "average_loss=20", "test_interval=0",
+                          "lr_policy={type: step, step_size: 20, gamma: 0.5}"};
+    tfc_train_result *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train("full", sets, 7, NULL, NULL, NULL, a, &err), TFC_OK);
+    const char *state = in("full", "snapshots/tiny_iter_30.state");
+    CU_ASSERT_FATAL(exists(state));
+    char resume[2048];
+    snprintf(resume, sizeof resume, "%s", state);
+    CU_ASSERT_EQUAL_FATAL(train("resumed", sets, 7, resume, NULL, NULL, b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(b->iterations, 60);
+    CU_ASSERT(files_equal(in("full", "final.safetensors"), in("resumed", "final.safetensors")));
+    /* The state files differ only in the elapsed time: compare them tensor by tensor. */
+    tfc_st_file *fa = tfc_st_open(in("full", "snapshots/tiny_iter_60.state"), &err);
+    tfc_st_file *fb = tfc_st_open(in("resumed", "snapshots/tiny_iter_60.state"), &err);
+    CU_ASSERT_FATAL(fa && fb);
+    CU_ASSERT_EQUAL(tfc_st_count(fa), tfc_st_count(fb));
+    for (int i = 0; i < tfc_st_count(fa); i++) {
+        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
+        const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
+        if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
+        CU_ASSERT(tb && tb->nbytes == ta->nbytes && memcmp(ta->data, tb->data, ta->nbytes) == 0);
+        if (!tb || memcmp(ta->data, tb->data, ta->nbytes)) printf("\n%s differs\n", ta->name);
+    }
+    tfc_st_close(fa);
+    tfc_st_close(fb);
+    /* The displayed (smoothed) losses after the resume point match to the last digit. */
+    char la[4096], lb[4096];
+    loss_rows(in("full", "log.csv"), 30, la, sizeof la);
+    loss_rows(in("resumed", "log.csv"), 30, lb, sizeof lb);
+    CU_ASSERT(la[0] && strcmp(la, lb) == 0);
+    if (strcmp(la, lb)) printf("\nfull:    %s\nresumed: %s\n", la, lb);
+    /* The mechanism is not vacuous: another seed ends elsewhere. */
+    const char *other[] = {"max_iter=60", "iter_size=2", "seed=8", "test_interval=0"};
+    CU_ASSERT_EQUAL(train("other", other, 4, NULL, NULL, NULL, a, &err), TFC_OK);
+    CU_ASSERT(!files_equal(in("full", "final.safetensors"), in("other", "final.safetensors")));
+    free(a);
+    free(b);
+}
+
+static void test_divergence(void)
+{
+    /* The rate jumps by 1e30 at iteration 10: the weights overflow and the loss goes NaN. */
+    const char *sets[] = {"optimizer={type: sgd, learning_rate: 0.1}",
+                          "lr_policy={type: step, step_size: 10, gamma: 1e30}",
+                          "snapshot={interval: 5, keep: 0}", "max_iter=50"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    tfc_status st = train("nan", sets, 4, NULL, NULL, NULL, res, &err);
+    CU_ASSERT_EQUAL(st, TFC_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(tfc_exit_code(st), 1);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_DIVERGED);
+    CU_ASSERT(res->iterations >= 10 && res->iterations < 15);
+    char want[64];
+    snprintf(want, sizeof want, "iteration %lld: the loss is ", (long long)res->iterations + 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
+    CU_ASSERT(strstr(err.msg, "the first layer whose output is not finite is 'hidden' "
+                              "(layers[0], Dense)") ||
+              strstr(err.msg, "the first layer whose output is not finite is 'out'"));
+    if (!strstr(err.msg, want)) printf("\n%s", err.text);
+    json_error_t je;
+    json_t *j = json_load_file(in("nan", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "diverged");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(j, "error")), "the loss is"));
+    json_decref(j);
+    /* The good snapshots stay and load; nothing of the diverged state is written. */
+    CU_ASSERT_EQUAL(tfc_snapshot_verify(in("nan", "snapshots/tiny_iter_10.state"), &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_snapshot_verify(in("nan", "snapshots/tiny_iter_5.state"), &err), TFC_OK);
+    CU_ASSERT(!exists(in("nan", "final.safetensors")));
+    CU_ASSERT_PTR_NOT_NULL(strstr(res->last_snapshot, "tiny_iter_10.state"));
+    free(res);
+}
+
+static void test_weights_by_name(void)
+{
+    const char *a_sets[] = {"max_iter=5", "test_interval=0"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train("donor", a_sets, 2, NULL, NULL, NULL, res, &err), TFC_OK);
+    /* A model with a new layer and a resized output layer. */
+    const char *b_sets[] = {"max_iter=1", "test_interval=0",
+                            "model.layers.1={Dense: {name: extra, units: 8}}",
+                            "model.layers.3={Dropout: {rate: 0.1}}"};
+    FILE *con = tmpfile();
+    char weights[2048];
+    snprintf(weights, sizeof weights, "%s", in("donor", "final.safetensors"));
+    CU_ASSERT_EQUAL(train("finetune", b_sets, 4, NULL, weights, con, res, &err), TFC_OK);
+    if (err.count) printf("\n%s", err.text);
+    rewind(con);
+    char text[8192] = "";
+    size_t n = fread(text, 1, sizeof text - 1, con);
+    text[n] = 0;
+    fclose(con);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "3 matched, 2 new, 1 skipped for shape, 0 unused"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "matched  hidden/kernel (16, 32)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "new      extra/kernel (32, 8)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "skipped  out/kernel: file (32, 4), model (8, 4)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "matched  out/bias (4,)"));
+    if (!strstr(text, "3 matched")) printf("\n%s\n", text);
+    free(res);
+}
+
+/* Final weights of a run as floats (the file's data section is F32 tensors in order). */
+static float *final_weights(const char *run, size_t *n)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open(in(run, "final.safetensors"), &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t total = 0;
+    for (int i = 0; i < tfc_st_count(f); i++) total += (size_t)tfc_st_tensor_at(f, i)->numel;
+    float *w = malloc(total * sizeof *w);
+    size_t at = 0;
+    for (int i = 0; i < tfc_st_count(f); i++) {
+        tfc_st_tensor_to_f32(tfc_st_tensor_at(f, i), w + at);
+        at += (size_t)tfc_st_tensor_at(f, i)->numel;
+    }
+    tfc_st_close(f);
+    *n = total;
+    return w;
+}
+
+static void test_iter_size(void)
+{
+    /* Two batches of 8 accumulated make the same update as one batch of 16 (no shuffle, no
+     * dropout): iter_size averages the accumulated gradient, as Caffe does. */
+    const char *a[] = {"data.train.pipeline=[{repeat: {}}, {batch: {batch_size: 16}}]",
+                       "model.layers.1.Dropout.rate=0", "optimizer={type: sgd, learning_rate: 0.5}",
+                       "max_iter=20", "test_interval=0", "lr_policy=fixed"};
+    const char *b[] = {"data.train.pipeline=[{repeat: {}}, {batch: {batch_size: 8}}]",
+                       "model.layers.1.Dropout.rate=0", "optimizer={type: sgd, learning_rate: 0.5}",
+                       "max_iter=20", "test_interval=0", "lr_policy=fixed", "iter_size=2"};
+    const char *c[] = {"data.train.pipeline=[{repeat: {}}, {batch: {batch_size: 8}}]",
+                       "model.layers.1.Dropout.rate=0", "optimizer={type: sgd, learning_rate: 0.5}",
+                       "max_iter=20", "test_interval=0", "lr_policy=fixed"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train("bs16", a, 6, NULL, NULL, NULL, res, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("bs8x2", b, 7, NULL, NULL, NULL, res, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("bs8", c, 6, NULL, NULL, NULL, res, &err), TFC_OK);
+    size_t na, nb, nc;
+    float *wa = final_weights("bs16", &na), *wb = final_weights("bs8x2", &nb);
+    float *wc = final_weights("bs8", &nc);
+    CU_ASSERT_EQUAL_FATAL(na, nb);
+    double dab = 0, dac = 0;
+    for (size_t i = 0; i < na; i++) {
+        dab = fmax(dab, fabs(wa[i] - wb[i]));
+        dac = fmax(dac, fabs(wa[i] - wc[i]));
+    }
+    CU_ASSERT(dab < 1e-5);
+    CU_ASSERT(dac > 1e-3); /* batches of 8 alone take a different path */
+    if (dab >= 1e-5) printf("\nmax difference %g\n", dab);
+    free(wa);
+    free(wb);
+    free(wc);
+    free(res);
+}
+
+static void test_clip_gradients(void)
+{
+    /* With the learning rate 1 and clipping at 0.001, one SGD step moves the weights by a
+     * vector of norm 0.001 exactly (the gradient norm is far above it). */
+    const char *a[] = {"optimizer={type: sgd, learning_rate: 0}", "max_iter=1", "test_interval=0"};
+    const char *b[] = {"optimizer={type: sgd, learning_rate: 1}", "max_iter=1", "test_interval=0",
+                       "clip_gradients=0.001"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train("clip0", a, 3, NULL, NULL, NULL, res, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("clip1", b, 4, NULL, NULL, NULL, res, &err), TFC_OK);
+    size_t na, nb;
+    float *wa = final_weights("clip0", &na), *wb = final_weights("clip1", &nb);
+    double ss = 0;
+    for (size_t i = 0; i < na; i++) ss += ((double)wa[i] - wb[i]) * ((double)wa[i] - wb[i]);
+    CU_ASSERT(fabs(sqrt(ss) - 0.001) < 2e-6);
+    if (fabs(sqrt(ss) - 0.001) >= 2e-6) printf("\nstep norm %g\n", sqrt(ss));
+    free(wa);
+    free(wb);
+    free(res);
+}
+
+static void test_live_progress(void)
+{
+    /* On a terminal the progress line is redrawn in place; display lines stay. */
+    const char *sets[] = {"max_iter=20", "test_interval=0"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    FILE *con = tmpfile();
+    live_console = 1;
+    CU_ASSERT_EQUAL(train("live", sets, 2, NULL, NULL, con, res, &err), TFC_OK);
+    live_console = 0;
+    rewind(con);
+    char text[16384] = "";
+    size_t n = fread(text, 1, sizeof text - 1, con);
+    text[n] = 0;
+    fclose(con);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\r\033[Kiter 10/20  loss "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "it/s  ETA "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\r\033[Ktest 20: loss "));
+    free(res);
+}
+
+/* ---- with the tool: signals, kill -9, file-size limits ----------------------------------------- */
+
+static char tool[1024];
+
+/* Starts tfc-train with `args` (NULL-terminated), output to `log`; returns the pid.
+ * `fsize` > 0 limits the size of files it may write (RLIMIT_FSIZE). */
+static pid_t spawn(const char *const *args, const char *log, long fsize)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (fsize > 0) {
+            struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+            setrlimit(RLIMIT_FSIZE, &rl);
+        }
+        const char *argv[32];
+        int n = 0;
+        argv[n++] = tool;
+        for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(tool, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_code(pid_t pid)
+{
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 1000 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static int run_tool(const char *const *args, const char *log, long fsize)
+{
+    return wait_code(spawn(args, log, fsize));
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&t, NULL);
+}
+
+/* Waits until `path` holds a line starting with `prefix` (up to ~20 s). */
+static int wait_for_line(const char *path, const char *prefix)
+{
+    for (int i = 0; i < 2000; i++) {
+        char *t = tfc_test_read(path, NULL);
+        int found = t && (strncmp(t, prefix, strlen(prefix)) == 0 || strstr(t, prefix));
+        free(t);
+        if (found) return 1;
+        sleep_ms(10);
+    }
+    return 0;
+}
+
+/* The complete snapshots in DIR/snapshots (iterations, ascending). */
+static int list_states(const char *dir, long *iters, int max)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/snapshots", dir);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) && n < max;) {
+        long it;
+        char tail[16];
+        if (sscanf(e->d_name, "tiny_iter_%ld%15s", &it, tail) == 2 && !strcmp(tail, ".state"))
+            iters[n++] = it;
+    }
+    if (d) closedir(d);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && iters[j - 1] > iters[j]; j--) {
+            long t = iters[j];
+            iters[j] = iters[j - 1];
+            iters[j - 1] = t;
+        }
+    return n;
+}
+
+/* Every snapshot file left loads: states verify, weights open as safetensors and load
+ * strictly into the model. Returns the number of complete snapshots. */
+static int check_snapshots_load(const char *dir)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/snapshots", dir);
+    DIR *d = opendir(path);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_solver *s = tfc_solver_load(solver_path(), NULL, &err);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = tfc_solver_model(s);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 4, &err), TFC_OK);
+    int states = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char file[4200];
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        size_t len = strlen(e->d_name);
+        tfc_error_clear(&err);
+        if (len > 6 && !strcmp(e->d_name + len - 6, ".state")) {
+            states++;
+            CU_ASSERT_EQUAL(tfc_snapshot_verify(file, &err), TFC_OK);
+            if (err.count) printf("\n%s", err.text);
+        } else if (len > 12 && !strcmp(e->d_name + len - 12, ".safetensors")) {
+            CU_ASSERT_EQUAL(tfc_model_load_weights(m, file, NULL, &err), TFC_OK);
+            if (err.count) printf("\n%s", err.text);
+        }
+    }
+    if (d) closedir(d);
+    tfc_model_unbind(m);
+    tfc_backend_free(be);
+    tfc_solver_free(s);
+    return states;
+}
+
+static void test_signals(void)
+{
+    const char *dir = tfc_test_path("sig");
+    char out[1100], log[1100], state[1200];
+    snprintf(out, sizeof out, "%s", dir);
+    snprintf(log, sizeof log, "%s", tfc_test_path("sig.log"));
+    const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=100000000",
+                          "--set", "display=1", "--set", "test_interval=0", "--threads", "1", NULL};
+    pid_t pid = spawn(args, log, 0);
+    char csv[1200];
+    snprintf(csv, sizeof csv, "%s/log.csv", out);
+    CU_ASSERT_FATAL(wait_for_line(csv, "\n20,train,"));
+    kill(pid, SIGTERM);
+    CU_ASSERT_EQUAL(wait_code(pid), 143);
+    json_error_t je;
+    snprintf(state, sizeof state, "%s/summary.json", out);
+    json_t *j = json_load_file(state, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "interrupted");
+    long it = (long)json_integer_value(json_object_get(j, "iterations"));
+    CU_ASSERT(it >= 20);
+    snprintf(state, sizeof state, "%s", json_string_value(json_object_get(j, "last_snapshot")));
+    json_decref(j);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_snapshot_verify(state, &err), TFC_OK);
+    char *text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "stopped by signal 15") && strstr(text, "--resume"));
+    free(text);
+    /* Resume, then SIGINT: 130. */
+    const char *args2[] = {solver_path(), "--resume", state, "--set", "max_iter=100000000",
+                           "--set", "display=1", "--set", "test_interval=0", "--threads", "1", NULL};
+    pid = spawn(args2, log, 0);
+    char line[64];
+    snprintf(line, sizeof line, "\n%ld,train,", it + 10);
+    CU_ASSERT_FATAL(wait_for_line(csv, line));
+    kill(pid, SIGINT);
+    CU_ASSERT_EQUAL(wait_code(pid), 130);
+    long iters[64];
+    int n = list_states(out, iters, 64);
+    CU_ASSERT(n >= 2 && iters[n - 1] >= it + 10);
+    CU_ASSERT(check_snapshots_load(out) == n);
+}
+
+static void test_kill9(void)
+{
+    const char *dir = tfc_test_path("k9");
+    char out[1100], log[1100];
+    snprintf(out, sizeof out, "%s", dir);
+    snprintf(log, sizeof log, "%s", tfc_test_path("k9.log"));
+    uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+    printf("(kill -9 seed %llu) ", (unsigned long long)seed);
+    char resume[1300] = "";
+    for (int round = 0; round < 5; round++) {
+        const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=100000000",
+                              "--set", "snapshot={interval: 3, keep: 3}", "--set", "display=1",
+                              "--set", "test_interval=0", "--threads", "1",
+                              resume[0] ? "--resume" : NULL, resume, NULL};
+        pid_t pid = spawn(args, log, 0);
+        char csv[1200];
+        snprintf(csv, sizeof csv, "%s/log.csv", out);
+        wait_for_line(csv, ",train,");
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        sleep_ms(20 + (long)(seed % 300));
+        kill(pid, SIGKILL);
+        CU_ASSERT_EQUAL(wait_code(pid), 1000 + SIGKILL);
+        long iters[64];
+        int n = list_states(out, iters, 64);
+        CU_ASSERT(check_snapshots_load(out) == n);
+        if (n > 0) snprintf(resume, sizeof resume, "%s/snapshots/tiny_iter_%ld.state", out, iters[n - 1]);
+    }
+    CU_ASSERT_FATAL(resume[0]);
+    /* The newest snapshot resumes and the run completes. */
+    long last = atol(strrchr(resume, '_') + 1);
+    char max[64];
+    snprintf(max, sizeof max, "max_iter=%ld", last + 4);
+    const char *args[] = {solver_path(), "--out", out, "--resume", resume, "--set", max,
+                          "--set", "snapshot={interval: 3, keep: 3}", "--set", "display=1",
+                          "--set", "test_interval=0", NULL};
+    int code = run_tool(args, log, 0);
+    CU_ASSERT_EQUAL(code, 0);
+    if (code) {
+        char *t = tfc_test_read(log, NULL);
+        printf("\n%s\n", t ? t : "");
+        free(t);
+    }
+}
+
+static void test_file_size_limit(void)
+{
+    /* A wider layer makes weights (~22 KB) larger than the limit (8 KB), which the small
+     * text files stay under: the snapshot at 15 fails, the one at 10 stays. */
+    char out[1100], log[1100];
+    snprintf(out, sizeof out, "%s", tfc_test_path("fsize"));
+    snprintf(log, sizeof log, "%s", tfc_test_path("fsize.log"));
+    const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=10", "--set",
+                          "snapshot={interval: 5, keep: 0}", "--set", "test_interval=0",
+                          "--set", "model.layers.0.Dense.units=256", NULL};
+    CU_ASSERT_EQUAL_FATAL(run_tool(args, log, 0), 0);
+    char state[1300];
+    snprintf(state, sizeof state, "%s/snapshots/tiny_iter_10.state", out);
+    const char *args2[] = {solver_path(), "--out", out, "--resume", state, "--set", "max_iter=20",
+                           "--set", "snapshot={interval: 5, keep: 0}", "--set", "test_interval=0",
+                           "--set", "model.layers.0.Dense.units=256", NULL};
+    char limited[1100];
+    snprintf(limited, sizeof limited, "%s", tfc_test_path("fsize_limited.log"));
+    int code = run_tool(args2, limited, 8192);
+    CU_ASSERT_EQUAL(code, 1);
+    char *text = tfc_test_read(limited, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "writing the snapshot of iteration 15: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "File too large"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "tiny_iter_10.state is intact") ||
+                           strstr(text, "the last good snapshot is"));
+    if (!strstr(text, "File too large")) printf("\n%s\n", text);
+    free(text);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_snapshot_verify(state, &err), TFC_OK);
+    long iters[64];
+    int n = list_states(out, iters, 64);
+    CU_ASSERT(n == 2 && iters[1] == 10);
+    /* No temporary or half-written files are left beside it. */
+    char path[1300];
+    snprintf(path, sizeof path, "%s/snapshots", out);
+    DIR *d = opendir(path);
+    int stray = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        stray += e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d) closedir(d);
+    CU_ASSERT_EQUAL(stray, 0);
+    CU_ASSERT(!exists(in("fsize", "snapshots/tiny_iter_15.safetensors")));
+    /* The previous snapshot still resumes. */
+    const char *args3[] = {solver_path(), "--out", out, "--resume", state, "--set", "max_iter=12",
+                           "--set", "test_interval=0", "--set", "model.layers.0.Dense.units=256",
+                           "--set", "snapshot={interval: 5, keep: 0}", NULL};
+    CU_ASSERT_EQUAL(run_tool(args3, log, 0), 0);
+}
+
+static void test_tool_errors(void)
+{
+    char out[1100], log[1100];
+    snprintf(out, sizeof out, "%s", tfc_test_path("never"));
+    snprintf(log, sizeof log, "%s", tfc_test_path("never.log"));
+    const char *args[] = {solver_path(), "--out", out, "--set", "optimizer.learnin_rate=1", NULL};
+    CU_ASSERT_EQUAL(run_tool(args, log, 0), 2);
+    CU_ASSERT(!exists(out));
+    char *text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "--set optimizer.learnin_rate=1:1:1: error: "
+                                   "optimizer.learnin_rate: unknown key"));
+    free(text);
+    /* A data split that does not fit the model: exit 2 before anything is written. */
+    const char *args2[] = {solver_path(), "--out", out, "--set", "model.input.shape=[15]", NULL};
+    CU_ASSERT_EQUAL(run_tool(args2, log, 0), 2);
+    CU_ASSERT(!exists(out));
+    text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "data.train: yields features float32 (-1, 16)"));
+    if (text && !strstr(text, "yields features")) printf("\n%s\n", text);
+    free(text);
+    const char *args3[] = {"--bogus", NULL};
+    CU_ASSERT_EQUAL(run_tool(args3, log, 0), 2);
+    const char *args4[] = {solver_path(), "--resume", tfc_test_path("missing.state"), NULL};
+    CU_ASSERT_EQUAL(run_tool(args4, log, 0), 1);
+    /* tfc-test on the end-to-end run's weights. */
+    char test_tool[1100];
+    snprintf(test_tool, sizeof test_tool, "%s", tool);
+    char *slash = strrchr(test_tool, '/');
+    snprintf(slash + 1, sizeof test_tool - (size_t)(slash + 1 - test_tool), "tfc-test");
+    if (access(test_tool, X_OK) != 0 || !exists(in("e2e", "final.safetensors"))) {
+        printf("(tfc-test: skipped) ");
+        return;
+    }
+    char cmd[4000];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --weights '%s' >'%s' 2>&1", test_tool,
+             in("e2e", "config.yaml"), in("e2e", "final.safetensors"), log);
+    int rc = system(cmd);
+    CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strncmp(text, "test: loss ", 11) == 0 && strstr(text, "accuracy 0.") &&
+              strstr(text, "(200 examples)"));
+    free(text);
+}
+
+int main(int argc, char **argv)
+{
+    tfc_test_case cases[16] = {
+        {"end_to_end", test_end_to_end},
+        {"resume_bit_exact", test_resume_bit_exact},
+        {"divergence", test_divergence},
+        {"weights_by_name", test_weights_by_name},
+        {"iter_size", test_iter_size},
+        {"clip_gradients", test_clip_gradients},
+        {"live_progress", test_live_progress},
+    };
+    int n = 7;
+    const char *bin = getenv("TFC_BIN");
+    snprintf(tool, sizeof tool, "%s/tfc-train", bin ? bin : "bin");
+    if (access(tool, X_OK) == 0) {
+        cases[n++] = (tfc_test_case){"signals", test_signals};
+        cases[n++] = (tfc_test_case){"kill9", test_kill9};
+        cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};
+        cases[n++] = (tfc_test_case){"tool_errors", test_tool_errors};
+    } else {
+        printf("signals, kill9, file_size_limit, tool_errors: skipped (%s not built; set "
+               "TFC_BIN)\n",
+               tool);
+    }
+    cases[n] = (tfc_test_case){NULL, NULL};
+    return tfc_test_main("train", cases, argc, argv);
+}
