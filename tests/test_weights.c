@@ -143,9 +143,29 @@ static void test_tools(void)
     CU_ASSERT(yt.shape.ndim == 2 && yt.shape.dim[0] == 4 && yt.shape.dim[1] == 4);
     CU_ASSERT(memcmp(yt.data, y, sizeof y) == 0);
     free(yt.data);
+    /* Image files: decoded, scaled by 1/255, the top class printed per file. */
+    uint8_t px[2][36];
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 36; k++) px[i][k] = (uint8_t)((k * 37 + i * 101) % 256);
+    const char *png = tfc_test_path("a.png"), *png2 = tfc_test_path("b.png");
+    CU_ASSERT_EQUAL_FATAL(tfc_image_write_png(png, px[0], 6, 6, 1, 8, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_image_write_png(png2, px[1], 6, 6, 1, 8, &err), TFC_OK);
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s %s --output %s 2>&1", bin,
+             model, w, png, png2, yout);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "a.png\tclass "));
+    float xi[2 * 36], yi[8];
+    for (int k = 0; k < 72; k++) xi[k] = (float)(px[k / 36][k % 36] * (1.0 / 255.0));
+    tfc_model_forward(a, xi, 2, 0, 0, 0, &err);
+    tfc_model_get_output(a, yi);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(yout, &yt, &err), TFC_OK);
+    CU_ASSERT(yt.shape.dim[0] == 2 && memcmp(yt.data, yi, sizeof yi) == 0);
+    free(yt.data);
     /* Wrong input shape: exit 1 with the reason. */
     tfc_tensor bad = {.dtype = TFC_F32, .shape = {2, {4, 36}}, .data = x};
     tfc_npy_write(xin, &bad, &err);
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s 2>&1", bin,
+             model, w, xin, yout);
     CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "does not hold examples of the model's input shape (6, 6, 1)"));
     /* A config error exits 2 with FILE:LINE:COL. */
