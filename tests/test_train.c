@@ -661,6 +661,14 @@ static void test_kill9(void)
                           "--set", "test_interval=0", NULL};
     int code = run_tool(args, log, 0);
     CU_ASSERT_EQUAL(code, 0);
+    /* The temporary files of interrupted writes were cleared away by the new run. */
+    char snaps[1300];
+    snprintf(snaps, sizeof snaps, "%s/snapshots", out);
+    DIR *d = opendir(snaps);
+    int temps = 0;
+    for (struct dirent *e; d && (e = readdir(d));) temps += strstr(e->d_name, ".tmp-") != NULL;
+    if (d) closedir(d);
+    CU_ASSERT_EQUAL(temps, 0);
     if (code) {
         char *t = tfc_test_read(log, NULL);
         printf("\n%s\n", t ? t : "");

@@ -25,9 +25,8 @@ static int parse_threads(const char *s, int *out)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *weights = NULL;
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    const char *sets[256];
     tfc_solver_options opt = {0};
-    if (!sets) return 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_arg = i + 1 < argc;
@@ -39,9 +38,9 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--weights") && has_arg) {
             weights = argv[++i];
-        } else if (!strcmp(a, "--set") && has_arg) {
+        } else if (!strcmp(a, "--set") && has_arg && opt.nsets < 256) {
             sets[opt.nsets++] = argv[++i];
-        } else if (!strncmp(a, "--set=", 6)) {
+        } else if (!strncmp(a, "--set=", 6) && opt.nsets < 256) {
             sets[opt.nsets++] = a + 6;
         } else if (!strcmp(a, "--device") && has_arg) {
             opt.device = argv[++i];
@@ -72,6 +71,5 @@ int main(int argc, char **argv)
         printf("test: %s  (%lld examples)\n", line, (long long)e.examples);
     }
     tfc_solver_free(s);
-    free(sets);
     return tfc_exit_code(st);
 }

@@ -66,11 +66,10 @@ static int parse_threads(const char *s, int *out)
 int main(int argc, char **argv)
 {
     const char *path = NULL;
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    const char *sets[256];
     tfc_solver_options opt = {0};
     opt.live = -1;
     opt.console = stdout;
-    if (!sets) return 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_arg = i + 1 < argc;
@@ -83,9 +82,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--keys")) {
             print_keys();
             return 0;
-        } else if (!strcmp(a, "--set") && has_arg) {
+        } else if (!strcmp(a, "--set") && has_arg && opt.nsets < 256) {
             sets[opt.nsets++] = argv[++i];
-        } else if (!strncmp(a, "--set=", 6)) {
+        } else if (!strncmp(a, "--set=", 6) && opt.nsets < 256) {
             sets[opt.nsets++] = a + 6;
         } else if (!strcmp(a, "--resume") && has_arg) {
             opt.resume = argv[++i];
@@ -123,7 +122,6 @@ int main(int argc, char **argv)
     tfc_solver *s = tfc_solver_load(path, &opt, &err);
     if (!s) {
         fputs(err.text, stderr);
-        free(sets);
         return tfc_exit_code(err.code);
     }
     struct sigaction sa;
@@ -157,6 +155,5 @@ int main(int argc, char **argv)
     }
     free(res);
     tfc_solver_free(s);
-    free(sets);
     return code;
 }

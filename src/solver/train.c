@@ -450,15 +450,44 @@ static tfc_status snapshot(run *r, tfc_error *err)
     return TFC_OK;
 }
 
+/* The folder and base name of the snapshot prefix: DIR/snapshots and "fashion_cnn". */
+static void prefix_parts(const run *r, char *dir, size_t size, const char **base)
+{
+    snprintf(dir, size, "%s/%s", r->dir, r->c->snapshot_prefix);
+    char *slash = strrchr(dir, '/');
+    *slash = 0;
+    *base = r->c->snapshot_prefix + (slash - dir) - strlen(r->dir);
+}
+
+/* Temporary files of snapshot writes that a kill interrupted (".<base>_iter_N.*.tmp-XXXXXX",
+ * tfc_file_write_atomic's names) are removed when a run starts in the folder. */
+static void remove_stale_temps(const run *r)
+{
+    char dir[4700];
+    const char *base;
+    prefix_parts(r, dir, sizeof dir, &base);
+    size_t bl = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *nm = e->d_name;
+        if (nm[0] != '.' || strncmp(nm + 1, base, bl) || strncmp(nm + 1 + bl, "_iter_", 6) ||
+            !strstr(nm, ".tmp-"))
+            continue;
+        char path[5000];
+        snprintf(path, sizeof path, "%s/%s", dir, nm);
+        unlink(path);
+    }
+    closedir(d);
+}
+
 /* On resume: this run's earlier complete snapshots (iteration <= the resumed one) join the
  * rotation, oldest first. */
 static void adopt_snapshots(run *r)
 {
-    char probe[4700], dir[4700];
-    snprintf(probe, sizeof probe, "%s/%s", r->dir, r->c->snapshot_prefix);
-    char *slash = strrchr(probe, '/');
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - probe), probe);
-    const char *base = slash + 1;
+    char dir[4700];
+    const char *base;
+    prefix_parts(r, dir, sizeof dir, &base);
     size_t bl = strlen(base);
     DIR *d = opendir(dir);
     if (!d) return;
@@ -823,6 +852,7 @@ static tfc_status start(run *r, tfc_error *err)
     r->last_test = -1;
     if (!s->opt.resume) r->last_snap = -1;
     st = open_run_dir(r, s->opt.resume != NULL, err);
+    if (!st) remove_stale_temps(r);
     if (!st && s->opt.resume) adopt_snapshots(r);
     return st;
 }
