@@ -29,43 +29,6 @@
 
 /* ---- the fixture ---------------------------------------------------------------------------- */
 
-/* 16 features uniform in [-1, 1]; the label is the argmax of a fixed random linear map to 4
- * classes, so a small network can learn it well. xorshift, seeded per file. */
-static void write_split(const char *xname, const char *yname, int n, uint64_t seed)
-{
-    static float w[4][16];
-    uint64_t s = 0x9E3779B97F4A7C15ull;
-    for (int c = 0; c < 4; c++)
-        for (int j = 0; j < 16; j++) {
-            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-            w[c][j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
-        }
-    float *x = malloc(sizeof(float) * 16 * (size_t)n);
-    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
-    s = seed;
-    for (int i = 0; i < n; i++) {
-        float best = -1e30f;
-        for (int j = 0; j < 16; j++) {
-            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-            x[i * 16 + j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
-        }
-        for (int c = 0; c < 4; c++) {
-            float z = 0;
-            for (int j = 0; j < 16; j++) z += w[c][j] * x[i * 16 + j];
-            if (z > best) {
-                best = z;
-                y[i] = c;
-            }
-        }
-    }
-    tfc_tensor tx = {TFC_F32, {2, {n, 16}}, x, -1}, ty = {TFC_I32, {1, {n}}, y, -1};
-    tfc_error err;
-    tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(xname), &tx, &err), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(yname), &ty, &err), TFC_OK);
-    free(x);
-    free(y);
-}
 
 static const char *solver_text =
     "model:\n"
@@ -100,8 +63,8 @@ static const char *solver_path(void)
 {
     static char path[1024];
     if (!path[0]) {
-        write_split("train_x.npy", "train_y.npy", 512, 11);
-        write_split("test_x.npy", "test_y.npy", 200, 12);
+        tfc_test_write_split("train_x.npy", "train_y.npy", 512, 11);
+        tfc_test_write_split("test_x.npy", "test_y.npy", 200, 12);
         snprintf(path, sizeof path, "%s", tfc_test_write("tiny.yaml", solver_text, -1));
     }
     return path;

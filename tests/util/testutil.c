@@ -1,6 +1,8 @@
 /* Shared test helpers; see testutil.h. */
 #include "testutil.h"
 
+#include "data/data.h"
+
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,4 +85,42 @@ int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char 
     int ran = (int)CU_get_number_of_tests_run();
     CU_cleanup_registry();
     return failed || ran == 0 ? 1 : 0;
+}
+
+/* 16 features uniform in [-1, 1]; the label is the argmax of a fixed random linear map to 4
+ * classes, so a small network can learn it well. xorshift, seeded per file. */
+void tfc_test_write_split(const char *xname, const char *yname, int n, uint64_t seed)
+{
+    static float w[4][16];
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (int c = 0; c < 4; c++)
+        for (int j = 0; j < 16; j++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            w[c][j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+    float *x = malloc(sizeof(float) * 16 * (size_t)n);
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
+    s = seed;
+    for (int i = 0; i < n; i++) {
+        float best = -1e30f;
+        for (int j = 0; j < 16; j++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            x[i * 16 + j] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+        for (int c = 0; c < 4; c++) {
+            float z = 0;
+            for (int j = 0; j < 16; j++) z += w[c][j] * x[i * 16 + j];
+            if (z > best) {
+                best = z;
+                y[i] = c;
+            }
+        }
+    }
+    tfc_tensor tx = {TFC_F32, {2, {n, 16}}, x, -1}, ty = {TFC_I32, {1, {n}}, y, -1};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(xname), &tx, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(yname), &ty, &err), TFC_OK);
+    free(x);
+    free(y);
 }

@@ -5,6 +5,7 @@
 
 #include <CUnit/CUnit.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct tfc_test_case {
     const char *name;
@@ -30,5 +31,10 @@ const char *tfc_test_path(const char *name);
 const char *tfc_test_write(const char *name, const void *data, long len);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated); *len gets its size. */
 char *tfc_test_read(const char *path, size_t *len);
+
+/* A learnable synthetic classification set as two .npy files in the scratch directory: 16
+ * features uniform in [-1, 1] (float32 [n, 16]) and int32 labels [n], the argmax of a fixed
+ * random linear map to 4 classes. Deterministic in `seed`. */
+void tfc_test_write_split(const char *xname, const char *yname, int n, uint64_t seed);
 
 #endif
