@@ -26,7 +26,8 @@ typedef struct run {
     tfc_backend *be;
     tfc_pipeline *train, *test;
     tfc_optimizer opt;
-    int max_batch;
+    int bind_batch;                  /* examples the model is bound for (the train batch) */
+    int stage_batch;                 /* largest batch of either split (staging buffers) */
     int64_t in_numel, label_numel;   /* per example */
     void *x, *y;                     /* host staging for one batch */
     char dir[4096];
@@ -194,10 +195,11 @@ static tfc_status next_batch(run *r, tfc_pipeline *p, const char *key, int *batc
     int64_t n = batched && b.features.shape.ndim > 0 ? b.features.shape.dim[0] : 1;
     int64_t fnum = tfc_shape_numel(&b.features.shape), lnum = tfc_shape_numel(&b.labels.shape);
     char fs[96], want[96];
-    if (n < 1 || n > r->max_batch)
+    if (n < 1 || n > r->stage_batch)
         return tfc_error_set(err, TFC_ERR_DATA,
-                             "%s: a batch of %lld examples, but the model is bound for at most %d",
-                             key, (long long)n, r->max_batch);
+                             "%s: a batch of %lld examples, larger than the %d its configuration "
+                             "announced",
+                             key, (long long)n, r->stage_batch);
     if (fnum != n * r->in_numel) {
         tfc_shape_str(&b.features.shape, fs, sizeof fs);
         tfc_shape_str(tfc_model_input_shape(r->m), want, sizeof want);
@@ -243,15 +245,24 @@ static tfc_status evaluate(run *r, tfc_eval *out, int *stopped, tfc_error *err)
             return TFC_OK;
         }
         int n;
-        tfc_batch_result br;
         tfc_status s = next_batch(r, r->test, "data.test", &n, err);
         if (!s && n == 0) break;
-        if (!s) s = tfc_model_forward(r->m, r->x, n, 0, (uint64_t)r->c->seed, 0, err);
-        if (!s) s = tfc_model_loss(r->m, r->y, 0, &br, err);
         if (s) return s;
-        loss += br.loss * (double)br.count;
-        for (int i = 0; i < r->nmetrics; i++) metric[i] += br.metric[i] * (double)br.count;
-        out->rows += br.count;
+        /* A test batch larger than the bound batch runs in slices (inference is per
+         * example, so only the summation order changes). */
+        for (int at = 0; at < n; at += r->bind_batch) {
+            int k = n - at < r->bind_batch ? n - at : r->bind_batch;
+            tfc_batch_result br;
+            s = tfc_model_forward(r->m, (char *)r->x + (size_t)at * (size_t)r->in_numel * 4, k, 0,
+                                  (uint64_t)r->c->seed, 0, err);
+            if (!s)
+                s = tfc_model_loss(r->m, (char *)r->y + (size_t)at * (size_t)r->label_numel * 4,
+                                   0, &br, err);
+            if (s) return s;
+            loss += br.loss * (double)br.count;
+            for (int i = 0; i < r->nmetrics; i++) metric[i] += br.metric[i] * (double)br.count;
+            out->rows += br.count;
+        }
         out->examples += n;
     }
     if (out->rows > 0) {
@@ -663,8 +674,11 @@ static tfc_status build_pipelines(run *r, tfc_error *err)
     return TFC_OK;
 }
 
-/* Sizes the model's batch from the splits, checks their specs, binds and allocates. */
-static tfc_status prepare(run *r, tfc_error *err)
+/* Sizes the batches from the splits, checks their specs, binds and allocates. The model is
+ * bound for the train batch (test batches run in slices of it), or for evaluation alone
+ * (eval_only) for the test batch up to 256 examples, so memory and start-up do not grow
+ * with a large test batch. */
+static tfc_status prepare(run *r, int eval_only, tfc_error *err)
 {
     const tfc_solver_config *c = r->c;
     r->in_numel = tfc_shape_numel(tfc_model_input_shape(r->m));
@@ -673,7 +687,7 @@ static tfc_status prepare(run *r, tfc_error *err)
     tfc_status s = check_spec(r, r->train, c->train, "data.train", err);
     if (!s && r->test) s = check_spec(r, r->test, c->test, "data.test", err);
     if (s) return s;
-    r->max_batch = 1;
+    int sizes[2] = {1, 1};
     for (int k = 0; k < 2; k++) {
         tfc_pipeline *p = k ? r->test : r->train;
         if (!p) continue;
@@ -689,12 +703,14 @@ static tfc_status prepare(run *r, tfc_error *err)
                                       k ? "data.test" : "data.train",
                                       "cannot tell the batch size of this pipeline");
         }
-        if (bs > r->max_batch) r->max_batch = bs;
+        sizes[k] = bs;
     }
-    s = tfc_model_bind(r->m, r->be, r->max_batch, err);
+    r->stage_batch = sizes[0] > sizes[1] ? sizes[0] : sizes[1];
+    r->bind_batch = eval_only ? (sizes[1] < 256 ? sizes[1] : 256) : sizes[0];
+    s = tfc_model_bind(r->m, r->be, r->bind_batch, err);
     if (s) return s;
-    r->x = malloc((size_t)r->max_batch * (size_t)r->in_numel * 4);
-    r->y = malloc((size_t)r->max_batch * (size_t)r->label_numel * 4);
+    r->x = malloc((size_t)r->stage_batch * (size_t)r->in_numel * 4);
+    r->y = malloc((size_t)r->stage_batch * (size_t)r->label_numel * 4);
     if (!r->x || !r->y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     return TFC_OK;
 }
@@ -795,7 +811,7 @@ static tfc_status start(run *r, tfc_error *err)
     if (!r->be) return err->code;
     tfc_status st = tfc_backend_check(r->be->ops, err);
     if (!st) st = build_pipelines(r, err);
-    if (!st) st = prepare(r, err);
+    if (!st) st = prepare(r, 0, err);
     if (!st) st = tfc_optimizer_init(&r->opt, &c->optimizer, r->be, tfc_model_trainable_count(r->m),
                                      err);
     if (!st) st = tfc_model_init_weights(r->m, (uint64_t)c->seed, err);
@@ -933,7 +949,7 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
     if (!st) {
         say(&r, "%s: %lld parameters (%lld trainable) on %s, batch %d; run directory %s\n",
             tfc_model_name(r.m), (long long)tfc_model_param_count(r.m),
-            (long long)tfc_model_trainable_count(r.m), r.be->ops->name, r.max_batch, r.dir);
+            (long long)tfc_model_trainable_count(r.m), r.be->ops->name, r.bind_batch, r.dir);
         st = loop(&r, err);
         if (!st) st = finish_run(&r, err);
     }
@@ -1037,7 +1053,7 @@ tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out
         tfc_solver_config c = *r.c;
         c.train = c.test;
         r.c = &c;
-        st = prepare(&r, err);
+        st = prepare(&r, 1, err);
         r.c = &s->cfg;
         r.train = train;
     }
