@@ -96,14 +96,16 @@ ifeq ($(HAVE_CUDA),1)
   NVCC     := $(if $(wildcard $(CUDA_HOME)/bin/nvcc),$(CUDA_HOME)/bin/nvcc,$(NVCC))
   NVCC_ARCHS := $(shell $(NVCC) --list-gpu-arch 2>/dev/null)
   GPU_OLDEST := $(if $(filter compute_70,$(NVCC_ARCHS)),70,$(if $(NVCC_ARCHS),75,70))
+  # GPU_GENCODE=...: the targets (default: the oldest this nvcc knows, sm_80, sm_90 + PTX);
+  # e.g. GPU_GENCODE='-gencode arch=compute_90,code=sm_90' for a quicker build for one GPU.
+  GPU_GENCODE ?= -gencode arch=compute_$(GPU_OLDEST),code=sm_$(GPU_OLDEST) \
+                 -gencode arch=compute_80,code=sm_80 \
+                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   # --fmad=false: our kernels round a * b + c twice, as the CPU does (docs/gpu.md)
   NVFLAGS := -O2 -std=c++17 -lineinfo --fmad=false -Iinclude -Isrc \
              -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter,-Wno-format-truncation,-Werror \
              --Werror all-warnings -Wno-deprecated-gpu-targets \
-             -gencode arch=compute_$(GPU_OLDEST),code=sm_$(GPU_OLDEST) \
-             -gencode arch=compute_80,code=sm_80 \
-             -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-             $(NVCCFLAGS)
+             $(GPU_GENCODE) $(NVCCFLAGS)
 endif
 
 # ---- sources ------------------------------------------------------------------------------

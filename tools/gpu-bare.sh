@@ -1,0 +1,91 @@
+#!/bin/bash
+# Builds and checks tfc on a bare, offline NVIDIA machine (one with CUDA and a Python that
+# holds PyTorch, but none of our Debian libraries), e.g. the lent GPU machines of docs/gpu.md.
+# Prepare on a machine with Debian's archive, in the repository root:
+#   tools/gpu-bare.sh --prepare   downloads the .debs, unpacks them into .deps/root (static
+#                                 libraries and docs dropped), packs .deps/root.tar.xz and
+#                                 copies Fashion-MNIST into .deps/fmnist (both git-ignored)
+# then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
+#   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
+#                                 "train CONFIG [--set K=V...]" (one quoted word)
+# Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
+# summary.json, log.csv, config.yaml, final/best weights and newest snapshot into
+# $OUT/train.tar (stopped 20 s before the step's limit, it snapshots first). Each step is stopped after STEP_TIMEOUT seconds (590);
+# a step that fails is reported and the next one still runs; the exit status is the number
+# of failed steps.
+set -u
+cd "$(dirname "$0")/.."
+debs="libyaml-0-2 libyaml-dev libopenblas0-openmp libopenblas-openmp-dev libopenblas-dev
+      libgfortran5 libpng16-16 libpng-dev libjpeg62-turbo libjpeg62-turbo-dev libcunit1
+      libcunit1-dev libjansson4 libjansson-dev libnettle8 nettle-dev zlib1g zlib1g-dev"
+if [ "${1:-}" = --prepare ]; then
+    set -e
+    rm -rf .deps/debs .deps/root && mkdir -p .deps/debs .deps/root
+    (cd .deps/debs && apt-get download $debs)
+    for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
+    find .deps/root -name '*.a' -delete
+    rm -rf .deps/root/usr/share/{doc,man,lintian,info}
+    # absolute symlinks (zlib's libz.so) would point outside the prefix
+    find .deps/root -type l -lname '/*' | while read -r l; do
+        t=$(readlink "$l"); ln -sfn "$(realpath -m --relative-to="$(dirname "$l")" ".deps/root$t")" "$l"
+    done
+    tar cJf .deps/root.tar.xz -C .deps root
+    mkdir -p .deps/fmnist && cp /usr/share/datasets/fashion-mnist/*.gz .deps/fmnist/
+    du -sh .deps/root.tar.xz .deps/fmnist
+    exit 0
+fi
+
+OUT=$(realpath -m "${OUT:-build/gpu-bare}"); export OUT
+mkdir -p "$OUT"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+[ -d .deps/root ] || tar xJf .deps/root.tar.xz -C .deps
+cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
+if [ -n "$cudnn" ] && [ ! -e "$cudnn/lib/libcudnn.so" ]; then
+    # the wheel has libcudnn.so.9 only; a private prefix with the link the linker wants
+    mkdir -p .deps/cudnn && ln -sfn "$cudnn/include" .deps/cudnn/include
+    mkdir -p .deps/cudnn/lib && ln -sfn "$cudnn"/lib/libcudnn.so.9 .deps/cudnn/lib/libcudnn.so
+    for f in "$cudnn"/lib/*.so*; do ln -sfn "$f" .deps/cudnn/lib/; done
+    cudnn=$PWD/.deps/cudnn
+fi
+if [ -d .deps/fmnist ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
+    mkdir -p /usr/share/datasets && ln -sfn "$PWD/.deps/fmnist" /usr/share/datasets/fashion-mnist
+fi
+export LD_LIBRARY_PATH=${cudnn:+$cudnn/lib:}${LD_LIBRARY_PATH:-}
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+mk=(make -j"$(nproc)" BUILD=build/gpu-bare CUDA=1 DEPS_PREFIX="$PWD/.deps/root"
+    ${cudnn:+CUDNN_PREFIX="$cudnn"}
+    ${cc:+GPU_GENCODE="-gencode arch=compute_$cc,code=sm_$cc"})
+[ "${1:-}" = --step ] || {
+    nvidia-smi; nvcc --version | tail -1; gcc --version | head -1
+    echo "cuDNN: ${cudnn:-not found}"; python3 -c 'import torch; print("torch", torch.__version__)'
+} >"$OUT/env.log" 2>&1
+if [ "${1:-}" = --step ]; then
+    case $2 in
+        build) "${mk[@]}" lib tools build/gpu-bare/tests/gpu/test_gpu_ops \
+                   build/gpu-bare/bench/bench_train ;;
+        test) "${mk[@]}" test-gpu ;;
+        memcheck) "${mk[@]}" test-gpu-memcheck ;;
+        bench) "${mk[@]}" bench-gpu ;;
+        curve) tests/gpu/train_curve.sh bin build/gpu-bare/train-curve ;;
+        train\ *) read -r -a a <<<"${2#train }"
+                  # SIGTERM before the step's own limit: tfc-train snapshots and exits 143
+                  timeout -s TERM "$(( ${STEP_TIMEOUT:-590} - 20 ))" \
+                      bin/tfc-train "${a[@]}" --device gpu --out build/gpu-bare/train
+                  rc=$?
+                  (cd build/gpu-bare/train && tar cf "$OUT/train.tar" summary.json \
+                      log.csv config.yaml $(ls final.safetensors best.safetensors \
+                      $(ls -t snapshots/* 2>/dev/null | head -2) 2>/dev/null))
+                  exit $rc ;;
+        *) echo "unknown step '$2'"; false ;;
+    esac
+    exit
+fi
+failed=0
+for step in "$@"; do
+    t0=$(date +%s)
+    timeout -k 10 "${STEP_TIMEOUT:-590}" "$0" --step "$step" >"$OUT/${step%% *}.log" 2>&1
+    rc=$?
+    echo "== $step: exit $rc, $(( $(date +%s) - t0 )) s"
+    [ $rc = 0 ] || { failed=$((failed + 1)); tail -n 40 "$OUT/${step%% *}.log"; }
+done
+exit $failed
