@@ -351,6 +351,9 @@ static void test_solver_defaults(void)
     CU_ASSERT_EQUAL(c->optimizer.type, TFC_OPTIMIZER_ADAM);
     CU_ASSERT_EQUAL(c->lr_policy.type, TFC_LR_FIXED);
     CU_ASSERT_PTR_NULL(c->test);
+    CU_ASSERT_EQUAL(c->deterministic, 0);
+    CU_ASSERT_EQUAL(c->tf32, 0);
+    CU_ASSERT_EQUAL(c->gpu_memory_limit, 0.0);
     CU_ASSERT_STRING_EQUAL(tfc_model_name(tfc_solver_model(s)), "solver");
     /* The resolved configuration names the model and the absolute base folder. */
     CU_ASSERT_STRING_EQUAL(resolved_at(s, (const char *[]){"model", "name"}, 2), "solver");
@@ -366,6 +369,23 @@ static void test_solver_defaults(void)
     s = load_with(solver_yaml, set, 1, &err);
     CU_ASSERT_NOT_EQUAL(tfc_solver_config_hash(s), h);
     CU_ASSERT_EQUAL(tfc_solver_model_hash(s), mh);
+    tfc_solver_free(s);
+    /* the GPU options (applied by tfc_backend_configure; no-ops on the CPU) */
+    const char *gset[] = {"deterministic=true", "tf32=true", "gpu_memory_limit=512"};
+    s = load_with(solver_yaml, gset, 3, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    c = tfc_solver_get_config(s);
+    CU_ASSERT_EQUAL(c->deterministic, 1);
+    CU_ASSERT_EQUAL(c->tf32, 1);
+    CU_ASSERT_EQUAL(c->gpu_memory_limit, 512.0);
+    tfc_solver_free(s);
+    const char *bset[] = {"gpu_memory_limit=-1", "deterministic=sometimes"};
+    s = load_with(solver_yaml, bset, 2, &err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "gpu_memory_limit: expected a number in"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "deterministic: expected"));
+    if (!s && !strstr(err.text, "gpu_memory_limit: expected a number in")) printf("\n%s", err.text);
     tfc_solver_free(s);
     const char *mset[] = {"model.layers.1.Dropout.rate=0.25"};
     s = load_with(solver_yaml, mset, 1, &err);

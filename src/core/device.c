@@ -6,10 +6,30 @@
 #include "core/backend.h"
 
 #ifdef TFC_HAVE_CUDA
-/* src/gpu: the CUDA backend for device `index`, or NULL with err filled. */
-tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err);
-int tfc_gpu_device_count(void);
+#include "gpu/gpu.h"
 #endif
+
+void tfc_backend_configure(tfc_backend *be, const tfc_device_options *o)
+{
+#ifdef TFC_HAVE_CUDA
+    if (!be || !tfc_gpu_is_gpu(be)) return;
+    tfc_gpu_set_deterministic(be, o->deterministic);
+    tfc_gpu_set_tf32(be, o->tf32);
+    tfc_gpu_set_memory_limit(be, o->memory_limit);
+#else
+    (void)be, (void)o;
+#endif
+}
+
+tfc_status tfc_backend_status(tfc_backend *be, tfc_error *err)
+{
+#ifdef TFC_HAVE_CUDA
+    if (be && tfc_gpu_is_gpu(be)) return tfc_gpu_status(be, err);
+#else
+    (void)be, (void)err;
+#endif
+    return TFC_OK;
+}
 
 tfc_backend *tfc_backend_open(const char *device, int threads, tfc_error *err)
 {

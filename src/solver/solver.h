@@ -53,6 +53,8 @@ typedef struct tfc_solver_config {
     int snapshot_keep;            /* newest complete snapshots kept; 0: all */
     const char *snapshot_prefix;  /* relative to the run directory */
     const char *device;           /* NULL: automatic */
+    int deterministic, tf32;      /* GPU options (core/device.h) */
+    double gpu_memory_limit;      /* MiB; 0 = none */
     const char *base_dir;         /* absolute: relative data paths resolve against it */
     const tfc_node *train, *test; /* data.train, data.test (NULL when absent) */
     const tfc_node *model;        /* the resolved model mapping */

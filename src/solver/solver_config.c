@@ -17,6 +17,8 @@ typedef struct solver_args {
     const tfc_node *model, *data, *optimizer, *lr_policy, *snapshot;
     double weight_decay, clip_gradients;
     int iter_size, max_iter, test_interval, display, average_loss, seed;
+    int deterministic, tf32;
+    double gpu_memory_limit;
     const char *device, *base_dir;
 } solver_args;
 
@@ -48,6 +50,12 @@ static const tfc_field solver_fields[] = {
      "seeds weights, dropout and the data pipeline"},
     {"device", TFC_F_STRING, ARG(device), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "cpu, gpu or gpu:N; default: a GPU when one is usable, else the CPU"},
+    {"deterministic", TFC_F_BOOL, ARG(deterministic), "false", 0, 1, NULL,
+     "GPU: deterministic cuDNN algorithms and atomics-free reductions (bit-identical reruns)"},
+    {"tf32", TFC_F_BOOL, ARG(tf32), "false", 0, 1, NULL,
+     "GPU: TensorFloat-32 in GEMMs and convolutions (faster, ~1e-3 relative error)"},
+    {"gpu_memory_limit", TFC_F_FLOAT, ARG(gpu_memory_limit), "0", 0, 1e12, NULL,
+     "GPU: MiB the allocator may hold; 0 = no limit (it takes what the model needs)"},
     {"base_dir", TFC_F_STRING, ARG(base_dir), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "folder that relative paths resolve against; default: this file's folder"},
     {NULL}};
@@ -245,6 +253,9 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     c->average_loss = a.average_loss;
     c->seed = a.seed;
     c->device = a.device;
+    c->deterministic = a.deterministic;
+    c->tf32 = a.tf32;
+    c->gpu_memory_limit = a.gpu_memory_limit;
     c->base_dir = s->base_dir;
     if (a.device && !valid_device(a.device))
         status = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(s->root, "device"), "device",

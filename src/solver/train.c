@@ -602,6 +602,9 @@ static tfc_status train_step(run *r, tfc_error *err)
     r->lr = tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, r->iter, c->max_iter);
     tfc_optimizer_step(&r->opt, r->iter, r->lr, scale, c->weight_decay, tfc_model_params(r->m),
                        grads);
+    /* a failed asynchronous GPU op (launch, cuBLAS, cuDNN) is reported at this step */
+    tfc_status ds = tfc_backend_status(r->be, err);
+    if (ds) return ds;
     r->losses[r->losses_seen % r->window] = loss / c->iter_size;
     r->losses_seen++;
     r->iter++;
@@ -615,6 +618,7 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
     double t0 = now();
     tfc_eval e;
     tfc_status s = evaluate(r, &e, stopped, err);
+    if (!s) s = tfc_backend_status(r->be, err);
     r->test_seconds += now() - t0;
     r->rate_t += now() - t0; /* testing does not count against the training speed */
     if (s || *stopped) return s;
@@ -800,6 +804,13 @@ static void free_run(run *r)
     free(r->snaps);
 }
 
+static void configure_device(tfc_backend *be, const tfc_solver_config *c)
+{
+    tfc_device_options o = {c->deterministic, c->tf32,
+                            (size_t)(c->gpu_memory_limit * 1024.0 * 1024.0)};
+    tfc_backend_configure(be, &o);
+}
+
 /* ---- the whole run ---------------------------------------------------------------------------- */
 
 static tfc_status start(run *r, tfc_error *err)
@@ -809,6 +820,7 @@ static tfc_status start(run *r, tfc_error *err)
     const char *device = s->opt.device ? s->opt.device : c->device;
     r->be = tfc_backend_open(device, s->opt.threads, err);
     if (!r->be) return err->code;
+    configure_device(r->be, c);
     tfc_status st = tfc_backend_check(r->be->ops, err);
     if (!st) st = build_pipelines(r, err);
     if (!st) st = prepare(r, 0, err);
@@ -1020,6 +1032,7 @@ tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out
                              s->path);
     const char *device = s->opt.device ? s->opt.device : r.c->device;
     r.be = tfc_backend_open(device, s->opt.threads, err);
+    if (r.be) configure_device(r.be, r.c);
     tfc_status st = r.be ? tfc_backend_check(r.be->ops, err) : err->code;
     tfc_data_options o = {0};
     char vdir[4200];
@@ -1060,6 +1073,7 @@ tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out
     if (!st) st = tfc_model_load_weights(r.m, weights, NULL, err);
     int stopped = 0;
     if (!st) st = evaluate(&r, out, &stopped, err);
+    if (!st) st = tfc_backend_status(r.be, err);
     free_run(&r);
     return st;
 }
