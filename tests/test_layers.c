@@ -67,6 +67,14 @@ static const gc_case cases[] = {
     {"residual_add", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 3, padding: same}\n"
                      "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, activation: relu}\n"
                      "  - Add: {inputs: [input, b]}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* a hidden layer with three consumers (their gradients accumulate in one block, which
+     * the last consumer's backward step must zero first: graph.c's plan_grads) */
+    {"residual_block", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 3, padding: same, activation: tanh}\n"
+                       "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same}\n"
+                       "  - BatchNormalization: {name: n}\n"
+                       "  - Add: {name: s, inputs: [n, a]}\n"
+                       "  - Conv2D: {name: c, filters: 2, kernel_size: 1, inputs: a}\n"
+                       "  - Concatenate: {inputs: [s, c]}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"concatenate", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1}\n"
                     "  - Conv2D: {name: b, filters: 3, kernel_size: 1, inputs: input}\n"
                     "  - Concatenate: {inputs: [a, b, input]}\n  - Flatten: {}\n"

@@ -1,6 +1,8 @@
 /* The bound graph: memory planned once per (backend, max batch), then forward, loss and
- * backward passes that allocate nothing. Activation gradients share one contiguous region
- * so a step clears them with a single zero op. */
+ * backward passes that allocate nothing. Outputs, pre-activations and saved buffers are
+ * kept from forward to backward; activation gradients live only from the backward step of
+ * a layer's last consumer to the layer's own, so layers whose gradient lifetimes do not
+ * overlap share memory (plan_grads). */
 #include "core/model_internal.h"
 
 #include <stdlib.h>
@@ -61,6 +63,58 @@ static int64_t mask_steps(const tfc_model *m)
     return m->mask_layer >= 0 ? m->layers[m->mask_layer].in_shape[0].dim[0] : 0;
 }
 
+/* Places each layer's gradient block [dy | dz] (sizes in b->grad_bytes) at an offset in
+ * one region and sets b->zero_at; returns the region's size (offsets in off[]).
+ * Backward runs layers n-1 .. 0; call the loss time 0 and layer i's backward step n - i.
+ * Layer p's gradient is first written (accumulated into) at the step of its last consumer
+ * c (the loss for the last layer; p itself when nothing consumes it) and last read at its
+ * own: it lives over [n - c, n - p], and is zeroed when that starts. Blocks are placed
+ * largest first at the lowest offset that no block with an overlapping lifetime covers. */
+static size_t plan_grads(tfc_model *m, size_t *off)
+{
+    const int n = m->nlayers;
+    int *start = malloc((size_t)n * 2 * sizeof *start), *order = start ? start + n : NULL;
+    if (!start) return SIZE_MAX;
+    for (int p = 0; p < n; p++) m->bound[p].zero_at = p;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m->layers[i].ninputs; j++) {
+            int p = m->layers[i].inputs[j];
+            if (p >= 0 && i > m->bound[p].zero_at) m->bound[p].zero_at = i;
+        }
+    for (int p = 0; p < n; p++) {
+        start[p] = p == n - 1 ? 0 : n - m->bound[p].zero_at;
+        order[p] = p;
+    }
+    /* largest first (insertion sort: a few hundred layers at most) */
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && m->bound[order[b]].grad_bytes > m->bound[order[b - 1]].grad_bytes;
+             b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    size_t total = 0;
+    for (int a = 0; a < n; a++) {
+        int p = order[a];
+        size_t bytes = m->bound[p].grad_bytes, at = 0;
+        for (int moved = 1; moved;) { /* first fit: bump past every conflicting block */
+            moved = 0;
+            for (int b = 0; b < a; b++) {
+                int q = order[b];
+                int overlap_t = start[p] <= n - q && start[q] <= n - p;
+                if (overlap_t && at < off[q] + m->bound[q].grad_bytes && off[q] < at + bytes) {
+                    at = off[q] + m->bound[q].grad_bytes;
+                    moved = 1;
+                }
+            }
+        }
+        off[p] = at;
+        if (at + bytes > total) total = at + bytes;
+    }
+    free(start);
+    return total;
+}
+
 tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err)
 {
     tfc_model_unbind(m);
@@ -116,14 +170,23 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
         o_y[4 * i + 2] = o; o = align_up(o + (B * (size_t)l->saved_floats + (size_t)l->fixed_floats) * 4);
     }
     o_ws = o; o = align_up(o + m->ws_bytes);
-    o_grads = o;
     if (m->input_dtype == TFC_F32) { o_dx = o; o = align_up(o + in_bytes); }
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
-        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4;
-        o_y[4 * i + 3] = o; o = align_up(o + bytes);
-        if (l->act != TFC_ACT_LINEAR) o = align_up(o + bytes); /* dz follows dy */
+        size_t bytes = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
+        m->bound[i].grad_bytes = l->act != TFC_ACT_LINEAR ? 2 * bytes : bytes; /* dz follows dy */
     }
+    size_t *g_off = calloc((size_t)m->nlayers, sizeof *g_off);
+    size_t g_bytes = g_off ? plan_grads(m, g_off) : SIZE_MAX;
+    if (g_bytes == SIZE_MAX) {
+        free(o_y), free(g_off);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    o_grads = o;
+    for (int i = 0; i < m->nlayers; i++) o_y[4 * i + 3] = o_grads + g_off[i];
+    free(g_off);
+    o = align_up(o + g_bytes);
+    m->act_grad_bytes = g_bytes;
     m->arena = alloc_or_report(be, o, "activations", max_batch, err);
     m->host_mask = m->mask_layer >= 0 ? malloc(B * (size_t)mask_steps(m) * 4) : NULL;
     if (!m->arena || (m->mask_layer >= 0 && !m->host_mask)) {
@@ -138,16 +201,14 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     m->labels = base + o_labels;
     m->scalars = (float *)(base + o_scalars);
     m->ws = base + o_ws;
-    m->act_grad_begin = (float *)(base + o_grads);
-    m->act_grad_bytes = o - o_grads;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
         tfc_bound *b = &m->bound[i];
-        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4;
         b->y = (float *)(base + o_y[4 * i]);
         b->dy = (float *)(base + o_y[4 * i + 3]);
         b->z = l->act != TFC_ACT_LINEAR ? (float *)(base + o_y[4 * i + 1]) : b->y;
-        b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + align_up(o_y[4 * i + 3] + bytes)) : b->dy;
+        b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + o_y[4 * i + 3] + b->grad_bytes / 2)
+                                         : b->dy;
         l->saved = l->saved_floats || l->fixed_floats ? (float *)(base + o_y[4 * i + 2]) : NULL;
         l->mask = l->mask_in ? m->mask : NULL;
     }
@@ -298,8 +359,10 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
     const float *x = m->fused_loss ? b->z : b->y;
     int from_logits = m->fused_loss || !(last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID);
     float *dx = NULL;
-    if (want_grad) {
-        be->ops->zero(be, m->act_grad_begin, m->act_grad_bytes);
+    if (want_grad) { /* the blocks the loss and the input's consumers accumulate into */
+        be->ops->zero(be, b->dy, b->grad_bytes);
+        if (m->dx)
+            be->ops->zero(be, m->dx, (size_t)m->max_batch * (size_t)tfc_shape_numel(&m->input_shape) * 4);
         dx = m->fused_loss ? b->dz : b->dy;
     }
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
@@ -329,6 +392,13 @@ void tfc_model_layer_backward(tfc_model *m, int i)
 {
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
+    /* gradient blocks whose lifetime starts here (plan_grads): this layer's inputs when it is
+     * their last consumer, and its own when nothing consumes it */
+    for (int j = 0; j < l->ninputs; j++) {
+        int p = l->inputs[j];
+        if (p >= 0 && m->bound[p].zero_at == i) m->be->ops->zero(m->be, m->bound[p].dy, m->bound[p].grad_bytes);
+    }
+    if (b->zero_at == i && i != m->nlayers - 1) m->be->ops->zero(m->be, b->dy, b->grad_bytes);
     if (l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss)) {
         int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
         m->be->ops->act_backward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),

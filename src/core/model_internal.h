@@ -11,6 +11,8 @@
  * pre-activation output when the layer has a fused activation (else z == y, dz == dy). */
 typedef struct tfc_bound {
     float *y, *dy, *z, *dz;
+    size_t grad_bytes; /* the block [dy | dz] */
+    int zero_at;       /* the layer whose backward step zeroes the block first (graph.c) */
 } tfc_bound;
 
 struct tfc_model {
@@ -43,8 +45,7 @@ struct tfc_model {
     float *scalars;        /* device: loss, then one per metric */
     void *ws;
     size_t ws_bytes;
-    float *act_grad_begin; /* the contiguous region of activation gradients */
-    size_t act_grad_bytes;
+    size_t act_grad_bytes; /* the region the activation-gradient blocks share */
     tfc_exec ex;
     int64_t rows_counted;  /* rows the last loss averaged over */
     int want_input_grad;
