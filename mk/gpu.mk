@@ -1,6 +1,8 @@
 # GPU checks and benchmarks; none is part of `make test` (docs/gpu.md).
 #   make test-gpu          every op on CPU and GPU, compared (tests/gpu/test_gpu_ops.c); prints
-#                          "skipped" and exits 0 when there is no usable GPU (or no CUDA build).
+#                          "skipped" and exits 0 when there is no usable GPU (or no CUDA build);
+#                          then fashion_cnn's loss curve on GPU vs CPU and snapshots resumed
+#                          across devices (tests/gpu/train_curve.sh; needs Fashion-MNIST).
 #                          TEST_GPU_ARGS=--cpu-twin checks the harness against a second CPU
 #                          backend; TEST_GPU_ARGS=conv runs one test.
 #   make test-gpu-memcheck the same under compute-sanitizer (memcheck, then racecheck on a
@@ -23,8 +25,9 @@ $(GPU_TEST_BIN): tests/gpu/test_gpu_ops.c $(TEST_LIB) $(STATIC)
 	$(Q)$(CC) $(CPPFLAGS_ALL) -Itests -Itests/util $(CFLAGS_ALL) $< $(TEST_LIB) $(STATIC) -o $@ \
 	    $(LDFLAGS_ALL) $(LDLIBS_ALL) -lcunit
 
-test-gpu: features $(GPU_TEST_BIN)
+test-gpu: features $(GPU_TEST_BIN) tools
 	$(Q)OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(GPU_TEST_BIN) $(TEST_GPU_ARGS)
+	$(Q)$(if $(TEST_GPU_ARGS),:,tests/gpu/train_curve.sh $(BIN) $(BUILD)/train-curve)
 
 test-gpu-memcheck: features $(GPU_TEST_BIN)
 	$(Q)$(GPU_SANITIZER) --tool memcheck --leak-check full --error-exitcode 1 $(GPU_TEST_BIN) $(TEST_GPU_ARGS)

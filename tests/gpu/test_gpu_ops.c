@@ -996,6 +996,31 @@ static float *fetch(tfc_backend *be, const float *p, int64_t n)
 }
 
 /* Every parameter (values, and gradients of the trainable ones) of ma against mb, by name. */
+/* > 0: compare_params compares each tensor as a whole, ||dev - cpu|| / ||cpu|| <= this,
+ * instead of element by element. For TF32: its 10-bit products make a weight gradient that
+ * is a sum of thousands of terms cancelling to near zero differ from the float32 sum in
+ * every digit (error ~ sqrt(terms) * 5e-4 * |term|), while the tensor as a whole stays
+ * close (METHOD: tf32 lands near 3e-4 normwise for a single product). Measured on an H100
+ * over this test's 4 steps: up to 0.11 for conv kernels and 0.19 for c1/bias, whose true
+ * gradient is zero (BatchNormalization removes any shift), so that both sides are rounding
+ * noise; the bound 0.25 still catches a wrong layout or a missing term (errors near 1).
+ * The losses and outputs, checked element by element at 2e-2, are the tighter check. */
+static double normwise_tol;
+
+static int compare_normwise(const char *what, const float *got, const float *want, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        num += d * d;
+        den += (double)want[i] * want[i];
+    }
+    double e = sqrt(num) / (sqrt(den) + 1e-30);
+    if (e <= normwise_tol) return 0; /* NaN fails too */
+    printf("\n  %s: ||device - cpu|| / ||cpu|| = %.3g > %.3g", what, e, normwise_tol);
+    return 1;
+}
+
 static int compare_params(tfc_model *ma, tfc_model *mb, int grads, double rtol, double atol)
 {
     int bad = 0;
@@ -1008,7 +1033,8 @@ static int compare_params(tfc_model *ma, tfc_model *mb, int grads, double rtol, 
             float *b = fetch(dev, grads ? pb->grad : pb->data, pb->numel);
             char what[96];
             snprintf(what, sizeof what, "%s/%s%s", la->name, pa->name, grads ? " grad" : "");
-            bad += compare_floats(what, b, a, pa->numel, rtol, atol);
+            bad += normwise_tol > 0 ? compare_normwise(what, b, a, pa->numel)
+                                    : compare_floats(what, b, a, pa->numel, rtol, atol);
             free(a), free(b);
         }
     }
@@ -1160,7 +1186,9 @@ static void test_train_lstm(void)
 static void test_train_cnn_tf32(void)
 {
     set_tf32(1);
+    normwise_tol = 0.25;
     train_steps(cnn_yaml, 16, 0, 2e-2, 2e-3);
+    normwise_tol = 0;
     set_tf32(0);
 }
 
