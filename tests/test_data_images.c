@@ -392,6 +392,25 @@ static void test_image_ops_exact(void)
     CU_ASSERT_DOUBLE_EQUAL(((float *)b.features.data)[1], 1.25, 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(((float *)b.features.data)[5], 3.0, 1e-6);
     tfc_pipeline_free(p);
+    /* RGB (3-byte pixels, the flip's fast path) flipped, then zero-padded by a crop that
+     * covers the whole padded image (so its offset is 0): checked against loops here. */
+    uint8_t rgb[2 * 3 * 3];
+    for (int i = 0; i < 18; i++) rgb[i] = (uint8_t)(1 + i);
+    tfc_tensor trgb = {TFC_U8, {.ndim = 4, .dim = {1, 2, 3, 3}}, rgb, -1};
+    p = tfc_pipeline_from_tensors(&trgb, NULL, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_add_yaml(p, "map: {op: random_flip, probability: 1}", &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_pipeline_add_yaml(p, "map: {op: random_crop, size: [4, 5], padding: 1}", &err),
+                    TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    uint8_t want_rgb[4 * 5 * 3] = {0};
+    for (int y = 0; y < 2; y++)
+        for (int x = 0; x < 3; x++)
+            for (int c = 0; c < 3; c++)
+                want_rgb[((y + 1) * 5 + (x + 1)) * 3 + c] = rgb[(y * 3 + (2 - x)) * 3 + c];
+    CU_ASSERT_EQUAL(tfc_shape_numel(&b.features.shape), 60);
+    CU_ASSERT(memcmp(b.features.data, want_rgb, sizeof want_rgb) == 0);
+    tfc_pipeline_free(p);
     /* A crop that cannot fit is a config error before any data is read. */
     p = tfc_pipeline_from_tensors(&t, NULL, &o, &err);
     tfc_error_clear(&err);
