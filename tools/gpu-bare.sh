@@ -7,6 +7,7 @@
 #                                 copies Fashion-MNIST into .deps/fmnist (both git-ignored)
 # then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
+#                                 bench-data cpu-test (make test, the CPU suite)
 #                                 "train CONFIG [--set K=V...]" (one quoted word)
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
 # summary.json, log.csv, config.yaml, final/best weights and newest snapshot into
@@ -66,6 +67,8 @@ if [ "${1:-}" = --step ]; then
         test) "${mk[@]}" test-gpu ;;
         memcheck) "${mk[@]}" test-gpu-memcheck ;;
         bench) "${mk[@]}" bench-gpu ;;
+        bench-data) "${mk[@]}" bench-data ;;
+        cpu-test) "${mk[@]}" test ;;
         curve) tests/gpu/train_curve.sh bin build/gpu-bare/train-curve ;;
         train\ *) read -r -a a <<<"${2#train }"
                   # SIGTERM before the step's own limit: tfc-train snapshots and exits 143
