@@ -173,7 +173,7 @@ static void test_npy_dtypes_round_trip(void)
         CU_ASSERT_EQUAL_FATAL(tfc_npy_write(path, &t, &err), TFC_OK);
         tfc_tensor r;
         CU_ASSERT_EQUAL_FATAL(tfc_npy_read(path, &r, &err), TFC_OK);
-        CU_ASSERT_EQUAL(r.dtype, dt);
+        CU_ASSERT_EQUAL((int)r.dtype, dt);
         CU_ASSERT(tfc_shape_equal(&r.shape, &t.shape));
         CU_ASSERT(memcmp(r.data, data, 6 * es) == 0);
         free(r.data);

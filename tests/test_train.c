@@ -666,7 +666,7 @@ static void test_file_size_limit(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "writing the snapshot of iteration 15: "));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "File too large"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "tiny_iter_10.state is intact") ||
+    CU_ASSERT(strstr(text, "tiny_iter_10.state is intact") ||
                            strstr(text, "the last good snapshot is"));
     if (!strstr(text, "File too large")) printf("\n%s\n", text);
     free(text);

@@ -133,7 +133,7 @@ static void test_tools(void)
     tfc_tensor t = {.dtype = TFC_F32, .shape = {4, {4, 6, 6, 1}}, .data = x};
     const char *xin = tfc_test_path("x.npy"), *yout = tfc_test_path("y.npy");
     CU_ASSERT_EQUAL_FATAL(tfc_npy_write(xin, &t, &err), TFC_OK);
-    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s --device cpu 2>&1",
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s --device cpu --threads 1 2>&1",
              bin, model, w, xin, yout);
     CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
     tfc_tensor yt;
@@ -150,8 +150,9 @@ static void test_tools(void)
     const char *png = tfc_test_path("a.png"), *png2 = tfc_test_path("b.png");
     CU_ASSERT_EQUAL_FATAL(tfc_image_write_png(png, px[0], 6, 6, 1, 8, &err), TFC_OK);
     CU_ASSERT_EQUAL_FATAL(tfc_image_write_png(png2, px[1], 6, 6, 1, 8, &err), TFC_OK);
-    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s %s --output %s 2>&1", bin,
-             model, w, png, png2, yout);
+    /* one thread, as the backend above: the same sums in the same order, so the same bits */
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s %s --output %s --device cpu "
+             "--threads 1 2>&1", bin, model, w, png, png2, yout);
     CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "a.png\tclass "));
     float xi[2 * 36], yi[8];

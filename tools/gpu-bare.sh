@@ -68,7 +68,7 @@ if [ "${1:-}" = --step ]; then
         memcheck) "${mk[@]}" test-gpu-memcheck ;;
         bench) "${mk[@]}" bench-gpu ;;
         bench-data) "${mk[@]}" bench-data ;;
-        cpu-test) "${mk[@]}" test ;;
+        cpu-test) "${mk[@]}" -k test ;;
         curve) tests/gpu/train_curve.sh bin build/gpu-bare/train-curve ;;
         train\ *) read -r -a a <<<"${2#train }"
                   # SIGTERM before the step's own limit: tfc-train snapshots and exits 143

@@ -22,12 +22,13 @@ static const char *usage =
     "                      a text run writes), padded with 0 or truncated to the input length\n"
     "  --output Y.npy      the outputs [N, output shape...] as float32\n"
     "  --batch N           examples per forward pass (default 256)\n"
-    "  --device D          cpu, gpu or gpu:N (default: a GPU when usable)\n";
+    "  --device D          cpu, gpu or gpu:N (default: a GPU when usable)\n"
+    "  --threads N         CPU threads (default: all cores)\n";
 
 typedef struct opts {
     const char *model, *weights, *output, *text, *vocab, *device;
     const char *inputs[4096];
-    int ninputs, batch;
+    int ninputs, batch, threads;
     double scale;
 } opts;
 
@@ -186,6 +187,12 @@ int main(int argc, char **argv)
             o.scale = atof(argv[++i]);
         } else if (i + 1 < argc && !strcmp(a, "--batch")) {
             o.batch = atoi(argv[++i]);
+        } else if (i + 1 < argc && !strcmp(a, "--threads")) {
+            o.threads = atoi(argv[++i]);
+            if (o.threads < 1) {
+                fprintf(stderr, "tfc-predict: --threads wants a positive number\n%s", usage);
+                return 2;
+            }
         } else if (a[0] != '-' && !o.model) {
             o.model = a;
         } else {
@@ -209,7 +216,7 @@ int main(int argc, char **argv)
     tfc_status s = npy ? load_npy(o.inputs[0], in, tfc_model_input_dtype(m), &x, &n, &err)
                  : o.text ? load_text(&o, in, &x, &n, &err)
                           : load_images(&o, in, &x, &n, &err);
-    tfc_backend *be = s ? NULL : tfc_backend_open(o.device, 0, &err);
+    tfc_backend *be = s ? NULL : tfc_backend_open(o.device, o.threads, &err);
     int batch = n < o.batch ? (int)(n ? n : 1) : o.batch;
     if (!s && !be) s = err.code;
     if (!s) s = tfc_model_bind(m, be, batch, &err);
