@@ -1,12 +1,16 @@
 /* Input-pipeline benchmark (make bench-data): writes 10,000 JPEG and 10,000 PNG files of
  * 64x64 RGB made from Fashion-MNIST into a temporary folder, then measures for each format
- *   bare    single-thread libjpeg-turbo / libpng decode from memory (the limit),
+ *   bare    single-thread libjpeg-turbo / libpng decode from memory (the limit), and reading
+ *           each file then decoding it,
  *   T=1,2   the pipeline images -> decode_image -> random_crop (pad 4) -> random_flip ->
  *           normalize, with num_parallel_calls 1 and 2 (files read by the pipeline),
- * and the IDX Fashion-MNIST training pipeline (scale, shuffle 60000, repeat, batch 128,
- * prefetch 2) in batches per second. Prints one table with the ratios the issue targets:
- * T=1 / bare >= 0.9 and T=2 / T=1 >= 1.8. With --cnn-ms MS (a CNN training step's time
- * from bench_train) it also prints how many times faster than the CNN the IDX input is. */
+ * interleaved in ROUNDS rounds (BENCH_DATA_ROUNDS, default 7): every round measures all of
+ * them once, one after the other, so a disturbance of the shared machine hits a round, not
+ * one column. It prints the median rates and the medians of the per-round ratios the issue
+ * targets (T=1 / bare >= 0.9, T=2 / T=1 >= 1.8), single-thread CPU time per image, and the
+ * IDX Fashion-MNIST training pipeline (scale, shuffle 60000, repeat, batch 128, prefetch 2)
+ * in batches per second. With --cnn-ms MS (a CNN training step's time from bench_train) it
+ * also prints how many times faster than the CNN the IDX input is. */
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -43,8 +47,6 @@ static double cpu_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Least CPU microseconds per image seen: [format][0 decode, 1 read+decode, 2 pipeline T=1]. */
-static double cpu_us[2][3] = {{1e9, 1e9, 1e9}, {1e9, 1e9, 1e9}};
 
 static void die(const tfc_error *err)
 {
@@ -141,59 +143,77 @@ static size_t read_file(const char *path, uint8_t *buf, size_t cap)
     return n;
 }
 
-/* The bare single-thread rates, best of 3: decoding from memory (*mem) and reading each
- * file then decoding it (*file). */
-static void bare_rates(const char *dir, const char *ext, int is_jpeg, double *mem, double *file)
-{
-    enum { CAP = 1 << 20 };
-    uint8_t **buf = calloc((size_t)N_IMAGES, sizeof *buf), *tmp = malloc(CAP);
-    size_t *len = calloc((size_t)N_IMAGES, sizeof *len);
-    char path[4096];
-    for (int i = 0; i < N_IMAGES; i++) {
-        image_path(path, sizeof path, dir, ext, i);
-        len[i] = read_file(path, tmp, CAP);
-        buf[i] = malloc(len[i]);
-        memcpy(buf[i], tmp, len[i]);
-    }
-    uint8_t *out = malloc(SIDE * SIDE * 3);
+/* One format's files in memory, and a decompressor for the bare loops. */
+typedef struct corpus {
+    const char *dir, *ext;
+    int is_jpeg;
+    uint8_t **buf;
+    size_t *len;
+    uint8_t *tmp, *out;
     struct jpeg_decompress_struct d;
     jerr e;
-    d.err = jpeg_std_error(&e.mgr);
-    e.mgr.error_exit = jexit;
-    jpeg_create_decompress(&d);
-    *mem = *file = 0;
-    for (int rep = 0; rep < 6; rep++) {
-        int from_file = rep & 1;
-        double t = now(), c = cpu_now();
-        for (int i = 0; i < N_IMAGES; i++) {
-            const uint8_t *b = buf[i];
-            size_t n = len[i];
-            if (from_file) {
-                image_path(path, sizeof path, dir, ext, i);
-                n = read_file(path, tmp, CAP);
-                b = tmp;
-            }
-            if (is_jpeg ? bare_jpeg(&d, b, n, out) : bare_png(b, n, out)) {
-                fprintf(stderr, "bare decode failed on image %d\n", i);
-                exit(1);
-            }
-        }
-        double r = N_IMAGES / (now() - t);
-        double *cu = &cpu_us[is_jpeg ? 0 : 1][from_file];
-        if ((cpu_now() - c) * 1e6 / N_IMAGES < *cu) *cu = (cpu_now() - c) * 1e6 / N_IMAGES;
-        double *best = from_file ? file : mem;
-        if (r > *best) *best = r;
+} corpus;
+
+enum { FILE_CAP = 1 << 20 };
+
+static void corpus_load(corpus *c, const char *dir, const char *ext)
+{
+    char path[4096];
+    c->dir = dir;
+    c->ext = ext;
+    c->is_jpeg = !strcmp(ext, "jpg");
+    c->buf = calloc((size_t)N_IMAGES, sizeof *c->buf);
+    c->len = calloc((size_t)N_IMAGES, sizeof *c->len);
+    c->tmp = malloc(FILE_CAP);
+    c->out = malloc(SIDE * SIDE * 3);
+    for (int i = 0; i < N_IMAGES; i++) {
+        image_path(path, sizeof path, dir, ext, i);
+        c->len[i] = read_file(path, c->tmp, FILE_CAP);
+        c->buf[i] = malloc(c->len[i]);
+        memcpy(c->buf[i], c->tmp, c->len[i]);
     }
-    jpeg_destroy_decompress(&d);
-    for (int i = 0; i < N_IMAGES; i++) free(buf[i]);
-    free(buf);
-    free(len);
-    free(tmp);
-    free(out);
+    c->d.err = jpeg_std_error(&c->e.mgr);
+    c->e.mgr.error_exit = jexit;
+    jpeg_create_decompress(&c->d);
 }
 
-/* Images per second through the augmentation pipeline with `threads` parallel calls. */
-static double pipeline_rate(const char *dir, const char *ext, int threads)
+static void corpus_free(corpus *c)
+{
+    jpeg_destroy_decompress(&c->d);
+    for (int i = 0; i < N_IMAGES; i++) free(c->buf[i]);
+    free(c->buf);
+    free(c->len);
+    free(c->tmp);
+    free(c->out);
+}
+
+/* One bare single-thread pass: decoding from memory, or reading each file then decoding it.
+ * Returns images per second; *cpu_us gets the CPU microseconds per image. */
+static double bare_once(corpus *c, int from_file, double *cpu_us)
+{
+    char path[4096];
+    double t = now(), cpu = cpu_now();
+    for (int i = 0; i < N_IMAGES; i++) {
+        const uint8_t *b = c->buf[i];
+        size_t n = c->len[i];
+        if (from_file) {
+            image_path(path, sizeof path, c->dir, c->ext, i);
+            n = read_file(path, c->tmp, FILE_CAP);
+            b = c->tmp;
+        }
+        if (c->is_jpeg ? bare_jpeg(&c->d, b, n, c->out) : bare_png(b, n, c->out)) {
+            fprintf(stderr, "bare decode failed on image %d\n", i);
+            exit(1);
+        }
+    }
+    *cpu_us = (cpu_now() - cpu) * 1e6 / N_IMAGES;
+    return N_IMAGES / (now() - t);
+}
+
+/* One pass of the augmentation pipeline with `threads` parallel calls: images per second;
+ * *cpu_us gets the process's CPU microseconds per image. `round` seeds the pipeline. */
+static double pipeline_once(const char *dir, const char *ext, int threads, int round,
+                            double *cpu_us)
 {
     char yaml[4200], norm[160];
     snprintf(yaml, sizeof yaml, "{type: images, directory: %s/%s.classes, decode: false}", dir, ext);
@@ -202,34 +222,43 @@ static double pipeline_rate(const char *dir, const char *ext, int threads)
     const char *stages[] = {"map: {op: decode_image, channels: 3}",
                             "map: {op: random_crop, size: 64, padding: 4}",
                             "map: {op: random_flip}", norm};
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        tfc_error err;
-        tfc_error_clear(&err);
-        tfc_data_options o = {.seed = (uint64_t)rep};
-        tfc_pipeline *p = tfc_pipeline_from_yaml(yaml, &o, &err);
-        if (!p) die(&err);
-        for (int s = 0; s < 4; s++)
-            if (tfc_pipeline_add_yaml(p, stages[s], &err)) die(&err);
-        double t = now(), c = cpu_now();
-        long n = 0;
-        for (;;) {
-            tfc_batch b;
-            if (tfc_pipeline_next(p, &b, &err)) die(&err);
-            if (b.end) break;
-            n++;
-        }
-        double r = (double)n / (now() - t);
-        double *cu = &cpu_us[strcmp(ext, "jpg") ? 1 : 0][2];
-        if (threads == 1 && (cpu_now() - c) * 1e6 / n < *cu) *cu = (cpu_now() - c) * 1e6 / n;
-        if (n != N_IMAGES) {
-            fprintf(stderr, "pipeline read %ld images, expected %d\n", n, N_IMAGES);
-            exit(1);
-        }
-        if (r > best) best = r;
-        tfc_pipeline_free(p);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_data_options o = {.seed = (uint64_t)round};
+    tfc_pipeline *p = tfc_pipeline_from_yaml(yaml, &o, &err);
+    if (!p) die(&err);
+    for (int s = 0; s < 4; s++)
+        if (tfc_pipeline_add_yaml(p, stages[s], &err)) die(&err);
+    double t = now(), cpu = cpu_now();
+    long n = 0;
+    for (;;) {
+        tfc_batch b;
+        if (tfc_pipeline_next(p, &b, &err)) die(&err);
+        if (b.end) break;
+        n++;
     }
-    return best;
+    double r = (double)n / (now() - t);
+    *cpu_us = (cpu_now() - cpu) * 1e6 / (double)n;
+    if (n != N_IMAGES) {
+        fprintf(stderr, "pipeline read %ld images, expected %d\n", n, N_IMAGES);
+        exit(1);
+    }
+    tfc_pipeline_free(p);
+    return r;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+    double s[64];
+    memcpy(s, v, sizeof *v * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
 static double idx_batches_per_second(void)
@@ -309,38 +338,71 @@ int main(int argc, char **argv)
     const char *base = getenv("TMPDIR");
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tfc-bench-data-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     double t = now();
     if (getenv("BENCH_DATA_DIR")) { /* reuse a folder a kept run wrote */
         snprintf(dir, sizeof dir, "%s", getenv("BENCH_DATA_DIR"));
     } else {
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            return 1;
+        }
         write_images(dir);
         printf("wrote %d JPEG + %d PNG files (%dx%d RGB) in %.1f s to %s\n", N_IMAGES, N_IMAGES,
                SIDE, SIDE, now() - t, dir);
     }
     const char *fmts[2] = {"jpg", "png"};
     const char *names[2] = {"JPEG", "PNG"};
-    double mem[2], file[2], t1[2], t2[2];
-    for (int k = 0; k < 2; k++) {
-        bare_rates(dir, fmts[k], k == 0, &mem[k], &file[k]);
-        t1[k] = pipeline_rate(dir, fmts[k], 1);
-        t2[k] = pipeline_rate(dir, fmts[k], 2);
+    int rounds = getenv("BENCH_DATA_ROUNDS") ? atoi(getenv("BENCH_DATA_ROUNDS")) : 7;
+    if (rounds < 1 || rounds > 64) rounds = 7;
+    /* [format][round]: rates (img/s) and CPU us/img of bare memory, bare file, T=1, T=2 */
+    enum { MEM, FILE_, T1, T2, NKIND };
+    static double rate[2][NKIND][64], cpu[2][NKIND][64];
+    corpus c[2];
+    for (int k = 0; k < 2; k++) corpus_load(&c[k], dir, fmts[k]);
+    for (int r = -1; r < rounds; r++) { /* round -1 warms caches and allocators up */
+        int at = r < 0 ? 0 : r;
+        for (int k = 0; k < 2; k++) {
+            rate[k][MEM][at] = bare_once(&c[k], 0, &cpu[k][MEM][at]);
+            rate[k][FILE_][at] = bare_once(&c[k], 1, &cpu[k][FILE_][at]);
+            rate[k][T1][at] = pipeline_once(dir, fmts[k], 1, at, &cpu[k][T1][at]);
+            rate[k][T2][at] = pipeline_once(dir, fmts[k], 2, at, &cpu[k][T2][at]);
+            if (getenv("BENCH_DATA_VERBOSE"))
+                printf("round %d %s: bare %.0f, read+bare %.0f, T=1 %.0f, T=2 %.0f img/s\n", r,
+                       names[k], rate[k][MEM][at], rate[k][FILE_][at], rate[k][T1][at],
+                       rate[k][T2][at]);
+        }
     }
+    for (int k = 0; k < 2; k++) corpus_free(&c[k]);
     double idx = idx_batches_per_second();
+    printf("\nmedians of %d interleaved rounds (ratios: the median of the per-round ratios)\n",
+           rounds);
     printf("\n| format | bare decode, memory (img/s) | bare read + decode (img/s) | pipeline T=1 "
            "(img/s) | T=1 / decode | T=1 / read+decode | pipeline T=2 (img/s) | T=2 / T=1 |\n"
            "|---|---|---|---|---|---|---|---|\n");
-    for (int k = 0; k < 2; k++)
-        printf("| %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.2f |\n", names[k], mem[k],
-               file[k], t1[k], t1[k] / mem[k], t1[k] / file[k], t2[k], t2[k] / t1[k]);
+    for (int k = 0; k < 2; k++) {
+        double q1[64], q2[64], q3[64];
+        for (int r = 0; r < rounds; r++) {
+            q1[r] = rate[k][T1][r] / rate[k][MEM][r];
+            q2[r] = rate[k][T1][r] / rate[k][FILE_][r];
+            q3[r] = rate[k][T2][r] / rate[k][T1][r];
+        }
+        printf("| %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.2f |\n", names[k],
+               median(rate[k][MEM], rounds), median(rate[k][FILE_], rounds),
+               median(rate[k][T1], rounds), median(q1, rounds), median(q2, rounds),
+               median(rate[k][T2], rounds), median(q3, rounds));
+    }
     printf("\n| format | CPU us/img: decode | read + decode | pipeline T=1 | decode / T=1 | "
            "read+decode / T=1 |\n|---|---|---|---|---|---|\n");
-    for (int k = 0; k < 2; k++)
-        printf("| %s | %.1f | %.1f | %.1f | %.2f | %.2f |\n", names[k], cpu_us[k][0], cpu_us[k][1],
-               cpu_us[k][2], cpu_us[k][0] / cpu_us[k][2], cpu_us[k][1] / cpu_us[k][2]);
+    for (int k = 0; k < 2; k++) {
+        double q1[64], q2[64];
+        for (int r = 0; r < rounds; r++) {
+            q1[r] = cpu[k][MEM][r] / cpu[k][T1][r];
+            q2[r] = cpu[k][FILE_][r] / cpu[k][T1][r];
+        }
+        printf("| %s | %.1f | %.1f | %.1f | %.2f | %.2f |\n", names[k], median(cpu[k][MEM], rounds),
+               median(cpu[k][FILE_], rounds), median(cpu[k][T1], rounds), median(q1, rounds),
+               median(q2, rounds));
+    }
     printf("\nIDX Fashion-MNIST train pipeline (scale, shuffle 60000, repeat, batch 128, "
            "prefetch 2): %.0f batches/s\n", idx);
     if (cnn_ms > 0)

@@ -10,16 +10,10 @@
 #include <string.h>
 
 #include "core/backend.h"
+#include "core/vector.h"
 
-/* Marks a function with hot SIMD loops (exp, sigmoid, Philox) for an AVX2 clone picked at
- * load time, so one portable binary still runs 8-wide where the CPU can. GCC only, and
- * not under the sanitizers, whose start-up runs after ifunc resolution. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define TFC_CPU_VECTOR __attribute__((target_clones("avx2", "default")))
-#else
-#define TFC_CPU_VECTOR
-#endif
+/* Functions with hot SIMD loops (exp, sigmoid, Philox): an AVX2 clone (core/vector.h). */
+#define TFC_CPU_VECTOR TFC_VECTOR
 
 /* `omp simd` asks for vectors where they pay; clang warns when it cannot oblige (a loop
  * with a libm call), which is expected here and not worth a warning in every build. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/vector.h"
 #include "data/internal.h"
 
 static const op_def *const registry[] = {
@@ -177,6 +178,22 @@ static tfc_status norm_init(void *args, const op_build *b, const tfc_element_spe
     return TFC_OK;
 }
 
+/* y = (x - m) * inv for bytes, with the per-channel constants repeated over blocks of
+ * `len` (a multiple of the channel count `per`): the fixed pattern lets the loop vectorise
+ * (8-wide in the AVX2 clone). */
+TFC_VECTOR
+static void normalize_u8(float *restrict y, const uint8_t *restrict x, int64_t n, int len,
+                         const float *mp, const float *ip, int per, const float *m,
+                         const float *inv)
+{
+    int64_t i = 0;
+    for (; i + len <= n; i += len) {
+#pragma omp simd
+        for (int j = 0; j < len; j++) y[i + j] = ((float)x[i + j] - mp[j]) * ip[j];
+    }
+    for (; i < n; i++) y[i] = ((float)x[i] - m[i % per]) * inv[i % per];
+}
+
 static tfc_status norm_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
                              tfc_error *err)
 {
@@ -207,13 +224,7 @@ static tfc_status norm_apply(const void *args, tfc_element *e, const tfc_map_ctx
         tfc_tensor old = *t;
         t->data = NULL;
         float *y = elem_alloc_uninit(e, TFC_COMP_FEATURES, TFC_F32, &old.shape);
-        const uint8_t *x = old.data;
-        int64_t i = 0;
-        for (; y && i + len <= n; i += len) {
-#pragma omp simd
-            for (int j = 0; j < len; j++) y[i + j] = ((float)x[i + j] - mp[j]) * ip[j];
-        }
-        for (; y && i < n; i++) y[i] = ((float)x[i] - m[i % per]) * inv[i % per];
+        if (y) normalize_u8(y, old.data, n, len, mp, ip, per, m, inv);
         free(old.data);
         return y ? TFC_OK : oom(err);
     }

@@ -1,0 +1,14 @@
+/* TFC_VECTOR marks a function with hot SIMD loops for an AVX2 clone picked at load time, so
+ * one portable binary still runs 8-wide where the CPU can. GCC only, and not under the
+ * sanitizers, whose start-up runs after ifunc resolution. */
+#ifndef TFC_CORE_VECTOR_H
+#define TFC_CORE_VECTOR_H
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define TFC_VECTOR __attribute__((target_clones("avx2", "default")))
+#else
+#define TFC_VECTOR
+#endif
+
+#endif
