@@ -1373,9 +1373,53 @@ static void test_accuracy(void)
     tfc_backend_free(be);
 }
 
+/* The floating-point sums that run in parallel (bias gradient, sum of squares, loss,
+ * batch-norm statistics and gradients) give the same bits on every call with the same
+ * thread count: 5 threads (more than this machine has cores, so they finish in varying
+ * order), 25 calls each. An OpenMP `reduction` combines in finishing order and fails this. */
+static void test_parallel_sums_repeat(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(5);
+    enum { ROWS = 40000, COLS = 4, RUNS = 25 };
+    const int64_t n = (int64_t)ROWS * COLS;
+    float *x = malloc(sizeof(float) * n), *dy = malloc(sizeof(float) * n);
+    float *y = malloc(sizeof(float) * n), *dx = malloc(sizeof(float) * n);
+    int32_t *ids = malloc(sizeof(int32_t) * ROWS);
+    TFC_ASSERT(x && dy && y && dx && ids);
+    fill(x, n, -3, 3);
+    fill(dy, n, -1, 1);
+    for (int r = 0; r < ROWS; r++) ids[r] = r % COLS;
+    float first[4 * COLS + 2], got[4 * COLS + 2];
+    int differ = 0;
+    for (int run = 0; run < RUNS; run++) {
+        float *out = run ? got : first;
+        float gamma[COLS] = {1, 2, 0.5f, 1}, beta[COLS] = {0}, mm[COLS] = {0}, mv[COLS] = {1};
+        float sm[COLS], si[COLS], dg[COLS] = {0}, db[COLS] = {0}, bg[COLS] = {0}, loss;
+        be->ops->bias_grad(be, ROWS, COLS, dy, bg);
+        be->ops->bn_forward_train(be, ROWS, COLS, x, gamma, beta, 1e-3f, 0.9f, mm, mv, y, sm, si);
+        memset(dx, 0, sizeof(float) * n);
+        be->ops->bn_backward(be, ROWS, COLS, x, dy, gamma, sm, si, dx, dg, db);
+        be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, ROWS, COLS, x, ids, NULL, 1.0f / ROWS, &loss, y);
+        double ss = be->ops->sumsq(be, n, x);
+        for (int c = 0; c < COLS; c++) {
+            out[c] = bg[c];
+            out[COLS + c] = si[c];
+            out[2 * COLS + c] = dg[c];
+            out[3 * COLS + c] = db[c];
+        }
+        out[4 * COLS] = loss;
+        out[4 * COLS + 1] = (float)ss;
+        if (run && (memcmp(first, got, sizeof got) != 0 || ss != be->ops->sumsq(be, n, x))) differ++;
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    free(x), free(dy), free(y), free(dx), free(ids);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
               {"gemm", test_gemm}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
               {"act_values", test_act_values}, {"act_grad", test_act_grad},
               {"softmax", test_softmax}, {"conv", test_conv}, {"pool", test_pool},
               {"bn", test_bn}, {"embedding", test_embedding}, {"lstm", test_lstm},
-              {"loss", test_loss}, {"accuracy", test_accuracy})
+              {"loss", test_loss}, {"accuracy", test_accuracy},
+              {"parallel_sums_repeat", test_parallel_sums_repeat})

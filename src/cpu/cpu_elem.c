@@ -38,15 +38,23 @@ void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy,
 {
     for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
         int cb = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
-        double sums[COL_BLOCK] = {0};
-        int nt = tfc_cpu_threads(be, rows * cb);
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : sums[:cb])
-        for (int64_t r = 0; r < rows; r++) {
-            const float *row = dy + r * cols + c0;
+        double part[TFC_REDUCE_THREADS][COL_BLOCK];
+        int nt = tfc_cpu_reduce_threads(be, rows * cb), team = 1;
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            if (t == 0) team = T;
+            double *sums = part[t];
+            for (int c = 0; c < cb; c++) sums[c] = 0.0;
+            for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
+                const float *row = dy + r * cols + c0;
 #pragma omp simd
-            for (int c = 0; c < cb; c++) sums[c] += row[c];
+                for (int c = 0; c < cb; c++) sums[c] += row[c];
+            }
         }
-        for (int c = 0; c < cb; c++) db[c0 + c] += (float)sums[c];
+        for (int t = 1; t < team; t++)
+            for (int c = 0; c < cb; c++) part[0][c] += part[t][c];
+        for (int c = 0; c < cb; c++) db[c0 + c] += (float)part[0][c];
     }
 }
 
@@ -164,10 +172,19 @@ void tfc_cpu_dropout_backward(tfc_backend *be, int64_t n, float rate, uint64_t k
 
 double tfc_cpu_sumsq(tfc_backend *be, int64_t n, const float *x)
 {
+    double part[TFC_REDUCE_THREADS];
+    int nt = tfc_cpu_reduce_threads(be, n), team = 1;
+#pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+        if (t == 0) team = T;
+        double s = 0.0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = n * t / T; i < n * (t + 1) / T; i++) s += (double)x[i] * x[i];
+        part[t] = s;
+    }
     double s = 0.0;
-    int nt = tfc_cpu_threads(be, n);
-#pragma omp parallel for simd num_threads(nt) schedule(static) reduction(+ : s)
-    for (int64_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    for (int t = 0; t < team; t++) s += part[t];
     return s;
 }
 

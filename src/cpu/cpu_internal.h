@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <omp.h>
 #include <string.h>
 
 #include "core/backend.h"
@@ -28,6 +29,21 @@
 static inline int tfc_cpu_threads(const tfc_backend *be, int64_t work)
 {
     return work > TFC_CPU_PAR_MIN && be->threads > 1 ? be->threads : 1;
+}
+
+/* Deterministic parallel sums. An OpenMP `reduction` adds the threads' partial sums in
+ * the order the threads finish, so with three or more threads a floating-point sum could
+ * differ in its last bits from one run to the next, and a resumed run would not repeat the
+ * original. Instead thread t of a team of T sums rows [n t / T, n (t + 1) / T) into its own
+ * slot, and the slots are added in thread order afterwards: the result depends on the
+ * thread count only. Teams for these sums have at most TFC_REDUCE_THREADS threads (the
+ * slots live on the caller's stack). */
+#define TFC_REDUCE_THREADS 16
+
+static inline int tfc_cpu_reduce_threads(const tfc_backend *be, int64_t work)
+{
+    int nt = tfc_cpu_threads(be, work);
+    return nt > TFC_REDUCE_THREADS ? TFC_REDUCE_THREADS : nt;
 }
 
 /* cond ? a : b as a bit blend. A plain float select followed by arithmetic is split by

@@ -150,30 +150,38 @@ void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t 
                   float scale, float *loss_out, float *dx)
 {
     const int C = classes;
-    double total = 0.0;
-    int nt = tfc_cpu_threads(be, rows * C * 4);
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : total)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C;
-        float *d = dx ? dx + r * C : NULL;
-        float w = row_weight ? row_weight[r] : 1.0f;
-        int sparse_label = kind == TFC_LOSS_SPARSE_CCE ? ((const int32_t *)labels)[r] : 0;
-        if (w == 0.0f || sparse_label < 0 || sparse_label >= C) {
-            if (d) memset(d, 0, (size_t)C * sizeof(float));
-            continue;
+    double part[TFC_REDUCE_THREADS];
+    int nt = tfc_cpu_reduce_threads(be, rows * C * 4), team = 1;
+#pragma omp parallel num_threads(nt)
+    {
+        int tid = omp_get_thread_num(), T = omp_get_num_threads();
+        if (tid == 0) team = T;
+        double total = 0.0;
+        for (int64_t r = rows * tid / T; r < rows * (tid + 1) / T; r++) {
+            const float *xr = x + r * C;
+            float *d = dx ? dx + r * C : NULL;
+            float w = row_weight ? row_weight[r] : 1.0f;
+            int sparse_label = kind == TFC_LOSS_SPARSE_CCE ? ((const int32_t *)labels)[r] : 0;
+            if (w == 0.0f || sparse_label < 0 || sparse_label >= C) {
+                if (d) memset(d, 0, (size_t)C * sizeof(float));
+                continue;
+            }
+            const float *t = (const float *)labels + r * C;
+            float g = scale * w;
+            double l = 0.0;
+            switch (kind) {
+            case TFC_LOSS_SPARSE_CCE: l = sparse_cce(C, xr, sparse_label, from_logits, g, d); break;
+            case TFC_LOSS_CCE: l = dense_cce(C, xr, t, from_logits, g, d); break;
+            case TFC_LOSS_BCE: l = bce(C, xr, t, from_logits, g, d); break;
+            case TFC_LOSS_MSE: l = mse(C, xr, t, g, d); break;
+            default: TFC_ASSERT(!"unknown loss kind");
+            }
+            total += w * l;
         }
-        const float *t = (const float *)labels + r * C;
-        float g = scale * w;
-        double l = 0.0;
-        switch (kind) {
-        case TFC_LOSS_SPARSE_CCE: l = sparse_cce(C, xr, sparse_label, from_logits, g, d); break;
-        case TFC_LOSS_CCE: l = dense_cce(C, xr, t, from_logits, g, d); break;
-        case TFC_LOSS_BCE: l = bce(C, xr, t, from_logits, g, d); break;
-        case TFC_LOSS_MSE: l = mse(C, xr, t, g, d); break;
-        default: TFC_ASSERT(!"unknown loss kind");
-        }
-        total += w * l;
+        part[tid] = total;
     }
+    double total = 0.0;
+    for (int t = 0; t < team; t++) total += part[t];
     *loss_out = (float)(scale * total);
 }
 

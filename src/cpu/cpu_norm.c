@@ -32,23 +32,43 @@ void tfc_cpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const flo
     for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
         int cb = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
         int nt = tfc_cpu_threads(be, rows * cb);
-        double sum[COL_BLOCK] = {0}, sq[COL_BLOCK] = {0}, mean[COL_BLOCK];
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : sum[:cb])
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * cols + c0;
+        double part[TFC_REDUCE_THREADS][COL_BLOCK], sq[COL_BLOCK], mean[COL_BLOCK];
+        int team = 1;
+        if (nt > TFC_REDUCE_THREADS) nt = TFC_REDUCE_THREADS;
+        /* sums, then squared deviations, each in fixed shares (cpu_internal.h) */
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            if (t == 0) team = T;
+            double *sum = part[t];
+            for (int j = 0; j < cb; j++) sum[j] = 0.0;
+            for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
+                const float *xr = x + r * cols + c0;
 #pragma omp simd
-            for (int j = 0; j < cb; j++) sum[j] += xr[j];
-        }
-        for (int j = 0; j < cb; j++) mean[j] = sum[j] / (double)rows;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : sq[:cb])
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * cols + c0;
-#pragma omp simd
-            for (int j = 0; j < cb; j++) {
-                double dv = (double)xr[j] - mean[j];
-                sq[j] += dv * dv;
+                for (int j = 0; j < cb; j++) sum[j] += xr[j];
             }
         }
+        for (int t = 1; t < team; t++)
+            for (int j = 0; j < cb; j++) part[0][j] += part[t][j];
+        for (int j = 0; j < cb; j++) mean[j] = part[0][j] / (double)rows;
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            if (t == 0) team = T;
+            double *s = part[t];
+            for (int j = 0; j < cb; j++) s[j] = 0.0;
+            for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
+                const float *xr = x + r * cols + c0;
+#pragma omp simd
+                for (int j = 0; j < cb; j++) {
+                    double dv = (double)xr[j] - mean[j];
+                    s[j] += dv * dv;
+                }
+            }
+        }
+        for (int j = 0; j < cb; j++) sq[j] = part[0][j];
+        for (int t = 1; t < team; t++)
+            for (int j = 0; j < cb; j++) sq[j] += part[t][j];
         float a[COL_BLOCK], b[COL_BLOCK];
         for (int j = 0; j < cb; j++) {
             int c = c0 + j;
@@ -97,16 +117,27 @@ void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
         int cb = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
         int nt = tfc_cpu_threads(be, rows * cb);
         const float *mean = save_mean + c0, *invstd = save_invstd + c0;
-        double sdy[COL_BLOCK] = {0}, sdyx[COL_BLOCK] = {0};
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : sdy[:cb], sdyx[:cb])
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * cols + c0, *gr = dy + r * cols + c0;
+        double part[TFC_REDUCE_THREADS][2][COL_BLOCK], sdy[COL_BLOCK], sdyx[COL_BLOCK];
+        int team = 1;
+        if (nt > TFC_REDUCE_THREADS) nt = TFC_REDUCE_THREADS;
+#pragma omp parallel num_threads(nt) /* fixed shares, added in order (cpu_internal.h) */
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            if (t == 0) team = T;
+            double *a = part[t][0], *b = part[t][1];
+            for (int j = 0; j < cb; j++) a[j] = b[j] = 0.0;
+            for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
+                const float *xr = x + r * cols + c0, *gr = dy + r * cols + c0;
 #pragma omp simd
-            for (int j = 0; j < cb; j++) {
-                sdy[j] += gr[j];
-                sdyx[j] += (double)gr[j] * ((xr[j] - mean[j]) * invstd[j]);
+                for (int j = 0; j < cb; j++) {
+                    a[j] += gr[j];
+                    b[j] += (double)gr[j] * ((xr[j] - mean[j]) * invstd[j]);
+                }
             }
         }
+        for (int j = 0; j < cb; j++) sdy[j] = part[0][0][j], sdyx[j] = part[0][1][j];
+        for (int t = 1; t < team; t++)
+            for (int j = 0; j < cb; j++) sdy[j] += part[t][0][j], sdyx[j] += part[t][1][j];
         float k[COL_BLOCK], mdy[COL_BLOCK], mdyx[COL_BLOCK];
         for (int j = 0; j < cb; j++) {
             int c = c0 + j;
