@@ -218,6 +218,15 @@ static void test_errors_collected(void)
     /* The caret line follows the message. */
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "\n    - Conv2D: {filtres: 3, kernel_size: 3}\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "\n               ^\n"));
+    /* Layers after a broken input still get checked, against a shape of no axes: found by
+     * fuzz_model (BatchNormalization read the axis before the first). */
+    tfc_model *m = load("input: {sh: [3]}\nlayers:\n  - BatchNormalization: {}\n"
+                        "  - Dense: {units: 2}\n", &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "bad.yaml:3:5: error: layers[0].BatchNormalization: "
+                                            "layer 'batch_normalization': needs an input with a "
+                                            "channel axis"));
 }
 
 static void test_deep_nesting(void)
@@ -231,6 +240,51 @@ static void test_deep_nesting(void)
     tfc_error_clear(&err);
     CU_ASSERT_PTR_NULL(tfc_doc_load_string(buf, (size_t)n, "deep.yaml", &err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "nesting deeper than 64 levels"));
+}
+
+/* YAML merge keys: explicit keys win over merged ones, earlier merged mappings over later
+ * ones, a quoted "<<" is an ordinary key, and a model can share layer arguments. */
+static void test_merge_keys(void)
+{
+    const char *text = "a: &a {x: 1, y: 2}\n"
+                       "b: &b {y: 3, z: 4}\n"
+                       "c: {<<: [*a, *b], x: 5, w: 6}\n"
+                       "d: {\"<<\": 7}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *doc = tfc_doc_load_string(text, strlen(text), "merge.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    const tfc_node *c = tfc_node_get(tfc_doc_root(doc), "c");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->n, 4);
+    const char *want[][2] = {{"x", "5"}, {"w", "6"}, {"y", "2"}, {"z", "4"}};
+    for (int i = 0; i < 4; i++) {
+        const tfc_node *v = tfc_node_get(c, want[i][0]);
+        CU_ASSERT(v && v->kind == TFC_NODE_SCALAR && strcmp(v->str, want[i][1]) == 0);
+    }
+    CU_ASSERT_PTR_NULL(tfc_node_get(c, "<<"));
+    const tfc_node *d = tfc_node_get(tfc_doc_root(doc), "d");
+    CU_ASSERT(d && tfc_node_get(d, "<<") != NULL);
+    tfc_doc_free(doc);
+    /* a model whose second convolution takes the first one's arguments */
+    const char *model = "input: {shape: [8, 8, 1]}\nlayers:\n"
+                        "  - Conv2D: &c {filters: 4, kernel_size: 3, padding: same, activation: relu}\n"
+                        "  - Conv2D: {<<: *c, filters: 6}\n"
+                        "loss: mse\n";
+    tfc_model *m = tfc_model_from_string(model, strlen(model), "merge_model.yaml", &err);
+    if (!m) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const tfc_shape *out = tfc_model_output_shape(m);
+    CU_ASSERT(out->ndim == 3 && out->dim[0] == 8 && out->dim[1] == 8 && out->dim[2] == 6);
+    tfc_model_free(m);
+    /* a merge of something that is not a mapping */
+    tfc_error_clear(&err);
+    const char *bad = "a: [1]\nb: {<<: 3}\n";
+    doc = tfc_doc_load_string(bad, strlen(bad), "bad_merge.yaml", &err);
+    CU_ASSERT_PTR_NULL(doc);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "bad_merge.yaml:2:9: error: the merge key '<<' takes "
+                                            "a mapping or a list of mappings"));
+    if (!strstr(err.text, "bad_merge.yaml:2:9")) printf("\n%s", err.text);
 }
 
 static void test_emit_round_trip(void)
@@ -305,4 +359,4 @@ TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
               {"errors_collected", test_errors_collected}, {"deep_nesting", test_deep_nesting},
               {"emit_round_trip", test_emit_round_trip}, {"did_you_mean", test_did_you_mean},
-              {"load_file_errors", test_load_file_errors})
+              {"load_file_errors", test_load_file_errors}, {"merge_keys", test_merge_keys})

@@ -240,6 +240,42 @@ static tfc_node *budget_exceeded(builder *b, int line, int col)
     return NULL;
 }
 
+/* YAML merge keys (`<<: *base`, `<<: [*a, *b]`, yaml.org/type/merge.html): the value is a
+ * mapping or a sequence of mappings. */
+static int merge_source_ok(builder *b, const tfc_node *key, const tfc_node *val)
+{
+    int ok = val->kind == TFC_NODE_MAP;
+    if (val->kind == TFC_NODE_SEQ) {
+        ok = 1;
+        for (int i = 0; i < val->n; i++) ok &= val->vals[i]->kind == TFC_NODE_MAP;
+    }
+    if (!ok)
+        fail_at(b, val->line, val->col,
+                "the merge key '<<' takes a mapping or a list of mappings (e.g. <<: *defaults)");
+    return ok;
+}
+
+/* Adds the keys of merge source `src` that `node` lacks: keys written in the mapping win
+ * over merged ones, and of several merged mappings the earlier wins (YAML's merge type). */
+static int apply_merge(builder *b, tfc_node *node, const tfc_node *src, int line, int col)
+{
+    if (src->kind == TFC_NODE_SEQ) {
+        for (int i = 0; i < src->n; i++)
+            if (!apply_merge(b, node, src->vals[i], line, col)) return 0;
+        return 1;
+    }
+    for (int k = 0; k < src->n; k++) {
+        int have = 0;
+        for (int i = 0; i < node->n && !have; i++)
+            have = strcmp(node->keys[i]->str, src->keys[k]->str) == 0;
+        if (have) continue;
+        if (!node_grow(node)) return budget_exceeded(b, line, col), 0;
+        node->keys[node->n] = src->keys[k];
+        node->vals[node->n++] = src->vals[k];
+    }
+    return 1;
+}
+
 /* Builds the node that starts with event `ev` (consumed here, with its children). */
 static tfc_node *build(builder *b, yaml_event_t *ev, int depth)
 {
@@ -277,6 +313,8 @@ static tfc_node *build(builder *b, yaml_event_t *ev, int depth)
         char *anchor_copy = anchor_name ? doc_strdup(b->doc, (const char *)anchor_name) : NULL;
         node = node_new(b->doc, is_map ? TFC_NODE_MAP : TFC_NODE_SEQ, line, col, NULL);
         if (!node) return budget_exceeded(b, line, col);
+        tfc_node *merges[16]; /* values of `<<` keys, applied when the mapping ends */
+        int nmerges = 0;
         for (;;) {
             yaml_event_t child;
             if (!next_event(b, &child)) return NULL;
@@ -306,10 +344,22 @@ static tfc_node *build(builder *b, yaml_event_t *ev, int depth)
             val = build(b, &child, depth + 1);
             yaml_event_delete(&child);
             if (!val) return NULL;
+            if (is_map && !key->quoted && strcmp(key->str, "<<") == 0) {
+                if (!merge_source_ok(b, key, val)) return NULL;
+                if (nmerges == (int)(sizeof merges / sizeof *merges)) {
+                    fail_at(b, key->line, key->col, "more than %d merge keys in one mapping",
+                            nmerges);
+                    return NULL;
+                }
+                merges[nmerges++] = val;
+                continue;
+            }
             if (!node_grow(node)) return budget_exceeded(b, line, col);
             if (is_map) node->keys[node->n] = key;
             node->vals[node->n++] = val;
         }
+        for (int m = 0; m < nmerges; m++)
+            if (!apply_merge(b, node, merges[m], line, col)) return NULL;
         remember_anchor(b, (const yaml_char_t *)anchor_copy, node);
         return node;
     }

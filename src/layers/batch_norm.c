@@ -38,6 +38,7 @@ static tfc_status bn_build(tfc_layer *l, tfc_error *err)
 {
     const bn_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
+    if (in->ndim < 1) return tfc_layer_error(err, l, "needs an input with a channel axis");
     if (a->axis != -1 && a->axis != in->ndim)
         return tfc_layer_error(err, l, "axis %d: only the last axis (-1, channels last) is "
                                "supported", a->axis);
