@@ -99,9 +99,12 @@ static int bare_jpeg(struct jpeg_decompress_struct *d, const uint8_t *buf, size_
     jpeg_read_header(d, TRUE);
     d->out_color_space = JCS_RGB;
     jpeg_start_decompress(d);
-    while (d->output_scanline < d->output_height) {
-        JSAMPROW row = out + (size_t)d->output_scanline * d->output_width * 3;
-        jpeg_read_scanlines(d, &row, 1);
+    while (d->output_scanline < d->output_height) { /* as the pipeline: up to 32 rows a call */
+        JSAMPROW rows[32];
+        JDIMENSION k = 0;
+        for (; k < 32 && d->output_scanline + k < d->output_height; k++)
+            rows[k] = out + (size_t)(d->output_scanline + k) * d->output_width * 3;
+        if (jpeg_read_scanlines(d, rows, k) == 0) return -1;
     }
     jpeg_finish_decompress(d);
     return 0;
