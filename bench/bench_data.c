@@ -5,8 +5,8 @@
  *   T=1,2   the pipeline images -> decode_image -> random_crop (pad 4) -> random_flip ->
  *           normalize, with num_parallel_calls 1 and 2 (files read by the pipeline),
  * interleaved in ROUNDS rounds (BENCH_DATA_ROUNDS, default 7): every round measures all of
- * them once, one after the other, so a disturbance of the shared machine hits a round, not
- * one column. It prints the median rates and the medians of the per-round ratios the issue
+ * them once, one after the other in an order that rotates from round to round, so a
+ * disturbance of the shared machine hits a round, not one column. It prints the median rates and the medians of the per-round ratios the issue
  * targets (T=1 / bare >= 0.9, T=2 / T=1 >= 1.8), single-thread CPU time per image, and the
  * IDX Fashion-MNIST training pipeline (scale, shuffle 60000, repeat, batch 128, prefetch 2)
  * in batches per second. With --cnn-ms MS (a CNN training step's time from bench_train) it
@@ -365,10 +365,13 @@ int main(int argc, char **argv)
     for (int r = -1; r < rounds; r++) { /* round -1 warms caches and allocators up */
         int at = r < 0 ? 0 : r;
         for (int k = 0; k < 2; k++) {
-            rate[k][MEM][at] = bare_once(&c[k], 0, &cpu[k][MEM][at]);
-            rate[k][FILE_][at] = bare_once(&c[k], 1, &cpu[k][FILE_][at]);
-            rate[k][T1][at] = pipeline_once(dir, fmts[k], 1, at, &cpu[k][T1][at]);
-            rate[k][T2][at] = pipeline_once(dir, fmts[k], 2, at, &cpu[k][T2][at]);
+            /* the order rotates from round to round, so no kind always runs first or last */
+            for (int j = 0; j < NKIND; j++) {
+                int kind = (j + at) % NKIND;
+                double *rt = &rate[k][kind][at], *cu = &cpu[k][kind][at];
+                if (kind == MEM || kind == FILE_) *rt = bare_once(&c[k], kind == FILE_, cu);
+                else *rt = pipeline_once(dir, fmts[k], kind == T1 ? 1 : 2, at, cu);
+            }
             if (getenv("BENCH_DATA_VERBOSE"))
                 printf("round %d %s: bare %.0f, read+bare %.0f, T=1 %.0f, T=2 %.0f img/s\n", r,
                        names[k], rate[k][MEM][at], rate[k][FILE_][at], rate[k][T1][at],

@@ -411,6 +411,27 @@ static void test_image_ops_exact(void)
     CU_ASSERT_EQUAL(tfc_shape_numel(&b.features.shape), 60);
     CU_ASSERT(memcmp(b.features.data, want_rgb, sizeof want_rgb) == 0);
     tfc_pipeline_free(p);
+    /* normalize on bytes: 5x7 RGB (105 values: whole 24-value blocks and a tail) with
+     * per-channel and single constants, against the formula */
+    uint8_t px3[5 * 7 * 3];
+    for (int i = 0; i < 105; i++) px3[i] = (uint8_t)(i * 37 % 251);
+    tfc_tensor t3 = {TFC_U8, {.ndim = 4, .dim = {1, 5, 7, 3}}, px3, -1};
+    const char *norms[2] = {"map: {op: normalize, mean: [10, 20, 30], std: [2, 4, 8]}",
+                            "map: {op: normalize, mean: 100, std: 50}"};
+    for (int v = 0; v < 2; v++) {
+        p = tfc_pipeline_from_tensors(&t3, NULL, &o, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(tfc_pipeline_add_yaml(p, norms[v], &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL(b.features.dtype, TFC_F32);
+        int bad = 0;
+        for (int i = 0; i < 105; i++) {
+            double mean = v ? 100 : 10 * (1 + i % 3), sd = v ? 50 : 2 << (i % 3);
+            bad += fabs(((float *)b.features.data)[i] - (px3[i] - mean) / sd) > 1e-6;
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        tfc_pipeline_free(p);
+    }
     /* A crop that cannot fit is a config error before any data is read. */
     p = tfc_pipeline_from_tensors(&t, NULL, &o, &err);
     tfc_error_clear(&err);

@@ -187,10 +187,18 @@ static void normalize_u8(float *restrict y, const uint8_t *restrict x, int64_t n
                          const float *inv)
 {
     int64_t i = 0;
-    for (; i + len <= n; i += len) {
-#pragma omp simd
-        for (int j = 0; j < len; j++) y[i + j] = ((float)x[i + j] - mp[j]) * ip[j];
+    /* blocks of a length known at compile time for 1, 3 and 4 channels: a run-time length
+     * of 24 left the loop mostly in its scalar prologue and epilogue (measured 5x slower) */
+#define NORM_BLOCKS(L)                                                                      \
+    for (; i + (L) <= n; i += (L)) {                                                        \
+        _Pragma("omp simd") for (int j = 0; j < (L); j++) y[i + j] =                        \
+            ((float)x[i + j] - mp[j]) * ip[j];                                              \
     }
+    if (per == 1 && len >= 8) NORM_BLOCKS(8)
+    else if (per == 3 && len >= 24) NORM_BLOCKS(24)
+    else if (per == 4 && len >= 32) NORM_BLOCKS(32)
+    else NORM_BLOCKS(len)
+#undef NORM_BLOCKS
     for (; i < n; i++) y[i] = ((float)x[i] - m[i % per]) * inv[i % per];
 }
 
