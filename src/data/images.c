@@ -43,12 +43,10 @@ static tfc_status images_get(source *s, int64_t i, tfc_element *e, tfc_error *er
         free(buf);
         if (st) return st;
         e->comp[TFC_COMP_FEATURES] = t;
-    } else {
-        tfc_shape sh = {.ndim = 1, .dim = {(int64_t)len}};
-        void *d = tfc_element_alloc(e, TFC_COMP_FEATURES, TFC_U8, &sh);
-        if (d) memcpy(d, buf, len);
-        free(buf);
-        if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", it->path);
+    } else { /* the bytes as read become the element's (malloc'd, freed with it) */
+        tfc_tensor *t = &e->comp[TFC_COMP_FEATURES];
+        free(t->data);
+        *t = (tfc_tensor){TFC_U8, {.ndim = 1, .dim = {(int64_t)len}}, buf, -1};
     }
     tfc_shape ls = {0};
     int32_t *l = tfc_element_alloc(e, TFC_COMP_LABELS, TFC_I32, &ls);
