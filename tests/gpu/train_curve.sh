@@ -5,7 +5,8 @@
 # accuracies within 0.02. Then the GPU run's iteration-100 snapshot is resumed on the CPU
 # and the CPU's on the GPU: both must finish with losses within TOL of the uninterrupted
 # runs. Also: deterministic: true gives identical weights twice, and a gpu_memory_limit
-# below the model's needs is a clear error. Skipped (exit 0) when the Fashion-MNIST package is not installed or no GPU is usable.
+# below the model's needs, a GPU hidden by CUDA_VISIBLE_DEVICES and gpu:N past the last are
+# clear errors. Skipped (exit 0) when the Fashion-MNIST package is not installed or no GPU is usable.
 #   train_curve.sh BINDIR OUTDIR
 set -eu
 bin=${1:?usage: train_curve.sh BINDIR OUTDIR}
@@ -87,5 +88,23 @@ if [ $rc = 1 ] && grep -q 'cannot allocate' "$out/limit.log"; then
     echo "  gpu_memory_limit=4 (MiB): $(grep -m1 'cannot allocate' "$out/limit.log")"
 else
     echo "train_curve: FAILED: gpu_memory_limit=4 gave exit $rc:"; cat "$out/limit.log"; exit 1
+fi
+# device selection: CUDA_VISIBLE_DEVICES hides the GPUs; gpu:N past the last one; both exit 1
+set +e
+CUDA_VISIBLE_DEVICES= "$bin/tfc-train" configs/fashion_cnn.yaml --device gpu --quiet \
+    --out "$out/hidden" --set max_iter=1 >"$out/hidden.log" 2>&1
+rc1=$?
+"$bin/tfc-train" configs/fashion_cnn.yaml --device gpu:64 --quiet --out "$out/gpu64" \
+    --set max_iter=1 >"$out/gpu64.log" 2>&1
+rc2=$?
+set -e
+if [ $rc1 = 1 ] && grep -q '0 usable GPUs found (CUDA_VISIBLE_DEVICES is set)' "$out/hidden.log" &&
+   [ $rc2 = 1 ] && grep -q 'device gpu:64 requested but' "$out/gpu64.log"; then
+    echo "  CUDA_VISIBLE_DEVICES='': $(cat "$out/hidden.log")"
+    echo "  --device gpu:64: $(cat "$out/gpu64.log")"
+else
+    echo "train_curve: FAILED: device selection (exits $rc1, $rc2):"
+    cat "$out/hidden.log" "$out/gpu64.log"
+    exit 1
 fi
 exit $curve
