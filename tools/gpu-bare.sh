@@ -38,7 +38,8 @@ fi
 
 OUT=$(realpath -m "${OUT:-build/gpu-bare}"); export OUT
 mkdir -p "$OUT"
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+ncpu=$(getconf _NPROCESSORS_ONLN)  # nproc would follow OMP_NUM_THREADS
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$ncpu}
 [ -d .deps/root ] || tar xJf .deps/root.tar.xz -C .deps
 cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
 if [ -n "$cudnn" ] && [ ! -e "$cudnn/lib/libcudnn.so" ]; then
@@ -53,7 +54,7 @@ if [ -d .deps/fmnist ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
 fi
 export LD_LIBRARY_PATH=${cudnn:+$cudnn/lib:}${LD_LIBRARY_PATH:-}
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
-mk=(make -j"$(nproc)" BUILD=build/gpu-bare CUDA=1 DEPS_PREFIX="$PWD/.deps/root"
+mk=(make -j"$ncpu" BUILD=build/gpu-bare CUDA=1 DEPS_PREFIX="$PWD/.deps/root"
     ${cudnn:+CUDNN_PREFIX="$cudnn"}
     ${cc:+GPU_GENCODE="-gencode arch=compute_$cc,code=sm_$cc"})
 [ "${1:-}" = --step ] || {
