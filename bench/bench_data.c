@@ -1,16 +1,20 @@
 /* Input-pipeline benchmark (make bench-data): writes 10,000 JPEG and 10,000 PNG files of
  * 64x64 RGB made from Fashion-MNIST into a temporary folder, then measures for each format
- *   bare    single-thread libjpeg-turbo / libpng decode from memory (the limit), and reading
- *           each file then decoding it,
+ *   bare    single-thread libjpeg-turbo / libpng decode from memory (the limit), reading
+ *           each file then decoding it, and two from-memory decoders side by side on two
+ *           threads (how far the machine itself scales from one thread to two),
  *   T=1,2   the pipeline images -> decode_image -> random_crop (pad 4) -> random_flip ->
  *           normalize, with num_parallel_calls 1 and 2 (files read by the pipeline),
  * interleaved in ROUNDS rounds (BENCH_DATA_ROUNDS, default 7): every round measures all of
  * them once, one after the other in an order that rotates from round to round, so a
- * disturbance of the shared machine hits a round, not one column. It prints the median rates and the medians of the per-round ratios the issue
- * targets (T=1 / bare >= 0.9, T=2 / T=1 >= 1.8), single-thread CPU time per image, and the
- * IDX Fashion-MNIST training pipeline (scale, shuffle 60000, repeat, batch 128, prefetch 2)
- * in batches per second. With --cnn-ms MS (a CNN training step's time from bench_train) it
- * also prints how many times faster than the CNN the IDX input is. */
+ * disturbance of the shared machine hits a round, not one column. It prints the median
+ * rates and the medians of the per-round ratios the issue targets (T=1 / bare >= 0.9,
+ * T=2 / T=1 >= 1.8), single-thread CPU time per image, and the IDX Fashion-MNIST training
+ * pipeline (scale, shuffle 60000, repeat, batch 128, prefetch 2) in batches per second.
+ * With --cnn-ms MS (a CNN training step's time from bench_train) it also prints how many
+ * times faster than the CNN the IDX input is. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -99,13 +103,14 @@ static int bare_jpeg(struct jpeg_decompress_struct *d, const uint8_t *buf, size_
     jpeg_read_header(d, TRUE);
     d->out_color_space = JCS_RGB;
     jpeg_start_decompress(d);
-    while (d->output_scanline < d->output_height) { /* as the pipeline: up to 32 rows a call */
-        JSAMPROW rows[32];
-        JDIMENSION k = 0;
-        for (; k < 32 && d->output_scanline + k < d->output_height; k++)
-            rows[k] = out + (size_t)(d->output_scanline + k) * d->output_width * 3;
-        if (jpeg_read_scanlines(d, rows, k) == 0) return -1;
-    }
+    JSAMPROW rows[SIDE]; /* as the pipeline: every row's pointer set once, all asked for */
+    if (d->output_height > SIDE || d->output_width > SIDE) return -1;
+    for (JDIMENSION k = 0; k < d->output_height && k < SIDE; k++)
+        rows[k] = out + (size_t)k * d->output_width * 3;
+    while (d->output_scanline < d->output_height)
+        if (jpeg_read_scanlines(d, rows + d->output_scanline,
+                                d->output_height - d->output_scanline) == 0)
+            return -1;
     jpeg_finish_decompress(d);
     return 0;
 }
@@ -133,16 +138,26 @@ static void image_path(char *path, size_t size, const char *dir, const char *ext
     snprintf(path, size, "%s/%s.classes/%d/%05d.%s", dir, ext, i % 10, i, ext);
 }
 
-/* Reads a whole file into buf (cap bytes); returns its length. */
+/* Reads a whole file into buf (cap bytes); returns its length. Plain open/read/close into
+ * a reused buffer: stdio's fopen/fread costs a FILE allocation and an fstat more, which
+ * made this bare loop slower than the pipeline's own reads. */
 static size_t read_file(const char *path, uint8_t *buf, size_t cap)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         perror(path);
         exit(1);
     }
-    size_t n = fread(buf, 1, cap, fp);
-    fclose(fp);
+    size_t n = 0;
+    for (;;) {
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0) {
+            perror(path);
+            exit(1);
+        }
+        if (k == 0 || (n += (size_t)k) == cap) break;
+    }
+    close(fd);
     return n;
 }
 
@@ -210,6 +225,51 @@ static double bare_once(corpus *c, int from_file, double *cpu_us)
         }
     }
     *cpu_us = (cpu_now() - cpu) * 1e6 / N_IMAGES;
+    return N_IMAGES / (now() - t);
+}
+
+/* The bare from-memory loop on `threads` threads at once, each with its own decompressor,
+ * taking every threads-th image: how well the machine itself runs two decoders side by side
+ * (shared caches, a virtual machine's cores), the limit for the pipeline's T=2 / T=1. */
+typedef struct bare_job {
+    corpus *c;
+    int first, step;
+} bare_job;
+
+static void *bare_thread(void *arg)
+{
+    bare_job *j = arg;
+    corpus *c = j->c;
+    struct jpeg_decompress_struct d;
+    jerr e;
+    d.err = jpeg_std_error(&e.mgr);
+    e.mgr.error_exit = jexit;
+    jpeg_create_decompress(&d);
+    uint8_t *out = malloc(SIDE * SIDE * 3);
+    for (int i = j->first; i < N_IMAGES; i += j->step)
+        if (c->is_jpeg ? bare_jpeg(&d, c->buf[i], c->len[i], out)
+                       : bare_png(c->buf[i], c->len[i], out)) {
+            fprintf(stderr, "bare decode failed on image %d\n", i);
+            exit(1);
+        }
+    jpeg_destroy_decompress(&d);
+    free(out);
+    return NULL;
+}
+
+static double bare_parallel(corpus *c, int threads)
+{
+    pthread_t th[8];
+    bare_job jobs[8];
+    double t = now();
+    for (int k = 0; k < threads; k++) {
+        jobs[k] = (bare_job){c, k, threads};
+        if (pthread_create(&th[k], NULL, bare_thread, &jobs[k])) {
+            perror("pthread_create");
+            exit(1);
+        }
+    }
+    for (int k = 0; k < threads; k++) pthread_join(th[k], NULL);
     return N_IMAGES / (now() - t);
 }
 
@@ -357,8 +417,9 @@ int main(int argc, char **argv)
     const char *names[2] = {"JPEG", "PNG"};
     int rounds = getenv("BENCH_DATA_ROUNDS") ? atoi(getenv("BENCH_DATA_ROUNDS")) : 7;
     if (rounds < 1 || rounds > 64) rounds = 7;
-    /* [format][round]: rates (img/s) and CPU us/img of bare memory, bare file, T=1, T=2 */
-    enum { MEM, FILE_, T1, T2, NKIND };
+    /* [format][round]: rates (img/s) and CPU us/img of bare memory, bare file, bare memory
+     * on 2 threads, T=1, T=2 */
+    enum { MEM, FILE_, MEM2, T1, T2, NKIND };
     static double rate[2][NKIND][64], cpu[2][NKIND][64];
     corpus c[2];
     for (int k = 0; k < 2; k++) corpus_load(&c[k], dir, fmts[k]);
@@ -370,32 +431,43 @@ int main(int argc, char **argv)
                 int kind = (j + at) % NKIND;
                 double *rt = &rate[k][kind][at], *cu = &cpu[k][kind][at];
                 if (kind == MEM || kind == FILE_) *rt = bare_once(&c[k], kind == FILE_, cu);
+                else if (kind == MEM2) *rt = bare_parallel(&c[k], 2);
                 else *rt = pipeline_once(dir, fmts[k], kind == T1 ? 1 : 2, at, cu);
             }
             if (getenv("BENCH_DATA_VERBOSE"))
-                printf("round %d %s: bare %.0f, read+bare %.0f, T=1 %.0f, T=2 %.0f img/s\n", r,
-                       names[k], rate[k][MEM][at], rate[k][FILE_][at], rate[k][T1][at],
-                       rate[k][T2][at]);
+                printf("round %d %s: bare %.0f, read+bare %.0f, bare x2 %.0f, T=1 %.0f, T=2 %.0f "
+                       "img/s\n", r, names[k], rate[k][MEM][at], rate[k][FILE_][at],
+                       rate[k][MEM2][at], rate[k][T1][at], rate[k][T2][at]);
         }
     }
     for (int k = 0; k < 2; k++) corpus_free(&c[k]);
     double idx = idx_batches_per_second();
     printf("\nmedians of %d interleaved rounds (ratios: the median of the per-round ratios)\n",
            rounds);
-    printf("\n| format | bare decode, memory (img/s) | bare read + decode (img/s) | pipeline T=1 "
-           "(img/s) | T=1 / decode | T=1 / read+decode | pipeline T=2 (img/s) | T=2 / T=1 |\n"
-           "|---|---|---|---|---|---|---|---|\n");
+    printf("\none thread\n\n| format | bare decode, memory (img/s) | bare read + decode "
+           "(img/s) | pipeline T=1 (img/s) | T=1 / decode | T=1 / read+decode |\n"
+           "|---|---|---|---|---|---|\n");
     for (int k = 0; k < 2; k++) {
-        double q1[64], q2[64], q3[64];
+        double q1[64], q2[64];
         for (int r = 0; r < rounds; r++) {
             q1[r] = rate[k][T1][r] / rate[k][MEM][r];
             q2[r] = rate[k][T1][r] / rate[k][FILE_][r];
-            q3[r] = rate[k][T2][r] / rate[k][T1][r];
         }
-        printf("| %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.2f |\n", names[k],
+        printf("| %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", names[k],
                median(rate[k][MEM], rounds), median(rate[k][FILE_], rounds),
-               median(rate[k][T1], rounds), median(q1, rounds), median(q2, rounds),
-               median(rate[k][T2], rounds), median(q3, rounds));
+               median(rate[k][T1], rounds), median(q1, rounds), median(q2, rounds));
+    }
+    printf("\ntwo threads (bare: two decoders side by side, from memory)\n\n| format | bare "
+           "decode x2 (img/s) | bare x2 / x1 | pipeline T=2 (img/s) | T=2 / T=1 |\n"
+           "|---|---|---|---|---|\n");
+    for (int k = 0; k < 2; k++) {
+        double q1[64], q2[64];
+        for (int r = 0; r < rounds; r++) {
+            q1[r] = rate[k][MEM2][r] / rate[k][MEM][r];
+            q2[r] = rate[k][T2][r] / rate[k][T1][r];
+        }
+        printf("| %s | %.0f | %.2f | %.0f | %.2f |\n", names[k], median(rate[k][MEM2], rounds),
+               median(q1, rounds), median(rate[k][T2], rounds), median(q2, rounds));
     }
     printf("\n| format | CPU us/img: decode | read + decode | pipeline T=1 | decode / T=1 | "
            "read+decode / T=1 |\n|---|---|---|---|---|---|\n");

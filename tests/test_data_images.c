@@ -180,6 +180,24 @@ static void test_jpeg(void)
     CU_ASSERT_EQUAL_FATAL(decode_file("grey.jpg", 3, &t, &err), TFC_OK);
     CU_ASSERT_EQUAL(t.shape.dim[2], 3);
     free(t.data);
+    /* A tall image (600 rows: the decoder sets row pointers 256 at a time): every row lands
+     * where it belongs. Rows are flat, in a smooth vertical ramp that JPEG keeps closely. */
+    enum { TW = 9, TH = 600 };
+    static uint8_t tall[TH * TW * 3];
+    for (int y = 0; y < TH; y++)
+        for (int i = 0; i < TW * 3; i++) tall[y * TW * 3 + i] = (uint8_t)(20 + y / 3);
+    CU_ASSERT_EQUAL_FATAL(tfc_image_write_jpeg(tfc_test_path("tall.jpg"), tall, TW, TH, 3, 100,
+                                               &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(decode_file("tall.jpg", 3, &t, &err), TFC_OK);
+    CU_ASSERT_EQUAL(t.shape.dim[0], TH);
+    int off = 0;
+    for (int y = 0; y < TH; y++) {
+        double mean = 0;
+        for (int i = 0; i < TW * 3; i++) mean += ((uint8_t *)t.data)[y * TW * 3 + i];
+        off += fabs(mean / (TW * 3) - (20 + y / 3)) > 2;
+    }
+    CU_ASSERT_EQUAL(off, 0);
+    free(t.data);
 }
 
 static void test_corrupt_and_limits(void)
@@ -441,7 +459,64 @@ static void test_image_ops_exact(void)
     tfc_pipeline_free(p);
 }
 
+/* The SIMD paths (RGB row reversal five pixels at a time, byte normalisation 8 * channels
+ * values at a time) at widths around their block sizes, against plain loops. */
+static void test_flip_normalize_widths(void)
+{
+    const int widths[] = {1, 2, 5, 6, 7, 10, 11, 12, 16, 17, 64, 67};
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_data_options o = {.seed = 3};
+    uint8_t img[2 * 67 * 4];
+    for (int i = 0; i < (int)sizeof img; i++) img[i] = (uint8_t)(i * 97 % 253 + 1);
+    for (size_t k = 0; k < sizeof widths / sizeof *widths; k++) {
+        int w = widths[k];
+        for (int ch = 1; ch <= 4; ch++) {
+            tfc_tensor t = {TFC_U8, {.ndim = 4, .dim = {1, 2, w, ch}}, img, -1};
+            /* flip */
+            tfc_pipeline *p = tfc_pipeline_from_tensors(&t, NULL, &o, &err);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            CU_ASSERT_EQUAL(tfc_pipeline_add_yaml(p, "map: {op: random_flip, probability: 1}",
+                                                  &err), TFC_OK);
+            tfc_batch b;
+            CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+            const uint8_t *got = b.features.data;
+            int bad = 0;
+            for (int y = 0; y < 2; y++)
+                for (int x = 0; x < w; x++)
+                    for (int c = 0; c < ch; c++)
+                        bad += got[(y * w + x) * ch + c] != img[(y * w + (w - 1 - x)) * ch + c];
+            if (bad) printf("\n  flip: width %d, %d channels: %d bytes wrong\n", w, ch, bad);
+            CU_ASSERT_EQUAL(bad, 0);
+            tfc_pipeline_free(p);
+            /* normalize with one constant per channel */
+            p = tfc_pipeline_from_tensors(&t, NULL, &o, &err);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            char yaml[200];
+            const char *means[4] = {"3", "7", "[3, 50, 9]", "[3, 50, 9, 200]"};
+            const char *stds[4] = {"2", "3", "[2, 4, 0.5]", "[2, 4, 0.5, 8]"};
+            /* two channels: one constant for both */
+            snprintf(yaml, sizeof yaml, "map: {op: normalize, mean: %s, std: %s}", means[ch - 1],
+                     stds[ch - 1]);
+            const double mv[4][4] = {{3}, {7, 7}, {3, 50, 9}, {3, 50, 9, 200}};
+            const double sv[4][4] = {{2}, {3, 3}, {2, 4, 0.5}, {2, 4, 0.5, 8}};
+            CU_ASSERT_EQUAL(tfc_pipeline_add_yaml(p, yaml, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+            const float *f = b.features.data;
+            bad = 0;
+            for (int i = 0; i < 2 * w * ch; i++) {
+                double want = (img[i] - mv[ch - 1][i % ch]) / sv[ch - 1][i % ch];
+                bad += fabs(f[i] - want) > 1e-5 * (1 + fabs(want));
+            }
+            if (bad) printf("\n  normalize: width %d, %d channels: %d wrong\n", w, ch, bad);
+            CU_ASSERT_EQUAL(bad, 0);
+            tfc_pipeline_free(p);
+        }
+    }
+}
+
 TFC_TEST_MAIN("data_images",
+              {"flip_normalize_widths", test_flip_normalize_widths},
               {"png_variants", test_png_variants},
               {"jpeg", test_jpeg},
               {"corrupt_and_limits", test_corrupt_and_limits},

@@ -156,33 +156,11 @@ tfc_status tfc_file_write_atomic(const char *path, const void *const *chunks, co
     return TFC_OK;
 }
 
-tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, size_t *len,
-                             tfc_error *err)
+/* Reads fd to its end into a buffer of `cap` bytes (plus the NUL) grown as needed, never
+ * past max_bytes; closes fd. */
+static tfc_status read_to_end(int fd, const char *path, size_t max_bytes, size_t cap,
+                              char **buf, size_t *len, tfc_error *err)
 {
-    *buf = NULL;
-    *len = 0;
-    if (max_bytes > SIZE_MAX / 2) max_bytes = SIZE_MAX / 2; /* so cap + 1 never wraps */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return io_error(err, path, "cannot open", errno);
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return io_error(err, path, "cannot stat", e);
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return io_error(err, path, "cannot read", EISDIR);
-    }
-    if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max_bytes) {
-        close(fd);
-        return tfc_error_at(err, TFC_ERR_DATA, path, 0, 0, NULL, NULL,
-                            "file is %lld bytes, more than the limit of %zu bytes",
-                            (long long)st.st_size, max_bytes);
-    }
-    /* Regular files are read at their size (a file growing meanwhile is read up to the
-     * limit); pipes and devices grow the buffer by doubling, never past the limit. */
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size : 65536;
     if (cap > max_bytes) cap = max_bytes;
     char *data = malloc(cap + 1);
     if (!data) {
@@ -194,7 +172,7 @@ tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, siz
     for (;;) {
         if (used == cap) {
             /* Probe one byte past the buffer before growing it, so a file that is exactly
-             * its stat size (the usual case) needs no reallocation. */
+             * the expected size (the usual case) needs no reallocation. */
             char probe;
             ssize_t n = read(fd, &probe, 1);
             if (n < 0 && errno == EINTR) continue;
@@ -237,10 +215,56 @@ tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, siz
         used += (size_t)n;
     }
     close(fd);
+    if (used + 4096 < cap) { /* a generous guess: give the rest back */
+        char *fit = realloc(data, used + 1);
+        if (fit) data = fit;
+    }
     data[used] = 0;
     *buf = data;
     *len = used;
     return TFC_OK;
+}
+
+tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, size_t *len,
+                             tfc_error *err)
+{
+    *buf = NULL;
+    *len = 0;
+    if (max_bytes > SIZE_MAX / 2) max_bytes = SIZE_MAX / 2; /* so cap + 1 never wraps */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io_error(err, path, "cannot open", errno);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return io_error(err, path, "cannot stat", e);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return io_error(err, path, "cannot read", EISDIR);
+    }
+    if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max_bytes) {
+        close(fd);
+        return tfc_error_at(err, TFC_ERR_DATA, path, 0, 0, NULL, NULL,
+                            "file is %lld bytes, more than the limit of %zu bytes",
+                            (long long)st.st_size, max_bytes);
+    }
+    /* Regular files are read at their size (a file growing meanwhile is read up to the
+     * limit); pipes and devices grow the buffer by doubling, never past the limit. */
+    return read_to_end(fd, path, max_bytes, S_ISREG(st.st_mode) ? (size_t)st.st_size : 65536,
+                       buf, len, err);
+}
+
+tfc_status tfc_file_read_guess(const char *path, size_t max_bytes, size_t guess, char **buf,
+                               size_t *len, tfc_error *err)
+{
+    *buf = NULL;
+    *len = 0;
+    if (max_bytes > SIZE_MAX / 2) max_bytes = SIZE_MAX / 2;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io_error(err, path, "cannot open", errno);
+    /* a directory opens, and its read fails with EISDIR */
+    return read_to_end(fd, path, max_bytes, guess < 4096 ? 4096 : guess, buf, len, err);
 }
 
 tfc_status tfc_mkdir_p(const char *path, tfc_error *err)

@@ -11,4 +11,11 @@
 #define TFC_VECTOR
 #endif
 
+/* TFC_X86_SIMD: x86-64 intrinsics in functions marked __attribute__((target("..."))), called
+ * after a run-time check (__builtin_cpu_supports), for the loops compilers do not vectorise
+ * well on their own (GCC 12 widens bytes to floats with scalar conversions). */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define TFC_X86_SIMD 1
+#endif
+
 #endif

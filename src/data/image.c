@@ -323,16 +323,22 @@ static tfc_status decode_jpeg(tfc_image_pool *pool, const void *buf, size_t len,
     }
     if (is_cmyk) cmyk = dst;
     else pix = dst;
-    /* Up to 32 rows per call: libjpeg-turbo then upsamples 2:1 subsampled chroma straight
-     * into our rows instead of through its spare row (about 10% faster for small images). */
+    /* Row pointers are set once for up to 256 rows, then as many rows as are left of them
+     * are asked for at each call: libjpeg-turbo upsamples 2:1 subsampled chroma straight
+     * into our rows instead of through its spare row (about 10% faster for small images),
+     * and returns only a row group (2 rows) per call, so pointers rebuilt for every call
+     * cost 7,000 instructions a 64x64 image (callgrind). */
     while (d->output_scanline < d->output_height) {
-        JSAMPROW rows[32];
-        JDIMENSION k = 0, left = d->output_height - d->output_scanline;
-        for (; k < 32 && k < left; k++)
-            rows[k] = dst + (size_t)(d->output_scanline + k) * (size_t)(w * oc);
-        if (jpeg_read_scanlines(d, rows, k) == 0) {
-            snprintf(c->msg, sizeof c->msg, "no progress at row %u", d->output_scanline);
-            longjmp(c->jb, 1);
+        JSAMPROW rows[256];
+        JDIMENSION base = d->output_scanline, left = d->output_height - base;
+        JDIMENSION k = left < 256 ? left : 256;
+        for (JDIMENSION j = 0; j < k; j++) rows[j] = dst + (size_t)(base + j) * (size_t)(w * oc);
+        while (d->output_scanline < base + k) {
+            JDIMENSION at = d->output_scanline - base;
+            if (jpeg_read_scanlines(d, rows + at, k - at) == 0) {
+                snprintf(c->msg, sizeof c->msg, "no progress at row %u", d->output_scanline);
+                longjmp(c->jb, 1);
+            }
         }
     }
     jpeg_finish_decompress(d);

@@ -27,6 +27,7 @@ typedef struct images_source {
     int decode, channels;
     tfc_image_limits lim;
     tfc_image_pool *pool;
+    size_t last_len; /* the size of a file read lately: the next read's first guess */
 } images_source;
 
 static tfc_status images_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
@@ -35,8 +36,14 @@ static tfc_status images_get(source *s, int64_t i, tfc_element *e, tfc_error *er
     const image_item *it = &im->items[i];
     char *buf;
     size_t len;
-    tfc_status st = tfc_file_read_all(it->path, IMAGE_MAX_FILE_BYTES, &buf, &len, err);
+    /* Image files of one data set tend to be of similar sizes: a buffer a quarter larger
+     * than the last one read usually holds the next at once (workers race on the guess,
+     * harmlessly). */
+    size_t guess = __atomic_load_n(&im->last_len, __ATOMIC_RELAXED);
+    tfc_status st = tfc_file_read_guess(it->path, IMAGE_MAX_FILE_BYTES, guess + guess / 4 + 64,
+                                        &buf, &len, err);
     if (st) return st;
+    __atomic_store_n(&im->last_len, len, __ATOMIC_RELAXED);
     if (im->decode) {
         tfc_tensor t;
         st = tfc_image_decode_with(im->pool, buf, len, it->path, im->channels, &im->lim, &t, err);
