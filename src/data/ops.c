@@ -199,7 +199,10 @@ static void normalize_u8_portable(float *restrict y, const uint8_t *restrict x, 
     else if (per == 4 && len >= 32) NORM_BLOCKS(32)
     else NORM_BLOCKS(len)
 #undef NORM_BLOCKS
-    for (; i < n; i++) y[i] = ((float)x[i] - m[i % per]) * inv[i % per];
+    for (int c = (int)(i % per); i < n; i++) { /* the tail: no division per value */
+        y[i] = ((float)x[i] - m[c]) * inv[c];
+        if (++c == per) c = 0;
+    }
 }
 
 #ifdef TFC_X86_SIMD
@@ -240,7 +243,10 @@ __attribute__((target("avx2"))) static void normalize_u8_avx2(
         }
     } else NORM_VEC(4)
 #undef NORM_VEC
-    for (; i < n; i++) y[i] = ((float)x[i] - m[i % per]) * inv[i % per];
+    for (int c = (int)(i % per); i < n; i++) { /* the tail: no division per value */
+        y[i] = ((float)x[i] - m[c]) * inv[c];
+        if (++c == per) c = 0;
+    }
 }
 #endif
 
