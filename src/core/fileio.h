@@ -29,10 +29,10 @@ tfc_status tfc_file_write_atomic(const char *path, const void *const *chunks, co
 tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, size_t *len,
                              tfc_error *err);
 
-/* The same for many small files: no fstat (on Linux, glibc's fstat is a path lookup of ""
- * that cost as much as the open, measured on 2 KB images), the buffer starts at `guess`
- * bytes (at least 4096) and doubles as needed; a directory fails at its read (EISDIR).
- * Larger-than-limit files fail once max_bytes have been read. */
+/* The same for many small files: no fstat (glibc's fstat is newfstatat(fd, "", ...): 6% of
+ * the samples of a pipeline decoding 2 KB JPEGs, against 8% for the open), the buffer
+ * starts at `guess` bytes (at least 4096) and doubles as needed; a directory fails at its
+ * read (EISDIR). Larger-than-limit files fail once max_bytes have been read. */
 tfc_status tfc_file_read_guess(const char *path, size_t max_bytes, size_t guess, char **buf,
                                size_t *len, tfc_error *err);
 
