@@ -109,10 +109,10 @@ ifeq ($(HAVE_CUDA),1)
 endif
 
 # ---- sources ------------------------------------------------------------------------------
-LIB_SRC  := $(sort $(wildcard src/core/*.c src/cpu/*.c src/layers/*.c src/data/*.c src/solver/*.c))
-# The GPU objects come with core/device.c, their only caller: a partial build
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/layers/*.c src/cpu/*.c src/graph/*.c src/device/*.c src/data/*.c src/solver/*.c))
+# The GPU objects come with device/device.c, their only caller: a partial build
 # (LIB_SRC="...") without it compiles no CUDA.
-GPU_OBJ  := $(if $(and $(filter 1,$(HAVE_CUDA)),$(filter src/core/device.c,$(LIB_SRC))),$(GPU_SRC:%.cu=$(BUILD)/%.o))
+GPU_OBJ  := $(if $(and $(filter 1,$(HAVE_CUDA)),$(filter src/device/device.c,$(LIB_SRC))),$(GPU_SRC:%.cu=$(BUILD)/%.o))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
 TOOL_SRC := $(wildcard tools/tfc-*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BIN)/%)

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model.h"
+#include "device/device.h"
+#include "graph/model.h"
 #include "core/timing.h"
 #ifdef TFC_HAVE_CUDA
 #include "gpu/gpu.h"

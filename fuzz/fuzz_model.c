@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/model.h"
+#include "graph/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,7 +2,7 @@
  *
  *   errors      core/error.h      tfc_error, tfc_status, tfc_exit_code
  *   backends    core/backend.h    tfc_backend_open("cpu" | "gpu" | "gpu:N"), tfc_backend_free
- *   models      core/model.h      tfc_model_load / _from_string, _bind, _init_weights,
+ *   models      graph/model.h      tfc_model_load / _from_string, _bind, _init_weights,
  *                                 _forward, _loss, _backward, _save_weights, _load_weights
  *   data        data/data.h       tfc_pipeline_* (sources, stages, map callbacks, state)
  *
@@ -14,7 +14,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "core/model.h"
+#include "graph/model.h"
 #include "data/data.h"
 
 #endif

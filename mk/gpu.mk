@@ -16,7 +16,7 @@ GPU_TEST_BIN := $(BUILD)/tests/gpu/test_gpu_ops
 # between CUDA and CPU-only: $(BUILD)/cuda.flags changes (only) when HAVE_CUDA does.
 CUDA_FLAGS_FILE := $(BUILD)/cuda.flags
 $(shell mkdir -p $(BUILD) && (echo '$(HAVE_CUDA)' | cmp -s - $(CUDA_FLAGS_FILE) || echo '$(HAVE_CUDA)' > $(CUDA_FLAGS_FILE)))
-$(BUILD)/src/core/device.o $(BUILD)/bench/bench_train $(GPU_TEST_BIN): $(CUDA_FLAGS_FILE)
+$(BUILD)/src/device/device.o $(BUILD)/bench/bench_train $(GPU_TEST_BIN): $(CUDA_FLAGS_FILE)
 GPU_SANITIZER ?= $(or $(wildcard $(CUDA_HOME)/bin/compute-sanitizer),compute-sanitizer)
 
 $(GPU_TEST_BIN): tests/gpu/test_gpu_ops.c $(TEST_LIB) $(STATIC)

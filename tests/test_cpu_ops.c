@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu.h"
 #include "core/backend.h"
 #include "core/rng.h"
 #include "util/testutil.h"

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
 #include "gradcheck.h"
 #include "testutil.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model.h"
+#include "graph/model.h"
 #include "core/schema.h"
 #include "testutil.h"
 

@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/model.h"
+#include "device/device.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
 #include "core/safetensors.h"
 #include "solver/internal.h"
 #include "solver/optimizer.h"

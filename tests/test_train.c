@@ -20,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/model.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
 #include "core/safetensors.h"
 #include "data/data.h"
 #include "solver/internal.h"

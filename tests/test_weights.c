@@ -6,7 +6,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "core/model.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
 #include "core/safetensors.h"
 #include "data/data.h"
 #include "gradcheck.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/model.h"
+#include "graph/model.h"
 
 static const char *usage =
     "usage: tfc-draw MODEL.yaml [--output FILE.dot]\n"

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/device.h"
 #include "core/fileio.h"
-#include "core/model.h"
+#include "graph/model.h"
 #include "data/data.h"
 
 static const char *usage =

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model.h"
+#include "device/device.h"
+#include "graph/model.h"
 #include "core/timing.h"
 
 static const char *usage =

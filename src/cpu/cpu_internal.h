@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/backend.h"
+#include "cpu/cpu.h"
 #include "core/vector.h"
 
 /* Functions with hot SIMD loops (exp, sigmoid, Philox): an AVX2 clone (core/vector.h). */

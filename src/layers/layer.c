@@ -53,3 +53,5 @@ tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const ch
     snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, arg);
     return tfc_init_parse(node, path, tfc_init_make(def), out, err);
 }
+
+int64_t tfc_layer_out_numel(const tfc_layer *l) { return tfc_shape_numel(&l->out_shape); }

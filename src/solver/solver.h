@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #include "core/config.h"
-#include "core/model.h"
+#include "graph/model.h"
 #include "solver/optimizer.h"
 
 typedef struct tfc_solver tfc_solver;

@@ -17,6 +17,7 @@
 
 #include "core/fileio.h"
 #include "data/data.h"
+#include "device/device.h"
 #include "solver/internal.h"
 
 typedef struct run {

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/device.h"
+#include "cpu/cpu.h"
 #include "core/backend.h"
-#include "core/model.h"
+#include "graph/model.h"
 #include "core/rng.h"
 #include "util/testutil.h"
 #ifdef TFC_HAVE_CUDA

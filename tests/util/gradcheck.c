@@ -1,6 +1,7 @@
 /* Numerical gradient checks; see gradcheck.h. The loss is computed in float32, so steps
  * are large (1e-2) and each estimate is confirmed with a second step (5e-3): where the two
  * disagree the element sits at a kink (ReLU, max-pool ties, clipping) and is skipped. */
+#include "cpu/cpu.h"
 #include "gradcheck.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
 #ifndef TFC_TESTS_GRADCHECK_H
 #define TFC_TESTS_GRADCHECK_H
 
-#include "core/model.h"
+#include "graph/model.h"
 
 /* Loads a model from YAML text; NULL (with the error printed) on failure. */
 tfc_model *tfc_test_model(const char *yaml);

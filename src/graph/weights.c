@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model_internal.h"
+#include "graph/model_internal.h"
 #include "core/safetensors.h"
 
 #ifndef TFC_VERSION

@@ -3,7 +3,7 @@
  * kept from forward to backward; activation gradients live only from the backward step of
  * a layer's last consumer to the layer's own, so layers whose gradient lifetimes do not
  * overlap share memory (plan_grads). */
-#include "core/model_internal.h"
+#include "graph/model_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +22,6 @@ int tfc_model_fused_loss(const tfc_model *m)
     if (last->act == TFC_ACT_SIGMOID) return m->loss == TFC_LOSS_BCE;
     return 0;
 }
-
-int64_t tfc_layer_out_numel(const tfc_layer *l) { return tfc_shape_numel(&l->out_shape); }
 
 void tfc_model_unbind(tfc_model *m)
 {

@@ -1,9 +1,9 @@
 /* The model's private layout, shared by model.c (loading, shapes) and graph.c (memory,
- * passes, loss). Nothing outside src/core includes this. */
-#ifndef TFC_CORE_MODEL_INTERNAL_H
-#define TFC_CORE_MODEL_INTERNAL_H
+ * passes, loss). Nothing outside src/graph includes this. */
+#ifndef TFC_GRAPH_MODEL_INTERNAL_H
+#define TFC_GRAPH_MODEL_INTERNAL_H
 
-#include "core/model.h"
+#include "graph/model.h"
 
 #define TFC_MAX_LAYERS 1024
 

@@ -7,8 +7,8 @@
  *
  * Parameters sit in one flat arena, trainable ones first, so an optimizer is one loop over
  * [0, tfc_model_trainable_count) of params and grads. */
-#ifndef TFC_CORE_MODEL_H
-#define TFC_CORE_MODEL_H
+#ifndef TFC_GRAPH_MODEL_H
+#define TFC_GRAPH_MODEL_H
 
 #include <stdint.h>
 

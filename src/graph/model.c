@@ -1,7 +1,7 @@
 /* Model files → layers: the top-level schema, the layer list (type, Keras default names,
  * inputs), shape inference through every layer, and the loss/metric settings. Every error
  * points at the YAML; the whole file is checked before anything is allocated on a device. */
-#include "core/model_internal.h"
+#include "graph/model_internal.h"
 
 #include <ctype.h>
 #include <stdlib.h>

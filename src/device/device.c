@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend.h"
+#include "cpu/cpu.h"
+#include "device/device.h"
 
 #ifdef TFC_HAVE_CUDA
 #include "gpu/gpu.h"
