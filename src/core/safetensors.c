@@ -526,23 +526,6 @@ size_t tfc_st_data_size(const tfc_st_file *f)
     return f->data_size;
 }
 
-/* IEEE half: 1 sign, 5 exponent (bias 15), 10 mantissa bits. Subnormals are m * 2^-24. */
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | man << 13; /* inf, nan */
-    } else if (exp != 0) {
-        bits = sign | (exp + 112) << 23 | man << 13; /* rebias 15 -> 127 */
-    } else {
-        float v = (float)man * (1.0f / 16777216.0f);
-        return sign ? -v : v;
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 void tfc_st_tensor_to_f32(const tfc_st_tensor *t, float *dst)
 {
     const unsigned char *p = t->data;
@@ -573,15 +556,14 @@ void tfc_st_tensor_to_f32(const tfc_st_tensor *t, float *dst)
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, p + 2 * i, 2);
-            dst[i] = half_to_float(h);
+            dst[i] = tfc_half_to_float(h);
         }
         break;
-    case TFC_BF16: /* the top half of an F32 */
+    case TFC_BF16:
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, p + 2 * i, 2);
-            uint32_t bits = (uint32_t)h << 16;
-            memcpy(&dst[i], &bits, 4);
+            dst[i] = tfc_bf16_to_float(h);
         }
         break;
     default: TFC_ASSERT(!"unknown dtype");

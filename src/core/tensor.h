@@ -80,4 +80,23 @@ int tfc_dtype_from_name(const char *name);
 /* Formats a shape as "(28, 28, 1)" into buf; returns buf. */
 char *tfc_shape_str(const tfc_shape *s, char *buf, size_t size);
 
+/* ---- element values: the one home of dtype conversion ---- */
+
+/* Integer dtypes (bool included). */
+int tfc_dtype_is_int(tfc_dtype dt);
+
+/* IEEE half and bfloat16 from and to float, by bit layout; rounding to nearest even. */
+float tfc_half_to_float(uint16_t h);
+uint16_t tfc_float_to_half(float f);
+float tfc_bf16_to_float(uint16_t b);
+uint16_t tfc_float_to_bf16(float f);
+
+/* Element i of `data` (aligned for dt) as a double, and the reverse. Setting converts float
+ * to integer with C semantics but saturating (NaN -> 0), bool -> 0/1. */
+double tfc_value_get(const void *data, tfc_dtype dt, int64_t i);
+void tfc_value_set(void *data, tfc_dtype dt, int64_t i, double v);
+
+/* Converts n values between dtypes (tfc_value_set's rules; 64-bit integers keep every bit). */
+void tfc_values_convert(void *dst, tfc_dtype dt, const void *src, tfc_dtype st, int64_t n);
+
 #endif

@@ -131,7 +131,7 @@ tfc_status source_array(source **out, const char *type, tfc_tensor *features,
     }
     s->count = n;
     /* Labels are checked once here, so a bad one is reported before training starts. */
-    if (a->l.data && num_classes > 0 && dtype_is_int(a->l.dtype)) {
+    if (a->l.data && num_classes > 0 && tfc_dtype_is_int(a->l.dtype)) {
         int64_t kept = 0;
         for (int64_t i = 0; i < n; i++) {
             tfc_tensor row = {.dtype = a->l.dtype, .shape = a->rec_l,

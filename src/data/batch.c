@@ -107,7 +107,7 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
     double pv = comp == TFC_COMP_FEATURES ? b->a.padding_value : b->a.label_padding_value;
     if (pv != 0) {
         int64_t total = (int64_t)slot_n * n;
-        for (int64_t i = 0; i < total; i++) value_set(dst, first->dtype, i, pv);
+        for (int64_t i = 0; i < total; i++) tfc_value_set(dst, first->dtype, i, pv);
     }
     for (int i = 0; i < n; i++) {
         const tfc_tensor *t = &b->items[i].e.comp[comp];

@@ -312,7 +312,7 @@ static int filter_pred(const tfc_element *e, void *user)
     if (c->labels.n) {
         const tfc_tensor *l = &e->comp[TFC_COMP_LABELS];
         if (!l->data || tfc_shape_numel(&l->shape) != 1) return 0;
-        double v = value_at(l->data, l->dtype, 0);
+        double v = tfc_value_get(l->data, l->dtype, 0);
         for (int i = 0; i < c->labels.n; i++)
             if (v == c->labels.v[i]) return 1;
         return 0;

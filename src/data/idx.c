@@ -236,7 +236,7 @@ tfc_status source_idx(source **out, const idx_args *a, tfc_error *err)
             free(img.data);
             return st;
         }
-        if (!dtype_is_int(lab.dtype)) {
+        if (!tfc_dtype_is_int(lab.dtype)) {
             free(img.data);
             free(lab.data);
             return tfc_error_set(err, TFC_ERR_DATA, "%s: labels must be integers, found %s",
@@ -250,7 +250,7 @@ tfc_status source_idx(source **out, const idx_args *a, tfc_error *err)
             free(lab.data);
             return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", a->labels);
         }
-        convert_values(l32, TFC_I32, lab.data, lab.dtype, n);
+        tfc_values_convert(l32, TFC_I32, lab.data, lab.dtype, n);
         free(lab.data);
         lab.data = l32;
         lab.dtype = TFC_I32;

@@ -37,13 +37,6 @@ size_t comp_bytes(const tfc_tensor *t);      /* numel * dtype size (0 when absen
 /* Bounded, overflow-checked byte count of dtype × shape; -1 on overflow or > limit. */
 int64_t tensor_bytes_checked(tfc_dtype dt, const tfc_shape *s, int64_t limit);
 
-/* Converts n values between dtypes (float ↔ int with C semantics, bool → 0/1, F16/BF16 by
- * their IEEE bit layouts). */
-void convert_values(void *dst, tfc_dtype dt, const void *src, tfc_dtype st, int64_t n);
-double value_at(const void *data, tfc_dtype dt, int64_t i);
-void value_set(void *data, tfc_dtype dt, int64_t i, double v);
-int dtype_is_int(tfc_dtype dt);
-
 /* ---- saved state --------------------------------------------------------------------------- */
 
 typedef struct wbuf {

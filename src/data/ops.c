@@ -77,7 +77,7 @@ static void *retype(tfc_element *e, int c, tfc_dtype dt)
     if (old.dtype == dt) return old.data;
     e->comp[c].data = NULL;
     void *d = elem_alloc_uninit(e, c, dt, &old.shape);
-    if (d) convert_values(d, dt, old.data, old.dtype, tfc_shape_numel(&old.shape));
+    if (d) tfc_values_convert(d, dt, old.data, old.dtype, tfc_shape_numel(&old.shape));
     free(old.data);
     return d;
 }
@@ -454,7 +454,7 @@ static tfc_status one_hot_init(void *args, const op_build *b, const tfc_element_
     tfc_status st = need(b, in, a->component, 0);
     if (st) return st;
     tfc_component_spec *c = &out->comp[a->component];
-    if (!dtype_is_int(c->dtype))
+    if (!tfc_dtype_is_int(c->dtype))
         return op_error(b, "needs integer class indices, found %s", tfc_data_dtype_name(c->dtype));
     if (c->shape.ndim >= TFC_MAX_DIMS) return op_error(b, "rank too large");
     c->dtype = TFC_F32;
@@ -471,7 +471,7 @@ static tfc_status one_hot_apply(const void *args, tfc_element *e, const tfc_map_
     if (old.shape.ndim >= TFC_MAX_DIMS)
         return tfc_error_set(err, TFC_ERR_DATA, "one_hot: rank too large");
     for (int64_t i = 0; i < n; i++) {
-        double v = value_at(old.data, old.dtype, i);
+        double v = tfc_value_get(old.data, old.dtype, i);
         if (v < 0 || v >= a->depth)
             return tfc_error_set(err, TFC_ERR_DATA, "label %lld is out of range [0, %d)",
                                  (long long)v, a->depth);
@@ -484,7 +484,7 @@ static tfc_status one_hot_apply(const void *args, tfc_element *e, const tfc_map_
         free(old.data);
         return oom(err);
     }
-    for (int64_t i = 0; i < n; i++) y[i * a->depth + (int64_t)value_at(old.data, old.dtype, i)] = 1;
+    for (int64_t i = 0; i < n; i++) y[i * a->depth + (int64_t)tfc_value_get(old.data, old.dtype, i)] = 1;
     free(old.data);
     return TFC_OK;
 }
@@ -559,7 +559,7 @@ static tfc_status resize_axis0(tfc_element *e, int c, int64_t len, int side, dou
     size_t es = tfc_dtype_size(old.dtype);
     int64_t keep = old.shape.dim[0] < len ? old.shape.dim[0] : len;
     if (value != 0)
-        for (int64_t i = 0; i < len * row; i++) value_set(d, old.dtype, i, value);
+        for (int64_t i = 0; i < len * row; i++) tfc_value_set(d, old.dtype, i, value);
     /* side end: data at the start; side start: data at the end. */
     int64_t src0 = side ? old.shape.dim[0] - keep : 0, dst0 = side ? len - keep : 0;
     memcpy(d + (size_t)(dst0 * row) * es, (char *)old.data + (size_t)(src0 * row) * es,

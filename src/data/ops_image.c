@@ -433,10 +433,10 @@ static tfc_status resize_apply(const void *args, tfc_element *e, const tfc_map_c
             int64_t x0 = (int64_t)fx, x1 = x0 + 1 < W ? x0 + 1 : W - 1;
             double wx = fx - (double)x0;
             for (int64_t c = 0; c < C; c++) {
-                double v00 = value_at(old.data, old.dtype, (y0 * W + x0) * C + c);
-                double v01 = value_at(old.data, old.dtype, (y0 * W + x1) * C + c);
-                double v10 = value_at(old.data, old.dtype, (y1 * W + x0) * C + c);
-                double v11 = value_at(old.data, old.dtype, (y1 * W + x1) * C + c);
+                double v00 = tfc_value_get(old.data, old.dtype, (y0 * W + x0) * C + c);
+                double v01 = tfc_value_get(old.data, old.dtype, (y0 * W + x1) * C + c);
+                double v10 = tfc_value_get(old.data, old.dtype, (y1 * W + x0) * C + c);
+                double v11 = tfc_value_get(old.data, old.dtype, (y1 * W + x1) * C + c);
                 double top = v00 + (v01 - v00) * wx, bot = v10 + (v11 - v10) * wx;
                 d[(y * w + x) * C + c] = (float)(top + (bot - top) * wy);
             }

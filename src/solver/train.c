@@ -72,26 +72,6 @@ static int stop_requested(const run *r)
 
 /* ---- batches: pipeline elements → the model's input and labels -------------------------------- */
 
-/* Element i of a tensor as a double (the dtypes pipelines produce). */
-static double element(const tfc_tensor *t, int64_t i)
-{
-    const void *d = t->data;
-    switch (t->dtype) {
-    case TFC_F32: return ((const float *)d)[i];
-    case TFC_F64: return ((const double *)d)[i];
-    case TFC_I8: return ((const int8_t *)d)[i];
-    case TFC_U8: return ((const uint8_t *)d)[i];
-    case TFC_BOOL: return ((const uint8_t *)d)[i] != 0;
-    case TFC_I16: return ((const int16_t *)d)[i];
-    case TFC_U16: return ((const uint16_t *)d)[i];
-    case TFC_I32: return ((const int32_t *)d)[i];
-    case TFC_U32: return ((const uint32_t *)d)[i];
-    case TFC_I64: return (double)((const int64_t *)d)[i];
-    case TFC_U64: return (double)((const uint64_t *)d)[i];
-    default: return NAN;
-    }
-}
-
 /* Converts n elements to float32 or int32 (`ints`). Integers must be integral and within
  * int32; returns the first bad index or -1. */
 static int64_t convert(void *dst, int ints, const tfc_tensor *src, int64_t n)
@@ -101,7 +81,7 @@ static int64_t convert(void *dst, int ints, const tfc_tensor *src, int64_t n)
         return -1;
     }
     for (int64_t i = 0; i < n; i++) {
-        double v = element(src, i);
+        double v = tfc_value_get(src->data, src->dtype, i);
         if (ints) {
             if (!(v == floor(v)) || v < -2147483648.0 || v > 2147483647.0) return i;
             ((int32_t *)dst)[i] = (int32_t)v;
@@ -221,12 +201,12 @@ static tfc_status next_batch(run *r, tfc_pipeline *p, const char *key, int *batc
         return tfc_error_set(err, TFC_ERR_DATA,
                              "%s: example %lld of a batch: feature value %g is not an int32 "
                              "token id",
-                             key, (long long)(bad / r->in_numel), element(&b.features, bad));
+                             key, (long long)(bad / r->in_numel), tfc_value_get(b.features.data, b.features.dtype, bad));
     bad = convert(r->y, tfc_model_loss_kind(r->m) == TFC_LOSS_SPARSE_CCE, &b.labels, lnum);
     if (bad >= 0)
         return tfc_error_set(err, TFC_ERR_DATA,
                              "%s: example %lld of a batch: label %g is not a class index", key,
-                             (long long)(bad / r->label_numel), element(&b.labels, bad));
+                             (long long)(bad / r->label_numel), tfc_value_get(b.labels.data, b.labels.dtype, bad));
     *batch = (int)n;
     return TFC_OK;
 }
