@@ -167,7 +167,7 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
 tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
                                    const char *weights, tfc_error *err);
 /* The next training batch into f->x / f->y, *n examples; the train split is read again
- * from its start when it ends, as `repeat` would. */
+ * from its start when it ends, as `repeat` would (an empty split is TFC_ERR_DATA). */
 tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err);
 /* The next test batch into f->x / f->y; *n = 0 at the end of the split. */
 tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, tfc_error *err);

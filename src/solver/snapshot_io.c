@@ -148,6 +148,16 @@ static const char *base_name(const char *path)
     return b ? b + 1 : path;
 }
 
+/* The slot names of `o` that hold state, comma-separated, as the metadata records them. */
+static void slot_list(const tfc_optimizer *o, char *buf, size_t size)
+{
+    buf[0] = 0;
+    for (int k = 0; k < o->nslots; k++)
+        if (o->slot[k])
+            snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", buf[0] ? "," : "",
+                     o->slot_name[k]);
+}
+
 tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_snapshot_id *id,
                               const tfc_snapshot_extra *x, const char *weights_path,
                               const char *state_path, tfc_error *err)
@@ -196,11 +206,8 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     int64_t plen = (int64_t)x->pipeline_len;
     add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
 
-    char slots[128] = "";
-    for (int k = 0; k < o->nslots; k++)
-        if (o->slot[k])
-            snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%s%s",
-                     slots[0] ? "," : "", o->slot_name[k]);
+    char slots[128];
+    slot_list(o, slots, sizeof slots);
     meta(&sw, "format", TFC_STATE_FORMAT);
     meta(&sw, "format_version", TFC_STATE_VERSION);
     meta(&sw, "tfc_version", TFC_VERSION);
@@ -292,71 +299,70 @@ static void restore_losses(tfc_snapshot_extra *x, const double *saved, int64_t w
         x->losses[j % x->window] = saved[j % wsaved];
 }
 
-tfc_status tfc_snapshot_read(tfc_model *m, tfc_optimizer *o, const tfc_snapshot_id *id,
-                             const char *state_path, tfc_snapshot_extra *x, int *config_differs,
-                             tfc_error *err)
+/* A different optimizer, other slots or another model is refused; a different
+ * configuration only sets *config_differs. */
+static tfc_status check_identity(const tfc_st_file *f, const tfc_optimizer *o,
+                                 const tfc_snapshot_id *id, const char *state_path,
+                                 int *config_differs, tfc_error *err)
 {
-    tfc_st_file *f = open_verified(state_path, err);
-    if (!f) return err ? err->code : TFC_ERR_FORMAT;
-    tfc_status s = TFC_OK;
     const char *opt = tfc_st_meta(f, "optimizer"), *mh = tfc_st_meta(f, "model_hash");
     const char *ch = tfc_st_meta(f, "config_hash"), *mname = tfc_st_meta(f, "model");
     const char *slots = tfc_st_meta(f, "slots");
-    char want_slots[128] = "", hash[32];
-    for (int k = 0; k < o->nslots; k++)
-        if (o->slot[k])
-            snprintf(want_slots + strlen(want_slots), sizeof want_slots - strlen(want_slots),
-                     "%s%s", want_slots[0] ? "," : "", o->slot_name[k]);
-    if (!opt || strcmp(opt, id->optimizer) != 0) {
-        s = tfc_error_set(err, TFC_ERR_USAGE,
-                          "%s was saved by optimizer '%s', this run uses '%s'; a resumed run "
-                          "needs the same optimizer",
-                          state_path, opt ? opt : "(none)", id->optimizer);
-    } else if (!slots || strcmp(slots, want_slots) != 0) {
-        s = tfc_error_set(err, TFC_ERR_USAGE,
-                          "%s holds the optimizer slots [%s], this run's %s needs [%s] (a "
-                          "hyperparameter such as momentum, amsgrad or centered changed)",
-                          state_path, slots ? slots : "", id->optimizer, want_slots);
-    }
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->model_hash);
-    if (!s && (!mh || strcmp(mh, hash) != 0)) {
-        s = tfc_error_set(err, TFC_ERR_USAGE,
-                          "%s was saved from a different model ('%s'); this run's model '%s' "
-                          "differs in its layers or their arguments, so it cannot resume",
-                          state_path, mname ? mname : "?", id->model_name);
-    }
+    char want_slots[128], hash[32];
+    slot_list(o, want_slots, sizeof want_slots);
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->config_hash);
     *config_differs = !ch || strcmp(ch, hash) != 0;
+    if (!opt || strcmp(opt, id->optimizer) != 0)
+        return tfc_error_set(err, TFC_ERR_USAGE,
+                             "%s was saved by optimizer '%s', this run uses '%s'; a resumed run "
+                             "needs the same optimizer",
+                             state_path, opt ? opt : "(none)", id->optimizer);
+    if (!slots || strcmp(slots, want_slots) != 0)
+        return tfc_error_set(err, TFC_ERR_USAGE,
+                             "%s holds the optimizer slots [%s], this run's %s needs [%s] (a "
+                             "hyperparameter such as momentum, amsgrad or centered changed)",
+                             state_path, slots ? slots : "", id->optimizer, want_slots);
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->model_hash);
+    if (!mh || strcmp(mh, hash) != 0)
+        return tfc_error_set(err, TFC_ERR_USAGE,
+                             "%s was saved from a different model ('%s'); this run's model '%s' "
+                             "differs in its layers or their arguments, so it cannot resume",
+                             state_path, mname ? mname : "?", id->model_name);
+    return TFC_OK;
+}
 
-    /* The weights file beside the state, checked against the CRC the state recorded. */
+/* The weights file beside the state, checked against the CRC the state recorded, into the
+ * model. */
+static tfc_status load_weights(tfc_model *m, const tfc_st_file *f, const char *state_path,
+                               tfc_error *err)
+{
     const char *wname = tfc_st_meta(f, "weights"), *wcrc = tfc_st_meta(f, "weights_crc32c");
-    char wpath[4200];
-    if (!s) {
-        const char *slash = strrchr(state_path, '/');
-        if (!wname || !*wname || strchr(wname, '/') || !wcrc)
-            s = tfc_error_set(err, TFC_ERR_FORMAT, "%s names no weights file", state_path);
-        else if (slash)
-            snprintf(wpath, sizeof wpath, "%.*s/%s", (int)(slash - state_path), state_path, wname);
-        else
-            snprintf(wpath, sizeof wpath, "%s", wname);
-    }
-    if (!s) {
-        uint32_t crc = 0;
-        char got[16];
-        s = tfc_file_crc32c(wpath, &crc, err);
-        snprintf(got, sizeof got, "%08x", crc);
-        if (!s && strcmp(got, wcrc) != 0)
-            s = tfc_error_set(err, TFC_ERR_FORMAT,
-                              "%s does not match its state file %s (CRC-32C %s, the state "
-                              "expects %s): it was replaced or damaged",
-                              wpath, state_path, got, wcrc);
-    }
-    if (!s) s = tfc_model_load_weights(m, wpath, NULL, err);
+    const char *slash = strrchr(state_path, '/');
+    char wpath[4200], got[16];
+    if (!wname || !*wname || strchr(wname, '/') || !wcrc)
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s names no weights file", state_path);
+    if (slash) snprintf(wpath, sizeof wpath, "%.*s/%s", (int)(slash - state_path), state_path, wname);
+    else snprintf(wpath, sizeof wpath, "%s", wname);
+    uint32_t crc = 0;
+    tfc_status s = tfc_file_crc32c(wpath, &crc, err);
+    if (s) return s;
+    snprintf(got, sizeof got, "%08x", crc);
+    if (strcmp(got, wcrc) != 0)
+        return tfc_error_set(err, TFC_ERR_FORMAT,
+                             "%s does not match its state file %s (CRC-32C %s, the state "
+                             "expects %s): it was replaced or damaged",
+                             wpath, state_path, got, wcrc);
+    return tfc_model_load_weights(m, wpath, NULL, err);
+}
 
-    /* Slots. */
+/* The optimizer slots, per trainable parameter in the grads arena's order, onto the device. */
+static tfc_status load_slots(tfc_model *m, tfc_optimizer *o, const tfc_st_file *f,
+                             const char *state_path, tfc_error *err)
+{
     int64_t n = o->n;
-    float *host = s ? NULL : malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!s && !host) s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    float *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    tfc_status s = TFC_OK;
     for (int k = 0; k < o->nslots && !s; k++) {
         if (!o->slot[k]) continue;
         int64_t off = 0;
@@ -381,8 +387,14 @@ tfc_status tfc_snapshot_read(tfc_model *m, tfc_optimizer *o, const tfc_snapshot_
         if (!s) o->be->ops->upload(o->be, o->slot[k], host, (size_t)n * sizeof(float));
     }
     free(host);
+    return s;
+}
 
-    /* Counters, the loss ring, the pipeline position. */
+/* The counters, the loss ring and the pipeline position into `x`. */
+static tfc_status read_counters(const tfc_st_file *f, const char *state_path,
+                                tfc_snapshot_extra *x, tfc_error *err)
+{
+    tfc_status s = TFC_OK;
     const tfc_st_tensor *tc = need(f, state_path, "solver/counters", TFC_I64, 2, &s, err);
     const tfc_st_tensor *te = need(f, state_path, "solver/elapsed_seconds", TFC_F64, 1, &s, err);
     const tfc_st_tensor *tb = need(f, state_path, "solver/best", TFC_F64, 3, &s, err);
@@ -390,33 +402,45 @@ tfc_status tfc_snapshot_read(tfc_model *m, tfc_optimizer *o, const tfc_snapshot_
     const tfc_st_tensor *td = need(f, state_path, "solver/display", TFC_F64, 2 + TFC_MAX_METRICS,
                                    &s, err);
     const tfc_st_tensor *tp = need(f, state_path, "pipeline/train", TFC_U8, -1, &s, err);
-    if (!s) {
-        int64_t counters[2];
-        double best[3];
-        memcpy(counters, tc->data, sizeof counters);
-        memcpy(&x->elapsed, te->data, sizeof x->elapsed);
-        memcpy(best, tb->data, sizeof best);
-        memcpy(x->display, td->data, sizeof x->display);
-        x->iteration = counters[0];
-        x->losses_seen = counters[1];
-        x->have_best = best[0] != 0;
-        x->best_value = best[1];
-        x->best_iteration = (int64_t)best[2];
-        double *saved = malloc((size_t)(tl->numel > 0 ? tl->numel : 1) * sizeof(double));
-        x->losses = calloc((size_t)x->window, sizeof(double));
-        x->pipeline = malloc(tp->nbytes ? tp->nbytes : 1);
-        if (!saved || !x->losses || !x->pipeline || x->iteration < 0 || x->losses_seen < 0) {
-            s = saved && x->losses && x->pipeline
-                    ? tfc_error_set(err, TFC_ERR_FORMAT, "%s: negative counters", state_path)
-                    : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        } else {
-            memcpy(saved, tl->data, tl->nbytes);
-            if (tl->numel > 0) restore_losses(x, saved, tl->numel, x->losses_seen);
-            memcpy(x->pipeline, tp->data, tp->nbytes);
-            x->pipeline_len = tp->nbytes;
-        }
-        free(saved);
+    if (s) return s;
+    int64_t counters[2];
+    double best[3];
+    memcpy(counters, tc->data, sizeof counters);
+    memcpy(&x->elapsed, te->data, sizeof x->elapsed);
+    memcpy(best, tb->data, sizeof best);
+    memcpy(x->display, td->data, sizeof x->display);
+    x->iteration = counters[0];
+    x->losses_seen = counters[1];
+    x->have_best = best[0] != 0;
+    x->best_value = best[1];
+    x->best_iteration = (int64_t)best[2];
+    double *saved = malloc((size_t)(tl->numel > 0 ? tl->numel : 1) * sizeof(double));
+    x->losses = calloc((size_t)x->window, sizeof(double));
+    x->pipeline = malloc(tp->nbytes ? tp->nbytes : 1);
+    if (!saved || !x->losses || !x->pipeline || x->iteration < 0 || x->losses_seen < 0) {
+        s = saved && x->losses && x->pipeline
+                ? tfc_error_set(err, TFC_ERR_FORMAT, "%s: negative counters", state_path)
+                : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    } else {
+        memcpy(saved, tl->data, tl->nbytes);
+        if (tl->numel > 0) restore_losses(x, saved, tl->numel, x->losses_seen);
+        memcpy(x->pipeline, tp->data, tp->nbytes);
+        x->pipeline_len = tp->nbytes;
     }
+    free(saved);
+    return s;
+}
+
+tfc_status tfc_snapshot_read(tfc_model *m, tfc_optimizer *o, const tfc_snapshot_id *id,
+                             const char *state_path, tfc_snapshot_extra *x, int *config_differs,
+                             tfc_error *err)
+{
+    tfc_st_file *f = open_verified(state_path, err);
+    if (!f) return err ? err->code : TFC_ERR_FORMAT;
+    tfc_status s = check_identity(f, o, id, state_path, config_differs, err);
+    if (!s) s = load_weights(m, f, state_path, err);
+    if (!s) s = load_slots(m, o, f, state_path, err);
+    if (!s) s = read_counters(f, state_path, x, err);
     tfc_st_close(f);
     return s;
 }

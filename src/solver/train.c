@@ -24,7 +24,7 @@ typedef struct run {
     tfc_snapshot_set snaps;          /* this run's snapshots, for rotation */
     tfc_train_result *res;           /* the caller's; holds the best test result so far */
     int64_t iter;                    /* completed iterations */
-    double lr;                       /* of the last step */
+    double lr;                       /* the learning rate shown and logged: the latest step's */
     int64_t last_test, last_snap;    /* iterations of the last test and snapshot; -1: none */
 } run;
 
