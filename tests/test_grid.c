@@ -2,7 +2,8 @@
  * synthetic solver (NumPy files this test writes, a 2-layer Dense model, a few dozen
  * iterations): grid expansion and its order, seeded random sampling within the ranges,
  * results.csv rows sorted by the test metric, skipping completed points on a re-run,
- * resuming after SIGTERM to the sweep and after kill -9 of a child, and exit codes 0/2. */
+ * resuming after SIGTERM to the sweep and after kill -9 of a child (also with the snapshots
+ * moved by snapshot.prefix), and exit codes 0/2. */
 #include <dirent.h>
 #include <math.h>
 #include <signal.h>
@@ -338,32 +339,50 @@ static void test_resume_after_sigterm(void)
     CU_ASSERT_STRING_EQUAL(status, "completed");
 }
 
-static void test_resume_after_kill(void)
+/* kill -9 of a child mid-run: no summary, the sweep reports it and exits 1; a re-run
+ * resumes from the newest complete snapshot, found in `snapshots` (the point's folder
+ * relative), with `set` (when not NULL) as one more --set. */
+static void kill_and_resume(const char *name, const char *set, const char *snapshots)
 {
-    /* kill -9 of a child mid-run: no summary, the sweep reports it and exits 1; a re-run
-     * resumes from the newest complete snapshot. */
     const char *args[] = {"tiny.yaml", "--grid", "max_iter=2000", "--set", "display=500",
-                          "--out", "resume2", NULL};
-    pid_t pid = spawn_grid(args, tfc_test_path("resume2.log"));
-    char snaps[1024], status[64];
-    snprintf(snaps, sizeof snaps, "%s/resume2/max_iter=2000/snapshots", tfc_test_tmpdir());
+                          "--out", name, set ? "--set" : NULL, set, NULL};
+    char logname[256], snaps[1024], status[64], point[512], again[1024], from[1100];
+    snprintf(logname, sizeof logname, "%s.log", name);
+    pid_t pid = spawn_grid(args, tfc_test_path(logname));
+    snprintf(point, sizeof point, "%s/max_iter=2000", name);
+    snprintf(snaps, sizeof snaps, "%s/%s/%s", tfc_test_tmpdir(), point, snapshots);
     CU_ASSERT_FATAL(wait_snapshot(snaps));
     pid_t child = child_of(pid);
     CU_ASSERT_FATAL(child > 0);
     kill(child, SIGKILL);
     CU_ASSERT_EQUAL(wait_code(pid), 1);
-    char *log = tfc_test_read(tfc_test_path("resume2.log"), NULL);
+    char *log = tfc_test_read(tfc_test_path(logname), NULL);
     CU_ASSERT(log && strstr(log, "(exit 137)"));
     free(log);
 
-    CU_ASSERT_EQUAL(grid("tiny.yaml --grid max_iter=2000 --set display=500 --out resume2"), 0);
+    snprintf(again, sizeof again, "tiny.yaml --grid max_iter=2000 --set display=500 --out %s%s%s",
+             name, set ? " --set " : "", set ? set : "");
+    CU_ASSERT_EQUAL(grid(again), 0);
     CU_ASSERT_EQUAL(count_lines(out, "resume max_iter=2000 from "), 1);
-    CU_ASSERT_EQUAL(summary_iterations("resume2/max_iter=2000", status, sizeof status), 2000);
+    snprintf(from, sizeof from, "from %s/", snaps);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, from));
+    if (!strstr(out, from)) printf("\n%s", out);
+    CU_ASSERT_EQUAL(summary_iterations(point, status, sizeof status), 2000);
     CU_ASSERT_STRING_EQUAL(status, "completed");
+}
+
+static void test_resume_after_kill(void) { kill_and_resume("resume2", NULL, "snapshots"); }
+
+/* The same with the snapshots moved by snapshot.prefix: the re-run finds them where the
+ * point's config.yaml says. */
+static void test_resume_after_kill_prefix(void)
+{
+    kill_and_resume("resume3", "snapshot.prefix=ckpt/tiny", "ckpt");
 }
 
 TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage_errors},
               {"random_seeded", test_random_seeded},
               {"run_results_and_skip", test_run_results_and_skip},
               {"resume_after_sigterm", test_resume_after_sigterm},
-              {"resume_after_kill", test_resume_after_kill})
+              {"resume_after_kill", test_resume_after_kill},
+              {"resume_after_kill_prefix", test_resume_after_kill_prefix})

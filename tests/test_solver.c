@@ -1,8 +1,9 @@
 /* The solver's parts: every optimizer and learning-rate policy against steps computed by
  * hand (and a registry walk that fails when one lacks a case), solver-file and --set
  * validation with the errors they print, the snapshot state file (round trip, checksum,
- * refusals), log.csv, and TensorBoard event files decoded by an independent reader here
- * (and by TensorBoard's EventAccumulator when python3 has it; otherwise "skipped"). */
+ * refusals), snapshot names, rotation and discovery, log.csv, and TensorBoard event files
+ * decoded by an independent reader here (and by TensorBoard's EventAccumulator when python3
+ * has it; otherwise "skipped"). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -673,6 +674,141 @@ static void test_snapshot_refusals(void)
     fixture_close(&other);
 }
 
+/* ---- snapshot names, rotation and discovery -------------------------------------------------- */
+
+static void test_snapshot_names(void)
+{
+    char buf[256];
+    const char *end = "unset";
+    tfc_snapshot_path("run", "snapshots/tiny", 40, TFC_SNAPSHOT_WEIGHTS, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "run/snapshots/tiny_iter_40.safetensors");
+    tfc_snapshot_path("run", "snapshots/tiny", 40, TFC_SNAPSHOT_STATE, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "run/snapshots/tiny_iter_40.state");
+    CU_ASSERT_EQUAL(tfc_snapshot_parse(buf, "snapshots/tiny", &end), 40);
+    CU_ASSERT(end == buf + 3);
+    CU_ASSERT_EQUAL(tfc_snapshot_parse("a/b/snapshots/tiny_iter_7.state", "tiny", &end), 7);
+    CU_ASSERT(end && !strcmp(end, "/tiny_iter_7.state"));
+    CU_ASSERT_EQUAL(tfc_snapshot_parse("snapshots/tiny_iter_0.state", "snapshots/tiny", &end), 0);
+    CU_ASSERT_PTR_NULL(end);
+    /* Not this prefix's state files. */
+    const char *other[] = {"run/old-snapshots/tiny_iter_7.state", "run/snapshots/tiny_iter_7.safetensors",
+                           "run/snapshots/tiny_iter_.state",      "run/snapshots/tiny_iter_x7.state",
+                           "run/snapshots/tiny_iter_-7.state",    "run/snapshots/tiny_iter_7.state.tmp-a1",
+                           "run/snapshots/tinier_iter_7.state",   "_iter_7.state"};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        CU_ASSERT_EQUAL(tfc_snapshot_parse(other[i], "snapshots/tiny", NULL), -1);
+        if (tfc_snapshot_parse(other[i], "snapshots/tiny", NULL) != -1) printf("\n%s\n", other[i]);
+    }
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+    char path[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* Empty files RUN/PREFIX_iter_N.safetensors and .state for each N of iters[0..n). */
+static void touch_snapshots(const char *run, const char *prefix, const int64_t *iters, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            char path[1024];
+            tfc_snapshot_path(run, prefix, iters[i], k ? TFC_SNAPSHOT_STATE : TFC_SNAPSHOT_WEIGHTS,
+                              path, sizeof path);
+            FILE *f = fopen(path, "w");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            fclose(f);
+        }
+}
+
+static void test_snapshot_rotation(void)
+{
+    char run[1024], ck[1100];
+    snprintf(run, sizeof run, "%s", tfc_test_path("rotation"));
+    snprintf(ck, sizeof ck, "%s/ck", run);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_snapshot_set set = {0};
+    /* A fresh run makes the snapshot folder. */
+    CU_ASSERT_EQUAL_FATAL(tfc_snapshot_set_open(&set, run, "ck/m", -1, &err), TFC_OK);
+    CU_ASSERT_EQUAL(set.n, 0);
+    tfc_snapshot_set_free(&set);
+    /* Resumed at 15: the snapshots up to 15 join the rotation, stale temporaries go. */
+    int64_t before[] = {10, 5, 15, 20};
+    touch_snapshots(run, "ck/m", before, 4);
+    fclose(fopen(tfc_test_path("rotation/ck/.m_iter_25.state.tmp-Ab12Cd"), "w"));
+    fclose(fopen(tfc_test_path("rotation/ck/.other.tmp-Ab12Cd"), "w"));
+    CU_ASSERT_EQUAL_FATAL(tfc_snapshot_set_open(&set, run, "ck/m", 15, &err), TFC_OK);
+    CU_ASSERT_FATAL(set.n == 3);
+    CU_ASSERT(set.iters[0] == 5 && set.iters[1] == 10 && set.iters[2] == 15);
+    CU_ASSERT(!exists_in(ck, ".m_iter_25.state.tmp-Ab12Cd"));
+    CU_ASSERT(exists_in(ck, ".other.tmp-Ab12Cd"));
+    /* keep 2: after 25 is durable, 5 and 10 go (both files); 20 is not this run's. */
+    int64_t next[] = {25};
+    touch_snapshots(run, "ck/m", next, 1);
+    tfc_snapshot_set_rotate(&set, 25, 2);
+    CU_ASSERT(!exists_in(ck, "m_iter_5.state") && !exists_in(ck, "m_iter_5.safetensors"));
+    CU_ASSERT(!exists_in(ck, "m_iter_10.state") && !exists_in(ck, "m_iter_10.safetensors"));
+    CU_ASSERT(exists_in(ck, "m_iter_15.state") && exists_in(ck, "m_iter_25.safetensors"));
+    CU_ASSERT(exists_in(ck, "m_iter_20.state"));
+    /* keep 0: all stay. */
+    tfc_snapshot_set_rotate(&set, 30, 0);
+    CU_ASSERT(set.n == 3 && exists_in(ck, "m_iter_15.state"));
+    tfc_snapshot_set_free(&set);
+}
+
+/* A run's config.yaml as tfc-train writes it: the model named. */
+static const char *run_config =
+    "model:\n"
+    "  name: tiny\n"
+    "  input: {shape: [4]}\n"
+    "  layers:\n"
+    "    - Dense: {units: 3}\n"
+    "data:\n"
+    "  train:\n"
+    "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+    "    pipeline:\n"
+    "      - batch: {batch_size: 8}\n"
+    "optimizer: {type: sgd}\n"
+    "max_iter: 10\n";
+
+static void test_snapshot_find_newest(void)
+{
+    char run[1024], state[1200], want[1200], yaml[1024];
+    snprintf(run, sizeof run, "%s", tfc_test_path("found"));
+    tfc_error err;
+    tfc_error_clear(&err);
+    /* No config.yaml: the run never started. */
+    CU_ASSERT_EQUAL(tfc_snapshot_find_newest(run, state, sizeof state, &err), TFC_OK);
+    CU_ASSERT_STRING_EQUAL(state, "");
+    CU_ASSERT_EQUAL_FATAL(mkdir(run, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(mkdir(tfc_test_path("found/ck"), 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(mkdir(tfc_test_path("found/snapshots"), 0755), 0);
+    int64_t iters[] = {3, 12, 7}, elsewhere[] = {99};
+    touch_snapshots(run, "ck/m", iters, 3);
+    touch_snapshots(run, "snapshots/tiny", elsewhere, 1);
+    fclose(fopen(tfc_test_path("found/ck/m_iter_30.safetensors"), "w")); /* no state: incomplete */
+    /* The prefix config.yaml records, not snapshots/: the highest N with a state file. */
+    snprintf(yaml, sizeof yaml, "%ssnapshot: {prefix: ck/m}\n", run_config);
+    tfc_test_write("found/config.yaml", yaml, -1);
+    CU_ASSERT_EQUAL(tfc_snapshot_find_newest(run, state, sizeof state, &err), TFC_OK);
+    snprintf(want, sizeof want, "%s/ck/m_iter_12.state", run);
+    CU_ASSERT_STRING_EQUAL(state, want);
+    if (err.count) printf("\n%s", err.text);
+    /* Without snapshot.prefix: the default snapshots/<model name>. */
+    tfc_test_write("found/config.yaml", run_config, -1);
+    CU_ASSERT_EQUAL(tfc_snapshot_find_newest(run, state, sizeof state, &err), TFC_OK);
+    snprintf(want, sizeof want, "%s/snapshots/tiny_iter_99.state", run);
+    CU_ASSERT_STRING_EQUAL(state, want);
+    /* A config.yaml that does not load is its error. */
+    tfc_test_write("found/config.yaml", "max_iter: [\n", -1);
+    CU_ASSERT_NOT_EQUAL(tfc_snapshot_find_newest(run, state, sizeof state, &err), TFC_OK);
+    CU_ASSERT_STRING_EQUAL(state, "");
+    CU_ASSERT(err.count > 0);
+}
+
 /* ---- log.csv ---------------------------------------------------------------------------------- */
 
 static void test_csv_log(void)
@@ -946,11 +1082,15 @@ int main(int argc, char **argv)
         {"solver_file_errors", test_solver_file_errors},
         {"snapshot_roundtrip", test_snapshot_roundtrip},
         {"snapshot_refusals", test_snapshot_refusals},
+        {"snapshot_names", test_snapshot_names},
+        {"snapshot_rotation", test_snapshot_rotation},
+        {"snapshot_find_newest", test_snapshot_find_newest},
         {"csv_log", test_csv_log},
         {"crc32c", test_crc32c},
         {"event_file", test_event_file},
     };
-    int n = 18;
+    int n = 0;
+    while (cases[n].name) n++;
     if (argc < 2 || strcmp(argv[1], "tensorboard") == 0) {
         fflush(NULL);
         if (system("python3 -c 'import tensorboard' >/dev/null 2>&1") == 0)

@@ -4,7 +4,6 @@
  * child, --jobs at a time with the CPU threads divided between them. Running it again skips
  * completed points and resumes interrupted ones from their newest snapshot. DIR/results.csv
  * lists every point sorted by its best test metric (read from each summary.json). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -404,34 +403,6 @@ static int read_summary(grid *g, point *p)
     return 1;
 }
 
-/* The state file to resume from: summary.json's last_snapshot when it still exists, else
- * the highest *_iter_<N>.state in DIR/snapshots. "" when none. */
-static void newest_state(const point *p, char *out, size_t size)
-{
-    char path[4600];
-    out[0] = 0;
-    snprintf(path, sizeof path, "%s/summary.json", p->dir);
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    const char *last = json_string_value(json_object_get(root, "last_snapshot"));
-    if (last && access(last, R_OK) == 0) snprintf(out, size, "%s", last);
-    json_decref(root);
-    if (out[0]) return;
-    snprintf(path, sizeof path, "%s/snapshots", p->dir);
-    DIR *d = opendir(path);
-    long best = -1;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const char *it = strstr(e->d_name, "_iter_");
-        if (!it) continue;
-        char *end;
-        long n = strtol(it + 6, &end, 10);
-        if (end == it + 6 || strcmp(end, ".state") != 0 || n <= best) continue;
-        best = n;
-        snprintf(out, size, "%s/%s", path, e->d_name);
-    }
-    if (d) closedir(d);
-}
-
 /* ---- running ----------------------------------------------------------------------------- */
 
 /* tfc-train beside this program (/proc/self/exe, else argv[0]'s folder), else from PATH. */
@@ -567,12 +538,12 @@ static void run_all(grid *g, const runner *r)
             char state[4600];
             tfc_error err;
             tfc_error_clear(&err);
-            if (tfc_mkdir_p(p->dir, &err)) {
+            if (tfc_mkdir_p(p->dir, &err) ||
+                tfc_snapshot_find_newest(p->dir, state, sizeof state, &err)) {
                 fprintf(stderr, "tfc-grid: %s", err.text);
                 snprintf(p->status, sizeof p->status, "failed");
                 continue;
             }
-            newest_state(p, state, sizeof state);
             p->pid = launch(g, r, p, state, slot);
             if (p->pid < 0) {
                 fprintf(stderr, "tfc-grid: fork: %s\n", strerror(errno));

@@ -1,6 +1,7 @@
-/* Private to src/solver (and its tests): the solver object, and the writers of the run
+/* Private to src/solver (and its tests): the solver object; the writers of the run
  * directory — TensorBoard event files, log.csv, summary.json — and the snapshot pair
- * (weights + state) with its checks. */
+ * (weights + state) with its checks and rotation; and the parts of a run, each with its
+ * own state: batch feeding, evaluation, progress on the console, the run directory. */
 #ifndef TFC_SOLVER_INTERNAL_H
 #define TFC_SOLVER_INTERNAL_H
 
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/checksum.h"
+#include "data/data.h"
 #include "solver/solver.h"
 
 #define TFC_MAX_SETS 256
@@ -68,7 +70,7 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
                              const char *const *metric_names, int nmetrics,
                              const char *best_metric, const char *error, tfc_error *err);
 
-/* ---- snapshots (snapshot.c) ---------------------------------------------------------------- */
+/* ---- snapshots: the files (snapshot_io.c), the rotation (snapshot.c) ------------------------ */
 
 /* Everything besides weights and optimizer slots that a resumed run needs. */
 typedef struct tfc_snapshot_extra {
@@ -118,5 +120,146 @@ tfc_status tfc_snapshot_verify(const char *state_path, tfc_error *err);
 
 /* CRC-32C of a whole file. */
 tfc_status tfc_file_crc32c(const char *path, uint32_t *crc, tfc_error *err);
+
+/* This run's complete snapshots, for rotation. */
+typedef struct tfc_snapshot_set {
+    const char *run_dir, *prefix; /* borrowed */
+    int64_t *iters;               /* oldest first */
+    int n, cap;
+} tfc_snapshot_set;
+
+/* Creates the folder of the snapshots (RUN_DIR/PREFIX less its last part), removes the
+ * temporary files of snapshot writes a kill interrupted there, and with resumed_at >= 0
+ * adopts the run's complete snapshots up to that iteration into the rotation. The strings
+ * are borrowed: they must outlive the set. */
+tfc_status tfc_snapshot_set_open(tfc_snapshot_set *set, const char *run_dir, const char *prefix,
+                                 int64_t resumed_at, tfc_error *err);
+/* Records the durable snapshot of `iter`, then deletes the oldest beyond the newest `keep`
+ * (0: all stay), each state file before its weights, so a state never names missing
+ * weights. */
+void tfc_snapshot_set_rotate(tfc_snapshot_set *set, int64_t iter, int keep);
+void tfc_snapshot_set_free(tfc_snapshot_set *set);
+
+/* ---- batches (feed.c) ---------------------------------------------------------------------- */
+
+/* The data splits as batches in the model's input and label layout. */
+typedef struct tfc_feed {
+    tfc_model *model;
+    tfc_pipeline *train;         /* NULL when evaluating */
+    tfc_pipeline *test;          /* NULL without data.test */
+    tfc_pipeline *vocab_source;  /* evaluating without a run folder: the train split, built
+                                    only for the vocabulary the test split tokenizes with */
+    int bind_batch;              /* examples the model is bound for */
+    int stage_batch;             /* the largest batch of the splits: the staging size */
+    int64_t in_numel, label_numel; /* per example */
+    void *x, *y;                 /* host staging of one batch: features, labels */
+} tfc_feed;
+
+/* Builds the pipelines of both splits (the test split tokenizes with the train split's
+ * vocabulary), checks their element specs against the model before any data is read,
+ * binds the model on `be` for the train batch and allocates the staging buffers. On error
+ * `f` holds what was made: free it. */
+tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
+                                 tfc_error *err);
+/* The same for evaluating `weights`: the test split alone, its vocabulary read from the
+ * run folder of the weights or, without one, rebuilt from the train split; the model is
+ * bound for the test batch up to 256 examples. */
+tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
+                                   const char *weights, tfc_error *err);
+/* The next training batch into f->x / f->y, *n examples; the train split is read again
+ * from its start when it ends, as `repeat` would (an empty split is TFC_ERR_DATA). */
+tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err);
+/* The next test batch into f->x / f->y; *n = 0 at the end of the split. */
+tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, tfc_error *err);
+/* Frees the pipelines and buffers and unbinds the model. */
+void tfc_feed_free(tfc_feed *f);
+
+/* ---- evaluation (evaluate.c) --------------------------------------------------------------- */
+
+/* Opens the solver's device (opt->device, else the file's), applies its GPU options and
+ * checks the op table. NULL on error. */
+tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err);
+/* Whether the caller's stop flag (opt->stop) is raised. */
+int tfc_solver_stop_requested(const tfc_solver *s);
+/* One pass over the test split of `f` in inference mode: loss and metrics averaged over
+ * the rows each batch counted. A stop request cuts it short: *stopped = 1, `out` partial. */
+tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *stopped,
+                        tfc_error *err);
+
+/* ---- progress (progress.c) ----------------------------------------------------------------- */
+
+/* The console and the clock of a run, and the loss and metric sums it displays. */
+typedef struct tfc_progress {
+    const tfc_solver *s;         /* its console, max_iter and the model's metrics */
+    int live;                    /* a live line is redrawn between the plain ones */
+    double t_start, elapsed0;    /* this process's start; wall seconds of resumed runs */
+    double t_loop, excluded;     /* the loop's start; seconds of tests since */
+    int64_t iter0;               /* the iteration the loop started at */
+    double rate_t, live_t;       /* speed measured since; the last live line */
+    int64_t rate_i;              /* the iteration at rate_t */
+    int window;                  /* iterations the displayed loss is smoothed over */
+    double *losses;              /* their ring */
+    int64_t losses_seen;
+    double disp[2 + TFC_MAX_METRICS]; /* since the last display: iterations, rows, metric sums */
+} tfc_progress;
+
+/* Starts the clock; the smoothing window is average_loss, else display, else 1. */
+tfc_status tfc_progress_init(tfc_progress *p, const tfc_solver *s, tfc_error *err);
+/* Prints to the console (nothing without one), clearing the live line first. */
+void tfc_progress_say(tfc_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds one batch's rows and metrics, then one iteration's loss. */
+void tfc_progress_batch(tfc_progress *p, const tfc_batch_result *br);
+void tfc_progress_iteration(tfc_progress *p, double loss);
+/* Iterations since the last display. */
+int64_t tfc_progress_pending(const tfc_progress *p);
+/* The train result since the last display: the smoothed loss and the metrics' averages. */
+void tfc_progress_train_result(const tfc_progress *p, tfc_eval *e);
+/* Fills `e` as tfc_progress_train_result, prints the progress line of `iter` and starts a
+ * new stretch of sums and speed. */
+void tfc_progress_display(tfc_progress *p, int64_t iter, double lr, tfc_eval *e);
+/* Redraws the live line (at most every 0.1 s, and at max_iter). */
+void tfc_progress_live(tfc_progress *p, int64_t iter, double lr);
+/* Clears the live line. */
+void tfc_progress_end(tfc_progress *p);
+/* Wall seconds of the run, resumed runs included. */
+double tfc_progress_elapsed(const tfc_progress *p);
+/* The loop starts at `iter`; `seconds` of testing count against neither speed. */
+void tfc_progress_loop_start(tfc_progress *p, int64_t iter);
+void tfc_progress_exclude(tfc_progress *p, double seconds);
+/* Iterations per second of this process's loop, tests excluded; 0 before it started. */
+double tfc_progress_speed(const tfc_progress *p, int64_t iter);
+/* Into a snapshot's extra (the ring is borrowed), and back from one read with
+ * x->window = p->window. */
+void tfc_progress_save(const tfc_progress *p, tfc_snapshot_extra *x);
+void tfc_progress_restore(tfc_progress *p, const tfc_snapshot_extra *x);
+void tfc_progress_free(tfc_progress *p);
+
+/* ---- the run directory (rundir.c) ---------------------------------------------------------- */
+
+typedef struct tfc_rundir {
+    const tfc_solver *s;
+    char path[4096];
+    int made;                    /* it exists: summary.json is written at the end */
+    tfc_csv_log *csv;
+    tfc_events *ev;
+} tfc_rundir;
+
+/* Chooses the folder: opt->out_dir, else the run directory of a resumed state named as
+ * this solver's snapshots are, else runs/<model name>-<YYYYmmdd-HHMMSS> (-2, -3, ... when
+ * taken). */
+void tfc_rundir_choose(tfc_rundir *d, const tfc_solver *s);
+/* Creates the folder, writes config.yaml and (with a vocabulary) vocabulary.txt, opens
+ * log.csv and a new event file; resumed_at >= 0 continues a run at that iteration (the log
+ * keeps its rows up to it). */
+tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resumed_at,
+                           tfc_error *err);
+/* A log.csv row and the TensorBoard scalars PHASE/loss and PHASE/<metric>; a "train" row
+ * also the learning rate. */
+tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const tfc_eval *e,
+                          double lr, double seconds, tfc_error *err);
+/* summary.json, once the folder exists (else nothing); `error` as tfc_summary_write. */
+tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
+                              const char *best_metric, const char *error, tfc_error *err);
+void tfc_rundir_close(tfc_rundir *d);
 
 #endif

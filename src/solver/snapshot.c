@@ -1,422 +1,174 @@
-/* Snapshots: a weights file and a state file, both safetensors written atomically, weights
- * first, so a complete state always names a complete weights file. The state carries the
- * optimizer slots per parameter, the solver's counters and the pipeline position, and in
- * its metadata the identity checks of a resume and a CRC-32C checksum (safetensors has
- * none) over every tensor and every other metadata entry, so any flipped byte is caught. */
+/* Snapshot names and which snapshots exist: RUN_DIR/PREFIX_iter_N.{safetensors,state} built
+ * and parsed in one place, a run's rotation (the newest `keep` stay; one goes only after its
+ * successor is durable), and the discovery of a run directory's newest complete snapshot
+ * under the prefix its config.yaml records. The files' contents: snapshot_io.c. */
 #include "solver/internal.h"
 
-#include <errno.h>
-#include <stdarg.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
-#include "core/safetensors.h"
 
-#ifndef TFC_VERSION
-#define TFC_VERSION "dev"
-#endif
+/* ---- names ------------------------------------------------------------------------------------ */
 
-#define MAX_META 24
+static const char *const file_ext[] = {".safetensors", ".state"};
 
-tfc_status tfc_file_crc32c(const char *path, uint32_t *crc, tfc_error *err)
+void tfc_snapshot_path(const char *run_dir, const char *prefix, int64_t iter,
+                       tfc_snapshot_file which, char *buf, size_t size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tfc_error_set(err, TFC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    unsigned char buf[1 << 16];
-    uint32_t c = 0;
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) c = tfc_crc32c(c, buf, n);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) return tfc_error_set(err, TFC_ERR_IO, "cannot read %s", path);
-    *crc = c;
-    return TFC_OK;
+    snprintf(buf, size, "%s/%s_iter_%lld%s", run_dir, prefix, (long long)iter, file_ext[which]);
 }
 
-/* ---- the checksum ---------------------------------------------------------------------------- */
-
-typedef struct meta_kv {
-    const char *key, *value;
-} meta_kv;
-
-static int by_key(const void *a, const void *b)
+int64_t tfc_snapshot_parse(const char *path, const char *prefix, const char **dir_end)
 {
-    return strcmp(((const meta_kv *)a)->key, ((const meta_kv *)b)->key);
+    static const char mark[] = "_iter_";
+    const char *ext = file_ext[TFC_SNAPSHOT_STATE];
+    size_t len = strlen(path), el = strlen(ext), pl = strlen(prefix), ml = sizeof mark - 1;
+    if (len < el || strcmp(path + len - el, ext)) return -1;
+    size_t end = len - el, at = end; /* the digits of N are path[at, end) */
+    while (at > 0 && path[at - 1] >= '0' && path[at - 1] <= '9') at--;
+    if (at == end || end - at > 18 || at < ml + pl) return -1; /* 18 digits fit int64 */
+    size_t name = at - ml - pl; /* where PREFIX begins */
+    if (strncmp(path + at - ml, mark, ml) || strncmp(path + name, prefix, pl) ||
+        (name > 0 && path[name - 1] != '/'))
+        return -1;
+    if (dir_end) *dir_end = name > 0 ? path + name - 1 : NULL;
+    return strtoll(path + at, NULL, 10);
 }
 
-/* CRC-32C over each tensor (name, NUL, dims as 8-byte little-endian, data) in data order,
- * then every metadata entry but "checksum" sorted by key (key, NUL, value, NUL). */
-static uint32_t tensor_crc(uint32_t c, const char *name, const tfc_shape *shape, const void *data,
-                           size_t nbytes)
+/* The folder that holds a run's snapshots (RUN_DIR/PREFIX without its last part) into
+ * `folder`; returns that last part, the base of the files' names. */
+static const char *snapshot_folder(const char *run_dir, const char *prefix, char *folder,
+                                   size_t size)
 {
-    c = tfc_crc32c(c, name, strlen(name) + 1);
-    for (int d = 0; d < shape->ndim; d++) {
-        uint8_t le[8];
-        for (int b = 0; b < 8; b++) le[b] = (uint8_t)((uint64_t)shape->dim[d] >> (8 * b));
-        c = tfc_crc32c(c, le, 8);
+    const char *slash = strrchr(prefix, '/');
+    if (slash) snprintf(folder, size, "%s/%.*s", run_dir, (int)(slash - prefix), prefix);
+    else snprintf(folder, size, "%s", run_dir);
+    return slash ? slash + 1 : prefix;
+}
+
+static int ascending(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The iterations N <= upto of the state files RUN_DIR/PREFIX_iter_N.state, ascending, in
+ * *out (malloc'd; free it); returns how many. An unreadable folder holds none; when memory
+ * runs out the list ends early. */
+static int list_states(const char *run_dir, const char *prefix, int64_t upto, int64_t **out)
+{
+    char folder[4700];
+    const char *base = snapshot_folder(run_dir, prefix, folder, sizeof folder);
+    int n = 0, cap = 0;
+    *out = NULL;
+    DIR *d = opendir(folder);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int64_t it = tfc_snapshot_parse(e->d_name, base, NULL);
+        if (it < 0 || it > upto) continue;
+        if (n == cap) {
+            int64_t *p = realloc(*out, sizeof *p * (size_t)(cap ? 2 * cap : 16));
+            if (!p) break;
+            *out = p;
+            cap = cap ? 2 * cap : 16;
+        }
+        (*out)[n++] = it;
     }
-    return tfc_crc32c(c, data, nbytes);
+    if (d) closedir(d);
+    qsort(*out, (size_t)n, sizeof **out, ascending);
+    return n;
 }
 
-static uint32_t meta_crc(uint32_t c, meta_kv *kv, int n)
+/* ---- rotation --------------------------------------------------------------------------------- */
+
+/* Temporary files of snapshot writes that a kill interrupted (".<base>_iter_N.*.tmp-XXXXXX",
+ * tfc_file_write_atomic's names). */
+static void remove_stale_temps(const char *folder, const char *base)
 {
-    qsort(kv, (size_t)n, sizeof *kv, by_key);
-    for (int i = 0; i < n; i++) {
-        if (!strcmp(kv[i].key, "checksum")) continue;
-        c = tfc_crc32c(c, kv[i].key, strlen(kv[i].key) + 1);
-        c = tfc_crc32c(c, kv[i].value, strlen(kv[i].value) + 1);
+    size_t bl = strlen(base);
+    DIR *d = opendir(folder);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *nm = e->d_name;
+        if (nm[0] != '.' || strncmp(nm + 1, base, bl) || strncmp(nm + 1 + bl, "_iter_", 6) ||
+            !strstr(nm, ".tmp-"))
+            continue;
+        char path[5000];
+        snprintf(path, sizeof path, "%s/%s", folder, nm);
+        unlink(path);
     }
-    return c;
+    closedir(d);
 }
 
-static int by_offset(const void *a, const void *b)
+/* Appends `iter` unless the set holds it; 0 when memory runs out. */
+static int remember(tfc_snapshot_set *set, int64_t iter)
 {
-    const tfc_st_tensor *x = *(const tfc_st_tensor *const *)a, *y = *(const tfc_st_tensor *const *)b;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
-static tfc_status file_checksum(const tfc_st_file *f, uint32_t *out, tfc_error *err)
-{
-    int n = tfc_st_count(f), nm = tfc_st_meta_count(f);
-    const tfc_st_tensor **order = malloc(sizeof *order * (size_t)(n + 1));
-    meta_kv *kv = malloc(sizeof *kv * (size_t)(nm + 1));
-    if (!order || !kv) {
-        free(order);
-        free(kv);
-        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < set->n; i++)
+        if (set->iters[i] == iter) return 1;
+    if (set->n == set->cap) {
+        int cap = set->cap ? 2 * set->cap : 16;
+        int64_t *p = realloc(set->iters, sizeof *p * (size_t)cap);
+        if (!p) return 0;
+        set->iters = p;
+        set->cap = cap;
     }
-    for (int i = 0; i < n; i++) order[i] = tfc_st_tensor_at(f, i);
-    qsort(order, (size_t)n, sizeof *order, by_offset);
-    uint32_t c = 0;
-    for (int i = 0; i < n; i++)
-        c = tensor_crc(c, order[i]->name, &order[i]->shape, order[i]->data, order[i]->nbytes);
-    for (int i = 0; i < nm; i++) tfc_st_meta_at(f, i, &kv[i].key, &kv[i].value);
-    *out = meta_crc(c, kv, nm);
-    free(order);
-    free(kv);
-    return TFC_OK;
+    set->iters[set->n++] = iter;
+    return 1;
 }
 
-/* ---- writing ---------------------------------------------------------------------------------- */
-
-typedef struct state_writer {
-    tfc_st_writer *w;
-    uint32_t crc;
-    meta_kv meta[MAX_META];
-    char values[MAX_META][256];
-    int nmeta;
-    tfc_status s;
-    tfc_error *err;
-} state_writer;
-
-static void add(state_writer *sw, const char *name, tfc_dtype dt, int ndim, const int64_t *dims,
-                const void *data)
+tfc_status tfc_snapshot_set_open(tfc_snapshot_set *set, const char *run_dir, const char *prefix,
+                                 int64_t resumed_at, tfc_error *err)
 {
-    if (sw->s) return;
-    tfc_shape shape = tfc_shape_make(ndim, dims);
-    sw->s = tfc_st_writer_add(sw->w, name, dt, &shape, data, sw->err);
-    if (!sw->s)
-        sw->crc = tensor_crc(sw->crc, name, &shape, data,
-                             (size_t)tfc_shape_numel(&shape) * tfc_dtype_size(dt));
-}
-
-static void add_shape(state_writer *sw, const char *name, const tfc_shape *shape, const float *data)
-{
-    add(sw, name, TFC_F32, shape->ndim, shape->dim, data);
-}
-
-static void meta(state_writer *sw, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void meta(state_writer *sw, const char *key, const char *fmt, ...)
-{
-    if (sw->s || sw->nmeta == MAX_META) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sw->values[sw->nmeta], sizeof sw->values[0], fmt, ap);
-    va_end(ap);
-    sw->meta[sw->nmeta].key = key;
-    sw->meta[sw->nmeta].value = sw->values[sw->nmeta];
-    sw->s = tfc_st_writer_set_meta(sw->w, key, sw->values[sw->nmeta], sw->err);
-    sw->nmeta++;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *b = strrchr(path, '/');
-    return b ? b + 1 : path;
-}
-
-tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_snapshot_id *id,
-                              const tfc_snapshot_extra *x, const char *weights_path,
-                              const char *state_path, tfc_error *err)
-{
-    tfc_status s = tfc_model_save_weights(m, weights_path, err);
+    char folder[4700];
+    const char *base = snapshot_folder(run_dir, prefix, folder, sizeof folder);
+    *set = (tfc_snapshot_set){.run_dir = run_dir, .prefix = prefix};
+    tfc_status s = tfc_mkdir_p(folder, err);
     if (s) return s;
-    uint32_t wcrc = 0;
-    s = tfc_file_crc32c(weights_path, &wcrc, err);
-    if (s) return s;
-
-    state_writer sw = {.w = tfc_st_writer_create(), .err = err};
-    int64_t n = o->n;
-    float *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(float) * (size_t)(o->nslots ? o->nslots : 1));
-    if (!sw.w || !host) {
-        sw.s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory writing %s", state_path);
-    } else {
-        for (int k = 0; k < o->nslots; k++)
-            if (o->slot[k])
-                o->be->ops->download(o->be, host + (size_t)k * (size_t)n, o->slot[k],
-                                     (size_t)n * sizeof(float));
-    }
-    /* Optimizer slots per trainable parameter: the grads arena order (layer order). */
-    char name[256];
-    for (int k = 0; k < o->nslots && !sw.s; k++) {
-        if (!o->slot[k]) continue;
-        int64_t off = 0;
-        for (int i = 0; i < tfc_model_nlayers(m); i++) {
-            tfc_layer *l = tfc_model_layer(m, i);
-            for (int p = 0; p < l->nparams; p++) {
-                if (!l->params[p].trainable) continue;
-                snprintf(name, sizeof name, "%s/%s/%s", o->slot_name[k], l->name,
-                         l->params[p].name);
-                add_shape(&sw, name, &l->params[p].shape, host + (size_t)k * (size_t)n + off);
-                off += l->params[p].numel;
-            }
-        }
-    }
-    int64_t one = 1, w = x->window, nd = 2 + TFC_MAX_METRICS, three = 3, two = 2;
-    double best[3] = {x->have_best, x->best_value, (double)x->best_iteration};
-    int64_t counters[2] = {x->iteration, x->losses_seen};
-    add(&sw, "solver/counters", TFC_I64, 1, &two, counters);
-    add(&sw, "solver/elapsed_seconds", TFC_F64, 1, &one, &x->elapsed);
-    add(&sw, "solver/best", TFC_F64, 1, &three, best);
-    add(&sw, "solver/losses", TFC_F64, 1, &w, x->losses);
-    add(&sw, "solver/display", TFC_F64, 1, &nd, x->display);
-    int64_t plen = (int64_t)x->pipeline_len;
-    add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
-
-    char slots[128] = "";
-    for (int k = 0; k < o->nslots; k++)
-        if (o->slot[k])
-            snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%s%s",
-                     slots[0] ? "," : "", o->slot_name[k]);
-    meta(&sw, "format", TFC_STATE_FORMAT);
-    meta(&sw, "format_version", TFC_STATE_VERSION);
-    meta(&sw, "tfc_version", TFC_VERSION);
-    meta(&sw, "model", "%s", id->model_name);
-    meta(&sw, "optimizer", "%s", id->optimizer);
-    meta(&sw, "slots", "%s", slots);
-    meta(&sw, "config_hash", "%016llx", (unsigned long long)id->config_hash);
-    meta(&sw, "model_hash", "%016llx", (unsigned long long)id->model_hash);
-    meta(&sw, "weights", "%s", base_name(weights_path));
-    meta(&sw, "weights_crc32c", "%08x", wcrc);
-    meta(&sw, "iteration", "%lld", (long long)x->iteration);
-    if (!sw.s) {
-        uint32_t crc = meta_crc(sw.crc, sw.meta, sw.nmeta);
-        meta(&sw, "checksum", "%08x", crc);
-    }
-    if (!sw.s) sw.s = tfc_st_writer_save(sw.w, state_path, err);
-    tfc_st_writer_free(sw.w);
-    free(host);
-    /* A weights file whose state could not be written is not a snapshot. */
-    if (sw.s) unlink(weights_path);
-    return sw.s;
-}
-
-/* ---- reading ----------------------------------------------------------------------------------- */
-
-static tfc_st_file *open_verified(const char *path, tfc_error *err)
-{
-    tfc_st_file *f = tfc_st_open(path, err);
-    if (!f) return NULL;
-    const char *fmt = tfc_st_meta(f, "format"), *ver = tfc_st_meta(f, "format_version");
-    const char *sum = tfc_st_meta(f, "checksum");
-    tfc_status s = TFC_OK;
-    uint32_t crc = 0;
-    if (!fmt || strcmp(fmt, TFC_STATE_FORMAT) != 0)
-        s = tfc_error_set(err, TFC_ERR_FORMAT,
-                          "%s is not a tfc state file (its __metadata__ has no format \"%s\"); "
-                          "--resume takes the .state file of a snapshot",
-                          path, TFC_STATE_FORMAT);
-    else if (!ver || strcmp(ver, TFC_STATE_VERSION) != 0)
-        s = tfc_error_set(err, TFC_ERR_FORMAT,
-                          "%s: state format version %s, this tfc reads version %s", path,
-                          ver ? ver : "(none)", TFC_STATE_VERSION);
-    else if (!sum)
-        s = tfc_error_set(err, TFC_ERR_FORMAT, "%s: the state file has no checksum", path);
-    else if (!(s = file_checksum(f, &crc, err))) {
-        char want[16];
-        snprintf(want, sizeof want, "%08x", crc);
-        if (strcmp(want, sum) != 0)
-            s = tfc_error_set(err, TFC_ERR_FORMAT,
-                              "%s: checksum mismatch (stored %s, computed %s): the file is "
-                              "corrupt or was modified",
-                              path, sum, want);
-    }
-    if (s) {
-        tfc_st_close(f);
-        return NULL;
-    }
-    return f;
-}
-
-tfc_status tfc_snapshot_verify(const char *state_path, tfc_error *err)
-{
-    tfc_st_file *f = open_verified(state_path, err);
-    if (!f) return err ? err->code : TFC_ERR_FORMAT;
-    tfc_st_close(f);
+    remove_stale_temps(folder, base);
+    if (resumed_at < 0) return TFC_OK;
+    int64_t *found;
+    int n = list_states(run_dir, prefix, resumed_at, &found);
+    for (int i = 0; i < n; i++) remember(set, found[i]);
+    free(found);
     return TFC_OK;
 }
 
-/* A tensor of the state with the expected dtype and element count, or an error. */
-static const tfc_st_tensor *need(const tfc_st_file *f, const char *path, const char *name,
-                                 tfc_dtype dt, int64_t numel, tfc_status *s, tfc_error *err)
+void tfc_snapshot_set_rotate(tfc_snapshot_set *set, int64_t iter, int keep)
 {
-    if (*s) return NULL;
-    const tfc_st_tensor *t = tfc_st_find(f, name);
-    if (!t || t->dtype != dt || (numel >= 0 && t->numel != numel)) {
-        *s = tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor '%s' is %s", path, name,
-                           t ? "of the wrong type or size" : "missing");
-        return NULL;
+    if (!remember(set, iter)) return;
+    while (keep > 0 && set->n > keep) {
+        char weights[4700], state[4700];
+        tfc_snapshot_path(set->run_dir, set->prefix, set->iters[0], TFC_SNAPSHOT_STATE, state,
+                          sizeof state);
+        tfc_snapshot_path(set->run_dir, set->prefix, set->iters[0], TFC_SNAPSHOT_WEIGHTS,
+                          weights, sizeof weights);
+        unlink(state);
+        unlink(weights);
+        memmove(set->iters, set->iters + 1, sizeof *set->iters * (size_t)(set->n - 1));
+        set->n--;
     }
-    return t;
 }
 
-/* Copies the saved ring (W' entries, `seen` losses recorded) into a ring of x->window. */
-static void restore_losses(tfc_snapshot_extra *x, const double *saved, int64_t wsaved, int64_t seen)
+void tfc_snapshot_set_free(tfc_snapshot_set *set) { free(set->iters); }
+
+/* ---- discovery -------------------------------------------------------------------------------- */
+
+tfc_status tfc_snapshot_find_newest(const char *run_dir, char *state, size_t size,
+                                    tfc_error *err)
 {
-    int64_t have = seen < wsaved ? seen : wsaved;
-    if (have > x->window) have = x->window;
-    for (int64_t j = seen - have; j < seen; j++)
-        x->losses[j % x->window] = saved[j % wsaved];
-}
-
-tfc_status tfc_snapshot_read(tfc_model *m, tfc_optimizer *o, const tfc_snapshot_id *id,
-                             const char *state_path, tfc_snapshot_extra *x, int *config_differs,
-                             tfc_error *err)
-{
-    tfc_st_file *f = open_verified(state_path, err);
-    if (!f) return err ? err->code : TFC_ERR_FORMAT;
-    tfc_status s = TFC_OK;
-    const char *opt = tfc_st_meta(f, "optimizer"), *mh = tfc_st_meta(f, "model_hash");
-    const char *ch = tfc_st_meta(f, "config_hash"), *mname = tfc_st_meta(f, "model");
-    const char *slots = tfc_st_meta(f, "slots");
-    char want_slots[128] = "", hash[32];
-    for (int k = 0; k < o->nslots; k++)
-        if (o->slot[k])
-            snprintf(want_slots + strlen(want_slots), sizeof want_slots - strlen(want_slots),
-                     "%s%s", want_slots[0] ? "," : "", o->slot_name[k]);
-    if (!opt || strcmp(opt, id->optimizer) != 0) {
-        s = tfc_error_set(err, TFC_ERR_USAGE,
-                          "%s was saved by optimizer '%s', this run uses '%s'; a resumed run "
-                          "needs the same optimizer",
-                          state_path, opt ? opt : "(none)", id->optimizer);
-    } else if (!slots || strcmp(slots, want_slots) != 0) {
-        s = tfc_error_set(err, TFC_ERR_USAGE,
-                          "%s holds the optimizer slots [%s], this run's %s needs [%s] (a "
-                          "hyperparameter such as momentum, amsgrad or centered changed)",
-                          state_path, slots ? slots : "", id->optimizer, want_slots);
-    }
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->model_hash);
-    if (!s && (!mh || strcmp(mh, hash) != 0)) {
-        s = tfc_error_set(err, TFC_ERR_USAGE,
-                          "%s was saved from a different model ('%s'); this run's model '%s' "
-                          "differs in its layers or their arguments, so it cannot resume",
-                          state_path, mname ? mname : "?", id->model_name);
-    }
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->config_hash);
-    *config_differs = !ch || strcmp(ch, hash) != 0;
-
-    /* The weights file beside the state, checked against the CRC the state recorded. */
-    const char *wname = tfc_st_meta(f, "weights"), *wcrc = tfc_st_meta(f, "weights_crc32c");
-    char wpath[4200];
-    if (!s) {
-        const char *slash = strrchr(state_path, '/');
-        if (!wname || !*wname || strchr(wname, '/') || !wcrc)
-            s = tfc_error_set(err, TFC_ERR_FORMAT, "%s names no weights file", state_path);
-        else if (slash)
-            snprintf(wpath, sizeof wpath, "%.*s/%s", (int)(slash - state_path), state_path, wname);
-        else
-            snprintf(wpath, sizeof wpath, "%s", wname);
-    }
-    if (!s) {
-        uint32_t crc = 0;
-        char got[16];
-        s = tfc_file_crc32c(wpath, &crc, err);
-        snprintf(got, sizeof got, "%08x", crc);
-        if (!s && strcmp(got, wcrc) != 0)
-            s = tfc_error_set(err, TFC_ERR_FORMAT,
-                              "%s does not match its state file %s (CRC-32C %s, the state "
-                              "expects %s): it was replaced or damaged",
-                              wpath, state_path, got, wcrc);
-    }
-    if (!s) s = tfc_model_load_weights(m, wpath, NULL, err);
-
-    /* Slots. */
-    int64_t n = o->n;
-    float *host = s ? NULL : malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!s && !host) s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    for (int k = 0; k < o->nslots && !s; k++) {
-        if (!o->slot[k]) continue;
-        int64_t off = 0;
-        for (int i = 0; i < tfc_model_nlayers(m) && !s; i++) {
-            tfc_layer *l = tfc_model_layer(m, i);
-            for (int p = 0; p < l->nparams && !s; p++) {
-                if (!l->params[p].trainable) continue;
-                char name[256];
-                snprintf(name, sizeof name, "%s/%s/%s", o->slot_name[k], l->name, l->params[p].name);
-                const tfc_st_tensor *t = tfc_st_find(f, name);
-                if (!t || t->dtype != TFC_F32 || !tfc_shape_equal(&t->shape, &l->params[p].shape)) {
-                    s = tfc_error_set(err, TFC_ERR_USAGE,
-                                      "%s: optimizer slot '%s' is %s; the state does not belong "
-                                      "to this model",
-                                      state_path, name, t ? "of another shape" : "missing");
-                    break;
-                }
-                memcpy(host + off, t->data, t->nbytes);
-                off += l->params[p].numel;
-            }
-        }
-        if (!s) o->be->ops->upload(o->be, o->slot[k], host, (size_t)n * sizeof(float));
-    }
-    free(host);
-
-    /* Counters, the loss ring, the pipeline position. */
-    const tfc_st_tensor *tc = need(f, state_path, "solver/counters", TFC_I64, 2, &s, err);
-    const tfc_st_tensor *te = need(f, state_path, "solver/elapsed_seconds", TFC_F64, 1, &s, err);
-    const tfc_st_tensor *tb = need(f, state_path, "solver/best", TFC_F64, 3, &s, err);
-    const tfc_st_tensor *tl = need(f, state_path, "solver/losses", TFC_F64, -1, &s, err);
-    const tfc_st_tensor *td = need(f, state_path, "solver/display", TFC_F64, 2 + TFC_MAX_METRICS,
-                                   &s, err);
-    const tfc_st_tensor *tp = need(f, state_path, "pipeline/train", TFC_U8, -1, &s, err);
-    if (!s) {
-        int64_t counters[2];
-        double best[3];
-        memcpy(counters, tc->data, sizeof counters);
-        memcpy(&x->elapsed, te->data, sizeof x->elapsed);
-        memcpy(best, tb->data, sizeof best);
-        memcpy(x->display, td->data, sizeof x->display);
-        x->iteration = counters[0];
-        x->losses_seen = counters[1];
-        x->have_best = best[0] != 0;
-        x->best_value = best[1];
-        x->best_iteration = (int64_t)best[2];
-        double *saved = malloc((size_t)(tl->numel > 0 ? tl->numel : 1) * sizeof(double));
-        x->losses = calloc((size_t)x->window, sizeof(double));
-        x->pipeline = malloc(tp->nbytes ? tp->nbytes : 1);
-        if (!saved || !x->losses || !x->pipeline || x->iteration < 0 || x->losses_seen < 0) {
-            s = saved && x->losses && x->pipeline
-                    ? tfc_error_set(err, TFC_ERR_FORMAT, "%s: negative counters", state_path)
-                    : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        } else {
-            memcpy(saved, tl->data, tl->nbytes);
-            if (tl->numel > 0) restore_losses(x, saved, tl->numel, x->losses_seen);
-            memcpy(x->pipeline, tp->data, tp->nbytes);
-            x->pipeline_len = tp->nbytes;
-        }
-        free(saved);
-    }
-    tfc_st_close(f);
-    return s;
+    char config[4200];
+    state[0] = 0;
+    snprintf(config, sizeof config, "%s/config.yaml", run_dir);
+    if (access(config, F_OK) != 0) return TFC_OK;
+    tfc_solver *s = tfc_solver_load(config, NULL, err);
+    if (!s) return err->code;
+    int64_t *found;
+    int n = list_states(run_dir, s->prefix, INT64_MAX, &found);
+    if (n > 0)
+        tfc_snapshot_path(run_dir, s->prefix, found[n - 1], TFC_SNAPSHOT_STATE, state, size);
+    free(found);
+    tfc_solver_free(s);
+    return TFC_OK;
 }

@@ -144,4 +144,29 @@ tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out
 /* Formats "loss 0.2500  accuracy 0.9120" for the model's metrics. */
 void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size);
 
+/* ---- snapshot files (snapshot.c) ----------------------------------------------------- */
+
+/* The two files of a snapshot: weights (SPEC §5) and the state a resume needs. */
+typedef enum tfc_snapshot_file { TFC_SNAPSHOT_WEIGHTS, TFC_SNAPSHOT_STATE } tfc_snapshot_file;
+
+/* The name of a snapshot file of iteration `iter`: RUN_DIR/PREFIX_iter_ITER.safetensors
+ * (weights) or RUN_DIR/PREFIX_iter_ITER.state, into buf (truncated to `size` bytes).
+ * PREFIX is the solver's snapshot.prefix (tfc_solver_get_config(s)->snapshot_prefix). */
+void tfc_snapshot_path(const char *run_dir, const char *prefix, int64_t iter,
+                       tfc_snapshot_file which, char *buf, size_t size);
+
+/* The iteration N of a state file named [DIR/]PREFIX_iter_N.state, or -1 when `path` is
+ * not named so. When dir_end is not NULL, *dir_end points at the '/' that ends DIR in
+ * `path`, or is NULL when the name has no DIR. */
+int64_t tfc_snapshot_parse(const char *path, const char *prefix, const char **dir_end);
+
+/* The state file of the newest complete snapshot of run directory RUN_DIR (the highest N
+ * of RUN_DIR/PREFIX_iter_N.state; a state file is written after its weights, so one that
+ * exists is complete), where PREFIX is the snapshot.prefix of the resolved configuration
+ * RUN_DIR/config.yaml that tfc-train wrote. "" when the folder holds none or has no
+ * config.yaml (the run never started). An unreadable or invalid config.yaml is reported as
+ * loading it reports (TFC_ERR_IO, TFC_ERR_CONFIG, ...). */
+tfc_status tfc_snapshot_find_newest(const char *run_dir, char *state, size_t size,
+                                    tfc_error *err);
+
 #endif

@@ -1,0 +1,108 @@
+/* Evaluation: one pass over the test split in inference mode, the loss and metrics averaged
+ * over the rows each batch counted. The periodic tests of a training run use it, and so
+ * does tfc-test through tfc_solver_evaluate, which also opens the device and reads the
+ * weights. */
+#include "solver/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "device/device.h"
+
+tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err)
+{
+    const tfc_solver_config *c = &s->cfg;
+    tfc_backend *be = tfc_backend_open(s->opt.device ? s->opt.device : c->device, s->opt.threads,
+                                       err);
+    if (!be) return NULL;
+    tfc_device_options o = {c->deterministic, c->tf32,
+                            (size_t)(c->gpu_memory_limit * 1024.0 * 1024.0)};
+    tfc_backend_configure(be, &o);
+    if (tfc_backend_check(be->ops, err)) {
+        tfc_backend_free(be);
+        return NULL;
+    }
+    return be;
+}
+
+int tfc_solver_stop_requested(const tfc_solver *s) { return s->opt.stop && *s->opt.stop; }
+
+/* Runs the n examples staged in `f` through the model in slices of its bound batch (a test
+ * batch may be larger: inference is per example, so only the summation order changes) and
+ * adds their row-weighted loss and metrics to sums[0] and sums[1 + i]. */
+static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc_eval *out,
+                            tfc_error *err)
+{
+    tfc_model *m = f->model;
+    for (int at = 0; at < n; at += f->bind_batch) {
+        int k = n - at < f->bind_batch ? n - at : f->bind_batch;
+        tfc_batch_result br;
+        tfc_status s = tfc_model_forward(m, (char *)f->x + (size_t)at * (size_t)f->in_numel * 4, k,
+                                         0, seed, 0, err);
+        if (!s)
+            s = tfc_model_loss(m, (char *)f->y + (size_t)at * (size_t)f->label_numel * 4, 0, &br,
+                               err);
+        if (s) return s;
+        sums[0] += br.loss * (double)br.count;
+        for (int i = 0; i < tfc_model_nmetrics(m); i++) sums[1 + i] += br.metric[i] * (double)br.count;
+        out->rows += br.count;
+    }
+    out->examples += n;
+    return TFC_OK;
+}
+
+tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *stopped,
+                        tfc_error *err)
+{
+    double sums[1 + TFC_MAX_METRICS] = {0};
+    memset(out, 0, sizeof *out);
+    *stopped = 0;
+    tfc_pipeline_reset(f->test);
+    for (;;) {
+        if (tfc_solver_stop_requested(s)) {
+            *stopped = 1;
+            return TFC_OK;
+        }
+        int n;
+        tfc_status st = tfc_feed_test_batch(f, &n, err);
+        if (!st && n == 0) break;
+        if (!st) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, err);
+        if (st) return st;
+    }
+    if (out->rows > 0) {
+        out->loss = sums[0] / (double)out->rows;
+        for (int i = 0; i < tfc_model_nmetrics(f->model); i++)
+            out->metric[i] = sums[1 + i] / (double)out->rows;
+    }
+    return TFC_OK;
+}
+
+tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out, tfc_error *err)
+{
+    if (!s->cfg.test)
+        return tfc_error_set(err, TFC_ERR_CONFIG, "%s has no data.test split to evaluate",
+                             s->path);
+    tfc_feed f = {0};
+    tfc_backend *be = tfc_solver_backend_open(s, err);
+    tfc_status st = be ? tfc_feed_for_evaluation(&f, s, be, weights, err) : err->code;
+    if (!st) st = tfc_model_load_weights(s->model, weights, NULL, err);
+    int stopped = 0;
+    if (!st) st = tfc_evaluate(&f, s, out, &stopped, err);
+    if (!st) st = tfc_backend_status(be, err);
+    tfc_feed_free(&f);
+    if (be) tfc_backend_free(be);
+    return st;
+}
+
+void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size)
+{
+    tfc_model *m = s->model;
+    size_t n = (size_t)snprintf(buf, size, "loss %.4f", e->loss);
+    /* A sequence model's cross-entropy per step, in bits (bits per character). */
+    if (tfc_model_label_rows(m) > 1 && tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE && n < size)
+        n += (size_t)snprintf(buf + n, size - n, " (%.4f bits/step)", e->loss / log(2.0));
+    for (int i = 0; i < tfc_model_nmetrics(m) && n < size; i++)
+        if (tfc_model_metric(m, i)->kind != TFC_METRIC_LOSS)
+            n += (size_t)snprintf(buf + n, size - n, "  %s %.4f", tfc_model_metric(m, i)->name,
+                                  e->metric[i]);
+}

@@ -1,0 +1,327 @@
+/* Batch feeding: the pipelines of the data splits, their element specs checked against the
+ * model before any data is read, the batch sizes that bind the model and size the host
+ * staging buffers, and each batch converted there into the model's layout (float32
+ * features, or int32 token ids; float32 targets, or int32 class indices). */
+#include "solver/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- what the solver file says ------------------------------------------------------------- */
+
+/* The batch_size of the last batch / padded_batch stage of a split, 0 when none. */
+static int config_batch_size(const tfc_node *split)
+{
+    const tfc_node *pl = tfc_node_get(split, "pipeline");
+    int bs = 0;
+    for (int i = 0; pl && pl->kind == TFC_NODE_SEQ && i < pl->n; i++) {
+        const tfc_node *item = pl->vals[i];
+        if (item->kind != TFC_NODE_MAP || item->n != 1) continue;
+        if (strcmp(item->keys[0]->str, "batch") && strcmp(item->keys[0]->str, "padded_batch"))
+            continue;
+        const tfc_node *v = tfc_node_get(item->vals[0], "batch_size");
+        if (v && v->kind == TFC_NODE_SCALAR) bs = atoi(v->str);
+    }
+    return bs;
+}
+
+/* Whether a split's configuration tokenizes text (then it needs the training vocabulary). */
+static int mentions_tokenizer(const tfc_node *n)
+{
+    if (!n) return 0;
+    if (n->kind == TFC_NODE_SCALAR) return !strcmp(n->str, "tokenize");
+    for (int i = 0; i < n->n; i++)
+        if ((n->keys && !strcmp(n->keys[i]->str, "tokenizer")) || mentions_tokenizer(n->vals[i]))
+            return 1;
+    return 0;
+}
+
+/* The vocabulary.txt of the run a weights file belongs to: beside it or up to two folders
+ * above (snapshots/ sits inside the run directory). */
+static int find_vocabulary(const char *weights, char *dir, size_t size)
+{
+    snprintf(dir, size, "%s", weights);
+    for (int up = 0; up < 3; up++) {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, size, ".");
+        char probe[4200];
+        struct stat st;
+        snprintf(probe, sizeof probe, "%s/vocabulary.txt", dir);
+        if (stat(probe, &st) == 0) return 1;
+        if (!slash) return 0;
+    }
+    return 0;
+}
+
+/* ---- checks against the model -------------------------------------------------------------- */
+
+static int usable_dtype(tfc_dtype dt)
+{
+    return dt != TFC_F16 && dt != TFC_BF16 && (unsigned)dt < TFC_DTYPE_COUNT;
+}
+
+static tfc_status check_features(const tfc_feed *f, const tfc_element_spec *es,
+                                 const tfc_node *split, const char *key, tfc_error *err)
+{
+    const tfc_component_spec *c = &es->comp[TFC_COMP_FEATURES];
+    const tfc_shape *in = tfc_model_input_shape(f->model);
+    char want[96], got[160];
+    tfc_shape_str(in, want, sizeof want);
+    tfc_data_spec_str(c, got, sizeof got);
+    int skip = es->batched ? 1 : 0;
+    if (!usable_dtype(c->dtype))
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                              "yields features of dtype %s, which the model cannot take", got);
+    if (tfc_model_input_dtype(f->model) == TFC_I32 && (c->dtype == TFC_F32 || c->dtype == TFC_F64))
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                              "yields %s features, but the model takes int32 token ids", got);
+    if (c->shape.ndim < 0) return TFC_OK;
+    int bad = c->shape.ndim - skip != in->ndim;
+    for (int i = 0; !bad && i < in->ndim; i++)
+        bad = c->shape.dim[i + skip] >= 0 && c->shape.dim[i + skip] != in->dim[i];
+    if (!bad) return TFC_OK;
+    tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                   "yields features %s%s, but the model's input is %s per example", got,
+                   es->batched ? " (batch first)" : "", want);
+    tfc_error_hint(err, "match input.shape in the model, or add a reshape map "
+                        "(- map: {op: reshape, shape: [...]})");
+    return TFC_ERR_CONFIG;
+}
+
+static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
+                               const tfc_node *split, const char *key, tfc_error *err)
+{
+    const tfc_component_spec *c = &es->comp[TFC_COMP_LABELS];
+    const char *loss = tfc_loss_names[tfc_model_loss_kind(f->model)];
+    char got[160];
+    if (!c->present)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                              "yields no labels, but the loss %s needs them", loss);
+    tfc_data_spec_str(c, got, sizeof got);
+    if (!usable_dtype(c->dtype))
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields labels %s", got);
+    int64_t per = 1;
+    int known = c->shape.ndim >= 0;
+    for (int i = es->batched ? 1 : 0; known && i < c->shape.ndim; i++) {
+        if (c->shape.dim[i] < 0) known = 0;
+        else per *= c->shape.dim[i];
+    }
+    if (known && per != f->label_numel)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                              "yields labels %s (%lld values per example), but the model's output "
+                              "and loss %s need %lld per example",
+                              got, (long long)per, loss, (long long)f->label_numel);
+    return TFC_OK;
+}
+
+/* The examples per batch of a split: the batch dimension of its element spec, else the
+ * file's batch_size; 1 for an unbatched split. */
+static tfc_status batch_size(const tfc_pipeline *p, const tfc_node *split, const char *key,
+                             int *size, tfc_error *err)
+{
+    const tfc_element_spec *es = tfc_pipeline_element_spec(p);
+    const tfc_shape *shape = &es->comp[TFC_COMP_FEATURES].shape;
+    *size = 1;
+    if (!es->batched) return TFC_OK;
+    *size = shape->ndim > 0 && shape->dim[0] > 0 ? (int)shape->dim[0] : config_batch_size(split);
+    if (*size < 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                              "cannot tell the batch size of this pipeline");
+    return TFC_OK;
+}
+
+/* Checks the splits' specs, sizes the batches, binds the model and allocates the staging
+ * buffers. The model is bound for the train batch (test batches run in slices of it), or
+ * when evaluating for the test batch up to 256 examples, so memory and start-up do not grow
+ * with a large test batch. */
+static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_error *err)
+{
+    tfc_model *m = f->model;
+    const tfc_pipeline *split[2] = {f->train, f->test};
+    const tfc_node *node[2] = {s->cfg.train, s->cfg.test};
+    const char *key[2] = {"data.train", "data.test"};
+    f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
+    f->label_numel = tfc_model_label_rows(m) *
+                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+    tfc_status st = TFC_OK;
+    for (int k = 0; k < 2 && !st; k++) {
+        if (!split[k]) continue;
+        const tfc_element_spec *es = tfc_pipeline_element_spec(split[k]);
+        st = check_features(f, es, node[k], key[k], err);
+        if (!st) st = check_labels(f, es, node[k], key[k], err);
+    }
+    int sizes[2] = {1, 1};
+    for (int k = 0; k < 2 && !st; k++)
+        if (split[k]) st = batch_size(split[k], node[k], key[k], &sizes[k], err);
+    if (st) return st;
+    f->stage_batch = sizes[0] > sizes[1] ? sizes[0] : sizes[1];
+    f->bind_batch = f->train ? sizes[0] : sizes[1] < 256 ? sizes[1] : 256;
+    st = tfc_model_bind(m, be, f->bind_batch, err);
+    if (st) return st;
+    f->x = malloc((size_t)f->stage_batch * (size_t)f->in_numel * 4);
+    f->y = malloc((size_t)f->stage_batch * (size_t)f->label_numel * 4);
+    if (!f->x || !f->y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    return TFC_OK;
+}
+
+/* ---- building the pipelines ---------------------------------------------------------------- */
+
+static tfc_data_options split_options(const tfc_solver *s, int test)
+{
+    tfc_data_options o = {0};
+    o.key = test ? "data.test" : "data.train";
+    o.base_dir = s->cfg.base_dir;
+    o.seed = (uint64_t)s->cfg.seed;
+    o.stream = test ? 1 : 0;
+    o.num_classes = tfc_model_loss_kind(s->model) == TFC_LOSS_SPARSE_CCE
+                        ? tfc_model_classes(s->model)
+                        : 0;
+    return o;
+}
+
+tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
+                                 tfc_error *err)
+{
+    f->model = s->model;
+    tfc_data_options o = split_options(s, 0);
+    f->train = tfc_pipeline_from_config(s->cfg.train, &o, err);
+    if (!f->train) return err->code ? err->code : TFC_ERR_DATA;
+    if (s->cfg.test) {
+        o = split_options(s, 1);
+        o.vocab = tfc_pipeline_vocab(f->train);
+        f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
+        if (!f->test) return err->code ? err->code : TFC_ERR_DATA;
+    }
+    return bind(f, s, be, err);
+}
+
+tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
+                                   const char *weights, tfc_error *err)
+{
+    f->model = s->model;
+    tfc_data_options o = split_options(s, 1);
+    char vdir[4200];
+    if (mentions_tokenizer(s->cfg.test)) {
+        if (find_vocabulary(weights, vdir, sizeof vdir)) {
+            o.run_dir = vdir;
+            o.load_vocabulary = 1;
+        } else {
+            /* No run folder: rebuild the vocabulary from the training split. */
+            tfc_data_options t = split_options(s, 0);
+            f->vocab_source = tfc_pipeline_from_config(s->cfg.train, &t, err);
+            if (!f->vocab_source) return err->code;
+            o.vocab = tfc_pipeline_vocab(f->vocab_source);
+        }
+    }
+    f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
+    if (!f->test) return err->code;
+    return bind(f, s, be, err);
+}
+
+/* ---- batches ------------------------------------------------------------------------------- */
+
+/* Converts n elements to float32 or int32 (`ints`). Integers must be integral and within
+ * int32; returns the first bad index or -1. */
+static int64_t convert(void *dst, int ints, const tfc_tensor *src, int64_t n)
+{
+    if (src->dtype == (ints ? TFC_I32 : TFC_F32)) {
+        memcpy(dst, src->data, (size_t)n * 4);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double v = tfc_value_get(src->data, src->dtype, i);
+        if (ints) {
+            if (!(v == floor(v)) || v < -2147483648.0 || v > 2147483647.0) return i;
+            ((int32_t *)dst)[i] = (int32_t)v;
+        } else {
+            ((float *)dst)[i] = (float)v;
+        }
+    }
+    return -1;
+}
+
+/* Checks a batch of n examples against the staging size and the model's layout. */
+static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, int64_t n, const char *key,
+                              tfc_error *err)
+{
+    char fs[96], want[96];
+    if (n < 1 || n > f->stage_batch)
+        return tfc_error_set(err, TFC_ERR_DATA,
+                             "%s: a batch of %lld examples, larger than the %d its configuration "
+                             "announced",
+                             key, (long long)n, f->stage_batch);
+    if (tfc_shape_numel(&b->features.shape) != n * f->in_numel) {
+        tfc_shape_str(&b->features.shape, fs, sizeof fs);
+        tfc_shape_str(tfc_model_input_shape(f->model), want, sizeof want);
+        return tfc_error_set(err, TFC_ERR_DATA,
+                             "%s: a batch of features %s does not fit the model's input %s per "
+                             "example",
+                             key, fs, want);
+    }
+    if (!b->labels.data || tfc_shape_numel(&b->labels.shape) != n * f->label_numel) {
+        tfc_shape_str(&b->labels.shape, fs, sizeof fs);
+        return tfc_error_set(err, TFC_ERR_DATA,
+                             "%s: a batch of labels %s, but the model needs %lld values per "
+                             "example",
+                             key, b->labels.data ? fs : "(none)", (long long)f->label_numel);
+    }
+    return TFC_OK;
+}
+
+/* The next batch of `p` into f->x / f->y; *n = 0 at the end of the data. */
+static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int *n,
+                             tfc_error *err)
+{
+    tfc_batch b;
+    *n = 0;
+    tfc_status s = tfc_pipeline_next(p, &b, err);
+    if (s || b.end) return s;
+    int batched = tfc_pipeline_element_spec(p)->batched;
+    int64_t count = batched && b.features.shape.ndim > 0 ? b.features.shape.dim[0] : 1;
+    s = check_batch(f, &b, count, key, err);
+    if (s) return s;
+    int64_t fnum = count * f->in_numel, lnum = count * f->label_numel;
+    int64_t bad = convert(f->x, tfc_model_input_dtype(f->model) == TFC_I32, &b.features, fnum);
+    if (bad >= 0)
+        return tfc_error_set(err, TFC_ERR_DATA,
+                             "%s: example %lld of a batch: feature value %g is not an int32 "
+                             "token id",
+                             key, (long long)(bad / f->in_numel),
+                             tfc_value_get(b.features.data, b.features.dtype, bad));
+    bad = convert(f->y, tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE, &b.labels, lnum);
+    if (bad >= 0)
+        return tfc_error_set(err, TFC_ERR_DATA,
+                             "%s: example %lld of a batch: label %g is not a class index", key,
+                             (long long)(bad / f->label_numel),
+                             tfc_value_get(b.labels.data, b.labels.dtype, bad));
+    *n = (int)count;
+    return TFC_OK;
+}
+
+tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err)
+{
+    tfc_status s = next_batch(f, f->train, "data.train", n, err);
+    if (s || *n) return s;
+    tfc_pipeline_reset(f->train);
+    s = next_batch(f, f->train, "data.train", n, err);
+    if (!s && *n == 0) return tfc_error_set(err, TFC_ERR_DATA, "data.train yields no elements");
+    return s;
+}
+
+tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, tfc_error *err)
+{
+    return next_batch(f, f->test, "data.test", n, err);
+}
+
+void tfc_feed_free(tfc_feed *f)
+{
+    tfc_pipeline_free(f->train);
+    tfc_pipeline_free(f->test);
+    tfc_pipeline_free(f->vocab_source);
+    if (f->model) tfc_model_unbind(f->model);
+    free(f->x);
+    free(f->y);
+}
