@@ -1,9 +1,10 @@
 /* The input pipeline: tf.data in C. A pipeline is a source (idx, npy, csv, images, text or
  * in-memory tensors) followed by stages run in the order written (map, filter, shuffle,
- * repeat, batch, padded_batch, cache, take, skip, prefetch). It is built from the
- * `data.train` / `data.test` mapping of a solver file or in code, yields elements whose
- * components are features, labels and (after padded_batch) lengths, and can save and restore
- * its exact position. All randomness is a function of (seed, epoch, element index). */
+ * repeat, batch, padded_batch, cache, take, skip, prefetch). It is planned (checked without
+ * reading data) and built from the `data.train` / `data.test` mapping of a solver file, or
+ * built in code; it yields elements whose components are features, labels and (after
+ * padded_batch) lengths, and can save and restore its exact position. All randomness is a
+ * function of (seed, epoch, element index). */
 #ifndef TFC_DATA_DATA_H
 #define TFC_DATA_DATA_H
 
@@ -105,8 +106,8 @@ const char *const *tfc_data_source_names(void);
 const char *const *tfc_data_stage_names(void);
 const char *const *tfc_data_op_names(void);
 
-/* Prints the fields of a source, stage or map op (by name) with defaults and help; returns
- * 0 when the name is unknown. */
+/* Prints the fields, defaults and help of the source, stage or map op `name` (`kind` is
+ * "source", "stage" or "op"); returns 0 when the name is unknown. */
 int tfc_data_print_help(FILE *f, const char *kind, const char *name);
 
 /* ---- building in code --------------------------------------------------------------------- */

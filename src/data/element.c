@@ -2,8 +2,6 @@
  * the hashes and keys stages derive from their arguments, and the little-endian byte buffers
  * that pipeline state is saved in (every read bounded by what is left, so a corrupt blob is
  * an error, never a crash). */
-#include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

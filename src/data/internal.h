@@ -134,9 +134,10 @@ typedef tfc_status (*file_pair_load)(source **out, const file_pair_args *a, tfc_
 tfc_status tfc_source_open_pair(const file_pair_args *a, const tfc_data_options *opt,
                                 file_pair_load load, source **out, tfc_error *err);
 
-/* Fields the sources share. Their enum values: */
+/* Fields of every source (type, on_error) and of those with integer labels (num_classes).
+ * `on_error:` takes ON_ERROR_*, whose names tfc_data_on_error_names lists. */
 enum { ON_ERROR_FAIL = 0, ON_ERROR_SKIP, ON_ERROR_COUNT };
-extern const char *const tfc_data_on_error_names[]; /* by ON_ERROR_*, NULL-terminated */
+extern const char *const tfc_data_on_error_names[];
 
 #define SOURCE_TYPE_FIELD(T)                                                                  \
     {"type", TFC_F_STRING, offsetof(T, type), NULL, TFC_UNBOUNDED, NULL, "the source type"}
@@ -219,7 +220,6 @@ struct stage {
     const stage_ops *ops;
     stage *up;
     tfc_pipeline *p;
-    int index;             /* 0: the source stage */
     int lazy, fetchable;   /* next_id / fetch usable (depends on the stages below) */
     tfc_element_spec spec; /* output spec */
     uint64_t key;          /* this stage's random key: f(seed, stream, index) */
@@ -241,7 +241,7 @@ struct tfc_pipeline {
 /* A pipeline holding only `src` (taken; freed on error). */
 tfc_pipeline *tfc_pipeline_new(source *src, const tfc_data_options *opt, tfc_error *err);
 /* Appends a stage (its ops, lazy, fetchable, spec and config hash filled by the caller;
- * this sets up, index, p and key). Takes ownership. */
+ * this sets up, p and key). Takes ownership. */
 void tfc_pipeline_push(tfc_pipeline *p, stage *s);
 stage *tfc_pipeline_top(const tfc_pipeline *p);
 /* Describes where an element came from ("FILE record N"). */
@@ -323,7 +323,7 @@ typedef struct stage_plan {
     const stage_def *def;
     const op_def *op;     /* map: its op */
     const tfc_node *node; /* the stage's argument mapping as written (may be NULL or null) */
-    const tfc_node *at;   /* where its errors point: node, NULL when node is absent or null */
+    const tfc_node *at;   /* where its errors point: node, or the item when node is null */
     char key[320];        /* key path of its errors, e.g. data.train.pipeline[2].batch */
     void *args;           /* malloc'd struct of the stage's (map: the op's) arguments */
 } stage_plan;

@@ -169,7 +169,6 @@ void tfc_pipeline_push(tfc_pipeline *p, stage *s)
         p->cap = cap;
     }
     s->p = p;
-    s->index = p->n;
     s->up = p->n ? p->stages[p->n - 1] : NULL;
     s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)p->n);
     p->stages[p->n++] = s;
