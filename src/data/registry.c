@@ -21,9 +21,9 @@ static const source_def *const sources[] = {
 };
 
 static const stage_def *const stages[] = {
-    &tfc_stage_map,   &tfc_stage_filter, &tfc_stage_shuffle,      &tfc_stage_repeat,
-    &tfc_stage_batch, &tfc_stage_padded_batch, &tfc_stage_cache, &tfc_stage_take,
-    &tfc_stage_skip,  &tfc_stage_prefetch, NULL,
+    &tfc_stage_map,    &tfc_stage_filter,       &tfc_stage_shuffle, &tfc_stage_repeat,
+    &tfc_stage_batch,  &tfc_stage_padded_batch, &tfc_stage_cache,   &tfc_stage_take,
+    &tfc_stage_skip,   &tfc_stage_prefetch,     NULL,
 };
 
 static const op_def *const ops[] = {
