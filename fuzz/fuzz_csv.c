@@ -22,13 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (o & 32) a.label_column = opts->vals[(o >> 6) % 3];
     if ((o & 0xc0) == 0xc0) a.feature_columns = opts->vals[3];
     source *s;
-    if (source_csv_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.csv", &err) == TFC_OK) {
+    if (tfc_source_csv_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.csv", &err) == TFC_OK) {
         for (int64_t i = 0; i < s->count; i++) {
             tfc_element e = {0};
             TFC_ASSERT(s->ops->get(s, i, &e, &err) == TFC_OK);
             for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
         }
-        source_free(s);
+        tfc_source_free(s);
     } else {
         TFC_ASSERT(err.code != TFC_OK);
     }

@@ -44,9 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tfc_error err;
     tfc_error_clear(&err);
     source *s;
-    if (source_text_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.txt", &err)) return 0;
-    tfc_vocab *v = vocab_build((o & 64) ? TFC_TOKENIZER_WORD : TFC_TOKENIZER_CHAR, (o >> 2) & 1,
-                               (o & 8) ? 10 : 0, 1, s, &err);
+    if (tfc_source_text_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.txt", &err)) return 0;
+    tfc_vocab *v = tfc_vocab_build((o & 64) ? TFC_TOKENIZER_WORD : TFC_TOKENIZER_CHAR, (o >> 2) & 1,
+                                   (o & 8) ? 10 : 0, 1, s, &err);
     TFC_ASSERT(v != NULL);
     for (int64_t i = 0; i < s->count; i++) {
         tfc_element e = {0};
@@ -61,6 +61,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
     }
     tfc_vocab_free(v);
-    source_free(s);
+    tfc_source_free(s);
     return 0;
 }

@@ -1,12 +1,14 @@
 /* Pipelines from solver YAML: a whole SPEC §2 pipeline, the two fortune tasks (char-level
  * language model, category from words), config errors at FILE:LINE:COL with key paths and
  * did-you-mean (unknown keys, stages, ops, source types; wrong types, ranges, spec
- * mismatches), all reported before any data is read; and a registry walk that runs every
- * source, stage and map op from YAML, so a new one without a case fails here. */
+ * mismatches), all reported before any data is read; planning a split without reading it,
+ * and a solver load reporting model, solver and data errors together; and a registry walk
+ * that runs every source, stage and map op from YAML, so a new one without a case fails. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/data.h"
+#include "solver/solver.h"
 #include "testutil.h"
 
 static tfc_doc *doc;
@@ -245,6 +247,169 @@ static void test_config_errors(void)
                  5, 9, "data.train.pipeline[0]", "expected one stage", 1);
 }
 
+/* ---- planning: the whole configuration checked, nothing read ---------------------------- */
+
+static tfc_status plan_of(const char *yaml, const char *split, tfc_data_plan *out,
+                          tfc_error *err)
+{
+    char key[32];
+    snprintf(key, sizeof key, "data.%s", split);
+    tfc_data_options o = {.key = key};
+    return tfc_pipeline_plan(split_of(yaml, split), &o, out, err);
+}
+
+/* A successful plan of `yaml`'s train split (whose files do not exist). */
+static tfc_data_plan plan_ok(const char *yaml)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_data_plan pl;
+    tfc_status st = plan_of(yaml, "train", &pl, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(err.count, 0);
+    return pl;
+}
+
+static void test_plan_answers(void)
+{
+    /* The last batch stage gives the batch size. */
+    tfc_data_plan pl = plan_ok("data:\n  train:\n    source: {type: idx, images: none.idx}\n"
+                               "    pipeline:\n      - batch: {batch_size: 4}\n"
+                               "      - batch: {batch_size: 3, drop_remainder: true}\n");
+    CU_ASSERT_EQUAL(pl.batch_size, 3);
+    CU_ASSERT_EQUAL(pl.batched, 1);
+    CU_ASSERT_EQUAL(pl.tokenizes, 0);
+    pl = plan_ok("data:\n  train:\n    source: {type: npy, features: none.npy}\n"
+                 "    pipeline:\n      - map: {op: scale, factor: 2}\n");
+    CU_ASSERT_EQUAL(pl.batch_size, 0);
+    CU_ASSERT_EQUAL(pl.batched, 0);
+    /* Tokenizers: the source's (not `none`) and the op. */
+    pl = plan_ok("data:\n  train:\n    source: {type: text, files: none.txt, tokenizer: none}\n"
+                 "    pipeline:\n      - padded_batch: {batch_size: 5}\n");
+    CU_ASSERT_EQUAL(pl.tokenizes, 0);
+    CU_ASSERT_EQUAL(pl.batch_size, 5);
+    CU_ASSERT_EQUAL(pl.batched, 1);
+    pl = plan_ok("data:\n  train:\n    source: {type: text, files: none.txt, tokenizer: word}\n");
+    CU_ASSERT_EQUAL(pl.tokenizes, 1);
+    pl = plan_ok("data:\n  train:\n    source: {type: text, files: [a, b]}\n"
+                 "    pipeline:\n      - map: {op: tokenize, tokenizer: word}\n");
+    CU_ASSERT_EQUAL(pl.tokenizes, 1);
+}
+
+/* err->text holds the report "solver.yaml:WHERE: error: WHAT" (WHERE is LINE:COL). */
+static void expect_report(const tfc_error *err, const char *where, const char *what)
+{
+    char want[512];
+    snprintf(want, sizeof want, "solver.yaml:%s: error: %s", where, what);
+    int found = strstr(err->text, want) != NULL;
+    if (!found) printf("\nwanted \"%s\" in:\n%s", want, err->text);
+    CU_ASSERT(found);
+}
+
+static void test_plan_errors(void)
+{
+    /* Every error of the split, including combinations of keys that used to wait for the
+     * data, after the reports already there; the missing files are never opened. */
+    const char *yaml =
+        "data:\n"
+        "  train:\n"
+        "    source: {type: csv, file: missing.csv, delimiter: \";;\", label_column: [y]}\n"
+        "    pipeline:\n"
+        "      - map: {op: normalize, mean: [1, 2], std: [1, 2, 3]}\n"
+        "      - map: {op: reshape, shape: [-1, -1]}\n"
+        "      - padded_batch: {batch_size: 2, padding_values: [0, 1, 2]}\n"
+        "      - batch: {batch_sise: 2}\n"
+        "  test:\n"
+        "    source: {type: images, list: a.list, directory: images}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_error_set(&err, TFC_ERR_CONFIG, "an earlier report");
+    tfc_data_plan pl = {.batch_size = 7};
+    CU_ASSERT_EQUAL(plan_of(yaml, "train", &pl, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_STRING_EQUAL(err.msg, "an earlier report");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "an earlier report"));
+    CU_ASSERT_EQUAL(pl.batch_size, 0);
+    expect_report(&err, "3:55", "data.train.source: delimiter must be one character, found \";;\"");
+    expect_report(&err, "3:75", "data.train.source.label_column: expected a column name or index");
+    expect_report(&err, "5:14", "data.train.pipeline[0].map: mean has 2 values but std has 3");
+    expect_report(&err, "6:14", "data.train.pipeline[1].map: at most one dimension of shape "
+                                "may be -1");
+    expect_report(&err, "7:23", "data.train.pipeline[2].padded_batch: padding_values: one value, "
+                                "or [features, labels]");
+    expect_report(&err, "8:17", "data.train.pipeline[3].batch.batch_sise: unknown key "
+                                "'batch_sise'; did you mean 'batch_size'?");
+    CU_ASSERT_PTR_NULL(strstr(err.text, "missing.csv:"));
+    CU_ASSERT_EQUAL(err.count, 7);
+    if (err.count != 7) printf("\n%s", err.text);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(plan_of(yaml, "test", &pl, &err), TFC_ERR_CONFIG);
+    expect_report(&err, "10:13", "data.test.source: give exactly one of `list` and `directory`");
+    CU_ASSERT_EQUAL(err.count, 1);
+}
+
+/* A solver with a typo in its model, in a data stage and in a solver key: one load reports
+ * all three at their places, before any device opens or any data file is read (the data
+ * files do not exist). */
+static void test_solver_load_reports_all(void)
+{
+    const char *yaml =
+        "model:\n"
+        "  input: {shape: [4]}\n"
+        "  layers:\n"
+        "    - Dense: {units: 3, activaton: relu}\n"
+        "data:\n"
+        "  train:\n"
+        "    source: {type: npy, features: nowhere/x.npy, labels: nowhere/y.npy}\n"
+        "    pipeline:\n"
+        "      - shufle: {buffer_size: 10}\n"
+        "      - batch: {batch_size: 8}\n"
+        "optimizer: {type: sgd, learning_rate: 0.1}\n"
+        "max_iter: 10\n"
+        "dispaly: 5\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("solver.yaml", yaml, -1), NULL, &err);
+    CU_ASSERT_PTR_NULL(s);
+    tfc_solver_free(s);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    expect_report(&err, "4:25", "layers[0].Dense.activaton: unknown key 'activaton'; did you "
+                                "mean 'activation'?");
+    expect_report(&err, "9:9", "data.train.pipeline[0]: unknown stage 'shufle'; did you mean "
+                               "'shuffle'?");
+    expect_report(&err, "13:1", "dispaly: unknown key 'dispaly'; did you mean 'display'?");
+    CU_ASSERT_EQUAL(err.count, 3);
+    CU_ASSERT_PTR_NULL(strstr(err.text, "nowhere"));
+    if (err.count != 3) printf("\n%s", err.text);
+    /* Without the typos the load succeeds, the data still unread, and holds the plans. */
+    const char *good =
+        "model:\n"
+        "  input: {shape: [4]}\n"
+        "  layers:\n"
+        "    - Dense: {units: 3}\n"
+        "data:\n"
+        "  train:\n"
+        "    source: {type: npy, features: nowhere/x.npy, labels: nowhere/y.npy}\n"
+        "    pipeline:\n"
+        "      - shuffle: {buffer_size: 10}\n"
+        "      - batch: {batch_size: 8}\n"
+        "  test:\n"
+        "    source: {type: text, files: nowhere/*.txt, tokenizer: char}\n"
+        "    pipeline:\n"
+        "      - padded_batch: {batch_size: 16}\n"
+        "max_iter: 10\n";
+    tfc_error_clear(&err);
+    s = tfc_solver_load(tfc_test_write("solver.yaml", good, -1), NULL, &err);
+    if (!s) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const tfc_solver_config *c = tfc_solver_get_config(s);
+    CU_ASSERT_EQUAL(c->train_plan.batch_size, 8);
+    CU_ASSERT_EQUAL(c->train_plan.tokenizes, 0);
+    CU_ASSERT_EQUAL(c->test_plan.batch_size, 16);
+    CU_ASSERT_EQUAL(c->test_plan.tokenizes, 1);
+    tfc_solver_free(s);
+}
+
 /* ---- the registry walk: a YAML case for every source, stage and op ---------------------- */
 
 typedef struct reg_case {
@@ -391,5 +556,8 @@ TFC_TEST_MAIN("data_config",
               {"fortune_language_model", test_fortune_language_model},
               {"fortune_classification", test_fortune_classification},
               {"config_errors", test_config_errors},
+              {"plan_answers", test_plan_answers},
+              {"plan_errors", test_plan_errors},
+              {"solver_load_reports_all", test_solver_load_reports_all},
               {"registry_walk", test_registry_walk},
               {"cleanup", test_cleanup})

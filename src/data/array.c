@@ -21,11 +21,11 @@ static tfc_status array_get(source *s, int64_t i, tfc_element *e, tfc_error *err
 {
     array_source *a = (array_source *)s;
     int64_t row = a->rows ? a->rows[i] : i;
-    void *d = elem_alloc_uninit(e, TFC_COMP_FEATURES, a->f.dtype, &a->rec_f);
+    void *d = tfc_elem_alloc_uninit(e, TFC_COMP_FEATURES, a->f.dtype, &a->rec_f);
     if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", a->fname);
     memcpy(d, (char *)a->f.data + (size_t)row * a->fbytes, a->fbytes);
     if (a->l.data) {
-        d = elem_alloc_uninit(e, TFC_COMP_LABELS, a->l.dtype, &a->rec_l);
+        d = tfc_elem_alloc_uninit(e, TFC_COMP_LABELS, a->l.dtype, &a->rec_l);
         if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", a->lname);
         memcpy(d, (char *)a->l.data + (size_t)row * a->lbytes, a->lbytes);
     }
@@ -72,9 +72,10 @@ static tfc_shape tail_shape(const tfc_shape *s)
     return r;
 }
 
-tfc_status source_array(source **out, const char *type, tfc_tensor *features,
-                        tfc_tensor *labels, const tfc_shape *record_shape, const char *fname,
-                        const char *lname, int num_classes, int on_error, tfc_error *err)
+tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features,
+                            tfc_tensor *labels, const tfc_shape *record_shape,
+                            const char *fname, const char *lname, int num_classes, int on_error,
+                            tfc_error *err)
 {
     *out = NULL;
     array_source *a = calloc(1, sizeof *a);
@@ -137,7 +138,7 @@ tfc_status source_array(source **out, const char *type, tfc_tensor *features,
             tfc_tensor row = {.dtype = a->l.dtype, .shape = a->rec_l,
                               .data = (char *)a->l.data + (size_t)i * a->lbytes};
             int64_t bad;
-            if (label_in_range(&row, num_classes, &bad)) {
+            if (tfc_data_labels_in_range(&row, num_classes, &bad)) {
                 if (a->rows) a->rows[kept] = i;
                 kept++;
                 continue;
@@ -170,15 +171,15 @@ fail:
 }
 
 /* from_tensor_slices: copies the caller's tensors. */
-tfc_status source_tensors(source **out, const tfc_tensor *f, const tfc_tensor *l,
-                          tfc_error *err)
+static tfc_status source_tensors(source **out, const tfc_tensor *f, const tfc_tensor *l,
+                                 tfc_error *err)
 {
     *out = NULL;
     tfc_tensor t[2] = {{0}};
     const tfc_tensor *in[2] = {f, l};
     for (int k = 0; k < 2; k++) {
         if (!in[k] || (k == 1 && !in[k]->data)) continue;
-        int64_t bytes = tensor_bytes_checked(in[k]->dtype, &in[k]->shape, INT64_MAX / 2);
+        int64_t bytes = tfc_data_bytes_checked(in[k]->dtype, &in[k]->shape, INT64_MAX / 2);
         if (bytes < 0 || (!in[k]->data && bytes > 0)) {
             free(t[0].data);
             return tfc_error_set(err, TFC_ERR_CONFIG, "from_tensors: bad %s tensor",
@@ -193,6 +194,28 @@ tfc_status source_tensors(source **out, const tfc_tensor *f, const tfc_tensor *l
         if (bytes) memcpy(t[k].data, in[k]->data, (size_t)bytes);
     }
     if (!f) return tfc_error_set(err, TFC_ERR_CONFIG, "from_tensors: features are required");
-    return source_array(out, "tensors", &t[0], t[1].data ? &t[1] : NULL, NULL, "tensors",
-                        "tensors", 0, ON_ERROR_FAIL, err);
+    return tfc_source_array(out, "tensors", &t[0], t[1].data ? &t[1] : NULL, NULL, "tensors",
+                            "tensors", 0, ON_ERROR_FAIL, err);
+}
+
+tfc_status tfc_source_open_pair(const file_pair_args *args, const tfc_data_options *opt,
+                                file_pair_load load, source **out, tfc_error *err)
+{
+    file_pair_args a = *args;
+    char *features, *labels = NULL;
+    tfc_status st = tfc_data_resolve(opt, &a.features, &features, err);
+    if (!st) st = tfc_data_resolve(opt, &a.labels, &labels, err);
+    if (opt && opt->num_classes) a.num_classes = opt->num_classes;
+    if (!st) st = load(out, &a, err);
+    free(features);
+    free(labels);
+    return st;
+}
+
+tfc_pipeline *tfc_pipeline_from_tensors(const tfc_tensor *features, const tfc_tensor *labels,
+                                        const tfc_data_options *opt, tfc_error *err)
+{
+    source *src;
+    if (source_tensors(&src, features, labels, err)) return NULL;
+    return tfc_pipeline_new(src, opt, err);
 }

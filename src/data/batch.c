@@ -8,16 +8,20 @@
 
 #include "data/internal.h"
 
+typedef struct batch_args {
+    int64_t batch_size;
+    int drop_remainder;
+    int padded;
+    tfc_shape padded_shape; /* ndim 0: pad to the longest */
+    double padding_value;
+    double label_padding_value;
+} batch_args;
+
 typedef struct batch_stage {
     stage base;
     batch_args a;
     elem *items;
 } batch_stage;
-
-static void shape_text(const tfc_shape *s, char *buf, size_t size)
-{
-    tfc_shape_str(s, buf, size);
-}
 
 /* Copies `src` (shape ss) into the zero-offset corner of a padded slot of shape ps. */
 static void copy_padded(char *dst, const tfc_shape *ps, const char *src, const tfc_shape *ss,
@@ -50,8 +54,8 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
         const tfc_tensor *t = &b->items[i].e.comp[comp];
         char s1[160], s2[160];
         if (!t->data || t->dtype != first->dtype || t->shape.ndim != first->shape.ndim) {
-            shape_text(&first->shape, s1, sizeof s1);
-            shape_text(&t->shape, s2, sizeof s2);
+            tfc_shape_str(&first->shape, s1, sizeof s1);
+            tfc_shape_str(&t->shape, s2, sizeof s2);
             return tfc_error_set(err, TFC_ERR_DATA, "%s: element %d of a batch has %s %s %s, "
                                  "the first has %s %s", b->base.p->key, i,
                                  tfc_data_component_name(comp),
@@ -61,8 +65,8 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
         for (int d = 0; d < slot.ndim; d++) {
             if (t->shape.dim[d] == slot.dim[d]) continue;
             if (!pad) {
-                shape_text(&first->shape, s1, sizeof s1);
-                shape_text(&t->shape, s2, sizeof s2);
+                tfc_shape_str(&first->shape, s1, sizeof s1);
+                tfc_shape_str(&t->shape, s2, sizeof s2);
                 tfc_error_set(err, TFC_ERR_DATA, "%s: batch: element %d has %s of shape %s but "
                               "the first has %s", b->base.p->key, i,
                               tfc_data_component_name(comp), s2, s1);
@@ -93,7 +97,7 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
     bs.dim[0] = n;
     for (int d = 0; d < slot.ndim; d++) bs.dim[d + 1] = slot.dim[d];
     char *dst = pad ? tfc_element_alloc(&out->e, comp, first->dtype, &bs)
-                    : elem_alloc_uninit(&out->e, comp, first->dtype, &bs);
+                    : tfc_elem_alloc_uninit(&out->e, comp, first->dtype, &bs);
     if (!dst)
         return tfc_error_set(err, TFC_ERR_NOMEM, "%s: cannot allocate a batch of %d elements",
                              b->base.p->key, n);
@@ -145,9 +149,9 @@ static tfc_status batch_next(stage *s, elem *out, int *end, tfc_error *err)
             len[i] = fs->ndim ? (int32_t)fs->dim[0] : 1;
         }
     }
-    if (st) elem_free(out);
+    if (st) tfc_elem_free(out);
 done:
-    for (int i = 0; i < n; i++) elem_free(&b->items[i]);
+    for (int i = 0; i < n; i++) tfc_elem_free(&b->items[i]);
     return st;
 }
 
@@ -182,8 +186,10 @@ static const stage_ops batch_ops = {
     .free = batch_free,
 };
 
-tfc_status stage_batch_push(tfc_pipeline *p, const batch_args *a, const tfc_node *at,
-                            const char *key, tfc_error *err)
+/* Appends a batch stage; config errors point at (at, key) when `at` is given (a solver
+ * file), else they name the stage (the C API). */
+static tfc_status batch_push(tfc_pipeline *p, const batch_args *a, const tfc_node *at,
+                             const char *key, tfc_error *err)
 {
     const char *name = a->padded ? "padded_batch" : "batch";
     if (a->batch_size < 1 || a->batch_size > (1 << 24)) {
@@ -193,7 +199,7 @@ tfc_status stage_batch_push(tfc_pipeline *p, const batch_args *a, const tfc_node
         return tfc_error_set(err, TFC_ERR_CONFIG, "%s: batch_size must be in [1, %d], found %lld",
                              name, 1 << 24, (long long)a->batch_size);
     }
-    stage *up = pipeline_top(p);
+    stage *up = tfc_pipeline_top(p);
     for (int c = 0; c < TFC_COMP_COUNT; c++) {
         const tfc_component_spec *cs = &up->spec.comp[c];
         if (cs->present && cs->shape.ndim >= TFC_MAX_DIMS) {
@@ -248,8 +254,113 @@ tfc_status stage_batch_push(tfc_pipeline *p, const batch_args *a, const tfc_node
     if (a->padded)
         s->spec.comp[TFC_COMP_LENGTHS] = (tfc_component_spec){
             1, TFC_I32, {.ndim = 1, .dim = {a->drop_remainder ? a->batch_size : -1}}};
-    uint64_t h = hash_mix(hash_str(0, name), (uint64_t)a->batch_size);
-    s->config_hash = hash_mix(h, (uint64_t)a->drop_remainder);
-    pipeline_push(p, s);
+    uint64_t h = tfc_data_hash_mix(tfc_data_hash_str(0, name), (uint64_t)a->batch_size);
+    s->config_hash = tfc_data_hash_mix(h, (uint64_t)a->drop_remainder);
+    tfc_pipeline_push(p, s);
     return TFC_OK;
+}
+
+/* ---- the stages of a solver file and of the C API ----------------------------------------- */
+
+typedef struct batch_cfg {
+    int batch_size, drop_remainder;
+    tfc_int_list padded_shapes;
+    tfc_float_list padding_values;
+} batch_cfg;
+
+static const tfc_field batch_fields[] = {
+    {"batch_size", TFC_F_INT, offsetof(batch_cfg, batch_size), NULL, 1, 1 << 24, NULL,
+     "elements per batch"},
+    {"drop_remainder", TFC_F_BOOL, offsetof(batch_cfg, drop_remainder), "false", TFC_UNBOUNDED,
+     NULL, "drop the last, short batch"},
+    {NULL},
+};
+static const tfc_field padded_batch_fields[] = {
+    {"batch_size", TFC_F_INT, offsetof(batch_cfg, batch_size), NULL, 1, 1 << 24, NULL,
+     "elements per batch"},
+    {"padded_shapes", TFC_F_INT_LIST, offsetof(batch_cfg, padded_shapes), TFC_NO_DEFAULT, -1,
+     1 << 30, NULL, "shape of padded features (-1 or absent: the longest in the batch)"},
+    {"padding_values", TFC_F_FLOAT_LIST, offsetof(batch_cfg, padding_values), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "padding value of the features, or [features, labels] (default 0)"},
+    {"drop_remainder", TFC_F_BOOL, offsetof(batch_cfg, drop_remainder), "false", TFC_UNBOUNDED,
+     NULL, "drop the last, short batch"},
+    {NULL},
+};
+
+static tfc_status padded_batch_check(const stage_plan *pl, tfc_error *err)
+{
+    const batch_cfg *c = pl->args;
+    tfc_status st = TFC_OK;
+    if (c->padded_shapes.n > TFC_MAX_DIMS)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "padded_shapes: at most %d "
+                            "dimensions", TFC_MAX_DIMS);
+    if (c->padding_values.n > 2)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "padding_values: one value, or "
+                            "[features, labels]");
+    return st;
+}
+
+static void batch_plan(const stage_plan *pl, tfc_data_plan *out)
+{
+    out->batch_size = ((const batch_cfg *)pl->args)->batch_size;
+    out->batched = 1;
+}
+
+static tfc_status push_cfg(tfc_pipeline *p, const stage_plan *pl, int padded, tfc_error *err)
+{
+    const batch_cfg *c = pl->args;
+    batch_args a = {.batch_size = c->batch_size, .drop_remainder = c->drop_remainder,
+                    .padded = padded};
+    a.padded_shape.ndim = c->padded_shapes.n; /* at most TFC_MAX_DIMS: checked when planned */
+    for (int i = 0; i < c->padded_shapes.n && i < TFC_MAX_DIMS; i++)
+        a.padded_shape.dim[i] = c->padded_shapes.v[i];
+    a.padding_value = c->padding_values.n ? c->padding_values.v[0] : 0;
+    a.label_padding_value = c->padding_values.n > 1 ? c->padding_values.v[1] : 0;
+    return batch_push(p, &a, pl->at, pl->key, err);
+}
+
+static tfc_status batch_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
+{
+    return push_cfg(p, pl, 0, err);
+}
+
+static tfc_status padded_batch_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
+{
+    return push_cfg(p, pl, 1, err);
+}
+
+const stage_def tfc_stage_batch = {
+    .name = "batch",
+    .help = "stacks consecutive elements",
+    .fields = batch_fields,
+    .args_size = sizeof(batch_cfg),
+    .plan = batch_plan,
+    .push = batch_push_planned,
+};
+
+const stage_def tfc_stage_padded_batch = {
+    .name = "padded_batch",
+    .help = "stacks variable-length elements, padding them; adds lengths",
+    .fields = padded_batch_fields,
+    .args_size = sizeof(batch_cfg),
+    .check = padded_batch_check,
+    .plan = batch_plan,
+    .push = padded_batch_push_planned,
+};
+
+tfc_status tfc_pipeline_batch(tfc_pipeline *p, int64_t batch_size, int drop_remainder,
+                              tfc_error *err)
+{
+    batch_args a = {.batch_size = batch_size, .drop_remainder = drop_remainder != 0};
+    return batch_push(p, &a, NULL, "batch", err);
+}
+
+tfc_status tfc_pipeline_padded_batch(tfc_pipeline *p, int64_t batch_size,
+                                     const tfc_shape *padded_shape, double padding_value,
+                                     int drop_remainder, tfc_error *err)
+{
+    batch_args a = {.batch_size = batch_size, .drop_remainder = drop_remainder != 0, .padded = 1,
+                    .padding_value = padding_value};
+    if (padded_shape) a.padded_shape = *padded_shape;
+    return batch_push(p, &a, NULL, "padded_batch", err);
 }

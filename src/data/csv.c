@@ -142,13 +142,19 @@ static int parse_number(const cell *c, double *v)
     return *end == 0 && !isnan(*v) && fabs(*v) <= FLT_MAX;
 }
 
+/* A column is given by a scalar: an index or a name. */
+static tfc_status column_node(const tfc_node *n, const char *key, tfc_error *err)
+{
+    if (n->kind == TFC_NODE_SCALAR) return TFC_OK;
+    return tfc_node_error(err, TFC_ERR_CONFIG, n, key, "expected a column name or index");
+}
+
 /* Resolves a column given by a node (integer index, negative from the end, or header
  * name) against the header; -1 with a config error when it does not exist. */
 static int resolve_column(const tfc_node *n, const char *key, char **names, int ncols,
                           tfc_error *err)
 {
-    if (n->kind != TFC_NODE_SCALAR)
-        return tfc_node_error(err, TFC_ERR_CONFIG, n, key, "expected a column name or index"), -1;
+    if (column_node(n, key, err)) return -1;
     char *end;
     long v = strtol(n->str, &end, 10);
     if (!n->quoted && *n->str && !*end) {
@@ -198,8 +204,8 @@ static int grow_push(grow *g, const void *v, size_t n)
     return 0;
 }
 
-tfc_status source_csv_mem(source **out, const csv_args *a, const char *text, size_t len,
-                          const char *name, tfc_error *err)
+tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text, size_t len,
+                              const char *name, tfc_error *err)
 {
     *out = NULL;
     csv_reader r = {.p = text, .end = text + len, .delim = a->delimiter ? a->delimiter[0] : ',',
@@ -211,6 +217,7 @@ tfc_status source_csv_mem(source **out, const csv_args *a, const char *text, siz
     int64_t nrows = 0, skipped = 0;
     tfc_status st = TFC_OK;
     const char *why = NULL;
+    int class_labels = a->label_dtype == CSV_LABEL_INT32; /* else float32 targets */
     char kf[352], kl[352];
     snprintf(kf, sizeof kf, "%s.feature_columns", a->key ? a->key : "csv");
     snprintf(kl, sizeof kl, "%s.label_column", a->key ? a->key : "csv");
@@ -310,10 +317,10 @@ tfc_status source_csv_mem(source **out, const csv_args *a, const char *text, siz
                 snprintf(msg, sizeof msg, "label is not a number: \"%.*s\"",
                          (int)(c->len > 60 ? 60 : c->len), c->s);
                 bad = msg;
-            } else if (a->label_dtype == 0 && (lv != floor(lv) || fabs(lv) > 2147483647.0)) {
+            } else if (class_labels && (lv != floor(lv) || fabs(lv) > 2147483647.0)) {
                 snprintf(msg, sizeof msg, "label %g is not an integer class index", lv);
                 bad = msg;
-            } else if (a->label_dtype == 0 && a->num_classes > 0 &&
+            } else if (class_labels && a->num_classes > 0 &&
                        (lv < 0 || lv >= a->num_classes)) {
                 snprintf(msg, sizeof msg, "label %g is out of range [0, %d)", lv, a->num_classes);
                 bad = msg;
@@ -329,21 +336,20 @@ tfc_status source_csv_mem(source **out, const csv_args *a, const char *text, siz
         }
         if (grow_push(&feats, row, (size_t)nf * sizeof *row)) goto nomem;
         if (lcol >= 0) {
-            int32_t li = a->label_dtype == 0 ? (int32_t)lv : 0;
-            float lf = a->label_dtype == 0 ? 0 : (float)lv;
-            if (grow_push(&labs, a->label_dtype == 0 ? (void *)&li : (void *)&lf, 4)) goto nomem;
+            int32_t li = class_labels ? (int32_t)lv : 0;
+            float lf = class_labels ? 0 : (float)lv;
+            if (grow_push(&labs, class_labels ? (void *)&li : (void *)&lf, 4)) goto nomem;
         }
         nrows++;
     }
     {
         tfc_tensor f = {TFC_F32, {.ndim = 2, .dim = {nrows, nf}}, feats.p, -1};
-        tfc_tensor l = {a->label_dtype == 0 ? TFC_I32 : TFC_F32, {.ndim = 1, .dim = {nrows}},
-                        labs.p, -1};
+        tfc_tensor l = {class_labels ? TFC_I32 : TFC_F32, {.ndim = 1, .dim = {nrows}}, labs.p, -1};
         if (!f.data && !(f.data = malloc(1))) goto nomem;
         if (lcol >= 0 && !l.data && !(l.data = malloc(1))) goto nomem;
         feats.p = labs.p = NULL;
-        st = source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
-                          ON_ERROR_FAIL, err);
+        st = tfc_source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
+                              ON_ERROR_FAIL, err);
         if (!st) (*out)->skipped = skipped;
     }
     goto done;
@@ -361,17 +367,77 @@ done:
     return st;
 }
 
-tfc_status source_csv(source **out, const csv_args *a, const tfc_node *at, const char *key,
-                      tfc_error *err)
+/* ---- the source ------------------------------------------------------------------------ */
+
+static const char *const label_dtype_choices[] = {
+    [CSV_LABEL_INT32] = "int32", [CSV_LABEL_FLOAT32] = "float32", [CSV_LABEL_COUNT] = NULL};
+
+static const tfc_field csv_fields[] = {
+    SOURCE_TYPE_FIELD(csv_args),
+    {"file", TFC_F_STRING, offsetof(csv_args, file), NULL, TFC_UNBOUNDED, NULL, "the CSV file"},
+    {"header", TFC_F_BOOL, offsetof(csv_args, header), "true", TFC_UNBOUNDED, NULL,
+     "the first row names the columns"},
+    {"delimiter", TFC_F_STRING, offsetof(csv_args, delimiter), ",", TFC_UNBOUNDED, NULL,
+     "one character between cells"},
+    {"label_column", TFC_F_NODE, offsetof(csv_args, label_column), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL,
+     "column name or 0-based index of the label (-1: the last); none: no labels"},
+    {"feature_columns", TFC_F_NODE, offsetof(csv_args, feature_columns), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "list of column names or indices (default: every other column)"},
+    {"label_dtype", TFC_F_ENUM, offsetof(csv_args, label_dtype), "int32", TFC_UNBOUNDED,
+     label_dtype_choices, "class indices (int32) or regression targets (float32)"},
+    SOURCE_NUM_CLASSES_FIELD(csv_args),
+    SOURCE_ON_ERROR_FIELD(csv_args),
+    {NULL},
+};
+
+/* The delimiter, and columns given as scalars (which ones exist, the file tells). */
+static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
 {
-    char *text;
-    size_t len;
-    *out = NULL;
-    tfc_status st = tfc_file_read_all(a->file, CSV_MAX_FILE_BYTES, &text, &len, err);
-    if (st) return st;
-    csv_args k = *a;
-    k.key = key;
-    st = source_csv_mem(out, &k, text, len, a->file, err);
-    free(text);
+    const csv_args *a = args;
+    tfc_status st = TFC_OK;
+    if (strlen(a->delimiter) != 1)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(at, "delimiter"), key,
+                            "delimiter must be one character, found \"%s\"", a->delimiter);
+    char ckey[352];
+    if (a->label_column && !tfc_node_is_null(a->label_column)) {
+        snprintf(ckey, sizeof ckey, "%s.label_column", key);
+        if (column_node(a->label_column, ckey, err)) st = TFC_ERR_CONFIG;
+    }
+    const tfc_node *fc = a->feature_columns;
+    if (fc && !tfc_node_is_null(fc)) {
+        snprintf(ckey, sizeof ckey, "%s.feature_columns", key);
+        for (int i = 0; i < (fc->kind == TFC_NODE_SEQ ? fc->n : 1); i++)
+            if (column_node(fc->kind == TFC_NODE_SEQ ? fc->vals[i] : fc, ckey, err))
+                st = TFC_ERR_CONFIG;
+    }
     return st;
 }
+
+static tfc_status csv_open(const void *args, const tfc_data_options *opt, const char *key,
+                           source **out, tfc_error *err)
+{
+    csv_args a = *(const csv_args *)args;
+    char *file, *text;
+    size_t len;
+    *out = NULL;
+    tfc_status st = tfc_data_resolve(opt, &a.file, &file, err);
+    if (!st) st = tfc_file_read_all(a.file, CSV_MAX_FILE_BYTES, &text, &len, err);
+    if (!st) {
+        if (opt && opt->num_classes) a.num_classes = opt->num_classes;
+        a.key = key;
+        st = tfc_source_csv_mem(out, &a, text, len, a.file, err);
+        free(text);
+    }
+    free(file);
+    return st;
+}
+
+const source_def tfc_source_csv = {
+    .name = "csv",
+    .help = "a CSV file of numbers",
+    .fields = csv_fields,
+    .args_size = sizeof(csv_args),
+    .check = csv_check,
+    .open = csv_open,
+};

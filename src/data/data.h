@@ -1,9 +1,10 @@
 /* The input pipeline: tf.data in C. A pipeline is a source (idx, npy, csv, images, text or
  * in-memory tensors) followed by stages run in the order written (map, filter, shuffle,
- * repeat, batch, padded_batch, cache, take, skip, prefetch). It is built from the
- * `data.train` / `data.test` mapping of a solver file or in code, yields elements whose
- * components are features, labels and (after padded_batch) lengths, and can save and restore
- * its exact position. All randomness is a function of (seed, epoch, element index). */
+ * repeat, batch, padded_batch, cache, take, skip, prefetch). It is planned (checked without
+ * reading data) and built from the `data.train` / `data.test` mapping of a solver file, or
+ * built in code; it yields elements whose components are features, labels and (after
+ * padded_batch) lengths, and can save and restore its exact position. All randomness is a
+ * function of (seed, epoch, element index). */
 #ifndef TFC_DATA_DATA_H
 #define TFC_DATA_DATA_H
 
@@ -71,12 +72,32 @@ typedef struct tfc_data_options {
     int num_classes;        /* > 0: integer labels must lie in [0, num_classes) */
 } tfc_data_options;
 
-/* Builds the pipeline described by `split`, the mapping {source: {...}, pipeline: [...]}
- * under data.train or data.test. Every key is validated (unknown keys, types, ranges, enum
- * values, unknown source/stage/op names) and errors are reported at FILE:LINE:COL with the
- * key path (TFC_ERR_CONFIG); all of a split's config errors are reported before any data is
- * read. Then the source is opened: unreadable or invalid data is TFC_ERR_DATA / TFC_ERR_IO
- * naming the file and record. Returns NULL on error. Free with tfc_pipeline_free. */
+/* What the solver needs to know of a split before any data is read. */
+typedef struct tfc_data_plan {
+    int64_t batch_size; /* batch_size of the last batch/padded_batch stage; 0: no batching */
+    int tokenizes;      /* the source (`tokenizer: char|word`) or a map op tokenizes text: the
+                           train split builds a vocabulary, the test split needs one (unless
+                           the tokenizer names its own `vocabulary:` file) */
+    int batched;        /* the elements are batches (a batch or padded_batch stage) */
+} tfc_data_plan;
+
+/* Checks the configuration of `split`, the mapping {source: {...}, pipeline: [...]} under
+ * data.train or data.test, completely and without opening any file: every key of the source,
+ * the stages and the map ops (unknown keys, types, ranges, enum values, unknown source/stage/
+ * op names with a did-you-mean, combinations of keys). Every error is reported at
+ * FILE:LINE:COL with its key path (prefixed by opt->key, default "data"), appended to `err`
+ * after the reports already there (TFC_ERR_CONFIG). Only opt->key is read (opt may be NULL).
+ * On success fills *out (zeroed on error). Checks that need the data (a column name of a CSV
+ * header, an op against the element shapes, files that a glob matches) wait for
+ * tfc_pipeline_from_config. */
+tfc_status tfc_pipeline_plan(const tfc_node *split, const tfc_data_options *opt,
+                             tfc_data_plan *out, tfc_error *err);
+
+/* Builds the pipeline described by `split`: first tfc_pipeline_plan's checks (all of the
+ * split's config errors are reported before any data is read), then the source is opened and
+ * the stages appended in order, each checked against the element spec of the stage before
+ * it (TFC_ERR_CONFIG at the stage's mapping). Unreadable or invalid data is TFC_ERR_DATA /
+ * TFC_ERR_IO naming the file and record. Returns NULL on error. Free with tfc_pipeline_free. */
 tfc_pipeline *tfc_pipeline_from_config(const tfc_node *split, const tfc_data_options *opt,
                                        tfc_error *err);
 
@@ -85,8 +106,8 @@ const char *const *tfc_data_source_names(void);
 const char *const *tfc_data_stage_names(void);
 const char *const *tfc_data_op_names(void);
 
-/* Prints the fields of a source, stage or map op (by name) with defaults and help; returns
- * 0 when the name is unknown. */
+/* Prints the fields, defaults and help of the source, stage or map op `name` (`kind` is
+ * "source", "stage" or "op"); returns 0 when the name is unknown. */
 int tfc_data_print_help(FILE *f, const char *kind, const char *name);
 
 /* ---- building in code --------------------------------------------------------------------- */
@@ -210,9 +231,8 @@ void tfc_pipeline_free(tfc_pipeline *p);
 
 /* ---- helpers other modules use -------------------------------------------------------------- */
 
-/* NumPy names of dtypes ("float32", "int64", ...) and their inverse (-1 when unknown). */
+/* The NumPy name of a dtype ("float32", "int64", ...; "?" when out of range). */
 const char *tfc_data_dtype_name(tfc_dtype dt);
-int tfc_data_dtype_from_name(const char *name);
 
 /* Formats a component spec as "float32 (-1, 28, 28, 1)". */
 char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size);

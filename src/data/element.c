@@ -1,11 +1,11 @@
-/* Elements and their specs: owned component buffers, dtype names and value conversion,
- * overflow-checked sizes, and the little-endian byte buffers that pipeline state is saved
- * in (every read bounded by what is left, so a corrupt blob is an error, never a crash). */
-#include <limits.h>
-#include <math.h>
+/* Elements and their specs: owned component buffers, dtype names, overflow-checked sizes,
+ * the hashes and keys stages derive from their arguments, and the little-endian byte buffers
+ * that pipeline state is saved in (every read bounded by what is left, so a corrupt blob is
+ * an error, never a crash). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checksum.h"
 #include "core/rng.h"
 #include "data/internal.h"
 
@@ -15,21 +15,16 @@ const char *tfc_data_component_name(int comp)
     return comp >= 0 && comp < TFC_COMP_COUNT ? names[comp] : "?";
 }
 
-static const char *const numpy_names[TFC_DTYPE_COUNT] = {
-    "float32", "float64", "float16", "bfloat16", "int8",   "uint8", "int16",
-    "uint16",  "int32",   "uint32",  "int64",    "uint64", "bool",
+const char *const tfc_data_dtype_names[] = {
+    [TFC_F32] = "float32", [TFC_F64] = "float64", [TFC_F16] = "float16", [TFC_BF16] = "bfloat16",
+    [TFC_I8] = "int8",     [TFC_U8] = "uint8",    [TFC_I16] = "int16",   [TFC_U16] = "uint16",
+    [TFC_I32] = "int32",   [TFC_U32] = "uint32",  [TFC_I64] = "int64",   [TFC_U64] = "uint64",
+    [TFC_BOOL] = "bool",   [TFC_DTYPE_COUNT] = NULL,
 };
 
 const char *tfc_data_dtype_name(tfc_dtype dt)
 {
-    return (unsigned)dt < TFC_DTYPE_COUNT ? numpy_names[dt] : "?";
-}
-
-int tfc_data_dtype_from_name(const char *name)
-{
-    for (int i = 0; name && i < TFC_DTYPE_COUNT; i++)
-        if (!strcmp(name, numpy_names[i])) return i;
-    return -1;
+    return (unsigned)dt < TFC_DTYPE_COUNT ? tfc_data_dtype_names[dt] : "?";
 }
 
 char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size)
@@ -45,7 +40,7 @@ char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size)
     return buf;
 }
 
-int64_t tensor_bytes_checked(tfc_dtype dt, const tfc_shape *s, int64_t limit)
+int64_t tfc_data_bytes_checked(tfc_dtype dt, const tfc_shape *s, int64_t limit)
 {
     if (s->ndim < 0 || s->ndim > TFC_MAX_DIMS || (unsigned)dt >= TFC_DTYPE_COUNT) return -1;
     int64_t n = tfc_shape_numel(s);
@@ -55,7 +50,7 @@ int64_t tensor_bytes_checked(tfc_dtype dt, const tfc_shape *s, int64_t limit)
     return n > limit ? -1 : n;
 }
 
-size_t comp_bytes(const tfc_tensor *t)
+size_t tfc_data_tensor_bytes(const tfc_tensor *t)
 {
     if (!t->data) return 0;
     int64_t n = tfc_shape_numel(&t->shape);
@@ -66,7 +61,7 @@ static void *element_alloc(tfc_element *e, int comp, tfc_dtype dtype, const tfc_
                            int zero)
 {
     if (comp < 0 || comp >= TFC_COMP_COUNT) return NULL;
-    int64_t bytes = tensor_bytes_checked(dtype, shape, INT64_MAX / 2);
+    int64_t bytes = tfc_data_bytes_checked(dtype, shape, INT64_MAX / 2);
     if (bytes < 0) return NULL;
     /* One spare byte so empty tensors still get a non-NULL buffer ("present"). */
     void *d = zero ? calloc(1, (size_t)bytes + 1) : malloc((size_t)bytes + 1);
@@ -85,26 +80,26 @@ void *tfc_element_alloc(tfc_element *e, int comp, tfc_dtype dtype, const tfc_sha
     return element_alloc(e, comp, dtype, shape, 1);
 }
 
-void *elem_alloc_uninit(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape)
+void *tfc_elem_alloc_uninit(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape)
 {
     return element_alloc(e, comp, dtype, shape, 0);
 }
 
-void elem_free(elem *x)
+void tfc_elem_free(elem *x)
 {
     for (int c = 0; c < TFC_COMP_COUNT; c++) free(x->e.comp[c].data);
     memset(x, 0, sizeof *x);
 }
 
-void elem_move(elem *dst, elem *src)
+void tfc_elem_move(elem *dst, elem *src)
 {
     if (dst == src) return;
-    elem_free(dst);
+    tfc_elem_free(dst);
     *dst = *src;
     memset(src, 0, sizeof *src);
 }
 
-tfc_status elem_copy(elem *dst, const elem *src, tfc_error *err)
+tfc_status tfc_elem_copy(elem *dst, const elem *src, tfc_error *err)
 {
     memset(dst, 0, sizeof *dst);
     dst->id = src->id;
@@ -114,66 +109,32 @@ tfc_status elem_copy(elem *dst, const elem *src, tfc_error *err)
         if (!t->data) continue;
         void *d = tfc_element_alloc(&dst->e, c, t->dtype, &t->shape);
         if (!d) {
-            elem_free(dst);
+            tfc_elem_free(dst);
             return tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate a copy of an element");
         }
-        memcpy(d, t->data, comp_bytes(t));
+        memcpy(d, t->data, tfc_data_tensor_bytes(t));
     }
     return TFC_OK;
 }
 
-int label_in_range(const tfc_tensor *labels, int num_classes, int64_t *bad_value)
-{
-    if (num_classes <= 0 || !labels->data || !tfc_dtype_is_int(labels->dtype)) return 1;
-    int64_t n = tfc_shape_numel(&labels->shape);
-    for (int64_t i = 0; i < n; i++) {
-        double v = tfc_value_get(labels->data, labels->dtype, i);
-        if (v < 0 || v >= num_classes) {
-            *bad_value = (int64_t)v;
-            return 0;
-        }
-    }
-    return 1;
-}
-
-uint64_t hash_mix(uint64_t h, uint64_t v)
+uint64_t tfc_data_hash_mix(uint64_t h, uint64_t v)
 {
     return tfc_rng_key(h ^ v, 0x243F6A8885A308D3ull);
 }
 
-uint64_t hash_str(uint64_t h, const char *s)
+uint64_t tfc_data_hash_str(uint64_t h, const char *s)
 {
-    /* FNV-1a over the bytes, then mixed in. */
-    uint64_t f = 0xcbf29ce484222325ull;
-    for (; s && *s; s++) f = (f ^ (unsigned char)*s) * 0x100000001b3ull;
-    return hash_mix(h, f);
+    return tfc_data_hash_mix(h, tfc_fnv1a(TFC_FNV_INIT, s, s ? strlen(s) : 0));
 }
 
-uint64_t elem_key(uint64_t stage_key, uint64_t epoch, uint64_t index)
+uint64_t tfc_elem_key(uint64_t stage_key, uint64_t epoch, uint64_t index)
 {
     return tfc_rng_key(tfc_rng_key(stage_key, epoch), index);
 }
 
-char *path_resolve(const char *base_dir, const char *path)
-{
-    size_t lp = strlen(path);
-    if (path[0] == '/' || !base_dir || !*base_dir) {
-        char *r = malloc(lp + 1);
-        if (r) memcpy(r, path, lp + 1);
-        return r;
-    }
-    size_t lb = strlen(base_dir);
-    char *r = malloc(lb + lp + 2);
-    if (!r) return NULL;
-    memcpy(r, base_dir, lb);
-    r[lb] = '/';
-    memcpy(r + lb + 1, path, lp + 1);
-    return r;
-}
-
 /* ---- state buffers ------------------------------------------------------------------------ */
 
-void wb_bytes(wbuf *w, const void *b, size_t n)
+void tfc_wbuf_bytes(wbuf *w, const void *b, size_t n)
 {
     if (w->oom || n == 0) return;
     if (w->len + n > w->cap) {
@@ -191,14 +152,14 @@ void wb_bytes(wbuf *w, const void *b, size_t n)
     w->len += n;
 }
 
-void wb_u64(wbuf *w, uint64_t v)
+void tfc_wbuf_u64(wbuf *w, uint64_t v)
 {
     unsigned char b[8];
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
-    wb_bytes(w, b, 8);
+    tfc_wbuf_bytes(w, b, 8);
 }
 
-const void *rb_bytes(rbuf *r, size_t n)
+const void *tfc_rbuf_bytes(rbuf *r, size_t n)
 {
     if (r->bad || n > r->len - r->pos) {
         r->bad = 1;
@@ -209,61 +170,61 @@ const void *rb_bytes(rbuf *r, size_t n)
     return p;
 }
 
-uint64_t rb_u64(rbuf *r)
+uint64_t tfc_rbuf_u64(rbuf *r)
 {
-    const unsigned char *b = rb_bytes(r, 8);
+    const unsigned char *b = tfc_rbuf_bytes(r, 8);
     if (!b) return 0;
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) v |= (uint64_t)b[i] << (8 * i);
     return v;
 }
 
-void wb_elem(wbuf *w, const elem *x, int with_data)
+void tfc_wbuf_elem(wbuf *w, const elem *x, int with_data)
 {
-    wb_u64(w, (uint64_t)x->has_id);
-    wb_u64(w, x->id.epoch);
-    wb_u64(w, x->id.index);
+    tfc_wbuf_u64(w, (uint64_t)x->has_id);
+    tfc_wbuf_u64(w, x->id.epoch);
+    tfc_wbuf_u64(w, x->id.index);
     if (!with_data) return;
     for (int c = 0; c < TFC_COMP_COUNT; c++) {
         const tfc_tensor *t = &x->e.comp[c];
-        wb_u64(w, t->data != NULL);
+        tfc_wbuf_u64(w, t->data != NULL);
         if (!t->data) continue;
-        wb_u64(w, (uint64_t)t->dtype);
-        wb_u64(w, (uint64_t)t->shape.ndim);
-        for (int i = 0; i < t->shape.ndim; i++) wb_u64(w, (uint64_t)t->shape.dim[i]);
-        wb_bytes(w, t->data, comp_bytes(t));
+        tfc_wbuf_u64(w, (uint64_t)t->dtype);
+        tfc_wbuf_u64(w, (uint64_t)t->shape.ndim);
+        for (int i = 0; i < t->shape.ndim; i++) tfc_wbuf_u64(w, (uint64_t)t->shape.dim[i]);
+        tfc_wbuf_bytes(w, t->data, tfc_data_tensor_bytes(t));
     }
 }
 
-tfc_status rb_elem(rbuf *r, elem *x, int with_data, tfc_error *err)
+tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err)
 {
     memset(x, 0, sizeof *x);
-    x->has_id = rb_u64(r) != 0;
-    x->id.epoch = rb_u64(r);
-    x->id.index = rb_u64(r);
+    x->has_id = tfc_rbuf_u64(r) != 0;
+    x->id.epoch = tfc_rbuf_u64(r);
+    x->id.index = tfc_rbuf_u64(r);
     for (int c = 0; with_data && c < TFC_COMP_COUNT && !r->bad; c++) {
-        if (!rb_u64(r)) continue;
-        uint64_t dt = rb_u64(r), nd = rb_u64(r);
+        if (!tfc_rbuf_u64(r)) continue;
+        uint64_t dt = tfc_rbuf_u64(r), nd = tfc_rbuf_u64(r);
         if (r->bad || dt >= TFC_DTYPE_COUNT || nd > TFC_MAX_DIMS) goto bad;
         tfc_shape s = {.ndim = (int)nd};
         for (int i = 0; i < s.ndim; i++) {
-            uint64_t d = rb_u64(r);
+            uint64_t d = tfc_rbuf_u64(r);
             if (d > (uint64_t)INT64_MAX) goto bad;
             s.dim[i] = (int64_t)d;
         }
         /* The bytes must be in the blob: the size is bounded by what is left of it. */
-        int64_t bytes = tensor_bytes_checked((tfc_dtype)dt, &s, (int64_t)(r->len - r->pos));
+        int64_t bytes = tfc_data_bytes_checked((tfc_dtype)dt, &s, (int64_t)(r->len - r->pos));
         if (r->bad || bytes < 0) goto bad;
         void *d = tfc_element_alloc(&x->e, c, (tfc_dtype)dt, &s);
         if (!d) {
-            elem_free(x);
+            tfc_elem_free(x);
             return tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate a saved element");
         }
-        memcpy(d, rb_bytes(r, (size_t)bytes), (size_t)bytes);
+        memcpy(d, tfc_rbuf_bytes(r, (size_t)bytes), (size_t)bytes);
     }
     if (!r->bad) return TFC_OK;
 bad:
-    elem_free(x);
+    tfc_elem_free(x);
     r->bad = 1;
     return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: a saved element is corrupt");
 }

@@ -1,7 +1,8 @@
 /* IDX files (MNIST's format), gzip-compressed or plain: a magic of two zero bytes, a type
  * byte and a rank byte, big-endian u32 dimensions, then big-endian data. Decompression grows
  * its buffer only as data actually arrives and stops at the size the header announces, so
- * a hostile header cannot make us allocate more than the input expands to. */
+ * a hostile header cannot make us allocate more than the input expands to. The idx source
+ * reads an images file and an optional labels file into the array source. */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -109,7 +110,7 @@ static tfc_status gunzip(const unsigned char *in, size_t inlen, const char *name
             tfc_error_clear(&tmp);
             long hl = parse_header(buf, len, name, &dt, &sh, &tmp);
             if (hl > 0) {
-                int64_t bytes = tensor_bytes_checked(dt, &sh, IDX_MAX_DATA_BYTES);
+                int64_t bytes = tfc_data_bytes_checked(dt, &sh, IDX_MAX_DATA_BYTES);
                 want = bytes < 0 ? hl : hl + bytes; /* the parser reports the bad size */
                 if ((size_t)want < len) len = (size_t)want;
             } else if (hl < 0) {
@@ -160,7 +161,7 @@ static tfc_status idx_parse_plain(const unsigned char *b, size_t len, const char
     if (hl < 0) return TFC_ERR_DATA;
     if (hl == 0)
         return tfc_error_set(err, TFC_ERR_DATA, "%s: truncated IDX header (%zu bytes)", name, len);
-    int64_t bytes = tensor_bytes_checked(dt, &sh, IDX_MAX_DATA_BYTES);
+    int64_t bytes = tfc_data_bytes_checked(dt, &sh, IDX_MAX_DATA_BYTES);
     if (bytes < 0)
         return tfc_error_set(err, TFC_ERR_DATA, "%s: IDX dimensions are too large", name);
     size_t have = len - (size_t)hl;
@@ -222,13 +223,14 @@ static tfc_status idx_load(const char *path, int allow_truncated, tfc_tensor *t,
     return st;
 }
 
-tfc_status source_idx(source **out, const idx_args *a, tfc_error *err)
+/* Opens the images file (a->features) and the labels file. */
+static tfc_status load_idx(source **out, const file_pair_args *a, tfc_error *err)
 {
     *out = NULL;
     tfc_tensor img, lab = {0};
     int skip = a->on_error == ON_ERROR_SKIP;
     int64_t miss_i = 0, miss_l = 0;
-    tfc_status st = idx_load(a->images, skip, &img, &miss_i, err);
+    tfc_status st = idx_load(a->features, skip, &img, &miss_i, err);
     if (st) return st;
     if (a->labels) {
         st = idx_load(a->labels, skip, &lab, &miss_l, err);
@@ -274,9 +276,46 @@ tfc_status source_idx(source **out, const idx_args *a, tfc_error *err)
         rec.dim[1] = img.shape.dim[2];
         rec.dim[2] = 1;
     }
-    st = source_array(out, "idx", &img, a->labels ? &lab : NULL, &rec, a->images, a->labels,
-                      a->num_classes, a->on_error, err);
+    st = tfc_source_array(out, "idx", &img, a->labels ? &lab : NULL, &rec, a->features,
+                          a->labels, a->num_classes, a->on_error, err);
     if (st) return st;
     (*out)->skipped += skipped;
     return TFC_OK;
+}
+
+/* ---- the source ------------------------------------------------------------------------ */
+
+static const tfc_field idx_fields[] = {
+    SOURCE_TYPE_FIELD(file_pair_args),
+    {"images", TFC_F_STRING, offsetof(file_pair_args, features), NULL, TFC_UNBOUNDED, NULL,
+     "IDX file of the examples (gzip or plain); (N, rows, cols) gives (rows, cols, 1)"},
+    {"labels", TFC_F_STRING, offsetof(file_pair_args, labels), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "IDX file of integer labels (N,), yielded as int32"},
+    SOURCE_NUM_CLASSES_FIELD(file_pair_args),
+    SOURCE_ON_ERROR_FIELD(file_pair_args),
+    {NULL},
+};
+
+static tfc_status idx_open(const void *args, const tfc_data_options *opt, const char *key,
+                           source **out, tfc_error *err)
+{
+    return tfc_source_open_pair(args, opt, load_idx, out, err);
+}
+
+const source_def tfc_source_idx = {
+    .name = "idx",
+    .help = "MNIST IDX files",
+    .fields = idx_fields,
+    .args_size = sizeof(file_pair_args),
+    .open = idx_open,
+};
+
+tfc_pipeline *tfc_pipeline_from_idx(const char *images, const char *labels,
+                                    const tfc_data_options *opt, tfc_error *err)
+{
+    file_pair_args a = {.type = "idx", .features = images, .labels = labels,
+                        .num_classes = opt ? opt->num_classes : 0};
+    source *src;
+    if (load_idx(&src, &a, err)) return NULL;
+    return tfc_pipeline_new(src, opt, err);
 }

@@ -361,12 +361,12 @@ static tfc_status decode_jpeg(tfc_image_pool *pool, const void *buf, size_t len,
     return finish(pix, w, h, sc, channels, name, t, err);
 }
 
-int image_is_png(const void *buf, size_t len)
+int tfc_image_is_png(const void *buf, size_t len)
 {
     return len >= 8 && !memcmp(buf, "\x89PNG\r\n\x1a\n", 8);
 }
 
-int image_is_jpeg(const void *buf, size_t len)
+int tfc_image_is_jpeg(const void *buf, size_t len)
 {
     const uint8_t *b = buf;
     return len >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff;
@@ -385,8 +385,8 @@ tfc_status tfc_image_decode_with(tfc_image_pool *pool, const void *buf, size_t l
     memset(t, 0, sizeof *t);
     if (channels < 0 || channels > 4)
         return tfc_error_set(err, TFC_ERR_CONFIG, "%s: channels must be 0, 1, 2, 3 or 4", name);
-    if (image_is_png(buf, len)) return decode_png(buf, len, name, channels, lim, t, err);
-    if (image_is_jpeg(buf, len))
+    if (tfc_image_is_png(buf, len)) return decode_png(buf, len, name, channels, lim, t, err);
+    if (tfc_image_is_jpeg(buf, len))
         return decode_jpeg(pool, buf, len, name, channels, lim, t, err);
     return tfc_error_set(err, TFC_ERR_DATA, "%s: not a PNG or JPEG image (unknown signature)",
                          name);

@@ -15,6 +15,17 @@
 #define IMAGE_MAX_FILE_BYTES ((size_t)256 << 20)
 #define LIST_MAX_BYTES ((size_t)1 << 30)
 
+typedef struct images_args {
+    const char *type;
+    const char *list, *directory;
+    int channels;
+    int decode;
+    int max_side;
+    double max_pixels;
+    int num_classes;
+    int on_error;
+} images_args;
+
 typedef struct image_item {
     char *path;
     int32_t label;
@@ -269,12 +280,12 @@ static tfc_status read_dir(images_source *im, const images_args *a, tfc_error *e
     if (!st && im->n == 0)
         st = tfc_error_set(err, TFC_ERR_DATA, "%s: no .png/.jpg/.jpeg files in its class folders",
                            a->directory);
-    if (!st) st = source_set_classes(&im->base, (const char *const *)classes, nc, err);
+    if (!st) st = tfc_source_set_classes(&im->base, (const char *const *)classes, nc, err);
     free_names(classes, nc);
     return st;
 }
 
-tfc_status source_images(source **out, const images_args *a, tfc_error *err)
+static tfc_status load_images(source **out, const images_args *a, tfc_error *err)
 {
     *out = NULL;
     images_source *im = calloc(1, sizeof *im);
@@ -287,12 +298,12 @@ tfc_status source_images(source **out, const images_args *a, tfc_error *err)
     im->lim.max_side = a->max_side;
     im->lim.max_pixels = (int64_t)a->max_pixels;
     if (a->decode && !(im->pool = tfc_image_pool_new())) {
-        source_free(&im->base);
+        tfc_source_free(&im->base);
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
     tfc_status st = a->list ? read_list(im, a, err) : read_dir(im, a, err);
     if (st) {
-        source_free(&im->base);
+        tfc_source_free(&im->base);
         return st;
     }
     source *s = &im->base;
@@ -306,3 +317,56 @@ tfc_status source_images(source **out, const images_args *a, tfc_error *err)
     *out = s;
     return TFC_OK;
 }
+
+/* ---- the source ------------------------------------------------------------------------ */
+
+static const tfc_field images_fields[] = {
+    SOURCE_TYPE_FIELD(images_args),
+    {"list", TFC_F_STRING, offsetof(images_args, list), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "a file of lines `path label` (paths relative to it)"},
+    {"directory", TFC_F_STRING, offsetof(images_args, directory), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "a folder with one sub-folder of images per class (sorted names)"},
+    {"channels", TFC_F_INT, offsetof(images_args, channels), "3", 0, 4, NULL,
+     "1 grey, 3 RGB, 4 RGBA; 0 keeps what the file holds"},
+    {"decode", TFC_F_BOOL, offsetof(images_args, decode), "true", TFC_UNBOUNDED, NULL,
+     "false yields the file bytes for a parallel decode_image map"},
+    {"max_side", TFC_F_INT, offsetof(images_args, max_side), "16384", 1, 1 << 30, NULL,
+     "largest width or height accepted"},
+    {"max_pixels", TFC_F_FLOAT, offsetof(images_args, max_pixels), "268435456", 1, 1e18, NULL,
+     "largest width x height accepted"},
+    SOURCE_NUM_CLASSES_FIELD(images_args),
+    SOURCE_ON_ERROR_FIELD(images_args),
+    {NULL},
+};
+
+static tfc_status images_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
+{
+    const images_args *a = args;
+    if (!a->list == !a->directory)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "give exactly one of `list` and "
+                              "`directory`");
+    return TFC_OK;
+}
+
+static tfc_status images_open(const void *args, const tfc_data_options *opt, const char *key,
+                              source **out, tfc_error *err)
+{
+    images_args a = *(const images_args *)args;
+    char *list, *directory = NULL;
+    tfc_status st = tfc_data_resolve(opt, &a.list, &list, err);
+    if (!st) st = tfc_data_resolve(opt, &a.directory, &directory, err);
+    if (opt && opt->num_classes) a.num_classes = opt->num_classes;
+    if (!st) st = load_images(out, &a, err);
+    free(list);
+    free(directory);
+    return st;
+}
+
+const source_def tfc_source_images = {
+    .name = "images",
+    .help = "PNG and JPEG files",
+    .fields = images_fields,
+    .args_size = sizeof(images_args),
+    .check = images_check,
+    .open = images_open,
+};

@@ -1,8 +1,10 @@
-/* Internals of the input pipeline shared by the files of src/data: owned elements, the
- * stage vtable, random-access sources, the map-op registry and the byte buffers of state.
- * A stage is "lazy" when it can hand out element ids without materialising elements
- * (next_id) and "fetchable" when it can materialise any id it handed out (fetch): parallel
- * maps and shuffles use that to decode in parallel and to save buffers as ids. */
+/* Internals of the input pipeline shared by the files of src/data: owned elements, the byte
+ * buffers of saved state, random-access sources, the stage vtable, the map ops, and the
+ * definitions (name, field table, check, open or push) that registry.c lists and the
+ * configuration walk of from_config.c calls. A stage is "lazy" when it can hand out element
+ * ids without materialising elements (next_id) and "fetchable" when it can materialise any id
+ * it handed out (fetch): parallel maps and shuffles use that to decode in parallel and to
+ * save buffers as ids. */
 #ifndef TFC_DATA_INTERNAL_H
 #define TFC_DATA_INTERNAL_H
 
@@ -28,14 +30,25 @@ typedef struct elem {
 } elem;
 
 /* tfc_element_alloc without zeroing, for ops that write every value. */
-void *elem_alloc_uninit(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape);
-void elem_free(elem *x);                     /* frees the buffers, leaves x empty */
-void elem_move(elem *dst, elem *src);        /* frees dst, moves src into it, empties src */
-tfc_status elem_copy(elem *dst, const elem *src, tfc_error *err); /* deep copy into empty dst */
-size_t comp_bytes(const tfc_tensor *t);      /* numel * dtype size (0 when absent) */
+void *tfc_elem_alloc_uninit(tfc_element *e, int comp, tfc_dtype dtype, const tfc_shape *shape);
+void tfc_elem_free(elem *x);              /* frees the buffers, leaves x empty */
+void tfc_elem_move(elem *dst, elem *src); /* frees dst, moves src into it, empties src */
+tfc_status tfc_elem_copy(elem *dst, const elem *src, tfc_error *err); /* deep copy into empty dst */
+/* The element key of a map draw: f(stage key, epoch, index). */
+uint64_t tfc_elem_key(uint64_t stage_key, uint64_t epoch, uint64_t index);
 
+/* numel * dtype size of a component (0 when absent). */
+size_t tfc_data_tensor_bytes(const tfc_tensor *t);
 /* Bounded, overflow-checked byte count of dtype × shape; -1 on overflow or > limit. */
-int64_t tensor_bytes_checked(tfc_dtype dt, const tfc_shape *s, int64_t limit);
+int64_t tfc_data_bytes_checked(tfc_dtype dt, const tfc_shape *s, int64_t limit);
+
+/* NumPy names of the dtypes, indexed by tfc_dtype and NULL-terminated (an enum's choices). */
+extern const char *const tfc_data_dtype_names[];
+
+/* Hashes identifying a stage's kind and arguments in saved state (values are part of the
+ * state format: they must not change). */
+uint64_t tfc_data_hash_mix(uint64_t h, uint64_t v);
+uint64_t tfc_data_hash_str(uint64_t h, const char *s); /* FNV-1a of s, mixed into h */
 
 /* ---- saved state --------------------------------------------------------------------------- */
 
@@ -51,14 +64,14 @@ typedef struct rbuf {
     int bad; /* set on any short read; readers check it once at the end */
 } rbuf;
 
-void wb_u64(wbuf *w, uint64_t v);
-void wb_bytes(wbuf *w, const void *b, size_t n);
+void tfc_wbuf_u64(wbuf *w, uint64_t v);
+void tfc_wbuf_bytes(wbuf *w, const void *b, size_t n);
 /* An element: has_id, id, then per component presence, dtype, shape and the raw bytes. */
-void wb_elem(wbuf *w, const elem *x, int with_data);
-uint64_t rb_u64(rbuf *r);
-const void *rb_bytes(rbuf *r, size_t n); /* NULL (and r->bad) when fewer than n remain */
-/* Reads an element written by wb_elem; with_data 0 reads only the id. */
-tfc_status rb_elem(rbuf *r, elem *x, int with_data, tfc_error *err);
+void tfc_wbuf_elem(wbuf *w, const elem *x, int with_data);
+uint64_t tfc_rbuf_u64(rbuf *r);
+const void *tfc_rbuf_bytes(rbuf *r, size_t n); /* NULL (and r->bad) when fewer than n remain */
+/* Reads an element written by tfc_wbuf_elem; with_data 0 reads only the id. */
+tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err);
 
 /* ---- sources -------------------------------------------------------------------------------- */
 
@@ -85,23 +98,58 @@ struct source {
     int nclasses;
 };
 
-void source_free(source *s);
+void tfc_source_free(source *s);
 /* Sets class names from an array of strings (copied). */
-tfc_status source_set_classes(source *s, const char *const *names, int n, tfc_error *err);
+tfc_status tfc_source_set_classes(source *s, const char *const *names, int n, tfc_error *err);
+/* Checks integer labels against [0, num_classes) (num_classes > 0); 0 with *bad_value set
+ * when one is outside. */
+int tfc_data_labels_in_range(const tfc_tensor *labels, int num_classes, int64_t *bad_value);
 
-/* Source constructors (files already resolved to paths). */
-typedef struct idx_args {
-    const char *type;
-    const char *images, *labels;
-    int num_classes;
-    int on_error;
-} idx_args;
-typedef struct npy_args {
+/* Joins base_dir and a relative path into a malloc'd string (absolute paths unchanged). */
+char *tfc_data_path_join(const char *base_dir, const char *path);
+/* A source's file: replaces *path (unless NULL) by its resolution against opt->base_dir
+ * (opt may be NULL), a malloc'd string also stored in *owned for the caller to free. */
+tfc_status tfc_data_resolve(const tfc_data_options *opt, const char **path, char **owned,
+                            tfc_error *err);
+
+/* The array source behind tensors, idx and npy: takes ownership of the tensors' data
+ * (features (N, ...), labels (N, ...) or data NULL). `record_shape` (ndim >= 0) reshapes
+ * each features row (idx adds the channel axis). Labels outside [0, num_classes) are an
+ * error naming the file and record, or dropped and counted with on_error skip. */
+tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features,
+                            tfc_tensor *labels, const tfc_shape *record_shape,
+                            const char *fname, const char *lname, int num_classes, int on_error,
+                            tfc_error *err);
+
+/* The arguments of the sources reading a features file and an optional labels file into
+ * the array source (idx calls its features `images`). */
+typedef struct file_pair_args {
     const char *type;
     const char *features, *labels;
     int num_classes;
     int on_error;
-} npy_args;
+} file_pair_args;
+typedef tfc_status (*file_pair_load)(source **out, const file_pair_args *a, tfc_error *err);
+/* The open of those sources: resolves both files, applies opt->num_classes, calls load. */
+tfc_status tfc_source_open_pair(const file_pair_args *a, const tfc_data_options *opt,
+                                file_pair_load load, source **out, tfc_error *err);
+
+/* Fields of every source (type, on_error) and of those with integer labels (num_classes).
+ * `on_error:` takes ON_ERROR_*, whose names tfc_data_on_error_names lists. */
+enum { ON_ERROR_FAIL = 0, ON_ERROR_SKIP, ON_ERROR_COUNT };
+extern const char *const tfc_data_on_error_names[];
+
+#define SOURCE_TYPE_FIELD(T)                                                                  \
+    {"type", TFC_F_STRING, offsetof(T, type), NULL, TFC_UNBOUNDED, NULL, "the source type"}
+#define SOURCE_ON_ERROR_FIELD(T)                                                              \
+    {"on_error", TFC_F_ENUM, offsetof(T, on_error), "fail", TFC_UNBOUNDED,                    \
+     tfc_data_on_error_names, "fail: bad records are errors; skip: they are counted and left out"}
+#define SOURCE_NUM_CLASSES_FIELD(T)                                                           \
+    {"num_classes", TFC_F_INT, offsetof(T, num_classes), "0", 0, 1 << 30, NULL,               \
+     "> 0: integer labels must lie in [0, num_classes)"}
+
+/* The arguments of the CSV and text sources, which the fuzzers build directly. */
+enum { CSV_LABEL_INT32 = 0, CSV_LABEL_FLOAT32, CSV_LABEL_COUNT };
 typedef struct csv_args {
     const char *type;
     const char *file;
@@ -109,67 +157,42 @@ typedef struct csv_args {
     const char *delimiter;
     const tfc_node *label_column;    /* name or index; NULL: none */
     const tfc_node *feature_columns; /* list of names or indices; NULL: all but the label */
-    int label_dtype;                 /* 0 int32, 1 float32 */
+    int label_dtype;                 /* CSV_LABEL_* */
     int num_classes;
     int on_error;
     const char *key;                 /* key path of column errors (not a field) */
 } csv_args;
-typedef struct images_args {
-    const char *type;
-    const char *list, *directory;
-    int channels;
-    int decode;
-    int max_side;
-    double max_pixels;
-    int num_classes;
-    int on_error;
-} images_args;
+
+enum { TEXT_FORMAT_LINES = 0, TEXT_FORMAT_FORTUNE, TEXT_FORMAT_COUNT };
+enum { TEXT_LABEL_NONE = 0, TEXT_LABEL_FILE, TEXT_LABEL_COUNT };
+enum { TEXT_TOKENIZER_NONE = 0, TEXT_TOKENIZER_CHAR, TEXT_TOKENIZER_WORD, TEXT_TOKENIZER_COUNT };
+enum { SPLIT_PART_TRAIN = 0, SPLIT_PART_TEST, SPLIT_PART_COUNT };
+/* `lowercase:` of the text source and the tokenize op. */
+enum { LOWERCASE_AUTO = 0, LOWERCASE_TRUE, LOWERCASE_FALSE, LOWERCASE_COUNT };
 typedef struct text_args {
     const char *type;
     const tfc_node *files;
     const tfc_node *exclude;
-    int format; /* 0 lines, 1 fortune */
-    int label;  /* 0 none, 1 file */
+    int format; /* TEXT_FORMAT_* */
+    int label;  /* TEXT_LABEL_* */
     const tfc_node *split;
-    int split_every, split_offset, split_part; /* filled from `split` */
+    int split_every, split_offset, split_part; /* filled from `split` (SPLIT_PART_*) */
     int max_record_bytes;
     int skip_empty;
-    /* tokenization done right after the source (sugar for map: {op: tokenize}) */
-    int tokenizer; /* 0 none, 1 char, 2 word */
+    /* tokenization done right after the source (a tokenize map op it implies) */
+    int tokenizer; /* TEXT_TOKENIZER_* */
     const char *vocabulary;
     int max_tokens, min_count, lowercase;
     int on_error;
-    /* resolved file list (paths owned by the caller) */
-    const char *const *paths;
-    int npaths;
 } text_args;
 
-enum { ON_ERROR_FAIL = 0, ON_ERROR_SKIP = 1 };
-
-tfc_status source_tensors(source **out, const tfc_tensor *f, const tfc_tensor *l,
-                          tfc_error *err);
-/* The array source behind tensors, idx and npy: takes ownership of the tensors' data
- * (features (N, ...), labels (N, ...) or data NULL). `record_shape` (ndim >= 0) reshapes
- * each features row (idx adds the channel axis). Labels outside [0, num_classes) are an
- * error naming the file and record, or dropped and counted with on_error skip. */
-tfc_status source_array(source **out, const char *type, tfc_tensor *features,
-                        tfc_tensor *labels, const tfc_shape *record_shape, const char *fname,
-                        const char *lname, int num_classes, int on_error, tfc_error *err);
-tfc_status source_idx(source **out, const idx_args *a, tfc_error *err);
-tfc_status source_npy(source **out, const npy_args *a, tfc_error *err);
-tfc_status source_csv(source **out, const csv_args *a, const tfc_node *at, const char *key,
-                      tfc_error *err);
-tfc_status source_images(source **out, const images_args *a, tfc_error *err);
-tfc_status source_text(source **out, const text_args *a, tfc_error *err);
-/* CSV from memory (fuzzing): same arguments, `name` stands for the file. */
-tfc_status source_csv_mem(source **out, const csv_args *a, const char *text, size_t len,
-                          const char *name, tfc_error *err);
+/* CSV from memory (the source reads its file into memory and calls this); `name` stands
+ * for the file. */
+tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text, size_t len,
+                              const char *name, tfc_error *err);
 /* Text records from memory (fuzzing): splits `text` as file 0 would be split. */
-tfc_status source_text_mem(source **out, const text_args *a, const char *text, size_t len,
-                           const char *name, tfc_error *err);
-
-/* Checks integer labels against [0, num_classes) (num_classes > 0). */
-int label_in_range(const tfc_tensor *labels, int num_classes, int64_t *bad_value);
+tfc_status tfc_source_text_mem(source **out, const text_args *a, const char *text, size_t len,
+                               const char *name, tfc_error *err);
 
 /* ---- stages ------------------------------------------------------------------------------- */
 
@@ -197,7 +220,6 @@ struct stage {
     const stage_ops *ops;
     stage *up;
     tfc_pipeline *p;
-    int index;             /* 0: the source stage */
     int lazy, fetchable;   /* next_id / fetch usable (depends on the stages below) */
     tfc_element_spec spec; /* output spec */
     uint64_t key;          /* this stage's random key: f(seed, stream, index) */
@@ -216,49 +238,22 @@ struct tfc_pipeline {
     int64_t skipped_run;   /* records skipped while iterating (on_error: skip) */
 };
 
-/* Appends a stage (its ops, up, spec, key and hash filled by the caller except up/index/p,
- * which this sets). Takes ownership. */
-void pipeline_push(tfc_pipeline *p, stage *s);
-stage *pipeline_top(const tfc_pipeline *p);
-tfc_pipeline *pipeline_new(source *src, const tfc_data_options *opt, tfc_error *err);
-/* Describes where an id came from ("FILE record N"). */
-void pipeline_describe(const tfc_pipeline *p, const elem *x, char *buf, size_t size);
+/* A pipeline holding only `src` (taken; freed on error). */
+tfc_pipeline *tfc_pipeline_new(source *src, const tfc_data_options *opt, tfc_error *err);
+/* Appends a stage (its ops, lazy, fetchable, spec and config hash filled by the caller;
+ * this sets up, p and key). Takes ownership. */
+void tfc_pipeline_push(tfc_pipeline *p, stage *s);
+stage *tfc_pipeline_top(const tfc_pipeline *p);
+/* Describes where an element came from ("FILE record N"). */
+void tfc_pipeline_describe_elem(const tfc_pipeline *p, const elem *x, char *buf, size_t size);
 /* Generic next for lazy stages: next_id then fetch. */
-tfc_status stage_next_lazy(stage *s, elem *out, int *end, tfc_error *err);
-uint64_t hash_mix(uint64_t h, uint64_t v);
+tfc_status tfc_stage_next_lazy(stage *s, elem *out, int *end, tfc_error *err);
+/* fetch of stages that pass elements through unchanged: the stage below fetches. */
+tfc_status tfc_stage_pass_fetch(stage *s, elem_id id, elem *out, tfc_error *err);
 /* A buffered element in saved state: by id when `from` (the stage whose output it is) can
  * re-make it, else by value. Restoring by id fetches it from `from` again. */
-void save_elem_ref(wbuf *w, const elem *x, const stage *from);
-tfc_status restore_elem_ref(rbuf *r, stage *from, elem *x, tfc_error *err);
-uint64_t hash_str(uint64_t h, const char *s);
-
-/* Stage constructors: each validates its arguments against the spec of `p`'s top stage and
- * appends itself. `at`/`key` position config errors (at may be NULL for the C API). */
-typedef struct shuffle_args {
-    int64_t buffer_size;
-    int64_t seed; /* < 0: the pipeline's seed */
-    int reshuffle_each_iteration;
-} shuffle_args;
-typedef struct batch_args {
-    int64_t batch_size;
-    int drop_remainder;
-    int padded;
-    tfc_shape padded_shape; /* ndim 0: pad to the longest */
-    double padding_value;
-    double label_padding_value;
-} batch_args;
-
-tfc_status stage_source_push(tfc_pipeline *p);
-tfc_status stage_shuffle_push(tfc_pipeline *p, const shuffle_args *a, tfc_error *err);
-tfc_status stage_repeat_push(tfc_pipeline *p, int64_t count, tfc_error *err);
-tfc_status stage_batch_push(tfc_pipeline *p, const batch_args *a, const tfc_node *at,
-                            const char *key, tfc_error *err);
-tfc_status stage_cache_push(tfc_pipeline *p, tfc_error *err);
-tfc_status stage_take_push(tfc_pipeline *p, int64_t count, int skip, tfc_error *err);
-tfc_status stage_prefetch_push(tfc_pipeline *p, int buffer_size, tfc_error *err);
-tfc_status stage_filter_push(tfc_pipeline *p, tfc_filter_fn fn, void *user,
-                             const void *args, size_t args_size, uint64_t hash,
-                             tfc_error *err);
+void tfc_stage_save_elem(wbuf *w, const elem *x, const stage *from);
+tfc_status tfc_stage_restore_elem(rbuf *r, stage *from, elem *x, tfc_error *err);
 
 /* ---- map ops ---------------------------------------------------------------------------- */
 
@@ -268,12 +263,15 @@ typedef struct map_common {
     int num_parallel_calls;
 } map_common;
 
-/* What an op's init sees: the pipeline being built and where its config is. */
+/* What an op's check and init see: where its config is and, for init, the pipeline being
+ * built (opt, src and vocab are NULL during check). */
 typedef struct op_build {
-    tfc_pipeline *p;
-    const tfc_node *at; /* the op's mapping (NULL from the C API) */
+    const tfc_node *at; /* the op's mapping */
     const char *key;    /* its key path */
     tfc_error *err;
+    const tfc_data_options *opt; /* the pipeline's options */
+    source *src;                 /* the pipeline's source */
+    tfc_vocab **vocab;           /* the pipeline's own vocabulary (NULL until one is made) */
 } op_build;
 
 typedef struct op_def {
@@ -281,6 +279,9 @@ typedef struct op_def {
     const tfc_field *fields; /* starts with MAP_COMMON_FIELDS */
     size_t args_size;        /* the struct the fields fill, which may hold derived state */
     const char *help;
+    /* Checks what the field table alone cannot (combinations of arguments), before any data
+     * is read (NULL: nothing more). */
+    tfc_status (*check)(void *args, const op_build *b);
     /* Checks the arguments against the input spec and computes the output spec. */
     tfc_status (*init)(void *args, const op_build *b, const tfc_element_spec *in,
                        tfc_element_spec *out, tfc_error *err);
@@ -288,6 +289,8 @@ typedef struct op_def {
     tfc_status (*apply)(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
                         tfc_error *err);
     void (*fini)(void *args); /* may be NULL */
+    /* What the op tells the solver's plan (tokenize: a vocabulary); NULL: nothing. */
+    void (*plan)(const void *args, tfc_data_plan *out);
 } op_def;
 
 #define MAP_COMMON_FIELDS(T)                                                                  \
@@ -296,42 +299,78 @@ typedef struct op_def {
     {"num_parallel_calls", TFC_F_INT, offsetof(T, common.num_parallel_calls), "1", 1, 256,   \
      NULL, "elements mapped in parallel (OpenMP threads); output order is kept"}
 
-const op_def *const *op_registry(void); /* NULL-terminated */
-const op_def *op_find(const char *name);
-extern const op_def op_scale, op_normalize, op_cast, op_reshape, op_one_hot, op_pad,
-    op_truncate, op_window, op_tokenize, op_random_flip, op_random_crop, op_resize,
-    op_decode_png, op_decode_jpeg, op_decode_image;
+/* Reports a config error at the op's mapping (b->at, b->key). */
+tfc_status tfc_op_error(const op_build *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-/* Appends a map stage running `def` with `args` (a malloc'd struct of def->args_size the
- * stage takes ownership of, already init'ed) or a user callback. */
-tfc_status stage_map_push(tfc_pipeline *p, const op_def *def, void *args, tfc_map_fn fn,
-                          void *user, const tfc_element_spec *out_spec, int npc,
-                          uint64_t hash, tfc_error *err);
+#define TFC_VOCAB_MAX_TOKENS (1 << 24)
 
-/* Reports a config error at `b->at` (or without position for the C API). */
-tfc_status op_error(const op_build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-typedef struct tokenize_args {
-    map_common common;
-    int tokenizer;          /* 0 char, 1 word */
-    const char *vocabulary; /* a file to load (relative to base_dir) */
-    int max_tokens, min_count;
-    int lowercase;          /* 0 auto, 1 true, 2 false */
-    const tfc_vocab *vocab; /* resolved by init; owned by the pipeline or the options */
-} tokenize_args;
-
-/* Tokenizer internals shared by the tokenize op and the text source. */
-tfc_vocab *vocab_build(tfc_tokenizer tok, int lowercase, int max_tokens, int min_count,
-                       source *src, tfc_error *err);
+/* Builds a vocabulary from every record of `src` (text bytes): tokens by falling count,
+ * at most max_tokens (0: no cap) of those seen min_count times. */
+tfc_vocab *tfc_vocab_build(tfc_tokenizer tok, int lowercase, int max_tokens, int min_count,
+                           source *src, tfc_error *err);
 
 /* Image signatures. */
-int image_is_png(const void *buf, size_t len);
-int image_is_jpeg(const void *buf, size_t len);
+int tfc_image_is_png(const void *buf, size_t len);
+int tfc_image_is_jpeg(const void *buf, size_t len);
 
-/* The element key of a map draw: f(stage key, epoch, index). */
-uint64_t elem_key(uint64_t stage_key, uint64_t epoch, uint64_t index);
+/* ---- definitions: what a solver file names ------------------------------------------------- */
 
-/* Joins base_dir and a relative path into a malloc'd string (absolute paths unchanged). */
-char *path_resolve(const char *base_dir, const char *path);
+typedef struct stage_def stage_def;
+
+/* One stage as planned from the configuration: checked, not yet appended. */
+typedef struct stage_plan {
+    const stage_def *def;
+    const op_def *op;     /* map: its op */
+    const tfc_node *node; /* the stage's argument mapping as written (may be NULL or null) */
+    const tfc_node *at;   /* where its errors point: node, or the item when node is null */
+    char key[320];        /* key path of its errors, e.g. data.train.pipeline[2].batch */
+    void *args;           /* malloc'd struct of the stage's (map: the op's) arguments */
+} stage_plan;
+
+/* A source type: `open` reads the data; everything before it touches no file. */
+typedef struct source_def {
+    const char *name;
+    const char *help;
+    const tfc_field *fields; /* starts with SOURCE_TYPE_FIELD */
+    size_t args_size;        /* the struct the fields fill */
+    /* Checks what the field table alone cannot (combinations of fields), reporting at
+     * (at, key); may fill derived arguments. NULL: nothing more. */
+    tfc_status (*check)(void *args, const tfc_node *at, const char *key, tfc_error *err);
+    /* The stage the source's own fields stand for, run right after it (text: `tokenizer:`
+     * is a tokenize map): fills *pl, or leaves pl->def NULL when there is none. NULL: never. */
+    tfc_status (*implies)(const void *args, const tfc_node *at, const char *key, stage_plan *pl,
+                          tfc_error *err);
+    /* Opens the source: resolves its files against opt->base_dir (opt may be NULL) and
+     * reads them; opt->num_classes, when set, replaces the source's `num_classes`. */
+    tfc_status (*open)(const void *args, const tfc_data_options *opt, const char *key,
+                       source **out, tfc_error *err);
+} source_def;
+
+/* A stage name of `pipeline:`. */
+struct stage_def {
+    const char *name;
+    const char *help;
+    const tfc_field *fields; /* its arguments (map: the fields common to every op) */
+    size_t args_size;        /* the struct the fields fill */
+    /* 1: the mapping holds a map op's arguments (`op:` names it; the op's own table and
+     * check read them) rather than the stage's fields (map). */
+    int runs_op;
+    /* Checks what the field table alone cannot, at (pl->at, pl->key). NULL: nothing more. */
+    tfc_status (*check)(const stage_plan *pl, tfc_error *err);
+    /* What the stage tells the solver's plan (batch: the batch size). NULL: nothing. */
+    void (*plan)(const stage_plan *pl, tfc_data_plan *out);
+    /* Appends the stage to p, checking it against the element spec. May take pl->args
+     * (setting it NULL); frees nothing else. */
+    tfc_status (*push)(tfc_pipeline *p, stage_plan *pl, tfc_error *err);
+};
+
+/* The registries (registry.c): lookups by name, NULL when unknown. */
+const source_def *tfc_data_source_find(const char *name);
+const stage_def *tfc_data_stage_find(const char *name);
+const op_def *tfc_data_op_find(const char *name);
+
+/* The map stage, which a source's implied op (text: tokenize) runs in. */
+extern const stage_def tfc_stage_map;
 
 #endif

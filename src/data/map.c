@@ -61,14 +61,14 @@ static tfc_status apply(map_stage *m, elem *x, uint64_t counter, tfc_error *err)
     tfc_map_ctx ctx;
     ctx.epoch = x->has_id ? x->id.epoch : m->epoch;
     ctx.index = x->has_id ? x->id.index : counter;
-    ctx.key = elem_key(m->base.key, ctx.epoch, ctx.index);
+    ctx.key = tfc_elem_key(m->base.key, ctx.epoch, ctx.index);
     tfc_status st = m->def ? m->def->apply(m->args, &x->e, &ctx, err)
                            : m->fn(&x->e, &ctx, m->user, err);
     if (st == TFC_OK && !x->e.comp[TFC_COMP_FEATURES].data)
         st = tfc_error_set(err, TFC_ERR_INTERNAL, "map: the op left no features");
     if (st) {
         char where[600];
-        pipeline_describe(m->base.p, x, where, sizeof where);
+        tfc_pipeline_describe_elem(m->base.p, x, where, sizeof where);
         if (err && !strstr(err->msg, where)) tfc_error_prefix(err, "%s: ", where);
     }
     return st;
@@ -78,7 +78,7 @@ static tfc_status map_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
 {
     tfc_status st = s->up->ops->fetch(s->up, id, out, err);
     if (!st) st = apply((map_stage *)s, out, 0, err);
-    if (st) elem_free(out);
+    if (st) tfc_elem_free(out);
     return st;
 }
 
@@ -131,7 +131,7 @@ static int work_one(map_stage *m, tfc_error *local)
     tfc_status st = lazy ? up->ops->next_id(up, &s->x.id, &end, local)
                          : up->ops->next(up, &s->x, &end, local);
     if (st || end) {
-        elem_free(&s->x);
+        tfc_elem_free(&s->x);
         m->up_end = 1;
         m->end_at = k;
         m->pull_st = st;
@@ -211,7 +211,7 @@ static tfc_status parallel_next(map_stage *m, elem *out, int *end, tfc_error *er
                 if (err) *err = *m->fail_err;
                 break;
             }
-            elem_move(out, &s->x);
+            tfc_elem_move(out, &s->x);
             s->state = SLOT_FREE;
             m->head++;
             if (m->workers_waiting) pthread_cond_broadcast(&m->cv_work);
@@ -245,7 +245,7 @@ static void clear_ring(map_stage *m)
 {
     for (uint64_t k = m->head; k < m->tail; k++) {
         slot *s = &m->ring[k % (uint64_t)m->cap];
-        elem_free(&s->x);
+        tfc_elem_free(&s->x);
         s->state = SLOT_FREE;
     }
     m->head = m->tail = 0;
@@ -264,7 +264,7 @@ static tfc_status map_next(stage *s, elem *out, int *end, tfc_error *err)
     tfc_status st = s->up->ops->next(s->up, out, end, err);
     if (st || *end) return st;
     st = apply(m, out, m->counter++, err);
-    if (st) elem_free(out);
+    if (st) tfc_elem_free(out);
     return st;
 }
 
@@ -288,12 +288,12 @@ static tfc_status map_save(stage *s, wbuf *w, tfc_error *err)
     while (m->ring && m->head + n < m->tail && m->head + n < m->fail_at) n++;
     /* A failure ahead is not a position: the resumed run reads on from upstream. */
     int up_end = m->up_end && !m->pull_st && m->head + n == m->end_at;
-    wb_u64(w, m->counter - (m->tail - m->head - n));
-    wb_u64(w, m->epoch);
-    wb_u64(w, (uint64_t)up_end);
-    wb_u64(w, n);
+    tfc_wbuf_u64(w, m->counter - (m->tail - m->head - n));
+    tfc_wbuf_u64(w, m->epoch);
+    tfc_wbuf_u64(w, (uint64_t)up_end);
+    tfc_wbuf_u64(w, n);
     for (uint64_t i = 0; i < n; i++)
-        save_elem_ref(w, &m->ring[(m->head + i) % (uint64_t)m->cap].x, s);
+        tfc_stage_save_elem(w, &m->ring[(m->head + i) % (uint64_t)m->cap].x, s);
     return TFC_OK;
 }
 
@@ -302,15 +302,15 @@ static tfc_status map_restore(stage *s, rbuf *r, tfc_error *err)
     map_stage *m = (map_stage *)s;
     map_quiesce(s);
     if (m->ring) clear_ring(m);
-    m->counter = rb_u64(r);
-    m->epoch = rb_u64(r);
-    int up_end = rb_u64(r) != 0;
-    uint64_t n = rb_u64(r);
+    m->counter = tfc_rbuf_u64(r);
+    m->epoch = tfc_rbuf_u64(r);
+    int up_end = tfc_rbuf_u64(r) != 0;
+    uint64_t n = tfc_rbuf_u64(r);
     if (r->bad || n > (uint64_t)m->cap)
         return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad map buffer");
     for (uint64_t i = 0; i < n; i++) {
         slot *sl = &m->ring[i];
-        tfc_status st = restore_elem_ref(r, s, &sl->x, err);
+        tfc_status st = tfc_stage_restore_elem(r, s, &sl->x, err);
         if (st) return st;
         sl->st = TFC_OK;
         sl->state = SLOT_READY;
@@ -352,9 +352,11 @@ static const stage_ops map_ops = {
     .free = map_free,
 };
 
-tfc_status stage_map_push(tfc_pipeline *p, const op_def *def, void *args, tfc_map_fn fn,
-                          void *user, const tfc_element_spec *out_spec, int npc,
-                          uint64_t hash, tfc_error *err)
+/* Appends a map stage running `def` with `args` (a malloc'd struct of def->args_size the
+ * stage takes ownership of, already init'ed) or a user callback. */
+static tfc_status map_stage_push(tfc_pipeline *p, const op_def *def, void *args, tfc_map_fn fn,
+                                 void *user, const tfc_element_spec *out_spec, int npc,
+                                 uint64_t hash, tfc_error *err)
 {
     map_stage *m = calloc(1, sizeof *m);
     npc = npc < 1 ? 1 : npc;
@@ -382,7 +384,7 @@ tfc_status stage_map_push(tfc_pipeline *p, const op_def *def, void *args, tfc_ma
         mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD);
 #endif
     }
-    stage *s = &m->base, *up = pipeline_top(p);
+    stage *s = &m->base, *up = tfc_pipeline_top(p);
     m->def = def;
     m->args = args;
     m->fn = fn;
@@ -394,8 +396,8 @@ tfc_status stage_map_push(tfc_pipeline *p, const op_def *def, void *args, tfc_ma
     s->lazy = up->lazy && npc == 1;
     s->fetchable = up->fetchable;
     s->spec = out_spec ? *out_spec : up->spec;
-    s->config_hash = hash_mix(hash_str(0, def ? def->name : "map_fn"), hash);
-    pipeline_push(p, s);
+    s->config_hash = tfc_data_hash_mix(tfc_data_hash_str(0, def ? def->name : "map_fn"), hash);
+    tfc_pipeline_push(p, s);
     return TFC_OK;
 }
 
@@ -407,5 +409,47 @@ tfc_status tfc_pipeline_map(tfc_pipeline *p, tfc_map_fn fn, void *user,
     if (num_parallel_calls < 1 || num_parallel_calls > 256)
         return tfc_error_set(err, TFC_ERR_CONFIG, "map: num_parallel_calls must be in [1, 256], "
                              "found %d", num_parallel_calls);
-    return stage_map_push(p, NULL, NULL, fn, user, out_spec, num_parallel_calls, 0, err);
+    return map_stage_push(p, NULL, NULL, fn, user, out_spec, num_parallel_calls, 0, err);
 }
+
+/* ---- the stage of a solver file: `- map: {op: NAME, ...}` --------------------------------- */
+
+static void map_plan(const stage_plan *pl, tfc_data_plan *out)
+{
+    if (pl->op->plan) pl->op->plan(pl->args, out);
+}
+
+/* Initialises the op against the element spec, then appends the stage with its args. */
+static tfc_status map_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
+{
+    op_build b = {pl->at, pl->key, err, &p->opt, p->src, &p->vocab};
+    stage *top = tfc_pipeline_top(p);
+    tfc_element_spec out = top->spec;
+    tfc_status st = pl->op->init(pl->args, &b, &top->spec, &out, err);
+    if (st) {
+        if (pl->op->fini) pl->op->fini(pl->args);
+        return st;
+    }
+    map_common *mc = pl->args;
+    mc->op = pl->op->name; /* the YAML text may not outlive the pipeline */
+    int npc = mc->num_parallel_calls;
+    void *args = pl->args;
+    pl->args = NULL;
+    uint64_t h = tfc_data_hash_mix(tfc_data_hash_str(0, pl->op->name), (uint64_t)npc);
+    return map_stage_push(p, pl->op, args, NULL, NULL, &out, npc, h, err);
+}
+
+static const tfc_field map_fields[] = {
+    {"op", TFC_F_STRING, 0, NULL, TFC_UNBOUNDED, NULL, "the map op (see the op list)"},
+    {"num_parallel_calls", TFC_F_INT, 0, "1", 1, 256, NULL, "elements mapped in parallel"},
+    {NULL},
+};
+
+const stage_def tfc_stage_map = {
+    .name = "map",
+    .help = "applies a named op to every element",
+    .fields = map_fields,
+    .runs_op = 1,
+    .plan = map_plan,
+    .push = map_push_planned,
+};

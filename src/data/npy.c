@@ -185,7 +185,7 @@ tfc_status tfc_npy_parse(const void *buf, size_t len, const char *name, tfc_tens
     if (!parse_descr(descr, &dt, &swap, &why))
         return tfc_error_set(err, TFC_ERR_DATA, "%s: dtype '%s': %s", name, descr, why);
     size_t data_off = off + hl;
-    int64_t bytes = tensor_bytes_checked(dt, &shape, (int64_t)(len - data_off));
+    int64_t bytes = tfc_data_bytes_checked(dt, &shape, (int64_t)(len - data_off));
     if (bytes < 0) {
         char sh[128];
         return tfc_error_set(err, TFC_ERR_DATA, "%s: truncated: shape %s of %s needs more than "
@@ -270,7 +270,7 @@ tfc_status tfc_npy_write(const char *path, const tfc_tensor *t, tfc_error *err)
     hdr[8] = (char)(hl & 0xff);
     hdr[9] = (char)(hl >> 8);
     const void *chunks[2] = {hdr, t->data};
-    size_t sizes[2] = {padded, comp_bytes(t)};
+    size_t sizes[2] = {padded, tfc_data_tensor_bytes(t)};
     FILE *f = fopen(path, "wb");
     if (!f) return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %m", path);
     int ok = 1;
@@ -281,7 +281,10 @@ tfc_status tfc_npy_write(const char *path, const tfc_tensor *t, tfc_error *err)
     return TFC_OK;
 }
 
-tfc_status source_npy(source **out, const npy_args *a, tfc_error *err)
+/* ---- the source ------------------------------------------------------------------------ */
+
+
+static tfc_status load_npy(source **out, const file_pair_args *a, tfc_error *err)
 {
     *out = NULL;
     tfc_tensor f, l = {0};
@@ -291,6 +294,41 @@ tfc_status source_npy(source **out, const npy_args *a, tfc_error *err)
         free(f.data);
         return st;
     }
-    return source_array(out, "npy", &f, a->labels ? &l : NULL, NULL, a->features, a->labels,
-                        a->num_classes, a->on_error, err);
+    return tfc_source_array(out, "npy", &f, a->labels ? &l : NULL, NULL, a->features,
+                            a->labels, a->num_classes, a->on_error, err);
+}
+
+static const tfc_field npy_fields[] = {
+    SOURCE_TYPE_FIELD(file_pair_args),
+    {"features", TFC_F_STRING, offsetof(file_pair_args, features), NULL, TFC_UNBOUNDED, NULL,
+     ".npy array (N, ...) sliced along axis 0"},
+    {"labels", TFC_F_STRING, offsetof(file_pair_args, labels), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, ".npy array (N, ...) of labels"},
+    SOURCE_NUM_CLASSES_FIELD(file_pair_args),
+    SOURCE_ON_ERROR_FIELD(file_pair_args),
+    {NULL},
+};
+
+static tfc_status npy_open(const void *args, const tfc_data_options *opt, const char *key,
+                           source **out, tfc_error *err)
+{
+    return tfc_source_open_pair(args, opt, load_npy, out, err);
+}
+
+const source_def tfc_source_npy = {
+    .name = "npy",
+    .help = "NumPy .npy arrays",
+    .fields = npy_fields,
+    .args_size = sizeof(file_pair_args),
+    .open = npy_open,
+};
+
+tfc_pipeline *tfc_pipeline_from_npy(const char *features, const char *labels,
+                                    const tfc_data_options *opt, tfc_error *err)
+{
+    file_pair_args a = {.type = "npy", .features = features, .labels = labels,
+                        .num_classes = opt ? opt->num_classes : 0};
+    source *src;
+    if (load_npy(&src, &a, err)) return NULL;
+    return tfc_pipeline_new(src, opt, err);
 }

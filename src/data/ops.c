@@ -1,7 +1,8 @@
-/* The map-op registry and the ops on values and sequences: scale, normalize, cast, reshape,
- * one_hot, pad, truncate and window (language-model input/target pairs). Each op declares
- * its arguments as a schema table, checks them against the input element spec when the
- * pipeline is built (config errors point at the YAML), and transforms elements in place. */
+/* The map ops on values and sequences: scale, normalize, cast, reshape, one_hot, pad,
+ * truncate and window (language-model input/target pairs). Each op declares its arguments
+ * as a schema table, checks their combinations before any data is read and them against the
+ * input element spec when the pipeline is built (config errors point at the YAML), and
+ * transforms elements in place. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -11,60 +12,31 @@
 #include "core/vector.h"
 #include "data/internal.h"
 
-static const op_def *const registry[] = {
-    &op_scale,       &op_normalize,   &op_cast,         &op_reshape,     &op_one_hot,
-    &op_pad,         &op_truncate,    &op_window,       &op_tokenize,    &op_random_flip,
-    &op_random_crop, &op_resize,      &op_decode_png,   &op_decode_jpeg, &op_decode_image,
-    NULL,
-};
-
-const op_def *const *op_registry(void)
-{
-    return registry;
-}
-
-const op_def *op_find(const char *name)
-{
-    for (int i = 0; registry[i]; i++)
-        if (!strcmp(registry[i]->name, name)) return registry[i];
-    return NULL;
-}
-
-const char *const *tfc_data_op_names(void)
-{
-    static const char *names[sizeof registry / sizeof *registry];
-    if (!names[0])
-        for (int i = 0; registry[i]; i++) names[i] = registry[i]->name;
-    return names;
-}
-
-tfc_status op_error(const op_build *b, const char *fmt, ...)
+tfc_status tfc_op_error(const op_build *b, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (b->at) return tfc_node_error(b->err, TFC_ERR_CONFIG, b->at, b->key, "%s", msg);
-    return tfc_error_set(b->err, TFC_ERR_CONFIG, "%s: %s", b->key, msg);
+    return tfc_node_error(b->err, TFC_ERR_CONFIG, b->at, b->key, "%s", msg);
 }
 
-static const char *const comp_choices[] = {"features", "labels", NULL};
-static const char *const dtype_choices[] = {
-    "float32", "float64", "float16", "bfloat16", "int8",   "uint8", "int16",
-    "uint16",  "int32",   "uint32",  "int64",    "uint64", "bool",  NULL,
-};
+/* `component:`, by TFC_COMP_* (lengths are padded_batch's, not an op's). */
+static const char *const comp_choices[] = {
+    [TFC_COMP_FEATURES] = "features", [TFC_COMP_LABELS] = "labels", NULL};
 
 /* The component an op works on must be present (and of a known rank where it matters). */
 static tfc_status need(const op_build *b, const tfc_element_spec *in, int comp, int min_rank)
 {
     const tfc_component_spec *c = &in->comp[comp];
     if (!c->present)
-        return op_error(b, "the elements have no %s to work on", tfc_data_component_name(comp));
+        return tfc_op_error(b, "the elements have no %s to work on",
+                            tfc_data_component_name(comp));
     if (c->shape.ndim >= 0 && c->shape.ndim < min_rank) {
         char sh[160];
-        return op_error(b, "needs %s of rank >= %d, found %s", tfc_data_component_name(comp),
-                        min_rank, tfc_data_spec_str(c, sh, sizeof sh));
+        return tfc_op_error(b, "needs %s of rank >= %d, found %s", tfc_data_component_name(comp),
+                            min_rank, tfc_data_spec_str(c, sh, sizeof sh));
     }
     return TFC_OK;
 }
@@ -76,7 +48,7 @@ static void *retype(tfc_element *e, int c, tfc_dtype dt)
     tfc_tensor old = e->comp[c];
     if (old.dtype == dt) return old.data;
     e->comp[c].data = NULL;
-    void *d = elem_alloc_uninit(e, c, dt, &old.shape);
+    void *d = tfc_elem_alloc_uninit(e, c, dt, &old.shape);
     if (d) tfc_values_convert(d, dt, old.data, old.dtype, tfc_shape_numel(&old.shape));
     free(old.data);
     return d;
@@ -135,9 +107,14 @@ static tfc_status scale_apply(const void *args, tfc_element *e, const tfc_map_ct
     return TFC_OK;
 }
 
-const op_def op_scale = {"scale", scale_fields, sizeof(scale_args),
-                         "multiplies by factor and adds offset; the result is float32",
-                         scale_init, scale_apply, NULL};
+const op_def tfc_op_scale = {
+    .name = "scale",
+    .fields = scale_fields,
+    .args_size = sizeof(scale_args),
+    .help = "multiplies by factor and adds offset; the result is float32",
+    .init = scale_init,
+    .apply = scale_apply,
+};
 
 /* ---- normalize: y = (x - mean[c]) / std[c] over the last axis, as float32 ------------------ */
 
@@ -155,24 +132,30 @@ static const tfc_field norm_fields[] = {
     {NULL},
 };
 
+static tfc_status norm_check(void *args, const op_build *b)
+{
+    const norm_args *a = args;
+    if (a->mean.n != a->std.n && a->mean.n != 1 && a->std.n != 1)
+        return tfc_op_error(b, "mean has %d values but std has %d", a->mean.n, a->std.n);
+    for (int i = 0; i < a->std.n; i++)
+        if (a->std.v[i] == 0 || !isfinite(a->std.v[i]))
+            return tfc_op_error(b, "std[%d] is %g; it must be a non-zero number", i, a->std.v[i]);
+    return TFC_OK;
+}
+
 static tfc_status norm_init(void *args, const op_build *b, const tfc_element_spec *in,
                             tfc_element_spec *out, tfc_error *err)
 {
     norm_args *a = args;
     tfc_status st = need(b, in, TFC_COMP_FEATURES, 0);
     if (st) return st;
-    if (a->mean.n != a->std.n && a->mean.n != 1 && a->std.n != 1)
-        return op_error(b, "mean has %d values but std has %d", a->mean.n, a->std.n);
-    for (int i = 0; i < a->std.n; i++)
-        if (a->std.v[i] == 0 || !isfinite(a->std.v[i]))
-            return op_error(b, "std[%d] is %g; it must be a non-zero number", i, a->std.v[i]);
     int per = a->mean.n > a->std.n ? a->mean.n : a->std.n;
     const tfc_shape *s = &in->comp[TFC_COMP_FEATURES].shape;
     if (per > 1 && s->ndim >= 0) {
         int64_t last = s->ndim ? s->dim[s->ndim - 1] : 1;
         if (last >= 0 && last != per)
-            return op_error(b, "%d per-channel values but the features have %lld channels "
-                            "(last axis)", per, (long long)last);
+            return tfc_op_error(b, "%d per-channel values but the features have %lld "
+                                "channels (last axis)", per, (long long)last);
     }
     out->comp[TFC_COMP_FEATURES].dtype = TFC_F32;
     return TFC_OK;
@@ -292,7 +275,7 @@ static tfc_status norm_apply(const void *args, tfc_element *e, const tfc_map_ctx
         }
         tfc_tensor old = *t;
         t->data = NULL;
-        float *y = elem_alloc_uninit(e, TFC_COMP_FEATURES, TFC_F32, &old.shape);
+        float *y = tfc_elem_alloc_uninit(e, TFC_COMP_FEATURES, TFC_F32, &old.shape);
         if (y) normalize_u8(y, old.data, n, len, mp, ip, per, m, inv);
         free(old.data);
         return y ? TFC_OK : oom(err);
@@ -308,9 +291,15 @@ static tfc_status norm_apply(const void *args, tfc_element *e, const tfc_map_ctx
     return TFC_OK;
 }
 
-const op_def op_normalize = {"normalize", norm_fields, sizeof(norm_args),
-                             "(x - mean) / std per channel; the result is float32", norm_init,
-                             norm_apply, NULL};
+const op_def tfc_op_normalize = {
+    .name = "normalize",
+    .fields = norm_fields,
+    .args_size = sizeof(norm_args),
+    .help = "(x - mean) / std per channel; the result is float32",
+    .check = norm_check,
+    .init = norm_init,
+    .apply = norm_apply,
+};
 
 /* ---- cast ------------------------------------------------------------------------------- */
 
@@ -322,7 +311,7 @@ typedef struct cast_args {
 
 static const tfc_field cast_fields[] = {
     MAP_COMMON_FIELDS(cast_args),
-    {"dtype", TFC_F_ENUM, offsetof(cast_args, dtype), NULL, TFC_UNBOUNDED, dtype_choices,
+    {"dtype", TFC_F_ENUM, offsetof(cast_args, dtype), NULL, TFC_UNBOUNDED, tfc_data_dtype_names,
      "the new dtype (float to int truncates toward zero and saturates)"},
     {"component", TFC_F_ENUM, offsetof(cast_args, component), "features", TFC_UNBOUNDED,
      comp_choices, "which component to cast"},
@@ -345,8 +334,14 @@ static tfc_status cast_apply(const void *args, tfc_element *e, const tfc_map_ctx
     return retype(e, a->component, (tfc_dtype)a->dtype) ? TFC_OK : oom(err);
 }
 
-const op_def op_cast = {"cast", cast_fields, sizeof(cast_args), "converts to another dtype",
-                        cast_init, cast_apply, NULL};
+const op_def tfc_op_cast = {
+    .name = "cast",
+    .fields = cast_fields,
+    .args_size = sizeof(cast_args),
+    .help = "converts to another dtype",
+    .init = cast_init,
+    .apply = cast_apply,
+};
 
 /* ---- reshape -------------------------------------------------------------------------------- */
 
@@ -384,24 +379,30 @@ static int infer_shape(const tfc_int_list *want, int64_t numel, tfc_shape *out)
     return known == numel;
 }
 
+static tfc_status reshape_check(void *args, const op_build *b)
+{
+    const reshape_args *a = args;
+    int nfree = 0;
+    for (int i = 0; i < a->shape.n; i++) nfree += a->shape.v[i] < 0;
+    if (nfree > 1) return tfc_op_error(b, "at most one dimension of shape may be -1");
+    if (a->shape.n > TFC_MAX_DIMS) return tfc_op_error(b, "at most %d dimensions", TFC_MAX_DIMS);
+    return TFC_OK;
+}
+
 static tfc_status reshape_init(void *args, const op_build *b, const tfc_element_spec *in,
                                tfc_element_spec *out, tfc_error *err)
 {
     reshape_args *a = args;
     tfc_status st = need(b, in, a->component, 0);
     if (st) return st;
-    int nfree = 0;
-    for (int i = 0; i < a->shape.n; i++) nfree += a->shape.v[i] < 0;
-    if (nfree > 1) return op_error(b, "at most one dimension of shape may be -1");
-    if (a->shape.n > TFC_MAX_DIMS) return op_error(b, "at most %d dimensions", TFC_MAX_DIMS);
     const tfc_component_spec *c = &in->comp[a->component];
     int64_t numel = c->shape.ndim >= 0 ? tfc_shape_numel(&c->shape) : -1;
     tfc_shape s;
     if (numel >= 0) {
         if (!infer_shape(&a->shape, numel, &s)) {
             char sh[160];
-            return op_error(b, "cannot reshape %s into the given shape (%lld values)",
-                            tfc_data_spec_str(c, sh, sizeof sh), (long long)numel);
+            return tfc_op_error(b, "cannot reshape %s into the given shape (%lld values)",
+                                tfc_data_spec_str(c, sh, sizeof sh), (long long)numel);
         }
     } else {
         s.ndim = a->shape.n;
@@ -426,9 +427,15 @@ static tfc_status reshape_apply(const void *args, tfc_element *e, const tfc_map_
     return TFC_OK;
 }
 
-const op_def op_reshape = {"reshape", reshape_fields, sizeof(reshape_args),
-                           "gives each element a new shape with the same number of values",
-                           reshape_init, reshape_apply, NULL};
+const op_def tfc_op_reshape = {
+    .name = "reshape",
+    .fields = reshape_fields,
+    .args_size = sizeof(reshape_args),
+    .help = "gives each element a new shape with the same number of values",
+    .check = reshape_check,
+    .init = reshape_init,
+    .apply = reshape_apply,
+};
 
 /* ---- one_hot ------------------------------------------------------------------------------- */
 
@@ -455,8 +462,9 @@ static tfc_status one_hot_init(void *args, const op_build *b, const tfc_element_
     if (st) return st;
     tfc_component_spec *c = &out->comp[a->component];
     if (!tfc_dtype_is_int(c->dtype))
-        return op_error(b, "needs integer class indices, found %s", tfc_data_dtype_name(c->dtype));
-    if (c->shape.ndim >= TFC_MAX_DIMS) return op_error(b, "rank too large");
+        return tfc_op_error(b, "needs integer class indices, found %s",
+                            tfc_data_dtype_name(c->dtype));
+    if (c->shape.ndim >= TFC_MAX_DIMS) return tfc_op_error(b, "rank too large");
     c->dtype = TFC_F32;
     if (c->shape.ndim >= 0) c->shape.dim[c->shape.ndim++] = a->depth;
     return TFC_OK;
@@ -489,22 +497,31 @@ static tfc_status one_hot_apply(const void *args, tfc_element *e, const tfc_map_
     return TFC_OK;
 }
 
-const op_def op_one_hot = {"one_hot", one_hot_fields, sizeof(one_hot_args),
-                           "class indices to float32 one-hot vectors (default on labels)",
-                           one_hot_init, one_hot_apply, NULL};
+const op_def tfc_op_one_hot = {
+    .name = "one_hot",
+    .fields = one_hot_fields,
+    .args_size = sizeof(one_hot_args),
+    .help = "class indices to float32 one-hot vectors (default on labels)",
+    .init = one_hot_init,
+    .apply = one_hot_apply,
+};
 
 /* ---- pad and truncate along axis 0 -------------------------------------------------------- */
+
+/* `side:` of pad and truncate: where padding goes, or what is cut. */
+enum { SIDE_END = 0, SIDE_START, SIDE_COUNT };
 
 typedef struct pad_args {
     map_common common;
     int length;
     double value;
-    int side; /* 0 end, 1 start */
+    int side; /* SIDE_* */
     int truncate;
     int component;
 } pad_args;
 
-static const char *const side_choices[] = {"end", "start", NULL};
+static const char *const side_choices[] = {
+    [SIDE_END] = "end", [SIDE_START] = "start", [SIDE_COUNT] = NULL};
 
 static const tfc_field pad_fields[] = {
     MAP_COMMON_FIELDS(pad_args),
@@ -524,7 +541,7 @@ static const tfc_field pad_fields[] = {
 typedef struct truncate_args {
     map_common common;
     int length;
-    int side;
+    int side; /* SIDE_* */
     int component;
 } truncate_args;
 
@@ -539,8 +556,8 @@ static const tfc_field truncate_fields[] = {
     {NULL},
 };
 
-/* Resizes axis 0 of component c to `len` rows, keeping rows from the start (side 0) or the
- * end (side 1) and filling new rows with `value`. */
+/* Resizes axis 0 of component c to `len` rows, keeping rows from the start (SIDE_END: the
+ * end is padded or cut) or the end (SIDE_START) and filling new rows with `value`. */
 static tfc_status resize_axis0(tfc_element *e, int c, int64_t len, int side, double value,
                                tfc_error *err)
 {
@@ -561,7 +578,8 @@ static tfc_status resize_axis0(tfc_element *e, int c, int64_t len, int side, dou
     if (value != 0)
         for (int64_t i = 0; i < len * row; i++) tfc_value_set(d, old.dtype, i, value);
     /* side end: data at the start; side start: data at the end. */
-    int64_t src0 = side ? old.shape.dim[0] - keep : 0, dst0 = side ? len - keep : 0;
+    int from_end = side == SIDE_START;
+    int64_t src0 = from_end ? old.shape.dim[0] - keep : 0, dst0 = from_end ? len - keep : 0;
     memcpy(d + (size_t)(dst0 * row) * es, (char *)old.data + (size_t)(src0 * row) * es,
            (size_t)(keep * row) * es);
     free(old.data);
@@ -592,9 +610,14 @@ static tfc_status pad_apply(const void *args, tfc_element *e, const tfc_map_ctx 
     return resize_axis0(e, a->component, a->length, a->side, a->value, err);
 }
 
-const op_def op_pad = {"pad", pad_fields, sizeof(pad_args),
-                       "pads axis 0 to `length` (and cuts longer ones unless truncate: false)",
-                       pad_init, pad_apply, NULL};
+const op_def tfc_op_pad = {
+    .name = "pad",
+    .fields = pad_fields,
+    .args_size = sizeof(pad_args),
+    .help = "pads axis 0 to `length` (and cuts longer ones unless truncate: false)",
+    .init = pad_init,
+    .apply = pad_apply,
+};
 
 static tfc_status truncate_init(void *args, const op_build *b, const tfc_element_spec *in,
                                 tfc_element_spec *out, tfc_error *err)
@@ -618,9 +641,14 @@ static tfc_status truncate_apply(const void *args, tfc_element *e, const tfc_map
     return resize_axis0(e, a->component, a->length, a->side, 0, err);
 }
 
-const op_def op_truncate = {"truncate", truncate_fields, sizeof(truncate_args),
-                            "cuts axis 0 to at most `length`", truncate_init, truncate_apply,
-                            NULL};
+const op_def tfc_op_truncate = {
+    .name = "truncate",
+    .fields = truncate_fields,
+    .args_size = sizeof(truncate_args),
+    .help = "cuts axis 0 to at most `length`",
+    .init = truncate_init,
+    .apply = truncate_apply,
+};
 
 /* ---- window: a token sequence to language-model input and target ---------------------------
  * From x of length L take w = x[o : o + size + 1] (zero-padded past the end);
@@ -649,8 +677,8 @@ static tfc_status window_init(void *args, const op_build *b, const tfc_element_s
     tfc_status st = need(b, in, TFC_COMP_FEATURES, 1);
     if (st) return st;
     const tfc_component_spec *f = &in->comp[TFC_COMP_FEATURES];
-    if (f->shape.ndim > 1) return op_error(b, "needs a 1-D token sequence, found rank %d",
-                                           f->shape.ndim);
+    if (f->shape.ndim > 1) return tfc_op_error(b, "needs a 1-D token sequence, found rank %d",
+                                               f->shape.ndim);
     tfc_component_spec c = {1, f->dtype, {.ndim = 1, .dim = {a->size}}};
     out->comp[TFC_COMP_FEATURES] = c;
     out->comp[TFC_COMP_LABELS] = c;
@@ -684,6 +712,11 @@ static tfc_status window_apply(const void *args, tfc_element *e, const tfc_map_c
     return TFC_OK;
 }
 
-const op_def op_window = {"window", window_fields, sizeof(window_args),
-                          "token sequence to (input, next-token target) windows of `size`",
-                          window_init, window_apply, NULL};
+const op_def tfc_op_window = {
+    .name = "window",
+    .fields = window_fields,
+    .args_size = sizeof(window_args),
+    .help = "token sequence to (input, next-token target) windows of `size`",
+    .init = window_init,
+    .apply = window_apply,
+};

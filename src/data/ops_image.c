@@ -13,14 +13,14 @@
 static tfc_status need_image(const op_build *b, const tfc_element_spec *in)
 {
     const tfc_component_spec *c = &in->comp[TFC_COMP_FEATURES];
-    if (!c->present) return op_error(b, "the elements have no features");
+    if (!c->present) return tfc_op_error(b, "the elements have no features");
     if (c->shape.ndim >= 0 && c->shape.ndim != 3) {
         char sh[160];
-        return op_error(b, "needs images of shape (height, width, channels), found %s%s",
-                        tfc_data_spec_str(c, sh, sizeof sh),
-                        c->dtype == TFC_U8 && c->shape.ndim == 1
-                            ? "; hint: these look like encoded bytes: decode them first"
-                            : "");
+        return tfc_op_error(b, "needs images of shape (height, width, channels), found %s%s",
+                            tfc_data_spec_str(c, sh, sizeof sh),
+                            c->dtype == TFC_U8 && c->shape.ndim == 1
+                                ? "; hint: these look like encoded bytes: decode them first"
+                                : "");
     }
     return TFC_OK;
 }
@@ -35,12 +35,15 @@ static tfc_status check_rank3(const tfc_tensor *t, const char *op, tfc_error *er
 
 /* ---- decode ------------------------------------------------------------------------------- */
 
+/* Which formats a decode op takes. */
+enum { DECODE_ANY = 0, DECODE_PNG, DECODE_JPEG };
+
 typedef struct decode_args {
     map_common common;
     int channels;
     int max_side;
     double max_pixels;
-    int kind; /* 0 any, 1 png, 2 jpeg (set by init from the op) */
+    int kind; /* DECODE_* (set by init from the op) */
     tfc_image_pool *pool; /* made by init, freed by fini */
 } decode_args;
 
@@ -61,37 +64,37 @@ static tfc_status decode_init_kind(void *args, const op_build *b, const tfc_elem
     decode_args *a = args;
     a->kind = kind;
     const tfc_component_spec *c = &in->comp[TFC_COMP_FEATURES];
-    if (!c->present) return op_error(b, "the elements have no features");
+    if (!c->present) return tfc_op_error(b, "the elements have no features");
     if (c->dtype != TFC_U8 || (c->shape.ndim >= 0 && c->shape.ndim != 1)) {
         char sh[160];
-        return op_error(b, "needs encoded bytes (uint8 of rank 1), found %s%s",
-                        tfc_data_spec_str(c, sh, sizeof sh),
-                        c->shape.ndim == 3 ? "; hint: the images are decoded already "
-                                             "(images source with decode: true)" : "");
+        return tfc_op_error(b, "needs encoded bytes (uint8 of rank 1), found %s%s",
+                            tfc_data_spec_str(c, sh, sizeof sh),
+                            c->shape.ndim == 3 ? "; hint: the images are decoded already "
+                                                 "(images source with decode: true)" : "");
     }
     int64_t ch = a->channels ? a->channels : -1;
     tfc_component_spec pixels = {1, TFC_U8, {.ndim = 3, .dim = {-1, -1, ch}}};
     out->comp[TFC_COMP_FEATURES] = pixels;
-    if (!a->pool && !(a->pool = tfc_image_pool_new())) return op_error(b, "out of memory");
+    if (!a->pool && !(a->pool = tfc_image_pool_new())) return tfc_op_error(b, "out of memory");
     return TFC_OK;
 }
 
 static tfc_status decode_any_init(void *args, const op_build *b, const tfc_element_spec *in,
                                   tfc_element_spec *out, tfc_error *err)
 {
-    return decode_init_kind(args, b, in, out, 0);
+    return decode_init_kind(args, b, in, out, DECODE_ANY);
 }
 
 static tfc_status decode_png_init(void *args, const op_build *b, const tfc_element_spec *in,
                                   tfc_element_spec *out, tfc_error *err)
 {
-    return decode_init_kind(args, b, in, out, 1);
+    return decode_init_kind(args, b, in, out, DECODE_PNG);
 }
 
 static tfc_status decode_jpeg_init(void *args, const op_build *b, const tfc_element_spec *in,
                                    tfc_element_spec *out, tfc_error *err)
 {
-    return decode_init_kind(args, b, in, out, 2);
+    return decode_init_kind(args, b, in, out, DECODE_JPEG);
 }
 
 static tfc_status decode_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
@@ -99,13 +102,14 @@ static tfc_status decode_apply(const void *args, tfc_element *e, const tfc_map_c
 {
     const decode_args *a = args;
     tfc_tensor *t = &e->comp[TFC_COMP_FEATURES];
-    size_t len = comp_bytes(t);
-    static const char *const names[] = {"decode_image", "decode_png", "decode_jpeg"};
+    size_t len = tfc_data_tensor_bytes(t);
+    static const char *const names[] = {
+        [DECODE_ANY] = "decode_image", [DECODE_PNG] = "decode_png", [DECODE_JPEG] = "decode_jpeg"};
     if (t->dtype != TFC_U8 || t->shape.ndim != 1)
         return tfc_error_set(err, TFC_ERR_DATA, "%s: needs encoded bytes", names[a->kind]);
-    if (a->kind == 1 && !image_is_png(t->data, len))
+    if (a->kind == DECODE_PNG && !tfc_image_is_png(t->data, len))
         return tfc_error_set(err, TFC_ERR_DATA, "decode_png: not a PNG image");
-    if (a->kind == 2 && !image_is_jpeg(t->data, len))
+    if (a->kind == DECODE_JPEG && !tfc_image_is_jpeg(t->data, len))
         return tfc_error_set(err, TFC_ERR_DATA, "decode_jpeg: not a JPEG image");
     tfc_image_limits lim = {a->max_side, (int64_t)a->max_pixels};
     tfc_tensor img;
@@ -122,26 +126,48 @@ static void decode_fini(void *args)
     tfc_image_pool_free(((decode_args *)args)->pool);
 }
 
-const op_def op_decode_image = {"decode_image", decode_fields, sizeof(decode_args),
-                                "PNG or JPEG bytes to uint8 (H, W, C) pixels", decode_any_init,
-                                decode_apply, decode_fini};
-const op_def op_decode_png = {"decode_png", decode_fields, sizeof(decode_args),
-                              "PNG bytes (8/16-bit, grey/RGB/RGBA/palette) to uint8 pixels",
-                              decode_png_init, decode_apply, decode_fini};
-const op_def op_decode_jpeg = {"decode_jpeg", decode_fields, sizeof(decode_args),
-                               "JPEG bytes to uint8 pixels", decode_jpeg_init, decode_apply,
-                               decode_fini};
+const op_def tfc_op_decode_image = {
+    .name = "decode_image",
+    .fields = decode_fields,
+    .args_size = sizeof(decode_args),
+    .help = "PNG or JPEG bytes to uint8 (H, W, C) pixels",
+    .init = decode_any_init,
+    .apply = decode_apply,
+    .fini = decode_fini,
+};
+const op_def tfc_op_decode_png = {
+    .name = "decode_png",
+    .fields = decode_fields,
+    .args_size = sizeof(decode_args),
+    .help = "PNG bytes (8/16-bit, grey/RGB/RGBA/palette) to uint8 pixels",
+    .init = decode_png_init,
+    .apply = decode_apply,
+    .fini = decode_fini,
+};
+const op_def tfc_op_decode_jpeg = {
+    .name = "decode_jpeg",
+    .fields = decode_fields,
+    .args_size = sizeof(decode_args),
+    .help = "JPEG bytes to uint8 pixels",
+    .init = decode_jpeg_init,
+    .apply = decode_apply,
+    .fini = decode_fini,
+};
 
 /* ---- random_flip ---------------------------------------------------------------------------- */
 
+enum { FLIP_HORIZONTAL = 0, FLIP_VERTICAL, FLIP_BOTH, FLIP_COUNT };
+
 typedef struct flip_args {
     map_common common;
-    int mode; /* 0 horizontal, 1 vertical, 2 both */
+    int mode; /* FLIP_* */
     double probability;
 } flip_args;
 
-static const char *const flip_modes[] = {"horizontal", "vertical", "horizontal_and_vertical",
-                                         NULL};
+static const char *const flip_modes[] = {[FLIP_HORIZONTAL] = "horizontal",
+                                         [FLIP_VERTICAL] = "vertical",
+                                         [FLIP_BOTH] = "horizontal_and_vertical",
+                                         [FLIP_COUNT] = NULL};
 
 static const tfc_field flip_fields[] = {
     MAP_COMMON_FIELDS(flip_args),
@@ -257,8 +283,8 @@ static tfc_status flip_apply(const void *args, tfc_element *e, const tfc_map_ctx
     int64_t h = t->shape.dim[0], w = t->shape.dim[1];
     size_t px = (size_t)t->shape.dim[2] * tfc_dtype_size(t->dtype), row = (size_t)w * px;
     char *d = t->data;
-    int hflip = a->mode != 1 && tfc_rng_uniform(ctx->key, 1, 0) < a->probability;
-    int vflip = a->mode != 0 && tfc_rng_uniform(ctx->key, 1, 1) < a->probability;
+    int hflip = a->mode != FLIP_VERTICAL && tfc_rng_uniform(ctx->key, 1, 0) < a->probability;
+    int vflip = a->mode != FLIP_HORIZONTAL && tfc_rng_uniform(ctx->key, 1, 1) < a->probability;
     if (hflip && w > 1)
         for (int64_t y = 0; y < h; y++) reverse_row(d + (size_t)y * row, w, px);
     if (vflip)
@@ -267,9 +293,14 @@ static tfc_status flip_apply(const void *args, tfc_element *e, const tfc_map_ctx
     return TFC_OK;
 }
 
-const op_def op_random_flip = {"random_flip", flip_fields, sizeof(flip_args),
-                               "flips images left-right and/or up-down at random", flip_init,
-                               flip_apply, NULL};
+const op_def tfc_op_random_flip = {
+    .name = "random_flip",
+    .fields = flip_fields,
+    .args_size = sizeof(flip_args),
+    .help = "flips images left-right and/or up-down at random",
+    .init = flip_init,
+    .apply = flip_apply,
+};
 
 /* ---- random_crop ---------------------------------------------------------------------------- */
 
@@ -298,9 +329,9 @@ static tfc_status crop_init(void *args, const op_build *b, const tfc_element_spe
     if (s->ndim == 3) {
         for (int k = 0; k < 2; k++)
             if (s->dim[k] >= 0 && s->dim[k] + 2 * a->padding < a->size[k])
-                return op_error(b, "a crop of %d x %d does not fit in images of %lld x %lld "
-                                "with padding %d", a->size[0], a->size[1], (long long)s->dim[0],
-                                (long long)s->dim[1], a->padding);
+                return tfc_op_error(b, "a crop of %d x %d does not fit in images of %lld x %lld "
+                                    "with padding %d", a->size[0], a->size[1], (long long)s->dim[0],
+                                    (long long)s->dim[1], a->padding);
         s->dim[0] = a->size[0];
         s->dim[1] = a->size[1];
     } else {
@@ -328,7 +359,7 @@ static tfc_status crop_apply(const void *args, tfc_element *e, const tfc_map_ctx
     int64_t ox = (int64_t)tfc_rng_below(ctx->key, 2, 1, (uint64_t)(W + 2 * p - w + 1));
     tfc_shape s = {.ndim = 3, .dim = {h, w, C}};
     e->comp[TFC_COMP_FEATURES].data = NULL;
-    char *d = elem_alloc_uninit(e, TFC_COMP_FEATURES, old.dtype, &s);
+    char *d = tfc_elem_alloc_uninit(e, TFC_COMP_FEATURES, old.dtype, &s);
     if (!d) {
         free(old.data);
         return tfc_error_set(err, TFC_ERR_NOMEM, "random_crop: out of memory");
@@ -354,19 +385,27 @@ static tfc_status crop_apply(const void *args, tfc_element *e, const tfc_map_ctx
     return TFC_OK;
 }
 
-const op_def op_random_crop = {"random_crop", crop_fields, sizeof(crop_args),
-                               "a random [height, width] window, after zero padding",
-                               crop_init, crop_apply, NULL};
+const op_def tfc_op_random_crop = {
+    .name = "random_crop",
+    .fields = crop_fields,
+    .args_size = sizeof(crop_args),
+    .help = "a random [height, width] window, after zero padding",
+    .init = crop_init,
+    .apply = crop_apply,
+};
 
 /* ---- resize -------------------------------------------------------------------------------- */
+
+enum { RESIZE_BILINEAR = 0, RESIZE_NEAREST, RESIZE_COUNT };
 
 typedef struct resize_args {
     map_common common;
     int size[2];
-    int method; /* 0 bilinear, 1 nearest */
+    int method; /* RESIZE_* */
 } resize_args;
 
-static const char *const resize_methods[] = {"bilinear", "nearest", NULL};
+static const char *const resize_methods[] = {
+    [RESIZE_BILINEAR] = "bilinear", [RESIZE_NEAREST] = "nearest", [RESIZE_COUNT] = NULL};
 
 static const tfc_field resize_fields[] = {
     MAP_COMMON_FIELDS(resize_args),
@@ -386,7 +425,7 @@ static tfc_status resize_init(void *args, const op_build *b, const tfc_element_s
     tfc_component_spec *c = &out->comp[TFC_COMP_FEATURES];
     int64_t ch = c->shape.ndim == 3 ? c->shape.dim[2] : -1;
     c->shape = (tfc_shape){.ndim = 3, .dim = {a->size[0], a->size[1], ch}};
-    if (a->method == 0) c->dtype = TFC_F32;
+    if (a->method == RESIZE_BILINEAR) c->dtype = TFC_F32;
     return TFC_OK;
 }
 
@@ -403,7 +442,7 @@ static tfc_status resize_apply(const void *args, tfc_element *e, const tfc_map_c
     if (H < 1 || W < 1) return tfc_error_set(err, TFC_ERR_DATA, "resize: empty image");
     tfc_shape s = {.ndim = 3, .dim = {h, w, C}};
     e->comp[TFC_COMP_FEATURES].data = NULL;
-    if (a->method == 1) {
+    if (a->method == RESIZE_NEAREST) {
         size_t px = (size_t)C * tfc_dtype_size(old.dtype);
         char *d = tfc_element_alloc(e, TFC_COMP_FEATURES, old.dtype, &s);
         if (!d) goto nomem;
@@ -449,5 +488,11 @@ nomem:
     return tfc_error_set(err, TFC_ERR_NOMEM, "resize: out of memory");
 }
 
-const op_def op_resize = {"resize", resize_fields, sizeof(resize_args),
-                          "resizes images to [height, width]", resize_init, resize_apply, NULL};
+const op_def tfc_op_resize = {
+    .name = "resize",
+    .fields = resize_fields,
+    .args_size = sizeof(resize_args),
+    .help = "resizes images to [height, width]",
+    .init = resize_init,
+    .apply = resize_apply,
+};

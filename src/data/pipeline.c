@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checksum.h"
 #include "core/rng.h"
 #include "data/internal.h"
 
@@ -50,7 +51,7 @@ static tfc_status src_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
                              (long long)src->count);
     tfc_status st = src->ops->get(src, (int64_t)id.index, &out->e, err);
     if (st) {
-        elem_free(out);
+        tfc_elem_free(out);
         return st;
     }
     out->id = id;
@@ -63,7 +64,7 @@ static tfc_status src_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
 static tfc_status src_next(stage *s, elem *out, int *end, tfc_error *err)
 {
     source *src = s->p->src;
-    if (!src->skip_errors) return stage_next_lazy(s, out, end, err);
+    if (!src->skip_errors) return tfc_stage_next_lazy(s, out, end, err);
     tfc_error *local = malloc(sizeof *local);
     if (!local) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     for (;;) {
@@ -94,15 +95,15 @@ static void src_reset(stage *s)
 static tfc_status src_save(stage *s, wbuf *w, tfc_error *err)
 {
     src_stage *ss = (src_stage *)s;
-    wb_u64(w, ss->epoch);
-    wb_u64(w, (uint64_t)ss->pos);
+    tfc_wbuf_u64(w, ss->epoch);
+    tfc_wbuf_u64(w, (uint64_t)ss->pos);
     return TFC_OK;
 }
 
 static tfc_status src_restore(stage *s, rbuf *r, tfc_error *err)
 {
     src_stage *ss = (src_stage *)s;
-    uint64_t epoch = rb_u64(r), pos = rb_u64(r);
+    uint64_t epoch = tfc_rbuf_u64(r), pos = tfc_rbuf_u64(r);
     if (r->bad || pos > (uint64_t)s->p->src->count)
         return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad source position");
     ss->epoch = epoch;
@@ -126,7 +127,7 @@ static const stage_ops src_ops = {
     .free = src_free,
 };
 
-tfc_status stage_source_push(tfc_pipeline *p)
+static tfc_status source_stage_push(tfc_pipeline *p)
 {
     src_stage *ss = calloc(1, sizeof *ss);
     if (!ss) return TFC_ERR_NOMEM;
@@ -136,14 +137,15 @@ tfc_status stage_source_push(tfc_pipeline *p)
     if (!p->src->get_may_fail) p->src->skip_errors = 0; /* nothing can fail while reading */
     s->fetchable = 1;
     s->spec = p->src->spec;
-    s->config_hash = hash_mix(hash_str(0, p->src->ops->type), (uint64_t)p->src->count);
-    pipeline_push(p, s);
+    s->config_hash =
+        tfc_data_hash_mix(tfc_data_hash_str(0, p->src->ops->type), (uint64_t)p->src->count);
+    tfc_pipeline_push(p, s);
     return TFC_OK;
 }
 
 /* ---- the pipeline ------------------------------------------------------------------------ */
 
-tfc_status stage_next_lazy(stage *s, elem *out, int *end, tfc_error *err)
+tfc_status tfc_stage_next_lazy(stage *s, elem *out, int *end, tfc_error *err)
 {
     elem_id id;
     *end = 0;
@@ -152,7 +154,12 @@ tfc_status stage_next_lazy(stage *s, elem *out, int *end, tfc_error *err)
     return s->ops->fetch(s, id, out, err);
 }
 
-void pipeline_push(tfc_pipeline *p, stage *s)
+tfc_status tfc_stage_pass_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
+{
+    return s->up->ops->fetch(s->up, id, out, err);
+}
+
+void tfc_pipeline_push(tfc_pipeline *p, stage *s)
 {
     if (p->n == p->cap) {
         int cap = p->cap ? p->cap * 2 : 8;
@@ -162,22 +169,21 @@ void pipeline_push(tfc_pipeline *p, stage *s)
         p->cap = cap;
     }
     s->p = p;
-    s->index = p->n;
     s->up = p->n ? p->stages[p->n - 1] : NULL;
     s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)p->n);
     p->stages[p->n++] = s;
 }
 
-stage *pipeline_top(const tfc_pipeline *p)
+stage *tfc_pipeline_top(const tfc_pipeline *p)
 {
     return p->stages[p->n - 1];
 }
 
-tfc_pipeline *pipeline_new(source *src, const tfc_data_options *opt, tfc_error *err)
+tfc_pipeline *tfc_pipeline_new(source *src, const tfc_data_options *opt, tfc_error *err)
 {
     tfc_pipeline *p = calloc(1, sizeof *p);
     if (!p) {
-        source_free(src);
+        tfc_source_free(src);
         tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -189,7 +195,7 @@ tfc_pipeline *pipeline_new(source *src, const tfc_data_options *opt, tfc_error *
     p->opt.base_dir = p->base_dir;
     p->opt.run_dir = p->run_dir;
     p->src = src;
-    if (!p->key || stage_source_push(p) != TFC_OK) {
+    if (!p->key || source_stage_push(p) != TFC_OK) {
         tfc_pipeline_free(p);
         tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         return NULL;
@@ -197,7 +203,7 @@ tfc_pipeline *pipeline_new(source *src, const tfc_data_options *opt, tfc_error *
     return p;
 }
 
-void pipeline_describe(const tfc_pipeline *p, const elem *x, char *buf, size_t size)
+void tfc_pipeline_describe_elem(const tfc_pipeline *p, const elem *x, char *buf, size_t size)
 {
     if (x->has_id && x->id.index < (uint64_t)p->src->count)
         p->src->ops->describe(p->src, (int64_t)x->id.index, buf, size);
@@ -205,17 +211,17 @@ void pipeline_describe(const tfc_pipeline *p, const elem *x, char *buf, size_t s
         snprintf(buf, size, "an element of %s", p->key);
 }
 
-void save_elem_ref(wbuf *w, const elem *x, const stage *from)
+void tfc_stage_save_elem(wbuf *w, const elem *x, const stage *from)
 {
     int by_id = x->has_id && from->fetchable;
-    wb_u64(w, (uint64_t)by_id);
-    wb_elem(w, x, !by_id);
+    tfc_wbuf_u64(w, (uint64_t)by_id);
+    tfc_wbuf_elem(w, x, !by_id);
 }
 
-tfc_status restore_elem_ref(rbuf *r, stage *from, elem *x, tfc_error *err)
+tfc_status tfc_stage_restore_elem(rbuf *r, stage *from, elem *x, tfc_error *err)
 {
-    int by_id = rb_u64(r) != 0;
-    tfc_status st = rb_elem(r, x, !by_id, err);
+    int by_id = tfc_rbuf_u64(r) != 0;
+    tfc_status st = tfc_rbuf_elem(r, x, !by_id, err);
     if (st || !by_id) return st;
     if (!from->fetchable)
         return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: an element saved by id "
@@ -224,15 +230,20 @@ tfc_status restore_elem_ref(rbuf *r, stage *from, elem *x, tfc_error *err)
     return from->ops->fetch(from, id, x, err);
 }
 
+static void quiesce_all(tfc_pipeline *p)
+{
+    for (int i = p->n - 1; i >= 0; i--)
+        if (p->stages[i]->ops->quiesce) p->stages[i]->ops->quiesce(p->stages[i]);
+}
+
 void tfc_pipeline_free(tfc_pipeline *p)
 {
     if (!p) return;
-    for (int i = p->n - 1; i >= 0; i--)
-        if (p->stages[i]->ops->quiesce) p->stages[i]->ops->quiesce(p->stages[i]);
+    quiesce_all(p);
     for (int i = p->n - 1; i >= 0; i--) p->stages[i]->ops->free(p->stages[i]);
     free(p->stages);
-    elem_free(&p->cur);
-    source_free(p->src);
+    tfc_elem_free(&p->cur);
+    tfc_source_free(p->src);
     tfc_vocab_free(p->vocab);
     free(p->key);
     free(p->base_dir);
@@ -243,15 +254,15 @@ void tfc_pipeline_free(tfc_pipeline *p)
 tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err)
 {
     memset(out, 0, sizeof *out);
-    elem_free(&p->cur);
+    tfc_elem_free(&p->cur);
     if (p->failed)
         return tfc_error_set(err, TFC_ERR_INTERNAL, "%s: the pipeline failed earlier; reset or "
                              "restore it before reading on", p->key);
-    stage *top = pipeline_top(p);
+    stage *top = tfc_pipeline_top(p);
     int end = 0;
     tfc_status st = top->ops->next(top, &p->cur, &end, err);
     if (st) {
-        elem_free(&p->cur);
+        tfc_elem_free(&p->cur);
         p->failed = 1;
         return st;
     }
@@ -267,21 +278,15 @@ tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err)
 
 const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p)
 {
-    return &pipeline_top(p)->spec;
-}
-
-static void quiesce_all(tfc_pipeline *p)
-{
-    for (int i = p->n - 1; i >= 0; i--)
-        if (p->stages[i]->ops->quiesce) p->stages[i]->ops->quiesce(p->stages[i]);
+    return &tfc_pipeline_top(p)->spec;
 }
 
 void tfc_pipeline_reset(tfc_pipeline *p)
 {
     quiesce_all(p);
-    elem_free(&p->cur);
+    tfc_elem_free(&p->cur);
     p->failed = 0;
-    stage *top = pipeline_top(p);
+    stage *top = tfc_pipeline_top(p);
     top->ops->reset(top);
 }
 
@@ -289,15 +294,13 @@ void tfc_pipeline_reset(tfc_pipeline *p)
  * untrusted input). */
 static uint64_t checksum(const unsigned char *b, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
+    return tfc_fnv1a(TFC_FNV_INIT, b, n);
 }
 
 static uint64_t config_hash(const tfc_pipeline *p)
 {
-    uint64_t h = hash_mix(STATE_VERSION, (uint64_t)p->n);
-    for (int i = 0; i < p->n; i++) h = hash_mix(h, p->stages[i]->config_hash);
+    uint64_t h = tfc_data_hash_mix(STATE_VERSION, (uint64_t)p->n);
+    for (int i = 0; i < p->n; i++) h = tfc_data_hash_mix(h, p->stages[i]->config_hash);
     return h;
 }
 
@@ -310,16 +313,16 @@ tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, t
                              "pipeline", p->key);
     quiesce_all(p);
     wbuf w = {0};
-    wb_bytes(&w, STATE_MAGIC, 8);
-    wb_u64(&w, STATE_VERSION);
-    wb_u64(&w, (uint64_t)p->n);
-    wb_u64(&w, config_hash(p));
-    wb_u64(&w, (uint64_t)p->skipped_run);
+    tfc_wbuf_bytes(&w, STATE_MAGIC, 8);
+    tfc_wbuf_u64(&w, STATE_VERSION);
+    tfc_wbuf_u64(&w, (uint64_t)p->n);
+    tfc_wbuf_u64(&w, config_hash(p));
+    tfc_wbuf_u64(&w, (uint64_t)p->skipped_run);
     for (int i = 0; i < p->n; i++) {
         stage *s = p->stages[i];
-        wb_u64(&w, s->config_hash);
+        tfc_wbuf_u64(&w, s->config_hash);
         size_t at = w.len;
-        wb_u64(&w, 0); /* payload length, patched below */
+        tfc_wbuf_u64(&w, 0); /* payload length, patched below */
         tfc_status st = s->ops->save(s, &w, err);
         if (st) {
             free(w.p);
@@ -329,7 +332,7 @@ tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, t
         uint64_t n = w.len - at - 8;
         for (int b = 0; b < 8; b++) w.p[at + b] = (unsigned char)(n >> (8 * b));
     }
-    if (!w.oom) wb_u64(&w, checksum(w.p, w.len));
+    if (!w.oom) tfc_wbuf_u64(&w, checksum(w.p, w.len));
     if (w.oom) {
         free(w.p);
         return tfc_error_set(err, TFC_ERR_NOMEM, "%s: out of memory saving the pipeline state",
@@ -345,15 +348,16 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
 {
     tfc_pipeline_reset(p);
     rbuf r = {.p = bytes, .len = len};
-    const char *magic = rb_bytes(&r, 8);
+    const char *magic = tfc_rbuf_bytes(&r, 8);
     if (!magic || memcmp(magic, STATE_MAGIC, 8))
         return tfc_error_set(err, TFC_ERR_FORMAT, "%s: not a pipeline state (bad magic)", p->key);
     rbuf tail = {.p = bytes, .len = len, .pos = len < 16 ? 0 : len - 8};
-    if (len < 16 || rb_u64(&tail) != checksum(bytes, len - 8))
+    if (len < 16 || tfc_rbuf_u64(&tail) != checksum(bytes, len - 8))
         return tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state is corrupt (checksum)",
                              p->key);
     r.len = len - 8;
-    uint64_t version = rb_u64(&r), n = rb_u64(&r), hash = rb_u64(&r), skipped = rb_u64(&r);
+    uint64_t version = tfc_rbuf_u64(&r), n = tfc_rbuf_u64(&r), hash = tfc_rbuf_u64(&r);
+    uint64_t skipped = tfc_rbuf_u64(&r);
     if (r.bad || version != STATE_VERSION)
         return tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state version %llu, expected %d",
                              p->key, (unsigned long long)version, STATE_VERSION);
@@ -363,7 +367,7 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
     tfc_status st = TFC_OK;
     for (int i = 0; i < p->n && st == TFC_OK; i++) {
         stage *s = p->stages[i];
-        uint64_t h = rb_u64(&r), sl = rb_u64(&r);
+        uint64_t h = tfc_rbuf_u64(&r), sl = tfc_rbuf_u64(&r);
         if (r.bad || h != s->config_hash || sl > r.len - r.pos) {
             st = tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state is corrupt at stage %d",
                                p->key, i);
@@ -405,54 +409,4 @@ const char *const *tfc_pipeline_class_names(const tfc_pipeline *p, int *n)
 const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p)
 {
     return p->vocab;
-}
-
-/* ---- sources ---------------------------------------------------------------------------- */
-
-void source_free(source *s)
-{
-    if (!s) return;
-    for (int i = 0; i < s->nclasses; i++) free(s->class_names[i]);
-    free(s->class_names);
-    s->ops->free(s);
-}
-
-tfc_status source_set_classes(source *s, const char *const *names, int n, tfc_error *err)
-{
-    s->class_names = calloc((size_t)n + 1, sizeof *s->class_names);
-    if (!s->class_names) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++) {
-        s->class_names[i] = dup_or_null(names[i]);
-        if (!s->class_names[i]) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        s->nclasses = i + 1;
-    }
-    return TFC_OK;
-}
-
-tfc_pipeline *tfc_pipeline_from_tensors(const tfc_tensor *features, const tfc_tensor *labels,
-                                        const tfc_data_options *opt, tfc_error *err)
-{
-    source *src;
-    if (source_tensors(&src, features, labels, err)) return NULL;
-    return pipeline_new(src, opt, err);
-}
-
-tfc_pipeline *tfc_pipeline_from_idx(const char *images, const char *labels,
-                                    const tfc_data_options *opt, tfc_error *err)
-{
-    idx_args a = {.type = "idx", .images = images, .labels = labels,
-                  .num_classes = opt ? opt->num_classes : 0};
-    source *src;
-    if (source_idx(&src, &a, err)) return NULL;
-    return pipeline_new(src, opt, err);
-}
-
-tfc_pipeline *tfc_pipeline_from_npy(const char *features, const char *labels,
-                                    const tfc_data_options *opt, tfc_error *err)
-{
-    npy_args a = {.type = "npy", .features = features, .labels = labels,
-                  .num_classes = opt ? opt->num_classes : 0};
-    source *src;
-    if (source_npy(&src, &a, err)) return NULL;
-    return pipeline_new(src, opt, err);
 }

@@ -78,7 +78,7 @@ static tfc_status prefetch_next(stage *s, elem *out, int *end, tfc_error *err)
     while (f->count == 0 && !f->up_end && f->running) pthread_cond_wait(&f->cv, &f->mu);
     tfc_status st = TFC_OK;
     if (f->count > 0) {
-        elem_move(out, &f->ring[f->head]);
+        tfc_elem_move(out, &f->ring[f->head]);
         f->head = (f->head + 1) % f->cap;
         f->count--;
         pthread_cond_broadcast(&f->cv);
@@ -94,7 +94,7 @@ static tfc_status prefetch_next(stage *s, elem *out, int *end, tfc_error *err)
 
 static void prefetch_clear(prefetch_stage *f)
 {
-    for (int i = 0; i < f->count; i++) elem_free(&f->ring[(f->head + i) % f->cap]);
+    for (int i = 0; i < f->count; i++) tfc_elem_free(&f->ring[(f->head + i) % f->cap]);
     f->head = f->count = 0;
     f->up_end = 0;
     f->st = TFC_OK;
@@ -108,20 +108,16 @@ static void prefetch_reset(stage *s)
     s->up->ops->reset(s->up);
 }
 
-static tfc_status pass_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
-{
-    return s->up->ops->fetch(s->up, id, out, err);
-}
-
 static tfc_status prefetch_save(stage *s, wbuf *w, tfc_error *err)
 {
     prefetch_stage *f = (prefetch_stage *)s;
     prefetch_quiesce(s);
     /* A failure waiting behind the buffer is not a position: save the buffer and let the
      * resumed run meet the failure again. */
-    wb_u64(w, (uint64_t)(f->up_end && !f->st));
-    wb_u64(w, (uint64_t)f->count);
-    for (int i = 0; i < f->count; i++) save_elem_ref(w, &f->ring[(f->head + i) % f->cap], s->up);
+    tfc_wbuf_u64(w, (uint64_t)(f->up_end && !f->st));
+    tfc_wbuf_u64(w, (uint64_t)f->count);
+    for (int i = 0; i < f->count; i++)
+        tfc_stage_save_elem(w, &f->ring[(f->head + i) % f->cap], s->up);
     return TFC_OK;
 }
 
@@ -130,12 +126,12 @@ static tfc_status prefetch_restore(stage *s, rbuf *r, tfc_error *err)
     prefetch_stage *f = (prefetch_stage *)s;
     prefetch_quiesce(s);
     prefetch_clear(f);
-    int up_end = rb_u64(r) != 0;
-    uint64_t n = rb_u64(r);
+    int up_end = tfc_rbuf_u64(r) != 0;
+    uint64_t n = tfc_rbuf_u64(r);
     if (r->bad || n > (uint64_t)f->cap)
         return tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad prefetch buffer");
     for (uint64_t i = 0; i < n; i++) {
-        tfc_status st = restore_elem_ref(r, s->up, &f->ring[i], err);
+        tfc_status st = tfc_stage_restore_elem(r, s->up, &f->ring[i], err);
         if (st) return st;
         f->count = (int)i + 1;
     }
@@ -158,7 +154,7 @@ static void prefetch_free(stage *s)
 static const stage_ops prefetch_ops = {
     .name = "prefetch",
     .next = prefetch_next,
-    .fetch = pass_fetch,
+    .fetch = tfc_stage_pass_fetch,
     .reset = prefetch_reset,
     .quiesce = prefetch_quiesce,
     .save = prefetch_save,
@@ -166,7 +162,7 @@ static const stage_ops prefetch_ops = {
     .free = prefetch_free,
 };
 
-tfc_status stage_prefetch_push(tfc_pipeline *p, int buffer_size, tfc_error *err)
+static tfc_status prefetch_push(tfc_pipeline *p, int buffer_size, tfc_error *err)
 {
     if (buffer_size < 1 || buffer_size > 4096)
         return tfc_error_set(err, TFC_ERR_CONFIG, "prefetch: buffer_size must be in [1, 4096], "
@@ -184,11 +180,39 @@ tfc_status stage_prefetch_push(tfc_pipeline *p, int buffer_size, tfc_error *err)
     f->cap = buffer_size;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
-    stage *s = &f->base, *up = pipeline_top(p);
+    stage *s = &f->base, *up = tfc_pipeline_top(p);
     s->ops = &prefetch_ops;
     s->fetchable = up->fetchable;
     s->spec = up->spec;
-    s->config_hash = hash_mix(hash_str(0, "prefetch"), (uint64_t)buffer_size);
-    pipeline_push(p, s);
+    s->config_hash = tfc_data_hash_mix(tfc_data_hash_str(0, "prefetch"), (uint64_t)buffer_size);
+    tfc_pipeline_push(p, s);
     return TFC_OK;
+}
+
+typedef struct prefetch_cfg {
+    int buffer_size;
+} prefetch_cfg;
+
+static const tfc_field prefetch_fields[] = {
+    {"buffer_size", TFC_F_INT, offsetof(prefetch_cfg, buffer_size), "2", 1, 4096, NULL,
+     "elements prepared ahead by a background thread"},
+    {NULL},
+};
+
+static tfc_status prefetch_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
+{
+    return prefetch_push(p, ((const prefetch_cfg *)pl->args)->buffer_size, err);
+}
+
+const stage_def tfc_stage_prefetch = {
+    .name = "prefetch",
+    .help = "prepares elements in the background",
+    .fields = prefetch_fields,
+    .args_size = sizeof(prefetch_cfg),
+    .push = prefetch_push_planned,
+};
+
+tfc_status tfc_pipeline_prefetch(tfc_pipeline *p, int buffer_size, tfc_error *err)
+{
+    return prefetch_push(p, buffer_size, err);
 }

@@ -1,438 +1,18 @@
 /* Text: the text source (lines of files like TextLineDataset, or fortune-style records
  * separated by a line holding "%"; a deterministic train/test split by record index; the
- * record's file as its class label), the char and word tokenizers, vocabularies (built from
- * the training split, saved beside the run, loaded for test and prediction) and the
- * tokenize map op. Records are bounded in size and files holding NUL bytes are refused. */
+ * record's file as its class label; `tokenizer:` as a tokenize op right after it) and the
+ * tokenize map op, which builds the vocabulary from the training split, or loads it, with
+ * vocab.c. Records are bounded in size and files holding NUL bytes are refused. */
 #include <ctype.h>
-#include <errno.h>
+#include <fnmatch.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/fileio.h"
 #include "data/internal.h"
 
 #define TEXT_MAX_FILE_BYTES ((size_t)1 << 30)
-#define VOCAB_MAX_FILE_BYTES ((size_t)256 << 20)
-#define VOCAB_MAX_TOKENS (1 << 24)
-#define VOCAB_HEADER "# tfc vocabulary 1"
-
-/* ---- a string → int64 hash map ------------------------------------------------------------ */
-
-typedef struct strmap_entry {
-    char *s;
-    uint32_t len;
-    int64_t val;
-} strmap_entry;
-
-typedef struct strmap {
-    strmap_entry *e;
-    size_t cap, n;
-} strmap;
-
-static uint64_t str_hash(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static strmap_entry *strmap_find(const strmap *m, const char *s, size_t n)
-{
-    if (!m->cap) return NULL;
-    size_t mask = m->cap - 1;
-    for (size_t i = str_hash(s, n) & mask;; i = (i + 1) & mask) {
-        strmap_entry *e = &m->e[i];
-        if (!e->s) return NULL;
-        if (e->len == n && !memcmp(e->s, s, n)) return e;
-    }
-}
-
-/* The entry for s, inserted with val 0 when new; NULL when out of memory. */
-static strmap_entry *strmap_upsert(strmap *m, const char *s, size_t n)
-{
-    strmap_entry *f = strmap_find(m, s, n);
-    if (f) return f;
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        strmap_entry *ne = calloc(cap, sizeof *ne);
-        if (!ne) return NULL;
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->e[i].s) continue;
-            size_t j = str_hash(m->e[i].s, m->e[i].len) & (cap - 1);
-            while (ne[j].s) j = (j + 1) & (cap - 1);
-            ne[j] = m->e[i];
-        }
-        free(m->e);
-        m->e = ne;
-        m->cap = cap;
-    }
-    char *copy = malloc(n + 1);
-    if (!copy) return NULL;
-    memcpy(copy, s, n);
-    copy[n] = 0;
-    size_t j = str_hash(s, n) & (m->cap - 1);
-    while (m->e[j].s) j = (j + 1) & (m->cap - 1);
-    m->e[j] = (strmap_entry){copy, (uint32_t)n, 0};
-    m->n++;
-    return &m->e[j];
-}
-
-static void strmap_free(strmap *m, int free_strings)
-{
-    for (size_t i = 0; free_strings && i < m->cap; i++) free(m->e[i].s);
-    free(m->e);
-    memset(m, 0, sizeof *m);
-}
-
-/* ---- tokenizers --------------------------------------------------------------------------- */
-
-struct tfc_vocab {
-    tfc_tokenizer tok;
-    int lowercase;
-    int64_t n;
-    char **tokens;  /* n tokens, NUL-terminated (may contain NUL bytes: lens) */
-    uint32_t *lens;
-    strmap index;   /* token → id; strings shared with tokens */
-};
-
-/* Length of the UTF-8 character at s (1 for an invalid byte). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    size_t k = s[0] < 0x80 ? 1
-               : (s[0] >> 5) == 6 ? 2
-               : (s[0] >> 4) == 14 ? 3
-               : (s[0] >> 3) == 30 ? 4
-                                   : 1;
-    if (k > n) return 1;
-    for (size_t i = 1; i < k; i++)
-        if ((s[i] & 0xc0) != 0x80) return 1;
-    return k;
-}
-
-static int word_byte(unsigned char c)
-{
-    return isalnum(c) || c >= 0x80;
-}
-
-/* Calls fn for each token of text; lowercased tokens go through `scratch` (len bytes). */
-typedef int (*token_fn)(const char *tok, size_t n, void *user);
-
-static int for_each_token(tfc_tokenizer tok, int lower, const char *text, size_t len,
-                          char *scratch, token_fn fn, void *user)
-{
-    const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0;
-    while (i < len) {
-        size_t start = i, n;
-        if (tok == TFC_TOKENIZER_CHAR) {
-            n = utf8_len(s + i, len - i);
-            i += n;
-        } else {
-            if (!word_byte(s[i])) {
-                i++;
-                continue;
-            }
-            /* A word: letters and digits, with apostrophes inside ("don't"). */
-            while (i < len && (word_byte(s[i]) ||
-                               (s[i] == '\'' && i + 1 < len && word_byte(s[i + 1]) && i > start)))
-                i++;
-            n = i - start;
-        }
-        const char *t = text + start;
-        if (lower) {
-            for (size_t k = 0; k < n; k++) scratch[k] = (char)tolower(s[start + k]);
-            t = scratch;
-        }
-        if (fn(t, n, user)) return 1;
-    }
-    return 0;
-}
-
-tfc_tokenizer tfc_vocab_tokenizer(const tfc_vocab *v)
-{
-    return v->tok;
-}
-
-int64_t tfc_vocab_size(const tfc_vocab *v)
-{
-    return v->n;
-}
-
-const char *tfc_vocab_token(const tfc_vocab *v, int64_t id)
-{
-    return id >= 0 && id < v->n ? v->tokens[id] : NULL;
-}
-
-typedef struct encode_ctx {
-    const tfc_vocab *v;
-    int32_t *ids;
-    int64_t cap, n;
-} encode_ctx;
-
-static int encode_one(const char *t, size_t n, void *user)
-{
-    encode_ctx *c = user;
-    const strmap_entry *e = strmap_find(&c->v->index, t, n);
-    if (c->ids && c->n < c->cap) c->ids[c->n] = e ? (int32_t)e->val : 1;
-    c->n++;
-    return 0;
-}
-
-int64_t tfc_vocab_encode(const tfc_vocab *v, const char *text, size_t len, int32_t *ids,
-                         int64_t cap)
-{
-    char small[256];
-    char *scratch = len <= sizeof small ? small : malloc(len);
-    if (!scratch) return -1;
-    encode_ctx c = {v, ids, cap, 0};
-    for_each_token(v->tok, v->lowercase, text, len, scratch, encode_one, &c);
-    if (scratch != small) free(scratch);
-    return c.n;
-}
-
-void tfc_vocab_free(tfc_vocab *v)
-{
-    if (!v) return;
-    for (int64_t i = 0; i < v->n; i++) free(v->tokens[i]);
-    free(v->tokens);
-    free(v->lens);
-    strmap_free(&v->index, 0);
-    free(v);
-}
-
-static tfc_vocab *vocab_new(tfc_tokenizer tok, int lower)
-{
-    tfc_vocab *v = calloc(1, sizeof *v);
-    if (v) {
-        v->tok = tok;
-        v->lowercase = lower;
-    }
-    return v;
-}
-
-/* Appends a token; returns 0 on success, -1 out of memory, 1 duplicate. */
-static int vocab_add(tfc_vocab *v, const char *s, size_t n)
-{
-    if (strmap_find(&v->index, s, n)) return 1;
-    if ((v->n & (v->n - 1)) == 0) { /* grow at powers of two */
-        size_t cap = v->n ? (size_t)v->n * 2 : 16;
-        char **t = realloc(v->tokens, cap * sizeof *t);
-        if (t) v->tokens = t;
-        uint32_t *l = realloc(v->lens, cap * sizeof *l);
-        if (l) v->lens = l;
-        if (!t || !l) return -1;
-    }
-    strmap_entry *e = strmap_upsert(&v->index, s, n);
-    if (!e) return -1;
-    e->val = v->n;
-    v->tokens[v->n] = e->s;
-    v->lens[v->n] = (uint32_t)n;
-    v->n++;
-    return 0;
-}
-
-/* ---- building, saving and loading vocabularies -------------------------------------------- */
-
-static int count_one(const char *t, size_t n, void *user)
-{
-    strmap_entry *e = strmap_upsert(user, t, n);
-    if (!e) return 1;
-    e->val++;
-    return 0;
-}
-
-static int by_count(const void *a, const void *b)
-{
-    const strmap_entry *x = *(strmap_entry *const *)a, *y = *(strmap_entry *const *)b;
-    if (x->val != y->val) return x->val > y->val ? -1 : 1;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->s, y->s, n);
-    return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-tfc_vocab *vocab_build(tfc_tokenizer tok, int lowercase, int max_tokens, int min_count,
-                       source *src, tfc_error *err)
-{
-    strmap counts = {0};
-    tfc_vocab *v = NULL;
-    strmap_entry **order = NULL;
-    char *scratch = NULL;
-    size_t scap = 0;
-    for (int64_t i = 0; i < src->count; i++) {
-        tfc_element e = {0};
-        tfc_status st = src->ops->get(src, i, &e, err);
-        if (st) {
-            for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
-            goto fail;
-        }
-        const tfc_tensor *t = &e.comp[TFC_COMP_FEATURES];
-        size_t len = comp_bytes(t);
-        if (len > scap) {
-            free(scratch);
-            scap = len;
-            scratch = malloc(scap);
-        }
-        int bad = len && !scratch;
-        if (!bad) bad = for_each_token(tok, lowercase, t->data, len, scratch, count_one, &counts);
-        for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
-        if (bad) {
-            tfc_error_set(err, TFC_ERR_NOMEM, "out of memory building the vocabulary");
-            goto fail;
-        }
-    }
-    order = malloc((counts.n + 1) * sizeof *order);
-    v = vocab_new(tok, lowercase);
-    if (!order || !v || vocab_add(v, "<pad>", 5) || vocab_add(v, "<unk>", 5)) {
-        tfc_error_set(err, TFC_ERR_NOMEM, "out of memory building the vocabulary");
-        goto fail;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < counts.cap; i++)
-        if (counts.e[i].s) order[n++] = &counts.e[i];
-    qsort(order, n, sizeof *order, by_count);
-    for (size_t i = 0; i < n; i++) {
-        if (max_tokens > 0 && v->n >= max_tokens) break;
-        if (order[i]->val < min_count) break;
-        if (vocab_add(v, order[i]->s, order[i]->len) < 0) {
-            tfc_error_set(err, TFC_ERR_NOMEM, "out of memory building the vocabulary");
-            goto fail;
-        }
-    }
-    free(order);
-    free(scratch);
-    strmap_free(&counts, 1);
-    return v;
-fail:
-    free(order);
-    free(scratch);
-    strmap_free(&counts, 1);
-    tfc_vocab_free(v);
-    return NULL;
-}
-
-static void escape_token(FILE *f, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\\') fputs("\\\\", f);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c == ' ') fputs("\\s", f);
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
-    }
-    fputc('\n', f);
-}
-
-tfc_status tfc_vocab_save(const tfc_vocab *v, const char *path, tfc_error *err)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory writing %s", path);
-    fprintf(f, "%s tokenizer=%s lowercase=%d\n", VOCAB_HEADER,
-            v->tok == TFC_TOKENIZER_CHAR ? "char" : "word", v->lowercase);
-    for (int64_t i = 0; i < v->n; i++) escape_token(f, v->tokens[i], v->lens[i]);
-    fclose(f);
-    const void *chunks[1] = {text};
-    size_t sizes[1] = {len};
-    tfc_status st = tfc_file_write_atomic(path, chunks, sizes, 1, err);
-    free(text);
-    return st;
-}
-
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* Unescapes line[0..n) into out (at least n bytes); returns the length or -1. */
-static long unescape(const char *line, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (line[i] != '\\') {
-            out[o++] = line[i];
-            continue;
-        }
-        if (++i >= n) return -1;
-        switch (line[i]) {
-        case '\\': out[o++] = '\\'; break;
-        case 'n': out[o++] = '\n'; break;
-        case 't': out[o++] = '\t'; break;
-        case 'r': out[o++] = '\r'; break;
-        case 's': out[o++] = ' '; break;
-        case 'x': {
-            if (i + 2 >= n) return -1;
-            int h = hexval(line[i + 1]), l = hexval(line[i + 2]);
-            if (h < 0 || l < 0) return -1;
-            out[o++] = (char)(h * 16 + l);
-            i += 2;
-            break;
-        }
-        default: return -1;
-        }
-    }
-    return (long)o;
-}
-
-tfc_vocab *tfc_vocab_load(const char *path, tfc_error *err)
-{
-    char *text;
-    size_t len;
-    if (tfc_file_read_all(path, VOCAB_MAX_FILE_BYTES, &text, &len, err)) return NULL;
-    char tokname[16] = "";
-    int lower = -1, lineno = 1;
-    const char *p = text, *end = text + len;
-    const char *nl = memchr(p, '\n', len);
-    size_t hl = strlen(VOCAB_HEADER);
-    if (!nl || (size_t)(nl - p) < hl || strncmp(p, VOCAB_HEADER, hl) ||
-        sscanf(p + strlen(VOCAB_HEADER), " tokenizer=%15s lowercase=%d", tokname, &lower) != 2 ||
-        (strcmp(tokname, "char") && strcmp(tokname, "word")) || (lower != 0 && lower != 1)) {
-        free(text);
-        tfc_error_at(err, TFC_ERR_DATA, path, 1, 1, NULL, NULL,
-                     "not a tfc vocabulary (expected the header \"%s tokenizer=char|word "
-                     "lowercase=0|1\")", VOCAB_HEADER);
-        return NULL;
-    }
-    tfc_vocab *v = vocab_new(strcmp(tokname, "char") ? TFC_TOKENIZER_WORD : TFC_TOKENIZER_CHAR,
-                             lower);
-    char *buf = malloc(len + 1);
-    if (!v || !buf) goto nomem;
-    for (p = nl + 1; p < end; p = nl + 1) {
-        lineno++;
-        nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) nl = end;
-        long n = unescape(p, (size_t)(nl - p), buf);
-        const char *why = n < 0 ? "bad escape" : n == 0 ? "empty token" : NULL;
-        int r = why ? 0 : vocab_add(v, buf, (size_t)n);
-        if (r < 0) goto nomem;
-        if (r == 1) why = "duplicate token";
-        if (!why && v->n > VOCAB_MAX_TOKENS) why = "too many tokens";
-        if (why) {
-            tfc_error_at(err, TFC_ERR_DATA, path, lineno, 1, NULL, NULL, "%s", why);
-            goto fail;
-        }
-    }
-    if (v->n < 2 || strcmp(v->tokens[0], "<pad>") || strcmp(v->tokens[1], "<unk>")) {
-        tfc_error_at(err, TFC_ERR_DATA, path, 2, 1, NULL, NULL,
-                     "a vocabulary starts with the tokens <pad> and <unk>");
-        goto fail;
-    }
-    free(buf);
-    free(text);
-    return v;
-nomem:
-    tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", path);
-fail:
-    free(buf);
-    free(text);
-    tfc_vocab_free(v);
-    return NULL;
-}
 
 /* ---- the text source ---------------------------------------------------------------------- */
 
@@ -506,7 +86,7 @@ static int split_keeps(const text_args *a, int64_t r)
 {
     if (a->split_every <= 0) return 1;
     int in_test = r % a->split_every == a->split_offset;
-    return a->split_part == 1 ? in_test : !in_test;
+    return a->split_part == SPLIT_PART_TEST ? in_test : !in_test;
 }
 
 /* Adds one record (text[0..len), from `file` starting at `line`) if the split keeps it. */
@@ -571,7 +151,7 @@ static tfc_status split_text(splitter *sp, const char *text, size_t len, int fil
         size_t ll = (size_t)(le - p);
         if (ll && p[ll - 1] == '\r') ll--;
         tfc_status st = TFC_OK;
-        if (a->format == 0) {
+        if (a->format == TEXT_FORMAT_LINES) {
             if (!(a->skip_empty && blank(p, ll))) st = add_record(sp, p, ll, file, line);
         } else if (ll == 1 && p[0] == '%') {
             size_t rl = (size_t)(p - rec_start);
@@ -585,7 +165,7 @@ static tfc_status split_text(splitter *sp, const char *text, size_t len, int fil
         p = nl ? nl + 1 : end;
         line++;
     }
-    if (a->format == 1) {
+    if (a->format == TEXT_FORMAT_FORTUNE) {
         size_t rl = (size_t)(end - rec_start);
         while (rl && (rec_start[rl - 1] == '\n' || rec_start[rl - 1] == '\r')) rl--;
         if (!blank(rec_start, rl)) return add_record(sp, rec_start, rl, file, rec_line);
@@ -615,7 +195,7 @@ static text_source *text_new(const text_args *a, const char *const *names, int n
         memcpy(t->files[i], names[i], l);
         t->nfiles = i + 1;
     }
-    t->labels = a->label == 1;
+    t->labels = a->label == TEXT_LABEL_FILE;
     return t;
 }
 
@@ -633,23 +213,25 @@ static tfc_status text_finish(text_source *t, tfc_error *err)
             const char *slash = strrchr(t->files[i], '/');
             names[i] = slash ? slash + 1 : t->files[i];
         }
-        tfc_status st = source_set_classes(s, names, t->nfiles, err);
+        tfc_status st = tfc_source_set_classes(s, names, t->nfiles, err);
         free(names);
         if (st) return st;
     }
     return TFC_OK;
 }
 
-tfc_status source_text(source **out, const text_args *a, tfc_error *err)
+/* Reads the files `paths` (resolved, in label order) into a text source. */
+static tfc_status load_text(source **out, const text_args *a, char *const *paths, int npaths,
+                            tfc_error *err)
 {
     *out = NULL;
-    text_source *t = text_new(a, a->paths, a->npaths, err);
+    text_source *t = text_new(a, (const char *const *)paths, npaths, err);
     if (!t) return TFC_ERR_NOMEM;
     splitter sp = {t, a, 0, err};
-    for (int i = 0; i < a->npaths; i++) {
+    for (int i = 0; i < npaths; i++) {
         char *text;
         size_t len;
-        tfc_status st = tfc_file_read_all(a->paths[i], TEXT_MAX_FILE_BYTES, &text, &len, err);
+        tfc_status st = tfc_file_read_all(paths[i], TEXT_MAX_FILE_BYTES, &text, &len, err);
         if (!st) {
             st = split_text(&sp, text, len, i);
             free(text);
@@ -668,8 +250,8 @@ tfc_status source_text(source **out, const text_args *a, tfc_error *err)
     return TFC_OK;
 }
 
-tfc_status source_text_mem(source **out, const text_args *a, const char *text, size_t len,
-                           const char *name, tfc_error *err)
+tfc_status tfc_source_text_mem(source **out, const text_args *a, const char *text, size_t len,
+                               const char *name, tfc_error *err)
 {
     *out = NULL;
     text_source *t = text_new(a, &name, 1, err);
@@ -687,8 +269,20 @@ tfc_status source_text_mem(source **out, const text_args *a, const char *text, s
 
 /* ---- the tokenize op ---------------------------------------------------------------------- */
 
-static const char *const tokenizer_choices[] = {"char", "word", NULL};
-static const char *const lowercase_choices[] = {"auto", "true", "false", NULL};
+typedef struct tokenize_args {
+    map_common common;
+    int tokenizer;          /* tfc_tokenizer */
+    const char *vocabulary; /* a file to load (relative to base_dir) */
+    int max_tokens, min_count;
+    int lowercase;          /* LOWERCASE_* */
+    const tfc_vocab *vocab; /* resolved by init; owned by the pipeline or the options */
+} tokenize_args;
+
+static const char *const lowercase_choices[] = {
+    [LOWERCASE_AUTO] = "auto", [LOWERCASE_TRUE] = "true", [LOWERCASE_FALSE] = "false",
+    [LOWERCASE_COUNT] = NULL};
+static const char *const tokenizer_choices[] = {
+    [TFC_TOKENIZER_CHAR] = "char", [TFC_TOKENIZER_WORD] = "word", NULL};
 
 static const tfc_field tokenize_fields[] = {
     MAP_COMMON_FIELDS(tokenize_args),
@@ -696,8 +290,8 @@ static const tfc_field tokenize_fields[] = {
      tokenizer_choices, "char: UTF-8 characters; word: runs of letters and digits"},
     {"vocabulary", TFC_F_STRING, offsetof(tokenize_args, vocabulary), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "a vocabulary file to use instead of building one"},
-    {"max_tokens", TFC_F_INT, offsetof(tokenize_args, max_tokens), "0", 0, VOCAB_MAX_TOKENS, NULL,
-     "vocabulary size cap including <pad> and <unk> (0: no cap)"},
+    {"max_tokens", TFC_F_INT, offsetof(tokenize_args, max_tokens), "0", 0, TFC_VOCAB_MAX_TOKENS,
+     NULL, "vocabulary size cap including <pad> and <unk> (0: no cap)"},
     {"min_count", TFC_F_INT, offsetof(tokenize_args, min_count), "1", 1, 1 << 30, NULL,
      "rarer tokens become <unk>"},
     {"lowercase", TFC_F_ENUM, offsetof(tokenize_args, lowercase), "auto", TFC_UNBOUNDED,
@@ -705,50 +299,54 @@ static const tfc_field tokenize_fields[] = {
     {NULL},
 };
 
+/* Finds the vocabulary: the op's `vocabulary:` file, the options' vocabulary, the run's
+ * vocabulary.txt (test split), or one built from the source and saved there (train split). */
 static tfc_status tokenize_init(void *args, const op_build *b, const tfc_element_spec *in,
                                 tfc_element_spec *out, tfc_error *err)
 {
     tokenize_args *a = args;
-    tfc_pipeline *p = b->p;
+    const tfc_data_options *opt = b->opt;
     const tfc_component_spec *c = &in->comp[TFC_COMP_FEATURES];
     if (!c->present || c->dtype != TFC_U8 || (c->shape.ndim >= 0 && c->shape.ndim != 1)) {
         char sh[160];
-        return op_error(b, "needs text bytes (uint8 of rank 1), found %s",
-                        tfc_data_spec_str(c, sh, sizeof sh));
+        return tfc_op_error(b, "needs text bytes (uint8 of rank 1), found %s",
+                            tfc_data_spec_str(c, sh, sizeof sh));
     }
-    if (p->vocab) return op_error(b, "a pipeline has at most one tokenizer");
-    tfc_tokenizer tok = a->tokenizer ? TFC_TOKENIZER_WORD : TFC_TOKENIZER_CHAR;
-    int lower = a->lowercase == 0 ? tok == TFC_TOKENIZER_WORD : a->lowercase == 1;
+    if (*b->vocab) return tfc_op_error(b, "a pipeline has at most one tokenizer");
+    tfc_tokenizer tok = (tfc_tokenizer)a->tokenizer;
+    int lower = a->lowercase == LOWERCASE_AUTO ? tok == TFC_TOKENIZER_WORD
+                                               : a->lowercase == LOWERCASE_TRUE;
     const tfc_vocab *v = NULL;
     char *path = NULL;
     if (a->vocabulary) {
-        path = path_resolve(p->opt.base_dir, a->vocabulary);
-        if (!path || !(p->vocab = tfc_vocab_load(path, err))) {
+        path = tfc_data_path_join(opt->base_dir, a->vocabulary);
+        if (!path || !(*b->vocab = tfc_vocab_load(path, err))) {
             free(path);
             return err && err->code ? err->code : TFC_ERR_NOMEM;
         }
-        v = p->vocab;
-    } else if (p->opt.vocab) {
-        v = p->opt.vocab;
-    } else if (p->opt.load_vocabulary) {
-        if (!p->opt.run_dir)
-            return op_error(b, "no vocabulary to load: give `vocabulary: FILE` or a run folder");
-        path = path_resolve(p->opt.run_dir, "vocabulary.txt");
-        if (!path || !(p->vocab = tfc_vocab_load(path, err))) {
+        v = *b->vocab;
+    } else if (opt->vocab) {
+        v = opt->vocab;
+    } else if (opt->load_vocabulary) {
+        if (!opt->run_dir)
+            return tfc_op_error(b, "no vocabulary to load: give `vocabulary: FILE` or a run "
+                                "folder");
+        path = tfc_data_path_join(opt->run_dir, "vocabulary.txt");
+        if (!path || !(*b->vocab = tfc_vocab_load(path, err))) {
             free(path);
             tfc_error_hint(err, "the train split writes it; or give `vocabulary: FILE`");
             return err && err->code ? err->code : TFC_ERR_NOMEM;
         }
-        v = p->vocab;
+        v = *b->vocab;
     } else {
         /* Built from every record of this pipeline's source (the training split). */
-        if (p->src->spec.comp[TFC_COMP_FEATURES].dtype != TFC_U8)
-            return op_error(b, "can build a vocabulary only over a text source");
-        p->vocab = vocab_build(tok, lower, a->max_tokens, a->min_count, p->src, err);
-        if (!p->vocab) return err && err->code ? err->code : TFC_ERR_NOMEM;
-        v = p->vocab;
-        if (p->opt.run_dir) {
-            path = path_resolve(p->opt.run_dir, "vocabulary.txt");
+        if (b->src->spec.comp[TFC_COMP_FEATURES].dtype != TFC_U8)
+            return tfc_op_error(b, "can build a vocabulary only over a text source");
+        *b->vocab = tfc_vocab_build(tok, lower, a->max_tokens, a->min_count, b->src, err);
+        if (!*b->vocab) return err && err->code ? err->code : TFC_ERR_NOMEM;
+        v = *b->vocab;
+        if (opt->run_dir) {
+            path = tfc_data_path_join(opt->run_dir, "vocabulary.txt");
             tfc_status st = path ? tfc_vocab_save(v, path, err)
                                  : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
             if (st) {
@@ -757,10 +355,10 @@ static tfc_status tokenize_init(void *args, const op_build *b, const tfc_element
             }
         }
     }
-    if (v->tok != tok) {
-        tfc_status st = op_error(b, "tokenizer is %s but the vocabulary%s%s was made by the %s "
-                                 "tokenizer", tokenizer_choices[a->tokenizer], path ? " " : "",
-                                 path ? path : "", tokenizer_choices[v->tok]);
+    if (tfc_vocab_tokenizer(v) != tok) {
+        tfc_status st = tfc_op_error(b, "tokenizer is %s but the vocabulary%s%s was made by the "
+                                     "%s tokenizer", tokenizer_choices[tok], path ? " " : "",
+                                     path ? path : "", tokenizer_choices[tfc_vocab_tokenizer(v)]);
         free(path);
         return st;
     }
@@ -770,7 +368,6 @@ static tfc_status tokenize_init(void *args, const op_build *b, const tfc_element
     out->comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, TFC_I32, {.ndim = 1, .dim = {-1}}};
     return TFC_OK;
 }
-
 static tfc_status tokenize_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
                                  tfc_error *err)
 {
@@ -794,6 +391,244 @@ static tfc_status tokenize_apply(const void *args, tfc_element *e, const tfc_map
     return TFC_OK;
 }
 
-const op_def op_tokenize = {"tokenize", tokenize_fields, sizeof(tokenize_args),
-                            "text bytes to int32 token ids (0 <pad>, 1 <unk>)", tokenize_init,
-                            tokenize_apply, NULL};
+static void tokenize_plan(const void *args, tfc_data_plan *out)
+{
+    out->tokenizes = 1;
+}
+
+const op_def tfc_op_tokenize = {
+    .name = "tokenize",
+    .fields = tokenize_fields,
+    .args_size = sizeof(tokenize_args),
+    .help = "text bytes to int32 token ids (0 <pad>, 1 <unk>)",
+    .init = tokenize_init,
+    .apply = tokenize_apply,
+    .plan = tokenize_plan,
+};
+
+/* ---- the source's configuration -------------------------------------------------------- */
+
+static const char *const format_choices[] = {
+    [TEXT_FORMAT_LINES] = "lines", [TEXT_FORMAT_FORTUNE] = "fortune", [TEXT_FORMAT_COUNT] = NULL};
+static const char *const label_choices[] = {
+    [TEXT_LABEL_NONE] = "none", [TEXT_LABEL_FILE] = "file", [TEXT_LABEL_COUNT] = NULL};
+static const char *const source_tokenizer_choices[] = {
+    [TEXT_TOKENIZER_NONE] = "none", [TEXT_TOKENIZER_CHAR] = "char",
+    [TEXT_TOKENIZER_WORD] = "word", [TEXT_TOKENIZER_COUNT] = NULL};
+static const char *const part_choices[] = {
+    [SPLIT_PART_TRAIN] = "train", [SPLIT_PART_TEST] = "test", [SPLIT_PART_COUNT] = NULL};
+
+static const tfc_field text_fields[] = {
+    SOURCE_TYPE_FIELD(text_args),
+    {"files", TFC_F_NODE, offsetof(text_args, files), NULL, TFC_UNBOUNDED, NULL,
+     "a path or list of paths; glob patterns are expanded (sorted)"},
+    {"exclude", TFC_F_NODE, offsetof(text_args, exclude), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "glob patterns of base names to leave out, e.g. [\"*.dat\", \"*.u8\"]"},
+    {"format", TFC_F_ENUM, offsetof(text_args, format), "lines", TFC_UNBOUNDED, format_choices,
+     "lines: one record per line; fortune: records between lines holding %"},
+    {"label", TFC_F_ENUM, offsetof(text_args, label), "none", TFC_UNBOUNDED, label_choices,
+     "file: the label is the index of the record's file in `files` (its category)"},
+    {"split", TFC_F_NODE, offsetof(text_args, split), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{every: N, part: train|test, offset: K}: record r is test when r % N == K"},
+    {"max_record_bytes", TFC_F_INT, offsetof(text_args, max_record_bytes), "1048576", 1,
+     1 << 30, NULL, "longer records are errors (or skipped)"},
+    {"skip_empty", TFC_F_BOOL, offsetof(text_args, skip_empty), "false", TFC_UNBOUNDED, NULL,
+     "lines format: leave out blank lines"},
+    {"tokenizer", TFC_F_ENUM, offsetof(text_args, tokenizer), "none", TFC_UNBOUNDED,
+     source_tokenizer_choices, "tokenize right away (same as a tokenize map op)"},
+    {"vocabulary", TFC_F_STRING, offsetof(text_args, vocabulary), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "with tokenizer: a vocabulary file to use"},
+    {"max_tokens", TFC_F_INT, offsetof(text_args, max_tokens), "0", 0, TFC_VOCAB_MAX_TOKENS,
+     NULL, "with tokenizer: vocabulary size cap (0: none)"},
+    {"min_count", TFC_F_INT, offsetof(text_args, min_count), "1", 1, 1 << 30, NULL,
+     "with tokenizer: rarer tokens become <unk>"},
+    {"lowercase", TFC_F_ENUM, offsetof(text_args, lowercase), "auto", TFC_UNBOUNDED,
+     lowercase_choices, "with tokenizer: auto lowercases words, not characters"},
+    SOURCE_ON_ERROR_FIELD(text_args),
+    {NULL},
+};
+
+typedef struct split_rule {
+    int every, part, offset;
+} split_rule;
+
+static const tfc_field split_fields[] = {
+    {"every", TFC_F_INT, offsetof(split_rule, every), NULL, 2, 1 << 30, NULL,
+     "one record in `every` goes to the test part"},
+    {"part", TFC_F_ENUM, offsetof(split_rule, part), NULL, TFC_UNBOUNDED, part_choices,
+     "which part this pipeline reads"},
+    {"offset", TFC_F_INT, offsetof(split_rule, offset), "0", 0, 1 << 30, NULL,
+     "record r is test when r % every == offset"},
+    {NULL},
+};
+
+/* `files`: a path, or a list of them. */
+static tfc_status check_files(const tfc_node *f, const char *key, tfc_error *err)
+{
+    int n = f->kind == TFC_NODE_SEQ ? f->n : 1;
+    if (f->kind == TFC_NODE_MAP || n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, f, key, "expected a path or a list of paths");
+    tfc_status st = TFC_OK;
+    for (int i = 0; i < n; i++) {
+        const tfc_node *item = f->kind == TFC_NODE_SEQ ? f->vals[i] : f;
+        if (item->kind != TFC_NODE_SCALAR || !*item->str)
+            st = tfc_node_error(err, TFC_ERR_CONFIG, item, key, "expected a path");
+    }
+    return st;
+}
+
+/* The split rule (into split_every, split_part, split_offset), the tokenizer's keys without
+ * a tokenizer, and the shape of `files`. */
+static tfc_status text_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
+{
+    text_args *a = args;
+    tfc_status st = TFC_OK;
+    if (a->split) {
+        split_rule r;
+        char skey[352];
+        snprintf(skey, sizeof skey, "%s.split", key);
+        if (tfc_schema_apply(split_fields, a->split, skey, &r, err)) {
+            st = TFC_ERR_CONFIG;
+        } else if (r.offset >= r.every) {
+            st = tfc_node_error(err, TFC_ERR_CONFIG, a->split, skey, "offset %d must be below "
+                                "every (%d)", r.offset, r.every);
+        } else {
+            a->split_every = r.every;
+            a->split_part = r.part;
+            a->split_offset = r.offset;
+        }
+    }
+    int tokenizer_keys = a->vocabulary || a->max_tokens || a->min_count != 1;
+    if (a->tokenizer == TEXT_TOKENIZER_NONE && tokenizer_keys)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, at, key, "vocabulary, max_tokens and min_count "
+                            "need a tokenizer (char or word)");
+    char fkey[352];
+    snprintf(fkey, sizeof fkey, "%s.files", key);
+    if (check_files(a->files, fkey, err)) st = TFC_ERR_CONFIG;
+    return st;
+}
+
+/* `tokenizer: char|word` is a tokenize op right after the source, at the source's mapping:
+ * the source's tokenizer keys have the op's names and meanings. */
+static tfc_status text_implies(const void *args, const tfc_node *at, const char *key,
+                               stage_plan *pl, tfc_error *err)
+{
+    const text_args *a = args;
+    if (a->tokenizer == TEXT_TOKENIZER_NONE) return TFC_OK;
+    tokenize_args *t = calloc(1, sizeof *t);
+    if (!t) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    t->common.op = tfc_op_tokenize.name;
+    t->common.num_parallel_calls = 1;
+    t->tokenizer = a->tokenizer == TEXT_TOKENIZER_WORD ? TFC_TOKENIZER_WORD : TFC_TOKENIZER_CHAR;
+    t->vocabulary = a->vocabulary;
+    t->max_tokens = a->max_tokens;
+    t->min_count = a->min_count;
+    t->lowercase = a->lowercase;
+    *pl = (stage_plan){.def = &tfc_stage_map, .op = &tfc_op_tokenize, .node = at, .at = at,
+                       .args = t};
+    snprintf(pl->key, sizeof pl->key, "%s", key);
+    return TFC_OK;
+}
+
+typedef struct path_list {
+    char **v;
+    int n, cap;
+} path_list;
+
+static int path_push(path_list *l, const char *s)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        char **v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(s))) return -1;
+    l->n++;
+    return 0;
+}
+
+static void path_list_free(path_list *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+}
+
+static int excluded(const tfc_node *exclude, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!exclude) return 0;
+    if (exclude->kind == TFC_NODE_SCALAR) return fnmatch(exclude->str, base, 0) == 0;
+    for (int i = 0; exclude->kind == TFC_NODE_SEQ && i < exclude->n; i++)
+        if (exclude->vals[i]->kind == TFC_NODE_SCALAR &&
+            fnmatch(exclude->vals[i]->str, base, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* Expands `files` (checked by text_check; globs allowed) into paths. */
+static tfc_status text_paths(const text_args *a, const tfc_data_options *opt, const char *key,
+                             path_list *out, tfc_error *err)
+{
+    const tfc_node *f = a->files;
+    int n = f->kind == TFC_NODE_SEQ ? f->n : 1;
+    for (int i = 0; i < n; i++) {
+        const tfc_node *item = f->kind == TFC_NODE_SEQ ? f->vals[i] : f;
+        char *pattern = tfc_data_path_join(opt ? opt->base_dir : NULL, item->str);
+        if (!pattern) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        int has_glob = strpbrk(item->str, "*?[") != NULL;
+        if (!has_glob) {
+            int r = excluded(a->exclude, pattern) ? 0 : path_push(out, pattern);
+            free(pattern);
+            if (r) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        glob_t g;
+        int r = glob(pattern, 0, NULL, &g);
+        free(pattern);
+        if (r == GLOB_NOMATCH)
+            return tfc_node_error(err, TFC_ERR_CONFIG, item, key, "'%s' matches no files",
+                                  item->str);
+        if (r) return tfc_node_error(err, TFC_ERR_CONFIG, item, key, "cannot expand '%s'",
+                                     item->str);
+        for (size_t k = 0; k < g.gl_pathc; k++)
+            if (!excluded(a->exclude, g.gl_pathv[k]) && path_push(out, g.gl_pathv[k])) {
+                globfree(&g);
+                return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            }
+        globfree(&g);
+    }
+    if (out->n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, f, key, "no files left after `exclude`");
+    return TFC_OK;
+}
+
+static tfc_status text_open(const void *args, const tfc_data_options *opt, const char *key,
+                            source **out, tfc_error *err)
+{
+    const text_args *a = args;
+    int want = opt ? opt->num_classes : 0;
+    path_list pl = {0};
+    char fkey[352];
+    snprintf(fkey, sizeof fkey, "%s.files", key);
+    *out = NULL;
+    tfc_status st = text_paths(a, opt, fkey, &pl, err);
+    if (!st && want > 0 && a->label == TEXT_LABEL_FILE && pl.n > want)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, a->files, fkey, "%d files give %d classes "
+                            "(label: file) but the model has %d", pl.n, pl.n, want);
+    if (!st) st = load_text(out, a, pl.v, pl.n, err);
+    path_list_free(&pl);
+    return st;
+}
+
+const source_def tfc_source_text = {
+    .name = "text",
+    .help = "lines or %-separated records of text files",
+    .fields = text_fields,
+    .args_size = sizeof(text_args),
+    .check = text_check,
+    .implies = text_implies,
+    .open = text_open,
+};

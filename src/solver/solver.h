@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "core/config.h"
+#include "data/data.h"
 #include "graph/model.h"
 #include "solver/optimizer.h"
 
@@ -56,14 +57,17 @@ typedef struct tfc_solver_config {
     int deterministic, tf32;      /* GPU options (core/device.h) */
     double gpu_memory_limit;      /* MiB; 0 = none */
     const char *base_dir;         /* absolute: relative data paths resolve against it */
-    const tfc_node *train, *test; /* data.train, data.test (NULL when absent) */
+    const tfc_node *train, *test; /* data.train, data.test (NULL when absent), both planned */
+    tfc_data_plan train_plan;     /* tfc_pipeline_plan's answers for data.train */
+    tfc_data_plan test_plan;      /* the same for data.test (zeroed without it) */
     const tfc_node *model;        /* the resolved model mapping */
 } tfc_solver_config;
 
 /* Loads SOLVER.yaml and its model (a path relative to the solver's folder, or inline),
- * applies opt->sets, and checks every key of the solver, the model and the data splits'
- * schemas. All configuration errors are reported together (TFC_ERR_CONFIG, exit 2);
- * nothing is written. `opt` is copied (its strings are referenced). NULL on error. */
+ * applies opt->sets, and checks every key of the solver, the model and both data splits
+ * (tfc_pipeline_plan: no data file is opened). All configuration errors are reported
+ * together (TFC_ERR_CONFIG, exit 2); nothing is written. `opt` is copied (its strings are
+ * referenced). NULL on error. */
 tfc_solver *tfc_solver_load(const char *path, const tfc_solver_options *opt, tfc_error *err);
 
 /* Same, from YAML text; `name` stands for the file (its folder is the base folder). */

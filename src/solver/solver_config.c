@@ -1,7 +1,7 @@
 /* Solver files: the top-level schema, the model (a path or inline), --set overrides, and the
  * resolved configuration that config.yaml records — the solver with the model inlined and
  * named, base_dir made absolute and every override applied — with its hashes. Every error
- * of the solver, its optimizer, policy and model is reported in one run. */
+ * of the solver, its optimizer, policy, data splits and model is reported in one run. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -272,6 +272,12 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     if (a.data && tfc_schema_apply(data_fields, a.data, "data", &d, err)) status = TFC_ERR_CONFIG;
     c->train = d.train;
     c->test = d.test && !tfc_node_is_null(d.test) ? d.test : NULL;
+    /* Both splits checked completely, still without reading any data. */
+    tfc_data_options train_key = {.key = "data.train"}, test_key = {.key = "data.test"};
+    if (c->train && tfc_pipeline_plan(c->train, &train_key, &c->train_plan, err))
+        status = TFC_ERR_CONFIG;
+    if (c->test && tfc_pipeline_plan(c->test, &test_key, &c->test_plan, err))
+        status = TFC_ERR_CONFIG;
     if (a.model && a.model->kind != TFC_NODE_MAP) {
         char found[64];
         tfc_node_describe(a.model, found, sizeof found);
