@@ -11,33 +11,6 @@
 
 /* ---- what the solver file says ------------------------------------------------------------- */
 
-/* The batch_size of the last batch / padded_batch stage of a split, 0 when none. */
-static int config_batch_size(const tfc_node *split)
-{
-    const tfc_node *pl = tfc_node_get(split, "pipeline");
-    int bs = 0;
-    for (int i = 0; pl && pl->kind == TFC_NODE_SEQ && i < pl->n; i++) {
-        const tfc_node *item = pl->vals[i];
-        if (item->kind != TFC_NODE_MAP || item->n != 1) continue;
-        if (strcmp(item->keys[0]->str, "batch") && strcmp(item->keys[0]->str, "padded_batch"))
-            continue;
-        const tfc_node *v = tfc_node_get(item->vals[0], "batch_size");
-        if (v && v->kind == TFC_NODE_SCALAR) bs = atoi(v->str);
-    }
-    return bs;
-}
-
-/* Whether a split's configuration tokenizes text (then it needs the training vocabulary). */
-static int mentions_tokenizer(const tfc_node *n)
-{
-    if (!n) return 0;
-    if (n->kind == TFC_NODE_SCALAR) return !strcmp(n->str, "tokenize");
-    for (int i = 0; i < n->n; i++)
-        if ((n->keys && !strcmp(n->keys[i]->str, "tokenizer")) || mentions_tokenizer(n->vals[i]))
-            return 1;
-    return 0;
-}
-
 /* The vocabulary.txt of the run a weights file belongs to: beside it or up to two folders
  * above (snapshots/ sits inside the run directory). */
 static int find_vocabulary(const char *weights, char *dir, size_t size)
@@ -118,15 +91,15 @@ static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
 }
 
 /* The examples per batch of a split: the batch dimension of its element spec, else the
- * file's batch_size; 1 for an unbatched split. */
-static tfc_status batch_size(const tfc_pipeline *p, const tfc_node *split, const char *key,
-                             int *size, tfc_error *err)
+ * batch_size its plan found; 1 for an unbatched split. */
+static tfc_status batch_size(const tfc_pipeline *p, const tfc_data_plan *plan,
+                             const tfc_node *split, const char *key, int *size, tfc_error *err)
 {
     const tfc_element_spec *es = tfc_pipeline_element_spec(p);
     const tfc_shape *shape = &es->comp[TFC_COMP_FEATURES].shape;
     *size = 1;
     if (!es->batched) return TFC_OK;
-    *size = shape->ndim > 0 && shape->dim[0] > 0 ? (int)shape->dim[0] : config_batch_size(split);
+    *size = shape->ndim > 0 && shape->dim[0] > 0 ? (int)shape->dim[0] : (int)plan->batch_size;
     if (*size < 1)
         return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
                               "cannot tell the batch size of this pipeline");
@@ -142,6 +115,7 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     tfc_model *m = f->model;
     const tfc_pipeline *split[2] = {f->train, f->test};
     const tfc_node *node[2] = {s->cfg.train, s->cfg.test};
+    const tfc_data_plan *plan[2] = {&s->cfg.train_plan, &s->cfg.test_plan};
     const char *key[2] = {"data.train", "data.test"};
     f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
     f->label_numel = tfc_model_label_rows(m) *
@@ -155,7 +129,7 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     }
     int sizes[2] = {1, 1};
     for (int k = 0; k < 2 && !st; k++)
-        if (split[k]) st = batch_size(split[k], node[k], key[k], &sizes[k], err);
+        if (split[k]) st = batch_size(split[k], plan[k], node[k], key[k], &sizes[k], err);
     if (st) return st;
     f->stage_batch = sizes[0] > sizes[1] ? sizes[0] : sizes[1];
     f->bind_batch = f->train ? sizes[0] : sizes[1] < 256 ? sizes[1] : 256;
@@ -204,7 +178,7 @@ tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend
     f->model = s->model;
     tfc_data_options o = split_options(s, 1);
     char vdir[4200];
-    if (mentions_tokenizer(s->cfg.test)) {
+    if (s->cfg.test_plan.tokenizes) {
         if (find_vocabulary(weights, vdir, sizeof vdir)) {
             o.run_dir = vdir;
             o.load_vocabulary = 1;
