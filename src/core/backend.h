@@ -321,10 +321,12 @@ void tfc_backend_free(tfc_backend *be);
 /* Fails naming the first NULL op of `ops` (a backend missing an op is unusable). */
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);
 
-/* be->ops->configure: the solver applies its device options once, after opening. */
+/* be->ops->configure(be, o); nothing for a NULL backend. The solver applies its device
+ * options once, after opening the backend. */
 void tfc_backend_configure(tfc_backend *be, const tfc_device_options *o);
 
-/* be->ops->status: the trainer asks after each step's download and each test pass. */
+/* be->ops->status(be, err); TFC_OK for a NULL backend. The trainer asks after each step's
+ * download and each test pass. */
 tfc_status tfc_backend_status(tfc_backend *be, tfc_error *err);
 
 #endif
