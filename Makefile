@@ -101,9 +101,11 @@ ifeq ($(HAVE_CUDA),1)
   GPU_GENCODE ?= -gencode arch=compute_$(GPU_OLDEST),code=sm_$(GPU_OLDEST) \
                  -gencode arch=compute_80,code=sm_80 \
                  -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-  # --fmad=false: our kernels round a * b + c twice, as the CPU does (docs/gpu.md)
+  # --fmad=false: our kernels round a * b + c twice, as the CPU does (docs/gpu.md);
+  # -fno-exceptions: no C++ exception handling, whose personality reference
+  # (DW.ref.__gxx_personality_v0) would be an exported symbol without our tfc_ prefix
   NVFLAGS := -O2 -std=c++17 -lineinfo --fmad=false -Iinclude -Isrc \
-             -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter,-Wno-format-truncation,-Werror \
+             -Xcompiler -fPIC,-fno-exceptions,-Wall,-Wextra,-Wno-unused-parameter,-Wno-format-truncation,-Werror \
              --Werror all-warnings -Wno-deprecated-gpu-targets \
              $(GPU_GENCODE) $(NVCCFLAGS)
 endif

@@ -119,9 +119,7 @@ int main(int argc, char **argv)
             fputs(err.text, stderr);
             return 1;
         }
-#ifdef TFC_HAVE_CUDA
-        tfc_gpu_set_tf32(be, tf32);
-#endif
+        tfc_backend_configure(be, &(tfc_device_options){.tf32 = tf32});
         tfc_model *m = tfc_model_load(path, &err);
         if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
             fputs(err.text, stderr);
@@ -163,12 +161,10 @@ int main(int argc, char **argv)
         else
             printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"gpu\": \"%s\"}\n",
                    flops / 1e9, peak_mib(be), tf32, gpu_name(be));
-#ifdef TFC_HAVE_CUDA
-        if (tfc_gpu_status(be, &err)) {
+        if (tfc_backend_status(be, &err)) {
             fputs(err.text, stderr);
             return 1;
         }
-#endif
         fflush(stdout);
         free(x), free(labels), free(t);
         tfc_model_free(m);

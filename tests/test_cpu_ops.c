@@ -138,8 +138,23 @@ static void test_backend_check(void)
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_backend_check(&broken, &err), TFC_ERR_DEVICE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "count_nonfinite"));
+    broken = *be->ops;
+    broken.status = NULL;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_backend_check(&broken, &err), TFC_ERR_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "'status'"));
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_backend_check(NULL, &err), TFC_ERR_DEVICE);
+
+    /* the CPU takes the solver's options without effect, and never has an error pending */
+    tfc_device_options o = {1, 1, 1};
+    tfc_backend_configure(be, &o);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_backend_status(be, &err), TFC_OK);
+    CU_ASSERT_EQUAL(err.count, 0);
+    void *p = be->ops->alloc(be, 4096);
+    CU_ASSERT_PTR_NOT_NULL(p);
+    be->ops->free(be, p);
     tfc_backend_free(be);
     tfc_backend_free(NULL);
 

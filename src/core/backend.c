@@ -1,6 +1,6 @@
 /* Backend-independent pieces of the op table: the activation names, the start-up check
- * that rejects a backend with a missing op, and tfc_backend_free. The slot list below
- * is pinned to the struct by a static assert, so a new op cannot escape the check. */
+ * that rejects a backend with a missing op (its slot list generated from TFC_BACKEND_OPS,
+ * like the struct), tfc_backend_free and the wrappers over the configure and status ops. */
 #include "core/backend.h"
 
 #include <stddef.h>
@@ -26,32 +26,19 @@ const char *const tfc_act_names[TFC_ACT_COUNT + 1] = {
 
 typedef void (*generic_fn)(void);
 
-#define SLOT(f) {#f, offsetof(tfc_backend_ops, f)}
+#define SLOT(ret, op, params) {#op, offsetof(tfc_backend_ops, op)},
 static const struct {
     const char *name;
     size_t offset;
-} slots[] = {
-    SLOT(destroy),           SLOT(alloc),          SLOT(free),
-    SLOT(upload),            SLOT(download),       SLOT(copy),
-    SLOT(zero),              SLOT(sync),           SLOT(gemm),
-    SLOT(axpy),              SLOT(scale),          SLOT(bias_add),
-    SLOT(bias_grad),         SLOT(copy2d),         SLOT(act_forward),
-    SLOT(act_backward),      SLOT(dropout_forward), SLOT(dropout_backward),
-    SLOT(conv_workspace),    SLOT(conv_forward),   SLOT(conv_backward_data),
-    SLOT(conv_backward_filter), SLOT(pool_forward), SLOT(pool_backward),
-    SLOT(bn_forward_train),  SLOT(bn_forward_infer), SLOT(bn_backward),
-    SLOT(gather),            SLOT(scatter_add),    SLOT(lstm_workspace),
-    SLOT(lstm_forward),      SLOT(lstm_backward),  SLOT(loss),
-    SLOT(accuracy),          SLOT(sumsq),          SLOT(count_nonfinite),
-    SLOT(optimizer_update),
-};
+} slots[] = {TFC_BACKEND_OPS(SLOT)};
 #undef SLOT
 
-/* Every member after `name` is a function pointer listed above: adding an op to the struct
- * without listing it here fails to compile. */
+/* The struct and the list above both come from TFC_BACKEND_OPS, so every op is checked by
+ * construction; this guards the one way around it, a member written into the struct by
+ * hand: after `name`, the struct holds exactly the listed function pointers. */
 _Static_assert(sizeof(tfc_backend_ops) ==
                    sizeof(const char *) + sizeof slots / sizeof *slots * sizeof(generic_fn),
-               "tfc_backend_ops has a slot that tfc_backend_check does not list");
+               "tfc_backend_ops has a member outside TFC_BACKEND_OPS");
 
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err)
 {
@@ -70,4 +57,14 @@ tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err)
 void tfc_backend_free(tfc_backend *be)
 {
     if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
+}
+
+void tfc_backend_configure(tfc_backend *be, const tfc_device_options *o)
+{
+    if (be) be->ops->configure(be, o);
+}
+
+tfc_status tfc_backend_status(tfc_backend *be, tfc_error *err)
+{
+    return be ? be->ops->status(be, err) : TFC_OK;
 }

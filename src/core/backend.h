@@ -85,8 +85,21 @@ typedef enum tfc_loss_kind {
     TFC_LOSS_COUNT
 } tfc_loss_kind;
 
+/* The optimizer, one enum for both floors: the solver's `optimizer.type` (whose names,
+ * tfc_optimizer_names, and field tables live in solver/optimizer.c) and the update rule of
+ * the backend's optimizer_update. The backend knows four rules: ADAMW is Adam's rule, its
+ * decoupled decay carried by tfc_optim_desc.decay, which every rule applies. */
+typedef enum tfc_optimizer_type {
+    TFC_OPTIMIZER_SGD = 0,
+    TFC_OPTIMIZER_ADAM,
+    TFC_OPTIMIZER_ADAMW,
+    TFC_OPTIMIZER_RMSPROP,
+    TFC_OPTIMIZER_ADAGRAD,
+    TFC_OPTIMIZER_COUNT
+} tfc_optimizer_type;
+
 /* One optimizer step over the flat arenas of trainable parameters (tfc_model_params /
- * tfc_model_grads), fused so that a device reads and writes each float once. Every kind
+ * tfc_model_grads), fused so that a device reads and writes each float once. Every type
  * first forms the gradient it applies from the accumulated one, and decays the weight:
  *   g = grad_scale * grad + l2 * w      (1/iter_size and global-norm clipping; L2 decay)
  *   w = w - decay * w                   (decoupled decay, AdamW: lr * weight_decay)
@@ -94,8 +107,8 @@ typedef enum tfc_loss_kind {
  *   sgd      momentum == 0: w -= lr g
  *            else v = momentum v - lr g;  w += v,  or with nesterov w += momentum v - lr g
  *            slot0 v (momentum)
- *   adam     m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2)
- *            amsgrad: vh = max(vh, v), v := vh
+ *   adam,    m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2)
+ *   adamw    amsgrad: vh = max(vh, v), v := vh
  *            w -= alpha m / (sqrt(v) + epsilon),  alpha = lr sqrt(1 - beta_2^t) / (1 - beta_1^t)
  *            (t = 1, 2, ...; the caller computes alpha)
  *            slot0 m (momentum), slot1 v (velocity), slot2 vh (velocity_hat)
@@ -105,16 +118,8 @@ typedef enum tfc_loss_kind {
  *            slot0 v (velocity), slot1 mo (momentum), slot2 a (average_gradient)
  *   adagrad  acc += g^2;  w -= lr g / sqrt(acc + epsilon)       slot0 acc (accumulator)
  * Arithmetic is float32, element-wise, so the result does not depend on threads. */
-typedef enum tfc_optim_kind {
-    TFC_OPTIM_SGD = 0,
-    TFC_OPTIM_ADAM,
-    TFC_OPTIM_RMSPROP,
-    TFC_OPTIM_ADAGRAD,
-    TFC_OPTIM_KIND_COUNT
-} tfc_optim_kind;
-
 typedef struct tfc_optim_desc {
-    tfc_optim_kind kind;
+    tfc_optimizer_type type;
     float lr;          /* this step's learning rate */
     float grad_scale;  /* multiplies the accumulated gradient */
     float l2;          /* weight_decay: adds l2 * w to the gradient */
@@ -128,145 +133,180 @@ typedef struct tfc_optim_desc {
     int centered;      /* rmsprop */
 } tfc_optim_desc;
 
+/* The solver's device options (deterministic, tf32, gpu_memory_limit), handed to the
+ * backend's configure op. */
+typedef struct tfc_device_options {
+    int deterministic;          /* deterministic cuDNN algorithms, no atomics in reductions */
+    int tf32;                   /* TensorFloat-32 in GEMMs and convolutions */
+    size_t memory_limit;        /* bytes the allocator may hold; 0 = no limit */
+} tfc_device_options;
+
+/* ---- the op table ------------------------------------------------------------------------
+ * Each op is written once, here, as X(return type, name, (parameters)) with its contract
+ * above it. From these lists come the table's struct (tfc_backend_ops, below), its start-up
+ * check (tfc_backend_check in backend.c) and each backend's declarations of its math ops
+ * (tfc_cpu_<op> in cpu/cpu_internal.h, tfc_gpu_<op> in gpu/gpu.h). A backend fills its
+ * table by hand (cpu_backend.c, gpu_backend.cu), so the slot each function fills is in
+ * plain sight. */
+
+/* Life cycle, options and memory: each backend defines these in its own backend file. */
+#define TFC_BACKEND_DEVICE_OPS(X)                                                                  \
+    /* Frees impl and the backend itself. */                                                       \
+    X(void, destroy, (tfc_backend *be))                                                            \
+    /* Applies the solver's options; an option the backend has no use for is ignored. */           \
+    X(void, configure, (tfc_backend *be, const tfc_device_options *o))                             \
+    /* The first error an asynchronous op met since the last call (TFC_ERR_DEVICE with the         \
+     * failing call and the library's message), copied into err, then cleared; TFC_OK when         \
+     * there was none. */                                                                          \
+    X(tfc_status, status, (tfc_backend *be, tfc_error *err))                                       \
+    /* alloc returns NULL on failure (the caller reports sizes). zero sets bytes. */               \
+    X(void *, alloc, (tfc_backend *be, size_t bytes))                                              \
+    X(void, free, (tfc_backend *be, void *p))                                                      \
+    X(void, upload, (tfc_backend *be, void *dst, const void *host_src, size_t bytes))              \
+    X(void, download, (tfc_backend *be, void *host_dst, const void *src, size_t bytes))            \
+    X(void, copy, (tfc_backend *be, void *dst, const void *src, size_t bytes))                     \
+    X(void, zero, (tfc_backend *be, void *p, size_t bytes))                                        \
+    X(void, sync, (tfc_backend *be))
+
+/* The math: each backend's files contribute these as tfc_<backend>_<op>. */
+#define TFC_BACKEND_MATH_OPS(X)                                                                    \
+    /* C[m,n] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [m,k], op(B) [k,n]. */         \
+    X(void, gemm, (tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,    \
+                   const float *a, int lda, const float *b, int ldb, float beta, float *c,         \
+                   int ldc))                                                                       \
+                                                                                                   \
+    /* y += alpha * x */                                                                           \
+    X(void, axpy, (tfc_backend *be, int64_t n, float alpha, const float *x, float *y))             \
+    /* x *= alpha */                                                                               \
+    X(void, scale, (tfc_backend *be, int64_t n, float alpha, float *x))                            \
+    /* y[r, c] += b[c] */                                                                          \
+    X(void, bias_add, (tfc_backend *be, int64_t rows, int cols, const float *b, float *y))         \
+    /* db[c] += sum_r dy[r, c] */                                                                  \
+    X(void, bias_grad, (tfc_backend *be, int64_t rows, int cols, const float *dy, float *db))      \
+    /* dst[r*dst_ld + c] (=, or += when accumulate) src[r*src_ld + c], c < cols:                   \
+     * the strided copy behind Concatenate and its gradient. */                                    \
+    X(void, copy2d, (tfc_backend *be, int64_t rows, int cols, const float *src, int src_ld,        \
+                     float *dst, int dst_ld, int accumulate))                                      \
+                                                                                                   \
+    /* y = act(x); softmax normalises each row of `cols`. x and y may alias. */                    \
+    X(void, act_forward, (tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,       \
+                          float *y))                                                               \
+    /* dx += act'(x) * dy (softmax: the Jacobian-vector product from y). Every activation          \
+     * reads x and y as it needs; neither may alias dx. */                                         \
+    X(void, act_backward, (tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,      \
+                           const float *y, const float *dy, float *dx))                            \
+                                                                                                   \
+    /* Inverted dropout: y = x * keep / (1 - rate), keep = (uniform >= rate), the uniform of       \
+     * element i drawn from Philox at (key, counter = (i, step)), so the mask needs no             \
+     * storage and is identical on every backend. Backward regenerates it: dx += ... dy.           \
+     * rate <= 0 copies; rate >= 1 gives zeros. */                                                 \
+    X(void, dropout_forward, (tfc_backend *be, int64_t n, float rate, uint64_t key,                \
+                              uint64_t step, const float *x, float *y))                            \
+    X(void, dropout_backward, (tfc_backend *be, int64_t n, float rate, uint64_t key,               \
+                               uint64_t step, const float *dy, float *dx))                         \
+                                                                                                   \
+    /* Convolution. ws: at least conv_workspace(desc) bytes of scratch (NULL when that is          \
+     * 0). conv_forward overwrites y; the backward ops accumulate into dx and dw. */               \
+    X(size_t, conv_workspace, (tfc_backend *be, const tfc_conv_desc *d))                           \
+    X(void, conv_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,                \
+                           const float *w, float *y, void *ws))                                    \
+    X(void, conv_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,         \
+                                 const float *w, float *dx, void *ws))                             \
+    X(void, conv_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,        \
+                                   const float *dy, float *dw, void *ws))                          \
+                                                                                                   \
+    /* Pooling. argmax [n, oh, ow, c] int32 holds, for max pooling, the flat input index           \
+     * (within the image, h*w*c) of each winner (the first maximum on ties); it is NULL            \
+     * for average pooling, and may be NULL for max pooling when no backward follows. */           \
+    X(void, pool_forward, (tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,      \
+                           int32_t *argmax))                                                       \
+    X(void, pool_backward, (tfc_backend *be, const tfc_pool_desc *d, const float *dy,              \
+                            const int32_t *argmax, float *dx))                                     \
+                                                                                                   \
+    /* Batch normalisation over rows (n*h*w) per channel (cols).                                   \
+     * Training: mean, var = batch statistics (biased var); y = gamma (x - mean) invstd + beta     \
+     * with invstd = 1/sqrt(var + eps); moving = momentum * moving + (1 - momentum) * batch;       \
+     * save_mean/save_invstd [cols] are kept for backward. */                                      \
+    X(void, bn_forward_train, (tfc_backend *be, int64_t rows, int cols, const float *x,            \
+                               const float *gamma, const float *beta, float eps,                   \
+                               float momentum, float *moving_mean, float *moving_var,              \
+                               float *y, float *save_mean, float *save_invstd))                    \
+    /* Inference: y = gamma (x - moving_mean) / sqrt(moving_var + eps) + beta. */                  \
+    X(void, bn_forward_infer, (tfc_backend *be, int64_t rows, int cols, const float *x,            \
+                               const float *gamma, const float *beta,                              \
+                               const float *moving_mean, const float *moving_var, float eps,       \
+                               float *y))                                                          \
+    /* Training-mode backward: dx, dgamma, dbeta += ... */                                         \
+    X(void, bn_backward, (tfc_backend *be, int64_t rows, int cols, const float *x,                 \
+                          const float *dy, const float *gamma, const float *save_mean,             \
+                          const float *save_invstd, float *dx, float *dgamma, float *dbeta))       \
+                                                                                                   \
+    /* Embedding: y[i, :] = table[ids[i], :] for i < n (ids already range-checked);                \
+     * backward dtable[ids[i], :] += dy[i, :]. */                                                  \
+    X(void, gather, (tfc_backend *be, int64_t n, int dim, const int32_t *ids,                      \
+                     const float *table, float *y))                                                \
+    X(void, scatter_add, (tfc_backend *be, int64_t n, int dim, const int32_t *ids,                 \
+                          const float *dy, float *dtable))                                         \
+                                                                                                   \
+    /* LSTM sequence. Saved for backward: hseq, cseq [n, t, u] and gates [n, t, 4u] (post-         \
+     * activation i, f, g, o). mask [n, t] float or NULL. ws: lstm_workspace bytes. */             \
+    X(size_t, lstm_workspace, (tfc_backend *be, const tfc_lstm_desc *d))                           \
+    X(void, lstm_forward, (tfc_backend *be, const tfc_lstm_desc *d, const float *x,                \
+                           const float *kernel, const float *rkernel, const float *bias,           \
+                           const float *mask, float *y, float *hseq, float *cseq,                  \
+                           float *gates, void *ws))                                                \
+    /* dx, dkernel, drkernel, dbias += ... (bias and dbias are NULL when the layer has no          \
+     * bias; dx may be NULL when the input needs no gradient). y may be hseq itself when           \
+     * return_sequences is set. The gates of masked steps are unspecified. */                      \
+    X(void, lstm_backward, (tfc_backend *be, const tfc_lstm_desc *d, const float *x,               \
+                            const float *kernel, const float *rkernel, const float *mask,          \
+                            const float *hseq, const float *cseq, const float *gates,              \
+                            const float *dy, float *dx, float *dkernel, float *drkernel,           \
+                            float *dbias, void *ws))                                               \
+                                                                                                   \
+    /* Loss over `rows` rows of `classes` outputs. x: logits when from_logits, else                \
+     * probabilities (softmax/sigmoid outputs, clipped to [1e-7, 1 - 1e-7] as Keras does).         \
+     * row_weight [rows] or NULL (all 1): a row's weight multiplies its loss and gradient          \
+     * (0 for masked steps). scale: usually 1 / (number of counted rows).                          \
+     * *loss_out (device scalar) = scale * sum_r weight_r * loss_r;                                \
+     * dx = scale * weight_r * dloss_r/dx  (OVERWRITES dx; dx may be NULL at inference).           \
+     * labels: int32 [rows] for sparse CCE, float [rows, classes] otherwise.                       \
+     * loss_r as Keras 3: CCE sums -t log q over the row (q from probabilities is first            \
+     * normalised to sum 1, then clipped; sparse CCE clips, then normalises); BCE and MSE          \
+     * average over the row's `classes` outputs; MSE ignores from_logits. A sparse label           \
+     * outside [0, classes) makes its row count as weight 0 (the input pipeline reports            \
+     * such labels with their record). */                                                          \
+    X(void, loss, (tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,             \
+                   int classes, const float *x, const void *labels, const float *row_weight,       \
+                   float scale, float *loss_out, float *dx))                                       \
+    /* *count_out (device scalar) += number of weighted rows whose label is among the top k        \
+     * outputs (ties count against), times the row's weight (0/1). Sparse labels are int32;        \
+     * dense labels (CCE/BCE) use their argmax; with classes == 1 (binary), a row is right         \
+     * when (x >= threshold) == (label >= 0.5), threshold 0.5 for probabilities, 0 for             \
+     * logits. */                                                                                  \
+    X(void, accuracy, (tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,         \
+                       int classes, int k, const float *x, const void *labels,                     \
+                       const float *row_weight, float *count_out))                                 \
+                                                                                                   \
+    /* Host results: sum of squares (double accumulation) and count of NaN/Inf. */                 \
+    X(double, sumsq, (tfc_backend *be, int64_t n, const float *x))                                 \
+    X(int64_t, count_nonfinite, (tfc_backend *be, int64_t n, const float *x))                      \
+                                                                                                   \
+    /* The optimizer step described above (tfc_optim_desc): params, grads and the slots            \
+     * have n floats; slots the type does not use may be NULL. grads is only read. */              \
+    X(void, optimizer_update, (tfc_backend *be, const tfc_optim_desc *d, int64_t n,                \
+                               float *params, const float *grads, float *slot0,                    \
+                               float *slot1, float *slot2))
+
+#define TFC_BACKEND_OPS(X) TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X)
+
+/* The table: the backend's name, then one function pointer per op. */
+#define TFC_BACKEND_SLOT(ret, op, params) ret (*op) params;
 typedef struct tfc_backend_ops {
     const char *name;
-    void (*destroy)(tfc_backend *be); /* frees impl and the backend itself */
-
-    /* Memory. alloc returns NULL on failure (the caller reports sizes). zero sets bytes. */
-    void *(*alloc)(tfc_backend *be, size_t bytes);
-    void (*free)(tfc_backend *be, void *p);
-    void (*upload)(tfc_backend *be, void *dst, const void *host_src, size_t bytes);
-    void (*download)(tfc_backend *be, void *host_dst, const void *src, size_t bytes);
-    void (*copy)(tfc_backend *be, void *dst, const void *src, size_t bytes);
-    void (*zero)(tfc_backend *be, void *p, size_t bytes);
-    void (*sync)(tfc_backend *be);
-
-    /* C[m,n] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [m,k], op(B) [k,n]. */
-    void (*gemm)(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
-
-    /* y += alpha * x */
-    void (*axpy)(tfc_backend *be, int64_t n, float alpha, const float *x, float *y);
-    /* x *= alpha */
-    void (*scale)(tfc_backend *be, int64_t n, float alpha, float *x);
-    /* y[r, c] += b[c] */
-    void (*bias_add)(tfc_backend *be, int64_t rows, int cols, const float *b, float *y);
-    /* db[c] += sum_r dy[r, c] */
-    void (*bias_grad)(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db);
-    /* dst[r*dst_ld + c] (=, or += when accumulate) src[r*src_ld + c], c < cols:
-     * the strided copy behind Concatenate and its gradient. */
-    void (*copy2d)(tfc_backend *be, int64_t rows, int cols, const float *src, int src_ld,
-                   float *dst, int dst_ld, int accumulate);
-
-    /* y = act(x); softmax normalises each row of `cols`. x and y may alias. */
-    void (*act_forward)(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
-                        float *y);
-    /* dx += act'(x) * dy (softmax: the Jacobian-vector product from y). Every activation
-     * reads x and y as it needs; neither may alias dx. */
-    void (*act_backward)(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
-                         const float *y, const float *dy, float *dx);
-
-    /* Inverted dropout: y = x * keep / (1 - rate), keep = (uniform >= rate), the uniform of
-     * element i drawn from Philox at (key, counter = (i, step)), so the mask needs no
-     * storage and is identical on every backend. Backward regenerates it: dx += ... dy.
-     * rate <= 0 copies; rate >= 1 gives zeros. */
-    void (*dropout_forward)(tfc_backend *be, int64_t n, float rate, uint64_t key, uint64_t step,
-                            const float *x, float *y);
-    void (*dropout_backward)(tfc_backend *be, int64_t n, float rate, uint64_t key,
-                             uint64_t step, const float *dy, float *dx);
-
-    /* Convolution. ws: at least conv_workspace(desc) bytes of scratch (NULL when that is
-     * 0). conv_forward overwrites y; the backward ops accumulate into dx and dw. */
-    size_t (*conv_workspace)(tfc_backend *be, const tfc_conv_desc *d);
-    void (*conv_forward)(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                         const float *w, float *y, void *ws);
-    void (*conv_backward_data)(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
-                               const float *w, float *dx, void *ws);
-    void (*conv_backward_filter)(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                                 const float *dy, float *dw, void *ws);
-
-    /* Pooling. argmax [n, oh, ow, c] int32 holds, for max pooling, the flat input index
-     * (within the image, h*w*c) of each winner (the first maximum on ties); it is NULL
-     * for average pooling, and may be NULL for max pooling when no backward follows. */
-    void (*pool_forward)(tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,
-                         int32_t *argmax);
-    void (*pool_backward)(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
-                          const int32_t *argmax, float *dx);
-
-    /* Batch normalisation over rows (n*h*w) per channel (cols).
-     * Training: mean, var = batch statistics (biased var); y = gamma (x - mean) invstd + beta
-     * with invstd = 1/sqrt(var + eps); moving = momentum * moving + (1 - momentum) * batch;
-     * save_mean/save_invstd [cols] are kept for backward. */
-    void (*bn_forward_train)(tfc_backend *be, int64_t rows, int cols, const float *x,
-                             const float *gamma, const float *beta, float eps, float momentum,
-                             float *moving_mean, float *moving_var, float *y, float *save_mean,
-                             float *save_invstd);
-    /* Inference: y = gamma (x - moving_mean) / sqrt(moving_var + eps) + beta. */
-    void (*bn_forward_infer)(tfc_backend *be, int64_t rows, int cols, const float *x,
-                             const float *gamma, const float *beta, const float *moving_mean,
-                             const float *moving_var, float eps, float *y);
-    /* Training-mode backward: dx, dgamma, dbeta += ... */
-    void (*bn_backward)(tfc_backend *be, int64_t rows, int cols, const float *x,
-                        const float *dy, const float *gamma, const float *save_mean,
-                        const float *save_invstd, float *dx, float *dgamma, float *dbeta);
-
-    /* Embedding: y[i, :] = table[ids[i], :] for i < n (ids already range-checked);
-     * backward dtable[ids[i], :] += dy[i, :]. */
-    void (*gather)(tfc_backend *be, int64_t n, int dim, const int32_t *ids, const float *table,
-                   float *y);
-    void (*scatter_add)(tfc_backend *be, int64_t n, int dim, const int32_t *ids,
-                        const float *dy, float *dtable);
-
-    /* LSTM sequence. Saved for backward: hseq, cseq [n, t, u] and gates [n, t, 4u] (post-
-     * activation i, f, g, o). mask [n, t] float or NULL. ws: lstm_workspace bytes. */
-    size_t (*lstm_workspace)(tfc_backend *be, const tfc_lstm_desc *d);
-    void (*lstm_forward)(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
-                         const float *kernel, const float *rkernel, const float *bias,
-                         const float *mask, float *y, float *hseq, float *cseq, float *gates,
-                         void *ws);
-    /* dx, dkernel, drkernel, dbias += ... (bias and dbias are NULL when the layer has no
-     * bias; dx may be NULL when the input needs no gradient). y may be hseq itself when
-     * return_sequences is set. The gates of masked steps are unspecified. */
-    void (*lstm_backward)(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
-                          const float *kernel, const float *rkernel, const float *mask,
-                          const float *hseq, const float *cseq, const float *gates,
-                          const float *dy, float *dx, float *dkernel, float *drkernel,
-                          float *dbias, void *ws);
-
-    /* Loss over `rows` rows of `classes` outputs. x: logits when from_logits, else
-     * probabilities (softmax/sigmoid outputs, clipped to [1e-7, 1 - 1e-7] as Keras does).
-     * row_weight [rows] or NULL (all 1): a row's weight multiplies its loss and gradient
-     * (0 for masked steps). scale: usually 1 / (number of counted rows).
-     * *loss_out (device scalar) = scale * sum_r weight_r * loss_r;
-     * dx = scale * weight_r * dloss_r/dx  (OVERWRITES dx; dx may be NULL at inference).
-     * labels: int32 [rows] for sparse CCE, float [rows, classes] otherwise.
-     * loss_r as Keras 3: CCE sums -t log q over the row (q from probabilities is first
-     * normalised to sum 1, then clipped; sparse CCE clips, then normalises); BCE and MSE
-     * average over the row's `classes` outputs; MSE ignores from_logits. A sparse label
-     * outside [0, classes) makes its row count as weight 0 (the input pipeline reports
-     * such labels with their record). */
-    void (*loss)(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
-                 int classes, const float *x, const void *labels, const float *row_weight,
-                 float scale, float *loss_out, float *dx);
-    /* *count_out (device scalar) += number of weighted rows whose label is among the top k
-     * outputs (ties count against), times the row's weight (0/1). Sparse labels are int32;
-     * dense labels (CCE/BCE) use their argmax; with classes == 1 (binary), a row is right
-     * when (x >= threshold) == (label >= 0.5), threshold 0.5 for probabilities, 0 for
-     * logits. */
-    void (*accuracy)(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
-                     int classes, int k, const float *x, const void *labels,
-                     const float *row_weight, float *count_out);
-
-    /* Host results: sum of squares (double accumulation) and count of NaN/Inf. */
-    double (*sumsq)(tfc_backend *be, int64_t n, const float *x);
-    int64_t (*count_nonfinite)(tfc_backend *be, int64_t n, const float *x);
-
-    /* The optimizer step described above (tfc_optim_desc): params, grads and the slots
-     * have n floats; slots the kind does not use may be NULL. grads is only read. */
-    void (*optimizer_update)(tfc_backend *be, const tfc_optim_desc *d, int64_t n,
-                             float *params, const float *grads, float *slot0, float *slot1,
-                             float *slot2);
+    TFC_BACKEND_OPS(TFC_BACKEND_SLOT)
 } tfc_backend_ops;
+#undef TFC_BACKEND_SLOT
 
 struct tfc_backend {
     const tfc_backend_ops *ops;
@@ -275,9 +315,18 @@ struct tfc_backend {
     void *impl;      /* backend-private state (handles, streams, caches) */
 };
 
+/* Frees a backend (NULL: nothing). */
 void tfc_backend_free(tfc_backend *be);
 
 /* Fails naming the first NULL op of `ops` (a backend missing an op is unusable). */
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);
+
+/* be->ops->configure(be, o); nothing for a NULL backend. The solver applies its device
+ * options once, after opening the backend. */
+void tfc_backend_configure(tfc_backend *be, const tfc_device_options *o);
+
+/* be->ops->status(be, err); TFC_OK for a NULL backend. The trainer asks after each step's
+ * download and each test pass. */
+tfc_status tfc_backend_status(tfc_backend *be, tfc_error *err);
 
 #endif

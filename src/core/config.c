@@ -102,11 +102,6 @@ tfc_node *tfc_node_new_map(tfc_doc *doc, const tfc_node *at)
     return node_new(doc, TFC_NODE_MAP, at ? at->line : 0, at ? at->col : 0, at ? at->src : NULL);
 }
 
-tfc_node *tfc_node_new_seq(tfc_doc *doc, const tfc_node *at)
-{
-    return node_new(doc, TFC_NODE_SEQ, at ? at->line : 0, at ? at->col : 0, at ? at->src : NULL);
-}
-
 void tfc_node_map_set(tfc_node *map, tfc_node *key, tfc_node *val)
 {
     TFC_ASSERT(map->kind == TFC_NODE_MAP && key->kind == TFC_NODE_SCALAR);
@@ -486,8 +481,6 @@ void tfc_doc_free(tfc_doc *doc)
 }
 
 tfc_node *tfc_doc_root(const tfc_doc *doc) { return doc->root; }
-const char *tfc_doc_path(const tfc_doc *doc) { return doc->path; }
-const char *tfc_doc_text(const tfc_doc *doc) { return doc->text; }
 
 /* ---- emitting ------------------------------------------------------------------------- */
 

@@ -41,8 +41,6 @@ tfc_doc *tfc_doc_load_string(const char *text, size_t len, const char *name, tfc
 void tfc_doc_free(tfc_doc *doc);
 
 tfc_node *tfc_doc_root(const tfc_doc *doc);
-const char *tfc_doc_path(const tfc_doc *doc);
-const char *tfc_doc_text(const tfc_doc *doc);
 
 /* Reports an error positioned at `node` (its document's file, line, column and caret),
  * with key path `key`. Returns `code`. */
@@ -58,9 +56,9 @@ const char *tfc_node_kind_name(tfc_node_kind kind);
  * build resolved configs and apply overrides. */
 tfc_node *tfc_node_new_scalar(tfc_doc *doc, const tfc_node *at, const char *text, int quoted);
 tfc_node *tfc_node_new_map(tfc_doc *doc, const tfc_node *at);
-tfc_node *tfc_node_new_seq(tfc_doc *doc, const tfc_node *at);
-/* Appends (SEQ: key NULL) or sets (MAP: replaces an existing key's value). */
+/* Sets `key` in a MAP: replaces an existing key's value, else appends the pair. */
 void tfc_node_map_set(tfc_node *map, tfc_node *key, tfc_node *val);
+/* Appends `val` to a SEQ. */
 void tfc_node_seq_push(tfc_node *seq, tfc_node *val);
 /* Deep copy of `src` (possibly from another document) into `doc`. */
 tfc_node *tfc_node_copy(tfc_doc *doc, const tfc_node *src);

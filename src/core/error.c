@@ -128,13 +128,6 @@ int tfc_exit_code(tfc_status code)
     }
 }
 
-const char *tfc_status_name(tfc_status code)
-{
-    static const char *const names[] = {"ok", "config", "usage", "data", "io", "format",
-                                        "nomem", "device", "numeric", "internal"};
-    return (unsigned)code < sizeof names / sizeof *names ? names[code] : "unknown";
-}
-
 /* Levenshtein distance, case-insensitive, of strings up to 63 characters. */
 static int edit_distance(const char *a, const char *b)
 {

@@ -9,9 +9,22 @@
 #include "core/schema.h"
 
 const char *const tfc_init_names[TFC_INIT_COUNT + 1] = {
-    "zeros",         "ones",          "constant",      "glorot_uniform", "glorot_normal",
-    "he_uniform",    "he_normal",     "lecun_uniform", "lecun_normal",   "orthogonal",
-    "random_uniform", "random_normal", "truncated_normal", "lstm_bias",  NULL};
+    [TFC_INIT_ZEROS] = "zeros",
+    [TFC_INIT_ONES] = "ones",
+    [TFC_INIT_CONSTANT] = "constant",
+    [TFC_INIT_GLOROT_UNIFORM] = "glorot_uniform",
+    [TFC_INIT_GLOROT_NORMAL] = "glorot_normal",
+    [TFC_INIT_HE_UNIFORM] = "he_uniform",
+    [TFC_INIT_HE_NORMAL] = "he_normal",
+    [TFC_INIT_LECUN_UNIFORM] = "lecun_uniform",
+    [TFC_INIT_LECUN_NORMAL] = "lecun_normal",
+    [TFC_INIT_ORTHOGONAL] = "orthogonal",
+    [TFC_INIT_RANDOM_UNIFORM] = "random_uniform",
+    [TFC_INIT_RANDOM_NORMAL] = "random_normal",
+    [TFC_INIT_TRUNCATED_NORMAL] = "truncated_normal",
+    [TFC_INIT_LSTM_BIAS] = "lstm_bias",
+    [TFC_INIT_COUNT] = NULL,
+};
 
 tfc_init tfc_init_make(tfc_init_kind kind)
 {

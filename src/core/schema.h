@@ -40,7 +40,7 @@ typedef struct tfc_field {
     const char *help;
 } tfc_field;
 
-/* Shorthands for tables. F_RANGE(lo, hi) fills min and max. */
+/* Fills min and max of a field without bounds (min > max). */
 #define TFC_UNBOUNDED 1.0, 0.0
 
 /* Validates `map` (a MAP node, or NULL for "all defaults") against `fields` (ended by an

@@ -14,6 +14,19 @@ static void cpu_destroy(tfc_backend *be)
     free(be);
 }
 
+/* Nothing to set: the CPU computes in float32 (there is no TF32 to allow), its sums add in
+ * an order fixed by the thread count (cpu_internal.h), so runs repeat already, and it
+ * allocates from the process heap without a cache for a limit to cap. */
+static void cpu_configure(tfc_backend *be, const tfc_device_options *o)
+{
+}
+
+/* Every op runs synchronously and reports nothing later: no error is ever pending. */
+static tfc_status cpu_status(tfc_backend *be, tfc_error *err)
+{
+    return TFC_OK;
+}
+
 /* 64-byte aligned; 0 bytes still returns a unique pointer that free accepts. */
 static void *cpu_alloc(tfc_backend *be, size_t bytes)
 {
@@ -64,6 +77,8 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
 static const tfc_backend_ops cpu_ops = {
     .name = "cpu",
     .destroy = cpu_destroy,
+    .configure = cpu_configure,
+    .status = cpu_status,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

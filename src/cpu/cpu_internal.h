@@ -118,88 +118,15 @@ static inline float tfc_cpu_tanhf(float x)
     return tfc_cpu_select(a < 0.625f, small, big);
 }
 
-/* ---- ops by file ------------------------------------------------------------------ */
-/* cpu_act.c */
-void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
-                         float *y);
-void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
-                          const float *y, const float *dy, float *dx);
-
-/* cpu_elem.c */
-void tfc_cpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float *y);
-void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x);
-void tfc_cpu_bias_add(tfc_backend *be, int64_t rows, int cols, const float *b, float *y);
-void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db);
-void tfc_cpu_copy2d(tfc_backend *be, int64_t rows, int cols, const float *src, int src_ld,
-                    float *dst, int dst_ld, int accumulate);
-void tfc_cpu_dropout_forward(tfc_backend *be, int64_t n, float rate, uint64_t key,
-                             uint64_t step, const float *x, float *y);
-void tfc_cpu_dropout_backward(tfc_backend *be, int64_t n, float rate, uint64_t key,
-                              uint64_t step, const float *dy, float *dx);
-double tfc_cpu_sumsq(tfc_backend *be, int64_t n, const float *x);
-int64_t tfc_cpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x);
-
-/* cpu_backend.c */
-void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                  int ldc);
-
-/* cpu_conv.c */
-size_t tfc_cpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d);
-void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                          const float *w, float *y, void *ws);
-void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
-                                const float *w, float *dx, void *ws);
-void tfc_cpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                                  const float *dy, float *dw, void *ws);
-
-/* cpu_pool.c */
-void tfc_cpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,
-                          int32_t *argmax);
-void tfc_cpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
-                           const int32_t *argmax, float *dx);
-
-/* cpu_norm.c */
-void tfc_cpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const float *x,
-                              const float *gamma, const float *beta, float eps, float momentum,
-                              float *moving_mean, float *moving_var, float *y, float *save_mean,
-                              float *save_invstd);
-void tfc_cpu_bn_forward_infer(tfc_backend *be, int64_t rows, int cols, const float *x,
-                              const float *gamma, const float *beta, const float *moving_mean,
-                              const float *moving_var, float eps, float *y);
-void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x,
-                         const float *dy, const float *gamma, const float *save_mean,
-                         const float *save_invstd, float *dx, float *dgamma, float *dbeta);
-
-/* cpu_embed.c */
-void tfc_cpu_gather(tfc_backend *be, int64_t n, int dim, const int32_t *ids, const float *table,
-                    float *y);
-void tfc_cpu_scatter_add(tfc_backend *be, int64_t n, int dim, const int32_t *ids,
-                         const float *dy, float *dtable);
-
-/* cpu_lstm.c */
-size_t tfc_cpu_lstm_workspace(tfc_backend *be, const tfc_lstm_desc *d);
-void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
-                          const float *kernel, const float *rkernel, const float *bias,
-                          const float *mask, float *y, float *hseq, float *cseq, float *gates,
-                          void *ws);
-void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
-                           const float *kernel, const float *rkernel, const float *mask,
-                           const float *hseq, const float *cseq, const float *gates,
-                           const float *dy, float *dx, float *dkernel, float *drkernel,
-                           float *dbias, void *ws);
-
-/* cpu_loss.c */
-void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
-                  int classes, const float *x, const void *labels, const float *row_weight,
-                  float scale, float *loss_out, float *dx);
-void tfc_cpu_accuracy(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
-                      int classes, int k, const float *x, const void *labels,
-                      const float *row_weight, float *count_out);
-
-/* cpu_optim.c */
-void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t n,
-                              float *params, const float *grads, float *slot0, float *slot1,
-                              float *slot2);
+/* ---- the math ops ----------------------------------------------------------------------
+ * tfc_cpu_<op> for every op of TFC_BACKEND_MATH_OPS (contracts in core/backend.h), each
+ * defined in the file of its family: gemm in cpu_backend.c; axpy, scale, bias_add,
+ * bias_grad, copy2d, dropout_*, sumsq and count_nonfinite in cpu_elem.c; act_* in cpu_act.c;
+ * conv_* in cpu_conv.c; pool_* in cpu_pool.c; bn_* in cpu_norm.c; gather and scatter_add in
+ * cpu_embed.c; lstm_* in cpu_lstm.c; loss and accuracy in cpu_loss.c; optimizer_update in
+ * cpu_optim.c. */
+#define TFC_CPU_DECLARE(ret, op, params) ret tfc_cpu_##op params;
+TFC_BACKEND_MATH_OPS(TFC_CPU_DECLARE)
+#undef TFC_CPU_DECLARE
 
 #endif

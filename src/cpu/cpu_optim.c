@@ -1,7 +1,7 @@
 /* The fused optimizer step on the CPU: one element-wise pass over the trainable parameter
- * arena per step, for every optimizer kind (formulas in core/backend.h, tfc_optim_desc).
+ * arena per step, for every optimizer type (formulas in core/backend.h, tfc_optim_desc).
  * Each element is independent, so the result is the same for any number of threads; the
- * loops are split by kind so that each vectorises without branches. */
+ * loops are split by type so that each vectorises without branches. */
 #include <math.h>
 
 #include "cpu/cpu_internal.h"
@@ -19,8 +19,8 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
 {
     int nt = tfc_cpu_threads(be, n);
     const float lr = d->lr;
-    switch (d->kind) {
-    case TFC_OPTIM_SGD:
+    switch (d->type) {
+    case TFC_OPTIMIZER_SGD:
         if (d->momentum == 0.0f) {
 #pragma omp parallel for simd num_threads(nt) schedule(static)
             for (int64_t i = 0; i < n; i++) {
@@ -39,7 +39,8 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
             }
         }
         break;
-    case TFC_OPTIM_ADAM: {
+    case TFC_OPTIMIZER_ADAM:
+    case TFC_OPTIMIZER_ADAMW: { /* AdamW: Adam's rule after grad_and_decay's decay */
         const float b1 = d->beta_1, b2 = d->beta_2, eps = d->epsilon, alpha = d->alpha;
         const int ams = d->amsgrad;
 #pragma omp parallel for simd num_threads(nt) schedule(static)
@@ -57,7 +58,7 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
         }
         break;
     }
-    case TFC_OPTIM_RMSPROP: {
+    case TFC_OPTIMIZER_RMSPROP: {
         const float rho = d->rho, mu = d->momentum, eps = d->epsilon;
         const int centered = d->centered, use_mom = d->momentum > 0.0f;
 #pragma omp parallel for simd num_threads(nt) schedule(static)
@@ -80,7 +81,7 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
         }
         break;
     }
-    case TFC_OPTIM_ADAGRAD: {
+    case TFC_OPTIMIZER_ADAGRAD: {
         const float eps = d->epsilon;
 #pragma omp parallel for simd num_threads(nt) schedule(static)
         for (int64_t i = 0; i < n; i++) {
@@ -91,6 +92,6 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
         }
         break;
     }
-    case TFC_OPTIM_KIND_COUNT: TFC_ASSERT(!"unknown optimizer kind"); break;
+    case TFC_OPTIMIZER_COUNT: TFC_ASSERT(!"unknown optimizer type"); break;
     }
 }

@@ -1,5 +1,7 @@
 /* Device selection: "cpu", "gpu", "gpu:N" or the default. GPU backends exist only in
- * builds with CUDA (TFC_HAVE_CUDA); elsewhere asking for one is a clear error. */
+ * builds with CUDA (TFC_HAVE_CUDA); elsewhere asking for one is a clear error. A backend
+ * whose table misses an op is never handed out. Nothing else here: options and status are
+ * ops of the backend's table. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,29 +12,7 @@
 #include "gpu/gpu.h"
 #endif
 
-void tfc_backend_configure(tfc_backend *be, const tfc_device_options *o)
-{
-#ifdef TFC_HAVE_CUDA
-    if (!be || !tfc_gpu_is_gpu(be)) return;
-    tfc_gpu_set_deterministic(be, o->deterministic);
-    tfc_gpu_set_tf32(be, o->tf32);
-    tfc_gpu_set_memory_limit(be, o->memory_limit);
-#else
-    (void)be, (void)o;
-#endif
-}
-
-tfc_status tfc_backend_status(tfc_backend *be, tfc_error *err)
-{
-#ifdef TFC_HAVE_CUDA
-    if (be && tfc_gpu_is_gpu(be)) return tfc_gpu_status(be, err);
-#else
-    (void)be, (void)err;
-#endif
-    return TFC_OK;
-}
-
-tfc_backend *tfc_backend_open(const char *device, int threads, tfc_error *err)
+static tfc_backend *create(const char *device, int threads, tfc_error *err)
 {
     if (!device || !*device) {
 #ifdef TFC_HAVE_CUDA
@@ -73,4 +53,14 @@ tfc_backend *tfc_backend_open(const char *device, int threads, tfc_error *err)
     (void)index;
     return NULL;
 #endif
+}
+
+tfc_backend *tfc_backend_open(const char *device, int threads, tfc_error *err)
+{
+    tfc_backend *be = create(device, threads, err);
+    if (be && tfc_backend_check(be->ops, err)) {
+        tfc_backend_free(be);
+        return NULL;
+    }
+    return be;
 }

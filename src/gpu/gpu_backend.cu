@@ -2,7 +2,8 @@
  * creation (one non-blocking stream, a cuBLAS and a cuDNN handle bound to it), the caching
  * allocator (cudaMalloc'd blocks rounded to size classes and kept on free lists, so a
  * training step allocates nothing and a run holds only what its model needs), pinned
- * staging for host transfers, scratch, and the sticky error behind the TFC_*_TRY wrappers. */
+ * staging for host transfers, scratch, the sticky error behind the TFC_*_TRY wrappers (the
+ * table's status op), and the options that its configure op sets. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,8 +242,6 @@ static void gpu_sync(tfc_backend *be)
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
-void tfc_gpu_conv_cache_free(gpu_ctx *g); /* gpu_conv.cu */
-
 static void gpu_destroy(tfc_backend *be)
 {
     gpu_ctx *g = gpu_of(be);
@@ -267,9 +266,19 @@ static void gpu_destroy(tfc_backend *be)
     free(be);
 }
 
+/* The solver's options; each setter does nothing when its value does not change. */
+static void gpu_configure(tfc_backend *be, const tfc_device_options *o)
+{
+    tfc_gpu_set_deterministic(be, o->deterministic);
+    tfc_gpu_set_tf32(be, o->tf32);
+    tfc_gpu_set_memory_limit(be, o->memory_limit);
+}
+
 static const tfc_backend_ops gpu_ops = {
     .name = "gpu",
     .destroy = gpu_destroy,
+    .configure = gpu_configure,
+    .status = tfc_gpu_status,
     .alloc = gpu_alloc,
     .free = gpu_free,
     .upload = gpu_upload,

@@ -69,13 +69,18 @@ static inline gpu_ctx *gpu_of(tfc_backend *be)
     return (gpu_ctx *)be->impl;
 }
 
+/* The helpers the .cu files share are declared with C linkage, as gpu.h's are, so that
+ * every symbol of libtfc keeps its plain tfc_ name. */
+extern "C" {
+
 /* Record a failure (first one wins; later ones are counted) and return 1; return 0 on
  * success. `call` is the source text of the call. */
 int tfc_gpu_fail(gpu_ctx *g, const char *call, const char *what, const char *file, int line);
 int tfc_gpu_cuda_failed(gpu_ctx *g, cudaError_t e, const char *call, const char *file, int line);
 int tfc_gpu_cublas_failed(gpu_ctx *g, cublasStatus_t s, const char *call, const char *file,
-                      int line);
-int tfc_gpu_cudnn_failed(gpu_ctx *g, cudnnStatus_t s, const char *call, const char *file, int line);
+                          int line);
+int tfc_gpu_cudnn_failed(gpu_ctx *g, cudnnStatus_t s, const char *call, const char *file,
+                         int line);
 
 /* Run `call`; on failure record it and `return __VA_ARGS__` (nothing for void functions). */
 #define TFC_CUDA_TRY(g, call, ...)                                                     \
@@ -102,9 +107,13 @@ int tfc_gpu_cudnn_failed(gpu_ctx *g, cudnnStatus_t s, const char *call, const ch
 void *tfc_gpu_scratch(gpu_ctx *g, size_t bytes);
 
 /* A pinned host buffer of at least `bytes` from the staging ring whose previous copy has
- * finished; record_stage marks its new copy (enqueued on the stream) so the next user
- * waits. NULL with the error recorded. */
+ * finished; the caller records the stage's `done` event after enqueueing its own copy, so
+ * the next user waits for it. NULL with the error recorded. */
 gpu_stage *tfc_gpu_stage_take(gpu_ctx *g, size_t bytes);
+
+/* Frees the convolution plans (descriptors, chosen algorithms) that gpu_conv.cu caches per
+ * shape; they depend on the deterministic and tf32 settings. */
+void tfc_gpu_conv_cache_free(gpu_ctx *g);
 
 /* Blocks for a grid-stride loop over n items: enough to fill the GPU, no more. */
 static inline int gpu_blocks(const gpu_ctx *g, int64_t n, int threads = GPU_THREADS)
@@ -130,6 +139,8 @@ int tfc_gpu_reduce_blocks(int64_t n);
 /* out[0] = sum of in[0..n) (device pointers), in double, in a fixed order; `partials` has
  * tfc_gpu_reduce_blocks(n) doubles. Returns nonzero on a recorded failure. */
 int tfc_gpu_sum_f64(gpu_ctx *g, const double *in, int64_t n, double *partials, double *out);
+
+} /* extern "C" */
 
 /* ---- column sums (bias gradient, batch-norm statistics) ------------------------------ */
 

@@ -22,8 +22,8 @@ static __global__ void optim_kernel(tfc_optim_desc d, int64_t n, float *params, 
          i += (int64_t)gridDim.x * blockDim.x) {
         float w = params[i];
         const float g = grad_and_decay(d, w, grads[i]);
-        switch (d.kind) {
-        case TFC_OPTIM_SGD:
+        switch (d.type) {
+        case TFC_OPTIMIZER_SGD:
             if (d.momentum == 0.0f) {
                 w -= d.lr * g;
             } else {
@@ -32,7 +32,8 @@ static __global__ void optim_kernel(tfc_optim_desc d, int64_t n, float *params, 
                 w += d.nesterov ? d.momentum * v - d.lr * g : v;
             }
             break;
-        case TFC_OPTIM_ADAM: {
+        case TFC_OPTIMIZER_ADAM:
+        case TFC_OPTIMIZER_ADAMW: { /* AdamW: Adam's rule after grad_and_decay's decay */
             float m = slot0[i] + (g - slot0[i]) * (1.0f - d.beta_1);
             float v = slot1[i] + (g * g - slot1[i]) * (1.0f - d.beta_2);
             slot0[i] = m;
@@ -44,7 +45,7 @@ static __global__ void optim_kernel(tfc_optim_desc d, int64_t n, float *params, 
             w -= m * d.alpha / (sqrtf(v) + d.epsilon);
             break;
         }
-        case TFC_OPTIM_RMSPROP: {
+        case TFC_OPTIMIZER_RMSPROP: {
             float v = d.rho * slot0[i] + (1.0f - d.rho) * (g * g);
             slot0[i] = v;
             float den = v + d.epsilon;
@@ -61,7 +62,7 @@ static __global__ void optim_kernel(tfc_optim_desc d, int64_t n, float *params, 
             w -= inc;
             break;
         }
-        case TFC_OPTIM_ADAGRAD: {
+        case TFC_OPTIMIZER_ADAGRAD: {
             float acc = slot0[i] + g * g;
             slot0[i] = acc;
             w -= d.lr * g / sqrtf(acc + d.epsilon);
@@ -79,7 +80,7 @@ void tfc_gpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
 {
     gpu_ctx *g = gpu_of(be);
     if (n <= 0) return;
-    TFC_ASSERT(d->kind >= 0 && d->kind < TFC_OPTIM_KIND_COUNT);
+    TFC_ASSERT(d->type >= 0 && d->type < TFC_OPTIMIZER_COUNT);
     optim_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, n, params, grads, slot0,
                                                                   slot1, slot2);
     TFC_LAUNCH_CHECK(g, optim_kernel);

@@ -1,8 +1,8 @@
-/* The bound graph: memory planned once per (backend, max batch), then forward, loss and
- * backward passes that allocate nothing. Outputs, pre-activations and saved buffers are
- * kept from forward to backward; activation gradients live only from the backward step of
- * a layer's last consumer to the layer's own, so layers whose gradient lifetimes do not
- * overlap share memory (plan_grads). */
+/* The bound model: memory planned once per (backend, max batch), weights filled from their
+ * initializers, then forward, loss and backward passes that allocate nothing. Outputs,
+ * pre-activations and saved buffers are kept from forward to backward; activation gradients
+ * live only from the backward step of a layer's last consumer to the layer's own, so layers
+ * whose gradient lifetimes do not overlap share memory (plan_grads). */
 #include "graph/model_internal.h"
 
 #include <stdlib.h>
@@ -13,15 +13,6 @@
 #define ALIGN 256 /* cudaMalloc's alignment: every buffer suits cuBLAS and cuDNN */
 
 static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
-
-int tfc_model_fused_loss(const tfc_model *m)
-{
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
-    if (last->act == TFC_ACT_SOFTMAX)
-        return m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
-    if (last->act == TFC_ACT_SIGMOID) return m->loss == TFC_LOSS_BCE;
-    return 0;
-}
 
 void tfc_model_unbind(tfc_model *m)
 {
@@ -117,7 +108,7 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
 {
     tfc_model_unbind(m);
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
-    int64_t ntrain = tfc_model_trainable_count(m), nall = tfc_model_param_count(m);
+    int64_t ntrain = m->trainable_count, nall = m->param_count;
     m->params = alloc_or_report(be, (size_t)nall * 4, "parameters", max_batch, err);
     m->grads = alloc_or_report(be, (size_t)ntrain * 4, "gradients", max_batch, err);
     m->bound = calloc((size_t)m->nlayers, sizeof *m->bound);
@@ -184,7 +175,6 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     for (int i = 0; i < m->nlayers; i++) o_y[4 * i + 3] = o_grads + g_off[i];
     free(g_off);
     o = align_up(o + g_bytes);
-    m->act_grad_bytes = g_bytes;
     m->arena = alloc_or_report(be, o, "activations", max_batch, err);
     m->host_mask = m->mask_layer >= 0 ? malloc(B * (size_t)mask_steps(m) * 4) : NULL;
     if (!m->arena || (m->mask_layer >= 0 && !m->host_mask)) {
@@ -219,11 +209,8 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     return TFC_OK;
 }
 
-int tfc_model_max_batch(const tfc_model *m) { return m->max_batch; }
 float *tfc_model_params(tfc_model *m) { return m->params; }
 float *tfc_model_grads(tfc_model *m) { return m->grads; }
-tfc_exec *tfc_model_exec(tfc_model *m) { return &m->ex; }
-void *tfc_model_input_buffer(tfc_model *m) { return m->x; }
 float *tfc_model_input_grad(tfc_model *m) { return m->dx; }
 void tfc_model_want_input_grad(tfc_model *m, int on) { m->want_input_grad = on; }
 
@@ -353,7 +340,6 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
         counted = 0;
         for (int64_t r = 0; r < rows; r++) counted += m->host_mask[r] != 0;
     }
-    m->rows_counted = counted;
     const float *x = m->fused_loss ? b->z : b->y;
     int from_logits = m->fused_loss || !(last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID);
     float *dx = NULL;
@@ -383,7 +369,7 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
 
 void tfc_model_zero_grad(tfc_model *m)
 {
-    m->be->ops->zero(m->be, m->grads, (size_t)tfc_model_trainable_count(m) * 4);
+    m->be->ops->zero(m->be, m->grads, (size_t)m->trainable_count * 4);
 }
 
 void tfc_model_layer_backward(tfc_model *m, int i)

@@ -1,6 +1,7 @@
 /* Model files → layers: the top-level schema, the layer list (type, Keras default names,
- * inputs), shape inference through every layer, and the loss/metric settings. Every error
- * points at the YAML; the whole file is checked before anything is allocated on a device. */
+ * inputs), shape inference through every layer, the loss/metric settings, and the queries
+ * on that description. Every error points at the YAML; the whole file is checked before
+ * anything is allocated on a device (graph.c binds and runs the model). */
 #include "graph/model_internal.h"
 
 #include <ctype.h>
@@ -8,10 +9,23 @@
 #include <string.h>
 
 const char *const tfc_loss_names[TFC_LOSS_COUNT + 1] = {
-    "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy", "mse",
-    NULL};
+    [TFC_LOSS_SPARSE_CCE] = "sparse_categorical_crossentropy",
+    [TFC_LOSS_CCE] = "categorical_crossentropy",
+    [TFC_LOSS_BCE] = "binary_crossentropy",
+    [TFC_LOSS_MSE] = "mse",
+    [TFC_LOSS_COUNT] = NULL,
+};
 
+static const char *const metric_names[TFC_METRIC_COUNT + 1] = {
+    [TFC_METRIC_ACCURACY] = "accuracy",
+    [TFC_METRIC_TOP_K] = "top_k_accuracy",
+    [TFC_METRIC_LOSS] = "loss",
+    [TFC_METRIC_COUNT] = NULL,
+};
+
+/* input.dtype: the names the schema accepts and the dtype each stands for, index by index. */
 static const char *const dtype_choices[] = {"float32", "int32", NULL};
+static const tfc_dtype dtype_values[] = {TFC_F32, TFC_I32};
 
 typedef struct model_args {
     const char *name;
@@ -71,7 +85,6 @@ static int name_taken(tfc_model *m, const char *name, int upto)
 /* Metrics: a list of names or one-key mappings ({top_k_accuracy: {k: 3}}). */
 static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *err)
 {
-    static const char *const names[] = {"accuracy", "top_k_accuracy", "loss", NULL};
     if (!node) return TFC_OK;
     if (node->kind != TFC_NODE_SEQ)
         return tfc_node_error(err, TFC_ERR_CONFIG, node, "metrics",
@@ -87,7 +100,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
             item = item->keys[0];
         }
         int kind;
-        if (tfc_node_enum(item, path, names, &kind, err)) {
+        if (tfc_node_enum(item, path, metric_names, &kind, err)) {
             status = TFC_ERR_CONFIG;
             continue;
         }
@@ -98,7 +111,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
         }
         tfc_metric *mt = &m->metrics[m->nmetrics++];
         mt->kind = (tfc_metric_kind)kind;
-        snprintf(mt->name, sizeof mt->name, "%s", names[kind]);
+        snprintf(mt->name, sizeof mt->name, "%s", metric_names[kind]);
         struct { int k; } targs = {5};
         static const tfc_field k_field[] = {
             {"k", TFC_F_INT, 0, "5", 1, 1 << 20, NULL, "how many top outputs count"}, {NULL}};
@@ -354,6 +367,30 @@ static tfc_status check_loss(tfc_model *m, const tfc_node *root, tfc_error *err)
     return TFC_OK;
 }
 
+/* Whether the last layer's fused activation folds into the loss (softmax with a
+ * categorical cross-entropy, sigmoid with binary cross-entropy), as Keras computes these
+ * from the logits. */
+static int fused_loss(const tfc_model *m)
+{
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    if (last->act == TFC_ACT_SOFTMAX)
+        return m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
+    if (last->act == TFC_ACT_SIGMOID) return m->loss == TFC_LOSS_BCE;
+    return 0;
+}
+
+/* Parameter floats, all and trainable ones: the sizes of the arenas graph.c binds. */
+static void count_params(tfc_model *m)
+{
+    m->param_count = m->trainable_count = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++) {
+            const tfc_param *pr = &m->layers[i].params[p];
+            m->param_count += pr->numel;
+            if (pr->trainable) m->trainable_count += pr->numel;
+        }
+}
+
 tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error *err)
 {
     if (!root || root->kind != TFC_NODE_MAP) {
@@ -382,7 +419,7 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
         } else {
             m->input_shape.ndim = in.shape.n;
             for (int i = 0; i < in.shape.n; i++) m->input_shape.dim[i] = in.shape.v[i];
-            m->input_dtype = in.dtype == 1 ? TFC_I32 : TFC_F32;
+            m->input_dtype = dtype_values[in.dtype];
             if (tfc_shape_numel(&m->input_shape) > (1ll << 30))
                 status = tfc_node_error(err, TFC_ERR_CONFIG, a.input, "input.shape",
                                         "an example of more than 2^30 elements");
@@ -395,7 +432,8 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
         tfc_model_free(m);
         return NULL;
     }
-    m->fused_loss = tfc_model_fused_loss(m);
+    m->fused_loss = fused_loss(m);
+    count_params(m);
     return m;
 }
 
@@ -457,19 +495,5 @@ const tfc_metric *tfc_model_metric(const tfc_model *m, int i) { return &m->metri
 int tfc_model_classes(const tfc_model *m) { return m->classes; }
 int64_t tfc_model_label_rows(const tfc_model *m) { return m->label_rows; }
 
-int64_t tfc_model_param_count(const tfc_model *m)
-{
-    int64_t n = 0;
-    for (int i = 0; i < m->nlayers; i++)
-        for (int p = 0; p < m->layers[i].nparams; p++) n += m->layers[i].params[p].numel;
-    return n;
-}
-
-int64_t tfc_model_trainable_count(const tfc_model *m)
-{
-    int64_t n = 0;
-    for (int i = 0; i < m->nlayers; i++)
-        for (int p = 0; p < m->layers[i].nparams; p++)
-            if (m->layers[i].params[p].trainable) n += m->layers[i].params[p].numel;
-    return n;
-}
+int64_t tfc_model_param_count(const tfc_model *m) { return m->param_count; }
+int64_t tfc_model_trainable_count(const tfc_model *m) { return m->trainable_count; }

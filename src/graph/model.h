@@ -6,7 +6,8 @@
  *   → per step: forward(x) → loss(labels) → zero_grad → backward
  *
  * Parameters sit in one flat arena, trainable ones first, so an optimizer is one loop over
- * [0, tfc_model_trainable_count) of params and grads. */
+ * [0, tfc_model_trainable_count) of params and grads. model.c loads and describes the model,
+ * graph.c binds and runs it, weights.c reads and writes weights files. */
 #ifndef TFC_GRAPH_MODEL_H
 #define TFC_GRAPH_MODEL_H
 
@@ -18,7 +19,12 @@
 
 typedef struct tfc_model tfc_model;
 
-typedef enum tfc_metric_kind { TFC_METRIC_ACCURACY = 0, TFC_METRIC_TOP_K, TFC_METRIC_LOSS } tfc_metric_kind;
+typedef enum tfc_metric_kind {
+    TFC_METRIC_ACCURACY = 0,
+    TFC_METRIC_TOP_K,
+    TFC_METRIC_LOSS,
+    TFC_METRIC_COUNT
+} tfc_metric_kind;
 
 #define TFC_MAX_METRICS 8
 
@@ -74,7 +80,6 @@ int64_t tfc_model_param_count(const tfc_model *m);
  * model keeps `be`. Re-binding with another size frees the old buffers. Errors name the
  * sizes (TFC_ERR_NOMEM). */
 tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err);
-int tfc_model_max_batch(const tfc_model *m);
 
 /* Frees the bound buffers (a no-op when unbound); the model can be bound again. */
 void tfc_model_unbind(tfc_model *m);
@@ -122,15 +127,14 @@ void tfc_model_layer_backward(tfc_model *m, int i);
  * default, which saves the first layer's backward-data pass. */
 void tfc_model_want_input_grad(tfc_model *m, int on);
 
-/* The exec context the next pass uses (tests adjust seed/step/training directly). */
-tfc_exec *tfc_model_exec(tfc_model *m);
-
-/* Host copies of parameters: layer l's param p, downloaded to/uploaded from host. */
+/* Host copies of one bound parameter (one of a layer's params): its p->numel floats
+ * downloaded to, or uploaded from, `host`. */
 void tfc_model_param_download(tfc_model *m, const tfc_param *p, float *host);
 void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host);
 
-/* Device pointer to the input buffer and to the output gradient (tests, gradient checks). */
-void *tfc_model_input_buffer(tfc_model *m);
+/* Device pointer to the gradient of the model input, [max_batch, input shape], which
+ * backward fills when tfc_model_want_input_grad is on (gradient checks); NULL for int32
+ * inputs. */
 float *tfc_model_input_grad(tfc_model *m);
 
 /* ---- weights files (SPEC §5) ------------------------------------------------------------ */

@@ -1,5 +1,9 @@
-/* The model's private layout, shared by model.c (loading, shapes) and graph.c (memory,
- * passes, loss). Nothing outside src/graph includes this. */
+/* The model's private layout: the one contract between the files of src/graph. model.c
+ * fills the description when a model file is loaded (layers with their shapes and
+ * parameters, loss, metrics, parameter counts) and frees the model; graph.c owns the bound
+ * state below (backend, arenas, per-layer buffers), reads the description from the fields
+ * and runs the passes; weights.c reads layers and parameters. Between model.c and graph.c,
+ * calls go one way: tfc_model_free unbinds. Nothing outside src/graph includes this. */
 #ifndef TFC_GRAPH_MODEL_INTERNAL_H
 #define TFC_GRAPH_MODEL_INTERNAL_H
 
@@ -16,6 +20,7 @@ typedef struct tfc_bound {
 } tfc_bound;
 
 struct tfc_model {
+    /* The description (model.c). */
     char name[128];
     tfc_doc *doc;          /* the model file, when loaded from one */
     tfc_doc *doc_scratch;  /* nodes made while loading (argument maps) */
@@ -29,8 +34,10 @@ struct tfc_model {
     int classes;
     int64_t label_rows;
     int fused_loss;        /* the last layer's softmax/sigmoid is folded into the loss */
+    int64_t param_count;   /* parameter floats, all of them ... */
+    int64_t trainable_count; /* ... and the trainable ones */
 
-    /* Bound state (tfc_model_bind). */
+    /* The bound state (graph.c: tfc_model_bind). */
     tfc_backend *be;
     int max_batch;
     void *arena;           /* activations, saved buffers, input, labels, scalars */
@@ -45,15 +52,8 @@ struct tfc_model {
     float *scalars;        /* device: loss, then one per metric */
     void *ws;
     size_t ws_bytes;
-    size_t act_grad_bytes; /* the region the activation-gradient blocks share */
     tfc_exec ex;
-    int64_t rows_counted;  /* rows the last loss averaged over */
     int want_input_grad;
 };
-
-/* Whether the last layer's fused activation folds into the loss (softmax with a
- * categorical cross-entropy, sigmoid with binary cross-entropy), as Keras computes these
- * from the logits. */
-int tfc_model_fused_loss(const tfc_model *m);
 
 #endif

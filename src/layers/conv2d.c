@@ -37,8 +37,8 @@ static tfc_conv_desc conv_desc(const tfc_layer *l, int n)
                        .kh = a->kernel_size[0], .kw = a->kernel_size[1], .f = a->filters,
                        .sh = a->strides[0], .sw = a->strides[1],
                        .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
-    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == 1, &d.oh, &d.pad_top);
-    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == 1, &d.ow, &d.pad_left);
+    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
     return d;
 }
 

@@ -120,8 +120,14 @@ const tfc_layer_ops *tfc_layer_lookup(const char *type);
 /* NULL-terminated list of type names, for did-you-mean and --help. */
 const char *const *tfc_layer_type_names(void);
 
-/* Shared argument helpers. */
-extern const char *const tfc_padding_names[]; /* "valid", "same" */
+/* Shared argument helpers. `padding:` of Conv2D and the poolings, an index into
+ * tfc_padding_names. */
+typedef enum tfc_padding {
+    TFC_PADDING_VALID = 0, /* no padding: windows stay inside the input */
+    TFC_PADDING_SAME,      /* out = ceil(in / stride), zeros around the input */
+    TFC_PADDING_COUNT
+} tfc_padding;
+extern const char *const tfc_padding_names[TFC_PADDING_COUNT + 1]; /* NULL-terminated */
 /* Output size and leading padding of one spatial axis, TensorFlow's rules:
  * valid: out = ceil((in - (k - 1) * d) / s), pad 0;
  * same:  out = ceil(in / s), total pad = max((out - 1) * s + (k - 1) * d + 1 - in, 0),

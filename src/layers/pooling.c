@@ -38,8 +38,8 @@ static tfc_pool_desc pool_desc(const tfc_layer *l, int n)
     d.sh = a->strides[0] ? a->strides[0] : d.kh;
     d.sw = a->strides[1] ? a->strides[1] : d.kw;
     d.is_max = l->ops == &tfc_max_pooling2d_ops;
-    tfc_conv_axis(d.h, d.kh, d.sh, 1, a->padding == 1, &d.oh, &d.pad_top);
-    tfc_conv_axis(d.w, d.kw, d.sw, 1, a->padding == 1, &d.ow, &d.pad_left);
+    tfc_conv_axis(d.h, d.kh, d.sh, 1, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, d.sw, 1, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
     return d;
 }
 

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {"sgd", "adam", "adamw",
-                                                                  "rmsprop", "adagrad", NULL};
+const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
+    [TFC_OPTIMIZER_SGD] = "sgd",         [TFC_OPTIMIZER_ADAM] = "adam",
+    [TFC_OPTIMIZER_ADAMW] = "adamw",     [TFC_OPTIMIZER_RMSPROP] = "rmsprop",
+    [TFC_OPTIMIZER_ADAGRAD] = "adagrad", [TFC_OPTIMIZER_COUNT] = NULL};
 
 #define OFF(member) offsetof(tfc_optimizer_config, member)
 #define TYPE_FIELD                                                                           \
@@ -70,7 +72,9 @@ static const tfc_field adagrad_fields[] = {
     {NULL}};
 
 static const tfc_field *const optimizer_tables[TFC_OPTIMIZER_COUNT] = {
-    sgd_fields, adam_fields, adamw_fields, rmsprop_fields, adagrad_fields};
+    [TFC_OPTIMIZER_SGD] = sgd_fields,         [TFC_OPTIMIZER_ADAM] = adam_fields,
+    [TFC_OPTIMIZER_ADAMW] = adamw_fields,     [TFC_OPTIMIZER_RMSPROP] = rmsprop_fields,
+    [TFC_OPTIMIZER_ADAGRAD] = adagrad_fields};
 
 const tfc_field *tfc_optimizer_fields(tfc_optimizer_type type)
 {
@@ -185,9 +189,9 @@ void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_s
     d.grad_scale = (float)grad_scale;
     d.l2 = (float)l2;
     d.epsilon = (float)c->epsilon;
-    switch ((tfc_optimizer_type)c->type) {
+    d.type = (tfc_optimizer_type)c->type;
+    switch (d.type) {
     case TFC_OPTIMIZER_SGD:
-        d.kind = TFC_OPTIM_SGD;
         d.momentum = (float)c->momentum;
         d.nesterov = c->nesterov;
         break;
@@ -196,7 +200,6 @@ void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_s
         d.decay = (float)c->weight_decay * (float)lr;
         /* fall through */
     case TFC_OPTIMIZER_ADAM: {
-        d.kind = TFC_OPTIM_ADAM;
         d.beta_1 = (float)c->beta_1;
         d.beta_2 = (float)c->beta_2;
         d.amsgrad = c->amsgrad;
@@ -208,12 +211,11 @@ void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_s
         break;
     }
     case TFC_OPTIMIZER_RMSPROP:
-        d.kind = TFC_OPTIM_RMSPROP;
         d.rho = (float)c->rho;
         d.momentum = (float)c->momentum;
         d.centered = c->centered;
         break;
-    case TFC_OPTIMIZER_ADAGRAD: d.kind = TFC_OPTIM_ADAGRAD; break;
+    case TFC_OPTIMIZER_ADAGRAD: break;
     case TFC_OPTIMIZER_COUNT: TFC_ASSERT(!"unknown optimizer type"); break;
     }
     o->be->ops->optimizer_update(o->be, &d, o->n, params, grads, o->slot[0], o->slot[1],

@@ -12,15 +12,8 @@
 
 /* ---- optimizers ------------------------------------------------------------------------- */
 
-typedef enum tfc_optimizer_type {
-    TFC_OPTIMIZER_SGD = 0,
-    TFC_OPTIMIZER_ADAM,
-    TFC_OPTIMIZER_ADAMW,
-    TFC_OPTIMIZER_RMSPROP,
-    TFC_OPTIMIZER_ADAGRAD,
-    TFC_OPTIMIZER_COUNT
-} tfc_optimizer_type;
-
+/* tfc_optimizer_type (TFC_OPTIMIZER_SGD, ...) is in core/backend.h: one enum names both the
+ * configured type and the backend's update rule. */
 extern const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1]; /* NULL-terminated */
 
 /* Every hyperparameter any type takes; a type's table fills only its own. */

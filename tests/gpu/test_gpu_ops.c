@@ -46,13 +46,11 @@ static void set_deterministic(int on)
 /* The sticky GPU error must stay clear after every case. */
 static void check_status(void)
 {
-#ifdef TFC_HAVE_CUDA
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_status s = tfc_gpu_status(dev, &err);
+    tfc_status s = tfc_backend_status(dev, &err);
     if (s) printf("\n  GPU error: %s", err.text);
     CU_ASSERT_EQUAL(s, TFC_OK);
-#endif
 }
 
 static int gpu_count(void)
@@ -850,24 +848,24 @@ static void test_optimizer(void)
 {
     tfc_optim_desc base = {.lr = 0.01f, .grad_scale = 0.5f, .l2 = 1e-4f, .epsilon = 1e-7f};
     tfc_optim_desc d = base;
-    d.kind = TFC_OPTIM_SGD;
+    d.type = TFC_OPTIMIZER_SGD;
     CU_ASSERT_EQUAL(optim_case("sgd", d), 0);
     d.momentum = 0.9f;
     CU_ASSERT_EQUAL(optim_case("sgd momentum", d), 0);
     d.nesterov = 1;
     CU_ASSERT_EQUAL(optim_case("sgd nesterov", d), 0);
     d = base;
-    d.kind = TFC_OPTIM_ADAM, d.beta_1 = 0.9f, d.beta_2 = 0.999f, d.alpha = 0.0031f;
+    d.type = TFC_OPTIMIZER_ADAM, d.beta_1 = 0.9f, d.beta_2 = 0.999f, d.alpha = 0.0031f;
     CU_ASSERT_EQUAL(optim_case("adam", d), 0);
-    d.amsgrad = 1, d.decay = 0.01f * 0.004f;
+    d.type = TFC_OPTIMIZER_ADAMW, d.amsgrad = 1, d.decay = 0.01f * 0.004f;
     CU_ASSERT_EQUAL(optim_case("adamw amsgrad", d), 0);
     d = base;
-    d.kind = TFC_OPTIM_RMSPROP, d.rho = 0.9f;
+    d.type = TFC_OPTIMIZER_RMSPROP, d.rho = 0.9f;
     CU_ASSERT_EQUAL(optim_case("rmsprop", d), 0);
     d.centered = 1, d.momentum = 0.5f;
     CU_ASSERT_EQUAL(optim_case("rmsprop centered momentum", d), 0);
     d = base;
-    d.kind = TFC_OPTIM_ADAGRAD;
+    d.type = TFC_OPTIMIZER_ADAGRAD;
     CU_ASSERT_EQUAL(optim_case("adagrad", d), 0);
     check_status();
 }
@@ -930,6 +928,17 @@ static void test_memory(void)
     a = dev->ops->alloc(dev, (size_t)64 << 20);
     CU_ASSERT_PTR_NOT_NULL(a);
     dev->ops->free(dev, a);
+    /* the table's configure op sets the same limit, with the other options */
+    tfc_device_options o = {0, 0, st.in_use + (1 << 20)};
+    tfc_backend_configure(dev, &o);
+    tfc_gpu_memory lim;
+    tfc_gpu_memory_stats(dev, &lim);
+    CU_ASSERT_EQUAL(lim.limit, o.memory_limit);
+    CU_ASSERT_PTR_NULL(dev->ops->alloc(dev, (size_t)64 << 20));
+    o.memory_limit = 0;
+    tfc_backend_configure(dev, &o);
+    tfc_gpu_memory_stats(dev, &lim);
+    CU_ASSERT_EQUAL(lim.limit, 0);
     /* an impossible request is NULL, not an error */
     CU_ASSERT_PTR_NULL(dev->ops->alloc(dev, (size_t)1 << 50));
     check_status();
@@ -941,6 +950,11 @@ static void test_memory(void)
     CU_ASSERT_EQUAL(tfc_gpu_status(dev, &err), TFC_ERR_DEVICE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not allocated by this backend"));
     CU_ASSERT_EQUAL(tfc_gpu_status(dev, &err), TFC_OK);
+    /* the same through the table's status op */
+    dev->ops->free(dev, &local);
+    CU_ASSERT_EQUAL(tfc_backend_status(dev, &err), TFC_ERR_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not allocated by this backend"));
+    CU_ASSERT_EQUAL(tfc_backend_status(dev, &err), TFC_OK);
     printf("\n  %s: %.1f MiB reserved at peak", tfc_gpu_device_name(dev),
            (double)st.peak_reserved / (1 << 20));
 #endif
@@ -1100,7 +1114,7 @@ static void train_steps(const char *yaml, int batch, int tokens, double rtol, do
         /* SGD with momentum: a weight moves by lr times its gradient, so rounding-level
          * gradient differences stay rounding-level (Adam's g / sqrt(v) would turn the sign
          * of a gradient that is zero up to rounding into a full step of lr) */
-        tfc_optim_desc d = {.kind = TFC_OPTIM_SGD, .lr = 0.05f, .grad_scale = 1.0f,
+        tfc_optim_desc d = {.type = TFC_OPTIMIZER_SGD, .lr = 0.05f, .grad_scale = 1.0f,
                             .momentum = 0.9f};
         ref->ops->optimizer_update(ref, &d, nt, tfc_model_params(ma), tfc_model_grads(ma),
                                    slots[0][0], NULL, NULL);
@@ -1144,7 +1158,7 @@ static float *train_on_dev(const char *yaml, int batch, int steps, int64_t *n)
     dev->ops->zero(dev, mom, (size_t)nt * 4);
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_optim_desc d = {.kind = TFC_OPTIM_SGD, .lr = 0.05f, .grad_scale = 1.0f, .momentum = 0.9f};
+    tfc_optim_desc d = {.type = TFC_OPTIMIZER_SGD, .lr = 0.05f, .grad_scale = 1.0f, .momentum = 0.9f};
     for (int step = 0; step < steps; step++) {
         tfc_batch_result r;
         tfc_model_forward(m, x, batch, 1, 5, (uint64_t)step, &err);
