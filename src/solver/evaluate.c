@@ -18,10 +18,6 @@ tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err)
     tfc_device_options o = {c->deterministic, c->tf32,
                             (size_t)(c->gpu_memory_limit * 1024.0 * 1024.0)};
     tfc_backend_configure(be, &o);
-    if (tfc_backend_check(be->ops, err)) {
-        tfc_backend_free(be);
-        return NULL;
-    }
     return be;
 }
 
