@@ -118,6 +118,8 @@ GPU_OBJ  := $(if $(and $(filter 1,$(HAVE_CUDA)),$(filter src/device/device.c,$(L
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
 TOOL_SRC := $(wildcard tools/tfc-*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BIN)/%)
+# The command-line parser every tool links (tools/cli.h); not part of libtfc.
+TOOL_OBJ := $(BUILD)/tools/cli.o
 TEST_SRC := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_LIB := $(wildcard tests/util/*.c)
@@ -153,12 +155,12 @@ $(BUILD)/%.o: %.cu
 	@echo "  NVCC  $<"
 	$(Q)$(NVCC) $(NVFLAGS) $(filter -D% -I%,$(CPPFLAGS_ALL)) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
-$(BIN)/tfc-%: tools/tfc-%.c $(STATIC)
+$(BIN)/tfc-%: tools/tfc-%.c $(TOOL_OBJ) $(STATIC)
 	@mkdir -p $(BIN)
 	@echo "  LINK  $@"
 	$(Q)mkdir -p $(BUILD)/tools
-	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MF $(BUILD)/tools/$(notdir $@).d $< $(STATIC) -o $@ \
-	    $(LDFLAGS_ALL) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MF $(BUILD)/tools/$(notdir $@).d $< $(TOOL_OBJ) \
+	    $(STATIC) -o $@ $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(STATIC)
 	@mkdir -p $(dir $@)

@@ -2,68 +2,56 @@
  * pipeline of a solver file, prints each component's dtype and shape (tf.data's element_spec)
  * and the elements per second, and can write the first N elements as .npy files. A thin main
  * over src/data; exit 0 on success, 1 on unreadable data, 2 on bad usage or configuration. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "cli.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/schema.h"
+#include "core/timing.h"
 #include "data/data.h"
 
-#ifndef TFC_VERSION
-#define TFC_VERSION "unknown"
-#endif
+/* The command line, as the option table fills it. */
+static const char *solver_v[1];
+static struct {
+    cli_list solver;
+    const char *split, *output;
+    long take;
+} args = {.solver = CLI_LIST_OF(solver_v), .split = "train", .take = 100};
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: tfc-data SOLVER.yaml [--split train|test] [--take N] [--output PREFIX]\n"
-            "\n"
-            "Runs the input pipeline of SOLVER.yaml (data.train or data.test) alone: prints the\n"
-            "dtype and shape of each component (-1: unknown, e.g. the batch dimension) and the\n"
-            "elements (batches, if the pipeline batches) per second.\n"
-            "\n"
-            "options:\n"
-            "  --split S       train (default) or test\n"
-            "  --take N        read N elements (default 100; fewer if the data ends)\n"
-            "  --output PREFIX write them as PREFIX.features.npy and PREFIX.labels.npy\n"
-            "                  (and PREFIX.lengths.npy after padded_batch): batches are\n"
-            "                  concatenated along axis 0, single elements stacked\n"
-            "  --help          show this help and exit\n"
-            "  --version       print the tfc version and exit\n"
-            "\n"
-            "exit status: 0 success, 1 unreadable data, 2 bad usage or configuration\n");
-}
+static const cli_option options[] = {
+    {"split", 0, CLI_STRING, &args.split, "train|test",
+     .help = "the split to run (default: train)"},
+    {"take", 0, CLI_INT, &args.take, "N", .min = 1, .max = LONG_MAX,
+     .help = "read N elements (default 100; fewer if the data ends)"},
+    {"output", 0, CLI_STRING, &args.output, "PREFIX",
+     .help = "write them as PREFIX.features.npy and PREFIX.labels.npy\n"
+             "(and PREFIX.lengths.npy after padded_batch): batches are\n"
+             "concatenated along axis 0, single elements stacked"},
+    {NULL},
+};
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static const cli_tool tool = {
+    .name = "tfc-data",
+    .operands = "SOLVER.yaml",
+    .about = "Runs the input pipeline of SOLVER.yaml (data.train or data.test) alone: prints the\n"
+             "dtype and shape of each component (-1: unknown, e.g. the batch dimension) and the\n"
+             "elements (batches, if the pipeline batches) per second.",
+    .options = options,
+    .exit_status = "0 success, 1 unreadable data, 2 bad usage or configuration",
+    .min_operands = 1,
+    .max_operands = 1,
+    .operand_list = &args.solver,
+};
 
 static int fail(const tfc_error *err)
 {
     fflush(stdout);
     fputs(err->text[0] ? err->text : "error: unknown failure\n", stderr);
     return tfc_exit_code(err->code ? err->code : TFC_ERR_INTERNAL);
-}
-
-/* True when the node tree mentions a tokenizer (the test split then needs the train split's
- * vocabulary). */
-static int uses_tokenizer(const tfc_node *n)
-{
-    if (!n) return 0;
-    if (n->kind == TFC_NODE_SCALAR) return !strcmp(n->str, "tokenize");
-    for (int i = 0; i < n->n; i++) {
-        if (n->kind == TFC_NODE_MAP && !strcmp(n->keys[i]->str, "tokenizer") &&
-            strcmp(n->vals[i]->str ? n->vals[i]->str : "", "none"))
-            return 1;
-        if (uses_tokenizer(n->vals[i])) return 1;
-    }
-    return 0;
 }
 
 /* Elements gathered for --output, one growing buffer per component. */
@@ -130,53 +118,12 @@ static tfc_status gather_write(gather *g, const char *prefix, const char *what, 
 
 int main(int argc, char **argv)
 {
-    const char *solver = NULL, *split = "train", *prefix = NULL;
-    long take = 100;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--version")) {
-            printf("tfc-data %s\n", TFC_VERSION);
-            return 0;
-        }
-        if ((!strcmp(a, "--split") || !strcmp(a, "--take") || !strcmp(a, "--output")) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "error: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "--split")) {
-            split = argv[++i];
-            if (strcmp(split, "train") && strcmp(split, "test")) {
-                fprintf(stderr, "error: --split must be train or test, found '%s'\n", split);
-                return 2;
-            }
-        } else if (!strcmp(a, "--take")) {
-            char *end;
-            take = strtol(argv[++i], &end, 10);
-            if (*end || take < 1) {
-                fprintf(stderr, "error: --take needs a positive integer, found '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--output")) {
-            prefix = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "error: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        } else if (!solver) {
-            solver = a;
-        } else {
-            fprintf(stderr, "error: more than one solver file ('%s', '%s')\n", solver, a);
-            return 2;
-        }
-    }
-    if (!solver) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    const char *solver = args.solver.v[0], *split = args.split, *prefix = args.output;
+    long take = args.take;
+    if (strcmp(split, "train") && strcmp(split, "test"))
+        return cli_error(&tool, "--split: expected train or test, found '%s'", split);
     tfc_error err;
     tfc_error_clear(&err);
     tfc_doc *doc = tfc_doc_load_file(solver, &err);
@@ -203,10 +150,16 @@ int main(int argc, char **argv)
     else strcpy(dir, ".");
     tfc_data_options opt = {.key = key, .base_dir = dir, .seed = (uint64_t)seed};
     int code = 0;
-    double t0 = now();
+    double t0 = tfc_now();
     /* The test split tokenizes with the train split's vocabulary. */
     tfc_pipeline *train = NULL;
-    if (!strcmp(split, "test") && uses_tokenizer(node)) {
+    tfc_data_plan plan = {0};
+    int test = !strcmp(split, "test");
+    if (test && tfc_pipeline_plan(node, &opt, &plan, &err)) {
+        code = fail(&err);
+        goto out;
+    }
+    if (test && plan.tokenizes) {
         tfc_data_options topt = opt;
         topt.key = "data.train";
         train = tfc_pipeline_from_config(tfc_node_get(data, "train"), &topt, &err);
@@ -216,13 +169,13 @@ int main(int argc, char **argv)
         }
         opt.vocab = tfc_pipeline_vocab(train);
     }
-    opt.stream = !strcmp(split, "test");
+    opt.stream = (uint64_t)test;
     tfc_pipeline *p = tfc_pipeline_from_config(node, &opt, &err);
     if (!p) {
         code = fail(&err);
         goto out;
     }
-    double t1 = now();
+    double t1 = tfc_now();
     const tfc_element_spec *spec = tfc_pipeline_element_spec(p);
     printf("%s: %lld source records (opened in %.2f s)\n", key,
            (long long)tfc_pipeline_source_size(p), t1 - t0);
@@ -238,7 +191,7 @@ int main(int argc, char **argv)
     long n = 0;
     int64_t examples = 0;
     tfc_status st = TFC_OK;
-    t1 = now();
+    t1 = tfc_now();
     while (n < take) {
         tfc_batch b;
         st = tfc_pipeline_next(p, &b, &err);
@@ -251,7 +204,7 @@ int main(int argc, char **argv)
             st = gather_add(&g[c], t[c], spec->batched, tfc_data_component_name(c), &err);
         if (st) break;
     }
-    double t2 = now(), secs = t2 - t1 > 1e-9 ? t2 - t1 : 1e-9;
+    double t2 = tfc_now(), secs = t2 - t1 > 1e-9 ? t2 - t1 : 1e-9;
     if (st) {
         code = fail(&err);
     } else {

@@ -1,37 +1,40 @@
 /* tfc-draw: a model file as a Graphviz DOT graph (layers with their types, arguments and
  * output shapes; edges from `inputs:` or the stack order). */
 #include <stdio.h>
-#include <string.h>
 
+#include "cli.h"
 #include "graph/model.h"
 
-static const char *usage =
-    "usage: tfc-draw MODEL.yaml [--output FILE.dot]\n"
-    "Writes the network as a Graphviz DOT graph (render it with: dot -Tpng -o net.png).\n";
+/* The command line, as the option table fills it. */
+static const char *model_v[1];
+static struct {
+    cli_list model;
+    const char *output;
+} args = {.model = CLI_LIST_OF(model_v)};
+
+static const cli_option options[] = {
+    {"output", 0, CLI_STRING, &args.output, "FILE.dot",
+     .help = "write the graph to this file (default: standard output)"},
+    {NULL},
+};
+
+static const cli_tool tool = {
+    .name = "tfc-draw",
+    .operands = "MODEL.yaml",
+    .about = "Writes the network as a Graphviz DOT graph: layers with their types, activations,\n"
+             "output shapes and parameter counts (render it with: dot -Tpng -o net.png).",
+    .options = options,
+    .exit_status = "0 success, 1 the output file cannot be written, 2 bad usage or configuration",
+    .min_operands = 1,
+    .max_operands = 1,
+    .operand_list = &args.model,
+};
 
 int main(int argc, char **argv)
 {
-    const char *model_path = NULL, *out_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--version")) {
-            printf("tfc-draw (tfc) %s\n", TFC_VERSION);
-            return 0;
-        } else if (!strcmp(argv[i], "--output") && i + 1 < argc) {
-            out_path = argv[++i];
-        } else if (argv[i][0] == '-' || model_path) {
-            fprintf(stderr, "tfc-draw: unexpected argument '%s'\n%s", argv[i], usage);
-            return 2;
-        } else {
-            model_path = argv[i];
-        }
-    }
-    if (!model_path) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    const char *model_path = args.model.v[0], *out_path = args.output;
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_load(model_path, &err);

@@ -19,32 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "core/timing.h"
 #include "solver/solver.h"
-
-static const char *usage =
-    "usage: tfc-grid SOLVER.yaml --grid KEY=v1,v2,... [--grid ...] [--set KEY=VALUE]...\n"
-    "                [--random N --range KEY=lo:hi|KEY=log:lo:hi [--range ...] [--seed S]]\n"
-    "                [--jobs N] [--threads N] [--out DIR] [--device D[,D...]] [--dry-run]\n"
-    "Runs every point of a hyperparameter grid as its own `tfc-train SOLVER --set KEY=VALUE\n"
-    "... --out DIR/<point>` and writes DIR/results.csv sorted by the test metric.\n"
-    "  --grid KEY=v1,v2  values of one key (YAML; commas inside [] or {} do not split);\n"
-    "                    the points are the cartesian product of all --grid options\n"
-    "  --random N        instead, N points drawn with --seed (default 1): each --range key\n"
-    "                    uniform in [lo, hi] (integers when both bounds are integers),\n"
-    "                    log-uniform with log:lo:hi; each --grid key one of its values\n"
-    "  --set KEY=VALUE   an override every point gets\n"
-    "  --jobs N          points run in parallel (default 1); the CPU threads are divided\n"
-    "                    between them (--threads, default all cores)\n"
-    "  --device D        passed to tfc-train; a list gpu:0,gpu:1 gives each job its own\n"
-    "  --out DIR         the sweep's folder (default grid/<solver name>)\n"
-    "  --dry-run         print the points and their overrides, run nothing\n"
-    "Running again skips points whose summary.json says completed (and diverged ones: delete\n"
-    "their folder to retry) and resumes the others from their newest snapshot.\n"
-    "Exit status: 0 every point completed, 1 a point failed or diverged, 2 bad usage or\n"
-    "configuration, 130/143 stopped by SIGINT/SIGTERM (the running points snapshot).\n";
 
 #define MAX_KEYS 32
 #define MAX_VALUES 1024
@@ -85,6 +64,66 @@ typedef struct grid {
     int lower_is_better;
 } grid;
 
+/* The sweep the command line describes: --grid and --range add keys to it as they come. */
+static grid sweep;
+static const char *add_grid(void *ctx, const char *arg);
+static const char *add_range(void *ctx, const char *arg);
+
+/* The rest of the command line, as the option table fills it. */
+static const char *set_v[4096], *solver_v[1];
+static struct {
+    cli_list sets, solver;
+    long random, seed, jobs, threads;
+    const char *out, *device;
+    int dry_run;
+} args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v), .seed = 1, .jobs = 1};
+
+static const cli_option options[] = {
+    {"grid", 0, CLI_CALL, &sweep, "KEY=v1,v2", .call = add_grid,
+     .help = "values of one key (YAML; commas inside [] or {} do not split);\n"
+             "the points are the cartesian product of all --grid options"},
+    {"random", 0, CLI_INT, &args.random, "N", .min = 1, .max = MAX_POINTS,
+     .help = "instead, N points drawn with --seed: each --range key\n"
+             "uniform in [lo, hi] (integers when both bounds are integers),\n"
+             "log-uniform with log:lo:hi; each --grid key one of its values"},
+    {"range", 0, CLI_CALL, &sweep, "KEY=lo:hi", .call = add_range,
+     .help = "a key drawn by --random: KEY=lo:hi or KEY=log:lo:hi"},
+    {"seed", 0, CLI_INT, &args.seed, "S", .min = 0, .max = LONG_MAX,
+     .help = "the seed of the --random draws (default 1)"},
+    {"set", 0, CLI_LIST, &args.sets, "KEY=VALUE", .help = "an override every point gets"},
+    {"jobs", 0, CLI_INT, &args.jobs, "N", .min = 1, .max = 256,
+     .help = "points run in parallel (default 1); the CPU threads are divided\n"
+             "between them"},
+    {"threads", 0, CLI_INT, &args.threads, "N", .min = 1, .max = 4096,
+     .help = "CPU threads of the whole sweep (default: all cores)"},
+    {"out", 0, CLI_STRING, &args.out, "DIR",
+     .help = "the sweep's folder (default grid/<solver name>)"},
+    {"device", 0, CLI_STRING, &args.device, "D[,D...]",
+     .help = "passed to tfc-train; a list gpu:0,gpu:1 gives each job its own"},
+    {"dry-run", 0, CLI_FLAG, &args.dry_run, NULL,
+     .help = "print the points and their overrides, run nothing"},
+    {NULL},
+};
+
+static const cli_tool tool = {
+    .name = "tfc-grid",
+    .operands = "SOLVER.yaml",
+    .forms = "SOLVER.yaml --grid KEY=v1,v2,... [--grid ...] [options]\n"
+             "SOLVER.yaml --random N --range KEY=lo:hi [--range ...] [--grid ...] [options]",
+    .about = "Runs every point of a hyperparameter grid as its own `tfc-train SOLVER\n"
+             "--set KEY=VALUE ... --out DIR/<point>` and writes DIR/results.csv sorted by the\n"
+             "test metric.",
+    .options = options,
+    .notes = "Running again skips points whose summary.json says completed (and diverged\n"
+             "ones: delete their folder to retry) and resumes the others from their newest\n"
+             "snapshot.",
+    .exit_status = "0 every point completed, 1 a point failed or diverged, 2 bad usage or\n"
+                   "configuration, 130/143 stopped by SIGINT/SIGTERM (the running points snapshot)",
+    .min_operands = 1,
+    .max_operands = 1,
+    .operand_list = &args.solver,
+};
+
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
@@ -110,16 +149,6 @@ static char *xstrdup(const char *s)
         exit(1);
     }
     return p;
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
 }
 
 /* An integer literal (optional sign, digits only)? */
@@ -154,8 +183,9 @@ static key *find_or_add_key(grid *g, const char *name)
 
 /* --grid KEY=v1,v2,...: commas split at bracket depth 0, so YAML flow values like [3, 3]
  * stay whole. Returns an error message or NULL. */
-static const char *add_grid(grid *g, const char *arg)
+static const char *add_grid(void *ctx, const char *arg)
 {
+    grid *g = ctx;
     char name[512];
     const char *rest = split_key(arg, name, sizeof name);
     if (!rest) return "expected KEY=v1,v2,...";
@@ -185,8 +215,9 @@ static const char *add_grid(grid *g, const char *arg)
 }
 
 /* --range KEY=lo:hi or KEY=log:lo:hi. */
-static const char *add_range(grid *g, const char *arg)
+static const char *add_range(void *ctx, const char *arg)
 {
+    grid *g = ctx;
     char name[512], lo[128], hi[128];
     const char *rest = split_key(arg, name, sizeof name);
     if (!rest) return "expected KEY=lo:hi or KEY=log:lo:hi";
@@ -733,13 +764,6 @@ static int validate(const grid *g)
     return ok;
 }
 
-static int bad_usage(const char *what, const char *arg)
-{
-    fprintf(stderr, "tfc-grid: %s%s%s%s\n%s", what, arg ? " '" : "", arg ? arg : "",
-            arg ? "'" : "", usage);
-    return 2;
-}
-
 static void grid_free(grid *g)
 {
     for (int i = 0; i < g->nkeys; i++) {
@@ -753,7 +777,6 @@ static void grid_free(grid *g)
         free(g->points[i].vals);
     }
     free(g->points);
-    free((void *)g->sets);
 }
 
 static int grid_main(grid *g, int argc, char **argv);
@@ -762,71 +785,31 @@ static int grid_main(grid *g, int argc, char **argv);
  * leak: LeakSanitizer's exit status would replace the documented 0 and 2. */
 int main(int argc, char **argv)
 {
-    grid g;
-    memset(&g, 0, sizeof g);
-    g.sets = xcalloc((size_t)argc, sizeof *g.sets);
-    int rc = grid_main(&g, argc, argv);
-    grid_free(&g);
+    int rc = grid_main(&sweep, argc, argv);
+    grid_free(&sweep);
     return rc;
 }
 
 static int grid_main(grid *g, int argc, char **argv)
 {
-    long nrandom = 0, jobs = 1, seed = 1, threads = 0;
-    const char *out = NULL, *device = NULL;
-    int dry = 0, nranges = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        const char *msg;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("tfc-grid (tfc) %s\n", TFC_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--grid") && has) {
-            if ((msg = add_grid(g, argv[++i]))) return bad_usage(msg, argv[i]);
-        } else if (!strcmp(a, "--range") && has) {
-            if ((msg = add_range(g, argv[++i]))) return bad_usage(msg, argv[i]);
-            nranges++;
-        } else if (!strcmp(a, "--set") && has) {
-            g->sets[g->nsets++] = argv[++i];
-        } else if (!strcmp(a, "--random") && has) {
-            if (!parse_long(argv[++i], 1, MAX_POINTS, &nrandom))
-                return bad_usage("--random takes a count from 1 to 100000, not", argv[i]);
-        } else if (!strcmp(a, "--seed") && has) {
-            if (!parse_long(argv[++i], 0, LONG_MAX, &seed))
-                return bad_usage("--seed takes a non-negative integer, not", argv[i]);
-        } else if (!strcmp(a, "--jobs") && has) {
-            if (!parse_long(argv[++i], 1, 256, &jobs))
-                return bad_usage("--jobs takes a count from 1 to 256, not", argv[i]);
-        } else if (!strcmp(a, "--threads") && has) {
-            if (!parse_long(argv[++i], 1, 4096, &threads))
-                return bad_usage("--threads takes a count from 1 to 4096, not", argv[i]);
-        } else if (!strcmp(a, "--out") && has) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--device") && has) {
-            device = argv[++i];
-        } else if (!strcmp(a, "--dry-run")) {
-            dry = 1;
-        } else if (a[0] == '-' || g->solver) {
-            return bad_usage("bad argument", a);
-        } else {
-            g->solver = a;
-        }
-    }
-    if (!g->solver) return bad_usage("no solver file given", NULL);
-    if (g->nkeys == 0) return bad_usage("nothing to vary: give --grid or --random with --range", NULL);
-    if (nranges && !nrandom) return bad_usage("--range needs --random N", NULL);
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    g->solver = args.solver.v[0];
+    g->sets = args.sets.v;
+    g->nsets = args.sets.n;
+    int nranges = 0;
+    for (int i = 0; i < g->nkeys; i++) nranges += g->keys[i].is_range;
+    if (g->nkeys == 0)
+        return cli_error(&tool, "nothing to vary: give --grid or --random with --range");
+    if (nranges && !args.random) return cli_error(&tool, "--range needs --random N");
 
     short_names(g);
-    const char *msg = expand(g, nrandom, (uint64_t)seed);
-    if (msg) return bad_usage(msg, NULL);
+    const char *msg = expand(g, args.random, (uint64_t)args.seed);
+    if (msg) return cli_error(&tool, "%s", msg);
 
     char dir[4096];
-    if (out) {
-        snprintf(dir, sizeof dir, "%s", out);
+    if (args.out) {
+        snprintf(dir, sizeof dir, "%s", args.out);
     } else {
         const char *base = strrchr(g->solver, '/');
         base = base ? base + 1 : g->solver;
@@ -836,7 +819,7 @@ static int grid_main(grid *g, int argc, char **argv)
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dir[--dl] = 0;
 
-    if (dry) {
+    if (args.dry_run) {
         for (int i = 0; i < g->npoints; i++) {
             printf("%s", g->points[i].name);
             for (int k = 0; k < g->nkeys; k++) printf("  --set %s=%s", g->keys[k].name, g->points[i].vals[k]);
@@ -860,12 +843,12 @@ static int grid_main(grid *g, int argc, char **argv)
     runner r;
     char trainer[4200];
     find_trainer(argv[0], trainer, sizeof trainer);
-    long ncpu = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+    long ncpu = args.threads > 0 ? args.threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1) ncpu = 1;
     r.trainer = trainer;
-    r.device_list = device;
-    r.jobs = (int)jobs;
-    r.threads = (int)(ncpu / jobs > 0 ? ncpu / jobs : 1);
+    r.device_list = args.device;
+    r.jobs = (int)args.jobs;
+    r.threads = (int)(ncpu / args.jobs > 0 ? ncpu / args.jobs : 1);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -4,36 +4,42 @@
  * bad usage (SPEC §3). */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
 
-#ifndef TFC_VERSION
-#define TFC_VERSION "unknown"
-#endif
-
 #define META_SHOWN 160 /* metadata values longer than this are cut unless --full */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: tfc-inspect [--full] FILE\n"
-            "\n"
-            "Lists the tensors of a safetensors file (weights or a state file): name, dtype,\n"
-            "shape and, for numeric tensors, min, max, mean and standard deviation (over the\n"
-            "finite values; non-finite ones are counted). Prints the file's metadata first.\n"
-            "\n"
-            "options:\n"
-            "  --full      print metadata values in full (default: cut after %d characters)\n"
-            "  --help      show this help and exit\n"
-            "  --version   print the tfc version and exit\n"
-            "\n"
-            "exit status: 0 success, 1 unreadable or malformed file, 2 bad usage\n",
-            META_SHOWN);
-}
+/* The command line, as the option table fills it. */
+static const char *file_v[1];
+static struct {
+    cli_list file;
+    int full;
+} args = {.file = CLI_LIST_OF(file_v)};
+
+static const cli_option options[] = {
+    {"full", 0, CLI_FLAG, &args.full, NULL,
+     .help = "print metadata values in full (default: cut after " STR(META_SHOWN) " characters)"},
+    {NULL},
+};
+
+static const cli_tool tool = {
+    .name = "tfc-inspect",
+    .operands = "FILE",
+    .about = "Lists the tensors of a safetensors file (weights or a state file): name, dtype,\n"
+             "shape and, for numeric tensors, min, max, mean and standard deviation (over the\n"
+             "finite values; non-finite ones are counted). Prints the file's metadata first.",
+    .options = options,
+    .exit_status = "0 success, 1 unreadable or malformed file, 2 bad usage",
+    .min_operands = 1,
+    .max_operands = 1,
+    .operand_list = &args.file,
+};
 
 /* Prints a string from the file with control characters escaped, at most `max` bytes. */
 static void print_escaped(const char *s, size_t max)
@@ -67,27 +73,27 @@ static void add_value(stats *s, double v)
     s->finite++;
 }
 
-/* F64 is read as is; the narrower float types are converted a chunk at a time (a view
- * of the tensor shortened to the chunk), so a large tensor costs no second copy. */
+enum { CHUNK = 8192 }; /* elements read at a time, so a large tensor costs no second copy */
+
+/* Elements [at, at + n) of the tensor as `dt` into `out` (n <= CHUNK). The bytes are copied
+ * out first: safetensors data need not be aligned to the element size. */
+static void read_values(const tfc_st_tensor *t, size_t at, size_t n, tfc_dtype dt, void *out)
+{
+    uint64_t raw[CHUNK];
+    size_t es = tfc_dtype_size(t->dtype);
+    memcpy(raw, (const char *)t->data + at * es, n * es);
+    tfc_values_convert(out, dt, raw, t->dtype, (int64_t)n);
+}
+
+/* Float tensors, every value read as a double. */
 static void float_stats(const tfc_st_tensor *t, stats *s, double *mean, double *sd)
 {
-    enum { CHUNK = 8192 };
-    float buf[CHUNK];
-    size_t es = tfc_dtype_size(t->dtype), n = (size_t)t->numel;
-    if (t->dtype == TFC_F64) {
-        for (size_t i = 0; i < n; i++) {
-            double v;
-            memcpy(&v, (const char *)t->data + 8 * i, 8);
-            add_value(s, v);
-        }
-    } else {
-        for (size_t at = 0; at < n; at += CHUNK) {
-            tfc_st_tensor part = *t;
-            part.numel = (int64_t)(n - at < CHUNK ? n - at : CHUNK);
-            part.data = (const char *)t->data + at * es;
-            tfc_st_tensor_to_f32(&part, buf);
-            for (int64_t i = 0; i < part.numel; i++) add_value(s, buf[i]);
-        }
+    double buf[CHUNK];
+    size_t n = (size_t)t->numel;
+    for (size_t at = 0; at < n; at += CHUNK) {
+        size_t m = n - at < CHUNK ? n - at : CHUNK;
+        read_values(t, at, m, TFC_F64, buf);
+        for (size_t i = 0; i < m; i++) add_value(s, buf[i]);
     }
     *mean = s->finite ? s->sum / (double)s->finite : 0;
     /* Population standard deviation: sqrt(E[v^2] - E[v]^2), clamped at 0 for rounding. */
@@ -95,37 +101,35 @@ static void float_stats(const tfc_st_tensor *t, stats *s, double *mean, double *
     *sd = var > 0 ? sqrt(var) : 0;
 }
 
-/* Integer and bool tensors: min and max exact (64-bit), mean and std in double. */
+/* Integer and bool tensors: min and max exact (every value read as an int64, or a uint64
+ * for U64), mean and std in double. */
 static void int_stats(const tfc_st_tensor *t, char *min_s, char *max_s, double *mean,
                       double *sd)
 {
+    int is_unsigned = t->dtype == TFC_U64;
     int64_t smin = INT64_MAX, smax = INT64_MIN;
     uint64_t umin = UINT64_MAX, umax = 0;
-    int is_unsigned = t->dtype == TFC_U64;
     double sum = 0, sumsq = 0;
-    size_t n = (size_t)t->numel, es = tfc_dtype_size(t->dtype);
-    const unsigned char *p = t->data;
-    for (size_t i = 0; i < n; i++) {
-        int64_t v = 0;
-        uint64_t u = 0;
-        switch (t->dtype) {
-        case TFC_I8: { int8_t x; memcpy(&x, p + i * es, 1); v = x; break; }
-        case TFC_U8:
-        case TFC_BOOL: { uint8_t x; memcpy(&x, p + i * es, 1); v = x; break; }
-        case TFC_I16: { int16_t x; memcpy(&x, p + i * es, 2); v = x; break; }
-        case TFC_U16: { uint16_t x; memcpy(&x, p + i * es, 2); v = x; break; }
-        case TFC_I32: { int32_t x; memcpy(&x, p + i * es, 4); v = x; break; }
-        case TFC_U32: { uint32_t x; memcpy(&x, p + i * es, 4); v = x; break; }
-        case TFC_I64: memcpy(&v, p + i * es, 8); break;
-        default: memcpy(&u, p + i * es, 8); break; /* U64 */
+    size_t n = (size_t)t->numel;
+    union {
+        int64_t s[CHUNK];
+        uint64_t u[CHUNK];
+    } buf;
+    for (size_t at = 0; at < n; at += CHUNK) {
+        size_t m = n - at < CHUNK ? n - at : CHUNK;
+        read_values(t, at, m, is_unsigned ? TFC_U64 : TFC_I64, &buf);
+        for (size_t i = 0; i < m; i++) {
+            double d = is_unsigned ? (double)buf.u[i] : (double)buf.s[i];
+            sum += d;
+            sumsq += d * d;
+            if (is_unsigned) {
+                if (buf.u[i] < umin) umin = buf.u[i];
+                if (buf.u[i] > umax) umax = buf.u[i];
+            } else {
+                if (buf.s[i] < smin) smin = buf.s[i];
+                if (buf.s[i] > smax) smax = buf.s[i];
+            }
         }
-        double d = is_unsigned ? (double)u : (double)v;
-        sum += d;
-        sumsq += d * d;
-        if (v < smin) smin = v;
-        if (v > smax) smax = v;
-        if (u < umin) umin = u;
-        if (u > umax) umax = u;
     }
     if (is_unsigned) {
         sprintf(min_s, "%llu", (unsigned long long)umin);
@@ -203,35 +207,9 @@ static void print_file(const char *path, const tfc_st_file *f, int full)
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL;
-    int full = 0, options_done = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!options_done && strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (!options_done && strcmp(a, "--version") == 0) {
-            printf("tfc-inspect %s\n", TFC_VERSION);
-            return 0;
-        } else if (!options_done && strcmp(a, "--full") == 0) {
-            full = 1;
-        } else if (!options_done && strcmp(a, "--") == 0) {
-            options_done = 1;
-        } else if (!options_done && a[0] == '-' && a[1]) {
-            fprintf(stderr, "tfc-inspect: error: unknown option '%s' (see --help)\n", a);
-            return 2;
-        } else if (path) {
-            fprintf(stderr, "tfc-inspect: error: one FILE only, got '%s' and '%s' (see --help)\n",
-                    path, a);
-            return 2;
-        } else {
-            path = a;
-        }
-    }
-    if (!path) {
-        fprintf(stderr, "tfc-inspect: error: missing FILE (see --help)\n");
-        return 2;
-    }
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    const char *path = args.file.v[0];
     tfc_error err;
     tfc_error_clear(&err);
     tfc_st_file *f = tfc_st_open(path, &err);
@@ -239,7 +217,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s", err.text);
         return tfc_exit_code(err.code);
     }
-    print_file(path, f, full);
+    print_file(path, f, args.full);
     tfc_st_close(f);
     return 0;
 }

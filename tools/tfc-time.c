@@ -3,63 +3,52 @@
  * forward and backward, and of the whole step. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "cli.h"
 #include "device/device.h"
 #include "graph/model.h"
 #include "core/timing.h"
 
-static const char *usage =
-    "usage: tfc-time MODEL.yaml [--batch N] [--iterations N] [--device cpu|gpu|gpu:N]\n"
-    "                [--threads N]\n"
-    "Times each layer's forward and backward pass (training mode) on random inputs and\n"
-    "prints medians over the iterations (default: batch 64, 50 iterations, 5 warm-up).\n";
+/* The command line, as the option table fills it. */
+static const char *model_v[1];
+static struct {
+    cli_list model;
+    const char *device;
+    long batch, iterations, threads;
+} args = {.model = CLI_LIST_OF(model_v), .batch = 64, .iterations = 50};
 
-static int parse_int(const char *s, int lo, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < lo || v > 1 << 20) return 0;
-    *out = (int)v;
-    return 1;
-}
+static const cli_option options[] = {
+    {"batch", 0, CLI_INT, &args.batch, "N", .min = 1, .max = 1 << 20,
+     .help = "examples per step (default 64)"},
+    {"iterations", 0, CLI_INT, &args.iterations, "N", .min = 1, .max = 1 << 20,
+     .help = "timed iterations, after 5 warm-up ones (default 50)"},
+    CLI_OPT_DEVICE(&args.device),
+    CLI_OPT_THREADS(&args.threads),
+    {NULL},
+};
+
+static const cli_tool tool = {
+    .name = "tfc-time",
+    .operands = "MODEL.yaml",
+    .about = "Times each layer's forward and backward pass (training mode) on random inputs and\n"
+             "prints medians over the iterations, like `caffe time`.",
+    .options = options,
+    .exit_status = "0 success, 1 runtime failure (device), 2 bad usage or configuration",
+    .min_operands = 1,
+    .max_operands = 1,
+    .operand_list = &args.model,
+};
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *device = NULL;
-    int batch = 64, iters = 50, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("tfc-time (tfc) %s\n", TFC_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--batch") && i + 1 < argc && parse_int(argv[i + 1], 1, &batch)) {
-            i++;
-        } else if (!strcmp(a, "--iterations") && i + 1 < argc &&
-                   parse_int(argv[i + 1], 1, &iters)) {
-            i++;
-        } else if (!strcmp(a, "--threads") && i + 1 < argc && parse_int(argv[i + 1], 1, &threads)) {
-            i++;
-        } else if (!strcmp(a, "--device") && i + 1 < argc) {
-            device = argv[++i];
-        } else if (a[0] == '-' || path) {
-            fprintf(stderr, "tfc-time: bad argument '%s'\n%s", a, usage);
-            return 2;
-        } else {
-            path = a;
-        }
-    }
-    if (!path) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    const char *path = args.model.v[0];
+    int batch = (int)args.batch, iters = (int)args.iterations;
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_load(path, &err);
-    tfc_backend *be = m ? tfc_backend_open(device, threads, &err) : NULL;
+    tfc_backend *be = m ? tfc_backend_open(args.device, (int)args.threads, &err) : NULL;
     if (!m || !be || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
         fputs(err.text, stderr);
         tfc_model_free(m);

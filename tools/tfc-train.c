@@ -7,26 +7,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "solver/solver.h"
 
-static const char *usage =
-    "usage: tfc-train SOLVER.yaml [--set KEY=VALUE]... [--resume STATE] [--weights FILE]\n"
-    "                 [--device cpu|gpu|gpu:N] [--threads N] [--out DIR] [--quiet]\n"
-    "Trains the solver's model and writes config.yaml, log.csv, a TensorBoard event file,\n"
-    "snapshots, final.safetensors, best.safetensors and summary.json into the run directory\n"
-    "(--out, default runs/<model>-<timestamp>).\n"
-    "  --set KEY=VALUE   override any solver or model key by its dotted path, e.g.\n"
-    "                    optimizer.learning_rate=0.01, model.layers.6.Dropout.rate=0.3,\n"
-    "                    data.train.pipeline.3.batch.batch_size=64 (VALUE is YAML)\n"
-    "  --resume STATE    continue exactly from a snapshot's .state file\n"
-    "  --weights FILE    initialise layers by name from a weights file (fine-tuning)\n"
-    "  --device D        cpu, gpu or gpu:N (default: the solver's device:, else a GPU when\n"
-    "                    one is usable, else the CPU)\n"
-    "  --threads N       CPU threads (default: all cores)\n"
-    "  --quiet           no progress output\n"
-    "  --keys            list every solver key, optimizer and lr_policy with defaults\n"
-    "Exit status: 0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
-    "130/143 stopped by SIGINT/SIGTERM after writing a snapshot.\n";
+/* The command line, as the option table fills it. */
+static const char *set_v[256], *solver_v[1];
+static struct {
+    cli_list sets, solver;
+    const char *resume, *weights, *device, *out;
+    long threads;
+    int quiet, keys;
+} args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
+
+static const cli_option options[] = {
+    {"set", 0, CLI_LIST, &args.sets, "KEY=VALUE",
+     .help = "override any solver or model key by its dotted path, e.g.\n"
+             "optimizer.learning_rate=0.01, model.layers.6.Dropout.rate=0.3,\n"
+             "data.train.pipeline.3.batch.batch_size=64 (VALUE is YAML)"},
+    {"resume", 0, CLI_STRING, &args.resume, "STATE",
+     .help = "continue exactly from a snapshot's .state file"},
+    {"weights", 0, CLI_STRING, &args.weights, "FILE",
+     .help = "initialise layers by name from a weights file (fine-tuning)"},
+    CLI_OPT_SOLVER_DEVICE(&args.device),
+    CLI_OPT_THREADS(&args.threads),
+    {"out", 0, CLI_STRING, &args.out, "DIR",
+     .help = "the run directory (default: runs/<model>-<timestamp>)"},
+    {"quiet", 0, CLI_FLAG, &args.quiet, NULL, .help = "no progress output"},
+    {"keys", 0, CLI_FLAG, &args.keys, NULL, .flags = CLI_STANDALONE,
+     .help = "list every solver key, optimizer and lr_policy with defaults"},
+    {NULL},
+};
+
+static const cli_tool tool = {
+    .name = "tfc-train",
+    .operands = "SOLVER.yaml",
+    .about = "Trains the solver's model and writes config.yaml, log.csv, a TensorBoard event\n"
+             "file, snapshots, final.safetensors, best.safetensors and summary.json into the\n"
+             "run directory.",
+    .options = options,
+    .exit_status = "0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
+                   "130/143 stopped by SIGINT/SIGTERM after writing a snapshot",
+    .min_operands = 1,
+    .max_operands = 1,
+    .operand_list = &args.solver,
+};
 
 /* --keys: the solver's field tables, as the validator reads them. */
 static void print_keys(void)
@@ -54,68 +78,28 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
-static int parse_threads(const char *s, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < 1 || v > 4096) return 0;
-    *out = (int)v;
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
-    const char *path = NULL;
-    const char *sets[256];
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    if (args.keys) {
+        print_keys();
+        return 0;
+    }
+    if (args.resume && args.weights)
+        return cli_error(&tool, "--resume and --weights exclude each other (a state file "
+                                "carries its weights)");
+    const char *path = args.solver.v[0];
     tfc_solver_options opt = {0};
+    opt.sets = args.sets.v;
+    opt.nsets = args.sets.n;
+    opt.resume = args.resume;
+    opt.weights = args.weights;
+    opt.device = args.device;
+    opt.threads = (int)args.threads;
+    opt.out_dir = args.out;
+    opt.console = args.quiet ? NULL : stdout;
     opt.live = -1;
-    opt.console = stdout;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_arg = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("tfc-train (tfc) %s\n", TFC_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--keys")) {
-            print_keys();
-            return 0;
-        } else if (!strcmp(a, "--set") && has_arg && opt.nsets < 256) {
-            sets[opt.nsets++] = argv[++i];
-        } else if (!strncmp(a, "--set=", 6) && opt.nsets < 256) {
-            sets[opt.nsets++] = a + 6;
-        } else if (!strcmp(a, "--resume") && has_arg) {
-            opt.resume = argv[++i];
-        } else if (!strcmp(a, "--weights") && has_arg) {
-            opt.weights = argv[++i];
-        } else if (!strcmp(a, "--device") && has_arg) {
-            opt.device = argv[++i];
-        } else if (!strcmp(a, "--out") && has_arg) {
-            opt.out_dir = argv[++i];
-        } else if (!strcmp(a, "--threads") && has_arg && parse_threads(argv[i + 1], &opt.threads)) {
-            i++;
-        } else if (!strcmp(a, "--quiet")) {
-            opt.console = NULL;
-        } else if (a[0] == '-' || path) {
-            fprintf(stderr, "tfc-train: bad argument '%s'\n%s", a, usage);
-            return 2;
-        } else {
-            path = a;
-        }
-    }
-    if (!path) {
-        fputs(usage, stderr);
-        return 2;
-    }
-    if (opt.resume && opt.weights) {
-        fputs("tfc-train: --resume and --weights exclude each other (a state file carries its "
-              "weights)\n",
-              stderr);
-        return 2;
-    }
-    opt.sets = sets;
     opt.stop = &stop_signal;
     tfc_error err;
     tfc_error_clear(&err);

@@ -14,29 +14,54 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "core/config.h"
 #include "core/fileio.h"
 #include "solver/solver.h"
 
-static const char *usage =
-    "usage: tfc-zoo list\n"
-    "       tfc-zoo info NAME\n"
-    "       tfc-zoo verify NAME|--all\n"
-    "       tfc-zoo test NAME [--device cpu|gpu|gpu:N] [--threads N]\n"
-    "       tfc-zoo export NAME DIR\n"
-    "The model zoo: each model_zoo/<name>/ has model.yaml, solver.yaml, the weights and a\n"
-    "README.md whose front matter gives the task, data set, test metric, SHA-256 of the\n"
-    "weights, training command, time, device and licence.\n"
-    "  list     one line per model: name, task, metric\n"
-    "  info     the README's front matter and the folder's files\n"
-    "  verify   checks the weights' SHA-256 against the README (--all: every model)\n"
-    "  test     re-evaluates the weights on the solver's test split; fails when the result\n"
-    "           is worse than the README's value by more than its tolerance (default 0.001)\n"
-    "  export   verifies, then copies the model's files into DIR (created)\n"
-    "The zoo folder is $TFC_ZOO, else the first model_zoo/ found in the parent folders of\n"
-    "this program's folder.\n"
-    "Exit status: 0 success, 1 a check failed or a file is unreadable, 2 bad usage or a\n"
-    "malformed README.\n";
+/* The command line, as the option table fills it: the command and its operands in words. */
+static const char *word_v[3];
+static struct {
+    cli_list words;
+    const char *device;
+    long threads;
+    int all;
+} args = {.words = CLI_LIST_OF(word_v)};
+
+static const cli_option options[] = {
+    {"all", 0, CLI_FLAG, &args.all, NULL, .help = "verify: every model of the zoo"},
+    CLI_OPT_SOLVER_DEVICE(&args.device),
+    CLI_OPT_THREADS(&args.threads),
+    {NULL},
+};
+
+static const cli_tool tool = {
+    .name = "tfc-zoo",
+    .operands = "COMMAND",
+    .forms = "list\n"
+             "info NAME\n"
+             "verify NAME|--all\n"
+             "test NAME [--device D] [--threads N]\n"
+             "export NAME DIR",
+    .about = "The model zoo: each model_zoo/<name>/ has model.yaml, solver.yaml, the weights\n"
+             "and a README.md whose front matter gives the task, data set, test metric,\n"
+             "SHA-256 of the weights, training command, time, device and licence.\n"
+             "  list     one line per model: name, task, metric\n"
+             "  info     the README's front matter and the folder's files\n"
+             "  verify   checks the weights' SHA-256 against the README (--all: every model)\n"
+             "  test     re-evaluates the weights on the solver's test split; fails when the\n"
+             "           result is worse than the README's value by more than its tolerance\n"
+             "           (default 0.001)\n"
+             "  export   verifies, then copies the model's files into DIR (created)",
+    .options = options,
+    .notes = "The zoo folder is $TFC_ZOO, else the first model_zoo/ found in the parent\n"
+             "folders of this program's folder.",
+    .exit_status = "0 success, 1 a check failed or a file is unreadable, 2 bad usage or a\n"
+                   "malformed README",
+    .min_operands = 1,
+    .max_operands = 3,
+    .operand_list = &args.words,
+};
 
 #define README_MAX (1u << 20)
 
@@ -309,17 +334,17 @@ static int cmd_info(const entry *e)
     return 0;
 }
 
-/* Re-evaluates on the test split; the metric is a model metric by name, `loss`, or
- * `bits_per_character` (loss / ln 2). */
-static int cmd_test(const entry *e, const char *device, int threads)
+/* Re-evaluates on the test split (--device, --threads); the metric is a model metric by
+ * name, `loss`, or `bits_per_character` (loss / ln 2). */
+static int cmd_test(const entry *e)
 {
     if (verify(e, 1)) return 1;
     char solver[4600], weights[4800];
     snprintf(solver, sizeof solver, "%s/solver.yaml", e->dir);
     snprintf(weights, sizeof weights, "%s/%s", e->dir, e->weights);
     tfc_solver_options opt = {0};
-    opt.device = device;
-    opt.threads = threads;
+    opt.device = args.device;
+    opt.threads = (int)args.threads;
     tfc_error err;
     tfc_error_clear(&err);
     tfc_eval ev;
@@ -372,8 +397,10 @@ static int copy_file(const char *from, const char *to)
     return ok;
 }
 
-static int cmd_export(const entry *e, const char *dest)
+/* Copies the folder's files into DIR, the command's second operand. */
+static int cmd_export(const entry *e)
 {
+    const char *dest = args.words.v[2];
     if (verify(e, 1)) return 1;
     tfc_error err;
     tfc_error_clear(&err);
@@ -398,79 +425,87 @@ static int cmd_export(const entry *e, const char *dest)
     return 0;
 }
 
-static int parse_threads(const char *s, int *out)
+static int cmd_verify(const entry *e)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < 1 || v > 4096) return 0;
-    *out = (int)v;
-    return 1;
+    return verify(e, 0);
+}
+
+/* The commands: the operands each takes after its name and what runs it on the model that
+ * the first operand names (list takes none and has no such function). */
+typedef struct command {
+    const char *name;
+    int operands;
+    const char *takes; /* for the error when the count is wrong */
+    int (*run)(const entry *e);
+} command;
+
+static const command commands[] = {
+    {"list", 0, "no operand", NULL},
+    {"info", 1, "one NAME", cmd_info},
+    {"verify", 1, "one NAME, or --all", cmd_verify},
+    {"test", 1, "one NAME", cmd_test},
+    {"export", 2, "NAME DIR", cmd_export},
+};
+enum { NCOMMANDS = sizeof commands / sizeof *commands };
+
+/* Every model's SHA-256 (verify --all). */
+static int verify_all(void)
+{
+    char **names;
+    int n = list_names(&names), status = 0;
+    if (n == 0) {
+        fprintf(stderr, "tfc-zoo: no models in %s\n", zoo);
+        status = 1;
+    }
+    for (int i = 0; i < n; i++) {
+        entry e;
+        int code;
+        if (entry_load(names[i], &e, &code)) code = verify(&e, 0);
+        if (code > status) status = code;
+        entry_free(&e);
+        free(names[i]);
+    }
+    free(names);
+    return status;
+}
+
+/* The command the first word names, or NULL after printing why there is none. */
+static const command *find_command(const char *word)
+{
+    const char *names[NCOMMANDS + 1] = {NULL};
+    for (int i = 0; i < NCOMMANDS; i++) {
+        if (!strcmp(commands[i].name, word)) return &commands[i];
+        names[i] = commands[i].name;
+    }
+    const char *near = tfc_did_you_mean(word, names);
+    char known[128];
+    tfc_join_names(known, sizeof known, names);
+    if (near) cli_error(&tool, "unknown command '%s'; did you mean '%s'?", word, near);
+    else cli_error(&tool, "unknown command '%s' (the commands: %s)", word, known);
+    return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    const char *words[3] = {NULL, NULL, NULL}, *device = NULL;
-    int nwords = 0, threads = 0, all = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("tfc-zoo (tfc) %s\n", TFC_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--device") && i + 1 < argc) {
-            device = argv[++i];
-        } else if (!strcmp(a, "--threads") && i + 1 < argc && parse_threads(argv[i + 1], &threads)) {
-            i++;
-        } else if (!strcmp(a, "--all")) {
-            all = 1;
-        } else if (a[0] == '-' || nwords == 3) {
-            fprintf(stderr, "tfc-zoo: bad argument '%s'\n%s", a, usage);
-            return 2;
-        } else {
-            words[nwords++] = a;
-        }
-    }
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    const command *c = find_command(args.words.v[0]);
+    if (!c) return 2;
+    int given = args.words.n - 1;
+    if (args.all && strcmp(c->name, "verify"))
+        return cli_error(&tool, "--all goes with verify only");
+    if (args.all ? given != 0 : given != c->operands)
+        return cli_error(&tool, "%s takes %s", c->name, c->takes);
     find_zoo(argv[0]);
-    const char *cmd = words[0];
-    int want = !cmd ? -1
-               : !strcmp(cmd, "list") ? 1
-               : !strcmp(cmd, "info") || !strcmp(cmd, "verify") || !strcmp(cmd, "test") ? 2
-               : !strcmp(cmd, "export") ? 3 : -1;
-    if (cmd && !strcmp(cmd, "verify") && all && nwords == 1) {
-        char **names;
-        int n = list_names(&names), status = 0;
-        if (n == 0) {
-            fprintf(stderr, "tfc-zoo: no models in %s\n", zoo);
-            status = 1;
-        }
-        for (int i = 0; i < n; i++) {
-            entry e;
-            int code;
-            if (entry_load(names[i], &e, &code)) code = verify(&e, 0);
-            if (code > status) status = code;
-            entry_free(&e);
-            free(names[i]);
-        }
-        free(names);
-        return status;
-    }
-    if (want < 0 || nwords != want || all) {
-        fputs(usage, stderr);
-        return 2;
-    }
-    if (want == 1) return cmd_list();
+    if (args.all) return verify_all();
+    if (!c->run) return cmd_list();
     entry e;
     int code;
-    if (!entry_load(words[1], &e, &code)) {
+    if (!entry_load(args.words.v[1], &e, &code)) {
         entry_free(&e);
         return code;
     }
-    if (!strcmp(cmd, "info")) code = cmd_info(&e);
-    else if (!strcmp(cmd, "verify")) code = verify(&e, 0);
-    else if (!strcmp(cmd, "test")) code = cmd_test(&e, device, threads);
-    else code = cmd_export(&e, words[2]);
+    code = c->run(&e);
     entry_free(&e);
     return code;
 }
