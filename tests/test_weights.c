@@ -1,10 +1,12 @@
 /* Weights files: save/load round trips with Keras names and layouts, strict loads that
  * name what is missing or misshapen, by-name loads with a report (fine-tuning), and the
- * tools that read models and weights (tfc-predict, tfc-inspect, tfc-draw, tfc-time). */
+ * tools that read models and weights (tfc-predict with its preprocessing, tfc-inspect,
+ * tfc-draw, tfc-time) and the command line every tool shares. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cpu/cpu.h"
 #include "graph/model.h"
@@ -110,24 +112,53 @@ static int run(const char *cmd, char *out, size_t size)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void test_tools(void)
+/* The tools' folder ($TFC_BIN, default bin), or NULL after printing that `test` is skipped:
+ * the tools are built when make test runs it. */
+static const char *tool_bin(const char *test)
 {
     const char *bin = getenv("TFC_BIN");
-    char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "%s/tfc-predict", bin ? bin : "bin");
-    FILE *probe = fopen(cmd, "r");
-    if (!probe) {
-        printf("\n  tools: skipped (no %s; run through make test)\n", cmd);
-        return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tfc-predict", bin ? bin : "bin");
+    if (access(path, X_OK) != 0) {
+        printf("\n  %s: skipped (no %s; run through make test)\n", test, path);
+        return NULL;
     }
-    fclose(probe);
-    const char *model = tfc_test_write("cnn.yaml", CNN, -1);
-    tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *a = bound_model(CNN, be, 1);
+    return bin ? bin : "bin";
+}
+
+/* The CNN as cnn.yaml and weights of seed 1 as cnn.safetensors in the scratch folder (their
+ * paths into model and w); returns the bound model the weights come from. */
+static tfc_model *cnn_files(tfc_backend *be, char model[1024], char w[1024])
+{
     tfc_error err;
     tfc_error_clear(&err);
-    const char *w = tfc_test_path("cnn.safetensors");
-    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(a, w, &err), TFC_OK);
+    snprintf(model, 1024, "%s", tfc_test_write("cnn.yaml", CNN, -1));
+    snprintf(w, 1024, "%s", tfc_test_path("cnn.safetensors"));
+    tfc_model *a = bound_model(CNN, be, 1);
+    CU_ASSERT_EQUAL(tfc_model_save_weights(a, w, &err), TFC_OK);
+    return a;
+}
+
+/* Runs a command line and checks its exit status and that its output says `says`. */
+static void expect(const char *cmd, int status, const char *says)
+{
+    char out[16384];
+    int rc = run(cmd, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, status);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, says));
+    if (rc != status || !strstr(out, says))
+        printf("\n%s\nexit %d, said:\n%s\n", cmd, rc, out);
+}
+
+static void test_tools(void)
+{
+    const char *bin = tool_bin("tools");
+    char cmd[2048], out[16384], model[1024], w[1024];
+    if (!bin) return;
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *a = cnn_files(be, model, w);
+    tfc_error err;
+    tfc_error_clear(&err);
     /* tfc-predict on an .npy of 4 examples matches the library's forward pass. */
     float x[4 * 36], y[16];
     tfc_test_fill(x, 4 * 36, 0, 1, 5);
@@ -144,7 +175,8 @@ static void test_tools(void)
     CU_ASSERT(yt.shape.ndim == 2 && yt.shape.dim[0] == 4 && yt.shape.dim[1] == 4);
     CU_ASSERT(memcmp(yt.data, y, sizeof y) == 0);
     free(yt.data);
-    /* Image files: decoded, scaled by 1/255, the top class printed per file. */
+    /* Image files: decoded, scaled by 1/255 (the default, said on stderr), the top class
+     * printed per file. */
     uint8_t px[2][36];
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 36; k++) px[i][k] = (uint8_t)((k * 37 + i * 101) % 256);
@@ -156,8 +188,10 @@ static void test_tools(void)
              "--threads 1 2>&1", bin, model, w, png, png2, yout);
     CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "a.png\tclass "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "note: the images are scaled by 1/255"));
+    /* as the pipeline's scale op computes in training: a float32 product */
     float xi[2 * 36], yi[8];
-    for (int k = 0; k < 72; k++) xi[k] = (float)(px[k / 36][k % 36] * (1.0 / 255.0));
+    for (int k = 0; k < 72; k++) xi[k] = (float)px[k / 36][k % 36] * (float)(1.0 / 255.0);
     tfc_model_forward(a, xi, 2, 0, 0, 0, &err);
     tfc_model_get_output(a, yi);
     CU_ASSERT_EQUAL_FATAL(tfc_npy_read(yout, &yt, &err), TFC_OK);
@@ -200,5 +234,135 @@ static void test_tools(void)
     tfc_backend_free(be);
 }
 
+/* tfc-predict's preprocessing: the map ops of a solver's test split (--solver), an explicit
+ * list (--map) or the deprecated --scale give exactly the default's 1/255 for images; --map
+ * applies to an .npy too; the stages that are not maps and the maps of labels are skipped. */
+static void test_predict_maps(void)
+{
+    const char *bin = tool_bin("predict_maps");
+    char cmd[4096], out[16384], pre[2048], model[1024], w[1024];
+    if (!bin) return;
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *a = cnn_files(be, model, w);
+    tfc_error err;
+    tfc_error_clear(&err);
+    snprintf(pre, sizeof pre, "%s/tfc-predict %s --weights %s --device cpu --threads 1", bin,
+             model, w);
+    uint8_t px[2][36];
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 36; k++) px[i][k] = (uint8_t)((k * 53 + i * 7) % 256);
+    char png[1024], png2[1024], solver[1024], xin[1024], yout[1024];
+    snprintf(png, sizeof png, "%s", tfc_test_path("p.png"));
+    snprintf(png2, sizeof png2, "%s", tfc_test_path("q.png"));
+    snprintf(solver, sizeof solver, "%s", tfc_test_path("solver.yaml"));
+    snprintf(xin, sizeof xin, "%s", tfc_test_path("xm.npy"));
+    snprintf(yout, sizeof yout, "%s", tfc_test_path("ym.npy"));
+    CU_ASSERT_EQUAL_FATAL(tfc_image_write_png(png, px[0], 6, 6, 1, 8, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_image_write_png(png2, px[1], 6, 6, 1, 8, &err), TFC_OK);
+    float xi[72], yi[8];
+    for (int k = 0; k < 72; k++) xi[k] = (float)px[k / 36][k % 36] * (float)(1.0 / 255.0);
+    tfc_model_forward(a, xi, 2, 0, 0, 0, &err);
+    tfc_model_get_output(a, yi);
+    tfc_test_write("solver.yaml",
+                   "model: cnn.yaml\n"
+                   "data:\n"
+                   "  train:\n"
+                   "    source: {type: npy, features: x.npy}\n"
+                   "  test:\n"
+                   "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+                   "    pipeline:\n"
+                   "      - shuffle: {buffer_size: 10}\n"
+                   "      - map: {op: scale, factor: 0.00392156862745098}\n"
+                   "      - map: {op: scale, factor: 3, component: labels}\n"
+                   "      - batch: {batch_size: 5}\n", -1);
+    const char *ways[] = {"--solver %s", "--map '{op: scale, factor: 0.00392156862745098}'",
+                          "--map 'op: scale, factor: 0.00392156862745098'",
+                          "--scale 0.00392156862745098"};
+    for (int i = 0; i < 4; i++) {
+        char opt[1024];
+        snprintf(opt, sizeof opt, ways[i], solver);
+        snprintf(cmd, sizeof cmd, "%s %s --input %s %s --output %s 2>&1", pre, opt, png, png2,
+                 yout);
+        CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+        CU_ASSERT_PTR_NULL(strstr(out, "note:")); /* the default is not taken */
+        tfc_tensor yt;
+        CU_ASSERT_EQUAL_FATAL(tfc_npy_read(yout, &yt, &err), TFC_OK);
+        CU_ASSERT(yt.shape.dim[0] == 2 && memcmp(yt.data, yi, sizeof yi) == 0);
+        if (memcmp(yt.data, yi, sizeof yi)) printf("\n%s\n%s\n", cmd, out);
+        free(yt.data);
+        remove(yout);
+    }
+    /* --map on an .npy: each example is scaled before the model */
+    float x[2 * 36], x2[2 * 36], y[8];
+    tfc_test_fill(x, 72, 0, 1, 9);
+    for (int k = 0; k < 72; k++) x2[k] = x[k] * 0.5f;
+    tfc_tensor t = {.dtype = TFC_F32, .shape = {4, {2, 6, 6, 1}}, .data = x};
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(xin, &t, &err), TFC_OK);
+    snprintf(cmd, sizeof cmd, "%s --input %s --output %s --map '{op: scale, factor: 0.5}' 2>&1",
+             pre, xin, yout);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    tfc_model_forward(a, x2, 2, 0, 0, 0, &err);
+    tfc_model_get_output(a, y);
+    tfc_tensor yt;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(yout, &yt, &err), TFC_OK);
+    CU_ASSERT(memcmp(yt.data, y, sizeof y) == 0);
+    free(yt.data);
+    /* a map that changes the shape is checked against the model's input */
+    snprintf(cmd, sizeof cmd, "%s --input %s --output %s --map '{op: reshape, shape: [36]}' 2>&1",
+             pre, xin, yout);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "after the map ops an example has shape (36,)"));
+    /* usage errors: one line naming the option, then the --help hint; exit 2 */
+    snprintf(cmd, sizeof cmd, "%s --input %s --solver %s --map '{op: scale, factor: 2}' 2>&1",
+             pre, png, solver);
+    expect(cmd, 2, "tfc-predict: --solver and --map");
+    snprintf(cmd, sizeof cmd, "%s --input %s --scale x 2>&1", pre, png);
+    expect(cmd, 2, "tfc-predict: --scale 'x': expected a number\ntry 'tfc-predict --help'");
+    snprintf(cmd, sizeof cmd, "%s --input %s --map '{op: scal}' 2>&1", pre, png);
+    expect(cmd, 2, "did you mean 'scale'");
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --input %s 2>&1", bin, model, png);
+    expect(cmd, 2, "tfc-predict: missing --weights FILE");
+    snprintf(cmd, sizeof cmd, "%s --input %s 2>&1", pre, xin);
+    expect(cmd, 2, "tfc-predict: an .npy input needs --output Y.npy");
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict --help", bin);
+    expect(cmd, 0, "--solver SOLVER.yaml");
+    expect(cmd, 0, "  --version ");
+    expect(cmd, 0, "\nexit status: 0 ");
+    tfc_model_free(a);
+    tfc_backend_free(be);
+}
+
+/* The tools' common command line: --version's form, an option's range named in its error. */
+static void test_tool_usage(void)
+{
+    const char *bin = tool_bin("tool_usage");
+    char cmd[2048], out[4096];
+    if (!bin) return;
+    const char *tools[] = {"train", "test", "predict", "data", "time", "inspect", "draw", "grid",
+                           "zoo"};
+    for (int i = 0; i < 9; i++) {
+        snprintf(cmd, sizeof cmd, "%s/tfc-%s --version", bin, tools[i]);
+        CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+        char want[64];
+        snprintf(want, sizeof want, "tfc-%s (tfc) %s\n", tools[i], TFC_VERSION);
+        CU_ASSERT_STRING_EQUAL(out, want);
+    }
+    const char *model = tfc_test_write("cnn.yaml", CNN, -1);
+    snprintf(cmd, sizeof cmd, "%s/tfc-time %s --batch 0 2>&1", bin, model);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "tfc-time: --batch: expected an integer from 1 to 1048576, "
+                                "found '0'\ntry 'tfc-time --help'\n");
+    snprintf(cmd, sizeof cmd, "%s/tfc-time %s --iteration 3 2>&1", bin, model);
+    expect(cmd, 2, "unknown option '--iteration'; did you mean '--iterations'?");
+    snprintf(cmd, sizeof cmd, "%s/tfc-draw %s --output a.dot --output b.dot 2>&1", bin, model);
+    expect(cmd, 2, "tfc-draw: --output given twice");
+    snprintf(cmd, sizeof cmd, "%s/tfc-draw %s --output 2>&1", bin, model);
+    expect(cmd, 2, "tfc-draw: --output needs an argument (FILE.dot)");
+    snprintf(cmd, sizeof cmd, "%s/tfc-draw --help", bin);
+    expect(cmd, 0, "  --version ");
+    expect(cmd, 0, "\nexit status: 0 ");
+}
+
 TFC_TEST_MAIN("weights", {"round_trip", test_round_trip},
-              {"strict_and_by_name", test_strict_and_by_name}, {"tools", test_tools})
+              {"strict_and_by_name", test_strict_and_by_name}, {"tools", test_tools},
+              {"predict_maps", test_predict_maps}, {"tool_usage", test_tool_usage})

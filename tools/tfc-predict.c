@@ -1,144 +1,198 @@
-/* tfc-predict: a forward pass (inference mode) over examples from an .npy array, image
- * files or lines of text, writing the outputs as an .npy array and, for images and text,
- * the top class of each example on stdout. */
+/* tfc-predict: a forward pass (inference mode) over examples from an .npy array, image files
+ * or lines of text, writing the outputs as an .npy array and, for images and text, the top
+ * class of each example on stdout. The examples reach the model through an in-memory input
+ * pipeline and its map ops (those of a solver's test split, --map, or the default for
+ * images), the code that feeds training, so prediction preprocesses as training did. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device.h"
+#include "cli.h"
+#include "core/config.h"
 #include "core/fileio.h"
-#include "graph/model.h"
+#include "core/schema.h"
 #include "data/data.h"
+#include "device/device.h"
+#include "graph/model.h"
 
-static const char *usage =
-    "usage: tfc-predict MODEL.yaml --weights FILE --input X.npy --output Y.npy\n"
-    "       tfc-predict MODEL.yaml --weights FILE --input a.png b.jpg ... [--output Y.npy]\n"
-    "       tfc-predict MODEL.yaml --weights FILE --text LINES.txt --vocabulary VOCAB\n"
-    "options:\n"
-    "  --input X.npy       examples [N, input shape...] (or one example of the input shape);\n"
-    "                      converted to the model's input dtype (float32, or int32 token ids)\n"
-    "  --input FILES...    PNG/JPEG images of the input's (height, width, channels), scaled\n"
-    "                      by --scale (default 1/255, as the training configs do)\n"
-    "  --text FILE         one example per line, tokenized with --vocabulary (the vocab.txt\n"
-    "                      a text run writes), padded with 0 or truncated to the input length\n"
-    "  --output Y.npy      the outputs [N, output shape...] as float32\n"
-    "  --batch N           examples per forward pass (default 256)\n"
-    "  --device D          cpu, gpu or gpu:N (default: a GPU when usable)\n"
-    "  --threads N         CPU threads (default: all cores)\n";
+/* Images given without --solver or --map are scaled by 1/255, as the configs/ solvers do. */
+#define DEFAULT_IMAGE_MAP "map: {op: scale, factor: 0.00392156862745098}"
 
-typedef struct opts {
-    const char *model, *weights, *output, *text, *vocab, *device;
-    const char *inputs[4096];
-    int ninputs, batch, threads;
-    double scale;
-} opts;
+/* The map ops of the command line in their order: --map OP and the deprecated --scale X. */
+static struct {
+    const char *arg[256];
+    int is_scale[256];
+    int n;
+} maps;
 
-static int fail(tfc_error *err)
+static const char *add_map(void *ctx, const char *arg);
+static const char *add_scale(void *ctx, const char *arg);
+
+/* The rest of the command line, as the option table fills it. */
+static const char *input_v[4096], *model_v[1];
+static struct {
+    cli_list inputs, model;
+    const char *weights, *output, *text, *vocabulary, *solver, *device;
+    long batch, threads;
+} args = {.inputs = CLI_LIST_OF(input_v), .model = CLI_LIST_OF(model_v), .batch = 256};
+
+static const cli_option options[] = {
+    {"weights", 0, CLI_STRING, &args.weights, "FILE", .flags = CLI_REQUIRED,
+     .help = "the trained weights (a .safetensors file)"},
+    {"input", 0, CLI_VALUES, &args.inputs, "FILE",
+     .help = "one .npy array of examples [N, input shape...] (or one example of\n"
+             "the input shape), taken as it is; or PNG/JPEG images, decoded to\n"
+             "the input's channels, all of one size"},
+    {"text", 0, CLI_STRING, &args.text, "FILE",
+     .help = "one example per line, tokenized with --vocabulary, padded with 0\n"
+             "or truncated to the input length"},
+    {"vocabulary", 0, CLI_STRING, &args.vocabulary, "VOCAB",
+     .help = "the vocabulary.txt that the text model's training run wrote"},
+    {"output", 0, CLI_STRING, &args.output, "Y.npy",
+     .help = "write the outputs [N, output shape...] as float32 (needed with\n"
+             "an .npy input)"},
+    {"solver", 0, CLI_STRING, &args.solver, "SOLVER.yaml",
+     .help = "preprocess with the map ops of the solver's test split (a run's\n"
+             "config.yaml works too)"},
+    {"map", 0, CLI_CALL, &maps, "OP", .call = add_map,
+     .help = "preprocess with this map op, YAML flow text such as\n"
+             "'{op: scale, factor: 0.5}'; repeatable, applied in order"},
+    {"scale", 0, CLI_CALL, &maps, "X", .call = add_scale,
+     .help = "deprecated: the same as --map '{op: scale, factor: X}'"},
+    {"batch", 0, CLI_INT, &args.batch, "N", .min = 1, .max = 1 << 20,
+     .help = "examples per forward pass (default 256)"},
+    CLI_OPT_DEVICE(&args.device),
+    CLI_OPT_THREADS(&args.threads),
+    {NULL},
+};
+
+static const cli_tool tool = {
+    .name = "tfc-predict",
+    .operands = "MODEL.yaml",
+    .forms = "MODEL.yaml --weights FILE --input X.npy --output Y.npy [options]\n"
+             "MODEL.yaml --weights FILE --input a.png b.jpg ... [--output Y.npy] [options]\n"
+             "MODEL.yaml --weights FILE --text LINES.txt --vocabulary VOCAB [options]",
+    .about = "Runs the model (inference mode) on examples and writes its outputs; for images and\n"
+             "text, when the model's output is a vector of classes, it also prints each example's\n"
+             "top class and its output value.",
+    .options = options,
+    .notes = "Preprocessing: the examples pass through map ops before the model, as in training.\n"
+             "--solver takes the `map` stages of the solver's data.test.pipeline, in order, and\n"
+             "applies them to each example; the stages that are not per-example maps (shuffle,\n"
+             "batch, padded_batch, repeat, filter, take, skip, cache, prefetch) and the maps of\n"
+             "labels (component: labels) are skipped. --map gives the ops instead. With neither,\n"
+             "images are scaled by 1/255 (map: {op: scale, factor: 0.00392156862745098}, as the\n"
+             "configs/ solvers train them; a note on stderr says so), and .npy values and token\n"
+             "ids go to the model as they are. The values are then converted to the model's\n"
+             "input dtype (float32, or int32 token ids).",
+    .exit_status = "0 success, 1 runtime failure (unreadable or misshapen input, device),\n"
+                   "2 bad usage or configuration",
+    .min_operands = 1,
+    .max_operands = 1,
+    .operand_list = &args.model,
+};
+
+static const char *push_map(const char *arg, int is_scale)
 {
-    fputs(err->text, stderr);
-    return tfc_exit_code(err->code);
+    if (maps.n == (int)(sizeof maps.arg / sizeof *maps.arg)) return "too many map ops";
+    maps.arg[maps.n] = arg;
+    maps.is_scale[maps.n++] = is_scale;
+    return NULL;
 }
 
-/* Examples from an .npy array, converted to the model's input dtype. */
-static tfc_status load_npy(const char *path, const tfc_shape *in, tfc_dtype want, void **x,
-                           int64_t *n, tfc_error *err)
+static const char *add_map(void *ctx, const char *arg)
 {
-    tfc_tensor t;
-    tfc_status s = tfc_npy_read(path, &t, err);
+    return push_map(arg, 0);
+}
+
+static const char *add_scale(void *ctx, const char *arg)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (!*arg || *end || !isfinite(v)) return "expected a number";
+    return push_map(arg, 1);
+}
+
+/* The examples, stacked along a new axis 0, as they enter the pipeline. */
+typedef struct examples {
+    tfc_tensor x;
+    char what[4400]; /* names them in errors: "x.npy: array of shape (4, 36)" */
+    int mapped;      /* map ops were applied */
+} examples;
+
+/* An .npy array: examples along axis 0, or one example of the model's input shape. */
+static tfc_status load_npy(const char *path, const tfc_shape *in, examples *ex, tfc_error *err)
+{
+    tfc_status s = tfc_npy_read(path, &ex->x, err);
     if (s) return s;
-    int64_t per = tfc_shape_numel(in), total = tfc_shape_numel(&t.shape);
-    int lead = t.shape.ndim - in->ndim;
-    int ok = (lead == 0 || lead == 1);
-    for (int i = 0; ok && i < in->ndim; i++) ok = t.shape.dim[lead + i] == in->dim[i];
-    if (!ok) {
-        char a[96], b[96];
-        free(t.data);
-        return tfc_error_set(err, TFC_ERR_DATA, "%s: array of shape %s does not hold examples of "
-                             "the model's input shape %s", path, tfc_shape_str(&t.shape, a, sizeof a),
-                             tfc_shape_str(in, b, sizeof b));
-    }
-    *n = per ? total / per : 0;
-    float *f = malloc((size_t)(total ? total : 1) * 4);
-    if (!f) {
-        free(t.data);
-        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    }
-    for (int64_t i = 0; i < total; i++) {
-        double v;
-        switch (t.dtype) {
-        case TFC_F32: v = ((float *)t.data)[i]; break;
-        case TFC_F64: v = ((double *)t.data)[i]; break;
-        case TFC_I8: v = ((int8_t *)t.data)[i]; break;
-        case TFC_U8: v = ((uint8_t *)t.data)[i]; break;
-        case TFC_I16: v = ((int16_t *)t.data)[i]; break;
-        case TFC_U16: v = ((uint16_t *)t.data)[i]; break;
-        case TFC_I32: v = ((int32_t *)t.data)[i]; break;
-        case TFC_U32: v = ((uint32_t *)t.data)[i]; break;
-        case TFC_I64: v = (double)((int64_t *)t.data)[i]; break;
-        case TFC_U64: v = (double)((uint64_t *)t.data)[i]; break;
-        case TFC_BOOL: v = ((uint8_t *)t.data)[i] != 0; break;
-        default:
-            free(t.data);
-            free(f);
-            return tfc_error_set(err, TFC_ERR_DATA, "%s: dtype %s is not supported", path,
-                                 tfc_data_dtype_name(t.dtype));
-        }
-        if (want == TFC_I32) ((int32_t *)f)[i] = (int32_t)v;
-        else f[i] = (float)v;
-    }
-    free(t.data);
-    *x = f;
+    tfc_shape *sh = &ex->x.shape;
+    char buf[96];
+    snprintf(ex->what, sizeof ex->what, "%s: array of shape %s", path,
+             tfc_shape_str(sh, buf, sizeof buf));
+    if (!tfc_shape_equal(sh, in)) return TFC_OK;
+    if (sh->ndim == TFC_MAX_DIMS)
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: too many dimensions", ex->what);
+    for (int d = sh->ndim; d > 0; d--) sh->dim[d] = sh->dim[d - 1];
+    sh->dim[0] = 1;
+    sh->ndim++;
     return TFC_OK;
 }
 
-static tfc_status load_images(const opts *o, const tfc_shape *in, void **x, int64_t *n,
-                              tfc_error *err)
+/* Image files, decoded to the model's channel count and stacked: one size for all. */
+static tfc_status load_images(const tfc_shape *in, examples *ex, tfc_error *err)
 {
     if (in->ndim != 3)
         return tfc_error_set(err, TFC_ERR_USAGE, "image inputs need a model input of shape "
                              "(height, width, channels)");
-    int64_t per = tfc_shape_numel(in);
-    float *f = malloc((size_t)(per * o->ninputs) * 4);
-    if (!f) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < o->ninputs; i++) {
+    int64_t per = 0;
+    tfc_shape first = {0};
+    for (int i = 0; i < args.inputs.n; i++) {
+        const char *path = args.inputs.v[i];
         char *buf;
         size_t len;
         tfc_tensor img;
-        tfc_status s = tfc_file_read_all(o->inputs[i], 1u << 30, &buf, &len, err);
-        if (!s) s = tfc_image_decode(buf, len, o->inputs[i], (int)in->dim[2], NULL, &img, err);
-        if (!s) free(buf);
-        if (s) {
-            free(f);
-            return s;
-        }
-        if (img.shape.dim[0] != in->dim[0] || img.shape.dim[1] != in->dim[1]) {
-            tfc_error_set(err, TFC_ERR_DATA, "%s: image is %lldx%lld, the model takes %lldx%lld",
-                          o->inputs[i], (long long)img.shape.dim[1], (long long)img.shape.dim[0],
-                          (long long)in->dim[1], (long long)in->dim[0]);
+        tfc_status s = tfc_file_read_all(path, 1u << 30, &buf, &len, err);
+        if (s) return s;
+        s = tfc_image_decode(buf, len, path, (int)in->dim[2], NULL, &img, err);
+        free(buf);
+        if (s) return s;
+        if (i == 0) {
+            char sh[96];
+            snprintf(ex->what, sizeof ex->what, "%s: image of shape %s", path,
+                     tfc_shape_str(&img.shape, sh, sizeof sh));
+            first = img.shape;
+            per = tfc_shape_numel(&first);
+            tfc_shape all = {4, {args.inputs.n, first.dim[0], first.dim[1], first.dim[2]}};
+            ex->x = (tfc_tensor){TFC_U8, all, malloc((size_t)(per * args.inputs.n)), -1};
+            if (!ex->x.data) {
+                free(img.data);
+                return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            }
+        } else if (!tfc_shape_equal(&img.shape, &first)) {
+            tfc_error_set(err, TFC_ERR_DATA, "%s: image is %lldx%lld, %s is %lldx%lld (the images "
+                          "of one run must have one size)", path, (long long)img.shape.dim[1],
+                          (long long)img.shape.dim[0], args.inputs.v[0], (long long)first.dim[1],
+                          (long long)first.dim[0]);
             free(img.data);
-            free(f);
             return TFC_ERR_DATA;
         }
-        for (int64_t k = 0; k < per; k++)
-            f[i * per + k] = (float)(((uint8_t *)img.data)[k] * o->scale);
+        memcpy((uint8_t *)ex->x.data + i * per, img.data, (size_t)per);
         free(img.data);
     }
-    *x = f;
-    *n = o->ninputs;
     return TFC_OK;
 }
 
-static tfc_status load_text(const opts *o, const tfc_shape *in, void **x, int64_t *n,
-                            tfc_error *err)
+/* Lines of text as int32 token ids, padded with 0 or truncated to the input length. */
+static tfc_status load_text(const tfc_shape *in, examples *ex, tfc_error *err)
 {
-    if (!o->vocab) return tfc_error_set(err, TFC_ERR_USAGE, "--text needs --vocabulary");
     if (in->ndim != 1)
         return tfc_error_set(err, TFC_ERR_USAGE, "--text needs a model input of shape (steps)");
-    tfc_vocab *v = tfc_vocab_load(o->vocab, err);
+    tfc_vocab *v = tfc_vocab_load(args.vocabulary, err);
     char *buf;
     size_t len;
     if (!v) return err->code;
-    tfc_status s = tfc_file_read_all(o->text, 1u << 30, &buf, &len, err);
+    tfc_status s = tfc_file_read_all(args.text, 1u << 30, &buf, &len, err);
     if (s) {
         tfc_vocab_free(v);
         return s;
@@ -156,101 +210,192 @@ static tfc_status load_text(const opts *o, const tfc_shape *in, void **x, int64_
     free(buf);
     tfc_vocab_free(v);
     if (!ids) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    *x = ids;
-    *n = row;
+    ex->x = (tfc_tensor){TFC_I32, {2, {row, steps}}, ids, -1};
+    char sh[96];
+    snprintf(ex->what, sizeof ex->what, "%s: lines tokenized to shape %s", args.text,
+             tfc_shape_str(&(tfc_shape){1, {steps}}, sh, sizeof sh));
     return TFC_OK;
+}
+
+/* Appends the `map` stages of the solver's data.test.pipeline in order, except the maps of
+ * labels (the examples have none). The split is planned first, so a mistake in it is reported
+ * at its line in the solver file. */
+static tfc_status add_solver_maps(tfc_pipeline *p, const char *path, examples *ex,
+                                  tfc_error *err)
+{
+    tfc_doc *doc = tfc_doc_load_file(path, err);
+    if (!doc) return err->code;
+    const tfc_node *root = tfc_doc_root(doc), *data = tfc_node_get(root, "data");
+    const tfc_node *test = tfc_node_get(data, "test");
+    tfc_data_options opt = {.key = "data.test"};
+    tfc_data_plan plan;
+    tfc_status st;
+    if (!test || tfc_node_is_null(test))
+        st = tfc_node_error(err, TFC_ERR_CONFIG, data ? data : root, data ? "data" : "",
+                            "--solver: the file has no data.test to take the map ops from");
+    else
+        st = tfc_pipeline_plan(test, &opt, &plan, err);
+    const tfc_node *stages = st ? NULL : tfc_node_get(test, "pipeline");
+    for (int i = 0; stages && !st && i < stages->n; i++) {
+        const tfc_node *map = tfc_node_get(stages->vals[i], "map");
+        const tfc_node *comp = tfc_node_get(map, "component");
+        if (!map || (comp && comp->kind == TFC_NODE_SCALAR && !strcmp(comp->str, "labels")))
+            continue;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        tfc_node_emit(f, stages->vals[i]);
+        fclose(f);
+        st = tfc_pipeline_add_yaml(p, text, err);
+        if (st)
+            tfc_error_hint(err, "the map op of %s:%d:%d (--solver)", path, stages->vals[i]->line,
+                           stages->vals[i]->col);
+        free(text);
+        ex->mapped = 1;
+    }
+    tfc_doc_free(doc);
+    return st;
+}
+
+/* The examples' pipeline: their map ops, then batches of `batch`. */
+static tfc_pipeline *make_pipeline(examples *ex, int batch, int images, tfc_error *err)
+{
+    tfc_data_options opt = {.key = "examples"};
+    tfc_pipeline *p = tfc_pipeline_from_tensors(&ex->x, NULL, &opt, err);
+    if (!p) return NULL;
+    tfc_status st = args.solver ? add_solver_maps(p, args.solver, ex, err) : TFC_OK;
+    for (int i = 0; !st && i < maps.n; i++) {
+        char stage[4200];
+        const char *a = maps.arg[i];
+        if (maps.is_scale[i]) snprintf(stage, sizeof stage, "map: {op: scale, factor: %.17g}",
+                                       strtod(a, NULL));
+        else snprintf(stage, sizeof stage, a[strspn(a, " ")] == '{' ? "map: %s" : "map: {%s}", a);
+        st = tfc_pipeline_add_yaml(p, stage, err);
+        ex->mapped = 1;
+    }
+    if (!st && images && !args.solver && !maps.n) {
+        fprintf(stderr, "tfc-predict: note: the images are scaled by 1/255 (%s), the default; "
+                        "--solver SOLVER.yaml preprocesses them as the model's training did\n",
+                DEFAULT_IMAGE_MAP);
+        st = tfc_pipeline_add_yaml(p, DEFAULT_IMAGE_MAP, err);
+        ex->mapped = 1;
+    }
+    if (!st) st = tfc_pipeline_batch(p, batch, 0, err);
+    if (st) {
+        tfc_pipeline_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Runs every batch through the model, converted to its input dtype; y gets the outputs. */
+static tfc_status run(tfc_model *m, tfc_pipeline *p, int batch, const examples *ex, float *y,
+                      tfc_error *err)
+{
+    const tfc_shape *in = tfc_model_input_shape(m);
+    tfc_dtype dt = tfc_model_input_dtype(m);
+    int64_t per_in = tfc_shape_numel(in), per_out = tfc_shape_numel(tfc_model_output_shape(m));
+    void *x = malloc((size_t)(batch * per_in) * tfc_dtype_size(dt) + 1);
+    if (!x) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    tfc_status st = TFC_OK;
+    for (int64_t done = 0; !st;) {
+        tfc_batch b;
+        st = tfc_pipeline_next(p, &b, err);
+        if (st || b.end) break;
+        tfc_shape one = b.features.shape;
+        one.ndim--;
+        memmove(one.dim, one.dim + 1, sizeof one.dim[0] * (size_t)one.ndim);
+        if (!tfc_shape_equal(&one, in)) {
+            char a[96], c[96];
+            st = tfc_error_set(err, TFC_ERR_DATA, "%s does not hold examples of the model's "
+                               "input shape %s%s%s%s", ex->what, tfc_shape_str(in, a, sizeof a),
+                               ex->mapped ? " (after the map ops an example has shape " : "",
+                               ex->mapped ? tfc_shape_str(&one, c, sizeof c) : "",
+                               ex->mapped ? ")" : "");
+            break;
+        }
+        int cnt = (int)b.features.shape.dim[0];
+        tfc_values_convert(x, dt, b.features.data, b.features.dtype, cnt * per_in);
+        st = tfc_model_forward(m, x, cnt, 0, 0, 0, err);
+        if (!st) tfc_model_get_output(m, y + done * per_out);
+        done += cnt;
+    }
+    free(x);
+    return st;
+}
+
+static tfc_status write_output(const tfc_model *m, const float *y, int64_t n, tfc_error *err)
+{
+    tfc_tensor t = {.dtype = TFC_F32, .data = (void *)y};
+    const tfc_shape *os = tfc_model_output_shape(m);
+    t.shape.ndim = os->ndim + 1;
+    t.shape.dim[0] = n;
+    for (int i = 0; i < os->ndim; i++) t.shape.dim[i + 1] = os->dim[i];
+    return tfc_npy_write(args.output, &t, err);
+}
+
+/* The top class of each image or line and its output value. */
+static void print_classes(const float *y, int64_t n, int64_t classes)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < classes; k++)
+            if (y[i * classes + k] > y[i * classes + best]) best = k;
+        if (args.text) printf("line %lld", (long long)i + 1);
+        else printf("%s", args.inputs.v[i]);
+        printf("\tclass %lld\t%.4f\n", (long long)best, y[i * classes + best]);
+    }
 }
 
 int main(int argc, char **argv)
 {
-    opts o = {.batch = 256, .scale = 1.0 / 255.0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("tfc-predict (tfc) %s\n", TFC_VERSION);
-            return 0;
-        } else if (!strcmp(a, "--input")) {
-            while (i + 1 < argc && argv[i + 1][0] != '-' && o.ninputs < 4096) o.inputs[o.ninputs++] = argv[++i];
-        } else if (i + 1 < argc && !strcmp(a, "--weights")) {
-            o.weights = argv[++i];
-        } else if (i + 1 < argc && !strcmp(a, "--output")) {
-            o.output = argv[++i];
-        } else if (i + 1 < argc && !strcmp(a, "--text")) {
-            o.text = argv[++i];
-        } else if (i + 1 < argc && !strcmp(a, "--vocabulary")) {
-            o.vocab = argv[++i];
-        } else if (i + 1 < argc && !strcmp(a, "--device")) {
-            o.device = argv[++i];
-        } else if (i + 1 < argc && !strcmp(a, "--scale")) {
-            o.scale = atof(argv[++i]);
-        } else if (i + 1 < argc && !strcmp(a, "--batch")) {
-            o.batch = atoi(argv[++i]);
-        } else if (i + 1 < argc && !strcmp(a, "--threads")) {
-            o.threads = atoi(argv[++i]);
-            if (o.threads < 1) {
-                fprintf(stderr, "tfc-predict: --threads wants a positive number\n%s", usage);
-                return 2;
-            }
-        } else if (a[0] != '-' && !o.model) {
-            o.model = a;
-        } else {
-            fprintf(stderr, "tfc-predict: bad argument '%s'\n%s", a, usage);
-            return 2;
-        }
-    }
-    int npy = o.ninputs == 1 && strstr(o.inputs[0], ".npy");
-    if (!o.model || !o.weights || (!o.ninputs && !o.text) || (o.ninputs && o.text) ||
-        o.batch < 1 || (npy && !o.output)) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    int rc = cli_parse(&tool, argc, argv);
+    if (rc >= 0) return rc;
+    int npy = args.inputs.n == 1 && strstr(args.inputs.v[0], ".npy");
+    if (args.inputs.n && args.text)
+        return cli_error(&tool, "--input and --text exclude each other");
+    if (!args.inputs.n && !args.text)
+        return cli_error(&tool, "missing --input FILE... or --text FILE");
+    if (args.text && !args.vocabulary) return cli_error(&tool, "--text needs --vocabulary VOCAB");
+    if (npy && !args.output) return cli_error(&tool, "an .npy input needs --output Y.npy");
+    if (args.solver && maps.n)
+        return cli_error(&tool, "--solver and --map (or --scale) exclude each other: the map ops "
+                                "come from one place");
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_model *m = tfc_model_load(o.model, &err);
-    if (!m) return fail(&err);
+    tfc_model *m = tfc_model_load(args.model.v[0], &err);
+    if (!m) {
+        fputs(err.text, stderr);
+        return tfc_exit_code(err.code);
+    }
     const tfc_shape *in = tfc_model_input_shape(m);
-    void *x = NULL;
-    int64_t n = 0;
-    tfc_status s = npy ? load_npy(o.inputs[0], in, tfc_model_input_dtype(m), &x, &n, &err)
-                 : o.text ? load_text(&o, in, &x, &n, &err)
-                          : load_images(&o, in, &x, &n, &err);
-    tfc_backend *be = s ? NULL : tfc_backend_open(o.device, o.threads, &err);
-    int batch = n < o.batch ? (int)(n ? n : 1) : o.batch;
+    examples ex = {0};
+    tfc_status s = npy ? load_npy(args.inputs.v[0], in, &ex, &err)
+                 : args.text ? load_text(in, &ex, &err)
+                             : load_images(in, &ex, &err);
+    int64_t n = s ? 0 : ex.x.shape.dim[0];
+    int batch = n < args.batch ? (int)(n ? n : 1) : (int)args.batch;
+    tfc_pipeline *p = s ? NULL : make_pipeline(&ex, batch, !npy && !args.text, &err);
+    free(ex.x.data); /* the pipeline holds a copy */
+    if (!s && !p) s = err.code;
+    tfc_backend *be = s ? NULL : tfc_backend_open(args.device, (int)args.threads, &err);
     if (!s && !be) s = err.code;
     if (!s) s = tfc_model_bind(m, be, batch, &err);
-    if (!s) s = tfc_model_load_weights(m, o.weights, NULL, &err);
-    int64_t per_in = tfc_shape_numel(in), per_out = tfc_shape_numel(tfc_model_output_shape(m));
+    if (!s) s = tfc_model_load_weights(m, args.weights, NULL, &err);
+    int64_t per_out = tfc_shape_numel(tfc_model_output_shape(m));
     float *y = s ? NULL : malloc((size_t)((n ? n : 1) * per_out) * 4);
-    for (int64_t b = 0; !s && b < n; b += batch) {
-        int cnt = (int)(n - b < batch ? n - b : batch);
-        s = tfc_model_forward(m, (char *)x + b * per_in * 4, cnt, 0, 0, 0, &err);
-        if (!s) tfc_model_get_output(m, y + b * per_out);
-    }
-    if (!s && o.output) {
-        tfc_tensor t = {.dtype = TFC_F32, .data = y};
-        const tfc_shape *os = tfc_model_output_shape(m);
-        t.shape.ndim = os->ndim + 1;
-        t.shape.dim[0] = n;
-        for (int i = 0; i < os->ndim; i++) t.shape.dim[i + 1] = os->dim[i];
-        s = tfc_npy_write(o.output, &t, &err);
-    }
-    if (!s && !npy && tfc_model_output_shape(m)->ndim == 1) {
-        int64_t c = per_out;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t best = 0;
-            for (int64_t k = 1; k < c; k++)
-                if (y[i * c + k] > y[i * c + best]) best = k;
-            if (o.text) printf("line %lld", (long long)i + 1);
-            else printf("%s", o.inputs[i]);
-            printf("\tclass %lld\t%.4f\n", (long long)best, y[i * c + best]);
-        }
-    }
-    free(x);
+    if (!s && !y) s = tfc_error_set(&err, TFC_ERR_NOMEM, "out of memory");
+    if (!s) s = run(m, p, batch, &ex, y, &err);
+    if (!s && args.output) s = write_output(m, y, n, &err);
+    if (!s && !npy && tfc_model_output_shape(m)->ndim == 1) print_classes(y, n, per_out);
+    if (s) fputs(err.text, stderr);
     free(y);
+    tfc_pipeline_free(p);
     tfc_model_free(m);
     if (be) tfc_backend_free(be);
-    return s ? fail(&err) : 0;
+    return tfc_exit_code(s);
 }
