@@ -1,5 +1,8 @@
 /* The user docs stay true to the code: every layer type and every argument of its schema
- * appears in docs/layers.md under that layer's heading. */
+ * appears in docs/layers.md under that layer's heading, and README.md's tool table lists, for
+ * each tool, exactly the options its --help lists (run from $TFC_BIN, as make test builds
+ * them). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,4 +36,84 @@ static void test_layers_documented(void)
     free(doc);
 }
 
-TFC_TEST_MAIN("docs", {"layers_documented", test_layers_documented})
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* The distinct option names ("--name") that `text` mentions, sorted, space-separated, into
+ * buf; --help and --version are left out (every tool has them; the README says so once). */
+static void option_names(const char *text, char *buf, size_t size)
+{
+    char names[64][48];
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, "--")); p += 2) {
+        size_t len = 2;
+        while (islower((unsigned char)p[len]) || p[len] == '-') len++;
+        if (len == 2 || len >= sizeof names[0] || n == 64) continue;
+        char name[48];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        int seen = !strcmp(name, "--help") || !strcmp(name, "--version");
+        for (int i = 0; i < n && !seen; i++) seen = !strcmp(names[i], name);
+        if (!seen) snprintf(names[n++], sizeof names[0], "%s", name);
+        p += len - 2;
+    }
+    qsort(names, (size_t)n, sizeof names[0], by_name);
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", names[i]);
+}
+
+static void test_tool_table(void)
+{
+    const char *bin = getenv("TFC_BIN");
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%s/tfc-train", bin ? bin : "bin");
+    FILE *f = fopen(probe, "r");
+    if (!f) {
+        printf("\n  tool_table: skipped (no %s; run through make test)\n", probe);
+        return;
+    }
+    fclose(f);
+    char *readme = tfc_test_read("README.md", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
+    const char *tools[] = {"train", "test", "predict", "data", "time", "inspect", "draw", "grid",
+                           "zoo"};
+    for (int i = 0; i < 9; i++) {
+        char cmd[1200], help[16384], row_key[64], from_help[2048], from_readme[2048];
+        snprintf(cmd, sizeof cmd, "%s/tfc-%s --help", bin ? bin : "bin", tools[i]);
+        FILE *p = popen(cmd, "r");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        size_t len = fread(help, 1, sizeof help - 1, p);
+        help[len] = 0;
+        CU_ASSERT_EQUAL(pclose(p), 0);
+        /* the option list: from "options:" to the next blank line */
+        char *list = strstr(help, "\noptions:\n"), *end = list ? strstr(list + 1, "\n\n") : NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+        *end = 0;
+        /* each option line's own name, not the options that help texts mention */
+        char labels[4096] = "";
+        for (char *l = strchr(list + 1, '\n'); l; l = strchr(l + 1, '\n')) {
+            char *name = strncmp(l + 1, "  -", 3) ? NULL : strstr(l + 1, "--");
+            if (name && strlen(labels) + 64 < sizeof labels)
+                strncat(labels, name, strcspn(name, " \n") + 1);
+        }
+        option_names(labels, from_help, sizeof from_help);
+        snprintf(row_key, sizeof row_key, "\n| `tfc-%s ", tools[i]);
+        char *row = strstr(readme, row_key);
+        if (!row) fprintf(stderr, "\nREADME.md: no row for tfc-%s in the tool table\n", tools[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+        char line[2048];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(row + 1, "\n"), row + 1);
+        option_names(line, from_readme, sizeof from_readme);
+        if (strcmp(from_help, from_readme))
+            fprintf(stderr, "\ntfc-%s: --help lists [%s], README.md's row [%s]\n", tools[i],
+                    from_help, from_readme);
+        CU_ASSERT_STRING_EQUAL(from_help, from_readme);
+    }
+    free(readme);
+}
+
+TFC_TEST_MAIN("docs", {"layers_documented", test_layers_documented},
+              {"tool_table", test_tool_table})
