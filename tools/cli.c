@@ -118,8 +118,7 @@ static int take(const cli_tool *tool, const cli_option *o, const char *arg)
 static int add_operand(const cli_tool *tool, const char *arg)
 {
     cli_list *l = tool->operand_list;
-    if (!l || l->n == tool->max_operands || l->n == l->cap)
-        return cli_error(tool, "unexpected argument '%s'", arg);
+    if (l->n == l->cap) return cli_error(tool, "unexpected argument '%s'", arg);
     l->v[l->n++] = arg;
     return 0;
 }
@@ -174,8 +173,7 @@ int cli_parse(const cli_tool *tool, int argc, char **argv)
         if ((tool->options[k].flags & CLI_REQUIRED) && !seen[k])
             return cli_error(tool, "missing --%s %s", tool->options[k].name,
                              tool->options[k].metavar);
-    int have = tool->operand_list ? tool->operand_list->n : 0;
-    if (have < tool->min_operands) return cli_error(tool, "missing %s", tool->operands);
+    if (tool->operand_list->n == 0) return cli_error(tool, "missing %s", tool->operands);
     return -1;
 }
 

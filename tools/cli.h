@@ -77,8 +77,7 @@ typedef struct cli_tool {
     const cli_option *options;
     const char *notes;        /* printed after the option list; NULL: none */
     const char *exit_status;  /* "0 success, 1 ..., 2 ..." (pre-wrapped lines) */
-    int min_operands, max_operands;
-    cli_list *operand_list;   /* receives the operands; NULL when max_operands is 0 */
+    cli_list *operand_list;   /* receives the operands: one at least, its cap at most */
 } cli_tool;
 
 /* Parses argv[1..argc) against the tool's table: options (--name VALUE, --name=VALUE, the

@@ -42,8 +42,6 @@ static const cli_tool tool = {
              "elements (batches, if the pipeline batches) per second.",
     .options = options,
     .exit_status = "0 success, 1 unreadable data, 2 bad usage or configuration",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.solver,
 };
 

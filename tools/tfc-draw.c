@@ -25,8 +25,6 @@ static const cli_tool tool = {
              "output shapes and parameter counts (render it with: dot -Tpng -o net.png).",
     .options = options,
     .exit_status = "0 success, 1 the output file cannot be written, 2 bad usage or configuration",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.model,
 };
 

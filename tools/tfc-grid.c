@@ -119,8 +119,6 @@ static const cli_tool tool = {
              "snapshot.",
     .exit_status = "0 every point completed, 1 a point failed or diverged, 2 bad usage or\n"
                    "configuration, 130/143 stopped by SIGINT/SIGTERM (the running points snapshot)",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.solver,
 };
 

@@ -36,8 +36,6 @@ static const cli_tool tool = {
              "finite values; non-finite ones are counted). Prints the file's metadata first.",
     .options = options,
     .exit_status = "0 success, 1 unreadable or malformed file, 2 bad usage",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.file,
 };
 

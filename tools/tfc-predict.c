@@ -88,8 +88,6 @@ static const cli_tool tool = {
              "input dtype (float32, or int32 token ids).",
     .exit_status = "0 success, 1 runtime failure (unreadable or misshapen input, device),\n"
                    "2 bad usage or configuration",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.model,
 };
 

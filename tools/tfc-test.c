@@ -31,8 +31,6 @@ static const cli_tool tool = {
              "weights and prints the loss and metrics. A run's config.yaml works as SOLVER.yaml.",
     .options = options,
     .exit_status = "0 success, 1 runtime failure (data, device), 2 bad usage or configuration",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.solver,
 };
 

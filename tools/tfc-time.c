@@ -34,8 +34,6 @@ static const cli_tool tool = {
              "prints medians over the iterations, like `caffe time`.",
     .options = options,
     .exit_status = "0 success, 1 runtime failure (device), 2 bad usage or configuration",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.model,
 };
 

@@ -47,8 +47,6 @@ static const cli_tool tool = {
     .options = options,
     .exit_status = "0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
                    "130/143 stopped by SIGINT/SIGTERM after writing a snapshot",
-    .min_operands = 1,
-    .max_operands = 1,
     .operand_list = &args.solver,
 };
 

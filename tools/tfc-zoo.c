@@ -58,8 +58,6 @@ static const cli_tool tool = {
              "folders of this program's folder.",
     .exit_status = "0 success, 1 a check failed or a file is unreadable, 2 bad usage or a\n"
                    "malformed README",
-    .min_operands = 1,
-    .max_operands = 3,
     .operand_list = &args.words,
 };
 
