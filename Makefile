@@ -170,8 +170,11 @@ $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(STATIC)
 
 # The default suite: every tests/test_*.c is one CUnit program; run_tests.sh runs them all
 # and prints one closing line "tests: N passed, N failed".
+# test_symbols links a program against libtfc.a with this build's libraries.
 test: all tests
-	$(Q)OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} tests/run_tests.sh $(BUILD)/tests $(BIN)
+	$(Q)OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} CC="$(CC)" \
+	    TFC_TEST_LDLIBS="$(PREFIX_INC) $(LDFLAGS_ALL) $(LDLIBS_ALL)" \
+	    tests/run_tests.sh $(BUILD)/tests $(BIN)
 
 # ---- fuzzing: clang libFuzzer with ASan+UBSan, objects built separately -------------------
 FUZZ_CC    ?= clang

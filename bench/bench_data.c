@@ -27,7 +27,7 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "data/data.h"
+#include "tfc.h"
 
 #define SIDE 64
 

@@ -9,9 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device.h"
-#include "graph/model.h"
-#include "core/timing.h"
+#include "tfc.h"
 #ifdef TFC_HAVE_CUDA
 #include "gpu/gpu.h"
 #endif

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "tfc.h"
 
 #ifndef TFC_VERSION
 #define TFC_VERSION "unknown"

@@ -8,11 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/schema.h"
-#include "core/timing.h"
-#include "data/data.h"
+#include "tfc.h"
 
 /* The command line, as the option table fills it. */
 static const char *solver_v[1];

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "graph/model.h"
+#include "tfc.h"
 
 /* The command line, as the option table fills it. */
 static const char *model_v[1];

@@ -20,10 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/fileio.h"
-#include "core/rng.h"
-#include "core/timing.h"
-#include "solver/solver.h"
+#include "tfc.h"
 
 #define MAX_KEYS 32
 #define MAX_VALUES 1024

@@ -7,9 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/error.h"
-#include "core/safetensors.h"
-#include "core/tensor.h"
+#include "tfc.h"
 
 #define META_SHOWN 160 /* metadata values longer than this are cut unless --full */
 #define STR_(x) #x

@@ -9,12 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/config.h"
-#include "core/fileio.h"
-#include "core/schema.h"
-#include "data/data.h"
-#include "device/device.h"
-#include "graph/model.h"
+#include "tfc.h"
 
 /* Images given without --solver or --map are scaled by 1/255, as the configs/ solvers do. */
 #define DEFAULT_IMAGE_MAP "map: {op: scale, factor: 0.00392156862745098}"

@@ -5,9 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "device/device.h"
-#include "graph/model.h"
-#include "core/timing.h"
+#include "tfc.h"
 
 /* The command line, as the option table fills it. */
 static const char *model_v[1];

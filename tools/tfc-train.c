@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "solver/solver.h"
+#include "tfc.h"
 
 /* The command line, as the option table fills it. */
 static const char *set_v[256], *solver_v[1];

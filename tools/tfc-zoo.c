@@ -15,9 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/config.h"
-#include "core/fileio.h"
-#include "solver/solver.h"
+#include "tfc.h"
 
 /* The command line, as the option table fills it: the command and its operands in words. */
 static const char *word_v[3];
