@@ -169,7 +169,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(STATIC)
 	    $(LDFLAGS_ALL) $(LDLIBS_ALL) -lcunit
 
 # The default suite: every tests/test_*.c is one CUnit program; run_tests.sh runs them all
-# and prints one closing line "tests: N passed, N failed".
+# and prints one closing line "tests: N passed, N failed, N skipped".
 # test_symbols links a program against libtfc.a with this build's libraries.
 test: all tests
 	$(Q)OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} CC="$(CC)" \

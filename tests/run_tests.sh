@@ -1,10 +1,12 @@
 #!/bin/sh
 # Runs every CUnit test program in DIR (and the tool tests, given the bin directory), sums
-# their results and prints one closing line: "tests: N passed, N failed".
+# their results and prints one closing line: "tests: N passed, N failed, N skipped". A test that
+# called tfc_test_skip prints "SKIP SUITE.TEST: WHY"; it counts as skipped, not passed, and the
+# SKIP lines are shown.
 # Exit status: 0 only when every program ran to completion and no test failed.
 dir=${1:?usage: run_tests.sh TESTDIR [BINDIR]}
 export TFC_BIN=${2:-bin}
-passed=0 failed=0 status=0
+passed=0 failed=0 skipped=0 status=0
 for t in "$dir"/test_*; do
     [ -x "$t" ] || continue
     name=${t##*/}
@@ -17,15 +19,17 @@ for t in "$dir"/test_*; do
     line=$(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$log" | tail -n 1)
     p=${line% *} f=${line#* }
     if [ -z "$line" ]; then p=0 f=1; fi
-    passed=$((passed + p)) failed=$((failed + f))
+    k=$(grep -c '^SKIP ' "$log")
+    passed=$((passed + p - k)) failed=$((failed + f)) skipped=$((skipped + k))
     if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
         status=1
         echo "FAIL $name (exit $rc, ${secs}s)"
         grep -v -e '^ *Test: .*passed$' "$log" | tail -n 60
     else
-        echo "ok   $name: $p tests (${secs}s)"
+        echo "ok   $name: $((p - k)) passed, $k skipped (${secs}s)"
+        grep '^SKIP ' "$log" | sed 's/^/       /'
     fi
     rm -f "$log"
 done
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit $status

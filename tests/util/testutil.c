@@ -73,6 +73,17 @@ char *tfc_test_read(const char *path, size_t *len)
     return buf;
 }
 
+static int skipped;
+
+void tfc_test_skip(const char *why)
+{
+    CU_pTest t = CU_get_current_test();
+    CU_pSuite s = CU_get_current_suite();
+    printf("\nSKIP %s.%s: %s\n", s ? s->pName : "?", t ? t->pName : "?", why);
+    fflush(stdout);
+    skipped++;
+}
+
 int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char **argv)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
@@ -84,6 +95,7 @@ int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char 
     int failed = (int)CU_get_number_of_tests_failed();
     int ran = (int)CU_get_number_of_tests_run();
     CU_cleanup_registry();
+    if (skipped) printf("skipped: %d\n", skipped);
     return failed || ran == 0 ? 1 : 0;
 }
 

@@ -23,6 +23,12 @@ int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char 
         return tfc_test_main(suite, tfc_cases_, argc, argv);                      \
     }
 
+/* Marks the running test skipped: prints "SKIP SUITE.TEST: WHY" on stdout (run_tests.sh counts
+ * these lines as skipped, not passed) and asserts nothing. The caller returns right after. Use
+ * it where a test cannot run here (a missing optional tool or Python module), never to hide a
+ * failure. */
+void tfc_test_skip(const char *why);
+
 /* A fresh scratch directory under $TMPDIR, removed at exit; returns its path. */
 const char *tfc_test_tmpdir(void);
 /* tmpdir + "/" + name, in a static rotating buffer (valid for the next 8 calls). */
