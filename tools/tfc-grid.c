@@ -510,6 +510,8 @@ static pid_t launch(const grid *g, const runner *r, point *p, const char *state,
     if (state[0]) {
         argv[n++] = "--resume";
         argv[n++] = state;
+    } else {
+        argv[n++] = "--overwrite"; /* a point killed before its first snapshot starts over */
     }
     argv[n] = NULL;
     snprintf(log, sizeof log, "%s/train.log", p->dir);

@@ -31,6 +31,7 @@ typedef struct tfc_solver_options {
     const char *out_dir;          /* --out; NULL: the resumed run's folder or
                                      runs/<model name>-<YYYYmmdd-HHMMSS> */
     const char *resume;           /* --resume STATE, or NULL */
+    int overwrite;                /* --overwrite: clear an earlier run's files in out_dir */
     const char *weights;          /* --weights FILE: initialise layers by name, or NULL */
     FILE *console;                /* progress, reports and notes; NULL: silent */
     int live;                     /* -1: a live progress line when console is a terminal;
