@@ -8,3 +8,7 @@ $(BENCH_BIN): bench/bench_train.c $(STATIC)
 
 bench: $(BENCH_BIN)
 	$(Q)bench/run.sh $(BENCH_BIN)
+
+# The same steps quiet, beside a one-core hog, and with --threads 4 (bench/load.sh).
+bench-load: $(BENCH_BIN)
+	$(Q)bench/load.sh $(BENCH_BIN)

@@ -1178,6 +1178,61 @@ static void test_lstm(void)
     tfc_backend_free(be);
 }
 
+/* One LSTM forward + backward on a backend of `threads` threads into out: y, dx, dkernel,
+ * drkernel, dbias, in that order. */
+enum { LT_N = 30, LT_T = 8, LT_IN = 16, LT_U = 40 };
+#define LT_NX (LT_N * LT_T * LT_IN)
+#define LT_NY (LT_N * LT_T * LT_U)
+#define LT_NK (LT_IN * 4 * LT_U)
+#define LT_NR (LT_U * 4 * LT_U)
+#define LT_OUT (LT_NY + LT_NX + LT_NK + LT_NR + 4 * LT_U)
+
+static void lstm_run(int threads, const float *x, const float *K, const float *R, const float *b,
+                     const float *dy, float *out)
+{
+    tfc_backend *be = tfc_cpu_backend_create(threads);
+    const tfc_lstm_desc d = {.n = LT_N, .t = LT_T, .in = LT_IN, .units = LT_U,
+                             .return_sequences = 1};
+    float *h = malloc(sizeof(float) * LT_NY), *c = malloc(sizeof(float) * LT_NY);
+    float *g = malloc(sizeof(float) * LT_NY * 4);
+    void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, &d));
+    TFC_ASSERT(h && c && g && ws);
+    float *y = out, *dx = y + LT_NY, *dK = dx + LT_NX, *dR = dK + LT_NK, *db = dR + LT_NR;
+    memset(dx, 0, sizeof(float) * (LT_OUT - LT_NY));
+    be->ops->lstm_forward(be, &d, x, K, R, b, NULL, y, h, c, g, ws);
+    be->ops->lstm_backward(be, &d, x, K, R, NULL, h, c, g, dy, dx, dK, dR, db, ws);
+    be->ops->free(be, ws);
+    free(h), free(c), free(g);
+    tfc_backend_free(be);
+}
+
+/* The recurrence runs each thread's block of sequences through all steps (cpu_lstm.c), on
+ * a batch and width with ragged blocks, row tiles and column panels (30 sequences, 40
+ * units): 2 and 5 threads (more than this machine's cores) agree with 1 thread, and 5
+ * threads repeat their own bits exactly. */
+static void test_lstm_threads(void)
+{
+    float *x = malloc(sizeof(float) * LT_NX), *K = malloc(sizeof(float) * LT_NK);
+    float *R = malloc(sizeof(float) * LT_NR), *b = malloc(sizeof(float) * 4 * LT_U);
+    float *dy = malloc(sizeof(float) * LT_NY);
+    float *one = malloc(sizeof(float) * LT_OUT), *got = malloc(sizeof(float) * LT_OUT);
+    float *again = malloc(sizeof(float) * LT_OUT);
+    TFC_ASSERT(x && K && R && b && dy && one && got && again);
+    fill(x, LT_NX, -1, 1), fill(K, LT_NK, -0.3, 0.3), fill(R, LT_NR, -0.3, 0.3);
+    fill(b, 4 * LT_U, -0.5, 0.5), fill(dy, LT_NY, -1, 1);
+    lstm_run(1, x, K, R, b, dy, one);
+    const int counts[] = {2, 5};
+    for (int i = 0; i < 2; i++) {
+        lstm_run(counts[i], x, K, R, b, dy, got);
+        int bad = 0;
+        for (int64_t j = 0; j < LT_OUT; j++) bad += !close_to(got[j], one[j], 1e-4, 1e-5);
+        CU_ASSERT_EQUAL(bad, 0);
+    }
+    lstm_run(5, x, K, R, b, dy, again);
+    CU_ASSERT_EQUAL(memcmp(got, again, sizeof(float) * LT_OUT), 0);
+    free(x), free(K), free(R), free(b), free(dy), free(one), free(got), free(again);
+}
+
 /* ---- losses ----------------------------------------------------------------------------- */
 
 static double clipd(double p)
@@ -1437,5 +1492,6 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"act_values", test_act_values}, {"act_grad", test_act_grad},
               {"softmax", test_softmax}, {"conv", test_conv}, {"pool", test_pool},
               {"bn", test_bn}, {"embedding", test_embedding}, {"lstm", test_lstm},
+              {"lstm_threads", test_lstm_threads},
               {"loss", test_loss}, {"accuracy", test_accuracy},
               {"parallel_sums_repeat", test_parallel_sums_repeat})
