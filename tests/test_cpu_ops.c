@@ -780,6 +780,40 @@ static void test_conv(void)
     tfc_backend_free(one);
 }
 
+/* Threads claim convolution chunks dynamically (cpu_conv.c): with 5 threads (more than this
+ * machine's cores, so the claims vary) forward, data and filter gradients repeat their bits
+ * over 10 calls, and agree with 1 thread. 64 images of 24x24x8 make 22 chunks of 3, so
+ * some filter slots sum several chunks. */
+static void test_conv_threads_repeat(void)
+{
+    const tfc_conv_desc d = conv_desc(64, 24, 24, 8, 3, 3, 16, 1, 1, 1);
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
+    const int64_t nw = (int64_t)d.kh * d.kw * d.c * d.f, nout = ny + nx + nw;
+    float *x = malloc(sizeof(float) * nx), *w = malloc(sizeof(float) * nw);
+    float *dy = malloc(sizeof(float) * ny), *first = malloc(sizeof(float) * nout);
+    float *got = malloc(sizeof(float) * nout), *one = malloc(sizeof(float) * nout);
+    TFC_ASSERT(x && w && dy && first && got && one);
+    fill(x, nx, -1, 1), fill(w, nw, -0.5, 0.5), fill(dy, ny, -1, 1);
+    int differ = 0;
+    for (int run = -1; run < 10; run++) {
+        tfc_backend *be = tfc_cpu_backend_create(run < 0 ? 1 : 5);
+        float *out = run < 0 ? one : run == 0 ? first : got;
+        void *ws = be->ops->alloc(be, be->ops->conv_workspace(be, &d));
+        memset(out + ny, 0, sizeof(float) * (nx + nw));
+        be->ops->conv_forward(be, &d, x, w, out, ws);
+        be->ops->conv_backward_data(be, &d, dy, w, out + ny, ws);
+        be->ops->conv_backward_filter(be, &d, x, dy, out + ny + nx, ws);
+        be->ops->free(be, ws);
+        tfc_backend_free(be);
+        if (run > 0) differ += memcmp(first, got, sizeof(float) * nout) != 0;
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    int bad = 0;
+    for (int64_t i = 0; i < nout; i++) bad += !close_to(first[i], one[i], 1e-4, 1e-4);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(x), free(w), free(dy), free(first), free(got), free(one);
+}
+
 /* ---- pooling ----------------------------------------------------------------------- */
 
 static tfc_pool_desc pool_desc(int n, int h, int w, int c, int k, int s, int same, int is_max)
@@ -1490,7 +1524,8 @@ static void test_parallel_sums_repeat(void)
 TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
               {"gemm", test_gemm}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
               {"act_values", test_act_values}, {"act_grad", test_act_grad},
-              {"softmax", test_softmax}, {"conv", test_conv}, {"pool", test_pool},
+              {"softmax", test_softmax}, {"conv", test_conv},
+              {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
               {"bn", test_bn}, {"embedding", test_embedding}, {"lstm", test_lstm},
               {"lstm_threads", test_lstm_threads},
               {"loss", test_loss}, {"accuracy", test_accuracy},
