@@ -127,7 +127,7 @@ STATIC   := $(BUILD)/libtfc.a
 SHARED   := $(BUILD)/libtfc.so
 
 .SECONDARY:
-.PHONY: all lib tools tests test test-gpu test-gpu-memcheck bench bench-load bench-gpu bench-data fuzz fuzz-run run deps clean features
+.PHONY: all lib tools tests test test-gpu test-gpu-memcheck bench bench-load bench-peers bench-gpu bench-data fuzz fuzz-run run deps clean features
 all: features lib tools
 
 features:

@@ -17,7 +17,8 @@ clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 log="$out/load.jsonl"
 : > "$log"
 hog=
-trap '[ -n "$hog" ] && kill $hog 2>/dev/null' EXIT INT TERM
+trap '[ -n "$hog" ] && kill $hog 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
 
 # one measurement: LABEL BINARY THREADS MODEL -> one JSON line with the label added
 one() {

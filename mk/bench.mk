@@ -12,3 +12,8 @@ bench: $(BENCH_BIN)
 # The same steps quiet, beside a one-core hog, and with --threads 4 (bench/load.sh).
 bench-load: $(BENCH_BIN)
 	$(Q)bench/load.sh $(BENCH_BIN)
+
+# tfc against PyTorch, Keras on TensorFlow and Keras on JAX from venvs under build/peers/
+# (installed from PyPI on first use; not in CI; bench/peers.sh).
+bench-peers: $(BENCH_BIN)
+	$(Q)bench/peers.sh $(BENCH_BIN)

@@ -292,6 +292,55 @@ static void test_gemm(void)
 
 /* ---- element-wise ---------------------------------------------------------------------- */
 
+/* GEMMs big enough to be split into blocks that threads claim (cpu_backend.c): split by
+ * rows (m >= n) and by columns (m < n), every transpose combination, padded leading
+ * dimensions, alpha and beta; against a double reference, on 2 and 5 threads, and 5
+ * threads repeat their bits. */
+static void test_gemm_blocks(void)
+{
+    const int shapes[2][3] = {{200, 70, 300}, {40, 300, 200}};
+    tfc_backend *two = tfc_cpu_backend_create(2), *five = tfc_cpu_backend_create(5);
+    for (int sh = 0; sh < 2; sh++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+                int arows = ta ? k : m, lda = (ta ? m : k) + 3;
+                int brows = tb ? n : k, ldb = (tb ? k : n) + 2, ldc = n + 1;
+                float *a = falloc(arows * lda), *b = falloc(brows * ldb);
+                float *c0 = falloc(m * ldc), *c = falloc(m * ldc), *c5 = falloc(m * ldc);
+                fill(a, arows * lda, -1, 1), fill(b, brows * ldb, -1, 1);
+                fill(c0, m * ldc, -1, 1);
+                double *da = to_double(a, arows * lda), *db = to_double(b, brows * ldb);
+                double *want = malloc(sizeof(double) * m * ldc);
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < ldc; j++) {
+                        double acc = 0;
+                        for (int l = 0; j < n && l < k; l++)
+                            acc += opel(da, lda, ta, i, l) * opel(db, ldb, tb, l, j);
+                        want[i * ldc + j] = j < n ? 0.7 * acc + 0.3 * c0[i * ldc + j]
+                                                  : c0[i * ldc + j];
+                    }
+                memcpy(c, c0, sizeof(float) * m * ldc);
+                two->ops->gemm(two, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c, ldc);
+                CU_ASSERT_EQUAL(compare("gemm 2 threads", c, want, m * ldc, 1e-4, 1e-5), 0);
+                int differ = 0;
+                for (int run = 0; run < 5; run++) {
+                    memcpy(c5, c0, sizeof(float) * m * ldc);
+                    five->ops->gemm(five, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c5, ldc);
+                    if (run == 0) {
+                        CU_ASSERT_EQUAL(compare("gemm 5 threads", c5, want, m * ldc, 1e-4, 1e-5),
+                                        0);
+                        memcpy(c, c5, sizeof(float) * m * ldc);
+                    } else
+                        differ += memcmp(c, c5, sizeof(float) * m * ldc) != 0;
+                }
+                CU_ASSERT_EQUAL(differ, 0);
+                free(a), free(b), free(c0), free(c), free(c5), free(da), free(db), free(want);
+            }
+    tfc_backend_free(two);
+    tfc_backend_free(five);
+}
+
 static void test_elementwise(void)
 {
     tfc_backend *be = backend();
@@ -1522,7 +1571,7 @@ static void test_parallel_sums_repeat(void)
 }
 
 TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
-              {"gemm", test_gemm}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
+              {"gemm", test_gemm}, {"gemm_blocks", test_gemm_blocks}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
               {"act_values", test_act_values}, {"act_grad", test_act_grad},
               {"softmax", test_softmax}, {"conv", test_conv},
               {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
