@@ -3,7 +3,7 @@
 #   make              library (static + shared) and tools into build/<config>/ and bin/
 #   make test         the CUnit suites (no GPU needed)
 #   make fuzz         libFuzzer targets (clang, ASan+UBSan); FUZZ_SECONDS=600 make fuzz-run
-#   make bench        CPU benchmarks against PyTorch (see bench/README.md)
+#   make bench        CPU benchmarks against PyTorch; bench-load, bench-peers (docs/cpu.md)
 #   make run          installs dependencies and data, trains configs/fashion_cnn.yaml
 #   make deps         installs the Debian packages (needs root or sudo)
 #
