@@ -17,3 +17,7 @@ bench-load: $(BENCH_BIN)
 # (installed from PyPI on first use; not in CI; bench/peers.sh).
 bench-peers: $(BENCH_BIN)
 	$(Q)bench/peers.sh $(BENCH_BIN)
+
+# Data-parallel CPU benchmark: 2 ranks x 1 thread against 1 process x 2 threads (bench/dist.sh).
+bench-dist: all
+	$(Q)bench/dist.sh $(BIN)
