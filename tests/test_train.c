@@ -595,6 +595,55 @@ static void test_signals(void)
     CU_ASSERT(check_snapshots_load(out) == n);
 }
 
+/* Copies `text` with the first `from` replaced by `to` (into a static buffer). */
+static const char *replaced(const char *text, const char *from, const char *to)
+{
+    static char buf[4096];
+    const char *at = strstr(text, from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return buf;
+}
+
+/* Fine-tuning on a subset of classes (issue 19): a `filter` on labels between the source and
+ * a 3-class model trains, because labels are checked where they reach the loss; without the
+ * filter the error names the label and the model's class count. */
+static void test_subset_of_classes(void)
+{
+    solver_path(); /* the data files */
+    char text[4096];
+    snprintf(text, sizeof text, "%s", replaced(solver_text, "units: 4", "units: 3"));
+    char with[4096];
+    snprintf(with, sizeof with, "%s",
+             replaced(text, "      - shuffle:", "      - filter: {labels: [0, 1, 2]}\n      - shuffle:"));
+    snprintf(with, sizeof with, "%s",
+             replaced(with, "      - batch: {batch_size: 50}",
+                      "      - filter: {labels: [0, 1, 2]}\n      - batch: {batch_size: 50}"));
+    tfc_error err;
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path("subset");
+    o.threads = 1;
+    const char *sets[] = {"max_iter=20"};
+    o.sets = sets;
+    o.nsets = 1;
+    tfc_error_clear(&err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("subset.yaml", with, -1), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_train_result *res = calloc(1, sizeof *res);
+    CU_ASSERT_EQUAL(tfc_solver_train(s, res, &err), TFC_OK);
+    if (err.count) printf("\n%s", err.text);
+    CU_ASSERT(res->have_test && res->test.examples > 0 && res->test.examples < 200);
+    tfc_solver_free(s);
+    o.out_dir = tfc_test_path("subset_nofilter");
+    tfc_error_clear(&err);
+    s = tfc_solver_load(tfc_test_write("nofilter.yaml", text, -1), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(tfc_solver_train(s, res, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "label 3 is out of range [0, 3) (the model's output has 3 classes)"));
+    tfc_solver_free(s);
+    free(res);
+}
+
 /* Counts DIR's entries whose names start with `prefix`. */
 static int count_prefixed(const char *dir, const char *prefix)
 {
@@ -848,8 +897,9 @@ int main(int argc, char **argv)
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},
         {"live_progress", test_live_progress},
+        {"subset_of_classes", test_subset_of_classes},
     };
-    int n = 7;
+    int n = 8;
     const char *bin = getenv("TFC_BIN");
     snprintf(tool, sizeof tool, "%s/tfc-train", bin ? bin : "bin");
     if (access(tool, X_OK) == 0) {
