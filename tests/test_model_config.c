@@ -229,6 +229,61 @@ static void test_errors_collected(void)
                                             "channel axis"));
 }
 
+/* The new user's five mistakes (issue 19 item 7) come out in one report, top to bottom: a bad
+ * loss or metric no longer hides the layers' errors, nor an unknown layer type the other
+ * layers' arguments. */
+static void test_all_mistakes_at_once(void)
+{
+    tfc_error err;
+    tfc_model *m = load("input: {shape: [28, 28, 1]}\n"
+                        "layers:\n"
+                        "  - Conv2d: {filters: 8, kernel_size: 3}\n"
+                        "  - Dense: {unit: 10, activation: rellu}\n"
+                        "loss: sparse_categorical_crossentropyy\n"
+                        "metrics: [acuracy]\n",
+                        &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_EQUAL(err.count, 5);
+    static const char *const order[] = {"bad.yaml:3:5: error: layers[0]: unknown layer type 'Conv2d'",
+                                        "bad.yaml:4:13: error: layers[1].Dense.unit",
+                                        "bad.yaml:4:35: error: layers[1].Dense.activation",
+                                        "bad.yaml:5:7: error: loss: unknown value",
+                                        "bad.yaml:6:11: error: metrics[0]: unknown value"};
+    const char *at = err.text;
+    for (int i = 0; i < 5; i++) {
+        const char *found = strstr(at, order[i]);
+        CU_ASSERT_PTR_NOT_NULL(found);
+        if (!found) {
+            printf("\nmissing or out of order: %s\n%s", order[i], err.text);
+            break;
+        }
+        at = found + 1;
+    }
+}
+
+/* tfc_error_sort: files in the order they first appear, then line and column; reports
+ * without a position last, hints staying with their report. */
+static void test_error_sort(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_error_at(&err, TFC_ERR_CONFIG, "s.yaml", 20, 1, NULL, "optimiser", "unknown key");
+    tfc_error_hint(&err, "did you mean optimizer");
+    tfc_error_set(&err, TFC_ERR_CONFIG, "no position");
+    tfc_error_at(&err, TFC_ERR_CONFIG, "m.yaml", 3, 5, NULL, NULL, "model");
+    tfc_error_at(&err, TFC_ERR_CONFIG, "s.yaml", 10, 9, NULL, NULL, "stage");
+    tfc_error_at(&err, TFC_ERR_CONFIG, "m.yaml", 1, 2, NULL, NULL, "first");
+    tfc_error_sort(&err);
+    CU_ASSERT_STRING_EQUAL(err.text, "s.yaml:10:9: error: stage\n"
+                                     "s.yaml:20:1: error: optimiser: unknown key\n"
+                                     "  hint: did you mean optimizer\n"
+                                     "m.yaml:1:2: error: first\n"
+                                     "m.yaml:3:5: error: model\n"
+                                     "error: no position\n");
+    CU_ASSERT_STRING_EQUAL(err.file, "s.yaml"); /* the first reported stays described */
+    CU_ASSERT_EQUAL(err.line, 20);
+}
+
 static void test_deep_nesting(void)
 {
     char buf[400];
@@ -357,6 +412,7 @@ static void test_load_file_errors(void)
 
 TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
-              {"errors_collected", test_errors_collected}, {"deep_nesting", test_deep_nesting},
+              {"errors_collected", test_errors_collected},
+              {"all_mistakes_at_once", test_all_mistakes_at_once}, {"error_sort", test_error_sort}, {"deep_nesting", test_deep_nesting},
               {"emit_round_trip", test_emit_round_trip}, {"did_you_mean", test_did_you_mean},
               {"load_file_errors", test_load_file_errors}, {"merge_keys", test_merge_keys})

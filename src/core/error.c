@@ -58,6 +58,7 @@ static tfc_status vreport(tfc_error *err, tfc_status code, const char *file, int
     }
     err->count++;
     if (err->count > TFC_ERROR_MAX_REPORTS) return err->code;
+    err->starts[err->count - 1] = (int)strlen(err->text);
     if (file && *file) {
         if (line > 0)
             append(err, "%s:%d:%d: ", file, line, col > 0 ? col : 1);
@@ -90,6 +91,70 @@ tfc_status tfc_error_at(tfc_error *err, tfc_status code, const char *file, int l
     return s;
 }
 
+/* One report of tfc_error_sort: its text span and its position "FILE:LINE:COL: error:". */
+typedef struct report_span {
+    int start, end, file, line, col;
+} report_span;
+
+static int report_before(const report_span *a, const report_span *b)
+{
+    if (a->file != b->file) return a->file < b->file;
+    if (a->line != b->line) return a->line < b->line;
+    return a->col < b->col;
+}
+
+void tfc_error_sort(tfc_error *err)
+{
+    if (!err || err->count < 2) return;
+    int n = err->count < TFC_ERROR_MAX_REPORTS ? err->count : TFC_ERROR_MAX_REPORTS;
+    report_span r[TFC_ERROR_MAX_REPORTS];
+    int len = (int)strlen(err->text), nfiles = 0;
+    const char *files[TFC_ERROR_MAX_REPORTS];
+    int file_len[TFC_ERROR_MAX_REPORTS];
+    for (int i = 0; i < n; i++) {
+        r[i].start = err->starts[i];
+        r[i].end = i + 1 < n ? err->starts[i + 1] : len;
+        const char *t = err->text + r[i].start;
+        const char *e = strstr(t, ": error: ");
+        int line = 0, col = 0, flen = 0;
+        /* FILE:LINE:COL: error: — the file is what comes before ":LINE:COL" */
+        if (e && e < err->text + r[i].end) {
+            const char *c2 = e, *c1;
+            while (c2 > t && c2[-1] != ':') c2--;
+            c1 = c2 - 1;
+            while (c1 > t && c1[-1] != ':') c1--;
+            if (c1 > t && sscanf(c1, "%d:%d", &line, &col) == 2) flen = (int)(c1 - 1 - t);
+        }
+        r[i].line = line, r[i].col = col, r[i].file = TFC_ERROR_MAX_REPORTS; /* no position */
+        if (flen > 0) {
+            int f = 0;
+            while (f < nfiles && !(file_len[f] == flen && !strncmp(files[f], t, (size_t)flen))) f++;
+            if (f == nfiles) files[nfiles] = t, file_len[nfiles++] = flen;
+            r[i].file = f;
+        }
+    }
+    for (int i = 1; i < n; i++) { /* insertion sort: stable */
+        report_span x = r[i];
+        int j = i - 1;
+        while (j >= 0 && report_before(&x, &r[j])) {
+            r[j + 1] = r[j];
+            j--;
+        }
+        r[j + 1] = x;
+    }
+    char sorted[sizeof err->text];
+    int used = 0, tail = n ? err->starts[0] : 0;
+    memcpy(sorted, err->text, (size_t)tail); /* nothing precedes the first report today */
+    used = tail;
+    for (int i = 0; i < n; i++) {
+        err->starts[i] = used;
+        memcpy(sorted + used, err->text + r[i].start, (size_t)(r[i].end - r[i].start));
+        used += r[i].end - r[i].start;
+    }
+    sorted[used] = '\0';
+    memcpy(err->text, sorted, (size_t)used + 1);
+}
+
 void tfc_error_hint(tfc_error *err, const char *fmt, ...)
 {
     if (!err || err->count > TFC_ERROR_MAX_REPORTS) return;
@@ -113,8 +178,11 @@ void tfc_error_prefix(tfc_error *err, const char *fmt, ...)
     memcpy(err->msg, msg, sizeof msg);
     /* An error without position starts with "error: "; put the context after it. */
     if (strncmp(err->text, "error: ", 7) == 0) {
+        int before = (int)strlen(err->text);
         snprintf(text, sizeof text, "error: %s%s", pre, err->text + 7);
         memcpy(err->text, text, sizeof text);
+        int shift = (int)strlen(err->text) - before; /* the later reports moved */
+        for (int i = 1; i < err->count && i < TFC_ERROR_MAX_REPORTS; i++) err->starts[i] += shift;
     }
 }
 

@@ -32,6 +32,7 @@ typedef struct tfc_error {
     char msg[1024];    /* the message without position or key */
     int count;         /* errors reported so far */
     char text[16384];  /* all reports, formatted, each ending in '\n' */
+    int starts[TFC_ERROR_MAX_REPORTS]; /* where each report (with its hints) begins in text */
 } tfc_error;
 
 void tfc_error_clear(tfc_error *err);
@@ -47,6 +48,12 @@ tfc_status tfc_error_set(tfc_error *err, tfc_status code, const char *fmt, ...)
 tfc_status tfc_error_at(tfc_error *err, tfc_status code, const char *file, int line, int col,
                         const char *source, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 8, 9)));
+
+/* Orders the reports in `text` by file (files in the order they first appear), then line and
+ * column; reports without a position keep their order at the end. The structured fields
+ * still describe the first error reported. For reports that collect several files' errors
+ * (a solver and its model) so they read top to bottom. */
+void tfc_error_sort(tfc_error *err);
 
 /* Appends a "hint: ..." line to the most recent report. */
 void tfc_error_hint(tfc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -274,10 +274,12 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
             if (!clash) break;
         }
     }
-    if (status) return status;
-    /* Pass 2: arguments, inputs and shapes, layer by layer. */
+    /* Pass 2: arguments, inputs and shapes, layer by layer. A layer of an unknown type is
+     * skipped, so the other layers' arguments are still checked in this run; shapes stop at
+     * the first error (after it they would only echo it). */
     for (int i = 0; i < list->n; i++) {
         tfc_layer *l = &m->layers[i];
+        if (!l->ops) continue;
         char path[96];
         snprintf(path, sizeof path, "layers[%d].%s", i, l->ops->type);
         l->args = calloc(1, l->ops->args_size ? l->ops->args_size : 1);
@@ -404,10 +406,12 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
     tfc_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->doc_scratch = tfc_doc_load_string("{}", 2, "<scratch>", err);
-    model_args a;
+    model_args a = {0};
     tfc_status status = tfc_schema_apply(model_fields, root, "", &a, err);
     if (!m->doc_scratch) status = TFC_ERR_NOMEM;
-    if (status == TFC_OK) {
+    /* A bad top-level key does not hide the errors of the input, metrics and layers: every
+     * independent part is checked, so one run reports them all. */
+    if (status == TFC_OK || (status == TFC_ERR_CONFIG && a.input && a.layers)) {
         snprintf(m->name, sizeof m->name, "%s", a.name ? a.name : name ? name : "model");
         m->loss = (tfc_loss_kind)a.loss;
         input_args in;
@@ -427,6 +431,7 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
         if (parse_metrics(m, a.metrics, err)) status = TFC_ERR_CONFIG;
         if (build_layers(m, a.layers, err)) status = TFC_ERR_CONFIG;
         if (status == TFC_OK) status = check_loss(m, root, err);
+        tfc_error_sort(err);
     }
     if (status) {
         tfc_model_free(m);

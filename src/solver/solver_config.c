@@ -320,6 +320,7 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
 static tfc_solver *finish(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_error *err)
 {
     if (!sdoc || !load(s, sdoc, path, err)) {
+        tfc_error_sort(err); /* the solver's and the model's errors, each file top to bottom */
         if (!s->solver_doc) tfc_doc_free(sdoc);
         tfc_solver_free(s);
         return NULL;
