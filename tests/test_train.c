@@ -218,6 +218,24 @@ static void loss_rows(const char *path, int after, char *out, size_t size)
     free(log);
 }
 
+/* Two state files hold the same tensors, bit for bit, but for the elapsed time. */
+static void same_state(const char *a, const char *b)
+{
+    tfc_error err;
+    tfc_st_file *fa = tfc_st_open(a, &err), *fb = tfc_st_open(b, &err);
+    CU_ASSERT_FATAL(fa && fb);
+    CU_ASSERT_EQUAL(tfc_st_count(fa), tfc_st_count(fb));
+    for (int i = 0; i < tfc_st_count(fa); i++) {
+        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
+        const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
+        if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
+        CU_ASSERT(tb && tb->nbytes == ta->nbytes && memcmp(ta->data, tb->data, ta->nbytes) == 0);
+        if (!tb || memcmp(ta->data, tb->data, ta->nbytes)) printf("\n%s differs\n", ta->name);
+    }
+    tfc_st_close(fa);
+    tfc_st_close(fb);
+}
+
 static void test_resume_bit_exact(void)
 {
     /* iter_size 2 and clipping also exercise accumulation and the norm; average_loss 20
@@ -235,20 +253,9 @@ static void test_resume_bit_exact(void)
     CU_ASSERT_EQUAL_FATAL(train("resumed", sets, 7, resume, NULL, NULL, b, &err), TFC_OK);
     CU_ASSERT_EQUAL(b->iterations, 60);
     CU_ASSERT(files_equal(in("full", "final.safetensors"), in("resumed", "final.safetensors")));
-    /* The state files differ only in the elapsed time: compare them tensor by tensor. */
-    tfc_st_file *fa = tfc_st_open(in("full", "snapshots/tiny_iter_60.state"), &err);
-    tfc_st_file *fb = tfc_st_open(in("resumed", "snapshots/tiny_iter_60.state"), &err);
-    CU_ASSERT_FATAL(fa && fb);
-    CU_ASSERT_EQUAL(tfc_st_count(fa), tfc_st_count(fb));
-    for (int i = 0; i < tfc_st_count(fa); i++) {
-        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
-        const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
-        if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
-        CU_ASSERT(tb && tb->nbytes == ta->nbytes && memcmp(ta->data, tb->data, ta->nbytes) == 0);
-        if (!tb || memcmp(ta->data, tb->data, ta->nbytes)) printf("\n%s differs\n", ta->name);
-    }
-    tfc_st_close(fa);
-    tfc_st_close(fb);
+    /* The state files differ only in the elapsed time. */
+    same_state(in("full", "snapshots/tiny_iter_60.state"),
+               in("resumed", "snapshots/tiny_iter_60.state"));
     /* The displayed (smoothed) losses after the resume point match to the last digit. */
     char la[4096], lb[4096];
     loss_rows(in("full", "log.csv"), 30, la, sizeof la);
@@ -261,6 +268,90 @@ static void test_resume_bit_exact(void)
     CU_ASSERT(!files_equal(in("full", "final.safetensors"), in("other", "final.safetensors")));
     free(a);
     free(b);
+}
+
+/* The learning rate of log.csv's `phase` row at `iter` (its next-to-last column); -1: none. */
+static double lr_at_row(const char *path, int iter, const char *phase)
+{
+    char *log = tfc_test_read(path, NULL);
+    double lr = -1;
+    char want[64];
+    snprintf(want, sizeof want, "\n%d,%s,", iter, phase);
+    char *row = log ? strstr(log, want) : NULL;
+    if (row) {
+        char *end = strchr(row + 1, '\n');
+        if (end) *end = 0;
+        char *last = strrchr(row, ','), *prev = last;
+        while (prev > row && prev[-1] != ',') prev--;
+        lr = atof(prev);
+    }
+    free(log);
+    return lr;
+}
+
+/* early_stopping with restore_best and the plateau policy on the fixture. mode max on the
+ * falling test loss makes the first evaluation (iteration 10) the best, so patience 3 stops
+ * the run at the fourth (40); the plateau (min on a rising accuracy, patience 1) halves the
+ * rate at each evaluation after the first. A run cut at 20 (mid-patience, mid-plateau) and
+ * resumed stops at 40 with the uninterrupted run's exact state. */
+static const char *es_sets[] = {
+    "test_interval=10", "snapshot={interval: 10, keep: 0}",
+    "early_stopping={monitor: test/loss, mode: max, patience: 3, restore_best: true}",
+    "lr_policy={type: plateau, monitor: test/accuracy, mode: min, patience: 1, factor: 0.5}",
+    "max_iter=150"};
+
+static void test_early_stopping(void)
+{
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    tfc_status st = train("es", es_sets, 5, NULL, NULL, NULL, res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_STOPPED_EARLY);
+    CU_ASSERT_EQUAL(res->iterations, 40);
+    CU_ASSERT_EQUAL(res->stopped_iteration, 40);
+    json_error_t je;
+    json_t *j = json_load_file(in("es", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "stopped_early");
+    json_t *es = json_object_get(j, "early_stopping");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(es, "iteration")), 40);
+    const char *reason = json_string_value(json_object_get(es, "reason"));
+    CU_ASSERT(reason && strstr(reason, "test/loss did not improve by more than 0 for 3 test "
+                                       "evaluations (patience 3); best") &&
+              strstr(reason, "at iteration 10"));
+    json_decref(j);
+    /* restore_best: final.safetensors is the weights of iteration 10, not of 40. */
+    CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es", "early_stopping.safetensors")));
+    CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es", "snapshots/tiny_iter_10.safetensors")));
+    CU_ASSERT(!files_equal(in("es", "final.safetensors"), in("es", "snapshots/tiny_iter_40.safetensors")));
+    /* The plateau: 0.01 until the evaluation at 20, then halved at 20 and 30. */
+    CU_ASSERT_DOUBLE_EQUAL(lr_at_row(in("es", "log.csv"), 20, "train"), 0.01, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(lr_at_row(in("es", "log.csv"), 30, "train"), 0.005, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(lr_at_row(in("es", "log.csv"), 40, "train"), 0.0025, 1e-12);
+
+    /* Cut at 20, then resumed with the full configuration into the same folder. */
+    const char *cut[] = {es_sets[0], es_sets[1], es_sets[2], es_sets[3], "max_iter=20"};
+    CU_ASSERT_EQUAL_FATAL(train("es_cut", cut, 5, NULL, NULL, NULL, res, &err), TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_COMPLETED);
+    char state[2048];
+    snprintf(state, sizeof state, "%s", in("es_cut", "snapshots/tiny_iter_20.state"));
+    st = train("es_cut", es_sets, 5, state, NULL, NULL, res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_STOPPED_EARLY);
+    CU_ASSERT_EQUAL(res->iterations, 40);
+    CU_ASSERT(files_equal(in("es", "snapshots/tiny_iter_40.safetensors"),
+                          in("es_cut", "snapshots/tiny_iter_40.safetensors")));
+    CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es_cut", "final.safetensors")));
+    same_state(in("es", "snapshots/tiny_iter_40.state"),
+               in("es_cut", "snapshots/tiny_iter_40.state"));
+    tfc_st_file *f = tfc_st_open(in("es", "snapshots/tiny_iter_40.state"), &err);
+    CU_ASSERT_FATAL(f != NULL);
+    const tfc_st_tensor *cb = tfc_st_find(f, "solver/callbacks");
+    CU_ASSERT(cb && cb->numel == TFC_CALLBACK_STATE);
+    tfc_st_close(f);
+    free(res);
 }
 
 static void test_divergence(void)
@@ -744,6 +835,7 @@ int main(int argc, char **argv)
         {"end_to_end", test_end_to_end},
         {"resume_bit_exact", test_resume_bit_exact},
         {"divergence", test_divergence},
+        {"early_stopping", test_early_stopping},
         {"weights_by_name", test_weights_by_name},
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},

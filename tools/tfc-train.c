@@ -53,7 +53,7 @@ static const cli_tool tool = {
 /* --keys: the solver's field tables, as the validator reads them. */
 static void print_keys(void)
 {
-    static const char *const titles[] = {"solver file", "data", "snapshot"};
+    static const char *const titles[] = {"solver file", "data", "snapshot", "early_stopping"};
     for (int t = 0; tfc_solver_fields(t); t++) {
         printf("%s:\n", titles[t]);
         tfc_schema_print_help(stdout, tfc_solver_fields(t), "  ");
@@ -127,6 +127,9 @@ int main(int argc, char **argv)
         code = 128 + (int)stop_signal;
     } else {
         char line[512];
+        if (res->status == TFC_RUN_STOPPED_EARLY)
+            printf("stopped early at iteration %lld: %s\n", (long long)res->stopped_iteration,
+                   res->stop_reason);
         printf("done: %lld iterations in %.1f s (%.1f it/s)", (long long)res->iterations,
                res->wall_seconds, res->iterations_per_second);
         if (res->have_test) {

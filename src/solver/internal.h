@@ -15,6 +15,7 @@
 #define TFC_MAX_SETS 256
 #define TFC_STATE_FORMAT "tfc-state"
 #define TFC_STATE_VERSION "1"
+#define TFC_CALLBACK_STATE 12   /* doubles of early stopping and plateau state (callbacks.c) */
 
 struct tfc_solver {
     tfc_solver_options opt;
@@ -85,6 +86,8 @@ typedef struct tfc_snapshot_extra {
     double display[2 + TFC_MAX_METRICS]; /* since the last display: loss sum, rows, metric sums */
     void *pipeline;             /* the train pipeline's saved position */
     size_t pipeline_len;
+    int have_callbacks;         /* read: the state holds solver/callbacks (older ones do not) */
+    double callbacks[TFC_CALLBACK_STATE]; /* early stopping and plateau (callbacks.c) */
 } tfc_snapshot_extra;
 
 /* The identity a state file must match to be resumed. */
@@ -261,5 +264,33 @@ tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const 
 tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
                               const char *best_metric, const char *error, tfc_error *err);
 void tfc_rundir_close(tfc_rundir *d);
+
+/* ---- callbacks at test evaluations (callbacks.c) ------------------------------------------- */
+
+/* The run's early stopping and plateau state. */
+typedef struct tfc_callbacks {
+    tfc_early_stopping_state es;
+    tfc_plateau_state plateau;
+    int stop;                    /* early stopping ended the run */
+} tfc_callbacks;
+
+/* A fresh state: the plateau rate is the optimizer's learning_rate. */
+void tfc_callbacks_init(tfc_callbacks *cb, const tfc_solver_config *c);
+/* The base rate the lr policy starts from: the plateau's current rate, else learning_rate. */
+double tfc_callbacks_base_lr(const tfc_callbacks *cb, const tfc_solver_config *c);
+/* Steps early stopping and the plateau with the test result `test` of iteration `iter`
+ * (`train`: the latest display's, NULL before the first). With restore_best an
+ * improvement writes RUN_DIR/early_stopping.safetensors; patience running out sets
+ * cb->stop and res's stop fields. Reductions and the stop are said on `prog`. */
+tfc_status tfc_callbacks_test(tfc_callbacks *cb, tfc_solver *s, const char *run_dir,
+                              const tfc_eval *test, const tfc_eval *train, int64_t iter,
+                              tfc_train_result *res, tfc_progress *prog, tfc_error *err);
+/* restore_best: loads RUN_DIR/early_stopping.safetensors into the model (the weights
+ * final.safetensors then holds) and says so on `prog`; nothing without a best. */
+tfc_status tfc_callbacks_restore_best(const tfc_callbacks *cb, tfc_solver *s,
+                                      const char *run_dir, tfc_progress *prog, tfc_error *err);
+/* Into and out of a snapshot's extra. */
+void tfc_callbacks_save(const tfc_callbacks *cb, double *out);
+void tfc_callbacks_load(tfc_callbacks *cb, const double *in);
 
 #endif

@@ -133,6 +133,12 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
         json_object_set_new(best, "iteration", json_integer(res->best_iteration));
         json_object_set_new(root, "best", best);
     }
+    if (res->status == TFC_RUN_STOPPED_EARLY) {
+        json_t *es = json_object();
+        json_object_set_new(es, "iteration", json_integer(res->stopped_iteration));
+        json_object_set_new(es, "reason", json_string(res->stop_reason));
+        json_object_set_new(root, "early_stopping", es);
+    }
     if (res->last_snapshot[0])
         json_object_set_new(root, "last_snapshot", json_string(res->last_snapshot));
     if (error) json_object_set_new(root, "error", json_string(error));

@@ -42,6 +42,7 @@ typedef struct tfc_solver_options {
 typedef struct tfc_solver_config {
     tfc_optimizer_config optimizer;
     tfc_lr_policy lr_policy;
+    tfc_early_stopping early_stopping; /* .enabled 0: off */
     double weight_decay;          /* L2, added to the gradient: g += weight_decay * w */
     double clip_gradients;        /* global-norm clipping threshold; 0 = off */
     int iter_size;                /* batches accumulated per update */
@@ -77,7 +78,7 @@ tfc_solver *tfc_solver_from_string(const char *yaml, const char *name,
 void tfc_solver_free(tfc_solver *s);
 
 /* The field tables of a solver file, for help and docs: 0 the top level, 1 `data`,
- * 2 `snapshot`; NULL past the last. (Optimizers and policies: optimizer.h.) */
+ * 2 `snapshot`, 3 `early_stopping`; NULL past the last. (Optimizers and policies: optimizer.h.) */
 const tfc_field *tfc_solver_fields(int which);
 
 const tfc_solver_config *tfc_solver_get_config(const tfc_solver *s);
@@ -105,10 +106,12 @@ typedef enum tfc_run_status {
     TFC_RUN_COMPLETED = 0,
     TFC_RUN_INTERRUPTED,  /* stopped by opt->stop after writing a snapshot */
     TFC_RUN_DIVERGED,     /* non-finite loss or gradient */
-    TFC_RUN_FAILED        /* any other error */
+    TFC_RUN_FAILED,       /* any other error */
+    TFC_RUN_STOPPED_EARLY /* early_stopping's patience ran out */
 } tfc_run_status;
 
-extern const char *const tfc_run_status_names[]; /* completed, interrupted, diverged, failed */
+/* completed, interrupted, diverged, failed, stopped_early */
+extern const char *const tfc_run_status_names[];
 
 /* Loss and metrics over one pass of a split, weighted by the rows each batch counted. */
 typedef struct tfc_eval {
@@ -130,6 +133,8 @@ typedef struct tfc_train_result {
     double best_value;
     int64_t best_iteration;
     char last_snapshot[4096];   /* state file of the newest snapshot, "" when none */
+    int64_t stopped_iteration;  /* stopped_early: the iteration, and why */
+    char stop_reason[512];
 } tfc_train_result;
 
 /* Trains: creates the run directory, binds the model on the device, builds the pipelines,

@@ -26,6 +26,7 @@ typedef struct run {
     int64_t iter;                    /* completed iterations */
     double lr;                       /* the learning rate shown and logged: the latest step's */
     int64_t last_test, last_snap;    /* iterations of the last test and snapshot; -1: none */
+    tfc_callbacks cb;                /* early stopping and the plateau policy */
 } run;
 
 /* The metric that ranks tests: the model's first one other than the loss (higher is
@@ -68,6 +69,7 @@ static tfc_status snapshot(run *r, tfc_error *err)
     x.best_value = r->res->best_value;
     x.best_iteration = r->res->best_iteration;
     tfc_progress_save(&r->prog, &x);
+    tfc_callbacks_save(&r->cb, x.callbacks);
     tfc_error *inner = malloc(sizeof *inner);
     if (!inner) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     tfc_error_clear(inner);
@@ -176,7 +178,7 @@ static tfc_status train_step(run *r, tfc_error *err)
     if (!isfinite(sumsq)) return bad_gradient(r, err);
     double norm = sqrt(sumsq) * scale;
     if (c->clip_gradients > 0 && norm > c->clip_gradients) scale *= c->clip_gradients / norm;
-    r->lr = tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, r->iter, c->max_iter);
+    r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     tfc_optimizer_step(&r->opt, r->iter, r->lr, scale, c->weight_decay, tfc_model_params(m),
                        grads);
     /* a failed asynchronous GPU op (launch, cuBLAS, cuDNN) is reported at this step */
@@ -231,8 +233,12 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
     tfc_progress_say(&r->prog, "test %lld: %s  (best %s %.4f at %lld)\n", (long long)r->iter, line,
                      ranking_name(r->s->model), r->res->best_value,
                      (long long)r->res->best_iteration);
-    return tfc_rundir_log(&r->dir, "test", r->iter, &e, r->lr, tfc_progress_elapsed(&r->prog),
-                          err);
+    s = tfc_rundir_log(&r->dir, "test", r->iter, &e, r->lr, tfc_progress_elapsed(&r->prog), err);
+    if (!s)
+        s = tfc_callbacks_test(&r->cb, r->s, r->dir.path, &e,
+                               r->res->have_train ? &r->res->train : NULL, r->iter, r->res,
+                               &r->prog, err);
+    return s;
 }
 
 /* ---- starting: fresh, from --weights, or resumed ------------------------------------------------ */
@@ -247,6 +253,7 @@ static tfc_status resume(run *r, tfc_error *err)
     tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, &differs, err);
     if (!st) st = tfc_pipeline_restore_state(r->feed.train, x.pipeline, x.pipeline_len, err);
     if (!st) tfc_progress_restore(&r->prog, &x);
+    if (!st && x.have_callbacks) tfc_callbacks_load(&r->cb, x.callbacks);
     free(x.pipeline);
     free(x.losses);
     if (st) {
@@ -298,6 +305,7 @@ static tfc_status start(run *r, tfc_error *err)
     if (!st) st = tfc_model_init_weights(s->model, (uint64_t)c->seed, err);
     if (st) return st;
     tfc_rundir_choose(&r->dir, s);
+    tfc_callbacks_init(&r->cb, c);
     if (s->opt.resume) st = resume(r, err);
     else if (s->opt.weights) st = load_initial_weights(r, s->opt.weights, err);
     int64_t resumed_at = s->opt.resume ? r->iter : -1;
@@ -312,7 +320,7 @@ static tfc_status loop(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_progress_loop_start(&r->prog, r->iter);
-    r->lr = tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, r->iter, c->max_iter);
+    r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     while (r->iter < c->max_iter) {
         if (tfc_solver_stop_requested(r->s)) break;
         tfc_status st = train_step(r, err);
@@ -323,6 +331,7 @@ static tfc_status loop(run *r, tfc_error *err)
         if (!st && r->feed.test && c->test_interval > 0 && r->iter % c->test_interval == 0 &&
             r->iter < c->max_iter)
             st = run_test(r, &stopped, err);
+        if (!st && r->cb.stop) break;
         if (!st && c->snapshot_interval > 0 && r->iter % c->snapshot_interval == 0 &&
             r->iter < c->max_iter)
             st = snapshot(r, err);
@@ -348,12 +357,15 @@ static tfc_status finish_run(run *r, tfc_error *err)
         }
     }
     if (!st && r->last_snap != r->iter) st = snapshot(r, err);
+    if (!st && !stopped) st = tfc_callbacks_restore_best(&r->cb, r->s, r->dir.path, &r->prog, err);
     if (!st && !stopped) {
         char final[4200];
         snprintf(final, sizeof final, "%s/final.safetensors", r->dir.path);
         st = tfc_model_save_weights(r->s->model, final, err);
     }
-    r->res->status = stopped ? TFC_RUN_INTERRUPTED : TFC_RUN_COMPLETED;
+    if (stopped) r->res->status = TFC_RUN_INTERRUPTED;
+    else if (r->cb.stop && r->iter < c->max_iter) r->res->status = TFC_RUN_STOPPED_EARLY;
+    else r->res->status = TFC_RUN_COMPLETED;
     return st;
 }
 
