@@ -170,6 +170,22 @@ static void test_end_to_end(void)
     json_t *test = json_object_get(json_object_get(j, "final"), "test");
     CU_ASSERT(fabs(json_number_value(json_object_get(test, "accuracy")) - res->test.metric[0]) < 1e-6);
     CU_ASSERT_PTR_NOT_NULL(json_object_get(json_object_get(json_object_get(j, "final"), "train"), "loss"));
+    /* The final test's classes: 4 of them, the matrix sums to the 200 test examples and
+     * its diagonal to accuracy * 200. */
+    json_t *per = json_object_get(test, "per_class"), *conf = json_object_get(test, "confusion");
+    CU_ASSERT_EQUAL(json_array_size(per), 4);
+    CU_ASSERT_EQUAL(json_array_size(conf), 4);
+    long long total = 0, diag = 0;
+    for (size_t r = 0; r < json_array_size(conf); r++)
+        for (size_t c = 0; c < 4; c++) {
+            long long v = json_integer_value(json_array_get(json_array_get(conf, r), c));
+            total += v;
+            diag += r == c ? v : 0;
+        }
+    CU_ASSERT_EQUAL(total, 200);
+    CU_ASSERT_EQUAL(diag, llround(res->test.metric[0] * 200));
+    CU_ASSERT(json_number_value(json_object_get(test, "f1")) > 0.8);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(per, 3), "class")), "3");
     json_t *best = json_object_get(j, "best");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(best, "metric")), "accuracy");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(best, "iteration")), res->best_iteration);
@@ -194,6 +210,18 @@ static void test_end_to_end(void)
      * only in rounding) */
     CU_ASSERT(fabs(e.loss - res->test.loss) < 1e-6 && fabs(e.metric[0] - res->test.metric[0]) < 1e-9);
     CU_ASSERT_EQUAL(e.examples, 200);
+    /* With the confusion matrix: the same counts as the run's summary. */
+    tfc_confusion cm;
+    CU_ASSERT_EQUAL(tfc_solver_evaluate_classes(s, in("e2e", "final.safetensors"), &e, &cm, &err),
+                    TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(cm.classes, 4);
+    long long cm_diag = 0;
+    for (int c = 0; c < 4; c++) cm_diag += cm.counts[c * 4 + c];
+    CU_ASSERT_EQUAL(cm_diag, diag);
+    char *ej = tfc_solver_eval_json(s, &e, &cm);
+    CU_ASSERT(ej && strstr(ej, "\"per_class\"") && strstr(ej, "\"examples\": 200"));
+    free(ej);
+    tfc_confusion_free(&cm);
     /* Strict evaluation refuses a weights file of another model. */
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("e2e", "snapshots/tiny_iter_150.state"), &e, &err),
@@ -826,7 +854,23 @@ static void test_tool_errors(void)
     text = tfc_test_read(log, NULL);
     CU_ASSERT(text && strncmp(text, "test: loss ", 11) == 0 && strstr(text, "accuracy 0.") &&
               strstr(text, "(200 examples)"));
+    /* the per-class table (indices: npy has no class names) and the matrix */
+    CU_ASSERT(text && strstr(text, "\nclass  precision  recall      f1  support\n0      ") &&
+              strstr(text, "\nmacro  ") &&
+              strstr(text, "\nconfusion (rows: true class, columns: predicted)\n"));
+    if (text && !strstr(text, "\nmacro  ")) printf("\n%s\n", text);
     free(text);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --weights '%s' --json >'%s' 2>&1", test_tool,
+             in("e2e", "config.yaml"), in("e2e", "final.safetensors"), log);
+    rc = system(cmd);
+    CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    json_error_t je;
+    json_t *j = json_load_file(log, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "examples")), 200);
+    CU_ASSERT(json_is_number(json_object_get(j, "accuracy")) && json_is_number(json_object_get(j, "f1")));
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "confusion")), 4);
+    json_decref(j);
 }
 
 int main(int argc, char **argv)
@@ -841,7 +885,8 @@ int main(int argc, char **argv)
         {"clip_gradients", test_clip_gradients},
         {"live_progress", test_live_progress},
     };
-    int n = 7;
+    int n = 0;
+    while (cases[n].name) n++;
     const char *bin = getenv("TFC_BIN");
     snprintf(tool, sizeof tool, "%s/tfc-train", bin ? bin : "bin");
     if (access(tool, X_OK) == 0) {

@@ -65,6 +65,8 @@ tfc_status tfc_csv_row(tfc_csv_log *log, int64_t iter, const char *phase, double
                        const double *metrics, double lr, double seconds, tfc_error *err);
 void tfc_csv_close(tfc_csv_log *log);
 
+/* loss and the named metrics (a "loss" metric is not repeated) as a JSON object (json_t *). */
+void *tfc_eval_json(const tfc_eval *e, const char *const *names, int n);
 /* Writes summary.json (SPEC §4) atomically. `metric` names the best metric; `error`, when
  * not NULL, is recorded as "error". */
 tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
@@ -185,9 +187,24 @@ tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err);
 /* Whether the caller's stop flag (opt->stop) is raised. */
 int tfc_solver_stop_requested(const tfc_solver *s);
 /* One pass over the test split of `f` in inference mode: loss and metrics averaged over
- * the rows each batch counted. A stop request cuts it short: *stopped = 1, `out` partial. */
-tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *stopped,
-                        tfc_error *err);
+ * the rows each batch counted; `cm` (NULL: none; its classes 0: skipped) gets the pass's
+ * confusion matrix. A stop request cuts it short: *stopped = 1, `out` partial. */
+tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_confusion *cm,
+                        int *stopped, tfc_error *err);
+
+/* ---- confusion matrices (confusion.c) ------------------------------------------------------ */
+
+/* Sized for `m` when it is a single-label classifier (else classes 0), with the class
+ * names of `test` (may be NULL) when it has one per class. */
+tfc_status tfc_confusion_init(tfc_confusion *cm, const tfc_model *m, const tfc_pipeline *test,
+                              tfc_error *err);
+void tfc_confusion_reset(tfc_confusion *cm);
+/* Adds `rows` rows: the argmax of each output row against its label (int32 when sparse,
+ * else the argmax of a one-hot row). */
+void tfc_confusion_add(tfc_confusion *cm, const float *outputs, const void *labels, int sparse,
+                       int rows);
+/* The JSON object of summary.json's final.test additions (a json_t *, new reference). */
+void *tfc_confusion_json(const tfc_confusion *cm);
 
 /* ---- progress (progress.c) ----------------------------------------------------------------- */
 

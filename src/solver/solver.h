@@ -121,6 +121,27 @@ typedef struct tfc_eval {
     int64_t examples;
 } tfc_eval;
 
+/* The confusion matrix of a test pass, for single-label classifiers (sparse or one-hot
+ * categorical cross-entropy, one row per example); classes 0 otherwise. */
+typedef struct tfc_confusion {
+    int classes;
+    int64_t *counts;   /* [classes * classes]: row the true class, column the predicted */
+    char **names;      /* the test source's class names, or NULL (indices are shown) */
+} tfc_confusion;
+
+/* Per class (or macro-averaged over all classes): precision, recall, F1 (0 where undefined,
+ * scikit-learn's zero_division=0) and support (true rows; macro: all rows). */
+typedef struct tfc_class_stats {
+    double precision, recall, f1;
+    int64_t support;
+} tfc_class_stats;
+
+void tfc_confusion_class(const tfc_confusion *cm, int c, tfc_class_stats *out);
+void tfc_confusion_macro(const tfc_confusion *cm, tfc_class_stats *out);
+/* The per-class table (with a macro row) and the matrix, class names when known. */
+void tfc_confusion_print(const tfc_confusion *cm, FILE *f);
+void tfc_confusion_free(tfc_confusion *cm);
+
 typedef struct tfc_train_result {
     tfc_run_status status;
     int64_t iterations;         /* completed iterations (including resumed ones) */
@@ -135,6 +156,8 @@ typedef struct tfc_train_result {
     char last_snapshot[4096];   /* state file of the newest snapshot, "" when none */
     int64_t stopped_iteration;  /* stopped_early: the iteration, and why */
     char stop_reason[512];
+    const tfc_confusion *confusion; /* the last test's, while summary.json is written; NULL
+                                       when tfc_solver_train returns */
 } tfc_train_result;
 
 /* Trains: creates the run directory, binds the model on the device, builds the pipelines,
@@ -149,6 +172,15 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
  * TFC_ERR_CONFIG. */
 tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out,
                                tfc_error *err);
+
+/* tfc_solver_evaluate, also filling *cm (free it with tfc_confusion_free; classes 0 when
+ * the model is no single-label classifier). */
+tfc_status tfc_solver_evaluate_classes(tfc_solver *s, const char *weights, tfc_eval *out,
+                                       tfc_confusion *cm, tfc_error *err);
+
+/* The evaluation as one JSON object: loss, the model's metrics, examples, and with a
+ * confusion matrix its macro precision/recall/f1, per_class and confusion. malloc'd text. */
+char *tfc_solver_eval_json(tfc_solver *s, const tfc_eval *e, const tfc_confusion *cm);
 
 /* Formats "loss 0.2500  accuracy 0.9120" for the model's metrics. */
 void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size);

@@ -27,6 +27,7 @@ typedef struct run {
     double lr;                       /* the learning rate shown and logged: the latest step's */
     int64_t last_test, last_snap;    /* iterations of the last test and snapshot; -1: none */
     tfc_callbacks cb;                /* early stopping and the plateau policy */
+    tfc_confusion cm;                /* the last test's confusion matrix */
 } run;
 
 /* The metric that ranks tests: the model's first one other than the loss (higher is
@@ -222,7 +223,7 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
 {
     double t0 = tfc_now();
     tfc_eval e;
-    tfc_status s = tfc_evaluate(&r->feed, r->s, &e, stopped, err);
+    tfc_status s = tfc_evaluate(&r->feed, r->s, &e, &r->cm, stopped, err);
     if (!s) s = tfc_backend_status(r->be, err);
     tfc_progress_exclude(&r->prog, tfc_now() - t0); /* testing is not training speed */
     if (s || *stopped) return s;
@@ -299,6 +300,7 @@ static tfc_status start(run *r, tfc_error *err)
     r->be = tfc_solver_backend_open(s, err);
     if (!r->be) return err->code;
     tfc_status st = tfc_feed_for_training(&r->feed, s, r->be, err);
+    if (!st) st = tfc_confusion_init(&r->cm, s->model, r->feed.test, err);
     if (!st)
         st = tfc_optimizer_init(&r->opt, &c->optimizer, r->be, tfc_model_trainable_count(s->model),
                                 err);
@@ -377,6 +379,7 @@ static void free_run(run *r)
     if (r->be) tfc_backend_free(r->be);
     tfc_progress_free(&r->prog);
     tfc_snapshot_set_free(&r->snaps);
+    tfc_confusion_free(&r->cm);
 }
 
 tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err)
@@ -405,9 +408,11 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
      * of a run that had none. */
     tfc_error quiet;
     tfc_error_clear(&quiet);
+    res->confusion = res->have_test ? &r.cm : NULL;
     tfc_status ws = tfc_rundir_summary(&r.dir, res, ranking_name(s->model), st ? err->msg : NULL,
                                        st ? &quiet : err);
     if (!st) st = ws;
+    res->confusion = NULL;
     free_run(&r);
     return st;
 }
