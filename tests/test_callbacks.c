@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu/cpu.h"
 #include "solver/internal.h"
 #include "solver/monitor.h"
 #include "util/testutil.h"
@@ -357,7 +358,45 @@ static void test_state_roundtrip(void)
     CU_ASSERT(memcmp(&a.plateau, &b.plateau, sizeof a.plateau) == 0);
 }
 
-TFC_TEST_MAIN("callbacks", {"early_stopping_keras", test_early_stopping_keras},
+/* ---- ema ------------------------------------------------------------------------------------ */
+
+/* Weights 1, 2, 4 after updates 0, 1, 2 (two parameters, the second 10x).
+ * decay 0.5, no warm-up: 1 (the copy), 0.5 + 1 = 1.5, 0.75 + 2 = 2.75.
+ * decay 0.999 with warm-up: d1 = min(0.999, 2/11), d2 = 3/12:
+ * 1, 2/11 + 2 * 9/11 = 20/11, 0.25 * 20/11 + 0.75 * 4 = 5/11 + 3 = 38/11. */
+static void test_ema_sequence(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const double want[2][3] = {{1, 1.5, 2.75}, {1, 20.0 / 11, 38.0 / 11}};
+    const tfc_ema_config cfgs[2] = {{1, 0.5, 0}, {1, 0.999, 1}};
+    CU_ASSERT_DOUBLE_EQUAL(tfc_ema_rate(&cfgs[1], 1), 2.0 / 11, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(tfc_ema_rate(&cfgs[1], 20000), 0.999, 1e-15); /* (1 + k) / (10 + k) passes 0.999 at k = 8991 */
+    CU_ASSERT_DOUBLE_EQUAL(tfc_ema_rate(&cfgs[0], 0), 0.0, 0);
+    for (int k = 0; k < 2; k++) {
+        tfc_ema e;
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL_FATAL(tfc_ema_init(&e, &cfgs[k], be, 2, &err), TFC_OK);
+        float w[2];
+        const float seq[3] = {1, 2, 4};
+        for (int i = 0; i < 3; i++) {
+            w[0] = seq[i];
+            w[1] = 10 * seq[i];
+            tfc_ema_update(&e, w, i);
+            CU_ASSERT_DOUBLE_EQUAL(e.avg[0], want[k][i], 1e-6);
+            CU_ASSERT_DOUBLE_EQUAL(e.avg[1], 10 * want[k][i], 1e-5);
+        }
+        /* swapping puts the average in and the live weights back */
+        tfc_ema_swap_in(&e, w);
+        CU_ASSERT_DOUBLE_EQUAL(w[0], want[k][2], 1e-6);
+        tfc_ema_swap_out(&e, w);
+        CU_ASSERT(w[0] == 4.0f && w[1] == 40.0f);
+        tfc_ema_release(&e);
+    }
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("callbacks", {"ema_sequence", test_ema_sequence}, {"early_stopping_keras", test_early_stopping_keras},
               {"plateau_keras", test_plateau_keras},
               {"plateau_threshold_mode", test_plateau_threshold_mode},
               {"monitor_resolve", test_monitor_resolve}, {"solver_keys", test_solver_keys},

@@ -382,6 +382,39 @@ static void test_early_stopping(void)
     free(res);
 }
 
+/* ema: the test passes and final.safetensors use the average (evaluating final gives the
+ * run's last test), the live weights stay in the snapshots, and a run cut at 20 and resumed
+ * ends with the same average. */
+static void test_ema(void)
+{
+    const char *sets[] = {"ema={decay: 0.9}", "test_interval=10", "snapshot={interval: 10, keep: 0}",
+                          "max_iter=30"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    tfc_status st = train("ema", sets, 4, NULL, NULL, NULL, res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT(!files_equal(in("ema", "final.safetensors"), in("ema", "snapshots/tiny_iter_30.safetensors")));
+    tfc_solver_options o = {0};
+    o.threads = 2;
+    tfc_solver *s = tfc_solver_load(in("ema", "config.yaml"), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_eval e;
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("ema", "final.safetensors"), &e, &err), TFC_OK);
+    CU_ASSERT(fabs(e.loss - res->test.loss) < 1e-6);
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("ema", "snapshots/tiny_iter_30.safetensors"), &e, &err), TFC_OK);
+    CU_ASSERT(fabs(e.loss - res->test.loss) > 1e-4);
+    tfc_solver_free(s);
+    const char *cut[] = {sets[0], sets[1], sets[2], "max_iter=20"};
+    CU_ASSERT_EQUAL_FATAL(train("ema_cut", cut, 4, NULL, NULL, NULL, res, &err), TFC_OK);
+    char state[2048];
+    snprintf(state, sizeof state, "%s", in("ema_cut", "snapshots/tiny_iter_20.state"));
+    CU_ASSERT_EQUAL_FATAL(train("ema_cut", sets, 4, state, NULL, NULL, res, &err), TFC_OK);
+    CU_ASSERT(files_equal(in("ema", "final.safetensors"), in("ema_cut", "final.safetensors")));
+    same_state(in("ema", "snapshots/tiny_iter_30.state"), in("ema_cut", "snapshots/tiny_iter_30.state"));
+    free(res);
+}
+
 static void test_divergence(void)
 {
     /* The rate jumps by 1e30 at iteration 10: the weights overflow and the loss goes NaN. */
@@ -880,6 +913,7 @@ int main(int argc, char **argv)
         {"resume_bit_exact", test_resume_bit_exact},
         {"divergence", test_divergence},
         {"early_stopping", test_early_stopping},
+        {"ema", test_ema},
         {"weights_by_name", test_weights_by_name},
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},

@@ -89,6 +89,10 @@ typedef struct tfc_snapshot_extra {
     void *pipeline;             /* the train pipeline's saved position */
     size_t pipeline_len;
     int have_callbacks;         /* read: the state holds solver/callbacks (older ones do not) */
+    float *ema;                 /* [ema_n] host: the weight average (write: NULL = none; read:
+                                   malloc'd when the state has one, free it; the caller sets
+                                   ema_n to the parameter count first) */
+    int64_t ema_n;
     double callbacks[TFC_CALLBACK_STATE]; /* early stopping and plateau (callbacks.c) */
 } tfc_snapshot_extra;
 
@@ -309,5 +313,28 @@ tfc_status tfc_callbacks_restore_best(const tfc_callbacks *cb, tfc_solver *s,
 /* Into and out of a snapshot's extra. */
 void tfc_callbacks_save(const tfc_callbacks *cb, double *out);
 void tfc_callbacks_load(tfc_callbacks *cb, const double *in);
+
+/* ---- the moving average of the weights (ema.c) -------------------------------------------- */
+
+/* The average of the parameter arena (n floats: trainable, then the others) on a device. */
+typedef struct tfc_ema {
+    tfc_ema_config cfg;
+    tfc_backend *be;
+    int64_t n;
+    float *avg, *backup;   /* device; NULL when off */
+    int started;           /* avg holds an average (0: the next update copies) */
+    int swapped;           /* the parameters hold avg; backup the live weights */
+} tfc_ema;
+
+/* Allocates the average and its swap buffer when c->enabled (TFC_ERR_NOMEM names them). */
+tfc_status tfc_ema_init(tfc_ema *e, const tfc_ema_config *c, tfc_backend *be, int64_t n,
+                        tfc_error *err);
+/* After update k: avg = d avg + (1 - d) params (d = tfc_ema_rate; a copy when not started). */
+void tfc_ema_update(tfc_ema *e, const float *params, int64_t k);
+/* Puts the average into `params` (keeping the live weights), and back. No-ops when off,
+ * not started, or already so. */
+void tfc_ema_swap_in(tfc_ema *e, float *params);
+void tfc_ema_swap_out(tfc_ema *e, float *params);
+void tfc_ema_release(tfc_ema *e);
 
 #endif

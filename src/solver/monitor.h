@@ -96,4 +96,19 @@ typedef struct tfc_plateau {
  * threshold_mode is rel): returns 1 when st->lr was reduced. */
 int tfc_plateau_step(const tfc_plateau *p, tfc_plateau_state *st, double value);
 
+/* ---- weight averaging (ema.c) ------------------------------------------------------------ */
+
+typedef struct tfc_ema_config {
+    int enabled;
+    double decay;
+    int warmup;
+} tfc_ema_config;
+
+extern const tfc_field tfc_ema_fields[];
+/* Reads `ema:` (NULL or null: off). */
+tfc_status tfc_ema_config_read(const tfc_node *node, tfc_ema_config *out, tfc_error *err);
+/* The decay of update k (0-based): 0 at k = 0 (a copy), then decay, or with warmup
+ * min(decay, (1 + k) / (10 + k)). */
+double tfc_ema_rate(const tfc_ema_config *c, int64_t k);
+
 #endif

@@ -43,6 +43,7 @@ typedef struct tfc_solver_config {
     tfc_optimizer_config optimizer;
     tfc_lr_policy lr_policy;
     tfc_early_stopping early_stopping; /* .enabled 0: off */
+    tfc_ema_config ema;           /* .enabled 0: off */
     double weight_decay;          /* L2, added to the gradient: g += weight_decay * w */
     double clip_gradients;        /* global-norm clipping threshold; 0 = off */
     int iter_size;                /* batches accumulated per update */
@@ -78,7 +79,7 @@ tfc_solver *tfc_solver_from_string(const char *yaml, const char *name,
 void tfc_solver_free(tfc_solver *s);
 
 /* The field tables of a solver file, for help and docs: 0 the top level, 1 `data`,
- * 2 `snapshot`, 3 `early_stopping`; NULL past the last. (Optimizers and policies: optimizer.h.) */
+ * 2 `snapshot`, 3 `early_stopping`, 4 `ema`; NULL past the last. (Optimizers and policies: optimizer.h.) */
 const tfc_field *tfc_solver_fields(int which);
 
 const tfc_solver_config *tfc_solver_get_config(const tfc_solver *s);

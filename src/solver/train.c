@@ -28,6 +28,7 @@ typedef struct run {
     int64_t last_test, last_snap;    /* iterations of the last test and snapshot; -1: none */
     tfc_callbacks cb;                /* early stopping and the plateau policy */
     tfc_confusion cm;                /* the last test's confusion matrix */
+    tfc_ema ema;                     /* the weight average (ema:) */
 } run;
 
 /* The metric that ranks tests: the model's first one other than the loss (higher is
@@ -73,6 +74,15 @@ static tfc_status snapshot(run *r, tfc_error *err)
     tfc_callbacks_save(&r->cb, x.callbacks);
     tfc_error *inner = malloc(sizeof *inner);
     if (!inner) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    if (r->ema.started) {
+        x.ema_n = r->ema.n;
+        x.ema = malloc((size_t)x.ema_n * sizeof(float));
+        if (!x.ema) {
+            free(inner);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        }
+        r->be->ops->download(r->be, x.ema, r->ema.avg, (size_t)x.ema_n * sizeof(float));
+    }
     tfc_error_clear(inner);
     tfc_status s = tfc_pipeline_save_state(r->feed.train, &x.pipeline, &x.pipeline_len, inner);
     if (!s) {
@@ -80,6 +90,7 @@ static tfc_status snapshot(run *r, tfc_error *err)
         s = tfc_snapshot_write(r->s->model, &r->opt, &id, &x, weights, state, inner);
     }
     free(x.pipeline);
+    free(x.ema);
     if (s) {
         tfc_error_set(err, s, "writing the snapshot of iteration %lld: %s%s%s", (long long)r->iter,
                       inner->file, inner->file[0] ? ": " : "", inner->msg);
@@ -182,6 +193,7 @@ static tfc_status train_step(run *r, tfc_error *err)
     r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     tfc_optimizer_step(&r->opt, r->iter, r->lr, scale, c->weight_decay, tfc_model_params(m),
                        grads);
+    tfc_ema_update(&r->ema, tfc_model_params(m), r->iter);
     /* a failed asynchronous GPU op (launch, cuBLAS, cuDNN) is reported at this step */
     s = tfc_backend_status(r->be, err);
     if (s) return s;
@@ -219,7 +231,7 @@ static tfc_status record_test(run *r, const tfc_eval *e, tfc_error *err)
     return tfc_model_save_weights(r->s->model, best, err);
 }
 
-static tfc_status run_test(run *r, int *stopped, tfc_error *err)
+static tfc_status test_weights(run *r, int *stopped, tfc_error *err)
 {
     double t0 = tfc_now();
     tfc_eval e;
@@ -242,6 +254,15 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
     return s;
 }
 
+/* A test pass, its records and callbacks, on the weight average when `ema:` is on. */
+static tfc_status run_test(run *r, int *stopped, tfc_error *err)
+{
+    tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
+    tfc_status st = test_weights(r, stopped, err);
+    tfc_ema_swap_out(&r->ema, tfc_model_params(r->s->model));
+    return st;
+}
+
 /* ---- starting: fresh, from --weights, or resumed ------------------------------------------------ */
 
 static tfc_status resume(run *r, tfc_error *err)
@@ -249,12 +270,18 @@ static tfc_status resume(run *r, tfc_error *err)
     const char *state = r->s->opt.resume;
     tfc_snapshot_extra x = {0};
     x.window = r->prog.window;
+    x.ema_n = tfc_model_param_count(r->s->model);
     int differs = 0;
     tfc_snapshot_id id = snapshot_id(r);
     tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, &differs, err);
     if (!st) st = tfc_pipeline_restore_state(r->feed.train, x.pipeline, x.pipeline_len, err);
     if (!st) tfc_progress_restore(&r->prog, &x);
     if (!st && x.have_callbacks) tfc_callbacks_load(&r->cb, x.callbacks);
+    if (!st && x.ema && r->ema.avg) {
+        r->be->ops->upload(r->be, r->ema.avg, x.ema, (size_t)x.ema_n * sizeof(float));
+        r->ema.started = 1;
+    }
+    free(x.ema);
     free(x.pipeline);
     free(x.losses);
     if (st) {
@@ -301,6 +328,7 @@ static tfc_status start(run *r, tfc_error *err)
     if (!r->be) return err->code;
     tfc_status st = tfc_feed_for_training(&r->feed, s, r->be, err);
     if (!st) st = tfc_confusion_init(&r->cm, s->model, r->feed.test, err);
+    if (!st) st = tfc_ema_init(&r->ema, &c->ema, r->be, tfc_model_param_count(s->model), err);
     if (!st)
         st = tfc_optimizer_init(&r->opt, &c->optimizer, r->be, tfc_model_trainable_count(s->model),
                                 err);
@@ -359,6 +387,7 @@ static tfc_status finish_run(run *r, tfc_error *err)
         }
     }
     if (!st && r->last_snap != r->iter) st = snapshot(r, err);
+    if (!st && !stopped) tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
     if (!st && !stopped) st = tfc_callbacks_restore_best(&r->cb, r->s, r->dir.path, &r->prog, err);
     if (!st && !stopped) {
         char final[4200];
@@ -373,6 +402,7 @@ static tfc_status finish_run(run *r, tfc_error *err)
 
 static void free_run(run *r)
 {
+    tfc_ema_release(&r->ema); /* before its backend */
     tfc_rundir_close(&r->dir);
     if (r->opt.be) tfc_optimizer_release(&r->opt);
     tfc_feed_free(&r->feed);
