@@ -706,11 +706,23 @@ static void test_signals(void)
     snprintf(out, sizeof out, "%s", dir);
     snprintf(log, sizeof log, "%s", tfc_test_path("sig.log"));
     const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=100000000",
-                          "--set", "display=1", "--set", "test_interval=0", "--threads", "1", NULL};
+                          "--set", "display=1", "--set", "test_interval=0", "--threads", "1",
+                          "--set", "snapshot.interval=0", NULL};
     pid_t pid = spawn(args, log, 0);
     char csv[1200];
     snprintf(csv, sizeof csv, "%s/log.csv", out);
     CU_ASSERT_FATAL(wait_for_line(csv, "\n20,train,"));
+    /* SIGUSR2: a test row appears (test_interval is 0); SIGUSR1: a snapshot; it goes on. */
+    kill(pid, SIGUSR2);
+    CU_ASSERT(wait_for_line(csv, ",test,"));
+    long before[64];
+    CU_ASSERT_EQUAL(list_states(out, before, 64), 0);
+    kill(pid, SIGUSR1);
+    for (int k = 0; k < 500 && list_states(out, before, 64) == 0; k++) usleep(10000);
+    CU_ASSERT_EQUAL(list_states(out, before, 64), 1);
+    char row[64];
+    snprintf(row, sizeof row, "\n%ld,train,", before[0] + 5);
+    CU_ASSERT(wait_for_line(csv, row)); /* still training */
     kill(pid, SIGTERM);
     CU_ASSERT_EQUAL(wait_code(pid), 143);
     json_error_t je;

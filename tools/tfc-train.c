@@ -1,6 +1,6 @@
 /* tfc-train: trains the model of a solver file (SPEC §3), writing the run directory of
  * SPEC §4. SIGINT and SIGTERM ask the loop to write a snapshot and stop; the exit status
- * is then 130 or 143. Exit 0 when the run completes, 1 on runtime failures (data, device,
+ * is then 130 or 143. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass now. Exit 0 when the run completes, 1 on runtime failures (data, device,
  * a non-finite loss), 2 on bad usage or configuration. */
 #include <signal.h>
 #include <stdio.h>
@@ -43,7 +43,8 @@ static const cli_tool tool = {
     .operands = "SOLVER.yaml",
     .about = "Trains the solver's model and writes config.yaml, log.csv, a TensorBoard event\n"
              "file, snapshots, final.safetensors, best.safetensors and summary.json into the\n"
-             "run directory.",
+             "run directory. While it runs, SIGUSR1 writes a snapshot and SIGUSR2 runs and logs\n"
+             "the test split, after the current iteration; training goes on.",
     .options = options,
     .exit_status = "0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
                    "130/143 stopped by SIGINT/SIGTERM after writing a snapshot",
@@ -71,6 +72,14 @@ static void print_keys(void)
 
 /* The signal that asked to stop; the loop polls it between iterations. */
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t snapshot_request, evaluate_request;
+
+/* SIGUSR1: a snapshot now; SIGUSR2: a test pass now; training goes on. */
+static void on_request(int sig)
+{
+    if (sig == SIGUSR1) snapshot_request = 1;
+    else evaluate_request = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -100,6 +109,8 @@ int main(int argc, char **argv)
     opt.console = args.quiet ? NULL : stdout;
     opt.live = -1;
     opt.stop = &stop_signal;
+    opt.snapshot_now = &snapshot_request;
+    opt.evaluate_now = &evaluate_request;
     tfc_error err;
     tfc_error_clear(&err);
     tfc_solver *s = tfc_solver_load(path, &opt, &err);
@@ -113,6 +124,9 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_request;
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
 
     tfc_train_result *res = calloc(1, sizeof *res);
     tfc_status st = res ? tfc_solver_train(s, res, &err) : TFC_ERR_NOMEM;

@@ -36,6 +36,9 @@ typedef struct tfc_solver_options {
     int live;                     /* -1: a live progress line when console is a terminal;
                                      0: plain lines only; 1: always live */
     volatile sig_atomic_t *stop;  /* when it becomes nonzero the loop snapshots and stops */
+    volatile sig_atomic_t *snapshot_now; /* nonzero: the loop writes a snapshot after the
+                                            current iteration, clears it and goes on */
+    volatile sig_atomic_t *evaluate_now; /* nonzero: the same with a test pass (logged) */
 } tfc_solver_options;
 
 /* The checked solver keys (docs/solver.md lists them with their defaults). */

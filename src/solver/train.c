@@ -346,6 +346,25 @@ static tfc_status start(run *r, tfc_error *err)
 
 /* ---- the loop and the end ---------------------------------------------------------------------- */
 
+/* The caller's requests (tfc-train: SIGUSR1, SIGUSR2): a snapshot or a test pass now,
+ * unless this iteration already made one. */
+static tfc_status on_request(run *r, tfc_error *err)
+{
+    const tfc_solver_options *o = &r->s->opt;
+    tfc_status st = TFC_OK;
+    if (o->evaluate_now && *o->evaluate_now) {
+        *o->evaluate_now = 0;
+        int stopped = 0;
+        if (r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
+        else if (!r->feed.test) tfc_progress_say(&r->prog, "evaluate: the solver has no data.test\n");
+    }
+    if (!st && o->snapshot_now && *o->snapshot_now) {
+        *o->snapshot_now = 0;
+        if (r->last_snap != r->iter) st = snapshot(r, err);
+    }
+    return st;
+}
+
 static tfc_status loop(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
@@ -365,6 +384,7 @@ static tfc_status loop(run *r, tfc_error *err)
         if (!st && c->snapshot_interval > 0 && r->iter % c->snapshot_interval == 0 &&
             r->iter < c->max_iter)
             st = snapshot(r, err);
+        if (!st) st = on_request(r, err);
         if (st) return st;
     }
     return TFC_OK;
