@@ -415,6 +415,53 @@ static void test_ema(void)
     free(res);
 }
 
+/* rollback: the rate jumps by 1e30 at iteration 10 and the run diverges; it reloads the
+ * snapshot of 10 with the rate times 1e-30 (0.1 again) and completes with finite weights.
+ * With lr_factor 0.5 every retry diverges again: after max_rollbacks it stops as diverged. */
+static void test_rollback(void)
+{
+    const char *sets[] = {"optimizer={type: sgd, learning_rate: 0.1}",
+                          "lr_policy={type: step, step_size: 10, gamma: 1e30}",
+                          "snapshot={interval: 5, keep: 0}", "max_iter=20", "test_interval=0",
+                          "rollback={lr_factor: 1e-30, max_rollbacks: 2}"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *console = open_memstream(&text, &len);
+    tfc_status st = train("rollback", sets, 6, NULL, NULL, console, res, &err);
+    fclose(console);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_COMPLETED);
+    CU_ASSERT_EQUAL(res->iterations, 20);
+    CU_ASSERT_EQUAL(res->rollbacks, 1);
+    CU_ASSERT(res->have_train && isfinite(res->train.loss) && res->train.loss < 2);
+    CU_ASSERT(text && strstr(text, "rollback 1/2: iteration 1") && strstr(text, ": the loss is ") &&
+              strstr(text, "tiny_iter_10.state, learning rate x 1e-30\n"));
+    if (text && !strstr(text, "rollback 1/2")) printf("\n%s\n", text);
+    free(text);
+    json_error_t je;
+    json_t *j = json_load_file(in("rollback", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "rollbacks")), 1);
+    json_decref(j);
+    /* the final weights evaluate to a finite loss */
+    tfc_solver *s = tfc_solver_load(in("rollback", "config.yaml"), NULL, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_eval e;
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("rollback", "final.safetensors"), &e, &err), TFC_OK);
+    CU_ASSERT(isfinite(e.loss));
+    tfc_solver_free(s);
+    /* exhausted */
+    sets[5] = "rollback={lr_factor: 0.5, max_rollbacks: 2}";
+    st = train("rollback2", sets, 6, NULL, NULL, NULL, res, &err);
+    CU_ASSERT_EQUAL(st, TFC_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_DIVERGED);
+    CU_ASSERT_EQUAL(res->rollbacks, 2);
+    free(res);
+}
+
 static void test_divergence(void)
 {
     /* The rate jumps by 1e30 at iteration 10: the weights overflow and the loss goes NaN. */
@@ -926,6 +973,7 @@ int main(int argc, char **argv)
         {"divergence", test_divergence},
         {"early_stopping", test_early_stopping},
         {"ema", test_ema},
+        {"rollback", test_rollback},
         {"weights_by_name", test_weights_by_name},
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},

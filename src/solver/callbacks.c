@@ -13,11 +13,13 @@ void tfc_callbacks_init(tfc_callbacks *cb, const tfc_solver_config *c)
 {
     memset(cb, 0, sizeof *cb);
     cb->plateau.lr = c->optimizer.learning_rate;
+    cb->lr_scale = 1.0;
 }
 
 double tfc_callbacks_base_lr(const tfc_callbacks *cb, const tfc_solver_config *c)
 {
-    return c->lr_policy.type == TFC_LR_PLATEAU ? cb->plateau.lr : c->optimizer.learning_rate;
+    return cb->lr_scale *
+           (c->lr_policy.type == TFC_LR_PLATEAU ? cb->plateau.lr : c->optimizer.learning_rate);
 }
 
 /* The monitored value; 0 when there is none yet (a train value before the first display). */
@@ -112,7 +114,8 @@ void tfc_callbacks_save(const tfc_callbacks *cb, double *out)
     double v[TFC_CALLBACK_STATE] = {
         (double)e->evals, (double)e->wait, e->have_best, e->best, (double)e->best_eval,
         (double)e->best_iteration, (double)e->stopped_iteration,
-        p->lr, (double)p->wait, (double)p->cooldown_counter, p->have_best, p->best};
+        p->lr, (double)p->wait, (double)p->cooldown_counter, p->have_best, p->best,
+        cb->lr_scale, (double)cb->rollbacks};
     memcpy(out, v, sizeof v);
 }
 
@@ -132,4 +135,6 @@ void tfc_callbacks_load(tfc_callbacks *cb, const double *in)
     p->cooldown_counter = (int64_t)in[9];
     p->have_best = in[10] != 0;
     p->best = in[11];
+    cb->lr_scale = in[12];
+    cb->rollbacks = (int64_t)in[13];
 }

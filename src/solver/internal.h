@@ -15,7 +15,7 @@
 #define TFC_MAX_SETS 256
 #define TFC_STATE_FORMAT "tfc-state"
 #define TFC_STATE_VERSION "1"
-#define TFC_CALLBACK_STATE 12   /* doubles of early stopping and plateau state (callbacks.c) */
+#define TFC_CALLBACK_STATE 14   /* doubles of early stopping, plateau and rollback state */
 
 struct tfc_solver {
     tfc_solver_options opt;
@@ -292,12 +292,15 @@ void tfc_rundir_close(tfc_rundir *d);
 typedef struct tfc_callbacks {
     tfc_early_stopping_state es;
     tfc_plateau_state plateau;
+    double lr_scale;             /* the product of the rollbacks' lr_factor (1: none) */
+    int64_t rollbacks;
     int stop;                    /* early stopping ended the run */
 } tfc_callbacks;
 
 /* A fresh state: the plateau rate is the optimizer's learning_rate. */
 void tfc_callbacks_init(tfc_callbacks *cb, const tfc_solver_config *c);
-/* The base rate the lr policy starts from: the plateau's current rate, else learning_rate. */
+/* The base rate the lr policy starts from: the plateau's current rate, else learning_rate;
+ * times lr_scale. */
 double tfc_callbacks_base_lr(const tfc_callbacks *cb, const tfc_solver_config *c);
 /* Steps early stopping and the plateau with the test result `test` of iteration `iter`
  * (`train`: the latest display's, NULL before the first). With restore_best an

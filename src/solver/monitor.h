@@ -96,6 +96,19 @@ typedef struct tfc_plateau {
  * threshold_mode is rel): returns 1 when st->lr was reduced. */
 int tfc_plateau_step(const tfc_plateau *p, tfc_plateau_state *st, double value);
 
+/* ---- divergence rollback (rollback.c) -------------------------------------------------------- */
+
+typedef struct tfc_rollback_config {
+    int enabled;
+    double lr_factor;
+    int max_rollbacks;
+} tfc_rollback_config;
+
+extern const tfc_field tfc_rollback_fields[];
+/* Reads `rollback:` (NULL or null: off, a divergence stops the run). */
+tfc_status tfc_rollback_config_read(const tfc_node *node, tfc_rollback_config *out,
+                                    tfc_error *err);
+
 /* ---- weight averaging (ema.c) ------------------------------------------------------------ */
 
 typedef struct tfc_ema_config {

@@ -138,6 +138,7 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
         json_object_set_new(best, "iteration", json_integer(res->best_iteration));
         json_object_set_new(root, "best", best);
     }
+    if (res->rollbacks > 0) json_object_set_new(root, "rollbacks", json_integer(res->rollbacks));
     if (res->status == TFC_RUN_STOPPED_EARLY) {
         json_t *es = json_object();
         json_object_set_new(es, "iteration", json_integer(res->stopped_iteration));

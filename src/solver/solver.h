@@ -47,6 +47,7 @@ typedef struct tfc_solver_config {
     tfc_lr_policy lr_policy;
     tfc_early_stopping early_stopping; /* .enabled 0: off */
     tfc_ema_config ema;           /* .enabled 0: off */
+    tfc_rollback_config rollback; /* .enabled 0: a divergence stops the run */
     double weight_decay;          /* L2, added to the gradient: g += weight_decay * w */
     double clip_gradients;        /* global-norm clipping threshold; 0 = off */
     int iter_size;                /* batches accumulated per update */
@@ -82,7 +83,7 @@ tfc_solver *tfc_solver_from_string(const char *yaml, const char *name,
 void tfc_solver_free(tfc_solver *s);
 
 /* The field tables of a solver file, for help and docs: 0 the top level, 1 `data`,
- * 2 `snapshot`, 3 `early_stopping`, 4 `ema`; NULL past the last. (Optimizers and policies: optimizer.h.) */
+ * 2 `snapshot`, 3 `early_stopping`, 4 `ema`, 5 `rollback`; NULL past the last. (Optimizers and policies: optimizer.h.) */
 const tfc_field *tfc_solver_fields(int which);
 
 const tfc_solver_config *tfc_solver_get_config(const tfc_solver *s);
@@ -160,6 +161,7 @@ typedef struct tfc_train_result {
     char last_snapshot[4096];   /* state file of the newest snapshot, "" when none */
     int64_t stopped_iteration;  /* stopped_early: the iteration, and why */
     char stop_reason[512];
+    int rollbacks;              /* divergences rolled back (rollback:) */
     const tfc_confusion *confusion; /* the last test's, while summary.json is written; NULL
                                        when tfc_solver_train returns */
 } tfc_train_result;

@@ -265,15 +265,15 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
 
 /* ---- starting: fresh, from --weights, or resumed ------------------------------------------------ */
 
-static tfc_status resume(run *r, tfc_error *err)
+/* Everything of a state file into the run: weights, optimizer, pipeline position,
+ * progress, callbacks, the weight average, the iteration and the best result. */
+static tfc_status load_state(run *r, const char *state, int *differs, tfc_error *err)
 {
-    const char *state = r->s->opt.resume;
     tfc_snapshot_extra x = {0};
     x.window = r->prog.window;
     x.ema_n = tfc_model_param_count(r->s->model);
-    int differs = 0;
     tfc_snapshot_id id = snapshot_id(r);
-    tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, &differs, err);
+    tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, differs, err);
     if (!st) st = tfc_pipeline_restore_state(r->feed.train, x.pipeline, x.pipeline_len, err);
     if (!st) tfc_progress_restore(&r->prog, &x);
     if (!st && x.have_callbacks) tfc_callbacks_load(&r->cb, x.callbacks);
@@ -284,19 +284,29 @@ static tfc_status resume(run *r, tfc_error *err)
     free(x.ema);
     free(x.pipeline);
     free(x.losses);
-    if (st) {
-        tfc_error_prefix(err, "cannot resume: ");
-        return st;
-    }
+    if (st) return st;
     r->iter = x.iteration;
     r->res->have_best = x.have_best;
     r->res->best_value = x.best_value;
     r->res->best_iteration = x.best_iteration;
+    return TFC_OK;
+}
+
+static tfc_status resume(run *r, tfc_error *err)
+{
+    const char *state = r->s->opt.resume;
+    int differs = 0;
+    tfc_status st = load_state(r, state, &differs, err);
+    if (st) {
+        tfc_error_prefix(err, "cannot resume: ");
+        return st;
+    }
     if (r->iter > r->s->cfg.max_iter)
         return tfc_error_set(err, TFC_ERR_USAGE, "%s is at iteration %lld, beyond max_iter %d",
                              state, (long long)r->iter, r->s->cfg.max_iter);
     snprintf(r->res->last_snapshot, sizeof r->res->last_snapshot, "%s", state);
     r->last_snap = r->iter;
+    r->res->rollbacks = (int)r->cb.rollbacks;
     tfc_progress_say(&r->prog, "resuming from %s at iteration %lld\n", state, (long long)r->iter);
     if (differs)
         tfc_progress_say(&r->prog,
@@ -346,6 +356,38 @@ static tfc_status start(run *r, tfc_error *err)
 
 /* ---- the loop and the end ---------------------------------------------------------------------- */
 
+/* rollback: a divergence reloads the newest snapshot while rollbacks are left. */
+static int can_roll_back(const run *r)
+{
+    const tfc_rollback_config *c = &r->s->cfg.rollback;
+    return c->enabled && r->cb.rollbacks < c->max_rollbacks && r->res->last_snapshot[0];
+}
+
+static tfc_status roll_back(run *r, tfc_error *err)
+{
+    const tfc_rollback_config *c = &r->s->cfg.rollback;
+    char state[4096];
+    snprintf(state, sizeof state, "%s", r->res->last_snapshot);
+    double scale = r->cb.lr_scale * c->lr_factor;
+    int64_t n = r->cb.rollbacks + 1;
+    tfc_progress_say(&r->prog, "rollback %lld/%d: %s; reloading %s, learning rate x %g\n",
+                     (long long)n, c->max_rollbacks, err->msg, state, scale);
+    tfc_error_clear(err);
+    int differs = 0;
+    tfc_status st = load_state(r, state, &differs, err);
+    if (st) {
+        tfc_error_prefix(err, "rollback: cannot reload %s: ", state);
+        return st;
+    }
+    r->cb.lr_scale = scale;
+    r->cb.rollbacks = n;
+    r->res->rollbacks = (int)n;
+    r->last_snap = r->iter;
+    r->lr = tfc_lr_at(&r->s->cfg.lr_policy, tfc_callbacks_base_lr(&r->cb, &r->s->cfg), r->iter,
+                      r->s->cfg.max_iter);
+    return TFC_OK;
+}
+
 /* The caller's requests (tfc-train: SIGUSR1, SIGUSR2): a snapshot or a test pass now,
  * unless this iteration already made one. */
 static tfc_status on_request(run *r, tfc_error *err)
@@ -373,6 +415,10 @@ static tfc_status loop(run *r, tfc_error *err)
     while (r->iter < c->max_iter) {
         if (tfc_solver_stop_requested(r->s)) break;
         tfc_status st = train_step(r, err);
+        if (st == TFC_ERR_NUMERIC && can_roll_back(r)) {
+            st = roll_back(r, err);
+            if (!st) continue;
+        }
         if (st) return st;
         if (c->display > 0 && r->iter % c->display == 0) st = display(r, err);
         else tfc_progress_live(&r->prog, r->iter, r->lr);
