@@ -802,6 +802,67 @@ static void test_signals(void)
     CU_ASSERT(check_snapshots_load(out) == n);
 }
 
+/* tfc-ctl RUN_DIR ARGS... (beside $TFC_BIN's tfc-train); its exit status. */
+static int ctl(const char *dir, const char *cmd, const char *arg)
+{
+    char path[1100], line[3000];
+    snprintf(path, sizeof path, "%s", tool);
+    char *slash = strrchr(path, '/');
+    snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "tfc-ctl");
+    snprintf(line, sizeof line, "'%s' '%s' %s %s >/dev/null 2>&1", path, dir, cmd, arg ? arg : "");
+    int rc = system(line);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* tfc-ctl against a running trainer: evaluate (a test row), set the learning rate (the
+ * train rows show it; the snapshot keeps it), snapshot, then stop (exit 0, interrupted,
+ * the FIFO gone). */
+static void test_control(void)
+{
+    char out[1100], log[1100], csv[1200];
+    snprintf(out, sizeof out, "%s", tfc_test_path("ctl"));
+    snprintf(log, sizeof log, "%s", tfc_test_path("ctl.log"));
+    snprintf(csv, sizeof csv, "%s/log.csv", out);
+    const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=100000000",
+                          "--set", "display=1", "--set", "test_interval=0", "--threads", "1",
+                          "--set", "snapshot.interval=0", "--set", "lr_policy=fixed", NULL};
+    pid_t pid = spawn(args, log, 0);
+    CU_ASSERT_FATAL(wait_for_line(csv, "\n20,train,"));
+    CU_ASSERT_EQUAL(ctl(out, "evaluate", NULL), 0);
+    CU_ASSERT(wait_for_line(csv, ",test,"));
+    CU_ASSERT_EQUAL(ctl(out, "set", "optimizer.learning_rate=0.0123"), 0);
+    CU_ASSERT(wait_for_line(csv, ",0.0123,"));
+    CU_ASSERT_EQUAL(ctl(out, "snapshot", NULL), 0);
+    long iters[64];
+    for (int k = 0; k < 500 && list_states(out, iters, 64) == 0; k++) usleep(10000);
+    CU_ASSERT_EQUAL(list_states(out, iters, 64), 1);
+    CU_ASSERT_EQUAL(ctl(out, "stop", NULL), 0);
+    CU_ASSERT_EQUAL(wait_code(pid), 0);
+    json_error_t je;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/summary.json", out);
+    json_t *j = json_load_file(path, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "interrupted");
+    snprintf(path, sizeof path, "%s", json_string_value(json_object_get(j, "last_snapshot")));
+    json_decref(j);
+    tfc_error err;
+    tfc_st_file *f = tfc_st_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const tfc_st_tensor *cb = tfc_st_find(f, "solver/callbacks");
+    CU_ASSERT(cb && cb->numel == TFC_CALLBACK_STATE && ((const double *)cb->data)[14] == 0.0123);
+    tfc_st_close(f);
+    char *text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "tfc-ctl: optimizer.learning_rate = 0.0123 from iteration ") &&
+              strstr(text, "stopped by tfc-ctl at iteration"));
+    free(text);
+    snprintf(path, sizeof path, "%s/control", out);
+    CU_ASSERT(!exists(path));
+    CU_ASSERT_EQUAL(ctl(out, "stop", NULL), 1);
+    CU_ASSERT_EQUAL(ctl(out, "bogus", NULL), 2);
+    CU_ASSERT_EQUAL(ctl(out, "set", "x"), 2);
+}
+
 static void test_kill9(void)
 {
     const char *dir = tfc_test_path("k9");
@@ -967,7 +1028,7 @@ static void test_tool_errors(void)
 
 int main(int argc, char **argv)
 {
-    tfc_test_case cases[16] = {
+    tfc_test_case cases[24] = {
         {"end_to_end", test_end_to_end},
         {"resume_bit_exact", test_resume_bit_exact},
         {"divergence", test_divergence},
@@ -985,6 +1046,7 @@ int main(int argc, char **argv)
     snprintf(tool, sizeof tool, "%s/tfc-train", bin ? bin : "bin");
     if (access(tool, X_OK) == 0) {
         cases[n++] = (tfc_test_case){"signals", test_signals};
+        cases[n++] = (tfc_test_case){"control", test_control};
         cases[n++] = (tfc_test_case){"kill9", test_kill9};
         cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};
         cases[n++] = (tfc_test_case){"tool_errors", test_tool_errors};

@@ -44,7 +44,8 @@ static const cli_tool tool = {
     .about = "Trains the solver's model and writes config.yaml, log.csv, a TensorBoard event\n"
              "file, snapshots, final.safetensors, best.safetensors and summary.json into the\n"
              "run directory. While it runs, SIGUSR1 writes a snapshot and SIGUSR2 runs and logs\n"
-             "the test split, after the current iteration; training goes on.",
+             "the test split, after the current iteration; training goes on. tfc-ctl RUN_DIR\n"
+             "sends the same and more through RUN_DIR/control.",
     .options = options,
     .exit_status = "0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
                    "130/143 stopped by SIGINT/SIGTERM after writing a snapshot",
@@ -135,6 +136,10 @@ int main(int argc, char **argv)
         fputs(err.count ? err.text : "tfc-train: out of memory\n", stderr);
         if (res && res->last_snapshot[0])
             fprintf(stderr, "the last good snapshot is %s\n", res->last_snapshot);
+    } else if (res->status == TFC_RUN_INTERRUPTED && !stop_signal) {
+        fprintf(stderr, "tfc-train: stopped by tfc-ctl at iteration %lld; resume with\n"
+                        "  tfc-train %s --resume %s\n",
+                (long long)res->iterations, path, res->last_snapshot);
     } else if (res->status == TFC_RUN_INTERRUPTED) {
         fprintf(stderr, "tfc-train: stopped by signal %d at iteration %lld; resume with\n"
                         "  tfc-train %s --resume %s\n",

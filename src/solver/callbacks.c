@@ -18,8 +18,8 @@ void tfc_callbacks_init(tfc_callbacks *cb, const tfc_solver_config *c)
 
 double tfc_callbacks_base_lr(const tfc_callbacks *cb, const tfc_solver_config *c)
 {
-    return cb->lr_scale *
-           (c->lr_policy.type == TFC_LR_PLATEAU ? cb->plateau.lr : c->optimizer.learning_rate);
+    double base = cb->lr_set > 0 ? cb->lr_set : c->optimizer.learning_rate;
+    return cb->lr_scale * (c->lr_policy.type == TFC_LR_PLATEAU ? cb->plateau.lr : base);
 }
 
 /* The monitored value; 0 when there is none yet (a train value before the first display). */
@@ -115,7 +115,7 @@ void tfc_callbacks_save(const tfc_callbacks *cb, double *out)
         (double)e->evals, (double)e->wait, e->have_best, e->best, (double)e->best_eval,
         (double)e->best_iteration, (double)e->stopped_iteration,
         p->lr, (double)p->wait, (double)p->cooldown_counter, p->have_best, p->best,
-        cb->lr_scale, (double)cb->rollbacks};
+        cb->lr_scale, (double)cb->rollbacks, cb->lr_set};
     memcpy(out, v, sizeof v);
 }
 
@@ -137,4 +137,5 @@ void tfc_callbacks_load(tfc_callbacks *cb, const double *in)
     p->best = in[11];
     cb->lr_scale = in[12];
     cb->rollbacks = (int64_t)in[13];
+    cb->lr_set = in[14];
 }

@@ -15,7 +15,7 @@
 #define TFC_MAX_SETS 256
 #define TFC_STATE_FORMAT "tfc-state"
 #define TFC_STATE_VERSION "1"
-#define TFC_CALLBACK_STATE 14   /* doubles of early stopping, plateau and rollback state */
+#define TFC_CALLBACK_STATE 15   /* doubles of early stopping, plateau, rollback and tfc-ctl state */
 
 struct tfc_solver {
     tfc_solver_options opt;
@@ -293,14 +293,15 @@ typedef struct tfc_callbacks {
     tfc_early_stopping_state es;
     tfc_plateau_state plateau;
     double lr_scale;             /* the product of the rollbacks' lr_factor (1: none) */
+    double lr_set;               /* tfc-ctl set optimizer.learning_rate (0: none) */
     int64_t rollbacks;
     int stop;                    /* early stopping ended the run */
 } tfc_callbacks;
 
 /* A fresh state: the plateau rate is the optimizer's learning_rate. */
 void tfc_callbacks_init(tfc_callbacks *cb, const tfc_solver_config *c);
-/* The base rate the lr policy starts from: the plateau's current rate, else learning_rate;
- * times lr_scale. */
+/* The base rate the lr policy starts from: the plateau's current rate, else lr_set or
+ * learning_rate; times lr_scale. */
 double tfc_callbacks_base_lr(const tfc_callbacks *cb, const tfc_solver_config *c);
 /* Steps early stopping and the plateau with the test result `test` of iteration `iter`
  * (`train`: the latest display's, NULL before the first). With restore_best an
@@ -339,5 +340,21 @@ void tfc_ema_update(tfc_ema *e, const float *params, int64_t k);
 void tfc_ema_swap_in(tfc_ema *e, float *params);
 void tfc_ema_swap_out(tfc_ema *e, float *params);
 void tfc_ema_release(tfc_ema *e);
+
+/* ---- the control FIFO (control.c) ------------------------------------------------------- */
+
+typedef struct tfc_control {
+    int fd;                 /* -1: closed */
+    char path[4200];
+    char buf[512];          /* bytes read, not yet a whole line */
+    size_t len;
+} tfc_control;
+
+/* Creates RUN_DIR/control (a FIFO; a stale one is replaced) and opens it without blocking. */
+tfc_status tfc_control_open(tfc_control *c, const char *run_dir, tfc_error *err);
+/* The next whole command line into `line` (without its newline): 1, or 0 when none waits. */
+int tfc_control_poll(tfc_control *c, char *line, size_t size);
+/* Closes and removes the FIFO. */
+void tfc_control_close(tfc_control *c);
 
 #endif

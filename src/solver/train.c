@@ -29,6 +29,8 @@ typedef struct run {
     tfc_callbacks cb;                /* early stopping and the plateau policy */
     tfc_confusion cm;                /* the last test's confusion matrix */
     tfc_ema ema;                     /* the weight average (ema:) */
+    tfc_control ctl;                 /* RUN_DIR/control, tfc-ctl's FIFO */
+    int ctl_stop;                    /* tfc-ctl asked to stop */
 } run;
 
 /* The metric that ranks tests: the model's first one other than the loss (higher is
@@ -351,6 +353,12 @@ static tfc_status start(run *r, tfc_error *err)
     int64_t resumed_at = s->opt.resume ? r->iter : -1;
     if (!st) st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
     if (!st) st = tfc_snapshot_set_open(&r->snaps, r->dir.path, c->snapshot_prefix, resumed_at, err);
+    if (!st) {
+        tfc_error quiet;
+        tfc_error_clear(&quiet);
+        if (tfc_control_open(&r->ctl, r->dir.path, &quiet))
+            tfc_progress_say(&r->prog, "note: no tfc-ctl for this run (%s)\n", quiet.msg);
+    }
     return st;
 }
 
@@ -390,18 +398,54 @@ static tfc_status roll_back(run *r, tfc_error *err)
 
 /* The caller's requests (tfc-train: SIGUSR1, SIGUSR2): a snapshot or a test pass now,
  * unless this iteration already made one. */
+/* tfc-ctl's `set KEY=VALUE`: optimizer.learning_rate, the base rate from now on (the
+ * plateau's current rate under that policy); kept in snapshots. */
+static void control_set(run *r, const char *assignment)
+{
+    const char *key = "optimizer.learning_rate=";
+    char *end = NULL;
+    double v = strncmp(assignment, key, strlen(key)) ? 0 : strtod(assignment + strlen(key), &end);
+    if (!end || *end || !(v > 0) || !isfinite(v)) {
+        tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: only optimizer.learning_rate=V "
+                                   "(V > 0) can be set while training\n",
+                         assignment);
+        return;
+    }
+    r->cb.lr_set = v;
+    if (r->s->cfg.lr_policy.type == TFC_LR_PLATEAU) r->cb.plateau.lr = v;
+    tfc_progress_say(&r->prog, "tfc-ctl: optimizer.learning_rate = %g from iteration %lld\n", v,
+                     (long long)r->iter + 1);
+}
+
+/* Commands from RUN_DIR/control into the request flags. */
+static void read_control(run *r, int *evaluate, int *snap)
+{
+    char line[512];
+    while (tfc_control_poll(&r->ctl, line, sizeof line)) {
+        if (!strcmp(line, "snapshot")) *snap = 1;
+        else if (!strcmp(line, "evaluate")) *evaluate = 1;
+        else if (!strcmp(line, "stop")) r->ctl_stop = 1;
+        else if (!strncmp(line, "set ", 4)) control_set(r, line + 4);
+        else tfc_progress_say(&r->prog, "tfc-ctl: unknown command '%s' ignored\n", line);
+    }
+}
+
 static tfc_status on_request(run *r, tfc_error *err)
 {
     const tfc_solver_options *o = &r->s->opt;
     tfc_status st = TFC_OK;
-    if (o->evaluate_now && *o->evaluate_now) {
-        *o->evaluate_now = 0;
+    int evaluate = 0, snap = 0;
+    read_control(r, &evaluate, &snap);
+    if (o->evaluate_now && *o->evaluate_now) evaluate = 1;
+    if (o->snapshot_now && *o->snapshot_now) snap = 1;
+    if (evaluate) {
+        if (o->evaluate_now) *o->evaluate_now = 0;
         int stopped = 0;
         if (r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
         else if (!r->feed.test) tfc_progress_say(&r->prog, "evaluate: the solver has no data.test\n");
     }
-    if (!st && o->snapshot_now && *o->snapshot_now) {
-        *o->snapshot_now = 0;
+    if (!st && snap) {
+        if (o->snapshot_now) *o->snapshot_now = 0;
         if (r->last_snap != r->iter) st = snapshot(r, err);
     }
     return st;
@@ -413,7 +457,7 @@ static tfc_status loop(run *r, tfc_error *err)
     tfc_progress_loop_start(&r->prog, r->iter);
     r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     while (r->iter < c->max_iter) {
-        if (tfc_solver_stop_requested(r->s)) break;
+        if (tfc_solver_stop_requested(r->s) || r->ctl_stop) break;
         tfc_status st = train_step(r, err);
         if (st == TFC_ERR_NUMERIC && can_roll_back(r)) {
             st = roll_back(r, err);
@@ -440,7 +484,7 @@ static tfc_status finish_run(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_status st = TFC_OK;
-    int stopped = tfc_solver_stop_requested(r->s);
+    int stopped = tfc_solver_stop_requested(r->s) || r->ctl_stop;
     if (!stopped && r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
     if (st) return st;
     if (tfc_progress_pending(&r->prog) > 0 && (c->display == 0 || r->iter % c->display != 0)) {
@@ -468,6 +512,7 @@ static tfc_status finish_run(run *r, tfc_error *err)
 
 static void free_run(run *r)
 {
+    tfc_control_close(&r->ctl);
     tfc_ema_release(&r->ema); /* before its backend */
     tfc_rundir_close(&r->dir);
     if (r->opt.be) tfc_optimizer_release(&r->opt);
@@ -480,7 +525,7 @@ static void free_run(run *r)
 
 tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err)
 {
-    run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1};
+    run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1, .ctl = {.fd = -1}};
     memset(res, 0, sizeof *res);
     tfc_status st = tfc_progress_init(&r.prog, s, err);
     if (!st) st = start(&r, err);
