@@ -364,8 +364,17 @@ static void test_early_stopping(void)
     CU_ASSERT_EQUAL(res->status, TFC_RUN_COMPLETED);
     char state[2048];
     snprintf(state, sizeof state, "%s", in("es_cut", "snapshots/tiny_iter_20.state"));
-    st = train("es_cut", es_sets, 5, state, NULL, NULL, res, &err);
+    char *said = NULL;
+    size_t said_len = 0;
+    FILE *console = open_memstream(&said, &said_len);
+    st = train("es_cut", es_sets, 5, state, NULL, console, res, &err);
+    fclose(console);
     if (st) printf("\n%s", err.text);
+    /* the resume names what changed: only max_iter */
+    CU_ASSERT(said && strstr(said, "differs from the snapshot's (its run's config.yaml -> now):\n"
+                                   "  max_iter: 20 -> 150\ncontinuing"));
+    if (said && !strstr(said, "max_iter: 20 -> 150")) printf("\n%s\n", said);
+    free(said);
     CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
     CU_ASSERT_EQUAL(res->status, TFC_RUN_STOPPED_EARLY);
     CU_ASSERT_EQUAL(res->iterations, 40);

@@ -357,4 +357,11 @@ int tfc_control_poll(tfc_control *c, char *line, size_t size);
 /* Closes and removes the FIFO. */
 void tfc_control_close(tfc_control *c);
 
+/* ---- what a resume changes (resume_diff.c) --------------------------------------------- */
+
+/* The differences between the config.yaml of the run that wrote STATE (its run directory,
+ * from the state's name) and the solver's resolved configuration, one "  path: old -> new"
+ * line each (malloc'd text), or NULL when there is none or no readable config.yaml. */
+char *tfc_resume_diff(const tfc_solver *s, const char *state);
+
 #endif

@@ -310,11 +310,15 @@ static tfc_status resume(run *r, tfc_error *err)
     r->last_snap = r->iter;
     r->res->rollbacks = (int)r->cb.rollbacks;
     tfc_progress_say(&r->prog, "resuming from %s at iteration %lld\n", state, (long long)r->iter);
-    if (differs)
+    if (differs) {
+        char *changes = tfc_resume_diff(r->s, state);
         tfc_progress_say(&r->prog,
-                         "note: the configuration differs from the snapshot's; continuing (the "
-                         "run repeats an uninterrupted one exactly only with the same "
-                         "configuration)\n");
+                         "note: the configuration differs from the snapshot's%s\n%scontinuing "
+                         "(the run repeats an uninterrupted one exactly only with the same "
+                         "configuration)\n",
+                         changes ? " (its run's config.yaml -> now):" : ";", changes ? changes : "");
+        free(changes);
+    }
     return TFC_OK;
 }
 
