@@ -460,6 +460,11 @@ static tfc_status loop(run *r, tfc_error *err)
     const tfc_solver_config *c = &r->s->cfg;
     tfc_progress_loop_start(&r->prog, r->iter);
     r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
+    /* rollback needs a snapshot to return to, from the start */
+    if (c->rollback.enabled && !r->res->last_snapshot[0] && r->iter < c->max_iter) {
+        tfc_status st = snapshot(r, err);
+        if (st) return st;
+    }
     while (r->iter < c->max_iter) {
         if (tfc_solver_stop_requested(r->s) || r->ctl_stop) break;
         tfc_status st = train_step(r, err);
