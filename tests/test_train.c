@@ -364,6 +364,16 @@ static void test_early_stopping(void)
     CU_ASSERT_EQUAL(res->status, TFC_RUN_COMPLETED);
     char state[2048];
     snprintf(state, sizeof state, "%s", in("es_cut", "snapshots/tiny_iter_20.state"));
+    /* Changes the state does not fit are refused, each named; the others listed too. */
+    const char *bad[] = {es_sets[0], es_sets[1], es_sets[2], es_sets[3], es_sets[4],
+                         "model.layers.0.Dense.units=8", "optimizer.beta_1=0.8"};
+    st = train("es_cut", bad, 7, state, NULL, NULL, res, &err);
+    CU_ASSERT_EQUAL(st, TFC_ERR_USAGE);
+    CU_ASSERT(strstr(err.msg, "cannot resume: 2 change(s) to the configuration do not fit") &&
+              strstr(err.msg, "  model.layers[0].Dense.units: 32 -> 8  (refused)\n") &&
+              strstr(err.msg, "  optimizer.beta_1: (absent) -> 0.8  (refused)\n") &&
+              strstr(err.msg, "  max_iter: 20 -> 150\n") && strstr(err.text, "--weights"));
+    if (!strstr(err.msg, "(refused)")) printf("\n%s\n", err.text);
     char *said = NULL;
     size_t said_len = 0;
     FILE *console = open_memstream(&said, &said_len);

@@ -361,7 +361,9 @@ void tfc_control_close(tfc_control *c);
 
 /* The differences between the config.yaml of the run that wrote STATE (its run directory,
  * from the state's name) and the solver's resolved configuration, one "  path: old -> new"
- * line each (malloc'd text), or NULL when there is none or no readable config.yaml. */
-char *tfc_resume_diff(const tfc_solver *s, const char *state);
+ * line each, "  (refused)" after those the state does not fit (the model, data, iter_size,
+ * optimizer keys but learning_rate), counted in *nrefused; malloc'd text, or NULL when
+ * there is none or no readable config.yaml. */
+char *tfc_resume_diff(const tfc_solver *s, const char *state, int *nrefused);
 
 #endif

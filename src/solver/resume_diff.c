@@ -1,7 +1,8 @@
 /* What a resume changes: the resumed run's config.yaml against the configuration being
- * resumed with, as dotted paths `key.sub[2]: old -> new`, printed in place of a bare "the
- * configuration differs" note. (Nothing is refused: the run continues with the new
- * configuration, as before.) */
+ * resumed with, as dotted paths `key.sub[2]: old -> new`. Changes the saved state still
+ * fits (rates and schedules, intervals, max_iter, callbacks, clipping, devices) are applied;
+ * those it does not — the model, the data splits (sources, pipelines, batch sizes),
+ * iter_size, optimizer keys other than learning_rate — are marked refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,21 @@ static int same(const tfc_node *a, const tfc_node *b)
     return 1;
 }
 
-/* Appends the differences under `path` to f; returns their count. */
-static int diff(FILE *f, const char *path, const tfc_node *a, const tfc_node *b)
+/* Whether a change at dotted `path` leaves the state meaningful. */
+static int refused(const char *path)
+{
+    static const char *const kept[] = {"model", "data", "iter_size", NULL};
+    for (int i = 0; kept[i]; i++) {
+        size_t n = strlen(kept[i]);
+        if (!strncmp(path, kept[i], n) && (path[n] == 0 || path[n] == '.' || path[n] == '['))
+            return 1;
+    }
+    return !strncmp(path, "optimizer", 9) && strcmp(path, "optimizer.learning_rate") != 0;
+}
+
+/* Appends the differences under `path` to f; returns their count; *nrefused counts the
+ * refused ones. */
+static int diff(FILE *f, const char *path, const tfc_node *a, const tfc_node *b, int *nrefused)
 {
     if (same(a, b)) return 0;
     char sub[512];
@@ -60,31 +74,34 @@ static int diff(FILE *f, const char *path, const tfc_node *a, const tfc_node *b)
     if (a && b && a->kind == b->kind && a->kind == TFC_NODE_MAP) {
         for (int i = 0; i < a->n; i++) {
             snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", a->keys[i]->str);
-            count += diff(f, sub, a->vals[i], tfc_node_get(b, a->keys[i]->str));
+            count += diff(f, sub, a->vals[i], tfc_node_get(b, a->keys[i]->str), nrefused);
         }
         for (int i = 0; i < b->n; i++)
             if (!tfc_node_get(a, b->keys[i]->str)) {
                 snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", b->keys[i]->str);
-                count += diff(f, sub, NULL, b->vals[i]);
+                count += diff(f, sub, NULL, b->vals[i], nrefused);
             }
         return count;
     }
     if (a && b && a->kind == b->kind && a->kind == TFC_NODE_SEQ && a->n == b->n) {
         for (int i = 0; i < a->n; i++) {
             snprintf(sub, sizeof sub, "%s[%d]", path, i);
-            count += diff(f, sub, a->vals[i], b->vals[i]);
+            count += diff(f, sub, a->vals[i], b->vals[i], nrefused);
         }
         return count;
     }
     char old[160], now[160];
     value_text(a, old, sizeof old);
     value_text(b, now, sizeof now);
-    fprintf(f, "  %s: %s -> %s\n", path, old, now);
+    int no = refused(path);
+    *nrefused += no;
+    fprintf(f, "  %s: %s -> %s%s\n", path, old, now, no ? "  (refused)" : "");
     return 1;
 }
 
-char *tfc_resume_diff(const tfc_solver *s, const char *state)
+char *tfc_resume_diff(const tfc_solver *s, const char *state, int *nrefused)
 {
+    *nrefused = 0;
     const char *dir_end = NULL;
     char path[4200];
     if (tfc_snapshot_parse(state, s->cfg.snapshot_prefix, &dir_end) < 0) return NULL;
@@ -97,7 +114,7 @@ char *tfc_resume_diff(const tfc_solver *s, const char *state)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    int n = f ? diff(f, "", tfc_doc_root(d), s->root) : 0;
+    int n = f ? diff(f, "", tfc_doc_root(d), s->root, nrefused) : 0;
     if (f) fclose(f);
     tfc_doc_free(d);
     if (n == 0) {

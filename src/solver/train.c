@@ -297,28 +297,39 @@ static tfc_status load_state(run *r, const char *state, int *differs, tfc_error 
 static tfc_status resume(run *r, tfc_error *err)
 {
     const char *state = r->s->opt.resume;
-    int differs = 0;
+    int differs = 0, nrefused = 0;
+    char *changes = tfc_resume_diff(r->s, state, &nrefused);
+    if (nrefused) {
+        tfc_error_set(err, TFC_ERR_USAGE,
+                      "cannot resume: %d change(s) to the configuration do not fit the "
+                      "snapshot's state (its run's config.yaml -> now):\n%s",
+                      nrefused, changes);
+        tfc_error_hint(err, "resume with the run's configuration, or start a new run from the "
+                            "snapshot's weights with --weights");
+        free(changes);
+        return TFC_ERR_USAGE;
+    }
     tfc_status st = load_state(r, state, &differs, err);
+    if (st) tfc_error_prefix(err, "cannot resume: ");
+    else if (r->iter > r->s->cfg.max_iter)
+        st = tfc_error_set(err, TFC_ERR_USAGE, "%s is at iteration %lld, beyond max_iter %d",
+                           state, (long long)r->iter, r->s->cfg.max_iter);
     if (st) {
-        tfc_error_prefix(err, "cannot resume: ");
+        free(changes);
         return st;
     }
-    if (r->iter > r->s->cfg.max_iter)
-        return tfc_error_set(err, TFC_ERR_USAGE, "%s is at iteration %lld, beyond max_iter %d",
-                             state, (long long)r->iter, r->s->cfg.max_iter);
     snprintf(r->res->last_snapshot, sizeof r->res->last_snapshot, "%s", state);
     r->last_snap = r->iter;
     r->res->rollbacks = (int)r->cb.rollbacks;
     tfc_progress_say(&r->prog, "resuming from %s at iteration %lld\n", state, (long long)r->iter);
     if (differs) {
-        char *changes = tfc_resume_diff(r->s, state);
         tfc_progress_say(&r->prog,
                          "note: the configuration differs from the snapshot's%s\n%scontinuing "
                          "(the run repeats an uninterrupted one exactly only with the same "
                          "configuration)\n",
                          changes ? " (its run's config.yaml -> now):" : ";", changes ? changes : "");
-        free(changes);
     }
+    free(changes);
     return TFC_OK;
 }
 
