@@ -1,9 +1,10 @@
 /* The training loop, as Caffe's Solver::Step: per iteration, iter_size batches are run
  * forward and backward with their gradients accumulated, the average is clipped to a
  * global norm and handed with the iteration's learning rate to the optimizer; then display
- * (the loss smoothed over average_loss iterations), test, snapshot and signal checks. A
- * non-finite loss or gradient stops the run naming the iteration and the first layer whose
- * output went non-finite. All randomness is keyed by (seed, step), and the state file holds
+ * (the loss smoothed over average_loss iterations), test (with early stopping and the
+ * plateau policy stepped after it, on the ema weights when on), snapshot, signal and tfc-ctl
+ * checks. A non-finite loss or gradient stops the run naming the iteration and the first
+ * layer whose output went non-finite, or with `rollback:` reloads the newest snapshot. All randomness is keyed by (seed, step), and the state file holds
  * the rest, so a resumed run on the CPU repeats the uninterrupted one bit for bit. */
 #include <math.h>
 #include <stdlib.h>
@@ -411,8 +412,6 @@ static tfc_status roll_back(run *r, tfc_error *err)
     return TFC_OK;
 }
 
-/* The caller's requests (tfc-train: SIGUSR1, SIGUSR2): a snapshot or a test pass now,
- * unless this iteration already made one. */
 /* tfc-ctl's `set KEY=VALUE`: optimizer.learning_rate, the base rate from now on (the
  * plateau's current rate under that policy); kept in snapshots. */
 static void control_set(run *r, const char *assignment)
@@ -445,6 +444,8 @@ static void read_control(run *r, int *evaluate, int *snap)
     }
 }
 
+/* The caller's requests (tfc-train: SIGUSR1, SIGUSR2) and tfc-ctl's: a snapshot or a test
+ * pass now, unless this iteration already made one. */
 static tfc_status on_request(run *r, tfc_error *err)
 {
     const tfc_solver_options *o = &r->s->opt;
