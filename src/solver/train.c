@@ -4,8 +4,9 @@
  * (the loss smoothed over average_loss iterations), test (with early stopping and the
  * plateau policy stepped after it, on the ema weights when on), snapshot, signal and tfc-ctl
  * checks. A non-finite loss or gradient stops the run naming the iteration and the first
- * layer whose output went non-finite, or with `rollback:` reloads the newest snapshot. All randomness is keyed by (seed, step), and the state file holds
- * the rest, so a resumed run on the CPU repeats the uninterrupted one bit for bit. */
+ * layer whose output went non-finite, or with `rollback:` reloads the newest snapshot.
+ * All randomness is keyed by (seed, step), and the state file holds the rest, so a resumed
+ * run on the CPU repeats the uninterrupted one bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
