@@ -374,6 +374,37 @@ static void test_early_stopping(void)
               strstr(err.msg, "  optimizer.beta_1: (absent) -> 0.8  (refused)\n") &&
               strstr(err.msg, "  max_iter: 20 -> 150\n") && strstr(err.text, "--weights"));
     if (!strstr(err.msg, "(refused)")) printf("\n%s\n", err.text);
+    {
+        /* --force: a new run from the snapshot's weights, from iteration 0 */
+        tfc_solver_options o = {0};
+        /* a refused optimizer change (a model change would also start over, its layers of
+         * another shape left initialised) */
+        o.sets = (const char *const[]){es_sets[0], es_sets[1], es_sets[2], es_sets[3],
+                                       "max_iter=10", "optimizer.beta_1=0.8"};
+        o.nsets = 6;
+        o.out_dir = tfc_test_path("es_forced");
+        o.resume = state;
+        o.force = 1;
+        o.threads = 2;
+        char *said = NULL;
+        size_t len = 0;
+        o.console = open_memstream(&said, &len);
+        tfc_error_clear(&err);
+        tfc_solver *fs = tfc_solver_load(solver_path(), &o, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fs);
+        st = tfc_solver_train(fs, res, &err);
+        tfc_solver_free(fs);
+        fclose(o.console);
+        if (st) printf("\n%s", err.text);
+        CU_ASSERT_EQUAL(st, TFC_OK);
+        CU_ASSERT_EQUAL(res->iterations, 10);
+        CU_ASSERT(said && strstr(said, "--force: 1 change(s) do not fit") &&
+                  strstr(said, "--force: not resuming; a new run in ") &&
+                  strstr(said, "tiny_iter_20.safetensors") && strstr(said, "4 matched"));
+        if (said && !strstr(said, "4 matched")) printf("\n%s\n", said);
+        free(said);
+        CU_ASSERT(exists(in("es_forced", "final.safetensors")));
+    }
     char *said = NULL;
     size_t said_len = 0;
     FILE *console = open_memstream(&said, &said_len);

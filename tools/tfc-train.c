@@ -16,7 +16,7 @@ static struct {
     cli_list sets, solver;
     const char *resume, *weights, *device, *out;
     long threads;
-    int quiet, keys;
+    int quiet, keys, force;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
 static const cli_option options[] = {
@@ -26,6 +26,9 @@ static const cli_option options[] = {
              "data.train.pipeline.3.batch.batch_size=64 (VALUE is YAML)"},
     {"resume", 0, CLI_STRING, &args.resume, "STATE",
      .help = "continue exactly from a snapshot's .state file"},
+    {"force", 0, CLI_FLAG, &args.force, NULL,
+     .help = "with --resume: when the configuration changes what the state does not fit\n"
+             "(model, data, optimizer), start a new run from the snapshot's weights"},
     {"weights", 0, CLI_STRING, &args.weights, "FILE",
      .help = "initialise layers by name from a weights file (fine-tuning)"},
     CLI_OPT_SOLVER_DEVICE(&args.device),
@@ -103,6 +106,7 @@ int main(int argc, char **argv)
     opt.sets = args.sets.v;
     opt.nsets = args.sets.n;
     opt.resume = args.resume;
+    opt.force = args.force;
     opt.weights = args.weights;
     opt.device = args.device;
     opt.threads = (int)args.threads;

@@ -31,6 +31,8 @@ typedef struct tfc_solver_options {
     const char *out_dir;          /* --out; NULL: the resumed run's folder or
                                      runs/<model name>-<YYYYmmdd-HHMMSS> */
     const char *resume;           /* --resume STATE, or NULL */
+    int force;                    /* --force: a resume whose configuration changes what the
+                                     state does not fit starts a new run from its weights */
     const char *weights;          /* --weights FILE: initialise layers by name, or NULL */
     FILE *console;                /* progress, reports and notes; NULL: silent */
     int live;                     /* -1: a live progress line when console is a terminal;

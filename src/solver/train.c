@@ -33,6 +33,7 @@ typedef struct run {
     tfc_ema ema;                     /* the weight average (ema:) */
     tfc_control ctl;                 /* RUN_DIR/control, tfc-ctl's FIFO */
     int ctl_stop;                    /* tfc-ctl asked to stop */
+    int forced;                      /* --force: a refused resume becomes a new run */
 } run;
 
 /* The metric that ranks tests: the model's first one other than the loss (higher is
@@ -307,7 +308,12 @@ static tfc_status resume(run *r, tfc_error *err)
                       "snapshot's state (its run's config.yaml -> now):\n%s",
                       nrefused, changes);
         tfc_error_hint(err, "resume with the run's configuration, or start a new run from the "
-                            "snapshot's weights with --weights");
+                            "snapshot's weights with --force (or --weights)");
+        if (r->s->opt.force) {
+            tfc_progress_say(&r->prog, "--force: %d change(s) do not fit the snapshot's state:\n%s",
+                             nrefused, changes);
+            r->forced = 1;
+        }
         free(changes);
         return TFC_ERR_USAGE;
     }
@@ -333,6 +339,29 @@ static tfc_status resume(run *r, tfc_error *err)
     }
     free(changes);
     return TFC_OK;
+}
+
+/* --force after a refused resume: a new run (in --out, else a new folder: the resumed run's
+ * stays as it is) from the snapshot's weights, loaded by name; iteration 0, fresh optimizer. */
+static tfc_status load_initial_weights(run *r, const char *path, tfc_error *err);
+static tfc_status weights_only_start(run *r, tfc_error *err)
+{
+    const char *state = r->s->opt.resume;
+    char weights[4200];
+    size_t n = strlen(state);
+    if (n < 6 || strcmp(state + n - 6, ".state"))
+        return tfc_error_set(err, TFC_ERR_USAGE, "--force: %s is not named NAME.state", state);
+    snprintf(weights, sizeof weights, "%.*s.safetensors", (int)(n - 6), state);
+    tfc_error_clear(err);
+    if (!r->s->opt.out_dir) {
+        tfc_solver fresh = *r->s; /* the folder a run without --resume would take */
+        fresh.opt.resume = NULL;
+        tfc_rundir_choose(&r->dir, &fresh);
+        r->dir.s = r->s;
+    }
+    tfc_progress_say(&r->prog, "--force: not resuming; a new run in %s from the weights of %s\n",
+                     r->dir.path, weights);
+    return load_initial_weights(r, weights, err);
 }
 
 /* --weights: initialises layers by name and reports what matched. */
@@ -367,7 +396,8 @@ static tfc_status start(run *r, tfc_error *err)
     tfc_callbacks_init(&r->cb, c);
     if (s->opt.resume) st = resume(r, err);
     else if (s->opt.weights) st = load_initial_weights(r, s->opt.weights, err);
-    int64_t resumed_at = s->opt.resume ? r->iter : -1;
+    if (st == TFC_ERR_USAGE && r->forced) st = weights_only_start(r, err);
+    int64_t resumed_at = s->opt.resume && !r->forced ? r->iter : -1;
     if (!st) st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
     if (!st) st = tfc_snapshot_set_open(&r->snaps, r->dir.path, c->snapshot_prefix, resumed_at, err);
     if (!st) {
