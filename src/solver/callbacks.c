@@ -48,7 +48,7 @@ static tfc_status step_early_stopping(tfc_callbacks *cb, tfc_solver *s, const ch
         return TFC_OK;
     }
     int r = tfc_early_stopping_step(c, &cb->es, value, iter);
-    if ((r & TFC_ES_IMPROVED) && c->restore_best) {
+    if ((r & TFC_ES_IMPROVED) && c->restore_best && run_dir) {
         char path[4200];
         best_path(run_dir, path, sizeof path);
         return tfc_model_save_weights(s->model, path, err);

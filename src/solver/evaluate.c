@@ -6,16 +6,38 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device/device.h"
 
 tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err)
 {
     const tfc_solver_config *c = &s->cfg;
-    tfc_backend *be = tfc_backend_open(s->opt.device ? s->opt.device : c->device, s->opt.threads,
-                                       err);
+    const char *device = s->opt.device ? s->opt.device : c->device;
+    int threads = s->opt.threads;
+    tfc_comm *comm = tfc_comm_world(err);
+    if (!comm) return NULL;
+    char local[32];
+    tfc_backend *be = NULL;
+    if (comm->local_size > 1) {
+        /* Ranks sharing a machine: rank r takes gpu:<local rank>, or a share of the cores. */
+        snprintf(local, sizeof local, "gpu:%d", comm->local_rank);
+        if (device && !strcmp(device, "gpu")) device = local;
+        if (!device || !*device) {
+            tfc_error quiet;
+            tfc_error_clear(&quiet);
+            be = tfc_backend_open(local, threads, &quiet);
+            if (!be) device = "cpu";
+        }
+        if (threads <= 0) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            threads = cores / comm->local_size > 1 ? (int)(cores / comm->local_size) : 1;
+        }
+    }
+    if (!be) be = tfc_backend_open(device, threads, err);
     if (!be) return NULL;
     tfc_device_options o = {c->deterministic, c->tf32,
                             (size_t)(c->gpu_memory_limit * 1024.0 * 1024.0)};
@@ -54,10 +76,23 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc
     return TFC_OK;
 }
 
+/* The ranks' confusion matrices summed (counts below 2^53 are exact in doubles). */
+static tfc_status reduce_confusion(tfc_comm *c, tfc_confusion *cm, tfc_error *err)
+{
+    size_t n = (size_t)cm->classes * (size_t)cm->classes;
+    double *v = malloc(n * sizeof *v);
+    if (!v) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) v[i] = (double)cm->counts[i];
+    tfc_status st = c->ops->allreduce(c, v, (int64_t)n, 1, 1, err);
+    for (size_t i = 0; !st && i < n; i++) cm->counts[i] = (int64_t)v[i];
+    free(v);
+    return st;
+}
+
 tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_confusion *cm,
                         int *stopped, tfc_error *err)
 {
-    double sums[1 + TFC_MAX_METRICS] = {0};
+    double sums[3 + TFC_MAX_METRICS] = {0}; /* loss, metrics, then rows and examples */
     memset(out, 0, sizeof *out);
     *stopped = 0;
     tfc_pipeline_reset(f->test);
@@ -68,15 +103,17 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_con
         if (!outputs) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
     for (;;) {
-        if (tfc_solver_stop_requested(s)) {
+        /* Ranks of a data-parallel run finish the pass together (the sums below are
+         * collective); the loop then stops them all at one iteration. */
+        if (f->nranks <= 1 && tfc_solver_stop_requested(s)) {
             *stopped = 1;
             if (cm) tfc_confusion_reset(cm); /* a partial matrix is no result */
             break;
         }
-        int n;
-        tfc_status st = tfc_feed_test_batch(f, &n, err);
-        if (!st && n == 0) break;
-        if (!st) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, cm, outputs, err);
+        int n, more;
+        tfc_status st = tfc_feed_test_batch(f, &n, &more, err);
+        if (!st && !more) break;
+        if (!st && n > 0) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, cm, outputs, err);
         if (st) {
             free(outputs);
             return st;
@@ -84,6 +121,18 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_con
     }
     free(outputs);
     if (*stopped) return TFC_OK;
+    if (f->nranks > 1) {
+        /* Exact over ranks: the row-weighted sums and the counts, not means of means. */
+        int nm = tfc_model_nmetrics(f->model);
+        sums[1 + nm] = (double)out->rows;
+        sums[2 + nm] = (double)out->examples;
+        tfc_comm *c = tfc_comm_world(err);
+        tfc_status st = c ? c->ops->allreduce(c, sums, 3 + nm, 1, 1, err) : err->code;
+        if (!st && cm && cm->classes) st = reduce_confusion(c, cm, err);
+        if (st) return st;
+        out->rows = (int64_t)sums[1 + nm];
+        out->examples = (int64_t)sums[2 + nm];
+    }
     if (out->rows > 0) {
         out->loss = sums[0] / (double)out->rows;
         for (int i = 0; i < tfc_model_nmetrics(f->model); i++)
