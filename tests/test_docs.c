@@ -79,8 +79,8 @@ static void test_tool_table(void)
     char *readme = tfc_test_read("README.md", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
     const char *tools[] = {"train", "test", "predict", "data", "time", "inspect", "draw", "grid",
-                           "zoo"};
-    for (int i = 0; i < 9; i++) {
+                           "zoo",   "ctl"};
+    for (int i = 0; i < 10; i++) {
         char cmd[1200], help[16384], row_key[64], from_help[2048], from_readme[2048];
         snprintf(cmd, sizeof cmd, "%s/tfc-%s --help", bin ? bin : "bin", tools[i]);
         FILE *p = popen(cmd, "r");

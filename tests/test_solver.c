@@ -278,6 +278,9 @@ static void test_lr_policies(void)
     CLOSE(lr_of(wu, 3), 0.1, 1e-12);
     CLOSE(lr_of(wu, 10), 0.1, 1e-12);
     CLOSE(lr_of("{type: step, step_size: 2, gamma: 0.5, warmup_iters: 4}", 2), 0.0375, 1e-12);
+    /* plateau: the rate passed in (its state's, test_callbacks), with warm-up */
+    CLOSE(lr_of("{type: plateau, warmup_iters: 4}", 1), 0.05, 1e-12);
+    CLOSE(lr_of("plateau", 50), 0.1, 1e-12);
     for (int t = 0; t < TFC_LR_COUNT; t++) {
         CU_ASSERT_PTR_NOT_NULL(tfc_lr_policy_fields((tfc_lr_type)t));
         if (!tested_policy[t]) printf("\nlr policy %s has no test\n", tfc_lr_policy_names[t]);

@@ -171,6 +171,22 @@ static void test_end_to_end(void)
     json_t *test = json_object_get(json_object_get(j, "final"), "test");
     CU_ASSERT(fabs(json_number_value(json_object_get(test, "accuracy")) - res->test.metric[0]) < 1e-6);
     CU_ASSERT_PTR_NOT_NULL(json_object_get(json_object_get(json_object_get(j, "final"), "train"), "loss"));
+    /* The final test's classes: 4 of them, the matrix sums to the 200 test examples and
+     * its diagonal to accuracy * 200. */
+    json_t *per = json_object_get(test, "per_class"), *conf = json_object_get(test, "confusion");
+    CU_ASSERT_EQUAL(json_array_size(per), 4);
+    CU_ASSERT_EQUAL(json_array_size(conf), 4);
+    long long total = 0, diag = 0;
+    for (size_t r = 0; r < json_array_size(conf); r++)
+        for (size_t c = 0; c < 4; c++) {
+            long long v = json_integer_value(json_array_get(json_array_get(conf, r), c));
+            total += v;
+            diag += r == c ? v : 0;
+        }
+    CU_ASSERT_EQUAL(total, 200);
+    CU_ASSERT_EQUAL(diag, llround(res->test.metric[0] * 200));
+    CU_ASSERT(json_number_value(json_object_get(test, "f1")) > 0.8);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(per, 3), "class")), "3");
     json_t *best = json_object_get(j, "best");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(best, "metric")), "accuracy");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(best, "iteration")), res->best_iteration);
@@ -195,6 +211,18 @@ static void test_end_to_end(void)
      * only in rounding) */
     CU_ASSERT(fabs(e.loss - res->test.loss) < 1e-6 && fabs(e.metric[0] - res->test.metric[0]) < 1e-9);
     CU_ASSERT_EQUAL(e.examples, 200);
+    /* With the confusion matrix: the same counts as the run's summary. */
+    tfc_confusion cm;
+    CU_ASSERT_EQUAL(tfc_solver_evaluate_classes(s, in("e2e", "final.safetensors"), &e, &cm, &err),
+                    TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(cm.classes, 4);
+    long long cm_diag = 0;
+    for (int c = 0; c < 4; c++) cm_diag += cm.counts[c * 4 + c];
+    CU_ASSERT_EQUAL(cm_diag, diag);
+    char *ej = tfc_solver_eval_json(s, &e, &cm);
+    CU_ASSERT(ej && strstr(ej, "\"per_class\"") && strstr(ej, "\"examples\": 200"));
+    free(ej);
+    tfc_confusion_free(&cm);
     /* Strict evaluation refuses a snapshot state given as weights, naming it (a usage
      * error: the right file is beside it). */
     tfc_error_clear(&err);
@@ -222,6 +250,24 @@ static void loss_rows(const char *path, int after, char *out, size_t size)
     free(log);
 }
 
+/* Two state files hold the same tensors, bit for bit, but for the elapsed time. */
+static void same_state(const char *a, const char *b)
+{
+    tfc_error err;
+    tfc_st_file *fa = tfc_st_open(a, &err), *fb = tfc_st_open(b, &err);
+    CU_ASSERT_FATAL(fa && fb);
+    CU_ASSERT_EQUAL(tfc_st_count(fa), tfc_st_count(fb));
+    for (int i = 0; i < tfc_st_count(fa); i++) {
+        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
+        const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
+        if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
+        CU_ASSERT(tb && tb->nbytes == ta->nbytes && memcmp(ta->data, tb->data, ta->nbytes) == 0);
+        if (!tb || memcmp(ta->data, tb->data, ta->nbytes)) printf("\n%s differs\n", ta->name);
+    }
+    tfc_st_close(fa);
+    tfc_st_close(fb);
+}
+
 static void test_resume_bit_exact(void)
 {
     /* iter_size 2 and clipping also exercise accumulation and the norm; average_loss 20
@@ -239,20 +285,9 @@ static void test_resume_bit_exact(void)
     CU_ASSERT_EQUAL_FATAL(train("resumed", sets, 7, resume, NULL, NULL, b, &err), TFC_OK);
     CU_ASSERT_EQUAL(b->iterations, 60);
     CU_ASSERT(files_equal(in("full", "final.safetensors"), in("resumed", "final.safetensors")));
-    /* The state files differ only in the elapsed time: compare them tensor by tensor. */
-    tfc_st_file *fa = tfc_st_open(in("full", "snapshots/tiny_iter_60.state"), &err);
-    tfc_st_file *fb = tfc_st_open(in("resumed", "snapshots/tiny_iter_60.state"), &err);
-    CU_ASSERT_FATAL(fa && fb);
-    CU_ASSERT_EQUAL(tfc_st_count(fa), tfc_st_count(fb));
-    for (int i = 0; i < tfc_st_count(fa); i++) {
-        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
-        const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
-        if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
-        CU_ASSERT(tb && tb->nbytes == ta->nbytes && memcmp(ta->data, tb->data, ta->nbytes) == 0);
-        if (!tb || memcmp(ta->data, tb->data, ta->nbytes)) printf("\n%s differs\n", ta->name);
-    }
-    tfc_st_close(fa);
-    tfc_st_close(fb);
+    /* The state files differ only in the elapsed time. */
+    same_state(in("full", "snapshots/tiny_iter_60.state"),
+               in("resumed", "snapshots/tiny_iter_60.state"));
     /* The displayed (smoothed) losses after the resume point match to the last digit. */
     char la[4096], lb[4096];
     loss_rows(in("full", "log.csv"), 30, la, sizeof la);
@@ -265,6 +300,220 @@ static void test_resume_bit_exact(void)
     CU_ASSERT(!files_equal(in("full", "final.safetensors"), in("other", "final.safetensors")));
     free(a);
     free(b);
+}
+
+/* The learning rate of log.csv's `phase` row at `iter` (its next-to-last column); -1: none. */
+static double lr_at_row(const char *path, int iter, const char *phase)
+{
+    char *log = tfc_test_read(path, NULL);
+    double lr = -1;
+    char want[64];
+    snprintf(want, sizeof want, "\n%d,%s,", iter, phase);
+    char *row = log ? strstr(log, want) : NULL;
+    if (row) {
+        char *end = strchr(row + 1, '\n');
+        if (end) *end = 0;
+        char *last = strrchr(row, ','), *prev = last;
+        while (prev > row && prev[-1] != ',') prev--;
+        lr = atof(prev);
+    }
+    free(log);
+    return lr;
+}
+
+/* early_stopping with restore_best and the plateau policy on the fixture. mode max on the
+ * falling test loss makes the first evaluation (iteration 10) the best, so patience 3 stops
+ * the run at the fourth (40); the plateau (min on a rising accuracy, patience 1) halves the
+ * rate at each evaluation after the first. A run cut at 20 (mid-patience, mid-plateau) and
+ * resumed stops at 40 with the uninterrupted run's exact state. */
+static const char *es_sets[] = {
+    "test_interval=10", "snapshot={interval: 10, keep: 0}",
+    "early_stopping={monitor: test/loss, mode: max, patience: 3, restore_best: true}",
+    "lr_policy={type: plateau, monitor: test/accuracy, mode: min, patience: 1, factor: 0.5}",
+    "max_iter=150"};
+
+static void test_early_stopping(void)
+{
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    tfc_status st = train("es", es_sets, 5, NULL, NULL, NULL, res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_STOPPED_EARLY);
+    CU_ASSERT_EQUAL(res->iterations, 40);
+    CU_ASSERT_EQUAL(res->stopped_iteration, 40);
+    json_error_t je;
+    json_t *j = json_load_file(in("es", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "stopped_early");
+    json_t *es = json_object_get(j, "early_stopping");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(es, "iteration")), 40);
+    const char *reason = json_string_value(json_object_get(es, "reason"));
+    CU_ASSERT(reason && strstr(reason, "test/loss did not improve by more than 0 for 3 test "
+                                       "evaluations (patience 3); best") &&
+              strstr(reason, "at iteration 10"));
+    json_decref(j);
+    /* restore_best: final.safetensors is the weights of iteration 10, not of 40. */
+    CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es", "early_stopping.safetensors")));
+    CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es", "snapshots/tiny_iter_10.safetensors")));
+    CU_ASSERT(!files_equal(in("es", "final.safetensors"), in("es", "snapshots/tiny_iter_40.safetensors")));
+    /* The plateau: 0.01 until the evaluation at 20, then halved at 20 and 30. */
+    CU_ASSERT_DOUBLE_EQUAL(lr_at_row(in("es", "log.csv"), 20, "train"), 0.01, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(lr_at_row(in("es", "log.csv"), 30, "train"), 0.005, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(lr_at_row(in("es", "log.csv"), 40, "train"), 0.0025, 1e-12);
+
+    /* Cut at 20, then resumed with the full configuration into the same folder. */
+    const char *cut[] = {es_sets[0], es_sets[1], es_sets[2], es_sets[3], "max_iter=20"};
+    CU_ASSERT_EQUAL_FATAL(train("es_cut", cut, 5, NULL, NULL, NULL, res, &err), TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_COMPLETED);
+    char state[2048];
+    snprintf(state, sizeof state, "%s", in("es_cut", "snapshots/tiny_iter_20.state"));
+    /* Changes the state does not fit are refused, each named; the others listed too. */
+    const char *bad[] = {es_sets[0], es_sets[1], es_sets[2], es_sets[3], es_sets[4],
+                         "model.layers.0.Dense.units=8", "optimizer.beta_1=0.8"};
+    st = train("es_cut", bad, 7, state, NULL, NULL, res, &err);
+    CU_ASSERT_EQUAL(st, TFC_ERR_USAGE);
+    CU_ASSERT(strstr(err.msg, "cannot resume: 2 change(s) to the configuration do not fit") &&
+              strstr(err.msg, "  model.layers[0].Dense.units: 32 -> 8  (refused)\n") &&
+              strstr(err.msg, "  optimizer.beta_1: (absent) -> 0.8  (refused)\n") &&
+              strstr(err.msg, "  max_iter: 20 -> 150\n") && strstr(err.text, "--weights"));
+    if (!strstr(err.msg, "(refused)")) printf("\n%s\n", err.text);
+    {
+        /* --force: a new run from the snapshot's weights, from iteration 0 */
+        tfc_solver_options o = {0};
+        /* a refused optimizer change (a model change would also start over, its layers of
+         * another shape left initialised) */
+        o.sets = (const char *const[]){es_sets[0], es_sets[1], es_sets[2], es_sets[3],
+                                       "max_iter=10", "optimizer.beta_1=0.8"};
+        o.nsets = 6;
+        o.out_dir = tfc_test_path("es_forced");
+        o.resume = state;
+        o.force = 1;
+        o.threads = 2;
+        char *said = NULL;
+        size_t len = 0;
+        o.console = open_memstream(&said, &len);
+        tfc_error_clear(&err);
+        tfc_solver *fs = tfc_solver_load(solver_path(), &o, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fs);
+        st = tfc_solver_train(fs, res, &err);
+        tfc_solver_free(fs);
+        fclose(o.console);
+        if (st) printf("\n%s", err.text);
+        CU_ASSERT_EQUAL(st, TFC_OK);
+        CU_ASSERT_EQUAL(res->iterations, 10);
+        CU_ASSERT(said && strstr(said, "--force: 1 change(s) do not fit") &&
+                  strstr(said, "--force: not resuming; a new run in ") &&
+                  strstr(said, "tiny_iter_20.safetensors") && strstr(said, "4 matched"));
+        if (said && !strstr(said, "4 matched")) printf("\n%s\n", said);
+        free(said);
+        CU_ASSERT(exists(in("es_forced", "final.safetensors")));
+    }
+    char *said = NULL;
+    size_t said_len = 0;
+    FILE *console = open_memstream(&said, &said_len);
+    st = train("es_cut", es_sets, 5, state, NULL, console, res, &err);
+    fclose(console);
+    if (st) printf("\n%s", err.text);
+    /* the resume names what changed: only max_iter */
+    CU_ASSERT(said && strstr(said, "differs from the snapshot's (its run's config.yaml -> now):\n"
+                                   "  max_iter: 20 -> 150\ncontinuing"));
+    if (said && !strstr(said, "max_iter: 20 -> 150")) printf("\n%s\n", said);
+    free(said);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_STOPPED_EARLY);
+    CU_ASSERT_EQUAL(res->iterations, 40);
+    CU_ASSERT(files_equal(in("es", "snapshots/tiny_iter_40.safetensors"),
+                          in("es_cut", "snapshots/tiny_iter_40.safetensors")));
+    CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es_cut", "final.safetensors")));
+    same_state(in("es", "snapshots/tiny_iter_40.state"),
+               in("es_cut", "snapshots/tiny_iter_40.state"));
+    tfc_st_file *f = tfc_st_open(in("es", "snapshots/tiny_iter_40.state"), &err);
+    CU_ASSERT_FATAL(f != NULL);
+    const tfc_st_tensor *cb = tfc_st_find(f, "solver/callbacks");
+    CU_ASSERT(cb && cb->numel == TFC_CALLBACK_STATE);
+    tfc_st_close(f);
+    free(res);
+}
+
+/* ema: the test passes and final.safetensors use the average (evaluating final gives the
+ * run's last test), the live weights stay in the snapshots, and a run cut at 20 and resumed
+ * ends with the same average. */
+static void test_ema(void)
+{
+    const char *sets[] = {"ema={decay: 0.9}", "test_interval=10", "snapshot={interval: 10, keep: 0}",
+                          "max_iter=30"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    tfc_status st = train("ema", sets, 4, NULL, NULL, NULL, res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT(!files_equal(in("ema", "final.safetensors"), in("ema", "snapshots/tiny_iter_30.safetensors")));
+    tfc_solver_options o = {0};
+    o.threads = 2;
+    tfc_solver *s = tfc_solver_load(in("ema", "config.yaml"), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_eval e;
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("ema", "final.safetensors"), &e, &err), TFC_OK);
+    CU_ASSERT(fabs(e.loss - res->test.loss) < 1e-6);
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("ema", "snapshots/tiny_iter_30.safetensors"), &e, &err), TFC_OK);
+    CU_ASSERT(fabs(e.loss - res->test.loss) > 1e-4);
+    tfc_solver_free(s);
+    const char *cut[] = {sets[0], sets[1], sets[2], "max_iter=20"};
+    CU_ASSERT_EQUAL_FATAL(train("ema_cut", cut, 4, NULL, NULL, NULL, res, &err), TFC_OK);
+    char state[2048];
+    snprintf(state, sizeof state, "%s", in("ema_cut", "snapshots/tiny_iter_20.state"));
+    CU_ASSERT_EQUAL_FATAL(train("ema_cut", sets, 4, state, NULL, NULL, res, &err), TFC_OK);
+    CU_ASSERT(files_equal(in("ema", "final.safetensors"), in("ema_cut", "final.safetensors")));
+    same_state(in("ema", "snapshots/tiny_iter_30.state"), in("ema_cut", "snapshots/tiny_iter_30.state"));
+    free(res);
+}
+
+/* rollback: the rate jumps by 1e30 at iteration 10 and the run diverges; it reloads the
+ * snapshot of 10 with the rate times 1e-30 (0.1 again) and completes with finite weights.
+ * With lr_factor 0.5 every retry diverges again: after max_rollbacks it stops as diverged. */
+static void test_rollback(void)
+{
+    const char *sets[] = {"optimizer={type: sgd, learning_rate: 0.1}",
+                          "lr_policy={type: step, step_size: 10, gamma: 1e30}",
+                          "snapshot={interval: 5, keep: 0}", "max_iter=20", "test_interval=0",
+                          "rollback={lr_factor: 1e-30, max_rollbacks: 2}"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *console = open_memstream(&text, &len);
+    tfc_status st = train("rollback", sets, 6, NULL, NULL, console, res, &err);
+    fclose(console);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_COMPLETED);
+    CU_ASSERT_EQUAL(res->iterations, 20);
+    CU_ASSERT_EQUAL(res->rollbacks, 1);
+    CU_ASSERT(res->have_train && isfinite(res->train.loss) && res->train.loss < 2);
+    CU_ASSERT(text && strstr(text, "rollback 1/2: iteration 1") && strstr(text, ": the loss is ") &&
+              strstr(text, "tiny_iter_10.state, learning rate x 1e-30\n"));
+    if (text && !strstr(text, "rollback 1/2")) printf("\n%s\n", text);
+    free(text);
+    json_error_t je;
+    json_t *j = json_load_file(in("rollback", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "rollbacks")), 1);
+    json_decref(j);
+    /* the final weights evaluate to a finite loss */
+    tfc_solver *s = tfc_solver_load(in("rollback", "config.yaml"), NULL, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_eval e;
+    CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("rollback", "final.safetensors"), &e, &err), TFC_OK);
+    CU_ASSERT(isfinite(e.loss));
+    tfc_solver_free(s);
+    /* exhausted */
+    sets[5] = "rollback={lr_factor: 0.5, max_rollbacks: 2}";
+    st = train("rollback2", sets, 6, NULL, NULL, NULL, res, &err);
+    CU_ASSERT_EQUAL(st, TFC_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_DIVERGED);
+    CU_ASSERT_EQUAL(res->rollbacks, 2);
+    free(res);
 }
 
 static void test_divergence(void)
@@ -558,11 +807,23 @@ static void test_signals(void)
     snprintf(out, sizeof out, "%s", dir);
     snprintf(log, sizeof log, "%s", tfc_test_path("sig.log"));
     const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=100000000",
-                          "--set", "display=1", "--set", "test_interval=0", "--threads", "1", NULL};
+                          "--set", "display=1", "--set", "test_interval=0", "--threads", "1",
+                          "--set", "snapshot.interval=0", NULL};
     pid_t pid = spawn(args, log, 0);
     char csv[1200];
     snprintf(csv, sizeof csv, "%s/log.csv", out);
     CU_ASSERT_FATAL(wait_for_line(csv, "\n20,train,"));
+    /* SIGUSR2: a test row appears (test_interval is 0); SIGUSR1: a snapshot; it goes on. */
+    kill(pid, SIGUSR2);
+    CU_ASSERT(wait_for_line(csv, ",test,"));
+    long before[64];
+    CU_ASSERT_EQUAL(list_states(out, before, 64), 0);
+    kill(pid, SIGUSR1);
+    for (int k = 0; k < 500 && list_states(out, before, 64) == 0; k++) usleep(10000);
+    CU_ASSERT_EQUAL(list_states(out, before, 64), 1);
+    char row[64];
+    snprintf(row, sizeof row, "\n%ld,train,", before[0] + 5);
+    CU_ASSERT(wait_for_line(csv, row)); /* still training */
     kill(pid, SIGTERM);
     CU_ASSERT_EQUAL(wait_code(pid), 143);
     json_error_t je;
@@ -593,6 +854,67 @@ static void test_signals(void)
     int n = list_states(out, iters, 64);
     CU_ASSERT(n >= 2 && iters[n - 1] >= it + 10);
     CU_ASSERT(check_snapshots_load(out) == n);
+}
+
+/* tfc-ctl RUN_DIR ARGS... (beside $TFC_BIN's tfc-train); its exit status. */
+static int ctl(const char *dir, const char *cmd, const char *arg)
+{
+    char path[1100], line[3000];
+    snprintf(path, sizeof path, "%s", tool);
+    char *slash = strrchr(path, '/');
+    snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "tfc-ctl");
+    snprintf(line, sizeof line, "'%s' '%s' %s %s >/dev/null 2>&1", path, dir, cmd, arg ? arg : "");
+    int rc = system(line);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* tfc-ctl against a running trainer: evaluate (a test row), set the learning rate (the
+ * train rows show it; the snapshot keeps it), snapshot, then stop (exit 0, interrupted,
+ * the FIFO gone). */
+static void test_control(void)
+{
+    char out[1100], log[1100], csv[1200];
+    snprintf(out, sizeof out, "%s", tfc_test_path("ctl"));
+    snprintf(log, sizeof log, "%s", tfc_test_path("ctl.log"));
+    snprintf(csv, sizeof csv, "%s/log.csv", out);
+    const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=100000000",
+                          "--set", "display=1", "--set", "test_interval=0", "--threads", "1",
+                          "--set", "snapshot.interval=0", "--set", "lr_policy=fixed", NULL};
+    pid_t pid = spawn(args, log, 0);
+    CU_ASSERT_FATAL(wait_for_line(csv, "\n20,train,"));
+    CU_ASSERT_EQUAL(ctl(out, "evaluate", NULL), 0);
+    CU_ASSERT(wait_for_line(csv, ",test,"));
+    CU_ASSERT_EQUAL(ctl(out, "set", "optimizer.learning_rate=0.0123"), 0);
+    CU_ASSERT(wait_for_line(csv, ",0.0123,"));
+    CU_ASSERT_EQUAL(ctl(out, "snapshot", NULL), 0);
+    long iters[64];
+    for (int k = 0; k < 500 && list_states(out, iters, 64) == 0; k++) usleep(10000);
+    CU_ASSERT_EQUAL(list_states(out, iters, 64), 1);
+    CU_ASSERT_EQUAL(ctl(out, "stop", NULL), 0);
+    CU_ASSERT_EQUAL(wait_code(pid), 0);
+    json_error_t je;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/summary.json", out);
+    json_t *j = json_load_file(path, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "interrupted");
+    snprintf(path, sizeof path, "%s", json_string_value(json_object_get(j, "last_snapshot")));
+    json_decref(j);
+    tfc_error err;
+    tfc_st_file *f = tfc_st_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const tfc_st_tensor *cb = tfc_st_find(f, "solver/callbacks");
+    CU_ASSERT(cb && cb->numel == TFC_CALLBACK_STATE && ((const double *)cb->data)[14] == 0.0123);
+    tfc_st_close(f);
+    char *text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "tfc-ctl: optimizer.learning_rate = 0.0123 from iteration ") &&
+              strstr(text, "stopped by tfc-ctl at iteration"));
+    free(text);
+    snprintf(path, sizeof path, "%s/control", out);
+    CU_ASSERT(!exists(path));
+    CU_ASSERT_EQUAL(ctl(out, "stop", NULL), 1);
+    CU_ASSERT_EQUAL(ctl(out, "bogus", NULL), 2);
+    CU_ASSERT_EQUAL(ctl(out, "set", "x"), 2);
 }
 
 /* Copies `text` with the first `from` replaced by `to` (into a static buffer). */
@@ -884,26 +1206,47 @@ static void test_tool_errors(void)
     text = tfc_test_read(log, NULL);
     CU_ASSERT(text && strncmp(text, "test: loss ", 11) == 0 && strstr(text, "accuracy 0.") &&
               strstr(text, "(200 examples)"));
+    /* the per-class table (indices: npy has no class names) and the matrix */
+    CU_ASSERT(text && strstr(text, "\nclass  precision  recall      f1  support\n0      ") &&
+              strstr(text, "\nmacro  ") &&
+              strstr(text, "\nconfusion (rows: true class, columns: predicted)\n"));
+    if (text && !strstr(text, "\nmacro  ")) printf("\n%s\n", text);
     free(text);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --weights '%s' --json >'%s' 2>&1", test_tool,
+             in("e2e", "config.yaml"), in("e2e", "final.safetensors"), log);
+    rc = system(cmd);
+    CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    json_error_t je;
+    json_t *j = json_load_file(log, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "examples")), 200);
+    CU_ASSERT(json_is_number(json_object_get(j, "accuracy")) && json_is_number(json_object_get(j, "f1")));
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "confusion")), 4);
+    json_decref(j);
 }
 
 int main(int argc, char **argv)
 {
-    tfc_test_case cases[16] = {
+    tfc_test_case cases[24] = {
         {"end_to_end", test_end_to_end},
         {"resume_bit_exact", test_resume_bit_exact},
         {"divergence", test_divergence},
+        {"early_stopping", test_early_stopping},
+        {"ema", test_ema},
+        {"rollback", test_rollback},
         {"weights_by_name", test_weights_by_name},
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},
         {"live_progress", test_live_progress},
         {"subset_of_classes", test_subset_of_classes},
     };
-    int n = 8;
+    int n = 0;
+    while (cases[n].name) n++;
     const char *bin = getenv("TFC_BIN");
     snprintf(tool, sizeof tool, "%s/tfc-train", bin ? bin : "bin");
     if (access(tool, X_OK) == 0) {
         cases[n++] = (tfc_test_case){"signals", test_signals};
+        cases[n++] = (tfc_test_case){"control", test_control};
         cases[n++] = (tfc_test_case){"user_paths", test_user_paths};
         cases[n++] = (tfc_test_case){"kill9", test_kill9};
         cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};

@@ -1,6 +1,6 @@
 /* tfc-train: trains the model of a solver file (SPEC §3), writing the run directory of
  * SPEC §4. SIGINT and SIGTERM ask the loop to write a snapshot and stop; the exit status
- * is then 130 or 143. Exit 0 when the run completes, 1 on runtime failures (data, device,
+ * is then 130 or 143. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass now. Exit 0 when the run completes, 1 on runtime failures (data, device,
  * a non-finite loss), 2 on bad usage or configuration. */
 #include <errno.h>
 #include <signal.h>
@@ -19,7 +19,7 @@ static struct {
     cli_list sets, solver;
     const char *resume, *weights, *device, *out;
     long threads, nprocs;
-    int quiet, keys, overwrite;
+    int quiet, keys, force, overwrite;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
 static const cli_option options[] = {
@@ -29,6 +29,9 @@ static const cli_option options[] = {
              "data.train.pipeline.3.batch.batch_size=64 (VALUE is YAML)"},
     {"resume", 0, CLI_STRING, &args.resume, "STATE",
      .help = "continue exactly from a snapshot's .state file"},
+    {"force", 0, CLI_FLAG, &args.force, NULL,
+     .help = "with --resume: when the configuration changes what the state does not fit\n"
+             "(model, data, optimizer), start a new run from the snapshot's weights"},
     {"weights", 0, CLI_STRING, &args.weights, "FILE",
      .help = "initialise layers by name from a weights file (fine-tuning)"},
     CLI_OPT_SOLVER_DEVICE(&args.device),
@@ -52,7 +55,9 @@ static const cli_tool tool = {
     .operands = "SOLVER.yaml",
     .about = "Trains the solver's model and writes config.yaml, log.csv, a TensorBoard event\n"
              "file, snapshots, final.safetensors, best.safetensors and summary.json into the\n"
-             "run directory.",
+             "run directory. While it runs, SIGUSR1 writes a snapshot and SIGUSR2 runs and logs\n"
+             "the test split, after the current iteration; training goes on. tfc-ctl RUN_DIR\n"
+             "sends the same and more through RUN_DIR/control.",
     .options = options,
     .exit_status = "0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
                    "130/143 stopped by SIGINT/SIGTERM after writing a snapshot",
@@ -62,7 +67,8 @@ static const cli_tool tool = {
 /* --keys: the solver's field tables, as the validator reads them. */
 static void print_keys(void)
 {
-    static const char *const titles[] = {"solver file", "data", "snapshot"};
+    static const char *const titles[] = {"solver file", "data", "snapshot", "early_stopping",
+                                         "ema",         "rollback"};
     for (int t = 0; tfc_solver_fields(t); t++) {
         printf("%s:\n", titles[t]);
         tfc_schema_print_help(stdout, tfc_solver_fields(t), "  ");
@@ -79,6 +85,14 @@ static void print_keys(void)
 
 /* The signal that asked to stop; the loop polls it between iterations. */
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t snapshot_request, evaluate_request;
+
+/* SIGUSR1: a snapshot now; SIGUSR2: a test pass now; training goes on. */
+static void on_request(int sig)
+{
+    if (sig == SIGUSR1) snapshot_request = 1;
+    else evaluate_request = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -167,6 +181,7 @@ int main(int argc, char **argv)
     opt.sets = args.sets.v;
     opt.nsets = args.sets.n;
     opt.resume = args.resume;
+    opt.force = args.force;
     opt.weights = args.weights;
     opt.device = args.device;
     opt.threads = (int)args.threads;
@@ -175,12 +190,20 @@ int main(int argc, char **argv)
     opt.console = args.quiet ? NULL : stdout;
     opt.live = -1;
     opt.stop = &stop_signal;
+    opt.snapshot_now = &snapshot_request;
+    opt.evaluate_now = &evaluate_request;
     tfc_solver *s = tfc_solver_load(path, &opt, &err);
     if (!s) {
         if (comm->rank == 0) fputs(err.text, stderr);
         return tfc_exit_code(err.code);
     }
     catch_stop_signals();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_request;
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
 
     tfc_train_result *res = calloc(1, sizeof *res);
     tfc_status st = res ? tfc_solver_train(s, res, &err) : TFC_ERR_NOMEM;
@@ -193,6 +216,10 @@ int main(int argc, char **argv)
         if (comm->size > 1) tfc_comm_abort(comm, code); /* the other ranks may be waiting */
     } else if (comm->rank != 0) {
         if (res->status == TFC_RUN_INTERRUPTED) code = 128 + (stop_signal ? (int)stop_signal : SIGTERM);
+    } else if (res->status == TFC_RUN_INTERRUPTED && !stop_signal && comm->size == 1) {
+        fprintf(stderr, "tfc-train: stopped by tfc-ctl at iteration %lld; resume with\n"
+                        "  tfc-train %s/config.yaml --resume %s\n",
+                (long long)res->iterations, res->run_dir, res->last_snapshot);
     } else if (res->status == TFC_RUN_INTERRUPTED) {
         char np[32] = "";
         if (comm->size > 1) snprintf(np, sizeof np, " --nprocs %d", comm->size);
@@ -204,6 +231,9 @@ int main(int argc, char **argv)
         code = 128 + (stop_signal ? (int)stop_signal : SIGTERM);
     } else {
         char line[512];
+        if (res->status == TFC_RUN_STOPPED_EARLY)
+            printf("stopped early at iteration %lld: %s\n", (long long)res->stopped_iteration,
+                   res->stop_reason);
         printf("done: %lld iterations in %.1f s (%.1f it/s)", (long long)res->iterations,
                res->wall_seconds, res->iterations_per_second);
         if (res->have_test) {

@@ -22,6 +22,8 @@ void tfc_model_unbind(tfc_model *m)
     m->be->ops->free(m->be, m->grads);
     free(m->bound);
     free(m->host_mask);
+    free(m->host_target);
+    free(m->host_weight);
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
         l->saved = NULL;
@@ -31,6 +33,8 @@ void tfc_model_unbind(tfc_model *m)
     m->arena = m->params = m->grads = NULL;
     m->bound = NULL;
     m->host_mask = NULL;
+    m->host_target = m->host_weight = NULL;
+    m->target = m->row_weight = NULL;
     m->be = NULL;
 }
 
@@ -139,11 +143,16 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
         if (m->layers[i].mask_out && !m->layers[i].mask_in && m->layers[i].inputs[0] < 0)
             m->mask_layer = i;
     size_t o = 0, o_x, o_dx = 0, o_mask = 0, o_labels, o_scalars, o_ws, o_grads;
+    size_t o_target = 0, o_weight = 0;
+    size_t loss_rows = B * (size_t)m->label_rows, target_elems = loss_rows * (size_t)m->classes;
+    int smooth = m->loss_opt.label_smoothing > 0, weighted = m->loss_opt.class_weight != NULL;
     size_t label_elems = (size_t)m->label_rows * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
     o_x = o; o = align_up(o + in_bytes);
     if (m->mask_layer >= 0) { o_mask = o; o = align_up(o + B * (size_t)mask_steps(m) * 4); }
     o_labels = o; o = align_up(o + B * label_elems * 4);
     o_scalars = o; o = align_up(o + (size_t)(1 + m->nmetrics) * 4);
+    if (smooth) { o_target = o; o = align_up(o + target_elems * 4); }
+    if (weighted) { o_weight = o; o = align_up(o + loss_rows * 4); }
     size_t *o_y = calloc((size_t)m->nlayers * 4, sizeof *o_y);
     if (!o_y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     m->ws_bytes = 0;
@@ -177,7 +186,10 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     o = align_up(o + g_bytes);
     m->arena = alloc_or_report(be, o, "activations", max_batch, err);
     m->host_mask = m->mask_layer >= 0 ? malloc(B * (size_t)mask_steps(m) * 4) : NULL;
-    if (!m->arena || (m->mask_layer >= 0 && !m->host_mask)) {
+    m->host_target = smooth ? malloc(target_elems * 4) : NULL;
+    m->host_weight = weighted ? malloc(loss_rows * 4) : NULL;
+    if (!m->arena || (m->mask_layer >= 0 && !m->host_mask) || (smooth && !m->host_target) ||
+        (weighted && !m->host_weight)) {
         free(o_y);
         tfc_model_unbind(m);
         return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -188,6 +200,8 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     m->mask = m->mask_layer >= 0 ? (float *)(base + o_mask) : NULL;
     m->labels = base + o_labels;
     m->scalars = (float *)(base + o_scalars);
+    m->target = smooth ? (float *)(base + o_target) : NULL;
+    m->row_weight = weighted ? (float *)(base + o_weight) : NULL;
     m->ws = base + o_ws;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
@@ -351,7 +365,28 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
     }
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
     float scale = counted ? 1.0f / (float)counted : 0.f;
-    be->ops->loss(be, m->loss, from_logits, rows, m->classes, x, m->labels, weight, scale,
+    /* loss options: smoothed targets (a sparse label becomes a categorical target) and,
+     * after a training-mode forward only (Keras's fit(class_weight); evaluation is
+     * unweighted), the rows' class weights; the mean still divides by the counted rows.
+     * Metrics keep the plain labels and the 0/1 mask. */
+    tfc_loss_kind kind = m->loss;
+    const void *target = m->labels;
+    const float *loss_weight = weight;
+    int weighted = m->ex.training && m->row_weight;
+    if (m->target || weighted) {
+        tfc_loss_targets(m, labels, rows, weight ? m->host_mask : NULL, m->host_target,
+                         weighted ? m->host_weight : NULL);
+        if (m->target) {
+            be->ops->upload(be, m->target, m->host_target, (size_t)rows * (size_t)m->classes * 4);
+            target = m->target;
+            if (kind == TFC_LOSS_SPARSE_CCE) kind = TFC_LOSS_CCE;
+        }
+        if (weighted) {
+            be->ops->upload(be, m->row_weight, m->host_weight, (size_t)rows * 4);
+            loss_weight = m->row_weight;
+        }
+    }
+    be->ops->loss(be, kind, from_logits, rows, m->classes, x, target, loss_weight, scale,
                   m->scalars, dx);
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind != TFC_METRIC_LOSS)

@@ -29,8 +29,7 @@ static const tfc_dtype dtype_values[] = {TFC_F32, TFC_I32};
 
 typedef struct model_args {
     const char *name;
-    const tfc_node *input, *layers, *metrics;
-    int loss;
+    const tfc_node *input, *layers, *metrics, *loss;
 } model_args;
 
 static const tfc_field model_fields[] = {
@@ -40,8 +39,9 @@ static const tfc_field model_fields[] = {
      "{shape: [...], dtype: float32|int32}"},
     {"layers", TFC_F_NODE, offsetof(model_args, layers), NULL, TFC_UNBOUNDED, NULL,
      "the list of layers"},
-    {"loss", TFC_F_ENUM, offsetof(model_args, loss), "sparse_categorical_crossentropy",
-     TFC_UNBOUNDED, tfc_loss_names, "training loss"},
+    {"loss", TFC_F_NODE, offsetof(model_args, loss), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "training loss: a name (default sparse_categorical_crossentropy) or {type, "
+     "label_smoothing, class_weight}"},
     {"metrics", TFC_F_NODE, offsetof(model_args, metrics), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "accuracy, top_k_accuracy, loss"},
     {NULL}};
@@ -361,6 +361,7 @@ static tfc_status check_loss(tfc_model *m, const tfc_node *root, tfc_error *err)
                               tfc_loss_names[m->loss], last->name,
                               tfc_shape_str(s, buf, sizeof buf));
     }
+    if (tfc_loss_options_check(m, err)) return TFC_ERR_CONFIG;
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind == TFC_METRIC_TOP_K && m->metrics[i].k > m->classes)
             return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",
@@ -413,7 +414,7 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
      * independent part is checked, so one run reports them all. */
     if (status == TFC_OK || (status == TFC_ERR_CONFIG && a.input && a.layers)) {
         snprintf(m->name, sizeof m->name, "%s", a.name ? a.name : name ? name : "model");
-        m->loss = (tfc_loss_kind)a.loss;
+        if (tfc_loss_options_read(a.loss, &m->loss, &m->loss_opt, err)) status = TFC_ERR_CONFIG;
         input_args in;
         if (tfc_schema_apply(input_fields, a.input, "input", &in, err)) {
             status = TFC_ERR_CONFIG;
@@ -480,6 +481,7 @@ void tfc_model_free(tfc_model *m)
         free(l->args);
     }
     free(m->layers);
+    tfc_loss_options_free(&m->loss_opt);
     tfc_doc_free(m->doc_scratch);
     tfc_doc_free(m->doc);
     free(m);

@@ -101,7 +101,9 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
 /* Loss and metrics of the last forward pass against host labels: int32 class indices
  * [batch, label_rows] for sparse_categorical_crossentropy, float32 [batch, label_rows,
  * classes] otherwise. Labels out of range are TFC_ERR_DATA. With want_grad, the loss
- * gradient is left in the output's gradient for tfc_model_backward. */
+ * gradient is left in the output's gradient for tfc_model_backward. The model file's
+ * loss options apply: label smoothing always, class weights after a training-mode
+ * forward only (evaluation losses are unweighted, as Keras's validation). */
 tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err);
 

@@ -19,6 +19,28 @@ typedef struct tfc_bound {
     int zero_at;       /* the layer whose backward step zeroes the block first (graph.c) */
 } tfc_bound;
 
+/* `loss:`'s options (loss_options.c). */
+typedef struct tfc_loss_options {
+    double label_smoothing;    /* 0: none */
+    double *class_weight;      /* [nclass_weight], malloc'd; NULL: none */
+    int nclass_weight;
+    const tfc_node *node;      /* the `loss:` mapping, for errors */
+} tfc_loss_options;
+
+/* Reads `loss:` (a name or {type, label_smoothing, class_weight}) into *kind and `o`. */
+tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
+                                 tfc_loss_options *o, tfc_error *err);
+/* Once the classes are known: class_weight has one weight per class. */
+tfc_status tfc_loss_options_check(const tfc_model *m, tfc_error *err);
+void tfc_loss_options_free(tfc_loss_options *o);
+/* The field table of a `loss:` mapping, for help and docs. */
+const tfc_field *tfc_loss_fields(void);
+/* On the host, for `rows` rows of `labels` (as the loss takes them): the smoothed dense
+ * targets [rows, classes] into `target` and the rows' class weights (times the 0/1 `mask`
+ * when not NULL) into `weight`; either may be NULL (not wanted). */
+void tfc_loss_targets(const tfc_model *m, const void *labels, int64_t rows, const float *mask,
+                      float *target, float *weight);
+
 struct tfc_model {
     /* The description (model.c). */
     char name[128];
@@ -29,6 +51,7 @@ struct tfc_model {
     tfc_shape input_shape;
     tfc_dtype input_dtype;
     tfc_loss_kind loss;
+    tfc_loss_options loss_opt;
     tfc_metric metrics[TFC_MAX_METRICS];
     int nmetrics;
     int classes;
@@ -49,6 +72,8 @@ struct tfc_model {
     int mask_layer;        /* that Embedding, or -1 */
     float *host_mask;      /* host copy of the mask */
     void *labels;          /* device labels */
+    float *target, *row_weight; /* device: smoothed targets, class weights (loss_opt) */
+    float *host_target, *host_weight; /* their host staging */
     float *scalars;        /* device: loss, then one per metric */
     void *ws;
     size_t ws_bytes;

@@ -4,8 +4,10 @@
  * weights. */
 #include "solver/internal.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,7 +51,7 @@ int tfc_solver_stop_requested(const tfc_solver *s) { return s->opt.stop && *s->o
  * batch may be larger: inference is per example, so only the summation order changes) and
  * adds their row-weighted loss and metrics to sums[0] and sums[1 + i]. */
 static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc_eval *out,
-                            tfc_error *err)
+                            tfc_confusion *cm, float *outputs, tfc_error *err)
 {
     tfc_model *m = f->model;
     for (int at = 0; at < n; at += f->bind_batch) {
@@ -61,6 +63,11 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc
             s = tfc_model_loss(m, (char *)f->y + (size_t)at * (size_t)f->label_numel * 4, 0, &br,
                                err);
         if (s) return s;
+        if (outputs) {
+            tfc_model_get_output(m, outputs);
+            tfc_confusion_add(cm, outputs, (char *)f->y + (size_t)at * (size_t)f->label_numel * 4,
+                              tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE, k);
+        }
         sums[0] += br.loss * (double)br.count;
         for (int i = 0; i < tfc_model_nmetrics(m); i++) sums[1 + i] += br.metric[i] * (double)br.count;
         out->rows += br.count;
@@ -69,26 +76,51 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc
     return TFC_OK;
 }
 
-tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *stopped,
-                        tfc_error *err)
+/* The ranks' confusion matrices summed (counts below 2^53 are exact in doubles). */
+static tfc_status reduce_confusion(tfc_comm *c, tfc_confusion *cm, tfc_error *err)
+{
+    size_t n = (size_t)cm->classes * (size_t)cm->classes;
+    double *v = malloc(n * sizeof *v);
+    if (!v) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) v[i] = (double)cm->counts[i];
+    tfc_status st = c->ops->allreduce(c, v, (int64_t)n, 1, 1, err);
+    for (size_t i = 0; !st && i < n; i++) cm->counts[i] = (int64_t)v[i];
+    free(v);
+    return st;
+}
+
+tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_confusion *cm,
+                        int *stopped, tfc_error *err)
 {
     double sums[3 + TFC_MAX_METRICS] = {0}; /* loss, metrics, then rows and examples */
     memset(out, 0, sizeof *out);
     *stopped = 0;
     tfc_pipeline_reset(f->test);
+    float *outputs = NULL;
+    if (cm && cm->classes) {
+        tfc_confusion_reset(cm);
+        outputs = malloc((size_t)f->bind_batch * (size_t)cm->classes * sizeof *outputs);
+        if (!outputs) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
     for (;;) {
         /* Ranks of a data-parallel run finish the pass together (the sums below are
          * collective); the loop then stops them all at one iteration. */
         if (f->nranks <= 1 && tfc_solver_stop_requested(s)) {
             *stopped = 1;
-            return TFC_OK;
+            if (cm) tfc_confusion_reset(cm); /* a partial matrix is no result */
+            break;
         }
         int n, more;
         tfc_status st = tfc_feed_test_batch(f, &n, &more, err);
         if (!st && !more) break;
-        if (!st && n > 0) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, err);
-        if (st) return st;
+        if (!st && n > 0) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, cm, outputs, err);
+        if (st) {
+            free(outputs);
+            return st;
+        }
     }
+    free(outputs);
+    if (*stopped) return TFC_OK;
     if (f->nranks > 1) {
         /* Exact over ranks: the row-weighted sums and the counts, not means of means. */
         int nm = tfc_model_nmetrics(f->model);
@@ -96,6 +128,7 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *st
         sums[2 + nm] = (double)out->examples;
         tfc_comm *c = tfc_comm_world(err);
         tfc_status st = c ? c->ops->allreduce(c, sums, 3 + nm, 1, 1, err) : err->code;
+        if (!st && cm && cm->classes) st = reduce_confusion(c, cm, err);
         if (st) return st;
         out->rows = (int64_t)sums[1 + nm];
         out->examples = (int64_t)sums[2 + nm];
@@ -110,6 +143,13 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *st
 
 tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out, tfc_error *err)
 {
+    return tfc_solver_evaluate_classes(s, weights, out, NULL, err);
+}
+
+tfc_status tfc_solver_evaluate_classes(tfc_solver *s, const char *weights, tfc_eval *out,
+                                       tfc_confusion *cm, tfc_error *err)
+{
+    if (cm) memset(cm, 0, sizeof *cm);
     if (!s->cfg.test)
         return tfc_error_set(err, TFC_ERR_CONFIG, "%s has no data.test split to evaluate",
                              s->path);
@@ -118,7 +158,8 @@ tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out
     tfc_status st = be ? tfc_feed_for_evaluation(&f, s, be, weights, err) : err->code;
     if (!st) st = tfc_model_load_weights(s->model, weights, NULL, err);
     int stopped = 0;
-    if (!st) st = tfc_evaluate(&f, s, out, &stopped, err);
+    if (!st && cm) st = tfc_confusion_init(cm, s->model, f.test, err);
+    if (!st) st = tfc_evaluate(&f, s, out, cm, &stopped, err);
     if (!st) st = tfc_backend_status(be, err);
     tfc_feed_free(&f);
     if (be) tfc_backend_free(be);
@@ -136,4 +177,17 @@ void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t 
         if (tfc_model_metric(m, i)->kind != TFC_METRIC_LOSS)
             n += (size_t)snprintf(buf + n, size - n, "  %s %.4f", tfc_model_metric(m, i)->name,
                                   e->metric[i]);
+}
+
+char *tfc_solver_eval_json(tfc_solver *s, const tfc_eval *e, const tfc_confusion *cm)
+{
+    const char *names[TFC_MAX_METRICS];
+    int n = tfc_model_nmetrics(s->model);
+    for (int i = 0; i < n; i++) names[i] = tfc_model_metric(s->model, i)->name;
+    json_t *o = tfc_eval_json(e, names, n);
+    json_object_set_new(o, "examples", json_integer(e->examples));
+    if (cm && cm->classes) json_object_update_new(o, tfc_confusion_json(cm));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    return text;
 }

@@ -16,6 +16,7 @@
 #define TFC_MAX_SETS 256
 #define TFC_STATE_FORMAT "tfc-state"
 #define TFC_STATE_VERSION "1"
+#define TFC_CALLBACK_STATE 15   /* doubles of early stopping, plateau, rollback and tfc-ctl state */
 
 struct tfc_solver {
     tfc_solver_options opt;
@@ -65,6 +66,8 @@ tfc_status tfc_csv_row(tfc_csv_log *log, int64_t iter, const char *phase, double
                        const double *metrics, double lr, double seconds, tfc_error *err);
 void tfc_csv_close(tfc_csv_log *log);
 
+/* loss and the named metrics (a "loss" metric is not repeated) as a JSON object (json_t *). */
+void *tfc_eval_json(const tfc_eval *e, const char *const *names, int n);
 /* Writes summary.json (SPEC §4) atomically. `metric` names the best metric; `error`, when
  * not NULL, is recorded as "error". */
 tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
@@ -86,6 +89,12 @@ typedef struct tfc_snapshot_extra {
     double display[2 + TFC_MAX_METRICS]; /* since the last display: loss sum, rows, metric sums */
     void *pipeline;             /* the train pipeline's saved position */
     size_t pipeline_len;
+    int have_callbacks;         /* read: the state holds solver/callbacks (older ones do not) */
+    float *ema;                 /* [ema_n] host: the weight average (write: NULL = none; read:
+                                   malloc'd when the state has one, free it; the caller sets
+                                   ema_n to the parameter count first) */
+    int64_t ema_n;
+    double callbacks[TFC_CALLBACK_STATE]; /* early stopping and plateau (callbacks.c) */
 } tfc_snapshot_extra;
 
 /* The identity a state file must match to be resumed. */
@@ -187,9 +196,24 @@ tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err);
 /* Whether the caller's stop flag (opt->stop) is raised. */
 int tfc_solver_stop_requested(const tfc_solver *s);
 /* One pass over the test split of `f` in inference mode: loss and metrics averaged over
- * the rows each batch counted. A stop request cuts it short: *stopped = 1, `out` partial. */
-tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *stopped,
-                        tfc_error *err);
+ * the rows each batch counted; `cm` (NULL: none; its classes 0: skipped) gets the pass's
+ * confusion matrix. A stop request cuts it short: *stopped = 1, `out` partial. */
+tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_confusion *cm,
+                        int *stopped, tfc_error *err);
+
+/* ---- confusion matrices (confusion.c) ------------------------------------------------------ */
+
+/* Sized for `m` when it is a single-label classifier (else classes 0), with the class
+ * names of `test` (may be NULL) when it has one per class. */
+tfc_status tfc_confusion_init(tfc_confusion *cm, const tfc_model *m, const tfc_pipeline *test,
+                              tfc_error *err);
+void tfc_confusion_reset(tfc_confusion *cm);
+/* Adds `rows` rows: the argmax of each output row against its label (int32 when sparse,
+ * else the argmax of a one-hot row). */
+void tfc_confusion_add(tfc_confusion *cm, const float *outputs, const void *labels, int sparse,
+                       int rows);
+/* The JSON object of summary.json's final.test additions (a json_t *, new reference). */
+void *tfc_confusion_json(const tfc_confusion *cm);
 
 /* ---- progress (progress.c) ----------------------------------------------------------------- */
 
@@ -266,5 +290,86 @@ tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const 
 tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
                               const char *best_metric, const char *error, tfc_error *err);
 void tfc_rundir_close(tfc_rundir *d);
+
+/* ---- callbacks at test evaluations (callbacks.c) ------------------------------------------- */
+
+/* The run's early stopping and plateau state. */
+typedef struct tfc_callbacks {
+    tfc_early_stopping_state es;
+    tfc_plateau_state plateau;
+    double lr_scale;             /* the product of the rollbacks' lr_factor (1: none) */
+    double lr_set;               /* tfc-ctl set optimizer.learning_rate (0: none) */
+    int64_t rollbacks;
+    int stop;                    /* early stopping ended the run */
+} tfc_callbacks;
+
+/* A fresh state: the plateau rate is the optimizer's learning_rate. */
+void tfc_callbacks_init(tfc_callbacks *cb, const tfc_solver_config *c);
+/* The base rate the lr policy starts from: the plateau's current rate, else lr_set or
+ * learning_rate; times lr_scale. */
+double tfc_callbacks_base_lr(const tfc_callbacks *cb, const tfc_solver_config *c);
+/* Steps early stopping and the plateau with the test result `test` of iteration `iter`
+ * (`train`: the latest display's, NULL before the first). With restore_best an
+ * improvement writes RUN_DIR/early_stopping.safetensors (run_dir NULL: a rank that does
+ * not write); patience running out sets
+ * cb->stop and res's stop fields. Reductions and the stop are said on `prog`. */
+tfc_status tfc_callbacks_test(tfc_callbacks *cb, tfc_solver *s, const char *run_dir,
+                              const tfc_eval *test, const tfc_eval *train, int64_t iter,
+                              tfc_train_result *res, tfc_progress *prog, tfc_error *err);
+/* restore_best: loads RUN_DIR/early_stopping.safetensors into the model (the weights
+ * final.safetensors then holds) and says so on `prog`; nothing without a best. */
+tfc_status tfc_callbacks_restore_best(const tfc_callbacks *cb, tfc_solver *s,
+                                      const char *run_dir, tfc_progress *prog, tfc_error *err);
+/* Into and out of a snapshot's extra. */
+void tfc_callbacks_save(const tfc_callbacks *cb, double *out);
+void tfc_callbacks_load(tfc_callbacks *cb, const double *in);
+
+/* ---- the moving average of the weights (ema.c) -------------------------------------------- */
+
+/* The average of the parameter arena (n floats: trainable, then the others) on a device. */
+typedef struct tfc_ema {
+    tfc_ema_config cfg;
+    tfc_backend *be;
+    int64_t n;
+    float *avg, *backup;   /* device; NULL when off */
+    int started;           /* avg holds an average (0: the next update copies) */
+    int swapped;           /* the parameters hold avg; backup the live weights */
+} tfc_ema;
+
+/* Allocates the average and its swap buffer when c->enabled (TFC_ERR_NOMEM names them). */
+tfc_status tfc_ema_init(tfc_ema *e, const tfc_ema_config *c, tfc_backend *be, int64_t n,
+                        tfc_error *err);
+/* After update k: avg = d avg + (1 - d) params (d = tfc_ema_rate; a copy when not started). */
+void tfc_ema_update(tfc_ema *e, const float *params, int64_t k);
+/* Puts the average into `params` (keeping the live weights), and back. No-ops when off,
+ * not started, or already so. */
+void tfc_ema_swap_in(tfc_ema *e, float *params);
+void tfc_ema_swap_out(tfc_ema *e, float *params);
+void tfc_ema_release(tfc_ema *e);
+
+/* ---- the control FIFO (control.c) ------------------------------------------------------- */
+
+typedef struct tfc_control {
+    int fd;                 /* -1: closed */
+    char path[4200];
+    char buf[512];          /* bytes read, not yet a whole line */
+    size_t len;
+} tfc_control;
+
+/* Creates RUN_DIR/control (a FIFO; a stale one is replaced) and opens it without blocking. */
+tfc_status tfc_control_open(tfc_control *c, const char *run_dir, tfc_error *err);
+/* The next whole command line into `line` (without its newline): 1, or 0 when none waits. */
+int tfc_control_poll(tfc_control *c, char *line, size_t size);
+/* Closes and removes the FIFO. */
+void tfc_control_close(tfc_control *c);
+
+/* ---- what a resume changes (resume_diff.c) --------------------------------------------- */
+
+/* The differences between the config.yaml of the run that wrote STATE (its run directory,
+ * from the state's name) and the solver's resolved configuration, one "  path: old -> new"
+ * line each, "  (refused)" after those the state does not fit (the model, data, iter_size,
+ * optimizer keys but learning_rate), counted in *nrefused; malloc'd text, or NULL when
+ * there is none or no readable config.yaml. */
+char *tfc_resume_diff(const tfc_solver *s, const char *state, int *nrefused);
 
 #endif

@@ -1,7 +1,8 @@
 /* Learning-rate policies: pure functions of the iteration. Caffe's formulas
  * (SGDSolver::GetLearningRate) for fixed, step, multistep, exp, inv and poly; Keras's
- * CosineDecay for cosine; each with an optional linear warm-up. One field table per policy,
- * so a key that the chosen policy does not read is an error, not silently ignored. */
+ * CosineDecay for cosine; plateau's keys (Keras's ReduceLROnPlateau, stepped in plateau.c);
+ * each with an optional linear warm-up. One field table per policy, so a key that the
+ * chosen policy does not read is an error, not silently ignored. */
 #include "solver/optimizer.h"
 
 #include <math.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 
 const char *const tfc_lr_policy_names[TFC_LR_COUNT + 1] = {
-    "fixed", "step", "multistep", "exp", "inv", "poly", "cosine", NULL};
+    "fixed", "step", "multistep", "exp", "inv", "poly", "cosine", "plateau", NULL};
 
 #define OFF(member) offsetof(tfc_lr_policy, member)
 #define TYPE_FIELD                                                                           \
@@ -71,9 +72,30 @@ static const tfc_field cosine_fields[] = {
     WARMUP_FIELD,
     {NULL}};
 
+#define PL(member) OFF(plateau.member)
+static const tfc_field plateau_fields[] = {
+    TYPE_FIELD,
+    {"monitor", TFC_F_STRING, PL(monitor.name), "test/loss", TFC_UNBOUNDED, NULL,
+     "the watched value: test/METRIC or train/METRIC (Keras ReduceLROnPlateau's monitor)"},
+    {"mode", TFC_F_ENUM, PL(monitor.mode), "auto", TFC_UNBOUNDED, tfc_monitor_mode_names,
+     "min, max, or auto: min for a loss, max for accuracies"},
+    {"factor", TFC_F_FLOAT, PL(factor), "0.1", 0, 1, NULL,
+     "lr = max(lr * factor, min_lr) after `patience` evaluations without improvement; < 1"},
+    {"patience", TFC_F_INT, PL(patience), "10", 0, 2147483647, NULL,
+     "test evaluations without improvement before the rate falls"},
+    {"min_delta", TFC_F_FLOAT, PL(min_delta), "1e-4", 0, 1e30, NULL,
+     "the margin an improvement needs (absolute, or relative with threshold_mode: rel)"},
+    {"threshold_mode", TFC_F_ENUM, PL(threshold_mode), "abs", TFC_UNBOUNDED,
+     tfc_threshold_mode_names, "abs (Keras): best -/+ min_delta; rel (PyTorch): best * (1 -/+ min_delta)"},
+    {"cooldown", TFC_F_INT, PL(cooldown), "0", 0, 2147483647, NULL,
+     "test evaluations after a reduction during which no patience is counted"},
+    {"min_lr", TFC_F_FLOAT, PL(min_lr), "0.0", 0, 1e30, NULL, "the floor of the rate"},
+    WARMUP_FIELD,
+    {NULL}};
+
 static const tfc_field *const policy_tables[TFC_LR_COUNT] = {
     fixed_fields, step_fields, multistep_fields, exp_fields,
-    inv_fields,   poly_fields, cosine_fields};
+    inv_fields,   poly_fields, cosine_fields,    plateau_fields};
 
 const tfc_field *tfc_lr_policy_fields(tfc_lr_type type)
 {
@@ -114,6 +136,13 @@ tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_pol
                                       spath, "steps must increase: %d follows %d",
                                       out->steps.v[i], out->steps.v[i - 1]);
             }
+    if (s == TFC_OK && type == TFC_LR_PLATEAU && out->plateau.factor >= 1.0) {
+        char fpath[320];
+        snprintf(fpath, sizeof fpath, "%s.factor", path);
+        return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(map, "factor"), fpath,
+                              "expected a factor below 1 (the rate must fall), found %g",
+                              out->plateau.factor);
+    }
     return s;
 }
 
@@ -121,7 +150,8 @@ double tfc_lr_at(const tfc_lr_policy *p, double base_lr, int64_t iter, int64_t m
 {
     double it = (double)iter, lr = base_lr;
     switch ((tfc_lr_type)p->type) {
-    case TFC_LR_FIXED: break;
+    case TFC_LR_FIXED:
+    case TFC_LR_PLATEAU: break;
     case TFC_LR_STEP: lr = base_lr * pow(p->gamma, floor(it / p->step_size)); break;
     case TFC_LR_MULTISTEP: {
         int reached = 0;

@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/schema.h"
+#include "solver/monitor.h"
 
 /* ---- optimizers ------------------------------------------------------------------------- */
 
@@ -70,6 +71,7 @@ typedef enum tfc_lr_type {
     TFC_LR_INV,
     TFC_LR_POLY,
     TFC_LR_COSINE,
+    TFC_LR_PLATEAU,
     TFC_LR_COUNT
 } tfc_lr_type;
 
@@ -84,6 +86,7 @@ typedef struct tfc_lr_policy {
     int max_iter;        /* poly, cosine: the horizon; 0 = the solver's max_iter */
     double alpha;        /* cosine: the final rate as a fraction of the base rate */
     int warmup_iters;    /* linear warm-up over the first warmup_iters iterations */
+    tfc_plateau plateau; /* plateau: stepped at test evaluations (monitor.h) */
 } tfc_lr_policy;
 
 const tfc_field *tfc_lr_policy_fields(tfc_lr_type type);
@@ -95,7 +98,8 @@ tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_pol
 
 /* The learning rate of iteration `iter` (0-based, the update about to be made), as Caffe's
  * SGDSolver::GetLearningRate computes it from base_lr, times the warm-up factor
- * min(1, (iter + 1) / warmup_iters). `max_iter` is the solver's. */
+ * min(1, (iter + 1) / warmup_iters). `max_iter` is the solver's. plateau returns base_lr
+ * (times warm-up): the caller passes the rate its tfc_plateau_state holds. */
 double tfc_lr_at(const tfc_lr_policy *p, double base_lr, int64_t iter, int64_t max_iter);
 
 #endif

@@ -102,7 +102,7 @@ static json_t *number(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *eval_json(const tfc_eval *e, const char *const *names, int n)
+void *tfc_eval_json(const tfc_eval *e, const char *const *names, int n)
 {
     json_t *o = json_object();
     json_object_set_new(o, "loss", number(e->loss));
@@ -128,9 +128,14 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
     json_object_set_new(root, "global_batch", json_integer((json_int_t)res->rank_batch * res->ranks));
     json_t *final = json_object();
     if (res->have_train)
-        json_object_set_new(final, "train", eval_json(&res->train, metric_names, nmetrics));
-    if (res->have_test)
-        json_object_set_new(final, "test", eval_json(&res->test, metric_names, nmetrics));
+        json_object_set_new(final, "train", tfc_eval_json(&res->train, metric_names, nmetrics));
+    if (res->have_test) {
+        json_t *test = tfc_eval_json(&res->test, metric_names, nmetrics);
+        tfc_class_stats all = {0};
+        if (res->confusion && res->confusion->classes) tfc_confusion_macro(res->confusion, &all);
+        if (all.support > 0) json_object_update_new(test, tfc_confusion_json(res->confusion));
+        json_object_set_new(final, "test", test);
+    }
     json_object_set_new(root, "final", final);
     if (res->have_best) {
         json_t *best = json_object();
@@ -138,6 +143,13 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
         json_object_set_new(best, "value", number(res->best_value));
         json_object_set_new(best, "iteration", json_integer(res->best_iteration));
         json_object_set_new(root, "best", best);
+    }
+    if (res->rollbacks > 0) json_object_set_new(root, "rollbacks", json_integer(res->rollbacks));
+    if (res->status == TFC_RUN_STOPPED_EARLY) {
+        json_t *es = json_object();
+        json_object_set_new(es, "iteration", json_integer(res->stopped_iteration));
+        json_object_set_new(es, "reason", json_string(res->stop_reason));
+        json_object_set_new(root, "early_stopping", es);
     }
     if (res->last_snapshot[0])
         json_object_set_new(root, "last_snapshot", json_string(res->last_snapshot));

@@ -203,6 +203,9 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     add(&sw, "solver/best", TFC_F64, 1, &three, best);
     add(&sw, "solver/losses", TFC_F64, 1, &w, x->losses);
     add(&sw, "solver/display", TFC_F64, 1, &nd, x->display);
+    int64_t ncb = TFC_CALLBACK_STATE;
+    add(&sw, "solver/callbacks", TFC_F64, 1, &ncb, x->callbacks);
+    if (x->ema) add(&sw, "ema/params", TFC_F32, 1, &x->ema_n, x->ema);
     int64_t plen = (int64_t)x->pipeline_len;
     add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
 
@@ -424,6 +427,26 @@ static tfc_status read_counters(const tfc_st_file *f, const char *state_path,
     x->have_best = best[0] != 0;
     x->best_value = best[1];
     x->best_iteration = (int64_t)best[2];
+    /* Optional: state files written before early stopping and plateau lack it. */
+    const tfc_st_tensor *tcb = tfc_st_find(f, "solver/callbacks");
+    if (tcb && tcb->dtype == TFC_F64 && tcb->numel == TFC_CALLBACK_STATE) {
+        memcpy(x->callbacks, tcb->data, sizeof x->callbacks);
+        x->have_callbacks = 1;
+    } else if (tcb) {
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor 'solver/callbacks' is of the "
+                             "wrong type or size", state_path);
+    }
+    /* Optional: the weight average of a run with `ema:`. */
+    const tfc_st_tensor *tema = tfc_st_find(f, "ema/params");
+    if (tema) {
+        if (tema->dtype != TFC_F32 || tema->numel != x->ema_n)
+            return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor 'ema/params' has %lld values "
+                                 "for %lld parameters", state_path, (long long)tema->numel,
+                                 (long long)x->ema_n);
+        x->ema = malloc(tema->nbytes ? tema->nbytes : 1);
+        if (!x->ema) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        memcpy(x->ema, tema->data, tema->nbytes);
+    }
     double *saved = malloc((size_t)(tl->numel > 0 ? tl->numel : 1) * sizeof(double));
     x->losses = calloc((size_t)x->window, sizeof(double));
     x->pipeline = malloc(tp->nbytes ? tp->nbytes : 1);

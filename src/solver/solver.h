@@ -31,18 +31,26 @@ typedef struct tfc_solver_options {
     const char *out_dir;          /* --out; NULL: the resumed run's folder or
                                      runs/<model name>-<YYYYmmdd-HHMMSS> */
     const char *resume;           /* --resume STATE, or NULL */
+    int force;                    /* --force: a resume whose configuration changes what the
+                                     state does not fit starts a new run from its weights */
     int overwrite;                /* --overwrite: clear an earlier run's files in out_dir */
     const char *weights;          /* --weights FILE: initialise layers by name, or NULL */
     FILE *console;                /* progress, reports and notes; NULL: silent */
     int live;                     /* -1: a live progress line when console is a terminal;
                                      0: plain lines only; 1: always live */
     volatile sig_atomic_t *stop;  /* when it becomes nonzero the loop snapshots and stops */
+    volatile sig_atomic_t *snapshot_now; /* nonzero: the loop writes a snapshot after the
+                                            current iteration, clears it and goes on */
+    volatile sig_atomic_t *evaluate_now; /* nonzero: the same with a test pass (logged) */
 } tfc_solver_options;
 
 /* The checked solver keys (docs/solver.md lists them with their defaults). */
 typedef struct tfc_solver_config {
     tfc_optimizer_config optimizer;
     tfc_lr_policy lr_policy;
+    tfc_early_stopping early_stopping; /* .enabled 0: off */
+    tfc_ema_config ema;           /* .enabled 0: off */
+    tfc_rollback_config rollback; /* .enabled 0: a divergence stops the run */
     double weight_decay;          /* L2, added to the gradient: g += weight_decay * w */
     double clip_gradients;        /* global-norm clipping threshold; 0 = off */
     int iter_size;                /* batches accumulated per update */
@@ -78,7 +86,7 @@ tfc_solver *tfc_solver_from_string(const char *yaml, const char *name,
 void tfc_solver_free(tfc_solver *s);
 
 /* The field tables of a solver file, for help and docs: 0 the top level, 1 `data`,
- * 2 `snapshot`; NULL past the last. (Optimizers and policies: optimizer.h.) */
+ * 2 `snapshot`, 3 `early_stopping`, 4 `ema`, 5 `rollback`; NULL past the last. (Optimizers and policies: optimizer.h.) */
 const tfc_field *tfc_solver_fields(int which);
 
 const tfc_solver_config *tfc_solver_get_config(const tfc_solver *s);
@@ -106,10 +114,12 @@ typedef enum tfc_run_status {
     TFC_RUN_COMPLETED = 0,
     TFC_RUN_INTERRUPTED,  /* stopped by opt->stop after writing a snapshot */
     TFC_RUN_DIVERGED,     /* non-finite loss or gradient */
-    TFC_RUN_FAILED        /* any other error */
+    TFC_RUN_FAILED,       /* any other error */
+    TFC_RUN_STOPPED_EARLY /* early_stopping's patience ran out */
 } tfc_run_status;
 
-extern const char *const tfc_run_status_names[]; /* completed, interrupted, diverged, failed */
+/* completed, interrupted, diverged, failed, stopped_early */
+extern const char *const tfc_run_status_names[];
 
 /* Loss and metrics over one pass of a split, weighted by the rows each batch counted. */
 typedef struct tfc_eval {
@@ -118,6 +128,27 @@ typedef struct tfc_eval {
     int64_t rows;      /* rows averaged (examples, or unmasked steps) */
     int64_t examples;
 } tfc_eval;
+
+/* The confusion matrix of a test pass, for single-label classifiers (sparse or one-hot
+ * categorical cross-entropy, one row per example); classes 0 otherwise. */
+typedef struct tfc_confusion {
+    int classes;
+    int64_t *counts;   /* [classes * classes]: row the true class, column the predicted */
+    char **names;      /* the test source's class names, or NULL (indices are shown) */
+} tfc_confusion;
+
+/* Per class (or macro-averaged over all classes): precision, recall, F1 (0 where undefined,
+ * scikit-learn's zero_division=0) and support (true rows; macro: all rows). */
+typedef struct tfc_class_stats {
+    double precision, recall, f1;
+    int64_t support;
+} tfc_class_stats;
+
+void tfc_confusion_class(const tfc_confusion *cm, int c, tfc_class_stats *out);
+void tfc_confusion_macro(const tfc_confusion *cm, tfc_class_stats *out);
+/* The per-class table (with a macro row) and the matrix, class names when known. */
+void tfc_confusion_print(const tfc_confusion *cm, FILE *f);
+void tfc_confusion_free(tfc_confusion *cm);
 
 typedef struct tfc_train_result {
     tfc_run_status status;
@@ -134,6 +165,11 @@ typedef struct tfc_train_result {
     double best_value;
     int64_t best_iteration;
     char last_snapshot[4096];   /* state file of the newest snapshot, "" when none */
+    int64_t stopped_iteration;  /* stopped_early: the iteration, and why */
+    char stop_reason[512];
+    int rollbacks;              /* divergences rolled back (rollback:) */
+    const tfc_confusion *confusion; /* the last test's, while summary.json is written; NULL
+                                       when tfc_solver_train returns */
 } tfc_train_result;
 
 /* Trains: creates the run directory, binds the model on the device, builds the pipelines,
@@ -148,6 +184,15 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
  * TFC_ERR_CONFIG. */
 tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out,
                                tfc_error *err);
+
+/* tfc_solver_evaluate, also filling *cm (free it with tfc_confusion_free; classes 0 when
+ * the model is no single-label classifier). */
+tfc_status tfc_solver_evaluate_classes(tfc_solver *s, const char *weights, tfc_eval *out,
+                                       tfc_confusion *cm, tfc_error *err);
+
+/* The evaluation as one JSON object: loss, the model's metrics, examples, and with a
+ * confusion matrix its macro precision/recall/f1, per_class and confusion. malloc'd text. */
+char *tfc_solver_eval_json(tfc_solver *s, const tfc_eval *e, const tfc_confusion *cm);
 
 /* Formats "loss 0.2500  accuracy 0.9120" for the model's metrics. */
 void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size);

@@ -11,10 +11,11 @@
 #include "solver/internal.h"
 
 const char *const tfc_run_status_names[] = {"completed", "interrupted", "diverged", "failed",
-                                            NULL};
+                                            "stopped_early", NULL};
 
 typedef struct solver_args {
-    const tfc_node *model, *data, *optimizer, *lr_policy, *snapshot;
+    const tfc_node *model, *data, *optimizer, *lr_policy, *snapshot, *early_stopping, *ema,
+        *rollback;
     double weight_decay, clip_gradients;
     int iter_size, max_iter, test_interval, display, average_loss, seed;
     int deterministic, tf32;
@@ -30,7 +31,15 @@ static const tfc_field solver_fields[] = {
     {"optimizer", TFC_F_NODE, ARG(optimizer), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "{type: sgd|adam|adamw|rmsprop|adagrad, ...}; default sgd"},
     {"lr_policy", TFC_F_NODE, ARG(lr_policy), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "{type: fixed|step|multistep|exp|inv|poly|cosine, ...}; default fixed"},
+     "{type: fixed|step|multistep|exp|inv|poly|cosine|plateau, ...}; default fixed"},
+    {"early_stopping", TFC_F_NODE, ARG(early_stopping), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{monitor, mode, patience, min_delta, baseline, start_from, restore_best} (Keras "
+     "EarlyStopping, counted in test evaluations); default off"},
+    {"ema", TFC_F_NODE, ARG(ema), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{decay, warmup}: test, best and final use a moving average of the weights; default off"},
+    {"rollback", TFC_F_NODE, ARG(rollback), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{lr_factor, max_rollbacks}: a non-finite loss reloads the last snapshot with a lower "
+     "rate; default off (the run stops)"},
     {"weight_decay", TFC_F_FLOAT, ARG(weight_decay), "0.0", 0, 1e30, NULL,
      "L2 regularisation: weight_decay * w is added to every gradient"},
     {"clip_gradients", TFC_F_FLOAT, ARG(clip_gradients), "0.0", 0, 1e30, NULL,
@@ -85,11 +94,52 @@ static const tfc_field snapshot_fields[] = {
      "newest complete snapshots kept; 0 = all"},
     {NULL}};
 
-/* The field tables of a solver file (0: top level, 1: data, 2: snapshot), for help and docs. */
+/* The field tables of a solver file (0: top level, 1: data, 2: snapshot, 3: early_stopping,
+ * 4: ema, 5: rollback), for help and docs. */
 const tfc_field *tfc_solver_fields(int which)
 {
-    static const tfc_field *const tables[] = {solver_fields, data_fields, snapshot_fields};
-    return which >= 0 && which < 3 ? tables[which] : NULL;
+    static const tfc_field *const tables[] = {solver_fields, data_fields, snapshot_fields,
+                                              tfc_early_stopping_fields, tfc_ema_fields,
+                                              tfc_rollback_fields};
+    return which >= 0 && which < 6 ? tables[which] : NULL;
+}
+
+/* A callback's monitor is read at test evaluations: it needs them, and train/ values need
+ * displays. */
+static tfc_status check_monitor(const tfc_solver_config *c, const tfc_monitor *m,
+                                const tfc_node *node, const char *path, tfc_error *err)
+{
+    if (!c->test || c->test_interval <= 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, path,
+                              "%s is stepped at each test evaluation: it needs data.test and "
+                              "test_interval > 0",
+                              path);
+    if (m->train && c->display <= 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, path,
+                              "monitor %s is the latest display's value: it needs display > 0",
+                              m->name);
+    return TFC_OK;
+}
+
+/* early_stopping and the plateau policy: their monitors resolved against the model. */
+static tfc_status read_callbacks(tfc_solver_config *c, const tfc_model *model,
+                                 const tfc_node *es, const tfc_node *policy, tfc_error *err)
+{
+    tfc_status st = TFC_OK;
+    if (tfc_early_stopping_read(es, "early_stopping", model, &c->early_stopping, err))
+        st = TFC_ERR_CONFIG;
+    else if (c->early_stopping.enabled &&
+             check_monitor(c, &c->early_stopping.monitor, es, "early_stopping", err))
+        st = TFC_ERR_CONFIG;
+    if (c->lr_policy.type == TFC_LR_PLATEAU) {
+        const tfc_node *mon = policy && policy->kind == TFC_NODE_MAP
+                                  ? tfc_node_get(policy, "monitor") : NULL;
+        if (tfc_monitor_resolve(&c->lr_policy.plateau.monitor, model,
+                                mon ? mon : policy, "lr_policy.monitor", err) ||
+            check_monitor(c, &c->lr_policy.plateau.monitor, policy, "lr_policy", err))
+            st = TFC_ERR_CONFIG;
+    }
+    return st;
 }
 
 /* ---- hashing the resolved configuration ----------------------------------------------------- */
@@ -263,6 +313,8 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     if (tfc_optimizer_config_read(a.optimizer, "optimizer", &c->optimizer, err))
         status = TFC_ERR_CONFIG;
     if (tfc_lr_policy_read(a.lr_policy, "lr_policy", &c->lr_policy, err)) status = TFC_ERR_CONFIG;
+    if (tfc_ema_config_read(a.ema, &c->ema, err)) status = TFC_ERR_CONFIG;
+    if (tfc_rollback_config_read(a.rollback, &c->rollback, err)) status = TFC_ERR_CONFIG;
     snapshot_args sn;
     if (tfc_schema_apply(snapshot_fields, a.snapshot, "snapshot", &sn, err)) status = TFC_ERR_CONFIG;
     c->snapshot_interval = sn.interval;
@@ -292,6 +344,8 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
         if (dot && dot != stem) *dot = 0;
         s->model = tfc_model_from_node(a.model, stem, err);
         if (!s->model) status = TFC_ERR_CONFIG;
+        else if (!status && read_callbacks(c, s->model, a.early_stopping, a.lr_policy, err))
+            status = TFC_ERR_CONFIG;
     }
     if (status) return NULL;
 

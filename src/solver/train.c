@@ -1,10 +1,12 @@
 /* The training loop, as Caffe's Solver::Step: per iteration, iter_size batches are run
  * forward and backward with their gradients accumulated, the average is clipped to a
  * global norm and handed with the iteration's learning rate to the optimizer; then display
- * (the loss smoothed over average_loss iterations), test, snapshot and signal checks. A
- * non-finite loss or gradient stops the run naming the iteration and the first layer whose
- * output went non-finite. All randomness is keyed by (seed, step), and the state file holds
- * the rest, so a resumed run on the CPU repeats the uninterrupted one bit for bit.
+ * (the loss smoothed over average_loss iterations), test (with early stopping and the
+ * plateau policy stepped after it, on the ema weights when on), snapshot, signal and tfc-ctl
+ * checks. A non-finite loss or gradient stops the run naming the iteration and the first
+ * layer whose output went non-finite, or with `rollback:` reloads the newest snapshot.
+ * All randomness is keyed by (seed, step), and the state file holds the rest, so a resumed
+ * run on the CPU repeats the uninterrupted one bit for bit.
  * Data-parallel (docs/distributed.md): each of N ranks runs its rows of every batch, the
  * gradients and losses are summed over the ranks before the average, and only rank 0 writes. */
 #include <math.h>
@@ -28,6 +30,12 @@ typedef struct run {
     int64_t iter;                    /* completed iterations */
     double lr;                       /* the learning rate shown and logged: the latest step's */
     int64_t last_test, last_snap;    /* iterations of the last test and snapshot; -1: none */
+    tfc_callbacks cb;                /* early stopping and the plateau policy */
+    tfc_confusion cm;                /* the last test's confusion matrix */
+    tfc_ema ema;                     /* the weight average (ema:) */
+    tfc_control ctl;                 /* RUN_DIR/control, tfc-ctl's FIFO (rank 0) */
+    int ctl_stop;                    /* tfc-ctl asked to stop */
+    int forced;                      /* --force: a refused resume becomes a new run */
     tfc_comm *comm;                  /* the ranks of a data-parallel run (self: one) */
     float *host_grads;               /* a GPU's gradients staged for the reduction */
     int stopped;                     /* a stop request ended the loop (on every rank) */
@@ -79,8 +87,18 @@ static tfc_status snapshot(run *r, tfc_error *err)
     x.best_value = r->res->best_value;
     x.best_iteration = r->res->best_iteration;
     tfc_progress_save(&r->prog, &x);
+    tfc_callbacks_save(&r->cb, x.callbacks);
     tfc_error *inner = malloc(sizeof *inner);
     if (!inner) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    if (r->ema.started) {
+        x.ema_n = r->ema.n;
+        x.ema = malloc((size_t)x.ema_n * sizeof(float));
+        if (!x.ema) {
+            free(inner);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        }
+        r->be->ops->download(r->be, x.ema, r->ema.avg, (size_t)x.ema_n * sizeof(float));
+    }
     tfc_error_clear(inner);
     tfc_status s = tfc_pipeline_save_state(r->feed.train, &x.pipeline, &x.pipeline_len, inner);
     if (!s) {
@@ -88,6 +106,7 @@ static tfc_status snapshot(run *r, tfc_error *err)
         s = tfc_snapshot_write(r->s->model, &r->opt, &id, &x, weights, state, inner);
     }
     free(x.pipeline);
+    free(x.ema);
     if (s) {
         tfc_error_set(err, s, "writing the snapshot of iteration %lld: %s%s%s", (long long)r->iter,
                       inner->file, inner->file[0] ? ": " : "", inner->msg);
@@ -232,9 +251,10 @@ static tfc_status train_step(run *r, tfc_error *err)
     if (!isfinite(sumsq)) return bad_gradient(r, err);
     double norm = sqrt(sumsq) * scale;
     if (c->clip_gradients > 0 && norm > c->clip_gradients) scale *= c->clip_gradients / norm;
-    r->lr = tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, r->iter, c->max_iter);
+    r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     tfc_optimizer_step(&r->opt, r->iter, r->lr, scale, c->weight_decay, tfc_model_params(m),
                        grads);
+    tfc_ema_update(&r->ema, tfc_model_params(m), r->iter);
     /* a failed asynchronous GPU op (launch, cuBLAS, cuDNN) is reported at this step */
     s = tfc_backend_status(r->be, err);
     if (s) return s;
@@ -284,11 +304,11 @@ static tfc_status record_test(run *r, const tfc_eval *e, tfc_error *err)
     return tfc_model_save_weights(r->s->model, best, err);
 }
 
-static tfc_status run_test(run *r, int *stopped, tfc_error *err)
+static tfc_status test_weights(run *r, int *stopped, tfc_error *err)
 {
     double t0 = tfc_now();
     tfc_eval e;
-    tfc_status s = tfc_evaluate(&r->feed, r->s, &e, stopped, err);
+    tfc_status s = tfc_evaluate(&r->feed, r->s, &e, &r->cm, stopped, err);
     if (!s) s = tfc_backend_status(r->be, err);
     tfc_progress_exclude(&r->prog, tfc_now() - t0); /* testing is not training speed */
     if (s || *stopped) return s;
@@ -299,44 +319,117 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
     tfc_progress_say(&r->prog, "test %lld: %s  (best %s %.4f at %lld)\n", (long long)r->iter, line,
                      ranking_name(r->s->model), r->res->best_value,
                      (long long)r->res->best_iteration);
-    return tfc_rundir_log(&r->dir, "test", r->iter, &e, r->lr, tfc_progress_elapsed(&r->prog),
-                          err);
+    s = tfc_rundir_log(&r->dir, "test", r->iter, &e, r->lr, tfc_progress_elapsed(&r->prog), err);
+    if (!s)
+        s = tfc_callbacks_test(&r->cb, r->s, writer(r) ? r->dir.path : NULL, &e,
+                               r->res->have_train ? &r->res->train : NULL, r->iter, r->res,
+                               &r->prog, err);
+    return s;
+}
+
+/* A test pass, its records and callbacks, on the weight average when `ema:` is on. */
+static tfc_status run_test(run *r, int *stopped, tfc_error *err)
+{
+    tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
+    tfc_status st = test_weights(r, stopped, err);
+    tfc_ema_swap_out(&r->ema, tfc_model_params(r->s->model));
+    return st;
 }
 
 /* ---- starting: fresh, from --weights, or resumed ------------------------------------------------ */
 
-static tfc_status resume(run *r, tfc_error *err)
+/* Everything of a state file into the run: weights, optimizer, pipeline position,
+ * progress, callbacks, the weight average, the iteration and the best result. */
+static tfc_status load_state(run *r, const char *state, int *differs, tfc_error *err)
 {
-    const char *state = r->s->opt.resume;
     tfc_snapshot_extra x = {0};
     x.window = r->prog.window;
-    int differs = 0;
+    x.ema_n = tfc_model_param_count(r->s->model);
     tfc_snapshot_id id = snapshot_id(r);
-    tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, &differs, err);
+    tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, differs, err);
     if (!st) st = tfc_pipeline_restore_state(r->feed.train, x.pipeline, x.pipeline_len, err);
     if (!st) tfc_progress_restore(&r->prog, &x);
+    if (!st && x.have_callbacks) tfc_callbacks_load(&r->cb, x.callbacks);
+    if (!st && x.ema && r->ema.avg) {
+        r->be->ops->upload(r->be, r->ema.avg, x.ema, (size_t)x.ema_n * sizeof(float));
+        r->ema.started = 1;
+    }
+    free(x.ema);
     free(x.pipeline);
     free(x.losses);
-    if (st) {
-        tfc_error_prefix(err, "cannot resume: ");
-        return st;
-    }
+    if (st) return st;
     r->iter = x.iteration;
     r->res->have_best = x.have_best;
     r->res->best_value = x.best_value;
     r->res->best_iteration = x.best_iteration;
-    if (r->iter > r->s->cfg.max_iter)
-        return tfc_error_set(err, TFC_ERR_USAGE, "%s is at iteration %lld, beyond max_iter %d",
-                             state, (long long)r->iter, r->s->cfg.max_iter);
+    return TFC_OK;
+}
+
+static tfc_status resume(run *r, tfc_error *err)
+{
+    const char *state = r->s->opt.resume;
+    int differs = 0, nrefused = 0;
+    char *changes = tfc_resume_diff(r->s, state, &nrefused);
+    if (nrefused) {
+        tfc_error_set(err, TFC_ERR_USAGE,
+                      "cannot resume: %d change(s) to the configuration do not fit the "
+                      "snapshot's state (its run's config.yaml -> now):\n%s",
+                      nrefused, changes);
+        tfc_error_hint(err, "resume with the run's configuration, or start a new run from the "
+                            "snapshot's weights with --force (or --weights)");
+        if (r->s->opt.force) {
+            tfc_progress_say(&r->prog, "--force: %d change(s) do not fit the snapshot's state:\n%s",
+                             nrefused, changes);
+            r->forced = 1;
+        }
+        free(changes);
+        return TFC_ERR_USAGE;
+    }
+    tfc_status st = load_state(r, state, &differs, err);
+    if (st) tfc_error_prefix(err, "cannot resume: ");
+    else if (r->iter > r->s->cfg.max_iter)
+        st = tfc_error_set(err, TFC_ERR_USAGE, "%s is at iteration %lld, beyond max_iter %d",
+                           state, (long long)r->iter, r->s->cfg.max_iter);
+    if (st) {
+        free(changes);
+        return st;
+    }
     snprintf(r->res->last_snapshot, sizeof r->res->last_snapshot, "%s", state);
     r->last_snap = r->iter;
+    r->res->rollbacks = (int)r->cb.rollbacks;
     tfc_progress_say(&r->prog, "resuming from %s at iteration %lld\n", state, (long long)r->iter);
-    if (differs)
+    if (differs) {
         tfc_progress_say(&r->prog,
-                         "note: the configuration differs from the snapshot's; continuing (the "
-                         "run repeats an uninterrupted one exactly only with the same "
-                         "configuration)\n");
+                         "note: the configuration differs from the snapshot's%s\n%scontinuing "
+                         "(the run repeats an uninterrupted one exactly only with the same "
+                         "configuration)\n",
+                         changes ? " (its run's config.yaml -> now):" : ";", changes ? changes : "");
+    }
+    free(changes);
     return TFC_OK;
+}
+
+/* --force after a refused resume: a new run (in --out, else a new folder: the resumed run's
+ * stays as it is) from the snapshot's weights, loaded by name; iteration 0, fresh optimizer. */
+static tfc_status load_initial_weights(run *r, const char *path, tfc_error *err);
+static tfc_status weights_only_start(run *r, tfc_error *err)
+{
+    const char *state = r->s->opt.resume;
+    char weights[4200];
+    size_t n = strlen(state);
+    if (n < 6 || strcmp(state + n - 6, ".state"))
+        return tfc_error_set(err, TFC_ERR_USAGE, "--force: %s is not named NAME.state", state);
+    snprintf(weights, sizeof weights, "%.*s.safetensors", (int)(n - 6), state);
+    tfc_error_clear(err);
+    if (!r->s->opt.out_dir) {
+        tfc_solver fresh = *r->s; /* the folder a run without --resume would take */
+        fresh.opt.resume = NULL;
+        tfc_rundir_choose(&r->dir, &fresh);
+        r->dir.s = r->s;
+    }
+    tfc_progress_say(&r->prog, "--force: not resuming; a new run in %s from the weights of %s\n",
+                     r->dir.path, weights);
+    return load_initial_weights(r, weights, err);
 }
 
 /* --weights: initialises layers by name and reports what matched. */
@@ -362,33 +455,150 @@ static tfc_status start(run *r, tfc_error *err)
     r->feed.rank = r->comm->rank;
     r->feed.nranks = r->comm->size;
     tfc_status st = tfc_feed_for_training(&r->feed, s, r->be, err);
+    if (!st) st = tfc_confusion_init(&r->cm, s->model, r->feed.test, err);
+    if (!st) st = tfc_ema_init(&r->ema, &c->ema, r->be, tfc_model_param_count(s->model), err);
     if (!st)
         st = tfc_optimizer_init(&r->opt, &c->optimizer, r->be, tfc_model_trainable_count(s->model),
                                 err);
     if (!st) st = tfc_model_init_weights(s->model, (uint64_t)c->seed, err);
     if (st) return st;
     tfc_rundir_choose(&r->dir, s);
+    tfc_callbacks_init(&r->cb, c);
     if (s->opt.resume) st = resume(r, err);
     else if (s->opt.weights) st = load_initial_weights(r, s->opt.weights, err);
-    int64_t resumed_at = s->opt.resume ? r->iter : -1;
+    if (st == TFC_ERR_USAGE && r->forced) st = weights_only_start(r, err);
+    int64_t resumed_at = s->opt.resume && !r->forced ? r->iter : -1;
     if (!st && r->comm->size > 1) st = share_weights(r, err);
     if (st || !writer(r)) return st;
     st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
     if (!st) st = tfc_snapshot_set_open(&r->snaps, r->dir.path, c->snapshot_prefix, resumed_at, err);
+    if (!st) {
+        tfc_error quiet;
+        tfc_error_clear(&quiet);
+        if (tfc_control_open(&r->ctl, r->dir.path, &quiet))
+            tfc_progress_say(&r->prog, "note: no tfc-ctl for this run (%s)\n", quiet.msg);
+    }
     return st;
 }
 
 /* ---- the loop and the end ---------------------------------------------------------------------- */
 
+/* rollback: a divergence reloads the newest snapshot while rollbacks are left. */
+static int can_roll_back(const run *r)
+{
+    const tfc_rollback_config *c = &r->s->cfg.rollback;
+    /* (single-process runs: the ranks of a data-parallel one hold no snapshot names) */
+    return c->enabled && r->comm->size == 1 && r->cb.rollbacks < c->max_rollbacks &&
+           r->res->last_snapshot[0];
+}
+
+static tfc_status roll_back(run *r, tfc_error *err)
+{
+    const tfc_rollback_config *c = &r->s->cfg.rollback;
+    char state[4096];
+    snprintf(state, sizeof state, "%s", r->res->last_snapshot);
+    double scale = r->cb.lr_scale * c->lr_factor;
+    int64_t n = r->cb.rollbacks + 1;
+    tfc_progress_say(&r->prog, "rollback %lld/%d: %s; reloading %s, learning rate x %g\n",
+                     (long long)n, c->max_rollbacks, err->msg, state, scale);
+    tfc_error_clear(err);
+    int differs = 0;
+    tfc_status st = load_state(r, state, &differs, err);
+    if (st) {
+        tfc_error_prefix(err, "rollback: cannot reload %s: ", state);
+        return st;
+    }
+    r->cb.lr_scale = scale;
+    r->cb.rollbacks = n;
+    r->res->rollbacks = (int)n;
+    r->last_snap = r->iter;
+    r->lr = tfc_lr_at(&r->s->cfg.lr_policy, tfc_callbacks_base_lr(&r->cb, &r->s->cfg), r->iter,
+                      r->s->cfg.max_iter);
+    return TFC_OK;
+}
+
+/* tfc-ctl's `set KEY=VALUE`: optimizer.learning_rate, the base rate from now on (the
+ * plateau's current rate under that policy); kept in snapshots. */
+static void control_set(run *r, const char *assignment)
+{
+    const char *key = "optimizer.learning_rate=";
+    char *end = NULL;
+    double v = strncmp(assignment, key, strlen(key)) ? 0 : strtod(assignment + strlen(key), &end);
+    if (r->comm->size > 1) {
+        tfc_progress_say(&r->prog, "tfc-ctl: set refused: a data-parallel run takes no new "
+                                   "learning rate while it runs\n");
+        return;
+    }
+    if (!end || *end || !(v > 0) || !isfinite(v)) {
+        tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: only optimizer.learning_rate=V "
+                                   "(V > 0) can be set while training\n",
+                         assignment);
+        return;
+    }
+    r->cb.lr_set = v;
+    if (r->s->cfg.lr_policy.type == TFC_LR_PLATEAU) r->cb.plateau.lr = v;
+    tfc_progress_say(&r->prog, "tfc-ctl: optimizer.learning_rate = %g from iteration %lld\n", v,
+                     (long long)r->iter + 1);
+}
+
+/* Commands from RUN_DIR/control into the request flags. */
+static void read_control(run *r, int *evaluate, int *snap)
+{
+    char line[512];
+    while (tfc_control_poll(&r->ctl, line, sizeof line)) {
+        if (!strcmp(line, "snapshot")) *snap = 1;
+        else if (!strcmp(line, "evaluate")) *evaluate = 1;
+        else if (!strcmp(line, "stop")) r->ctl_stop = 1;
+        else if (!strncmp(line, "set ", 4)) control_set(r, line + 4);
+        else tfc_progress_say(&r->prog, "tfc-ctl: unknown command '%s' ignored\n", line);
+    }
+}
+
+/* The caller's requests (tfc-train: SIGUSR1, SIGUSR2) and tfc-ctl's: a snapshot or a test
+ * pass now, unless this iteration already made one. */
+static tfc_status on_request(run *r, tfc_error *err)
+{
+    const tfc_solver_options *o = &r->s->opt;
+    tfc_status st = TFC_OK;
+    int evaluate = 0, snap = 0;
+    read_control(r, &evaluate, &snap);
+    if (o->evaluate_now && *o->evaluate_now) evaluate = 1;
+    if (o->snapshot_now && *o->snapshot_now) snap = 1;
+    /* the ranks of a data-parallel run test and snapshot together */
+    evaluate = tfc_comm_any(r->comm, evaluate);
+    snap = tfc_comm_any(r->comm, snap);
+    if (evaluate) {
+        if (o->evaluate_now) *o->evaluate_now = 0;
+        int stopped = 0;
+        if (r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
+        else if (!r->feed.test) tfc_progress_say(&r->prog, "evaluate: the solver has no data.test\n");
+    }
+    if (!st && snap) {
+        if (o->snapshot_now) *o->snapshot_now = 0;
+        if (r->last_snap != r->iter) st = snapshot(r, err);
+    }
+    return st;
+}
+
 static tfc_status loop(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_progress_loop_start(&r->prog, r->iter);
-    r->lr = tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, r->iter, c->max_iter);
+    r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
+    /* rollback needs a snapshot to return to, from the start */
+    if (c->rollback.enabled && !r->res->last_snapshot[0] && r->iter < c->max_iter) {
+        tfc_status st = snapshot(r, err);
+        if (st) return st;
+    }
     while (r->iter < c->max_iter) {
-        /* a stop on any rank stops every rank at this iteration */
-        if ((r->stopped = tfc_comm_any(r->comm, tfc_solver_stop_requested(r->s)))) break;
+        /* a stop on any rank (a signal, tfc-ctl on rank 0) stops every rank here */
+        if ((r->stopped = tfc_comm_any(r->comm, tfc_solver_stop_requested(r->s) || r->ctl_stop)))
+            break;
         tfc_status st = train_step(r, err);
+        if (st == TFC_ERR_NUMERIC && can_roll_back(r)) {
+            st = roll_back(r, err);
+            if (!st) continue;
+        }
         if (st) return st;
         if (c->display > 0 && r->iter % c->display == 0) st = display(r, err);
         else tfc_progress_live(&r->prog, r->iter, r->lr);
@@ -396,9 +606,11 @@ static tfc_status loop(run *r, tfc_error *err)
         if (!st && r->feed.test && c->test_interval > 0 && r->iter % c->test_interval == 0 &&
             r->iter < c->max_iter)
             st = run_test(r, &stopped, err);
+        if (!st && r->cb.stop) break;
         if (!st && c->snapshot_interval > 0 && r->iter % c->snapshot_interval == 0 &&
             r->iter < c->max_iter)
             st = snapshot(r, err);
+        if (!st) st = on_request(r, err);
         if (st) return st;
     }
     return TFC_OK;
@@ -408,7 +620,8 @@ static tfc_status finish_run(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_status st = TFC_OK;
-    int stopped = r->stopped || (r->comm->size == 1 && tfc_solver_stop_requested(r->s));
+    int stopped = r->stopped ||
+                  (r->comm->size == 1 && (tfc_solver_stop_requested(r->s) || r->ctl_stop));
     if (!stopped && r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
     if (st) return st;
     if (tfc_progress_pending(&r->prog) > 0 && (c->display == 0 || r->iter % c->display != 0)) {
@@ -422,17 +635,24 @@ static tfc_status finish_run(run *r, tfc_error *err)
         }
     }
     if (!st && r->last_snap != r->iter) st = snapshot(r, err);
+    if (!st && !stopped) tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
+    if (!st && !stopped && writer(r))
+        st = tfc_callbacks_restore_best(&r->cb, r->s, r->dir.path, &r->prog, err);
     if (!st && !stopped && writer(r)) {
         char final[4200];
         snprintf(final, sizeof final, "%s/final.safetensors", r->dir.path);
         st = tfc_model_save_weights(r->s->model, final, err);
     }
-    r->res->status = stopped ? TFC_RUN_INTERRUPTED : TFC_RUN_COMPLETED;
+    if (stopped) r->res->status = TFC_RUN_INTERRUPTED;
+    else if (r->cb.stop && r->iter < c->max_iter) r->res->status = TFC_RUN_STOPPED_EARLY;
+    else r->res->status = TFC_RUN_COMPLETED;
     return st;
 }
 
 static void free_run(run *r)
 {
+    tfc_control_close(&r->ctl);
+    tfc_ema_release(&r->ema); /* before its backend */
     tfc_rundir_close(&r->dir);
     if (r->opt.be) tfc_optimizer_release(&r->opt);
     tfc_feed_free(&r->feed);
@@ -440,11 +660,12 @@ static void free_run(run *r)
     if (r->be) tfc_backend_free(r->be);
     tfc_progress_free(&r->prog);
     tfc_snapshot_set_free(&r->snaps);
+    tfc_confusion_free(&r->cm);
 }
 
 tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err)
 {
-    run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1};
+    run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1, .ctl = {.fd = -1}};
     memset(res, 0, sizeof *res);
     r.comm = tfc_comm_world(err);
     if (!r.comm) return err->code;
@@ -478,9 +699,11 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
      * of a run that had none. */
     tfc_error quiet;
     tfc_error_clear(&quiet);
+    res->confusion = res->have_test ? &r.cm : NULL;
     tfc_status ws = tfc_rundir_summary(&r.dir, res, ranking_name(s->model), st ? err->msg : NULL,
                                        st ? &quiet : err);
     if (!st) st = ws;
+    res->confusion = NULL;
     free_run(&r);
     return st;
 }

@@ -1,0 +1,132 @@
+/* The `loss:` of a model file: a loss name, or {type, label_smoothing, class_weight} with
+ * Keras's meanings. label_smoothing replaces the target t by t (1 - s) + s / classes
+ * (categorical; a sparse label is first made one-hot, as Keras users do with
+ * CategoricalCrossentropy(label_smoothing)) or t (1 - s) + s / 2 (binary). class_weight
+ * multiplies each training row's loss by the weight of its class (the label; the argmax
+ * of a one-hot target), as Keras's fit(class_weight=...) turns into sample weights; the
+ * batch mean still divides by the number of rows (Keras's sum_over_batch_size). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/model_internal.h"
+
+typedef struct loss_args {
+    int type;
+    double label_smoothing;
+    const tfc_node *class_weight;
+} loss_args;
+
+static const tfc_field loss_fields[] = {
+    {"type", TFC_F_ENUM, offsetof(loss_args, type), "sparse_categorical_crossentropy",
+     TFC_UNBOUNDED, tfc_loss_names, "the loss"},
+    {"label_smoothing", TFC_F_FLOAT, offsetof(loss_args, label_smoothing), "0.0", 0, 1, NULL,
+     "targets become t (1 - s) + s / classes (binary: + s / 2); cross-entropies only"},
+    {"class_weight", TFC_F_NODE, offsetof(loss_args, class_weight), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "one weight per class multiplying its rows' training loss"},
+    {NULL}};
+
+const tfc_field *tfc_loss_fields(void) { return loss_fields; }
+
+tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
+                                 tfc_loss_options *o, tfc_error *err)
+{
+    memset(o, 0, sizeof *o);
+    *kind = TFC_LOSS_SPARSE_CCE;
+    if (!node || tfc_node_is_null(node)) return TFC_OK;
+    int type = 0;
+    if (node->kind == TFC_NODE_SCALAR) {
+        if (tfc_node_enum(node, "loss", tfc_loss_names, &type, err)) return TFC_ERR_CONFIG;
+        *kind = (tfc_loss_kind)type;
+        return TFC_OK;
+    }
+    if (node->kind != TFC_NODE_MAP)
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, "loss",
+                              "expected a loss name or a mapping such as {type: "
+                              "sparse_categorical_crossentropy, label_smoothing: 0.1}");
+    loss_args a;
+    if (tfc_schema_apply(loss_fields, node, "loss", &a, err)) return TFC_ERR_CONFIG;
+    *kind = (tfc_loss_kind)a.type;
+    o->label_smoothing = a.label_smoothing;
+    o->node = node;
+    if (o->label_smoothing > 0 && *kind == TFC_LOSS_MSE)
+        return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(node, "label_smoothing"),
+                              "loss.label_smoothing", "smooths the targets of a cross-entropy; "
+                              "mean_squared_error takes none");
+    const tfc_node *cw = a.class_weight;
+    if (!cw || tfc_node_is_null(cw)) return TFC_OK;
+    if (*kind != TFC_LOSS_SPARSE_CCE && *kind != TFC_LOSS_CCE)
+        return tfc_node_error(err, TFC_ERR_CONFIG, cw, "loss.class_weight",
+                              "weighs the rows of a categorical cross-entropy by their class; "
+                              "%s has no class per row", tfc_loss_names[*kind]);
+    if (cw->kind != TFC_NODE_SEQ || cw->n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, cw, "loss.class_weight",
+                              "expected a list of one weight per class, such as [1, 2.5, 1]");
+    o->class_weight = malloc((size_t)cw->n * sizeof *o->class_weight);
+    if (!o->class_weight) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    o->nclass_weight = cw->n;
+    for (int i = 0; i < cw->n; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "loss.class_weight[%d]", i);
+        double v;
+        if (tfc_node_double(cw->vals[i], path, &v, err)) return TFC_ERR_CONFIG;
+        if (!(v >= 0) || !isfinite(v))
+            return tfc_node_error(err, TFC_ERR_CONFIG, cw->vals[i], path,
+                                  "expected a finite weight >= 0, found %g", v);
+        o->class_weight[i] = v;
+    }
+    return TFC_OK;
+}
+
+tfc_status tfc_loss_options_check(const tfc_model *m, tfc_error *err)
+{
+    const tfc_loss_options *o = &m->loss_opt;
+    if (o->class_weight && o->nclass_weight != m->classes)
+        return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(o->node, "class_weight"),
+                              "loss.class_weight",
+                              "has %d weights for the %d classes of the last layer '%s'",
+                              o->nclass_weight, m->classes, m->layers[m->nlayers - 1].name);
+    return TFC_OK;
+}
+
+void tfc_loss_options_free(tfc_loss_options *o)
+{
+    free(o->class_weight);
+    o->class_weight = NULL;
+}
+
+/* The class of a row: its sparse label, or the first largest entry of a dense target. */
+static int row_class(tfc_loss_kind kind, const void *labels, int64_t r, int classes)
+{
+    if (kind == TFC_LOSS_SPARSE_CCE) return ((const int32_t *)labels)[r];
+    const float *t = (const float *)labels + r * classes;
+    int best = 0;
+    for (int c = 1; c < classes; c++)
+        if (t[c] > t[best]) best = c;
+    return best;
+}
+
+void tfc_loss_targets(const tfc_model *m, const void *labels, int64_t rows, const float *mask,
+                      float *target, float *weight)
+{
+    const tfc_loss_options *o = &m->loss_opt;
+    int C = m->classes;
+    double s = o->label_smoothing;
+    if (target) {
+        /* Binary targets move toward 1/2, categorical ones toward 1/classes (Keras). */
+        double floor_ = m->loss == TFC_LOSS_BCE ? 0.5 * s : s / C;
+        for (int64_t r = 0; r < rows; r++)
+            for (int c = 0; c < C; c++) {
+                double t = m->loss == TFC_LOSS_SPARSE_CCE
+                               ? (((const int32_t *)labels)[r] == c ? 1.0 : 0.0)
+                               : ((const float *)labels)[r * C + c];
+                target[r * C + c] = (float)(t * (1.0 - s) + floor_);
+            }
+    }
+    if (weight)
+        for (int64_t r = 0; r < rows; r++) {
+            int c = row_class(m->loss, labels, r, C);
+            double w = c >= 0 && c < C ? o->class_weight[c] : 0.0;
+            weight[r] = (float)(mask ? mask[r] * w : w);
+        }
+}

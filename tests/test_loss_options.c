@@ -1,0 +1,198 @@
+/* The model file's `loss:` options against losses computed here by hand: label smoothing
+ * (a sparse label made one-hot, then t (1 - s) + s / C, Keras's categorical rule; binary
+ * t (1 - s) + s / 2) and class weights (each training row's loss times its class's weight,
+ * the sum divided by the number of rows, Keras's sum_over_batch_size; evaluation
+ * unweighted, as Keras's validation), then numerical gradient checks of both, and the
+ * configuration errors. CPU backend. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "graph/model_internal.h"
+#include "util/gradcheck.h"
+#include "util/testutil.h"
+
+static const float X[2][2] = {{1.0f, 2.0f}, {0.5f, -1.0f}};
+static const float W[2][3] = {{0.2f, -0.3f, 0.5f}, {0.1f, 0.4f, -0.2f}};
+static const float Bias[3] = {0.05f, -0.1f, 0.0f};
+
+static char yaml_buf[1024];
+static const char *model_yaml(const char *act, const char *loss)
+{
+    snprintf(yaml_buf, sizeof yaml_buf,
+             "input: {shape: [2]}\n"
+             "layers:\n"
+             "  - Dense: {units: 3, activation: %s}\n"
+             "loss: %s\n"
+             "metrics: [accuracy]\n",
+             act, loss);
+    return yaml_buf;
+}
+
+/* The model bound on the CPU for 2 rows with the weights above. */
+static tfc_model *bound_model(const char *act, const char *loss, tfc_backend *be)
+{
+    tfc_model *m = tfc_test_model(model_yaml(act, loss));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_layer *l = tfc_model_layer(m, 0);
+    memcpy(l->params[0].data, W, sizeof W); /* the CPU backend's memory is the host's */
+    memcpy(l->params[1].data, Bias, sizeof Bias);
+    return m;
+}
+
+/* Row r's logits and softmax probabilities, in double. */
+static void probs(int r, double q[3])
+{
+    double z[3], mx = -1e300, sum = 0;
+    for (int c = 0; c < 3; c++) {
+        z[c] = Bias[c] + X[r][0] * W[0][c] + X[r][1] * W[1][c];
+        if (z[c] > mx) mx = z[c];
+    }
+    for (int c = 0; c < 3; c++) sum += (q[c] = exp(z[c] - mx));
+    for (int c = 0; c < 3; c++) q[c] /= sum;
+}
+
+/* mean over rows of cw[y] * (-sum_c t_c log q_c), t = onehot(y) (1 - s) + s / 3 */
+static double expected_cce(const int32_t y[2], double s, const double cw[3])
+{
+    double total = 0;
+    for (int r = 0; r < 2; r++) {
+        double q[3], l = 0;
+        probs(r, q);
+        for (int c = 0; c < 3; c++) l -= ((c == y[r]) * (1 - s) + s / 3) * log(q[c]);
+        total += cw[y[r]] * l;
+    }
+    return total / 2;
+}
+
+static double model_loss(tfc_model *m, const void *labels, int training)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_batch_result br;
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, X, 2, training, 1, 0, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_loss(m, labels, 0, &br, &err), TFC_OK);
+    return br.loss;
+}
+
+static void test_sparse_smoothing_and_weights(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const int32_t y[2] = {2, 1};
+    const double ones[3] = {1, 1, 1}, cw[3] = {1, 2, 0.5};
+    /* plain, smoothed, weighted, both; from logits (softmax fused) and from probabilities */
+    const char *acts[] = {"softmax", "linear"};
+    for (int a = 0; a < 2; a++) {
+        /* "linear" makes the Dense output logits with a softmax-less loss: from_logits */
+        tfc_model *m = bound_model(acts[a], "sparse_categorical_crossentropy", be);
+        CU_ASSERT_DOUBLE_EQUAL(model_loss(m, y, 1), expected_cce(y, 0, ones), 1e-5);
+        tfc_model_free(m);
+        m = bound_model(acts[a], "{type: sparse_categorical_crossentropy, label_smoothing: 0.1}",
+                        be);
+        CU_ASSERT_DOUBLE_EQUAL(model_loss(m, y, 1), expected_cce(y, 0.1, ones), 1e-5);
+        CU_ASSERT_DOUBLE_EQUAL(model_loss(m, y, 0), expected_cce(y, 0.1, ones), 1e-5);
+        tfc_model_free(m);
+        m = bound_model(acts[a], "{class_weight: [1, 2, 0.5]}", be);
+        CU_ASSERT_DOUBLE_EQUAL(model_loss(m, y, 1), expected_cce(y, 0, cw), 1e-5);
+        /* evaluation is unweighted, as Keras's validation loss */
+        CU_ASSERT_DOUBLE_EQUAL(model_loss(m, y, 0), expected_cce(y, 0, ones), 1e-5);
+        tfc_model_free(m);
+        m = bound_model(acts[a], "{label_smoothing: 0.1, class_weight: [1, 2, 0.5]}", be);
+        CU_ASSERT_DOUBLE_EQUAL(model_loss(m, y, 1), expected_cce(y, 0.1, cw), 1e-5);
+        tfc_model_free(m);
+    }
+    /* The numbers themselves (numpy, float64, the same formula written independently):
+     * plain 1.5607658, smoothed 1.5199325, weighted 2.1264390, both 2.0610224. */
+    CU_ASSERT_DOUBLE_EQUAL(expected_cce(y, 0, ones), 1.5607658, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(expected_cce(y, 0.1, ones), 1.5199325, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(expected_cce(y, 0, cw), 2.1264390, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(expected_cce(y, 0.1, cw), 2.0610224, 1e-6);
+    tfc_backend_free(be);
+}
+
+/* Dense targets: categorical (argmax picks the class weight) and binary (toward 1/2). */
+static void test_dense_targets(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const float onehot[2][3] = {{0, 0, 1}, {0, 1, 0}};
+    const int32_t y[2] = {2, 1};
+    const double cw[3] = {1, 2, 0.5};
+    tfc_model *m = bound_model("softmax", "{type: categorical_crossentropy, label_smoothing: 0.2, "
+                                          "class_weight: [1, 2, 0.5]}", be);
+    CU_ASSERT_DOUBLE_EQUAL(model_loss(m, onehot, 1), expected_cce(y, 0.2, cw), 1e-5);
+    tfc_model_free(m);
+    /* BCE on sigmoid outputs: mean over rows and outputs of -(t log p + (1-t) log(1-p)),
+     * t = t (1 - s) + s / 2 */
+    m = bound_model("sigmoid", "{type: binary_crossentropy, label_smoothing: 0.2}", be);
+    double want = 0;
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            double z = Bias[c] + X[r][0] * W[0][c] + X[r][1] * W[1][c];
+            double p = 1 / (1 + exp(-z)), t = onehot[r][c] * 0.8 + 0.1;
+            want -= (t * log(p) + (1 - t) * log(1 - p)) / 6;
+        }
+    CU_ASSERT_DOUBLE_EQUAL(model_loss(m, onehot, 1), want, 1e-5);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+static void test_gradients(void)
+{
+    const char *losses[] = {
+        "{type: sparse_categorical_crossentropy, label_smoothing: 0.1, class_weight: [1, 2, 0.5]}",
+        "{label_smoothing: 0.3}", "{class_weight: [0.2, 3, 1]}"};
+    const char *acts[] = {"softmax", "linear"};
+    float x[8 * 2];
+    int32_t y[8];
+    tfc_test_fill(x, 16, -1, 1, 3);
+    for (int i = 0; i < 8; i++) y[i] = i % 3;
+    for (int a = 0; a < 2; a++)
+        for (int k = 0; k < 3; k++) {
+            tfc_model *m = tfc_test_model(model_yaml(acts[a], losses[k]));
+            CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+            gradcheck_result r = tfc_gradcheck(m, 8, x, y, 40, 1);
+            CU_ASSERT(r.checked > 0 && r.max_err < 1e-2);
+            if (r.max_err >= 1e-2) printf("\n%s %s: %g at %s\n", acts[a], losses[k], r.max_err, r.worst);
+            tfc_model_free(m);
+        }
+}
+
+static void expect_error(const char *loss, const char *want)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *y = model_yaml("softmax", loss);
+    tfc_doc *d = tfc_doc_load_string(y, strlen(y), "m.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    tfc_model *m = tfc_model_from_node(tfc_doc_root(d), "m", &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
+    if (!strstr(err.text, want)) printf("\nwant: %s\ngot:  %s\n", want, err.text);
+    tfc_model_free(m);
+    tfc_doc_free(d);
+}
+
+static void test_errors(void)
+{
+    expect_error("{class_weight: [1, 2]}",
+                 "m.yaml:4:22: error: loss.class_weight: has 2 weights for the 3 classes of the "
+                 "last layer 'dense'");
+    expect_error("{label_smoothing: 1.5}", "loss.label_smoothing: expected a number in [0, 1]");
+    expect_error("{type: mse, label_smoothing: 0.1}",
+                 "mean_squared_error takes none");
+    expect_error("{type: binary_crossentropy, class_weight: [1, 1, 1]}",
+                 "loss.class_weight: weighs the rows of a categorical cross-entropy");
+    expect_error("{class_weight: [1, -2, 1]}", "loss.class_weight[1]: expected a finite weight >= 0");
+    expect_error("{class_weight: balanced}", "expected a list of one weight per class");
+    expect_error("{typ: binary_crossentropy}", "did you mean 'type'?");
+    expect_error("sparse_categorical_crossentropyy", "loss");
+    expect_error("[a]", "expected a loss name or a mapping");
+}
+
+TFC_TEST_MAIN("loss_options", {"sparse_smoothing_and_weights", test_sparse_smoothing_and_weights},
+              {"dense_targets", test_dense_targets}, {"gradients", test_gradients},
+              {"errors", test_errors})
