@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "layers/layer.h"
 #include "testutil.h"
@@ -115,5 +116,38 @@ static void test_tool_table(void)
     free(readme);
 }
 
+/* README's model example, with the typo its error example shows, gives exactly that error
+ * (its first three lines: the message, the source line, the caret), from tfc-draw. */
+static void test_readme_error_example(void)
+{
+    char *readme = tfc_test_read("README.md", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
+    char *model = strstr(readme, "```yaml\nname: fashion_cnn\n");
+    char *shown = strstr(readme, "```\ncnn.yaml:");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(shown);
+    model += strlen("```yaml\n");
+    *strstr(model, "```") = '\0';
+    shown += strlen("```\n");
+    *strstr(shown, "```") = '\0';
+    char *typo = strstr(model, "filters: 32");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(typo);
+    memcpy(typo, "filtres", 7);
+    const char *dir = tfc_test_tmpdir();
+    tfc_test_write("cnn.yaml", model, -1);
+    char bin[1024], cmd[2048], out[4096] = "";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(getenv("TFC_BIN") ? getenv("TFC_BIN") : "bin", bin));
+    /* from the file's folder, so the error names it as README does */
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tfc-draw' cnn.yaml 2>&1 >/dev/null", dir, bin);
+    FILE *p = popen(cmd, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    CU_ASSERT_EQUAL(strncmp(out, shown, strlen(shown)), 0);
+    if (strncmp(out, shown, strlen(shown))) printf("\nREADME shows:\n%s\ntfc-draw says:\n%s", shown, out);
+    free(readme);
+}
+
 TFC_TEST_MAIN("docs", {"layers_documented", test_layers_documented},
-              {"tool_table", test_tool_table})
+              {"tool_table", test_tool_table}, {"readme_error_example", test_readme_error_example})

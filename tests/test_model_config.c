@@ -136,7 +136,7 @@ static const bad_case bad_cases[] = {
          "  - Add: {inputs: [a, b]}\n", 5, 5, "layers[2].Add",
      "layer 'add': inputs must have equal shapes: input 0 is (26, 26, 3), input 1 is (26, 26, 4)"},
     {HDR "  - Flatten: {}\n  - Dense: {units: 3, inputs: [flaten]}\n", 4, 32,
-     "layers[1].Dense.inputs", "no earlier layer is named 'flaten'; did you mean 'flatten"},
+     "layers[1].Dense.inputs", "no earlier layer is named 'flaten'; did you mean 'flatten'?"},
     {HDR "  - Flatten: {inputs: [out]}\n  - Dense: {name: out, units: 3}\n", 3, 24,
      "layers[0].Flatten.inputs", "a layer may only take inputs from layers above it"},
     {HDR "  - Flatten: {name: x}\n  - Dense: {name: x, units: 3}\n", 4, 19,

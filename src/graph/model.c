@@ -188,10 +188,11 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
             for (int j = l->index; j < m->nlayers; j++)
                 later |= strcmp(m->layers[j].name, nm->str) == 0;
             return tfc_node_error(err, TFC_ERR_CONFIG, nm, path,
-                                  "no earlier layer is named '%s'%s%s%s", nm->str,
+                                  "no earlier layer is named '%s'%s%s%s%s", nm->str,
                                   later ? " (a layer may only take inputs from layers above it)"
                                         : "",
-                                  guess ? "; did you mean '" : "", guess ? guess : "");
+                                  guess ? "; did you mean '" : "", guess ? guess : "",
+                                  guess ? "'?" : "");
         }
         l->inputs[i] = found;
     }
