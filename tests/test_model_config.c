@@ -261,6 +261,22 @@ static void test_all_mistakes_at_once(void)
     }
 }
 
+/* Top-level `x-` and `.` keys hold anchors and are not checked; nested ones are. */
+static void test_anchor_keys(void)
+{
+    tfc_error err;
+    tfc_model *m = load("x-conv: &conv {kernel_size: 3, activation: relu, padding: same}\n"
+                        ".dense: &d {activation: relu}\n"
+                        "input: {shape: [8, 8, 1]}\nlayers:\n"
+                        "  - Conv2D: {<<: *conv, filters: 4}\n  - Flatten: {}\n"
+                        "  - Dense: {<<: *d, units: 3}\n",
+                        &err);
+    CU_ASSERT_PTR_NOT_NULL(m); /* load() frees it: only whether it loaded */
+    m = load("input: {shape: [4]}\nlayers:\n  - Dense: {units: 3, x-note: 1}\n", &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "layers[0].Dense.x-note: unknown key"));
+}
+
 /* tfc_error_sort: files in the order they first appear, then line and column; reports
  * without a position last, hints staying with their report. */
 static void test_error_sort(void)
@@ -413,6 +429,7 @@ static void test_load_file_errors(void)
 TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
               {"errors_collected", test_errors_collected},
-              {"all_mistakes_at_once", test_all_mistakes_at_once}, {"error_sort", test_error_sort}, {"deep_nesting", test_deep_nesting},
+              {"all_mistakes_at_once", test_all_mistakes_at_once}, {"error_sort", test_error_sort},
+              {"anchor_keys", test_anchor_keys}, {"deep_nesting", test_deep_nesting},
               {"emit_round_trip", test_emit_round_trip}, {"did_you_mean", test_did_you_mean},
               {"load_file_errors", test_load_file_errors}, {"merge_keys", test_merge_keys})

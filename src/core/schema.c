@@ -270,6 +270,9 @@ tfc_status tfc_schema_apply(const tfc_field *fields, const tfc_node *map, const 
         int known = 0;
         for (int j = 0; j < nf; j++) known |= strcmp(names[j], key) == 0;
         if (known) continue;
+        /* A file's top level may hold anchors for later aliases under keys no schema has:
+         * `x-...` (as docker-compose) or `.name`. */
+        if (!*path && (!strncmp(key, "x-", 2) || key[0] == '.')) continue;
         snprintf(kpath, sizeof kpath, "%s%s%s", path, *path ? "." : "", key);
         const char *guess = tfc_did_you_mean(key, names);
         char list[1024];
