@@ -203,7 +203,8 @@ fuzz-run: fuzz
 	    $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
 	        $$(test -f fuzz/$$n.dict && echo -dict=fuzz/$$n.dict) \
 	        build/fuzz/corpus/$$n $$(test -d fuzz/corpus/$$n && echo fuzz/corpus/$$n) \
-	        2>&1 | tail -n 3 || exit 1; done
+	        >build/fuzz/$$n.log 2>&1; rc=$$?; tail -n 3 build/fuzz/$$n.log; \
+	    [ $$rc -eq 0 ] || { tail -n 60 build/fuzz/$$n.log; exit 1; }; done
 
 deps:
 	$(Q)tools/install-deps.sh
