@@ -263,6 +263,98 @@ static void test_resume_bit_exact(void)
     free(b);
 }
 
+/* Every optimizer x schedule resumes bit-exactly (only Adam is resumed above): the fixture
+ * with its Dropout replaced by BatchNormalization (moving statistics in the weights, not in
+ * the slots), 60 iterations with a snapshot at 30, then resumed from 30. The final weights
+ * are byte-equal, every state tensor but the elapsed time equal, and the slots are exactly
+ * Keras's names for each trainable parameter. */
+static int slots_as_keras(const char *state, const char *weights, const char *slots)
+{
+    tfc_error err;
+    tfc_st_file *st = tfc_st_open(state, &err), *w = tfc_st_open(weights, &err);
+    int ok = st && w, nslots = 0, want = 0;
+    for (int i = 0; ok && i < tfc_st_count(st); i++) {
+        const char *name = tfc_st_tensor_at(st, i)->name;
+        if (!strncmp(name, "solver/", 7) || !strncmp(name, "pipeline/", 9)) continue;
+        nslots++;
+        /* PREFIX/LAYER/VARIABLE: a listed slot of a trainable weight of the same shape */
+        const char *slash = strchr(name, '/');
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%.*s ", slash ? (int)(slash - name) : 0, name);
+        const tfc_st_tensor *p = slash ? tfc_st_find(w, slash + 1) : NULL;
+        if (!slash || !strstr(slots, prefix) || !p || strstr(name, "moving_") ||
+            p->nbytes != tfc_st_tensor_at(st, i)->nbytes) {
+            printf("\nunexpected state tensor %s\n", name);
+            ok = 0;
+        }
+    }
+    for (int i = 0; ok && i < tfc_st_count(w); i++)
+        if (!strstr(tfc_st_tensor_at(w, i)->name, "moving_"))
+            for (const char *s = slots; *s; s = strchr(s, ' ') + 1) want++;
+    if (ok && nslots != want) printf("\n%d slots, want %d (%s)\n", nslots, want, slots);
+    if (st) tfc_st_close(st);
+    if (w) tfc_st_close(w);
+    return ok && nslots == want;
+}
+
+static void test_resume_every_optimizer_and_schedule(void)
+{
+    static const struct {
+        const char *set, *slots; /* Keras's slot names, each followed by a space */
+    } opt[] = {
+        {"optimizer={type: sgd, learning_rate: 0.05}", ""},
+        {"optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9}", "momentum "},
+        {"optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9, nesterov: true}", "momentum "},
+        {"optimizer={type: adam, learning_rate: 0.01, amsgrad: true}",
+         "momentum velocity velocity_hat "},
+        {"optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}", "momentum velocity "},
+        {"optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
+         "velocity momentum average_gradient "},
+        {"optimizer={type: adagrad, learning_rate: 0.05}", "accumulator "},
+    };
+    static const char *const sched[] = {
+        "lr_policy={type: cosine, alpha: 0.1}",
+        "lr_policy={type: fixed, warmup_iters: 45}",
+        "lr_policy={type: poly, power: 2}",
+    };
+    tfc_train_result *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    tfc_error err;
+    for (size_t o = 0; o < sizeof opt / sizeof *opt; o++)
+        for (size_t k = 0; k < sizeof sched / sizeof *sched; k++) {
+            const char *sets[] = {"max_iter=60", "snapshot={interval: 30, keep: 0}",
+                                  "test_interval=0", "model.layers.1={BatchNormalization: {}}",
+                                  opt[o].set, sched[k]};
+            char full[64], res[64];
+            snprintf(full, sizeof full, "m%zu_%zu", o, k);
+            snprintf(res, sizeof res, "m%zu_%zu_r", o, k);
+            CU_ASSERT_EQUAL_FATAL(train(full, sets, 6, NULL, NULL, NULL, a, &err), TFC_OK);
+            char resume[2048];
+            snprintf(resume, sizeof resume, "%s", in(full, "snapshots/tiny_iter_30.state"));
+            CU_ASSERT_EQUAL_FATAL(train(res, sets, 6, resume, NULL, NULL, b, &err), TFC_OK);
+            int same = files_equal(in(full, "final.safetensors"), in(res, "final.safetensors"));
+            tfc_st_file *fa = tfc_st_open(in(full, "snapshots/tiny_iter_60.state"), &err);
+            tfc_st_file *fb = tfc_st_open(in(res, "snapshots/tiny_iter_60.state"), &err);
+            CU_ASSERT_FATAL(fa && fb);
+            same &= tfc_st_count(fa) == tfc_st_count(fb);
+            for (int i = 0; i < tfc_st_count(fa); i++) {
+                const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
+                const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
+                if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
+                int eq = tb && tb->nbytes == ta->nbytes && !memcmp(ta->data, tb->data, ta->nbytes);
+                if (!eq) printf("\n%s, %s: %s differs\n", opt[o].set, sched[k], ta->name);
+                same &= eq;
+            }
+            tfc_st_close(fa);
+            tfc_st_close(fb);
+            if (!same) printf("\nnot resumed exactly: %s, %s\n", opt[o].set, sched[k]);
+            CU_ASSERT(same);
+            CU_ASSERT(slots_as_keras(in(full, "snapshots/tiny_iter_30.state"),
+                                     in(full, "snapshots/tiny_iter_30.safetensors"), opt[o].slots));
+        }
+    free(a);
+    free(b);
+}
+
 static void test_divergence(void)
 {
     /* The rate jumps by 1e30 at iteration 10: the weights overflow and the loss goes NaN. */
@@ -765,6 +857,7 @@ int main(int argc, char **argv)
     tfc_test_case cases[16] = {
         {"end_to_end", test_end_to_end},
         {"resume_bit_exact", test_resume_bit_exact},
+        {"resume_every_optimizer_and_schedule", test_resume_every_optimizer_and_schedule},
         {"divergence", test_divergence},
         {"weights_by_name", test_weights_by_name},
         {"iter_size", test_iter_size},
