@@ -196,11 +196,12 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIBOBJ)
 	@echo "  FUZZLD $@"
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -fopenmp -g -O1 -fsanitize=fuzzer,address,undefined \
 	    $< $(FUZZ_LIBOBJ) -o $@ $(LDLIBS_CPU)
-# Runs every fuzzer for FUZZ_SECONDS on its seed corpus (fuzz/corpus/<name>/).
+# Runs every fuzzer for FUZZ_SECONDS on its seed corpus (fuzz/corpus/<name>/); a finding (crash,
+# sanitizer report, timeout, leak) stops with its log tail and the input in build/fuzz/, exit 1.
 fuzz-run: fuzz
 	$(Q)for f in $(FUZZERS); do n=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$n; \
 	    echo "== $$n ($(FUZZ_SECONDS) s)"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -artifact_prefix=build/fuzz/ \
 	        $$(test -f fuzz/$$n.dict && echo -dict=fuzz/$$n.dict) \
 	        build/fuzz/corpus/$$n $$(test -d fuzz/corpus/$$n && echo fuzz/corpus/$$n) \
 	        >build/fuzz/$$n.log 2>&1; rc=$$?; tail -n 3 build/fuzz/$$n.log; \
