@@ -149,29 +149,36 @@ static void *make_labels(tfc_model *m, int batch)
     return l;
 }
 
+/* The gradient check of one case, with every analytic gradient multiplied by `scale`. */
+static gradcheck_result check_case(const gc_case *c, double scale)
+{
+    tfc_model *m = tfc_test_model(c->yaml);
+    TFC_ASSERT(m != NULL);
+    int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
+    void *x = malloc((size_t)n * 4);
+    if (tfc_model_input_dtype(m) == TFC_I32)
+        fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
+    else
+        tfc_test_fill(x, n, -1, 1, 3);
+    void *labels = make_labels(m, c->batch);
+    gradcheck_result r = tfc_gradcheck_scaled(m, c->batch, x, labels, 40, 1, scale);
+    free(x);
+    free(labels);
+    tfc_model_free(m);
+    return r;
+}
+
 static void test_gradients(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const gc_case *c = &cases[i];
-        tfc_model *m = tfc_test_model(c->yaml);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-        int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
-        void *x = malloc((size_t)n * 4);
-        if (tfc_model_input_dtype(m) == TFC_I32)
-            fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
-        else
-            tfc_test_fill(x, n, -1, 1, 3);
-        void *labels = make_labels(m, c->batch);
-        gradcheck_result r = tfc_gradcheck(m, c->batch, x, labels, 40, 1);
+        gradcheck_result r = check_case(c, 1.0);
         int ok = r.max_err < TFC_GRADCHECK_BOUND && r.checked > 10 &&
                  r.skipped < r.checked / 4 + 2;
         if (!ok || getenv("TFC_VERBOSE"))
             fprintf(stderr, "\n%s: max error %.3g at %s; %d checked, %d skipped\n", c->name,
                     r.max_err, r.worst, r.checked, r.skipped);
         CU_ASSERT(ok);
-        free(x);
-        free(labels);
-        tfc_model_free(m);
     }
 }
 
@@ -180,23 +187,10 @@ static void test_gradients(void)
 static void test_gradcheck_catches_2_percent(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const gc_case *c = &cases[i];
-        tfc_model *m = tfc_test_model(c->yaml);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-        int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
-        void *x = malloc((size_t)n * 4);
-        if (tfc_model_input_dtype(m) == TFC_I32)
-            fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
-        else
-            tfc_test_fill(x, n, -1, 1, 3);
-        void *labels = make_labels(m, c->batch);
-        gradcheck_result r = tfc_gradcheck_scaled(m, c->batch, x, labels, 40, 1, 1.02);
+        gradcheck_result r = check_case(&cases[i], 1.02);
         if (r.max_err < 2 * TFC_GRADCHECK_BOUND)
-            fprintf(stderr, "\n%s: a 2%% error shows only as %.3g\n", c->name, r.max_err);
+            fprintf(stderr, "\n%s: a 2%% error shows only as %.3g\n", cases[i].name, r.max_err);
         CU_ASSERT(r.max_err > 2 * TFC_GRADCHECK_BOUND);
-        free(x);
-        free(labels);
-        tfc_model_free(m);
     }
 }
 
