@@ -864,7 +864,8 @@ int main(int argc, char **argv)
         {"clip_gradients", test_clip_gradients},
         {"live_progress", test_live_progress},
     };
-    int n = 7;
+    int n = 0;
+    while (cases[n].name) n++;
     cases[n++] = (tfc_test_case){"signals", test_signals};
     cases[n++] = (tfc_test_case){"kill9", test_kill9};
     cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};
