@@ -1,8 +1,9 @@
 /* Tool options no other suite runs ($TFC_BIN, as make test builds them): tfc-predict --text
  * with --vocabulary (tokenized, padded and truncated as docs/data.md says, then the model's
  * forward pass), tfc-inspect --full, tfc-train --keys against docs/solver.md's defaults, an
- * error inside an external `model: FILE` reported at that file's line, and tools/grid.sh
- * and tools/zoo-package.sh end to end on a tiny run. */
+ * error inside an external `model: FILE` reported at that file's line, tools/grid.sh and
+ * tools/zoo-package.sh end to end on a tiny run (the other scripts parse), and the deprecated
+ * tfc-predict --scale. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,9 +249,54 @@ static void test_shell_tools(void)
     snprintf(cmd, sizeof cmd, "sh '%s/tools/zoo-package.sh' gtiny", cwd);
     CU_ASSERT_EQUAL(run(cmd, &text), 2);
     free(text);
+    /* the scripts this test cannot run here (install-deps needs root and apt, gpu-bare a
+     * GPU machine) at least parse, with the shell their first line names */
+    static const char *const parse[] = {"sh tools/install-deps.sh", "bash tools/gpu-bare.sh"};
+    for (size_t i = 0; i < sizeof parse / sizeof *parse; i++) {
+        char *sp = strchr(parse[i], ' ');
+        snprintf(cmd, sizeof cmd, "%.*s -n '%s/%s'", (int)(sp - parse[i]), parse[i], cwd, sp + 1);
+        rc = run(cmd, &text);
+        if (rc) printf("\n%s: %s\n", parse[i], text ? text : "");
+        CU_ASSERT_EQUAL(rc, 0);
+        free(text);
+    }
+}
+
+/* tfc-predict --scale X (deprecated) is --map '{op: scale, factor: X}': the same outputs. */
+static void test_predict_scale(void)
+{
+    if (!have_tools()) return;
+    tfc_test_write("dense.yaml", "input: {shape: [3]}\nlayers:\n  - Dense: {units: 2}\n", -1);
+    tfc_model *m = tfc_test_model("input: {shape: [3]}\nlayers:\n  - Dense: {units: 2}\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 2, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, tfc_test_path("dense.safetensors"), &err), TFC_OK);
+    const float x[6] = {1, -2, 4, 0.5f, 8, -6}, xs[6] = {0.25f, -0.5f, 1, 0.125f, 2, -1.5f};
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, xs, 2, 0, 0, 0, &err), TFC_OK);
+    float want[4];
+    tfc_model_get_output(m, want);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    tfc_tensor t = {TFC_F32, {.ndim = 2, .dim = {2, 3}}, (void *)x, -1};
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("dx.npy"), &t, &err), TFC_OK);
+    char cmd[2048], *text;
+    snprintf(cmd, sizeof cmd, "'%s/tfc-predict' dense.yaml --weights dense.safetensors --input "
+             "dx.npy --output dy.npy --scale 0.25 --device cpu", bin);
+    int rc = run(cmd, &text);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) printf("\n%s\n", text ? text : "");
+    free(text);
+    tfc_tensor y;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("dy.npy"), &y, &err), TFC_OK);
+    CU_ASSERT(tfc_shape_numel(&y.shape) == 4 && memcmp(y.data, want, sizeof want) == 0);
+    free(y.data);
 }
 
 TFC_TEST_MAIN("tools", {"predict_text", test_predict_text}, {"inspect_full", test_inspect_full},
               {"train_keys_match_docs", test_train_keys_match_docs},
               {"external_model_error", test_external_model_error},
-              {"shell_tools", test_shell_tools})
+              {"shell_tools", test_shell_tools}, {"predict_scale", test_predict_scale})
