@@ -169,50 +169,39 @@ static tfc_status read_to_end(int fd, const char *path, size_t max_bytes, size_t
                             "cannot allocate %zu bytes to read it", cap + 1);
     }
     size_t used = 0;
+    tfc_status st;
     for (;;) {
-        if (used == cap) {
-            /* Probe one byte past the buffer before growing it, so a file that is exactly
-             * the expected size (the usual case) needs no reallocation. */
-            char probe;
-            ssize_t n = read(fd, &probe, 1);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) {
-                int e = errno;
-                free(data);
-                close(fd);
-                return io_error(err, path, "cannot read", e);
-            }
-            if (n == 0) break;
-            if (cap >= max_bytes) {
-                free(data);
-                close(fd);
-                return tfc_error_at(err, TFC_ERR_DATA, path, 0, 0, NULL, NULL,
-                                    "file is more than the limit of %zu bytes", max_bytes);
-            }
-            size_t ncap = cap < 4096 ? 8192 : cap > max_bytes / 2 ? max_bytes : cap * 2;
-            if (ncap > max_bytes) ncap = max_bytes;
-            char *grown = realloc(data, ncap + 1);
-            if (!grown) {
-                free(data);
-                close(fd);
-                return tfc_error_at(err, TFC_ERR_NOMEM, path, 0, 0, NULL, NULL,
-                                    "cannot allocate %zu bytes to read it", ncap + 1);
-            }
-            data = grown;
-            cap = ncap;
-            data[used++] = probe;
-            continue;
-        }
-        ssize_t n = read(fd, data + used, cap - used);
+        /* A full buffer reads one probe byte before growing, so a file that is exactly the
+         * expected size (the usual case) needs no reallocation. */
+        char probe;
+        int probing = used == cap;
+        ssize_t n = read(fd, probing ? &probe : data + used, probing ? 1 : cap - used);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            int e = errno;
-            free(data);
-            close(fd);
-            return io_error(err, path, "cannot read", e);
+            st = io_error(err, path, "cannot read", errno);
+            goto fail;
         }
         if (n == 0) break;
-        used += (size_t)n;
+        if (!probing) {
+            used += (size_t)n;
+            continue;
+        }
+        if (cap >= max_bytes) {
+            st = tfc_error_at(err, TFC_ERR_DATA, path, 0, 0, NULL, NULL,
+                              "file is more than the limit of %zu bytes", max_bytes);
+            goto fail;
+        }
+        size_t ncap = cap < 4096 ? 8192 : cap > max_bytes / 2 ? max_bytes : cap * 2;
+        if (ncap > max_bytes) ncap = max_bytes;
+        char *grown = realloc(data, ncap + 1);
+        if (!grown) {
+            st = tfc_error_at(err, TFC_ERR_NOMEM, path, 0, 0, NULL, NULL,
+                              "cannot allocate %zu bytes to read it", ncap + 1);
+            goto fail;
+        }
+        data = grown;
+        cap = ncap;
+        data[used++] = probe;
     }
     close(fd);
     if (used + 4096 < cap) { /* a generous guess: give the rest back */
@@ -223,6 +212,11 @@ static tfc_status read_to_end(int fd, const char *path, size_t max_bytes, size_t
     *buf = data;
     *len = used;
     return TFC_OK;
+
+fail:
+    free(data);
+    close(fd);
+    return st;
 }
 
 tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, size_t *len,

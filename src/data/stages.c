@@ -165,7 +165,13 @@ static int repeat_after_end(repeat_stage *r)
     return 0;
 }
 
-static tfc_status repeat_next(stage *s, elem *out, int *end, tfc_error *err)
+/* The next element (out) or, for a lazy consumer, the next id (id): exactly one is non-NULL. */
+static tfc_status pull(stage *up, elem *out, elem_id *id, int *end, tfc_error *err)
+{
+    return id ? up->ops->next_id(up, id, end, err) : up->ops->next(up, out, end, err);
+}
+
+static tfc_status repeat_step(stage *s, elem *out, elem_id *id, int *end, tfc_error *err)
 {
     repeat_stage *r = (repeat_stage *)s;
     if (r->count >= 0 && r->done >= r->count) {
@@ -174,7 +180,7 @@ static tfc_status repeat_next(stage *s, elem *out, int *end, tfc_error *err)
     }
     for (;;) {
         *end = 0;
-        tfc_status st = s->up->ops->next(s->up, out, end, err);
+        tfc_status st = pull(s->up, out, id, end, err);
         if (st) return st;
         if (!*end) {
             r->got = 1;
@@ -184,23 +190,14 @@ static tfc_status repeat_next(stage *s, elem *out, int *end, tfc_error *err)
     }
 }
 
+static tfc_status repeat_next(stage *s, elem *out, int *end, tfc_error *err)
+{
+    return repeat_step(s, out, NULL, end, err);
+}
+
 static tfc_status repeat_next_id(stage *s, elem_id *id, int *end, tfc_error *err)
 {
-    repeat_stage *r = (repeat_stage *)s;
-    if (r->count >= 0 && r->done >= r->count) {
-        *end = 1;
-        return TFC_OK;
-    }
-    for (;;) {
-        *end = 0;
-        tfc_status st = s->up->ops->next_id(s->up, id, end, err);
-        if (st) return st;
-        if (!*end) {
-            r->got = 1;
-            return TFC_OK;
-        }
-        if (repeat_after_end(r)) return TFC_OK;
-    }
+    return repeat_step(s, NULL, id, end, err);
 }
 
 static void repeat_reset(stage *s)
@@ -298,47 +295,39 @@ typedef struct take_stage {
     int64_t seen;  /* take: handed out; skip: dropped so far */
 } take_stage;
 
-static tfc_status take_next(stage *s, elem *out, int *end, tfc_error *err)
+/* Skip drops its first `count` elements (as ids when the stage below is lazy, so nothing is
+ * decoded for them), then passes the rest; take passes `count` elements, then ends. */
+static tfc_status take_step(stage *s, elem *out, elem_id *id, int *end, tfc_error *err)
 {
     take_stage *t = (take_stage *)s;
     if (t->skip) {
         while (t->seen < t->count) {
             elem tmp = {0};
-            tfc_status st = s->up->lazy ? s->up->ops->next_id(s->up, &tmp.id, end, err)
-                                        : s->up->ops->next(s->up, &tmp, end, err);
+            elem_id *drop_id = id ? id : s->up->lazy ? &tmp.id : NULL;
+            tfc_status st = pull(s->up, drop_id ? NULL : &tmp, drop_id, end, err);
             tfc_elem_free(&tmp);
             if (st || *end) return st;
             t->seen++;
         }
-        return s->up->ops->next(s->up, out, end, err);
+        return pull(s->up, out, id, end, err);
     }
     if (t->count >= 0 && t->seen >= t->count) {
         *end = 1;
         return TFC_OK;
     }
-    tfc_status st = s->up->ops->next(s->up, out, end, err);
+    tfc_status st = pull(s->up, out, id, end, err);
     if (!st && !*end) t->seen++;
     return st;
 }
 
+static tfc_status take_next(stage *s, elem *out, int *end, tfc_error *err)
+{
+    return take_step(s, out, NULL, end, err);
+}
+
 static tfc_status take_next_id(stage *s, elem_id *id, int *end, tfc_error *err)
 {
-    take_stage *t = (take_stage *)s;
-    if (t->skip) {
-        while (t->seen < t->count) {
-            tfc_status st = s->up->ops->next_id(s->up, id, end, err);
-            if (st || *end) return st;
-            t->seen++;
-        }
-        return s->up->ops->next_id(s->up, id, end, err);
-    }
-    if (t->count >= 0 && t->seen >= t->count) {
-        *end = 1;
-        return TFC_OK;
-    }
-    tfc_status st = s->up->ops->next_id(s->up, id, end, err);
-    if (!st && !*end) t->seen++;
-    return st;
+    return take_step(s, NULL, id, end, err);
 }
 
 static void take_reset(stage *s)
