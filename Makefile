@@ -162,7 +162,9 @@ $(BIN)/tfc-%: tools/tfc-%.c $(TOOL_OBJ) $(STATIC)
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MF $(BUILD)/tools/$(notdir $@).d $< $(TOOL_OBJ) \
 	    $(STATIC) -o $@ $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
-$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(STATIC)
+# (one gcc call compiles several sources, so its -MMD file keeps only the last one's headers:
+# the shared test headers are listed here)
+$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/util/*.h) $(STATIC)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	$(Q)$(CC) $(CPPFLAGS_ALL) -Itests/util $(CFLAGS_ALL) $< $(TEST_LIB) $(STATIC) -o $@ \
