@@ -7,7 +7,7 @@
 #   make run          installs dependencies and data, trains configs/fashion_cnn.yaml
 #   make deps         installs the Debian packages (needs root or sudo)
 #
-# Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto),
+# Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto), MPI=0|1,
 # DEPS_PREFIX=DIR (libraries unpacked from .debs under DIR, e.g. on a bare GPU machine),
 # CUDA_HOME=DIR, CUDNN_PREFIX=DIR, NVCCFLAGS=... (see the CUDA section and docs/gpu.md).
 
@@ -51,6 +51,22 @@ CFLAGS_ALL   := -std=c11 $(WARN) $(OPT) -fPIC -fopenmp -MMD -MP $(CFLAGS)
 LDLIBS_ALL   := $(PREFIX_LIB) $(if $(BLAS_LIB),-L$(BLAS_LIB) -Wl$(comma)-rpath$(comma)$(BLAS_LIB)) \
                 -lopenblas -lyaml -ljansson -lpng -ljpeg -lz -lm -lpthread
 LDFLAGS_ALL  := -fopenmp $(if $(filter 1,$(DEBUG)),$(SAN)) $(LDFLAGS)
+
+# ---- MPI: data-parallel ranks (src/comm), built whenever mpicc is found, unless MPI=0 ------
+MPI ?= auto
+ifneq ($(MPI),0)
+  MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+  MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+endif
+ifneq ($(strip $(MPI_LIBS)),)
+  HAVE_MPI := 1
+  CPPFLAGS_ALL += -DTFC_HAVE_MPI=1 $(MPI_CFLAGS)
+  LDLIBS_ALL   += $(MPI_LIBS) $(patsubst -L%,-Wl$(comma)-rpath$(comma)%,$(filter -L%,$(MPI_LIBS)))
+else ifeq ($(MPI),1)
+  $(error MPI=1, but mpicc is missing (apt install libopenmpi-dev))
+else
+  HAVE_MPI := 0
+endif
 
 LDLIBS_CPU   := $(LDLIBS_ALL)
 
@@ -111,7 +127,7 @@ ifeq ($(HAVE_CUDA),1)
 endif
 
 # ---- sources ------------------------------------------------------------------------------
-LIB_SRC  := $(sort $(wildcard src/core/*.c src/layers/*.c src/cpu/*.c src/graph/*.c src/device/*.c src/data/*.c src/solver/*.c))
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/layers/*.c src/cpu/*.c src/graph/*.c src/device/*.c src/comm/*.c src/data/*.c src/solver/*.c))
 # The GPU objects come with device/device.c, their only caller: a partial build
 # (LIB_SRC="...") without it compiles no CUDA.
 GPU_OBJ  := $(if $(and $(filter 1,$(HAVE_CUDA)),$(filter src/device/device.c,$(LIB_SRC))),$(GPU_SRC:%.cu=$(BUILD)/%.o))
@@ -127,11 +143,11 @@ STATIC   := $(BUILD)/libtfc.a
 SHARED   := $(BUILD)/libtfc.so
 
 .SECONDARY:
-.PHONY: all lib tools tests test test-gpu test-gpu-memcheck bench bench-gpu bench-data fuzz fuzz-run run deps clean features
+.PHONY: all lib tools tests test test-gpu test-gpu-memcheck bench bench-dist bench-gpu bench-data fuzz fuzz-run run deps clean features
 all: features lib tools
 
 features:
-	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓ (sm_$(GPU_OLDEST) sm_80 sm_90 + PTX),✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓ ($(notdir $(CUDNN_SO))),✗)"
+	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓ (sm_$(GPU_OLDEST) sm_80 sm_90 + PTX),✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓ ($(notdir $(CUDNN_SO))),✗), MPI $(if $(filter 1,$(HAVE_MPI)),✓,✗)"
 
 lib: $(STATIC) $(SHARED)
 tools: $(TOOLS)

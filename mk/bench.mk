@@ -8,3 +8,7 @@ $(BENCH_BIN): bench/bench_train.c $(STATIC)
 
 bench: $(BENCH_BIN)
 	$(Q)bench/run.sh $(BENCH_BIN)
+
+# Data-parallel CPU benchmark: 2 ranks x 1 thread against 1 process x 2 threads (bench/dist.sh).
+bench-dist: all
+	$(Q)bench/dist.sh $(BIN)

@@ -2,10 +2,13 @@
  * SPEC §4. SIGINT and SIGTERM ask the loop to write a snapshot and stop; the exit status
  * is then 130 or 143. Exit 0 when the run completes, 1 on runtime failures (data, device,
  * a non-finite loss), 2 on bad usage or configuration. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "tfc.h"
@@ -15,7 +18,7 @@ static const char *set_v[256], *solver_v[1];
 static struct {
     cli_list sets, solver;
     const char *resume, *weights, *device, *out;
-    long threads;
+    long threads, nprocs;
     int quiet, keys;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
@@ -33,6 +36,9 @@ static const cli_option options[] = {
     {"out", 0, CLI_STRING, &args.out, "DIR",
      .help = "the run directory (default: runs/<model>-<timestamp>)"},
     {"quiet", 0, CLI_FLAG, &args.quiet, NULL, .help = "no progress output"},
+    {"nprocs", 0, CLI_INT, &args.nprocs, "N", .min = 1, .max = 65536,
+     .help = "train data-parallel on N processes of this machine: runs\n"
+             "mpirun -np N tfc-train ... for you (docs/distributed.md)"},
     {"keys", 0, CLI_FLAG, &args.keys, NULL, .flags = CLI_STANDALONE,
      .help = "list every solver key, optimizer and lr_policy with defaults"},
     {NULL},
@@ -76,6 +82,62 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* --nprocs N: runs `mpirun -np N` with the same command line without --nprocs and waits for
+ * it. SIGINT/SIGTERM reach the ranks through mpirun (which ends them with SIGTERM: each writes
+ * the snapshot of one common iteration); the exit status is then 128 + the signal, else
+ * mpirun's. */
+static int launch(int argc, char **argv)
+{
+    char np[24];
+    snprintf(np, sizeof np, "%ld", args.nprocs);
+    char **v = calloc((size_t)argc + 4, sizeof *v);
+    if (!v) return 1;
+    int n = 0;
+    v[n++] = "mpirun";
+    v[n++] = "-np";
+    v[n++] = np;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--nprocs")) {
+            i++;
+            continue;
+        }
+        if (!strncmp(argv[i], "--nprocs=", 9)) continue;
+        v[n++] = argv[i];
+    }
+    fflush(stdout);
+    fflush(stderr);
+    catch_stop_signals();
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp("mpirun", v);
+        fprintf(stderr, "tfc-train: --nprocs needs mpirun, which cannot be run here (install "
+                        "openmpi-bin, or launch with your cluster's launcher)\n");
+        _exit(1);
+    }
+    free(v);
+    if (pid < 0) {
+        perror("tfc-train: fork");
+        return 1;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return 1;
+        if (stop_signal) kill(pid, (int)stop_signal); /* not from a terminal: pass it on */
+    }
+    if (stop_signal) return 128 + (int)stop_signal;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int main(int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
@@ -87,7 +149,17 @@ int main(int argc, char **argv)
     if (args.resume && args.weights)
         return cli_error(&tool, "--resume and --weights exclude each other (a state file "
                                 "carries its weights)");
+    if (args.nprocs > 1 && tfc_comm_launched_size() == 1) return launch(argc, argv);
     const char *path = args.solver.v[0];
+    tfc_error err;
+    tfc_error_clear(&err);
+    /* One of several ranks: rank 0 reports what every rank would (configuration errors,
+     * progress); a failure on one rank ends them all. */
+    tfc_comm *comm = tfc_comm_world(&err);
+    if (!comm) {
+        fputs(err.text, stderr);
+        return tfc_exit_code(err.code);
+    }
     tfc_solver_options opt = {0};
     opt.sets = args.sets.v;
     opt.nsets = args.sets.n;
@@ -99,32 +171,32 @@ int main(int argc, char **argv)
     opt.console = args.quiet ? NULL : stdout;
     opt.live = -1;
     opt.stop = &stop_signal;
-    tfc_error err;
-    tfc_error_clear(&err);
     tfc_solver *s = tfc_solver_load(path, &opt, &err);
     if (!s) {
-        fputs(err.text, stderr);
+        if (comm->rank == 0) fputs(err.text, stderr);
         return tfc_exit_code(err.code);
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    catch_stop_signals();
 
     tfc_train_result *res = calloc(1, sizeof *res);
     tfc_status st = res ? tfc_solver_train(s, res, &err) : TFC_ERR_NOMEM;
     int code = tfc_exit_code(st);
     if (st) {
+        if (comm->size > 1) fprintf(stderr, "tfc-train: rank %d of %d:\n", comm->rank, comm->size);
         fputs(err.count ? err.text : "tfc-train: out of memory\n", stderr);
         if (res && res->last_snapshot[0])
             fprintf(stderr, "the last good snapshot is %s\n", res->last_snapshot);
+        if (comm->size > 1) tfc_comm_abort(comm, code); /* the other ranks may be waiting */
+    } else if (comm->rank != 0) {
+        if (res->status == TFC_RUN_INTERRUPTED) code = 128 + (stop_signal ? (int)stop_signal : SIGTERM);
     } else if (res->status == TFC_RUN_INTERRUPTED) {
+        char np[32] = "";
+        if (comm->size > 1) snprintf(np, sizeof np, " --nprocs %d", comm->size);
         fprintf(stderr, "tfc-train: stopped by signal %d at iteration %lld; resume with\n"
-                        "  tfc-train %s --resume %s\n",
-                (int)stop_signal, (long long)res->iterations, path, res->last_snapshot);
-        code = 128 + (int)stop_signal;
+                        "  tfc-train %s%s --resume %s\n",
+                (int)(stop_signal ? stop_signal : SIGTERM), (long long)res->iterations, path, np,
+                res->last_snapshot);
+        code = 128 + (stop_signal ? (int)stop_signal : SIGTERM);
     } else {
         char line[512];
         printf("done: %lld iterations in %.1f s (%.1f it/s)", (long long)res->iterations,

@@ -5,15 +5,37 @@
 #include "solver/internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device/device.h"
 
 tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err)
 {
     const tfc_solver_config *c = &s->cfg;
-    tfc_backend *be = tfc_backend_open(s->opt.device ? s->opt.device : c->device, s->opt.threads,
-                                       err);
+    const char *device = s->opt.device ? s->opt.device : c->device;
+    int threads = s->opt.threads;
+    tfc_comm *comm = tfc_comm_world(err);
+    if (!comm) return NULL;
+    char local[32];
+    tfc_backend *be = NULL;
+    if (comm->local_size > 1) {
+        /* Ranks sharing a machine: rank r takes gpu:<local rank>, or a share of the cores. */
+        snprintf(local, sizeof local, "gpu:%d", comm->local_rank);
+        if (device && !strcmp(device, "gpu")) device = local;
+        if (!device || !*device) {
+            tfc_error quiet;
+            tfc_error_clear(&quiet);
+            be = tfc_backend_open(local, threads, &quiet);
+            if (!be) device = "cpu";
+        }
+        if (threads <= 0) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            threads = cores / comm->local_size > 1 ? (int)(cores / comm->local_size) : 1;
+        }
+    }
+    if (!be) be = tfc_backend_open(device, threads, err);
     if (!be) return NULL;
     tfc_device_options o = {c->deterministic, c->tf32,
                             (size_t)(c->gpu_memory_limit * 1024.0 * 1024.0)};
@@ -50,20 +72,33 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc
 tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, int *stopped,
                         tfc_error *err)
 {
-    double sums[1 + TFC_MAX_METRICS] = {0};
+    double sums[3 + TFC_MAX_METRICS] = {0}; /* loss, metrics, then rows and examples */
     memset(out, 0, sizeof *out);
     *stopped = 0;
     tfc_pipeline_reset(f->test);
     for (;;) {
-        if (tfc_solver_stop_requested(s)) {
+        /* Ranks of a data-parallel run finish the pass together (the sums below are
+         * collective); the loop then stops them all at one iteration. */
+        if (f->nranks <= 1 && tfc_solver_stop_requested(s)) {
             *stopped = 1;
             return TFC_OK;
         }
-        int n;
-        tfc_status st = tfc_feed_test_batch(f, &n, err);
-        if (!st && n == 0) break;
-        if (!st) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, err);
+        int n, more;
+        tfc_status st = tfc_feed_test_batch(f, &n, &more, err);
+        if (!st && !more) break;
+        if (!st && n > 0) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, err);
         if (st) return st;
+    }
+    if (f->nranks > 1) {
+        /* Exact over ranks: the row-weighted sums and the counts, not means of means. */
+        int nm = tfc_model_nmetrics(f->model);
+        sums[1 + nm] = (double)out->rows;
+        sums[2 + nm] = (double)out->examples;
+        tfc_comm *c = tfc_comm_world(err);
+        tfc_status st = c ? c->ops->allreduce(c, sums, 3 + nm, 1, 1, err) : err->code;
+        if (st) return st;
+        out->rows = (int64_t)sums[1 + nm];
+        out->examples = (int64_t)sums[2 + nm];
     }
     if (out->rows > 0) {
         out->loss = sums[0] / (double)out->rows;

@@ -131,8 +131,14 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     for (int k = 0; k < 2 && !st; k++)
         if (split[k]) st = batch_size(split[k], plan[k], node[k], key[k], &sizes[k], err);
     if (st) return st;
+    if (f->nranks < 1) f->nranks = 1;
+    if (f->train && sizes[0] % f->nranks)
+        return tfc_node_error(err, TFC_ERR_CONFIG, node[0], key[0],
+                              "the batch of %d examples cannot be split evenly among %d ranks "
+                              "(the batch is the global one: each rank takes batch / ranks)",
+                              sizes[0], f->nranks);
     f->stage_batch = sizes[0] > sizes[1] ? sizes[0] : sizes[1];
-    f->bind_batch = f->train ? sizes[0] : sizes[1] < 256 ? sizes[1] : 256;
+    f->bind_batch = f->train ? sizes[0] / f->nranks : sizes[1] < 256 ? sizes[1] : 256;
     st = tfc_model_bind(m, be, f->bind_batch, err);
     if (st) return st;
     f->x = malloc((size_t)f->stage_batch * (size_t)f->in_numel * 4);
@@ -197,16 +203,17 @@ tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend
 
 /* ---- batches ------------------------------------------------------------------------------- */
 
-/* Converts n elements to float32 or int32 (`ints`). Integers must be integral and within
- * int32; returns the first bad index or -1. */
-static int64_t convert(void *dst, int ints, const tfc_tensor *src, int64_t n)
+/* Converts n elements of src from element `from` on to float32 or int32 (`ints`). Integers
+ * must be integral and within int32; returns the first bad index (counted from `from`) or
+ * -1. */
+static int64_t convert(void *dst, int ints, const tfc_tensor *src, int64_t from, int64_t n)
 {
     if (src->dtype == (ints ? TFC_I32 : TFC_F32)) {
-        memcpy(dst, src->data, (size_t)n * 4);
+        memcpy(dst, (const char *)src->data + (size_t)from * 4, (size_t)n * 4);
         return -1;
     }
     for (int64_t i = 0; i < n; i++) {
-        double v = tfc_value_get(src->data, src->dtype, i);
+        double v = tfc_value_get(src->data, src->dtype, from + i);
         if (ints) {
             if (!(v == floor(v)) || v < -2147483648.0 || v > 2147483647.0) return i;
             ((int32_t *)dst)[i] = (int32_t)v;
@@ -245,27 +252,38 @@ static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, int64_t n, 
     return TFC_OK;
 }
 
-/* The next batch of `p` into f->x / f->y; *n = 0 at the end of the data. */
-static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int *n,
+/* The next batch of `p` into f->x / f->y — of a data-parallel run, this rank's rows
+ * [count * rank / nranks, count * (rank + 1) / nranks) of it, so rank r of N takes the r-th
+ * of N equal micro-batches; *n = 0 at the end of the data. A test batch too small to give
+ * every rank a row leaves some ranks *n = 0 with *more = 1 (evaluation goes on). */
+static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int *n, int *more,
                              tfc_error *err)
 {
     tfc_batch b;
     *n = 0;
+    *more = 0;
     tfc_status s = tfc_pipeline_next(p, &b, err);
     if (s || b.end) return s;
+    *more = 1;
     int batched = tfc_pipeline_element_spec(p)->batched;
     int64_t count = batched && b.features.shape.ndim > 0 ? b.features.shape.dim[0] : 1;
     s = check_batch(f, &b, count, key, err);
     if (s) return s;
+    int nr = f->nranks > 1 ? f->nranks : 1;
+    int64_t lo = count * f->rank / nr, hi = count * (f->rank + 1) / nr;
+    count = hi - lo;
+    if (count == 0) return TFC_OK;
     int64_t fnum = count * f->in_numel, lnum = count * f->label_numel;
-    int64_t bad = convert(f->x, tfc_model_input_dtype(f->model) == TFC_I32, &b.features, fnum);
+    int64_t bad = convert(f->x, tfc_model_input_dtype(f->model) == TFC_I32, &b.features,
+                          lo * f->in_numel, fnum);
     if (bad >= 0)
         return tfc_error_set(err, TFC_ERR_DATA,
                              "%s: example %lld of a batch: feature value %g is not an int32 "
                              "token id",
                              key, (long long)(bad / f->in_numel),
                              tfc_value_get(b.features.data, b.features.dtype, bad));
-    bad = convert(f->y, tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE, &b.labels, lnum);
+    bad = convert(f->y, tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE, &b.labels,
+                  lo * f->label_numel, lnum);
     if (bad >= 0)
         return tfc_error_set(err, TFC_ERR_DATA,
                              "%s: example %lld of a batch: label %g is not a class index", key,
@@ -277,17 +295,23 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
 
 tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err)
 {
-    tfc_status s = next_batch(f, f->train, "data.train", n, err);
+    int more;
+    tfc_status s = next_batch(f, f->train, "data.train", n, &more, err);
     if (s || *n) return s;
+    if (more)
+        return tfc_error_set(err, TFC_ERR_DATA,
+                             "data.train: a batch too small to give each of %d ranks an example "
+                             "(repeat before batch, or drop_remainder: true)",
+                             f->nranks);
     tfc_pipeline_reset(f->train);
-    s = next_batch(f, f->train, "data.train", n, err);
+    s = next_batch(f, f->train, "data.train", n, &more, err);
     if (!s && *n == 0) return tfc_error_set(err, TFC_ERR_DATA, "data.train yields no elements");
     return s;
 }
 
-tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, tfc_error *err)
+tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, int *more, tfc_error *err)
 {
-    return next_batch(f, f->test, "data.test", n, err);
+    return next_batch(f, f->test, "data.test", n, more, err);
 }
 
 void tfc_feed_free(tfc_feed *f)

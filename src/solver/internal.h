@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm/comm.h"
 #include "core/checksum.h"
 #include "data/data.h"
 #include "solver/solver.h"
@@ -92,6 +93,7 @@ typedef struct tfc_snapshot_id {
     const char *model_name;
     const char *optimizer;      /* its type name */
     uint64_t config_hash, model_hash;
+    int ranks;                  /* processes of a data-parallel run (1: one) */
 } tfc_snapshot_id;
 
 /* Writes WEIGHTS (tfc_model_save_weights) and then STATE, both atomically: a safetensors
@@ -153,6 +155,7 @@ typedef struct tfc_feed {
     int stage_batch;             /* the largest batch of the splits: the staging size */
     int64_t in_numel, label_numel; /* per example */
     void *x, *y;                 /* host staging of one batch: features, labels */
+    int rank, nranks;            /* of a data-parallel run: each takes its rows of a batch */
 } tfc_feed;
 
 /* Builds the pipelines of both splits (the test split tokenizes with the train split's
@@ -166,11 +169,13 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
  * bound for the test batch up to 256 examples. */
 tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
                                    const char *weights, tfc_error *err);
-/* The next training batch into f->x / f->y, *n examples; the train split is read again
- * from its start when it ends, as `repeat` would (an empty split is TFC_ERR_DATA). */
+/* The next training batch into f->x / f->y, *n examples (of a data-parallel run: this
+ * rank's rows of it); the train split is read again from its start when it ends, as
+ * `repeat` would (an empty split is TFC_ERR_DATA). */
 tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err);
-/* The next test batch into f->x / f->y; *n = 0 at the end of the split. */
-tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, tfc_error *err);
+/* The next test batch into f->x / f->y, *n examples (this rank's rows); *more = 0 at the end
+ * of the split (a rank may get *n = 0 rows of a small last batch with *more = 1). */
+tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, int *more, tfc_error *err);
 /* Frees the pipelines and buffers and unbinds the model. */
 void tfc_feed_free(tfc_feed *f);
 

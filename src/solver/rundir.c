@@ -93,6 +93,7 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
 tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const tfc_eval *e,
                           double lr, double seconds, tfc_error *err)
 {
+    if (!d->made) return TFC_OK; /* a rank other than 0 of a data-parallel run */
     const tfc_model *m = d->s->model;
     char tag[64];
     tfc_status s = tfc_csv_row(d->csv, iter, phase, e->loss, e->metric, lr, seconds, err);

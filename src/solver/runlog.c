@@ -120,6 +120,9 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
     json_object_set_new(root, "iterations", json_integer(res->iterations));
     json_object_set_new(root, "wall_seconds", number(res->wall_seconds));
     json_object_set_new(root, "iterations_per_second", number(res->iterations_per_second));
+    json_object_set_new(root, "ranks", json_integer(res->ranks));
+    json_object_set_new(root, "rank_batch", json_integer(res->rank_batch));
+    json_object_set_new(root, "global_batch", json_integer((json_int_t)res->rank_batch * res->ranks));
     json_t *final = json_object();
     if (res->have_train)
         json_object_set_new(final, "train", eval_json(&res->train, metric_names, nmetrics));

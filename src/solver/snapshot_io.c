@@ -219,6 +219,7 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     meta(&sw, "weights", "%s", base_name(weights_path));
     meta(&sw, "weights_crc32c", "%08x", wcrc);
     meta(&sw, "iteration", "%lld", (long long)x->iteration);
+    meta(&sw, "ranks", "%d", id->ranks);
     if (!sw.s) {
         uint32_t crc = meta_crc(sw.crc, sw.meta, sw.nmeta);
         meta(&sw, "checksum", "%08x", crc);
@@ -312,6 +313,15 @@ static tfc_status check_identity(const tfc_st_file *f, const tfc_optimizer *o,
     slot_list(o, want_slots, sizeof want_slots);
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->config_hash);
     *config_differs = !ch || strcmp(ch, hash) != 0;
+    const char *ranks = tfc_st_meta(f, "ranks"); /* absent before data-parallel runs: one */
+    int saved_ranks = ranks ? atoi(ranks) : 1;
+    if (saved_ranks != id->ranks)
+        return tfc_error_set(err, TFC_ERR_USAGE,
+                             "%s was written by a run of %d rank%s, this run has %d; a resumed "
+                             "run needs the same number of ranks (which rows each rank takes, "
+                             "its dropout streams and the order of the gradient sum depend on "
+                             "it)",
+                             state_path, saved_ranks, saved_ranks == 1 ? "" : "s", id->ranks);
     if (!opt || strcmp(opt, id->optimizer) != 0)
         return tfc_error_set(err, TFC_ERR_USAGE,
                              "%s was saved by optimizer '%s', this run uses '%s'; a resumed run "

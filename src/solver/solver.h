@@ -123,6 +123,8 @@ typedef struct tfc_train_result {
     int64_t iterations;         /* completed iterations (including resumed ones) */
     double wall_seconds;        /* including the time of resumed runs */
     double iterations_per_second; /* of this process */
+    int ranks;                  /* processes of a data-parallel run (1: one) */
+    int rank_batch;             /* examples per batch of each rank: the batch / ranks */
     char run_dir[4096];
     int have_train, have_test;  /* final train (smoothed) and test results */
     tfc_eval train, test;

@@ -4,7 +4,9 @@
  * (the loss smoothed over average_loss iterations), test, snapshot and signal checks. A
  * non-finite loss or gradient stops the run naming the iteration and the first layer whose
  * output went non-finite. All randomness is keyed by (seed, step), and the state file holds
- * the rest, so a resumed run on the CPU repeats the uninterrupted one bit for bit. */
+ * the rest, so a resumed run on the CPU repeats the uninterrupted one bit for bit.
+ * Data-parallel (docs/distributed.md): each of N ranks runs its rows of every batch, the
+ * gradients and losses are summed over the ranks before the average, and only rank 0 writes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,12 @@ typedef struct run {
     int64_t iter;                    /* completed iterations */
     double lr;                       /* the learning rate shown and logged: the latest step's */
     int64_t last_test, last_snap;    /* iterations of the last test and snapshot; -1: none */
+    tfc_comm *comm;                  /* the ranks of a data-parallel run (self: one) */
+    float *host_grads;               /* a GPU's gradients staged for the reduction */
+    int stopped;                     /* a stop request ended the loop (on every rank) */
 } run;
+
+static int writer(const run *r) { return r->comm->rank == 0; }
 
 /* The metric that ranks tests: the model's first one other than the loss (higher is
  * better); -1: the loss (lower is better). */
@@ -48,7 +55,7 @@ static const char *ranking_name(const tfc_model *m)
 static tfc_snapshot_id snapshot_id(const run *r)
 {
     tfc_snapshot_id id = {tfc_model_name(r->s->model), tfc_optimizer_names[r->s->cfg.optimizer.type],
-                          r->s->config_hash, r->s->model_hash};
+                          r->s->config_hash, r->s->model_hash, r->comm->size};
     return id;
 }
 
@@ -57,6 +64,10 @@ static tfc_snapshot_id snapshot_id(const run *r)
 static tfc_status snapshot(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
+    if (!writer(r)) { /* every rank is at the same state: rank 0 writes it */
+        r->last_snap = r->iter;
+        return TFC_OK;
+    }
     char weights[4700], state[4700];
     tfc_snapshot_path(r->dir.path, c->snapshot_prefix, r->iter, TFC_SNAPSHOT_WEIGHTS, weights,
                       sizeof weights);
@@ -145,7 +156,11 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
     for (int k = 0; k < c->iter_size; k++) {
         int n;
         tfc_batch_result br;
-        uint64_t step = (uint64_t)r->iter * (uint64_t)c->iter_size + (uint64_t)k;
+        /* Rank r's micro-batch is micro-batch (iter * iter_size + k) * ranks + r of the
+         * single-process run with iter_size * ranks: the same dropout stream. */
+        uint64_t step = ((uint64_t)r->iter * (uint64_t)c->iter_size + (uint64_t)k) *
+                            (uint64_t)r->comm->size +
+                        (uint64_t)r->comm->rank;
         tfc_status s = tfc_feed_train_batch(&r->feed, &n, err);
         if (!s) s = tfc_model_forward(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
         if (!s) s = tfc_model_loss(m, r->feed.y, 1, &br, err);
@@ -159,6 +174,46 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
     return TFC_OK;
 }
 
+/* Sums the ranks' accumulated gradients and mean losses (in rank order with
+ * `deterministic: true`, so N ranks repeat themselves and equal one process with iter_size
+ * N bit for bit); a GPU's gradients go through host memory. */
+static tfc_status reduce_gradients(run *r, double *loss, tfc_error *err)
+{
+    tfc_model *m = r->s->model;
+    int64_t n = tfc_model_trainable_count(m);
+    int ordered = r->s->cfg.deterministic;
+    float *grads = tfc_model_grads(m);
+    int host = !strcmp(r->be->ops->name, "cpu");
+    if (!host) {
+        if (!r->host_grads && !(r->host_grads = malloc((size_t)n * sizeof(float))))
+            return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory staging the gradients");
+        r->be->ops->download(r->be, r->host_grads, grads, (size_t)n * sizeof(float));
+        tfc_status s = tfc_backend_status(r->be, err);
+        if (s) return s;
+    }
+    tfc_status s = r->comm->ops->allreduce(r->comm, host ? grads : r->host_grads, n, 0, ordered, err);
+    if (!s && !host) r->be->ops->upload(r->be, grads, r->host_grads, (size_t)n * sizeof(float));
+    double sum = *loss * r->s->cfg.iter_size; /* back to this rank's sum of micro-losses */
+    if (!s) s = r->comm->ops->allreduce(r->comm, &sum, 1, 1, ordered, err);
+    *loss = sum / ((double)r->s->cfg.iter_size * r->comm->size);
+    return s;
+}
+
+/* Rank 0's parameters on every rank (after initialising, --weights or --resume). */
+static tfc_status share_weights(run *r, tfc_error *err)
+{
+    tfc_model *m = r->s->model;
+    size_t bytes = (size_t)tfc_model_param_count(m) * sizeof(float);
+    float *host = malloc(bytes ? bytes : 1);
+    if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory sharing the weights");
+    r->be->ops->download(r->be, host, tfc_model_params(m), bytes);
+    tfc_status s = tfc_backend_status(r->be, err);
+    if (!s) s = r->comm->ops->broadcast(r->comm, host, bytes, err);
+    if (!s) r->be->ops->upload(r->be, tfc_model_params(m), host, bytes);
+    free(host);
+    return s;
+}
+
 static tfc_status train_step(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
@@ -166,12 +221,13 @@ static tfc_status train_step(run *r, tfc_error *err)
     double loss;
     tfc_model_zero_grad(m);
     tfc_status s = accumulate(r, &loss, err);
+    if (!s && r->comm->size > 1) s = reduce_gradients(r, &loss, err);
     if (s) return s;
     /* The average gradient; global-norm clipping on it, as Keras's global_clipnorm:
      * g *= clip / max(norm, clip). */
     int64_t ntrain = tfc_model_trainable_count(m);
     float *grads = tfc_model_grads(m);
-    double scale = 1.0 / c->iter_size;
+    double scale = 1.0 / ((double)c->iter_size * r->comm->size);
     double sumsq = r->be->ops->sumsq(r->be, ntrain, grads);
     if (!isfinite(sumsq)) return bad_gradient(r, err);
     double norm = sqrt(sumsq) * scale;
@@ -189,8 +245,19 @@ static tfc_status train_step(run *r, tfc_error *err)
 
 /* ---- display, testing and the best weights ---------------------------------------------------- */
 
+/* The train metrics since the last display summed over the ranks (rows and row-weighted
+ * sums; the loss was reduced at each step), so rank 0 shows the whole batch's. */
+static tfc_status reduce_train_metrics(run *r, tfc_error *err)
+{
+    if (r->comm->size == 1) return TFC_OK;
+    return r->comm->ops->allreduce(r->comm, &r->prog.disp[1], 1 + tfc_model_nmetrics(r->s->model),
+                                   1, 1, err);
+}
+
 static tfc_status display(run *r, tfc_error *err)
 {
+    tfc_status s = reduce_train_metrics(r, err);
+    if (s) return s;
     tfc_progress_display(&r->prog, r->iter, r->lr, &r->res->train);
     r->res->have_train = 1;
     return tfc_rundir_log(&r->dir, "train", r->iter, &r->res->train, r->lr,
@@ -211,6 +278,7 @@ static tfc_status record_test(run *r, const tfc_eval *e, tfc_error *err)
     res->have_best = 1;
     res->best_value = value;
     res->best_iteration = r->iter;
+    if (!writer(r)) return TFC_OK;
     char best[4200];
     snprintf(best, sizeof best, "%s/best.safetensors", r->dir.path);
     return tfc_model_save_weights(r->s->model, best, err);
@@ -291,6 +359,8 @@ static tfc_status start(run *r, tfc_error *err)
     const tfc_solver_config *c = &s->cfg;
     r->be = tfc_solver_backend_open(s, err);
     if (!r->be) return err->code;
+    r->feed.rank = r->comm->rank;
+    r->feed.nranks = r->comm->size;
     tfc_status st = tfc_feed_for_training(&r->feed, s, r->be, err);
     if (!st)
         st = tfc_optimizer_init(&r->opt, &c->optimizer, r->be, tfc_model_trainable_count(s->model),
@@ -301,7 +371,9 @@ static tfc_status start(run *r, tfc_error *err)
     if (s->opt.resume) st = resume(r, err);
     else if (s->opt.weights) st = load_initial_weights(r, s->opt.weights, err);
     int64_t resumed_at = s->opt.resume ? r->iter : -1;
-    if (!st) st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
+    if (!st && r->comm->size > 1) st = share_weights(r, err);
+    if (st || !writer(r)) return st;
+    st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
     if (!st) st = tfc_snapshot_set_open(&r->snaps, r->dir.path, c->snapshot_prefix, resumed_at, err);
     return st;
 }
@@ -314,7 +386,8 @@ static tfc_status loop(run *r, tfc_error *err)
     tfc_progress_loop_start(&r->prog, r->iter);
     r->lr = tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, r->iter, c->max_iter);
     while (r->iter < c->max_iter) {
-        if (tfc_solver_stop_requested(r->s)) break;
+        /* a stop on any rank stops every rank at this iteration */
+        if ((r->stopped = tfc_comm_any(r->comm, tfc_solver_stop_requested(r->s)))) break;
         tfc_status st = train_step(r, err);
         if (st) return st;
         if (c->display > 0 && r->iter % c->display == 0) st = display(r, err);
@@ -335,12 +408,13 @@ static tfc_status finish_run(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_status st = TFC_OK;
-    int stopped = tfc_solver_stop_requested(r->s);
+    int stopped = r->stopped || (r->comm->size == 1 && tfc_solver_stop_requested(r->s));
     if (!stopped && r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
     if (st) return st;
     if (tfc_progress_pending(&r->prog) > 0 && (c->display == 0 || r->iter % c->display != 0)) {
         /* The train result of the last stretch, as a display would show it. */
         if (c->display == 0) {
+            st = reduce_train_metrics(r, err);
             r->res->have_train = 1;
             tfc_progress_train_result(&r->prog, &r->res->train);
         } else if (!stopped) {
@@ -348,7 +422,7 @@ static tfc_status finish_run(run *r, tfc_error *err)
         }
     }
     if (!st && r->last_snap != r->iter) st = snapshot(r, err);
-    if (!st && !stopped) {
+    if (!st && !stopped && writer(r)) {
         char final[4200];
         snprintf(final, sizeof final, "%s/final.safetensors", r->dir.path);
         st = tfc_model_save_weights(r->s->model, final, err);
@@ -362,6 +436,7 @@ static void free_run(run *r)
     tfc_rundir_close(&r->dir);
     if (r->opt.be) tfc_optimizer_release(&r->opt);
     tfc_feed_free(&r->feed);
+    free(r->host_grads);
     if (r->be) tfc_backend_free(r->be);
     tfc_progress_free(&r->prog);
     tfc_snapshot_set_free(&r->snaps);
@@ -371,15 +446,24 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
 {
     run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1};
     memset(res, 0, sizeof *res);
+    r.comm = tfc_comm_world(err);
+    if (!r.comm) return err->code;
+    if (!writer(&r)) s->opt.console = NULL; /* rank 0 speaks for the run */
+    res->ranks = r.comm->size;
     tfc_status st = tfc_progress_init(&r.prog, s, err);
     if (!st) st = start(&r, err);
     if (!st) {
         tfc_model *m = s->model;
-        tfc_progress_say(&r.prog, "%s: %lld parameters (%lld trainable) on %s, batch %d; run "
+        res->rank_batch = r.feed.bind_batch;
+        char ranks[96] = "";
+        if (r.comm->size > 1)
+            snprintf(ranks, sizeof ranks, " (%d ranks x %d, %s)", r.comm->size,
+                     r.feed.bind_batch, r.comm->ops->name);
+        tfc_progress_say(&r.prog, "%s: %lld parameters (%lld trainable) on %s, batch %d%s; run "
                                   "directory %s\n",
                          tfc_model_name(m), (long long)tfc_model_param_count(m),
                          (long long)tfc_model_trainable_count(m), r.be->ops->name,
-                         r.feed.bind_batch, r.dir.path);
+                         r.feed.bind_batch * r.comm->size, ranks, r.dir.path);
         st = loop(&r, err);
         if (!st) st = finish_run(&r, err);
     }

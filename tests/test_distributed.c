@@ -1,0 +1,339 @@
+/* Data-parallel training on CPU ranks under Open MPI's mpirun (docs/distributed.md): 2 ranks
+ * against one process with the global batch (SGD, Adam), bit-identity with iter_size under
+ * `deterministic: true`, exact resume, SIGINT, a killed rank, and the refusals. Runs the built
+ * tfc-train ($TFC_BIN) through `mpirun -np 2` and `--nprocs 2`; skipped, visibly, where
+ * mpirun is missing. */
+#include <math.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tfc.h"
+#include "testutil.h"
+
+static const char *bin(void)
+{
+    const char *b = getenv("TFC_BIN");
+    return b ? b : "bin";
+}
+
+/* mpirun present, and allowed to start here (CI runs as root; 2 ranks on 2 cores or fewer). */
+static int have_mpirun(void)
+{
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    if (system("mpirun --version >/dev/null 2>&1") != 0) {
+        tfc_test_skip("mpirun is not installed (apt install openmpi-bin)");
+        return 0;
+    }
+    return 1;
+}
+
+/* The solver of these tests: a 16-4 classifier on the synthetic split, global batch 32. */
+static const char *solver(void)
+{
+    static int made;
+    if (!made) {
+        tfc_test_write_split("x.npy", "y.npy", 512, 5);
+        tfc_test_write("model.yaml",
+                       "name: tiny\ninput: {shape: [16]}\nlayers:\n"
+                       "  - Dense: {units: 32, activation: relu}\n"
+                       "  - Dropout: {rate: 0.1}\n"
+                       "  - Dense: {units: 4, activation: softmax}\n"
+                       "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                       -1);
+        tfc_test_write("solver.yaml",
+                       "model: model.yaml\n"
+                       "data:\n"
+                       "  train:\n"
+                       "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+                       "    pipeline:\n"
+                       "      - shuffle: {buffer_size: 512}\n"
+                       "      - repeat: {}\n"
+                       "      - batch: {batch_size: 32}\n"
+                       "  test:\n"
+                       "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+                       "    pipeline:\n"
+                       "      - batch: {batch_size: 100}\n"
+                       "optimizer: {type: sgd, learning_rate: 0.1}\n"
+                       "max_iter: 30\ntest_interval: 10\ndisplay: 1\n"
+                       "snapshot: {interval: 15}\nseed: 3\n",
+                       -1);
+        made = 1;
+    }
+    return tfc_test_path("solver.yaml");
+}
+
+/* Runs a shell command; returns its exit status (128 + signal when killed). */
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The largest relative difference between the tensors of two weights files (all float32). */
+static double weights_diff(const char *a, const char *b)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *fa = tfc_st_open(a, &err), *fb = tfc_st_open(b, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fa);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fb);
+    CU_ASSERT_EQUAL(tfc_st_count(fa), tfc_st_count(fb));
+    double worst = 0;
+    for (int i = 0; i < tfc_st_count(fa); i++) {
+        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i), *tb = tfc_st_find(fb, ta->name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+        CU_ASSERT_EQUAL_FATAL(ta->numel, tb->numel);
+        double scale = 1e-12, d = 0;
+        for (int64_t j = 0; j < ta->numel; j++) {
+            float x, y;
+            memcpy(&x, (const char *)ta->data + 4 * j, 4);
+            memcpy(&y, (const char *)tb->data + 4 * j, 4);
+            scale = fmax(scale, fabs(y));
+            d = fmax(d, fabs((double)x - y));
+        }
+        worst = fmax(worst, d / scale);
+    }
+    tfc_st_close(fa);
+    tfc_st_close(fb);
+    return worst;
+}
+
+static int same_bytes(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = tfc_test_read(a, &la), *y = tfc_test_read(b, &lb);
+    int same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* The train losses of log.csv (column 3 of the "train" rows) into out; returns how many. */
+static int train_losses(const char *dir, double *out, int max)
+{
+    char path[1024], line[1024];
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int n = 0;
+    long long it;
+    char phase[16];
+    double loss;
+    while (fgets(line, sizeof line, f) && n < max)
+        if (sscanf(line, "%lld,%15[^,],%lf", &it, phase, &loss) == 3 && !strcmp(phase, "train"))
+            out[n++] = loss;
+    fclose(f);
+    return n;
+}
+
+static const char *out(const char *name)
+{
+    const char *p = tfc_test_path(name);
+    run("rm -rf '%s'", p);
+    return p;
+}
+
+/* Two ranks with the global batch of 32 against one process with batch 32: the same
+ * mathematics, up to the order of float sums (1e-5 relative). SGD and Adam, 30 steps; no
+ * dropout (its streams are keyed by micro-batch, so they differ from a batch-32 run's). */
+static void test_two_ranks_equal_one_process(void)
+{
+    if (!have_mpirun()) return;
+    static const char *const opts[] = {
+        "--set model.layers.1.Dropout.rate=0 --set optimizer.type=sgd",
+        "--set model.layers.1.Dropout.rate=0 --set optimizer.type=adam "
+        "--set optimizer.learning_rate=0.01"};
+    for (int k = 0; k < 2; k++) {
+        char one[512], two[512];
+        snprintf(one, sizeof one, "%s", out("one"));
+        snprintf(two, sizeof two, "%s", out("two"));
+        CU_ASSERT_EQUAL(run("%s/tfc-train %s --device cpu --threads 2 %s --out %s --quiet "
+                            ">/dev/null", bin(), solver(), opts[k], one), 0);
+        CU_ASSERT_EQUAL(run("mpirun -np 2 %s/tfc-train %s --device cpu %s --out %s --quiet "
+                            ">/dev/null", bin(), solver(), opts[k], two), 0);
+        char a[600], b[600];
+        snprintf(a, sizeof a, "%s/final.safetensors", one);
+        snprintf(b, sizeof b, "%s/final.safetensors", two);
+        double d = weights_diff(a, b);
+        CU_ASSERT(d < 1e-5);
+        if (d >= 1e-5) fprintf(stderr, "  %s: weights differ by %g relative\n", opts[k], d);
+        double l1[64], l2[64];
+        int n1 = train_losses(one, l1, 64), n2 = train_losses(two, l2, 64);
+        CU_ASSERT_EQUAL(n1, 30);
+        CU_ASSERT_EQUAL(n1, n2);
+        for (int i = 0; i < n1 && i < n2; i++)
+            CU_ASSERT(fabs(l1[i] - l2[i]) <= 1e-5 * fabs(l1[i]));
+        /* rank 0 alone wrote the run directory */
+        char sum[600];
+        snprintf(sum, sizeof sum, "%s/summary.json", two);
+        char *js = tfc_test_read(sum, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(js);
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"ranks\": 2"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"rank_batch\": 16"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"global_batch\": 32"));
+        free(js);
+    }
+}
+
+/* deterministic: true — 2 ranks equal one process running iter_size 2 over batches of 16
+ * bit for bit (rank r's rows are micro-batch r; the sum is in rank order; dropout streams
+ * keyed alike), and two 2-rank runs equal each other. */
+static void test_deterministic_bit_identical(void)
+{
+    if (!have_mpirun()) return;
+    char one[512], two[512], again[512];
+    snprintf(one, sizeof one, "%s", out("det_one"));
+    snprintf(two, sizeof two, "%s", out("det_two"));
+    snprintf(again, sizeof again, "%s", out("det_again"));
+    const char *det = "--set deterministic=true --set optimizer.type=adam "
+                      "--set optimizer.learning_rate=0.01";
+    CU_ASSERT_EQUAL(run("%s/tfc-train %s --device cpu --threads 1 %s --set iter_size=2 --set "
+                        "data.train.pipeline.2.batch.batch_size=16 --out %s --quiet >/dev/null",
+                        bin(), solver(), det, one), 0);
+    CU_ASSERT_EQUAL(run("mpirun -np 2 %s/tfc-train %s --device cpu %s --out %s --quiet "
+                        ">/dev/null", bin(), solver(), det, two), 0);
+    CU_ASSERT_EQUAL(run("%s/tfc-train %s --nprocs 2 --device cpu %s --out %s --quiet >/dev/null",
+                        bin(), solver(), det, again), 0);
+    char a[600], b[600], c[600];
+    snprintf(a, sizeof a, "%s/final.safetensors", one);
+    snprintf(b, sizeof b, "%s/final.safetensors", two);
+    snprintf(c, sizeof c, "%s/final.safetensors", again);
+    CU_ASSERT(same_bytes(a, b));
+    CU_ASSERT(same_bytes(b, c));
+}
+
+/* A 2-rank run resumed from its snapshot at 15 ends bit-identical to the uninterrupted one;
+ * a single process may not resume it (another rank count), nor may 2 ranks split a batch of
+ * 31. */
+static void test_resume_and_refusals(void)
+{
+    if (!have_mpirun()) return;
+    char full[512], res[512], bad[512];
+    snprintf(full, sizeof full, "%s", out("full"));
+    snprintf(res, sizeof res, "%s", out("resumed"));
+    snprintf(bad, sizeof bad, "%s", out("bad"));
+    CU_ASSERT_EQUAL(run("%s/tfc-train %s --nprocs 2 --device cpu --out %s --quiet >/dev/null",
+                        bin(), solver(), full), 0);
+    CU_ASSERT_EQUAL(run("%s/tfc-train %s --nprocs 2 --device cpu --out %s --resume "
+                        "%s/snapshots/tiny_iter_15.state --quiet >/dev/null",
+                        bin(), solver(), res, full), 0);
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/final.safetensors", full);
+    snprintf(b, sizeof b, "%s/final.safetensors", res);
+    CU_ASSERT(same_bytes(a, b));
+    const char *log = tfc_test_path("refused.txt");
+    CU_ASSERT_EQUAL(run("%s/tfc-train %s --device cpu --out %s --resume "
+                        "%s/snapshots/tiny_iter_15.state >/dev/null 2>%s",
+                        bin(), solver(), bad, full, log), 2);
+    char *msg = tfc_test_read(log, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "a run of 2 ranks, this run has 1"));
+    free(msg);
+    int rc = run("%s/tfc-train %s --nprocs 2 --device cpu --out %s --set "
+                 "data.train.pipeline.2.batch.batch_size=31 >/dev/null 2>%s",
+                 bin(), solver(), bad, log);
+    CU_ASSERT_NOT_EQUAL(rc, 0);
+    msg = tfc_test_read(log, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "the batch of 31 examples cannot be split evenly among 2 ranks"));
+    free(msg);
+}
+
+/* Starts a long 2-rank run through --nprocs in the background; returns its pid. */
+static pid_t start_long(const char *dir)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "exec %s/tfc-train %s --nprocs 2 --device cpu --out %s --quiet --set "
+                 "max_iter=100000000 --set display=0 --set test_interval=0 --set "
+                 "snapshot.interval=50 >/dev/null 2>&1",
+                 bin(), solver(), dir);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits until DIR/snapshots holds a state file (at most 60 s). */
+static int wait_for_snapshot(const char *dir)
+{
+    for (int i = 0; i < 600; i++) {
+        if (run("ls %s/snapshots/*.state >/dev/null 2>&1", dir) == 0) return 1;
+        usleep(100000);
+    }
+    return 0;
+}
+
+/* SIGINT to the launcher: every rank stops at one iteration, rank 0 writes its snapshot, the
+ * exit status is 130, and the snapshot resumes. */
+static void test_sigint_snapshots(void)
+{
+    if (!have_mpirun()) return;
+    char dir[512], more[512];
+    snprintf(dir, sizeof dir, "%s", out("int"));
+    snprintf(more, sizeof more, "%s", out("int_more"));
+    pid_t pid = start_long(dir);
+    CU_ASSERT_FATAL(wait_for_snapshot(dir));
+    kill(pid, SIGINT);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 130);
+    /* the newest snapshot is the stop's: resume it for 5 more iterations */
+    CU_ASSERT_EQUAL(run("s=$(ls -v %s/snapshots/*.state | tail -n 1); it=${s##*_iter_}; "
+                        "it=${it%%.state}; %s/tfc-train %s --nprocs 2 --device cpu --out %s "
+                        "--quiet --resume $s --set max_iter=$((it + 5)) >/dev/null",
+                        dir, bin(), solver(), more), 0);
+}
+
+/* kill -9 of one rank: the job ends within 30 s with a non-zero status, and the newest
+ * snapshot loads. */
+static void test_killed_rank_ends_job(void)
+{
+    if (!have_mpirun()) return;
+    char dir[512], more[512];
+    snprintf(dir, sizeof dir, "%s", out("kill"));
+    snprintf(more, sizeof more, "%s", out("kill_more"));
+    pid_t pid = start_long(dir);
+    CU_ASSERT_FATAL(wait_for_snapshot(dir));
+    char cmd[1024];
+    /* the newest process of the run is a rank ([n]: the pattern does not match this shell) */
+    snprintf(cmd, sizeof cmd, "pkill -9 -n -f 'tfc-trai[n] .* --out %s '", dir);
+    time_t t0 = time(NULL);
+    CU_ASSERT_EQUAL(run("%s", cmd), 0);
+    int st = 0;
+    pid_t w = 0;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 && time(NULL) - t0 < 30) usleep(100000);
+    CU_ASSERT_EQUAL(w, pid);
+    if (w != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        run("pkill -9 -f 'tfc-trai[n] .* --out %s '", dir);
+    }
+    CU_ASSERT(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    CU_ASSERT_EQUAL(run("s=$(ls -v %s/snapshots/*.state | tail -n 1); it=${s##*_iter_}; "
+                        "it=${it%%.state}; %s/tfc-train %s --nprocs 2 --device cpu --out %s "
+                        "--quiet --resume $s --set max_iter=$((it + 5)) >/dev/null",
+                        dir, bin(), solver(), more), 0);
+}
+
+TFC_TEST_MAIN("distributed", {"two_ranks_equal_one_process", test_two_ranks_equal_one_process},
+              {"deterministic_bit_identical", test_deterministic_bit_identical},
+              {"resume_and_refusals", test_resume_and_refusals},
+              {"sigint_snapshots", test_sigint_snapshots},
+              {"killed_rank_ends_job", test_killed_rank_ends_job})
