@@ -3,7 +3,7 @@
 #   make              library (static + shared) and tools into build/<config>/ and bin/
 #   make test         the CUnit suites (no GPU needed)
 #   make fuzz         libFuzzer targets (clang, ASan+UBSan); FUZZ_SECONDS=600 make fuzz-run
-#   make bench        CPU benchmarks against PyTorch (see bench/README.md)
+#   make bench        CPU benchmarks against PyTorch; bench-load, bench-peers (docs/cpu.md)
 #   make run          installs dependencies and data, trains configs/fashion_cnn.yaml
 #   make deps         installs the Debian packages (needs root or sudo)
 #
@@ -143,7 +143,7 @@ STATIC   := $(BUILD)/libtfc.a
 SHARED   := $(BUILD)/libtfc.so
 
 .SECONDARY:
-.PHONY: all lib tools tests test test-gpu test-gpu-memcheck bench bench-dist bench-gpu bench-data fuzz fuzz-run run deps clean features
+.PHONY: all lib tools tests test test-gpu test-gpu-memcheck bench bench-load bench-peers bench-dist bench-gpu bench-data fuzz fuzz-run run deps clean features
 all: features lib tools
 
 features:

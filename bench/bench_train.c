@@ -3,7 +3,9 @@
  * each repeat (every repeat is the median of --steps steps). On the CPU it also measures the
  * machine's sgemm rate, which with each model's GEMM FLOPs gives the sgemm-rate bound; on a
  * GPU (--device gpu[:N]) it reports the allocator's peak memory instead.
- *   bench_train [--device cpu|gpu|gpu:N] [--steps N] [--repeats N] [--tf32] MODEL.yaml... */
+ * --threads N sizes the CPU backend (default: all cores, as tfc-train's --threads 0).
+ *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N] [--tf32]
+ *               MODEL.yaml... */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,13 +82,15 @@ static double step_flops(tfc_model *m, int batch)
 
 int main(int argc, char **argv)
 {
-    int steps = 150, repeats = 3, warmup = 20, tf32 = 0;
+    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, threads = 0;
     const char *device = "cpu";
     const char *models[64];
     int nmodels = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--device") && a + 1 < argc)
             device = argv[++a];
+        else if (!strcmp(argv[a], "--threads") && a + 1 < argc)
+            threads = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc)
             steps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
@@ -94,14 +98,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--tf32"))
             tf32 = 1;
         else if (argv[a][0] == '-' || nmodels == 64) {
-            fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--steps N] [--repeats N] "
-                            "[--tf32] MODEL.yaml...\n", argv[0]);
+            fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--threads N] [--steps N] "
+                            "[--repeats N] [--tf32] MODEL.yaml...\n", argv[0]);
             return 2;
         } else
             models[nmodels++] = argv[a];
     }
-    if (steps < 1 || repeats < 1 || repeats > 16) {
-        fprintf(stderr, "--steps must be positive and --repeats in [1, 16]\n");
+    if (steps < 1 || repeats < 1 || repeats > 16 || threads < 0) {
+        fprintf(stderr, "--steps must be positive, --repeats in [1, 16], --threads >= 0\n");
         return 2;
     }
     const int on_cpu = !strcmp(device, "cpu");
@@ -112,7 +116,7 @@ int main(int argc, char **argv)
         int batch = strstr(path, "lstm") ? 32 : 128;
         tfc_error err;
         tfc_error_clear(&err);
-        tfc_backend *be = tfc_backend_open(device, 0, &err);
+        tfc_backend *be = tfc_backend_open(device, threads, &err);
         if (!be) {
             fputs(err.text, stderr);
             return 1;

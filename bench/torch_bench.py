@@ -3,8 +3,11 @@ bench/models/*.yaml (Keras mnist_mlp, mnist_cnn, Embedding-LSTM-Dense, and on re
 ResNet-20), forward + loss + backward + SGD step per batch on random data, median of N steps
 per repeat, one JSON line per model.
 
-    torch_bench.py [THREADS] [--device cpu|cuda] [--tf32] [--steps N]
+    torch_bench.py [THREADS] [--device cpu|cuda] [--tf32] [--steps N] [--compile]
                    [--models mnist_mlp,mnist_cnn,char_lstm,resnet20]
+
+--compile wraps each model in torch.compile (inductor); its compilation happens during the
+warm-up steps, which are not timed.
 
 On CUDA every step ends with torch.cuda.synchronize() (tfc's steps end with a sync too),
 the peak of torch.cuda.max_memory_reserved/allocated is reported, and TF32 is off in both
@@ -22,6 +25,7 @@ ap.add_argument("threads", nargs="?", type=int, default=2)
 ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
 ap.add_argument("--tf32", action="store_true")
 ap.add_argument("--steps", type=int, default=150)
+ap.add_argument("--compile", action="store_true")
 ap.add_argument("--models", default="mnist_mlp,mnist_cnn,char_lstm")
 args = ap.parse_args()
 torch.set_num_threads(args.threads)
@@ -93,6 +97,8 @@ def bench(name, model, x, y):
     x, y = x.to(DEV), y.to(DEV)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     model.train()
+    if args.compile:
+        model = torch.compile(model)
     if CUDA:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -112,7 +118,8 @@ def bench(name, model, x, y):
                 times.append(time.perf_counter() - t0)
         times.sort()
         reps.append(1e3 * times[len(times) // 2])
-    row = {"model": name, "torch": torch.__version__, "device": args.device,
+    row = {"model": name, "torch": torch.__version__ + (" compile" if args.compile else ""),
+           "device": args.device,
            "threads": torch.get_num_threads(), "ms": [round(r, 3) for r in reps]}
     if CUDA:
         row["peak_mib"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)

@@ -9,6 +9,15 @@ $(BENCH_BIN): bench/bench_train.c $(STATIC)
 bench: $(BENCH_BIN)
 	$(Q)bench/run.sh $(BENCH_BIN)
 
+# The same steps quiet, beside a one-core hog, and with --threads 4 (bench/load.sh).
+bench-load: $(BENCH_BIN)
+	$(Q)bench/load.sh $(BENCH_BIN)
+
+# tfc against PyTorch, Keras on TensorFlow and Keras on JAX from venvs under build/peers/
+# (installed from PyPI on first use; not in CI; bench/peers.sh).
+bench-peers: $(BENCH_BIN)
+	$(Q)bench/peers.sh $(BENCH_BIN)
+
 # Data-parallel CPU benchmark: 2 ranks x 1 thread against 1 process x 2 threads (bench/dist.sh).
 bench-dist: all
 	$(Q)bench/dist.sh $(BIN)

@@ -292,6 +292,55 @@ static void test_gemm(void)
 
 /* ---- element-wise ---------------------------------------------------------------------- */
 
+/* GEMMs big enough to be split into blocks that threads claim (cpu_backend.c): split by
+ * rows (m >= n) and by columns (m < n), every transpose combination, padded leading
+ * dimensions, alpha and beta; against a double reference, on 2 and 5 threads, and 5
+ * threads repeat their bits. */
+static void test_gemm_blocks(void)
+{
+    const int shapes[2][3] = {{200, 70, 300}, {40, 300, 200}};
+    tfc_backend *two = tfc_cpu_backend_create(2), *five = tfc_cpu_backend_create(5);
+    for (int sh = 0; sh < 2; sh++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+                int arows = ta ? k : m, lda = (ta ? m : k) + 3;
+                int brows = tb ? n : k, ldb = (tb ? k : n) + 2, ldc = n + 1;
+                float *a = falloc(arows * lda), *b = falloc(brows * ldb);
+                float *c0 = falloc(m * ldc), *c = falloc(m * ldc), *c5 = falloc(m * ldc);
+                fill(a, arows * lda, -1, 1), fill(b, brows * ldb, -1, 1);
+                fill(c0, m * ldc, -1, 1);
+                double *da = to_double(a, arows * lda), *db = to_double(b, brows * ldb);
+                double *want = malloc(sizeof(double) * m * ldc);
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < ldc; j++) {
+                        double acc = 0;
+                        for (int l = 0; j < n && l < k; l++)
+                            acc += opel(da, lda, ta, i, l) * opel(db, ldb, tb, l, j);
+                        want[i * ldc + j] = j < n ? 0.7 * acc + 0.3 * c0[i * ldc + j]
+                                                  : c0[i * ldc + j];
+                    }
+                memcpy(c, c0, sizeof(float) * m * ldc);
+                two->ops->gemm(two, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c, ldc);
+                CU_ASSERT_EQUAL(compare("gemm 2 threads", c, want, m * ldc, 1e-4, 1e-5), 0);
+                int differ = 0;
+                for (int run = 0; run < 5; run++) {
+                    memcpy(c5, c0, sizeof(float) * m * ldc);
+                    five->ops->gemm(five, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c5, ldc);
+                    if (run == 0) {
+                        CU_ASSERT_EQUAL(compare("gemm 5 threads", c5, want, m * ldc, 1e-4, 1e-5),
+                                        0);
+                        memcpy(c, c5, sizeof(float) * m * ldc);
+                    } else
+                        differ += memcmp(c, c5, sizeof(float) * m * ldc) != 0;
+                }
+                CU_ASSERT_EQUAL(differ, 0);
+                free(a), free(b), free(c0), free(c), free(c5), free(da), free(db), free(want);
+            }
+    tfc_backend_free(two);
+    tfc_backend_free(five);
+}
+
 static void test_elementwise(void)
 {
     tfc_backend *be = backend();
@@ -780,6 +829,40 @@ static void test_conv(void)
     tfc_backend_free(one);
 }
 
+/* Threads claim convolution chunks dynamically (cpu_conv.c): with 5 threads (more than this
+ * machine's cores, so the claims vary) forward, data and filter gradients repeat their bits
+ * over 10 calls, and agree with 1 thread. 64 images of 24x24x8 make 22 chunks of 3, so
+ * some filter slots sum several chunks. */
+static void test_conv_threads_repeat(void)
+{
+    const tfc_conv_desc d = conv_desc(64, 24, 24, 8, 3, 3, 16, 1, 1, 1);
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
+    const int64_t nw = (int64_t)d.kh * d.kw * d.c * d.f, nout = ny + nx + nw;
+    float *x = malloc(sizeof(float) * nx), *w = malloc(sizeof(float) * nw);
+    float *dy = malloc(sizeof(float) * ny), *first = malloc(sizeof(float) * nout);
+    float *got = malloc(sizeof(float) * nout), *one = malloc(sizeof(float) * nout);
+    TFC_ASSERT(x && w && dy && first && got && one);
+    fill(x, nx, -1, 1), fill(w, nw, -0.5, 0.5), fill(dy, ny, -1, 1);
+    int differ = 0;
+    for (int run = -1; run < 10; run++) {
+        tfc_backend *be = tfc_cpu_backend_create(run < 0 ? 1 : 5);
+        float *out = run < 0 ? one : run == 0 ? first : got;
+        void *ws = be->ops->alloc(be, be->ops->conv_workspace(be, &d));
+        memset(out + ny, 0, sizeof(float) * (nx + nw));
+        be->ops->conv_forward(be, &d, x, w, out, ws);
+        be->ops->conv_backward_data(be, &d, dy, w, out + ny, ws);
+        be->ops->conv_backward_filter(be, &d, x, dy, out + ny + nx, ws);
+        be->ops->free(be, ws);
+        tfc_backend_free(be);
+        if (run > 0) differ += memcmp(first, got, sizeof(float) * nout) != 0;
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    int bad = 0;
+    for (int64_t i = 0; i < nout; i++) bad += !close_to(first[i], one[i], 1e-4, 1e-4);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(x), free(w), free(dy), free(first), free(got), free(one);
+}
+
 /* ---- pooling ----------------------------------------------------------------------- */
 
 static tfc_pool_desc pool_desc(int n, int h, int w, int c, int k, int s, int same, int is_max)
@@ -1178,6 +1261,61 @@ static void test_lstm(void)
     tfc_backend_free(be);
 }
 
+/* One LSTM forward + backward on a backend of `threads` threads into out: y, dx, dkernel,
+ * drkernel, dbias, in that order. */
+enum { LT_N = 30, LT_T = 8, LT_IN = 16, LT_U = 40 };
+#define LT_NX (LT_N * LT_T * LT_IN)
+#define LT_NY (LT_N * LT_T * LT_U)
+#define LT_NK (LT_IN * 4 * LT_U)
+#define LT_NR (LT_U * 4 * LT_U)
+#define LT_OUT (LT_NY + LT_NX + LT_NK + LT_NR + 4 * LT_U)
+
+static void lstm_run(int threads, const float *x, const float *K, const float *R, const float *b,
+                     const float *dy, float *out)
+{
+    tfc_backend *be = tfc_cpu_backend_create(threads);
+    const tfc_lstm_desc d = {.n = LT_N, .t = LT_T, .in = LT_IN, .units = LT_U,
+                             .return_sequences = 1};
+    float *h = malloc(sizeof(float) * LT_NY), *c = malloc(sizeof(float) * LT_NY);
+    float *g = malloc(sizeof(float) * LT_NY * 4);
+    void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, &d));
+    TFC_ASSERT(h && c && g && ws);
+    float *y = out, *dx = y + LT_NY, *dK = dx + LT_NX, *dR = dK + LT_NK, *db = dR + LT_NR;
+    memset(dx, 0, sizeof(float) * (LT_OUT - LT_NY));
+    be->ops->lstm_forward(be, &d, x, K, R, b, NULL, y, h, c, g, ws);
+    be->ops->lstm_backward(be, &d, x, K, R, NULL, h, c, g, dy, dx, dK, dR, db, ws);
+    be->ops->free(be, ws);
+    free(h), free(c), free(g);
+    tfc_backend_free(be);
+}
+
+/* The recurrence runs each thread's block of sequences through all steps (cpu_lstm.c), on
+ * a batch and width with ragged blocks, row tiles and column panels (30 sequences, 40
+ * units): 2 and 5 threads (more than this machine's cores) agree with 1 thread, and 5
+ * threads repeat their own bits exactly. */
+static void test_lstm_threads(void)
+{
+    float *x = malloc(sizeof(float) * LT_NX), *K = malloc(sizeof(float) * LT_NK);
+    float *R = malloc(sizeof(float) * LT_NR), *b = malloc(sizeof(float) * 4 * LT_U);
+    float *dy = malloc(sizeof(float) * LT_NY);
+    float *one = malloc(sizeof(float) * LT_OUT), *got = malloc(sizeof(float) * LT_OUT);
+    float *again = malloc(sizeof(float) * LT_OUT);
+    TFC_ASSERT(x && K && R && b && dy && one && got && again);
+    fill(x, LT_NX, -1, 1), fill(K, LT_NK, -0.3, 0.3), fill(R, LT_NR, -0.3, 0.3);
+    fill(b, 4 * LT_U, -0.5, 0.5), fill(dy, LT_NY, -1, 1);
+    lstm_run(1, x, K, R, b, dy, one);
+    const int counts[] = {2, 5};
+    for (int i = 0; i < 2; i++) {
+        lstm_run(counts[i], x, K, R, b, dy, got);
+        int bad = 0;
+        for (int64_t j = 0; j < LT_OUT; j++) bad += !close_to(got[j], one[j], 1e-4, 1e-5);
+        CU_ASSERT_EQUAL(bad, 0);
+    }
+    lstm_run(5, x, K, R, b, dy, again);
+    CU_ASSERT_EQUAL(memcmp(got, again, sizeof(float) * LT_OUT), 0);
+    free(x), free(K), free(R), free(b), free(dy), free(one), free(got), free(again);
+}
+
 /* ---- losses ----------------------------------------------------------------------------- */
 
 static double clipd(double p)
@@ -1433,9 +1571,11 @@ static void test_parallel_sums_repeat(void)
 }
 
 TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
-              {"gemm", test_gemm}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
+              {"gemm", test_gemm}, {"gemm_blocks", test_gemm_blocks}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
               {"act_values", test_act_values}, {"act_grad", test_act_grad},
-              {"softmax", test_softmax}, {"conv", test_conv}, {"pool", test_pool},
+              {"softmax", test_softmax}, {"conv", test_conv},
+              {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
               {"bn", test_bn}, {"embedding", test_embedding}, {"lstm", test_lstm},
+              {"lstm_threads", test_lstm_threads},
               {"loss", test_loss}, {"accuracy", test_accuracy},
               {"parallel_sums_repeat", test_parallel_sums_repeat})

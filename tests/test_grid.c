@@ -222,6 +222,21 @@ static void test_run_results_and_skip(void)
     char again[8][512];
     CU_ASSERT_EQUAL(read_rows("sweep", again, 8), 4);
     for (int i = 0; i < 4; i++) CU_ASSERT_STRING_EQUAL(again[i], rows[i]);
+    /* a changed common --set changes every point: each runs again, from scratch (its
+     * iterations are the new max_iter's), and no result of the old sweep stays */
+    rc = grid("tiny.yaml --grid optimizer.learning_rate=0.1,0.001 "
+              "--grid model.layers.0.Dense.units=4,16 --jobs 2 --out sweep --set max_iter=30");
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(count_lines(out, "rerun "), 4);
+    CU_ASSERT_EQUAL(count_lines(out, "skip "), 0);
+    CU_ASSERT_EQUAL(read_rows("sweep", again, 8), 4);
+    for (int i = 0; i < 4; i++) {
+        double lr, final, best;
+        int units, it, iters;
+        CU_ASSERT_EQUAL_FATAL(sscanf(again[i], "%lf,%d,%lf,%lf,%d,%d,", &lr, &units, &final,
+                                     &best, &it, &iters), 6);
+        CU_ASSERT_EQUAL(iters, 30);
+    }
 }
 
 static void sleep_ms(long ms)

@@ -26,6 +26,7 @@
 #include "data/data.h"
 #include "solver/internal.h"
 #include "solver/solver.h"
+#include "util/gradcheck.h"
 #include "util/testutil.h"
 
 /* ---- the fixture ---------------------------------------------------------------------------- */
@@ -194,10 +195,13 @@ static void test_end_to_end(void)
      * only in rounding) */
     CU_ASSERT(fabs(e.loss - res->test.loss) < 1e-6 && fabs(e.metric[0] - res->test.metric[0]) < 1e-9);
     CU_ASSERT_EQUAL(e.examples, 200);
-    /* Strict evaluation refuses a weights file of another model. */
+    /* Strict evaluation refuses a snapshot state given as weights, naming it (a usage
+     * error: the right file is beside it). */
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_solver_evaluate(s, in("e2e", "snapshots/tiny_iter_150.state"), &e, &err),
-                    TFC_ERR_FORMAT);
+                    TFC_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "is a snapshot state"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "--resume"));
     tfc_solver_free(s);
     free(res);
 }
@@ -696,6 +700,152 @@ static void test_signals(void)
     CU_ASSERT(check_snapshots_load(out) == n);
 }
 
+/* Copies `text` with the first `from` replaced by `to` (into a static buffer). */
+static const char *replaced(const char *text, const char *from, const char *to)
+{
+    static char buf[4096];
+    const char *at = strstr(text, from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return buf;
+}
+
+/* Fine-tuning on a subset of classes (issue 19): a `filter` on labels between the source and
+ * a 3-class model trains, because labels are checked where they reach the loss; without the
+ * filter the error names the label and the model's class count. */
+static void test_subset_of_classes(void)
+{
+    solver_path(); /* the data files */
+    char text[4096];
+    snprintf(text, sizeof text, "%s", replaced(solver_text, "units: 4", "units: 3"));
+    char with[4096];
+    snprintf(with, sizeof with, "%s",
+             replaced(text, "      - shuffle:", "      - filter: {labels: [0, 1, 2]}\n      - shuffle:"));
+    snprintf(with, sizeof with, "%s",
+             replaced(with, "      - batch: {batch_size: 50}",
+                      "      - filter: {labels: [0, 1, 2]}\n      - batch: {batch_size: 50}"));
+    tfc_error err;
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path("subset");
+    o.threads = 1;
+    const char *sets[] = {"max_iter=20"};
+    o.sets = sets;
+    o.nsets = 1;
+    tfc_error_clear(&err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("subset.yaml", with, -1), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_train_result *res = calloc(1, sizeof *res);
+    CU_ASSERT_EQUAL(tfc_solver_train(s, res, &err), TFC_OK);
+    if (err.count) printf("\n%s", err.text);
+    CU_ASSERT(res->have_test && res->test.examples > 0 && res->test.examples < 200);
+    tfc_solver_free(s);
+    o.out_dir = tfc_test_path("subset_nofilter");
+    tfc_error_clear(&err);
+    s = tfc_solver_load(tfc_test_write("nofilter.yaml", text, -1), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(tfc_solver_train(s, res, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "label 3 is out of range [0, 3) (the model's output has 3 classes)"));
+    tfc_solver_free(s);
+    free(res);
+}
+
+/* Counts DIR's entries whose names start with `prefix`. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += !strncmp(e->d_name, prefix, strlen(prefix));
+    if (d) closedir(d);
+    return n;
+}
+
+/* The paths a new user walks (issue 19): the resume hint after a run with --set overrides
+ * works as printed and repeats the uninterrupted run; --weights with a snapshot state or with a
+ * file that fits nothing is an error, not a silent start from scratch; --out naming an earlier
+ * run is refused unless --overwrite (which clears it: one event file afterwards). */
+static void test_user_paths(void)
+{
+    if (!have_tool()) return;
+    char out[1100], ref[1100], log[1100], cmd[4096];
+    snprintf(out, sizeof out, "%s", tfc_test_path("hint"));
+    snprintf(ref, sizeof ref, "%s", tfc_test_path("hint_ref"));
+    snprintf(log, sizeof log, "%s", tfc_test_path("hint.log"));
+    const char *args[] = {solver_path(), "--out", out, "--set", "max_iter=3000", "--set",
+                          "optimizer.learning_rate=0.05", "--set", "display=1", "--set",
+                          "test_interval=0", "--threads", "1", NULL};
+    pid_t pid = spawn(args, log, 0);
+    char csv[1200];
+    snprintf(csv, sizeof csv, "%s/log.csv", out);
+    CU_ASSERT_FATAL(wait_for_line(csv, "\n20,train,"));
+    kill(pid, SIGTERM);
+    CU_ASSERT_EQUAL_FATAL(wait_code(pid), 143);
+    char *text = tfc_test_read(log, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *hint = strstr(text, "resume with\n  ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hint);
+    hint += strlen("resume with\n  tfc-train ");
+    hint[strcspn(hint, "\n")] = '\0';
+    CU_ASSERT_PTR_NOT_NULL(strstr(hint, "/config.yaml --resume "));
+    /* the hint, word for word (the tool's path in front) */
+    snprintf(cmd, sizeof cmd, "'%s' %s --threads 1 --quiet >>'%s' 2>&1", tool, hint, log);
+    free(text);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    const char *args2[] = {solver_path(), "--out", ref, "--set", "max_iter=3000", "--set",
+                           "optimizer.learning_rate=0.05", "--set", "display=1", "--set",
+                           "test_interval=0", "--threads", "1", "--quiet", NULL};
+    CU_ASSERT_EQUAL(run_tool(args2, log, 0), 0);
+    size_t la = 0, lb = 0;
+    char *a = tfc_test_read(in("hint", "final.safetensors"), &la);
+    char *b = tfc_test_read(in("hint_ref", "final.safetensors"), &lb);
+    CU_ASSERT(a && b && la == lb && !memcmp(a, b, la));
+    free(a);
+    free(b);
+
+    /* --weights: a state file, then the weights of another model */
+    char state[1200], other[1200], fresh[1100];
+    snprintf(fresh, sizeof fresh, "%s", tfc_test_path("w_fresh"));
+    long iters[64];
+    int n = list_states(out, iters, 64);
+    CU_ASSERT_FATAL(n >= 1);
+    snprintf(state, sizeof state, "%s/snapshots/tiny_iter_%ld.state", out, iters[n - 1]);
+    const char *args3[] = {solver_path(), "--out", fresh, "--weights", state, NULL};
+    CU_ASSERT_EQUAL(run_tool(args3, log, 0), 2);
+    text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "is a snapshot state") && strstr(text, "--resume"));
+    free(text);
+    snprintf(other, sizeof other, "%s", tfc_test_path("other.safetensors"));
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_test_model("name: other\ninput: {shape: [16]}\nlayers:\n"
+                                  "  - Dense: {units: 4, name: head}\n");
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 1, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, other, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    const char *args4[] = {solver_path(), "--out", fresh, "--weights", other, NULL};
+    CU_ASSERT_EQUAL(run_tool(args4, log, 0), 2);
+    text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "none of its 2 tensors matches a variable of this model"));
+    free(text);
+
+    /* --out of an earlier run: refused, then cleared by --overwrite */
+    const char *args5[] = {solver_path(), "--out", ref, "--set", "max_iter=5", "--quiet", NULL};
+    CU_ASSERT_EQUAL(run_tool(args5, log, 0), 2);
+    text = tfc_test_read(log, NULL);
+    CU_ASSERT(text && strstr(text, "holds an earlier run") && strstr(text, "--overwrite"));
+    free(text);
+    CU_ASSERT_EQUAL(count_prefixed(ref, "events.out.tfevents."), 1);
+    const char *args6[] = {solver_path(), "--out", ref, "--set", "max_iter=5", "--quiet",
+                           "--overwrite", NULL};
+    CU_ASSERT_EQUAL(run_tool(args6, log, 0), 0);
+    CU_ASSERT_EQUAL(count_prefixed(ref, "events.out.tfevents."), 1);
+    char snaps[1200];
+    snprintf(snaps, sizeof snaps, "%s/snapshots", ref);
+    CU_ASSERT_EQUAL(count_prefixed(snaps, "tiny_iter_"), 2); /* only the new run's iteration 5 */
+}
+
 static void test_kill9(void)
 {
     if (!have_tool()) return;
@@ -863,10 +1013,12 @@ int main(int argc, char **argv)
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},
         {"live_progress", test_live_progress},
+        {"subset_of_classes", test_subset_of_classes},
     };
     int n = 0;
     while (cases[n].name) n++;
     cases[n++] = (tfc_test_case){"signals", test_signals};
+    cases[n++] = (tfc_test_case){"user_paths", test_user_paths};
     cases[n++] = (tfc_test_case){"kill9", test_kill9};
     cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};
     cases[n++] = (tfc_test_case){"tool_errors", test_tool_errors};

@@ -42,8 +42,10 @@ typedef struct point {
     pid_t pid;
     int slot;           /* job slot while running, -1 otherwise */
     int ran, resumed;
+    uint64_t config_hash;  /* of the point's resolved configuration now (validate) */
     /* from summary.json */
     char status[32];
+    char run_hash[24];  /* the configuration hash it ran with ("" when not recorded) */
     int have_final, have_best;
     double final_value, best_value, wall;
     long long best_iter, iterations;
@@ -113,7 +115,8 @@ static const cli_tool tool = {
     .options = options,
     .notes = "Running again skips points whose summary.json says completed (and diverged\n"
              "ones: delete their folder to retry) and resumes the others from their newest\n"
-             "snapshot.",
+             "snapshot; a point whose resolved configuration changed since it ran (an edited\n"
+             "solver, another common --set) runs again from scratch.",
     .exit_status = "0 every point completed, 1 a point failed or diverged, 2 bad usage or\n"
                    "configuration, 130/143 stopped by SIGINT/SIGTERM (the running points snapshot)",
     .operand_list = &args.solver,
@@ -407,6 +410,8 @@ static int read_summary(grid *g, point *p)
     }
     const char *st = json_string_value(json_object_get(root, "status"));
     snprintf(p->status, sizeof p->status, "%s", st ? st : "unknown");
+    const char *h = json_string_value(json_object_get(root, "config_hash"));
+    snprintf(p->run_hash, sizeof p->run_hash, "%s", h ? h : "");
     json_t *best = json_object_get(root, "best");
     const char *metric = json_string_value(json_object_get(best, "metric"));
     if (metric && !g->metric[0]) {
@@ -510,6 +515,8 @@ static pid_t launch(const grid *g, const runner *r, point *p, const char *state,
     if (state[0]) {
         argv[n++] = "--resume";
         argv[n++] = state;
+    } else {
+        argv[n++] = "--overwrite"; /* a point killed before its first snapshot starts over */
     }
     argv[n] = NULL;
     snprintf(log, sizeof log, "%s/train.log", p->dir);
@@ -548,11 +555,21 @@ static void run_all(grid *g, const runner *r)
     int *pending = xcalloc((size_t)g->npoints, sizeof *pending);
     int npending = 0, running = 0, next = 0, forwarded = 0;
     int *slots = xcalloc((size_t)r->jobs, sizeof *slots);
+    int *fresh = xcalloc((size_t)g->npoints, sizeof *fresh);
     for (int i = 0; i < g->npoints; i++) {
         point *p = &g->points[i];
-        if (read_summary(g, p) && (!strcmp(p->status, "completed") || !strcmp(p->status, "diverged"))) {
-            printf("skip   %s (%s)\n", p->name, p->status);
-            continue;
+        if (read_summary(g, p)) {
+            /* The same point only if its resolved configuration is the same: an edited
+             * solver or another common --set runs it again, from scratch. */
+            char now[24];
+            snprintf(now, sizeof now, "%016llx", (unsigned long long)p->config_hash);
+            if (strcmp(p->run_hash, now) != 0) {
+                printf("rerun  %s (its configuration changed since it ran)\n", p->name);
+                fresh[i] = 1;
+            } else if (!strcmp(p->status, "completed") || !strcmp(p->status, "diverged")) {
+                printf("skip   %s (%s)\n", p->name, p->status);
+                continue;
+            }
         }
         pending[npending++] = i;
     }
@@ -564,8 +581,10 @@ static void run_all(grid *g, const runner *r)
             char state[4600];
             tfc_error err;
             tfc_error_clear(&err);
+            state[0] = '\0';
             if (tfc_mkdir_p(p->dir, &err) ||
-                tfc_snapshot_find_newest(p->dir, state, sizeof state, &err)) {
+                (!fresh[p - g->points] &&
+                 tfc_snapshot_find_newest(p->dir, state, sizeof state, &err))) {
                 fprintf(stderr, "tfc-grid: %s", err.text);
                 snprintf(p->status, sizeof p->status, "failed");
                 continue;
@@ -611,6 +630,7 @@ static void run_all(grid *g, const runner *r)
         }
     }
     free(pending);
+    free(fresh);
     free(slots);
 }
 
@@ -737,7 +757,7 @@ static int write_results(grid *g, const char *dir)
 
 /* Loads the solver once per point with its overrides, so a bad key or value stops the
  * sweep (exit 2) before anything runs. */
-static int validate(const grid *g)
+static int validate(grid *g)
 {
     int ok = 1;
     for (int i = 0; i < g->npoints && ok; i++) {
@@ -752,6 +772,8 @@ static int validate(const grid *g)
         if (!s) {
             fprintf(stderr, "tfc-grid: point %s:\n%s", g->points[i].name, err.text);
             ok = 0;
+        } else {
+            g->points[i].config_hash = tfc_solver_config_hash(s);
         }
         tfc_solver_free(s);
         free_sets(sets, nsets);

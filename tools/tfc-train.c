@@ -19,7 +19,7 @@ static struct {
     cli_list sets, solver;
     const char *resume, *weights, *device, *out;
     long threads, nprocs;
-    int quiet, keys;
+    int quiet, keys, overwrite;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
 static const cli_option options[] = {
@@ -35,6 +35,9 @@ static const cli_option options[] = {
     CLI_OPT_THREADS(&args.threads),
     {"out", 0, CLI_STRING, &args.out, "DIR",
      .help = "the run directory (default: runs/<model>-<timestamp>)"},
+    {"overwrite", 0, CLI_FLAG, &args.overwrite, NULL,
+     .help = "--out holds an earlier run: clear its files first (without this\n"
+             "such a folder is refused, unless --resume points into it)"},
     {"quiet", 0, CLI_FLAG, &args.quiet, NULL, .help = "no progress output"},
     {"nprocs", 0, CLI_INT, &args.nprocs, "N", .min = 1, .max = 65536,
      .help = "train data-parallel on N processes of this machine: runs\n"
@@ -168,6 +171,7 @@ int main(int argc, char **argv)
     opt.device = args.device;
     opt.threads = (int)args.threads;
     opt.out_dir = args.out;
+    opt.overwrite = args.overwrite;
     opt.console = args.quiet ? NULL : stdout;
     opt.live = -1;
     opt.stop = &stop_signal;
@@ -192,10 +196,11 @@ int main(int argc, char **argv)
     } else if (res->status == TFC_RUN_INTERRUPTED) {
         char np[32] = "";
         if (comm->size > 1) snprintf(np, sizeof np, " --nprocs %d", comm->size);
+        /* The run's own config.yaml carries its --set overrides: resuming with it is exact. */
         fprintf(stderr, "tfc-train: stopped by signal %d at iteration %lld; resume with\n"
-                        "  tfc-train %s%s --resume %s\n",
-                (int)(stop_signal ? stop_signal : SIGTERM), (long long)res->iterations, path, np,
-                res->last_snapshot);
+                        "  tfc-train %s/config.yaml%s --resume %s\n",
+                (int)(stop_signal ? stop_signal : SIGTERM), (long long)res->iterations,
+                res->run_dir, np, res->last_snapshot);
         code = 128 + (stop_signal ? (int)stop_signal : SIGTERM);
     } else {
         char line[512];

@@ -55,6 +55,25 @@ static void cpu_sync(tfc_backend *be)
 {
 }
 
+/* Blocks a GEMM is split into: OpenBLAS's own threads split the work evenly and wait for
+ * each other (spinning) while sharing packed panels, so one thread that another process
+ * descheduled stalls them all. Blocks that threads claim as they finish keep a busy
+ * machine's slow thread from holding up the rest. Each block is a single-threaded GEMM that
+ * packs all of the operand it shares with the others, so C is split along its longer side
+ * (rows of op(A) when m >= n, else columns of op(B)), which duplicates the smaller operand.
+ * Blocks are GEMM_BLOCK_MIN rows or columns at least; below GEMM_PAR_MIN multiply-adds, or
+ * with too little for two blocks per thread, OpenBLAS decides alone. */
+#define GEMM_BLOCK_MIN 32
+#define GEMM_PAR_MIN ((int64_t)1 << 21)
+
+static int gemm_blocks(const tfc_backend *be, int m, int n, int k)
+{
+    if (be->threads <= 1 || (int64_t)m * n * k < GEMM_PAR_MIN || omp_in_parallel()) return 1;
+    int blocks = 4 * be->threads, side = m >= n ? m : n;
+    if (blocks > side / GEMM_BLOCK_MIN) blocks = side / GEMM_BLOCK_MIN;
+    return blocks >= 2 * be->threads ? blocks : 1;
+}
+
 /* C[m,n] = alpha op(A) op(B) + beta C. OpenBLAS rejects k == 0 (and lda < 1) through
  * xerbla, which prints; an empty product is just C = beta C. */
 void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -69,9 +88,28 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
         }
         return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                ldc);
+    const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    const int blocks = gemm_blocks(be, m, n, k), by_rows = m >= n;
+    if (blocks <= 1) {
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    /* Block q: rows (or columns) [side q / blocks, side (q + 1) / blocks) of C, a
+     * single-threaded OpenBLAS call (it runs so inside a parallel region). */
+#pragma omp parallel for num_threads(be->threads) schedule(dynamic, 1)
+    for (int q = 0; q < blocks; q++) {
+        const int side = by_rows ? m : n;
+        const int s0 = (int)((int64_t)side * q / blocks);
+        const int s1 = (int)((int64_t)side * (q + 1) / blocks);
+        if (by_rows)
+            cblas_sgemm(CblasRowMajor, ta, tb, s1 - s0, n, k, alpha,
+                        trans_a ? a + s0 : a + (int64_t)s0 * lda, lda, b, ldb, beta,
+                        c + (int64_t)s0 * ldc, ldc);
+        else
+            cblas_sgemm(CblasRowMajor, ta, tb, m, s1 - s0, k, alpha, a, lda,
+                        trans_b ? b + (int64_t)s0 * ldb : b + s0, ldb, beta, c + s0, ldc);
+    }
 }
 
 static const tfc_backend_ops cpu_ops = {

@@ -5,8 +5,11 @@
  *   data     dcol[pixels, K] = dy · Wᵀ, scattered back (col2im) into dx
  * With at least as many images as threads, each thread takes whole chunks of images with
  * its own slice of col, sized to stay in its core's cache, and runs single-threaded GEMMs
- * (OpenBLAS does inside a parallel region); filter gradients go to per-thread partials
- * summed at the end. With fewer images, one shared chunk feeds multithreaded GEMMs. A 1x1,
+ * (OpenBLAS does inside a parallel region). Threads claim chunks dynamically, so one that
+ * another process descheduled takes fewer (on a busy machine a static split waits for the
+ * slowest thread); filter gradients go to partials per fixed run of chunks ("slot"), each
+ * summed in chunk order and added in slot order, so the result does not depend on which
+ * thread ran what. With fewer images, one shared chunk feeds multithreaded GEMMs. A 1x1,
  * stride-1, unpadded convolution is a plain GEMM on x and needs no col; a short K (a first
  * layer's few channels) uses small register-blocked loops instead of OpenBLAS. */
 #include <limits.h>
@@ -30,11 +33,15 @@ static int64_t col_width(const tfc_conv_desc *d)
     return (int64_t)d->kh * d->kw * d->c;
 }
 
+/* Filter-gradient slots per thread: enough runs of chunks to even out a slow thread. */
+#define SLOTS_PER_THREAD 4
+
 /* How an op walks the batch: `local` (per-thread chunks) or shared; `nb` images per chunk;
- * `slice` floats of workspace per thread (its col, then in local mode its dW partial). */
+ * `col_floats` of workspace per thread for its col; in local mode then `slots` dW partials
+ * of `part_floats` each. */
 typedef struct conv_plan {
-    int local, threads, nb;
-    int64_t col_floats, slice;
+    int local, threads, nb, chunks, slots;
+    int64_t col_floats, part_floats;
 } conv_plan;
 
 static conv_plan make_plan(const tfc_backend *be, const tfc_conv_desc *d)
@@ -52,7 +59,9 @@ static conv_plan make_plan(const tfc_backend *be, const tfc_conv_desc *d)
     p.nb = nb < 1 ? 1 : (int)nb;
     /* 16-float multiples keep every slice 64-byte aligned */
     p.col_floats = ((int64_t)p.nb * pixels * col_width(d) + 15) & ~(int64_t)15;
-    p.slice = p.col_floats + (p.local ? (col_width(d) * d->f + 15) & ~(int64_t)15 : 0);
+    p.chunks = (d->n + p.nb - 1) / p.nb;
+    p.slots = p.threads * SLOTS_PER_THREAD < p.chunks ? p.threads * SLOTS_PER_THREAD : p.chunks;
+    p.part_floats = p.local ? (col_width(d) * d->f + 15) & ~(int64_t)15 : 0;
     return p;
 }
 
@@ -60,7 +69,8 @@ size_t tfc_cpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d)
 {
     if (is_pointwise(d) || d->n <= 0) return 0;
     conv_plan p = make_plan(be, d);
-    return (size_t)p.threads * (size_t)p.slice * sizeof(float);
+    return ((size_t)p.threads * (size_t)p.col_floats + (size_t)p.slots * (size_t)p.part_floats) *
+           sizeof(float);
 }
 
 /* dst[0..n) = src[0..n): short runs (a first layer's few channels) inline, long ones by
@@ -322,26 +332,35 @@ static void run(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
             step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, base, NULL, be->threads);
         return;
     }
-    const int chunks = (d->n + p.nb - 1) / p.nb;
     const int64_t kf = col_width(d) * d->f;
-    int team = p.threads; /* the runtime may grant fewer (OMP_DYNAMIC) */
+    float *parts = base + (int64_t)p.threads * p.col_floats;
 #pragma omp parallel num_threads(p.threads)
     {
-#pragma omp single
-        team = omp_get_num_threads();
-        float *col = base + (int64_t)omp_get_thread_num() * p.slice;
-        float *part = op == CONV_FILTER ? col + p.col_floats : NULL;
-        if (part) memset(part, 0, (size_t)kf * sizeof(float));
+        float *col = base + (int64_t)omp_get_thread_num() * p.col_floats;
         if (op == CONV_DATA) memset(col, 0, (size_t)p.col_floats * sizeof(float));
-#pragma omp for schedule(static)
-        for (int ch = 0; ch < chunks; ch++) {
-            int i0 = ch * p.nb;
-            step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, col, part, 1);
+        if (op == CONV_FILTER) {
+            /* slot q: chunks [chunks q / slots, chunks (q + 1) / slots) into partial q */
+#pragma omp for schedule(dynamic, 1)
+            for (int q = 0; q < p.slots; q++) {
+                float *part = parts + (int64_t)q * p.part_floats;
+                memset(part, 0, (size_t)kf * sizeof(float));
+                for (int ch = (int)((int64_t)p.chunks * q / p.slots);
+                     ch < (int)((int64_t)p.chunks * (q + 1) / p.slots); ch++) {
+                    int i0 = ch * p.nb;
+                    step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, col, part, 1);
+                }
+            }
+        } else {
+#pragma omp for schedule(dynamic, 1)
+            for (int ch = 0; ch < p.chunks; ch++) {
+                int i0 = ch * p.nb;
+                step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, col, NULL, 1);
+            }
         }
     }
     if (op == CONV_FILTER)
-        for (int t = 0; t < team; t++) {
-            const float *part = base + (int64_t)t * p.slice + p.col_floats;
+        for (int q = 0; q < p.slots; q++) {
+            const float *part = parts + (int64_t)q * p.part_floats;
             for (int64_t i = 0; i < kf; i++) a->dw[i] += part[i];
         }
 }

@@ -118,6 +118,23 @@ static inline float tfc_cpu_tanhf(float x)
     return tfc_cpu_select(a < 0.625f, small, big);
 }
 
+/* ---- packed small GEMMs (cpu_panel.c) ------------------------------------------------------
+ * For a B [k, n] multiplied many times by A's of a few rows (the LSTM's per-step recurrent
+ * GEMM): pack once, then multiply single-threaded, inside the caller's parallel region. */
+
+/* Floats that tfc_cpu_pack_panels writes for B [k, n] (n rounded up to 16 columns). */
+size_t tfc_cpu_panels_floats(int k, int n);
+
+/* Packs B [k, n] (row l at b + l ldb), or with trans Sᵀ for S [n, k] at b with row stride
+ * ldb, into tfc_cpu_panels_floats(k, n) floats at packed. */
+void tfc_cpu_pack_panels(int k, int n, const float *b, int ldb, int trans, float *packed);
+
+/* c[m, n] += a[m, k] · B with B packed by tfc_cpu_pack_panels(k, n, ...). Each element's
+ * products are summed in l order (fused multiply-adds where the CPU has AVX2 and FMA, picked
+ * at run time), then added to c: the same inputs give the same bits on the same machine. */
+void tfc_cpu_gemm_panels(int m, int n, int k, const float *a, int lda, const float *packed,
+                         float *c, int ldc);
+
 /* ---- the math ops ----------------------------------------------------------------------
  * tfc_cpu_<op> for every op of TFC_BACKEND_MATH_OPS (contracts in core/backend.h), each
  * defined in the file of its family: gemm in cpu_backend.c; axpy, scale, bias_add,

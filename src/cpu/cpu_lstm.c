@@ -2,7 +2,12 @@
  * Forward: one GEMM x·K for every step at once straight into `gates`, then per step one
  * GEMM h_{t-1}·R added into that step's slice and the element-wise cell. Backward walks
  * the steps in reverse computing dgates (and dh_{t-1} = dgates·Rᵀ per step); dkernel,
- * drkernel, dbias and dx are then one GEMM (or reduction) each over all n·t rows. */
+ * drkernel, dbias and dx are then one GEMM (or reduction) each over all n·t rows.
+ * The sequences of a batch never meet in the recurrence, so each thread takes a fixed block
+ * of them through all t steps inside one parallel region: no barrier per step, which on a
+ * busy machine would make every step wait for the most descheduled thread (docs/cpu.md).
+ * The per-step GEMMs run on the recurrent kernel packed once per pass (cpu_panel.c), since
+ * OpenBLAS would re-pack all of it for each thread's few rows at every step. */
 #include "cpu/cpu_internal.h"
 
 /* Floats, rounded up to a 64-byte multiple so every workspace piece stays aligned. */
@@ -12,10 +17,18 @@ static size_t padded(int64_t floats)
 }
 
 /* Workspace layout (floats): dgates [n*t, 4u], hprev [n*t, u], dh [n, u], dc [n, u],
- * zero [u] (the h_0 = c_0 = 0 row). */
+ * zero [u] (the h_0 = c_0 = 0 row), packed: the recurrent kernel R [u, 4u] packed for the
+ * forward GEMM, or Rᵀ for the backward one. */
 typedef struct lstm_ws {
-    float *dgates, *hprev, *dh, *dc, *zero;
+    float *dgates, *hprev, *dh, *dc, *zero, *packed;
 } lstm_ws;
+
+static int64_t packed_floats(const tfc_lstm_desc *d)
+{
+    size_t f = tfc_cpu_panels_floats(d->units, 4 * d->units);
+    size_t b = tfc_cpu_panels_floats(4 * d->units, d->units);
+    return (int64_t)(f > b ? f : b);
+}
 
 static lstm_ws carve(const tfc_lstm_desc *d, void *ws)
 {
@@ -26,14 +39,41 @@ static lstm_ws carve(const tfc_lstm_desc *d, void *ws)
     w.dh = w.hprev + padded(nt * u);
     w.dc = w.dh + padded((int64_t)d->n * u);
     w.zero = w.dc + padded((int64_t)d->n * u);
+    w.packed = w.zero + padded(u);
     return w;
 }
 
 size_t tfc_cpu_lstm_workspace(tfc_backend *be, const tfc_lstm_desc *d)
 {
     const int64_t nt = (int64_t)d->n * d->t, u = d->units;
-    return (padded(nt * 4 * u) + padded(nt * u) + 2 * padded((int64_t)d->n * u) + padded(u)) *
+    return (padded(nt * 4 * u) + padded(nt * u) + 2 * padded((int64_t)d->n * u) + padded(u) +
+            padded(packed_floats(d))) *
            sizeof(float);
+}
+
+/* Threads for the recurrence: one per block of sequences, at least LSTM_ROWS_PER_THREAD
+ * of them each (a GEMM on fewer rows wastes most of its register tile), and one when the
+ * recurrent GEMMs have fewer than LSTM_PAR_MIN_MACS multiply-adds in all (about 0.1 ms on
+ * one core: less than waking a team costs and risks on a busy machine). */
+#define LSTM_ROWS_PER_THREAD 4
+#define LSTM_PAR_MIN_MACS ((int64_t)1 << 20)
+
+static int team(const tfc_backend *be, const tfc_lstm_desc *d)
+{
+    int64_t macs = (int64_t)d->n * d->t * 4 * d->units * d->units;
+    int nt = macs >= LSTM_PAR_MIN_MACS ? be->threads : 1;
+    int most = d->n / LSTM_ROWS_PER_THREAD;
+    if (nt > most) nt = most;
+    return nt < 1 ? 1 : nt;
+}
+
+/* Rows [r0, r1) of n that the calling thread of the current team owns: a fixed split by
+ * thread number and team size, so a run repeats bit for bit at a fixed thread count. */
+static void own_rows(int n, int *r0, int *r1)
+{
+    int64_t t = omp_get_thread_num(), team_size = omp_get_num_threads();
+    *r0 = (int)(n * t / team_size);
+    *r1 = (int)(n * (t + 1) / team_size);
 }
 
 /* One step of one sequence. z [4u]: pre-activations in, activations i, f, g, o out.
@@ -73,18 +113,23 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     memset(w.zero, 0, (size_t)u * sizeof(float));
     tfc_cpu_gemm(be, 0, 0, n * T, G, d->in, 1.0f, x, d->in, kernel, G, 0.0f, gates, G);
     if (bias) tfc_cpu_bias_add(be, (int64_t)n * T, G, bias, gates);
-    int nt = tfc_cpu_threads(be, (int64_t)n * G * 8);
-    for (int s = 0; s < T; s++) {
-        if (s > 0)
-            tfc_cpu_gemm(be, 0, 0, n, G, u, 1.0f, hseq + (int64_t)(s - 1) * u, T * u, rkernel,
-                         G, 1.0f, gates + (int64_t)s * G, T * G);
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int i = 0; i < n; i++) {
-            int64_t row = (int64_t)i * T + s;
-            const float *hp = s > 0 ? hseq + (row - 1) * u : w.zero;
-            const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
-            float m = mask ? mask[row] : 1.0f;
-            cell_forward(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
+    if (T > 1) tfc_cpu_pack_panels(u, G, rkernel, G, 0, w.packed);
+    const int nt = team(be, d);
+#pragma omp parallel num_threads(nt)
+    {
+        int r0, r1;
+        own_rows(n, &r0, &r1);
+        for (int s = 0; s < T && r1 > r0; s++) {
+            if (s > 0) /* gates_s += h_{s-1} · R */
+                tfc_cpu_gemm_panels(r1 - r0, G, u, hseq + ((int64_t)r0 * T + s - 1) * u, T * u,
+                                    w.packed, gates + ((int64_t)r0 * T + s) * G, T * G);
+            for (int i = r0; i < r1; i++) {
+                int64_t row = (int64_t)i * T + s;
+                const float *hp = s > 0 ? hseq + (row - 1) * u : w.zero;
+                const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
+                float m = mask ? mask[row] : 1.0f;
+                cell_forward(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
+            }
         }
     }
     if (d->return_sequences) {
@@ -138,24 +183,33 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
     memset(w.zero, 0, (size_t)u * sizeof(float));
     memset(w.dh, 0, (size_t)n * u * sizeof(float));
     memset(w.dc, 0, (size_t)n * u * sizeof(float));
-    int nt = tfc_cpu_threads(be, (int64_t)n * G * 8);
-    for (int s = T - 1; s >= 0; s--) {
-        if (d->return_sequences)
-            tfc_cpu_copy2d(be, n, u, dy + (int64_t)s * u, T * u, w.dh, u, 1);
-        else if (s == T - 1)
-            tfc_cpu_axpy(be, (int64_t)n * u, 1.0f, dy, w.dh);
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int i = 0; i < n; i++) {
-            int64_t row = (int64_t)i * T + s;
-            const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
-            float m = mask ? mask[row] : 1.0f;
-            cell_backward(u, gates + row * G, cseq + row * u, cp, m, w.dh + (int64_t)i * u,
-                          w.dc + (int64_t)i * u, w.dgates + row * G);
+    if (T > 1) tfc_cpu_pack_panels(G, u, rkernel, G, 1, w.packed);
+    const int nt = team(be, d);
+#pragma omp parallel num_threads(nt)
+    {
+        int r0, r1;
+        own_rows(n, &r0, &r1);
+        for (int s = T - 1; s >= 0 && r1 > r0; s--) {
+            for (int i = r0; i < r1; i++) {
+                int64_t row = (int64_t)i * T + s;
+                float *dh = w.dh + (int64_t)i * u;
+                const float *dyi = NULL;
+                if (d->return_sequences) dyi = dy + row * u;
+                else if (s == T - 1) dyi = dy + (int64_t)i * u;
+                if (dyi) {
+#pragma omp simd
+                    for (int j = 0; j < u; j++) dh[j] += dyi[j];
+                }
+                const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
+                float m = mask ? mask[row] : 1.0f;
+                cell_backward(u, gates + row * G, cseq + row * u, cp, m, dh,
+                              w.dc + (int64_t)i * u, w.dgates + row * G);
+            }
+            /* dh_{s-1} += dz_s · Rᵀ */
+            if (s > 0)
+                tfc_cpu_gemm_panels(r1 - r0, u, G, w.dgates + ((int64_t)r0 * T + s) * G, T * G,
+                                    w.packed, w.dh + (int64_t)r0 * u, u);
         }
-        /* dh_{s-1} += dz_s · Rᵀ */
-        if (s > 0)
-            tfc_cpu_gemm(be, 0, 1, n, u, G, 1.0f, w.dgates + (int64_t)s * G, T * G, rkernel, G,
-                         1.0f, w.dh, u);
     }
     /* hprev[i, s] = h[i, s-1] (0 at s = 0), so drkernel += hprevᵀ · dgates in one GEMM. */
     for (int i = 0; i < n; i++) {

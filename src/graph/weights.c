@@ -71,6 +71,16 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
     TFC_ASSERT(m->be);
     tfc_st_file *f = tfc_st_open(path, err);
     if (!f) return err ? err->code : TFC_ERR_IO;
+    const char *format = tfc_st_meta(f, "format");
+    if (format && !strcmp(format, "tfc-state")) {
+        tfc_st_close(f);
+        tfc_error_set(err, TFC_ERR_USAGE,
+                      "%s is a snapshot state (optimizer slots and counters), not a weights file",
+                      path);
+        tfc_error_hint(err, "to continue that run use --resume %s; for its weights use the "
+                            ".safetensors file beside it", path);
+        return TFC_ERR_USAGE;
+    }
     int n = tfc_st_count(f);
     char *used = calloc((size_t)n + 1, 1);
     float *host = NULL;
@@ -133,6 +143,18 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
                 report_line(rep, &len, "unused   %s (no such layer variable in the model)",
                             tfc_st_tensor_at(f, i)->name);
             }
+    if (rep && !s && rep->matched == 0) {
+        /* Nothing to initialise from: a wrong file, not a fine-tuning start. */
+        s = tfc_error_set(err, TFC_ERR_USAGE,
+                          "%s: none of its %d tensors matches a variable of this model (%d new, "
+                          "%d skipped for shape)",
+                          path, n, rep->missing, rep->mismatched);
+        tfc_error_hint(err, "tensor names are <layer name>/<variable> (tfc-inspect %s lists "
+                            "them); name the layers as the model that wrote the file did",
+                       path);
+        free(rep->text);
+        rep->text = NULL;
+    }
     free(used);
     free(host);
     tfc_st_close(f);

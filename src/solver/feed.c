@@ -156,9 +156,6 @@ static tfc_data_options split_options(const tfc_solver *s, int test)
     o.base_dir = s->cfg.base_dir;
     o.seed = (uint64_t)s->cfg.seed;
     o.stream = test ? 1 : 0;
-    o.num_classes = tfc_model_loss_kind(s->model) == TFC_LOSS_SPARSE_CCE
-                        ? tfc_model_classes(s->model)
-                        : 0;
     return o;
 }
 
@@ -281,14 +278,29 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
                              "%s: example %lld of a batch: feature value %g is not an int32 "
                              "token id",
                              key, (long long)(bad / f->in_numel),
-                             tfc_value_get(b.features.data, b.features.dtype, bad));
+                             tfc_value_get(b.features.data, b.features.dtype,
+                                           lo * f->in_numel + bad));
     bad = convert(f->y, tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE, &b.labels,
                   lo * f->label_numel, lnum);
     if (bad >= 0)
         return tfc_error_set(err, TFC_ERR_DATA,
                              "%s: example %lld of a batch: label %g is not a class index", key,
                              (long long)(bad / f->label_numel),
-                             tfc_value_get(b.labels.data, b.labels.dtype, bad));
+                             tfc_value_get(b.labels.data, b.labels.dtype,
+                                           lo * f->label_numel + bad));
+    /* Class indices are checked here, where they reach the loss, not at the source: a
+     * `filter` between the two may drop the classes this model does not have. */
+    if (tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE) {
+        const int32_t *y = f->y;
+        int classes = tfc_model_classes(f->model);
+        for (int64_t i = 0; i < lnum; i++)
+            if (y[i] < 0 || y[i] >= classes)
+                return tfc_error_set(err, TFC_ERR_DATA,
+                                     "%s: example %lld of a batch: label %d is out of range "
+                                     "[0, %d) (the model's output has %d classes)",
+                                     key, (long long)(i / f->label_numel), (int)y[i], classes,
+                                     classes);
+    }
     *n = (int)count;
     return TFC_OK;
 }

@@ -4,10 +4,15 @@
  * summary.json at the end. */
 #include "solver/internal.h"
 
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
 
@@ -68,11 +73,86 @@ static int metric_names(const tfc_model *m, const char *names[TFC_MAX_METRICS])
     return n;
 }
 
+/* Whether `name`, an entry of a run directory, is a file tfc-train writes there. */
+static int run_file(const char *name, const char *snapshot_top)
+{
+    static const char *const names[] = {"config.yaml", "log.csv", "summary.json",
+                                        "vocabulary.txt", "final.safetensors",
+                                        "best.safetensors"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i])) return 1;
+    return !strncmp(name, "events.out.tfevents.", 20) || !strcmp(name, snapshot_top) ||
+           (!strchr(snapshot_top, '/') && !strncmp(name, snapshot_top, strlen(snapshot_top)));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Counts (and with `clear`, removes) the files of an earlier run in d->path: those listed
+ * above and the snapshots under the snapshot prefix's first folder (or named by the prefix
+ * when it has none). Anything else in the folder is left alone. */
+static int earlier_run(const tfc_rundir *d, int clear)
+{
+    char top[512];
+    snprintf(top, sizeof top, "%s", d->s->cfg.snapshot_prefix);
+    char *slash = strchr(top, '/');
+    if (slash) *slash = '\0';
+    DIR *dir = opendir(d->path);
+    if (!dir) return 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)))
+        if (run_file(e->d_name, top)) {
+            found++;
+            if (clear) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof p, "%s/%s", d->path, e->d_name);
+                nftw(p, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+            }
+        }
+    closedir(dir);
+    return found;
+}
+
+/* A folder that holds an earlier run is refused (its event files and snapshots would mix
+ * with this run's), unless this run resumes a snapshot inside it or --overwrite clears it. */
+static tfc_status check_reuse(const tfc_rundir *d, int64_t resumed_at, tfc_error *err)
+{
+    const tfc_solver *s = d->s;
+    if (resumed_at >= 0) {
+        const char *dir_end;
+        char own[PATH_MAX], state_dir[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+        if (tfc_snapshot_parse(s->opt.resume, s->cfg.snapshot_prefix, &dir_end) >= 0) {
+            if (dir_end) snprintf(state_dir, sizeof state_dir, "%.*s", (int)(dir_end - s->opt.resume), s->opt.resume);
+            else snprintf(state_dir, sizeof state_dir, ".");
+            snprintf(own, sizeof own, "%s", d->path);
+            if (realpath(own, a) && realpath(state_dir, b) && !strcmp(a, b)) return TFC_OK;
+        }
+    }
+    if (!earlier_run(d, 0)) return TFC_OK;
+    if (s->opt.overwrite) {
+        earlier_run(d, 1);
+        return TFC_OK;
+    }
+    tfc_error_set(err, TFC_ERR_USAGE,
+                  "%s holds an earlier run (config.yaml, logs, event files or snapshots); a new "
+                  "run there would mix with it",
+                  d->path);
+    tfc_error_hint(err, "choose another --out, resume one of its snapshots with --resume, or "
+                        "add --overwrite to clear that run's files first");
+    return TFC_ERR_USAGE;
+}
+
 tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resumed_at,
                            tfc_error *err)
 {
     char path[4200];
-    tfc_status s = tfc_mkdir_p(d->path, err);
+    tfc_status s = check_reuse(d, resumed_at, err);
+    if (s) return s;
+    s = tfc_mkdir_p(d->path, err);
     if (s) return s;
     d->made = 1;
     s = write_config(d, err);

@@ -120,6 +120,9 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
     json_object_set_new(root, "iterations", json_integer(res->iterations));
     json_object_set_new(root, "wall_seconds", number(res->wall_seconds));
     json_object_set_new(root, "iterations_per_second", number(res->iterations_per_second));
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)res->config_hash);
+    json_object_set_new(root, "config_hash", json_string(hash));
     json_object_set_new(root, "ranks", json_integer(res->ranks));
     json_object_set_new(root, "rank_batch", json_integer(res->rank_batch));
     json_object_set_new(root, "global_batch", json_integer((json_int_t)res->rank_batch * res->ranks));

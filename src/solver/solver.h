@@ -31,6 +31,7 @@ typedef struct tfc_solver_options {
     const char *out_dir;          /* --out; NULL: the resumed run's folder or
                                      runs/<model name>-<YYYYmmdd-HHMMSS> */
     const char *resume;           /* --resume STATE, or NULL */
+    int overwrite;                /* --overwrite: clear an earlier run's files in out_dir */
     const char *weights;          /* --weights FILE: initialise layers by name, or NULL */
     FILE *console;                /* progress, reports and notes; NULL: silent */
     int live;                     /* -1: a live progress line when console is a terminal;
@@ -124,6 +125,7 @@ typedef struct tfc_train_result {
     double wall_seconds;        /* including the time of resumed runs */
     double iterations_per_second; /* of this process */
     int ranks;                  /* processes of a data-parallel run (1: one) */
+    uint64_t config_hash;       /* tfc_solver_config_hash of the run's resolved configuration */
     int rank_batch;             /* examples per batch of each rank: the batch / ranks */
     char run_dir[4096];
     int have_train, have_test;  /* final train (smoothed) and test results */

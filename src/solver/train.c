@@ -450,6 +450,7 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
     if (!r.comm) return err->code;
     if (!writer(&r)) s->opt.console = NULL; /* rank 0 speaks for the run */
     res->ranks = r.comm->size;
+    res->config_hash = s->config_hash;
     tfc_status st = tfc_progress_init(&r.prog, s, err);
     if (!st) st = start(&r, err);
     if (!st) {
