@@ -178,7 +178,9 @@ $(BIN)/tfc-%: tools/tfc-%.c $(TOOL_OBJ) $(STATIC)
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MF $(BUILD)/tools/$(notdir $@).d $< $(TOOL_OBJ) \
 	    $(STATIC) -o $@ $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
-$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(STATIC)
+# (one gcc call compiles several sources, so its -MMD file keeps only the last one's headers:
+# the shared test headers are listed here)
+$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/util/*.h) $(STATIC)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	$(Q)$(CC) $(CPPFLAGS_ALL) -Itests/util $(CFLAGS_ALL) $< $(TEST_LIB) $(STATIC) -o $@ \
@@ -212,14 +214,16 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIBOBJ)
 	@echo "  FUZZLD $@"
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -fopenmp -g -O1 -fsanitize=fuzzer,address,undefined \
 	    $< $(FUZZ_LIBOBJ) -o $@ $(LDLIBS_CPU)
-# Runs every fuzzer for FUZZ_SECONDS on its seed corpus (fuzz/corpus/<name>/).
+# Runs every fuzzer for FUZZ_SECONDS on its seed corpus (fuzz/corpus/<name>/); a finding (crash,
+# sanitizer report, timeout, leak) stops with its log tail and the input in build/fuzz/, exit 1.
 fuzz-run: fuzz
 	$(Q)for f in $(FUZZERS); do n=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$n; \
 	    echo "== $$n ($(FUZZ_SECONDS) s)"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -artifact_prefix=build/fuzz/ \
 	        $$(test -f fuzz/$$n.dict && echo -dict=fuzz/$$n.dict) \
 	        build/fuzz/corpus/$$n $$(test -d fuzz/corpus/$$n && echo fuzz/corpus/$$n) \
-	        2>&1 | tail -n 3 || exit 1; done
+	        >build/fuzz/$$n.log 2>&1; rc=$$?; tail -n 3 build/fuzz/$$n.log; \
+	    [ $$rc -eq 0 ] || { tail -n 60 build/fuzz/$$n.log; exit 1; }; done
 
 deps:
 	$(Q)tools/install-deps.sh

@@ -6,6 +6,8 @@
 # Exit status: 0 only when every program ran to completion and no test failed.
 dir=${1:?usage: run_tests.sh TESTDIR [BINDIR]}
 export TFC_BIN=${2:-bin}
+# DEBUG=1 builds: Open MPI's own leaks suppressed (tests/util/lsan.supp); no effect otherwise.
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")" && pwd)/util/lsan.supp:fast_unwind_on_malloc=0:print_suppressions=0}
 passed=0 failed=0 skipped=0 status=0
 for t in "$dir"/test_*; do
     [ -x "$t" ] || continue

@@ -179,7 +179,6 @@ static void test_word_vocabulary_and_files(void)
     tfc_test_write("words.txt", "The cat's hat.\nthe CAT sat, the end\nx\n", -1);
     char run[1024];
     snprintf(run, sizeof run, "%s", tfc_test_path("run"));
-    CU_ASSERT_EQUAL(system("true"), 0);
     tfc_error err;
     tfc_error_clear(&err);
     char cmd[1100];

@@ -73,7 +73,9 @@ static void test_tool_table(void)
     snprintf(probe, sizeof probe, "%s/tfc-train", bin ? bin : "bin");
     FILE *f = fopen(probe, "r");
     if (!f) {
-        printf("\n  tool_table: skipped (no %s; run through make test)\n", probe);
+        char why[1100];
+        snprintf(why, sizeof why, "no %s; run through make test", probe);
+        tfc_test_skip(why);
         return;
     }
     fclose(f);

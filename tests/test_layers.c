@@ -81,6 +81,32 @@ static const gc_case cases[] = {
                     "  - Concatenate: {inputs: [a, b, input]}\n  - Flatten: {}\n"
                     "  - Concatenate: {name: c2, inputs: [flatten, flatten], axis: 0}\n"
                     "  - Dense: {units: 3}\n", 2},
+    /* 3-D branches (5, 6, 2) joined on tfc's axis 0 and 1: per example, so Keras's axis 1
+     * and 2 (Keras counts the batch axis) */
+    {"concat_axis0_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
+                        "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, inputs: input}\n"
+                        "  - Concatenate: {inputs: [a, b, input], axis: 0}\n"
+                        "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"
+                        "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"concat_axis1_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
+                        "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, inputs: input}\n"
+                        "  - Concatenate: {inputs: [a, b], axis: 1}\n"
+                        "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"
+                        "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"add_three", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 3, padding: same, activation: tanh}\n"
+                  "  - Conv2D: {name: b, filters: 2, kernel_size: 1, inputs: input}\n"
+                  "  - Add: {inputs: [a, b, input]}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* VALID pooling with the default strides (= pool_size): 5 rows pool to 2, the last row
+     * receives no gradient */
+    {"pool_valid_default_strides", IMG "  - Conv2D: {filters: 3, kernel_size: 1, activation: tanh}\n"
+                                   "  - MaxPooling2D: {pool_size: 2}\n"
+                                   "  - AveragePooling2D: {pool_size: [2, 1], inputs: conv2d}\n"
+                                   "  - Flatten: {inputs: max_pooling2d}\n"
+                                   "  - Flatten: {name: f2, inputs: average_pooling2d}\n"
+                                   "  - Concatenate: {inputs: [flatten, f2]}\n  - Dense: {units: 3}\n", 2},
+    {"conv_strides_2_1", IMG "  - Conv2D: {filters: 3, kernel_size: 3, strides: [2, 1]}\n"
+                         "  - Conv2D: {filters: 2, kernel_size: [2, 3], strides: [2, 1], padding: same}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"embedding_lstm_last", SEQ "  - Embedding: {input_dim: 10, output_dim: 3}\n"
                             "  - LSTM: {units: 4}\n  - Dense: {units: 3}\n", 3},
     {"lstm_sequences_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
@@ -123,28 +149,48 @@ static void *make_labels(tfc_model *m, int batch)
     return l;
 }
 
+/* The gradient check of one case, with every analytic gradient multiplied by `scale`. */
+static gradcheck_result check_case(const gc_case *c, double scale)
+{
+    tfc_model *m = tfc_test_model(c->yaml);
+    TFC_ASSERT(m != NULL);
+    int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
+    void *x = malloc((size_t)n * 4);
+    if (tfc_model_input_dtype(m) == TFC_I32)
+        fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
+    else
+        tfc_test_fill(x, n, -1, 1, 3);
+    void *labels = make_labels(m, c->batch);
+    gradcheck_result r = tfc_gradcheck_scaled(m, c->batch, x, labels, 40, 1, scale);
+    free(x);
+    free(labels);
+    tfc_model_free(m);
+    return r;
+}
+
 static void test_gradients(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const gc_case *c = &cases[i];
-        tfc_model *m = tfc_test_model(c->yaml);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-        int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
-        void *x = malloc((size_t)n * 4);
-        if (tfc_model_input_dtype(m) == TFC_I32)
-            fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
-        else
-            tfc_test_fill(x, n, -1, 1, 3);
-        void *labels = make_labels(m, c->batch);
-        gradcheck_result r = tfc_gradcheck(m, c->batch, x, labels, 40, 1);
-        int ok = r.max_err < 1e-2 && r.checked > 10 && r.skipped < r.checked / 4 + 2;
+        gradcheck_result r = check_case(c, 1.0);
+        int ok = r.max_err < TFC_GRADCHECK_BOUND && r.checked > 10 &&
+                 r.skipped < r.checked / 4 + 2;
         if (!ok || getenv("TFC_VERBOSE"))
             fprintf(stderr, "\n%s: max error %.3g at %s; %d checked, %d skipped\n", c->name,
                     r.max_err, r.worst, r.checked, r.skipped);
         CU_ASSERT(ok);
-        free(x);
-        free(labels);
-        tfc_model_free(m);
+    }
+}
+
+/* The checker's own test: a uniform 2% error planted in every analytic gradient fails every
+ * case (each has gradients above the checker's floor, so the error shows as ~1e-2). */
+static void test_gradcheck_catches_2_percent(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gradcheck_result r = check_case(&cases[i], 1.02);
+        if (r.max_err < 2 * TFC_GRADCHECK_BOUND)
+            fprintf(stderr, "\n%s: a 2%% error shows only as %.3g\n", cases[i].name, r.max_err);
+        CU_ASSERT(r.max_err > 2 * TFC_GRADCHECK_BOUND);
     }
 }
 
@@ -483,7 +529,9 @@ static void test_initializers(void)
     unbind(b);
 }
 
-TFC_TEST_MAIN("layers", {"gradients", test_gradients}, {"registry_covered", test_registry_covered},
+TFC_TEST_MAIN("layers", {"gradients", test_gradients},
+              {"gradcheck_catches_2_percent", test_gradcheck_catches_2_percent},
+              {"registry_covered", test_registry_covered},
               {"conv_same_stride2_even_values", test_conv_same_stride2_even_values},
               {"flatten_nhwc", test_flatten_nhwc}, {"lstm_masked_values", test_lstm_masked_values},
               {"batchnorm_values", test_batchnorm_values},

@@ -1,7 +1,7 @@
 /* Safetensors reader/writer, atomic file writes and tensor helpers: round trips, a
  * byte-exact file, every format rule's rejection message, writes under a file-size limit,
  * and (when python3 has the safetensors package, or the tool is built) interoperability
- * with the reference implementation and tfc-inspect. Unavailable parts print "skipped". */
+ * with the reference implementation and tfc-inspect. Unavailable parts call tfc_test_skip. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -662,6 +662,7 @@ static const char py_script[] =
 
 static void test_python_interop(void)
 {
+    if (!tfc_test_python_has("safetensors, numpy")) return;
     /* Ours for Python: several dtypes, a scalar, metadata. */
     float k[4] = {1, -2, 0.5f, 8};
     uint8_t b[3] = {3, 1, 4}, mask[3] = {1, 0, 1};
@@ -731,6 +732,11 @@ static void test_inspect_tool(void)
     const char *bin = getenv("TFC_BIN");
     char tool[1024], cmd[4096];
     snprintf(tool, sizeof tool, "%s/tfc-inspect", bin ? bin : "bin");
+    if (access(tool, X_OK) != 0) {
+        snprintf(cmd, sizeof cmd, "%s not built; run through make test", tool);
+        tfc_test_skip(cmd);
+        return;
+    }
 
     float k[4] = {1, 2, 3, 6};
     int64_t step = 1234567890123;
@@ -782,7 +788,7 @@ static void test_inspect_tool(void)
     free(text);
 }
 
-/* ---- main: optional cases run only where their tools exist, and say "skipped" ------------ */
+/* ---- main: optional cases skip (tfc_test_skip) where their tools are missing ------------- */
 
 int main(int argc, char **argv)
 {
@@ -804,25 +810,8 @@ int main(int argc, char **argv)
         {"mkdir_p", test_mkdir_p},
     };
     int n = 15;
-    int want_py = argc < 2 || strcmp(argv[1], "python_interop") == 0;
-    int want_tool = argc < 2 || strcmp(argv[1], "inspect_tool") == 0;
-    if (want_py) {
-        fflush(NULL);
-        if (system("python3 -c 'import safetensors, numpy' >/dev/null 2>&1") == 0)
-            cases[n++] = (tfc_test_case){"python_interop", test_python_interop};
-        else
-            printf("python_interop: skipped (python3 cannot import safetensors and numpy; "
-                   "pip install safetensors numpy)\n");
-    }
-    if (want_tool) {
-        const char *bin = getenv("TFC_BIN");
-        char tool[1024];
-        snprintf(tool, sizeof tool, "%s/tfc-inspect", bin ? bin : "bin");
-        if (access(tool, X_OK) == 0)
-            cases[n++] = (tfc_test_case){"inspect_tool", test_inspect_tool};
-        else
-            printf("inspect_tool: skipped (%s not built; set TFC_BIN)\n", tool);
-    }
+    cases[n++] = (tfc_test_case){"python_interop", test_python_interop};
+    cases[n++] = (tfc_test_case){"inspect_tool", test_inspect_tool};
     cases[n] = (tfc_test_case){NULL, NULL};
     return tfc_test_main("safetensors", cases, argc, argv);
 }

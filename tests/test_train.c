@@ -516,6 +516,98 @@ static void test_rollback(void)
     free(res);
 }
 
+/* Every optimizer x schedule resumes bit-exactly (only Adam is resumed above): the fixture
+ * with its Dropout replaced by BatchNormalization (moving statistics in the weights, not in
+ * the slots), 60 iterations with a snapshot at 30, then resumed from 30. The final weights
+ * are byte-equal, every state tensor but the elapsed time equal, and the slots are exactly
+ * Keras's names for each trainable parameter. */
+static int slots_as_keras(const char *state, const char *weights, const char *slots)
+{
+    tfc_error err;
+    tfc_st_file *st = tfc_st_open(state, &err), *w = tfc_st_open(weights, &err);
+    int ok = st && w, nslots = 0, want = 0;
+    for (int i = 0; ok && i < tfc_st_count(st); i++) {
+        const char *name = tfc_st_tensor_at(st, i)->name;
+        if (!strncmp(name, "solver/", 7) || !strncmp(name, "pipeline/", 9)) continue;
+        nslots++;
+        /* PREFIX/LAYER/VARIABLE: a listed slot of a trainable weight of the same shape */
+        const char *slash = strchr(name, '/');
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%.*s ", slash ? (int)(slash - name) : 0, name);
+        const tfc_st_tensor *p = slash ? tfc_st_find(w, slash + 1) : NULL;
+        if (!slash || !strstr(slots, prefix) || !p || strstr(name, "moving_") ||
+            p->nbytes != tfc_st_tensor_at(st, i)->nbytes) {
+            printf("\nunexpected state tensor %s\n", name);
+            ok = 0;
+        }
+    }
+    for (int i = 0; ok && i < tfc_st_count(w); i++)
+        if (!strstr(tfc_st_tensor_at(w, i)->name, "moving_"))
+            for (const char *s = slots; *s; s = strchr(s, ' ') + 1) want++;
+    if (ok && nslots != want) printf("\n%d slots, want %d (%s)\n", nslots, want, slots);
+    if (st) tfc_st_close(st);
+    if (w) tfc_st_close(w);
+    return ok && nslots == want;
+}
+
+static void test_resume_every_optimizer_and_schedule(void)
+{
+    static const struct {
+        const char *set, *slots; /* Keras's slot names, each followed by a space */
+    } opt[] = {
+        {"optimizer={type: sgd, learning_rate: 0.05}", ""},
+        {"optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9}", "momentum "},
+        {"optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9, nesterov: true}", "momentum "},
+        {"optimizer={type: adam, learning_rate: 0.01, amsgrad: true}",
+         "momentum velocity velocity_hat "},
+        {"optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}", "momentum velocity "},
+        {"optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
+         "velocity momentum average_gradient "},
+        {"optimizer={type: adagrad, learning_rate: 0.05}", "accumulator "},
+    };
+    static const char *const sched[] = {
+        "lr_policy={type: cosine, alpha: 0.1}",
+        "lr_policy={type: fixed, warmup_iters: 45}",
+        "lr_policy={type: poly, power: 2}",
+    };
+    tfc_train_result *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    tfc_error err;
+    for (size_t o = 0; o < sizeof opt / sizeof *opt; o++)
+        for (size_t k = 0; k < sizeof sched / sizeof *sched; k++) {
+            const char *sets[] = {"max_iter=60", "snapshot={interval: 30, keep: 0}",
+                                  "test_interval=0", "model.layers.1={BatchNormalization: {}}",
+                                  opt[o].set, sched[k]};
+            char full[64], res[64];
+            snprintf(full, sizeof full, "m%zu_%zu", o, k);
+            snprintf(res, sizeof res, "m%zu_%zu_r", o, k);
+            CU_ASSERT_EQUAL_FATAL(train(full, sets, 6, NULL, NULL, NULL, a, &err), TFC_OK);
+            char resume[2048];
+            snprintf(resume, sizeof resume, "%s", in(full, "snapshots/tiny_iter_30.state"));
+            CU_ASSERT_EQUAL_FATAL(train(res, sets, 6, resume, NULL, NULL, b, &err), TFC_OK);
+            int same = files_equal(in(full, "final.safetensors"), in(res, "final.safetensors"));
+            tfc_st_file *fa = tfc_st_open(in(full, "snapshots/tiny_iter_60.state"), &err);
+            tfc_st_file *fb = tfc_st_open(in(res, "snapshots/tiny_iter_60.state"), &err);
+            CU_ASSERT_FATAL(fa && fb);
+            same &= tfc_st_count(fa) == tfc_st_count(fb);
+            for (int i = 0; i < tfc_st_count(fa); i++) {
+                const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
+                const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
+                if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
+                int eq = tb && tb->nbytes == ta->nbytes && !memcmp(ta->data, tb->data, ta->nbytes);
+                if (!eq) printf("\n%s, %s: %s differs\n", opt[o].set, sched[k], ta->name);
+                same &= eq;
+            }
+            tfc_st_close(fa);
+            tfc_st_close(fb);
+            if (!same) printf("\nnot resumed exactly: %s, %s\n", opt[o].set, sched[k]);
+            CU_ASSERT(same);
+            CU_ASSERT(slots_as_keras(in(full, "snapshots/tiny_iter_30.state"),
+                                     in(full, "snapshots/tiny_iter_30.safetensors"), opt[o].slots));
+        }
+    free(a);
+    free(b);
+}
+
 static void test_divergence(void)
 {
     /* The rate jumps by 1e30 at iteration 10: the weights overflow and the loss goes NaN. */
@@ -682,6 +774,18 @@ static void test_live_progress(void)
 
 static char tool[1024];
 
+/* 1 when tfc-train ($TFC_BIN, default bin) is built; else marks the running test skipped. */
+static int have_tool(void)
+{
+    const char *bin = getenv("TFC_BIN");
+    snprintf(tool, sizeof tool, "%s/tfc-train", bin ? bin : "bin");
+    if (access(tool, X_OK) == 0) return 1;
+    char why[1100];
+    snprintf(why, sizeof why, "%s not built; run through make test", tool);
+    tfc_test_skip(why);
+    return 0;
+}
+
 /* Starts tfc-train with `args` (NULL-terminated), output to `log`; returns the pid.
  * `fsize` > 0 limits the size of files it may write (RLIMIT_FSIZE). */
 static pid_t spawn(const char *const *args, const char *log, long fsize)
@@ -802,6 +906,7 @@ static int check_snapshots_load(const char *dir)
 
 static void test_signals(void)
 {
+    if (!have_tool()) return;
     const char *dir = tfc_test_path("sig");
     char out[1100], log[1100], state[1200];
     snprintf(out, sizeof out, "%s", dir);
@@ -873,6 +978,7 @@ static int ctl(const char *dir, const char *cmd, const char *arg)
  * the FIFO gone). */
 static void test_control(void)
 {
+    if (!have_tool()) return;
     char out[1100], log[1100], csv[1200];
     snprintf(out, sizeof out, "%s", tfc_test_path("ctl"));
     snprintf(log, sizeof log, "%s", tfc_test_path("ctl.log"));
@@ -982,6 +1088,7 @@ static int count_prefixed(const char *dir, const char *prefix)
  * run is refused unless --overwrite (which clears it: one event file afterwards). */
 static void test_user_paths(void)
 {
+    if (!have_tool()) return;
     char out[1100], ref[1100], log[1100], cmd[4096];
     snprintf(out, sizeof out, "%s", tfc_test_path("hint"));
     snprintf(ref, sizeof ref, "%s", tfc_test_path("hint_ref"));
@@ -1064,6 +1171,7 @@ static void test_user_paths(void)
 
 static void test_kill9(void)
 {
+    if (!have_tool()) return;
     const char *dir = tfc_test_path("k9");
     char out[1100], log[1100];
     snprintf(out, sizeof out, "%s", dir);
@@ -1116,6 +1224,7 @@ static void test_kill9(void)
 
 static void test_file_size_limit(void)
 {
+    if (!have_tool()) return;
     /* A wider layer makes weights (~22 KB) larger than the limit (8 KB), which the small
      * text files stay under: the snapshot at 15 fails, the one at 10 stays. */
     char out[1100], log[1100];
@@ -1167,6 +1276,7 @@ static void test_file_size_limit(void)
 
 static void test_tool_errors(void)
 {
+    if (!have_tool()) return;
     char out[1100], log[1100];
     snprintf(out, sizeof out, "%s", tfc_test_path("never"));
     snprintf(log, sizeof log, "%s", tfc_test_path("never.log"));
@@ -1189,18 +1299,24 @@ static void test_tool_errors(void)
     CU_ASSERT_EQUAL(run_tool(args3, log, 0), 2);
     const char *args4[] = {solver_path(), "--resume", tfc_test_path("missing.state"), NULL};
     CU_ASSERT_EQUAL(run_tool(args4, log, 0), 1);
-    /* tfc-test on the end-to-end run's weights. */
+    /* tfc-test on a run's weights: end_to_end's, or (run alone) a short run of its own. */
     char test_tool[1100];
     snprintf(test_tool, sizeof test_tool, "%s", tool);
     char *slash = strrchr(test_tool, '/');
     snprintf(slash + 1, sizeof test_tool - (size_t)(slash + 1 - test_tool), "tfc-test");
-    if (access(test_tool, X_OK) != 0 || !exists(in("e2e", "final.safetensors"))) {
-        printf("(tfc-test: skipped) ");
-        return;
+    CU_ASSERT_FATAL(access(test_tool, X_OK) == 0);
+    const char *run = "e2e";
+    if (!exists(in(run, "final.safetensors"))) {
+        run = "tt";
+        const char *sets[] = {"max_iter=20"};
+        tfc_train_result *res = calloc(1, sizeof *res);
+        tfc_error err;
+        CU_ASSERT_EQUAL_FATAL(train(run, sets, 1, NULL, NULL, NULL, res, &err), TFC_OK);
+        free(res);
     }
     char cmd[4000];
     snprintf(cmd, sizeof cmd, "'%s' '%s' --weights '%s' >'%s' 2>&1", test_tool,
-             in("e2e", "config.yaml"), in("e2e", "final.safetensors"), log);
+             in(run, "config.yaml"), in(run, "final.safetensors"), log);
     int rc = system(cmd);
     CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
     text = tfc_test_read(log, NULL);
@@ -1230,6 +1346,7 @@ int main(int argc, char **argv)
     tfc_test_case cases[24] = {
         {"end_to_end", test_end_to_end},
         {"resume_bit_exact", test_resume_bit_exact},
+        {"resume_every_optimizer_and_schedule", test_resume_every_optimizer_and_schedule},
         {"divergence", test_divergence},
         {"early_stopping", test_early_stopping},
         {"ema", test_ema},
@@ -1242,20 +1359,12 @@ int main(int argc, char **argv)
     };
     int n = 0;
     while (cases[n].name) n++;
-    const char *bin = getenv("TFC_BIN");
-    snprintf(tool, sizeof tool, "%s/tfc-train", bin ? bin : "bin");
-    if (access(tool, X_OK) == 0) {
-        cases[n++] = (tfc_test_case){"signals", test_signals};
-        cases[n++] = (tfc_test_case){"control", test_control};
-        cases[n++] = (tfc_test_case){"user_paths", test_user_paths};
-        cases[n++] = (tfc_test_case){"kill9", test_kill9};
-        cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};
-        cases[n++] = (tfc_test_case){"tool_errors", test_tool_errors};
-    } else {
-        printf("signals, kill9, file_size_limit, tool_errors: skipped (%s not built; set "
-               "TFC_BIN)\n",
-               tool);
-    }
+    cases[n++] = (tfc_test_case){"signals", test_signals};
+    cases[n++] = (tfc_test_case){"control", test_control};
+    cases[n++] = (tfc_test_case){"user_paths", test_user_paths};
+    cases[n++] = (tfc_test_case){"kill9", test_kill9};
+    cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};
+    cases[n++] = (tfc_test_case){"tool_errors", test_tool_errors};
     cases[n] = (tfc_test_case){NULL, NULL};
     return tfc_test_main("train", cases, argc, argv);
 }

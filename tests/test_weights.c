@@ -112,15 +112,16 @@ static int run(const char *cmd, char *out, size_t size)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The tools' folder ($TFC_BIN, default bin), or NULL after printing that `test` is skipped:
- * the tools are built when make test runs it. */
-static const char *tool_bin(const char *test)
+/* The tools' folder ($TFC_BIN, default bin), or NULL after marking the running test skipped
+ * (tfc_test_skip): the tools are built when make test runs it. */
+static const char *tool_bin(void)
 {
     const char *bin = getenv("TFC_BIN");
-    char path[1024];
+    char path[1024], why[1100];
     snprintf(path, sizeof path, "%s/tfc-predict", bin ? bin : "bin");
     if (access(path, X_OK) != 0) {
-        printf("\n  %s: skipped (no %s; run through make test)\n", test, path);
+        snprintf(why, sizeof why, "no %s; run through make test", path);
+        tfc_test_skip(why);
         return NULL;
     }
     return bin ? bin : "bin";
@@ -152,7 +153,7 @@ static void expect(const char *cmd, int status, const char *says)
 
 static void test_tools(void)
 {
-    const char *bin = tool_bin("tools");
+    const char *bin = tool_bin();
     char cmd[2048], out[16384], model[1024], w[1024];
     if (!bin) return;
     tfc_backend *be = tfc_cpu_backend_create(1);
@@ -239,7 +240,7 @@ static void test_tools(void)
  * applies to an .npy too; the stages that are not maps and the maps of labels are skipped. */
 static void test_predict_maps(void)
 {
-    const char *bin = tool_bin("predict_maps");
+    const char *bin = tool_bin();
     char cmd[4096], out[16384], pre[2048], model[1024], w[1024];
     if (!bin) return;
     tfc_backend *be = tfc_cpu_backend_create(1);
@@ -335,7 +336,7 @@ static void test_predict_maps(void)
 /* The tools' common command line: --version's form, an option's range named in its error. */
 static void test_tool_usage(void)
 {
-    const char *bin = tool_bin("tool_usage");
+    const char *bin = tool_bin();
     char cmd[2048], out[4096];
     if (!bin) return;
     const char *tools[] = {"train", "test", "predict", "data", "time", "inspect", "draw", "grid",

@@ -26,8 +26,14 @@ int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char 
 /* Marks the running test skipped: prints "SKIP SUITE.TEST: WHY" on stdout (run_tests.sh counts
  * these lines as skipped, not passed) and asserts nothing. The caller returns right after. Use
  * it where a test cannot run here (a missing optional tool or Python module), never to hide a
- * failure. */
+ * failure. With TFC_REQUIRE_OPTIONAL set (and not "0"), as .ci/run sets it, the skip is a
+ * failure instead ("REQUIRED SUITE.TEST: WHY"): CI installs every optional peer. */
 void tfc_test_skip(const char *why);
+
+/* 1 when python3 can import every module of `modules` (comma-separated, as in an import
+ * statement: "safetensors, numpy"); otherwise marks the running test skipped with the reason
+ * (tfc_test_skip) and returns 0. */
+int tfc_test_python_has(const char *modules);
 
 /* A fresh scratch directory under $TMPDIR, removed at exit; returns its path. */
 const char *tfc_test_tmpdir(void);
