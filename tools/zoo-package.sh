@@ -31,7 +31,9 @@ else:
     metric = s["best"]["metric"]
     value, hib = test[metric], ("false" if metric == "loss" else "true")
 q = json.dumps  # a JSON string is a YAML scalar
-others = ", ".join("%s %.4f" % (k, v) for k, v in test.items())
+# the scalar metrics (final.test also holds per-class lists and the confusion matrix)
+others = ", ".join("%s %.4f" % (k, v) for k, v in test.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool))
 fm = f"""---
 name: {name}
 task: {q(task)}
