@@ -127,7 +127,7 @@ ifeq ($(HAVE_CUDA),1)
 endif
 
 # ---- sources ------------------------------------------------------------------------------
-LIB_SRC  := $(sort $(wildcard src/core/*.c src/layers/*.c src/cpu/*.c src/graph/*.c src/device/*.c src/comm/*.c src/data/*.c src/solver/*.c))
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/layers/*.c src/cpu/*.c src/graph/*.c src/device/*.c src/comm/*.c src/data/*.c src/solver/*.c src/api/*.c))
 # The GPU objects come with device/device.c, their only caller: a partial build
 # (LIB_SRC="...") without it compiles no CUDA.
 GPU_OBJ  := $(if $(and $(filter 1,$(HAVE_CUDA)),$(filter src/device/device.c,$(LIB_SRC))),$(GPU_SRC:%.cu=$(BUILD)/%.o))
@@ -159,7 +159,7 @@ $(STATIC): $(LIB_OBJ)
 
 $(SHARED): $(LIB_OBJ)
 	@echo "  LD    $@"
-	$(Q)$(CC) -shared -o $@ $^ $(LDFLAGS_ALL) $(LDLIBS_ALL)
+	$(Q)$(CC) -shared -Wl,-soname,libtfc.so.$(SOVERSION) -o $@ $^ $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

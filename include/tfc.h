@@ -17,11 +17,15 @@
  *   data         data/data.h         tfc_pipeline_* (sources, stages, plans, map callbacks, state)
  *   training     solver/solver.h     tfc_solver_load, tfc_solver_train, tfc_solver_evaluate,
  *                                    tfc_snapshot_* (names, discovery)
+ *   inference    (below)             tfc_predictor_* : the stable part (SPEC §5c,
+ *                                    docs/embedding.md), plain C types only
  *
  * Internal headers (graph/model_internal.h, cpu/cpu_internal.h, data/internal.h,
- * solver/internal.h, gpu/gpu_internal.cuh) are not reachable from here. Build against the
- * library with `-I include -I src` and link build/release/libtfc.a (or libtfc.so) with
- * -lopenblas -lyaml -ljansson -lpng -ljpeg -lz -lm -fopenmp. Every call that can fail returns
+ * solver/internal.h, gpu/gpu_internal.cuh) are not reachable from here. Installed (`make
+ * install`), `cc app.c $(pkg-config --cflags --libs tfc)` builds a program (docs/embedding.md:
+ * the module headers go under include/tfc/). From the build tree: `-I include -I src` and
+ * build/release/libtfc.a (or libtfc.so) with -lopenblas -lyaml -ljansson -lpng -ljpeg -lz -lm
+ * -fopenmp. Every call that can fail returns
  * a tfc_status and fills a tfc_error; nothing exits. libtfc exports only tfc_ / TFC_ names
  * (tests/test_symbols.sh checks it with nm). */
 #ifndef TFC_H
@@ -45,6 +49,42 @@ extern "C" {
 #include "graph/model.h"
 #include "data/data.h"
 #include "solver/solver.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- inference (src/api/predictor.c; SPEC §5c) --------------------------------------------
+ * A model file and its weights, opened once and run from any thread. Errors are one line, as
+ * the tools print them, written into the caller's err[err_size] (err may be NULL). */
+typedef struct tfc_predictor tfc_predictor;
+
+/* device: "cpu", "gpu", "gpu:N" or NULL (a GPU when usable, else the CPU; the CPU uses all
+ * cores). Loads the model file, checks the weights file strictly (every variable present with
+ * its shape). On failure returns NULL and writes a one-line message into err. Close with
+ * tfc_predictor_close. */
+tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_file,
+                                  const char *device, char *err, size_t err_size);
+
+/* which: 0 = input, 1 = output. Writes the per-example shape (batch axis excluded) into
+ * dims[0..7] (0 past the rank) and returns its rank, or -1 for a NULL p or dims or another
+ * `which`; *dtype (may be NULL) gets "float32" or "int32" (input token ids). */
+int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], const char **dtype);
+
+/* n examples of the input shape (float32, or int32 token ids, contiguous) -> n outputs
+ * (float32, contiguous) in output. Returns 0, or -1 with err written (NULL arguments, n < 1,
+ * a token id outside an Embedding's input_dim, a device failure). Any n >= 1 (run in passes
+ * of at most 256 examples); no allocation after a thread's first call at its largest n so
+ * far. Safe to call from several threads at once on one predictor (each call borrows its own
+ * bound copy of the model); results identical to single-threaded calls. */
+int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
+                      char *err, size_t err_size);
+
+/* Frees the predictor and every copy of the model it made (NULL: nothing). Not while a run
+ * on it is in progress. */
+void tfc_predictor_close(tfc_predictor *p);
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char *tfc_version(void);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,10 @@ int main(int argc, char **argv)
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_load(path, &err);
+    if (m && tfc_model_check_loss(m, &err)) { /* a training step needs the loss */
+        tfc_model_free(m);
+        m = NULL;
+    }
     tfc_backend *be = m ? tfc_backend_open(args.device, (int)args.threads, &err) : NULL;
     if (!m || !be || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
         fputs(err.text, stderr);

@@ -330,6 +330,7 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
 tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err)
 {
+    if (tfc_model_check_loss(m, err)) return TFC_ERR_CONFIG;
     tfc_backend *be = m->be;
     const tfc_layer *last = &m->layers[m->nlayers - 1];
     const tfc_bound *b = &m->bound[m->nlayers - 1];

@@ -339,13 +339,18 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
 
 /* Output rows and classes for the loss: (classes) or (steps, classes); BCE and MSE take
  * any shape, flattened to rows of the last axis. */
-static tfc_status check_loss(tfc_model *m, const tfc_node *root, tfc_error *err)
+static void set_classes(tfc_model *m)
+{
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    m->classes = (int)last->out_shape.dim[last->out_shape.ndim - 1];
+    m->label_rows = tfc_layer_out_numel(last) / m->classes;
+}
+
+static tfc_status check_loss(const tfc_model *m, const tfc_node *root, tfc_error *err)
 {
     const tfc_layer *last = &m->layers[m->nlayers - 1];
     const tfc_shape *s = &last->out_shape;
     char buf[96];
-    m->classes = (int)s->dim[s->ndim - 1];
-    m->label_rows = tfc_layer_out_numel(last) / m->classes;
     int categorical = m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
     if (categorical && s->ndim > 2) {
         const tfc_node *at = tfc_node_get(root, "loss");
@@ -363,12 +368,23 @@ static tfc_status check_loss(tfc_model *m, const tfc_node *root, tfc_error *err)
                               tfc_shape_str(s, buf, sizeof buf));
     }
     if (tfc_loss_options_check(m, err)) return TFC_ERR_CONFIG;
+    return TFC_OK;
+}
+
+/* top_k_accuracy's k against the classes that check_loss found. */
+static tfc_status check_metrics(const tfc_model *m, const tfc_node *root, tfc_error *err)
+{
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind == TFC_METRIC_TOP_K && m->metrics[i].k > m->classes)
             return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",
                                   "top_k_accuracy with k = %d exceeds the %d output classes",
                                   m->metrics[i].k, m->classes);
     return TFC_OK;
+}
+
+tfc_status tfc_model_check_loss(const tfc_model *m, tfc_error *err)
+{
+    return m->loss_unusable ? check_loss(m, NULL, err) : TFC_OK;
 }
 
 /* Whether the last layer's fused activation folds into the loss (softmax with a
@@ -432,7 +448,12 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
         }
         if (parse_metrics(m, a.metrics, err)) status = TFC_ERR_CONFIG;
         if (build_layers(m, a.layers, err)) status = TFC_ERR_CONFIG;
-        if (status == TFC_OK) status = check_loss(m, root, err);
+        /* A model file without `loss:` may be meant for inference only: its default loss is
+         * checked where it is used (tfc_model_check_loss: training, evaluation, tfc-time). */
+        if (status == TFC_OK) set_classes(m);
+        if (status == TFC_OK && a.loss) status = check_loss(m, root, err);
+        else if (status == TFC_OK) m->loss_unusable = check_loss(m, NULL, NULL) != TFC_OK;
+        if (status == TFC_OK && !m->loss_unusable) status = check_metrics(m, root, err);
         tfc_error_sort(err);
     }
     if (status) {

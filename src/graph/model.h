@@ -58,6 +58,12 @@ tfc_model *tfc_model_from_string(const char *yaml, size_t len, const char *file,
 
 void tfc_model_free(tfc_model *m);
 
+/* Whether the model's loss fits its output. A model file with `loss:` is checked when it is
+ * loaded; one without it loads whatever its output shape (inference: a Conv2D or pooling
+ * output), and this reports, at the last layer, why the default loss does not fit. Training,
+ * evaluation and tfc_model_loss call it. */
+tfc_status tfc_model_check_loss(const tfc_model *m, tfc_error *err);
+
 const char *tfc_model_name(const tfc_model *m);
 int tfc_model_nlayers(const tfc_model *m);
 tfc_layer *tfc_model_layer(tfc_model *m, int i);

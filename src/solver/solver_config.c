@@ -343,7 +343,7 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
         char *dot = strrchr(stem, '.');
         if (dot && dot != stem) *dot = 0;
         s->model = tfc_model_from_node(a.model, stem, err);
-        if (!s->model) status = TFC_ERR_CONFIG;
+        if (!s->model || tfc_model_check_loss(s->model, err)) status = TFC_ERR_CONFIG;
         else if (!status && read_callbacks(c, s->model, a.early_stopping, a.lr_policy, err))
             status = TFC_ERR_CONFIG;
     }

@@ -1,0 +1,253 @@
+/* The inference API (include/tfc.h, SPEC §5c): a model file and its weights opened once, then
+ * run from any number of threads. Each concurrent call borrows a worker (a model bound on its
+ * own backend, parameters copied from one host copy) from an idle list guarded by a mutex, so
+ * calls never share activation buffers; a worker is bound for the largest batch it has seen,
+ * so once every thread has run at its largest n, calls allocate nothing. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfc.h"
+
+#ifndef TFC_VERSION
+#define TFC_VERSION "dev"
+#endif
+
+/* Examples per forward pass: a larger n runs in passes of this many, so memory stays that
+ * of a 256-example batch. It is tfc-predict's default --batch, so both give the same bits
+ * (OpenBLAS may take another kernel for another row count: the last bits of an output can
+ * depend on the batch it ran in). */
+#define PASS_MAX 256
+
+/* CPU passes take turns, each on every core: OpenBLAS's OpenMP build runs one threaded GEMM
+ * at a time and makes a second caller spin until the first is done (measured: 8 threads of
+ * small MLP calls ran 40x slower than the same calls in turn). Process-wide, as OpenBLAS's
+ * threads are. GPU workers run at once, each on its own backend and stream. */
+static pthread_mutex_t cpu_turn = PTHREAD_MUTEX_INITIALIZER;
+
+/* One bound copy of the model; `next` links the idle list, `all` every worker. */
+typedef struct worker {
+    tfc_model *m;
+    tfc_backend *be;
+    int bound; /* the batch it is bound for */
+    struct worker *next, *all;
+} worker;
+
+struct tfc_predictor {
+    char *yaml;      /* the model file's text, parsed again for each worker */
+    size_t yaml_len;
+    char path[1024]; /* the model file, named in errors */
+    char device[64];
+    int has_device;
+    float *params;   /* every parameter, in the bound arena's order */
+    int64_t nparams;
+    tfc_shape in_shape, out_shape;
+    tfc_dtype in_dtype;
+    pthread_mutex_t lock; /* guards idle and all */
+    worker *idle, *all;
+};
+
+/* The first line of the error's text (as the tools print it) into buf. */
+static void report(const tfc_error *e, char *buf, size_t size)
+{
+    if (!buf || !size) return;
+    const char *t = e->text[0] ? e->text : e->msg[0] ? e->msg : "unknown error";
+    size_t n = strcspn(t, "\n");
+    if (n >= size) n = size - 1;
+    memcpy(buf, t, n);
+    buf[n] = 0;
+}
+
+static int fail(char *buf, size_t size, const char *msg)
+{
+    if (buf && size) snprintf(buf, size, "%s", msg);
+    return -1;
+}
+
+static void worker_free(worker *w)
+{
+    if (!w) return;
+    tfc_model_free(w->m);
+    tfc_backend_free(w->be);
+    free(w);
+}
+
+/* A model parsed from the predictor's text, bound on a fresh backend for `batch` examples.
+ * With the predictor's parameters when it has them; else (the first worker) without. */
+static worker *worker_create(tfc_predictor *p, int batch, tfc_error *err)
+{
+    worker *w = calloc(1, sizeof *w);
+    if (!w) {
+        tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    w->m = tfc_model_from_string(p->yaml, p->yaml_len, p->path, err);
+    w->be = w->m ? tfc_backend_open(p->has_device ? p->device : NULL, 0, err) : NULL;
+    if (!w->be || tfc_model_bind(w->m, w->be, batch, err)) {
+        worker_free(w);
+        return NULL;
+    }
+    w->bound = batch;
+    if (p->params)
+        w->be->ops->upload(w->be, tfc_model_params(w->m), p->params, (size_t)p->nparams * 4);
+    return w;
+}
+
+/* Binds w for `batch` examples (the old buffers go) and uploads the parameters again. */
+static tfc_status worker_rebind(tfc_predictor *p, worker *w, int batch, tfc_error *err)
+{
+    tfc_status s = tfc_model_bind(w->m, w->be, batch, err);
+    if (s) {
+        w->bound = 0;
+        return s;
+    }
+    w->bound = batch;
+    w->be->ops->upload(w->be, tfc_model_params(w->m), p->params, (size_t)p->nparams * 4);
+    return TFC_OK;
+}
+
+tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_file,
+                                  const char *device, char *err, size_t err_size)
+{
+    if (!model_yaml || !weights_file) {
+        fail(err, err_size, "tfc_predictor_open: the model file and the weights file are needed "
+                            "(NULL given)");
+        return NULL;
+    }
+    if (device && strlen(device) >= sizeof ((tfc_predictor *)0)->device) {
+        fail(err, err_size, "tfc_predictor_open: device name too long");
+        return NULL;
+    }
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_predictor *p = calloc(1, sizeof *p);
+    if (!p) {
+        fail(err, err_size, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    snprintf(p->path, sizeof p->path, "%s", model_yaml);
+    if (device) {
+        snprintf(p->device, sizeof p->device, "%s", device);
+        p->has_device = 1;
+    }
+    tfc_status s = tfc_file_read_all(model_yaml, 64u << 20, &p->yaml, &p->yaml_len, &e);
+    worker *w = s ? NULL : worker_create(p, 1, &e);
+    if (w) {
+        p->all = p->idle = w;
+        s = tfc_model_load_weights(w->m, weights_file, NULL, &e);
+        p->nparams = tfc_model_param_count(w->m);
+        p->params = s ? NULL : malloc((size_t)(p->nparams ? p->nparams : 1) * 4);
+        if (!s && !p->params) s = tfc_error_set(&e, TFC_ERR_NOMEM, "out of memory");
+        if (!s)
+            w->be->ops->download(w->be, p->params, tfc_model_params(w->m),
+                                 (size_t)p->nparams * 4);
+        p->in_shape = *tfc_model_input_shape(w->m);
+        p->out_shape = *tfc_model_output_shape(w->m);
+        p->in_dtype = tfc_model_input_dtype(w->m);
+    }
+    if (!w || s) {
+        report(&e, err, err_size);
+        tfc_predictor_close(p);
+        return NULL;
+    }
+    return p;
+}
+
+int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], const char **dtype)
+{
+    if (!p || !dims || (which != 0 && which != 1)) return -1;
+    const tfc_shape *s = which == 0 ? &p->in_shape : &p->out_shape;
+    for (int i = 0; i < 8; i++) dims[i] = i < s->ndim ? s->dim[i] : 0;
+    if (dtype) *dtype = which == 0 && p->in_dtype == TFC_I32 ? "int32" : "float32";
+    return s->ndim;
+}
+
+/* An idle worker for `batch` examples: one bound for that many already, else the idle one
+ * bound for the most (to be rebound), else none (the caller creates one). */
+static worker *borrow(tfc_predictor *p, int batch)
+{
+    pthread_mutex_lock(&p->lock);
+    worker **best = NULL;
+    for (worker **at = &p->idle; *at; at = &(*at)->next)
+        if (!best || ((*best)->bound < batch && (*at)->bound > (*best)->bound) ||
+            ((*at)->bound >= batch && (*at)->bound < (*best)->bound))
+            best = at;
+    worker *w = best ? *best : NULL;
+    if (w) *best = w->next;
+    pthread_mutex_unlock(&p->lock);
+    return w;
+}
+
+static void give_back(tfc_predictor *p, worker *w, int is_new)
+{
+    pthread_mutex_lock(&p->lock);
+    if (is_new) {
+        w->all = p->all;
+        p->all = w;
+    }
+    w->next = p->idle;
+    p->idle = w;
+    pthread_mutex_unlock(&p->lock);
+}
+
+int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
+                      char *err, size_t err_size)
+{
+    if (!p) return fail(err, err_size, "tfc_predictor_run: no predictor (NULL)");
+    if (!input || !output)
+        return fail(err, err_size, "tfc_predictor_run: input and output are needed (NULL given)");
+    if (n < 1) {
+        if (err && err_size)
+            snprintf(err, err_size, "tfc_predictor_run: n is %lld; at least 1 example is needed",
+                     (long long)n);
+        return -1;
+    }
+    int batch = n < PASS_MAX ? (int)n : PASS_MAX;
+    tfc_error e;
+    tfc_error_clear(&e);
+    worker *w = borrow(p, batch);
+    int is_new = !w;
+    tfc_status s = TFC_OK;
+    if (!w) {
+        w = worker_create(p, batch, &e);
+        if (!w) s = e.code ? e.code : TFC_ERR_NOMEM;
+    } else if (w->bound < batch) {
+        s = worker_rebind(p, w, batch, &e);
+    }
+    int64_t in_per = tfc_shape_numel(&p->in_shape), out_per = tfc_shape_numel(&p->out_shape);
+    int cpu = w && w->be->device < 0;
+    if (cpu) pthread_mutex_lock(&cpu_turn);
+    for (int64_t done = 0; !s && done < n; done += batch) {
+        int cnt = n - done < batch ? (int)(n - done) : batch;
+        s = tfc_model_forward(w->m, (const char *)input + done * in_per * 4, cnt, 0, 0, 0, &e);
+        if (!s) tfc_model_get_output(w->m, output + done * out_per);
+    }
+    if (cpu) pthread_mutex_unlock(&cpu_turn);
+    if (w) give_back(p, w, is_new);
+    if (s) {
+        report(&e, err, err_size);
+        return -1;
+    }
+    return 0;
+}
+
+void tfc_predictor_close(tfc_predictor *p)
+{
+    if (!p) return;
+    for (worker *w = p->all, *next; w; w = next) {
+        next = w->all;
+        worker_free(w);
+    }
+    pthread_mutex_destroy(&p->lock);
+    free(p->params);
+    free(p->yaml);
+    free(p);
+}
+
+const char *tfc_version(void)
+{
+    return TFC_VERSION;
+}

@@ -1,0 +1,320 @@
+/* The inference API (include/tfc.h, SPEC §5c): tfc_predictor's outputs equal tfc-predict's bit
+ * for bit on the CPU for every zoo model; concurrent runs on one predictor equal the
+ * single-threaded results; bad paths, a weights file of another model, n = 0 and NULL
+ * arguments give error text, not a crash; a model without `loss:` ending in a Conv2D loads. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tfc.h"
+#include "testutil.h"
+
+static const char *const zoo[] = {"fashion_mlp", "fashion_cnn", "fashion_cnn_bn",
+                                  "fashion_resnet", "fortunes_classify", "fortunes_char_lstm"};
+#define NZOO (int)(sizeof zoo / sizeof *zoo)
+
+static char bin[1024];
+
+/* 1 when the tools are built ($TFC_BIN); else marks the running test skipped. */
+static int have_tools(void)
+{
+    const char *b = getenv("TFC_BIN");
+    char cwd[512] = "";
+    if (!b) b = "bin";
+    if (b[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    snprintf(bin, sizeof bin, "%s%s%s", cwd, cwd[0] ? "/" : "", b);
+    char probe[1100];
+    snprintf(probe, sizeof probe, "%s/tfc-predict", bin);
+    if (access(probe, X_OK) == 0) return 1;
+    snprintf(probe, sizeof probe, "no %s/tfc-predict; run through make test", bin);
+    tfc_test_skip(probe);
+    return 0;
+}
+
+static void paths(const char *name, char *model, char *weights, size_t size)
+{
+    snprintf(model, size, "model_zoo/%s/model.yaml", name);
+    snprintf(weights, size, "model_zoo/%s/%s.safetensors", name, name);
+}
+
+/* n examples for p: uniform floats in [0, 1), or token ids in [1, 20) with a right-padded
+ * tail of zeros of a varying length (masked steps). Deterministic in seed. */
+static void *make_inputs(const tfc_predictor *p, int64_t n, unsigned seed, int64_t *per)
+{
+    int64_t dims[8];
+    const char *dtype;
+    int rank = tfc_predictor_shape(p, 0, dims, &dtype);
+    CU_ASSERT_FATAL(rank >= 1);
+    *per = 1;
+    for (int i = 0; i < rank; i++) *per *= dims[i];
+    int ids = !strcmp(dtype, "int32");
+    void *x = malloc((size_t)(n * *per) * 4);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    srand(seed);
+    for (int64_t e = 0; e < n; e++)
+        for (int64_t k = 0; k < *per; k++) {
+            if (ids) ((int32_t *)x)[e * *per + k] = k < *per - 3 * e ? 1 + rand() % 19 : 0;
+            else ((float *)x)[e * *per + k] = (float)rand() / ((float)RAND_MAX + 1.0f);
+        }
+    return x;
+}
+
+static int64_t out_numel(const tfc_predictor *p)
+{
+    int64_t dims[8], n = 1;
+    int rank = tfc_predictor_shape(p, 1, dims, NULL);
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    return n;
+}
+
+/* Every zoo model: 5 examples through tfc-predict (an .npy in, an .npy out) and through the
+ * predictor, in one batch of 5 and in batches of 1; the float32 outputs are identical. */
+static void test_zoo_parity(void)
+{
+    if (!have_tools()) return;
+    for (int z = 0; z < NZOO; z++) {
+        char model[256], weights[256], err[512] = "";
+        paths(zoo[z], model, weights, sizeof model);
+        tfc_predictor *p = tfc_predictor_open(model, weights, "cpu", err, sizeof err);
+        if (!p) fprintf(stderr, "%s: %s\n", zoo[z], err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        int64_t n = 5, per, nout = out_numel(p);
+        void *x = make_inputs(p, n, 7 + (unsigned)z, &per);
+        int64_t dims[8];
+        const char *dtype;
+        int rank = tfc_predictor_shape(p, 0, dims, &dtype);
+        tfc_tensor t = {!strcmp(dtype, "int32") ? TFC_I32 : TFC_F32, {rank + 1, {n}}, x, -1};
+        for (int i = 0; i < rank; i++) t.shape.dim[i + 1] = dims[i];
+        tfc_error e;
+        tfc_error_clear(&e);
+        CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("x.npy"), &t, &e), TFC_OK);
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s "
+                 "--device cpu", bin, model, weights, tfc_test_path("x.npy"), tfc_test_path("y.npy"));
+        CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+        tfc_tensor y;
+        CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("y.npy"), &y, &e), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_shape_numel(&y.shape), n * nout);
+        float *out = malloc((size_t)(n * nout) * 4);
+        CU_ASSERT_EQUAL(tfc_predictor_run(p, x, n, out, err, sizeof err), 0);
+        int same = memcmp(out, y.data, (size_t)(n * nout) * 4) == 0;
+        if (!same) fprintf(stderr, "%s: predictor and tfc-predict differ\n", zoo[z]);
+        CU_ASSERT(same);
+        free(y.data);
+        /* one example per call: the bits of tfc-predict --batch 1 (a GEMM of one row may take
+         * another OpenBLAS kernel than one of five, so batch sizes are compared alike) */
+        snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s "
+                 "--device cpu --batch 1", bin, model, weights, tfc_test_path("x.npy"),
+                 tfc_test_path("y.npy"));
+        CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+        CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("y.npy"), &y, &e), TFC_OK);
+        for (int64_t i = 0; i < n; i++) {
+            CU_ASSERT_EQUAL(tfc_predictor_run(p, (char *)x + i * per * 4, 1, out, err,
+                                              sizeof err), 0);
+            CU_ASSERT(memcmp(out, (float *)y.data + i * nout, (size_t)nout * 4) == 0);
+        }
+        free(y.data);
+        free(out);
+        free(x);
+        tfc_predictor_close(p);
+    }
+}
+
+/* ---- concurrency ------------------------------------------------------------------------ */
+
+#define THREADS 8
+#define CALLS 200
+#define DISTINCT 6 /* inputs: call c of any thread runs input c % DISTINCT (n = c % DISTINCT + 1) */
+
+typedef struct shared {
+    tfc_predictor *p;
+    void *x;             /* DISTINCT * DISTINCT examples; input c starts at example c * DISTINCT */
+    float *want;         /* single-threaded outputs, one block per input */
+    int64_t per, nout;
+    int mismatches, failures;
+    pthread_mutex_t lock;
+} shared;
+
+static void *hammer(void *arg)
+{
+    shared *s = arg;
+    float *out = malloc((size_t)(DISTINCT * s->nout) * 4);
+    char err[256];
+    int bad = 0, failed = 0;
+    for (int c = 0; c < CALLS; c++) {
+        int k = c % DISTINCT, n = k + 1;
+        if (tfc_predictor_run(s->p, (char *)s->x + (int64_t)k * DISTINCT * s->per * 4, n, out,
+                              err, sizeof err))
+            failed++;
+        else if (memcmp(out, s->want + (int64_t)k * DISTINCT * s->nout, (size_t)(n * s->nout) * 4))
+            bad++;
+    }
+    free(out);
+    pthread_mutex_lock(&s->lock);
+    s->mismatches += bad;
+    s->failures += failed;
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static void concurrent(const char *name)
+{
+    char model[256], weights[256], err[512] = "";
+    paths(name, model, weights, sizeof model);
+    shared s = {0};
+    pthread_mutex_init(&s.lock, NULL);
+    s.p = tfc_predictor_open(model, weights, "cpu", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s.p);
+    s.x = make_inputs(s.p, DISTINCT * DISTINCT, 99, &s.per);
+    s.nout = out_numel(s.p);
+    s.want = malloc((size_t)(DISTINCT * DISTINCT * s.nout) * 4);
+    for (int k = 0; k < DISTINCT; k++)
+        CU_ASSERT_EQUAL(tfc_predictor_run(s.p, (char *)s.x + (int64_t)k * DISTINCT * s.per * 4,
+                                          k + 1, s.want + (int64_t)k * DISTINCT * s.nout, err,
+                                          sizeof err), 0);
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) CU_ASSERT_EQUAL(pthread_create(&th[t], NULL, hammer, &s), 0);
+    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    if (s.mismatches || s.failures)
+        fprintf(stderr, "%s: %d of %d concurrent calls differ, %d failed\n", name, s.mismatches,
+                THREADS * CALLS, s.failures);
+    CU_ASSERT_EQUAL(s.mismatches, 0);
+    CU_ASSERT_EQUAL(s.failures, 0);
+    free(s.x);
+    free(s.want);
+    tfc_predictor_close(s.p);
+    pthread_mutex_destroy(&s.lock);
+}
+
+/* 8 threads x 200 calls at batch sizes 1..6 on one predictor: every output equals the
+ * single-threaded one. An MLP (fast), and the LSTM classifier (masked, int32 inputs). */
+static void test_threads_mlp(void) { concurrent("fashion_mlp"); }
+static void test_threads_lstm(void) { concurrent("fortunes_classify"); }
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static void test_errors(void)
+{
+    char err[512];
+    const char *mlp = "model_zoo/fashion_mlp/model.yaml";
+    const char *mlp_w = "model_zoo/fashion_mlp/fashion_mlp.safetensors";
+    err[0] = 0;
+    CU_ASSERT_PTR_NULL(tfc_predictor_open("no/such/model.yaml", mlp_w, "cpu", err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no/such/model.yaml"));
+    err[0] = 0;
+    CU_ASSERT_PTR_NULL(tfc_predictor_open(mlp, "no/such/w.safetensors", "cpu", err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no/such/w.safetensors"));
+    /* a weights file of another model: the first missing variable is named */
+    err[0] = 0;
+    CU_ASSERT_PTR_NULL(tfc_predictor_open("model_zoo/fashion_cnn/model.yaml", mlp_w, "cpu", err,
+                                          sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "fashion_mlp.safetensors"));
+    CU_ASSERT_PTR_NULL(strchr(err, '\n'));
+    err[0] = 0;
+    CU_ASSERT_PTR_NULL(tfc_predictor_open(mlp, mlp_w, "tpu", err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tpu"));
+    CU_ASSERT_PTR_NULL(tfc_predictor_open(NULL, mlp_w, "cpu", err, sizeof err));
+    CU_ASSERT_PTR_NULL(tfc_predictor_open(mlp, NULL, NULL, NULL, 0)); /* no err buffer */
+    /* a tiny buffer: truncated, terminated */
+    char tiny[8] = "xxxxxxx";
+    CU_ASSERT_PTR_NULL(tfc_predictor_open("nope.yaml", mlp_w, "cpu", tiny, sizeof tiny));
+    CU_ASSERT_EQUAL(strlen(tiny), 7);
+
+    tfc_predictor *p = tfc_predictor_open(mlp, mlp_w, "cpu", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    float x[784] = {0}, y[10];
+    err[0] = 0;
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, x, 0, y, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "n is 0"));
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, x, -3, y, NULL, 0), -1);
+    err[0] = 0;
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, NULL, 1, y, err, sizeof err), -1);
+    CU_ASSERT(err[0] != 0);
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, x, 1, NULL, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(tfc_predictor_run(NULL, x, 1, y, err, sizeof err), -1);
+    int64_t dims[8];
+    const char *dtype = NULL;
+    CU_ASSERT_EQUAL(tfc_predictor_shape(NULL, 0, dims, &dtype), -1);
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 2, dims, &dtype), -1);
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 0, NULL, &dtype), -1);
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 0, dims, &dtype), 3);
+    CU_ASSERT_EQUAL(dims[0], 28);
+    CU_ASSERT_EQUAL(dims[2], 1);
+    CU_ASSERT_STRING_EQUAL(dtype, "float32");
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 1, dims, &dtype), 1);
+    CU_ASSERT_EQUAL(dims[0], 10);
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, x, 1, y, err, sizeof err), 0);
+    tfc_predictor_close(p);
+    tfc_predictor_close(NULL);
+
+    /* a token id past the Embedding's input_dim: the message names it */
+    p = tfc_predictor_open("model_zoo/fortunes_classify/model.yaml",
+                           "model_zoo/fortunes_classify/fortunes_classify.safetensors", "cpu", err,
+                           sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int32_t ids[80] = {5, 9000};
+    float out[8];
+    err[0] = 0;
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, ids, 1, out, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "token id 9000"));
+    tfc_predictor_close(p);
+    CU_ASSERT_STRING_EQUAL(tfc_version(), TFC_VERSION);
+}
+
+/* A model file without `loss:` whose last layer is a Conv2D (output (H, W, C)) loads for
+ * inference; its loss is refused only where it is used (a solver, tfc_model_loss). */
+static void test_conv_output_without_loss(void)
+{
+    const char *yaml = "input: {shape: [6, 6, 2]}\nlayers:\n"
+                       "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
+                       "  - MaxPooling2D: {pool_size: 2}\n";
+    const char *path = tfc_test_write("seg.yaml", yaml, -1);
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_model *m = tfc_model_load(path, &e);
+    if (!m) fputs(e.text, stderr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 3, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_save_weights(m, tfc_test_path("seg.safetensors"), &e), TFC_OK);
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL(tfc_model_check_loss(m, &e), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "seg.yaml:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "needs an output of shape (classes)"));
+    float x[72] = {0};
+    int32_t labels[8] = {0};
+    tfc_batch_result r;
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL(tfc_model_forward(m, x, 1, 0, 0, 0, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_loss(m, labels, 0, &r, &e), TFC_ERR_CONFIG);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+
+    char err[512] = "";
+    tfc_predictor *p = tfc_predictor_open(path, tfc_test_path("seg.safetensors"), "cpu", err,
+                                          sizeof err);
+    if (!p) fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int64_t dims[8];
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 1, dims, NULL), 3);
+    CU_ASSERT_EQUAL(dims[0], 3);
+    CU_ASSERT_EQUAL(dims[1], 3);
+    CU_ASSERT_EQUAL(dims[2], 3);
+    float y[27];
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, x, 1, y, err, sizeof err), 0);
+    tfc_predictor_close(p);
+
+    /* with `loss:` given, the mismatch is still an error at load */
+    tfc_test_write("seg_loss.yaml", "input: {shape: [6, 6, 2]}\nlayers:\n"
+                   "  - Conv2D: {filters: 3, kernel_size: 3}\nloss: categorical_crossentropy\n", -1);
+    tfc_error_clear(&e);
+    CU_ASSERT_PTR_NULL(tfc_model_load(tfc_test_path("seg_loss.yaml"), &e));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "seg_loss.yaml:4:7: error: loss:"));
+}
+
+TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity},
+              {"threads_mlp", test_threads_mlp}, {"threads_lstm", test_threads_lstm},
+              {"errors", test_errors}, {"conv_output_without_loss", test_conv_output_without_loss})
