@@ -40,7 +40,8 @@ static int exists(const char *prefix, const char *rel)
     return lstat(path, &st) == 0;
 }
 
-/* Lines "PATH<TAB>class N<TAB>P" into classes[] and probabilities[]; returns the count. */
+/* Lines "PATH<TAB>class N<TAB>P" (classify.c) or "PATH<TAB>NAME (N)<TAB>P" (tfc-predict with
+ * class names) into classes[] and probabilities[]; returns the count. */
 static int read_classes(const char *path, int *cls, double *prob, int cap)
 {
     FILE *f = fopen(path, "r");
@@ -48,8 +49,13 @@ static int read_classes(const char *path, int *cls, double *prob, int cap)
     char line[1024];
     int n = 0;
     while (n < cap && fgets(line, sizeof line, f)) {
-        char *c = strstr(line, "\tclass ");
-        if (c && sscanf(c, "\tclass %d\t%lf", &cls[n], &prob[n]) == 2) n++;
+        char *label = strchr(line, '\t'), *p = label ? strchr(label + 1, '\t') : NULL;
+        if (!p) continue;
+        *p = 0;
+        char *open = strrchr(label, '(');
+        int ok = !strncmp(label, "\tclass ", 7) ? sscanf(label + 7, "%d", &cls[n]) == 1
+                 : open && sscanf(open, "(%d)", &cls[n]) == 1;
+        if (ok && sscanf(p + 1, "%lf", &prob[n]) == 1) n++;
     }
     fclose(f);
     return n;

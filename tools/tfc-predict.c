@@ -70,7 +70,8 @@ static const cli_tool tool = {
              "MODEL.yaml --weights FILE --text LINES.txt --vocabulary VOCAB [options]",
     .about = "Runs the model (inference mode) on examples and writes its outputs; for images and\n"
              "text, when the model's output is a vector of classes, it also prints each example's\n"
-             "top class and its output value.",
+             "top class and its output value: `NAME (INDEX) VALUE` with the class names the\n"
+             "weights file records (the training data's), else `class INDEX VALUE`.",
     .options = options,
     .notes = "Preprocessing: the examples pass through map ops before the model, as in training.\n"
              "--solver takes the `map` stages of the solver's data.test.pipeline, in order, and\n"
@@ -331,16 +332,22 @@ static tfc_status write_output(const tfc_model *m, const float *y, int64_t n, tf
     return tfc_npy_write(args.output, &t, err);
 }
 
-/* The top class of each image or line and its output value. */
-static void print_classes(const float *y, int64_t n, int64_t classes)
+/* The top class of each image or line and its output value: `name (index) value` when the
+ * weights file names the classes, else `class index value`. */
+static void print_classes(const tfc_model *m, const float *y, int64_t n, int64_t classes)
 {
+    int nnames;
+    const char *const *names = tfc_model_class_names(m, &nnames);
     for (int64_t i = 0; i < n; i++) {
         int64_t best = 0;
         for (int64_t k = 1; k < classes; k++)
             if (y[i * classes + k] > y[i * classes + best]) best = k;
         if (args.text) printf("line %lld", (long long)i + 1);
         else printf("%s", args.inputs.v[i]);
-        printf("\tclass %lld\t%.4f\n", (long long)best, y[i * classes + best]);
+        if (names && best < nnames)
+            printf("\t%s (%lld)\t%.4f\n", names[best], (long long)best, y[i * classes + best]);
+        else
+            printf("\tclass %lld\t%.4f\n", (long long)best, y[i * classes + best]);
     }
 }
 
@@ -384,7 +391,7 @@ int main(int argc, char **argv)
     if (!s && !y) s = tfc_error_set(&err, TFC_ERR_NOMEM, "out of memory");
     if (!s) s = run(m, p, batch, &ex, y, &err);
     if (!s && args.output) s = write_output(m, y, n, &err);
-    if (!s && !npy && tfc_model_output_shape(m)->ndim == 1) print_classes(y, n, per_out);
+    if (!s && !npy && tfc_model_output_shape(m)->ndim == 1) print_classes(m, y, n, per_out);
     if (s) fputs(err.text, stderr);
     free(y);
     tfc_pipeline_free(p);

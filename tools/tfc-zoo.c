@@ -45,7 +45,8 @@ static const cli_tool tool = {
              "and a README.md whose front matter gives the task, data set, test metric,\n"
              "SHA-256 of the weights, training command, time, device and licence.\n"
              "  list     one line per model: name, task, metric\n"
-             "  info     the README's front matter and the folder's files\n"
+             "  info     the README's front matter, the class names the weights record\n"
+             "           and the folder's files\n"
              "  verify   checks the weights' SHA-256 against the README (--all: every model)\n"
              "  test     re-evaluates the weights on the solver's test split; fails when the\n"
              "           result is worse than the README's value by more than its tolerance\n"
@@ -313,10 +314,24 @@ static int cmd_list(void)
     return status;
 }
 
+/* The class names the weights file records (metadata "classes", a JSON array), one line. */
+static void print_classes(const entry *e)
+{
+    char path[4800];
+    snprintf(path, sizeof path, "%s/%s", e->dir, e->weights);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    const char *classes = f ? tfc_st_meta(f, "classes") : NULL;
+    printf("classes: %s\n", classes ? classes : "(not recorded in the weights)");
+    if (f) tfc_st_close(f);
+}
+
 static int cmd_info(const entry *e)
 {
     printf("folder: %s\n", e->dir);
     tfc_node_emit(stdout, tfc_doc_root(e->doc));
+    print_classes(e);
     printf("files:\n");
     DIR *d = opendir(e->dir);
     for (struct dirent *de; d && (de = readdir(d));) {

@@ -12,6 +12,7 @@
 typedef struct split_plan {
     const source_def *source;
     void *source_args;
+    const tfc_node *classes; /* `classes:` of the source, or NULL */
     char source_key[320];
     stage_plan *stages;
     int n;
@@ -102,6 +103,47 @@ static tfc_status plan_stage(const tfc_node *item, const char *key, stage_plan *
     return st;
 }
 
+/* `classes: [name, ...]`, a key of every source: the class names of its integer labels (the
+ * trainer records them with the weights). Checked here into sp->classes; *rest gets the
+ * mapping without it (keys and vals in one malloc'd block, freed by the caller through
+ * rest->keys), which the source's own field table then checks. */
+static tfc_status take_classes(const tfc_node *src, const char *key, tfc_node *rest,
+                               split_plan *sp, tfc_error *err)
+{
+    *rest = *src;
+    rest->keys = malloc(sizeof(tfc_node *) * 2 * (size_t)(src->n + 1));
+    if (!rest->keys) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    rest->vals = rest->keys + src->n + 1;
+    rest->n = 0;
+    const tfc_node *classes = NULL;
+    for (int i = 0; i < src->n; i++) {
+        if (!strcmp(src->keys[i]->str, "classes")) {
+            classes = src->vals[i];
+            continue;
+        }
+        rest->keys[rest->n] = src->keys[i];
+        rest->vals[rest->n++] = src->vals[i];
+    }
+    if (!classes) return TFC_OK;
+    char ckey[352];
+    snprintf(ckey, sizeof ckey, "%s.classes", key);
+    if (classes->kind != TFC_NODE_SEQ || classes->n < 1) {
+        free(rest->keys);
+        return tfc_node_error(err, TFC_ERR_CONFIG, classes, ckey,
+                              "expected a list of class names, such as [cat, dog]");
+    }
+    for (int i = 0; i < classes->n; i++)
+        if (classes->vals[i]->kind != TFC_NODE_SCALAR) {
+            free(rest->keys);
+            return tfc_node_error(err, TFC_ERR_CONFIG, classes->vals[i], ckey,
+                                  "class %d: expected a name", i);
+        }
+    sp->classes = classes;
+    return TFC_OK;
+}
+
+static tfc_status plan_source_fields(const tfc_node *src, split_plan *sp, tfc_error *err);
+
 /* Validates the source mapping into sp (and the stage it implies into sp->stages[0], which
  * has room for it). */
 static tfc_status plan_source(const tfc_node *src, split_plan *sp, tfc_error *err)
@@ -113,6 +155,18 @@ static tfc_status plan_source(const tfc_node *src, split_plan *sp, tfc_error *er
         return tfc_node_error(err, TFC_ERR_CONFIG, src, key, "expected a mapping like {type: idx, "
                               "images: FILE, labels: FILE}, found %s", found);
     }
+    tfc_node rest;
+    tfc_status st = take_classes(src, key, &rest, sp, err);
+    if (st) return st;
+    st = plan_source_fields(&rest, sp, err);
+    free(rest.keys);
+    return st;
+}
+
+/* The source's own keys (all but `classes:`): its type, its field table, what it implies. */
+static tfc_status plan_source_fields(const tfc_node *src, split_plan *sp, tfc_error *err)
+{
+    const char *key = sp->source_key;
     const tfc_node *type = tfc_node_get(src, "type");
     char tkey[352];
     snprintf(tkey, sizeof tkey, "%s.type", key);
@@ -177,11 +231,36 @@ static tfc_status plan_split(const tfc_node *split, const tfc_data_options *opt,
     return st;
 }
 
+/* `classes:` replaces the names the source found (an images source's folders), keeping
+ * their count. */
+static tfc_status set_classes(source *src, const split_plan *sp, tfc_error *err)
+{
+    const tfc_node *c = sp->classes;
+    if (src->nclasses && src->nclasses != c->n)
+        return tfc_node_error(err, TFC_ERR_CONFIG, c, sp->source_key,
+                              "classes: %d names, but the source has %d classes", c->n,
+                              src->nclasses);
+    const char **names = malloc(sizeof *names * (size_t)c->n);
+    if (!names) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < c->n; i++) names[i] = c->vals[i]->str;
+    for (int i = 0; i < src->nclasses; i++) free(src->class_names[i]);
+    free(src->class_names);
+    src->class_names = NULL;
+    src->nclasses = 0;
+    tfc_status st = tfc_source_set_classes(src, names, c->n, err);
+    free(names);
+    return st;
+}
+
 /* Opens the planned source and pushes its stages (phase 2). */
 static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_error *err)
 {
     source *src;
     if (sp->source->open(sp->source_args, opt, sp->source_key, &src, err)) return NULL;
+    if (sp->classes && set_classes(src, sp, err)) {
+        tfc_source_free(src);
+        return NULL;
+    }
     tfc_pipeline *p = tfc_pipeline_new(src, opt, err);
     for (int i = 0; p && i < sp->n; i++) {
         if (sp->stages[i].def->push(p, &sp->stages[i], err)) {

@@ -503,6 +503,7 @@ void tfc_model_free(tfc_model *m)
         free(l->args);
     }
     free(m->layers);
+    tfc_model_set_class_names(m, NULL, 0, NULL);
     tfc_loss_options_free(&m->loss_opt);
     tfc_doc_free(m->doc_scratch);
     tfc_doc_free(m->doc);

@@ -147,8 +147,19 @@ float *tfc_model_input_grad(tfc_model *m);
 
 /* ---- weights files (SPEC §5) ------------------------------------------------------------ */
 
+/* The names of the output's classes (the data source's, SPEC §2 `classes:`), copied; n = 0
+ * clears them. They are written into every weights file the model saves and read back by
+ * tfc_model_load_weights. Names whose count is not the output's last axis are ignored (n
+ * stays 0). */
+tfc_status tfc_model_set_class_names(tfc_model *m, const char *const *names, int n,
+                                     tfc_error *err);
+
+/* The class names, or NULL when the model has none; *n gets their count. */
+const char *const *tfc_model_class_names(const tfc_model *m, int *n);
+
 /* Writes every parameter as `<layer>/<variable>` in Keras's layout to a safetensors file,
- * atomically, with the model name and tfc version in __metadata__. */
+ * atomically, with the model name, tfc version and (when set) the class names as a JSON
+ * array under "classes" in __metadata__. */
 tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err);
 
 /* What a by-name load did: counts, and one line per tensor ("matched dense/kernel (784,
@@ -161,7 +172,8 @@ typedef struct tfc_weights_report {
 /* Loads parameters by name. Strict (rep NULL): every parameter must be present with its
  * exact shape, else TFC_ERR_FORMAT naming the first culprit. By name (rep given, for
  * fine-tuning): matching tensors are loaded, the others reported and left as initialised.
- * Any float or integer dtype converts to float32. */
+ * Any float or integer dtype converts to float32. Strict loads also take the file's class
+ * names (metadata "classes") when it has as many as the output has classes. */
 tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_report *rep,
                                   tfc_error *err);
 

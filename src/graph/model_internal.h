@@ -59,6 +59,8 @@ struct tfc_model {
     int fused_loss;        /* the last layer's softmax/sigmoid is folded into the loss */
     int loss_unusable;     /* no `loss:`, and the default does not fit the output (inference
                               only: tfc_model_check_loss says why) */
+    char **class_names;    /* [nclass_names], owned: what the weights file records */
+    int nclass_names;
     int64_t param_count;   /* parameter floats, all of them ... */
     int64_t trainable_count; /* ... and the trainable ones */
 

@@ -1,6 +1,7 @@
 /* Model weights as safetensors: `<layer>/<variable>` names in Keras layouts, so files move
  * to and from Keras and PyTorch with at most a transpose. Strict loads for inference,
  * by-name loads with a report for fine-tuning. */
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,60 @@
 static void param_name(const tfc_layer *l, const tfc_param *p, char *buf, size_t size)
 {
     snprintf(buf, size, "%s/%s", l->name, p->name);
+}
+
+tfc_status tfc_model_set_class_names(tfc_model *m, const char *const *names, int n,
+                                     tfc_error *err)
+{
+    for (int i = 0; i < m->nclass_names; i++) free(m->class_names[i]);
+    free(m->class_names);
+    m->class_names = NULL;
+    m->nclass_names = 0;
+    if (n <= 0 || !names || n != tfc_model_classes(m)) return TFC_OK;
+    m->class_names = calloc((size_t)n, sizeof *m->class_names);
+    for (int i = 0; m->class_names && i < n; i++) {
+        m->class_names[i] = strdup(names[i] ? names[i] : "");
+        if (!m->class_names[i]) break;
+        m->nclass_names = i + 1;
+    }
+    if (m->nclass_names == n) return TFC_OK;
+    tfc_model_set_class_names(m, NULL, 0, NULL);
+    return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+}
+
+const char *const *tfc_model_class_names(const tfc_model *m, int *n)
+{
+    *n = m->nclass_names;
+    return m->nclass_names ? (const char *const *)m->class_names : NULL;
+}
+
+/* The class names as a JSON array (malloc'd), or NULL when the model has none. */
+static char *class_names_json(const tfc_model *m)
+{
+    if (!m->nclass_names) return NULL;
+    json_t *a = json_array();
+    for (int i = 0; a && i < m->nclass_names; i++)
+        json_array_append_new(a, json_string(m->class_names[i]));
+    char *text = a ? json_dumps(a, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+    json_decref(a);
+    return text;
+}
+
+/* The file's "classes" metadata into the model, when it is a JSON array of as many strings
+ * as the output has classes; anything else is ignored (an older file, another head). */
+static void read_class_names(tfc_model *m, const tfc_st_file *f)
+{
+    const char *text = tfc_st_meta(f, "classes");
+    json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+    int n = json_is_array(a) ? (int)json_array_size(a) : 0;
+    const char **names = n > 0 ? calloc((size_t)n, sizeof *names) : NULL;
+    for (int i = 0; names && i < n; i++) {
+        names[i] = json_string_value(json_array_get(a, (size_t)i));
+        if (!names[i]) n = 0;
+    }
+    if (names) tfc_model_set_class_names(m, names, n, NULL);
+    free(names);
+    json_decref(a);
 }
 
 tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err)
@@ -39,6 +94,9 @@ tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err
     if (!s) s = tfc_st_writer_set_meta(w, "model", m->name, err);
     if (!s) s = tfc_st_writer_set_meta(w, "tfc_version", TFC_VERSION, err);
     if (!s) s = tfc_st_writer_set_meta(w, "format", "tfc-weights", err);
+    char *classes = s ? NULL : class_names_json(m);
+    if (classes) s = tfc_st_writer_set_meta(w, "classes", classes, err);
+    free(classes);
     if (!s) s = tfc_st_writer_save(w, path, err);
     tfc_st_writer_free(w);
     free(host);
@@ -155,6 +213,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
         free(rep->text);
         rep->text = NULL;
     }
+    if (!rep && !s) read_class_names(m, f);
     free(used);
     free(host);
     tfc_st_close(f);

@@ -172,6 +172,12 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
         f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
         if (!f->test) return err->code ? err->code : TFC_ERR_DATA;
     }
+    /* The weights the run writes carry the class names of the training source (else the
+     * test source's), SPEC §4. */
+    int n = 0;
+    const char *const *names = tfc_pipeline_class_names(f->train, &n);
+    if (!names && f->test) names = tfc_pipeline_class_names(f->test, &n);
+    if (tfc_model_set_class_names(s->model, names, n, err)) return err->code;
     return bind(f, s, be, err);
 }
 
