@@ -19,6 +19,7 @@
  *                                    tfc_snapshot_* (names, discovery)
  *   inference    (below)             tfc_predictor_* : the stable part (SPEC §5c,
  *                                    docs/embedding.md), plain C types only
+ *   export       api/onnx.h          tfc_onnx_export (SPEC §5d)
  *
  * Internal headers (graph/model_internal.h, cpu/cpu_internal.h, data/internal.h,
  * solver/internal.h, gpu/gpu_internal.cuh) are not reachable from here. Installed (`make
@@ -49,6 +50,7 @@ extern "C" {
 #include "graph/model.h"
 #include "data/data.h"
 #include "solver/solver.h"
+#include "api/onnx.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -129,13 +129,10 @@ static void test_images_folders_predict(void)
     const char *got = meta(path, "classes", buf, sizeof buf);
     CU_ASSERT(got && !strcmp(got, "[\"cat\",\"dog\"]"));
 
-    const char *bin = getenv("TFC_BIN") ? getenv("TFC_BIN") : "bin";
+    const char *bin = tfc_test_bin("tfc-predict");
+    if (!bin) return;
     char tool[1100];
     snprintf(tool, sizeof tool, "%s/tfc-predict", bin);
-    if (access(tool, X_OK) != 0) {
-        tfc_test_skip("no tools built; run through make test");
-        return;
-    }
     const char *model = tfc_test_write("cn_model.yaml",
         "input: {shape: [4, 4, 3]}\nlayers:\n  - Flatten: {}\n  - Dense: {units: 2, activation: softmax}\n",
         -1);
@@ -182,13 +179,9 @@ static void test_bad_classes(void)
 /* The zoo's classifiers record their classes; tfc-zoo info lists them. */
 static void test_zoo_info(void)
 {
-    const char *bin = getenv("TFC_BIN") ? getenv("TFC_BIN") : "bin";
+    const char *bin = tfc_test_bin("tfc-zoo");
+    if (!bin) return;
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s/tfc-zoo", bin);
-    if (access(cmd, X_OK) != 0) {
-        tfc_test_skip("no tools built; run through make test");
-        return;
-    }
     snprintf(cmd, sizeof cmd, "TFC_ZOO=model_zoo %s/tfc-zoo info fashion_mlp >%s 2>&1", bin,
              tfc_test_path("zoo_info.txt"));
     CU_ASSERT_EQUAL(system(cmd), 0);

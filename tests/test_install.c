@@ -63,13 +63,8 @@ static int read_classes(const char *path, int *cls, double *prob, int cap)
 
 static void test_install_and_example(void)
 {
-    const char *bin = getenv("TFC_BIN") ? getenv("TFC_BIN") : "bin";
-    char probe[PATH_MAX];
-    snprintf(probe, sizeof probe, "%s/tfc-predict", bin);
-    if (access(probe, X_OK) != 0) {
-        tfc_test_skip("no tools built; run through make test");
-        return;
-    }
+    const char *bin = tfc_test_bin("tfc-predict");
+    if (!bin) return;
     char prefix[PATH_MAX], opts[PATH_MAX + 64];
     snprintf(prefix, sizeof prefix, "%s", tfc_test_path("prefix"));
     snprintf(opts, sizeof opts, "%s PREFIX=%s", make_config(), prefix);

@@ -15,23 +15,7 @@ static const char *const zoo[] = {"fashion_mlp", "fashion_cnn", "fashion_cnn_bn"
                                   "fashion_resnet", "fortunes_classify", "fortunes_char_lstm"};
 #define NZOO (int)(sizeof zoo / sizeof *zoo)
 
-static char bin[1024];
-
-/* 1 when the tools are built ($TFC_BIN); else marks the running test skipped. */
-static int have_tools(void)
-{
-    const char *b = getenv("TFC_BIN");
-    char cwd[512] = "";
-    if (!b) b = "bin";
-    if (b[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
-    snprintf(bin, sizeof bin, "%s%s%s", cwd, cwd[0] ? "/" : "", b);
-    char probe[1100];
-    snprintf(probe, sizeof probe, "%s/tfc-predict", bin);
-    if (access(probe, X_OK) == 0) return 1;
-    snprintf(probe, sizeof probe, "no %s/tfc-predict; run through make test", bin);
-    tfc_test_skip(probe);
-    return 0;
-}
+static const char *bin; /* the tools' folder (tfc_test_bin) */
 
 static void paths(const char *name, char *model, char *weights, size_t size)
 {
@@ -73,7 +57,7 @@ static int64_t out_numel(const tfc_predictor *p)
  * predictor, in one batch of 5 and in batches of 1; the float32 outputs are identical. */
 static void test_zoo_parity(void)
 {
-    if (!have_tools()) return;
+    if (!(bin = tfc_test_bin("tfc-predict"))) return;
     for (int z = 0; z < NZOO; z++) {
         char model[256], weights[256], err[512] = "";
         paths(zoo[z], model, weights, sizeof model);

@@ -23,11 +23,13 @@ static struct {
     cli_list words;
     const char *device;
     long threads;
-    int all;
+    int all, onnx;
 } args = {.words = CLI_LIST_OF(word_v)};
 
 static const cli_option options[] = {
     {"all", 0, CLI_FLAG, &args.all, NULL, .help = "verify: every model of the zoo"},
+    {"onnx", 0, CLI_FLAG, &args.onnx, NULL,
+     .help = "export: also write NAME.onnx (tfc-export's defaults: opset 17, dynamic batch)"},
     CLI_OPT_SOLVER_DEVICE(&args.device),
     CLI_OPT_THREADS(&args.threads),
     {NULL},
@@ -40,7 +42,7 @@ static const cli_tool tool = {
              "info NAME\n"
              "verify NAME|--all\n"
              "test NAME [--device D] [--threads N]\n"
-             "export NAME DIR",
+             "export NAME DIR [--onnx]",
     .about = "The model zoo: each model_zoo/<name>/ has model.yaml, solver.yaml, the weights\n"
              "and a README.md whose front matter gives the task, data set, test metric,\n"
              "SHA-256 of the weights, training command, time, device and licence.\n"
@@ -51,7 +53,8 @@ static const cli_tool tool = {
              "  test     re-evaluates the weights on the solver's test split; fails when the\n"
              "           result is worse than the README's value by more than its tolerance\n"
              "           (default 0.001)\n"
-             "  export   verifies, then copies the model's files into DIR (created)",
+             "  export   verifies, then copies the model's files into DIR (created);\n"
+             "           --onnx adds NAME.onnx",
     .options = options,
     .notes = "The zoo folder is $TFC_ZOO, else the first model_zoo/ found in the parent\n"
              "folders of this program's folder.",
@@ -408,7 +411,29 @@ static int copy_file(const char *from, const char *to)
     return ok;
 }
 
-/* Copies the folder's files into DIR, the command's second operand. */
+/* DIR/NAME.onnx from the model and its weights (tfc_onnx_export, default options). */
+static int export_onnx(const entry *e, const char *dest)
+{
+    char model[4600], weights[4800], out[4800];
+    snprintf(model, sizeof model, "%s/model.yaml", e->dir);
+    snprintf(weights, sizeof weights, "%s/%s", e->dir, e->weights);
+    snprintf(out, sizeof out, "%s/%s.onnx", dest, e->name);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_load(model, &err);
+    tfc_backend *be = m ? tfc_backend_open("cpu", 1, &err) : NULL;
+    tfc_status s = m && be ? TFC_OK : err.code;
+    if (!s) s = tfc_model_bind(m, be, 1, &err);
+    if (!s) s = tfc_model_load_weights(m, weights, NULL, &err);
+    if (!s) s = tfc_onnx_export(m, NULL, out, &err);
+    if (s) fprintf(stderr, "tfc-zoo: %s", err.text);
+    tfc_model_free(m);
+    if (be) tfc_backend_free(be);
+    return s != TFC_OK;
+}
+
+/* Copies the folder's files into DIR, the command's second operand (and with --onnx writes
+ * NAME.onnx there). */
 static int cmd_export(const entry *e)
 {
     const char *dest = args.words.v[2];
@@ -432,6 +457,10 @@ static int cmd_export(const entry *e)
     }
     if (d) closedir(d);
     if (!ok) return 1;
+    if (args.onnx) {
+        if (export_onnx(e, dest)) return 1;
+        n++;
+    }
     printf("%s: %d files exported to %s\n", e->name, n, dest);
     return 0;
 }

@@ -7,60 +7,20 @@
  *   SessionLog { SessionStatus status = 1; }   (START = 1) */
 #include "solver/internal.h"
 
+#include "core/protobuf.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-/* ---- protobuf encoding ------------------------------------------------------------------ */
-
-static size_t put_varint(uint8_t *b, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        b[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    b[n++] = (uint8_t)v;
-    return n;
-}
+/* ---- the record ------------------------------------------------------------------------- */
 
 static size_t put_le(uint8_t *b, uint64_t v, int bytes)
 {
     for (int i = 0; i < bytes; i++) b[i] = (uint8_t)(v >> (8 * i));
     return (size_t)bytes;
-}
-
-static size_t put_double(uint8_t *b, double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    return put_le(b, u, 8);
-}
-
-/* Wire types: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32. */
-static size_t put_key(uint8_t *b, int field, int wire)
-{
-    return put_varint(b, (uint64_t)(field << 3 | wire));
-}
-
-static size_t put_bytes(uint8_t *b, int field, const void *data, size_t len)
-{
-    size_t n = put_key(b, field, 2);
-    n += put_varint(b + n, len);
-    memcpy(b + n, data, len);
-    return n + len;
-}
-
-/* Event header: wall_time and step. */
-static size_t put_event_head(uint8_t *b, double wall_time, int64_t step)
-{
-    size_t n = put_key(b, 1, 1);
-    n += put_double(b + n, wall_time);
-    n += put_key(b + n, 2, 0);
-    n += put_varint(b + n, (uint64_t)step);
-    return n;
 }
 
 /* TFRecord framing of `len` bytes of data already at rec + 12. Returns the record length. */
@@ -74,22 +34,39 @@ static size_t frame(uint8_t *rec, size_t len)
     return len + 16;
 }
 
+/* An Event's wall_time and step. */
+static void event_head(tfc_pb *ev, double wall_time, int64_t step)
+{
+    tfc_pb_double(ev, 1, wall_time);
+    tfc_pb_int(ev, 2, step);
+}
+
+/* The Event `ev` framed into rec (room for its length + 16 bytes), and freed; returns the
+ * record length. */
+static size_t framed(uint8_t *rec, tfc_pb *ev)
+{
+    TFC_ASSERT(!ev->failed);
+    memcpy(rec + 12, ev->data, ev->len);
+    size_t n = frame(rec, ev->len);
+    tfc_pb_free(ev);
+    return n;
+}
+
 size_t tfc_events_encode_scalar(uint8_t *buf, double wall_time, int64_t step, const char *tag,
                                 float value)
 {
     size_t tlen = strlen(tag);
-    uint8_t val[32 + 256], sum[40 + 256];
     if (tlen > 255) tlen = 255;
-    size_t nv = put_bytes(val, 1, tag, tlen);
-    uint32_t bits;
-    memcpy(&bits, &value, 4);
-    nv += put_key(val + nv, 2, 5);
-    nv += put_le(val + nv, bits, 4);
-    size_t ns = put_bytes(sum, 1, val, nv);
-    uint8_t *d = buf + 12;
-    size_t n = put_event_head(d, wall_time, step);
-    n += put_bytes(d + n, 5, sum, ns);
-    return frame(buf, n);
+    tfc_pb val = {0}, sum = {0}, ev = {0};
+    tfc_pb_bytes(&val, 1, tag, tlen);
+    tfc_pb_float(&val, 2, value);
+    tfc_pb_message(&sum, 1, &val);
+    event_head(&ev, wall_time, step);
+    tfc_pb_message(&ev, 5, &sum);
+    tfc_pb_free(&val);
+    tfc_pb_free(&sum);
+    /* at most 9 + 11 + 3 + (3 + 3 + 255 + 5) bytes: within the caller's 64 + tag length */
+    return framed(buf, &ev);
 }
 
 /* ---- the writer ---------------------------------------------------------------------------- */
@@ -132,14 +109,15 @@ tfc_events *tfc_events_open(const char *dir, int64_t resume_step, tfc_error *err
         return NULL;
     }
     uint8_t rec[128];
-    size_t n = put_event_head(rec + 12, now, 0);
-    n += put_bytes(rec + 12 + n, 3, "brain.Event:2", 13);
-    tfc_status s = write_record(ev, rec, frame(rec, n), err);
+    tfc_pb head = {0};
+    event_head(&head, now, 0);
+    tfc_pb_string(&head, 3, "brain.Event:2");
+    tfc_status s = write_record(ev, rec, framed(rec, &head), err);
     if (!s && resume_step >= 0) {
-        uint8_t log[4] = {0x08, 0x01}; /* SessionLog { status: START } */
-        n = put_event_head(rec + 12, now, resume_step);
-        n += put_bytes(rec + 12 + n, 6, log, 2);
-        s = write_record(ev, rec, frame(rec, n), err);
+        uint8_t log[2] = {0x08, 0x01}; /* SessionLog { status: START } */
+        event_head(&head, now, resume_step);
+        tfc_pb_bytes(&head, 6, log, 2);
+        s = write_record(ev, rec, framed(rec, &head), err);
     }
     if (s) {
         tfc_events_close(ev);

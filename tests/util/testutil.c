@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char tmpdir[512];
 
@@ -154,4 +155,19 @@ void tfc_test_write_split(const char *xname, const char *yname, int n, uint64_t 
     CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(yname), &ty, &err), TFC_OK);
     free(x);
     free(y);
+}
+
+const char *tfc_test_bin(const char *tool)
+{
+    static char bin[1024];
+    const char *b = getenv("TFC_BIN");
+    char cwd[512] = "", probe[1200];
+    if (!b) b = "bin";
+    if (b[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    snprintf(bin, sizeof bin, "%s%s%s", cwd, cwd[0] ? "/" : "", b);
+    snprintf(probe, sizeof probe, "%s/%s", bin, tool);
+    if (access(probe, X_OK) == 0) return bin;
+    snprintf(probe, sizeof probe, "no %s/%s; run through make test", bin, tool);
+    tfc_test_skip(probe);
+    return NULL;
 }

@@ -35,6 +35,11 @@ void tfc_test_skip(const char *why);
  * (tfc_test_skip) and returns 0. */
 int tfc_test_python_has(const char *modules);
 
+/* The tools' folder as an absolute path ($TFC_BIN, as make test sets it, else bin/) when
+ * `tool` (e.g. "tfc-predict") is built there; otherwise marks the running test skipped and
+ * returns NULL. The path stays valid until the next call. */
+const char *tfc_test_bin(const char *tool);
+
 /* A fresh scratch directory under $TMPDIR, removed at exit; returns its path. */
 const char *tfc_test_tmpdir(void);
 /* tmpdir + "/" + name, in a static rotating buffer (valid for the next 8 calls). */

@@ -1,0 +1,670 @@
+/* ONNX export: walks the model's layers in order and writes each as ONNX nodes of the default
+ * domain, with its weights as initializers in ONNX's layouts (onnx/onnx.proto, opset 14+).
+ * Tensors are tracked with their layout: Keras's channels-last, or NCHW after a Transpose
+ * where a convolution, pooling or BatchNormalization needs it; a layer that depends on the
+ * element order (Flatten, Reshape, Dense, softmax, Concatenate) gets channels-last back. */
+#include "api/onnx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/protobuf.h"
+
+#ifndef TFC_VERSION
+#define TFC_VERSION "dev"
+#endif
+
+/* onnx.proto field numbers and enums used here. */
+enum {
+    T_FLOAT = 1, T_BOOL = 9, T_INT32 = 6, T_INT64 = 7,           /* TensorProto.DataType */
+    A_FLOAT = 1, A_INT = 2, A_INTS = 7,                          /* AttributeProto.type */
+};
+
+/* A tensor of the graph: its name, per-example shape in Keras order, and whether the graph
+ * holds it as NCHW (a rank-3 per-example (H, W, C) tensor transposed to (C, H, W)). */
+typedef struct tref {
+    char name[96];
+    tfc_shape shape;
+    int nchw;
+} tref;
+
+typedef struct exporter {
+    tfc_model *m;
+    int opset;
+    tfc_pb graph;
+    int counter;
+    tref *out;             /* per layer */
+    tref input;
+    char mask[96];         /* bool [N, T]: ids != 0 of the model input, once made */
+    char lens[96];         /* int32 [N]: unmasked steps per example */
+    tfc_error *err;
+    tfc_status st;
+} exporter;
+
+static void fresh(exporter *x, char *name, const char *hint)
+{
+    snprintf(name, 96, "%s_%d", hint, x->counter++);
+}
+
+/* ---- nodes and initializers --------------------------------------------------------------- */
+
+static void attr_int(tfc_pb *n, const char *name, int64_t v)
+{
+    tfc_pb a = {0};
+    tfc_pb_string(&a, 1, name);
+    tfc_pb_int(&a, 3, v);
+    tfc_pb_int(&a, 20, A_INT);
+    tfc_pb_message(n, 5, &a);
+    tfc_pb_free(&a);
+}
+
+static void attr_float(tfc_pb *n, const char *name, float v)
+{
+    tfc_pb a = {0};
+    tfc_pb_string(&a, 1, name);
+    tfc_pb_float(&a, 2, v);
+    tfc_pb_int(&a, 20, A_FLOAT);
+    tfc_pb_message(n, 5, &a);
+    tfc_pb_free(&a);
+}
+
+static void attr_ints(tfc_pb *n, const char *name, const int64_t *v, int k)
+{
+    tfc_pb a = {0};
+    tfc_pb_string(&a, 1, name);
+    for (int i = 0; i < k; i++) tfc_pb_int(&a, 8, v[i]);
+    tfc_pb_int(&a, 20, A_INTS);
+    tfc_pb_message(n, 5, &a);
+    tfc_pb_free(&a);
+}
+
+/* A node: op_type, inputs (NULL-terminated; "" for an omitted optional one), one output,
+ * and attributes already encoded in *attrs (may be NULL). */
+static void node(exporter *x, const char *op, const char *const *ins, const char *out,
+                 tfc_pb *attrs)
+{
+    tfc_pb n = {0};
+    for (int i = 0; ins[i]; i++) tfc_pb_string(&n, 1, ins[i]);
+    tfc_pb_string(&n, 2, out);
+    char name[128];
+    snprintf(name, sizeof name, "%s_%d", op, x->counter++);
+    tfc_pb_string(&n, 3, name);
+    tfc_pb_string(&n, 4, op);
+    if (attrs) {
+        tfc_pb_raw(&n, attrs->data, attrs->len);
+        if (attrs->failed) n.failed = 1;
+        tfc_pb_free(attrs);
+    }
+    tfc_pb_message(&x->graph, 1, &n);
+    tfc_pb_free(&n);
+}
+
+/* One-input, one-output node into a fresh name, written to out (which may be in). */
+static void unary(exporter *x, const char *op, const char *in, char *out, tfc_pb *attrs)
+{
+    char src[96];
+    snprintf(src, sizeof src, "%s", in);
+    fresh(x, out, op);
+    node(x, op, (const char *[]){src, NULL}, out, attrs);
+}
+
+static void initializer(exporter *x, const char *name, int dtype, const int64_t *dims, int ndim,
+                        const void *data, size_t bytes)
+{
+    tfc_pb t = {0};
+    for (int i = 0; i < ndim; i++) tfc_pb_int(&t, 1, dims[i]);
+    tfc_pb_int(&t, 2, dtype);
+    tfc_pb_string(&t, 8, name);
+    tfc_pb_bytes(&t, 9, data, bytes); /* raw_data: little-endian, as this host */
+    tfc_pb_message(&x->graph, 5, &t);
+    tfc_pb_free(&t);
+}
+
+static void init_f32(exporter *x, char *name, const char *hint, const int64_t *dims, int ndim,
+                     const float *data)
+{
+    fresh(x, name, hint);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= dims[i];
+    initializer(x, name, T_FLOAT, dims, ndim, data, (size_t)n * 4);
+}
+
+static void init_i64(exporter *x, char *name, const char *hint, const int64_t *v, int n)
+{
+    fresh(x, name, hint);
+    int64_t dims[1] = {n};
+    initializer(x, name, T_INT64, dims, 1, v, (size_t)n * 8);
+}
+
+/* ---- layer arguments and weights ---------------------------------------------------------- */
+
+/* A layer argument by its schema name (the struct the schema filled). */
+static const void *arg(const tfc_layer *l, const char *name)
+{
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++)
+        if (!strcmp(f->name, name)) return (const char *)l->args + f->offset;
+    return NULL;
+}
+
+static int arg_int(const tfc_layer *l, const char *name, int def)
+{
+    const int *v = arg(l, name);
+    return v ? *v : def;
+}
+
+/* A parameter's values (host, malloc'd), or NULL when the layer has none of that name. */
+static float *param(exporter *x, const tfc_layer *l, const char *name, const tfc_param **out)
+{
+    for (int p = 0; p < l->nparams; p++)
+        if (!strcmp(l->params[p].name, name)) {
+            float *h = malloc((size_t)l->params[p].numel * 4 + 4);
+            if (!h) {
+                x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+                return NULL;
+            }
+            tfc_model_param_download(x->m, &l->params[p], h);
+            if (out) *out = &l->params[p];
+            return h;
+        }
+    return NULL;
+}
+
+static tfc_status unsupported(exporter *x, const tfc_layer *l, const char *why)
+{
+    x->st = tfc_error_set(x->err, TFC_ERR_USAGE, "layer '%s' (%s): %s", l->name, l->ops->type,
+                          why);
+    return x->st;
+}
+
+/* ---- layouts -------------------------------------------------------------------------- */
+
+static tref to_layout(exporter *x, const tref *t, int nchw)
+{
+    if (t->nchw == nchw) return *t;
+    tref r = *t;
+    static const int64_t to_nchw[] = {0, 3, 1, 2}, to_nhwc[] = {0, 2, 3, 1};
+    tfc_pb a = {0};
+    attr_ints(&a, "perm", nchw ? to_nchw : to_nhwc, 4);
+    unary(x, "Transpose", t->name, r.name, &a);
+    r.nchw = nchw;
+    return r;
+}
+
+static tref nhwc(exporter *x, const tref *t) { return to_layout(x, t, 0); }
+static tref nchw(exporter *x, const tref *t) { return t->shape.ndim == 3 ? to_layout(x, t, 1) : *t; }
+
+/* Reshape to [batch, dims...] (Keras order) with an int64 shape initializer. */
+static tref reshape(exporter *x, const tref *t, const tfc_shape *to)
+{
+    int64_t dims[TFC_MAX_DIMS + 1] = {0};
+    for (int i = 0; i < to->ndim; i++) dims[i + 1] = to->dim[i];
+    char shape[96];
+    init_i64(x, shape, "shape", dims, to->ndim + 1);
+    tref r = {.shape = *to};
+    fresh(x, r.name, "Reshape");
+    node(x, "Reshape", (const char *[]){t->name, shape, NULL}, r.name, NULL);
+    return r;
+}
+
+/* ---- activations -------------------------------------------------------------------------- */
+
+static tref activation(exporter *x, const tfc_layer *l, tfc_act act, const tref *in)
+{
+    tref r = *in;
+    tfc_pb a = {0};
+    char t1[96], t2[96], c[96];
+    switch (act) {
+    case TFC_ACT_LINEAR: return r;
+    case TFC_ACT_RELU: unary(x, "Relu", in->name, r.name, NULL); return r;
+    case TFC_ACT_SIGMOID: unary(x, "Sigmoid", in->name, r.name, NULL); return r;
+    case TFC_ACT_TANH: unary(x, "Tanh", in->name, r.name, NULL); return r;
+    case TFC_ACT_SOFTMAX:
+        r = nhwc(x, in);
+        attr_int(&a, "axis", -1);
+        unary(x, "Softmax", r.name, r.name, &a);
+        return r;
+    case TFC_ACT_ELU: unary(x, "Elu", in->name, r.name, NULL); return r;
+    case TFC_ACT_SELU: unary(x, "Selu", in->name, r.name, NULL); return r;
+    case TFC_ACT_LEAKY_RELU:
+        attr_float(&a, "alpha", 0.2f);
+        unary(x, "LeakyRelu", in->name, r.name, &a);
+        return r;
+    case TFC_ACT_SOFTPLUS: unary(x, "Softplus", in->name, r.name, NULL); return r;
+    case TFC_ACT_SOFTSIGN: unary(x, "Softsign", in->name, r.name, NULL); return r;
+    case TFC_ACT_EXPONENTIAL: unary(x, "Exp", in->name, r.name, NULL); return r;
+    case TFC_ACT_HARD_SIGMOID: /* relu6(x + 3) / 6 = clip(x / 6 + 1/2, 0, 1) */
+        attr_float(&a, "alpha", 1.0f / 6.0f);
+        attr_float(&a, "beta", 0.5f);
+        unary(x, "HardSigmoid", in->name, r.name, &a);
+        return r;
+    case TFC_ACT_SWISH: /* x sigmoid(x) */
+        unary(x, "Sigmoid", in->name, t1, NULL);
+        fresh(x, r.name, "Mul");
+        node(x, "Mul", (const char *[]){in->name, t1, NULL}, r.name, NULL);
+        return r;
+    case TFC_ACT_GELU: { /* x (1 + erf(x / sqrt 2)) / 2, the exact form */
+        float k = (float)M_SQRT1_2, half = 0.5f, one = 1.0f;
+        init_f32(x, c, "rsqrt2", NULL, 0, &k);
+        fresh(x, t1, "Mul");
+        node(x, "Mul", (const char *[]){in->name, c, NULL}, t1, NULL);
+        unary(x, "Erf", t1, t2, NULL);
+        init_f32(x, c, "one", NULL, 0, &one);
+        fresh(x, t1, "Add");
+        node(x, "Add", (const char *[]){t2, c, NULL}, t1, NULL);
+        fresh(x, t2, "Mul");
+        node(x, "Mul", (const char *[]){in->name, t1, NULL}, t2, NULL);
+        init_f32(x, c, "half", NULL, 0, &half);
+        fresh(x, r.name, "Mul");
+        node(x, "Mul", (const char *[]){t2, c, NULL}, r.name, NULL);
+        return r;
+    }
+    default: break;
+    }
+    unsupported(x, l, "this activation has no ONNX form here");
+    return r;
+}
+
+/* ---- layers ------------------------------------------------------------------------------- */
+
+/* TensorFlow's SAME/VALID padding of both spatial axes as ONNX pads [top, left, bottom,
+ * right]: the odd extra row or column goes after, as TensorFlow puts it (stride 2 on an
+ * even size pads only after). */
+static void tf_pads(const tfc_shape *in, const int *k, const int *s, const int *d, int same,
+                    int64_t pads[4])
+{
+    for (int ax = 0; ax < 2; ax++) {
+        int out, before;
+        int size = (int)in->dim[ax], dil = d ? d[ax] : 1;
+        tfc_conv_axis(size, k[ax], s[ax], dil, same, &out, &before);
+        int total = (out - 1) * s[ax] + (k[ax] - 1) * dil + 1 - size;
+        if (!same || total < 0) total = 0;
+        pads[ax] = before;
+        pads[ax + 2] = total - before;
+    }
+}
+
+static tref conv2d(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
+    int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
+    const tfc_param *kp;
+    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", NULL);
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    if (!kern) {
+        free(bias);
+        return r;
+    }
+    /* Keras (KH, KW, Cin, Cout) -> ONNX (Cout, Cin, KH, KW) */
+    int64_t KH = kp->shape.dim[0], KW = kp->shape.dim[1], CI = kp->shape.dim[2],
+            CO = kp->shape.dim[3];
+    float *w = malloc((size_t)kp->numel * 4);
+    for (int64_t a = 0; w && a < KH; a++)
+        for (int64_t b = 0; b < KW; b++)
+            for (int64_t i = 0; i < CI; i++)
+                for (int64_t o = 0; o < CO; o++)
+                    w[((o * CI + i) * KH + a) * KW + b] = kern[((a * KW + b) * CI + i) * CO + o];
+    char wn[96], bn[96] = "";
+    int64_t wd[4] = {CO, CI, KH, KW};
+    if (w) init_f32(x, wn, "W", wd, 4, w);
+    if (bias) init_f32(x, bn, "B", &CO, 1, bias);
+    free(w);
+    free(kern);
+    free(bias);
+    if (!w) {
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    tfc_pb a = {0};
+    int64_t ks[2] = {KH, KW}, st[2] = {s[0], s[1]}, dl[2] = {d[0], d[1]}, pads[4];
+    tf_pads(&in->shape, k, s, d, same, pads);
+    attr_ints(&a, "kernel_shape", ks, 2);
+    attr_ints(&a, "strides", st, 2);
+    attr_ints(&a, "dilations", dl, 2);
+    attr_ints(&a, "pads", pads, 4);
+    fresh(x, r.name, "Conv");
+    node(x, "Conv", (const char *[]){xin.name, wn, bn[0] ? bn : NULL, NULL}, r.name, &a);
+    return r;
+}
+
+static tref pool(exporter *x, const tfc_layer *l, const tref *in, int max)
+{
+    const int *ps = arg(l, "pool_size"), *sa = arg(l, "strides");
+    int s[2] = {sa[0] ? sa[0] : ps[0], sa[1] ? sa[1] : ps[1]};
+    int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    tfc_pb a = {0};
+    int64_t ks[2] = {ps[0], ps[1]}, st[2] = {s[0], s[1]}, pads[4];
+    tf_pads(&in->shape, ps, s, NULL, same, pads);
+    attr_ints(&a, "kernel_shape", ks, 2);
+    attr_ints(&a, "strides", st, 2);
+    attr_ints(&a, "pads", pads, 4);
+    /* TensorFlow's SAME average leaves the padding out of the count */
+    if (!max) attr_int(&a, "count_include_pad", 0);
+    unary(x, max ? "MaxPool" : "AveragePool", xin.name, r.name, &a);
+    return r;
+}
+
+static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
+{
+    static const char *const names[4] = {"gamma", "beta", "moving_mean", "moving_variance"};
+    char pn[4][96];
+    int64_t c = in->shape.dim[in->shape.ndim - 1];
+    tref r = {.shape = l->out_shape};
+    for (int i = 0; i < 4; i++) {
+        float *v = param(x, l, names[i], NULL);
+        if (!v) return r;
+        init_f32(x, pn[i], names[i], &c, 1, v);
+        free(v);
+    }
+    /* ONNX normalizes axis 1: channels of an image in NCHW; a (T, C) tensor is transposed */
+    tref xin = nchw(x, in);
+    int seq = in->shape.ndim == 2;
+    static const int64_t swap[3] = {0, 2, 1};
+    tfc_pb a = {0};
+    if (seq) {
+        attr_ints(&a, "perm", swap, 3);
+        unary(x, "Transpose", in->name, xin.name, &a);
+    } else if (in->shape.ndim > 3) {
+        unsupported(x, l, "BatchNormalization of a tensor of more than 3 axes per example");
+        return r;
+    }
+    attr_float(&a, "epsilon", (float)*(const double *)arg(l, "epsilon"));
+    r.nchw = xin.nchw;
+    fresh(x, r.name, "BatchNormalization");
+    node(x, "BatchNormalization", (const char *[]){xin.name, pn[0], pn[1], pn[2], pn[3], NULL},
+         r.name, &a);
+    if (seq) {
+        attr_ints(&a, "perm", swap, 3);
+        unary(x, "Transpose", r.name, r.name, &a);
+    }
+    return r;
+}
+
+static tref dense(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_param *kp;
+    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", NULL);
+    tref xin = nhwc(x, in), r = {.shape = l->out_shape};
+    if (!kern) {
+        free(bias);
+        return r;
+    }
+    char wn[96], bn[96] = "";
+    init_f32(x, wn, "W", kp->shape.dim, 2, kern);
+    if (bias) init_f32(x, bn, "B", &kp->shape.dim[1], 1, bias);
+    free(kern);
+    free(bias);
+    if (in->shape.ndim == 1) {
+        fresh(x, r.name, "Gemm");
+        node(x, "Gemm", (const char *[]){xin.name, wn, bn[0] ? bn : NULL, NULL}, r.name, NULL);
+        return r;
+    }
+    fresh(x, r.name, "MatMul");
+    node(x, "MatMul", (const char *[]){xin.name, wn, NULL}, r.name, NULL);
+    if (bn[0]) {
+        char mm[96];
+        snprintf(mm, sizeof mm, "%s", r.name);
+        fresh(x, r.name, "Add");
+        node(x, "Add", (const char *[]){mm, bn, NULL}, r.name, NULL);
+    }
+    return r;
+}
+
+/* bool [N, T] mask (ids != 0) and int32 [N] lengths of the model input, made once. */
+static void sequence_mask(exporter *x)
+{
+    if (x->mask[0]) return;
+    int32_t zero = 0;
+    char z[96], eq[96], cast[96], axes[96];
+    fresh(x, z, "zero");
+    initializer(x, z, T_INT32, NULL, 0, &zero, 4);
+    fresh(x, eq, "Equal");
+    node(x, "Equal", (const char *[]){x->input.name, z, NULL}, eq, NULL);
+    unary(x, "Not", eq, x->mask, NULL);
+    tfc_pb a = {0};
+    attr_int(&a, "to", T_INT32);
+    unary(x, "Cast", x->mask, cast, &a);
+    int64_t one = 1;
+    init_i64(x, axes, "axes", &one, 1);
+    attr_int(&a, "keepdims", 0);
+    fresh(x, x->lens, "ReduceSum");
+    node(x, "ReduceSum", (const char *[]){cast, axes, NULL}, x->lens, &a);
+}
+
+/* Keras gate order i, f, c, o (blocks of u along the last axis of an (rows, 4u) matrix) to
+ * ONNX's i, o, f, c (blocks of u rows of a (4u, rows) matrix), transposed. */
+static void lstm_gates(const float *k, int64_t rows, int64_t u, float *w)
+{
+    static const int from[4] = {0, 3, 1, 2};
+    for (int g = 0; g < 4; g++)
+        for (int64_t j = 0; j < u; j++)
+            for (int64_t r = 0; r < rows; r++)
+                w[(g * u + j) * rows + r] = k[r * 4 * u + from[g] * u + j];
+}
+
+static tref lstm(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = {.shape = l->out_shape};
+    int64_t T = in->shape.dim[0], F = in->shape.dim[1], u = l->params[0].shape.dim[1] / 4;
+    int seqs = *(const int *)arg(l, "return_sequences");
+    float *k = param(x, l, "kernel", NULL), *rk = param(x, l, "recurrent_kernel", NULL),
+          *b = param(x, l, "bias", NULL);
+    float *w = malloc((size_t)(4 * u * F) * 4), *rw = malloc((size_t)(4 * u * u) * 4),
+          *bb = calloc((size_t)(8 * u), 4);
+    char wn[96], rn[96], bn[96] = "";
+    if (k && rk && w && rw && bb) {
+        lstm_gates(k, F, u, w);
+        lstm_gates(rk, u, u, rw);
+        if (b) lstm_gates(b, 1, u, bb); /* Wb; Rb stays 0 */
+        int64_t wd[3] = {1, 4 * u, F}, rd[3] = {1, 4 * u, u}, bd[2] = {1, 8 * u};
+        init_f32(x, wn, "W", wd, 3, w);
+        init_f32(x, rn, "R", rd, 3, rw);
+        init_f32(x, bn, "B", bd, 2, bb);
+    } else if (!x->st) {
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+    }
+    free(k), free(rk), free(b), free(w), free(rw), free(bb);
+    if (x->st) return r;
+    if (l->mask_in) sequence_mask(x);
+    /* layout 0 (onnxruntime has no other): X [T, N, F], Y [T, 1, N, u], Y_h [1, N, u] */
+    tfc_pb a = {0}, n = {0};
+    static const int64_t swap01[3] = {1, 0, 2}, ntu[4] = {2, 0, 1, 3};
+    char xt[96], y[96], yh[96], name[128];
+    attr_ints(&a, "perm", swap01, 3);
+    unary(x, "Transpose", in->name, xt, &a);
+    attr_int(&a, "hidden_size", u);
+    fresh(x, y, "Y");
+    fresh(x, yh, "Y_h");
+    tfc_pb_string(&n, 1, xt);
+    tfc_pb_string(&n, 1, wn);
+    tfc_pb_string(&n, 1, rn);
+    tfc_pb_string(&n, 1, bn);
+    if (l->mask_in) tfc_pb_string(&n, 1, x->lens);
+    tfc_pb_string(&n, 2, y);
+    tfc_pb_string(&n, 2, yh);
+    snprintf(name, sizeof name, "LSTM_%d", x->counter++);
+    tfc_pb_string(&n, 3, name);
+    tfc_pb_string(&n, 4, "LSTM");
+    tfc_pb_raw(&n, a.data, a.len);
+    tfc_pb_free(&a);
+    tfc_pb_message(&x->graph, 1, &n);
+    tfc_pb_free(&n);
+    tref ty = {.shape = {2, {T, u}}}, th = {.shape = {1, {u}}};
+    attr_ints(&a, "perm", ntu, 4);
+    unary(x, "Transpose", y, ty.name, &a); /* [N, T, 1, u] */
+    attr_ints(&a, "perm", swap01, 3);
+    unary(x, "Transpose", yh, th.name, &a); /* [N, 1, u] */
+    if (!seqs) return reshape(x, &th, &th.shape);
+    r = reshape(x, &ty, &ty.shape);
+    if (!l->mask_in) return r;
+    /* Keras repeats the last output over masked steps; right-padded, that is Y_h from the
+     * first masked step on. */
+    tfc_shape ms = {2, {T, 1}};
+    tref mask = {.shape = {1, {T}}};
+    snprintf(mask.name, sizeof mask.name, "%s", x->mask);
+    tref m3 = reshape(x, &mask, &ms);
+    char out[96];
+    fresh(x, out, "Where");
+    node(x, "Where", (const char *[]){m3.name, r.name, th.name, NULL}, out, NULL);
+    snprintf(r.name, sizeof r.name, "%s", out);
+    return r;
+}
+
+static tref embedding(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_param *p;
+    float *e = param(x, l, "embeddings", &p);
+    tref r = {.shape = l->out_shape};
+    if (!e) return r;
+    char en[96];
+    init_f32(x, en, "embeddings", p->shape.dim, 2, e);
+    free(e);
+    fresh(x, r.name, "Gather");
+    tfc_pb a = {0};
+    attr_int(&a, "axis", 0);
+    node(x, "Gather", (const char *[]){en, in->name, NULL}, r.name, &a);
+    return r;
+}
+
+/* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis of
+ * one example + 1 for the batch). */
+static tref merge(exporter *x, const tfc_layer *l, int concat)
+{
+    const char *ins[TFC_LAYER_MAX_INPUTS + 1] = {NULL};
+    tref t[TFC_LAYER_MAX_INPUTS];
+    int first_nchw = 0;
+    for (int i = 0; i < l->ninputs; i++) {
+        tref *src = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        if (i == 0) first_nchw = src->nchw && !concat;
+        t[i] = to_layout(x, src, first_nchw);
+        ins[i] = t[i].name;
+    }
+    tref r = {.shape = l->out_shape, .nchw = first_nchw};
+    tfc_pb a = {0};
+    if (concat) {
+        int ax = arg_int(l, "axis", -1);
+        attr_int(&a, "axis", ax < 0 ? ax : ax + 1);
+    }
+    fresh(x, r.name, concat ? "Concat" : "Sum");
+    node(x, concat ? "Concat" : "Sum", ins, r.name, concat ? &a : NULL);
+    return r;
+}
+
+static tref layer(exporter *x, const tfc_layer *l)
+{
+    const tref *in = l->inputs[0] < 0 ? &x->input : &x->out[l->inputs[0]];
+    const char *type = l->ops->type;
+    tref r = *in, t;
+    tfc_pb a = {0};
+    if (!strcmp(type, "Conv2D")) {
+        r = conv2d(x, l, in);
+    } else if (!strcmp(type, "MaxPooling2D") || !strcmp(type, "AveragePooling2D")) {
+        r = pool(x, l, in, type[0] == 'M');
+    } else if (!strcmp(type, "GlobalAveragePooling2D")) {
+        t = nchw(x, in);
+        unary(x, "GlobalAveragePool", t.name, t.name, NULL);
+        r = reshape(x, &t, &l->out_shape);
+    } else if (!strcmp(type, "BatchNormalization")) {
+        r = batch_norm(x, l, in);
+    } else if (!strcmp(type, "Dense")) {
+        r = dense(x, l, in);
+    } else if (!strcmp(type, "LSTM")) {
+        r = lstm(x, l, in);
+    } else if (!strcmp(type, "Embedding")) {
+        r = embedding(x, l, in);
+    } else if (!strcmp(type, "Dropout") || !strcmp(type, "Activation")) {
+        /* inference: Dropout is the identity; Activation is its fused activation alone */
+    } else if (!strcmp(type, "Flatten")) {
+        t = nhwc(x, in);
+        attr_int(&a, "axis", 1);
+        unary(x, "Flatten", t.name, r.name, &a);
+        r.nchw = 0;
+        r.shape = l->out_shape;
+    } else if (!strcmp(type, "Reshape")) {
+        t = nhwc(x, in);
+        r = reshape(x, &t, &l->out_shape);
+    } else if (!strcmp(type, "Add") || !strcmp(type, "Concatenate")) {
+        r = merge(x, l, type[0] == 'C');
+    } else {
+        unsupported(x, l, "no ONNX form for this layer type");
+    }
+    r.shape = l->out_shape;
+    return x->st ? r : activation(x, l, l->act, &r);
+}
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+static void value_info(tfc_pb *g, int field, const char *name, int dtype, int64_t batch,
+                       const tfc_shape *s)
+{
+    tfc_pb shape = {0}, tt = {0}, type = {0}, vi = {0}, dim = {0};
+    if (batch > 0) tfc_pb_int(&dim, 1, batch);
+    else tfc_pb_string(&dim, 2, "N");
+    tfc_pb_message(&shape, 1, &dim);
+    for (int i = 0; i < s->ndim; i++) {
+        tfc_pb_free(&dim);
+        tfc_pb_int(&dim, 1, s->dim[i]);
+        tfc_pb_message(&shape, 1, &dim);
+    }
+    tfc_pb_int(&tt, 1, dtype);
+    tfc_pb_message(&tt, 2, &shape);
+    tfc_pb_message(&type, 1, &tt);
+    tfc_pb_string(&vi, 1, name);
+    tfc_pb_message(&vi, 2, &type);
+    tfc_pb_message(g, field, &vi);
+    tfc_pb_free(&shape), tfc_pb_free(&tt), tfc_pb_free(&type), tfc_pb_free(&vi);
+    tfc_pb_free(&dim);
+}
+
+/* The IR version of an opset's ONNX release (onnx/docs/Versioning.md). */
+static int ir_version(int opset)
+{
+    return opset <= 18 ? 8 : opset <= 20 ? 9 : 10;
+}
+
+tfc_status tfc_onnx_export(tfc_model *m, const tfc_onnx_options *o, const char *path,
+                           tfc_error *err)
+{
+    int opset = o && o->opset ? o->opset : TFC_ONNX_OPSET_DEFAULT;
+    int64_t batch = o ? o->batch : 0;
+    if (opset < TFC_ONNX_OPSET_MIN || opset > TFC_ONNX_OPSET_MAX)
+        return tfc_error_set(err, TFC_ERR_USAGE, "opset %d: this exporter writes opsets %d to %d",
+                             opset, TFC_ONNX_OPSET_MIN, TFC_ONNX_OPSET_MAX);
+    int n = tfc_model_nlayers(m);
+    exporter x = {.m = m, .opset = opset, .err = err};
+    x.out = calloc((size_t)n, sizeof *x.out);
+    if (!x.out) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    snprintf(x.input.name, sizeof x.input.name, "input");
+    x.input.shape = *tfc_model_input_shape(m);
+    tfc_pb_string(&x.graph, 2, tfc_model_name(m));
+    for (int i = 0; i < n && !x.st; i++) x.out[i] = layer(&x, tfc_model_layer(m, i));
+    if (!x.st) {
+        tref last = nhwc(&x, &x.out[n - 1]);
+        node(&x, "Identity", (const char *[]){last.name, NULL}, "output", NULL);
+        value_info(&x.graph, 11, "input", tfc_model_input_dtype(m) == TFC_I32 ? T_INT32 : T_FLOAT,
+                   batch, tfc_model_input_shape(m));
+        value_info(&x.graph, 12, "output", T_FLOAT, batch, tfc_model_output_shape(m));
+    }
+    tfc_pb model = {0}, ops = {0};
+    if (!x.st) {
+        tfc_pb_int(&model, 1, ir_version(opset));
+        tfc_pb_string(&model, 2, "tfc");
+        tfc_pb_string(&model, 3, TFC_VERSION);
+        tfc_pb_message(&model, 7, &x.graph);
+        tfc_pb_string(&ops, 1, "");
+        tfc_pb_int(&ops, 2, opset);
+        tfc_pb_message(&model, 8, &ops);
+        if (model.failed) x.st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    if (!x.st) {
+        const void *chunks[1] = {model.data};
+        size_t sizes[1] = {model.len};
+        x.st = tfc_file_write_atomic(path, chunks, sizes, 1, err);
+    }
+    tfc_pb_free(&model), tfc_pb_free(&ops), tfc_pb_free(&x.graph);
+    free(x.out);
+    return x.st;
+}
