@@ -1,0 +1,68 @@
+/* Inference through the C API (tfc_predictor, SPEC §5c): images per second at each batch size
+ * of the command line, and at batch 1 the latency of single calls (p50, p99). Inputs are
+ * random pixels in [0, 1); every call runs on the same predictor, after one warm-up call per
+ * batch size (which binds its memory). bench/infer.sh runs it beside onnxruntime on the same
+ * model exported by tfc-export (make bench-infer).
+ * Usage: bench_infer MODEL.yaml WEIGHTS SECONDS BATCH... */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfc.h"
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s MODEL.yaml WEIGHTS SECONDS BATCH...\n", argv[0]);
+        return 2;
+    }
+    char err[512];
+    tfc_predictor *p = tfc_predictor_open(argv[1], argv[2], "cpu", err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    double seconds = atof(argv[3]);
+    int64_t in[8], out[8], per_in = 1, per_out = 1;
+    int rin = tfc_predictor_shape(p, 0, in, NULL), rout = tfc_predictor_shape(p, 1, out, NULL);
+    for (int i = 0; i < rin; i++) per_in *= in[i];
+    for (int i = 0; i < rout; i++) per_out *= out[i];
+    for (int a = 4; a < argc; a++) {
+        int64_t batch = atoll(argv[a]);
+        float *x = malloc((size_t)(batch * per_in) * 4), *y = malloc((size_t)(batch * per_out) * 4);
+        srand(1);
+        for (int64_t k = 0; x && k < batch * per_in; k++) x[k] = (float)rand() / (float)RAND_MAX;
+        int cap = 100000, n = 0;
+        double *lat = malloc(sizeof(double) * (size_t)cap);
+        if (!x || !y || !lat || tfc_predictor_run(p, x, batch, y, err, sizeof err)) {
+            fprintf(stderr, "batch %lld: %s\n", (long long)batch, x && y && lat ? err : "no memory");
+            return 1;
+        }
+        double start = tfc_now(), now = start;
+        while (n < cap && (now - start < seconds || n < 3)) {
+            double t0 = tfc_now();
+            if (tfc_predictor_run(p, x, batch, y, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+            }
+            now = tfc_now();
+            lat[n++] = now - t0;
+        }
+        qsort(lat, (size_t)n, sizeof *lat, by_value);
+        printf("tfc-c-api batch %5lld: %9.1f images/s", (long long)batch,
+               (double)n * (double)batch / (now - start));
+        if (batch == 1)
+            printf("  latency p50 %.3f ms p99 %.3f ms", lat[n / 2] * 1e3,
+                   lat[(int)(0.99 * (n - 1))] * 1e3);
+        printf("  (%d calls)\n", n);
+        free(x), free(y), free(lat);
+    }
+    tfc_predictor_close(p);
+    return 0;
+}
