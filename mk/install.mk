@@ -16,6 +16,8 @@ PUBLIC_HEADERS = $(patsubst src/%,%,$(filter src/%.h,$(subst \ , ,$(shell \
 # OpenMP build by path, CUDA, MPI, libm, OpenMP) to Libs.private.
 PC_REQUIRES := yaml-0.1 jansson libpng libjpeg zlib
 PC_PRIVATE   = $(filter-out -lyaml -ljansson -lpng -ljpeg -lz,$(LDLIBS_ALL)) -fopenmp
+# A DEBUG=1 library is built with ASan and UBSan: programs must link their runtimes first.
+PC_LIBS_SAN  = $(if $(filter 1,$(DEBUG)),$(SAN))
 
 .PHONY: install uninstall
 install: all
@@ -30,7 +32,7 @@ install: all
 	$(Q)for h in $(PUBLIC_HEADERS); do install -D -m 644 src/$$h $(DESTDIR)$(INCDIR)/tfc/$$h || exit 1; done
 	$(Q)printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	    'Name: tfc' 'Description: a declarative neural-network trainer; C inference API (tfc_predictor)' \
-	    'Version: $(VERSION)' 'Requires.private: $(PC_REQUIRES)' 'Libs: -L$${libdir} -ltfc' \
+	    'Version: $(VERSION)' 'Requires.private: $(PC_REQUIRES)' 'Libs: -L$${libdir} -ltfc$(if $(PC_LIBS_SAN), $(PC_LIBS_SAN))' \
 	    'Libs.private: $(strip $(PC_PRIVATE))' 'Cflags: -I$${includedir} -I$${includedir}/tfc' \
 	    > $(DESTDIR)$(LIBDIR)/pkgconfig/tfc.pc
 	$(Q)install -m 644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
