@@ -1,8 +1,8 @@
 /* `make install` into a scratch prefix (SPEC §5c, docs/embedding.md): the files land where the
  * docs say, libtfc.so carries the soname libtfc.so.0, examples/classify.c builds with nothing
  * but `pkg-config --cflags --libs tfc` (and statically with --static) and classifies PNG files
- * as tfc-predict does; README's "Use a trained model from C" compiles as shown; DESTDIR stages
- * the same tree; `make uninstall` leaves nothing behind. */
+ * as tfc-predict does; the C examples of README and docs/embedding.md compile as shown;
+ * DESTDIR stages the same tree; `make uninstall` leaves nothing behind. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,25 +132,32 @@ static void test_install_and_example(void)
         CU_ASSERT_DOUBLE_EQUAL(tp[i], wp[i], 1e-4);
     }
 
-    /* README's "Use a trained model from C" compiles as shown and runs */
-    char *readme = tfc_test_read("README.md", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
-    char *sec = strstr(readme, "\n## Use a trained model from C\n");
-    char *code = sec ? strstr(sec, "```c\n") : NULL;
-    char *end = code ? strstr(code + 5, "```") : NULL;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
-    *end = 0;
-    const char *app = tfc_test_write("readme_app.c", code + 5, -1);
-    free(readme);
-    snprintf(cmd, sizeof cmd, "%s %s -std=c11 -Wall -Wextra -Werror %s -o %s "
-             "$(%s pkg-config --cflags --libs tfc) && LD_LIBRARY_PATH=%s/lib %s >%s",
-             env, cc, app, tfc_test_path("readme_app"), env, prefix, tfc_test_path("readme_app"),
-             tfc_test_path("readme.txt"));
-    CU_ASSERT_EQUAL(system(cmd), 0);
-    char *out = tfc_test_read(tfc_test_path("readme.txt"), NULL);
-    CU_ASSERT_PTR_NOT_NULL(out);
-    if (out) CU_ASSERT_PTR_NOT_NULL(strstr(out, "class 0: 0."));
-    free(out);
+    /* README's "Use a trained model from C" and docs/embedding.md's example compile as shown
+     * and run */
+    static const char *const docs[][2] = {{"README.md", "\n## Use a trained model from C\n"},
+                                          {"docs/embedding.md", "\n## The predictor\n"}};
+    for (int d = 0; d < 2; d++) {
+        char *text = tfc_test_read(docs[d][0], NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        char *sec = strstr(text, docs[d][1]);
+        char *code = sec ? strstr(sec, "```c\n") : NULL;
+        char *end = code ? strstr(code + 5, "```") : NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+        *end = 0;
+        const char *app = tfc_test_write("doc_app.c", code + 5, -1);
+        free(text);
+        snprintf(cmd, sizeof cmd, "%s %s -std=c11 -Wall -Wextra -Werror %s -o %s "
+                 "$(%s pkg-config --cflags --libs tfc) && LD_LIBRARY_PATH=%s/lib %s >%s",
+                 env, cc, app, tfc_test_path("doc_app"), env, prefix, tfc_test_path("doc_app"),
+                 tfc_test_path("doc.txt"));
+        int rc = system(cmd);
+        if (rc) fprintf(stderr, "%s: its C example does not build or run\n", docs[d][0]);
+        CU_ASSERT_EQUAL(rc, 0);
+        char *out = tfc_test_read(tfc_test_path("doc.txt"), NULL);
+        CU_ASSERT_PTR_NOT_NULL(out);
+        if (out) CU_ASSERT_PTR_NOT_NULL(strstr(out, "class 0: 0."));
+        free(out);
+    }
 
     /* DESTDIR stages the tree under PREFIX; the .pc file names the final prefix */
     char stage[PATH_MAX];
