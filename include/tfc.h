@@ -75,9 +75,10 @@ int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], cons
 /* n examples of the input shape (float32, or int32 token ids, contiguous) -> n outputs
  * (float32, contiguous) in output. Returns 0, or -1 with err written (NULL arguments, n < 1,
  * a token id outside an Embedding's input_dim, a device failure). Any n >= 1 (run in passes
- * of at most 256 examples); no allocation after a thread's first call at its largest n so
- * far. Safe to call from several threads at once on one predictor (each call borrows its own
- * bound copy of the model); results identical to single-threaded calls. */
+ * of at most 256 examples); no allocation by tfc after a thread's first call at its largest
+ * n so far (OpenBLAS's threaded GEMM allocates on its own). Safe to call from several
+ * threads at once on one predictor (each call borrows its own bound copy of the model);
+ * results identical to single-threaded calls. */
 int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
                       char *err, size_t err_size);
 
