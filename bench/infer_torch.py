@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""PyTorch's side of make bench-infer: the ONNX file tfc-export wrote, converted to a PyTorch
+module by onnx2torch (the same graph: channels-last input transposed inside), run eagerly under
+torch.inference_mode with the given intra-op threads; images per second at each batch size and
+at batch 1 the latency of single calls (p50, p99), measured as bench/bench_infer.c measures
+tfc: random pixels in [0, 1), one warm-up call per batch size, then calls for SECONDS.
+Usage: infer_torch.py MODEL.onnx SECONDS THREADS BATCH..."""
+import sys
+import time
+
+import onnx
+import torch
+from onnx2torch import convert
+
+
+def main():
+    path, seconds, threads = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    torch.set_num_threads(threads)
+    graph = onnx.load(path)
+    dims = graph.graph.input[0].type.tensor_type.shape.dim[1:]
+    shape = [d.dim_value for d in dims]
+    model = convert(graph).eval()
+    gen = torch.Generator().manual_seed(1)
+    with torch.inference_mode():
+        for b in map(int, sys.argv[4:]):
+            x = torch.rand([b] + shape, generator=gen)
+            model(x)
+            lat, start = [], time.perf_counter()
+            now = start
+            while now - start < seconds or len(lat) < 3:
+                t0 = time.perf_counter()
+                model(x)
+                now = time.perf_counter()
+                lat.append(now - t0)
+            lat.sort()
+            line = f"pytorch {torch.__version__.split('+')[0]} batch {b:5d}: {len(lat) * b / (now - start):9.1f} images/s"
+            if b == 1:
+                line += (f"  latency p50 {lat[len(lat) // 2] * 1e3:.3f} ms "
+                         f"p99 {lat[int(0.99 * (len(lat) - 1))] * 1e3:.3f} ms")
+            print(line + f"  ({len(lat)} calls)", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
