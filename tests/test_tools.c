@@ -296,7 +296,157 @@ static void test_predict_scale(void)
     free(y.data);
 }
 
+/* Issue 19 item 4: a run trained with --set model.... is used by the model tools through its
+ * config.yaml (or the model file with the same --set); a model file given where a solver is
+ * expected is one error; the model file without the --set does not fit the weights. */
+static void test_model_tools_take_run_config(void)
+{
+    if (!have_tools()) return;
+    tfc_test_write_split("rc_x.npy", "rc_y.npy", 64, 21);
+    tfc_test_write("rc_model.yaml", "input: {shape: [16]}\nlayers:\n"
+                   "  - Dense: {units: 32, activation: relu}\n  - Dense: {units: 4}\n"
+                   "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n", -1);
+    tfc_test_write("rc_solver.yaml", "model: rc_model.yaml\ndata:\n  train:\n"
+                   "    source: {type: npy, features: rc_x.npy, labels: rc_y.npy}\n"
+                   "    pipeline: [{repeat: {}}, {batch: {batch_size: 16}}]\n"
+                   "optimizer: {type: sgd, learning_rate: 0.1}\nmax_iter: 5\n", -1);
+    char cmd[4096], *text;
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' rc_solver.yaml --set model.layers.0.Dense.units=8 "
+             "--out r_mod --threads 1 --quiet", bin);
+    CU_ASSERT_EQUAL_FATAL(run(cmd, &text), 0);
+    free(text);
+    const char *pred = "--weights r_mod/final.safetensors --input rc_x.npy --device cpu --threads 1";
+    /* the model file alone: 32 units, the weights have 8 */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-predict' rc_model.yaml %s --output y0.npy", bin, pred);
+    CU_ASSERT_NOT_EQUAL(run(cmd, &text), 0);
+    free(text);
+    /* the run's config.yaml; the model file and the solver with the run's --set */
+    const char *forms[][2] = {{"r_mod/config.yaml", ""},
+                              {"rc_model.yaml", "--set layers.0.Dense.units=8"},
+                              {"rc_model.yaml", "--set model.layers.0.Dense.units=8"},
+                              {"rc_solver.yaml", "--set model.layers.0.Dense.units=8"}};
+    size_t len0 = 0;
+    char *y0 = NULL;
+    for (int f = 0; f < 4; f++) {
+        snprintf(cmd, sizeof cmd, "'%s/tfc-predict' %s %s %s --output y%d.npy", bin, forms[f][0],
+                 forms[f][1], pred, f + 1);
+        int rc = run(cmd, &text);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc) printf("\n%s: %s\n", cmd, text);
+        free(text);
+        char name[16];
+        snprintf(name, sizeof name, "y%d.npy", f + 1);
+        size_t len = 0;
+        char *y = tfc_test_read(tfc_test_path(name), &len);
+        CU_ASSERT_PTR_NOT_NULL(y);
+        if (f == 0) y0 = y, len0 = len;
+        else {
+            CU_ASSERT(y && y0 && len == len0 && !memcmp(y, y0, len));
+            free(y);
+        }
+    }
+    free(y0);
+    /* tfc-draw, tfc-time and tfc-export take the run's config.yaml too */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-draw' r_mod/config.yaml", bin);
+    CU_ASSERT_EQUAL(run(cmd, &text), 0);
+    CU_ASSERT(text && strstr(text, "|(8,)|"));
+    free(text);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-time' r_mod/config.yaml --batch 4 --iterations 1 "
+             "--device cpu --threads 1", bin);
+    CU_ASSERT_EQUAL(run(cmd, &text), 0);
+    free(text);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-export' r_mod/config.yaml --weights "
+             "r_mod/final.safetensors --onnx rc.onnx", bin);
+    CU_ASSERT_EQUAL(run(cmd, &text), 0);
+    free(text);
+    /* a model file where a solver is expected: one error, saying so */
+    const char *solver_tools[] = {"tfc-train", "tfc-data", "tfc-test"};
+    for (int t = 0; t < 3; t++) {
+        snprintf(cmd, sizeof cmd, "'%s/%s' rc_model.yaml%s", bin, solver_tools[t],
+                 t == 2 ? " --weights r_mod/final.safetensors" : "");
+        CU_ASSERT_EQUAL(run(cmd, &text), 2);
+        CU_ASSERT(text && strstr(text, "rc_model.yaml:1:1: error: this is a model file"));
+        const char *second = text ? strstr(text, "error:") : NULL;
+        CU_ASSERT(second && !strstr(second + 1, "error:"));
+        free(text);
+    }
+}
+
+/* Issue 19 item 8: logits are printed as probabilities (their softmax) with a note; a
+ * language model's --text lines are continued (greedy), as a hand-run decoding says. */
+static void test_predict_logits_and_continuation(void)
+{
+    if (!have_tools()) return;
+    /* a next-token model: 4 steps, vocabulary of 6, scores per step */
+    const char *model = "input: {shape: [4], dtype: int32}\nlayers:\n"
+                        "  - Embedding: {input_dim: 6, output_dim: 5, mask_zero: true}\n"
+                        "  - LSTM: {units: 7, return_sequences: true}\n  - Dense: {units: 6}\n";
+    tfc_test_write("lm.yaml", model, -1);
+    tfc_test_write("lm_vocab.txt", "# tfc vocabulary 1 tokenizer=char lowercase=0\n"
+                                   "<pad>\n<unk>\na\nb\nc\nd\n", -1);
+    tfc_test_write("lm_lines.txt", "ab\ndcba\n", -1);
+    tfc_model *m = tfc_test_model(model);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 9, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, tfc_test_path("lm.safetensors"), &err), TFC_OK);
+    /* the expected continuations, 5 tokens each, decoded here step by step */
+    const char *letters = "??abcd";
+    char want[2][16] = {{0}};
+    const int32_t starts[2][4] = {{2, 3, 0, 0}, {5, 4, 3, 2}};
+    for (int l = 0; l < 2; l++) {
+        int32_t w[4];
+        memcpy(w, starts[l], sizeof w);
+        int len = l == 0 ? 2 : 4;
+        for (int g = 0; g < 5; g++) {
+            float y[24];
+            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, w, 1, 0, 0, 0, &err), TFC_OK);
+            tfc_model_get_output(m, y);
+            int best = 2;
+            for (int k = 3; k < 6; k++)
+                if (y[(len - 1) * 6 + k] > y[(len - 1) * 6 + best]) best = k;
+            want[l][g] = letters[best];
+            if (len == 4) memmove(w, w + 1, 3 * sizeof *w);
+            else len++;
+            w[len - 1] = best;
+        }
+    }
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    char cmd[4096], *text, line[64];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-predict' lm.yaml --weights lm.safetensors --text "
+             "lm_lines.txt --vocabulary lm_vocab.txt --length 5 --device cpu --threads 1", bin);
+    CU_ASSERT_EQUAL(run(cmd, &text), 0);
+    for (int l = 0; l < 2; l++) {
+        snprintf(line, sizeof line, "line %d\t%s\n", l + 1, want[l]);
+        CU_ASSERT(text && strstr(text, line));
+        if (!text || !strstr(text, line)) printf("\nwant %s in:\n%s\n", line, text);
+    }
+    free(text);
+
+    /* logits: the text classifier of test_predict_text has a Dense without softmax */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-predict' text_model.yaml --weights text.safetensors "
+             "--text lines.txt --vocabulary vocab.txt --device cpu --threads 1", bin);
+    CU_ASSERT_EQUAL(run(cmd, &text), 0);
+    CU_ASSERT(text && strstr(text, "the values printed are the softmax of its outputs (logits)"));
+    /* each printed value is a probability of the top class: in [1/4, 1] */
+    int lines = 0;
+    for (const char *p = text; p && (p = strstr(p, "line ")); p++) {
+        const char *tab = strrchr(p, '\n') ? strchr(strchr(p, '\t') + 1, '\t') : NULL;
+        double v = tab ? atof(tab + 1) : -1;
+        CU_ASSERT(v >= 0.25 && v <= 1.0);
+        lines++;
+    }
+    CU_ASSERT_EQUAL(lines, 3);
+    free(text);
+}
+
 TFC_TEST_MAIN("tools", {"predict_text", test_predict_text}, {"inspect_full", test_inspect_full},
               {"train_keys_match_docs", test_train_keys_match_docs},
               {"external_model_error", test_external_model_error},
-              {"shell_tools", test_shell_tools}, {"predict_scale", test_predict_scale})
+              {"shell_tools", test_shell_tools}, {"predict_scale", test_predict_scale},
+              {"model_tools_take_run_config", test_model_tools_take_run_config},
+              {"predict_logits_and_continuation", test_predict_logits_and_continuation})

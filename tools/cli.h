@@ -64,6 +64,18 @@ typedef struct cli_option {
      .help = "cpu, gpu or gpu:N (default: the solver's device:, else a GPU when\n" \
              "one is usable, else the CPU)"}
 
+/* --set for the tools that take a MODEL.yaml (tfc_model_load_config): dest is a cli_list. */
+#define CLI_OPT_MODEL_SET(dest)                                                      \
+    {"set", 0, CLI_LIST, (dest), "KEY=VALUE",                                        \
+     .help = "override a model key by its dotted path (VALUE is YAML), e.g.\n"        \
+             "model.layers.1.Dense.units=64 (the model. prefix is optional for a\n"   \
+             "model file)"}
+#define CLI_MODEL_OPERAND "MODEL.yaml|SOLVER.yaml"
+#define CLI_MODEL_NOTE                                                                \
+    "MODEL.yaml may also be a solver file or a trained run's config.yaml: its model is\n" \
+    "used, with the solver's model: file, base_dir and the --set overrides resolved as\n" \
+    "tfc-train resolves them, so a run's config.yaml fits its final.safetensors."
+
 /* A tool: its name, operands, option table and the texts of its --help. --help (-h) and
  * --version are built in and need no entry. */
 typedef struct cli_tool {

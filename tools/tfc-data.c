@@ -123,6 +123,10 @@ int main(int argc, char **argv)
     tfc_doc *doc = tfc_doc_load_file(solver, &err);
     if (!doc) return fail(&err);
     const tfc_node *root = tfc_doc_root(doc);
+    if (tfc_solver_check_root(root, &err)) {
+        tfc_doc_free(doc);
+        return fail(&err);
+    }
     const tfc_node *data = tfc_node_get(root, "data");
     const tfc_node *node = tfc_node_get(data, split);
     char key[32];

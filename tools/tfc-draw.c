@@ -6,21 +6,23 @@
 #include "tfc.h"
 
 /* The command line, as the option table fills it. */
-static const char *model_v[1];
+static const char *model_v[1], *set_v[256];
 static struct {
-    cli_list model;
+    cli_list model, sets;
     const char *output;
-} args = {.model = CLI_LIST_OF(model_v)};
+} args = {.model = CLI_LIST_OF(model_v), .sets = CLI_LIST_OF(set_v)};
 
 static const cli_option options[] = {
     {"output", 0, CLI_STRING, &args.output, "FILE.dot",
      .help = "write the graph to this file (default: standard output)"},
+    CLI_OPT_MODEL_SET(&args.sets),
     {NULL},
 };
 
 static const cli_tool tool = {
     .name = "tfc-draw",
-    .operands = "MODEL.yaml",
+    .operands = CLI_MODEL_OPERAND,
+    .notes = CLI_MODEL_NOTE,
     .about = "Writes the network as a Graphviz DOT graph: layers with their types, activations,\n"
              "output shapes and parameter counts (render it with: dot -Tpng -o net.png).",
     .options = options,
@@ -35,7 +37,7 @@ int main(int argc, char **argv)
     const char *model_path = args.model.v[0], *out_path = args.output;
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_model *m = tfc_model_load(model_path, &err);
+    tfc_model *m = tfc_model_load_config(model_path, args.sets.v, args.sets.n, &err);
     if (!m) {
         fputs(err.text, stderr);
         return tfc_exit_code(err.code);

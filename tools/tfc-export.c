@@ -9,12 +9,12 @@
 #include "tfc.h"
 
 /* The command line, as the option table fills it. */
-static const char *model_v[1];
+static const char *model_v[1], *set_v[256];
 static struct {
-    cli_list model;
+    cli_list model, sets;
     const char *weights, *onnx, *batch;
     long opset;
-} args = {.model = CLI_LIST_OF(model_v), .opset = TFC_ONNX_OPSET_DEFAULT};
+} args = {.model = CLI_LIST_OF(model_v), .sets = CLI_LIST_OF(set_v), .opset = TFC_ONNX_OPSET_DEFAULT};
 
 static const cli_option options[] = {
     {"weights", 0, CLI_STRING, &args.weights, "FILE", .flags = CLI_REQUIRED,
@@ -26,17 +26,19 @@ static const cli_option options[] = {
     {"batch", 0, CLI_STRING, &args.batch, "N|dynamic",
      .help = "the batch size in the graph's input and output shapes (default:\n"
              "dynamic, a symbolic dimension N)"},
+    CLI_OPT_MODEL_SET(&args.sets),
     {NULL},
 };
 
 static const cli_tool tool = {
     .name = "tfc-export",
-    .operands = "MODEL.yaml",
+    .operands = CLI_MODEL_OPERAND,
     .about = "Writes the model and its weights as an ONNX file: input \"input\" [N, input shape]\n"
              "(channels last, as the model file; float32 or int32 token ids) and output\n"
              "\"output\" [N, output shape], the model in inference mode.",
     .options = options,
-    .notes = "Masks: an Embedding's mask_zero reaches an LSTM as sequence_lens, which is exact\n"
+    .notes = CLI_MODEL_NOTE "\n\n"
+             "Masks: an Embedding's mask_zero reaches an LSTM as sequence_lens, which is exact\n"
              "for right-padded sequences (id 0 only after the last token); zeros between\n"
              "tokens are not skipped as tfc and Keras skip them (SPEC §5d).",
     .exit_status = "0 success, 1 runtime failure (unreadable weights, the file cannot be\n"
@@ -58,7 +60,7 @@ int main(int argc, char **argv)
     }
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_model *m = tfc_model_load(args.model.v[0], &err);
+    tfc_model *m = tfc_model_load_config(args.model.v[0], args.sets.v, args.sets.n, &err);
     tfc_backend *be = m ? tfc_backend_open("cpu", 1, &err) : NULL;
     tfc_status s = m && be ? TFC_OK : err.code;
     if (!s) s = tfc_model_bind(m, be, 1, &err);

@@ -25,12 +25,13 @@ static const char *add_map(void *ctx, const char *arg);
 static const char *add_scale(void *ctx, const char *arg);
 
 /* The rest of the command line, as the option table fills it. */
-static const char *input_v[4096], *model_v[1];
+static const char *input_v[4096], *model_v[1], *set_v[256];
 static struct {
-    cli_list inputs, model;
+    cli_list inputs, model, sets;
     const char *weights, *output, *text, *vocabulary, *solver, *device;
-    long batch, threads;
-} args = {.inputs = CLI_LIST_OF(input_v), .model = CLI_LIST_OF(model_v), .batch = 256};
+    long batch, threads, length;
+} args = {.inputs = CLI_LIST_OF(input_v), .model = CLI_LIST_OF(model_v),
+            .sets = CLI_LIST_OF(set_v), .batch = 256, .length = 80};
 
 static const cli_option options[] = {
     {"weights", 0, CLI_STRING, &args.weights, "FILE", .flags = CLI_REQUIRED,
@@ -57,6 +58,10 @@ static const cli_option options[] = {
      .help = "deprecated: the same as --map '{op: scale, factor: X}'"},
     {"batch", 0, CLI_INT, &args.batch, "N", .min = 1, .max = 1 << 20,
      .help = "examples per forward pass (default 256)"},
+    {"length", 0, CLI_INT, &args.length, "N", .min = 1, .max = 1 << 20,
+     .help = "with --text and no --output, for a model that predicts the next\n"
+             "token at every step: tokens of each line's continuation (default 80)"},
+    CLI_OPT_MODEL_SET(&args.sets),
     CLI_OPT_DEVICE(&args.device),
     CLI_OPT_THREADS(&args.threads),
     {NULL},
@@ -64,7 +69,7 @@ static const cli_option options[] = {
 
 static const cli_tool tool = {
     .name = "tfc-predict",
-    .operands = "MODEL.yaml",
+    .operands = CLI_MODEL_OPERAND,
     .forms = "MODEL.yaml --weights FILE --input X.npy --output Y.npy [options]\n"
              "MODEL.yaml --weights FILE --input a.png b.jpg ... [--output Y.npy] [options]\n"
              "MODEL.yaml --weights FILE --text LINES.txt --vocabulary VOCAB [options]",
@@ -73,7 +78,8 @@ static const cli_tool tool = {
              "top class and its output value: `NAME (INDEX) VALUE` with the class names the\n"
              "weights file records (the training data's), else `class INDEX VALUE`.",
     .options = options,
-    .notes = "Preprocessing: the examples pass through map ops before the model, as in training.\n"
+    .notes = CLI_MODEL_NOTE "\n\n"
+             "Preprocessing: the examples pass through map ops before the model, as in training.\n"
              "--solver takes the `map` stages of the solver's data.test.pipeline, in order, and\n"
              "applies them to each example; the stages that are not per-example maps (shuffle,\n"
              "batch, padded_batch, repeat, filter, take, skip, cache, prefetch) and the maps of\n"
@@ -81,7 +87,12 @@ static const cli_tool tool = {
              "images are scaled by 1/255 (map: {op: scale, factor: 0.00392156862745098}, as the\n"
              "configs/ solvers train them; a note on stderr says so), and .npy values and token\n"
              "ids go to the model as they are. The values are then converted to the model's\n"
-             "input dtype (float32, or int32 token ids).",
+             "input dtype (float32, or int32 token ids).\n\n"
+             "Continuations: with --text and no --output, a model whose output has a vector of\n"
+             "token scores per input step (a language model such as fortunes_char_lstm) prints\n"
+             "each line's continuation: the last input-length tokens of the line go in, the\n"
+             "highest-scoring token (not <pad> or <unk>) at the line's last step is appended,\n"
+             "and so on for --length tokens or up to a newline (greedy decoding).",
     .exit_status = "0 success, 1 runtime failure (unreadable or misshapen input, device),\n"
                    "2 bad usage or configuration",
     .operand_list = &args.model,
@@ -332,23 +343,118 @@ static tfc_status write_output(const tfc_model *m, const float *y, int64_t n, tf
     return tfc_npy_write(args.output, &t, err);
 }
 
-/* The top class of each image or line and its output value: `name (index) value` when the
- * weights file names the classes, else `class index value`. */
-static void print_classes(const tfc_model *m, const float *y, int64_t n, int64_t classes)
+/* Whether the model's last layer ends in a softmax or sigmoid: its outputs read as
+ * probabilities. */
+static int outputs_probabilities(tfc_model *m)
 {
-    int nnames;
+    const tfc_layer *last = tfc_model_layer(m, tfc_model_nlayers(m) - 1);
+    return last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID;
+}
+
+/* The top class of each image or line and its probability: `name (index) p` when the weights
+ * file names the classes, else `class index p`. A model without a final softmax (or sigmoid)
+ * outputs logits: the probability printed is their softmax, and a note says so. */
+static void print_classes(tfc_model *m, const float *y, int64_t n, int64_t classes)
+{
+    int nnames, logits = !outputs_probabilities(m);
     const char *const *names = tfc_model_class_names(m, &nnames);
+    if (logits)
+        fprintf(stderr, "tfc-predict: note: the model's last layer has no softmax; the values "
+                        "printed are the softmax of its outputs (logits)%s\n",
+                args.output ? ", --output has the logits" : "");
     for (int64_t i = 0; i < n; i++) {
+        const float *row = y + i * classes;
         int64_t best = 0;
         for (int64_t k = 1; k < classes; k++)
-            if (y[i * classes + k] > y[i * classes + best]) best = k;
+            if (row[k] > row[best]) best = k;
+        double p = row[best];
+        if (logits) {
+            double sum = 0;
+            for (int64_t k = 0; k < classes; k++) sum += exp((double)row[k] - row[best]);
+            p = 1 / sum;
+        }
         if (args.text) printf("line %lld", (long long)i + 1);
         else printf("%s", args.inputs.v[i]);
         if (names && best < nnames)
-            printf("\t%s (%lld)\t%.4f\n", names[best], (long long)best, y[i * classes + best]);
+            printf("\t%s (%lld)\t%.4f\n", names[best], (long long)best, p);
         else
-            printf("\tclass %lld\t%.4f\n", (long long)best, y[i * classes + best]);
+            printf("\tclass %lld\t%.4f\n", (long long)best, p);
     }
+}
+
+/* Whether the output is a vector of token scores per input step: a language model, whose
+ * --text lines are continued rather than classified. */
+static int predicts_next_tokens(tfc_model *m)
+{
+    const tfc_shape *in = tfc_model_input_shape(m), *out = tfc_model_output_shape(m);
+    return args.text && !args.output && tfc_model_input_dtype(m) == TFC_I32 && in->ndim == 1 &&
+           out->ndim == 2 && out->dim[0] == in->dim[0];
+}
+
+/* One line continued (greedy decoding, SPEC §3 tfc-predict): `window` holds the line's last
+ * tokens (len of them, 0-padded); y is scratch for one output. Prints the new tokens. */
+static tfc_status continue_line(tfc_model *m, const tfc_vocab *v, int32_t *window, int64_t len,
+                                float *y, tfc_error *err)
+{
+    int64_t steps = tfc_model_input_shape(m)->dim[0];
+    int64_t scores = tfc_model_output_shape(m)->dim[1], nv = tfc_vocab_size(v);
+    int words = tfc_vocab_tokenizer(v) == TFC_TOKENIZER_WORD;
+    for (long g = 0; len > 0 && g < args.length; g++) {
+        tfc_status st = tfc_model_forward(m, window, 1, 0, 0, 0, err);
+        if (st) return st;
+        tfc_model_get_output(m, y);
+        const float *row = y + (len - 1) * scores;
+        int64_t best = -1;
+        for (int64_t k = 2; k < scores && k < nv; k++)
+            if (best < 0 || row[k] > row[best]) best = k;
+        const char *tok = best < 0 ? NULL : tfc_vocab_token(v, best);
+        if (!tok || !strcmp(tok, "\n")) break;
+        printf("%s%s", words && g ? " " : "", tok);
+        if (len == steps) memmove(window, window + 1, sizeof *window * (size_t)(steps - 1));
+        else len++;
+        window[len - 1] = (int32_t)best;
+    }
+    return TFC_OK;
+}
+
+/* Every line of --text continued: `line N<TAB>continuation`. */
+static tfc_status continue_lines(tfc_model *m, tfc_error *err)
+{
+    int64_t steps = tfc_model_input_shape(m)->dim[0];
+    tfc_vocab *v = tfc_vocab_load(args.vocabulary, err);
+    if (!v) return err->code;
+    char *buf = NULL;
+    size_t len = 0;
+    tfc_status st = tfc_file_read_all(args.text, 1u << 30, &buf, &len, err);
+    float *y = malloc((size_t)tfc_shape_numel(tfc_model_output_shape(m)) * 4);
+    int32_t *window = calloc((size_t)steps, 4), *ids = NULL;
+    if (!st && (!y || !window)) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    long line = 0;
+    for (char *p = buf; !st && p < buf + len; line++) {
+        char *end = memchr(p, '\n', (size_t)(buf + len - p));
+        size_t l = end ? (size_t)(end - p) : (size_t)(buf + len - p);
+        int64_t n = tfc_vocab_encode(v, p, l, NULL, 0);
+        int32_t *grown = realloc(ids, (size_t)(n + 1) * 4);
+        if (n < 0 || !grown) {
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        ids = grown;
+        tfc_vocab_encode(v, p, l, ids, n);
+        int64_t keep = n < steps ? n : steps; /* the line's last tokens */
+        memset(window, 0, (size_t)steps * 4);
+        memcpy(window, ids + (n - keep), (size_t)keep * 4);
+        printf("line %ld\t", line + 1);
+        st = continue_line(m, v, window, keep, y, err);
+        printf("\n");
+        p += l + 1;
+    }
+    free(ids);
+    free(window);
+    free(y);
+    free(buf);
+    tfc_vocab_free(v);
+    return st;
 }
 
 int main(int argc, char **argv)
@@ -367,10 +473,25 @@ int main(int argc, char **argv)
                                 "come from one place");
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_model *m = tfc_model_load(args.model.v[0], &err);
+    tfc_model *m = tfc_model_load_config(args.model.v[0], args.sets.v, args.sets.n, &err);
     if (!m) {
         fputs(err.text, stderr);
         return tfc_exit_code(err.code);
+    }
+    if (predicts_next_tokens(m)) {
+        if (args.solver || maps.n) {
+            tfc_model_free(m);
+            return cli_error(&tool, "a continuation (--text without --output) feeds token ids "
+                                    "as they are: --solver and --map do not apply");
+        }
+        tfc_backend *be = tfc_backend_open(args.device, (int)args.threads, &err);
+        tfc_status s = be ? tfc_model_bind(m, be, 1, &err) : err.code;
+        if (!s) s = tfc_model_load_weights(m, args.weights, NULL, &err);
+        if (!s) s = continue_lines(m, &err);
+        if (s) fputs(err.text, stderr);
+        tfc_model_free(m);
+        if (be) tfc_backend_free(be);
+        return tfc_exit_code(s);
     }
     const tfc_shape *in = tfc_model_input_shape(m);
     examples ex = {0};

@@ -8,18 +8,19 @@
 #include "tfc.h"
 
 /* The command line, as the option table fills it. */
-static const char *model_v[1];
+static const char *model_v[1], *set_v[256];
 static struct {
-    cli_list model;
+    cli_list model, sets;
     const char *device;
     long batch, iterations, threads;
-} args = {.model = CLI_LIST_OF(model_v), .batch = 64, .iterations = 50};
+} args = {.model = CLI_LIST_OF(model_v), .sets = CLI_LIST_OF(set_v), .batch = 64, .iterations = 50};
 
 static const cli_option options[] = {
     {"batch", 0, CLI_INT, &args.batch, "N", .min = 1, .max = 1 << 20,
      .help = "examples per step (default 64)"},
     {"iterations", 0, CLI_INT, &args.iterations, "N", .min = 1, .max = 1 << 20,
      .help = "timed iterations, after 5 warm-up ones (default 50)"},
+    CLI_OPT_MODEL_SET(&args.sets),
     CLI_OPT_DEVICE(&args.device),
     CLI_OPT_THREADS(&args.threads),
     {NULL},
@@ -27,7 +28,8 @@ static const cli_option options[] = {
 
 static const cli_tool tool = {
     .name = "tfc-time",
-    .operands = "MODEL.yaml",
+    .operands = CLI_MODEL_OPERAND,
+    .notes = CLI_MODEL_NOTE,
     .about = "Times each layer's forward and backward pass (training mode) on random inputs and\n"
              "prints medians over the iterations, like `caffe time`.",
     .options = options,
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
     int batch = (int)args.batch, iters = (int)args.iterations;
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_model *m = tfc_model_load(path, &err);
+    tfc_model *m = tfc_model_load_config(path, args.sets.v, args.sets.n, &err);
     if (m && tfc_model_check_loss(m, &err)) { /* a training step needs the loss */
         tfc_model_free(m);
         m = NULL;

@@ -507,7 +507,14 @@ void tfc_model_free(tfc_model *m)
     tfc_loss_options_free(&m->loss_opt);
     tfc_doc_free(m->doc_scratch);
     tfc_doc_free(m->doc);
+    if (m->release) m->release(m->held);
     free(m);
+}
+
+void tfc_model_hold(tfc_model *m, void (*release)(void *), void *what)
+{
+    m->release = release;
+    m->held = what;
 }
 
 const char *tfc_model_name(const tfc_model *m) { return m->name; }

@@ -58,6 +58,11 @@ tfc_model *tfc_model_from_string(const char *yaml, size_t len, const char *file,
 
 void tfc_model_free(tfc_model *m);
 
+/* Makes `m` own `what` (the documents its nodes point into, when it was built by
+ * tfc_model_from_node from a tree the caller would otherwise have to keep): tfc_model_free
+ * calls release(what) after freeing the model. One holding per model. */
+void tfc_model_hold(tfc_model *m, void (*release)(void *), void *what);
+
 /* Whether the model's loss fits its output. A model file with `loss:` is checked when it is
  * loaded; one without it loads whatever its output shape (inference: a Conv2D or pooling
  * output), and this reports, at the last layer, why the default loss does not fit. Training,

@@ -46,6 +46,8 @@ struct tfc_model {
     char name[128];
     tfc_doc *doc;          /* the model file, when loaded from one */
     tfc_doc *doc_scratch;  /* nodes made while loading (argument maps) */
+    void (*release)(void *); /* tfc_model_hold: frees `held` with the model */
+    void *held;
     tfc_layer *layers;
     int nlayers;
     tfc_shape input_shape;

@@ -94,6 +94,18 @@ const tfc_solver_config *tfc_solver_get_config(const tfc_solver *s);
 const tfc_node *tfc_solver_resolved(const tfc_solver *s);
 /* The model (not bound until training or evaluation binds it). */
 tfc_model *tfc_solver_model(tfc_solver *s);
+
+/* A model file's root (layers:, no model:) where a solver is expected: one error at its first
+ * line saying so (tfc_solver_load, tfc-data); TFC_OK for anything else. */
+tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err);
+
+/* The model a model tool works on (model_source.c): `path` is a model file, or a solver or run
+ * config.yaml (a mapping with model: and no layers:), whose resolved model is taken (model:
+ * FILE inlined, base_dir, the solver's --sets). The `sets` ("KEY=VALUE", as tfc_solver_options)
+ * apply to the solver, or to the model file, where `model.KEY` and `KEY` name the same key, so
+ * one --set works with either file. Every error of the file is reported; NULL on error. */
+tfc_model *tfc_model_load_config(const char *path, const char *const *sets, int nsets,
+                                 tfc_error *err);
 /* FNV-1a 64 of the resolved configuration's YAML, and of the model's alone. */
 uint64_t tfc_solver_config_hash(const tfc_solver *s);
 uint64_t tfc_solver_model_hash(const tfc_solver *s);

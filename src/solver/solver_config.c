@@ -219,6 +219,15 @@ static tfc_status inline_model(tfc_solver *s, tfc_error *err)
     return TFC_OK;
 }
 
+tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err)
+{
+    if (!tfc_node_get(root, "layers") || tfc_node_get(root, "model")) return TFC_OK;
+    return tfc_node_error(err, TFC_ERR_CONFIG, root, NULL,
+                          "this is a model file (it has layers: and no model:), and a solver "
+                          "is expected here: a file with model: (this file's name), data:, "
+                          "optimizer: and max_iter:, as configs/fashion_mlp.yaml");
+}
+
 static tfc_status set_scalar(tfc_solver *s, tfc_node *map, const char *key, const char *value,
                              tfc_error *err)
 {
@@ -243,6 +252,7 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
                        found);
         return NULL;
     }
+    if (tfc_solver_check_root(sroot, err)) return NULL;
     s->doc = tfc_doc_load_string("{}", 2, "<resolved>", err);
     if (!s->doc) return NULL;
     s->root = tfc_node_copy(s->doc, sroot);
