@@ -395,9 +395,23 @@ static void test_resume_after_kill_prefix(void)
     kill_and_resume("resume3", "snapshot.prefix=ckpt/tiny", "ckpt");
 }
 
+/* Before any test ran (here: no data.test at all) results.csv already names the model's
+ * ranking metric (test_accuracy, best_accuracy), not a fallback to the loss (issue 19
+ * item 10): read_rows checks the header. */
+static void test_header_before_any_test(void)
+{
+    int rc = grid("tiny.yaml --grid optimizer.learning_rate=0.1 --grid model.layers.0.Dense.units=4 "
+                  "--set data.test=null --set max_iter=5 --set snapshot.interval=0 --threads 1 "
+                  "--out notest");
+    CU_ASSERT_EQUAL(rc, 0);
+    char rows[2][512];
+    CU_ASSERT_EQUAL(read_rows("notest", rows, 2), 1);
+}
+
 TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage_errors},
               {"random_seeded", test_random_seeded},
               {"run_results_and_skip", test_run_results_and_skip},
+              {"header_before_any_test", test_header_before_any_test},
               {"resume_after_sigterm", test_resume_after_sigterm},
               {"resume_after_kill", test_resume_after_kill},
               {"resume_after_kill_prefix", test_resume_after_kill_prefix})

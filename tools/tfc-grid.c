@@ -774,6 +774,13 @@ static int validate(grid *g)
             ok = 0;
         } else {
             g->points[i].config_hash = tfc_solver_config_hash(s);
+            /* The ranking metric is known before any test ran: results.csv's columns do not
+             * change once the first summary appears. */
+            if (i == 0) {
+                const char *m = tfc_ranking_metric_name(tfc_solver_model(s));
+                snprintf(g->metric, sizeof g->metric, "%s", m);
+                g->lower_is_better = !strcmp(m, "loss");
+            }
         }
         tfc_solver_free(s);
         free_sets(sets, nsets);

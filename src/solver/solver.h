@@ -95,6 +95,10 @@ const tfc_node *tfc_solver_resolved(const tfc_solver *s);
 /* The model (not bound until training or evaluation binds it). */
 tfc_model *tfc_solver_model(tfc_solver *s);
 
+/* The metric that ranks a run's tests (summary.json's best.metric, tfc-grid's results): the
+ * model's first metric other than the loss (higher is better), else "loss" (lower). */
+const char *tfc_ranking_metric_name(const tfc_model *m);
+
 /* A model file's root (layers:, no model:) where a solver is expected: one error at its first
  * line saying so (tfc_solver_load, tfc-data); TFC_OK for anything else. */
 tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err);

@@ -52,7 +52,7 @@ static int ranking_metric(const tfc_model *m)
     return -1;
 }
 
-static const char *ranking_name(const tfc_model *m)
+const char *tfc_ranking_metric_name(const tfc_model *m)
 {
     int i = ranking_metric(m);
     return i >= 0 ? tfc_model_metric(m, i)->name : "loss";
@@ -317,7 +317,7 @@ static tfc_status test_weights(run *r, int *stopped, tfc_error *err)
     char line[512];
     tfc_solver_format_eval(r->s, &e, line, sizeof line);
     tfc_progress_say(&r->prog, "test %lld: %s  (best %s %.4f at %lld)\n", (long long)r->iter, line,
-                     ranking_name(r->s->model), r->res->best_value,
+                     tfc_ranking_metric_name(r->s->model), r->res->best_value,
                      (long long)r->res->best_iteration);
     s = tfc_rundir_log(&r->dir, "test", r->iter, &e, r->lr, tfc_progress_elapsed(&r->prog), err);
     if (!s)
@@ -700,8 +700,8 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
     tfc_error quiet;
     tfc_error_clear(&quiet);
     res->confusion = res->have_test ? &r.cm : NULL;
-    tfc_status ws = tfc_rundir_summary(&r.dir, res, ranking_name(s->model), st ? err->msg : NULL,
-                                       st ? &quiet : err);
+    tfc_status ws = tfc_rundir_summary(&r.dir, res, tfc_ranking_metric_name(s->model),
+                                       st ? err->msg : NULL, st ? &quiet : err);
     if (!st) st = ws;
     res->confusion = NULL;
     free_run(&r);
