@@ -5,7 +5,9 @@
 # summary.json (nothing typed by hand). Then `tfc-zoo verify NAME` and `tfc-zoo test NAME`.
 #   tools/zoo-package.sh NAME RUN_DIR CONFIG.yaml "DEVICE TEXT" "TASK" "DATASET" [bpc]
 # The last argument `bpc` records bits per character (test loss / ln 2) instead of the
-# model's first metric.
+# model's first metric. THREADS (default: this machine's cores, tfc-train's default) is the
+# --threads the run used; the front matter records it with the commit of this checkout, so
+# `make zoo-retrain` can repeat the run (issue 19 item 11).
 set -e
 name=$1 run=$2 config=$3 device=$4 task=$5 dataset=$6 mode=$7
 [ -n "$dataset" ] || { echo "usage: $0 NAME RUN_DIR CONFIG.yaml DEVICE TASK DATASET [bpc]" >&2; exit 2; }
@@ -19,9 +21,12 @@ sed "s|^model: .*|model: model.yaml|; s|^snapshot: .*|snapshot: {interval: 0, ke
 cp "$run/final.safetensors" "$dir/$name.safetensors"
 [ -f "$run/vocabulary.txt" ] && cp "$run/vocabulary.txt" "$dir/vocabulary.txt"
 sha=$(sha256sum "$dir/$name.safetensors" | cut -d' ' -f1)
-python3 - "$run/summary.json" "$dir/README.md" "$name" "$sha" "$config" "$device" "$task" "$dataset" "$mode" <<'PY'
+threads=${THREADS:-$(nproc)}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD -- src tools include 2>/dev/null || commit="$commit+uncommitted changes"
+python3 - "$run/summary.json" "$dir/README.md" "$name" "$sha" "$config" "$device" "$task" "$dataset" "$mode" "$threads" "$commit" <<'PY'
 import json, math, sys
-summ, out, name, sha, config, device, task, dataset, mode = sys.argv[1:]
+summ, out, name, sha, config, device, task, dataset, mode, threads, commit = sys.argv[1:]
 s = json.load(open(summ))
 assert s["status"] == "completed", s["status"]
 test = s["final"]["test"]
@@ -42,6 +47,8 @@ metric: {{name: {metric}, value: {value:.6g}, higher_is_better: {hib}}}
 weights: {name}.safetensors
 sha256: {sha}
 command: {q("tfc-train " + config)}
+threads: {threads}
+commit: {q(commit)}
 training_time: {q("%.0f s (%d iterations, %.2f it/s)" % (s["wall_seconds"], s["iterations"], s["iterations_per_second"]))}
 device: {q(device)}
 licence: {q("weights MIT; the data set's own licence applies to it")}
@@ -60,7 +67,8 @@ tfc-zoo test {name}          # re-evaluates on the test split
 tfc-test model_zoo/{name}/solver.yaml --weights model_zoo/{name}/{name}.safetensors
 ```
 
-Trained with `tfc-train {config}` ({s["iterations"]} iterations, {s["wall_seconds"]:.0f} s on {device}).
+Trained with `tfc-train {config} --threads {threads}` at commit {commit} ({s["iterations"]}
+iterations, {s["wall_seconds"]:.0f} s on {device}).
 """
 open(out, "w").write(fm + body)
 PY
