@@ -261,8 +261,8 @@ static void test_no_allocation_per_call(void)
         free(y);
         tfc_predictor_close(p);
     }
-#endif
 }
+#endif
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
