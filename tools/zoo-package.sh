@@ -23,10 +23,14 @@ cp "$run/final.safetensors" "$dir/$name.safetensors"
 sha=$(sha256sum "$dir/$name.safetensors" | cut -d' ' -f1)
 threads=${THREADS:-$(nproc)}
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- src tools include 2>/dev/null || commit="$commit+uncommitted changes"
+git diff --quiet HEAD -- src include 'tools/*.c' 2>/dev/null || commit="$commit+uncommitted changes"
 python3 - "$run/summary.json" "$dir/README.md" "$name" "$sha" "$config" "$device" "$task" "$dataset" "$mode" "$threads" "$commit" <<'PY'
-import json, math, sys
+import json, math, struct, sys
 summ, out, name, sha, config, device, task, dataset, mode, threads, commit = sys.argv[1:]
+# the class names the trainer recorded in the weights' metadata (safetensors header)
+with open(out.rsplit("/", 1)[0] + "/" + name + ".safetensors", "rb") as w:
+    meta = json.loads(w.read(struct.unpack("<Q", w.read(8))[0])).get("__metadata__", {})
+classes = json.loads(meta["classes"]) if "classes" in meta else []
 s = json.load(open(summ))
 assert s["status"] == "completed", s["status"]
 test = s["final"]["test"]
@@ -60,7 +64,9 @@ body = f"""
 {task} on {dataset}. Final test results of the run that produced these weights
 (`summary.json`): {others}; best test {s["best"]["metric"]} {s["best"]["value"]:.4f} at
 iteration {s["best"]["iteration"]}.
-
+""" + (f"""
+Classes (recorded in the weights' metadata, printed by `tfc-predict` and `tfc-zoo info`): {", ".join(f"{i} {c}" for i, c in enumerate(classes))}.
+""" if classes else "") + f"""
 ```sh
 tfc-zoo verify {name}        # SHA-256 of {name}.safetensors against this front matter
 tfc-zoo test {name}          # re-evaluates on the test split
