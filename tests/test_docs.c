@@ -1,7 +1,8 @@
 /* The user docs stay true to the code: every layer type and every argument of its schema
  * appears in docs/layers.md under that layer's heading, and README.md's tool table lists, for
  * each tool, exactly the options its --help lists (run from $TFC_BIN, as make test builds
- * them). */
+ * them), and README's and docs/solver.md's trained-config tables give the figures of the runs
+ * model_zoo/'s weights come from. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,5 +152,71 @@ static void test_readme_error_example(void)
     free(readme);
 }
 
+/* The front-matter value of `key` in a zoo README ("key: VALUE"), into buf; 0 if absent. */
+static int front_matter(const char *doc, const char *key, char *buf, size_t size)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\n%s: ", key);
+    const char *v = strstr(doc, pat);
+    if (!v) return 0;
+    v += strlen(pat);
+    snprintf(buf, size, "%.*s", (int)strcspn(v, "\n"), v);
+    return 1;
+}
+
+/* The row of `doc`'s table that starts with `start` holds `want`; says which doc disagrees. */
+static void row_holds(const char *doc, const char *docname, const char *start, const char *want,
+                      const char *alt)
+{
+    const char *row = strstr(doc, start);
+    if (!row) fprintf(stderr, "\n%s: no row %s\n", docname, start + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    row++; /* past the newline before it */
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(row, "\n"), row);
+    int ok = strstr(line, want) || (alt && strstr(line, alt));
+    if (!ok) fprintf(stderr, "\n%s: row %s lacks the zoo's %s\n", docname, start + 1, want);
+    CU_ASSERT(ok);
+}
+
+/* README's "Trained configs" table and docs/solver.md's results table give, for every CPU-trained
+ * zoo model, the test metric and the wall time its model_zoo README's front matter records (the
+ * run its weights come from): a retrained model cannot leave the docs behind. */
+static void test_zoo_figures(void)
+{
+    char *readme = tfc_test_read("README.md", NULL), *solver = tfc_test_read("docs/solver.md", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(solver);
+    static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",       "fashion_cnn_bn",
+                                      "fortunes_classify", "fortunes_char_lstm", "fashion_resnet"};
+    for (int i = 0; i < 6; i++) {
+        char path[256], metric[256], time[256], four[32], three[32], secs[64], start[96];
+        snprintf(path, sizeof path, "model_zoo/%s/README.md", zoo[i]);
+        char *doc = tfc_test_read(path, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+        CU_ASSERT_FATAL(front_matter(doc, "metric", metric, sizeof metric));
+        CU_ASSERT_FATAL(front_matter(doc, "training_time", time, sizeof time));
+        const char *value = strstr(metric, "value: ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(value);
+        double v = atof(value + 7);
+        /* the docs round to 4 or 3 decimals (bits per character: 2.760) */
+        snprintf(four, sizeof four, "%.4f", v);
+        snprintf(three, sizeof three, "%.3f", v);
+        snprintf(secs, sizeof secs, "| %d s", atoi(time + 1));
+        snprintf(start, sizeof start, "\n| %s |", zoo[i]);
+        row_holds(readme, "README.md", start, four, three);
+        row_holds(readme, "README.md", start, secs, NULL);
+        if (strstr(doc, "device: \"CPU")) { /* solver.md's table is of CPU runs */
+            snprintf(start, sizeof start, "\n| `%s` |", zoo[i]);
+            row_holds(solver, "docs/solver.md", start, four, three);
+            row_holds(solver, "docs/solver.md", start, secs, NULL);
+        }
+        free(doc);
+    }
+    free(readme);
+    free(solver);
+}
+
 TFC_TEST_MAIN("docs", {"layers_documented", test_layers_documented},
-              {"tool_table", test_tool_table}, {"readme_error_example", test_readme_error_example})
+              {"tool_table", test_tool_table}, {"readme_error_example", test_readme_error_example},
+              {"zoo_figures", test_zoo_figures})
