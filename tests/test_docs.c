@@ -1,12 +1,14 @@
 /* The user docs stay true to the code: every layer type and every argument of its schema
  * appears in docs/layers.md under that layer's heading, and README.md's tool table lists, for
  * each tool, exactly the options its --help lists (run from $TFC_BIN, as make test builds
- * them), and README's and docs/solver.md's trained-config tables give the figures of the runs
- * model_zoo/'s weights come from. */
+ * them), README's and docs/solver.md's trained-config tables give the figures of the runs
+ * model_zoo/'s weights come from, and docs/data.md's fortune examples run as written. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "layers/layer.h"
@@ -217,6 +219,116 @@ static void test_zoo_figures(void)
     free(solver);
 }
 
+/* Runs `tool` (a tfc-* program) in the scratch folder with `args`; its exit code, the
+ * output (stdout and stderr) in `out`. */
+static int run_tool(const char *bin, const char *tool, const char *args, char *out, size_t size)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/%s' %s 2>&1", tfc_test_tmpdir(), bin, tool, args);
+    FILE *p = popen(cmd, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The text of the ```yaml block of `doc` that follows `after` and starts with `head`, into a
+ * malloc'd string with every `from` replaced by `to`; NULL if there is none. */
+static char *yaml_block(const char *doc, const char *after, const char *head, const char *from,
+                        const char *to)
+{
+    const char *a = strstr(doc, after);
+    if (!a) return NULL;
+    char open[128];
+    snprintf(open, sizeof open, "```yaml\n%s", head);
+    const char *b = strstr(a, open);
+    if (!b) return NULL;
+    b += strlen("```yaml\n");
+    const char *e = strstr(b, "```");
+    if (!e) return NULL;
+    char *text = calloc((size_t)(e - b) * 2 + 1, 1); /* `to` is never twice as long as `from` */
+    for (const char *p = b; p < e;) {
+        if (!strncmp(p, from, strlen(from))) {
+            strcat(text, to);
+            p += strlen(from);
+        } else {
+            strncat(text, p++, 1);
+        }
+    }
+    return text;
+}
+
+/* docs/data.md's two fortune examples work as written, on three small fortune files in place
+ * of Debian's: tfc-data reads both splits of each, the category example's classes line counts
+ * the files, and its solver (the data block with the model block after it, shortened to a few
+ * iterations) trains — the issue 19 trap, batches padded to their longest record, fails here. */
+static void test_data_examples(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    char *doc = tfc_test_read("docs/data.md", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    static const char *const files[] = {"fort/alpha", "fort/beta", "fort/gamma"};
+    static const char *const words[] = {"cat", "dog", "the", "a", "moon", "sun", "river", "bird",
+                                        "stone", "tree", "wind", "and", "of", "quiet", "old"};
+    char record[4096];
+    mkdir(tfc_test_path("fort"), 0755);
+    for (int f = 0; f < 3; f++) {
+        size_t used = 0;
+        /* 40 records of 20 to 59 words (about 100 to 300 characters): longer than a window */
+        for (int r = 0; r < 40 && used < sizeof record - 512; r++) {
+            for (int w = 0; w < 20 + (r * 7 + f) % 40 && used < sizeof record - 512; w++)
+                used += (size_t)snprintf(record + used, sizeof record - used, "%s%s",
+                                         w ? " " : "", words[(r * 3 + w * (f + 2)) % 15]);
+            used += (size_t)snprintf(record + used, sizeof record - used, "\n%%\n");
+        }
+        tfc_test_write(files[f], record, (long)used);
+    }
+    tfc_test_write("fort/alpha.dat", "\x01\x02\x03", 3); /* excluded by the examples */
+    char out[16384];
+    char *lm = yaml_block(doc, "Character-level language model", "data:",
+                          "/usr/share/games/fortunes/*", "fort/*");
+    char *cat = yaml_block(doc, "Category from words", "data:", "/usr/share/games/fortunes/*",
+                           "fort/*");
+    char *model = yaml_block(doc, "Category from words", "model:", "units: 43", "units: 3");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lm);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cat);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+    tfc_test_write("lm.yaml", lm, -1);
+    tfc_test_write("cat_data.yaml", cat, -1);
+    const char *const solvers[] = {"lm.yaml", "cat_data.yaml"};
+    for (int i = 0; i < 2; i++)
+        for (int split = 0; split < 2; split++) {
+            char args[256];
+            snprintf(args, sizeof args, "%s --take 3%s", solvers[i], split ? " --split test" : "");
+            int code = run_tool(bin, "tfc-data", args, out, sizeof out);
+            if (code) fprintf(stderr, "\ntfc-data %s:\n%s", args, out);
+            CU_ASSERT_EQUAL(code, 0);
+            /* test: about 12 records, one batch of 256 */
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, split ? "\n1 elements" : "\n3 elements"));
+        }
+    run_tool(bin, "tfc-data", "cat_data.yaml --take 1", out, sizeof out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "classes: 3 (alpha, beta, gamma)"));
+    /* the solver: data + model, 4 iterations, one test pass at the end */
+    size_t len = strlen(cat) + strlen(model) + 64;
+    char *solver = malloc(len);
+    snprintf(solver, len, "%s%s", cat, model);
+    char *iters = strstr(solver, "max_iter: 2000\ntest_interval: 500\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(iters);
+    strcpy(iters, "max_iter: 4\ntest_interval: 4\n");
+    tfc_test_write("cat.yaml", solver, -1);
+    int code = run_tool(bin, "tfc-train", "cat.yaml --out cat_run --quiet", out, sizeof out);
+    if (code) fprintf(stderr, "\ntfc-train cat.yaml:\n%s", out);
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT(access(tfc_test_path("cat_run/final.safetensors"), R_OK) == 0);
+    free(solver);
+    free(lm);
+    free(cat);
+    free(model);
+    free(doc);
+}
+
 TFC_TEST_MAIN("docs", {"layers_documented", test_layers_documented},
               {"tool_table", test_tool_table}, {"readme_error_example", test_readme_error_example},
-              {"zoo_figures", test_zoo_figures})
+              {"zoo_figures", test_zoo_figures}, {"data_examples", test_data_examples})

@@ -179,6 +179,13 @@ int main(int argc, char **argv)
            (long long)tfc_pipeline_source_size(p), t1 - t0);
     const tfc_vocab *v = tfc_pipeline_vocab(p);
     if (v) printf("  vocabulary: %lld tokens\n", (long long)tfc_vocab_size(v));
+    int nclasses = 0;
+    const char *const *classes = tfc_pipeline_class_names(p, &nclasses);
+    if (classes) { /* the size a classifier's last layer needs, with the names, 8 at most */
+        printf("  classes: %d (", nclasses);
+        for (int c = 0; c < nclasses && c < 8; c++) printf("%s%s", c ? ", " : "", classes[c]);
+        printf("%s)\n", nclasses > 8 ? ", ..." : "");
+    }
     for (int c = 0; c < TFC_COMP_COUNT; c++) {
         char buf[256];
         if (spec->comp[c].present)
