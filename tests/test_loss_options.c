@@ -3,12 +3,17 @@
  * t (1 - s) + s / 2) and class weights (each training row's loss times its class's weight,
  * the sum divided by the number of rows, Keras's sum_over_batch_size; evaluation
  * unweighted, as Keras's validation), then numerical gradient checks of both, and the
- * configuration errors. CPU backend. */
+ * configuration errors; `class_weight: balanced` against scikit-learn's formula n / (C n_c)
+ * on the source's label counts, and a run with it against the same run given those weights
+ * as a list. CPU backend. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "data/data.h"
+#include "solver/solver.h"
 #include "graph/model_internal.h"
 #include "util/gradcheck.h"
 #include "util/testutil.h"
@@ -187,12 +192,128 @@ static void test_errors(void)
     expect_error("{type: binary_crossentropy, class_weight: [1, 1, 1]}",
                  "loss.class_weight: weighs the rows of a categorical cross-entropy");
     expect_error("{class_weight: [1, -2, 1]}", "loss.class_weight[1]: expected a finite weight >= 0");
-    expect_error("{class_weight: balanced}", "expected a list of one weight per class");
+    expect_error("{class_weight: balance}",
+                 "expected a list of one weight per class, such as [1, 2.5, 1], or balanced");
     expect_error("{typ: binary_crossentropy}", "did you mean 'type'?");
     expect_error("sparse_categorical_crossentropyy", "loss");
     expect_error("[a]", "expected a loss name or a mapping");
 }
 
+/* Label counts of a tensors source (the records, before stages), then the balanced weights
+ * n / (C n_c) (scikit-learn's compute_class_weight("balanced")) in the loss. */
+static void test_balanced_weights(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    float x[6][2] = {{0}};
+    int32_t y[6] = {0, 2, 0, 0, 2, 1};
+    tfc_tensor xt = {TFC_F32, {.ndim = 2, .dim = {6, 2}}, x, -1};
+    tfc_tensor yt = {TFC_I32, {.ndim = 1, .dim = {6}}, y, -1};
+    tfc_pipeline *p = tfc_pipeline_from_tensors(&xt, &yt, NULL, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int64_t counts[3];
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_label_counts(p, 3, counts, &err), TFC_OK);
+    CU_ASSERT(counts[0] == 3 && counts[1] == 1 && counts[2] == 2);
+    tfc_pipeline_free(p);
+    /* a source without labels has nothing to count */
+    p = tfc_pipeline_from_tensors(&xt, NULL, NULL, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_label_counts(p, 3, counts, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no single integer label per record"));
+    tfc_pipeline_free(p);
+
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = tfc_test_model(model_yaml("softmax", "{class_weight: balanced}"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT(tfc_model_class_weight_balanced(m));
+    int n = 0;
+    CU_ASSERT_PTR_NULL(tfc_model_class_weight(m, &n)); /* none until the counts come */
+    int64_t c3[3] = {3, 1, 2};
+    CU_ASSERT_EQUAL_FATAL(tfc_model_balance_classes(m, c3, &err), TFC_OK);
+    const double *w = tfc_model_class_weight(m, &n);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    const double want[3] = {6.0 / 9.0, 6.0 / 3.0, 6.0 / 6.0};
+    for (int c = 0; c < 3; c++) CU_ASSERT_DOUBLE_EQUAL(w[c], want[c], 1e-15);
+    /* the training loss weighs its rows by them */
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_layer *l = tfc_model_layer(m, 0);
+    memcpy(l->params[0].data, W, sizeof W);
+    memcpy(l->params[1].data, Bias, sizeof Bias);
+    int32_t labels[2] = {1, 0};
+    CU_ASSERT_DOUBLE_EQUAL(model_loss(m, labels, 1), expected_cce(labels, 0, want), 1e-6);
+    tfc_model_free(m);
+    /* no record of a class: weight 1 for it; no records at all: an error */
+    m = tfc_test_model(model_yaml("softmax", "{class_weight: balanced}"));
+    int64_t c_missing[3] = {4, 0, 2}, none[3] = {0, 0, 0};
+    CU_ASSERT_EQUAL(tfc_model_balance_classes(m, c_missing, &err), TFC_OK);
+    w = tfc_model_class_weight(m, &n);
+    CU_ASSERT(w[0] == 6.0 / 12.0 && w[1] == 1.0 && w[2] == 1.0);
+    CU_ASSERT_EQUAL(tfc_model_balance_classes(m, none, &err), TFC_ERR_CONFIG);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+static tfc_status train(const char *solver_yaml, const char *out, tfc_error *e)
+{
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path(out);
+    o.threads = 1;
+    o.console = fopen("/dev/null", "w");
+    tfc_error_clear(e);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("lo_solver.yaml", solver_yaml, -1), &o, e);
+    tfc_train_result res;
+    tfc_status st = s ? tfc_solver_train(s, &res, e) : e->code;
+    tfc_solver_free(s);
+    fclose(o.console);
+    return st;
+}
+
+/* A run with `class_weight: balanced` ends with the weights of the same run given the list
+ * n / (C n_c) computed here from the labels file (%.17g, the same doubles), and not with
+ * those of an unweighted run. */
+static void test_balanced_run(void)
+{
+    tfc_test_write_split("lo_x.npy", "lo_y.npy", 96, 5);
+    tfc_tensor lab;
+    tfc_error e;
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("lo_y.npy"), &lab, &e), TFC_OK);
+    int64_t counts[4] = {0};
+    for (int i = 0; i < 96; i++) counts[((int32_t *)lab.data)[i]]++;
+    free(lab.data);
+    char list[256];
+    int used = snprintf(list, sizeof list, "[");
+    for (int c = 0; c < 4; c++)
+        used += snprintf(list + used, sizeof list - (size_t)used, "%s%.17g", c ? ", " : "",
+                         96.0 / (4.0 * (double)counts[c]));
+    snprintf(list + used, sizeof list - (size_t)used, "]");
+    const char *runs[3][2] = {{"balanced", "lo_bal"}, {list, "lo_list"}, {NULL, "lo_plain"}};
+    char *finals[3];
+    size_t lens[3];
+    for (int k = 0; k < 3; k++) {
+        char solver[2048], loss[512] = "sparse_categorical_crossentropy";
+        if (runs[k][0]) snprintf(loss, sizeof loss, "{class_weight: %s}", runs[k][0]);
+        snprintf(solver, sizeof solver,
+                 "model:\n  name: lo\n  input: {shape: [16]}\n  layers:\n"
+                 "    - Dense: {units: 4, activation: softmax}\n  loss: %s\n"
+                 "data:\n  train:\n    source: {type: npy, features: lo_x.npy, labels: lo_y.npy}\n"
+                 "    pipeline: [{shuffle: {buffer_size: 96}}, {repeat: {}}, {batch: {batch_size: 16}}]\n"
+                 "optimizer: {type: sgd, learning_rate: 0.5}\nmax_iter: 12\nseed: 2\n",
+                 loss);
+        tfc_status st = train(solver, runs[k][1], &e);
+        if (st) printf("\n%s", e.text);
+        CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/final.safetensors", tfc_test_path(runs[k][1]));
+        finals[k] = tfc_test_read(path, &lens[k]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(finals[k]);
+    }
+    CU_ASSERT(lens[0] == lens[1] && !memcmp(finals[0], finals[1], lens[0]));
+    CU_ASSERT(lens[0] != lens[2] || memcmp(finals[0], finals[2], lens[0]));
+    for (int k = 0; k < 3; k++) free(finals[k]);
+}
+
 TFC_TEST_MAIN("loss_options", {"sparse_smoothing_and_weights", test_sparse_smoothing_and_weights},
               {"dense_targets", test_dense_targets}, {"gradients", test_gradients},
-              {"errors", test_errors})
+              {"errors", test_errors}, {"balanced_weights", test_balanced_weights},
+              {"balanced_run", test_balanced_run})

@@ -39,6 +39,13 @@ static void array_describe(const source *s, int64_t i, char *buf, size_t size)
     snprintf(buf, size, "%s record %lld", a->fname, (long long)row);
 }
 
+static int64_t array_label(const source *s, int64_t i)
+{
+    const array_source *a = (const array_source *)s;
+    if (!a->l.data || tfc_shape_numel(&a->rec_l) != 1 || !tfc_dtype_is_int(a->l.dtype)) return -1;
+    return (int64_t)tfc_value_get(a->l.data, a->l.dtype, a->rows ? a->rows[i] : i);
+}
+
 static void array_free(source *s)
 {
     array_source *a = (array_source *)s;
@@ -54,6 +61,7 @@ static const source_ops array_ops = {
     .type = "array",
     .get = array_get,
     .describe = array_describe,
+    .label = array_label,
     .free = array_free,
 };
 

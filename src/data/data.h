@@ -224,6 +224,13 @@ int64_t tfc_pipeline_source_size(const tfc_pipeline *p);
  * *n gets their count. */
 const char *const *tfc_pipeline_class_names(const tfc_pipeline *p, int *n);
 
+/* How many of the source's records (one epoch, before any stage: filters and maps are not
+ * applied) carry each class label in [0, classes), into counts[classes]; labels outside
+ * are not counted. TFC_ERR_CONFIG when the source has no integer label per record. Reads
+ * no features (idx, npy, csv, tensors, images, text with `label: file`). */
+tfc_status tfc_pipeline_label_counts(const tfc_pipeline *p, int classes, int64_t *counts,
+                                     tfc_error *err);
+
 /* The vocabulary of the pipeline's tokenizer, or NULL when it has none. */
 const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p);
 

@@ -78,6 +78,11 @@ static void images_describe(const source *s, int64_t i, char *buf, size_t size)
     snprintf(buf, size, "%s", ((const images_source *)s)->items[i].path);
 }
 
+static int64_t images_label(const source *s, int64_t i)
+{
+    return ((const images_source *)s)->items[i].label;
+}
+
 static void images_free(source *s)
 {
     images_source *im = (images_source *)s;
@@ -91,6 +96,7 @@ static const source_ops images_ops = {
     .type = "images",
     .get = images_get,
     .describe = images_describe,
+    .label = images_label,
     .free = images_free,
 };
 

@@ -84,6 +84,9 @@ typedef struct source_ops {
     tfc_status (*get)(source *s, int64_t i, tfc_element *e, tfc_error *err);
     /* "FILE record 17" (or "FILE:LINE") for messages about record i. */
     void (*describe)(const source *s, int64_t i, char *buf, size_t size);
+    /* Record i's class label without reading its features (-1: it has no single integer
+     * label); NULL when the source cannot tell labels apart from records cheaply. */
+    int64_t (*label)(const source *s, int64_t i);
     void (*free)(source *s);
 } source_ops;
 

@@ -406,6 +406,22 @@ const char *const *tfc_pipeline_class_names(const tfc_pipeline *p, int *n)
     return (const char *const *)p->src->class_names;
 }
 
+tfc_status tfc_pipeline_label_counts(const tfc_pipeline *p, int classes, int64_t *counts,
+                                     tfc_error *err)
+{
+    const source *s = p->src;
+    memset(counts, 0, (size_t)classes * sizeof *counts);
+    if (!s->ops->label || s->count == 0 || s->ops->label(s, 0) < 0)
+        return tfc_error_set(err, TFC_ERR_CONFIG,
+                             "its %s source has no single integer label per record to count",
+                             s->ops->type);
+    for (int64_t i = 0; i < s->count; i++) {
+        int64_t c = s->ops->label(s, i);
+        if (c >= 0 && c < classes) counts[c]++;
+    }
+    return TFC_OK;
+}
+
 const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p)
 {
     return p->vocab;

@@ -58,6 +58,12 @@ static void text_describe(const source *s, int64_t i, char *buf, size_t size)
     snprintf(buf, size, "%s:%d", t->files[r->file], r->line);
 }
 
+static int64_t text_label(const source *s, int64_t i)
+{
+    const text_source *t = (const text_source *)s;
+    return t->labels ? t->rec[i].file : -1;
+}
+
 static void text_free(source *s)
 {
     text_source *t = (text_source *)s;
@@ -72,6 +78,7 @@ static const source_ops text_ops = {
     .type = "text",
     .get = text_get,
     .describe = text_describe,
+    .label = text_label,
     .free = text_free,
 };
 

@@ -4,7 +4,10 @@
  * CategoricalCrossentropy(label_smoothing)) or t (1 - s) + s / 2 (binary). class_weight
  * multiplies each training row's loss by the weight of its class (the label; the argmax
  * of a one-hot target), as Keras's fit(class_weight=...) turns into sample weights; the
- * batch mean still divides by the number of rows (Keras's sum_over_batch_size). */
+ * batch mean still divides by the number of rows (Keras's sum_over_batch_size).
+ * `class_weight: balanced` is scikit-learn's compute_class_weight("balanced"), the weights
+ * Keras's guide computes by hand: n_records / (classes * count_c), from the training
+ * source's label counts (tfc_model_balance_classes, by the trainer before binding). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +26,9 @@ static const tfc_field loss_fields[] = {
     {"label_smoothing", TFC_F_FLOAT, offsetof(loss_args, label_smoothing), "0.0", 0, 1, NULL,
      "targets become t (1 - s) + s / classes (binary: + s / 2); cross-entropies only"},
     {"class_weight", TFC_F_NODE, offsetof(loss_args, class_weight), TFC_NO_DEFAULT,
-     TFC_UNBOUNDED, NULL, "one weight per class multiplying its rows' training loss"},
+     TFC_UNBOUNDED, NULL,
+     "one weight per class multiplying its rows' training loss, or balanced (n / (classes "
+     "count_c) from the training source's labels)"},
     {NULL}};
 
 const tfc_field *tfc_loss_fields(void) { return loss_fields; }
@@ -59,9 +64,14 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
         return tfc_node_error(err, TFC_ERR_CONFIG, cw, "loss.class_weight",
                               "weighs the rows of a categorical cross-entropy by their class; "
                               "%s has no class per row", tfc_loss_names[*kind]);
+    if (cw->kind == TFC_NODE_SCALAR && !strcmp(cw->str, "balanced")) {
+        o->balanced = 1;
+        return TFC_OK;
+    }
     if (cw->kind != TFC_NODE_SEQ || cw->n == 0)
         return tfc_node_error(err, TFC_ERR_CONFIG, cw, "loss.class_weight",
-                              "expected a list of one weight per class, such as [1, 2.5, 1]");
+                              "expected a list of one weight per class, such as [1, 2.5, 1], "
+                              "or balanced");
     o->class_weight = malloc((size_t)cw->n * sizeof *o->class_weight);
     if (!o->class_weight) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     o->nclass_weight = cw->n;
@@ -87,6 +97,37 @@ tfc_status tfc_loss_options_check(const tfc_model *m, tfc_error *err)
                               "has %d weights for the %d classes of the last layer '%s'",
                               o->nclass_weight, m->classes, m->layers[m->nlayers - 1].name);
     return TFC_OK;
+}
+
+int tfc_model_class_weight_balanced(const tfc_model *m)
+{
+    return m->loss_opt.balanced;
+}
+
+tfc_status tfc_model_balance_classes(tfc_model *m, const int64_t *counts, tfc_error *err)
+{
+    tfc_loss_options *o = &m->loss_opt;
+    int C = m->classes;
+    int64_t n = 0;
+    for (int c = 0; c < C; c++) n += counts[c];
+    if (n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(o->node, "class_weight"),
+                              "loss.class_weight",
+                              "balanced: no training record has a label in [0, %d)", C);
+    double *w = malloc((size_t)C * sizeof *w);
+    if (!w) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    /* a class without records weighs no training row: 1 keeps it neutral */
+    for (int c = 0; c < C; c++) w[c] = counts[c] ? (double)n / ((double)C * (double)counts[c]) : 1.0;
+    free(o->class_weight);
+    o->class_weight = w;
+    o->nclass_weight = C;
+    return TFC_OK;
+}
+
+const double *tfc_model_class_weight(const tfc_model *m, int *n)
+{
+    *n = m->loss_opt.class_weight ? m->loss_opt.nclass_weight : 0;
+    return m->loss_opt.class_weight;
 }
 
 void tfc_loss_options_free(tfc_loss_options *o)

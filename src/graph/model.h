@@ -150,6 +150,17 @@ void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host);
  * inputs. */
 float *tfc_model_input_grad(tfc_model *m);
 
+/* 1 when the model's loss says `class_weight: balanced`: its weights wait for the training
+ * data's class counts (tfc_model_balance_classes), given before tfc_model_bind. */
+int tfc_model_class_weight_balanced(const tfc_model *m);
+
+/* Sets the loss's class weights to scikit-learn's "balanced" n / (classes * counts[c]) over
+ * n = the sum of counts[classes] (a class with no records gets 1); before tfc_model_bind. */
+tfc_status tfc_model_balance_classes(tfc_model *m, const int64_t *counts, tfc_error *err);
+
+/* The loss's class weights (NULL when none); *n gets their count. */
+const double *tfc_model_class_weight(const tfc_model *m, int *n);
+
 /* ---- weights files (SPEC §5) ------------------------------------------------------------ */
 
 /* The names of the output's classes (the data source's, SPEC §2 `classes:`), copied; n = 0

@@ -24,6 +24,7 @@ typedef struct tfc_loss_options {
     double label_smoothing;    /* 0: none */
     double *class_weight;      /* [nclass_weight], malloc'd; NULL: none */
     int nclass_weight;
+    int balanced;              /* class_weight: balanced, set from the training data's counts */
     const tfc_node *node;      /* the `loss:` mapping, for errors */
 } tfc_loss_options;
 

@@ -178,6 +178,16 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
     const char *const *names = tfc_pipeline_class_names(f->train, &n);
     if (!names && f->test) names = tfc_pipeline_class_names(f->test, &n);
     if (tfc_model_set_class_names(s->model, names, n, err)) return err->code;
+    if (tfc_model_class_weight_balanced(s->model)) {
+        int classes = tfc_model_classes(s->model);
+        int64_t *counts = malloc((size_t)classes * sizeof *counts);
+        if (!counts) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        tfc_status st = tfc_pipeline_label_counts(f->train, classes, counts, err);
+        if (st) tfc_error_prefix(err, "data.train: loss.class_weight: balanced: ");
+        if (!st) st = tfc_model_balance_classes(s->model, counts, err);
+        free(counts);
+        if (st) return st;
+    }
     return bind(f, s, be, err);
 }
 

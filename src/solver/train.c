@@ -455,6 +455,15 @@ static tfc_status start(run *r, tfc_error *err)
     r->feed.rank = r->comm->rank;
     r->feed.nranks = r->comm->size;
     tfc_status st = tfc_feed_for_training(&r->feed, s, r->be, err);
+    int nw = 0;
+    const double *w = st ? NULL : tfc_model_class_weight(s->model, &nw);
+    if (w && tfc_model_class_weight_balanced(s->model)) { /* say what `balanced` became */
+        char line[1024];
+        int used = snprintf(line, sizeof line, "loss.class_weight balanced:");
+        for (int k = 0; k < nw && used < (int)sizeof line - 32; k++)
+            used += snprintf(line + used, sizeof line - (size_t)used, " %.4g", w[k]);
+        tfc_progress_say(&r->prog, "%s\n", line);
+    }
     if (!st) st = tfc_confusion_init(&r->cm, s->model, r->feed.test, err);
     if (!st) st = tfc_ema_init(&r->ema, &c->ema, r->be, tfc_model_param_count(s->model), err);
     if (!st)
