@@ -7,7 +7,7 @@
 #   make run          installs dependencies and data, trains configs/fashion_cnn.yaml
 #   make deps         installs the Debian packages (needs root or sudo)
 #
-# Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto), MPI=0|1,
+# Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto), MPI=0|1, NCCL=0|1,
 # DEPS_PREFIX=DIR (libraries unpacked from .debs under DIR, e.g. on a bare GPU machine),
 # CUDA_HOME=DIR, CUDNN_PREFIX=DIR, NVCCFLAGS=... (see the CUDA section and docs/gpu.md).
 
@@ -93,7 +93,7 @@ else
 endif
 # linked by path, so a wheel's unversioned-link-less libcudnn.so.9 works too
 CUDNN_SO  := $(firstword $(wildcard $(foreach d,$(CUDNN_LIBDIRS),$(d)/libcudnn.so $(d)/libcudnn.so.[0-9]*)))
-GPU_SRC   := $(wildcard src/gpu/*.cu)
+GPU_SRC   := $(filter-out src/gpu/gpu_nccl.cu,$(wildcard src/gpu/*.cu))
 ifeq ($(CUDA),0)
   HAVE_CUDA := 0
 else ifneq ($(and $(CUDA_HOME),$(CUDNN_H),$(CUDNN_SO),$(GPU_SRC)),)
@@ -110,6 +110,21 @@ ifeq ($(HAVE_CUDA),1)
   LDLIBS_ALL   += $(CUDNN_SO) -Wl,-rpath,$(abspath $(dir $(CUDNN_SO))) -L$(CUDA_LIBDIR) \
                   -Wl,-rpath,$(abspath $(CUDA_LIBDIR)) -lcublas -lcudart -lstdc++
   NVCC     := $(if $(wildcard $(CUDA_HOME)/bin/nvcc),$(CUDA_HOME)/bin/nvcc,$(NVCC))
+  # NCCL (the `nccl` engine of data-parallel GPU runs, src/gpu/gpu_nccl.cu): the toolkit's or
+  # Debian's (libnccl-dev), unless NCCL=0; NCCL=1 makes its absence an error.
+  NCCL ?= auto
+  ifneq ($(NCCL),0)
+    NCCL_H  := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+    NCCL_SO := $(firstword $(wildcard $(CUDA_LIBDIR)libnccl.so /usr/lib/$(shell gcc -dumpmachine)/libnccl.so))
+  endif
+  ifneq ($(and $(NCCL_H),$(NCCL_SO)),)
+    HAVE_NCCL := 1
+    GPU_SRC   += src/gpu/gpu_nccl.cu
+    CPPFLAGS_ALL += -DTFC_HAVE_NCCL=1 -I$(dir $(NCCL_H))
+    LDLIBS_ALL   += $(NCCL_SO) -Wl,-rpath,$(abspath $(dir $(NCCL_SO)))
+  else ifeq ($(NCCL),1)
+    $(error NCCL=1, but nccl.h or libnccl.so is missing (CUDA toolkit: '$(CUDA_HOME)'; apt install libnccl-dev))
+  endif
   NVCC_ARCHS := $(shell $(NVCC) --list-gpu-arch 2>/dev/null)
   GPU_OLDEST := $(if $(filter compute_70,$(NVCC_ARCHS)),70,$(if $(NVCC_ARCHS),75,70))
   # GPU_GENCODE=...: the targets (default: the oldest this nvcc knows, sm_80, sm_90 + PTX);
@@ -147,7 +162,7 @@ SHARED   := $(BUILD)/libtfc.so
 all: features lib tools
 
 features:
-	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓ (sm_$(GPU_OLDEST) sm_80 sm_90 + PTX),✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓ ($(notdir $(CUDNN_SO))),✗), MPI $(if $(filter 1,$(HAVE_MPI)),✓,✗)"
+	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓ (sm_$(GPU_OLDEST) sm_80 sm_90 + PTX),✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓ ($(notdir $(CUDNN_SO))),✗), MPI $(if $(filter 1,$(HAVE_MPI)),✓,✗), NCCL $(if $(filter 1,$(HAVE_NCCL)),✓,✗)"
 
 lib: $(STATIC) $(SHARED)
 tools: $(TOOLS)

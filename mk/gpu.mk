@@ -2,7 +2,9 @@
 #   make test-gpu          every op on CPU and GPU, compared (tests/gpu/test_gpu_ops.c); prints
 #                          "skipped" and exits 0 when there is no usable GPU (or no CUDA build);
 #                          then fashion_cnn's loss curve on GPU vs CPU and snapshots resumed
-#                          across devices (tests/gpu/train_curve.sh; needs Fashion-MNIST).
+#                          across devices (tests/gpu/train_curve.sh; needs Fashion-MNIST); then
+#                          the nccl engine with one rank and two ranks sharing the GPU through
+#                          the mpi engine against one process (tests/gpu/dist.sh).
 #                          TEST_GPU_ARGS=--cpu-twin checks the harness against a second CPU
 #                          backend; TEST_GPU_ARGS=conv runs one test.
 #   make test-gpu-memcheck the same under compute-sanitizer (memcheck, then racecheck on a
@@ -28,6 +30,7 @@ $(GPU_TEST_BIN): tests/gpu/test_gpu_ops.c $(TEST_LIB) $(STATIC)
 test-gpu: features $(GPU_TEST_BIN) tools
 	$(Q)OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(GPU_TEST_BIN) $(TEST_GPU_ARGS)
 	$(Q)$(if $(TEST_GPU_ARGS),:,tests/gpu/train_curve.sh $(BIN) $(BUILD)/train-curve)
+	$(Q)$(if $(TEST_GPU_ARGS),:,HAVE_NCCL=$(HAVE_NCCL) tests/gpu/dist.sh $(BIN) $(BUILD)/gpu-dist)
 
 test-gpu-memcheck: features $(GPU_TEST_BIN)
 	$(Q)$(GPU_SANITIZER) --tool memcheck --leak-check full --error-exitcode 1 $(GPU_TEST_BIN) $(TEST_GPU_ARGS)

@@ -332,8 +332,46 @@ static void test_killed_rank_ends_job(void)
                         dir, bin(), solver(), more), 0);
 }
 
+/* TFC_COMM picks the gradient engine (SPEC §4): an unknown value and nccl for a CPU run are
+ * usage errors (exit 2) naming why, before any step; mpi on one CPU process trains as self
+ * does, to the same bytes. No mpirun needed. */
+static void test_comm_choice(void)
+{
+    char s[1024], log[8192];
+    snprintf(s, sizeof s, "%s", solver()); /* tfc_test_path's buffers rotate */
+    CU_ASSERT_EQUAL(run("TFC_COMM=bogus '%s/tfc-train' '%s' --quiet --out '%s' 2>'%s'", bin(), s,
+                        out("c_bogus"), tfc_test_path("c_bogus.log")),
+                    2);
+    FILE *f = fopen(tfc_test_path("c_bogus.log"), "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    log[n] = 0;
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "TFC_COMM=bogus: expected auto, mpi or nccl"));
+    CU_ASSERT_EQUAL(run("TFC_COMM=nccl '%s/tfc-train' '%s' --device cpu --quiet --out '%s' 2>'%s'",
+                        bin(), s, out("c_nccl"), tfc_test_path("c_nccl.log")),
+                    2);
+    f = fopen(tfc_test_path("c_nccl.log"), "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    n = fread(log, 1, sizeof log - 1, f);
+    log[n] = 0;
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "TFC_COMM=nccl sums GPU buffers, and this run is on the CPU"));
+    CU_ASSERT_EQUAL(run("TFC_COMM=mpi '%s/tfc-train' '%s' --device cpu --quiet --out '%s' >/dev/null", bin(),
+                        s, out("c_mpi")),
+                    0);
+    CU_ASSERT_EQUAL(run("'%s/tfc-train' '%s' --device cpu --quiet --out '%s' >/dev/null", bin(), s,
+                        out("c_self")),
+                    0);
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/final.safetensors", tfc_test_path("c_mpi"));
+    snprintf(b, sizeof b, "%s/final.safetensors", tfc_test_path("c_self"));
+    CU_ASSERT(same_bytes(a, b));
+}
+
 TFC_TEST_MAIN("distributed", {"two_ranks_equal_one_process", test_two_ranks_equal_one_process},
               {"deterministic_bit_identical", test_deterministic_bit_identical},
               {"resume_and_refusals", test_resume_and_refusals},
               {"sigint_snapshots", test_sigint_snapshots},
-              {"killed_rank_ends_job", test_killed_rank_ends_job})
+              {"killed_rank_ends_job", test_killed_rank_ends_job},
+              {"comm_choice", test_comm_choice})

@@ -160,8 +160,12 @@ static tfc_status mpi_open(tfc_comm *c, tfc_error *err)
 
 const char *tfc_comm_engines(void)
 {
-#ifdef TFC_HAVE_MPI
+#if defined(TFC_HAVE_MPI) && defined(TFC_HAVE_NCCL)
+    return "self, mpi, nccl";
+#elif defined(TFC_HAVE_MPI)
     return "self, mpi";
+#elif defined(TFC_HAVE_NCCL)
+    return "self, nccl";
 #else
     return "self";
 #endif

@@ -71,6 +71,25 @@ void tfc_gpu_memory_stats(tfc_backend *be, tfc_gpu_memory *out);
 /* "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" for a GPU backend, "" otherwise. */
 const char *tfc_gpu_device_name(const tfc_backend *be);
 
+/* ---- the nccl engine (gpu_nccl.cu; builds with TFC_HAVE_NCCL only) ----------------------- */
+
+typedef struct tfc_comm tfc_comm;
+typedef struct tfc_gpu_nccl tfc_gpu_nccl;
+
+/* A communicator of world's ranks for device buffers of `be` (this rank's GPU): rank 0's
+ * unique id goes to every rank through world's broadcast (every rank must call this). Any
+ * NCCL call taking more than timeout_s (<= 0: 60 s) aborts the communicator and fails, so
+ * a dead rank ends its peers' calls. NULL with err (TFC_ERR_DEVICE) on failure. */
+tfc_gpu_nccl *tfc_gpu_nccl_open(tfc_backend *be, tfc_comm *world, double timeout_s,
+                                tfc_error *err);
+/* Sums `count` float32 values of the device buffer `buf` over the ranks, in place, on the
+ * backend's stream (after the work already queued there); returns when the sum is done. */
+tfc_status tfc_gpu_nccl_allreduce(tfc_gpu_nccl *n, float *buf, int64_t count, tfc_error *err);
+/* Finalizes (or, after a failure, aborts) and frees; NULL is fine. */
+void tfc_gpu_nccl_close(tfc_gpu_nccl *n);
+/* The NCCL library's version, "2.28.3". */
+const char *tfc_gpu_nccl_version(void);
+
 /* ---- the math ops ----------------------------------------------------------------------
  * tfc_gpu_<op>: C-callable launchers for every op of TFC_BACKEND_MATH_OPS (contracts in
  * core/backend.h), each defined in the .cu of its family: gemm in gpu_gemm.cu; axpy, scale,

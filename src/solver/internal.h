@@ -372,4 +372,30 @@ void tfc_control_close(tfc_control *c);
  * there is none or no readable config.yaml. */
 char *tfc_resume_diff(const tfc_solver *s, const char *state, int *nrefused);
 
+/* ---- summing gradients over the ranks (grad_comm.c) ------------------------------------- */
+
+typedef struct tfc_gpu_nccl tfc_gpu_nccl;
+
+/* The engine a run's gradient sums take: the world's (`self`, `mpi`; a GPU's arena staged
+ * through `staged` host memory) or `nccl` on the device. */
+typedef struct tfc_grad_comm {
+    tfc_comm *world;
+    tfc_backend *be;
+    int host;            /* the arena is host memory (CPU backend) */
+    int ordered;         /* deterministic: rank-order sums */
+    float *staged;       /* a GPU arena's host copy (mpi), malloc'd on first use */
+    tfc_gpu_nccl *nccl;  /* the nccl engine, or NULL */
+} tfc_grad_comm;
+
+/* Picks the engine for `be`'s gradients (TFC_COMM=auto|mpi|nccl; nccl by default for GPU
+ * ranks of a build with NCCL unless `deterministic`), opening NCCL's communicator (every rank
+ * calls this). TFC_ERR_USAGE for a TFC_COMM this run cannot have, naming why. */
+tfc_status tfc_grad_comm_open(tfc_grad_comm *g, tfc_comm *world, tfc_backend *be,
+                              int deterministic, tfc_error *err);
+/* "self", "mpi" or "nccl". */
+const char *tfc_grad_comm_name(const tfc_grad_comm *g);
+/* Sums the n floats of the backend buffer `grads` over the ranks, in place. */
+tfc_status tfc_grad_comm_sum(tfc_grad_comm *g, float *grads, int64_t n, tfc_error *err);
+void tfc_grad_comm_close(tfc_grad_comm *g);
+
 #endif

@@ -37,7 +37,7 @@ typedef struct run {
     int ctl_stop;                    /* tfc-ctl asked to stop */
     int forced;                      /* --force: a refused resume becomes a new run */
     tfc_comm *comm;                  /* the ranks of a data-parallel run (self: one) */
-    float *host_grads;               /* a GPU's gradients staged for the reduction */
+    tfc_grad_comm grad_comm;         /* how the gradients are summed over the ranks */
     int stopped;                     /* a stop request ended the loop (on every rank) */
 } run;
 
@@ -195,23 +195,13 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
 
 /* Sums the ranks' accumulated gradients and mean losses (in rank order with
  * `deterministic: true`, so N ranks repeat themselves and equal one process with iter_size
- * N bit for bit); a GPU's gradients go through host memory. */
+ * N bit for bit); a GPU's gradients go through host memory or NCCL (grad_comm.c). */
 static tfc_status reduce_gradients(run *r, double *loss, tfc_error *err)
 {
     tfc_model *m = r->s->model;
     int64_t n = tfc_model_trainable_count(m);
     int ordered = r->s->cfg.deterministic;
-    float *grads = tfc_model_grads(m);
-    int host = !strcmp(r->be->ops->name, "cpu");
-    if (!host) {
-        if (!r->host_grads && !(r->host_grads = malloc((size_t)n * sizeof(float))))
-            return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory staging the gradients");
-        r->be->ops->download(r->be, r->host_grads, grads, (size_t)n * sizeof(float));
-        tfc_status s = tfc_backend_status(r->be, err);
-        if (s) return s;
-    }
-    tfc_status s = r->comm->ops->allreduce(r->comm, host ? grads : r->host_grads, n, 0, ordered, err);
-    if (!s && !host) r->be->ops->upload(r->be, grads, r->host_grads, (size_t)n * sizeof(float));
+    tfc_status s = tfc_grad_comm_sum(&r->grad_comm, tfc_model_grads(m), n, err);
     double sum = *loss * r->s->cfg.iter_size; /* back to this rank's sum of micro-losses */
     if (!s) s = r->comm->ops->allreduce(r->comm, &sum, 1, 1, ordered, err);
     *loss = sum / ((double)r->s->cfg.iter_size * r->comm->size);
@@ -240,7 +230,7 @@ static tfc_status train_step(run *r, tfc_error *err)
     double loss;
     tfc_model_zero_grad(m);
     tfc_status s = accumulate(r, &loss, err);
-    if (!s && r->comm->size > 1) s = reduce_gradients(r, &loss, err);
+    if (!s && (r->comm->size > 1 || r->grad_comm.nccl)) s = reduce_gradients(r, &loss, err);
     if (s) return s;
     /* The average gradient; global-norm clipping on it, as Keras's global_clipnorm:
      * g *= clip / max(norm, clip). */
@@ -455,6 +445,7 @@ static tfc_status start(run *r, tfc_error *err)
     r->feed.rank = r->comm->rank;
     r->feed.nranks = r->comm->size;
     tfc_status st = tfc_feed_for_training(&r->feed, s, r->be, err);
+    if (!st) st = tfc_grad_comm_open(&r->grad_comm, r->comm, r->be, c->deterministic, err);
     int nw = 0;
     const double *w = st ? NULL : tfc_model_class_weight(s->model, &nw);
     if (w && tfc_model_class_weight_balanced(s->model)) { /* say what `balanced` became */
@@ -665,7 +656,7 @@ static void free_run(run *r)
     tfc_rundir_close(&r->dir);
     if (r->opt.be) tfc_optimizer_release(&r->opt);
     tfc_feed_free(&r->feed);
-    free(r->host_grads);
+    tfc_grad_comm_close(&r->grad_comm); /* before its backend */
     if (r->be) tfc_backend_free(r->be);
     tfc_progress_free(&r->prog);
     tfc_snapshot_set_free(&r->snaps);
@@ -689,7 +680,7 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
         char ranks[96] = "";
         if (r.comm->size > 1)
             snprintf(ranks, sizeof ranks, " (%d ranks x %d, %s)", r.comm->size,
-                     r.feed.bind_batch, r.comm->ops->name);
+                     r.feed.bind_batch, tfc_grad_comm_name(&r.grad_comm));
         tfc_progress_say(&r.prog, "%s: %lld parameters (%lld trainable) on %s, batch %d%s; run "
                                   "directory %s\n",
                          tfc_model_name(m), (long long)tfc_model_param_count(m),
