@@ -208,6 +208,10 @@ static void expect_error(const char *yaml, int line, int col, const char *key, c
 static void test_config_errors(void)
 {
     expect_error("data:\n  train:\n    source: {type: idx, images: img.idx}\n    pipeline:\n"
+                 "      - shard: {num_shards: 2, index: 2}\n",
+                 5, 39, "data.train.pipeline[0].shard.index",
+                 "expected an index below num_shards = 2, found 2", 1);
+    expect_error("data:\n  train:\n    source: {type: idx, images: img.idx}\n    pipeline:\n"
                  "      - batch: {batch_sise: 32}\n",
                  5, 17, "data.train.pipeline[0].batch.batch_sise",
                  "unknown key 'batch_sise'; did you mean 'batch_size'?", 1);
@@ -465,6 +469,7 @@ static const reg_case cases[] = {
     {"stage", "take", IDX, {"take: {count: 2}"}},
     {"stage", "skip", IDX, {"skip: {count: 2}"}},
     {"stage", "prefetch", IDX, {"prefetch: {}"}},
+    {"stage", "shard", IDX, {"shard: {num_shards: 2, index: 1}"}},
     {"op", "scale", IDX, {"map: {op: scale, factor: 2, offset: 1}"}},
     {"op", "normalize", IDX, {"map: {op: normalize, mean: 1, std: 2}"}},
     {"op", "cast", IDX, {"map: {op: cast, dtype: int16, component: labels}"}},

@@ -304,6 +304,14 @@ static void test_take_skip(void)
     tfc_pipeline_free(p);
 }
 
+static tfc_status identity_count(tfc_element *e, const tfc_map_ctx *ctx, void *user,
+                                 tfc_error *err)
+{
+    (void)e, (void)ctx, (void)err;
+    atomic_fetch_add((atomic_int *)user, 1);
+    return TFC_OK;
+}
+
 static tfc_status count_calls(tfc_element *e, const tfc_map_ctx *ctx, void *user, tfc_error *err)
 {
     atomic_fetch_add((atomic_int *)user, 1);
@@ -490,6 +498,54 @@ static void test_parallel_map_pull_error_in_order(void)
     tfc_pipeline_free(p);
 }
 
+/* tf.data's shard: Dataset.range(10).shard(3, 1) is 1, 4, 7; after repeat(2) the position
+ * runs on across passes (range(5).repeat(2).shard(2, 0) is 0, 2, 4, 1, 3); the shards of a
+ * shuffled pass are disjoint and together the whole pass; placed before a map, the map runs
+ * only for the kept elements (the others are skipped as ids). */
+static void test_shard(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    int32_t v[32];
+    tfc_pipeline *p = range_pipeline(10, 1);
+    CU_ASSERT_EQUAL(tfc_pipeline_shard(p, 3, 1, &err), TFC_OK);
+    CU_ASSERT_EQUAL(drain(p, v, 32, NULL, NULL), 3);
+    CU_ASSERT(v[0] == 1 && v[1] == 4 && v[2] == 7);
+    tfc_pipeline_free(p);
+    p = range_pipeline(5, 1);
+    CU_ASSERT_EQUAL(tfc_pipeline_repeat(p, 2, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_pipeline_shard(p, 2, 0, &err), TFC_OK);
+    CU_ASSERT_EQUAL(drain(p, v, 32, NULL, NULL), 5);
+    int32_t want[5] = {0, 2, 4, 1, 3};
+    CU_ASSERT(memcmp(v, want, sizeof want) == 0);
+    tfc_pipeline_free(p);
+    /* three shards of one shuffled pass of 30 */
+    int32_t whole[30], parts[30];
+    p = range_pipeline(30, 4);
+    CU_ASSERT_EQUAL(tfc_pipeline_shuffle(p, 10, -1, 1, &err), TFC_OK);
+    CU_ASSERT_EQUAL(drain(p, whole, 30, NULL, NULL), 30);
+    tfc_pipeline_free(p);
+    for (int k = 0; k < 3; k++) {
+        atomic_int calls = 0;
+        p = range_pipeline(30, 4);
+        CU_ASSERT_EQUAL(tfc_pipeline_shuffle(p, 10, -1, 1, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_pipeline_shard(p, 3, k, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_pipeline_map(p, identity_count, &calls, NULL, 1, &err), TFC_OK);
+        CU_ASSERT_EQUAL(drain(p, v, 32, NULL, NULL), 10);
+        CU_ASSERT_EQUAL(atomic_load(&calls), 10);
+        for (int i = 0; i < 10; i++) {
+            CU_ASSERT_EQUAL(v[i], whole[3 * i + k]);
+            parts[3 * i + k] = v[i];
+        }
+        tfc_pipeline_free(p);
+    }
+    CU_ASSERT(is_permutation(parts, 30));
+    /* an index outside [0, num_shards) */
+    p = range_pipeline(4, 1);
+    CU_ASSERT_EQUAL(tfc_pipeline_shard(p, 2, 2, &err), TFC_ERR_CONFIG);
+    tfc_pipeline_free(p);
+}
+
 static void test_reset(void)
 {
     tfc_error err;
@@ -522,6 +578,7 @@ TFC_TEST_MAIN("data_stages",
               {"batch_drop_remainder_and_spec", test_batch_drop_remainder_and_spec},
               {"padded_batch", test_padded_batch},
               {"take_skip", test_take_skip},
+              {"shard", test_shard},
               {"cache", test_cache},
               {"filter_and_empty_repeat", test_filter_and_empty_repeat},
               {"prefetch_and_parallel_map_change_nothing", test_prefetch_and_parallel_map_change_nothing},

@@ -77,6 +77,14 @@ static tfc_pipeline *build(int kind)
         st |= tfc_pipeline_batch(p, 9, 1, &err);
         st |= tfc_pipeline_prefetch(p, 1, &err);
         break;
+    case 6: /* shard of a shuffled endless stream before a random map, batch, prefetch */
+        st |= tfc_pipeline_shuffle(p, 20, -1, 1, &err);
+        st |= tfc_pipeline_repeat(p, -1, &err);
+        st |= tfc_pipeline_shard(p, 3, 1, &err);
+        st |= tfc_pipeline_map(p, jitter, NULL, NULL, 2, &err);
+        st |= tfc_pipeline_batch(p, 4, 0, &err);
+        st |= tfc_pipeline_prefetch(p, 2, &err);
+        break;
     }
     CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
     return p;
@@ -149,6 +157,7 @@ static void test_resume_parallel_map_eager_shuffle(void) { check_resume(1); }
 static void test_resume_filter_shuffle(void) { check_resume(2); }
 static void test_resume_shuffled_batches(void) { check_resume(3); }
 static void test_resume_cache(void) { check_resume(4); }
+static void test_resume_shard(void) { check_resume(6); }
 static void test_resume_skip_take_parallel(void) { check_resume(5); }
 
 static void test_bad_blobs(void)
@@ -198,4 +207,5 @@ TFC_TEST_MAIN("data_state",
               {"resume_shuffled_batches", test_resume_shuffled_batches},
               {"resume_cache", test_resume_cache},
               {"resume_skip_take_parallel", test_resume_skip_take_parallel},
+              {"resume_shard", test_resume_shard},
               {"bad_blobs", test_bad_blobs})

@@ -154,6 +154,11 @@ tfc_status tfc_pipeline_padded_batch(tfc_pipeline *p, int64_t batch_size,
 tfc_status tfc_pipeline_cache(tfc_pipeline *p, tfc_error *err);
 tfc_status tfc_pipeline_take(tfc_pipeline *p, int64_t count, tfc_error *err);
 tfc_status tfc_pipeline_skip(tfc_pipeline *p, int64_t count, tfc_error *err);
+/* tf.data's shard: the elements at positions i % num_shards == index of each pass (the
+ * others are skipped as ids where the stages below allow, unread). index in
+ * [0, num_shards), else TFC_ERR_CONFIG. */
+tfc_status tfc_pipeline_shard(tfc_pipeline *p, int64_t num_shards, int64_t index,
+                              tfc_error *err);
 tfc_status tfc_pipeline_prefetch(tfc_pipeline *p, int buffer_size, tfc_error *err);
 
 /* What a map callback gets besides the element: where the element came from and a random

@@ -1,4 +1,4 @@
-/* The stages that pass elements through: filter, repeat, take and skip, with tf.data's
+/* The stages that pass elements through: filter, repeat, take, skip and shard, with tf.data's
  * documented semantics, each with its definition for solver files and its C appender
  * (shuffle.c, cache.c, batch.c, prefetch.c and map.c hold the others). */
 #include <stdlib.h>
@@ -435,3 +435,133 @@ tfc_status tfc_pipeline_skip(tfc_pipeline *p, int64_t count, tfc_error *err)
 {
     return take_push(p, count, 1, err);
 }
+
+/* ---- shard ----------------------------------------------------------------------------------- */
+
+/* tf.data's Dataset.shard(num_shards, index): of the elements of each pass, those whose
+ * position i (from 0) has i % num_shards == index. The others are pulled as ids when the
+ * stage below is lazy, so nothing is read or decoded for them. */
+typedef struct shard_stage {
+    stage base;
+    int64_t num_shards, index;
+    int64_t seen; /* elements pulled from below in this pass */
+} shard_stage;
+
+static tfc_status shard_step(stage *s, elem *out, elem_id *id, int *end, tfc_error *err)
+{
+    shard_stage *h = (shard_stage *)s;
+    while (h->seen % h->num_shards != h->index) {
+        elem tmp = {0};
+        elem_id *drop_id = id ? id : s->up->lazy ? &tmp.id : NULL;
+        tfc_status st = pull(s->up, drop_id ? NULL : &tmp, drop_id, end, err);
+        tfc_elem_free(&tmp);
+        if (st || *end) return st;
+        h->seen++;
+    }
+    tfc_status st = pull(s->up, out, id, end, err);
+    if (!st && !*end) h->seen++;
+    return st;
+}
+
+static tfc_status shard_next(stage *s, elem *out, int *end, tfc_error *err)
+{
+    return shard_step(s, out, NULL, end, err);
+}
+
+static tfc_status shard_next_id(stage *s, elem_id *id, int *end, tfc_error *err)
+{
+    return shard_step(s, NULL, id, end, err);
+}
+
+static void shard_reset(stage *s)
+{
+    ((shard_stage *)s)->seen = 0;
+    s->up->ops->reset(s->up);
+}
+
+static tfc_status shard_save(stage *s, wbuf *w, tfc_error *err)
+{
+    (void)err;
+    tfc_wbuf_u64(w, (uint64_t)((shard_stage *)s)->seen);
+    return TFC_OK;
+}
+
+static tfc_status shard_restore(stage *s, rbuf *r, tfc_error *err)
+{
+    shard_stage *h = (shard_stage *)s;
+    h->seen = (int64_t)tfc_rbuf_u64(r);
+    return r->bad || h->seen < 0
+               ? tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad shard counter")
+               : TFC_OK;
+}
+
+static const stage_ops shard_ops = {
+    .name = "shard",
+    .next = shard_next,
+    .next_id = shard_next_id,
+    .fetch = tfc_stage_pass_fetch,
+    .reset = shard_reset,
+    .save = shard_save,
+    .restore = shard_restore,
+    .free = plain_free,
+};
+
+tfc_status tfc_pipeline_shard(tfc_pipeline *p, int64_t num_shards, int64_t index, tfc_error *err)
+{
+    if (num_shards < 1 || index < 0 || index >= num_shards)
+        return tfc_error_set(err, TFC_ERR_CONFIG,
+                             "shard: index %lld is not in [0, num_shards = %lld)",
+                             (long long)index, (long long)num_shards);
+    shard_stage *h = calloc(1, sizeof *h);
+    if (!h) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    stage *s = &h->base, *up = tfc_pipeline_top(p);
+    h->num_shards = num_shards;
+    h->index = index;
+    s->ops = &shard_ops;
+    s->lazy = up->lazy;
+    s->fetchable = up->fetchable;
+    s->spec = up->spec;
+    s->config_hash = tfc_data_hash_mix(
+        tfc_data_hash_mix(tfc_data_hash_str(0, "shard"), (uint64_t)num_shards), (uint64_t)index);
+    tfc_pipeline_push(p, s);
+    return TFC_OK;
+}
+
+typedef struct shard_cfg {
+    int num_shards, index;
+} shard_cfg;
+
+static const tfc_field shard_fields[] = {
+    {"num_shards", TFC_F_INT, offsetof(shard_cfg, num_shards), NULL, 1, 2147483647, NULL,
+     "how many shards the elements are dealt into"},
+    {"index", TFC_F_INT, offsetof(shard_cfg, index), NULL, 0, 2147483646, NULL,
+     "this pipeline's shard, in [0, num_shards)"},
+    {NULL},
+};
+
+static tfc_status shard_check(const stage_plan *pl, tfc_error *err)
+{
+    const shard_cfg *a = pl->args;
+    if (a->index < a->num_shards) return TFC_OK;
+    const tfc_node *at = pl->node ? tfc_node_get(pl->node, "index") : NULL;
+    char key[400];
+    snprintf(key, sizeof key, "%s.index", pl->key);
+    return tfc_node_error(err, TFC_ERR_CONFIG, at ? at : pl->at, key,
+                          "expected an index below num_shards = %d, found %d", a->num_shards,
+                          a->index);
+}
+
+static tfc_status shard_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
+{
+    const shard_cfg *a = pl->args;
+    return tfc_pipeline_shard(p, a->num_shards, a->index, err);
+}
+
+const stage_def tfc_stage_shard = {
+    .name = "shard",
+    .help = "every num_shards-th element, starting at index (tf.data's shard)",
+    .fields = shard_fields,
+    .args_size = sizeof(shard_cfg),
+    .check = shard_check,
+    .push = shard_push_planned,
+};
