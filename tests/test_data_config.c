@@ -553,6 +553,61 @@ static void test_registry_walk(void)
 }
 
 
+/* A data-parallel split (tfc_data_options.shard_count): rank r's batches are exactly the rows
+ * [r B/N, (r+1) B/N) of the whole pipeline's, random flips included (the maps after the
+ * shard keep their keys); a split without an endless repeat before its batch is not dealt. */
+static void test_dealt_among_ranks(void)
+{
+    write_idx();
+    const char *yaml = "data:\n  train:\n"
+                       "    source: {type: idx, images: img.idx, labels: lab.idx}\n"
+                       "    pipeline:\n"
+                       "      - shuffle: {buffer_size: 6}\n"
+                       "      - repeat: {}\n"
+                       "      - map: {op: random_flip, mode: horizontal}\n"
+                       "      - batch: {batch_size: 4}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_data_options o = {.key = "data.train", .base_dir = tfc_test_tmpdir(), .seed = 7};
+    tfc_pipeline *whole = tfc_pipeline_from_config(split_of(yaml, "train"), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(whole);
+    CU_ASSERT_EQUAL(tfc_pipeline_shard_count(whole), 1);
+    tfc_pipeline *rank[2];
+    for (int r = 0; r < 2; r++) {
+        o.shard_count = 2;
+        o.shard_index = r;
+        rank[r] = tfc_pipeline_from_config(split_of(yaml, "train"), &o, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rank[r]);
+        CU_ASSERT_EQUAL(tfc_pipeline_shard_count(rank[r]), 2);
+    }
+    for (int step = 0; step < 12; step++) { /* about five passes of the 10 images */
+        tfc_batch g, b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(whole, &g, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(g.features.shape.dim[0], 4);
+        char rows[4][12];
+        int32_t labels[4];
+        memcpy(rows, g.features.data, sizeof rows);
+        memcpy(labels, g.labels.data, sizeof labels);
+        for (int r = 0; r < 2; r++) {
+            CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(rank[r], &b, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(b.features.shape.dim[0], 2);
+            CU_ASSERT(memcmp(b.features.data, rows[2 * r], 2 * 12) == 0);
+            CU_ASSERT(memcmp(b.labels.data, labels + 2 * r, 2 * sizeof(int32_t)) == 0);
+        }
+    }
+    tfc_pipeline_free(whole);
+    tfc_pipeline_free(rank[0]);
+    tfc_pipeline_free(rank[1]);
+    /* one pass only: the ranks slice the whole pipeline's batches instead */
+    const char *finite = "data:\n  train:\n"
+                         "    source: {type: idx, images: img.idx, labels: lab.idx}\n"
+                         "    pipeline: [{shuffle: {buffer_size: 6}}, {batch: {batch_size: 4}}]\n";
+    tfc_pipeline *p = tfc_pipeline_from_config(split_of(finite, "train"), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_shard_count(p), 1);
+    tfc_pipeline_free(p);
+}
+
 TFC_TEST_MAIN("data_config",
               {"spec_pipeline", test_spec_pipeline},
               {"fortune_language_model", test_fortune_language_model},
@@ -561,4 +616,5 @@ TFC_TEST_MAIN("data_config",
               {"plan_answers", test_plan_answers},
               {"plan_errors", test_plan_errors},
               {"solver_load_reports_all", test_solver_load_reports_all},
-              {"registry_walk", test_registry_walk})
+              {"registry_walk", test_registry_walk},
+              {"dealt_among_ranks", test_dealt_among_ranks})

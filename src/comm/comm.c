@@ -44,13 +44,25 @@ static tfc_status self_broadcast(tfc_comm *c, void *buf, size_t bytes, tfc_error
     return TFC_OK;
 }
 
+static tfc_status self_gather(tfc_comm *c, const void *buf, size_t bytes, void **out,
+                              size_t *out_bytes, tfc_error *err)
+{
+    (void)c;
+    out[0] = malloc(bytes ? bytes : 1);
+    if (!out[0]) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    memcpy(out[0], buf, bytes);
+    out_bytes[0] = bytes;
+    return TFC_OK;
+}
+
 static void self_abort(tfc_comm *c, int code)
 {
     (void)c;
     exit(code);
 }
 
-static const tfc_comm_ops self_ops = {"self", self_allreduce, self_broadcast, self_abort};
+static const tfc_comm_ops self_ops = {"self", self_allreduce, self_broadcast, self_gather,
+                                      self_abort};
 
 /* ---- mpi -------------------------------------------------------------------------------- */
 
@@ -122,6 +134,54 @@ static tfc_status mpi_broadcast(tfc_comm *c, void *buf, size_t bytes, tfc_error 
     return TFC_OK;
 }
 
+static tfc_status mpi_gather(tfc_comm *c, const void *buf, size_t bytes, void **out,
+                             size_t *out_bytes, tfc_error *err)
+{
+    if (bytes > (size_t)INT32_MAX)
+        return tfc_error_set(err, TFC_ERR_INTERNAL, "gather: %zu bytes is too many", bytes);
+    int n = (int)bytes, *sizes = NULL, *at = NULL;
+    char *all = NULL;
+    if (c->rank == 0) {
+        sizes = calloc((size_t)c->size, sizeof *sizes);
+        at = calloc((size_t)c->size, sizeof *at);
+    }
+    tfc_status s = TFC_OK;
+    int rc = MPI_Gather(&n, 1, MPI_INT, sizes, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) s = mpi_failed(err, "MPI_Gather", rc);
+    int64_t total = 0;
+    if (!s && c->rank == 0) {
+        for (int r = 0; r < c->size; r++) {
+            at[r] = (int)total;
+            total += sizes[r];
+        }
+        all = total > INT32_MAX ? NULL : malloc((size_t)total + 1);
+        if (!all) s = tfc_error_set(err, TFC_ERR_NOMEM, "gather: cannot hold %lld bytes",
+                                    (long long)total);
+    }
+    /* every rank joins the second call even after rank 0 failed to allocate (it then
+     * receives into nothing and reports), so no rank waits forever */
+    if (c->rank == 0 && s) {
+        free(sizes);
+        sizes = calloc((size_t)c->size, sizeof *sizes);
+    }
+    rc = MPI_Gatherv(buf, n, MPI_BYTE, all, sizes, at, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!s && rc != MPI_SUCCESS) s = mpi_failed(err, "MPI_Gatherv", rc);
+    for (int r = 0; !s && c->rank == 0 && r < c->size; r++) {
+        out[r] = malloc(sizes[r] ? (size_t)sizes[r] : 1);
+        if (!out[r]) {
+            while (r-- > 0) free(out[r]);
+            s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        memcpy(out[r], all + at[r], (size_t)sizes[r]);
+        out_bytes[r] = (size_t)sizes[r];
+    }
+    free(all);
+    free(sizes);
+    free(at);
+    return s;
+}
+
 static void mpi_abort(tfc_comm *c, int code)
 {
     (void)c;
@@ -131,7 +191,7 @@ static void mpi_abort(tfc_comm *c, int code)
     exit(code);
 }
 
-static const tfc_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_broadcast, mpi_abort};
+static const tfc_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_broadcast, mpi_gather, mpi_abort};
 
 static void mpi_finish(void)
 {

@@ -21,6 +21,11 @@ typedef struct tfc_comm_ops {
                             tfc_error *err);
     /* Rank 0's `bytes` at buf into buf on every rank. */
     tfc_status (*broadcast)(tfc_comm *c, void *buf, size_t bytes, tfc_error *err);
+    /* Every rank's `bytes` at buf (sizes may differ, below 2 GiB) to rank 0: there out[r] gets
+     * a malloc'd copy of rank r's and out_bytes[r] its size, for r < size (the caller frees
+     * them); other ranks' out and out_bytes are not touched (may be NULL). */
+    tfc_status (*gather)(tfc_comm *c, const void *buf, size_t bytes, void **out,
+                         size_t *out_bytes, tfc_error *err);
     /* Ends every rank of the job with `code` (a rank that cannot go on). */
     void (*abort)(tfc_comm *c, int code);
 } tfc_comm_ops;

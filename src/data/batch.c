@@ -329,6 +329,14 @@ static tfc_status padded_batch_push_planned(tfc_pipeline *p, stage_plan *pl, tfc
     return push_cfg(p, pl, 1, err);
 }
 
+extern const stage_def tfc_stage_batch, tfc_stage_padded_batch;
+
+int *tfc_stage_plan_batch_size(stage_plan *pl)
+{
+    if (pl->def != &tfc_stage_batch && pl->def != &tfc_stage_padded_batch) return NULL;
+    return &((batch_cfg *)pl->args)->batch_size;
+}
+
 const stage_def tfc_stage_batch = {
     .name = "batch",
     .help = "stacks consecutive elements",

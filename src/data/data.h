@@ -70,6 +70,14 @@ typedef struct tfc_data_options {
                                writes it to run_dir when run_dir is set (train split) */
     const tfc_vocab *vocab; /* when set, tokenizers use it (not owned); `vocabulary:` wins */
     int num_classes;        /* > 0: integer labels must lie in [0, num_classes) */
+    /* Data-parallel ranks (tfc_pipeline_from_config): with shard_count > 1, a split whose
+     * stream repeats forever before its first batch stage is dealt among the ranks — a shard
+     * stage right after the last stage before that batch other than maps and prefetch keeps
+     * blocks of batch / shard_count elements, block k going to rank k % shard_count (this
+     * one: shard_index), and the batch stage batches that many. Rank r's batches are then
+     * the rows [r B/N, (r+1) B/N) of the unsharded pipeline's, its maps run on its elements
+     * only, and map randomness is unchanged. Other splits are left whole. */
+    int shard_count, shard_index;
 } tfc_data_options;
 
 /* What the solver needs to know of a split before any data is read. */
@@ -154,6 +162,9 @@ tfc_status tfc_pipeline_padded_batch(tfc_pipeline *p, int64_t batch_size,
 tfc_status tfc_pipeline_cache(tfc_pipeline *p, tfc_error *err);
 tfc_status tfc_pipeline_take(tfc_pipeline *p, int64_t count, tfc_error *err);
 tfc_status tfc_pipeline_skip(tfc_pipeline *p, int64_t count, tfc_error *err);
+/* The shard_count a pipeline was dealt among (tfc_data_options), 1 when it was not. */
+int tfc_pipeline_shard_count(const tfc_pipeline *p);
+
 /* tf.data's shard: the elements at positions i % num_shards == index of each pass (the
  * others are skipped as ids where the stages below allow, unread). index in
  * [0, num_shards), else TFC_ERR_CONFIG. */

@@ -253,8 +253,31 @@ static tfc_status set_classes(source *src, const split_plan *sp, tfc_error *err)
 }
 
 /* Opens the planned source and pushes its stages (phase 2). */
+/* Where a data-parallel split is dealt among the ranks (tfc_data_options.shard_count): the
+ * index of the stage the shard goes before, with *batch the first batch stage's index; -1
+ * when the split is left whole (no batch stage, no endless repeat before it, a batch the
+ * ranks do not divide — the trainer names that one — or a single rank). */
+static int shard_point(split_plan *sp, const tfc_data_options *opt, int *batch)
+{
+    if (!opt || opt->shard_count <= 1) return -1;
+    int b = 0, endless = 0;
+    while (b < sp->n && !tfc_stage_plan_batch_size(&sp->stages[b]))
+        endless |= tfc_stage_plan_repeats_forever(&sp->stages[b++]);
+    if (b == sp->n || !endless || *tfc_stage_plan_batch_size(&sp->stages[b]) % opt->shard_count)
+        return -1;
+    for (int i = b + 1; i < sp->n; i++) /* one batching stage only: it is the global batch */
+        if (tfc_stage_plan_batch_size(&sp->stages[i])) return -1;
+    int at = b; /* maps and prefetches before the batch run after the shard */
+    while (at > 0 && (!strcmp(sp->stages[at - 1].def->name, "map") ||
+                      !strcmp(sp->stages[at - 1].def->name, "prefetch")))
+        at--;
+    *batch = b;
+    return at;
+}
+
 static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_error *err)
 {
+    int batch = -1, at = shard_point(sp, opt, &batch);
     source *src;
     if (sp->source->open(sp->source_args, opt, sp->source_key, &src, err)) return NULL;
     if (sp->classes && set_classes(src, sp, err)) {
@@ -263,6 +286,16 @@ static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_erro
     }
     tfc_pipeline *p = tfc_pipeline_new(src, opt, err);
     for (int i = 0; p && i < sp->n; i++) {
+        if (i == at) {
+            int *size = tfc_stage_plan_batch_size(&sp->stages[batch]);
+            *size /= opt->shard_count;
+            if (tfc_pipeline_shard_blocks(p, opt->shard_count, opt->shard_index, *size, err)) {
+                tfc_pipeline_free(p);
+                return NULL;
+            }
+            p->hidden++; /* the stages after it keep their random keys */
+            p->shard_count = opt->shard_count;
+        }
         if (sp->stages[i].def->push(p, &sp->stages[i], err)) {
             tfc_pipeline_free(p);
             p = NULL;

@@ -239,8 +239,14 @@ struct tfc_pipeline {
     int failed;
     tfc_vocab *vocab;      /* owned vocabulary of the tokenizer, if any */
     int64_t skipped_run;   /* records skipped while iterating (on_error: skip) */
+    int shard_count;       /* dealt among data-parallel ranks (1: not) */
+    int hidden;            /* stages placed by tfc itself: they take no stage key index */
 };
 
+/* The shard stage keeping blocks of `block` elements: positions i with
+ * (i / block) % num_shards == index (tfc_pipeline_shard: block 1). */
+tfc_status tfc_pipeline_shard_blocks(tfc_pipeline *p, int64_t num_shards, int64_t index,
+                                     int64_t block, tfc_error *err);
 /* A pipeline holding only `src` (taken; freed on error). */
 tfc_pipeline *tfc_pipeline_new(source *src, const tfc_data_options *opt, tfc_error *err);
 /* Appends a stage (its ops, lazy, fetchable, spec and config hash filled by the caller;
@@ -367,6 +373,11 @@ struct stage_def {
      * (setting it NULL); frees nothing else. */
     tfc_status (*push)(tfc_pipeline *p, stage_plan *pl, tfc_error *err);
 };
+
+/* What the data-parallel placement needs of a planned stage: 1 for a repeat without end;
+ * the batch_size of a batch or padded_batch (NULL for other stages), to divide. */
+int tfc_stage_plan_repeats_forever(const stage_plan *pl);
+int *tfc_stage_plan_batch_size(stage_plan *pl);
 
 /* The registries (registry.c): lookups by name, NULL when unknown. */
 const source_def *tfc_data_source_find(const char *name);

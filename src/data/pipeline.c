@@ -170,7 +170,7 @@ void tfc_pipeline_push(tfc_pipeline *p, stage *s)
     }
     s->p = p;
     s->up = p->n ? p->stages[p->n - 1] : NULL;
-    s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)p->n);
+    s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)(p->n - p->hidden));
     p->stages[p->n++] = s;
 }
 
@@ -393,6 +393,11 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
 int64_t tfc_pipeline_skipped(const tfc_pipeline *p)
 {
     return p->src->skipped + p->skipped_run;
+}
+
+int tfc_pipeline_shard_count(const tfc_pipeline *p)
+{
+    return p->shard_count > 1 ? p->shard_count : 1;
 }
 
 int64_t tfc_pipeline_source_size(const tfc_pipeline *p)

@@ -262,6 +262,8 @@ typedef struct count_cfg {
     int count;
 } count_cfg;
 
+extern const stage_def tfc_stage_repeat;
+
 static const tfc_field repeat_fields[] = {
     {"count", TFC_F_INT, offsetof(count_cfg, count), "-1", -1, 2147483647, NULL,
      "passes; -1 repeats forever"},
@@ -271,6 +273,11 @@ static const tfc_field repeat_fields[] = {
 static tfc_status repeat_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
 {
     return repeat_push(p, ((const count_cfg *)pl->args)->count, err);
+}
+
+int tfc_stage_plan_repeats_forever(const stage_plan *pl)
+{
+    return pl->def == &tfc_stage_repeat && ((const count_cfg *)pl->args)->count < 0;
 }
 
 const stage_def tfc_stage_repeat = {
@@ -439,18 +446,24 @@ tfc_status tfc_pipeline_skip(tfc_pipeline *p, int64_t count, tfc_error *err)
 /* ---- shard ----------------------------------------------------------------------------------- */
 
 /* tf.data's Dataset.shard(num_shards, index): of the elements of each pass, those whose
- * position i (from 0) has i % num_shards == index. The others are pulled as ids when the
- * stage below is lazy, so nothing is read or decoded for them. */
+ * position i (from 0) has i % num_shards == index — or, dealt in blocks for data-parallel
+ * ranks, (i / block) % num_shards == index. The others are pulled as ids when the stage
+ * below is lazy, so nothing is read or decoded for them. */
 typedef struct shard_stage {
     stage base;
-    int64_t num_shards, index;
+    int64_t num_shards, index, block;
     int64_t seen; /* elements pulled from below in this pass */
 } shard_stage;
+
+static int shard_keeps(const shard_stage *h, int64_t i)
+{
+    return i / h->block % h->num_shards == h->index;
+}
 
 static tfc_status shard_step(stage *s, elem *out, elem_id *id, int *end, tfc_error *err)
 {
     shard_stage *h = (shard_stage *)s;
-    while (h->seen % h->num_shards != h->index) {
+    while (!shard_keeps(h, h->seen)) {
         elem tmp = {0};
         elem_id *drop_id = id ? id : s->up->lazy ? &tmp.id : NULL;
         tfc_status st = pull(s->up, drop_id ? NULL : &tmp, drop_id, end, err);
@@ -506,9 +519,10 @@ static const stage_ops shard_ops = {
     .free = plain_free,
 };
 
-tfc_status tfc_pipeline_shard(tfc_pipeline *p, int64_t num_shards, int64_t index, tfc_error *err)
+tfc_status tfc_pipeline_shard_blocks(tfc_pipeline *p, int64_t num_shards, int64_t index,
+                                     int64_t block, tfc_error *err)
 {
-    if (num_shards < 1 || index < 0 || index >= num_shards)
+    if (num_shards < 1 || index < 0 || index >= num_shards || block < 1)
         return tfc_error_set(err, TFC_ERR_CONFIG,
                              "shard: index %lld is not in [0, num_shards = %lld)",
                              (long long)index, (long long)num_shards);
@@ -517,14 +531,22 @@ tfc_status tfc_pipeline_shard(tfc_pipeline *p, int64_t num_shards, int64_t index
     stage *s = &h->base, *up = tfc_pipeline_top(p);
     h->num_shards = num_shards;
     h->index = index;
+    h->block = block;
     s->ops = &shard_ops;
     s->lazy = up->lazy;
     s->fetchable = up->fetchable;
     s->spec = up->spec;
     s->config_hash = tfc_data_hash_mix(
-        tfc_data_hash_mix(tfc_data_hash_str(0, "shard"), (uint64_t)num_shards), (uint64_t)index);
+        tfc_data_hash_mix(tfc_data_hash_mix(tfc_data_hash_str(0, "shard"), (uint64_t)num_shards),
+                          (uint64_t)index),
+        (uint64_t)block);
     tfc_pipeline_push(p, s);
     return TFC_OK;
+}
+
+tfc_status tfc_pipeline_shard(tfc_pipeline *p, int64_t num_shards, int64_t index, tfc_error *err)
+{
+    return tfc_pipeline_shard_blocks(p, num_shards, index, 1, err);
 }
 
 typedef struct shard_cfg {

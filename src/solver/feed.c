@@ -131,6 +131,8 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     for (int k = 0; k < 2 && !st; k++)
         if (split[k]) st = batch_size(split[k], plan[k], node[k], key[k], &sizes[k], err);
     if (st) return st;
+    /* a split dealt among the ranks batches its share: the global batch is the planned one */
+    if (f->train && tfc_pipeline_shard_count(f->train) > 1) sizes[0] = (int)plan[0]->batch_size;
     if (f->nranks < 1) f->nranks = 1;
     if (f->train && sizes[0] % f->nranks)
         return tfc_node_error(err, TFC_ERR_CONFIG, node[0], key[0],
@@ -164,6 +166,8 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
 {
     f->model = s->model;
     tfc_data_options o = split_options(s, 0);
+    o.shard_count = f->nranks; /* data-parallel: deal the split where it can be dealt */
+    o.shard_index = f->rank;
     f->train = tfc_pipeline_from_config(s->cfg.train, &o, err);
     if (!f->train) return err->code ? err->code : TFC_ERR_DATA;
     if (s->cfg.test) {
@@ -282,8 +286,9 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
     int64_t count = batched && b.features.shape.ndim > 0 ? b.features.shape.dim[0] : 1;
     s = check_batch(f, &b, count, key, err);
     if (s) return s;
-    int nr = f->nranks > 1 ? f->nranks : 1;
-    int64_t lo = count * f->rank / nr, hi = count * (f->rank + 1) / nr;
+    /* a dealt split's batches are this rank's already */
+    int nr = f->nranks > 1 && tfc_pipeline_shard_count(p) == 1 ? f->nranks : 1;
+    int64_t lo = nr > 1 ? count * f->rank / nr : 0, hi = nr > 1 ? count * (f->rank + 1) / nr : count;
     count = hi - lo;
     if (count == 0) return TFC_OK;
     int64_t fnum = count * f->in_numel, lnum = count * f->label_numel;

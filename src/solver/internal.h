@@ -87,8 +87,16 @@ typedef struct tfc_snapshot_extra {
     double *losses;             /* [window] */
     int64_t losses_seen;
     double display[2 + TFC_MAX_METRICS]; /* since the last display: loss sum, rows, metric sums */
-    void *pipeline;             /* the train pipeline's saved position */
+    void *pipeline;             /* the train pipeline's saved position (rank 0's / this rank's) */
     size_t pipeline_len;
+    /* A data-parallel run whose train split is dealt among the ranks (each pipeline at its
+     * own position): write: ranks 1.. of them in rank_pipeline[1..nrank_pipelines-1] as
+     * "pipeline/train/rank<r>"; read: `rank` picks this rank's, "pipeline/train" for 0 or
+     * when the state has no position of its own for it. */
+    void **rank_pipeline;
+    size_t *rank_pipeline_len;
+    int nrank_pipelines;
+    int rank;
     int have_callbacks;         /* read: the state holds solver/callbacks (older ones do not) */
     float *ema;                 /* [ema_n] host: the weight average (write: NULL = none; read:
                                    malloc'd when the state has one, free it; the caller sets

@@ -208,6 +208,15 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     if (x->ema) add(&sw, "ema/params", TFC_F32, 1, &x->ema_n, x->ema);
     int64_t plen = (int64_t)x->pipeline_len;
     add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
+    int nr = x->nrank_pipelines > 1 ? x->nrank_pipelines : 1;
+    char(*rank_names)[40] = malloc((size_t)nr * sizeof *rank_names);
+    int64_t *rank_lens = malloc((size_t)nr * sizeof *rank_lens);
+    if ((!rank_names || !rank_lens) && !sw.s) sw.s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int r = 1; !sw.s && r < nr; r++) {
+        snprintf(rank_names[r], sizeof rank_names[r], "pipeline/train/rank%d", r);
+        rank_lens[r] = (int64_t)x->rank_pipeline_len[r];
+        add(&sw, rank_names[r], TFC_U8, 1, &rank_lens[r], x->rank_pipeline[r]);
+    }
 
     char slots[128];
     slot_list(o, slots, sizeof slots);
@@ -230,6 +239,8 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     if (!sw.s) sw.s = tfc_st_writer_save(sw.w, state_path, err);
     tfc_st_writer_free(sw.w);
     free(host);
+    free(rank_names);
+    free(rank_lens);
     /* A weights file whose state could not be written is not a snapshot. */
     if (sw.s) unlink(weights_path);
     return sw.s;
@@ -416,6 +427,15 @@ static tfc_status read_counters(const tfc_st_file *f, const char *state_path,
                                    &s, err);
     const tfc_st_tensor *tp = need(f, state_path, "pipeline/train", TFC_U8, -1, &s, err);
     if (s) return s;
+    if (x->rank > 0) { /* a rank's own position in a dealt split */
+        char name[40];
+        snprintf(name, sizeof name, "pipeline/train/rank%d", x->rank);
+        const tfc_st_tensor *own = tfc_st_find(f, name);
+        if (own && own->dtype != TFC_U8)
+            return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor '%s' is not U8", state_path,
+                                 name);
+        if (own) tp = own;
+    }
     int64_t counters[2];
     double best[3];
     memcpy(counters, tc->data, sizeof counters);

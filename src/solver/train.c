@@ -72,7 +72,34 @@ static tfc_snapshot_id snapshot_id(const run *r)
 static tfc_status snapshot(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
-    if (!writer(r)) { /* every rank is at the same state: rank 0 writes it */
+    /* A train split dealt among the ranks leaves each pipeline at its own position: every
+     * rank's goes to rank 0, into the state. Otherwise every rank is at rank 0's state. */
+    int dealt = tfc_pipeline_shard_count(r->feed.train) > 1;
+    void **rank_pipeline = NULL;
+    size_t *rank_pipeline_len = NULL;
+    if (dealt) {
+        void *mine = NULL;
+        size_t len = 0;
+        if (writer(r)) {
+            rank_pipeline = calloc((size_t)r->comm->size, sizeof *rank_pipeline);
+            rank_pipeline_len = calloc((size_t)r->comm->size, sizeof *rank_pipeline_len);
+        }
+        tfc_status s = tfc_pipeline_save_state(r->feed.train, &mine, &len, err);
+        /* every rank joins the gather, even one that failed to save (with nothing) */
+        tfc_status g = r->comm->ops->gather(r->comm, mine ? mine : "", s ? 0 : len,
+                                            rank_pipeline, rank_pipeline_len, err);
+        free(mine);
+        if (!s) s = g;
+        if (!s && writer(r) && (!rank_pipeline || !rank_pipeline_len))
+            s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        if (s || !writer(r)) {
+            for (int k = 0; rank_pipeline && k < r->comm->size; k++) free(rank_pipeline[k]);
+            free(rank_pipeline);
+            free(rank_pipeline_len);
+            if (!s) r->last_snap = r->iter;
+            return s;
+        }
+    } else if (!writer(r)) { /* every rank is at the same state: rank 0 writes it */
         r->last_snap = r->iter;
         return TFC_OK;
     }
@@ -100,11 +127,24 @@ static tfc_status snapshot(run *r, tfc_error *err)
         r->be->ops->download(r->be, x.ema, r->ema.avg, (size_t)x.ema_n * sizeof(float));
     }
     tfc_error_clear(inner);
-    tfc_status s = tfc_pipeline_save_state(r->feed.train, &x.pipeline, &x.pipeline_len, inner);
+    tfc_status s = TFC_OK;
+    if (dealt) { /* rank 0's own is the plain "pipeline/train" */
+        x.pipeline = rank_pipeline[0];
+        x.pipeline_len = rank_pipeline_len[0];
+        rank_pipeline[0] = NULL;
+        x.rank_pipeline = rank_pipeline;
+        x.rank_pipeline_len = rank_pipeline_len;
+        x.nrank_pipelines = r->comm->size;
+    } else {
+        s = tfc_pipeline_save_state(r->feed.train, &x.pipeline, &x.pipeline_len, inner);
+    }
     if (!s) {
         tfc_snapshot_id id = snapshot_id(r);
         s = tfc_snapshot_write(r->s->model, &r->opt, &id, &x, weights, state, inner);
     }
+    for (int k = 0; rank_pipeline && k < r->comm->size; k++) free(rank_pipeline[k]);
+    free(rank_pipeline);
+    free(rank_pipeline_len);
     free(x.pipeline);
     free(x.ema);
     if (s) {
@@ -335,6 +375,7 @@ static tfc_status load_state(run *r, const char *state, int *differs, tfc_error 
     tfc_snapshot_extra x = {0};
     x.window = r->prog.window;
     x.ema_n = tfc_model_param_count(r->s->model);
+    x.rank = r->comm->rank;
     tfc_snapshot_id id = snapshot_id(r);
     tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, differs, err);
     if (!st) st = tfc_pipeline_restore_state(r->feed.train, x.pipeline, x.pipeline_len, err);
@@ -679,8 +720,9 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
         res->rank_batch = r.feed.bind_batch;
         char ranks[96] = "";
         if (r.comm->size > 1)
-            snprintf(ranks, sizeof ranks, " (%d ranks x %d, %s)", r.comm->size,
-                     r.feed.bind_batch, tfc_grad_comm_name(&r.grad_comm));
+            snprintf(ranks, sizeof ranks, " (%d ranks x %d, %s%s)", r.comm->size,
+                     r.feed.bind_batch, tfc_grad_comm_name(&r.grad_comm),
+                     tfc_pipeline_shard_count(r.feed.train) > 1 ? ", input dealt" : "");
         tfc_progress_say(&r.prog, "%s: %lld parameters (%lld trainable) on %s, batch %d%s; run "
                                   "directory %s\n",
                          tfc_model_name(m), (long long)tfc_model_param_count(m),
