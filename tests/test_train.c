@@ -992,6 +992,12 @@ static void test_control(void)
     CU_ASSERT(wait_for_line(csv, ",test,"));
     CU_ASSERT_EQUAL(ctl(out, "set", "optimizer.learning_rate=0.0123"), 0);
     CU_ASSERT(wait_for_line(csv, ",0.0123,"));
+    /* other resume-safe keys; a bad value and an unknown key are refused */
+    CU_ASSERT_EQUAL(ctl(out, "set", "clip_gradients=-1"), 0);
+    CU_ASSERT_EQUAL(ctl(out, "set", "momentum=0.5"), 0);
+    CU_ASSERT_EQUAL(ctl(out, "set", "clip_gradients=5"), 0);
+    CU_ASSERT_EQUAL(ctl(out, "set", "display=2"), 0);
+    CU_ASSERT(wait_for_line(log, "tfc-ctl: display=2 from iteration "));
     CU_ASSERT_EQUAL(ctl(out, "snapshot", NULL), 0);
     long iters[64];
     for (int k = 0; k < 500 && list_states(out, iters, 64) == 0; k++) usleep(10000);
@@ -1011,10 +1017,37 @@ static void test_control(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     const tfc_st_tensor *cb = tfc_st_find(f, "solver/callbacks");
     CU_ASSERT(cb && cb->numel == TFC_CALLBACK_STATE && ((const double *)cb->data)[14] == 0.0123);
+    const tfc_st_tensor *sets = tfc_st_find(f, "solver/control");
+    CU_ASSERT(sets && sets->nbytes == strlen("optimizer.learning_rate=0.0123\nclip_gradients=5\n"
+                                             "display=2\n") &&
+              !memcmp(sets->data, "optimizer.learning_rate=0.0123\nclip_gradients=5\ndisplay=2\n",
+                      sets->nbytes));
     tfc_st_close(f);
     char *text = tfc_test_read(log, NULL);
     CU_ASSERT(text && strstr(text, "tfc-ctl: optimizer.learning_rate = 0.0123 from iteration ") &&
               strstr(text, "stopped by tfc-ctl at iteration"));
+    CU_ASSERT(text && strstr(text, "tfc-ctl: set clip_gradients=-1 refused: expected a number >= 0"));
+    CU_ASSERT(text && strstr(text, "tfc-ctl: set momentum=0.5 refused: a running trainer takes only"));
+    free(text);
+    /* --resume replays the sets, except one the resumed configuration changes itself */
+    long at[64];
+    int nat = list_states(out, at, 64);
+    CU_ASSERT_FATAL(nat >= 1);
+    for (int k = 1; k < nat; k++) /* the newest: the stop's, summary.json's last_snapshot */
+        if (at[k] > at[0]) at[0] = at[k];
+    char cfg[1300], more[64], out2[1100], log2[1100];
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", out);
+    snprintf(more, sizeof more, "max_iter=%ld", at[0] + 3);
+    snprintf(out2, sizeof out2, "%s", tfc_test_path("ctl_resumed"));
+    snprintf(log2, sizeof log2, "%s", tfc_test_path("ctl_resumed.log"));
+    const char *again[] = {cfg, "--resume", path, "--out", out2, "--set", more, "--set",
+                           "display=3", "--threads", "1", NULL};
+    int code = wait_code(spawn(again, log2, 0));
+    text = tfc_test_read(log2, NULL);
+    if (code) printf("\nthe resume exited %d:\n%s", code, text ? text : "");
+    CU_ASSERT_EQUAL(code, 0);
+    CU_ASSERT(text && strstr(text, "tfc-ctl set clip_gradients=5 replayed from the snapshot"));
+    CU_ASSERT(text && strstr(text, "tfc-ctl set display=2 of the resumed run not replayed"));
     free(text);
     snprintf(path, sizeof path, "%s/control", out);
     CU_ASSERT(!exists(path));

@@ -1,5 +1,6 @@
 /* tfc-ctl: steers a running tfc-train through its run directory's control FIFO: a snapshot
- * or a test pass now, a stop (snapshot, then exit), or a new learning rate. One-way: the
+ * or a test pass now, a stop (snapshot, then exit), or a new learning rate, max_iter,
+ * interval or clipping threshold. One-way: the
  * trainer prints what it did. Exit 0 when the command was delivered, 1 when no trainer
  * listens in RUN_DIR, 2 on bad usage. */
 #include <errno.h>
@@ -21,12 +22,13 @@ static const cli_option options[] = {{NULL}};
 static const cli_tool tool = {
     .name = "tfc-ctl",
     .operands = "RUN_DIR COMMAND",
-    .forms = "RUN_DIR snapshot|evaluate|stop\nRUN_DIR set optimizer.learning_rate=V",
+    .forms = "RUN_DIR snapshot|evaluate|stop\nRUN_DIR set KEY=VALUE",
     .about = "Sends a command to the tfc-train running in RUN_DIR (through RUN_DIR/control), acted\n"
              "on after its current iteration: snapshot (write one now), evaluate (run and log\n"
-             "the test split now), stop (snapshot, then exit 0), set optimizer.learning_rate=V\n"
-             "(the base rate from then on, kept in later snapshots). The trainer prints what it\n"
-             "did.",
+             "the test split now), stop (snapshot, then exit 0), set KEY=VALUE for\n"
+             "optimizer.learning_rate (the base rate from then on), max_iter, display,\n"
+             "test_interval, snapshot.interval or clip_gradients (recorded in later snapshots\n"
+             "and replayed by --resume). The trainer prints what it did.",
     .options = options,
     .exit_status = "0 delivered, 1 no trainer is running in RUN_DIR, 2 bad usage",
     .operand_list = &args.operands,

@@ -3,6 +3,7 @@
  * each iteration. The FIFO exists only while the trainer runs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,4 +57,62 @@ void tfc_control_close(tfc_control *c)
         unlink(c->path);
     }
     c->fd = -1;
+}
+
+/* ---- tfc-ctl set: the keys a running solver takes ------------------------------------------- */
+
+typedef struct settable {
+    const char *name;
+    int is_int;
+    size_t offset;   /* in tfc_solver_config */
+    double min;
+} settable;
+
+static const settable settables[] = {
+    {"max_iter", 1, offsetof(tfc_solver_config, max_iter), 1},
+    {"display", 1, offsetof(tfc_solver_config, display), 0},
+    {"test_interval", 1, offsetof(tfc_solver_config, test_interval), 0},
+    {"snapshot.interval", 1, offsetof(tfc_solver_config, snapshot_interval), 0},
+    {"clip_gradients", 0, offsetof(tfc_solver_config, clip_gradients), 0},
+};
+
+const char *tfc_control_settable_keys(void)
+{
+    return "optimizer.learning_rate, max_iter, display, test_interval, snapshot.interval, "
+           "clip_gradients";
+}
+
+int tfc_control_apply(tfc_solver_config *c, const char *assignment, char *why, size_t size)
+{
+    const char *eq = strchr(assignment, '=');
+    size_t klen = eq ? (size_t)(eq - assignment) : strlen(assignment);
+    const settable *k = NULL;
+    for (size_t i = 0; i < sizeof settables / sizeof *settables; i++)
+        if (strlen(settables[i].name) == klen && !strncmp(settables[i].name, assignment, klen))
+            k = &settables[i];
+    if (!eq || !k) {
+        snprintf(why, size, "a running trainer takes only %s", tfc_control_settable_keys());
+        return 0;
+    }
+    char *end = NULL;
+    double v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || !(v >= k->min) || v > 2147483647.0 ||
+        (k->is_int && v != (double)(int)v)) {
+        snprintf(why, size, "expected %s >= %g, found '%s'", k->is_int ? "an integer" : "a number",
+                 k->min, eq + 1);
+        return 0;
+    }
+    int evaluations = c->early_stopping.enabled || c->lr_policy.type == TFC_LR_PLATEAU;
+    if (!strcmp(k->name, "test_interval") && v > 0 && !c->test) {
+        snprintf(why, size, "this run has no data.test to test on");
+        return 0;
+    }
+    if (!strcmp(k->name, "test_interval") && v == 0 && evaluations) {
+        snprintf(why, size, "early_stopping and the plateau policy step at test evaluations");
+        return 0;
+    }
+    char *field = (char *)c + k->offset;
+    if (k->is_int) *(int *)field = (int)v;
+    else *(double *)field = v;
+    return 1;
 }

@@ -97,6 +97,8 @@ typedef struct tfc_snapshot_extra {
     size_t *rank_pipeline_len;
     int nrank_pipelines;
     int rank;
+    char *control;              /* tfc-ctl sets applied so far, "KEY=VALUE\n" each (write:
+                                   borrowed, NULL = none; read: malloc'd or NULL) */
     int have_callbacks;         /* read: the state holds solver/callbacks (older ones do not) */
     float *ema;                 /* [ema_n] host: the weight average (write: NULL = none; read:
                                    malloc'd when the state has one, free it; the caller sets
@@ -370,6 +372,13 @@ tfc_status tfc_control_open(tfc_control *c, const char *run_dir, tfc_error *err)
 int tfc_control_poll(tfc_control *c, char *line, size_t size);
 /* Closes and removes the FIFO. */
 void tfc_control_close(tfc_control *c);
+/* tfc-ctl `set KEY=VALUE` of a solver key a running trainer takes (those a resume may change
+ * too: max_iter >= 1, display, test_interval, snapshot.interval >= 0, clip_gradients >= 0;
+ * optimizer.learning_rate is the trainer's own): applied to `c`, 1; refused, 0 with the
+ * reason in `why`. */
+int tfc_control_apply(tfc_solver_config *c, const char *assignment, char *why, size_t size);
+/* The keys tfc-ctl set takes, for messages and help. */
+const char *tfc_control_settable_keys(void);
 
 /* ---- what a resume changes (resume_diff.c) --------------------------------------------- */
 

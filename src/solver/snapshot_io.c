@@ -208,6 +208,8 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     if (x->ema) add(&sw, "ema/params", TFC_F32, 1, &x->ema_n, x->ema);
     int64_t plen = (int64_t)x->pipeline_len;
     add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
+    int64_t clen = x->control ? (int64_t)strlen(x->control) : 0;
+    if (clen) add(&sw, "solver/control", TFC_U8, 1, &clen, x->control);
     int nr = x->nrank_pipelines > 1 ? x->nrank_pipelines : 1;
     char(*rank_names)[40] = malloc((size_t)nr * sizeof *rank_names);
     int64_t *rank_lens = malloc((size_t)nr * sizeof *rank_lens);
@@ -455,6 +457,17 @@ static tfc_status read_counters(const tfc_st_file *f, const char *state_path,
     } else if (tcb) {
         return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor 'solver/callbacks' is of the "
                              "wrong type or size", state_path);
+    }
+    /* Optional: the tfc-ctl sets of the run so far. */
+    const tfc_st_tensor *tctl = tfc_st_find(f, "solver/control");
+    if (tctl) {
+        if (tctl->dtype != TFC_U8)
+            return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor 'solver/control' is not U8",
+                                 state_path);
+        x->control = malloc(tctl->nbytes + 1);
+        if (!x->control) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        memcpy(x->control, tctl->data, tctl->nbytes);
+        x->control[tctl->nbytes] = 0;
     }
     /* Optional: the weight average of a run with `ema:`. */
     const tfc_st_tensor *tema = tfc_st_find(f, "ema/params");

@@ -35,6 +35,8 @@ typedef struct run {
     tfc_ema ema;                     /* the weight average (ema:) */
     tfc_control ctl;                 /* RUN_DIR/control, tfc-ctl's FIFO (rank 0) */
     int ctl_stop;                    /* tfc-ctl asked to stop */
+    char *ctl_sets;                  /* tfc-ctl sets applied, "KEY=VALUE\n" each, for snapshots */
+    const char *resume_changes;      /* while resuming: tfc_resume_diff's text (or NULL) */
     int forced;                      /* --force: a refused resume becomes a new run */
     tfc_comm *comm;                  /* the ranks of a data-parallel run (self: one) */
     tfc_grad_comm grad_comm;         /* how the gradients are summed over the ranks */
@@ -127,6 +129,7 @@ static tfc_status snapshot(run *r, tfc_error *err)
         r->be->ops->download(r->be, x.ema, r->ema.avg, (size_t)x.ema_n * sizeof(float));
     }
     tfc_error_clear(inner);
+    x.control = r->ctl_sets;
     tfc_status s = TFC_OK;
     if (dealt) { /* rank 0's own is the plain "pipeline/train" */
         x.pipeline = rank_pipeline[0];
@@ -370,6 +373,42 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
 
 /* Everything of a state file into the run: weights, optimizer, pipeline position,
  * progress, callbacks, the weight average, the iteration and the best result. */
+/* Appends a tfc-ctl set to the run's record (what snapshots keep). */
+static void record_set(run *r, const char *assignment)
+{
+    size_t have = r->ctl_sets ? strlen(r->ctl_sets) : 0, add = strlen(assignment);
+    char *grown = realloc(r->ctl_sets, have + add + 2);
+    if (!grown) return; /* the set applies; a resume would not replay it */
+    memcpy(grown + have, assignment, add);
+    memcpy(grown + have + add, "\n", 2);
+    r->ctl_sets = grown;
+}
+
+/* The tfc-ctl sets a state recorded, applied again — except a key the resume itself
+ * changes (`changes`: tfc_resume_diff's lines), which the resumed configuration decides. */
+static void replay_sets(run *r, const char *sets, const char *changes)
+{
+    free(r->ctl_sets);
+    r->ctl_sets = NULL;
+    for (const char *line = sets; line && *line;) {
+        size_t n = strcspn(line, "\n");
+        char one[256], key[256], why[256];
+        snprintf(one, sizeof one, "%.*s", (int)n, line);
+        line += n + (line[n] == '\n');
+        snprintf(key, sizeof key, "  %.*s:", (int)strcspn(one, "="), one);
+        if (changes && strstr(changes, key)) {
+            tfc_progress_say(&r->prog, "tfc-ctl set %s of the resumed run not replayed: the "
+                                       "configuration changes that key\n", one);
+            continue;
+        }
+        if (strncmp(one, "optimizer.learning_rate=", 24) && /* in the callbacks' state */
+            !tfc_control_apply(&r->s->cfg, one, why, sizeof why))
+            continue;
+        record_set(r, one);
+        tfc_progress_say(&r->prog, "tfc-ctl set %s replayed from the snapshot\n", one);
+    }
+}
+
 static tfc_status load_state(run *r, const char *state, int *differs, tfc_error *err)
 {
     tfc_snapshot_extra x = {0};
@@ -385,6 +424,8 @@ static tfc_status load_state(run *r, const char *state, int *differs, tfc_error 
         r->be->ops->upload(r->be, r->ema.avg, x.ema, (size_t)x.ema_n * sizeof(float));
         r->ema.started = 1;
     }
+    if (!st && x.control) replay_sets(r, x.control, r->resume_changes);
+    free(x.control);
     free(x.ema);
     free(x.pipeline);
     free(x.losses);
@@ -416,7 +457,9 @@ static tfc_status resume(run *r, tfc_error *err)
         free(changes);
         return TFC_ERR_USAGE;
     }
+    r->resume_changes = changes;
     tfc_status st = load_state(r, state, &differs, err);
+    r->resume_changes = NULL;
     if (st) tfc_error_prefix(err, "cannot resume: ");
     else if (r->iter > r->s->cfg.max_iter)
         st = tfc_error_set(err, TFC_ERR_USAGE, "%s is at iteration %lld, beyond max_iter %d",
@@ -570,13 +613,25 @@ static void control_set(run *r, const char *assignment)
                                    "learning rate while it runs\n");
         return;
     }
+    if (strncmp(assignment, key, strlen(key))) {
+        char why[256];
+        if (!tfc_control_apply(&r->s->cfg, assignment, why, sizeof why)) {
+            tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: %s\n", assignment, why);
+            return;
+        }
+        record_set(r, assignment);
+        tfc_progress_say(&r->prog, "tfc-ctl: %s from iteration %lld\n", assignment,
+                         (long long)r->iter + 1);
+        return;
+    }
     if (!end || *end || !(v > 0) || !isfinite(v)) {
-        tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: only optimizer.learning_rate=V "
-                                   "(V > 0) can be set while training\n",
+        tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: expected optimizer.learning_rate=V "
+                                   "with V > 0\n",
                          assignment);
         return;
     }
     r->cb.lr_set = v;
+    record_set(r, assignment);
     if (r->s->cfg.lr_policy.type == TFC_LR_PLATEAU) r->cb.plateau.lr = v;
     tfc_progress_say(&r->prog, "tfc-ctl: optimizer.learning_rate = %g from iteration %lld\n", v,
                      (long long)r->iter + 1);
@@ -693,6 +748,7 @@ static tfc_status finish_run(run *r, tfc_error *err)
 static void free_run(run *r)
 {
     tfc_control_close(&r->ctl);
+    free(r->ctl_sets);
     tfc_ema_release(&r->ema); /* before its backend */
     tfc_rundir_close(&r->dir);
     if (r->opt.be) tfc_optimizer_release(&r->opt);
