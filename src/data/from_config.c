@@ -142,7 +142,8 @@ static tfc_status take_classes(const tfc_node *src, const char *key, tfc_node *r
     return TFC_OK;
 }
 
-static tfc_status plan_source_fields(const tfc_node *src, split_plan *sp, tfc_error *err);
+static tfc_status plan_source_fields(const tfc_node *src, const tfc_node *whole, split_plan *sp,
+                                     tfc_error *err);
 
 /* Validates the source mapping into sp (and the stage it implies into sp->stages[0], which
  * has room for it). */
@@ -158,13 +159,16 @@ static tfc_status plan_source(const tfc_node *src, split_plan *sp, tfc_error *er
     tfc_node rest;
     tfc_status st = take_classes(src, key, &rest, sp, err);
     if (st) return st;
-    st = plan_source_fields(&rest, sp, err);
+    st = plan_source_fields(&rest, src, sp, err);
     free(rest.keys);
     return st;
 }
 
-/* The source's own keys (all but `classes:`): its type, its field table, what it implies. */
-static tfc_status plan_source_fields(const tfc_node *src, split_plan *sp, tfc_error *err)
+/* The source's own keys (all but `classes:`): its type, its field table, what it implies.
+ * `src` is a copy of the source mapping without `classes:` that dies on return; the implied
+ * stage keeps `whole`, the mapping as written, for its errors. */
+static tfc_status plan_source_fields(const tfc_node *src, const tfc_node *whole, split_plan *sp,
+                                     tfc_error *err)
 {
     const char *key = sp->source_key;
     const tfc_node *type = tfc_node_get(src, "type");
@@ -186,7 +190,7 @@ static tfc_status plan_source_fields(const tfc_node *src, split_plan *sp, tfc_er
     tfc_status st = tfc_schema_apply(def->fields, src, key, args, err);
     if (!st && def->check) st = def->check(args, src, key, err);
     if (!st && def->implies) {
-        st = def->implies(args, src, key, &sp->stages[0], err);
+        st = def->implies(args, whole, key, &sp->stages[0], err);
         if (sp->stages[0].def) sp->n = 1;
     }
     return st;
