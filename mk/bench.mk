@@ -21,3 +21,10 @@ bench-peers: $(BENCH_BIN)
 # Data-parallel CPU benchmark: 2 ranks x 1 thread against 1 process x 2 threads (bench/dist.sh).
 bench-dist: all
 	$(Q)bench/dist.sh $(BIN)
+
+# Data-parallel training between two network namespaces of this machine over Open MPI's TCP
+# transport (tests/netns.sh): needs root and iproute2; not in make test (CI's containers may
+# not allow network namespaces).
+.PHONY: test-netns
+test-netns: tools
+	$(Q)tests/netns.sh $(BIN) $(BUILD)/netns
