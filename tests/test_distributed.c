@@ -185,6 +185,16 @@ static void test_two_ranks_equal_one_process(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"ranks\": 2"));
         CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"rank_batch\": 16"));
         CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"global_batch\": 32"));
+        /* the test split, dealt among the ranks, counts each of its 512 examples once: the
+         * same confusion matrix as one process's */
+        snprintf(sum, sizeof sum, "%s/summary.json", one);
+        char *j1 = tfc_test_read(sum, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j1);
+        const char *c1 = strstr(j1, "\"confusion\""), *c2 = strstr(js, "\"confusion\"");
+        CU_ASSERT_FATAL(c1 && c2);
+        size_t len1 = strcspn(c1, "}"), len2 = strcspn(c2, "}");
+        CU_ASSERT(len1 == len2 && !strncmp(c1, c2, len1));
+        free(j1);
         free(js);
     }
 }

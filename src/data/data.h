@@ -76,8 +76,10 @@ typedef struct tfc_data_options {
      * blocks of batch / shard_count elements, block k going to rank k % shard_count (this
      * one: shard_index), and the batch stage batches that many. Rank r's batches are then
      * the rows [r B/N, (r+1) B/N) of the unsharded pipeline's, its maps run on its elements
-     * only, and map randomness is unchanged. Other splits are left whole. */
-    int shard_count, shard_index;
+     * only, and map randomness is unchanged. Other splits are left whole, unless
+     * shard_finite: then a split read once (a test split) is dealt too, each rank reading its
+     * blocks of the pass (ranks may end with different counts). */
+    int shard_count, shard_index, shard_finite;
 } tfc_data_options;
 
 /* What the solver needs to know of a split before any data is read. */

@@ -256,18 +256,19 @@ static tfc_status set_classes(source *src, const split_plan *sp, tfc_error *err)
     return st;
 }
 
-/* Opens the planned source and pushes its stages (phase 2). */
 /* Where a data-parallel split is dealt among the ranks (tfc_data_options.shard_count): the
  * index of the stage the shard goes before, with *batch the first batch stage's index; -1
- * when the split is left whole (no batch stage, no endless repeat before it, a batch the
- * ranks do not divide — the trainer names that one — or a single rank). */
+ * when the split is left whole (no batch stage or more than one, no endless repeat before
+ * it unless shard_finite, a batch the ranks do not divide — the trainer names that one —
+ * or a single rank). */
 static int shard_point(split_plan *sp, const tfc_data_options *opt, int *batch)
 {
     if (!opt || opt->shard_count <= 1) return -1;
     int b = 0, endless = 0;
     while (b < sp->n && !tfc_stage_plan_batch_size(&sp->stages[b]))
         endless |= tfc_stage_plan_repeats_forever(&sp->stages[b++]);
-    if (b == sp->n || !endless || *tfc_stage_plan_batch_size(&sp->stages[b]) % opt->shard_count)
+    if (b == sp->n || (!endless && !opt->shard_finite) ||
+        *tfc_stage_plan_batch_size(&sp->stages[b]) % opt->shard_count)
         return -1;
     for (int i = b + 1; i < sp->n; i++) /* one batching stage only: it is the global batch */
         if (tfc_stage_plan_batch_size(&sp->stages[i])) return -1;
@@ -279,6 +280,7 @@ static int shard_point(split_plan *sp, const tfc_data_options *opt, int *batch)
     return at;
 }
 
+/* Opens the planned source and pushes its stages (phase 2). */
 static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_error *err)
 {
     int batch = -1, at = shard_point(sp, opt, &batch);

@@ -173,6 +173,9 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
     if (s->cfg.test) {
         o = split_options(s, 1);
         o.vocab = tfc_pipeline_vocab(f->train);
+        o.shard_count = f->nranks; /* each rank evaluates its share of the pass */
+        o.shard_index = f->rank;
+        o.shard_finite = 1;
         f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
         if (!f->test) return err->code ? err->code : TFC_ERR_DATA;
     }
