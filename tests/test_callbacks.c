@@ -202,6 +202,28 @@ static void test_plateau_threshold_mode(void)
     tfc_model_free(m);
 }
 
+/* At the floor the rate stays and no reduction is reported: Keras reduces only while its
+ * float32 rate exceeds float32(min_lr). From 5.4e-5 with factor 0.3 and min_lr 2e-5 (a
+ * float32 value below the double 2e-5): one reduction to the floor, then none — the
+ * double rate compared with float32(min_lr) was "reduced" to itself at each patience. */
+static void test_plateau_floor(void)
+{
+    tfc_model *m = tiny_model();
+    tfc_plateau p = {0};
+    resolve(&p.monitor, m, 0, TFC_MODE_MIN);
+    p.factor = 0.3;
+    p.patience = 1;
+    p.min_lr = 2e-5;
+    p.threshold_mode = TFC_THRESHOLD_ABS;
+    tfc_plateau_state st = {.lr = 5.4e-5};
+    CU_ASSERT_EQUAL(tfc_plateau_step(&p, &st, 1.0), 0); /* the first value is the best */
+    CU_ASSERT_EQUAL(tfc_plateau_step(&p, &st, 1.0), 1);
+    CU_ASSERT_DOUBLE_EQUAL(st.lr, 2e-5, 1e-20);
+    for (int e = 0; e < 4; e++) CU_ASSERT_EQUAL(tfc_plateau_step(&p, &st, 1.0), 0);
+    CU_ASSERT_DOUBLE_EQUAL(st.lr, 2e-5, 1e-20);
+    tfc_model_free(m);
+}
+
 /* auto: min for the loss, max for accuracy; explicit modes win; train/ is recognised. */
 static void test_monitor_resolve(void)
 {
@@ -399,6 +421,7 @@ static void test_ema_sequence(void)
 TFC_TEST_MAIN("callbacks", {"ema_sequence", test_ema_sequence}, {"early_stopping_keras", test_early_stopping_keras},
               {"plateau_keras", test_plateau_keras},
               {"plateau_threshold_mode", test_plateau_threshold_mode},
+              {"plateau_floor", test_plateau_floor},
               {"monitor_resolve", test_monitor_resolve}, {"solver_keys", test_solver_keys},
               {"solver_key_errors", test_solver_key_errors},
               {"test_interval_needed", test_test_interval_needed},

@@ -31,9 +31,10 @@ int tfc_plateau_step(const tfc_plateau *p, tfc_plateau_state *st, double value)
     /* Keras tests in_cooldown() again, after the decrement above. */
     if (st->cooldown_counter > 0) return 0;
     if (++st->wait < p->patience) return 0;
-    /* Keras compares with float32(min_lr); a rate at the floor stays (and wait keeps
-     * counting, as there). */
-    if (!(st->lr > (double)(float)p->min_lr)) return 0;
+    /* Keras compares its float32 rate with float32(min_lr); a rate at the floor stays (and
+     * wait keeps counting, as there). In double, a rate set to min_lr would still exceed
+     * float32(min_lr) and be "reduced" to itself at every patience. */
+    if (!((float)st->lr > (float)p->min_lr)) return 0;
     double lr = st->lr * p->factor;
     st->lr = lr > p->min_lr ? lr : p->min_lr;
     st->cooldown_counter = p->cooldown;
