@@ -45,13 +45,7 @@ chmod +x "$out/agent.sh"
 printf '10.77.%s.1 slots=1\n10.77.%s.2 slots=1\n' "$net" "$net" >"$out/hosts"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1
-python3 - "$out" <<'PY'
-import numpy as np, sys
-rng = np.random.default_rng(7)
-x = rng.uniform(-1, 1, (512, 16)).astype(np.float32)
-y = np.argmax(x @ rng.normal(size=(16, 4)), axis=1).astype(np.int32)
-np.save(sys.argv[1] + "/x.npy", x); np.save(sys.argv[1] + "/y.npy", y)
-PY
+python3 "$(dirname "$0")/util/write_split.py" "$out"
 cat >"$out/solver.yaml" <<'YAML'
 model:
   name: netns_mlp

@@ -25,17 +25,7 @@ static const char *meta(const char *path, const char *key, char *buf, size_t siz
 
 static tfc_status train(const char *solver_yaml, const char *out, tfc_error *e)
 {
-    tfc_solver_options o = {0};
-    o.out_dir = tfc_test_path(out);
-    o.threads = 1;
-    o.console = fopen("/dev/null", "w");
-    tfc_error_clear(e);
-    tfc_solver *s = tfc_solver_load(tfc_test_write("cn_solver.yaml", solver_yaml, -1), &o, e);
-    tfc_train_result res;
-    tfc_status st = s ? tfc_solver_train(s, &res, e) : e->code;
-    tfc_solver_free(s);
-    fclose(o.console);
-    return st;
+    return tfc_test_train(solver_yaml, "cn_solver.yaml", out, e);
 }
 
 /* An npy source with `classes:`: final, best and snapshot weights carry them. */

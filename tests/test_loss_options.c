@@ -255,17 +255,7 @@ static void test_balanced_weights(void)
 
 static tfc_status train(const char *solver_yaml, const char *out, tfc_error *e)
 {
-    tfc_solver_options o = {0};
-    o.out_dir = tfc_test_path(out);
-    o.threads = 1;
-    o.console = fopen("/dev/null", "w");
-    tfc_error_clear(e);
-    tfc_solver *s = tfc_solver_load(tfc_test_write("lo_solver.yaml", solver_yaml, -1), &o, e);
-    tfc_train_result res;
-    tfc_status st = s ? tfc_solver_train(s, &res, e) : e->code;
-    tfc_solver_free(s);
-    fclose(o.console);
-    return st;
+    return tfc_test_train(solver_yaml, "lo_solver.yaml", out, e);
 }
 
 /* A run with `class_weight: balanced` ends with the weights of the same run given the list

@@ -6,7 +6,8 @@
 #   tools/zoo-package.sh NAME RUN_DIR CONFIG.yaml "DEVICE TEXT" "TASK" "DATASET" [bpc]
 # The last argument `bpc` records bits per character (test loss / ln 2) instead of the
 # model's first metric. THREADS (default: this machine's cores, tfc-train's default) is the
-# --threads the run used; the front matter records it with the commit of this checkout, so
+# --threads the run used; the front matter records it with the commit of this checkout (or
+# COMMIT, the one the run was trained at when the checkout has moved on since), so
 # `make zoo-retrain` can repeat the run (issue 19 item 11).
 set -e
 name=$1 run=$2 config=$3 device=$4 task=$5 dataset=$6 mode=$7
@@ -22,8 +23,10 @@ cp "$run/final.safetensors" "$dir/$name.safetensors"
 [ -f "$run/vocabulary.txt" ] && cp "$run/vocabulary.txt" "$dir/vocabulary.txt"
 sha=$(sha256sum "$dir/$name.safetensors" | cut -d' ' -f1)
 threads=${THREADS:-$(nproc)}
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- src include 'tools/*.c' 2>/dev/null || commit="$commit+uncommitted changes"
+if [ -n "${COMMIT:-}" ]; then commit=$COMMIT; else
+    commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    git diff --quiet HEAD -- src include 'tools/*.c' 2>/dev/null || commit="$commit+uncommitted changes"
+fi
 python3 - "$run/summary.json" "$dir/README.md" "$name" "$sha" "$config" "$device" "$task" "$dataset" "$mode" "$threads" "$commit" <<'PY'
 import json, math, struct, sys
 summ, out, name, sha, config, device, task, dataset, mode, threads, commit = sys.argv[1:]

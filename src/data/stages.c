@@ -293,28 +293,52 @@ tfc_status tfc_pipeline_repeat(tfc_pipeline *p, int64_t count, tfc_error *err)
     return repeat_push(p, count, err);
 }
 
-/* ---- take and skip --------------------------------------------------------------------------- */
+/* ---- take, skip and shard --------------------------------------------------------------------- */
 
 typedef struct take_stage {
     stage base;
     int64_t count; /* take: < 0 means all; skip: elements to drop */
     int skip;
-    int64_t seen;  /* take: handed out; skip: dropped so far */
+    int64_t num_shards, index, block; /* shard: num_shards > 0 */
+    int64_t seen;  /* take: handed out; skip: dropped so far; shard: pulled in this pass */
 } take_stage;
 
-/* Skip drops its first `count` elements (as ids when the stage below is lazy, so nothing is
- * decoded for them), then passes the rest; take passes `count` elements, then ends. */
+/* Pulls the next element from below and drops it (as an id when the stage below is lazy, so
+ * nothing is read or decoded for it). */
+static tfc_status drop_one(stage *s, elem_id *id, int *end, tfc_error *err)
+{
+    elem tmp = {0};
+    elem_id *drop_id = id ? id : s->up->lazy ? &tmp.id : NULL;
+    tfc_status st = pull(s->up, drop_id ? NULL : &tmp, drop_id, end, err);
+    tfc_elem_free(&tmp);
+    return st;
+}
+
+/* A shard keeps positions i with (i / block) % num_shards == index. */
+static int shard_keeps(const take_stage *t, int64_t i)
+{
+    return i / t->block % t->num_shards == t->index;
+}
+
+/* Skip drops its first `count` elements, then passes the rest; take passes `count` elements,
+ * then ends; shard (tf.data's Dataset.shard, or in blocks for data-parallel ranks) passes
+ * the positions it keeps and drops the others. Dropped elements are never materialised. */
 static tfc_status take_step(stage *s, elem *out, elem_id *id, int *end, tfc_error *err)
 {
     take_stage *t = (take_stage *)s;
-    if (t->skip) {
-        while (t->seen < t->count) {
-            elem tmp = {0};
-            elem_id *drop_id = id ? id : s->up->lazy ? &tmp.id : NULL;
-            tfc_status st = pull(s->up, drop_id ? NULL : &tmp, drop_id, end, err);
-            tfc_elem_free(&tmp);
+    if (t->num_shards) {
+        for (; !shard_keeps(t, t->seen); t->seen++) {
+            tfc_status st = drop_one(s, id, end, err);
             if (st || *end) return st;
-            t->seen++;
+        }
+        tfc_status st = pull(s->up, out, id, end, err);
+        if (!st && !*end) t->seen++;
+        return st;
+    }
+    if (t->skip) {
+        for (; t->seen < t->count; t->seen++) {
+            tfc_status st = drop_one(s, id, end, err);
+            if (st || *end) return st;
         }
         return pull(s->up, out, id, end, err);
     }
@@ -345,6 +369,7 @@ static void take_reset(stage *s)
 
 static tfc_status take_save(stage *s, wbuf *w, tfc_error *err)
 {
+    (void)err;
     tfc_wbuf_u64(w, (uint64_t)((take_stage *)s)->seen);
     return TFC_OK;
 }
@@ -354,46 +379,46 @@ static tfc_status take_restore(stage *s, rbuf *r, tfc_error *err)
     take_stage *t = (take_stage *)s;
     t->seen = (int64_t)tfc_rbuf_u64(r);
     return r->bad || t->seen < 0
-               ? tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad take/skip counter")
+               ? tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad %s counter",
+                               s->ops->name)
                : TFC_OK;
 }
 
-static const stage_ops take_ops = {
-    .name = "take",
-    .next = take_next,
-    .next_id = take_next_id,
-    .fetch = tfc_stage_pass_fetch,
-    .reset = take_reset,
-    .save = take_save,
-    .restore = take_restore,
-    .free = plain_free,
-};
+#define TAKE_OPS(NAME)                                                                        \
+    {.name = NAME,                                                                            \
+     .next = take_next,                                                                       \
+     .next_id = take_next_id,                                                                 \
+     .fetch = tfc_stage_pass_fetch,                                                           \
+     .reset = take_reset,                                                                     \
+     .save = take_save,                                                                       \
+     .restore = take_restore,                                                                 \
+     .free = plain_free}
+static const stage_ops take_ops = TAKE_OPS("take"), skip_ops = TAKE_OPS("skip"),
+                       shard_ops = TAKE_OPS("shard");
 
-static const stage_ops skip_ops = {
-    .name = "skip",
-    .next = take_next,
-    .next_id = take_next_id,
-    .fetch = tfc_stage_pass_fetch,
-    .reset = take_reset,
-    .save = take_save,
-    .restore = take_restore,
-    .free = plain_free,
-};
+/* Appends a take, skip or shard stage of `t` (taken), its ops and hash set here. */
+static tfc_status take_append(tfc_pipeline *p, take_stage *t, const stage_ops *ops,
+                              uint64_t config_hash)
+{
+    stage *s = &t->base, *up = tfc_pipeline_top(p);
+    s->ops = ops;
+    s->lazy = up->lazy;
+    s->fetchable = up->fetchable;
+    s->spec = up->spec;
+    s->config_hash = config_hash;
+    tfc_pipeline_push(p, s);
+    return TFC_OK;
+}
 
 static tfc_status take_push(tfc_pipeline *p, int64_t count, int skip, tfc_error *err)
 {
     take_stage *t = calloc(1, sizeof *t);
     if (!t) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    stage *s = &t->base, *up = tfc_pipeline_top(p);
     t->count = count < 0 ? (skip ? 0 : -1) : count;
     t->skip = skip;
-    s->ops = skip ? &skip_ops : &take_ops;
-    s->lazy = up->lazy;
-    s->fetchable = up->fetchable;
-    s->spec = up->spec;
-    s->config_hash = tfc_data_hash_mix(tfc_data_hash_str(0, s->ops->name), (uint64_t)t->count);
-    tfc_pipeline_push(p, s);
-    return TFC_OK;
+    const stage_ops *ops = skip ? &skip_ops : &take_ops;
+    return take_append(p, t, ops,
+                       tfc_data_hash_mix(tfc_data_hash_str(0, ops->name), (uint64_t)t->count));
 }
 
 static const tfc_field take_fields[] = {
@@ -443,82 +468,6 @@ tfc_status tfc_pipeline_skip(tfc_pipeline *p, int64_t count, tfc_error *err)
     return take_push(p, count, 1, err);
 }
 
-/* ---- shard ----------------------------------------------------------------------------------- */
-
-/* tf.data's Dataset.shard(num_shards, index): of the elements of each pass, those whose
- * position i (from 0) has i % num_shards == index — or, dealt in blocks for data-parallel
- * ranks, (i / block) % num_shards == index. The others are pulled as ids when the stage
- * below is lazy, so nothing is read or decoded for them. */
-typedef struct shard_stage {
-    stage base;
-    int64_t num_shards, index, block;
-    int64_t seen; /* elements pulled from below in this pass */
-} shard_stage;
-
-static int shard_keeps(const shard_stage *h, int64_t i)
-{
-    return i / h->block % h->num_shards == h->index;
-}
-
-static tfc_status shard_step(stage *s, elem *out, elem_id *id, int *end, tfc_error *err)
-{
-    shard_stage *h = (shard_stage *)s;
-    while (!shard_keeps(h, h->seen)) {
-        elem tmp = {0};
-        elem_id *drop_id = id ? id : s->up->lazy ? &tmp.id : NULL;
-        tfc_status st = pull(s->up, drop_id ? NULL : &tmp, drop_id, end, err);
-        tfc_elem_free(&tmp);
-        if (st || *end) return st;
-        h->seen++;
-    }
-    tfc_status st = pull(s->up, out, id, end, err);
-    if (!st && !*end) h->seen++;
-    return st;
-}
-
-static tfc_status shard_next(stage *s, elem *out, int *end, tfc_error *err)
-{
-    return shard_step(s, out, NULL, end, err);
-}
-
-static tfc_status shard_next_id(stage *s, elem_id *id, int *end, tfc_error *err)
-{
-    return shard_step(s, NULL, id, end, err);
-}
-
-static void shard_reset(stage *s)
-{
-    ((shard_stage *)s)->seen = 0;
-    s->up->ops->reset(s->up);
-}
-
-static tfc_status shard_save(stage *s, wbuf *w, tfc_error *err)
-{
-    (void)err;
-    tfc_wbuf_u64(w, (uint64_t)((shard_stage *)s)->seen);
-    return TFC_OK;
-}
-
-static tfc_status shard_restore(stage *s, rbuf *r, tfc_error *err)
-{
-    shard_stage *h = (shard_stage *)s;
-    h->seen = (int64_t)tfc_rbuf_u64(r);
-    return r->bad || h->seen < 0
-               ? tfc_error_set(err, TFC_ERR_FORMAT, "pipeline state: bad shard counter")
-               : TFC_OK;
-}
-
-static const stage_ops shard_ops = {
-    .name = "shard",
-    .next = shard_next,
-    .next_id = shard_next_id,
-    .fetch = tfc_stage_pass_fetch,
-    .reset = shard_reset,
-    .save = shard_save,
-    .restore = shard_restore,
-    .free = plain_free,
-};
-
 tfc_status tfc_pipeline_shard_blocks(tfc_pipeline *p, int64_t num_shards, int64_t index,
                                      int64_t block, tfc_error *err)
 {
@@ -526,22 +475,14 @@ tfc_status tfc_pipeline_shard_blocks(tfc_pipeline *p, int64_t num_shards, int64_
         return tfc_error_set(err, TFC_ERR_CONFIG,
                              "shard: index %lld is not in [0, num_shards = %lld)",
                              (long long)index, (long long)num_shards);
-    shard_stage *h = calloc(1, sizeof *h);
-    if (!h) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    stage *s = &h->base, *up = tfc_pipeline_top(p);
-    h->num_shards = num_shards;
-    h->index = index;
-    h->block = block;
-    s->ops = &shard_ops;
-    s->lazy = up->lazy;
-    s->fetchable = up->fetchable;
-    s->spec = up->spec;
-    s->config_hash = tfc_data_hash_mix(
-        tfc_data_hash_mix(tfc_data_hash_mix(tfc_data_hash_str(0, "shard"), (uint64_t)num_shards),
-                          (uint64_t)index),
-        (uint64_t)block);
-    tfc_pipeline_push(p, s);
-    return TFC_OK;
+    take_stage *t = calloc(1, sizeof *t);
+    if (!t) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    t->num_shards = num_shards;
+    t->index = index;
+    t->block = block;
+    uint64_t h = tfc_data_hash_mix(tfc_data_hash_str(0, "shard"), (uint64_t)num_shards);
+    return take_append(p, t, &shard_ops,
+                       tfc_data_hash_mix(tfc_data_hash_mix(h, (uint64_t)index), (uint64_t)block));
 }
 
 tfc_status tfc_pipeline_shard(tfc_pipeline *p, int64_t num_shards, int64_t index, tfc_error *err)

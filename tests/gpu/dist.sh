@@ -13,13 +13,7 @@ bin=${1:?usage: dist.sh BINDIR OUTDIR}
 out=${2:?usage: dist.sh BINDIR OUTDIR}
 device=${DEVICE:-gpu}
 rm -rf "$out"; mkdir -p "$out"
-python3 - "$out" <<'PY'
-import numpy as np, sys
-rng = np.random.default_rng(7)
-x = rng.uniform(-1, 1, (512, 16)).astype(np.float32)
-y = np.argmax(x @ rng.normal(size=(16, 4)), axis=1).astype(np.int32)
-np.save(sys.argv[1] + "/x.npy", x); np.save(sys.argv[1] + "/y.npy", y)
-PY
+python3 "$(dirname "$0")/../util/write_split.py" "$out"
 cat >"$out/solver.yaml" <<'YAML'
 model:
   name: dist_mlp

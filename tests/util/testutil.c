@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "data/data.h"
+#include "solver/solver.h"
 
 #include <CUnit/Basic.h>
 #include <stdio.h>
@@ -170,4 +171,20 @@ const char *tfc_test_bin(const char *tool)
     snprintf(probe, sizeof probe, "no %s/%s; run through make test", bin, tool);
     tfc_test_skip(probe);
     return NULL;
+}
+
+tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char *out,
+                          tfc_error *err)
+{
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path(out);
+    o.threads = 1;
+    o.console = fopen("/dev/null", "w");
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write(file, solver_yaml, -1), &o, err);
+    tfc_train_result res;
+    tfc_status st = s ? tfc_solver_train(s, &res, err) : err->code;
+    tfc_solver_free(s);
+    if (o.console) fclose(o.console);
+    return st;
 }

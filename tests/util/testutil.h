@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/error.h"
+
 typedef struct tfc_test_case {
     const char *name;
     void (*fn)(void);
@@ -48,6 +50,11 @@ const char *tfc_test_path(const char *name);
 const char *tfc_test_write(const char *name, const void *data, long len);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated); *len gets its size. */
 char *tfc_test_read(const char *path, size_t *len);
+
+/* Trains the solver `solver_yaml` (written to the scratch file `file`) on the CPU with one
+ * thread, console to /dev/null, its run directory tmpdir/out; e gets any error. */
+tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char *out,
+                          tfc_error *e);
 
 /* A learnable synthetic classification set as two .npy files in the scratch directory: 16
  * features uniform in [-1, 1] (float32 [n, 16]) and int32 labels [n], the argmax of a fixed
