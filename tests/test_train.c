@@ -353,7 +353,23 @@ static void test_early_stopping(void)
                                        "evaluations (patience 3); best") &&
               strstr(reason, "at iteration 10"));
     json_decref(j);
-    /* restore_best: final.safetensors is the weights of iteration 10, not of 40. */
+    /* restore_best: final.safetensors is the weights of iteration 10, not of 40, and the
+     * final test result in summary.json is theirs: the loss log.csv has for the test at 10
+     * (the third column), not the one at 40. */
+    char *csv = tfc_test_read(in("es", "log.csv"), NULL);
+    const char *at10 = csv ? strstr(csv, "\n10,test,") : NULL, *at40 = csv ? strstr(csv, "\n40,test,") : NULL;
+    CU_ASSERT_FATAL(at10 && at40);
+    double loss10 = atof(at10 + strlen("\n10,test,")), loss40 = atof(at40 + strlen("\n40,test,"));
+    free(csv);
+    CU_ASSERT(fabs(loss10 - loss40) > 1e-6 * fabs(loss10)); /* the check can tell them apart */
+    j = json_load_file(in("es", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    double final_loss = json_real_value(
+        json_object_get(json_object_get(json_object_get(j, "final"), "test"), "loss"));
+    json_decref(j);
+    CU_ASSERT(fabs(final_loss - loss10) <= 1e-6 * fabs(loss10));
+    if (fabs(final_loss - loss10) > 1e-6 * fabs(loss10))
+        printf("\nfinal test loss %.9g; at 10 %.9g, at 40 %.9g\n", final_loss, loss10, loss40);
     CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es", "early_stopping.safetensors")));
     CU_ASSERT(files_equal(in("es", "final.safetensors"), in("es", "snapshots/tiny_iter_10.safetensors")));
     CU_ASSERT(!files_equal(in("es", "final.safetensors"), in("es", "snapshots/tiny_iter_40.safetensors")));

@@ -371,8 +371,6 @@ static tfc_status run_test(run *r, int *stopped, tfc_error *err)
 
 /* ---- starting: fresh, from --weights, or resumed ------------------------------------------------ */
 
-/* Everything of a state file into the run: weights, optimizer, pipeline position,
- * progress, callbacks, the weight average, the iteration and the best result. */
 /* Appends a tfc-ctl set to the run's record (what snapshots keep). */
 static void record_set(run *r, const char *assignment)
 {
@@ -409,6 +407,8 @@ static void replay_sets(run *r, const char *sets, const char *changes)
     }
 }
 
+/* Everything of a state file into the run: weights, optimizer, pipeline position,
+ * progress, callbacks, the weight average, the iteration and the best result. */
 static tfc_status load_state(run *r, const char *state, int *differs, tfc_error *err)
 {
     tfc_snapshot_extra x = {0};
@@ -734,6 +734,24 @@ static tfc_status finish_run(run *r, tfc_error *err)
     if (!st && !stopped) tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
     if (!st && !stopped && writer(r))
         st = tfc_callbacks_restore_best(&r->cb, r->s, r->dir.path, &r->prog, err);
+    /* final.safetensors then holds the best evaluation's weights: the final test result is
+     * theirs, not the last iteration's (the same decision on every rank: the callbacks'
+     * state is) */
+    const tfc_early_stopping *es = &c->early_stopping;
+    if (!st && !stopped && es->enabled && es->restore_best && r->cb.es.have_best &&
+        r->cb.es.best_iteration != r->last_test && r->feed.test) {
+        if (r->comm->size > 1) st = share_weights(r, err);
+        tfc_eval e;
+        int again = 0;
+        if (!st) st = tfc_evaluate(&r->feed, r->s, &e, &r->cm, &again, err);
+        if (!st && !again) {
+            r->res->test = e;
+            char line[512];
+            tfc_solver_format_eval(r->s, &e, line, sizeof line);
+            tfc_progress_say(&r->prog, "test of the restored weights (iteration %lld): %s\n",
+                             (long long)r->cb.es.best_iteration, line);
+        }
+    }
     if (!st && !stopped && writer(r)) {
         char final[4200];
         snprintf(final, sizeof final, "%s/final.safetensors", r->dir.path);
