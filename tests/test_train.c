@@ -75,11 +75,14 @@ static const char *solver_path(void)
 /* Trains the fixture solver with overrides into tmp/<out>; returns the status. */
 static int live_console; /* 1: the next train() draws the live progress line */
 
+static int64_t stop_at_next; /* the --stop-at of the next train() call (0: none) */
+
 static tfc_status train(const char *out, const char **sets, int nsets, const char *resume,
                         const char *weights, FILE *console, tfc_train_result *res,
                         tfc_error *err)
 {
     tfc_solver_options o = {0};
+    o.stop_at = stop_at_next;
     o.live = live_console;
     o.sets = sets;
     o.nsets = nsets;
@@ -1072,6 +1075,45 @@ static void test_control(void)
     CU_ASSERT_EQUAL(ctl(out, "set", "x"), 2);
 }
 
+/* --stop-at: the early-stopping run above, paused at 15 (neither a test nor a snapshot
+ * iteration) and resumed, ends with the bytes of the run that never paused: the pause's test
+ * pass steps no callback (the plateau would halve the rate there) and logs no row. The
+ * paused run's summary says paused, with that test result. */
+static void test_stop_at(void)
+{
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train("sa_full", es_sets, 5, NULL, NULL, NULL, res, &err), TFC_OK);
+    stop_at_next = 15;
+    tfc_status st = train("sa", es_sets, 5, NULL, NULL, NULL, res, &err);
+    stop_at_next = 0;
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_PAUSED);
+    CU_ASSERT_EQUAL(res->iterations, 15);
+    CU_ASSERT(res->have_test);
+    json_error_t je;
+    json_t *j = json_load_file(in("sa", "summary.json"), 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "status")), "paused");
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(json_object_get(j, "final"), "test"));
+    json_decref(j);
+    CU_ASSERT(!exists(in("sa", "final.safetensors")));
+    char state[2048];
+    snprintf(state, sizeof state, "%s", in("sa", "snapshots/tiny_iter_15.state"));
+    CU_ASSERT_FATAL(exists(state));
+    st = train("sa", es_sets, 5, state, NULL, NULL, res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_STOPPED_EARLY);
+    CU_ASSERT(files_equal(in("sa", "final.safetensors"), in("sa_full", "final.safetensors")));
+    CU_ASSERT(files_equal(in("sa", "snapshots/tiny_iter_40.safetensors"),
+                          in("sa_full", "snapshots/tiny_iter_40.safetensors")));
+    char *csv = tfc_test_read(in("sa", "log.csv"), NULL);
+    CU_ASSERT(csv && !strstr(csv, "\n15,test,"));
+    free(csv);
+    free(res);
+}
+
 /* Copies `text` with the first `from` replaced by `to` (into a static buffer). */
 static const char *replaced(const char *text, const char *from, const char *to)
 {
@@ -1398,6 +1440,7 @@ int main(int argc, char **argv)
         {"resume_every_optimizer_and_schedule", test_resume_every_optimizer_and_schedule},
         {"divergence", test_divergence},
         {"early_stopping", test_early_stopping},
+        {"stop_at", test_stop_at},
         {"ema", test_ema},
         {"rollback", test_rollback},
         {"weights_by_name", test_weights_by_name},

@@ -18,7 +18,7 @@ static const char *set_v[256], *solver_v[1];
 static struct {
     cli_list sets, solver;
     const char *resume, *weights, *device, *out;
-    long threads, nprocs;
+    long threads, nprocs, stop_at;
     int quiet, keys, force, overwrite;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
@@ -29,6 +29,9 @@ static const cli_option options[] = {
              "data.train.pipeline.3.batch.batch_size=64 (VALUE is YAML)"},
     {"resume", 0, CLI_STRING, &args.resume, "STATE",
      .help = "continue exactly from a snapshot's .state file"},
+    {"stop-at", 0, CLI_INT, &args.stop_at, "ITER", .min = 1, .max = 2147483647,
+     .help = "pause after iteration ITER (below max_iter): a test pass, a snapshot,\n"
+             "status paused, exit 0; --resume continues as if it had never paused"},
     {"force", 0, CLI_FLAG, &args.force, NULL,
      .help = "with --resume: when the configuration changes what the state does not fit\n"
              "(model, data, optimizer), start a new run from the snapshot's weights"},
@@ -182,6 +185,7 @@ int main(int argc, char **argv)
     opt.nsets = args.sets.n;
     opt.resume = args.resume;
     opt.force = args.force;
+    opt.stop_at = args.stop_at;
     opt.weights = args.weights;
     opt.device = args.device;
     opt.threads = (int)args.threads;
@@ -229,6 +233,15 @@ int main(int argc, char **argv)
                 (int)(stop_signal ? stop_signal : SIGTERM), (long long)res->iterations,
                 res->run_dir, np, res->last_snapshot);
         code = 128 + (stop_signal ? (int)stop_signal : SIGTERM);
+    } else if (res->status == TFC_RUN_PAUSED) {
+        char line[512] = "";
+        if (res->have_test) tfc_solver_format_eval(s, &res->test, line, sizeof line);
+        char np[32] = "";
+        if (comm->size > 1) snprintf(np, sizeof np, " --nprocs %d", comm->size);
+        printf("paused at iteration %lld (--stop-at)%s%s; continue with\n"
+               "  tfc-train %s/config.yaml%s --resume %s\n",
+               (long long)res->iterations, line[0] ? "; test " : "", line, res->run_dir, np,
+               res->last_snapshot);
     } else {
         char line[512];
         if (res->status == TFC_RUN_STOPPED_EARLY)

@@ -42,6 +42,10 @@ typedef struct tfc_solver_options {
     volatile sig_atomic_t *snapshot_now; /* nonzero: the loop writes a snapshot after the
                                             current iteration, clears it and goes on */
     volatile sig_atomic_t *evaluate_now; /* nonzero: the same with a test pass (logged) */
+    int64_t stop_at;              /* --stop-at: > 0 pauses the run after that iteration (below
+                                     max_iter) with a test pass and a snapshot, status paused;
+                                     the schedule, callbacks and logs stay those of the whole
+                                     run, so a resume goes on as if it had never paused */
 } tfc_solver_options;
 
 /* The checked solver keys (docs/solver.md lists them with their defaults). */
@@ -131,10 +135,11 @@ typedef enum tfc_run_status {
     TFC_RUN_INTERRUPTED,  /* stopped by opt->stop after writing a snapshot */
     TFC_RUN_DIVERGED,     /* non-finite loss or gradient */
     TFC_RUN_FAILED,       /* any other error */
-    TFC_RUN_STOPPED_EARLY /* early_stopping's patience ran out */
+    TFC_RUN_STOPPED_EARLY, /* early_stopping's patience ran out */
+    TFC_RUN_PAUSED        /* reached opt->stop_at: snapshot written, resumable */
 } tfc_run_status;
 
-/* completed, interrupted, diverged, failed, stopped_early */
+/* completed, interrupted, diverged, failed, stopped_early, paused */
 extern const char *const tfc_run_status_names[];
 
 /* Loss and metrics over one pass of a split, weighted by the rows each batch counted. */

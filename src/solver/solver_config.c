@@ -11,7 +11,7 @@
 #include "solver/internal.h"
 
 const char *const tfc_run_status_names[] = {"completed", "interrupted", "diverged", "failed",
-                                            "stopped_early", NULL};
+                                            "stopped_early", "paused", NULL};
 
 typedef struct solver_args {
     const tfc_node *model, *data, *optimizer, *lr_policy, *snapshot, *early_stopping, *ema,

@@ -686,7 +686,9 @@ static tfc_status loop(run *r, tfc_error *err)
         tfc_status st = snapshot(r, err);
         if (st) return st;
     }
-    while (r->iter < c->max_iter) {
+    int64_t end = r->s->opt.stop_at > 0 && r->s->opt.stop_at < c->max_iter ? r->s->opt.stop_at
+                                                                             : c->max_iter;
+    while (r->iter < end) {
         /* a stop on any rank (a signal, tfc-ctl on rank 0) stops every rank here */
         if ((r->stopped = tfc_comm_any(r->comm, tfc_solver_stop_requested(r->s) || r->ctl_stop)))
             break;
@@ -712,12 +714,36 @@ static tfc_status loop(run *r, tfc_error *err)
     return TFC_OK;
 }
 
+/* --stop-at reached: a test pass that steps no callback and writes no log row or best
+ * weights (a run that never paused has none there), then the snapshot; status paused. */
+static tfc_status pause_run(run *r, tfc_error *err)
+{
+    tfc_status st = TFC_OK;
+    if (r->feed.test && r->last_test != r->iter) {
+        tfc_eval e;
+        int stopped = 0;
+        tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
+        st = tfc_evaluate(&r->feed, r->s, &e, &r->cm, &stopped, err);
+        tfc_ema_swap_out(&r->ema, tfc_model_params(r->s->model));
+        if (!st && !stopped) {
+            r->res->have_test = 1;
+            r->res->test = e;
+        }
+    }
+    if (!st && r->last_snap != r->iter) st = snapshot(r, err);
+    if (!st) r->res->status = TFC_RUN_PAUSED; /* the caller says so (tfc-train: with the resume) */
+    return st;
+}
+
 static tfc_status finish_run(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_status st = TFC_OK;
     int stopped = r->stopped ||
                   (r->comm->size == 1 && (tfc_solver_stop_requested(r->s) || r->ctl_stop));
+    if (!stopped && !r->cb.stop && r->s->opt.stop_at > 0 && r->iter == r->s->opt.stop_at &&
+        r->iter < c->max_iter)
+        return pause_run(r, err);
     if (!stopped && r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
     if (st) return st;
     if (tfc_progress_pending(&r->prog) > 0 && (c->display == 0 || r->iter % c->display != 0)) {
