@@ -17,6 +17,7 @@
  *   data         data/data.h         tfc_pipeline_* (sources, stages, plans, map callbacks, state)
  *   training     solver/solver.h     tfc_solver_load, tfc_solver_train, tfc_solver_evaluate,
  *                                    tfc_snapshot_* (names, discovery)
+ *   sweeps       solver/asha.h       tfc_asha_* (successive halving's decisions, tfc-grid)
  *   inference    (below)             tfc_predictor_* : the stable part (SPEC §5c,
  *                                    docs/embedding.md), plain C types only
  *   export       api/onnx.h          tfc_onnx_export (SPEC §5d)
@@ -50,6 +51,7 @@ extern "C" {
 #include "graph/model.h"
 #include "data/data.h"
 #include "solver/solver.h"
+#include "solver/asha.h"
 #include "api/onnx.h"
 
 #include <stddef.h>

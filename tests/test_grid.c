@@ -408,10 +408,108 @@ static void test_header_before_any_test(void)
     CU_ASSERT_EQUAL(read_rows("notest", rows, 2), 1);
 }
 
+/* --scheduler asha over 9 points, rungs 10, 30 and 90: decisions logged in asha.csv, the
+ * results' stop_iter and reason columns, fewer iterations than the full grid; a trial
+ * promoted twice (paused at 10 and 30, resumed each time) ends with the bytes of the same
+ * point trained straight to 90; a re-run replays the log and starts nothing. */
+#define ASHA_BASE                                                                            \
+    "tiny.yaml --grid optimizer.learning_rate=0.0003,0.003,0.03 "                            \
+    "--grid model.layers.0.Dense.units=4,8,16 --set test_interval=0 "                        \
+    "--set snapshot.interval=0 --scheduler asha --threads 1"
+#define ASHA_ARGS ASHA_BASE " --set max_iter=90 --min-iter 10"
+static void test_asha_sweep(void)
+{
+    CU_ASSERT_EQUAL_FATAL(grid(ASHA_ARGS " --out asha"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "asha: rungs at 10, 30 and 90 iterations"));
+    const char *spent = strstr(out, "asha: ");
+    spent = spent ? strstr(spent + 1, "asha: ") : NULL;
+    CU_ASSERT_FATAL(spent != NULL);
+    long iters = atol(spent + 6);
+    CU_ASSERT(iters >= 9 * 10 && iters < 9 * 90);
+    char *csv = tfc_test_read(tfc_test_path("asha/results.csv"), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    CU_ASSERT(strstr(csv, ",status,stop_iter,reason,run_dir\n") != NULL);
+    CU_ASSERT(strstr(csv, ",completed,90,reached max_iter,") != NULL);
+    CU_ASSERT(strstr(csv, ",paused,10,not in the top 1/3 of rung 0,") != NULL);
+    /* the first row (the best) completed: its lr and units, then the same point unpaused */
+    const char *row = strchr(csv, '\n') + 1;
+    char lr[32], units[32], run_dir[1024];
+    CU_ASSERT_FATAL(sscanf(row, "%31[^,],%31[^,],", lr, units) == 2);
+    const char *eol = strchr(row, '\n'), *comma = eol;
+    while (comma > row && comma[-1] != ',') comma--;
+    snprintf(run_dir, sizeof run_dir, "%.*s", (int)(eol - comma), comma);
+    char log[1100], cmd[4096], a[1100], b[1024], exe[2048];
+    snprintf(log, sizeof log, "%s/train.log", run_dir);
+    char *train_log = tfc_test_read(log, NULL);
+    CU_ASSERT(train_log && strstr(train_log, "paused at iteration 10") &&
+              strstr(train_log, "paused at iteration 30"));
+    free(train_log);
+    tool(exe, sizeof exe, "tfc-train");
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' tiny.yaml --set optimizer.learning_rate=%s --set "
+             "model.layers.0.Dense.units=%s --set max_iter=90 --set test_interval=0 --set "
+             "snapshot.interval=0 --threads 1 --quiet --out straight >/dev/null 2>&1",
+             tfc_test_tmpdir(), exe, lr, units);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    snprintf(a, sizeof a, "%s/final.safetensors", run_dir);
+    snprintf(b, sizeof b, "%s/straight/final.safetensors", tfc_test_tmpdir());
+    size_t la = 0, lb = 0;
+    char *fa = tfc_test_read(a, &la), *fb = tfc_test_read(b, &lb);
+    CU_ASSERT(fa && fb && la == lb && !memcmp(fa, fb, la));
+    free(fa);
+    free(fb);
+    free(csv);
+    /* the log replays: nothing left to start or promote */
+    char *before = tfc_test_read(tfc_test_path("asha/asha.csv"), NULL);
+    CU_ASSERT_EQUAL(grid(ASHA_ARGS " --out asha"), 0);
+    CU_ASSERT_EQUAL(count_lines(out, "start"), 0);
+    CU_ASSERT_EQUAL(count_lines(out, "promote"), 0);
+    char *after = tfc_test_read(tfc_test_path("asha/asha.csv"), NULL);
+    CU_ASSERT(before && after && !strcmp(before, after));
+    free(before);
+    free(after);
+    /* another setting on the same folder is refused */
+    CU_ASSERT_EQUAL(grid(ASHA_ARGS " --eta 2 --out asha"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "holds another sweep's decisions"));
+}
+
+/* SIGTERM to an asha sweep, then the same command again: the decisions (asha.csv) and the
+ * results equal those of the sweep that was never interrupted. */
+static void test_asha_interrupted(void)
+{
+    CU_ASSERT_EQUAL_FATAL(grid(ASHA_BASE " --set max_iter=900 --min-iter 100 --out asha_whole"), 0);
+    const char *args[] = {"tiny.yaml", "--grid", "optimizer.learning_rate=0.0003,0.003,0.03",
+                          "--grid", "model.layers.0.Dense.units=4,8,16", "--set",
+                          "test_interval=0", "--set", "snapshot.interval=0", "--scheduler",
+                          "asha", "--threads", "1", "--set", "max_iter=900", "--min-iter", "100",
+                          "--out", "asha_cut", NULL};
+    pid_t pid = spawn_grid(args, tfc_test_path("asha_cut.log"));
+    /* once a few decisions are logged */
+    for (int i = 0; i < 3000; i++) {
+        char *t = tfc_test_read(tfc_test_path("asha_cut/asha.csv"), NULL);
+        int lines = t ? count_lines(t, "") : 0;
+        free(t);
+        if (lines >= 8) break;
+        sleep_ms(5);
+    }
+    kill(pid, SIGTERM);
+    int code = wait_code(pid);
+    CU_ASSERT(code == 143 || code == 0);
+    CU_ASSERT_EQUAL(grid(ASHA_BASE " --set max_iter=900 --min-iter 100 --out asha_cut"), 0);
+    char *whole = tfc_test_read(tfc_test_path("asha_whole/asha.csv"), NULL);
+    char *cut = tfc_test_read(tfc_test_path("asha_cut/asha.csv"), NULL);
+    CU_ASSERT_FATAL(whole && cut);
+    if (strcmp(whole, cut)) printf("\nuninterrupted:\n%s\ninterrupted:\n%s", whole, cut);
+    CU_ASSERT_STRING_EQUAL(whole, cut);
+    free(whole);
+    free(cut);
+}
+
 TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage_errors},
               {"random_seeded", test_random_seeded},
               {"run_results_and_skip", test_run_results_and_skip},
               {"header_before_any_test", test_header_before_any_test},
               {"resume_after_sigterm", test_resume_after_sigterm},
               {"resume_after_kill", test_resume_after_kill},
-              {"resume_after_kill_prefix", test_resume_after_kill_prefix})
+              {"resume_after_kill_prefix", test_resume_after_kill_prefix},
+              {"asha_sweep", test_asha_sweep}, {"asha_interrupted", test_asha_interrupted})

@@ -3,7 +3,9 @@
  * KEY=log:lo:hi) runs as its own `tfc-train SOLVER --set KEY=VALUE... --out DIR/<point>`
  * child, --jobs at a time with the CPU threads divided between them. Running it again skips
  * completed points and resumes interrupted ones from their newest snapshot. DIR/results.csv
- * lists every point sorted by its best test metric (read from each summary.json). */
+ * lists every point sorted by its best test metric (read from each summary.json). With
+ * --scheduler asha, points train in rungs (tfc-train --stop-at) and only the best of each rung
+ * go on (solver/asha.h); its decisions are logged in DIR/asha.csv, which a re-run replays. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -43,6 +45,10 @@ typedef struct point {
     int slot;           /* job slot while running, -1 otherwise */
     int ran, resumed;
     uint64_t config_hash;  /* of the point's resolved configuration now (validate) */
+    int64_t max_iter;      /* its solver's (validate) */
+    int has_test;          /* its solver has data.test */
+    int target;            /* asha: the rung its current job trains to, -1: none */
+    int top_rung;          /* asha: the highest rung it reached, -1: none */
     /* from summary.json */
     char status[32];
     char run_hash[24];  /* the configuration hash it ran with ("" when not recorded) */
@@ -61,6 +67,7 @@ typedef struct grid {
     int nsets;
     char metric[128];
     int lower_is_better;
+    int asha;              /* --scheduler asha */
 } grid;
 
 /* The sweep the command line describes: --grid and --range add keys to it as they come. */
@@ -72,10 +79,11 @@ static const char *add_range(void *ctx, const char *arg);
 static const char *set_v[4096], *solver_v[1];
 static struct {
     cli_list sets, solver;
-    long random, seed, jobs, threads;
-    const char *out, *device;
+    long random, seed, jobs, threads, min_iter, eta;
+    const char *out, *device, *scheduler, *metric, *mode;
     int dry_run;
-} args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v), .seed = 1, .jobs = 1};
+} args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v), .seed = 1, .jobs = 1,
+          .eta = 3};
 
 static const cli_option options[] = {
     {"grid", 0, CLI_CALL, &sweep, "KEY=v1,v2", .call = add_grid,
@@ -99,6 +107,18 @@ static const cli_option options[] = {
      .help = "the sweep's folder (default grid/<solver name>)"},
     {"device", 0, CLI_STRING, &args.device, "D[,D...]",
      .help = "passed to tfc-train; a list gpu:0,gpu:1 gives each job its own"},
+    {"scheduler", 0, CLI_STRING, &args.scheduler, "asha",
+     .help = "successive halving (Li et al. 2020): points train to --min-iter,\n"
+             "the best 1/eta of each rung go on (min-iter·eta^k, then max_iter)"},
+    {"min-iter", 0, CLI_INT, &args.min_iter, "R", .min = 1, .max = LONG_MAX,
+     .help = "asha: the first rung (default max_iter / eta^3, at least 1)"},
+    {"eta", 0, CLI_INT, &args.eta, "E", .min = 2, .max = 1000,
+     .help = "asha: the rung ratio and the kept fraction 1/E (default 3)"},
+    {"metric", 0, CLI_STRING, &args.metric, "M",
+     .help = "asha: the test metric ranking a rung, e.g. accuracy or test/loss\n"
+             "(default the model's first metric, as results.csv)"},
+    {"mode", 0, CLI_STRING, &args.mode, "max|min",
+     .help = "asha: whether higher is better (default: min for loss, else max)"},
     {"dry-run", 0, CLI_FLAG, &args.dry_run, NULL,
      .help = "print the points and their overrides, run nothing"},
     {NULL},
@@ -487,9 +507,11 @@ static void slot_device(const runner *r, int slot, char *out, size_t size)
     }
 }
 
-/* Starts tfc-train for the point (resuming from `state` when not empty); output is appended
- * to DIR/<point>/train.log. Returns the pid, or -1. */
-static pid_t launch(const grid *g, const runner *r, point *p, const char *state, int slot)
+/* Starts tfc-train for the point (resuming from `state` when not empty; pausing after
+ * iteration `stop_at` when > 0); output is appended to DIR/<point>/train.log. Returns the
+ * pid, or -1. */
+static pid_t launch(const grid *g, const runner *r, point *p, const char *state, int slot,
+                    int64_t stop_at)
 {
     int nsets;
     char **sets = point_sets(g, p, &nsets);
@@ -511,6 +533,12 @@ static pid_t launch(const grid *g, const runner *r, point *p, const char *state,
     if (device[0]) {
         argv[n++] = "--device";
         argv[n++] = device;
+    }
+    char stop[32];
+    if (stop_at > 0) {
+        snprintf(stop, sizeof stop, "%lld", (long long)stop_at);
+        argv[n++] = "--stop-at";
+        argv[n++] = stop;
     }
     if (state[0]) {
         argv[n++] = "--resume";
@@ -589,7 +617,7 @@ static void run_all(grid *g, const runner *r)
                 snprintf(p->status, sizeof p->status, "failed");
                 continue;
             }
-            p->pid = launch(g, r, p, state, slot);
+            p->pid = launch(g, r, p, state, slot, 0);
             if (p->pid < 0) {
                 fprintf(stderr, "tfc-grid: fork: %s\n", strerror(errno));
                 snprintf(p->status, sizeof p->status, "failed");
@@ -632,6 +660,243 @@ static void run_all(grid *g, const runner *r)
     free(pending);
     free(fresh);
     free(slots);
+}
+
+/* ---- asha ---------------------------------------------------------------------------------- */
+
+/* The value of `metric` in the point's summary.json final test (NAN when absent). */
+static double summary_metric(const point *p, const char *metric)
+{
+    char path[4600];
+    snprintf(path, sizeof path, "%s/summary.json", p->dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *v = json_object_get(json_object_get(json_object_get(root, "final"), "test"), metric);
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    json_decref(root);
+    return x;
+}
+
+static int point_index(const grid *g, const char *name)
+{
+    for (int i = 0; i < g->npoints; i++)
+        if (!strcmp(g->points[i].name, name)) return i;
+    return -1;
+}
+
+/* DIR/asha.csv: a header naming the settings, then one line per decision — `job,POINT,RUNG`
+ * when a point is given a job (a start for rung 0, a promotion otherwise) and
+ * `result,POINT,RUNG,VALUE` when it reports — so a re-run replays the same decisions. A log
+ * of other settings is refused. Returns the open log (append), or NULL with a message. */
+static FILE *asha_log_open(const grid *g, tfc_asha *a, const char *dir, const char *metric,
+                           int *owed)
+{
+    char path[4200], header[512];
+    snprintf(path, sizeof path, "%s/asha.csv", dir);
+    snprintf(header, sizeof header, "# asha points=%d rungs=", g->npoints);
+    for (int k = 0; k <= a->nrungs; k++)
+        snprintf(header + strlen(header), sizeof header - strlen(header), "%s%lld", k ? ":" : "",
+                 (long long)a->rung_iter[k]);
+    snprintf(header + strlen(header), sizeof header - strlen(header), " eta=%g metric=%s mode=%s",
+             a->eta, metric, a->higher_is_better ? "max" : "min");
+    FILE *in = fopen(path, "r");
+    if (in) {
+        char line[1024];
+        if (!fgets(line, sizeof line, in) || strncmp(line, header, strlen(header)) ||
+            (line[strlen(header)] != '\n' && line[strlen(header)] != 0)) {
+            fprintf(stderr, "tfc-grid: %s holds another sweep's decisions (its first line is not\n"
+                            "  %s); choose another --out\n", path, header);
+            fclose(in);
+            return NULL;
+        }
+        while (fgets(line, sizeof line, in)) {
+            char kind[16], name[256];
+            int rung;
+            double value;
+            int n = sscanf(line, "%15[^,],%255[^,],%d,%lf", kind, name, &rung, &value);
+            int t = n >= 3 ? point_index(g, name) : -1;
+            if (t < 0 || rung < 0 || rung > a->nrungs) continue; /* a torn last line */
+            if (!strcmp(kind, "job")) {
+                tfc_asha_replay_job(a, t, rung);
+                owed[t] = rung;
+            } else if (!strcmp(kind, "result") && n == 4) {
+                tfc_asha_report(a, t, rung, value);
+                g->points[t].top_rung = rung > g->points[t].top_rung ? rung : g->points[t].top_rung;
+                if (owed[t] == rung) owed[t] = -1;
+            }
+        }
+        fclose(in);
+        return fopen(path, "a");
+    }
+    FILE *out = fopen(path, "w");
+    if (!out) fprintf(stderr, "tfc-grid: cannot write %s: %s\n", path, strerror(errno));
+    else fprintf(out, "%s\n", header);
+    return out;
+}
+
+/* Successive halving over the points: jobs from tfc_asha_next, each a tfc-train to its rung
+ * (--stop-at below max_iter), resumed from the point's newest snapshot when promoted; the
+ * metric of the test at the rung (summary.json) reported back. Returns 0, or 2 on bad usage. */
+static int run_asha(grid *g, const runner *r, const char *dir)
+{
+    const char *metric = args.metric ? args.metric : g->metric;
+    if (!strncmp(metric, "test/", 5)) metric += 5;
+    int higher = args.mode ? !strcmp(args.mode, "max") : strcmp(metric, "loss") != 0;
+    if (args.mode && strcmp(args.mode, "max") && strcmp(args.mode, "min"))
+        return cli_error(&tool, "--mode %s: expected max or min", args.mode);
+    for (int i = 0; i < g->npoints; i++) {
+        if (g->points[i].max_iter != g->points[0].max_iter)
+            return cli_error(&tool, "--scheduler asha: the points' max_iter differ (%s: %lld, "
+                             "%s: %lld); rungs need one", g->points[0].name,
+                             (long long)g->points[0].max_iter, g->points[i].name,
+                             (long long)g->points[i].max_iter);
+        if (!g->points[i].has_test)
+            return cli_error(&tool, "--scheduler asha ranks trials by their test metric: the "
+                                    "solver needs data.test");
+    }
+    int64_t max_iter = g->points[0].max_iter;
+    int64_t min_iter = args.min_iter;
+    if (!min_iter) {
+        double m = (double)max_iter;
+        for (int k = 0; k < 3; k++) m /= (double)args.eta;
+        min_iter = m < 1 ? 1 : (int64_t)m;
+    }
+    tfc_asha a;
+    tfc_error err;
+    tfc_error_clear(&err);
+    if (tfc_asha_init(&a, g->npoints, min_iter, max_iter, (double)args.eta, higher, &err)) {
+        fprintf(stderr, "tfc-grid: %s", err.text);
+        return 2;
+    }
+    printf("asha: rungs at");
+    for (int k = 0; k <= a.nrungs; k++)
+        printf("%s %lld", k == a.nrungs ? " and" : k ? "," : "", (long long)a.rung_iter[k]);
+    printf(" iterations; the best 1/%ld of a rung goes on, by test %s (%s)\n", args.eta, metric,
+           higher ? "max" : "min");
+    int *owed = xcalloc((size_t)g->npoints, sizeof *owed);
+    for (int i = 0; i < g->npoints; i++) {
+        owed[i] = -1;
+        g->points[i].target = -1;
+        g->points[i].top_rung = -1;
+    }
+    FILE *log = asha_log_open(g, &a, dir, metric, owed);
+    if (!log) {
+        free(owed);
+        tfc_asha_free(&a);
+        return 2;
+    }
+    int *slots = xcalloc((size_t)r->jobs, sizeof *slots);
+    int running = 0, forwarded = 0;
+    for (;;) {
+        while (running < r->jobs && !stop_signal) {
+            int t = -1, rung = -1;
+            for (int i = 0; i < g->npoints && t < 0; i++) /* jobs owed from an earlier run */
+                if (owed[i] >= 0 && g->points[i].target < 0) t = i, rung = owed[i];
+            if (t >= 0) {
+                a.busy[t] = 1;
+            } else if (tfc_asha_next(&a, &t, &rung)) {
+                fprintf(log, "job,%s,%d\n", g->points[t].name, rung);
+                fflush(log);
+            } else {
+                break;
+            }
+            point *p = &g->points[t];
+            int slot = 0;
+            while (slots[slot]) slot++;
+            char state[4600] = "";
+            tfc_error_clear(&err);
+            int fresh = rung == 0 && owed[t] < 0;
+            if (tfc_mkdir_p(p->dir, &err) ||
+                (!fresh && tfc_snapshot_find_newest(p->dir, state, sizeof state, &err))) {
+                fprintf(stderr, "tfc-grid: %s", err.text);
+                snprintf(p->status, sizeof p->status, "failed");
+                tfc_asha_report(&a, t, rung, NAN);
+                owed[t] = -1;
+                continue;
+            }
+            owed[t] = -1;
+            int64_t until = rung < a.nrungs ? a.rung_iter[rung] : 0;
+            p->pid = launch(g, r, p, state, slot, until);
+            if (p->pid < 0) {
+                fprintf(stderr, "tfc-grid: fork: %s\n", strerror(errno));
+                snprintf(p->status, sizeof p->status, "failed");
+                tfc_asha_report(&a, t, rung, NAN);
+                continue;
+            }
+            p->slot = slot;
+            p->target = rung;
+            slots[slot] = 1;
+            p->ran = 1;
+            running++;
+            printf("%s %s to %lld%s\n", rung == 0 && !state[0] ? "start " : rung ? "promote" : "resume",
+                   p->name, (long long)a.rung_iter[rung], rung == a.nrungs ? " (the end)" : "");
+            fflush(stdout);
+        }
+        if (running == 0) break;
+        if (stop_signal && !forwarded) {
+            for (int i = 0; i < g->npoints; i++)
+                if (g->points[i].slot >= 0) kill(g->points[i].pid, SIGTERM);
+            forwarded = 1;
+        }
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) {
+            sleep_ms(50);
+            continue;
+        }
+        for (int i = 0; i < g->npoints; i++) {
+            point *p = &g->points[i];
+            if (p->slot < 0 || p->pid != pid) continue;
+            slots[p->slot] = 0;
+            p->slot = -1;
+            running--;
+            int rung = p->target;
+            p->target = -1;
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            int read = read_summary(g, p);
+            int reached = read && code == 0 &&
+                          (!strcmp(p->status, "paused") || !strcmp(p->status, "completed") ||
+                           !strcmp(p->status, "stopped_early"));
+            if (reached) {
+                double v = summary_metric(p, metric);
+                tfc_asha_report(&a, i, rung, v);
+                if (rung > p->top_rung) p->top_rung = rung;
+                /* stopped early: nothing more to train, never promoted */
+                if (!strcmp(p->status, "stopped_early") && rung < a.nrungs)
+                    tfc_asha_replay_job(&a, i, rung + 1);
+                fprintf(log, "result,%s,%d,%.17g\n", p->name, rung, v);
+                fflush(log);
+                printf("%-7s %s at %lld: %s %.6g\n", "rung", p->name, (long long)p->iterations,
+                       metric, v);
+            } else if (stop_signal && (code == 130 || code == 143)) {
+                tfc_asha_release(&a, i); /* owed: the re-run restarts this job */
+                snprintf(p->status, sizeof p->status, "interrupted");
+                printf("%-7s %s (exit %d)\n", "stopped", p->name, code);
+            } else {
+                if (!read || strcmp(p->status, "diverged"))
+                    snprintf(p->status, sizeof p->status, "failed");
+                tfc_asha_report(&a, i, rung, NAN); /* ranks last; not run again */
+                fprintf(log, "result,%s,%d,nan\n", p->name, rung);
+                fflush(log);
+                printf("%-7s %s (exit %d, %s)\n", "done", p->name, code, p->status);
+            }
+            fflush(stdout);
+        }
+    }
+    fclose(log);
+    /* the cost: iterations trained against every point run to max_iter */
+    long long spent = 0;
+    for (int i = 0; i < g->npoints; i++) {
+        read_summary(g, &g->points[i]);
+        spent += g->points[i].iterations;
+    }
+    long long full = (long long)g->npoints * (long long)max_iter;
+    printf("asha: %lld iterations trained, %.1f%% of the %lld the full sweep would train\n",
+           spent, full ? 100.0 * (double)spent / (double)full : 0.0, full);
+    free(slots);
+    free(owed);
+    tfc_asha_free(&a);
+    return 0;
 }
 
 /* ---- results ----------------------------------------------------------------------------- */
@@ -684,6 +949,15 @@ static void row_cells(const grid *g, const point *p, char (*cells)[4600])
     snprintf(cells[c++], 4600, "%lld", p->iterations);
     snprintf(cells[c++], 4600, "%.1f", p->wall);
     snprintf(cells[c++], 4600, "%s", p->status[0] ? p->status : "pending");
+    if (g->asha) { /* where successive halving left it, and why */
+        snprintf(cells[c++], 4600, "%lld", p->iterations);
+        if (!strcmp(p->status, "paused"))
+            snprintf(cells[c++], 4600, "not in the top 1/%ld of rung %d", args.eta, p->top_rung);
+        else if (!strcmp(p->status, "completed"))
+            snprintf(cells[c++], 4600, "reached max_iter");
+        else
+            snprintf(cells[c++], 4600, "%s", p->status[0] ? p->status : "not started");
+    }
     snprintf(cells[c++], 4600, "%s", p->dir);
 }
 
@@ -699,7 +973,7 @@ static int write_results(grid *g, const char *dir)
     sort_grid = g;
     qsort(order, (size_t)g->npoints, sizeof *order, by_metric);
     const char *m = g->metric[0] ? g->metric : "loss";
-    int ncols = g->nkeys + NFIXED;
+    int ncols = g->nkeys + NFIXED + (g->asha ? 2 : 0);
     char (*head)[4600] = xcalloc((size_t)ncols, sizeof *head);
     for (int i = 0; i < g->nkeys; i++) snprintf(head[i], 4600, "%s", g->keys[i].name);
     snprintf(head[g->nkeys], 4600, "test_%s", m);
@@ -708,7 +982,12 @@ static int write_results(grid *g, const char *dir)
     snprintf(head[g->nkeys + 3], 4600, "iterations");
     snprintf(head[g->nkeys + 4], 4600, "wall_seconds");
     snprintf(head[g->nkeys + 5], 4600, "status");
-    snprintf(head[g->nkeys + 6], 4600, "run_dir");
+    int last = g->nkeys + 6;
+    if (g->asha) {
+        snprintf(head[last++], 4600, "stop_iter");
+        snprintf(head[last++], 4600, "reason");
+    }
+    snprintf(head[last], 4600, "run_dir");
 
     char *text = NULL;
     size_t len = 0;
@@ -774,6 +1053,8 @@ static int validate(grid *g)
             ok = 0;
         } else {
             g->points[i].config_hash = tfc_solver_config_hash(s);
+            g->points[i].max_iter = tfc_solver_get_config(s)->max_iter;
+            g->points[i].has_test = tfc_solver_get_config(s)->test != NULL;
             /* The ranking metric is known before any test ran: results.csv's columns do not
              * change once the first summary appears. */
             if (i == 0) {
@@ -826,6 +1107,11 @@ static int grid_main(grid *g, int argc, char **argv)
     if (g->nkeys == 0)
         return cli_error(&tool, "nothing to vary: give --grid or --random with --range");
     if (nranges && !args.random) return cli_error(&tool, "--range needs --random N");
+    if (args.scheduler && strcmp(args.scheduler, "asha"))
+        return cli_error(&tool, "--scheduler %s: expected asha", args.scheduler);
+    g->asha = args.scheduler != NULL;
+    if (!g->asha && (args.min_iter || args.metric || args.mode))
+        return cli_error(&tool, "--min-iter, --metric and --mode go with --scheduler asha");
 
     short_names(g);
     const char *msg = expand(g, args.random, (uint64_t)args.seed);
@@ -884,13 +1170,20 @@ static int grid_main(grid *g, int argc, char **argv)
     printf("tfc-grid: %d point%s, %d at a time, %d thread%s each, into %s\n", g->npoints,
            g->npoints == 1 ? "" : "s", r.jobs, r.threads, r.threads == 1 ? "" : "s", dir);
     double t0 = tfc_now();
-    run_all(g, &r);
+    if (g->asha) {
+        int code = run_asha(g, &r, dir);
+        if (code) return code;
+    } else {
+        run_all(g, &r);
+    }
     int ok = write_results(g, dir);
     int failed = 0, unfinished = 0;
     for (int i = 0; i < g->npoints; i++) {
         const char *st = g->points[i].status;
         if (!strcmp(st, "failed") || !strcmp(st, "diverged")) failed++;
-        else if (strcmp(st, "completed") != 0) unfinished++;
+        else if (strcmp(st, "completed") != 0 && !(g->asha && (!strcmp(st, "paused") ||
+                                                               !strcmp(st, "stopped_early"))))
+            unfinished++;
     }
     printf("tfc-grid: %.1f s; %d failed or diverged, %d unfinished\n", tfc_now() - t0, failed,
            unfinished);

@@ -1,0 +1,54 @@
+/* Asynchronous successive halving (ASHA, Li et al. 2020, "A System for Massively Parallel
+ * Hyperparameter Tuning", Algorithm 2) as pure bookkeeping: tfc-grid asks it for the next job
+ * and reports the metric each trial reached at a rung; no clock, no processes, so a table
+ * test drives it with scripted curves. Rungs are at min_iter · eta^k iterations below
+ * max_iter, then max_iter itself (the top). */
+#ifndef TFC_SOLVER_ASHA_H
+#define TFC_SOLVER_ASHA_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define TFC_ASHA_MAX_RUNGS 32
+
+typedef struct tfc_asha {
+    int ntrials;
+    int nrungs;                 /* rungs below the top; rung nrungs is max_iter */
+    int64_t rung_iter[TFC_ASHA_MAX_RUNGS + 1];
+    double eta;
+    int higher_is_better;
+    int *reached;               /* [ntrials]: the highest rung with a reported value, -1: none */
+    double *value;              /* [ntrials][nrungs + 1]: the metric at each rung reached */
+    unsigned char *promoted;    /* [ntrials][nrungs]: promoted out of rung k */
+    unsigned char *busy;        /* [ntrials]: a job is running (or owed: see tfc_asha_next) */
+    int next_new;               /* the next trial never started (trials start in order) */
+} tfc_asha;
+
+/* Rungs min_iter · eta^k < max_iter, then max_iter; min_iter >= 1, eta > 1, at most
+ * TFC_ASHA_MAX_RUNGS below the top. TFC_ERR_USAGE naming the bad value, or TFC_ERR_NOMEM. */
+tfc_status tfc_asha_init(tfc_asha *a, int ntrials, int64_t min_iter, int64_t max_iter, double eta,
+                         int higher_is_better, tfc_error *err);
+
+/* The next job, ASHA's get_job: from the highest rung down, the best trial of rung k's top
+ * floor(n_k / eta) (n_k: trials with a value at rung k; ties to the lower index) that was not
+ * promoted yet and is not running is promoted to rung k + 1; else the next new trial starts
+ * toward rung 0. Returns 1 with *trial and *rung (the rung the job trains to; nrungs = the
+ * end) and marks the trial busy, or 0 when no job can start now. */
+int tfc_asha_next(tfc_asha *a, int *trial, int *rung);
+
+/* The trial's job ended at `rung` with `value` (the metric of its test there): it is no
+ * longer busy. A value that is not finite ranks last. */
+void tfc_asha_report(tfc_asha *a, int trial, int rung, double value);
+
+/* The trial's job ended without reaching its rung (interrupted, failed): it is no longer
+ * busy, and its promotion (or start) stands, so the caller restarts that job itself. */
+void tfc_asha_release(tfc_asha *a, int trial);
+
+/* Replaying a saved decision: the trial was given a job toward `rung` (a start for rung 0, a
+ * promotion out of rung - 1 otherwise), as tfc_asha_next would have. */
+void tfc_asha_replay_job(tfc_asha *a, int trial, int rung);
+
+void tfc_asha_free(tfc_asha *a);
+
+#endif

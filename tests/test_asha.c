@@ -1,0 +1,111 @@
+/* ASHA's decisions (solver/asha.h) against Li et al. 2020's Algorithm 2 worked by hand on a
+ * scripted sweep: rung sizes, the order of starts and promotions, the budget spent, busy
+ * trials skipped, and a replay of saved decisions reaching the same next job. */
+#include <math.h>
+#include <string.h>
+
+#include "solver/asha.h"
+#include "testutil.h"
+
+/* Rungs: min_iter · eta^k below max_iter, then max_iter. */
+static void test_rungs(void)
+{
+    tfc_asha a;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 4, 1, 100, 3, 1, &err), TFC_OK);
+    const int64_t want[] = {1, 3, 9, 27, 81, 100};
+    CU_ASSERT_EQUAL(a.nrungs, 5);
+    for (int k = 0; k <= 5; k++) CU_ASSERT_EQUAL(a.rung_iter[k], want[k]);
+    tfc_asha_free(&a);
+    CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 4, 469, 4690, 3, 1, &err), TFC_OK);
+    CU_ASSERT(a.nrungs == 3 && a.rung_iter[0] == 469 && a.rung_iter[1] == 1407 &&
+              a.rung_iter[2] == 4221 && a.rung_iter[3] == 4690);
+    tfc_asha_free(&a);
+    CU_ASSERT_EQUAL(tfc_asha_init(&a, 4, 10, 10, 3, 1, &err), TFC_ERR_USAGE);
+    CU_ASSERT_EQUAL(tfc_asha_init(&a, 4, 1, 10, 1, 1, &err), TFC_ERR_USAGE);
+}
+
+/* Nine trials, rungs 1 and 3, top 9, eta 3, one job at a time; the value at rung 0 is v0,
+ * then v0 + 0.05 at rung 1 and v0 + 0.1 at the top (higher is better). By hand: 9 starts,
+ * promotions t1 (after three values at rung 0, the best of floor(3/3) = 1), t3 (the best of
+ * four once t3 reports), t5 (second of six), t3 again to the top (the best of the three at rung
+ * 1); then every top-1/3 of each rung is promoted and nothing is left: 9 + 2·3 + 6 = 21
+ * iterations of the full grid's 81. */
+static const double v0[9] = {.5, .7, .6, .9, .1, .8, .3, .2, .4};
+static const int want_jobs[][2] = {{0, 0}, {1, 0}, {2, 0}, {1, 1}, {3, 0}, {3, 1}, {4, 0},
+                                   {5, 0}, {5, 1}, {3, 2}, {6, 0}, {7, 0}, {8, 0}};
+
+static void test_sequential_sweep(void)
+{
+    tfc_asha a;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 9, 1, 9, 3, 1, &err), TFC_OK);
+    CU_ASSERT(a.nrungs == 2 && a.rung_iter[0] == 1 && a.rung_iter[1] == 3 && a.rung_iter[2] == 9);
+    int n = 0, t, k;
+    int64_t spent = 0;
+    while (tfc_asha_next(&a, &t, &k)) {
+        CU_ASSERT_FATAL(n < 13);
+        if (t != want_jobs[n][0] || k != want_jobs[n][1])
+            printf("\njob %d: trial %d to rung %d, want trial %d to rung %d\n", n, t, k,
+                   want_jobs[n][0], want_jobs[n][1]);
+        CU_ASSERT(t == want_jobs[n][0] && k == want_jobs[n][1]);
+        spent += a.rung_iter[k] - (k ? a.rung_iter[k - 1] : 0);
+        tfc_asha_report(&a, t, k, v0[t] + 0.05 * k);
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, 13);
+    CU_ASSERT_EQUAL(spent, 21);
+    tfc_asha_free(&a);
+}
+
+/* A busy trial is not promoted: the next candidate (or a new trial) goes instead; lower is
+ * better turns the order around; a non-finite value ranks last. */
+static void test_busy_mode_and_nan(void)
+{
+    tfc_asha a;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 6, 1, 9, 3, 0, &err), TFC_OK);
+    int t, k;
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT(tfc_asha_next(&a, &t, &k) && t == i && k == 0);
+    }
+    /* losses: t1 best, t2 NaN */
+    tfc_asha_report(&a, 0, 0, 0.9);
+    tfc_asha_report(&a, 2, 0, NAN);
+    tfc_asha_report(&a, 1, 0, 0.3);
+    CU_ASSERT(tfc_asha_next(&a, &t, &k) && t == 1 && k == 1);
+    /* t1 is running at rung 1; with six values at rung 0 the top two are t1 (busy, promoted)
+     * and t0: t0 goes */
+    CU_ASSERT(tfc_asha_next(&a, &t, &k) && t == 3 && k == 0);
+    tfc_asha_report(&a, 3, 0, 2.0);
+    CU_ASSERT(tfc_asha_next(&a, &t, &k) && t == 4 && k == 0);
+    tfc_asha_report(&a, 4, 0, 1.5);
+    CU_ASSERT(tfc_asha_next(&a, &t, &k) && t == 5 && k == 0);
+    tfc_asha_report(&a, 5, 0, 1.0);
+    CU_ASSERT(tfc_asha_next(&a, &t, &k) && t == 0 && k == 1);
+    tfc_asha_free(&a);
+}
+
+/* Saved decisions replayed (starts, promotions, reports) give the next job the uninterrupted
+ * sweep gave: after the first five jobs of test_sequential_sweep, job 5 (t3 to rung 1). */
+static void test_replay(void)
+{
+    tfc_asha a;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 9, 1, 9, 3, 1, &err), TFC_OK);
+    for (int n = 0; n < 5; n++) {
+        int t = want_jobs[n][0], k = want_jobs[n][1];
+        tfc_asha_replay_job(&a, t, k);
+        tfc_asha_report(&a, t, k, v0[t] + 0.05 * k);
+    }
+    int t, k;
+    CU_ASSERT(tfc_asha_next(&a, &t, &k) && t == want_jobs[5][0] && k == want_jobs[5][1]);
+    tfc_asha_free(&a);
+}
+
+TFC_TEST_MAIN("asha", {"rungs", test_rungs}, {"sequential_sweep", test_sequential_sweep},
+              {"busy_mode_and_nan", test_busy_mode_and_nan}, {"replay", test_replay})
