@@ -468,6 +468,14 @@ static void test_asha_sweep(void)
     CU_ASSERT(before && after && !strcmp(before, after));
     free(before);
     free(after);
+    /* report.html: every trial's row and curve, its rung marks, nothing outside the file
+     * (tests/report_check.py parses it); --report alone writes it again */
+    CU_ASSERT_EQUAL(grid("--report asha"), 0);
+    char check[4096], here[2048];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(here, sizeof here));
+    snprintf(check, sizeof check, "python3 '%s/tests/report_check.py' '%s/asha'", here,
+             tfc_test_tmpdir());
+    CU_ASSERT_EQUAL(system(check), 0);
     /* another setting on the same folder is refused */
     CU_ASSERT_EQUAL(grid(ASHA_ARGS " --eta 2 --out asha"), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "holds another sweep's decisions"));

@@ -80,7 +80,7 @@ static const char *set_v[4096], *solver_v[1];
 static struct {
     cli_list sets, solver;
     long random, seed, jobs, threads, min_iter, eta;
-    const char *out, *device, *scheduler, *metric, *mode;
+    const char *out, *device, *scheduler, *metric, *mode, *report;
     int dry_run;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v), .seed = 1, .jobs = 1,
           .eta = 3};
@@ -119,6 +119,9 @@ static const cli_option options[] = {
              "(default the model's first metric, as results.csv)"},
     {"mode", 0, CLI_STRING, &args.mode, "max|min",
      .help = "asha: whether higher is better (default: min for loss, else max)"},
+    {"report", 0, CLI_STRING, &args.report, "DIR", .flags = CLI_STANDALONE,
+     .help = "only write DIR/report.html from a sweep's folder (every sweep writes\n"
+             "one): the results table, sortable, and every trial's test curve"},
     {"dry-run", 0, CLI_FLAG, &args.dry_run, NULL,
      .help = "print the points and their overrides, run nothing"},
     {NULL},
@@ -1032,6 +1035,269 @@ static int write_results(grid *g, const char *dir)
     return ok;
 }
 
+/* ---- report.html ---------------------------------------------------------------------------- */
+
+/* Splits one CSV line (results.csv's quoting: fields with , " or newline quoted, "" inside)
+ * into at most `max` fields written into `buf`; returns the count. */
+static int csv_split(const char *line, char **fields, int max, char *buf, size_t size)
+{
+    int n = 0;
+    size_t o = 0;
+    const char *c = line;
+    while (n < max && o < size) {
+        fields[n++] = buf + o;
+        int quoted = *c == '"';
+        if (quoted) c++;
+        for (; *c && o + 1 < size; c++) {
+            if (quoted && *c == '"' && c[1] == '"') buf[o++] = *c++;
+            else if (quoted && *c == '"') quoted = 0;
+            else if (!quoted && (*c == ',' || *c == '\n')) break;
+            else buf[o++] = *c;
+        }
+        buf[o++] = 0;
+        if (*c != ',') break;
+        c++;
+    }
+    return n;
+}
+
+/* Text into HTML (&, <, >, " escaped). */
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '&') fputs("&amp;", f);
+        else if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}
+
+typedef struct curve {
+    char name[256];
+    double *x, *y;
+    int n;
+    double mark_x[TFC_ASHA_MAX_RUNGS + 1]; /* asha: where it was paused (rungs it reported) */
+    int nmarks;
+} curve;
+
+/* The test rows of RUN/log.csv: (iteration, `metric`). */
+static void read_curve(const char *run_dir, const char *metric, curve *c)
+{
+    char path[4600], line[4096];
+    snprintf(path, sizeof path, "%s/log.csv", run_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    int col = -1, cap = 0;
+    char *fields[64], buf[4096];
+    if (fgets(line, sizeof line, f)) {
+        int n = csv_split(line, fields, 64, buf, sizeof buf);
+        for (int i = 0; i < n; i++)
+            if (!strcmp(fields[i], metric)) col = i;
+    }
+    while (col >= 0 && fgets(line, sizeof line, f)) {
+        int n = csv_split(line, fields, 64, buf, sizeof buf);
+        if (n <= col || strcmp(fields[1], "test")) continue;
+        if (c->n == cap) {
+            cap = cap ? 2 * cap : 16;
+            c->x = realloc(c->x, (size_t)cap * sizeof *c->x);
+            c->y = realloc(c->y, (size_t)cap * sizeof *c->y);
+            if (!c->x || !c->y) break;
+        }
+        c->x[c->n] = atof(fields[0]);
+        c->y[c->n++] = atof(fields[col]);
+    }
+    fclose(f);
+}
+
+/* DIR/report.html: one static file (no server, no external script, style or font): the
+ * results table of DIR/results.csv, sortable by clicking a column, and an SVG of every trial's
+ * test metric against iterations from its log.csv, with the rungs where successive halving
+ * paused it (DIR/asha.csv) marked. Returns 1 on success. */
+static int write_report(const char *dir)
+{
+    char path[4200], line[16384], buf[16384];
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "tfc-grid: %s: %s (not a sweep's folder?)\n", path, strerror(errno));
+        return 0;
+    }
+    char *head[64], hbuf[4096];
+    int ncols = fgets(line, sizeof line, in) ? csv_split(line, head, 64, hbuf, sizeof hbuf) : 0;
+    int run_col = -1, metric_col = -1;
+    for (int i = 0; i < ncols; i++) {
+        if (!strcmp(head[i], "run_dir")) run_col = i;
+        if (!strncmp(head[i], "test_", 5) && metric_col < 0) metric_col = i;
+    }
+    const char *metric = metric_col >= 0 ? head[metric_col] + 5 : "loss";
+    char **rows = NULL;
+    int nrows = 0;
+    while (fgets(line, sizeof line, in)) {
+        rows = realloc(rows, (size_t)(nrows + 1) * sizeof *rows);
+        if (!rows) break;
+        rows[nrows++] = xstrdup(line);
+    }
+    fclose(in);
+    curve *cv = xcalloc((size_t)(nrows ? nrows : 1), sizeof *cv);
+    double xmax = 1, ymin = INFINITY, ymax = -INFINITY;
+    for (int r = 0; r < nrows; r++) {
+        char *fields[64];
+        int n = csv_split(rows[r], fields, 64, buf, sizeof buf);
+        if (run_col < 0 || n <= run_col) continue;
+        const char *base = strrchr(fields[run_col], '/');
+        snprintf(cv[r].name, sizeof cv[r].name, "%s", base ? base + 1 : fields[run_col]);
+        read_curve(fields[run_col], metric, &cv[r]);
+        for (int i = 0; i < cv[r].n; i++) {
+            if (cv[r].x[i] > xmax) xmax = cv[r].x[i];
+            if (cv[r].y[i] < ymin) ymin = cv[r].y[i];
+            if (cv[r].y[i] > ymax) ymax = cv[r].y[i];
+        }
+    }
+    /* asha's pauses: result lines, at the rung's iteration (the header lists them) */
+    snprintf(path, sizeof path, "%s/asha.csv", dir);
+    FILE *log = fopen(path, "r");
+    double rung_iter[TFC_ASHA_MAX_RUNGS + 1];
+    int nr = 0;
+    while (log && fgets(line, sizeof line, log)) {
+        const char *rg = strstr(line, " rungs=");
+        if (line[0] == '#' && rg) {
+            for (const char *c = rg + 7; *c && *c != ' ' && nr <= TFC_ASHA_MAX_RUNGS;) {
+                rung_iter[nr++] = atof(c);
+                c += strcspn(c, ": ");
+                if (*c == ':') c++;
+            }
+            continue;
+        }
+        char name[256];
+        int k;
+        double v;
+        if (sscanf(line, "result,%255[^,],%d,%lf", name, &k, &v) != 3 || k < 0 || k >= nr)
+            continue;
+        for (int r = 0; r < nrows; r++) {
+            curve *c = &cv[r];
+            if (strcmp(c->name, name) || c->nmarks > TFC_ASHA_MAX_RUNGS) continue;
+            c->mark_x[c->nmarks++] = rung_iter[k];
+            int have = 0; /* the rung's test, when log.csv has no row there (a pause logs none) */
+            for (int i = 0; i < c->n; i++) have |= c->x[i] == rung_iter[k];
+            if (have || !isfinite(v)) continue;
+            double *x = realloc(c->x, (size_t)(c->n + 1) * sizeof *x);
+            double *y = x ? realloc(c->y, (size_t)(c->n + 1) * sizeof *y) : NULL;
+            if (x) c->x = x;
+            if (!y) continue;
+            c->y = y;
+            int at = c->n++;
+            while (at > 0 && c->x[at - 1] > rung_iter[k]) { /* kept in iteration order */
+                c->x[at] = c->x[at - 1];
+                c->y[at] = c->y[at - 1];
+                at--;
+            }
+            c->x[at] = rung_iter[k];
+            c->y[at] = v;
+            if (rung_iter[k] > xmax) xmax = rung_iter[k];
+            if (v < ymin) ymin = v;
+            if (v > ymax) ymax = v;
+        }
+    }
+    if (log) fclose(log);
+    if (!(ymax > ymin)) {
+        ymin = isfinite(ymin) ? ymin - 0.5 : 0;
+        ymax = ymin + 1;
+    }
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return 0;
+    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tfc-grid: ", f);
+    html_text(f, dir);
+    fputs("</title>\n<style>body{font-family:sans-serif;margin:1em}table{border-collapse:"
+          "collapse;font-size:13px}th,td{border:1px solid #ccc;padding:2px 6px}th{cursor:"
+          "pointer;background:#eee}svg{border:1px solid #ccc}polyline{fill:none;stroke-width:"
+          "1.5}polyline:hover{stroke-width:4}</style></head><body>\n<h1>", f);
+    html_text(f, dir);
+    fprintf(f, "</h1>\n<p>%d trials; click a column to sort.</p>\n<table id=\"results\">"
+               "<thead><tr>", nrows);
+    for (int i = 0; i < ncols; i++) {
+        fputs("<th>", f);
+        html_text(f, head[i]);
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead><tbody>\n", f);
+    for (int r = 0; r < nrows; r++) {
+        char *fields[64];
+        int n = csv_split(rows[r], fields, 64, buf, sizeof buf);
+        fputs("<tr>", f);
+        for (int i = 0; i < n; i++) {
+            fputs("<td>", f);
+            html_text(f, fields[i]);
+            fputs("</td>", f);
+        }
+        fputs("</tr>\n", f);
+    }
+    const double W = 760, H = 380, L = 60, B = 40, T = 10, R = 10;
+    fprintf(f, "</tbody></table>\n<h2>test %s against iterations</h2>\n<svg id=\"curves\" "
+               "width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\">\n", metric, W, H, W, H);
+    fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#000\"/>"
+               "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#000\"/>\n",
+            L, H - B, W - R, H - B, L, T, L, H - B);
+    fprintf(f, "<text x=\"%g\" y=\"%g\" font-size=\"12\">0</text><text x=\"%g\" y=\"%g\" "
+               "font-size=\"12\" text-anchor=\"end\">%.0f</text>\n",
+            L, H - B + 15, W - R, H - B + 15, xmax);
+    fprintf(f, "<text x=\"%g\" y=\"%g\" font-size=\"12\" text-anchor=\"end\">%.4g</text><text "
+               "x=\"%g\" y=\"%g\" font-size=\"12\" text-anchor=\"end\">%.4g</text>\n",
+            L - 4, H - B, ymin, L - 4, T + 10, ymax);
+    for (int r = 0; r < nrows; r++) {
+        if (!cv[r].n) continue;
+        double hue = 360.0 * r / (nrows ? nrows : 1);
+        fprintf(f, "<polyline stroke=\"hsl(%.0f,70%%,45%%)\" points=\"", hue);
+        for (int i = 0; i < cv[r].n; i++)
+            fprintf(f, "%s%.1f,%.1f", i ? " " : "", L + (W - L - R) * cv[r].x[i] / xmax,
+                    H - B - (H - B - T) * (cv[r].y[i] - ymin) / (ymax - ymin));
+        fputs("\"><title>", f);
+        html_text(f, cv[r].name);
+        fputs("</title></polyline>\n", f);
+        for (int m = 0; m < cv[r].nmarks; m++) /* a pause: the curve's point at the rung */
+            for (int i = 0; i < cv[r].n; i++)
+                if (cv[r].x[i] == cv[r].mark_x[m])
+                    fprintf(f, "<circle class=\"rung\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"hsl("
+                               "%.0f,70%%,45%%)\"/>\n",
+                            L + (W - L - R) * cv[r].x[i] / xmax,
+                            H - B - (H - B - T) * (cv[r].y[i] - ymin) / (ymax - ymin), hue);
+    }
+    fputs("</svg>\n<p>Circles: a rung where successive halving paused the trial (asha.csv).</p>\n"
+          "<script>\n"
+          "document.querySelectorAll('#results th').forEach(function(th, col) {\n"
+          "  th.onclick = function() {\n"
+          "    var body = document.querySelector('#results tbody');\n"
+          "    var rows = Array.prototype.slice.call(body.rows);\n"
+          "    var up = th.dataset.up !== '1'; th.dataset.up = up ? '1' : '0';\n"
+          "    rows.sort(function(a, b) {\n"
+          "      var x = a.cells[col].textContent, y = b.cells[col].textContent;\n"
+          "      var nx = parseFloat(x), ny = parseFloat(y);\n"
+          "      var d = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);\n"
+          "      return up ? d : -d; });\n"
+          "    rows.forEach(function(r) { body.appendChild(r); }); }; });\n"
+          "</script>\n</body></html>\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    const void *chunks[1] = {text};
+    tfc_error err;
+    tfc_error_clear(&err);
+    int ok = tfc_file_write_atomic(path, chunks, &len, 1, &err) == TFC_OK;
+    if (!ok) fprintf(stderr, "tfc-grid: %s", err.text);
+    else printf("report: %s\n", path);
+    free(text);
+    for (int r = 0; r < nrows; r++) {
+        free(rows[r]);
+        free(cv[r].x);
+        free(cv[r].y);
+    }
+    free(rows);
+    free(cv);
+    return ok;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 /* Loads the solver once per point with its overrides, so a bad key or value stops the
@@ -1099,6 +1365,7 @@ static int grid_main(grid *g, int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
     if (rc >= 0) return rc;
+    if (args.report) return write_report(args.report) ? 0 : 1;
     g->solver = args.solver.v[0];
     g->sets = args.sets.v;
     g->nsets = args.sets.n;
@@ -1177,6 +1444,7 @@ static int grid_main(grid *g, int argc, char **argv)
         run_all(g, &r);
     }
     int ok = write_results(g, dir);
+    if (ok) ok = write_report(dir);
     int failed = 0, unfinished = 0;
     for (int i = 0; i < g->npoints; i++) {
         const char *st = g->points[i].status;
