@@ -1216,28 +1216,9 @@ static int write_report(const char *dir)
           "pointer;background:#eee}svg{border:1px solid #ccc}polyline{fill:none;stroke-width:"
           "1.5}polyline:hover{stroke-width:4}</style></head><body>\n<h1>", f);
     html_text(f, dir);
-    fprintf(f, "</h1>\n<p>%d trials; click a column to sort.</p>\n<table id=\"results\">"
-               "<thead><tr>", nrows);
-    for (int i = 0; i < ncols; i++) {
-        fputs("<th>", f);
-        html_text(f, head[i]);
-        fputs("</th>", f);
-    }
-    fputs("</tr></thead><tbody>\n", f);
-    for (int r = 0; r < nrows; r++) {
-        char *fields[64];
-        int n = csv_split(rows[r], fields, 64, buf, sizeof buf);
-        fputs("<tr>", f);
-        for (int i = 0; i < n; i++) {
-            fputs("<td>", f);
-            html_text(f, fields[i]);
-            fputs("</td>", f);
-        }
-        fputs("</tr>\n", f);
-    }
     const double W = 760, H = 380, L = 60, B = 40, T = 10, R = 10;
-    fprintf(f, "</tbody></table>\n<h2>test %s against iterations</h2>\n<svg id=\"curves\" "
-               "width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\">\n", metric, W, H, W, H);
+    fprintf(f, "</h1>\n<h2>test %s against iterations</h2>\n<svg id=\"curves\" width=\"%g\" "
+               "height=\"%g\" viewBox=\"0 0 %g %g\">\n", metric, W, H, W, H);
     fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#000\"/>"
                "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#000\"/>\n",
             L, H - B, W - R, H - B, L, T, L, H - B);
@@ -1265,8 +1246,29 @@ static int write_report(const char *dir)
                             L + (W - L - R) * cv[r].x[i] / xmax,
                             H - B - (H - B - T) * (cv[r].y[i] - ymin) / (ymax - ymin), hue);
     }
-    fputs("</svg>\n<p>Circles: a rung where successive halving paused the trial (asha.csv).</p>\n"
-          "<script>\n"
+    fputs("</svg>\n<p>Circles: a rung where successive halving paused the trial (asha.csv); "
+          "hover a curve for its trial.</p>\n", f);
+    fprintf(f, "<h2>%d trials</h2>\n<p>Click a column to sort.</p>\n<table id=\"results\">"
+               "<thead><tr>", nrows);
+    for (int i = 0; i < ncols; i++) {
+        fputs("<th>", f);
+        html_text(f, head[i]);
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead><tbody>\n", f);
+    for (int r = 0; r < nrows; r++) {
+        char *fields[64];
+        int n = csv_split(rows[r], fields, 64, buf, sizeof buf);
+        fputs("<tr>", f);
+        for (int i = 0; i < n; i++) {
+            fputs("<td>", f);
+            html_text(f, fields[i]);
+            fputs("</td>", f);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+    fputs("<script>\n"
           "document.querySelectorAll('#results th').forEach(function(th, col) {\n"
           "  th.onclick = function() {\n"
           "    var body = document.querySelector('#results tbody');\n"
