@@ -1,6 +1,6 @@
 """Checks a tfc-grid report.html (tests/test_grid.c): it parses as HTML, its table has a
 header and one row per line of results.csv, the SVG has a curve per trial, rung marks when
-asha.csv has results, and nothing refers outside the file (no http:, https:, src= or href=).
+the scheduler's log (asha.csv, median.csv) has results, and nothing refers outside the file (no http:, https:, src= or href=).
 Usage: report_check.py SWEEP_DIR"""
 import csv
 import sys
@@ -53,11 +53,14 @@ def main():
         problems.append(f"{r.rows} table rows for {len(results)} results.csv lines")
     if r.polylines != len(results) - 1:
         problems.append(f"{r.polylines} curves for {len(results) - 1} trials")
-    try:
-        asha = [l for l in open(sweep + "/asha.csv")
-                if l.startswith("result,") and not l.strip().endswith(",nan")]
-    except OSError:
-        asha = []
+    asha = []
+    for log in ("asha.csv", "median.csv"):
+        try:
+            asha = [l for l in open(sweep + "/" + log)
+                    if l.startswith("result,") and not l.strip().endswith(",nan")]
+            break
+        except OSError:
+            pass
     if asha and r.rungs != len(asha):
         problems.append(f"{r.rungs} rung marks for {len(asha)} asha.csv results")
     if r.outside or "http:" in text or "https:" in text:

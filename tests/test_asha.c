@@ -1,6 +1,8 @@
-/* ASHA's decisions (solver/asha.h) against Li et al. 2020's Algorithm 2 worked by hand on a
- * scripted sweep: rung sizes, the order of starts and promotions, the budget spent, busy
- * trials skipped, and a replay of saved decisions reaching the same next job. */
+/* The sweep schedulers (solver/asha.h) on scripted curves, worked by hand: ASHA against Li et
+ * al. 2020's Algorithm 2 (rung sizes, the order of starts and promotions, the budget spent,
+ * busy trials skipped, a replay of saved decisions reaching the same next job), and median
+ * pruning against Optuna's MedianPruner rule (best so far against the interpolated median of
+ * the completed trials at the same step, after warmup steps and startup trials). */
 #include <math.h>
 #include <string.h>
 
@@ -107,5 +109,63 @@ static void test_replay(void)
     tfc_asha_free(&a);
 }
 
+/* Runs a pruner sweep one job at a time over scripted values (vals[t][step]); the jobs it gave
+ * go to jobs[] as (trial, step); returns their count. */
+static int pruner_sweep(tfc_pruner *m, const double vals[][3], int jobs[][2], int max)
+{
+    int n = 0, t, k;
+    while (n < max && tfc_pruner_next(m, &t, &k)) {
+        jobs[n][0] = t;
+        jobs[n++][1] = k;
+        tfc_pruner_report(m, t, k, vals[t][k]);
+    }
+    return n;
+}
+
+/* Steps 1, 2, 3 (interval 1, max_iter 3); higher is better. t0 completes; t1 (0.4 at step 0,
+ * below the completed median 0.5) is pruned there; t2 passes step 0 (0.55 >= 0.5) and is pruned
+ * at step 1 (best 0.58 < 0.6); t3 completes. With warmup 1 t1 goes on past step 0 and is pruned
+ * at step 1 (best 0.45 < 0.6); with startup 2 nothing is pruned until two trials completed. */
+static void test_median_pruner(void)
+{
+    static const double vals[4][3] = {
+        {0.5, 0.6, 0.7}, {0.4, 0.45, 0.9}, {0.55, 0.58, 0.9}, {0.6, 0.65, 0.66}};
+    tfc_pruner m;
+    tfc_error err;
+    tfc_error_clear(&err);
+    int jobs[32][2];
+    CU_ASSERT_EQUAL_FATAL(tfc_pruner_init(&m, 4, 1, 3, 0, 1, 1, &err), TFC_OK);
+    CU_ASSERT(m.nsteps == 3 && m.step_iter[0] == 1 && m.step_iter[2] == 3);
+    static const int want[][2] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {2, 0}, {2, 1},
+                                  {3, 0}, {3, 1}, {3, 2}};
+    int n = pruner_sweep(&m, vals, jobs, 32);
+    CU_ASSERT_EQUAL(n, 9);
+    CU_ASSERT(n == 9 && !memcmp(jobs, want, sizeof want));
+    CU_ASSERT(m.done[0] == 1 && m.done[1] == 2 && m.done[2] == 2 && m.done[3] == 1);
+    tfc_pruner_free(&m);
+
+    CU_ASSERT_EQUAL_FATAL(tfc_pruner_init(&m, 4, 1, 3, 1, 1, 1, &err), TFC_OK);
+    n = pruner_sweep(&m, vals, jobs, 32);
+    CU_ASSERT(m.done[1] == 2 && m.next_step[1] == 2); /* pruned after step 1 */
+    CU_ASSERT(m.done[2] == 2 && m.next_step[2] == 2);
+    tfc_pruner_free(&m);
+
+    CU_ASSERT_EQUAL_FATAL(tfc_pruner_init(&m, 4, 1, 3, 0, 2, 1, &err), TFC_OK);
+    n = pruner_sweep(&m, vals, jobs, 32);
+    CU_ASSERT(m.done[0] == 1 && m.done[1] == 1); /* t1 ran while only t0 had completed */
+    tfc_pruner_free(&m);
+
+    /* the median interpolates: completed values 0.2 and 0.4 at step 0 make 0.3; 0.29 is pruned,
+     * 0.31 is not (steps 10 and 20 of max_iter 20) */
+    static const double two[4][3] = {{0.2, 0.2, 0}, {0.4, 0.4, 0}, {0.29, 1, 0}, {0.31, 1, 0}};
+    CU_ASSERT_EQUAL_FATAL(tfc_pruner_init(&m, 4, 10, 20, 0, 2, 1, &err), TFC_OK);
+    CU_ASSERT(m.nsteps == 2 && m.step_iter[1] == 20);
+    n = pruner_sweep(&m, two, jobs, 32);
+    CU_ASSERT(m.done[2] == 2 && m.done[3] == 1);
+    tfc_pruner_free(&m);
+    CU_ASSERT_EQUAL(tfc_pruner_init(&m, 4, 0, 20, 0, 2, 1, &err), TFC_ERR_USAGE);
+}
+
 TFC_TEST_MAIN("asha", {"rungs", test_rungs}, {"sequential_sweep", test_sequential_sweep},
-              {"busy_mode_and_nan", test_busy_mode_and_nan}, {"replay", test_replay})
+              {"busy_mode_and_nan", test_busy_mode_and_nan}, {"replay", test_replay},
+              {"median_pruner", test_median_pruner})

@@ -513,6 +513,34 @@ static void test_asha_interrupted(void)
     free(cut);
 }
 
+/* --scheduler median (Optuna's MedianPruner) with --startup 2: the first two points complete,
+ * the third (a learning rate 1000 times smaller) is below their median at its first test
+ * and stops there; median.csv logs it and a re-run starts nothing; the report marks it. */
+static void test_median_sweep(void)
+{
+    const char *args = "tiny.yaml --grid optimizer.learning_rate=0.01,0.02,0.00001 --set "
+                       "max_iter=40 --set test_interval=10 --set snapshot.interval=0 "
+                       "--scheduler median --startup 2 --threads 1 --out median";
+    CU_ASSERT_EQUAL_FATAL(grid(args), 0);
+    char *csv = tfc_test_read(tfc_test_path("median/results.csv"), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    const char *slow = strstr(csv, "\n0.00001,");
+    CU_ASSERT(slow && strstr(slow, ",paused,10,pruned at step 0: below the median,") ==
+                          strstr(slow + 1, ",paused,"));
+    int completed = 0;
+    for (const char *c = csv; (c = strstr(c, ",completed,40,reached max_iter,")); c++) completed++;
+    CU_ASSERT_EQUAL(completed, 2);
+    free(csv);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "median: 90 iterations trained, 75.0% of the 120"));
+    CU_ASSERT_EQUAL(grid(args), 0);
+    CU_ASSERT_EQUAL(count_lines(out, "start"), 0);
+    char check[4096], here[2048];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(here, sizeof here));
+    snprintf(check, sizeof check, "python3 '%s/tests/report_check.py' '%s/median'", here,
+             tfc_test_tmpdir());
+    CU_ASSERT_EQUAL(system(check), 0);
+}
+
 TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage_errors},
               {"random_seeded", test_random_seeded},
               {"run_results_and_skip", test_run_results_and_skip},
@@ -520,4 +548,5 @@ TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage
               {"resume_after_sigterm", test_resume_after_sigterm},
               {"resume_after_kill", test_resume_after_kill},
               {"resume_after_kill_prefix", test_resume_after_kill_prefix},
-              {"asha_sweep", test_asha_sweep}, {"asha_interrupted", test_asha_interrupted})
+              {"asha_sweep", test_asha_sweep}, {"asha_interrupted", test_asha_interrupted},
+              {"median_sweep", test_median_sweep})

@@ -46,6 +46,7 @@ typedef struct point {
     int ran, resumed;
     uint64_t config_hash;  /* of the point's resolved configuration now (validate) */
     int64_t max_iter;      /* its solver's (validate) */
+    int64_t test_interval;
     int has_test;          /* its solver has data.test */
     int target;            /* asha: the rung its current job trains to, -1: none */
     int top_rung;          /* asha: the highest rung it reached, -1: none */
@@ -67,7 +68,8 @@ typedef struct grid {
     int nsets;
     char metric[128];
     int lower_is_better;
-    int asha;              /* --scheduler asha */
+    int asha;              /* --scheduler asha|median */
+    struct scheduler *sched;
 } grid;
 
 /* The sweep the command line describes: --grid and --range add keys to it as they come. */
@@ -79,11 +81,11 @@ static const char *add_range(void *ctx, const char *arg);
 static const char *set_v[4096], *solver_v[1];
 static struct {
     cli_list sets, solver;
-    long random, seed, jobs, threads, min_iter, eta;
+    long random, seed, jobs, threads, min_iter, eta, warmup, startup;
     const char *out, *device, *scheduler, *metric, *mode, *report;
     int dry_run;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v), .seed = 1, .jobs = 1,
-          .eta = 3};
+          .eta = 3, .startup = 5};
 
 static const cli_option options[] = {
     {"grid", 0, CLI_CALL, &sweep, "KEY=v1,v2", .call = add_grid,
@@ -107,9 +109,15 @@ static const cli_option options[] = {
      .help = "the sweep's folder (default grid/<solver name>)"},
     {"device", 0, CLI_STRING, &args.device, "D[,D...]",
      .help = "passed to tfc-train; a list gpu:0,gpu:1 gives each job its own"},
-    {"scheduler", 0, CLI_STRING, &args.scheduler, "asha",
-     .help = "successive halving (Li et al. 2020): points train to --min-iter,\n"
-             "the best 1/eta of each rung go on (min-iter·eta^k, then max_iter)"},
+    {"scheduler", 0, CLI_STRING, &args.scheduler, "asha|median",
+     .help = "asha: successive halving (Li et al. 2020): points train to --min-iter,\n"
+             "the best 1/eta of each rung go on (min-iter·eta^k, then max_iter);\n"
+             "median: Optuna's MedianPruner: a point stops at a test whose best\n"
+             "value so far is worse than the completed points' median there"},
+    {"warmup", 0, CLI_INT, &args.warmup, "N", .min = 0, .max = 1000000,
+     .help = "median: tests of a point before it can be stopped (default 0)"},
+    {"startup", 0, CLI_INT, &args.startup, "N", .min = 0, .max = 1000000,
+     .help = "median: completed points before any is stopped (default 5)"},
     {"min-iter", 0, CLI_INT, &args.min_iter, "R", .min = 1, .max = LONG_MAX,
      .help = "asha: the first rung (default max_iter / eta^3, at least 1)"},
     {"eta", 0, CLI_INT, &args.eta, "E", .min = 2, .max = 1000,
@@ -687,45 +695,98 @@ static int point_index(const grid *g, const char *name)
     return -1;
 }
 
-/* DIR/asha.csv: a header naming the settings, then one line per decision — `job,POINT,RUNG`
- * when a point is given a job (a start for rung 0, a promotion otherwise) and
- * `result,POINT,RUNG,VALUE` when it reports — so a re-run replays the same decisions. A log
- * of other settings is refused. Returns the open log (append), or NULL with a message. */
-static FILE *asha_log_open(const grid *g, tfc_asha *a, const char *dir, const char *metric,
-                           int *owed)
+/* The scheduler a sweep runs under: ASHA or median pruning behind one set of calls, their
+ * rungs (asha) or evaluation steps (median) as `stage_iter[0..last]`, the last max_iter. */
+typedef struct scheduler {
+    const char *name;          /* "asha" or "median": the log's name, DIR/<name>.csv */
+    tfc_asha asha;
+    tfc_pruner pruner;
+    int last;                  /* the index of the final stage (max_iter) */
+    const int64_t *stage_iter;
+    unsigned char *busy;
+    char header[1024];         /* the log's first line: the settings */
+} scheduler;
+
+static int sched_next(scheduler *s, int *t, int *k)
 {
-    char path[4200], header[512];
-    snprintf(path, sizeof path, "%s/asha.csv", dir);
-    snprintf(header, sizeof header, "# asha points=%d rungs=", g->npoints);
-    for (int k = 0; k <= a->nrungs; k++)
-        snprintf(header + strlen(header), sizeof header - strlen(header), "%s%lld", k ? ":" : "",
-                 (long long)a->rung_iter[k]);
-    snprintf(header + strlen(header), sizeof header - strlen(header), " eta=%g metric=%s mode=%s",
-             a->eta, metric, a->higher_is_better ? "max" : "min");
+    return s->pruner.ntrials ? tfc_pruner_next(&s->pruner, t, k) : tfc_asha_next(&s->asha, t, k);
+}
+
+static void sched_report(scheduler *s, int t, int k, double v)
+{
+    if (s->pruner.ntrials) tfc_pruner_report(&s->pruner, t, k, v);
+    else tfc_asha_report(&s->asha, t, k, v);
+}
+
+static void sched_replay_job(scheduler *s, int t, int k)
+{
+    if (s->pruner.ntrials) tfc_pruner_replay_job(&s->pruner, t, k);
+    else tfc_asha_replay_job(&s->asha, t, k);
+}
+
+/* A trial that cannot go on (early stopping ended it below max_iter): never given a job
+ * again. */
+static void sched_finish(scheduler *s, int t, int k)
+{
+    if (s->pruner.ntrials) {
+        if (!s->pruner.done[t]) s->pruner.done[t] = 1, s->pruner.ncompleted++;
+    } else if (k < s->last) {
+        tfc_asha_replay_job(&s->asha, t, k + 1);
+    }
+}
+
+/* Why a trial ended where it did, for results.csv. */
+static void sched_reason(const scheduler *s, const point *p, int t, char *out, size_t size)
+{
+    if (!strcmp(p->status, "completed")) snprintf(out, size, "reached max_iter");
+    else if (strcmp(p->status, "paused")) snprintf(out, size, "%s", p->status[0] ? p->status : "not started");
+    else if (s->pruner.ntrials && s->pruner.done[t] == 2)
+        snprintf(out, size, "pruned at step %d: below the median", p->top_rung);
+    else if (!s->pruner.ntrials)
+        snprintf(out, size, "not in the top 1/%ld of rung %d", args.eta, p->top_rung);
+    else
+        snprintf(out, size, "unfinished");
+}
+
+static void sched_free(scheduler *s)
+{
+    tfc_asha_free(&s->asha);
+    tfc_pruner_free(&s->pruner);
+}
+
+/* DIR/<scheduler>.csv: the header naming the settings, then one line per decision —
+ * `job,POINT,STAGE` when a point is given a job and `result,POINT,STAGE,VALUE` when it
+ * reports — so a re-run replays the same decisions. A log of other settings is refused.
+ * Returns the open log (append), or NULL with a message. */
+static FILE *sched_log_open(const grid *g, scheduler *s, const char *dir, int *owed)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.csv", dir, s->name);
     FILE *in = fopen(path, "r");
     if (in) {
         char line[1024];
-        if (!fgets(line, sizeof line, in) || strncmp(line, header, strlen(header)) ||
-            (line[strlen(header)] != '\n' && line[strlen(header)] != 0)) {
+        size_t hl = strlen(s->header);
+        if (!fgets(line, sizeof line, in) || strncmp(line, s->header, hl) ||
+            (line[hl] != '\n' && line[hl] != 0)) {
             fprintf(stderr, "tfc-grid: %s holds another sweep's decisions (its first line is not\n"
-                            "  %s); choose another --out\n", path, header);
+                            "  %s); choose another --out\n", path, s->header);
             fclose(in);
             return NULL;
         }
         while (fgets(line, sizeof line, in)) {
             char kind[16], name[256];
-            int rung;
+            int k;
             double value;
-            int n = sscanf(line, "%15[^,],%255[^,],%d,%lf", kind, name, &rung, &value);
+            int n = sscanf(line, "%15[^,],%255[^,],%d,%lf", kind, name, &k, &value);
             int t = n >= 3 ? point_index(g, name) : -1;
-            if (t < 0 || rung < 0 || rung > a->nrungs) continue; /* a torn last line */
+            if (t < 0 || k < 0 || k > s->last) continue; /* a torn last line */
             if (!strcmp(kind, "job")) {
-                tfc_asha_replay_job(a, t, rung);
-                owed[t] = rung;
+                sched_replay_job(s, t, k);
+                owed[t] = k;
             } else if (!strcmp(kind, "result") && n == 4) {
-                tfc_asha_report(a, t, rung, value);
-                g->points[t].top_rung = rung > g->points[t].top_rung ? rung : g->points[t].top_rung;
-                if (owed[t] == rung) owed[t] = -1;
+                sched_report(s, t, k, value);
+                if (k > g->points[t].top_rung) g->points[t].top_rung = k;
+                if (owed[t] == k) owed[t] = -1;
             }
         }
         fclose(in);
@@ -733,72 +794,115 @@ static FILE *asha_log_open(const grid *g, tfc_asha *a, const char *dir, const ch
     }
     FILE *out = fopen(path, "w");
     if (!out) fprintf(stderr, "tfc-grid: cannot write %s: %s\n", path, strerror(errno));
-    else fprintf(out, "%s\n", header);
+    else fprintf(out, "%s\n", s->header);
     return out;
 }
 
-/* Successive halving over the points: jobs from tfc_asha_next, each a tfc-train to its rung
- * (--stop-at below max_iter), resumed from the point's newest snapshot when promoted; the
- * metric of the test at the rung (summary.json) reported back. Returns 0, or 2 on bad usage. */
-static int run_asha(grid *g, const runner *r, const char *dir)
+/* Sets up --scheduler asha|median for the points: 0, or 2 on bad usage. */
+static int sched_init(grid *g, scheduler *s, const char *metric, int higher)
+{
+    memset(s, 0, sizeof *s);
+    int64_t max_iter = g->points[0].max_iter;
+    tfc_error err;
+    tfc_error_clear(&err);
+    int used = 0;
+    if (!strcmp(args.scheduler, "asha")) {
+        s->name = "asha";
+        int64_t min_iter = args.min_iter;
+        if (!min_iter) {
+            double m = (double)max_iter;
+            for (int k = 0; k < 3; k++) m /= (double)args.eta;
+            min_iter = m < 1 ? 1 : (int64_t)m;
+        }
+        if (tfc_asha_init(&s->asha, g->npoints, min_iter, max_iter, (double)args.eta, higher,
+                          &err)) {
+            fprintf(stderr, "tfc-grid: %s", err.text);
+            return 2;
+        }
+        s->last = s->asha.nrungs;
+        s->stage_iter = s->asha.rung_iter;
+        s->busy = s->asha.busy;
+        used = snprintf(s->header, sizeof s->header, "# asha points=%d rungs=", g->npoints);
+        printf("asha: rungs at");
+        for (int k = 0; k <= s->last; k++)
+            printf("%s %lld", k == s->last ? " and" : k ? "," : "", (long long)s->stage_iter[k]);
+        printf(" iterations; the best 1/%ld of a rung goes on, by test %s (%s)\n", args.eta,
+               metric, higher ? "max" : "min");
+    } else {
+        s->name = "median";
+        if (tfc_pruner_init(&s->pruner, g->npoints, g->points[0].test_interval, max_iter,
+                            (int)args.warmup, (int)args.startup, higher, &err)) {
+            fprintf(stderr, "tfc-grid: %s", err.text);
+            return 2;
+        }
+        s->last = s->pruner.nsteps - 1;
+        s->stage_iter = s->pruner.step_iter;
+        s->busy = s->pruner.busy;
+        used = snprintf(s->header, sizeof s->header, "# median points=%d steps=", g->npoints);
+        printf("median: a test every %lld iterations to %lld; after %ld completed trials and %ld "
+               "warm-up evaluations a trial whose best test %s is worse than the completed "
+               "trials' median there stops\n",
+               (long long)g->points[0].test_interval, (long long)max_iter, args.startup,
+               args.warmup, metric);
+    }
+    for (int k = 0; k <= s->last && used < (int)sizeof s->header - 64; k++)
+        used += snprintf(s->header + used, sizeof s->header - (size_t)used, "%s%lld",
+                         k ? ":" : "", (long long)s->stage_iter[k]);
+    if (s->pruner.ntrials)
+        snprintf(s->header + used, sizeof s->header - (size_t)used,
+                 " warmup=%ld startup=%ld metric=%s mode=%s", args.warmup, args.startup, metric,
+                 higher ? "max" : "min");
+    else
+        snprintf(s->header + used, sizeof s->header - (size_t)used, " eta=%ld metric=%s mode=%s",
+                 args.eta, metric, higher ? "max" : "min");
+    return 0;
+}
+
+/* Points trained in stages under the scheduler: jobs from it, each a tfc-train to its stage
+ * (--stop-at below max_iter), resumed from the point's newest snapshot when it goes on; the
+ * metric of the test there (summary.json) reported back. Returns 0, or 2 on bad usage. */
+static int run_scheduled(grid *g, const runner *r, const char *dir, scheduler *s)
 {
     const char *metric = args.metric ? args.metric : g->metric;
     if (!strncmp(metric, "test/", 5)) metric += 5;
-    int higher = args.mode ? !strcmp(args.mode, "max") : strcmp(metric, "loss") != 0;
     if (args.mode && strcmp(args.mode, "max") && strcmp(args.mode, "min"))
         return cli_error(&tool, "--mode %s: expected max or min", args.mode);
+    int higher = args.mode ? !strcmp(args.mode, "max") : strcmp(metric, "loss") != 0;
     for (int i = 0; i < g->npoints; i++) {
-        if (g->points[i].max_iter != g->points[0].max_iter)
-            return cli_error(&tool, "--scheduler asha: the points' max_iter differ (%s: %lld, "
-                             "%s: %lld); rungs need one", g->points[0].name,
-                             (long long)g->points[0].max_iter, g->points[i].name,
-                             (long long)g->points[i].max_iter);
+        if (g->points[i].max_iter != g->points[0].max_iter ||
+            g->points[i].test_interval != g->points[0].test_interval)
+            return cli_error(&tool, "--scheduler: the points' max_iter or test_interval differ "
+                             "(%s and %s); its stages need one", g->points[0].name,
+                             g->points[i].name);
         if (!g->points[i].has_test)
-            return cli_error(&tool, "--scheduler asha ranks trials by their test metric: the "
-                                    "solver needs data.test");
+            return cli_error(&tool, "--scheduler ranks trials by their test metric: the solver "
+                                    "needs data.test");
     }
-    int64_t max_iter = g->points[0].max_iter;
-    int64_t min_iter = args.min_iter;
-    if (!min_iter) {
-        double m = (double)max_iter;
-        for (int k = 0; k < 3; k++) m /= (double)args.eta;
-        min_iter = m < 1 ? 1 : (int64_t)m;
-    }
-    tfc_asha a;
-    tfc_error err;
-    tfc_error_clear(&err);
-    if (tfc_asha_init(&a, g->npoints, min_iter, max_iter, (double)args.eta, higher, &err)) {
-        fprintf(stderr, "tfc-grid: %s", err.text);
-        return 2;
-    }
-    printf("asha: rungs at");
-    for (int k = 0; k <= a.nrungs; k++)
-        printf("%s %lld", k == a.nrungs ? " and" : k ? "," : "", (long long)a.rung_iter[k]);
-    printf(" iterations; the best 1/%ld of a rung goes on, by test %s (%s)\n", args.eta, metric,
-           higher ? "max" : "min");
+    int rc = sched_init(g, s, metric, higher);
+    if (rc) return rc;
     int *owed = xcalloc((size_t)g->npoints, sizeof *owed);
     for (int i = 0; i < g->npoints; i++) {
         owed[i] = -1;
         g->points[i].target = -1;
         g->points[i].top_rung = -1;
     }
-    FILE *log = asha_log_open(g, &a, dir, metric, owed);
+    FILE *log = sched_log_open(g, s, dir, owed);
     if (!log) {
         free(owed);
-        tfc_asha_free(&a);
         return 2;
     }
     int *slots = xcalloc((size_t)r->jobs, sizeof *slots);
     int running = 0, forwarded = 0;
+    tfc_error err;
     for (;;) {
         while (running < r->jobs && !stop_signal) {
-            int t = -1, rung = -1;
+            int t = -1, k = -1;
             for (int i = 0; i < g->npoints && t < 0; i++) /* jobs owed from an earlier run */
-                if (owed[i] >= 0 && g->points[i].target < 0) t = i, rung = owed[i];
+                if (owed[i] >= 0 && g->points[i].target < 0) t = i, k = owed[i];
             if (t >= 0) {
-                a.busy[t] = 1;
-            } else if (tfc_asha_next(&a, &t, &rung)) {
-                fprintf(log, "job,%s,%d\n", g->points[t].name, rung);
+                s->busy[t] = 1;
+            } else if (sched_next(s, &t, &k)) {
+                fprintf(log, "job,%s,%d\n", g->points[t].name, k);
                 fflush(log);
             } else {
                 break;
@@ -808,31 +912,30 @@ static int run_asha(grid *g, const runner *r, const char *dir)
             while (slots[slot]) slot++;
             char state[4600] = "";
             tfc_error_clear(&err);
-            int fresh = rung == 0 && owed[t] < 0;
+            int fresh = k == 0 && owed[t] < 0;
+            owed[t] = -1;
             if (tfc_mkdir_p(p->dir, &err) ||
                 (!fresh && tfc_snapshot_find_newest(p->dir, state, sizeof state, &err))) {
                 fprintf(stderr, "tfc-grid: %s", err.text);
                 snprintf(p->status, sizeof p->status, "failed");
-                tfc_asha_report(&a, t, rung, NAN);
-                owed[t] = -1;
+                sched_report(s, t, k, NAN);
                 continue;
             }
-            owed[t] = -1;
-            int64_t until = rung < a.nrungs ? a.rung_iter[rung] : 0;
+            int64_t until = k < s->last ? s->stage_iter[k] : 0;
             p->pid = launch(g, r, p, state, slot, until);
             if (p->pid < 0) {
                 fprintf(stderr, "tfc-grid: fork: %s\n", strerror(errno));
                 snprintf(p->status, sizeof p->status, "failed");
-                tfc_asha_report(&a, t, rung, NAN);
+                sched_report(s, t, k, NAN);
                 continue;
             }
             p->slot = slot;
-            p->target = rung;
+            p->target = k;
             slots[slot] = 1;
             p->ran = 1;
             running++;
-            printf("%s %s to %lld%s\n", rung == 0 && !state[0] ? "start " : rung ? "promote" : "resume",
-                   p->name, (long long)a.rung_iter[rung], rung == a.nrungs ? " (the end)" : "");
+            printf("%s %s to %lld%s\n", k == 0 && !state[0] ? "start " : k ? "promote" : "resume",
+                   p->name, (long long)s->stage_iter[k], k == s->last ? " (the end)" : "");
             fflush(stdout);
         }
         if (running == 0) break;
@@ -853,7 +956,7 @@ static int run_asha(grid *g, const runner *r, const char *dir)
             slots[p->slot] = 0;
             p->slot = -1;
             running--;
-            int rung = p->target;
+            int k = p->target;
             p->target = -1;
             int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
             int read = read_summary(g, p);
@@ -862,24 +965,22 @@ static int run_asha(grid *g, const runner *r, const char *dir)
                            !strcmp(p->status, "stopped_early"));
             if (reached) {
                 double v = summary_metric(p, metric);
-                tfc_asha_report(&a, i, rung, v);
-                if (rung > p->top_rung) p->top_rung = rung;
-                /* stopped early: nothing more to train, never promoted */
-                if (!strcmp(p->status, "stopped_early") && rung < a.nrungs)
-                    tfc_asha_replay_job(&a, i, rung + 1);
-                fprintf(log, "result,%s,%d,%.17g\n", p->name, rung, v);
+                sched_report(s, i, k, v);
+                if (k > p->top_rung) p->top_rung = k;
+                if (!strcmp(p->status, "stopped_early")) sched_finish(s, i, k);
+                fprintf(log, "result,%s,%d,%.17g\n", p->name, k, v);
                 fflush(log);
-                printf("%-7s %s at %lld: %s %.6g\n", "rung", p->name, (long long)p->iterations,
+                printf("%-7s %s at %lld: %s %.6g\n", "stage", p->name, (long long)p->iterations,
                        metric, v);
             } else if (stop_signal && (code == 130 || code == 143)) {
-                tfc_asha_release(&a, i); /* owed: the re-run restarts this job */
+                s->busy[i] = 0; /* owed: the re-run restarts this job */
                 snprintf(p->status, sizeof p->status, "interrupted");
                 printf("%-7s %s (exit %d)\n", "stopped", p->name, code);
             } else {
                 if (!read || strcmp(p->status, "diverged"))
                     snprintf(p->status, sizeof p->status, "failed");
-                tfc_asha_report(&a, i, rung, NAN); /* ranks last; not run again */
-                fprintf(log, "result,%s,%d,nan\n", p->name, rung);
+                sched_report(s, i, k, NAN); /* ranks last, or pruned; not run again */
+                fprintf(log, "result,%s,%d,nan\n", p->name, k);
                 fflush(log);
                 printf("%-7s %s (exit %d, %s)\n", "done", p->name, code, p->status);
             }
@@ -893,12 +994,11 @@ static int run_asha(grid *g, const runner *r, const char *dir)
         read_summary(g, &g->points[i]);
         spent += g->points[i].iterations;
     }
-    long long full = (long long)g->npoints * (long long)max_iter;
-    printf("asha: %lld iterations trained, %.1f%% of the %lld the full sweep would train\n",
+    long long full = (long long)g->npoints * (long long)g->points[0].max_iter;
+    printf("%s: %lld iterations trained, %.1f%% of the %lld the full sweep would train\n", s->name,
            spent, full ? 100.0 * (double)spent / (double)full : 0.0, full);
     free(slots);
     free(owed);
-    tfc_asha_free(&a);
     return 0;
 }
 
@@ -952,14 +1052,9 @@ static void row_cells(const grid *g, const point *p, char (*cells)[4600])
     snprintf(cells[c++], 4600, "%lld", p->iterations);
     snprintf(cells[c++], 4600, "%.1f", p->wall);
     snprintf(cells[c++], 4600, "%s", p->status[0] ? p->status : "pending");
-    if (g->asha) { /* where successive halving left it, and why */
+    if (g->sched) { /* where the scheduler left it, and why */
         snprintf(cells[c++], 4600, "%lld", p->iterations);
-        if (!strcmp(p->status, "paused"))
-            snprintf(cells[c++], 4600, "not in the top 1/%ld of rung %d", args.eta, p->top_rung);
-        else if (!strcmp(p->status, "completed"))
-            snprintf(cells[c++], 4600, "reached max_iter");
-        else
-            snprintf(cells[c++], 4600, "%s", p->status[0] ? p->status : "not started");
+        sched_reason(g->sched, p, (int)(p - g->points), cells[c++], 4600);
     }
     snprintf(cells[c++], 4600, "%s", p->dir);
 }
@@ -976,7 +1071,7 @@ static int write_results(grid *g, const char *dir)
     sort_grid = g;
     qsort(order, (size_t)g->npoints, sizeof *order, by_metric);
     const char *m = g->metric[0] ? g->metric : "loss";
-    int ncols = g->nkeys + NFIXED + (g->asha ? 2 : 0);
+    int ncols = g->nkeys + NFIXED + (g->sched ? 2 : 0);
     char (*head)[4600] = xcalloc((size_t)ncols, sizeof *head);
     for (int i = 0; i < g->nkeys; i++) snprintf(head[i], 4600, "%s", g->keys[i].name);
     snprintf(head[g->nkeys], 4600, "test_%s", m);
@@ -986,7 +1081,7 @@ static int write_results(grid *g, const char *dir)
     snprintf(head[g->nkeys + 4], 4600, "wall_seconds");
     snprintf(head[g->nkeys + 5], 4600, "status");
     int last = g->nkeys + 6;
-    if (g->asha) {
+    if (g->sched) {
         snprintf(head[last++], 4600, "stop_iter");
         snprintf(head[last++], 4600, "reason");
     }
@@ -1154,13 +1249,18 @@ static int write_report(const char *dir)
             if (cv[r].y[i] > ymax) ymax = cv[r].y[i];
         }
     }
-    /* asha's pauses: result lines, at the rung's iteration (the header lists them) */
+    /* the scheduler's pauses: result lines, at the stage's iteration (the header lists them) */
     snprintf(path, sizeof path, "%s/asha.csv", dir);
     FILE *log = fopen(path, "r");
+    if (!log) {
+        snprintf(path, sizeof path, "%s/median.csv", dir);
+        log = fopen(path, "r");
+    }
     double rung_iter[TFC_ASHA_MAX_RUNGS + 1];
     int nr = 0;
     while (log && fgets(line, sizeof line, log)) {
         const char *rg = strstr(line, " rungs=");
+        if (!rg) rg = strstr(line, " steps=");
         if (line[0] == '#' && rg) {
             for (const char *c = rg + 7; *c && *c != ' ' && nr <= TFC_ASHA_MAX_RUNGS;) {
                 rung_iter[nr++] = atof(c);
@@ -1246,8 +1346,8 @@ static int write_report(const char *dir)
                             L + (W - L - R) * cv[r].x[i] / xmax,
                             H - B - (H - B - T) * (cv[r].y[i] - ymin) / (ymax - ymin), hue);
     }
-    fputs("</svg>\n<p>Circles: a rung where successive halving paused the trial (asha.csv); "
-          "hover a curve for its trial.</p>\n", f);
+    fputs("</svg>\n<p>Circles: a stage where the scheduler paused the trial (asha.csv or "
+          "median.csv); hover a curve for its trial.</p>\n", f);
     fprintf(f, "<h2>%d trials</h2>\n<p>Click a column to sort.</p>\n<table id=\"results\">"
                "<thead><tr>", nrows);
     for (int i = 0; i < ncols; i++) {
@@ -1322,6 +1422,7 @@ static int validate(grid *g)
         } else {
             g->points[i].config_hash = tfc_solver_config_hash(s);
             g->points[i].max_iter = tfc_solver_get_config(s)->max_iter;
+            g->points[i].test_interval = tfc_solver_get_config(s)->test_interval;
             g->points[i].has_test = tfc_solver_get_config(s)->test != NULL;
             /* The ranking metric is known before any test ran: results.csv's columns do not
              * change once the first summary appears. */
@@ -1376,11 +1477,11 @@ static int grid_main(grid *g, int argc, char **argv)
     if (g->nkeys == 0)
         return cli_error(&tool, "nothing to vary: give --grid or --random with --range");
     if (nranges && !args.random) return cli_error(&tool, "--range needs --random N");
-    if (args.scheduler && strcmp(args.scheduler, "asha"))
-        return cli_error(&tool, "--scheduler %s: expected asha", args.scheduler);
+    if (args.scheduler && strcmp(args.scheduler, "asha") && strcmp(args.scheduler, "median"))
+        return cli_error(&tool, "--scheduler %s: expected asha or median", args.scheduler);
     g->asha = args.scheduler != NULL;
     if (!g->asha && (args.min_iter || args.metric || args.mode))
-        return cli_error(&tool, "--min-iter, --metric and --mode go with --scheduler asha");
+        return cli_error(&tool, "--min-iter, --metric and --mode go with --scheduler");
 
     short_names(g);
     const char *msg = expand(g, args.random, (uint64_t)args.seed);
@@ -1439,14 +1540,22 @@ static int grid_main(grid *g, int argc, char **argv)
     printf("tfc-grid: %d point%s, %d at a time, %d thread%s each, into %s\n", g->npoints,
            g->npoints == 1 ? "" : "s", r.jobs, r.threads, r.threads == 1 ? "" : "s", dir);
     double t0 = tfc_now();
+    scheduler sched;
+    memset(&sched, 0, sizeof sched);
     if (g->asha) {
-        int code = run_asha(g, &r, dir);
-        if (code) return code;
+        g->sched = &sched;
+        int code = run_scheduled(g, &r, dir, &sched);
+        if (code) {
+            sched_free(&sched);
+            return code;
+        }
     } else {
         run_all(g, &r);
     }
     int ok = write_results(g, dir);
     if (ok) ok = write_report(dir);
+    sched_free(&sched);
+    g->sched = NULL;
     int failed = 0, unfinished = 0;
     for (int i = 0; i < g->npoints; i++) {
         const char *st = g->points[i].status;

@@ -120,3 +120,122 @@ void tfc_asha_free(tfc_asha *a)
     free(a->busy);
     memset(a, 0, sizeof *a);
 }
+
+/* ---- median pruning ----------------------------------------------------------------------- */
+
+tfc_status tfc_pruner_init(tfc_pruner *m, int ntrials, int64_t interval, int64_t max_iter,
+                           int warmup, int startup, int higher_is_better, tfc_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (interval < 1 || max_iter < 1)
+        return tfc_error_set(err, TFC_ERR_USAGE, "median pruning steps at the test evaluations: "
+                                                 "the solver needs test_interval > 0");
+    int64_t n = (max_iter + interval - 1) / interval;
+    if (n > 100000)
+        return tfc_error_set(err, TFC_ERR_USAGE, "%lld test evaluations per trial are too many "
+                             "steps", (long long)n);
+    m->nsteps = (int)n;
+    m->ntrials = ntrials;
+    m->warmup = warmup;
+    m->startup = startup;
+    m->higher_is_better = higher_is_better;
+    size_t t = (size_t)(ntrials > 0 ? ntrials : 1);
+    m->step_iter = malloc((size_t)m->nsteps * sizeof *m->step_iter);
+    m->value = malloc(t * (size_t)m->nsteps * sizeof *m->value);
+    m->next_step = calloc(t, sizeof *m->next_step);
+    m->done = calloc(t, 1);
+    m->busy = calloc(t, 1);
+    if (!m->step_iter || !m->value || !m->next_step || !m->done || !m->busy) {
+        tfc_pruner_free(m);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    for (int s = 0; s < m->nsteps; s++) {
+        int64_t it = (int64_t)(s + 1) * interval;
+        m->step_iter[s] = it < max_iter ? it : max_iter;
+    }
+    for (size_t i = 0; i < t * (size_t)m->nsteps; i++) m->value[i] = NAN;
+    return TFC_OK;
+}
+
+int tfc_pruner_next(tfc_pruner *m, int *trial, int *step)
+{
+    for (int t = 0; t < m->next_new; t++)
+        if (!m->done[t] && !m->busy[t]) {
+            m->busy[t] = 1;
+            *trial = t;
+            *step = m->next_step[t];
+            return 1;
+        }
+    if (m->next_new < m->ntrials) {
+        *trial = m->next_new++;
+        m->busy[*trial] = 1;
+        *step = 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void tfc_pruner_report(tfc_pruner *m, int trial, int step, double value)
+{
+    m->busy[trial] = 0;
+    double *row = m->value + (size_t)trial * (size_t)m->nsteps;
+    row[step] = value;
+    m->next_step[trial] = step + 1;
+    if (step == m->nsteps - 1) {
+        m->done[trial] = 1;
+        m->ncompleted++;
+        return;
+    }
+    if (!isfinite(value)) {
+        m->done[trial] = 2;
+        return;
+    }
+    if (step < m->warmup || m->ncompleted < m->startup || m->ncompleted == 0) return;
+    /* the completed trials' values at this step, their median */
+    double *v = malloc((size_t)m->ncompleted * sizeof *v);
+    if (!v) return;
+    int n = 0;
+    for (int t = 0; t < m->ntrials; t++) {
+        double x = m->value[(size_t)t * (size_t)m->nsteps + (size_t)step];
+        if (m->done[t] == 1 && isfinite(x)) v[n++] = x;
+    }
+    if (n > 0) {
+        qsort(v, (size_t)n, sizeof *v, cmp_double);
+        double pos = 0.5 * (n - 1), median = v[(int)pos];
+        if (pos > (int)pos) median += (v[(int)pos + 1] - v[(int)pos]) * (pos - (int)pos);
+        double best = row[0];
+        for (int s = 1; s <= step; s++)
+            if (isfinite(row[s]) && (!isfinite(best) || (m->higher_is_better ? row[s] > best
+                                                                             : row[s] < best)))
+                best = row[s];
+        if (m->higher_is_better ? best < median : best > median) m->done[trial] = 2;
+    }
+    free(v);
+}
+
+void tfc_pruner_release(tfc_pruner *m, int trial)
+{
+    m->busy[trial] = 0;
+}
+
+void tfc_pruner_replay_job(tfc_pruner *m, int trial, int step)
+{
+    if (trial >= m->next_new) m->next_new = trial + 1;
+    m->next_step[trial] = step;
+}
+
+void tfc_pruner_free(tfc_pruner *m)
+{
+    free(m->step_iter);
+    free(m->value);
+    free(m->next_step);
+    free(m->done);
+    free(m->busy);
+    memset(m, 0, sizeof *m);
+}

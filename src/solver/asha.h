@@ -1,5 +1,6 @@
-/* Asynchronous successive halving (ASHA, Li et al. 2020, "A System for Massively Parallel
- * Hyperparameter Tuning", Algorithm 2) as pure bookkeeping: tfc-grid asks it for the next job
+/* The schedulers of tfc-grid as pure bookkeeping. Asynchronous successive halving (ASHA, Li
+ * et al. 2020, "A System for Massively Parallel Hyperparameter Tuning", Algorithm 2) and
+ * median pruning (Optuna's MedianPruner): tfc-grid asks one for the next job
  * and reports the metric each trial reached at a rung; no clock, no processes, so a table
  * test drives it with scripted curves. Rungs are at min_iter · eta^k iterations below
  * max_iter, then max_iter itself (the top). */
@@ -50,5 +51,36 @@ void tfc_asha_release(tfc_asha *a, int trial);
 void tfc_asha_replay_job(tfc_asha *a, int trial, int rung);
 
 void tfc_asha_free(tfc_asha *a);
+
+/* ---- median pruning (Optuna's MedianPruner) ---------------------------------------------------
+ * Each trial trains from evaluation to evaluation (steps at step_iter[0..nsteps-1], the last
+ * max_iter). After a trial reports step s, it is pruned when s >= warmup, at least `startup`
+ * trials have completed, and its best value over its steps so far is worse than the median
+ * (interpolated, as numpy.nanpercentile(.., 50)) of the completed trials' values at step s —
+ * Optuna's PercentilePruner(50) with n_startup_trials = startup, n_warmup_steps = warmup (in
+ * evaluations), interval_steps 1, n_min_trials 1. A non-finite value prunes. */
+typedef struct tfc_pruner {
+    int ntrials, nsteps;
+    int64_t *step_iter;         /* [nsteps] */
+    int warmup, startup, higher_is_better;
+    double *value;              /* [ntrials][nsteps], NAN where not reported */
+    int *next_step;             /* [ntrials]: the step its next job trains to */
+    unsigned char *done;        /* [ntrials]: 1 completed, 2 pruned */
+    unsigned char *busy;        /* [ntrials] */
+    int ncompleted, next_new;
+} tfc_pruner;
+
+/* Steps every `interval` iterations below max_iter, then max_iter. */
+tfc_status tfc_pruner_init(tfc_pruner *m, int ntrials, int64_t interval, int64_t max_iter,
+                           int warmup, int startup, int higher_is_better, tfc_error *err);
+/* The next job: a started, unfinished, idle trial's next step (lowest index first), else the
+ * next new trial's first step. 1 with *trial and *step (marked busy), or 0. */
+int tfc_pruner_next(tfc_pruner *m, int *trial, int *step);
+/* The trial reached `step` with `value`; decides completed / pruned / goes on. */
+void tfc_pruner_report(tfc_pruner *m, int trial, int step, double value);
+void tfc_pruner_release(tfc_pruner *m, int trial);
+/* Replaying a saved decision: the trial was given a job toward `step`. */
+void tfc_pruner_replay_job(tfc_pruner *m, int trial, int step);
+void tfc_pruner_free(tfc_pruner *m);
 
 #endif
