@@ -1,6 +1,6 @@
 """Checks a tfc-grid report.html (tests/test_grid.c): it parses as HTML, its table has a
 header and one row per line of results.csv, the SVG has a curve per trial, rung marks when
-the scheduler's log (asha.csv, median.csv) has results, and nothing refers outside the file (no http:, https:, src= or href=).
+the scheduler's log (asha.csv, median.csv, hyperband.csv) has results, and nothing refers outside the file (no http:, https:, src= or href=).
 Usage: report_check.py SWEEP_DIR"""
 import csv
 import sys
@@ -54,7 +54,7 @@ def main():
     if r.polylines != len(results) - 1:
         problems.append(f"{r.polylines} curves for {len(results) - 1} trials")
     asha = []
-    for log in ("asha.csv", "median.csv"):
+    for log in ("asha.csv", "median.csv", "hyperband.csv"):
         try:
             asha = [l for l in open(sweep + "/" + log)
                     if l.startswith("result,") and not l.strip().endswith(",nan")]

@@ -166,6 +166,56 @@ static void test_median_pruner(void)
     CU_ASSERT_EQUAL(tfc_pruner_init(&m, 4, 0, 20, 0, 2, 1, &err), TFC_ERR_USAGE);
 }
 
+/* Hyperband with R = 9 (min_iter 1, max_iter 9), eta 3, by hand from Li et al. 2018's
+ * Algorithm 1: s_max = 2, stages at 1, 3 and 9 iterations; brackets of n = 9, 5 and 3 trials
+ * (ceil(3/(s+1)·3^s)) from stages 0, 1 and 2. Bracket 0: nine at stage 0, the best 3 go on
+ * (t1, t3, t5), the best of them (t3) to the end; bracket 1: five at stage 1, the best one
+ * (t10) to the end; bracket 2: three straight to the end — 22 jobs, 69 of 17·9 iterations. */
+static void test_hyperband(void)
+{
+    static const double hv[17] = {.5, .7, .6, .9, .1, .8, .3, .2, .4, .3, .6, .2, .5, .4,
+                                  .1, .2, .3};
+    static const int want[22][2] = {
+        {0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {6, 0}, {7, 0}, {8, 0}, {1, 1}, {3, 1},
+        {5, 1}, {3, 2}, {9, 1}, {10, 1}, {11, 1}, {12, 1}, {13, 1}, {10, 2}, {14, 2}, {15, 2},
+        {16, 2}};
+    tfc_hyperband h;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_hyperband_init(&h, 17, 1, 9, 3, 1, &err), TFC_OK);
+    CU_ASSERT(h.smax == 2 && h.stage_iter[0] == 1 && h.stage_iter[1] == 3 && h.stage_iter[2] == 9);
+    CU_ASSERT(h.nbrackets == 3 && h.count[0] == 9 && h.count[1] == 5 && h.count[2] == 3);
+    int n = 0, t, k;
+    int64_t spent = 0, trained[17] = {0};
+    while (n < 30 && tfc_hyperband_next(&h, &t, &k)) {
+        if (n < 22 && (t != want[n][0] || k != want[n][1]))
+            printf("\njob %d: trial %d to stage %d, want %d to %d\n", n, t, k, want[n][0],
+                   want[n][1]);
+        CU_ASSERT(n < 22 && t == want[n][0] && k == want[n][1]);
+        spent += h.stage_iter[k] - trained[t]; /* a trial starts from 0 at any stage */
+        trained[t] = h.stage_iter[k];
+        tfc_hyperband_report(&h, t, k, hv[t] + 0.05 * k);
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, 22);
+    CU_ASSERT_EQUAL(spent, 69);
+    tfc_hyperband_free(&h);
+    /* fewer trials than the brackets take: the last brackets shrink or stay empty */
+    CU_ASSERT_EQUAL_FATAL(tfc_hyperband_init(&h, 10, 1, 9, 3, 1, &err), TFC_OK);
+    CU_ASSERT(h.count[0] == 9 && h.count[1] == 1 && h.count[2] == 0);
+    tfc_hyperband_free(&h);
+    /* replaying the first ten jobs and nine reports, then asking: the uninterrupted order */
+    CU_ASSERT_EQUAL_FATAL(tfc_hyperband_init(&h, 17, 1, 9, 3, 1, &err), TFC_OK);
+    for (int j = 0; j < 10; j++) {
+        tfc_hyperband_replay_job(&h, want[j][0], want[j][1]);
+        if (j < 9) tfc_hyperband_report(&h, want[j][0], want[j][1], hv[want[j][0]]);
+    }
+    /* job 9 (t1 to stage 1) is owed: the caller restarts it; then t3 and t5 follow */
+    tfc_hyperband_report(&h, 1, 1, hv[1] + 0.05);
+    CU_ASSERT(tfc_hyperband_next(&h, &t, &k) && t == 3 && k == 1);
+    tfc_hyperband_free(&h);
+}
+
 TFC_TEST_MAIN("asha", {"rungs", test_rungs}, {"sequential_sweep", test_sequential_sweep},
               {"busy_mode_and_nan", test_busy_mode_and_nan}, {"replay", test_replay},
-              {"median_pruner", test_median_pruner})
+              {"median_pruner", test_median_pruner}, {"hyperband", test_hyperband})

@@ -541,6 +541,32 @@ static void test_median_sweep(void)
     CU_ASSERT_EQUAL(system(check), 0);
 }
 
+/* --scheduler hyperband over 17 random points with stages 10, 30 and 90 (R = 9, eta 3): three
+ * brackets of 9, 5 and 3 points, 5 of them reaching the end (1 + 1 + 3) and
+ * 9·10 + 3·20 + 60 + 5·30 + 60 + 3·90 = 690 iterations trained (asha.hyperband has the
+ * decisions by hand); the report marks every stage result. */
+static void test_hyperband_sweep(void)
+{
+    CU_ASSERT_EQUAL_FATAL(grid("tiny.yaml --random 17 --range optimizer.learning_rate=log:1e-4:0.1 "
+                               "--set max_iter=90 --set test_interval=0 --set snapshot.interval=0 "
+                               "--scheduler hyperband --min-iter 10 --threads 1 --out hb"),
+                          0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "hyperband: stages at 10, 30 and 90 iterations; 3 brackets "
+                                       "of 9, 5, 3 points"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "hyperband: 690 iterations trained, 45.1% of the 1530"));
+    char *csv = tfc_test_read(tfc_test_path("hb/results.csv"), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    int completed = 0;
+    for (const char *c = csv; (c = strstr(c, ",completed,90,reached max_iter,")); c++) completed++;
+    CU_ASSERT_EQUAL(completed, 5);
+    free(csv);
+    char check[4096], here[2048];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(here, sizeof here));
+    snprintf(check, sizeof check, "python3 '%s/tests/report_check.py' '%s/hb'", here,
+             tfc_test_tmpdir());
+    CU_ASSERT_EQUAL(system(check), 0);
+}
+
 TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage_errors},
               {"random_seeded", test_random_seeded},
               {"run_results_and_skip", test_run_results_and_skip},
@@ -549,4 +575,4 @@ TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage
               {"resume_after_kill", test_resume_after_kill},
               {"resume_after_kill_prefix", test_resume_after_kill_prefix},
               {"asha_sweep", test_asha_sweep}, {"asha_interrupted", test_asha_interrupted},
-              {"median_sweep", test_median_sweep})
+              {"median_sweep", test_median_sweep}, {"hyperband_sweep", test_hyperband_sweep})

@@ -109,9 +109,11 @@ static const cli_option options[] = {
      .help = "the sweep's folder (default grid/<solver name>)"},
     {"device", 0, CLI_STRING, &args.device, "D[,D...]",
      .help = "passed to tfc-train; a list gpu:0,gpu:1 gives each job its own"},
-    {"scheduler", 0, CLI_STRING, &args.scheduler, "asha|median",
+    {"scheduler", 0, CLI_STRING, &args.scheduler, "asha|hyperband|median",
      .help = "asha: successive halving (Li et al. 2020): points train to --min-iter,\n"
              "the best 1/eta of each rung go on (min-iter·eta^k, then max_iter);\n"
+             "hyperband (Li et al. 2018): brackets of successive halving from\n"
+             "max_iter·eta^-s, s = floor(log_eta(max_iter/min-iter))..0;\n"
              "median: Optuna's MedianPruner: a point stops at a test whose best\n"
              "value so far is worse than the completed points' median there"},
     {"warmup", 0, CLI_INT, &args.warmup, "N", .min = 0, .max = 1000000,
@@ -119,9 +121,9 @@ static const cli_option options[] = {
     {"startup", 0, CLI_INT, &args.startup, "N", .min = 0, .max = 1000000,
      .help = "median: completed points before any is stopped (default 5)"},
     {"min-iter", 0, CLI_INT, &args.min_iter, "R", .min = 1, .max = LONG_MAX,
-     .help = "asha: the first rung (default max_iter / eta^3, at least 1)"},
+     .help = "asha, hyperband: the smallest stage (default max_iter / eta^3, at least 1)"},
     {"eta", 0, CLI_INT, &args.eta, "E", .min = 2, .max = 1000,
-     .help = "asha: the rung ratio and the kept fraction 1/E (default 3)"},
+     .help = "asha, hyperband: the stage ratio and the kept fraction 1/E (default 3)"},
     {"metric", 0, CLI_STRING, &args.metric, "M",
      .help = "asha: the test metric ranking a rung, e.g. accuracy or test/loss\n"
              "(default the model's first metric, as results.csv)"},
@@ -701,6 +703,7 @@ typedef struct scheduler {
     const char *name;          /* "asha" or "median": the log's name, DIR/<name>.csv */
     tfc_asha asha;
     tfc_pruner pruner;
+    tfc_hyperband hb;
     int last;                  /* the index of the final stage (max_iter) */
     const int64_t *stage_iter;
     unsigned char *busy;
@@ -709,18 +712,21 @@ typedef struct scheduler {
 
 static int sched_next(scheduler *s, int *t, int *k)
 {
+    if (s->hb.ntrials) return tfc_hyperband_next(&s->hb, t, k);
     return s->pruner.ntrials ? tfc_pruner_next(&s->pruner, t, k) : tfc_asha_next(&s->asha, t, k);
 }
 
 static void sched_report(scheduler *s, int t, int k, double v)
 {
-    if (s->pruner.ntrials) tfc_pruner_report(&s->pruner, t, k, v);
+    if (s->hb.ntrials) tfc_hyperband_report(&s->hb, t, k, v);
+    else if (s->pruner.ntrials) tfc_pruner_report(&s->pruner, t, k, v);
     else tfc_asha_report(&s->asha, t, k, v);
 }
 
 static void sched_replay_job(scheduler *s, int t, int k)
 {
-    if (s->pruner.ntrials) tfc_pruner_replay_job(&s->pruner, t, k);
+    if (s->hb.ntrials) tfc_hyperband_replay_job(&s->hb, t, k);
+    else if (s->pruner.ntrials) tfc_pruner_replay_job(&s->pruner, t, k);
     else tfc_asha_replay_job(&s->asha, t, k);
 }
 
@@ -728,7 +734,10 @@ static void sched_replay_job(scheduler *s, int t, int k)
  * again. */
 static void sched_finish(scheduler *s, int t, int k)
 {
-    if (s->pruner.ntrials) {
+    if (s->hb.ntrials) {
+        /* it reported at k: not owed more, so left out of later stages (want = have) */
+        (void)k;
+    } else if (s->pruner.ntrials) {
         if (!s->pruner.done[t]) s->pruner.done[t] = 1, s->pruner.ncompleted++;
     } else if (k < s->last) {
         tfc_asha_replay_job(&s->asha, t, k + 1);
@@ -740,6 +749,11 @@ static void sched_reason(const scheduler *s, const point *p, int t, char *out, s
 {
     if (!strcmp(p->status, "completed")) snprintf(out, size, "reached max_iter");
     else if (strcmp(p->status, "paused")) snprintf(out, size, "%s", p->status[0] ? p->status : "not started");
+    else if (s->hb.ntrials && s->hb.bracket[t] < 0)
+        snprintf(out, size, "in no bracket (more points than the brackets take)");
+    else if (s->hb.ntrials)
+        snprintf(out, size, "not in the top 1/%ld of stage %d in bracket %d", args.eta,
+                 p->top_rung, s->hb.bracket[t]);
     else if (s->pruner.ntrials && s->pruner.done[t] == 2)
         snprintf(out, size, "pruned at step %d: below the median", p->top_rung);
     else if (!s->pruner.ntrials)
@@ -752,6 +766,7 @@ static void sched_free(scheduler *s)
 {
     tfc_asha_free(&s->asha);
     tfc_pruner_free(&s->pruner);
+    tfc_hyperband_free(&s->hb);
 }
 
 /* DIR/<scheduler>.csv: the header naming the settings, then one line per decision —
@@ -828,6 +843,29 @@ static int sched_init(grid *g, scheduler *s, const char *metric, int higher)
             printf("%s %lld", k == s->last ? " and" : k ? "," : "", (long long)s->stage_iter[k]);
         printf(" iterations; the best 1/%ld of a rung goes on, by test %s (%s)\n", args.eta,
                metric, higher ? "max" : "min");
+    } else if (!strcmp(args.scheduler, "hyperband")) {
+        s->name = "hyperband";
+        int64_t min_iter = args.min_iter;
+        if (!min_iter) {
+            double m = (double)max_iter;
+            for (int k = 0; k < 3; k++) m /= (double)args.eta;
+            min_iter = m < 1 ? 1 : (int64_t)m;
+        }
+        if (tfc_hyperband_init(&s->hb, g->npoints, min_iter, max_iter, (double)args.eta, higher,
+                               &err)) {
+            fprintf(stderr, "tfc-grid: %s", err.text);
+            return 2;
+        }
+        s->last = s->hb.smax;
+        s->stage_iter = s->hb.stage_iter;
+        s->busy = s->hb.busy;
+        used = snprintf(s->header, sizeof s->header, "# hyperband points=%d stages=", g->npoints);
+        printf("hyperband: stages at");
+        for (int k = 0; k <= s->last; k++)
+            printf("%s %lld", k == s->last ? " and" : k ? "," : "", (long long)s->stage_iter[k]);
+        printf(" iterations; %d brackets of", s->hb.nbrackets);
+        for (int b = 0; b < s->hb.nbrackets; b++) printf("%s %d", b ? "," : "", s->hb.count[b]);
+        printf(" points; by test %s (%s)\n", metric, higher ? "max" : "min");
     } else {
         s->name = "median";
         if (tfc_pruner_init(&s->pruner, g->npoints, g->points[0].test_interval, max_iter,
@@ -852,6 +890,9 @@ static int sched_init(grid *g, scheduler *s, const char *metric, int higher)
         snprintf(s->header + used, sizeof s->header - (size_t)used,
                  " warmup=%ld startup=%ld metric=%s mode=%s", args.warmup, args.startup, metric,
                  higher ? "max" : "min");
+    else if (s->hb.ntrials)
+        snprintf(s->header + used, sizeof s->header - (size_t)used, " eta=%ld metric=%s mode=%s",
+                 args.eta, metric, higher ? "max" : "min");
     else
         snprintf(s->header + used, sizeof s->header - (size_t)used, " eta=%ld metric=%s mode=%s",
                  args.eta, metric, higher ? "max" : "min");
@@ -1252,8 +1293,8 @@ static int write_report(const char *dir)
     /* the scheduler's pauses: result lines, at the stage's iteration (the header lists them) */
     snprintf(path, sizeof path, "%s/asha.csv", dir);
     FILE *log = fopen(path, "r");
-    if (!log) {
-        snprintf(path, sizeof path, "%s/median.csv", dir);
+    for (int i = 0; !log && i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s.csv", dir, i ? "hyperband" : "median");
         log = fopen(path, "r");
     }
     double rung_iter[TFC_ASHA_MAX_RUNGS + 1];
@@ -1261,6 +1302,7 @@ static int write_report(const char *dir)
     while (log && fgets(line, sizeof line, log)) {
         const char *rg = strstr(line, " rungs=");
         if (!rg) rg = strstr(line, " steps=");
+        if (!rg) rg = strstr(line, " stages="), rg = rg ? rg + 1 : NULL; /* one longer */
         if (line[0] == '#' && rg) {
             for (const char *c = rg + 7; *c && *c != ' ' && nr <= TFC_ASHA_MAX_RUNGS;) {
                 rung_iter[nr++] = atof(c);
@@ -1346,8 +1388,8 @@ static int write_report(const char *dir)
                             L + (W - L - R) * cv[r].x[i] / xmax,
                             H - B - (H - B - T) * (cv[r].y[i] - ymin) / (ymax - ymin), hue);
     }
-    fputs("</svg>\n<p>Circles: a stage where the scheduler paused the trial (asha.csv or "
-          "median.csv); hover a curve for its trial.</p>\n", f);
+    fputs("</svg>\n<p>Circles: a stage where the scheduler paused the trial (asha.csv, "
+          "hyperband.csv or median.csv); hover a curve for its trial.</p>\n", f);
     fprintf(f, "<h2>%d trials</h2>\n<p>Click a column to sort.</p>\n<table id=\"results\">"
                "<thead><tr>", nrows);
     for (int i = 0; i < ncols; i++) {
@@ -1477,8 +1519,10 @@ static int grid_main(grid *g, int argc, char **argv)
     if (g->nkeys == 0)
         return cli_error(&tool, "nothing to vary: give --grid or --random with --range");
     if (nranges && !args.random) return cli_error(&tool, "--range needs --random N");
-    if (args.scheduler && strcmp(args.scheduler, "asha") && strcmp(args.scheduler, "median"))
-        return cli_error(&tool, "--scheduler %s: expected asha or median", args.scheduler);
+    if (args.scheduler && strcmp(args.scheduler, "asha") && strcmp(args.scheduler, "median") &&
+        strcmp(args.scheduler, "hyperband"))
+        return cli_error(&tool, "--scheduler %s: expected asha, hyperband or median",
+                         args.scheduler);
     g->asha = args.scheduler != NULL;
     if (!g->asha && (args.min_iter || args.metric || args.mode))
         return cli_error(&tool, "--min-iter, --metric and --mode go with --scheduler");

@@ -239,3 +239,128 @@ void tfc_pruner_free(tfc_pruner *m)
     free(m->busy);
     memset(m, 0, sizeof *m);
 }
+
+/* ---- Hyperband --------------------------------------------------------------------------- */
+
+tfc_status tfc_hyperband_init(tfc_hyperband *h, int ntrials, int64_t min_iter, int64_t max_iter,
+                              double eta, int higher_is_better, tfc_error *err)
+{
+    memset(h, 0, sizeof *h);
+    if (min_iter < 1 || min_iter >= max_iter)
+        return tfc_error_set(err, TFC_ERR_USAGE,
+                             "--min-iter %lld: expected 1 <= min-iter < max_iter (%lld)",
+                             (long long)min_iter, (long long)max_iter);
+    if (!(eta > 1) || !isfinite(eta))
+        return tfc_error_set(err, TFC_ERR_USAGE, "--eta %g: expected a number above 1", eta);
+    double R = (double)max_iter / (double)min_iter;
+    int smax = (int)floor(log(R) / log(eta) + 1e-9);
+    if (smax > TFC_ASHA_MAX_RUNGS)
+        return tfc_error_set(err, TFC_ERR_USAGE, "more than %d stages", TFC_ASHA_MAX_RUNGS);
+    h->smax = smax;
+    h->ntrials = ntrials;
+    h->eta = eta;
+    h->higher_is_better = higher_is_better;
+    for (int j = 0; j <= smax; j++)
+        h->stage_iter[j] = (int64_t)llround((double)max_iter * pow(eta, (double)(j - smax)));
+    h->stage_iter[smax] = max_iter;
+    size_t n = (size_t)(ntrials > 0 ? ntrials : 1);
+    h->bracket = malloc(n * sizeof *h->bracket);
+    h->want = malloc(n * sizeof *h->want);
+    h->have = malloc(n * sizeof *h->have);
+    h->value = calloc(n * (size_t)(smax + 1), sizeof *h->value);
+    h->busy = calloc(n, 1);
+    if (!h->bracket || !h->want || !h->have || !h->value || !h->busy) {
+        tfc_hyperband_free(h);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    int t = 0;
+    for (int s = smax; s >= 0; s--) {
+        int b = h->nbrackets++;
+        double want = ceil((double)(smax + 1) / (double)(s + 1) * pow(eta, (double)s) - 1e-9);
+        int count = (int)want < ntrials - t ? (int)want : ntrials - t;
+        h->first[b] = t;
+        h->count[b] = count;
+        h->level[b] = smax - s;
+        for (int i = 0; i < count; i++, t++) {
+            h->bracket[t] = b;
+            h->want[t] = smax - s;
+            h->have[t] = smax - s - 1;
+        }
+    }
+    for (; t < ntrials; t++) h->bracket[t] = -1, h->want[t] = -1, h->have[t] = -1;
+    return TFC_OK;
+}
+
+/* 1 when trial u ranks before trial w at stage j. */
+static int hb_before(const tfc_hyperband *h, int j, int u, int w)
+{
+    double x = h->value[(size_t)u * (size_t)(h->smax + 1) + (size_t)j];
+    double y = h->value[(size_t)w * (size_t)(h->smax + 1) + (size_t)j];
+    int fx = isfinite(x), fy = isfinite(y);
+    if (fx != fy) return fx;
+    if (fx && x != y) return h->higher_is_better ? x > y : x < y;
+    return u < w;
+}
+
+/* When every trial of bracket b's stage has its value: the best floor(n / eta) go on. */
+static void hb_promote(tfc_hyperband *h, int b)
+{
+    int L = h->level[b];
+    if (L >= h->smax) return;
+    int n = 0;
+    for (int t = h->first[b]; t < h->first[b] + h->count[b]; t++) {
+        if (h->want[t] < L) continue; /* left at an earlier stage */
+        if (h->have[t] < L || h->busy[t]) return; /* not all in yet */
+        n++;
+    }
+    int keep = (int)floor((double)n / h->eta);
+    for (int t = h->first[b]; t < h->first[b] + h->count[b]; t++) {
+        if (h->want[t] < L) continue;
+        int better = 0;
+        for (int u = h->first[b]; u < h->first[b] + h->count[b]; u++)
+            if (u != t && h->want[u] >= L && hb_before(h, L, u, t)) better++;
+        if (better < keep) h->want[t] = L + 1;
+    }
+    h->level[b] = L + 1;
+}
+
+int tfc_hyperband_next(tfc_hyperband *h, int *trial, int *stage)
+{
+    for (int b = 0; b < h->nbrackets; b++) {
+        for (int pass = 0; pass < 2; pass++) {
+            for (int t = h->first[b]; t < h->first[b] + h->count[b]; t++)
+                if (h->want[t] > h->have[t] && !h->busy[t]) {
+                    h->busy[t] = 1;
+                    *trial = t;
+                    *stage = h->want[t];
+                    return 1;
+                }
+            if (pass == 0) hb_promote(h, b);
+        }
+    }
+    return 0;
+}
+
+void tfc_hyperband_report(tfc_hyperband *h, int trial, int stage, double value)
+{
+    h->value[(size_t)trial * (size_t)(h->smax + 1) + (size_t)stage] = value;
+    if (stage > h->have[trial]) h->have[trial] = stage;
+    h->busy[trial] = 0;
+}
+
+void tfc_hyperband_replay_job(tfc_hyperband *h, int trial, int stage)
+{
+    /* the bracket's level is not moved: hb_promote decides the same promotions again, all
+     * of them, once the stage's values are in (a log cut between two promotions loses none) */
+    if (h->bracket[trial] >= 0 && stage > h->want[trial]) h->want[trial] = stage;
+}
+
+void tfc_hyperband_free(tfc_hyperband *h)
+{
+    free(h->bracket);
+    free(h->want);
+    free(h->have);
+    free(h->value);
+    free(h->busy);
+    memset(h, 0, sizeof *h);
+}

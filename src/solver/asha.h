@@ -52,6 +52,37 @@ void tfc_asha_replay_job(tfc_asha *a, int trial, int rung);
 
 void tfc_asha_free(tfc_asha *a);
 
+/* ---- Hyperband (Li et al. 2018, "Hyperband: A Novel Bandit-Based Approach to Hyperparameter
+ * Optimization", Algorithm 1) ----------------------------------------------------------------
+ * R = max_iter / min_iter, s_max = floor(log_eta R); stage j trains to max_iter · eta^(j-s_max)
+ * iterations (j = 0..s_max, the last max_iter). Bracket s = s_max..0 takes the next
+ * n = ceil((s_max + 1) / (s + 1) · eta^s) trials (fewer when they run out) from stage s_max - s;
+ * it is successive halving: when every trial of its current stage reported, the best
+ * floor(n_i / eta) of the n_i there go on to the next stage. Brackets run in order; with
+ * several jobs a later bracket's jobs fill slots an earlier one cannot use. */
+typedef struct tfc_hyperband {
+    int ntrials, smax, nbrackets;
+    int64_t stage_iter[TFC_ASHA_MAX_RUNGS + 1];
+    double eta;
+    int higher_is_better;
+    int first[TFC_ASHA_MAX_RUNGS + 1], count[TFC_ASHA_MAX_RUNGS + 1]; /* a bracket's trials */
+    int level[TFC_ASHA_MAX_RUNGS + 1];  /* the stage a bracket trains now */
+    int *bracket;               /* [ntrials]: its bracket, -1: none (more trials than brackets take) */
+    int *want, *have;           /* [ntrials]: the stage it is to train to / reported */
+    double *value;              /* [ntrials][s_max + 1] */
+    unsigned char *busy;        /* [ntrials] */
+} tfc_hyperband;
+
+tfc_status tfc_hyperband_init(tfc_hyperband *h, int ntrials, int64_t min_iter, int64_t max_iter,
+                              double eta, int higher_is_better, tfc_error *err);
+/* The next job: the first trial (bracket order) owed a stage, promoting a bracket whose stage
+ * has every value in. 1 with *trial and *stage (busy), or 0 when none can start now. */
+int tfc_hyperband_next(tfc_hyperband *h, int *trial, int *stage);
+void tfc_hyperband_report(tfc_hyperband *h, int trial, int stage, double value);
+/* Replaying a saved decision: the trial was given a job toward `stage`. */
+void tfc_hyperband_replay_job(tfc_hyperband *h, int trial, int stage);
+void tfc_hyperband_free(tfc_hyperband *h);
+
 /* ---- median pruning (Optuna's MedianPruner) ---------------------------------------------------
  * Each trial trains from evaluation to evaluation (steps at step_iter[0..nsteps-1], the last
  * max_iter). After a trial reports step s, it is pruned when s >= warmup, at least `startup`
