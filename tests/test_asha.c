@@ -9,20 +9,21 @@
 #include "solver/asha.h"
 #include "testutil.h"
 
-/* Rungs: min_iter · eta^k below max_iter, then max_iter. */
+/* Rungs: max_iter · eta^-k down to min_iter, the top max_iter. */
 static void test_rungs(void)
 {
     tfc_asha a;
     tfc_error err;
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 4, 1, 100, 3, 1, &err), TFC_OK);
-    const int64_t want[] = {1, 3, 9, 27, 81, 100};
-    CU_ASSERT_EQUAL(a.nrungs, 5);
-    for (int k = 0; k <= 5; k++) CU_ASSERT_EQUAL(a.rung_iter[k], want[k]);
+    /* s = floor(log3 100) = 4: 100/81, 100/27, 100/9, 100/3 rounded, then 100 */
+    const int64_t want[] = {1, 4, 11, 33, 100};
+    CU_ASSERT_EQUAL(a.nrungs, 4);
+    for (int k = 0; k <= 4; k++) CU_ASSERT_EQUAL(a.rung_iter[k], want[k]);
     tfc_asha_free(&a);
     CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 4, 469, 4690, 3, 1, &err), TFC_OK);
-    CU_ASSERT(a.nrungs == 3 && a.rung_iter[0] == 469 && a.rung_iter[1] == 1407 &&
-              a.rung_iter[2] == 4221 && a.rung_iter[3] == 4690);
+    CU_ASSERT(a.nrungs == 2 && a.rung_iter[0] == 521 && a.rung_iter[1] == 1563 &&
+              a.rung_iter[2] == 4690);
     tfc_asha_free(&a);
     CU_ASSERT_EQUAL(tfc_asha_init(&a, 4, 10, 10, 3, 1, &err), TFC_ERR_USAGE);
     CU_ASSERT_EQUAL(tfc_asha_init(&a, 4, 1, 10, 1, 1, &err), TFC_ERR_USAGE);

@@ -110,8 +110,8 @@ static const cli_option options[] = {
     {"device", 0, CLI_STRING, &args.device, "D[,D...]",
      .help = "passed to tfc-train; a list gpu:0,gpu:1 gives each job its own"},
     {"scheduler", 0, CLI_STRING, &args.scheduler, "asha|hyperband|median",
-     .help = "asha: successive halving (Li et al. 2020): points train to --min-iter,\n"
-             "the best 1/eta of each rung go on (min-iter·eta^k, then max_iter);\n"
+     .help = "asha: successive halving (Li et al. 2020): points train to the first\n"
+             "rung, the best 1/eta of each rung go on (max_iter·eta^-k down to min-iter);\n"
              "hyperband (Li et al. 2018): brackets of successive halving from\n"
              "max_iter·eta^-s, s = floor(log_eta(max_iter/min-iter))..0;\n"
              "median: Optuna's MedianPruner: a point stops at a test whose best\n"

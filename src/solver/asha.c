@@ -15,15 +15,17 @@ tfc_status tfc_asha_init(tfc_asha *a, int ntrials, int64_t min_iter, int64_t max
                              (long long)min_iter, (long long)max_iter);
     if (!(eta > 1) || !isfinite(eta))
         return tfc_error_set(err, TFC_ERR_USAGE, "--eta %g: expected a number above 1", eta);
-    double r = (double)min_iter;
-    while (r < (double)max_iter) {
-        if (a->nrungs == TFC_ASHA_MAX_RUNGS)
-            return tfc_error_set(err, TFC_ERR_USAGE, "more than %d rungs between --min-iter %lld "
-                                 "and max_iter %lld", TFC_ASHA_MAX_RUNGS, (long long)min_iter,
-                                 (long long)max_iter);
-        int64_t it = (int64_t)llround(r);
+    /* rungs max_iter·eta^-k down to min_iter, so every promotion multiplies the iterations
+     * by eta, the last one included (Li et al.'s r·eta^k with r = max_iter·eta^-s) */
+    int smax = (int)floor(log((double)max_iter / (double)min_iter) / log(eta) + 1e-9);
+    if (smax > TFC_ASHA_MAX_RUNGS)
+        return tfc_error_set(err, TFC_ERR_USAGE, "more than %d rungs between --min-iter %lld "
+                             "and max_iter %lld", TFC_ASHA_MAX_RUNGS, (long long)min_iter,
+                             (long long)max_iter);
+    for (int k = 0; k < smax; k++) {
+        int64_t it = (int64_t)llround((double)max_iter * pow(eta, (double)(k - smax)));
+        if (it < 1) it = 1;
         if (a->nrungs == 0 || it > a->rung_iter[a->nrungs - 1]) a->rung_iter[a->nrungs++] = it;
-        r *= eta;
     }
     a->rung_iter[a->nrungs] = max_iter;
     a->ntrials = ntrials;

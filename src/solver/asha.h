@@ -2,8 +2,9 @@
  * et al. 2020, "A System for Massively Parallel Hyperparameter Tuning", Algorithm 2) and
  * median pruning (Optuna's MedianPruner): tfc-grid asks one for the next job
  * and reports the metric each trial reached at a rung; no clock, no processes, so a table
- * test drives it with scripted curves. Rungs are at min_iter · eta^k iterations below
- * max_iter, then max_iter itself (the top). */
+ * test drives it with scripted curves. Rungs are at max_iter · eta^-k iterations down to
+ * min_iter, the top being max_iter itself, so each promotion multiplies the iterations by
+ * eta. */
 #ifndef TFC_SOLVER_ASHA_H
 #define TFC_SOLVER_ASHA_H
 
@@ -26,8 +27,9 @@ typedef struct tfc_asha {
     int next_new;               /* the next trial never started (trials start in order) */
 } tfc_asha;
 
-/* Rungs min_iter · eta^k < max_iter, then max_iter; min_iter >= 1, eta > 1, at most
- * TFC_ASHA_MAX_RUNGS below the top. TFC_ERR_USAGE naming the bad value, or TFC_ERR_NOMEM. */
+/* Rungs max_iter · eta^(k - s), k = 0..s, s = floor(log_eta(max_iter / min_iter)) (rounded,
+ * duplicates dropped), the last max_iter; min_iter >= 1, eta > 1, at most TFC_ASHA_MAX_RUNGS
+ * below the top. TFC_ERR_USAGE naming the bad value, or TFC_ERR_NOMEM. */
 tfc_status tfc_asha_init(tfc_asha *a, int ntrials, int64_t min_iter, int64_t max_iter, double eta,
                          int higher_is_better, tfc_error *err);
 
