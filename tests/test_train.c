@@ -1114,6 +1114,71 @@ static void test_stop_at(void)
     free(res);
 }
 
+/* The display line says `input-bound NN%` when the steps wait for their batches: 128x128 PNGs
+ * of noise decoded and resized to 4x4 for a 26-parameter model are all input (over 50%),
+ * while the fixture with a wide hidden layer, fed from memory, stays below the 5% the line
+ * starts at. */
+static void test_input_bound(void)
+{
+    uint64_t rng = 12345;
+    unsigned char *px = malloc(128 * 128 * 3);
+    char list[4096] = "";
+    tfc_error err;
+    tfc_error_clear(&err);
+    mkdir(tfc_test_path("ib"), 0755);
+    for (int i = 0; i < 16; i++) {
+        for (int k = 0; k < 128 * 128 * 3; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            px[k] = (unsigned char)(rng >> 56);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "ib/%d.png", i);
+        CU_ASSERT_EQUAL_FATAL(tfc_image_write_png(tfc_test_path(name), px, 128, 128, 3, 8, &err),
+                              TFC_OK);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%d.png %d\n", i, i % 2);
+    }
+    free(px);
+    tfc_test_write("ib/list.txt", list, -1);
+    const char *solver =
+        "model:\n  input: {shape: [4, 4, 3]}\n  layers:\n    - Flatten: {}\n"
+        "    - Dense: {units: 2, activation: softmax}\n"
+        "data:\n  train:\n    source: {type: images, list: ib/list.txt}\n"
+        "    pipeline: [{repeat: {}}, {map: {op: resize, size: [4, 4]}},\n"
+        "               {map: {op: scale, factor: 0.004}}, {batch: {batch_size: 8}}]\n"
+        "optimizer: {type: sgd, learning_rate: 0.1}\nmax_iter: 20\ndisplay: 10\nseed: 1\n";
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path("ib_run");
+    o.threads = 1;
+    o.live = 0;
+    char *said = NULL;
+    size_t len = 0;
+    o.console = open_memstream(&said, &len);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("ib.yaml", solver, -1), &o, &err);
+    if (!s) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_train_result res;
+    CU_ASSERT_EQUAL(tfc_solver_train(s, &res, &err), TFC_OK);
+    tfc_solver_free(s);
+    fclose(o.console);
+    const char *ib = said ? strstr(said, "input-bound ") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(ib);
+    if (ib) CU_ASSERT(atoi(ib + strlen("input-bound ")) >= 50);
+    if (!ib) printf("\n%s", said ? said : "");
+    free(said);
+    /* the fixture, its hidden layer widened to 4096 (a millisecond of compute per step), on
+     * batches from memory behind a prefetch */
+    said = NULL;
+    FILE *con = open_memstream(&said, &len);
+    tfc_train_result *r2 = calloc(1, sizeof *r2);
+    const char *sets[] = {"max_iter=40", "display=10", "model.layers.0.Dense.units=4096"};
+    CU_ASSERT_EQUAL(train("ib_tiny", sets, 3, NULL, NULL, con, r2, &err), TFC_OK);
+    fclose(con);
+    CU_ASSERT(said && strstr(said, "iter 40/40") && !strstr(said, "input-bound"));
+    if (said && strstr(said, "input-bound")) printf("\n%s", said);
+    free(said);
+    free(r2);
+}
+
 /* Copies `text` with the first `from` replaced by `to` (into a static buffer). */
 static const char *replaced(const char *text, const char *from, const char *to)
 {
@@ -1441,6 +1506,7 @@ int main(int argc, char **argv)
         {"divergence", test_divergence},
         {"early_stopping", test_early_stopping},
         {"stop_at", test_stop_at},
+        {"input_bound", test_input_bound},
         {"ema", test_ema},
         {"rollback", test_rollback},
         {"weights_by_name", test_weights_by_name},

@@ -100,7 +100,11 @@ static void progress_line(const tfc_progress *p, int64_t iter, double lr, const 
         if (strcmp(tfc_model_metric(m, i)->name, "loss"))
             n += (size_t)snprintf(buf + n, size - n, "  %s %.4f", tfc_model_metric(m, i)->name,
                                   e->metric[i]);
-    if (n < size) snprintf(buf + n, size - n, "  lr %.3g  %.1f it/s  ETA %s", lr, ips, eta);
+    if (n < size) n += (size_t)snprintf(buf + n, size - n, "  lr %.3g  %.1f it/s  ETA %s", lr, ips, eta);
+    /* the share of the time the steps waited for their batches, from 5% on (docs/data.md) */
+    double t = tfc_now() - p->rate_t;
+    if (t > 0 && p->input_wait >= 0.05 * t && n < size)
+        snprintf(buf + n, size - n, "  input-bound %.0f%%", 100 * p->input_wait / t);
 }
 
 void tfc_progress_display(tfc_progress *p, int64_t iter, double lr, tfc_eval *e)
@@ -112,6 +116,7 @@ void tfc_progress_display(tfc_progress *p, int64_t iter, double lr, tfc_eval *e)
     memset(p->disp, 0, sizeof p->disp);
     p->rate_t = tfc_now();
     p->rate_i = iter;
+    p->input_wait = 0;
 }
 
 void tfc_progress_live(tfc_progress *p, int64_t iter, double lr)
@@ -141,6 +146,7 @@ void tfc_progress_loop_start(tfc_progress *p, int64_t iter)
 {
     p->t_loop = p->rate_t = tfc_now();
     p->iter0 = p->rate_i = iter;
+    p->input_wait = 0;
 }
 
 void tfc_progress_exclude(tfc_progress *p, double seconds)

@@ -223,7 +223,9 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
         uint64_t step = ((uint64_t)r->iter * (uint64_t)c->iter_size + (uint64_t)k) *
                             (uint64_t)r->comm->size +
                         (uint64_t)r->comm->rank;
+        double t0 = tfc_now();
         tfc_status s = tfc_feed_train_batch(&r->feed, &n, err);
+        r->prog.input_wait += tfc_now() - t0; /* the step waiting for its data */
         if (!s) s = tfc_model_forward(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
         if (!s) s = tfc_model_loss(m, r->feed.y, 1, &br, err);
         if (s) return s;
