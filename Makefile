@@ -216,8 +216,9 @@ FUZZ_FLAGS := -g -O1 -Wno-pass-failed -fsanitize=fuzzer-no-link,address,undefine
 FUZZ_SRC   := $(wildcard fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_LIBOBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
-# The fuzzers link the C objects only: no GPU backend, so device.c is built without CUDA.
-FUZZ_CPPFLAGS := $(filter-out -DTFC_HAVE_CUDA=1,$(CPPFLAGS_ALL))
+# The fuzzers link the C objects only: no GPU backend, so device.c and grad_comm.c are built
+# without CUDA or NCCL.
+FUZZ_CPPFLAGS := $(filter-out -DTFC_HAVE_CUDA=1 -DTFC_HAVE_NCCL=1,$(CPPFLAGS_ALL))
 FUZZ_SECONDS ?= 60
 
 fuzz: $(FUZZERS)
