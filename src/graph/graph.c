@@ -108,6 +108,102 @@ static size_t plan_grads(tfc_model *m, size_t *off)
     return total;
 }
 
+/* The activation arena's layout for batches of up to max_batch: offsets from its start,
+ * y[4 i ..] layer i's output, pre-activation, saved buffer and gradient block; `plan` the
+ * sizes. Needs m->bound (the gradient blocks' lifetimes) and runs each layer's plan (its
+ * workspace); allocates only the host array y. */
+typedef struct layout {
+    size_t x, dx, mask, labels, scalars, target, weight, ws, grads;
+    size_t *y;
+    tfc_memory_plan plan;
+} layout;
+
+static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, layout *L,
+                              tfc_error *err)
+{
+    memset(L, 0, sizeof *L);
+    if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
+    tfc_memory_plan *P = &L->plan;
+    P->max_batch = max_batch;
+    P->params = (size_t)m->param_count * 4;
+    P->grads = (size_t)m->trainable_count * 4;
+    size_t B = (size_t)max_batch, in_bytes = B * (size_t)tfc_shape_numel(&m->input_shape) * 4;
+    m->mask_layer = -1;
+    for (int i = 0; i < m->nlayers && m->mask_layer < 0; i++)
+        if (m->layers[i].mask_out && !m->layers[i].mask_in && m->layers[i].inputs[0] < 0)
+            m->mask_layer = i;
+    size_t loss_rows = B * (size_t)m->label_rows, target_elems = loss_rows * (size_t)m->classes;
+    int smooth = m->loss_opt.label_smoothing > 0, weighted = m->loss_opt.class_weight != NULL;
+    size_t label_elems = (size_t)m->label_rows * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
+    size_t o = 0;
+    L->x = o; o = align_up(o + in_bytes);
+    if (m->mask_layer >= 0) { L->mask = o; o = align_up(o + B * (size_t)mask_steps(m) * 4); }
+    L->labels = o; o = align_up(o + B * label_elems * 4);
+    L->scalars = o; o = align_up(o + (size_t)(1 + m->nmetrics) * 4);
+    if (smooth) { L->target = o; o = align_up(o + target_elems * 4); }
+    if (weighted) { L->weight = o; o = align_up(o + loss_rows * 4); }
+    P->io = o;
+    if (!(L->y = calloc((size_t)m->nlayers * 4 + 1, sizeof *L->y)))
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    m->ws_bytes = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4, was = o;
+        l->max_batch = max_batch;
+        l->workspace = 0;
+        if (l->ops->plan) l->ops->plan(l, be);
+        if (l->workspace > m->ws_bytes) m->ws_bytes = l->workspace;
+        L->y[4 * i] = o; o = align_up(o + bytes);
+        if (l->act != TFC_ACT_LINEAR) { L->y[4 * i + 1] = o; o = align_up(o + bytes); }
+        P->outputs += o - was;
+        was = o;
+        L->y[4 * i + 2] = o; o = align_up(o + (B * (size_t)l->saved_floats + (size_t)l->fixed_floats) * 4);
+        P->saved += o - was;
+    }
+    L->ws = o; o = align_up(o + m->ws_bytes);
+    P->workspace = o - L->ws;
+    if (m->input_dtype == TFC_F32) { L->dx = o; o = align_up(o + in_bytes); P->io += o - L->dx; }
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        size_t bytes = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
+        m->bound[i].grad_bytes = l->act != TFC_ACT_LINEAR ? 2 * bytes : bytes; /* dz follows dy */
+    }
+    size_t *g_off = calloc((size_t)m->nlayers + 1, sizeof *g_off);
+    size_t g_bytes = g_off ? plan_grads(m, g_off) : SIZE_MAX;
+    if (g_bytes == SIZE_MAX) {
+        free(L->y), free(g_off);
+        L->y = NULL;
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    L->grads = o;
+    for (int i = 0; i < m->nlayers; i++) L->y[4 * i + 3] = L->grads + g_off[i];
+    free(g_off);
+    o = align_up(o + g_bytes);
+    P->activation_grads = o - L->grads;
+    P->arena = o;
+    return TFC_OK;
+}
+
+tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
+                                 tfc_memory_plan *out, tfc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (m->be)
+        return tfc_error_set(err, TFC_ERR_USAGE, "model '%s' is bound: plan before binding",
+                             m->name);
+    if (!(m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound)))
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    layout L;
+    tfc_status s = plan_layout(m, be, max_batch, &L, err);
+    free(L.y);
+    free(m->bound);
+    m->bound = NULL;
+    if (!s) *out = L.plan;
+    return s;
+}
+
+const tfc_memory_plan *tfc_model_memory(const tfc_model *m) { return m->be ? &m->mem : NULL; }
+
 tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err)
 {
     tfc_model_unbind(m);
@@ -115,7 +211,7 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     int64_t ntrain = m->trainable_count, nall = m->param_count;
     m->params = alloc_or_report(be, (size_t)nall * 4, "parameters", max_batch, err);
     m->grads = alloc_or_report(be, (size_t)ntrain * 4, "gradients", max_batch, err);
-    m->bound = calloc((size_t)m->nlayers, sizeof *m->bound);
+    m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound);
     m->be = be;
     if (!m->params || !m->grads || !m->bound) {
         tfc_model_unbind(m);
@@ -137,86 +233,48 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
             }
 
     /* Activations: plan offsets, then one allocation. */
-    size_t B = (size_t)max_batch, in_bytes = B * (size_t)tfc_shape_numel(&m->input_shape) * 4;
-    m->mask_layer = -1;
-    for (int i = 0; i < m->nlayers && m->mask_layer < 0; i++)
-        if (m->layers[i].mask_out && !m->layers[i].mask_in && m->layers[i].inputs[0] < 0)
-            m->mask_layer = i;
-    size_t o = 0, o_x, o_dx = 0, o_mask = 0, o_labels, o_scalars, o_ws, o_grads;
-    size_t o_target = 0, o_weight = 0;
-    size_t loss_rows = B * (size_t)m->label_rows, target_elems = loss_rows * (size_t)m->classes;
+    layout L;
+    tfc_status st = plan_layout(m, be, max_batch, &L, err);
+    if (st) {
+        tfc_model_unbind(m);
+        return st;
+    }
+    size_t B = (size_t)max_batch, loss_rows = B * (size_t)m->label_rows;
     int smooth = m->loss_opt.label_smoothing > 0, weighted = m->loss_opt.class_weight != NULL;
-    size_t label_elems = (size_t)m->label_rows * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
-    o_x = o; o = align_up(o + in_bytes);
-    if (m->mask_layer >= 0) { o_mask = o; o = align_up(o + B * (size_t)mask_steps(m) * 4); }
-    o_labels = o; o = align_up(o + B * label_elems * 4);
-    o_scalars = o; o = align_up(o + (size_t)(1 + m->nmetrics) * 4);
-    if (smooth) { o_target = o; o = align_up(o + target_elems * 4); }
-    if (weighted) { o_weight = o; o = align_up(o + loss_rows * 4); }
-    size_t *o_y = calloc((size_t)m->nlayers * 4, sizeof *o_y);
-    if (!o_y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    m->ws_bytes = 0;
-    for (int i = 0; i < m->nlayers; i++) {
-        tfc_layer *l = &m->layers[i];
-        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4;
-        l->max_batch = max_batch;
-        l->workspace = 0;
-        if (l->ops->plan) l->ops->plan(l, be);
-        if (l->workspace > m->ws_bytes) m->ws_bytes = l->workspace;
-        o_y[4 * i] = o; o = align_up(o + bytes);
-        if (l->act != TFC_ACT_LINEAR) { o_y[4 * i + 1] = o; o = align_up(o + bytes); }
-        o_y[4 * i + 2] = o; o = align_up(o + (B * (size_t)l->saved_floats + (size_t)l->fixed_floats) * 4);
-    }
-    o_ws = o; o = align_up(o + m->ws_bytes);
-    if (m->input_dtype == TFC_F32) { o_dx = o; o = align_up(o + in_bytes); }
-    for (int i = 0; i < m->nlayers; i++) {
-        tfc_layer *l = &m->layers[i];
-        size_t bytes = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
-        m->bound[i].grad_bytes = l->act != TFC_ACT_LINEAR ? 2 * bytes : bytes; /* dz follows dy */
-    }
-    size_t *g_off = calloc((size_t)m->nlayers, sizeof *g_off);
-    size_t g_bytes = g_off ? plan_grads(m, g_off) : SIZE_MAX;
-    if (g_bytes == SIZE_MAX) {
-        free(o_y), free(g_off);
-        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    }
-    o_grads = o;
-    for (int i = 0; i < m->nlayers; i++) o_y[4 * i + 3] = o_grads + g_off[i];
-    free(g_off);
-    o = align_up(o + g_bytes);
-    m->arena = alloc_or_report(be, o, "activations", max_batch, err);
+    m->arena = alloc_or_report(be, L.plan.arena, "activations", max_batch, err);
     m->host_mask = m->mask_layer >= 0 ? malloc(B * (size_t)mask_steps(m) * 4) : NULL;
-    m->host_target = smooth ? malloc(target_elems * 4) : NULL;
+    m->host_target = smooth ? malloc(loss_rows * (size_t)m->classes * 4) : NULL;
     m->host_weight = weighted ? malloc(loss_rows * 4) : NULL;
     if (!m->arena || (m->mask_layer >= 0 && !m->host_mask) || (smooth && !m->host_target) ||
         (weighted && !m->host_weight)) {
-        free(o_y);
+        free(L.y);
         tfc_model_unbind(m);
         return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
     char *base = m->arena;
-    m->x = base + o_x;
-    m->dx = m->input_dtype == TFC_F32 ? (float *)(base + o_dx) : NULL;
-    m->mask = m->mask_layer >= 0 ? (float *)(base + o_mask) : NULL;
-    m->labels = base + o_labels;
-    m->scalars = (float *)(base + o_scalars);
-    m->target = smooth ? (float *)(base + o_target) : NULL;
-    m->row_weight = weighted ? (float *)(base + o_weight) : NULL;
-    m->ws = base + o_ws;
+    m->x = base + L.x;
+    m->dx = m->input_dtype == TFC_F32 ? (float *)(base + L.dx) : NULL;
+    m->mask = m->mask_layer >= 0 ? (float *)(base + L.mask) : NULL;
+    m->labels = base + L.labels;
+    m->scalars = (float *)(base + L.scalars);
+    m->target = smooth ? (float *)(base + L.target) : NULL;
+    m->row_weight = weighted ? (float *)(base + L.weight) : NULL;
+    m->ws = base + L.ws;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
         tfc_bound *b = &m->bound[i];
-        b->y = (float *)(base + o_y[4 * i]);
-        b->dy = (float *)(base + o_y[4 * i + 3]);
-        b->z = l->act != TFC_ACT_LINEAR ? (float *)(base + o_y[4 * i + 1]) : b->y;
-        b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + o_y[4 * i + 3] + b->grad_bytes / 2)
+        b->y = (float *)(base + L.y[4 * i]);
+        b->dy = (float *)(base + L.y[4 * i + 3]);
+        b->z = l->act != TFC_ACT_LINEAR ? (float *)(base + L.y[4 * i + 1]) : b->y;
+        b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + L.y[4 * i + 3] + b->grad_bytes / 2)
                                          : b->dy;
-        l->saved = l->saved_floats || l->fixed_floats ? (float *)(base + o_y[4 * i + 2]) : NULL;
+        l->saved = l->saved_floats || l->fixed_floats ? (float *)(base + L.y[4 * i + 2]) : NULL;
         l->mask = l->mask_in ? m->mask : NULL;
     }
-    free(o_y);
+    free(L.y);
     m->max_batch = max_batch;
-    be->ops->zero(be, m->arena, o);
+    m->mem = L.plan;
+    be->ops->zero(be, m->arena, L.plan.arena);
     be->ops->zero(be, m->grads, (size_t)ntrain * 4);
     m->ex.be = be;
     m->ex.ws = m->ws;

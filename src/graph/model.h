@@ -92,6 +92,38 @@ int64_t tfc_model_param_count(const tfc_model *m);
  * sizes (TFC_ERR_NOMEM). */
 tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err);
 
+/* The memory tfc_model_bind lays out on a backend for batches of up to max_batch, in bytes:
+ * the two parameter arenas and the activation arena, which is the sum of its parts (each
+ * aligned to 256 bytes, as bound). */
+typedef struct tfc_memory_plan {
+    int max_batch;
+    size_t params, grads;     /* every parameter; the trainable ones' gradients */
+    size_t arena;             /* = io + outputs + saved + workspace + activation_grads */
+    size_t io;                /* input batch and its gradient, sequence mask, labels, loss
+                                 scalars, smoothed targets, class weights */
+    size_t outputs;           /* layer outputs and pre-activations, kept for backward */
+    size_t saved;             /* what layers keep from forward for backward besides those */
+    size_t workspace;         /* scratch: the largest layer's */
+    size_t activation_grads;  /* activation gradients: layers whose gradients live at
+                                 disjoint steps of backward share memory */
+} tfc_memory_plan;
+
+/* Plans tfc_model_bind's memory on paper: runs the layers' plans against `be` (workspace
+ * sizes; a GPU backend asks cuDNN) but allocates no device memory. The model must be
+ * unbound (TFC_ERR_USAGE). */
+tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
+                                 tfc_memory_plan *out, tfc_error *err);
+
+/* The plan of the current binding, or NULL when unbound. */
+const tfc_memory_plan *tfc_model_memory(const tfc_model *m);
+
+/* The forward and backward FLOPs of one example through layer i (summary.c): two per
+ * multiply-add of the matrix products (Dense, Conv2D, LSTM's input and recurrent kernels,
+ * each time step), and one per output element elsewhere (activations, pooling, merges,
+ * normalization, LSTM gates: an estimate). Backward: the product for the weights' gradient
+ * plus, unless the layer reads the model input, the one for the input's gradient. */
+void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward);
+
 /* Frees the bound buffers (a no-op when unbound); the model can be bound again. */
 void tfc_model_unbind(tfc_model *m);
 

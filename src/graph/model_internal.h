@@ -84,6 +84,7 @@ struct tfc_model {
     float *scalars;        /* device: loss, then one per metric */
     void *ws;
     size_t ws_bytes;
+    tfc_memory_plan mem;   /* what the binding laid out */
     tfc_exec ex;
     int want_input_grad;
 };

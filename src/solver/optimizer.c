@@ -135,6 +135,13 @@ static void slot_names(const tfc_optimizer_config *c, const char *names[3])
     }
 }
 
+int tfc_optimizer_slot_count(const tfc_optimizer_config *cfg)
+{
+    const char *names[3] = {NULL, NULL, NULL};
+    slot_names(cfg, names);
+    return !!names[0] + !!names[1] + !!names[2];
+}
+
 tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg, tfc_backend *be,
                               int64_t n, tfc_error *err)
 {

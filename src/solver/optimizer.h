@@ -49,6 +49,9 @@ typedef struct tfc_optimizer {
     const char *slot_name[3];   /* Keras's variable names: momentum, velocity, ... */
 } tfc_optimizer;
 
+/* How many state vectors of n floats the configuration allocates (0 to 3). */
+int tfc_optimizer_slot_count(const tfc_optimizer_config *cfg);
+
 /* Allocates and initialises the slots (zeros; adagrad's accumulator starts at
  * initial_accumulator_value). TFC_ERR_NOMEM names the size. */
 tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg, tfc_backend *be,

@@ -114,6 +114,25 @@ tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err);
  * one --set works with either file. Every error of the file is reported; NULL on error. */
 tfc_model *tfc_model_load_config(const char *path, const char *const *sets, int nsets,
                                  tfc_error *err);
+/* What training with this solver holds in memory (memory.c; SPEC §6 tfc-summary): the
+ * model's binding at the per-rank batch (`model`, from tfc_model_plan_memory on paper or
+ * tfc_model_memory once bound), the optimizer's slots, the EMA's two copies, and on the
+ * host the feed's staging of one batch. The pipelines' own buffers (shuffle, prefetch,
+ * cache) and the libraries' handles are not counted. */
+typedef struct tfc_training_memory {
+    tfc_memory_plan model;
+    int optimizer_slots;   /* state vectors of the trainable parameters' size */
+    size_t optimizer;      /* their bytes */
+    size_t ema;            /* ema: average and backup of every parameter; 0 when off */
+    size_t device;         /* params + grads + arena + optimizer + ema: the device's share */
+    size_t host_staging;   /* one batch of inputs and labels (float32), on the host */
+} tfc_training_memory;
+void tfc_solver_memory(const tfc_solver *s, const tfc_memory_plan *model,
+                       tfc_training_memory *out);
+/* The batch each rank binds the model for when training (the global batch / ranks), or 0
+ * when the solver has no training split or its batch is not planned. */
+int tfc_solver_rank_batch(const tfc_solver *s, int ranks);
+
 /* FNV-1a 64 of the resolved configuration's YAML, and of the model's alone. */
 uint64_t tfc_solver_config_hash(const tfc_solver *s);
 uint64_t tfc_solver_model_hash(const tfc_solver *s);

@@ -830,6 +830,19 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
                          tfc_model_name(m), (long long)tfc_model_param_count(m),
                          (long long)tfc_model_trainable_count(m), r.be->ops->name,
                          r.feed.bind_batch * r.comm->size, ranks, r.dir.path);
+        tfc_training_memory mem;
+        tfc_solver_memory(s, tfc_model_memory(m), &mem);
+        const double MiB = 1024.0 * 1024.0;
+        char ema[48] = "";
+        if (mem.ema) snprintf(ema, sizeof ema, ", ema %.1f", (double)mem.ema / MiB);
+        tfc_progress_say(&r.prog, "memory: %.1f MiB on %s%s (parameters %.1f, gradients %.1f, "
+                                  "optimizer %.1f, activations %.1f%s), %.1f MiB of host "
+                                  "staging (tfc-summary tells more)\n",
+                         (double)mem.device / MiB, r.be->ops->name,
+                         r.comm->size > 1 ? " per rank" : "", (double)mem.model.params / MiB,
+                         (double)mem.model.grads / MiB, (double)mem.optimizer / MiB,
+                         (double)mem.model.arena / MiB, ema,
+                         (double)mem.host_staging / MiB);
         st = loop(&r, err);
         if (!st) st = finish_run(&r, err);
     }

@@ -1,0 +1,39 @@
+/* What a pass through a layer costs in floating-point operations, for tfc-summary's table:
+ * the matrix products counted exactly (two per multiply-add), everything else one per
+ * output element. */
+#include "graph/model_internal.h"
+
+#include <string.h>
+
+static const tfc_param *find_param(const tfc_layer *l, const char *name)
+{
+    for (int p = 0; p < l->nparams; p++)
+        if (!strcmp(l->params[p].name, name)) return &l->params[p];
+    return NULL;
+}
+
+void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
+{
+    const tfc_layer *l = &m->layers[i];
+    int64_t out = tfc_layer_out_numel(l);
+    int reads_input = 0;
+    for (int j = 0; j < l->ninputs; j++) reads_input |= l->inputs[j] < 0;
+    const tfc_param *k = find_param(l, "kernel");
+    const tfc_param *r = find_param(l, "recurrent_kernel");
+    if (k && r) { /* LSTM: per step x·W and h·U (4 gates), then the gate arithmetic */
+        int64_t T = l->in_shape[0].ndim > 1 ? l->in_shape[0].dim[0] : 1;
+        int64_t gates = T * r->shape.dim[1];
+        *forward = 2 * T * (k->numel + r->numel) + gates;
+        /* dW, dU and dh through U at every step; dx through W unless x is the model input */
+        *backward = 2 * T * (k->numel + 2 * r->numel) + (reads_input ? 0 : 2 * T * k->numel) +
+                    gates;
+    } else if (k) { /* Dense (per position of a sequence), Conv2D (per output pixel) */
+        int64_t units = k->shape.dim[k->shape.ndim - 1];
+        int64_t macs = k->numel * (units ? out / units : 0);
+        *forward = 2 * macs;
+        *backward = 2 * macs + (reads_input ? 0 : 2 * macs);
+    } else {
+        *forward = out;
+        *backward = out;
+    }
+}
