@@ -4,6 +4,7 @@
  * (exit 0). `--cpu-twin` runs it all against a second CPU backend, to check this harness on
  * machines without a GPU. Tolerances: see EXACT, F32, SUM and TF32 below. */
 #include <CUnit/CUnit.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "cpu/cpu.h"
 #include "core/backend.h"
 #include "graph/model.h"
+#include "solver/solver.h"
 #include "core/rng.h"
 #include "util/testutil.h"
 #ifdef TFC_HAVE_CUDA
@@ -901,6 +903,42 @@ static void test_deterministic(void)
     check_status();
 }
 
+/* tfc-summary's plan on the GPU (issue 16): what binding each zoo model takes from the
+ * caching allocator is the plan made on paper, rounded up to the allocator's size classes
+ * (at most 25%, 2 MiB above 32 MiB), never less. */
+static void test_memory_plan(void)
+{
+#ifdef TFC_HAVE_CUDA
+    if (twin) return;
+    glob_t g;
+    if (glob("model_zoo/*/model.yaml", 0, NULL, &g) != 0) {
+        tfc_test_skip("run from the project root (model_zoo/ not found)");
+        return;
+    }
+    for (size_t f = 0; f < g.gl_pathc; f++) {
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_model *m = tfc_model_load_config(g.gl_pathv[f], NULL, 0, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        tfc_memory_plan p;
+        tfc_gpu_memory before, after;
+        CU_ASSERT_EQUAL_FATAL(tfc_model_plan_memory(m, dev, 64, &p, &err), TFC_OK);
+        tfc_gpu_memory_stats(dev, &before);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, dev, 64, &err), TFC_OK);
+        tfc_gpu_memory_stats(dev, &after);
+        size_t planned = p.params + p.grads + p.arena, got = after.in_use - before.in_use;
+        CU_ASSERT(got >= planned);
+        CU_ASSERT(got <= planned + planned / 4 + 3 * 512);
+        printf("\n  %s: planned %.2f MiB, bound %.2f MiB (%.3fx)", g.gl_pathv[f],
+               (double)planned / (1 << 20), (double)got / (1 << 20),
+               (double)got / (double)planned);
+        tfc_model_free(m);
+    }
+    globfree(&g);
+    check_status();
+#endif
+}
+
 /* ---- memory and errors (GPU only) --------------------------------------------------------- */
 
 static void test_memory(void)
@@ -1290,6 +1328,7 @@ int main(int argc, char **argv)
         {"optimizer", test_optimizer},
         {"deterministic", test_deterministic},
         {"memory", test_memory},
+        {"memory_plan", test_memory_plan},
         {"train_cnn", test_train_cnn},
         {"train_lstm", test_train_lstm},
         {"train_mixed_adam", test_train_mixed_adam},
