@@ -129,6 +129,11 @@ typedef struct tfc_training_memory {
 } tfc_training_memory;
 void tfc_solver_memory(const tfc_solver *s, const tfc_memory_plan *model,
                        tfc_training_memory *out);
+/* On a GPU backend: refuses (TFC_ERR_NOMEM, naming the predicted and available bytes) a
+ * training whose planned device memory at the rank batch exceeds the device's free memory
+ * (or what gpu_memory_limit leaves); TFC_OK on the CPU. The trainer calls it before it
+ * builds the pipelines, so no data is read for a batch that cannot fit. */
+tfc_status tfc_solver_check_memory(tfc_solver *s, tfc_backend *be, int ranks, tfc_error *err);
 /* The batch each rank binds the model for when training (the global batch / ranks), or 0
  * when the solver has no training split or its batch is not planned. */
 int tfc_solver_rank_batch(const tfc_solver *s, int ranks);

@@ -530,7 +530,8 @@ static tfc_status start(run *r, tfc_error *err)
     if (!r->be) return err->code;
     r->feed.rank = r->comm->rank;
     r->feed.nranks = r->comm->size;
-    tfc_status st = tfc_feed_for_training(&r->feed, s, r->be, err);
+    tfc_status st = tfc_solver_check_memory(s, r->be, r->comm->size, err);
+    if (!st) st = tfc_feed_for_training(&r->feed, s, r->be, err);
     if (!st) st = tfc_grad_comm_open(&r->grad_comm, r->comm, r->be, c->deterministic, err);
     int nw = 0;
     const double *w = st ? NULL : tfc_model_class_weight(s->model, &nw);
