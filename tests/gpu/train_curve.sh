@@ -78,14 +78,15 @@ if cmp -s "$out/det1/final.safetensors" "$out/det2/final.safetensors"; then
 else
     echo "train_curve: FAILED: deterministic GPU runs differ"; exit 1
 fi
-# gpu_memory_limit: a limit below the model's needs is a clear error (exit 1), not a crash
+# gpu_memory_limit: a limit below the model's needs is a clear error (exit 1), not a crash,
+# refused from tfc-summary's plan before any data is read (issue 16), naming both sizes
 set +e
 "$bin/tfc-train" configs/fashion_cnn.yaml --device gpu --quiet --out "$out/limit" \
     --set max_iter=1 --set gpu_memory_limit=4 >"$out/limit.log" 2>&1
 rc=$?
 set -e
-if [ $rc = 1 ] && grep -q 'cannot allocate' "$out/limit.log"; then
-    echo "  gpu_memory_limit=4 (MiB): $(grep -m1 'cannot allocate' "$out/limit.log")"
+if [ $rc = 1 ] && grep -q 'needs .* MiB on .*MiB are available under gpu_memory_limit' "$out/limit.log"; then
+    echo "  gpu_memory_limit=4 (MiB): $(grep -m1 'needs' "$out/limit.log")"
 else
     echo "train_curve: FAILED: gpu_memory_limit=4 gave exit $rc:"; cat "$out/limit.log"; exit 1
 fi
