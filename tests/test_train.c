@@ -1116,8 +1116,8 @@ static void test_stop_at(void)
 
 /* The display line says `input-bound NN%` when the steps wait for their batches: 128x128 PNGs
  * of noise decoded and resized to 4x4 for a 26-parameter model are all input (over 50%),
- * while the fixture with a wide hidden layer, fed from memory, stays below the 5% the line
- * starts at. */
+ * while the fixture with a wide hidden layer, fed from memory, stays below 25% (quiet: below
+ * the 5% the line starts at, so no mention). */
 static void test_input_bound(void)
 {
     uint64_t rng = 12345;
@@ -1173,8 +1173,14 @@ static void test_input_bound(void)
     const char *sets[] = {"max_iter=40", "display=10", "model.layers.0.Dense.units=4096"};
     CU_ASSERT_EQUAL(train("ib_tiny", sets, 3, NULL, NULL, con, r2, &err), TFC_OK);
     fclose(con);
-    CU_ASSERT(said && strstr(said, "iter 40/40") && !strstr(said, "input-bound"));
-    if (said && strstr(said, "input-bound")) printf("\n%s", said);
+    /* absent, or far below the decoding fixture's: on a loaded machine (CI, the prefetch
+     * thread sharing two cores with other jobs) a few percent of waiting shows (6% seen) */
+    CU_ASSERT(said && strstr(said, "iter 40/40"));
+    int worst = 0;
+    for (const char *p = said; p && (p = strstr(p, "input-bound ")); p++)
+        if (atoi(p + strlen("input-bound ")) > worst) worst = atoi(p + strlen("input-bound "));
+    CU_ASSERT(worst < 25);
+    if (worst >= 25) printf("\n%s", said);
     free(said);
     free(r2);
 }
