@@ -813,7 +813,15 @@ static FILE *sched_log_open(const grid *g, scheduler *s, const char *dir, int *o
     return out;
 }
 
-/* Sets up --scheduler asha|median for the points: 0, or 2 on bad usage. */
+/* "WHAT 1, 3, 9 and 27" (no newline): the stages a scheduler pauses at. */
+static void print_stages(const char *what, const scheduler *s)
+{
+    printf("%s", what);
+    for (int k = 0; k <= s->last; k++)
+        printf("%s %lld", k == s->last ? " and" : k ? "," : "", (long long)s->stage_iter[k]);
+}
+
+/* Sets up --scheduler asha|hyperband|median for the points: 0, or 2 on bad usage. */
 static int sched_init(grid *g, scheduler *s, const char *metric, int higher)
 {
     memset(s, 0, sizeof *s);
@@ -821,14 +829,14 @@ static int sched_init(grid *g, scheduler *s, const char *metric, int higher)
     tfc_error err;
     tfc_error_clear(&err);
     int used = 0;
+    int64_t min_iter = args.min_iter; /* asha, hyperband: max_iter / eta^3 by default */
+    if (!min_iter) {
+        double m = (double)max_iter;
+        for (int k = 0; k < 3; k++) m /= (double)args.eta;
+        min_iter = m < 1 ? 1 : (int64_t)m;
+    }
     if (!strcmp(args.scheduler, "asha")) {
         s->name = "asha";
-        int64_t min_iter = args.min_iter;
-        if (!min_iter) {
-            double m = (double)max_iter;
-            for (int k = 0; k < 3; k++) m /= (double)args.eta;
-            min_iter = m < 1 ? 1 : (int64_t)m;
-        }
         if (tfc_asha_init(&s->asha, g->npoints, min_iter, max_iter, (double)args.eta, higher,
                           &err)) {
             fprintf(stderr, "tfc-grid: %s", err.text);
@@ -838,19 +846,11 @@ static int sched_init(grid *g, scheduler *s, const char *metric, int higher)
         s->stage_iter = s->asha.rung_iter;
         s->busy = s->asha.busy;
         used = snprintf(s->header, sizeof s->header, "# asha points=%d rungs=", g->npoints);
-        printf("asha: rungs at");
-        for (int k = 0; k <= s->last; k++)
-            printf("%s %lld", k == s->last ? " and" : k ? "," : "", (long long)s->stage_iter[k]);
+        print_stages("asha: rungs at", s);
         printf(" iterations; the best 1/%ld of a rung goes on, by test %s (%s)\n", args.eta,
                metric, higher ? "max" : "min");
     } else if (!strcmp(args.scheduler, "hyperband")) {
         s->name = "hyperband";
-        int64_t min_iter = args.min_iter;
-        if (!min_iter) {
-            double m = (double)max_iter;
-            for (int k = 0; k < 3; k++) m /= (double)args.eta;
-            min_iter = m < 1 ? 1 : (int64_t)m;
-        }
         if (tfc_hyperband_init(&s->hb, g->npoints, min_iter, max_iter, (double)args.eta, higher,
                                &err)) {
             fprintf(stderr, "tfc-grid: %s", err.text);
@@ -860,9 +860,7 @@ static int sched_init(grid *g, scheduler *s, const char *metric, int higher)
         s->stage_iter = s->hb.stage_iter;
         s->busy = s->hb.busy;
         used = snprintf(s->header, sizeof s->header, "# hyperband points=%d stages=", g->npoints);
-        printf("hyperband: stages at");
-        for (int k = 0; k <= s->last; k++)
-            printf("%s %lld", k == s->last ? " and" : k ? "," : "", (long long)s->stage_iter[k]);
+        print_stages("hyperband: stages at", s);
         printf(" iterations; %d brackets of", s->hb.nbrackets);
         for (int b = 0; b < s->hb.nbrackets; b++) printf("%s %d", b ? "," : "", s->hb.count[b]);
         printf(" points; by test %s (%s)\n", metric, higher ? "max" : "min");
