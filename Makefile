@@ -225,7 +225,7 @@ fuzz: $(FUZZERS)
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC $<"
-	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -fopenmp $(FUZZ_FLAGS) -c $< -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -fopenmp $(FUZZ_FLAGS) -MMD -MP -c $< -o $@
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIBOBJ)
 	@echo "  FUZZLD $@"
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -fopenmp -g -O1 -fsanitize=fuzzer,address,undefined \
