@@ -449,6 +449,12 @@ static void write_all_fixtures(void)
     CU_ASSERT_EQUAL(tfc_image_write_jpeg(tfc_test_path("j.jpg"), px, 4, 4, 3, 90, &err), TFC_OK);
     tfc_test_write("png.list", "p.png 0\n", -1);
     tfc_test_write("jpg.list", "j.jpg 1\n", -1);
+    tfc_tfrecord_writer *w = tfc_tfrecord_writer_open(tfc_test_path("t.tfrecord"), 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    const char *keys[2] = {"x", "y"};
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(tfc_tfrecord_write(w, 2, keys, (tfc_tensor[2]){tf, tl}, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_tfrecord_writer_close(w, &err), TFC_OK);
 }
 
 #define IDX "{type: idx, images: img.idx, labels: lab.idx}"
@@ -459,6 +465,8 @@ static const reg_case cases[] = {
     {"source", "csv", "{type: csv, file: t.csv, label_column: y}", {NULL}},
     {"source", "images", "{type: images, list: png.list}", {NULL}},
     {"source", "text", TEXT, {NULL}},
+    {"source", "tfrecord", "{type: tfrecord, files: t.tfrecord, features: {key: x, shape: "
+     "[3, 2]}, labels: {key: y, shape: [3]}}", {NULL}},
     {"stage", "map", IDX, {"map: {op: cast, dtype: float64}"}},
     {"stage", "filter", IDX, {"filter: {labels: [1, 3]}"}},
     {"stage", "shuffle", IDX, {"shuffle: {buffer_size: 4}"}},

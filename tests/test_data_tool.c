@@ -1,6 +1,7 @@
 /* tfc-data end to end ($TFC_BIN/tfc-data, as `make test` builds it): the element spec and
  * rate lines, --take and --output (.npy files concatenated or stacked), --split test with the
- * train split's vocabulary, --help/--version, and the exit codes 0 / 1 / 2 of SPEC §3. */
+ * train split's vocabulary, --format tfrecord read back through the source it prints,
+ * --help/--version, and the exit codes 0 / 1 / 2 of SPEC §3. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,46 @@ static void test_text_splits(void)
     free(f.data);
 }
 
+/* --format tfrecord: one Example per example (batches split, padded sequences cut to their
+ * lengths); the printed source reads them back equal to the .npy output. */
+static void test_tfrecord_output(void)
+{
+    write_fixtures();
+    CU_ASSERT_EQUAL(run("solver.yaml --take 2 --output r --format tfrecord"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wrote r.tfrecord: 8 records"));
+    const char *src = strstr(out, "source: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+    CU_ASSERT_PTR_NOT_NULL(strstr(src, "features: {key: features, dtype: float32, shape: [3, 4, 1]}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(src, "labels: {key: labels, dtype: int32, shape: []}"));
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_data_options o = {.key = "data.train", .base_dir = tfc_test_tmpdir(), .seed = 1};
+    tfc_pipeline *p = tfc_pipeline_from_yaml(src + 8, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int i = 0; i < 8; i++) { /* scale 0.5 of bytes 12 i .. 12 i + 11, labels i */
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL(((float *)b.features.data)[5], 0.5f * (float)(12 * i + 5));
+        CU_ASSERT_EQUAL(*(int32_t *)b.labels.data, i);
+    }
+    tfc_pipeline_free(p);
+    /* padded_batch: each sequence cut to its length, the variable dimension printed -1 */
+    CU_ASSERT_EQUAL(run("text.yaml --output s --format tfrecord-gzip"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wrote s.tfrecord.gz: 2 records"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "compression: gzip"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "features: {key: features, dtype: int32, shape: [-1]}"));
+    p = tfc_pipeline_from_yaml(strstr(out, "source: ") + 8, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    tfc_batch b;
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(b.features.shape.dim[0], 2); /* "three one" */
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(b.features.shape.dim[0], 1); /* "four", padded to 2 in its batch */
+    tfc_pipeline_free(p);
+    CU_ASSERT_EQUAL(run("solver.yaml --format tfrecord"), 2);
+    CU_ASSERT_EQUAL(run("solver.yaml --output r --format parquet"), 2);
+}
+
 static void test_exit_codes(void)
 {
     write_fixtures();
@@ -138,4 +179,5 @@ static void test_exit_codes(void)
 TFC_TEST_MAIN("data_tool",
               {"spec_and_output", test_spec_and_output},
               {"text_splits", test_text_splits},
+              {"tfrecord_output", test_tfrecord_output},
               {"exit_codes", test_exit_codes})

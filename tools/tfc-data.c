@@ -1,6 +1,7 @@
-/* tfc-data SOLVER.yaml [--split train|test] [--take N] [--output PREFIX]: runs only the input
- * pipeline of a solver file, prints each component's dtype and shape (tf.data's element_spec)
- * and the elements per second, and can write the first N elements as .npy files. A thin main
+/* tfc-data SOLVER.yaml [--split train|test] [--take N] [--output PREFIX [--format F]]: runs
+ * only the input pipeline of a solver file, prints each component's dtype and shape (tf.data's
+ * element_spec) and the elements per second, and can write the first N elements as .npy files
+ * or as a TFRecord file of tf.train.Example records (a converter from any source). A thin main
  * over src/data; exit 0 on success, 1 on unreadable data, 2 on bad usage or configuration. */
 #include <limits.h>
 #include <stdio.h>
@@ -14,9 +15,9 @@
 static const char *solver_v[1];
 static struct {
     cli_list solver;
-    const char *split, *output;
+    const char *split, *output, *format;
     long take;
-} args = {.solver = CLI_LIST_OF(solver_v), .split = "train", .take = 100};
+} args = {.solver = CLI_LIST_OF(solver_v), .split = "train", .take = 100, .format = "npy"};
 
 static const cli_option options[] = {
     {"split", 0, CLI_STRING, &args.split, "train|test",
@@ -27,6 +28,11 @@ static const cli_option options[] = {
      .help = "write them as PREFIX.features.npy and PREFIX.labels.npy\n"
              "(and PREFIX.lengths.npy after padded_batch): batches are\n"
              "concatenated along axis 0, single elements stacked"},
+    {"format", 0, CLI_STRING, &args.format, "npy|tfrecord|tfrecord-gzip",
+     .help = "with --output: tfrecord writes PREFIX.tfrecord (.tfrecord.gz:\n"
+             "gzip), one tf.train.Example per example with the keys\n"
+             "features and labels (after padded_batch, each sequence\n"
+             "cut to its length), and prints the source that reads it"},
     {NULL},
 };
 
@@ -110,6 +116,83 @@ static tfc_status gather_write(gather *g, const char *prefix, const char *what, 
     return st;
 }
 
+/* --format tfrecord: one Example per example, rows of a batch apart. `row` tracks the shape
+ * of the rows written (-1 where they differ) for the source printed at the end. */
+typedef struct tfr_out {
+    tfc_tfrecord_writer *w;
+    char path[4096];
+    long records;
+    tfc_component_spec row[2]; /* features, labels */
+} tfr_out;
+
+static void row_seen(tfc_component_spec *r, const tfc_tensor *t)
+{
+    if (!r->present) {
+        *r = (tfc_component_spec){1, t->dtype, t->shape};
+        return;
+    }
+    if (r->shape.ndim != t->shape.ndim) return; /* the reader's check reports it */
+    for (int d = 0; d < t->shape.ndim; d++)
+        if (r->shape.dim[d] != t->shape.dim[d]) r->shape.dim[d] = -1;
+}
+
+/* Row r of a batched tensor (a view), cut to `len` along its first axis when len >= 0. */
+static tfc_tensor row_of(const tfc_tensor *t, int64_t r, int64_t len)
+{
+    tfc_tensor v = {t->dtype, {.ndim = t->shape.ndim - 1}, NULL, -1};
+    for (int d = 1; d < t->shape.ndim; d++) v.shape.dim[d - 1] = t->shape.dim[d];
+    size_t bytes = (size_t)tfc_shape_numel(&v.shape) * tfc_dtype_size(t->dtype);
+    v.data = (char *)t->data + (size_t)r * bytes;
+    if (len >= 0 && v.shape.ndim > 0 && len < v.shape.dim[0]) v.shape.dim[0] = len;
+    return v;
+}
+
+static tfc_status tfr_add(tfr_out *o, const tfc_batch *b, int batched, tfc_error *err)
+{
+    static const char *const keys[2] = {"features", "labels"};
+    int64_t rows = batched ? b->features.shape.dim[0] : 1;
+    for (int64_t r = 0; r < rows; r++) {
+        tfc_tensor v[2];
+        int n = 0;
+        const tfc_tensor *t[2] = {&b->features, &b->labels};
+        for (int c = 0; c < 2 && t[c]->data; c++, n++) {
+            int64_t len = c == 0 && b->lengths.data
+                              ? (int64_t)tfc_value_get(b->lengths.data, b->lengths.dtype, r) : -1;
+            v[c] = batched ? row_of(t[c], r, len) : *t[c];
+            row_seen(&o->row[c], &v[c]);
+        }
+        tfc_status st = tfc_tfrecord_write(o->w, n, keys, v, err);
+        if (st) return st;
+        o->records++;
+    }
+    return TFC_OK;
+}
+
+/* The dtype a feature is read back as: what the writer stored it as, or the original. */
+static const char *readback_dtype(tfc_dtype dt)
+{
+    return dt == TFC_F16 || dt == TFC_BF16 || dt == TFC_F64 || dt == TFC_BOOL
+               ? "float32" : tfc_data_dtype_name(dt);
+}
+
+static void tfr_print(const tfr_out *o)
+{
+    printf("wrote %s: %ld records\nread it with:\n  source: {type: tfrecord, files: %s%s",
+           o->path, o->records, o->path,
+           strstr(o->path, ".gz") ? ", compression: gzip" : "");
+    static const char *const keys[2] = {"features", "labels"};
+    for (int c = 0; c < 2; c++) {
+        const tfc_component_spec *r = &o->row[c];
+        if (!r->present) continue;
+        printf(",\n           %s: {key: %s, dtype: %s, shape: [", keys[c], keys[c],
+               readback_dtype(r->dtype));
+        for (int d = 0; d < r->shape.ndim; d++)
+            printf("%s%lld", d ? ", " : "", (long long)r->shape.dim[d]);
+        printf("]}");
+    }
+    printf("}\n");
+}
+
 int main(int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
@@ -118,6 +201,11 @@ int main(int argc, char **argv)
     long take = args.take;
     if (strcmp(split, "train") && strcmp(split, "test"))
         return cli_error(&tool, "--split: expected train or test, found '%s'", split);
+    int npy = !strcmp(args.format, "npy"), gz = !strcmp(args.format, "tfrecord-gzip");
+    if (!npy && !gz && strcmp(args.format, "tfrecord"))
+        return cli_error(&tool, "--format: expected npy, tfrecord or tfrecord-gzip, found '%s'",
+                         args.format);
+    if (!npy && !prefix) return cli_error(&tool, "--format needs --output");
     tfc_error err;
     tfc_error_clear(&err);
     tfc_doc *doc = tfc_doc_load_file(solver, &err);
@@ -196,6 +284,15 @@ int main(int argc, char **argv)
     long n = 0;
     int64_t examples = 0;
     tfc_status st = TFC_OK;
+    tfr_out tfr = {0};
+    if (prefix && !npy) {
+        snprintf(tfr.path, sizeof tfr.path, "%s.tfrecord%s", prefix, gz ? ".gz" : "");
+        if (!(tfr.w = tfc_tfrecord_writer_open(tfr.path, gz, &err))) {
+            code = fail(&err);
+            tfc_pipeline_free(p);
+            goto out;
+        }
+    }
     t1 = tfc_now();
     while (n < take) {
         tfc_batch b;
@@ -204,6 +301,10 @@ int main(int argc, char **argv)
         n++;
         examples += spec->batched && b.features.shape.ndim ? b.features.shape.dim[0] : 1;
         if (!prefix) continue;
+        if (tfr.w) {
+            if ((st = tfr_add(&tfr, &b, spec->batched, &err))) break;
+            continue;
+        }
         const tfc_tensor *t[TFC_COMP_COUNT] = {&b.features, &b.labels, &b.lengths};
         for (int c = 0; c < TFC_COMP_COUNT && !st; c++)
             st = gather_add(&g[c], t[c], spec->batched, tfc_data_component_name(c), &err);
@@ -219,9 +320,14 @@ int main(int argc, char **argv)
             printf("skipped %lld bad records (on_error: skip)\n",
                    (long long)tfc_pipeline_skipped(p));
         static const char *const what[TFC_COMP_COUNT] = {"features", "labels", "lengths"};
-        for (int c = 0; c < TFC_COMP_COUNT && prefix && !st; c++)
+        for (int c = 0; c < TFC_COMP_COUNT && prefix && npy && !st; c++)
             st = gather_write(&g[c], prefix, what[c], &err);
         if (st) code = fail(&err);
+    }
+    if (tfr.w) {
+        tfc_status cst = tfc_tfrecord_writer_close(tfr.w, st ? NULL : &err);
+        if (!st && cst) code = fail(&err);
+        else if (!st) tfr_print(&tfr);
     }
     for (int c = 0; c < TFC_COMP_COUNT; c++) free(g[c].data);
     tfc_pipeline_free(p);

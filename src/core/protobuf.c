@@ -1,4 +1,5 @@
-/* Protocol-buffer wire encoding into a growable buffer (core/protobuf.h). */
+/* Protocol-buffer wire encoding into a growable buffer, and decoding with a bounded cursor
+ * (core/protobuf.h). */
 #include "core/protobuf.h"
 
 #include <stdlib.h>
@@ -90,4 +91,67 @@ void tfc_pb_message(tfc_pb *b, int field, const tfc_pb *msg)
 {
     if (msg->failed) b->failed = 1;
     tfc_pb_bytes(b, field, msg->data, msg->len);
+}
+
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+int tfc_pb_read_varint(tfc_pb_reader *r, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (r->p >= r->end) break;
+        uint8_t b = *r->p++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 1;
+        }
+    }
+    r->bad = 1;
+    return 0;
+}
+
+static int read_le(tfc_pb_reader *r, int bytes, uint64_t *v)
+{
+    if (r->end - r->p < bytes) {
+        r->bad = 1;
+        return 0;
+    }
+    uint64_t x = 0;
+    for (int i = 0; i < bytes; i++) x |= (uint64_t)r->p[i] << (8 * i);
+    r->p += bytes;
+    *v = x;
+    return 1;
+}
+
+int tfc_pb_next(tfc_pb_reader *r, tfc_pb_field *f)
+{
+    if (r->bad || r->p >= r->end) return 0;
+    uint64_t key;
+    if (!tfc_pb_read_varint(r, &key)) return 0;
+    if (key >> 3 == 0 || key >> 3 > 0x1fffffff) {
+        r->bad = 1;
+        return 0;
+    }
+    *f = (tfc_pb_field){.field = (int)(key >> 3), .wire = (int)(key & 7)};
+    switch (f->wire) {
+    case TFC_PB_VARINT: return tfc_pb_read_varint(r, &f->v);
+    case TFC_PB_FIXED64: return read_le(r, 8, &f->v);
+    case TFC_PB_FIXED32: return read_le(r, 4, &f->v);
+    case TFC_PB_LEN: {
+        uint64_t n;
+        if (!tfc_pb_read_varint(r, &n)) return 0;
+        if (n > (uint64_t)(r->end - r->p)) {
+            r->bad = 1;
+            return 0;
+        }
+        f->data = r->p;
+        f->len = (size_t)n;
+        r->p += n;
+        return 1;
+    }
+    default: /* groups (3, 4) are deprecated and never in the messages read here */
+        r->bad = 1;
+        return 0;
+    }
 }

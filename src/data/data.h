@@ -265,6 +265,18 @@ char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size);
 /* Writes a tensor as a NumPy .npy file (version 1.0, little-endian, C order). */
 tfc_status tfc_npy_write(const char *path, const tfc_tensor *t, tfc_error *err);
 
+/* TFRecord files of tf.train.Example records, as TensorFlow's TFRecordWriter writes them
+ * (gzip: its compression_type "GZIP"), read back by the tfrecord source. Each record holds
+ * `n` features, keys[i] → values[i]: uint8 and int8 tensors as one bytes_list value of
+ * their raw bytes (tf.io.decode_raw), floating-point ones as a float_list (float32), other
+ * integers and bool as an int64_list; a tensor's shape is not stored (the reader declares
+ * it). Close reports a failing write or flush and frees the writer either way. */
+typedef struct tfc_tfrecord_writer tfc_tfrecord_writer;
+tfc_tfrecord_writer *tfc_tfrecord_writer_open(const char *path, int gzip, tfc_error *err);
+tfc_status tfc_tfrecord_write(tfc_tfrecord_writer *w, int n, const char *const *keys,
+                              const tfc_tensor *values, tfc_error *err);
+tfc_status tfc_tfrecord_writer_close(tfc_tfrecord_writer *w, tfc_error *err);
+
 /* Reads a .npy file into a malloc'd tensor (t->data to be freed by the caller). */
 tfc_status tfc_npy_read(const char *path, tfc_tensor *t, tfc_error *err);
 

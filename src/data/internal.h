@@ -115,6 +115,20 @@ char *tfc_data_path_join(const char *base_dir, const char *path);
 tfc_status tfc_data_resolve(const tfc_data_options *opt, const char **path, char **owned,
                             tfc_error *err);
 
+/* `files:` of the text and tfrecord sources: a path or a list of paths, where glob patterns
+ * expand to their matches (sorted) and `exclude` (NULL, a pattern or a list of them) leaves
+ * out the base names it matches. check: the node's shape, at config time; expand: the
+ * paths resolved against opt->base_dir (a pattern matching nothing is an error at its item). */
+typedef struct tfc_path_list {
+    char **v;
+    int n, cap;
+} tfc_path_list;
+tfc_status tfc_data_check_files(const tfc_node *files, const char *key, tfc_error *err);
+tfc_status tfc_data_expand_files(const tfc_node *files, const tfc_node *exclude,
+                                 const tfc_data_options *opt, const char *key,
+                                 tfc_path_list *out, tfc_error *err);
+void tfc_path_list_free(tfc_path_list *l);
+
 /* The array source behind tensors, idx and npy: takes ownership of the tensors' data
  * (features (N, ...), labels (N, ...) or data NULL). `record_shape` (ndim >= 0) reshapes
  * each features row (idx adds the channel axis). Labels outside [0, num_classes) are an
@@ -188,6 +202,29 @@ typedef struct text_args {
     int max_tokens, min_count, lowercase;
     int on_error;
 } text_args;
+
+/* The arguments of the tfrecord source (feat, lab and has_labels derived by its check from
+ * the `features` and `labels` mappings), which the fuzzer fills directly. */
+enum { TFR_COMPRESSION_NONE = 0, TFR_COMPRESSION_GZIP, TFR_COMPRESSION_COUNT };
+enum { TFR_ENCODED_NONE = 0, TFR_ENCODED_PNG, TFR_ENCODED_JPEG, TFR_ENCODED_COUNT };
+typedef struct tfr_feature {
+    const char *key;
+    int dtype; /* tfc_dtype */
+    tfc_int_list shape;
+    int encoded; /* TFR_ENCODED_* (features only) */
+} tfr_feature;
+typedef struct tfrecord_args {
+    const char *type;
+    const tfc_node *files;
+    int compression; /* TFR_COMPRESSION_* */
+    const tfc_node *features, *labels;
+    int num_classes, on_error;
+    tfr_feature feat, lab;
+    int has_labels;
+} tfrecord_args;
+/* Records of one uncompressed TFRecord buffer (copied); `name` stands for the file. */
+tfc_status tfc_source_tfrecord_mem(source **out, const tfrecord_args *a, const void *data,
+                                   size_t len, const char *name, tfc_error *err);
 
 /* CSV from memory (the source reads its file into memory and calls this); `name` stands
  * for the file. */

@@ -1,6 +1,8 @@
 /* What every source shares: freeing (with its class names), class names, the label range
- * check, the `on_error` choices, and resolving a source's files against the solver's
- * folder. */
+ * check, the `on_error` choices, resolving a source's files against the solver's folder, and
+ * expanding a `files:` list of paths and globs. */
+#include <fnmatch.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,5 +70,92 @@ tfc_status tfc_data_resolve(const tfc_data_options *opt, const char **path, char
     *owned = tfc_data_path_join(opt ? opt->base_dir : NULL, *path);
     if (!*owned) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     *path = *owned;
+    return TFC_OK;
+}
+
+/* ---- `files:` lists ---------------------------------------------------------------------- */
+
+tfc_status tfc_data_check_files(const tfc_node *f, const char *key, tfc_error *err)
+{
+    int n = f->kind == TFC_NODE_SEQ ? f->n : 1;
+    if (f->kind == TFC_NODE_MAP || n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, f, key, "expected a path or a list of paths");
+    tfc_status st = TFC_OK;
+    for (int i = 0; i < n; i++) {
+        const tfc_node *item = f->kind == TFC_NODE_SEQ ? f->vals[i] : f;
+        if (item->kind != TFC_NODE_SCALAR || !*item->str)
+            st = tfc_node_error(err, TFC_ERR_CONFIG, item, key, "expected a path");
+    }
+    return st;
+}
+
+static int path_push(tfc_path_list *l, const char *s)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        char **v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(s))) return -1;
+    l->n++;
+    return 0;
+}
+
+void tfc_path_list_free(tfc_path_list *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    *l = (tfc_path_list){0};
+}
+
+static int excluded(const tfc_node *exclude, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!exclude) return 0;
+    if (exclude->kind == TFC_NODE_SCALAR) return fnmatch(exclude->str, base, 0) == 0;
+    for (int i = 0; exclude->kind == TFC_NODE_SEQ && i < exclude->n; i++)
+        if (exclude->vals[i]->kind == TFC_NODE_SCALAR &&
+            fnmatch(exclude->vals[i]->str, base, 0) == 0)
+            return 1;
+    return 0;
+}
+
+tfc_status tfc_data_expand_files(const tfc_node *files, const tfc_node *exclude,
+                                 const tfc_data_options *opt, const char *key,
+                                 tfc_path_list *out, tfc_error *err)
+{
+    const tfc_node *f = files;
+    int n = f->kind == TFC_NODE_SEQ ? f->n : 1;
+    for (int i = 0; i < n; i++) {
+        const tfc_node *item = f->kind == TFC_NODE_SEQ ? f->vals[i] : f;
+        char *pattern = tfc_data_path_join(opt ? opt->base_dir : NULL, item->str);
+        if (!pattern) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        int has_glob = strpbrk(item->str, "*?[") != NULL;
+        if (!has_glob) {
+            int r = excluded(exclude, pattern) ? 0 : path_push(out, pattern);
+            free(pattern);
+            if (r) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        glob_t g;
+        int r = glob(pattern, 0, NULL, &g);
+        free(pattern);
+        if (r == GLOB_NOMATCH)
+            return tfc_node_error(err, TFC_ERR_CONFIG, item, key, "'%s' matches no files",
+                                  item->str);
+        if (r) return tfc_node_error(err, TFC_ERR_CONFIG, item, key, "cannot expand '%s'",
+                                     item->str);
+        for (size_t k = 0; k < g.gl_pathc; k++)
+            if (!excluded(exclude, g.gl_pathv[k]) && path_push(out, g.gl_pathv[k])) {
+                globfree(&g);
+                return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            }
+        globfree(&g);
+    }
+    if (out->n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, f, key, "no files left after `exclude`");
     return TFC_OK;
 }

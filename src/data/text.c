@@ -4,8 +4,6 @@
  * tokenize map op, which builds the vocabulary from the training split, or loads it, with
  * vocab.c. Records are bounded in size and files holding NUL bytes are refused. */
 #include <ctype.h>
-#include <fnmatch.h>
-#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -469,21 +467,6 @@ static const tfc_field split_fields[] = {
     {NULL},
 };
 
-/* `files`: a path, or a list of them. */
-static tfc_status check_files(const tfc_node *f, const char *key, tfc_error *err)
-{
-    int n = f->kind == TFC_NODE_SEQ ? f->n : 1;
-    if (f->kind == TFC_NODE_MAP || n == 0)
-        return tfc_node_error(err, TFC_ERR_CONFIG, f, key, "expected a path or a list of paths");
-    tfc_status st = TFC_OK;
-    for (int i = 0; i < n; i++) {
-        const tfc_node *item = f->kind == TFC_NODE_SEQ ? f->vals[i] : f;
-        if (item->kind != TFC_NODE_SCALAR || !*item->str)
-            st = tfc_node_error(err, TFC_ERR_CONFIG, item, key, "expected a path");
-    }
-    return st;
-}
-
 /* The split rule (into split_every, split_part, split_offset), the tokenizer's keys without
  * a tokenizer, and the shape of `files`. */
 static tfc_status text_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
@@ -511,7 +494,7 @@ static tfc_status text_check(void *args, const tfc_node *at, const char *key, tf
                             "need a tokenizer (char or word)");
     char fkey[352];
     snprintf(fkey, sizeof fkey, "%s.files", key);
-    if (check_files(a->files, fkey, err)) st = TFC_ERR_CONFIG;
+    if (tfc_data_check_files(a->files, fkey, err)) st = TFC_ERR_CONFIG;
     return st;
 }
 
@@ -537,96 +520,21 @@ static tfc_status text_implies(const void *args, const tfc_node *at, const char 
     return TFC_OK;
 }
 
-typedef struct path_list {
-    char **v;
-    int n, cap;
-} path_list;
-
-static int path_push(path_list *l, const char *s)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        char **v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    if (!(l->v[l->n] = strdup(s))) return -1;
-    l->n++;
-    return 0;
-}
-
-static void path_list_free(path_list *l)
-{
-    for (int i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-}
-
-static int excluded(const tfc_node *exclude, const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (!exclude) return 0;
-    if (exclude->kind == TFC_NODE_SCALAR) return fnmatch(exclude->str, base, 0) == 0;
-    for (int i = 0; exclude->kind == TFC_NODE_SEQ && i < exclude->n; i++)
-        if (exclude->vals[i]->kind == TFC_NODE_SCALAR &&
-            fnmatch(exclude->vals[i]->str, base, 0) == 0)
-            return 1;
-    return 0;
-}
-
-/* Expands `files` (checked by text_check; globs allowed) into paths. */
-static tfc_status text_paths(const text_args *a, const tfc_data_options *opt, const char *key,
-                             path_list *out, tfc_error *err)
-{
-    const tfc_node *f = a->files;
-    int n = f->kind == TFC_NODE_SEQ ? f->n : 1;
-    for (int i = 0; i < n; i++) {
-        const tfc_node *item = f->kind == TFC_NODE_SEQ ? f->vals[i] : f;
-        char *pattern = tfc_data_path_join(opt ? opt->base_dir : NULL, item->str);
-        if (!pattern) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        int has_glob = strpbrk(item->str, "*?[") != NULL;
-        if (!has_glob) {
-            int r = excluded(a->exclude, pattern) ? 0 : path_push(out, pattern);
-            free(pattern);
-            if (r) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-            continue;
-        }
-        glob_t g;
-        int r = glob(pattern, 0, NULL, &g);
-        free(pattern);
-        if (r == GLOB_NOMATCH)
-            return tfc_node_error(err, TFC_ERR_CONFIG, item, key, "'%s' matches no files",
-                                  item->str);
-        if (r) return tfc_node_error(err, TFC_ERR_CONFIG, item, key, "cannot expand '%s'",
-                                     item->str);
-        for (size_t k = 0; k < g.gl_pathc; k++)
-            if (!excluded(a->exclude, g.gl_pathv[k]) && path_push(out, g.gl_pathv[k])) {
-                globfree(&g);
-                return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-            }
-        globfree(&g);
-    }
-    if (out->n == 0)
-        return tfc_node_error(err, TFC_ERR_CONFIG, f, key, "no files left after `exclude`");
-    return TFC_OK;
-}
-
 static tfc_status text_open(const void *args, const tfc_data_options *opt, const char *key,
                             source **out, tfc_error *err)
 {
     const text_args *a = args;
     int want = opt ? opt->num_classes : 0;
-    path_list pl = {0};
+    tfc_path_list pl = {0};
     char fkey[352];
     snprintf(fkey, sizeof fkey, "%s.files", key);
     *out = NULL;
-    tfc_status st = text_paths(a, opt, fkey, &pl, err);
+    tfc_status st = tfc_data_expand_files(a->files, a->exclude, opt, fkey, &pl, err);
     if (!st && want > 0 && a->label == TEXT_LABEL_FILE && pl.n > want)
         st = tfc_node_error(err, TFC_ERR_CONFIG, a->files, fkey, "%d files give %d classes "
                             "(label: file) but the model has %d", pl.n, pl.n, want);
     if (!st) st = load_text(out, a, pl.v, pl.n, err);
-    path_list_free(&pl);
+    tfc_path_list_free(&pl);
     return st;
 }
 

@@ -8,6 +8,7 @@
 #include "solver/internal.h"
 
 #include "core/protobuf.h"
+#include "core/tfrecord.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,21 +18,12 @@
 
 /* ---- the record ------------------------------------------------------------------------- */
 
-static size_t put_le(uint8_t *b, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++) b[i] = (uint8_t)(v >> (8 * i));
-    return (size_t)bytes;
-}
-
 /* TFRecord framing of `len` bytes of data already at rec + 12. Returns the record length. */
 static size_t frame(uint8_t *rec, size_t len)
 {
-    uint8_t lenb[8];
-    put_le(lenb, len, 8);
-    memcpy(rec, lenb, 8);
-    put_le(rec + 8, tfc_crc32c_mask(tfc_crc32c(0, lenb, 8)), 4);
-    put_le(rec + 12 + len, tfc_crc32c_mask(tfc_crc32c(0, rec + 12, len)), 4);
-    return len + 16;
+    tfc_tfrecord_header(rec, len);
+    tfc_tfrecord_footer(rec + TFC_TFRECORD_HEADER + len, rec + TFC_TFRECORD_HEADER, len);
+    return len + TFC_TFRECORD_HEADER + TFC_TFRECORD_FOOTER;
 }
 
 /* An Event's wall_time and step. */
