@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "data/data.h"
 #include "device/device.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
@@ -1074,6 +1075,78 @@ static void test_tensorboard_reads_events(void)
     free(text);
 }
 
+/* A run of tfc-train with summary.histogram_interval and two --set keys, read by
+ * TensorBoard's own EventAccumulator and the hparams plugin's protobufs
+ * (tests/tensorboard_check.py): the graph (a node per layer with its type, inputs, output
+ * shape and parameter count), histograms of every weight and gradient at the interval with
+ * their counts equal to the parameter sizes, the resolved config as text, the hparams with
+ * numbers typed as numbers, the session's end as a success. */
+static void test_tensorboard_run(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin || !tfc_test_python_has("tensorboard")) return;
+    float x[16 * 8];
+    int32_t y[16];
+    for (int i = 0; i < 16 * 8; i++) x[i] = (float)((i * 37) % 11) / 11.0f;
+    for (int i = 0; i < 16; i++) y[i] = i % 3;
+    tfc_tensor tx = {TFC_F32, {.ndim = 2, .dim = {16, 8}}, x, -1};
+    tfc_tensor ty = {TFC_I32, {.ndim = 1, .dim = {16}}, y, -1};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("tbx.npy"), &tx, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("tby.npy"), &ty, &err), TFC_OK);
+    tfc_test_write("tb.yaml",
+                   "model:\n"
+                   "  name: tb\n"
+                   "  input: {shape: [8]}\n"
+                   "  layers:\n"
+                   "    - Dense: {name: hidden, units: 5, activation: relu}\n"
+                   "    - Dense: {name: out, units: 3, activation: softmax}\n"
+                   "  loss: sparse_categorical_crossentropy\n"
+                   "  metrics: [accuracy]\n"
+                   "data:\n"
+                   "  train:\n"
+                   "    source: {type: npy, features: tbx.npy, labels: tby.npy}\n"
+                   "    pipeline: [{repeat: {}}, {batch: {batch_size: 4}}]\n"
+                   "optimizer: {type: sgd, learning_rate: 0.1}\n"
+                   "max_iter: 6\n"
+                   "display: 3\n"
+                   "summary: {histogram_interval: 3}\n", -1);
+    char cmd[4000];
+    const char *out = tfc_test_path("tbrun.out");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tfc-train' tb.yaml --out tbrun --set "
+             "optimizer.learning_rate=0.05 --set optimizer.type=adam >'%s' 2>&1 && "
+             "python3 '%s/tests/tensorboard_check.py' tbrun >'%s' 2>&1",
+             tfc_test_tmpdir(), bin, out, getcwd((char[2048]){0}, 2048), out);
+    fflush(NULL);
+    int rc = system(cmd);
+    char *text = tfc_test_read(out, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    static const char *const want[] = {
+        "scalars lr train/accuracy train/loss\n",
+        "histograms gradients/hidden/bias gradients/hidden/kernel gradients/out/bias "
+        "gradients/out/kernel weights/hidden/bias weights/hidden/kernel weights/out/bias "
+        "weights/out/kernel\n",
+        "histo weights/hidden/kernel 3 num=40 ", "histo weights/hidden/kernel 6 num=40 ",
+        "histo gradients/out/kernel 6 num=15 ", "histo weights/out/bias 3 num=3 ",
+        "buckets=40\n", "buckets=15\n",
+        "text # resolved by tfc-train from tb.yaml ... ```\n",
+        "node input Input [] [-1, 8] params=0\n",
+        "node hidden Dense [input] [-1, 5] params=45\n",
+        "node out Dense [hidden] [-1, 3] params=18\n",
+        "hparam optimizer.learning_rate number_value 0.05\n",
+        "hparam optimizer.type string_value 'adam'\n",
+        "end STATUS_SUCCESS\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        if (!strstr(text, want[i])) printf("\nmissing: %s", want[i]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, want[i]));
+    }
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc)) printf("\n%s\n", text);
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     tfc_test_case cases[32] = {
@@ -1098,6 +1171,7 @@ int main(int argc, char **argv)
         {"csv_log", test_csv_log},
         {"crc32c", test_crc32c},
         {"event_file", test_event_file},
+        {"tensorboard_run", test_tensorboard_run},
     };
     int n = 0;
     while (cases[n].name) n++;

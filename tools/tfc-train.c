@@ -71,7 +71,7 @@ static const cli_tool tool = {
 static void print_keys(void)
 {
     static const char *const titles[] = {"solver file", "data", "snapshot", "early_stopping",
-                                         "ema",         "rollback"};
+                                         "ema",         "rollback", "summary"};
     for (int t = 0; tfc_solver_fields(t); t++) {
         printf("%s:\n", titles[t]);
         tfc_schema_print_help(stdout, tfc_solver_fields(t), "  ");

@@ -308,6 +308,11 @@ void tfc_model_param_download(tfc_model *m, const tfc_param *p, float *host)
     m->be->ops->download(m->be, host, p->data, (size_t)p->numel * 4);
 }
 
+void tfc_model_grad_download(tfc_model *m, const tfc_param *p, float *host)
+{
+    m->be->ops->download(m->be, host, p->grad, (size_t)p->numel * 4);
+}
+
 void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host)
 {
     m->be->ops->upload(m->be, p->data, host, (size_t)p->numel * 4);

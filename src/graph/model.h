@@ -176,6 +176,8 @@ void tfc_model_want_input_grad(tfc_model *m, int on);
  * downloaded to, or uploaded from, `host`. */
 void tfc_model_param_download(tfc_model *m, const tfc_param *p, float *host);
 void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host);
+/* The gradient of a trainable parameter (p->grad) downloaded to `host`. */
+void tfc_model_grad_download(tfc_model *m, const tfc_param *p, float *host);
 
 /* Device pointer to the gradient of the model input, [max_batch, input shape], which
  * backward fills when tfc_model_want_input_grad is on (gradient checks); NULL for int32

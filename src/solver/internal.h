@@ -45,6 +45,21 @@ tfc_events *tfc_events_open(const char *dir, int64_t resume_step, tfc_error *err
 /* Appends one Event {wall_time, step, summary {value {tag, simple_value}}} and flushes. */
 tfc_status tfc_events_scalar(tfc_events *ev, int64_t step, const char *tag, double value,
                              tfc_error *err);
+/* The text plugin: `text` (markdown) as a string tensor under `tag`. */
+tfc_status tfc_events_text(tfc_events *ev, int64_t step, const char *tag, const char *text,
+                           tfc_error *err);
+/* A histogram (HistogramProto: min, max, count, sum, sum of squares, 30 equal-width buckets)
+ * of the finite values of v. */
+tfc_status tfc_events_histogram(tfc_events *ev, int64_t step, const char *tag, const float *v,
+                                int64_t n, tfc_error *err);
+/* The model as a GraphDef (node per layer named after it, op its type, inputs its producers,
+ * "_output_shapes" with the batch dimension -1, "parameters"), for the Graphs tab. */
+tfc_status tfc_events_graph(tfc_events *ev, tfc_model *m, tfc_error *err);
+/* The hparams plugin's session start (hparams: keys[i] = values[i], numbers and bools
+ * typed as such) and end (status: 1 success, 2 failure, 3 running — api.proto's Status). */
+tfc_status tfc_events_hparams_start(tfc_events *ev, const char *const *keys,
+                                    const char *const *values, int n, tfc_error *err);
+tfc_status tfc_events_hparams_end(tfc_events *ev, int status, tfc_error *err);
 const char *tfc_events_path(const tfc_events *ev);
 void tfc_events_close(tfc_events *ev);
 
@@ -289,7 +304,8 @@ typedef struct tfc_rundir {
  * taken). */
 void tfc_rundir_choose(tfc_rundir *d, const tfc_solver *s);
 /* Creates the folder, writes config.yaml and (with a vocabulary) vocabulary.txt, opens
- * log.csv and a new event file; resumed_at >= 0 continues a run at that iteration (the log
+ * log.csv and a new event file (with the config as text, the graph and the hparams
+ * session's start); resumed_at >= 0 continues a run at that iteration (the log
  * keeps its rows up to it). */
 tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resumed_at,
                            tfc_error *err);
@@ -297,7 +313,12 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
  * also the learning rate. */
 tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const tfc_eval *e,
                           double lr, double seconds, tfc_error *err);
-/* summary.json, once the folder exists (else nothing); `error` as tfc_summary_write. */
+/* Histograms weights/<layer>/<param> and gradients/<layer>/<param> (the gradients times
+ * grad_scale: the average over the accumulated batches and the ranks) at iteration iter. */
+tfc_status tfc_rundir_histograms(tfc_rundir *d, int64_t iter, double grad_scale,
+                                 tfc_error *err);
+/* summary.json, once the folder exists (else nothing), and the hparams session's end in
+ * the event file; `error` as tfc_summary_write. */
 tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
                               const char *best_metric, const char *error, tfc_error *err);
 void tfc_rundir_close(tfc_rundir *d);

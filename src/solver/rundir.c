@@ -49,19 +49,54 @@ void tfc_rundir_choose(tfc_rundir *d, const tfc_solver *s)
     else if (!s->opt.resume || !dir_of_state(d, s->opt.resume)) default_dir(d);
 }
 
-static tfc_status write_config(const tfc_rundir *d, tfc_error *err)
+/* config.yaml; its text stays in *text (malloc'd) for the event file. */
+static tfc_status write_config(const tfc_rundir *d, char **text, tfc_error *err)
 {
-    char *text = NULL, path[4200];
+    char path[4200];
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
+    *text = NULL;
+    FILE *f = open_memstream(text, &len);
     if (!f) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     fprintf(f, "# resolved by tfc-train from %s\n", d->s->path);
     tfc_node_emit(f, d->s->root);
     fclose(f);
     snprintf(path, sizeof path, "%s/config.yaml", d->path);
-    const void *chunks[1] = {text};
-    tfc_status s = tfc_file_write_atomic(path, chunks, &len, 1, err);
-    free(text);
+    const void *chunks[1] = {*text};
+    return tfc_file_write_atomic(path, chunks, &len, 1, err);
+}
+
+/* What the event file holds besides scalars: the resolved config as text (a code block,
+ * as the text plugin renders markdown), the model's graph, and the hparams plugin's session
+ * start with the run's --set keys and values. */
+static tfc_status write_run_events(tfc_rundir *d, const char *config, int64_t step,
+                                   tfc_error *err)
+{
+    size_t n = strlen(config);
+    char *md = malloc(n + 16);
+    if (!md) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    snprintf(md, n + 16, "```\n%s```\n", config);
+    tfc_status s = tfc_events_text(d->ev, step, "config", md, err);
+    free(md);
+    if (!s) s = tfc_events_graph(d->ev, d->s->model, err);
+    int nsets = 0;
+    for (const char *const *k = d->s->opt.sets; k && *k; k++) nsets++;
+    char **keys = calloc((size_t)nsets + 1, sizeof *keys);
+    const char **vals = calloc((size_t)nsets + 1, sizeof *vals);
+    if (!keys || !vals) s = s ? s : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    int n_ok = 0;
+    for (int i = 0; i < nsets && !s; i++) {
+        const char *kv = d->s->opt.sets[i], *eq = strchr(kv, '=');
+        if (!eq) continue;
+        if (!(keys[n_ok] = strndup(kv, (size_t)(eq - kv)))) {
+            s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        vals[n_ok++] = eq + 1;
+    }
+    if (!s) s = tfc_events_hparams_start(d->ev, (const char *const *)keys, vals, n_ok, err);
+    for (int i = 0; keys && i < n_ok; i++) free(keys[i]);
+    free(keys);
+    free(vals);
     return s;
 }
 
@@ -155,19 +190,53 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
     s = tfc_mkdir_p(d->path, err);
     if (s) return s;
     d->made = 1;
-    s = write_config(d, err);
+    char *config = NULL;
+    s = write_config(d, &config, err);
     if (!s && vocab) {
         snprintf(path, sizeof path, "%s/vocabulary.txt", d->path);
         s = tfc_vocab_save(vocab, path, err);
     }
-    if (s) return s;
     const char *names[TFC_MAX_METRICS];
     int n = metric_names(d->s->model, names);
     snprintf(path, sizeof path, "%s/log.csv", d->path);
-    d->csv = tfc_csv_open(path, names, n, resumed_at, err);
-    if (!d->csv) return err->code;
-    d->ev = tfc_events_open(d->path, resumed_at, err);
-    return d->ev ? TFC_OK : err->code;
+    if (!s && !(d->csv = tfc_csv_open(path, names, n, resumed_at, err))) s = err->code;
+    if (!s && !(d->ev = tfc_events_open(d->path, resumed_at, err))) s = err->code;
+    if (!s) s = write_run_events(d, config, resumed_at > 0 ? resumed_at : 0, err);
+    free(config);
+    return s;
+}
+
+tfc_status tfc_rundir_histograms(tfc_rundir *d, int64_t iter, double grad_scale,
+                                 tfc_error *err)
+{
+    if (!d->made) return TFC_OK;
+    tfc_model *m = d->s->model;
+    int64_t most = 0;
+    for (int i = 0; i < tfc_model_nlayers(m); i++) {
+        const tfc_layer *l = tfc_model_layer(m, i);
+        for (int p = 0; p < l->nparams; p++)
+            if (l->params[p].numel > most) most = l->params[p].numel;
+    }
+    float *host = malloc((size_t)(most ? most : 1) * sizeof *host);
+    if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    tfc_status s = TFC_OK;
+    for (int i = 0; i < tfc_model_nlayers(m) && !s; i++) {
+        tfc_layer *l = tfc_model_layer(m, i);
+        for (int p = 0; p < l->nparams && !s; p++) {
+            tfc_param *pa = &l->params[p];
+            char tag[160];
+            snprintf(tag, sizeof tag, "weights/%s/%s", l->name, pa->name);
+            tfc_model_param_download(m, pa, host);
+            s = tfc_events_histogram(d->ev, iter, tag, host, pa->numel, err);
+            if (s || !pa->grad) continue;
+            snprintf(tag, sizeof tag, "gradients/%s/%s", l->name, pa->name);
+            tfc_model_grad_download(m, pa, host);
+            for (int64_t k = 0; k < pa->numel; k++) host[k] = (float)(host[k] * grad_scale);
+            s = tfc_events_histogram(d->ev, iter, tag, host, pa->numel, err);
+        }
+    }
+    free(host);
+    return s;
 }
 
 tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const tfc_eval *e,
@@ -197,7 +266,14 @@ tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
     const char *names[TFC_MAX_METRICS];
     int n = metric_names(d->s->model, names);
     snprintf(path, sizeof path, "%s/summary.json", d->path);
-    return tfc_summary_write(path, res, names, n, best_metric, error, err);
+    tfc_status s = tfc_summary_write(path, res, names, n, best_metric, error, err);
+    /* the hparams session's end: success, failure, or still running (paused/interrupted,
+     * to be resumed) */
+    int status = res->status == TFC_RUN_COMPLETED || res->status == TFC_RUN_STOPPED_EARLY ? 1
+                 : res->status == TFC_RUN_DIVERGED || res->status == TFC_RUN_FAILED       ? 2
+                                                                                          : 3;
+    if (!s && d->ev) s = tfc_events_hparams_end(d->ev, status, err);
+    return s;
 }
 
 void tfc_rundir_close(tfc_rundir *d)

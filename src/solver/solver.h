@@ -62,6 +62,7 @@ typedef struct tfc_solver_config {
     int test_interval;            /* 0: test only at the end */
     int display;                  /* 0: no periodic display */
     int average_loss;             /* smoothing window of the displayed loss; 0: display */
+    int histogram_interval;       /* summary.histogram_interval: 0 none */
     int seed;
     int snapshot_interval;        /* 0: snapshots only on a signal and at the end */
     int snapshot_keep;            /* newest complete snapshots kept; 0: all */
@@ -90,7 +91,7 @@ tfc_solver *tfc_solver_from_string(const char *yaml, const char *name,
 void tfc_solver_free(tfc_solver *s);
 
 /* The field tables of a solver file, for help and docs: 0 the top level, 1 `data`,
- * 2 `snapshot`, 3 `early_stopping`, 4 `ema`, 5 `rollback`; NULL past the last. (Optimizers and policies: optimizer.h.) */
+ * 2 `snapshot`, 3 `early_stopping`, 4 `ema`, 5 `rollback`, 6 `summary`; NULL past the last. (Optimizers and policies: optimizer.h.) */
 const tfc_field *tfc_solver_fields(int which);
 
 const tfc_solver_config *tfc_solver_get_config(const tfc_solver *s);

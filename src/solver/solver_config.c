@@ -15,7 +15,7 @@ const char *const tfc_run_status_names[] = {"completed", "interrupted", "diverge
 
 typedef struct solver_args {
     const tfc_node *model, *data, *optimizer, *lr_policy, *snapshot, *early_stopping, *ema,
-        *rollback;
+        *rollback, *summary;
     double weight_decay, clip_gradients;
     int iter_size, max_iter, test_interval, display, average_loss, seed;
     int deterministic, tf32;
@@ -40,6 +40,8 @@ static const tfc_field solver_fields[] = {
     {"rollback", TFC_F_NODE, ARG(rollback), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "{lr_factor, max_rollbacks}: a non-finite loss reloads the last snapshot with a lower "
      "rate; default off (the run stops)"},
+    {"summary", TFC_F_NODE, ARG(summary), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{histogram_interval}: what the TensorBoard event file holds beyond scalars"},
     {"weight_decay", TFC_F_FLOAT, ARG(weight_decay), "0.0", 0, 1e30, NULL,
      "L2 regularisation: weight_decay * w is added to every gradient"},
     {"clip_gradients", TFC_F_FLOAT, ARG(clip_gradients), "0.0", 0, 1e30, NULL,
@@ -94,14 +96,23 @@ static const tfc_field snapshot_fields[] = {
      "newest complete snapshots kept; 0 = all"},
     {NULL}};
 
+typedef struct summary_args {
+    int histogram_interval;
+} summary_args;
+
+static const tfc_field summary_fields[] = {
+    {"histogram_interval", TFC_F_INT, offsetof(summary_args, histogram_interval), "0", 0,
+     INT_MAX, NULL, "histograms of every weight and gradient every N iterations; 0 = none"},
+    {NULL}};
+
 /* The field tables of a solver file (0: top level, 1: data, 2: snapshot, 3: early_stopping,
- * 4: ema, 5: rollback), for help and docs. */
+ * 4: ema, 5: rollback, 6: summary), for help and docs. */
 const tfc_field *tfc_solver_fields(int which)
 {
     static const tfc_field *const tables[] = {solver_fields, data_fields, snapshot_fields,
                                               tfc_early_stopping_fields, tfc_ema_fields,
-                                              tfc_rollback_fields};
-    return which >= 0 && which < 6 ? tables[which] : NULL;
+                                              tfc_rollback_fields, summary_fields};
+    return which >= 0 && which < 7 ? tables[which] : NULL;
 }
 
 /* A callback's monitor is read at test evaluations: it needs them, and train/ values need
@@ -325,6 +336,9 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     if (tfc_lr_policy_read(a.lr_policy, "lr_policy", &c->lr_policy, err)) status = TFC_ERR_CONFIG;
     if (tfc_ema_config_read(a.ema, &c->ema, err)) status = TFC_ERR_CONFIG;
     if (tfc_rollback_config_read(a.rollback, &c->rollback, err)) status = TFC_ERR_CONFIG;
+    summary_args su;
+    if (tfc_schema_apply(summary_fields, a.summary, "summary", &su, err)) status = TFC_ERR_CONFIG;
+    c->histogram_interval = su.histogram_interval;
     snapshot_args sn;
     if (tfc_schema_apply(snapshot_fields, a.snapshot, "snapshot", &sn, err)) status = TFC_ERR_CONFIG;
     c->snapshot_interval = sn.interval;

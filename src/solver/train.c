@@ -701,6 +701,11 @@ static tfc_status loop(run *r, tfc_error *err)
             if (!st) continue;
         }
         if (st) return st;
+        /* weights after the update, the gradients it used (kept until the next step) */
+        if (c->histogram_interval > 0 && r->iter % c->histogram_interval == 0)
+            st = tfc_rundir_histograms(&r->dir, r->iter,
+                                       1.0 / ((double)c->iter_size * r->comm->size), err);
+        if (st) return st;
         if (c->display > 0 && r->iter % c->display == 0) st = display(r, err);
         else tfc_progress_live(&r->prog, r->iter, r->lr);
         int stopped = 0;
