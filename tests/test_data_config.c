@@ -478,6 +478,8 @@ static const reg_case cases[] = {
     {"stage", "skip", IDX, {"skip: {count: 2}"}},
     {"stage", "prefetch", IDX, {"prefetch: {}"}},
     {"stage", "shard", IDX, {"shard: {num_shards: 2, index: 1}"}},
+    {"stage", "bucket_by_sequence_length", TEXT,
+     {"map: {op: tokenize}", "bucket_by_sequence_length: {boundaries: [4], batch_sizes: [2, 2]}"}},
     {"op", "scale", IDX, {"map: {op: scale, factor: 2, offset: 1}"}},
     {"op", "normalize", IDX, {"map: {op: normalize, mean: 1, std: 2}"}},
     {"op", "cast", IDX, {"map: {op: cast, dtype: int16, component: labels}"}},

@@ -2,7 +2,8 @@
  * needs equal shapes; padded_batch pads every dimension of the features (and of sequence
  * labels) to the longest in the batch or to padded_shapes, with padding_values, and adds the
  * lengths component (each element's unpadded features dim 0) for masking. The last, short
- * batch is kept unless drop_remainder. */
+ * batch is kept unless drop_remainder. bucket_by_sequence_length groups elements by that
+ * length into buckets, each padded-batched on its own (tf.data's). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +46,18 @@ static void copy_padded(char *dst, const tfc_shape *ps, const char *src, const t
         copy_padded(dst + (size_t)(k * pin) * es, ps, src + (size_t)(k * sin) * es, ss, es, d + 1);
 }
 
-static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *err)
+/* What stacking needs: the arguments, the elements, the pipeline's key for messages. */
+typedef struct stacking {
+    const batch_args *a;
+    elem *items;
+    const char *key;
+} stacking;
+
+static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error *err)
 {
     const tfc_tensor *first = &b->items[0].e.comp[comp];
     tfc_shape slot = first->shape;
-    int pad = b->a.padded && comp != TFC_COMP_LENGTHS && first->shape.ndim > 0;
+    int pad = b->a->padded && comp != TFC_COMP_LENGTHS && first->shape.ndim > 0;
     for (int i = 1; i < n; i++) {
         const tfc_tensor *t = &b->items[i].e.comp[comp];
         char s1[160], s2[160];
@@ -57,7 +65,7 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
             tfc_shape_str(&first->shape, s1, sizeof s1);
             tfc_shape_str(&t->shape, s2, sizeof s2);
             return tfc_error_set(err, TFC_ERR_DATA, "%s: element %d of a batch has %s %s %s, "
-                                 "the first has %s %s", b->base.p->key, i,
+                                 "the first has %s %s", b->key, i,
                                  tfc_data_component_name(comp),
                                  t->data ? tfc_data_dtype_name(t->dtype) : "(none)", s2,
                                  tfc_data_dtype_name(first->dtype), s1);
@@ -68,7 +76,7 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
                 tfc_shape_str(&first->shape, s1, sizeof s1);
                 tfc_shape_str(&t->shape, s2, sizeof s2);
                 tfc_error_set(err, TFC_ERR_DATA, "%s: batch: element %d has %s of shape %s but "
-                              "the first has %s", b->base.p->key, i,
+                              "the first has %s", b->key, i,
                               tfc_data_component_name(comp), s2, s1);
                 tfc_error_hint(err, "use padded_batch for variable shapes, or map ops resize / "
                                "pad / truncate");
@@ -77,14 +85,14 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
             if (t->shape.dim[d] > slot.dim[d]) slot.dim[d] = t->shape.dim[d];
         }
     }
-    if (pad && comp == TFC_COMP_FEATURES && b->a.padded_shape.ndim > 0) {
-        for (int d = 0; d < slot.ndim && d < b->a.padded_shape.ndim; d++) {
-            int64_t want = b->a.padded_shape.dim[d];
+    if (pad && comp == TFC_COMP_FEATURES && b->a->padded_shape.ndim > 0) {
+        for (int d = 0; d < slot.ndim && d < b->a->padded_shape.ndim; d++) {
+            int64_t want = b->a->padded_shape.dim[d];
             if (want < 0) continue;
             if (slot.dim[d] > want)
                 return tfc_error_set(err, TFC_ERR_DATA, "%s: padded_batch: an element has %lld "
                                      "in dimension %d, more than padded_shapes[%d] = %lld; hint: "
-                                     "truncate first", b->base.p->key, (long long)slot.dim[d], d,
+                                     "truncate first", b->key, (long long)slot.dim[d], d,
                                      d, (long long)want);
             slot.dim[d] = want;
         }
@@ -92,7 +100,7 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
     tfc_shape bs = {.ndim = slot.ndim + 1};
     if (bs.ndim > TFC_MAX_DIMS)
         return tfc_error_set(err, TFC_ERR_DATA, "%s: batch: elements of rank %d cannot be "
-                             "batched (at most %d dimensions)", b->base.p->key, slot.ndim,
+                             "batched (at most %d dimensions)", b->key, slot.ndim,
                              TFC_MAX_DIMS);
     bs.dim[0] = n;
     for (int d = 0; d < slot.ndim; d++) bs.dim[d + 1] = slot.dim[d];
@@ -100,7 +108,7 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
                     : tfc_elem_alloc_uninit(&out->e, comp, first->dtype, &bs);
     if (!dst)
         return tfc_error_set(err, TFC_ERR_NOMEM, "%s: cannot allocate a batch of %d elements",
-                             b->base.p->key, n);
+                             b->key, n);
     size_t es = tfc_dtype_size(first->dtype);
     size_t slot_n = (size_t)tfc_shape_numel(&slot);
     if (!pad) {
@@ -108,7 +116,7 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
             memcpy(dst + (size_t)i * slot_n * es, b->items[i].e.comp[comp].data, slot_n * es);
         return TFC_OK;
     }
-    double pv = comp == TFC_COMP_FEATURES ? b->a.padding_value : b->a.label_padding_value;
+    double pv = comp == TFC_COMP_FEATURES ? b->a->padding_value : b->a->label_padding_value;
     if (pv != 0) {
         int64_t total = (int64_t)slot_n * n;
         for (int64_t i = 0; i < total; i++) tfc_value_set(dst, first->dtype, i, pv);
@@ -119,6 +127,26 @@ static tfc_status stack(batch_stage *b, int n, int comp, elem *out, tfc_error *e
         copy_padded(dst + (size_t)i * slot_n * es, &slot, t->data, &t->shape, es, 0);
     }
     return TFC_OK;
+}
+
+/* The batch of items[0..n) into out: every component stacked (padded when a->padded), and
+ * the lengths component after padding. */
+static tfc_status make_batch(const stacking *b, int n, elem *out, tfc_error *err)
+{
+    tfc_status st = TFC_OK;
+    for (int c = 0; c < TFC_COMP_COUNT && !st; c++)
+        if (b->items[0].e.comp[c].data) st = stack(b, n, c, out, err);
+    if (!st && b->a->padded) {
+        tfc_shape ls = {.ndim = 1, .dim = {n}};
+        int32_t *len = tfc_element_alloc(&out->e, TFC_COMP_LENGTHS, TFC_I32, &ls);
+        if (!len) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        for (int i = 0; len && i < n; i++) {
+            const tfc_shape *fs = &b->items[i].e.comp[TFC_COMP_FEATURES].shape;
+            len[i] = fs->ndim ? (int32_t)fs->dim[0] : 1;
+        }
+    }
+    if (st) tfc_elem_free(out);
+    return st;
 }
 
 static tfc_status batch_next(stage *s, elem *out, int *end, tfc_error *err)
@@ -138,18 +166,7 @@ static tfc_status batch_next(stage *s, elem *out, int *end, tfc_error *err)
         *end = 1;
         goto done;
     }
-    for (int c = 0; c < TFC_COMP_COUNT && !st; c++)
-        if (b->items[0].e.comp[c].data) st = stack(b, n, c, out, err);
-    if (!st && b->a.padded) {
-        tfc_shape ls = {.ndim = 1, .dim = {n}};
-        int32_t *len = tfc_element_alloc(&out->e, TFC_COMP_LENGTHS, TFC_I32, &ls);
-        if (!len) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        for (int i = 0; len && i < n; i++) {
-            const tfc_shape *fs = &b->items[i].e.comp[TFC_COMP_FEATURES].shape;
-            len[i] = fs->ndim ? (int32_t)fs->dim[0] : 1;
-        }
-    }
-    if (st) tfc_elem_free(out);
+    st = make_batch(&(stacking){&b->a, b->items, s->p->key}, n, out, err);
 done:
     for (int i = 0; i < n; i++) tfc_elem_free(&b->items[i]);
     return st;
@@ -372,3 +389,250 @@ tfc_status tfc_pipeline_padded_batch(tfc_pipeline *p, int64_t batch_size,
     if (padded_shape) a.padded_shape = *padded_shape;
     return batch_push(p, &a, NULL, "padded_batch", err);
 }
+
+/* ---- bucket_by_sequence_length ------------------------------------------------------------ */
+
+#define MAX_BUCKETS (TFC_LIST_MAX + 1)
+
+/* tf.data's bucket_by_sequence_length with element_length_func the features' dimension 0:
+ * bucket i holds the lengths in [boundaries[i-1], boundaries[i]) (the first from 0, the
+ * last without end); a bucket that reaches batch_sizes[i] elements is emitted as a padded
+ * batch; at the end of the input the partial buckets follow in bucket order (none with
+ * drop_remainder), as group_by_window flushes its windows. */
+typedef struct bucket_stage {
+    stage base;
+    batch_args a; /* padded; padded_shape per bucket when pad_to_bucket_boundary */
+    int nb, pad_to_boundary;
+    int64_t boundaries[MAX_BUCKETS], sizes[MAX_BUCKETS];
+    elem *items[MAX_BUCKETS];
+    int count[MAX_BUCKETS];
+    int flushing; /* the input ended: partial buckets are being emitted */
+} bucket_stage;
+
+static tfc_status bucket_emit(bucket_stage *b, int k, elem *out, tfc_error *err)
+{
+    batch_args a = b->a;
+    if (b->pad_to_boundary && k < b->nb - 1) {
+        const tfc_shape *fs = &b->items[k][0].e.comp[TFC_COMP_FEATURES].shape;
+        a.padded_shape.ndim = fs->ndim;
+        for (int d = 0; d < fs->ndim; d++) a.padded_shape.dim[d] = -1;
+        a.padded_shape.dim[0] = b->boundaries[k] - 1;
+    }
+    int n = b->count[k];
+    b->count[k] = 0;
+    tfc_status st = make_batch(&(stacking){&a, b->items[k], b->base.p->key}, n, out, err);
+    for (int i = 0; i < n; i++) tfc_elem_free(&b->items[k][i]);
+    return st;
+}
+
+static tfc_status bucket_next(stage *s, elem *out, int *end, tfc_error *err)
+{
+    bucket_stage *b = (bucket_stage *)s;
+    while (!b->flushing) {
+        elem x = {0};
+        int e = 0;
+        tfc_status st = s->up->ops->next(s->up, &x, &e, err);
+        if (st) return st;
+        if (e) {
+            b->flushing = 1;
+            break;
+        }
+        const tfc_shape *fs = &x.e.comp[TFC_COMP_FEATURES].shape;
+        int64_t len = fs->ndim ? fs->dim[0] : 1;
+        int k = 0;
+        while (k < b->nb - 1 && len >= b->boundaries[k]) k++;
+        if (b->pad_to_boundary && k == b->nb - 1) {
+            char where[512];
+            tfc_pipeline_describe_elem(s->p, &x, where, sizeof where);
+            tfc_elem_free(&x);
+            return tfc_error_set(err, TFC_ERR_DATA, "%s: bucket_by_sequence_length: %s has length "
+                                 "%lld, not below the last boundary %lld (pad_to_bucket_boundary "
+                                 "needs every length below it)", s->p->key, where, (long long)len,
+                                 (long long)b->boundaries[b->nb - 2]);
+        }
+        tfc_elem_move(&b->items[k][b->count[k]++], &x);
+        if (b->count[k] == b->sizes[k]) return bucket_emit(b, k, out, err);
+    }
+    for (int k = 0; k < b->nb; k++)
+        if (b->count[k] > 0 && !b->a.drop_remainder) return bucket_emit(b, k, out, err);
+    for (int k = 0; k < b->nb; k++) { /* drop_remainder: the partial buckets are dropped */
+        for (int i = 0; i < b->count[k]; i++) tfc_elem_free(&b->items[k][i]);
+        b->count[k] = 0;
+    }
+    *end = 1;
+    return TFC_OK;
+}
+
+static void bucket_clear(bucket_stage *b)
+{
+    for (int k = 0; k < b->nb; k++) {
+        for (int i = 0; i < b->count[k]; i++) tfc_elem_free(&b->items[k][i]);
+        b->count[k] = 0;
+    }
+    b->flushing = 0;
+}
+
+static void bucket_reset(stage *s)
+{
+    bucket_clear((bucket_stage *)s);
+    s->up->ops->reset(s->up);
+}
+
+/* The buffered elements (by id where the stage below can re-make them) and the flushing
+ * flag: a restored pipeline emits exactly the batches the saved one would have. */
+static tfc_status bucket_save(stage *s, wbuf *w, tfc_error *err)
+{
+    bucket_stage *b = (bucket_stage *)s;
+    tfc_wbuf_u64(w, (uint64_t)b->flushing);
+    for (int k = 0; k < b->nb; k++) {
+        tfc_wbuf_u64(w, (uint64_t)b->count[k]);
+        for (int i = 0; i < b->count[k]; i++) tfc_stage_save_elem(w, &b->items[k][i], s->up);
+    }
+    return TFC_OK;
+}
+
+static tfc_status bucket_restore(stage *s, rbuf *r, tfc_error *err)
+{
+    bucket_stage *b = (bucket_stage *)s;
+    bucket_clear(b);
+    b->flushing = tfc_rbuf_u64(r) != 0;
+    for (int k = 0; k < b->nb; k++) {
+        uint64_t n = tfc_rbuf_u64(r);
+        if (r->bad || n >= (uint64_t)b->sizes[k])
+            return tfc_error_set(err, TFC_ERR_FORMAT, "%s: bucket_by_sequence_length: saved "
+                                 "state does not fit bucket %d", s->p->key, k);
+        for (uint64_t i = 0; i < n; i++) {
+            tfc_status st = tfc_stage_restore_elem(r, s->up, &b->items[k][i], err);
+            if (st) return st;
+            b->count[k] = (int)i + 1;
+        }
+    }
+    return TFC_OK;
+}
+
+static void bucket_free(stage *s)
+{
+    bucket_stage *b = (bucket_stage *)s;
+    bucket_clear(b);
+    for (int k = 0; k < b->nb; k++) free(b->items[k]);
+    free(b);
+}
+
+static const stage_ops bucket_ops = {
+    .name = "bucket_by_sequence_length",
+    .next = bucket_next,
+    .reset = bucket_reset,
+    .save = bucket_save,
+    .restore = bucket_restore,
+    .free = bucket_free,
+};
+
+typedef struct bucket_cfg {
+    tfc_int_list boundaries, batch_sizes;
+    int pad_to_bucket_boundary, drop_remainder;
+    tfc_float_list padding_values;
+} bucket_cfg;
+
+static const tfc_field bucket_fields[] = {
+    {"boundaries", TFC_F_INT_LIST, offsetof(bucket_cfg, boundaries), NULL, 1, 1 << 30, NULL,
+     "increasing upper length boundaries of the buckets (bucket_boundaries)"},
+    {"batch_sizes", TFC_F_INT_LIST, offsetof(bucket_cfg, batch_sizes), NULL, 1, 1 << 24, NULL,
+     "one batch size per bucket: len(boundaries) + 1 (bucket_batch_sizes)"},
+    {"pad_to_bucket_boundary", TFC_F_BOOL, offsetof(bucket_cfg, pad_to_bucket_boundary),
+     "false", TFC_UNBOUNDED, NULL, "pad to the bucket's boundary - 1 instead of its longest "
+     "element (every length must then lie below the last boundary)"},
+    {"padding_values", TFC_F_FLOAT_LIST, offsetof(bucket_cfg, padding_values), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "padding value of the features, or [features, labels] (default 0)"},
+    {"drop_remainder", TFC_F_BOOL, offsetof(bucket_cfg, drop_remainder), "false",
+     TFC_UNBOUNDED, NULL, "drop each bucket's last, short batch"},
+    {NULL},
+};
+
+static tfc_status bucket_check(const stage_plan *pl, tfc_error *err)
+{
+    const bucket_cfg *c = pl->args;
+    if (c->boundaries.n >= TFC_LIST_MAX)
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "boundaries: at most %d",
+                              TFC_LIST_MAX - 1);
+    for (int i = 1; i < c->boundaries.n; i++)
+        if (c->boundaries.v[i] <= c->boundaries.v[i - 1])
+            return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "boundaries must "
+                                  "increase: %d follows %d", c->boundaries.v[i],
+                                  c->boundaries.v[i - 1]);
+    if (c->batch_sizes.n != c->boundaries.n + 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "batch_sizes needs %d "
+                              "values (one per bucket: len(boundaries) + 1), found %d",
+                              c->boundaries.n + 1, c->batch_sizes.n);
+    if (c->padding_values.n > 2)
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "padding_values: one value, "
+                              "or [features, labels]");
+    return TFC_OK;
+}
+
+static void bucket_plan(const stage_plan *pl, tfc_data_plan *out)
+{
+    const bucket_cfg *c = pl->args;
+    int64_t most = 0;
+    for (int i = 0; i < c->batch_sizes.n; i++)
+        if (c->batch_sizes.v[i] > most) most = c->batch_sizes.v[i];
+    out->batch_size = most; /* the model is bound for the largest */
+    out->batched = 1;
+}
+
+static tfc_status bucket_push(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
+{
+    const bucket_cfg *c = pl->args;
+    stage *up = tfc_pipeline_top(p);
+    const tfc_component_spec *fs = &up->spec.comp[TFC_COMP_FEATURES];
+    if (up->spec.comp[TFC_COMP_LENGTHS].present || up->spec.batched)
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "bucket_by_sequence_length "
+                              "batches single elements: put it in place of batch/padded_batch");
+    if (fs->shape.ndim == 0 || fs->shape.ndim >= TFC_MAX_DIMS)
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "bucket_by_sequence_length "
+                              "needs sequences (features of rank 1 to %d)", TFC_MAX_DIMS - 1);
+    bucket_stage *b = calloc(1, sizeof *b);
+    if (!b) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    b->nb = c->batch_sizes.n;
+    b->pad_to_boundary = c->pad_to_bucket_boundary;
+    b->a = (batch_args){.padded = 1, .drop_remainder = c->drop_remainder,
+                        .padding_value = c->padding_values.n ? c->padding_values.v[0] : 0,
+                        .label_padding_value = c->padding_values.n > 1 ? c->padding_values.v[1] : 0};
+    uint64_t h = tfc_data_hash_str(0, "bucket_by_sequence_length");
+    for (int k = 0; k < b->nb; k++) {
+        b->sizes[k] = c->batch_sizes.v[k];
+        if (k < b->nb - 1) b->boundaries[k] = c->boundaries.v[k];
+        h = tfc_data_hash_mix(tfc_data_hash_mix(h, (uint64_t)b->sizes[k]),
+                              k < b->nb - 1 ? (uint64_t)b->boundaries[k] : 0);
+        if (!(b->items[k] = calloc((size_t)b->sizes[k], sizeof *b->items[k]))) {
+            bucket_free(&b->base);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        }
+    }
+    stage *s = &b->base;
+    s->ops = &bucket_ops;
+    s->spec = up->spec;
+    s->spec.batched = 1;
+    for (int comp = 0; comp < TFC_COMP_COUNT; comp++) {
+        tfc_component_spec *cs = &s->spec.comp[comp];
+        if (!cs->present || cs->shape.ndim < 0) continue;
+        for (int d = cs->shape.ndim; d > 0; d--) cs->shape.dim[d] = cs->shape.dim[d - 1];
+        cs->shape.ndim++;
+        cs->shape.dim[0] = -1;
+        if (comp == TFC_COMP_FEATURES) cs->shape.dim[1] = -1; /* varies from bucket to bucket */
+    }
+    s->spec.comp[TFC_COMP_LENGTHS] = (tfc_component_spec){1, TFC_I32, {.ndim = 1, .dim = {-1}}};
+    s->config_hash = tfc_data_hash_mix(h, (uint64_t)(c->drop_remainder * 2 + b->pad_to_boundary));
+    tfc_pipeline_push(p, s);
+    return TFC_OK;
+}
+
+const stage_def tfc_stage_bucket_by_sequence_length = {
+    .name = "bucket_by_sequence_length",
+    .help = "batches variable-length elements by length, each bucket padded on its own; adds "
+            "lengths",
+    .fields = bucket_fields,
+    .args_size = sizeof(bucket_cfg),
+    .check = bucket_check,
+    .plan = bucket_plan,
+    .push = bucket_push,
+};

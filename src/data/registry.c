@@ -10,7 +10,7 @@ extern const source_def tfc_source_idx, tfc_source_npy, tfc_source_csv, tfc_sour
     tfc_source_text, tfc_source_tfrecord;
 extern const stage_def tfc_stage_filter, tfc_stage_shuffle, tfc_stage_repeat, tfc_stage_batch,
     tfc_stage_padded_batch, tfc_stage_cache, tfc_stage_take, tfc_stage_skip, tfc_stage_prefetch,
-    tfc_stage_shard;
+    tfc_stage_shard, tfc_stage_bucket_by_sequence_length;
 extern const op_def tfc_op_scale, tfc_op_normalize, tfc_op_cast, tfc_op_reshape,
     tfc_op_one_hot, tfc_op_pad, tfc_op_truncate, tfc_op_window, tfc_op_tokenize,
     tfc_op_random_flip, tfc_op_random_crop, tfc_op_resize, tfc_op_decode_png,
@@ -24,7 +24,8 @@ static const source_def *const sources[] = {
 static const stage_def *const stages[] = {
     &tfc_stage_map,    &tfc_stage_filter,       &tfc_stage_shuffle, &tfc_stage_repeat,
     &tfc_stage_batch,  &tfc_stage_padded_batch, &tfc_stage_cache,   &tfc_stage_take,
-    &tfc_stage_skip,   &tfc_stage_prefetch,     &tfc_stage_shard,  NULL,
+    &tfc_stage_skip,   &tfc_stage_prefetch,     &tfc_stage_shard,
+    &tfc_stage_bucket_by_sequence_length, NULL,
 };
 
 static const op_def *const ops[] = {
