@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Reads a tfc-train run directory with TensorBoard's own readers (tests/test_solver.c runs it
 # on a run it made): EventAccumulator for scalars, histograms, the text tensor and the graph;
-# the hparams plugin's plugin_data_pb2 for the session start and end. Prints one line per
+# the hparams plugin's plugin_data_pb2 for the session start and end; the images. Prints one line per
 # fact for the C test to compare; exits 1 when a reader fails.
 import sys
 from tensorboard.backend.event_processing import event_accumulator as ea
@@ -17,6 +17,11 @@ for tag in sorted(tags["histograms"]):
         v = h.histogram_value
         print("histo %s %d num=%g min=%.6g max=%.6g sum=%.6g buckets=%g" % (
             tag, h.step, v.num, v.min, v.max, v.sum, sum(v.bucket)))
+for tag in sorted(tags["images"]):
+    for im in acc.Images(tag):
+        png = im.encoded_image_string
+        print("image %s %d %dx%d png=%s" % (tag, im.step, im.height, im.width,
+                                             png[:8] == b"\x89PNG\r\n\x1a\n"))
 text = acc.Tensors("config")[0].tensor_proto.string_val[0].decode()
 print("text", text.splitlines()[1], "...", text.splitlines()[-1])
 g = acc.Graph()

@@ -1079,8 +1079,9 @@ static void test_tensorboard_reads_events(void)
  * TensorBoard's own EventAccumulator and the hparams plugin's protobufs
  * (tests/tensorboard_check.py): the graph (a node per layer with its type, inputs, output
  * shape and parameter count), histograms of every weight and gradient at the interval with
- * their counts equal to the parameter sizes, the resolved config as text, the hparams with
- * numbers typed as numbers, the session's end as a success. */
+ * their counts equal to the parameter sizes, the first batch's first three inputs as PNG
+ * images, the resolved config as text, the hparams with numbers typed as numbers, the
+ * session's end as a success. */
 static void test_tensorboard_run(void)
 {
     const char *bin = tfc_test_bin("tfc-train");
@@ -1089,7 +1090,7 @@ static void test_tensorboard_run(void)
     int32_t y[16];
     for (int i = 0; i < 16 * 8; i++) x[i] = (float)((i * 37) % 11) / 11.0f;
     for (int i = 0; i < 16; i++) y[i] = i % 3;
-    tfc_tensor tx = {TFC_F32, {.ndim = 2, .dim = {16, 8}}, x, -1};
+    tfc_tensor tx = {TFC_F32, {.ndim = 4, .dim = {16, 4, 2, 1}}, x, -1};
     tfc_tensor ty = {TFC_I32, {.ndim = 1, .dim = {16}}, y, -1};
     tfc_error err;
     tfc_error_clear(&err);
@@ -1098,8 +1099,9 @@ static void test_tensorboard_run(void)
     tfc_test_write("tb.yaml",
                    "model:\n"
                    "  name: tb\n"
-                   "  input: {shape: [8]}\n"
+                   "  input: {shape: [4, 2, 1]}\n"
                    "  layers:\n"
+                   "    - Flatten: {name: flat}\n"
                    "    - Dense: {name: hidden, units: 5, activation: relu}\n"
                    "    - Dense: {name: out, units: 3, activation: softmax}\n"
                    "  loss: sparse_categorical_crossentropy\n"
@@ -1132,8 +1134,10 @@ static void test_tensorboard_run(void)
         "histo gradients/out/kernel 6 num=15 ", "histo weights/out/bias 3 num=3 ",
         "buckets=40\n", "buckets=15\n",
         "text # resolved by tfc-train from tb.yaml ... ```\n",
-        "node input Input [] [-1, 8] params=0\n",
-        "node hidden Dense [input] [-1, 5] params=45\n",
+        "node input Input [] [-1, 4, 2, 1] params=0\n",
+        "node flat Flatten [input] [-1, 8] params=0\n",
+        "node hidden Dense [flat] [-1, 5] params=45\n",
+        "image inputs/0 0 4x2 png=True\n", "image inputs/2 0 4x2 png=True\n",
         "node out Dense [hidden] [-1, 3] params=18\n",
         "hparam optimizer.learning_rate number_value 0.05\n",
         "hparam optimizer.type string_value 'adam'\n",

@@ -318,6 +318,9 @@ tfc_status tfc_image_write_png(const char *path, const void *pixels, int width, 
                                int channels, int bit_depth, tfc_error *err);
 tfc_status tfc_image_write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
                                 int channels, int quality, tfc_error *err);
+/* The PNG of U8 (H, W, C) pixels (8 bits, C in 1..4) in memory: *out malloc'd, *len bytes. */
+tfc_status tfc_image_encode_png(const void *pixels, int width, int height, int channels,
+                                void **out, size_t *len, tfc_error *err);
 
 /* ---- text vocabularies --------------------------------------------------------------------- */
 

@@ -394,25 +394,49 @@ tfc_status tfc_image_decode_with(tfc_image_pool *pool, const void *buf, size_t l
 
 /* ---- encoders ------------------------------------------------------------------------------ */
 
-tfc_status tfc_image_write_png(const char *path, const void *pixels, int width, int height,
-                               int channels, int bit_depth, tfc_error *err)
+/* PNG output into a growing buffer (the in-memory encoder's sink). */
+typedef struct png_mem {
+    uint8_t *data;
+    size_t len, cap;
+    int failed;
+} png_mem;
+
+static void png_mem_write(png_structp png, png_bytep bytes, png_size_t n)
+{
+    png_mem *m = png_get_io_ptr(png);
+    if (m->failed) return;
+    if (m->len + n > m->cap) {
+        size_t cap = m->cap ? m->cap : 4096;
+        while (cap < m->len + n) cap *= 2;
+        uint8_t *d = realloc(m->data, cap);
+        if (!d) {
+            m->failed = 1;
+            return;
+        }
+        m->data = d;
+        m->cap = cap;
+    }
+    memcpy(m->data + m->len, bytes, n);
+    m->len += n;
+}
+
+static void png_mem_flush(png_structp png) { (void)png; }
+
+/* Encodes to `f`, or to `mem` when f is NULL; `name` stands for the output in errors. */
+static tfc_status encode_png(FILE *f, png_mem *mem, const char *name, const void *pixels,
+                             int width, int height, int channels, int bit_depth, tfc_error *err)
 {
     static const int types[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
                                  PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
-    if (channels < 1 || channels > 4 || (bit_depth != 8 && bit_depth != 16) || width < 1 ||
-        height < 1)
-        return tfc_error_set(err, TFC_ERR_CONFIG, "%s: bad PNG parameters", path);
-    FILE *f = fopen(path, "wb");
-    if (!f) return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %m", path);
     png_ctx c = {0};
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &c, png_err, png_warn);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info || setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
-        fclose(f);
-        return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %s", path, c.msg);
+        return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %s", name, c.msg);
     }
-    png_init_io(png, f);
+    if (f) png_init_io(png, f);
+    else png_set_write_fn(png, mem, png_mem_write, png_mem_flush);
     png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, bit_depth, types[channels],
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -422,7 +446,44 @@ tfc_status tfc_image_write_png(const char *path, const void *pixels, int width, 
         png_write_row(png, (png_const_bytep)pixels + (size_t)y * stride);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
-    if (fclose(f) != 0) return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %m", path);
+    if (mem && mem->failed) return tfc_error_set(err, TFC_ERR_NOMEM, "%s: out of memory", name);
+    return TFC_OK;
+}
+
+static int png_params_ok(int width, int height, int channels, int bit_depth)
+{
+    return channels >= 1 && channels <= 4 && (bit_depth == 8 || bit_depth == 16) && width >= 1 &&
+           height >= 1;
+}
+
+tfc_status tfc_image_write_png(const char *path, const void *pixels, int width, int height,
+                               int channels, int bit_depth, tfc_error *err)
+{
+    if (!png_params_ok(width, height, channels, bit_depth))
+        return tfc_error_set(err, TFC_ERR_CONFIG, "%s: bad PNG parameters", path);
+    FILE *f = fopen(path, "wb");
+    if (!f) return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %m", path);
+    tfc_status st = encode_png(f, NULL, path, pixels, width, height, channels, bit_depth, err);
+    if (fclose(f) != 0 && !st) return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %m", path);
+    return st;
+}
+
+tfc_status tfc_image_encode_png(const void *pixels, int width, int height, int channels,
+                                void **out, size_t *len, tfc_error *err)
+{
+    *out = NULL;
+    *len = 0;
+    if (!png_params_ok(width, height, channels, 8))
+        return tfc_error_set(err, TFC_ERR_CONFIG, "PNG encoder: bad parameters");
+    png_mem mem = {0};
+    tfc_status st = encode_png(NULL, &mem, "a PNG in memory", pixels, width, height, channels, 8,
+                               err);
+    if (st) {
+        free(mem.data);
+        return st;
+    }
+    *out = mem.data;
+    *len = mem.len;
     return TFC_OK;
 }
 

@@ -5,8 +5,9 @@
  *   Event      { double wall_time = 1; int64 step = 2; string file_version = 3;
  *                bytes graph_def = 4; Summary summary = 5; SessionLog session_log = 6; }
  *   Summary    { repeated Value value = 1; }
- *   Value      { string tag = 1; float simple_value = 2; HistogramProto histo = 5;
- *                TensorProto tensor = 8; SummaryMetadata metadata = 9; }
+ *   Value      { string tag = 1; float simple_value = 2; Image image = 4;
+ *                HistogramProto histo = 5; TensorProto tensor = 8; SummaryMetadata metadata = 9; }
+ *   Image      { int32 height = 1, width = 2, colorspace = 3; bytes encoded_image_string = 4; }
  *   SummaryMetadata { PluginData plugin_data = 1 { string plugin_name = 1; bytes content = 2; } }
  *   HistogramProto  { double min = 1, max = 2, num = 3, sum = 4, sum_squares = 5;
  *                     repeated double bucket_limit = 6, bucket = 7; }
@@ -235,6 +236,20 @@ tfc_status tfc_events_histogram(tfc_events *ev, int64_t step, const char *tag, c
     tfc_pb_string(&val, 1, tag);
     tfc_pb_message(&val, 5, &h);
     tfc_pb_free(&h);
+    return write_value(ev, step, &val, err);
+}
+
+tfc_status tfc_events_image(tfc_events *ev, int64_t step, const char *tag, const void *png,
+                            size_t len, int height, int width, int channels, tfc_error *err)
+{
+    tfc_pb img = {0}, val = {0};
+    tfc_pb_int(&img, 1, height);
+    tfc_pb_int(&img, 2, width);
+    tfc_pb_int(&img, 3, channels); /* 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA */
+    tfc_pb_bytes(&img, 4, png, len);
+    tfc_pb_string(&val, 1, tag);
+    tfc_pb_message(&val, 4, &img);
+    tfc_pb_free(&img);
     return write_value(ev, step, &val, err);
 }
 

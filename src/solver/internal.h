@@ -52,6 +52,9 @@ tfc_status tfc_events_text(tfc_events *ev, int64_t step, const char *tag, const 
  * of the finite values of v. */
 tfc_status tfc_events_histogram(tfc_events *ev, int64_t step, const char *tag, const float *v,
                                 int64_t n, tfc_error *err);
+/* An image (its PNG bytes) under `tag`, for the Images tab. */
+tfc_status tfc_events_image(tfc_events *ev, int64_t step, const char *tag, const void *png,
+                            size_t len, int height, int width, int channels, tfc_error *err);
 /* The model as a GraphDef (node per layer named after it, op its type, inputs its producers,
  * "_output_shapes" with the batch dimension -1, "parameters"), for the Graphs tab. */
 tfc_status tfc_events_graph(tfc_events *ev, tfc_model *m, tfc_error *err);
@@ -317,6 +320,11 @@ tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const 
  * grad_scale: the average over the accumulated batches and the ranks) at iteration iter. */
 tfc_status tfc_rundir_histograms(tfc_rundir *d, int64_t iter, double grad_scale,
                                  tfc_error *err);
+/* Images inputs/0, inputs/1, inputs/2 of the first examples of a batch `x` (n examples of
+ * float32 (H, W, C), C 1, 3 or 4), each scaled from its own min..max to 0..255; nothing for
+ * other inputs. */
+tfc_status tfc_rundir_images(tfc_rundir *d, int64_t iter, const float *x, int n,
+                             const tfc_shape *shape, tfc_error *err);
 /* summary.json, once the folder exists (else nothing), and the hparams session's end in
  * the event file; `error` as tfc_summary_write. */
 tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,

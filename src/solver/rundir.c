@@ -258,6 +258,38 @@ tfc_status tfc_rundir_log(tfc_rundir *d, const char *phase, int64_t iter, const 
     return s;
 }
 
+tfc_status tfc_rundir_images(tfc_rundir *d, int64_t iter, const float *x, int n,
+                             const tfc_shape *shape, tfc_error *err)
+{
+    if (!d->made || shape->ndim != 3) return TFC_OK;
+    int64_t h = shape->dim[0], w = shape->dim[1], c = shape->dim[2];
+    if ((c != 1 && c != 3 && c != 4) || h < 1 || w < 1 || h > 4096 || w > 4096) return TFC_OK;
+    size_t px = (size_t)(h * w * c);
+    uint8_t *u8 = malloc(px);
+    if (!u8) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    tfc_status s = TFC_OK;
+    for (int i = 0; i < n && i < 3 && !s; i++) {
+        const float *v = x + (size_t)i * px;
+        float lo = v[0], hi = v[0];
+        for (size_t k = 1; k < px; k++) {
+            if (v[k] < lo) lo = v[k];
+            if (v[k] > hi) hi = v[k];
+        }
+        float scale = hi > lo ? 255.0f / (hi - lo) : 0.0f;
+        for (size_t k = 0; k < px; k++) u8[k] = (uint8_t)((v[k] - lo) * scale + 0.5f);
+        void *png;
+        size_t len;
+        s = tfc_image_encode_png(u8, (int)w, (int)h, (int)c, &png, &len, err);
+        if (s) break;
+        char tag[32];
+        snprintf(tag, sizeof tag, "inputs/%d", i);
+        s = tfc_events_image(d->ev, iter, tag, png, len, (int)h, (int)w, (int)c, err);
+        free(png);
+    }
+    free(u8);
+    return s;
+}
+
 tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
                               const char *best_metric, const char *error, tfc_error *err)
 {

@@ -41,6 +41,7 @@ typedef struct run {
     tfc_comm *comm;                  /* the ranks of a data-parallel run (self: one) */
     tfc_grad_comm grad_comm;         /* how the gradients are summed over the ranks */
     int stopped;                     /* a stop request ended the loop (on every rank) */
+    int images_written;              /* the first batch went to the event file */
 } run;
 
 static int writer(const run *r) { return r->comm->rank == 0; }
@@ -226,6 +227,11 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
         double t0 = tfc_now();
         tfc_status s = tfc_feed_train_batch(&r->feed, &n, err);
         r->prog.input_wait += tfc_now() - t0; /* the step waiting for its data */
+        if (!s && !r->images_written && tfc_model_input_dtype(m) == TFC_F32) {
+            /* the first batch this run trains on, for TensorBoard's Images tab */
+            r->images_written = 1;
+            s = tfc_rundir_images(&r->dir, r->iter, r->feed.x, n, tfc_model_input_shape(m), err);
+        }
         if (!s) s = tfc_model_forward(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
         if (!s) s = tfc_model_loss(m, r->feed.y, 1, &br, err);
         if (s) return s;
