@@ -78,8 +78,7 @@ static tfc_status write_run_events(tfc_rundir *d, const char *config, int64_t st
     tfc_status s = tfc_events_text(d->ev, step, "config", md, err);
     free(md);
     if (!s) s = tfc_events_graph(d->ev, d->s->model, err);
-    int nsets = 0;
-    for (const char *const *k = d->s->opt.sets; k && *k; k++) nsets++;
+    int nsets = d->s->opt.sets ? d->s->opt.nsets : 0;
     char **keys = calloc((size_t)nsets + 1, sizeof *keys);
     const char **vals = calloc((size_t)nsets + 1, sizeof *vals);
     if (!keys || !vals) s = s ? s : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
