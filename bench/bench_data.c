@@ -324,7 +324,9 @@ static double median(const double *v, int n)
     return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
-static double idx_batches_per_second(void)
+/* Batches per second of the IDX training pipeline and its CPU us per batch (all threads),
+ * with the profiler at its default sampling (profile_every 0) or off (-1). */
+static double idx_batches_per_second(int profile_every, double *cpu_us)
 {
     const char *yaml = "{type: idx, images: " FMNIST "train-images-idx3-ubyte.gz, labels: " FMNIST
                        "train-labels-idx1-ubyte.gz}";
@@ -333,7 +335,7 @@ static double idx_batches_per_second(void)
                             "batch: {batch_size: 128}", "prefetch: {buffer_size: 2}"};
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_data_options o = {.seed = 1};
+    tfc_data_options o = {.seed = 1, .profile_every = profile_every};
     tfc_pipeline *p = tfc_pipeline_from_yaml(yaml, &o, &err);
     if (!p) die(&err);
     for (int s = 0; s < 5; s++)
@@ -341,11 +343,12 @@ static double idx_batches_per_second(void)
     tfc_batch b;
     for (int i = 0; i < 50; i++)
         if (tfc_pipeline_next(p, &b, &err)) die(&err);
-    double t = now();
+    double t = now(), cpu = cpu_now();
     int n = 2000;
     for (int i = 0; i < n; i++)
         if (tfc_pipeline_next(p, &b, &err)) die(&err);
     double r = n / (now() - t);
+    *cpu_us = (cpu_now() - cpu) * 1e6 / n;
     tfc_pipeline_free(p);
     return r;
 }
@@ -441,7 +444,19 @@ int main(int argc, char **argv)
         }
     }
     for (int k = 0; k < 2; k++) corpus_free(&c[k]);
-    double idx = idx_batches_per_second();
+    /* The IDX pipeline with the profiler on (default sampling) and off, interleaved: its
+     * elements are the cheapest (a scale of 784 floats), so the profiler's cost shows most. */
+    double idx_on[64], idx_off[64], cpu_on[64], cpu_off[64], q_rate[64], q_cpu[64];
+    for (int r = -1; r < rounds; r++) {
+        int at = r < 0 ? 0 : r;
+        for (int j = 0; j < 2; j++) {
+            if ((j + at) % 2) idx_off[at] = idx_batches_per_second(-1, &cpu_off[at]);
+            else idx_on[at] = idx_batches_per_second(0, &cpu_on[at]);
+        }
+        q_rate[at] = idx_on[at] / idx_off[at];
+        q_cpu[at] = cpu_on[at] / cpu_off[at];
+    }
+    double idx = median(idx_on, rounds);
     printf("\nmedians of %d interleaved rounds (ratios: the median of the per-round ratios)\n",
            rounds);
     printf("\none thread\n\n| format | bare decode, memory (img/s) | bare read + decode "
@@ -483,6 +498,10 @@ int main(int argc, char **argv)
     }
     printf("\nIDX Fashion-MNIST train pipeline (scale, shuffle 60000, repeat, batch 128, "
            "prefetch 2): %.0f batches/s\n", idx);
+    printf("profiler (always on) against off, same pipeline: %.0f against %.0f batches/s, "
+           "rate ratio %.3f; CPU %.1f against %.1f us/batch, ratio %.3f (medians of %d "
+           "interleaved rounds)\n", idx, median(idx_off, rounds), median(q_rate, rounds),
+           median(cpu_on, rounds), median(cpu_off, rounds), median(q_cpu, rounds), rounds);
     if (cnn_ms > 0)
         printf("CNN step %.2f ms = %.1f batches/s: input is %.0fx faster\n", cnn_ms, 1e3 / cnn_ms,
                idx * cnn_ms / 1e3);

@@ -176,7 +176,26 @@ static void test_exit_codes(void)
     CU_ASSERT_EQUAL(run("text.yaml --output /nonexistent/dir/x"), 1);
 }
 
+/* --profile: the per-stage table (named by key path; counts exact: 2 batches of 4 read 8
+ * records) and the slowest stage's line. */
+static void test_profile(void)
+{
+    write_fixtures();
+    CU_ASSERT_EQUAL(run("solver.yaml --take 2 --profile"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "profile (every call timed"));
+    long long n = -1;
+    const char *row = strstr(out, "\nsource (idx) ");
+    CU_ASSERT(row && sscanf(row + 14, "%lld", &n) == 1 && n == 8);
+    row = strstr(out, "\npipeline[0].map scale ");
+    CU_ASSERT(row && sscanf(row + 23, "%lld", &n) == 1 && n == 8);
+    row = strstr(out, "\npipeline[1].batch ");
+    CU_ASSERT(row && sscanf(row + 20, "%lld", &n) == 1 && n == 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nslowest: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "% of the pipeline's work: "));
+}
+
 TFC_TEST_MAIN("data_tool",
+              {"profile", test_profile},
               {"spec_and_output", test_spec_and_output},
               {"text_splits", test_text_splits},
               {"tfrecord_output", test_tfrecord_output},

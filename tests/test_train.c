@@ -1115,7 +1115,8 @@ static void test_stop_at(void)
 }
 
 /* The display line says `input-bound NN%` when the steps wait for their batches: 128x128 PNGs
- * of noise decoded and resized to 4x4 for a 26-parameter model are all input (over 50%),
+ * of noise decoded and resized to 4x4 for a 26-parameter model are all input (over 50%), and
+ * the end of the run names the pipeline's slowest stage and what to try,
  * while the fixture with a wide hidden layer, fed from memory, stays below 25% (quiet: below
  * the 5% the line starts at, so no mention). */
 static void test_input_bound(void)
@@ -1164,6 +1165,16 @@ static void test_input_bound(void)
     CU_ASSERT_PTR_NOT_NULL(ib);
     if (ib) CU_ASSERT(atoi(ib + strlen("input-bound ")) >= 50);
     if (!ib) printf("\n%s", said ? said : "");
+    /* at the end, the pipeline profile's slowest stage: reading and decoding the PNGs (the
+     * source) or resizing them, with what to try */
+    const char *end = said ? strstr(said, "% over the run: ") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(end);
+    if (end) {
+        CU_ASSERT(!strncmp(end, "% over the run: source (images) does ", 37) ||
+                  !strncmp(end, "% over the run: pipeline[1].map resize does ", 44));
+        CU_ASSERT_PTR_NOT_NULL(strstr(end, "num_parallel_calls: "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(end, "end the pipeline with prefetch"));
+    }
     free(said);
     /* the fixture, its hidden layer widened to 4096 (a millisecond of compute per step), on
      * batches from memory behind a prefetch */

@@ -169,6 +169,7 @@ tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features
         }
         s->count = kept;
     }
+    s->kind = type;
     s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, a->f.dtype, a->rec_f};
     if (a->l.data) s->spec.comp[TFC_COMP_LABELS] = (tfc_component_spec){1, a->l.dtype, a->rec_l};
     *out = s;

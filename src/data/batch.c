@@ -157,7 +157,7 @@ static tfc_status batch_next(stage *s, elem *out, int *end, tfc_error *err)
     while (n < b->a.batch_size) {
         int e = 0;
         memset(&b->items[n], 0, sizeof b->items[n]);
-        st = s->up->ops->next(s->up, &b->items[n], &e, err);
+        st = tfc_up_next(s->up, &b->items[n], &e, err);
         if (st) goto done;
         if (e) break;
         n++;
@@ -431,7 +431,7 @@ static tfc_status bucket_next(stage *s, elem *out, int *end, tfc_error *err)
     while (!b->flushing) {
         elem x = {0};
         int e = 0;
-        tfc_status st = s->up->ops->next(s->up, &x, &e, err);
+        tfc_status st = tfc_up_next(s->up, &x, &e, err);
         if (st) return st;
         if (e) {
             b->flushing = 1;

@@ -45,7 +45,7 @@ static tfc_status cache_next(stage *s, elem *out, int *end, tfc_error *err)
         }
         return tfc_elem_copy(out, &c->items[c->pos++], err);
     }
-    tfc_status st = s->up->ops->next(s->up, out, end, err);
+    tfc_status st = tfc_up_next(s->up, out, end, err);
     if (st) return st;
     if (*end) {
         c->complete = 1;

@@ -80,6 +80,10 @@ typedef struct tfc_data_options {
      * shard_finite: then a split read once (a test split) is dealt too, each rank reading its
      * blocks of the pass (ranks may end with different counts). */
     int shard_count, shard_index, shard_finite;
+    /* The profiler (tfc_pipeline_profile): 0 times one outermost pull in 16 on each thread
+     * (the default, always on), N > 0 one in N (rounded up to a power of two; 1: every
+     * call), -1 switches it off. */
+    int profile_every;
 } tfc_data_options;
 
 /* What the solver needs to know of a split before any data is read. */
@@ -251,6 +255,34 @@ tfc_status tfc_pipeline_label_counts(const tfc_pipeline *p, int classes, int64_t
 
 /* The vocabulary of the pipeline's tokenizer, or NULL when it has none. */
 const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p);
+
+/* ---- profile ------------------------------------------------------------------------------ */
+
+/* What one stage did since the pipeline was made (or tfc_pipeline_profile_clear), as the
+ * always-on profiler estimates it from its timed calls (tfc_data_options.profile_every). */
+typedef struct tfc_stage_profile {
+    char name[96];    /* "source (idx)", "pipeline[2].map decode_image", "prefetch" */
+    int64_t elements; /* elements it made (fetched by id, when ids pass through it) */
+    double busy_s;    /* its own work, summed over the threads doing it */
+    double path_s;    /* busy_s as it lengthens the pipeline: work spread over N threads
+                         counts 1/N (a parallel map's workers, the reads they make) */
+    double waited_s;  /* the time its consumer spent in its calls (own work, the work of
+                         the stages below on that thread, waits for its threads) */
+    int threads;      /* threads its work is spread over */
+} tfc_stage_profile;
+
+/* The profile of every stage, source first, into out[0..cap); returns the stage count.
+ * Safe while the pipeline's threads run (the counts are then a moment's snapshot). */
+int tfc_pipeline_profile(const tfc_pipeline *p, tfc_stage_profile *out, int cap);
+/* The slowest stage (largest path_s; -1 when nothing was timed) and what to try, as one
+ * sentence into buf: "pipeline[1].map decode_image does 81% of the pipeline's work: try
+ * num_parallel_calls: 2 on it ...". */
+int tfc_pipeline_profile_advice(const tfc_pipeline *p, char *buf, size_t size);
+/* Prints the per-stage table and the advice; `wall_s` (> 0) is the time the elements took,
+ * for elements/s. */
+void tfc_pipeline_profile_print(const tfc_pipeline *p, double wall_s, FILE *f);
+/* Starts the counts again (e.g. after a warm-up). */
+void tfc_pipeline_profile_clear(tfc_pipeline *p);
 
 void tfc_pipeline_free(tfc_pipeline *p);
 

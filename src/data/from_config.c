@@ -280,6 +280,22 @@ static int shard_point(split_plan *sp, const tfc_data_options *opt, int *batch)
     return at;
 }
 
+/* Names the stages [from, n) after the key path of the plan that pushed them, for the
+ * profile: data.train.pipeline[2].map -> "pipeline[2].map decode_image". */
+static void label_stages(tfc_pipeline *p, int from, const char *key)
+{
+    size_t k = strlen(p->key);
+    const char *rel = !strncmp(key, p->key, k) && key[k] == '.' ? key + k + 1 : key;
+    const char *dot = strrchr(rel, '.');
+    int len = dot ? (int)(dot - rel) : 0;
+    for (int i = from; i < p->n; i++) {
+        stage *s = p->stages[i];
+        char own[sizeof s->label];
+        snprintf(own, sizeof own, "%s", s->label);
+        if (len) snprintf(s->label, sizeof s->label, "%.*s.%s", len, rel, own);
+    }
+}
+
 /* Opens the planned source and pushes its stages (phase 2). */
 static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_error *err)
 {
@@ -302,9 +318,12 @@ static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_erro
             p->hidden++; /* the stages after it keep their random keys */
             p->shard_count = opt->shard_count;
         }
+        int before = p->n;
         if (sp->stages[i].def->push(p, &sp->stages[i], err)) {
             tfc_pipeline_free(p);
             p = NULL;
+        } else {
+            label_stages(p, before, sp->stages[i].key);
         }
     }
     return p;
@@ -358,7 +377,9 @@ tfc_status tfc_pipeline_add_yaml(tfc_pipeline *p, const char *stage_yaml, tfc_er
     snprintf(key, sizeof key, "%s.pipeline[%d]", p->key, p->n - 1);
     stage_plan pl;
     tfc_status st = plan_stage(tfc_doc_root(doc), key, &pl, err);
+    int before = p->n;
     if (!st) st = pl.def->push(p, &pl, err);
+    if (!st) label_stages(p, before, pl.key);
     free(pl.args);
     tfc_doc_free(doc);
     return st;

@@ -8,6 +8,7 @@
 #ifndef TFC_DATA_INTERNAL_H
 #define TFC_DATA_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -92,6 +93,8 @@ typedef struct source_ops {
 
 struct source {
     const source_ops *ops;
+    const char *kind;       /* the configured type when ops serve several (a static string:
+                               "idx" for the array source); NULL: ops->type */
     int64_t count;          /* records per epoch */
     tfc_element_spec spec;  /* spec of one record */
     int get_may_fail;       /* get can fail on bad data (decoding at read time) */
@@ -238,6 +241,42 @@ tfc_status tfc_source_text_mem(source **out, const text_args *a, const char *tex
 
 typedef struct stage stage;
 
+/* ---- the profiler (profile.c) ------------------------------------------------------------
+ * Every call a stage makes into the stage below it goes through tfc_up_next, tfc_up_next_id
+ * or tfc_up_fetch, which count the call on the callee and, for sampled calls, time it. A
+ * thread's outermost call (the consumer's pull, a prefetch thread's pull, a parallel-map
+ * worker's element) decides whether everything under it on that thread is timed: one in
+ * 2^k (tfc_data_options.profile). A timed call's time, less the time of the timed calls it
+ * makes and of its waits for its own threads (tfc_prof_block_*), is the callee's own work;
+ * totals are estimated as the timed sums scaled by calls / timed calls. Counters are
+ * relaxed atomics: next and next_id calls into a stage are serial (one consumer, or under
+ * the parallel map's lock), and so are fetches but on a parallel map's workers, so they
+ * count with a plain load and store; the workers' counts can race and add atomically (an
+ * atomic add on every fetch cost 2% of the IDX pipeline of make bench-data). */
+enum { PROF_NEXT = 0, PROF_FETCH, PROF_WORK, PROF_NACCT };
+
+typedef struct prof_acct {
+    _Atomic uint64_t calls, misses;   /* misses: calls that handed out nothing (end, error) */
+    _Atomic uint64_t timed;           /* calls timed */
+    _Atomic uint64_t self_ns, incl_ns; /* over the timed calls */
+} prof_acct;
+
+typedef struct prof_thread {
+    int depth;         /* profiled calls open on this thread */
+    int sampling;      /* the outermost one is timed */
+    int worker;        /* inside a parallel map worker's element: fetches below can race */
+    uint32_t tick;     /* outermost calls on this thread */
+    uint64_t child_ns; /* time of the timed calls and waits under the open one */
+} prof_thread;
+extern _Thread_local prof_thread tfc_prof_tl;
+
+typedef struct prof_frame {
+    uint64_t t0, saved_child;
+    int timed;
+} prof_frame;
+
+uint64_t tfc_prof_ns(void); /* CLOCK_MONOTONIC in ns */
+
 typedef struct stage_ops {
     const char *name;
     /* The next element (*end = 1 and out empty at the end). */
@@ -264,6 +303,9 @@ struct stage {
     tfc_element_spec spec; /* output spec */
     uint64_t key;          /* this stage's random key: f(seed, stream, index) */
     uint64_t config_hash;  /* identifies the stage's kind and arguments in saved state */
+    char label[96];        /* its name in profiles: "pipeline[2].map decode_image" */
+    int threads;           /* threads its own work runs on (a parallel map's workers) */
+    prof_acct prof[PROF_NACCT];
 };
 
 struct tfc_pipeline {
@@ -278,7 +320,88 @@ struct tfc_pipeline {
     int64_t skipped_run;   /* records skipped while iterating (on_error: skip) */
     int shard_count;       /* dealt among data-parallel ranks (1: not) */
     int hidden;            /* stages placed by tfc itself: they take no stage key index */
+    uint32_t prof_mask;    /* an outermost call is timed when tick & mask == 0 */
+    int prof_on;
 };
+
+/* Opens a profiled call into s (the accounts of s). */
+static inline void tfc_prof_enter(const stage *s, prof_frame *f)
+{
+    prof_thread *t = &tfc_prof_tl;
+    if (t->depth++ == 0) t->sampling = s->p->prof_on && (++t->tick & s->p->prof_mask) == 0;
+    f->timed = t->sampling;
+    if (f->timed) {
+        f->saved_child = t->child_ns;
+        t->child_ns = 0;
+        f->t0 = tfc_prof_ns();
+    }
+}
+
+/* Closes it: counts the call in s->prof[acct] (shared: several threads may count at once),
+ * with `miss` when it handed out nothing. */
+void tfc_prof_leave_slow(stage *s, int acct, prof_frame *f, int shared, int miss);
+static inline void tfc_prof_leave(stage *s, int acct, prof_frame *f, int shared, int miss)
+{
+    if (f->timed || miss || shared || !s->p->prof_on) {
+        tfc_prof_leave_slow(s, acct, f, shared, miss);
+        return;
+    }
+    _Atomic uint64_t *c = &s->prof[acct].calls;
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (--tfc_prof_tl.depth == 0) tfc_prof_tl.sampling = 0;
+}
+
+/* The calls a stage makes into the stage below it (or any stage into another). */
+static inline tfc_status tfc_up_next(stage *up, elem *out, int *end, tfc_error *err)
+{
+    prof_frame f;
+    tfc_prof_enter(up, &f);
+    tfc_status st = up->ops->next(up, out, end, err);
+    tfc_prof_leave(up, PROF_NEXT, &f, 0, st || *end);
+    return st;
+}
+
+static inline tfc_status tfc_up_next_id(stage *up, elem_id *id, int *end, tfc_error *err)
+{
+    prof_frame f;
+    tfc_prof_enter(up, &f);
+    tfc_status st = up->ops->next_id(up, id, end, err);
+    tfc_prof_leave(up, PROF_NEXT, &f, 0, st || *end);
+    return st;
+}
+
+static inline tfc_status tfc_up_fetch(stage *up, elem_id id, elem *out, tfc_error *err)
+{
+    prof_frame f;
+    tfc_prof_enter(up, &f);
+    tfc_status st = up->ops->fetch(up, id, out, err);
+    tfc_prof_leave(up, PROF_FETCH, &f, tfc_prof_tl.worker, st != TFC_OK);
+    return st;
+}
+
+/* A parallel map worker's element: its own work goes to the stage's PROF_WORK account. */
+static inline void tfc_prof_work_begin(const stage *s, prof_frame *f)
+{
+    tfc_prof_enter(s, f);
+    tfc_prof_tl.worker++;
+}
+static inline void tfc_prof_work_end(stage *s, prof_frame *f, int miss)
+{
+    tfc_prof_tl.worker--;
+    tfc_prof_leave(s, PROF_WORK, f, 1, miss);
+}
+
+/* A wait for the stage's own threads (a prefetch or parallel map consumer blocked on its
+ * buffer): not its own work. */
+static inline uint64_t tfc_prof_block_begin(void)
+{
+    return tfc_prof_tl.sampling ? tfc_prof_ns() : 0;
+}
+static inline void tfc_prof_block_end(uint64_t t0)
+{
+    if (t0) tfc_prof_tl.child_ns += tfc_prof_ns() - t0;
+}
 
 /* The shard stage keeping blocks of `block` elements: positions i with
  * (i / block) % num_shards == index (tfc_pipeline_shard: block 1). */

@@ -76,7 +76,7 @@ static tfc_status apply(map_stage *m, elem *x, uint64_t counter, tfc_error *err)
 
 static tfc_status map_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
 {
-    tfc_status st = s->up->ops->fetch(s->up, id, out, err);
+    tfc_status st = tfc_up_fetch(s->up, id, out, err);
     if (!st) st = apply((map_stage *)s, out, 0, err);
     if (st) tfc_elem_free(out);
     return st;
@@ -84,7 +84,7 @@ static tfc_status map_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
 
 static tfc_status map_next_id(stage *s, elem_id *id, int *end, tfc_error *err)
 {
-    return s->up->ops->next_id(s->up, id, end, err);
+    return tfc_up_next_id(s->up, id, end, err);
 }
 
 /* ---- the parallel path -------------------------------------------------------------------- */
@@ -123,13 +123,15 @@ static int work_one(map_stage *m, tfc_error *local)
     slot *s = &m->ring[k % (uint64_t)m->cap];
     memset(&s->x, 0, sizeof s->x);
     int end = 0, lazy = up->lazy;
+    prof_frame f;
+    tfc_prof_work_begin(&m->base, &f);
     /* A cheap reset: reporting fills every field of the first error. */
     local->code = TFC_OK;
     local->count = 0;
     local->text[0] = 0;
     /* Pulling from upstream is serial: it happens under the lock. */
-    tfc_status st = lazy ? up->ops->next_id(up, &s->x.id, &end, local)
-                         : up->ops->next(up, &s->x, &end, local);
+    tfc_status st = lazy ? tfc_up_next_id(up, &s->x.id, &end, local)
+                         : tfc_up_next(up, &s->x, &end, local);
     if (st || end) {
         tfc_elem_free(&s->x);
         m->up_end = 1;
@@ -138,6 +140,7 @@ static int work_one(map_stage *m, tfc_error *local)
         if (st) note_failure(m, k, local);
         pthread_cond_broadcast(&m->cv_ready);
         pthread_cond_broadcast(&m->cv_work);
+        tfc_prof_work_end(&m->base, &f, 1);
         return 1;
     }
     s->x.has_id |= lazy;
@@ -147,9 +150,10 @@ static int work_one(map_stage *m, tfc_error *local)
     pthread_mutex_unlock(&m->mu);
     if (lazy) {
         elem_id id = s->x.id;
-        st = up->ops->fetch(up, id, &s->x, local);
+        st = tfc_up_fetch(up, id, &s->x, local);
     }
     if (!st) st = apply(m, &s->x, counter, local);
+    tfc_prof_work_end(&m->base, &f, st != TFC_OK);
     pthread_mutex_lock(&m->mu);
     s->st = st;
     s->state = SLOT_READY;
@@ -231,7 +235,9 @@ static tfc_status parallel_next(map_stage *m, elem *out, int *end, tfc_error *er
         else if (!m->running) st = tfc_error_set(err, TFC_ERR_NOMEM, "map: out of memory");
         else {
             m->consumer_waiting = 1;
+            uint64_t blocked = tfc_prof_block_begin();
             pthread_cond_wait(&m->cv_ready, &m->mu);
+            tfc_prof_block_end(blocked);
             m->consumer_waiting = 0;
         }
         if (st) break;
@@ -261,7 +267,7 @@ static tfc_status map_next(stage *s, elem *out, int *end, tfc_error *err)
 {
     map_stage *m = (map_stage *)s;
     if (m->npc > 1) return parallel_next(m, out, end, err);
-    tfc_status st = s->up->ops->next(s->up, out, end, err);
+    tfc_status st = tfc_up_next(s->up, out, end, err);
     if (st || *end) return st;
     st = apply(m, out, m->counter++, err);
     if (st) tfc_elem_free(out);
@@ -397,6 +403,8 @@ static tfc_status map_stage_push(tfc_pipeline *p, const op_def *def, void *args,
     s->fetchable = up->fetchable;
     s->spec = out_spec ? *out_spec : up->spec;
     s->config_hash = tfc_data_hash_mix(tfc_data_hash_str(0, def ? def->name : "map_fn"), hash);
+    s->threads = npc;
+    snprintf(s->label, sizeof s->label, "map %s", def ? def->name : "(callback)");
     tfc_pipeline_push(p, s);
     return TFC_OK;
 }

@@ -156,7 +156,7 @@ tfc_status tfc_stage_next_lazy(stage *s, elem *out, int *end, tfc_error *err)
 
 tfc_status tfc_stage_pass_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
 {
-    return s->up->ops->fetch(s->up, id, out, err);
+    return tfc_up_fetch(s->up, id, out, err);
 }
 
 void tfc_pipeline_push(tfc_pipeline *p, stage *s)
@@ -171,6 +171,11 @@ void tfc_pipeline_push(tfc_pipeline *p, stage *s)
     s->p = p;
     s->up = p->n ? p->stages[p->n - 1] : NULL;
     s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)(p->n - p->hidden));
+    if (!s->label[0]) {
+        if (p->n == 0) snprintf(s->label, sizeof s->label, "source (%s)",
+                                p->src->kind ? p->src->kind : p->src->ops->type);
+        else snprintf(s->label, sizeof s->label, "%s", s->ops->name);
+    }
     p->stages[p->n++] = s;
 }
 
@@ -195,6 +200,14 @@ tfc_pipeline *tfc_pipeline_new(source *src, const tfc_data_options *opt, tfc_err
     p->opt.base_dir = p->base_dir;
     p->opt.run_dir = p->run_dir;
     p->src = src;
+    int every = opt ? opt->profile_every : 0;
+    p->prof_on = every >= 0;
+    p->prof_mask = 15;
+    if (every > 0) {
+        uint32_t m = 1;
+        while (m < (uint32_t)every && m < (1u << 30)) m <<= 1;
+        p->prof_mask = m - 1;
+    }
     if (!p->key || source_stage_push(p) != TFC_OK) {
         tfc_pipeline_free(p);
         tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -260,7 +273,7 @@ tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err)
                              "restore it before reading on", p->key);
     stage *top = tfc_pipeline_top(p);
     int end = 0;
-    tfc_status st = top->ops->next(top, &p->cur, &end, err);
+    tfc_status st = tfc_up_next(top, &p->cur, &end, err);
     if (st) {
         tfc_elem_free(&p->cur);
         p->failed = 1;

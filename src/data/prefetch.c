@@ -34,7 +34,7 @@ static void *producer(void *arg)
         elem x = {0};
         int end = 0;
         tfc_error_clear(f->terr);
-        tfc_status st = up->ops->next(up, &x, &end, f->terr);
+        tfc_status st = tfc_up_next(up, &x, &end, f->terr);
         pthread_mutex_lock(&f->mu);
         if (st || end) {
             f->st = st;
@@ -71,11 +71,13 @@ static tfc_status prefetch_next(stage *s, elem *out, int *end, tfc_error *err)
             f->running = 1;
         } else if (f->count == 0) {
             /* No thread to be had: read synchronously rather than fail. */
-            return s->up->ops->next(s->up, out, end, err);
+            return tfc_up_next(s->up, out, end, err);
         }
     }
     pthread_mutex_lock(&f->mu);
+    uint64_t blocked = tfc_prof_block_begin();
     while (f->count == 0 && !f->up_end && f->running) pthread_cond_wait(&f->cv, &f->mu);
+    tfc_prof_block_end(blocked);
     tfc_status st = TFC_OK;
     if (f->count > 0) {
         tfc_elem_move(out, &f->ring[f->head]);

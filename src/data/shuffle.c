@@ -51,10 +51,10 @@ static tfc_status shuffle_fill(shuffle_stage *sh, tfc_error *err)
         tfc_status st = shuffle_grow(sh, err);
         if (st) return st;
         int end = 0;
-        if (sh->lazy_buf) st = up->ops->next_id(up, &sh->ids[sh->n], &end, err);
+        if (sh->lazy_buf) st = tfc_up_next_id(up, &sh->ids[sh->n], &end, err);
         else {
             memset(&sh->els[sh->n], 0, sizeof sh->els[0]);
-            st = up->ops->next(up, &sh->els[sh->n], &end, err);
+            st = tfc_up_next(up, &sh->els[sh->n], &end, err);
         }
         if (st) return st;
         if (end) sh->up_end = 1;

@@ -19,7 +19,7 @@ static tfc_status filter_next(stage *s, elem *out, int *end, tfc_error *err)
 {
     filter_stage *f = (filter_stage *)s;
     for (;;) {
-        tfc_status st = s->up->ops->next(s->up, out, end, err);
+        tfc_status st = tfc_up_next(s->up, out, end, err);
         if (st || *end) return st;
         if (f->fn(&out->e, f->user)) return TFC_OK;
         tfc_elem_free(out);
@@ -168,7 +168,7 @@ static int repeat_after_end(repeat_stage *r)
 /* The next element (out) or, for a lazy consumer, the next id (id): exactly one is non-NULL. */
 static tfc_status pull(stage *up, elem *out, elem_id *id, int *end, tfc_error *err)
 {
-    return id ? up->ops->next_id(up, id, end, err) : up->ops->next(up, out, end, err);
+    return id ? tfc_up_next_id(up, id, end, err) : tfc_up_next(up, out, end, err);
 }
 
 static tfc_status repeat_step(stage *s, elem *out, elem_id *id, int *end, tfc_error *err)

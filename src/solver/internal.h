@@ -259,6 +259,7 @@ typedef struct tfc_progress {
     int64_t losses_seen;
     double disp[2 + TFC_MAX_METRICS]; /* since the last display: iterations, rows, metric sums */
     double input_wait;           /* seconds the steps waited for training batches since rate_t */
+    double input_wait_run;       /* ... since the loop's start */
 } tfc_progress;
 
 /* Starts the clock; the smoothing window is average_loss, else display, else 1. */

@@ -226,7 +226,9 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
                         (uint64_t)r->comm->rank;
         double t0 = tfc_now();
         tfc_status s = tfc_feed_train_batch(&r->feed, &n, err);
-        r->prog.input_wait += tfc_now() - t0; /* the step waiting for its data */
+        double waited = tfc_now() - t0; /* the step waiting for its data */
+        r->prog.input_wait += waited;
+        r->prog.input_wait_run += waited;
         if (!s && !r->images_written && tfc_model_input_dtype(m) == TFC_F32) {
             /* the first batch this run trains on, for TensorBoard's Images tab */
             r->images_written = 1;
@@ -749,10 +751,23 @@ static tfc_status pause_run(run *r, tfc_error *err)
     return st;
 }
 
+/* When the steps waited for their data 5% of the run or more: the input pipeline's slowest
+ * stage and what to try, from its profile (docs/data.md). */
+static void input_report(run *r)
+{
+    double wall = tfc_now() - r->prog.t_loop - r->prog.excluded;
+    if (!r->feed.train || wall <= 0 || r->prog.input_wait_run < 0.05 * wall) return;
+    char advice[800];
+    if (tfc_pipeline_profile_advice(r->feed.train, advice, sizeof advice) < 0) return;
+    tfc_progress_say(&r->prog, "input-bound %.0f%% over the run: %s (tfc-data --profile "
+                     "shows every stage)\n", 100 * r->prog.input_wait_run / wall, advice);
+}
+
 static tfc_status finish_run(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_status st = TFC_OK;
+    input_report(r);
     int stopped = r->stopped ||
                   (r->comm->size == 1 && (tfc_solver_stop_requested(r->s) || r->ctl_stop));
     if (!stopped && !r->cb.stop && r->s->opt.stop_at > 0 && r->iter == r->s->opt.stop_at &&
