@@ -10,7 +10,9 @@
  * disturbance of the shared machine hits a round, not one column. It prints the median
  * rates and the medians of the per-round ratios the issue targets (T=1 / bare >= 0.9,
  * T=2 / T=1 >= 1.8), single-thread CPU time per image, and the IDX Fashion-MNIST training
- * pipeline (scale, shuffle 60000, repeat, batch 128, prefetch 2) in batches per second.
+ * pipeline (scale, shuffle 60000, repeat, batch 128, prefetch 2) in batches per second, with
+ * the always-on profiler against the same pipeline with it off (interleaved rounds: the rate
+ * ratio and the CPU time ratio).
  * With --cnn-ms MS (a CNN training step's time from bench_train) it also prints how many
  * times faster than the CNN the IDX input is. */
 #include <fcntl.h>

@@ -1175,6 +1175,13 @@ static void test_input_bound(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(end, "num_parallel_calls: "));
         CU_ASSERT_PTR_NOT_NULL(strstr(end, "end the pipeline with prefetch"));
     }
+    /* summary.json says the same */
+    char *sum = tfc_test_read(tfc_test_path("ib_run/summary.json"), NULL);
+    const char *in = sum ? strstr(sum, "\"input\": {\n    \"bound\": ") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(in);
+    if (in) CU_ASSERT(atof(in + strlen("\"input\": {\n    \"bound\": ")) >= 0.5);
+    CU_ASSERT(sum && strstr(sum, "\"slowest\": \"") && strstr(sum, "% of the pipeline's work: "));
+    free(sum);
     free(said);
     /* the fixture, its hidden layer widened to 4096 (a millisecond of compute per step), on
      * batches from memory behind a prefetch */

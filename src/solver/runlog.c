@@ -145,6 +145,12 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
         json_object_set_new(root, "best", best);
     }
     if (res->rollbacks > 0) json_object_set_new(root, "rollbacks", json_integer(res->rollbacks));
+    if (res->input_slowest[0]) {
+        json_t *in = json_object();
+        json_object_set_new(in, "bound", number(res->input_bound));
+        json_object_set_new(in, "slowest", json_string(res->input_slowest));
+        json_object_set_new(root, "input", in);
+    }
     if (res->status == TFC_RUN_STOPPED_EARLY) {
         json_t *es = json_object();
         json_object_set_new(es, "iteration", json_integer(res->stopped_iteration));

@@ -216,6 +216,10 @@ typedef struct tfc_train_result {
     int rollbacks;              /* divergences rolled back (rollback:) */
     const tfc_confusion *confusion; /* the last test's, while summary.json is written; NULL
                                        when tfc_solver_train returns */
+    double input_bound;         /* share of this process's training time (tests excluded)
+                                   its steps waited for their batches */
+    char input_slowest[800];    /* the train pipeline's slowest stage and what to try
+                                   (tfc_pipeline_profile_advice), "" when nothing was timed */
 } tfc_train_result;
 
 /* Trains: creates the run directory, binds the model on the device, builds the pipelines,

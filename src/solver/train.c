@@ -756,11 +756,15 @@ static tfc_status pause_run(run *r, tfc_error *err)
 static void input_report(run *r)
 {
     double wall = tfc_now() - r->prog.t_loop - r->prog.excluded;
-    if (!r->feed.train || wall <= 0 || r->prog.input_wait_run < 0.05 * wall) return;
-    char advice[800];
-    if (tfc_pipeline_profile_advice(r->feed.train, advice, sizeof advice) < 0) return;
-    tfc_progress_say(&r->prog, "input-bound %.0f%% over the run: %s (tfc-data --profile "
-                     "shows every stage)\n", 100 * r->prog.input_wait_run / wall, advice);
+    if (!r->feed.train || wall <= 0) return;
+    double bound = r->prog.input_wait_run / wall;
+    r->res->input_bound = bound > 1 ? 1 : bound;
+    char *advice = r->res->input_slowest;
+    if (tfc_pipeline_profile_advice(r->feed.train, advice, sizeof r->res->input_slowest) < 0)
+        advice[0] = 0;
+    else if (bound >= 0.05)
+        tfc_progress_say(&r->prog, "input-bound %.0f%% over the run: %s (tfc-data --profile "
+                         "shows every stage)\n", 100 * bound, advice);
 }
 
 static tfc_status finish_run(run *r, tfc_error *err)
