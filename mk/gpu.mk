@@ -11,7 +11,9 @@
 #                          short run).
 #   make bench-gpu         training-step time and peak memory of tfc on the GPU next to PyTorch
 #                          eager on CUDA: mnist_mlp, mnist_cnn, char_lstm, resnet20
-#                          (bench/bench_gpu.sh; STEPS=N for shorter runs).
+#                          (bench/bench_gpu.sh; STEPS=N for shorter runs); then tfc-train's
+#                          step with TFC_COMM=nccl and one rank against no engine
+#                          (bench/comm_overhead.sh; issue 12's <= 3%), with NCCL in the build.
 GPU_TEST_BIN := $(BUILD)/tests/gpu/test_gpu_ops
 
 # Objects whose code depends on TFC_HAVE_CUDA are rebuilt when a build directory switches
@@ -36,5 +38,6 @@ test-gpu-memcheck: features $(GPU_TEST_BIN)
 	$(Q)$(GPU_SANITIZER) --tool memcheck --leak-check full --error-exitcode 1 $(GPU_TEST_BIN) $(TEST_GPU_ARGS)
 	$(Q)$(GPU_SANITIZER) --tool racecheck --error-exitcode 1 $(GPU_TEST_BIN) train_cnn
 
-bench-gpu: features $(BENCH_BIN)
+bench-gpu: features $(BENCH_BIN) tools
 	$(Q)bench/bench_gpu.sh $(BENCH_BIN)
+	$(Q)$(if $(filter 1,$(HAVE_NCCL)),bench/comm_overhead.sh $(BIN) $(BUILD)/bench-comm,echo "bench-gpu: this build has no NCCL: its one-rank overhead is not measured")
