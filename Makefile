@@ -7,7 +7,7 @@
 #   make run          installs dependencies and data, trains configs/fashion_cnn.yaml
 #   make deps         installs the Debian packages (needs root or sudo)
 #
-# Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto), MPI=0|1, NCCL=0|1,
+# Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto), MPI=0|1, NCCL=0|1, DNNL=0|1,
 # DEPS_PREFIX=DIR (libraries unpacked from .debs under DIR, e.g. on a bare GPU machine),
 # CUDA_HOME=DIR, CUDNN_PREFIX=DIR, NVCCFLAGS=... (see the CUDA section and docs/gpu.md).
 
@@ -66,6 +66,29 @@ else ifeq ($(MPI),1)
   $(error MPI=1, but mpicc is missing (apt install libopenmpi-dev))
 else
   HAVE_MPI := 0
+endif
+
+# ---- oneDNN: the CPU backend's convolutions (src/cpu/cpu_dnnl.c), built whenever Debian's
+# libdnnl-dev is found, unless DNNL=0; without it they run as im2col + OpenBLAS GEMM ---------
+DNNL ?= auto
+# cpu_dnnl.c is written to oneDNN 2.x's C API (Debian 12's 2.6; 3.x renamed the calls).
+ifneq ($(DNNL),0)
+  DNNL_H := $(firstword $(wildcard /usr/include/oneapi/dnnl/dnnl.h /usr/local/include/oneapi/dnnl/dnnl.h))
+  ifneq ($(DNNL_H),)
+    ifeq ($(shell grep -c 'define DNNL_VERSION_MAJOR 2$$' $(dir $(DNNL_H))dnnl_version.h 2>/dev/null),0)
+      DNNL_H :=
+      DNNL_NOTE := (oneDNN found, but not 2.x)
+    endif
+  endif
+endif
+ifneq ($(DNNL_H),)
+  HAVE_DNNL := 1
+  CPPFLAGS_ALL += -DTFC_HAVE_DNNL=1
+  LDLIBS_ALL   += -ldnnl
+else ifeq ($(DNNL),1)
+  $(error DNNL=1, but oneDNN 2.x's header is missing (apt install libdnnl-dev) $(DNNL_NOTE))
+else
+  HAVE_DNNL := 0
 endif
 
 LDLIBS_CPU   := $(LDLIBS_ALL)
@@ -162,7 +185,7 @@ SHARED   := $(BUILD)/libtfc.so
 all: features lib tools
 
 features:
-	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓ (sm_$(GPU_OLDEST) sm_80 sm_90 + PTX),✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓ ($(notdir $(CUDNN_SO))),✗), MPI $(if $(filter 1,$(HAVE_MPI)),✓,✗), NCCL $(if $(filter 1,$(HAVE_NCCL)),✓,✗)"
+	@echo "tfc $(VERSION) [$(CONFIG)]: CPU ✓ (OpenBLAS$(if $(BLAS_LIB), openmp,)$(if $(filter 1,$(HAVE_DNNL)), + oneDNN,)), CUDA $(if $(filter 1,$(HAVE_CUDA)),✓ (sm_$(GPU_OLDEST) sm_80 sm_90 + PTX),✗), cuDNN $(if $(filter 1,$(HAVE_CUDA)),✓ ($(notdir $(CUDNN_SO))),✗), MPI $(if $(filter 1,$(HAVE_MPI)),✓,✗), NCCL $(if $(filter 1,$(HAVE_NCCL)),✓,✗)"
 
 lib: $(STATIC) $(SHARED)
 tools: $(TOOLS)

@@ -28,3 +28,15 @@ bench-dist: all
 .PHONY: test-netns
 test-netns: tools
 	$(Q)tests/netns.sh $(BIN) $(BUILD)/netns
+
+# Convolution ops: tfc's CPU backend against oneDNN's primitives, layer by layer (bench/bench_conv.c;
+# the oneDNN evaluation in docs/cpu.md). Needs Debian's libdnnl-dev; not part of `make test`.
+BENCH_CONV_BIN := $(BUILD)/bench/bench_conv
+
+$(BENCH_CONV_BIN): bench/bench_conv.c $(STATIC)
+	@mkdir -p $(dir $@)
+	@echo "  LINK  $@"
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $< $(STATIC) -o $@ $(LDFLAGS_ALL) $(LDLIBS_ALL)
+
+bench-conv: $(BENCH_CONV_BIN)
+	$(Q)env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 $(BENCH_CONV_BIN) $(BENCH_CONV_ARGS)

@@ -3,7 +3,7 @@
 # sets its configs train on). Uses sudo when not root. Safe to run again.
 set -e
 pkgs="build-essential libyaml-dev libopenblas-openmp-dev libpng-dev libjpeg-dev zlib1g-dev
-      libjansson-dev libcunit1-dev nettle-dev openmpi-bin libopenmpi-dev
+      libjansson-dev libcunit1-dev nettle-dev openmpi-bin libopenmpi-dev libdnnl-dev
       pkgconf"
 [ "$1" = "--data" ] && pkgs="$pkgs dataset-fashion-mnist fortunes"
 missing=""

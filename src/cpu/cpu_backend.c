@@ -11,6 +11,7 @@
 
 static void cpu_destroy(tfc_backend *be)
 {
+    tfc_cpu_dnnl_free(be->impl);
     free(be);
 }
 
@@ -172,6 +173,6 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->ops = &cpu_ops;
     be->device = -1;
     be->threads = threads;
-    be->impl = NULL;
+    be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
     return be;
 }

@@ -1,4 +1,6 @@
-/* CPU 2-D convolution by im2col + GEMM. With K = kh*kw*c, each output pixel's receptive
+/* CPU 2-D convolution: through oneDNN where the build has it (cpu_dnnl.c; each entry point
+ * below tries it first), else, and for shapes oneDNN declines, by im2col + GEMM.
+ * With K = kh*kw*c, each output pixel's receptive
  * field is one row of `col` [pixels, K] in the kernel's own (ki, kj, ci) order, so
  *   forward  y[pixels, f]   = col · W[K, f]
  *   filter   dW[K, f]      += colᵀ · dy
@@ -14,6 +16,7 @@
  * layer's few channels) uses small register-blocked loops instead of OpenBLAS. */
 #include <limits.h>
 #include <omp.h>
+#include <stdlib.h>
 
 #include "cpu/cpu_internal.h"
 
@@ -65,12 +68,19 @@ static conv_plan make_plan(const tfc_backend *be, const tfc_conv_desc *d)
     return p;
 }
 
-size_t tfc_cpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d)
+static size_t im2col_workspace(const tfc_backend *be, const tfc_conv_desc *d)
 {
     if (is_pointwise(d) || d->n <= 0) return 0;
     conv_plan p = make_plan(be, d);
     return ((size_t)p.threads * (size_t)p.col_floats + (size_t)p.slots * (size_t)p.part_floats) *
            sizeof(float);
+}
+
+size_t tfc_cpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d)
+{
+    size_t bytes;
+    if (tfc_cpu_dnnl_conv_workspace(be, d, &bytes)) return bytes;
+    return im2col_workspace(be, d);
 }
 
 /* dst[0..n) = src[0..n): short runs (a first layer's few channels) inline, long ones by
@@ -365,26 +375,46 @@ static void run(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
         }
 }
 
+/* im2col for a call oneDNN declined. With oneDNN on, the caller's workspace may have been
+ * sized for oneDNN (another batch of the shape), so im2col takes its own. */
+static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
+{
+    void *own = NULL;
+    if (be->impl) {
+        size_t need = im2col_workspace(be, a->d);
+        if (need) {
+            own = malloc(need);
+            TFC_ASSERT(own != NULL);
+        }
+        ws = own;
+    }
+    run(be, op, a, ws);
+    free(own);
+}
+
 /* y[n, oh, ow, f] = conv(x, w) (overwrites y). */
 void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                           const float *w, float *y, void *ws)
 {
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, y, ws)) return;
     conv_args a = {.d = d, .x = x, .w = w, .y = y};
-    run(be, CONV_FORWARD, &a, ws);
+    run_im2col(be, CONV_FORWARD, &a, ws);
 }
 
 /* dx += conv_transpose(dy, w) */
 void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
                                 const float *w, float *dx, void *ws)
 {
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, dx, ws)) return;
     conv_args a = {.d = d, .dy = dy, .w = w, .dx = dx};
-    run(be, CONV_DATA, &a, ws);
+    run_im2col(be, CONV_DATA, &a, ws);
 }
 
 /* dw[kh, kw, c, f] += colᵀ · dy */
 void tfc_cpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                                   const float *dy, float *dw, void *ws)
 {
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FILTER, d, x, dy, dw, ws)) return;
     conv_args a = {.d = d, .x = x, .dy = dy, .dw = dw};
-    run(be, CONV_FILTER, &a, ws);
+    run_im2col(be, CONV_FILTER, &a, ws);
 }
