@@ -821,6 +821,9 @@ static void conv_cases(void)
     /* several col chunks (~2.4 MB of col per image) and the parallel paths */
     check_conv(be, conv_desc(5, 64, 64, 16, 3, 3, 8, 1, 1, 1), 2);
     check_conv(be, conv_desc(6, 40, 40, 24, 3, 3, 8, 2, 1, 1), 2);
+    /* oneDNN's chunks on 2 threads: 5 chunks, 4 of 2 images and a last of 1 */
+    check_conv(be, conv_desc(9, 10, 10, 4, 3, 3, 8, 1, 1, 1), 2);
+    check_conv(be, conv_desc(9, 9, 9, 3, 3, 3, 4, 2, 1, 0), 1);
     tfc_backend_free(be);
     /* one thread: the shared-chunk walk, several chunks */
     tfc_backend *one = tfc_cpu_backend_create(1);

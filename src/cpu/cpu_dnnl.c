@@ -15,8 +15,13 @@
  *
  * oneDNN's OpenMP build runs on the same libgomp pool as OpenBLAS and tfc's loops, with as
  * many threads as the calling thread's omp_get_max_threads(): set to the backend's count
- * around each build and call. With a fixed thread count its CPU results repeat bit for bit
- * (static partitioning, reductions in a fixed order; test cpu_ops.conv_threads_repeat).
+ * around each build and call. A training batch is not handed to oneDNN whole: its chunks
+ * (about four per thread) are claimed by the threads as they finish, each run by a
+ * primitive built for one thread, so that a thread descheduled by another process on a
+ * busy machine delays one chunk and not the whole op (oneDNN splits work statically). Small
+ * batches go whole to one call on all threads. With a fixed thread count the results
+ * repeat bit for bit: the split depends on the batch and thread count only, the filter
+ * gradient's per-chunk parts are summed in chunk order (test cpu_ops.conv_threads_repeat).
  * TFC_CPU_CONV=im2col in the environment, read when a backend is created, turns it off. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,11 +36,13 @@
 
 typedef struct prim {
     int used, ok;
+    int single; /* built for one thread, to run on a chunk of the batch */
     tfc_cpu_conv_op op;
     tfc_conv_desc d;
     dnnl_primitive_t conv, reorder;                /* reorder NULL: hwio is the layout */
     dnnl_memory_t in, wts, wts_prim, out, scratch; /* handles set per call */
     size_t scratch_bytes, out_bytes;               /* out_bytes: accumulate buffer */
+    size_t wts_prim_bytes;                         /* the primitive's weight layout, if not hwio */
 } prim;
 
 typedef struct plan {
@@ -46,6 +53,8 @@ typedef struct plan {
 struct tfc_cpu_dnnl {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
+    dnnl_stream_t *streams; /* one per thread of a chunked call */
+    int nstreams;
     pthread_mutex_t lock;
     prim cache[CACHE_SLOTS];
     int next; /* round-robin victim */
@@ -56,6 +65,11 @@ struct tfc_cpu_dnnl {
 static int same_desc(const tfc_conv_desc *a, const tfc_conv_desc *b)
 {
     return memcmp(a, b, sizeof *a) == 0;
+}
+
+static size_t align64(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
 }
 
 static void prim_release(prim *p)
@@ -76,6 +90,17 @@ static dnnl_memory_t handle_mem(tfc_cpu_dnnl *s, const dnnl_memory_desc_t *md)
     return m;
 }
 
+/* A memory object like `like` (same descriptor) on the caller's buffer: the chunked calls'
+ * threads each need their own, a handle being part of the object. */
+static dnnl_memory_t mem_at(tfc_cpu_dnnl *s, const_dnnl_memory_t like, const void *data)
+{
+    const dnnl_memory_desc_t *md;
+    dnnl_memory_t m = NULL;
+    TFC_ASSERT(dnnl_memory_get_memory_desc(like, &md) == dnnl_success);
+    TFC_ASSERT(dnnl_memory_create(&m, md, s->engine, (void *)data) == dnnl_success);
+    return m;
+}
+
 /* Builds the primitive for op on d into p (p->ok = 0 where oneDNN cannot). The forward
  * primitive descriptor is the hint the backward ones need. */
 static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d)
@@ -84,6 +109,12 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     p->used = 1;
     p->op = op;
     p->d = *d;
+    /* A 1x1 kernel with a stride: oneDNN 2.6 copies the strided pixels into a scratchpad
+     * buffer sized for c channels but stores whole vectors into it, overrunning it where c
+     * is not a multiple of the vector (c = 3: a filter gradient wrong in every call on
+     * chunks here, and a race between the threads' buffers in one call). im2col's GEMM
+     * takes these (a shortcut's projection, cheap beside the 3x3 convolutions). */
+    if (d->kh == 1 && d->kw == 1 && (d->sh > 1 || d->sw > 1)) return;
     dnnl_memory_desc_t md_x, md_w, md_wany, md_y;
     dnnl_dims_t xd = {d->n, d->c, d->h, d->w}, wd = {d->f, d->c, d->kh, d->kw},
                 yd = {d->n, d->f, d->oh, d->ow};
@@ -148,6 +179,7 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     p->wts_prim = p->wts;
     if (!dnnl_memory_desc_equal(pw, &md_w)) {
         /* the primitive's weights live with it: a copy in its layout, made per call */
+        p->wts_prim_bytes = dnnl_memory_desc_get_size(pw);
         if (dnnl_memory_create(&p->wts_prim, pw, s->engine, DNNL_MEMORY_ALLOCATE)) {
             p->wts_prim = NULL;
             goto done;
@@ -173,24 +205,78 @@ done:
     }
 }
 
-/* The cached primitive for (op, d), built on first use; caller holds the lock and has set
- * the OpenMP thread count. */
-static prim *lookup(tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const tfc_conv_desc *d)
+static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, int single)
+{
+    return p->used && p->op == op && p->single == single && same_desc(&p->d, d);
+}
+
+/* The cached primitive for (op, d), built on first use: for the backend's thread count, or
+ * (single) for one thread, which a primitive's kernels fix when it is built. The caller
+ * holds the lock and has set the OpenMP thread count to the backend's. */
+static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
+                    const tfc_conv_desc *d, int single)
 {
     for (int i = 0; i < CACHE_SLOTS; i++)
-        if (s->cache[i].used && s->cache[i].op == op && same_desc(&s->cache[i].d, d))
-            return &s->cache[i];
+        if (prim_is(&s->cache[i], op, d, single)) return &s->cache[i];
     prim *p = &s->cache[s->next];
     s->next = (s->next + 1) % CACHE_SLOTS;
     prim_release(p);
+    if (single && be->threads != 1) omp_set_num_threads(1);
     prim_build(s, p, op, d);
+    if (single && be->threads != 1) omp_set_num_threads(be->threads);
+    p->single = single;
     return p;
 }
 
-/* Bytes of workspace p needs: the accumulate buffer, then the scratchpad, 64-aligned. */
-static size_t prim_bytes(const prim *p)
+/* How a call splits the batch. With several threads and at least two images per thread,
+ * into about four chunks per thread that the threads claim as they finish, each running a
+ * one-thread primitive: a thread that another process keeps off its core then holds up
+ * only the chunk it is on, where oneDNN's own static split makes every thread wait for it
+ * (docs/cpu.md, "A busy machine"). The split depends on the batch and the thread count
+ * only, so which thread runs a chunk never changes a bit of the result. Otherwise (one
+ * thread, small batches such as inference on one image) one call on all threads. */
+typedef struct call {
+    int k, nb, tail; /* k chunks of nb images, the last of tail; k = 0: one team call */
+    prim *p[2];      /* the primitives for nb and for tail (the same when tail == nb) */
+    size_t acc;      /* accumulate buffer: the gradient (data), k partial ones (filter) */
+    size_t stride;   /* per thread: scratchpad, then the filter gradient in oneDNN's layout */
+    size_t bytes;    /* workspace in all */
+} call;
+
+static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
+                   const tfc_conv_desc *d, call *c)
 {
-    return ((p->out_bytes + 63) & ~(size_t)63) + p->scratch_bytes;
+    memset(c, 0, sizeof *c);
+    const int t = be->threads;
+    if (t > 1 && d->n >= 2 * t) {
+        int k = 4 * t < d->n ? 4 * t : d->n;
+        c->nb = (d->n + k - 1) / k;
+        c->k = (d->n + c->nb - 1) / c->nb;
+        c->tail = d->n - (c->k - 1) * c->nb;
+    }
+    if (!c->k) {
+        c->p[0] = c->p[1] = lookup(be, s, op, d, 0);
+        c->bytes = align64(c->p[0]->out_bytes) + c->p[0]->scratch_bytes;
+        return c->p[0]->ok;
+    }
+    tfc_conv_desc dn = *d, dt = *d;
+    dn.n = c->nb;
+    dt.n = c->tail;
+    c->p[0] = lookup(be, s, op, &dn, 1);
+    c->p[1] = c->tail == c->nb ? c->p[0] : lookup(be, s, op, &dt, 1);
+    if (!prim_is(c->p[0], op, &dn, 1)) c->p[0] = lookup(be, s, op, &dn, 1); /* evicted */
+    if (!c->p[0]->ok || !c->p[1]->ok) return 0;
+    size_t scratch = 0, part = 0;
+    for (int j = 0; j < 2; j++) {
+        if (c->p[j]->scratch_bytes > scratch) scratch = c->p[j]->scratch_bytes;
+        if (c->p[j]->wts_prim_bytes > part) part = c->p[j]->wts_prim_bytes;
+    }
+    const size_t nw = (size_t)d->kh * d->kw * d->c * d->f * sizeof(float);
+    if (op == TFC_CPU_CONV_DATA) c->acc = align64((size_t)d->n * d->h * d->w * d->c * sizeof(float));
+    if (op == TFC_CPU_CONV_FILTER) c->acc = (size_t)c->k * align64(nw);
+    c->stride = align64(scratch) + (op == TFC_CPU_CONV_FILTER ? align64(part) : 0);
+    c->bytes = c->acc + (size_t)t * c->stride;
+    return 1;
 }
 
 static plan *find_plan(tfc_cpu_dnnl *s, const tfc_conv_desc *d)
@@ -226,6 +312,8 @@ void tfc_cpu_dnnl_free(tfc_cpu_dnnl *s)
 {
     if (!s) return;
     for (int i = 0; i < CACHE_SLOTS; i++) prim_release(&s->cache[i]);
+    for (int i = 0; i < s->nstreams; i++) dnnl_stream_destroy(s->streams[i]);
+    free(s->streams);
     dnnl_stream_destroy(s->stream);
     dnnl_engine_destroy(s->engine);
     pthread_mutex_destroy(&s->lock);
@@ -254,9 +342,9 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
     int saved = enter(be, s), ok = 1;
     size_t need = 0;
     for (int op = 0; op < 3 && ok; op++) {
-        prim *p = lookup(s, (tfc_cpu_conv_op)op, d);
-        ok = p->ok;
-        if (prim_bytes(p) > need) need = prim_bytes(p);
+        call c;
+        ok = prepare(be, s, (tfc_cpu_conv_op)op, d, &c);
+        if (c.bytes > need) need = c.bytes;
     }
     if (ok) {
         plan *pl = find_plan(s, d);
@@ -267,27 +355,12 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
     return ok;
 }
 
-int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                      const float *in, const float *w, float *out, void *ws)
+/* One call on the whole batch, on the backend's threads. */
+static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim *p,
+                     const float *in, const float *w, float *out, char *ws)
 {
-    tfc_cpu_dnnl *s = be->impl;
-    if (!s || d->n <= 0) return 0;
-    int saved = enter(be, s);
-    prim *p = lookup(s, op, d);
-    if (!p->ok) {
-        leave(be, s, saved);
-        return 0;
-    }
-    /* the workspace the caller was told of for this shape, or a temporary one */
-    const plan *pl = find_plan(s, d);
-    void *tmp = NULL;
-    if (!ws || !pl || pl->bytes < prim_bytes(p)) {
-        TFC_ASSERT(posix_memalign(&tmp, 64, prim_bytes(p) + 64) == 0);
-        ws = tmp;
-    }
-    char *base = ws;
-    float *acc = p->out_bytes ? (float *)base : NULL;
-    void *scratch = base + ((p->out_bytes + 63) & ~(size_t)63);
+    float *acc = p->out_bytes ? (float *)ws : NULL;
+    void *scratch = ws + align64(p->out_bytes);
     float *wts = op == TFC_CPU_CONV_FILTER ? acc : (float *)w;
     float *dst = op == TFC_CPU_CONV_DATA ? acc : out;
     dnnl_memory_set_data_handle(p->in, (void *)in);
@@ -324,9 +397,118 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
         TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
     }
     TFC_ASSERT(dnnl_stream_wait(s->stream) == dnnl_success);
+}
+
+/* The chunks of c, claimed by the backend's threads one at a time; each runs its
+ * one-thread primitive (oneDNN runs a kernel on the calling thread alone inside an OpenMP
+ * region) on its own stream, memory objects and scratchpad. Filter gradients go one per
+ * chunk into the accumulate buffer, in hwio, and are summed after in chunk order. */
+static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const call *c,
+                       const tfc_conv_desc *d, const float *in, const float *w, float *out,
+                       char *ws)
+{
+    const int64_t xi = (int64_t)d->h * d->w * d->c, yi = (int64_t)d->oh * d->ow * d->f;
+    const int64_t in_img = op == TFC_CPU_CONV_DATA ? yi : xi;
+    const size_t slot = align64((size_t)d->kh * d->kw * d->c * d->f * sizeof(float));
+    if (op != TFC_CPU_CONV_FILTER) /* the weights into each primitive's layout, once */
+        for (int j = 0; j < 2 && (j == 0 || c->p[1] != c->p[0]); j++) {
+            prim *p = c->p[j];
+            if (!p->reorder) continue;
+            dnnl_memory_set_data_handle(p->wts, (void *)w);
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, p->wts_prim}};
+            TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
+            TFC_ASSERT(dnnl_stream_wait(s->stream) == dnnl_success);
+        }
+    char *acc = ws, *thr = ws + c->acc;
+#pragma omp parallel for num_threads(be->threads) schedule(dynamic, 1)
+    for (int i = 0; i < c->k; i++) {
+        const int t = omp_get_thread_num();
+        const prim *p = c->p[i == c->k - 1];
+        const int64_t i0 = (int64_t)i * c->nb;
+        char *mine = thr + (size_t)t * c->stride;
+        dnnl_stream_t st = s->streams[t];
+        dnnl_memory_t m_in = mem_at(s, p->in, in + i0 * in_img), m_out, m_w = NULL, m_hwio = NULL;
+        dnnl_memory_t m_scr = p->scratch ? mem_at(s, p->scratch, mine) : NULL;
+        dnnl_exec_arg_t a[4];
+        int na = 0;
+        switch (op) {
+        case TFC_CPU_CONV_FORWARD:
+            m_out = mem_at(s, p->out, out + i0 * yi);
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m_in};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m_out};
+            break;
+        case TFC_CPU_CONV_DATA:
+            m_out = mem_at(s, p->out, (float *)acc + i0 * xi);
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m_in};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, m_out};
+            break;
+        default: /* filter: `w` is dy */
+            m_out = mem_at(s, p->out, w + i0 * yi);
+            m_hwio = mem_at(s, p->wts, acc + (size_t)i * slot);
+            m_w = p->reorder ? mem_at(s, p->wts_prim, mine + align64(p->scratch_bytes)) : m_hwio;
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m_in};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m_out};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, m_w};
+            break;
+        }
+        if (m_scr) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m_scr};
+        TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
+        if (p->reorder && op == TFC_CPU_CONV_FILTER) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m_w}, {DNNL_ARG_TO, m_hwio}};
+            TFC_ASSERT(dnnl_primitive_execute(p->reorder, st, 2, ra) == dnnl_success);
+        }
+        TFC_ASSERT(dnnl_stream_wait(st) == dnnl_success);
+        dnnl_memory_t mems[] = {m_in, m_out, m_scr, m_hwio, m_w != m_hwio ? m_w : NULL};
+        for (size_t j = 0; j < sizeof mems / sizeof *mems; j++)
+            if (mems[j]) dnnl_memory_destroy(mems[j]);
+    }
+    if (op == TFC_CPU_CONV_FILTER) { /* dw += chunk 0 + chunk 1 + ..., in that order */
+        const int64_t nw = (int64_t)d->kh * d->kw * d->c * d->f;
+        for (int i = 0; i < c->k; i++) {
+            const float *part = (const float *)(acc + (size_t)i * slot);
+#pragma omp simd
+            for (int64_t j = 0; j < nw; j++) out[j] += part[j];
+        }
+    }
+}
+
+int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
+                      const float *in, const float *w, float *out, void *ws)
+{
+    tfc_cpu_dnnl *s = be->impl;
+    if (!s || d->n <= 0) return 0;
+    int saved = enter(be, s);
+    call c;
+    if (!prepare(be, s, op, d, &c)) {
+        leave(be, s, saved);
+        return 0;
+    }
+    /* the workspace the caller was told of for this shape, or a temporary one */
+    const plan *pl = find_plan(s, d);
+    void *tmp = NULL;
+    if (!ws || !pl || pl->bytes < c.bytes) {
+        TFC_ASSERT(posix_memalign(&tmp, 64, c.bytes + 64) == 0);
+        ws = tmp;
+    }
+    if (c.k && s->nstreams < be->threads) {
+        s->streams = realloc(s->streams, sizeof *s->streams * (size_t)be->threads);
+        TFC_ASSERT(s->streams);
+        for (; s->nstreams < be->threads; s->nstreams++)
+            TFC_ASSERT(dnnl_stream_create(&s->streams[s->nstreams], s->engine,
+                                          dnnl_stream_default_flags) == dnnl_success);
+    }
+    if (c.k)
+        run_chunks(be, s, op, &c, d, in, w, out, ws);
+    else
+        run_team(be, s, op, c.p[0], in, w, out, ws);
     leave(be, s, saved);
-    /* the accumulation oneDNN does not do */
-    if (op != TFC_CPU_CONV_FORWARD) tfc_cpu_axpy(be, (int64_t)(p->out_bytes / 4), 1.0f, acc, out);
+    /* the accumulation oneDNN does not do (the chunked filter gradient is summed already) */
+    if (op == TFC_CPU_CONV_DATA)
+        tfc_cpu_axpy(be, (int64_t)d->n * d->h * d->w * d->c, 1.0f, ws, out);
+    else if (op == TFC_CPU_CONV_FILTER && !c.k)
+        tfc_cpu_axpy(be, (int64_t)d->kh * d->kw * d->c * d->f, 1.0f, ws, out);
     free(tmp);
     return 1;
 }
