@@ -255,7 +255,9 @@ static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
         c->tail = d->n - (c->k - 1) * c->nb;
     }
     if (!c->k) {
-        c->p[0] = c->p[1] = lookup(be, s, op, d, 0);
+        /* inside the caller's own OpenMP region oneDNN runs on the calling thread alone,
+         * which a primitive built for a team would not expect */
+        c->p[0] = c->p[1] = lookup(be, s, op, d, omp_in_parallel());
         c->bytes = align64(c->p[0]->out_bytes) + c->p[0]->scratch_bytes;
         return c->p[0]->ok;
     }
