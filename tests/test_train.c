@@ -1191,14 +1191,19 @@ static void test_input_bound(void)
     const char *sets[] = {"max_iter=40", "display=10", "model.layers.0.Dense.units=4096"};
     CU_ASSERT_EQUAL(train("ib_tiny", sets, 3, NULL, NULL, con, r2, &err), TFC_OK);
     fclose(con);
-    /* absent, or far below the decoding fixture's: on a loaded machine (CI, the prefetch
-     * thread sharing two cores with other jobs) a few percent of waiting shows (6% seen) */
+    /* the run's figure absent, or far below the decoding fixture's: on a loaded machine (CI,
+     * the prefetch thread sharing two cores with other jobs) a few percent of waiting shows
+     * (9% seen). The display lines' figures cover 10 steps of ~2 ms each, so one stall of the
+     * prefetch thread moves them (46% seen beside two pip installs): not asserted */
     CU_ASSERT(said && strstr(said, "iter 40/40"));
-    int worst = 0;
-    for (const char *p = said; p && (p = strstr(p, "input-bound ")); p++)
-        if (atoi(p + strlen("input-bound ")) > worst) worst = atoi(p + strlen("input-bound "));
-    CU_ASSERT(worst < 25);
-    if (worst >= 25) printf("\n%s", said);
+    const char *run = said ? strstr(said, "% over the run: ") : NULL;
+    int bound = 0;
+    if (run) {
+        while (run > said && run[-1] >= '0' && run[-1] <= '9') run--;
+        bound = atoi(run);
+    }
+    CU_ASSERT(bound < 25);
+    if (bound >= 25) printf("\n%s", said);
     free(said);
     free(r2);
 }
