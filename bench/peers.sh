@@ -5,13 +5,17 @@
 # on first use: torch (eager and torch.compile), tensorflow-cpu + keras (Keras 3 on
 # TensorFlow), jax + keras (Keras 3 on JAX, XLA). A peer whose install fails is left out and
 # said so. Prints each model's median ms per peer, the fastest peer / tfc, and tfc / the
-# sgemm-rate bound.   bench/peers.sh BENCH_BINARY   (ROUNDS=3 STEPS=30 PEERS="torch tf jax")
+# sgemm-rate bound; then the loaded-machine row: each peer's step beside a one-core busy loop
+# and its ratio to the quiet step (HOG_ROUNDS=0 leaves it out).
+#   bench/peers.sh BENCH_BINARY   (ROUNDS=3 STEPS=30 HOG_ROUNDS=1 HOG_STEPS=10 PEERS="torch tf jax")
 set -e
 bin=${1:?usage: peers.sh BENCH_BINARY}
 out=${BENCH_OUT:-build/bench}/peers
 venvs=build/peers
 rounds=${ROUNDS:-3}
 steps=${STEPS:-30}
+hog_rounds=${HOG_ROUNDS:-1}
+hog_steps=${HOG_STEPS:-10}
 peers=${PEERS:-"torch tf jax"}
 names=mnist_mlp,mnist_cnn,char_lstm,resnet20
 models="bench/models/mnist_mlp.yaml bench/models/mnist_cnn.yaml bench/models/char_lstm.yaml bench/models/resnet20.yaml"
@@ -36,33 +40,54 @@ for p in $peers; do
     esac
 done
 
-: > "$out/all.jsonl"
-r=0
-while [ "$r" -lt "$rounds" ]; do
-    r=$((r + 1))
-    $clean "$bin" --threads 2 --steps "$steps" --repeats 1 $models | grep '"model"' |
-        sed 's/^{/{"peer": "tfc", /' | tee -a "$out/all.jsonl"
+tag() { sed "s/^{/{\"load\": \"$load\", /"; }
+# round LOAD STEPS: every installed peer once, each line tagged with the load
+round() {
+    load=$1
+    $clean "$bin" --threads 2 --steps "$2" --repeats 1 $models | grep '"model"' |
+        sed 's/^{/{"peer": "tfc", /' | tag | tee -a "$out/all.jsonl"
     for p in $ok; do
         case $p in
         torch)
-            $clean "$venvs/torch/bin/python" bench/torch_bench.py 2 --steps "$steps" \
-                --models $names | sed 's/^{/{"peer": "torch eager", /' | tee -a "$out/all.jsonl"
-            $clean "$venvs/torch/bin/python" bench/torch_bench.py 2 --steps "$steps" --compile \
-                --models $names 2>/dev/null | sed 's/^{/{"peer": "torch compile", /' |
+            $clean "$venvs/torch/bin/python" bench/torch_bench.py 2 --steps "$2" \
+                --models $names | sed 's/^{/{"peer": "torch eager", /' | tag |
+                tee -a "$out/all.jsonl"
+            $clean "$venvs/torch/bin/python" bench/torch_bench.py 2 --steps "$2" --compile \
+                --models $names 2>/dev/null | sed 's/^{/{"peer": "torch compile", /' | tag |
                 tee -a "$out/all.jsonl" || echo "torch.compile failed, left out"
             ;;
         tf)
             $clean KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=3 "$venvs/tf/bin/python" \
-                bench/keras_bench.py 2 --steps "$steps" --models $names 2>/dev/null |
-                grep '"model"' | tee -a "$out/all.jsonl"
+                bench/keras_bench.py 2 --steps "$2" --models $names 2>/dev/null |
+                grep '"model"' | tag | tee -a "$out/all.jsonl"
             ;;
         jax)
             $clean KERAS_BACKEND=jax taskset -c 0,1 "$venvs/jax/bin/python" \
-                bench/keras_bench.py 2 --steps "$steps" --models $names 2>/dev/null |
-                grep '"model"' | tee -a "$out/all.jsonl"
+                bench/keras_bench.py 2 --steps "$2" --models $names 2>/dev/null |
+                grep '"model"' | tag | tee -a "$out/all.jsonl"
             ;;
         esac
     done
+}
+
+: > "$out/all.jsonl"
+r=0
+while [ "$r" -lt "$rounds" ]; do
+    r=$((r + 1))
+    round quiet "$steps"
+done
+# the loaded-machine row: the same beside a busy loop pinned to CPU 0 (a user's other work)
+hog=
+trap '[ -n "$hog" ] && kill $hog 2>/dev/null' EXIT
+r=0
+while [ "$r" -lt "$hog_rounds" ]; do
+    r=$((r + 1))
+    taskset -c 0 sh -c 'while :; do :; done' &
+    hog=$!
+    round hog "$hog_steps"
+    kill $hog
+    wait $hog 2>/dev/null || true
+    hog=
 done
 
 python3 - "$out/all.jsonl" <<'PYEOF'
@@ -70,21 +95,29 @@ import json, statistics, sys
 ms, bound, peers = {}, {}, []
 for line in open(sys.argv[1]):
     d = json.loads(line)
-    p = d["peer"]
+    p, load = d["peer"], d.get("load", "quiet")
     if p not in peers: peers.append(p)
-    ms.setdefault(d["model"], {}).setdefault(p, []).extend(d["ms"])
-    if "bound_ms" in d: bound.setdefault(d["model"], []).append(d["bound_ms"])
+    ms.setdefault(load, {}).setdefault(d["model"], {}).setdefault(p, []).extend(d["ms"])
+    if "bound_ms" in d and load == "quiet": bound.setdefault(d["model"], []).append(d["bound_ms"])
 short = [p.replace("keras ", "k").replace(" tensorflow", " tf") for p in peers]
+nan = float("nan")
+med = {load: {m: {p: statistics.median(v) for p, v in row.items()} for m, row in rows.items()}
+       for load, rows in ms.items()}
 print("\n" + f"{'model':<10}" + "".join(f"{s:>16}" for s in short) +
       f"{'best peer/tfc':>15}{'tfc/bound':>10}")
-for model, row in ms.items():
-    med = {p: statistics.median(v) for p, v in row.items()}
-    others = [v for p, v in med.items() if p != "tfc"]
-    best = min(others) if others else float("nan")
-    t = med.get("tfc", float("nan"))
-    b = statistics.median(bound.get(model, [float("nan")]))
-    print(f"{model:<10}" + "".join(f"{med.get(p, float('nan')):16.2f}" for p in peers) +
+for model, row in med.get("quiet", {}).items():
+    others = [v for p, v in row.items() if p != "tfc"]
+    best = min(others) if others else nan
+    t = row.get("tfc", nan)
+    b = statistics.median(bound.get(model, [nan]))
+    print(f"{model:<10}" + "".join(f"{row.get(p, nan):16.2f}" for p in peers) +
           f"{best / t:15.2f}{t / b:10.2f}")
 print("(ms per training step: medians over rounds of each round's median; 2 threads; "
       "bound: GEMM FLOPs / sgemm rate)")
+if "hog" in med:
+    print("\nbeside a one-core busy loop: ms per step (x its quiet step)")
+    for model, row in med["hog"].items():
+        q = med.get("quiet", {}).get(model, {})
+        print(f"{model:<10}" + "".join(
+            f"{row.get(p, nan):9.1f} ({row.get(p, nan) / q.get(p, nan):4.2f})" for p in peers))
 PYEOF
