@@ -108,6 +108,7 @@ static double time_op(tfc_backend *be, int op, const tfc_conv_desc *d, const flo
 
 int main(int argc, char **argv)
 {
+    tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
     int threads = 2, rounds = 5, reps = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);

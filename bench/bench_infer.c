@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu.h"
 #include "tfc.h"
 
 static int by_value(const void *a, const void *b)
@@ -18,6 +19,7 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
     if (argc < 5) {
         fprintf(stderr, "usage: %s MODEL.yaml WEIGHTS SECONDS BATCH...\n", argv[0]);
         return 2;

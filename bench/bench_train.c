@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu.h"
 #include "tfc.h"
 #ifdef TFC_HAVE_CUDA
 #include "gpu/gpu.h"
@@ -82,6 +83,7 @@ static double step_flops(tfc_model *m, int batch)
 
 int main(int argc, char **argv)
 {
+    tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
     int steps = 150, repeats = 3, warmup = 20, tf32 = 0, threads = 0;
     const char *device = "cpu";
     const char *models[64];

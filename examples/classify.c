@@ -8,6 +8,7 @@
 
 int main(int argc, char **argv)
 {
+    tfc_cpu_blas_restart(argv); /* OpenBLAS's fast kernels on a CPU it does not know */
     char err[512];
     int64_t in[8], out[8];
     if (argc < 4) return fprintf(stderr, "usage: %s MODEL.yaml WEIGHTS IMAGE...\n", argv[0]), 2;

@@ -47,6 +47,7 @@ extern "C" {
 #include "core/rng.h"
 #include "core/backend.h"
 #include "device/device.h"
+#include "cpu/cpu.h"
 #include "comm/comm.h"
 #include "graph/model.h"
 #include "data/data.h"

@@ -345,8 +345,8 @@ static void test_tool_usage(void)
         snprintf(cmd, sizeof cmd, "%s/tfc-%s --version", bin, tools[i]);
         CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
         char want[64];
-        snprintf(want, sizeof want, "tfc-%s (tfc) %s\n", tools[i], TFC_VERSION);
-        CU_ASSERT_STRING_EQUAL(out, want);
+        snprintf(want, sizeof want, "tfc-%s (tfc) %s\nOpenBLAS: ", tools[i], TFC_VERSION);
+        CU_ASSERT_NSTRING_EQUAL(out, want, strlen(want));
     }
     const char *model = tfc_test_write("cnn.yaml", CNN, -1);
     snprintf(cmd, sizeof cmd, "%s/tfc-time %s --batch 0 2>&1", bin, model);
@@ -364,6 +364,49 @@ static void test_tool_usage(void)
     expect(cmd, 0, "\nexit status: 0 ");
 }
 
+/* OpenBLAS's kernels: the pick from a core name and the CPU's features, as a table; a tool
+ * started without OPENBLAS_CORETYPE runs on kernels its CPU supports (on a CPU OpenBLAS does
+ * not know, after restarting itself with the variable set) and one started with it keeps it. */
+static void test_blas_core(void)
+{
+    CU_ASSERT_STRING_EQUAL(tfc_cpu_blas_pick("Prescott", 1, 1), "SkylakeX");
+    CU_ASSERT_STRING_EQUAL(tfc_cpu_blas_pick("Prescott", 1, 0), "Haswell");
+    CU_ASSERT_STRING_EQUAL(tfc_cpu_blas_pick("Sandybridge", 1, 0), "Haswell");
+    CU_ASSERT_PTR_NULL(tfc_cpu_blas_pick("Prescott", 0, 0));
+    CU_ASSERT_PTR_NULL(tfc_cpu_blas_pick("Haswell", 1, 1)); /* a user's or OpenBLAS's AVX2 */
+    CU_ASSERT_PTR_NULL(tfc_cpu_blas_pick("Zen", 1, 1));
+    CU_ASSERT_PTR_NULL(tfc_cpu_blas_pick("SkylakeX", 1, 1));
+    CU_ASSERT_PTR_NULL(tfc_cpu_blas_pick("COOPERLAKE", 1, 1));
+    const char *bin = tool_bin();
+    char cmd[2048], out[4096];
+    if (!bin) return;
+    snprintf(cmd, sizeof cmd, "env -u OPENBLAS_CORETYPE -u TFC_BLAS_FALLBACK %s/tfc-time --version", bin);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    const char *line = strstr(out, "\nOpenBLAS: ");
+    CU_ASSERT_PTR_NOT_NULL(line);
+    if (!line) return;
+    char core[64] = "";
+    CU_ASSERT_EQUAL(sscanf(line, "\nOpenBLAS: %63s kernels", core), 1);
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    CU_ASSERT_PTR_NULL(tfc_cpu_blas_pick(core, avx2, avx512));
+    /* what OpenBLAS chose for this process by itself (before tfc_test_main restarted it, or
+     * now): a fallback the tool must have named */
+    const char *fallback = tfc_cpu_blas_fallback(), *set = getenv("OPENBLAS_CORETYPE");
+    if (fallback || !set || !*set) {
+        const char *mine = fallback ? fallback : tfc_cpu_blas_core();
+        char said[128];
+        snprintf(said, sizeof said, "set by tfc: OpenBLAS chose %s for this CPU", mine);
+        CU_ASSERT_EQUAL(strstr(out, said) != NULL, tfc_cpu_blas_pick(mine, avx2, avx512) != NULL);
+    }
+    snprintf(cmd, sizeof cmd, "OPENBLAS_CORETYPE=Prescott %s/tfc-time --version", bin);
+    CU_ASSERT_EQUAL(run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nOpenBLAS: Prescott kernels\n"));
+}
+
 TFC_TEST_MAIN("weights", {"round_trip", test_round_trip},
               {"strict_and_by_name", test_strict_and_by_name}, {"tools", test_tools},
-              {"predict_maps", test_predict_maps}, {"tool_usage", test_tool_usage})
+              {"predict_maps", test_predict_maps}, {"tool_usage", test_tool_usage},
+              {"blas_core", test_blas_core})

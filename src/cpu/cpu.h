@@ -7,4 +7,32 @@
 /* The CPU backend; `threads` <= 0 means all cores. Never fails. */
 tfc_backend *tfc_cpu_backend_create(int threads);
 
+/* OpenBLAS's kernel set in this process, as it names it ("SkylakeX", "Haswell", "Zen",
+ * "Prescott", ...). OpenBLAS picks it once, when the library loads, from the CPU's model
+ * number; a model it does not know (Debian 12's 0.3.21 on Intel Emerald Rapids) gets its
+ * generic Prescott (SSE3) kernels, ~4x slower at sgemm there than the AVX-512 ones. */
+const char *tfc_cpu_blas_core(void);
+
+/* The OPENBLAS_CORETYPE value this CPU's instruction set supports ("SkylakeX" with AVX-512
+ * F/BW/VL/DQ, "Haswell" with AVX2 + FMA) where OpenBLAS's `core` is a pre-Haswell set;
+ * NULL where it is not, or nothing better fits. Pure: tfc_cpu_blas_better() asks it with
+ * this machine's values. */
+const char *tfc_cpu_blas_pick(const char *core, int avx2_fma, int avx512);
+
+/* tfc_cpu_blas_pick for this process and CPU; NULL also when OPENBLAS_CORETYPE is set (a
+ * user's choice is never second-guessed). */
+const char *tfc_cpu_blas_better(void);
+
+/* Where tfc_cpu_blas_better() names a set, runs this program again (execv of /proc/self/exe
+ * with `argv`) with OPENBLAS_CORETYPE naming it and TFC_BLAS_FALLBACK naming what OpenBLAS
+ * chose: OpenBLAS reads the variable only when it loads, before main. Returns where nothing
+ * is to be done, or where the exec failed (the slow kernels stay). Once: the variable is set
+ * after it. Every tfc-* tool calls it first (tools/cli.c), as do the tests and benchmarks; a
+ * program embedding libtfc may call it first thing in main (docs/cpu.md). */
+void tfc_cpu_blas_restart(char **argv);
+
+/* After such a restart (inherited by the program's children too), what OpenBLAS had chosen by
+ * itself; NULL where OPENBLAS_CORETYPE is not the value the restart sets. */
+const char *tfc_cpu_blas_fallback(void);
+
 #endif

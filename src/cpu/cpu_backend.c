@@ -6,6 +6,8 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "cpu/cpu_internal.h"
 
@@ -155,6 +157,68 @@ static const tfc_backend_ops cpu_ops = {
     .count_nonfinite = tfc_cpu_count_nonfinite,
     .optimizer_update = tfc_cpu_optimizer_update,
 };
+
+const char *tfc_cpu_blas_core(void)
+{
+    const char *c = openblas_get_corename();
+    return c ? c : "unknown";
+}
+
+const char *tfc_cpu_blas_pick(const char *core, int avx2_fma, int avx512)
+{
+    /* OpenBLAS's x86 sets from Haswell up (its DYNAMIC_ARCH list); anything else on a CPU
+     * with AVX2 is its fallback for a model it does not know */
+    static const char *const modern[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake",
+                                         "SapphireRapids", NULL};
+    for (int i = 0; modern[i]; i++)
+        if (!strcasecmp(core, modern[i])) return NULL;
+    if (avx512) return "SkylakeX";
+    if (avx2_fma) return "Haswell";
+    return NULL;
+}
+
+/* tfc_cpu_blas_pick for this CPU's instruction set */
+static const char *pick_here(const char *core)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init(); /* libgcc's checks include the OS's XSAVE state (XCR0) */
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    return tfc_cpu_blas_pick(core, avx2, avx512);
+#else
+    (void)core;
+    return NULL;
+#endif
+}
+
+const char *tfc_cpu_blas_better(void)
+{
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    if (set && *set) return NULL;
+    return pick_here(tfc_cpu_blas_core());
+}
+
+const char *tfc_cpu_blas_fallback(void)
+{
+    const char *was = getenv("TFC_BLAS_FALLBACK"), *set = getenv("OPENBLAS_CORETYPE");
+    if (!was || !set) return NULL;
+    const char *better = pick_here(was);
+    return better && !strcmp(better, set) ? was : NULL;
+}
+
+void tfc_cpu_blas_restart(char **argv)
+{
+    const char *better = tfc_cpu_blas_better();
+    if (!better) return;
+    if (setenv("TFC_BLAS_FALLBACK", tfc_cpu_blas_core(), 1) ||
+        setenv("OPENBLAS_CORETYPE", better, 1))
+        return;
+    fflush(NULL);
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("TFC_BLAS_FALLBACK");
+}
 
 tfc_backend *tfc_cpu_backend_create(int threads)
 {

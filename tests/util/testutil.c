@@ -1,6 +1,7 @@
 /* Shared test helpers; see testutil.h. */
 #include "testutil.h"
 
+#include "cpu/cpu.h"
 #include "data/data.h"
 #include "solver/solver.h"
 
@@ -107,6 +108,7 @@ int tfc_test_python_has(const char *modules)
 
 int tfc_test_main(const char *suite, const tfc_test_case *cases, int argc, char **argv)
 {
+    tfc_cpu_blas_restart(argv); /* the kernels the tools run on, so their bits match ours */
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
     for (const tfc_test_case *c = cases; c->name; c++)
