@@ -10,6 +10,7 @@
 #   bench/peers.sh BENCH_BINARY   (ROUNDS=3 STEPS=30 HOG_ROUNDS=1 HOG_STEPS=10 PEERS="torch tf jax")
 set -e
 bin=${1:?usage: peers.sh BENCH_BINARY}
+[ -x "$bin" ] || { echo "peers.sh: $bin is not built (make build/release/bench/bench_train)" >&2; exit 2; }
 out=${BENCH_OUT:-build/bench}/peers
 venvs=build/peers
 rounds=${ROUNDS:-3}
