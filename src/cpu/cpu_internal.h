@@ -147,10 +147,17 @@ size_t tfc_cpu_panels_floats(int k, int n);
 void tfc_cpu_pack_panels(int k, int n, const float *b, int ldb, int trans, float *packed);
 
 /* c[m, n] += a[m, k] · B with B packed by tfc_cpu_pack_panels(k, n, ...). Each element's
- * products are summed in l order (fused multiply-adds where the CPU has AVX2 and FMA, picked
- * at run time), then added to c: the same inputs give the same bits on the same machine. */
+ * products are summed in l order (fused multiply-adds where the CPU has AVX2 and FMA or
+ * AVX-512, picked at run time; both give the same bits), then added to c: the same inputs
+ * give the same bits on the same machine. */
 void tfc_cpu_gemm_panels(int m, int n, int k, const float *a, int lda, const float *packed,
                          float *c, int ldc);
+
+/* The same through one kernel: isa 2 AVX-512, 1 AVX2 + FMA, 0 plain loops, -1 the best this
+ * CPU runs (what tfc_cpu_gemm_panels uses). Returns 0, computing nothing, where the CPU lacks
+ * the kernel's instructions (for the tests that compare the kernels). */
+int tfc_cpu_gemm_panels_isa(int isa, int m, int n, int k, const float *a, int lda,
+                            const float *packed, float *c, int ldc);
 
 /* ---- the math ops ----------------------------------------------------------------------
  * tfc_cpu_<op> for every op of TFC_BACKEND_MATH_OPS (contracts in core/backend.h), each

@@ -2,9 +2,11 @@
  * one GEMM per time step on each thread's few rows. OpenBLAS would copy (pack) all of the
  * kernel on every call; here it is packed once per pass into panels of 16 columns, each
  * [k, 16] contiguous, and a micro-kernel takes rows of A 6 at a time into 12 AVX2 registers
- * of 8 floats (the 6x16 shape of OpenBLAS's own Haswell kernel). Single-threaded: callers
- * run it inside their own parallel region. The FMA kernel is chosen by the CPU at run time;
- * elsewhere plain loops compute the same sums without fused multiply-adds. */
+ * of 8 floats (the 6x16 shape of OpenBLAS's own Haswell kernel), or with AVX-512 rows 8 at a
+ * time against two panels in 16 registers of 16 floats. Single-threaded: callers run it
+ * inside their own parallel region. The kernel is chosen by the CPU at run time (both FMA
+ * kernels give the same bits); elsewhere plain loops compute the same sums without fused
+ * multiply-adds. */
 #include "cpu/cpu_internal.h"
 
 #ifdef TFC_X86_SIMD
@@ -110,17 +112,111 @@ gemm_panels_avx2(int m, int n, int k, const float *a, int lda, const float *pack
         }
     }
 }
+
+/* AVX-512: mr (<= MR512) rows of a times np (1 or 2) adjacent panels, one 16-float register
+ * per row and panel: 16 accumulators, two panel loads and eight broadcasts per l for 16
+ * fused multiply-adds (the AVX2 tile does 12 for 8). Each element's sum is the same chain of
+ * fused multiply-adds from zero as in tile_avx2, so the two kernels agree bit for bit.
+ * `cols`: the columns of the last panel that exist. */
+#define MR512 8
+static inline __attribute__((always_inline, target("avx512f"))) void
+tile_avx512(int mr, int np, int k, const float *a, int lda, const float *panel, size_t stride,
+            float *c, int ldc, int cols)
+{
+    __m512 acc[MR512][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR512; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    const float *panel1 = panel + stride;
+    for (int l = 0; l < k; l++) {
+        const __m512 b0 = _mm512_loadu_ps(panel + l * PANEL);
+        const __m512 b1 = np == 2 ? _mm512_loadu_ps(panel1 + l * PANEL) : b0;
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            const __m512 v = _mm512_set1_ps(a[(int64_t)r * lda + l]);
+            acc[r][0] = _mm512_fmadd_ps(v, b0, acc[r][0]);
+            if (np == 2) acc[r][1] = _mm512_fmadd_ps(v, b1, acc[r][1]);
+        }
+    }
+    const __mmask16 last = (__mmask16)((1u << cols) - 1);
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+        float *cr = c + (int64_t)r * ldc;
+        for (int q = 0; q < np; q++) {
+            const __mmask16 keep = q == np - 1 ? last : (__mmask16)0xffff;
+            float *cq = cr + q * PANEL;
+            _mm512_mask_storeu_ps(cq, keep,
+                                  _mm512_add_ps(_mm512_maskz_loadu_ps(keep, cq), acc[r][q]));
+        }
+    }
+}
+
+/* mr rows, with np and mr constants once inlined */
+#define TILE512(mr)                                                                    \
+    do {                                                                               \
+        if (np == 2) tile_avx512(mr, 2, k, ai, lda, panel, stride, ci, ldc, cols);     \
+        else tile_avx512(mr, 1, k, ai, lda, panel, stride, ci, ldc, cols);             \
+    } while (0)
+
+__attribute__((target("avx512f"))) static void
+gemm_panels_avx512(int m, int n, int k, const float *a, int lda, const float *packed,
+                   float *c, int ldc)
+{
+    const size_t stride = (size_t)PANEL * k;
+    for (int j0 = 0; j0 < n; j0 += 2 * PANEL) {
+        const float *panel = packed + (size_t)(j0 / PANEL) * stride;
+        const int np = n - j0 > PANEL ? 2 : 1;
+        const int rest = n - j0 - (np - 1) * PANEL;
+        const int cols = rest < PANEL ? rest : PANEL;
+        int i = 0;
+        for (; i + MR512 <= m; i += MR512) {
+            const float *ai = a + (int64_t)i * lda;
+            float *ci = c + (int64_t)i * ldc + j0;
+            TILE512(MR512);
+        }
+        const float *ai = a + (int64_t)i * lda;
+        float *ci = c + (int64_t)i * ldc + j0;
+        switch (m - i) {
+        case 7: TILE512(7); break;
+        case 6: TILE512(6); break;
+        case 5: TILE512(5); break;
+        case 4: TILE512(4); break;
+        case 3: TILE512(3); break;
+        case 2: TILE512(2); break;
+        case 1: TILE512(1); break;
+        default: break;
+        }
+    }
+}
 #endif
+
+/* 2: AVX-512, 1: AVX2 + FMA, 0: plain loops; what this CPU and OS can run */
+static int panels_isa(void)
+{
+#ifdef TFC_X86_SIMD
+    if (__builtin_cpu_supports("avx512f")) return 2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+#endif
+    return 0;
+}
+
+int tfc_cpu_gemm_panels_isa(int isa, int m, int n, int k, const float *a, int lda,
+                            const float *packed, float *c, int ldc)
+{
+    if (isa < 0) isa = panels_isa();
+    if (isa > panels_isa()) return 0;
+    if (m <= 0 || n <= 0 || k <= 0) return 1;
+    switch (isa) {
+#ifdef TFC_X86_SIMD
+    case 2: gemm_panels_avx512(m, n, k, a, lda, packed, c, ldc); break;
+    case 1: gemm_panels_avx2(m, n, k, a, lda, packed, c, ldc); break;
+#endif
+    default: gemm_panels_plain(m, n, k, a, lda, packed, c, ldc); break;
+    }
+    return 1;
+}
 
 void tfc_cpu_gemm_panels(int m, int n, int k, const float *a, int lda, const float *packed,
                          float *c, int ldc)
 {
-    if (m <= 0 || n <= 0 || k <= 0) return;
-#ifdef TFC_X86_SIMD
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        gemm_panels_avx2(m, n, k, a, lda, packed, c, ldc);
-        return;
-    }
-#endif
-    gemm_panels_plain(m, n, k, a, lda, packed, c, ldc);
+    tfc_cpu_gemm_panels_isa(-1, m, n, k, a, lda, packed, c, ldc);
 }
