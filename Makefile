@@ -9,7 +9,7 @@
 #
 # Options: DEBUG=1 (ASan+UBSan, -O1), V=1 (echo commands), CUDA=0|1 (default: auto), MPI=0|1, NCCL=0|1, DNNL=0|1,
 # DEPS_PREFIX=DIR (libraries unpacked from .debs under DIR, e.g. on a bare GPU machine),
-# CUDA_HOME=DIR, CUDNN_PREFIX=DIR, NVCCFLAGS=... (see the CUDA section and docs/gpu.md).
+# CUDA_HOME=DIR, CUDNN_PREFIX=DIR, NCCL_PREFIX=DIR, NVCCFLAGS=... (see the CUDA section and docs/gpu.md).
 
 CC      ?= cc
 NVCC    ?= nvcc
@@ -101,6 +101,7 @@ LDLIBS_CPU   := $(LDLIBS_ALL)
 # plus compute_90 PTX that newer GPUs compile at load time (see docs/gpu.md).
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 CUDNN_PREFIX ?=
+NCCL_PREFIX ?=
 ifneq ($(CUDNN_PREFIX),)
   CUDNN_H       := $(wildcard $(CUDNN_PREFIX)/include/cudnn.h)
   CUDNN_LIBDIRS := $(CUDNN_PREFIX)/lib $(CUDNN_PREFIX)/lib64
@@ -137,8 +138,13 @@ ifeq ($(HAVE_CUDA),1)
   # Debian's (libnccl-dev), unless NCCL=0; NCCL=1 makes its absence an error.
   NCCL ?= auto
   ifneq ($(NCCL),0)
-    NCCL_H  := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
-    NCCL_SO := $(firstword $(wildcard $(CUDA_LIBDIR)libnccl.so /usr/lib/$(shell gcc -dumpmachine)/libnccl.so))
+    # NCCL_PREFIX=DIR: NCCL outside the toolkit, DIR/include/nccl.h and DIR/lib/libnccl.so*
+    # (e.g. a pip wheel's, linked by path as cuDNN's is)
+    NCCL_H  := $(firstword $(wildcard $(if $(NCCL_PREFIX),$(NCCL_PREFIX)/include/nccl.h) \
+                   $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+    NCCL_SO := $(firstword $(wildcard $(if $(NCCL_PREFIX),$(NCCL_PREFIX)/lib/libnccl.so \
+                   $(NCCL_PREFIX)/lib/libnccl.so.[0-9]*) \
+                   $(CUDA_LIBDIR)libnccl.so /usr/lib/$(shell gcc -dumpmachine)/libnccl.so))
   endif
   ifneq ($(and $(NCCL_H),$(NCCL_SO)),)
     HAVE_NCCL := 1

@@ -8,10 +8,12 @@
 # then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
 #                                 bench-data cpu-test (make test, the CPU suite)
-#                                 "train CONFIG [--set K=V...]" (one quoted word)
+#                                 "train CONFIG [--set K=V...]" (one quoted word);
+#                                 "train:NAME CONFIG ..." names its run, log and tar NAME
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
-# summary.json, log.csv, config.yaml, final/best weights and newest snapshot into
-# $OUT/train.tar (stopped 20 s before the step's limit, it snapshots first). Each step is stopped after STEP_TIMEOUT seconds (590);
+# summary.json, log.csv, config.yaml and final/best weights into $OUT/train.tar (or
+# NAME.tar), with its newest snapshot when it did not finish (stopped 20 s before the step's
+# limit, it snapshots first). Each step is stopped after STEP_TIMEOUT seconds (590);
 # a step that fails is reported and the next one still runs; the exit status is the number
 # of failed steps.
 set -u
@@ -49,18 +51,32 @@ if [ -n "$cudnn" ] && [ ! -e "$cudnn/lib/libcudnn.so" ]; then
     for f in "$cudnn"/lib/*.so*; do ln -sfn "$f" .deps/cudnn/lib/; done
     cudnn=$PWD/.deps/cudnn
 fi
+# NCCL from its wheel (nvidia-nccl-*): a prefix with include/nccl.h and lib/libnccl.so, for
+# the nccl engine of tests/gpu/dist.sh and bench/comm_overhead.sh
+nccl_h=$(find $(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null) \
+             -name nccl.h -path '*include*' 2>/dev/null | head -1)
+nccl_so=$(find $(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null) \
+              -name 'libnccl.so*' 2>/dev/null | head -1)
+nccl=""
+if [ -n "$nccl_h" ] && [ -n "$nccl_so" ]; then
+    mkdir -p .deps/nccl/lib && ln -sfn "$(dirname "$nccl_h")" .deps/nccl/include
+    ln -sfn "$nccl_so" .deps/nccl/lib/libnccl.so
+    nccl=$PWD/.deps/nccl
+fi
 if [ -d .deps/fmnist ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
     mkdir -p /usr/share/datasets && ln -sfn "$PWD/.deps/fmnist" /usr/share/datasets/fashion-mnist
 fi
-export LD_LIBRARY_PATH=${cudnn:+$cudnn/lib:}${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=${cudnn:+$cudnn/lib:}${nccl_so:+$(dirname "$nccl_so"):}${LD_LIBRARY_PATH:-}
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 mk=(make -j"$ncpu" BUILD=build/gpu-bare CUDA=1 DEPS_PREFIX="$PWD/.deps/root"
-    ${cudnn:+CUDNN_PREFIX="$cudnn"}
+    ${cudnn:+CUDNN_PREFIX="$cudnn"} ${nccl:+NCCL_PREFIX="$nccl"}
     ${cc:+GPU_GENCODE="-gencode arch=compute_$cc,code=sm_$cc"})
 [ "${1:-}" = --step ] || {
     nvidia-smi; nvcc --version | tail -1; gcc --version | head -1
-    echo "cuDNN: ${cudnn:-not found}"; python3 -c 'import torch; print("torch", torch.__version__)'
+    echo "cuDNN: ${cudnn:-not found}"; echo "NCCL: ${nccl_so:-not found}"; python3 -c 'import torch; print("torch", torch.__version__)'
 } >"$OUT/env.log" 2>&1
+# a step's log name: its first word, "train:NAME" giving NAME
+stepname() { local w=${1%% *}; [[ $w == train:* ]] && w=${w#train:}; echo "$w"; }
 if [ "${1:-}" = --step ]; then
     case $2 in
         build) "${mk[@]}" lib tools build/gpu-bare/tests/gpu/test_gpu_ops \
@@ -71,14 +87,18 @@ if [ "${1:-}" = --step ]; then
         bench-data) "${mk[@]}" bench-data ;;
         cpu-test) "${mk[@]}" -k test ;;
         curve) tests/gpu/train_curve.sh bin build/gpu-bare/train-curve ;;
-        train\ *) read -r -a a <<<"${2#train }"
+        train\ *|train:*) read -r -a a <<<"${2#* }"
+                  name=$(stepname "$2")
                   # SIGTERM before the step's own limit: tfc-train snapshots and exits 143
                   timeout -s TERM "$(( ${STEP_TIMEOUT:-590} - 20 ))" \
-                      bin/tfc-train "${a[@]}" --device gpu --out build/gpu-bare/train
+                      bin/tfc-train "${a[@]}" --device gpu --out "build/gpu-bare/$name"
                   rc=$?
-                  (cd build/gpu-bare/train && tar cf "$OUT/train.tar" summary.json \
+                  # the newest snapshot only when the run stopped early (to resume it
+                  # elsewhere): with `ema:` its state alone is ~3 x the weights, and a file
+                  # back from the device tool may not pass 16 MiB
+                  (cd "build/gpu-bare/$name" && tar cf "$OUT/$name.tar" summary.json \
                       log.csv config.yaml $(ls final.safetensors best.safetensors \
-                      $(ls -t snapshots/* 2>/dev/null | head -2) 2>/dev/null))
+                      $([ $rc = 0 ] || ls -t snapshots/* 2>/dev/null | head -2) 2>/dev/null))
                   exit $rc ;;
         *) echo "unknown step '$2'"; false ;;
     esac
@@ -87,9 +107,9 @@ fi
 failed=0
 for step in "$@"; do
     t0=$(date +%s)
-    timeout -k 10 "${STEP_TIMEOUT:-590}" "$0" --step "$step" >"$OUT/${step%% *}.log" 2>&1
+    timeout -k 10 "${STEP_TIMEOUT:-590}" "$0" --step "$step" >"$OUT/$(stepname "$step").log" 2>&1
     rc=$?
     echo "== $step: exit $rc, $(( $(date +%s) - t0 )) s"
-    [ $rc = 0 ] || { failed=$((failed + 1)); tail -n 40 "$OUT/${step%% *}.log"; }
+    [ $rc = 0 ] || { failed=$((failed + 1)); tail -n 40 "$OUT/$(stepname "$step").log"; }
 done
 exit $failed
