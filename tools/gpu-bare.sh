@@ -8,6 +8,7 @@
 # then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
 #                                 bench-data cpu-test (make test, the CPU suite)
+#                                 dist (tests/gpu/dist.sh) comm (bench/comm_overhead.sh)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
@@ -61,6 +62,7 @@ nccl=""
 if [ -n "$nccl_h" ] && [ -n "$nccl_so" ]; then
     mkdir -p .deps/nccl/lib && ln -sfn "$(dirname "$nccl_h")" .deps/nccl/include
     ln -sfn "$nccl_so" .deps/nccl/lib/libnccl.so
+    ln -sfn "$nccl_so" ".deps/nccl/lib/$(basename "$nccl_so")"
     nccl=$PWD/.deps/nccl
 fi
 if [ -d .deps/fmnist ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
@@ -87,6 +89,9 @@ if [ "${1:-}" = --step ]; then
         bench-data) "${mk[@]}" bench-data ;;
         cpu-test) "${mk[@]}" -k test ;;
         curve) tests/gpu/train_curve.sh bin build/gpu-bare/train-curve ;;
+        dist) HAVE_NCCL=$("${mk[@]}" -s features | grep -c 'NCCL ✓') \
+                  tests/gpu/dist.sh bin build/gpu-bare/gpu-dist ;;
+        comm) bench/comm_overhead.sh bin build/gpu-bare/bench-comm ;;
         train\ *|train:*) read -r -a a <<<"${2#* }"
                   name=$(stepname "$2")
                   # SIGTERM before the step's own limit: tfc-train snapshots and exits 143

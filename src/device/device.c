@@ -64,3 +64,12 @@ tfc_backend *tfc_backend_open(const char *device, int threads, tfc_error *err)
     }
     return be;
 }
+
+int tfc_device_gpu_count(void)
+{
+#ifdef TFC_HAVE_CUDA
+    return tfc_gpu_device_count();
+#else
+    return 0;
+#endif
+}

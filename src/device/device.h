@@ -13,4 +13,7 @@
  * Free the backend with tfc_backend_free. */
 tfc_backend *tfc_backend_open(const char *device, int threads, tfc_error *err);
 
+/* The usable GPUs (after CUDA_VISIBLE_DEVICES); 0 in a build without CUDA. */
+int tfc_device_gpu_count(void);
+
 #endif

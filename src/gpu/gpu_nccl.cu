@@ -5,6 +5,7 @@
  * time limit, so a dead peer ends the call with an error (then ncclCommAbort) instead of a
  * hang. Built only where nccl.h and libnccl are found (NCCL=0|1, Makefile). */
 #include <nccl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,12 @@ static tfc_status nccl_error(tfc_error *err, const char *what, ncclResult_t r)
 }
 
 /* Polls the communicator until `done` says the pending work finished, an asynchronous error
- * shows up, or timeout_s passes (then the communicator is aborted: it cannot be used again). */
+ * shows up, or timeout_s passes (then the communicator is aborted: it cannot be used again).
+ * The first SPIN_S it polls back to back, yielding the core between polls, as CUDA's own
+ * synchronisation spins: an all-reduce usually ends within a step's time, and a 0.1 ms sleep
+ * (~0.15 ms with the kernel's timer slack) from the start cost a 1 ms step 16% on an H100
+ * (bench/comm_overhead.sh, 2026-11-26). After that it sleeps 0.1 ms between polls. */
+#define SPIN_S 0.05
 static tfc_status nccl_wait(tfc_gpu_nccl *n, const char *what, int (*done)(tfc_gpu_nccl *),
                             tfc_error *err)
 {
@@ -57,8 +63,12 @@ static tfc_status nccl_wait(tfc_gpu_nccl *n, const char *what, int (*done)(tfc_g
                                  "communicator was aborted",
                                  what, n->timeout_s);
         }
-        struct timespec pause = {0, 100000}; /* 0.1 ms */
-        nanosleep(&pause, NULL);
+        if (now_s() - start < SPIN_S) {
+            sched_yield();
+        } else {
+            struct timespec pause = {0, 100000}; /* 0.1 ms */
+            nanosleep(&pause, NULL);
+        }
     }
 }
 

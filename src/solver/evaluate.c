@@ -23,8 +23,11 @@ tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err)
     char local[32];
     tfc_backend *be = NULL;
     if (comm->local_size > 1) {
-        /* Ranks sharing a machine: rank r takes gpu:<local rank>, or a share of the cores. */
-        snprintf(local, sizeof local, "gpu:%d", comm->local_rank);
+        /* Ranks sharing a machine: rank r takes gpu:<local rank>, round robin when there
+         * are more ranks than GPUs (they share one through the mpi engine), or a share of
+         * the cores. */
+        int gpus = tfc_device_gpu_count();
+        snprintf(local, sizeof local, "gpu:%d", gpus > 0 ? comm->local_rank % gpus : comm->local_rank);
         if (device && !strcmp(device, "gpu")) device = local;
         if (!device || !*device) {
             tfc_error quiet;
