@@ -812,16 +812,34 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
     for (int64_t i = 0; i < ny; i++) y[i] = NAN; /* forward overwrites */
     size_t wsb = be->ops->conv_workspace(be, &d);
     void *ws = wsb ? be->ops->alloc(be, wsb) : NULL;
-    be->ops->conv_forward(be, &d, x, w, y, ws);
+    be->ops->conv_forward(be, &d, x, w, NULL, TFC_ACT_LINEAR, y, ws);
     conv_ctx ctx = {d, to_double(x, nx), to_double(w, nw), to_double(wt, ny),
                     malloc(sizeof(double) * (size_t)ny)};
     ref_conv(&d, ctx.x, ctx.w, ctx.y);
     int bad = compare("conv y", y, ctx.y, ny, 1e-5, 1e-5);
+    /* with a bias and an activation (ReLU fused into oneDNN's kernel, tanh after it): the
+     * values of conv, then bias_add, then act_forward, to the bit (-0 == 0) */
+    float *b = falloc(d.f), *fused = falloc(ny), *sep = falloc(ny);
+    fill(b, d.f, -1, 1);
+    const tfc_act acts[] = {TFC_ACT_RELU, TFC_ACT_TANH, TFC_ACT_LINEAR};
+    for (int k = 0; k < 3; k++) {
+        for (int64_t i = 0; i < ny; i++) fused[i] = NAN;
+        be->ops->conv_forward(be, &d, x, w, b, acts[k], fused, ws);
+        memcpy(sep, y, sizeof(float) * ny);
+        be->ops->bias_add(be, ny / d.f, d.f, b, sep);
+        be->ops->act_forward(be, acts[k], ny, d.f, sep, sep);
+        int differ = 0;
+        for (int64_t i = 0; i < ny; i++) differ += !(fused[i] == sep[i]);
+        if (differ) printf("\n  conv + bias + %s: %d of %lld differ", tfc_act_names[acts[k]],
+                           differ, (long long)ny);
+        bad += differ;
+    }
     if (bad)
         printf("\n  conv n%d %dx%dx%d k%dx%d f%d s%d,%d d%d,%d pad %d,%d out %dx%d", d.n, d.h,
                d.w, d.c, d.kh, d.kw, d.f, d.sh, d.sw, d.dh, d.dw, d.pad_top, d.pad_left, d.oh,
                d.ow);
     CU_ASSERT_EQUAL(bad, 0);
+    free(b), free(fused), free(sep);
     if (grads) {
         float *dx = falloc(nx), *dx0 = falloc(nx), *dw = falloc(nw), *dw0 = falloc(nw);
         fill(dx, nx, -1, 1);
@@ -931,7 +949,7 @@ static void conv_repeat(void)
         float *out = run < 0 ? one : run == 0 ? first : got;
         void *ws = be->ops->alloc(be, be->ops->conv_workspace(be, &d));
         memset(out + ny, 0, sizeof(float) * (nx + nw));
-        be->ops->conv_forward(be, &d, x, w, out, ws);
+        be->ops->conv_forward(be, &d, x, w, NULL, TFC_ACT_LINEAR, out, ws);
         be->ops->conv_backward_data(be, &d, dy, w, out + ny, ws);
         be->ops->conv_backward_filter(be, &d, x, dy, out + ny + nx, ws);
         be->ops->free(be, ws);

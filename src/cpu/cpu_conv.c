@@ -375,12 +375,12 @@ static void run(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
         }
 }
 
-/* im2col for a call oneDNN declined. With oneDNN on, the caller's workspace may have been
- * sized for oneDNN (another batch of the shape), so im2col takes its own. */
+/* im2col for a call oneDNN declined. A shape oneDNN refuses outright was planned for
+ * im2col; for one it took when the workspace was planned, that workspace is oneDNN's. */
 static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
 {
     void *own = NULL;
-    if (be->impl) {
+    if (be->impl && !tfc_cpu_dnnl_refuses(a->d)) {
         size_t need = im2col_workspace(be, a->d);
         if (need) {
             own = malloc(need);
@@ -392,20 +392,32 @@ static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws
     free(own);
 }
 
-/* y[n, oh, ow, f] = conv(x, w) (overwrites y). */
+/* y[n, oh, ow, f] = act(conv(x, w) + bias) (overwrites y). oneDNN adds the bias and applies
+ * ReLU in its kernel's epilogue, on each output block while it is in registers, where
+ * separate passes would stream y through memory twice more; other activations take
+ * act_forward after. The bias is added to the finished sum either way, and oneDNN's ReLU
+ * keeps NaN, as act_forward does, so the value is the one the separate passes give (a
+ * negative sum becomes -0 in oneDNN's ReLU, 0 in act_forward's). */
 void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                          const float *w, float *y, void *ws)
+                          const float *w, const float *bias, tfc_act act, float *y, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, y, ws)) return;
+    const int64_t rows = (int64_t)d->n * d->oh * d->ow;
+    const int relu = act == TFC_ACT_RELU;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, relu, y, ws)) {
+        if (act != TFC_ACT_LINEAR && !relu) tfc_cpu_act_forward(be, act, rows * d->f, d->f, y, y);
+        return;
+    }
     conv_args a = {.d = d, .x = x, .w = w, .y = y};
     run_im2col(be, CONV_FORWARD, &a, ws);
+    if (bias) tfc_cpu_bias_add(be, rows, d->f, bias, y);
+    if (act != TFC_ACT_LINEAR) tfc_cpu_act_forward(be, act, rows * d->f, d->f, y, y);
 }
 
 /* dx += conv_transpose(dy, w) */
 void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
                                 const float *w, float *dx, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, dx, ws)) return;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, NULL, 0, dx, ws)) return;
     conv_args a = {.d = d, .dy = dy, .w = w, .dx = dx};
     run_im2col(be, CONV_DATA, &a, ws);
 }
@@ -414,7 +426,7 @@ void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const f
 void tfc_cpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                                   const float *dy, float *dw, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FILTER, d, x, dy, dw, ws)) return;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FILTER, d, x, dy, NULL, 0, dw, ws)) return;
     conv_args a = {.d = d, .x = x, .dy = dy, .dw = dw};
     run_im2col(be, CONV_FILTER, &a, ws);
 }

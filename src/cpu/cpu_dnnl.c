@@ -37,10 +37,11 @@
 typedef struct prim {
     int used, ok;
     int single; /* built for one thread, to run on a chunk of the batch */
+    int bias, relu; /* forward: bias added, ReLU applied in the epilogue */
     tfc_cpu_conv_op op;
     tfc_conv_desc d;
     dnnl_primitive_t conv, reorder;                /* reorder NULL: hwio is the layout */
-    dnnl_memory_t in, wts, wts_prim, out, scratch; /* handles set per call */
+    dnnl_memory_t in, wts, wts_prim, out, scratch, b; /* handles set per call */
     size_t scratch_bytes, out_bytes;               /* out_bytes: accumulate buffer */
     size_t wts_prim_bytes;                         /* the primitive's weight layout, if not hwio */
 } prim;
@@ -77,7 +78,7 @@ static void prim_release(prim *p)
     if (p->conv) dnnl_primitive_destroy(p->conv);
     if (p->reorder) dnnl_primitive_destroy(p->reorder);
     if (p->wts_prim && p->wts_prim != p->wts) dnnl_memory_destroy(p->wts_prim);
-    dnnl_memory_t mems[] = {p->in, p->wts, p->out, p->scratch};
+    dnnl_memory_t mems[] = {p->in, p->wts, p->out, p->scratch, p->b};
     for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
         if (mems[i]) dnnl_memory_destroy(mems[i]);
     memset(p, 0, sizeof *p);
@@ -103,21 +104,24 @@ static dnnl_memory_t mem_at(tfc_cpu_dnnl *s, const_dnnl_memory_t like, const voi
 
 /* Builds the primitive for op on d into p (p->ok = 0 where oneDNN cannot). The forward
  * primitive descriptor is the hint the backward ones need. */
-static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d)
+static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d,
+                       int bias, int relu)
 {
     memset(p, 0, sizeof *p);
     p->used = 1;
     p->op = op;
     p->d = *d;
+    p->bias = bias;
+    p->relu = relu;
     /* A 1x1 kernel with a stride: oneDNN 2.6 copies the strided pixels into a scratchpad
      * buffer sized for c channels but stores whole vectors into it, overrunning it where c
      * is not a multiple of the vector (c = 3: a filter gradient wrong in every call on
      * chunks here, and a race between the threads' buffers in one call). im2col's GEMM
      * takes these (a shortcut's projection, cheap beside the 3x3 convolutions). */
-    if (d->kh == 1 && d->kw == 1 && (d->sh > 1 || d->sw > 1)) return;
-    dnnl_memory_desc_t md_x, md_w, md_wany, md_y;
+    if (tfc_cpu_dnnl_refuses(d)) return;
+    dnnl_memory_desc_t md_x, md_w, md_wany, md_y, md_b;
     dnnl_dims_t xd = {d->n, d->c, d->h, d->w}, wd = {d->f, d->c, d->kh, d->kw},
-                yd = {d->n, d->f, d->oh, d->ow};
+                yd = {d->n, d->f, d->oh, d->ow}, bd = {d->f};
     dnnl_dims_t strides = {d->sh, d->sw}, dil = {d->dh - 1, d->dw - 1};
     dnnl_dims_t pl = {d->pad_top, d->pad_left};
     /* the padding after the image that the output size implies (0 where the last rows are
@@ -128,16 +132,25 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     if (dnnl_memory_desc_init_by_tag(&md_x, 4, xd, dnnl_f32, dnnl_nhwc) ||
         dnnl_memory_desc_init_by_tag(&md_w, 4, wd, dnnl_f32, dnnl_hwio) ||
         dnnl_memory_desc_init_by_tag(&md_wany, 4, wd, dnnl_f32, dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&md_y, 4, yd, dnnl_f32, dnnl_nhwc))
+        dnnl_memory_desc_init_by_tag(&md_y, 4, yd, dnnl_f32, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&md_b, 1, bd, dnnl_f32, dnnl_a))
         return;
     dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL, rpd = NULL;
     dnnl_convolution_desc_t fwd, cd;
     if (dnnl_primitive_attr_create(&attr) ||
-        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
-        dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training,
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
+        goto done;
+    /* ReLU as an eltwise post-op: max(v, 0) with alpha 0 (a NaN sum stays NaN) */
+    if (relu && (dnnl_post_ops_create(&po) ||
+                 dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) ||
+                 dnnl_primitive_attr_set_post_ops(attr, po)))
+        goto done;
+    if (dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training,
                                                    dnnl_convolution_direct, &md_x, &md_wany,
-                                                   NULL, &md_y, strides, dil, pl, pad_r) ||
+                                                   bias ? &md_b : NULL, &md_y, strides, dil, pl,
+                                                   pad_r) ||
         dnnl_primitive_desc_create(&fpd, &fwd, attr, s->engine, NULL))
         goto done;
     dnnl_query_t wq = dnnl_query_weights_md;
@@ -175,7 +188,9 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
         p->out_bytes = op == TFC_CPU_CONV_DATA ? dnnl_memory_desc_get_size(out_md) : 0;
     }
     p->scratch = p->scratch_bytes ? handle_mem(s, sm) : NULL;
-    if (!p->in || !p->wts || !p->out || (p->scratch_bytes && !p->scratch)) goto done;
+    p->b = bias ? handle_mem(s, &md_b) : NULL;
+    if (!p->in || !p->wts || !p->out || (p->scratch_bytes && !p->scratch) || (bias && !p->b))
+        goto done;
     p->wts_prim = p->wts;
     if (!dnnl_memory_desc_equal(pw, &md_w)) {
         /* the primitive's weights live with it: a copy in its layout, made per call */
@@ -197,32 +212,37 @@ done:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (attr) dnnl_primitive_attr_destroy(attr);
+    if (po) dnnl_post_ops_destroy(po);
     if (!p->ok) {
         prim_release(p);
         p->used = 1; /* remembered as unsupported */
         p->op = op;
         p->d = *d;
+        p->bias = bias;
+        p->relu = relu;
     }
 }
 
-static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, int single)
+static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, int single,
+                   int bias, int relu)
 {
-    return p->used && p->op == op && p->single == single && same_desc(&p->d, d);
+    return p->used && p->op == op && p->single == single && p->bias == bias &&
+           p->relu == relu && same_desc(&p->d, d);
 }
 
 /* The cached primitive for (op, d), built on first use: for the backend's thread count, or
  * (single) for one thread, which a primitive's kernels fix when it is built. The caller
  * holds the lock and has set the OpenMP thread count to the backend's. */
 static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
-                    const tfc_conv_desc *d, int single)
+                    const tfc_conv_desc *d, int single, int bias, int relu)
 {
     for (int i = 0; i < CACHE_SLOTS; i++)
-        if (prim_is(&s->cache[i], op, d, single)) return &s->cache[i];
+        if (prim_is(&s->cache[i], op, d, single, bias, relu)) return &s->cache[i];
     prim *p = &s->cache[s->next];
     s->next = (s->next + 1) % CACHE_SLOTS;
     prim_release(p);
     if (single && be->threads != 1) omp_set_num_threads(1);
-    prim_build(s, p, op, d);
+    prim_build(s, p, op, d, bias, relu);
     if (single && be->threads != 1) omp_set_num_threads(be->threads);
     p->single = single;
     return p;
@@ -244,7 +264,7 @@ typedef struct call {
 } call;
 
 static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
-                   const tfc_conv_desc *d, call *c)
+                   const tfc_conv_desc *d, int bias, int relu, call *c)
 {
     memset(c, 0, sizeof *c);
     const int t = be->threads;
@@ -257,16 +277,17 @@ static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     if (!c->k) {
         /* inside the caller's own OpenMP region oneDNN runs on the calling thread alone,
          * which a primitive built for a team would not expect */
-        c->p[0] = c->p[1] = lookup(be, s, op, d, omp_in_parallel());
+        c->p[0] = c->p[1] = lookup(be, s, op, d, omp_in_parallel(), bias, relu);
         c->bytes = align64(c->p[0]->out_bytes) + c->p[0]->scratch_bytes;
         return c->p[0]->ok;
     }
     tfc_conv_desc dn = *d, dt = *d;
     dn.n = c->nb;
     dt.n = c->tail;
-    c->p[0] = lookup(be, s, op, &dn, 1);
-    c->p[1] = c->tail == c->nb ? c->p[0] : lookup(be, s, op, &dt, 1);
-    if (!prim_is(c->p[0], op, &dn, 1)) c->p[0] = lookup(be, s, op, &dn, 1); /* evicted */
+    c->p[0] = lookup(be, s, op, &dn, 1, bias, relu);
+    c->p[1] = c->tail == c->nb ? c->p[0] : lookup(be, s, op, &dt, 1, bias, relu);
+    if (!prim_is(c->p[0], op, &dn, 1, bias, relu))
+        c->p[0] = lookup(be, s, op, &dn, 1, bias, relu); /* evicted */
     if (!c->p[0]->ok || !c->p[1]->ok) return 0;
     size_t scratch = 0, part = 0;
     for (int j = 0; j < 2; j++) {
@@ -345,7 +366,7 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
     size_t need = 0;
     for (int op = 0; op < 3 && ok; op++) {
         call c;
-        ok = prepare(be, s, (tfc_cpu_conv_op)op, d, &c);
+        ok = prepare(be, s, (tfc_cpu_conv_op)op, d, 0, 0, &c);
         if (c.bytes > need) need = c.bytes;
     }
     if (ok) {
@@ -359,7 +380,7 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 
 /* One call on the whole batch, on the backend's threads. */
 static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim *p,
-                     const float *in, const float *w, float *out, char *ws)
+                     const float *in, const float *w, const float *bias, float *out, char *ws)
 {
     float *acc = p->out_bytes ? (float *)ws : NULL;
     void *scratch = ws + align64(p->out_bytes);
@@ -373,13 +394,17 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, p->wts_prim}};
         TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
     }
-    dnnl_exec_arg_t a[4];
+    dnnl_exec_arg_t a[5];
     int na = 0;
     switch (op) {
     case TFC_CPU_CONV_FORWARD:
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, p->in};
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, p->out};
+        if (p->b) {
+            dnnl_memory_set_data_handle(p->b, (void *)bias);
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->b};
+        }
         break;
     case TFC_CPU_CONV_DATA:
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, p->in};
@@ -406,8 +431,8 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
  * region) on its own stream, memory objects and scratchpad. Filter gradients go one per
  * chunk into the accumulate buffer, in hwio, and are summed after in chunk order. */
 static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const call *c,
-                       const tfc_conv_desc *d, const float *in, const float *w, float *out,
-                       char *ws)
+                       const tfc_conv_desc *d, const float *in, const float *w,
+                       const float *bias, float *out, char *ws)
 {
     const int64_t xi = (int64_t)d->h * d->w * d->c, yi = (int64_t)d->oh * d->ow * d->f;
     const int64_t in_img = op == TFC_CPU_CONV_DATA ? yi : xi;
@@ -421,6 +446,8 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
             TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
             TFC_ASSERT(dnnl_stream_wait(s->stream) == dnnl_success);
         }
+    for (int j = 0; j < 2; j++) /* the bias, read by every chunk */
+        if (c->p[j]->b) dnnl_memory_set_data_handle(c->p[j]->b, (void *)bias);
     char *acc = ws, *thr = ws + c->acc;
 #pragma omp parallel for num_threads(be->threads) schedule(dynamic, 1)
     for (int i = 0; i < c->k; i++) {
@@ -431,7 +458,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
         dnnl_stream_t st = s->streams[t];
         dnnl_memory_t m_in = mem_at(s, p->in, in + i0 * in_img), m_out, m_w = NULL, m_hwio = NULL;
         dnnl_memory_t m_scr = p->scratch ? mem_at(s, p->scratch, mine) : NULL;
-        dnnl_exec_arg_t a[4];
+        dnnl_exec_arg_t a[5];
         int na = 0;
         switch (op) {
         case TFC_CPU_CONV_FORWARD:
@@ -439,6 +466,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m_in};
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m_out};
+            if (p->b) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->b};
             break;
         case TFC_CPU_CONV_DATA:
             m_out = mem_at(s, p->out, (float *)acc + i0 * xi);
@@ -477,13 +505,14 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
 }
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                      const float *in, const float *w, float *out, void *ws)
+                      const float *in, const float *w, const float *bias, int relu, float *out,
+                      void *ws)
 {
     tfc_cpu_dnnl *s = be->impl;
     if (!s || d->n <= 0) return 0;
     int saved = enter(be, s);
     call c;
-    if (!prepare(be, s, op, d, &c)) {
+    if (!prepare(be, s, op, d, bias != NULL, relu, &c)) {
         leave(be, s, saved);
         return 0;
     }
@@ -502,9 +531,9 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                                           dnnl_stream_default_flags) == dnnl_success);
     }
     if (c.k)
-        run_chunks(be, s, op, &c, d, in, w, out, ws);
+        run_chunks(be, s, op, &c, d, in, w, bias, out, ws);
     else
-        run_team(be, s, op, c.p[0], in, w, out, ws);
+        run_team(be, s, op, c.p[0], in, w, bias, out, ws);
     leave(be, s, saved);
     /* the accumulation oneDNN does not do (the chunked filter gradient is summed already) */
     if (op == TFC_CPU_CONV_DATA)
@@ -532,7 +561,8 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 }
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                      const float *in, const float *w, float *out, void *ws)
+                      const float *in, const float *w, const float *bias, int relu, float *out,
+                      void *ws)
 {
     return 0;
 }

@@ -351,6 +351,18 @@ void tfc_model_layer_forward(tfc_model *m, int i)
     tfc_bound *b = &m->bound[i];
     const void *xs[TFC_LAYER_MAX_INPUTS];
     gather_inputs(m, l, xs, NULL);
+    /* The layer applies its activation itself (in one pass where the backend can): at
+     * inference any activation, unless the loss reads the pre-activation (the last layer's
+     * softmax/sigmoid folded into it); in training ReLU alone, whose derivative backward
+     * reads from the output as exactly as from the pre-activation (y > 0 where z > 0; a
+     * NaN is neither), so no layer ever needs z. */
+    b->z_unset = l->act != TFC_ACT_LINEAR && l->ops->forward_act &&
+                 (!m->ex.training || l->act == TFC_ACT_RELU) &&
+                 !(i == m->nlayers - 1 && m->fused_loss);
+    if (b->z_unset) {
+        l->ops->forward_act(l, &m->ex, xs, b->y);
+        return;
+    }
     l->ops->forward(l, &m->ex, xs, b->z);
     if (l->act != TFC_ACT_LINEAR) {
         int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
@@ -485,7 +497,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     if (l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss)) {
         int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
         m->be->ops->act_backward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
-                                 cols, b->z, b->y, b->dy, b->dz);
+                                 cols, b->z_unset ? b->y : b->z, b->y, b->dy, b->dz);
     }
     const void *xs[TFC_LAYER_MAX_INPUTS];
     float *dxs[TFC_LAYER_MAX_INPUTS];

@@ -17,6 +17,7 @@ typedef struct tfc_bound {
     float *y, *dy, *z, *dz;
     size_t grad_bytes; /* the block [dy | dz] */
     int zero_at;       /* the layer whose backward step zeroes the block first (graph.c) */
+    int z_unset;       /* the last forward wrote y only (forward_act): z holds nothing */
 } tfc_bound;
 
 /* `loss:`'s options (loss_options.c). */

@@ -25,6 +25,15 @@ static void activation_forward(tfc_layer *l, tfc_exec *ex, const void *const *x,
     ex->be->ops->copy(ex->be, y, x[0], (size_t)ex->batch * (size_t)tfc_layer_out_numel(l) * 4);
 }
 
+/* y = act(x) in one pass, where forward and the graph's activation take two (a copy
+ * first): at inference, and in training for ReLU (graph.c) */
+static void activation_forward_act(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
+    ex->be->ops->act_forward(ex->be, l->act, (int64_t)ex->batch * tfc_layer_out_numel(l), cols,
+                             x[0], y);
+}
+
 static void activation_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
                                 const float *y, const float *dy, float *const *dx)
 {
@@ -34,5 +43,6 @@ static void activation_backward(tfc_layer *l, tfc_exec *ex, const void *const *x
 const tfc_layer_ops tfc_activation_ops = {
     .type = "Activation", .schema = activation_fields, .args_size = sizeof(activation_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
-    .build = activation_build, .forward = activation_forward, .backward = activation_backward,
+    .build = activation_build, .forward = activation_forward,
+    .forward_act = activation_forward_act, .backward = activation_backward,
 };

@@ -82,9 +82,16 @@ static void conv_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float
 {
     const conv_args *a = l->args;
     tfc_conv_desc d = conv_desc(l, ex->batch);
-    ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data, y, ex->ws);
-    if (a->use_bias)
-        ex->be->ops->bias_add(ex->be, (int64_t)d.n * d.oh * d.ow, d.f, l->params[1].data, y);
+    ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data,
+                              a->use_bias ? l->params[1].data : NULL, TFC_ACT_LINEAR, y, ex->ws);
+}
+
+static void conv_forward_act(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const conv_args *a = l->args;
+    tfc_conv_desc d = conv_desc(l, ex->batch);
+    ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data,
+                              a->use_bias ? l->params[1].data : NULL, l->act, y, ex->ws);
 }
 
 static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -101,5 +108,6 @@ static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
 const tfc_layer_ops tfc_conv2d_ops = {
     .type = "Conv2D", .schema = conv_fields, .args_size = sizeof(conv_args),
     .min_inputs = 1, .max_inputs = 1,
-    .build = conv_build, .plan = conv_plan, .forward = conv_forward, .backward = conv_backward,
+    .build = conv_build, .plan = conv_plan, .forward = conv_forward, .forward_act = conv_forward_act,
+    .backward = conv_backward,
 };

@@ -59,6 +59,11 @@ typedef struct tfc_layer_ops {
     void (*plan)(tfc_layer *l, tfc_backend *be);
     /* y = f(x). x[i] has shape [batch, in_shape[i]] (int32 for an int model input). */
     void (*forward)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
+    /* y = act(f(x)) with the layer's fused activation l->act applied by the layer itself,
+     * in one pass where the backend can (a convolution's bias and ReLU in the kernel's
+     * epilogue); may be NULL. The graph calls it at inference, and in training for ReLU
+     * (whose derivative it then takes from y); backward then gets no f(x) as its y. */
+    void (*forward_act)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
     /* dx[i] += dL/dx[i] (dx[i] NULL: not needed), param grads += ... */
     void (*backward)(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
                      const float *dy, float *const *dx);

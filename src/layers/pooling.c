@@ -66,7 +66,9 @@ static tfc_status pool_build(tfc_layer *l, tfc_error *err)
 static void pool_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
 {
     tfc_pool_desc d = pool_desc(l, ex->batch);
-    ex->be->ops->pool_forward(ex->be, &d, x[0], y, d.is_max ? (int32_t *)l->saved : NULL);
+    /* the winners are kept for backward only */
+    ex->be->ops->pool_forward(ex->be, &d, x[0], y,
+                              d.is_max && ex->training ? (int32_t *)l->saved : NULL);
 }
 
 static void pool_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
