@@ -9,6 +9,7 @@
 
 #include "cpu/cpu.h"
 #include "graph/model.h"
+#include "graph/model_internal.h"
 #include "gradcheck.h"
 #include "testutil.h"
 
@@ -529,6 +530,90 @@ static void test_initializers(void)
     unbind(b);
 }
 
+/* ---- inference chains (graph.c) ---------------------------------------------------------- */
+
+/* At inference a convolution applies the BatchNormalization and the Activation layer that
+ * alone read its output (conv -> BN -> ReLU, conv -> tanh, conv -> BN, the 1x1 stride-2
+ * convolution oneDNN refuses -> BN -> ReLU); a convolution with its own activation, a BN
+ * read by an Add, and a last layer whose softmax the loss reads stay as they are. The
+ * chains are the expected ones, and the output equals, bit for bit, that of the same model
+ * with TFC_FUSE=0 (every layer on its own), with random normalisation statistics. */
+static void test_inference_chains(void)
+{
+    static const char yaml[] =
+        "name: chains\n"
+        "input: {shape: [9, 9, 3]}\n"
+        "layers:\n"
+        "  - Conv2D: {name: c1, filters: 8, kernel_size: 3, padding: same, use_bias: false}\n"
+        "  - BatchNormalization: {name: b1}\n"
+        "  - Activation: {name: r1, activation: relu}\n"
+        "  - Conv2D: {name: c2, filters: 8, kernel_size: 3, padding: same}\n"
+        "  - Activation: {name: t2, activation: tanh}\n"
+        "  - Conv2D: {name: c3, filters: 8, kernel_size: 3, padding: same}\n"
+        "  - BatchNormalization: {name: b3}\n"
+        "  - Add: {name: a3, inputs: [b3, r1]}\n"
+        "  - Conv2D: {name: c4, filters: 8, kernel_size: 1, strides: 2, use_bias: false}\n"
+        "  - BatchNormalization: {name: b4}\n"
+        "  - Activation: {name: r4, activation: relu}\n"
+        "  - Conv2D: {name: c5, filters: 4, kernel_size: 3, activation: relu}\n"
+        "  - BatchNormalization: {name: b5}\n"
+        "  - Flatten: {}\n"
+        "  - Dense: {units: 5, activation: softmax}\n"
+        "loss: sparse_categorical_crossentropy\n";
+    const int n = 6;
+    float *out[2];
+    for (int run = 0; run < 2; run++) {
+        if (run) setenv("TFC_FUSE", "0", 1);
+        bound b = bind(yaml, n);
+        if (run) unsetenv("TFC_FUSE");
+        /* the chains as planned: c1-b1-r1, c2-t2, c3-b3, c4-b4-r4 */
+        int chains = 0, skips = 0;
+        for (int i = 0; i < 15; i++) {
+            chains += b.m->bound[i].chain_end != i;
+            skips += b.m->bound[i].skip;
+        }
+        CU_ASSERT_EQUAL(chains, run ? 0 : 4);
+        CU_ASSERT_EQUAL(skips, run ? 0 : 6);
+        if (!run) {
+            CU_ASSERT_EQUAL(b.m->bound[0].chain_end, 2);
+            CU_ASSERT_EQUAL(b.m->bound[0].chain_bn, 1);
+            CU_ASSERT_EQUAL(b.m->bound[3].chain_end, 4);
+            CU_ASSERT_EQUAL(b.m->bound[3].chain_act, TFC_ACT_TANH);
+            CU_ASSERT_EQUAL(b.m->bound[5].chain_end, 6);
+            CU_ASSERT_EQUAL(b.m->bound[5].chain_act, TFC_ACT_LINEAR);
+            CU_ASSERT_EQUAL(b.m->bound[8].chain_end, 10);
+            CU_ASSERT_EQUAL(b.m->bound[11].chain_end, 11);
+        }
+        /* random normalisation statistics, the same in both runs */
+        srand(11);
+        for (int i = 0; i < 15; i++) {
+            tfc_layer *l = tfc_model_layer(b.m, i);
+            for (int p = 0; p < l->nparams; p++) {
+                tfc_param *pr = &l->params[p];
+                if (strcmp(l->ops->type, "BatchNormalization")) continue;
+                float *h = malloc((size_t)pr->numel * 4);
+                int var = !strcmp(pr->name, "moving_variance");
+                for (int64_t k = 0; k < pr->numel; k++)
+                    h[k] = var ? 0.1f + 1.9f * (float)rand() / (float)RAND_MAX
+                               : -1.0f + 2.0f * (float)rand() / (float)RAND_MAX;
+                tfc_model_param_upload(b.m, pr, h);
+                free(h);
+            }
+        }
+        float x[6 * 9 * 9 * 3];
+        for (size_t k = 0; k < sizeof x / sizeof *x; k++)
+            x[k] = -1.0f + 2.0f * (float)rand() / (float)RAND_MAX;
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 0, 0, 0, &err), TFC_OK);
+        out[run] = malloc(sizeof(float) * 5 * n);
+        tfc_model_get_output(b.m, out[run]);
+        unbind(b);
+    }
+    CU_ASSERT_EQUAL(memcmp(out[0], out[1], sizeof(float) * 5 * n), 0);
+    free(out[0]), free(out[1]);
+}
+
 TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"gradcheck_catches_2_percent", test_gradcheck_catches_2_percent},
               {"registry_covered", test_registry_covered},
@@ -539,4 +624,5 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"dropout_values", test_dropout_values},
               {"dense_embedding_values", test_dense_embedding_values},
               {"masked_loss_values", test_masked_loss_values},
-              {"initializers", test_initializers})
+              {"initializers", test_initializers},
+              {"inference_chains", test_inference_chains})

@@ -56,6 +56,14 @@ typedef struct tfc_conv_desc {
     int oh, ow;        /* output */
 } tfc_conv_desc;
 
+/* BatchNormalization's inference transform of the channels (the last axis), as a
+ * convolution's epilogue takes it: y = x a + b with a = gamma / sqrt(var + eps) and
+ * b = beta - mean a, each computed in double and rounded to float (bn_forward_infer's). */
+typedef struct tfc_bn_params {
+    const float *gamma, *beta, *mean, *var;
+    float eps;
+} tfc_bn_params;
+
 /* Max or average 2-D pooling, NHWC. Padded positions are ignored: they never win a max and
  * are not counted in an average (TensorFlow's SAME semantics). */
 typedef struct tfc_pool_desc {
@@ -206,12 +214,13 @@ typedef struct tfc_device_options {
                                uint64_t step, const float *dy, float *dx))                         \
                                                                                                    \
     /* Convolution. ws: at least conv_workspace(desc) bytes of scratch (NULL when that is          \
-     * 0). conv_forward overwrites y with act(conv(x, w) + bias) (bias NULL: none; act over        \
-     * the f channels, as act_forward's), fused where the backend can; the backward ops            \
-     * accumulate into dx and dw. */                                                               \
+     * 0). conv_forward overwrites y with act(bn(conv(x, w) + bias)) (bias, bn NULL: none; bn      \
+     * as bn_forward_infer; act over the f channels, as act_forward's), fused where the            \
+     * backend can; the backward ops accumulate into dx and dw. */                                 \
     X(size_t, conv_workspace, (tfc_backend *be, const tfc_conv_desc *d))                           \
     X(void, conv_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,                \
-                           const float *w, const float *bias, tfc_act act, float *y, void *ws))    \
+                           const float *w, const float *bias, const tfc_bn_params *bn,             \
+                           tfc_act act, float *y, void *ws))                                       \
     X(void, conv_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,         \
                                  const float *w, float *dx, void *ws))                             \
     X(void, conv_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,        \

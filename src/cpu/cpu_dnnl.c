@@ -23,6 +23,7 @@
  * repeat bit for bit: the split depends on the batch and thread count only, the filter
  * gradient's per-chunk parts are summed in chunk order (test cpu_ops.conv_threads_repeat).
  * TFC_CPU_CONV=im2col in the environment, read when a backend is created, turns it off. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -37,11 +38,12 @@
 typedef struct prim {
     int used, ok;
     int single; /* built for one thread, to run on a chunk of the batch */
-    int bias, relu; /* forward: bias added, ReLU applied in the epilogue */
+    int bias, bn, relu; /* forward: bias, normalisation, ReLU in the epilogue */
     tfc_cpu_conv_op op;
     tfc_conv_desc d;
     dnnl_primitive_t conv, reorder;                /* reorder NULL: hwio is the layout */
     dnnl_memory_t in, wts, wts_prim, out, scratch, b; /* handles set per call */
+    dnnl_memory_t scale, shift;                       /* bn's a and b (post-ops 0, 1) */
     size_t scratch_bytes, out_bytes;               /* out_bytes: accumulate buffer */
     size_t wts_prim_bytes;                         /* the primitive's weight layout, if not hwio */
 } prim;
@@ -61,6 +63,8 @@ struct tfc_cpu_dnnl {
     int next; /* round-robin victim */
     plan plans[PLAN_SLOTS];
     int nplans;
+    float *aff; /* a normalisation's a and b for the call in progress */
+    int naff;
 };
 
 static int same_desc(const tfc_conv_desc *a, const tfc_conv_desc *b)
@@ -78,7 +82,7 @@ static void prim_release(prim *p)
     if (p->conv) dnnl_primitive_destroy(p->conv);
     if (p->reorder) dnnl_primitive_destroy(p->reorder);
     if (p->wts_prim && p->wts_prim != p->wts) dnnl_memory_destroy(p->wts_prim);
-    dnnl_memory_t mems[] = {p->in, p->wts, p->out, p->scratch, p->b};
+    dnnl_memory_t mems[] = {p->in, p->wts, p->out, p->scratch, p->b, p->scale, p->shift};
     for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
         if (mems[i]) dnnl_memory_destroy(mems[i]);
     memset(p, 0, sizeof *p);
@@ -105,13 +109,14 @@ static dnnl_memory_t mem_at(tfc_cpu_dnnl *s, const_dnnl_memory_t like, const voi
 /* Builds the primitive for op on d into p (p->ok = 0 where oneDNN cannot). The forward
  * primitive descriptor is the hint the backward ones need. */
 static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                       int bias, int relu)
+                       int bias, int bn, int relu)
 {
     memset(p, 0, sizeof *p);
     p->used = 1;
     p->op = op;
     p->d = *d;
     p->bias = bias;
+    p->bn = bn;
     p->relu = relu;
     /* A 1x1 kernel with a stride: oneDNN 2.6 copies the strided pixels into a scratchpad
      * buffer sized for c channels but stores whole vectors into it, overrunning it where c
@@ -119,9 +124,9 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
      * chunks here, and a race between the threads' buffers in one call). im2col's GEMM
      * takes these (a shortcut's projection, cheap beside the 3x3 convolutions). */
     if (tfc_cpu_dnnl_refuses(d)) return;
-    dnnl_memory_desc_t md_x, md_w, md_wany, md_y, md_b;
+    dnnl_memory_desc_t md_x, md_w, md_wany, md_y, md_b, md_c;
     dnnl_dims_t xd = {d->n, d->c, d->h, d->w}, wd = {d->f, d->c, d->kh, d->kw},
-                yd = {d->n, d->f, d->oh, d->ow}, bd = {d->f};
+                yd = {d->n, d->f, d->oh, d->ow}, bd = {d->f}, cd1 = {1, d->f, 1, 1};
     dnnl_dims_t strides = {d->sh, d->sw}, dil = {d->dh - 1, d->dw - 1};
     dnnl_dims_t pl = {d->pad_top, d->pad_left};
     /* the padding after the image that the output size implies (0 where the last rows are
@@ -133,7 +138,8 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
         dnnl_memory_desc_init_by_tag(&md_w, 4, wd, dnnl_f32, dnnl_hwio) ||
         dnnl_memory_desc_init_by_tag(&md_wany, 4, wd, dnnl_f32, dnnl_format_tag_any) ||
         dnnl_memory_desc_init_by_tag(&md_y, 4, yd, dnnl_f32, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&md_b, 1, bd, dnnl_f32, dnnl_a))
+        dnnl_memory_desc_init_by_tag(&md_b, 1, bd, dnnl_f32, dnnl_a) ||
+        dnnl_memory_desc_init_by_tag(&md_c, 4, cd1, dnnl_f32, dnnl_nchw))
         return;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
@@ -142,11 +148,14 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     if (dnnl_primitive_attr_create(&attr) ||
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
         goto done;
-    /* ReLU as an eltwise post-op: max(v, 0) with alpha 0 (a NaN sum stays NaN) */
-    if (relu && (dnnl_post_ops_create(&po) ||
-                 dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) ||
-                 dnnl_primitive_attr_set_post_ops(attr, po)))
+    /* the normalisation as two per-channel binary post-ops (y * a, then + b), ReLU as an
+     * eltwise one: v > 0 ? v : v * 0 (a NaN sum stays NaN) */
+    if ((bn || relu) && dnnl_post_ops_create(&po)) goto done;
+    if (bn && (dnnl_post_ops_append_binary(po, dnnl_binary_mul, &md_c) ||
+               dnnl_post_ops_append_binary(po, dnnl_binary_add, &md_c)))
         goto done;
+    if (relu && dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f)) goto done;
+    if (po && dnnl_primitive_attr_set_post_ops(attr, po)) goto done;
     if (dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training,
                                                    dnnl_convolution_direct, &md_x, &md_wany,
                                                    bias ? &md_b : NULL, &md_y, strides, dil, pl,
@@ -189,7 +198,10 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     }
     p->scratch = p->scratch_bytes ? handle_mem(s, sm) : NULL;
     p->b = bias ? handle_mem(s, &md_b) : NULL;
-    if (!p->in || !p->wts || !p->out || (p->scratch_bytes && !p->scratch) || (bias && !p->b))
+    p->scale = bn ? handle_mem(s, &md_c) : NULL;
+    p->shift = bn ? handle_mem(s, &md_c) : NULL;
+    if (!p->in || !p->wts || !p->out || (p->scratch_bytes && !p->scratch) || (bias && !p->b) ||
+        (bn && (!p->scale || !p->shift)))
         goto done;
     p->wts_prim = p->wts;
     if (!dnnl_memory_desc_equal(pw, &md_w)) {
@@ -219,30 +231,35 @@ done:
         p->op = op;
         p->d = *d;
         p->bias = bias;
+        p->bn = bn;
         p->relu = relu;
     }
 }
 
+/* a primitive's epilogue: bit 0 bias, bit 1 normalisation, bit 2 ReLU */
+enum { EPI_BIAS = 1, EPI_BN = 2, EPI_RELU = 4 };
+
 static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, int single,
-                   int bias, int relu)
+                   int epi)
 {
-    return p->used && p->op == op && p->single == single && p->bias == bias &&
-           p->relu == relu && same_desc(&p->d, d);
+    return p->used && p->op == op && p->single == single &&
+           p->bias == !!(epi & EPI_BIAS) && p->bn == !!(epi & EPI_BN) &&
+           p->relu == !!(epi & EPI_RELU) && same_desc(&p->d, d);
 }
 
 /* The cached primitive for (op, d), built on first use: for the backend's thread count, or
  * (single) for one thread, which a primitive's kernels fix when it is built. The caller
  * holds the lock and has set the OpenMP thread count to the backend's. */
 static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
-                    const tfc_conv_desc *d, int single, int bias, int relu)
+                    const tfc_conv_desc *d, int single, int epi)
 {
     for (int i = 0; i < CACHE_SLOTS; i++)
-        if (prim_is(&s->cache[i], op, d, single, bias, relu)) return &s->cache[i];
+        if (prim_is(&s->cache[i], op, d, single, epi)) return &s->cache[i];
     prim *p = &s->cache[s->next];
     s->next = (s->next + 1) % CACHE_SLOTS;
     prim_release(p);
     if (single && be->threads != 1) omp_set_num_threads(1);
-    prim_build(s, p, op, d, bias, relu);
+    prim_build(s, p, op, d, !!(epi & EPI_BIAS), !!(epi & EPI_BN), !!(epi & EPI_RELU));
     if (single && be->threads != 1) omp_set_num_threads(be->threads);
     p->single = single;
     return p;
@@ -264,7 +281,7 @@ typedef struct call {
 } call;
 
 static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
-                   const tfc_conv_desc *d, int bias, int relu, call *c)
+                   const tfc_conv_desc *d, int epi, call *c)
 {
     memset(c, 0, sizeof *c);
     const int t = be->threads;
@@ -277,17 +294,16 @@ static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     if (!c->k) {
         /* inside the caller's own OpenMP region oneDNN runs on the calling thread alone,
          * which a primitive built for a team would not expect */
-        c->p[0] = c->p[1] = lookup(be, s, op, d, omp_in_parallel(), bias, relu);
+        c->p[0] = c->p[1] = lookup(be, s, op, d, omp_in_parallel(), epi);
         c->bytes = align64(c->p[0]->out_bytes) + c->p[0]->scratch_bytes;
         return c->p[0]->ok;
     }
     tfc_conv_desc dn = *d, dt = *d;
     dn.n = c->nb;
     dt.n = c->tail;
-    c->p[0] = lookup(be, s, op, &dn, 1, bias, relu);
-    c->p[1] = c->tail == c->nb ? c->p[0] : lookup(be, s, op, &dt, 1, bias, relu);
-    if (!prim_is(c->p[0], op, &dn, 1, bias, relu))
-        c->p[0] = lookup(be, s, op, &dn, 1, bias, relu); /* evicted */
+    c->p[0] = lookup(be, s, op, &dn, 1, epi);
+    c->p[1] = c->tail == c->nb ? c->p[0] : lookup(be, s, op, &dt, 1, epi);
+    if (!prim_is(c->p[0], op, &dn, 1, epi)) c->p[0] = lookup(be, s, op, &dn, 1, epi); /* evicted */
     if (!c->p[0]->ok || !c->p[1]->ok) return 0;
     size_t scratch = 0, part = 0;
     for (int j = 0; j < 2; j++) {
@@ -337,6 +353,7 @@ void tfc_cpu_dnnl_free(tfc_cpu_dnnl *s)
     for (int i = 0; i < CACHE_SLOTS; i++) prim_release(&s->cache[i]);
     for (int i = 0; i < s->nstreams; i++) dnnl_stream_destroy(s->streams[i]);
     free(s->streams);
+    free(s->aff);
     dnnl_stream_destroy(s->stream);
     dnnl_engine_destroy(s->engine);
     pthread_mutex_destroy(&s->lock);
@@ -366,7 +383,7 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
     size_t need = 0;
     for (int op = 0; op < 3 && ok; op++) {
         call c;
-        ok = prepare(be, s, (tfc_cpu_conv_op)op, d, 0, 0, &c);
+        ok = prepare(be, s, (tfc_cpu_conv_op)op, d, 0, &c);
         if (c.bytes > need) need = c.bytes;
     }
     if (ok) {
@@ -376,6 +393,15 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
     }
     leave(be, s, saved);
     return ok;
+}
+
+/* The normalisation's per-channel a and b as the binary post-ops' second inputs. */
+static int epilogue_args(const prim *p, dnnl_exec_arg_t *a)
+{
+    if (!p->scale) return 0;
+    a[0] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p->scale};
+    a[1] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, p->shift};
+    return 2;
 }
 
 /* One call on the whole batch, on the backend's threads. */
@@ -394,7 +420,7 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, p->wts_prim}};
         TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
     }
-    dnnl_exec_arg_t a[5];
+    dnnl_exec_arg_t a[7];
     int na = 0;
     switch (op) {
     case TFC_CPU_CONV_FORWARD:
@@ -405,6 +431,7 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
             dnnl_memory_set_data_handle(p->b, (void *)bias);
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->b};
         }
+        na += epilogue_args(p, a + na);
         break;
     case TFC_CPU_CONV_DATA:
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, p->in};
@@ -458,7 +485,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
         dnnl_stream_t st = s->streams[t];
         dnnl_memory_t m_in = mem_at(s, p->in, in + i0 * in_img), m_out, m_w = NULL, m_hwio = NULL;
         dnnl_memory_t m_scr = p->scratch ? mem_at(s, p->scratch, mine) : NULL;
-        dnnl_exec_arg_t a[5];
+        dnnl_exec_arg_t a[7];
         int na = 0;
         switch (op) {
         case TFC_CPU_CONV_FORWARD:
@@ -467,6 +494,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m_out};
             if (p->b) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->b};
+            na += epilogue_args(p, a + na);
             break;
         case TFC_CPU_CONV_DATA:
             m_out = mem_at(s, p->out, (float *)acc + i0 * xi);
@@ -505,16 +533,33 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
 }
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                      const float *in, const float *w, const float *bias, int relu, float *out,
-                      void *ws)
+                      const float *in, const float *w, const float *bias,
+                      const tfc_bn_params *bn, int relu, float *out, void *ws)
 {
     tfc_cpu_dnnl *s = be->impl;
     if (!s || d->n <= 0) return 0;
     int saved = enter(be, s);
     call c;
-    if (!prepare(be, s, op, d, bias != NULL, relu, &c)) {
+    int epi = (bias ? EPI_BIAS : 0) | (bn ? EPI_BN : 0) | (relu ? EPI_RELU : 0);
+    if (!prepare(be, s, op, d, epi, &c)) {
         leave(be, s, saved);
         return 0;
+    }
+    if (bn) { /* a and b as bn_forward_infer computes them */
+        if (s->naff < d->f) {
+            s->aff = realloc(s->aff, sizeof(float) * 2 * (size_t)d->f);
+            TFC_ASSERT(s->aff);
+            s->naff = d->f;
+        }
+        for (int k = 0; k < d->f; k++) {
+            double a = bn->gamma[k] / sqrt((double)bn->var[k] + (double)bn->eps);
+            s->aff[k] = (float)a;
+            s->aff[d->f + k] = (float)(bn->beta[k] - bn->mean[k] * a);
+        }
+        for (int j = 0; j < 2; j++) {
+            dnnl_memory_set_data_handle(c.p[j]->scale, s->aff);
+            dnnl_memory_set_data_handle(c.p[j]->shift, s->aff + d->f);
+        }
     }
     /* the workspace the caller was told of for this shape, or a temporary one */
     const plan *pl = find_plan(s, d);
@@ -561,8 +606,8 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 }
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                      const float *in, const float *w, const float *bias, int relu, float *out,
-                      void *ws)
+                      const float *in, const float *w, const float *bias,
+                      const tfc_bn_params *bn, int relu, float *out, void *ws)
 {
     return 0;
 }

@@ -384,13 +384,17 @@ static void conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x
 
 /* y = act(conv(x, w) + bias) (overwrites y). */
 void tfc_gpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                          const float *w, const float *bias, tfc_act act, float *y, void *ws)
+                          const float *w, const float *bias, const tfc_bn_params *bn,
+                          tfc_act act, float *y, void *ws)
 {
     conv_forward(be, d, x, w, y, ws);
-    /* bias and activation as their own kernels (cuDNN's fused convolution-bias-activation
-     * takes ReLU only, and its own algorithm set) */
+    /* bias, normalisation and activation as their own kernels (cuDNN's fused
+     * convolution-bias-activation takes ReLU only, and its own algorithm set) */
     const int64_t rows = (int64_t)d->n * d->oh * d->ow;
     if (bias) tfc_gpu_bias_add(be, rows, d->f, bias, y);
+    if (bn)
+        tfc_gpu_bn_forward_infer(be, rows, d->f, y, bn->gamma, bn->beta, bn->mean, bn->var,
+                                 bn->eps, y);
     if (act != TFC_ACT_LINEAR) tfc_gpu_act_forward(be, act, rows * d->f, d->f, y, y);
 }
 

@@ -204,6 +204,52 @@ tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
 
 const tfc_memory_plan *tfc_model_memory(const tfc_model *m) { return m->be ? &m->mem : NULL; }
 
+/* The one layer that reads layer i's output (i itself: none or several, or i is the
+ * model's output). */
+static int sole_consumer(const tfc_model *m, int i)
+{
+    int who = i, uses = 0;
+    for (int j = i + 1; j < m->nlayers; j++)
+        for (int k = 0; k < m->layers[j].ninputs; k++)
+            if (m->layers[j].inputs[k] == i) who = j, uses++;
+    return uses == 1 && i != m->nlayers - 1 ? who : i;
+}
+
+/* Inference chains (tfc_bound): a layer with forward_fused and a linear activation, then
+ * the BatchNormalization that alone reads it, then an Activation layer that alone reads
+ * what came before, each optional (conv -> BN -> ReLU, conv -> BN, conv -> ReLU). The last
+ * layer's activation stays its own when the loss reads its pre-activation. TFC_FUSE=0 in
+ * the environment at bind time plans none. */
+static void plan_chains(tfc_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_bound *b = &m->bound[i];
+        b->chain_end = i, b->chain_bn = -1, b->skip = 0, b->chain_act = TFC_ACT_LINEAR;
+    }
+    const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
+    if (e && !strcmp(e, "0")) return;
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        if (!l->ops->forward_fused || l->act != TFC_ACT_LINEAR || m->bound[i].skip) continue;
+        int end = i, bn = -1, j = sole_consumer(m, i);
+        tfc_act act = TFC_ACT_LINEAR;
+        if (j != i && m->layers[j].ops->bn_params && m->layers[j].act == TFC_ACT_LINEAR &&
+            !m->layers[j].mask_in) {
+            bn = end = j;
+            j = sole_consumer(m, end);
+        }
+        if (j != end && m->layers[j].ops->pure_act && !m->layers[j].mask_in &&
+            !(j == m->nlayers - 1 && m->fused_loss)) {
+            act = m->layers[j].act;
+            end = j;
+        }
+        if (end == i) continue;
+        m->bound[i].chain_end = end, m->bound[i].chain_bn = bn, m->bound[i].chain_act = act;
+        if (bn >= 0) m->bound[bn].skip = 1;
+        m->bound[end].skip = 1;
+    }
+}
+
 tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err)
 {
     tfc_model_unbind(m);
@@ -272,6 +318,7 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
         l->mask = l->mask_in ? m->mask : NULL;
     }
     free(L.y);
+    plan_chains(m);
     m->max_batch = max_batch;
     m->mem = L.plan;
     be->ops->zero(be, m->arena, L.plan.arena);
@@ -350,7 +397,16 @@ void tfc_model_layer_forward(tfc_model *m, int i)
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
     const void *xs[TFC_LAYER_MAX_INPUTS];
+    if (!m->ex.training && b->skip) return; /* an earlier layer's chain computed it */
     gather_inputs(m, l, xs, NULL);
+    if (!m->ex.training && b->chain_end != i) {
+        tfc_bn_params bn;
+        if (b->chain_bn >= 0) m->layers[b->chain_bn].ops->bn_params(&m->layers[b->chain_bn], &bn);
+        l->ops->forward_fused(l, &m->ex, xs, m->bound[b->chain_end].y,
+                              b->chain_bn >= 0 ? &bn : NULL, b->chain_act);
+        b->z_unset = 0;
+        return;
+    }
     /* The layer applies its activation itself (in one pass where the backend can): at
      * inference any activation, unless the loss reads the pre-activation (the last layer's
      * softmax/sigmoid folded into it); in training ReLU alone, whose derivative backward

@@ -42,7 +42,7 @@ static void activation_backward(tfc_layer *l, tfc_exec *ex, const void *const *x
 
 const tfc_layer_ops tfc_activation_ops = {
     .type = "Activation", .schema = activation_fields, .args_size = sizeof(activation_args),
-    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
+    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1, .pure_act = 1,
     .build = activation_build, .forward = activation_forward,
     .forward_act = activation_forward_act, .backward = activation_backward,
 };

@@ -76,6 +76,14 @@ static void bn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *
                                       y);
 }
 
+static void bn_params(const tfc_layer *l, tfc_bn_params *out)
+{
+    const bn_args *a = l->args;
+    const tfc_param *p = l->params;
+    *out = (tfc_bn_params){p[GAMMA].data, p[BETA].data, p[MOVING_MEAN].data, p[MOVING_VAR].data,
+                           (float)a->epsilon};
+}
+
 /* Backward follows a training-mode forward (the solver never back-propagates an inference
  * pass), so the saved batch statistics are current. */
 static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -92,5 +100,5 @@ static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const 
 const tfc_layer_ops tfc_batch_normalization_ops = {
     .type = "BatchNormalization", .schema = bn_fields, .args_size = sizeof(bn_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
-    .build = bn_build, .forward = bn_forward, .backward = bn_backward,
+    .build = bn_build, .forward = bn_forward, .backward = bn_backward, .bn_params = bn_params,
 };

@@ -78,20 +78,23 @@ static void conv_plan(tfc_layer *l, tfc_backend *be)
     l->workspace = be->ops->conv_workspace(be, &d);
 }
 
-static void conv_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+static void conv_forward_fused(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y,
+                               const tfc_bn_params *bn, tfc_act act)
 {
     const conv_args *a = l->args;
     tfc_conv_desc d = conv_desc(l, ex->batch);
     ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data,
-                              a->use_bias ? l->params[1].data : NULL, TFC_ACT_LINEAR, y, ex->ws);
+                              a->use_bias ? l->params[1].data : NULL, bn, act, y, ex->ws);
+}
+
+static void conv_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    conv_forward_fused(l, ex, x, y, NULL, TFC_ACT_LINEAR);
 }
 
 static void conv_forward_act(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
 {
-    const conv_args *a = l->args;
-    tfc_conv_desc d = conv_desc(l, ex->batch);
-    ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data,
-                              a->use_bias ? l->params[1].data : NULL, l->act, y, ex->ws);
+    conv_forward_fused(l, ex, x, y, NULL, l->act);
 }
 
 static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -109,5 +112,6 @@ const tfc_layer_ops tfc_conv2d_ops = {
     .type = "Conv2D", .schema = conv_fields, .args_size = sizeof(conv_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = conv_build, .plan = conv_plan, .forward = conv_forward, .forward_act = conv_forward_act,
+    .forward_fused = conv_forward_fused,
     .backward = conv_backward,
 };

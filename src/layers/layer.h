@@ -49,6 +49,7 @@ typedef struct tfc_layer_ops {
     size_t args_size;          /* bytes of the struct the schema fills */
     int min_inputs, max_inputs;
     int keeps_mask;            /* output keeps the sequence mask of its input */
+    int pure_act;              /* y = act(x) and nothing else (Activation) */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
      * parameters (tfc_layer_add_param), l->saved_floats (floats per example kept from
      * forward for backward) and, for token inputs, l->id_limit. Errors name the layer via
@@ -64,6 +65,13 @@ typedef struct tfc_layer_ops {
      * epilogue); may be NULL. The graph calls it at inference, and in training for ReLU
      * (whose derivative it then takes from y); backward then gets no f(x) as its y. */
     void (*forward_act)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
+    /* Inference only (may be NULL; the layer's own activation is linear): y = act(bn(f(x))),
+     * the transforms of the BatchNormalization and activation layers that consume this
+     * layer's output alone applied by it, which the graph then skips (graph.c). */
+    void (*forward_fused)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y,
+                          const tfc_bn_params *bn, tfc_act act);
+    /* BatchNormalization: its inference transform's parameters (device pointers). */
+    void (*bn_params)(const tfc_layer *l, tfc_bn_params *out);
     /* dx[i] += dL/dx[i] (dx[i] NULL: not needed), param grads += ... */
     void (*backward)(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
                      const float *dy, float *const *dx);
