@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device/device.h"
+#include "graph/model.h"
 #include "tfc.h"
 #include "testutil.h"
 
@@ -391,6 +393,58 @@ static void test_conv_output_without_loss(void)
 
 /* Allocations are not counted under AddressSanitizer, which owns the allocator: the case is
  * absent from a sanitizer build, not skipped (no optional peer is missing). */
+/* The inference layout (tfc_model_bind_inference, which the predictor and tfc-predict use):
+ * for every zoo model the output equals, bit for bit, that of the same model bound with the
+ * training layout, on 37 examples in passes of 16; the arena is smaller (fashion_resnet's at
+ * least 4x); a training pass on it is a usage error. */
+static void test_inference_layout(void)
+{
+    for (int z = 0; z < NZOO; z++) {
+        char model[256], weights[256], err[512] = "";
+        paths(zoo[z], model, weights, sizeof model);
+        tfc_predictor *p = tfc_predictor_open(model, weights, "cpu", err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const int64_t n = 37, pass = 16, nout = out_numel(p);
+        int64_t per;
+        void *x = make_inputs(p, n, 3 + (unsigned)z, &per);
+        tfc_predictor_close(p);
+        float *out[2];
+        size_t arena[2];
+        for (int inference = 0; inference < 2; inference++) {
+            tfc_error e;
+            tfc_error_clear(&e);
+            tfc_model *m = tfc_model_load(model, &e);
+            tfc_backend *be = tfc_backend_open("cpu", 2, &e);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(be);
+            tfc_status s = inference ? tfc_model_bind_inference(m, be, (int)pass, &e)
+                                     : tfc_model_bind(m, be, (int)pass, &e);
+            CU_ASSERT_EQUAL_FATAL(s, TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(tfc_model_load_weights(m, weights, NULL, &e), TFC_OK);
+            arena[inference] = tfc_model_memory(m)->arena;
+            out[inference] = malloc(sizeof(float) * (size_t)(n * nout));
+            for (int64_t at = 0; at < n; at += pass) {
+                int k = (int)(n - at < pass ? n - at : pass);
+                CU_ASSERT_EQUAL(tfc_model_forward(m, (char *)x + at * per * 4, k, 0, 0, 0, &e),
+                                TFC_OK);
+                tfc_model_get_output(m, out[inference] + at * nout);
+            }
+            if (inference) {
+                tfc_error_clear(&e);
+                CU_ASSERT_EQUAL(tfc_model_forward(m, x, 1, 1, 0, 0, &e), TFC_ERR_USAGE);
+            }
+            tfc_model_free(m);
+            tfc_backend_free(be);
+        }
+        int same = memcmp(out[0], out[1], sizeof(float) * (size_t)(n * nout)) == 0;
+        if (!same) fprintf(stderr, "\n%s: the inference layout's output differs\n", zoo[z]);
+        CU_ASSERT(same);
+        CU_ASSERT(arena[1] < arena[0]);
+        if (!strcmp(zoo[z], "fashion_resnet")) CU_ASSERT(4 * arena[1] < arena[0]);
+        free(out[0]), free(out[1]), free(x);
+    }
+}
+
 #ifdef COUNT_ALLOCATIONS
 #define ALLOCATION_CASE {"no_allocation_per_call", test_no_allocation_per_call},
 #else
@@ -400,4 +454,5 @@ static void test_conv_output_without_loss(void)
 TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity},
               {"threads_mlp", test_threads_mlp}, {"threads_lstm", test_threads_lstm},
               ALLOCATION_CASE {"errors", test_errors},
-              {"conv_output_without_loss", test_conv_output_without_loss})
+              {"conv_output_without_loss", test_conv_output_without_loss},
+              {"inference_layout", test_inference_layout})

@@ -485,7 +485,7 @@ int main(int argc, char **argv)
                                     "as they are: --solver and --map do not apply");
         }
         tfc_backend *be = tfc_backend_open(args.device, (int)args.threads, &err);
-        tfc_status s = be ? tfc_model_bind(m, be, 1, &err) : err.code;
+        tfc_status s = be ? tfc_model_bind_inference(m, be, 1, &err) : err.code;
         if (!s) s = tfc_model_load_weights(m, args.weights, NULL, &err);
         if (!s) s = continue_lines(m, &err);
         if (s) fputs(err.text, stderr);
@@ -505,7 +505,7 @@ int main(int argc, char **argv)
     if (!s && !p) s = err.code;
     tfc_backend *be = s ? NULL : tfc_backend_open(args.device, (int)args.threads, &err);
     if (!s && !be) s = err.code;
-    if (!s) s = tfc_model_bind(m, be, batch, &err);
+    if (!s) s = tfc_model_bind_inference(m, be, batch, &err);
     if (!s) s = tfc_model_load_weights(m, args.weights, NULL, &err);
     int64_t per_out = tfc_shape_numel(tfc_model_output_shape(m));
     float *y = s ? NULL : malloc((size_t)((n ? n : 1) * per_out) * 4);

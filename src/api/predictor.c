@@ -85,7 +85,7 @@ static worker *worker_create(tfc_predictor *p, int batch, tfc_error *err)
     }
     w->m = tfc_model_from_string(p->yaml, p->yaml_len, p->path, err);
     w->be = w->m ? tfc_backend_open(p->has_device ? p->device : NULL, 0, err) : NULL;
-    if (!w->be || tfc_model_bind(w->m, w->be, batch, err)) {
+    if (!w->be || tfc_model_bind_inference(w->m, w->be, batch, err)) {
         worker_free(w);
         return NULL;
     }
@@ -98,7 +98,7 @@ static worker *worker_create(tfc_predictor *p, int batch, tfc_error *err)
 /* Binds w for `batch` examples (the old buffers go) and uploads the parameters again. */
 static tfc_status worker_rebind(tfc_predictor *p, worker *w, int batch, tfc_error *err)
 {
-    tfc_status s = tfc_model_bind(w->m, w->be, batch, err);
+    tfc_status s = tfc_model_bind_inference(w->m, w->be, batch, err);
     if (s) {
         w->bound = 0;
         return s;

@@ -108,6 +108,43 @@ static size_t plan_grads(tfc_model *m, size_t *off)
     return total;
 }
 
+/* n buffers of bytes[k], each in use over the steps [first[k], last[k]]: offsets in off[]
+ * such that buffers in use at a common step never overlap (largest first, each at the
+ * lowest offset clear of those placed); returns the region's size, SIZE_MAX without
+ * memory. */
+static size_t pack(int n, const size_t *bytes, const int *first, const int *last, size_t *off)
+{
+    int *order = malloc((size_t)(n + 1) * sizeof *order);
+    if (!order) return SIZE_MAX;
+    for (int k = 0; k < n; k++) order[k] = k;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && bytes[order[b]] > bytes[order[b - 1]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    size_t total = 0;
+    for (int a = 0; a < n; a++) {
+        int p = order[a];
+        size_t at = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int b = 0; b < a; b++) {
+                int q = order[b];
+                if (first[p] <= last[q] && first[q] <= last[p] && at < off[q] + bytes[q] &&
+                    off[q] < at + bytes[p]) {
+                    at = align_up(off[q] + bytes[q]);
+                    moved = 1;
+                }
+            }
+        }
+        off[p] = at;
+        if (at + bytes[p] > total) total = at + bytes[p];
+    }
+    free(order);
+    return align_up(total);
+}
+
 /* The activation arena's layout for batches of up to max_batch: offsets from its start,
  * y[4 i ..] layer i's output, pre-activation, saved buffer and gradient block; `plan` the
  * sizes. Needs m->bound (the gradient blocks' lifetimes) and runs each layer's plan (its
@@ -118,8 +155,10 @@ typedef struct layout {
     tfc_memory_plan plan;
 } layout;
 
-static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, layout *L,
-                              tfc_error *err)
+static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *err);
+
+static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int inference,
+                              layout *L, tfc_error *err)
 {
     memset(L, 0, sizeof *L);
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
@@ -148,11 +187,15 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, layo
     m->ws_bytes = 0;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
-        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4, was = o;
         l->max_batch = max_batch;
         l->workspace = 0;
         if (l->ops->plan) l->ops->plan(l, be);
         if (l->workspace > m->ws_bytes) m->ws_bytes = l->workspace;
+    }
+    if (inference) return plan_inference(m, o, L, err);
+    for (int i = 0; i < m->nlayers; i++) {
+        tfc_layer *l = &m->layers[i];
+        size_t bytes = B * (size_t)tfc_layer_out_numel(l) * 4, was = o;
         L->y[4 * i] = o; o = align_up(o + bytes);
         if (l->act != TFC_ACT_LINEAR) { L->y[4 * i + 1] = o; o = align_up(o + bytes); }
         P->outputs += o - was;
@@ -194,7 +237,7 @@ tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
     if (!(m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound)))
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     layout L;
-    tfc_status s = plan_layout(m, be, max_batch, &L, err);
+    tfc_status s = plan_layout(m, be, max_batch, 0, &L, err);
     free(L.y);
     free(m->bound);
     m->bound = NULL;
@@ -250,7 +293,67 @@ static void plan_chains(tfc_model *m)
     }
 }
 
-tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err)
+/* The inference layout (tfc_model_bind_inference), from offset o on: each layer's output
+ * kept from the step that writes it (a chain's first layer, for the chain's end) to its
+ * last reader's (the model's output to the end), its pre-activation and saved buffer for
+ * its own step only (the last layer's pre-activation, which the loss may read, to the
+ * end); buffers whose steps do not meet share memory. No gradients. */
+static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *err)
+{
+    const int n = m->nlayers, nb = 3 * n;
+    tfc_memory_plan *P = &L->plan;
+    const size_t B = (size_t)P->max_batch;
+    size_t *bytes = calloc((size_t)nb + 1, 2 * sizeof(size_t));
+    int *first = calloc((size_t)nb + 1, 2 * sizeof(int));
+    if (!bytes || !first) {
+        free(bytes), free(first);
+        free(L->y);
+        L->y = NULL;
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    size_t *off = bytes + nb;
+    int *last = first + nb;
+    for (int k = 0; k < n; k++) {
+        const tfc_layer *l = &m->layers[k];
+        const tfc_bound *b = &m->bound[k];
+        int use = k == n - 1 ? n : k;
+        for (int j = k + 1; j < n; j++)
+            for (int q = 0; q < m->layers[j].ninputs; q++)
+                if (m->layers[j].inputs[q] == k) use = j;
+        size_t out = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
+        bytes[3 * k] = b->skip ? 0 : out; /* inside a chain: never written */
+        first[3 * k] = k, last[3 * k] = use;
+        bytes[3 * k + 1] = l->act != TFC_ACT_LINEAR ? out : 0;
+        first[3 * k + 1] = k, last[3 * k + 1] = k == n - 1 ? n : k;
+        bytes[3 * k + 2] = align_up((B * (size_t)l->saved_floats + (size_t)l->fixed_floats) * 4);
+        first[3 * k + 2] = k, last[3 * k + 2] = k;
+    }
+    for (int k = 0; k < n; k++) /* a chain's end: from its start to its own last reader */
+        if (m->bound[k].chain_end != k) {
+            int e = m->bound[k].chain_end;
+            bytes[3 * e] = align_up(B * (size_t)tfc_layer_out_numel(&m->layers[e]) * 4);
+            first[3 * e] = k;
+        }
+    size_t region = pack(nb, bytes, first, last, off);
+    if (region == SIZE_MAX) {
+        free(bytes), free(first);
+        free(L->y);
+        L->y = NULL;
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    for (int k = 0; k < nb; k++)
+        L->y[k / 3 * 4 + k % 3] = o + off[k];
+    free(bytes), free(first);
+    P->outputs = region;
+    o += region;
+    L->ws = o; o = align_up(o + m->ws_bytes);
+    P->workspace = o - L->ws;
+    P->arena = o;
+    return TFC_OK;
+}
+
+static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inference,
+                       tfc_error *err)
 {
     tfc_model_unbind(m);
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
@@ -279,8 +382,10 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
             }
 
     /* Activations: plan offsets, then one allocation. */
+    m->inference_only = inference;
+    plan_chains(m);
     layout L;
-    tfc_status st = plan_layout(m, be, max_batch, &L, err);
+    tfc_status st = plan_layout(m, be, max_batch, inference, &L, err);
     if (st) {
         tfc_model_unbind(m);
         return st;
@@ -299,7 +404,7 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     }
     char *base = m->arena;
     m->x = base + L.x;
-    m->dx = m->input_dtype == TFC_F32 ? (float *)(base + L.dx) : NULL;
+    m->dx = m->input_dtype == TFC_F32 && !inference ? (float *)(base + L.dx) : NULL;
     m->mask = m->mask_layer >= 0 ? (float *)(base + L.mask) : NULL;
     m->labels = base + L.labels;
     m->scalars = (float *)(base + L.scalars);
@@ -310,15 +415,18 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
         tfc_layer *l = &m->layers[i];
         tfc_bound *b = &m->bound[i];
         b->y = (float *)(base + L.y[4 * i]);
-        b->dy = (float *)(base + L.y[4 * i + 3]);
         b->z = l->act != TFC_ACT_LINEAR ? (float *)(base + L.y[4 * i + 1]) : b->y;
-        b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + L.y[4 * i + 3] + b->grad_bytes / 2)
-                                         : b->dy;
+        if (inference) {
+            b->dy = b->dz = NULL;
+        } else {
+            b->dy = (float *)(base + L.y[4 * i + 3]);
+            b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + L.y[4 * i + 3] + b->grad_bytes / 2)
+                                             : b->dy;
+        }
         l->saved = l->saved_floats || l->fixed_floats ? (float *)(base + L.y[4 * i + 2]) : NULL;
         l->mask = l->mask_in ? m->mask : NULL;
     }
     free(L.y);
-    plan_chains(m);
     m->max_batch = max_batch;
     m->mem = L.plan;
     be->ops->zero(be, m->arena, L.plan.arena);
@@ -326,6 +434,17 @@ tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_erro
     m->ex.be = be;
     m->ex.ws = m->ws;
     return TFC_OK;
+}
+
+tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err)
+{
+    return bind(m, be, max_batch, 0, err);
+}
+
+tfc_status tfc_model_bind_inference(tfc_model *m, tfc_backend *be, int max_batch,
+                                    tfc_error *err)
+{
+    return bind(m, be, max_batch, 1, err);
 }
 
 float *tfc_model_params(tfc_model *m) { return m->params; }
@@ -439,6 +558,9 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
         tfc_status s = check_ids(m, x, batch, err);
         if (s) return s;
     }
+    if (training && m->inference_only)
+        return tfc_error_set(err, TFC_ERR_USAGE, "model '%s' is bound for inference only",
+                             m->name);
     m->ex.batch = batch;
     m->ex.training = training;
     m->ex.seed = seed;

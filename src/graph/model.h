@@ -92,6 +92,12 @@ int64_t tfc_model_param_count(const tfc_model *m);
  * sizes (TFC_ERR_NOMEM). */
 tfc_status tfc_model_bind(tfc_model *m, tfc_backend *be, int max_batch, tfc_error *err);
 
+/* Binds for inference only (tfc_predictor, tfc-predict): no gradients, and buffers whose
+ * lifetimes in a forward pass do not meet share memory (an output lives until its last
+ * reader). A training forward pass is then a usage error. */
+tfc_status tfc_model_bind_inference(tfc_model *m, tfc_backend *be, int max_batch,
+                                    tfc_error *err);
+
 /* The memory tfc_model_bind lays out on a backend for batches of up to max_batch, in bytes:
  * the two parameter arenas and the activation arena, which is the sum of its parts (each
  * aligned to 256 bytes, as bound). */

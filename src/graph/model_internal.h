@@ -93,6 +93,7 @@ struct tfc_model {
     tfc_memory_plan mem;   /* what the binding laid out */
     tfc_exec ex;
     int want_input_grad;
+    int inference_only;    /* bound by tfc_model_bind_inference: no gradients, shared buffers */
 };
 
 #endif
