@@ -812,36 +812,40 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
     for (int64_t i = 0; i < ny; i++) y[i] = NAN; /* forward overwrites */
     size_t wsb = be->ops->conv_workspace(be, &d);
     void *ws = wsb ? be->ops->alloc(be, wsb) : NULL;
-    be->ops->conv_forward(be, &d, x, w, NULL, NULL, TFC_ACT_LINEAR, y, ws);
+    be->ops->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, ws);
     conv_ctx ctx = {d, to_double(x, nx), to_double(w, nw), to_double(wt, ny),
                     malloc(sizeof(double) * (size_t)ny)};
     ref_conv(&d, ctx.x, ctx.w, ctx.y);
     int bad = compare("conv y", y, ctx.y, ny, 1e-5, 1e-5);
-    /* with a bias, a normalisation and an activation (oneDNN's kernel applies the first two
-     * and ReLU, tanh comes after): the values of conv, then bias_add, bn_forward_infer and
-     * act_forward, to the bit (-0 == 0) */
+    /* with a bias, a normalisation, a residual and an activation (oneDNN's kernel applies
+     * the first three and ReLU, tanh comes after): the values of conv, then bias_add,
+     * bn_forward_infer, axpy and act_forward, to the bit (-0 == 0) */
     float *b = falloc(d.f), *fused = falloc(ny), *sep = falloc(ny), *bnp = falloc(4 * d.f);
+    float *res = falloc(ny);
     fill(b, d.f, -1, 1);
+    fill(res, ny, -1, 1);
     fill(bnp, 3 * d.f, -1, 1);
     fill(bnp + 3 * d.f, d.f, 0.1, 2); /* variances */
     const tfc_bn_params bn = {bnp, bnp + d.f, bnp + 2 * d.f, bnp + 3 * d.f, 1e-3f};
     const tfc_act acts[] = {TFC_ACT_RELU, TFC_ACT_TANH, TFC_ACT_LINEAR};
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 9; k++) {
         const tfc_bn_params *norm = k < 3 ? NULL : &bn;
-        const float *bias = k == 5 ? NULL : b;
+        const float *bias = k == 5 ? NULL : b, *r = k >= 6 ? res : NULL;
         for (int64_t i = 0; i < ny; i++) fused[i] = NAN;
-        be->ops->conv_forward(be, &d, x, w, bias, norm, acts[k % 3], fused, ws);
+        be->ops->conv_forward(be, &d, x, w, bias, norm, r, acts[k % 3], fused, ws);
         memcpy(sep, y, sizeof(float) * ny);
         if (bias) be->ops->bias_add(be, ny / d.f, d.f, bias, sep);
         if (norm)
             be->ops->bn_forward_infer(be, ny / d.f, d.f, sep, bn.gamma, bn.beta, bn.mean, bn.var,
                                       bn.eps, sep);
+        if (r) be->ops->axpy(be, ny, 1.0f, r, sep);
         be->ops->act_forward(be, acts[k % 3], ny, d.f, sep, sep);
         int differ = 0;
         for (int64_t i = 0; i < ny; i++) differ += !(fused[i] == sep[i]);
         if (differ)
-            printf("\n  conv%s%s + %s: %d of %lld differ", bias ? " + bias" : "",
-                   norm ? " + bn" : "", tfc_act_names[acts[k % 3]], differ, (long long)ny);
+            printf("\n  conv%s%s%s + %s: %d of %lld differ", bias ? " + bias" : "",
+                   norm ? " + bn" : "", r ? " + residual" : "", tfc_act_names[acts[k % 3]],
+                   differ, (long long)ny);
         bad += differ;
     }
     if (bad)
@@ -849,7 +853,7 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
                d.w, d.c, d.kh, d.kw, d.f, d.sh, d.sw, d.dh, d.dw, d.pad_top, d.pad_left, d.oh,
                d.ow);
     CU_ASSERT_EQUAL(bad, 0);
-    free(b), free(fused), free(sep), free(bnp);
+    free(b), free(fused), free(sep), free(bnp), free(res);
     if (grads) {
         float *dx = falloc(nx), *dx0 = falloc(nx), *dw = falloc(nw), *dw0 = falloc(nw);
         fill(dx, nx, -1, 1);
@@ -959,7 +963,7 @@ static void conv_repeat(void)
         float *out = run < 0 ? one : run == 0 ? first : got;
         void *ws = be->ops->alloc(be, be->ops->conv_workspace(be, &d));
         memset(out + ny, 0, sizeof(float) * (nx + nw));
-        be->ops->conv_forward(be, &d, x, w, NULL, NULL, TFC_ACT_LINEAR, out, ws);
+        be->ops->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, out, ws);
         be->ops->conv_backward_data(be, &d, dy, w, out + ny, ws);
         be->ops->conv_backward_filter(be, &d, x, dy, out + ny + nx, ws);
         be->ops->free(be, ws);

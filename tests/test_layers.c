@@ -532,12 +532,14 @@ static void test_initializers(void)
 
 /* ---- inference chains (graph.c) ---------------------------------------------------------- */
 
-/* At inference a convolution applies the BatchNormalization and the Activation layer that
- * alone read its output (conv -> BN -> ReLU, conv -> tanh, conv -> BN, the 1x1 stride-2
- * convolution oneDNN refuses -> BN -> ReLU); a convolution with its own activation, a BN
- * read by an Add, and a last layer whose softmax the loss reads stay as they are. The
- * chains are the expected ones, and the output equals, bit for bit, that of the same model
- * with TFC_FUSE=0 (every layer on its own), with random normalisation statistics. */
+/* At inference a convolution applies the BatchNormalization, the Add and the Activation
+ * layer that alone read its output (conv -> BN -> ReLU, conv -> tanh, conv -> BN, the 1x1
+ * stride-2 convolution oneDNN refuses -> BN -> ReLU, conv -> BN -> Add(an earlier output)
+ * -> ReLU, conv -> Add); a convolution with its own activation, a BN read by an Add whose
+ * other input comes later, and a last layer whose softmax the loss reads stay as they are.
+ * The chains are the expected ones, and the output equals, bit for bit, that of the same
+ * model with TFC_FUSE=0 (every layer on its own), with random normalisation statistics,
+ * in the training layout and in the inference layout. */
 static void test_inference_chains(void)
 {
     static const char yaml[] =
@@ -557,36 +559,55 @@ static void test_inference_chains(void)
         "  - Activation: {name: r4, activation: relu}\n"
         "  - Conv2D: {name: c5, filters: 4, kernel_size: 3, activation: relu}\n"
         "  - BatchNormalization: {name: b5}\n"
+        "  - Conv2D: {name: c6, filters: 4, kernel_size: 3, padding: same, inputs: b5}\n"
+        "  - BatchNormalization: {name: b6}\n"
+        "  - Conv2D: {name: c6p, filters: 4, kernel_size: 1, inputs: b5}\n"
+        "  - BatchNormalization: {name: b6p}\n"
+        "  - Add: {name: a6, inputs: [b6, b6p]}\n"
+        "  - Activation: {name: r6, activation: relu}\n"
+        "  - Conv2D: {name: c7, filters: 4, kernel_size: 3, padding: same}\n"
+        "  - Add: {name: a7, inputs: [r6, c7]}\n"
         "  - Flatten: {}\n"
+        "  - Dropout: {rate: 0.5}\n"
         "  - Dense: {units: 5, activation: softmax}\n"
         "loss: sparse_categorical_crossentropy\n";
-    const int n = 6;
-    float *out[2];
-    for (int run = 0; run < 2; run++) {
-        if (run) setenv("TFC_FUSE", "0", 1);
-        bound b = bind(yaml, n);
-        if (run) unsetenv("TFC_FUSE");
-        /* the chains as planned: c1-b1-r1, c2-t2, c3-b3, c4-b4-r4 */
+    const int n = 6, nl = 24;
+    float *out[3];
+    /* run 0: chains, training layout; 1: TFC_FUSE=0; 2: chains, inference layout */
+    for (int run = 0; run < 3; run++) {
+        if (run == 1) setenv("TFC_FUSE", "0", 1);
+        bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(1)};
+        tfc_error err;
+        tfc_error_clear(&err);
+        TFC_ASSERT(b.m);
+        CU_ASSERT_EQUAL_FATAL(run == 2 ? tfc_model_bind_inference(b.m, b.be, n, &err)
+                                       : tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 5, &err), TFC_OK);
+        if (run == 1) unsetenv("TFC_FUSE");
+        /* the chains as planned: c1-b1-r1, c2-t2, c3-b3-a3(+r1), c4-b4-r4, c6-b6 (a6's other
+         * input comes later), c6p-b6p-a6(+b6)-r6, c7-a7(+r6) */
         int chains = 0, skips = 0;
-        for (int i = 0; i < 15; i++) {
+        for (int i = 0; i < nl; i++) {
             chains += b.m->bound[i].chain_end != i;
             skips += b.m->bound[i].skip;
         }
-        CU_ASSERT_EQUAL(chains, run ? 0 : 4);
-        CU_ASSERT_EQUAL(skips, run ? 0 : 6);
-        if (!run) {
-            CU_ASSERT_EQUAL(b.m->bound[0].chain_end, 2);
-            CU_ASSERT_EQUAL(b.m->bound[0].chain_bn, 1);
-            CU_ASSERT_EQUAL(b.m->bound[3].chain_end, 4);
-            CU_ASSERT_EQUAL(b.m->bound[3].chain_act, TFC_ACT_TANH);
-            CU_ASSERT_EQUAL(b.m->bound[5].chain_end, 6);
-            CU_ASSERT_EQUAL(b.m->bound[5].chain_act, TFC_ACT_LINEAR);
-            CU_ASSERT_EQUAL(b.m->bound[8].chain_end, 10);
-            CU_ASSERT_EQUAL(b.m->bound[11].chain_end, 11);
+        CU_ASSERT_EQUAL(chains, run == 1 ? 0 : 7);
+        CU_ASSERT_EQUAL(skips, run == 1 ? 0 : 12);
+        if (run != 1) {
+            const tfc_bound *c = b.m->bound;
+            CU_ASSERT(c[0].chain_end == 2 && c[0].chain_bn == 1 && c[0].chain_res < 0);
+            CU_ASSERT(c[3].chain_end == 4 && c[3].chain_act == TFC_ACT_TANH);
+            CU_ASSERT(c[5].chain_end == 7 && c[5].chain_bn == 6 && c[5].chain_res == 2);
+            CU_ASSERT(c[5].chain_act == TFC_ACT_LINEAR);
+            CU_ASSERT(c[8].chain_end == 10 && c[8].chain_act == TFC_ACT_RELU);
+            CU_ASSERT_EQUAL(c[11].chain_end, 11);
+            CU_ASSERT(c[13].chain_end == 14 && c[13].chain_res < 0);
+            CU_ASSERT(c[15].chain_end == 18 && c[15].chain_bn == 16 && c[15].chain_res == 14);
+            CU_ASSERT(c[19].chain_end == 20 && c[19].chain_bn < 0 && c[19].chain_res == 18);
         }
-        /* random normalisation statistics, the same in both runs */
+        /* random normalisation statistics, the same in every run */
         srand(11);
-        for (int i = 0; i < 15; i++) {
+        for (int i = 0; i < nl; i++) {
             tfc_layer *l = tfc_model_layer(b.m, i);
             for (int p = 0; p < l->nparams; p++) {
                 tfc_param *pr = &l->params[p];
@@ -603,15 +624,14 @@ static void test_inference_chains(void)
         float x[6 * 9 * 9 * 3];
         for (size_t k = 0; k < sizeof x / sizeof *x; k++)
             x[k] = -1.0f + 2.0f * (float)rand() / (float)RAND_MAX;
-        tfc_error err;
-        tfc_error_clear(&err);
         CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 0, 0, 0, &err), TFC_OK);
         out[run] = malloc(sizeof(float) * 5 * n);
         tfc_model_get_output(b.m, out[run]);
         unbind(b);
     }
     CU_ASSERT_EQUAL(memcmp(out[0], out[1], sizeof(float) * 5 * n), 0);
-    free(out[0]), free(out[1]);
+    CU_ASSERT_EQUAL(memcmp(out[2], out[1], sizeof(float) * 5 * n), 0);
+    free(out[0]), free(out[1]), free(out[2]);
 }
 
 TFC_TEST_MAIN("layers", {"gradients", test_gradients},

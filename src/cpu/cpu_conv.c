@@ -392,36 +392,40 @@ static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws
     free(own);
 }
 
-/* y[n, oh, ow, f] = act(bn(conv(x, w) + bias)) (overwrites y). oneDNN adds the bias, applies
- * the normalisation (a multiply, then an add: bn_forward_infer's two roundings) and ReLU in
- * its kernel's epilogue, on each output block while it is in registers, where separate
- * passes would stream y through memory once each; other activations take act_forward
- * after. Each step rounds as its separate pass does, and oneDNN's ReLU keeps NaN, as
+/* y[n, oh, ow, f] = act(bn(conv(x, w) + bias) + residual) (overwrites y). oneDNN adds the
+ * bias, applies the normalisation (a multiply, then an add: bn_forward_infer's two
+ * roundings), adds the residual (its sum post-op, on y filled with the residual first) and
+ * applies ReLU in its kernel's epilogue, on each output block while it is in registers,
+ * where separate passes would stream y through memory once each; other activations take
+ * act_forward after. Each step rounds as its separate pass does, and oneDNN's ReLU keeps NaN, as
  * act_forward does, so the value is the one the separate passes give (a negative sum
  * becomes -0 in oneDNN's ReLU, 0 in act_forward's). */
 void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                           const float *w, const float *bias, const tfc_bn_params *bn,
-                          tfc_act act, float *y, void *ws)
+                          const float *residual, tfc_act act, float *y, void *ws)
 {
     const int64_t rows = (int64_t)d->n * d->oh * d->ow;
     const int relu = act == TFC_ACT_RELU;
-    const tfc_bn_params *left = NULL; /* what the convolution's call did not apply */
+    /* what the convolution's call did not apply */
+    const tfc_bn_params *bn_left = NULL;
+    const float *res_left = NULL;
     int act_left = act != TFC_ACT_LINEAR && !relu;
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, relu, y, ws)) {
-    } else if ((bn || relu) &&
-               tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, NULL, 0, y, ws)) {
-        left = bn; /* oneDNN without the post-ops */
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, relu, y, ws)) {
+    } else if ((bn || residual || relu) &&
+               tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, NULL, NULL, 0, y, ws)) {
+        bn_left = bn, res_left = residual; /* oneDNN without the post-ops */
         act_left = act != TFC_ACT_LINEAR;
     } else {
         conv_args a = {.d = d, .x = x, .w = w, .y = y};
         run_im2col(be, CONV_FORWARD, &a, ws);
         if (bias) tfc_cpu_bias_add(be, rows, d->f, bias, y);
-        left = bn;
+        bn_left = bn, res_left = residual;
         act_left = act != TFC_ACT_LINEAR;
     }
-    if (left)
-        tfc_cpu_bn_forward_infer(be, rows, d->f, y, left->gamma, left->beta, left->mean,
-                                 left->var, left->eps, y);
+    if (bn_left)
+        tfc_cpu_bn_forward_infer(be, rows, d->f, y, bn_left->gamma, bn_left->beta, bn_left->mean,
+                                 bn_left->var, bn_left->eps, y);
+    if (res_left) tfc_cpu_axpy(be, rows * d->f, 1.0f, res_left, y);
     if (act_left) tfc_cpu_act_forward(be, act, rows * d->f, d->f, y, y);
 }
 
@@ -429,7 +433,7 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
 void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
                                 const float *w, float *dx, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, NULL, NULL, 0, dx, ws)) return;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, NULL, NULL, NULL, 0, dx, ws)) return;
     conv_args a = {.d = d, .dy = dy, .w = w, .dx = dx};
     run_im2col(be, CONV_DATA, &a, ws);
 }
@@ -438,7 +442,8 @@ void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const f
 void tfc_cpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                                   const float *dy, float *dw, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FILTER, d, x, dy, NULL, NULL, 0, dw, ws)) return;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FILTER, d, x, dy, NULL, NULL, NULL, 0, dw, ws))
+        return;
     conv_args a = {.d = d, .x = x, .dy = dy, .dw = dw};
     run_im2col(be, CONV_FILTER, &a, ws);
 }

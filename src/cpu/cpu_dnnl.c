@@ -38,7 +38,7 @@
 typedef struct prim {
     int used, ok;
     int single; /* built for one thread, to run on a chunk of the batch */
-    int bias, bn, relu; /* forward: bias, normalisation, ReLU in the epilogue */
+    int bias, bn, sum, relu; /* forward: bias, normalisation, residual, ReLU in the epilogue */
     tfc_cpu_conv_op op;
     tfc_conv_desc d;
     dnnl_primitive_t conv, reorder;                /* reorder NULL: hwio is the layout */
@@ -109,7 +109,7 @@ static dnnl_memory_t mem_at(tfc_cpu_dnnl *s, const_dnnl_memory_t like, const voi
 /* Builds the primitive for op on d into p (p->ok = 0 where oneDNN cannot). The forward
  * primitive descriptor is the hint the backward ones need. */
 static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                       int bias, int bn, int relu)
+                       int bias, int bn, int sum, int relu)
 {
     memset(p, 0, sizeof *p);
     p->used = 1;
@@ -117,6 +117,7 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     p->d = *d;
     p->bias = bias;
     p->bn = bn;
+    p->sum = sum;
     p->relu = relu;
     /* A 1x1 kernel with a stride: oneDNN 2.6 copies the strided pixels into a scratchpad
      * buffer sized for c channels but stores whole vectors into it, overrunning it where c
@@ -148,12 +149,14 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     if (dnnl_primitive_attr_create(&attr) ||
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
         goto done;
-    /* the normalisation as two per-channel binary post-ops (y * a, then + b), ReLU as an
-     * eltwise one: v > 0 ? v : v * 0 (a NaN sum stays NaN) */
-    if ((bn || relu) && dnnl_post_ops_create(&po)) goto done;
+    /* the normalisation as two per-channel binary post-ops (y * a, then + b), the residual
+     * as a sum (+ what dst holds), ReLU as an eltwise one: v > 0 ? v : v * 0 (a NaN sum stays
+     * NaN) */
+    if ((bn || sum || relu) && dnnl_post_ops_create(&po)) goto done;
     if (bn && (dnnl_post_ops_append_binary(po, dnnl_binary_mul, &md_c) ||
                dnnl_post_ops_append_binary(po, dnnl_binary_add, &md_c)))
         goto done;
+    if (sum && dnnl_post_ops_append_sum(po, 1.0f)) goto done;
     if (relu && dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f)) goto done;
     if (po && dnnl_primitive_attr_set_post_ops(attr, po)) goto done;
     if (dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training,
@@ -232,19 +235,20 @@ done:
         p->d = *d;
         p->bias = bias;
         p->bn = bn;
+        p->sum = sum;
         p->relu = relu;
     }
 }
 
-/* a primitive's epilogue: bit 0 bias, bit 1 normalisation, bit 2 ReLU */
-enum { EPI_BIAS = 1, EPI_BN = 2, EPI_RELU = 4 };
+/* a primitive's epilogue: bias, normalisation, residual sum, ReLU */
+enum { EPI_BIAS = 1, EPI_BN = 2, EPI_RELU = 4, EPI_SUM = 8 };
 
 static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, int single,
                    int epi)
 {
     return p->used && p->op == op && p->single == single &&
            p->bias == !!(epi & EPI_BIAS) && p->bn == !!(epi & EPI_BN) &&
-           p->relu == !!(epi & EPI_RELU) && same_desc(&p->d, d);
+           p->sum == !!(epi & EPI_SUM) && p->relu == !!(epi & EPI_RELU) && same_desc(&p->d, d);
 }
 
 /* The cached primitive for (op, d), built on first use: for the backend's thread count, or
@@ -259,7 +263,8 @@ static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     s->next = (s->next + 1) % CACHE_SLOTS;
     prim_release(p);
     if (single && be->threads != 1) omp_set_num_threads(1);
-    prim_build(s, p, op, d, !!(epi & EPI_BIAS), !!(epi & EPI_BN), !!(epi & EPI_RELU));
+    prim_build(s, p, op, d, !!(epi & EPI_BIAS), !!(epi & EPI_BN), !!(epi & EPI_SUM),
+               !!(epi & EPI_RELU));
     if (single && be->threads != 1) omp_set_num_threads(be->threads);
     p->single = single;
     return p;
@@ -534,13 +539,15 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
-                      const tfc_bn_params *bn, int relu, float *out, void *ws)
+                      const tfc_bn_params *bn, const float *residual, int relu, float *out,
+                      void *ws)
 {
     tfc_cpu_dnnl *s = be->impl;
     if (!s || d->n <= 0) return 0;
     int saved = enter(be, s);
     call c;
-    int epi = (bias ? EPI_BIAS : 0) | (bn ? EPI_BN : 0) | (relu ? EPI_RELU : 0);
+    int epi = (bias ? EPI_BIAS : 0) | (bn ? EPI_BN : 0) | (residual ? EPI_SUM : 0) |
+              (relu ? EPI_RELU : 0);
     if (!prepare(be, s, op, d, epi, &c)) {
         leave(be, s, saved);
         return 0;
@@ -568,6 +575,9 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
         TFC_ASSERT(posix_memalign(&tmp, 64, c.bytes + 64) == 0);
         ws = tmp;
     }
+    if (residual) /* the sum post-op adds what y holds */
+        be->ops->copy(be, out, residual,
+                      (size_t)d->n * (size_t)d->oh * (size_t)d->ow * (size_t)d->f * sizeof(float));
     if (c.k && s->nstreams < be->threads) {
         s->streams = realloc(s->streams, sizeof *s->streams * (size_t)be->threads);
         TFC_ASSERT(s->streams);
@@ -607,7 +617,8 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
-                      const tfc_bn_params *bn, int relu, float *out, void *ws)
+                      const tfc_bn_params *bn, const float *residual, int relu, float *out,
+                      void *ws)
 {
     return 0;
 }

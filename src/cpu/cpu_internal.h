@@ -26,8 +26,8 @@
 /* Convolutions through oneDNN where the build has it (cpu_dnnl.c); the state lives in the
  * backend's impl, NULL when oneDNN is absent or TFC_CPU_CONV=im2col. The three ops take
  * (in, w, out) as: forward (x, w, y); data (dy, w, dx, accumulated); filter (x, dy, dw,
- * accumulated); forward adds `bias`, applies `bn` (NULL: none of either) and ReLU (`relu`)
- * in the kernel's epilogue. Both calls return 0 where oneDNN does not take the shape (or
+ * accumulated); forward adds `bias`, applies `bn`, adds `residual` (NULL: none of these)
+ * and applies ReLU (`relu`) in the kernel's epilogue. Both calls return 0 where oneDNN does not take the shape (or
  * its post-ops), and the caller falls back to fewer post-ops or to im2col + GEMM. */
 typedef enum tfc_cpu_conv_op {
     TFC_CPU_CONV_FORWARD,
@@ -45,7 +45,8 @@ void tfc_cpu_dnnl_free(tfc_cpu_dnnl *s);
 int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t *bytes);
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
-                      const tfc_bn_params *bn, int relu, float *out, void *ws);
+                      const tfc_bn_params *bn, const float *residual, int relu, float *out,
+                      void *ws);
 
 /* Elements of work below which an OpenMP team costs more than it saves. */
 #define TFC_CPU_PAR_MIN 32768

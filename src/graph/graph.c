@@ -258,16 +258,27 @@ static int sole_consumer(const tfc_model *m, int i)
     return uses == 1 && i != m->nlayers - 1 ? who : i;
 }
 
+/* Whether some chain ends at layer k (its output is written, by the chain's start). */
+static int is_chain_end(const tfc_model *m, int k)
+{
+    for (int i = 0; i < k; i++)
+        if (m->bound[i].chain_end == k) return 1;
+    return 0;
+}
+
 /* Inference chains (tfc_bound): a layer with forward_fused and a linear activation, then
- * the BatchNormalization that alone reads it, then an Activation layer that alone reads
- * what came before, each optional (conv -> BN -> ReLU, conv -> BN, conv -> ReLU). The last
- * layer's activation stays its own when the loss reads its pre-activation. TFC_FUSE=0 in
- * the environment at bind time plans none. */
+ * the BatchNormalization that alone reads it, then a two-input Add that alone reads what
+ * came before and whose other input is computed before the chain starts (a ResNet's
+ * shortcut), then an Activation layer that alone reads what came before, each optional
+ * (conv -> BN -> ReLU, conv -> BN -> Add -> ReLU, conv -> ReLU, ...). The last layer's
+ * activation stays its own when the loss reads its pre-activation. TFC_FUSE=0 in the
+ * environment at bind time plans none. */
 static void plan_chains(tfc_model *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
         tfc_bound *b = &m->bound[i];
-        b->chain_end = i, b->chain_bn = -1, b->skip = 0, b->chain_act = TFC_ACT_LINEAR;
+        b->chain_end = i, b->chain_bn = b->chain_res = -1, b->skip = 0;
+        b->chain_act = TFC_ACT_LINEAR;
     }
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
@@ -281,14 +292,28 @@ static void plan_chains(tfc_model *m)
             bn = end = j;
             j = sole_consumer(m, end);
         }
+        int res = -1, add = -1;
+        if (j != end && m->layers[j].ops->sums_inputs && m->layers[j].ninputs == 2 &&
+            m->layers[j].act == TFC_ACT_LINEAR && !m->layers[j].mask_in) {
+            int r = m->layers[j].inputs[m->layers[j].inputs[0] == end];
+            /* computed before step i: an earlier layer that runs (or ends a chain) */
+            int ready = r >= 0 && r < i && (!m->bound[r].skip || is_chain_end(m, r));
+            if (ready) {
+                res = r;
+                add = end = j;
+                j = sole_consumer(m, end);
+            }
+        }
         if (j != end && m->layers[j].ops->pure_act && !m->layers[j].mask_in &&
             !(j == m->nlayers - 1 && m->fused_loss)) {
             act = m->layers[j].act;
             end = j;
         }
         if (end == i) continue;
-        m->bound[i].chain_end = end, m->bound[i].chain_bn = bn, m->bound[i].chain_act = act;
+        m->bound[i].chain_end = end, m->bound[i].chain_bn = bn, m->bound[i].chain_res = res;
+        m->bound[i].chain_act = act;
         if (bn >= 0) m->bound[bn].skip = 1;
+        if (add >= 0) m->bound[add].skip = 1;
         m->bound[end].skip = 1;
     }
 }
@@ -297,7 +322,9 @@ static void plan_chains(tfc_model *m)
  * kept from the step that writes it (a chain's first layer, for the chain's end) to its
  * last reader's (the model's output to the end), its pre-activation and saved buffer for
  * its own step only (the last layer's pre-activation, which the loss may read, to the
- * end); buffers whose steps do not meet share memory. No gradients. */
+ * end); buffers whose steps do not meet share memory. A layer that only copies its input
+ * at inference (Flatten, Dropout) gets its input's buffer, whose life extends to the
+ * copy's last reader. No gradients. */
 static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *err)
 {
     const int n = m->nlayers, nb = 3 * n;
@@ -334,6 +361,24 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
             bytes[3 * e] = align_up(B * (size_t)tfc_layer_out_numel(&m->layers[e]) * 4);
             first[3 * e] = k;
         }
+    int *alias = malloc((size_t)(n + 1) * sizeof *alias); /* whose buffer y_k is */
+    if (!alias) {
+        free(bytes), free(first);
+        free(L->y);
+        L->y = NULL;
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    for (int k = 0; k < n; k++) {
+        const tfc_layer *l = &m->layers[k];
+        int p = l->inputs[0];
+        alias[k] = k;
+        if (!l->ops->copies_at_inference || l->act != TFC_ACT_LINEAR || l->ninputs != 1 ||
+            p < 0 || m->bound[k].skip)
+            continue;
+        alias[k] = alias[p];
+        bytes[3 * k] = 0;
+        if (last[3 * k] > last[3 * alias[k]]) last[3 * alias[k]] = last[3 * k];
+    }
     size_t region = pack(nb, bytes, first, last, off);
     if (region == SIZE_MAX) {
         free(bytes), free(first);
@@ -343,7 +388,8 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
     }
     for (int k = 0; k < nb; k++)
         L->y[k / 3 * 4 + k % 3] = o + off[k];
-    free(bytes), free(first);
+    for (int k = 0; k < n; k++) L->y[4 * k] = L->y[4 * alias[k]];
+    free(bytes), free(first), free(alias);
     P->outputs = region;
     o += region;
     L->ws = o; o = align_up(o + m->ws_bytes);
@@ -522,7 +568,8 @@ void tfc_model_layer_forward(tfc_model *m, int i)
         tfc_bn_params bn;
         if (b->chain_bn >= 0) m->layers[b->chain_bn].ops->bn_params(&m->layers[b->chain_bn], &bn);
         l->ops->forward_fused(l, &m->ex, xs, m->bound[b->chain_end].y,
-                              b->chain_bn >= 0 ? &bn : NULL, b->chain_act);
+                              b->chain_bn >= 0 ? &bn : NULL,
+                              b->chain_res >= 0 ? m->bound[b->chain_res].y : NULL, b->chain_act);
         b->z_unset = 0;
         return;
     }

@@ -53,6 +53,6 @@ static void dropout_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, c
 
 const tfc_layer_ops tfc_dropout_ops = {
     .type = "Dropout", .schema = dropout_fields, .args_size = sizeof(dropout_args),
-    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
+    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1, .copies_at_inference = 1,
     .build = dropout_build, .forward = dropout_forward, .backward = dropout_backward,
 };

@@ -50,6 +50,9 @@ typedef struct tfc_layer_ops {
     int min_inputs, max_inputs;
     int keeps_mask;            /* output keeps the sequence mask of its input */
     int pure_act;              /* y = act(x) and nothing else (Activation) */
+    int sums_inputs;           /* y = x[0] + x[1] + ... (Add) */
+    int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
+                                * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
      * parameters (tfc_layer_add_param), l->saved_floats (floats per example kept from
      * forward for backward) and, for token inputs, l->id_limit. Errors name the layer via
@@ -65,11 +68,12 @@ typedef struct tfc_layer_ops {
      * epilogue); may be NULL. The graph calls it at inference, and in training for ReLU
      * (whose derivative it then takes from y); backward then gets no f(x) as its y. */
     void (*forward_act)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
-    /* Inference only (may be NULL; the layer's own activation is linear): y = act(bn(f(x))),
-     * the transforms of the BatchNormalization and activation layers that consume this
-     * layer's output alone applied by it, which the graph then skips (graph.c). */
+    /* Inference only (may be NULL; the layer's own activation is linear):
+     * y = act(bn(f(x)) + residual), the transforms of the BatchNormalization, Add and
+     * activation layers that consume this layer's output alone applied by it, which the
+     * graph then skips (graph.c); bn and residual may be NULL. */
     void (*forward_fused)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y,
-                          const tfc_bn_params *bn, tfc_act act);
+                          const tfc_bn_params *bn, const float *residual, tfc_act act);
     /* BatchNormalization: its inference transform's parameters (device pointers). */
     void (*bn_params)(const tfc_layer *l, tfc_bn_params *out);
     /* dx[i] += dL/dx[i] (dx[i] NULL: not needed), param grads += ... */

@@ -112,7 +112,7 @@ static void concat_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
 
 const tfc_layer_ops tfc_add_ops = {
     .type = "Add", .schema = add_fields, .args_size = 0,
-    .min_inputs = 2, .max_inputs = TFC_LAYER_MAX_INPUTS, .keeps_mask = 1,
+    .min_inputs = 2, .max_inputs = TFC_LAYER_MAX_INPUTS, .keeps_mask = 1, .sums_inputs = 1,
     .build = add_build, .forward = add_forward, .backward = add_backward,
 };
 

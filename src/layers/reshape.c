@@ -62,12 +62,12 @@ static void copy_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
 
 const tfc_layer_ops tfc_flatten_ops = {
     .type = "Flatten", .schema = flatten_fields, .args_size = 0,
-    .min_inputs = 1, .max_inputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1,
     .build = flatten_build, .forward = copy_forward, .backward = copy_backward,
 };
 
 const tfc_layer_ops tfc_reshape_ops = {
     .type = "Reshape", .schema = reshape_fields, .args_size = sizeof(reshape_args),
-    .min_inputs = 1, .max_inputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1,
     .build = reshape_build, .forward = copy_forward, .backward = copy_backward,
 };

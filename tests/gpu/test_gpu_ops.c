@@ -453,12 +453,13 @@ static int conv_case(const char *name, tfc_conv_desc d, int plan_n, double rtol,
     pair x = pair_rand(nx, -1, 1), w = pair_rand(nw, -1, 1), y = pair_rand(ny, -1, 1);
     pair dy = pair_rand(ny, -1, 1), dx = pair_rand(nx, -1, 1), dw = pair_rand(nw, -1, 1);
     pair b = pair_rand(d.f, -1, 1), g = pair_rand(3 * d.f, -1, 1), v = pair_rand(d.f, 0.1, 2);
-    /* with a bias, a normalisation and ReLU: fused into oneDNN's kernel on the CPU, kernels
-     * of their own on the GPU */
+    pair r = pair_rand(ny, -1, 1);
+    /* with a bias, a normalisation, a residual and ReLU: fused into oneDNN's kernel on the
+     * CPU, kernels of their own on the GPU */
     tfc_bn_params bh = {g.h, g.h + d.f, g.h + 2 * d.f, v.h, 1e-3f};
     tfc_bn_params bd = {g.d, g.d + d.f, g.d + 2 * d.f, v.d, 1e-3f};
-    ref->ops->conv_forward(ref, &d, x.h, w.h, b.h, &bh, TFC_ACT_RELU, y.h, wsr);
-    dev->ops->conv_forward(dev, &d, x.d, w.d, b.d, &bd, TFC_ACT_RELU, y.d, wsd);
+    ref->ops->conv_forward(ref, &d, x.h, w.h, b.h, &bh, r.h, TFC_ACT_RELU, y.h, wsr);
+    dev->ops->conv_forward(dev, &d, x.d, w.d, b.d, &bd, r.d, TFC_ACT_RELU, y.d, wsd);
     ref->ops->conv_backward_data(ref, &d, dy.h, w.h, dx.h, wsr);
     dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, wsd);
     ref->ops->conv_backward_filter(ref, &d, x.h, dy.h, dw.h, wsr);
@@ -472,7 +473,7 @@ static int conv_case(const char *name, tfc_conv_desc d, int plan_n, double rtol,
     snprintf(what, sizeof what, "%s backward filter", name);
     bad += pair_check(what, &dw, rtol, atol * 10);
     pair_free(&x), pair_free(&w), pair_free(&y), pair_free(&dy), pair_free(&dx), pair_free(&dw);
-    pair_free(&b), pair_free(&g), pair_free(&v);
+    pair_free(&b), pair_free(&g), pair_free(&v), pair_free(&r);
     ref->ops->free(ref, wsr);
     dev->ops->free(dev, wsd);
     return bad;
