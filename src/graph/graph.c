@@ -56,58 +56,6 @@ static int64_t mask_steps(const tfc_model *m)
     return m->mask_layer >= 0 ? m->layers[m->mask_layer].in_shape[0].dim[0] : 0;
 }
 
-/* Places each layer's gradient block [dy | dz] (sizes in b->grad_bytes) at an offset in
- * one region and sets b->zero_at; returns the region's size (offsets in off[]).
- * Backward runs layers n-1 .. 0; call the loss time 0 and layer i's backward step n - i.
- * Layer p's gradient is first written (accumulated into) at the step of its last consumer
- * c (the loss for the last layer; p itself when nothing consumes it) and last read at its
- * own: it lives over [n - c, n - p], and is zeroed when that starts. Blocks are placed
- * largest first at the lowest offset that no block with an overlapping lifetime covers. */
-static size_t plan_grads(tfc_model *m, size_t *off)
-{
-    const int n = m->nlayers;
-    int *start = malloc((size_t)n * 2 * sizeof *start), *order = start ? start + n : NULL;
-    if (!start) return SIZE_MAX;
-    for (int p = 0; p < n; p++) m->bound[p].zero_at = p;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < m->layers[i].ninputs; j++) {
-            int p = m->layers[i].inputs[j];
-            if (p >= 0 && i > m->bound[p].zero_at) m->bound[p].zero_at = i;
-        }
-    for (int p = 0; p < n; p++) {
-        start[p] = p == n - 1 ? 0 : n - m->bound[p].zero_at;
-        order[p] = p;
-    }
-    /* largest first (insertion sort: a few hundred layers at most) */
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && m->bound[order[b]].grad_bytes > m->bound[order[b - 1]].grad_bytes;
-             b--) {
-            int t = order[b];
-            order[b] = order[b - 1];
-            order[b - 1] = t;
-        }
-    size_t total = 0;
-    for (int a = 0; a < n; a++) {
-        int p = order[a];
-        size_t bytes = m->bound[p].grad_bytes, at = 0;
-        for (int moved = 1; moved;) { /* first fit: bump past every conflicting block */
-            moved = 0;
-            for (int b = 0; b < a; b++) {
-                int q = order[b];
-                int overlap_t = start[p] <= n - q && start[q] <= n - p;
-                if (overlap_t && at < off[q] + m->bound[q].grad_bytes && off[q] < at + bytes) {
-                    at = off[q] + m->bound[q].grad_bytes;
-                    moved = 1;
-                }
-            }
-        }
-        off[p] = at;
-        if (at + bytes > total) total = at + bytes;
-    }
-    free(start);
-    return total;
-}
-
 /* n buffers of bytes[k], each in use over the steps [first[k], last[k]]: offsets in off[]
  * such that buffers in use at a common step never overlap (largest first, each at the
  * lowest offset clear of those placed); returns the region's size, SIZE_MAX without
@@ -143,6 +91,37 @@ static size_t pack(int n, const size_t *bytes, const int *first, const int *last
     }
     free(order);
     return align_up(total);
+}
+
+/* Places each layer's gradient block [dy | dz] (sizes in b->grad_bytes) at an offset in
+ * one region and sets b->zero_at; returns the region's size (offsets in off[]).
+ * Backward runs layers n-1 .. 0; call the loss time 0 and layer i's backward step n - i.
+ * Layer p's gradient is first written (accumulated into) at the step of its last consumer
+ * c (the loss for the last layer; p itself when nothing consumes it) and last read at its
+ * own: it lives over [n - c, n - p], and is zeroed when that starts. */
+static size_t plan_grads(tfc_model *m, size_t *off)
+{
+    const int n = m->nlayers;
+    int *first = calloc((size_t)n * 2 + 1, sizeof *first), *last = first ? first + n : NULL;
+    size_t *bytes = calloc((size_t)n + 1, sizeof *bytes);
+    if (!first || !bytes) {
+        free(first), free(bytes);
+        return SIZE_MAX;
+    }
+    for (int p = 0; p < n; p++) m->bound[p].zero_at = p;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m->layers[i].ninputs; j++) {
+            int p = m->layers[i].inputs[j];
+            if (p >= 0 && i > m->bound[p].zero_at) m->bound[p].zero_at = i;
+        }
+    for (int p = 0; p < n; p++) {
+        first[p] = p == n - 1 ? 0 : n - m->bound[p].zero_at;
+        last[p] = n - p;
+        bytes[p] = m->bound[p].grad_bytes;
+    }
+    size_t total = pack(n, bytes, first, last, off);
+    free(first), free(bytes);
+    return total;
 }
 
 /* The activation arena's layout for batches of up to max_batch: offsets from its start,
