@@ -75,7 +75,7 @@ mk=(make -j"$ncpu" BUILD=build/gpu-bare CUDA=1 DEPS_PREFIX="$PWD/.deps/root"
     ${cc:+GPU_GENCODE="-gencode arch=compute_$cc,code=sm_$cc"})
 [ "${1:-}" = --step ] || {
     nvidia-smi; nvcc --version | tail -1; gcc --version | head -1
-    echo "cuDNN: ${cudnn:-not found}"; echo "NCCL: ${nccl_so:-not found}"; python3 -c 'import torch; print("torch", torch.__version__)'
+    echo "cuDNN: ${cudnn:-no wheel: from the toolkit or the system, if any (see the feature line of make)}"; echo "NCCL: ${nccl_so:-not found}"; python3 -c 'import torch; print("torch", torch.__version__)'
 } >"$OUT/env.log" 2>&1
 # a step's log name: its first word, "train:NAME" giving NAME
 stepname() { local w=${1%% *}; [[ $w == train:* ]] && w=${w#train:}; echo "$w"; }
