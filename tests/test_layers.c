@@ -634,6 +634,67 @@ static void test_inference_chains(void)
     free(out[0]), free(out[1]), free(out[2]);
 }
 
+/* A model bound for inference lets the CPU backend keep its convolution weights in oneDNN's
+ * layout between calls (core/backend.h: frozen); new weights uploaded over them must be
+ * used on the next call: the output then equals a fresh model's with those weights. */
+static void test_frozen_weights_reload(void)
+{
+    static const char yaml[] = "name: frozen\n"
+                               "input: {shape: [12, 12, 16]}\n"
+                               "layers:\n"
+                               "  - Conv2D: {filters: 32, kernel_size: 3, padding: same}\n"
+                               "  - Conv2D: {filters: 32, kernel_size: 3, activation: relu}\n"
+                               "  - Flatten: {}\n"
+                               "  - Dense: {units: 3, activation: softmax}\n"
+                               "loss: sparse_categorical_crossentropy\n";
+    const int n = 8, nx = 8 * 12 * 12 * 16;
+    float *x = malloc(sizeof(float) * nx), y[3][24];
+    srand(5);
+    for (int k = 0; k < nx; k++) x[k] = -1.0f + 2.0f * (float)rand() / (float)RAND_MAX;
+    tfc_error err;
+    tfc_error_clear(&err);
+    bound f = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+    bound g = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+    TFC_ASSERT(f.m && g.m);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind_inference(f.m, f.be, n, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(g.m, g.be, n, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(f.m, 5, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(g.m, 5, &err), TFC_OK);
+    CU_ASSERT(!g.be->frozen);
+    CU_ASSERT(f.be->frozen);
+    for (int call = 0; call < 2; call++) { /* the second call runs on kept weights */
+        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(f.m, x, n, 0, 0, 0, &err), TFC_OK);
+        tfc_model_get_output(f.m, y[0]);
+    }
+    /* new kernels for both convolutions, in both models */
+    for (int layer = 0; layer < 2; layer++) {
+        tfc_param *pf = &tfc_model_layer(f.m, layer)->params[0];
+        tfc_param *pg = &tfc_model_layer(g.m, layer)->params[0];
+        float *h = malloc((size_t)pf->numel * 4);
+        for (int64_t k = 0; k < pf->numel; k++) h[k] = -0.2f + 0.4f * (float)rand() / (float)RAND_MAX;
+        tfc_model_param_upload(f.m, pf, h);
+        tfc_model_param_upload(g.m, pg, h);
+        free(h);
+    }
+    for (int l = 2; l < 4; l++) /* the rest as f's */
+        for (int p = 0; p < tfc_model_layer(f.m, l)->nparams; p++) {
+            tfc_param *pf = &tfc_model_layer(f.m, l)->params[p];
+            float *h = malloc((size_t)pf->numel * 4);
+            tfc_model_param_download(f.m, pf, h);
+            tfc_model_param_upload(g.m, &tfc_model_layer(g.m, l)->params[p], h);
+            free(h);
+        }
+    for (int k = 0; k < 2; k++) {
+        bound b = k ? g : f;
+        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 0, 0, 0, &err), TFC_OK);
+        tfc_model_get_output(b.m, y[1 + k]);
+    }
+    CU_ASSERT(memcmp(y[0], y[1], sizeof y[0]) != 0);
+    CU_ASSERT_EQUAL(memcmp(y[1], y[2], sizeof y[1]), 0);
+    unbind(f), unbind(g);
+    free(x);
+}
+
 TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"gradcheck_catches_2_percent", test_gradcheck_catches_2_percent},
               {"registry_covered", test_registry_covered},
@@ -645,4 +706,5 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"dense_embedding_values", test_dense_embedding_values},
               {"masked_loss_values", test_masked_loss_values},
               {"initializers", test_initializers},
-              {"inference_chains", test_inference_chains})
+              {"inference_chains", test_inference_chains},
+              {"frozen_weights_reload", test_frozen_weights_reload})

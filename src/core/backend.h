@@ -325,6 +325,11 @@ struct tfc_backend {
     int device;      /* -1 CPU, >= 0 GPU index */
     int threads;     /* CPU: worker threads (OpenMP and OpenBLAS share one pool) */
     void *impl;      /* backend-private state (handles, streams, caches) */
+    /* 1 while the model bound on it is inference-only (tfc_model_bind_inference): its
+     * parameters then change only through upload, copy and zero, so a backend may keep
+     * what it derives from them (the CPU: weights in oneDNN's layout) until one of those
+     * writes over them. */
+    int frozen;
 };
 
 /* Frees a backend (NULL: nothing). */

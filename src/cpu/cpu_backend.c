@@ -57,6 +57,7 @@ static int byte_threads(const tfc_backend *be, size_t bytes)
 static void cpu_copy(tfc_backend *be, void *dst, const void *src, size_t bytes)
 {
     if (!bytes || dst == src) return;
+    if (be->frozen) tfc_cpu_dnnl_written(be, dst, bytes);
     char *d = dst;
     const char *s = src;
     int nt = d < s + bytes && s < d + bytes ? 1 : byte_threads(be, bytes);
@@ -76,6 +77,7 @@ static void cpu_copy(tfc_backend *be, void *dst, const void *src, size_t bytes)
 static void cpu_zero(tfc_backend *be, void *p, size_t bytes)
 {
     if (!bytes) return;
+    if (be->frozen) tfc_cpu_dnnl_written(be, p, bytes);
     int nt = byte_threads(be, bytes);
     if (nt == 1) {
         memset(p, 0, bytes);

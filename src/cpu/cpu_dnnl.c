@@ -46,6 +46,7 @@ typedef struct prim {
     dnnl_memory_t scale, shift;                       /* bn's a and b (post-ops 0, 1) */
     size_t scratch_bytes, out_bytes;               /* out_bytes: accumulate buffer */
     size_t wts_prim_bytes;                         /* the primitive's weight layout, if not hwio */
+    const float *wts_src; /* frozen backend: wts_prim holds these weights, reordered */
 } prim;
 
 typedef struct plan {
@@ -421,9 +422,10 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
     dnnl_memory_set_data_handle(p->wts, wts);
     dnnl_memory_set_data_handle(p->out, op == TFC_CPU_CONV_FILTER ? (void *)w : dst);
     if (p->scratch) dnnl_memory_set_data_handle(p->scratch, scratch);
-    if (p->reorder && op != TFC_CPU_CONV_FILTER) {
+    if (p->reorder && op != TFC_CPU_CONV_FILTER && !(be->frozen && p->wts_src == w)) {
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, p->wts_prim}};
         TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
+        p->wts_src = be->frozen ? w : NULL;
     }
     dnnl_exec_arg_t a[7];
     int na = 0;
@@ -472,7 +474,8 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
     if (op != TFC_CPU_CONV_FILTER) /* the weights into each primitive's layout, once */
         for (int j = 0; j < 2 && (j == 0 || c->p[1] != c->p[0]); j++) {
             prim *p = c->p[j];
-            if (!p->reorder) continue;
+            if (!p->reorder || (be->frozen && p->wts_src == w)) continue;
+            p->wts_src = be->frozen ? w : NULL;
             dnnl_memory_set_data_handle(p->wts, (void *)w);
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, p->wts_prim}};
             TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
@@ -544,6 +547,11 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
 {
     tfc_cpu_dnnl *s = be->impl;
     if (!s || d->n <= 0) return 0;
+    /* the sum post-op adds what y holds (before the lock: a copy on a frozen backend takes
+     * it; a call that then falls back overwrites y) */
+    if (residual)
+        be->ops->copy(be, out, residual,
+                      (size_t)d->n * (size_t)d->oh * (size_t)d->ow * (size_t)d->f * sizeof(float));
     int saved = enter(be, s);
     call c;
     int epi = (bias ? EPI_BIAS : 0) | (bn ? EPI_BN : 0) | (residual ? EPI_SUM : 0) |
@@ -575,9 +583,6 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
         TFC_ASSERT(posix_memalign(&tmp, 64, c.bytes + 64) == 0);
         ws = tmp;
     }
-    if (residual) /* the sum post-op adds what y holds */
-        be->ops->copy(be, out, residual,
-                      (size_t)d->n * (size_t)d->oh * (size_t)d->ow * (size_t)d->f * sizeof(float));
     if (c.k && s->nstreams < be->threads) {
         s->streams = realloc(s->streams, sizeof *s->streams * (size_t)be->threads);
         TFC_ASSERT(s->streams);
@@ -599,7 +604,29 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     return 1;
 }
 
+/* A write of [p, p + bytes) on a frozen backend: the primitives whose kept weights it
+ * overlaps reorder them again on their next call. */
+void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes)
+{
+    tfc_cpu_dnnl *s = be->impl;
+    if (!s || !bytes) return;
+    const char *a = p;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        prim *q = &s->cache[i];
+        if (!q->wts_src) continue;
+        const char *w = (const char *)q->wts_src;
+        size_t nw = (size_t)q->d.kh * q->d.kw * q->d.c * q->d.f * sizeof(float);
+        if (a < w + nw && w < a + bytes) q->wts_src = NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 #else /* no oneDNN in this build: every convolution takes im2col + GEMM */
+
+void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes)
+{
+}
 
 tfc_cpu_dnnl *tfc_cpu_dnnl_create(void)
 {

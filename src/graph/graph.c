@@ -408,6 +408,7 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
 
     /* Activations: plan offsets, then one allocation. */
     m->inference_only = inference;
+    be->frozen = inference;
     plan_chains(m);
     layout L;
     tfc_status st = plan_layout(m, be, max_batch, inference, &L, err);
