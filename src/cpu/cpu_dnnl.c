@@ -209,7 +209,8 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
         goto done;
     p->wts_prim = p->wts;
     if (!dnnl_memory_desc_equal(pw, &md_w)) {
-        /* the primitive's weights live with it: a copy in its layout, made per call */
+        /* the primitive's weights live with it: a copy in its layout, made per call (kept
+         * between calls on a frozen backend until its source is written: wts_src) */
         p->wts_prim_bytes = dnnl_memory_desc_get_size(pw);
         if (dnnl_memory_create(&p->wts_prim, pw, s->engine, DNNL_MEMORY_ALLOCATE)) {
             p->wts_prim = NULL;
