@@ -801,6 +801,9 @@ static double conv_loss(void *p)
 /* Forward against direct summation; with grads == 1, backward data and filter against
  * finite differences of L = sum wt * conv(x, w); with grads == 2 (large cases) against the
  * direct adjoints. */
+/* The forward result's absolute tolerance against the double-precision reference. */
+static double conv_y_atol = 1e-5;
+
 static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
 {
     const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, nw = (int64_t)d.kh * d.kw * d.c * d.f;
@@ -816,7 +819,7 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
     conv_ctx ctx = {d, to_double(x, nx), to_double(w, nw), to_double(wt, ny),
                     malloc(sizeof(double) * (size_t)ny)};
     ref_conv(&d, ctx.x, ctx.w, ctx.y);
-    int bad = compare("conv y", y, ctx.y, ny, 1e-5, 1e-5);
+    int bad = compare("conv y", y, ctx.y, ny, 1e-5, conv_y_atol);
     /* with a bias, a normalisation, a residual and an activation (oneDNN's kernel applies
      * the first three and ReLU, tanh comes after): the values of conv, then bias_add,
      * bn_forward_infer, axpy and act_forward, to the bit (-0 == 0) */
@@ -940,6 +943,73 @@ static void test_conv(void)
     tfc_backend_free(be);
     conv_cases();
     with_im2col(0);
+}
+
+/* Whether this machine has the AVX-512 subsets oneDNN's Winograd kernel needs. */
+static int has_winograd(void)
+{
+#ifdef TFC_HAVE_DNNL
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq");
+#else
+    return 0;
+#endif
+}
+
+/* Winograd's F(4x4, 3x3) (oneDNN's jit_wino_4x3), which 3x3 convolutions at stride 1 with at
+ * least 32 channels in and out, multiples of 16, and 128 output tiles of 4x4 per call (or
+ * chunk; 512 for the filter gradient) take on a machine with AVX-512: forward and
+ * both gradients against the double-precision reference, the epilogue that follows it
+ * against the separate ops to the bit (check_conv), on chunks and (on one thread) as one
+ * call, SAME and VALID.
+ * TFC_CPU_CONV=direct turns it off. */
+static void test_conv_winograd(void)
+{
+    tfc_backend *be = backend();
+    /* on 2 threads: 8 chunks of 2 images, 128 output tiles each (forward and data; the
+     * filter gradient wants 512) */
+    const tfc_conv_desc same = conv_desc(16, 32, 32, 32, 3, 3, 48, 1, 1, 1);
+    const tfc_conv_desc valid = conv_desc(10, 34, 33, 48, 3, 3, 32, 1, 1, 0);
+    /* fewer than two images per thread: one call on the team, direct (conv_workspace's
+     * promise, cpu_dnnl.c); on one thread Winograd's (147 tiles) */
+    const tfc_conv_desc team = conv_desc(3, 28, 28, 32, 3, 3, 32, 1, 1, 1);
+    /* one image of 529 tiles: all three on one thread */
+    const tfc_conv_desc big = conv_desc(1, 92, 92, 32, 3, 3, 32, 1, 1, 1);
+    const tfc_conv_desc narrow = conv_desc(16, 32, 32, 16, 3, 3, 16, 1, 1, 1);
+    const tfc_conv_desc strided = conv_desc(16, 32, 32, 32, 3, 3, 32, 2, 1, 1);
+    const tfc_conv_desc few = conv_desc(16, 28, 28, 32, 3, 3, 32, 1, 1, 1); /* 98 tiles */
+    const int wino = has_winograd();
+    for (int op = 0; op < 3; op++) {
+        CU_ASSERT(tfc_cpu_dnnl_winograd(be, (tfc_cpu_conv_op)op, &same) == (wino && op < 2));
+        CU_ASSERT(tfc_cpu_dnnl_winograd(be, (tfc_cpu_conv_op)op, &valid) == (wino && op < 2));
+        CU_ASSERT(!tfc_cpu_dnnl_winograd(be, (tfc_cpu_conv_op)op, &team));
+        CU_ASSERT(!tfc_cpu_dnnl_winograd(be, (tfc_cpu_conv_op)op, &few));
+        CU_ASSERT(!tfc_cpu_dnnl_winograd(be, (tfc_cpu_conv_op)op, &narrow));
+        CU_ASSERT(!tfc_cpu_dnnl_winograd(be, (tfc_cpu_conv_op)op, &strided));
+    }
+    /* its transforms round more than the direct sum: 3.5e-5 at most here, where outputs reach
+     * 28 (the direct kernels: 1.2e-5) */
+    conv_y_atol = 1e-4;
+    check_conv(be, same, 2);
+    check_conv(be, valid, 2);
+    check_conv(be, team, 2);
+    tfc_backend_free(be);
+    tfc_backend *one = tfc_cpu_backend_create(1);
+    for (int op = 0; op < 3; op++) {
+        CU_ASSERT(tfc_cpu_dnnl_winograd(one, (tfc_cpu_conv_op)op, &team) == (wino && op < 2));
+        CU_ASSERT(tfc_cpu_dnnl_winograd(one, (tfc_cpu_conv_op)op, &big) == wino);
+    }
+    check_conv(one, team, 2);
+    check_conv(one, big, 2);
+    tfc_backend_free(one);
+    setenv("TFC_CPU_CONV", "direct", 1);
+    be = backend();
+    CU_ASSERT(!tfc_cpu_dnnl_winograd(be, TFC_CPU_CONV_FORWARD, &same));
+    conv_y_atol = 1e-5;
+    check_conv(be, same, 2);
+    tfc_backend_free(be);
+    unsetenv("TFC_CPU_CONV");
 }
 
 /* Threads claim im2col's convolution chunks dynamically (cpu_conv.c), oneDNN partitions
@@ -1705,6 +1775,7 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"gemm", test_gemm}, {"gemm_blocks", test_gemm_blocks}, {"gemm_panels", test_gemm_panels}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
               {"act_values", test_act_values}, {"act_grad", test_act_grad},
               {"softmax", test_softmax}, {"conv", test_conv},
+              {"conv_winograd", test_conv_winograd},
               {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
               {"bn", test_bn}, {"embedding", test_embedding}, {"lstm", test_lstm},
               {"lstm_threads", test_lstm_threads},

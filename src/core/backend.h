@@ -214,10 +214,11 @@ typedef struct tfc_device_options {
                                uint64_t step, const float *dy, float *dx))                         \
                                                                                                    \
     /* Convolution. ws: at least conv_workspace(desc) bytes of scratch (NULL when that is          \
-     * 0). conv_forward overwrites y with act(bn(conv(x, w) + bias) + residual) (bias, bn,         \
-     * residual NULL: none; bn as bn_forward_infer; residual a tensor of y's shape, not y;         \
-     * act over the f channels, as act_forward's), fused where the backend can; the backward      \
-     * ops accumulate into dx and dw. */                                                           \
+     * 0), which also serve a call on fewer images than desc's. conv_forward overwrites y with     \
+     * act(bn(conv(x, w) + bias) + residual) (bias, bn, residual NULL: none; bn as                 \
+     * bn_forward_infer; residual a tensor of y's shape, not y; act over the f channels, as        \
+     * act_forward's), fused where the backend can; the backward ops accumulate into dx and        \
+     * dw. */                                                                                      \
     X(size_t, conv_workspace, (tfc_backend *be, const tfc_conv_desc *d))                           \
     X(void, conv_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,                \
                            const float *w, const float *bias, const tfc_bn_params *bn,             \

@@ -22,7 +22,14 @@
  * batches go whole to one call on all threads. With a fixed thread count the results
  * repeat bit for bit: the split depends on the batch and thread count only, the filter
  * gradient's per-chunk parts are summed in chunk order (test cpu_ops.conv_threads_repeat).
- * TFC_CPU_CONV=im2col in the environment, read when a backend is created, turns it off. */
+ * 3x3 convolutions at stride 1 with 32 or more channels (multiples of 16) run on chunks as
+ * Winograd's F(4x4, 3x3) where the machine has oneDNN's kernel for it (AVX-512): about half
+ * the multiplications, through copies of the activations in the blocked layout it takes
+ * (wino_fits says where it paid, conv_execute does the copies); its results differ from
+ * the direct kernels' by rounding (~1e-6 of the output's scale).
+ *
+ * TFC_CPU_CONV=im2col in the environment, read when a backend is created, turns oneDNN off;
+ * TFC_CPU_CONV=direct keeps oneDNN without Winograd. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,6 +40,8 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #define CACHE_SLOTS 96
+#define FORWARD_CHUNK 32
+#define KEPT 8
 #define PLAN_SLOTS 64
 
 typedef struct prim {
@@ -43,10 +52,21 @@ typedef struct prim {
     tfc_conv_desc d;
     dnnl_primitive_t conv, reorder;                /* reorder NULL: hwio is the layout */
     dnnl_memory_t in, wts, wts_prim, out, scratch, b; /* handles set per call */
+    /* Winograd: the convolution's input and output (y, dy or dx) in the blocked layout it
+     * takes, at the front of the call's buffer; reordered from and to tfc's NHWC */
+    int wino;
+    dnnl_primitive_t re_in, re_out;
+    dnnl_memory_t in_b, out_b;
+    size_t in_b_bytes, out_b_bytes;
     dnnl_memory_t scale, shift;                       /* bn's a and b (post-ops 0, 1) */
     size_t scratch_bytes, out_bytes;               /* out_bytes: accumulate buffer */
     size_t wts_prim_bytes;                         /* the primitive's weight layout, if not hwio */
-    const float *wts_src; /* frozen backend: wts_prim holds these weights, reordered */
+    /* frozen backend: the weights of the layers of this shape, reordered once each */
+    struct {
+        const float *src;
+        dnnl_memory_t mem;
+    } kept[KEPT];
+    int next_kept; /* round-robin victim */
 } prim;
 
 typedef struct plan {
@@ -66,6 +86,7 @@ struct tfc_cpu_dnnl {
     int nplans;
     float *aff; /* a normalisation's a and b for the call in progress */
     int naff;
+    int wino; /* Winograd where it fits (TFC_CPU_CONV=direct: never) */
 };
 
 static int same_desc(const tfc_conv_desc *a, const tfc_conv_desc *b)
@@ -82,8 +103,13 @@ static void prim_release(prim *p)
 {
     if (p->conv) dnnl_primitive_destroy(p->conv);
     if (p->reorder) dnnl_primitive_destroy(p->reorder);
+    if (p->re_in) dnnl_primitive_destroy(p->re_in);
+    if (p->re_out) dnnl_primitive_destroy(p->re_out);
     if (p->wts_prim && p->wts_prim != p->wts) dnnl_memory_destroy(p->wts_prim);
-    dnnl_memory_t mems[] = {p->in, p->wts, p->out, p->scratch, p->b, p->scale, p->shift};
+    for (int i = 0; i < KEPT; i++)
+        if (p->kept[i].mem) dnnl_memory_destroy(p->kept[i].mem);
+    dnnl_memory_t mems[] = {p->in,    p->wts,   p->out,  p->scratch, p->b,
+                            p->scale, p->shift, p->in_b, p->out_b};
     for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
         if (mems[i]) dnnl_memory_destroy(mems[i]);
     memset(p, 0, sizeof *p);
@@ -107,10 +133,58 @@ static dnnl_memory_t mem_at(tfc_cpu_dnnl *s, const_dnnl_memory_t like, const voi
     return m;
 }
 
-/* Builds the primitive for op on d into p (p->ok = 0 where oneDNN cannot). The forward
- * primitive descriptor is the hint the backward ones need. */
+/* Whether d's convolutions run as Winograd's F(4x4, 3x3) (oneDNN's jit_wino_4x3, on
+ * AVX-512): a 3x3 kernel at stride and dilation 1 with at least 32 channels in and out,
+ * multiples of 16 (on 16 channels it was slower than the direct kernel, docs/cpu.md). Its
+ * kernel adds a bias and applies ReLU but takes no per-channel product, and its output
+ * goes through a reorder: a normalisation or a residual come after it, from tfc's own ops
+ * (epilogue()). */
+static int wino_fits(const tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const tfc_conv_desc *d)
+{
+    /* Its kernels transform the weights (or the filter gradient) in every call (chunk), a
+     * cost that the output's 4x4 tiles repay from about 128 of them on, the filter gradient's
+     * from about 512 (bench_conv --against direct, docs/cpu.md) */
+    const int64_t tiles = (int64_t)d->n * ((d->oh + 3) / 4) * ((d->ow + 3) / 4);
+    return s->wino && d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 &&
+           d->dw == 1 && d->c >= 32 && d->f >= 32 && d->c % 16 == 0 && d->f % 16 == 0 &&
+           tiles >= (op == TFC_CPU_CONV_FILTER ? 512 : 128);
+}
+
+static int reorder_make(tfc_cpu_dnnl *s, dnnl_primitive_t *r, const dnnl_memory_desc_t *from,
+                        const dnnl_memory_desc_t *to)
+{
+    dnnl_primitive_desc_t rpd = NULL;
+    int ok = !dnnl_reorder_primitive_desc_create(&rpd, from, s->engine, to, s->engine, NULL) &&
+             !dnnl_primitive_create(r, rpd);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    return ok;
+}
+
+static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
+                          const tfc_conv_desc *d, int bias, int bn, int sum, int relu,
+                          int wino);
+
+/* Builds the primitive for op on d into p (p->ok = 0 where oneDNN cannot): Winograd where it
+ * fits, the machine has the kernel and the primitive runs on one thread, else the direct
+ * convolution. One thread: a chunk's primitive, or any on a one-thread backend. A team's
+ * call (a batch smaller than two images per thread) stays direct, so that the workspace a
+ * batch needs never exceeds what a bigger one does (conv_workspace's promise). */
 static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                       int bias, int bn, int sum, int relu)
+                       int bias, int bn, int sum, int relu, int one)
+{
+    if (one && wino_fits(s, op, d) && !bn && !sum) {
+        prim_build_as(s, p, op, d, bias, bn, sum, relu, 1);
+        if (p->ok) return;
+    }
+    prim_build_as(s, p, op, d, bias, bn, sum, relu, 0);
+}
+
+/* The forward primitive descriptor is the hint the backward ones need. (oneDNN's inference
+ * forward, whose Winograd kernel takes the weights transformed once by their reorder, was
+ * faster on a frozen backend but computes other bits than the training one: a model bound
+ * for inference would no longer predict what it does bound for training, docs/cpu.md.) */
+static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
+                          const tfc_conv_desc *d, int bias, int bn, int sum, int relu, int wino)
 {
     memset(p, 0, sizeof *p);
     p->used = 1;
@@ -126,7 +200,7 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
      * chunks here, and a race between the threads' buffers in one call). im2col's GEMM
      * takes these (a shortcut's projection, cheap beside the 3x3 convolutions). */
     if (tfc_cpu_dnnl_refuses(d)) return;
-    dnnl_memory_desc_t md_x, md_w, md_wany, md_y, md_b, md_c;
+    dnnl_memory_desc_t md_x, md_w, md_wany, md_y, md_b, md_c, md_xany, md_yany;
     dnnl_dims_t xd = {d->n, d->c, d->h, d->w}, wd = {d->f, d->c, d->kh, d->kw},
                 yd = {d->n, d->f, d->oh, d->ow}, bd = {d->f}, cd1 = {1, d->f, 1, 1};
     dnnl_dims_t strides = {d->sh, d->sw}, dil = {d->dh - 1, d->dw - 1};
@@ -141,8 +215,13 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
         dnnl_memory_desc_init_by_tag(&md_wany, 4, wd, dnnl_f32, dnnl_format_tag_any) ||
         dnnl_memory_desc_init_by_tag(&md_y, 4, yd, dnnl_f32, dnnl_nhwc) ||
         dnnl_memory_desc_init_by_tag(&md_b, 1, bd, dnnl_f32, dnnl_a) ||
-        dnnl_memory_desc_init_by_tag(&md_c, 4, cd1, dnnl_f32, dnnl_nchw))
+        dnnl_memory_desc_init_by_tag(&md_c, 4, cd1, dnnl_f32, dnnl_nchw) ||
+        dnnl_memory_desc_init_by_tag(&md_xany, 4, xd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&md_yany, 4, yd, dnnl_f32, dnnl_format_tag_any))
         return;
+    /* Winograd's kernel takes blocked activations only (any: its choice) */
+    const dnnl_memory_desc_t *cx = wino ? &md_xany : &md_x, *cy = wino ? &md_yany : &md_y;
+    const dnnl_alg_kind_t alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL, rpd = NULL;
@@ -160,10 +239,9 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
     if (sum && dnnl_post_ops_append_sum(po, 1.0f)) goto done;
     if (relu && dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f)) goto done;
     if (po && dnnl_primitive_attr_set_post_ops(attr, po)) goto done;
-    if (dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training,
-                                                   dnnl_convolution_direct, &md_x, &md_wany,
-                                                   bias ? &md_b : NULL, &md_y, strides, dil, pl,
-                                                   pad_r) ||
+    if (dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training, alg, cx,
+                                                   &md_wany, bias ? &md_b : NULL, cy, strides,
+                                                   dil, pl, pad_r) ||
         dnnl_primitive_desc_create(&fpd, &fwd, attr, s->engine, NULL))
         goto done;
     dnnl_query_t wq = dnnl_query_weights_md;
@@ -172,17 +250,15 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
         pd = fpd;
         fpd = NULL;
     } else if (op == TFC_CPU_CONV_DATA) {
-        if (dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct,
-                                                             &md_x, &md_wany, &md_y, strides,
-                                                             dil, pl, pad_r) ||
+        if (dnnl_dilated_convolution_backward_data_desc_init(&cd, alg, cx, &md_wany, cy,
+                                                             strides, dil, pl, pad_r) ||
             dnnl_primitive_desc_create(&pd, &cd, attr, s->engine, fpd))
             goto done;
         in_md = &md_y;
         out_md = &md_x;
     } else {
-        if (dnnl_dilated_convolution_backward_weights_desc_init(
-                &cd, dnnl_convolution_direct, &md_x, &md_wany, NULL, &md_y, strides, dil, pl,
-                pad_r) ||
+        if (dnnl_dilated_convolution_backward_weights_desc_init(&cd, alg, cx, &md_wany, NULL,
+                                                                cy, strides, dil, pl, pad_r) ||
             dnnl_primitive_desc_create(&pd, &cd, attr, s->engine, fpd))
             goto done;
         wq = dnnl_query_diff_weights_md;
@@ -209,8 +285,8 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
         goto done;
     p->wts_prim = p->wts;
     if (!dnnl_memory_desc_equal(pw, &md_w)) {
-        /* the primitive's weights live with it: a copy in its layout, made per call (kept
-         * between calls on a frozen backend until its source is written: wts_src) */
+        /* the primitive's weights live with it: a copy in its layout, made per call (on a
+         * frozen backend kept, per layer, until their source is written: weights_in) */
         p->wts_prim_bytes = dnnl_memory_desc_get_size(pw);
         if (dnnl_memory_create(&p->wts_prim, pw, s->engine, DNNL_MEMORY_ALLOCATE)) {
             p->wts_prim = NULL;
@@ -222,6 +298,26 @@ static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_c
                                : dnnl_reorder_primitive_desc_create(&rpd, &md_w, s->engine, pw,
                                                                     s->engine, NULL);
         if (st || dnnl_primitive_create(&p->reorder, rpd)) goto done;
+    }
+    if (wino) {
+        /* the convolution's input and output in its layouts: x or dy in (for the filter
+         * gradient both, x then dy), y or dx out */
+        const dnnl_memory_desc_t *bx = dnnl_primitive_desc_query_md(
+            pd, op == TFC_CPU_CONV_DATA ? dnnl_query_diff_src_md : dnnl_query_src_md, 0);
+        const dnnl_memory_desc_t *by = dnnl_primitive_desc_query_md(
+            pd, op == TFC_CPU_CONV_FORWARD ? dnnl_query_dst_md : dnnl_query_diff_dst_md, 0);
+        if (!bx || !by) goto done;
+        const dnnl_memory_desc_t *bin = op == TFC_CPU_CONV_DATA ? by : bx;
+        const dnnl_memory_desc_t *bout = op == TFC_CPU_CONV_DATA ? bx : by;
+        p->in_b = handle_mem(s, bin);
+        p->out_b = handle_mem(s, bout);
+        p->in_b_bytes = dnnl_memory_desc_get_size(bin);
+        p->out_b_bytes = dnnl_memory_desc_get_size(bout);
+        if (!p->in_b || !p->out_b || !reorder_make(s, &p->re_in, in_md, bin)) goto done;
+        if (op == TFC_CPU_CONV_FILTER ? !reorder_make(s, &p->re_out, &md_y, bout)
+                                      : !reorder_make(s, &p->re_out, bout, out_md))
+            goto done;
+        p->wino = 1;
     }
     p->ok = 1;
 done:
@@ -266,7 +362,7 @@ static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     prim_release(p);
     if (single && be->threads != 1) omp_set_num_threads(1);
     prim_build(s, p, op, d, !!(epi & EPI_BIAS), !!(epi & EPI_BN), !!(epi & EPI_SUM),
-               !!(epi & EPI_RELU));
+               !!(epi & EPI_RELU), single || be->threads == 1);
     if (single && be->threads != 1) omp_set_num_threads(be->threads);
     p->single = single;
     return p;
@@ -283,18 +379,36 @@ typedef struct call {
     int k, nb, tail; /* k chunks of nb images, the last of tail; k = 0: one team call */
     prim *p[2];      /* the primitives for nb and for tail (the same when tail == nb) */
     size_t acc;      /* accumulate buffer: the gradient (data), k partial ones (filter) */
-    size_t stride;   /* per thread: scratchpad, then the filter gradient in oneDNN's layout */
+    size_t stride;   /* per thread: scratchpad, the filter gradient in oneDNN's layout,
+                        Winograd's blocked input and output */
+    size_t blk;      /* where in a thread's slice (chunks) or the workspace (team) the last
+                        begin */
     size_t bytes;    /* workspace in all */
 } call;
+
+static size_t blocked_bytes(const prim *p)
+{
+    return p->wino ? align64(p->in_b_bytes) + align64(p->out_b_bytes) : 0;
+}
+
+/* The images in each chunk of a call on n (n itself: one call on all threads). */
+static int chunk_images(const tfc_backend *be, tfc_cpu_conv_op op, int n)
+{
+    const int t = be->threads;
+    if (t == 1 || n < 2 * t) return n;
+    int k = 4 * t < n ? 4 * t : n, nb = (n + k - 1) / k;
+    /* a forward pass on a big batch (inference) in chunks of at most FORWARD_CHUNK images:
+     * Winograd's blocked copies of them stay small, and the images are independent */
+    return op == TFC_CPU_CONV_FORWARD && nb > FORWARD_CHUNK ? FORWARD_CHUNK : nb;
+}
 
 static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
                    const tfc_conv_desc *d, int epi, call *c)
 {
     memset(c, 0, sizeof *c);
     const int t = be->threads;
-    if (t > 1 && d->n >= 2 * t) {
-        int k = 4 * t < d->n ? 4 * t : d->n;
-        c->nb = (d->n + k - 1) / k;
+    if (chunk_images(be, op, d->n) < d->n) {
+        c->nb = chunk_images(be, op, d->n);
         c->k = (d->n + c->nb - 1) / c->nb;
         c->tail = d->n - (c->k - 1) * c->nb;
     }
@@ -302,7 +416,8 @@ static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
         /* inside the caller's own OpenMP region oneDNN runs on the calling thread alone,
          * which a primitive built for a team would not expect */
         c->p[0] = c->p[1] = lookup(be, s, op, d, omp_in_parallel(), epi);
-        c->bytes = align64(c->p[0]->out_bytes) + c->p[0]->scratch_bytes;
+        c->blk = align64(c->p[0]->out_bytes) + align64(c->p[0]->scratch_bytes);
+        c->bytes = c->blk + blocked_bytes(c->p[0]);
         return c->p[0]->ok;
     }
     tfc_conv_desc dn = *d, dt = *d;
@@ -312,15 +427,17 @@ static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     c->p[1] = c->tail == c->nb ? c->p[0] : lookup(be, s, op, &dt, 1, epi);
     if (!prim_is(c->p[0], op, &dn, 1, epi)) c->p[0] = lookup(be, s, op, &dn, 1, epi); /* evicted */
     if (!c->p[0]->ok || !c->p[1]->ok) return 0;
-    size_t scratch = 0, part = 0;
+    size_t scratch = 0, part = 0, blk = 0;
     for (int j = 0; j < 2; j++) {
         if (c->p[j]->scratch_bytes > scratch) scratch = c->p[j]->scratch_bytes;
         if (c->p[j]->wts_prim_bytes > part) part = c->p[j]->wts_prim_bytes;
+        if (blocked_bytes(c->p[j]) > blk) blk = blocked_bytes(c->p[j]);
     }
     const size_t nw = (size_t)d->kh * d->kw * d->c * d->f * sizeof(float);
     if (op == TFC_CPU_CONV_DATA) c->acc = align64((size_t)d->n * d->h * d->w * d->c * sizeof(float));
     if (op == TFC_CPU_CONV_FILTER) c->acc = (size_t)c->k * align64(nw);
-    c->stride = align64(scratch) + (op == TFC_CPU_CONV_FILTER ? align64(part) : 0);
+    c->blk = align64(scratch) + (op == TFC_CPU_CONV_FILTER ? align64(part) : 0);
+    c->stride = c->blk + blk;
     c->bytes = c->acc + (size_t)t * c->stride;
     return 1;
 }
@@ -338,6 +455,25 @@ static plan *find_plan(tfc_cpu_dnnl *s, const tfc_conv_desc *d)
     return p;
 }
 
+/* Whether this machine has oneDNN's Winograd kernel (AVX-512): a descriptor is enough to
+ * tell, nothing is compiled. */
+static int wino_available(tfc_cpu_dnnl *s)
+{
+    dnnl_memory_desc_t x, w, y;
+    dnnl_dims_t xd = {1, 32, 8, 8}, wd = {32, 32, 3, 3}, one = {1, 1}, zero = {0, 0};
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    int ok = !dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_format_tag_any) &&
+             !dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any) &&
+             !dnnl_memory_desc_init_by_tag(&y, 4, xd, dnnl_f32, dnnl_format_tag_any) &&
+             !dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training,
+                                                         dnnl_convolution_winograd, &x, &w,
+                                                         NULL, &y, one, zero, one, one) &&
+             !dnnl_primitive_desc_create(&pd, &cd, NULL, s->engine, NULL);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
 tfc_cpu_dnnl *tfc_cpu_dnnl_create(void)
 {
     const char *e = getenv("TFC_CPU_CONV");
@@ -350,6 +486,7 @@ tfc_cpu_dnnl *tfc_cpu_dnnl_create(void)
         free(s);
         return NULL;
     }
+    s->wino = !(e && strcmp(e, "direct") == 0) && wino_available(s);
     pthread_mutex_init(&s->lock, NULL);
     return s;
 }
@@ -388,7 +525,8 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
     if (!s || d->n <= 0) return 0;
     int saved = enter(be, s), ok = 1;
     size_t need = 0;
-    for (int op = 0; op < 3 && ok; op++) {
+    /* a frozen backend (bound for inference) runs forward passes only */
+    for (int op = 0; op < (be->frozen ? 1 : 3) && ok; op++) {
         call c;
         ok = prepare(be, s, (tfc_cpu_conv_op)op, d, 0, &c);
         if (c.bytes > need) need = c.bytes;
@@ -411,9 +549,99 @@ static int epilogue_args(const prim *p, dnnl_exec_arg_t *a)
     return 2;
 }
 
+/* A forward epilogue that tfc's ops apply after the convolution (Winograd's): the
+ * separate layers' kernels in their order, so the values are theirs to the bit. */
+typedef struct after {
+    const float *bias;
+    const tfc_bn_params *bn;
+    const float *residual;
+    int relu;
+} after;
+
+/* The epilogue on `rows` output pixels of f channels from `row` on: one chunk's, inside the
+ * chunks' parallel loop (the ops then run on the calling thread), or the whole batch's. */
+static void epilogue(tfc_backend *be, const after *e, int64_t row, int64_t rows, int f, float *y)
+{
+    y += row * f;
+    if (e->bias) tfc_cpu_bias_add(be, rows, f, e->bias, y);
+    if (e->bn)
+        tfc_cpu_bn_forward_infer(be, rows, f, y, e->bn->gamma, e->bn->beta, e->bn->mean,
+                                 e->bn->var, e->bn->eps, y);
+    if (e->residual) tfc_cpu_axpy(be, rows * f, 1.0f, e->residual + row * f, y);
+    if (e->relu) tfc_cpu_act_forward(be, TFC_ACT_RELU, rows * f, f, y, y);
+}
+
+/* Runs p's convolution on stream st with arguments a, among them m_in and m_out, tfc's
+ * NHWC input and output (for the filter gradient x and dy). A Winograd primitive takes
+ * them through blocked copies at buf: the input reordered in (both, for the filter
+ * gradient), the output reordered out. */
+static void conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t st, dnnl_exec_arg_t *a,
+                         int na, dnnl_memory_t m_in, dnnl_memory_t m_out, char *buf)
+{
+    if (!p->wino) {
+        TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
+        return;
+    }
+    dnnl_memory_t b_in = mem_at(s, p->in_b, buf);
+    dnnl_memory_t b_out = mem_at(s, p->out_b, buf + align64(p->in_b_bytes));
+    dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, b_in}};
+    TFC_ASSERT(dnnl_primitive_execute(p->re_in, st, 2, r) == dnnl_success);
+    if (p->op == TFC_CPU_CONV_FILTER) {
+        r[0].memory = m_out;
+        r[1].memory = b_out;
+        TFC_ASSERT(dnnl_primitive_execute(p->re_out, st, 2, r) == dnnl_success);
+    }
+    for (int i = 0; i < na; i++)
+        if (a[i].memory == m_in)
+            a[i].memory = b_in;
+        else if (a[i].memory == m_out)
+            a[i].memory = b_out;
+    TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
+    if (p->op != TFC_CPU_CONV_FILTER) {
+        r[0].memory = b_out;
+        r[1].memory = m_out;
+        TFC_ASSERT(dnnl_primitive_execute(p->re_out, st, 2, r) == dnnl_success);
+    }
+    TFC_ASSERT(dnnl_stream_wait(st) == dnnl_success);
+    dnnl_memory_destroy(b_in);
+    dnnl_memory_destroy(b_out);
+}
+
+/* The weights w in p's layout: w itself where that is hwio, else reordered into p's copy
+ * (every call), or on a frozen backend into one kept for w, reordered again only after a
+ * write overlaps w (tfc_cpu_dnnl_written). Layers of one shape share a primitive, each
+ * with weights of its own (up to KEPT of them; more take turns). */
+static dnnl_memory_t weights_in(tfc_backend *be, tfc_cpu_dnnl *s, prim *p, const float *w)
+{
+    dnnl_memory_set_data_handle(p->wts, (void *)w);
+    if (!p->reorder) return p->wts;
+    dnnl_memory_t to = p->wts_prim;
+    if (be->frozen) {
+        for (int i = 0; i < KEPT; i++)
+            if (p->kept[i].src == w) return p->kept[i].mem;
+        int i = p->next_kept;
+        p->next_kept = (i + 1) % KEPT;
+        p->kept[i].src = NULL;
+        const dnnl_memory_desc_t *md;
+        TFC_ASSERT(dnnl_memory_get_memory_desc(p->wts_prim, &md) == dnnl_success);
+        if (p->kept[i].mem || !dnnl_memory_create(&p->kept[i].mem, md, s->engine,
+                                                  DNNL_MEMORY_ALLOCATE)) {
+            p->kept[i].src = w;
+            to = p->kept[i].mem;
+        } else {
+            p->kept[i].mem = NULL; /* out of memory: reordered per call */
+        }
+    }
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, to}};
+    TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
+    TFC_ASSERT(dnnl_stream_wait(s->stream) == dnnl_success);
+    return to;
+}
+
 /* One call on the whole batch, on the backend's threads. */
 static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim *p,
-                     const float *in, const float *w, const float *bias, float *out, char *ws)
+                     const float *in, const float *w, const float *bias, float *out, char *ws,
+                     size_t blk)
 {
     float *acc = p->out_bytes ? (float *)ws : NULL;
     void *scratch = ws + align64(p->out_bytes);
@@ -423,17 +651,13 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
     dnnl_memory_set_data_handle(p->wts, wts);
     dnnl_memory_set_data_handle(p->out, op == TFC_CPU_CONV_FILTER ? (void *)w : dst);
     if (p->scratch) dnnl_memory_set_data_handle(p->scratch, scratch);
-    if (p->reorder && op != TFC_CPU_CONV_FILTER && !(be->frozen && p->wts_src == w)) {
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, p->wts_prim}};
-        TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
-        p->wts_src = be->frozen ? w : NULL;
-    }
+    dnnl_memory_t m_w = op == TFC_CPU_CONV_FILTER ? p->wts_prim : weights_in(be, s, p, w);
     dnnl_exec_arg_t a[7];
     int na = 0;
     switch (op) {
     case TFC_CPU_CONV_FORWARD:
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, p->in};
-        a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
+        a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_w};
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, p->out};
         if (p->b) {
             dnnl_memory_set_data_handle(p->b, (void *)bias);
@@ -443,7 +667,7 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
         break;
     case TFC_CPU_CONV_DATA:
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, p->in};
-        a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
+        a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_w};
         a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, p->out};
         break;
     case TFC_CPU_CONV_FILTER:
@@ -453,7 +677,7 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
         break;
     }
     if (p->scratch) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
-    TFC_ASSERT(dnnl_primitive_execute(p->conv, s->stream, na, a) == dnnl_success);
+    conv_execute(s, p, s->stream, a, na, p->in, p->out, ws + blk);
     if (p->reorder && op == TFC_CPU_CONV_FILTER) {
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts_prim}, {DNNL_ARG_TO, p->wts}};
         TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
@@ -467,21 +691,16 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
  * chunk into the accumulate buffer, in hwio, and are summed after in chunk order. */
 static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const call *c,
                        const tfc_conv_desc *d, const float *in, const float *w,
-                       const float *bias, float *out, char *ws)
+                       const float *bias, float *out, char *ws, const after *e)
 {
     const int64_t xi = (int64_t)d->h * d->w * d->c, yi = (int64_t)d->oh * d->ow * d->f;
     const int64_t in_img = op == TFC_CPU_CONV_DATA ? yi : xi;
     const size_t slot = align64((size_t)d->kh * d->kw * d->c * d->f * sizeof(float));
-    if (op != TFC_CPU_CONV_FILTER) /* the weights into each primitive's layout, once */
-        for (int j = 0; j < 2 && (j == 0 || c->p[1] != c->p[0]); j++) {
-            prim *p = c->p[j];
-            if (!p->reorder || (be->frozen && p->wts_src == w)) continue;
-            p->wts_src = be->frozen ? w : NULL;
-            dnnl_memory_set_data_handle(p->wts, (void *)w);
-            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, p->wts_prim}};
-            TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
-            TFC_ASSERT(dnnl_stream_wait(s->stream) == dnnl_success);
-        }
+    dnnl_memory_t m_ws[2] = {NULL, NULL}; /* the weights in each primitive's layout, once */
+    if (op != TFC_CPU_CONV_FILTER) {
+        m_ws[0] = weights_in(be, s, c->p[0], w);
+        m_ws[1] = c->p[1] == c->p[0] ? m_ws[0] : weights_in(be, s, c->p[1], w);
+    }
     for (int j = 0; j < 2; j++) /* the bias, read by every chunk */
         if (c->p[j]->b) dnnl_memory_set_data_handle(c->p[j]->b, (void *)bias);
     char *acc = ws, *thr = ws + c->acc;
@@ -500,7 +719,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
         case TFC_CPU_CONV_FORWARD:
             m_out = mem_at(s, p->out, out + i0 * yi);
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m_in};
-            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_ws[i == c->k - 1]};
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m_out};
             if (p->b) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->b};
             na += epilogue_args(p, a + na);
@@ -508,7 +727,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
         case TFC_CPU_CONV_DATA:
             m_out = mem_at(s, p->out, (float *)acc + i0 * xi);
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m_in};
-            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->wts_prim};
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_ws[i == c->k - 1]};
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, m_out};
             break;
         default: /* filter: `w` is dy */
@@ -521,7 +740,11 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
             break;
         }
         if (m_scr) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m_scr};
-        TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
+        conv_execute(s, p, st, a, na, m_in, m_out, mine + c->blk);
+        if (e) { /* while the chunk's output is in cache */
+            const int64_t px = (int64_t)d->oh * d->ow;
+            epilogue(be, e, i0 * px, (i == c->k - 1 ? c->tail : c->nb) * px, d->f, out);
+        }
         if (p->reorder && op == TFC_CPU_CONV_FILTER) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m_w}, {DNNL_ARG_TO, m_hwio}};
             TFC_ASSERT(dnnl_primitive_execute(p->reorder, st, 2, ra) == dnnl_success);
@@ -548,20 +771,29 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
 {
     tfc_cpu_dnnl *s = be->impl;
     if (!s || d->n <= 0) return 0;
+    /* Winograd's forward convolution runs bare, its epilogue after it */
+    tfc_conv_desc chunk = *d;
+    chunk.n = chunk_images(be, op, d->n);
+    const int wino = op == TFC_CPU_CONV_FORWARD && (chunk.n < d->n || be->threads == 1) &&
+                     wino_fits(s, op, &chunk);
+    /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after */
+    const int later = wino && (bn || residual);
+    const after e = {bias, bn, residual, relu};
     /* the sum post-op adds what y holds (before the lock: a copy on a frozen backend takes
      * it; a call that then falls back overwrites y) */
-    if (residual)
+    if (residual && !later)
         be->ops->copy(be, out, residual,
                       (size_t)d->n * (size_t)d->oh * (size_t)d->ow * (size_t)d->f * sizeof(float));
     int saved = enter(be, s);
     call c;
     int epi = (bias ? EPI_BIAS : 0) | (bn ? EPI_BN : 0) | (residual ? EPI_SUM : 0) |
               (relu ? EPI_RELU : 0);
+    if (later) epi = 0;
     if (!prepare(be, s, op, d, epi, &c)) {
         leave(be, s, saved);
         return 0;
     }
-    if (bn) { /* a and b as bn_forward_infer computes them */
+    if (bn && !later) { /* a and b as bn_forward_infer computes them */
         if (s->naff < d->f) {
             s->aff = realloc(s->aff, sizeof(float) * 2 * (size_t)d->f);
             TFC_ASSERT(s->aff);
@@ -592,10 +824,11 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                                           dnnl_stream_default_flags) == dnnl_success);
     }
     if (c.k)
-        run_chunks(be, s, op, &c, d, in, w, bias, out, ws);
+        run_chunks(be, s, op, &c, d, in, w, bias, out, ws, later ? &e : NULL);
     else
-        run_team(be, s, op, c.p[0], in, w, bias, out, ws);
+        run_team(be, s, op, c.p[0], in, w, bias, out, ws, c.blk);
     leave(be, s, saved);
+    if (later && !c.k) epilogue(be, &e, 0, (int64_t)d->n * d->oh * d->ow, d->f, out);
     /* the accumulation oneDNN does not do (the chunked filter gradient is summed already) */
     if (op == TFC_CPU_CONV_DATA)
         tfc_cpu_axpy(be, (int64_t)d->n * d->h * d->w * d->c, 1.0f, ws, out);
@@ -603,6 +836,17 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
         tfc_cpu_axpy(be, (int64_t)d->kh * d->kw * d->c * d->f, 1.0f, ws, out);
     free(tmp);
     return 1;
+}
+
+int tfc_cpu_dnnl_winograd(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d)
+{
+    tfc_cpu_dnnl *s = be->impl;
+    if (!s) return 0;
+    int saved = enter(be, s), wino = 0;
+    call c;
+    if (prepare(be, s, op, d, 0, &c)) wino = c.p[0]->wino && c.p[1]->wino;
+    leave(be, s, saved);
+    return wino;
 }
 
 /* A write of [p, p + bytes) on a frozen backend: the primitives whose kept weights it
@@ -615,15 +859,21 @@ void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes)
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < CACHE_SLOTS; i++) {
         prim *q = &s->cache[i];
-        if (!q->wts_src) continue;
-        const char *w = (const char *)q->wts_src;
         size_t nw = (size_t)q->d.kh * q->d.kw * q->d.c * q->d.f * sizeof(float);
-        if (a < w + nw && w < a + bytes) q->wts_src = NULL;
+        for (int k = 0; k < KEPT; k++) {
+            const char *w = (const char *)q->kept[k].src;
+            if (w && a < w + nw && w < a + bytes) q->kept[k].src = NULL;
+        }
     }
     pthread_mutex_unlock(&s->lock);
 }
 
 #else /* no oneDNN in this build: every convolution takes im2col + GEMM */
+
+int tfc_cpu_dnnl_winograd(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d)
+{
+    return 0;
+}
 
 void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes)
 {

@@ -43,6 +43,8 @@ static inline int tfc_cpu_dnnl_refuses(const tfc_conv_desc *d)
 tfc_cpu_dnnl *tfc_cpu_dnnl_create(void);
 void tfc_cpu_dnnl_free(tfc_cpu_dnnl *s);
 int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t *bytes);
+/* Whether op on d runs as Winograd's convolution (cpu_dnnl.c; for the tests). */
+int tfc_cpu_dnnl_winograd(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d);
 /* On a frozen backend (core/backend.h), upload, copy and zero report what they wrote. */
 void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes);
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
