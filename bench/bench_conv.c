@@ -1,13 +1,14 @@
-/* `make bench-conv` (not in CI): the CPU backend's two convolution paths side by side through
+/* `make bench-conv` (not in CI): the CPU backend's convolution paths side by side through
  * its op table: oneDNN (src/cpu/cpu_dnnl.c) against im2col + OpenBLAS GEMM (cpu_conv.c, what
- * TFC_CPU_CONV=im2col selects), layer by layer for the convolutions of mnist_cnn and
+ * TFC_CPU_CONV=im2col selects) or, with --against direct, against oneDNN's direct kernels
+ * alone (TFC_CPU_CONV=direct: no Winograd), layer by layer for the convolutions of mnist_cnn and
  * resnet20 at batch 128 and fashion_cnn's at an inference pass of 256: forward, backward data
  * and backward filter, the same thread count, interleaved rounds, medians. The oneDNN times
  * include all tfc pays to use it (weight reorders, the backward ops' accumulation). Prints
  * each op's ms and oneDNN / im2col, and the largest difference between the two results
  * relative to the largest magnitude.
  *
- *     bench_conv [--threads N] [--rounds N] [--reps N]
+ *     bench_conv [--threads N] [--rounds N] [--reps N] [--against im2col|direct]
  *
  * Needs a build with oneDNN (Debian libdnnl-dev). */
 #include <math.h>
@@ -110,21 +111,26 @@ int main(int argc, char **argv)
 {
     tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
     int threads = 2, rounds = 5, reps = 5;
+    const char *base = "im2col";
+    static const char usage[] =
+        "usage: bench_conv [--threads N] [--rounds N] [--reps N] [--against im2col|direct]\n";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--against")) base = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_conv [--threads N] [--rounds N] [--reps N]\n");
+            fputs(usage, stderr);
             return 2;
         }
     }
-    if (argc % 2 == 0 || rounds < 1 || rounds > 64 || reps < 1 || threads < 1) {
-        fprintf(stderr, "usage: bench_conv [--threads N] [--rounds N] [--reps N]\n");
+    if (argc % 2 == 0 || rounds < 1 || rounds > 64 || reps < 1 || threads < 1 ||
+        (strcmp(base, "im2col") && strcmp(base, "direct"))) {
+        fputs(usage, stderr);
         return 2;
     }
-    /* the environment decides at creation whether a backend uses oneDNN */
-    setenv("TFC_CPU_CONV", "im2col", 1);
+    /* the environment decides at creation whether a backend uses oneDNN, and Winograd */
+    setenv("TFC_CPU_CONV", base, 1);
     tfc_backend *gemm = tfc_cpu_backend_create(threads);
     unsetenv("TFC_CPU_CONV");
     tfc_backend *dnnl = tfc_cpu_backend_create(threads);
@@ -132,10 +138,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_conv: this build has no oneDNN (apt install libdnnl-dev, make)\n");
         return 1;
     }
-    printf("tfc's CPU convolutions: oneDNN against im2col + OpenBLAS GEMM, %d threads, "
-           "%d interleaved rounds x %d calls, medians\n", threads, rounds, reps);
-    printf("%-26s %-7s %10s %9s %8s %9s\n", "layer", "op", "im2col ms", "oneDNN ms",
-           "ratio", "rel diff");
+    printf("tfc's CPU convolutions: oneDNN against %s, %d threads, "
+           "%d interleaved rounds x %d calls, medians\n",
+           strcmp(base, "direct") ? "im2col + OpenBLAS GEMM" : "oneDNN's direct kernels alone",
+           threads, rounds, reps);
+    printf("%-26s %-7s %7s ms %9s %8s %9s\n", "layer", "op", base, "oneDNN ms", "ratio",
+           "rel diff");
     double tot[2] = {0, 0}, inf[2] = {0, 0};
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *s = &shapes[si];
@@ -184,9 +192,9 @@ int main(int argc, char **argv)
         for (int b = 0; b < 2; b++) free(y[b]), free(dx[b]), free(dw[b]), be[b]->ops->free(be[b], ws[b]);
     }
     printf("training convolutions of mnist_cnn and resnet20 at batch 128 (repeated layers "
-           "counted): im2col %.1f ms, oneDNN %.1f ms, oneDNN / im2col %.2f\n",
-           tot[0], tot[1], tot[1] / tot[0]);
-    printf("fashion_cnn's second convolution, forward at 256: oneDNN / im2col %.2f\n",
+           "counted): %s %.1f ms, oneDNN %.1f ms, oneDNN / %s %.2f\n",
+           base, tot[0], tot[1], base, tot[1] / tot[0]);
+    printf("fashion_cnn's second convolution, forward at 256: oneDNN / %s %.2f\n", base,
            inf[1] / inf[0]);
     tfc_backend_free(gemm);
     tfc_backend_free(dnnl);
