@@ -73,7 +73,8 @@ endif
 DNNL ?= auto
 # cpu_dnnl.c is written to oneDNN 2.x's C API (Debian 12's 2.6; 3.x renamed the calls).
 ifneq ($(DNNL),0)
-  DNNL_H := $(firstword $(wildcard /usr/include/oneapi/dnnl/dnnl.h /usr/local/include/oneapi/dnnl/dnnl.h))
+  DNNL_H := $(firstword $(wildcard $(if $(DEPS_PREFIX),$(DEPS_PREFIX)/usr/include/oneapi/dnnl/dnnl.h) \
+                                   /usr/include/oneapi/dnnl/dnnl.h /usr/local/include/oneapi/dnnl/dnnl.h))
   ifneq ($(DNNL_H),)
     ifeq ($(shell grep -c 'define DNNL_VERSION_MAJOR 2$$' $(dir $(DNNL_H))dnnl_version.h 2>/dev/null),0)
       DNNL_H :=

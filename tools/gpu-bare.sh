@@ -21,7 +21,8 @@ set -u
 cd "$(dirname "$0")/.."
 debs="libyaml-0-2 libyaml-dev libopenblas0-openmp libopenblas-openmp-dev libopenblas-dev
       libgfortran5 libpng16-16 libpng-dev libjpeg62-turbo libjpeg62-turbo-dev libcunit1
-      libcunit1-dev libjansson4 libjansson-dev libnettle8 nettle-dev zlib1g zlib1g-dev"
+      libcunit1-dev libjansson4 libjansson-dev libnettle8 nettle-dev zlib1g zlib1g-dev
+      libdnnl2 libdnnl-dev"
 if [ "${1:-}" = --prepare ]; then
     set -e
     rm -rf .deps/debs .deps/root && mkdir -p .deps/debs .deps/root
