@@ -61,7 +61,8 @@ static int drain(tfc_pipeline *p, void *fx, size_t fbytes, int64_t *lab)
         if (st) printf("\n  %s", err.text);
         CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
         if (b.end) break;
-        CU_ASSERT_EQUAL_FATAL(tfc_shape_numel(&b.features.shape) * tfc_dtype_size(b.features.dtype),
+        CU_ASSERT_EQUAL_FATAL(tfc_shape_numel(&b.features.shape) *
+                                  (int64_t)tfc_dtype_size(b.features.dtype),
                               (int64_t)fbytes);
         memcpy((char *)fx + (size_t)n * fbytes, b.features.data, fbytes);
         lab[n] = (int64_t)tfc_value_get(b.labels.data, b.labels.dtype, 0);

@@ -4,6 +4,7 @@
  * them), README's and docs/solver.md's trained-config tables give the figures of the runs
  * model_zoo/'s weights come from, and docs/data.md's fortune examples run as written. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,7 @@ static void test_readme_error_example(void)
     memcpy(typo, "filtres", 7);
     const char *dir = tfc_test_tmpdir();
     tfc_test_write("cnn.yaml", model, -1);
-    char bin[1024], cmd[2048], out[4096] = "";
+    char bin[PATH_MAX], cmd[2048 + PATH_MAX], out[4096] = ""; /* realpath writes up to PATH_MAX */
     CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(getenv("TFC_BIN") ? getenv("TFC_BIN") : "bin", bin));
     /* from the file's folder, so the error names it as README does */
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tfc-draw' cnn.yaml 2>&1 >/dev/null", dir, bin);

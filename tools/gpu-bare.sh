@@ -8,6 +8,8 @@
 # then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
 #                                 bench-data cpu-test (make test, the CPU suite)
+#                                 bench-conv (bench_conv --against direct: oneDNN's
+#                                 Winograd on the host's CPU, all its threads)
 #                                 dist (tests/gpu/dist.sh) comm (bench/comm_overhead.sh)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
@@ -89,6 +91,9 @@ if [ "${1:-}" = --step ]; then
         bench) "${mk[@]}" bench-gpu ;;
         bench-data) "${mk[@]}" bench-data ;;
         cpu-test) "${mk[@]}" -k test ;;
+        bench-conv) "${mk[@]}" build/gpu-bare/bench/bench_conv &&
+                  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/gpu-bare/bench/bench_conv \
+                      --against direct --threads "$OMP_NUM_THREADS" --rounds 5 ;;
         curve) tests/gpu/train_curve.sh bin build/gpu-bare/train-curve ;;
         dist) HAVE_NCCL=$("${mk[@]}" -s features | grep -c 'NCCL ✓') \
                   tests/gpu/dist.sh bin build/gpu-bare/gpu-dist ;;
