@@ -1448,6 +1448,12 @@ static void test_lstm(void)
     check_lstm(be, big, NULL, 1, 0);
     tfc_lstm_desc one = {.n = 2, .t = 1, .in = 3, .units = 4, .return_sequences = 0};
     check_lstm(be, one, NULL, 1, 1);
+    /* 19 sequences: two blocks of the recurrence (8 and 11 rows, cpu_lstm.c), each summing
+     * its own part of dbias, with masked steps in both */
+    float mask19[19 * 3];
+    for (int i = 0; i < 19 * 3; i++) mask19[i] = i % 7 == 3 ? 0.0f : 1.0f;
+    tfc_lstm_desc two = {.n = 19, .t = 3, .in = 2, .units = 3, .return_sequences = 1};
+    check_lstm(be, two, mask19, 1, 1);
 
     /* y may be hseq itself when return_sequences is set */
     tfc_lstm_desc d = {.n = 2, .t = 3, .in = 2, .units = 2, .return_sequences = 1};

@@ -1,5 +1,7 @@
 /* TFC_VECTOR marks a function with hot SIMD loops for an AVX2 clone picked at load time, so
- * one portable binary still runs 8-wide where the CPU can. GCC only, and not under the
+ * one portable binary still runs 8-wide where the CPU can; TFC_VECTOR512 adds an AVX-512
+ * clone (16-wide, with fused multiply-adds, so its last bits differ from the AVX2 clone's)
+ * for loops that measurably gain from it (the LSTM cells). GCC only, and not under the
  * sanitizers, whose start-up runs after ifunc resolution. */
 #ifndef TFC_CORE_VECTOR_H
 #define TFC_CORE_VECTOR_H
@@ -7,8 +9,10 @@
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     !defined(__SANITIZE_ADDRESS__)
 #define TFC_VECTOR __attribute__((target_clones("avx2", "default")))
+#define TFC_VECTOR512 __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TFC_VECTOR
+#define TFC_VECTOR512
 #endif
 
 /* TFC_X86_SIMD: x86-64 intrinsics in functions marked __attribute__((target("..."))), called
