@@ -122,7 +122,7 @@ static inline __attribute__((always_inline)) void philox_batch(uint64_t key, uin
 /* Inverted dropout over n elements: out[i] (= or +=) in[i] * keep_i / (1 - rate), keep_i =
  * (u_i >= rate), u_i = tfc_rng_uniform(key, step, i): lane i % 4 of Philox block i / 4,
  * generated PHILOX_BATCH blocks (4 * PHILOX_BATCH elements) at a time. */
-TFC_CPU_VECTOR
+TFC_VECTOR512
 static void dropout(const tfc_backend *be, int64_t n, float rate, uint64_t key, uint64_t step,
                     const float *in, float *out, int accumulate)
 {
