@@ -93,6 +93,12 @@ static size_t pack(int n, const size_t *bytes, const int *first, const int *last
     return align_up(total);
 }
 
+/* Whether layer l's gradient block has a dz half: the gradient before its activation */
+static int has_dz(const tfc_layer *l)
+{
+    return l->act != TFC_ACT_LINEAR && !l->ops->pure_act;
+}
+
 /* Places each layer's gradient block [dy | dz] (sizes in b->grad_bytes) at an offset in
  * one region and sets b->zero_at; returns the region's size (offsets in off[]).
  * Backward runs layers n-1 .. 0; call the loss time 0 and layer i's backward step n - i.
@@ -188,7 +194,9 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
         size_t bytes = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
-        m->bound[i].grad_bytes = l->act != TFC_ACT_LINEAR ? 2 * bytes : bytes; /* dz follows dy */
+        /* dz follows dy; an Activation layer's derivative goes straight into its input's
+         * gradient (tfc_model_layer_backward): no dz */
+        m->bound[i].grad_bytes = has_dz(l) ? 2 * bytes : bytes;
     }
     size_t *g_off = calloc((size_t)m->nlayers + 1, sizeof *g_off);
     size_t g_bytes = g_off ? plan_grads(m, g_off) : SIZE_MAX;
@@ -446,8 +454,7 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
             b->dy = b->dz = NULL;
         } else {
             b->dy = (float *)(base + L.y[4 * i + 3]);
-            b->dz = l->act != TFC_ACT_LINEAR ? (float *)(base + L.y[4 * i + 3] + b->grad_bytes / 2)
-                                             : b->dy;
+            b->dz = has_dz(l) ? (float *)(base + L.y[4 * i + 3] + b->grad_bytes / 2) : b->dy;
         }
         l->saved = l->saved_floats || l->fixed_floats ? (float *)(base + L.y[4 * i + 2]) : NULL;
         l->mask = l->mask_in ? m->mask : NULL;
@@ -693,20 +700,47 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
     /* gradient blocks whose lifetime starts here (plan_grads): this layer's inputs when it is
-     * their last consumer, and its own when nothing consumes it */
+     * their last consumer, and its own when nothing consumes it. An Add writes the first
+     * gradient of such an input by a copy of dy instead (bit j of `fresh`), so only the
+     * input's dz half, if any, needs zeroing. */
+    unsigned fresh = 0;
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
-        if (p >= 0 && m->bound[p].zero_at == i) m->be->ops->zero(m->be, m->bound[p].dy, m->bound[p].grad_bytes);
+        if (p < 0 || m->bound[p].zero_at != i) continue;
+        int repeated = 0;
+        for (int q = 0; q < j; q++) repeated |= l->inputs[q] == p;
+        if (repeated) continue; /* zeroed, or copied into, at its first occurrence */
+        tfc_bound *in = &m->bound[p];
+        if (l->ops->sums_inputs) {
+            fresh |= 1u << j;
+            if (in->dz != in->dy) m->be->ops->zero(m->be, in->dz, in->grad_bytes / 2);
+        } else {
+            m->be->ops->zero(m->be, in->dy, in->grad_bytes);
+        }
     }
     if (b->zero_at == i && i != m->nlayers - 1) m->be->ops->zero(m->be, b->dy, b->grad_bytes);
-    if (l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss)) {
-        int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
-        m->be->ops->act_backward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
-                                 cols, b->z_unset ? b->y : b->z, b->y, b->dy, b->dz);
-    }
     const void *xs[TFC_LAYER_MAX_INPUTS];
     float *dxs[TFC_LAYER_MAX_INPUTS];
     gather_inputs(m, l, xs, dxs);
+    if (l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss)) {
+        int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
+        /* an Activation layer's own backward would only add dz into dx: the derivative
+         * goes into dx at once (act_backward accumulates), one pass over memory less */
+        float *into = l->ops->pure_act ? dxs[0] : b->dz;
+        if (into)
+            m->be->ops->act_backward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
+                                     cols, b->z_unset ? b->y : b->z, b->y, b->dy, into);
+        if (l->ops->pure_act) return;
+    }
+    if (l->ops->sums_inputs) { /* Add: dx[j] += dy, or = dy where the block starts here */
+        size_t bytes = (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(l) * 4;
+        for (int j = 0; j < l->ninputs; j++) {
+            if (!dxs[j]) continue;
+            if (fresh & (1u << j)) m->be->ops->copy(m->be, dxs[j], b->dz, bytes);
+            else m->be->ops->axpy(m->be, (int64_t)(bytes / 4), 1.f, b->dz, dxs[j]);
+        }
+        return;
+    }
     l->ops->backward(l, &m->ex, xs, b->z, b->dz, dxs);
 }
 
