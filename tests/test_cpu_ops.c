@@ -815,7 +815,7 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
     for (int64_t i = 0; i < ny; i++) y[i] = NAN; /* forward overwrites */
     size_t wsb = be->ops->conv_workspace(be, &d);
     void *ws = wsb ? be->ops->alloc(be, wsb) : NULL;
-    be->ops->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, ws);
+    be->ops->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, NULL, NULL, ws);
     conv_ctx ctx = {d, to_double(x, nx), to_double(w, nw), to_double(wt, ny),
                     malloc(sizeof(double) * (size_t)ny)};
     ref_conv(&d, ctx.x, ctx.w, ctx.y);
@@ -830,27 +830,69 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
     fill(bnp, 3 * d.f, -1, 1);
     fill(bnp + 3 * d.f, d.f, 0.1, 2); /* variances */
     const tfc_bn_params bn = {bnp, bnp + d.f, bnp + 2 * d.f, bnp + 3 * d.f, 1e-3f};
-    const tfc_act acts[] = {TFC_ACT_RELU, TFC_ACT_TANH, TFC_ACT_LINEAR};
-    for (int k = 0; k < 9; k++) {
-        const tfc_bn_params *norm = k < 3 ? NULL : &bn;
-        const float *bias = k == 5 ? NULL : b, *r = k >= 6 ? res : NULL;
+    /* the epilogues: bias, normalisation, residual, activation, then a pooling of the
+     * result (pooled; what the convolution writes to y is then scratch): 1 max 2x2, 2
+     * average 3x3 stride 2 SAME (clipped windows), 3 global average, 4 average 2x2. After
+     * a bare Winograd kernel (bias and ReLU at most) the pooling reads its blocked output
+     * (cpu_dnnl.c). */
+    static const struct {
+        int bias, bn, res;
+        tfc_act act;
+        int pool;
+    } epi[] = {
+        {1, 0, 0, TFC_ACT_RELU, 0},   {1, 0, 0, TFC_ACT_TANH, 0},   {1, 0, 0, TFC_ACT_LINEAR, 0},
+        {1, 1, 0, TFC_ACT_RELU, 0},   {1, 1, 0, TFC_ACT_TANH, 0},   {0, 1, 0, TFC_ACT_LINEAR, 0},
+        {1, 1, 1, TFC_ACT_RELU, 0},   {1, 1, 1, TFC_ACT_TANH, 0},   {1, 1, 1, TFC_ACT_LINEAR, 0},
+        {1, 0, 0, TFC_ACT_RELU, 1},   {1, 0, 0, TFC_ACT_RELU, 2},   {1, 0, 0, TFC_ACT_RELU, 3},
+        {0, 0, 0, TFC_ACT_LINEAR, 1}, {0, 0, 0, TFC_ACT_LINEAR, 2}, {1, 0, 0, TFC_ACT_TANH, 1},
+        {1, 1, 0, TFC_ACT_RELU, 1},   {1, 1, 1, TFC_ACT_RELU, 3},   {0, 1, 1, TFC_ACT_TANH, 2},
+        {1, 0, 0, TFC_ACT_RELU, 4},   {1, 1, 0, TFC_ACT_LINEAR, 4},
+    };
+    tfc_pool_desc pools[5] = {
+        {0},
+        {d.n, d.oh, d.ow, d.f, 2, 2, 2, 2, 0, 0, d.oh / 2, d.ow / 2, 1},
+        {d.n, d.oh, d.ow, d.f, 3, 3, 2, 2, 0, 0, (d.oh + 1) / 2, (d.ow + 1) / 2, 0},
+        {d.n, d.oh, d.ow, d.f, d.oh, d.ow, d.oh, d.ow, 0, 0, 1, 1, 0},
+        {d.n, d.oh, d.ow, d.f, 2, 2, 2, 2, 0, 0, d.oh / 2, d.ow / 2, 0}};
+    int th = (pools[2].oh - 1) * 2 + 3 - d.oh, tw = (pools[2].ow - 1) * 2 + 3 - d.ow;
+    pools[2].pad_top = th > 0 ? th / 2 : 0; /* SAME: half the padding before, rounded down */
+    pools[2].pad_left = tw > 0 ? tw / 2 : 0;
+    const int64_t np = ny; /* no pooling here gives more than its input */
+    float *pooled = falloc(np), *pool_sep = falloc(np);
+    for (size_t k = 0; k < sizeof epi / sizeof *epi; k++) {
+        const float *bias = epi[k].bias ? b : NULL, *r = epi[k].res ? res : NULL;
+        const tfc_bn_params *norm = epi[k].bn ? &bn : NULL;
+        const tfc_act act = epi[k].act;
+        const tfc_pool_desc *pool = epi[k].pool && pools[epi[k].pool].oh > 0 &&
+                                            pools[epi[k].pool].ow > 0
+                                        ? &pools[epi[k].pool]
+                                        : NULL;
+        if (epi[k].pool && !pool) continue; /* an output smaller than the window */
         for (int64_t i = 0; i < ny; i++) fused[i] = NAN;
-        be->ops->conv_forward(be, &d, x, w, bias, norm, r, acts[k % 3], fused, ws);
+        for (int64_t i = 0; i < np; i++) pooled[i] = NAN;
+        be->ops->conv_forward(be, &d, x, w, bias, norm, r, act, fused, pool, pooled, ws);
         memcpy(sep, y, sizeof(float) * ny);
         if (bias) be->ops->bias_add(be, ny / d.f, d.f, bias, sep);
         if (norm)
             be->ops->bn_forward_infer(be, ny / d.f, d.f, sep, bn.gamma, bn.beta, bn.mean, bn.var,
                                       bn.eps, sep);
         if (r) be->ops->axpy(be, ny, 1.0f, r, sep);
-        be->ops->act_forward(be, acts[k % 3], ny, d.f, sep, sep);
+        be->ops->act_forward(be, act, ny, d.f, sep, sep);
         int differ = 0;
-        for (int64_t i = 0; i < ny; i++) differ += !(fused[i] == sep[i]);
+        if (pool) {
+            be->ops->pool_forward(be, pool, sep, pool_sep, NULL);
+            const int64_t n_out = (int64_t)d.n * pool->oh * pool->ow * d.f;
+            for (int64_t i = 0; i < n_out; i++) differ += !(pooled[i] == pool_sep[i]);
+        } else {
+            for (int64_t i = 0; i < ny; i++) differ += !(fused[i] == sep[i]);
+        }
         if (differ)
-            printf("\n  conv%s%s%s + %s: %d of %lld differ", bias ? " + bias" : "",
-                   norm ? " + bn" : "", r ? " + residual" : "", tfc_act_names[acts[k % 3]],
-                   differ, (long long)ny);
+            printf("\n  conv%s%s%s + %s, pooling %d: %d differ", bias ? " + bias" : "",
+                   norm ? " + bn" : "", r ? " + residual" : "", tfc_act_names[act], epi[k].pool,
+                   differ);
         bad += differ;
     }
+    free(pooled), free(pool_sep);
     if (bad)
         printf("\n  conv n%d %dx%dx%d k%dx%d f%d s%d,%d d%d,%d pad %d,%d out %dx%d", d.n, d.h,
                d.w, d.c, d.kh, d.kw, d.f, d.sh, d.sw, d.dh, d.dw, d.pad_top, d.pad_left, d.oh,
@@ -1033,7 +1075,7 @@ static void conv_repeat(void)
         float *out = run < 0 ? one : run == 0 ? first : got;
         void *ws = be->ops->alloc(be, be->ops->conv_workspace(be, &d));
         memset(out + ny, 0, sizeof(float) * (nx + nw));
-        be->ops->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, out, ws);
+        be->ops->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, out, NULL, NULL, ws);
         be->ops->conv_backward_data(be, &d, dy, w, out + ny, ws);
         be->ops->conv_backward_filter(be, &d, x, dy, out + ny + nx, ws);
         be->ops->free(be, ws);

@@ -532,6 +532,23 @@ static void test_initializers(void)
 
 /* ---- inference chains (graph.c) ---------------------------------------------------------- */
 
+/* The model of `yaml` on a CPU backend of `threads`, bound for n and initialised, as run
+ * `run` of a chain test: 0 chains in the training layout, 1 no chains (TFC_FUSE=0), 2
+ * chains in the inference layout. */
+static bound bind_chains(const char *yaml, int run, int n, int threads)
+{
+    if (run == 1) setenv("TFC_FUSE", "0", 1);
+    bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(threads)};
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(b.m);
+    CU_ASSERT_EQUAL_FATAL(run == 2 ? tfc_model_bind_inference(b.m, b.be, n, &err)
+                                   : tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 5, &err), TFC_OK);
+    if (run == 1) unsetenv("TFC_FUSE");
+    return b;
+}
+
 /* At inference a convolution applies the BatchNormalization, the Add and the Activation
  * layer that alone read its output (conv -> BN -> ReLU, conv -> tanh, conv -> BN, the 1x1
  * stride-2 convolution oneDNN refuses -> BN -> ReLU, conv -> BN -> Add(an earlier output)
@@ -575,15 +592,9 @@ static void test_inference_chains(void)
     float *out[3];
     /* run 0: chains, training layout; 1: TFC_FUSE=0; 2: chains, inference layout */
     for (int run = 0; run < 3; run++) {
-        if (run == 1) setenv("TFC_FUSE", "0", 1);
-        bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(1)};
+        bound b = bind_chains(yaml, run, n, 1);
         tfc_error err;
         tfc_error_clear(&err);
-        TFC_ASSERT(b.m);
-        CU_ASSERT_EQUAL_FATAL(run == 2 ? tfc_model_bind_inference(b.m, b.be, n, &err)
-                                       : tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
-        CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 5, &err), TFC_OK);
-        if (run == 1) unsetenv("TFC_FUSE");
         /* the chains as planned: c1-b1-r1, c2-t2, c3-b3-a3(+r1), c4-b4-r4, c6-b6 (a6's other
          * input comes later), c6p-b6p-a6(+b6)-r6, c7-a7(+r6) */
         int chains = 0, skips = 0;
@@ -632,6 +643,70 @@ static void test_inference_chains(void)
     CU_ASSERT_EQUAL(memcmp(out[0], out[1], sizeof(float) * 5 * n), 0);
     CU_ASSERT_EQUAL(memcmp(out[2], out[1], sizeof(float) * 5 * n), 0);
     free(out[0]), free(out[1]), free(out[2]);
+}
+
+/* A pooling layer that alone reads a chain's result (or a convolution's with its own
+ * activation) joins the chain: conv(relu) -> MaxPooling2D, conv -> BN -> ReLU ->
+ * AveragePooling2D (SAME, stride 2), conv(tanh) -> MaxPooling2D, conv -> Add ->
+ * GlobalAveragePooling2D; a convolution with its own activation read by a convolution stays
+ * as it is. On two threads, at 8 images of 48x48 with 32 channels, the second convolution
+ * runs as Winograd in one-image chunks on AVX-512 machines and its pooling reads the
+ * kernel's blocked output. The output equals the unfused model's bit for bit, in the
+ * training and the inference layout. */
+static void test_inference_pool_chains(void)
+{
+    static const char yaml[] =
+        "name: pool_chains\n"
+        "input: {shape: [48, 48, 3]}\n"
+        "layers:\n"
+        "  - Conv2D: {name: c1, filters: 32, kernel_size: 3, padding: same, activation: relu}\n"
+        "  - Conv2D: {name: c2, filters: 32, kernel_size: 3, padding: same, activation: relu}\n"
+        "  - MaxPooling2D: {name: p2}\n"
+        "  - Conv2D: {name: c3, filters: 32, kernel_size: 3, padding: same, use_bias: false}\n"
+        "  - BatchNormalization: {name: b3}\n"
+        "  - Activation: {name: r3, activation: relu}\n"
+        "  - AveragePooling2D: {name: p3, pool_size: 3, strides: 2, padding: same}\n"
+        "  - Conv2D: {name: c4, filters: 16, kernel_size: 3, padding: same, activation: tanh}\n"
+        "  - MaxPooling2D: {name: p4}\n"
+        "  - Conv2D: {name: c5, filters: 16, kernel_size: 1}\n"
+        "  - Add: {name: a5, inputs: [c5, p4]}\n"
+        "  - GlobalAveragePooling2D: {name: g5}\n"
+        "  - Dense: {units: 5, activation: softmax}\n"
+        "loss: sparse_categorical_crossentropy\n";
+    const int n = 8, nl = 13, nx = 8 * 48 * 48 * 3;
+    float *out[3], *x = malloc(sizeof(float) * nx);
+    TFC_ASSERT(x);
+    srand(12);
+    for (int k = 0; k < nx; k++) x[k] = -1.0f + 2.0f * (float)rand() / (float)RAND_MAX;
+    for (int run = 0; run < 3; run++) {
+        bound b = bind_chains(yaml, run, n, 2);
+        tfc_error err;
+        tfc_error_clear(&err);
+        const tfc_bound *c = b.m->bound;
+        int chains = 0, skips = 0;
+        for (int i = 0; i < nl; i++) {
+            chains += c[i].chain_end != i;
+            skips += c[i].skip;
+        }
+        CU_ASSERT_EQUAL(chains, run == 1 ? 0 : 4);
+        CU_ASSERT_EQUAL(skips, run == 1 ? 0 : 7);
+        if (run != 1) {
+            CU_ASSERT_EQUAL(c[0].chain_end, 0);
+            CU_ASSERT(c[1].chain_end == 2 && c[1].chain_pool == 2 && c[1].chain_act == TFC_ACT_RELU);
+            CU_ASSERT(c[3].chain_end == 6 && c[3].chain_bn == 4 && c[3].chain_pool == 6 &&
+                      c[3].chain_act == TFC_ACT_RELU);
+            CU_ASSERT(c[7].chain_end == 8 && c[7].chain_pool == 8 && c[7].chain_act == TFC_ACT_TANH);
+            CU_ASSERT(c[9].chain_end == 11 && c[9].chain_res == 8 && c[9].chain_pool == 11 &&
+                      c[9].chain_act == TFC_ACT_LINEAR);
+        }
+        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 0, 0, 0, &err), TFC_OK);
+        out[run] = malloc(sizeof(float) * 5 * n);
+        tfc_model_get_output(b.m, out[run]);
+        unbind(b);
+    }
+    CU_ASSERT_EQUAL(memcmp(out[0], out[1], sizeof(float) * 5 * n), 0);
+    CU_ASSERT_EQUAL(memcmp(out[2], out[1], sizeof(float) * 5 * n), 0);
+    free(out[0]), free(out[1]), free(out[2]), free(x);
 }
 
 /* A model bound for inference lets the CPU backend keep its convolution weights in oneDNN's
@@ -707,4 +782,5 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"masked_loss_values", test_masked_loss_values},
               {"initializers", test_initializers},
               {"inference_chains", test_inference_chains},
+              {"inference_pool_chains", test_inference_pool_chains},
               {"frozen_weights_reload", test_frozen_weights_reload})

@@ -217,12 +217,15 @@ typedef struct tfc_device_options {
      * 0), which also serve a call on fewer images than desc's. conv_forward overwrites y with     \
      * act(bn(conv(x, w) + bias) + residual) (bias, bn, residual NULL: none; bn as                 \
      * bn_forward_infer; residual a tensor of y's shape, not y; act over the f channels, as        \
-     * act_forward's), fused where the backend can; the backward ops accumulate into dx and        \
-     * dw. */                                                                                      \
+     * act_forward's), fused where the backend can. With pool (NULL: none; its input is y's        \
+     * shape) it writes pool_forward's result of that, without argmax, to pooled instead, and      \
+     * y is scratch of the convolution's output size that the backend may leave unwritten.         \
+     * The backward ops accumulate into dx and dw. */                                              \
     X(size_t, conv_workspace, (tfc_backend *be, const tfc_conv_desc *d))                           \
     X(void, conv_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,                \
                            const float *w, const float *bias, const tfc_bn_params *bn,             \
-                           const float *residual, tfc_act act, float *y, void *ws))                \
+                           const float *residual, tfc_act act, float *y,                           \
+                           const tfc_pool_desc *pool, float *pooled, void *ws))                    \
     X(void, conv_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,         \
                                  const float *w, float *dx, void *ws))                             \
     X(void, conv_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,        \

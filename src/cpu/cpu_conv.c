@@ -402,17 +402,22 @@ static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws
  * becomes -0 in oneDNN's ReLU, 0 in act_forward's). */
 void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                           const float *w, const float *bias, const tfc_bn_params *bn,
-                          const float *residual, tfc_act act, float *y, void *ws)
+                          const float *residual, tfc_act act, float *y,
+                          const tfc_pool_desc *pool, float *pooled, void *ws)
 {
     const int64_t rows = (int64_t)d->n * d->oh * d->ow;
     const int relu = act == TFC_ACT_RELU;
-    /* what the convolution's call did not apply */
+    /* what the convolution's call did not apply (the pooling: after the activation) */
     const tfc_bn_params *bn_left = NULL;
     const float *res_left = NULL;
     int act_left = act != TFC_ACT_LINEAR && !relu;
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, relu, y, ws)) {
+    const tfc_pool_desc *pool_left = pool;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, relu, y,
+                          act_left ? NULL : pool, pooled, ws)) {
+        if (!act_left) pool_left = NULL;
     } else if ((bn || residual || relu) &&
-               tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, NULL, NULL, 0, y, ws)) {
+               tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, NULL, NULL, 0, y,
+                                 NULL, NULL, ws)) {
         bn_left = bn, res_left = residual; /* oneDNN without the post-ops */
         act_left = act != TFC_ACT_LINEAR;
     } else {
@@ -427,13 +432,16 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
                                  bn_left->var, bn_left->eps, y);
     if (res_left) tfc_cpu_axpy(be, rows * d->f, 1.0f, res_left, y);
     if (act_left) tfc_cpu_act_forward(be, act, rows * d->f, d->f, y, y);
+    if (pool_left) tfc_cpu_pool_forward(be, pool_left, y, pooled, NULL);
 }
 
 /* dx += conv_transpose(dy, w) */
 void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
                                 const float *w, float *dx, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, NULL, NULL, NULL, 0, dx, ws)) return;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, NULL, NULL, NULL, 0, dx, NULL, NULL,
+                          ws))
+        return;
     conv_args a = {.d = d, .dy = dy, .w = w, .dx = dx};
     run_im2col(be, CONV_DATA, &a, ws);
 }
@@ -442,7 +450,8 @@ void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const f
 void tfc_cpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                                   const float *dy, float *dw, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FILTER, d, x, dy, NULL, NULL, NULL, 0, dw, ws))
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FILTER, d, x, dy, NULL, NULL, NULL, 0, dw, NULL,
+                          NULL, ws))
         return;
     conv_args a = {.d = d, .x = x, .dy = dy, .dw = dw};
     run_im2col(be, CONV_FILTER, &a, ws);

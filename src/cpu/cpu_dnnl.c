@@ -55,6 +55,7 @@ typedef struct prim {
     /* Winograd: the convolution's input and output (y, dy or dx) in the blocked layout it
      * takes, at the front of the call's buffer; reordered from and to tfc's NHWC */
     int wino;
+    int out_16c; /* its output is nChw16c: a pooling can read it there (tfc_cpu_pool_forward_16c) */
     dnnl_primitive_t re_in, re_out;
     dnnl_memory_t in_b, out_b;
     size_t in_b_bytes, out_b_bytes;
@@ -318,6 +319,10 @@ static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
                                       : !reorder_make(s, &p->re_out, bout, out_md))
             goto done;
         p->wino = 1;
+        dnnl_memory_desc_t md_16c;
+        p->out_16c = op == TFC_CPU_CONV_FORWARD && d->f % 16 == 0 &&
+                     !dnnl_memory_desc_init_by_tag(&md_16c, 4, yd, dnnl_f32, dnnl_nChw16c) &&
+                     dnnl_memory_desc_equal(&md_16c, bout);
     }
     p->ok = 1;
 done:
@@ -574,14 +579,17 @@ static void epilogue(tfc_backend *be, const after *e, int64_t row, int64_t rows,
 /* Runs p's convolution on stream st with arguments a, among them m_in and m_out, tfc's
  * NHWC input and output (for the filter gradient x and dy). A Winograd primitive takes
  * them through blocked copies at buf: the input reordered in (both, for the filter
- * gradient), the output reordered out. */
-static void conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t st, dnnl_exec_arg_t *a,
-                         int na, dnnl_memory_t m_in, dnnl_memory_t m_out, char *buf)
+ * gradient), the output reordered out, or, given a pooling (pool, NULL: none) and an
+ * output in nChw16c, pooled from there into `pooled` instead. Returns whether it pooled. */
+static int conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t st, dnnl_exec_arg_t *a,
+                        int na, dnnl_memory_t m_in, dnnl_memory_t m_out, char *buf,
+                        const tfc_pool_desc *pool, float *pooled)
 {
     if (!p->wino) {
         TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
-        return;
+        return 0;
     }
+    const int pool_16c = pool && p->out_16c;
     dnnl_memory_t b_in = mem_at(s, p->in_b, buf);
     dnnl_memory_t b_out = mem_at(s, p->out_b, buf + align64(p->in_b_bytes));
     dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, b_in}};
@@ -597,14 +605,17 @@ static void conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t st, dnnl_
         else if (a[i].memory == m_out)
             a[i].memory = b_out;
     TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
-    if (p->op != TFC_CPU_CONV_FILTER) {
+    if (p->op != TFC_CPU_CONV_FILTER && !pool_16c) {
         r[0].memory = b_out;
         r[1].memory = m_out;
         TFC_ASSERT(dnnl_primitive_execute(p->re_out, st, 2, r) == dnnl_success);
     }
     TFC_ASSERT(dnnl_stream_wait(st) == dnnl_success);
+    if (pool_16c)
+        tfc_cpu_pool_forward_16c(pool, (const float *)(buf + align64(p->in_b_bytes)), pooled);
     dnnl_memory_destroy(b_in);
     dnnl_memory_destroy(b_out);
+    return pool_16c;
 }
 
 /* The weights w in p's layout: w itself where that is hwio, else reordered into p's copy
@@ -677,7 +688,7 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
         break;
     }
     if (p->scratch) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
-    conv_execute(s, p, s->stream, a, na, p->in, p->out, ws + blk);
+    conv_execute(s, p, s->stream, a, na, p->in, p->out, ws + blk, NULL, NULL);
     if (p->reorder && op == TFC_CPU_CONV_FILTER) {
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts_prim}, {DNNL_ARG_TO, p->wts}};
         TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
@@ -687,12 +698,15 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
 
 /* The chunks of c, claimed by the backend's threads one at a time; each runs its
  * one-thread primitive (oneDNN runs a kernel on the calling thread alone inside an OpenMP
- * region) on its own stream, memory objects and scratchpad. Filter gradients go one per
+ * region) on its own stream, memory objects and scratchpad, then the epilogue e and the
+ * pooling (NULL: none) on its output while that is in cache. Filter gradients go one per
  * chunk into the accumulate buffer, in hwio, and are summed after in chunk order. */
 static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const call *c,
                        const tfc_conv_desc *d, const float *in, const float *w,
-                       const float *bias, float *out, char *ws, const after *e)
+                       const float *bias, float *out, char *ws, const after *e,
+                       const tfc_pool_desc *pool, float *pooled)
 {
+    const int64_t po = pool ? (int64_t)pool->oh * pool->ow * pool->c : 0;
     const int64_t xi = (int64_t)d->h * d->w * d->c, yi = (int64_t)d->oh * d->ow * d->f;
     const int64_t in_img = op == TFC_CPU_CONV_DATA ? yi : xi;
     const size_t slot = align64((size_t)d->kh * d->kw * d->c * d->f * sizeof(float));
@@ -740,11 +754,17 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
             break;
         }
         if (m_scr) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m_scr};
-        conv_execute(s, p, st, a, na, m_in, m_out, mine + c->blk);
+        const int images = i == c->k - 1 ? c->tail : c->nb;
+        tfc_pool_desc pc = pool ? *pool : (tfc_pool_desc){0};
+        pc.n = images;
+        /* pooled from the blocked output, unless an epilogue must come first */
+        int done = conv_execute(s, p, st, a, na, m_in, m_out, mine + c->blk,
+                                pool && !e ? &pc : NULL, pool ? pooled + i0 * po : NULL);
         if (e) { /* while the chunk's output is in cache */
             const int64_t px = (int64_t)d->oh * d->ow;
-            epilogue(be, e, i0 * px, (i == c->k - 1 ? c->tail : c->nb) * px, d->f, out);
+            epilogue(be, e, i0 * px, images * px, d->f, out);
         }
+        if (pool && !done) tfc_cpu_pool_forward(be, &pc, out + i0 * yi, pooled + i0 * po, NULL);
         if (p->reorder && op == TFC_CPU_CONV_FILTER) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m_w}, {DNNL_ARG_TO, m_hwio}};
             TFC_ASSERT(dnnl_primitive_execute(p->reorder, st, 2, ra) == dnnl_success);
@@ -767,7 +787,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
                       const tfc_bn_params *bn, const float *residual, int relu, float *out,
-                      void *ws)
+                      const tfc_pool_desc *pool, float *pooled, void *ws)
 {
     tfc_cpu_dnnl *s = be->impl;
     if (!s || d->n <= 0) return 0;
@@ -824,11 +844,12 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                                           dnnl_stream_default_flags) == dnnl_success);
     }
     if (c.k)
-        run_chunks(be, s, op, &c, d, in, w, bias, out, ws, later ? &e : NULL);
+        run_chunks(be, s, op, &c, d, in, w, bias, out, ws, later ? &e : NULL, pool, pooled);
     else
         run_team(be, s, op, c.p[0], in, w, bias, out, ws, c.blk);
     leave(be, s, saved);
     if (later && !c.k) epilogue(be, &e, 0, (int64_t)d->n * d->oh * d->ow, d->f, out);
+    if (pool && !c.k) tfc_cpu_pool_forward(be, pool, out, pooled, NULL);
     /* the accumulation oneDNN does not do (the chunked filter gradient is summed already) */
     if (op == TFC_CPU_CONV_DATA)
         tfc_cpu_axpy(be, (int64_t)d->n * d->h * d->w * d->c, 1.0f, ws, out);
@@ -896,7 +917,7 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
                       const tfc_bn_params *bn, const float *residual, int relu, float *out,
-                      void *ws)
+                      const tfc_pool_desc *pool, float *pooled, void *ws)
 {
     return 0;
 }

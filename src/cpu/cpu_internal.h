@@ -27,8 +27,10 @@
  * backend's impl, NULL when oneDNN is absent or TFC_CPU_CONV=im2col. The three ops take
  * (in, w, out) as: forward (x, w, y); data (dy, w, dx, accumulated); filter (x, dy, dw,
  * accumulated); forward adds `bias`, applies `bn`, adds `residual` (NULL: none of these)
- * and applies ReLU (`relu`) in the kernel's epilogue. Both calls return 0 where oneDNN does not take the shape (or
- * its post-ops), and the caller falls back to fewer post-ops or to im2col + GEMM. */
+ * and applies ReLU (`relu`) in the kernel's epilogue, then with `pool` (NULL: none) writes
+ * pool_forward's result of that to `pooled` instead, `out` being scratch. Both calls return
+ * 0 where oneDNN does not take the shape (or its post-ops), and the caller falls back to
+ * fewer post-ops or to im2col + GEMM. */
 typedef enum tfc_cpu_conv_op {
     TFC_CPU_CONV_FORWARD,
     TFC_CPU_CONV_DATA,
@@ -50,7 +52,10 @@ void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes);
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
                       const tfc_bn_params *bn, const float *residual, int relu, float *out,
-                      void *ws);
+                      const tfc_pool_desc *pool, float *pooled, void *ws);
+/* pool_forward's result without argmax (one thread) from x in oneDNN's nChw16c layout:
+ * per image d->c / 16 blocks of [h][w][16 channels] (c a multiple of 16); y NHWC. */
+void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y);
 
 /* Elements of work below which an OpenMP team costs more than it saves. */
 #define TFC_CPU_PAR_MIN 32768

@@ -104,6 +104,82 @@ void tfc_cpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *
     }
 }
 
+/* One channel block of oneDNN's nChw16c layout: 16 lanes in registers, their comparison
+ * masks, and 16 floats in memory at any alignment. */
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+typedef float vmem __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* max_pixel's step, lane by lane: v where it is strictly larger (a NaN never wins); a
+ * macro, since a function passing vf by value would have another ABI in each clone */
+#define LANES_MAX(acc, v) ((vf)(((vi)(v) & (vi)((v) > (acc))) | ((vi)(acc) & ~(vi)((v) > (acc)))))
+
+/* The same windows over oneDNN's nChw16c layout, 16 channels at a time in registers, each
+ * lane taking its cells in max_pixel's or avg_pixel's order (so the same values, bit for
+ * bit; max_pixel's second look at the first cell changes nothing and is left out): the
+ * pooling a convolution's chunk gets straight from its kernel's blocked output. Where no
+ * window reaches outside the image, TILE neighbouring outputs go side by side, each cell
+ * of their windows in turn, so that their chains of maxima overlap. */
+TFC_VECTOR512
+void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y)
+{
+    enum { TILE = 4 };
+    const tfc_pool_desc e = *d; /* not aliased by y's stores: kept in registers */
+    const int blocks = e.c / 16;
+    const int64_t plane = (int64_t)e.h * e.w * 16, line = (int64_t)e.w * 16;
+    const int64_t step = (int64_t)e.sw * 16;
+    const int inside = e.pad_top == 0 && e.pad_left == 0 && (e.oh - 1) * e.sh + e.kh <= e.h &&
+                       (e.ow - 1) * e.sw + e.kw <= e.w;
+    const float inv = 1.0f / (float)(e.kh * e.kw);
+    for (int64_t i = 0; i < e.n; i++)
+        for (int b = 0; b < blocks; b++) {
+            const float *img = x + (i * blocks + b) * plane;
+            for (int oy = 0; oy < e.oh; oy++) {
+                float *out = y + (i * e.oh + oy) * e.ow * e.c + b * 16;
+                int ox = 0;
+                for (; inside && ox + TILE <= e.ow; ox += TILE, out += TILE * e.c) {
+                    const float *at = img + (int64_t)oy * e.sh * line + (int64_t)ox * step;
+                    vf acc[TILE];
+#pragma GCC unroll 4
+                    for (int t = 0; t < TILE; t++)
+                        acc[t] = e.is_max ? (vf) * (const vmem *)(at + t * step) : (vf){0};
+                    for (int r = 0; r < e.kh; r++)
+                        for (int k = 0; k < e.kw; k++) {
+                            const float *cell = at + r * line + k * 16;
+                            if (e.is_max && !r && !k) continue;
+#pragma GCC unroll 4
+                            for (int t = 0; t < TILE; t++) {
+                                vf v = *(const vmem *)(cell + t * step);
+                                acc[t] = e.is_max ? LANES_MAX(acc[t], v) : acc[t] + v;
+                            }
+                        }
+#pragma GCC unroll 4
+                    for (int t = 0; t < TILE; t++)
+                        *(vmem *)(out + t * e.c) = e.is_max ? acc[t] : acc[t] * inv;
+                }
+                for (; ox < e.ow; ox++, out += e.c) { /* one by one, clipped */
+                    window w = clip_window(&e, oy, ox);
+                    const int rows = w.y1 - w.y0, cols = w.x1 - w.x0;
+                    vf acc = {0};
+                    const float *row = img + w.y0 * line + w.x0 * 16;
+                    if (rows > 0 && cols > 0 && e.is_max) {
+                        acc = *(const vmem *)row;
+                        for (int r = 0; r < rows; r++, row += line)
+                            for (int k = r ? 0 : 1; k < cols; k++) {
+                                vf v = *(const vmem *)(row + k * 16);
+                                acc = LANES_MAX(acc, v);
+                            }
+                    } else if (rows > 0 && cols > 0) {
+                        for (int r = 0; r < rows; r++, row += line)
+                            for (int k = 0; k < cols; k++) acc += *(const vmem *)(row + k * 16);
+                        acc *= 1.0f / (float)(rows * cols);
+                    }
+                    *(vmem *)out = acc;
+                }
+            }
+        }
+}
+
 /* Max: dx[winner] += dy. Average: every cell of the window += dy / count. Images are
  * independent, so they run in parallel; windows within one image overlap when the stride
  * is smaller than the kernel, so one thread owns a whole image. */

@@ -382,10 +382,12 @@ static int pad(gpu_ctx *g, const conv_plan *p, const float *x, float *xp)
 static void conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                          const float *w, float *y, void *ws);
 
-/* y = act(bn(conv(x, w) + bias) + residual) (overwrites y). */
+/* y = act(bn(conv(x, w) + bias) + residual) (overwrites y), then with pool
+ * pooled = pool(y). */
 void tfc_gpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                           const float *w, const float *bias, const tfc_bn_params *bn,
-                          const float *residual, tfc_act act, float *y, void *ws)
+                          const float *residual, tfc_act act, float *y,
+                          const tfc_pool_desc *pool, float *pooled, void *ws)
 {
     conv_forward(be, d, x, w, y, ws);
     /* bias, normalisation and activation as their own kernels (cuDNN's fused
@@ -397,6 +399,7 @@ void tfc_gpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
                                  bn->eps, y);
     if (residual) tfc_gpu_axpy(be, rows * d->f, 1.0f, residual, y);
     if (act != TFC_ACT_LINEAR) tfc_gpu_act_forward(be, act, rows * d->f, d->f, y, y);
+    if (pool) tfc_gpu_pool_forward(be, pool, y, pooled, NULL);
 }
 
 /* y = conv(x, w) (overwrites y). */

@@ -256,52 +256,59 @@ static int is_chain_end(const tfc_model *m, int k)
 /* Inference chains (tfc_bound): a layer with forward_fused and a linear activation, then
  * the BatchNormalization that alone reads it, then a two-input Add that alone reads what
  * came before and whose other input is computed before the chain starts (a ResNet's
- * shortcut), then an Activation layer that alone reads what came before, each optional
- * (conv -> BN -> ReLU, conv -> BN -> Add -> ReLU, conv -> ReLU, ...). The last layer's
- * activation stays its own when the loss reads its pre-activation. TFC_FUSE=0 in the
- * environment at bind time plans none. */
+ * shortcut), then an Activation layer that alone reads what came before, then a pooling
+ * layer that alone reads what came before, each optional (conv -> BN -> ReLU,
+ * conv -> BN -> Add -> ReLU, conv -> ReLU -> MaxPooling2D, ...); a layer with an
+ * activation of its own takes only the pooling layer. The last layer's activation stays
+ * its own when the loss reads its pre-activation. TFC_FUSE=0 in the environment at bind
+ * time plans none. */
 static void plan_chains(tfc_model *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
         tfc_bound *b = &m->bound[i];
-        b->chain_end = i, b->chain_bn = b->chain_res = -1, b->skip = 0;
+        b->chain_end = i, b->chain_bn = b->chain_res = b->chain_pool = -1, b->skip = 0;
         b->chain_act = TFC_ACT_LINEAR;
     }
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
-        if (!l->ops->forward_fused || l->act != TFC_ACT_LINEAR || m->bound[i].skip) continue;
-        int end = i, bn = -1, j = sole_consumer(m, i);
-        tfc_act act = TFC_ACT_LINEAR;
-        if (j != i && m->layers[j].ops->bn_params && m->layers[j].act == TFC_ACT_LINEAR &&
-            !m->layers[j].mask_in) {
-            bn = end = j;
-            j = sole_consumer(m, end);
-        }
-        int res = -1, add = -1;
-        if (j != end && m->layers[j].ops->sums_inputs && m->layers[j].ninputs == 2 &&
-            m->layers[j].act == TFC_ACT_LINEAR && !m->layers[j].mask_in) {
-            int r = m->layers[j].inputs[m->layers[j].inputs[0] == end];
-            /* computed before step i: an earlier layer that runs (or ends a chain) */
-            int ready = r >= 0 && r < i && (!m->bound[r].skip || is_chain_end(m, r));
-            if (ready) {
-                res = r;
-                add = end = j;
+        if (!l->ops->forward_fused || m->bound[i].skip) continue;
+        int end = i, bn = -1, res = -1, add = -1, actl = -1, pool = -1, j = sole_consumer(m, i);
+        tfc_act act = l->act;
+        if (l->act == TFC_ACT_LINEAR) {
+            if (j != i && m->layers[j].ops->bn_params && m->layers[j].act == TFC_ACT_LINEAR &&
+                !m->layers[j].mask_in) {
+                bn = end = j;
+                j = sole_consumer(m, end);
+            }
+            if (j != end && m->layers[j].ops->sums_inputs && m->layers[j].ninputs == 2 &&
+                m->layers[j].act == TFC_ACT_LINEAR && !m->layers[j].mask_in) {
+                int r = m->layers[j].inputs[m->layers[j].inputs[0] == end];
+                /* computed before step i: an earlier layer that runs (or ends a chain) */
+                int ready = r >= 0 && r < i && (!m->bound[r].skip || is_chain_end(m, r));
+                if (ready) {
+                    res = r;
+                    add = end = j;
+                    j = sole_consumer(m, end);
+                }
+            }
+            if (j != end && m->layers[j].ops->pure_act && !m->layers[j].mask_in &&
+                !(j == m->nlayers - 1 && m->fused_loss)) {
+                act = m->layers[j].act;
+                actl = end = j;
                 j = sole_consumer(m, end);
             }
         }
-        if (j != end && m->layers[j].ops->pure_act && !m->layers[j].mask_in &&
-            !(j == m->nlayers - 1 && m->fused_loss)) {
-            act = m->layers[j].act;
-            end = j;
-        }
+        if (j != end && m->layers[j].ops->pool_params && m->layers[j].act == TFC_ACT_LINEAR &&
+            !m->layers[j].mask_in)
+            pool = end = j;
         if (end == i) continue;
         m->bound[i].chain_end = end, m->bound[i].chain_bn = bn, m->bound[i].chain_res = res;
-        m->bound[i].chain_act = act;
-        if (bn >= 0) m->bound[bn].skip = 1;
-        if (add >= 0) m->bound[add].skip = 1;
-        m->bound[end].skip = 1;
+        m->bound[i].chain_act = act, m->bound[i].chain_pool = pool;
+        const int applied[] = {bn, add, actl, pool};
+        for (size_t k = 0; k < sizeof applied / sizeof *applied; k++)
+            if (applied[k] >= 0) m->bound[applied[k]].skip = 1;
     }
 }
 
@@ -335,8 +342,10 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
             for (int q = 0; q < m->layers[j].ninputs; q++)
                 if (m->layers[j].inputs[q] == k) use = j;
         size_t out = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
-        bytes[3 * k] = b->skip ? 0 : out; /* inside a chain: never written */
-        first[3 * k] = k, last[3 * k] = use;
+        /* inside a chain: never written; a chain's start writes its own output only as a
+         * pooling's scratch (or not at all), within its step */
+        bytes[3 * k] = b->skip || (b->chain_end != k && b->chain_pool < 0) ? 0 : out;
+        first[3 * k] = k, last[3 * k] = b->chain_end != k ? k : use;
         bytes[3 * k + 1] = l->act != TFC_ACT_LINEAR ? out : 0;
         first[3 * k + 1] = k, last[3 * k + 1] = k == n - 1 ? n : k;
         bytes[3 * k + 2] = align_up((B * (size_t)l->saved_floats + (size_t)l->fixed_floats) * 4);
@@ -554,9 +563,17 @@ void tfc_model_layer_forward(tfc_model *m, int i)
     if (!m->ex.training && b->chain_end != i) {
         tfc_bn_params bn;
         if (b->chain_bn >= 0) m->layers[b->chain_bn].ops->bn_params(&m->layers[b->chain_bn], &bn);
-        l->ops->forward_fused(l, &m->ex, xs, m->bound[b->chain_end].y,
-                              b->chain_bn >= 0 ? &bn : NULL,
-                              b->chain_res >= 0 ? m->bound[b->chain_res].y : NULL, b->chain_act);
+        const float *res = b->chain_res >= 0 ? m->bound[b->chain_res].y : NULL;
+        float *end = m->bound[b->chain_end].y;
+        if (b->chain_pool >= 0) { /* this layer's own output: the pooling's scratch */
+            const tfc_layer *p = &m->layers[b->chain_pool];
+            tfc_pool_desc pd = p->ops->pool_params(p, m->ex.batch);
+            l->ops->forward_fused(l, &m->ex, xs, b->y, b->chain_bn >= 0 ? &bn : NULL, res,
+                                  b->chain_act, &pd, end);
+        } else {
+            l->ops->forward_fused(l, &m->ex, xs, end, b->chain_bn >= 0 ? &bn : NULL, res,
+                                  b->chain_act, NULL, NULL);
+        }
         b->z_unset = 0;
         return;
     }

@@ -19,10 +19,11 @@ typedef struct tfc_bound {
     int zero_at;       /* the layer whose backward step zeroes the block first (graph.c) */
     int z_unset;       /* the last forward wrote y only (forward_act): z holds nothing */
     /* Inference: this layer writes layer chain_end's output, applying the transforms of the
-     * BatchNormalization chain_bn (-1: none), an Add of layer chain_res's output (-1: none)
-     * and an activation layer's chain_act on the way; the layers between are skipped (skip).
-     * chain_end == the layer itself: no chain. */
-    int chain_end, chain_bn, chain_res, skip;
+     * BatchNormalization chain_bn (-1: none), an Add of layer chain_res's output (-1: none),
+     * chain_act (an activation layer's, or this layer's own) and the pooling layer
+     * chain_pool (-1: none; then chain_end) on the way; the layers between are skipped
+     * (skip). chain_end == the layer itself: no chain. */
+    int chain_end, chain_bn, chain_res, chain_pool, skip;
     tfc_act chain_act;
 } tfc_bound;
 

@@ -79,23 +79,24 @@ static void conv_plan(tfc_layer *l, tfc_backend *be)
 }
 
 static void conv_forward_fused(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y,
-                               const tfc_bn_params *bn, const float *residual, tfc_act act)
+                               const tfc_bn_params *bn, const float *residual, tfc_act act,
+                               const tfc_pool_desc *pool, float *pooled)
 {
     const conv_args *a = l->args;
     tfc_conv_desc d = conv_desc(l, ex->batch);
     ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data,
                               a->use_bias ? l->params[1].data : NULL, bn, residual, act, y,
-                              ex->ws);
+                              pool, pooled, ex->ws);
 }
 
 static void conv_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
 {
-    conv_forward_fused(l, ex, x, y, NULL, NULL, TFC_ACT_LINEAR);
+    conv_forward_fused(l, ex, x, y, NULL, NULL, TFC_ACT_LINEAR, NULL, NULL);
 }
 
 static void conv_forward_act(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
 {
-    conv_forward_fused(l, ex, x, y, NULL, NULL, l->act);
+    conv_forward_fused(l, ex, x, y, NULL, NULL, l->act, NULL, NULL);
 }
 
 static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,

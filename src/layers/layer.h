@@ -68,14 +68,19 @@ typedef struct tfc_layer_ops {
      * epilogue); may be NULL. The graph calls it at inference, and in training for ReLU
      * (whose derivative it then takes from y); backward then gets no f(x) as its y. */
     void (*forward_act)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
-    /* Inference only (may be NULL; the layer's own activation is linear):
-     * y = act(bn(f(x)) + residual), the transforms of the BatchNormalization, Add and
-     * activation layers that consume this layer's output alone applied by it, which the
-     * graph then skips (graph.c); bn and residual may be NULL. */
+    /* Inference only (may be NULL): y = act(bn(f(x)) + residual), the transforms of the
+     * BatchNormalization, Add and activation layers that consume this layer's output alone
+     * applied by it, which the graph then skips (graph.c); bn and residual may be NULL, and
+     * are NULL where act is the layer's own activation. With pool (NULL: none) the pooling
+     * layer that reads that result alone is applied too: its output goes to pooled, and y is
+     * scratch of this layer's output size, which the backend may leave unwritten. */
     void (*forward_fused)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y,
-                          const tfc_bn_params *bn, const float *residual, tfc_act act);
+                          const tfc_bn_params *bn, const float *residual, tfc_act act,
+                          const tfc_pool_desc *pool, float *pooled);
     /* BatchNormalization: its inference transform's parameters (device pointers). */
     void (*bn_params)(const tfc_layer *l, tfc_bn_params *out);
+    /* Pooling layers: the pooling of a batch of n, as the backend's pool ops take it. */
+    tfc_pool_desc (*pool_params)(const tfc_layer *l, int n);
     /* dx[i] += dL/dx[i] (dx[i] NULL: not needed), param grads += ... */
     void (*backward)(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
                      const float *dy, float *const *dx);

@@ -84,16 +84,19 @@ const tfc_layer_ops tfc_max_pooling2d_ops = {
     .type = "MaxPooling2D", .schema = pool_fields, .args_size = sizeof(pool_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
+    .pool_params = pool_desc,
 };
 
 const tfc_layer_ops tfc_average_pooling2d_ops = {
     .type = "AveragePooling2D", .schema = pool_fields, .args_size = sizeof(pool_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
+    .pool_params = pool_desc,
 };
 
 const tfc_layer_ops tfc_global_average_pooling2d_ops = {
     .type = "GlobalAveragePooling2D", .schema = global_fields, .args_size = 0,
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
+    .pool_params = pool_desc,
 };

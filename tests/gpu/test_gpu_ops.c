@@ -458,8 +458,18 @@ static int conv_case(const char *name, tfc_conv_desc d, int plan_n, double rtol,
      * CPU, kernels of their own on the GPU */
     tfc_bn_params bh = {g.h, g.h + d.f, g.h + 2 * d.f, v.h, 1e-3f};
     tfc_bn_params bd = {g.d, g.d + d.f, g.d + 2 * d.f, v.d, 1e-3f};
-    ref->ops->conv_forward(ref, &d, x.h, w.h, b.h, &bh, r.h, TFC_ACT_RELU, y.h, wsr);
-    dev->ops->conv_forward(dev, &d, x.d, w.d, b.d, &bd, r.d, TFC_ACT_RELU, y.d, wsd);
+    ref->ops->conv_forward(ref, &d, x.h, w.h, b.h, &bh, r.h, TFC_ACT_RELU, y.h, NULL, NULL, wsr);
+    dev->ops->conv_forward(dev, &d, x.d, w.d, b.d, &bd, r.d, TFC_ACT_RELU, y.d, NULL, NULL, wsd);
+    /* and with a 2x2 max pooling after (the CPU may pool from its kernel's own layout) */
+    const tfc_pool_desc pd = {d.n, d.oh, d.ow, d.f, 2, 2, 2, 2, 0, 0, d.oh / 2, d.ow / 2, 1};
+    const int64_t np = (int64_t)d.n * pd.oh * pd.ow * d.f;
+    pair pooled = pair_rand(np > 0 ? np : 1, -1, 1), scratch = pair_rand(ny, -1, 1);
+    if (np > 0) {
+        ref->ops->conv_forward(ref, &d, x.h, w.h, b.h, NULL, NULL, TFC_ACT_RELU, scratch.h, &pd,
+                               pooled.h, wsr);
+        dev->ops->conv_forward(dev, &d, x.d, w.d, b.d, NULL, NULL, TFC_ACT_RELU, scratch.d, &pd,
+                               pooled.d, wsd);
+    }
     ref->ops->conv_backward_data(ref, &d, dy.h, w.h, dx.h, wsr);
     dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, wsd);
     ref->ops->conv_backward_filter(ref, &d, x.h, dy.h, dw.h, wsr);
@@ -468,12 +478,17 @@ static int conv_case(const char *name, tfc_conv_desc d, int plan_n, double rtol,
     int bad = 0;
     snprintf(what, sizeof what, "%s forward", name);
     bad += pair_check(what, &y, rtol, atol);
+    if (np > 0) {
+        snprintf(what, sizeof what, "%s forward + max pooling", name);
+        bad += pair_check(what, &pooled, rtol, atol);
+    }
     snprintf(what, sizeof what, "%s backward data", name);
     bad += pair_check(what, &dx, rtol, atol);
     snprintf(what, sizeof what, "%s backward filter", name);
     bad += pair_check(what, &dw, rtol, atol * 10);
     pair_free(&x), pair_free(&w), pair_free(&y), pair_free(&dy), pair_free(&dx), pair_free(&dw);
     pair_free(&b), pair_free(&g), pair_free(&v), pair_free(&r);
+    pair_free(&pooled), pair_free(&scratch);
     ref->ops->free(ref, wsr);
     dev->ops->free(dev, wsd);
     return bad;
