@@ -334,6 +334,11 @@ struct tfc_backend {
      * what it derives from them (the CPU: weights in oneDNN's layout) until one of those
      * writes over them. */
     int frozen;
+    /* 1 while a forward pass for inference runs (tfc_model_forward with training == 0, on a
+     * frozen backend or not): a backend may then take kernels that serve no backward pass,
+     * provided an inference pass gives the same values frozen or not (the CPU: oneDNN's
+     * inference Winograd kernel). A training pass may differ from it in the last bits. */
+    int inference_pass;
 };
 
 /* Frees a backend (NULL: nothing). */

@@ -48,6 +48,7 @@ typedef struct prim {
     int used, ok;
     int single; /* built for one thread, to run on a chunk of the batch */
     int bias, bn, sum, relu; /* forward: bias, normalisation, residual, ReLU in the epilogue */
+    int infer;               /* forward for inference passes (Winograd's: oneDNN's inference one) */
     tfc_cpu_conv_op op;
     tfc_conv_desc d;
     dnnl_primitive_t conv, reorder;                /* reorder NULL: hwio is the layout */
@@ -163,7 +164,7 @@ static int reorder_make(tfc_cpu_dnnl *s, dnnl_primitive_t *r, const dnnl_memory_
 
 static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
                           const tfc_conv_desc *d, int bias, int bn, int sum, int relu,
-                          int wino);
+                          int infer, int wino);
 
 /* Builds the primitive for op on d into p (p->ok = 0 where oneDNN cannot): Winograd where it
  * fits, the machine has the kernel and the primitive runs on one thread, else the direct
@@ -171,21 +172,23 @@ static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
  * call (a batch smaller than two images per thread) stays direct, so that the workspace a
  * batch needs never exceeds what a bigger one does (conv_workspace's promise). */
 static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d,
-                       int bias, int bn, int sum, int relu, int one)
+                       int bias, int bn, int sum, int relu, int infer, int one)
 {
     if (one && wino_fits(s, op, d) && !bn && !sum) {
-        prim_build_as(s, p, op, d, bias, bn, sum, relu, 1);
+        prim_build_as(s, p, op, d, bias, bn, sum, relu, infer, 1);
         if (p->ok) return;
     }
-    prim_build_as(s, p, op, d, bias, bn, sum, relu, 0);
+    prim_build_as(s, p, op, d, bias, bn, sum, relu, infer, 0);
 }
 
-/* The forward primitive descriptor is the hint the backward ones need. (oneDNN's inference
- * forward, whose Winograd kernel takes the weights transformed once by their reorder, was
- * faster on a frozen backend but computes other bits than the training one: a model bound
- * for inference would no longer predict what it does bound for training, docs/cpu.md.) */
+/* The forward primitive descriptor is the hint the backward ones need. A Winograd forward
+ * for inference passes (infer) is oneDNN's inference one, whose kernel takes the weights
+ * transformed once, by their reorder (kept on a frozen backend), where the training one
+ * transforms them in every call: faster at inference, but other bits, and slower in
+ * training, where the weights change every step (docs/cpu.md, "Winograd"). */
 static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
-                          const tfc_conv_desc *d, int bias, int bn, int sum, int relu, int wino)
+                          const tfc_conv_desc *d, int bias, int bn, int sum, int relu, int infer,
+                          int wino)
 {
     memset(p, 0, sizeof *p);
     p->used = 1;
@@ -195,6 +198,7 @@ static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
     p->bn = bn;
     p->sum = sum;
     p->relu = relu;
+    p->infer = infer;
     /* A 1x1 kernel with a stride: oneDNN 2.6 copies the strided pixels into a scratchpad
      * buffer sized for c channels but stores whole vectors into it, overrunning it where c
      * is not a multiple of the vector (c = 3: a filter gradient wrong in every call on
@@ -240,7 +244,10 @@ static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
     if (sum && dnnl_post_ops_append_sum(po, 1.0f)) goto done;
     if (relu && dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f)) goto done;
     if (po && dnnl_primitive_attr_set_post_ops(attr, po)) goto done;
-    if (dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training, alg, cx,
+    const dnnl_prop_kind_t prop = op == TFC_CPU_CONV_FORWARD && wino && infer
+                                      ? dnnl_forward_inference
+                                      : dnnl_forward_training;
+    if (dnnl_dilated_convolution_forward_desc_init(&fwd, prop, alg, cx,
                                                    &md_wany, bias ? &md_b : NULL, cy, strides,
                                                    dil, pl, pad_r) ||
         dnnl_primitive_desc_create(&fpd, &fwd, attr, s->engine, NULL))
@@ -340,18 +347,21 @@ done:
         p->bn = bn;
         p->sum = sum;
         p->relu = relu;
+        p->infer = infer;
     }
 }
 
-/* a primitive's epilogue: bias, normalisation, residual sum, ReLU */
-enum { EPI_BIAS = 1, EPI_BN = 2, EPI_RELU = 4, EPI_SUM = 8 };
+/* a primitive's epilogue: bias, normalisation, residual sum, ReLU; and a forward for
+ * inference passes (prim.infer) */
+enum { EPI_BIAS = 1, EPI_BN = 2, EPI_RELU = 4, EPI_SUM = 8, EPI_INFER = 16 };
 
 static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, int single,
                    int epi)
 {
     return p->used && p->op == op && p->single == single &&
            p->bias == !!(epi & EPI_BIAS) && p->bn == !!(epi & EPI_BN) &&
-           p->sum == !!(epi & EPI_SUM) && p->relu == !!(epi & EPI_RELU) && same_desc(&p->d, d);
+           p->sum == !!(epi & EPI_SUM) && p->relu == !!(epi & EPI_RELU) &&
+           p->infer == !!(epi & EPI_INFER) && same_desc(&p->d, d);
 }
 
 /* The cached primitive for (op, d), built on first use: for the backend's thread count, or
@@ -367,7 +377,7 @@ static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     prim_release(p);
     if (single && be->threads != 1) omp_set_num_threads(1);
     prim_build(s, p, op, d, !!(epi & EPI_BIAS), !!(epi & EPI_BN), !!(epi & EPI_SUM),
-               !!(epi & EPI_RELU), single || be->threads == 1);
+               !!(epi & EPI_RELU), !!(epi & EPI_INFER), single || be->threads == 1);
     if (single && be->threads != 1) omp_set_num_threads(be->threads);
     p->single = single;
     return p;
@@ -530,10 +540,11 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
     if (!s || d->n <= 0) return 0;
     int saved = enter(be, s), ok = 1;
     size_t need = 0;
-    /* a frozen backend (bound for inference) runs forward passes only */
-    for (int op = 0; op < (be->frozen ? 1 : 3) && ok; op++) {
+    /* a frozen backend (bound for inference) runs inference passes only; a forward is
+     * either kind */
+    for (int k = be->frozen ? 1 : 0; k < (be->frozen ? 2 : 4) && ok; k++) {
         call c;
-        ok = prepare(be, s, (tfc_cpu_conv_op)op, d, 0, &c);
+        ok = prepare(be, s, (tfc_cpu_conv_op)(k < 2 ? 0 : k - 1), d, k == 1 ? EPI_INFER : 0, &c);
         if (c.bytes > need) need = c.bytes;
     }
     if (ok) {
@@ -809,6 +820,7 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     int epi = (bias ? EPI_BIAS : 0) | (bn ? EPI_BN : 0) | (residual ? EPI_SUM : 0) |
               (relu ? EPI_RELU : 0);
     if (later) epi = 0;
+    if (op == TFC_CPU_CONV_FORWARD && be->inference_pass) epi |= EPI_INFER;
     if (!prepare(be, s, op, d, epi, &c)) {
         leave(be, s, saved);
         return 0;

@@ -624,10 +624,12 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
         for (int64_t k = 0; k < n; k++) m->host_mask[k] = ids[k] != 0 ? 1.f : 0.f;
         m->be->ops->upload(m->be, m->mask, m->host_mask, (size_t)n * 4);
     }
+    m->be->inference_pass = !training;
     for (int i = 0; i < m->nlayers; i++) {
         m->layers[i].rng_key = tfc_rng_key(seed, 0x100000u + (uint64_t)i);
         tfc_model_layer_forward(m, i);
     }
+    m->be->inference_pass = 0;
     return TFC_OK;
 }
 
