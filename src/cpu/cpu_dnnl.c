@@ -41,6 +41,9 @@
 
 #define CACHE_SLOTS 96
 #define FORWARD_CHUNK 32
+/* output tiles per chunk from which the inference Winograd kernel beat the direct one
+ * (fashion_resnet's 7x7x128 layers at chunks of 4 images: 16 tiles; docs/cpu.md) */
+#define WINO_INFER_TILES 16
 #define KEPT 8
 #define PLAN_SLOTS 64
 
@@ -141,15 +144,17 @@ static dnnl_memory_t mem_at(tfc_cpu_dnnl *s, const_dnnl_memory_t like, const voi
  * kernel adds a bias and applies ReLU but takes no per-channel product, and its output
  * goes through a reorder: a normalisation or a residual come after it, from tfc's own ops
  * (epilogue()). */
-static int wino_fits(const tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const tfc_conv_desc *d)
+static int wino_fits(const tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const tfc_conv_desc *d,
+                     int infer)
 {
-    /* Its kernels transform the weights (or the filter gradient) in every call (chunk), a
-     * cost that the output's 4x4 tiles repay from about 128 of them on, the filter gradient's
-     * from about 512 (bench_conv --against direct, docs/cpu.md) */
+    /* Its training kernels transform the weights (or the filter gradient) in every call
+     * (chunk), a cost that the output's 4x4 tiles repay from about 128 of them on, the
+     * filter gradient's from about 512 (bench_conv --against direct, docs/cpu.md); the
+     * inference forward takes them transformed and pays from WINO_INFER_TILES */
     const int64_t tiles = (int64_t)d->n * ((d->oh + 3) / 4) * ((d->ow + 3) / 4);
     return s->wino && d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 &&
            d->dw == 1 && d->c >= 32 && d->f >= 32 && d->c % 16 == 0 && d->f % 16 == 0 &&
-           tiles >= (op == TFC_CPU_CONV_FILTER ? 512 : 128);
+           tiles >= (op == TFC_CPU_CONV_FILTER ? 512 : infer ? WINO_INFER_TILES : 128);
 }
 
 static int reorder_make(tfc_cpu_dnnl *s, dnnl_primitive_t *r, const dnnl_memory_desc_t *from,
@@ -174,7 +179,7 @@ static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
 static void prim_build(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                        int bias, int bn, int sum, int relu, int infer, int one)
 {
-    if (one && wino_fits(s, op, d) && !bn && !sum) {
+    if (one && wino_fits(s, op, d, infer) && !bn && !sum) {
         prim_build_as(s, p, op, d, bias, bn, sum, relu, infer, 1);
         if (p->ok) return;
     }
@@ -572,6 +577,7 @@ typedef struct after {
     const tfc_bn_params *bn;
     const float *residual;
     int relu;
+    const float *a, *b; /* bn's per-channel map, as bn_forward_infer computes it */
 } after;
 
 /* The epilogue on `rows` output pixels of f channels from `row` on: one chunk's, inside the
@@ -590,17 +596,17 @@ static void epilogue(tfc_backend *be, const after *e, int64_t row, int64_t rows,
 /* Runs p's convolution on stream st with arguments a, among them m_in and m_out, tfc's
  * NHWC input and output (for the filter gradient x and dy). A Winograd primitive takes
  * them through blocked copies at buf: the input reordered in (both, for the filter
- * gradient), the output reordered out, or, given a pooling (pool, NULL: none) and an
- * output in nChw16c, pooled from there into `pooled` instead. Returns whether it pooled. */
-static int conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t st, dnnl_exec_arg_t *a,
-                        int na, dnnl_memory_t m_in, dnnl_memory_t m_out, char *buf,
-                        const tfc_pool_desc *pool, float *pooled)
+ * gradient), the output reordered out, unless the caller takes it blocked (keep) and it is
+ * nChw16c: then it is returned, and m_out is left unwritten. */
+static const float *conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t st,
+                                 dnnl_exec_arg_t *a, int na, dnnl_memory_t m_in,
+                                 dnnl_memory_t m_out, char *buf, int keep)
 {
     if (!p->wino) {
         TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
-        return 0;
+        return NULL;
     }
-    const int pool_16c = pool && p->out_16c;
+    const int blocked = keep && p->out_16c;
     dnnl_memory_t b_in = mem_at(s, p->in_b, buf);
     dnnl_memory_t b_out = mem_at(s, p->out_b, buf + align64(p->in_b_bytes));
     dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, b_in}};
@@ -616,17 +622,15 @@ static int conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t st, dnnl_e
         else if (a[i].memory == m_out)
             a[i].memory = b_out;
     TFC_ASSERT(dnnl_primitive_execute(p->conv, st, na, a) == dnnl_success);
-    if (p->op != TFC_CPU_CONV_FILTER && !pool_16c) {
+    if (p->op != TFC_CPU_CONV_FILTER && !blocked) {
         r[0].memory = b_out;
         r[1].memory = m_out;
         TFC_ASSERT(dnnl_primitive_execute(p->re_out, st, 2, r) == dnnl_success);
     }
     TFC_ASSERT(dnnl_stream_wait(st) == dnnl_success);
-    if (pool_16c)
-        tfc_cpu_pool_forward_16c(pool, (const float *)(buf + align64(p->in_b_bytes)), pooled);
     dnnl_memory_destroy(b_in);
     dnnl_memory_destroy(b_out);
-    return pool_16c;
+    return blocked ? (const float *)(buf + align64(p->in_b_bytes)) : NULL;
 }
 
 /* The weights w in p's layout: w itself where that is hwio, else reordered into p's copy
@@ -699,7 +703,7 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
         break;
     }
     if (p->scratch) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
-    conv_execute(s, p, s->stream, a, na, p->in, p->out, ws + blk, NULL, NULL);
+    conv_execute(s, p, s->stream, a, na, p->in, p->out, ws + blk, 0);
     if (p->reorder && op == TFC_CPU_CONV_FILTER) {
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts_prim}, {DNNL_ARG_TO, p->wts}};
         TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
@@ -710,8 +714,10 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
 /* The chunks of c, claimed by the backend's threads one at a time; each runs its
  * one-thread primitive (oneDNN runs a kernel on the calling thread alone inside an OpenMP
  * region) on its own stream, memory objects and scratchpad, then the epilogue e and the
- * pooling (NULL: none) on its output while that is in cache. Filter gradients go one per
- * chunk into the accumulate buffer, in hwio, and are summed after in chunk order. */
+ * pooling (NULL: none) on its output while that is in cache: straight from Winograd's
+ * blocked output where it is nChw16c (the epilogue writing NHWC as it goes, or else the
+ * pooling), from NHWC otherwise. Filter gradients go one per chunk into the accumulate
+ * buffer, in hwio, and are summed after in chunk order. */
 static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const call *c,
                        const tfc_conv_desc *d, const float *in, const float *w,
                        const float *bias, float *out, char *ws, const after *e,
@@ -766,16 +772,23 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
         }
         if (m_scr) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m_scr};
         const int images = i == c->k - 1 ? c->tail : c->nb;
+        const int64_t px = (int64_t)d->oh * d->ow;
         tfc_pool_desc pc = pool ? *pool : (tfc_pool_desc){0};
         pc.n = images;
-        /* pooled from the blocked output, unless an epilogue must come first */
-        int done = conv_execute(s, p, st, a, na, m_in, m_out, mine + c->blk,
-                                pool && !e ? &pc : NULL, pool ? pooled + i0 * po : NULL);
-        if (e) { /* while the chunk's output is in cache */
-            const int64_t px = (int64_t)d->oh * d->ow;
+        const float *blk = conv_execute(s, p, st, a, na, m_in, m_out, mine + c->blk, e || pool);
+        int pooled_done = 0;
+        if (blk && e) {
+            tfc_cpu_epilogue_16c(images, px, d->f, blk, e->bias, e->a, e->b,
+                                 e->residual ? e->residual + i0 * yi : NULL, e->relu,
+                                 out + i0 * yi);
+        } else if (blk) {
+            tfc_cpu_pool_forward_16c(&pc, blk, pooled + i0 * po);
+            pooled_done = 1;
+        } else if (e) {
             epilogue(be, e, i0 * px, images * px, d->f, out);
         }
-        if (pool && !done) tfc_cpu_pool_forward(be, &pc, out + i0 * yi, pooled + i0 * po, NULL);
+        if (pool && !pooled_done)
+            tfc_cpu_pool_forward(be, &pc, out + i0 * yi, pooled + i0 * po, NULL);
         if (p->reorder && op == TFC_CPU_CONV_FILTER) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m_w}, {DNNL_ARG_TO, m_hwio}};
             TFC_ASSERT(dnnl_primitive_execute(p->reorder, st, 2, ra) == dnnl_success);
@@ -806,10 +819,10 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     tfc_conv_desc chunk = *d;
     chunk.n = chunk_images(be, op, d->n);
     const int wino = op == TFC_CPU_CONV_FORWARD && (chunk.n < d->n || be->threads == 1) &&
-                     wino_fits(s, op, &chunk);
+                     wino_fits(s, op, &chunk, be->inference_pass);
     /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after */
     const int later = wino && (bn || residual);
-    const after e = {bias, bn, residual, relu};
+    after e = {bias, bn, residual, relu, NULL, NULL};
     /* the sum post-op adds what y holds (before the lock: a copy on a frozen backend takes
      * it; a call that then falls back overwrites y) */
     if (residual && !later)
@@ -825,7 +838,7 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
         leave(be, s, saved);
         return 0;
     }
-    if (bn && !later) { /* a and b as bn_forward_infer computes them */
+    if (bn) { /* a and b as bn_forward_infer computes them */
         if (s->naff < d->f) {
             s->aff = realloc(s->aff, sizeof(float) * 2 * (size_t)d->f);
             TFC_ASSERT(s->aff);
@@ -836,10 +849,11 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
             s->aff[k] = (float)a;
             s->aff[d->f + k] = (float)(bn->beta[k] - bn->mean[k] * a);
         }
-        for (int j = 0; j < 2; j++) {
+        for (int j = 0; j < 2 && !later; j++) {
             dnnl_memory_set_data_handle(c.p[j]->scale, s->aff);
             dnnl_memory_set_data_handle(c.p[j]->shift, s->aff + d->f);
         }
+        e.a = s->aff, e.b = s->aff + d->f;
     }
     /* the workspace the caller was told of for this shape, or a temporary one */
     const plan *pl = find_plan(s, d);

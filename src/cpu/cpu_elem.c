@@ -33,6 +33,39 @@ void tfc_cpu_bias_add(tfc_backend *be, int64_t rows, int cols, const float *b, f
     }
 }
 
+/* One channel block of oneDNN's nChw16c layout: 16 lanes in registers, their masks, and 16
+ * floats in memory at any alignment. */
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+typedef float vmem __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* y[i, p, :] (NHWC) = relu(((x + bias) a + b) + residual) from x in nChw16c (n images of
+ * f / 16 planes of px pixels x 16 channels), each step rounded as bias_add,
+ * bn_forward_infer's affine map, axpy with alpha 1 and act_forward's ReLU round it (bias,
+ * a with b, residual NULL and relu 0: that step left out), on the calling thread. */
+TFC_VECTOR512
+void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const float *bias,
+                          const float *a, const float *b, const float *residual, int relu,
+                          float *y)
+{
+    const int blocks = f / 16;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t p = 0; p < px; p++) {
+            const int64_t o = (i * px + p) * f;
+            for (int k = 0; k < blocks; k++) {
+                vf v = *(const vmem *)(x + ((i * blocks + k) * px + p) * 16);
+                if (bias) v += *(const vmem *)(bias + 16 * k);
+                if (a) {
+                    v *= *(const vmem *)(a + 16 * k);
+                    v += *(const vmem *)(b + 16 * k);
+                }
+                if (residual) v += *(const vmem *)(residual + o + 16 * k);
+                if (relu) v = (vf)((vi)v & ~(vi)(v < 0.0f)); /* NaN and -0 stay */
+                *(vmem *)(y + o + 16 * k) = v;
+            }
+        }
+}
+
 /* db[c] += sum_r dy[r, c], in double: a float running sum over 10^5 rows loses digits. */
 void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db)
 {

@@ -56,6 +56,12 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
 /* pool_forward's result without argmax (one thread) from x in oneDNN's nChw16c layout:
  * per image d->c / 16 blocks of [h][w][16 channels] (c a multiple of 16); y NHWC. */
 void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y);
+/* A Winograd chunk's epilogue (one thread) from its blocked output x (n images, px pixels,
+ * f channels, a multiple of 16) into NHWC y: relu(((x + bias) a + b) + residual), a and b
+ * the normalisation's per-channel map (cpu_elem.c). */
+void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const float *bias,
+                          const float *a, const float *b, const float *residual, int relu,
+                          float *y);
 
 /* Elements of work below which an OpenMP team costs more than it saves. */
 #define TFC_CPU_PAR_MIN 32768
