@@ -101,7 +101,7 @@ static double time_op(tfc_backend *be, int op, const tfc_conv_desc *d, const flo
     double t0 = now();
     for (int k = 0; k < reps; k++) {
         if (op == 0) be->ops->conv_forward(be, d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, NULL, NULL, ws);
-        if (op == 1) be->ops->conv_backward_data(be, d, dy, w, dx, ws);
+        if (op == 1) be->ops->conv_backward_data(be, d, dy, w, dx, 0, ws);
         if (op == 2) be->ops->conv_backward_filter(be, d, x, dy, dw, ws);
     }
     return (now() - t0) * 1e3 / reps;

@@ -905,9 +905,19 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
         fill(dw, nw, -1, 1);
         memcpy(dx0, dx, sizeof(float) * nx);
         memcpy(dw0, dw, sizeof(float) * nw);
-        be->ops->conv_backward_data(be, &d, wt, w, dx, ws);
+        be->ops->conv_backward_data(be, &d, wt, w, dx, 0, ws);
         be->ops->conv_backward_filter(be, &d, x, wt, dw, ws);
         double *gx = added(dx, dx0, nx), *gw = added(dw, dw0, nw);
+        /* assigned (a block that starts at the convolution): what adding to zeros gives,
+         * whatever dx held (NaN here) */
+        float *da = falloc(nx), *dz = falloc(nx);
+        for (int64_t i = 0; i < nx; i++) da[i] = NAN, dz[i] = 0.0f;
+        be->ops->conv_backward_data(be, &d, wt, w, da, 1, ws);
+        be->ops->conv_backward_data(be, &d, wt, w, dz, 0, ws);
+        int assigned = 0;
+        for (int64_t i = 0; i < nx; i++) assigned += !(da[i] == dz[i]);
+        CU_ASSERT_EQUAL(assigned, 0);
+        free(da), free(dz);
         if (grads == 1) {
             CU_ASSERT_EQUAL(grad_check("x", ctx.x, nx, gx, conv_loss, &ctx, 1e-3, 1e-4, 1e-5), 0);
             CU_ASSERT_EQUAL(grad_check("w", ctx.w, nw, gw, conv_loss, &ctx, 1e-3, 1e-4, 1e-5), 0);
@@ -915,7 +925,7 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
             double *rx = calloc((size_t)nx, sizeof(double)), *rw = calloc((size_t)nw, sizeof(double));
             /* the backward data op runs twice: its scratch must come back clean */
             memcpy(dx0, dx, sizeof(float) * nx);
-            be->ops->conv_backward_data(be, &d, wt, w, dx, ws);
+            be->ops->conv_backward_data(be, &d, wt, w, dx, 0, ws);
             for (int64_t i = 0; i < nx; i++) gx[i] = (double)dx[i] - dx0[i];
             ref_conv_backward(&d, ctx.x, ctx.w, ctx.wt, rx, rw);
             int wrong = 0;
@@ -1083,7 +1093,7 @@ static void conv_repeat(void)
         void *ws = be->ops->alloc(be, be->ops->conv_workspace(be, &d));
         memset(out + ny, 0, sizeof(float) * (nx + nw));
         be->ops->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, out, NULL, NULL, ws);
-        be->ops->conv_backward_data(be, &d, dy, w, out + ny, ws);
+        be->ops->conv_backward_data(be, &d, dy, w, out + ny, 0, ws);
         be->ops->conv_backward_filter(be, &d, x, dy, out + ny + nx, ws);
         be->ops->free(be, ws);
         tfc_backend_free(be);

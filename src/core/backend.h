@@ -220,14 +220,15 @@ typedef struct tfc_device_options {
      * act_forward's), fused where the backend can. With pool (NULL: none; its input is y's        \
      * shape) it writes pool_forward's result of that, without argmax, to pooled instead, and      \
      * y is scratch of the convolution's output size that the backend may leave unwritten.         \
-     * The backward ops accumulate into dx and dw. */                                              \
+     * The backward ops accumulate into dx and dw; conv_backward_data with assign overwrites        \
+     * dx instead (its old contents are never read). */                                           \
     X(size_t, conv_workspace, (tfc_backend *be, const tfc_conv_desc *d))                           \
     X(void, conv_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,                \
                            const float *w, const float *bias, const tfc_bn_params *bn,             \
                            const float *residual, tfc_act act, float *y,                           \
                            const tfc_pool_desc *pool, float *pooled, void *ws))                    \
     X(void, conv_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,         \
-                                 const float *w, float *dx, void *ws))                             \
+                                 const float *w, float *dx, int assign, void *ws))                 \
     X(void, conv_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,        \
                                    const float *dy, float *dw, void *ws))                          \
                                                                                                    \

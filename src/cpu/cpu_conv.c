@@ -412,7 +412,8 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
     const float *res_left = NULL;
     int act_left = act != TFC_ACT_LINEAR && !relu;
     const tfc_pool_desc *pool_left = pool;
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, relu, y,
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual,
+                          relu ? TFC_CPU_CONV_RELU : 0, y,
                           act_left ? NULL : pool, pooled, ws)) {
         if (!act_left) pool_left = NULL;
     } else if ((bn || residual || relu) &&
@@ -435,13 +436,15 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
     if (pool_left) tfc_cpu_pool_forward(be, pool_left, y, pooled, NULL);
 }
 
-/* dx += conv_transpose(dy, w) */
+/* dx += conv_transpose(dy, w), or dx = with assign (oneDNN then writes dx itself, instead
+ * of a buffer added to it) */
 void tfc_cpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
-                                const float *w, float *dx, void *ws)
+                                const float *w, float *dx, int assign, void *ws)
 {
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, NULL, NULL, NULL, 0, dx, NULL, NULL,
-                          ws))
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_DATA, d, dy, w, NULL, NULL, NULL,
+                          assign ? TFC_CPU_CONV_ASSIGN : 0, dx, NULL, NULL, ws))
         return;
+    if (assign) be->ops->zero(be, dx, (size_t)d->n * d->h * d->w * d->c * sizeof(float));
     conv_args a = {.d = d, .dy = dy, .w = w, .dx = dx};
     run_im2col(be, CONV_DATA, &a, ws);
 }

@@ -664,15 +664,16 @@ static dnnl_memory_t weights_in(tfc_backend *be, tfc_cpu_dnnl *s, prim *p, const
     return to;
 }
 
-/* One call on the whole batch, on the backend's threads. */
+/* One call on the whole batch, on the backend's threads; a data gradient into the
+ * workspace, to be added to out, or with assign into out itself. */
 static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim *p,
-                     const float *in, const float *w, const float *bias, float *out, char *ws,
-                     size_t blk)
+                     const float *in, const float *w, const float *bias, float *out,
+                     int assign, char *ws, size_t blk)
 {
     float *acc = p->out_bytes ? (float *)ws : NULL;
     void *scratch = ws + align64(p->out_bytes);
     float *wts = op == TFC_CPU_CONV_FILTER ? acc : (float *)w;
-    float *dst = op == TFC_CPU_CONV_DATA ? acc : out;
+    float *dst = op == TFC_CPU_CONV_DATA && !assign ? acc : out;
     dnnl_memory_set_data_handle(p->in, (void *)in);
     dnnl_memory_set_data_handle(p->wts, wts);
     dnnl_memory_set_data_handle(p->out, op == TFC_CPU_CONV_FILTER ? (void *)w : dst);
@@ -716,11 +717,12 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
  * region) on its own stream, memory objects and scratchpad, then the epilogue e and the
  * pooling (NULL: none) on its output while that is in cache: straight from Winograd's
  * blocked output where it is nChw16c (the epilogue writing NHWC as it goes, or else the
- * pooling), from NHWC otherwise. Filter gradients go one per chunk into the accumulate
- * buffer, in hwio, and are summed after in chunk order. */
+ * pooling), from NHWC otherwise. Data gradients go into the accumulate buffer, or with
+ * assign into out. Filter gradients go one per chunk into the accumulate buffer, in hwio,
+ * and are summed after in chunk order. */
 static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const call *c,
                        const tfc_conv_desc *d, const float *in, const float *w,
-                       const float *bias, float *out, char *ws, const after *e,
+                       const float *bias, float *out, int assign, char *ws, const after *e,
                        const tfc_pool_desc *pool, float *pooled)
 {
     const int64_t po = pool ? (int64_t)pool->oh * pool->ow * pool->c : 0;
@@ -756,7 +758,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
             na += epilogue_args(p, a + na);
             break;
         case TFC_CPU_CONV_DATA:
-            m_out = mem_at(s, p->out, (float *)acc + i0 * xi);
+            m_out = mem_at(s, p->out, (assign ? out : (float *)acc) + i0 * xi);
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m_in};
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_ws[i == c->k - 1]};
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, m_out};
@@ -810,7 +812,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
-                      const tfc_bn_params *bn, const float *residual, int relu, float *out,
+                      const tfc_bn_params *bn, const float *residual, int flags, float *out,
                       const tfc_pool_desc *pool, float *pooled, void *ws)
 {
     tfc_cpu_dnnl *s = be->impl;
@@ -822,6 +824,9 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                      wino_fits(s, op, &chunk, be->inference_pass);
     /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after */
     const int later = wino && (bn || residual);
+    const int relu = !!(flags & TFC_CPU_CONV_RELU);
+    /* a data gradient written into out itself, not added to it from the workspace */
+    const int assign = op == TFC_CPU_CONV_DATA && (flags & TFC_CPU_CONV_ASSIGN);
     after e = {bias, bn, residual, relu, NULL, NULL};
     /* the sum post-op adds what y holds (before the lock: a copy on a frozen backend takes
      * it; a call that then falls back overwrites y) */
@@ -870,14 +875,15 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                                           dnnl_stream_default_flags) == dnnl_success);
     }
     if (c.k)
-        run_chunks(be, s, op, &c, d, in, w, bias, out, ws, later ? &e : NULL, pool, pooled);
+        run_chunks(be, s, op, &c, d, in, w, bias, out, assign, ws, later ? &e : NULL, pool,
+                   pooled);
     else
-        run_team(be, s, op, c.p[0], in, w, bias, out, ws, c.blk);
+        run_team(be, s, op, c.p[0], in, w, bias, out, assign, ws, c.blk);
     leave(be, s, saved);
     if (later && !c.k) epilogue(be, &e, 0, (int64_t)d->n * d->oh * d->ow, d->f, out);
     if (pool && !c.k) tfc_cpu_pool_forward(be, pool, out, pooled, NULL);
     /* the accumulation oneDNN does not do (the chunked filter gradient is summed already) */
-    if (op == TFC_CPU_CONV_DATA)
+    if (op == TFC_CPU_CONV_DATA && !assign)
         tfc_cpu_axpy(be, (int64_t)d->n * d->h * d->w * d->c, 1.0f, ws, out);
     else if (op == TFC_CPU_CONV_FILTER && !c.k)
         tfc_cpu_axpy(be, (int64_t)d->kh * d->kw * d->c * d->f, 1.0f, ws, out);
@@ -942,7 +948,7 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
-                      const tfc_bn_params *bn, const float *residual, int relu, float *out,
+                      const tfc_bn_params *bn, const float *residual, int flags, float *out,
                       const tfc_pool_desc *pool, float *pooled, void *ws)
 {
     return 0;

@@ -26,9 +26,10 @@
 /* Convolutions through oneDNN where the build has it (cpu_dnnl.c); the state lives in the
  * backend's impl, NULL when oneDNN is absent or TFC_CPU_CONV=im2col. The three ops take
  * (in, w, out) as: forward (x, w, y); data (dy, w, dx, accumulated); filter (x, dy, dw,
- * accumulated); forward adds `bias`, applies `bn`, adds `residual` (NULL: none of these)
- * and applies ReLU (`relu`) in the kernel's epilogue, then with `pool` (NULL: none) writes
- * pool_forward's result of that to `pooled` instead, `out` being scratch. Both calls return
+ * accumulated, or with TFC_CPU_CONV_ASSIGN in `flags` overwritten); forward adds `bias`,
+ * applies `bn`, adds `residual` (NULL: none of these) and applies ReLU (TFC_CPU_CONV_RELU)
+ * in the kernel's epilogue, then with `pool` (NULL: none) writes pool_forward's result of
+ * that to `pooled` instead, `out` being scratch. Both calls return
  * 0 where oneDNN does not take the shape (or its post-ops), and the caller falls back to
  * fewer post-ops or to im2col + GEMM. */
 typedef enum tfc_cpu_conv_op {
@@ -49,9 +50,10 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 int tfc_cpu_dnnl_winograd(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d);
 /* On a frozen backend (core/backend.h), upload, copy and zero report what they wrote. */
 void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes);
+enum { TFC_CPU_CONV_RELU = 1, TFC_CPU_CONV_ASSIGN = 2 };
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
-                      const tfc_bn_params *bn, const float *residual, int relu, float *out,
+                      const tfc_bn_params *bn, const float *residual, int flags, float *out,
                       const tfc_pool_desc *pool, float *pooled, void *ws);
 /* pool_forward's result without argmax (one thread) from x in oneDNN's nChw16c layout:
  * per image d->c / 16 blocks of [h][w][16 channels] (c a multiple of 16); y NHWC. */

@@ -418,10 +418,11 @@ static void conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x
                                              s.cudnn_bytes, &zero, p->yd, y));
 }
 
-/* dx += conv_transpose(dy, w): cuDNN accumulates (beta 1), or on the padded path writes
- * the padded gradient and its interior is added. */
+/* dx += conv_transpose(dy, w), or dx = with assign: cuDNN accumulates (beta 1) or
+ * overwrites (beta 0), or on the padded path writes the padded gradient and its interior is
+ * added (to a zeroed dx, with assign). */
 void tfc_gpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
-                                const float *w, float *dx, void *ws)
+                                const float *w, float *dx, int assign, void *ws)
 {
     gpu_ctx *g = gpu_of(be);
     conv_ws s;
@@ -431,8 +432,9 @@ void tfc_gpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const f
     TFC_CUDNN_TRY(g, cudnnConvolutionBackwardData(
                          g->dnn, &one, p->wd, s.wt, p->yd, dy, p->cd,
                          (cudnnConvolutionBwdDataAlgo_t)p->algo[OP_DATA], s.cudnn, s.cudnn_bytes,
-                         p->padded ? &zero : &one, p->xd, p->padded ? s.pad : dx));
+                         p->padded || assign ? &zero : &one, p->xd, p->padded ? s.pad : dx));
     if (!p->padded) return;
+    if (assign) be->ops->zero(be, dx, (size_t)d->n * d->h * d->w * d->c * sizeof(float));
     unpad_add<<<gpu_blocks(g, (int64_t)d->n * d->h * d->w * d->c), GPU_THREADS, 0, g->stream>>>(
         d->n, d->h, d->w, d->c, p->hp, p->wp, d->pad_top, d->pad_left, s.pad, dx);
     TFC_LAUNCH_CHECK(g, unpad_add);

@@ -720,8 +720,9 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     tfc_bound *b = &m->bound[i];
     /* gradient blocks whose lifetime starts here (plan_grads): this layer's inputs when it is
      * their last consumer, and its own when nothing consumes it. An Add writes the first
-     * gradient of such an input by a copy of dy instead (bit j of `fresh`), so only the
-     * input's dz half, if any, needs zeroing. */
+     * gradient of such an input by a copy of dy instead (bit j of `fresh`), and a layer with
+     * assigns_grads (a convolution) writes it in its backward, so only the input's dz half,
+     * if any, needs zeroing. */
     unsigned fresh = 0;
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
@@ -730,7 +731,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         for (int q = 0; q < j; q++) repeated |= l->inputs[q] == p;
         if (repeated) continue; /* zeroed, or copied into, at its first occurrence */
         tfc_bound *in = &m->bound[p];
-        if (l->ops->sums_inputs) {
+        if (l->ops->sums_inputs || l->ops->assigns_grads) {
             fresh |= 1u << j;
             if (in->dz != in->dy) m->be->ops->zero(m->be, in->dz, in->grad_bytes / 2);
         } else {
@@ -760,7 +761,9 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         }
         return;
     }
+    m->ex.fresh = fresh;
     l->ops->backward(l, &m->ex, xs, b->z, b->dz, dxs);
+    m->ex.fresh = 0;
 }
 
 void tfc_model_backward(tfc_model *m)

@@ -107,13 +107,14 @@ static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
     const tfc_backend_ops *op = ex->be->ops;
     if (a->use_bias) op->bias_grad(ex->be, (int64_t)d.n * d.oh * d.ow, d.f, dy, l->params[1].grad);
     op->conv_backward_filter(ex->be, &d, x[0], dy, l->params[0].grad, ex->ws);
-    if (dx[0]) op->conv_backward_data(ex->be, &d, dy, l->params[0].data, dx[0], ex->ws);
+    if (dx[0])
+        op->conv_backward_data(ex->be, &d, dy, l->params[0].data, dx[0], ex->fresh & 1, ex->ws);
 }
 
 const tfc_layer_ops tfc_conv2d_ops = {
     .type = "Conv2D", .schema = conv_fields, .args_size = sizeof(conv_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = conv_build, .plan = conv_plan, .forward = conv_forward, .forward_act = conv_forward_act,
-    .forward_fused = conv_forward_fused,
+    .forward_fused = conv_forward_fused, .assigns_grads = 1,
     .backward = conv_backward,
 };

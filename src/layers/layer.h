@@ -30,6 +30,8 @@ typedef struct tfc_exec {
     uint64_t step;    /* iteration: the counter of per-step random streams (dropout) */
     int batch;        /* examples in this batch (<= the bound maximum) */
     void *ws;         /* shared scratch, at least the largest layer's workspace */
+    unsigned fresh;   /* backward of a layer with assigns_grads: bit j set, dx[j] starts at
+                       * this layer (holds nothing yet): the layer may write it, not add */
 } tfc_exec;
 
 /* A weight: Keras's variable name and layout; data/grad are bound by the graph. */
@@ -51,6 +53,7 @@ typedef struct tfc_layer_ops {
     int keeps_mask;            /* output keeps the sequence mask of its input */
     int pure_act;              /* y = act(x) and nothing else (Activation) */
     int sums_inputs;           /* y = x[0] + x[1] + ... (Add) */
+    int assigns_grads;         /* backward honours ex->fresh (writes a fresh dx[j]) */
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,

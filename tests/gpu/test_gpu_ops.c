@@ -470,8 +470,12 @@ static int conv_case(const char *name, tfc_conv_desc d, int plan_n, double rtol,
         dev->ops->conv_forward(dev, &d, x.d, w.d, b.d, NULL, NULL, TFC_ACT_RELU, scratch.d, &pd,
                                pooled.d, wsd);
     }
-    ref->ops->conv_backward_data(ref, &d, dy.h, w.h, dx.h, wsr);
-    dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, wsd);
+    ref->ops->conv_backward_data(ref, &d, dy.h, w.h, dx.h, 0, wsr);
+    dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, 0, wsd);
+    /* and overwriting (a gradient block that starts at the convolution) */
+    pair dxa = pair_rand(nx, -1, 1);
+    ref->ops->conv_backward_data(ref, &d, dy.h, w.h, dxa.h, 1, wsr);
+    dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dxa.d, 1, wsd);
     ref->ops->conv_backward_filter(ref, &d, x.h, dy.h, dw.h, wsr);
     dev->ops->conv_backward_filter(dev, &d, x.d, dy.d, dw.d, wsd);
     char what[96];
@@ -484,11 +488,13 @@ static int conv_case(const char *name, tfc_conv_desc d, int plan_n, double rtol,
     }
     snprintf(what, sizeof what, "%s backward data", name);
     bad += pair_check(what, &dx, rtol, atol);
+    snprintf(what, sizeof what, "%s backward data, assigned", name);
+    bad += pair_check(what, &dxa, rtol, atol);
     snprintf(what, sizeof what, "%s backward filter", name);
     bad += pair_check(what, &dw, rtol, atol * 10);
     pair_free(&x), pair_free(&w), pair_free(&y), pair_free(&dy), pair_free(&dx), pair_free(&dw);
     pair_free(&b), pair_free(&g), pair_free(&v), pair_free(&r);
-    pair_free(&pooled), pair_free(&scratch);
+    pair_free(&pooled), pair_free(&scratch), pair_free(&dxa);
     ref->ops->free(ref, wsr);
     dev->ops->free(dev, wsd);
     return bad;
@@ -911,7 +917,7 @@ static void test_deterministic(void)
     for (int run = 0; run < 2; run++) {
         dev->ops->zero(dev, dx.d, (size_t)nx * 4);
         dev->ops->zero(dev, dw.d, (size_t)nw * 4);
-        dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, ws);
+        dev->ops->conv_backward_data(dev, &d, dy.d, w.d, dx.d, 0, ws);
         dev->ops->conv_backward_filter(dev, &d, x.d, dy.d, dw.d, ws);
         dev->ops->download(dev, run ? dx.h : first_dx, dx.d, (size_t)nx * 4);
         dev->ops->download(dev, run ? dw.h : first_dw, dw.d, (size_t)nw * 4);
