@@ -638,7 +638,17 @@ static void test_act_grad(void)
         memcpy(y2, x, sizeof(float) * n);
         be->ops->act_forward(be, (tfc_act)a, n, 1, y2, y2);
         CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * n), 0);
-        be->ops->act_backward(be, (tfc_act)a, n, 1, x, y, wt, dx);
+        be->ops->act_backward(be, (tfc_act)a, n, 1, x, y, wt, dx, 0);
+        /* assigned: what adding to zeros gives, whatever dx held (NaN here) */
+        float *da = falloc(n), *dz = falloc(n);
+        for (int64_t i = 0; i < n; i++) da[i] = NAN, dz[i] = 0.0f;
+        be->ops->act_backward(be, (tfc_act)a, n, 1, x, y, wt, da, 1);
+        be->ops->act_backward(be, (tfc_act)a, n, 1, x, y, wt, dz, 0);
+        int assigned = 0;
+        for (int64_t i = 0; i < n; i++) assigned += !(da[i] == dz[i]);
+        if (assigned) printf("\n  %s backward assigned: %d differ", tfc_act_names[a], assigned);
+        CU_ASSERT_EQUAL(assigned, 0);
+        free(da), free(dz);
         int bad_f = 0, bad_b = 0;
         const double h = 1e-5;
         for (int64_t i = 0; i < n; i++) {
@@ -703,7 +713,15 @@ static void test_softmax(void)
     for (int64_t r = 0; r < rows; r++) ref_softmax(cols, xd + r * cols, want + r * cols);
     CU_ASSERT_EQUAL(compare("softmax", y, want, n, 1e-5, 1e-7), 0);
     CU_ASSERT(close_to(y[4], 1 / (1 + exp(-1.0)), 1e-6, 0));
-    be->ops->act_backward(be, TFC_ACT_SOFTMAX, n, cols, x, y, wt, dx);
+    be->ops->act_backward(be, TFC_ACT_SOFTMAX, n, cols, x, y, wt, dx, 0);
+    float *da = falloc(n), *dz = falloc(n);
+    for (int64_t i = 0; i < n; i++) da[i] = NAN, dz[i] = 0.0f;
+    be->ops->act_backward(be, TFC_ACT_SOFTMAX, n, cols, x, y, wt, da, 1);
+    be->ops->act_backward(be, TFC_ACT_SOFTMAX, n, cols, x, y, wt, dz, 0);
+    int assigned = 0;
+    for (int64_t i = 0; i < n; i++) assigned += !(da[i] == dz[i]);
+    CU_ASSERT_EQUAL(assigned, 0);
+    free(da), free(dz);
     softmax_ctx ctx = {rows, cols, xd, to_double(wt, n)};
     double *g = added(dx, dx0, n);
     CU_ASSERT_EQUAL(grad_check("softmax", xd, n, g, softmax_loss, &ctx, 1e-5, 1e-4, 1e-6), 0);

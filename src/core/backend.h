@@ -199,10 +199,11 @@ typedef struct tfc_device_options {
     /* y = act(x); softmax normalises each row of `cols`. x and y may alias. */                    \
     X(void, act_forward, (tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,       \
                           float *y))                                                               \
-    /* dx += act'(x) * dy (softmax: the Jacobian-vector product from y). Every activation          \
-     * reads x and y as it needs; neither may alias dx. */                                         \
+    /* dx += act'(x) * dy (softmax: the Jacobian-vector product from y), or dx = with assign        \
+     * (dx's old contents never read). Every activation reads x and y as it needs; neither         \
+     * may alias dx. */                                                                            \
     X(void, act_backward, (tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,      \
-                           const float *y, const float *dy, float *dx))                            \
+                           const float *y, const float *dy, float *dx, int assign))                \
                                                                                                    \
     /* Inverted dropout: y = x * keep / (1 - rate), keep = (uniform >= rate), the uniform of       \
      * element i drawn from Philox at (key, counter = (i, step)), so the mask needs no             \

@@ -22,12 +22,22 @@
 /* dx[i] += DERIV * dy[i] with v = x[i], out = y[i]. */
 #define MAP_BACKWARD(DERIV)                                                                \
     do {                                                                                   \
-        _Pragma("omp parallel for simd num_threads(nt) schedule(static)")                   \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            float v = x[i], out = y[i];                                                    \
-            (void)v;                                                                       \
-            (void)out;                                                                     \
-            dx[i] += (DERIV) * dy[i];                                                      \
+        if (assign) {                                                                      \
+            _Pragma("omp parallel for simd num_threads(nt) schedule(static)")               \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                float v = x[i], out = y[i];                                                \
+                (void)v;                                                                   \
+                (void)out;                                                                 \
+                dx[i] = (DERIV) * dy[i];                                                   \
+            }                                                                              \
+        } else {                                                                           \
+            _Pragma("omp parallel for simd num_threads(nt) schedule(static)")               \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                float v = x[i], out = y[i];                                                \
+                (void)v;                                                                   \
+                (void)out;                                                                 \
+                dx[i] += (DERIV) * dy[i];                                                  \
+            }                                                                              \
         }                                                                                  \
     } while (0)
 
@@ -60,7 +70,7 @@ static void softmax_forward(const tfc_backend *be, int64_t rows, int cols, const
 /* dx_j += y_j (dy_j - sum_k dy_k y_k): the softmax Jacobian J = diag(y) - y y^T times dy. */
 TFC_CPU_VECTOR
 static void softmax_backward(const tfc_backend *be, int64_t rows, int cols, const float *y,
-                             const float *dy, float *dx)
+                             const float *dy, float *dx, int assign)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -72,7 +82,7 @@ static void softmax_backward(const tfc_backend *be, int64_t rows, int cols, cons
         for (int j = 0; j < cols; j++) dot += (double)dyr[j] * yr[j];
         float d = (float)dot;
 #pragma omp simd
-        for (int j = 0; j < cols; j++) dxr[j] += yr[j] * (dyr[j] - d);
+        for (int j = 0; j < cols; j++) dxr[j] = (assign ? 0.0f : dxr[j]) + yr[j] * (dyr[j] - d);
     }
 }
 
@@ -115,12 +125,12 @@ void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, cons
     }
 }
 
-/* dx += act'(x) dy. Derivatives use y where it is exact and cheaper (sigmoid, tanh, elu,
- * selu, exponential, softmax), x elsewhere; at a kink the right-hand side is 0 (relu at 0
- * passes nothing, as TensorFlow). */
+/* dx += act'(x) dy, or = with assign. Derivatives use y where it is exact and cheaper
+ * (sigmoid, tanh, elu, selu, exponential, softmax), x elsewhere; at a kink the right-hand
+ * side is 0 (relu at 0 passes nothing, as TensorFlow). */
 TFC_CPU_VECTOR
 void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
-                          const float *y, const float *dy, float *dx)
+                          const float *y, const float *dy, float *dx, int assign)
 {
     if (n <= 0) return;
     int nt = tfc_cpu_threads(be, n);
@@ -131,7 +141,7 @@ void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
     case TFC_ACT_TANH: MAP_BACKWARD(1.0f - out * out); break;
     case TFC_ACT_SOFTMAX:
         if (cols <= 0) cols = (int)n;
-        softmax_backward(be, n / cols, cols, y, dy, dx);
+        softmax_backward(be, n / cols, cols, y, dy, dx, assign);
         break;
     /* elu'(x) = e^x = y + 1 for x <= 0 */
     case TFC_ACT_ELU: MAP_BACKWARD(v > 0.0f ? 1.0f : out + 1.0f); break;
@@ -153,7 +163,7 @@ void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
         _Pragma("omp parallel for simd num_threads(nt) schedule(static)")
         for (int64_t i = 0; i < n; i++) {
             float s = tfc_cpu_sigmoidf(x[i]);
-            dx[i] += (s + x[i] * s * (1.0f - s)) * dy[i];
+            dx[i] = (assign ? 0.0f : dx[i]) + (s + x[i] * s * (1.0f - s)) * dy[i];
         }
         break;
     }

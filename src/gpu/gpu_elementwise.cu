@@ -282,9 +282,12 @@ static __global__ void act_forward_kernel(int act, int64_t n, const float *x, fl
 }
 
 static __global__ void act_backward_kernel(int act, int64_t n, const float *x, const float *y,
-                                    const float *dy, float *dx)
+                                    const float *dy, float *dx, int assign)
 {
-    GRID_LOOP(i, n) dx[i] += act_deriv(act, x[i], y ? y[i] : 0.0f) * dy[i];
+    GRID_LOOP(i, n) {
+        const float g = act_deriv(act, x[i], y ? y[i] : 0.0f) * dy[i];
+        dx[i] = assign ? g : dx[i] + g;
+    }
 }
 
 /* One warp per row: y = exp(x - max) / sum exp(x - max); the maximum keeps exp finite. The
@@ -313,7 +316,7 @@ static __global__ void softmax_forward_kernel(int64_t rows, int cols, const floa
 
 /* dx_j += y_j (dy_j - sum_k dy_k y_k), one warp per row. */
 static __global__ void softmax_backward_kernel(int64_t rows, int cols, const float *y, const float *dy,
-                                        float *dx)
+                                        float *dx, int assign)
 {
     const int lane = threadIdx.x & 31;
     const int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
@@ -323,7 +326,7 @@ static __global__ void softmax_backward_kernel(int64_t rows, int cols, const flo
         double dot = 0.0;
         for (int j = lane; j < cols; j += 32) dot += (double)gr[j] * yr[j];
         const float d = (float)warp_sum(dot);
-        for (int j = lane; j < cols; j += 32) dr[j] += yr[j] * (gr[j] - d);
+        for (int j = lane; j < cols; j += 32) dr[j] = (assign ? 0.0f : dr[j]) + yr[j] * (gr[j] - d);
     }
 }
 
@@ -356,19 +359,19 @@ void tfc_gpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, cons
 }
 
 void tfc_gpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
-                          const float *y, const float *dy, float *dx)
+                          const float *y, const float *dy, float *dx, int assign)
 {
     gpu_ctx *g = gpu_of(be);
     if (n <= 0) return;
     if (act == TFC_ACT_SOFTMAX) {
         if (cols <= 0) cols = (int)n;
         softmax_backward_kernel<<<warp_blocks(g, n / cols), GPU_THREADS, 0, g->stream>>>(
-            n / cols, cols, y, dy, dx);
+            n / cols, cols, y, dy, dx, assign);
         TFC_LAUNCH_CHECK(g, softmax_backward_kernel);
         return;
     }
     act_backward_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>((int)act, n, x, y, dy,
-                                                                         dx);
+                                                                         dx, assign);
     TFC_LAUNCH_CHECK(g, act_backward_kernel);
 }
 

@@ -724,6 +724,8 @@ void tfc_model_layer_backward(tfc_model *m, int i)
      * assigns_grads (a convolution) writes it in its backward, so only the input's dz half,
      * if any, needs zeroing. */
     unsigned fresh = 0;
+    /* the activation's derivative, unless the loss took it (the last layer's, folded) */
+    const int act_grad = l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss);
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
         if (p < 0 || m->bound[p].zero_at != i) continue;
@@ -731,9 +733,9 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         for (int q = 0; q < j; q++) repeated |= l->inputs[q] == p;
         if (repeated) continue; /* zeroed, or copied into, at its first occurrence */
         tfc_bound *in = &m->bound[p];
-        if (l->ops->sums_inputs || l->ops->assigns_grads) {
+        if (l->ops->sums_inputs || l->ops->assigns_grads || (l->ops->pure_act && act_grad)) {
+            /* the input's dz half, if any, its own act_backward writes (assign) */
             fresh |= 1u << j;
-            if (in->dz != in->dy) m->be->ops->zero(m->be, in->dz, in->grad_bytes / 2);
         } else {
             m->be->ops->zero(m->be, in->dy, in->grad_bytes);
         }
@@ -742,14 +744,16 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     const void *xs[TFC_LAYER_MAX_INPUTS];
     float *dxs[TFC_LAYER_MAX_INPUTS];
     gather_inputs(m, l, xs, dxs);
-    if (l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss)) {
+    if (act_grad) {
         int cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
         /* an Activation layer's own backward would only add dz into dx: the derivative
-         * goes into dx at once (act_backward accumulates), one pass over memory less */
+         * goes into dx at once (added, or written where dx's block starts here), one pass
+         * over memory less; a layer's own dz only its activation writes */
         float *into = l->ops->pure_act ? dxs[0] : b->dz;
+        int assign = l->ops->pure_act ? (int)(fresh & 1) : 1;
         if (into)
             m->be->ops->act_backward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
-                                     cols, b->z_unset ? b->y : b->z, b->y, b->dy, into);
+                                     cols, b->z_unset ? b->y : b->z, b->y, b->dy, into, assign);
         if (l->ops->pure_act) return;
     }
     if (l->ops->sums_inputs) { /* Add: dx[j] += dy, or = dy where the block starts here */

@@ -351,11 +351,16 @@ static void test_activations(void)
         CU_ASSERT_EQUAL(pair_check(what, &y, F32), 0);
         /* backward from the same y on both, so only the derivative is compared */
         pair_push(&y);
-        ref->ops->act_backward(ref, (tfc_act)a, n, cols, x.h, y.h, dy.h, dx.h);
-        dev->ops->act_backward(dev, (tfc_act)a, n, cols, x.d, y.d, dy.d, dx.d);
+        ref->ops->act_backward(ref, (tfc_act)a, n, cols, x.h, y.h, dy.h, dx.h, 0);
+        dev->ops->act_backward(dev, (tfc_act)a, n, cols, x.d, y.d, dy.d, dx.d, 0);
         snprintf(what, sizeof what, "%s backward", tfc_act_names[a]);
         CU_ASSERT_EQUAL(pair_check(what, &dx, 1e-5, 1e-5), 0);
-        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+        pair dxa = pair_rand(n, -1, 1); /* overwritten */
+        ref->ops->act_backward(ref, (tfc_act)a, n, cols, x.h, y.h, dy.h, dxa.h, 1);
+        dev->ops->act_backward(dev, (tfc_act)a, n, cols, x.d, y.d, dy.d, dxa.d, 1);
+        snprintf(what, sizeof what, "%s backward, assigned", tfc_act_names[a]);
+        CU_ASSERT_EQUAL(pair_check(what, &dxa, 1e-5, 1e-5), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx), pair_free(&dxa);
     }
     /* in place (x and y alias) */
     pair x = pair_rand(n, -3, 3);
