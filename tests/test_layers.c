@@ -559,6 +559,20 @@ static bound bind_chains(const char *yaml, int run, int n, int threads)
     return b;
 }
 
+/* The inference output (n rows of `classes`) of a model from bind_chains for input x; the
+ * model is unbound. */
+static float *chains_output(bound b, const float *x, int n, int classes)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_forward(b.m, x, n, 0, 0, 0, &err), TFC_OK);
+    float *out = malloc(sizeof(float) * (size_t)classes * (size_t)n);
+    TFC_ASSERT(out);
+    tfc_model_get_output(b.m, out);
+    unbind(b);
+    return out;
+}
+
 /* At inference a convolution applies the BatchNormalization, the Add and the Activation
  * layer that alone read its output (conv -> BN -> ReLU, conv -> tanh, conv -> BN, the 1x1
  * stride-2 convolution oneDNN refuses -> BN -> ReLU, conv -> BN -> Add(an earlier output)
@@ -645,10 +659,7 @@ static void test_inference_chains(void)
         float x[6 * 9 * 9 * 3];
         for (size_t k = 0; k < sizeof x / sizeof *x; k++)
             x[k] = -1.0f + 2.0f * (float)rand() / (float)RAND_MAX;
-        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 0, 0, 0, &err), TFC_OK);
-        out[run] = malloc(sizeof(float) * 5 * n);
-        tfc_model_get_output(b.m, out[run]);
-        unbind(b);
+        out[run] = chains_output(b, x, n, 5);
     }
     CU_ASSERT_EQUAL(memcmp(out[0], out[1], sizeof(float) * 5 * n), 0);
     CU_ASSERT_EQUAL(memcmp(out[2], out[1], sizeof(float) * 5 * n), 0);
@@ -709,10 +720,7 @@ static void test_inference_pool_chains(void)
             CU_ASSERT(c[9].chain_end == 11 && c[9].chain_res == 8 && c[9].chain_pool == 11 &&
                       c[9].chain_act == TFC_ACT_LINEAR);
         }
-        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 0, 0, 0, &err), TFC_OK);
-        out[run] = malloc(sizeof(float) * 5 * n);
-        tfc_model_get_output(b.m, out[run]);
-        unbind(b);
+        out[run] = chains_output(b, x, n, 5);
     }
     CU_ASSERT_EQUAL(memcmp(out[0], out[1], sizeof(float) * 5 * n), 0);
     CU_ASSERT_EQUAL(memcmp(out[2], out[1], sizeof(float) * 5 * n), 0);
