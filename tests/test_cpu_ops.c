@@ -1322,7 +1322,17 @@ static void check_bn(tfc_backend *be, int64_t rows, int cols, int grads)
         memcpy(dx0, dx, sizeof(float) * n);
         memcpy(dg0, dg, sizeof(float) * cols);
         memcpy(db0, db, sizeof(float) * cols);
-        be->ops->bn_backward(be, rows, cols, x, wt, gamma, smean, sinv, dx, dg, db);
+        be->ops->bn_backward(be, rows, cols, x, wt, gamma, smean, sinv, dx, dg, db, 0);
+        /* assigned: what adding to zeros gives, whatever dx held (NaN here) */
+        float *da = falloc(n), *dz = falloc(n), *g2 = falloc(2 * cols);
+        for (int64_t i = 0; i < n; i++) da[i] = NAN, dz[i] = 0.0f;
+        memset(g2, 0, sizeof(float) * 2 * cols);
+        be->ops->bn_backward(be, rows, cols, x, wt, gamma, smean, sinv, da, g2, g2 + cols, 1);
+        be->ops->bn_backward(be, rows, cols, x, wt, gamma, smean, sinv, dz, g2, g2 + cols, 0);
+        int assigned = 0;
+        for (int64_t i = 0; i < n; i++) assigned += !(da[i] == dz[i]);
+        CU_ASSERT_EQUAL(assigned, 0);
+        free(da), free(dz), free(g2);
         ctx.wt = to_double(wt, n);
         double *gx = added(dx, dx0, n), *gg = added(dg, dg0, cols), *gb = added(db, db0, cols);
         CU_ASSERT_EQUAL(grad_check("x", ctx.x, n, gx, bn_loss, &ctx, 1e-4, 1e-3, 1e-4), 0);
@@ -1836,7 +1846,7 @@ static void test_parallel_sums_repeat(void)
         be->ops->bias_grad(be, ROWS, COLS, dy, bg);
         be->ops->bn_forward_train(be, ROWS, COLS, x, gamma, beta, 1e-3f, 0.9f, mm, mv, y, sm, si);
         memset(dx, 0, sizeof(float) * n);
-        be->ops->bn_backward(be, ROWS, COLS, x, dy, gamma, sm, si, dx, dg, db);
+        be->ops->bn_backward(be, ROWS, COLS, x, dy, gamma, sm, si, dx, dg, db, 0);
         be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, ROWS, COLS, x, ids, NULL, 1.0f / ROWS, &loss, y);
         double ss = be->ops->sumsq(be, n, x);
         for (int c = 0; c < COLS; c++) {

@@ -38,13 +38,14 @@ static const gc_case cases[] = {
     {"softmax_fused", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 4, activation: softmax}\n", 4},
     {"activation_softmax_last", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 4}\n"
                                 "  - Activation: {activation: softmax}\n", 4},
-    /* gradient blocks shared by two readers: d1's by an Activation and, later, a Dense (whose
-     * backward runs first); c1's by a convolution and, later, an Add. Neither the Activation
-     * nor the convolution may overwrite what the later reader left there. */
+    /* gradient blocks shared by two readers: d1's by an Activation, a BatchNormalization
+     * and, later, a Dense (whose backward runs first); c1's by a convolution and, later, an
+     * Add. None of the first may overwrite what the later reader left there. */
     {"shared_gradients", "input: {shape: [5]}\nlayers:\n  - Dense: {name: d1, units: 6}\n"
                          "  - Activation: {name: t, activation: tanh, inputs: d1}\n"
+                         "  - BatchNormalization: {name: b, inputs: d1}\n"
                          "  - Dense: {name: d2, units: 6, inputs: d1}\n"
-                         "  - Add: {inputs: [t, d2]}\n  - Dense: {units: 3}\n", 3},
+                         "  - Add: {inputs: [t, b, d2]}\n  - Dense: {units: 3}\n", 6},
     {"shared_conv_gradients", IMG "  - Conv2D: {name: c1, filters: 2, kernel_size: 3, padding: same}\n"
                               "  - Conv2D: {name: c2, filters: 2, kernel_size: 3, padding: same, inputs: c1}\n"
                               "  - Add: {inputs: [c2, c1]}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 3},

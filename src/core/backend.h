@@ -254,10 +254,12 @@ typedef struct tfc_device_options {
                                const float *gamma, const float *beta,                              \
                                const float *moving_mean, const float *moving_var, float eps,       \
                                float *y))                                                          \
-    /* Training-mode backward: dx, dgamma, dbeta += ... */                                         \
+    /* Training-mode backward: dx, dgamma, dbeta += ...; with assign dx = ... (its old contents     \
+     * never read). */                                                                             \
     X(void, bn_backward, (tfc_backend *be, int64_t rows, int cols, const float *x,                 \
                           const float *dy, const float *gamma, const float *save_mean,             \
-                          const float *save_invstd, float *dx, float *dgamma, float *dbeta))       \
+                          const float *save_invstd, float *dx, float *dgamma, float *dbeta,        \
+                          int assign))                                                             \
                                                                                                    \
     /* Embedding: y[i, :] = table[ids[i], :] for i < n (ids already range-checked);                \
      * backward dtable[ids[i], :] += dy[i, :]. */                                                  \

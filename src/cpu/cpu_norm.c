@@ -105,12 +105,13 @@ void tfc_cpu_bn_forward_infer(tfc_backend *be, int64_t rows, int cols, const flo
 
 /* With xhat = (x - mean) invstd and N = rows:
  *   dbeta += sum dy,  dgamma += sum dy xhat,
- *   dx += gamma invstd (dy - mean(dy) - xhat mean(dy xhat))
+ *   dx += gamma invstd (dy - mean(dy) - xhat mean(dy xhat))   (= with assign)
  * (the batch statistics' own dependence on x gives the two mean terms). */
 TFC_CPU_VECTOR
 void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x,
                          const float *dy, const float *gamma, const float *save_mean,
-                         const float *save_invstd, float *dx, float *dgamma, float *dbeta)
+                         const float *save_invstd, float *dx, float *dgamma, float *dbeta,
+                         int assign)
 {
     if (rows <= 0) return;
     for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
@@ -151,10 +152,18 @@ void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * cols + c0, *gr = dy + r * cols + c0;
             float *dr = dx + r * cols + c0;
+            if (assign) {
 #pragma omp simd
-            for (int j = 0; j < cb; j++) {
-                float xhat = (xr[j] - mean[j]) * invstd[j];
-                dr[j] += k[j] * (gr[j] - mdy[j] - xhat * mdyx[j]);
+                for (int j = 0; j < cb; j++) {
+                    float xhat = (xr[j] - mean[j]) * invstd[j];
+                    dr[j] = k[j] * (gr[j] - mdy[j] - xhat * mdyx[j]);
+                }
+            } else {
+#pragma omp simd
+                for (int j = 0; j < cb; j++) {
+                    float xhat = (xr[j] - mean[j]) * invstd[j];
+                    dr[j] += k[j] * (gr[j] - mdy[j] - xhat * mdyx[j]);
+                }
             }
         }
     }

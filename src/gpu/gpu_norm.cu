@@ -164,16 +164,17 @@ static __global__ void bwd_stats_kernel(int cols, int splits, int64_t rows, cons
     mdyx[c] = (float)(sdyx / (double)rows);
 }
 
-/* dx += k (dy - mdy - xhat mdyx) */
+/* dx += k (dy - mdy - xhat mdyx), or = with assign */
 static __global__ void bwd_dx_kernel(int64_t total, int cols, const float *x, const float *dy,
                               const float *mean, const float *invstd, const float *k,
-                              const float *mdy, const float *mdyx, float *dx)
+                              const float *mdy, const float *mdyx, float *dx, int assign)
 {
     GRID_LOOP(i, total)
     {
         int c = (int)(i % cols);
         float xhat = (x[i] - mean[c]) * invstd[c];
-        dx[i] += k[c] * (dy[i] - mdy[c] - xhat * mdyx[c]);
+        const float g = k[c] * (dy[i] - mdy[c] - xhat * mdyx[c]);
+        dx[i] = assign ? g : dx[i] + g;
     }
 }
 
@@ -182,7 +183,8 @@ static __global__ void bwd_dx_kernel(int64_t total, int cols, const float *x, co
  *   dx += gamma invstd (dy - mean(dy) - xhat mean(dy xhat)). */
 void tfc_gpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x,
                          const float *dy, const float *gamma, const float *save_mean,
-                         const float *save_invstd, float *dx, float *dgamma, float *dbeta)
+                         const float *save_invstd, float *dx, float *dgamma, float *dbeta,
+                         int assign)
 {
     gpu_ctx *g = gpu_of(be);
     if (rows <= 0 || cols <= 0) return;
@@ -201,6 +203,6 @@ void tfc_gpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
     TFC_LAUNCH_CHECK(g, bwd_stats_kernel);
     const int64_t total = rows * cols;
     bwd_dx_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(
-        total, cols, x, dy, save_mean, save_invstd, k, mdy, mdyx, dx);
+        total, cols, x, dy, save_mean, save_invstd, k, mdy, mdyx, dx, assign);
     TFC_LAUNCH_CHECK(g, bwd_dx_kernel);
 }

@@ -94,11 +94,12 @@ static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const 
     int64_t rows = (int64_t)ex->batch * tfc_layer_out_numel(l) / c;
     tfc_param *p = l->params;
     ex->be->ops->bn_backward(ex->be, rows, c, x[0], dy, p[GAMMA].data, l->saved, l->saved + c,
-                             dx[0], p[GAMMA].grad, p[BETA].grad);
+                             dx[0], p[GAMMA].grad, p[BETA].grad, ex->fresh & 1);
 }
 
 const tfc_layer_ops tfc_batch_normalization_ops = {
     .type = "BatchNormalization", .schema = bn_fields, .args_size = sizeof(bn_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
     .build = bn_build, .forward = bn_forward, .backward = bn_backward, .bn_params = bn_params,
+    .assigns_grads = 1,
 };

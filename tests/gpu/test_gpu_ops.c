@@ -618,11 +618,16 @@ static int bn_case(int64_t rows, int cols)
     /* backward from the same saved statistics */
     pair_push(&sm);
     pair_push(&si);
-    ref->ops->bn_backward(ref, rows, cols, x.h, dy.h, gamma.h, sm.h, si.h, dx.h, dg.h, dbt.h);
-    dev->ops->bn_backward(dev, rows, cols, x.d, dy.d, gamma.d, sm.d, si.d, dx.d, dg.d, dbt.d);
+    ref->ops->bn_backward(ref, rows, cols, x.h, dy.h, gamma.h, sm.h, si.h, dx.h, dg.h, dbt.h, 0);
+    dev->ops->bn_backward(dev, rows, cols, x.d, dy.d, gamma.d, sm.d, si.d, dx.d, dg.d, dbt.d, 0);
     bad += pair_check("bn dx", &dx, 1e-4, 1e-5);
     bad += pair_check("bn dgamma", &dg, 1e-5, 1e-4);
     bad += pair_check("bn dbeta", &dbt, 1e-5, 1e-4);
+    pair dxa = pair_rand(rows * cols, -1, 1); /* overwritten */
+    ref->ops->bn_backward(ref, rows, cols, x.h, dy.h, gamma.h, sm.h, si.h, dxa.h, dg.h, dbt.h, 1);
+    dev->ops->bn_backward(dev, rows, cols, x.d, dy.d, gamma.d, sm.d, si.d, dxa.d, dg.d, dbt.d, 1);
+    bad += pair_check("bn dx, assigned", &dxa, 1e-4, 1e-5);
+    pair_free(&dxa);
     ref->ops->bn_forward_infer(ref, rows, cols, x.h, gamma.h, beta.h, mm.h, mv.h, 1e-3f, y.h);
     dev->ops->bn_forward_infer(dev, rows, cols, x.d, gamma.d, beta.d, mm.d, mv.d, 1e-3f, y.d);
     bad += pair_check("bn infer y", &y, 1e-5, 1e-5);
