@@ -719,10 +719,11 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
     /* gradient blocks whose lifetime starts here (plan_grads): this layer's inputs when it is
-     * their last consumer, and its own when nothing consumes it. An Add writes the first
-     * gradient of such an input by a copy of dy instead (bit j of `fresh`), and a layer with
-     * assigns_grads (a convolution) writes it in its backward, so only the input's dz half,
-     * if any, needs zeroing. */
+     * their last consumer, and its own when nothing consumes it. Zeroed, unless this layer
+     * writes the first gradient of such an input instead of adding it (bit j of `fresh`):
+     * an Add by a copy of dy, an Activation layer's act_backward, a layer with
+     * assigns_grads (Conv2D, BatchNormalization) in its backward. The input's dz half, if
+     * any, its own act_backward writes. */
     unsigned fresh = 0;
     /* the activation's derivative, unless the loss took it (the last layer's, folded) */
     const int act_grad = l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss);
@@ -734,7 +735,6 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         if (repeated) continue; /* zeroed, or copied into, at its first occurrence */
         tfc_bound *in = &m->bound[p];
         if (l->ops->sums_inputs || l->ops->assigns_grads || (l->ops->pure_act && act_grad)) {
-            /* the input's dz half, if any, its own act_backward writes (assign) */
             fresh |= 1u << j;
         } else {
             m->be->ops->zero(m->be, in->dy, in->grad_bytes);

@@ -53,7 +53,8 @@ typedef struct tfc_layer_ops {
     int keeps_mask;            /* output keeps the sequence mask of its input */
     int pure_act;              /* y = act(x) and nothing else (Activation) */
     int sums_inputs;           /* y = x[0] + x[1] + ... (Add) */
-    int assigns_grads;         /* backward honours ex->fresh (writes a fresh dx[j]) */
+    int assigns_grads;         /* backward writes dx[j] where ex->fresh has bit j (Conv2D,
+                                * BatchNormalization), else adds to it */
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
