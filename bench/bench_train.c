@@ -1,8 +1,10 @@
 /* Training-step benchmark: forward + loss + backward + SGD update per batch for each model
  * given, on random data, after warm-up; prints one JSON line per model with the median of
  * each repeat (every repeat is the median of --steps steps). On the CPU it also measures the
- * machine's sgemm rate, which with each model's GEMM FLOPs gives the sgemm-rate bound; on a
- * GPU (--device gpu[:N]) it reports the allocator's peak memory instead.
+ * machine's sgemm rate, which with each model's GEMM FLOPs gives the sgemm-rate bound: right
+ * before each repeat's warm-up and right after its steps, since a shared machine's speed
+ * drifts by more than the ratio it bounds within the minutes a run takes; on a GPU
+ * (--device gpu[:N]) it reports the allocator's peak memory instead.
  * --threads N sizes the CPU backend (default: all cores, as tfc-train's --threads 0).
  *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N] [--tf32]
  *               MODEL.yaml... */
@@ -17,21 +19,19 @@
 #include "gpu/gpu.h"
 #endif
 
-/* sgemm GFLOP/s on 1024^3 (best of 5), the rate the bound divides by. */
-static double sgemm_rate(void)
+/* sgemm GFLOP/s on 1024^3, best of `runs` after one unmeasured: the rate the bound divides
+ * by. a, b, c: n * n floats each. */
+#define RATE_N 1024
+static double sgemm_rate(float *a, float *b, float *c, int runs)
 {
-    int n = 1024;
-    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
-          *c = malloc(sizeof(float) * n * n);
-    for (int i = 0; i < n * n; i++) a[i] = b[i] = c[i] = 0.001f * (float)(i % 97);
+    const int n = RATE_N;
     double best = 1e9;
-    for (int r = 0; r < 6; r++) {
+    for (int r = 0; r <= runs; r++) {
         double t = tfc_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
         t = tfc_now() - t;
         if (r && t < best) best = t;
     }
-    free(a), free(b), free(c);
     return 2.0 * n * n * n / best / 1e9;
 }
 
@@ -111,8 +111,14 @@ int main(int argc, char **argv)
         return 2;
     }
     const int on_cpu = !strcmp(device, "cpu");
-    double rate = on_cpu ? sgemm_rate() : 0.0;
-    if (on_cpu) printf("{\"sgemm_gflops\": %.1f}\n", rate);
+    float *ra = NULL, *rb = NULL, *rc = NULL;
+    if (on_cpu) {
+        const size_t nn = (size_t)RATE_N * RATE_N;
+        ra = malloc(sizeof(float) * nn), rb = malloc(sizeof(float) * nn);
+        rc = malloc(sizeof(float) * nn);
+        if (!ra || !rb || !rc) return 1;
+        for (size_t i = 0; i < nn; i++) ra[i] = rb[i] = rc[i] = 0.001f * (float)(i % 97);
+    }
     for (int a = 0; a < nmodels; a++) {
         const char *path = models[a];
         int batch = strstr(path, "lstm") ? 32 : 128;
@@ -139,10 +145,11 @@ int main(int argc, char **argv)
             else ((float *)x)[i] = (float)(i % 255) / 255.f;
         }
         for (int64_t i = 0; i < nlab; i++) labels[i] = (int32_t)(i * 3 % tfc_model_classes(m));
-        double *t = malloc(sizeof(double) * (size_t)steps), reps[16];
+        double *t = malloc(sizeof(double) * (size_t)steps), reps[16], rates[32];
         int64_t np = tfc_model_trainable_count(m);
         tfc_batch_result r;
         for (int rep = 0; rep < repeats; rep++) {
+            if (on_cpu) rates[2 * rep] = sgemm_rate(ra, rb, rc, 3);
             for (int s = -warmup; s < steps; s++) {
                 double t0 = tfc_now();
                 tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(s + warmup), &err);
@@ -154,17 +161,20 @@ int main(int argc, char **argv)
                 if (s >= 0) t[s] = tfc_now() - t0;
             }
             reps[rep] = tfc_median(t, steps) * 1e3;
+            if (on_cpu) rates[2 * rep + 1] = sgemm_rate(ra, rb, rc, 3);
         }
         double flops = step_flops(m, batch);
         printf("{\"model\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"steps\": %d, \"ms\": [",
                tfc_model_name(m), device, batch, steps);
         for (int rep = 0; rep < repeats; rep++) printf("%s%.3f", rep ? ", " : "", reps[rep]);
-        if (on_cpu)
-            printf("], \"bound_ms\": %.3f, \"gflop\": %.3f}\n", flops / (rate * 1e9) * 1e3,
-                   flops / 1e9);
-        else
+        if (on_cpu) {
+            const double rate = tfc_median(rates, 2 * repeats);
+            printf("], \"bound_ms\": %.3f, \"gflop\": %.3f, \"sgemm_gflops\": %.1f}\n",
+                   flops / (rate * 1e9) * 1e3, flops / 1e9, rate);
+        } else {
             printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"gpu\": \"%s\"}\n",
                    flops / 1e9, peak_mib(be), tf32, gpu_name(be));
+        }
         if (tfc_backend_status(be, &err)) {
             fputs(err.text, stderr);
             return 1;
@@ -174,5 +184,6 @@ int main(int argc, char **argv)
         tfc_model_free(m);
         tfc_backend_free(be);
     }
+    free(ra), free(rb), free(rc);
     return 0;
 }

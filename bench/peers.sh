@@ -5,8 +5,9 @@
 # on first use: torch (eager and torch.compile), tensorflow-cpu + keras (Keras 3 on
 # TensorFlow), jax + keras (Keras 3 on JAX, XLA). A peer whose install fails is left out and
 # said so. Prints each model's median ms per peer, the fastest peer / tfc, and tfc / the
-# sgemm-rate bound; then the loaded-machine row: each peer's step beside a one-core busy loop
-# and its ratio to the quiet step (HOG_ROUNDS=0 leaves it out).
+# sgemm-rate bound (per round, against the rate bench_train measured around that round's
+# steps, then the median); then the loaded-machine row: each peer's step beside a one-core
+# busy loop and its ratio to the quiet step (HOG_ROUNDS=0 leaves it out).
 #   bench/peers.sh BENCH_BINARY   (ROUNDS=3 STEPS=30 HOG_ROUNDS=1 HOG_STEPS=10 PEERS="torch tf jax")
 set -e
 bin=${1:?usage: peers.sh BENCH_BINARY}
@@ -99,7 +100,8 @@ for line in open(sys.argv[1]):
     p, load = d["peer"], d.get("load", "quiet")
     if p not in peers: peers.append(p)
     ms.setdefault(load, {}).setdefault(d["model"], {}).setdefault(p, []).extend(d["ms"])
-    if "bound_ms" in d and load == "quiet": bound.setdefault(d["model"], []).append(d["bound_ms"])
+    if "bound_ms" in d and load == "quiet":  # this round's tfc / its own bound
+        bound.setdefault(d["model"], []).append(statistics.median(d["ms"]) / d["bound_ms"])
 short = [p.replace("keras ", "k").replace(" tensorflow", " tf") for p in peers]
 nan = float("nan")
 med = {load: {m: {p: statistics.median(v) for p, v in row.items()} for m, row in rows.items()}
@@ -112,9 +114,10 @@ for model, row in med.get("quiet", {}).items():
     t = row.get("tfc", nan)
     b = statistics.median(bound.get(model, [nan]))
     print(f"{model:<10}" + "".join(f"{row.get(p, nan):16.2f}" for p in peers) +
-          f"{best / t:15.2f}{t / b:10.2f}")
+          f"{best / t:15.2f}{b:10.2f}")
 print("(ms per training step: medians over rounds of each round's median; 2 threads; "
-      "bound: GEMM FLOPs / sgemm rate)")
+      "tfc/bound: median over rounds of the step / GEMM FLOPs per sgemm rate, the rate "
+      "measured beside that round's steps)")
 if "hog" in med:
     print("\nbeside a one-core busy loop: ms per step (x its quiet step)")
     for model, row in med["hog"].items():
