@@ -161,28 +161,67 @@ static inline float tfc_cpu_tanhf(float x)
 }
 
 /* ---- packed small GEMMs (cpu_panel.c) ------------------------------------------------------
- * For a B [k, n] multiplied many times by A's of a few rows (the LSTM's per-step recurrent
- * GEMM): pack once, then multiply single-threaded, inside the caller's parallel region. */
+ * For a B [k, n] multiplied many times by A's of a few rows (the LSTM's per-step GEMMs): pack
+ * once, then multiply single-threaded, inside the caller's parallel region. */
 
 /* Floats that tfc_cpu_pack_panels writes for B [k, n] (n rounded up to 16 columns). */
 size_t tfc_cpu_panels_floats(int k, int n);
 
 /* Packs B [k, n] (row l at b + l ldb), or with trans Sᵀ for S [n, k] at b with row stride
- * ldb, into tfc_cpu_panels_floats(k, n) floats at packed. */
+ * ldb, into tfc_cpu_panels_floats(k, n) floats at packed: panel p (columns 16p..16p+15, zeros
+ * past n) is [k, 16] contiguous at packed + 16 p k. */
 void tfc_cpu_pack_panels(int k, int n, const float *b, int ldb, int trans, float *packed);
 
-/* c[m, n] += a[m, k] · B with B packed by tfc_cpu_pack_panels(k, n, ...). Each element's
- * products are summed in l order (fused multiply-adds where the CPU has AVX2 and FMA or
- * AVX-512, picked at run time; both give the same bits), then added to c: the same inputs
- * give the same bits on the same machine. */
-void tfc_cpu_gemm_panels(int m, int n, int k, const float *a, int lda, const float *packed,
-                         float *c, int ldc);
+/* The same with panels ldp >= k rows apart (panel p at packed + 16 p ldp), so that matrices
+ * packed at packed + 16 r stack: B's rows r.. of one tall packed matrix (tfc_cpu_panels_floats
+ * (ldp, n) floats in all). */
+void tfc_cpu_pack_panels_ld(int k, int n, const float *b, int ldb, int trans, float *packed,
+                            int ldp);
+
+/* How an A operand [m, k] lies in memory, element (r, l) at:
+ *   TFC_PANEL_ROWS    a[r lda + l], row-major;
+ *   TFC_PANEL_ROWS8   a[(r / 8) lda + 8 l + r % 8], panels of 8 rows (lda >= 8 k): the
+ *                     transpose of a [k, m] matrix whose rows tfc_cpu_pack_rows8_col wrote;
+ *   TFC_PANEL_COLS16  a[(l / 16) lda + 16 r + l % 16], panels of 16 columns (lda >= 16 m):
+ *                     what tfc_cpu_pack_panels writes, read as A. */
+enum { TFC_PANEL_ROWS, TFC_PANEL_ROWS8, TFC_PANEL_COLS16 };
+
+/* An A operand read in place. k 0: none. */
+typedef struct tfc_panel_a {
+    const float *a;
+    int lda, k, layout;
+} tfc_panel_a;
+
+/* Row l of S [k, m], the m floats at row, into a TFC_PANEL_ROWS8 A = Sᵀ with panels lda
+ * apart, at column l (a + 8 l); zeros past row m. */
+void tfc_cpu_pack_rows8_col(int m, const float *row, float *a, int lda);
+
+/* c[m, n] += [A1 A2] · B, or with set c = init + [A1 A2] · B (init: a row of n floats added
+ * to every row; NULL: zeros). A1 [m, a1.k] and A2 [m, a2.k] side by side multiply B's rows
+ * 0..a1.k-1 and a1.k..a1.k+a2.k-1; A2 is row-major (its layout is ignored). B is packed
+ * with panels ldp rows apart (>= a1.k + a2.k), starting at `packed` (which may point at a
+ * row inside a taller packed matrix). */
+typedef struct tfc_panel_gemm {
+    int m, n;
+    tfc_panel_a a1, a2;
+    const float *packed;
+    int ldp;
+    int set;
+    const float *init;
+    float *c;
+    int ldc;
+} tfc_panel_gemm;
+
+/* Each element's products are summed in l order from zero (A1's, then A2's; fused
+ * multiply-adds where the CPU has AVX2 and FMA or AVX-512, picked at run time; both give the
+ * same bits), then added to c or init: the same inputs give the same bits on the same
+ * machine. */
+void tfc_cpu_panel_gemm(const tfc_panel_gemm *g);
 
 /* The same through one kernel: isa 2 AVX-512, 1 AVX2 + FMA, 0 plain loops, -1 the best this
- * CPU runs (what tfc_cpu_gemm_panels uses). Returns 0, computing nothing, where the CPU lacks
+ * CPU runs (what tfc_cpu_panel_gemm uses). Returns 0, computing nothing, where the CPU lacks
  * the kernel's instructions (for the tests that compare the kernels). */
-int tfc_cpu_gemm_panels_isa(int isa, int m, int n, int k, const float *a, int lda,
-                            const float *packed, float *c, int ldc);
+int tfc_cpu_panel_gemm_isa(int isa, const tfc_panel_gemm *g);
 
 /* ---- the math ops ----------------------------------------------------------------------
  * tfc_cpu_<op> for every op of TFC_BACKEND_MATH_OPS (contracts in core/backend.h), each

@@ -1,16 +1,21 @@
 /* CPU LSTM over a whole sequence (Keras's formulation, gates i, f, c, o; see backend.h).
- * Forward: one GEMM x·K for every step at once straight into `gates`, then per step one
- * GEMM h_{t-1}·R added into that step's slice and the element-wise cell. Backward walks
- * the steps in reverse computing dgates (and dh_{t-1} = dgates·Rᵀ per step); dkernel,
- * drkernel, dbias and dx are then one GEMM (or reduction) each over all n·t rows.
+ * Forward: per step gates = bias + x_t·K + h_{t-1}·R, one GEMM against [K; R] stacked, then
+ * the element-wise cell; or, where K is wide (fused_input), one GEMM x·K for every step at
+ * once straight into `gates` and per step h_{t-1}·R added into that step's slice. Backward
+ * walks the steps in reverse computing dgates (and dh_{t-1} = dgates·Rᵀ per step), written
+ * in panels of 16 columns as it goes; drkernel, dkernel and dx are then one GEMM each over
+ * all n·t rows with dgates as their packed B (h_prevᵀ·dgates, xᵀ·dgates) or their A
+ * (dgates·Kᵀ), so that only h_prev and x are packed after the recurrence.
  * The sequences of a batch never meet in the recurrence, so they go through all t steps in
  * blocks of a few rows inside one parallel region, each block claimed by whichever thread is
  * free: no barrier per step, which on a busy machine would make every step wait for the most
  * descheduled thread, and a descheduled thread simply takes fewer blocks (docs/cpu.md).
  * dbias is summed per block inside the backward region, while dgates is still in cache.
- * The per-step GEMMs run on the recurrent kernel packed once per pass (cpu_panel.c), since
- * OpenBLAS would re-pack all of it for each thread's few rows at every step. */
+ * The per-step GEMMs run on the kernels packed once per pass (cpu_panel.c), since OpenBLAS
+ * would re-pack all of them for each thread's few rows at every step. */
 #include "cpu/cpu_internal.h"
+
+#include <omp.h>
 
 /* Floats, rounded up to a 64-byte multiple so every workspace piece stays aligned. */
 static size_t padded(int64_t floats)
@@ -18,11 +23,16 @@ static size_t padded(int64_t floats)
     return (size_t)((floats + 15) & ~(int64_t)15);
 }
 
-/* Workspace layout (floats): dgates [n*t, 4u], hprev [n*t, u], dh [n, u], dc [n, u],
- * zero [u] (the h_0 = c_0 = 0 row), packed: the recurrent kernel R [u, 4u] packed for the
- * forward GEMM, or Rᵀ for the backward one; dbias: a double [4u] per block of sequences. */
+/* Workspace layout (floats): dgates: every step's dz in panels of 16 gate columns,
+ * [⌈4u/16⌉][n*t][16], rows step-major (row s n + i): the B of the weight gradients' GEMMs
+ * and the A of dx's; hprev: h_prevᵀ [u, n*t] then xᵀ [in, n*t] in panels of 8 rows, columns
+ * step-major (the weight gradients' A; h_prev is h one step back, 0 at the first); dxs: dx
+ * [n*t, in] step-major; dh [n, u]; dc [n, u]; zero [u] (the h_0 = c_0 = 0 row); packed:
+ * [K; R] [in + u, 4u] (or R alone) packed for the forward GEMMs, or Rᵀ [4u, u] then Kᵀ
+ * [4u, in] for the backward ones; dz: per thread its block's dz rows [rows, 4u]; dbias: a
+ * double [4u] per block of sequences. */
 typedef struct lstm_ws {
-    float *dgates, *hprev, *dh, *dc, *zero, *packed;
+    float *dgates, *hprev, *dxs, *dh, *dc, *zero, *packed, *dz;
     double *dbias;
 } lstm_ws;
 
@@ -61,34 +71,66 @@ static void block_rows(int n, int b, int nb, int *r0, int *r1)
     *r1 = (int)((int64_t)n * (b + 1) / nb);
 }
 
+/* Whether the forward pass multiplies x_t by K inside the recurrence, as rows of one GEMM
+ * with h_{t-1}·R: it saves writing every step's x·K to `gates` and reading it back, but
+ * streams K once per step and block, so only while [K; R] packed fits in LSTM_FUSE_BYTES
+ * (about an L2 cache) and K is no bigger than R; past that, one OpenBLAS GEMM for all steps
+ * reads K once. */
+#define LSTM_FUSE_BYTES ((size_t)2 << 20)
+
+static int fused_input(const tfc_lstm_desc *d)
+{
+    return d->in <= d->units &&
+           tfc_cpu_panels_floats(d->in + d->units, 4 * d->units) * sizeof(float) <=
+               LSTM_FUSE_BYTES;
+}
+
+/* The most rows a block has */
+static int block_most(const tfc_backend *be, const tfc_lstm_desc *d)
+{
+    int nb = blocks(be, d);
+    return (d->n + nb - 1) / nb;
+}
+
 static int64_t packed_floats(const tfc_lstm_desc *d)
 {
-    size_t f = tfc_cpu_panels_floats(d->units, 4 * d->units);
-    size_t b = tfc_cpu_panels_floats(4 * d->units, d->units);
+    const int u = d->units, G = 4 * u;
+    size_t f = tfc_cpu_panels_floats(d->in + u, G);
+    size_t b = tfc_cpu_panels_floats(G, u) + tfc_cpu_panels_floats(G, d->in);
     return (int64_t)(f > b ? f : b);
 }
 
-static lstm_ws carve(const tfc_lstm_desc *d, void *ws)
+/* Floats of each workspace piece but dbias, in carve's order */
+static void ws_floats(const tfc_backend *be, const tfc_lstm_desc *d, int64_t f[9])
 {
     const int64_t nt = (int64_t)d->n * d->t, u = d->units;
-    lstm_ws w;
-    w.dgates = ws;
-    w.hprev = w.dgates + padded(nt * 4 * u);
-    w.dh = w.hprev + padded(nt * u);
-    w.dc = w.dh + padded((int64_t)d->n * u);
-    w.zero = w.dc + padded((int64_t)d->n * u);
-    w.packed = w.zero + padded(u);
-    w.dbias = (double *)(w.packed + padded(packed_floats(d)));
+    f[0] = (int64_t)tfc_cpu_panels_floats((int)nt, 4 * (int)u);
+    f[1] = (int64_t)((u + 7) / 8 + (d->in + 7) / 8) * 8 * nt;
+    f[2] = nt * d->in;
+    f[3] = f[4] = (int64_t)d->n * u;
+    f[5] = u;
+    f[6] = packed_floats(d);
+    f[7] = (int64_t)team(be, d) * block_most(be, d) * 4 * u;
+}
+
+static lstm_ws carve(const tfc_backend *be, const tfc_lstm_desc *d, void *ws)
+{
+    int64_t f[9];
+    ws_floats(be, d, f);
+    float *p[8];
+    p[0] = ws;
+    for (int i = 1; i < 8; i++) p[i] = p[i - 1] + padded(f[i - 1]);
+    lstm_ws w = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], (double *)(p[7] + padded(f[7]))};
     return w;
 }
 
 size_t tfc_cpu_lstm_workspace(tfc_backend *be, const tfc_lstm_desc *d)
 {
-    const int64_t nt = (int64_t)d->n * d->t, u = d->units;
-    return (padded(nt * 4 * u) + padded(nt * u) + 2 * padded((int64_t)d->n * u) + padded(u) +
-            padded(packed_floats(d))) *
-               sizeof(float) +
-           (size_t)blocks(be, d) * 4 * u * sizeof(double);
+    int64_t f[9];
+    ws_floats(be, d, f);
+    size_t floats = 0;
+    for (int i = 0; i < 8; i++) floats += padded(f[i]);
+    return floats * sizeof(float) + (size_t)blocks(be, d) * 4 * d->units * sizeof(double);
 }
 
 /* One step of one sequence. z [4u]: pre-activations in, activations i, f, g, o out.
@@ -122,22 +164,37 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
                           const float *mask, float *y, float *hseq, float *cseq, float *gates,
                           void *ws)
 {
-    const int n = d->n, T = d->t, u = d->units, G = 4 * u;
+    const int n = d->n, T = d->t, u = d->units, G = 4 * u, in = d->in;
     if (n <= 0 || T <= 0 || u <= 0) return;
-    lstm_ws w = carve(d, ws);
+    lstm_ws w = carve(be, d, ws);
     memset(w.zero, 0, (size_t)u * sizeof(float));
-    tfc_cpu_gemm(be, 0, 0, n * T, G, d->in, 1.0f, x, d->in, kernel, G, 0.0f, gates, G);
-    if (bias) tfc_cpu_bias_add(be, (int64_t)n * T, G, bias, gates);
-    if (T > 1) tfc_cpu_pack_panels(u, G, rkernel, G, 0, w.packed);
+    const int fuse = fused_input(d), ki = fuse ? in : 0; /* x's rows in the packed [K; R] */
+    if (fuse) {
+        tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, w.packed, in + u);
+    } else {
+        tfc_cpu_gemm(be, 0, 0, n * T, G, in, 1.0f, x, in, kernel, G, 0.0f, gates, G);
+        if (bias) tfc_cpu_bias_add(be, (int64_t)n * T, G, bias, gates);
+    }
+    if (T > 1) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, w.packed + (size_t)ki * 16, ki + u);
     const int nt = team(be, d), nb = blocks(be, d);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
     for (int b = 0; b < nb; b++) {
         int r0, r1;
         block_rows(n, b, nb, &r0, &r1);
         for (int s = 0; s < T && r1 > r0; s++) {
-            if (s > 0) /* gates_s += h_{s-1} · R */
-                tfc_cpu_gemm_panels(r1 - r0, G, u, hseq + ((int64_t)r0 * T + s - 1) * u, T * u,
-                                    w.packed, gates + ((int64_t)r0 * T + s) * G, T * G);
+            /* fused: gates_s = bias + x_s · K + h_{s-1} · R; else gates_s += h_{s-1} · R */
+            const int64_t first = (int64_t)r0 * T + s;
+            const tfc_panel_a h = {.a = s > 0 ? hseq + (first - 1) * u : NULL, .lda = T * u,
+                                   .k = s > 0 ? u : 0};
+            tfc_panel_gemm g = {.m = r1 - r0, .n = G, .packed = w.packed, .ldp = ki + u,
+                                .c = gates + first * G, .ldc = T * G};
+            if (fuse) {
+                g.a1 = (tfc_panel_a){.a = x + first * in, .lda = T * in, .k = in};
+                g.a2 = h, g.set = 1, g.init = bias;
+            } else {
+                g.a1 = h;
+            }
+            if (fuse || s > 0) tfc_cpu_panel_gemm(&g);
             for (int i = r0; i < r1; i++) {
                 int64_t row = (int64_t)i * T + s;
                 const float *hp = s > 0 ? hseq + (row - 1) * u : w.zero;
@@ -156,34 +213,6 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     }
 }
 
-/* One step of one sequence, in reverse. With tc = tanh(c):
- *   do = dh tc,  dc += dh o (1 - tc^2),  di = dc g,  dg = dc i,  df = dc c_prev,
- *   dc_prev = dc f,  and through the activations dz = (di i(1-i), df f(1-f), dg (1-g^2),
- *   do o(1-o)). dh is consumed (zeroed; the caller adds dgates·Rᵀ for the step before).
- * A masked step passes dh and dc through untouched and has zero dgates. */
-TFC_VECTOR512
-static void cell_backward(int u, const float *g, const float *c, const float *cp, float m,
-                          float *dh, float *dc, float *dz)
-{
-    if (m == 0.0f) {
-        memset(dz, 0, (size_t)4 * u * sizeof(float));
-        return;
-    }
-#pragma omp simd
-    for (int j = 0; j < u; j++) {
-        float ig = g[j], fg = g[u + j], gg = g[2 * u + j], og = g[3 * u + j];
-        float tc = tfc_cpu_tanhf(c[j]);
-        float dog = dh[j] * tc;
-        float dcj = dc[j] + dh[j] * og * (1.0f - tc * tc);
-        dz[j] = dcj * gg * ig * (1.0f - ig);
-        dz[u + j] = dcj * cp[j] * fg * (1.0f - fg);
-        dz[2 * u + j] = dcj * ig * (1.0f - gg * gg);
-        dz[3 * u + j] = dog * og * (1.0f - og);
-        dc[j] = dcj * fg;
-        dh[j] = 0.0f;
-    }
-}
-
 /* sum[j] += row[j], j < g */
 TFC_CPU_VECTOR
 static void sum_row(int g, const float *row, double *sum)
@@ -191,6 +220,74 @@ static void sum_row(int g, const float *row, double *sum)
 #pragma omp simd
     for (int j = 0; j < g; j++) sum[j] += row[j];
 }
+
+/* One step of one sequence, in reverse. With tc = tanh(c):
+ *   do = dh tc,  dc += dh o (1 - tc^2),  di = dc g,  dg = dc i,  df = dc c_prev,
+ *   dc_prev = dc f,  and through the activations dz = (di i(1-i), df f(1-f), dg (1-g^2),
+ *   do o(1-o)). dh is consumed (zeroed; the caller adds dgates·Rᵀ for the step before).
+ * dz's gate column e goes to dz[e], or with panels (u a multiple of 16) to dgates' panel of
+ * 16 columns, dz[(e / 16) panels + e % 16]; db (NULL: none) adds dz.
+ * A masked step passes dh and dc through untouched and has zero dgates. */
+TFC_VECTOR512
+static void cell_backward(int u, const float *g, const float *c, const float *cp, float m,
+                          float *dh, float *dc, float *dz, int64_t panels, double *db)
+{
+    for (int j0 = 0; j0 < u; j0 += 16) {
+        const int q = u - j0 < 16 ? u - j0 : 16;
+        float *o[4];
+        for (int k = 0; k < 4; k++)
+            o[k] = panels ? dz + (int64_t)((k * u + j0) / 16) * panels : dz + k * u + j0;
+        if (m == 0.0f) {
+            for (int k = 0; k < 4; k++) memset(o[k], 0, (size_t)q * sizeof(float));
+            continue;
+        }
+        float *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
+#pragma omp simd
+        for (int jj = 0; jj < q; jj++) {
+            const int j = j0 + jj;
+            float ig = g[j], fg = g[u + j], gg = g[2 * u + j], og = g[3 * u + j];
+            float tc = tfc_cpu_tanhf(c[j]);
+            float dog = dh[j] * tc;
+            float dcj = dc[j] + dh[j] * og * (1.0f - tc * tc);
+            float di = dcj * gg * ig * (1.0f - ig), df = dcj * cp[j] * fg * (1.0f - fg);
+            float dg = dcj * ig * (1.0f - gg * gg), dO = dog * og * (1.0f - og);
+            o0[jj] = di, o1[jj] = df, o2[jj] = dg, o3[jj] = dO;
+            dc[j] = dcj * fg;
+            dh[j] = 0.0f;
+        }
+        for (int k = 0; db && k < 4; k++) sum_row(q, o[k], db + k * u + j0);
+    }
+}
+
+/* dz [r1 - r0, g], sequences r0..r1-1 at step s, into dgates' panels of 16 columns, rows
+ * step-major (row s n + i): contiguous there. */
+static void dz_to_panels(int g, int64_t nt, int n, int s, int r0, int r1, const float *dz,
+                         float *dgates)
+{
+    for (int p = 0; p * 16 < g; p++) {
+        const int cols = g - p * 16 < 16 ? g - p * 16 : 16;
+        float *dst = dgates + ((size_t)p * nt + (int64_t)s * n + r0) * 16;
+        for (int i = 0; i < r1 - r0; i++, dst += 16) {
+            const float *src = dz + (int64_t)i * g + p * 16;
+            if (cols == 16) {
+                memcpy(dst, src, 16 * sizeof(float)); /* a constant size: inlined */
+            } else {
+                memcpy(dst, src, (size_t)cols * sizeof(float));
+                memset(dst + cols, 0, (size_t)(16 - cols) * sizeof(float));
+            }
+        }
+    }
+}
+
+/* After the recurrence: the weight gradients over LSTM_WG_ROWS rows of dgates at a time
+ * (their panel rows in L1, the activations they meet in L2), on column groups of
+ * LSTM_WG_COLS that the threads take in turn; dx over LSTM_DX_ROWS rows and LSTM_DX_DEPTH
+ * gate columns at a time (Kᵀ's rows in L1). Each element's sum is the same at any thread
+ * count. */
+#define LSTM_WG_ROWS 256
+#define LSTM_WG_COLS 128
+#define LSTM_DX_ROWS 64
+#define LSTM_DX_DEPTH 256 /* a multiple of 16 */
 
 /* dy [n, t, u] or [n, u]; dx [n, t, in] (NULL when the input needs no gradient), dkernel,
  * drkernel, dbias (NULL without bias) accumulate. */
@@ -200,53 +297,119 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
                            const float *dy, float *dx, float *dkernel, float *drkernel,
                            float *dbias, void *ws)
 {
-    const int n = d->n, T = d->t, u = d->units, G = 4 * u;
+    const int n = d->n, T = d->t, u = d->units, G = 4 * u, in = d->in;
     if (n <= 0 || T <= 0 || u <= 0) return;
-    lstm_ws w = carve(d, ws);
+    const int64_t NT = (int64_t)n * T;
+    lstm_ws w = carve(be, d, ws);
     memset(w.zero, 0, (size_t)u * sizeof(float));
     memset(w.dh, 0, (size_t)n * u * sizeof(float));
     memset(w.dc, 0, (size_t)n * u * sizeof(float));
-    if (T > 1) tfc_cpu_pack_panels(G, u, rkernel, G, 1, w.packed);
-    const int nt = team(be, d), nb = blocks(be, d);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (int b = 0; b < nb; b++) {
-        int r0, r1;
-        block_rows(n, b, nb, &r0, &r1);
-        double *db = w.dbias + (int64_t)b * G;
-        if (dbias) memset(db, 0, (size_t)G * sizeof(double));
-        for (int s = T - 1; s >= 0 && r1 > r0; s--) {
-            for (int i = r0; i < r1; i++) {
-                int64_t row = (int64_t)i * T + s;
-                float *dh = w.dh + (int64_t)i * u;
-                const float *dyi = NULL;
-                if (d->return_sequences) dyi = dy + row * u;
-                else if (s == T - 1) dyi = dy + (int64_t)i * u;
-                if (dyi) {
+    float *packed_rt = w.packed, *packed_kt = w.packed + tfc_cpu_panels_floats(G, u);
+    if (T > 1) tfc_cpu_pack_panels(G, u, rkernel, G, 1, packed_rt);
+    if (dx) tfc_cpu_pack_panels(G, in, kernel, G, 1, packed_kt);
+    const int nt = team(be, d), nb = blocks(be, d), most = block_most(be, d);
+    /* with whole panels of units, the cell writes dz into dgates' panels itself; else into
+     * its thread's rows of dz, copied there after each step */
+    const int direct = u % 16 == 0;
+#pragma omp parallel num_threads(nt)
+    {
+        float *dz = w.dz + (int64_t)omp_get_thread_num() * most * G;
+#pragma omp for schedule(dynamic, 1)
+        for (int b = 0; b < nb; b++) {
+            int r0, r1;
+            block_rows(n, b, nb, &r0, &r1);
+            double *db = w.dbias + (int64_t)b * G;
+            if (dbias) memset(db, 0, (size_t)G * sizeof(double));
+            for (int s = T - 1; s >= 0 && r1 > r0; s--) {
+                for (int i = r0; i < r1; i++) {
+                    int64_t row = (int64_t)i * T + s;
+                    float *dh = w.dh + (int64_t)i * u, *dzi = dz + (int64_t)(i - r0) * G;
+                    const float *dyi = NULL;
+                    if (d->return_sequences) dyi = dy + row * u;
+                    else if (s == T - 1) dyi = dy + (int64_t)i * u;
+                    if (dyi) {
 #pragma omp simd
-                    for (int j = 0; j < u; j++) dh[j] += dyi[j];
+                        for (int j = 0; j < u; j++) dh[j] += dyi[j];
+                    }
+                    const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
+                    float m = mask ? mask[row] : 1.0f;
+                    cell_backward(u, gates + row * G, cseq + row * u, cp, m, dh,
+                                  w.dc + (int64_t)i * u,
+                                  direct ? w.dgates + ((int64_t)s * n + i) * 16 : dzi,
+                                  direct ? NT * 16 : 0, dbias ? db : NULL);
                 }
-                const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
-                float m = mask ? mask[row] : 1.0f;
-                cell_backward(u, gates + row * G, cseq + row * u, cp, m, dh,
-                              w.dc + (int64_t)i * u, w.dgates + row * G);
-                if (dbias && m != 0.0f) sum_row(G, w.dgates + row * G, db);
+                /* this step's dz: rows s n + r0.. of dgates' panels, or rows of dz */
+                tfc_panel_a a = {.a = dz, .lda = G, .k = G};
+                if (direct)
+                    a = (tfc_panel_a){.a = w.dgates + ((int64_t)s * n + r0) * 16,
+                                      .lda = (int)(NT * 16), .k = G, .layout = TFC_PANEL_COLS16};
+                else
+                    dz_to_panels(G, NT, n, s, r0, r1, dz, w.dgates);
+                if (s > 0) { /* dh_{s-1} += dz_s · Rᵀ */
+                    tfc_panel_gemm g = {.m = r1 - r0, .n = u, .packed = packed_rt, .ldp = G,
+                                        .a1 = a, .c = w.dh + (int64_t)r0 * u, .ldc = u};
+                    tfc_cpu_panel_gemm(&g);
+                }
             }
-            /* dh_{s-1} += dz_s · Rᵀ */
-            if (s > 0)
-                tfc_cpu_gemm_panels(r1 - r0, u, G, w.dgates + ((int64_t)r0 * T + s) * G, T * G,
-                                    w.packed, w.dh + (int64_t)r0 * u, u);
         }
     }
-    /* hprev[i, s] = h[i, s-1] (0 at s = 0), so drkernel += hprevᵀ · dgates in one GEMM. */
-    for (int i = 0; i < n; i++) {
-        float *hp = w.hprev + (int64_t)i * T * u;
-        memset(hp, 0, (size_t)u * sizeof(float));
-        memcpy(hp + u, hseq + (int64_t)i * T * u, (size_t)(T - 1) * u * sizeof(float));
+    /* drkernel += h_prevᵀ · dgates and dkernel += xᵀ · dgates, dx += dgates · Kᵀ, all over
+     * the n t rows in dgates' (step-major) order */
+    const int lda8 = (int)(8 * NT), groups = (G + LSTM_WG_COLS - 1) / LSTM_WG_COLS;
+    const int chunks = (int)((NT + LSTM_DX_ROWS - 1) / LSTM_DX_ROWS);
+    float *hprev = w.hprev, *xt = w.hprev + (int64_t)((u + 7) / 8) * lda8;
+    int wt = be->threads;
+    if (NT * G * (u + in) < LSTM_PAR_MIN_MACS) wt = 1;
+#pragma omp parallel num_threads(wt)
+    {
+#pragma omp for schedule(static)
+        for (int s = 0; s < T; s++)
+            for (int i = 0; i < n; i++) {
+                const int64_t l = (int64_t)s * n + i, row = (int64_t)i * T + s;
+                tfc_cpu_pack_rows8_col(u, s > 0 ? hseq + (row - 1) * u : w.zero,
+                                       hprev + l * 8, lda8);
+                tfc_cpu_pack_rows8_col(in, x + row * in, xt + l * 8, lda8);
+            }
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int q = 0; q < groups; q++) {
+            const int j0 = q * LSTM_WG_COLS;
+            const int cols = G - j0 < LSTM_WG_COLS ? G - j0 : LSTM_WG_COLS;
+            for (int64_t l0 = 0; l0 < NT; l0 += LSTM_WG_ROWS) {
+                const int k = NT - l0 < LSTM_WG_ROWS ? (int)(NT - l0) : LSTM_WG_ROWS;
+                tfc_panel_gemm g = {
+                    .m = u, .n = cols, .packed = w.dgates + ((size_t)(j0 / 16) * NT + l0) * 16,
+                    .ldp = (int)NT, .c = drkernel + j0, .ldc = G,
+                    .a1 = {.a = hprev + l0 * 8, .lda = lda8, .k = k, .layout = TFC_PANEL_ROWS8}};
+                tfc_cpu_panel_gemm(&g);
+                g.m = in, g.c = dkernel + j0;
+                g.a1.a = xt + l0 * 8;
+                tfc_cpu_panel_gemm(&g);
+            }
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int q = 0; q < (dx ? chunks : 0); q++) {
+            const int64_t l0 = (int64_t)q * LSTM_DX_ROWS;
+            const int rows = NT - l0 < LSTM_DX_ROWS ? (int)(NT - l0) : LSTM_DX_ROWS;
+            float *out = w.dxs + l0 * in;
+            for (int k0 = 0; k0 < G; k0 += LSTM_DX_DEPTH) {
+                tfc_panel_gemm g = {
+                    .m = rows, .n = in, .packed = packed_kt + (size_t)k0 * 16, .ldp = G,
+                    .set = k0 == 0, .c = out, .ldc = in,
+                    .a1 = {.a = w.dgates + (int64_t)(k0 / 16) * NT * 16 + l0 * 16,
+                           .lda = (int)(16 * NT),
+                           .k = G - k0 < LSTM_DX_DEPTH ? G - k0 : LSTM_DX_DEPTH,
+                           .layout = TFC_PANEL_COLS16}};
+                tfc_cpu_panel_gemm(&g);
+            }
+            for (int r = 0; r < rows; r++) { /* row s n + i of dxs is dx's row i t + s */
+                const int64_t l = l0 + r;
+                float *to = dx + ((l % n) * T + l / n) * in;
+                const float *from = out + (int64_t)r * in;
+#pragma omp simd
+                for (int c = 0; c < in; c++) to[c] += from[c];
+            }
+        }
     }
-    tfc_cpu_gemm(be, 1, 0, u, G, n * T, 1.0f, w.hprev, u, w.dgates, G, 1.0f, drkernel, G);
-    tfc_cpu_gemm(be, 1, 0, d->in, G, n * T, 1.0f, x, d->in, w.dgates, G, 1.0f, dkernel, G);
-    if (dx)
-        tfc_cpu_gemm(be, 0, 1, n * T, d->in, G, 1.0f, w.dgates, G, kernel, G, 1.0f, dx, d->in);
     if (dbias) /* the blocks' sums in block order */
         for (int c = 0; c < G; c++) {
             double sum = 0.0;
