@@ -43,10 +43,11 @@ for p in $peers; do
 done
 
 tag() { sed "s/^{/{\"load\": \"$load\", /"; }
-# round LOAD STEPS: every installed peer once, each line tagged with the load
+# round LOAD STEPS: every installed peer once, each line tagged with the load; tfc, like the
+# peers' scripts, times 3 repeats of STEPS steps per round
 round() {
     load=$1
-    $clean "$bin" --threads 2 --steps "$2" --repeats 1 $models | grep '"model"' |
+    $clean "$bin" --threads 2 --steps "$2" --repeats 3 $models | grep '"model"' |
         sed 's/^{/{"peer": "tfc", /' | tag | tee -a "$out/all.jsonl"
     for p in $ok; do
         case $p in
@@ -115,7 +116,8 @@ for model, row in med.get("quiet", {}).items():
     b = statistics.median(bound.get(model, [nan]))
     print(f"{model:<10}" + "".join(f"{row.get(p, nan):16.2f}" for p in peers) +
           f"{best / t:15.2f}{b:10.2f}")
-print("(ms per training step: medians over rounds of each round's median; 2 threads; "
+print("(ms per training step: medians over every repeat of every round, each repeat a "
+      "median of its steps; 2 threads; "
       "tfc/bound: median over rounds of the step / GEMM FLOPs per sgemm rate, the rate "
       "measured beside that round's steps)")
 if "hog" in med:
