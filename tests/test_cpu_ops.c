@@ -1326,7 +1326,8 @@ static void check_bn(tfc_backend *be, int64_t rows, int cols, int grads)
     fill(mv, cols, 0.5, 2);
     memcpy(mm0, mm, sizeof(float) * cols);
     memcpy(mv0, mv, sizeof(float) * cols);
-    be->ops->bn_forward_train(be, rows, cols, x, gamma, beta, 1e-3f, 0.99f, mm, mv, y, smean, sinv);
+    be->ops->bn_forward_train(be, rows, cols, x, gamma, beta, 1e-3f, 0.99f, mm, mv, y, smean, sinv,
+                              TFC_ACT_LINEAR);
     bn_ctx ctx = {rows, cols, to_double(x, n), to_double(gamma, cols), to_double(beta, cols),
                   NULL, malloc(sizeof(double) * (size_t)n)};
     double *mean = calloc((size_t)cols, sizeof(double)), *var = calloc((size_t)cols, sizeof(double));
@@ -1340,6 +1341,20 @@ static void check_bn(tfc_backend *be, int64_t rows, int cols, int grads)
     CU_ASSERT_EQUAL(compare("moving_mean", mm, want, cols, 1e-5, 1e-7), 0);
     for (int c = 0; c < cols; c++) want[c] = 0.99 * mv0[c] + 0.01 * var[c];
     CU_ASSERT_EQUAL(compare("moving_var", mv, want, cols, 1e-5, 1e-7), 0);
+    { /* with act ReLU: the ReLU (act_forward's) of the same y, bit for bit */
+        float *yr = falloc(n), *yl = falloc(n), *m2 = falloc(cols), *v2 = falloc(cols);
+        memcpy(m2, mm0, sizeof(float) * cols);
+        memcpy(v2, mv0, sizeof(float) * cols);
+        be->ops->bn_forward_train(be, rows, cols, x, gamma, beta, 1e-3f, 0.99f, m2, v2, yr,
+                                  smean, sinv, TFC_ACT_RELU);
+        be->ops->act_forward(be, TFC_ACT_RELU, n, cols, y, yl);
+        int zeros = 0;
+        for (int64_t i = 0; i < n; i++) zeros += yl[i] == 0.0f;
+        CU_ASSERT(zeros > 0 && zeros < n);
+        CU_ASSERT_EQUAL(memcmp(yr, yl, sizeof(float) * (size_t)n), 0);
+        CU_ASSERT_EQUAL(memcmp(m2, mm, sizeof(float) * cols), 0);
+        free(yr), free(yl), free(m2), free(v2);
+    }
 
     /* inference uses the moving statistics */
     be->ops->bn_forward_infer(be, rows, cols, x, gamma, beta, mm, mv, 1e-3f, y);
@@ -1382,12 +1397,71 @@ static void check_bn(tfc_backend *be, int64_t rows, int cols, int grads)
     free(ctx.x), free(ctx.gamma), free(ctx.beta), free(ctx.y), free(mean), free(var), free(want);
 }
 
+/* Statistics where E[x^2] - E[x]^2 would lose everything in float and the first digits in
+ * double (unshifted one-pass sums fail here): a mean of 1e6 and a spread of 1, the first row
+ * (the one-pass sums' shift) 40 deviations off; against two passes in double. */
+static void check_bn_cancellation(tfc_backend *be)
+{
+    const int64_t rows = 5000;
+    const int cols = 3;
+    float *x = falloc(rows * cols), *y = falloc(rows * cols), *gamma = falloc(cols);
+    float *beta = falloc(cols), *mm = falloc(cols), *mv = falloc(cols), *smean = falloc(cols);
+    float *sinv = falloc(cols);
+    for (int64_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            x[r * cols + c] = (float)(1e6 * (c + 1) + (r == 0 ? 40.0 : urand() - 0.5));
+    for (int c = 0; c < cols; c++) gamma[c] = 1, beta[c] = 0, mm[c] = 0, mv[c] = 1;
+    be->ops->bn_forward_train(be, rows, cols, x, gamma, beta, 1e-3f, 0.99f, mm, mv, y, smean, sinv,
+                              TFC_ACT_LINEAR);
+    double *xd = to_double(x, rows * cols), *yd = malloc(sizeof(double) * (size_t)(rows * cols));
+    double mean[3], var[3], want[3];
+    double g[3] = {1, 1, 1}, b[3] = {0, 0, 0};
+    ref_bn(rows, cols, xd, g, b, 1e-3, yd, mean, var);
+    for (int c = 0; c < cols; c++) want[c] = 1 / sqrt(var[c] + 1e-3);
+    CU_ASSERT_EQUAL(compare("bn mean, large", smean, mean, cols, 1e-7, 0), 0);
+    CU_ASSERT_EQUAL(compare("bn invstd, large", sinv, want, cols, 1e-6, 0), 0);
+    free(x), free(y), free(gamma), free(beta), free(mm), free(mv), free(smean), free(sinv);
+    free(xd), free(yd);
+}
+
+/* add: y = a + b, and its ReLU as act_forward's (NaN kept, -0 and negatives to 0), bit for
+ * bit, y aliasing a or b, on the parallel path and below it */
+static void test_add(void)
+{
+    tfc_backend *be = backend();
+    const int64_t sizes[] = {37, 300001};
+    for (int k = 0; k < 2; k++) {
+        const int64_t n = sizes[k];
+        float *a = falloc(n), *b = falloc(n), *y = falloc(n), *want = falloc(n), *c = falloc(n);
+        fill(a, n, -2, 2);
+        fill(b, n, -2, 2);
+        a[3] = NAN, a[5] = -0.0f, b[5] = 0.0f, a[6] = INFINITY, b[6] = -INFINITY;
+        for (int act = 0; act < 2; act++) {
+            tfc_act f = act ? TFC_ACT_RELU : TFC_ACT_LINEAR;
+            for (int64_t i = 0; i < n; i++) want[i] = a[i] + b[i];
+            if (act) be->ops->act_forward(be, TFC_ACT_RELU, n, 1, want, want);
+            be->ops->add(be, n, a, b, f, y);
+            CU_ASSERT_EQUAL(memcmp(y, want, sizeof(float) * (size_t)n), 0);
+            memcpy(c, a, sizeof(float) * (size_t)n);
+            be->ops->add(be, n, c, b, f, c); /* y is a */
+            CU_ASSERT_EQUAL(memcmp(c, want, sizeof(float) * (size_t)n), 0);
+            memcpy(c, b, sizeof(float) * (size_t)n);
+            be->ops->add(be, n, a, c, f, c); /* y is b */
+            CU_ASSERT_EQUAL(memcmp(c, want, sizeof(float) * (size_t)n), 0);
+        }
+        CU_ASSERT(isnan(y[3]) && y[6] != y[6]);
+        free(a), free(b), free(y), free(want), free(c);
+    }
+    tfc_backend_free(be);
+}
+
 static void test_bn(void)
 {
     tfc_backend *be = backend();
     check_bn(be, 24, 5, 1);
     check_bn(be, 3000, 16, 1); /* parallel path */
     check_bn(be, 6, 300, 1);   /* more channels than one block */
+    check_bn_cancellation(be);
     tfc_backend_free(be);
 }
 
@@ -1889,7 +1963,8 @@ static void test_parallel_sums_repeat(void)
         float gamma[COLS] = {1, 2, 0.5f, 1}, beta[COLS] = {0}, mm[COLS] = {0}, mv[COLS] = {1};
         float sm[COLS], si[COLS], dg[COLS] = {0}, db[COLS] = {0}, bg[COLS] = {0}, loss;
         be->ops->bias_grad(be, ROWS, COLS, dy, bg);
-        be->ops->bn_forward_train(be, ROWS, COLS, x, gamma, beta, 1e-3f, 0.9f, mm, mv, y, sm, si);
+        be->ops->bn_forward_train(be, ROWS, COLS, x, gamma, beta, 1e-3f, 0.9f, mm, mv, y, sm, si,
+                                  TFC_ACT_LINEAR);
         memset(dx, 0, sizeof(float) * n);
         be->ops->bn_backward(be, ROWS, COLS, x, dy, gamma, sm, si, dx, dg, db, 0);
         be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, ROWS, COLS, x, ids, NULL, 1.0f / ROWS, &loss, y);
@@ -1915,7 +1990,8 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"softmax", test_softmax}, {"conv", test_conv},
               {"conv_winograd", test_conv_winograd},
               {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
-              {"bn", test_bn}, {"embedding", test_embedding}, {"lstm", test_lstm},
+              {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
+              {"lstm", test_lstm},
               {"lstm_threads", test_lstm_threads},
               {"loss", test_loss}, {"accuracy", test_accuracy},
               {"parallel_sums_repeat", test_parallel_sums_repeat})

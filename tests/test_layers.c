@@ -667,6 +667,88 @@ static void test_inference_chains(void)
     free(out[0]), free(out[1]), free(out[2]);
 }
 
+/* In training a BatchNormalization or Add whose output only a ReLU Activation reads writes
+ * that ReLU's output itself (b1 -> r1, a2 -> r2, the three-input a5 -> r5); a BN before an
+ * Add, a tanh, a BN read twice stay as they are. Two training steps (forward, loss,
+ * backward, an SGD update) on two threads give the same loss, gradients and parameters,
+ * bit for bit, as with TFC_FUSE=0, and no layer reads as non-finite. */
+static void test_training_relu_folds(void)
+{
+    static const char yaml[] =
+        "name: folds\n"
+        "input: {shape: [6, 6, 3]}\n"
+        "layers:\n"
+        "  - Conv2D: {name: c1, filters: 8, kernel_size: 3, padding: same, use_bias: false}\n"
+        "  - BatchNormalization: {name: b1}\n"
+        "  - Activation: {name: r1, activation: relu}\n"
+        "  - Conv2D: {name: c2, filters: 8, kernel_size: 3, padding: same}\n"
+        "  - BatchNormalization: {name: b2}\n"
+        "  - Add: {name: a2, inputs: [b2, r1]}\n"
+        "  - Activation: {name: r2, activation: relu}\n"
+        "  - Conv2D: {name: c3, filters: 8, kernel_size: 3, padding: same}\n"
+        "  - BatchNormalization: {name: b3}\n"
+        "  - Activation: {name: t3, activation: tanh}\n"
+        "  - BatchNormalization: {name: b4}\n"
+        "  - Activation: {name: r4, activation: relu}\n"
+        "  - Add: {name: a5, inputs: [r4, b4, r2]}\n"
+        "  - Activation: {name: r5, activation: relu}\n"
+        "  - Flatten: {}\n"
+        "  - Dense: {units: 5, activation: softmax}\n"
+        "loss: sparse_categorical_crossentropy\n";
+    const int n = 7, nl = 16;
+    float x[7 * 6 * 6 * 3];
+    int32_t labels[7];
+    tfc_test_fill(x, (int)(sizeof x / sizeof *x), -1, 1, 3);
+    for (int i = 0; i < n; i++) labels[i] = (i * 2) % 5;
+    float *res[2][3];
+    double loss[2][2];
+    for (int run = 0; run < 2; run++) { /* 0: folds, 1: TFC_FUSE=0 */
+        if (run == 1) setenv("TFC_FUSE", "0", 1);
+        bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 5, &err), TFC_OK);
+        if (run == 1) unsetenv("TFC_FUSE");
+        int folds = 0;
+        for (int i = 0; i < nl; i++) folds += b.m->bound[i].relu_into >= 0;
+        CU_ASSERT_EQUAL(folds, run ? 0 : 3);
+        if (!run) {
+            CU_ASSERT_EQUAL(b.m->bound[1].relu_into, 2);
+            CU_ASSERT_EQUAL(b.m->bound[5].relu_into, 6);
+            CU_ASSERT_EQUAL(b.m->bound[12].relu_into, 13);
+            CU_ASSERT(b.m->bound[2].relu_done && b.m->bound[6].relu_done);
+            CU_ASSERT(b.m->bound[13].relu_done);
+        }
+        const int64_t np = tfc_model_param_count(b.m), ng = tfc_model_trainable_count(b.m);
+        for (int step = 0; step < 2; step++) {
+            tfc_batch_result r;
+            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 1, 9, (uint64_t)step, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 1, &r, &err), TFC_OK);
+            loss[run][step] = r.loss;
+            CU_ASSERT_EQUAL(tfc_model_first_nonfinite(b.m), -1);
+            tfc_model_zero_grad(b.m);
+            tfc_model_backward(b.m);
+            b.be->ops->axpy(b.be, ng, -0.1f, tfc_model_grads(b.m), tfc_model_params(b.m));
+        }
+        res[run][0] = malloc(sizeof(float) * (size_t)ng);
+        res[run][1] = malloc(sizeof(float) * (size_t)np);
+        res[run][2] = forward(b, x, n, 0);
+        b.be->ops->download(b.be, res[run][0], tfc_model_grads(b.m), (size_t)ng * 4);
+        b.be->ops->download(b.be, res[run][1], tfc_model_params(b.m), (size_t)np * 4);
+        if (run == 1) {
+            CU_ASSERT(loss[0][0] == loss[1][0] && loss[0][1] == loss[1][1]);
+            CU_ASSERT_EQUAL(memcmp(res[0][0], res[1][0], sizeof(float) * (size_t)ng), 0);
+            CU_ASSERT_EQUAL(memcmp(res[0][1], res[1][1], sizeof(float) * (size_t)np), 0);
+            CU_ASSERT_EQUAL(memcmp(res[0][2], res[1][2], sizeof(float) * 5 * n), 0);
+        }
+        unbind(b);
+    }
+    CU_ASSERT(loss[0][1] != loss[0][0]); /* the first step moved the parameters */
+    for (int run = 0; run < 2; run++)
+        for (int k = 0; k < 3; k++) free(res[run][k]);
+}
+
 /* A pooling layer that alone reads a chain's result (or a convolution's with its own
  * activation) joins the chain: conv(relu) -> MaxPooling2D, conv -> BN -> ReLU ->
  * AveragePooling2D (SAME, stride 2), conv(tanh) -> MaxPooling2D, conv -> Add ->
@@ -801,5 +883,6 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"masked_loss_values", test_masked_loss_values},
               {"initializers", test_initializers},
               {"inference_chains", test_inference_chains},
+              {"training_relu_folds", test_training_relu_folds},
               {"inference_pool_chains", test_inference_pool_chains},
               {"frozen_weights_reload", test_frozen_weights_reload})

@@ -59,7 +59,8 @@ static void test_ops_sweep(void)
         float dg[COLS] = {0}, db[COLS] = {0}, bg[COLS] = {0}, loss;
         be->ops->bias_grad(be, ROWS, COLS, dy, bg);
         double ss = be->ops->sumsq(be, n, x);
-        be->ops->bn_forward_train(be, ROWS, COLS, x, gamma, beta, 1e-3f, 0.9f, mm, mv, y[k], sm, si);
+        be->ops->bn_forward_train(be, ROWS, COLS, x, gamma, beta, 1e-3f, 0.9f, mm, mv, y[k], sm, si,
+                                  TFC_ACT_LINEAR);
         memset(dx[k], 0, sizeof(float) * n);
         be->ops->bn_backward(be, ROWS, COLS, x, dy, gamma, sm, si, dx[k], dg, db, 0);
         be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, ROWS, COLS, x, ids, NULL, 1.0f / ROWS, &loss,

@@ -185,6 +185,10 @@ typedef struct tfc_device_options {
                                                                                                    \
     /* y += alpha * x */                                                                           \
     X(void, axpy, (tfc_backend *be, int64_t n, float alpha, const float *x, float *y))             \
+    /* y = act(a + b), act TFC_ACT_LINEAR or TFC_ACT_RELU (an Add, and the ReLU that alone         \
+     * reads it in training: graph.c); y may alias a or b. */                                      \
+    X(void, add, (tfc_backend *be, int64_t n, const float *a, const float *b, tfc_act act,         \
+                  float *y))                                                                       \
     /* x *= alpha */                                                                               \
     X(void, scale, (tfc_backend *be, int64_t n, float alpha, float *x))                            \
     /* y[r, c] += b[c] */                                                                          \
@@ -244,11 +248,12 @@ typedef struct tfc_device_options {
     /* Batch normalisation over rows (n*h*w) per channel (cols).                                   \
      * Training: mean, var = batch statistics (biased var); y = gamma (x - mean) invstd + beta     \
      * with invstd = 1/sqrt(var + eps); moving = momentum * moving + (1 - momentum) * batch;       \
-     * save_mean/save_invstd [cols] are kept for backward. */                                      \
+     * save_mean/save_invstd [cols] are kept for backward. act (TFC_ACT_LINEAR or                  \
+     * TFC_ACT_RELU: the ReLU that alone reads y, in training, graph.c) applies to y. */           \
     X(void, bn_forward_train, (tfc_backend *be, int64_t rows, int cols, const float *x,            \
                                const float *gamma, const float *beta, float eps,                   \
                                float momentum, float *moving_mean, float *moving_var,              \
-                               float *y, float *save_mean, float *save_invstd))                    \
+                               float *y, float *save_mean, float *save_invstd, tfc_act act))       \
     /* Inference: y = gamma (x - moving_mean) / sqrt(moving_var + eps) + beta. */                  \
     X(void, bn_forward_infer, (tfc_backend *be, int64_t rows, int cols, const float *x,            \
                                const float *gamma, const float *beta,                              \

@@ -184,6 +184,7 @@ static const tfc_backend_ops cpu_ops = {
     .sync = cpu_sync,
     .gemm = tfc_cpu_gemm,
     .axpy = tfc_cpu_axpy,
+    .add = tfc_cpu_add,
     .scale = tfc_cpu_scale,
     .bias_add = tfc_cpu_bias_add,
     .bias_grad = tfc_cpu_bias_grad,

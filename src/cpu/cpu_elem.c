@@ -1,4 +1,4 @@
-/* CPU element-wise ops: axpy, scale, bias add and gradient, strided 2-D copies, inverted
+/* CPU element-wise ops: axpy, add, scale, bias add and gradient, strided 2-D copies, inverted
  * dropout on Philox, and the host reductions (sum of squares, non-finite count). Loops go
  * parallel only above TFC_CPU_PAR_MIN elements; reductions accumulate in double. */
 #include "core/rng.h"
@@ -12,6 +12,24 @@ void tfc_cpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float
     int nt = tfc_cpu_threads(be, n);
 #pragma omp parallel for simd num_threads(nt) schedule(static)
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+/* y = a + b, or its ReLU (as act_forward's: v < 0 ? 0 : v), in one pass */
+void tfc_cpu_add(tfc_backend *be, int64_t n, const float *a, const float *b, tfc_act act,
+                 float *y)
+{
+    TFC_ASSERT(act == TFC_ACT_LINEAR || act == TFC_ACT_RELU);
+    int nt = tfc_cpu_threads(be, n);
+    if (act == TFC_ACT_RELU) {
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float v = a[i] + b[i];
+            y[i] = v < 0.0f ? 0.0f : v;
+        }
+    } else {
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+    }
 }
 
 void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)

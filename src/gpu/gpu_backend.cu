@@ -288,6 +288,7 @@ static const tfc_backend_ops gpu_ops = {
     .sync = gpu_sync,
     .gemm = tfc_gpu_gemm,
     .axpy = tfc_gpu_axpy,
+    .add = tfc_gpu_add,
     .scale = tfc_gpu_scale,
     .bias_add = tfc_gpu_bias_add,
     .bias_grad = tfc_gpu_bias_grad,

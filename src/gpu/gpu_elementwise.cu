@@ -144,6 +144,25 @@ void tfc_gpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float
     TFC_LAUNCH_CHECK(g, axpy_kernel);
 }
 
+/* y = a + b, or its ReLU (as act_forward's) */
+static __global__ void add_kernel(int64_t n, const float *a, const float *b, int relu, float *y)
+{
+    GRID_LOOP(i, n)
+    {
+        float v = a[i] + b[i];
+        y[i] = relu && v < 0.0f ? 0.0f : v;
+    }
+}
+
+void tfc_gpu_add(tfc_backend *be, int64_t n, const float *a, const float *b, tfc_act act,
+                 float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    add_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, a, b, act == TFC_ACT_RELU, y);
+    TFC_LAUNCH_CHECK(g, add_kernel);
+}
+
 void tfc_gpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
 {
     gpu_ctx *g = gpu_of(be);

@@ -81,7 +81,7 @@ static __global__ void train_stats_kernel(int cols, int splits, int64_t rows, co
 void tfc_gpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const float *x,
                               const float *gamma, const float *beta, float eps, float momentum,
                               float *moving_mean, float *moving_var, float *y, float *save_mean,
-                              float *save_invstd)
+                              float *save_invstd, tfc_act act)
 {
     gpu_ctx *g = gpu_of(be);
     if (rows <= 0 || cols <= 0) return;
@@ -103,6 +103,7 @@ void tfc_gpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const flo
                                                   save_mean, save_invstd, a, b);
     TFC_LAUNCH_CHECK(g, train_stats_kernel);
     affine(g, rows, cols, x, a, b, y);
+    if (act != TFC_ACT_LINEAR) tfc_gpu_act_forward(be, act, rows * cols, cols, y, y);
 }
 
 /* a = gamma / sqrt(moving_var + eps), b = beta - moving_mean a (in double) */

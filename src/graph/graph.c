@@ -268,9 +268,25 @@ static void plan_chains(tfc_model *m)
         tfc_bound *b = &m->bound[i];
         b->chain_end = i, b->chain_bn = b->chain_res = b->chain_pool = -1, b->skip = 0;
         b->chain_act = TFC_ACT_LINEAR;
+        b->relu_into = -1, b->relu_done = 0;
     }
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
+    /* Training: a BatchNormalization or Add (forward_relu) whose output only a ReLU
+     * Activation layer reads writes that layer's output itself, in the same pass. The
+     * ReLU's backward takes its derivative from its own output; neither layer's backward
+     * reads the output left unwritten. */
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        int j = sole_consumer(m, i);
+        if (!l->ops->forward_relu || l->act != TFC_ACT_LINEAR || j == i) continue;
+        const tfc_layer *r = &m->layers[j];
+        if (!r->ops->pure_act || r->act != TFC_ACT_RELU || r->mask_in ||
+            (j == m->nlayers - 1 && m->fused_loss))
+            continue;
+        m->bound[i].relu_into = j;
+        m->bound[j].relu_done = 1;
+    }
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
         if (!l->ops->forward_fused || m->bound[i].skip) continue;
@@ -559,7 +575,16 @@ void tfc_model_layer_forward(tfc_model *m, int i)
     tfc_bound *b = &m->bound[i];
     const void *xs[TFC_LAYER_MAX_INPUTS];
     if (!m->ex.training && b->skip) return; /* an earlier layer's chain computed it */
+    if (m->ex.training && b->relu_done) { /* the layer before wrote this ReLU's output */
+        b->z_unset = 1;
+        return;
+    }
     gather_inputs(m, l, xs, NULL);
+    if (m->ex.training && b->relu_into >= 0) {
+        l->ops->forward_relu(l, &m->ex, xs, m->bound[b->relu_into].y);
+        b->z_unset = 0;
+        return;
+    }
     if (!m->ex.training && b->chain_end != i) {
         tfc_bn_params bn;
         if (b->chain_bn >= 0) m->layers[b->chain_bn].ops->bn_params(&m->layers[b->chain_bn], &bn);
@@ -786,6 +811,7 @@ int tfc_model_first_nonfinite(tfc_model *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
         int64_t n = (int64_t)m->ex.batch * tfc_layer_out_numel(&m->layers[i]);
+        if (m->ex.training && m->bound[i].relu_into >= 0) continue; /* output not written */
         if (m->be->ops->count_nonfinite(m->be, n, m->bound[i].y)) return i;
     }
     return -1;

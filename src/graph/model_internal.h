@@ -25,6 +25,10 @@ typedef struct tfc_bound {
      * (skip). chain_end == the layer itself: no chain. */
     int chain_end, chain_bn, chain_res, chain_pool, skip;
     tfc_act chain_act;
+    /* Training: this layer (forward_relu) writes the output of the ReLU Activation layer
+     * relu_into (-1: none) that alone reads it, its own output left unwritten; that layer
+     * has relu_done set and is skipped. */
+    int relu_into, relu_done;
 } tfc_bound;
 
 /* `loss:`'s options (loss_options.c). */

@@ -60,7 +60,7 @@ static tfc_status bn_build(tfc_layer *l, tfc_error *err)
     return TFC_OK;
 }
 
-static void bn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+static void bn_run(tfc_layer *l, tfc_exec *ex, const void *const *x, tfc_act act, float *y)
 {
     const bn_args *a = l->args;
     int c = (int)l->out_shape.dim[l->out_shape.ndim - 1];
@@ -69,11 +69,23 @@ static void bn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *
     if (ex->training)
         ex->be->ops->bn_forward_train(ex->be, rows, c, x[0], p[GAMMA].data, p[BETA].data,
                                       (float)a->epsilon, (float)a->momentum, p[MOVING_MEAN].data,
-                                      p[MOVING_VAR].data, y, l->saved, l->saved + c);
+                                      p[MOVING_VAR].data, y, l->saved, l->saved + c, act);
     else
         ex->be->ops->bn_forward_infer(ex->be, rows, c, x[0], p[GAMMA].data, p[BETA].data,
                                       p[MOVING_MEAN].data, p[MOVING_VAR].data, (float)a->epsilon,
                                       y);
+}
+
+static void bn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    bn_run(l, ex, x, TFC_ACT_LINEAR, y);
+}
+
+/* training, with the ReLU after it (graph.c); backward reads x, never y */
+static void bn_forward_relu(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    TFC_ASSERT(ex->training);
+    bn_run(l, ex, x, TFC_ACT_RELU, y);
 }
 
 static void bn_params(const tfc_layer *l, tfc_bn_params *out)
@@ -100,6 +112,6 @@ static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const 
 const tfc_layer_ops tfc_batch_normalization_ops = {
     .type = "BatchNormalization", .schema = bn_fields, .args_size = sizeof(bn_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
-    .build = bn_build, .forward = bn_forward, .backward = bn_backward, .bn_params = bn_params,
-    .assigns_grads = 1,
+    .build = bn_build, .forward = bn_forward, .forward_relu = bn_forward_relu,
+    .backward = bn_backward, .bn_params = bn_params, .assigns_grads = 1,
 };

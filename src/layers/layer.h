@@ -72,6 +72,11 @@ typedef struct tfc_layer_ops {
      * epilogue); may be NULL. The graph calls it at inference, and in training for ReLU
      * (whose derivative it then takes from y); backward then gets no f(x) as its y. */
     void (*forward_act)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
+    /* Training only (may be NULL): y = relu(f(x)) in the pass that computes f(x), for the
+     * ReLU Activation layer that alone reads this layer's output (graph.c): y is that layer's
+     * output, this layer's own is left unwritten, and its backward must not read it
+     * (BatchNormalization, Add). */
+    void (*forward_relu)(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y);
     /* Inference only (may be NULL): y = act(bn(f(x)) + residual), the transforms of the
      * BatchNormalization, Add and activation layers that consume this layer's output alone
      * applied by it, which the graph then skips (graph.c); bn and residual may be NULL, and

@@ -28,11 +28,27 @@ static tfc_status add_build(tfc_layer *l, tfc_error *err)
     return TFC_OK;
 }
 
-static void add_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+/* y = act(x[0] + x[1] + ...): the first two in one pass, each further one added */
+static void add_run(tfc_layer *l, tfc_exec *ex, const void *const *x, tfc_act act, float *y)
 {
     int64_t n = (int64_t)ex->batch * tfc_layer_out_numel(l);
-    ex->be->ops->copy(ex->be, y, x[0], (size_t)n * 4);
-    for (int i = 1; i < l->ninputs; i++) ex->be->ops->axpy(ex->be, n, 1.f, x[i], y);
+    const int last = l->ninputs - 1;
+    ex->be->ops->add(ex->be, n, x[0], x[1], last == 1 ? act : TFC_ACT_LINEAR, y);
+    for (int i = 2; i <= last; i++) {
+        if (i < last || act == TFC_ACT_LINEAR) ex->be->ops->axpy(ex->be, n, 1.f, x[i], y);
+        else ex->be->ops->add(ex->be, n, y, x[i], act, y);
+    }
+}
+
+static void add_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    add_run(l, ex, x, TFC_ACT_LINEAR, y);
+}
+
+/* training, with the ReLU after it (graph.c); backward reads neither x nor y */
+static void add_forward_relu(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    add_run(l, ex, x, TFC_ACT_RELU, y);
 }
 
 static void add_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -113,7 +129,8 @@ static void concat_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
 const tfc_layer_ops tfc_add_ops = {
     .type = "Add", .schema = add_fields, .args_size = 0,
     .min_inputs = 2, .max_inputs = TFC_LAYER_MAX_INPUTS, .keeps_mask = 1, .sums_inputs = 1,
-    .build = add_build, .forward = add_forward, .backward = add_backward,
+    .build = add_build, .forward = add_forward, .forward_relu = add_forward_relu,
+    .backward = add_backward,
 };
 
 const tfc_layer_ops tfc_concatenate_ops = {

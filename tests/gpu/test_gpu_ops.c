@@ -309,6 +309,16 @@ static void test_elementwise(void)
     ref->ops->axpy(ref, n, -0.75f, x.h, y.h);
     dev->ops->axpy(dev, n, -0.75f, x.d, y.d);
     CU_ASSERT_EQUAL(pair_check("axpy", &y, F32), 0);
+    { /* add, plain and with ReLU (into a, as the Add layer's further inputs do) */
+        pair s = pair_new(n), t = pair_rand(n, -2, 2);
+        ref->ops->add(ref, n, x.h, y.h, TFC_ACT_LINEAR, s.h);
+        dev->ops->add(dev, n, x.d, y.d, TFC_ACT_LINEAR, s.d);
+        CU_ASSERT_EQUAL(pair_check("add", &s, EXACT), 0);
+        ref->ops->add(ref, n, t.h, x.h, TFC_ACT_RELU, t.h);
+        dev->ops->add(dev, n, t.d, x.d, TFC_ACT_RELU, t.d);
+        CU_ASSERT_EQUAL(pair_check("add, relu", &t, EXACT), 0);
+        pair_free(&s), pair_free(&t);
+    }
     ref->ops->scale(ref, n, 1.5f, y.h);
     dev->ops->scale(dev, n, 1.5f, y.d);
     CU_ASSERT_EQUAL(pair_check("scale", &y, F32), 0);
@@ -606,11 +616,20 @@ static int bn_case(int64_t rows, int cols)
     pair dy = pair_rand(rows * cols, -1, 1), dx = pair_rand(rows * cols, -1, 1);
     pair dg = pair_rand(cols, -1, 1), dbt = pair_rand(cols, -1, 1);
     int bad = 0;
+    pair yr = pair_new(rows * cols), m2 = pair_new(cols), v2 = pair_new(cols);
+    memcpy(m2.h, mm.h, (size_t)cols * 4), memcpy(v2.h, mv.h, (size_t)cols * 4);
+    pair_push(&m2), pair_push(&v2);
     ref->ops->bn_forward_train(ref, rows, cols, x.h, gamma.h, beta.h, 1e-3f, 0.99f, mm.h, mv.h,
-                               y.h, sm.h, si.h);
+                               y.h, sm.h, si.h, TFC_ACT_LINEAR);
     dev->ops->bn_forward_train(dev, rows, cols, x.d, gamma.d, beta.d, 1e-3f, 0.99f, mm.d, mv.d,
-                               y.d, sm.d, si.d);
+                               y.d, sm.d, si.d, TFC_ACT_LINEAR);
     bad += pair_check("bn train y", &y, 1e-5, 1e-5);
+    ref->ops->bn_forward_train(ref, rows, cols, x.h, gamma.h, beta.h, 1e-3f, 0.99f, m2.h, v2.h,
+                               yr.h, sm.h, si.h, TFC_ACT_RELU);
+    dev->ops->bn_forward_train(dev, rows, cols, x.d, gamma.d, beta.d, 1e-3f, 0.99f, m2.d, v2.d,
+                               yr.d, sm.d, si.d, TFC_ACT_RELU);
+    bad += pair_check("bn train y, relu", &yr, 1e-5, 1e-5);
+    pair_free(&yr), pair_free(&m2), pair_free(&v2);
     bad += pair_check("bn save_mean", &sm, 1e-6, 1e-6);
     bad += pair_check("bn save_invstd", &si, 1e-6, 1e-6);
     bad += pair_check("bn moving_mean", &mm, 1e-6, 1e-6);
