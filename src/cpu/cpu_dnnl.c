@@ -633,6 +633,26 @@ static const float *conv_execute(tfc_cpu_dnnl *s, const prim *p, dnnl_stream_t s
     return blocked ? (const float *)(buf + align64(p->in_b_bytes)) : NULL;
 }
 
+/* Weights of up to this many bytes are reordered on the calling thread alone (below). */
+#define SERIAL_REORDER_BYTES (1 << 20)
+
+/* Runs p's weights reorder from `from` to `to` and waits. Outside an OpenMP region oneDNN
+ * would split it over every thread: for a few KB of weights that is a barrier per call
+ * (ResNet-20's 16x16x3x3 into ABcd16a16b, oneDNN 2.6's jit:blk: ~8 ms a call with two
+ * threads where the second shares its core with another process, 1 us on one thread,
+ * docs/cpu.md); small weights go on the calling thread. */
+static void reorder_weights(const prim *p, dnnl_stream_t st, dnnl_memory_t from,
+                            dnnl_memory_t to, size_t bytes)
+{
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    const int serial = bytes <= SERIAL_REORDER_BYTES && !omp_in_parallel(),
+              threads = omp_get_max_threads();
+    if (serial) omp_set_num_threads(1);
+    TFC_ASSERT(dnnl_primitive_execute(p->reorder, st, 2, ra) == dnnl_success);
+    TFC_ASSERT(dnnl_stream_wait(st) == dnnl_success);
+    if (serial) omp_set_num_threads(threads);
+}
+
 /* The weights w in p's layout: w itself where that is hwio, else reordered into p's copy
  * (every call), or on a frozen backend into one kept for w, reordered again only after a
  * write overlaps w (tfc_cpu_dnnl_written). Layers of one shape share a primitive, each
@@ -658,9 +678,7 @@ static dnnl_memory_t weights_in(tfc_backend *be, tfc_cpu_dnnl *s, prim *p, const
             p->kept[i].mem = NULL; /* out of memory: reordered per call */
         }
     }
-    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts}, {DNNL_ARG_TO, to}};
-    TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
-    TFC_ASSERT(dnnl_stream_wait(s->stream) == dnnl_success);
+    reorder_weights(p, s->stream, p->wts, to, p->wts_prim_bytes);
     return to;
 }
 
@@ -705,11 +723,9 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
     }
     if (p->scratch) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
     conv_execute(s, p, s->stream, a, na, p->in, p->out, ws + blk, 0);
-    if (p->reorder && op == TFC_CPU_CONV_FILTER) {
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->wts_prim}, {DNNL_ARG_TO, p->wts}};
-        TFC_ASSERT(dnnl_primitive_execute(p->reorder, s->stream, 2, ra) == dnnl_success);
-    }
     TFC_ASSERT(dnnl_stream_wait(s->stream) == dnnl_success);
+    if (p->reorder && op == TFC_CPU_CONV_FILTER)
+        reorder_weights(p, s->stream, p->wts_prim, p->wts, p->wts_prim_bytes);
 }
 
 /* The chunks of c, claimed by the backend's threads one at a time; each runs its
