@@ -743,6 +743,8 @@ void tfc_model_layer_backward(tfc_model *m, int i)
 {
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
+    /* a ReLU folded into the Add before it: the Add's backward takes its derivative */
+    if (b->relu_done && m->layers[l->inputs[0]].ops->sums_inputs) return;
     /* gradient blocks whose lifetime starts here (plan_grads): this layer's inputs when it is
      * their last consumer, and its own when nothing consumes it. Zeroed, unless this layer
      * writes the first gradient of such an input instead of adding it (bit j of `fresh`):
@@ -783,9 +785,14 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     }
     if (l->ops->sums_inputs) { /* Add: dx[j] += dy, or = dy where the block starts here */
         size_t bytes = (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(l) * 4;
+        const tfc_bound *r = b->relu_into >= 0 ? &m->bound[b->relu_into] : NULL;
         for (int j = 0; j < l->ninputs; j++) {
             if (!dxs[j]) continue;
-            if (fresh & (1u << j)) m->be->ops->copy(m->be, dxs[j], b->dz, bytes);
+            if (r) /* with the ReLU folded into it: its derivative, from its output, into each */
+                m->be->ops->act_backward(m->be, TFC_ACT_RELU, (int64_t)(bytes / 4),
+                                         (int)l->out_shape.dim[l->out_shape.ndim - 1], r->y, r->y,
+                                         r->dy, dxs[j], (int)((fresh >> j) & 1));
+            else if (fresh & (1u << j)) m->be->ops->copy(m->be, dxs[j], b->dz, bytes);
             else m->be->ops->axpy(m->be, (int64_t)(bytes / 4), 1.f, b->dz, dxs[j]);
         }
         return;

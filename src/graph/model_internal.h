@@ -27,7 +27,8 @@ typedef struct tfc_bound {
     tfc_act chain_act;
     /* Training: this layer (forward_relu) writes the output of the ReLU Activation layer
      * relu_into (-1: none) that alone reads it, its own output left unwritten; that layer
-     * has relu_done set and is skipped. */
+     * has relu_done set and is skipped; after an Add, in backward too: the Add's backward
+     * writes the ReLU's derivative into each of its inputs' gradients. */
     int relu_into, relu_done;
 } tfc_bound;
 
