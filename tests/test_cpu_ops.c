@@ -554,6 +554,46 @@ static void test_dropout(void)
     memcpy(y2, x, sizeof(float) * n);
     be->ops->dropout_forward(be, n, rate, 42, 7, y2, y2);
     CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * n), 0);
+
+    /* the AVX-512 kernel (where the CPU has it) gives the plain loops' bits, forward and
+     * accumulating, on lengths that end inside a 16-lane vector and a 64-element batch,
+     * and at rates equal to element e's uniform (kept: u >= rate) and just above it, e the
+     * first whose Philox word has a zero low byte (u is its top 24 bits: the word is on the
+     * kernel's integer threshold itself) */
+    float *ref = falloc(n), *got = falloc(n);
+    int64_t e = 0;
+    while ((tfc_philox(9, (uint64_t)e >> 2, 3).v[e & 3] & 0xFF) != 0) e++;
+    CU_ASSERT_FATAL(e < 4096);
+    const float ue = tfc_rng_uniform(9, 3, (uint64_t)e);
+    const float rates[] = {rate, 0.5f, ue, nextafterf(ue, 1.0f)};
+    const int64_t lens[] = {n, 64, 77, 5};
+    int ran = 0;
+    for (int ri = 0; ri < 4; ri++)
+        for (int li = 0; li < 4; li++)
+            for (int acc = 0; acc < 2; acc++) {
+                for (int64_t i = 0; i < n; i++) ref[i] = got[i] = (float)(i % 7) - 3.0f;
+                CU_ASSERT(tfc_cpu_dropout_isa(be, 0, lens[li], rates[ri], 9, 3, x, ref, acc));
+                if (!tfc_cpu_dropout_isa(be, 2, lens[li], rates[ri], 9, 3, x, got, acc)) continue;
+                ran++;
+                CU_ASSERT_EQUAL(memcmp(ref, got, sizeof(float) * n), 0);
+                if (ri >= 2 && lens[li] > e && !acc) /* the boundary itself, in the contract */
+                    CU_ASSERT_EQUAL(got[e] != 0.0f, ri == 2);
+            }
+    if (ran) {
+        /* Philox blocks across a carry into the counter's high word */
+        uint32_t r[64];
+        const uint64_t firsts[] = {0, (1ull << 32) - 7, (5ull << 32) - 16, 123456789012345ull};
+        int wrong = 0;
+        for (int f = 0; f < 4; f++) {
+            CU_ASSERT(tfc_cpu_philox16(0x0123456789ABCDEFull, firsts[f], 77, r));
+            for (int j = 0; j < 16; j++) {
+                tfc_u32x4 b = tfc_philox(0x0123456789ABCDEFull, firsts[f] + (uint64_t)j, 77);
+                for (int w = 0; w < 4; w++) wrong += r[4 * j + w] != b.v[w];
+            }
+        }
+        CU_ASSERT_EQUAL(wrong, 0);
+    }
+    free(ref), free(got);
     free(x), free(y), free(y2), free(dx);
     tfc_backend_free(be);
 }

@@ -4,6 +4,11 @@
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
 
+#include <math.h>
+#ifdef TFC_X86_SIMD
+#include <immintrin.h>
+#endif
+
 /* Column blocks of a reduction over rows: each thread keeps one block of partial sums. */
 #define COL_BLOCK 256
 
@@ -170,12 +175,117 @@ static inline __attribute__((always_inline)) void philox_batch(uint64_t key, uin
     }
 }
 
+#ifdef TFC_X86_SIMD
+/* 32x32 -> 64-bit products of each lane of a with m (m's value in every lane): the high
+ * halves returned, the low halves in *lo (vpmuludq takes even lanes; odd ones moved down) */
+__attribute__((target("avx512f"))) static inline __m512i mulhilo16(__m512i a, __m512i m,
+                                                                   __m512i *lo)
+{
+    /* word shuffles rather than 64-bit shifts: they issue beside the multiplies */
+    __m512i even = _mm512_mul_epu32(a, m);
+    __m512i odd = _mm512_mul_epu32(_mm512_shuffle_epi32(a, _MM_PERM_DDBB), m);
+    *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_shuffle_epi32(odd, _MM_PERM_CCAA));
+    return _mm512_mask_blend_epi32(0xAAAA, _mm512_shuffle_epi32(even, _MM_PERM_DDBB), odd);
+}
+
+/* Philox blocks first .. first + 15 (tfc_philox(key, first + j, step)) in element order:
+ * r[q] lane e is element 16 q + e, lane e % 4 of block 4 q + e / 4. Sixteen blocks run side
+ * by side, one per lane (word w of block j in lane j of c[w]), then a 4x4 transpose of
+ * 32-bit words inside 128-bit lanes and one of 128-bit lanes puts them in element order. */
+__attribute__((target("avx512f"))) static inline void philox16(uint64_t key, uint64_t first,
+                                                               uint64_t step, __m512i r[4])
+{
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i m0 = _mm512_set1_epi32((int)0xD2511F53u), m1 = _mm512_set1_epi32((int)0xCD9E8D57u);
+    __m512i lo = _mm512_set1_epi32((int)(uint32_t)first);
+    __m512i c0 = _mm512_add_epi32(lo, iota);
+    /* the counter's high word, plus the carry where first + j passes 2^32 */
+    __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32((int)(uint32_t)(first >> 32)),
+                                       _mm512_cmplt_epu32_mask(c0, lo),
+                                       _mm512_set1_epi32((int)(uint32_t)(first >> 32)),
+                                       _mm512_set1_epi32(1));
+    __m512i c2 = _mm512_set1_epi32((int)(uint32_t)step);
+    __m512i c3 = _mm512_set1_epi32((int)(uint32_t)(step >> 32));
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+    for (int round = 0; round < 10; round++) {
+        __m512i lo0, lo1;
+        __m512i hi0 = mulhilo16(c0, m0, &lo0), hi1 = mulhilo16(c2, m1, &lo1);
+        /* 0x96: a ^ b ^ c */
+        c0 = _mm512_ternarylogic_epi32(hi1, c1, _mm512_set1_epi32((int)k0), 0x96);
+        c2 = _mm512_ternarylogic_epi32(hi0, c3, _mm512_set1_epi32((int)k1), 0x96);
+        c1 = lo1;
+        c3 = lo0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    __m512i a = _mm512_unpacklo_epi32(c0, c1), b = _mm512_unpackhi_epi32(c0, c1);
+    __m512i c = _mm512_unpacklo_epi32(c2, c3), d = _mm512_unpackhi_epi32(c2, c3);
+    /* 128-bit lane L of e, f, g, h: whole blocks 4 L, 4 L + 1, 4 L + 2, 4 L + 3 */
+    __m512i e = _mm512_unpacklo_epi64(a, c), f = _mm512_unpackhi_epi64(a, c);
+    __m512i g = _mm512_unpacklo_epi64(b, d), h = _mm512_unpackhi_epi64(b, d);
+    __m512i t0 = _mm512_shuffle_i32x4(e, f, 0x44), t1 = _mm512_shuffle_i32x4(g, h, 0x44);
+    __m512i t2 = _mm512_shuffle_i32x4(e, f, 0xEE), t3 = _mm512_shuffle_i32x4(g, h, 0xEE);
+    r[0] = _mm512_shuffle_i32x4(t0, t1, 0x88);
+    r[1] = _mm512_shuffle_i32x4(t0, t1, 0xDD);
+    r[2] = _mm512_shuffle_i32x4(t2, t3, 0x88);
+    r[3] = _mm512_shuffle_i32x4(t2, t3, 0xDD);
+}
+
+__attribute__((target("avx512f"))) static void philox16_store(uint64_t key, uint64_t first,
+                                                               uint64_t step, uint32_t r[64])
+{
+    __m512i v[4];
+    philox16(key, first, step, v);
+    for (int q = 0; q < 4; q++) _mm512_storeu_si512(r + 16 * q, v[q]);
+}
+
+int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64])
+{
+    if (!__builtin_cpu_supports("avx512f")) return 0;
+    philox16_store(key, first, step, r);
+    return 1;
+}
+
+/* Elements [64 b0, min(64 b1, n)) of the dropout below: 64 elements (16 Philox blocks) at a
+ * time. keep_i = u_i >= rate with u_i = (r_i >> 8) 2^-24 is r_i >= thresh, thresh =
+ * ceil(rate 2^24) 2^8, exactly; the kept element is in * scale (then added), as the plain
+ * loop computes it. */
+__attribute__((target("avx512f"))) static void dropout_avx512(
+    int64_t b0, int64_t b1, int64_t n, uint32_t thresh, float scale, uint64_t key, uint64_t step,
+    const float *in, float *out, int accumulate)
+{
+    const __m512i th = _mm512_set1_epi32((int)thresh);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int64_t bt = b0; bt < b1; bt++) {
+        __m512i r[4];
+        philox16(key, (uint64_t)bt * 16, step, r);
+        for (int q = 0; q < 4; q++) {
+            int64_t i0 = bt * 64 + 16 * q;
+            if (i0 >= n) break;
+            __mmask16 in_range = n - i0 >= 16 ? (__mmask16)0xFFFF
+                                               : (__mmask16)((1u << (n - i0)) - 1);
+            __mmask16 keep = _mm512_cmpge_epu32_mask(r[q], th);
+            __m512 v = _mm512_maskz_mul_ps(keep, _mm512_maskz_loadu_ps(in_range, in + i0), sc);
+            if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(in_range, out + i0), v);
+            _mm512_mask_storeu_ps(out + i0, in_range, v);
+        }
+    }
+}
+#else
+int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64])
+{
+    return 0;
+}
+#endif
+
 /* Inverted dropout over n elements: out[i] (= or +=) in[i] * keep_i / (1 - rate), keep_i =
  * (u_i >= rate), u_i = tfc_rng_uniform(key, step, i): lane i % 4 of Philox block i / 4,
- * generated PHILOX_BATCH blocks (4 * PHILOX_BATCH elements) at a time. */
+ * generated PHILOX_BATCH blocks (4 * PHILOX_BATCH elements) at a time, or with AVX-512 by
+ * dropout_avx512 (the same bits). Philox's ten rounds make it compute-bound: it goes
+ * parallel at an eighth of the element-wise threshold. isa: as tfc_cpu_dropout_isa's. */
 TFC_VECTOR512
-static void dropout(const tfc_backend *be, int64_t n, float rate, uint64_t key, uint64_t step,
-                    const float *in, float *out, int accumulate)
+static void dropout(const tfc_backend *be, int isa, int64_t n, float rate, uint64_t key,
+                    uint64_t step, const float *in, float *out, int accumulate)
 {
     if (rate <= 0.0f) {
         if (accumulate)
@@ -186,8 +296,22 @@ static void dropout(const tfc_backend *be, int64_t n, float rate, uint64_t key, 
     }
     /* rate >= 1 drops everything; 1 / (1 - rate) would be inf and 0 * inf NaN. */
     const float scale = rate >= 1.0f ? 0.0f : 1.0f / (1.0f - rate);
+    int nt = tfc_cpu_threads(be, n * 8);
+#ifdef TFC_X86_SIMD
+    if (isa == 2 && rate < 1.0f) {
+        /* rate 2^24 is exact in float; below 1 it is at most 2^24 - 1 */
+        const uint32_t thresh = (uint32_t)ceilf(rate * 16777216.0f) << 8;
+        const int64_t batches = (n + 63) / 64;
+#pragma omp parallel num_threads(nt)
+        {
+            int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+            dropout_avx512(batches * t / T, batches * (t + 1) / T, n, thresh, scale, key, step,
+                           in, out, accumulate);
+        }
+        return;
+    }
+#endif
     const int64_t per = 4 * PHILOX_BATCH, batches = (n + per - 1) / per;
-    int nt = tfc_cpu_threads(be, n / 4);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t bt = 0; bt < batches; bt++) {
         uint32_t r[4 * PHILOX_BATCH];
@@ -208,17 +332,34 @@ static void dropout(const tfc_backend *be, int64_t n, float rate, uint64_t key, 
     }
 }
 
+static int dropout_best_isa(void)
+{
+#ifdef TFC_X86_SIMD
+    if (__builtin_cpu_supports("avx512f")) return 2;
+#endif
+    return 0;
+}
+
+int tfc_cpu_dropout_isa(tfc_backend *be, int isa, int64_t n, float rate, uint64_t key,
+                        uint64_t step, const float *in, float *out, int accumulate)
+{
+    if (isa < 0) isa = dropout_best_isa();
+    if (isa > dropout_best_isa() || isa == 1) return 0;
+    dropout(be, isa, n, rate, key, step, in, out, accumulate);
+    return 1;
+}
+
 void tfc_cpu_dropout_forward(tfc_backend *be, int64_t n, float rate, uint64_t key,
                              uint64_t step, const float *x, float *y)
 {
-    dropout(be, n, rate, key, step, x, y, 0);
+    dropout(be, dropout_best_isa(), n, rate, key, step, x, y, 0);
 }
 
 /* dx += dy * keep / (1 - rate), the same mask regenerated from (key, step). */
 void tfc_cpu_dropout_backward(tfc_backend *be, int64_t n, float rate, uint64_t key,
                               uint64_t step, const float *dy, float *dx)
 {
-    dropout(be, n, rate, key, step, dy, dx, 1);
+    dropout(be, dropout_best_isa(), n, rate, key, step, dy, dx, 1);
 }
 
 double tfc_cpu_sumsq(tfc_backend *be, int64_t n, const float *x)

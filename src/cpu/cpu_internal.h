@@ -223,6 +223,17 @@ void tfc_cpu_panel_gemm(const tfc_panel_gemm *g);
  * the kernel's instructions (for the tests that compare the kernels). */
 int tfc_cpu_panel_gemm_isa(int isa, const tfc_panel_gemm *g);
 
+/* Inverted dropout (dropout_forward's and, accumulate 1, dropout_backward's contract) through
+ * one kernel: isa 2 AVX-512 intrinsics, 0 the plain loops, -1 the best this CPU runs. Both give
+ * the same bits. Returns 0, computing nothing, where the CPU lacks the kernel's instructions
+ * (for the tests that compare them). */
+int tfc_cpu_dropout_isa(tfc_backend *be, int isa, int64_t n, float rate, uint64_t key,
+                        uint64_t step, const float *in, float *out, int accumulate);
+
+/* Philox blocks first .. first + 15 of (key, step) through the AVX-512 kernel, in element
+ * order (r[4 j + w] = word w of tfc_philox(key, first + j, step)); 0 without AVX-512. */
+int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]);
+
 /* ---- the math ops ----------------------------------------------------------------------
  * tfc_cpu_<op> for every op of TFC_BACKEND_MATH_OPS (contracts in core/backend.h), each
  * defined in the file of its family: gemm in cpu_backend.c; axpy, scale, bias_add,
