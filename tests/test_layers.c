@@ -46,6 +46,15 @@ static const gc_case cases[] = {
                          "  - BatchNormalization: {name: b, inputs: d1}\n"
                          "  - Dense: {name: d2, units: 6, inputs: d1}\n"
                          "  - Add: {inputs: [t, b, d2]}\n  - Dense: {units: 3}\n", 6},
+    /* d1's block shared by a Dense and two Dropouts: q (the last reader, whose backward
+     * runs first) writes it, p and d2 must add to what q left */
+    {"shared_dense_dropout", "input: {shape: [6]}\nlayers:\n"
+                             "  - Dense: {name: d1, units: 6, activation: tanh}\n"
+                             "  - Dense: {name: d2, units: 5, inputs: d1}\n"
+                             "  - Dropout: {name: p, rate: 0.3, inputs: d1}\n"
+                             "  - Dense: {name: d3, units: 5, inputs: p}\n"
+                             "  - Dropout: {name: q, rate: 0.4, inputs: d1}\n"
+                             "  - Concatenate: {inputs: [d2, d3, q]}\n  - Dense: {units: 3}\n", 4},
     {"shared_conv_gradients", IMG "  - Conv2D: {name: c1, filters: 2, kernel_size: 3, padding: same}\n"
                               "  - Conv2D: {name: c2, filters: 2, kernel_size: 3, padding: same, inputs: c1}\n"
                               "  - Add: {inputs: [c2, c1]}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 3},

@@ -1,7 +1,8 @@
 /* Dense (keras.layers.Dense): y = x K + b over the last axis, so a sequence [T, in] maps
  * step by step to [T, units].
  *   forward:  y[r, u] = sum_i x[r, i] K[i, u] + b[u]          K [in, units], b [units]
- *   backward: dK += x^T dy,  db += sum_r dy[r, :],  dx += dy K^T */
+ *   backward: dK += x^T dy,  db += sum_r dy[r, :],  dx += dy K^T (dx = where it starts
+ *             here) */
 #include "layers/layer.h"
 
 typedef struct dense_args {
@@ -59,13 +60,13 @@ static void dense_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, con
     op->gemm(ex->be, 1, 0, in, a->units, (int)rows, 1.f, x[0], in, dy, a->units, 1.f,
              l->params[0].grad, a->units);
     if (a->use_bias) op->bias_grad(ex->be, rows, a->units, dy, l->params[1].grad);
-    if (dx[0])
+    if (dx[0]) /* written, not added, where dx's block starts here (ex->fresh) */
         op->gemm(ex->be, 0, 1, (int)rows, in, a->units, 1.f, dy, a->units, l->params[0].data,
-                 a->units, 1.f, dx[0], in);
+                 a->units, (ex->fresh & 1) ? 0.f : 1.f, dx[0], in);
 }
 
 const tfc_layer_ops tfc_dense_ops = {
     .type = "Dense", .schema = dense_fields, .args_size = sizeof(dense_args),
-    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
+    .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1, .assigns_grads = 1,
     .build = dense_build, .forward = dense_forward, .backward = dense_backward,
 };

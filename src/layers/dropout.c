@@ -1,7 +1,7 @@
 /* Dropout (keras.layers.Dropout): inverted dropout while training, identity at inference.
  *   training: y = x * keep / (1 - rate), keep ~ Bernoulli(1 - rate) drawn from Philox at
  *             (layer key, step, element), so backward regenerates the same mask
- *   backward: dx += dy * keep / (1 - rate)  (dx += dy at inference) */
+ *   backward: dx += dy * keep / (1 - rate)  (dx += dy at inference); = where dx starts here */
 #include "layers/layer.h"
 #include "core/rng.h"
 
@@ -45,14 +45,25 @@ static void dropout_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, c
     const dropout_args *a = l->args;
     int64_t n = (int64_t)ex->batch * tfc_layer_out_numel(l);
     if (!dx[0]) return;
-    if (ex->training && a->rate > 0)
-        ex->be->ops->dropout_backward(ex->be, n, (float)a->rate, key_of(l), ex->step, dy, dx[0]);
-    else
+    /* where dx's block starts here (ex->fresh), written rather than added: the forward op
+     * on dy, or a copy */
+    const int fresh = ex->fresh & 1;
+    if (ex->training && a->rate > 0) {
+        if (fresh)
+            ex->be->ops->dropout_forward(ex->be, n, (float)a->rate, key_of(l), ex->step, dy, dx[0]);
+        else
+            ex->be->ops->dropout_backward(ex->be, n, (float)a->rate, key_of(l), ex->step, dy,
+                                          dx[0]);
+    } else if (fresh) {
+        ex->be->ops->copy(ex->be, dx[0], dy, (size_t)n * 4);
+    } else {
         ex->be->ops->axpy(ex->be, n, 1.f, dy, dx[0]);
+    }
 }
 
 const tfc_layer_ops tfc_dropout_ops = {
     .type = "Dropout", .schema = dropout_fields, .args_size = sizeof(dropout_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1, .copies_at_inference = 1,
+    .assigns_grads = 1,
     .build = dropout_build, .forward = dropout_forward, .backward = dropout_backward,
 };
