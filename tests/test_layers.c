@@ -758,6 +758,55 @@ static void test_training_relu_folds(void)
         for (int k = 0; k < 3; k++) free(res[run][k]);
 }
 
+/* tfc_model_zero_grad is lazy (graph.c): a Dense writes its parameters' gradients at the
+ * step's first backward, other layers' are zeroed then, and a read before any backward
+ * zeroes them. Against that: a second backward without zero_grad adds (2 g), one after it
+ * starts again (g, bit for bit), and grads read right after zero_grad are zeros. */
+static void test_lazy_zero_grad(void)
+{
+    static const char yaml[] =
+        "name: lazy\ninput: {shape: [6]}\nlayers:\n"
+        "  - Dense: {units: 8, activation: relu}\n"
+        "  - BatchNormalization: {}\n"
+        "  - Dense: {units: 3, activation: softmax}\n"
+        "loss: sparse_categorical_crossentropy\n";
+    const int n = 5;
+    float x[5 * 6];
+    int32_t labels[5] = {0, 1, 2, 1, 0};
+    tfc_test_fill(x, 30, -1, 1, 4);
+    bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 3, &err), TFC_OK);
+    const int64_t ng = tfc_model_trainable_count(b.m);
+    float *g[3];
+    for (int k = 0; k < 3; k++) g[k] = malloc(sizeof(float) * (size_t)ng);
+    for (int k = 0; k < 3; k++) { /* zero, backward; backward again; zero, backward */
+        tfc_batch_result r;
+        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 1, 9, 0, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 1, &r, &err), TFC_OK);
+        if (k != 1) tfc_model_zero_grad(b.m);
+        tfc_model_backward(b.m);
+        b.be->ops->download(b.be, g[k], tfc_model_grads(b.m), (size_t)ng * 4);
+    }
+    int64_t doubled = 0, nonzero = 0;
+    for (int64_t i = 0; i < ng; i++) {
+        doubled += fabsf(g[1][i] - 2 * g[0][i]) <= 1e-6f * (1 + fabsf(g[0][i]));
+        nonzero += g[0][i] != 0;
+    }
+    CU_ASSERT_EQUAL(doubled, ng);
+    CU_ASSERT(nonzero > ng / 2);
+    CU_ASSERT_EQUAL(memcmp(g[0], g[2], sizeof(float) * (size_t)ng), 0);
+    tfc_model_zero_grad(b.m);
+    b.be->ops->download(b.be, g[1], tfc_model_grads(b.m), (size_t)ng * 4);
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < ng; i++) zeros += g[1][i] == 0.0f;
+    CU_ASSERT_EQUAL(zeros, ng);
+    for (int k = 0; k < 3; k++) free(g[k]);
+    unbind(b);
+}
+
 /* A pooling layer that alone reads a chain's result (or a convolution's with its own
  * activation) joins the chain: conv(relu) -> MaxPooling2D, conv -> BN -> ReLU ->
  * AveragePooling2D (SAME, stride 2), conv(tanh) -> MaxPooling2D, conv -> Add ->
@@ -893,5 +942,6 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"initializers", test_initializers},
               {"inference_chains", test_inference_chains},
               {"training_relu_folds", test_training_relu_folds},
+              {"lazy_zero_grad", test_lazy_zero_grad},
               {"inference_pool_chains", test_inference_pool_chains},
               {"frozen_weights_reload", test_frozen_weights_reload})

@@ -506,7 +506,14 @@ tfc_status tfc_model_bind_inference(tfc_model *m, tfc_backend *be, int max_batch
 }
 
 float *tfc_model_params(tfc_model *m) { return m->params; }
-float *tfc_model_grads(tfc_model *m) { return m->grads; }
+static void settle_grads(tfc_model *m, int i);
+
+float *tfc_model_grads(tfc_model *m)
+{
+    if (m->bound)
+        for (int i = 0; i < m->nlayers; i++) settle_grads(m, i);
+    return m->grads;
+}
 float *tfc_model_input_grad(tfc_model *m) { return m->dx; }
 void tfc_model_want_input_grad(tfc_model *m, int on) { m->want_input_grad = on; }
 
@@ -534,6 +541,7 @@ void tfc_model_param_download(tfc_model *m, const tfc_param *p, float *host)
 
 void tfc_model_grad_download(tfc_model *m, const tfc_param *p, float *host)
 {
+    tfc_model_grads(m); /* settles gradients still unset since tfc_model_zero_grad */
     m->be->ops->download(m->be, host, p->grad, (size_t)p->numel * 4);
 }
 
@@ -734,9 +742,40 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
     return TFC_OK;
 }
 
+/* Lazily: each layer's parameter gradients are zeroed, or written instead of added to by a
+ * layer with assigns_param_grads, at its next backward step (grads_unset); whatever reads
+ * them before (tfc_model_grads) zeroes those still unset. A GEMM that writes the gradient
+ * with beta 0 at the end of the step costs less than a pass over all of them at its start
+ * (mnist_mlp: 2.7 MB) and a GEMM adding to them after the forward pass has evicted them. */
 void tfc_model_zero_grad(tfc_model *m)
 {
-    m->be->ops->zero(m->be, m->grads, (size_t)m->trainable_count * 4);
+    for (int i = 0; i < m->nlayers; i++) m->bound[i].grads_unset = 1;
+}
+
+/* The trainable parameters' gradients of layer i: one block (bind puts them side by side) */
+static float *layer_grads(tfc_model *m, int i, size_t *bytes)
+{
+    const tfc_layer *l = &m->layers[i];
+    float *first = NULL;
+    int64_t n = 0;
+    for (int p = 0; p < l->nparams; p++)
+        if (l->params[p].grad) {
+            if (!first) first = l->params[p].grad;
+            n += l->params[p].numel;
+        }
+    *bytes = (size_t)n * 4;
+    return first;
+}
+
+/* Zeroes layer i's parameter gradients if they are still unset (before a backward that adds
+ * to them, or a read) */
+static void settle_grads(tfc_model *m, int i)
+{
+    if (!m->bound[i].grads_unset) return;
+    m->bound[i].grads_unset = 0;
+    size_t bytes;
+    float *g = layer_grads(m, i, &bytes);
+    if (g) m->be->ops->zero(m->be, g, bytes);
 }
 
 void tfc_model_layer_backward(tfc_model *m, int i)
@@ -798,8 +837,12 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         return;
     }
     m->ex.fresh = fresh;
+    m->ex.params_fresh = b->grads_unset && l->ops->assigns_param_grads;
+    if (m->ex.params_fresh) b->grads_unset = 0;
+    else settle_grads(m, i);
     l->ops->backward(l, &m->ex, xs, b->z, b->dz, dxs);
     m->ex.fresh = 0;
+    m->ex.params_fresh = 0;
 }
 
 void tfc_model_backward(tfc_model *m)

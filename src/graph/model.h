@@ -136,7 +136,8 @@ void tfc_model_unbind(tfc_model *m);
 /* Fills every parameter from its initializer with streams keyed by (seed, layer index). */
 tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err);
 
-/* Device arenas: params [param_count] and grads [trainable_count]. */
+/* Device arenas: params [param_count] and grads [trainable_count] (grads settles the
+ * gradients that tfc_model_zero_grad left unset: zeroes them). */
 float *tfc_model_params(tfc_model *m);
 float *tfc_model_grads(tfc_model *m);
 
@@ -156,7 +157,9 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
 tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err);
 
-/* Zeroes the parameter gradients (once per step; not between iter_size accumulations). */
+/* Zeroes the parameter gradients (once per step; not between iter_size accumulations).
+ * Lazily: each layer's at its next backward step, or at a read through tfc_model_grads or
+ * tfc_model_grad_download; read the arena through those, not a pointer kept from before. */
 void tfc_model_zero_grad(tfc_model *m);
 
 /* Back-propagates the loss gradient; parameter gradients accumulate. */

@@ -30,6 +30,9 @@ typedef struct tfc_bound {
      * has relu_done set and is skipped; after an Add, in backward too: the Add's backward
      * writes the ReLU's derivative into each of its inputs' gradients. */
     int relu_into, relu_done;
+    /* tfc_model_zero_grad ran and this layer's backward has not since: its parameters'
+     * gradients count as zero but may hold anything (graph.c's grads_unset) */
+    int grads_unset;
 } tfc_bound;
 
 /* `loss:`'s options (loss_options.c). */

@@ -2,7 +2,7 @@
  * step by step to [T, units].
  *   forward:  y[r, u] = sum_i x[r, i] K[i, u] + b[u]          K [in, units], b [units]
  *   backward: dK += x^T dy,  db += sum_r dy[r, :],  dx += dy K^T (dx = where it starts
- *             here) */
+ *             here, dK = at the step's first backward) */
 #include "layers/layer.h"
 
 typedef struct dense_args {
@@ -57,9 +57,14 @@ static void dense_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, con
     int in = (int)l->in_shape[0].dim[l->in_shape[0].ndim - 1];
     int64_t rows = (int64_t)ex->batch * (tfc_shape_numel(&l->in_shape[0]) / in);
     const tfc_backend_ops *op = ex->be->ops;
-    op->gemm(ex->be, 1, 0, in, a->units, (int)rows, 1.f, x[0], in, dy, a->units, 1.f,
-             l->params[0].grad, a->units);
-    if (a->use_bias) op->bias_grad(ex->be, rows, a->units, dy, l->params[1].grad);
+    /* the step's first backward writes the kernel's gradient (beta 0; the bias's, summed
+     * into, is zeroed: 4 bytes a unit) */
+    op->gemm(ex->be, 1, 0, in, a->units, (int)rows, 1.f, x[0], in, dy, a->units,
+             ex->params_fresh ? 0.f : 1.f, l->params[0].grad, a->units);
+    if (a->use_bias) {
+        if (ex->params_fresh) op->zero(ex->be, l->params[1].grad, (size_t)a->units * 4);
+        op->bias_grad(ex->be, rows, a->units, dy, l->params[1].grad);
+    }
     if (dx[0]) /* written, not added, where dx's block starts here (ex->fresh) */
         op->gemm(ex->be, 0, 1, (int)rows, in, a->units, 1.f, dy, a->units, l->params[0].data,
                  a->units, (ex->fresh & 1) ? 0.f : 1.f, dx[0], in);
@@ -68,5 +73,5 @@ static void dense_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, con
 const tfc_layer_ops tfc_dense_ops = {
     .type = "Dense", .schema = dense_fields, .args_size = sizeof(dense_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1, .assigns_grads = 1,
-    .build = dense_build, .forward = dense_forward, .backward = dense_backward,
+    .assigns_param_grads = 1, .build = dense_build, .forward = dense_forward, .backward = dense_backward,
 };

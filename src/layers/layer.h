@@ -32,6 +32,9 @@ typedef struct tfc_exec {
     void *ws;         /* shared scratch, at least the largest layer's workspace */
     unsigned fresh;   /* backward of a layer with assigns_grads: bit j set, dx[j] starts at
                        * this layer (holds nothing yet): the layer may write it, not add */
+    int params_fresh; /* backward of a layer with assigns_param_grads: its parameters'
+                       * gradients hold nothing yet (the step's first backward): written,
+                       * not added */
 } tfc_exec;
 
 /* A weight: Keras's variable name and layout; data/grad are bound by the graph. */
@@ -54,7 +57,10 @@ typedef struct tfc_layer_ops {
     int pure_act;              /* y = act(x) and nothing else (Activation) */
     int sums_inputs;           /* y = x[0] + x[1] + ... (Add) */
     int assigns_grads;         /* backward writes dx[j] where ex->fresh has bit j (Conv2D,
-                                * BatchNormalization), else adds to it */
+                                * BatchNormalization, Dense, Dropout), else adds to it */
+    int assigns_param_grads;   /* backward writes every parameter gradient where
+                                * ex->params_fresh (Dense), else adds to them; without it
+                                * the graph zeroes them first */
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
