@@ -742,13 +742,19 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
     return TFC_OK;
 }
 
-/* Lazily: each layer's parameter gradients are zeroed, or written instead of added to by a
- * layer with assigns_param_grads, at its next backward step (grads_unset); whatever reads
- * them before (tfc_model_grads) zeroes those still unset. A GEMM that writes the gradient
- * with beta 0 at the end of the step costs less than a pass over all of them at its start
- * (mnist_mlp: 2.7 MB) and a GEMM adding to them after the forward pass has evicted them. */
+/* On the CPU lazily: each layer's parameter gradients are zeroed, or written instead of
+ * added to by a layer with assigns_param_grads, at its next backward step (grads_unset);
+ * whatever reads them before (tfc_model_grads) zeroes those still unset. A GEMM that writes
+ * the gradient with beta 0 at the end of the step costs less than a pass over all of them at
+ * its start (mnist_mlp: 2.7 MB) and a GEMM adding to them after the forward pass has evicted
+ * them. On a GPU one zero of the arena at once: a launch per layer would cost more than the
+ * bytes. */
 void tfc_model_zero_grad(tfc_model *m)
 {
+    if (m->be->device >= 0) {
+        m->be->ops->zero(m->be, m->grads, (size_t)m->trainable_count * 4);
+        return;
+    }
     for (int i = 0; i < m->nlayers; i++) m->bound[i].grads_unset = 1;
 }
 

@@ -158,8 +158,9 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err);
 
 /* Zeroes the parameter gradients (once per step; not between iter_size accumulations).
- * Lazily: each layer's at its next backward step, or at a read through tfc_model_grads or
- * tfc_model_grad_download; read the arena through those, not a pointer kept from before. */
+ * On the CPU lazily: each layer's at its next backward step, or at a read through
+ * tfc_model_grads or tfc_model_grad_download; read the arena through those, not a pointer
+ * kept from before. */
 void tfc_model_zero_grad(tfc_model *m);
 
 /* Back-propagates the loss gradient; parameter gradients accumulate. */
