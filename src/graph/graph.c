@@ -794,8 +794,8 @@ void tfc_model_layer_backward(tfc_model *m, int i)
      * their last consumer, and its own when nothing consumes it. Zeroed, unless this layer
      * writes the first gradient of such an input instead of adding it (bit j of `fresh`):
      * an Add by a copy of dy, an Activation layer's act_backward, a layer with
-     * assigns_grads (Conv2D, BatchNormalization, Dense, Dropout) in its backward. The input's dz half, if
-     * any, its own act_backward writes. */
+     * assigns_grads (Conv2D, BatchNormalization, Dense, Dropout) in its backward. The
+     * input's dz half, if any, its own act_backward writes. */
     unsigned fresh = 0;
     /* the activation's derivative, unless the loss took it (the last layer's, folded) */
     const int act_grad = l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss);

@@ -73,5 +73,6 @@ static void dense_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, con
 const tfc_layer_ops tfc_dense_ops = {
     .type = "Dense", .schema = dense_fields, .args_size = sizeof(dense_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1, .assigns_grads = 1,
-    .assigns_param_grads = 1, .build = dense_build, .forward = dense_forward, .backward = dense_backward,
+    .assigns_param_grads = 1,
+    .build = dense_build, .forward = dense_forward, .backward = dense_backward,
 };
