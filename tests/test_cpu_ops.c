@@ -1605,6 +1605,9 @@ static double lstm_loss(void *p)
     return dot(c->y, c->wt, lstm_ny(&c->d));
 }
 
+/* x's values lie in [-lstm_x, lstm_x] */
+static float lstm_x = 1.0f;
+
 static void check_lstm(tfc_backend *be, tfc_lstm_desc d, const float *mask, int use_bias,
                        int grads)
 {
@@ -1613,7 +1616,7 @@ static void check_lstm(tfc_backend *be, tfc_lstm_desc d, const float *mask, int 
     const int64_t nseq = (int64_t)d.n * d.t * u, ny = lstm_ny(&d);
     float *x = falloc(nx), *K = falloc(nk), *R = falloc(nr), *b = falloc(G), *y = falloc(ny);
     float *hseq = falloc(nseq), *cseq = falloc(nseq), *gates = falloc(nseq * 4), *wt = falloc(ny);
-    fill(x, nx, -1, 1);
+    fill(x, nx, -lstm_x, lstm_x);
     fill(K, nk, -0.8, 0.8);
     fill(R, nr, -0.8, 0.8);
     fill(b, G, -0.5, 0.5);
@@ -1669,9 +1672,8 @@ static void check_lstm(tfc_backend *be, tfc_lstm_desc d, const float *mask, int 
     free(hw), free(cw), free(gw);
 }
 
-static void test_lstm(void)
+static void lstm_cases(tfc_backend *be)
 {
-    tfc_backend *be = backend();
     /* sequence 0: first step masked; 1: a masked middle step; 2: trailing padding */
     const float mask[3 * 5] = {0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0};
     for (int rs = 0; rs < 2; rs++)
@@ -1700,6 +1702,22 @@ static void test_lstm(void)
      * masked steps too; the rest of the cases go through its rows of dz */
     tfc_lstm_desc panels = {.n = 19, .t = 3, .in = 5, .units = 16, .return_sequences = 0};
     check_lstm(be, panels, mask19, 1, 1);
+    /* pre-activations in the hundreds: saturated gates (sigmoid's exp(-x) overflowing to
+     * inf, tanh's exp(2|x|) too), and 20 units: a whole vector of the AVX-512 cells and a
+     * part of one */
+    lstm_x = 60.0f;
+    tfc_lstm_desc wide = {.n = 9, .t = 4, .in = 6, .units = 20, .return_sequences = 1};
+    check_lstm(be, wide, mask19, 1, 1);
+    lstm_x = 1.0f;
+}
+
+static void test_lstm(void)
+{
+    tfc_backend *be = backend();
+    /* every case through each cells' kernel this CPU runs: the AVX-512 one, the plain loops */
+    for (int isa = 2; isa >= 0; isa -= 2)
+        if (tfc_cpu_lstm_cells_isa(isa)) lstm_cases(be);
+    tfc_cpu_lstm_cells_isa(-1);
 
     /* y may be hseq itself when return_sequences is set */
     tfc_lstm_desc d = {.n = 2, .t = 3, .in = 2, .units = 2, .return_sequences = 1};

@@ -1,8 +1,10 @@
 /* TFC_VECTOR marks a function with hot SIMD loops for an AVX2 clone picked at load time, so
  * one portable binary still runs 8-wide where the CPU can; TFC_VECTOR512 adds an AVX-512
- * clone (16-wide, with fused multiply-adds, so its last bits differ from the AVX2 clone's)
- * for loops that measurably gain from it (the LSTM cells). GCC only, and not under the
- * sanitizers, whose start-up runs after ifunc resolution. */
+ * clone (16-wide) for loops that measurably gain from it. ISO C (-std=c11) keeps every
+ * multiply and add apart (no contraction into fused multiply-adds), so the clones of an
+ * element-wise loop give the same bits; kernels that want fused multiply-adds or reciprocal
+ * estimates write them in intrinsics (TFC_X86_SIMD below; the LSTM cells). GCC only, and not
+ * under the sanitizers, whose start-up runs after ifunc resolution. */
 #ifndef TFC_CORE_VECTOR_H
 #define TFC_CORE_VECTOR_H
 

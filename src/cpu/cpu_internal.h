@@ -178,6 +178,10 @@ void tfc_cpu_pack_panels(int k, int n, const float *b, int ldb, int trans, float
 void tfc_cpu_pack_panels_ld(int k, int n, const float *b, int ldb, int trans, float *packed,
                             int ldp);
 
+/* Both pack functions share the panels among the threads of a parallel region they are called
+ * in by every thread (an orphaned `omp for`, with its barrier at the end); outside one, the
+ * caller packs them all. */
+
 /* How an A operand [m, k] lies in memory, element (r, l) at:
  *   TFC_PANEL_ROWS    a[r lda + l], row-major;
  *   TFC_PANEL_ROWS8   a[(r / 8) lda + 8 l + r % 8], panels of 8 rows (lda >= 8 k): the
@@ -229,6 +233,11 @@ int tfc_cpu_panel_gemm_isa(int isa, const tfc_panel_gemm *g);
  * (for the tests that compare them). */
 int tfc_cpu_dropout_isa(tfc_backend *be, int isa, int64_t n, float rate, uint64_t key,
                         uint64_t step, const float *in, float *out, int accumulate);
+
+/* Chooses the LSTM cells' kernel for the whole process: isa 2 AVX-512 intrinsics, 0 the plain
+ * loops, -1 the best this CPU runs (the default). Returns 0, changing nothing, where the CPU
+ * lacks the kernel's instructions (for the tests that check both). */
+int tfc_cpu_lstm_cells_isa(int isa);
 
 /* Philox blocks first .. first + 15 of (key, step) through the AVX-512 kernel, in element
  * order (r[4 j + w] = word w of tfc_philox(key, first + j, step)); 0 without AVX-512. */

@@ -23,17 +23,48 @@ size_t tfc_cpu_panels_floats(int k, int n)
     return (size_t)((n + PANEL - 1) / PANEL) * PANEL * (size_t)(k > 0 ? k : 0);
 }
 
+#ifdef TFC_X86_SIMD
+/* Panel p of Sᵀ for a whole panel: packed row l is S's column l of the panel's 16 rows, one
+ * gather a row (the 16 rows' lines stay in L1 across 16 rows l). */
+__attribute__((target("avx512f"))) static void pack_trans16(int k, const float *s, int lds,
+                                                            float *dst)
+{
+    const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
+                                                           4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(lds));
+    for (int l = 0; l < k; l++)
+        _mm512_storeu_ps(dst + (int64_t)l * PANEL, _mm512_i32gather_ps(at, s + l, 4));
+}
+#endif
+
 void tfc_cpu_pack_panels_ld(int k, int n, const float *b, int ldb, int trans, float *packed,
                             int ldp)
 {
-    for (int p = 0; p * PANEL < n; p++) {
+    const int panels = (n + PANEL - 1) / PANEL;
+#ifdef TFC_X86_SIMD
+    /* a gather's 16 offsets are 32-bit */
+    const int gather = trans && __builtin_cpu_supports("avx512f") &&
+                       (int64_t)(PANEL - 1) * ldb <= INT32_MAX;
+#endif
+#pragma omp for schedule(static)
+    for (int p = 0; p < panels; p++) {
         float *dst = packed + (size_t)p * ldp * PANEL;
         const int cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
+#ifdef TFC_X86_SIMD
+        if (gather && cols == PANEL) {
+            pack_trans16(k, b + (int64_t)p * PANEL * ldb, ldb, dst);
+            continue;
+        }
+#endif
         if (trans) /* row j of S is column j of B: read it whole, write it down the panel */
             for (int c = 0; c < PANEL; c++) {
                 const float *src = b + (int64_t)(p * PANEL + c) * ldb;
                 for (int l = 0; l < k; l++) dst[l * PANEL + c] = c < cols ? src[l] : 0.0f;
             }
+        else if (cols == PANEL)
+            for (int l = 0; l < k; l++) /* a constant size: one vector copy */
+                memcpy(dst + (int64_t)l * PANEL, b + (int64_t)l * ldb + p * PANEL,
+                       PANEL * sizeof(float));
         else
             for (int l = 0; l < k; l++) {
                 const float *src = b + (int64_t)l * ldb + p * PANEL;
