@@ -96,7 +96,7 @@ static int grad_check(const char *what, double *param, int64_t n, const double *
 /* after - before, in double: what an accumulating op added. */
 static double *added(const float *after, const float *before, int64_t n)
 {
-    double *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+    double *d = calloc((size_t)(n ? n : 1), sizeof *d);
     for (int64_t i = 0; i < n; i++) d[i] = (double)after[i] - before[i];
     return d;
 }
@@ -1293,9 +1293,17 @@ static void check_pool(tfc_backend *be, tfc_pool_desc d)
         CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * ny), 0);
         free(y2);
     }
-    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx);
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 0);
     double *g = added(dx, dx0, nx);
     CU_ASSERT_EQUAL(grad_check("pool", ctx.x, nx, g, pool_loss, &ctx, 1e-4, 1e-4, 1e-5), 0);
+    /* assign: what adding into zeros gives, written over whatever dx held (NaNs here, never
+     * read) */
+    float *sum = calloc((size_t)nx, sizeof(float));
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, sum, 0);
+    for (int64_t i = 0; i < nx; i++) dx[i] = NAN;
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 1);
+    CU_ASSERT_EQUAL(memcmp(dx, sum, sizeof(float) * nx), 0);
+    free(sum);
     free(x), free(y), free(wt), free(dx), free(dx0), free(arg), free(ctx.x), free(ctx.wt);
     free(ctx.y), free(g);
 }

@@ -182,9 +182,11 @@ void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y)
 
 /* Max: dx[winner] += dy. Average: every cell of the window += dy / count. Images are
  * independent, so they run in parallel; windows within one image overlap when the stride
- * is smaller than the kernel, so one thread owns a whole image. */
+ * is smaller than the kernel, so one thread owns a whole image. With assign each image's dx
+ * is zeroed just before its windows add into it, while it is in cache (a separate zeroing
+ * pass wrote all of dx to memory first: 19 MB a step in mnist_cnn). */
 void tfc_cpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
-                           const int32_t *argmax, float *dx)
+                           const int32_t *argmax, float *dx, int assign)
 {
     const int64_t img_in = (int64_t)d->h * d->w * d->c;
     const int64_t img_out = (int64_t)d->oh * d->ow * d->c;
@@ -194,6 +196,7 @@ void tfc_cpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float 
     for (int64_t i = 0; i < d->n; i++) {
         float *g = dx + i * img_in;
         const float *gy = dy + i * img_out;
+        if (assign) memset(g, 0, (size_t)img_in * sizeof(float));
         if (d->is_max) {
             const int32_t *a = argmax + i * img_out;
             for (int64_t o = 0; o < img_out; o++)

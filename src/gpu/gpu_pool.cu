@@ -79,9 +79,9 @@ static __device__ __forceinline__ void covering(int i, int pad, int k, int s, in
 }
 
 /* dx[n, iy, ix, c] += what the windows containing it send: max, dy where this cell won;
- * average, dy / (cells of the window). */
+ * average, dy / (cells of the window). With assign, dx = (its old contents never read). */
 static __global__ void pool_backward_kernel(tfc_pool_desc d, const float *dy, const int32_t *argmax,
-                                     float *dx)
+                                     float *dx, int assign)
 {
     const int64_t total = (int64_t)d.n * d.h * d.w * d.c;
     GRID_LOOP(i, total)
@@ -97,7 +97,7 @@ static __global__ void pool_backward_kernel(tfc_pool_desc d, const float *dy, co
         covering(iy, d.pad_top, d.kh, d.sh, d.oh, &oy0, &oy1);
         covering(ix, d.pad_left, d.kw, d.sw, d.ow, &ox0, &ox1);
         const int64_t base = img * d.oh * d.ow * d.c;
-        float acc = dx[i];
+        float acc = assign ? 0.0f : dx[i];
         for (int oy = oy0; oy <= oy1; oy++)
             for (int ox = ox0; ox <= ox1; ox++) {
                 const int64_t o = base + ((int64_t)oy * d.ow + ox) * d.c + ch;
@@ -124,11 +124,12 @@ void tfc_gpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *
 }
 
 void tfc_gpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
-                           const int32_t *argmax, float *dx)
+                           const int32_t *argmax, float *dx, int assign)
 {
     gpu_ctx *g = gpu_of(be);
     const int64_t total = (int64_t)d->n * d->h * d->w * d->c;
     if (total <= 0 || d->oh <= 0 || d->ow <= 0) return;
-    pool_backward_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(*d, dy, argmax, dx);
+    pool_backward_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(*d, dy, argmax, dx,
+                                                                              assign);
     TFC_LAUNCH_CHECK(g, pool_backward_kernel);
 }

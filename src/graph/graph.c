@@ -699,7 +699,7 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
     float *dx = NULL;
     if (want_grad) { /* the blocks the loss and the input's consumers accumulate into */
         be->ops->zero(be, b->dy, b->grad_bytes);
-        if (m->dx)
+        if (m->dx && m->want_input_grad) /* else no backward writes it */
             be->ops->zero(be, m->dx, (size_t)m->max_batch * (size_t)tfc_shape_numel(&m->input_shape) * 4);
         dx = m->fused_loss ? b->dz : b->dy;
     }
@@ -794,8 +794,8 @@ void tfc_model_layer_backward(tfc_model *m, int i)
      * their last consumer, and its own when nothing consumes it. Zeroed, unless this layer
      * writes the first gradient of such an input instead of adding it (bit j of `fresh`):
      * an Add by a copy of dy, an Activation layer's act_backward, a layer with
-     * assigns_grads (Conv2D, BatchNormalization, Dense, Dropout) in its backward. The
-     * input's dz half, if any, its own act_backward writes. */
+     * assigns_grads (Conv2D, BatchNormalization, Dense, Dropout, the poolings, Flatten,
+     * Reshape) in its backward. The input's dz half, if any, its own act_backward writes. */
     unsigned fresh = 0;
     /* the activation's derivative, unless the loss took it (the last layer's, folded) */
     const int act_grad = l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss);

@@ -57,7 +57,8 @@ typedef struct tfc_layer_ops {
     int pure_act;              /* y = act(x) and nothing else (Activation) */
     int sums_inputs;           /* y = x[0] + x[1] + ... (Add) */
     int assigns_grads;         /* backward writes dx[j] where ex->fresh has bit j (Conv2D,
-                                * BatchNormalization, Dense, Dropout), else adds to it */
+                                * BatchNormalization, Dense, Dropout, the poolings, Flatten,
+                                * Reshape), else adds to it */
     int assigns_param_grads;   /* backward writes every parameter gradient where
                                 * ex->params_fresh (Dense), else adds to them; without it
                                 * the graph zeroes them first */

@@ -77,13 +77,14 @@ static void pool_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
     tfc_pool_desc d = pool_desc(l, ex->batch);
     if (dx[0])
         ex->be->ops->pool_backward(ex->be, &d, dy, d.is_max ? (const int32_t *)l->saved : NULL,
-                                   dx[0]);
+                                   dx[0], ex->fresh & 1);
 }
 
 const tfc_layer_ops tfc_max_pooling2d_ops = {
     .type = "MaxPooling2D", .schema = pool_fields, .args_size = sizeof(pool_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
+    .assigns_grads = 1,
     .pool_params = pool_desc,
 };
 
@@ -91,6 +92,7 @@ const tfc_layer_ops tfc_average_pooling2d_ops = {
     .type = "AveragePooling2D", .schema = pool_fields, .args_size = sizeof(pool_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
+    .assigns_grads = 1,
     .pool_params = pool_desc,
 };
 
@@ -98,5 +100,6 @@ const tfc_layer_ops tfc_global_average_pooling2d_ops = {
     .type = "GlobalAveragePooling2D", .schema = global_fields, .args_size = 0,
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
+    .assigns_grads = 1,
     .pool_params = pool_desc,
 };

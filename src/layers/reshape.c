@@ -54,20 +54,26 @@ static void copy_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float
     ex->be->ops->copy(ex->be, y, x[0], (size_t)ex->batch * (size_t)tfc_layer_out_numel(l) * 4);
 }
 
+/* dx += dy, or a copy where dx's block starts here (no zeroing pass before it) */
 static void copy_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
                           const float *dy, float *const *dx)
 {
-    if (dx[0]) ex->be->ops->axpy(ex->be, (int64_t)ex->batch * tfc_layer_out_numel(l), 1.f, dy, dx[0]);
+    if (!dx[0]) return;
+    const int64_t n = (int64_t)ex->batch * tfc_layer_out_numel(l);
+    if (ex->fresh & 1) ex->be->ops->copy(ex->be, dx[0], dy, (size_t)n * 4);
+    else ex->be->ops->axpy(ex->be, n, 1.f, dy, dx[0]);
 }
 
 const tfc_layer_ops tfc_flatten_ops = {
     .type = "Flatten", .schema = flatten_fields, .args_size = 0,
     .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1,
     .build = flatten_build, .forward = copy_forward, .backward = copy_backward,
+    .assigns_grads = 1,
 };
 
 const tfc_layer_ops tfc_reshape_ops = {
     .type = "Reshape", .schema = reshape_fields, .args_size = sizeof(reshape_args),
     .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1,
     .build = reshape_build, .forward = copy_forward, .backward = copy_backward,
+    .assigns_grads = 1,
 };

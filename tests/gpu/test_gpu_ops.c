@@ -558,8 +558,8 @@ static int pool_case(const char *name, tfc_pool_desc d)
     ipair arg = ipair_new(ny);
     ref->ops->pool_forward(ref, &d, x.h, y.h, d.is_max ? arg.h : NULL);
     dev->ops->pool_forward(dev, &d, x.d, y.d, d.is_max ? arg.d : NULL);
-    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h);
-    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d);
+    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h, 0);
+    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d, 0);
     char what[96];
     int bad = 0;
     snprintf(what, sizeof what, "%s forward", name);
@@ -569,6 +569,11 @@ static int pool_case(const char *name, tfc_pool_desc d)
         bad += ipair_check(what, &arg);
     }
     snprintf(what, sizeof what, "%s backward", name);
+    bad += pair_check(what, &dx, d.is_max ? 0.0 : 1e-6, d.is_max ? 0.0 : 1e-6);
+    /* assign: written over what dx held (the sums above), on both */
+    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h, 1);
+    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d, 1);
+    snprintf(what, sizeof what, "%s backward, assign", name);
     bad += pair_check(what, &dx, d.is_max ? 0.0 : 1e-6, d.is_max ? 0.0 : 1e-6);
     pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
     ipair_free(&arg);
