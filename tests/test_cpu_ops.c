@@ -1293,17 +1293,32 @@ static void check_pool(tfc_backend *be, tfc_pool_desc d)
         CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * ny), 0);
         free(y2);
     }
-    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 0);
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 0, NULL);
     double *g = added(dx, dx0, nx);
     CU_ASSERT_EQUAL(grad_check("pool", ctx.x, nx, g, pool_loss, &ctx, 1e-4, 1e-4, 1e-5), 0);
     /* assign: what adding into zeros gives, written over whatever dx held (NaNs here, never
      * read) */
     float *sum = calloc((size_t)nx, sizeof(float));
-    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, sum, 0);
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, sum, 0, NULL);
     for (int64_t i = 0; i < nx; i++) dx[i] = NAN;
-    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 1);
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 1, NULL);
     CU_ASSERT_EQUAL(memcmp(dx, sum, sizeof(float) * nx), 0);
-    free(sum);
+    /* with relu_x (a ReLU's output before the pooling, zeros included), the same bits as
+     * act_backward's derivative after it: written over NaNs, and added to what dx held */
+    float *rx = falloc(nx), *want = falloc(nx), *held = falloc(nx);
+    fill(rx, nx, -1, 1);
+    for (int64_t i = 0; i < nx; i++) rx[i] = rx[i] < 0 ? (i % 3 ? 0.0f : -rx[i]) : rx[i];
+    be->ops->act_backward(be, TFC_ACT_RELU, nx, d.c, rx, rx, sum, want, 1);
+    for (int64_t i = 0; i < nx; i++) dx[i] = NAN;
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 1, rx);
+    CU_ASSERT_EQUAL(memcmp(dx, want, sizeof(float) * nx), 0);
+    memcpy(held, dx0, sizeof(float) * nx);
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, held, 0, NULL);
+    be->ops->act_backward(be, TFC_ACT_RELU, nx, d.c, rx, rx, held, want, 1);
+    memcpy(dx, dx0, sizeof(float) * nx);
+    be->ops->pool_backward(be, &d, wt, d.is_max ? arg : NULL, dx, 0, rx);
+    CU_ASSERT_EQUAL(memcmp(dx, want, sizeof(float) * nx), 0);
+    free(sum), free(rx), free(want), free(held);
     free(x), free(y), free(wt), free(dx), free(dx0), free(arg), free(ctx.x), free(ctx.wt);
     free(ctx.y), free(g);
 }

@@ -676,6 +676,76 @@ static void test_inference_chains(void)
     free(out[0]), free(out[1]), free(out[2]);
 }
 
+/* In training a layer's own ReLU whose output only a pooling layer reads has its derivative
+ * taken in the pooling's backward (c1 -> p1 2x2 max, c2 -> p2 overlapping 3x3 max at stride
+ * 1, c3 -> p3 average); a linear c4 before p4 stays as it is. Two training steps on two
+ * threads give the same loss, gradients and parameters, bit for bit, as with TFC_FUSE=0. */
+static void test_training_pool_relu_folds(void)
+{
+    static const char yaml[] =
+        "name: pool_folds\n"
+        "input: {shape: [8, 8, 3]}\n"
+        "layers:\n"
+        "  - Conv2D: {name: c1, filters: 4, kernel_size: 3, padding: same, activation: relu}\n"
+        "  - MaxPooling2D: {name: p1, pool_size: 2}\n"
+        "  - Conv2D: {name: c2, filters: 4, kernel_size: 3, padding: same, activation: relu}\n"
+        "  - MaxPooling2D: {name: p2, pool_size: 3, strides: 1, padding: same}\n"
+        "  - Conv2D: {name: c3, filters: 4, kernel_size: 3, padding: same, activation: relu}\n"
+        "  - AveragePooling2D: {name: p3, pool_size: 2}\n"
+        "  - Conv2D: {name: c4, filters: 4, kernel_size: 1}\n"
+        "  - MaxPooling2D: {name: p4, pool_size: 2}\n"
+        "  - Flatten: {}\n"
+        "  - Dense: {units: 5, activation: softmax}\n"
+        "loss: sparse_categorical_crossentropy\n";
+    const int n = 6, nl = 10;
+    float x[6 * 8 * 8 * 3];
+    int32_t labels[6];
+    tfc_test_fill(x, (int)(sizeof x / sizeof *x), -1, 1, 4);
+    for (int i = 0; i < n; i++) labels[i] = (i * 3) % 5;
+    float *res[2][2];
+    double loss[2][2];
+    for (int run = 0; run < 2; run++) { /* 0: folds, 1: TFC_FUSE=0 */
+        if (run == 1) setenv("TFC_FUSE", "0", 1);
+        bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 3, &err), TFC_OK);
+        if (run == 1) unsetenv("TFC_FUSE");
+        int folds = 0;
+        for (int i = 0; i < nl; i++) folds += b.m->bound[i].relu_pool >= 0;
+        CU_ASSERT_EQUAL(folds, run ? 0 : 3);
+        if (!run) {
+            CU_ASSERT(b.m->bound[0].relu_pool == 1 && b.m->bound[1].pool_relu_of == 0);
+            CU_ASSERT(b.m->bound[2].relu_pool == 3 && b.m->bound[4].relu_pool == 5);
+            CU_ASSERT(b.m->bound[6].relu_pool == -1 && b.m->bound[7].pool_relu_of == -1);
+        }
+        const int64_t np = tfc_model_param_count(b.m), ng = tfc_model_trainable_count(b.m);
+        for (int step = 0; step < 2; step++) {
+            tfc_batch_result r;
+            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 1, 9, (uint64_t)step, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 1, &r, &err), TFC_OK);
+            loss[run][step] = r.loss;
+            tfc_model_zero_grad(b.m);
+            tfc_model_backward(b.m);
+            b.be->ops->axpy(b.be, ng, -0.1f, tfc_model_grads(b.m), tfc_model_params(b.m));
+        }
+        res[run][0] = malloc(sizeof(float) * (size_t)ng);
+        res[run][1] = malloc(sizeof(float) * (size_t)np);
+        b.be->ops->download(b.be, res[run][0], tfc_model_grads(b.m), (size_t)ng * 4);
+        b.be->ops->download(b.be, res[run][1], tfc_model_params(b.m), (size_t)np * 4);
+        if (run == 1) {
+            CU_ASSERT(loss[0][0] == loss[1][0] && loss[0][1] == loss[1][1]);
+            CU_ASSERT_EQUAL(memcmp(res[0][0], res[1][0], sizeof(float) * (size_t)ng), 0);
+            CU_ASSERT_EQUAL(memcmp(res[0][1], res[1][1], sizeof(float) * (size_t)np), 0);
+        }
+        unbind(b);
+    }
+    CU_ASSERT(loss[0][1] != loss[0][0]); /* the first step moved the parameters */
+    for (int run = 0; run < 2; run++)
+        for (int k = 0; k < 2; k++) free(res[run][k]);
+}
+
 /* In training a BatchNormalization or Add whose output only a ReLU Activation reads writes
  * that ReLU's output itself (b1 -> r1, a2 -> r2, the three-input a5 -> r5); a BN before an
  * Add, a tanh, a BN read twice stay as they are. Two training steps (forward, loss,
@@ -942,6 +1012,7 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"initializers", test_initializers},
               {"inference_chains", test_inference_chains},
               {"training_relu_folds", test_training_relu_folds},
+              {"training_pool_relu_folds", test_training_pool_relu_folds},
               {"lazy_zero_grad", test_lazy_zero_grad},
               {"inference_pool_chains", test_inference_pool_chains},
               {"frozen_weights_reload", test_frozen_weights_reload})

@@ -241,11 +241,13 @@ typedef struct tfc_device_options {
      * (within the image, h*w*c) of each winner (the first maximum on ties); it is NULL            \
      * for average pooling, and may be NULL for max pooling when no backward follows.            \
      * Backward: dx += what the windows send back, or dx = with assign (dx's old contents never    \
-     * read). */                                                                                   \
+     * read); with relu_x (NULL: none), the pooling's input as a ReLU wrote it, the ReLU's         \
+     * derivative too: dx = [relu_x > 0] * (that sum), as act_backward computes it. */             \
     X(void, pool_forward, (tfc_backend *be, const tfc_pool_desc *d, const float *x, float *y,      \
                            int32_t *argmax))                                                       \
     X(void, pool_backward, (tfc_backend *be, const tfc_pool_desc *d, const float *dy,              \
-                            const int32_t *argmax, float *dx, int assign))                         \
+                            const int32_t *argmax, float *dx, int assign,                          \
+                            const float *relu_x))                                                  \
                                                                                                    \
     /* Batch normalisation over rows (n*h*w) per channel (cols).                                   \
      * Training: mean, var = batch statistics (biased var); y = gamma (x - mean) invstd + beta     \

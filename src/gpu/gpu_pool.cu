@@ -79,9 +79,10 @@ static __device__ __forceinline__ void covering(int i, int pad, int k, int s, in
 }
 
 /* dx[n, iy, ix, c] += what the windows containing it send: max, dy where this cell won;
- * average, dy / (cells of the window). With assign, dx = (its old contents never read). */
+ * average, dy / (cells of the window). With assign, dx = (its old contents never read); with
+ * relu_x, times the ReLU's derivative there, as act_backward takes it. */
 static __global__ void pool_backward_kernel(tfc_pool_desc d, const float *dy, const int32_t *argmax,
-                                     float *dx, int assign)
+                                     float *dx, int assign, const float *relu_x)
 {
     const int64_t total = (int64_t)d.n * d.h * d.w * d.c;
     GRID_LOOP(i, total)
@@ -108,7 +109,7 @@ static __global__ void pool_backward_kernel(tfc_pool_desc d, const float *dy, co
                     acc += dy[o] * (1.0f / (float)((w.y1 - w.y0) * (w.x1 - w.x0)));
                 }
             }
-        dx[i] = acc;
+        dx[i] = relu_x ? (relu_x[i] > 0.0f ? 1.0f : 0.0f) * acc : acc;
     }
 }
 
@@ -124,12 +125,12 @@ void tfc_gpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *
 }
 
 void tfc_gpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float *dy,
-                           const int32_t *argmax, float *dx, int assign)
+                           const int32_t *argmax, float *dx, int assign, const float *relu_x)
 {
     gpu_ctx *g = gpu_of(be);
     const int64_t total = (int64_t)d->n * d->h * d->w * d->c;
     if (total <= 0 || d->oh <= 0 || d->ow <= 0) return;
     pool_backward_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(*d, dy, argmax, dx,
-                                                                              assign);
+                                                                              assign, relu_x);
     TFC_LAUNCH_CHECK(g, pool_backward_kernel);
 }

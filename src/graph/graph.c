@@ -269,6 +269,7 @@ static void plan_chains(tfc_model *m)
         b->chain_end = i, b->chain_bn = b->chain_res = b->chain_pool = -1, b->skip = 0;
         b->chain_act = TFC_ACT_LINEAR;
         b->relu_into = -1, b->relu_done = 0;
+        b->relu_pool = b->pool_relu_of = -1;
     }
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
@@ -286,6 +287,19 @@ static void plan_chains(tfc_model *m)
             continue;
         m->bound[i].relu_into = j;
         m->bound[j].relu_done = 1;
+    }
+    /* Training: a layer whose own ReLU it applies in its forward (forward_act, so z is never
+     * written) and whose output only a pooling layer reads: the pooling's backward takes
+     * the ReLU's derivative of each image while it is in cache, instead of the layer's
+     * act_backward reading dy and writing dz over the whole output (conv -> MaxPooling2D). */
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        int j = sole_consumer(m, i);
+        if (j == i || l->act != TFC_ACT_RELU || !l->ops->forward_act || l->ops->pure_act ||
+            m->bound[i].relu_into >= 0 || !m->layers[j].ops->pool_params || m->layers[j].mask_in)
+            continue;
+        m->bound[i].relu_pool = j;
+        m->bound[j].pool_relu_of = i;
     }
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
@@ -797,8 +811,10 @@ void tfc_model_layer_backward(tfc_model *m, int i)
      * assigns_grads (Conv2D, BatchNormalization, Dense, Dropout, the poolings, Flatten,
      * Reshape) in its backward. The input's dz half, if any, its own act_backward writes. */
     unsigned fresh = 0;
-    /* the activation's derivative, unless the loss took it (the last layer's, folded) */
-    const int act_grad = l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss);
+    /* the activation's derivative, unless the loss took it (the last layer's, folded) or the
+     * pooling after it did (relu_pool: then dy holds what dz would) */
+    const int act_grad = l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss) &&
+                         b->relu_pool < 0;
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
         if (p < 0 || m->bound[p].zero_at != i) continue;
@@ -844,11 +860,13 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     }
     m->ex.fresh = fresh;
     m->ex.params_fresh = b->grads_unset && l->ops->assigns_param_grads;
+    m->ex.relu_x = b->pool_relu_of >= 0 ? m->bound[b->pool_relu_of].y : NULL;
     if (m->ex.params_fresh) b->grads_unset = 0;
     else settle_grads(m, i);
-    l->ops->backward(l, &m->ex, xs, b->z, b->dz, dxs);
+    l->ops->backward(l, &m->ex, xs, b->z, b->relu_pool >= 0 ? b->dy : b->dz, dxs);
     m->ex.fresh = 0;
     m->ex.params_fresh = 0;
+    m->ex.relu_x = NULL;
 }
 
 void tfc_model_backward(tfc_model *m)

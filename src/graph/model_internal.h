@@ -30,6 +30,10 @@ typedef struct tfc_bound {
      * has relu_done set and is skipped; after an Add, in backward too: the Add's backward
      * writes the ReLU's derivative into each of its inputs' gradients. */
     int relu_into, relu_done;
+    /* Training: this layer's own ReLU (z_unset) has its derivative taken by the pooling
+     * layer relu_pool (-1: none) that alone reads its output, in the pooling's backward;
+     * that layer has pool_relu_of = this one (else -1). */
+    int relu_pool, pool_relu_of;
     /* tfc_model_zero_grad ran and this layer's backward has not since: its parameters'
      * gradients count as zero but may hold anything (graph.c's grads_unset) */
     int grads_unset;

@@ -35,6 +35,8 @@ typedef struct tfc_exec {
     int params_fresh; /* backward of a layer with assigns_param_grads: its parameters'
                        * gradients hold nothing yet (the step's first backward): written,
                        * not added */
+    const float *relu_x; /* backward of a pooling (pool_params): the output of the ReLU
+                          * before it, whose derivative it takes too (graph.c); NULL: none */
 } tfc_exec;
 
 /* A weight: Keras's variable name and layout; data/grad are bound by the graph. */

@@ -77,7 +77,7 @@ static void pool_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
     tfc_pool_desc d = pool_desc(l, ex->batch);
     if (dx[0])
         ex->be->ops->pool_backward(ex->be, &d, dy, d.is_max ? (const int32_t *)l->saved : NULL,
-                                   dx[0], ex->fresh & 1);
+                                   dx[0], ex->fresh & 1, ex->relu_x);
 }
 
 const tfc_layer_ops tfc_max_pooling2d_ops = {

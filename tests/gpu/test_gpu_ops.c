@@ -558,8 +558,8 @@ static int pool_case(const char *name, tfc_pool_desc d)
     ipair arg = ipair_new(ny);
     ref->ops->pool_forward(ref, &d, x.h, y.h, d.is_max ? arg.h : NULL);
     dev->ops->pool_forward(dev, &d, x.d, y.d, d.is_max ? arg.d : NULL);
-    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h, 0);
-    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d, 0);
+    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h, 0, NULL);
+    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d, 0, NULL);
     char what[96];
     int bad = 0;
     snprintf(what, sizeof what, "%s forward", name);
@@ -571,10 +571,19 @@ static int pool_case(const char *name, tfc_pool_desc d)
     snprintf(what, sizeof what, "%s backward", name);
     bad += pair_check(what, &dx, d.is_max ? 0.0 : 1e-6, d.is_max ? 0.0 : 1e-6);
     /* assign: written over what dx held (the sums above), on both */
-    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h, 1);
-    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d, 1);
+    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h, 1, NULL);
+    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d, 1, NULL);
     snprintf(what, sizeof what, "%s backward, assign", name);
     bad += pair_check(what, &dx, d.is_max ? 0.0 : 1e-6, d.is_max ? 0.0 : 1e-6);
+    /* with a ReLU's output before the pooling (half of it zeros): its derivative too */
+    pair rx = pair_rand(nx, -1, 1);
+    for (int64_t i = 0; i < nx; i++) rx.h[i] = rx.h[i] < 0 ? 0.0f : rx.h[i];
+    pair_push(&rx);
+    ref->ops->pool_backward(ref, &d, dy.h, d.is_max ? arg.h : NULL, dx.h, 0, rx.h);
+    dev->ops->pool_backward(dev, &d, dy.d, d.is_max ? arg.d : NULL, dx.d, 0, rx.d);
+    snprintf(what, sizeof what, "%s backward, after a ReLU", name);
+    bad += pair_check(what, &dx, d.is_max ? 0.0 : 1e-6, d.is_max ? 0.0 : 1e-6);
+    pair_free(&rx);
     pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
     ipair_free(&arg);
     return bad;
