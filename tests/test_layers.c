@@ -676,6 +676,69 @@ static void test_inference_chains(void)
     free(out[0]), free(out[1]), free(out[2]);
 }
 
+/* Two training steps (forward, loss, backward, an SGD update) of a model on two threads
+ * with the training folds (run 0) and with TFC_FUSE=0 (run 1), each bound with init seed
+ * `seed`: check(model, run) asserts the folds planned; then the two runs must give the
+ * same losses, gradients, parameters and (out > 0: out floats an example) inference
+ * outputs bit for bit, and no layer reads as non-finite. */
+static void train_against_unfolded(const char *yaml, int n, const float *x,
+                                   const int32_t *labels, uint64_t seed, int out,
+                                   void (*check)(const tfc_model *m, int run))
+{
+    float *res[2][3] = {{NULL}};
+    double loss[2][2];
+    for (int run = 0; run < 2; run++) { /* 0: folds, 1: TFC_FUSE=0 */
+        if (run == 1) setenv("TFC_FUSE", "0", 1);
+        bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, seed, &err), TFC_OK);
+        if (run == 1) unsetenv("TFC_FUSE");
+        check(b.m, run);
+        const int64_t np = tfc_model_param_count(b.m), ng = tfc_model_trainable_count(b.m);
+        for (int step = 0; step < 2; step++) {
+            tfc_batch_result r;
+            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 1, 9, (uint64_t)step, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 1, &r, &err), TFC_OK);
+            loss[run][step] = r.loss;
+            CU_ASSERT_EQUAL(tfc_model_first_nonfinite(b.m), -1);
+            tfc_model_zero_grad(b.m);
+            tfc_model_backward(b.m);
+            b.be->ops->axpy(b.be, ng, -0.1f, tfc_model_grads(b.m), tfc_model_params(b.m));
+        }
+        res[run][0] = malloc(sizeof(float) * (size_t)ng);
+        res[run][1] = malloc(sizeof(float) * (size_t)np);
+        if (out > 0) res[run][2] = forward(b, x, n, 0);
+        b.be->ops->download(b.be, res[run][0], tfc_model_grads(b.m), (size_t)ng * 4);
+        b.be->ops->download(b.be, res[run][1], tfc_model_params(b.m), (size_t)np * 4);
+        if (run == 1) {
+            CU_ASSERT(loss[0][0] == loss[1][0] && loss[0][1] == loss[1][1]);
+            CU_ASSERT_EQUAL(memcmp(res[0][0], res[1][0], sizeof(float) * (size_t)ng), 0);
+            CU_ASSERT_EQUAL(memcmp(res[0][1], res[1][1], sizeof(float) * (size_t)np), 0);
+            if (out > 0)
+                CU_ASSERT_EQUAL(memcmp(res[0][2], res[1][2], sizeof(float) * (size_t)out * n), 0);
+        }
+        unbind(b);
+    }
+    CU_ASSERT(loss[0][1] != loss[0][0]); /* the first step moved the parameters */
+    for (int run = 0; run < 2; run++)
+        for (int k = 0; k < 3; k++) free(res[run][k]);
+}
+
+/* c1 -> p1, c2 -> p2, c3 -> p3 folded (run 0), not c4; none with TFC_FUSE=0 */
+static void pool_folds_planned(const tfc_model *m, int run)
+{
+    int folds = 0;
+    for (int i = 0; i < m->nlayers; i++) folds += m->bound[i].relu_pool >= 0;
+    CU_ASSERT_EQUAL(folds, run ? 0 : 3);
+    if (!run) {
+        CU_ASSERT(m->bound[0].relu_pool == 1 && m->bound[1].pool_relu_of == 0);
+        CU_ASSERT(m->bound[2].relu_pool == 3 && m->bound[4].relu_pool == 5);
+        CU_ASSERT(m->bound[6].relu_pool == -1 && m->bound[7].pool_relu_of == -1);
+    }
+}
+
 /* In training a layer's own ReLU whose output only a pooling layer reads has its derivative
  * taken in the pooling's backward (c1 -> p1 2x2 max, c2 -> p2 overlapping 3x3 max at stride
  * 1, c3 -> p3 average); a linear c4 before p4 stays as it is. Two training steps on two
@@ -697,53 +760,26 @@ static void test_training_pool_relu_folds(void)
         "  - Flatten: {}\n"
         "  - Dense: {units: 5, activation: softmax}\n"
         "loss: sparse_categorical_crossentropy\n";
-    const int n = 6, nl = 10;
     float x[6 * 8 * 8 * 3];
     int32_t labels[6];
     tfc_test_fill(x, (int)(sizeof x / sizeof *x), -1, 1, 4);
-    for (int i = 0; i < n; i++) labels[i] = (i * 3) % 5;
-    float *res[2][2];
-    double loss[2][2];
-    for (int run = 0; run < 2; run++) { /* 0: folds, 1: TFC_FUSE=0 */
-        if (run == 1) setenv("TFC_FUSE", "0", 1);
-        bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
-        tfc_error err;
-        tfc_error_clear(&err);
-        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
-        CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 3, &err), TFC_OK);
-        if (run == 1) unsetenv("TFC_FUSE");
-        int folds = 0;
-        for (int i = 0; i < nl; i++) folds += b.m->bound[i].relu_pool >= 0;
-        CU_ASSERT_EQUAL(folds, run ? 0 : 3);
-        if (!run) {
-            CU_ASSERT(b.m->bound[0].relu_pool == 1 && b.m->bound[1].pool_relu_of == 0);
-            CU_ASSERT(b.m->bound[2].relu_pool == 3 && b.m->bound[4].relu_pool == 5);
-            CU_ASSERT(b.m->bound[6].relu_pool == -1 && b.m->bound[7].pool_relu_of == -1);
-        }
-        const int64_t np = tfc_model_param_count(b.m), ng = tfc_model_trainable_count(b.m);
-        for (int step = 0; step < 2; step++) {
-            tfc_batch_result r;
-            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 1, 9, (uint64_t)step, &err), TFC_OK);
-            CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 1, &r, &err), TFC_OK);
-            loss[run][step] = r.loss;
-            tfc_model_zero_grad(b.m);
-            tfc_model_backward(b.m);
-            b.be->ops->axpy(b.be, ng, -0.1f, tfc_model_grads(b.m), tfc_model_params(b.m));
-        }
-        res[run][0] = malloc(sizeof(float) * (size_t)ng);
-        res[run][1] = malloc(sizeof(float) * (size_t)np);
-        b.be->ops->download(b.be, res[run][0], tfc_model_grads(b.m), (size_t)ng * 4);
-        b.be->ops->download(b.be, res[run][1], tfc_model_params(b.m), (size_t)np * 4);
-        if (run == 1) {
-            CU_ASSERT(loss[0][0] == loss[1][0] && loss[0][1] == loss[1][1]);
-            CU_ASSERT_EQUAL(memcmp(res[0][0], res[1][0], sizeof(float) * (size_t)ng), 0);
-            CU_ASSERT_EQUAL(memcmp(res[0][1], res[1][1], sizeof(float) * (size_t)np), 0);
-        }
-        unbind(b);
+    for (int i = 0; i < 6; i++) labels[i] = (i * 3) % 5;
+    train_against_unfolded(yaml, 6, x, labels, 3, 0, pool_folds_planned);
+}
+
+/* b1 -> r1, a2 -> r2 and a5 -> r5 folded (run 0), none with TFC_FUSE=0 */
+static void relu_folds_planned(const tfc_model *m, int run)
+{
+    int folds = 0;
+    for (int i = 0; i < m->nlayers; i++) folds += m->bound[i].relu_into >= 0;
+    CU_ASSERT_EQUAL(folds, run ? 0 : 3);
+    if (!run) {
+        CU_ASSERT_EQUAL(m->bound[1].relu_into, 2);
+        CU_ASSERT_EQUAL(m->bound[5].relu_into, 6);
+        CU_ASSERT_EQUAL(m->bound[12].relu_into, 13);
+        CU_ASSERT(m->bound[2].relu_done && m->bound[6].relu_done);
+        CU_ASSERT(m->bound[13].relu_done);
     }
-    CU_ASSERT(loss[0][1] != loss[0][0]); /* the first step moved the parameters */
-    for (int run = 0; run < 2; run++)
-        for (int k = 0; k < 2; k++) free(res[run][k]);
 }
 
 /* In training a BatchNormalization or Add whose output only a ReLU Activation reads writes
@@ -774,58 +810,11 @@ static void test_training_relu_folds(void)
         "  - Flatten: {}\n"
         "  - Dense: {units: 5, activation: softmax}\n"
         "loss: sparse_categorical_crossentropy\n";
-    const int n = 7, nl = 16;
     float x[7 * 6 * 6 * 3];
     int32_t labels[7];
     tfc_test_fill(x, (int)(sizeof x / sizeof *x), -1, 1, 3);
-    for (int i = 0; i < n; i++) labels[i] = (i * 2) % 5;
-    float *res[2][3];
-    double loss[2][2];
-    for (int run = 0; run < 2; run++) { /* 0: folds, 1: TFC_FUSE=0 */
-        if (run == 1) setenv("TFC_FUSE", "0", 1);
-        bound b = {tfc_test_model(yaml), tfc_cpu_backend_create(2)};
-        tfc_error err;
-        tfc_error_clear(&err);
-        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(b.m, b.be, n, &err), TFC_OK);
-        CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(b.m, 5, &err), TFC_OK);
-        if (run == 1) unsetenv("TFC_FUSE");
-        int folds = 0;
-        for (int i = 0; i < nl; i++) folds += b.m->bound[i].relu_into >= 0;
-        CU_ASSERT_EQUAL(folds, run ? 0 : 3);
-        if (!run) {
-            CU_ASSERT_EQUAL(b.m->bound[1].relu_into, 2);
-            CU_ASSERT_EQUAL(b.m->bound[5].relu_into, 6);
-            CU_ASSERT_EQUAL(b.m->bound[12].relu_into, 13);
-            CU_ASSERT(b.m->bound[2].relu_done && b.m->bound[6].relu_done);
-            CU_ASSERT(b.m->bound[13].relu_done);
-        }
-        const int64_t np = tfc_model_param_count(b.m), ng = tfc_model_trainable_count(b.m);
-        for (int step = 0; step < 2; step++) {
-            tfc_batch_result r;
-            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, x, n, 1, 9, (uint64_t)step, &err), TFC_OK);
-            CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 1, &r, &err), TFC_OK);
-            loss[run][step] = r.loss;
-            CU_ASSERT_EQUAL(tfc_model_first_nonfinite(b.m), -1);
-            tfc_model_zero_grad(b.m);
-            tfc_model_backward(b.m);
-            b.be->ops->axpy(b.be, ng, -0.1f, tfc_model_grads(b.m), tfc_model_params(b.m));
-        }
-        res[run][0] = malloc(sizeof(float) * (size_t)ng);
-        res[run][1] = malloc(sizeof(float) * (size_t)np);
-        res[run][2] = forward(b, x, n, 0);
-        b.be->ops->download(b.be, res[run][0], tfc_model_grads(b.m), (size_t)ng * 4);
-        b.be->ops->download(b.be, res[run][1], tfc_model_params(b.m), (size_t)np * 4);
-        if (run == 1) {
-            CU_ASSERT(loss[0][0] == loss[1][0] && loss[0][1] == loss[1][1]);
-            CU_ASSERT_EQUAL(memcmp(res[0][0], res[1][0], sizeof(float) * (size_t)ng), 0);
-            CU_ASSERT_EQUAL(memcmp(res[0][1], res[1][1], sizeof(float) * (size_t)np), 0);
-            CU_ASSERT_EQUAL(memcmp(res[0][2], res[1][2], sizeof(float) * 5 * n), 0);
-        }
-        unbind(b);
-    }
-    CU_ASSERT(loss[0][1] != loss[0][0]); /* the first step moved the parameters */
-    for (int run = 0; run < 2; run++)
-        for (int k = 0; k < 3; k++) free(res[run][k]);
+    for (int i = 0; i < 7; i++) labels[i] = (i * 2) % 5;
+    train_against_unfolded(yaml, 7, x, labels, 5, 5, relu_folds_planned);
 }
 
 /* tfc_model_zero_grad is lazy (graph.c): a Dense writes its parameters' gradients at the
