@@ -301,7 +301,9 @@ static void test_gemm(void)
  * inside a taller packed matrix (panels further apart than k rows,
  * starting at a row inside them); adding to c, or setting it to an init row or to the sum
  * alone. Each against a double reference, and the AVX2 and AVX-512 kernels bit for bit with
- * each other (the same fused multiply-add chains). */
+ * each other (the same fused multiply-add chains). Where c is set, the same sums split in
+ * two calls, A1's part alone from zero and then A2's continued from it (from_c, as the LSTM
+ * with ids does), give the one call's bits. */
 static void test_gemm_panels(void)
 {
     const int ns[] = {5, 16, 33, 48, 64, 1024}, ks[] = {1, 7, 256};
@@ -368,6 +370,21 @@ static void test_gemm_panels(void)
                 }
                 if (have[1] && have[2])
                     CU_ASSERT_EQUAL(memcmp(c[1], c[2], sizeof(float) * m * ldc), 0);
+                for (int isa = 0; isa < 3 && set; isa++) {
+                    if (!have[isa]) continue;
+                    float *cs = falloc(m * ldc);
+                    memcpy(cs, c0, sizeof(float) * m * ldc);
+                    tfc_panel_gemm g1 = g;
+                    g1.c = cs, g1.init = NULL, g1.a2.k = 0;
+                    tfc_cpu_panel_gemm_isa(isa, &g1);
+                    tfc_panel_gemm g2 = {.m = m, .n = n, .packed = packed + (skip + k1) * 16,
+                                         .ldp = ldp, .set = 1, .from_c = 1, .init = g.init,
+                                         .c = cs, .ldc = ldc,
+                                         .a1 = {.a = a2, .lda = lda2, .k = k2}};
+                    tfc_cpu_panel_gemm_isa(isa, &g2);
+                    CU_ASSERT_EQUAL(memcmp(cs, c[isa], sizeof(float) * m * ldc), 0);
+                    free(cs);
+                }
                 if (al != a1) free(al);
                 free(a1), free(a2), free(col), free(b), free(c0), free(init), free(packed);
                 free(want);
@@ -1755,6 +1772,109 @@ static void test_lstm(void)
     tfc_backend_free(be);
 }
 
+/* The LSTM reading an Embedding's ids and table (tfc_lstm_desc.vocab; cpu_lstm.c) against
+ * the same LSTM on the table's rows gathered into x, its dx scattered into the table by id
+ * (what Embedding's backward does): the forward pass's every output bit for bit, the
+ * gradients (table, kernel, recurrent kernel, bias) to rounding. The backward on `threads`
+ * threads repeats its own bits. */
+static void check_lstm_ids(int threads, tfc_lstm_desc d, int vocab, const float *mask)
+{
+    tfc_backend *be = tfc_cpu_backend_create(threads);
+    const int u = d.units, G = 4 * u;
+    const int64_t NT = (int64_t)d.n * d.t, nx = NT * d.in, nk = (int64_t)d.in * G;
+    const int64_t nr = (int64_t)u * G, ne = (int64_t)vocab * d.in, nseq = NT * u, ny = lstm_ny(&d);
+    float *E = falloc(ne), *x = falloc(nx), *K = falloc(nk), *R = falloc(nr), *b = falloc(G);
+    float *dy = falloc(ny);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)NT);
+    fill(E, ne, -1, 1), fill(K, nk, -0.5, 0.5), fill(R, nr, -0.5, 0.5), fill(b, G, -0.5, 0.5);
+    fill(dy, ny, -1, 1);
+    for (int64_t r = 0; r < NT; r++) { /* every id, some many times, the last rarely */
+        ids[r] = (int32_t)((r * 7 + r / 5) % vocab);
+        memcpy(x + r * d.in, E + (int64_t)ids[r] * d.in, sizeof(float) * (size_t)d.in);
+    }
+    tfc_lstm_desc di = d;
+    di.vocab = vocab, di.ids = ids;
+    CU_ASSERT_FATAL(be->lstm_ids && be->lstm_ids(&di));
+    float *out[2][7]; /* y, hseq, cseq, gates, dK, dR, db: without ids, with */
+    float *dxs = falloc(nx), *dE = falloc(ne), *dE2 = falloc(ne);
+    for (int run = 0; run < 2; run++) {
+        const tfc_lstm_desc *dd = run ? &di : &d;
+        void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, dd));
+        const int64_t sz[7] = {ny, nseq, nseq, 4 * nseq, nk, nr, G};
+        for (int q = 0; q < 7; q++) out[run][q] = falloc(sz[q]);
+        for (int q = 4; q < 7; q++) memset(out[run][q], 0, sizeof(float) * (size_t)sz[q]);
+        float **o = out[run];
+        be->ops->lstm_forward(be, dd, run ? E : x, K, R, b, mask, o[0], o[1], o[2], o[3], ws);
+        float *dxo = run ? dE : dxs;
+        memset(dxo, 0, sizeof(float) * (size_t)(run ? ne : nx));
+        be->ops->lstm_backward(be, dd, run ? E : x, K, R, mask, o[1], o[2], o[3], dy, dxo, o[4],
+                               o[5], o[6], ws);
+        if (run) { /* the backward again repeats its bits */
+            float *k2 = falloc(nk), *r2 = falloc(nr), *b2 = falloc(G);
+            memset(k2, 0, sizeof(float) * nk), memset(r2, 0, sizeof(float) * nr);
+            memset(b2, 0, sizeof(float) * G), memset(dE2, 0, sizeof(float) * ne);
+            be->ops->lstm_backward(be, dd, E, K, R, mask, o[1], o[2], o[3], dy, dE2, k2, r2, b2,
+                                   ws);
+            CU_ASSERT_EQUAL(memcmp(k2, o[4], sizeof(float) * nk), 0);
+            CU_ASSERT_EQUAL(memcmp(r2, o[5], sizeof(float) * nr), 0);
+            CU_ASSERT_EQUAL(memcmp(b2, o[6], sizeof(float) * G), 0);
+            CU_ASSERT_EQUAL(memcmp(dE2, dE, sizeof(float) * ne), 0);
+            free(k2), free(r2), free(b2);
+        }
+        be->ops->free(be, ws);
+    }
+    for (int q = 0; q < 4; q++) { /* the forward: the same bits (gates of masked steps too) */
+        const int64_t sz[4] = {ny, nseq, nseq, 4 * nseq};
+        CU_ASSERT_EQUAL(memcmp(out[0][q], out[1][q], sizeof(float) * (size_t)sz[q]), 0);
+    }
+    double *want = calloc((size_t)ne, sizeof(double));
+    for (int64_t r = 0; r < NT; r++)
+        for (int c = 0; c < d.in; c++) want[(int64_t)ids[r] * d.in + c] += dxs[r * d.in + c];
+    CU_ASSERT_EQUAL(compare("lstm ids dE", dE, want, ne, 1e-4, 1e-5), 0);
+    const int64_t gsz[3] = {nk, nr, G};
+    for (int q = 0; q < 3; q++) {
+        double *w = to_double(out[0][4 + q], gsz[q]);
+        CU_ASSERT_EQUAL(compare("lstm ids grads", out[1][4 + q], w, gsz[q], 1e-4, 1e-5), 0);
+        free(w);
+    }
+    free(want);
+    for (int run = 0; run < 2; run++)
+        for (int q = 0; q < 7; q++) free(out[run][q]);
+    free(E), free(x), free(K), free(R), free(b), free(dy), free(ids);
+    free(dxs), free(dE), free(dE2);
+    tfc_backend_free(be);
+}
+
+static void test_lstm_ids(void)
+{
+    float mask19[19 * 3];
+    for (int i = 0; i < 19 * 3; i++) mask19[i] = i % 7 == 3 ? 0.0f : 1.0f;
+    for (int isa = 2; isa >= 0; isa -= 2) {
+        if (!tfc_cpu_lstm_cells_isa(isa)) continue;
+        /* 16 units (the backward cell writes dgates' panels), masked, the last h only */
+        tfc_lstm_desc p = {.n = 19, .t = 3, .in = 5, .units = 16, .return_sequences = 0};
+        check_lstm_ids(1, p, 7, mask19);
+        check_lstm_ids(2, p, 7, mask19);
+        /* 40 units: 160 gate columns, two column groups of the weight gradients (128 and a
+         * part), ragged blocks of sequences; on 5 threads (more than the cores) too */
+        tfc_lstm_desc w = {.n = 30, .t = 8, .in = 16, .units = 40, .return_sequences = 1};
+        check_lstm_ids(2, w, 50, NULL);
+        check_lstm_ids(5, w, 120, NULL);
+    }
+    tfc_cpu_lstm_cells_isa(-1);
+    /* where ids are taken: a vocabulary of at most half the tokens, x·K fused (in <= units) */
+    tfc_backend *be = backend();
+    tfc_lstm_desc d = {.n = 32, .t = 64, .in = 64, .units = 256, .vocab = 80};
+    CU_ASSERT(be->lstm_ids(&d));
+    d.vocab = 1024;
+    CU_ASSERT(be->lstm_ids(&d));
+    d.vocab = 1025;
+    CU_ASSERT(!be->lstm_ids(&d));
+    d.vocab = 80, d.in = 300;
+    CU_ASSERT(!be->lstm_ids(&d));
+    tfc_backend_free(be);
+}
+
 /* One LSTM forward + backward on a backend of `threads` threads into out: y, dx, dkernel,
  * drkernel, dbias, in that order. */
 enum { LT_N = 30, LT_T = 8, LT_IN = 16, LT_U = 40 };
@@ -2074,5 +2194,6 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
               {"lstm", test_lstm},
               {"lstm_threads", test_lstm_threads},
+              {"lstm_ids", test_lstm_ids},
               {"loss", test_loss}, {"accuracy", test_accuracy},
               {"parallel_sums_repeat", test_parallel_sums_repeat})

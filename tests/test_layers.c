@@ -135,6 +135,11 @@ static const gc_case cases[] = {
                               "  - Dense: {units: 5, activation: softmax}\n", 3},
     {"lstm_masked_classify", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
                              "  - LSTM: {units: 3}\n  - Dense: {units: 2}\n", 4},
+    /* a batch with twice the vocabulary's tokens: the LSTM takes the Embedding's ids and
+     * table (graph.c, cpu_lstm.c) */
+    {"embedding_lstm_ids", SEQ "  - Embedding: {input_dim: 10, output_dim: 3}\n"
+                           "  - LSTM: {units: 4, return_sequences: true}\n"
+                           "  - Dense: {units: 3}\n", 4},
     {"lstm_float_nobias", "input: {shape: [4, 3]}\nlayers:\n"
                           "  - LSTM: {units: 3, return_sequences: true, use_bias: false}\n"
                           "  - LSTM: {units: 2}\n  - Dense: {units: 2}\n", 2},
@@ -866,6 +871,68 @@ static void test_lazy_zero_grad(void)
     unbind(b);
 }
 
+/* An Embedding (with mask_zero) whose output only an LSTM reads hands it its ids and table
+ * where the batch has at least twice the vocabulary's tokens (6 examples of 12 steps, 10
+ * ids; not at a batch of 1, nor with TFC_FUSE=0). Against the same model with TFC_FUSE=0:
+ * the training forward pass and the loss bit for bit, inference too, the gradients to
+ * rounding (the table's comes from dgates summed by id); a second backward without zeroing
+ * adds the same gradients again, the table's too. */
+static void test_lstm_takes_ids(void)
+{
+    static const char yaml[] = "input: {shape: [12], dtype: int32}\nlayers:\n"
+                               "  - Embedding: {input_dim: 10, output_dim: 5, mask_zero: true}\n"
+                               "  - LSTM: {units: 8, return_sequences: true}\n"
+                               "  - Dense: {units: 4}\nloss: sparse_categorical_crossentropy\n";
+    const int n = 6, T = 12;
+    int32_t ids[6 * 12];
+    fill_ids(ids, n, T);
+    bound one = bind(yaml, 1);
+    CU_ASSERT_EQUAL(one.m->bound[1].ids_from, -1);
+    unbind(one);
+    float *g[2], *y[2];
+    double loss[2];
+    int64_t ng = 0;
+    for (int run = 0; run < 2; run++) { /* 0: ids taken, 1: TFC_FUSE=0 */
+        if (run == 1) setenv("TFC_FUSE", "0", 1);
+        bound b = bind(yaml, n);
+        if (run == 1) unsetenv("TFC_FUSE");
+        CU_ASSERT_EQUAL(b.m->bound[1].ids_from, run ? -1 : 0);
+        CU_ASSERT_EQUAL(b.m->bound[0].ids_into, run ? -1 : 1);
+        void *labels = make_labels(b.m, n);
+        tfc_error err;
+        tfc_error_clear(&err);
+        ng = tfc_model_trainable_count(b.m);
+        g[run] = malloc(sizeof(float) * (size_t)ng);
+        float *twice = malloc(sizeof(float) * (size_t)ng);
+        tfc_batch_result r;
+        for (int k = 0; k < 2; k++) {
+            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(b.m, ids, n, 1, 9, 0, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(tfc_model_loss(b.m, labels, 1, &r, &err), TFC_OK);
+            if (k == 0) tfc_model_zero_grad(b.m);
+            tfc_model_backward(b.m);
+            b.be->ops->download(b.be, k ? twice : g[run], tfc_model_grads(b.m), (size_t)ng * 4);
+        }
+        loss[run] = r.loss;
+        int64_t doubled = 0;
+        for (int64_t i = 0; i < ng; i++)
+            doubled += fabsf(twice[i] - 2 * g[run][i]) <= 1e-6f * (1 + fabsf(g[run][i]));
+        CU_ASSERT_EQUAL(doubled, ng);
+        y[run] = forward(b, ids, n, 0);
+        free(twice), free(labels);
+        unbind(b);
+    }
+    CU_ASSERT(loss[0] == loss[1]);
+    CU_ASSERT_EQUAL(memcmp(y[0], y[1], sizeof(float) * (size_t)(n * T * 4)), 0);
+    int64_t near = 0, moved = 0;
+    for (int64_t i = 0; i < ng; i++) {
+        near += fabsf(g[0][i] - g[1][i]) <= 1e-6f + 1e-4f * fabsf(g[1][i]);
+        moved += g[1][i] != 0;
+    }
+    CU_ASSERT_EQUAL(near, ng);
+    CU_ASSERT(moved > ng / 2);
+    for (int run = 0; run < 2; run++) free(g[run]), free(y[run]);
+}
+
 /* A pooling layer that alone reads a chain's result (or a convolution's with its own
  * activation) joins the chain: conv(relu) -> MaxPooling2D, conv -> BN -> ReLU ->
  * AveragePooling2D (SAME, stride 2), conv(tanh) -> MaxPooling2D, conv -> Add ->
@@ -1002,6 +1069,6 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"inference_chains", test_inference_chains},
               {"training_relu_folds", test_training_relu_folds},
               {"training_pool_relu_folds", test_training_pool_relu_folds},
-              {"lazy_zero_grad", test_lazy_zero_grad},
+              {"lazy_zero_grad", test_lazy_zero_grad}, {"lstm_takes_ids", test_lstm_takes_ids},
               {"inference_pool_chains", test_inference_pool_chains},
               {"frozen_weights_reload", test_frozen_weights_reload})

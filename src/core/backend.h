@@ -83,6 +83,12 @@ typedef struct tfc_pool_desc {
 typedef struct tfc_lstm_desc {
     int n, t, in, units;
     int return_sequences; /* y is [n, t, u] when set, else [n, u] (the last h) */
+    /* vocab > 0 (where the backend's lstm_ids says so): an Embedding's input taken in the
+     * LSTM: x is the table [vocab, in], and sequence i's input at step s is its row
+     * ids[i t + s] (the ids range-checked); dx is the table's gradient [vocab, in]
+     * (accumulates). */
+    int vocab;
+    const int32_t *ids;
 } tfc_lstm_desc;
 
 typedef enum tfc_loss_kind {
@@ -352,6 +358,11 @@ struct tfc_backend {
      * provided an inference pass gives the same values frozen or not (the CPU: oneDNN's
      * inference Winograd kernel). A training pass may differ from it in the last bits. */
     int inference_pass;
+    /* Whether lstm_forward/backward take token ids (tfc_lstm_desc.vocab) for a shape, d->n
+     * the largest batch; NULL: never. Where they do, the graph hands an LSTM the ids and
+     * table of the Embedding that alone feeds it (graph.c), and the forward pass must give
+     * the bits it gives on the Embedding's output. */
+    int (*lstm_ids)(const tfc_lstm_desc *d);
 };
 
 /* Frees a backend (NULL: nothing). */

@@ -296,6 +296,7 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->ops = &cpu_ops;
     be->device = -1;
     be->threads = threads;
+    be->lstm_ids = tfc_cpu_lstm_ids;
     be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
     return be;
 }

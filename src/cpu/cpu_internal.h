@@ -200,8 +200,13 @@ typedef struct tfc_panel_a {
  * apart, at column l (a + 8 l); zeros past row m. */
 void tfc_cpu_pack_rows8_col(int m, const float *row, float *a, int lda);
 
+/* tfc_backend.lstm_ids (cpu_lstm.c) */
+int tfc_cpu_lstm_ids(const tfc_lstm_desc *d);
+
 /* c[m, n] += [A1 A2] · B, or with set c = init + [A1 A2] · B (init: a row of n floats added
- * to every row; NULL: zeros). A1 [m, a1.k] and A2 [m, a2.k] side by side multiply B's rows
+ * to every row; NULL: zeros), or with set and from_c c = init + (c + [A1 A2] · B): the
+ * products summed onto c's own values, in the order they would continue a sum that c
+ * holds the first part of. A1 [m, a1.k] and A2 [m, a2.k] side by side multiply B's rows
  * 0..a1.k-1 and a1.k..a1.k+a2.k-1; A2 is row-major (its layout is ignored). B is packed
  * with panels ldp rows apart (>= a1.k + a2.k), starting at `packed` (which may point at a
  * row inside a taller packed matrix). */
@@ -210,7 +215,7 @@ typedef struct tfc_panel_gemm {
     tfc_panel_a a1, a2;
     const float *packed;
     int ldp;
-    int set;
+    int set, from_c;
     const float *init;
     float *c;
     int ldc;

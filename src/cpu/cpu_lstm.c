@@ -33,10 +33,12 @@ static size_t padded(int64_t floats)
  * step-major (the weight gradients' A; h_prev is h one step back, 0 at the first); dxs: dx
  * [n*t, in] step-major; dh [n, u]; dc [n, u]; zero [u] (the h_0 = c_0 = 0 row); packed:
  * [K; R] [in + u, 4u] (or R alone) packed for the forward GEMMs, or Rᵀ [4u, u] then Kᵀ
- * [4u, in] for the backward ones; dz: per thread its block's dz rows [rows, 4u]; dbias: a
- * double [4u] per block of sequences. */
+ * [4u, in] for the backward ones; dz: per thread its block's dz rows [rows, 4u]; table
+ * (with ids): [vocab, 4u], the table's rows times K in the forward pass, the sums of
+ * dgates' rows by id in the backward one; dbias: a double [4u] per block of
+ * sequences. */
 typedef struct lstm_ws {
-    float *dgates, *hprev, *dxs, *dh, *dc, *zero, *packed, *dz;
+    float *dgates, *hprev, *dxs, *dh, *dc, *zero, *packed, *dz, *table;
     double *dbias;
 } lstm_ws;
 
@@ -79,7 +81,7 @@ static void block_rows(int n, int b, int nb, int *r0, int *r1)
  * with h_{t-1}·R: it saves writing every step's x·K to `gates` and reading it back, but
  * streams K once per step and block, so only while [K; R] packed fits in LSTM_FUSE_BYTES
  * (about an L2 cache) and K is no bigger than R; past that, one OpenBLAS GEMM for all steps
- * reads K once. */
+ * reads K once. With ids, the same packed [K; R] and the same sums (below). */
 #define LSTM_FUSE_BYTES ((size_t)2 << 20)
 
 static int fused_input(const tfc_lstm_desc *d)
@@ -87,6 +89,15 @@ static int fused_input(const tfc_lstm_desc *d)
     return d->in <= d->units &&
            tfc_cpu_panels_floats(d->in + d->units, 4 * d->units) * sizeof(float) <=
                LSTM_FUSE_BYTES;
+}
+
+/* Whether lstm_forward/backward take ids for this shape (tfc_backend.lstm_ids): where the
+ * input is fused (the forward pass then gives the bits it gives without ids) and the
+ * vocabulary has at most half as many rows as the largest batch (d->n) has tokens, so that
+ * its products cost less than the tokens' did. */
+int tfc_cpu_lstm_ids(const tfc_lstm_desc *d)
+{
+    return d->vocab > 0 && fused_input(d) && 2 * (int64_t)d->vocab <= (int64_t)d->n * d->t;
 }
 
 /* The most rows a block has */
@@ -105,35 +116,39 @@ static int64_t packed_floats(const tfc_lstm_desc *d)
 }
 
 /* Floats of each workspace piece but dbias, in carve's order */
-static void ws_floats(const tfc_backend *be, const tfc_lstm_desc *d, int64_t f[9])
+#define WS_PIECES 9
+
+static void ws_floats(const tfc_backend *be, const tfc_lstm_desc *d, int64_t f[WS_PIECES])
 {
     const int64_t nt = (int64_t)d->n * d->t, u = d->units;
+    const int ids = d->vocab > 0; /* then no xᵀ panels and no dx rows */
     f[0] = (int64_t)tfc_cpu_panels_floats((int)nt, 4 * (int)u);
-    f[1] = (int64_t)((u + 7) / 8 + (d->in + 7) / 8) * 8 * nt;
-    f[2] = nt * d->in;
+    f[1] = (int64_t)((u + 7) / 8 + (ids ? 0 : (d->in + 7) / 8)) * 8 * nt;
+    f[2] = ids ? 0 : nt * d->in;
     f[3] = f[4] = (int64_t)d->n * u;
     f[5] = u;
     f[6] = packed_floats(d);
     f[7] = (int64_t)team(be, d) * block_most(be, d) * 4 * u;
+    f[8] = ids ? (int64_t)d->vocab * 4 * u : 0;
 }
 
 static lstm_ws carve(const tfc_backend *be, const tfc_lstm_desc *d, void *ws)
 {
-    int64_t f[9];
+    int64_t f[WS_PIECES];
     ws_floats(be, d, f);
-    float *p[8];
+    float *p[WS_PIECES + 1];
     p[0] = ws;
-    for (int i = 1; i < 8; i++) p[i] = p[i - 1] + padded(f[i - 1]);
-    lstm_ws w = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], (double *)(p[7] + padded(f[7]))};
+    for (int i = 1; i <= WS_PIECES; i++) p[i] = p[i - 1] + padded(f[i - 1]);
+    lstm_ws w = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], (double *)p[9]};
     return w;
 }
 
 size_t tfc_cpu_lstm_workspace(tfc_backend *be, const tfc_lstm_desc *d)
 {
-    int64_t f[9];
+    int64_t f[WS_PIECES];
     ws_floats(be, d, f);
     size_t floats = 0;
-    for (int i = 0; i < 8; i++) floats += padded(f[i]);
+    for (int i = 0; i < WS_PIECES; i++) floats += padded(f[i]);
     return floats * sizeof(float) + (size_t)blocks(be, d) * 4 * d->units * sizeof(double);
 }
 
@@ -328,9 +343,12 @@ static int cells_isa(void)
     return cells_chosen >= 0 ? cells_chosen : cells_best();
 }
 
-/* x [n, t, in], kernel [in, 4u], rkernel [u, 4u], bias [4u] or NULL (no bias), mask
- * [n, t] or NULL; y [n, t, u] (may be hseq itself) or [n, u]; hseq, cseq [n, t, u];
- * gates [n, t, 4u]. */
+/* x [n, t, in] (with ids: the table [vocab, in]), kernel [in, 4u], rkernel [u, 4u], bias
+ * [4u] or NULL (no bias), mask [n, t] or NULL; y [n, t, u] (may be hseq itself) or [n, u];
+ * hseq, cseq [n, t, u]; gates [n, t, 4u].
+ * With ids (tfc_cpu_lstm_ids), table K is one small GEMM (vocab rows, not n t) on the
+ * packed [K; R], and each step's GEMM continues the sums from the rows of it that the step's
+ * ids pick (from_c): the same products in the same order as x_t's own, so the same bits. */
 void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
                           const float *kernel, const float *rkernel, const float *bias,
                           const float *mask, float *y, float *hseq, float *cseq, float *gates,
@@ -340,6 +358,8 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     if (n <= 0 || T <= 0 || u <= 0) return;
     lstm_ws w = carve(be, d, ws);
     memset(w.zero, 0, (size_t)u * sizeof(float));
+    const int32_t *ids = d->vocab > 0 ? d->ids : NULL;
+    TFC_ASSERT(!ids || fused_input(d));
     const int fuse = fused_input(d), ki = fuse ? in : 0; /* x's rows in the packed [K; R] */
     if (!fuse) {
         tfc_cpu_gemm(be, 0, 0, n * T, G, in, 1.0f, x, in, kernel, G, 0.0f, gates, G);
@@ -351,6 +371,16 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
         /* the team packs the kernels (each thread some panels) before any block starts */
         if (fuse) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, w.packed, in + u);
         if (T > 1) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, w.packed + (size_t)ki * 16, ki + u);
+        /* with ids: table K, each row's sums over x_t's part as the fused GEMM starts them */
+#pragma omp for schedule(static)
+        for (int v0 = 0; v0 < (ids ? d->vocab : 0); v0 += LSTM_BLOCK_ROWS) {
+            tfc_panel_gemm g = {.m = d->vocab - v0 < LSTM_BLOCK_ROWS ? d->vocab - v0
+                                                                     : LSTM_BLOCK_ROWS,
+                                .n = G, .packed = w.packed, .ldp = in + u, .set = 1,
+                                .c = w.table + (int64_t)v0 * G, .ldc = G,
+                                .a1 = {.a = x + (int64_t)v0 * in, .lda = in, .k = in}};
+            tfc_cpu_panel_gemm(&g);
+        }
 #pragma omp for schedule(dynamic, 1)
         for (int b = 0; b < nb; b++) {
             int r0, r1;
@@ -362,7 +392,15 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
                                        .k = s > 0 ? u : 0};
                 tfc_panel_gemm g = {.m = r1 - r0, .n = G, .packed = w.packed, .ldp = ki + u,
                                     .c = gates + first * G, .ldc = T * G};
-                if (fuse) {
+                if (ids) { /* gates_s = bias + (the ids' rows of table K + h_{s-1} · R) */
+                    for (int i = r0; i < r1; i++) {
+                        const int64_t row = (int64_t)i * T + s;
+                        memcpy(gates + row * G, w.table + (int64_t)ids[row] * G,
+                               (size_t)G * sizeof(float));
+                    }
+                    g.packed = w.packed + (size_t)in * 16; /* R's rows of [K; R] */
+                    g.a1 = h, g.set = g.from_c = 1, g.init = bias;
+                } else if (fuse) {
                     g.a1 = (tfc_panel_a){.a = x + first * in, .lda = T * in, .k = in};
                     g.a2 = h, g.set = 1, g.init = bias;
                 } else {
@@ -461,6 +499,26 @@ static void dz_to_panels(int g, int64_t nt, int n, int s, int r0, int r1, const 
     }
 }
 
+/* table[ids of rows l0.. l0+k-1, 0..cols) += those rows of dgates, its panels of 16 columns
+ * from `panels` (NT rows apart); row l is step l / n of sequence l % n. Rows in order: the
+ * same sums at any thread count. */
+TFC_VECTOR
+static void sum_by_id(const tfc_lstm_desc *d, const int32_t *ids, int cols, const float *panels,
+                      int64_t NT, int64_t l0, int k, float *table)
+{
+    const int G = 4 * d->units;
+    for (int p = 0; p * 16 < cols; p++) {
+        const int w = cols - p * 16 < 16 ? cols - p * 16 : 16;
+        const float *from = panels + (size_t)p * NT * 16;
+        for (int64_t l = l0; l < l0 + k; l++) {
+            float *to = table + (int64_t)ids[(l % d->n) * d->t + l / d->n] * G + p * 16;
+            const float *src = from + (l - l0) * 16;
+#pragma omp simd
+            for (int c = 0; c < w; c++) to[c] += src[c];
+        }
+    }
+}
+
 /* After the recurrence: the weight gradients over LSTM_WG_ROWS rows of dgates at a time
  * (their panel rows in L1, the activations they meet in L2), on column groups of
  * LSTM_WG_COLS that the threads take in turn; dx over LSTM_DX_ROWS rows and LSTM_DX_DEPTH
@@ -471,8 +529,11 @@ static void dz_to_panels(int g, int64_t nt, int n, int s, int r0, int r1, const 
 #define LSTM_DX_ROWS 64
 #define LSTM_DX_DEPTH 256 /* a multiple of 16 */
 
-/* dy [n, t, u] or [n, u]; dx [n, t, in] (NULL when the input needs no gradient), dkernel,
- * drkernel, dbias (NULL without bias) accumulate. */
+/* dy [n, t, u] or [n, u]; dx [n, t, in] (with ids: the table's gradient [vocab, in]; NULL
+ * when the input needs no gradient), dkernel, drkernel, dbias (NULL without bias)
+ * accumulate. With ids, dgates' rows are summed by id into a [vocab, 4u] table D while the
+ * weight gradients read them, and then dkernel += tableᵀ D and dx += D Kᵀ: vocab rows
+ * instead of n t each. */
 void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
                            const float *kernel, const float *rkernel, const float *mask,
                            const float *hseq, const float *cseq, const float *gates,
@@ -483,7 +544,9 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
     if (n <= 0 || T <= 0 || u <= 0) return;
     const int64_t NT = (int64_t)n * T;
     lstm_ws w = carve(be, d, ws);
+    const int32_t *ids = d->vocab > 0 ? d->ids : NULL;
     memset(w.zero, 0, (size_t)u * sizeof(float));
+    if (ids) memset(w.table, 0, (size_t)d->vocab * G * sizeof(float));
     memset(w.dh, 0, (size_t)n * u * sizeof(float));
     memset(w.dc, 0, (size_t)n * u * sizeof(float));
     float *packed_rt = w.packed, *packed_kt = w.packed + tfc_cpu_panels_floats(G, u);
@@ -497,7 +560,7 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
         float *dz = w.dz + (int64_t)omp_get_thread_num() * most * G;
         /* the team packs Rᵀ (and Kᵀ, which waits for dx's GEMMs after the recurrence) */
         if (T > 1) tfc_cpu_pack_panels(G, u, rkernel, G, 1, packed_rt);
-        if (dx) tfc_cpu_pack_panels(G, in, kernel, G, 1, packed_kt);
+        if (dx && !ids) tfc_cpu_pack_panels(G, in, kernel, G, 1, packed_kt);
 #pragma omp for schedule(dynamic, 1)
         for (int b = 0; b < nb; b++) {
             int r0, r1;
@@ -559,7 +622,7 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
                 const int64_t l = (int64_t)s * n + i, row = (int64_t)i * T + s;
                 tfc_cpu_pack_rows8_col(u, s > 0 ? hseq + (row - 1) * u : w.zero,
                                        hprev + l * 8, lda8);
-                tfc_cpu_pack_rows8_col(in, x + row * in, xt + l * 8, lda8);
+                if (!ids) tfc_cpu_pack_rows8_col(in, x + row * in, xt + l * 8, lda8);
             }
 #pragma omp for schedule(dynamic, 1) nowait
         for (int q = 0; q < groups; q++) {
@@ -572,13 +635,18 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
                     .ldp = (int)NT, .c = drkernel + j0, .ldc = G,
                     .a1 = {.a = hprev + l0 * 8, .lda = lda8, .k = k, .layout = TFC_PANEL_ROWS8}};
                 tfc_cpu_panel_gemm(&g);
+                if (ids) {
+                    sum_by_id(d, ids, cols, w.dgates + ((size_t)(j0 / 16) * NT + l0) * 16, NT,
+                              l0, k, w.table + j0);
+                    continue;
+                }
                 g.m = in, g.c = dkernel + j0;
                 g.a1.a = xt + l0 * 8;
                 tfc_cpu_panel_gemm(&g);
             }
         }
 #pragma omp for schedule(dynamic, 1)
-        for (int q = 0; q < (dx ? chunks : 0); q++) {
+        for (int q = 0; q < (dx && !ids ? chunks : 0); q++) {
             const int64_t l0 = (int64_t)q * LSTM_DX_ROWS;
             const int rows = NT - l0 < LSTM_DX_ROWS ? (int)(NT - l0) : LSTM_DX_ROWS;
             float *out = w.dxs + l0 * in;
@@ -600,6 +668,10 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
                 for (int c = 0; c < in; c++) to[c] += from[c];
             }
         }
+    }
+    if (ids) { /* the table's gradient and K's, through the sums by id */
+        tfc_cpu_gemm(be, 1, 0, in, G, d->vocab, 1.0f, x, in, w.table, G, 1.0f, dkernel, G);
+        if (dx) tfc_cpu_gemm(be, 0, 1, d->vocab, in, G, 1.0f, w.table, G, kernel, G, 1.0f, dx, in);
     }
     if (dbias) /* the blocks' sums in block order */
         for (int c = 0; c < G; c++) {

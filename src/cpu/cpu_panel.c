@@ -114,6 +114,8 @@ static void gemm_plain(const tfc_panel_gemm *g)
         const int cols = g->n - j0 < PANEL ? g->n - j0 : PANEL;
         for (int i = 0; i < g->m; i++) {
             float acc[PANEL] = {0};
+            float *ci = g->c + (int64_t)i * g->ldc + j0;
+            for (int q = 0; g->from_c && q < cols; q++) acc[q] = ci[q];
             for (int l = 0; l < k1; l++) {
                 const float v = g->a1.a[a_index(g->a1.layout, g->a1.lda, i, l)];
                 for (int q = 0; q < PANEL; q++) acc[q] += v * panel[l * PANEL + q];
@@ -122,7 +124,6 @@ static void gemm_plain(const tfc_panel_gemm *g)
                 const float v = g->a2.a[(int64_t)i * g->a2.lda + l];
                 for (int q = 0; q < PANEL; q++) acc[q] += v * panel[(k1 + l) * PANEL + q];
             }
-            float *ci = g->c + (int64_t)i * g->ldc + j0;
             for (int q = 0; q < cols; q++) ci[q] = c_base(g, ci + q, j0 + q) + acc[q];
         }
     }
@@ -145,6 +146,15 @@ tile_avx2(int mr, int lay, const tfc_panel_gemm *g, int i, const float *a2, cons
     for (int r = 0; r < MR; r++) {
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
         pr[r] = g->a1.a + a_index(lay, lda1, i + (r < mr ? r : 0), 0);
+    }
+    if (g->from_c) {
+#pragma GCC unroll 6
+        for (int r = 0; r < mr; r++) {
+            float t[PANEL] = {0};
+            memcpy(t, c + (int64_t)r * ldc, (size_t)cols * sizeof(float));
+            acc[r][0] = _mm256_loadu_ps(t);
+            acc[r][1] = _mm256_loadu_ps(t + 8);
+        }
     }
     for (int l = 0; l < k1; l++) {
         const __m256 b0 = _mm256_loadu_ps(panel + l * PANEL);
@@ -259,6 +269,14 @@ tile_avx512(int mr, int np, int lay, const tfc_panel_gemm *g, const float *a1, c
     __m512 acc[MR512][2];
 #pragma GCC unroll 8
     for (int r = 0; r < MR512; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    const __mmask16 last = (__mmask16)((1u << cols) - 1);
+    if (g->from_c) {
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++)
+            for (int q = 0; q < np; q++)
+                acc[r][q] = _mm512_maskz_loadu_ps(q == np - 1 ? last : (__mmask16)0xffff,
+                                                  c + (int64_t)r * ldc + q * PANEL);
+    }
     if (lay == TFC_PANEL_ROWS)
         kloop_avx512(mr, np, acc, panel, stride, a1, lda1, 1, k1);
     else if (lay == TFC_PANEL_ROWS8)
@@ -268,7 +286,6 @@ tile_avx512(int mr, int np, int lay, const tfc_panel_gemm *g, const float *a1, c
             kloop_avx512(mr, np, acc, panel + (size_t)l0 * PANEL, stride,
                          a1 + (int64_t)(l0 / 16) * lda1, 16, 1, k1 - l0 < 16 ? k1 - l0 : 16);
     kloop_avx512(mr, np, acc, panel + (size_t)k1 * PANEL, stride, a2, g->a2.lda, 1, k2);
-    const __mmask16 last = (__mmask16)((1u << cols) - 1);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
         float *cr = c + (int64_t)r * ldc;

@@ -214,6 +214,8 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     return TFC_OK;
 }
 
+static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch);
+
 tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
                                  tfc_memory_plan *out, tfc_error *err)
 {
@@ -223,6 +225,7 @@ tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
                              m->name);
     if (!(m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound)))
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    plan_chains(m, be, max_batch); /* the layers' workspaces depend on it */
     layout L;
     tfc_status s = plan_layout(m, be, max_batch, 0, &L, err);
     free(L.y);
@@ -262,7 +265,7 @@ static int is_chain_end(const tfc_model *m, int k)
  * activation of its own takes only the pooling layer. The last layer's activation stays
  * its own when the loss reads its pre-activation. TFC_FUSE=0 in the environment at bind
  * time plans none. */
-static void plan_chains(tfc_model *m)
+static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
 {
     for (int i = 0; i < m->nlayers; i++) {
         tfc_bound *b = &m->bound[i];
@@ -270,9 +273,28 @@ static void plan_chains(tfc_model *m)
         b->chain_act = TFC_ACT_LINEAR;
         b->relu_into = -1, b->relu_done = 0;
         b->relu_pool = b->pool_relu_of = -1;
+        b->ids_from = b->ids_into = -1;
+        m->layers[i].ids_vocab = 0;
     }
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
+    /* Training and inference: an Embedding whose output only an LSTM reads hands the LSTM
+     * its ids and table where the backend's LSTM takes them for this shape (on the CPU: a
+     * vocabulary at most half the batch's tokens, cpu_lstm.c): x_t K is then a row of
+     * table K, one product per id instead of per token, with the same bits; in training
+     * the table's gradient is dgates summed by id times Kᵀ, whose sums come in another
+     * order than the Embedding's (last bits differ). */
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        int j = sole_consumer(m, i);
+        if (!l->ops->looks_up || j == i || !m->layers[j].ops->takes_ids ||
+            m->layers[j].ninputs != 1 ||
+            !m->layers[j].ops->takes_ids(&m->layers[j], be, l->id_limit, max_batch))
+            continue;
+        m->bound[i].ids_into = j;
+        m->bound[j].ids_from = i;
+        m->layers[j].ids_vocab = l->id_limit;
+    }
     /* Training: a BatchNormalization or Add (forward_relu) whose output only a ReLU
      * Activation layer reads writes that layer's output itself, in the same pass. The
      * ReLU's backward takes its derivative from its own output; neither layer's backward
@@ -456,7 +478,7 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     /* Activations: plan offsets, then one allocation. */
     m->inference_only = inference;
     be->frozen = inference;
-    plan_chains(m);
+    plan_chains(m, be, max_batch);
     layout L;
     tfc_status st = plan_layout(m, be, max_batch, inference, &L, err);
     if (st) {
@@ -602,6 +624,8 @@ void tfc_model_layer_forward(tfc_model *m, int i)
         return;
     }
     gather_inputs(m, l, xs, NULL);
+    m->ex.ids = b->ids_from >= 0 ? m->x : NULL;
+    m->ex.ids_table = b->ids_from >= 0 ? &m->layers[b->ids_from].params[0] : NULL;
     if (m->ex.training && b->relu_into >= 0) {
         l->ops->forward_relu(l, &m->ex, xs, m->bound[b->relu_into].y);
         b->z_unset = 0;
@@ -804,6 +828,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     tfc_bound *b = &m->bound[i];
     /* a ReLU folded into the Add before it: the Add's backward takes its derivative */
     if (b->relu_done && m->layers[l->inputs[0]].ops->sums_inputs) return;
+    if (b->ids_into >= 0) return; /* the layer it feeds added this one's table gradient */
     /* gradient blocks whose lifetime starts here (plan_grads): this layer's inputs when it is
      * their last consumer, and its own when nothing consumes it. Zeroed, unless this layer
      * writes the first gradient of such an input instead of adding it (bit j of `fresh`):
@@ -817,7 +842,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
                          b->relu_pool < 0;
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
-        if (p < 0 || m->bound[p].zero_at != i) continue;
+        if (p < 0 || m->bound[p].zero_at != i || m->bound[p].ids_into == i) continue;
         int repeated = 0;
         for (int q = 0; q < j; q++) repeated |= l->inputs[q] == p;
         if (repeated) continue; /* zeroed, or copied into, at its first occurrence */
@@ -861,6 +886,9 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     m->ex.fresh = fresh;
     m->ex.params_fresh = b->grads_unset && l->ops->assigns_param_grads;
     m->ex.relu_x = b->pool_relu_of >= 0 ? m->bound[b->pool_relu_of].y : NULL;
+    m->ex.ids = b->ids_from >= 0 ? m->x : NULL;
+    m->ex.ids_table = b->ids_from >= 0 ? &m->layers[b->ids_from].params[0] : NULL;
+    if (b->ids_from >= 0) settle_grads(m, b->ids_from); /* the table's gradient adds */
     if (m->ex.params_fresh) b->grads_unset = 0;
     else settle_grads(m, i);
     l->ops->backward(l, &m->ex, xs, b->z, b->relu_pool >= 0 ? b->dy : b->dz, dxs);

@@ -34,6 +34,11 @@ typedef struct tfc_bound {
      * layer relu_pool (-1: none) that alone reads its output, in the pooling's backward;
      * that layer has pool_relu_of = this one (else -1). */
     int relu_pool, pool_relu_of;
+    /* This layer (takes_ids) reads the ids and table of the Embedding ids_from (-1: none)
+     * that alone feeds it, in training and at inference, and adds that Embedding's table
+     * gradient itself; the Embedding has ids_into = this one (else -1), still writes its
+     * output, and has no backward of its own. */
+    int ids_from, ids_into;
     /* tfc_model_zero_grad ran and this layer's backward has not since: its parameters'
      * gradients count as zero but may hold anything (graph.c's grads_unset) */
     int grads_unset;

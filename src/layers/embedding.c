@@ -63,6 +63,6 @@ static void embedding_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
 
 const tfc_layer_ops tfc_embedding_ops = {
     .type = "Embedding", .schema = embedding_fields, .args_size = sizeof(embedding_args),
-    .min_inputs = 1, .max_inputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .looks_up = 1,
     .build = embedding_build, .forward = embedding_forward, .backward = embedding_backward,
 };

@@ -37,10 +37,16 @@ typedef struct tfc_exec {
                        * not added */
     const float *relu_x; /* backward of a pooling (pool_params): the output of the ReLU
                           * before it, whose derivative it takes too (graph.c); NULL: none */
+    /* forward and backward of a layer with takes_ids whose ids_vocab is set: the token ids
+     * [batch, in_shape] of the Embedding that alone feeds it and that Embedding's table,
+     * which the layer reads (and whose gradient it adds to) in place of x and dx */
+    const int32_t *ids;
+    const struct tfc_param *ids_table;
 } tfc_exec;
 
 /* A weight: Keras's variable name and layout; data/grad are bound by the graph. */
-typedef struct tfc_param {
+typedef struct tfc_param tfc_param;
+struct tfc_param {
     char name[32];      /* kernel, bias, recurrent_kernel, embeddings, gamma, ... */
     tfc_shape shape;    /* Keras layout (SPEC §5) */
     int trainable;      /* 0 for moving statistics: no gradient, no optimizer update */
@@ -48,7 +54,7 @@ typedef struct tfc_param {
     int64_t numel;
     float *data;        /* bound */
     float *grad;        /* bound; NULL when not trainable */
-} tfc_param;
+};
 
 typedef struct tfc_layer_ops {
     const char *type;          /* Keras class name: Dense, Conv2D, ... */
@@ -64,6 +70,12 @@ typedef struct tfc_layer_ops {
     int assigns_param_grads;   /* backward writes every parameter gradient where
                                 * ex->params_fresh (Dense), else adds to them; without it
                                 * the graph zeroes them first */
+    int looks_up;              /* y = table[x]: token ids into rows of its one parameter,
+                                * [id_limit, dim] (Embedding) */
+    /* Whether the layer can read the ids and table (vocab rows) of a looks_up layer in
+     * place of its input, bound for batches of up to max_batch on `be` (LSTM, where the
+     * backend's lstm_ids says so; then the graph sets l->ids_vocab); may be NULL: never. */
+    int (*takes_ids)(const tfc_layer *l, const tfc_backend *be, int64_t vocab, int max_batch);
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
@@ -130,6 +142,9 @@ struct tfc_layer {
     const float *mask;             /* bound: [batch, T] sequence mask when mask_in, else NULL */
     uint64_t rng_key;              /* this layer's random stream (dropout) */
     int64_t id_limit;              /* token inputs must lie in [0, id_limit); 0: no check */
+    int64_t ids_vocab;             /* takes_ids: set by the graph before plan when this layer
+                                      takes the ids of the Embedding that alone feeds it (its
+                                      input_dim; tfc_exec.ids); 0: it reads its input */
     void *state;                   /* layer-private */
 };
 

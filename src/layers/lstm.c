@@ -3,7 +3,10 @@
  *   c_t = f c_{t-1} + i g,  h_t = o tanh(c_t)
  * Output: h_T (units), or every h_t (T, units) with return_sequences. Under a mask from an
  * Embedding with mask_zero, masked steps keep the previous state. The recurrence itself is
- * the backend's lstm_forward/backward, so the GPU can run it as one fused kernel. */
+ * the backend's lstm_forward/backward, so the GPU can run it as one fused kernel. Fed by an
+ * Embedding alone, on a backend with lstm_ids, the graph hands it the Embedding's ids and
+ * table (takes_ids): x_t K is then a row of table K, computed once per pass for the whole
+ * vocabulary, and the table's gradient comes from dgates summed by id (docs/cpu.md). */
 #include "layers/layer.h"
 
 static const char *const tanh_only[] = {"tanh", NULL};
@@ -38,7 +41,8 @@ static tfc_lstm_desc lstm_desc(const tfc_layer *l, int n)
 {
     const lstm_args *a = l->args;
     tfc_lstm_desc d = {.n = n, .t = (int)l->in_shape[0].dim[0], .in = (int)l->in_shape[0].dim[1],
-                       .units = a->units, .return_sequences = a->return_sequences};
+                       .units = a->units, .return_sequences = a->return_sequences,
+                       .vocab = (int)l->ids_vocab};
     return d;
 }
 
@@ -69,6 +73,14 @@ static tfc_status lstm_build(tfc_layer *l, tfc_error *err)
     return TFC_OK;
 }
 
+static int lstm_takes_ids(const tfc_layer *l, const tfc_backend *be, int64_t vocab,
+                          int max_batch)
+{
+    tfc_lstm_desc d = lstm_desc(l, max_batch);
+    d.vocab = vocab > INT32_MAX ? 0 : (int)vocab;
+    return be->lstm_ids && d.vocab > 0 && be->lstm_ids(&d);
+}
+
 static void lstm_plan(tfc_layer *l, tfc_backend *be)
 {
     tfc_lstm_desc d = lstm_desc(l, l->max_batch);
@@ -91,7 +103,9 @@ static void lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float
     tfc_lstm_desc d = lstm_desc(l, ex->batch);
     float *h, *c, *g;
     saved_parts(l, &d, &h, &c, &g);
-    ex->be->ops->lstm_forward(ex->be, &d, x[0], l->params[0].data, l->params[1].data,
+    const float *in = x[0];
+    if (d.vocab) d.ids = ex->ids, in = ex->ids_table->data;
+    ex->be->ops->lstm_forward(ex->be, &d, in, l->params[0].data, l->params[1].data,
                               a->use_bias ? l->params[2].data : NULL, l->mask, y, h, c, g, ex->ws);
 }
 
@@ -102,13 +116,16 @@ static void lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
     tfc_lstm_desc d = lstm_desc(l, ex->batch);
     float *h, *c, *g;
     saved_parts(l, &d, &h, &c, &g);
-    ex->be->ops->lstm_backward(ex->be, &d, x[0], l->params[0].data, l->params[1].data, l->mask,
-                               h, c, g, dy, dx[0], l->params[0].grad, l->params[1].grad,
+    const float *in = x[0];
+    float *din = dx[0];
+    if (d.vocab) d.ids = ex->ids, in = ex->ids_table->data, din = ex->ids_table->grad;
+    ex->be->ops->lstm_backward(ex->be, &d, in, l->params[0].data, l->params[1].data, l->mask,
+                               h, c, g, dy, din, l->params[0].grad, l->params[1].grad,
                                a->use_bias ? l->params[2].grad : NULL, ex->ws);
 }
 
 const tfc_layer_ops tfc_lstm_ops = {
     .type = "LSTM", .schema = lstm_fields, .args_size = sizeof(lstm_args),
-    .min_inputs = 1, .max_inputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .takes_ids = lstm_takes_ids,
     .build = lstm_build, .plan = lstm_plan, .forward = lstm_forward, .backward = lstm_backward,
 };
