@@ -216,7 +216,13 @@ $(BUILD)/%.o: %.cu
 	@echo "  NVCC  $<"
 	$(Q)$(NVCC) $(NVFLAGS) $(filter -D% -I%,$(CPPFLAGS_ALL)) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
-$(BIN)/tfc-%: tools/tfc-%.c $(TOOL_OBJ) $(STATIC)
+# bin/ is shared by the release and debug builds: bin/.config names the build its tools
+# were linked from, and changes (only) when the build does, so `make` after `make DEBUG=1`
+# relinks them rather than keeping the sanitizer's build (and the reverse).
+BIN_CONFIG := $(BIN)/.config
+$(shell mkdir -p $(BIN) && (echo '$(CONFIG)' | cmp -s - $(BIN_CONFIG) || echo '$(CONFIG)' > $(BIN_CONFIG)))
+
+$(BIN)/tfc-%: tools/tfc-%.c $(TOOL_OBJ) $(STATIC) $(BIN_CONFIG)
 	@mkdir -p $(BIN)
 	@echo "  LINK  $@"
 	$(Q)mkdir -p $(BUILD)/tools
