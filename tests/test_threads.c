@@ -2,14 +2,21 @@
  * thread count divides (40009 rows, prime) at 1, 2, 3 and 7 threads: the elementwise ones
  * must agree with 1 thread to the last bits, the sums with a double reference.
  * Then a training step of a CNN and of an LSTM at 1 vs 3 (and 7) threads: gradients within
- * 1e-5 relative, and bit-identical when the same thread count runs twice. */
+ * 1e-5 relative, and bit-identical when the same thread count runs twice, or when its
+ * regions run on fewer threads (a busy machine, cpu_team.c); and that team shrinking with
+ * the machine's load and growing back. */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/backend.h"
+#include "core/timing.h"
 #include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
 #include "graph/model.h"
 #include "gradcheck.h"
 #include "testutil.h"
@@ -151,29 +158,128 @@ static void check_model(const char *name, const char *yaml, int batch)
     free(one.g), free(three.g), free(again.g), free(seven.g);
 }
 
+/* batch 37: each conv output (37 x 13 x 11 x 8 = 42328) is above the parallel threshold */
+static const char CNN_YAML[] =
+    "input: {shape: [13, 11, 3]}\nlayers:\n"
+    "  - Conv2D: {filters: 8, kernel_size: 3, padding: same, activation: relu}\n"
+    "  - BatchNormalization: {}\n"
+    "  - MaxPooling2D: {pool_size: 2}\n"
+    "  - AveragePooling2D: {pool_size: 2, strides: 1, padding: same}\n"
+    "  - Conv2D: {filters: 6, kernel_size: 3, strides: [2, 1]}\n"
+    "  - GlobalAveragePooling2D: {}\n  - Dense: {units: 5}\n";
+
+static const char LSTM_YAML[] = "input: {shape: [9], dtype: int32}\nlayers:\n"
+                                "  - Embedding: {input_dim: 50, output_dim: 16, mask_zero: true}\n"
+                                "  - LSTM: {units: 24, return_sequences: true}\n"
+                                "  - LSTM: {units: 12}\n  - Dense: {units: 5}\n";
+
 static void test_cnn_step(void)
 {
-    /* batch 37: each conv output (37 x 13 x 11 x 8 = 42328) is above the parallel threshold */
-    check_model("cnn",
-                "input: {shape: [13, 11, 3]}\nlayers:\n"
-                "  - Conv2D: {filters: 8, kernel_size: 3, padding: same, activation: relu}\n"
-                "  - BatchNormalization: {}\n"
-                "  - MaxPooling2D: {pool_size: 2}\n"
-                "  - AveragePooling2D: {pool_size: 2, strides: 1, padding: same}\n"
-                "  - Conv2D: {filters: 6, kernel_size: 3, strides: [2, 1]}\n"
-                "  - GlobalAveragePooling2D: {}\n  - Dense: {units: 5}\n",
-                37);
+    check_model("cnn", CNN_YAML, 37);
 }
 
 static void test_lstm_step(void)
 {
-    check_model("lstm",
-                "input: {shape: [9], dtype: int32}\nlayers:\n"
-                "  - Embedding: {input_dim: 50, output_dim: 16, mask_zero: true}\n"
-                "  - LSTM: {units: 24, return_sequences: true}\n"
-                "  - LSTM: {units: 12}\n  - Dense: {units: 5}\n",
-                301);
+    check_model("lstm", LSTM_YAML, 301);
+}
+
+/* ---- a team the machine shrinks (cpu_team.c) ------------------------------------------ */
+
+/* Every region of 3 threads' steps run on 1 and on 2 threads: the same bits as on 3. */
+static void check_team(const char *name, const char *yaml, int batch)
+{
+    tfc_cpu_team_force(0);
+    grads all = step(yaml, batch, 3);
+    for (int team = 1; team <= 2; team++) {
+        tfc_cpu_team_force(team);
+        grads g = step(yaml, batch, 3);
+        tfc_cpu_team_force(0);
+        CU_ASSERT_FATAL(g.n == all.n && g.n > 0);
+        int same = memcmp(g.g, all.g, (size_t)g.n * 4) == 0;
+        if (!same) printf("\n%s: 3 threads' split run by %d differs\n", name, team);
+        CU_ASSERT(same);
+        free(g.g);
+    }
+    free(all.g);
+}
+
+static void test_team_same_bits(void)
+{
+    check_team("cnn", CNN_YAML, 37);
+    check_team("lstm", LSTM_YAML, 301);
+    /* 301 x 40 x 300: a GEMM split into blocks; dropout, softmax and the loss above the
+     * parallel threshold */
+    check_team("mlp",
+               "input: {shape: [40]}\nlayers:\n"
+               "  - Dense: {units: 300, activation: tanh}\n  - Dropout: {rate: 0.3}\n"
+               "  - Dense: {units: 200, activation: sigmoid}\n"
+               "  - Dense: {units: 5, activation: softmax}\n",
+               301);
+}
+
+/* The decision on a made-up clock: windows of 10 ms, each with the process's threads
+ * waiting `busy` thread-equivalents, and regions started at `full` a second on every
+ * thread or `cut` a second with the team cut. */
+typedef struct sim {
+    long long now, wait, regions;
+    int cut;
+} sim;
+
+/* Runs ms of windows; returns the share of them run with a cut, and in *most (if not NULL)
+ * the largest cut. */
+static double sim_run(sim *s, int ms, double busy, double full, double cut, int *most)
+{
+    int with = 0, n = ms / 10;
+    for (int i = 0; i < n; i++) {
+        s->now += 10000000LL;
+        s->wait += (long long)(busy * 10000000.0);
+        with += s->cut > 0;
+        const int k = (int)((s->cut ? cut : full) / 100);
+        for (int j = 0; j < k; j++) { /* region by region, as tfc_cpu_team sees them */
+            s->regions++;
+            s->cut = tfc_cpu_team_feed(s->now, s->wait, s->regions);
+            if (most && s->cut > *most) *most = s->cut;
+        }
+        s->cut = tfc_cpu_team_feed(s->now, s->wait, s->regions);
+        if (most && s->cut > *most) *most = s->cut;
+    }
+    return (double)with / n;
+}
+
+static void test_team_duel(void)
+{
+    tfc_cpu_team_force(0);
+    tfc_cpu_team_feed(-1, 0, 0);
+    sim s = {1000000000LL, 0, 0, 0};
+    int most = 0;
+    /* quiet: every thread, whatever the regions do */
+    CU_ASSERT(sim_run(&s, 3000, 0.05, 2000, 1000, &most) == 0.0);
+    CU_ASSERT_EQUAL(most, 0);
+    /* busy, and one thread fewer runs twice the regions: the cut within 0.1 s, and kept
+     * but for the full team's turns in the duels */
+    double share = sim_run(&s, 100, 0.7, 2000, 4000, &most);
+    CU_ASSERT(share > 0.0 && most == 1);
+    sim_run(&s, 10000, 0.7, 2000, 4000, NULL); /* the holds grow to 8 s */
+    share = sim_run(&s, 18000, 0.7, 2000, 4000, NULL);
+    CU_ASSERT(share > 0.9);
+    if (share <= 0.9) printf("\ncut faster: cut %.0f%% of the time\n", 100 * share);
+    /* busy, but every thread runs four times the regions: the cut only for duels */
+    sim_run(&s, 9000, 0.7, 4000, 1000, NULL); /* the last hold of a cut ends */
+    share = sim_run(&s, 18000, 0.7, 4000, 1000, NULL);
+    CU_ASSERT(share < 0.25);
+    if (share >= 0.25) printf("\nfull faster: cut %.0f%% of the time\n", 100 * share);
+    /* two thread-equivalents waiting (four threads on two cores): a cut of two */
+    most = 0;
+    sim_run(&s, 12000, 2.0, 1000, 2000, &most);
+    CU_ASSERT_EQUAL(most, 2);
+    /* quiet again: every thread after the next duel, and no more duels */
+    sim_run(&s, 12000, 0.0, 1000, 2000, NULL);
+    most = 0;
+    CU_ASSERT(sim_run(&s, 5000, 0.0, 1000, 2000, &most) == 0.0);
+    CU_ASSERT_EQUAL(most, 0);
+    tfc_cpu_team_feed(-1, 0, 0);
 }
 
 TFC_TEST_MAIN("threads", {"ops_sweep", test_ops_sweep}, {"cnn_step", test_cnn_step},
-              {"lstm_step", test_lstm_step})
+              {"lstm_step", test_lstm_step}, {"team_same_bits", test_team_same_bits},
+              {"team_duel", test_team_duel})

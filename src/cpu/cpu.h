@@ -35,4 +35,9 @@ void tfc_cpu_blas_restart(char **argv);
  * itself; NULL where OPENBLAS_CORETYPE is not the value the restart sets. */
 const char *tfc_cpu_blas_fallback(void);
 
+/* Every parallel region of the CPU backends on at most `team` threads (their work still
+ * split by each backend's thread count, so results do not change), or 0: as many as the
+ * machine gives the process (cpu_team.c, docs/cpu.md). For the tests. */
+void tfc_cpu_team_force(int team);
+
 #endif

@@ -12,7 +12,7 @@
 /* y[i] = EXPR(v) with v = x[i], over all n elements. */
 #define MAP_FORWARD(EXPR)                                                                  \
     do {                                                                                   \
-        _Pragma("omp parallel for simd num_threads(nt) schedule(static)")                   \
+        _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")                             \
         for (int64_t i = 0; i < n; i++) {                                                  \
             float v = x[i];                                                                \
             y[i] = (EXPR);                                                                 \
@@ -23,7 +23,7 @@
 #define MAP_BACKWARD(DERIV)                                                                \
     do {                                                                                   \
         if (assign) {                                                                      \
-            _Pragma("omp parallel for simd num_threads(nt) schedule(static)")               \
+            _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")                         \
             for (int64_t i = 0; i < n; i++) {                                              \
                 float v = x[i], out = y[i];                                                \
                 (void)v;                                                                   \
@@ -31,7 +31,7 @@
                 dx[i] = (DERIV) * dy[i];                                                   \
             }                                                                              \
         } else {                                                                           \
-            _Pragma("omp parallel for simd num_threads(nt) schedule(static)")               \
+            _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")                         \
             for (int64_t i = 0; i < n; i++) {                                              \
                 float v = x[i], out = y[i];                                                \
                 (void)v;                                                                   \
@@ -48,7 +48,7 @@ static void softmax_forward(const tfc_backend *be, int64_t rows, int cols, const
                             float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
@@ -73,7 +73,7 @@ static void softmax_backward(const tfc_backend *be, int64_t rows, int cols, cons
                              const float *dy, float *dx, int assign)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * cols, *dyr = dy + r * cols;
         float *dxr = dx + r * cols;
@@ -160,7 +160,7 @@ void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
         break;
     /* swish'(x) = s + x s (1 - s), s = sigmoid(x) */
     case TFC_ACT_SWISH: {
-        _Pragma("omp parallel for simd num_threads(nt) schedule(static)")
+        _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")
         for (int64_t i = 0; i < n; i++) {
             float s = tfc_cpu_sigmoidf(x[i]);
             dx[i] = (assign ? 0.0f : dx[i]) + (s + x[i] * s * (1.0f - s)) * dy[i];

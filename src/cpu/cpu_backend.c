@@ -81,7 +81,7 @@ static void cpu_copy(tfc_backend *be, void *dst, const void *src, size_t bytes)
         memmove(dst, src, bytes);
         return;
     }
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
     {
         size_t t = (size_t)omp_get_thread_num(), T = (size_t)omp_get_num_threads();
         size_t lo = t ? (bytes * t / T) & ~(size_t)63 : 0;
@@ -100,7 +100,7 @@ static void cpu_zero(tfc_backend *be, void *p, size_t bytes)
         return;
     }
     char *d = p;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
     {
         size_t t = (size_t)omp_get_thread_num(), T = (size_t)omp_get_num_threads();
         size_t lo = t ? (bytes * t / T) & ~(size_t)63 : 0;
@@ -129,7 +129,7 @@ static void cpu_sync(tfc_backend *be)
 
 static int gemm_blocks(const tfc_backend *be, int m, int n, int k)
 {
-    if (be->threads <= 1 || (int64_t)m * n * k < GEMM_PAR_MIN || omp_in_parallel()) return 1;
+    if (be->threads <= 1 || (int64_t)m * n * k < GEMM_PAR_MIN || omp_get_level() > 0) return 1;
     int blocks = 2 * be->threads, side = m >= n ? m : n;
     if (blocks > side / GEMM_BLOCK_MIN) blocks = side / GEMM_BLOCK_MIN;
     return blocks >= 2 * be->threads ? blocks : 1;
@@ -152,13 +152,25 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
     const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
     const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
     const int blocks = gemm_blocks(be, m, n, k), by_rows = m >= n;
+    const int team = blocks > 1 ? tfc_cpu_team(be->threads) : 1;
+    /* OpenBLAS runs on the calling thread alone for a GEMM under GEMM_PAR_MIN, inside a
+     * region (an im2col chunk), and for blocks on a team of one (cpu_team.c): it takes a
+     * team of its own where omp_in_parallel() is false, and a region of one thread is not
+     * "in parallel". Its results differ in the last bits with its thread count, so what
+     * runs on one thread must always: a small GEMM on the backend's threads would wake a
+     * worker that the machine has no core for (and gains little on a quiet one). */
+    const int lone = (blocks > 1 && team == 1) || (int64_t)m * n * k < GEMM_PAR_MIN ||
+                     (omp_get_level() > 0 && !omp_in_parallel());
+    const int saved = lone ? omp_get_max_threads() : 1;
+    if (saved != 1) omp_set_num_threads(1);
     if (blocks <= 1) {
         cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        if (saved != 1) omp_set_num_threads(saved);
         return;
     }
     /* Block q: rows (or columns) [side q / blocks, side (q + 1) / blocks) of C, a
      * single-threaded OpenBLAS call (it runs so inside a parallel region). */
-#pragma omp parallel for num_threads(be->threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(dynamic, 1)
     for (int q = 0; q < blocks; q++) {
         const int side = by_rows ? m : n;
         const int s0 = (int)((int64_t)side * q / blocks);
@@ -171,6 +183,7 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
             cblas_sgemm(CblasRowMajor, ta, tb, m, s1 - s0, k, alpha, a, lda,
                         trans_b ? b + (int64_t)s0 * ldb : b + s0, ldb, beta, c + s0, ldc);
     }
+    if (saved != 1) omp_set_num_threads(saved);
 }
 
 static const tfc_backend_ops cpu_ops = {

@@ -132,7 +132,8 @@ static void im2col(const tfc_conv_desc *d, const float *x, int count, float *col
     const int64_t img_in = (int64_t)d->h * d->w * d->c;
     const int64_t row_out = (int64_t)d->ow * col_width(d);
     const int64_t rows = (int64_t)count * d->oh;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+#pragma omp parallel for num_threads(tfc_cpu_team(nt)) if (nt > 1) \
+    schedule(static, tfc_cpu_share(rows, nt))
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = r / d->oh;
         int oy = (int)(r % d->oh);
@@ -190,7 +191,8 @@ static void col2im(const tfc_conv_desc *d, float *col, int count, float *dx, int
     const int64_t img_in = (int64_t)d->h * d->w * d->c;
     const int64_t img_col = (int64_t)d->oh * d->ow * col_width(d);
     const int64_t rows = (int64_t)count * d->h;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+#pragma omp parallel for num_threads(tfc_cpu_team(nt)) if (nt > 1) \
+    schedule(static, tfc_cpu_share(rows, nt))
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = r / d->h;
         int iy = (int)(r % d->h);
@@ -350,7 +352,7 @@ static void run(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
     }
     const int64_t kf = col_width(d) * d->f;
     float *parts = base + (int64_t)p.threads * p.col_floats;
-#pragma omp parallel num_threads(p.threads)
+#pragma omp parallel num_threads(tfc_cpu_team(p.threads))
     {
         float *col = base + (int64_t)omp_get_thread_num() * p.col_floats;
         if (op == CONV_DATA) memset(col, 0, (size_t)p.col_floats * sizeof(float));

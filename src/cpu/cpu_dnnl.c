@@ -753,7 +753,11 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
     for (int j = 0; j < 2; j++) /* the bias, read by every chunk */
         if (c->p[j]->b) dnnl_memory_set_data_handle(c->p[j]->b, (void *)bias);
     char *acc = ws, *thr = ws + c->acc;
-#pragma omp parallel for num_threads(be->threads) schedule(dynamic, 1)
+    /* on a team of one (cpu_team.c) the region is not "in parallel": oneDNN's reorders in
+     * it would take a team of their own unless told one thread */
+    const int team = tfc_cpu_team(be->threads), saved = omp_get_max_threads();
+    if (team == 1 && saved != 1) omp_set_num_threads(1);
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
     for (int i = 0; i < c->k; i++) {
         const int t = omp_get_thread_num();
         const prim *p = c->p[i == c->k - 1];
@@ -816,6 +820,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
         for (size_t j = 0; j < sizeof mems / sizeof *mems; j++)
             if (mems[j]) dnnl_memory_destroy(mems[j]);
     }
+    if (team == 1 && saved != 1) omp_set_num_threads(saved);
     if (op == TFC_CPU_CONV_FILTER) { /* dw += chunk 0 + chunk 1 + ..., in that order */
         const int64_t nw = (int64_t)d->kh * d->kw * d->c * d->f;
         for (int i = 0; i < c->k; i++) {

@@ -15,7 +15,7 @@
 void tfc_cpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float *y)
 {
     int nt = tfc_cpu_threads(be, n);
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 
@@ -26,13 +26,13 @@ void tfc_cpu_add(tfc_backend *be, int64_t n, const float *a, const float *b, tfc
     TFC_ASSERT(act == TFC_ACT_LINEAR || act == TFC_ACT_RELU);
     int nt = tfc_cpu_threads(be, n);
     if (act == TFC_ACT_RELU) {
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
         for (int64_t i = 0; i < n; i++) {
             float v = a[i] + b[i];
             y[i] = v < 0.0f ? 0.0f : v;
         }
     } else {
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
         for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
     }
 }
@@ -40,7 +40,7 @@ void tfc_cpu_add(tfc_backend *be, int64_t n, const float *a, const float *b, tfc
 void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
 {
     int nt = tfc_cpu_threads(be, n);
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
     for (int64_t i = 0; i < n; i++) x[i] *= alpha;
 }
 
@@ -48,7 +48,7 @@ void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
 void tfc_cpu_bias_add(tfc_backend *be, int64_t rows, int cols, const float *b, float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
     for (int64_t r = 0; r < rows; r++) {
         float *row = y + r * cols;
 #pragma omp simd
@@ -95,11 +95,10 @@ void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy,
     for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
         int cb = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
         double part[TFC_REDUCE_THREADS][COL_BLOCK];
-        int nt = tfc_cpu_reduce_threads(be, rows * cb), team = 1;
-#pragma omp parallel num_threads(nt)
+        const int nt = tfc_cpu_reduce_threads(be, rows * cb), T = nt;
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+        TFC_CPU_SHARES(t, nt)
         {
-            int t = omp_get_thread_num(), T = omp_get_num_threads();
-            if (t == 0) team = T;
             double *sums = part[t];
             for (int c = 0; c < cb; c++) sums[c] = 0.0;
             for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
@@ -108,7 +107,7 @@ void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy,
                 for (int c = 0; c < cb; c++) sums[c] += row[c];
             }
         }
-        for (int t = 1; t < team; t++)
+        for (int t = 1; t < nt; t++)
             for (int c = 0; c < cb; c++) part[0][c] += part[t][c];
         for (int c = 0; c < cb; c++) db[c0 + c] += (float)part[0][c];
     }
@@ -119,7 +118,7 @@ void tfc_cpu_copy2d(tfc_backend *be, int64_t rows, int cols, const float *src, i
                     float *dst, int dst_ld, int accumulate)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
     for (int64_t r = 0; r < rows; r++) {
         const float *s = src + r * src_ld;
         float *d = dst + r * dst_ld;
@@ -302,17 +301,17 @@ static void dropout(const tfc_backend *be, int isa, int64_t n, float rate, uint6
         /* rate 2^24 is exact in float; below 1 it is at most 2^24 - 1 */
         const uint32_t thresh = (uint32_t)ceilf(rate * 16777216.0f) << 8;
         const int64_t batches = (n + 63) / 64;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+        TFC_CPU_SHARES(t, nt)
         {
-            int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-            dropout_avx512(batches * t / T, batches * (t + 1) / T, n, thresh, scale, key, step,
+            dropout_avx512(batches * t / nt, batches * (t + 1) / nt, n, thresh, scale, key, step,
                            in, out, accumulate);
         }
         return;
     }
 #endif
     const int64_t per = 4 * PHILOX_BATCH, batches = (n + per - 1) / per;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(batches, nt)
     for (int64_t bt = 0; bt < batches; bt++) {
         uint32_t r[4 * PHILOX_BATCH];
         philox_batch(key, (uint64_t)bt * PHILOX_BATCH, step, r);
@@ -365,18 +364,17 @@ void tfc_cpu_dropout_backward(tfc_backend *be, int64_t n, float rate, uint64_t k
 double tfc_cpu_sumsq(tfc_backend *be, int64_t n, const float *x)
 {
     double part[TFC_REDUCE_THREADS];
-    int nt = tfc_cpu_reduce_threads(be, n), team = 1;
-#pragma omp parallel num_threads(nt)
+    const int nt = tfc_cpu_reduce_threads(be, n), T = nt;
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+    TFC_CPU_SHARES(t, nt)
     {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
-        if (t == 0) team = T;
         double s = 0.0;
 #pragma omp simd reduction(+ : s)
         for (int64_t i = n * t / T; i < n * (t + 1) / T; i++) s += (double)x[i] * x[i];
         part[t] = s;
     }
     double s = 0.0;
-    for (int t = 0; t < team; t++) s += part[t];
+    for (int t = 0; t < nt; t++) s += part[t];
     return s;
 }
 
@@ -385,7 +383,7 @@ int64_t tfc_cpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x)
 {
     int64_t count = 0;
     int nt = tfc_cpu_threads(be, n);
-#pragma omp parallel for simd num_threads(nt) schedule(static) reduction(+ : count)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt) reduction(+ : count)
     for (int64_t i = 0; i < n; i++) {
         uint32_t bits;
         memcpy(&bits, &x[i], 4);

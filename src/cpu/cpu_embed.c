@@ -10,7 +10,7 @@ void tfc_cpu_gather(tfc_backend *be, int64_t n, int dim, const int32_t *ids, con
                     float *y)
 {
     int nt = tfc_cpu_threads(be, n * dim);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(n, nt)
     for (int64_t i = 0; i < n; i++)
         memcpy(y + i * dim, table + (int64_t)ids[i] * dim, (size_t)dim * sizeof(float));
 }
@@ -23,9 +23,10 @@ void tfc_cpu_scatter_add(tfc_backend *be, int64_t n, int dim, const int32_t *ids
     int slices = dim / 64 < 1 ? 1 : dim / 64;
     int nt = tfc_cpu_threads(be, n * dim);
     if (slices < nt) nt = slices;
-#pragma omp parallel num_threads(nt)
+    const int T = nt;
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+    TFC_CPU_SHARES(t, nt)
     {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
         int lo = (int)((int64_t)dim * t / T), hi = (int)((int64_t)dim * (t + 1) / T);
         for (int64_t i = 0; i < n; i++) {
             float *o = dtable + (int64_t)ids[i] * dim;

@@ -74,6 +74,31 @@ static inline int tfc_cpu_threads(const tfc_backend *be, int64_t work)
     return work > TFC_CPU_PAR_MIN && be->threads > 1 ? be->threads : 1;
 }
 
+/* Threads to run a region split into nt shares now (cpu_team.c): nt on a quiet machine,
+ * fewer while the process's threads wait for a CPU. A region's split, and so its results,
+ * stays the one nt gives: a loop's static schedule takes chunks of tfc_cpu_share(n, nt)
+ * iterations, a region of shares walks them with TFC_CPU_SHARES. */
+int tfc_cpu_team(int nt);
+/* For the tests: the decision tfc_cpu_team makes at `now` (ns) when the process's threads
+ * have waited `wait` ns in all and `regions` regions have started; returns the threads cut.
+ * now < 0 starts from a quiet machine again (and then regions run on every thread). */
+int tfc_cpu_team_feed(long long now, long long wait, long long regions);
+
+/* Iterations in each of nt fixed chunks of a loop of n (the static schedule's chunk). */
+static inline int64_t tfc_cpu_share(int64_t n, int nt)
+{
+    return n > nt && nt > 1 ? (n + nt - 1) / nt : n > 1 ? n : 1;
+}
+
+/* The clauses of a static loop of n iterations split into nt shares (a macro, so that it
+ * can stand in a pragma). */
+#define TFC_CPU_STATIC(n, nt) num_threads(tfc_cpu_team(nt)) schedule(static, tfc_cpu_share(n, nt))
+
+/* The body after it runs once for each share t of nt, on whichever thread of the region's
+ * team takes it: thread i of a team of T runs shares i, i + T, ... */
+#define TFC_CPU_SHARES(t, nt) \
+    for (int t = omp_get_thread_num(); t < (nt); t += omp_get_num_threads())
+
 /* Deterministic parallel sums. An OpenMP `reduction` adds the threads' partial sums in
  * the order the threads finish, so with three or more threads a floating-point sum could
  * differ in its last bits from one run to the next, and a resumed run would not repeat the

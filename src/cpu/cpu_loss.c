@@ -151,11 +151,10 @@ void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t 
 {
     const int C = classes;
     double part[TFC_REDUCE_THREADS];
-    int nt = tfc_cpu_reduce_threads(be, rows * C * 4), team = 1;
-#pragma omp parallel num_threads(nt)
+    const int nt = tfc_cpu_reduce_threads(be, rows * C * 4), T = nt;
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+    TFC_CPU_SHARES(tid, nt)
     {
-        int tid = omp_get_thread_num(), T = omp_get_num_threads();
-        if (tid == 0) team = T;
         double total = 0.0;
         for (int64_t r = rows * tid / T; r < rows * (tid + 1) / T; r++) {
             const float *xr = x + r * C;
@@ -181,7 +180,7 @@ void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t 
         part[tid] = total;
     }
     double total = 0.0;
-    for (int t = 0; t < team; t++) total += part[t];
+    for (int t = 0; t < nt; t++) total += part[t];
     *loss_out = (float)(scale * total);
 }
 
@@ -202,29 +201,37 @@ void tfc_cpu_accuracy(tfc_backend *be, tfc_loss_kind kind, int from_logits, int6
 {
     const int C = classes;
     const int sparse = kind == TFC_LOSS_SPARSE_CCE;
-    double count = 0.0;
-    int nt = tfc_cpu_threads(be, rows * C);
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : count)
-    for (int64_t r = 0; r < rows; r++) {
-        float w = row_weight ? row_weight[r] : 1.0f;
-        if (w == 0.0f) continue;
-        const float *xr = x + r * C;
-        int right;
-        if (C == 1) {
-            float label = sparse ? (float)((const int32_t *)labels)[r] : ((const float *)labels)[r];
-            int pred = xr[0] >= (from_logits ? 0.0f : 0.5f);
-            right = !isnan(xr[0]) && pred == (label >= 0.5f);
-        } else {
-            int l = sparse ? ((const int32_t *)labels)[r]
-                           : argmax_row(C, (const float *)labels + r * C);
-            right = 0;
-            if (l >= 0 && l < C && !isnan(xr[l])) {
-                int above = 0;
-                for (int j = 0; j < C; j++) above += j != l && xr[j] >= xr[l];
-                right = above < k;
+    double part[TFC_REDUCE_THREADS];
+    const int nt = tfc_cpu_reduce_threads(be, rows * C);
+#pragma omp parallel num_threads(tfc_cpu_team(nt)) /* fixed shares, added in order */
+    TFC_CPU_SHARES(t, nt)
+    {
+        double count = 0.0;
+        for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+            float w = row_weight ? row_weight[r] : 1.0f;
+            if (w == 0.0f) continue;
+            const float *xr = x + r * C;
+            int right;
+            if (C == 1) {
+                float label = sparse ? (float)((const int32_t *)labels)[r]
+                                     : ((const float *)labels)[r];
+                int pred = xr[0] >= (from_logits ? 0.0f : 0.5f);
+                right = !isnan(xr[0]) && pred == (label >= 0.5f);
+            } else {
+                int l = sparse ? ((const int32_t *)labels)[r]
+                               : argmax_row(C, (const float *)labels + r * C);
+                right = 0;
+                if (l >= 0 && l < C && !isnan(xr[l])) {
+                    int above = 0;
+                    for (int j = 0; j < C; j++) above += j != l && xr[j] >= xr[l];
+                    right = above < k;
+                }
             }
+            count += (double)w * right;
         }
-        count += (double)w * right;
+        part[t] = count;
     }
+    double count = 0.0;
+    for (int t = 0; t < nt; t++) count += part[t];
     *count_out += (float)count;
 }

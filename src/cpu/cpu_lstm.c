@@ -366,7 +366,7 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
         if (bias) tfc_cpu_bias_add(be, (int64_t)n * T, G, bias, gates);
     }
     const int nt = team(be, d), nb = blocks(be, d), isa = cells_isa();
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
     {
         /* the team packs the kernels (each thread some panels) before any block starts */
         if (fuse) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, w.packed, in + u);
@@ -555,7 +555,7 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
     /* with whole panels of units, the cell writes dz into dgates' panels itself; else into
      * its thread's rows of dz, copied there after each step */
     const int direct = u % 16 == 0;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
     {
         float *dz = w.dz + (int64_t)omp_get_thread_num() * most * G;
         /* the team packs Rᵀ (and Kᵀ, which waits for dx's GEMMs after the recurrence) */
@@ -614,7 +614,7 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
     float *hprev = w.hprev, *xt = w.hprev + (int64_t)((u + 7) / 8) * lda8;
     int wt = be->threads;
     if (NT * G * (u + in) < LSTM_PAR_MIN_MACS) wt = 1;
-#pragma omp parallel num_threads(wt)
+#pragma omp parallel num_threads(tfc_cpu_team(wt))
     {
 #pragma omp for schedule(static)
         for (int s = 0; s < T; s++)

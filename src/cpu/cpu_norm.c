@@ -11,7 +11,7 @@ static void affine(const tfc_backend *be, int64_t rows, int cols, int c0, int cb
                    const float *x, const float *a, const float *b, int relu, float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cb);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols + c0;
         float *yr = y + r * cols + c0;
@@ -44,8 +44,8 @@ void tfc_cpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const flo
         int nt = tfc_cpu_threads(be, rows * cb);
         double part[TFC_REDUCE_THREADS][COL_BLOCK], sq2[TFC_REDUCE_THREADS][COL_BLOCK];
         double var[COL_BLOCK], mean[COL_BLOCK];
-        int team = 1;
         if (nt > TFC_REDUCE_THREADS) nt = TFC_REDUCE_THREADS;
+        const int T = nt;
         /* sums of d = x - x[0] and of d^2 in one pass over x, in fixed shares
          * (cpu_internal.h); var = E[d^2] - E[d]^2. Shifted by the first row, the subtraction
          * cancels only (x[0] - mean)^2 / var + 1 times var's magnitude (not E[x^2]'s), and
@@ -53,10 +53,9 @@ void tfc_cpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const flo
          * deviations off the mean. */
         float shift[COL_BLOCK];
         for (int j = 0; j < cb; j++) shift[j] = x[c0 + j];
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+        TFC_CPU_SHARES(t, nt)
         {
-            int t = omp_get_thread_num(), T = omp_get_num_threads();
-            if (t == 0) team = T;
             double *sum = part[t], *s2 = sq2[t];
             for (int j = 0; j < cb; j++) sum[j] = s2[j] = 0.0;
             for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
@@ -69,7 +68,7 @@ void tfc_cpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const flo
                 }
             }
         }
-        for (int t = 1; t < team; t++)
+        for (int t = 1; t < nt; t++)
             for (int j = 0; j < cb; j++) part[0][j] += part[t][j], sq2[0][j] += sq2[t][j];
         for (int j = 0; j < cb; j++) {
             double md = part[0][j] / (double)rows, v = sq2[0][j] / (double)rows - md * md;
@@ -125,12 +124,11 @@ void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
         int nt = tfc_cpu_threads(be, rows * cb);
         const float *mean = save_mean + c0, *invstd = save_invstd + c0;
         double part[TFC_REDUCE_THREADS][2][COL_BLOCK], sdy[COL_BLOCK], sdyx[COL_BLOCK];
-        int team = 1;
         if (nt > TFC_REDUCE_THREADS) nt = TFC_REDUCE_THREADS;
-#pragma omp parallel num_threads(nt) /* fixed shares, added in order (cpu_internal.h) */
+        const int T = nt;
+#pragma omp parallel num_threads(tfc_cpu_team(nt)) /* fixed shares, added in order */
+        TFC_CPU_SHARES(t, nt)
         {
-            int t = omp_get_thread_num(), T = omp_get_num_threads();
-            if (t == 0) team = T;
             double *a = part[t][0], *b = part[t][1];
             for (int j = 0; j < cb; j++) a[j] = b[j] = 0.0;
             for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
@@ -143,7 +141,7 @@ void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
             }
         }
         for (int j = 0; j < cb; j++) sdy[j] = part[0][0][j], sdyx[j] = part[0][1][j];
-        for (int t = 1; t < team; t++)
+        for (int t = 1; t < nt; t++)
             for (int j = 0; j < cb; j++) sdy[j] += part[t][0][j], sdyx[j] += part[t][1][j];
         float k[COL_BLOCK], mdy[COL_BLOCK], mdyx[COL_BLOCK];
         for (int j = 0; j < cb; j++) {
@@ -154,7 +152,7 @@ void tfc_cpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
             mdy[j] = (float)(sdy[j] / (double)rows);
             mdyx[j] = (float)(sdyx[j] / (double)rows);
         }
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * cols + c0, *gr = dy + r * cols + c0;
             float *dr = dx + r * cols + c0;

@@ -22,7 +22,7 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
     switch (d->type) {
     case TFC_OPTIMIZER_SGD:
         if (d->momentum == 0.0f) {
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
             for (int64_t i = 0; i < n; i++) {
                 float g = grad_and_decay(d, &params[i], grads[i]);
                 params[i] -= lr * g;
@@ -30,7 +30,7 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
         } else {
             const float mu = d->momentum;
             const int nesterov = d->nesterov;
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
             for (int64_t i = 0; i < n; i++) {
                 float g = grad_and_decay(d, &params[i], grads[i]);
                 float v = mu * slot0[i] - lr * g; /* v = momentum v - lr g */
@@ -43,7 +43,7 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
     case TFC_OPTIMIZER_ADAMW: { /* AdamW: Adam's rule after grad_and_decay's decay */
         const float b1 = d->beta_1, b2 = d->beta_2, eps = d->epsilon, alpha = d->alpha;
         const int ams = d->amsgrad;
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
         for (int64_t i = 0; i < n; i++) {
             float g = grad_and_decay(d, &params[i], grads[i]);
             float m = slot0[i] + (g - slot0[i]) * (1.0f - b1);
@@ -61,7 +61,7 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
     case TFC_OPTIMIZER_RMSPROP: {
         const float rho = d->rho, mu = d->momentum, eps = d->epsilon;
         const int centered = d->centered, use_mom = d->momentum > 0.0f;
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
         for (int64_t i = 0; i < n; i++) {
             float g = grad_and_decay(d, &params[i], grads[i]);
             float v = rho * slot0[i] + (1.0f - rho) * (g * g);
@@ -83,7 +83,7 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
     }
     case TFC_OPTIMIZER_ADAGRAD: {
         const float eps = d->epsilon;
-#pragma omp parallel for simd num_threads(nt) schedule(static)
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
         for (int64_t i = 0; i < n; i++) {
             float g = grad_and_decay(d, &params[i], grads[i]);
             float acc = slot0[i] + g * g;

@@ -88,7 +88,7 @@ void tfc_cpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *
     const int64_t row_out = (int64_t)d->ow * d->c;
     const int64_t rows = (int64_t)d->n * d->oh;
     int nt = tfc_cpu_threads(be, rows * row_out * d->kh * d->kw);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = r / d->oh;
         int oy = (int)(r % d->oh);
@@ -221,7 +221,7 @@ void tfc_cpu_pool_backward(tfc_backend *be, const tfc_pool_desc *d, const float 
     const int64_t img_in = (int64_t)d->h * d->w * d->c;
     const int64_t img_out = (int64_t)d->oh * d->ow * d->c;
     int nt = d->n > 1 ? tfc_cpu_threads(be, (int64_t)d->n * img_out * d->kh * d->kw) : 1;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for TFC_CPU_STATIC(d->n, nt)
     for (int64_t i = 0; i < d->n; i++) {
         float *g = dx + i * img_in;
         const float *gy = dy + i * img_out;
