@@ -280,6 +280,63 @@ static void test_team_duel(void)
     tfc_cpu_team_feed(-1, 0, 0);
 }
 
+static void *spin(void *arg)
+{
+    volatile int *stop = arg;
+    unsigned x = 1;
+    while (!*stop) x = x * 1664525u + 1013904223u;
+    return (void *)(uintptr_t)x;
+}
+
+/* Live: with twice as many busy threads as cores the process's threads wait for a CPU
+ * (schedstat), and a duel starts with the cut's turn: regions of two threads run on one
+ * within seconds. When the busy threads end, every thread again, for good. */
+static void test_team_follows_load(void)
+{
+    tfc_cpu_team_force(0);
+    tfc_cpu_team_feed(-1, 0, 0);
+    const char *v = getenv("TFC_CPU_ADAPT");
+    FILE *f = fopen("/proc/self/task/self/schedstat", "r");
+    if (!f) f = fopen("/proc/self/schedstat", "r");
+    if ((v && !strcmp(v, "0")) || !f) {
+        printf("(no schedstat, or TFC_CPU_ADAPT=0: skipped) ");
+        if (f) fclose(f);
+        return;
+    }
+    fclose(f);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = (int)(cores < 1 ? 2 : cores > 32 ? 64 : 2 * cores);
+    volatile int stop = 0;
+    pthread_t th[64];
+    for (int i = 0; i < n; i++) CU_ASSERT_FATAL(!pthread_create(&th[i], NULL, spin, (void *)&stop));
+    int shrank = 0;
+    double t0 = tfc_now();
+    while (!shrank && tfc_now() - t0 < 5.0) {
+        shrank = tfc_cpu_team(2) == 1;
+        usleep(1000);
+    }
+    stop = 1;
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    if (!shrank) printf("\nwith %d busy threads on %ld cores the team stayed 2\n", n, cores);
+    CU_ASSERT(shrank);
+    int back = 0;
+    t0 = tfc_now();
+    while (!back && tfc_now() - t0 < 20.0) {
+        back = tfc_cpu_team(2) == 2 && tfc_cpu_team(2) == 2;
+        usleep(1000);
+    }
+    if (!back) printf("\nthe team stayed 1 after the busy threads ended\n");
+    CU_ASSERT(back);
+    /* the full team's turn saw the machine quiet: no more cuts */
+    int again = 0;
+    for (t0 = tfc_now(); back && !again && tfc_now() - t0 < 3.0; usleep(1000))
+        again = tfc_cpu_team(2) == 1;
+    if (again) printf("\na cut again on a quiet machine\n");
+    CU_ASSERT(!again);
+    tfc_cpu_team_feed(-1, 0, 0);
+}
+
 TFC_TEST_MAIN("threads", {"ops_sweep", test_ops_sweep}, {"cnn_step", test_cnn_step},
               {"lstm_step", test_lstm_step}, {"team_same_bits", test_team_same_bits},
-              {"team_duel", test_team_duel})
+              {"team_duel", test_team_duel},
+              {"team_follows_load", test_team_follows_load})

@@ -39,5 +39,8 @@ const char *tfc_cpu_blas_fallback(void);
  * split by each backend's thread count, so results do not change), or 0: as many as the
  * machine gives the process (cpu_team.c, docs/cpu.md). For the tests. */
 void tfc_cpu_team_force(int team);
+/* For the tests: the next region that asks for its team looks at the machine's load (reads
+ * every thread's schedstat), as it does every 40 ms. */
+void tfc_cpu_team_look_soon(void);
 
 #endif

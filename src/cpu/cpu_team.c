@@ -21,15 +21,14 @@
  * monotonic clock and an atomic add per region, and every WINDOW_NS a read of each thread's
  * schedstat (tens of microseconds). TFC_CPU_ADAPT=0 in the environment keeps every region on
  * the backend's count; so does a system without /proc/self/task. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,30 +67,55 @@ static long long now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The second number in text (schedstat: time on a CPU, time waiting for one, slices), or -1. */
+static long long second_field(const char *text)
+{
+    const char *c = text;
+    for (int field = 0; field < 2; field++) {
+        while (*c == ' ') c++;
+        if (*c < '0' || *c > '9') return -1;
+        long long v = 0;
+        for (; *c >= '0' && *c <= '9'; c++) v = v * 10 + (*c - '0');
+        if (field == 1) return v;
+    }
+    return -1;
+}
+
 /* Nanoseconds the process's threads have spent runnable but not running, summed; -1 when
- * the system does not say. */
+ * the system does not say. No allocation (tfc_predictor_run makes none, SPEC §5c): the
+ * directory is read with getdents64 into a buffer on the stack, not opendir. */
 static long long waited_ns(void)
 {
-    DIR *dir = opendir("/proc/self/task");
-    if (!dir) return -1;
+    const int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return -1;
     long long sum = 0;
     int found = 0;
-    for (struct dirent *e; (e = readdir(dir));) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        char path[64], buf[96];
-        snprintf(path, sizeof path, "%s/schedstat", e->d_name);
-        int fd = openat(dirfd(dir), path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue; /* the thread ended */
-        ssize_t len = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (len <= 0) continue;
-        buf[len] = 0;
-        unsigned long long run, wait;
-        if (sscanf(buf, "%llu %llu", &run, &wait) != 2) continue;
-        sum += (long long)wait;
-        found = 1;
+    char ents[4096] __attribute__((aligned(8)));
+    for (long n; (n = syscall(SYS_getdents64, dir, ents, sizeof ents)) > 0;) {
+        /* struct linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, char name[] */
+        for (long off = 0; off + 19 < n;) {
+            unsigned short reclen;
+            memcpy(&reclen, ents + off + 16, sizeof reclen);
+            const char *name = ents + off + 19;
+            off += reclen ? reclen : n;
+            const size_t len = strnlen(name, 32);
+            if (name[0] < '0' || name[0] > '9' || len >= 32) continue;
+            char path[48], buf[96];
+            memcpy(path, name, len);
+            memcpy(path + len, "/schedstat", sizeof "/schedstat");
+            const int fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) continue; /* the thread ended */
+            const ssize_t got = read(fd, buf, sizeof buf - 1);
+            close(fd);
+            if (got <= 0) continue;
+            buf[got] = 0;
+            const long long wait = second_field(buf);
+            if (wait < 0) continue;
+            sum += wait;
+            found = 1;
+        }
     }
-    closedir(dir);
+    close(dir);
     return found ? sum : -1;
 }
 
@@ -198,6 +222,11 @@ int tfc_cpu_team(int nt)
 void tfc_cpu_team_force(int team)
 {
     atomic_store_explicit(&mon.forced, team > 0 ? team : 0, memory_order_relaxed);
+}
+
+void tfc_cpu_team_look_soon(void)
+{
+    atomic_store_explicit(&mon.next, 0, memory_order_relaxed);
 }
 
 int tfc_cpu_team_feed(long long now, long long wait, long long regions)
