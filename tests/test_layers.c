@@ -1055,6 +1055,37 @@ static void test_frozen_weights_reload(void)
     free(x);
 }
 
+/* A layer whose kernel a backend lacks (tfc_layer_ops.needs; a layer landed CPU-first) makes
+ * binding fail on that backend, naming the layer and the op, and binds where the op is. */
+static void test_missing_kernel_refused(void)
+{
+    tfc_model *m = tfc_test_model("input: {shape: [4]}\nlayers:\n  - Dense: {units: 3}\n"
+                                  "  - Dense: {name: head, units: 2}\n");
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    TFC_ASSERT(m && be);
+    CU_ASSERT(tfc_backend_has(be->ops, "gemm"));
+    CU_ASSERT(!tfc_backend_has(be->ops, "no_such_op"));
+    static const char *const needs[] = {"lstm_forward", "gemm", NULL};
+    tfc_layer_ops needy = *tfc_model_layer(m, 1)->ops;
+    needy.needs = needs;
+    tfc_model_layer(m, 1)->ops = &needy;
+    tfc_backend_ops lacking = *be->ops;
+    const tfc_backend_ops *cpu_ops = be->ops;
+    lacking.gemm = NULL;
+    be->ops = &lacking;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'head'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no kernel for Dense yet (op 'gemm')"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--device cpu"));
+    be->ops = cpu_ops;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"gradcheck_catches_2_percent", test_gradcheck_catches_2_percent},
               {"registry_covered", test_registry_covered},
@@ -1071,4 +1102,5 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"training_pool_relu_folds", test_training_pool_relu_folds},
               {"lazy_zero_grad", test_lazy_zero_grad}, {"lstm_takes_ids", test_lstm_takes_ids},
               {"inference_pool_chains", test_inference_pool_chains},
-              {"frozen_weights_reload", test_frozen_weights_reload})
+              {"frozen_weights_reload", test_frozen_weights_reload},
+              {"missing_kernel_refused", test_missing_kernel_refused})

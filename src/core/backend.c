@@ -26,12 +26,23 @@ const char *const tfc_act_names[TFC_ACT_COUNT + 1] = {
 
 typedef void (*generic_fn)(void);
 
-#define SLOT(ret, op, params) {#op, offsetof(tfc_backend_ops, op)},
+#define SLOT(ret, op, params) {#op, offsetof(tfc_backend_ops, op), 0},
+#define OPTIONAL_SLOT(ret, op, params) {#op, offsetof(tfc_backend_ops, op), 1},
 static const struct {
     const char *name;
     size_t offset;
-} slots[] = {TFC_BACKEND_OPS(SLOT)};
+    int optional; /* TFC_BACKEND_LAYER_OPS: may be NULL */
+} slots[] = {TFC_BACKEND_DEVICE_OPS(SLOT) TFC_BACKEND_MATH_OPS(SLOT)
+                 TFC_BACKEND_LAYER_OPS(OPTIONAL_SLOT)};
 #undef SLOT
+#undef OPTIONAL_SLOT
+
+static generic_fn slot_fn(const tfc_backend_ops *ops, size_t i)
+{
+    generic_fn fn;
+    memcpy(&fn, (const char *)ops + slots[i].offset, sizeof fn);
+    return fn;
+}
 
 /* The struct and the list above both come from TFC_BACKEND_OPS, so every op is checked by
  * construction; this guards the one way around it, a member written into the struct by
@@ -44,14 +55,18 @@ tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err)
 {
     if (!ops) return tfc_error_set(err, TFC_ERR_DEVICE, "no backend op table");
     if (!ops->name) return tfc_error_set(err, TFC_ERR_DEVICE, "backend op table has no name");
-    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++) {
-        generic_fn fn;
-        memcpy(&fn, (const char *)ops + slots[i].offset, sizeof fn);
-        if (!fn)
+    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
+        if (!slots[i].optional && !slot_fn(ops, i))
             return tfc_error_set(err, TFC_ERR_DEVICE, "backend %s does not implement op '%s'",
                                  ops->name, slots[i].name);
-    }
     return TFC_OK;
+}
+
+int tfc_backend_has(const tfc_backend_ops *ops, const char *op)
+{
+    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
+        if (strcmp(slots[i].name, op) == 0) return slot_fn(ops, i) != NULL;
+    return 0;
 }
 
 void tfc_backend_free(tfc_backend *be)

@@ -333,7 +333,15 @@ typedef struct tfc_device_options {
                                float *params, const float *grads, float *slot0,                    \
                                float *slot1, float *slot2))
 
-#define TFC_BACKEND_OPS(X) TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X)
+/* The kernels of layers that land on one backend (the CPU) before the other: a backend may
+ * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
+ * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
+ * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
+ * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
+ * `make test-gpu` has passed on a real GPU). */
+#define TFC_BACKEND_LAYER_OPS(X)
+
+#define TFC_BACKEND_OPS(X) TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)
 
 /* The table: the backend's name, then one function pointer per op. */
 #define TFC_BACKEND_SLOT(ret, op, params) ret (*op) params;
@@ -368,8 +376,13 @@ struct tfc_backend {
 /* Frees a backend (NULL: nothing). */
 void tfc_backend_free(tfc_backend *be);
 
-/* Fails naming the first NULL op of `ops` (a backend missing an op is unusable). */
+/* Fails naming the first NULL op of `ops` outside TFC_BACKEND_LAYER_OPS (a backend missing
+ * one of those is unusable). */
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);
+
+/* Whether `ops` fills the slot named `op` (an op of TFC_BACKEND_OPS by its name, e.g.
+ * "gemm"); 0 for a name that is no op. */
+int tfc_backend_has(const tfc_backend_ops *ops, const char *op);
 
 /* be->ops->configure(be, o); nothing for a NULL backend. The solver applies its device
  * options once, after opening the backend. */

@@ -446,11 +446,29 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
     return TFC_OK;
 }
 
+/* A layer whose kernels the backend lacks (tfc_layer_ops.needs: a layer that has landed on
+ * the CPU first) refuses the model on it, naming the layer and the op. */
+static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_error *err)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        for (const char *const *op = l->ops->needs; op && *op; op++)
+            if (!tfc_backend_has(be->ops, *op))
+                return tfc_layer_error(err, l,
+                                       "the %s backend has no kernel for %s yet (op '%s'); "
+                                       "run this model with --device cpu",
+                                       be->ops->name, l->ops->type, *op);
+    }
+    return TFC_OK;
+}
+
 static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inference,
                        tfc_error *err)
 {
     tfc_model_unbind(m);
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
+    tfc_status st = check_kernels(m, be, err);
+    if (st) return st;
     int64_t ntrain = m->trainable_count, nall = m->param_count;
     m->params = alloc_or_report(be, (size_t)nall * 4, "parameters", max_batch, err);
     m->grads = alloc_or_report(be, (size_t)ntrain * 4, "gradients", max_batch, err);
@@ -480,7 +498,7 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     be->frozen = inference;
     plan_chains(m, be, max_batch);
     layout L;
-    tfc_status st = plan_layout(m, be, max_batch, inference, &L, err);
+    st = plan_layout(m, be, max_batch, inference, &L, err);
     if (st) {
         tfc_model_unbind(m);
         return st;
