@@ -452,7 +452,8 @@ static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_e
 {
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
-        for (const char *const *op = l->ops->needs; op && *op; op++)
+        const char *const *ops = l->ops->needs ? l->ops->needs(l) : NULL;
+        for (const char *const *op = ops; op && *op; op++)
             if (!tfc_backend_has(be->ops, *op))
                 return tfc_layer_error(err, l,
                                        "the %s backend has no kernel for %s yet (op '%s'); "

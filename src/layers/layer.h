@@ -76,9 +76,10 @@ typedef struct tfc_layer_ops {
      * place of its input, bound for batches of up to max_batch on `be` (LSTM, where the
      * backend's lstm_ids says so; then the graph sets l->ids_vocab); may be NULL: never. */
     int (*takes_ids)(const tfc_layer *l, const tfc_backend *be, int64_t vocab, int max_batch);
-    /* The ops of TFC_BACKEND_LAYER_OPS the layer calls, by name, NULL-terminated (NULL: none):
-     * binding it on a backend that lacks one fails naming the layer. */
-    const char *const *needs;
+    /* The ops of TFC_BACKEND_LAYER_OPS this built layer calls (its arguments may decide), by
+     * name, NULL-terminated; binding it on a backend that lacks one fails naming the layer.
+     * May be NULL: none. */
+    const char *const *(*needs)(const tfc_layer *l);
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
