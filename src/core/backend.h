@@ -11,10 +11,12 @@
  *   - ops are asynchronous on the backend's stream; results that return to the host
  *     (sumsq, count_nonfinite, download) synchronise.
  * A NULL slot means "not supported by this backend": tfc_backend_check() rejects such a
- * backend at start-up, never a silent fallback. */
+ * backend at start-up, never a silent fallback, except for the optional lists
+ * (TFC_BACKEND_LAYER_OPS, TFC_BACKEND_STEP_OPS), whose callers say what they do without. */
 #ifndef TFC_CORE_BACKEND_H
 #define TFC_CORE_BACKEND_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -146,6 +148,27 @@ typedef struct tfc_optim_desc {
     float rho;         /* rmsprop */
     int centered;      /* rmsprop */
 } tfc_optim_desc;
+
+/* The decisions of one update as data on the device, for the trainer's device path
+ * (solver/train.c): grad_sumsq writes sumsq, step_scale grad_scale and skip from it and the
+ * loss, optimizer_update_at reads them, and the host downloads the struct once the step's
+ * work is queued. */
+typedef struct tfc_step_state {
+    double sumsq;      /* the accumulated gradient's sum of squares, as sumsq returns it */
+    float grad_scale;  /* the update's grad_scale: tfc_step_grad_scale(sumsq, ...) */
+    int32_t skip;      /* 1: the loss or sumsq is not finite; optimizer_update_at does nothing */
+} tfc_step_state;
+
+/* The grad_scale of an update: `scale` (1 / (iter_size ranks), the average) times the
+ * global-norm clipping factor clip / max(norm, clip), norm = sqrt(sumsq) scale (clip 0:
+ * off; Keras's global_clipnorm), in double, rounded once to float. The trainer's host path
+ * and every backend's step_scale compute it with this, so both paths give the same bits. */
+static inline float tfc_step_grad_scale(double sumsq, double scale, double clip)
+{
+    double norm = sqrt(sumsq) * scale;
+    if (clip > 0 && norm > clip) scale *= clip / norm;
+    return (float)scale;
+}
 
 /* The solver's device options (deterministic, tf32, gpu_memory_limit), handed to the
  * backend's configure op. */
@@ -341,7 +364,28 @@ typedef struct tfc_device_options {
  * `make test-gpu` has passed on a real GPU). */
 #define TFC_BACKEND_LAYER_OPS(X)
 
-#define TFC_BACKEND_OPS(X) TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)
+/* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
+ * gradient norm, the clipping factor and the "skip this update" flag kept on the device
+ * (tfc_step_state) and read by the optimizer there. Like TFC_BACKEND_LAYER_OPS these are
+ * ops a backend may lack (tfc_backend_check passes them); the trainer then takes its host
+ * path, which reads the norm back before the update. Both paths give the same bits. */
+#define TFC_BACKEND_STEP_OPS(X)                                                                    \
+    /* st->sumsq (device) = the value sumsq(n, x) returns, the same bits. */                       \
+    X(void, grad_sumsq, (tfc_backend *be, int64_t n, const float *x, tfc_step_state *st))          \
+    /* From st->sumsq and *loss (a device scalar, the loss op's loss_out): st->skip = 1 when       \
+     * either is not finite, else 0; st->grad_scale = tfc_step_grad_scale(st->sumsq, scale,        \
+     * clip). */                                                                                   \
+    X(void, step_scale, (tfc_backend *be, const float *loss, double scale, double clip,            \
+                         tfc_step_state *st))                                                      \
+    /* optimizer_update(d with grad_scale = st->grad_scale, ...) (d->grad_scale is not read),      \
+     * or nothing at all while st->skip is set: every operand is left as it was. */                \
+    X(void, optimizer_update_at, (tfc_backend *be, const tfc_optim_desc *d,                        \
+                                  const tfc_step_state *st, int64_t n, float *params,              \
+                                  const float *grads, float *slot0, float *slot1, float *slot2))
+
+#define TFC_BACKEND_OPS(X)                                                                         \
+    TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)                     \
+    TFC_BACKEND_STEP_OPS(X)
 
 /* The table: the backend's name, then one function pointer per op. */
 #define TFC_BACKEND_SLOT(ret, op, params) ret (*op) params;
@@ -376,8 +420,9 @@ struct tfc_backend {
 /* Frees a backend (NULL: nothing). */
 void tfc_backend_free(tfc_backend *be);
 
-/* Fails naming the first NULL op of `ops` outside TFC_BACKEND_LAYER_OPS (a backend missing
- * one of those is unusable). */
+/* Fails naming the first NULL op of `ops` outside TFC_BACKEND_LAYER_OPS and
+ * TFC_BACKEND_STEP_OPS, the ops a backend may lack (a backend missing any other is
+ * unusable). */
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);
 
 /* Whether `ops` fills the slot named `op` (an op of TFC_BACKEND_OPS by its name, e.g.

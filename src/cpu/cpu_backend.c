@@ -228,6 +228,9 @@ static const tfc_backend_ops cpu_ops = {
     .sumsq = tfc_cpu_sumsq,
     .count_nonfinite = tfc_cpu_count_nonfinite,
     .optimizer_update = tfc_cpu_optimizer_update,
+    .grad_sumsq = tfc_cpu_grad_sumsq,
+    .step_scale = tfc_cpu_step_scale,
+    .optimizer_update_at = tfc_cpu_optimizer_update_at,
 };
 
 const char *tfc_cpu_blas_core(void)
