@@ -228,6 +228,11 @@ static const tfc_backend_ops cpu_ops = {
     .sumsq = tfc_cpu_sumsq,
     .count_nonfinite = tfc_cpu_count_nonfinite,
     .optimizer_update = tfc_cpu_optimizer_update,
+    .grouped_conv_forward = tfc_cpu_grouped_conv_forward,
+    .grouped_conv_backward_data = tfc_cpu_grouped_conv_backward_data,
+    .grouped_conv_backward_filter = tfc_cpu_grouped_conv_backward_filter,
+    .masked_mean_forward = tfc_cpu_masked_mean_forward,
+    .masked_mean_backward = tfc_cpu_masked_mean_backward,
 };
 
 const char *tfc_cpu_blas_core(void)
