@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "gradcheck.h"
@@ -417,8 +418,73 @@ static void test_gpu_refusal(void)
                    "  - Dense: {units: 2}\n", NULL, 0);
 }
 
+/* ---- Keras parity ---------------------------------------------------------------------- */
+
+/* The cases of tests/ref/keras_conv1d.py: its YAML, Keras's weights under tfc's names
+ * (loaded strictly, as a user would) and Keras's output for its input batch. */
+static const char *const keras_cases[] = {
+    "conv1d_valid_stride", "conv1d_same", "conv1d_causal_dilated", "conv1d_groups",
+    "pooling1d", "pooling1d_global", "embedding_conv1d", "embedding_masked_average",
+    "embedding_mask_conv_average", "embedding_mask_max"};
+
+/* The largest |tfc - keras| / max(0.1, |keras|) of one case (and its absolute error). The
+ * floor: outputs are sums of O(1) terms that XLA and tfc add in different orders, so they
+ * differ by a few float32 ulps of the terms (~1e-7) however small the sum; an output near 0
+ * (conv1d_groups has one of 0.008) would make that look like a relative 3e-5. */
+static double keras_case(const char *name, double *abs_err)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/ref/conv1d/%s.yaml", name);
+    char *yaml = tfc_test_read(path, NULL);
+    TFC_ASSERT(yaml != NULL);
+    snprintf(path, sizeof path, "tests/ref/conv1d/%s.io.safetensors", name);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *io = tfc_st_open(path, &err);
+    TFC_ASSERT(io != NULL);
+    const tfc_st_tensor *x = tfc_st_find(io, "x"), *y = tfc_st_find(io, "y");
+    TFC_ASSERT(x && y);
+    const int batch = (int)x->shape.dim[0];
+    tfc_backend *be;
+    tfc_model *m = bound_model(yaml, batch, &be);
+    snprintf(path, sizeof path, "tests/ref/conv1d/%s.safetensors", name);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_load_weights(m, path, NULL, &err), TFC_OK);
+    void *xh = malloc(x->nbytes);
+    memcpy(xh, x->data, x->nbytes); /* int32 ids or float32, as the model declares */
+    float *want = malloc((size_t)y->numel * 4);
+    tfc_st_tensor_to_f32(y, want);
+    double worst = 0;
+    *abs_err = 0;
+    for (int training = 0; training < 2; training++) {
+        float *got = forward(m, xh, batch, training);
+        for (int64_t k = 0; k < y->numel; k++) {
+            double e = fabs((double)got[k] - want[k]);
+            *abs_err = fmax(*abs_err, e);
+            worst = fmax(worst, isnan(got[k]) ? INFINITY : e / fmax(0.1, fabs(want[k])));
+        }
+        free(got);
+    }
+    free(xh), free(want), free(yaml);
+    tfc_st_close(io);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    return worst;
+}
+
+static void test_keras_parity(void)
+{
+    for (size_t i = 0; i < sizeof keras_cases / sizeof *keras_cases; i++) {
+        double abs_err, rel = keras_case(keras_cases[i], &abs_err);
+        if (rel >= 1e-5 || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\n%s: max relative difference %.3g, absolute %.3g", keras_cases[i],
+                    rel, abs_err);
+        CU_ASSERT(rel < 1e-5);
+    }
+}
+
 TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op},
               {"masked_mean_op", test_masked_mean_op}, {"conv1d_values", test_conv1d_values},
               {"pooling1d_values", test_pooling1d_values},
               {"global_pooling1d_masked", test_global_pooling1d_masked},
-              {"conv1d_errors", test_conv1d_errors}, {"gpu_refusal", test_gpu_refusal})
+              {"conv1d_errors", test_conv1d_errors}, {"gpu_refusal", test_gpu_refusal},
+              {"keras_parity", test_keras_parity})
