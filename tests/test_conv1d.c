@@ -10,6 +10,7 @@
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
+#include "graph/model_internal.h"
 #include "gradcheck.h"
 #include "testutil.h"
 
@@ -418,6 +419,57 @@ static void test_gpu_refusal(void)
                    "  - Dense: {units: 2}\n", NULL, 0);
 }
 
+/* At inference a Conv1D applies the BatchNormalization, the residual Add, the ReLU and the
+ * pooling that alone read its output (graph.c's chains; groups > 1 op by op in conv1d.c's
+ * forward_fused): the same values, to float rounding, as every layer on its own
+ * (TFC_FUSE=0). Random normalisation statistics, the same in both runs. */
+static void test_fused_chains(void)
+{
+    const char *yaml =
+        "input: {shape: [12, 4]}\nlayers:\n"
+        "  - Conv1D: {name: a, filters: 4, kernel_size: 3, groups: 2, padding: causal}\n"
+        "  - BatchNormalization: {}\n  - Activation: {activation: relu}\n"
+        "  - MaxPooling1D: {pool_size: 2}\n"
+        "  - Conv1D: {name: b, filters: 4, kernel_size: 2, padding: same, groups: 2}\n"
+        "  - BatchNormalization: {name: n2}\n"
+        "  - Add: {inputs: [n2, max_pooling1d]}\n  - Activation: {name: r2, activation: relu}\n"
+        "  - Conv1D: {name: c, filters: 6, kernel_size: 2, groups: 2, dilation_rate: 2,"
+        " padding: causal, activation: relu}\n"
+        "  - AveragePooling1D: {pool_size: 3, padding: same}\n"
+        "  - GlobalMaxPooling1D: {}\n";
+    const int n = 3;
+    float x[3 * 12 * 4], *y[2];
+    tfc_test_fill(x, 3 * 12 * 4, -1, 1, 8);
+    int chains[2] = {0, 0};
+    for (int run = 0; run < 2; run++) {
+        if (run) setenv("TFC_FUSE", "0", 1);
+        tfc_backend *be;
+        tfc_model *m = bound_model(yaml, n, &be);
+        if (run) unsetenv("TFC_FUSE");
+        for (int i = 0; i < tfc_model_nlayers(m); i++) {
+            chains[run] += m->bound[i].chain_end != i;
+            tfc_layer *l = tfc_model_layer(m, i);
+            for (int p = 0; p < l->nparams; p++) { /* statistics and weights, seed 9 */
+                float *v = malloc((size_t)l->params[p].numel * 4);
+                tfc_test_fill(v, l->params[p].numel, 0.5f, 1.5f, 9 + i * 8 + p);
+                if (strcmp(l->params[p].name, "moving_variance"))
+                    for (int64_t k = 0; k < l->params[p].numel; k++) v[k] -= 1.0f;
+                tfc_model_param_upload(m, &l->params[p], v);
+                free(v);
+            }
+        }
+        y[run] = forward(m, x, n, 0);
+        tfc_model_free(m);
+        tfc_backend_free(be);
+    }
+    CU_ASSERT_EQUAL(chains[0], 3); /* a -> pooling, b -> r2, c -> pooling */
+    CU_ASSERT_EQUAL(chains[1], 0);
+    double want[3 * 6];
+    for (int k = 0; k < 3 * 6; k++) want[k] = y[1][k];
+    CU_ASSERT(max_rel(y[0], want, 3 * 6) < 1e-5);
+    free(y[0]), free(y[1]);
+}
+
 /* ---- Keras parity ---------------------------------------------------------------------- */
 
 /* The cases of tests/ref/keras_conv1d.py: its YAML, Keras's weights under tfc's names
@@ -487,4 +539,4 @@ TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op},
               {"pooling1d_values", test_pooling1d_values},
               {"global_pooling1d_masked", test_global_pooling1d_masked},
               {"conv1d_errors", test_conv1d_errors}, {"gpu_refusal", test_gpu_refusal},
-              {"keras_parity", test_keras_parity})
+              {"fused_chains", test_fused_chains}, {"keras_parity", test_keras_parity})
