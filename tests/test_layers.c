@@ -173,9 +173,15 @@ static const gc_case cases[] = {
     {"embedding_conv1d_avgpool", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
                                  "  - Conv1D: {filters: 4, kernel_size: 3, padding: same, activation: tanh}\n"
                                  "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3}\n", 3},
-    /* groups > 1 apply their ReLU after the grouped op (conv1d.c's forward_fused) */
+    /* groups > 1 apply their ReLU after the grouped op (conv1d.c's forward_fused); a ReLU
+     * whose derivative the max pooling after it takes (graph.c's relu_pool) */
     {"conv1d_groups_relu", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 3, groups: 2, activation: relu}\n"
                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"conv1d_relu_maxpool", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 2, groups: 2, activation: relu}\n"
+                            "  - MaxPooling1D: {pool_size: 2}\n"
+                            "  - Conv1D: {filters: 3, kernel_size: 2, padding: causal, activation: relu}\n"
+                            "  - AveragePooling1D: {pool_size: 2, padding: same}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     /* the mean over the unmasked steps (fill_ids pads 0, 1 or 2 steps) */
     {"global_avgpool1d_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
                                 "  - Dense: {units: 4, activation: tanh}\n"
