@@ -482,7 +482,7 @@ static tref conv1d(exporter *x, const tfc_layer *l, const tref *in)
         return r;
     }
     int s = arg_int(l, "strides", 1), d = arg_int(l, "dilation_rate", 1);
-    int padding = arg_int(l, "padding", 0); /* valid, same, causal (conv1d.c) */
+    int padding = arg_int(l, "padding", 0); /* 0 valid, 1 same, 2 causal (conv1d.c) */
     int64_t pads[2] = {(K - 1) * d, 0}, ks = K, st = s, dl = d;
     if (padding != 2)
         tf_axis_pads((int)in->shape.dim[0], (int)K, s, d, padding == 1, &pads[0], &pads[1]);

@@ -8,6 +8,7 @@
  * take the grouped_conv ops. */
 #include "layers/layer.h"
 
+/* `padding:` indices (api/onnx.c reads them too) */
 enum { PAD_VALID, PAD_SAME, PAD_CAUSAL };
 static const char *const padding_names[] = {"valid", "same", "causal", NULL};
 
