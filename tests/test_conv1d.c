@@ -238,6 +238,9 @@ static void test_conv1d_values(void)
     check_conv1d("filters: 4, kernel_size: 2, groups: 2, strides: 3, padding: same", 10, 4, 2, 3,
                  1, 2, 4, 1);
     check_conv1d("filters: 4, kernel_size: 3, groups: 4", 7, 4, 3, 1, 1, 4, 4, 0);
+    /* Keras's configs write tuples of one */
+    check_conv1d("filters: 3, kernel_size: [3], strides: [2], dilation_rate: [1], padding: same",
+                 9, 2, 3, 2, 1, 1, 3, 1);
 }
 
 /* The window of output o: steps [lo, hi) inside the sequence. */
@@ -292,6 +295,7 @@ static void test_pooling1d_values(void)
     check_pool1d("AveragePooling1D", "pool_size: 4, strides: 3, padding: same", 11, 4, 4, 3, 1);
     check_pool1d("AveragePooling1D", "data_format: channels_last", 9, 2, 2, 2, 0);
     check_pool1d("MaxPooling1D", "pool_size: 1, strides: 2", 7, 2, 1, 2, 0);
+    check_pool1d("AveragePooling1D", "pool_size: [3], strides: [1], padding: same", 8, 2, 3, 1, 1);
 }
 
 /* Embedding(mask_zero) -> GlobalAveragePooling1D / GlobalMaxPooling1D: the mean of the
@@ -367,6 +371,9 @@ static void test_conv1d_errors(void)
     expect_error("MaxPooling1D: {pool_size: 9}", "shorter than the window");
     expect_error("Flatten: {}\n  - Conv1D: {filters: 2, kernel_size: 3}",
                  "needs an input of shape (steps, channels)");
+    expect_error("Conv1D: {filters: 2, kernel_size: [3, 3]}",
+                 "kernel_size: expected an integer or a list of one (a 1-D window), found 2");
+    expect_error("MaxPooling1D: {strides: [1, 2]}", "strides: expected an integer or a list");
     /* null is Keras's None: accepted */
     tfc_model *m = tfc_test_model("input: {shape: [8, 4]}\nlayers:\n  - Conv1D: {filters: 2, "
                                   "kernel_size: 3, kernel_regularizer: null}\n");

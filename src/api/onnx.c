@@ -149,8 +149,15 @@ static const void *arg(const tfc_layer *l, const char *name)
     return NULL;
 }
 
+/* An integer argument, or the one integer of a list argument (Conv1D's kernel_size); def
+ * when the layer has no such argument or the list is empty. */
 static int arg_int(const tfc_layer *l, const char *name, int def)
 {
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++)
+        if (!strcmp(f->name, name) && f->type == TFC_F_INT_LIST) {
+            const tfc_int_list *v = arg(l, name);
+            return v->n ? v->v[0] : def;
+        }
     const int *v = arg(l, name);
     return v ? *v : def;
 }

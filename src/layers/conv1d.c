@@ -12,9 +12,11 @@
 enum { PAD_VALID, PAD_SAME, PAD_CAUSAL };
 static const char *const padding_names[] = {"valid", "same", "causal", NULL};
 
+/* kernel_size, strides and dilation_rate: an integer or a list of one, as Keras takes (and
+ * writes in its configs: `kernel_size: [3]`) */
 typedef struct conv1d_args {
-    int filters, kernel_size, strides, padding, data_format, dilation_rate, groups, activation;
-    int use_bias;
+    int filters, padding, data_format, groups, activation, use_bias;
+    tfc_int_list kernel_size, strides, dilation_rate;
     const tfc_node *kernel_initializer, *bias_initializer;
     /* Keras arguments tfc has no form for: accepted only as null (Keras's None) */
     const tfc_node *kernel_regularizer, *bias_regularizer, *activity_regularizer,
@@ -28,15 +30,15 @@ typedef struct conv1d_args {
 static const tfc_field conv1d_fields[] = {
     {"filters", TFC_F_INT, offsetof(conv1d_args, filters), NULL, 1, 1 << 20, NULL,
      "output channels"},
-    {"kernel_size", TFC_F_INT, offsetof(conv1d_args, kernel_size), NULL, 1, 4096, NULL,
+    {"kernel_size", TFC_F_INT_LIST, offsetof(conv1d_args, kernel_size), NULL, 1, 4096, NULL,
      "window length"},
-    {"strides", TFC_F_INT, offsetof(conv1d_args, strides), "1", 1, 4096, NULL, "stride"},
+    {"strides", TFC_F_INT_LIST, offsetof(conv1d_args, strides), "1", 1, 4096, NULL, "stride"},
     {"padding", TFC_F_ENUM, offsetof(conv1d_args, padding), "valid", TFC_UNBOUNDED,
      padding_names, "valid, same or causal"},
     {"data_format", TFC_F_ENUM, offsetof(conv1d_args, data_format), "channels_last",
      TFC_UNBOUNDED, tfc_data_format_names, "channels_last only"},
-    {"dilation_rate", TFC_F_INT, offsetof(conv1d_args, dilation_rate), "1", 1, 4096, NULL,
-     "dilation"},
+    {"dilation_rate", TFC_F_INT_LIST, offsetof(conv1d_args, dilation_rate), "1", 1, 4096,
+     NULL, "dilation"},
     {"groups", TFC_F_INT, offsetof(conv1d_args, groups), "1", 1, 1 << 20, NULL,
      "channel groups; channels and filters must divide by it"},
     TFC_ACTIVATION_FIELD(conv1d_args, activation),
@@ -59,8 +61,8 @@ static tfc_conv_desc conv1d_desc(const tfc_layer *l, int n)
     const conv1d_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     tfc_conv_desc d = {.n = n, .h = 1, .w = (int)in->dim[0], .c = (int)in->dim[1], .kh = 1,
-                       .kw = a->kernel_size, .f = a->filters, .sh = 1, .sw = a->strides,
-                       .dh = 1, .dw = a->dilation_rate, .oh = 1};
+                       .kw = a->kernel_size.v[0], .f = a->filters, .sh = 1,
+                       .sw = a->strides.v[0], .dh = 1, .dw = a->dilation_rate.v[0], .oh = 1};
     if (a->padding == PAD_CAUSAL) {
         /* Keras pads (k - 1) d steps before, then convolves validly:
          * ow = (w + (k - 1) d - ((k - 1) d + 1)) / s + 1 = ceil(w / s) */
@@ -86,14 +88,18 @@ static tfc_status conv1d_build(tfc_layer *l, tfc_error *err)
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
         if (refused[i].v && !tfc_node_is_null(refused[i].v))
             return tfc_layer_error(err, l, "%s is not supported (only null)", refused[i].name);
-    if (tfc_layer_channels_last(l, a->data_format, err)) return TFC_ERR_CONFIG;
+    if (tfc_layer_channels_last(l, a->data_format, err) ||
+        tfc_layer_one_int(l, "kernel_size", &a->kernel_size, err) ||
+        tfc_layer_one_int(l, "strides", &a->strides, err) ||
+        tfc_layer_one_int(l, "dilation_rate", &a->dilation_rate, err))
+        return TFC_ERR_CONFIG;
     if (in->ndim != 2)
         return tfc_layer_error(err, l, "needs an input of shape (steps, channels), got %s",
                                tfc_shape_str(in, buf, sizeof buf));
-    if (a->strides > 1 && a->dilation_rate > 1)
+    if (a->strides.v[0] > 1 && a->dilation_rate.v[0] > 1)
         return tfc_layer_error(err, l, "strides > 1 is not supported with dilation_rate > 1 "
                                        "(strides %d, dilation_rate %d; as in Keras)",
-                               a->strides, a->dilation_rate);
+                               a->strides.v[0], a->dilation_rate.v[0]);
     if (a->filters % a->groups)
         return tfc_layer_error(err, l, "filters (%d) must be divisible by groups (%d)",
                                a->filters, a->groups);

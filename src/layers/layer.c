@@ -65,4 +65,12 @@ tfc_status tfc_layer_channels_last(const tfc_layer *l, int data_format, tfc_erro
                            tfc_data_format_names[data_format]);
 }
 
+tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,
+                             tfc_error *err)
+{
+    if (v->n == 1) return TFC_OK;
+    return tfc_layer_error(err, l, "%s: expected an integer or a list of one (a 1-D window), "
+                                   "found %d values", arg, v->n);
+}
+
 int64_t tfc_layer_out_numel(const tfc_layer *l) { return tfc_shape_numel(&l->out_shape); }

@@ -10,14 +10,17 @@
  * them passes the mask on. */
 #include "layers/layer.h"
 
+/* pool_size and strides: an integer or a list of one, as Keras takes them; strides empty
+ * (absent or null): pool_size */
 typedef struct pool1d_args {
-    int pool_size, strides, padding, data_format;
+    tfc_int_list pool_size, strides;
+    int padding, data_format;
 } pool1d_args;
 
 static const tfc_field pool1d_fields[] = {
-    {"pool_size", TFC_F_INT, offsetof(pool1d_args, pool_size), "2", 1, 4096, NULL,
+    {"pool_size", TFC_F_INT_LIST, offsetof(pool1d_args, pool_size), "2", 1, 4096, NULL,
      "window length"},
-    {"strides", TFC_F_INT, offsetof(pool1d_args, strides), TFC_NO_DEFAULT, 1, 4096, NULL,
+    {"strides", TFC_F_INT_LIST, offsetof(pool1d_args, strides), TFC_NO_DEFAULT, 1, 4096, NULL,
      "default: pool_size"},
     {"padding", TFC_F_ENUM, offsetof(pool1d_args, padding), "valid", TFC_UNBOUNDED,
      tfc_padding_names, "valid or same"},
@@ -63,8 +66,8 @@ static tfc_pool_desc pool1d_desc(const tfc_layer *l, int n)
         return d;
     }
     const pool1d_args *a = l->args;
-    d.kw = a->pool_size;
-    d.sw = a->strides ? a->strides : d.kw;
+    d.kw = a->pool_size.v[0];
+    d.sw = a->strides.n ? a->strides.v[0] : d.kw;
     tfc_conv_axis(d.w, d.kw, d.sw, 1, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
     return d;
 }
@@ -73,9 +76,12 @@ static tfc_status pool1d_build(tfc_layer *l, tfc_error *err)
 {
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    int data_format = is_global(l) ? ((const global1d_args *)l->args)->data_format
-                                   : ((const pool1d_args *)l->args)->data_format;
-    if (tfc_layer_channels_last(l, data_format, err)) return TFC_ERR_CONFIG;
+    const pool1d_args *a = is_global(l) ? NULL : l->args;
+    int data_format = a ? a->data_format : ((const global1d_args *)l->args)->data_format;
+    if (tfc_layer_channels_last(l, data_format, err) ||
+        (a && (tfc_layer_one_int(l, "pool_size", &a->pool_size, err) ||
+               (a->strides.n && tfc_layer_one_int(l, "strides", &a->strides, err)))))
+        return TFC_ERR_CONFIG;
     if (in->ndim != 2)
         return tfc_layer_error(err, l, "needs an input of shape (steps, channels), got %s",
                                tfc_shape_str(in, buf, sizeof buf));
