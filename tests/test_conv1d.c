@@ -63,32 +63,83 @@ static double max_rel(const float *got, const double *want, int64_t n)
     return worst;
 }
 
-/* The op on d against the loops: forward overwrites, backward data with assign overwrites
- * and without it adds, backward filter adds. */
-static void check_grouped_op(tfc_backend *be, tfc_conv_desc d, int groups)
+/* A 1 x T image's convolution with Keras's padding, worked out here from its rules: mode 0
+ * valid, 1 same (the odd extra step after), 2 causal ((k - 1) dil steps before, none after). */
+static tfc_conv_desc keras_desc(int n, int T, int C, int k, int s, int dil, int F, int mode)
+{
+    tfc_conv_desc d = {.n = n, .h = 1, .w = T, .c = C, .kh = 1, .kw = k, .f = F, .sh = 1,
+                       .sw = s, .dh = 1, .dw = dil, .oh = 1};
+    const int span = (k - 1) * dil + 1;
+    if (mode == 0) d.ow = (T - span) / s + 1;
+    if (mode == 1) {
+        d.ow = (T + s - 1) / s;
+        int total = (d.ow - 1) * s + span - T;
+        d.pad_left = total > 0 ? total / 2 : 0;
+    }
+    if (mode == 2) d.ow = (T + s - 1) / s, d.pad_left = span - 1;
+    return d;
+}
+
+/* One case of a sweep, drawn from *r: 1..3 examples of 1..12 steps, kernel 1..4, stride or
+ * dilation 1..3 (not both, as Keras), 1..max_groups groups, a padding mode (valid only where
+ * the kernel fits). */
+typedef struct sweep_case {
+    int n, T, k, s, dil, groups, mode;
+} sweep_case;
+
+static sweep_case sweep_pick(uint32_t *r, int max_groups)
+{
+    int pick[8];
+    for (int j = 0; j < 8; j++) pick[j] = (int)((*r = *r * 1103515245u + 12345u) >> 16);
+    sweep_case c = {.n = 1 + pick[0] % 3, .T = 1 + pick[1] % 12, .k = 1 + pick[2] % 4,
+                    .s = 1 + pick[3] % 3, .dil = 1 + pick[4] % 3,
+                    .groups = 1 + pick[5] % max_groups, .mode = pick[6] % 3};
+    if (pick[7] & 1) c.s = 1;
+    else c.dil = 1;
+    if (c.mode == 0 && c.T < (c.k - 1) * c.dil + 1) c.mode = 2;
+    return c;
+}
+
+/* The convolution ops on d against the loops: the grouped ones, or with `plain` (one group)
+ * the backend's conv ops (oneDNN or im2col, with a workspace). Forward overwrites, backward
+ * data with assign overwrites and without it adds, backward filter adds. */
+static void check_conv_ops(tfc_backend *be, tfc_conv_desc d, int groups, int plain)
 {
     const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
     const int64_t nw = (int64_t)d.kh * d.kw * (d.c / groups) * d.f;
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4);
     float *dx = malloc(nx * 4), *dw = malloc(nw * 4);
     double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8);
+    size_t wsb = plain ? be->ops->conv_workspace(be, &d) : 0;
+    void *ws = wsb ? malloc(wsb) : NULL;
+    const tfc_backend_ops *op = be->ops;
     tfc_test_fill(x, nx, -1, 1, 1);
     tfc_test_fill(w, nw, -1, 1, 2);
     tfc_test_fill(dy, ny, -1, 1, 3);
     ref_grouped(&d, groups, x, w, dy, ry, rdx, rdw);
     for (int64_t k = 0; k < ny; k++) y[k] = NAN; /* overwritten */
-    be->ops->grouped_conv_forward(be, &d, groups, x, w, y);
+    if (plain) op->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, NULL, NULL, ws);
+    else op->grouped_conv_forward(be, &d, groups, x, w, y);
     CU_ASSERT(max_rel(y, ry, ny) < 1e-5);
     for (int64_t k = 0; k < nx; k++) dx[k] = NAN; /* assign: never read */
-    be->ops->grouped_conv_backward_data(be, &d, groups, dy, w, dx, 1);
+    if (plain) op->conv_backward_data(be, &d, dy, w, dx, 1, ws);
+    else op->grouped_conv_backward_data(be, &d, groups, dy, w, dx, 1);
     CU_ASSERT(max_rel(dx, rdx, nx) < 1e-5);
     for (int64_t k = 0; k < nx; k++) rdx[k] *= 2;
-    be->ops->grouped_conv_backward_data(be, &d, groups, dy, w, dx, 0);
+    if (plain) op->conv_backward_data(be, &d, dy, w, dx, 0, ws);
+    else op->grouped_conv_backward_data(be, &d, groups, dy, w, dx, 0);
     CU_ASSERT(max_rel(dx, rdx, nx) < 1e-5);
     for (int64_t k = 0; k < nw; k++) dw[k] = 1.0f, rdw[k] += 1.0;
-    be->ops->grouped_conv_backward_filter(be, &d, groups, x, dy, dw);
+    if (plain) op->conv_backward_filter(be, &d, x, dy, dw, ws);
+    else op->grouped_conv_backward_filter(be, &d, groups, x, dy, dw);
     CU_ASSERT(max_rel(dw, rdw, nw) < 1e-5);
     free(x), free(w), free(dy), free(y), free(dx), free(dw), free(ry), free(rdx), free(rdw);
+    free(ws);
+}
+
+static void check_grouped_op(tfc_backend *be, tfc_conv_desc d, int groups)
+{
+    check_conv_ops(be, d, groups, 0);
 }
 
 static void test_grouped_conv_op(void)
@@ -111,6 +162,17 @@ static void test_grouped_conv_op(void)
     check_grouped_op(be, (tfc_conv_desc){.n = 2, .h = 1, .w = 7, .c = 3, .kh = 1, .kw = 2,
                                          .f = 2, .sh = 1, .sw = 3, .dh = 1, .dw = 1,
                                          .oh = 1, .ow = 2}, 1);
+    /* a sweep of 1 x steps images with Keras's padding (keras_desc): steps 1..12, kernel
+     * 1..4, stride or dilation 1..3, 1..3 groups, valid, same or causal; one group also
+     * through the backend's conv ops (causal: padding before the sequence only) */
+    uint32_t r = 777;
+    for (int i = 0; i < 80; i++) {
+        sweep_case c = sweep_pick(&r, 3);
+        tfc_conv_desc d = keras_desc(c.n, c.T, 2 * c.groups, c.k, c.s, c.dil, 3 * c.groups,
+                                     c.mode);
+        check_conv_ops(be, d, c.groups, 0);
+        if (c.groups == 1) check_conv_ops(be, d, 1, 1);
+    }
     tfc_backend_free(be);
 }
 
@@ -182,8 +244,8 @@ static float *param(tfc_model *m, int layer, int p)
     return h;
 }
 
-/* Conv1D {args} on (T, C) sequences of a batch of 3 against the loops, with the padding
- * worked out here from Keras's rules: mode 0 valid, 1 same, 2 causal. */
+/* Conv1D {args} on (T, C) sequences of a batch of 3 against the loops (keras_desc's
+ * padding, mode 0 valid, 1 same, 2 causal). */
 static void check_conv1d(const char *args, int T, int C, int k, int s, int dil, int groups,
                          int F, int mode)
 {
@@ -193,16 +255,7 @@ static void check_conv1d(const char *args, int T, int C, int k, int s, int dil, 
     tfc_backend *be;
     const int n = 3;
     tfc_model *m = bound_model(yaml, n, &be);
-    tfc_conv_desc d = {.n = n, .h = 1, .w = T, .c = C, .kh = 1, .kw = k, .f = F, .sh = 1,
-                       .sw = s, .dh = 1, .dw = dil, .oh = 1};
-    const int span = (k - 1) * dil + 1;
-    if (mode == 0) d.ow = (T - span) / s + 1;
-    if (mode == 1) {
-        d.ow = (T + s - 1) / s;
-        int total = (d.ow - 1) * s + span - T;
-        d.pad_left = total > 0 ? total / 2 : 0;
-    }
-    if (mode == 2) d.ow = (T + s - 1) / s, d.pad_left = span - 1;
+    tfc_conv_desc d = keras_desc(n, T, C, k, s, dil, F, mode);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 0)->out_shape.dim[0], d.ow);
     float *x = malloc((size_t)n * T * C * 4), *w = param(m, 0, 0), *b = param(m, 0, 1);
     tfc_test_fill(x, (int64_t)n * T * C, -1, 1, 6);
@@ -238,6 +291,17 @@ static void test_conv1d_values(void)
     check_conv1d("filters: 4, kernel_size: 2, groups: 2, strides: 3, padding: same", 10, 4, 2, 3,
                  1, 2, 4, 1);
     check_conv1d("filters: 4, kernel_size: 3, groups: 4", 7, 4, 3, 1, 1, 4, 4, 0);
+    /* a sweep (sweep_pick; T = 1 and k > T included) with one or two groups */
+    static const char *const modes[] = {"valid", "same", "causal"};
+    uint32_t r = 12345;
+    for (int i = 0; i < 60; i++) {
+        sweep_case c = sweep_pick(&r, 2);
+        char args[160];
+        snprintf(args, sizeof args, "filters: %d, kernel_size: %d, strides: %d, dilation_rate: %d, "
+                 "groups: %d, padding: %s", 2 * c.groups, c.k, c.s, c.dil, c.groups,
+                 modes[c.mode]);
+        check_conv1d(args, c.T, 2 * c.groups, c.k, c.s, c.dil, c.groups, 2 * c.groups, c.mode);
+    }
     /* Keras's configs write tuples of one */
     check_conv1d("filters: 3, kernel_size: [3], strides: [2], dilation_rate: [1], padding: same",
                  9, 2, 3, 2, 1, 1, 3, 1);
