@@ -188,8 +188,8 @@ typedef enum tfc_padding {
 } tfc_padding;
 extern const char *const tfc_padding_names[TFC_PADDING_COUNT + 1]; /* NULL-terminated */
 /* `data_format:` of the 1-D layers, an index into tfc_data_format_names (NULL-terminated):
- * 0 channels_last, Keras's default (its None means the backend's image_data_format, that
- * by default); tfc refuses channels_first. */
+ * 0 channels_last, what Keras's default (None: keras.config.image_data_format()) gives
+ * unless configured otherwise; tfc refuses channels_first. */
 extern const char *const tfc_data_format_names[3];
 /* TFC_OK for channels_last; else a build error of l naming data_format. */
 tfc_status tfc_layer_channels_last(const tfc_layer *l, int data_format, tfc_error *err);
