@@ -362,7 +362,31 @@ typedef struct tfc_device_options {
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU). */
-#define TFC_BACKEND_LAYER_OPS(X)
+#define TFC_BACKEND_LAYER_OPS(X)                                                                   \
+    /* Grouped convolution (Conv1D's groups): the convolution of conv_forward (same desc,          \
+     * layouts and padding) with the d->c channels and d->f filters split into `groups` equal     \
+     * runs, filter j reading only the channels of run j / (d->f / groups); w is                  \
+     * [kh, kw, c / groups, f]. Forward overwrites y (no bias, no activation); the backward       \
+     * ops accumulate into dx and dw, grouped_conv_backward_data with assign overwrites dx        \
+     * (its old contents never read). */                                                          \
+    X(void, grouped_conv_forward, (tfc_backend *be, const tfc_conv_desc *d, int groups,           \
+                                   const float *x, const float *w, float *y))                      \
+    X(void, grouped_conv_backward_data, (tfc_backend *be, const tfc_conv_desc *d, int groups,     \
+                                         const float *dy, const float *w, float *dx,               \
+                                         int assign))                                              \
+    X(void, grouped_conv_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, int groups,   \
+                                           const float *x, const float *dy, float *dw))            \
+                                                                                                   \
+    /* The mean over the unmasked steps (GlobalAveragePooling1D under a mask): x [n, t, c],       \
+     * mask [n, t] (0 or 1), y [n, c] overwritten:                                                 \
+     *   y[i, ch] = sum_s mask[i, s] x[i, s, ch] / sum_s mask[i, s]                               \
+     * (a sequence without an unmasked step gives 0/0 = NaN, as Keras). Backward:                 \
+     *   dx[i, s, ch] += mask[i, s] dy[i, ch] / sum_s mask[i, s]                                  \
+     * (0 where the mask is 0), or = with assign (dx's old contents never read). */               \
+    X(void, masked_mean_forward, (tfc_backend *be, int n, int t, int c, const float *x,           \
+                                  const float *mask, float *y))                                    \
+    X(void, masked_mean_backward, (tfc_backend *be, int n, int t, int c, const float *dy,         \
+                                   const float *mask, float *dx, int assign))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -321,6 +321,12 @@ static const tfc_backend_ops gpu_ops = {
     .grad_sumsq = NULL,
     .step_scale = NULL,
     .optimizer_update_at = NULL,
+    /* TFC_BACKEND_LAYER_OPS without a GPU kernel yet: the layers needing them are refused */
+    .grouped_conv_forward = NULL,
+    .grouped_conv_backward_data = NULL,
+    .grouped_conv_backward_filter = NULL,
+    .masked_mean_forward = NULL,
+    .masked_mean_backward = NULL,
 };
 
 int tfc_gpu_device_count(void)

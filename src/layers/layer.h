@@ -187,6 +187,16 @@ typedef enum tfc_padding {
     TFC_PADDING_COUNT
 } tfc_padding;
 extern const char *const tfc_padding_names[TFC_PADDING_COUNT + 1]; /* NULL-terminated */
+/* `data_format:` of the 1-D layers, an index into tfc_data_format_names (NULL-terminated):
+ * 0 channels_last, what Keras's default (None: keras.config.image_data_format()) gives
+ * unless configured otherwise; tfc refuses channels_first. */
+extern const char *const tfc_data_format_names[3];
+/* TFC_OK for channels_last; else a build error of l naming data_format. */
+tfc_status tfc_layer_channels_last(const tfc_layer *l, int data_format, tfc_error *err);
+/* TFC_OK when the list argument `arg` of l holds one integer (a 1-D layer's kernel_size,
+ * strides, ...: Keras takes an integer or a tuple of one); else a build error naming it. */
+tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,
+                             tfc_error *err);
 /* Output size and leading padding of one spatial axis, TensorFlow's rules:
  * valid: out = ceil((in - (k - 1) * d) / s), pad 0;
  * same:  out = ceil(in / s), total pad = max((out - 1) * s + (k - 1) * d + 1 - in, 0),
