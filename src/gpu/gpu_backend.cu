@@ -316,17 +316,17 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
-    /* TFC_BACKEND_STEP_OPS: no kernels yet (they land once a GPU has run them), so the
-     * trainer takes its host path here (docs/gpu.md) */
-    .grad_sumsq = NULL,
-    .step_scale = NULL,
-    .optimizer_update_at = NULL,
     /* TFC_BACKEND_LAYER_OPS without a GPU kernel yet: the layers needing them are refused */
     .grouped_conv_forward = NULL,
     .grouped_conv_backward_data = NULL,
     .grouped_conv_backward_filter = NULL,
     .masked_mean_forward = NULL,
     .masked_mean_backward = NULL,
+    /* TFC_BACKEND_STEP_OPS: no kernels yet (they land once a GPU has run them), so the
+     * trainer takes its host path here (docs/gpu.md) */
+    .grad_sumsq = NULL,
+    .step_scale = NULL,
+    .optimizer_update_at = NULL,
 };
 
 int tfc_gpu_device_count(void)
