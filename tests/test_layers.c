@@ -143,6 +143,16 @@ static const gc_case cases[] = {
     {"lstm_float_nobias", "input: {shape: [4, 3]}\nlayers:\n"
                           "  - LSTM: {units: 3, return_sequences: true, use_bias: false}\n"
                           "  - LSTM: {units: 2}\n  - Dense: {units: 2}\n", 2},
+    {"depthwise_same_stride2", IMG "  - DepthwiseConv2D: {kernel_size: 3, strides: 2, padding: same, activation: tanh}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* depth_multiplier 3 (output channel k reads channel k / 3), dilation and strides
+     * together (Keras's JAX backend allows both), no bias */
+    {"depthwise_multiplier_dilated", IMG "  - DepthwiseConv2D: {kernel_size: [2, 3], depth_multiplier: 3, "
+                                     "dilation_rate: [2, 1], strides: [1, 2], use_bias: false}\n"
+                                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"depthwise_valid_multiplier", IMG "  - Conv2D: {filters: 3, kernel_size: 1, activation: tanh}\n"
+                                   "  - DepthwiseConv2D: {kernel_size: 2, depth_multiplier: 2}\n"
+                                   "  - GlobalAveragePooling2D: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -74,6 +74,13 @@ typedef struct tfc_pool_desc {
     int is_max;
 } tfc_pool_desc;
 
+/* Upsampling of NHWC images by integer factors sh, sw (UpSampling2D). */
+typedef struct tfc_resize_desc {
+    int n, h, w, c;
+    int sh, sw;
+    int bilinear; /* 0: nearest */
+} tfc_resize_desc;
+
 /* LSTM over a whole sequence, Keras's formulation with gates in the order i, f, c, o:
  *   z_t = x_t K + h_{t-1} R + b          (K [in, 4u], R [u, 4u], b [4u])
  *   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_c), o = sigmoid(z_o)
@@ -339,7 +346,41 @@ typedef struct tfc_device_options {
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU). */
-#define TFC_BACKEND_LAYER_OPS(X)
+#define TFC_BACKEND_LAYER_OPS(X)                                                                   \
+    /* Depthwise convolution (DepthwiseConv2D): a tfc_conv_desc whose f = c m output channels      \
+     * (m the depth multiplier); output channel k reads input channel k / m alone, through         \
+     * column k of w [kh, kw, c, m] = [kh, kw, f] (Keras's layout):                                \
+     *   y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]     \
+     * depthwise_forward overwrites y (plus bias[k]; bias NULL: none). The backward ops add to     \
+     * dx and dw; the filter gradient's sums follow the shapes alone, never the thread count.     \
+     * ws: at least depthwise_workspace(d) bytes (NULL when 0), also for fewer images. */         \
+    X(size_t, depthwise_workspace, (tfc_backend *be, const tfc_conv_desc *d))                      \
+    X(void, depthwise_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,           \
+                                const float *w, const float *bias, float *y))                      \
+    X(void, depthwise_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,    \
+                                      const float *w, float *dx))                                  \
+    X(void, depthwise_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,   \
+                                        const float *dy, float *dw, void *ws))                     \
+                                                                                                   \
+    /* Upsampling by integer factors (UpSampling2D), x [n, h, w, c] to y [n, h sh, w sw, c]:       \
+     * nearest: y[i, j] = x[i / sh, j / sw]; bilinear: half-pixel centres, the source row of       \
+     * output row i at s = (i + 1/2) / sh - 1/2 clamped to [0, h - 1], y interpolating rows        \
+     * floor(s) and floor(s) + 1 (columns likewise), as tf.image.resize and jax.image.resize.      \
+     * upsample_forward overwrites y; upsample_backward adds to dx what each x cell sent. */       \
+    X(void, upsample_forward, (tfc_backend *be, const tfc_resize_desc *d, const float *x,          \
+                               float *y))                                                          \
+    X(void, upsample_backward, (tfc_backend *be, const tfc_resize_desc *d, const float *dy,        \
+                                float *dx))                                                        \
+                                                                                                   \
+    /* Element-wise products (Multiply) over `groups` blocks of [rows, cols]: a and y are          \
+     * [groups, rows, cols]; b is the same, or with b_bcast [groups, 1, cols], broadcast over      \
+     * the rows. mul: y = a * b, or y += a * b with accumulate (y may alias a without it).         \
+     * mul_reduce: db[g, c] += sum_r a[g, r, c] b[g, r, c] (a and b full), the gradient of a       \
+     * broadcast factor, summed in row order. */                                                   \
+    X(void, mul, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,         \
+                  const float *b, int b_bcast, float *y, int accumulate))                          \
+    X(void, mul_reduce, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,  \
+                         const float *b, float *db))
 
 #define TFC_BACKEND_OPS(X) TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)
 

@@ -228,6 +228,10 @@ static const tfc_backend_ops cpu_ops = {
     .sumsq = tfc_cpu_sumsq,
     .count_nonfinite = tfc_cpu_count_nonfinite,
     .optimizer_update = tfc_cpu_optimizer_update,
+    .depthwise_workspace = tfc_cpu_depthwise_workspace,
+    .depthwise_forward = tfc_cpu_depthwise_forward,
+    .depthwise_backward_data = tfc_cpu_depthwise_backward_data,
+    .depthwise_backward_filter = tfc_cpu_depthwise_backward_filter,
 };
 
 const char *tfc_cpu_blas_core(void)

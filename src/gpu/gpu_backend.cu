@@ -274,6 +274,7 @@ static void gpu_configure(tfc_backend *be, const tfc_device_options *o)
     tfc_gpu_set_memory_limit(be, o->memory_limit);
 }
 
+#define GPU_NO_KERNEL(ret, op, params) .op = NULL,
 static const tfc_backend_ops gpu_ops = {
     .name = "gpu",
     .destroy = gpu_destroy,
@@ -316,7 +317,11 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
+    /* the layer kernels that have not run on a GPU yet (core/backend.h): none; a model whose
+     * layer needs one is refused at bind, naming the layer */
+    TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
 };
+#undef GPU_NO_KERNEL
 
 int tfc_gpu_device_count(void)
 {

@@ -1,0 +1,209 @@
+/* The vision layers' kernels and layers (DepthwiseConv2D, ZeroPadding2D, Cropping2D,
+ * UpSampling2D, GlobalMaxPooling2D, Multiply, relu6 / hard_silu / mish): the CPU ops against
+ * loops written here in double, the depthwise filter gradient bit for bit on 1 and 2
+ * threads, the refusal of a backend that lacks a kernel, and Keras 3 parity from the
+ * fixtures of tests/ref/keras_vision.py (tests/ref/vision/). */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/safetensors.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
+#include "graph/model_internal.h"
+#include "gradcheck.h"
+#include "layers/layer.h"
+#include "testutil.h"
+
+static float *falloc(int64_t n)
+{
+    float *p = calloc((size_t)n, sizeof(float));
+    TFC_ASSERT(p != NULL);
+    return p;
+}
+
+/* Largest |got - want| / (1 + |want|) over n values. */
+static double max_rel(const float *got, const double *want, int64_t n)
+{
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]) / (1 + fabs(want[i]));
+        if (d > e || d != d) e = d != d ? INFINITY : d;
+    }
+    return e;
+}
+
+/* ---- DepthwiseConv2D ------------------------------------------------------------------ */
+
+static tfc_conv_desc dw_desc(int n, int h, int w, int c, int m, int kh, int kw, int sh, int sw,
+                             int dh, int dw, int same)
+{
+    tfc_conv_desc d = {.n = n, .h = h, .w = w, .c = c, .kh = kh, .kw = kw, .f = c * m,
+                       .sh = sh, .sw = sw, .dh = dh, .dw = dw};
+    tfc_conv_axis(h, kh, sh, dh, same, &d.oh, &d.pad_top);
+    tfc_conv_axis(w, kw, sw, dw, same, &d.ow, &d.pad_left);
+    return d;
+}
+
+/* Calls f(d, ctx, n, i, j, k, xi) for every (output pixel, tap) that reads input element xi
+ * (a flat index into x), with the tap's flat kernel index ki. */
+typedef void (*dw_visit)(void *ctx, int64_t yi, int64_t xi, int64_t ki);
+static void dw_walk(const tfc_conv_desc *d, dw_visit f, void *ctx)
+{
+    const int m = d->f / d->c;
+    for (int n = 0; n < d->n; n++)
+        for (int i = 0; i < d->oh; i++)
+            for (int j = 0; j < d->ow; j++)
+                for (int k = 0; k < d->f; k++)
+                    for (int u = 0; u < d->kh; u++)
+                        for (int v = 0; v < d->kw; v++) {
+                            int iy = i * d->sh + u * d->dh - d->pad_top;
+                            int ix = j * d->sw + v * d->dw - d->pad_left;
+                            if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                            int64_t yi = (((int64_t)n * d->oh + i) * d->ow + j) * d->f + k;
+                            int64_t xi = (((int64_t)n * d->h + iy) * d->w + ix) * d->c + k / m;
+                            f(ctx, yi, xi, (int64_t)(u * d->kw + v) * d->f + k);
+                        }
+}
+
+typedef struct dw_ref {
+    const float *x, *w, *dy;
+    double *y, *dx, *dw;
+} dw_ref;
+
+static void ref_forward(void *p, int64_t yi, int64_t xi, int64_t ki)
+{
+    dw_ref *r = p;
+    r->y[yi] += (double)r->x[xi] * r->w[ki];
+}
+
+static void ref_data(void *p, int64_t yi, int64_t xi, int64_t ki)
+{
+    dw_ref *r = p;
+    r->dx[xi] += (double)r->dy[yi] * r->w[ki];
+}
+
+static void ref_filter(void *p, int64_t yi, int64_t xi, int64_t ki)
+{
+    dw_ref *r = p;
+    r->dw[ki] += (double)r->x[xi] * r->dy[yi];
+}
+
+/* Forward (with bias), the data and the filter gradients (both accumulating onto 1) against
+ * the loops above, for strides, dilation, same/valid padding and depth multipliers. */
+static void test_depthwise_values(void)
+{
+    const tfc_conv_desc ds[] = {
+        dw_desc(2, 7, 8, 3, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(2, 7, 8, 3, 2, 3, 3, 2, 2, 1, 1, 1),
+        dw_desc(1, 9, 6, 4, 3, 2, 3, 1, 2, 2, 1, 0), dw_desc(3, 5, 5, 2, 1, 4, 2, 3, 1, 1, 2, 1),
+        dw_desc(2, 6, 7, 5, 1, 1, 1, 2, 2, 1, 1, 0), dw_desc(1, 8, 8, 17, 2, 3, 3, 1, 1, 2, 2, 1),
+    };
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (size_t t = 0; t < sizeof ds / sizeof *ds; t++) {
+        const tfc_conv_desc *d = &ds[t];
+        int64_t nx = (int64_t)d->n * d->h * d->w * d->c, ny = (int64_t)d->n * d->oh * d->ow * d->f;
+        int64_t nw = (int64_t)d->kh * d->kw * d->f;
+        float *x = falloc(nx), *w = falloc(nw), *b = falloc(d->f), *y = falloc(ny);
+        float *dy = falloc(ny), *dx = falloc(nx), *dwt = falloc(nw);
+        float *ws = falloc((int64_t)be->ops->depthwise_workspace(be, d) / 4 + 1);
+        tfc_test_fill(x, nx, -1, 1, 1 + (unsigned)t);
+        tfc_test_fill(w, nw, -1, 1, 11 + (unsigned)t);
+        tfc_test_fill(b, d->f, -1, 1, 21 + (unsigned)t);
+        tfc_test_fill(dy, ny, -1, 1, 31 + (unsigned)t);
+        for (int64_t i = 0; i < nx; i++) dx[i] = 1;
+        for (int64_t i = 0; i < nw; i++) dwt[i] = 1;
+        dw_ref r = {x, w, dy, calloc((size_t)ny, 8), calloc((size_t)nx, 8), calloc((size_t)nw, 8)};
+        for (int64_t i = 0; i < ny; i++) r.y[i] = b[i % d->f];
+        for (int64_t i = 0; i < nx; i++) r.dx[i] = 1;
+        for (int64_t i = 0; i < nw; i++) r.dw[i] = 1;
+        dw_walk(d, ref_forward, &r);
+        dw_walk(d, ref_data, &r);
+        dw_walk(d, ref_filter, &r);
+        be->ops->depthwise_forward(be, d, x, w, b, y);
+        be->ops->depthwise_backward_data(be, d, dy, w, dx);
+        be->ops->depthwise_backward_filter(be, d, x, dy, dwt, ws);
+        double ef = max_rel(y, r.y, ny), ed = max_rel(dx, r.dx, nx), ew = max_rel(dwt, r.dw, nw);
+        if (ef > 1e-5 || ed > 1e-5 || ew > 1e-5)
+            fprintf(stderr, "\ncase %zu: forward %.3g data %.3g filter %.3g\n", t, ef, ed, ew);
+        CU_ASSERT(ef <= 1e-5 && ed <= 1e-5 && ew <= 1e-5);
+        free(x), free(w), free(b), free(y), free(dy), free(dx), free(dwt), free(ws);
+        free(r.y), free(r.dx), free(r.dw);
+    }
+    tfc_backend_free(be);
+}
+
+/* The filter gradient sums fixed shares of the rows: the same bits on 1 and 2 threads (a
+ * shape large enough for both to split it). Forward and the data gradient too. */
+static void test_depthwise_threads(void)
+{
+    const tfc_conv_desc d = dw_desc(5, 17, 16, 32, 1, 3, 3, 1, 1, 1, 1, 1);
+    int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
+    int64_t nw = (int64_t)d.kh * d.kw * d.f;
+    float *x = falloc(nx), *w = falloc(nw), *dy = falloc(ny), *out[2][3];
+    tfc_test_fill(x, nx, -1, 1, 3);
+    tfc_test_fill(w, nw, -1, 1, 4);
+    tfc_test_fill(dy, ny, -1, 1, 5);
+    for (int t = 0; t < 2; t++) {
+        tfc_backend *be = tfc_cpu_backend_create(t + 1);
+        float *ws = falloc((int64_t)be->ops->depthwise_workspace(be, &d) / 4 + 1);
+        out[t][0] = falloc(ny), out[t][1] = falloc(nx), out[t][2] = falloc(nw);
+        be->ops->depthwise_forward(be, &d, x, w, NULL, out[t][0]);
+        be->ops->depthwise_backward_data(be, &d, dy, w, out[t][1]);
+        be->ops->depthwise_backward_filter(be, &d, x, dy, out[t][2], ws);
+        free(ws);
+        tfc_backend_free(be);
+    }
+    CU_ASSERT(memcmp(out[0][0], out[1][0], (size_t)ny * 4) == 0);
+    CU_ASSERT(memcmp(out[0][1], out[1][1], (size_t)nx * 4) == 0);
+    CU_ASSERT(memcmp(out[0][2], out[1][2], (size_t)nw * 4) == 0);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 3; k++) free(out[t][k]);
+    free(x), free(w), free(dy);
+}
+
+/* ---- a backend without the kernels ---------------------------------------------------- */
+
+/* A model with `layer` binds on the CPU and is refused, naming the layer, its type and the
+ * op, on a CPU table whose slot `op` is NULL (what the GPU backend has today). */
+static void refused_without(const char *yaml, const char *op, const char *type)
+{
+    tfc_model *m = tfc_test_model(yaml);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    TFC_ASSERT(m && be);
+    tfc_backend_ops lacking = *be->ops;
+    const tfc_backend_ops *cpu_ops = be->ops;
+    size_t slot = 0;
+#define FIND_SLOT(ret, name, params)                                                     \
+    if (!strcmp(#name, op)) slot = offsetof(tfc_backend_ops, name);
+    TFC_BACKEND_LAYER_OPS(FIND_SLOT)
+#undef FIND_SLOT
+    TFC_ASSERT(slot != 0);
+    memset((char *)&lacking + slot, 0, sizeof(void (*)(void)));
+    be->ops = &lacking;
+    tfc_error err;
+    tfc_error_clear(&err);
+    char want[128];
+    snprintf(want, sizeof want, "no kernel for %s yet (op '%s')", type, op);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'v'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
+    be->ops = cpu_ops;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+static void test_missing_kernels_refused(void)
+{
+    const char *dw = "input: {shape: [5, 5, 2]}\nlayers:\n"
+                     "  - DepthwiseConv2D: {name: v, kernel_size: 3}\n";
+    refused_without(dw, "depthwise_forward", "DepthwiseConv2D");
+    refused_without(dw, "depthwise_backward_filter", "DepthwiseConv2D");
+}
+
+TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
+              {"depthwise_threads", test_depthwise_threads},
+              {"missing_kernels_refused", test_missing_kernels_refused})
