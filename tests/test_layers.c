@@ -153,6 +153,38 @@ static const gc_case cases[] = {
     {"depthwise_valid_multiplier", IMG "  - Conv2D: {filters: 3, kernel_size: 1, activation: tanh}\n"
                                    "  - DepthwiseConv2D: {kernel_size: 2, depth_multiplier: 2}\n"
                                    "  - GlobalAveragePooling2D: {}\n  - Dense: {units: 3}\n", 3},
+    /* every form of the amounts: an int, a pair, a pair of pairs, an int beside a pair */
+    {"zero_padding_cropping", IMG "  - ZeroPadding2D: {}\n"
+                              "  - Conv2D: {filters: 2, kernel_size: 3, activation: tanh}\n"
+                              "  - ZeroPadding2D: {padding: [[1, 2], [0, 3]]}\n"
+                              "  - Cropping2D: {cropping: [2, 1]}\n"
+                              "  - ZeroPadding2D: {padding: [0, [2, 1]]}\n"
+                              "  - Cropping2D: {cropping: [[0, 1], 2]}\n"
+                              "  - Cropping2D: {cropping: 1}\n"
+                              "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"upsampling_nearest", IMG "  - UpSampling2D: {size: [2, 3]}\n"
+                           "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"
+                           "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* odd factors: half-pixel centres fall between cells and at the clamped edges */
+    {"upsampling_bilinear_odd", IMG "  - UpSampling2D: {size: [3, 1], interpolation: bilinear}\n"
+                                "  - UpSampling2D: {size: [1, 3], interpolation: bilinear}\n"
+                                "  - Conv2D: {filters: 2, kernel_size: 3, strides: 3}\n"
+                                "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"global_max_keepdims", IMG "  - Conv2D: {filters: 4, kernel_size: 2, activation: tanh}\n"
+                            "  - GlobalMaxPooling2D: {keepdims: true}\n"
+                            "  - GlobalAveragePooling2D: {name: gap, keepdims: true, inputs: conv2d}\n"
+                            "  - Concatenate: {inputs: [global_max_pooling2d, gap]}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* squeeze-and-excitation: a (1, 1, C) scale and a (C) one broadcast over the image;
+     * three inputs (the product of the others in the workspace) */
+    {"multiply_broadcast", IMG "  - Conv2D: {name: c, filters: 3, kernel_size: 3, padding: same, activation: tanh}\n"
+                           "  - GlobalAveragePooling2D: {keepdims: true}\n"
+                           "  - Dense: {name: s, units: 3, activation: sigmoid}\n"
+                           "  - GlobalMaxPooling2D: {inputs: c}\n"
+                           "  - Dense: {name: t, units: 3}\n"
+                           "  - Multiply: {name: m, inputs: [s, c, t]}\n"
+                           "  - Multiply: {inputs: [m, c]}\n"
+                           "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

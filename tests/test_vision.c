@@ -163,6 +163,112 @@ static void test_depthwise_threads(void)
     free(x), free(w), free(dy);
 }
 
+/* ---- UpSampling2D -------------------------------------------------------------------- */
+
+/* Row o's weights over the `in` cells of an axis enlarged s times, as jax.image.resize
+ * computes them: a triangle of width 1 around the half-pixel centre (o + 1/2) / s - 1/2,
+ * the weights of the cells inside the image renormalised to sum 1 (nearest: the cell o / s). */
+static void axis_weights(int o, int s, int in, int bilinear, double *w)
+{
+    double centre = (o + 0.5) / s - 0.5, sum = 0;
+    for (int i = 0; i < in; i++) {
+        w[i] = bilinear ? fmax(0, 1 - fabs(centre - i)) : i == o / s;
+        sum += w[i];
+    }
+    for (int i = 0; i < in; i++) w[i] /= sum;
+}
+
+/* Forward, and backward onto ones, against the dense weight matrices above: nearest and
+ * bilinear, even and odd factors, one-cell axes. */
+static void test_upsample_values(void)
+{
+    const tfc_resize_desc ds[] = {
+        {2, 5, 4, 3, 2, 2, 1}, {1, 4, 5, 2, 3, 3, 1}, {2, 3, 1, 5, 1, 4, 1},
+        {2, 5, 4, 3, 2, 3, 0}, {1, 1, 3, 17, 5, 2, 1},
+    };
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (size_t t = 0; t < sizeof ds / sizeof *ds; t++) {
+        const tfc_resize_desc *d = &ds[t];
+        const int oh = d->h * d->sh, ow = d->w * d->sw, c = d->c;
+        int64_t nx = (int64_t)d->n * d->h * d->w * c, ny = (int64_t)d->n * oh * ow * c;
+        float *x = falloc(nx), *y = falloc(ny), *dy = falloc(ny), *dx = falloc(nx);
+        double *ry = calloc((size_t)ny, 8), *rdx = calloc((size_t)nx, 8);
+        double *wy = calloc((size_t)d->h, 8), *wx = calloc((size_t)d->w, 8);
+        tfc_test_fill(x, nx, -1, 1, 7 + (unsigned)t);
+        tfc_test_fill(dy, ny, -1, 1, 17 + (unsigned)t);
+        for (int64_t i = 0; i < nx; i++) dx[i] = 1, rdx[i] = 1;
+        for (int n = 0; n < d->n; n++)
+            for (int i = 0; i < oh; i++)
+                for (int j = 0; j < ow; j++) {
+                    axis_weights(i, d->sh, d->h, d->bilinear, wy);
+                    axis_weights(j, d->sw, d->w, d->bilinear, wx);
+                    for (int u = 0; u < d->h; u++)
+                        for (int v = 0; v < d->w; v++)
+                            for (int k = 0; k < c; k++) {
+                                int64_t yi = (((int64_t)n * oh + i) * ow + j) * c + k;
+                                int64_t xi = (((int64_t)n * d->h + u) * d->w + v) * c + k;
+                                ry[yi] += wy[u] * wx[v] * x[xi];
+                                rdx[xi] += wy[u] * wx[v] * dy[yi];
+                            }
+                }
+        be->ops->upsample_forward(be, d, x, y);
+        be->ops->upsample_backward(be, d, dy, dx);
+        double ef = max_rel(y, ry, ny), eb = max_rel(dx, rdx, nx);
+        if (ef > 1e-6 || eb > 1e-6) fprintf(stderr, "\ncase %zu: %.3g %.3g\n", t, ef, eb);
+        CU_ASSERT(ef <= 1e-6 && eb <= 1e-6);
+        free(x), free(y), free(dy), free(dx), free(ry), free(rdx), free(wy), free(wx);
+    }
+    tfc_backend_free(be);
+}
+
+/* ---- Multiply ------------------------------------------------------------------------ */
+
+/* mul with and without broadcast and accumulation, and mul_reduce, against loops. */
+static void test_mul_values(void)
+{
+    enum { G = 3, R = 5, C = 7 };
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    float a[G * R * C], b[G * R * C], v[G * C], y[G * R * C], acc[G * R * C], db[G * C];
+    tfc_test_fill(a, G * R * C, -1, 1, 1);
+    tfc_test_fill(b, G * R * C, -1, 1, 2);
+    tfc_test_fill(v, G * C, -1, 1, 3);
+    for (int i = 0; i < G * R * C; i++) acc[i] = 1;
+    for (int i = 0; i < G * C; i++) db[i] = 1;
+    be->ops->mul(be, G, R, C, a, v, 1, y, 0);
+    be->ops->mul(be, G, R, C, a, b, 0, acc, 1);
+    be->ops->mul_reduce(be, G, R, C, a, b, db);
+    double ry[G * R * C], racc[G * R * C], rdb[G * C];
+    for (int g = 0; g < G; g++)
+        for (int k = 0; k < C; k++) {
+            rdb[g * C + k] = 1;
+            for (int r = 0; r < R; r++) {
+                int i = (g * R + r) * C + k;
+                ry[i] = (double)a[i] * v[g * C + k];
+                racc[i] = 1 + (double)a[i] * b[i];
+                rdb[g * C + k] += (double)a[i] * b[i];
+            }
+        }
+    CU_ASSERT(max_rel(y, ry, G * R * C) <= 1e-6);
+    CU_ASSERT(max_rel(acc, racc, G * R * C) <= 1e-6);
+    CU_ASSERT(max_rel(db, rdb, G * C) <= 1e-6);
+    tfc_backend_free(be);
+}
+
+/* Shapes Multiply refuses, naming the input. */
+static void test_multiply_shapes_refused(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *yaml = "input: {shape: [4, 4, 3]}\nlayers:\n"
+                       "  - Conv2D: {name: c, filters: 3, kernel_size: 1}\n"
+                       "  - Conv2D: {name: d, filters: 1, kernel_size: 1, inputs: input}\n"
+                       "  - Multiply: {inputs: [c, d]}\n";
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "input 1 is (4, 4, 1)"));
+    tfc_model_free(m);
+}
+
 /* ---- a backend without the kernels ---------------------------------------------------- */
 
 /* A model with `layer` binds on the CPU and is refused, naming the layer, its type and the
@@ -202,8 +308,16 @@ static void test_missing_kernels_refused(void)
                      "  - DepthwiseConv2D: {name: v, kernel_size: 3}\n";
     refused_without(dw, "depthwise_forward", "DepthwiseConv2D");
     refused_without(dw, "depthwise_backward_filter", "DepthwiseConv2D");
+    refused_without("input: {shape: [5, 5, 2]}\nlayers:\n"
+                    "  - UpSampling2D: {name: v, interpolation: bilinear}\n",
+                    "upsample_forward", "UpSampling2D");
+    refused_without("input: {shape: [5, 5, 2]}\nlayers:\n  - GlobalAveragePooling2D: {}\n"
+                    "  - Multiply: {name: v, inputs: [input, global_average_pooling2d]}\n",
+                    "mul_reduce", "Multiply");
 }
 
 TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"depthwise_threads", test_depthwise_threads},
+              {"upsample_values", test_upsample_values}, {"mul_values", test_mul_values},
+              {"multiply_shapes_refused", test_multiply_shapes_refused},
               {"missing_kernels_refused", test_missing_kernels_refused})

@@ -563,9 +563,9 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = conv2d(x, l, in);
     } else if (!strcmp(type, "MaxPooling2D") || !strcmp(type, "AveragePooling2D")) {
         r = pool(x, l, in, type[0] == 'M');
-    } else if (!strcmp(type, "GlobalAveragePooling2D")) {
+    } else if (!strcmp(type, "GlobalAveragePooling2D") || !strcmp(type, "GlobalMaxPooling2D")) {
         t = nchw(x, in);
-        unary(x, "GlobalAveragePool", t.name, t.name, NULL);
+        unary(x, type[6] == 'A' ? "GlobalAveragePool" : "GlobalMaxPool", t.name, t.name, NULL);
         r = reshape(x, &t, &l->out_shape);
     } else if (!strcmp(type, "BatchNormalization")) {
         r = batch_norm(x, l, in);

@@ -232,6 +232,10 @@ static const tfc_backend_ops cpu_ops = {
     .depthwise_forward = tfc_cpu_depthwise_forward,
     .depthwise_backward_data = tfc_cpu_depthwise_backward_data,
     .depthwise_backward_filter = tfc_cpu_depthwise_backward_filter,
+    .upsample_forward = tfc_cpu_upsample_forward,
+    .upsample_backward = tfc_cpu_upsample_backward,
+    .mul = tfc_cpu_mul,
+    .mul_reduce = tfc_cpu_mul_reduce,
 };
 
 const char *tfc_cpu_blas_core(void)

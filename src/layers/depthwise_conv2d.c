@@ -1,8 +1,8 @@
 /* DepthwiseConv2D (keras.layers.DepthwiseConv2D): each input channel convolved with its own
  * depth_multiplier filters, TensorFlow's valid/same padding, strides and dilation (both at
  * once, as Keras's JAX backend allows). Output channel k = c_in m + j reads channel c_in:
- *   y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] K[u, v, k / m, k % m]
- *                   + b[k]                                  K [kh, kw, c, m], b [c m]
+ *   y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m]
+ *                             K[u, v, k / m, k % m] + b[k]          K [kh, kw, c, m], b [c m]
  *   backward: dK += x (*) dy per channel, db += sum dy, dx += dy (*)^T K (the backend's
  *   depthwise ops; all accumulate) */
 #include "layers/layer.h"
@@ -13,8 +13,6 @@ typedef struct depthwise_args {
     const tfc_node *depthwise_initializer, *bias_initializer;
 } depthwise_args;
 
-static const char *const data_format_names[] = {"channels_last", NULL};
-
 static const tfc_field depthwise_fields[] = {
     {"kernel_size", TFC_F_INT_PAIR, offsetof(depthwise_args, kernel_size), NULL, 1, 4096, NULL,
      "kernel height and width"},
@@ -23,8 +21,7 @@ static const tfc_field depthwise_fields[] = {
      tfc_padding_names, "valid or same"},
     {"depth_multiplier", TFC_F_INT, offsetof(depthwise_args, depth_multiplier), "1", 1, 4096,
      NULL, "filters per input channel"},
-    {"data_format", TFC_F_ENUM, offsetof(depthwise_args, data_format), "channels_last",
-     TFC_UNBOUNDED, data_format_names, "channels_last (the only layout tfc has)"},
+    TFC_DATA_FORMAT_FIELD(depthwise_args, data_format),
     {"dilation_rate", TFC_F_INT_PAIR, offsetof(depthwise_args, dilation_rate), "1", 1, 4096, NULL,
      "dilation"},
     TFC_ACTIVATION_FIELD(depthwise_args, activation),

@@ -8,6 +8,8 @@
 const char *const tfc_padding_names[TFC_PADDING_COUNT + 1] = {
     [TFC_PADDING_VALID] = "valid", [TFC_PADDING_SAME] = "same", [TFC_PADDING_COUNT] = NULL};
 
+const char *const tfc_data_format_names[2] = {"channels_last", NULL};
+
 tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
                                int trainable, tfc_init init)
 {

@@ -166,6 +166,13 @@ tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, 
     {"activation", TFC_F_ENUM, offsetof(type, member), "linear", TFC_UNBOUNDED, tfc_act_names, \
      "activation applied to the output"}
 
+/* The `data_format:` argument of the image layers: Keras's default, channels_last, is the
+ * only layout tfc has (images are NHWC), so channels_first is an unknown enum value. */
+extern const char *const tfc_data_format_names[2];
+#define TFC_DATA_FORMAT_FIELD(type, member)                                                   \
+    {"data_format", TFC_F_ENUM, offsetof(type, member), "channels_last", TFC_UNBOUNDED,        \
+     tfc_data_format_names, "channels_last (the only layout tfc has)"}
+
 /* Reads an initializer argument of layer l (`node` may be NULL: `def`). */
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err);
