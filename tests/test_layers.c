@@ -185,6 +185,12 @@ static const gc_case cases[] = {
                            "  - Multiply: {name: m, inputs: [s, c, t]}\n"
                            "  - Multiply: {inputs: [m, c]}\n"
                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* inputs spread over the kinks of relu6 (0, 6) and hard_silu (-3, 3) */
+    {"activations_vision", "input: {shape: [6]}\nlayers:\n"
+                           "  - Dense: {units: 8, activation: relu6, kernel_initializer: {type: random_uniform, minval: -4, maxval: 4}}\n"
+                           "  - Dense: {units: 8, activation: hard_silu, kernel_initializer: {type: random_uniform, minval: -3, maxval: 3}}\n"
+                           "  - Dense: {units: 6, activation: mish}\n"
+                           "  - Activation: {activation: mish}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

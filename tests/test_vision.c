@@ -269,6 +269,75 @@ static void test_multiply_shapes_refused(void)
     tfc_model_free(m);
 }
 
+/* ---- relu6, hard_silu, mish ---------------------------------------------------------- */
+
+static double relu6(double v) { return fmin(fmax(v, 0), 6); }
+
+/* Forward and backward (onto ones) over [-8, 8] against Keras's formulas in double: relu6
+ * min(max(x, 0), 6); hard_silu x relu6(x + 3) / 6; mish x tanh(log(1 + e^x)). Derivatives
+ * away from the kinks by central differences of the same formulas. */
+static void test_activation_values(void)
+{
+    enum { N = 401 };
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const tfc_act acts[] = {TFC_ACT_RELU6, TFC_ACT_HARD_SILU, TFC_ACT_MISH};
+    float x[N], y[N], dy[N], dx[N];
+    double ry[N], rdx[N];
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+        for (int i = 0; i < N; i++) {
+            x[i] = -8.0f + 16.0f * (float)i / (N - 1) + 0.013f; /* off the kinks */
+            dy[i] = 0.5f + (float)(i % 7) / 7.0f;
+            dx[i] = 1;
+            double f[3];
+            for (int k = 0; k < 3; k++) {
+                double v = x[i] + (k - 1) * 1e-6;
+                f[k] = acts[a] == TFC_ACT_RELU6       ? relu6(v)
+                       : acts[a] == TFC_ACT_HARD_SILU ? v * relu6(v + 3) / 6
+                                                      : v * tanh(log1p(exp(v)));
+            }
+            ry[i] = f[1];
+            rdx[i] = 1 + dy[i] * (f[2] - f[0]) / 2e-6;
+        }
+        be->ops->act_forward(be, acts[a], N, N, x, y);
+        be->ops->act_backward(be, acts[a], N, N, x, y, dy, dx, 0);
+        double ef = max_rel(y, ry, N), eb = max_rel(dx, rdx, N);
+        if (ef > 1e-6 || eb > 2e-5)
+            fprintf(stderr, "\n%s: forward %.3g backward %.3g\n", tfc_act_names[acts[a]], ef, eb);
+        CU_ASSERT(ef <= 1e-6 && eb <= 2e-5);
+    }
+    tfc_backend_free(be);
+}
+
+/* The GPU backend lacks these activations (tfc_backend.acts): a model using one is refused
+ * at bind, naming the layer and the activation, whichever layer carries it. */
+static void test_missing_activation_refused(void)
+{
+    const char *yamls[] = {"input: {shape: [4]}\nlayers:\n  - Dense: {name: v, units: 3, activation: mish}\n",
+                           "input: {shape: [5, 5, 2]}\nlayers:\n"
+                           "  - Conv2D: {filters: 2, kernel_size: 3}\n"
+                           "  - Activation: {name: v, activation: relu6}\n",
+                           "input: {shape: [5, 5, 2]}\nlayers:\n"
+                           "  - Conv2D: {name: v, filters: 2, kernel_size: 3, activation: hard_silu}\n"};
+    const char *names[] = {"'mish'", "'relu6'", "'hard_silu'"};
+    for (int k = 0; k < 3; k++) {
+        tfc_model *m = tfc_test_model(yamls[k]);
+        tfc_backend *be = tfc_cpu_backend_create(1);
+        TFC_ASSERT(m && be);
+        be->acts = (1u << TFC_ACT_RELU6) - 1; /* the GPU's */
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'v'"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no kernel for the activation"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, names[k]));
+        be->acts = (1u << TFC_ACT_COUNT) - 1;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+        tfc_model_free(m);
+        tfc_backend_free(be);
+    }
+}
+
 /* ---- a backend without the kernels ---------------------------------------------------- */
 
 /* A model with `layer` binds on the CPU and is refused, naming the layer, its type and the
@@ -320,4 +389,6 @@ TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"depthwise_threads", test_depthwise_threads},
               {"upsample_values", test_upsample_values}, {"mul_values", test_mul_values},
               {"multiply_shapes_refused", test_multiply_shapes_refused},
+              {"activation_values", test_activation_values},
+              {"missing_activation_refused", test_missing_activation_refused},
               {"missing_kernels_refused", test_missing_kernels_refused})

@@ -261,6 +261,21 @@ static tref activation(exporter *x, const tfc_layer *l, tfc_act act, const tref 
         node(x, "Mul", (const char *[]){t2, c, NULL}, r.name, NULL);
         return r;
     }
+    case TFC_ACT_RELU6: { /* Clip(x, 0, 6) */
+        float lo = 0.0f, hi = 6.0f;
+        init_f32(x, t1, "zero", NULL, 0, &lo);
+        init_f32(x, t2, "six", NULL, 0, &hi);
+        fresh(x, r.name, "Clip");
+        node(x, "Clip", (const char *[]){in->name, t1, t2, NULL}, r.name, NULL);
+        return r;
+    }
+    case TFC_ACT_HARD_SILU: unary(x, "HardSwish", in->name, r.name, NULL); return r;
+    case TFC_ACT_MISH: /* x tanh(softplus(x)) */
+        unary(x, "Softplus", in->name, t1, NULL);
+        unary(x, "Tanh", t1, t2, NULL);
+        fresh(x, r.name, "Mul");
+        node(x, "Mul", (const char *[]){in->name, t2, NULL}, r.name, NULL);
+        return r;
     default: break;
     }
     unsupported(x, l, "this activation has no ONNX form here");

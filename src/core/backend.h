@@ -38,6 +38,9 @@ typedef enum tfc_act {
     TFC_ACT_SWISH,        /* x * sigmoid(x), also called silu */
     TFC_ACT_HARD_SIGMOID, /* relu6(x + 3) / 6, as Keras 3 */
     TFC_ACT_EXPONENTIAL,
+    TFC_ACT_RELU6,        /* min(max(x, 0), 6) */
+    TFC_ACT_HARD_SILU,    /* x relu6(x + 3) / 6 (Keras's hard_silu, hard_swish elsewhere) */
+    TFC_ACT_MISH,         /* x tanh(softplus(x)) */
     TFC_ACT_COUNT
 } tfc_act;
 
@@ -412,6 +415,10 @@ struct tfc_backend {
      * table of the Embedding that alone feeds it (graph.c), and the forward pass must give
      * the bits it gives on the Embedding's output. */
     int (*lstm_ids)(const tfc_lstm_desc *d);
+    /* The activations act_forward, act_backward and the fused epilogues (conv_forward,
+     * bn_forward_train, add) implement: bit a set for tfc_act a. Binding a model with a layer
+     * whose activation is missing fails naming both (graph.c), as for a missing layer op. */
+    uint32_t acts;
 };
 
 /* Frees a backend (NULL: nothing). */

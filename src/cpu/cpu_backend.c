@@ -318,6 +318,7 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->device = -1;
     be->threads = threads;
     be->lstm_ids = tfc_cpu_lstm_ids;
+    be->acts = (1u << TFC_ACT_COUNT) - 1; /* every one */
     be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
     return be;
 }

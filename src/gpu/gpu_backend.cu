@@ -366,6 +366,8 @@ tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err)
     }
     be->ops = &gpu_ops;
     be->device = index;
+    /* the activations gpu_elementwise.cu's kernels have: those before relu6 */
+    be->acts = (1u << TFC_ACT_RELU6) - 1;
     be->threads = 1;
     be->impl = g;
     g->device = index;
