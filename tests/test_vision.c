@@ -338,6 +338,81 @@ static void test_missing_activation_refused(void)
     }
 }
 
+/* ---- Keras parity ---------------------------------------------------------------------- */
+
+/* One fixture of tests/ref/vision: its model (metadata `yaml`) bound for inference (the
+ * inference layout with its fused chains, or with `training_layout` the training one), the
+ * weights loaded by name, the forward pass of `x` against Keras's `y`: each value within
+ * 1e-5 of |y| plus 1e-6 of y's largest magnitude. Prints the largest differences. */
+static void parity_case(const char *path, int training_layout)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const char *yaml = tfc_st_meta(f, "yaml");
+    const tfc_st_tensor *tx = tfc_st_find(f, "x"), *ty = tfc_st_find(f, "y");
+    CU_ASSERT_FATAL(yaml && tx && ty);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), path, &err);
+    if (!m) fprintf(stderr, "\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    const int batch = (int)tx->shape.dim[0];
+    tfc_status st = training_layout ? tfc_model_bind(m, be, batch, &err)
+                                    : tfc_model_bind_inference(m, be, batch, &err);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    if (tfc_model_param_count(m)) { /* a load matching nothing is an error */
+        tfc_weights_report rep = {0};
+        CU_ASSERT_EQUAL(tfc_model_load_weights(m, path, &rep, &err), TFC_OK);
+        int params = 0;
+        for (int i = 0; i < tfc_model_nlayers(m); i++) params += tfc_model_layer(m, i)->nparams;
+        CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched == params);
+        free(rep.text);
+    }
+    float *x = falloc(tx->numel), *want = falloc(ty->numel), *got = falloc(ty->numel);
+    tfc_st_tensor_to_f32(tx, x);
+    tfc_st_tensor_to_f32(ty, want);
+    CU_ASSERT_EQUAL(tfc_model_forward(m, x, batch, 0, 0, 0, &err), TFC_OK);
+    CU_ASSERT_EQUAL(ty->numel, batch * tfc_shape_numel(tfc_model_output_shape(m)));
+    tfc_model_get_output(m, got);
+    double scale = 0, abs_err = 0, rel_err = 0;
+    for (int64_t i = 0; i < ty->numel; i++) scale = fmax(scale, fabs(want[i]));
+    int bad = 0;
+    for (int64_t i = 0; i < ty->numel; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        abs_err = fmax(abs_err, d);
+        if (fabs(want[i]) > 1e-3 * scale) rel_err = fmax(rel_err, d / fabs(want[i]));
+        bad += !(d <= 1e-5 * fabs(want[i]) + 1e-6 * scale);
+    }
+    printf("\n  %s (%s layout): max abs diff %.3g (max |y| %.3g), max rel %.3g%s",
+           strrchr(path, '/') + 1, training_layout ? "training" : "inference", abs_err, scale,
+           rel_err, bad ? " MISMATCH" : "");
+    CU_ASSERT_EQUAL(bad, 0);
+    free(x), free(want), free(got);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    tfc_st_close(f);
+}
+
+static void test_parity_keras(void)
+{
+    const char *dir = "tests/ref/vision";
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int cases = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        parity_case(path, 0);
+        parity_case(path, 1);
+        cases++;
+    }
+    closedir(d);
+    CU_ASSERT(cases >= 9);
+}
+
 /* ---- a backend without the kernels ---------------------------------------------------- */
 
 /* A model with `layer` binds on the CPU and is refused, naming the layer, its type and the
@@ -391,4 +466,5 @@ TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"multiply_shapes_refused", test_multiply_shapes_refused},
               {"activation_values", test_activation_values},
               {"missing_activation_refused", test_missing_activation_refused},
+              {"parity_keras", test_parity_keras},
               {"missing_kernels_refused", test_missing_kernels_refused})
