@@ -191,6 +191,17 @@ static const gc_case cases[] = {
                            "  - Dense: {units: 8, activation: hard_silu, kernel_initializer: {type: random_uniform, minval: -3, maxval: 3}}\n"
                            "  - Dense: {units: 6, activation: mish}\n"
                            "  - Activation: {activation: mish}\n  - Dense: {units: 3}\n", 3},
+    /* the decoder's step: strides with valid (default output_padding), same, an explicit
+     * output_padding, a kernel smaller than the stride (rows no tap reaches: bias only) */
+    {"conv_transpose_valid_same", IMG "  - Conv2DTranspose: {filters: 3, kernel_size: 3, strides: 2, activation: tanh}\n"
+                                  "  - Conv2DTranspose: {filters: 2, kernel_size: [2, 3], strides: [1, 2], padding: same}\n"
+                                  "  - Conv2D: {filters: 2, kernel_size: 3, strides: 3}\n"
+                                  "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"conv_transpose_output_padding", IMG "  - Conv2DTranspose: {filters: 2, kernel_size: 3, strides: [3, 2], padding: same, output_padding: [2, 0]}\n"
+                                      "  - Conv2DTranspose: {filters: 2, kernel_size: 1, strides: 2, use_bias: false}\n"
+                                      "  - Conv2DTranspose: {filters: 2, kernel_size: 2, dilation_rate: 2, output_padding: 0}\n"
+                                      "  - Conv2D: {filters: 2, kernel_size: 3, strides: 4}\n"
+                                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

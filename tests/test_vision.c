@@ -269,6 +269,37 @@ static void test_multiply_shapes_refused(void)
     tfc_model_free(m);
 }
 
+/* Arguments refused with a positioned error saying why. */
+static void test_config_errors(void)
+{
+    const char *bad[][2] = {
+        {"  - Conv2DTranspose: {filters: 2, kernel_size: 3, strides: 2, output_padding: [1, 2]}\n",
+         "must be less than the stride 2"},
+        {"  - Conv2DTranspose: {filters: 2, kernel_size: 3, strides: 2, dilation_rate: 2}\n",
+         "strides > 1 with dilation_rate > 1"},
+        {"  - ZeroPadding2D: {padding: [1, 2, 3]}\n", "expected an int, [rows, columns]"},
+        {"  - ZeroPadding2D: {padding: [1, [2, 3, 4]]}\n", "expected an int or a pair"},
+        {"  - Cropping2D: {cropping: [[2, 3], 0]}\n", "leaves nothing of the input"},
+        {"  - DepthwiseConv2D: {kernel_size: 3, data_format: channels_first}\n", "channels_last"},
+        {"  - UpSampling2D: {interpolation: bicubic}\n", "bilinear"},
+        {"  - DepthwiseConv2D: {kernel_size: 3, depthwise_regularizer: l2}\n",
+         "depthwise_regularizer"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "input: {shape: [5, 6, 2]}\nlayers:\n%s", bad[i][0]);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "bad.yaml", &err);
+        CU_ASSERT_PTR_NULL(m);
+        int found = strstr(err.text, bad[i][1]) != NULL;
+        if (!found) fprintf(stderr, "\nwanted '%s' in: %s", bad[i][1], err.text);
+        CU_ASSERT(found);
+        CU_ASSERT(err.line == 3);
+        tfc_model_free(m);
+    }
+}
+
 /* ---- relu6, hard_silu, mish ---------------------------------------------------------- */
 
 static double relu6(double v) { return fmin(fmax(v, 0), 6); }
@@ -464,6 +495,7 @@ TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"depthwise_threads", test_depthwise_threads},
               {"upsample_values", test_upsample_values}, {"mul_values", test_mul_values},
               {"multiply_shapes_refused", test_multiply_shapes_refused},
+              {"config_errors", test_config_errors},
               {"activation_values", test_activation_values},
               {"missing_activation_refused", test_missing_activation_refused},
               {"parity_keras", test_parity_keras},

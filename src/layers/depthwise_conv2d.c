@@ -52,9 +52,7 @@ static tfc_status depthwise_build(tfc_layer *l, tfc_error *err)
     const depthwise_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    if (in->ndim != 3)
-        return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     if (in->dim[2] * a->depth_multiplier > 1 << 24)
         return tfc_layer_error(err, l, "%lld channels times depth_multiplier %d is too many",
                                (long long)in->dim[2], a->depth_multiplier);

@@ -49,6 +49,14 @@ void tfc_conv_axis(int in, int k, int s, int d, int same, int *out, int *pad_bef
     }
 }
 
+tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err)
+{
+    char buf[96];
+    if (l->in_shape[0].ndim == 3) return TFC_OK;
+    return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
+                           tfc_shape_str(&l->in_shape[0], buf, sizeof buf));
+}
+
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err)
 {

@@ -173,6 +173,10 @@ extern const char *const tfc_data_format_names[2];
     {"data_format", TFC_F_ENUM, offsetof(type, member), "channels_last", TFC_UNBOUNDED,        \
      tfc_data_format_names, "channels_last (the only layout tfc has)"}
 
+/* An image layer's input check: TFC_OK when l's input is (height, width, channels), else a
+ * positioned error naming the shape found. */
+tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err);
+
 /* Reads an initializer argument of layer l (`node` may be NULL: `def`). */
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err);

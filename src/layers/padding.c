@@ -91,9 +91,7 @@ static tfc_status border_build(tfc_layer *l, tfc_error *err)
     const tfc_shape *in = &l->in_shape[0];
     const int pad = l->ops == &tfc_zero_padding2d_ops;
     char buf[96];
-    if (in->ndim != 3)
-        return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     border *b = calloc(1, sizeof *b);
     if (!b) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     l->state = b;

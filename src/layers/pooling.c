@@ -64,9 +64,7 @@ static tfc_status pool_build(tfc_layer *l, tfc_error *err)
 {
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    if (in->ndim != 3)
-        return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     tfc_pool_desc d = pool_desc(l, 1);
     if (d.oh < 1 || d.ow < 1)
         return tfc_layer_error(err, l, "input %s is smaller than the %dx%d window with valid "

@@ -33,10 +33,7 @@ static tfc_status upsampling_build(tfc_layer *l, tfc_error *err)
 {
     const upsampling_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
-    char buf[96];
-    if (in->ndim != 3)
-        return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     l->out_shape = tfc_shape_make(3, (int64_t[]){in->dim[0] * a->size[0],
                                                  in->dim[1] * a->size[1], in->dim[2]});
     return TFC_OK;

@@ -125,9 +125,59 @@ layers:
 """
 
 
+def transpose_valid_s2():
+    x = keras.Input((4, 5, 3))
+    y = L.Conv2DTranspose(4, 3, strides=2, name="t")(x)
+    return x, y, """input: {shape: [4, 5, 3]}
+layers:
+  - Conv2DTranspose: {name: t, filters: 4, kernel_size: 3, strides: 2}
+"""
+
+
+def transpose_same_output_padding():
+    x = keras.Input((4, 3, 2))
+    y = L.Conv2DTranspose(3, (2, 3), strides=(3, 2), padding="same", output_padding=(1, 0),
+                          activation="relu6", name="t")(x)
+    return x, y, """input: {shape: [4, 3, 2]}
+layers:
+  - Conv2DTranspose: {name: t, filters: 3, kernel_size: [2, 3], strides: [3, 2], padding: same, output_padding: [1, 0], activation: relu6}
+"""
+
+
+def transpose_kernel_below_stride():
+    x = keras.Input((3, 4, 2))
+    h = L.Conv2DTranspose(2, 1, strides=2, name="t1")(x)
+    y = L.Conv2DTranspose(3, 2, strides=3, padding="same", name="t2")(h)
+    return x, y, """input: {shape: [3, 4, 2]}
+layers:
+  - Conv2DTranspose: {name: t1, filters: 2, kernel_size: 1, strides: 2}
+  - Conv2DTranspose: {name: t2, filters: 3, kernel_size: 2, strides: 3, padding: same}
+"""
+
+
+def autoencoder():
+    x = keras.Input((8, 8, 1))
+    h = L.Conv2D(4, 3, strides=2, padding="same", activation="relu", name="e1")(x)
+    h = L.Conv2D(6, 3, strides=2, padding="same", activation="relu", name="e2")(h)
+    h = L.Conv2DTranspose(4, 3, strides=2, padding="same", activation="relu", name="d1",
+                          dilation_rate=1)(h)
+    h = L.UpSampling2D(2, interpolation="bilinear", name="u")(h)
+    y = L.Conv2DTranspose(1, 3, padding="same", dilation_rate=2, activation="sigmoid",
+                          name="d2")(h)
+    return x, y, """input: {shape: [8, 8, 1]}
+layers:
+  - Conv2D: {name: e1, filters: 4, kernel_size: 3, strides: 2, padding: same, activation: relu}
+  - Conv2D: {name: e2, filters: 6, kernel_size: 3, strides: 2, padding: same, activation: relu}
+  - Conv2DTranspose: {name: d1, filters: 4, kernel_size: 3, strides: 2, padding: same, activation: relu}
+  - UpSampling2D: {name: u, interpolation: bilinear}
+  - Conv2DTranspose: {name: d2, filters: 1, kernel_size: 3, padding: same, dilation_rate: 2, activation: sigmoid}
+"""
+
+
 CASES = [depthwise_same_s2, depthwise_dilated_strided, depthwise_valid_hard_silu,
          padding_cropping, upsampling_nearest, upsampling_bilinear_odd, upsampling_bilinear_2,
-         squeeze_excitation, multiply_vector]
+         squeeze_excitation, multiply_vector, transpose_valid_s2, transpose_same_output_padding,
+         transpose_kernel_below_stride, autoencoder]
 
 
 def main():
