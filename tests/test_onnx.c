@@ -192,8 +192,9 @@ static void test_activations(void)
             "  - Activation: {activation: tanh}\n", 0);
 }
 
-/* GlobalMaxPooling2D and keepdims export; a layer with no ONNX form here (DepthwiseConv2D,
- * UpSampling2D, ...) is refused naming the layer and its type, writing nothing. */
+/* GlobalMaxPooling2D and keepdims, DepthwiseConv2D, ZeroPadding2D and Cropping2D export; a
+ * layer with no ONNX form here (UpSampling2D) is refused naming the layer and its type,
+ * writing nothing. */
 static void test_vision_layers(void)
 {
     if (!ready()) return;
@@ -205,9 +206,21 @@ static void test_vision_layers(void)
             "  - Add: {inputs: [global_max_pooling2d, a]}\n  - Flatten: {}\n"
             "  - GlobalMaxPooling2D: {name: m2, inputs: c}\n"
             "  - Concatenate: {inputs: [flatten, m2]}\n", 0);
+    /* DepthwiseConv2D as a grouped Conv (strides with dilation, depth_multiplier), padding
+     * as Pad and cropping as Slice in every form */
+    fixture("depthwise_pad_crop",
+            "input: {shape: [9, 8, 3]}\nlayers:\n"
+            "  - ZeroPadding2D: {padding: [[1, 2], [0, 3]]}\n"
+            "  - DepthwiseConv2D: {kernel_size: 3, strides: 2, padding: same, depth_multiplier: 2, "
+            "activation: relu6}\n"
+            "  - DepthwiseConv2D: {kernel_size: [2, 3], strides: [1, 2], dilation_rate: [2, 1], "
+            "use_bias: false}\n"
+            "  - Cropping2D: {cropping: [[1, 0], 0]}\n"
+            "  - ZeroPadding2D: {}\n  - Cropping2D: {cropping: [1, [0, 2]]}\n"
+            "  - Flatten: {}\n", 0);
     const char *model = tfc_test_write("dw.yaml", "input: {shape: [5, 5, 2]}\nlayers:\n"
-                                       "  - DepthwiseConv2D: {name: dw, kernel_size: 3}\n"
-                                       "  - Flatten: {}\n", -1);
+                                       "  - Conv2D: {filters: 2, kernel_size: 1}\n"
+                                       "  - UpSampling2D: {name: dw}\n  - Flatten: {}\n", -1);
     char cmd[4096], weights[1024], err[1024];
     snprintf(weights, sizeof weights, "%s", tfc_test_path("dw.safetensors"));
     snprintf(err, sizeof err, "%s", tfc_test_path("dw.err"));
@@ -224,7 +237,7 @@ static void test_vision_layers(void)
              tfc_test_path("dw.onnx"), err);
     CU_ASSERT_NOT_EQUAL(system(cmd), 0);
     char *text = tfc_test_read(err, NULL);
-    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'dw' (DepthwiseConv2D)"));
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'dw' (UpSampling2D)"));
     free(text);
     CU_ASSERT(access(tfc_test_path("dw.onnx"), F_OK) != 0);
 }

@@ -173,6 +173,10 @@ extern const char *const tfc_data_format_names[2];
     {"data_format", TFC_F_ENUM, offsetof(type, member), "channels_last", TFC_UNBOUNDED,        \
      tfc_data_format_names, "channels_last (the only layout tfc has)"}
 
+/* ZeroPadding2D's or Cropping2D's rows and columns added or cut: top, bottom, left, right
+ * (padding.c; for the ONNX export). */
+void tfc_layer_border(const tfc_layer *l, int side[4]);
+
 /* An image layer's input check: TFC_OK when l's input is (height, width, channels), else a
  * positioned error naming the shape found. */
 tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err);

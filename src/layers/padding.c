@@ -8,6 +8,7 @@
  * copy2d), so they run on every backend. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "layers/layer.h"
 
@@ -105,6 +106,11 @@ static tfc_status border_build(tfc_layer *l, tfc_error *err)
                                tfc_shape_str(in, buf, sizeof buf));
     l->out_shape = tfc_shape_make(3, (int64_t[]){h, w, in->dim[2]});
     return TFC_OK;
+}
+
+void tfc_layer_border(const tfc_layer *l, int side[4])
+{
+    memcpy(side, ((const border *)l->state)->side, sizeof(int[4]));
 }
 
 static void border_free(tfc_layer *l)
