@@ -635,6 +635,9 @@ static double ref_act(tfc_act a, double x)
     case TFC_ACT_SWISH: return x / (1 + exp(-x));
     case TFC_ACT_HARD_SIGMOID: return fmax(0, fmin(6, x + 3)) / 6;
     case TFC_ACT_EXPONENTIAL: return exp(x);
+    case TFC_ACT_RELU6: return fmax(0, fmin(6, x));
+    case TFC_ACT_HARD_SILU: return x * fmax(0, fmin(6, x + 3)) / 6;
+    case TFC_ACT_MISH: return x * tanh(x > 30 ? x : log(1 + exp(x)));
     default: return NAN;
     }
 }

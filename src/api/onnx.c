@@ -268,6 +268,21 @@ static tref activation(exporter *x, const tfc_layer *l, tfc_act act, const tref 
         node(x, "Mul", (const char *[]){t2, c, NULL}, r.name, NULL);
         return r;
     }
+    case TFC_ACT_RELU6: { /* Clip(x, 0, 6) */
+        float lo = 0.0f, hi = 6.0f;
+        init_f32(x, t1, "zero", NULL, 0, &lo);
+        init_f32(x, t2, "six", NULL, 0, &hi);
+        fresh(x, r.name, "Clip");
+        node(x, "Clip", (const char *[]){in->name, t1, t2, NULL}, r.name, NULL);
+        return r;
+    }
+    case TFC_ACT_HARD_SILU: unary(x, "HardSwish", in->name, r.name, NULL); return r;
+    case TFC_ACT_MISH: /* x tanh(softplus(x)) */
+        unary(x, "Softplus", in->name, t1, NULL);
+        unary(x, "Tanh", t1, t2, NULL);
+        fresh(x, r.name, "Mul");
+        node(x, "Mul", (const char *[]){in->name, t2, NULL}, r.name, NULL);
+        return r;
     default: break;
     }
     unsupported(x, l, "this activation has no ONNX form here");
@@ -299,7 +314,9 @@ static void tf_pads(const tfc_shape *in, const int *k, const int *s, const int *
                      &pads[ax + 2]);
 }
 
-static tref conv2d(exporter *x, const tfc_layer *l, const tref *in)
+/* Conv2D, or DepthwiseConv2D as a Conv of `group` = its input channels, each group one input
+ * channel and depth_multiplier outputs. */
+static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwise)
 {
     const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
     int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
@@ -310,9 +327,11 @@ static tref conv2d(exporter *x, const tfc_layer *l, const tref *in)
         free(bias);
         return r;
     }
-    /* Keras (KH, KW, Cin, Cout) -> ONNX (Cout, Cin, KH, KW) */
+    /* Keras (KH, KW, Cin, Cout) -> ONNX (Cout, Cin, KH, KW); depthwise (KH, KW, C, M) is
+     * (KH, KW, 1, C M) per group: ONNX (C M, 1, KH, KW) */
     int64_t KH = kp->shape.dim[0], KW = kp->shape.dim[1], CI = kp->shape.dim[2],
-            CO = kp->shape.dim[3];
+            CO = kp->shape.dim[3], group = 1;
+    if (depthwise) group = CI, CO *= CI, CI = 1;
     float *w = malloc((size_t)kp->numel * 4);
     for (int64_t a = 0; w && a < KH; a++)
         for (int64_t b = 0; b < KW; b++)
@@ -337,6 +356,7 @@ static tref conv2d(exporter *x, const tfc_layer *l, const tref *in)
     attr_ints(&a, "strides", st, 2);
     attr_ints(&a, "dilations", dl, 2);
     attr_ints(&a, "pads", pads, 4);
+    if (group > 1) attr_int(&a, "group", group);
     fresh(x, r.name, "Conv");
     node(x, "Conv", (const char *[]){xin.name, wn, bn[0] ? bn : NULL, NULL}, r.name, &a);
     return r;
@@ -357,6 +377,30 @@ static tref pool(exporter *x, const tfc_layer *l, const tref *in, int max)
     /* TensorFlow's SAME average leaves the padding out of the count */
     if (!max) attr_int(&a, "count_include_pad", 0);
     unary(x, max ? "MaxPool" : "AveragePool", xin.name, r.name, &a);
+    return r;
+}
+
+/* ZeroPadding2D as Pad (zeros), Cropping2D as Slice, on NCHW. */
+static tref border(exporter *x, const tfc_layer *l, const tref *in, int pad)
+{
+    int s[4];
+    tfc_layer_border(l, s);
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    char a[96], b[96], c[96];
+    if (pad) {
+        const int64_t pads[8] = {0, 0, s[0], s[2], 0, 0, s[1], s[3]};
+        init_i64(x, a, "pads", pads, 8);
+        fresh(x, r.name, "Pad");
+        node(x, "Pad", (const char *[]){xin.name, a, NULL}, r.name, NULL);
+        return r;
+    }
+    const int64_t starts[2] = {s[0], s[2]},
+                  ends[2] = {in->shape.dim[0] - s[1], in->shape.dim[1] - s[3]}, axes[2] = {2, 3};
+    init_i64(x, a, "starts", starts, 2);
+    init_i64(x, b, "ends", ends, 2);
+    init_i64(x, c, "axes", axes, 2);
+    fresh(x, r.name, "Slice");
+    node(x, "Slice", (const char *[]){xin.name, a, b, c, NULL}, r.name, NULL);
     return r;
 }
 
@@ -684,13 +728,15 @@ static tref layer(exporter *x, const tfc_layer *l)
     const char *type = l->ops->type;
     tref r = *in, t;
     tfc_pb a = {0};
-    if (!strcmp(type, "Conv2D")) {
-        r = conv2d(x, l, in);
+    if (!strcmp(type, "Conv2D") || !strcmp(type, "DepthwiseConv2D")) {
+        r = conv2d(x, l, in, type[0] == 'D');
+    } else if (!strcmp(type, "ZeroPadding2D") || !strcmp(type, "Cropping2D")) {
+        r = border(x, l, in, type[0] == 'Z');
     } else if (!strcmp(type, "MaxPooling2D") || !strcmp(type, "AveragePooling2D")) {
         r = pool(x, l, in, type[0] == 'M');
-    } else if (!strcmp(type, "GlobalAveragePooling2D")) {
+    } else if (!strcmp(type, "GlobalAveragePooling2D") || !strcmp(type, "GlobalMaxPooling2D")) {
         t = nchw(x, in);
-        unary(x, "GlobalAveragePool", t.name, t.name, NULL);
+        unary(x, type[6] == 'A' ? "GlobalAveragePool" : "GlobalMaxPool", t.name, t.name, NULL);
         r = reshape(x, &t, &l->out_shape);
     } else if (!strcmp(type, "Conv1D")) {
         r = conv1d(x, l, in);

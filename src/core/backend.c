@@ -21,6 +21,9 @@ const char *const tfc_act_names[TFC_ACT_COUNT + 1] = {
     [TFC_ACT_SWISH] = "swish",
     [TFC_ACT_HARD_SIGMOID] = "hard_sigmoid",
     [TFC_ACT_EXPONENTIAL] = "exponential",
+    [TFC_ACT_RELU6] = "relu6",
+    [TFC_ACT_HARD_SILU] = "hard_silu",
+    [TFC_ACT_MISH] = "mish",
     [TFC_ACT_COUNT] = NULL,
 };
 

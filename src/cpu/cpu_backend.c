@@ -236,6 +236,14 @@ static const tfc_backend_ops cpu_ops = {
     .grouped_conv_backward_filter = tfc_cpu_grouped_conv_backward_filter,
     .masked_mean_forward = tfc_cpu_masked_mean_forward,
     .masked_mean_backward = tfc_cpu_masked_mean_backward,
+    .depthwise_workspace = tfc_cpu_depthwise_workspace,
+    .depthwise_forward = tfc_cpu_depthwise_forward,
+    .depthwise_backward_data = tfc_cpu_depthwise_backward_data,
+    .depthwise_backward_filter = tfc_cpu_depthwise_backward_filter,
+    .upsample_forward = tfc_cpu_upsample_forward,
+    .upsample_backward = tfc_cpu_upsample_backward,
+    .mul = tfc_cpu_mul,
+    .mul_reduce = tfc_cpu_mul_reduce,
 };
 
 const char *tfc_cpu_blas_core(void)
@@ -318,6 +326,7 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->device = -1;
     be->threads = threads;
     be->lstm_ids = tfc_cpu_lstm_ids;
+    be->acts = (1u << TFC_ACT_COUNT) - 1; /* every one */
     be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
     return be;
 }

@@ -447,11 +447,17 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
 }
 
 /* A layer whose kernels the backend lacks (tfc_layer_ops.needs: a layer that has landed on
- * the CPU first) refuses the model on it, naming the layer and the op. */
+ * the CPU first), or whose activation it lacks (tfc_backend.acts), refuses the model on it,
+ * naming the layer and the op or activation. */
 static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_error *err)
 {
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
+        if (!(be->acts >> l->act & 1))
+            return tfc_layer_error(err, l,
+                                   "the %s backend has no kernel for the activation '%s' yet; "
+                                   "run this model with --device cpu",
+                                   be->ops->name, tfc_act_names[l->act]);
         const char *const *ops = l->ops->needs ? l->ops->needs(l) : NULL;
         for (const char *const *op = ops; op && *op; op++)
             if (!tfc_backend_has(be->ops, *op))

@@ -88,8 +88,7 @@ static tfc_status conv1d_build(tfc_layer *l, tfc_error *err)
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
         if (refused[i].v && !tfc_node_is_null(refused[i].v))
             return tfc_layer_error(err, l, "%s is not supported (only null)", refused[i].name);
-    if (tfc_layer_channels_last(l, a->data_format, err) ||
-        tfc_layer_one_int(l, "kernel_size", &a->kernel_size, err) ||
+    if (tfc_layer_one_int(l, "kernel_size", &a->kernel_size, err) ||
         tfc_layer_one_int(l, "strides", &a->strides, err) ||
         tfc_layer_one_int(l, "dilation_rate", &a->dilation_rate, err))
         return TFC_ERR_CONFIG;

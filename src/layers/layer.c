@@ -49,6 +49,14 @@ void tfc_conv_axis(int in, int k, int s, int d, int same, int *out, int *pad_bef
     }
 }
 
+tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err)
+{
+    char buf[96];
+    if (l->in_shape[0].ndim == 3) return TFC_OK;
+    return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
+                           tfc_shape_str(&l->in_shape[0], buf, sizeof buf));
+}
+
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err)
 {
@@ -57,12 +65,18 @@ tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const ch
     return tfc_init_parse(node, path, tfc_init_make(def), out, err);
 }
 
-tfc_status tfc_layer_channels_last(const tfc_layer *l, int data_format, tfc_error *err)
+tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err)
 {
-    if (data_format == 0) return TFC_OK;
-    return tfc_layer_error(err, l, "data_format: %s is not supported (only channels_last: "
-                                   "sequences are (steps, channels))",
-                           tfc_data_format_names[data_format]);
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++) {
+        if (f->choices != tfc_data_format_names) continue;
+        int data_format = *(const int *)((const char *)l->args + f->offset);
+        if (data_format != 0)
+            return tfc_layer_error(err, l, "data_format: %s is not supported (only "
+                                           "channels_last: images are (height, width, "
+                                           "channels), sequences (steps, channels))",
+                                   tfc_data_format_names[data_format]);
+    }
+    return TFC_OK;
 }
 
 tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,

@@ -77,10 +77,8 @@ static tfc_status pool1d_build(tfc_layer *l, tfc_error *err)
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
     const pool1d_args *a = is_global(l) ? NULL : l->args;
-    int data_format = a ? a->data_format : ((const global1d_args *)l->args)->data_format;
-    if (tfc_layer_channels_last(l, data_format, err) ||
-        (a && (tfc_layer_one_int(l, "pool_size", &a->pool_size, err) ||
-               (a->strides.n && tfc_layer_one_int(l, "strides", &a->strides, err)))))
+    if (a && (tfc_layer_one_int(l, "pool_size", &a->pool_size, err) ||
+              (a->strides.n && tfc_layer_one_int(l, "strides", &a->strides, err))))
         return TFC_ERR_CONFIG;
     if (in->ndim != 2)
         return tfc_layer_error(err, l, "needs an input of shape (steps, channels), got %s",

@@ -9,7 +9,9 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_max_pooling2d_ops, tfc_average_pooling2d_ops, tfc_global_average_pooling2d_ops,
     tfc_batch_normalization_ops, tfc_add_ops, tfc_concatenate_ops, tfc_conv1d_ops,
     tfc_max_pooling1d_ops, tfc_average_pooling1d_ops, tfc_global_max_pooling1d_ops,
-    tfc_global_average_pooling1d_ops;
+    tfc_global_average_pooling1d_ops, tfc_depthwise_conv2d_ops, tfc_zero_padding2d_ops,
+    tfc_cropping2d_ops, tfc_up_sampling2d_ops, tfc_global_max_pooling2d_ops, tfc_multiply_ops,
+    tfc_conv2d_transpose_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -19,6 +21,9 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_batch_normalization_ops, &tfc_add_ops,         &tfc_concatenate_ops,
     &tfc_conv1d_ops,         &tfc_max_pooling1d_ops,    &tfc_average_pooling1d_ops,
     &tfc_global_max_pooling1d_ops, &tfc_global_average_pooling1d_ops,
+    &tfc_depthwise_conv2d_ops, &tfc_zero_padding2d_ops,    &tfc_cropping2d_ops,
+    &tfc_up_sampling2d_ops,  &tfc_global_max_pooling2d_ops, &tfc_multiply_ops,
+    &tfc_conv2d_transpose_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)
