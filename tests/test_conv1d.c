@@ -158,6 +158,10 @@ static void test_grouped_conv_op(void)
     check_grouped_op(be, (tfc_conv_desc){.n = 2, .h = 5, .w = 4, .c = 4, .kh = 3, .kw = 2,
                                          .f = 8, .sh = 2, .sw = 1, .dh = 1, .dw = 1,
                                          .pad_top = 1, .pad_left = 0, .oh = 3, .ow = 3}, 4);
+    /* depthwise (one channel per group and filter, cpu_conv1d.c's own loops), more groups
+     * than one iteration of the filter gradient takes (16) */
+    check_grouped_op(be, keras_desc(3, 9, 20, 3, 1, 2, 20, 2), 20);
+    check_grouped_op(be, keras_desc(2, 10, 18, 4, 2, 1, 36, 1), 18);
     /* one group: the plain convolution */
     check_grouped_op(be, (tfc_conv_desc){.n = 2, .h = 1, .w = 7, .c = 3, .kh = 1, .kw = 2,
                                          .f = 2, .sh = 1, .sw = 3, .dh = 1, .dw = 1,

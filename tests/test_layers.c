@@ -157,6 +157,9 @@ static const gc_case cases[] = {
                       "  - Conv1D: {filters: 6, kernel_size: 2, groups: 2, strides: 2, padding: same}\n"
                       "  - Conv1D: {filters: 2, kernel_size: 3, groups: 2, use_bias: false}\n"
                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"conv1d_depthwise", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 3, groups: 4, padding: causal, dilation_rate: 2}\n"
+                         "  - Conv1D: {filters: 8, kernel_size: 2, groups: 4, strides: 2, padding: same}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     {"pooling1d", SEQ1 "  - Conv1D: {filters: 3, kernel_size: 1, activation: tanh}\n"
                   "  - MaxPooling1D: {pool_size: 3, strides: 2, padding: same}\n"
                   "  - AveragePooling1D: {name: a, pool_size: 2, inputs: conv1d}\n"

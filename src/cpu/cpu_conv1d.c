@@ -1,8 +1,9 @@
 /* CPU kernels of the 1-D sequence layers that the other ops do not cover: the grouped
  * convolution of Conv1D (written for the general NHWC desc; Conv1D passes h = kh = 1) and
  * the masked mean of GlobalAveragePooling1D. Plain loops, the filters (or channels) of a
- * group innermost and contiguous. Every output element is computed by one thread in a fixed
- * order, so results do not depend on the thread count. */
+ * group innermost and contiguous; one channel per group and filter (depthwise) runs across
+ * the groups instead. Every output element is computed by one thread in a fixed order, so
+ * results do not depend on the thread count. */
 #include "cpu/cpu_internal.h"
 
 /* y[i, oy, ox, g fg + j] = sum_{u, v, ci} x[i, iy, ix, g cg + ci] w[u, v, ci, g fg + j]
@@ -27,6 +28,11 @@ void tfc_cpu_grouped_conv_forward(tfc_backend *be, const tfc_conv_desc *d, int g
                 if (ix < 0 || ix >= d->w) continue;
                 const float *xp = x + ((i * d->h + iy) * d->w + ix) * d->c;
                 const float *wp = w + ((int64_t)u * d->kw + v) * cg * f;
+                if (cg == 1 && fg == 1) { /* depthwise: channel g feeds filter g alone */
+#pragma omp simd
+                    for (int g = 0; g < groups; g++) yr[g] += xp[g] * wp[g];
+                    continue;
+                }
                 for (int g = 0; g < groups; g++)
                     for (int ci = 0; ci < cg; ci++) {
                         const float xv = xp[g * cg + ci];
@@ -63,6 +69,11 @@ void tfc_cpu_grouped_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d,
                 if (tx < 0 || tx % d->sw || tx / d->sw >= d->ow) continue;
                 const float *dp = dy + ((i * d->oh + ty / d->sh) * d->ow + tx / d->sw) * f;
                 const float *wp = w + ((int64_t)u * d->kw + v) * cg * f;
+                if (cg == 1 && fg == 1) {
+#pragma omp simd
+                    for (int g = 0; g < groups; g++) xr[g] += dp[g] * wp[g];
+                    continue;
+                }
                 for (int g = 0; g < groups; g++)
                     for (int ci = 0; ci < cg; ci++) {
                         const float *wr = wp + (int64_t)ci * f + g * fg, *dg = dp + g * fg;
@@ -76,19 +87,25 @@ void tfc_cpu_grouped_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d,
     }
 }
 
+/* Groups per iteration of the filter gradient. */
+#define GROUP_RUN 16
+
 /* dw[u, v, ci, g fg + j] += sum_{i, oy, ox} x[i, iy, ix, g cg + ci] dy[i, oy, ox, g fg + j]:
- * one (u, v, ci, g) run of fg filters per iteration, summed over the batch in order. */
+ * one (u, v, run of GROUP_RUN groups) per iteration, whose cg x fg blocks of dw stay in
+ * cache while it walks the batch; each element sums over the batch in order. */
 void tfc_cpu_grouped_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, int groups,
                                           const float *x, const float *dy, float *dw)
 {
     const int cg = d->c / groups, fg = d->f / groups, f = d->f;
-    const int64_t runs = (int64_t)d->kh * d->kw * d->c; /* (u, v, ci, g) */
-    const int nt = tfc_cpu_threads(be, runs * d->n * d->oh * d->ow * fg);
+    const int nrun = (groups + GROUP_RUN - 1) / GROUP_RUN;
+    const int64_t runs = (int64_t)d->kh * d->kw * nrun;
+    const int nt = tfc_cpu_threads(be, (int64_t)d->kh * d->kw * cg * f * d->n * d->oh * d->ow);
 #pragma omp parallel for TFC_CPU_STATIC(runs, nt)
     for (int64_t k = 0; k < runs; k++) {
-        const int g = (int)(k % groups), ci = (int)(k / groups % cg);
-        const int v = (int)(k / d->c % d->kw), u = (int)(k / d->c / d->kw);
-        float *dwr = dw + (((int64_t)u * d->kw + v) * cg + ci) * f + g * fg;
+        const int g0 = (int)(k % nrun) * GROUP_RUN;
+        const int g1 = g0 + GROUP_RUN < groups ? g0 + GROUP_RUN : groups;
+        const int v = (int)(k / nrun % d->kw), u = (int)(k / nrun / d->kw);
+        float *dwp = dw + ((int64_t)u * d->kw + v) * cg * f;
         for (int64_t i = 0; i < d->n; i++)
             for (int oy = 0; oy < d->oh; oy++) {
                 const int iy = oy * d->sh - d->pad_top + u * d->dh;
@@ -96,10 +113,21 @@ void tfc_cpu_grouped_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *
                 for (int ox = 0; ox < d->ow; ox++) {
                     const int ix = ox * d->sw - d->pad_left + v * d->dw;
                     if (ix < 0 || ix >= d->w) continue;
-                    const float xv = x[((i * d->h + iy) * d->w + ix) * d->c + g * cg + ci];
-                    const float *dg = dy + ((i * d->oh + oy) * d->ow + ox) * f + g * fg;
+                    const float *xp = x + ((i * d->h + iy) * d->w + ix) * d->c;
+                    const float *dp = dy + ((i * d->oh + oy) * d->ow + ox) * f;
+                    if (cg == 1 && fg == 1) {
 #pragma omp simd
-                    for (int j = 0; j < fg; j++) dwr[j] += xv * dg[j];
+                        for (int g = g0; g < g1; g++) dwp[g] += xp[g] * dp[g];
+                        continue;
+                    }
+                    for (int g = g0; g < g1; g++)
+                        for (int ci = 0; ci < cg; ci++) {
+                            const float xv = xp[g * cg + ci];
+                            const float *dg = dp + g * fg;
+                            float *dwr = dwp + (int64_t)ci * f + g * fg;
+#pragma omp simd
+                            for (int j = 0; j < fg; j++) dwr[j] += xv * dg[j];
+                        }
                 }
             }
     }

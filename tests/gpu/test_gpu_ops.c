@@ -623,6 +623,15 @@ static void test_pool(void)
         CU_ASSERT_EQUAL(pool_case(name, pool_desc(2, 7, 6, 3, 3, 1, 1, is_max)), 0);
         snprintf(name, sizeof name, "%s global", kind); /* GlobalAveragePooling2D's shape */
         CU_ASSERT_EQUAL(pool_case(name, pool_desc(4, 8, 8, 9, 8, 8, 0, is_max)), 0);
+        /* the 1-D poolings: a 1 x steps image, window 1 x 3 stride 2 SAME, and global */
+        tfc_pool_desc seq = {.n = 3, .h = 1, .w = 12, .c = 5, .kh = 1, .kw = 3, .sh = 1,
+                             .sw = 2, .oh = 1, .is_max = is_max};
+        same_pad(seq.w, seq.kw, seq.sw, 1, &seq.ow, &seq.pad_left);
+        snprintf(name, sizeof name, "%s 1x3/2 same", kind);
+        CU_ASSERT_EQUAL(pool_case(name, seq), 0);
+        seq.kw = seq.sw = seq.w, seq.ow = 1, seq.pad_left = 0;
+        snprintf(name, sizeof name, "%s 1-D global", kind);
+        CU_ASSERT_EQUAL(pool_case(name, seq), 0);
     }
     check_status();
 }
