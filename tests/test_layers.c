@@ -143,6 +143,33 @@ static const gc_case cases[] = {
     {"lstm_float_nobias", "input: {shape: [4, 3]}\nlayers:\n"
                           "  - LSTM: {units: 3, return_sequences: true, use_bias: false}\n"
                           "  - LSTM: {units: 2}\n  - Dense: {units: 2}\n", 2},
+    /* LayerNormalization first (the input's gradient) and after a Dense, gamma and beta
+     * away from their ones and zeros */
+    {"layernorm_sequence", "input: {shape: [4, 6]}\nlayers:\n  - LayerNormalization: {name: n0}\n"
+                           "  - Dense: {units: 6}\n"
+                           "  - LayerNormalization: {gamma_initializer: {type: random_uniform, "
+                           "minval: 0.5, maxval: 1.5}, beta_initializer: {type: random_uniform}}\n"
+                           "  - Dense: {units: 3}\n", 3},
+    {"layernorm_axes_options", "input: {shape: [3, 4]}\nlayers:\n  - Dense: {units: 4, "
+                               "kernel_initializer: {type: random_uniform, minval: -1, "
+                               "maxval: 1}}\n"
+                               "  - LayerNormalization: {axis: [-2, -1], epsilon: 0.01}\n"
+                               "  - LayerNormalization: {name: a, axis: [1, 2], center: false}\n"
+                               "  - LayerNormalization: {name: b, scale: false}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"layernorm_bare_rms_scaling", "input: {shape: [3, 4]}\nlayers:\n"
+                                   "  - LayerNormalization: {name: c, center: false, "
+                                   "scale: false}\n"
+                                   "  - Dense: {units: 4}\n"
+                                   "  - LayerNormalization: {name: d, rms_scaling: true}\n"
+                                   "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"layernorm_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 4, mask_zero: true, "
+                         "embeddings_initializer: {type: random_uniform, minval: -1, maxval: 1}}\n"
+                         "  - LayerNormalization: {}\n"
+                         "  - Dense: {units: 5, activation: softmax}\n", 3},
+    {"rmsnorm", "input: {shape: [3, 5]}\nlayers:\n  - RMSNormalization: {name: r0}\n"
+                "  - Dense: {units: 5}\n  - RMSNormalization: {axis: [-2, -1], epsilon: 0.001}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

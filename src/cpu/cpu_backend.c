@@ -228,6 +228,10 @@ static const tfc_backend_ops cpu_ops = {
     .sumsq = tfc_cpu_sumsq,
     .count_nonfinite = tfc_cpu_count_nonfinite,
     .optimizer_update = tfc_cpu_optimizer_update,
+    /* TFC_BACKEND_LAYER_OPS */
+    .layernorm_forward = tfc_cpu_layernorm_forward,
+    .layernorm_workspace = tfc_cpu_layernorm_workspace,
+    .layernorm_backward = tfc_cpu_layernorm_backward,
 };
 
 const char *tfc_cpu_blas_core(void)

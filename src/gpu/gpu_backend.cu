@@ -316,6 +316,10 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
+    /* TFC_BACKEND_LAYER_OPS not on the GPU yet: models with their layers are refused */
+    .layernorm_forward = NULL,
+    .layernorm_workspace = NULL,
+    .layernorm_backward = NULL,
 };
 
 int tfc_gpu_device_count(void)

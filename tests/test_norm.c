@@ -1,0 +1,390 @@
+/* LayerNormalization and RMSNormalization: the CPU op against double-precision loops written
+ * here (forward, and backward against central differences of the double forward), its sums
+ * over rows independent of the team, Keras 3 parity from the fixtures tests/ref/keras_norm.py
+ * wrote (tests/ref/norm/: outputs, input and weight gradients, and Dense/gelu/Dropout/Add on
+ * [batch, time, features]), masks, argument errors, and the refusals of a backend without
+ * the kernels and of ONNX export. Run from the repository's root. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/onnx.h"
+#include "core/safetensors.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
+#include "gradcheck.h"
+#include "layers/layer.h"
+#include "testutil.h"
+
+/* ---- the op against loops in double ----------------------------------------------------- */
+
+/* The contract's forward of one row in double. */
+static void ref_row(const double *x, int cols, int center_stats, int center, double eps,
+                    const float *gamma, const float *beta, double *y)
+{
+    double mean = 0, mu, s = 0;
+    for (int j = 0; j < cols; j++) mean += x[j];
+    mean /= cols;
+    mu = center_stats ? mean : 0.0;
+    for (int j = 0; j < cols; j++) s += (x[j] - mu) * (x[j] - mu);
+    double inv = 1.0 / sqrt(s / cols + eps);
+    for (int j = 0; j < cols; j++) {
+        double u = (x[j] - (center ? mean : 0.0)) * inv;
+        y[j] = u * (gamma ? gamma[j] : 1.0) + (beta ? beta[j] : 0.0);
+    }
+}
+
+/* L(x) = sum_j w[j] y[j] of one row, for the central differences. */
+static double ref_loss(const double *x, const float *w, int cols, int cs, int c, double eps,
+                       const float *gamma, const float *beta)
+{
+    double y[64], l = 0;
+    ref_row(x, cols, cs, c, eps, gamma, beta, y);
+    for (int j = 0; j < cols; j++) l += w[j] * y[j];
+    return l;
+}
+
+static void check_op(int center_stats, int center, int with_gamma, int with_beta)
+{
+    enum { ROWS = 7, COLS = 24 };
+    const float eps = 1e-3f;
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    float x[ROWS * COLS], dy[ROWS * COLS], gamma[COLS], beta[COLS], y[ROWS * COLS];
+    float stats[2 * ROWS], dx[ROWS * COLS], dg[COLS], db[COLS];
+    tfc_test_fill(x, ROWS * COLS, -1, 1, 3);
+    for (int i = 0; i < ROWS * COLS; i++) x[i] += 50.0f * (float)(i / COLS % 3); /* offsets */
+    tfc_test_fill(dy, ROWS * COLS, -1, 1, 4);
+    tfc_test_fill(gamma, COLS, 0.5, 1.5, 5);
+    tfc_test_fill(beta, COLS, -0.5, 0.5, 6);
+    const float *g = with_gamma ? gamma : NULL, *b = with_beta ? beta : NULL;
+    tfc_layernorm_desc d = {.rows = ROWS, .cols = COLS, .center_stats = center_stats,
+                            .center = center, .eps = eps};
+    be->ops->layernorm_forward(be, &d, x, g, b, y, stats);
+    /* errors relative to the largest value of each (rms_scaling's outputs reach ~100); rows
+     * sit 0, 50 and 100 off zero, where a float's ulp (7.6e-6 at 100) is already ~1e-5 of the
+     * rows' deviation (0.58): the input's own precision bounds y's and dx's */
+    double worst_y = 0, worst_dx = 0, worst_dg = 0, worst_db = 0, my = 0, mdx = 0, mdg = 0;
+    double rdg[COLS] = {0}, rdb[COLS] = {0};
+    for (int j = 0; j < ROWS * COLS; j++) dx[j] = 1.0f; /* accumulates onto 1 */
+    for (int j = 0; j < COLS; j++) dg[j] = db[j] = 0.0f;
+    void *ws = malloc(be->ops->layernorm_workspace(be, &d));
+    be->ops->layernorm_backward(be, &d, x, dy, g, stats, dx, with_gamma ? dg : NULL,
+                                with_beta ? db : NULL, 0, ws);
+    for (int r = 0; r < ROWS; r++) {
+        double xr[COLS], yr[COLS], u[COLS];
+        for (int j = 0; j < COLS; j++) xr[j] = x[r * COLS + j];
+        ref_row(xr, COLS, center_stats, center, eps, g, b, yr);
+        ref_row(xr, COLS, center_stats, center, eps, NULL, NULL, u);
+        for (int j = 0; j < COLS; j++) {
+            worst_y = fmax(worst_y, fabs(yr[j] - y[r * COLS + j])), my = fmax(my, fabs(yr[j]));
+            rdg[j] += dy[r * COLS + j] * u[j];
+            rdb[j] += dy[r * COLS + j];
+            double xp[COLS], xm[COLS], h = 1e-4 * fmax(1.0, fabs(xr[j]));
+            memcpy(xp, xr, sizeof xp), memcpy(xm, xr, sizeof xm);
+            xp[j] += h, xm[j] -= h;
+            double num = (ref_loss(xp, dy + r * COLS, COLS, center_stats, center, eps, g, b) -
+                          ref_loss(xm, dy + r * COLS, COLS, center_stats, center, eps, g, b)) /
+                         (2 * h);
+            worst_dx = fmax(worst_dx, fabs(num + 1.0 - dx[r * COLS + j]));
+            mdx = fmax(mdx, fabs(num));
+        }
+    }
+    for (int j = 0; j < COLS; j++) {
+        if (with_gamma) worst_dg = fmax(worst_dg, fabs(rdg[j] - dg[j]));
+        mdg = fmax(mdg, fabs(rdg[j]));
+        if (with_beta) worst_db = fmax(worst_db, fabs(rdb[j] - db[j]));
+    }
+    worst_y /= my, worst_dx /= mdx, worst_dg /= mdg;
+    if (worst_y > 1e-5 || worst_dx > 5e-5 || worst_dg > 1e-5 || worst_db > 1e-5)
+        fprintf(stderr, "\ncenter_stats %d center %d gamma %d beta %d: y %.3g dx %.3g "
+                "dgamma %.3g dbeta %.3g\n", center_stats, center, with_gamma, with_beta, worst_y,
+                worst_dx, worst_dg, worst_db);
+    CU_ASSERT(worst_y < 1e-5);
+    CU_ASSERT(worst_dx < 5e-5);
+    CU_ASSERT(worst_dg < 1e-5);
+    CU_ASSERT(worst_db < 1e-5);
+    /* assign: dx's old contents (NaN here) are never read */
+    for (int j = 0; j < ROWS * COLS; j++) dx[j] = NAN;
+    be->ops->layernorm_backward(be, &d, x, dy, g, stats, dx, NULL, NULL, 1, ws);
+    int finite = 1;
+    for (int j = 0; j < ROWS * COLS; j++) finite &= isfinite(dx[j]);
+    CU_ASSERT(finite);
+    free(ws);
+    tfc_backend_free(be);
+}
+
+static void test_op_values(void)
+{
+    check_op(1, 1, 1, 1); /* LayerNormalization */
+    check_op(1, 1, 0, 1);
+    check_op(1, 1, 1, 0);
+    check_op(1, 1, 0, 0);
+    check_op(0, 0, 1, 0); /* RMSNormalization */
+    check_op(1, 0, 1, 0); /* LayerNormalization's rms_scaling */
+}
+
+/* A row whose mean is 1e4 deviations off zero: float sums of x^2 would lose the variance. */
+static void test_op_offset_rows(void)
+{
+    enum { COLS = 4096 };
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    float *x = malloc(COLS * 4), *y = malloc(COLS * 4), stats[2];
+    tfc_test_fill(x, COLS, -1, 1, 8);
+    for (int j = 0; j < COLS; j++) x[j] += 1e4f;
+    double mean = 0, var = 0;
+    for (int j = 0; j < COLS; j++) mean += x[j];
+    mean /= COLS;
+    for (int j = 0; j < COLS; j++) var += (x[j] - mean) * (x[j] - mean);
+    var /= COLS;
+    tfc_layernorm_desc d = {.rows = 1, .cols = COLS, .center_stats = 1, .center = 1, .eps = 1e-3f};
+    be->ops->layernorm_forward(be, &d, x, NULL, NULL, y, stats);
+    CU_ASSERT(fabs(stats[0] - mean) < 1e-3);
+    CU_ASSERT(fabs(stats[1] * sqrt(var + 1e-3) - 1.0) < 1e-6);
+    free(x), free(y);
+    tfc_backend_free(be);
+}
+
+/* The backward's sums over rows split by the backend's thread count, not the team's: the
+ * same bits on one thread of the team as on every one. */
+static void test_op_team_independent(void)
+{
+    enum { ROWS = 4096, COLS = 40 };
+    tfc_backend *be = tfc_cpu_backend_create(4);
+    const size_t bytes = (size_t)ROWS * COLS * 4;
+    float *x = malloc(bytes), *dy = malloc(bytes), *y = malloc(bytes);
+    float *dx1 = malloc(bytes), *dx2 = malloc(bytes), stats[2 * ROWS];
+    float gamma[COLS], dg[2][COLS] = {{0}}, db[2][COLS] = {{0}};
+    tfc_test_fill(x, ROWS * COLS, -2, 2, 9);
+    tfc_test_fill(dy, ROWS * COLS, -1, 1, 10);
+    tfc_test_fill(gamma, COLS, 0.5, 1.5, 11);
+    tfc_layernorm_desc d = {.rows = ROWS, .cols = COLS, .center_stats = 1, .center = 1, .eps = 1e-3f};
+    void *ws = malloc(be->ops->layernorm_workspace(be, &d));
+    be->ops->layernorm_forward(be, &d, x, gamma, NULL, y, stats);
+    for (int k = 0; k < 2; k++) {
+        tfc_cpu_team_force(k == 0 ? 1 : 4);
+        be->ops->layernorm_backward(be, &d, x, dy, gamma, stats, k ? dx2 : dx1, dg[k], db[k], 1,
+                                    ws);
+    }
+    tfc_cpu_team_force(0);
+    CU_ASSERT(!memcmp(dg[0], dg[1], sizeof dg[0]));
+    CU_ASSERT(!memcmp(db[0], db[1], sizeof db[0]));
+    CU_ASSERT(!memcmp(dx1, dx2, bytes));
+    free(x), free(dy), free(y), free(dx1), free(dx2), free(ws);
+    tfc_backend_free(be);
+}
+
+/* ---- Keras parity ------------------------------------------------------------------------ */
+
+static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
+{
+    const tfc_st_tensor *t = tfc_st_find(f, name);
+    if (!t) return NULL;
+    float *v = malloc((size_t)t->numel * 4);
+    tfc_st_tensor_to_f32(t, v);
+    if (n) *n = t->numel;
+    return v;
+}
+
+/* max |a - b| / max |b| over n values, and the largest |a - b| into *abs_out */
+static double rel_diff(const float *a, const float *b, int64_t n, double *abs_out)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
+    if (abs_out) *abs_out = fmax(*abs_out, d);
+    return d / (m > 0 ? m : 1);
+}
+
+/* One fixture: binds its YAML, loads its weights by name (every parameter must be there),
+ * compares the inference output and, where the fixture has them, the gradients of the MSE
+ * loss after a training forward. Returns the worst relative difference. */
+static double parity_case(const char *name, double *worst_abs)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/ref/norm/%s.safetensors", name);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    TFC_ASSERT(f != NULL);
+    const char *yaml = tfc_st_meta(f, "yaml");
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), name, &err);
+    TFC_ASSERT(m != NULL);
+    const tfc_st_tensor *xt = tfc_st_find(f, "x");
+    const int batch = (int)xt->shape.dim[0];
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
+    tfc_model_want_input_grad(m, 1);
+    tfc_weights_report rep = {0};
+    TFC_ASSERT(tfc_model_load_weights(m, path, &rep, &err) == TFC_OK);
+    CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
+    free(rep.text);
+    int64_t n = 0, nt = 0;
+    float *x = tensor(f, "x", NULL), *y = tensor(f, "y", &n), *t = tensor(f, "t", &nt);
+    float *out = malloc((size_t)n * 4);
+    TFC_ASSERT(tfc_model_forward(m, x, batch, 0, 1, 0, &err) == TFC_OK);
+    tfc_model_get_output(m, out);
+    double worst = rel_diff(out, y, n, worst_abs);
+    float *dx = tensor(f, "dx", &n);
+    if (dx) {
+        tfc_batch_result res;
+        TFC_ASSERT(tfc_model_forward(m, x, batch, 1, 1, 0, &err) == TFC_OK);
+        tfc_model_zero_grad(m);
+        TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
+        tfc_model_backward(m);
+        float *got = malloc((size_t)n * 4);
+        be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
+        worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
+        free(got);
+        for (int i = 0; i < tfc_model_nlayers(m); i++) {
+            tfc_layer *l = tfc_model_layer(m, i);
+            for (int p = 0; p < l->nparams; p++) {
+                char gname[128];
+                snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
+                float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
+                CU_ASSERT_PTR_NOT_NULL(want);
+                if (want) {
+                    tfc_model_grad_download(m, &l->params[p], g);
+                    worst = fmax(worst, rel_diff(g, want, l->params[p].numel, worst_abs));
+                }
+                free(want), free(g);
+            }
+        }
+        free(dx);
+    }
+    free(x), free(y), free(t), free(out);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    tfc_st_close(f);
+    return worst;
+}
+
+static void test_keras_parity(void)
+{
+    static const char *const names[] = {"ln_last", "ln_axes", "rms", "block", "block_nodrop"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        double abs_diff = 0, rel = parity_case(names[i], &abs_diff);
+        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\n%s: max abs %.3g, max rel (to the largest value) %.3g\n",
+                    names[i], abs_diff, rel);
+        CU_ASSERT(rel <= 1e-5);
+    }
+}
+
+/* ---- the layers in a model ---------------------------------------------------------------- */
+
+static tfc_error build_error(const char *yaml)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    tfc_model_free(m);
+    return err;
+}
+
+static void expect_error(const char *layer, const char *what)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "input: {shape: [3, 4]}\nlayers:\n  - %s\n", layer);
+    tfc_error err = build_error(yaml);
+    if (!strstr(err.msg, what)) fprintf(stderr, "\n%s: %s\n", layer, err.msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, what));
+}
+
+static void test_argument_errors(void)
+{
+    expect_error("LayerNormalization: {axis: 1}", "only trailing axes");
+    expect_error("LayerNormalization: {axis: [-1, 1]}", "only trailing axes");
+    expect_error("LayerNormalization: {axis: 0}", "is the batch axis");
+    expect_error("RMSNormalization: {axis: 3}", "out of range");
+    expect_error("LayerNormalization: {gamma_regularizer: l2}", "not supported by tfc");
+    expect_error("LayerNormalization: {beta_constraint: non_neg}", "not supported");
+    expect_error("RMSNormalization: {center: false}", "unknown key 'center'");
+    /* a null regularizer is Keras's default */
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *ok = "input: {shape: [3, 4]}\nlayers:\n"
+                     "  - LayerNormalization: {gamma_regularizer: null, axis: [2]}\n";
+    tfc_model *m = tfc_model_from_string(ok, strlen(ok), "t.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    if (m) {
+        const tfc_layer *l = tfc_model_layer(m, 0);
+        CU_ASSERT_EQUAL(l->nparams, 2);
+        CU_ASSERT_STRING_EQUAL(l->params[0].name, "gamma");
+        CU_ASSERT_EQUAL(l->params[0].shape.ndim, 1);
+        CU_ASSERT_EQUAL(l->params[0].shape.dim[0], 4);
+    }
+    tfc_model_free(m);
+}
+
+/* LayerNormalization passes an Embedding's mask on (Keras's supports_masking); Keras's
+ * RMSNormalization does not support masking, so the mask stops there. */
+static void test_masks(void)
+{
+    const char *yaml = "input: {shape: [5], dtype: int32}\nlayers:\n"
+                       "  - Embedding: {input_dim: 9, output_dim: 4, mask_zero: true}\n"
+                       "  - LayerNormalization: {}\n  - RMSNormalization: {}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    TFC_ASSERT(m != NULL);
+    CU_ASSERT(tfc_model_layer(m, 1)->mask_in && tfc_model_layer(m, 1)->mask_out);
+    CU_ASSERT(tfc_model_layer(m, 2)->mask_in && !tfc_model_layer(m, 2)->mask_out);
+    tfc_model_free(m);
+}
+
+/* A backend without the kernels (the GPU's today) refuses the model at bind, naming the
+ * layer, for each of the two layers. */
+static void test_missing_kernel_refused(void)
+{
+    static const char *const layers[] = {"LayerNormalization: {name: ln}",
+                                         "RMSNormalization: {name: ln}"};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const tfc_backend_ops *cpu_ops = be->ops;
+    tfc_backend_ops lacking = *be->ops;
+    lacking.layernorm_forward = NULL, lacking.layernorm_backward = NULL;
+    lacking.layernorm_workspace = NULL;
+    for (int i = 0; i < 2; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [3, 4]}\nlayers:\n  - %s\n", layers[i]);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m != NULL);
+        tfc_error err;
+        tfc_error_clear(&err);
+        be->ops = &lacking;
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'ln'"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "(op 'layernorm_forward')"));
+        be->ops = cpu_ops;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
+/* ONNX export has no form for the layers yet: an error naming the layer, no file. */
+static void test_onnx_refused(void)
+{
+    tfc_model *m = tfc_test_model("input: {shape: [3, 4]}\nlayers:\n  - Dense: {units: 4}\n"
+                                  "  - RMSNormalization: {name: rn}\n  - LayerNormalization: {}\n");
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(m && tfc_model_bind_inference(m, be, 2, &err) == TFC_OK);
+    const char *path = tfc_test_path("norm.onnx");
+    tfc_onnx_options o = {0};
+    CU_ASSERT_EQUAL(tfc_onnx_export(m, &o, path, &err), TFC_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'rn' (RMSNormalization)"));
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NULL(f);
+    if (f) fclose(f);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("norm", {"op_values", test_op_values}, {"op_offset_rows", test_op_offset_rows},
+              {"op_team_independent", test_op_team_independent},
+              {"keras_parity", test_keras_parity}, {"argument_errors", test_argument_errors},
+              {"masks", test_masks}, {"missing_kernel_refused", test_missing_kernel_refused},
+              {"onnx_refused", test_onnx_refused})
