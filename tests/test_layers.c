@@ -167,6 +167,20 @@ static const gc_case cases[] = {
                          "embeddings_initializer: {type: random_uniform, minval: -1, maxval: 1}}\n"
                          "  - LayerNormalization: {}\n"
                          "  - Dense: {units: 5, activation: softmax}\n", 3},
+    /* a transformer's feed-forward half on [time, features] */
+    {"ffn_block_sequence", "input: {shape: [4, 6]}\nlayers:\n"
+                           "  - Dense: {name: d1, units: 8, activation: gelu}\n"
+                           "  - Dropout: {rate: 0.2}\n  - Dense: {name: d2, units: 6}\n"
+                           "  - Add: {inputs: [input, d2]}\n  - LayerNormalization: {}\n"
+                           "  - Activation: {activation: gelu}\n  - Dense: {units: 3}\n", 3},
+    /* positions added to a sequence's vectors with Add (fewer steps than positions) */
+    {"position_embedding", "input: {shape: [4, 3]}\nlayers:\n  - Dense: {name: d, units: 3}\n"
+                           "  - PositionEmbedding: {sequence_length: 6}\n"
+                           "  - Add: {inputs: [d, position_embedding]}\n"
+                           "  - Dense: {units: 3}\n", 3},
+    {"token_and_position_masked", SEQ "  - TokenAndPositionEmbedding: {vocabulary_size: 10, "
+                                  "sequence_length: 6, embedding_dim: 3, mask_zero: true}\n"
+                                  "  - Dense: {units: 5, activation: softmax}\n", 3},
     {"rmsnorm", "input: {shape: [3, 5]}\nlayers:\n  - RMSNormalization: {name: r0}\n"
                 "  - Dense: {units: 5}\n  - RMSNormalization: {axis: [-2, -1], epsilon: 0.001}\n"
                 "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},

@@ -1,9 +1,10 @@
-/* LayerNormalization and RMSNormalization: the CPU op against double-precision loops written
- * here (forward, and backward against central differences of the double forward), its sums
- * over rows independent of the team, Keras 3 parity from the fixtures tests/ref/keras_norm.py
- * wrote (tests/ref/norm/: outputs, input and weight gradients, and Dense/gelu/Dropout/Add on
- * [batch, time, features]), masks, argument errors, and the refusals of a backend without
- * the kernels and of ONNX export. Run from the repository's root. */
+/* The transformer layers around attention: LayerNormalization and RMSNormalization (the CPU
+ * op against double-precision loops written here, forward and backward against central
+ * differences of the double forward; its sums over rows independent of the team), KerasHub's
+ * PositionEmbedding and TokenAndPositionEmbedding. Keras 3 parity from the fixtures
+ * tests/ref/keras_norm.py wrote (tests/ref/norm/: outputs, input and weight gradients, and
+ * Dense/gelu/Dropout/Add on [batch, time, features]), masks, argument errors, and the refusals
+ * of a backend without the kernels and of ONNX export. Run from the repository's root. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +159,8 @@ static void test_op_team_independent(void)
     tfc_test_fill(x, ROWS * COLS, -2, 2, 9);
     tfc_test_fill(dy, ROWS * COLS, -1, 1, 10);
     tfc_test_fill(gamma, COLS, 0.5, 1.5, 11);
-    tfc_layernorm_desc d = {.rows = ROWS, .cols = COLS, .center_stats = 1, .center = 1, .eps = 1e-3f};
+    tfc_layernorm_desc d = {.rows = ROWS, .cols = COLS, .center_stats = 1, .center = 1,
+                            .eps = 1e-3f};
     void *ws = malloc(be->ops->layernorm_workspace(be, &d));
     be->ops->layernorm_forward(be, &d, x, gamma, NULL, y, stats);
     for (int k = 0; k < 2; k++) {
@@ -211,6 +213,11 @@ static double parity_case(const char *name, double *worst_abs)
     TFC_ASSERT(m != NULL);
     const tfc_st_tensor *xt = tfc_st_find(f, "x");
     const int batch = (int)xt->shape.dim[0];
+    int32_t *ids = NULL; /* token inputs */
+    if (xt->dtype == TFC_I32) {
+        ids = malloc(xt->nbytes);
+        memcpy(ids, xt->data, xt->nbytes);
+    }
     tfc_backend *be = tfc_cpu_backend_create(2);
     TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
     tfc_model_want_input_grad(m, 1);
@@ -219,22 +226,29 @@ static double parity_case(const char *name, double *worst_abs)
     CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
     free(rep.text);
     int64_t n = 0, nt = 0;
-    float *x = tensor(f, "x", NULL), *y = tensor(f, "y", &n), *t = tensor(f, "t", &nt);
+    float *x = ids ? NULL : tensor(f, "x", NULL), *y = tensor(f, "y", &n);
+    float *t = tensor(f, "t", &nt);
+    const void *in = ids ? (const void *)ids : x;
     float *out = malloc((size_t)n * 4);
-    TFC_ASSERT(tfc_model_forward(m, x, batch, 0, 1, 0, &err) == TFC_OK);
+    TFC_ASSERT(tfc_model_forward(m, in, batch, 0, 1, 0, &err) == TFC_OK);
     tfc_model_get_output(m, out);
     double worst = rel_diff(out, y, n, worst_abs);
     float *dx = tensor(f, "dx", &n);
-    if (dx) {
+    int grads = 0; /* the fixture has gradients (cases without Dropout) */
+    for (int i = 0; i < tfc_st_count(f); i++)
+        grads |= !strncmp(tfc_st_tensor_at(f, i)->name, "grad:", 5);
+    if (grads) {
         tfc_batch_result res;
-        TFC_ASSERT(tfc_model_forward(m, x, batch, 1, 1, 0, &err) == TFC_OK);
+        TFC_ASSERT(tfc_model_forward(m, in, batch, 1, 1, 0, &err) == TFC_OK);
         tfc_model_zero_grad(m);
         TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
         tfc_model_backward(m);
-        float *got = malloc((size_t)n * 4);
-        be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
-        worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
-        free(got);
+        if (dx) {
+            float *got = malloc((size_t)n * 4);
+            be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
+            worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
+            free(got);
+        }
         for (int i = 0; i < tfc_model_nlayers(m); i++) {
             tfc_layer *l = tfc_model_layer(m, i);
             for (int p = 0; p < l->nparams; p++) {
@@ -251,7 +265,7 @@ static double parity_case(const char *name, double *worst_abs)
         }
         free(dx);
     }
-    free(x), free(y), free(t), free(out);
+    free(x), free(ids), free(y), free(t), free(out);
     tfc_model_free(m);
     tfc_backend_free(be);
     tfc_st_close(f);
@@ -260,7 +274,8 @@ static double parity_case(const char *name, double *worst_abs)
 
 static void test_keras_parity(void)
 {
-    static const char *const names[] = {"ln_last", "ln_axes", "rms", "block", "block_nodrop"};
+    static const char *const names[] = {"ln_last", "ln_axes",  "rms",           "block",
+                                        "block_nodrop", "position", "token_position"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         double abs_diff = 0, rel = parity_case(names[i], &abs_diff);
         if (rel > 1e-5 || getenv("TFC_VERBOSE"))
@@ -363,23 +378,103 @@ static void test_missing_kernel_refused(void)
     tfc_backend_free(be);
 }
 
-/* ONNX export has no form for the layers yet: an error naming the layer, no file. */
-static void test_onnx_refused(void)
+/* TokenAndPositionEmbedding(mask_zero) is Embedding(mask_zero) + PositionEmbedding, added:
+ * the same loss (so the same mask: padded steps uncounted) and the same gradients, bit for
+ * bit, with the same weights; and token ids past the vocabulary are data errors. */
+static void test_token_position_as_embedding(void)
 {
-    tfc_model *m = tfc_test_model("input: {shape: [3, 4]}\nlayers:\n  - Dense: {units: 4}\n"
-                                  "  - RMSNormalization: {name: rn}\n  - LayerNormalization: {}\n");
+    static const char *const yaml[2] = {
+        "input: {shape: [6], dtype: int32}\nlayers:\n"
+        "  - TokenAndPositionEmbedding: {name: e, vocabulary_size: 10, sequence_length: 8, "
+        "embedding_dim: 4, mask_zero: true}\n  - Dense: {name: out, units: 5}\n",
+        "input: {shape: [6], dtype: int32}\nlayers:\n"
+        "  - Embedding: {name: tok, input_dim: 10, output_dim: 4, mask_zero: true}\n"
+        "  - PositionEmbedding: {name: pos, sequence_length: 8}\n"
+        "  - Add: {name: e, inputs: [tok, pos]}\n  - Dense: {name: out, units: 5}\n"};
+    enum { N = 4, T = 6 };
+    int32_t ids[N * T], labels[N * T];
+    for (int i = 0; i < N * T; i++) /* trailing padding of 0 to 3 steps */
+        ids[i] = i % T >= T - i / T ? 0 : 1 + (i * 7) % 9, labels[i] = i % 5;
     tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m[2];
+    double loss[2];
+    float grads[2][8 * 4], tok[2][10 * 4];
     tfc_error err;
     tfc_error_clear(&err);
-    TFC_ASSERT(m && tfc_model_bind_inference(m, be, 2, &err) == TFC_OK);
-    const char *path = tfc_test_path("norm.onnx");
-    tfc_onnx_options o = {0};
-    CU_ASSERT_EQUAL(tfc_onnx_export(m, &o, path, &err), TFC_ERR_USAGE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'rn' (RMSNormalization)"));
-    FILE *f = fopen(path, "rb");
-    CU_ASSERT_PTR_NULL(f);
-    if (f) fclose(f);
-    tfc_model_free(m);
+    for (int k = 0; k < 2; k++) {
+        m[k] = tfc_test_model(yaml[k]);
+        TFC_ASSERT(m[k] && tfc_model_bind(m[k], be, N, &err) == TFC_OK);
+        TFC_ASSERT(tfc_model_init_weights(m[k], 3, &err) == TFC_OK);
+    }
+    tfc_layer *a = tfc_model_layer(m[0], 0);
+    CU_ASSERT(a->mask_out);
+    CU_ASSERT_STRING_EQUAL(a->params[0].name, "token_embedding/embeddings");
+    CU_ASSERT_STRING_EQUAL(a->params[1].name, "position_embedding/embeddings");
+    /* B's weights into A's */
+    float buf[10 * 5];
+    tfc_model_param_download(m[1], &tfc_model_layer(m[1], 0)->params[0], buf);
+    tfc_model_param_upload(m[0], &a->params[0], buf);
+    tfc_model_param_download(m[1], &tfc_model_layer(m[1], 1)->params[0], buf);
+    tfc_model_param_upload(m[0], &a->params[1], buf);
+    for (int p = 0; p < 2; p++) {
+        tfc_model_param_download(m[1], &tfc_model_layer(m[1], 3)->params[p], buf);
+        tfc_model_param_upload(m[0], &tfc_model_layer(m[0], 1)->params[p], buf);
+    }
+    for (int k = 0; k < 2; k++) {
+        tfc_batch_result r;
+        TFC_ASSERT(tfc_model_forward(m[k], ids, N, 1, 1, 0, &err) == TFC_OK);
+        tfc_model_zero_grad(m[k]);
+        TFC_ASSERT(tfc_model_loss(m[k], labels, 1, &r, &err) == TFC_OK);
+        tfc_model_backward(m[k]);
+        loss[k] = r.loss;
+        tfc_model_grad_download(m[k], &tfc_model_layer(m[k], k)->params[k ? 0 : 1], grads[k]);
+        tfc_model_grad_download(m[k], &tfc_model_layer(m[k], 0)->params[0], tok[k]);
+    }
+    CU_ASSERT_EQUAL(loss[0], loss[1]);
+    CU_ASSERT(!memcmp(grads[0], grads[1], sizeof grads[0]));
+    CU_ASSERT(!memcmp(tok[0], tok[1], sizeof tok[0]));
+    ids[5] = 10;
+    CU_ASSERT_EQUAL(tfc_model_forward(m[0], ids, N, 0, 1, 0, &err), TFC_ERR_DATA);
+    for (int k = 0; k < 2; k++) tfc_model_free(m[k]);
+    tfc_backend_free(be);
+}
+
+static void test_position_errors(void)
+{
+    expect_error("PositionEmbedding: {sequence_length: 2}", "more than sequence_length 2");
+    expect_error("TokenAndPositionEmbedding: {vocabulary_size: 5, sequence_length: 9, "
+                 "embedding_dim: 2}", "reads token ids");
+    tfc_error err = build_error("input: {shape: [6], dtype: int32}\nlayers:\n"
+                                "  - TokenAndPositionEmbedding: {vocabulary_size: 5, "
+                                "sequence_length: 9, embedding_dim: 2, tie_weights: false}\n");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tie_weights"));
+}
+
+/* ONNX export has no form for these layers yet: an error naming the layer, no file. */
+static void test_onnx_refused(void)
+{
+    static const char *const layers[] = {"LayerNormalization: {name: n}",
+                                         "RMSNormalization: {name: n}",
+                                         "PositionEmbedding: {name: n, sequence_length: 3}"};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (int i = 0; i < 3; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [3, 4]}\nlayers:\n  - Dense: {units: 4}\n"
+                 "  - %s\n", layers[i]);
+        tfc_model *m = tfc_test_model(yaml);
+        tfc_error err;
+        tfc_error_clear(&err);
+        TFC_ASSERT(m && tfc_model_bind_inference(m, be, 2, &err) == TFC_OK);
+        const char *path = tfc_test_path("norm.onnx");
+        tfc_onnx_options o = {0};
+        CU_ASSERT_EQUAL(tfc_onnx_export(m, &o, path, &err), TFC_ERR_USAGE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'n' ("));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no ONNX form"));
+        FILE *f = fopen(path, "rb");
+        CU_ASSERT_PTR_NULL(f);
+        if (f) fclose(f);
+        tfc_model_free(m);
+    }
     tfc_backend_free(be);
 }
 
@@ -387,4 +482,5 @@ TFC_TEST_MAIN("norm", {"op_values", test_op_values}, {"op_offset_rows", test_op_
               {"op_team_independent", test_op_team_independent},
               {"keras_parity", test_keras_parity}, {"argument_errors", test_argument_errors},
               {"masks", test_masks}, {"missing_kernel_refused", test_missing_kernel_refused},
-              {"onnx_refused", test_onnx_refused})
+              {"token_position_as_embedding", test_token_position_as_embedding},
+              {"position_errors", test_position_errors}, {"onnx_refused", test_onnx_refused})

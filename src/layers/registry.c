@@ -8,7 +8,8 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_embedding_ops, tfc_flatten_ops, tfc_reshape_ops, tfc_activation_ops,
     tfc_max_pooling2d_ops, tfc_average_pooling2d_ops, tfc_global_average_pooling2d_ops,
     tfc_batch_normalization_ops, tfc_add_ops, tfc_concatenate_ops,
-    tfc_layer_normalization_ops, tfc_rms_normalization_ops;
+    tfc_layer_normalization_ops, tfc_rms_normalization_ops, tfc_position_embedding_ops,
+    tfc_token_and_position_embedding_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -16,7 +17,8 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_reshape_ops,        &tfc_activation_ops,       &tfc_max_pooling2d_ops,
     &tfc_average_pooling2d_ops, &tfc_global_average_pooling2d_ops,
     &tfc_batch_normalization_ops, &tfc_add_ops,         &tfc_concatenate_ops,
-    &tfc_layer_normalization_ops, &tfc_rms_normalization_ops,
+    &tfc_layer_normalization_ops, &tfc_rms_normalization_ops, &tfc_position_embedding_ops,
+    &tfc_token_and_position_embedding_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)

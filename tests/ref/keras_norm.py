@@ -3,8 +3,11 @@
 # file per case holding its tfc YAML (metadata "yaml"), the input x, Keras 3's inference
 # output y, MSE targets t and, for cases without Dropout, the gradients of Keras's MSE loss
 # (training mode) with respect to x ("dx") and each weight ("grad:<path>"), and every weight
-# under its Keras 3 variable path, which is tfc's name for it. Not run by `make test` (Keras
-# is not a CI dependency). To regenerate (Keras 3.15.1 + JAX, CPU):
+# under its Keras 3 variable path, which is tfc's name for it. KerasHub's PositionEmbedding
+# and TokenAndPositionEmbedding are transcribed below as small Keras layers (their calls for
+# inputs no longer than sequence_length, the weights' names and nesting), because KerasHub
+# needs TensorFlow, which this environment lacks. Not run by `make test` (Keras is not a CI
+# dependency). To regenerate (Keras 3.15.1 + JAX, CPU):
 #   KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_norm.py
 import json
 import os
@@ -15,6 +18,58 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 from safetensors.numpy import save_file
+
+
+
+class PositionEmbedding(keras.layers.Layer):
+    """keras_hub.layers.PositionEmbedding's weight and call for inputs of up to
+    sequence_length steps: the first T rows of `embeddings`, broadcast to the input's shape."""
+
+    def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = sequence_length
+        self.initializer = keras.initializers.get(initializer)
+
+    def build(self, input_shape):
+        self.position_embeddings = self.add_weight(
+            name="embeddings", shape=[self.sequence_length, input_shape[-1]],
+            initializer=self.initializer, trainable=True)
+
+    def call(self, inputs):
+        shape = keras.ops.shape(inputs)
+        table = keras.ops.convert_to_tensor(self.position_embeddings)
+        table = keras.ops.slice(table, (0, 0), (shape[-2], shape[-1]))
+        return keras.ops.broadcast_to(table, shape)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+class TokenAndPositionEmbedding(keras.layers.Layer):
+    """keras_hub.layers.TokenAndPositionEmbedding: token_embedding (an Embedding) plus
+    position_embedding, the mask of the token embedding."""
+
+    def __init__(self, vocabulary_size, sequence_length, embedding_dim, mask_zero=False,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.token_embedding = keras.layers.ReversibleEmbedding(
+            vocabulary_size, embedding_dim, mask_zero=mask_zero, name="token_embedding")
+        self.position_embedding = PositionEmbedding(sequence_length, initializer="uniform",
+                                                    name="position_embedding")
+        self.embedding_dim = embedding_dim
+        self.supports_masking = self.token_embedding.supports_masking
+
+    def build(self, input_shape):
+        self.token_embedding.build(input_shape)
+        self.position_embedding.build(tuple(input_shape) + (self.embedding_dim,))
+
+    def call(self, inputs):
+        tokens = self.token_embedding(inputs)
+        return tokens + self.position_embedding(tokens)
+
+    def compute_mask(self, inputs, mask=None):
+        return self.token_embedding.compute_mask(inputs, mask=mask)
+
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "norm")
 L = keras.layers
@@ -79,8 +134,29 @@ def block_nodrop():
     return keras.Model(x, y), yaml, 0.0
 
 
+def position():
+    x = keras.Input((5, 4))
+    d = L.Dense(4, name="d")(x)
+    p = PositionEmbedding(7, name="pos")(d)
+    y = L.LayerNormalization(name="ln")(L.Add(name="add")([d, p]))
+    yaml = ("input: {shape: [5, 4]}\nlayers:\n  - Dense: {name: d, units: 4}\n"
+            "  - PositionEmbedding: {name: pos, sequence_length: 7}\n"
+            "  - Add: {name: add, inputs: [d, pos]}\n  - LayerNormalization: {name: ln}\n")
+    return keras.Model(x, y), yaml, 0.0
+
+
+def token_position():
+    x = keras.Input((6,), dtype="int32")
+    h = TokenAndPositionEmbedding(11, 8, 4, name="tpe")(x)
+    y = L.Dense(3, name="out")(h)
+    yaml = ("input: {shape: [6], dtype: int32}\nlayers:\n"
+            "  - TokenAndPositionEmbedding: {name: tpe, vocabulary_size: 11, sequence_length: 8, "
+            "embedding_dim: 4}\n  - Dense: {name: out, units: 3}\n")
+    return keras.Model(x, y), yaml, None
+
+
 CASES = {"ln_last": ln_last, "ln_axes": ln_axes, "rms": rms, "block": block,
-         "block_nodrop": block_nodrop}
+         "block_nodrop": block_nodrop, "position": position, "token_position": token_position}
 BATCH = 3
 
 
@@ -93,7 +169,10 @@ def main():
             v.assign(rng.uniform(0.5, 1.5, v.shape).astype("float32") if "gamma" in v.path
                      or "scale" in v.path else rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
         shape = (BATCH,) + tuple(model.input_shape[1:])
-        x = (rng.normal(size=shape) + offset).astype("float32")
+        if offset is None:  # token ids
+            x = rng.integers(0, 11, size=shape).astype("int32")
+        else:
+            x = (rng.normal(size=shape) + offset).astype("float32")
         y = np.asarray(model(x, training=False))
         t = rng.uniform(-1, 1, y.shape).astype("float32")
         tensors = {"x": x, "y": y, "t": t}
@@ -107,8 +186,9 @@ def main():
                 out, _ = model.stateless_call(tv, ntv, xin, training=True)
                 return jnp.mean(jnp.mean(jnp.square(out - t), axis=-1))
 
-            gw, gx = jax.grad(loss, argnums=(0, 1))(tv, jnp.asarray(x))
-            tensors["dx"] = np.asarray(gx)
+            gw, gx = jax.grad(loss, argnums=(0, 1), allow_int=True)(tv, jnp.asarray(x))
+            if offset is not None:
+                tensors["dx"] = np.asarray(gx)
             for v, g in zip(model.trainable_variables, gw):
                 tensors["grad:" + v.path] = np.asarray(g)
         meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
