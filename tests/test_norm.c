@@ -199,7 +199,9 @@ static double rel_diff(const float *a, const float *b, int64_t n, double *abs_ou
 }
 
 /* One fixture: binds its YAML, loads its weights by name (every parameter must be there),
- * compares the inference output and, where the fixture has them, the gradients of the MSE
+ * checks that the weights tfc then writes are the fixture's under the same names (what a Keras
+ * model loads by name), compares the inference output (the same bits from the inference
+ * layout) and, where the fixture has them, the gradients of the MSE
  * loss after a training forward. Returns the worst relative difference. */
 static double parity_case(const char *name, double *worst_abs)
 {
@@ -226,6 +228,7 @@ static double parity_case(const char *name, double *worst_abs)
     TFC_ASSERT(tfc_model_load_weights(m, path, &rep, &err) == TFC_OK);
     CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
     free(rep.text);
+    rep.text = NULL;
     int64_t n = 0, nt = 0;
     float *x = ids ? NULL : tensor(f, "x", NULL), *y = tensor(f, "y", &n);
     float *t = tensor(f, "t", &nt);
@@ -234,6 +237,32 @@ static double parity_case(const char *name, double *worst_abs)
     TFC_ASSERT(tfc_model_forward(m, in, batch, 0, 1, 0, &err) == TFC_OK);
     tfc_model_get_output(m, out);
     double worst = rel_diff(out, y, n, worst_abs);
+    { /* the reverse: the weights tfc writes are the fixture's, name for name (Keras's paths) */
+        const char *saved = tfc_test_path("saved.safetensors");
+        TFC_ASSERT(tfc_model_save_weights(m, saved, &err) == TFC_OK);
+        tfc_st_file *sf = tfc_st_open(saved, &err);
+        TFC_ASSERT(sf != NULL);
+        CU_ASSERT(tfc_st_count(sf) == rep.matched);
+        for (int i = 0; i < tfc_st_count(sf); i++) {
+            const tfc_st_tensor *a = tfc_st_tensor_at(sf, i), *b = tfc_st_find(f, a->name);
+            CU_ASSERT(b && b->nbytes == a->nbytes && !memcmp(a->data, b->data, a->nbytes));
+        }
+        tfc_st_close(sf);
+    }
+    { /* the same from the inference layout (tfc-predict's) */
+        tfc_model *mi = tfc_model_from_string(yaml, strlen(yaml), name, &err);
+        tfc_backend *bi = tfc_cpu_backend_create(2);
+        TFC_ASSERT(mi && tfc_model_bind_inference(mi, bi, batch, &err) == TFC_OK);
+        TFC_ASSERT(tfc_model_load_weights(mi, path, &rep, &err) == TFC_OK);
+        free(rep.text);
+        TFC_ASSERT(tfc_model_forward(mi, in, batch, 0, 1, 0, &err) == TFC_OK);
+        float *o2 = malloc((size_t)n * 4);
+        tfc_model_get_output(mi, o2);
+        CU_ASSERT(!memcmp(o2, out, (size_t)n * 4));
+        free(o2);
+        tfc_model_free(mi);
+        tfc_backend_free(bi);
+    }
     float *dx = tensor(f, "dx", &n);
     int grads = 0; /* the fixture has gradients (cases without Dropout) */
     for (int i = 0; i < tfc_st_count(f); i++)
