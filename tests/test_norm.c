@@ -15,6 +15,7 @@
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
+#include "solver/solver.h"
 #include "gradcheck.h"
 #include "layers/layer.h"
 #include "testutil.h"
@@ -480,6 +481,61 @@ static void test_position_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tie_weights"));
 }
 
+/* A small transformer-style model (positions, LayerNormalization, a gelu feed-forward block
+ * with a residual Add, RMSNormalization) learns the synthetic 4-class set on two threads, and
+ * a run resumed from its snapshot ends with the same weights, bit for bit. */
+static tfc_status train_tiny(const char *out, const char *resume, tfc_train_result *res,
+                             tfc_error *err)
+{
+    static const char solver[] =
+        "model:\n  name: tiny\n  input: {shape: [16]}\n  layers:\n"
+        "    - Reshape: {target_shape: [4, 4]}\n    - Dense: {name: d, units: 8}\n"
+        "    - PositionEmbedding: {name: pos, sequence_length: 6}\n"
+        "    - Add: {name: a, inputs: [d, pos]}\n    - LayerNormalization: {name: n1}\n"
+        "    - Dense: {name: f1, units: 16, activation: gelu}\n"
+        "    - Dense: {name: f2, units: 8}\n    - Add: {name: r, inputs: [n1, f2]}\n"
+        "    - RMSNormalization: {name: n2}\n    - Flatten: {}\n"
+        "    - Dense: {units: 4, activation: softmax}\n"
+        "  loss: sparse_categorical_crossentropy\n  metrics: [accuracy]\n"
+        "data:\n  train:\n    source: {type: npy, features: tn_x.npy, labels: tn_y.npy}\n"
+        "    pipeline: [{repeat: {}}, {shuffle: {buffer_size: 64}}, {batch: {batch_size: 16}}]\n"
+        "  test:\n    source: {type: npy, features: tn_x.npy, labels: tn_y.npy}\n"
+        "    pipeline: [{batch: {batch_size: 64}}]\n"
+        "optimizer: {type: adam, learning_rate: 0.01}\n"
+        "max_iter: 120\ntest_interval: 120\nsnapshot: {interval: 60, keep: 0}\nseed: 3\n";
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path(out);
+    o.resume = resume;
+    o.threads = 2;
+    o.console = fopen("/dev/null", "w");
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("tn.yaml", solver, -1), &o, err);
+    tfc_status st = s ? tfc_solver_train(s, res, err) : err->code;
+    if (st) printf("\n%s", err->text);
+    tfc_solver_free(s);
+    if (o.console) fclose(o.console);
+    return st;
+}
+
+static void test_train_resume_exact(void)
+{
+    tfc_test_write_split("tn_x.npy", "tn_y.npy", 256, 7);
+    tfc_train_result *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train_tiny("tn_full", NULL, a, &err), TFC_OK);
+    CU_ASSERT(a->have_test && a->test.metric[0] > 0.6); /* chance: 0.25 */
+    char state[1024], fa[1024], fb[1024];
+    snprintf(state, sizeof state, "%s/snapshots/tiny_iter_60.state", tfc_test_path("tn_full"));
+    CU_ASSERT_EQUAL_FATAL(train_tiny("tn_resumed", state, b, &err), TFC_OK);
+    snprintf(fa, sizeof fa, "%s/final.safetensors", tfc_test_path("tn_full"));
+    snprintf(fb, sizeof fb, "%s/final.safetensors", tfc_test_path("tn_resumed"));
+    size_t na, nb;
+    char *da = tfc_test_read(fa, &na), *db = tfc_test_read(fb, &nb);
+    CU_ASSERT(da && db && na == nb && !memcmp(da, db, na));
+    if (getenv("TFC_VERBOSE")) fprintf(stderr, "\ntest accuracy %.3f\n", a->test.metric[0]);
+    free(da), free(db), free(a), free(b);
+}
+
 /* ONNX export refuses what it has no form for: an error naming the layer, no file. (The
  * normalisations it exports are checked against onnxruntime in tests/test_onnx.c.) */
 static void test_onnx_refused(void)
@@ -514,4 +570,5 @@ TFC_TEST_MAIN("norm", {"op_values", test_op_values}, {"op_offset_rows", test_op_
               {"keras_parity", test_keras_parity}, {"argument_errors", test_argument_errors},
               {"masks", test_masks}, {"missing_kernel_refused", test_missing_kernel_refused},
               {"token_position_as_embedding", test_token_position_as_embedding},
-              {"position_errors", test_position_errors}, {"onnx_refused", test_onnx_refused})
+              {"position_errors", test_position_errors}, {"onnx_refused", test_onnx_refused},
+              {"train_resume_exact", test_train_resume_exact})
