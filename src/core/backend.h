@@ -97,7 +97,7 @@ typedef struct tfc_lstm_desc {
  *   u = (x - mean(x)) invstd where center, else x invstd
  * LayerNormalization centres both (u = (x - mean) / sqrt(var + eps)); RMSNormalization neither
  * (u = x / sqrt(mean(x^2) + eps)); LayerNormalization's deprecated rms_scaling only its
- * statistics (u = x / sqrt(var + eps)). */
+ * statistics (u = x / sqrt(var + eps)). center needs center_stats. */
 typedef struct tfc_layernorm_desc {
     int64_t rows;
     int cols;
@@ -363,8 +363,9 @@ typedef struct tfc_device_options {
      *   dx += invstd (g - mean(g) [center] - v mean(g u))    (= with assign: dx's old contents    \
      *                                                         never read)                         \
      *   dgamma += sum over rows of dy u,  dbeta += sum over rows of dy                           \
-     * dx, dgamma, dbeta may each be NULL (not needed). The sums over rows do not depend on the   \
-     * threads that run them. ws: layernorm_workspace(d) bytes of scratch (NULL when 0). */       \
+     * dx, dgamma, dbeta may each be NULL (not needed). The sums over rows depend on the         \
+     * backend's thread count at most, never on the team that runs them. ws:                      \
+     * layernorm_workspace(d) bytes of scratch (NULL when 0). */                                  \
     X(size_t, layernorm_workspace, (tfc_backend *be, const tfc_layernorm_desc *d))                 \
     X(void, layernorm_backward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,     \
                                  const float *dy, const float *gamma, const float *stats,          \

@@ -119,8 +119,10 @@ void tfc_cpu_layernorm_backward(tfc_backend *be, const tfc_layernorm_desc *d, co
     if (!sums) return;
     for (int j = 0; j < cols; j++) {
         double sg = 0.0, sb = 0.0;
-        for (int t = 0; t < nt; t++) sg += part[2 * (size_t)t * cols + j],
-                                     sb += part[(2 * (size_t)t + 1) * cols + j];
+        for (int t = 0; t < nt; t++) {
+            sg += part[2 * (size_t)t * cols + j];
+            sb += part[(2 * (size_t)t + 1) * cols + j];
+        }
         if (dgamma) dgamma[j] += (float)sg;
         if (dbeta) dbeta[j] += (float)sb;
     }
