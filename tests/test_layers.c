@@ -248,6 +248,47 @@ static const gc_case cases[] = {
                                       "  - Conv2DTranspose: {filters: 2, kernel_size: 2, dilation_rate: 2, output_padding: 0}\n"
                                       "  - Conv2D: {filters: 2, kernel_size: 3, strides: 4}\n"
                                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* LayerNormalization first (the input's gradient) and after a Dense, gamma and beta
+     * away from their ones and zeros */
+    {"layernorm_sequence", "input: {shape: [4, 6]}\nlayers:\n  - LayerNormalization: {name: n0}\n"
+                           "  - Dense: {units: 6}\n"
+                           "  - LayerNormalization: {gamma_initializer: {type: random_uniform, "
+                           "minval: 0.5, maxval: 1.5}, beta_initializer: {type: random_uniform}}\n"
+                           "  - Dense: {units: 3}\n", 3},
+    {"layernorm_axes_options", "input: {shape: [3, 4]}\nlayers:\n  - Dense: {units: 4, "
+                               "kernel_initializer: {type: random_uniform, minval: -1, "
+                               "maxval: 1}}\n"
+                               "  - LayerNormalization: {axis: [-2, -1], epsilon: 0.01}\n"
+                               "  - LayerNormalization: {name: a, axis: [1, 2], center: false}\n"
+                               "  - LayerNormalization: {name: b, scale: false}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"layernorm_bare_rms_scaling", "input: {shape: [3, 4]}\nlayers:\n"
+                                   "  - LayerNormalization: {name: c, center: false, "
+                                   "scale: false}\n"
+                                   "  - Dense: {units: 4}\n"
+                                   "  - LayerNormalization: {name: d, rms_scaling: true}\n"
+                                   "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"layernorm_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 4, mask_zero: true, "
+                         "embeddings_initializer: {type: random_uniform, minval: -1, maxval: 1}}\n"
+                         "  - LayerNormalization: {}\n"
+                         "  - Dense: {units: 5, activation: softmax}\n", 3},
+    /* a transformer's feed-forward half on [time, features] */
+    {"ffn_block_sequence", "input: {shape: [4, 6]}\nlayers:\n"
+                           "  - Dense: {name: d1, units: 8, activation: gelu}\n"
+                           "  - Dropout: {rate: 0.2}\n  - Dense: {name: d2, units: 6}\n"
+                           "  - Add: {inputs: [input, d2]}\n  - LayerNormalization: {}\n"
+                           "  - Activation: {activation: gelu}\n  - Dense: {units: 3}\n", 3},
+    /* positions added to a sequence's vectors with Add (fewer steps than positions) */
+    {"position_embedding", "input: {shape: [4, 3]}\nlayers:\n  - Dense: {name: d, units: 3}\n"
+                           "  - PositionEmbedding: {sequence_length: 6}\n"
+                           "  - Add: {inputs: [d, position_embedding]}\n"
+                           "  - Dense: {units: 3}\n", 3},
+    {"token_and_position_masked", SEQ "  - TokenAndPositionEmbedding: {vocabulary_size: 10, "
+                                  "sequence_length: 6, embedding_dim: 3, mask_zero: true}\n"
+                                  "  - Dense: {units: 5, activation: softmax}\n", 3},
+    {"rmsnorm", "input: {shape: [3, 5]}\nlayers:\n  - RMSNormalization: {name: r0}\n"
+                "  - Dense: {units: 5}\n  - RMSNormalization: {axis: [-2, -1], epsilon: 0.001}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -147,6 +147,36 @@ static void test_batch_norm(void)
             "  - BatchNormalization: {}\n", 0);
 }
 
+/* LayerNormalization (opset 17's operator; axis lists, center or scale off) and
+ * RMSNormalization (composed), after a convolution (channels-last again) and on sequences. */
+static void test_normalizations(void)
+{
+    if (!ready()) return;
+    fixture("norm",
+            "input: {shape: [6, 6, 3]}\nlayers:\n  - Conv2D: {filters: 4, kernel_size: 3}\n"
+            "  - LayerNormalization: {}\n  - Reshape: {target_shape: [4, 16]}\n"
+            "  - LayerNormalization: {axis: [1, 2], epsilon: 0.01}\n"
+            "  - LayerNormalization: {center: false}\n"
+            "  - LayerNormalization: {scale: false, epsilon: 0.1}\n"
+            "  - LayerNormalization: {center: false, scale: false}\n"
+            "  - RMSNormalization: {}\n  - RMSNormalization: {axis: [-2, -1]}\n"
+            "  - Dense: {units: 5}\n", 0);
+    /* opset 21 (ReduceMean's axes an input) agrees too; opset 16 has no LayerNormalization */
+    char cmd[4096], model[1024], weights[1024], onnx[1024];
+    snprintf(model, sizeof model, "%s", tfc_test_path("norm.yaml"));
+    snprintf(weights, sizeof weights, "%s", tfc_test_path("norm.safetensors"));
+    snprintf(onnx, sizeof onnx, "%s", tfc_test_path("norm21.onnx"));
+    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset 21 && "
+             "python3 tests/onnx_check.py %s %s %s", bin, model, weights, onnx, onnx,
+             tfc_test_path("x.npy"), tfc_test_path("y.npy"));
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset 16 2>&1 | "
+             "grep -q \"(LayerNormalization): the ONNX LayerNormalization operator needs "
+             "opset 17\"",
+             bin, model, weights, tfc_test_path("norm16.onnx"));
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 static void test_masked_lstm(void)
 {
     if (!ready()) return;
@@ -312,5 +342,7 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
+              {"batch_norm", test_batch_norm}, {"normalizations", test_normalizations},
+              {"masked_lstm", test_masked_lstm},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"options", test_options})

@@ -2,7 +2,8 @@
  * domain, with its weights as initializers in ONNX's layouts (onnx/onnx.proto, opset 14+).
  * Tensors are tracked with their layout: Keras's channels-last, or NCHW after a Transpose
  * where a convolution, pooling or BatchNormalization needs it; a layer that depends on the
- * element order (Flatten, Reshape, Dense, softmax, Concatenate) gets channels-last back. */
+ * element order (Flatten, Reshape, Dense, softmax, Concatenate, the row normalisations) gets
+ * channels-last back. */
 #include "api/onnx.h"
 
 #include <math.h>
@@ -177,6 +178,14 @@ static float *param(exporter *x, const tfc_layer *l, const char *name, const tfc
             return h;
         }
     return NULL;
+}
+
+/* Whether the layer has a parameter of that name. */
+static int param_exists(const tfc_layer *l, const char *name)
+{
+    for (int p = 0; p < l->nparams; p++)
+        if (!strcmp(l->params[p].name, name)) return 1;
+    return 0;
 }
 
 static tfc_status unsupported(exporter *x, const tfc_layer *l, const char *why)
@@ -437,6 +446,73 @@ static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
         attr_ints(&a, "perm", swap, 3);
         unary(x, "Transpose", r.name, r.name, &a);
     }
+    return r;
+}
+
+/* LayerNormalization as opset 17's LayerNormalization (axis -k: the k trailing axes; a
+ * Scale of ones without `scale`), RMSNormalization composed: x / sqrt(ReduceMean(x x) + eps)
+ * * scale. Both channels-last; gamma, beta and scale span the normalised axes. */
+static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
+{
+    const int k = ((const tfc_int_list *)arg(l, "axis"))->n;
+    const float eps = (float)*(const double *)arg(l, "epsilon");
+    tref r = {.shape = l->out_shape};
+    if (!rms && arg_int(l, "rms_scaling", 0)) {
+        unsupported(x, l, "rms_scaling (deprecated in Keras) has no ONNX form here");
+        return r;
+    }
+    if (!rms && x->opset < 17) {
+        unsupported(x, l, "the ONNX LayerNormalization operator needs opset 17 or later");
+        return r;
+    }
+    const int64_t *dims = in->shape.dim + in->shape.ndim - k;
+    int64_t numel = 1;
+    for (int i = 0; i < k; i++) numel *= dims[i];
+    const char *gname = rms ? "scale" : "gamma";
+    const int has_gamma = param_exists(l, gname);
+    float *gamma = has_gamma ? param(x, l, gname, NULL) : malloc((size_t)numel * 4);
+    float *beta = rms ? NULL : param(x, l, "beta", NULL);
+    if (!gamma || x->st) {
+        if (!x->st) x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        free(gamma), free(beta);
+        return r;
+    }
+    for (int64_t i = 0; !has_gamma && i < numel; i++) gamma[i] = 1.0f;
+    char gn[96], bn[96], t1[96], t2[96], c[96];
+    init_f32(x, gn, gname, dims, k, gamma);
+    if (beta) init_f32(x, bn, "beta", dims, k, beta);
+    free(gamma), free(beta);
+    tref xin = nhwc(x, in);
+    tfc_pb a = {0};
+    if (!rms) {
+        attr_int(&a, "axis", -k);
+        attr_float(&a, "epsilon", eps);
+        fresh(x, r.name, "LayerNormalization");
+        node(x, "LayerNormalization", (const char *[]){xin.name, gn, beta ? bn : NULL, NULL},
+             r.name, &a);
+        return r;
+    }
+    int64_t axes[TFC_MAX_DIMS];
+    for (int i = 0; i < k; i++) axes[i] = i - k;
+    fresh(x, t1, "Mul");
+    node(x, "Mul", (const char *[]){xin.name, xin.name, NULL}, t1, NULL);
+    attr_int(&a, "keepdims", 1);
+    fresh(x, t2, "ReduceMean");
+    if (x->opset >= 18) { /* axes became an input */
+        init_i64(x, c, "axes", axes, k);
+        node(x, "ReduceMean", (const char *[]){t1, c, NULL}, t2, &a);
+    } else {
+        attr_ints(&a, "axes", axes, k);
+        node(x, "ReduceMean", (const char *[]){t1, NULL}, t2, &a);
+    }
+    init_f32(x, c, "eps", NULL, 0, &eps);
+    fresh(x, t1, "Add");
+    node(x, "Add", (const char *[]){t2, c, NULL}, t1, NULL);
+    unary(x, "Sqrt", t1, t2, NULL);
+    fresh(x, t1, "Div");
+    node(x, "Div", (const char *[]){xin.name, t2, NULL}, t1, NULL);
+    fresh(x, r.name, "Mul");
+    node(x, "Mul", (const char *[]){t1, gn, NULL}, r.name, NULL);
     return r;
 }
 
@@ -748,6 +824,8 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = batch_norm(x, l, in);
     } else if (!strcmp(type, "Dense")) {
         r = dense(x, l, in);
+    } else if (!strcmp(type, "LayerNormalization") || !strcmp(type, "RMSNormalization")) {
+        r = row_norm(x, l, in, type[0] == 'R');
     } else if (!strcmp(type, "LSTM")) {
         r = lstm(x, l, in);
     } else if (!strcmp(type, "Embedding")) {

@@ -103,6 +103,20 @@ typedef struct tfc_lstm_desc {
     const int32_t *ids;
 } tfc_lstm_desc;
 
+/* Normalisation of `rows` rows of `cols` floats each, every row on its own (the normalised
+ * axes of LayerNormalization and RMSNormalization, flattened):
+ *   mu = mean(x) where center_stats, else 0;   invstd = 1 / sqrt(mean((x - mu)^2) + eps)
+ *   u = (x - mean(x)) invstd where center, else x invstd
+ * LayerNormalization centres both (u = (x - mean) / sqrt(var + eps)); RMSNormalization neither
+ * (u = x / sqrt(mean(x^2) + eps)); LayerNormalization's deprecated rms_scaling only its
+ * statistics (u = x / sqrt(var + eps)). center needs center_stats. */
+typedef struct tfc_layernorm_desc {
+    int64_t rows;
+    int cols;
+    int center_stats, center;
+    float eps;
+} tfc_layernorm_desc;
+
 typedef enum tfc_loss_kind {
     TFC_LOSS_SPARSE_CCE = 0, /* labels int32 [rows]: class index */
     TFC_LOSS_CCE,            /* labels float [rows, classes]: a distribution */
@@ -431,7 +445,24 @@ typedef struct tfc_device_options {
     X(void, mul, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,         \
                   const float *b, int b_bcast, float *y, int accumulate))                          \
     X(void, mul_reduce, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,  \
-                         const float *b, float *db))
+                         const float *b, float *db))                                               \
+                                                                                                   \
+    /* Normalisation of each row (LayerNormalization, RMSNormalization; tfc_layernorm_desc):      \
+     * y = u gamma + beta. stats [rows, 2] (NULL: not kept) receives each row's mu and invstd     \
+     * for backward. gamma, beta [cols] may be NULL (1 and 0). */                                 \
+    X(void, layernorm_forward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,      \
+                                const float *gamma, const float *beta, float *y, float *stats))    \
+    /* Its gradient from the stats forward kept, with g = dy gamma and v = (x - mu) invstd:        \
+     *   dx += invstd (g - mean(g) [center] - v mean(g u))    (= with assign: dx's old contents    \
+     *                                                         never read)                         \
+     *   dgamma += sum over rows of dy u,  dbeta += sum over rows of dy                           \
+     * dx, dgamma, dbeta may each be NULL (not needed). The sums over rows depend on the         \
+     * backend's thread count at most, never on the team that runs them. ws:                      \
+     * layernorm_workspace(d) bytes of scratch (NULL when 0). */                                  \
+    X(size_t, layernorm_workspace, (tfc_backend *be, const tfc_layernorm_desc *d))                 \
+    X(void, layernorm_backward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,     \
+                                 const float *dy, const float *gamma, const float *stats,          \
+                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -1,0 +1,574 @@
+/* The transformer layers around attention: LayerNormalization and RMSNormalization (the CPU
+ * op against double-precision loops written here, forward and backward against central
+ * differences of the double forward; its sums over rows independent of the team), KerasHub's
+ * PositionEmbedding and TokenAndPositionEmbedding. Keras 3 parity from the fixtures
+ * tests/ref/keras_norm.py wrote (tests/ref/norm/: outputs, input and weight gradients, and
+ * Dense/gelu/Dropout/Add on [batch, time, features]), masks, argument errors, and the refusals
+ * of a backend without the kernels and ONNX export's of what it cannot write. Run from the
+ * repository's root. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/onnx.h"
+#include "core/safetensors.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
+#include "solver/solver.h"
+#include "gradcheck.h"
+#include "layers/layer.h"
+#include "testutil.h"
+
+/* ---- the op against loops in double ----------------------------------------------------- */
+
+/* The contract's forward of one row in double. */
+static void ref_row(const double *x, int cols, int center_stats, int center, double eps,
+                    const float *gamma, const float *beta, double *y)
+{
+    double mean = 0, mu, s = 0;
+    for (int j = 0; j < cols; j++) mean += x[j];
+    mean /= cols;
+    mu = center_stats ? mean : 0.0;
+    for (int j = 0; j < cols; j++) s += (x[j] - mu) * (x[j] - mu);
+    double inv = 1.0 / sqrt(s / cols + eps);
+    for (int j = 0; j < cols; j++) {
+        double u = (x[j] - (center ? mean : 0.0)) * inv;
+        y[j] = u * (gamma ? gamma[j] : 1.0) + (beta ? beta[j] : 0.0);
+    }
+}
+
+/* L(x) = sum_j w[j] y[j] of one row, for the central differences. */
+static double ref_loss(const double *x, const float *w, int cols, int cs, int c, double eps,
+                       const float *gamma, const float *beta)
+{
+    double y[64], l = 0;
+    ref_row(x, cols, cs, c, eps, gamma, beta, y);
+    for (int j = 0; j < cols; j++) l += w[j] * y[j];
+    return l;
+}
+
+static void check_op(int center_stats, int center, int with_gamma, int with_beta)
+{
+    enum { ROWS = 7, COLS = 24 };
+    const float eps = 1e-3f;
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    float x[ROWS * COLS], dy[ROWS * COLS], gamma[COLS], beta[COLS], y[ROWS * COLS];
+    float stats[2 * ROWS], dx[ROWS * COLS], dg[COLS], db[COLS];
+    tfc_test_fill(x, ROWS * COLS, -1, 1, 3);
+    for (int i = 0; i < ROWS * COLS; i++) x[i] += 50.0f * (float)(i / COLS % 3); /* offsets */
+    tfc_test_fill(dy, ROWS * COLS, -1, 1, 4);
+    tfc_test_fill(gamma, COLS, 0.5, 1.5, 5);
+    tfc_test_fill(beta, COLS, -0.5, 0.5, 6);
+    const float *g = with_gamma ? gamma : NULL, *b = with_beta ? beta : NULL;
+    tfc_layernorm_desc d = {.rows = ROWS, .cols = COLS, .center_stats = center_stats,
+                            .center = center, .eps = eps};
+    be->ops->layernorm_forward(be, &d, x, g, b, y, stats);
+    /* errors relative to the largest value of each (rms_scaling's outputs reach ~100); rows
+     * sit 0, 50 and 100 off zero, where a float's ulp (7.6e-6 at 100) is already ~1e-5 of the
+     * rows' deviation (0.58): the input's own precision bounds y's and dx's */
+    double worst_y = 0, worst_dx = 0, worst_dg = 0, worst_db = 0, my = 0, mdx = 0, mdg = 0;
+    double rdg[COLS] = {0}, rdb[COLS] = {0};
+    for (int j = 0; j < ROWS * COLS; j++) dx[j] = 1.0f; /* accumulates onto 1 */
+    for (int j = 0; j < COLS; j++) dg[j] = db[j] = 0.0f;
+    void *ws = malloc(be->ops->layernorm_workspace(be, &d));
+    be->ops->layernorm_backward(be, &d, x, dy, g, stats, dx, with_gamma ? dg : NULL,
+                                with_beta ? db : NULL, 0, ws);
+    for (int r = 0; r < ROWS; r++) {
+        double xr[COLS], yr[COLS], u[COLS];
+        for (int j = 0; j < COLS; j++) xr[j] = x[r * COLS + j];
+        ref_row(xr, COLS, center_stats, center, eps, g, b, yr);
+        ref_row(xr, COLS, center_stats, center, eps, NULL, NULL, u);
+        for (int j = 0; j < COLS; j++) {
+            worst_y = fmax(worst_y, fabs(yr[j] - y[r * COLS + j])), my = fmax(my, fabs(yr[j]));
+            rdg[j] += dy[r * COLS + j] * u[j];
+            rdb[j] += dy[r * COLS + j];
+            double xp[COLS], xm[COLS], h = 1e-4 * fmax(1.0, fabs(xr[j]));
+            memcpy(xp, xr, sizeof xp), memcpy(xm, xr, sizeof xm);
+            xp[j] += h, xm[j] -= h;
+            double num = (ref_loss(xp, dy + r * COLS, COLS, center_stats, center, eps, g, b) -
+                          ref_loss(xm, dy + r * COLS, COLS, center_stats, center, eps, g, b)) /
+                         (2 * h);
+            worst_dx = fmax(worst_dx, fabs(num + 1.0 - dx[r * COLS + j]));
+            mdx = fmax(mdx, fabs(num));
+        }
+    }
+    for (int j = 0; j < COLS; j++) {
+        if (with_gamma) worst_dg = fmax(worst_dg, fabs(rdg[j] - dg[j]));
+        mdg = fmax(mdg, fabs(rdg[j]));
+        if (with_beta) worst_db = fmax(worst_db, fabs(rdb[j] - db[j]));
+    }
+    worst_y /= my, worst_dx /= mdx, worst_dg /= mdg;
+    if (worst_y > 1e-5 || worst_dx > 5e-5 || worst_dg > 1e-5 || worst_db > 1e-5)
+        fprintf(stderr, "\ncenter_stats %d center %d gamma %d beta %d: y %.3g dx %.3g "
+                "dgamma %.3g dbeta %.3g\n", center_stats, center, with_gamma, with_beta, worst_y,
+                worst_dx, worst_dg, worst_db);
+    CU_ASSERT(worst_y < 1e-5);
+    CU_ASSERT(worst_dx < 5e-5);
+    CU_ASSERT(worst_dg < 1e-5);
+    CU_ASSERT(worst_db < 1e-5);
+    /* assign: dx's old contents (NaN here) are never read */
+    for (int j = 0; j < ROWS * COLS; j++) dx[j] = NAN;
+    be->ops->layernorm_backward(be, &d, x, dy, g, stats, dx, NULL, NULL, 1, ws);
+    int finite = 1;
+    for (int j = 0; j < ROWS * COLS; j++) finite &= isfinite(dx[j]);
+    CU_ASSERT(finite);
+    free(ws);
+    tfc_backend_free(be);
+}
+
+static void test_op_values(void)
+{
+    check_op(1, 1, 1, 1); /* LayerNormalization */
+    check_op(1, 1, 0, 1);
+    check_op(1, 1, 1, 0);
+    check_op(1, 1, 0, 0);
+    check_op(0, 0, 1, 0); /* RMSNormalization */
+    check_op(1, 0, 1, 0); /* LayerNormalization's rms_scaling */
+}
+
+/* A row whose mean is 1e4 deviations off zero: float sums of x^2 would lose the variance. */
+static void test_op_offset_rows(void)
+{
+    enum { COLS = 4096 };
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    float *x = malloc(COLS * 4), *y = malloc(COLS * 4), stats[2];
+    tfc_test_fill(x, COLS, -1, 1, 8);
+    for (int j = 0; j < COLS; j++) x[j] += 1e4f;
+    double mean = 0, var = 0;
+    for (int j = 0; j < COLS; j++) mean += x[j];
+    mean /= COLS;
+    for (int j = 0; j < COLS; j++) var += (x[j] - mean) * (x[j] - mean);
+    var /= COLS;
+    tfc_layernorm_desc d = {.rows = 1, .cols = COLS, .center_stats = 1, .center = 1, .eps = 1e-3f};
+    be->ops->layernorm_forward(be, &d, x, NULL, NULL, y, stats);
+    CU_ASSERT(fabs(stats[0] - mean) < 1e-3);
+    CU_ASSERT(fabs(stats[1] * sqrt(var + 1e-3) - 1.0) < 1e-6);
+    free(x), free(y);
+    tfc_backend_free(be);
+}
+
+/* The backward's sums over rows split by the backend's thread count, not the team's: the
+ * same bits on one thread of the team as on every one. */
+static void test_op_team_independent(void)
+{
+    enum { ROWS = 4096, COLS = 40 };
+    tfc_backend *be = tfc_cpu_backend_create(4);
+    const size_t bytes = (size_t)ROWS * COLS * 4;
+    float *x = malloc(bytes), *dy = malloc(bytes), *y = malloc(bytes);
+    float *dx1 = malloc(bytes), *dx2 = malloc(bytes), stats[2 * ROWS];
+    float gamma[COLS], dg[2][COLS] = {{0}}, db[2][COLS] = {{0}};
+    tfc_test_fill(x, ROWS * COLS, -2, 2, 9);
+    tfc_test_fill(dy, ROWS * COLS, -1, 1, 10);
+    tfc_test_fill(gamma, COLS, 0.5, 1.5, 11);
+    tfc_layernorm_desc d = {.rows = ROWS, .cols = COLS, .center_stats = 1, .center = 1,
+                            .eps = 1e-3f};
+    void *ws = malloc(be->ops->layernorm_workspace(be, &d));
+    be->ops->layernorm_forward(be, &d, x, gamma, NULL, y, stats);
+    for (int k = 0; k < 2; k++) {
+        tfc_cpu_team_force(k == 0 ? 1 : 4);
+        be->ops->layernorm_backward(be, &d, x, dy, gamma, stats, k ? dx2 : dx1, dg[k], db[k], 1,
+                                    ws);
+    }
+    tfc_cpu_team_force(0);
+    CU_ASSERT(!memcmp(dg[0], dg[1], sizeof dg[0]));
+    CU_ASSERT(!memcmp(db[0], db[1], sizeof db[0]));
+    CU_ASSERT(!memcmp(dx1, dx2, bytes));
+    free(x), free(dy), free(y), free(dx1), free(dx2), free(ws);
+    tfc_backend_free(be);
+}
+
+/* ---- Keras parity ------------------------------------------------------------------------ */
+
+static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
+{
+    const tfc_st_tensor *t = tfc_st_find(f, name);
+    if (!t) return NULL;
+    float *v = malloc((size_t)t->numel * 4);
+    tfc_st_tensor_to_f32(t, v);
+    if (n) *n = t->numel;
+    return v;
+}
+
+/* max |a - b| / max |b| over n values, and the largest |a - b| into *abs_out */
+static double rel_diff(const float *a, const float *b, int64_t n, double *abs_out)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
+    if (abs_out) *abs_out = fmax(*abs_out, d);
+    return d / (m > 0 ? m : 1);
+}
+
+/* One fixture: binds its YAML, loads its weights by name (every parameter must be there),
+ * checks that the weights tfc then writes are the fixture's under the same names (what a Keras
+ * model loads by name), compares the inference output (the same bits from the inference
+ * layout) and, where the fixture has them, the gradients of the MSE
+ * loss after a training forward. Returns the worst relative difference. */
+static double parity_case(const char *name, double *worst_abs)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/ref/norm/%s.safetensors", name);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    TFC_ASSERT(f != NULL);
+    const char *yaml = tfc_st_meta(f, "yaml");
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), name, &err);
+    TFC_ASSERT(m != NULL);
+    const tfc_st_tensor *xt = tfc_st_find(f, "x");
+    const int batch = (int)xt->shape.dim[0];
+    int32_t *ids = NULL; /* token inputs */
+    if (xt->dtype == TFC_I32) {
+        ids = malloc(xt->nbytes);
+        memcpy(ids, xt->data, xt->nbytes);
+    }
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
+    tfc_model_want_input_grad(m, 1);
+    tfc_weights_report rep = {0};
+    TFC_ASSERT(tfc_model_load_weights(m, path, &rep, &err) == TFC_OK);
+    CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
+    free(rep.text);
+    rep.text = NULL;
+    int64_t n = 0, nt = 0;
+    float *x = ids ? NULL : tensor(f, "x", NULL), *y = tensor(f, "y", &n);
+    float *t = tensor(f, "t", &nt);
+    const void *in = ids ? (const void *)ids : x;
+    float *out = malloc((size_t)n * 4);
+    TFC_ASSERT(tfc_model_forward(m, in, batch, 0, 1, 0, &err) == TFC_OK);
+    tfc_model_get_output(m, out);
+    double worst = rel_diff(out, y, n, worst_abs);
+    { /* the reverse: the weights tfc writes are the fixture's, name for name (Keras's paths) */
+        const char *saved = tfc_test_path("saved.safetensors");
+        TFC_ASSERT(tfc_model_save_weights(m, saved, &err) == TFC_OK);
+        tfc_st_file *sf = tfc_st_open(saved, &err);
+        TFC_ASSERT(sf != NULL);
+        CU_ASSERT(tfc_st_count(sf) == rep.matched);
+        for (int i = 0; i < tfc_st_count(sf); i++) {
+            const tfc_st_tensor *a = tfc_st_tensor_at(sf, i), *b = tfc_st_find(f, a->name);
+            CU_ASSERT(b && b->nbytes == a->nbytes && !memcmp(a->data, b->data, a->nbytes));
+        }
+        tfc_st_close(sf);
+    }
+    { /* the same from the inference layout (tfc-predict's) */
+        tfc_model *mi = tfc_model_from_string(yaml, strlen(yaml), name, &err);
+        tfc_backend *bi = tfc_cpu_backend_create(2);
+        TFC_ASSERT(mi && tfc_model_bind_inference(mi, bi, batch, &err) == TFC_OK);
+        TFC_ASSERT(tfc_model_load_weights(mi, path, &rep, &err) == TFC_OK);
+        free(rep.text);
+        TFC_ASSERT(tfc_model_forward(mi, in, batch, 0, 1, 0, &err) == TFC_OK);
+        float *o2 = malloc((size_t)n * 4);
+        tfc_model_get_output(mi, o2);
+        CU_ASSERT(!memcmp(o2, out, (size_t)n * 4));
+        free(o2);
+        tfc_model_free(mi);
+        tfc_backend_free(bi);
+    }
+    float *dx = tensor(f, "dx", &n);
+    int grads = 0; /* the fixture has gradients (cases without Dropout) */
+    for (int i = 0; i < tfc_st_count(f); i++)
+        grads |= !strncmp(tfc_st_tensor_at(f, i)->name, "grad:", 5);
+    if (grads) {
+        tfc_batch_result res;
+        TFC_ASSERT(tfc_model_forward(m, in, batch, 1, 1, 0, &err) == TFC_OK);
+        tfc_model_zero_grad(m);
+        TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
+        tfc_model_backward(m);
+        if (dx) {
+            float *got = malloc((size_t)n * 4);
+            be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
+            worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
+            free(got);
+        }
+        for (int i = 0; i < tfc_model_nlayers(m); i++) {
+            tfc_layer *l = tfc_model_layer(m, i);
+            for (int p = 0; p < l->nparams; p++) {
+                char gname[128];
+                snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
+                float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
+                CU_ASSERT_PTR_NOT_NULL(want);
+                if (want) {
+                    tfc_model_grad_download(m, &l->params[p], g);
+                    worst = fmax(worst, rel_diff(g, want, l->params[p].numel, worst_abs));
+                }
+                free(want), free(g);
+            }
+        }
+        free(dx);
+    }
+    free(x), free(ids), free(y), free(t), free(out);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    tfc_st_close(f);
+    return worst;
+}
+
+static void test_keras_parity(void)
+{
+    static const char *const names[] = {"ln_last", "ln_axes",  "rms",           "block",
+                                        "block_nodrop", "position", "token_position"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        double abs_diff = 0, rel = parity_case(names[i], &abs_diff);
+        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\n%s: max abs %.3g, max rel (to the largest value) %.3g\n",
+                    names[i], abs_diff, rel);
+        CU_ASSERT(rel <= 1e-5);
+    }
+}
+
+/* ---- the layers in a model ---------------------------------------------------------------- */
+
+static tfc_error build_error(const char *yaml)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    tfc_model_free(m);
+    return err;
+}
+
+static void expect_error(const char *layer, const char *what)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "input: {shape: [3, 4]}\nlayers:\n  - %s\n", layer);
+    tfc_error err = build_error(yaml);
+    if (!strstr(err.msg, what)) fprintf(stderr, "\n%s: %s\n", layer, err.msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, what));
+}
+
+static void test_argument_errors(void)
+{
+    expect_error("LayerNormalization: {axis: 1}", "only trailing axes");
+    expect_error("LayerNormalization: {axis: [-1, 1]}", "only trailing axes");
+    expect_error("LayerNormalization: {axis: 0}", "is the batch axis");
+    expect_error("RMSNormalization: {axis: 3}", "out of range");
+    expect_error("LayerNormalization: {gamma_regularizer: l2}", "not supported by tfc");
+    expect_error("LayerNormalization: {beta_constraint: non_neg}", "not supported");
+    expect_error("RMSNormalization: {center: false}", "unknown key 'center'");
+    /* a null regularizer is Keras's default */
+    tfc_error err;
+    tfc_error_clear(&err);
+    const char *ok = "input: {shape: [3, 4]}\nlayers:\n"
+                     "  - LayerNormalization: {gamma_regularizer: null, axis: [2]}\n";
+    tfc_model *m = tfc_model_from_string(ok, strlen(ok), "t.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    if (m) {
+        const tfc_layer *l = tfc_model_layer(m, 0);
+        CU_ASSERT_EQUAL(l->nparams, 2);
+        CU_ASSERT_STRING_EQUAL(l->params[0].name, "gamma");
+        CU_ASSERT_EQUAL(l->params[0].shape.ndim, 1);
+        CU_ASSERT_EQUAL(l->params[0].shape.dim[0], 4);
+    }
+    tfc_model_free(m);
+}
+
+/* LayerNormalization passes an Embedding's mask on (Keras's supports_masking); Keras's
+ * RMSNormalization does not support masking, so the mask stops there. */
+static void test_masks(void)
+{
+    const char *yaml = "input: {shape: [5], dtype: int32}\nlayers:\n"
+                       "  - Embedding: {input_dim: 9, output_dim: 4, mask_zero: true}\n"
+                       "  - LayerNormalization: {}\n  - RMSNormalization: {}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    TFC_ASSERT(m != NULL);
+    CU_ASSERT(tfc_model_layer(m, 1)->mask_in && tfc_model_layer(m, 1)->mask_out);
+    CU_ASSERT(tfc_model_layer(m, 2)->mask_in && !tfc_model_layer(m, 2)->mask_out);
+    tfc_model_free(m);
+}
+
+/* A backend without the kernels (the GPU's today) refuses the model at bind, naming the
+ * layer, for each of the two layers. */
+static void test_missing_kernel_refused(void)
+{
+    static const char *const layers[] = {"LayerNormalization: {name: ln}",
+                                         "RMSNormalization: {name: ln}"};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const tfc_backend_ops *cpu_ops = be->ops;
+    tfc_backend_ops lacking = *be->ops;
+    lacking.layernorm_forward = NULL, lacking.layernorm_backward = NULL;
+    lacking.layernorm_workspace = NULL;
+    for (int i = 0; i < 2; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [3, 4]}\nlayers:\n  - %s\n", layers[i]);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m != NULL);
+        tfc_error err;
+        tfc_error_clear(&err);
+        be->ops = &lacking;
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'ln'"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "(op 'layernorm_forward')"));
+        be->ops = cpu_ops;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
+/* TokenAndPositionEmbedding(mask_zero) is Embedding(mask_zero) + PositionEmbedding, added:
+ * the same loss (so the same mask: padded steps uncounted) and the same gradients, bit for
+ * bit, with the same weights; and token ids past the vocabulary are data errors. */
+static void test_token_position_as_embedding(void)
+{
+    static const char *const yaml[2] = {
+        "input: {shape: [6], dtype: int32}\nlayers:\n"
+        "  - TokenAndPositionEmbedding: {name: e, vocabulary_size: 10, sequence_length: 8, "
+        "embedding_dim: 4, mask_zero: true}\n  - Dense: {name: out, units: 5}\n",
+        "input: {shape: [6], dtype: int32}\nlayers:\n"
+        "  - Embedding: {name: tok, input_dim: 10, output_dim: 4, mask_zero: true}\n"
+        "  - PositionEmbedding: {name: pos, sequence_length: 8}\n"
+        "  - Add: {name: e, inputs: [tok, pos]}\n  - Dense: {name: out, units: 5}\n"};
+    enum { N = 4, T = 6 };
+    int32_t ids[N * T], labels[N * T];
+    for (int i = 0; i < N * T; i++) /* trailing padding of 0 to 3 steps */
+        ids[i] = i % T >= T - i / T ? 0 : 1 + (i * 7) % 9, labels[i] = i % 5;
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m[2];
+    double loss[2];
+    float grads[2][8 * 4], tok[2][10 * 4];
+    tfc_error err;
+    tfc_error_clear(&err);
+    for (int k = 0; k < 2; k++) {
+        m[k] = tfc_test_model(yaml[k]);
+        TFC_ASSERT(m[k] && tfc_model_bind(m[k], be, N, &err) == TFC_OK);
+        TFC_ASSERT(tfc_model_init_weights(m[k], 3, &err) == TFC_OK);
+    }
+    tfc_layer *a = tfc_model_layer(m[0], 0);
+    CU_ASSERT(a->mask_out);
+    CU_ASSERT_STRING_EQUAL(a->params[0].name, "token_embedding/embeddings");
+    CU_ASSERT_STRING_EQUAL(a->params[1].name, "position_embedding/embeddings");
+    /* B's weights into A's */
+    float buf[10 * 5];
+    tfc_model_param_download(m[1], &tfc_model_layer(m[1], 0)->params[0], buf);
+    tfc_model_param_upload(m[0], &a->params[0], buf);
+    tfc_model_param_download(m[1], &tfc_model_layer(m[1], 1)->params[0], buf);
+    tfc_model_param_upload(m[0], &a->params[1], buf);
+    for (int p = 0; p < 2; p++) {
+        tfc_model_param_download(m[1], &tfc_model_layer(m[1], 3)->params[p], buf);
+        tfc_model_param_upload(m[0], &tfc_model_layer(m[0], 1)->params[p], buf);
+    }
+    for (int k = 0; k < 2; k++) {
+        tfc_batch_result r;
+        TFC_ASSERT(tfc_model_forward(m[k], ids, N, 1, 1, 0, &err) == TFC_OK);
+        tfc_model_zero_grad(m[k]);
+        TFC_ASSERT(tfc_model_loss(m[k], labels, 1, &r, &err) == TFC_OK);
+        tfc_model_backward(m[k]);
+        loss[k] = r.loss;
+        tfc_model_grad_download(m[k], &tfc_model_layer(m[k], k)->params[k ? 0 : 1], grads[k]);
+        tfc_model_grad_download(m[k], &tfc_model_layer(m[k], 0)->params[0], tok[k]);
+    }
+    CU_ASSERT_EQUAL(loss[0], loss[1]);
+    CU_ASSERT(!memcmp(grads[0], grads[1], sizeof grads[0]));
+    CU_ASSERT(!memcmp(tok[0], tok[1], sizeof tok[0]));
+    ids[5] = 10;
+    CU_ASSERT_EQUAL(tfc_model_forward(m[0], ids, N, 0, 1, 0, &err), TFC_ERR_DATA);
+    for (int k = 0; k < 2; k++) tfc_model_free(m[k]);
+    tfc_backend_free(be);
+}
+
+static void test_position_errors(void)
+{
+    expect_error("PositionEmbedding: {sequence_length: 2}", "more than sequence_length 2");
+    expect_error("TokenAndPositionEmbedding: {vocabulary_size: 5, sequence_length: 9, "
+                 "embedding_dim: 2}", "reads token ids");
+    tfc_error err = build_error("input: {shape: [6], dtype: int32}\nlayers:\n"
+                                "  - TokenAndPositionEmbedding: {vocabulary_size: 5, "
+                                "sequence_length: 9, embedding_dim: 2, tie_weights: false}\n");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tie_weights"));
+}
+
+/* A small transformer-style model (positions, LayerNormalization, a gelu feed-forward block
+ * with a residual Add, RMSNormalization) learns the synthetic 4-class set on two threads, and
+ * a run resumed from its snapshot ends with the same weights, bit for bit. */
+static tfc_status train_tiny(const char *out, const char *resume, tfc_train_result *res,
+                             tfc_error *err)
+{
+    static const char solver[] =
+        "model:\n  name: tiny\n  input: {shape: [16]}\n  layers:\n"
+        "    - Reshape: {target_shape: [4, 4]}\n    - Dense: {name: d, units: 8}\n"
+        "    - PositionEmbedding: {name: pos, sequence_length: 6}\n"
+        "    - Add: {name: a, inputs: [d, pos]}\n    - LayerNormalization: {name: n1}\n"
+        "    - Dense: {name: f1, units: 16, activation: gelu}\n"
+        "    - Dense: {name: f2, units: 8}\n    - Add: {name: r, inputs: [n1, f2]}\n"
+        "    - RMSNormalization: {name: n2}\n    - Flatten: {}\n"
+        "    - Dense: {units: 4, activation: softmax}\n"
+        "  loss: sparse_categorical_crossentropy\n  metrics: [accuracy]\n"
+        "data:\n  train:\n    source: {type: npy, features: tn_x.npy, labels: tn_y.npy}\n"
+        "    pipeline: [{repeat: {}}, {shuffle: {buffer_size: 64}}, {batch: {batch_size: 16}}]\n"
+        "  test:\n    source: {type: npy, features: tn_x.npy, labels: tn_y.npy}\n"
+        "    pipeline: [{batch: {batch_size: 64}}]\n"
+        "optimizer: {type: adam, learning_rate: 0.01}\n"
+        "max_iter: 120\ntest_interval: 120\nsnapshot: {interval: 60, keep: 0}\nseed: 3\n";
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path(out);
+    o.resume = resume;
+    o.threads = 2;
+    o.console = fopen("/dev/null", "w");
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("tn.yaml", solver, -1), &o, err);
+    tfc_status st = s ? tfc_solver_train(s, res, err) : err->code;
+    if (st) printf("\n%s", err->text);
+    tfc_solver_free(s);
+    if (o.console) fclose(o.console);
+    return st;
+}
+
+static void test_train_resume_exact(void)
+{
+    tfc_test_write_split("tn_x.npy", "tn_y.npy", 256, 7);
+    tfc_train_result *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train_tiny("tn_full", NULL, a, &err), TFC_OK);
+    CU_ASSERT(a->have_test && a->test.metric[0] > 0.6); /* chance: 0.25 */
+    char state[1024], fa[1024], fb[1024];
+    snprintf(state, sizeof state, "%s/snapshots/tiny_iter_60.state", tfc_test_path("tn_full"));
+    CU_ASSERT_EQUAL_FATAL(train_tiny("tn_resumed", state, b, &err), TFC_OK);
+    snprintf(fa, sizeof fa, "%s/final.safetensors", tfc_test_path("tn_full"));
+    snprintf(fb, sizeof fb, "%s/final.safetensors", tfc_test_path("tn_resumed"));
+    size_t na, nb;
+    char *da = tfc_test_read(fa, &na), *db = tfc_test_read(fb, &nb);
+    CU_ASSERT(da && db && na == nb && !memcmp(da, db, na));
+    if (getenv("TFC_VERBOSE")) fprintf(stderr, "\ntest accuracy %.3f\n", a->test.metric[0]);
+    free(da), free(db), free(a), free(b);
+}
+
+/* ONNX export refuses what it has no form for: an error naming the layer, no file. (The
+ * normalisations it exports are checked against onnxruntime in tests/test_onnx.c.) */
+static void test_onnx_refused(void)
+{
+    static const char *const layers[][2] = {
+        {"PositionEmbedding: {name: n, sequence_length: 3}", "no ONNX form"},
+        {"LayerNormalization: {name: n, rms_scaling: true}", "rms_scaling (deprecated"}};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (int i = 0; i < 2; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [3, 4]}\nlayers:\n  - Dense: {units: 4}\n"
+                 "  - %s\n", layers[i][0]);
+        tfc_model *m = tfc_test_model(yaml);
+        tfc_error err;
+        tfc_error_clear(&err);
+        TFC_ASSERT(m && tfc_model_bind_inference(m, be, 2, &err) == TFC_OK);
+        const char *path = tfc_test_path("norm.onnx");
+        tfc_onnx_options o = {0};
+        CU_ASSERT_EQUAL(tfc_onnx_export(m, &o, path, &err), TFC_ERR_USAGE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'n' ("));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, layers[i][1]));
+        FILE *f = fopen(path, "rb");
+        CU_ASSERT_PTR_NULL(f);
+        if (f) fclose(f);
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("norm", {"op_values", test_op_values}, {"op_offset_rows", test_op_offset_rows},
+              {"op_team_independent", test_op_team_independent},
+              {"keras_parity", test_keras_parity}, {"argument_errors", test_argument_errors},
+              {"masks", test_masks}, {"missing_kernel_refused", test_missing_kernel_refused},
+              {"token_position_as_embedding", test_token_position_as_embedding},
+              {"position_errors", test_position_errors}, {"onnx_refused", test_onnx_refused},
+              {"train_resume_exact", test_train_resume_exact})
