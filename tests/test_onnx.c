@@ -257,9 +257,9 @@ static void test_activations(void)
             "  - Activation: {activation: tanh}\n", 0);
 }
 
-/* GlobalMaxPooling2D and keepdims, DepthwiseConv2D, ZeroPadding2D and Cropping2D export; a
- * layer with no ONNX form here (UpSampling2D) is refused naming the layer and its type,
- * writing nothing. */
+/* The vision layers' export (GlobalMaxPooling2D and keepdims, DepthwiseConv2D, ZeroPadding2D,
+ * Cropping2D, Conv2DTranspose, UpSampling2D, Multiply); a layer with no ONNX form here is
+ * refused naming the layer and its type, writing nothing. */
 static void test_vision_layers(void)
 {
     if (!ready()) return;
@@ -283,9 +283,25 @@ static void test_vision_layers(void)
             "  - Cropping2D: {cropping: [[1, 0], 0]}\n"
             "  - ZeroPadding2D: {}\n  - Cropping2D: {cropping: [1, [0, 2]]}\n"
             "  - Flatten: {}\n", 0);
-    const char *model = tfc_test_write("dw.yaml", "input: {shape: [5, 5, 2]}\nlayers:\n"
-                                       "  - Conv2D: {filters: 2, kernel_size: 1}\n"
-                                       "  - UpSampling2D: {name: dw}\n  - Flatten: {}\n", -1);
+    /* a decoder: Conv2DTranspose (valid, same with output_padding, a kernel below the
+     * stride), UpSampling2D both ways (odd factors), squeeze-and-excitation's Multiply with
+     * a (1, 1, C) scale and a (C) one */
+    fixture("decoder",
+            "input: {shape: [4, 3, 2]}\nlayers:\n"
+            "  - Conv2DTranspose: {name: t1, filters: 3, kernel_size: 3, strides: 2}\n"
+            "  - Conv2DTranspose: {filters: 2, kernel_size: [2, 3], strides: [3, 2], padding: same, "
+            "output_padding: [1, 0], activation: mish}\n"
+            "  - Conv2DTranspose: {filters: 2, kernel_size: 1, strides: 2}\n"
+            "  - UpSampling2D: {size: [1, 3], interpolation: bilinear}\n"
+            "  - UpSampling2D: {name: u, size: [3, 1]}\n"
+            "  - GlobalAveragePooling2D: {keepdims: true}\n"
+            "  - Dense: {name: s, units: 2, activation: hard_sigmoid}\n"
+            "  - GlobalMaxPooling2D: {inputs: u}\n  - Dense: {name: v, units: 2}\n"
+            "  - Multiply: {inputs: [s, u, v]}\n"
+            "  - Conv2D: {filters: 2, kernel_size: 3, strides: 4}\n  - Flatten: {}\n", 0);
+    const char *model = tfc_test_write("dw.yaml", "input: {shape: [2, 3, 4, 2]}\nlayers:\n"
+                                       "  - BatchNormalization: {name: dw}\n"
+                                       "  - Flatten: {}\n", -1);
     char cmd[4096], weights[1024], err[1024];
     snprintf(weights, sizeof weights, "%s", tfc_test_path("dw.safetensors"));
     snprintf(err, sizeof err, "%s", tfc_test_path("dw.err"));
@@ -302,7 +318,7 @@ static void test_vision_layers(void)
              tfc_test_path("dw.onnx"), err);
     CU_ASSERT_NOT_EQUAL(system(cmd), 0);
     char *text = tfc_test_read(err, NULL);
-    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'dw' (UpSampling2D)"));
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'dw' (BatchNormalization)"));
     free(text);
     CU_ASSERT(access(tfc_test_path("dw.onnx"), F_OK) != 0);
 }

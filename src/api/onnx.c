@@ -21,7 +21,7 @@
 /* onnx.proto field numbers and enums used here. */
 enum {
     T_FLOAT = 1, T_BOOL = 9, T_INT32 = 6, T_INT64 = 7,           /* TensorProto.DataType */
-    A_FLOAT = 1, A_INT = 2, A_INTS = 7,                          /* AttributeProto.type */
+    A_FLOAT = 1, A_INT = 2, A_STRING = 3, A_INTS = 7,            /* AttributeProto.type */
 };
 
 /* A tensor of the graph: its name, per-example shape in Keras order, and whether the graph
@@ -68,6 +68,16 @@ static void attr_float(tfc_pb *n, const char *name, float v)
     tfc_pb_string(&a, 1, name);
     tfc_pb_float(&a, 2, v);
     tfc_pb_int(&a, 20, A_FLOAT);
+    tfc_pb_message(n, 5, &a);
+    tfc_pb_free(&a);
+}
+
+static void attr_string(tfc_pb *n, const char *name, const char *v)
+{
+    tfc_pb a = {0};
+    tfc_pb_string(&a, 1, name);
+    tfc_pb_string(&a, 4, v);
+    tfc_pb_int(&a, 20, A_STRING);
     tfc_pb_message(n, 5, &a);
     tfc_pb_free(&a);
 }
@@ -387,6 +397,103 @@ static tref pool(exporter *x, const tfc_layer *l, const tref *in, int max)
     if (!max) attr_int(&a, "count_include_pad", 0);
     unary(x, max ? "MaxPool" : "AveragePool", xin.name, r.name, &a);
     return r;
+}
+
+/* Conv2DTranspose as ConvTranspose on NCHW: Keras's kernel (KH, KW, F, C) is ONNX's
+ * (C, F, KH, KW); the pads are those of the layer's convolution D, and rows past the last a
+ * kernel tap reaches (a kernel smaller than the stride) are output_padding. */
+static tref conv_transpose(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_conv_desc d = tfc_layer_transposed_conv(l);
+    const tfc_param *kp;
+    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", NULL);
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    float *w = kern ? malloc((size_t)kp->numel * 4) : NULL;
+    if (!w) {
+        free(kern), free(bias);
+        if (kern) x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    const int64_t F = d.c, C = d.f;
+    for (int64_t a = 0; a < d.kh; a++)
+        for (int64_t b = 0; b < d.kw; b++)
+            for (int64_t f = 0; f < F; f++)
+                for (int64_t c = 0; c < C; c++)
+                    w[((c * F + f) * d.kh + a) * d.kw + b] = kern[((a * d.kw + b) * F + f) * C + c];
+    char wn[96], bn[96] = "";
+    const int64_t wd[4] = {C, F, d.kh, d.kw};
+    init_f32(x, wn, "W", wd, 4, w);
+    if (bias) init_f32(x, bn, "B", &F, 1, bias);
+    free(w), free(kern), free(bias);
+    /* ONNX's size: s (n - 1) + output_padding + k - pad_begin - pad_end */
+    const int64_t end[2] = {(int64_t)(d.oh - 1) * d.sh + (d.kh - 1) * d.dh + 1 - d.pad_top - d.h,
+                            (int64_t)(d.ow - 1) * d.sw + (d.kw - 1) * d.dw + 1 - d.pad_left - d.w};
+    const int64_t pads[4] = {d.pad_top, d.pad_left, end[0] > 0 ? end[0] : 0,
+                             end[1] > 0 ? end[1] : 0};
+    const int64_t extra[2] = {end[0] < 0 ? -end[0] : 0, end[1] < 0 ? -end[1] : 0};
+    const int64_t ks[2] = {d.kh, d.kw}, st[2] = {d.sh, d.sw}, dl[2] = {d.dh, d.dw};
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", ks, 2);
+    attr_ints(&a, "strides", st, 2);
+    attr_ints(&a, "dilations", dl, 2);
+    attr_ints(&a, "pads", pads, 4);
+    attr_ints(&a, "output_padding", extra, 2);
+    fresh(x, r.name, "ConvTranspose");
+    node(x, "ConvTranspose", (const char *[]){xin.name, wn, bn[0] ? bn : NULL, NULL}, r.name, &a);
+    return r;
+}
+
+/* UpSampling2D as Resize on NCHW: nearest reads cell floor(o / s) (asymmetric, floor);
+ * bilinear takes half-pixel centres. */
+static tref upsample(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const int *size = arg(l, "size");
+    const int bilinear = arg_int(l, "interpolation", 0) == 1;
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    const float scales[4] = {1, 1, (float)size[0], (float)size[1]};
+    const int64_t four = 4;
+    char sc[96];
+    init_f32(x, sc, "scales", &four, 1, scales);
+    tfc_pb a = {0};
+    attr_string(&a, "mode", bilinear ? "linear" : "nearest");
+    attr_string(&a, "coordinate_transformation_mode", bilinear ? "half_pixel" : "asymmetric");
+    if (!bilinear) attr_string(&a, "nearest_mode", "floor");
+    fresh(x, r.name, "Resize");
+    node(x, "Resize", (const char *[]){xin.name, "", sc, NULL}, r.name, &a);
+    return r;
+}
+
+/* Multiply as Mul nodes in the layout of its first full input; a channel vector becomes
+ * (C, 1, 1) there for NCHW, (1, ..., 1, C) otherwise, and broadcasts. */
+static tref multiply(exporter *x, const tfc_layer *l)
+{
+    const tref *src[TFC_LAYER_MAX_INPUTS];
+    int full = -1;
+    for (int i = 0; i < l->ninputs; i++) {
+        src[i] = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        if (full < 0 && tfc_shape_equal(&l->in_shape[i], &l->out_shape)) full = i;
+    }
+    const int as_nchw = src[full]->nchw;
+    tref acc = *src[full];
+    for (int i = 0; i < l->ninputs; i++) {
+        if (i == full) continue;
+        tref t;
+        if (tfc_shape_equal(&l->in_shape[i], &l->out_shape)) {
+            t = to_layout(x, src[i], as_nchw);
+        } else {
+            tfc_shape v = l->out_shape;
+            const int nd = v.ndim;
+            const int64_t c = v.dim[nd - 1];
+            for (int k = 0; k < nd; k++) v.dim[k] = 1;
+            v.dim[as_nchw ? 0 : nd - 1] = c;
+            t = reshape(x, src[i], &v);
+        }
+        tref r = {.shape = l->out_shape, .nchw = as_nchw};
+        fresh(x, r.name, "Mul");
+        node(x, "Mul", (const char *[]){acc.name, t.name, NULL}, r.name, NULL);
+        acc = r;
+    }
+    return acc;
 }
 
 /* ZeroPadding2D as Pad (zeros), Cropping2D as Slice, on NCHW. */
@@ -806,6 +913,12 @@ static tref layer(exporter *x, const tfc_layer *l)
     tfc_pb a = {0};
     if (!strcmp(type, "Conv2D") || !strcmp(type, "DepthwiseConv2D")) {
         r = conv2d(x, l, in, type[0] == 'D');
+    } else if (!strcmp(type, "Conv2DTranspose")) {
+        r = conv_transpose(x, l, in);
+    } else if (!strcmp(type, "UpSampling2D")) {
+        r = upsample(x, l, in);
+    } else if (!strcmp(type, "Multiply")) {
+        r = multiply(x, l);
     } else if (!strcmp(type, "ZeroPadding2D") || !strcmp(type, "Cropping2D")) {
         r = border(x, l, in, type[0] == 'Z');
     } else if (!strcmp(type, "MaxPooling2D") || !strcmp(type, "AveragePooling2D")) {

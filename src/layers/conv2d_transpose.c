@@ -135,6 +135,11 @@ static tfc_conv_desc transpose_desc(const tfc_layer *l, int n)
     return d;
 }
 
+tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l)
+{
+    return transpose_desc(l, 1);
+}
+
 /* The convolution's scratch, then (backward, when dx is added to) room for dx's addend. */
 static size_t conv_part(const tfc_layer *l, tfc_backend *be, int n)
 {

@@ -180,6 +180,10 @@ extern const char *const tfc_data_format_names[3];
  * (padding.c; for the ONNX export). */
 void tfc_layer_border(const tfc_layer *l, int side[4]);
 
+/* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
+ * the layer's output is D's input, its input D's output. */
+tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l);
+
 /* An image layer's input check: TFC_OK when l's input is (height, width, channels), else a
  * positioned error naming the shape found. */
 tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err);
