@@ -2,8 +2,10 @@
  * and onnxruntime's CPU outputs equal tfc-predict's (tests/onnx_check.py: within 1e-5
  * relative, plus 1e-6 of the output's largest magnitude) on every zoo model and on per-layer
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
- * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs, an
- * Add/Concatenate/Reshape graph and every activation; a layer without an ONNX form is refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
+ * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
+ * Conv1D (causal, dilated, strided, grouped) and the 1-D poolings (the masked average after
+ * an Embedding), an Add/Concatenate/Reshape graph and every activation; a layer without an
+ * ONNX form is refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +165,39 @@ static void test_masked_lstm(void)
             "  - LSTM: {units: 2}\n", 0);
 }
 
+static void test_conv1d_pooling1d(void)
+{
+    if (!ready()) return;
+    fixture("conv1d",
+            "input: {shape: [13, 4]}\nlayers:\n"
+            "  - Conv1D: {filters: 6, kernel_size: 3, dilation_rate: 2, padding: causal,"
+            " activation: relu}\n"
+            "  - Conv1D: {filters: 4, kernel_size: 2, strides: 2, padding: causal, groups: 2}\n"
+            "  - Conv1D: {filters: 6, kernel_size: 4, strides: 2, padding: same, groups: 2}\n"
+            "  - Conv1D: {filters: 3, kernel_size: 2, use_bias: false, activation: tanh}\n"
+            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);
+    fixture("pooling1d",
+            "input: {shape: [12, 3]}\nlayers:\n"
+            "  - Conv1D: {filters: 4, kernel_size: 3, padding: same}\n"
+            "  - MaxPooling1D: {pool_size: 3, strides: 2, padding: same}\n"
+            "  - AveragePooling1D: {pool_size: 2, padding: same}\n"
+            "  - AveragePooling1D: {name: v, pool_size: 2, strides: 1}\n"
+            "  - GlobalMaxPooling1D: {name: g, keepdims: true}\n"
+            "  - GlobalAveragePooling1D: {name: h, inputs: v}\n"
+            "  - Flatten: {inputs: g}\n  - Concatenate: {inputs: [flatten, h]}\n", 0);
+    /* the masked average after an Embedding (example i padded by 3 i zeros), and Conv1D
+     * dropping the mask */
+    fixture("embedding_conv1d",
+            "input: {shape: [16], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 5, mask_zero: true}\n"
+            "  - Dense: {units: 4, activation: tanh}\n"
+            "  - GlobalAveragePooling1D: {}\n"
+            "  - Conv1D: {name: c, filters: 3, kernel_size: 3, padding: causal,"
+            " inputs: embedding}\n"
+            "  - GlobalAveragePooling1D: {name: h, keepdims: true}\n  - Flatten: {}\n"
+            "  - Concatenate: {inputs: [global_average_pooling1d, flatten]}\n", 30);
+}
+
 static void test_add_concatenate(void)
 {
     if (!ready()) return;
@@ -292,5 +327,6 @@ static void test_options(void)
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
+              {"conv1d_pooling1d", test_conv1d_pooling1d},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"options", test_options})

@@ -317,9 +317,14 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
-    /* the layer kernels that have not run on a GPU yet (core/backend.h): none; a model whose
+    /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
+    /* TFC_BACKEND_STEP_OPS: no kernels yet (they land once a GPU has run them), so the
+     * trainer takes its host path here (docs/gpu.md) */
+    .grad_sumsq = NULL,
+    .step_scale = NULL,
+    .optimizer_update_at = NULL,
 };
 #undef GPU_NO_KERNEL
 

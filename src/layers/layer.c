@@ -8,7 +8,7 @@
 const char *const tfc_padding_names[TFC_PADDING_COUNT + 1] = {
     [TFC_PADDING_VALID] = "valid", [TFC_PADDING_SAME] = "same", [TFC_PADDING_COUNT] = NULL};
 
-const char *const tfc_data_format_names[2] = {"channels_last", NULL};
+const char *const tfc_data_format_names[3] = {"channels_last", "channels_first", NULL};
 
 tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
                                int trainable, tfc_init init)
@@ -63,6 +63,28 @@ tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const ch
     char path[128];
     snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, arg);
     return tfc_init_parse(node, path, tfc_init_make(def), out, err);
+}
+
+tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err)
+{
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++) {
+        if (f->choices != tfc_data_format_names) continue;
+        int data_format = *(const int *)((const char *)l->args + f->offset);
+        if (data_format != 0)
+            return tfc_layer_error(err, l, "data_format: %s is not supported (only "
+                                           "channels_last: images are (height, width, "
+                                           "channels), sequences (steps, channels))",
+                                   tfc_data_format_names[data_format]);
+    }
+    return TFC_OK;
+}
+
+tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,
+                             tfc_error *err)
+{
+    if (v->n == 1) return TFC_OK;
+    return tfc_layer_error(err, l, "%s: expected an integer or a list of one (a 1-D window), "
+                                   "found %d values", arg, v->n);
 }
 
 int64_t tfc_layer_out_numel(const tfc_layer *l) { return tfc_shape_numel(&l->out_shape); }
