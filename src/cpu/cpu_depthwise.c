@@ -109,7 +109,8 @@ void tfc_cpu_depthwise_backward_data(tfc_backend *be, const tfc_conv_desc *d, co
     }
 }
 
-/* Shares of the filter gradient for rows output rows (n oh): one per DW_SHARES-th. */
+/* The filter gradient's shares for `rows` output rows (n oh): DW_SHARES, fewer for fewer
+ * rows; a function of the shape alone. */
 static int shares(int64_t rows)
 {
     return rows < DW_SHARES ? (int)rows : DW_SHARES;
