@@ -228,6 +228,8 @@ static const tfc_backend_ops cpu_ops = {
     .sumsq = tfc_cpu_sumsq,
     .count_nonfinite = tfc_cpu_count_nonfinite,
     .optimizer_update = tfc_cpu_optimizer_update,
+    .attention_forward = tfc_cpu_attention_forward,
+    .attention_backward = tfc_cpu_attention_backward,
 };
 
 const char *tfc_cpu_blas_core(void)

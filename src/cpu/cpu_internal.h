@@ -279,7 +279,7 @@ int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]
  * bias_grad, copy2d, dropout_*, sumsq and count_nonfinite in cpu_elem.c; act_* in cpu_act.c;
  * conv_* in cpu_conv.c; pool_* in cpu_pool.c; bn_* in cpu_norm.c; gather and scatter_add in
  * cpu_embed.c; lstm_* in cpu_lstm.c; loss and accuracy in cpu_loss.c; optimizer_update in
- * cpu_optim.c. */
+ * cpu_optim.c; attention_* in cpu_attention.c. */
 #define TFC_CPU_DECLARE(ret, op, params) ret tfc_cpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_CPU_DECLARE)
 TFC_BACKEND_LAYER_OPS(TFC_CPU_DECLARE)

@@ -316,6 +316,10 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
+    /* the layer ops this backend has no kernel for yet (core/backend.h): a model that needs
+     * one is refused at bind, naming its layer */
+    .attention_forward = NULL,
+    .attention_backward = NULL,
 };
 
 int tfc_gpu_device_count(void)
