@@ -116,6 +116,9 @@ static tfc_status mha_build(tfc_layer *l, tfc_error *err)
     /* Keras: the output keeps the query's mask; the value's and key's mask the keys */
     l->mask_out = (l->mask_inputs & 1u) != 0;
     mha_dims m = dims_of(l);
+    if ((l->mask_inputs & 1u) && (l->mask_inputs & (1u << m.vi | 1u << m.ki)) && m.tq != m.tk)
+        return tfc_layer_error(err, l, "query (%d steps) and value (%d steps) carry the one "
+                                       "sequence mask but differ in length", m.tq, m.tk);
     tfc_init ki, bi;
     if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
