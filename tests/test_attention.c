@@ -2,14 +2,13 @@
  * a naive reference that holds the whole score matrix (lengths that are not a multiple of
  * the block, and several blocks long), its independence of the thread count, the memory plan
  * of a long sequence (O(T), not a T x T score matrix), outputs against Keras 3 (fixtures
- * written by tests/ref/keras_attention.py), and the refusals (a backend without the kernel,
- * ONNX export, unsupported arguments). */
+ * written by tests/ref/keras_attention.py), a training run resumed bit-exactly, and the
+ * refusals (a backend without the kernel, unsupported arguments). ONNX export: test_onnx.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/onnx.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
@@ -463,22 +462,6 @@ static void test_gpu_refused(void)
     tfc_backend_free(be);
 }
 
-/* ONNX export refuses the layer, naming it. */
-static void test_onnx_refused(void)
-{
-    tfc_model *m = tfc_test_model(mha_yaml);
-    tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_error err;
-    tfc_error_clear(&err);
-    TFC_ASSERT(m && tfc_model_bind_inference(m, be, 1, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_init_weights(m, 1, &err) == TFC_OK);
-    tfc_onnx_options o = {0};
-    CU_ASSERT_EQUAL(tfc_onnx_export(m, &o, tfc_test_path("att.onnx"), &err), TFC_ERR_USAGE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'att' (MultiHeadAttention)"));
-    tfc_model_free(m);
-    tfc_backend_free(be);
-}
-
 /* Arguments tfc does not support are errors naming them. */
 static void test_unsupported_arguments(void)
 {
@@ -507,5 +490,5 @@ TFC_TEST_MAIN("attention", {"blocked_matches_naive", test_blocked_matches_naive}
               {"threads_same_bits", test_threads_same_bits},
               {"memory_plan_long", test_memory_plan_long}, {"keras_parity", test_keras_parity},
               {"train_resume_exact", test_train_resume_exact},
-              {"gpu_refused", test_gpu_refused}, {"onnx_refused", test_onnx_refused},
+              {"gpu_refused", test_gpu_refused},
               {"unsupported_arguments", test_unsupported_arguments})

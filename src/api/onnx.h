@@ -2,7 +2,8 @@
  * ModelProto (opset 14 to 21) that onnxruntime and other runtimes read, Keras semantics kept:
  * the NHWC input stays the graph input (convolutions run in NCHW behind a Transpose),
  * TensorFlow SAME padding as explicit pads, BatchNormalization in inference form, Dropout
- * removed, LSTM gates reordered with right-padded masks as sequence_lens, Embedding as Gather. */
+ * removed, LSTM gates reordered with right-padded masks as sequence_lens, Embedding as Gather,
+ * MultiHeadAttention as MatMul/Softmax with its causal and padding masks. */
 #ifndef TFC_API_ONNX_H
 #define TFC_API_ONNX_H
 
