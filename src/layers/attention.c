@@ -99,14 +99,12 @@ static tfc_status mha_build(tfc_layer *l, tfc_error *err)
     if (a->output_shape.n > 1)
         return tfc_layer_error(err, l, "output_shape: only one axis (features) is supported, "
                                        "given %d", a->output_shape.n);
-    if (a->flash_attention) {
+    if (a->flash_attention) { /* null is absent (the schema's default) */
         char path[112];
         int on;
         snprintf(path, sizeof path, "layers[%d].MultiHeadAttention.flash_attention", l->index);
-        if (!tfc_node_is_null(a->flash_attention) &&
-            tfc_node_bool(a->flash_attention, path, &on, err))
-            return TFC_ERR_CONFIG;
-        if (!tfc_node_is_null(a->flash_attention) && on && a->dropout > 0)
+        if (tfc_node_bool(a->flash_attention, path, &on, err)) return TFC_ERR_CONFIG;
+        if (on && a->dropout > 0)
             return tfc_layer_error(err, l, "flash_attention: true does not take dropout > 0 "
                                            "(as Keras)");
     }
