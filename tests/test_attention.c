@@ -99,7 +99,8 @@ static void naive(const tfc_attn_desc *d, const attn_io *io, double *o, double *
                 for (int j = 0; j < tk; j++) {
                     const float *kj = io->k + (((size_t)b * tk + j) * H + h) * d->dk;
                     int seen = (!io->kmask || io->kmask[b * tk + j]) &&
-                               (!io->qmask || io->qmask[b * tq + i]) && (!d->causal || j <= i);
+                               (!io->qmask || io->qmask[b * tq + i]) && (!d->causal || j <= i) &&
+                               (d->window <= 0 || abs(i - j) < d->window);
                     double acc = 0;
                     for (int c = 0; c < d->dk; c++) acc += (double)qi[c] * kj[c];
                     s[j] = seen ? d->scale * acc : -INFINITY;
@@ -181,7 +182,8 @@ static void check_against_naive(const char *what, tfc_attn_desc d, int masked)
 }
 
 /* Lengths past several 64-key blocks and not a multiple of one; causal; tq != tk; padding
- * (a fully padded example: rows that see no key, uniform and zero); dropout. */
+ * (a fully padded example: rows that see no key, uniform and zero); dropout; sliding
+ * windows. */
 static void test_blocked_matches_naive(void)
 {
     const tfc_attn_desc base = {.n = 2, .heads = 3, .tq = 150, .tk = 150, .dk = 8, .dv = 5,
@@ -202,6 +204,12 @@ static void test_blocked_matches_naive(void)
     check_against_naive("causal padded", d, 1);
     d.rate = 0.3f, d.key = 99, d.step = 4, d.uniform = 0;
     check_against_naive("causal padded dropout", d, 1);
+    d = base, d.window = 40; /* bands across block edges, blocks skipped on both sides */
+    check_against_naive("window", d, 0);
+    d.causal = 1;
+    check_against_naive("causal window", d, 1);
+    d = base, d.tq = 201, d.tk = 70, d.window = 9; /* rows past tk + 8 see no key */
+    check_against_naive("cross window", d, 0);
 }
 
 /* The results do not depend on the thread count: 1 and 2 threads give the same bits. */
@@ -312,6 +320,9 @@ static const keras_case keras_cases[] = {
     {"masked", "input: {shape: [6], dtype: int32}\nlayers:\n"
                "  - Embedding: {name: emb, input_dim: 12, output_dim: 8, mask_zero: true}\n"
                "  - MultiHeadAttention: {name: mha, num_heads: 2, key_dim: 4}\n"},
+    {"window", "input: {shape: [6, 8]}\nlayers:\n"
+               "  - MultiHeadAttention: {name: mha, num_heads: 2, key_dim: 4,"
+               " sliding_window: 2}\n"},
     {"masked_causal_dropout", "input: {shape: [6], dtype: int32}\nlayers:\n"
                               "  - Embedding: {name: emb, input_dim: 12, output_dim: 8,"
                               " mask_zero: true}\n"
@@ -320,9 +331,9 @@ static const keras_case keras_cases[] = {
 };
 
 /* Each fixture's weights loaded by name (strictly) into the model bound from the same YAML:
- * the outputs agree with Keras's within 1e-5 relative (float32 sums in another order; the
- * relative error of outputs below 1e-3 is taken against 1e-3), and tfc saves them back under
- * the same names. */
+ * the outputs agree with Keras's within 1e-5 relative plus 1e-6 of the largest output (float32
+ * sums in another order: an output near 0 is a difference of larger terms; SPEC §5d's bound
+ * for ONNX), and tfc saves them back under the same names. */
 static void test_keras_parity(void)
 {
     for (size_t c = 0; c < sizeof keras_cases / sizeof *keras_cases; c++) {
@@ -347,16 +358,20 @@ static void test_keras_parity(void)
         CU_ASSERT_EQUAL(tfc_model_load_weights(m, path, NULL, &err), TFC_OK);
         CU_ASSERT_EQUAL(tfc_model_forward(m, x, batch, 0, 1, 0, &err), TFC_OK);
         tfc_model_get_output(m, got);
-        double abs_err = 0, rel_err = 0;
+        double abs_err = 0, rel_err = 0, top = 0;
+        int close = 1;
+        for (int64_t i = 0; i < ny; i++) top = fabs(want[i]) > top ? fabs(want[i]) : top;
         for (int64_t i = 0; i < ny; i++) {
             double e = fabs((double)got[i] - want[i]);
+            close &= e <= 1e-5 * fabs(want[i]) + 1e-6 * top;
             if (!(e <= abs_err)) abs_err = e;
             e /= fabs(want[i]) > 1e-3 ? fabs(want[i]) : 1e-3;
             if (!(e <= rel_err)) rel_err = e;
         }
-        printf("\n  keras %-22s max abs %.2e, max rel %.2e%s", keras_cases[c].file, abs_err,
-               rel_err, c + 1 == sizeof keras_cases / sizeof *keras_cases ? "\n" : "");
-        CU_ASSERT(rel_err < 1e-5);
+        printf("\n  keras %-22s max abs %.2e (max |y| %.2f), max rel %.2e%s",
+               keras_cases[c].file, abs_err, top, rel_err,
+               c + 1 == sizeof keras_cases / sizeof *keras_cases ? "\n" : "");
+        CU_ASSERT(close);
         /* the reverse direction: tfc's weights file holds Keras's variable paths, shapes and
          * values, every one of them and nothing else */
         const char *saved = tfc_test_path("mha_saved.safetensors");
@@ -486,7 +501,7 @@ static void test_unsupported_arguments(void)
         {"output_shape: [2, 3]", "output_shape"},
         {"flash_attention: true, dropout: 0.1", "flash_attention"},
         {"kernel_regularizer: l2", "kernel_regularizer"},
-        {"sliding_window: 4", "sliding_window"},
+        {"sliding_window: 0", "sliding_window"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char yaml[256];
@@ -496,8 +511,8 @@ static void test_unsupported_arguments(void)
         tfc_error_clear(&err);
         tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
         CU_ASSERT_PTR_NULL(m);
-        if (!strstr(err.msg, bad[i][1])) fprintf(stderr, "\n%s: %s\n", bad[i][0], err.msg);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i][1]));
+        if (!strstr(err.text, bad[i][1])) fprintf(stderr, "\n%s: %s\n", bad[i][0], err.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[i][1]));
         tfc_model_free(m);
     }
 }

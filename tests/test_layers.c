@@ -148,7 +148,7 @@ static const gc_case cases[] = {
                  "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"mha_causal_value_dim", "input: {shape: [6, 4]}\nlayers:\n  - Dense: {units: 5}\n"
                              "  - MultiHeadAttention: {num_heads: 3, key_dim: 2, value_dim: 4,"
-                             " use_causal_mask: true, output_shape: 3}\n"
+                             " use_causal_mask: true, output_shape: 3, sliding_window: 3}\n"
                              "  - Dense: {units: 3}\n", 2},
     /* query 6 steps, value 3 steps (a reshape of the input), key a projection of the value */
     {"mha_cross", "input: {shape: [6, 4]}\nlayers:\n  - Dense: {name: q, units: 5}\n"

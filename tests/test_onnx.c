@@ -174,7 +174,8 @@ static void test_attention(void)
             "input: {shape: [12], dtype: int32}\nlayers:\n"
             "  - Embedding: {input_dim: 30, output_dim: 8, mask_zero: true}\n"
             "  - MultiHeadAttention: {num_heads: 2, key_dim: 4, use_causal_mask: true}\n"
-            "  - MultiHeadAttention: {num_heads: 3, key_dim: 2, dropout: 0.3}\n"
+            "  - MultiHeadAttention: {num_heads: 3, key_dim: 2, dropout: 0.3,"
+            " sliding_window: 4}\n"
             "  - Dense: {units: 3, activation: softmax}\n", 30);
     fixture("mha_cross",
             "input: {shape: [6, 8]}\nlayers:\n"

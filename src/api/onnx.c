@@ -564,22 +564,26 @@ static tref attention_heads(exporter *x, const tfc_layer *l, const tref *in, con
     return r;
 }
 
-/* bool [1 or N, 1, tq, tk]: which keys each query row sees (the causal mask, the model
- * input's padding mask on the query rows and on the keys); NULL name: every key. */
+/* bool [1 or N, 1, tq, tk]: which keys each query row sees (the causal mask and the sliding
+ * window as one constant, the model input's padding mask on the query rows and on the keys);
+ * an empty name: every key. */
 static void attention_seen(exporter *x, const tfc_layer *l, int64_t tq, int64_t tk, int vi,
                            int ki, char *seen)
 {
     seen[0] = 0;
-    if (*(const int *)arg(l, "use_causal_mask")) {
+    const int causal = *(const int *)arg(l, "use_causal_mask");
+    const int64_t w = *(const int *)arg(l, "sliding_window");
+    if (causal || w > 0) {
         unsigned char *c = malloc((size_t)(tq * tk) + 1);
         if (!c) {
             x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
             return;
         }
         for (int64_t i = 0; i < tq; i++)
-            for (int64_t j = 0; j < tk; j++) c[i * tk + j] = j <= i;
+            for (int64_t j = 0; j < tk; j++)
+                c[i * tk + j] = (!causal || j <= i) && (w <= 0 || llabs(i - j) < w);
         int64_t dims[4] = {1, 1, tq, tk};
-        fresh(x, seen, "causal");
+        fresh(x, seen, "band");
         initializer(x, seen, T_BOOL, dims, 4, c, (size_t)(tq * tk));
         free(c);
     }

@@ -99,7 +99,8 @@ typedef struct tfc_lstm_desc {
  *   o_i = sum_j p_ij z_ij v_j
  * Key j is seen by row i when kmask[b, j] != 0 (kmask NULL: every key) and qmask[b, i] != 0
  * (qmask NULL: every row) and, with causal, j <= i (Keras's causal mask, aligned at the
- * first rows and keys also when tq != tk). A row that sees no key gets, as Keras 3 gives
+ * first rows and keys also when tq != tk) and, with window > 0, |i - j| < window (Keras's
+ * sliding_window, a symmetric band). A row that sees no key gets, as Keras 3 gives
  * it, with uniform the mean of every v_j (Keras's fused attention path, dropout 0: equal
  * large negative logits; lse_i = -inf marks it), else o_i = 0 (its Softmax layer's path,
  * dropout > 0; lse_i = +inf).
@@ -108,7 +109,7 @@ typedef struct tfc_lstm_desc {
  * of 4 (core/rng.h); backward regenerates it. rate 0: z = 1. */
 typedef struct tfc_attn_desc {
     int n, heads, tq, tk, dk, dv;
-    int causal, uniform;
+    int causal, uniform, window;
     float scale;             /* Keras: 1 / sqrt(key_dim) */
     const float *qmask;      /* [n, tq] or NULL */
     const float *kmask;      /* [n, tk] or NULL */

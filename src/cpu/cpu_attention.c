@@ -1,14 +1,15 @@
 /* Attention on the CPU, flash-attention style (Dao et al., 2022): the scores of a row are
  * computed one block of BK keys at a time, with an online softmax (a running maximum and
- * sum that rescale what came before), so no more than BK scores per row (BQ x BK per
- * thread in backward) exist at once, and memory stays O(T). Forward saves each row's
+ * sum that rescale what came before), so no more than one block of BK scores exists per
+ * thread at once, and memory stays O(T). Forward saves each row's
  * log-sum-exp; backward recomputes the probabilities from it, in two passes that each own
  * what they write (dk and dv per key block, then dq per query block), so the results do not
- * depend on the thread count. Causal blocks past a row are skipped. */
+ * depend on the thread count. Blocks outside a row's causal mask or window are skipped. */
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define BQ 64 /* query rows per task */
 #define BK 64 /* keys per block of scores (a multiple of 4: one Philox block per 4 keys) */
@@ -33,17 +34,30 @@ static inline float dot(const float *a, const float *b, int n)
     return s;
 }
 
-/* Keys this query row block [i0, i1) sees at most: all, or with causal those j < i1. */
-static inline int key_end(const tfc_attn_desc *d, int i1)
+/* Keys [*j0, *j1) that the query rows [i0, i1) may see: all, or with causal j < i1, with a
+ * window j < i1 - 1 + window and j > i0 - window (*j0 rounded down to a block). */
+static inline void key_range(const tfc_attn_desc *d, int i0, int i1, int *j0, int *j1)
 {
-    return d->causal && i1 < d->tk ? i1 : d->tk;
+    *j0 = 0, *j1 = d->tk;
+    if (d->causal && i1 < *j1) *j1 = i1;
+    if (d->window > 0) {
+        if (i1 - 1 + d->window < *j1) *j1 = i1 - 1 + d->window;
+        if (i0 - d->window + 1 > 0) *j0 = (i0 - d->window + 1) / BK * BK;
+    }
 }
 
-/* Whether row i of example b sees key j (the masks and the causal rule). */
+/* Whether row i may see some key of [j0, j1) (the causal rule and the window). */
+static inline int row_meets(const tfc_attn_desc *d, int i, int j0, int j1)
+{
+    return (!d->causal || i >= j0) &&
+           (d->window <= 0 || (i > j0 - d->window && i < j1 - 1 + d->window));
+}
+
+/* Whether row i of example b sees key j (the key mask, the causal rule, the window). */
 static inline int sees(const tfc_attn_desc *d, int b, int i, int j)
 {
     return (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)j] != 0.f) &&
-           (!d->causal || j <= i);
+           (!d->causal || j <= i) && (d->window <= 0 || abs(i - j) < d->window);
 }
 
 /* z[j - j0] for keys [j0, j1) of row `row` (row_of): keep / (1 - rate), or 1
@@ -98,8 +112,9 @@ static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, c
         m[i - i0] = -INFINITY, l[i - i0] = 0.f;
         memset(o + at(d, b, d->tq, i, h, d->dv), 0, (size_t)d->dv * 4);
     }
-    const int kend = key_end(d, i1);
-    for (int j0 = 0; j0 < kend; j0 += BK) {
+    int kbeg, kend;
+    key_range(d, i0, i1, &kbeg, &kend);
+    for (int j0 = kbeg; j0 < kend; j0 += BK) {
         const int j1 = j0 + BK < kend ? j0 + BK : kend;
         for (int i = i0; i < i1; i++) {
             if (d->qmask && d->qmask[(size_t)b * (size_t)d->tq + (size_t)i] == 0.f) continue;
@@ -228,7 +243,7 @@ static void backward_keys(const tfc_attn_desc *d, int b, int h, int j0, int j1, 
             }
             continue;
         }
-        if (d->causal && i < j0) continue; /* the block lies past row i */
+        if (!row_meets(d, i, j0, j1)) continue; /* the block lies outside row i's keys */
         const float *qi = q + at(d, b, d->tq, i, h, d->dk);
         const float D = dot(doi, o + at(d, b, d->tq, i, h, d->dv), d->dv);
         row_grads(d, b, h, i, L, D, qi, k, v, doi, j0, j1, pz, ds);
@@ -255,12 +270,13 @@ static void backward_queries(const tfc_attn_desc *d, int b, int h, int i0, int i
         D[i - i0] = dot(dout + at(d, b, d->tq, i, h, d->dv), o + at(d, b, d->tq, i, h, d->dv),
                         d->dv);
     }
-    const int kend = key_end(d, i1);
-    for (int j0 = 0; j0 < kend; j0 += BK) {
+    int kbeg, kend;
+    key_range(d, i0, i1, &kbeg, &kend);
+    for (int j0 = kbeg; j0 < kend; j0 += BK) {
         const int j1 = j0 + BK < kend ? j0 + BK : kend;
         for (int i = i0; i < i1; i++) {
             const float L = lse[row_of(d, b, h, i)];
-            if (isinf(L) || (d->causal && i < j0)) continue;
+            if (isinf(L) || !row_meets(d, i, j0, j1)) continue;
             const float *qi = q + at(d, b, d->tq, i, h, d->dk);
             row_grads(d, b, h, i, L, D[i - i0], qi, k, v, dout + at(d, b, d->tq, i, h, d->dv),
                       j0, j1, pz, ds);

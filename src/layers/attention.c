@@ -14,7 +14,7 @@
 #include "core/rng.h"
 
 typedef struct mha_args {
-    int num_heads, key_dim, value_dim, use_bias, use_causal_mask, seed;
+    int num_heads, key_dim, value_dim, use_bias, use_causal_mask, sliding_window, seed;
     double dropout;
     tfc_int_list output_shape, attention_axes;
     const tfc_node *flash_attention, *kernel_initializer, *bias_initializer;
@@ -37,6 +37,8 @@ static const tfc_field mha_fields[] = {
      TFC_UNBOUNDED, NULL, "only the default (the time axis, 1)"},
     {"use_causal_mask", TFC_F_BOOL, offsetof(mha_args, use_causal_mask), "false",
      TFC_UNBOUNDED, NULL, "query i sees keys j <= i (Keras: a call argument)"},
+    {"sliding_window", TFC_F_INT, offsetof(mha_args, sliding_window), TFC_NO_DEFAULT, 1,
+     1 << 30, NULL, "query i sees keys j with |i - j| < sliding_window (default: all)"},
     {"flash_attention", TFC_F_NODE, offsetof(mha_args, flash_attention), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "null, true or false: tfc's attention is always blockwise"},
     {"seed", TFC_F_INT, offsetof(mha_args, seed), "0", 0, 2147483647, NULL,
@@ -179,6 +181,7 @@ static tfc_attn_desc attn_desc(const tfc_layer *l, const tfc_exec *ex, const mha
     const mha_args *a = l->args;
     tfc_attn_desc d = {.n = ex->batch, .heads = m->heads, .tq = m->tq, .tk = m->tk,
                        .dk = m->kd, .dv = m->vd, .causal = a->use_causal_mask,
+                       .window = a->sliding_window,
                        .uniform = a->dropout == 0, .scale = (float)(1.0 / sqrt((double)m->kd))};
     d.qmask = (l->mask_inputs & 1u) ? l->mask : NULL;
     d.kmask = (l->mask_inputs & (1u << m->vi | 1u << m->ki)) ? l->mask : NULL;

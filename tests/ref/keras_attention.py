@@ -46,6 +46,12 @@ def cross():
     return keras.Model(x, y)
 
 
+def window():
+    x = keras.Input((6, 8), name="input")
+    y = layers.MultiHeadAttention(2, 4, sliding_window=2, name="mha")(x, x)
+    return keras.Model(x, y)
+
+
 def masked(dropout, causal_mask):
     def build():
         x = keras.Input((6,), dtype="int32", name="input")
@@ -61,6 +67,7 @@ CASES = {
     "causal": (causal, (2, 7, 6)),
     "value_dim": (value_dim, (2, 7, 6)),
     "cross": (cross, (2, 6, 8)),
+    "window": (window, (2, 6, 8)),
     # padding at the end of each sequence; rows that see no key: the mean of the values
     "masked": (masked(0.0, False), (3, 6)),
     # the same with a causal mask and dropout (inference): rows that see no key give zeros
