@@ -635,6 +635,9 @@ static double ref_act(tfc_act a, double x)
     case TFC_ACT_SWISH: return x / (1 + exp(-x));
     case TFC_ACT_HARD_SIGMOID: return fmax(0, fmin(6, x + 3)) / 6;
     case TFC_ACT_EXPONENTIAL: return exp(x);
+    case TFC_ACT_RELU6: return fmax(0, fmin(6, x));
+    case TFC_ACT_HARD_SILU: return x * fmax(0, fmin(6, x + 3)) / 6;
+    case TFC_ACT_MISH: return x * tanh(x > 30 ? x : log(1 + exp(x)));
     default: return NAN;
     }
 }
@@ -2185,6 +2188,56 @@ static void test_parallel_sums_repeat(void)
     tfc_backend_free(be);
 }
 
+/* The step ops (TFC_BACKEND_STEP_OPS) give the host path's bits: grad_sumsq stores sumsq's
+ * value, step_scale the clipping factor (the scaled norm then equals the threshold) and
+ * optimizer_update_at optimizer_update's result; a non-finite loss or gradient sets skip,
+ * and the update then leaves params and slots untouched. */
+static void test_step_ops(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(3);
+    enum { N = 1000 };
+    float g[N], w[N], slot[3][N], w2[N], slot2[3][N];
+    fill(g, N, -1, 1);
+    fill(w, N, -1, 1);
+    for (int k = 0; k < 3; k++) fill(slot[k], N, 0, 0.5);
+    tfc_optim_desc d = {.type = TFC_OPTIMIZER_ADAM, .lr = 0.01f, .l2 = 1e-3f, .beta_1 = 0.9f,
+                        .beta_2 = 0.999f, .epsilon = 1e-7f, .alpha = 0.003f, .amsgrad = 1};
+    const double clips[] = {0, 0.01, 1e9};
+    float loss = 1.5f;
+    tfc_step_state st;
+    for (int c = 0; c < 3; c++) {
+        be->ops->grad_sumsq(be, N, g, &st);
+        double ss = be->ops->sumsq(be, N, g);
+        CU_ASSERT(!memcmp(&st.sumsq, &ss, sizeof ss));
+        be->ops->step_scale(be, &loss, 0.5, clips[c], &st);
+        CU_ASSERT_EQUAL(st.skip, 0);
+        /* clipped at 0.01 (the norm is far above), the applied gradient's norm is 0.01 */
+        CU_ASSERT(c == 1 ? sqrt(ss) * 0.5 > 0.01 && fabs(st.grad_scale * sqrt(ss) - 0.01) < 1e-8
+                         : st.grad_scale == 0.5f);
+        memcpy(w2, w, sizeof w);
+        memcpy(slot2, slot, sizeof slot);
+        be->ops->optimizer_update_at(be, &d, &st, N, w2, g, slot2[0], slot2[1], slot2[2]);
+        tfc_optim_desc host = d;
+        host.grad_scale = st.grad_scale;
+        be->ops->optimizer_update(be, &host, N, w, g, slot[0], slot[1], slot[2]);
+        CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(slot, slot2, sizeof slot));
+    }
+    /* skip: a non-finite loss, then a finite loss with an infinite gradient */
+    for (int k = 0; k < 2; k++) {
+        loss = k ? 2.0f : NAN;
+        g[17] = k ? INFINITY : g[17];
+        be->ops->grad_sumsq(be, N, g, &st);
+        be->ops->step_scale(be, &loss, 1.0, 0.5, &st);
+        CU_ASSERT_EQUAL(st.skip, 1);
+        CU_ASSERT(k == 0 || isinf(st.sumsq));
+        memcpy(w2, w, sizeof w);
+        memcpy(slot2, slot, sizeof slot);
+        be->ops->optimizer_update_at(be, &d, &st, N, w2, g, slot2[0], slot2[1], slot2[2]);
+        CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(slot, slot2, sizeof slot));
+    }
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
               {"gemm", test_gemm}, {"gemm_blocks", test_gemm_blocks}, {"gemm_panels", test_gemm_panels}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
               {"act_values", test_act_values}, {"act_grad", test_act_grad},
@@ -2196,4 +2249,4 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"lstm_threads", test_lstm_threads},
               {"lstm_ids", test_lstm_ids},
               {"loss", test_loss}, {"accuracy", test_accuracy},
-              {"parallel_sums_repeat", test_parallel_sums_repeat})
+              {"parallel_sums_repeat", test_parallel_sums_repeat}, {"step_ops", test_step_ops})

@@ -21,6 +21,7 @@ typedef struct gc_case {
 
 #define IMG "input: {shape: [5, 6, 2]}\nlayers:\n"
 #define SEQ "input: {shape: [6], dtype: int32}\nlayers:\n"
+#define SEQ1 "input: {shape: [9, 4]}\nlayers:\n"
 
 static const gc_case cases[] = {
     {"dense_relu", "input: {shape: [7]}\nlayers:\n  - Dense: {units: 5, activation: relu}\n"
@@ -143,6 +144,110 @@ static const gc_case cases[] = {
     {"lstm_float_nobias", "input: {shape: [4, 3]}\nlayers:\n"
                           "  - LSTM: {units: 3, return_sequences: true, use_bias: false}\n"
                           "  - LSTM: {units: 2}\n  - Dense: {units: 2}\n", 2},
+    {"conv1d_valid", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 3, activation: tanh}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"conv1d_same_stride2", SEQ1 "  - Conv1D: {filters: 3, kernel_size: 4, strides: 2, padding: same}\n"
+                            "  - Conv1D: {filters: 2, kernel_size: 2, strides: 3, padding: same}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"conv1d_causal_dilated", SEQ1 "  - Conv1D: {filters: 3, kernel_size: 3, dilation_rate: 2, padding: causal}\n"
+                              "  - Conv1D: {filters: 2, kernel_size: 2, strides: 2, padding: causal,"
+                              " use_bias: false}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"conv1d_groups", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 3, groups: 2, dilation_rate: 2,"
+                      " padding: causal, activation: tanh}\n"
+                      "  - Conv1D: {filters: 6, kernel_size: 2, groups: 2, strides: 2, padding: same}\n"
+                      "  - Conv1D: {filters: 2, kernel_size: 3, groups: 2, use_bias: false}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"conv1d_depthwise", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 3, groups: 4, padding: causal, dilation_rate: 2}\n"
+                         "  - Conv1D: {filters: 8, kernel_size: 2, groups: 4, strides: 2, padding: same}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"pooling1d", SEQ1 "  - Conv1D: {filters: 3, kernel_size: 1, activation: tanh}\n"
+                  "  - MaxPooling1D: {pool_size: 3, strides: 2, padding: same}\n"
+                  "  - AveragePooling1D: {name: a, pool_size: 2, inputs: conv1d}\n"
+                  "  - AveragePooling1D: {name: b, pool_size: 3, strides: 2, padding: same, inputs: conv1d}\n"
+                  "  - Flatten: {inputs: max_pooling1d}\n  - Flatten: {name: fa, inputs: a}\n"
+                  "  - Flatten: {name: fb, inputs: b}\n"
+                  "  - Concatenate: {inputs: [flatten, fa, fb]}\n  - Dense: {units: 3}\n", 2},
+    {"global_pooling1d", SEQ1 "  - Conv1D: {filters: 3, kernel_size: 2, activation: tanh}\n"
+                         "  - GlobalMaxPooling1D: {}\n"
+                         "  - GlobalAveragePooling1D: {keepdims: true, inputs: conv1d}\n"
+                         "  - Flatten: {}\n  - Concatenate: {inputs: [global_max_pooling1d, flatten]}\n"
+                         "  - Dense: {units: 3}\n", 3},
+    /* Conv1D drops the Embedding's mask (as Keras): the average is over every step */
+    {"embedding_conv1d_avgpool", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                                 "  - Conv1D: {filters: 4, kernel_size: 3, padding: same, activation: tanh}\n"
+                                 "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3}\n", 3},
+    /* groups > 1 apply their ReLU after the grouped op (conv1d.c's forward_fused); a ReLU
+     * whose derivative the max pooling after it takes (graph.c's relu_pool) */
+    {"conv1d_groups_relu", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 3, groups: 2, activation: relu}\n"
+                           "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"conv1d_relu_maxpool", SEQ1 "  - Conv1D: {filters: 4, kernel_size: 2, groups: 2, activation: relu}\n"
+                            "  - MaxPooling1D: {pool_size: 2}\n"
+                            "  - Conv1D: {filters: 3, kernel_size: 2, padding: causal, activation: relu}\n"
+                            "  - AveragePooling1D: {pool_size: 2, padding: same}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* the mean over the unmasked steps (fill_ids pads 0, 1 or 2 steps) */
+    {"global_avgpool1d_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                                "  - Dense: {units: 4, activation: tanh}\n"
+                                "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3}\n", 4},
+    {"depthwise_same_stride2", IMG "  - DepthwiseConv2D: {kernel_size: 3, strides: 2, padding: same, activation: tanh}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* depth_multiplier 3 (output channel k reads channel k / 3), dilation and strides
+     * together (Keras's JAX backend allows both), no bias */
+    {"depthwise_multiplier_dilated", IMG "  - DepthwiseConv2D: {kernel_size: [2, 3], depth_multiplier: 3, "
+                                     "dilation_rate: [2, 1], strides: [1, 2], use_bias: false}\n"
+                                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"depthwise_valid_multiplier", IMG "  - Conv2D: {filters: 3, kernel_size: 1, activation: tanh}\n"
+                                   "  - DepthwiseConv2D: {kernel_size: 2, depth_multiplier: 2}\n"
+                                   "  - GlobalAveragePooling2D: {}\n  - Dense: {units: 3}\n", 3},
+    /* every form of the amounts: an int, a pair, a pair of pairs, an int beside a pair */
+    {"zero_padding_cropping", IMG "  - ZeroPadding2D: {}\n"
+                              "  - Conv2D: {filters: 2, kernel_size: 3, activation: tanh}\n"
+                              "  - ZeroPadding2D: {padding: [[1, 2], [0, 3]]}\n"
+                              "  - Cropping2D: {cropping: [2, 1]}\n"
+                              "  - ZeroPadding2D: {padding: [0, [2, 1]]}\n"
+                              "  - Cropping2D: {cropping: [[0, 1], 2]}\n"
+                              "  - Cropping2D: {cropping: 1}\n"
+                              "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"upsampling_nearest", IMG "  - UpSampling2D: {size: [2, 3]}\n"
+                           "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"
+                           "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* odd factors: half-pixel centres fall between cells and at the clamped edges */
+    {"upsampling_bilinear_odd", IMG "  - UpSampling2D: {size: [3, 1], interpolation: bilinear}\n"
+                                "  - UpSampling2D: {size: [1, 3], interpolation: bilinear}\n"
+                                "  - Conv2D: {filters: 2, kernel_size: 3, strides: 3}\n"
+                                "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"global_max_keepdims", IMG "  - Conv2D: {filters: 4, kernel_size: 2, activation: tanh}\n"
+                            "  - GlobalMaxPooling2D: {keepdims: true}\n"
+                            "  - GlobalAveragePooling2D: {name: gap, keepdims: true, inputs: conv2d}\n"
+                            "  - Concatenate: {inputs: [global_max_pooling2d, gap]}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* squeeze-and-excitation: a (1, 1, C) scale and a (C) one broadcast over the image;
+     * three inputs (the product of the others in the workspace) */
+    {"multiply_broadcast", IMG "  - Conv2D: {name: c, filters: 3, kernel_size: 3, padding: same, activation: tanh}\n"
+                           "  - GlobalAveragePooling2D: {keepdims: true}\n"
+                           "  - Dense: {name: s, units: 3, activation: sigmoid}\n"
+                           "  - GlobalMaxPooling2D: {inputs: c}\n"
+                           "  - Dense: {name: t, units: 3}\n"
+                           "  - Multiply: {name: m, inputs: [s, c, t]}\n"
+                           "  - Multiply: {inputs: [m, c]}\n"
+                           "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* inputs spread over the kinks of relu6 (0, 6) and hard_silu (-3, 3) */
+    {"activations_vision", "input: {shape: [6]}\nlayers:\n"
+                           "  - Dense: {units: 8, activation: relu6, kernel_initializer: {type: random_uniform, minval: -4, maxval: 4}}\n"
+                           "  - Dense: {units: 8, activation: hard_silu, kernel_initializer: {type: random_uniform, minval: -3, maxval: 3}}\n"
+                           "  - Dense: {units: 6, activation: mish}\n"
+                           "  - Activation: {activation: mish}\n  - Dense: {units: 3}\n", 3},
+    /* the decoder's step: strides with valid (default output_padding), same, an explicit
+     * output_padding, a kernel smaller than the stride (rows no tap reaches: bias only) */
+    {"conv_transpose_valid_same", IMG "  - Conv2DTranspose: {filters: 3, kernel_size: 3, strides: 2, activation: tanh}\n"
+                                  "  - Conv2DTranspose: {filters: 2, kernel_size: [2, 3], strides: [1, 2], padding: same}\n"
+                                  "  - Conv2D: {filters: 2, kernel_size: 3, strides: 3}\n"
+                                  "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"conv_transpose_output_padding", IMG "  - Conv2DTranspose: {filters: 2, kernel_size: 3, strides: [3, 2], padding: same, output_padding: [2, 0]}\n"
+                                      "  - Conv2DTranspose: {filters: 2, kernel_size: 1, strides: 2, use_bias: false}\n"
+                                      "  - Conv2DTranspose: {filters: 2, kernel_size: 2, dilation_rate: 2, output_padding: 0}\n"
+                                      "  - Conv2D: {filters: 2, kernel_size: 3, strides: 4}\n"
+                                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"mha_self", "input: {shape: [5, 4]}\nlayers:\n"
                  "  - MultiHeadAttention: {num_heads: 2, key_dim: 3}\n"
                  "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},

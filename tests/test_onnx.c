@@ -2,9 +2,11 @@
  * and onnxruntime's CPU outputs equal tfc-predict's (tests/onnx_check.py: within 1e-5
  * relative, plus 1e-6 of the output's largest magnitude) on every zoo model and on per-layer
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
- * dilation), pooling, BatchNormalization, masked LSTMs, MultiHeadAttention (causal, padded,
- * cross), an Add/Concatenate/Reshape graph and every activation. Skipped when python3 lacks
- * onnx, onnxruntime or numpy. */
+ * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
+ * Conv1D (causal, dilated, strided, grouped) and the 1-D poolings (the masked average after
+ * an Embedding), MultiHeadAttention (causal, padded, windowed, cross), an
+ * Add/Concatenate/Reshape graph and every activation; a layer without an ONNX form is
+ * refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +186,39 @@ static void test_attention(void)
             " value_dim: 3, use_bias: false, output_shape: 7}\n", 0);
 }
 
+static void test_conv1d_pooling1d(void)
+{
+    if (!ready()) return;
+    fixture("conv1d",
+            "input: {shape: [13, 4]}\nlayers:\n"
+            "  - Conv1D: {filters: 6, kernel_size: 3, dilation_rate: 2, padding: causal,"
+            " activation: relu}\n"
+            "  - Conv1D: {filters: 4, kernel_size: 2, strides: 2, padding: causal, groups: 2}\n"
+            "  - Conv1D: {filters: 6, kernel_size: 4, strides: 2, padding: same, groups: 2}\n"
+            "  - Conv1D: {filters: 3, kernel_size: 2, use_bias: false, activation: tanh}\n"
+            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);
+    fixture("pooling1d",
+            "input: {shape: [12, 3]}\nlayers:\n"
+            "  - Conv1D: {filters: 4, kernel_size: 3, padding: same}\n"
+            "  - MaxPooling1D: {pool_size: 3, strides: 2, padding: same}\n"
+            "  - AveragePooling1D: {pool_size: 2, padding: same}\n"
+            "  - AveragePooling1D: {name: v, pool_size: 2, strides: 1}\n"
+            "  - GlobalMaxPooling1D: {name: g, keepdims: true}\n"
+            "  - GlobalAveragePooling1D: {name: h, inputs: v}\n"
+            "  - Flatten: {inputs: g}\n  - Concatenate: {inputs: [flatten, h]}\n", 0);
+    /* the masked average after an Embedding (example i padded by 3 i zeros), and Conv1D
+     * dropping the mask */
+    fixture("embedding_conv1d",
+            "input: {shape: [16], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 5, mask_zero: true}\n"
+            "  - Dense: {units: 4, activation: tanh}\n"
+            "  - GlobalAveragePooling1D: {}\n"
+            "  - Conv1D: {name: c, filters: 3, kernel_size: 3, padding: causal,"
+            " inputs: embedding}\n"
+            "  - GlobalAveragePooling1D: {name: h, keepdims: true}\n  - Flatten: {}\n"
+            "  - Concatenate: {inputs: [global_average_pooling1d, flatten]}\n", 30);
+}
+
 static void test_add_concatenate(void)
 {
     if (!ready()) return;
@@ -208,7 +243,59 @@ static void test_activations(void)
             "  - Dense: {units: 8, activation: softplus}\n  - Dense: {units: 8, activation: softsign}\n"
             "  - Dense: {units: 8, activation: swish}\n  - Dense: {units: 8, activation: hard_sigmoid}\n"
             "  - Dense: {units: 8, activation: exponential}\n  - Dense: {units: 8, activation: sigmoid}\n"
+            "  - Dense: {units: 8, activation: relu6}\n  - Dense: {units: 8, activation: hard_silu}\n"
+            "  - Dense: {units: 8, activation: mish}\n"
             "  - Activation: {activation: tanh}\n", 0);
+}
+
+/* GlobalMaxPooling2D and keepdims, DepthwiseConv2D, ZeroPadding2D and Cropping2D export; a
+ * layer with no ONNX form here (UpSampling2D) is refused naming the layer and its type,
+ * writing nothing. */
+static void test_vision_layers(void)
+{
+    if (!ready()) return;
+    fixture("global_pools",
+            "input: {shape: [5, 6, 3]}\nlayers:\n"
+            "  - Conv2D: {name: c, filters: 4, kernel_size: 3, activation: relu6}\n"
+            "  - GlobalMaxPooling2D: {keepdims: true}\n"
+            "  - GlobalAveragePooling2D: {name: a, keepdims: true, inputs: c}\n"
+            "  - Add: {inputs: [global_max_pooling2d, a]}\n  - Flatten: {}\n"
+            "  - GlobalMaxPooling2D: {name: m2, inputs: c}\n"
+            "  - Concatenate: {inputs: [flatten, m2]}\n", 0);
+    /* DepthwiseConv2D as a grouped Conv (strides with dilation, depth_multiplier), padding
+     * as Pad and cropping as Slice in every form */
+    fixture("depthwise_pad_crop",
+            "input: {shape: [9, 8, 3]}\nlayers:\n"
+            "  - ZeroPadding2D: {padding: [[1, 2], [0, 3]]}\n"
+            "  - DepthwiseConv2D: {kernel_size: 3, strides: 2, padding: same, depth_multiplier: 2, "
+            "activation: relu6}\n"
+            "  - DepthwiseConv2D: {kernel_size: [2, 3], strides: [1, 2], dilation_rate: [2, 1], "
+            "use_bias: false}\n"
+            "  - Cropping2D: {cropping: [[1, 0], 0]}\n"
+            "  - ZeroPadding2D: {}\n  - Cropping2D: {cropping: [1, [0, 2]]}\n"
+            "  - Flatten: {}\n", 0);
+    const char *model = tfc_test_write("dw.yaml", "input: {shape: [5, 5, 2]}\nlayers:\n"
+                                       "  - Conv2D: {filters: 2, kernel_size: 1}\n"
+                                       "  - UpSampling2D: {name: dw}\n  - Flatten: {}\n", -1);
+    char cmd[4096], weights[1024], err[1024];
+    snprintf(weights, sizeof weights, "%s", tfc_test_path("dw.safetensors"));
+    snprintf(err, sizeof err, "%s", tfc_test_path("dw.err"));
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_model *m = tfc_model_load(model, &e);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 1, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s 2>%s", bin, model, weights,
+             tfc_test_path("dw.onnx"), err);
+    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+    char *text = tfc_test_read(err, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'dw' (UpSampling2D)"));
+    free(text);
+    CU_ASSERT(access(tfc_test_path("dw.onnx"), F_OK) != 0);
 }
 
 /* Options and refusals: --batch fixes the shapes, a bad opset or batch is a usage error, a
@@ -242,9 +329,10 @@ static void test_options(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
-TFC_TEST_MAIN("onnx", {"zoo", test_zoo},
+TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
               {"attention", test_attention},
+              {"conv1d_pooling1d", test_conv1d_pooling1d},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"options", test_options})

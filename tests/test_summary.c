@@ -112,6 +112,11 @@ static void test_flops(void)
     flops_of("input: {shape: [5, 5, 2]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
              "  - Flatten: {}\n",
              1, 27, 27);
+    /* Conv1D k 3, 4 -> 6 channels in 2 groups, causal on 7 steps: 7 outputs of 6 filters,
+     * each 3 taps of 2 channels (36 multiply-adds per step); dx too behind a layer */
+    flops_of("input: {shape: [7, 4]}\nlayers:\n  - Dropout: {rate: 0.1}\n"
+             "  - Conv1D: {filters: 6, kernel_size: 3, groups: 2, padding: causal}\n",
+             1, 2 * 7 * 36, 4 * 7 * 36);
     /* LSTM of 2 units over 4 steps of 3 features: x·W (3x8) and h·U (2x8) each step, 8 gate
      * elements per step; backward dW, dU and dh·Uᵀ per step, no dx from the model input */
     flops_of("input: {shape: [4, 3]}\nlayers:\n  - LSTM: {units: 2}\n", 0, 2 * 4 * (24 + 16) + 32,

@@ -2,10 +2,12 @@
  * reaches a loss bound and writes every file of the run directory; a run resumed from a
  * snapshot ends bit-identical to an uninterrupted one (shuffle, dropout, Adam, a step
  * schedule, prefetch, iter_size, clipping); a huge learning rate stops the run as
- * diverged; --weights reports what matched. With the built tfc-train ($TFC_BIN): SIGTERM and
- * SIGINT snapshot and exit 143/130, kill -9 at random moments leaves only loadable
- * snapshots of which the newest resumes, a file-size limit during a snapshot keeps the
- * previous one, bad configurations exit 2 writing nothing, and tfc-test evaluates. */
+ * diverged; the step's device path (norm, clipping and skip flag kept on the device) gives
+ * the host path's bits; --weights reports what matched. With the built tfc-train
+ * ($TFC_BIN): SIGTERM and SIGINT snapshot and exit 143/130, kill -9 at random moments leaves
+ * only loadable snapshots of which the newest resumes, a file-size limit during a snapshot
+ * keeps the previous one, bad configurations exit 2 writing nothing, and tfc-test
+ * evaluates. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -77,12 +79,15 @@ static int live_console; /* 1: the next train() draws the live progress line */
 
 static int64_t stop_at_next; /* the --stop-at of the next train() call (0: none) */
 
+static int host_step_next; /* the host_step option of the next train() call */
+
 static tfc_status train(const char *out, const char **sets, int nsets, const char *resume,
                         const char *weights, FILE *console, tfc_train_result *res,
                         tfc_error *err)
 {
     tfc_solver_options o = {0};
     o.stop_at = stop_at_next;
+    o.host_step = host_step_next;
     o.live = live_console;
     o.sets = sets;
     o.nsets = nsets;
@@ -569,6 +574,27 @@ static int slots_as_keras(const char *state, const char *weights, const char *sl
     return ok && nslots == want;
 }
 
+/* Whether two state files hold the same tensors byte for byte, but the elapsed time; names
+ * each difference after `what`. */
+static int states_equal(const char *a, const char *b, const char *what)
+{
+    tfc_error err;
+    tfc_st_file *fa = tfc_st_open(a, &err), *fb = tfc_st_open(b, &err);
+    CU_ASSERT_FATAL(fa && fb);
+    int same = tfc_st_count(fa) == tfc_st_count(fb);
+    for (int i = 0; i < tfc_st_count(fa); i++) {
+        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
+        const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
+        if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
+        int eq = tb && tb->nbytes == ta->nbytes && !memcmp(ta->data, tb->data, ta->nbytes);
+        if (!eq) printf("\n%s: %s differs\n", what, ta->name);
+        same &= eq;
+    }
+    tfc_st_close(fa);
+    tfc_st_close(fb);
+    return same;
+}
+
 static void test_resume_every_optimizer_and_schedule(void)
 {
     static const struct {
@@ -604,20 +630,10 @@ static void test_resume_every_optimizer_and_schedule(void)
             snprintf(resume, sizeof resume, "%s", in(full, "snapshots/tiny_iter_30.state"));
             CU_ASSERT_EQUAL_FATAL(train(res, sets, 6, resume, NULL, NULL, b, &err), TFC_OK);
             int same = files_equal(in(full, "final.safetensors"), in(res, "final.safetensors"));
-            tfc_st_file *fa = tfc_st_open(in(full, "snapshots/tiny_iter_60.state"), &err);
-            tfc_st_file *fb = tfc_st_open(in(res, "snapshots/tiny_iter_60.state"), &err);
-            CU_ASSERT_FATAL(fa && fb);
-            same &= tfc_st_count(fa) == tfc_st_count(fb);
-            for (int i = 0; i < tfc_st_count(fa); i++) {
-                const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i);
-                const tfc_st_tensor *tb = tfc_st_find(fb, ta->name);
-                if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
-                int eq = tb && tb->nbytes == ta->nbytes && !memcmp(ta->data, tb->data, ta->nbytes);
-                if (!eq) printf("\n%s, %s: %s differs\n", opt[o].set, sched[k], ta->name);
-                same &= eq;
-            }
-            tfc_st_close(fa);
-            tfc_st_close(fb);
+            char what[256];
+            snprintf(what, sizeof what, "%s, %s", opt[o].set, sched[k]);
+            same &= states_equal(in(full, "snapshots/tiny_iter_60.state"),
+                                 in(res, "snapshots/tiny_iter_60.state"), what);
             if (!same) printf("\nnot resumed exactly: %s, %s\n", opt[o].set, sched[k]);
             CU_ASSERT(same);
             CU_ASSERT(slots_as_keras(in(full, "snapshots/tiny_iter_30.state"),
@@ -658,6 +674,151 @@ static void test_divergence(void)
     CU_ASSERT_EQUAL(tfc_snapshot_verify(in("nan", "snapshots/tiny_iter_5.state"), &err), TFC_OK);
     CU_ASSERT(!exists(in("nan", "final.safetensors")));
     CU_ASSERT_PTR_NOT_NULL(strstr(res->last_snapshot, "tiny_iter_10.state"));
+    free(res);
+}
+
+/* ---- the step's two paths -------------------------------------------------------------- */
+
+/* Trains with `sets` on the host path into tmp/<out>_h and on the device path into
+ * tmp/<out>_d (train.c: the gradient norm, clipping and the skip flag kept on the device);
+ * both statuses, results and messages go to the caller. */
+static void train_both(const char *out, const char **sets, int nsets, tfc_status st[2],
+                       tfc_train_result *res, tfc_error err[2])
+{
+    for (int d = 0; d < 2; d++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s_%c", out, d ? 'd' : 'h');
+        host_step_next = !d;
+        st[d] = train(dir, sets, nsets, NULL, NULL, NULL, &res[d], &err[d]);
+    }
+    host_step_next = 0;
+}
+
+/* The console's first line that starts with `prefix` (up to its newline), or "". */
+static void console_line(const char *text, const char *prefix, char *line, size_t size)
+{
+    const char *at = text ? strstr(text, prefix) : NULL;
+    const char *end = at ? strchr(at, '\n') : NULL;
+    snprintf(line, size, "%.*s", at && end ? (int)(end - at) : 0, at ? at : "");
+}
+
+/* The device path gives the host path's bits: every optimizer, with clipping that bites,
+ * under three schedules (with iter_size 2, weight decay and BatchNormalization in turn)
+ * ends with byte-equal weights, slots and displayed loss; a planted inf (a data value with
+ * iter_size 1 and 2, a huge rate) stops both at the same iteration with the same message,
+ * or rolls both back alike. */
+static void test_device_step(void)
+{
+    static const char *const opt[] = {
+        "optimizer={type: sgd, learning_rate: 0.05}",
+        "optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9}",
+        "optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9, nesterov: true}",
+        "optimizer={type: adam, learning_rate: 0.01, amsgrad: true}",
+        "optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}",
+        "optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
+        "optimizer={type: adagrad, learning_rate: 0.05}",
+        "optimizer={type: adam, learning_rate: 0.01}",
+    };
+    static const char *const sched[][2] = {
+        {"lr_policy={type: cosine, alpha: 0.1}", "iter_size=2"},
+        {"lr_policy={type: step, step_size: 10, gamma: 0.5, warmup_iters: 5}",
+         "weight_decay=0.001"},
+        {"lr_policy={type: poly, power: 2}", "model.layers.1={BatchNormalization: {}}"},
+    };
+    tfc_train_result *res = calloc(3, sizeof *res);
+    tfc_error err[2];
+    tfc_status st[2];
+    for (size_t o = 0; o < sizeof opt / sizeof *opt; o++)
+        for (size_t k = 0; k < sizeof sched / sizeof *sched; k++) {
+            const char *sets[] = {"max_iter=30", "test_interval=0", "display=10",
+                                  "clip_gradients=0.5", opt[o], sched[k][0], sched[k][1]};
+            char out[64], what[512];
+            snprintf(out, sizeof out, "ds%zu_%zu", o, k);
+            snprintf(what, sizeof what, "%s, %s, %s", opt[o], sched[k][0], sched[k][1]);
+            train_both(out, sets, 7, st, res, err);
+            CU_ASSERT_FATAL(st[0] == TFC_OK && st[1] == TFC_OK);
+            char a[80], b[80];
+            snprintf(a, sizeof a, "%s_h", out);
+            snprintf(b, sizeof b, "%s_d", out);
+            int same = files_equal(in(a, "final.safetensors"), in(b, "final.safetensors")) &&
+                       states_equal(in(a, "snapshots/tiny_iter_30.state"),
+                                    in(b, "snapshots/tiny_iter_30.state"), what) &&
+                       !memcmp(&res[0].train, &res[1].train, sizeof res[0].train);
+            if (!same) printf("\nthe paths differ: %s\n", what);
+            CU_ASSERT(same);
+        }
+    /* the clipping bites: without it the weights differ */
+    const char *unclipped[] = {"max_iter=30", "test_interval=0", opt[3], sched[0][0]};
+    CU_ASSERT_EQUAL_FATAL(train("ds_noclip", unclipped, 4, NULL, NULL, NULL, &res[2], &err[0]),
+                          TFC_OK);
+    CU_ASSERT(!files_equal(in("ds_noclip", "final.safetensors"),
+                           in("ds3_0_d", "final.safetensors")));
+
+    /* An inf among the inputs (example 300 of 512): the same iteration and message, naming
+     * the first layer, with the inf in the last micro-batch of a step or an earlier one. */
+    tfc_tensor x;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("train_x.npy"), &x, &err[0]), TFC_OK);
+    ((float *)x.data)[300 * 16 + 5] = INFINITY;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("inf_x.npy"), &x, &err[0]), TFC_OK);
+    free(x.data);
+    for (int iter_size = 1; iter_size <= 2; iter_size++) {
+        char is[32], out[32];
+        snprintf(is, sizeof is, "iter_size=%d", iter_size);
+        snprintf(out, sizeof out, "ds_inf%d", iter_size);
+        const char *sets[] = {
+            "data.train.source={type: npy, features: inf_x.npy, labels: train_y.npy}",
+            "optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9}", "max_iter=100",
+            "test_interval=0", "clip_gradients=0.5", is};
+        train_both(out, sets, 6, st, res, err);
+        CU_ASSERT(st[0] == TFC_ERR_NUMERIC && st[1] == TFC_ERR_NUMERIC);
+        CU_ASSERT(res[0].iterations == res[1].iterations && res[0].iterations < 100);
+        CU_ASSERT_STRING_EQUAL(err[0].msg, err[1].msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err[1].msg, "first layer whose output is not finite is "
+                                                  "'hidden'"));
+        if (strcmp(err[0].msg, err[1].msg))
+            printf("\nhost: %s\ndevice: %s\n", err[0].msg, err[1].msg);
+    }
+
+    /* A huge rate from iteration 10: the same stop, snapshots and message... */
+    const char *huge[] = {"optimizer={type: sgd, learning_rate: 0.1}",
+                          "lr_policy={type: step, step_size: 10, gamma: 1e30}",
+                          "snapshot={interval: 5, keep: 0}", "max_iter=50", "test_interval=0",
+                          "model.layers.1={BatchNormalization: {}}",
+                          "rollback={lr_factor: 1e-30, max_rollbacks: 2}"};
+    train_both("ds_huge", huge, 6, st, res, err);
+    CU_ASSERT(st[0] == TFC_ERR_NUMERIC && st[1] == TFC_ERR_NUMERIC);
+    CU_ASSERT(res[0].iterations == res[1].iterations && res[0].iterations < 50);
+    CU_ASSERT_STRING_EQUAL(err[0].msg, err[1].msg);
+    CU_ASSERT_STRING_EQUAL(res[0].last_snapshot + strlen(tfc_test_path("ds_huge_h")),
+                           res[1].last_snapshot + strlen(tfc_test_path("ds_huge_d")));
+    /* ... and with rollback (before the rate's next jump at 20) the same reload, then the
+     * same final weights */
+    huge[3] = "max_iter=20";
+    char *text[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        size_t len = 0;
+        FILE *console = open_memstream(&text[d], &len);
+        host_step_next = !d;
+        st[d] = train(d ? "ds_roll_d" : "ds_roll_h", huge, 7, NULL, NULL, console, &res[d],
+                      &err[d]);
+        host_step_next = 0;
+        fclose(console);
+    }
+    CU_ASSERT(st[0] == TFC_OK && st[1] == TFC_OK);
+    if (st[0] || st[1]) printf("\nhost: %s\ndevice: %s\n", err[0].text, err[1].text);
+    CU_ASSERT(res[0].rollbacks == 1 && res[1].rollbacks == 1);
+    char line[2][1024];
+    console_line(text[0], "rollback 1/2: ", line[0], sizeof line[0]);
+    console_line(text[1], "rollback 1/2: ", line[1], sizeof line[1]);
+    CU_ASSERT(line[0][0] && strstr(line[0], "ds_roll_h/") && strstr(line[1], "ds_roll_d/"));
+    /* the same but for the run directory's name */
+    char *h = strstr(line[0], "ds_roll_h/"), *d = strstr(line[1], "ds_roll_d/");
+    CU_ASSERT(h && d && h - line[0] == d - line[1] &&
+              !strncmp(line[0], line[1], (size_t)(h - line[0])) && !strcmp(h + 9, d + 9));
+    CU_ASSERT(files_equal(in("ds_roll_h", "final.safetensors"),
+                          in("ds_roll_d", "final.safetensors")));
+    free(text[0]);
+    free(text[1]);
     free(res);
 }
 
@@ -1543,6 +1704,7 @@ int main(int argc, char **argv)
         {"weights_by_name", test_weights_by_name},
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},
+        {"device_step", test_device_step},
         {"live_progress", test_live_progress},
         {"subset_of_classes", test_subset_of_classes},
     };

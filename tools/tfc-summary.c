@@ -41,12 +41,12 @@ static const cli_tool tool = {
     .operands = CLI_MODEL_OPERAND,
     .notes = CLI_MODEL_NOTE "\n\n"
              "FLOPs are per example: two per multiply-add of the matrix products (Dense,\n"
-             "Conv2D, LSTM), one per output element elsewhere (an estimate). Memory is the\n"
-             "device's: parameters, gradients, optimizer slots, EMA copies and the activation\n"
-             "arena as tfc_model_bind lays it out (outputs and pre-activations, saved buffers,\n"
-             "workspace, activation gradients sharing memory across backward); host staging\n"
-             "is one batch of inputs and labels. Not counted: the pipeline's shuffle, prefetch\n"
-             "and cache buffers, and the device libraries' own handles.",
+             "Conv2D, Conv1D, LSTM), one per output element elsewhere (an estimate). Memory is\n"
+             "the device's: parameters, gradients, optimizer slots, EMA copies and the\n"
+             "activation arena as tfc_model_bind lays it out (outputs and pre-activations,\n"
+             "saved buffers, workspace, activation gradients sharing memory across backward);\n"
+             "host staging is one batch of inputs and labels. Not counted: the pipeline's\n"
+             "shuffle, prefetch and cache buffers, and the device libraries' own handles.",
     .about = "Prints a model's layers (output shape, parameters, FLOPs, bytes kept for backward)\n"
              "and the memory training it takes at a batch size on a device, planned without\n"
              "reading data or allocating the model.",

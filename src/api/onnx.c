@@ -149,8 +149,15 @@ static const void *arg(const tfc_layer *l, const char *name)
     return NULL;
 }
 
+/* An integer argument, or the one integer of a list argument (Conv1D's kernel_size); def
+ * when the layer has no such argument or the list is empty. */
 static int arg_int(const tfc_layer *l, const char *name, int def)
 {
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++)
+        if (!strcmp(f->name, name) && f->type == TFC_F_INT_LIST) {
+            const tfc_int_list *v = arg(l, name);
+            return v->n ? v->v[0] : def;
+        }
     const int *v = arg(l, name);
     return v ? *v : def;
 }
@@ -261,6 +268,21 @@ static tref activation(exporter *x, const tfc_layer *l, tfc_act act, const tref 
         node(x, "Mul", (const char *[]){t2, c, NULL}, r.name, NULL);
         return r;
     }
+    case TFC_ACT_RELU6: { /* Clip(x, 0, 6) */
+        float lo = 0.0f, hi = 6.0f;
+        init_f32(x, t1, "zero", NULL, 0, &lo);
+        init_f32(x, t2, "six", NULL, 0, &hi);
+        fresh(x, r.name, "Clip");
+        node(x, "Clip", (const char *[]){in->name, t1, t2, NULL}, r.name, NULL);
+        return r;
+    }
+    case TFC_ACT_HARD_SILU: unary(x, "HardSwish", in->name, r.name, NULL); return r;
+    case TFC_ACT_MISH: /* x tanh(softplus(x)) */
+        unary(x, "Softplus", in->name, t1, NULL);
+        unary(x, "Tanh", t1, t2, NULL);
+        fresh(x, r.name, "Mul");
+        node(x, "Mul", (const char *[]){in->name, t2, NULL}, r.name, NULL);
+        return r;
     default: break;
     }
     unsupported(x, l, "this activation has no ONNX form here");
@@ -269,24 +291,32 @@ static tref activation(exporter *x, const tfc_layer *l, tfc_act act, const tref 
 
 /* ---- layers ------------------------------------------------------------------------------- */
 
-/* TensorFlow's SAME/VALID padding of both spatial axes as ONNX pads [top, left, bottom,
- * right]: the odd extra row or column goes after, as TensorFlow puts it (stride 2 on an
- * even size pads only after). */
+/* TensorFlow's SAME/VALID padding of one axis as ONNX's pads before and after it: the odd
+ * extra row or column goes after, as TensorFlow puts it (stride 2 on an even size pads only
+ * after). */
+static void tf_axis_pads(int size, int k, int s, int dil, int same, int64_t *before,
+                         int64_t *after)
+{
+    int out, b;
+    tfc_conv_axis(size, k, s, dil, same, &out, &b);
+    int total = (out - 1) * s + (k - 1) * dil + 1 - size;
+    if (!same || total < 0) total = 0;
+    *before = b;
+    *after = total - b;
+}
+
+/* Both spatial axes as ONNX pads [top, left, bottom, right]. */
 static void tf_pads(const tfc_shape *in, const int *k, const int *s, const int *d, int same,
                     int64_t pads[4])
 {
-    for (int ax = 0; ax < 2; ax++) {
-        int out, before;
-        int size = (int)in->dim[ax], dil = d ? d[ax] : 1;
-        tfc_conv_axis(size, k[ax], s[ax], dil, same, &out, &before);
-        int total = (out - 1) * s[ax] + (k[ax] - 1) * dil + 1 - size;
-        if (!same || total < 0) total = 0;
-        pads[ax] = before;
-        pads[ax + 2] = total - before;
-    }
+    for (int ax = 0; ax < 2; ax++)
+        tf_axis_pads((int)in->dim[ax], k[ax], s[ax], d ? d[ax] : 1, same, &pads[ax],
+                     &pads[ax + 2]);
 }
 
-static tref conv2d(exporter *x, const tfc_layer *l, const tref *in)
+/* Conv2D, or DepthwiseConv2D as a Conv of `group` = its input channels, each group one input
+ * channel and depth_multiplier outputs. */
+static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwise)
 {
     const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
     int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
@@ -297,9 +327,11 @@ static tref conv2d(exporter *x, const tfc_layer *l, const tref *in)
         free(bias);
         return r;
     }
-    /* Keras (KH, KW, Cin, Cout) -> ONNX (Cout, Cin, KH, KW) */
+    /* Keras (KH, KW, Cin, Cout) -> ONNX (Cout, Cin, KH, KW); depthwise (KH, KW, C, M) is
+     * (KH, KW, 1, C M) per group: ONNX (C M, 1, KH, KW) */
     int64_t KH = kp->shape.dim[0], KW = kp->shape.dim[1], CI = kp->shape.dim[2],
-            CO = kp->shape.dim[3];
+            CO = kp->shape.dim[3], group = 1;
+    if (depthwise) group = CI, CO *= CI, CI = 1;
     float *w = malloc((size_t)kp->numel * 4);
     for (int64_t a = 0; w && a < KH; a++)
         for (int64_t b = 0; b < KW; b++)
@@ -324,6 +356,7 @@ static tref conv2d(exporter *x, const tfc_layer *l, const tref *in)
     attr_ints(&a, "strides", st, 2);
     attr_ints(&a, "dilations", dl, 2);
     attr_ints(&a, "pads", pads, 4);
+    if (group > 1) attr_int(&a, "group", group);
     fresh(x, r.name, "Conv");
     node(x, "Conv", (const char *[]){xin.name, wn, bn[0] ? bn : NULL, NULL}, r.name, &a);
     return r;
@@ -344,6 +377,30 @@ static tref pool(exporter *x, const tfc_layer *l, const tref *in, int max)
     /* TensorFlow's SAME average leaves the padding out of the count */
     if (!max) attr_int(&a, "count_include_pad", 0);
     unary(x, max ? "MaxPool" : "AveragePool", xin.name, r.name, &a);
+    return r;
+}
+
+/* ZeroPadding2D as Pad (zeros), Cropping2D as Slice, on NCHW. */
+static tref border(exporter *x, const tfc_layer *l, const tref *in, int pad)
+{
+    int s[4];
+    tfc_layer_border(l, s);
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    char a[96], b[96], c[96];
+    if (pad) {
+        const int64_t pads[8] = {0, 0, s[0], s[2], 0, 0, s[1], s[3]};
+        init_i64(x, a, "pads", pads, 8);
+        fresh(x, r.name, "Pad");
+        node(x, "Pad", (const char *[]){xin.name, a, NULL}, r.name, NULL);
+        return r;
+    }
+    const int64_t starts[2] = {s[0], s[2]},
+                  ends[2] = {in->shape.dim[0] - s[1], in->shape.dim[1] - s[3]}, axes[2] = {2, 3};
+    init_i64(x, a, "starts", starts, 2);
+    init_i64(x, b, "ends", ends, 2);
+    init_i64(x, c, "axes", axes, 2);
+    fresh(x, r.name, "Slice");
+    node(x, "Slice", (const char *[]){xin.name, a, b, c, NULL}, r.name, NULL);
     return r;
 }
 
@@ -432,6 +489,118 @@ static void sequence_mask(exporter *x)
     attr_int(&a, "keepdims", 0);
     fresh(x, x->lens, "ReduceSum");
     node(x, "ReduceSum", (const char *[]){cast, axes, NULL}, x->lens, &a);
+}
+
+/* ---- sequences: a (T, C) tensor stays channels-last between layers; the 1-D convolution and
+ * poolings, which ONNX runs on [N, C, T], transpose around their node ---------------------- */
+
+/* [N, T, C] <-> [N, C, T] */
+static tref swap_tc(exporter *x, const tref *t)
+{
+    static const int64_t perm[3] = {0, 2, 1};
+    tref r = *t;
+    tfc_pb a = {0};
+    attr_ints(&a, "perm", perm, 3);
+    unary(x, "Transpose", t->name, r.name, &a);
+    return r;
+}
+
+/* Conv1D as a 1-D Conv (with group), its padding as ONNX pads [before, after]: causal
+ * (k - 1) d before and none after, same and valid as TensorFlow. */
+static tref conv1d(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = {.shape = l->out_shape};
+    const tfc_param *kp;
+    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", NULL);
+    if (!kern) {
+        free(bias);
+        return r;
+    }
+    /* Keras (k, Cin / groups, Cout) -> ONNX (Cout, Cin / groups, k) */
+    int64_t K = kp->shape.dim[0], CI = kp->shape.dim[1], CO = kp->shape.dim[2];
+    float *w = malloc((size_t)kp->numel * 4);
+    for (int64_t u = 0; w && u < K; u++)
+        for (int64_t i = 0; i < CI; i++)
+            for (int64_t o = 0; o < CO; o++) w[(o * CI + i) * K + u] = kern[(u * CI + i) * CO + o];
+    char wn[96], bn[96] = "";
+    int64_t wd[3] = {CO, CI, K};
+    const int have_w = w != NULL;
+    if (have_w) init_f32(x, wn, "W", wd, 3, w);
+    if (bias) init_f32(x, bn, "B", &CO, 1, bias);
+    free(w), free(kern), free(bias);
+    if (!have_w) {
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    int s = arg_int(l, "strides", 1), d = arg_int(l, "dilation_rate", 1);
+    int padding = arg_int(l, "padding", 0); /* 0 valid, 1 same, 2 causal (conv1d.c) */
+    int64_t pads[2] = {(K - 1) * d, 0}, ks = K, st = s, dl = d;
+    if (padding != 2)
+        tf_axis_pads((int)in->shape.dim[0], (int)K, s, d, padding == 1, &pads[0], &pads[1]);
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", &ks, 1);
+    attr_ints(&a, "strides", &st, 1);
+    attr_ints(&a, "dilations", &dl, 1);
+    attr_ints(&a, "pads", pads, 2);
+    attr_int(&a, "group", arg_int(l, "groups", 1));
+    tref t = swap_tc(x, in), c = r;
+    fresh(x, c.name, "Conv");
+    node(x, "Conv", (const char *[]){t.name, wn, bn[0] ? bn : NULL, NULL}, c.name, &a);
+    return swap_tc(x, &c);
+}
+
+/* MaxPooling1D / AveragePooling1D as MaxPool / AveragePool over [N, C, T]. */
+static tref pool1d(exporter *x, const tfc_layer *l, const tref *in, int max)
+{
+    int k = arg_int(l, "pool_size", 2), s = arg_int(l, "strides", 0);
+    if (!s) s = k;
+    int64_t pads[2], ks = k, st = s;
+    tf_axis_pads((int)in->shape.dim[0], k, s, 1,
+                 arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME, &pads[0],
+                 &pads[1]);
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", &ks, 1);
+    attr_ints(&a, "strides", &st, 1);
+    attr_ints(&a, "pads", pads, 2);
+    /* TensorFlow's SAME average leaves the padding out of the count */
+    if (!max) attr_int(&a, "count_include_pad", 0);
+    tref t = swap_tc(x, in);
+    unary(x, max ? "MaxPool" : "AveragePool", t.name, t.name, &a);
+    return swap_tc(x, &t);
+}
+
+/* GlobalMaxPooling1D, GlobalAveragePooling1D: the global pool of [N, C, T]; under the
+ * Embedding's mask the average of the unmasked steps, sum(x m) / sum(m) over T (0 / 0 = NaN
+ * for a sequence without one, as Keras and tfc). */
+static tref global_pool1d(exporter *x, const tfc_layer *l, const tref *in, int max)
+{
+    tref t;
+    if (max || !l->mask_in) {
+        t = swap_tc(x, in);
+        unary(x, max ? "GlobalMaxPool" : "GlobalAveragePool", t.name, t.name, NULL);
+        return reshape(x, &t, &l->out_shape);
+    }
+    sequence_mask(x);
+    int64_t T = in->shape.dim[0], one = 1;
+    tref mask = {.shape = {1, {T}}}, sum = {.shape = {1, {in->shape.dim[1]}}};
+    tfc_pb a = {0};
+    attr_int(&a, "to", T_FLOAT);
+    unary(x, "Cast", x->mask, mask.name, &a);
+    tref m3 = reshape(x, &mask, &(tfc_shape){2, {T, 1}});
+    char prod[96], axes[96], count[96];
+    fresh(x, prod, "Mul");
+    node(x, "Mul", (const char *[]){in->name, m3.name, NULL}, prod, NULL);
+    init_i64(x, axes, "axes", &one, 1);
+    attr_int(&a, "keepdims", 0);
+    fresh(x, sum.name, "ReduceSum");
+    node(x, "ReduceSum", (const char *[]){prod, axes, NULL}, sum.name, &a);
+    attr_int(&a, "keepdims", 0);
+    fresh(x, count, "ReduceSum");
+    node(x, "ReduceSum", (const char *[]){m3.name, axes, NULL}, count, &a);
+    t = sum;
+    fresh(x, t.name, "Div");
+    node(x, "Div", (const char *[]){sum.name, count, NULL}, t.name, NULL);
+    return reshape(x, &t, &l->out_shape);
 }
 
 /* Keras gate order i, f, c, o (blocks of u along the last axis of an (rows, 4u) matrix) to
@@ -707,14 +876,22 @@ static tref layer(exporter *x, const tfc_layer *l)
     const char *type = l->ops->type;
     tref r = *in, t;
     tfc_pb a = {0};
-    if (!strcmp(type, "Conv2D")) {
-        r = conv2d(x, l, in);
+    if (!strcmp(type, "Conv2D") || !strcmp(type, "DepthwiseConv2D")) {
+        r = conv2d(x, l, in, type[0] == 'D');
+    } else if (!strcmp(type, "ZeroPadding2D") || !strcmp(type, "Cropping2D")) {
+        r = border(x, l, in, type[0] == 'Z');
     } else if (!strcmp(type, "MaxPooling2D") || !strcmp(type, "AveragePooling2D")) {
         r = pool(x, l, in, type[0] == 'M');
-    } else if (!strcmp(type, "GlobalAveragePooling2D")) {
+    } else if (!strcmp(type, "GlobalAveragePooling2D") || !strcmp(type, "GlobalMaxPooling2D")) {
         t = nchw(x, in);
-        unary(x, "GlobalAveragePool", t.name, t.name, NULL);
+        unary(x, type[6] == 'A' ? "GlobalAveragePool" : "GlobalMaxPool", t.name, t.name, NULL);
         r = reshape(x, &t, &l->out_shape);
+    } else if (!strcmp(type, "Conv1D")) {
+        r = conv1d(x, l, in);
+    } else if (!strcmp(type, "MaxPooling1D") || !strcmp(type, "AveragePooling1D")) {
+        r = pool1d(x, l, in, type[0] == 'M');
+    } else if (!strcmp(type, "GlobalMaxPooling1D") || !strcmp(type, "GlobalAveragePooling1D")) {
+        r = global_pool1d(x, l, in, type[6] == 'M');
     } else if (!strcmp(type, "BatchNormalization")) {
         r = batch_norm(x, l, in);
     } else if (!strcmp(type, "Dense")) {

@@ -21,6 +21,9 @@ const char *const tfc_act_names[TFC_ACT_COUNT + 1] = {
     [TFC_ACT_SWISH] = "swish",
     [TFC_ACT_HARD_SIGMOID] = "hard_sigmoid",
     [TFC_ACT_EXPONENTIAL] = "exponential",
+    [TFC_ACT_RELU6] = "relu6",
+    [TFC_ACT_HARD_SILU] = "hard_silu",
+    [TFC_ACT_MISH] = "mish",
     [TFC_ACT_COUNT] = NULL,
 };
 
@@ -31,9 +34,9 @@ typedef void (*generic_fn)(void);
 static const struct {
     const char *name;
     size_t offset;
-    int optional; /* TFC_BACKEND_LAYER_OPS: may be NULL */
+    int optional; /* TFC_BACKEND_LAYER_OPS and TFC_BACKEND_STEP_OPS: may be NULL */
 } slots[] = {TFC_BACKEND_DEVICE_OPS(SLOT) TFC_BACKEND_MATH_OPS(SLOT)
-                 TFC_BACKEND_LAYER_OPS(OPTIONAL_SLOT)};
+                 TFC_BACKEND_LAYER_OPS(OPTIONAL_SLOT) TFC_BACKEND_STEP_OPS(OPTIONAL_SLOT)};
 #undef SLOT
 #undef OPTIONAL_SLOT
 

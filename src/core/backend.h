@@ -11,10 +11,12 @@
  *   - ops are asynchronous on the backend's stream; results that return to the host
  *     (sumsq, count_nonfinite, download) synchronise.
  * A NULL slot means "not supported by this backend": tfc_backend_check() rejects such a
- * backend at start-up, never a silent fallback. */
+ * backend at start-up, never a silent fallback, except for the optional lists
+ * (TFC_BACKEND_LAYER_OPS, TFC_BACKEND_STEP_OPS), whose callers say what they do without. */
 #ifndef TFC_CORE_BACKEND_H
 #define TFC_CORE_BACKEND_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +40,9 @@ typedef enum tfc_act {
     TFC_ACT_SWISH,        /* x * sigmoid(x), also called silu */
     TFC_ACT_HARD_SIGMOID, /* relu6(x + 3) / 6, as Keras 3 */
     TFC_ACT_EXPONENTIAL,
+    TFC_ACT_RELU6,        /* min(max(x, 0), 6) */
+    TFC_ACT_HARD_SILU,    /* x relu6(x + 3) / 6 (Keras's hard_silu, hard_swish elsewhere) */
+    TFC_ACT_MISH,         /* x tanh(softplus(x)) */
     TFC_ACT_COUNT
 } tfc_act;
 
@@ -73,6 +78,13 @@ typedef struct tfc_pool_desc {
     int oh, ow;
     int is_max;
 } tfc_pool_desc;
+
+/* Upsampling of NHWC images by integer factors sh, sw (UpSampling2D). */
+typedef struct tfc_resize_desc {
+    int n, h, w, c;
+    int sh, sw;
+    int bilinear; /* 0: nearest */
+} tfc_resize_desc;
 
 /* LSTM over a whole sequence, Keras's formulation with gates in the order i, f, c, o:
  *   z_t = x_t K + h_{t-1} R + b          (K [in, 4u], R [u, 4u], b [4u])
@@ -173,6 +185,27 @@ typedef struct tfc_optim_desc {
     int centered;      /* rmsprop */
 } tfc_optim_desc;
 
+/* The decisions of one update as data on the device, for the trainer's device path
+ * (solver/train.c): grad_sumsq writes sumsq, step_scale grad_scale and skip from it and the
+ * loss, optimizer_update_at reads them, and the host downloads the struct once the step's
+ * work is queued. */
+typedef struct tfc_step_state {
+    double sumsq;      /* the accumulated gradient's sum of squares, as sumsq returns it */
+    float grad_scale;  /* the update's grad_scale: tfc_step_grad_scale(sumsq, ...) */
+    int32_t skip;      /* 1: the loss or sumsq is not finite; optimizer_update_at does nothing */
+} tfc_step_state;
+
+/* The grad_scale of an update: `scale` (1 / (iter_size ranks), the average) times the
+ * global-norm clipping factor clip / max(norm, clip), norm = sqrt(sumsq) scale (clip 0:
+ * off; Keras's global_clipnorm), in double, rounded once to float. The trainer's host path
+ * and every backend's step_scale compute it with this, so both paths give the same bits. */
+static inline float tfc_step_grad_scale(double sumsq, double scale, double clip)
+{
+    double norm = sqrt(sumsq) * scale;
+    if (clip > 0 && norm > clip) scale *= clip / norm;
+    return (float)scale;
+}
+
 /* The solver's device options (deterministic, tf32, gpu_memory_limit), handed to the
  * backend's configure op. */
 typedef struct tfc_device_options {
@@ -235,7 +268,7 @@ typedef struct tfc_device_options {
     /* y = act(x); softmax normalises each row of `cols`. x and y may alias. */                    \
     X(void, act_forward, (tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,       \
                           float *y))                                                               \
-    /* dx += act'(x) * dy (softmax: the Jacobian-vector product from y), or dx = with assign        \
+    /* dx += act'(x) * dy (softmax: the Jacobian-vector product from y), or dx = with assign       \
      * (dx's old contents never read). Every activation reads x and y as it needs; neither         \
      * may alias dx. */                                                                            \
     X(void, act_backward, (tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,      \
@@ -257,8 +290,8 @@ typedef struct tfc_device_options {
      * act_forward's), fused where the backend can. With pool (NULL: none; its input is y's        \
      * shape) it writes pool_forward's result of that, without argmax, to pooled instead, and      \
      * y is scratch of the convolution's output size that the backend may leave unwritten.         \
-     * The backward ops accumulate into dx and dw; conv_backward_data with assign overwrites        \
-     * dx instead (its old contents are never read). */                                           \
+     * The backward ops accumulate into dx and dw; conv_backward_data with assign overwrites       \
+     * dx instead (its old contents are never read). */                                            \
     X(size_t, conv_workspace, (tfc_backend *be, const tfc_conv_desc *d))                           \
     X(void, conv_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,                \
                            const float *w, const float *bias, const tfc_bn_params *bn,             \
@@ -271,7 +304,7 @@ typedef struct tfc_device_options {
                                                                                                    \
     /* Pooling. argmax [n, oh, ow, c] int32 holds, for max pooling, the flat input index           \
      * (within the image, h*w*c) of each winner (the first maximum on ties); it is NULL            \
-     * for average pooling, and may be NULL for max pooling when no backward follows.            \
+     * for average pooling, and may be NULL for max pooling when no backward follows.              \
      * Backward: dx += what the windows send back, or dx = with assign (dx's old contents never    \
      * read); with relu_x (NULL: none), the pooling's input as a ReLU wrote it, the ReLU's         \
      * derivative too: dx = [relu_x > 0] * (that sum), as act_backward computes it. */             \
@@ -295,7 +328,7 @@ typedef struct tfc_device_options {
                                const float *gamma, const float *beta,                              \
                                const float *moving_mean, const float *moving_var, float eps,       \
                                float *y))                                                          \
-    /* Training-mode backward: dx, dgamma, dbeta += ...; with assign dx = ... (its old contents     \
+    /* Training-mode backward: dx, dgamma, dbeta += ...; with assign dx = ... (its old contents    \
      * never read). */                                                                             \
     X(void, bn_backward, (tfc_backend *be, int64_t rows, int cols, const float *x,                 \
                           const float *dy, const float *gamma, const float *save_mean,             \
@@ -366,6 +399,66 @@ typedef struct tfc_device_options {
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
+    /* Grouped convolution (Conv1D's groups): the convolution of conv_forward (same desc,          \
+     * layouts and padding) with the d->c channels and d->f filters split into `groups` equal      \
+     * runs, filter j reading only the channels of run j / (d->f / groups); w is                   \
+     * [kh, kw, c / groups, f]. Forward overwrites y (no bias, no activation); the backward        \
+     * ops accumulate into dx and dw, grouped_conv_backward_data with assign overwrites dx         \
+     * (its old contents never read). */                                                           \
+    X(void, grouped_conv_forward, (tfc_backend *be, const tfc_conv_desc *d, int groups,            \
+                                   const float *x, const float *w, float *y))                      \
+    X(void, grouped_conv_backward_data, (tfc_backend *be, const tfc_conv_desc *d, int groups,      \
+                                         const float *dy, const float *w, float *dx,               \
+                                         int assign))                                              \
+    X(void, grouped_conv_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, int groups,    \
+                                           const float *x, const float *dy, float *dw))            \
+                                                                                                   \
+    /* The mean over the unmasked steps (GlobalAveragePooling1D under a mask): x [n, t, c],        \
+     * mask [n, t] (0 or 1), y [n, c] overwritten:                                                 \
+     *   y[i, ch] = sum_s mask[i, s] x[i, s, ch] / sum_s mask[i, s]                                \
+     * (a sequence without an unmasked step gives 0/0 = NaN, as Keras). Backward:                  \
+     *   dx[i, s, ch] += mask[i, s] dy[i, ch] / sum_s mask[i, s]                                   \
+     * (0 where the mask is 0), or = with assign (dx's old contents never read). */                \
+    X(void, masked_mean_forward, (tfc_backend *be, int n, int t, int c, const float *x,            \
+                                  const float *mask, float *y))                                    \
+    X(void, masked_mean_backward, (tfc_backend *be, int n, int t, int c, const float *dy,          \
+                                   const float *mask, float *dx, int assign))                      \
+                                                                                                   \
+    /* Depthwise convolution (DepthwiseConv2D): a tfc_conv_desc whose f = c m output channels      \
+     * (m the depth multiplier); output channel k reads input channel k / m alone, through         \
+     * column k of w [kh, kw, c, m] = [kh, kw, f] (Keras's layout):                                \
+     *   y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]     \
+     * depthwise_forward overwrites y (plus bias[k]; bias NULL: none). The backward ops add to     \
+     * dx and dw; the filter gradient's sums follow the shapes alone, never the thread count.      \
+     * ws: at least depthwise_workspace(d) bytes (NULL when 0), also for fewer images. */          \
+    X(size_t, depthwise_workspace, (tfc_backend *be, const tfc_conv_desc *d))                      \
+    X(void, depthwise_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,           \
+                                const float *w, const float *bias, float *y))                      \
+    X(void, depthwise_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,    \
+                                      const float *w, float *dx))                                  \
+    X(void, depthwise_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,   \
+                                        const float *dy, float *dw, void *ws))                     \
+                                                                                                   \
+    /* Upsampling by integer factors (UpSampling2D), x [n, h, w, c] to y [n, h sh, w sw, c]:       \
+     * nearest: y[i, j] = x[i / sh, j / sw]; bilinear: half-pixel centres, the source row of       \
+     * output row i at s = (i + 1/2) / sh - 1/2 clamped to [0, h - 1], y interpolating rows        \
+     * floor(s) and floor(s) + 1 (columns likewise), as tf.image.resize and jax.image.resize.      \
+     * upsample_forward overwrites y; upsample_backward adds to dx what each x cell sent. */       \
+    X(void, upsample_forward, (tfc_backend *be, const tfc_resize_desc *d, const float *x,          \
+                               float *y))                                                          \
+    X(void, upsample_backward, (tfc_backend *be, const tfc_resize_desc *d, const float *dy,        \
+                                float *dx))                                                        \
+                                                                                                   \
+    /* Element-wise products (Multiply) over `groups` blocks of [rows, cols]: a and y are          \
+     * [groups, rows, cols]; b is the same, or with b_bcast [groups, 1, cols], broadcast over      \
+     * the rows. mul: y = a * b, or y += a * b with accumulate (y may alias a without it).         \
+     * mul_reduce: db[g, c] += sum_r a[g, r, c] b[g, r, c] (a and b full), the gradient of a       \
+     * broadcast factor, summed in row order. */                                                   \
+    X(void, mul, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,         \
+                  const float *b, int b_bcast, float *y, int accumulate))                          \
+    X(void, mul_reduce, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,  \
+                         const float *b, float *db))                                               \
+                                                                                                   \
     /* Attention (tfc_attn_desc): o and lse [n, heads, tq] (the log-sum-exp of each row,         \
      * saved for backward; +-inf for a row that sees no key) are overwritten. The scores are      \
      * never held whole: one block of keys at a time per row, with an online softmax.             \
@@ -379,7 +472,28 @@ typedef struct tfc_device_options {
                                  const float *lse, const float *dout, float *dq, float *dk,       \
                                  float *dv))
 
-#define TFC_BACKEND_OPS(X) TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)
+/* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
+ * gradient norm, the clipping factor and the "skip this update" flag kept on the device
+ * (tfc_step_state) and read by the optimizer there. Like TFC_BACKEND_LAYER_OPS these are
+ * ops a backend may lack (tfc_backend_check passes them); the trainer then takes its host
+ * path, which reads the norm back before the update. Both paths give the same bits. */
+#define TFC_BACKEND_STEP_OPS(X)                                                                    \
+    /* st->sumsq (device) = the value sumsq(n, x) returns, the same bits. */                       \
+    X(void, grad_sumsq, (tfc_backend *be, int64_t n, const float *x, tfc_step_state *st))          \
+    /* From st->sumsq and *loss (a device scalar, the loss op's loss_out): st->skip = 1 when       \
+     * either is not finite, else 0; st->grad_scale = tfc_step_grad_scale(st->sumsq, scale,        \
+     * clip). */                                                                                   \
+    X(void, step_scale, (tfc_backend *be, const float *loss, double scale, double clip,            \
+                         tfc_step_state *st))                                                      \
+    /* optimizer_update(d with grad_scale = st->grad_scale, ...) (d->grad_scale is not read),      \
+     * or nothing at all while st->skip is set: every operand is left as it was. */                \
+    X(void, optimizer_update_at, (tfc_backend *be, const tfc_optim_desc *d,                        \
+                                  const tfc_step_state *st, int64_t n, float *params,              \
+                                  const float *grads, float *slot0, float *slot1, float *slot2))
+
+#define TFC_BACKEND_OPS(X)                                                                         \
+    TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)                     \
+    TFC_BACKEND_STEP_OPS(X)
 
 /* The table: the backend's name, then one function pointer per op. */
 #define TFC_BACKEND_SLOT(ret, op, params) ret (*op) params;
@@ -409,13 +523,18 @@ struct tfc_backend {
      * table of the Embedding that alone feeds it (graph.c), and the forward pass must give
      * the bits it gives on the Embedding's output. */
     int (*lstm_ids)(const tfc_lstm_desc *d);
+    /* The activations act_forward, act_backward and the fused epilogues (conv_forward,
+     * bn_forward_train, add) implement: bit a set for tfc_act a. Binding a model with a layer
+     * whose activation is missing fails naming both (graph.c), as for a missing layer op. */
+    uint32_t acts;
 };
 
 /* Frees a backend (NULL: nothing). */
 void tfc_backend_free(tfc_backend *be);
 
-/* Fails naming the first NULL op of `ops` outside TFC_BACKEND_LAYER_OPS (a backend missing
- * one of those is unusable). */
+/* Fails naming the first NULL op of `ops` outside TFC_BACKEND_LAYER_OPS and
+ * TFC_BACKEND_STEP_OPS, the ops a backend may lack (a backend missing any other is
+ * unusable). */
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);
 
 /* Whether `ops` fills the slot named `op` (an op of TFC_BACKEND_OPS by its name, e.g.

@@ -1,7 +1,7 @@
 /* CPU activations, forward and backward, with Keras's definitions (keras.activations).
  * Hot ones (relu, sigmoid, tanh, softmax, swish, exponential) use the branch-free math of
  * cpu_internal.h so the loops vectorise; the rarer ones call libm for its precision
- * (expm1f near 0, erfcf for gelu's left tail, log1pf for softplus). */
+ * (expm1f near 0, erfcf for gelu's left tail, log1pf for softplus and mish). */
 #include "cpu/cpu_internal.h"
 
 #define SELU_ALPHA 1.6732632423543772848170429916717f
@@ -121,6 +121,15 @@ void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, cons
         break;
     }
     case TFC_ACT_EXPONENTIAL: MAP_FORWARD(tfc_cpu_expf(v)); break;
+    case TFC_ACT_RELU6: MAP_FORWARD(v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v); break;
+    /* x relu6(x + 3) / 6 */
+    case TFC_ACT_HARD_SILU:
+        MAP_FORWARD(v * (v + 3.0f < 0.0f ? 0.0f : v + 3.0f > 6.0f ? 6.0f : v + 3.0f) / 6.0f);
+        break;
+    /* x tanh(softplus(x)), softplus as above (log1pf keeps its precision near 0) */
+    case TFC_ACT_MISH:
+        MAP_FORWARD(v * tanhf((v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v)))));
+        break;
     default: TFC_ASSERT(!"unknown activation");
     }
 }
@@ -171,6 +180,23 @@ void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
         MAP_BACKWARD(v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f);
         break;
     case TFC_ACT_EXPONENTIAL: MAP_BACKWARD(out); break;
+    /* relu6' = 1 inside (0, 6), 0 at and beyond the kinks (as TensorFlow) */
+    case TFC_ACT_RELU6: MAP_BACKWARD(v > 0.0f && v < 6.0f ? 1.0f : 0.0f); break;
+    /* hard_silu'(x) = (2x + 3) / 6 inside (-3, 3), 0 below, 1 above */
+    case TFC_ACT_HARD_SILU:
+        MAP_BACKWARD(v <= -3.0f ? 0.0f : v >= 3.0f ? 1.0f : (2.0f * v + 3.0f) / 6.0f);
+        break;
+    /* mish'(x) = t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)) */
+    case TFC_ACT_MISH: {
+        _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i];
+            float t = tanhf((v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))));
+            float d = t + v * tfc_cpu_sigmoidf(v) * (1.0f - t * t);
+            dx[i] = (assign ? 0.0f : dx[i]) + d * dy[i];
+        }
+        break;
+    }
     default: TFC_ASSERT(!"unknown activation");
     }
 }

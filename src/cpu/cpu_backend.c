@@ -228,6 +228,22 @@ static const tfc_backend_ops cpu_ops = {
     .sumsq = tfc_cpu_sumsq,
     .count_nonfinite = tfc_cpu_count_nonfinite,
     .optimizer_update = tfc_cpu_optimizer_update,
+    .grad_sumsq = tfc_cpu_grad_sumsq,
+    .step_scale = tfc_cpu_step_scale,
+    .optimizer_update_at = tfc_cpu_optimizer_update_at,
+    .grouped_conv_forward = tfc_cpu_grouped_conv_forward,
+    .grouped_conv_backward_data = tfc_cpu_grouped_conv_backward_data,
+    .grouped_conv_backward_filter = tfc_cpu_grouped_conv_backward_filter,
+    .masked_mean_forward = tfc_cpu_masked_mean_forward,
+    .masked_mean_backward = tfc_cpu_masked_mean_backward,
+    .depthwise_workspace = tfc_cpu_depthwise_workspace,
+    .depthwise_forward = tfc_cpu_depthwise_forward,
+    .depthwise_backward_data = tfc_cpu_depthwise_backward_data,
+    .depthwise_backward_filter = tfc_cpu_depthwise_backward_filter,
+    .upsample_forward = tfc_cpu_upsample_forward,
+    .upsample_backward = tfc_cpu_upsample_backward,
+    .mul = tfc_cpu_mul,
+    .mul_reduce = tfc_cpu_mul_reduce,
     .attention_forward = tfc_cpu_attention_forward,
     .attention_backward = tfc_cpu_attention_backward,
 };
@@ -312,6 +328,7 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->device = -1;
     be->threads = threads;
     be->lstm_ids = tfc_cpu_lstm_ids;
+    be->acts = (1u << TFC_ACT_COUNT) - 1; /* every one */
     be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
     return be;
 }

@@ -92,6 +92,11 @@ struct tfc_cpu_dnnl {
     float *aff; /* a normalisation's a and b for the call in progress */
     int naff;
     int wino; /* Winograd where it fits (TFC_CPU_CONV=direct: never) */
+    /* oneDNN's post-ops give the separate ops' values to the bit (bias, normalisation, sum,
+     * ReLU): on machines with AVX-512. Its AVX2 kernels round them otherwise (measured on an
+     * AVX2-only EPYC: the bias joins the accumulation; up to 1e5 values of a 32x32x48 batch
+     * differ in the last bit), so there every epilogue runs after a bare convolution. */
+    int exact_post_ops;
 };
 
 static int same_desc(const tfc_conv_desc *a, const tfc_conv_desc *b)
@@ -507,6 +512,9 @@ tfc_cpu_dnnl *tfc_cpu_dnnl_create(void)
         return NULL;
     }
     s->wino = !(e && strcmp(e, "direct") == 0) && wino_available(s);
+    __builtin_cpu_init();
+    s->exact_post_ops = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     pthread_mutex_init(&s->lock, NULL);
     return s;
 }
@@ -843,8 +851,11 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     chunk.n = chunk_images(be, op, d->n);
     const int wino = op == TFC_CPU_CONV_FORWARD && (chunk.n < d->n || be->threads == 1) &&
                      wino_fits(s, op, &chunk, be->inference_pass);
-    /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after */
-    const int later = wino && (bn || residual);
+    /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after
+     * (every epilogue, where oneDNN's post-ops are not exact here) */
+    const int later = (wino && (bn || residual)) ||
+                      (op == TFC_CPU_CONV_FORWARD && !s->exact_post_ops &&
+                       (bias || bn || residual || (flags & TFC_CPU_CONV_RELU)));
     const int relu = !!(flags & TFC_CPU_CONV_RELU);
     /* a data gradient written into out itself, not added to it from the workspace */
     const int assign = op == TFC_CPU_CONV_DATA && (flags & TFC_CPU_CONV_ASSIGN);

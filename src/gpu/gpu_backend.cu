@@ -274,6 +274,7 @@ static void gpu_configure(tfc_backend *be, const tfc_device_options *o)
     tfc_gpu_set_memory_limit(be, o->memory_limit);
 }
 
+#define GPU_NO_KERNEL(ret, op, params) .op = NULL,
 static const tfc_backend_ops gpu_ops = {
     .name = "gpu",
     .destroy = gpu_destroy,
@@ -316,11 +317,16 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
-    /* the layer ops this backend has no kernel for yet (core/backend.h): a model that needs
-     * one is refused at bind, naming its layer */
-    .attention_forward = NULL,
-    .attention_backward = NULL,
+    /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
+     * layer needs one is refused at bind, naming the layer */
+    TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
+    /* TFC_BACKEND_STEP_OPS: no kernels yet (they land once a GPU has run them), so the
+     * trainer takes its host path here (docs/gpu.md) */
+    .grad_sumsq = NULL,
+    .step_scale = NULL,
+    .optimizer_update_at = NULL,
 };
+#undef GPU_NO_KERNEL
 
 int tfc_gpu_device_count(void)
 {
@@ -365,6 +371,8 @@ tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err)
     }
     be->ops = &gpu_ops;
     be->device = index;
+    /* the activations gpu_elementwise.cu's kernels have: those before relu6 */
+    be->acts = (1u << TFC_ACT_RELU6) - 1;
     be->threads = 1;
     be->impl = g;
     g->device = index;

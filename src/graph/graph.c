@@ -447,11 +447,17 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
 }
 
 /* A layer whose kernels the backend lacks (tfc_layer_ops.needs: a layer that has landed on
- * the CPU first) refuses the model on it, naming the layer and the op. */
+ * the CPU first), or whose activation it lacks (tfc_backend.acts), refuses the model on it,
+ * naming the layer and the op or activation. */
 static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_error *err)
 {
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
+        if (!(be->acts >> l->act & 1))
+            return tfc_layer_error(err, l,
+                                   "the %s backend has no kernel for the activation '%s' yet; "
+                                   "run this model with --device cpu",
+                                   be->ops->name, tfc_act_names[l->act]);
         const char *const *ops = l->ops->needs ? l->ops->needs(l) : NULL;
         for (const char *const *op = ops; op && *op; op++)
             if (!tfc_backend_has(be->ops, *op))
@@ -723,8 +729,7 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
     return TFC_OK;
 }
 
-tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
-                          tfc_batch_result *out, tfc_error *err)
+tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err)
 {
     if (tfc_model_check_loss(m, err)) return TFC_ERR_CONFIG;
     tfc_backend *be = m->be;
@@ -789,14 +794,30 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
         if (m->metrics[i].kind != TFC_METRIC_LOSS)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
                               m->labels, weight, m->scalars + 1 + i);
+    m->loss_counted = counted;
+    return TFC_OK;
+}
+
+void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)
+{
     float s[1 + TFC_MAX_METRICS];
-    be->ops->download(be, s, m->scalars, (size_t)(1 + m->nmetrics) * 4);
+    int64_t counted = m->loss_counted;
+    m->be->ops->download(m->be, s, m->scalars, (size_t)(1 + m->nmetrics) * 4);
     out->loss = s[0];
     out->count = counted;
     for (int i = 0; i < m->nmetrics; i++)
         out->metric[i] = m->metrics[i].kind == TFC_METRIC_LOSS ? s[0]
                                                                : counted ? s[1 + i] / (double)counted : 0;
-    return TFC_OK;
+}
+
+const float *tfc_model_loss_scalar(const tfc_model *m) { return m->scalars; }
+
+tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
+                          tfc_batch_result *out, tfc_error *err)
+{
+    tfc_status s = tfc_model_loss_launch(m, labels, want_grad, err);
+    if (!s) tfc_model_loss_result(m, out);
+    return s;
 }
 
 /* On the CPU lazily: each layer's parameter gradients are zeroed, or written instead of

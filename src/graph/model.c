@@ -326,7 +326,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         l->mask_out = mask && l->ops->keeps_mask;
         l->act = TFC_ACT_LINEAR;
         l->max_batch = 1;
-        if (l->ops->build(l, err)) {
+        if (tfc_layer_channels_last(l, err) || l->ops->build(l, err)) {
             status = TFC_ERR_CONFIG;
             continue;
         }

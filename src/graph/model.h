@@ -158,6 +158,14 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
 tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err);
 
+/* tfc_model_loss in two halves, for a caller that reads the result later (the trainer's
+ * device path): _launch checks the labels and queues the loss, the metrics and the
+ * gradient without waiting for the device; _result downloads the last launch's loss and
+ * metrics; _scalar is the device scalar its loss lands in (the loss op's loss_out). */
+tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err);
+void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out);
+const float *tfc_model_loss_scalar(const tfc_model *m);
+
 /* Zeroes the parameter gradients (once per step; not between iter_size accumulations).
  * On the CPU lazily: each layer's at its next backward step, or at a read through
  * tfc_model_grads or tfc_model_grad_download; read the arena through those, not a pointer

@@ -107,6 +107,7 @@ struct tfc_model {
     float *target, *row_weight; /* device: smoothed targets, class weights (loss_opt) */
     float *host_target, *host_weight; /* their host staging */
     float *scalars;        /* device: loss, then one per metric */
+    int64_t loss_counted;  /* the rows the last tfc_model_loss_launch averaged over */
     void *ws;
     size_t ws_bytes;
     tfc_memory_plan mem;   /* what the binding laid out */

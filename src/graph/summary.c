@@ -40,9 +40,16 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
         /* dW, dU and dh through U at every step; dx through W unless x is the model input */
         *backward = 2 * T * (k->numel + 2 * r->numel) + (reads_input ? 0 : 2 * T * k->numel) +
                     gates;
-    } else if (k) { /* Dense (per position of a sequence), Conv2D (per output pixel) */
+    } else if (k) {
+        /* Dense (per position of a sequence), Conv2D (per output pixel): the kernel once per
+         * output row of `units`; DepthwiseConv2D [kh, kw, c, m]: kh kw per output value;
+         * Conv2DTranspose: the kernel once per input pixel */
+        const tfc_shape *in = &l->in_shape[0];
         int64_t units = k->shape.dim[k->shape.ndim - 1];
+        if (!strcmp(l->ops->type, "DepthwiseConv2D")) units *= k->shape.dim[2];
         int64_t macs = k->numel * (units ? out / units : 0);
+        if (!strcmp(l->ops->type, "Conv2DTranspose"))
+            macs = k->numel * (tfc_shape_numel(in) / in->dim[in->ndim - 1]);
         *forward = 2 * macs;
         *backward = 2 * macs + (reads_input ? 0 : 2 * macs);
     } else {

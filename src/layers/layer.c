@@ -8,6 +8,8 @@
 const char *const tfc_padding_names[TFC_PADDING_COUNT + 1] = {
     [TFC_PADDING_VALID] = "valid", [TFC_PADDING_SAME] = "same", [TFC_PADDING_COUNT] = NULL};
 
+const char *const tfc_data_format_names[3] = {"channels_last", "channels_first", NULL};
+
 tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
                                int trainable, tfc_init init)
 {
@@ -47,12 +49,42 @@ void tfc_conv_axis(int in, int k, int s, int d, int same, int *out, int *pad_bef
     }
 }
 
+tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err)
+{
+    char buf[96];
+    if (l->in_shape[0].ndim == 3) return TFC_OK;
+    return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
+                           tfc_shape_str(&l->in_shape[0], buf, sizeof buf));
+}
+
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err)
 {
     char path[128];
     snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, arg);
     return tfc_init_parse(node, path, tfc_init_make(def), out, err);
+}
+
+tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err)
+{
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++) {
+        if (f->choices != tfc_data_format_names) continue;
+        int data_format = *(const int *)((const char *)l->args + f->offset);
+        if (data_format != 0)
+            return tfc_layer_error(err, l, "data_format: %s is not supported (only "
+                                           "channels_last: images are (height, width, "
+                                           "channels), sequences (steps, channels))",
+                                   tfc_data_format_names[data_format]);
+    }
+    return TFC_OK;
+}
+
+tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,
+                             tfc_error *err)
+{
+    if (v->n == 1) return TFC_OK;
+    return tfc_layer_error(err, l, "%s: expected an integer or a list of one (a 1-D window), "
+                                   "found %d values", arg, v->n);
 }
 
 int64_t tfc_layer_out_numel(const tfc_layer *l) { return tfc_shape_numel(&l->out_shape); }

@@ -167,6 +167,24 @@ tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, 
     {"activation", TFC_F_ENUM, offsetof(type, member), "linear", TFC_UNBOUNDED, tfc_act_names, \
      "activation applied to the output"}
 
+/* The `data_format:` argument of the image and sequence layers, an index into
+ * tfc_data_format_names (NULL-terminated): 0 channels_last, what Keras's default (None:
+ * keras.config.image_data_format()) gives unless configured otherwise, and the only layout
+ * tfc has (images NHWC, sequences (steps, channels)); channels_first, a value Keras knows,
+ * is refused naming the argument for every layer whose schema takes it (graph/model.c). */
+extern const char *const tfc_data_format_names[3];
+#define TFC_DATA_FORMAT_FIELD(type, member)                                                   \
+    {"data_format", TFC_F_ENUM, offsetof(type, member), "channels_last", TFC_UNBOUNDED,        \
+     tfc_data_format_names, "channels_last only"}
+
+/* ZeroPadding2D's or Cropping2D's rows and columns added or cut: top, bottom, left, right
+ * (padding.c; for the ONNX export). */
+void tfc_layer_border(const tfc_layer *l, int side[4]);
+
+/* An image layer's input check: TFC_OK when l's input is (height, width, channels), else a
+ * positioned error naming the shape found. */
+tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err);
+
 /* Reads an initializer argument of layer l (`node` may be NULL: `def`). */
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err);
@@ -188,6 +206,13 @@ typedef enum tfc_padding {
     TFC_PADDING_COUNT
 } tfc_padding;
 extern const char *const tfc_padding_names[TFC_PADDING_COUNT + 1]; /* NULL-terminated */
+/* TFC_OK unless l's arguments hold a data_format (TFC_DATA_FORMAT_FIELD) other than
+ * channels_last; then a build error of l naming data_format. */
+tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err);
+/* TFC_OK when the list argument `arg` of l holds one integer (a 1-D layer's kernel_size,
+ * strides, ...: Keras takes an integer or a tuple of one); else a build error naming it. */
+tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,
+                             tfc_error *err);
 /* Output size and leading padding of one spatial axis, TensorFlow's rules:
  * valid: out = ceil((in - (k - 1) * d) / s), pad 0;
  * same:  out = ceil(in / s), total pad = max((out - 1) * s + (k - 1) * d + 1 - in, 0),

@@ -1,7 +1,10 @@
-/* Add and Concatenate (keras.layers), the merge layers that make residual and multi-branch
- * graphs; list their producers in `inputs:`.
+/* Add, Concatenate and Multiply (keras.layers), the merge layers that make residual,
+ * multi-branch and gated graphs; list their producers in `inputs:`.
  *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy
  *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy
+ *   Multiply:    y = x_1 * ... * x_k element-wise;  dx_i += dy * prod_{j != i} x_j, summed
+ *                over the broadcast axes for an input of one channel vector (1, ..., 1, C)
+ *                broadcast over the others (squeeze-and-excitation's scale)
  * Concatenation along axis a is a strided 2-D copy: rows = batch * prod(dims before a),
  * each input contributing prod(dims from a) columns. */
 #include "layers/layer.h"
@@ -137,4 +140,109 @@ const tfc_layer_ops tfc_concatenate_ops = {
     .type = "Concatenate", .schema = concat_fields, .args_size = sizeof(concat_args),
     .min_inputs = 2, .max_inputs = TFC_LAYER_MAX_INPUTS, .keeps_mask = 1,
     .build = concat_build, .forward = concat_forward, .backward = concat_backward,
+};
+
+/* Multiply: the output's shape is that of its first input of the most elements; every input
+ * has it ("full") or is one channel vector (C), (1, C), (1, 1, C), ... (Keras broadcasts
+ * lower ranks by adding axes of 1 after the batch axis). */
+static const tfc_shape *mul_shape(const tfc_layer *l)
+{
+    int f = 0;
+    for (int i = 1; i < l->ninputs; i++)
+        if (tfc_shape_numel(&l->in_shape[i]) > tfc_shape_numel(&l->in_shape[f])) f = i;
+    return &l->in_shape[f];
+}
+
+static int mul_full(const tfc_layer *l, int i)
+{
+    return tfc_shape_equal(&l->in_shape[i], &l->out_shape);
+}
+
+static tfc_status mul_build(tfc_layer *l, tfc_error *err)
+{
+    char b1[96], b2[96];
+    if (l->mask_in)
+        return tfc_layer_error(err, l, "masked inputs are not supported (Keras multiplies "
+                               "masked steps by 1)");
+    l->out_shape = *mul_shape(l);
+    const int64_t c = l->out_shape.dim[l->out_shape.ndim - 1];
+    for (int i = 0; i < l->ninputs; i++) {
+        const tfc_shape *s = &l->in_shape[i];
+        int vec = s->ndim <= l->out_shape.ndim && s->dim[s->ndim - 1] == c &&
+                  tfc_shape_numel(s) == c;
+        if (!mul_full(l, i) && !vec)
+            return tfc_layer_error(err, l, "input %d is %s: each input must have the shape %s or "
+                                   "be one channel vector (1, ..., 1, %lld) broadcast over it", i,
+                                   tfc_shape_str(s, b1, sizeof b1),
+                                   tfc_shape_str(&l->out_shape, b2, sizeof b2), (long long)c);
+    }
+    return TFC_OK;
+}
+
+static void mul_plan(tfc_layer *l, tfc_backend *be)
+{
+    l->workspace = l->ninputs > 2 ? (size_t)l->max_batch * (size_t)tfc_layer_out_numel(l) * 4 : 0;
+}
+
+/* The output as groups (examples) of rows of C channels. */
+static void mul_dims(const tfc_layer *l, int64_t *rows, int *cols)
+{
+    *cols = (int)l->out_shape.dim[l->out_shape.ndim - 1];
+    *rows = tfc_layer_out_numel(l) / *cols;
+}
+
+static void mul_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    int64_t rows;
+    int cols;
+    mul_dims(l, &rows, &cols);
+    int f = 0;
+    while (!mul_full(l, f)) f++;
+    const float *a = x[f];
+    for (int i = 0; i < l->ninputs; i++) {
+        if (i == f) continue;
+        ex->be->ops->mul(ex->be, ex->batch, rows, cols, a, x[i], !mul_full(l, i), y, 0);
+        a = y;
+    }
+}
+
+/* dx_i += dy * prod_{j != i} x_j: the product of dy with all other inputs but one, x_s (a
+ * full one where there is one), in the workspace (dy itself for two inputs), then times x_s
+ * into dx_i, or for a broadcast x_i summed over each example's rows. */
+static void mul_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                         const float *dy, float *const *dx)
+{
+    int64_t rows;
+    int cols;
+    mul_dims(l, &rows, &cols);
+    const tfc_backend_ops *op = ex->be->ops;
+    for (int i = 0; i < l->ninputs; i++) {
+        if (!dx[i]) continue;
+        int s = -1;
+        for (int j = 0; j < l->ninputs; j++)
+            if (j != i && (s < 0 || (!mul_full(l, s) && mul_full(l, j)))) s = j;
+        const float *p = dy;
+        for (int j = 0; j < l->ninputs; j++) {
+            if (j == i || j == s) continue;
+            op->mul(ex->be, ex->batch, rows, cols, p, x[j], !mul_full(l, j), ex->ws, 0);
+            p = ex->ws;
+        }
+        if (mul_full(l, i))
+            op->mul(ex->be, ex->batch, rows, cols, p, x[s], !mul_full(l, s), dx[i], 1);
+        else
+            op->mul_reduce(ex->be, ex->batch, rows, cols, p, x[s], dx[i]);
+    }
+}
+
+static const char *const *mul_needs(const tfc_layer *l)
+{
+    static const char *const ops[] = {"mul", "mul_reduce", NULL};
+    return ops;
+}
+
+const tfc_layer_ops tfc_multiply_ops = {
+    .type = "Multiply", .schema = add_fields, .args_size = 0,
+    .min_inputs = 2, .max_inputs = TFC_LAYER_MAX_INPUTS,
+    .build = mul_build, .plan = mul_plan, .forward = mul_forward, .backward = mul_backward,
+    .needs = mul_needs,
 };

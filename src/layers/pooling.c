@@ -1,8 +1,10 @@
-/* MaxPooling2D, AveragePooling2D and GlobalAveragePooling2D (keras.layers) over NHWC.
+/* MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D and GlobalMaxPooling2D
+ * (keras.layers) over NHWC.
  *   max:     y = max over the window (padding never wins); dx[argmax] += dy
  *   average: y = mean over the window's real cells (padding not counted, as TensorFlow);
  *            dx[cell] += dy / count
- *   global:  average over the whole image: (H, W, C) -> (C) */
+ *   global:  average or max over the whole image: (H, W, C) -> (C), or (1, 1, C) with
+ *            keepdims */
 #include "layers/layer.h"
 
 typedef struct pool_args {
@@ -18,18 +20,33 @@ static const tfc_field pool_fields[] = {
      tfc_padding_names, "valid or same"},
     {NULL}};
 
-static const tfc_field global_fields[] = {{NULL}};
+typedef struct global_args {
+    int data_format, keepdims;
+} global_args;
 
-extern const tfc_layer_ops tfc_max_pooling2d_ops, tfc_global_average_pooling2d_ops;
+static const tfc_field global_fields[] = {
+    TFC_DATA_FORMAT_FIELD(global_args, data_format),
+    {"keepdims", TFC_F_BOOL, offsetof(global_args, keepdims), "false", TFC_UNBOUNDED, NULL,
+     "keep the pooled axes as 1: (1, 1, channels)"},
+    {NULL}};
+
+extern const tfc_layer_ops tfc_max_pooling2d_ops, tfc_global_average_pooling2d_ops,
+    tfc_global_max_pooling2d_ops;
+
+static int is_global(const tfc_layer *l)
+{
+    return l->ops == &tfc_global_average_pooling2d_ops || l->ops == &tfc_global_max_pooling2d_ops;
+}
 
 static tfc_pool_desc pool_desc(const tfc_layer *l, int n)
 {
     const tfc_shape *in = &l->in_shape[0];
     tfc_pool_desc d = {.n = n, .h = (int)in->dim[0], .w = (int)in->dim[1], .c = (int)in->dim[2]};
-    if (l->ops == &tfc_global_average_pooling2d_ops) {
+    if (is_global(l)) {
         d.kh = d.sh = d.h;
         d.kw = d.sw = d.w;
         d.oh = d.ow = 1;
+        d.is_max = l->ops == &tfc_global_max_pooling2d_ops;
         return d;
     }
     const pool_args *a = l->args;
@@ -47,14 +64,14 @@ static tfc_status pool_build(tfc_layer *l, tfc_error *err)
 {
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    if (in->ndim != 3)
-        return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     tfc_pool_desc d = pool_desc(l, 1);
     if (d.oh < 1 || d.ow < 1)
         return tfc_layer_error(err, l, "input %s is smaller than the %dx%d window with valid "
                                "padding", tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw);
-    if (l->ops == &tfc_global_average_pooling2d_ops)
+    if (is_global(l) && ((const global_args *)l->args)->keepdims)
+        l->out_shape = tfc_shape_make(3, (int64_t[]){1, 1, d.c});
+    else if (is_global(l))
         l->out_shape = tfc_shape_make(1, (int64_t[]){d.c});
     else
         l->out_shape = tfc_shape_make(3, (int64_t[]){d.oh, d.ow, d.c});
@@ -97,7 +114,15 @@ const tfc_layer_ops tfc_average_pooling2d_ops = {
 };
 
 const tfc_layer_ops tfc_global_average_pooling2d_ops = {
-    .type = "GlobalAveragePooling2D", .schema = global_fields, .args_size = 0,
+    .type = "GlobalAveragePooling2D", .schema = global_fields, .args_size = sizeof(global_args),
+    .min_inputs = 1, .max_inputs = 1,
+    .build = pool_build, .forward = pool_forward, .backward = pool_backward,
+    .assigns_grads = 1,
+    .pool_params = pool_desc,
+};
+
+const tfc_layer_ops tfc_global_max_pooling2d_ops = {
+    .type = "GlobalMaxPooling2D", .schema = global_fields, .args_size = sizeof(global_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
     .assigns_grads = 1,

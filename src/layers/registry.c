@@ -7,8 +7,11 @@
 extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_dropout_ops,
     tfc_embedding_ops, tfc_flatten_ops, tfc_reshape_ops, tfc_activation_ops,
     tfc_max_pooling2d_ops, tfc_average_pooling2d_ops, tfc_global_average_pooling2d_ops,
-    tfc_batch_normalization_ops, tfc_add_ops, tfc_concatenate_ops,
-    tfc_multi_head_attention_ops;
+    tfc_batch_normalization_ops, tfc_add_ops, tfc_concatenate_ops, tfc_conv1d_ops,
+    tfc_max_pooling1d_ops, tfc_average_pooling1d_ops, tfc_global_max_pooling1d_ops,
+    tfc_global_average_pooling1d_ops, tfc_depthwise_conv2d_ops, tfc_zero_padding2d_ops,
+    tfc_cropping2d_ops, tfc_up_sampling2d_ops, tfc_global_max_pooling2d_ops, tfc_multiply_ops,
+    tfc_conv2d_transpose_ops, tfc_multi_head_attention_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -16,6 +19,11 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_reshape_ops,        &tfc_activation_ops,       &tfc_max_pooling2d_ops,
     &tfc_average_pooling2d_ops, &tfc_global_average_pooling2d_ops,
     &tfc_batch_normalization_ops, &tfc_add_ops,         &tfc_concatenate_ops,
+    &tfc_conv1d_ops,         &tfc_max_pooling1d_ops,    &tfc_average_pooling1d_ops,
+    &tfc_global_max_pooling1d_ops, &tfc_global_average_pooling1d_ops,
+    &tfc_depthwise_conv2d_ops, &tfc_zero_padding2d_ops,    &tfc_cropping2d_ops,
+    &tfc_up_sampling2d_ops,  &tfc_global_max_pooling2d_ops, &tfc_multiply_ops,
+    &tfc_conv2d_transpose_ops,
     &tfc_multi_head_attention_ops,
     NULL};
 

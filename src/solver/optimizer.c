@@ -187,8 +187,9 @@ void tfc_optimizer_release(tfc_optimizer *o)
     o->nslots = 0;
 }
 
-void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_scale, double l2,
-                        float *params, const float *grads)
+/* The backend's description of the `iter`-th update (grad_scale as given). */
+static tfc_optim_desc describe(const tfc_optimizer *o, int64_t iter, double lr, double grad_scale,
+                               double l2)
 {
     const tfc_optimizer_config *c = &o->cfg;
     tfc_optim_desc d = {0};
@@ -225,6 +226,21 @@ void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_s
     case TFC_OPTIMIZER_ADAGRAD: break;
     case TFC_OPTIMIZER_COUNT: TFC_ASSERT(!"unknown optimizer type"); break;
     }
+    return d;
+}
+
+void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_scale, double l2,
+                        float *params, const float *grads)
+{
+    tfc_optim_desc d = describe(o, iter, lr, grad_scale, l2);
     o->be->ops->optimizer_update(o->be, &d, o->n, params, grads, o->slot[0], o->slot[1],
                                  o->slot[2]);
+}
+
+void tfc_optimizer_step_at(tfc_optimizer *o, int64_t iter, double lr, const tfc_step_state *st,
+                           double l2, float *params, const float *grads)
+{
+    tfc_optim_desc d = describe(o, iter, lr, 0, l2);
+    o->be->ops->optimizer_update_at(o->be, &d, st, o->n, params, grads, o->slot[0], o->slot[1],
+                                    o->slot[2]);
 }

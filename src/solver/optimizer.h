@@ -64,6 +64,11 @@ void tfc_optimizer_release(tfc_optimizer *o);
 void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_scale, double l2,
                         float *params, const float *grads);
 
+/* The same update with grad_scale and the skip flag read on the device from st (the
+ * backend's optimizer_update_at, TFC_BACKEND_STEP_OPS): no update at all while st->skip. */
+void tfc_optimizer_step_at(tfc_optimizer *o, int64_t iter, double lr, const tfc_step_state *st,
+                           double l2, float *params, const float *grads);
+
 /* ---- learning-rate policies ---------------------------------------------------------------- */
 
 typedef enum tfc_lr_type {

@@ -46,6 +46,9 @@ typedef struct tfc_solver_options {
                                      max_iter) with a test pass and a snapshot, status paused;
                                      the schedule, callbacks and logs stay those of the whole
                                      run, so a resume goes on as if it had never paused */
+    int host_step;                /* 1: the training step's host path even on a backend with
+                                     the device-side step ops (docs/solver.md); the two give
+                                     the same bits (tests compare them) */
 } tfc_solver_options;
 
 /* The checked solver keys (docs/solver.md lists them with their defaults). */

@@ -42,6 +42,8 @@ typedef struct run {
     tfc_grad_comm grad_comm;         /* how the gradients are summed over the ranks */
     int stopped;                     /* a stop request ended the loop (on every rank) */
     int images_written;              /* the first batch went to the event file */
+    tfc_step_state *step_state;      /* device: the step's decisions (the device path, see
+                                        train_step); NULL: the host path */
 } run;
 
 static int writer(const run *r) { return r->comm->rank == 0; }
@@ -209,8 +211,21 @@ static tfc_status bad_gradient(run *r, tfc_error *err)
                          (long long)r->iter + 1);
 }
 
-/* iter_size batches forward and backward, their gradients accumulated; returns the mean
- * loss in *loss. */
+/* The last launched micro-batch's loss and metrics, read back: a non-finite loss stops the
+ * step, else it joins the step's sum *loss and the display's metrics. */
+static tfc_status take_loss(run *r, double *loss, tfc_error *err)
+{
+    tfc_batch_result br;
+    tfc_model_loss_result(r->s->model, &br);
+    if (!isfinite(br.loss)) return diverged(r, br.loss, err);
+    *loss += br.loss;
+    tfc_progress_batch(&r->prog, &br);
+    return TFC_OK;
+}
+
+/* iter_size batches forward and backward, their gradients accumulated; the sum of their
+ * losses in *loss, each read back (take_loss) before its backward, except the last one's on
+ * the device path, which train_step reads after the update. */
 static tfc_status accumulate(run *r, double *loss, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
@@ -218,7 +233,6 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
     *loss = 0;
     for (int k = 0; k < c->iter_size; k++) {
         int n;
-        tfc_batch_result br;
         /* Rank r's micro-batch is micro-batch (iter * iter_size + k) * ranks + r of the
          * single-process run with iter_size * ranks: the same dropout stream. */
         uint64_t step = ((uint64_t)r->iter * (uint64_t)c->iter_size + (uint64_t)k) *
@@ -235,14 +249,11 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
             s = tfc_rundir_images(&r->dir, r->iter, r->feed.x, n, tfc_model_input_shape(m), err);
         }
         if (!s) s = tfc_model_forward(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
-        if (!s) s = tfc_model_loss(m, r->feed.y, 1, &br, err);
+        if (!s) s = tfc_model_loss_launch(m, r->feed.y, 1, err);
+        if (!s && !(r->step_state && k == c->iter_size - 1)) s = take_loss(r, loss, err);
         if (s) return s;
-        if (!isfinite(br.loss)) return diverged(r, br.loss, err);
         tfc_model_backward(m);
-        *loss += br.loss;
-        tfc_progress_batch(&r->prog, &br);
     }
-    *loss /= c->iter_size;
     return TFC_OK;
 }
 
@@ -276,27 +287,75 @@ static tfc_status share_weights(run *r, tfc_error *err)
     return s;
 }
 
+/* One iteration, on one of two paths, chosen once (start: use_device_step):
+ *
+ * The host path (a backend without TFC_BACKEND_STEP_OPS, such as the GPU's until its
+ * kernels have run on one; a data-parallel run, whose losses and gradients are summed
+ * through the host anyway; tfc_solver_options.host_step): each micro-batch's loss is read
+ * back before its backward, and the gradient's sum of squares before the update, whose
+ * grad_scale (the average, clipped: tfc_step_grad_scale) the host computes. On a GPU each
+ * read waits for the device in the middle of the step.
+ *
+ * The device path: the sum of squares, the clipping factor and a "skip this update" flag
+ * are computed on the device into r->step_state, which the optimizer reads there; the
+ * host reads the last micro-batch's loss and metrics and that state once, after the
+ * update is queued: one wait per step (with iter_size 1), at its end.
+ *
+ * Why a divergence ends the same way on both (test_device_step, tests/test_train.c):
+ *   - the decisions are the same bits: grad_sumsq stores what sumsq returns, step_scale
+ *     uses tfc_step_grad_scale as the host path does, and optimizer_update_at is
+ *     optimizer_update with that grad_scale;
+ *   - a non-finite loss or sum of squares sets skip, and the update then writes nothing:
+ *     weights and slots stay as the host path, which never queues the update, leaves them;
+ *   - the host reads the flag at the end of the same step, before the EMA update, the
+ *     iteration count, the display, test, snapshot and the next step's forward, and stops
+ *     (or rolls back) at the same iteration with the same message: the diverging forward's
+ *     activations, which name the layer, are intact (backward and the update do not write
+ *     them), and so are the gradients that bad_gradient names (the update only reads
+ *     them). Only the last micro-batch's backward runs on a non-finite loss where the host
+ *     path stopped before it; it writes gradients alone, which nothing reads before the
+ *     next step's zero_grad. An earlier micro-batch's loss is read before the next forward,
+ *     which would overwrite those activations and move BatchNormalization's statistics.
+ * Reading the flag one step late, after step k + 1 is queued, would not be the same:
+ * step k + 1's forward would already have replaced step k's activations, moved the moving
+ * statistics (weights, in snapshots) and taken a batch from the pipeline. */
 static tfc_status train_step(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_model *m = r->s->model;
-    double loss;
+    double loss = 0;
     tfc_model_zero_grad(m);
     tfc_status s = accumulate(r, &loss, err);
-    if (!s && (r->comm->size > 1 || r->grad_comm.nccl)) s = reduce_gradients(r, &loss, err);
     if (s) return s;
-    /* The average gradient; global-norm clipping on it, as Keras's global_clipnorm:
-     * g *= clip / max(norm, clip). */
     int64_t ntrain = tfc_model_trainable_count(m);
-    float *grads = tfc_model_grads(m);
     double scale = 1.0 / ((double)c->iter_size * r->comm->size);
-    double sumsq = r->be->ops->sumsq(r->be, ntrain, grads);
-    if (!isfinite(sumsq)) return bad_gradient(r, err);
-    double norm = sqrt(sumsq) * scale;
-    if (c->clip_gradients > 0 && norm > c->clip_gradients) scale *= c->clip_gradients / norm;
-    r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
-    tfc_optimizer_step(&r->opt, r->iter, r->lr, scale, c->weight_decay, tfc_model_params(m),
-                       grads);
+    double lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
+    if (r->step_state) { /* the device path */
+        tfc_backend *be = r->be;
+        float *grads = tfc_model_grads(m);
+        be->ops->grad_sumsq(be, ntrain, grads, r->step_state);
+        be->ops->step_scale(be, tfc_model_loss_scalar(m), scale, c->clip_gradients,
+                            r->step_state);
+        tfc_optimizer_step_at(&r->opt, r->iter, lr, r->step_state, c->weight_decay,
+                              tfc_model_params(m), grads);
+        tfc_step_state st;
+        s = take_loss(r, &loss, err);
+        be->ops->download(be, &st, r->step_state, sizeof st);
+        if (!s && st.skip) s = bad_gradient(r, err);
+        if (s) return s;
+        loss /= c->iter_size;
+    } else { /* the host path */
+        loss /= c->iter_size;
+        if (r->comm->size > 1 || r->grad_comm.nccl) s = reduce_gradients(r, &loss, err);
+        if (s) return s;
+        float *grads = tfc_model_grads(m);
+        double sumsq = r->be->ops->sumsq(r->be, ntrain, grads);
+        if (!isfinite(sumsq)) return bad_gradient(r, err);
+        float grad_scale = tfc_step_grad_scale(sumsq, scale, c->clip_gradients);
+        tfc_optimizer_step(&r->opt, r->iter, lr, grad_scale, c->weight_decay,
+                           tfc_model_params(m), grads);
+    }
+    r->lr = lr;
     tfc_ema_update(&r->ema, tfc_model_params(m), r->iter);
     /* a failed asynchronous GPU op (launch, cuBLAS, cuDNN) is reported at this step */
     s = tfc_backend_status(r->be, err);
@@ -530,6 +589,15 @@ static tfc_status load_initial_weights(run *r, const char *path, tfc_error *err)
     return TFC_OK;
 }
 
+/* train_step's device path: where the backend has the step ops, in a single-process run,
+ * unless the caller asks for the host path. */
+static int use_device_step(const run *r)
+{
+    const tfc_backend_ops *ops = r->be->ops;
+    return !r->s->opt.host_step && r->comm->size == 1 && !r->grad_comm.nccl &&
+           ops->grad_sumsq && ops->step_scale && ops->optimizer_update_at;
+}
+
 static tfc_status start(run *r, tfc_error *err)
 {
     tfc_solver *s = r->s;
@@ -541,6 +609,10 @@ static tfc_status start(run *r, tfc_error *err)
     tfc_status st = tfc_solver_check_memory(s, r->be, r->comm->size, err);
     if (!st) st = tfc_feed_for_training(&r->feed, s, r->be, err);
     if (!st) st = tfc_grad_comm_open(&r->grad_comm, r->comm, r->be, c->deterministic, err);
+    if (!st && use_device_step(r) &&
+        !(r->step_state = r->be->ops->alloc(r->be, sizeof *r->step_state)))
+        st = tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate the step's state on %s",
+                           r->be->ops->name);
     int nw = 0;
     const double *w = st ? NULL : tfc_model_class_weight(s->model, &nw);
     if (w && tfc_model_class_weight_balanced(s->model)) { /* say what `balanced` became */
@@ -831,6 +903,7 @@ static void free_run(run *r)
     if (r->opt.be) tfc_optimizer_release(&r->opt);
     tfc_feed_free(&r->feed);
     tfc_grad_comm_close(&r->grad_comm); /* before its backend */
+    if (r->step_state) r->be->ops->free(r->be, r->step_state);
     if (r->be) tfc_backend_free(r->be);
     tfc_progress_free(&r->prog);
     tfc_snapshot_set_free(&r->snaps);

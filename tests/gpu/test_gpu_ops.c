@@ -529,6 +529,13 @@ static void conv_suite(double rtol, double atol)
     tfc_conv_desc odd = conv_desc(2, 9, 9, 3, 3, 3, 4, 1, 1, 1, 0);
     odd.pad_top = 2, odd.pad_left = 0, odd.oh = 9, odd.ow = 8; /* 2 rows before, 0 after */
     CU_ASSERT_EQUAL(conv_case("explicit pad (2,0)x(0,1)", odd, 2, rtol, atol), 0);
+    /* Conv1D's causal padding: (k - 1) d steps before a 1 x steps image, none after */
+    tfc_conv_desc causal = conv_desc(3, 1, 12, 4, 1, 3, 5, 1, 1, 2, 0);
+    causal.pad_left = 4, causal.ow = 12;
+    CU_ASSERT_EQUAL(conv_case("1x3 dil2 causal", causal, 3, rtol, atol), 0);
+    tfc_conv_desc causal2 = conv_desc(3, 1, 11, 4, 1, 4, 6, 1, 2, 1, 0);
+    causal2.pad_left = 3, causal2.ow = 6;
+    CU_ASSERT_EQUAL(conv_case("1x4/2 causal", causal2, 3, rtol, atol), 0);
 }
 
 static void test_conv(void)
@@ -616,6 +623,15 @@ static void test_pool(void)
         CU_ASSERT_EQUAL(pool_case(name, pool_desc(2, 7, 6, 3, 3, 1, 1, is_max)), 0);
         snprintf(name, sizeof name, "%s global", kind); /* GlobalAveragePooling2D's shape */
         CU_ASSERT_EQUAL(pool_case(name, pool_desc(4, 8, 8, 9, 8, 8, 0, is_max)), 0);
+        /* the 1-D poolings: a 1 x steps image, window 1 x 3 stride 2 SAME, and global */
+        tfc_pool_desc seq = {.n = 3, .h = 1, .w = 12, .c = 5, .kh = 1, .kw = 3, .sh = 1,
+                             .sw = 2, .oh = 1, .is_max = is_max};
+        same_pad(seq.w, seq.kw, seq.sw, 1, &seq.ow, &seq.pad_left);
+        snprintf(name, sizeof name, "%s 1x3/2 same", kind);
+        CU_ASSERT_EQUAL(pool_case(name, seq), 0);
+        seq.kw = seq.sw = seq.w, seq.ow = 1, seq.pad_left = 0;
+        snprintf(name, sizeof name, "%s 1-D global", kind);
+        CU_ASSERT_EQUAL(pool_case(name, seq), 0);
     }
     check_status();
 }

@@ -1,0 +1,190 @@
+/* Conv2DTranspose (keras.layers.Conv2DTranspose): the transpose of a convolution, the
+ * decoder's upsampling step. It is the data gradient of the convolution D that maps its
+ * output (H, W, filters) back onto its input (h, w, c) with the same kernel, Keras's layout
+ * [kh, kw, filters, c] being D's [kh, kw, in, out]:
+ *   y = conv_backward_data_D(x, K) + b         dx += conv_D(dy, K),
+ *   dK += conv_backward_filter_D(dy, x),       db += sum dy
+ * Sizes and padding as Keras 3 on JAX (compute_conv_transpose_padding_args_for_jax): with
+ * k = (kernel - 1) dilation + 1, the input dilated by the stride is padded by (lo, hi) and
+ * correlated with the flipped kernel, so H = (h - 1) s + lo + hi - k + 2 and D's top padding
+ * is k - 1 - lo. valid: lo = k - 1, hi = k - 1 + output_padding (default max(k, s) - k);
+ * same: p = s + k - 2 (or k + k % 2 - 2 + output_padding), lo = min(ceil(p / 2), k - 1),
+ * hi = p - lo. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "layers/layer.h"
+
+typedef struct transpose_args {
+    int filters, kernel_size[2], strides[2], padding;
+    const tfc_node *output_padding;
+    int data_format, dilation_rate[2], activation, use_bias;
+    const tfc_node *kernel_initializer, *bias_initializer;
+} transpose_args;
+
+static const tfc_field transpose_fields[] = {
+    {"filters", TFC_F_INT, offsetof(transpose_args, filters), NULL, 1, 1 << 20, NULL,
+     "output channels"},
+    {"kernel_size", TFC_F_INT_PAIR, offsetof(transpose_args, kernel_size), NULL, 1, 4096, NULL,
+     "kernel height and width"},
+    {"strides", TFC_F_INT_PAIR, offsetof(transpose_args, strides), "1", 1, 4096, NULL, "stride"},
+    {"padding", TFC_F_ENUM, offsetof(transpose_args, padding), "valid", TFC_UNBOUNDED,
+     tfc_padding_names, "valid or same"},
+    {"output_padding", TFC_F_NODE, offsetof(transpose_args, output_padding), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "int or [h, w], each below its stride; default none"},
+    TFC_DATA_FORMAT_FIELD(transpose_args, data_format),
+    {"dilation_rate", TFC_F_INT_PAIR, offsetof(transpose_args, dilation_rate), "1", 1, 4096,
+     NULL, "dilation"},
+    TFC_ACTIVATION_FIELD(transpose_args, activation),
+    {"use_bias", TFC_F_BOOL, offsetof(transpose_args, use_bias), "true", TFC_UNBOUNDED, NULL,
+     "add a bias per filter"},
+    {"kernel_initializer", TFC_F_NODE, offsetof(transpose_args, kernel_initializer),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
+    {"bias_initializer", TFC_F_NODE, offsetof(transpose_args, bias_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default zeros"},
+    {NULL}};
+
+/* The layer's state: D for one image, and output_padding (-1: none). */
+typedef struct transpose_state {
+    tfc_conv_desc d;
+    int output_padding[2];
+} transpose_state;
+
+/* One axis: D's input size (the output's) and top padding, from the input size `in`. */
+static void transpose_axis(int in, int k, int s, int dil, int same, int op, int *out, int *pad)
+{
+    const int ke = (k - 1) * dil + 1;
+    int lo, hi;
+    if (!same) {
+        lo = ke - 1;
+        hi = ke - 1 + (op >= 0 ? op : (ke > s ? ke : s) - ke);
+    } else {
+        int p = op >= 0 ? ke + ke % 2 - 2 + op : s + ke - 2;
+        lo = p / 2 + p % 2 < ke - 1 ? p / 2 + p % 2 : ke - 1;
+        hi = p - lo;
+    }
+    *out = (in - 1) * s + lo + hi - ke + 2;
+    *pad = ke - 1 - lo;
+}
+
+static tfc_status parse_output_padding(const tfc_layer *l, int op[2], tfc_error *err)
+{
+    const transpose_args *a = l->args;
+    const tfc_node *n = a->output_padding;
+    char path[128];
+    snprintf(path, sizeof path, "layers[%d].%s.output_padding", l->index, l->ops->type);
+    op[0] = op[1] = -1;
+    if (!n || tfc_node_is_null(n)) return TFC_OK;
+    const tfc_node *item[2] = {n, n};
+    if (n->kind == TFC_NODE_SEQ && n->n == 2) item[0] = n->vals[0], item[1] = n->vals[1];
+    else if (n->kind != TFC_NODE_SCALAR)
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "expected an int or a pair [h, w]");
+    for (int k = 0; k < 2; k++) {
+        long long v;
+        if (tfc_node_int(item[k], path, 0, 4095, &v, err)) return TFC_ERR_CONFIG;
+        if (v >= a->strides[k])
+            return tfc_node_error(err, TFC_ERR_CONFIG, item[k], path,
+                                  "output_padding %lld must be less than the stride %d (as in "
+                                  "Keras)", v, a->strides[k]);
+        op[k] = (int)v;
+    }
+    return TFC_OK;
+}
+
+static tfc_status transpose_build(tfc_layer *l, tfc_error *err)
+{
+    const transpose_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
+    if ((a->strides[0] > 1 || a->strides[1] > 1) &&
+        (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
+        return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "
+                                       "(as in Keras)");
+    transpose_state *s = calloc(1, sizeof *s);
+    if (!s) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    l->state = s;
+    if (parse_output_padding(l, s->output_padding, err)) return TFC_ERR_CONFIG;
+    tfc_conv_desc d = {.n = 1, .c = a->filters, .kh = a->kernel_size[0],
+                       .kw = a->kernel_size[1], .f = (int)in->dim[2], .sh = a->strides[0],
+                       .sw = a->strides[1], .dh = a->dilation_rate[0],
+                       .dw = a->dilation_rate[1], .oh = (int)in->dim[0], .ow = (int)in->dim[1]};
+    const int same = a->padding == TFC_PADDING_SAME;
+    transpose_axis(d.oh, d.kh, d.sh, d.dh, same, s->output_padding[0], &d.h, &d.pad_top);
+    transpose_axis(d.ow, d.kw, d.sw, d.dw, same, s->output_padding[1], &d.w, &d.pad_left);
+    if (d.h < 1 || d.w < 1)
+        return tfc_layer_error(err, l, "gives an empty output for the input %s",
+                               tfc_shape_str(in, buf, sizeof buf));
+    s->d = d;
+    l->out_shape = tfc_shape_make(3, (int64_t[]){d.h, d.w, d.c});
+    l->act = (tfc_act)a->activation;
+    tfc_init ki, bi;
+    if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
+        return TFC_ERR_CONFIG;
+    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, d.f}, 1, ki);
+    if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){d.c}, 1, bi);
+    return TFC_OK;
+}
+
+static tfc_conv_desc transpose_desc(const tfc_layer *l, int n)
+{
+    tfc_conv_desc d = ((const transpose_state *)l->state)->d;
+    d.n = n;
+    return d;
+}
+
+/* The convolution's scratch, then (backward, when dx is added to) room for dx's addend. */
+static size_t conv_part(const tfc_layer *l, tfc_backend *be, int n)
+{
+    tfc_conv_desc d = transpose_desc(l, n);
+    return (be->ops->conv_workspace(be, &d) + 63) & ~(size_t)63;
+}
+
+static void transpose_plan(tfc_layer *l, tfc_backend *be)
+{
+    l->workspace = conv_part(l, be, l->max_batch) +
+                   (size_t)l->max_batch * (size_t)tfc_shape_numel(&l->in_shape[0]) * 4;
+}
+
+static void transpose_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const transpose_args *a = l->args;
+    tfc_conv_desc d = transpose_desc(l, ex->batch);
+    ex->be->ops->conv_backward_data(ex->be, &d, x[0], l->params[0].data, y, 1, ex->ws);
+    if (a->use_bias)
+        ex->be->ops->bias_add(ex->be, (int64_t)d.n * d.h * d.w, d.c, l->params[1].data, y);
+}
+
+static void transpose_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
+                               const float *y, const float *dy, float *const *dx)
+{
+    const transpose_args *a = l->args;
+    tfc_conv_desc d = transpose_desc(l, ex->batch);
+    const tfc_backend_ops *op = ex->be->ops;
+    if (a->use_bias) op->bias_grad(ex->be, (int64_t)d.n * d.h * d.w, d.c, dy, l->params[1].grad);
+    op->conv_backward_filter(ex->be, &d, dy, x[0], l->params[0].grad, ex->ws);
+    if (!dx[0]) return;
+    /* conv_forward overwrites: straight into dx where its block starts here, else into
+     * scratch past the convolution's, then added */
+    float *t = ex->fresh & 1 ? dx[0]
+                             : (float *)((char *)ex->ws + conv_part(l, ex->be, l->max_batch));
+    op->conv_forward(ex->be, &d, dy, l->params[0].data, NULL, NULL, NULL, TFC_ACT_LINEAR, t, NULL,
+                     NULL, ex->ws);
+    if (t != dx[0])
+        op->axpy(ex->be, (int64_t)ex->batch * tfc_shape_numel(&l->in_shape[0]), 1.f, t, dx[0]);
+}
+
+static void transpose_free(tfc_layer *l)
+{
+    free(l->state);
+    l->state = NULL;
+}
+
+const tfc_layer_ops tfc_conv2d_transpose_ops = {
+    .type = "Conv2DTranspose", .schema = transpose_fields, .args_size = sizeof(transpose_args),
+    .min_inputs = 1, .max_inputs = 1, .assigns_grads = 1,
+    .build = transpose_build, .plan = transpose_plan, .forward = transpose_forward,
+    .backward = transpose_backward, .free_state = transpose_free,
+};

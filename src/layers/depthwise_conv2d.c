@@ -1,0 +1,116 @@
+/* DepthwiseConv2D (keras.layers.DepthwiseConv2D): each input channel convolved with its own
+ * depth_multiplier filters, TensorFlow's valid/same padding, strides and dilation (both at
+ * once, as Keras's JAX backend allows). Output channel k = c_in m + j reads channel c_in:
+ *   y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m]
+ *                             K[u, v, k / m, k % m] + b[k]          K [kh, kw, c, m], b [c m]
+ *   backward: dK += x (*) dy per channel, db += sum dy, dx += dy (*)^T K (the backend's
+ *   depthwise ops; all accumulate) */
+#include "layers/layer.h"
+
+typedef struct depthwise_args {
+    int kernel_size[2], strides[2], padding, depth_multiplier, data_format, dilation_rate[2];
+    int activation, use_bias;
+    const tfc_node *depthwise_initializer, *bias_initializer;
+} depthwise_args;
+
+static const tfc_field depthwise_fields[] = {
+    {"kernel_size", TFC_F_INT_PAIR, offsetof(depthwise_args, kernel_size), NULL, 1, 4096, NULL,
+     "kernel height and width"},
+    {"strides", TFC_F_INT_PAIR, offsetof(depthwise_args, strides), "1", 1, 4096, NULL, "stride"},
+    {"padding", TFC_F_ENUM, offsetof(depthwise_args, padding), "valid", TFC_UNBOUNDED,
+     tfc_padding_names, "valid or same"},
+    {"depth_multiplier", TFC_F_INT, offsetof(depthwise_args, depth_multiplier), "1", 1, 4096,
+     NULL, "filters per input channel"},
+    TFC_DATA_FORMAT_FIELD(depthwise_args, data_format),
+    {"dilation_rate", TFC_F_INT_PAIR, offsetof(depthwise_args, dilation_rate), "1", 1, 4096, NULL,
+     "dilation"},
+    TFC_ACTIVATION_FIELD(depthwise_args, activation),
+    {"use_bias", TFC_F_BOOL, offsetof(depthwise_args, use_bias), "true", TFC_UNBOUNDED, NULL,
+     "add a bias per output channel"},
+    {"depthwise_initializer", TFC_F_NODE, offsetof(depthwise_args, depthwise_initializer),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
+    {"bias_initializer", TFC_F_NODE, offsetof(depthwise_args, bias_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default zeros"},
+    {NULL}};
+
+static tfc_conv_desc depthwise_desc(const tfc_layer *l, int n)
+{
+    const depthwise_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    tfc_conv_desc d = {.n = n, .h = (int)in->dim[0], .w = (int)in->dim[1], .c = (int)in->dim[2],
+                       .kh = a->kernel_size[0], .kw = a->kernel_size[1],
+                       .f = (int)in->dim[2] * a->depth_multiplier,
+                       .sh = a->strides[0], .sw = a->strides[1],
+                       .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
+    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
+    return d;
+}
+
+static tfc_status depthwise_build(tfc_layer *l, tfc_error *err)
+{
+    const depthwise_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
+    if (in->dim[2] * a->depth_multiplier > 1 << 24)
+        return tfc_layer_error(err, l, "%lld channels times depth_multiplier %d is too many",
+                               (long long)in->dim[2], a->depth_multiplier);
+    tfc_conv_desc d = depthwise_desc(l, 1);
+    if (d.oh < 1 || d.ow < 1)
+        return tfc_layer_error(err, l,
+                               "input %s is smaller than the %dx%d kernel (dilation %dx%d) with "
+                               "valid padding",
+                               tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw, d.dh, d.dw);
+    l->out_shape = tfc_shape_make(3, (int64_t[]){d.oh, d.ow, d.f});
+    l->act = (tfc_act)a->activation;
+    tfc_init ki, bi;
+    if (tfc_layer_init_arg(l, a->depthwise_initializer, "depthwise_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
+        return TFC_ERR_CONFIG;
+    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, a->depth_multiplier}, 1,
+                        ki);
+    if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){d.f}, 1, bi);
+    return TFC_OK;
+}
+
+static void depthwise_plan(tfc_layer *l, tfc_backend *be)
+{
+    tfc_conv_desc d = depthwise_desc(l, l->max_batch);
+    l->workspace = be->ops->depthwise_workspace(be, &d);
+}
+
+static void depthwise_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const depthwise_args *a = l->args;
+    tfc_conv_desc d = depthwise_desc(l, ex->batch);
+    ex->be->ops->depthwise_forward(ex->be, &d, x[0], l->params[0].data,
+                                   a->use_bias ? l->params[1].data : NULL, y);
+}
+
+static void depthwise_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                               const float *dy, float *const *dx)
+{
+    const depthwise_args *a = l->args;
+    tfc_conv_desc d = depthwise_desc(l, ex->batch);
+    const tfc_backend_ops *op = ex->be->ops;
+    if (a->use_bias) op->bias_grad(ex->be, (int64_t)d.n * d.oh * d.ow, d.f, dy, l->params[1].grad);
+    op->depthwise_backward_filter(ex->be, &d, x[0], dy, l->params[0].grad, ex->ws);
+    if (dx[0]) op->depthwise_backward_data(ex->be, &d, dy, l->params[0].data, dx[0]);
+}
+
+static const char *const *depthwise_needs(const tfc_layer *l)
+{
+    static const char *const ops[] = {"depthwise_workspace", "depthwise_forward",
+                                      "depthwise_backward_data", "depthwise_backward_filter",
+                                      NULL};
+    return ops;
+}
+
+const tfc_layer_ops tfc_depthwise_conv2d_ops = {
+    .type = "DepthwiseConv2D", .schema = depthwise_fields, .args_size = sizeof(depthwise_args),
+    .min_inputs = 1, .max_inputs = 1,
+    .build = depthwise_build, .plan = depthwise_plan, .forward = depthwise_forward,
+    .backward = depthwise_backward, .needs = depthwise_needs,
+};
