@@ -289,6 +289,30 @@ static const gc_case cases[] = {
     {"rmsnorm", "input: {shape: [3, 5]}\nlayers:\n  - RMSNormalization: {name: r0}\n"
                 "  - Dense: {units: 5}\n  - RMSNormalization: {axis: [-2, -1], epsilon: 0.001}\n"
                 "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"mha_self", "input: {shape: [5, 4]}\nlayers:\n"
+                 "  - MultiHeadAttention: {num_heads: 2, key_dim: 3}\n"
+                 "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"mha_causal_value_dim", "input: {shape: [6, 4]}\nlayers:\n  - Dense: {units: 5}\n"
+                             "  - MultiHeadAttention: {num_heads: 3, key_dim: 2, value_dim: 4,"
+                             " use_causal_mask: true, output_shape: 3, sliding_window: 3}\n"
+                             "  - Dense: {units: 3}\n", 2},
+    /* query 6 steps, value 3 steps (a reshape of the input), key a projection of the value */
+    {"mha_cross", "input: {shape: [6, 4]}\nlayers:\n  - Dense: {name: q, units: 5}\n"
+                  "  - Reshape: {name: kv, target_shape: [3, 8], inputs: [input]}\n"
+                  "  - Dense: {name: k, units: 3}\n"
+                  "  - MultiHeadAttention: {inputs: [q, kv, k], num_heads: 2, key_dim: 4,"
+                  " use_bias: false}\n"
+                  "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* padding: the padded query rows take the mean of the values (dropout 0, as Keras) */
+    {"mha_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 4, mask_zero: true}\n"
+                   "  - MultiHeadAttention: {num_heads: 2, key_dim: 3}\n"
+                   "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
+    /* padding, causal and dropout: padded rows give zeros (Keras's path with dropout) */
+    {"mha_masked_causal_dropout", SEQ "  - Embedding: {input_dim: 10, output_dim: 4,"
+                                  " mask_zero: true}\n"
+                                  "  - MultiHeadAttention: {num_heads: 2, key_dim: 2,"
+                                  " use_causal_mask: true, dropout: 0.3}\n"
+                                  "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -4,8 +4,9 @@
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
  * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
  * Conv1D (causal, dilated, strided, grouped) and the 1-D poolings (the masked average after
- * an Embedding), an Add/Concatenate/Reshape graph and every activation; a layer without an
- * ONNX form is refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
+ * an Embedding), MultiHeadAttention (causal, padded, windowed, cross), an
+ * Add/Concatenate/Reshape graph and every activation; a layer without an ONNX form is
+ * refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,26 @@ static void test_masked_lstm(void)
             "  - LSTM: {units: 2}\n", 0);
 }
 
+/* MultiHeadAttention: causal and padded self-attention (a fully padded example: rows that
+ * see no key), with dropout (those rows zeroed), and cross-attention with value_dim, no
+ * bias and a key of its own. */
+static void test_attention(void)
+{
+    if (!ready()) return;
+    fixture("mha_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 8, mask_zero: true}\n"
+            "  - MultiHeadAttention: {num_heads: 2, key_dim: 4, use_causal_mask: true}\n"
+            "  - MultiHeadAttention: {num_heads: 3, key_dim: 2, dropout: 0.3,"
+            " sliding_window: 4}\n"
+            "  - Dense: {units: 3, activation: softmax}\n", 30);
+    fixture("mha_cross",
+            "input: {shape: [6, 8]}\nlayers:\n"
+            "  - Reshape: {name: kv, target_shape: [3, 16]}\n  - Dense: {name: k, units: 5}\n"
+            "  - MultiHeadAttention: {inputs: [input, kv, k], num_heads: 2, key_dim: 4,"
+            " value_dim: 3, use_bias: false, output_shape: 7}\n", 0);
+}
+
 static void test_conv1d_pooling1d(void)
 {
     if (!ready()) return;
@@ -357,6 +378,7 @@ static void test_options(void)
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
+              {"attention", test_attention},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
               {"batch_norm", test_batch_norm}, {"normalizations", test_normalizations},
               {"masked_lstm", test_masked_lstm},

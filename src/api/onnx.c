@@ -881,6 +881,154 @@ static tref embedding(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* One projection of MultiHeadAttention (`var`/kernel [d, H, w] and its bias): x W + b as
+ * MatMul (+ Add), heads split: [N, T, H, w], then transposed by perm. */
+static tref attention_heads(exporter *x, const tfc_layer *l, const tref *in, const char *var,
+                            const int64_t *perm)
+{
+    char kname[48], bname[48], wn[96], bn[96];
+    snprintf(kname, sizeof kname, "%s/kernel", var);
+    snprintf(bname, sizeof bname, "%s/bias", var);
+    const tfc_param *kp = NULL;
+    float *k = param(x, l, kname, &kp), *b = param(x, l, bname, NULL);
+    tref t = {.shape = in->shape};
+    if (!k) {
+        free(b);
+        return t;
+    }
+    int64_t H = kp->shape.dim[1], w = kp->shape.dim[2], dims[2] = {kp->shape.dim[0], H * w};
+    init_f32(x, wn, "W", dims, 2, k);
+    fresh(x, t.name, "MatMul");
+    node(x, "MatMul", (const char *[]){in->name, wn, NULL}, t.name, NULL);
+    if (b) {
+        char mm[96];
+        snprintf(mm, sizeof mm, "%s", t.name);
+        init_f32(x, bn, "B", &dims[1], 1, b);
+        fresh(x, t.name, "Add");
+        node(x, "Add", (const char *[]){mm, bn, NULL}, t.name, NULL);
+    }
+    free(k), free(b);
+    tfc_shape split = {3, {in->shape.dim[0], H, w}};
+    tref r = reshape(x, &t, &split);
+    tfc_pb a = {0};
+    attr_ints(&a, "perm", perm, 4);
+    unary(x, "Transpose", r.name, r.name, &a);
+    return r;
+}
+
+/* bool [1 or N, 1, tq, tk]: which keys each query row sees (the causal mask and the sliding
+ * window as one constant, the model input's padding mask on the query rows and on the keys);
+ * an empty name: every key. */
+static void attention_seen(exporter *x, const tfc_layer *l, int64_t tq, int64_t tk, int vi,
+                           int ki, char *seen)
+{
+    seen[0] = 0;
+    const int causal = *(const int *)arg(l, "use_causal_mask");
+    const int64_t w = *(const int *)arg(l, "sliding_window");
+    if (causal || w > 0) {
+        unsigned char *c = malloc((size_t)(tq * tk) + 1);
+        if (!c) {
+            x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+            return;
+        }
+        for (int64_t i = 0; i < tq; i++)
+            for (int64_t j = 0; j < tk; j++)
+                c[i * tk + j] = (!causal || j <= i) && (w <= 0 || llabs(i - j) < w);
+        int64_t dims[4] = {1, 1, tq, tk};
+        fresh(x, seen, "band");
+        initializer(x, seen, T_BOOL, dims, 4, c, (size_t)(tq * tk));
+        free(c);
+    }
+    const int64_t qdims[] = {0, 1, tq, 1}, kdims[] = {0, 1, 1, tk};
+    for (int side = 0; side < 2; side++) {
+        unsigned bits = side ? (1u << vi | 1u << ki) : 1u;
+        if (!(l->mask_inputs & bits)) continue;
+        sequence_mask(x);
+        char shape[96], m[96];
+        init_i64(x, shape, "shape", side ? kdims : qdims, 4);
+        fresh(x, m, "Reshape");
+        node(x, "Reshape", (const char *[]){x->mask, shape, NULL}, m, NULL);
+        if (!seen[0]) {
+            snprintf(seen, 96, "%s", m);
+            continue;
+        }
+        char both[96];
+        fresh(x, both, "And");
+        node(x, "And", (const char *[]){seen, m, NULL}, both, NULL);
+        snprintf(seen, 96, "%s", both);
+    }
+}
+
+/* MultiHeadAttention, Keras's unfused form: Q, K, V projected and split into heads
+ * [N, H, T, w] (K as [N, H, kd, Tk]), scores Q K / sqrt(kd), unseen keys (attention_seen)
+ * given one large negative score, Softmax over the keys, times V, heads merged, output
+ * projection. A row that sees no key then averages every value, as Keras with dropout 0;
+ * with dropout > 0 its probabilities are zeroed, as Keras's softmax path does. */
+static tref attention(exporter *x, const tfc_layer *l)
+{
+    const int vi = l->ninputs > 1, ki = l->ninputs > 2 ? 2 : vi;
+    const tref *src[3];
+    for (int i = 0; i < 3 && i < l->ninputs; i++)
+        src[i] = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+    const int64_t tq = src[0]->shape.dim[0], tk = src[vi]->shape.dim[0];
+    static const int64_t bhtw[] = {0, 2, 1, 3}, bhwt[] = {0, 2, 3, 1};
+    tref q = attention_heads(x, l, src[0], "query", bhtw);
+    tref k = attention_heads(x, l, src[ki], "key", bhwt);
+    tref v = attention_heads(x, l, src[vi], "value", bhtw);
+    tref r = {.shape = l->out_shape};
+    if (x->st) return r;
+    const tfc_param *wq = &l->params[0];
+    float scale = (float)(1.0 / sqrt((double)wq->shape.dim[2])), big = -1e9f, zero = 0.f;
+    char s[96], c[96], seen[96], t[96];
+    fresh(x, t, "MatMul");
+    node(x, "MatMul", (const char *[]){q.name, k.name, NULL}, t, NULL);
+    init_f32(x, c, "scale", NULL, 0, &scale);
+    fresh(x, s, "Mul");
+    node(x, "Mul", (const char *[]){t, c, NULL}, s, NULL);
+    attention_seen(x, l, tq, tk, vi, ki, seen);
+    if (seen[0]) {
+        init_f32(x, c, "masked", NULL, 0, &big);
+        fresh(x, t, "Where");
+        node(x, "Where", (const char *[]){seen, s, c, NULL}, t, NULL);
+        snprintf(s, sizeof s, "%s", t);
+    }
+    tfc_pb a = {0};
+    attr_int(&a, "axis", -1);
+    unary(x, "Softmax", s, s, &a);
+    if (seen[0] && *(const double *)arg(l, "dropout") > 0) {
+        init_f32(x, c, "zero", NULL, 0, &zero);
+        fresh(x, t, "Where");
+        node(x, "Where", (const char *[]){seen, s, c, NULL}, t, NULL);
+        snprintf(s, sizeof s, "%s", t);
+    }
+    tref o = {.shape = {0}};
+    fresh(x, o.name, "MatMul");
+    node(x, "MatMul", (const char *[]){s, v.name, NULL}, o.name, NULL);
+    attr_ints(&a, "perm", bhtw, 4);
+    unary(x, "Transpose", o.name, o.name, &a);
+    const tfc_param *wo = NULL;
+    for (int p = 0; p < l->nparams; p++)
+        if (!strcmp(l->params[p].name, "attention_output/kernel")) wo = &l->params[p];
+    tfc_shape merged = {2, {tq, wo->shape.dim[0] * wo->shape.dim[1]}};
+    o = reshape(x, &o, &merged);
+    float *kern = param(x, l, "attention_output/kernel", NULL);
+    float *bias = param(x, l, "attention_output/bias", NULL);
+    char wn[96], bn[96] = "";
+    int64_t dims[2] = {merged.dim[1], wo->shape.dim[2]};
+    if (kern) init_f32(x, wn, "W", dims, 2, kern);
+    if (bias) init_f32(x, bn, "B", &dims[1], 1, bias);
+    free(kern), free(bias);
+    if (x->st) return r;
+    fresh(x, r.name, "MatMul");
+    node(x, "MatMul", (const char *[]){o.name, wn, NULL}, r.name, NULL);
+    if (bn[0]) {
+        snprintf(t, sizeof t, "%s", r.name);
+        fresh(x, r.name, "Add");
+        node(x, "Add", (const char *[]){t, bn, NULL}, r.name, NULL);
+    }
+    return r;
+}
+
 /* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis of
  * one example + 1 for the batch). */
 static tref merge(exporter *x, const tfc_layer *l, int concat)
@@ -956,6 +1104,8 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = reshape(x, &t, &l->out_shape);
     } else if (!strcmp(type, "Add") || !strcmp(type, "Concatenate")) {
         r = merge(x, l, type[0] == 'C');
+    } else if (!strcmp(type, "MultiHeadAttention")) {
+        r = attention(x, l);
     } else {
         unsupported(x, l, "no ONNX form for this layer type");
     }

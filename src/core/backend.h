@@ -115,7 +115,33 @@ typedef struct tfc_layernorm_desc {
     int cols;
     int center_stats, center;
     float eps;
-} tfc_layernorm_desc;
+} tfc_layernorm_desc;                                                                              \
+                                                                                                   \
+/* Scaled dot-product attention of MultiHeadAttention over n examples and `heads` heads, in
+ * the projections' own layout (Keras's [B, T, N, H], no transposes):
+ *   q [n, tq, heads, dk], k [n, tk, heads, dk], v [n, tk, heads, dv], o [n, tq, heads, dv].
+ * For example b, head h, query row i, over the keys j it may see:
+ *   s_ij = scale q_i . k_j,   p_ij = exp(s_ij - lse_i),   lse_i = log sum_j exp(s_ij)
+ *   o_i = sum_j p_ij z_ij v_j
+ * Key j is seen by row i when kmask[b, j] != 0 (kmask NULL: every key) and qmask[b, i] != 0
+ * (qmask NULL: every row) and, with causal, j <= i (Keras's causal mask, aligned at the
+ * first rows and keys also when tq != tk) and, with window > 0, |i - j| < window (Keras's
+ * sliding_window, a symmetric band). A row that sees no key gets, as Keras 3 gives
+ * it, with uniform the mean of every v_j (Keras's fused attention path, dropout 0: equal
+ * large negative logits; lse_i = -inf marks it), else o_i = 0 (its Softmax layer's path,
+ * dropout > 0; lse_i = +inf).
+ * Dropout (rate > 0): z_ij = keep / (1 - rate), keep = (u >= rate), u = tfc_rng_uniform(key,
+ * step, row tk4 + j) with row = (b heads + h) tq + i and tk4 = tk rounded up to a multiple
+ * of 4 (core/rng.h); backward regenerates it. rate 0: z = 1. */
+typedef struct tfc_attn_desc {
+    int n, heads, tq, tk, dk, dv;
+    int causal, uniform, window;
+    float scale;             /* Keras: 1 / sqrt(key_dim) */
+    const float *qmask;      /* [n, tq] or NULL */
+    const float *kmask;      /* [n, tk] or NULL */
+    float rate;
+    uint64_t key, step;
+} tfc_attn_desc;
 
 typedef enum tfc_loss_kind {
     TFC_LOSS_SPARSE_CCE = 0, /* labels int32 [rows]: class index */
@@ -462,7 +488,20 @@ typedef struct tfc_device_options {
     X(size_t, layernorm_workspace, (tfc_backend *be, const tfc_layernorm_desc *d))                 \
     X(void, layernorm_backward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,     \
                                  const float *dy, const float *gamma, const float *stats,          \
-                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))
+                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))    \
+                                                                                                   \
+    /* Attention (tfc_attn_desc): o and lse [n, heads, tq] (the log-sum-exp of each row,         \
+     * saved for backward; +-inf for a row that sees no key) are overwritten. The scores are      \
+     * never held whole: one block of keys at a time per row, with an online softmax.             \
+     * Backward recomputes them from lse: dq, dk, dv (q's, k's and v's shapes) are                \
+     * OVERWRITTEN with the gradients of sum(o * dout); the results do not depend on the           \
+     * thread count. */                                                                           \
+    X(void, attention_forward, (tfc_backend *be, const tfc_attn_desc *d, const float *q,          \
+                                const float *k, const float *v, float *o, float *lse))            \
+    X(void, attention_backward, (tfc_backend *be, const tfc_attn_desc *d, const float *q,         \
+                                 const float *k, const float *v, const float *o,                  \
+                                 const float *lse, const float *dout, float *dq, float *dk,       \
+                                 float *dv))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -248,6 +248,8 @@ static const tfc_backend_ops cpu_ops = {
     .layernorm_forward = tfc_cpu_layernorm_forward,
     .layernorm_workspace = tfc_cpu_layernorm_workspace,
     .layernorm_backward = tfc_cpu_layernorm_backward,
+    .attention_forward = tfc_cpu_attention_forward,
+    .attention_backward = tfc_cpu_attention_backward,
 };
 
 const char *tfc_cpu_blas_core(void)

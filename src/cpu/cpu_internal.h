@@ -282,7 +282,8 @@ int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]
  * cpu_lstm.c; loss and accuracy in cpu_loss.c; optimizer_update in cpu_optim.c; the step
  * ops (grad_sumsq, step_scale, optimizer_update_at) in cpu_step.c; grouped_conv_* and
  * masked_mean_* in cpu_conv1d.c; depthwise_* in cpu_depthwise.c; upsample_* in
- * cpu_resize.c; mul and mul_reduce in cpu_mul.c; layernorm_* in cpu_layernorm.c. */
+ * cpu_resize.c; mul and mul_reduce in cpu_mul.c; layernorm_* in cpu_layernorm.c;
+ * attention_* in cpu_attention.c. */
 #define TFC_CPU_DECLARE(ret, op, params) ret tfc_cpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_CPU_DECLARE)
 TFC_BACKEND_LAYER_OPS(TFC_CPU_DECLARE)

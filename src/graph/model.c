@@ -311,16 +311,18 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
             continue;
         }
         if (status) continue; /* shapes after an earlier error would only echo it */
-        int mask = 0, bad = 0;
+        int bad = 0;
+        unsigned mask = 0;
         for (int j = 0; j < l->ninputs; j++) {
             int p = l->inputs[j];
             if (p >= 0 && m->layers[p].out_shape.ndim == 0 && !m->layers[p].ops) bad = 1;
             l->in_shape[j] = p < 0 ? m->input_shape : m->layers[p].out_shape;
             l->in_dtype[j] = p < 0 ? m->input_dtype : TFC_F32;
-            mask |= p < 0 ? 0 : m->layers[p].mask_out;
+            if (p >= 0 && m->layers[p].mask_out) mask |= 1u << j;
         }
         if (bad) continue;
-        l->mask_in = mask;
+        l->mask_inputs = mask;
+        l->mask_in = mask != 0;
         l->mask_out = mask && l->ops->keeps_mask;
         l->act = TFC_ACT_LINEAR;
         l->max_batch = 1;

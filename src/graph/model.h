@@ -125,9 +125,10 @@ const tfc_memory_plan *tfc_model_memory(const tfc_model *m);
 
 /* The forward and backward FLOPs of one example through layer i (summary.c): two per
  * multiply-add of the matrix products (Dense, Conv2D, LSTM's input and recurrent kernels,
- * each time step), and one per output element elsewhere (activations, pooling, merges,
- * normalization, LSTM gates: an estimate). Backward: the product for the weights' gradient
- * plus, unless the layer reads the model input, the one for the input's gradient. */
+ * each time step, MultiHeadAttention's projections and scores), and one per output element
+ * elsewhere (activations, pooling, merges, normalization, LSTM gates: an estimate).
+ * Backward: the product for the weights' gradient plus, unless the layer reads the model
+ * input, the one for the input's gradient. */
 void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward);
 
 /* Frees the bound buffers (a no-op when unbound); the model can be bound again. */

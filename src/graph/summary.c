@@ -20,7 +20,20 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
     for (int j = 0; j < l->ninputs; j++) reads_input |= l->inputs[j] < 0;
     const tfc_param *k = find_param(l, "kernel");
     const tfc_param *r = find_param(l, "recurrent_kernel");
-    if (k && r) { /* LSTM: per step x·W and h·U (4 gates), then the gate arithmetic */
+    const tfc_param *wq = find_param(l, "query/kernel");
+    if (wq) { /* MultiHeadAttention: the four projections, then per head and (query, key)
+               * pair a score and a weighted value (a causal mask skips about half of them:
+               * not counted); backward recomputes the scores and dout . v twice (for dk and
+               * dv, then for dq) besides dq, dk and dv themselves */
+        int64_t tq = l->in_shape[0].dim[0], tk = l->in_shape[l->ninputs > 1].dim[0];
+        int64_t heads = wq->shape.dim[1], kd = wq->shape.dim[2];
+        const tfc_param *wv = find_param(l, "value/kernel");
+        int64_t vd = wv->shape.dim[2];
+        int64_t proj = tq * wq->numel + tk * find_param(l, "key/kernel")->numel + tk * wv->numel +
+                       tq * find_param(l, "attention_output/kernel")->numel;
+        *forward = 2 * proj + 2 * heads * tq * tk * (kd + vd);
+        *backward = 4 * proj + 2 * heads * tq * tk * (4 * kd + 3 * vd);
+    } else if (k && r) { /* LSTM: per step x·W and h·U (4 gates), then the gate arithmetic */
         int64_t T = l->in_shape[0].ndim > 1 ? l->in_shape[0].dim[0] : 1;
         int64_t gates = T * r->shape.dim[1];
         *forward = 2 * T * (k->numel + r->numel) + gates;

@@ -18,7 +18,7 @@
 #include "core/tensor.h"
 
 #define TFC_LAYER_MAX_INPUTS 8
-#define TFC_LAYER_MAX_PARAMS 6
+#define TFC_LAYER_MAX_PARAMS 8
 
 typedef struct tfc_layer tfc_layer;
 
@@ -141,6 +141,7 @@ struct tfc_layer {
     int64_t fixed_floats;          /* independent of the batch (per-channel statistics) */
     float *saved;                  /* bound: [fixed_floats + max_batch * saved_floats] */
     int mask_in;                   /* the input carries the sequence mask (set before build) */
+    unsigned mask_inputs;          /* bit j: input j carries it (set before build) */
     int mask_out;                  /* the output carries it: set by the graph to
                                       mask_in && ops->keeps_mask; build may change it */
     const float *mask;             /* bound: [batch, T] sequence mask when mask_in, else NULL */

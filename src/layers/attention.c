@@ -1,0 +1,255 @@
+/* MultiHeadAttention (keras.layers.MultiHeadAttention) over sequences: query [Tq, dq],
+ * value [Tk, dv_in], key [Tk, dk_in] (key defaults to value, value to query: self-attention).
+ *   Q = query Wq + bq   [Tq, H, key_dim]       K = key Wk + bk   [Tk, H, key_dim]
+ *   V = value Wv + bv   [Tk, H, value_dim]
+ *   O_h = softmax(Q_h K_h^T / sqrt(key_dim), masked) V_h      (the backend's attention op)
+ *   y = O Wo + bo       [Tq, d_out]
+ * Backward: dO = dy Wo^T; the attention op gives dQ, dK, dV; then, per projection P of input
+ * x: dW += x^T dP, db += sum dP, dx += dP W^T. The scores are never stored: the layer keeps
+ * Q, K, V, O and each row's log-sum-exp, O(T) per head. */
+#include "layers/layer.h"
+
+#include <math.h>
+
+#include "core/rng.h"
+
+typedef struct mha_args {
+    int num_heads, key_dim, value_dim, use_bias, use_causal_mask, sliding_window, seed;
+    double dropout;
+    tfc_int_list output_shape, attention_axes;
+    const tfc_node *flash_attention, *kernel_initializer, *bias_initializer;
+} mha_args;
+
+static const tfc_field mha_fields[] = {
+    {"num_heads", TFC_F_INT, offsetof(mha_args, num_heads), NULL, 1, 4096, NULL,
+     "attention heads"},
+    {"key_dim", TFC_F_INT, offsetof(mha_args, key_dim), NULL, 1, 1 << 16, NULL,
+     "size of each head for query and key"},
+    {"value_dim", TFC_F_INT, offsetof(mha_args, value_dim), TFC_NO_DEFAULT, 1, 1 << 16, NULL,
+     "size of each head for value (default key_dim)"},
+    {"dropout", TFC_F_FLOAT, offsetof(mha_args, dropout), "0", 0, 0.999999, NULL,
+     "dropout on the attention probabilities, in [0, 1)"},
+    {"use_bias", TFC_F_BOOL, offsetof(mha_args, use_bias), "true", TFC_UNBOUNDED, NULL,
+     "bias vectors in the four projections"},
+    {"output_shape", TFC_F_INT_LIST, offsetof(mha_args, output_shape), TFC_NO_DEFAULT, 1,
+     1 << 24, NULL, "output features (default: the query's last axis)"},
+    {"attention_axes", TFC_F_INT_LIST, offsetof(mha_args, attention_axes), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "only the default (the time axis, 1)"},
+    {"use_causal_mask", TFC_F_BOOL, offsetof(mha_args, use_causal_mask), "false",
+     TFC_UNBOUNDED, NULL, "query i sees keys j <= i (Keras: a call argument)"},
+    {"sliding_window", TFC_F_INT, offsetof(mha_args, sliding_window), TFC_NO_DEFAULT, 1,
+     1 << 30, NULL, "query i sees keys j with |i - j| < sliding_window (default: all)"},
+    {"flash_attention", TFC_F_NODE, offsetof(mha_args, flash_attention), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "null, true or false: tfc's attention is always blockwise"},
+    {"seed", TFC_F_INT, offsetof(mha_args, seed), "0", 0, 2147483647, NULL,
+     "mixed into the run's seed for the dropout masks"},
+    {"kernel_initializer", TFC_F_NODE, offsetof(mha_args, kernel_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default glorot_uniform"},
+    {"bias_initializer", TFC_F_NODE, offsetof(mha_args, bias_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default zeros"},
+    {NULL}};
+
+enum { PQ, PK, PV, PO }; /* the four projections, in Keras's variable order */
+
+/* The sizes the passes use, from the built layer. */
+typedef struct mha_dims {
+    int tq, tk, dq, dkin, dvin, heads, kd, vd, dout;
+    int vi, ki; /* the inputs value and key come from */
+} mha_dims;
+
+static mha_dims dims_of(const tfc_layer *l)
+{
+    const mha_args *a = l->args;
+    mha_dims m;
+    m.vi = l->ninputs > 1 ? 1 : 0;
+    m.ki = l->ninputs > 2 ? 2 : m.vi;
+    m.tq = (int)l->in_shape[0].dim[0], m.dq = (int)l->in_shape[0].dim[1];
+    m.tk = (int)l->in_shape[m.vi].dim[0], m.dvin = (int)l->in_shape[m.vi].dim[1];
+    m.dkin = (int)l->in_shape[m.ki].dim[1];
+    m.heads = a->num_heads, m.kd = a->key_dim, m.vd = a->value_dim ? a->value_dim : a->key_dim;
+    m.dout = (int)l->out_shape.dim[1];
+    return m;
+}
+
+static tfc_param *kernel(tfc_layer *l, int p)
+{
+    const mha_args *a = l->args;
+    return &l->params[a->use_bias ? 2 * p : p];
+}
+
+static tfc_param *bias(tfc_layer *l, int p)
+{
+    const mha_args *a = l->args;
+    return a->use_bias ? &l->params[2 * p + 1] : NULL;
+}
+
+static tfc_status mha_build(tfc_layer *l, tfc_error *err)
+{
+    const mha_args *a = l->args;
+    char buf[96];
+    static const char *const role[] = {"query", "value", "key"};
+    for (int j = 0; j < l->ninputs; j++)
+        if (l->in_shape[j].ndim != 2 || l->in_dtype[j] != TFC_F32)
+            return tfc_layer_error(err, l, "needs a sequence %s of shape (steps, features), got %s",
+                                   role[j], tfc_shape_str(&l->in_shape[j], buf, sizeof buf));
+    if (l->ninputs > 2 && l->in_shape[2].dim[0] != l->in_shape[1].dim[0])
+        return tfc_layer_error(err, l, "key has %lld steps and value %lld: they must match",
+                               (long long)l->in_shape[2].dim[0], (long long)l->in_shape[1].dim[0]);
+    if (a->attention_axes.n && (a->attention_axes.n != 1 || a->attention_axes.v[0] != 1))
+        return tfc_layer_error(err, l, "attention_axes: only the default (the time axis, [1]) "
+                                       "is supported");
+    if (a->output_shape.n > 1)
+        return tfc_layer_error(err, l, "output_shape: only one axis (features) is supported, "
+                                       "given %d", a->output_shape.n);
+    if (a->flash_attention) { /* null is absent (the schema's default) */
+        char path[112];
+        int on;
+        snprintf(path, sizeof path, "layers[%d].MultiHeadAttention.flash_attention", l->index);
+        if (tfc_node_bool(a->flash_attention, path, &on, err)) return TFC_ERR_CONFIG;
+        if (on && a->dropout > 0)
+            return tfc_layer_error(err, l, "flash_attention: true does not take dropout > 0 "
+                                           "(as Keras)");
+    }
+    int64_t tq = l->in_shape[0].dim[0], dq = l->in_shape[0].dim[1];
+    int64_t dout = a->output_shape.n ? a->output_shape.v[0] : dq;
+    l->out_shape = tfc_shape_make(2, (int64_t[]){tq, dout});
+    /* Keras: the output keeps the query's mask; the value's and key's mask the keys */
+    l->mask_out = (l->mask_inputs & 1u) != 0;
+    mha_dims m = dims_of(l);
+    if ((l->mask_inputs & 1u) && (l->mask_inputs & (1u << m.vi | 1u << m.ki)) && m.tq != m.tk)
+        return tfc_layer_error(err, l, "query (%d steps) and value (%d steps) carry the one "
+                                       "sequence mask but differ in length", m.tq, m.tk);
+    tfc_init ki, bi;
+    if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
+        return TFC_ERR_CONFIG;
+    const int64_t in[3] = {m.dq, m.dkin, m.dvin}, width[3] = {m.kd, m.kd, m.vd};
+    static const char *const names[4][2] = {{"query/kernel", "query/bias"},
+                                            {"key/kernel", "key/bias"},
+                                            {"value/kernel", "value/bias"},
+                                            {"attention_output/kernel",
+                                             "attention_output/bias"}};
+    for (int p = PQ; p <= PV; p++) {
+        tfc_layer_add_param(l, names[p][0], 3, (int64_t[]){in[p], m.heads, width[p]}, 1, ki);
+        if (a->use_bias)
+            tfc_layer_add_param(l, names[p][1], 2, (int64_t[]){m.heads, width[p]}, 1, bi);
+    }
+    tfc_layer_add_param(l, names[PO][0], 3, (int64_t[]){m.heads, m.vd, dout}, 1, ki);
+    if (a->use_bias) tfc_layer_add_param(l, names[PO][1], 1, (int64_t[]){dout}, 1, bi);
+    /* Q, K, V, O and the log-sum-exp of each (head, query row) */
+    l->saved_floats = (int64_t)m.heads * ((int64_t)m.tq * (m.kd + m.vd + 1) +
+                                          (int64_t)m.tk * (m.kd + m.vd));
+    return TFC_OK;
+}
+
+/* Backward's scratch: dO, dQ, dK, dV of the batch. */
+static void mha_plan(tfc_layer *l, tfc_backend *be)
+{
+    (void)be;
+    mha_dims m = dims_of(l);
+    l->workspace = (size_t)l->max_batch * (size_t)m.heads * (size_t)(m.tq + m.tk) *
+                   (size_t)(m.kd + m.vd) * 4;
+}
+
+static const char *const *mha_needs(const tfc_layer *l)
+{
+    (void)l;
+    static const char *const ops[] = {"attention_forward", "attention_backward", NULL};
+    return ops;
+}
+
+/* The saved buffers (batch-major, strides of max_batch): Q, K, V, O, lse. */
+typedef struct mha_saved {
+    float *q, *k, *v, *o, *lse;
+} mha_saved;
+
+static mha_saved saved_parts(const tfc_layer *l, const mha_dims *m)
+{
+    const size_t B = (size_t)l->max_batch, H = (size_t)m->heads;
+    mha_saved s;
+    s.q = l->saved;
+    s.k = s.q + B * (size_t)m->tq * H * (size_t)m->kd;
+    s.v = s.k + B * (size_t)m->tk * H * (size_t)m->kd;
+    s.o = s.v + B * (size_t)m->tk * H * (size_t)m->vd;
+    s.lse = s.o + B * (size_t)m->tq * H * (size_t)m->vd;
+    return s;
+}
+
+static tfc_attn_desc attn_desc(const tfc_layer *l, const tfc_exec *ex, const mha_dims *m)
+{
+    const mha_args *a = l->args;
+    tfc_attn_desc d = {.n = ex->batch, .heads = m->heads, .tq = m->tq, .tk = m->tk,
+                       .dk = m->kd, .dv = m->vd, .causal = a->use_causal_mask,
+                       .window = a->sliding_window,
+                       .uniform = a->dropout == 0, .scale = (float)(1.0 / sqrt((double)m->kd))};
+    d.qmask = (l->mask_inputs & 1u) ? l->mask : NULL;
+    d.kmask = (l->mask_inputs & (1u << m->vi | 1u << m->ki)) ? l->mask : NULL;
+    if (ex->training && a->dropout > 0) {
+        d.rate = (float)a->dropout;
+        d.key = a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
+        d.step = ex->step;
+    }
+    return d;
+}
+
+/* out [rows, width] = x [rows, in] W + b */
+static void project(tfc_exec *ex, int64_t rows, int in, const void *x, const tfc_param *w,
+                    const tfc_param *b, int width, float *out)
+{
+    ex->be->ops->gemm(ex->be, 0, 0, (int)rows, width, in, 1.f, x, in, w->data, width, 0.f, out,
+                      width);
+    if (b) ex->be->ops->bias_add(ex->be, rows, width, b->data, out);
+}
+
+static void mha_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    mha_dims m = dims_of(l);
+    mha_saved s = saved_parts(l, &m);
+    const int64_t rq = (int64_t)ex->batch * m.tq, rk = (int64_t)ex->batch * m.tk;
+    const int qw = m.heads * m.kd, vw = m.heads * m.vd;
+    project(ex, rq, m.dq, x[0], kernel(l, PQ), bias(l, PQ), qw, s.q);
+    project(ex, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), qw, s.k);
+    project(ex, rk, m.dvin, x[m.vi], kernel(l, PV), bias(l, PV), vw, s.v);
+    tfc_attn_desc d = attn_desc(l, ex, &m);
+    ex->be->ops->attention_forward(ex->be, &d, s.q, s.k, s.v, s.o, s.lse);
+    project(ex, rq, vw, s.o, kernel(l, PO), bias(l, PO), m.dout, y);
+}
+
+/* The gradients of out = x W + b given dout [rows, width]: dW, db += ..., dx += ... */
+static void project_backward(tfc_exec *ex, int64_t rows, int in, const void *x, tfc_param *w,
+                             tfc_param *b, int width, const float *dout, float *dx)
+{
+    const tfc_backend_ops *op = ex->be->ops;
+    op->gemm(ex->be, 1, 0, in, width, (int)rows, 1.f, x, in, dout, width, 1.f, w->grad, width);
+    if (b) op->bias_grad(ex->be, rows, width, dout, b->grad);
+    if (dx)
+        op->gemm(ex->be, 0, 1, (int)rows, in, width, 1.f, dout, width, w->data, width, 1.f, dx,
+                 in);
+}
+
+static void mha_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                         const float *dy, float *const *dx)
+{
+    (void)y;
+    mha_dims m = dims_of(l);
+    mha_saved s = saved_parts(l, &m);
+    const int64_t rq = (int64_t)ex->batch * m.tq, rk = (int64_t)ex->batch * m.tk;
+    const int qw = m.heads * m.kd, vw = m.heads * m.vd;
+    float *d_o = ex->ws, *dq = d_o + rq * vw, *dk = dq + rq * qw, *dv = dk + rk * qw;
+    tfc_param *wo = kernel(l, PO);
+    ex->be->ops->gemm(ex->be, 0, 1, (int)rq, vw, m.dout, 1.f, dy, m.dout, wo->data, m.dout, 0.f,
+                      d_o, vw);
+    project_backward(ex, rq, vw, s.o, wo, bias(l, PO), m.dout, dy, NULL);
+    tfc_attn_desc d = attn_desc(l, ex, &m);
+    ex->be->ops->attention_backward(ex->be, &d, s.q, s.k, s.v, s.o, s.lse, d_o, dq, dk, dv);
+    project_backward(ex, rq, m.dq, x[0], kernel(l, PQ), bias(l, PQ), qw, dq, dx[0]);
+    project_backward(ex, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), qw, dk, dx[m.ki]);
+    project_backward(ex, rk, m.dvin, x[m.vi], kernel(l, PV), bias(l, PV), vw, dv, dx[m.vi]);
+}
+
+const tfc_layer_ops tfc_multi_head_attention_ops = {
+    .type = "MultiHeadAttention", .schema = mha_fields, .args_size = sizeof(mha_args),
+    .min_inputs = 1, .max_inputs = 3, .needs = mha_needs,
+    .build = mha_build, .plan = mha_plan, .forward = mha_forward, .backward = mha_backward,
+};
