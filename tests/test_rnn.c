@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/onnx.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
@@ -351,9 +352,36 @@ static void test_unsupported_arguments(void)
     }
 }
 
+/* tfc-export refuses what it cannot write yet, naming the layer, and writes nothing. */
+static void test_onnx_refused(void)
+{
+    static const struct {
+        const char *yaml, *msg;
+    } cases[] = {
+        {"input: {shape: [4, 3]}\nlayers:\n  - GRU: {name: g, units: 2}\n",
+         "layer 'g' (GRU): no ONNX form"},
+        {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, go_backwards: true}\n",
+         "layer 'l' (LSTM): go_backwards has no ONNX export"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        bound b = bind_threads(cases[k].yaml, 2, 1);
+        tfc_onnx_options o = {0};
+        tfc_error err;
+        tfc_error_clear(&err);
+        const char *path = tfc_test_path("refused.onnx");
+        CU_ASSERT_EQUAL(tfc_onnx_export(b.m, &o, path, &err), TFC_ERR_USAGE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, cases[k].msg));
+        FILE *f = fopen(path, "rb");
+        CU_ASSERT_PTR_NULL(f);
+        if (f) fclose(f);
+        unbind(b);
+    }
+}
+
 TFC_TEST_MAIN("rnn", {"gru_values", test_gru_values},
               {"gru_dropout_values", test_gru_dropout_values},
               {"threads_same_bits", test_threads_same_bits},
               {"keras_parity", test_keras_parity},
               {"missing_kernels_refused", test_missing_kernels_refused},
-              {"unsupported_arguments", test_unsupported_arguments})
+              {"unsupported_arguments", test_unsupported_arguments},
+              {"onnx_refused", test_onnx_refused})

@@ -450,6 +450,10 @@ static tref lstm(exporter *x, const tfc_layer *l, const tref *in)
     tref r = {.shape = l->out_shape};
     int64_t T = in->shape.dim[0], F = in->shape.dim[1], u = l->params[0].shape.dim[1] / 4;
     int seqs = *(const int *)arg(l, "return_sequences");
+    if (*(const int *)arg(l, "go_backwards")) {
+        unsupported(x, l, "go_backwards has no ONNX export yet");
+        return r;
+    }
     float *k = param(x, l, "kernel", NULL), *rk = param(x, l, "recurrent_kernel", NULL),
           *b = param(x, l, "bias", NULL);
     float *w = malloc((size_t)(4 * u * F) * 4), *rw = malloc((size_t)(4 * u * u) * 4),
