@@ -161,6 +161,21 @@ static const gc_case cases[] = {
                                       "  - LSTM: {units: 3, go_backwards: true, dropout: 0.3,"
                                       " return_sequences: true}\n"
                                       "  - Dense: {units: 2}\n", 4},
+    {"bidir_lstm_concat_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                                 "  - Bidirectional: {layer: {LSTM: {units: 3, return_sequences: true}}}\n"
+                                 "  - Dense: {units: 2}\n", 4},
+    {"bidir_gru_sum_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - Bidirectional: {layer: {GRU: {units: 3}}, merge_mode: sum}\n"
+                             "  - Dense: {units: 2}\n", 4},
+    {"bidir_gru_mul_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - Bidirectional: {layer: {GRU: {units: 3, return_sequences: true,"
+                             " reset_after: false, dropout: 0.2}}, merge_mode: mul}\n"
+                             "  - Dense: {units: 2}\n", 3},
+    {"bidir_lstm_ave", "input: {shape: [4, 3]}\nlayers:\n"
+                       "  - Bidirectional: {layer: {LSTM: {units: 2, return_sequences: true}},"
+                       " merge_mode: ave}\n"
+                       "  - Bidirectional: {name: b2, layer: {GRU: {units: 2}}}\n"
+                       "  - Dense: {units: 2}\n", 2},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -241,7 +241,8 @@ static void test_threads_same_bits(void)
 
 static const char *const keras_cases[] = {
     "gru_after_sequences", "gru_before_masked", "gru_backwards_masked",
-    "lstm_backwards_masked", "lstm_backwards_last", NULL};
+    "lstm_backwards_masked", "lstm_backwards_last", "bidir_lstm_concat_masked",
+    "bidir_gru_sum_masked", "bidir_gru_mul_sequences", "bidir_lstm_ave_masked", NULL};
 
 /* Each fixture's model built from its YAML, its weights loaded by name (every parameter
  * found, the fixture's x and y left unused), predicts Keras's y on x. */
@@ -287,8 +288,8 @@ static void test_keras_parity(void)
 /* ---- a backend without the kernels -------------------------------------------------------- */
 
 /* Binding fails naming the layer where the backend lacks its op, and binds where it has
- * it: a GRU needs the gru ops; an LSTM going backwards rnn_input_forward, a plain one
- * nothing beyond the math ops. */
+ * it: a GRU needs the gru ops, a Bidirectional the merge (and its directions' ops), an
+ * LSTM going backwards rnn_input_forward, a plain one nothing beyond the math ops. */
 static void test_missing_kernels_refused(void)
 {
     static const struct {
@@ -298,6 +299,8 @@ static void test_missing_kernels_refused(void)
          "no kernel for GRU yet (op 'gru_workspace')"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, go_backwards: true}\n",
          "layer 'l'", "no kernel for LSTM yet (op 'rnn_input_forward')"},
+        {"input: {shape: [4, 3]}\nlayers:\n  - Bidirectional: {name: b, layer: {LSTM: {units: 2}}}\n",
+         "layer 'b'", "no kernel for Bidirectional yet (op 'bidir_forward')"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2}\n", NULL, NULL},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -339,6 +342,13 @@ static void test_unsupported_arguments(void)
         {"LSTM: {units: 2, stateful: true}", "stateful"},
         {"GRU: {units: 2, activation: relu}", "activation"},
         {"GRU: {units: 2, kernel_regularizer: l2}", "kernel_regularizer"},
+        {"Bidirectional: {layer: {LSTM: {units: 2}}, backward_layer: {LSTM: {units: 2}}}",
+         "backward_layer: not supported"},
+        {"Bidirectional: {layer: {LSTM: {units: 2}}, merge_mode: null}", "merge_mode"},
+        {"Bidirectional: {layer: {Dense: {units: 2}}}", "Dense cannot be wrapped"},
+        {"Bidirectional: {layer: {GRU: {units: 2, go_backwards: true}}}",
+         "layer.GRU.go_backwards: must be false"},
+        {"Bidirectional: {layer: {GRU: {units: 2, stateful: true}}}", "stateful"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char yaml[256];
@@ -362,6 +372,8 @@ static void test_onnx_refused(void)
          "layer 'g' (GRU): no ONNX form"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, go_backwards: true}\n",
          "layer 'l' (LSTM): go_backwards has no ONNX export"},
+        {"input: {shape: [4, 3]}\nlayers:\n  - Bidirectional: {name: b, layer: {LSTM: {units: 2}}}\n",
+         "layer 'b' (Bidirectional): no ONNX form"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         bound b = bind_threads(cases[k].yaml, 2, 1);

@@ -7,7 +7,8 @@
 extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_dropout_ops,
     tfc_embedding_ops, tfc_flatten_ops, tfc_reshape_ops, tfc_activation_ops,
     tfc_max_pooling2d_ops, tfc_average_pooling2d_ops, tfc_global_average_pooling2d_ops,
-    tfc_batch_normalization_ops, tfc_add_ops, tfc_concatenate_ops, tfc_gru_ops;
+    tfc_batch_normalization_ops, tfc_add_ops, tfc_concatenate_ops, tfc_gru_ops,
+    tfc_bidirectional_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -15,7 +16,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_reshape_ops,        &tfc_activation_ops,       &tfc_max_pooling2d_ops,
     &tfc_average_pooling2d_ops, &tfc_global_average_pooling2d_ops,
     &tfc_batch_normalization_ops, &tfc_add_ops,         &tfc_concatenate_ops,
-    &tfc_gru_ops,
+    &tfc_gru_ops,            &tfc_bidirectional_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)
