@@ -262,8 +262,12 @@ void tfc_cpu_rnn_output(int n, int t, int u, int return_sequences, const float *
 void tfc_cpu_rnn_add_dy(int n, int t, int u, int return_sequences, int i, int s,
                         const float *dy, float *dh);
 
-/* sum[j] += row[j], j < k */
-void tfc_cpu_sum_row(int k, const float *row, double *sum);
+/* sum[j] += row[j], j < k (inline: the cells' loops call it per 16 units) */
+static inline void tfc_cpu_sum_row(int k, const float *row, double *sum)
+{
+#pragma omp simd
+    for (int j = 0; j < k; j++) sum[j] += row[j];
+}
 
 /* dbias[c] += the blocks' partial sums of column c, partial [nb][stride], in block order */
 void tfc_cpu_block_sums(int nb, int cols, int stride, const double *partial, float *dbias);

@@ -39,13 +39,6 @@ void tfc_cpu_rnn_add_dy(int n, int t, int u, int return_sequences, int i, int s,
     for (int j = 0; j < u; j++) dh[j] += dyi[j];
 }
 
-TFC_VECTOR
-void tfc_cpu_sum_row(int k, const float *row, double *sum)
-{
-#pragma omp simd
-    for (int j = 0; j < k; j++) sum[j] += row[j];
-}
-
 void tfc_cpu_block_sums(int nb, int cols, int stride, const double *partial, float *dbias)
 {
     for (int c = 0; c < cols; c++) {
