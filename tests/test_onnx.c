@@ -3,7 +3,8 @@
  * relative, plus 1e-6 of the output's largest magnitude) on every zoo model and on per-layer
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
  * dilation), pooling, BatchNormalization, masked LSTMs, an Add/Concatenate/Reshape graph and
- * every activation. Skipped when python3 lacks onnx, onnxruntime or numpy. */
+ * every activation, GRUs and Bidirectionals. Skipped when python3 lacks onnx, onnxruntime or
+ * numpy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,35 @@ static void test_masked_lstm(void)
             "  - LSTM: {units: 2}\n", 0);
 }
 
+/* GRU (both reset_after, masked, return_sequences) and Bidirectional in each merge mode,
+ * masked and not: ONNX's GRU with linear_before_reset, and bidirectional nodes */
+static void test_gru_bidirectional(void)
+{
+    if (!ready()) return;
+    fixture("gru",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 6, mask_zero: true}\n"
+            "  - GRU: {units: 5, return_sequences: true}\n"
+            "  - GRU: {units: 4, reset_after: false}\n  - Dense: {units: 3}\n", 30);
+    fixture("gru_nomask",
+            "input: {shape: [7, 3]}\nlayers:\n"
+            "  - GRU: {units: 4, return_sequences: true, reset_after: false, use_bias: false}\n"
+            "  - GRU: {units: 2, use_bias: false}\n", 0);
+    fixture("bidir_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 4, mask_zero: true}\n"
+            "  - Bidirectional: {layer: {LSTM: {units: 3, return_sequences: true}}}\n"
+            "  - Bidirectional: {name: b2, layer: {GRU: {units: 3, return_sequences: true}},"
+            " merge_mode: sum}\n"
+            "  - Bidirectional: {name: b3, layer: {GRU: {units: 2, reset_after: false}},"
+            " merge_mode: mul}\n", 30);
+    fixture("bidir_nomask",
+            "input: {shape: [6, 3]}\nlayers:\n"
+            "  - Bidirectional: {layer: {GRU: {units: 3, return_sequences: true}},"
+            " merge_mode: ave}\n"
+            "  - Bidirectional: {name: b2, layer: {LSTM: {units: 2}}}\n", 0);
+}
+
 static void test_add_concatenate(void)
 {
     if (!ready()) return;
@@ -224,5 +254,6 @@ static void test_options(void)
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
+              {"gru_bidirectional", test_gru_bidirectional},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"options", test_options})

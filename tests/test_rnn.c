@@ -229,7 +229,8 @@ static void test_threads_same_bits(void)
         CU_ASSERT_EQUAL(memcmp(a, b, sizeof(float) * (size_t)l1), 0);
         for (int64_t i = 0; i < l1; i++)
             if (a[i] != b[i]) {
-                fprintf(stderr, "\ncase %zu: first difference at %ld of %ld: %g %g\n", k, (long)i, (long)l1, a[i], b[i]);
+                fprintf(stderr, "\ncase %zu: first difference at %ld of %ld\n", k, (long)i,
+                        (long)l1);
                 break;
             }
         free(a), free(b);
@@ -299,7 +300,8 @@ static void test_missing_kernels_refused(void)
          "no kernel for GRU yet (op 'gru_workspace')"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, go_backwards: true}\n",
          "layer 'l'", "no kernel for LSTM yet (op 'rnn_input_forward')"},
-        {"input: {shape: [4, 3]}\nlayers:\n  - Bidirectional: {name: b, layer: {LSTM: {units: 2}}}\n",
+        {"input: {shape: [4, 3]}\nlayers:\n"
+         "  - Bidirectional: {name: b, layer: {LSTM: {units: 2}}}\n",
          "layer 'b'", "no kernel for Bidirectional yet (op 'bidir_forward')"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2}\n", NULL, NULL},
     };
@@ -368,12 +370,10 @@ static void test_onnx_refused(void)
     static const struct {
         const char *yaml, *msg;
     } cases[] = {
-        {"input: {shape: [4, 3]}\nlayers:\n  - GRU: {name: g, units: 2}\n",
-         "layer 'g' (GRU): no ONNX form"},
+        {"input: {shape: [4, 3]}\nlayers:\n  - GRU: {name: g, units: 2, go_backwards: true}\n",
+         "layer 'g' (GRU): go_backwards has no ONNX export"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, go_backwards: true}\n",
          "layer 'l' (LSTM): go_backwards has no ONNX export"},
-        {"input: {shape: [4, 3]}\nlayers:\n  - Bidirectional: {name: b, layer: {LSTM: {units: 2}}}\n",
-         "layer 'b' (Bidirectional): no ONNX form"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         bound b = bind_threads(cases[k].yaml, 2, 1);

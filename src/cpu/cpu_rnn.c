@@ -149,7 +149,8 @@ void tfc_cpu_bidir_backward(tfc_backend *be, int n, int t, int u, tfc_merge_mode
             for (int j = 0; j < u; j++) {
                 float gp = g[j], gq = g[j];
                 if (mode == TFC_MERGE_CONCAT) gq = g[u + j];
-                else if (mode == TFC_MERGE_MUL) gp = g[j] * m * b[rb + j], gq = g[j] * m * a[ra + j];
+                else if (mode == TFC_MERGE_MUL)
+                    gp = g[j] * m * b[rb + j], gq = g[j] * m * a[ra + j];
                 else if (mode == TFC_MERGE_AVE) gp = gq = 0.5f * g[j];
                 da[ra + j] = m * gp;
                 db[rb + j] = m * gq;

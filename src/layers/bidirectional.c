@@ -217,6 +217,12 @@ static void bidir_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, con
     st->dir[1].ops->backward(&st->dir[1], &sub, x, b, db, dx);
 }
 
+const tfc_layer *tfc_bidirectional_direction(const tfc_layer *l, int k)
+{
+    const bidir_state *st = l->state;
+    return &st->dir[k];
+}
+
 const tfc_layer_ops tfc_bidirectional_ops = {
     .type = "Bidirectional", .schema = bidir_fields, .args_size = sizeof(bidir_args),
     .min_inputs = 1, .max_inputs = 1, .needs = bidir_needs,

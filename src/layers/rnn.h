@@ -88,4 +88,8 @@ float *tfc_rnn_dx(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, size_
 void tfc_rnn_input_done(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, float *dxp,
                         float *dx);
 
+/* A built Bidirectional's direction k (0 forward, 1 backward): the inner layer it runs, whose
+ * arguments and parameter names (without the forward_<inner>/ prefix) it has. */
+const tfc_layer *tfc_bidirectional_direction(const tfc_layer *l, int k);
+
 #endif
