@@ -176,6 +176,10 @@ static const gc_case cases[] = {
                        " merge_mode: ave}\n"
                        "  - Bidirectional: {name: b2, layer: {GRU: {units: 2}}}\n"
                        "  - Dense: {units: 2}\n", 2},
+    {"bidir_gru_ave_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - Bidirectional: {layer: {GRU: {units: 2, return_sequences: true}},"
+                             " merge_mode: ave}\n"
+                             "  - Dense: {units: 2}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

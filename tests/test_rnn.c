@@ -218,7 +218,9 @@ static void test_threads_same_bits(void)
         " dropout: 0.2}\n  - GRU: {units: 48, reset_after: false, go_backwards: true}\n"
         "  - Dense: {units: 3}\n",
         "input: {shape: [8, 24]}\nlayers:\n  - LSTM: {units: 64, go_backwards: true,"
-        " dropout: 0.2}\n  - Dense: {units: 3}\n"};
+        " dropout: 0.2}\n  - Dense: {units: 3}\n",
+        "input: {shape: [8, 24]}\nlayers:\n  - Bidirectional: {layer: {GRU: {units: 64,"
+        " return_sequences: true}}, merge_mode: mul}\n  - Dense: {units: 3}\n"};
     const int n = 24;
     float *x = malloc(sizeof(float) * n * 8 * 24);
     tfc_test_fill(x, n * 8 * 24, -1, 1, 5);
