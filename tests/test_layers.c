@@ -313,6 +313,43 @@ static const gc_case cases[] = {
                                   "  - MultiHeadAttention: {num_heads: 2, key_dim: 2,"
                                   " use_causal_mask: true, dropout: 0.3}\n"
                                   "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
+    {"gru_float", "input: {shape: [4, 3]}\nlayers:\n  - GRU: {units: 3}\n  - Dense: {units: 2}\n", 3},
+    {"gru_reset_before_sequences", "input: {shape: [4, 3]}\nlayers:\n"
+                                   "  - GRU: {units: 3, reset_after: false, return_sequences: true}\n"
+                                   "  - GRU: {units: 2, reset_after: false, use_bias: false}\n"
+                                   "  - Dense: {units: 2}\n", 2},
+    {"gru_masked_sequences", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - GRU: {units: 4, return_sequences: true}\n"
+                             "  - Dense: {units: 5, activation: softmax}\n", 3},
+    {"gru_masked_backwards", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - GRU: {units: 3, go_backwards: true, reset_after: false}\n"
+                             "  - Dense: {units: 2}\n", 4},
+    {"gru_dropout", "input: {shape: [5, 4]}\nlayers:\n"
+                    "  - GRU: {units: 3, dropout: 0.4, return_sequences: true}\n"
+                    "  - Dense: {units: 2}\n", 3},
+    {"lstm_backwards_dropout_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                                      "  - LSTM: {units: 3, go_backwards: true, dropout: 0.3,"
+                                      " return_sequences: true}\n"
+                                      "  - Dense: {units: 2}\n", 4},
+    {"bidir_lstm_concat_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                                 "  - Bidirectional: {layer: {LSTM: {units: 3, return_sequences: true}}}\n"
+                                 "  - Dense: {units: 2}\n", 4},
+    {"bidir_gru_sum_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - Bidirectional: {layer: {GRU: {units: 3}}, merge_mode: sum}\n"
+                             "  - Dense: {units: 2}\n", 4},
+    {"bidir_gru_mul_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - Bidirectional: {layer: {GRU: {units: 3, return_sequences: true,"
+                             " reset_after: false, dropout: 0.2}}, merge_mode: mul}\n"
+                             "  - Dense: {units: 2}\n", 3},
+    {"bidir_lstm_ave", "input: {shape: [4, 3]}\nlayers:\n"
+                       "  - Bidirectional: {layer: {LSTM: {units: 2, return_sequences: true}},"
+                       " merge_mode: ave}\n"
+                       "  - Bidirectional: {name: b2, layer: {GRU: {units: 2}}}\n"
+                       "  - Dense: {units: 2}\n", 2},
+    {"bidir_gru_ave_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                             "  - Bidirectional: {layer: {GRU: {units: 2, return_sequences: true}},"
+                             " merge_mode: ave}\n"
+                             "  - Dense: {units: 2}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -3,10 +3,10 @@
  * relative, plus 1e-6 of the output's largest magnitude) on every zoo model and on per-layer
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
  * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
- * Conv1D (causal, dilated, strided, grouped) and the 1-D poolings (the masked average after
- * an Embedding), MultiHeadAttention (causal, padded, windowed, cross), an
- * Add/Concatenate/Reshape graph and every activation; a layer without an ONNX form is
- * refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
+ * GRUs and Bidirectionals, Conv1D (causal, dilated, strided, grouped) and the 1-D poolings
+ * (the masked average after an Embedding), MultiHeadAttention (causal, padded, windowed,
+ * cross), an Add/Concatenate/Reshape graph and every activation; a layer without an ONNX
+ * form is refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +247,33 @@ static void test_conv1d_pooling1d(void)
             " inputs: embedding}\n"
             "  - GlobalAveragePooling1D: {name: h, keepdims: true}\n  - Flatten: {}\n"
             "  - Concatenate: {inputs: [global_average_pooling1d, flatten]}\n", 30);
+/* GRU (both reset_after, masked, return_sequences) and Bidirectional in each merge mode,
+ * masked and not: ONNX's GRU with linear_before_reset, and bidirectional nodes */
+static void test_gru_bidirectional(void)
+{
+    if (!ready()) return;
+    fixture("gru",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 6, mask_zero: true}\n"
+            "  - GRU: {units: 5, return_sequences: true}\n"
+            "  - GRU: {units: 4, reset_after: false}\n  - Dense: {units: 3}\n", 30);
+    fixture("gru_nomask",
+            "input: {shape: [7, 3]}\nlayers:\n"
+            "  - GRU: {units: 4, return_sequences: true, reset_after: false, use_bias: false}\n"
+            "  - GRU: {units: 2, use_bias: false}\n", 0);
+    fixture("bidir_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 4, mask_zero: true}\n"
+            "  - Bidirectional: {layer: {LSTM: {units: 3, return_sequences: true}}}\n"
+            "  - Bidirectional: {name: b2, layer: {GRU: {units: 3, return_sequences: true}},"
+            " merge_mode: sum}\n"
+            "  - Bidirectional: {name: b3, layer: {GRU: {units: 2, reset_after: false}},"
+            " merge_mode: mul}\n", 30);
+    fixture("bidir_nomask",
+            "input: {shape: [6, 3]}\nlayers:\n"
+            "  - Bidirectional: {layer: {GRU: {units: 3, return_sequences: true}},"
+            " merge_mode: ave}\n"
+            "  - Bidirectional: {name: b2, layer: {LSTM: {units: 2}}}\n", 0);
 }
 
 static void test_add_concatenate(void)
@@ -380,7 +407,7 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
               {"attention", test_attention},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
-              {"batch_norm", test_batch_norm}, {"normalizations", test_normalizations},
-              {"masked_lstm", test_masked_lstm},
+              {"normalizations", test_normalizations},
+              {"gru_bidirectional", test_gru_bidirectional},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"options", test_options})

@@ -13,6 +13,7 @@
 
 #include "core/fileio.h"
 #include "core/protobuf.h"
+#include "layers/rnn.h"
 
 #ifndef TFC_VERSION
 #define TFC_VERSION "dev"
@@ -786,70 +787,121 @@ static tref global_pool1d(exporter *x, const tfc_layer *l, const tref *in, int m
     return reshape(x, &t, &l->out_shape);
 }
 
-/* Keras gate order i, f, c, o (blocks of u along the last axis of an (rows, 4u) matrix) to
- * ONNX's i, o, f, c (blocks of u rows of a (4u, rows) matrix), transposed. */
-static void lstm_gates(const float *k, int64_t rows, int64_t u, float *w)
+/* Keras's gates (blocks of u along the last axis of a (rows, ng u) matrix) to ONNX's (blocks
+ * of u rows of an (ng u, rows) matrix), transposed: block g of ONNX's is Keras's from[g]. */
+static void onnx_gates(const float *k, int64_t rows, int64_t u, int ng, const int *from, float *w)
 {
-    static const int from[4] = {0, 3, 1, 2};
-    for (int g = 0; g < 4; g++)
+    for (int g = 0; g < ng; g++)
         for (int64_t j = 0; j < u; j++)
             for (int64_t r = 0; r < rows; r++)
-                w[(g * u + j) * rows + r] = k[r * 4 * u + from[g] * u + j];
+                w[(g * u + j) * rows + r] = k[r * ng * u + from[g] * u + j];
 }
 
-static tref lstm(exporter *x, const tfc_layer *l, const tref *in)
+/* A recurrent layer (an LSTM or GRU, or a Bidirectional's direction, whose weights are named
+ * prefix + kernel, ...) as ONNX wants it */
+typedef struct rnn_form {
+    int lstm, gates;  /* 4 for the LSTM (Keras i, f, c, o to ONNX i, o, f, c), 3 for the GRU */
+    int reset_after;  /* GRU: linear_before_reset */
+    int64_t F, u;
+} rnn_form;
+
+/* One direction's W [G, F], R [G, u] and B [Wb; Rb] (2G) in ONNX's order: the LSTM's bias
+ * goes to Wb (Rb zero), the GRU's [2, 3u] rows to Wb and Rb, its [3u] to Wb. */
+static void rnn_weights(exporter *x, const tfc_layer *l, const char *prefix, const rnn_form *f,
+                        float *w, float *r, float *b)
 {
-    tref r = {.shape = l->out_shape};
-    int64_t T = in->shape.dim[0], F = in->shape.dim[1], u = l->params[0].shape.dim[1] / 4;
-    int seqs = *(const int *)arg(l, "return_sequences");
-    float *k = param(x, l, "kernel", NULL), *rk = param(x, l, "recurrent_kernel", NULL),
-          *b = param(x, l, "bias", NULL);
-    float *w = malloc((size_t)(4 * u * F) * 4), *rw = malloc((size_t)(4 * u * u) * 4),
-          *bb = calloc((size_t)(8 * u), 4);
-    char wn[96], rn[96], bn[96] = "";
-    if (k && rk && w && rw && bb) {
-        lstm_gates(k, F, u, w);
-        lstm_gates(rk, u, u, rw);
-        if (b) lstm_gates(b, 1, u, bb); /* Wb; Rb stays 0 */
-        int64_t wd[3] = {1, 4 * u, F}, rd[3] = {1, 4 * u, u}, bd[2] = {1, 8 * u};
+    static const int lstm_from[4] = {0, 3, 1, 2}, gru_from[3] = {0, 1, 2};
+    const int *from = f->lstm ? lstm_from : gru_from;
+    char kn[64], rn[64], bn[64];
+    snprintf(kn, sizeof kn, "%skernel", prefix);
+    snprintf(rn, sizeof rn, "%srecurrent_kernel", prefix);
+    snprintf(bn, sizeof bn, "%sbias", prefix);
+    const tfc_param *bp = NULL;
+    float *k = param(x, l, kn, NULL), *rk = param(x, l, rn, NULL), *bias = param(x, l, bn, &bp);
+    if (k && rk) {
+        onnx_gates(k, f->F, f->u, f->gates, from, w);
+        onnx_gates(rk, f->u, f->u, f->gates, from, r);
+    }
+    if (bias && f->lstm) onnx_gates(bias, 1, f->u, 4, from, b);
+    if (bias && !f->lstm) memcpy(b, bias, (size_t)bp->numel * 4); /* [Wb] or [Wb; Rb] */
+    free(k), free(rk), free(bias);
+}
+
+/* The ONNX LSTM or GRU node over in [N, T, F], one direction per prefix (D = 1 or 2, then
+ * `bidirectional`); returns Y as [N, T, D, u] in *y and Y_h as [N, D, u] in *yh (the
+ * per-example shapes of both are left for the caller to set). */
+static void rnn_node(exporter *x, const tfc_layer *l, const tref *in, const rnn_form *f, int D,
+                     const char *const *prefix, tref *y, tref *yh)
+{
+    const int64_t G = f->gates * f->u, F = f->F, u = f->u;
+    float *w = calloc((size_t)(D * G * F), 4), *rw = calloc((size_t)(D * G * u), 4),
+          *bb = calloc((size_t)(D * 2 * G), 4);
+    char wn[96], rn[96], bn[96];
+    if (w && rw && bb) {
+        for (int d = 0; d < D; d++)
+            rnn_weights(x, l, prefix[d], f, w + d * G * F, rw + d * G * u, bb + d * 2 * G);
+        int64_t wd[3] = {D, G, F}, rd[3] = {D, G, u}, bd[2] = {D, 2 * G};
         init_f32(x, wn, "W", wd, 3, w);
         init_f32(x, rn, "R", rd, 3, rw);
         init_f32(x, bn, "B", bd, 2, bb);
     } else if (!x->st) {
         x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
     }
-    free(k), free(rk), free(b), free(w), free(rw), free(bb);
-    if (x->st) return r;
+    free(w), free(rw), free(bb);
+    if (x->st) return;
     if (l->mask_in) sequence_mask(x);
-    /* layout 0 (onnxruntime has no other): X [T, N, F], Y [T, 1, N, u], Y_h [1, N, u] */
+    /* layout 0 (onnxruntime has no other): X [T, N, F], Y [T, D, N, u], Y_h [D, N, u] */
     tfc_pb a = {0}, n = {0};
     static const int64_t swap01[3] = {1, 0, 2}, ntu[4] = {2, 0, 1, 3};
-    char xt[96], y[96], yh[96], name[128];
+    char xt[96], yo[96], yho[96], name[128];
     attr_ints(&a, "perm", swap01, 3);
     unary(x, "Transpose", in->name, xt, &a);
     attr_int(&a, "hidden_size", u);
-    fresh(x, y, "Y");
-    fresh(x, yh, "Y_h");
-    tfc_pb_string(&n, 1, xt);
-    tfc_pb_string(&n, 1, wn);
-    tfc_pb_string(&n, 1, rn);
-    tfc_pb_string(&n, 1, bn);
-    if (l->mask_in) tfc_pb_string(&n, 1, x->lens);
-    tfc_pb_string(&n, 2, y);
-    tfc_pb_string(&n, 2, yh);
-    snprintf(name, sizeof name, "LSTM_%d", x->counter++);
+    if (D == 2) attr_string(&a, "direction", "bidirectional");
+    if (!f->lstm) attr_int(&a, "linear_before_reset", f->reset_after);
+    fresh(x, yo, "Y");
+    fresh(x, yho, "Y_h");
+    const char *ins[5] = {xt, wn, rn, bn, l->mask_in ? x->lens : NULL};
+    for (int i = 0; i < 5 && ins[i]; i++) tfc_pb_string(&n, 1, ins[i]);
+    tfc_pb_string(&n, 2, yo);
+    tfc_pb_string(&n, 2, yho);
+    snprintf(name, sizeof name, "%s_%d", f->lstm ? "LSTM" : "GRU", x->counter++);
     tfc_pb_string(&n, 3, name);
-    tfc_pb_string(&n, 4, "LSTM");
+    tfc_pb_string(&n, 4, f->lstm ? "LSTM" : "GRU");
     tfc_pb_raw(&n, a.data, a.len);
     tfc_pb_free(&a);
     tfc_pb_message(&x->graph, 1, &n);
     tfc_pb_free(&n);
-    tref ty = {.shape = {2, {T, u}}}, th = {.shape = {1, {u}}};
     attr_ints(&a, "perm", ntu, 4);
-    unary(x, "Transpose", y, ty.name, &a); /* [N, T, 1, u] */
+    unary(x, "Transpose", yo, y->name, &a); /* [N, T, D, u] */
     attr_ints(&a, "perm", swap01, 3);
-    unary(x, "Transpose", yh, th.name, &a); /* [N, 1, u] */
-    if (!seqs) return reshape(x, &th, &th.shape);
+    unary(x, "Transpose", yho, yh->name, &a); /* [N, D, u] */
+}
+
+/* The form of an LSTM or GRU layer l over in */
+static rnn_form form_of(const tfc_layer *l, const tref *in)
+{
+    int lstm = !strcmp(l->ops->type, "LSTM");
+    rnn_form f = {lstm, lstm ? 4 : 3, lstm ? 0 : arg_int(l, "reset_after", 1), in->shape.dim[1],
+                  0};
+    f.u = l->params[1].shape.dim[0];
+    return f;
+}
+
+static tref recurrent(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = {.shape = l->out_shape};
+    if (*(const int *)arg(l, "go_backwards")) {
+        unsupported(x, l, "go_backwards has no ONNX export yet");
+        return r;
+    }
+    const rnn_form f = form_of(l, in);
+    const int64_t T = in->shape.dim[0], u = f.u;
+    tref ty = {.shape = {2, {T, u}}}, th = {.shape = {1, {u}}};
+    static const char *const own[1] = {""};
+    rnn_node(x, l, in, &f, 1, own, &ty, &th);
+    if (x->st) return r;
+    if (!*(const int *)arg(l, "return_sequences")) return reshape(x, &th, &th.shape);
     r = reshape(x, &ty, &ty.shape);
     if (!l->mask_in) return r;
     /* Keras repeats the last output over masked steps; right-padded, that is Y_h from the
@@ -861,6 +913,54 @@ static tref lstm(exporter *x, const tfc_layer *l, const tref *in)
     char out[96];
     fresh(x, out, "Where");
     node(x, "Where", (const char *[]){m3.name, r.name, th.name, NULL}, out, NULL);
+    snprintf(r.name, sizeof r.name, "%s", out);
+    return r;
+}
+
+/* Bidirectional: one bidirectional node (ONNX's reverse direction runs over each sequence's
+ * sequence_lens steps, Keras's over the reversed padded sequence: the same for right-padded
+ * sequences, and both give zeros past the length), its two directions then merged: concat
+ * side by side, the others through Gather on the direction axis. */
+static tref bidirectional(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = {.shape = l->out_shape};
+    const tfc_layer *inner[2] = {tfc_bidirectional_direction(l, 0),
+                                 tfc_bidirectional_direction(l, 1)};
+    rnn_form f = form_of(inner[0], in);
+    const int64_t T = in->shape.dim[0], u = f.u;
+    char pf[2][48];
+    snprintf(pf[0], sizeof pf[0], "%s/", inner[0]->name);
+    snprintf(pf[1], sizeof pf[1], "%s/", inner[1]->name);
+    const char *const prefix[2] = {pf[0], pf[1]};
+    tref ty = {.shape = {3, {T, 2, u}}}, th = {.shape = {2, {2, u}}};
+    rnn_node(x, l, in, &f, 2, prefix, &ty, &th);
+    if (x->st) return r;
+    const int seqs = l->out_shape.ndim == 2;
+    tref both = seqs ? ty : th;
+    const int mode = arg_int(l, "merge_mode", 0);
+    if (mode == 0) return reshape(x, &both, &l->out_shape); /* concat */
+    char part[2][96], idx[2][96], out[96];
+    for (int d = 0; d < 2; d++) {
+        int64_t i = d, dims[1] = {0};
+        fresh(x, idx[d], "dir");
+        initializer(x, idx[d], T_INT64, dims, 0, &i, 8);
+        tfc_pb a = {0};
+        attr_int(&a, "axis", seqs ? 2 : 1);
+        fresh(x, part[d], "Gather");
+        node(x, "Gather", (const char *[]){both.name, idx[d], NULL}, part[d], &a);
+    }
+    static const char *const ops[4] = {"", "Add", "Mul", "Add"};
+    fresh(x, out, ops[mode]);
+    node(x, ops[mode], (const char *[]){part[0], part[1], NULL}, out, NULL);
+    if (mode == 3) { /* ave */
+        char half[96], sum[96];
+        float h = 0.5f;
+        fresh(x, half, "half");
+        initializer(x, half, T_FLOAT, NULL, 0, &h, 4);
+        snprintf(sum, sizeof sum, "%s", out);
+        fresh(x, out, "Mul");
+        node(x, "Mul", (const char *[]){sum, half, NULL}, out, NULL);
+    }
     snprintf(r.name, sizeof r.name, "%s", out);
     return r;
 }
@@ -1087,8 +1187,10 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = dense(x, l, in);
     } else if (!strcmp(type, "LayerNormalization") || !strcmp(type, "RMSNormalization")) {
         r = row_norm(x, l, in, type[0] == 'R');
-    } else if (!strcmp(type, "LSTM")) {
-        r = lstm(x, l, in);
+    } else if (!strcmp(type, "LSTM") || !strcmp(type, "GRU")) {
+        r = recurrent(x, l, in);
+    } else if (!strcmp(type, "Bidirectional")) {
+        r = bidirectional(x, l, in);
     } else if (!strcmp(type, "Embedding")) {
         r = embedding(x, l, in);
     } else if (!strcmp(type, "Dropout") || !strcmp(type, "Activation")) {

@@ -115,8 +115,8 @@ typedef struct tfc_layernorm_desc {
     int cols;
     int center_stats, center;
     float eps;
-} tfc_layernorm_desc;                                                                              \
-                                                                                                   \
+} tfc_layernorm_desc;
+
 /* Scaled dot-product attention of MultiHeadAttention over n examples and `heads` heads, in
  * the projections' own layout (Keras's [B, T, N, H], no transposes):
  *   q [n, tq, heads, dk], k [n, tk, heads, dk], v [n, tk, heads, dv], o [n, tq, heads, dv].
@@ -142,6 +142,27 @@ typedef struct tfc_attn_desc {
     float rate;
     uint64_t key, step;
 } tfc_attn_desc;
+
+/* GRU over a whole sequence, Keras's formulation with gates in the order z, r, h:
+ *   z = sigmoid(x_t K_z + h_{t-1} R_z + b_z),  r = sigmoid(x_t K_r + h_{t-1} R_r + b_r)
+ *   reset_after:  hh = tanh(x_t K_h + b_h + r * (h_{t-1} R_h + b'_h))
+ *   reset_before: hh = tanh(x_t K_h + b_h + (r * h_{t-1}) R_h)
+ *   h_t = z * h_{t-1} + (1 - z) * hh,   h_0 = 0
+ * K [in, 3u], R [u, 3u]; the bias is [2, 3u] with reset_after (row 0 added to x_t K, row 1
+ * (the b' above) to h_{t-1} R), [3u] without. A mask as the LSTM's. */
+typedef struct tfc_gru_desc {
+    int n, t, in, units;
+    int return_sequences; /* y is [n, t, u] when set, else [n, u] (the last h) */
+    int reset_after;
+} tfc_gru_desc;
+
+/* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
+typedef enum tfc_merge_mode {
+    TFC_MERGE_CONCAT = 0,
+    TFC_MERGE_SUM,
+    TFC_MERGE_MUL,
+    TFC_MERGE_AVE
+} tfc_merge_mode;
 
 typedef enum tfc_loss_kind {
     TFC_LOSS_SPARSE_CCE = 0, /* labels int32 [rows]: class index */
@@ -501,7 +522,43 @@ typedef struct tfc_device_options {
     X(void, attention_backward, (tfc_backend *be, const tfc_attn_desc *d, const float *q,         \
                                  const float *k, const float *v, const float *o,                  \
                                  const float *lse, const float *dout, float *dq, float *dk,       \
-                                 float *dv))
+                                 float *dv))                                                       \
+                                                                                                   \
+    /* GRU sequence (tfc_gru_desc). Saved for backward: hseq [n, t, u] and gates [n, t, 4u]:       \
+     * z, r, hh after their activations, then h_{t-1} R_h + b'_h (reset_after) or r * h_{t-1}      \
+     * (reset_before). mask [n, t] float or NULL; bias NULL without one. ws: gru_workspace         \
+     * bytes. y may be hseq itself when return_sequences is set. */                                \
+    X(size_t, gru_workspace, (tfc_backend *be, const tfc_gru_desc *d))                             \
+    X(void, gru_forward, (tfc_backend *be, const tfc_gru_desc *d, const float *x,                  \
+                          const float *kernel, const float *rkernel, const float *bias,            \
+                          const float *mask, float *y, float *hseq, float *gates, void *ws))       \
+    /* dx, dkernel, drkernel, dbias += ... (dbias NULL without bias; dx may be NULL). The gates    \
+     * of masked steps are unspecified. */                                                         \
+    X(void, gru_backward, (tfc_backend *be, const tfc_gru_desc *d, const float *x,                 \
+                           const float *kernel, const float *rkernel, const float *mask,           \
+                           const float *hseq, const float *gates, const float *dy, float *dx,      \
+                           float *dkernel, float *drkernel, float *dbias, void *ws))               \
+    /* A recurrent layer's input, reordered and dropped out (go_backwards, dropout):               \
+     *   y[i, s, :] = x[i, s', :] * keep[i, :],  s' = reverse ? t - 1 - s : s,                     \
+     *   keep[i, c] = (u >= rate) / (1 - rate),  u = uniform(key, step, i f + c) (core/rng.h),     \
+     * one mask per sequence, the same at every step (Keras's RNN `dropout`); rate 0 keeps all.    \
+     * x, y [n, t, f], y overwritten (not in place).                                               \
+     * Backward: dx[i, s', :] += dy[i, s, :] keep. */                                              \
+    X(void, rnn_input_forward, (tfc_backend *be, int n, int t, int f, int reverse, float rate,     \
+                                uint64_t key, uint64_t step, const float *x, float *y))            \
+    X(void, rnn_input_backward, (tfc_backend *be, int n, int t, int f, int reverse, float rate,    \
+                                 uint64_t key, uint64_t step, const float *dy, float *dx))         \
+    /* Bidirectional's merge of a forward output a and a backward one b, [n, t, u] each (t 1:      \
+     * the last outputs): with t > 1 b is in its own (reversed) step order, and both are zero at   \
+     * masked steps (mask [n, t] or NULL):                                                         \
+     *   y[i, s] = merge(m a[i, s], m b[i, t - 1 - s]),  m = mask[i, s]                            \
+     * concat [a | b] (2u wide), sum a + b, mul a b, ave (a + b) / 2; y overwritten. Backward      \
+     * writes (overwrites) da and db (in b's order) from dy. */                                    \
+    X(void, bidir_forward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,             \
+                            const float *mask, const float *a, const float *b, float *y))          \
+    X(void, bidir_backward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,            \
+                             const float *mask, const float *a, const float *b, const float *dy,   \
+                             float *da, float *db))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -228,6 +228,56 @@ void tfc_cpu_pack_rows8_col(int m, const float *row, float *a, int lda);
 /* tfc_backend.lstm_ids (cpu_lstm.c) */
 int tfc_cpu_lstm_ids(const tfc_lstm_desc *d);
 
+/* ---- the recurrent layers' split of a batch (cpu_rnn.c) -------------------------------------
+ * The sequences of a batch never meet in a recurrence, so cpu_lstm.c and cpu_gru.c take them
+ * through all steps in blocks of a few rows inside one parallel region, each block claimed by
+ * whichever thread is free (docs/cpu.md). threads: the team, at least TFC_RNN_ROWS_PER_THREAD
+ * sequences each, and 1 below TFC_RNN_PAR_MIN_MACS multiply-adds of recurrent GEMMs in all
+ * (waking a team costs more); blocks: TFC_RNN_BLOCK_ROWS rows each (the AVX-512 panel
+ * kernel's tile), never fewer than threads; most: the rows of the largest block. The split
+ * depends on n, macs and the thread count only, so a run repeats bit for bit. */
+#define TFC_RNN_ROWS_PER_THREAD 4
+#define TFC_RNN_PAR_MIN_MACS ((int64_t)1 << 20)
+#define TFC_RNN_BLOCK_ROWS 8
+
+typedef struct tfc_rnn_split {
+    int threads, blocks, most;
+} tfc_rnn_split;
+
+tfc_rnn_split tfc_cpu_rnn_split(const tfc_backend *be, int n, int64_t macs);
+
+/* Rows [r0, r1) of n in block b of nb. */
+static inline void tfc_cpu_block_rows(int n, int b, int nb, int *r0, int *r1)
+{
+    *r0 = (int)((int64_t)n * b / nb);
+    *r1 = (int)((int64_t)n * (b + 1) / nb);
+}
+
+/* y from a forward pass's hseq [n, t, u]: all of it with return_sequences (y may be hseq),
+ * else each sequence's last row, y [n, u]. */
+void tfc_cpu_rnn_output(int n, int t, int u, int return_sequences, const float *hseq, float *y);
+
+/* dh [u] += sequence i's dy at step s, if it has one there: dy [n, t, u] with
+ * return_sequences, else [n, u] at the last step. */
+void tfc_cpu_rnn_add_dy(int n, int t, int u, int return_sequences, int i, int s,
+                        const float *dy, float *dh);
+
+/* sum[j] += row[j], j < k (inline: the cells' loops call it per 16 units) */
+static inline void tfc_cpu_sum_row(int k, const float *row, double *sum)
+{
+#pragma omp simd
+    for (int j = 0; j < k; j++) sum[j] += row[j];
+}
+
+/* dbias[c] += the blocks' partial sums of column c, partial [nb][stride], in block order */
+void tfc_cpu_block_sums(int nb, int cols, int stride, const double *partial, float *dbias);
+
+/* Floats rounded up to a 64-byte multiple, so that workspace pieces stay aligned. */
+static inline size_t tfc_cpu_padded(int64_t floats)
+{
+    return (size_t)((floats + 15) & ~(int64_t)15);
+}
+
 /* c[m, n] += [A1 A2] · B, or with set c = init + [A1 A2] · B (init: a row of n floats added
  * to every row; NULL: zeros), or with set and from_c c = init + (c + [A1 A2] · B): the
  * products summed onto c's own values, in the order they would continue a sum that c
@@ -283,7 +333,7 @@ int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]
  * ops (grad_sumsq, step_scale, optimizer_update_at) in cpu_step.c; grouped_conv_* and
  * masked_mean_* in cpu_conv1d.c; depthwise_* in cpu_depthwise.c; upsample_* in
  * cpu_resize.c; mul and mul_reduce in cpu_mul.c; layernorm_* in cpu_layernorm.c;
- * attention_* in cpu_attention.c. */
+ * attention_* in cpu_attention.c; gru_* in cpu_gru.c; rnn_input_* and bidir_* in cpu_rnn.c. */
 #define TFC_CPU_DECLARE(ret, op, params) ret tfc_cpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_CPU_DECLARE)
 TFC_BACKEND_LAYER_OPS(TFC_CPU_DECLARE)

@@ -21,12 +21,6 @@
 #include <immintrin.h>
 #endif
 
-/* Floats, rounded up to a 64-byte multiple so every workspace piece stays aligned. */
-static size_t padded(int64_t floats)
-{
-    return (size_t)((floats + 15) & ~(int64_t)15);
-}
-
 /* Workspace layout (floats): dgates: every step's dz in panels of 16 gate columns,
  * [⌈4u/16⌉][n*t][16], rows step-major (row s n + i): the B of the weight gradients' GEMMs
  * and the A of dx's; hprev: h_prevᵀ [u, n*t] then xᵀ [in, n*t] in panels of 8 rows, columns
@@ -42,39 +36,10 @@ typedef struct lstm_ws {
     double *dbias;
 } lstm_ws;
 
-/* Threads for the recurrence: at least LSTM_ROWS_PER_THREAD sequences each (a GEMM on
- * fewer rows wastes most of its register tile), and one when the recurrent GEMMs have fewer
- * than LSTM_PAR_MIN_MACS multiply-adds in all (about 0.1 ms on one core: less than waking a
- * team costs and risks on a busy machine). */
-#define LSTM_ROWS_PER_THREAD 4
-#define LSTM_PAR_MIN_MACS ((int64_t)1 << 20)
-
-static int team(const tfc_backend *be, const tfc_lstm_desc *d)
+/* The batch's split (cpu_internal.h), by the recurrent GEMMs' multiply-adds */
+static tfc_rnn_split split(const tfc_backend *be, const tfc_lstm_desc *d)
 {
-    int64_t macs = (int64_t)d->n * d->t * 4 * d->units * d->units;
-    int nt = macs >= LSTM_PAR_MIN_MACS ? be->threads : 1;
-    int most = d->n / LSTM_ROWS_PER_THREAD;
-    if (nt > most) nt = most;
-    return nt < 1 ? 1 : nt;
-}
-
-/* Blocks of sequences: LSTM_BLOCK_ROWS rows each (the AVX-512 panel kernel's tile; the
- * last ones a few more), so that a thread that falls behind hands its share to the others,
- * but never fewer blocks than threads. The split depends on n and the thread count only,
- * so a run repeats bit for bit at a fixed thread count. */
-#define LSTM_BLOCK_ROWS 8
-
-static int blocks(const tfc_backend *be, const tfc_lstm_desc *d)
-{
-    int nb = d->n / LSTM_BLOCK_ROWS, nt = team(be, d);
-    return nb > nt ? nb : nt;
-}
-
-/* Rows [r0, r1) of n in block b of nb. */
-static void block_rows(int n, int b, int nb, int *r0, int *r1)
-{
-    *r0 = (int)((int64_t)n * b / nb);
-    *r1 = (int)((int64_t)n * (b + 1) / nb);
+    return tfc_cpu_rnn_split(be, d->n, (int64_t)d->n * d->t * 4 * d->units * d->units);
 }
 
 /* Whether the forward pass multiplies x_t by K inside the recurrence, as rows of one GEMM
@@ -100,13 +65,6 @@ int tfc_cpu_lstm_ids(const tfc_lstm_desc *d)
     return d->vocab > 0 && fused_input(d) && 2 * (int64_t)d->vocab <= (int64_t)d->n * d->t;
 }
 
-/* The most rows a block has */
-static int block_most(const tfc_backend *be, const tfc_lstm_desc *d)
-{
-    int nb = blocks(be, d);
-    return (d->n + nb - 1) / nb;
-}
-
 static int64_t packed_floats(const tfc_lstm_desc *d)
 {
     const int u = d->units, G = 4 * u;
@@ -128,7 +86,7 @@ static void ws_floats(const tfc_backend *be, const tfc_lstm_desc *d, int64_t f[W
     f[3] = f[4] = (int64_t)d->n * u;
     f[5] = u;
     f[6] = packed_floats(d);
-    f[7] = (int64_t)team(be, d) * block_most(be, d) * 4 * u;
+    f[7] = (int64_t)split(be, d).threads * split(be, d).most * 4 * u;
     f[8] = ids ? (int64_t)d->vocab * 4 * u : 0;
 }
 
@@ -138,7 +96,7 @@ static lstm_ws carve(const tfc_backend *be, const tfc_lstm_desc *d, void *ws)
     ws_floats(be, d, f);
     float *p[WS_PIECES + 1];
     p[0] = ws;
-    for (int i = 1; i <= WS_PIECES; i++) p[i] = p[i - 1] + padded(f[i - 1]);
+    for (int i = 1; i <= WS_PIECES; i++) p[i] = p[i - 1] + tfc_cpu_padded(f[i - 1]);
     lstm_ws w = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], (double *)p[9]};
     return w;
 }
@@ -148,8 +106,8 @@ size_t tfc_cpu_lstm_workspace(tfc_backend *be, const tfc_lstm_desc *d)
     int64_t f[WS_PIECES];
     ws_floats(be, d, f);
     size_t floats = 0;
-    for (int i = 0; i < WS_PIECES; i++) floats += padded(f[i]);
-    return floats * sizeof(float) + (size_t)blocks(be, d) * 4 * d->units * sizeof(double);
+    for (int i = 0; i < WS_PIECES; i++) floats += tfc_cpu_padded(f[i]);
+    return floats * sizeof(float) + (size_t)split(be, d).blocks * 4 * d->units * sizeof(double);
 }
 
 /* One step of one sequence. z [4u]: pre-activations in, activations i, f, g, o out.
@@ -365,7 +323,8 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
         tfc_cpu_gemm(be, 0, 0, n * T, G, in, 1.0f, x, in, kernel, G, 0.0f, gates, G);
         if (bias) tfc_cpu_bias_add(be, (int64_t)n * T, G, bias, gates);
     }
-    const int nt = team(be, d), nb = blocks(be, d), isa = cells_isa();
+    const tfc_rnn_split sp = split(be, d);
+    const int nt = sp.threads, nb = sp.blocks, isa = cells_isa();
 #pragma omp parallel num_threads(tfc_cpu_team(nt))
     {
         /* the team packs the kernels (each thread some panels) before any block starts */
@@ -373,9 +332,9 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
         if (T > 1) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, w.packed + (size_t)ki * 16, ki + u);
         /* with ids: table K, each row's sums over x_t's part as the fused GEMM starts them */
 #pragma omp for schedule(static)
-        for (int v0 = 0; v0 < (ids ? d->vocab : 0); v0 += LSTM_BLOCK_ROWS) {
-            tfc_panel_gemm g = {.m = d->vocab - v0 < LSTM_BLOCK_ROWS ? d->vocab - v0
-                                                                     : LSTM_BLOCK_ROWS,
+        for (int v0 = 0; v0 < (ids ? d->vocab : 0); v0 += TFC_RNN_BLOCK_ROWS) {
+            tfc_panel_gemm g = {.m = d->vocab - v0 < TFC_RNN_BLOCK_ROWS ? d->vocab - v0
+                                                                     : TFC_RNN_BLOCK_ROWS,
                                 .n = G, .packed = w.packed, .ldp = in + u, .set = 1,
                                 .c = w.table + (int64_t)v0 * G, .ldc = G,
                                 .a1 = {.a = x + (int64_t)v0 * in, .lda = in, .k = in}};
@@ -384,7 +343,7 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
 #pragma omp for schedule(dynamic, 1)
         for (int b = 0; b < nb; b++) {
             int r0, r1;
-            block_rows(n, b, nb, &r0, &r1);
+            tfc_cpu_block_rows(n, b, nb, &r0, &r1);
             for (int s = 0; s < T && r1 > r0; s++) {
                 /* fused: gates_s = bias + x_s · K + h_{s-1} · R; else gates_s += h_{s-1} · R */
                 const int64_t first = (int64_t)r0 * T + s;
@@ -424,21 +383,7 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
             }
         }
     }
-    if (d->return_sequences) {
-        if (y != hseq) memcpy(y, hseq, (size_t)n * T * u * sizeof(float));
-    } else {
-        for (int i = 0; i < n; i++)
-            memcpy(y + (int64_t)i * u, hseq + ((int64_t)i * T + T - 1) * u,
-                   (size_t)u * sizeof(float));
-    }
-}
-
-/* sum[j] += row[j], j < g */
-TFC_VECTOR
-static void sum_row(int g, const float *row, double *sum)
-{
-#pragma omp simd
-    for (int j = 0; j < g; j++) sum[j] += row[j];
+    tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);
 }
 
 /* One step of one sequence, in reverse. With tc = tanh(c):
@@ -475,7 +420,7 @@ static void cell_backward(int u, const float *g, const float *c, const float *cp
             dc[j] = dcj * fg;
             dh[j] = 0.0f;
         }
-        for (int k = 0; db && k < 4; k++) sum_row(q, o[k], db + k * u + j0);
+        for (int k = 0; db && k < 4; k++) tfc_cpu_sum_row(q, o[k], db + k * u + j0);
     }
 }
 
@@ -550,7 +495,8 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
     memset(w.dh, 0, (size_t)n * u * sizeof(float));
     memset(w.dc, 0, (size_t)n * u * sizeof(float));
     float *packed_rt = w.packed, *packed_kt = w.packed + tfc_cpu_panels_floats(G, u);
-    const int nt = team(be, d), nb = blocks(be, d), most = block_most(be, d);
+    const tfc_rnn_split sp = split(be, d);
+    const int nt = sp.threads, nb = sp.blocks, most = sp.most;
     const int isa = cells_isa();
     /* with whole panels of units, the cell writes dz into dgates' panels itself; else into
      * its thread's rows of dz, copied there after each step */
@@ -564,20 +510,14 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
 #pragma omp for schedule(dynamic, 1)
         for (int b = 0; b < nb; b++) {
             int r0, r1;
-            block_rows(n, b, nb, &r0, &r1);
+            tfc_cpu_block_rows(n, b, nb, &r0, &r1);
             double *db = w.dbias + (int64_t)b * G;
             if (dbias) memset(db, 0, (size_t)G * sizeof(double));
             for (int s = T - 1; s >= 0 && r1 > r0; s--) {
                 for (int i = r0; i < r1; i++) {
                     int64_t row = (int64_t)i * T + s;
                     float *dh = w.dh + (int64_t)i * u, *dzi = dz + (int64_t)(i - r0) * G;
-                    const float *dyi = NULL;
-                    if (d->return_sequences) dyi = dy + row * u;
-                    else if (s == T - 1) dyi = dy + (int64_t)i * u;
-                    if (dyi) {
-#pragma omp simd
-                        for (int j = 0; j < u; j++) dh[j] += dyi[j];
-                    }
+                    tfc_cpu_rnn_add_dy(n, T, u, d->return_sequences, i, s, dy, dh);
                     const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
                     float m = mask ? mask[row] : 1.0f;
                     float *dci = w.dc + (int64_t)i * u;
@@ -613,7 +553,7 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
     const int chunks = (int)((NT + LSTM_DX_ROWS - 1) / LSTM_DX_ROWS);
     float *hprev = w.hprev, *xt = w.hprev + (int64_t)((u + 7) / 8) * lda8;
     int wt = be->threads;
-    if (NT * G * (u + in) < LSTM_PAR_MIN_MACS) wt = 1;
+    if (NT * G * (u + in) < TFC_RNN_PAR_MIN_MACS) wt = 1;
 #pragma omp parallel num_threads(tfc_cpu_team(wt))
     {
 #pragma omp for schedule(static)
@@ -673,10 +613,5 @@ void tfc_cpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
         tfc_cpu_gemm(be, 1, 0, in, G, d->vocab, 1.0f, x, in, w.table, G, 1.0f, dkernel, G);
         if (dx) tfc_cpu_gemm(be, 0, 1, d->vocab, in, G, 1.0f, w.table, G, kernel, G, 1.0f, dx, in);
     }
-    if (dbias) /* the blocks' sums in block order */
-        for (int c = 0; c < G; c++) {
-            double sum = 0.0;
-            for (int b = 0; b < nb; b++) sum += w.dbias[(int64_t)b * G + c];
-            dbias[c] += (float)sum;
-        }
+    if (dbias) tfc_cpu_block_sums(nb, G, G, w.dbias, dbias);
 }

@@ -274,7 +274,10 @@ static void gpu_configure(tfc_backend *be, const tfc_device_options *o)
     tfc_gpu_set_memory_limit(be, o->memory_limit);
 }
 
+/* The ops of TFC_BACKEND_LAYER_OPS have no GPU kernel yet (an op leaves that list once it
+ * has one): NULL, so that a model needing one is refused at bind (graph.c). */
 #define GPU_NO_KERNEL(ret, op, params) .op = NULL,
+
 static const tfc_backend_ops gpu_ops = {
     .name = "gpu",
     .destroy = gpu_destroy,

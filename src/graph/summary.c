@@ -3,6 +3,7 @@
  * output element. */
 #include "graph/model_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const tfc_param *find_param(const tfc_layer *l, const char *name)
@@ -12,6 +13,23 @@ static const tfc_param *find_param(const tfc_layer *l, const char *name)
     return NULL;
 }
 
+/* The kernel beside recurrent kernel r: `kernel` for `recurrent_kernel`, and for a
+ * Bidirectional's `forward_lstm/recurrent_kernel`, `forward_lstm/kernel` */
+static const tfc_param *kernel_of(const tfc_layer *l, const tfc_param *r)
+{
+    char name[sizeof r->name];
+    size_t prefix = strlen(r->name) - strlen("recurrent_kernel");
+    snprintf(name, sizeof name, "%.*skernel", (int)prefix, r->name);
+    return find_param(l, name);
+}
+
+static int is_recurrent(const tfc_param *p)
+{
+    size_t n = strlen(p->name), s = strlen("recurrent_kernel");
+    return n >= s && !strcmp(p->name + n - s, "recurrent_kernel") &&
+           (n == s || p->name[n - s - 1] == '/');
+}
+
 void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
 {
     const tfc_layer *l = &m->layers[i];
@@ -19,8 +37,8 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
     int reads_input = 0;
     for (int j = 0; j < l->ninputs; j++) reads_input |= l->inputs[j] < 0;
     const tfc_param *k = find_param(l, "kernel");
-    const tfc_param *r = find_param(l, "recurrent_kernel");
     const tfc_param *wq = find_param(l, "query/kernel");
+    *forward = *backward = 0;
     if (wq) { /* MultiHeadAttention: the four projections, then per head and (query, key)
                * pair a score and a weighted value (a causal mask skips about half of them:
                * not counted); backward recomputes the scores and dout . v twice (for dk and
@@ -33,14 +51,24 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
                        tq * find_param(l, "attention_output/kernel")->numel;
         *forward = 2 * proj + 2 * heads * tq * tk * (kd + vd);
         *backward = 4 * proj + 2 * heads * tq * tk * (4 * kd + 3 * vd);
-    } else if (k && r) { /* LSTM: per step x·W and h·U (4 gates), then the gate arithmetic */
+        return;
+    }
+    int recurrent = 0;
+    for (int p = 0; p < l->nparams; p++) {
+        const tfc_param *r = &l->params[p], *kr = is_recurrent(r) ? kernel_of(l, r) : NULL;
+        if (!kr) continue;
+        /* LSTM, GRU (each direction of a Bidirectional): per step x·W and h·U (all gates),
+         * then the gate arithmetic */
         int64_t T = l->in_shape[0].ndim > 1 ? l->in_shape[0].dim[0] : 1;
         int64_t gates = T * r->shape.dim[1];
-        *forward = 2 * T * (k->numel + r->numel) + gates;
+        *forward += 2 * T * (kr->numel + r->numel) + gates;
         /* dW, dU and dh through U at every step; dx through W unless x is the model input */
-        *backward = 2 * T * (k->numel + 2 * r->numel) + (reads_input ? 0 : 2 * T * k->numel) +
-                    gates;
-    } else if (k) {
+        *backward += 2 * T * (kr->numel + 2 * r->numel) + (reads_input ? 0 : 2 * T * kr->numel) +
+                     gates;
+        recurrent = 1;
+    }
+    if (recurrent) return;
+    if (k) {
         /* Dense (per position of a sequence), Conv2D (per output pixel): the kernel once per
          * output row of `units`; DepthwiseConv2D [kh, kw, c, m]: kh kw per output value;
          * Conv2DTranspose: the kernel once per input pixel */

@@ -1,0 +1,136 @@
+/* The recurrent layers' shared arguments and their input preparation (rnn.h): going
+ * backwards and input dropout run through the backend's rnn_input ops around the LSTM's or
+ * GRU's kernel, the prepared input and reversed mask kept for the backward pass. */
+#include "layers/rnn.h"
+
+#include "core/rng.h"
+
+const char *const tfc_rnn_tanh_only[] = {"tanh", NULL};
+const char *const tfc_rnn_sigmoid_only[] = {"sigmoid", NULL};
+
+tfc_status tfc_rnn_build(tfc_layer *l, const tfc_rnn_args *a, tfc_error *err)
+{
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    if (in->ndim != 2)
+        return tfc_layer_error(err, l, "needs a sequence input of shape (steps, features), got %s",
+                               tfc_shape_str(in, buf, sizeof buf));
+    if (a->recurrent_dropout != 0)
+        return tfc_layer_error(err, l, "recurrent_dropout: not supported (0 only); dropout "
+                                       "drops the inputs");
+    if (a->return_state)
+        return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
+    if (a->stateful) return tfc_layer_error(err, l, "stateful: not supported");
+    int64_t t = in->dim[0], u = a->units;
+    l->out_shape = a->return_sequences ? tfc_shape_make(2, (int64_t[]){t, u})
+                                       : tfc_shape_make(1, (int64_t[]){u});
+    l->mask_out = l->mask_in && a->return_sequences;
+    return TFC_OK;
+}
+
+tfc_status tfc_rnn_initializers(const tfc_layer *l, const tfc_rnn_args *a, tfc_init *kernel,
+                                tfc_init *recurrent, tfc_init *bias, tfc_error *err)
+{
+    if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, kernel, err) ||
+        tfc_layer_init_arg(l, a->recurrent_initializer, "recurrent_initializer",
+                           TFC_INIT_ORTHOGONAL, recurrent, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, bias, err))
+        return TFC_ERR_CONFIG;
+    return TFC_OK;
+}
+
+/* Whether the kernel reads a prepared input, not x itself */
+static int prepared(const tfc_rnn_args *a, int training)
+{
+    return a->go_backwards || (training && a->dropout > 0);
+}
+
+static int64_t steps(const tfc_layer *l)
+{
+    return l->in_shape[0].dim[0];
+}
+
+static int64_t features(const tfc_layer *l)
+{
+    return l->in_shape[0].dim[1];
+}
+
+int64_t tfc_rnn_saved_floats(const tfc_layer *l, const tfc_rnn_args *a)
+{
+    if (!a->go_backwards && a->dropout <= 0) return 0;
+    return steps(l) * features(l) + (a->go_backwards && l->mask_in ? steps(l) : 0);
+}
+
+/* The kernel's workspace rounded up to 64 bytes */
+static size_t aligned(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+size_t tfc_rnn_workspace(const tfc_layer *l, const tfc_rnn_args *a, size_t kernel_ws)
+{
+    if (!a->go_backwards && a->dropout <= 0) return kernel_ws;
+    return aligned(kernel_ws) + (size_t)l->max_batch * steps(l) * features(l) * sizeof(float);
+}
+
+const char *const *tfc_rnn_needs(const tfc_rnn_args *a)
+{
+    static const char *const none[] = {NULL};
+    static const char *const input[] = {"rnn_input_forward", "rnn_input_backward", NULL};
+    return a->go_backwards || a->dropout > 0 ? input : none;
+}
+
+static uint64_t key_of(const tfc_layer *l, const tfc_rnn_args *a)
+{
+    return a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
+}
+
+/* The dropout rate of this pass (0 at inference) */
+static float rate_of(const tfc_rnn_args *a, const tfc_exec *ex)
+{
+    return ex->training ? (float)a->dropout : 0.0f;
+}
+
+const float *tfc_rnn_input(const tfc_layer *l, const tfc_rnn_args *a, const tfc_exec *ex,
+                           const float *x, float *extra)
+{
+    return prepared(a, ex->training) ? extra : x;
+}
+
+const float *tfc_rnn_mask(const tfc_layer *l, const tfc_rnn_args *a, float *extra)
+{
+    if (!a->go_backwards || !l->mask) return l->mask;
+    return extra + (int64_t)l->max_batch * steps(l) * features(l);
+}
+
+const float *tfc_rnn_forward_input(tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex,
+                                   const float *x, float *extra, const float **mask)
+{
+    const int n = ex->batch, t = (int)steps(l), f = (int)features(l);
+    if (prepared(a, ex->training))
+        ex->be->ops->rnn_input_forward(ex->be, n, t, f, a->go_backwards, rate_of(a, ex),
+                                       key_of(l, a), ex->step, x, extra);
+    *mask = tfc_rnn_mask(l, a, extra);
+    if (*mask != l->mask) /* reversed with the sequence */
+        ex->be->ops->rnn_input_forward(ex->be, n, t, 1, 1, 0.0f, 0, 0, l->mask, (float *)*mask);
+    return tfc_rnn_input(l, a, ex, x, extra);
+}
+
+float *tfc_rnn_dx(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, size_t kernel_ws,
+                  float *dx)
+{
+    if (!dx || !prepared(a, ex->training)) return dx;
+    float *dxp = (float *)((char *)ex->ws + aligned(kernel_ws));
+    ex->be->ops->zero(ex->be, dxp, (size_t)ex->batch * steps(l) * features(l) * sizeof(float));
+    return dxp;
+}
+
+void tfc_rnn_input_done(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, float *dxp,
+                        float *dx)
+{
+    if (dxp == dx) return;
+    ex->be->ops->rnn_input_backward(ex->be, ex->batch, (int)steps(l), (int)features(l),
+                                    a->go_backwards, rate_of(a, ex), key_of(l, a), ex->step, dxp,
+                                    dx);
+}

@@ -1,0 +1,95 @@
+/* What the recurrent layers (LSTM, GRU, and Bidirectional through them) share: the Keras
+ * arguments of keras.layers.RNN and its cells that both take, and the input a layer feeds
+ * its kernel when it goes backwards or drops inputs out:
+ *   x'[i, s] = x[i, s'] keep[i],  s' = go_backwards ? t - 1 - s : s,
+ * keep one Bernoulli(1 - dropout) / (1 - dropout) mask per sequence and feature, the same at
+ * every step (Keras's DropoutRNNCell), drawn from Philox at (the layer's key, step, index).
+ * Going backwards reverses the mask with the sequence (Keras reverses the whole padded
+ * sequence); the output is in that reversed order, as Keras returns it. */
+#ifndef TFC_LAYERS_RNN_H
+#define TFC_LAYERS_RNN_H
+
+#include "layers/layer.h"
+
+/* The arguments' struct of LSTM and GRU starts with this (member `rnn`). */
+typedef struct tfc_rnn_args {
+    int units, activation, recurrent_activation, use_bias, return_sequences, return_state,
+        go_backwards, stateful, unroll, seed;
+    double dropout, recurrent_dropout;
+    const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
+} tfc_rnn_args;
+
+extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[];
+
+/* The schema entries of tfc_rnn_args in an arguments struct `type` */
+#define TFC_RNN_FIELDS(type)                                                                    \
+    {"units", TFC_F_INT, offsetof(type, rnn.units), NULL, 1, 1 << 16, NULL, "state size"},     \
+    {"activation", TFC_F_ENUM, offsetof(type, rnn.activation), "tanh", TFC_UNBOUNDED,          \
+     tfc_rnn_tanh_only, "state activation (tanh only)"},                                       \
+    {"recurrent_activation", TFC_F_ENUM, offsetof(type, rnn.recurrent_activation), "sigmoid",  \
+     TFC_UNBOUNDED, tfc_rnn_sigmoid_only, "gate activation (sigmoid only)"},                   \
+    {"use_bias", TFC_F_BOOL, offsetof(type, rnn.use_bias), "true", TFC_UNBOUNDED, NULL,        \
+     "add a bias"},                                                                            \
+    {"dropout", TFC_F_FLOAT, offsetof(type, rnn.dropout), "0", 0, 0.999999, NULL,              \
+     "fraction of the inputs to drop (one mask per sequence)"},                                \
+    {"recurrent_dropout", TFC_F_FLOAT, offsetof(type, rnn.recurrent_dropout), "0", 0, 1, NULL, \
+     "0 only (not supported)"},                                                                \
+    {"seed", TFC_F_INT, offsetof(type, rnn.seed), "0", 0, 2147483647, NULL,                    \
+     "mixed into the run's seed for the dropout masks"},                                       \
+    {"return_sequences", TFC_F_BOOL, offsetof(type, rnn.return_sequences), "false",            \
+     TFC_UNBOUNDED, NULL, "output every step, not only the last"},                             \
+    {"return_state", TFC_F_BOOL, offsetof(type, rnn.return_state), "false", TFC_UNBOUNDED,     \
+     NULL, "false only (a layer has one output)"},                                             \
+    {"go_backwards", TFC_F_BOOL, offsetof(type, rnn.go_backwards), "false", TFC_UNBOUNDED,     \
+     NULL, "run over the reversed sequence (output in that order)"},                           \
+    {"stateful", TFC_F_BOOL, offsetof(type, rnn.stateful), "false", TFC_UNBOUNDED, NULL,       \
+     "false only (not supported)"},                                                            \
+    {"unroll", TFC_F_BOOL, offsetof(type, rnn.unroll), "false", TFC_UNBOUNDED, NULL,           \
+     "accepted; the same results either way"},                                                 \
+    {"kernel_initializer", TFC_F_NODE, offsetof(type, rnn.kernel_initializer),                 \
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},                           \
+    {"recurrent_initializer", TFC_F_NODE, offsetof(type, rnn.recurrent_initializer),           \
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default orthogonal"}
+
+/* Checks the input (steps, features) and the arguments tfc does not support (return_state,
+ * stateful), naming them; sets l->out_shape and l->mask_out. */
+tfc_status tfc_rnn_build(tfc_layer *l, const tfc_rnn_args *a, tfc_error *err);
+
+/* Reads kernel_initializer (default glorot_uniform), recurrent_initializer (orthogonal) and
+ * bias_initializer (zeros). */
+tfc_status tfc_rnn_initializers(const tfc_layer *l, const tfc_rnn_args *a, tfc_init *kernel,
+                                tfc_init *recurrent, tfc_init *bias, tfc_error *err);
+
+/* Floats per example the layer saves besides its kernel's: the prepared input and, going
+ * backwards under a mask, the reversed mask. */
+int64_t tfc_rnn_saved_floats(const tfc_layer *l, const tfc_rnn_args *a);
+
+/* Workspace bytes: the kernel's (kernel_ws) and the prepared input's gradient after it. */
+size_t tfc_rnn_workspace(const tfc_layer *l, const tfc_rnn_args *a, size_t kernel_ws);
+
+/* The ops of TFC_BACKEND_LAYER_OPS the input needs (NULL-terminated; none: an empty list). */
+const char *const *tfc_rnn_needs(const tfc_rnn_args *a);
+
+/* What the kernel reads, from the layer's input x and `extra` (its saved floats past the
+ * kernel's, tfc_rnn_saved_floats of them per example): the input (x itself, or prepared
+ * into extra) and the mask (l->mask, or reversed into extra; NULL without one). forward
+ * prepares them; the backward pass reads what forward left (rnn_mask, rnn_input). */
+const float *tfc_rnn_forward_input(tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex,
+                                   const float *x, float *extra, const float **mask);
+const float *tfc_rnn_input(const tfc_layer *l, const tfc_rnn_args *a, const tfc_exec *ex,
+                           const float *x, float *extra);
+const float *tfc_rnn_mask(const tfc_layer *l, const tfc_rnn_args *a, float *extra);
+
+/* Backward: where the kernel adds its input's gradient (the workspace past kernel_ws,
+ * zeroed, when the input was prepared; else dx, which may be NULL), and then dx += that
+ * gradient taken back through the preparation (tfc_rnn_input_done). */
+float *tfc_rnn_dx(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, size_t kernel_ws,
+                  float *dx);
+void tfc_rnn_input_done(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, float *dxp,
+                        float *dx);
+
+/* A built Bidirectional's direction k (0 forward, 1 backward): the inner layer it runs, whose
+ * arguments and parameter names (without the forward_<inner>/ prefix) it has. */
+const tfc_layer *tfc_bidirectional_direction(const tfc_layer *l, int k);
+
+#endif
