@@ -1,10 +1,15 @@
 /* What the tools do when things go wrong, walked as a user meets it ($TFC_BIN, as make test
  * builds them): corrupted, truncated and padded gzip inputs (IDX and TFRecord) fail naming
- * the file. */
+ * the file; SIGHUP snapshots like SIGTERM and a closed stdout (`| head -1`) does not stop
+ * the run. */
+#include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -33,6 +38,93 @@ static void expect(int code, const char *cmd, const char *want1, const char *wan
     if (!ok) printf("\n`%s`: exit %d, want %d with '%s' '%s':\n%s\n", cmd, rc, code,
                     want1 ? want1 : "", want2 ? want2 : "", text ? text : "");
     free(text);
+}
+
+/* Starts `cmd` (a shell line, run with exec so the pid is the command's) in the scratch
+ * directory, stdout and stderr into `log`. */
+static pid_t spawn(const char *cmd, const char *log)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "cd '%s' && exec %s >'%s' 2>&1", tfc_test_tmpdir(), cmd, log);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The exit status of `pid`; 1000 + the signal when a signal ended it. */
+static int wait_code(pid_t pid)
+{
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 1000 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Waits until the scratch file `name` holds `text` (up to ~20 s). */
+static int wait_for(const char *name, const char *text)
+{
+    for (int i = 0; i < 2000; i++) {
+        char *t = tfc_test_read(tfc_test_path(name), NULL);
+        int found = t && strstr(t, text);
+        free(t);
+        if (found) return 1;
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+    return 0;
+}
+
+static int exists(const char *name)
+{
+    struct stat st;
+    return stat(tfc_test_path(name), &st) == 0;
+}
+
+/* summary.json's status in the scratch run directory `run` (a static string, "" if none). */
+static const char *run_status(const char *run)
+{
+    static char status[64];
+    char path[256];
+    snprintf(path, sizeof path, "%s/summary.json", run);
+    json_error_t je;
+    json_t *j = json_load_file(tfc_test_path(path), 0, &je);
+    const char *v = j ? json_string_value(json_object_get(j, "status")) : NULL;
+    snprintf(status, sizeof status, "%s", v ? v : "");
+    json_decref(j);
+    return status;
+}
+
+/* A tiny learnable solver (tiny.yaml; npy data beside it) that runs `max_iter` iterations
+ * and prints a line at each. */
+static void write_solver(void)
+{
+    tfc_test_write_split("train_x.npy", "train_y.npy", 256, 11);
+    tfc_test_write_split("test_x.npy", "test_y.npy", 64, 12);
+    tfc_test_write("tiny.yaml",
+                   "model:\n"
+                   "  name: tiny\n"
+                   "  input: {shape: [16]}\n"
+                   "  layers:\n"
+                   "    - Dense: {name: hidden, units: 16, activation: relu}\n"
+                   "    - Dense: {name: out, units: 4}\n"
+                   "data:\n"
+                   "  train:\n"
+                   "    source: {type: npy, features: train_x.npy, labels: train_y.npy}\n"
+                   "    pipeline: [{shuffle: {buffer_size: 64}}, {repeat: {}}, "
+                   "{batch: {batch_size: 16}}]\n"
+                   "  test:\n"
+                   "    source: {type: npy, features: test_x.npy, labels: test_y.npy}\n"
+                   "    pipeline: [{batch: {batch_size: 32}}]\n"
+                   "optimizer: {type: adam, learning_rate: 0.01}\n"
+                   "max_iter: 300\n"
+                   "test_interval: 100\n"
+                   "display: 1\n"
+                   "snapshot: {interval: 0}\n"
+                   "seed: 7\n", -1);
 }
 
 /* ---- 1. gzip inputs: CRC-32, length, truncation, trailing bytes ------------------------- */
@@ -152,4 +244,38 @@ static void test_gzip_integrity(void)
     free(good);
 }
 
-TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity})
+/* ---- 10. signals: SIGHUP like SIGTERM; a closed stdout only ends the printing ------------- */
+
+static void test_sighup_and_closed_stdout(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out hup --threads 1 --set "
+             "max_iter=100000000", bin);
+    pid_t pid = spawn(cmd, "hup.txt");
+    CU_ASSERT_FATAL(wait_for("hup/log.csv", "\n20,train,"));
+    kill(pid, SIGHUP);
+    CU_ASSERT_EQUAL(wait_code(pid), 129);
+    CU_ASSERT_STRING_EQUAL(run_status("hup"), "interrupted");
+    CU_ASSERT(!exists("hup/control"));
+    CU_ASSERT(wait_for("hup.txt", "stopped by signal 1 at iteration"));
+    CU_ASSERT(wait_for("hup.txt", "--resume hup/snapshots/tiny_iter_"));
+
+    /* `| head -1`: the first line comes out, then the pipe closes; the run trains to the end */
+    snprintf(cmd, sizeof cmd, "cd '%s' && bash -c \"'%s/tfc-train' tiny.yaml --out pipe "
+             "--threads 1 | head -1; exit \\${PIPESTATUS[0]}\" >head.txt 2>&1",
+             tfc_test_tmpdir(), bin);
+    int st = system(cmd);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT_STRING_EQUAL(run_status("pipe"), "completed");
+    CU_ASSERT(exists("pipe/final.safetensors"));
+    CU_ASSERT(wait_for("pipe/log.csv", "\n300,test,"));
+    char *text = tfc_test_read(tfc_test_path("head.txt"), NULL);
+    CU_ASSERT(text && strstr(text, "tiny:") && !strchr(strchr(text, '\n') + 1, '\n'));
+    free(text);
+}
+
+TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
+              {"sighup_and_closed_stdout", test_sighup_and_closed_stdout})

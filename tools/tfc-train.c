@@ -1,6 +1,7 @@
 /* tfc-train: trains the model of a solver file (SPEC §3), writing the run directory of
- * SPEC §4. SIGINT and SIGTERM ask the loop to write a snapshot and stop; the exit status
- * is then 130 or 143. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass now. Exit 0 when the run completes, 1 on runtime failures (data, device,
+ * SPEC §4. SIGINT, SIGTERM and SIGHUP (a closed terminal) ask the loop to write a snapshot
+ * and stop; the exit status is then 130, 143 or 129. SIGPIPE is ignored: a closed stdout
+ * ends the printing, not the run. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass now. Exit 0 when the run completes, 1 on runtime failures (data, device,
  * a non-finite loss), 2 on bad usage or configuration. */
 #include <errno.h>
 #include <signal.h>
@@ -63,7 +64,8 @@ static const cli_tool tool = {
              "sends the same and more through RUN_DIR/control.",
     .options = options,
     .exit_status = "0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
-                   "130/143 stopped by SIGINT/SIGTERM after writing a snapshot",
+                   "129/130/143 stopped by SIGHUP/SIGINT/SIGTERM after writing a snapshot;\n"
+                   "a closed stdout (tfc-train ... | head) only ends the printing",
     .operand_list = &args.solver,
 };
 
@@ -110,6 +112,7 @@ static void catch_stop_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* --nprocs N: runs `mpirun -np N` with the same command line without --nprocs and waits for
@@ -169,6 +172,7 @@ int main(int argc, char **argv)
     if (args.resume && args.weights)
         return cli_error(&tool, "--resume and --weights exclude each other (a state file "
                                 "carries its weights)");
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout ends the printing (EPIPE), not the run */
     if (args.nprocs > 1 && tfc_comm_launched_size() == 1) return launch(argc, argv);
     const char *path = args.solver.v[0];
     tfc_error err;

@@ -247,7 +247,8 @@ void *tfc_confusion_json(const tfc_confusion *cm);
 
 /* The console and the clock of a run, and the loss and metric sums it displays. */
 typedef struct tfc_progress {
-    const tfc_solver *s;         /* its console, max_iter and the model's metrics */
+    const tfc_solver *s;         /* its max_iter and the model's metrics */
+    FILE *con;                   /* the console; NULL once a write to it failed (EPIPE) */
     int live;                    /* a live line is redrawn between the plain ones */
     double t_start, elapsed0;    /* this process's start; wall seconds of resumed runs */
     double t_loop, excluded;     /* the loop's start; seconds of tests since */
@@ -264,7 +265,8 @@ typedef struct tfc_progress {
 
 /* Starts the clock; the smoothing window is average_loss, else display, else 1. */
 tfc_status tfc_progress_init(tfc_progress *p, const tfc_solver *s, tfc_error *err);
-/* Prints to the console (nothing without one), clearing the live line first. */
+/* Prints to the console (nothing without one), clearing the live line first. A failed write
+ * (a closed pipe: `tfc-train ... | head`) stops the printing, never the run. */
 void tfc_progress_say(tfc_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds one batch's rows and metrics, then one iteration's loss. */
 void tfc_progress_batch(tfc_progress *p, const tfc_batch_result *br);
