@@ -64,6 +64,21 @@ static int wait_code(pid_t pid)
     return 1000 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* wait_code with a limit of ~30 s; then kills it (SIGKILL) and returns -1. */
+static int wait_code_limited(pid_t pid)
+{
+    for (int i = 0; i < 3000; i++) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
 /* Waits until the scratch file `name` holds `text` (up to ~20 s). */
 static int wait_for(const char *name, const char *text)
 {
@@ -277,5 +292,68 @@ static void test_sighup_and_closed_stdout(void)
     free(text);
 }
 
+/* ---- 11. tfc-ctl set max_iter is honoured; a misspelled key is refused locally ---------------- */
+
+/* The last row of `phase` in the scratch run's log.csv: its iteration, *lr its learning rate
+ * (iter,phase,loss,lr,seconds: the fixture has no metrics); -1 when none. */
+static long last_row(const char *run, const char *phase, long upto, double *lr)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/log.csv", run);
+    char *t = tfc_test_read(tfc_test_path(path), NULL);
+    long last = -1;
+    for (char *line = t ? strtok(t, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        long it;
+        char ph[16];
+        double loss, v;
+        if (sscanf(line, "%ld,%15[^,],%lf,%lf", &it, ph, &loss, &v) == 4 &&
+            !strcmp(ph, phase) && it <= upto) {
+            last = it;
+            if (lr) *lr = v;
+        }
+    }
+    free(t);
+    return last;
+}
+
+static void test_ctl_set_max_iter(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out live --threads 1 --set "
+             "max_iter=100000000 --set lr_policy.type=poly --set test_interval=0", bin);
+    pid_t pid = spawn(cmd, "live.txt");
+    CU_ASSERT_FATAL(wait_for("live/log.csv", "\n20,train,"));
+    /* stopped, the trainer is at the last logged iteration (or inside the next one) */
+    kill(pid, SIGSTOP);
+    long at = last_row("live", "train", 1L << 40, NULL), n = at + 150;
+    char ctl[2048];
+    snprintf(ctl, sizeof ctl, "'%s/tfc-ctl' live set max_iter=%ld", bin, n);
+    char *text;
+    CU_ASSERT_EQUAL(run(ctl, &text), 0);
+    free(text);
+    kill(pid, SIGCONT);
+    CU_ASSERT_EQUAL(wait_code_limited(pid), 0);
+    CU_ASSERT_STRING_EQUAL(run_status("live"), "completed");
+    CU_ASSERT_EQUAL(last_row("live", "train", 1L << 40, NULL), n);
+    CU_ASSERT(exists("live/final.safetensors"));
+    /* the poly schedule runs to the new end: the rate near it is a run's planned with it */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out planned --threads 1 --set "
+             "max_iter=%ld --set lr_policy.type=poly --set test_interval=0 >/dev/null", bin, n);
+    CU_ASSERT_EQUAL(run(cmd, &text), 0);
+    free(text);
+    double lr_live = -1, lr_planned = -2;
+    CU_ASSERT_EQUAL(last_row("live", "train", n - 10, &lr_live), n - 10);
+    CU_ASSERT_EQUAL(last_row("planned", "train", n - 10, &lr_planned), n - 10);
+    CU_ASSERT(lr_live == lr_planned && lr_live > 0);
+
+    /* a misspelled key: exit 2 with a did-you-mean, without a trainer to ask */
+    snprintf(ctl, sizeof ctl, "'%s/tfc-ctl' live set max_iters=5", bin);
+    expect(2, ctl, "unknown key 'max_iters'; did you mean 'max_iter'?", "clip_gradients");
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
-              {"sighup_and_closed_stdout", test_sighup_and_closed_stdout})
+              {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
+              {"ctl_set_max_iter", test_ctl_set_max_iter})

@@ -247,6 +247,10 @@ char *tfc_solver_eval_json(tfc_solver *s, const tfc_eval *e, const tfc_confusion
 /* Formats "loss 0.2500  accuracy 0.9120" for the model's metrics. */
 void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size);
 
+/* The keys `tfc-ctl RUN_DIR set KEY=VALUE` may set while a run trains (NULL-terminated;
+ * control.c). */
+const char *const *tfc_control_keys(void);
+
 /* ---- snapshot files (snapshot.c) ----------------------------------------------------- */
 
 /* The two files of a snapshot: weights (SPEC §5) and the state a resume needs. */

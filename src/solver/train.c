@@ -626,6 +626,12 @@ static void control_set(run *r, const char *assignment)
     }
     if (strncmp(assignment, key, strlen(key))) {
         char why[256];
+        long long n = 0;
+        if (sscanf(assignment, "max_iter=%lld", &n) == 1 && n < r->iter) {
+            tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: the run is at iteration %lld "
+                             "already\n", assignment, (long long)r->iter);
+            return;
+        }
         if (!tfc_control_apply(&r->s->cfg, assignment, why, sizeof why)) {
             tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: %s\n", assignment, why);
             return;
@@ -697,9 +703,9 @@ static tfc_status loop(run *r, tfc_error *err)
         tfc_status st = snapshot(r, err);
         if (st) return st;
     }
-    int64_t end = r->s->opt.stop_at > 0 && r->s->opt.stop_at < c->max_iter ? r->s->opt.stop_at
-                                                                             : c->max_iter;
-    while (r->iter < end) {
+    /* max_iter is read at every iteration: tfc-ctl may set it while the loop runs */
+    while (r->iter < (r->s->opt.stop_at > 0 && r->s->opt.stop_at < c->max_iter
+                          ? r->s->opt.stop_at : c->max_iter)) {
         /* a stop on any rank (a signal, tfc-ctl on rank 0) stops every rank here */
         if ((r->stopped = tfc_comm_any(r->comm, tfc_solver_stop_requested(r->s) || r->ctl_stop)))
             break;
