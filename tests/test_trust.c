@@ -292,7 +292,7 @@ static void test_sighup_and_closed_stdout(void)
     free(text);
 }
 
-/* ---- 11. tfc-ctl set max_iter is honoured; a misspelled key is refused locally ---------------- */
+/* ---- 11. tfc-ctl set max_iter is honoured; a misspelled key is refused locally ---------- */
 
 /* The last row of `phase` in the scratch run's log.csv: its iteration, *lr its learning rate
  * (iter,phase,loss,lr,seconds: the fixture has no metrics); -1 when none. */
