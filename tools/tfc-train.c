@@ -1,8 +1,9 @@
 /* tfc-train: trains the model of a solver file (SPEC §3), writing the run directory of
  * SPEC §4. SIGINT, SIGTERM and SIGHUP (a closed terminal) ask the loop to write a snapshot
  * and stop; the exit status is then 130, 143 or 129. SIGPIPE is ignored: a closed stdout
- * ends the printing, not the run. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass now. Exit 0 when the run completes, 1 on runtime failures (data, device,
- * a non-finite loss), 2 on bad usage or configuration. */
+ * ends the printing, not the run. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass
+ * now. Exit 0 when the run completes, 1 on runtime failures (data, device, a non-finite
+ * loss), 2 on bad usage or configuration. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
