@@ -354,6 +354,82 @@ static void test_ctl_set_max_iter(void)
     expect(2, ctl, "unknown key 'max_iters'; did you mean 'max_iter'?", "clip_gradients");
 }
 
+/* ---- 5. one run directory, one writer ----------------------------------------------------- */
+
+static void test_run_dir_lock(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048], pid_text[64];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out held --threads 1 --set "
+             "max_iter=100000000 --set test_interval=0", bin);
+    pid_t pid = spawn(cmd, "held.txt");
+    snprintf(pid_text, sizeof pid_text, "held is in use by process %ld", (long)pid);
+    CU_ASSERT_FATAL(wait_for("held/log.csv", "\n20,train,"));
+    kill(pid, SIGUSR1);
+    CU_ASSERT_FATAL(wait_for("held.txt", "snapshot held/snapshots/tiny_iter_"));
+    char *text = tfc_test_read(tfc_test_path("held.txt"), NULL), state[256] = "";
+    const char *at = text ? strstr(text, "snapshot held/snapshots/") : NULL;
+    if (at) sscanf(at + 9, "%255s", state);
+    free(text);
+    /* a second start, a --resume of its snapshot and an --overwrite are all refused (at once:
+     * `timeout` ends one that trains instead) */
+    snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-train' tiny.yaml --out held --threads 1",
+             bin);
+    expect(2, cmd, pid_text, "one run directory has one writer");
+    snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-train' held/config.yaml --resume %s "
+             "--threads 1", bin, state);
+    expect(2, cmd, pid_text, NULL);
+    snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-train' tiny.yaml --out held --overwrite "
+             "--threads 1", bin);
+    expect(2, cmd, pid_text, "--overwrite never clears a live run");
+    CU_ASSERT(exists("held/config.yaml") && exists("held/control"));
+    kill(pid, SIGTERM);
+    CU_ASSERT_EQUAL(wait_code(pid), 143);
+    /* the lock died with the run */
+    long it = 0;
+    sscanf(state, "held/snapshots/tiny_iter_%ld", &it);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' held/config.yaml --resume %s --threads 1 "
+             "--stop-at %ld", bin, state, it + 10);
+    snprintf(pid_text, sizeof pid_text, "paused at iteration %ld", it + 10);
+    expect(0, cmd, pid_text, NULL);
+
+    /* two starts racing for one folder: exactly one trains */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out race --threads 1 --set "
+             "max_iter=100000000", bin);
+    pid_t racer[2] = {spawn(cmd, "race_a.txt"), spawn(cmd, "race_b.txt")};
+    int code[2] = {-1, -1};
+    for (int i = 0; i < 2000 && code[0] < 0 && code[1] < 0; i++) {
+        for (int k = 0; k < 2; k++) {
+            int status;
+            if (waitpid(racer[k], &status, WNOHANG) == racer[k])
+                code[k] = WIFEXITED(status) ? WEXITSTATUS(status) : 1000;
+        }
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+    int lost = code[0] == 2 ? 0 : 1;
+    CU_ASSERT(code[lost] == 2 && code[1 - lost] == -1);
+    CU_ASSERT(wait_for(lost ? "race_b.txt" : "race_a.txt", "race is in use by process"));
+    CU_ASSERT(wait_for("race/log.csv", "\n20,train,"));
+    kill(racer[1 - lost], SIGTERM);
+    CU_ASSERT_EQUAL(wait_code_limited(racer[1 - lost]), 143);
+
+    /* a sweep folder has one tfc-grid */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-grid' tiny.yaml --grid seed=1 --out sweep --set "
+             "max_iter=100000000", bin);
+    pid = spawn(cmd, "sweep.txt");
+    CU_ASSERT(wait_for("sweep/seed=1/log.csv", "\n20,train,"));
+    snprintf(pid_text, sizeof pid_text, "sweep is in use by process %ld", (long)pid);
+    snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-grid' tiny.yaml --grid seed=1 --out sweep",
+             bin);
+    expect(2, cmd, pid_text, NULL);
+    kill(pid, SIGTERM);
+    CU_ASSERT_EQUAL(wait_code_limited(pid), 143);
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
-              {"ctl_set_max_iter", test_ctl_set_max_iter})
+              {"ctl_set_max_iter", test_ctl_set_max_iter},
+              {"run_dir_lock", test_run_dir_lock})

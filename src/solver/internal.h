@@ -301,6 +301,7 @@ typedef struct tfc_rundir {
     const tfc_solver *s;
     char path[4096];
     int made;                    /* it exists: summary.json is written at the end */
+    int locked, lock_fd;         /* its lock (tfc_dir_lock), held from open to close */
     tfc_csv_log *csv;
     tfc_events *ev;
 } tfc_rundir;
@@ -309,7 +310,9 @@ typedef struct tfc_rundir {
  * this solver's snapshots are, else runs/<model name>-<YYYYmmdd-HHMMSS> (-2, -3, ... when
  * taken). */
 void tfc_rundir_choose(tfc_rundir *d, const tfc_solver *s);
-/* Creates the folder, writes config.yaml and (with a vocabulary) vocabulary.txt, opens
+/* Creates the folder and takes its lock (a folder another process holds is refused naming
+ * its pid, before anything in it changes: --overwrite, log.csv, temporaries, the control
+ * FIFO), writes config.yaml and (with a vocabulary) vocabulary.txt, opens
  * log.csv and a new event file (with the config as text, the graph and the hparams
  * session's start); resumed_at >= 0 continues a run at that iteration (the log
  * keeps its rows up to it). */
@@ -332,7 +335,7 @@ tfc_status tfc_rundir_images(tfc_rundir *d, int64_t iter, const float *x, int n,
  * the event file; `error` as tfc_summary_write. */
 tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
                               const char *best_metric, const char *error, tfc_error *err);
-void tfc_rundir_close(tfc_rundir *d);
+void tfc_rundir_close(tfc_rundir *d); /* and releases the lock */
 
 /* ---- callbacks at test evaluations (callbacks.c) ------------------------------------------- */
 

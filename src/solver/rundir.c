@@ -1,7 +1,8 @@
 /* The run directory (SPEC §4): which folder (--out, the run of a resumed state, or a new
  * runs/<model>-<stamp>), the files a run writes when it starts (config.yaml,
  * vocabulary.txt, log.csv, the TensorBoard event file), their rows as it goes, and
- * summary.json at the end. */
+ * summary.json at the end. A run holds its folder's lock (DIR/.lock) for its life: one
+ * folder, one writer. */
 #include "solver/internal.h"
 
 #include <dirent.h>
@@ -184,9 +185,17 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
                            tfc_error *err)
 {
     char path[4200];
-    tfc_status s = check_reuse(d, resumed_at, err);
+    tfc_status s = tfc_mkdir_p(d->path, err);
     if (s) return s;
-    s = tfc_mkdir_p(d->path, err);
+    s = tfc_dir_lock(d->path, &d->lock_fd, err);
+    if (s == TFC_ERR_USAGE)
+        tfc_error_hint(err, "one run directory has one writer%s: wait for that run to end, "
+                       "stop it (tfc-ctl %s stop), or choose another --out",
+                       d->s->opt.overwrite ? " (--overwrite never clears a live run)" : "",
+                       d->path);
+    if (s) return s;
+    d->locked = 1;
+    s = check_reuse(d, resumed_at, err);
     if (s) return s;
     d->made = 1;
     char *config = NULL;
@@ -311,4 +320,6 @@ void tfc_rundir_close(tfc_rundir *d)
 {
     tfc_csv_close(d->csv);
     tfc_events_close(d->ev);
+    if (d->locked) close(d->lock_fd);
+    d->locked = 0;
 }
