@@ -429,7 +429,34 @@ static void test_run_dir_lock(void)
     CU_ASSERT_EQUAL(wait_code_limited(pid), 143);
 }
 
+/* ---- 22. tfc-inspect verifies a state's checksum ------------------------------------------ */
+
+static void test_inspect_checksum(void)
+{
+    const char *bin = tfc_test_bin("tfc-inspect");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out insp --threads 1 --set "
+             "max_iter=30", bin);
+    expect(0, cmd, "done: 30 iterations", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-inspect' insp/snapshots/tiny_iter_30.state", bin);
+    expect(0, cmd, "\nchecksum ok (", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-inspect' insp/final.safetensors", bin);
+    expect(0, cmd, "\nchecksum: none", NULL);
+    /* one bit of the last tensor's data flipped */
+    size_t n;
+    char *state = tfc_test_read(tfc_test_path("insp/snapshots/tiny_iter_30.state"), &n);
+    CU_ASSERT_FATAL(state && n > 16);
+    state[n - 2] ^= 1;
+    tfc_test_write("bad.state", state, (long)n);
+    free(state);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-inspect' bad.state", bin);
+    expect(1, cmd, "\nchecksum mismatch (stored ", "bad.state: checksum mismatch");
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
-              {"run_dir_lock", test_run_dir_lock})
+              {"run_dir_lock", test_run_dir_lock},
+              {"inspect_checksum", test_inspect_checksum})

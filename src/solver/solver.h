@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "core/config.h"
+#include "core/safetensors.h"
 #include "data/data.h"
 #include "graph/model.h"
 #include "solver/optimizer.h"
@@ -275,5 +276,9 @@ int64_t tfc_snapshot_parse(const char *path, const char *prefix, const char **di
  * loading it reports (TFC_ERR_IO, TFC_ERR_CONFIG, ...). */
 tfc_status tfc_snapshot_find_newest(const char *run_dir, char *state, size_t size,
                                     tfc_error *err);
+
+/* The checksum a state file's "checksum" metadata holds when intact (8 lowercase hex digits
+ * into out[9]): CRC-32 over its tensors and its other metadata (snapshot_io.c). */
+tfc_status tfc_snapshot_checksum(const tfc_st_file *f, char out[9], tfc_error *err);
 
 #endif
