@@ -455,8 +455,30 @@ static void test_inspect_checksum(void)
     expect(1, cmd, "\nchecksum mismatch (stored ", "bad.state: checksum mismatch");
 }
 
+/* ---- 19. tfc-zoo export refuses a non-empty folder unless --overwrite -------------------- */
+
+static void test_zoo_export_non_empty(void)
+{
+    const char *bin = tfc_test_bin("tfc-zoo");
+    if (!bin) return;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir mine && echo own >mine/notes.txt && '%s/tfc-zoo' export "
+             "fortunes_char_lstm mine", bin);
+    expect(2, cmd, "mine is not empty (1 entry)", "--overwrite");
+    CU_ASSERT(!exists("mine/model.yaml"));
+    snprintf(cmd, sizeof cmd, "'%s/tfc-zoo' export fortunes_char_lstm mine --overwrite", bin);
+    expect(0, cmd, "files exported to mine", NULL);
+    CU_ASSERT(exists("mine/model.yaml") && exists("mine/notes.txt"));
+    /* a new folder, and an empty one, take it */
+    snprintf(cmd, sizeof cmd, "mkdir empty && '%s/tfc-zoo' export fortunes_char_lstm empty && "
+             "'%s/tfc-zoo' export fortunes_char_lstm new/dir", bin, bin);
+    expect(0, cmd, "files exported to new/dir", NULL);
+    CU_ASSERT(exists("empty/model.yaml") && exists("new/dir/model.yaml"));
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
               {"run_dir_lock", test_run_dir_lock},
-              {"inspect_checksum", test_inspect_checksum})
+              {"inspect_checksum", test_inspect_checksum},
+              {"zoo_export_non_empty", test_zoo_export_non_empty})
