@@ -476,9 +476,39 @@ static void test_zoo_export_non_empty(void)
     CU_ASSERT(exists("empty/model.yaml") && exists("new/dir/model.yaml"));
 }
 
+/* ---- 15. options that were silently ignored ------------------------------------------------ */
+
+static void test_ignored_options(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --force", bin);
+    expect(2, cmd, "--force goes with --resume", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --output x", bin);
+    expect(2, cmd, "unknown option '--output'; did you mean '--out'?", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-summary' tiny.yaml --memory 1G", bin);
+    expect(2, cmd, "--memory goes with --max-batch", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-zoo' info fashon_mlp", bin);
+    expect(1, cmd, "no model 'fashon_mlp'", "did you mean 'fashion_mlp'?");
+    /* --stop-at at or past max_iter, or before the resumed snapshot: refused, nothing run */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out sa --set max_iter=40 --stop-at 40",
+             bin);
+    expect(2, cmd, "--stop-at 40 is not below max_iter 40", NULL);
+    CU_ASSERT(!exists("sa/log.csv"));
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out sa --set max_iter=40 --stop-at 20 "
+             "&& '%s/tfc-train' sa/config.yaml --resume sa/snapshots/tiny_iter_20.state "
+             "--stop-at 10", bin, bin);
+    expect(2, cmd, "--stop-at 10 is before iteration 20, where the resumed snapshot is", NULL);
+    CU_ASSERT_STRING_EQUAL(run_status("sa"), "paused");
+    CU_ASSERT(!exists("sa/final.safetensors"));
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
               {"run_dir_lock", test_run_dir_lock},
               {"inspect_checksum", test_inspect_checksum},
-              {"zoo_export_non_empty", test_zoo_export_non_empty})
+              {"zoo_export_non_empty", test_zoo_export_non_empty},
+              {"ignored_options", test_ignored_options})

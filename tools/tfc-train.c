@@ -32,8 +32,9 @@ static const cli_option options[] = {
     {"resume", 0, CLI_STRING, &args.resume, "STATE",
      .help = "continue exactly from a snapshot's .state file"},
     {"stop-at", 0, CLI_INT, &args.stop_at, "ITER", .min = 1, .max = 2147483647,
-     .help = "pause after iteration ITER (below max_iter): a test pass, a snapshot,\n"
-             "status paused, exit 0; --resume continues as if it had never paused"},
+     .help = "pause after iteration ITER (below max_iter, not before a resumed\n"
+             "snapshot's): a test pass, a snapshot, status paused, exit 0; --resume\n"
+             "continues as if it had never paused"},
     {"force", 0, CLI_FLAG, &args.force, NULL,
      .help = "with --resume: when the configuration changes what the state does not fit\n"
              "(model, data, optimizer), start a new run from the snapshot's weights"},
@@ -171,6 +172,9 @@ int main(int argc, char **argv)
         print_keys();
         return 0;
     }
+    if (args.force && !args.resume)
+        return cli_error(&tool, "--force goes with --resume (it turns a resume the state does "
+                                "not fit into a new run from its weights)");
     if (args.resume && args.weights)
         return cli_error(&tool, "--resume and --weights exclude each other (a state file "
                                 "carries its weights)");

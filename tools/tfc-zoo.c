@@ -134,6 +134,25 @@ static void entry_free(entry *e)
 /* Reads model_zoo/NAME/README.md's front matter (between the first two lines "---").
  * Returns 0 and prints why on failure; *code gets the exit status (1 unreadable, 2
  * malformed). */
+static int list_names(char ***out);
+
+/* "; did you mean 'NAME'?" for the zoo model closest to `name`, or "" (into buf). */
+static const char *near_model(const char *name, char *buf, size_t size)
+{
+    char **names;
+    int n = list_names(&names);
+    const char *near = NULL;
+    buf[0] = 0;
+    if (names) {
+        names[n] = NULL;
+        near = tfc_did_you_mean(name, (const char *const *)names);
+        if (near) snprintf(buf, size, "; did you mean '%s'?", near);
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return buf;
+}
+
 static int entry_load(const char *name, entry *e, int *code)
 {
     memset(e, 0, sizeof *e);
@@ -151,8 +170,10 @@ static int entry_load(const char *name, entry *e, int *code)
     tfc_error_clear(&err);
     if (tfc_file_read_all(path, README_MAX, &text, &len, &err)) {
         struct stat st;
+        char near[300];
         if (stat(e->dir, &st) != 0)
-            fprintf(stderr, "tfc-zoo: no model '%s' in %s (tfc-zoo list shows them)\n", name, zoo);
+            fprintf(stderr, "tfc-zoo: no model '%s' in %s%s (tfc-zoo list shows them)\n", name,
+                    zoo, near_model(name, near, sizeof near));
         else fprintf(stderr, "tfc-zoo: %s", err.text);
         *code = 1;
         return 0;
@@ -282,7 +303,7 @@ static int list_names(char ***out)
         struct stat st;
         snprintf(path, sizeof path, "%s/%s/README.md", zoo, de->d_name);
         if (!valid_name(de->d_name) || stat(path, &st) != 0) continue;
-        if (n == cap) {
+        if (n + 1 == cap) { /* room for a NULL after the names */
             char **more = realloc(names, sizeof *names * (size_t)(cap *= 2));
             if (!more) break;
             names = more;

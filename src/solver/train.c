@@ -563,6 +563,14 @@ static tfc_status start(run *r, tfc_error *err)
     else if (s->opt.weights) st = load_initial_weights(r, s->opt.weights, err);
     if (st == TFC_ERR_USAGE && r->forced) st = weights_only_start(r, err);
     int64_t resumed_at = s->opt.resume && !r->forced ? r->iter : -1;
+    if (!st && s->opt.stop_at > 0 && s->opt.stop_at >= c->max_iter)
+        st = tfc_error_set(err, TFC_ERR_USAGE, "--stop-at %lld is not below max_iter %d: the run "
+                           "would complete there, not pause", (long long)s->opt.stop_at,
+                           c->max_iter);
+    else if (!st && s->opt.stop_at > 0 && s->opt.stop_at < r->iter)
+        st = tfc_error_set(err, TFC_ERR_USAGE, "--stop-at %lld is before iteration %lld, where "
+                           "the resumed snapshot is", (long long)s->opt.stop_at,
+                           (long long)r->iter);
     if (!st && r->comm->size > 1) st = share_weights(r, err);
     if (st || !writer(r)) return st;
     st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
