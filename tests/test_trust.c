@@ -429,6 +429,23 @@ static void test_run_dir_lock(void)
     CU_ASSERT_EQUAL(wait_code_limited(pid), 143);
 }
 
+/* ---- 9. a run cleans its own files' temporaries a kill left (holding the lock) ----------- */
+
+static void test_stale_temps(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir t9 && touch t9/.best.safetensors.tmp-Ab12Cd "
+             "t9/.summary.json.tmp-Zz9999 t9/.notes.txt.tmp-abcdef && '%s/tfc-train' tiny.yaml "
+             "--out t9 --threads 1 --set max_iter=10", bin);
+    expect(0, cmd, "done: 10 iterations", NULL);
+    CU_ASSERT(!exists("t9/.best.safetensors.tmp-Ab12Cd"));
+    CU_ASSERT(!exists("t9/.summary.json.tmp-Zz9999"));
+    CU_ASSERT(exists("t9/.notes.txt.tmp-abcdef")); /* not a file of the run's */
+}
+
 /* ---- 22. tfc-inspect verifies a state's checksum ------------------------------------------ */
 
 static void test_inspect_checksum(void)
@@ -509,6 +526,7 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
               {"run_dir_lock", test_run_dir_lock},
+              {"stale_temps", test_stale_temps},
               {"inspect_checksum", test_inspect_checksum},
               {"zoo_export_non_empty", test_zoo_export_non_empty},
               {"ignored_options", test_ignored_options})
