@@ -1174,7 +1174,7 @@ static void test_control(void)
     CU_ASSERT(wait_for_line(csv, ",0.0123,"));
     /* other resume-safe keys; a bad value and an unknown key are refused */
     CU_ASSERT_EQUAL(ctl(out, "set", "clip_gradients=-1"), 0);
-    CU_ASSERT_EQUAL(ctl(out, "set", "momentum=0.5"), 0);
+    CU_ASSERT_EQUAL(ctl(out, "set", "momentum=0.5"), 2); /* tfc-ctl itself knows the keys */
     CU_ASSERT_EQUAL(ctl(out, "set", "clip_gradients=5"), 0);
     CU_ASSERT_EQUAL(ctl(out, "set", "display=2"), 0);
     CU_ASSERT(wait_for_line(log, "tfc-ctl: display=2 from iteration "));
@@ -1207,7 +1207,6 @@ static void test_control(void)
     CU_ASSERT(text && strstr(text, "tfc-ctl: optimizer.learning_rate = 0.0123 from iteration ") &&
               strstr(text, "stopped by tfc-ctl at iteration"));
     CU_ASSERT(text && strstr(text, "tfc-ctl: set clip_gradients=-1 refused: expected a number >= 0"));
-    CU_ASSERT(text && strstr(text, "tfc-ctl: set momentum=0.5 refused: a running trainer takes only"));
     free(text);
     /* --resume replays the sets, except one the resumed configuration changes itself */
     long at[64];

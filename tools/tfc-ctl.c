@@ -2,7 +2,7 @@
  * or a test pass now, a stop (snapshot, then exit), or a new learning rate, max_iter,
  * interval or clipping threshold. One-way: the
  * trainer prints what it did. Exit 0 when the command was delivered, 1 when no trainer
- * listens in RUN_DIR, 2 on bad usage. */
+ * listens in RUN_DIR, 2 on bad usage (a key `set` does not take is caught here). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -30,7 +30,8 @@ static const cli_tool tool = {
              "test_interval, snapshot.interval or clip_gradients (recorded in later snapshots\n"
              "and replayed by --resume). The trainer prints what it did.",
     .options = options,
-    .exit_status = "0 delivered, 1 no trainer is running in RUN_DIR, 2 bad usage",
+    .exit_status = "0 delivered, 1 no trainer is running in RUN_DIR, 2 bad usage (a key set\n"
+                   "does not take, with a did-you-mean)",
     .operand_list = &args.operands,
 };
 
@@ -47,6 +48,22 @@ int main(int argc, char **argv)
         return cli_error(&tool, is_set ? "set needs KEY=VALUE" : "%s takes no argument", cmd);
     if (is_set && !strchr(args.operands.v[2], '='))
         return cli_error(&tool, "set needs KEY=VALUE, found '%s'", args.operands.v[2]);
+    if (is_set) {
+        const char *kv = args.operands.v[2];
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(strchr(kv, '=') - kv), kv);
+        const char *const *keys = tfc_control_keys();
+        int known = 0;
+        for (int i = 0; keys[i]; i++) known |= !strcmp(keys[i], key);
+        if (!known) {
+            char all[256];
+            const char *near = tfc_did_you_mean(key, keys);
+            tfc_join_names(all, sizeof all, keys);
+            return cli_error(&tool, "set: unknown key '%s'%s%s%s (a running trainer takes %s)",
+                             key, near ? "; did you mean '" : "", near ? near : "",
+                             near ? "'?" : "", all);
+        }
+    }
     char path[4200], line[600];
     snprintf(path, sizeof path, "%s/control", dir);
     int n = snprintf(line, sizeof line, "%s%s%s\n", cmd, is_set ? " " : "",

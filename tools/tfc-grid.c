@@ -5,7 +5,9 @@
  * completed points and resumes interrupted ones from their newest snapshot. DIR/results.csv
  * lists every point sorted by its best test metric (read from each summary.json). With
  * --scheduler asha, points train in rungs (tfc-train --stop-at) and only the best of each rung
- * go on (solver/asha.h); its decisions are logged in DIR/asha.csv, which a re-run replays. */
+ * go on (solver/asha.h); its decisions are logged in DIR/asha.csv, which a re-run replays.
+ * A sweep holds DIR's lock while it runs (a second tfc-grid on DIR is refused); each
+ * tfc-train holds its point's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -151,7 +153,8 @@ static const cli_tool tool = {
              "snapshot; a point whose resolved configuration changed since it ran (an edited\n"
              "solver, another common --set) runs again from scratch.",
     .exit_status = "0 every point completed, 1 a point failed or diverged, 2 bad usage or\n"
-                   "configuration, 130/143 stopped by SIGINT/SIGTERM (the running points snapshot)",
+                   "configuration (or DIR in use by another tfc-grid), 130/143 stopped by\n"
+                   "SIGINT/SIGTERM (the running points snapshot)",
     .operand_list = &args.solver,
 };
 
@@ -1556,6 +1559,12 @@ static int grid_main(grid *g, int argc, char **argv)
     if (tfc_mkdir_p(dir, &err)) {
         fprintf(stderr, "tfc-grid: %s", err.text);
         return 1;
+    }
+    /* one sweep folder, one tfc-grid (each point's tfc-train locks the point's folder) */
+    int lock_fd;
+    if (tfc_dir_lock(dir, &lock_fd, &err)) {
+        fprintf(stderr, "tfc-grid: %s", err.text);
+        return tfc_exit_code(err.code);
     }
     /* absolute, so results.csv's run_dir column works from anywhere */
     char real[PATH_MAX];

@@ -1,7 +1,7 @@
 /* tfc-inspect FILE: lists the tensors of a safetensors weights or state file (name, dtype,
- * shape; min/max/mean/std of the values) and its metadata. A thin main over
- * core/safetensors; exit 0 on success, 1 when the file is unreadable or malformed, 2 on
- * bad usage (SPEC §3). */
+ * shape; min/max/mean/std of the values) and its metadata, and verifies a state file's
+ * checksum. A thin main over core/safetensors; exit 0 on success, 1 when the file is
+ * unreadable, malformed or fails its checksum, 2 on bad usage (SPEC §3). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,9 +31,11 @@ static const cli_tool tool = {
     .operands = "FILE",
     .about = "Lists the tensors of a safetensors file (weights or a state file): name, dtype,\n"
              "shape and, for numeric tensors, min, max, mean and standard deviation (over the\n"
-             "finite values; non-finite ones are counted). Prints the file's metadata first.",
+             "finite values; non-finite ones are counted). Prints the file's metadata first.\n"
+             "A state file's checksum is verified: \"checksum ok\" or \"checksum mismatch\"\n"
+             "(then exit 1); a weights file has none.",
     .options = options,
-    .exit_status = "0 success, 1 unreadable or malformed file, 2 bad usage",
+    .exit_status = "0 success, 1 unreadable or malformed file or a checksum mismatch, 2 bad usage",
     .operand_list = &args.file,
 };
 
@@ -201,6 +203,32 @@ static void print_file(const char *path, const tfc_st_file *f, int full)
     }
 }
 
+/* The state file's checksum against its contents, said on stdout (a mismatch on stderr too);
+ * the exit status: 0 ok or none, 1 mismatch or a failure to compute it. */
+static int verify_checksum(const char *path, const tfc_st_file *f)
+{
+    const char *stored = tfc_st_meta(f, "checksum");
+    if (!stored) {
+        printf("checksum: none (only tfc state files carry one)\n");
+        return 0;
+    }
+    char computed[9];
+    tfc_error err;
+    tfc_error_clear(&err);
+    if (tfc_snapshot_checksum(f, computed, &err)) {
+        fprintf(stderr, "%s", err.text);
+        return tfc_exit_code(err.code);
+    }
+    if (!strcmp(stored, computed)) {
+        printf("checksum ok (%s)\n", computed);
+        return 0;
+    }
+    printf("checksum mismatch (stored %s, computed %s)\n", stored, computed);
+    fprintf(stderr, "tfc-inspect: %s: checksum mismatch (stored %s, computed %s): the file is "
+                    "corrupt or was modified\n", path, stored, computed);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
@@ -214,6 +242,7 @@ int main(int argc, char **argv)
         return tfc_exit_code(err.code);
     }
     print_file(path, f, args.full);
+    rc = verify_checksum(path, f);
     tfc_st_close(f);
-    return 0;
+    return rc;
 }

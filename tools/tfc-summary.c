@@ -156,6 +156,9 @@ int main(int argc, char **argv)
                          args.memory);
     if (args.max_batch && !args.memory)
         return cli_error(&tool, "--max-batch needs --memory BYTES (the memory to fit)");
+    if (args.memory && !args.max_batch)
+        return cli_error(&tool, "--memory goes with --max-batch (the memory the batch is fitted "
+                                "into)");
     const char *path = args.path.v[0];
     tfc_error err;
     tfc_error_clear(&err);

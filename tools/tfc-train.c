@@ -1,7 +1,9 @@
 /* tfc-train: trains the model of a solver file (SPEC §3), writing the run directory of
- * SPEC §4. SIGINT and SIGTERM ask the loop to write a snapshot and stop; the exit status
- * is then 130 or 143. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass now. Exit 0 when the run completes, 1 on runtime failures (data, device,
- * a non-finite loss), 2 on bad usage or configuration. */
+ * SPEC §4. SIGINT, SIGTERM and SIGHUP (a closed terminal) ask the loop to write a snapshot
+ * and stop; the exit status is then 130, 143 or 129. SIGPIPE is ignored: a closed stdout
+ * ends the printing, not the run. SIGUSR1 asks for a snapshot now, SIGUSR2 for a test pass
+ * now. Exit 0 when the run completes, 1 on runtime failures (data, device, a non-finite
+ * loss), 2 on bad usage or configuration. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,8 +32,9 @@ static const cli_option options[] = {
     {"resume", 0, CLI_STRING, &args.resume, "STATE",
      .help = "continue exactly from a snapshot's .state file"},
     {"stop-at", 0, CLI_INT, &args.stop_at, "ITER", .min = 1, .max = 2147483647,
-     .help = "pause after iteration ITER (below max_iter): a test pass, a snapshot,\n"
-             "status paused, exit 0; --resume continues as if it had never paused"},
+     .help = "pause after iteration ITER (below max_iter, not before a resumed\n"
+             "snapshot's): a test pass, a snapshot, status paused, exit 0; --resume\n"
+             "continues as if it had never paused"},
     {"force", 0, CLI_FLAG, &args.force, NULL,
      .help = "with --resume: when the configuration changes what the state does not fit\n"
              "(model, data, optimizer), start a new run from the snapshot's weights"},
@@ -43,7 +46,8 @@ static const cli_option options[] = {
      .help = "the run directory (default: runs/<model>-<timestamp>)"},
     {"overwrite", 0, CLI_FLAG, &args.overwrite, NULL,
      .help = "--out holds an earlier run: clear its files first (without this\n"
-             "such a folder is refused, unless --resume points into it)"},
+             "such a folder is refused, unless --resume points into it); a run\n"
+             "still training there is never cleared (its lock, DIR/.lock)"},
     {"quiet", 0, CLI_FLAG, &args.quiet, NULL, .help = "no progress output"},
     {"nprocs", 0, CLI_INT, &args.nprocs, "N", .min = 1, .max = 65536,
      .help = "train data-parallel on N processes of this machine: runs\n"
@@ -63,7 +67,8 @@ static const cli_tool tool = {
              "sends the same and more through RUN_DIR/control.",
     .options = options,
     .exit_status = "0 done, 1 runtime failure or divergence, 2 bad usage or configuration,\n"
-                   "130/143 stopped by SIGINT/SIGTERM after writing a snapshot",
+                   "129/130/143 stopped by SIGHUP/SIGINT/SIGTERM after writing a snapshot;\n"
+                   "a closed stdout (tfc-train ... | head) only ends the printing",
     .operand_list = &args.solver,
 };
 
@@ -110,6 +115,7 @@ static void catch_stop_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* --nprocs N: runs `mpirun -np N` with the same command line without --nprocs and waits for
@@ -166,9 +172,13 @@ int main(int argc, char **argv)
         print_keys();
         return 0;
     }
+    if (args.force && !args.resume)
+        return cli_error(&tool, "--force goes with --resume (it turns a resume the state does "
+                                "not fit into a new run from its weights)");
     if (args.resume && args.weights)
         return cli_error(&tool, "--resume and --weights exclude each other (a state file "
                                 "carries its weights)");
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout ends the printing (EPIPE), not the run */
     if (args.nprocs > 1 && tfc_comm_launched_size() == 1) return launch(argc, argv);
     const char *path = args.solver.v[0];
     tfc_error err;

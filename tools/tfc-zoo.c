@@ -23,13 +23,16 @@ static struct {
     cli_list words;
     const char *device;
     long threads;
-    int all, onnx;
+    int all, onnx, overwrite;
 } args = {.words = CLI_LIST_OF(word_v)};
 
 static const cli_option options[] = {
     {"all", 0, CLI_FLAG, &args.all, NULL, .help = "verify: every model of the zoo"},
     {"onnx", 0, CLI_FLAG, &args.onnx, NULL,
      .help = "export: also write NAME.onnx (tfc-export's defaults: opset 17, dynamic batch)"},
+    {"overwrite", 0, CLI_FLAG, &args.overwrite, NULL,
+     .help = "export: DIR may hold files; the model's replace those of the same names\n"
+             "(the others stay)"},
     CLI_OPT_SOLVER_DEVICE(&args.device),
     CLI_OPT_THREADS(&args.threads),
     {NULL},
@@ -42,7 +45,7 @@ static const cli_tool tool = {
              "info NAME\n"
              "verify NAME|--all\n"
              "test NAME [--device D] [--threads N]\n"
-             "export NAME DIR [--onnx]",
+             "export NAME DIR [--onnx] [--overwrite]",
     .about = "The model zoo: each model_zoo/<name>/ has model.yaml, solver.yaml, the weights\n"
              "and a README.md whose front matter gives the task, data set, test metric,\n"
              "SHA-256 of the weights, training command, time, device and licence.\n"
@@ -53,8 +56,8 @@ static const cli_tool tool = {
              "  test     re-evaluates the weights on the solver's test split; fails when the\n"
              "           result is worse than the README's value by more than its tolerance\n"
              "           (default 0.001)\n"
-             "  export   verifies, then copies the model's files into DIR (created);\n"
-             "           --onnx adds NAME.onnx",
+             "  export   verifies, then copies the model's files into DIR (created; a\n"
+             "           non-empty DIR is refused unless --overwrite); --onnx adds NAME.onnx",
     .options = options,
     .notes = "The zoo folder is $TFC_ZOO, else the first model_zoo/ found in the parent\n"
              "folders of this program's folder.",
@@ -131,6 +134,25 @@ static void entry_free(entry *e)
 /* Reads model_zoo/NAME/README.md's front matter (between the first two lines "---").
  * Returns 0 and prints why on failure; *code gets the exit status (1 unreadable, 2
  * malformed). */
+static int list_names(char ***out);
+
+/* "; did you mean 'NAME'?" for the zoo model closest to `name`, or "" (into buf). */
+static const char *near_model(const char *name, char *buf, size_t size)
+{
+    char **names;
+    int n = list_names(&names);
+    const char *near = NULL;
+    buf[0] = 0;
+    if (names) {
+        names[n] = NULL;
+        near = tfc_did_you_mean(name, (const char *const *)names);
+        if (near) snprintf(buf, size, "; did you mean '%s'?", near);
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return buf;
+}
+
 static int entry_load(const char *name, entry *e, int *code)
 {
     memset(e, 0, sizeof *e);
@@ -148,8 +170,10 @@ static int entry_load(const char *name, entry *e, int *code)
     tfc_error_clear(&err);
     if (tfc_file_read_all(path, README_MAX, &text, &len, &err)) {
         struct stat st;
+        char near[300];
         if (stat(e->dir, &st) != 0)
-            fprintf(stderr, "tfc-zoo: no model '%s' in %s (tfc-zoo list shows them)\n", name, zoo);
+            fprintf(stderr, "tfc-zoo: no model '%s' in %s%s (tfc-zoo list shows them)\n", name,
+                    zoo, near_model(name, near, sizeof near));
         else fprintf(stderr, "tfc-zoo: %s", err.text);
         *code = 1;
         return 0;
@@ -279,7 +303,7 @@ static int list_names(char ***out)
         struct stat st;
         snprintf(path, sizeof path, "%s/%s/README.md", zoo, de->d_name);
         if (!valid_name(de->d_name) || stat(path, &st) != 0) continue;
-        if (n == cap) {
+        if (n + 1 == cap) { /* room for a NULL after the names */
             char **more = realloc(names, sizeof *names * (size_t)(cap *= 2));
             if (!more) break;
             names = more;
@@ -437,6 +461,18 @@ static int export_onnx(const entry *e, const char *dest)
 static int cmd_export(const entry *e)
 {
     const char *dest = args.words.v[2];
+    int held = 0;
+    DIR *d = opendir(dest);
+    for (struct dirent *de; d && (de = readdir(d));)
+        held += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    if (d) closedir(d);
+    if (held && !args.overwrite) {
+        fprintf(stderr, "tfc-zoo: %s is not empty (%d entr%s): the export would overwrite or mix "
+                        "with them\n  hint: export into a new or empty folder, or add "
+                        "--overwrite to replace the files of the model's names there\n",
+                dest, held, held == 1 ? "y" : "ies");
+        return 2;
+    }
     if (verify(e, 1)) return 1;
     tfc_error err;
     tfc_error_clear(&err);
@@ -444,7 +480,7 @@ static int cmd_export(const entry *e)
         fprintf(stderr, "tfc-zoo: %s", err.text);
         return 1;
     }
-    DIR *d = opendir(e->dir);
+    d = opendir(e->dir);
     int n = 0, ok = 1;
     for (struct dirent *de; d && ok && (de = readdir(d));) {
         char from[4800], to[4800];

@@ -230,7 +230,20 @@ const char *tfc_did_you_mean(const char *word, const char *const *candidates)
     }
     int len = (int)strlen(word);
     int allowed = len <= 3 ? 1 : len <= 8 ? 2 : 3;
-    return best_d <= allowed ? best : NULL;
+    if (best_d <= allowed) return best;
+    /* else a candidate of 3 or more characters that starts the word, or that the word starts
+     * (--output for --out, batch for batch_size): the closest in length */
+    best = NULL;
+    best_d = 1000;
+    for (const char *const *c = candidates; c && *c; c++) {
+        size_t cl = strlen(*c), shorter = cl < (size_t)len ? cl : (size_t)len;
+        int d = abs((int)cl - len);
+        if (shorter >= 3 && !strncmp(word, *c, shorter) && d < best_d) {
+            best_d = d;
+            best = *c;
+        }
+    }
+    return best;
 }
 
 void tfc_join_names(char *buf, size_t size, const char *const *names)

@@ -64,8 +64,9 @@ void tfc_error_prefix(tfc_error *err, const char *fmt, ...) __attribute__((forma
 /* 0 for TFC_OK, 2 for configuration and usage errors, 1 for everything else. */
 int tfc_exit_code(tfc_status code);
 
-/* The closest of `candidates` (NULL-terminated) to `word` by edit distance, or NULL when
- * none is close enough to be a plausible typo. */
+/* The closest of `candidates` (NULL-terminated) to `word` by edit distance; when none is
+ * close enough to be a plausible typo, a candidate of 3 or more characters that begins the
+ * word or that the word begins (`output` for `out`); else NULL. */
 const char *tfc_did_you_mean(const char *word, const char *const *candidates);
 
 /* Writes "a, b, c" (the candidates) into buf. */

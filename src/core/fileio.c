@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -288,5 +289,37 @@ tfc_status tfc_mkdir_p(const char *path, tfc_error *err)
         }
         buf[i] = saved;
     }
+    return TFC_OK;
+}
+
+tfc_status tfc_dir_lock(const char *dir, int *fd, tfc_error *err)
+{
+    char path[PATH_MAX];
+    *fd = -1;
+    if (snprintf(path, sizeof path, "%s/.lock", dir) >= (int)sizeof path)
+        return tfc_error_set(err, TFC_ERR_IO, "%s: path too long", dir);
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (f < 0)
+        return tfc_error_set(err, TFC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = e == EWOULDBLOCK ? pread(f, pid, sizeof pid - 1, 0) : -1;
+        close(f);
+        if (e != EWOULDBLOCK)
+            return tfc_error_set(err, TFC_ERR_IO, "cannot lock %s: %s", path, strerror(e));
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        return tfc_error_set(err, TFC_ERR_USAGE, "%s is in use by process %s (it holds %s)",
+                             dir, pid[0] ? pid : "(pid not written yet)", path);
+    }
+    char line[32];
+    int len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+    if (ftruncate(f, 0) != 0 || pwrite(f, line, (size_t)len, 0) != len) {
+        int e = errno;
+        close(f);
+        return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    *fd = f;
     return TFC_OK;
 }

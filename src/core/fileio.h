@@ -1,6 +1,7 @@
 /* File I/O that checkpoints and readers share: crash-safe atomic replacement of a file
  * (temporary file in the same directory, fsync, rename, fsync of the directory), whole-file
- * reads bounded by a size limit, and mkdir -p. Errors name the path and the system's reason. */
+ * reads bounded by a size limit, mkdir -p, and a folder's advisory lock. Errors name the
+ * path and the system's reason. */
 #ifndef TFC_CORE_FILEIO_H
 #define TFC_CORE_FILEIO_H
 
@@ -39,5 +40,14 @@ tfc_status tfc_file_read_guess(const char *path, size_t max_bytes, size_t guess,
 /* Creates `path` and any missing parents (mode 0777 & ~umask), like mkdir -p. An existing
  * directory is fine; an existing non-directory is TFC_ERR_IO. */
 tfc_status tfc_mkdir_p(const char *path, tfc_error *err);
+
+/* Takes the advisory lock of the existing folder `dir`: flock(LOCK_EX | LOCK_NB) on
+ * DIR/.lock (created when missing, never removed), which then holds this process's pid.
+ * *fd keeps the lock until it is closed or the process ends (a kill -9 too). Held by another
+ * process: TFC_ERR_USAGE "DIR is in use by process PID"; other failures TFC_ERR_IO. flock is
+ * local to a machine: on NFS (Linux maps it to fcntl locks, which need the server's lock
+ * manager) two machines may both get it or both be refused; no two processes of one
+ * machine can. */
+tfc_status tfc_dir_lock(const char *dir, int *fd, tfc_error *err);
 
 #endif

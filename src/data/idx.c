@@ -1,17 +1,17 @@
 /* IDX files (MNIST's format), gzip-compressed or plain: a magic of two zero bytes, a type
- * byte and a rank byte, big-endian u32 dimensions, then big-endian data. Decompression grows
- * its buffer only as data actually arrives and stops at the size the header announces, so
- * a hostile header cannot make us allocate more than the input expands to. The idx source
- * reads an images file and an optional labels file into the array source. */
+ * byte and a rank byte, big-endian u32 dimensions, then big-endian data. A gzip file is
+ * inflated whole (gunzip.c: its CRC-32 and length are checked, its buffer grows only as data
+ * arrives) before the header is read. The idx source reads an images file and an optional
+ * labels file into the array source. */
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "core/fileio.h"
 #include "data/internal.h"
 
 #define IDX_MAX_FILE_BYTES ((size_t)4 << 30)
 #define IDX_MAX_DATA_BYTES ((int64_t)16 << 30)
+#define IDX_MAX_INFLATED ((size_t)IDX_MAX_DATA_BYTES + 4 + 4 * TFC_MAX_DIMS)
 
 static int idx_dtype(unsigned code, tfc_dtype *dt)
 {
@@ -55,84 +55,6 @@ static long parse_header(const unsigned char *b, size_t len, const char *name, t
         shape->dim[i] = ((int64_t)d[0] << 24) | ((int64_t)d[1] << 16) | ((int64_t)d[2] << 8) | d[3];
     }
     return (long)hl;
-}
-
-/* Inflates a gzip stream, stopping once `want` bytes are out (want < 0: not yet known; the
- * header is parsed as soon as it is complete to learn it). */
-static tfc_status gunzip(const unsigned char *in, size_t inlen, const char *name,
-                         unsigned char **out, size_t *outlen, tfc_error *err)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
-        return tfc_error_set(err, TFC_ERR_NOMEM, "%s: cannot start zlib", name);
-    size_t cap = 1 << 16, len = 0;
-    int64_t want = -1;
-    unsigned char *buf = malloc(cap);
-    tfc_status st = TFC_OK;
-    if (!buf) {
-        inflateEnd(&z);
-        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", name);
-    }
-    z.next_in = (unsigned char *)in;
-    /* zlib counts in uInt; feed large inputs in pieces. */
-    size_t fed = 0;
-    for (;;) {
-        if (z.avail_in == 0 && fed < inlen) {
-            size_t chunk = inlen - fed > (1u << 30) ? (1u << 30) : inlen - fed;
-            z.next_in = (unsigned char *)in + fed;
-            z.avail_in = (uInt)chunk;
-            fed += chunk;
-        }
-        size_t limit = want >= 0 ? (size_t)want : cap;
-        if (len == limit && want >= 0) break;
-        if (len == cap) {
-            size_t ncap = cap * 2;
-            if (want >= 0 && ncap > (size_t)want) ncap = (size_t)want;
-            unsigned char *nb = realloc(buf, ncap);
-            if (!nb) {
-                st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory decompressing %s", name);
-                break;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t room = (want >= 0 && (size_t)want < cap ? (size_t)want : cap) - len;
-        if (room > (1u << 30)) room = 1u << 30;
-        z.next_out = buf + len;
-        z.avail_out = (uInt)room;
-        int r = inflate(&z, Z_NO_FLUSH);
-        len += room - z.avail_out;
-        if (want < 0) {
-            tfc_dtype dt;
-            tfc_shape sh;
-            tfc_error tmp;
-            tfc_error_clear(&tmp);
-            long hl = parse_header(buf, len, name, &dt, &sh, &tmp);
-            if (hl > 0) {
-                int64_t bytes = tfc_data_bytes_checked(dt, &sh, IDX_MAX_DATA_BYTES);
-                want = bytes < 0 ? hl : hl + bytes; /* the parser reports the bad size */
-                if ((size_t)want < len) len = (size_t)want;
-            } else if (hl < 0) {
-                want = (int64_t)len; /* stop: the parser will report the bad header */
-            }
-        }
-        if (r == Z_STREAM_END || (want >= 0 && len >= (size_t)want)) break;
-        if (r == Z_BUF_ERROR && z.avail_in == 0 && fed >= inlen) break; /* truncated */
-        if (r != Z_OK && r != Z_BUF_ERROR) {
-            st = tfc_error_set(err, TFC_ERR_DATA, "%s: corrupt gzip data (%s)", name,
-                               z.msg ? z.msg : "inflate failed");
-            break;
-        }
-    }
-    inflateEnd(&z);
-    if (st) {
-        free(buf);
-        return st;
-    }
-    *out = buf;
-    *outlen = len;
-    return TFC_OK;
 }
 
 static void swap_bytes(void *data, size_t es, int64_t n)
@@ -192,10 +114,10 @@ static tfc_status idx_parse(const void *buf, size_t len, const char *name, int a
                             tfc_tensor *t, int64_t *missing, tfc_error *err)
 {
     const unsigned char *b = buf;
-    if (len >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
+    if (tfc_is_gzip(b, len)) {
         unsigned char *plain;
         size_t plen;
-        tfc_status st = gunzip(b, len, name, &plain, &plen, err);
+        tfc_status st = tfc_gunzip(b, len, name, IDX_MAX_INFLATED, &plain, &plen, err);
         if (st) return st;
         st = idx_parse_plain(plain, plen, name, allow_truncated, t, missing, err);
         free(plain);

@@ -479,6 +479,14 @@ tfc_status tfc_op_error(const op_build *b, const char *fmt, ...)
 tfc_vocab *tfc_vocab_build(tfc_tokenizer tok, int lowercase, int max_tokens, int min_count,
                            source *src, tfc_error *err);
 
+/* gzip (gunzip.c). tfc_gunzip inflates a whole gzip file image (one or more members) into a
+ * malloc'd *out, checking each member's CRC-32 and length; a truncated stream, trailing bytes
+ * that are not another member, a bad check or more than max_out (> 0) bytes is TFC_ERR_DATA
+ * naming `name`. */
+int tfc_is_gzip(const void *buf, size_t len);
+tfc_status tfc_gunzip(const void *in, size_t inlen, const char *name, size_t max_out,
+                      unsigned char **out, size_t *outlen, tfc_error *err);
+
 /* Image signatures. */
 int tfc_image_is_png(const void *buf, size_t len);
 int tfc_image_is_jpeg(const void *buf, size_t len);

@@ -389,45 +389,10 @@ static tfc_status index_file(tfr_source *t, int f, int skip, tfc_error *err)
     return TFC_OK;
 }
 
-/* The bytes of a file: mapped when uncompressed, inflated when gzip. */
+/* The bytes of a file: mapped; with gzip compression a gzip file is inflated (its CRC-32 and
+ * length checked) and a plain one kept as it is, as zlib's gzread passes it through. */
 static tfc_status load_file(tfr_file *file, int compression, tfc_error *err)
 {
-    if (compression == TFR_COMPRESSION_GZIP) {
-        gzFile gz = gzopen(file->path, "rb");
-        if (!gz) return tfc_error_set(err, TFC_ERR_IO, "cannot open %s: %s", file->path,
-                                      strerror(errno ? errno : ENOMEM));
-        size_t cap = 1 << 16, len = 0;
-        uint8_t *buf = malloc(cap);
-        int n = 0;
-        while (buf && (n = gzread(gz, buf + len, (unsigned)(cap - len))) > 0) {
-            len += (size_t)n;
-            if (len == cap) {
-                uint8_t *nb = cap < TFR_MAX_INFLATED ? realloc(buf, cap * 2) : NULL;
-                if (!nb) {
-                    free(buf);
-                    buf = NULL;
-                    break;
-                }
-                buf = nb;
-                cap *= 2;
-            }
-        }
-        int zerr = Z_OK;
-        const char *msg = n < 0 ? gzerror(gz, &zerr) : NULL;
-        tfc_status st = TFC_OK;
-        if (!buf) st = tfc_error_set(err, TFC_ERR_NOMEM, "%s: out of memory inflating it",
-                                     file->path);
-        else if (n < 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: not a valid gzip file (%s)",
-                                           file->path, msg ? msg : "read error");
-        gzclose(gz);
-        if (st) {
-            free(buf);
-            return st;
-        }
-        file->bytes = buf;
-        file->size = len;
-        return TFC_OK;
-    }
     int fd = open(file->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return tfc_error_set(err, TFC_ERR_IO, "cannot open %s: %s", file->path,
                                      strerror(errno));
@@ -448,7 +413,17 @@ static tfc_status load_file(tfr_file *file, int compression, tfc_error *err)
         file->mapped = 1;
     }
     close(fd);
-    return TFC_OK;
+    if (compression != TFR_COMPRESSION_GZIP || !tfc_is_gzip(file->bytes, file->size))
+        return TFC_OK;
+    unsigned char *plain;
+    size_t plen;
+    tfc_status st = tfc_gunzip(file->bytes, file->size, file->path, TFR_MAX_INFLATED, &plain,
+                               &plen, err);
+    munmap(file->bytes, file->size);
+    file->bytes = st ? NULL : plain;
+    file->size = st ? 0 : plen;
+    file->mapped = 0;
+    return st;
 }
 
 static tfc_component_spec spec_of(const tfr_feature *ft)

@@ -76,10 +76,19 @@ static const settable settables[] = {
     {"clip_gradients", 0, offsetof(tfc_solver_config, clip_gradients), 0},
 };
 
+const char *const *tfc_control_keys(void)
+{
+    static const char *const keys[] = {"optimizer.learning_rate", "max_iter", "display",
+                                       "test_interval", "snapshot.interval", "clip_gradients",
+                                       NULL};
+    return keys;
+}
+
 const char *tfc_control_settable_keys(void)
 {
-    return "optimizer.learning_rate, max_iter, display, test_interval, snapshot.interval, "
-           "clip_gradients";
+    static char joined[256];
+    if (!joined[0]) tfc_join_names(joined, sizeof joined, tfc_control_keys());
+    return joined;
 }
 
 int tfc_control_apply(tfc_solver_config *c, const char *assignment, char *why, size_t size)

@@ -247,7 +247,8 @@ void *tfc_confusion_json(const tfc_confusion *cm);
 
 /* The console and the clock of a run, and the loss and metric sums it displays. */
 typedef struct tfc_progress {
-    const tfc_solver *s;         /* its console, max_iter and the model's metrics */
+    const tfc_solver *s;         /* its max_iter and the model's metrics */
+    FILE *con;                   /* the console; NULL once a write to it failed (EPIPE) */
     int live;                    /* a live line is redrawn between the plain ones */
     double t_start, elapsed0;    /* this process's start; wall seconds of resumed runs */
     double t_loop, excluded;     /* the loop's start; seconds of tests since */
@@ -264,7 +265,8 @@ typedef struct tfc_progress {
 
 /* Starts the clock; the smoothing window is average_loss, else display, else 1. */
 tfc_status tfc_progress_init(tfc_progress *p, const tfc_solver *s, tfc_error *err);
-/* Prints to the console (nothing without one), clearing the live line first. */
+/* Prints to the console (nothing without one), clearing the live line first. A failed write
+ * (a closed pipe: `tfc-train ... | head`) stops the printing, never the run. */
 void tfc_progress_say(tfc_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds one batch's rows and metrics, then one iteration's loss. */
 void tfc_progress_batch(tfc_progress *p, const tfc_batch_result *br);
@@ -299,6 +301,7 @@ typedef struct tfc_rundir {
     const tfc_solver *s;
     char path[4096];
     int made;                    /* it exists: summary.json is written at the end */
+    int locked, lock_fd;         /* its lock (tfc_dir_lock), held from open to close */
     tfc_csv_log *csv;
     tfc_events *ev;
 } tfc_rundir;
@@ -307,7 +310,9 @@ typedef struct tfc_rundir {
  * this solver's snapshots are, else runs/<model name>-<YYYYmmdd-HHMMSS> (-2, -3, ... when
  * taken). */
 void tfc_rundir_choose(tfc_rundir *d, const tfc_solver *s);
-/* Creates the folder, writes config.yaml and (with a vocabulary) vocabulary.txt, opens
+/* Creates the folder and takes its lock (a folder another process holds is refused naming
+ * its pid, before anything in it changes: --overwrite, log.csv, temporaries, the control
+ * FIFO), writes config.yaml and (with a vocabulary) vocabulary.txt, opens
  * log.csv and a new event file (with the config as text, the graph and the hparams
  * session's start); resumed_at >= 0 continues a run at that iteration (the log
  * keeps its rows up to it). */
@@ -330,7 +335,7 @@ tfc_status tfc_rundir_images(tfc_rundir *d, int64_t iter, const float *x, int n,
  * the event file; `error` as tfc_summary_write. */
 tfc_status tfc_rundir_summary(const tfc_rundir *d, const tfc_train_result *res,
                               const char *best_metric, const char *error, tfc_error *err);
-void tfc_rundir_close(tfc_rundir *d);
+void tfc_rundir_close(tfc_rundir *d); /* and releases the lock */
 
 /* ---- callbacks at test evaluations (callbacks.c) ------------------------------------------- */
 

@@ -15,23 +15,29 @@ tfc_status tfc_progress_init(tfc_progress *p, const tfc_solver *s, tfc_error *er
 {
     const tfc_solver_config *c = &s->cfg;
     FILE *con = s->opt.console;
-    *p = (tfc_progress){.s = s, .t_start = tfc_now()};
+    *p = (tfc_progress){.s = s, .con = con, .t_start = tfc_now()};
     p->live = con && (s->opt.live > 0 || (s->opt.live < 0 && isatty(fileno(con))));
     p->window = c->average_loss > 0 ? c->average_loss : c->display > 0 ? c->display : 1;
     p->losses = calloc((size_t)p->window, sizeof *p->losses);
     return p->losses ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
 }
 
+/* Flushes the console; after a failed write (the reader of a pipe gone) it is dropped. */
+static void flush(tfc_progress *p)
+{
+    if (fflush(p->con) != 0 || ferror(p->con)) p->con = NULL;
+}
+
 void tfc_progress_say(tfc_progress *p, const char *fmt, ...)
 {
-    FILE *con = p->s->opt.console;
+    FILE *con = p->con;
     if (!con) return;
     if (p->live) fputs("\r\033[K", con);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(con, fmt, ap);
     va_end(ap);
-    fflush(con);
+    flush(p);
 }
 
 void tfc_progress_batch(tfc_progress *p, const tfc_batch_result *br)
@@ -121,7 +127,7 @@ void tfc_progress_display(tfc_progress *p, int64_t iter, double lr, tfc_eval *e)
 
 void tfc_progress_live(tfc_progress *p, int64_t iter, double lr)
 {
-    FILE *con = p->s->opt.console;
+    FILE *con = p->con;
     if (!con || !p->live) return;
     double t = tfc_now();
     if (t - p->live_t < 0.1 && iter != p->s->cfg.max_iter) return;
@@ -129,15 +135,15 @@ void tfc_progress_live(tfc_progress *p, int64_t iter, double lr)
     char line[512];
     progress_line(p, iter, lr, NULL, line, sizeof line);
     fprintf(con, "\r\033[K%s", line);
-    fflush(con);
+    flush(p);
 }
 
 void tfc_progress_end(tfc_progress *p)
 {
-    FILE *con = p->s->opt.console;
+    FILE *con = p->con;
     if (!con || !p->live) return;
     fputs("\r\033[K", con);
-    fflush(con);
+    flush(p);
 }
 
 double tfc_progress_elapsed(const tfc_progress *p) { return p->elapsed0 + tfc_now() - p->t_start; }

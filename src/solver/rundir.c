@@ -1,7 +1,8 @@
 /* The run directory (SPEC §4): which folder (--out, the run of a resumed state, or a new
  * runs/<model>-<stamp>), the files a run writes when it starts (config.yaml,
  * vocabulary.txt, log.csv, the TensorBoard event file), their rows as it goes, and
- * summary.json at the end. */
+ * summary.json at the end. A run holds its folder's lock (DIR/.lock) for its life: one
+ * folder, one writer. */
 #include "solver/internal.h"
 
 #include <dirent.h>
@@ -107,15 +108,22 @@ static int metric_names(const tfc_model *m, const char *names[TFC_MAX_METRICS])
     return n;
 }
 
-/* Whether `name`, an entry of a run directory, is a file tfc-train writes there. */
-static int run_file(const char *name, const char *snapshot_top)
+/* Whether `name` is one of the fixed-name files tfc-train writes in a run directory. */
+static int fixed_run_file(const char *name)
 {
     static const char *const names[] = {"config.yaml", "log.csv", "summary.json",
                                         "vocabulary.txt", "final.safetensors",
                                         "best.safetensors"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(name, names[i])) return 1;
-    return !strncmp(name, "events.out.tfevents.", 20) || !strcmp(name, snapshot_top) ||
+    return 0;
+}
+
+/* Whether `name`, an entry of a run directory, is a file tfc-train writes there. */
+static int run_file(const char *name, const char *snapshot_top)
+{
+    return fixed_run_file(name) || !strncmp(name, "events.out.tfevents.", 20) ||
+           !strcmp(name, snapshot_top) ||
            (!strchr(snapshot_top, '/') && !strncmp(name, snapshot_top, strlen(snapshot_top)));
 }
 
@@ -151,6 +159,28 @@ static int earlier_run(const tfc_rundir *d, int clear)
     return found;
 }
 
+/* Removes the temporaries of the run's own files (".<name>.tmp-XXXXXX" of config.yaml,
+ * summary.json, final/best weights...) that a kill left during their atomic write; only
+ * while the lock is held, so never another live run's. Snapshot temporaries are
+ * snapshot.c's. */
+static void remove_stale_temps(const tfc_rundir *d)
+{
+    DIR *dir = opendir(d->path);
+    for (struct dirent *e; dir && (e = readdir(dir));) {
+        const char *tmp = strstr(e->d_name, ".tmp-");
+        char name[256];
+        if (e->d_name[0] != '.' || !tmp || strlen(tmp) != 11 ||
+            (size_t)(tmp - e->d_name) >= sizeof name)
+            continue;
+        snprintf(name, sizeof name, "%.*s", (int)(tmp - e->d_name - 1), e->d_name + 1);
+        if (!fixed_run_file(name)) continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", d->path, e->d_name);
+        unlink(p);
+    }
+    if (dir) closedir(dir);
+}
+
 /* A folder that holds an earlier run is refused (its event files and snapshots would mix
  * with this run's), unless this run resumes a snapshot inside it or --overwrite clears it. */
 static tfc_status check_reuse(const tfc_rundir *d, int64_t resumed_at, tfc_error *err)
@@ -184,10 +214,19 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
                            tfc_error *err)
 {
     char path[4200];
-    tfc_status s = check_reuse(d, resumed_at, err);
+    tfc_status s = tfc_mkdir_p(d->path, err);
     if (s) return s;
-    s = tfc_mkdir_p(d->path, err);
+    s = tfc_dir_lock(d->path, &d->lock_fd, err);
+    if (s == TFC_ERR_USAGE)
+        tfc_error_hint(err, "one run directory has one writer%s: wait for that run to end, "
+                       "stop it (tfc-ctl %s stop), or choose another --out",
+                       d->s->opt.overwrite ? " (--overwrite never clears a live run)" : "",
+                       d->path);
     if (s) return s;
+    d->locked = 1;
+    s = check_reuse(d, resumed_at, err);
+    if (s) return s;
+    remove_stale_temps(d);
     d->made = 1;
     char *config = NULL;
     s = write_config(d, &config, err);
@@ -311,4 +350,6 @@ void tfc_rundir_close(tfc_rundir *d)
 {
     tfc_csv_close(d->csv);
     tfc_events_close(d->ev);
+    if (d->locked) close(d->lock_fd);
+    d->locked = 0;
 }

@@ -257,7 +257,7 @@ static tfc_st_file *open_verified(const char *path, tfc_error *err)
     const char *fmt = tfc_st_meta(f, "format"), *ver = tfc_st_meta(f, "format_version");
     const char *sum = tfc_st_meta(f, "checksum");
     tfc_status s = TFC_OK;
-    uint32_t crc = 0;
+    char want[9];
     if (!fmt || strcmp(fmt, TFC_STATE_FORMAT) != 0)
         s = tfc_error_set(err, TFC_ERR_FORMAT,
                           "%s is not a tfc state file (its __metadata__ has no format \"%s\"); "
@@ -269,9 +269,7 @@ static tfc_st_file *open_verified(const char *path, tfc_error *err)
                           ver ? ver : "(none)", TFC_STATE_VERSION);
     else if (!sum)
         s = tfc_error_set(err, TFC_ERR_FORMAT, "%s: the state file has no checksum", path);
-    else if (!(s = file_checksum(f, &crc, err))) {
-        char want[16];
-        snprintf(want, sizeof want, "%08x", crc);
+    else if (!(s = tfc_snapshot_checksum(f, want, err))) {
         if (strcmp(want, sum) != 0)
             s = tfc_error_set(err, TFC_ERR_FORMAT,
                               "%s: checksum mismatch (stored %s, computed %s): the file is "
@@ -283,6 +281,14 @@ static tfc_st_file *open_verified(const char *path, tfc_error *err)
         return NULL;
     }
     return f;
+}
+
+tfc_status tfc_snapshot_checksum(const tfc_st_file *f, char out[9], tfc_error *err)
+{
+    uint32_t crc = 0;
+    tfc_status s = file_checksum(f, &crc, err);
+    if (!s) snprintf(out, 9, "%08x", crc);
+    return s;
 }
 
 tfc_status tfc_snapshot_verify(const char *state_path, tfc_error *err)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "core/config.h"
+#include "core/safetensors.h"
 #include "data/data.h"
 #include "graph/model.h"
 #include "solver/optimizer.h"
@@ -250,6 +251,10 @@ char *tfc_solver_eval_json(tfc_solver *s, const tfc_eval *e, const tfc_confusion
 /* Formats "loss 0.2500  accuracy 0.9120" for the model's metrics. */
 void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size);
 
+/* The keys `tfc-ctl RUN_DIR set KEY=VALUE` may set while a run trains (NULL-terminated;
+ * control.c). */
+const char *const *tfc_control_keys(void);
+
 /* ---- snapshot files (snapshot.c) ----------------------------------------------------- */
 
 /* The two files of a snapshot: weights (SPEC §5) and the state a resume needs. */
@@ -274,5 +279,9 @@ int64_t tfc_snapshot_parse(const char *path, const char *prefix, const char **di
  * loading it reports (TFC_ERR_IO, TFC_ERR_CONFIG, ...). */
 tfc_status tfc_snapshot_find_newest(const char *run_dir, char *state, size_t size,
                                     tfc_error *err);
+
+/* The checksum a state file's "checksum" metadata holds when intact (8 lowercase hex digits
+ * into out[9]): CRC-32 over its tensors and its other metadata (snapshot_io.c). */
+tfc_status tfc_snapshot_checksum(const tfc_st_file *f, char out[9], tfc_error *err);
 
 #endif

@@ -635,6 +635,14 @@ static tfc_status start(run *r, tfc_error *err)
     else if (s->opt.weights) st = load_initial_weights(r, s->opt.weights, err);
     if (st == TFC_ERR_USAGE && r->forced) st = weights_only_start(r, err);
     int64_t resumed_at = s->opt.resume && !r->forced ? r->iter : -1;
+    if (!st && s->opt.stop_at > 0 && s->opt.stop_at >= c->max_iter)
+        st = tfc_error_set(err, TFC_ERR_USAGE, "--stop-at %lld is not below max_iter %d: the run "
+                           "would complete there, not pause", (long long)s->opt.stop_at,
+                           c->max_iter);
+    else if (!st && s->opt.stop_at > 0 && s->opt.stop_at < r->iter)
+        st = tfc_error_set(err, TFC_ERR_USAGE, "--stop-at %lld is before iteration %lld, where "
+                           "the resumed snapshot is", (long long)s->opt.stop_at,
+                           (long long)r->iter);
     if (!st && r->comm->size > 1) st = share_weights(r, err);
     if (st || !writer(r)) return st;
     st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
@@ -698,6 +706,12 @@ static void control_set(run *r, const char *assignment)
     }
     if (strncmp(assignment, key, strlen(key))) {
         char why[256];
+        long long n = 0;
+        if (sscanf(assignment, "max_iter=%lld", &n) == 1 && n < r->iter) {
+            tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: the run is at iteration %lld "
+                             "already\n", assignment, (long long)r->iter);
+            return;
+        }
         if (!tfc_control_apply(&r->s->cfg, assignment, why, sizeof why)) {
             tfc_progress_say(&r->prog, "tfc-ctl: set %s refused: %s\n", assignment, why);
             return;
@@ -769,9 +783,9 @@ static tfc_status loop(run *r, tfc_error *err)
         tfc_status st = snapshot(r, err);
         if (st) return st;
     }
-    int64_t end = r->s->opt.stop_at > 0 && r->s->opt.stop_at < c->max_iter ? r->s->opt.stop_at
-                                                                             : c->max_iter;
-    while (r->iter < end) {
+    /* max_iter is read at every iteration: tfc-ctl may set it while the loop runs */
+    while (r->iter < (r->s->opt.stop_at > 0 && r->s->opt.stop_at < c->max_iter
+                          ? r->s->opt.stop_at : c->max_iter)) {
         /* a stop on any rank (a signal, tfc-ctl on rank 0) stops every rank here */
         if ((r->stopped = tfc_comm_any(r->comm, tfc_solver_stop_requested(r->s) || r->ctl_stop)))
             break;
