@@ -247,6 +247,8 @@ static void test_conv1d_pooling1d(void)
             " inputs: embedding}\n"
             "  - GlobalAveragePooling1D: {name: h, keepdims: true}\n  - Flatten: {}\n"
             "  - Concatenate: {inputs: [global_average_pooling1d, flatten]}\n", 30);
+}
+
 /* GRU (both reset_after, masked, return_sequences) and Bidirectional in each merge mode,
  * masked and not: ONNX's GRU with linear_before_reset, and bidirectional nodes */
 static void test_gru_bidirectional(void)
