@@ -1298,6 +1298,28 @@ static void test_missing_kernel_refused(void)
     tfc_backend_free(be);
 }
 
+/* A layer that runs on the common ops but has not run under make test-gpu (cpu_first) is
+ * refused by a backend other than the CPU, naming it: a CPU backend posing as device 0. */
+static void test_cpu_first_refused(void)
+{
+    tfc_model *m = tfc_test_model("input: {shape: [8, 3]}\nlayers:\n"
+                                  "  - Conv1D: {name: c, filters: 2, kernel_size: 3}\n"
+                                  "  - Flatten: {}\n  - Dense: {units: 2}\n");
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    TFC_ASSERT(m && be);
+    tfc_error err;
+    tfc_error_clear(&err);
+    be->device = 0;
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'c'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Conv1D has not run on the cpu backend"));
+    be->device = -1;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"gradcheck_catches_2_percent", test_gradcheck_catches_2_percent},
               {"registry_covered", test_registry_covered},
@@ -1315,4 +1337,5 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"lazy_zero_grad", test_lazy_zero_grad}, {"lstm_takes_ids", test_lstm_takes_ids},
               {"inference_pool_chains", test_inference_pool_chains},
               {"frozen_weights_reload", test_frozen_weights_reload},
-              {"missing_kernel_refused", test_missing_kernel_refused})
+              {"missing_kernel_refused", test_missing_kernel_refused},
+              {"cpu_first_refused", test_cpu_first_refused})

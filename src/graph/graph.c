@@ -458,6 +458,11 @@ static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_e
                                    "the %s backend has no kernel for the activation '%s' yet; "
                                    "run this model with --device cpu",
                                    be->ops->name, tfc_act_names[l->act]);
+        if (l->ops->cpu_first && be->device >= 0)
+            return tfc_layer_error(err, l,
+                                   "%s has not run on the %s backend under make test-gpu yet; "
+                                   "run this model with --device cpu",
+                                   l->ops->type, be->ops->name);
         const char *const *ops = l->ops->needs ? l->ops->needs(l) : NULL;
         for (const char *const *op = ops; op && *op; op++)
             if (!tfc_backend_has(be->ops, *op))

@@ -80,6 +80,10 @@ typedef struct tfc_layer_ops {
      * name, NULL-terminated; binding it on a backend that lacks one fails naming the layer.
      * May be NULL: none. */
     const char *const *(*needs)(const tfc_layer *l);
+    /* The layer runs on ops every backend has, but has not yet run under `make test-gpu` on
+     * a real GPU: a backend other than the CPU refuses it at bind, naming it, until it has
+     * (then the flag goes). */
+    int cpu_first;
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
