@@ -348,7 +348,7 @@ static void test_solver_key_errors(void)
                  "lr_policy.factor: expected a factor below 1 (the rate must fall), found 1");
     expect_error("lr_policy={type: plateau, monitor: test/top5}", "lr_policy.monitor: unknown "
                                                                   "metric \"test/top5\"");
-    expect_error("lr_policy={type: plateau, threshold_mode: relative}", "lr_policy.threshold_mode: unknown value \"relative\" (one of: rel, abs)");
+    expect_error("lr_policy={type: plateau, threshold_mode: relative}", "lr_policy.threshold_mode: unknown value \"relative\"; did you mean \"rel\"? (one of: rel, abs)");
 }
 
 static void test_test_interval_needed(void)
