@@ -181,6 +181,8 @@ TOOL_SRC := $(wildcard tools/tfc-*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BIN)/%)
 # The command-line parser every tool links (tools/cli.h); not part of libtfc.
 TOOL_OBJ := $(BUILD)/tools/cli.o
+# tfc-grid's parts (tools/grid.h), linked into tfc-grid alone.
+GRID_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/grid_*.c))
 TEST_SRC := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_LIB := $(wildcard tests/util/*.c)
@@ -222,11 +224,12 @@ $(BUILD)/%.o: %.cu
 BIN_CONFIG := $(BIN)/.config
 $(shell mkdir -p $(BIN) && (echo '$(CONFIG)' | cmp -s - $(BIN_CONFIG) || echo '$(CONFIG)' > $(BIN_CONFIG)))
 
+$(BIN)/tfc-grid: $(GRID_OBJ)
 $(BIN)/tfc-%: tools/tfc-%.c $(TOOL_OBJ) $(STATIC) $(BIN_CONFIG)
 	@mkdir -p $(BIN)
 	@echo "  LINK  $@"
 	$(Q)mkdir -p $(BUILD)/tools
-	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MF $(BUILD)/tools/$(notdir $@).d $< $(TOOL_OBJ) \
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MF $(BUILD)/tools/$(notdir $@).d $< $(filter %.o,$^) \
 	    $(STATIC) -o $@ $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
 # (one gcc call compiles several sources, so its -MMD file keeps only the last one's headers:
