@@ -110,6 +110,36 @@ static void test_replay(void)
     tfc_asha_free(&a);
 }
 
+/* A grid smaller than eta^nrungs: six trials, rungs 1 and 3, top 9, values falling with the
+ * trial's index. ASHA's rule promotes t0 (top 1 of three) and t1 (top 2 of six) to rung 1 and
+ * no further (floor(2/3) = 0); with nothing left to start or run, the best at the highest rung
+ * reached, t0, goes on to the top. A rung whose values are all non-finite sends none. */
+static void test_finite_grid_finishes(void)
+{
+    static const double fv[6] = {.9, .8, .7, .6, .5, .4};
+    static const int want[][2] = {{0, 0}, {1, 0}, {2, 0}, {0, 1}, {3, 0},
+                                  {4, 0}, {5, 0}, {1, 1}, {0, 2}};
+    for (int failing = 0; failing < 2; failing++) {
+        tfc_asha a;
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL_FATAL(tfc_asha_init(&a, 6, 1, 9, 3, 1, &err), TFC_OK);
+        int n = 0, t, k;
+        while (tfc_asha_next(&a, &t, &k)) {
+            CU_ASSERT_FATAL(n < 9);
+            if (t != want[n][0] || k != want[n][1])
+                printf("\njob %d: trial %d to rung %d, want trial %d to rung %d\n", n, t, k,
+                       want[n][0], want[n][1]);
+            CU_ASSERT(t == want[n][0] && k == want[n][1]);
+            tfc_asha_report(&a, t, k, failing && k == 1 ? NAN : fv[t] + 0.05 * k);
+            n++;
+        }
+        CU_ASSERT_EQUAL(n, failing ? 8 : 9);
+        CU_ASSERT_EQUAL(a.reached[0], failing ? 1 : 2);
+        tfc_asha_free(&a);
+    }
+}
+
 /* Runs a pruner sweep one job at a time over scripted values (vals[t][step]); the jobs it gave
  * go to jobs[] as (trial, step); returns their count. */
 static int pruner_sweep(tfc_pruner *m, const double vals[][3], int jobs[][2], int max)
@@ -205,6 +235,19 @@ static void test_hyperband(void)
     CU_ASSERT_EQUAL_FATAL(tfc_hyperband_init(&h, 10, 1, 9, 3, 1, &err), TFC_OK);
     CU_ASSERT(h.count[0] == 9 && h.count[1] == 1 && h.count[2] == 0);
     tfc_hyperband_free(&h);
+    /* six trials, one short bracket: the best two of stage 0 (t3, t5) go on, and of those
+     * two (floor(2/3) = 0) still the best, t3, to the end */
+    static const int short_want[9][2] = {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0},
+                                         {5, 0}, {3, 1}, {5, 1}, {3, 2}};
+    CU_ASSERT_EQUAL_FATAL(tfc_hyperband_init(&h, 6, 1, 9, 3, 1, &err), TFC_OK);
+    n = 0;
+    while (n < 12 && tfc_hyperband_next(&h, &t, &k)) {
+        CU_ASSERT(n < 9 && t == short_want[n][0] && k == short_want[n][1]);
+        tfc_hyperband_report(&h, t, k, hv[t] + 0.05 * k);
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, 9);
+    tfc_hyperband_free(&h);
     /* replaying the first ten jobs and nine reports, then asking: the uninterrupted order */
     CU_ASSERT_EQUAL_FATAL(tfc_hyperband_init(&h, 17, 1, 9, 3, 1, &err), TFC_OK);
     for (int j = 0; j < 10; j++) {
@@ -219,4 +262,5 @@ static void test_hyperband(void)
 
 TFC_TEST_MAIN("asha", {"rungs", test_rungs}, {"sequential_sweep", test_sequential_sweep},
               {"busy_mode_and_nan", test_busy_mode_and_nan}, {"replay", test_replay},
+              {"finite_grid_finishes", test_finite_grid_finishes},
               {"median_pruner", test_median_pruner}, {"hyperband", test_hyperband})

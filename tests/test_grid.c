@@ -481,6 +481,48 @@ static void test_asha_sweep(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "holds another sweep's decisions"));
 }
 
+/* Issue 43 item 13: asha on a 3x2 grid with rungs 10, 30 and 90, the better learning rates
+ * first, so that ASHA's own rule sends two points to rung 30 and none on (floor(2/3) = 0).
+ * The sweep still ends with one point trained to max_iter (the best at rung 30, with its
+ * final weights), says how many the scheduler paused, and exits 0; results.csv is sorted by
+ * best_accuracy, every paused point's rung result counting there. */
+static void test_asha_small_grid(void)
+{
+    CU_ASSERT_EQUAL_FATAL(grid("tiny.yaml --grid optimizer.learning_rate=0.03,0.003,0.0003 "
+                               "--grid model.layers.0.Dense.units=16,8 --set max_iter=90 "
+                               "--set test_interval=0 --set snapshot.interval=0 --scheduler asha "
+                               "--min-iter 10 --threads 1 --out asha_small"),
+                          0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "; 1 completed, 5 paused by asha, 0 failed or diverged, "
+                                       "0 unfinished\n"));
+    char *csv = tfc_test_read(tfc_test_path("asha_small/results.csv"), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    double prev = 2;
+    int rows = 0, at30 = 0;
+    for (const char *l = strchr(csv, '\n') + 1; *l; l = strchr(l, '\n') + 1, rows++) {
+        double lr, final, best;
+        int units, best_iter, iters;
+        char status[32];
+        CU_ASSERT_FATAL(sscanf(l, "%lf,%d,%lf,%lf,%d,%d,%*[^,],%31[^,],", &lr, &units, &final,
+                               &best, &best_iter, &iters, status) == 7);
+        CU_ASSERT(best <= prev); /* sorted, higher accuracy first */
+        prev = best;
+        CU_ASSERT(best >= final); /* the rung's test counts in best_ */
+        CU_ASSERT_STRING_EQUAL(status, rows ? "paused" : "completed");
+        at30 += iters == 30;
+        if (rows == 0) {
+            CU_ASSERT_EQUAL(iters, 90);
+            char path[2048];
+            snprintf(path, sizeof path, "%s/asha_small/learning_rate=%g_units=%d/final.safetensors",
+                     tfc_test_tmpdir(), lr, units);
+            CU_ASSERT_EQUAL(access(path, F_OK), 0);
+        }
+    }
+    CU_ASSERT_EQUAL(rows, 6);
+    CU_ASSERT_EQUAL(at30, 1); /* the case walked: two at rung 30, one of them sent on */
+    free(csv);
+}
+
 /* SIGTERM to an asha sweep, then the same command again: the decisions (asha.csv) and the
  * results equal those of the sweep that was never interrupted. */
 static void test_asha_interrupted(void)
@@ -574,5 +616,6 @@ TFC_TEST_MAIN("grid", {"expansion", test_expansion}, {"usage_errors", test_usage
               {"resume_after_sigterm", test_resume_after_sigterm},
               {"resume_after_kill", test_resume_after_kill},
               {"resume_after_kill_prefix", test_resume_after_kill_prefix},
-              {"asha_sweep", test_asha_sweep}, {"asha_interrupted", test_asha_interrupted},
+              {"asha_sweep", test_asha_sweep}, {"asha_small_grid", test_asha_small_grid},
+              {"asha_interrupted", test_asha_interrupted},
               {"median_sweep", test_median_sweep}, {"hyperband_sweep", test_hyperband_sweep})

@@ -42,6 +42,15 @@ int grid_read_summary(grid *g, grid_point *p)
     p->final_value = p->have_final ? json_number_value(fv) : 0;
     p->wall = json_number_value(json_object_get(root, "wall_seconds"));
     p->iterations = (long long)json_integer_value(json_object_get(root, "iterations"));
+    /* A scheduler's pause tests the point (its rung result, final.test) without counting it
+     * in the run's best: it counts here, so a paused point ranks by what it reached. */
+    int better = !p->have_best || (g->lower_is_better ? p->final_value < p->best_value
+                                                      : p->final_value > p->best_value);
+    if (!strcmp(p->status, "paused") && p->have_final && better) {
+        p->have_best = 1;
+        p->best_value = p->final_value;
+        p->best_iter = p->iterations;
+    }
     json_decref(root);
     return 1;
 }

@@ -98,9 +98,10 @@ static const cli_tool tool = {
              "ones: delete their folder to retry) and resumes the others from their newest\n"
              "snapshot; a point whose resolved configuration changed since it ran (an edited\n"
              "solver, another common --set) runs again from scratch.",
-    .exit_status = "0 every point completed, 1 a point failed or diverged, 2 bad usage or\n"
-                   "configuration (or DIR in use by another tfc-grid), 130/143 stopped by\n"
-                   "SIGINT/SIGTERM (the running points snapshot)",
+    .exit_status = "0 every point completed (with --scheduler: ended where the scheduler\n"
+                   "left it, one at least at max_iter), 1 a point failed or diverged (or none\n"
+                   "reached max_iter), 2 bad usage or configuration (or DIR in use by another\n"
+                   "tfc-grid), 130/143 stopped by SIGINT/SIGTERM (the running points snapshot)",
     .operand_list = &args.solver,
 };
 
@@ -277,16 +278,24 @@ static int grid_main(grid *g, int argc, char **argv)
     int ok = grid_write_results(g, dir);
     if (ok) ok = grid_write_report(dir);
     grid_sched_free(g);
-    int failed = 0, unfinished = 0;
+    int ended = 0, paused = 0, failed = 0, unfinished = 0;
     for (int i = 0; i < g->npoints; i++) {
         const char *st = g->points[i].status;
-        if (!strcmp(st, "failed") || !strcmp(st, "diverged")) failed++;
-        else if (strcmp(st, "completed") != 0 && !(g->asha && (!strcmp(st, "paused") ||
-                                                               !strcmp(st, "stopped_early"))))
-            unfinished++;
+        if (!strcmp(st, "completed") || (g->asha && !strcmp(st, "stopped_early"))) ended++;
+        else if (g->asha && !strcmp(st, "paused")) paused++;
+        else if (!strcmp(st, "failed") || !strcmp(st, "diverged")) failed++;
+        else unfinished++;
     }
-    printf("tfc-grid: %.1f s; %d failed or diverged, %d unfinished\n", tfc_now() - t0, failed,
-           unfinished);
+    printf("tfc-grid: %.1f s; %d completed", tfc_now() - t0, ended);
+    if (g->asha) printf(", %d paused by %s", paused, o->name);
+    printf(", %d failed or diverged, %d unfinished\n", failed, unfinished);
     if (grid_stop_signal) return 128 + (int)grid_stop_signal;
+    if (g->asha && !ended) { /* a scheduled sweep ends with a point trained to max_iter */
+        fflush(stdout);
+        fprintf(stderr, "tfc-grid: no point reached max_iter (%lld): %d failed or diverged on "
+                        "the way; results.csv's reason column says where each stopped\n",
+                (long long)g->points[0].max_iter, failed);
+        return 1;
+    }
     return failed || unfinished || !ok ? 1 : 0;
 }

@@ -55,6 +55,33 @@ static int ranks_before(const tfc_asha *a, int k, int s, int t)
     return s < t;
 }
 
+/* A finite grid's end: every trial started, none running, none at the top. ASHA's rule alone
+ * (floor(n_k / eta) of a rung go on) leaves a rung of fewer than eta trials where it is, so a
+ * grid smaller than eta^nrungs would stop every trial below max_iter; the best of the highest
+ * rung reached (finite value, not promoted out of it) goes on instead. 1 with the job (as
+ * tfc_asha_next), or 0 when a trial reached the top or none can go on. */
+static int finish_one(tfc_asha *a, int *trial, int *rung)
+{
+    int high = -1;
+    for (int t = 0; t < a->ntrials; t++) {
+        if (a->busy[t]) return 0;
+        if (a->reached[t] > high) high = a->reached[t];
+    }
+    if (high < 0 || high >= a->nrungs) return 0;
+    int best = -1;
+    for (int t = 0; t < a->ntrials; t++) {
+        size_t at = (size_t)t * (size_t)(a->nrungs + 1) + (size_t)high;
+        if (a->reached[t] < high || a->promoted[at] || !isfinite(a->value[at])) continue;
+        if (best < 0 || ranks_before(a, high, t, best)) best = t;
+    }
+    if (best < 0) return 0;
+    a->promoted[(size_t)best * (size_t)(a->nrungs + 1) + (size_t)high] = 1;
+    a->busy[best] = 1;
+    *trial = best;
+    *rung = high + 1;
+    return 1;
+}
+
 int tfc_asha_next(tfc_asha *a, int *trial, int *rung)
 {
     for (int k = a->nrungs - 1; k >= 0; k--) {
@@ -90,7 +117,7 @@ int tfc_asha_next(tfc_asha *a, int *trial, int *rung)
         *rung = 0;
         return 1;
     }
-    return 0;
+    return finish_one(a, trial, rung);
 }
 
 void tfc_asha_report(tfc_asha *a, int trial, int rung, double value)
@@ -304,18 +331,23 @@ static int hb_before(const tfc_hyperband *h, int j, int u, int w)
     return u < w;
 }
 
-/* When every trial of bracket b's stage has its value: the best floor(n / eta) go on. */
+/* When every trial of bracket b's stage has its value: the best floor(n / eta) go on (one at
+ * least, see below). */
 static void hb_promote(tfc_hyperband *h, int b)
 {
     int L = h->level[b];
     if (L >= h->smax) return;
-    int n = 0;
+    int n = 0, nfinite = 0;
     for (int t = h->first[b]; t < h->first[b] + h->count[b]; t++) {
         if (h->want[t] < L) continue; /* left at an earlier stage */
         if (h->have[t] < L || h->busy[t]) return; /* not all in yet */
         n++;
+        nfinite += isfinite(h->value[(size_t)t * (size_t)(h->smax + 1) + (size_t)L]) != 0;
     }
+    /* a bracket the grid cut short (fewer trials than Li et al.'s n) keeps one trial with a
+     * finite value, so it still ends with one trained to max_iter */
     int keep = (int)floor((double)n / h->eta);
+    if (keep < 1 && nfinite > 0) keep = 1;
     for (int t = h->first[b]; t < h->first[b] + h->count[b]; t++) {
         if (h->want[t] < L) continue;
         int better = 0;

@@ -36,8 +36,11 @@ tfc_status tfc_asha_init(tfc_asha *a, int ntrials, int64_t min_iter, int64_t max
 /* The next job, ASHA's get_job: from the highest rung down, the best trial of rung k's top
  * floor(n_k / eta) (n_k: trials with a value at rung k; ties to the lower index) that was not
  * promoted yet and is not running is promoted to rung k + 1; else the next new trial starts
- * toward rung 0. Returns 1 with *trial and *rung (the rung the job trains to; nrungs = the
- * end) and marks the trial busy, or 0 when no job can start now. */
+ * toward rung 0; else, when no trial runs and none reached the top (a grid of fewer than
+ * eta^nrungs trials can end so), the best trial with a finite value at the highest rung
+ * reached goes on, so a finite grid ends with one trial at max_iter. Returns 1 with *trial and
+ * *rung (the rung the job trains to; nrungs = the end) and marks the trial busy, or 0 when no
+ * job can start now. */
 int tfc_asha_next(tfc_asha *a, int *trial, int *rung);
 
 /* The trial's job ended at `rung` with `value` (the metric of its test there): it is no
@@ -60,7 +63,8 @@ void tfc_asha_free(tfc_asha *a);
  * iterations (j = 0..s_max, the last max_iter). Bracket s = s_max..0 takes the next
  * n = ceil((s_max + 1) / (s + 1) · eta^s) trials (fewer when they run out) from stage s_max - s;
  * it is successive halving: when every trial of its current stage reported, the best
- * floor(n_i / eta) of the n_i there go on to the next stage. Brackets run in order; with
+ * floor(n_i / eta) of the n_i there go on to the next stage (at least one with a finite
+ * value: a bracket the trials ran out for still ends at max_iter). Brackets run in order; with
  * several jobs a later bracket's jobs fill slots an earlier one cannot use. */
 typedef struct tfc_hyperband {
     int ntrials, smax, nbrackets;
