@@ -1,6 +1,7 @@
 /* Data-parallel training on CPU ranks under Open MPI's mpirun (docs/distributed.md): 2 ranks
  * against one process with the global batch (SGD, Adam), bit-identity with iter_size under
- * `deterministic: true`, exact resume, SIGINT, a killed rank, and the refusals. Runs the built
+ * `deterministic: true`, exact resume, SIGINT, a killed rank, the refusals, and plain progress
+ * lines into a file (a live line on a terminal). Runs the built
  * tfc-train ($TFC_BIN) through `mpirun -np 2` and `--nprocs 2`; skipped, visibly, where
  * mpirun is missing. */
 #include <math.h>
@@ -342,6 +343,43 @@ static void test_killed_rank_ends_job(void)
                         dir, bin(), solver(), more), 0);
 }
 
+/* Issue 43 item 12: the progress of a data-parallel run whose output goes to a file is plain
+ * lines (no carriage return, no escape code), through --nprocs and through mpirun by hand,
+ * although each rank writes into mpirun's pseudo-terminal; on a terminal (script(1)'s) the
+ * line is still redrawn in place. */
+static void test_plain_lines_into_a_file(void)
+{
+    if (!have_mpirun()) return;
+    char s[1024], path[1024];
+    snprintf(s, sizeof s, "%s", solver());
+    static const char *const how[] = {"'%s/tfc-train' '%s' --nprocs 2 --device cpu --out '%s'",
+                                      "mpirun -np 2 '%s/tfc-train' '%s' --device cpu --out '%s'"};
+    for (int k = 0; k < 2; k++) {
+        char cmd[4096];
+        snprintf(path, sizeof path, "%s", tfc_test_path(k ? "plain_mpirun.log" : "plain.log"));
+        snprintf(cmd, sizeof cmd, how[k], bin(), s, out(k ? "plain_mpirun" : "plain"));
+        CU_ASSERT_EQUAL(run("%s >'%s' 2>&1", cmd, path), 0);
+        char *log = tfc_test_read(path, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+        CU_ASSERT_PTR_NOT_NULL(strstr(log, "\niter 30/30  loss "));
+        CU_ASSERT_PTR_NULL(strchr(log, '\r'));
+        CU_ASSERT_PTR_NULL(strchr(log, '\033'));
+        free(log);
+    }
+    if (system("script --version >/dev/null 2>&1") != 0) {
+        tfc_test_skip("script(1) is not installed (util-linux): the terminal case");
+        return;
+    }
+    snprintf(path, sizeof path, "%s", tfc_test_path("live.log"));
+    CU_ASSERT_EQUAL(run("script -qec \"'%s/tfc-train' '%s' --nprocs 2 --device cpu --out '%s'\" "
+                        "/dev/null >'%s' 2>&1",
+                        bin(), s, out("live"), path),
+                    0);
+    char *log = tfc_test_read(path, NULL);
+    CU_ASSERT(log && strstr(log, "\r\033[Kiter 30/30  loss "));
+    free(log);
+}
+
 /* TFC_COMM picks the gradient engine (SPEC §4): an unknown value and nccl for a CPU run are
  * usage errors (exit 2) naming why, before any step; mpi on one CPU process trains as self
  * does, to the same bytes. No mpirun needed. */
@@ -384,4 +422,5 @@ TFC_TEST_MAIN("distributed", {"two_ranks_equal_one_process", test_two_ranks_equa
               {"resume_and_refusals", test_resume_and_refusals},
               {"sigint_snapshots", test_sigint_snapshots},
               {"killed_rank_ends_job", test_killed_rank_ends_job},
+              {"plain_lines_into_a_file", test_plain_lines_into_a_file},
               {"comm_choice", test_comm_choice})

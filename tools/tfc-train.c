@@ -118,10 +118,21 @@ static void catch_stop_signals(void)
     sigaction(SIGHUP, &sa, NULL);
 }
 
+/* Whether the progress line is redrawn in place (tfc_solver_options.live): TFC_LIVE=0|1 when
+ * set, else on a terminal only (-1). A rank started by mpirun writes into mpirun's
+ * pseudo-terminal even when mpirun's own output is a file or a pipe, so it cannot tell: it
+ * prints plain lines unless --nprocs, which can, said TFC_LIVE=1. */
+static int console_live(const tfc_comm *comm)
+{
+    const char *env = getenv("TFC_LIVE");
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1"))) return env[0] == '1';
+    return comm->size > 1 ? 0 : -1;
+}
+
 /* --nprocs N: runs `mpirun -np N` with the same command line without --nprocs and waits for
- * it. SIGINT/SIGTERM reach the ranks through mpirun (which ends them with SIGTERM: each writes
- * the snapshot of one common iteration); the exit status is then 128 + the signal, else
- * mpirun's. */
+ * it (TFC_LIVE set for the ranks from this stdout). SIGINT/SIGTERM reach the ranks through
+ * mpirun (which ends them with SIGTERM: each writes the snapshot of one common iteration); the
+ * exit status is then 128 + the signal, else mpirun's. */
 static int launch(int argc, char **argv)
 {
     char np[24];
@@ -143,6 +154,8 @@ static int launch(int argc, char **argv)
     fflush(stdout);
     fflush(stderr);
     catch_stop_signals();
+    /* the ranks write into mpirun's pseudo-terminal whatever this stdout is: tell them */
+    if (!getenv("TFC_LIVE")) setenv("TFC_LIVE", isatty(STDOUT_FILENO) ? "1" : "0", 1);
     pid_t pid = fork();
     if (pid == 0) {
         execvp("mpirun", v);
@@ -202,7 +215,7 @@ int main(int argc, char **argv)
     opt.out_dir = args.out;
     opt.overwrite = args.overwrite;
     opt.console = args.quiet ? NULL : stdout;
-    opt.live = -1;
+    opt.live = console_live(comm);
     opt.stop = &stop_signal;
     opt.snapshot_now = &snapshot_request;
     opt.evaluate_now = &evaluate_request;
