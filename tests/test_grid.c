@@ -119,6 +119,10 @@ static void test_usage_errors(void)
     CU_ASSERT_EQUAL(grid("tiny.yaml --random 3 --range optimizer.learning_rate=log:0:1"), 2);
     CU_ASSERT_EQUAL(grid("tiny.yaml --grid optimizer.learning_rate=1 --grid optimizer.learning_rate=2"), 2);
     CU_ASSERT_EQUAL(grid("tiny.yaml --grid x --jobs 0"), 2);
+    /* a folder named to --report that is missing or not a sweep's (issue 43 item 14's rule) */
+    CU_ASSERT_EQUAL(grid("--report no_such_sweep"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not a sweep's folder?"));
+    CU_ASSERT_EQUAL(grid("--report tiny.yaml"), 2);
     /* a bad key is reported with its did-you-mean before anything runs or is written */
     CU_ASSERT_EQUAL(grid("tiny.yaml --grid optimizer.learing_rate=0.1,0.2 --out bad"), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "did you mean 'learning_rate'"));

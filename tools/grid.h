@@ -157,7 +157,9 @@ double grid_summary_metric(const grid_point *p, const char *metric);
 /* DIR/results.csv (atomically), the same table printed aligned: 1, or 0 (said so). */
 int grid_write_results(grid *g, const char *dir);
 
-/* DIR/report.html from DIR/results.csv and the trials' logs: 1, or 0 (said so). */
+/* DIR/report.html from DIR/results.csv and the trials' logs: 0, or the exit status (said
+ * so): 2 when DIR is not a sweep's folder (no results.csv), 1 when the file cannot be
+ * written. */
 int grid_write_report(const char *dir);
 
 #endif

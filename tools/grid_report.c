@@ -273,7 +273,8 @@ static void read_curve(const char *run_dir, const char *metric, curve *c)
 /* DIR/report.html: one static file (no server, no external script, style or font): the
  * results table of DIR/results.csv, sortable by clicking a column, and an SVG of every trial's
  * test metric against iterations from its log.csv, with the rungs where successive halving
- * paused it (DIR/asha.csv) marked. Returns 1 on success. */
+ * paused it (DIR/asha.csv) marked. Returns 0, 2 when DIR holds no results.csv (not a sweep's
+ * folder: the user named the wrong one), or 1 when report.html cannot be written. */
 int grid_write_report(const char *dir)
 {
     char path[4200], line[16384], buf[16384];
@@ -281,7 +282,7 @@ int grid_write_report(const char *dir)
     FILE *in = fopen(path, "r");
     if (!in) {
         fprintf(stderr, "tfc-grid: %s: %s (not a sweep's folder?)\n", path, strerror(errno));
-        return 0;
+        return 2;
     }
     char *head[64], hbuf[4096];
     int ncols = fgets(line, sizeof line, in) ? csv_split(line, head, 64, hbuf, sizeof hbuf) : 0;
@@ -374,7 +375,7 @@ int grid_write_report(const char *dir)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    if (!f) return 0;
+    if (!f) return 1;
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tfc-grid: ", f);
     html_text(f, dir);
     fputs("</title>\n<style>body{font-family:sans-serif;margin:1em}table{border-collapse:"
@@ -463,6 +464,6 @@ int grid_write_report(const char *dir)
     }
     free(rows);
     free(cv);
-    return ok;
+    return ok ? 0 : 1;
 }
 

@@ -101,7 +101,8 @@ static const cli_tool tool = {
     .exit_status = "0 every point completed (with --scheduler: ended where the scheduler\n"
                    "left it, one at least at max_iter), 1 a point failed or diverged (or none\n"
                    "reached max_iter), 2 bad usage or configuration (or DIR in use by another\n"
-                   "tfc-grid), 130/143 stopped by SIGINT/SIGTERM (the running points snapshot)",
+                   "tfc-grid, or --report DIR missing or not a sweep's folder), 130/143\n"
+                   "stopped by SIGINT/SIGTERM (the running points snapshot)",
     .operand_list = &args.solver,
 };
 
@@ -184,7 +185,7 @@ static int grid_main(grid *g, int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
     if (rc >= 0) return rc;
-    if (args.report) return grid_write_report(args.report) ? 0 : 1;
+    if (args.report) return grid_write_report(args.report);
     g->solver = args.solver.v[0];
     g->sets = args.sets.v;
     g->nsets = args.sets.n;
@@ -276,7 +277,7 @@ static int grid_main(grid *g, int argc, char **argv)
     }
     grid_pool_free(&pool);
     int ok = grid_write_results(g, dir);
-    if (ok) ok = grid_write_report(dir);
+    if (ok) ok = grid_write_report(dir) == 0;
     grid_sched_free(g);
     int ended = 0, paused = 0, failed = 0, unfinished = 0;
     for (int i = 0; i < g->npoints; i++) {
