@@ -3,7 +3,9 @@
  * iterations): grid expansion and its order, seeded random sampling within the ranges,
  * results.csv rows sorted by the test metric, skipping completed points on a re-run,
  * resuming after SIGTERM to the sweep and after kill -9 of a child (also with the snapshots
- * moved by snapshot.prefix), and exit codes 0/2. */
+ * moved by snapshot.prefix), exit codes 0/2 (a --report folder that is not a sweep's: 2), and
+ * the schedulers (asha, also on a grid too small for its rule to reach max_iter; median;
+ * hyperband). */
 #include <dirent.h>
 #include <math.h>
 #include <signal.h>

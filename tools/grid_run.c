@@ -56,7 +56,7 @@ void grid_run_all(grid *g, grid_pool *pl)
     free(fresh);
 }
 
-/* ---- asha ---------------------------------------------------------------------------------- */
+/* ---- the schedulers -------------------------------------------------------------------------- */
 
 static int point_index(const grid *g, const char *name)
 {
