@@ -1,8 +1,9 @@
 /* The vision layers' kernels and layers (DepthwiseConv2D, ZeroPadding2D, Cropping2D,
- * UpSampling2D, GlobalMaxPooling2D, Multiply, relu6 / hard_silu / mish): the CPU ops against
- * loops written here in double, the depthwise filter gradient bit for bit on 1 and 2
- * threads, the refusal of a backend that lacks a kernel, and Keras 3 parity from the
- * fixtures of tests/ref/keras_vision.py (tests/ref/vision/). */
+ * UpSampling2D, GlobalMaxPooling2D, Multiply, relu6 / hard_silu / mish, SeparableConv2D): the
+ * CPU ops against loops written here in double, the depthwise filter gradient bit for bit on
+ * 1 and 2 threads, the refusal of a backend that lacks a kernel, and Keras 3 parity from the
+ * fixtures of tests/ref/keras_vision.py (tests/ref/vision/) and keras_separable.py
+ * (tests/ref/separable/). */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -285,6 +286,11 @@ static void test_config_errors(void)
         {"  - UpSampling2D: {interpolation: bicubic}\n", "bilinear"},
         {"  - DepthwiseConv2D: {kernel_size: 3, depthwise_regularizer: l2}\n",
          "depthwise_regularizer"},
+        {"  - SeparableConv2D: {filters: 2, kernel_size: 3, pointwise_constraint: non_neg}\n",
+         "pointwise_constraint is not supported"},
+        {"  - SeparableConv2D: {filters: 2, kernel_size: 3, data_format: channels_first}\n",
+         "channels_last"},
+        {"  - SeparableConv2D: {filters: 2, kernel_size: [3, 7]}\n", "smaller than the 3x7"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char yaml[512];
@@ -426,9 +432,9 @@ static void parity_case(const char *path, int training_layout)
     tfc_st_close(f);
 }
 
-static void test_parity_keras(void)
+/* Every fixture of `dir` in both layouts; returns how many. */
+static int parity_dir(const char *dir)
 {
-    const char *dir = "tests/ref/vision";
     DIR *d = opendir(dir);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     int cases = 0;
@@ -442,7 +448,19 @@ static void test_parity_keras(void)
         cases++;
     }
     closedir(d);
-    CU_ASSERT(cases >= 9);
+    return cases;
+}
+
+static void test_parity_keras(void)
+{
+    CU_ASSERT(parity_dir("tests/ref/vision") >= 9);
+}
+
+/* SeparableConv2D's fixtures (tests/ref/keras_separable.py): strides, dilation, both
+ * paddings, depth_multiplier 2 and 3, with and without bias, two stacked. */
+static void test_parity_keras_separable(void)
+{
+    CU_ASSERT(parity_dir("tests/ref/separable") >= 3);
 }
 
 /* ---- training ------------------------------------------------------------------------- */
@@ -544,6 +562,10 @@ static void test_missing_kernels_refused(void)
     refused_without("input: {shape: [5, 5, 2]}\nlayers:\n  - GlobalAveragePooling2D: {}\n"
                     "  - Multiply: {name: v, inputs: [input, global_average_pooling2d]}\n",
                     "mul_reduce", "Multiply");
+    const char *sep = "input: {shape: [5, 5, 2]}\nlayers:\n"
+                      "  - SeparableConv2D: {name: v, filters: 3, kernel_size: 3}\n";
+    refused_without(sep, "depthwise_forward", "SeparableConv2D");
+    refused_without(sep, "depthwise_backward_data", "SeparableConv2D");
 }
 
 TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
@@ -553,5 +575,6 @@ TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"config_errors", test_config_errors},
               {"activation_values", test_activation_values},
               {"missing_activation_refused", test_missing_activation_refused},
-              {"parity_keras", test_parity_keras}, {"trains", test_trains},
+              {"parity_keras", test_parity_keras},
+              {"parity_keras_separable", test_parity_keras_separable}, {"trains", test_trains},
               {"missing_kernels_refused", test_missing_kernels_refused})
