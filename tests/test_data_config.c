@@ -497,6 +497,7 @@ static const reg_case cases[] = {
      {"map: {op: decode_jpeg, channels: 1}"}},
     {"op", "decode_image", "{type: images, list: jpg.list, decode: false}",
      {"map: {op: decode_image}"}},
+    {"op", "autoencode", IDX, {"map: {op: autoencode}"}},
 };
 
 static const reg_case *find_case(const char *kind, const char *name)

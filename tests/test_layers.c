@@ -350,6 +350,17 @@ static const gc_case cases[] = {
                              "  - Bidirectional: {layer: {GRU: {units: 2, return_sequences: true}},"
                              " merge_mode: ave}\n"
                              "  - Dense: {units: 2}\n", 3},
+    /* the depthwise step's strides and same padding, then depth_multiplier 2 with dilation
+     * (the input's gradient through both steps), no bias, a fused activation */
+    {"separable_stride_same", IMG "  - SeparableConv2D: {filters: 3, kernel_size: 3, strides: 2,"
+                              " padding: same, activation: tanh}\n"
+                              "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"separable_multiplier_dilated", IMG "  - Conv2D: {filters: 3, kernel_size: 1, activation: tanh}\n"
+                                     "  - SeparableConv2D: {filters: 4, kernel_size: [2, 3],"
+                                     " depth_multiplier: 2, dilation_rate: [2, 1], use_bias: false}\n"
+                                     "  - SeparableConv2D: {filters: 2, kernel_size: 2, strides: [1, 2],"
+                                     " depth_multiplier: 3, activation: sigmoid}\n"
+                                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -307,9 +307,9 @@ static void test_activations(void)
             "  - Activation: {activation: tanh}\n", 0);
 }
 
-/* The vision layers' export (GlobalMaxPooling2D and keepdims, DepthwiseConv2D, ZeroPadding2D,
- * Cropping2D, Conv2DTranspose, UpSampling2D, Multiply); a layer with no ONNX form here is
- * refused naming the layer and its type, writing nothing. */
+/* The vision layers' export (GlobalMaxPooling2D and keepdims, DepthwiseConv2D,
+ * SeparableConv2D, ZeroPadding2D, Cropping2D, Conv2DTranspose, UpSampling2D, Multiply); a
+ * layer with no ONNX form here is refused naming the layer and its type, writing nothing. */
 static void test_vision_layers(void)
 {
     if (!ready()) return;
@@ -332,6 +332,15 @@ static void test_vision_layers(void)
             "use_bias: false}\n"
             "  - Cropping2D: {cropping: [[1, 0], 0]}\n"
             "  - ZeroPadding2D: {}\n  - Cropping2D: {cropping: [1, [0, 2]]}\n"
+            "  - Flatten: {}\n", 0);
+    /* SeparableConv2D as a grouped Conv then a 1x1 Conv: strides with same padding and
+     * depth_multiplier 2, then dilation, valid padding and no bias */
+    fixture("separable",
+            "input: {shape: [9, 8, 3]}\nlayers:\n"
+            "  - SeparableConv2D: {filters: 4, kernel_size: 3, strides: 2, padding: same, "
+            "depth_multiplier: 2, activation: relu6}\n"
+            "  - SeparableConv2D: {filters: 3, kernel_size: [2, 3], dilation_rate: [2, 1], "
+            "depth_multiplier: 3, use_bias: false}\n"
             "  - Flatten: {}\n", 0);
     /* a decoder: Conv2DTranspose (valid, same with output_padding, a kernel below the
      * stride), UpSampling2D both ways (odd factors), squeeze-and-excitation's Multiply with

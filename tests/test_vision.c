@@ -1,8 +1,9 @@
 /* The vision layers' kernels and layers (DepthwiseConv2D, ZeroPadding2D, Cropping2D,
- * UpSampling2D, GlobalMaxPooling2D, Multiply, relu6 / hard_silu / mish): the CPU ops against
- * loops written here in double, the depthwise filter gradient bit for bit on 1 and 2
- * threads, the refusal of a backend that lacks a kernel, and Keras 3 parity from the
- * fixtures of tests/ref/keras_vision.py (tests/ref/vision/). */
+ * UpSampling2D, GlobalMaxPooling2D, Multiply, relu6 / hard_silu / mish, SeparableConv2D): the
+ * CPU ops against loops written here in double, the depthwise filter gradient bit for bit on
+ * 1 and 2 threads, the refusal of a backend that lacks a kernel, and Keras 3 parity from the
+ * fixtures of tests/ref/keras_vision.py (tests/ref/vision/) and keras_separable.py
+ * (tests/ref/separable/). */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
 #include "graph/model.h"
 #include "graph/model_internal.h"
 #include "gradcheck.h"
@@ -94,7 +96,7 @@ static void ref_filter(void *p, int64_t yi, int64_t xi, int64_t ki)
 
 /* Forward (with bias), the data and the filter gradients (both accumulating onto 1) against
  * the loops above, for strides, dilation, same/valid padding and depth multipliers. */
-static void test_depthwise_values(void)
+static void depthwise_values(void)
 {
     const tfc_conv_desc ds[] = {
         dw_desc(2, 7, 8, 3, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(2, 7, 8, 3, 2, 3, 3, 2, 2, 1, 1, 1),
@@ -135,33 +137,91 @@ static void test_depthwise_values(void)
     tfc_backend_free(be);
 }
 
+/* The values under each instruction set this CPU runs (cpu_depthwise.c's AVX-512, AVX2 and
+ * baseline loops). */
+static void test_depthwise_values(void)
+{
+    for (int isa = 2; isa >= 0; isa--)
+        if (tfc_cpu_depthwise_isa(isa)) depthwise_values();
+    tfc_cpu_depthwise_isa(-1);
+}
+
+/* Forward, the data gradient and the filter gradient (both from zero) of d on `threads`
+ * threads into out[0..2] (allocated here), from fixed x, w and dy. */
+static void depthwise_run(const tfc_conv_desc *d, int threads, float *out[3])
+{
+    int64_t nx = (int64_t)d->n * d->h * d->w * d->c, ny = (int64_t)d->n * d->oh * d->ow * d->f;
+    int64_t nw = (int64_t)d->kh * d->kw * d->f;
+    float *x = falloc(nx), *w = falloc(nw), *dy = falloc(ny);
+    tfc_test_fill(x, nx, -1, 1, 3);
+    tfc_test_fill(w, nw, -1, 1, 4);
+    tfc_test_fill(dy, ny, -1, 1, 5);
+    tfc_backend *be = tfc_cpu_backend_create(threads);
+    float *ws = falloc((int64_t)be->ops->depthwise_workspace(be, d) / 4 + 1);
+    out[0] = falloc(ny), out[1] = falloc(nx), out[2] = falloc(nw);
+    be->ops->depthwise_forward(be, d, x, w, NULL, out[0]);
+    be->ops->depthwise_backward_data(be, d, dy, w, out[1]);
+    be->ops->depthwise_backward_filter(be, d, x, dy, out[2], ws);
+    free(ws);
+    tfc_backend_free(be);
+    free(x), free(w), free(dy);
+}
+
+/* Whether two depthwise_run results of d hold the same bits; frees b. */
+static int depthwise_same(const tfc_conv_desc *d, float *a[3], float *b[3])
+{
+    size_t n[3] = {(size_t)d->n * d->oh * d->ow * d->f, (size_t)d->n * d->h * d->w * d->c,
+                   (size_t)d->kh * d->kw * d->f};
+    int same = 1;
+    for (int k = 0; k < 3; k++) {
+        same &= memcmp(a[k], b[k], n[k] * 4) == 0;
+        free(b[k]);
+    }
+    return same;
+}
+
 /* The filter gradient sums fixed shares of the rows: the same bits on 1 and 2 threads (a
  * shape large enough for both to split it). Forward and the data gradient too. */
 static void test_depthwise_threads(void)
 {
     const tfc_conv_desc d = dw_desc(5, 17, 16, 32, 1, 3, 3, 1, 1, 1, 1, 1);
-    int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
-    int64_t nw = (int64_t)d.kh * d.kw * d.f;
-    float *x = falloc(nx), *w = falloc(nw), *dy = falloc(ny), *out[2][3];
-    tfc_test_fill(x, nx, -1, 1, 3);
-    tfc_test_fill(w, nw, -1, 1, 4);
-    tfc_test_fill(dy, ny, -1, 1, 5);
-    for (int t = 0; t < 2; t++) {
-        tfc_backend *be = tfc_cpu_backend_create(t + 1);
-        float *ws = falloc((int64_t)be->ops->depthwise_workspace(be, &d) / 4 + 1);
-        out[t][0] = falloc(ny), out[t][1] = falloc(nx), out[t][2] = falloc(nw);
-        be->ops->depthwise_forward(be, &d, x, w, NULL, out[t][0]);
-        be->ops->depthwise_backward_data(be, &d, dy, w, out[t][1]);
-        be->ops->depthwise_backward_filter(be, &d, x, dy, out[t][2], ws);
-        free(ws);
-        tfc_backend_free(be);
+    float *one[3], *two[3];
+    depthwise_run(&d, 1, one);
+    depthwise_run(&d, 2, two);
+    CU_ASSERT(depthwise_same(&d, one, two));
+    for (int k = 0; k < 3; k++) free(one[k]);
+}
+
+/* Each instruction set this CPU runs gives the baseline loops' bits: depth multipliers 1 to
+ * 4 (unrolled) and 5 (the general loop), channel counts off the vector widths, strides,
+ * dilation. */
+static void test_depthwise_isa(void)
+{
+    const tfc_conv_desc ds[] = {
+        dw_desc(3, 9, 10, 37, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(2, 8, 9, 19, 2, 3, 3, 2, 2, 1, 1, 1),
+        dw_desc(2, 9, 7, 13, 3, 2, 3, 1, 2, 2, 1, 0), dw_desc(2, 7, 7, 9, 4, 3, 3, 1, 1, 1, 1, 1),
+        dw_desc(2, 6, 8, 7, 5, 3, 2, 2, 1, 1, 1, 1),
+    };
+    int checked = 0;
+    for (size_t t = 0; t < sizeof ds / sizeof *ds; t++) {
+        float *base[3];
+        TFC_ASSERT(tfc_cpu_depthwise_isa(0));
+        depthwise_run(&ds[t], 2, base);
+        for (int isa = 1; isa <= 2; isa++) {
+            if (!tfc_cpu_depthwise_isa(isa)) continue;
+            float *got[3];
+            depthwise_run(&ds[t], 2, got);
+            int same = depthwise_same(&ds[t], base, got);
+            if (!same) fprintf(stderr, "\ncase %zu: isa %d differs from the baseline\n", t, isa);
+            CU_ASSERT(same);
+            checked++;
+        }
+        for (int k = 0; k < 3; k++) free(base[k]);
     }
-    CU_ASSERT(memcmp(out[0][0], out[1][0], (size_t)ny * 4) == 0);
-    CU_ASSERT(memcmp(out[0][1], out[1][1], (size_t)nx * 4) == 0);
-    CU_ASSERT(memcmp(out[0][2], out[1][2], (size_t)nw * 4) == 0);
-    for (int t = 0; t < 2; t++)
-        for (int k = 0; k < 3; k++) free(out[t][k]);
-    free(x), free(w), free(dy);
+    tfc_cpu_depthwise_isa(-1);
+    printf("\n  %d instruction-set comparisons (AVX2%s)", checked,
+           tfc_cpu_depthwise_isa(2) ? " and AVX-512" : " only: no AVX-512 here");
+    tfc_cpu_depthwise_isa(-1);
 }
 
 /* ---- UpSampling2D -------------------------------------------------------------------- */
@@ -285,6 +345,11 @@ static void test_config_errors(void)
         {"  - UpSampling2D: {interpolation: bicubic}\n", "bilinear"},
         {"  - DepthwiseConv2D: {kernel_size: 3, depthwise_regularizer: l2}\n",
          "depthwise_regularizer"},
+        {"  - SeparableConv2D: {filters: 2, kernel_size: 3, pointwise_constraint: non_neg}\n",
+         "pointwise_constraint is not supported"},
+        {"  - SeparableConv2D: {filters: 2, kernel_size: 3, data_format: channels_first}\n",
+         "channels_last"},
+        {"  - SeparableConv2D: {filters: 2, kernel_size: [3, 7]}\n", "smaller than the 3x7"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char yaml[512];
@@ -426,9 +491,9 @@ static void parity_case(const char *path, int training_layout)
     tfc_st_close(f);
 }
 
-static void test_parity_keras(void)
+/* Every fixture of `dir` in both layouts; returns how many. */
+static int parity_dir(const char *dir)
 {
-    const char *dir = "tests/ref/vision";
     DIR *d = opendir(dir);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     int cases = 0;
@@ -442,7 +507,19 @@ static void test_parity_keras(void)
         cases++;
     }
     closedir(d);
-    CU_ASSERT(cases >= 9);
+    return cases;
+}
+
+static void test_parity_keras(void)
+{
+    CU_ASSERT(parity_dir("tests/ref/vision") >= 9);
+}
+
+/* SeparableConv2D's fixtures (tests/ref/keras_separable.py): strides, dilation, both
+ * paddings, depth_multiplier 2 and 3, with and without bias, two stacked. */
+static void test_parity_keras_separable(void)
+{
+    CU_ASSERT(parity_dir("tests/ref/separable") >= 3);
 }
 
 /* ---- training ------------------------------------------------------------------------- */
@@ -544,14 +621,20 @@ static void test_missing_kernels_refused(void)
     refused_without("input: {shape: [5, 5, 2]}\nlayers:\n  - GlobalAveragePooling2D: {}\n"
                     "  - Multiply: {name: v, inputs: [input, global_average_pooling2d]}\n",
                     "mul_reduce", "Multiply");
+    const char *sep = "input: {shape: [5, 5, 2]}\nlayers:\n"
+                      "  - SeparableConv2D: {name: v, filters: 3, kernel_size: 3}\n";
+    refused_without(sep, "depthwise_forward", "SeparableConv2D");
+    refused_without(sep, "depthwise_backward_data", "SeparableConv2D");
 }
 
 TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"depthwise_threads", test_depthwise_threads},
+              {"depthwise_isa", test_depthwise_isa},
               {"upsample_values", test_upsample_values}, {"mul_values", test_mul_values},
               {"multiply_shapes_refused", test_multiply_shapes_refused},
               {"config_errors", test_config_errors},
               {"activation_values", test_activation_values},
               {"missing_activation_refused", test_missing_activation_refused},
-              {"parity_keras", test_parity_keras}, {"trains", test_trains},
+              {"parity_keras", test_parity_keras},
+              {"parity_keras_separable", test_parity_keras_separable}, {"trains", test_trains},
               {"missing_kernels_refused", test_missing_kernels_refused})

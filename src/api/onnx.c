@@ -334,21 +334,20 @@ static void tf_pads(const tfc_shape *in, const int *k, const int *s, const int *
                      &pads[ax + 2]);
 }
 
-/* Conv2D, or DepthwiseConv2D as a Conv of `group` = its input channels, each group one input
- * channel and depth_multiplier outputs. */
-static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwise)
+/* An ONNX Conv on NCHW `xin` into `out` (named here): l's kernel `kname`, Keras's
+ * (KH, KW, Cin, Cout) as ONNX's (Cout, Cin, KH, KW), or with `depthwise` (KH, KW, C, M) as
+ * (C M, 1, KH, KW) in C groups, each group one input channel and M outputs; the bias `bname`
+ * (NULL or absent: none). */
+static void conv_node(exporter *x, const tfc_layer *l, const char *xin, const char *kname,
+                      const char *bname, int depthwise, const int s[2], const int d[2],
+                      const int64_t pads[4], char *out)
 {
-    const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
-    int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
     const tfc_param *kp;
-    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", NULL);
-    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    float *kern = param(x, l, kname, &kp), *bias = bname ? param(x, l, bname, NULL) : NULL;
     if (!kern) {
         free(bias);
-        return r;
+        return;
     }
-    /* Keras (KH, KW, Cin, Cout) -> ONNX (Cout, Cin, KH, KW); depthwise (KH, KW, C, M) is
-     * (KH, KW, 1, C M) per group: ONNX (C M, 1, KH, KW) */
     int64_t KH = kp->shape.dim[0], KW = kp->shape.dim[1], CI = kp->shape.dim[2],
             CO = kp->shape.dim[3], group = 1;
     if (depthwise) group = CI, CO *= CI, CI = 1;
@@ -367,18 +366,44 @@ static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwis
     free(bias);
     if (!w) {
         x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
-        return r;
+        return;
     }
     tfc_pb a = {0};
-    int64_t ks[2] = {KH, KW}, st[2] = {s[0], s[1]}, dl[2] = {d[0], d[1]}, pads[4];
-    tf_pads(&in->shape, k, s, d, same, pads);
+    int64_t ks[2] = {KH, KW}, st[2] = {s[0], s[1]}, dl[2] = {d[0], d[1]};
     attr_ints(&a, "kernel_shape", ks, 2);
     attr_ints(&a, "strides", st, 2);
     attr_ints(&a, "dilations", dl, 2);
     attr_ints(&a, "pads", pads, 4);
     if (group > 1) attr_int(&a, "group", group);
-    fresh(x, r.name, "Conv");
-    node(x, "Conv", (const char *[]){xin.name, wn, bn[0] ? bn : NULL, NULL}, r.name, &a);
+    fresh(x, out, "Conv");
+    node(x, "Conv", (const char *[]){xin, wn, bn[0] ? bn : NULL, NULL}, out, &a);
+}
+
+/* Conv2D, or DepthwiseConv2D as a Conv of `group` = its input channels. */
+static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwise)
+{
+    const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
+    int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    int64_t pads[4];
+    tf_pads(&in->shape, k, s, d, same, pads);
+    conv_node(x, l, xin.name, "kernel", "bias", depthwise, s, d, pads, r.name);
+    return r;
+}
+
+/* SeparableConv2D: its depthwise step as a grouped Conv (no bias), then a 1x1 Conv with the
+ * bias. */
+static tref separable(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
+    int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
+    const int one[2] = {1, 1};
+    int64_t pads[4], none[4] = {0};
+    tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    char z[96] = "";
+    tf_pads(&in->shape, k, s, d, same, pads);
+    conv_node(x, l, xin.name, "depthwise_kernel", NULL, 1, s, d, pads, z);
+    if (z[0]) conv_node(x, l, z, "pointwise_kernel", "bias", 0, one, one, none, r.name);
     return r;
 }
 
@@ -1161,6 +1186,8 @@ static tref layer(exporter *x, const tfc_layer *l)
     tfc_pb a = {0};
     if (!strcmp(type, "Conv2D") || !strcmp(type, "DepthwiseConv2D")) {
         r = conv2d(x, l, in, type[0] == 'D');
+    } else if (!strcmp(type, "SeparableConv2D")) {
+        r = separable(x, l, in);
     } else if (!strcmp(type, "Conv2DTranspose")) {
         r = conv_transpose(x, l, in);
     } else if (!strcmp(type, "UpSampling2D")) {

@@ -1,66 +1,80 @@
-/* CPU depthwise convolution (DepthwiseConv2D), direct: each output channel k reads input
- * channel k / m alone, so a tap is an element-wise multiply-add over the channel axis, which
- * NHWC keeps contiguous; the loops over channels are plain C that the compiler vectorises.
- * Forward and the data gradient gather (each thread writes its own rows); the filter
- * gradient sums fixed shares of the rows into partials, added in share order. */
+/* CPU depthwise convolution (DepthwiseConv2D, SeparableConv2D's first step), direct: each
+ * output channel k reads input channel k / m alone, so a tap is an element-wise multiply-add
+ * over the channel axis, which NHWC keeps contiguous. The loops are plain C the compiler
+ * vectorises (over channels; for m = 2, 3, 4 the m filters of a channel unrolled, so the
+ * interleaved outputs vectorise too), compiled three times: for AVX-512, AVX2 and the
+ * baseline, chosen at run time (dw_isa). No contraction into fused multiply-adds (ISO C), so
+ * the three give the same bits. Forward and the data gradient gather (each thread writes its
+ * own rows); the filter gradient sums fixed shares of the rows into partials, added in share
+ * order. */
 #include "cpu/cpu_internal.h"
 
 /* The filter gradient's shares: at most this many, fixed by the shapes, not the threads. */
 #define DW_SHARES 32
 
-/* out[k] += x[k / m] * w[k] over the f = c m channels of one pixel and one tap. */
-TFC_CPU_VECTOR
-static void tap(int c, int m, const float *restrict x, const float *restrict w,
-                float *restrict out)
+#define DW_INLINE static inline __attribute__((always_inline))
+
+/* out[k] += x[k / M] * w[k] over the c M channels of one pixel and one tap (M a constant
+ * where the caller's switch makes it one). */
+DW_INLINE void tap_m(int c, int M, const float *restrict x, const float *restrict w,
+                     float *restrict out)
 {
-    if (m == 1) {
 #pragma omp simd
-        for (int k = 0; k < c; k++) out[k] += x[k] * w[k];
-        return;
-    }
     for (int ci = 0; ci < c; ci++)
-        for (int j = 0; j < m; j++) out[ci * m + j] += x[ci] * w[ci * m + j];
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++) out[ci * M + j] += x[ci] * w[ci * M + j];
+}
+
+DW_INLINE void tap(int c, int m, const float *restrict x, const float *restrict w,
+                   float *restrict out)
+{
+    switch (m) {
+    case 1: tap_m(c, 1, x, w, out); break;
+    case 2: tap_m(c, 2, x, w, out); break;
+    case 3: tap_m(c, 3, x, w, out); break;
+    case 4: tap_m(c, 4, x, w, out); break;
+    default: tap_m(c, m, x, w, out); break;
+    }
+}
+
+/* g[ci] += sum_j o[ci M + j] w[ci M + j] (j in order) over c channels. */
+DW_INLINE void tap_back_m(int c, int M, const float *restrict o, const float *restrict w,
+                          float *restrict g)
+{
+#pragma omp simd
+    for (int ci = 0; ci < c; ci++) {
+        float s = 0.0f;
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++) s += o[ci * M + j] * w[ci * M + j];
+        g[ci] += s;
+    }
+}
+
+DW_INLINE void tap_back(int c, int m, const float *restrict o, const float *restrict w,
+                        float *restrict g)
+{
+    switch (m) {
+    case 1: { /* s = 0 + o w is o w exactly: the plain product */
+#pragma omp simd
+        for (int k = 0; k < c; k++) g[k] += o[k] * w[k];
+        break;
+    }
+    case 2: tap_back_m(c, 2, o, w, g); break;
+    case 3: tap_back_m(c, 3, o, w, g); break;
+    case 4: tap_back_m(c, 4, o, w, g); break;
+    default: tap_back_m(c, m, o, w, g); break;
+    }
 }
 
 /* Input row (or column) of output row o at tap u, or -1 outside the image. */
-static inline int source(int o, int u, int s, int dil, int pad, int size)
+DW_INLINE int source(int o, int u, int s, int dil, int pad, int size)
 {
     int i = o * s + u * dil - pad;
     return i >= 0 && i < size ? i : -1;
 }
 
-/* y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]
- *                 + bias[k]; rows (n, i) in parallel. */
-void tfc_cpu_depthwise_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                               const float *w, const float *bias, float *y)
-{
-    const int m = d->f / d->c;
-    const int64_t rows = (int64_t)d->n * d->oh;
-    int nt = tfc_cpu_threads(be, rows * d->ow * d->f * d->kh * d->kw);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
-        const int64_t img = r / d->oh;
-        const int oy = (int)(r % d->oh);
-        const float *xi = x + img * d->h * d->w * d->c;
-        for (int ox = 0; ox < d->ow; ox++) {
-            float *out = y + (r * d->ow + ox) * d->f;
-            for (int k = 0; k < d->f; k++) out[k] = bias ? bias[k] : 0.0f;
-            for (int u = 0; u < d->kh; u++) {
-                int iy = source(oy, u, d->sh, d->dh, d->pad_top, d->h);
-                if (iy < 0) continue;
-                for (int v = 0; v < d->kw; v++) {
-                    int ix = source(ox, v, d->sw, d->dw, d->pad_left, d->w);
-                    if (ix < 0) continue;
-                    tap(d->c, m, xi + ((int64_t)iy * d->w + ix) * d->c,
-                        w + (int64_t)(u * d->kw + v) * d->f, out);
-                }
-            }
-        }
-    }
-}
-
 /* The output row (or column) that reads input row i at tap u, or -1 when none does. */
-static inline int reader(int i, int u, int s, int dil, int pad, int size)
+DW_INLINE int reader(int i, int u, int s, int dil, int pad, int size)
 {
     int t = i + pad - u * dil;
     if (t < 0 || t % s) return -1;
@@ -68,45 +82,161 @@ static inline int reader(int i, int u, int s, int dil, int pad, int size)
     return t < size ? t : -1;
 }
 
-/* dx[n, iy, ix, ci] += sum over the (output pixel, tap) pairs that read it of
- * sum_j dy[n, oy, ox, ci m + j] w[u, v, ci m + j]; input rows (n, iy) in parallel, each
- * gathering from the output rows that read it. */
-TFC_CPU_VECTOR
-void tfc_cpu_depthwise_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
-                                     const float *w, float *dx)
+/* The taps of output pixel (oy, ox) of image xi. Forward (filter 0): out[k] += x[k / m]
+ * w[u, v, k], a = w, b = the pixel's output; filter gradient (filter 1): dw[u, v, k] +=
+ * x[k / m] dy[k], a = the pixel's dy, b = dw. */
+DW_INLINE void pixel_taps(const tfc_conv_desc *d, const float *xi, int oy, int ox,
+                          const float *a, float *b, int filter)
+{
+    const int m = d->f / d->c;
+    for (int u = 0; u < d->kh; u++) {
+        int iy = source(oy, u, d->sh, d->dh, d->pad_top, d->h);
+        if (iy < 0) continue;
+        for (int v = 0; v < d->kw; v++) {
+            int ix = source(ox, v, d->sw, d->dw, d->pad_left, d->w);
+            if (ix < 0) continue;
+            const float *xp = xi + ((int64_t)iy * d->w + ix) * d->c;
+            const int64_t t = (int64_t)(u * d->kw + v) * d->f;
+            if (filter) tap(d->c, m, xp, a, b + t);
+            else tap(d->c, m, xp, a + t, b);
+        }
+    }
+}
+
+/* Forward of output row r = (n, oy): y[n, oy, j, k] = bias[k] + the taps. */
+DW_INLINE void forward_row(const tfc_conv_desc *d, int64_t r, const float *x, const float *w,
+                           const float *bias, float *y)
+{
+    const float *xi = x + r / d->oh * d->h * d->w * d->c;
+    for (int ox = 0; ox < d->ow; ox++) {
+        float *out = y + (r * d->ow + ox) * d->f;
+        if (bias) memcpy(out, bias, (size_t)d->f * sizeof(float));
+        else memset(out, 0, (size_t)d->f * sizeof(float));
+        pixel_taps(d, xi, (int)(r % d->oh), ox, w, out, 0);
+    }
+}
+
+/* Data gradient of input row r = (n, iy), gathered from the output rows that read it. */
+DW_INLINE void data_row(const tfc_conv_desc *d, int64_t r, const float *dy, const float *w,
+                        float *dx)
 {
     const int m = d->f / d->c, c = d->c;
-    const int64_t rows = (int64_t)d->n * d->h;
-    int nt = tfc_cpu_threads(be, (int64_t)d->n * d->oh * d->ow * d->f * d->kh * d->kw);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
-        const int64_t img = r / d->h;
-        const int iy = (int)(r % d->h);
-        const float *gy = dy + img * d->oh * d->ow * d->f;
-        for (int ix = 0; ix < d->w; ix++) {
-            float *g = dx + (r * d->w + ix) * c;
-            for (int u = 0; u < d->kh; u++) {
-                int oy = reader(iy, u, d->sh, d->dh, d->pad_top, d->oh);
-                if (oy < 0) continue;
-                for (int v = 0; v < d->kw; v++) {
-                    int ox = reader(ix, v, d->sw, d->dw, d->pad_left, d->ow);
-                    if (ox < 0) continue;
-                    const float *o = gy + ((int64_t)oy * d->ow + ox) * d->f;
-                    const float *wt = w + (int64_t)(u * d->kw + v) * d->f;
-                    if (m == 1) {
-#pragma omp simd
-                        for (int k = 0; k < c; k++) g[k] += o[k] * wt[k];
-                    } else {
-                        for (int ci = 0; ci < c; ci++) {
-                            float s = 0.0f;
-                            for (int j = 0; j < m; j++) s += o[ci * m + j] * wt[ci * m + j];
-                            g[ci] += s;
-                        }
-                    }
-                }
+    const int64_t img = r / d->h;
+    const int iy = (int)(r % d->h);
+    const float *gy = dy + img * d->oh * d->ow * d->f;
+    for (int ix = 0; ix < d->w; ix++) {
+        float *g = dx + (r * d->w + ix) * c;
+        for (int u = 0; u < d->kh; u++) {
+            int oy = reader(iy, u, d->sh, d->dh, d->pad_top, d->oh);
+            if (oy < 0) continue;
+            for (int v = 0; v < d->kw; v++) {
+                int ox = reader(ix, v, d->sw, d->dw, d->pad_left, d->ow);
+                if (ox < 0) continue;
+                tap_back(c, m, gy + ((int64_t)oy * d->ow + ox) * d->f,
+                         w + (int64_t)(u * d->kw + v) * d->f, g);
             }
         }
     }
+}
+
+/* Filter gradient of output rows [r0, r1) into p [kh, kw, f] (zeroed here). */
+DW_INLINE void filter_rows(const tfc_conv_desc *d, int64_t r0, int64_t r1, const float *x,
+                           const float *dy, float *p)
+{
+    memset(p, 0, (size_t)d->kh * d->kw * d->f * sizeof(float));
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xi = x + r / d->oh * d->h * d->w * d->c;
+        for (int ox = 0; ox < d->ow; ox++)
+            pixel_taps(d, xi, (int)(r % d->oh), ox, dy + (r * d->ow + ox) * d->f, p, 1);
+    }
+}
+
+/* dw[k] += ((part_0[k] + part_1[k]) + ...) + part_{S-1}[k] for k in [k0, k1), summed in
+ * part_0 (the order of a running sum from 0). */
+DW_INLINE void sum_shares(int64_t k0, int64_t k1, int S, int64_t K, float *part, float *dw)
+{
+    for (int s = 1; s < S; s++) {
+        const float *q = part + s * K;
+#pragma omp simd
+        for (int64_t k = k0; k < k1; k++) part[k] += q[k];
+    }
+#pragma omp simd
+    for (int64_t k = k0; k < k1; k++) dw[k] += part[k];
+}
+
+/* The row functions above compiled for each instruction set: NAME_isa[2] AVX-512, [1] AVX2,
+ * [0] the baseline (the only one off x86-64). */
+#ifdef TFC_X86_SIMD
+#define DW_COMPILE(name, params, args)                                                       \
+    __attribute__((target("avx512f"))) static void name##_avx512 params { name args; }       \
+    __attribute__((target("avx2"))) static void name##_avx2 params { name args; }            \
+    static void name##_base params { name args; }                                            \
+    static void(*const name##_isa[3]) params = {name##_base, name##_avx2, name##_avx512};
+#else
+#define DW_COMPILE(name, params, args)                                                       \
+    static void name##_base params { name args; }                                            \
+    static void(*const name##_isa[3]) params = {name##_base, name##_base, name##_base};
+#endif
+
+DW_COMPILE(forward_row, (const tfc_conv_desc *d, int64_t r, const float *x, const float *w,
+                         const float *bias, float *y), (d, r, x, w, bias, y))
+DW_COMPILE(data_row, (const tfc_conv_desc *d, int64_t r, const float *dy, const float *w,
+                      float *dx), (d, r, dy, w, dx))
+DW_COMPILE(filter_rows, (const tfc_conv_desc *d, int64_t r0, int64_t r1, const float *x,
+                         const float *dy, float *p), (d, r0, r1, x, dy, p))
+DW_COMPILE(sum_shares, (int64_t k0, int64_t k1, int S, int64_t K, float *part, float *dw),
+           (k0, k1, S, K, part, dw))
+
+/* The instruction set of the loops: 2 AVX-512, 1 AVX2, 0 the baseline; -1 the best this CPU
+ * runs, unless tfc_cpu_depthwise_isa chose */
+static int dw_chosen = -1;
+
+static int dw_best(void)
+{
+#ifdef TFC_X86_SIMD
+    if (__builtin_cpu_supports("avx512f")) return 2;
+    if (__builtin_cpu_supports("avx2")) return 1;
+#endif
+    return 0;
+}
+
+int tfc_cpu_depthwise_isa(int isa)
+{
+    if (isa > dw_best()) return 0;
+    dw_chosen = isa;
+    return 1;
+}
+
+static int dw_isa(void)
+{
+    return dw_chosen >= 0 ? dw_chosen : dw_best();
+}
+
+/* y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]
+ *                 + bias[k]; rows (n, i) in parallel. */
+void tfc_cpu_depthwise_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                               const float *w, const float *bias, float *y)
+{
+    const int64_t rows = (int64_t)d->n * d->oh;
+    const int nt = tfc_cpu_threads(be, rows * d->ow * d->f * d->kh * d->kw);
+    void (*const row)(const tfc_conv_desc *, int64_t, const float *, const float *,
+                      const float *, float *) = forward_row_isa[dw_isa()];
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
+    for (int64_t r = 0; r < rows; r++) row(d, r, x, w, bias, y);
+}
+
+/* dx[n, iy, ix, ci] += sum over the (output pixel, tap) pairs that read it of
+ * sum_j dy[n, oy, ox, ci m + j] w[u, v, ci m + j]; input rows (n, iy) in parallel, each
+ * gathering from the output rows that read it. */
+void tfc_cpu_depthwise_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
+                                     const float *w, float *dx)
+{
+    const int64_t rows = (int64_t)d->n * d->h;
+    const int nt = tfc_cpu_threads(be, (int64_t)d->n * d->oh * d->ow * d->f * d->kh * d->kw);
+    void (*const row)(const tfc_conv_desc *, int64_t, const float *, const float *, float *) =
+        data_row_isa[dw_isa()];
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
+    for (int64_t r = 0; r < rows; r++) row(d, r, dy, w, dx);
 }
 
 /* The filter gradient's shares for `rows` output rows (n oh): DW_SHARES, fewer for fewer
@@ -124,44 +254,21 @@ size_t tfc_cpu_depthwise_workspace(tfc_backend *be, const tfc_conv_desc *d)
 /* dw[u, v, k] += sum_{n, i, j} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] dy[n, i, j, k].
  * Share s of S sums output rows [R s / S, R (s + 1) / S) into its partial in ws; the
  * partials are then added in share order, so the bits depend on the shapes only. */
-TFC_CPU_VECTOR
 void tfc_cpu_depthwise_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                                        const float *dy, float *dw, void *ws)
 {
-    const int m = d->f / d->c;
     const int64_t rows = (int64_t)d->n * d->oh, K = (int64_t)d->kh * d->kw * d->f;
-    const int S = shares(rows);
+    const int S = shares(rows), isa = dw_isa();
     float *part = ws;
     int nt = tfc_cpu_threads(be, rows * d->ow * K);
     if (nt > S) nt = S;
 #pragma omp parallel for TFC_CPU_STATIC(S, nt)
-    for (int s = 0; s < S; s++) {
-        float *p = part + s * K;
-        memset(p, 0, (size_t)K * sizeof(float));
-        for (int64_t r = rows * s / S; r < rows * (s + 1) / S; r++) {
-            const int64_t img = r / d->oh;
-            const int oy = (int)(r % d->oh);
-            const float *xi = x + img * d->h * d->w * d->c;
-            for (int ox = 0; ox < d->ow; ox++) {
-                const float *g = dy + (r * d->ow + ox) * d->f;
-                for (int u = 0; u < d->kh; u++) {
-                    int iy = source(oy, u, d->sh, d->dh, d->pad_top, d->h);
-                    if (iy < 0) continue;
-                    for (int v = 0; v < d->kw; v++) {
-                        int ix = source(ox, v, d->sw, d->dw, d->pad_left, d->w);
-                        if (ix < 0) continue;
-                        tap(d->c, m, xi + ((int64_t)iy * d->w + ix) * d->c, g,
-                            p + (int64_t)(u * d->kw + v) * d->f);
-                    }
-                }
-            }
-        }
-    }
-    int nk = tfc_cpu_threads(be, K * S);
-#pragma omp parallel for TFC_CPU_STATIC(K, nk)
-    for (int64_t k = 0; k < K; k++) {
-        float sum = 0.0f;
-        for (int s = 0; s < S; s++) sum += part[s * K + k];
-        dw[k] += sum;
-    }
+    for (int s = 0; s < S; s++)
+        filter_rows_isa[isa](d, rows * s / S, rows * (s + 1) / S, x, dy, part + s * K);
+    /* chunks of 256 weights, each summed over the shares by one thread */
+    const int64_t chunks = (K + 255) / 256;
+    const int nk = tfc_cpu_threads(be, K * S);
+#pragma omp parallel for TFC_CPU_STATIC(chunks, nk)
+    for (int64_t q = 0; q < chunks; q++)
+        sum_shares_isa[isa](q * 256, q * 256 + 256 < K ? q * 256 + 256 : K, S, K, part, dw);
 }

@@ -319,6 +319,12 @@ int tfc_cpu_dropout_isa(tfc_backend *be, int isa, int64_t n, float rate, uint64_
  * lacks the kernel's instructions (for the tests that check both). */
 int tfc_cpu_lstm_cells_isa(int isa);
 
+/* Chooses the depthwise loops' instruction set for the whole process (cpu_depthwise.c): 2
+ * AVX-512, 1 AVX2, 0 the baseline, -1 the best this CPU runs (the default). All give the same
+ * bits. Returns 0, changing nothing, where the CPU lacks the instructions (for the tests
+ * that check each). */
+int tfc_cpu_depthwise_isa(int isa);
+
 /* Philox blocks first .. first + 15 of (key, step) through the AVX-512 kernel, in element
  * order (r[4 j + w] = word w of tfc_philox(key, first + j, step)); 0 without AVX-512. */
 int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]);

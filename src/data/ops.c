@@ -1,5 +1,6 @@
 /* The map ops on values and sequences: scale, normalize, cast, reshape, one_hot, pad,
- * truncate and window (language-model input/target pairs). Each op declares its arguments
+ * truncate, window (language-model input/target pairs) and autoencode (the features as the
+ * labels). Each op declares its arguments
  * as a schema table, checks their combinations before any data is read and them against the
  * input element spec when the pipeline is built (config errors point at the YAML), and
  * transforms elements in place. */
@@ -719,4 +720,45 @@ const op_def tfc_op_window = {
     .help = "token sequence to (input, next-token target) windows of `size`",
     .init = window_init,
     .apply = window_apply,
+};
+
+/* ---- autoencode: labels = a copy of the features --------------------------------------------
+ * The reconstruction target of an autoencoder (Keras: map(lambda x, y: (x, x))); any labels
+ * the source had are dropped. */
+
+typedef struct autoencode_args {
+    map_common common;
+} autoencode_args;
+
+static const tfc_field autoencode_fields[] = {
+    MAP_COMMON_FIELDS(autoencode_args),
+    {NULL},
+};
+
+static tfc_status autoencode_init(void *args, const op_build *b, const tfc_element_spec *in,
+                                  tfc_element_spec *out, tfc_error *err)
+{
+    tfc_status st = need(b, in, TFC_COMP_FEATURES, 0);
+    if (st) return st;
+    out->comp[TFC_COMP_LABELS] = in->comp[TFC_COMP_FEATURES];
+    return TFC_OK;
+}
+
+static tfc_status autoencode_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                                   tfc_error *err)
+{
+    const tfc_tensor *f = &e->comp[TFC_COMP_FEATURES];
+    void *y = tfc_elem_alloc_uninit(e, TFC_COMP_LABELS, f->dtype, &f->shape);
+    if (!y) return oom(err);
+    memcpy(y, f->data, (size_t)tfc_shape_numel(&f->shape) * tfc_dtype_size(f->dtype));
+    return TFC_OK;
+}
+
+const op_def tfc_op_autoencode = {
+    .name = "autoencode",
+    .fields = autoencode_fields,
+    .args_size = sizeof(autoencode_args),
+    .help = "labels = a copy of the features (an autoencoder's target)",
+    .init = autoencode_init,
+    .apply = autoencode_apply,
 };

@@ -14,6 +14,17 @@
 
 #include "graph/model_internal.h"
 
+/* The names `loss:` takes: tfc_loss_names in kind order, then Keras's long name of mse
+ * (Keras takes both). */
+static const char *const loss_choices[] = {"sparse_categorical_crossentropy",
+                                           "categorical_crossentropy", "binary_crossentropy",
+                                           "mse", "mean_squared_error", NULL};
+
+static tfc_loss_kind loss_kind(int choice)
+{
+    return choice < TFC_LOSS_COUNT ? (tfc_loss_kind)choice : TFC_LOSS_MSE;
+}
+
 typedef struct loss_args {
     int type;
     double label_smoothing;
@@ -22,7 +33,7 @@ typedef struct loss_args {
 
 static const tfc_field loss_fields[] = {
     {"type", TFC_F_ENUM, offsetof(loss_args, type), "sparse_categorical_crossentropy",
-     TFC_UNBOUNDED, tfc_loss_names, "the loss"},
+     TFC_UNBOUNDED, loss_choices, "the loss (mean_squared_error is mse)"},
     {"label_smoothing", TFC_F_FLOAT, offsetof(loss_args, label_smoothing), "0.0", 0, 1, NULL,
      "targets become t (1 - s) + s / classes (binary: + s / 2); cross-entropies only"},
     {"class_weight", TFC_F_NODE, offsetof(loss_args, class_weight), TFC_NO_DEFAULT,
@@ -41,8 +52,8 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
     if (!node || tfc_node_is_null(node)) return TFC_OK;
     int type = 0;
     if (node->kind == TFC_NODE_SCALAR) {
-        if (tfc_node_enum(node, "loss", tfc_loss_names, &type, err)) return TFC_ERR_CONFIG;
-        *kind = (tfc_loss_kind)type;
+        if (tfc_node_enum(node, "loss", loss_choices, &type, err)) return TFC_ERR_CONFIG;
+        *kind = loss_kind(type);
         return TFC_OK;
     }
     if (node->kind != TFC_NODE_MAP)
@@ -51,7 +62,7 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
                               "sparse_categorical_crossentropy, label_smoothing: 0.1}");
     loss_args a;
     if (tfc_schema_apply(loss_fields, node, "loss", &a, err)) return TFC_ERR_CONFIG;
-    *kind = (tfc_loss_kind)a.type;
+    *kind = loss_kind(a.type);
     o->label_smoothing = a.label_smoothing;
     o->node = node;
     if (o->label_smoothing > 0 && *kind == TFC_LOSS_MSE)

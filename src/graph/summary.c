@@ -68,6 +68,15 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
         recurrent = 1;
     }
     if (recurrent) return;
+    const tfc_param *dk = find_param(l, "depthwise_kernel");
+    if (dk) { /* SeparableConv2D: both kernels once per output pixel; backward their
+               * gradients, dz through the pointwise kernel, dx through the depthwise one */
+        int64_t pixels = out / l->out_shape.dim[l->out_shape.ndim - 1];
+        int64_t dw = dk->numel * pixels, pw = find_param(l, "pointwise_kernel")->numel * pixels;
+        *forward = 2 * (dw + pw);
+        *backward = 2 * (dw + pw) + 2 * pw + (reads_input ? 0 : 2 * dw);
+        return;
+    }
     if (k) {
         /* Dense (per position of a sequence), Conv2D (per output pixel): the kernel once per
          * output row of `units`; DepthwiseConv2D [kh, kw, c, m]: kh kw per output value;

@@ -33,18 +33,27 @@ static const tfc_field depthwise_fields[] = {
      TFC_UNBOUNDED, NULL, "default zeros"},
     {NULL}};
 
+tfc_conv_desc tfc_layer_depthwise_desc(const tfc_shape *in, const int k[2], const int s[2],
+                                       const int d[2], int same, int m, int n)
+{
+    tfc_conv_desc c = {.n = n, .h = (int)in->dim[0], .w = (int)in->dim[1], .c = (int)in->dim[2],
+                       .kh = k[0], .kw = k[1], .f = (int)in->dim[2] * m, .sh = s[0], .sw = s[1],
+                       .dh = d[0], .dw = d[1]};
+    tfc_conv_axis(c.h, c.kh, c.sh, c.dh, same, &c.oh, &c.pad_top);
+    tfc_conv_axis(c.w, c.kw, c.sw, c.dw, same, &c.ow, &c.pad_left);
+    return c;
+}
+
+const char *const tfc_layer_depthwise_ops[] = {"depthwise_workspace", "depthwise_forward",
+                                               "depthwise_backward_data",
+                                               "depthwise_backward_filter", NULL};
+
 static tfc_conv_desc depthwise_desc(const tfc_layer *l, int n)
 {
     const depthwise_args *a = l->args;
-    const tfc_shape *in = &l->in_shape[0];
-    tfc_conv_desc d = {.n = n, .h = (int)in->dim[0], .w = (int)in->dim[1], .c = (int)in->dim[2],
-                       .kh = a->kernel_size[0], .kw = a->kernel_size[1],
-                       .f = (int)in->dim[2] * a->depth_multiplier,
-                       .sh = a->strides[0], .sw = a->strides[1],
-                       .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
-    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
-    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
-    return d;
+    return tfc_layer_depthwise_desc(&l->in_shape[0], a->kernel_size, a->strides,
+                                    a->dilation_rate, a->padding == TFC_PADDING_SAME,
+                                    a->depth_multiplier, n);
 }
 
 static tfc_status depthwise_build(tfc_layer *l, tfc_error *err)
@@ -102,10 +111,7 @@ static void depthwise_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
 
 static const char *const *depthwise_needs(const tfc_layer *l)
 {
-    static const char *const ops[] = {"depthwise_workspace", "depthwise_forward",
-                                      "depthwise_backward_data", "depthwise_backward_filter",
-                                      NULL};
-    return ops;
+    return tfc_layer_depthwise_ops;
 }
 
 const tfc_layer_ops tfc_depthwise_conv2d_ops = {

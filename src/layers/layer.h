@@ -189,6 +189,14 @@ void tfc_layer_border(const tfc_layer *l, int side[4]);
  * the layer's output is D's input, its input D's output. */
 tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l);
 
+/* The depthwise step of DepthwiseConv2D and SeparableConv2D for a batch of n
+ * (depthwise_conv2d.c): input (h, w, c), kernel k, strides s, dilation d, TensorFlow's `same`
+ * or valid padding, m filters per channel (f = c m output channels). */
+tfc_conv_desc tfc_layer_depthwise_desc(const tfc_shape *in, const int k[2], const int s[2],
+                                       const int d[2], int same, int m, int n);
+/* The backend ops of that step, NULL-terminated: both layers' `needs`. */
+extern const char *const tfc_layer_depthwise_ops[];
+
 /* An image layer's input check: TFC_OK when l's input is (height, width, channels), else a
  * positioned error naming the shape found. */
 tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err);

@@ -180,10 +180,12 @@ CASES = [depthwise_same_s2, depthwise_dilated_strided, depthwise_valid_hard_silu
          transpose_kernel_below_stride, autoencoder]
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
+def write_cases(cases, folder):
+    """Writes folder/<case>.safetensors for each case (a function returning the Keras input,
+    output and the tfc YAML)."""
+    os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(42)
-    for case in CASES:
+    for case in cases:
         inp, out, yaml = case()
         model = keras.Model(inp, out)
         tensors = {}
@@ -196,9 +198,13 @@ def main():
         y = np.asarray(model(x, training=False), dtype=np.float32)
         tensors["x"] = x
         tensors["y"] = y
-        save_file(tensors, os.path.join(OUT, case.__name__ + ".safetensors"),
+        save_file(tensors, os.path.join(folder, case.__name__ + ".safetensors"),
                   metadata={"yaml": yaml})
         print(f"{case.__name__}: x {x.shape} y {y.shape}, {len(tensors) - 2} weights")
+
+
+def main():
+    write_cases(CASES, OUT)
 
 
 if __name__ == "__main__":

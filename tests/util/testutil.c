@@ -175,8 +175,8 @@ const char *tfc_test_bin(const char *tool)
     return NULL;
 }
 
-tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char *out,
-                          tfc_error *err)
+tfc_status tfc_test_train_result(const char *solver_yaml, const char *file, const char *out,
+                                 tfc_train_result *res, tfc_error *err)
 {
     tfc_solver_options o = {0};
     o.out_dir = tfc_test_path(out);
@@ -184,9 +184,15 @@ tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char 
     o.console = fopen("/dev/null", "w");
     tfc_error_clear(err);
     tfc_solver *s = tfc_solver_load(tfc_test_write(file, solver_yaml, -1), &o, err);
-    tfc_train_result res;
-    tfc_status st = s ? tfc_solver_train(s, &res, err) : err->code;
+    tfc_status st = s ? tfc_solver_train(s, res, err) : err->code;
     tfc_solver_free(s);
     if (o.console) fclose(o.console);
     return st;
+}
+
+tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char *out,
+                          tfc_error *err)
+{
+    tfc_train_result res;
+    return tfc_test_train_result(solver_yaml, file, out, &res, err);
 }

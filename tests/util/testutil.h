@@ -55,6 +55,10 @@ char *tfc_test_read(const char *path, size_t *len);
  * thread, console to /dev/null, its run directory tmpdir/out; e gets any error. */
 tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char *out,
                           tfc_error *e);
+/* tfc_test_train, with the run's result in *res (solver/solver.h). */
+struct tfc_train_result;
+tfc_status tfc_test_train_result(const char *solver_yaml, const char *file, const char *out,
+                                 struct tfc_train_result *res, tfc_error *e);
 
 /* A learnable synthetic classification set as two .npy files in the scratch directory: 16
  * features uniform in [-1, 1] (float32 [n, 16]) and int32 labels [n], the argmax of a fixed

@@ -1,0 +1,159 @@
+/* SeparableConv2D (keras.layers.SeparableConv2D): a depthwise convolution (each input channel
+ * through its own depth_multiplier filters, strides, dilation, valid/same padding) then a 1x1
+ * convolution mixing its c m channels into `filters`, as Keras's separable_conv:
+ *   z[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m]
+ *                              D[u, v, k / m, k % m]                 D [kh, kw, c, m]
+ *   y[n, i, j, f] = sum_k z[n, i, j, k] P[0, 0, k, f] + b[f]         P [1, 1, c m, filters]
+ *   backward: db += sum dy, dP += z^T dy, dz = dy P^T, dD += x (*) dz per channel,
+ *   dx += dz (*)^T D
+ * z is kept from forward (saved); dz lives in the workspace. */
+#include "layers/layer.h"
+
+typedef struct separable_args {
+    int filters, kernel_size[2], strides[2], padding, data_format, dilation_rate[2];
+    int depth_multiplier, activation, use_bias;
+    const tfc_node *depthwise_initializer, *pointwise_initializer, *bias_initializer;
+    /* Keras arguments tfc has no form for: accepted only as null (Keras's None) */
+    const tfc_node *depthwise_regularizer, *pointwise_regularizer, *bias_regularizer,
+        *activity_regularizer, *depthwise_constraint, *pointwise_constraint, *bias_constraint;
+} separable_args;
+
+#define NULL_ONLY(member)                                                                    \
+    {#member, TFC_F_NODE, offsetof(separable_args, member), TFC_NO_DEFAULT, TFC_UNBOUNDED,    \
+     NULL, "not supported: null only"}
+
+static const tfc_field separable_fields[] = {
+    {"filters", TFC_F_INT, offsetof(separable_args, filters), NULL, 1, 1 << 20, NULL,
+     "output channels of the pointwise convolution"},
+    {"kernel_size", TFC_F_INT_PAIR, offsetof(separable_args, kernel_size), NULL, 1, 4096, NULL,
+     "depthwise kernel height and width"},
+    {"strides", TFC_F_INT_PAIR, offsetof(separable_args, strides), "1", 1, 4096, NULL,
+     "stride of the depthwise convolution"},
+    {"padding", TFC_F_ENUM, offsetof(separable_args, padding), "valid", TFC_UNBOUNDED,
+     tfc_padding_names, "valid or same"},
+    TFC_DATA_FORMAT_FIELD(separable_args, data_format),
+    {"dilation_rate", TFC_F_INT_PAIR, offsetof(separable_args, dilation_rate), "1", 1, 4096,
+     NULL, "dilation of the depthwise convolution"},
+    {"depth_multiplier", TFC_F_INT, offsetof(separable_args, depth_multiplier), "1", 1, 4096,
+     NULL, "depthwise filters per input channel"},
+    TFC_ACTIVATION_FIELD(separable_args, activation),
+    {"use_bias", TFC_F_BOOL, offsetof(separable_args, use_bias), "true", TFC_UNBOUNDED, NULL,
+     "add a bias per filter"},
+    {"depthwise_initializer", TFC_F_NODE, offsetof(separable_args, depthwise_initializer),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
+    {"pointwise_initializer", TFC_F_NODE, offsetof(separable_args, pointwise_initializer),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
+    {"bias_initializer", TFC_F_NODE, offsetof(separable_args, bias_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default zeros"},
+    NULL_ONLY(depthwise_regularizer), NULL_ONLY(pointwise_regularizer),
+    NULL_ONLY(bias_regularizer), NULL_ONLY(activity_regularizer),
+    NULL_ONLY(depthwise_constraint), NULL_ONLY(pointwise_constraint),
+    NULL_ONLY(bias_constraint),
+    {NULL}};
+
+/* The depthwise step of a batch of n: f = c m channels of z. */
+static tfc_conv_desc separable_desc(const tfc_layer *l, int n)
+{
+    const separable_args *a = l->args;
+    return tfc_layer_depthwise_desc(&l->in_shape[0], a->kernel_size, a->strides,
+                                    a->dilation_rate, a->padding == TFC_PADDING_SAME,
+                                    a->depth_multiplier, n);
+}
+
+/* Bytes of dz for the bound batch, rounded to 64: the depthwise step's workspace follows. */
+static size_t dz_bytes(const tfc_layer *l)
+{
+    tfc_conv_desc d = separable_desc(l, l->max_batch);
+    return ((size_t)d.n * d.oh * d.ow * d.f * sizeof(float) + 63) & ~(size_t)63;
+}
+
+static tfc_status separable_build(tfc_layer *l, tfc_error *err)
+{
+    const separable_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    const struct { const char *name; const tfc_node *v; } refused[] = {
+        {"depthwise_regularizer", a->depthwise_regularizer},
+        {"pointwise_regularizer", a->pointwise_regularizer},
+        {"bias_regularizer", a->bias_regularizer},
+        {"activity_regularizer", a->activity_regularizer},
+        {"depthwise_constraint", a->depthwise_constraint},
+        {"pointwise_constraint", a->pointwise_constraint},
+        {"bias_constraint", a->bias_constraint}};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        if (refused[i].v && !tfc_node_is_null(refused[i].v))
+            return tfc_layer_error(err, l, "%s is not supported (only null)", refused[i].name);
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
+    if (in->dim[2] * a->depth_multiplier > 1 << 24)
+        return tfc_layer_error(err, l, "%lld channels times depth_multiplier %d is too many",
+                               (long long)in->dim[2], a->depth_multiplier);
+    tfc_conv_desc d = separable_desc(l, 1);
+    if (d.oh < 1 || d.ow < 1)
+        return tfc_layer_error(err, l,
+                               "input %s is smaller than the %dx%d kernel (dilation %dx%d) with "
+                               "valid padding",
+                               tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw, d.dh, d.dw);
+    l->out_shape = tfc_shape_make(3, (int64_t[]){d.oh, d.ow, a->filters});
+    l->act = (tfc_act)a->activation;
+    l->saved_floats = (int64_t)d.oh * d.ow * d.f;
+    tfc_init di, pi, bi;
+    if (tfc_layer_init_arg(l, a->depthwise_initializer, "depthwise_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &di, err) ||
+        tfc_layer_init_arg(l, a->pointwise_initializer, "pointwise_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &pi, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
+        return TFC_ERR_CONFIG;
+    tfc_layer_add_param(l, "depthwise_kernel", 4,
+                        (int64_t[]){d.kh, d.kw, d.c, a->depth_multiplier}, 1, di);
+    tfc_layer_add_param(l, "pointwise_kernel", 4, (int64_t[]){1, 1, d.f, a->filters}, 1, pi);
+    if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){a->filters}, 1, bi);
+    return TFC_OK;
+}
+
+static void separable_plan(tfc_layer *l, tfc_backend *be)
+{
+    tfc_conv_desc d = separable_desc(l, l->max_batch);
+    l->workspace = dz_bytes(l) + be->ops->depthwise_workspace(be, &d);
+}
+
+static void separable_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const separable_args *a = l->args;
+    tfc_conv_desc d = separable_desc(l, ex->batch);
+    const tfc_backend_ops *op = ex->be->ops;
+    const int rows = d.n * d.oh * d.ow;
+    op->depthwise_forward(ex->be, &d, x[0], l->params[0].data, NULL, l->saved);
+    op->gemm(ex->be, 0, 0, rows, a->filters, d.f, 1.f, l->saved, d.f, l->params[1].data,
+             a->filters, 0.f, y, a->filters);
+    if (a->use_bias) op->bias_add(ex->be, rows, a->filters, l->params[2].data, y);
+}
+
+static void separable_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                               const float *dy, float *const *dx)
+{
+    const separable_args *a = l->args;
+    tfc_conv_desc d = separable_desc(l, ex->batch);
+    const tfc_backend_ops *op = ex->be->ops;
+    const int rows = d.n * d.oh * d.ow;
+    float *dz = ex->ws;
+    void *dw_ws = (char *)ex->ws + dz_bytes(l);
+    if (a->use_bias) op->bias_grad(ex->be, rows, a->filters, dy, l->params[2].grad);
+    op->gemm(ex->be, 1, 0, d.f, a->filters, rows, 1.f, l->saved, d.f, dy, a->filters, 1.f,
+             l->params[1].grad, a->filters);
+    op->gemm(ex->be, 0, 1, rows, d.f, a->filters, 1.f, dy, a->filters, l->params[1].data,
+             a->filters, 0.f, dz, d.f);
+    op->depthwise_backward_filter(ex->be, &d, x[0], dz, l->params[0].grad, dw_ws);
+    if (dx[0]) op->depthwise_backward_data(ex->be, &d, dz, l->params[0].data, dx[0]);
+}
+
+static const char *const *separable_needs(const tfc_layer *l)
+{
+    return tfc_layer_depthwise_ops;
+}
+
+const tfc_layer_ops tfc_separable_conv2d_ops = {
+    .type = "SeparableConv2D", .schema = separable_fields, .args_size = sizeof(separable_args),
+    .min_inputs = 1, .max_inputs = 1,
+    .build = separable_build, .plan = separable_plan, .forward = separable_forward,
+    .backward = separable_backward, .needs = separable_needs,
+};
