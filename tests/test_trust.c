@@ -522,6 +522,36 @@ static void test_ignored_options(void)
     CU_ASSERT(!exists("sa/final.safetensors"));
 }
 
+/* ---- 16. empty data: the file named, nothing created ---------------------------------------- */
+
+static void test_empty_data(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    tfc_test_write("header.csv", "a,b,label\n", -1);
+    tfc_test_write("empty.txt", "", 0);
+    tfc_tensor x0 = {TFC_F32, {.ndim = 2, .dim = {0, 16}}, NULL, -1};
+    CU_ASSERT_FATAL(tfc_npy_write(tfc_test_path("x0.npy"), &x0, NULL) == TFC_OK);
+    static const struct {
+        const char *source, *file, *why;
+    } cases[] = {
+        {"{type: csv, file: header.csv, label_column: label}", "header.csv:",
+         "a header and no rows"},
+        {"{type: text, files: empty.txt}", "empty.txt:", "empty or blank"},
+        {"{type: npy, features: x0.npy}", "x0.npy:", "its first axis is 0"},
+    };
+    char cmd[2048];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out empty --set "
+                 "'data.train.source=%s'", bin, cases[i].source);
+        expect(1, cmd, cases[i].file, cases[i].why);
+        CU_ASSERT(!exists("empty")); /* so the next try is not refused */
+    }
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out empty --set max_iter=2", bin);
+    expect(0, cmd, "done: 2 iterations", NULL);
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
@@ -529,4 +559,5 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"stale_temps", test_stale_temps},
               {"inspect_checksum", test_inspect_checksum},
               {"zoo_export_non_empty", test_zoo_export_non_empty},
-              {"ignored_options", test_ignored_options})
+              {"ignored_options", test_ignored_options},
+              {"empty_data", test_empty_data})
