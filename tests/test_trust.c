@@ -543,13 +543,122 @@ static void test_empty_data(void)
     };
     char cmd[2048];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out empty --set "
+        snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set "
                  "'data.train.source=%s'", bin, cases[i].source);
         expect(1, cmd, cases[i].file, cases[i].why);
-        CU_ASSERT(!exists("empty")); /* so the next try is not refused */
+        CU_ASSERT(!exists("nodata")); /* so the next try is not refused */
     }
-    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out empty --set max_iter=2", bin);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set max_iter=2", bin);
     expect(0, cmd, "done: 2 iterations", NULL);
+}
+
+/* ---- 7, 8. a resume never rewrites a finished run's results; log and summary agree ---------- */
+
+/* The rows of `phase` at iteration `iter` in the scratch run's log.csv, and in *bad the
+ * lines that are not whole rows (another comma count than the header's, a NUL byte). */
+static int rows_at(const char *run, const char *phase, long iter, int *bad)
+{
+    char path[256], want[64];
+    snprintf(path, sizeof path, "%s/log.csv", run);
+    snprintf(want, sizeof want, "%ld,%s,", iter, phase);
+    size_t len = 0;
+    char *t = tfc_test_read(tfc_test_path(path), &len);
+    int n = 0, header = -1;
+    *bad = t == NULL || strlen(t) != len;
+    for (char *line = t ? strtok(t, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        int commas = 0;
+        for (char *c = line; *c; c++) commas += *c == ',';
+        if (header < 0) header = commas;
+        *bad += commas != header;
+        n += !strncmp(line, want, strlen(want));
+    }
+    free(t);
+    return n;
+}
+
+static void test_resume_finished_run(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out done --threads 1 --quiet --set "
+             "snapshot.interval=100", bin);
+    expect(0, cmd, "done: 300 iterations", NULL);
+    size_t log_len = 0, final_len = 0;
+    char *log = tfc_test_read(tfc_test_path("done/log.csv"), &log_len);
+    char *final = tfc_test_read(tfc_test_path("done/final.safetensors"), &final_len);
+    /* an earlier snapshot into the finished run: refused, naming what it would replace */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --resume "
+             "done/snapshots/tiny_iter_100.state", bin);
+    expect(2, cmd, "done holds a finished run; resuming iteration 100 there would replace its "
+           "final.safetensors, best.safetensors, summary.json and the 202 row(s) of log.csv "
+           "after iteration 100", "--out DIR, or add --overwrite");
+    size_t len = 0;
+    char *now = tfc_test_read(tfc_test_path("done/log.csv"), &len);
+    CU_ASSERT(now && len == log_len && !memcmp(now, log, len));
+    free(now);
+    now = tfc_test_read(tfc_test_path("done/final.safetensors"), &len);
+    CU_ASSERT(now && len == final_len && !memcmp(now, final, len));
+    free(now);
+    free(log);
+    free(final);
+    CU_ASSERT_STRING_EQUAL(run_status("done"), "completed");
+    /* into a new --out it runs; with --overwrite it replaces them */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --out again "
+             "--resume done/snapshots/tiny_iter_100.state", bin);
+    expect(0, cmd, "done: 300 iterations", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --overwrite "
+             "--resume done/snapshots/tiny_iter_100.state", bin);
+    expect(0, cmd, "done: 300 iterations", NULL);
+    int bad = 0;
+    CU_ASSERT_EQUAL(rows_at("done", "test", 200, &bad), 1);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_log_matches_summary(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out f --threads 1 --quiet --set "
+             "snapshot.interval=100 --stop-at 100", bin);
+    expect(0, cmd, "paused at iteration 100", NULL);
+    /* a NUL where a row was being written is not a row: the resumed log keeps whole rows */
+    char *log = tfc_test_read(tfc_test_path("f/log.csv"), NULL);
+    char *row = log ? strstr(log, "\n50,train,") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    row[6] = 0;
+    tfc_test_write("f/log.csv", log, (long)(strlen(log) + strlen(row + 7) + 1));
+    free(log);
+    /* the final write fails (a folder in its place) after the test row of 300 */
+    CU_ASSERT_FATAL(mkdir(tfc_test_path("f/final.safetensors"), 0755) == 0);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --quiet --resume "
+             "f/snapshots/tiny_iter_100.state", bin);
+    expect(1, cmd, "final.safetensors", "Is a directory");
+    CU_ASSERT_STRING_EQUAL(run_status("f"), "failed");
+    rmdir(tfc_test_path("f/final.safetensors"));
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --quiet --resume "
+             "f/snapshots/tiny_iter_300.state", bin);
+    expect(0, cmd, "done: 300 iterations", "test loss");
+    int bad = 0;
+    CU_ASSERT_EQUAL(rows_at("f", "test", 300, &bad), 1);
+    CU_ASSERT_EQUAL(rows_at("f", "train", 51, &bad), 1);
+    CU_ASSERT_EQUAL(rows_at("f", "train", 50, &bad), 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_STRING_EQUAL(run_status("f"), "completed");
+    /* a resume (here over the finished run, --overwrite) that dies after cutting the log
+     * leaves no summary.json of the state it left */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --overwrite --resume "
+             "f/snapshots/tiny_iter_100.state --set max_iter=100000000", bin);
+    pid_t pid = spawn(cmd, "f.txt");
+    CU_ASSERT_FATAL(wait_for("f/log.csv", "\n400,train,"));
+    kill(pid, SIGKILL);
+    wait_code(pid);
+    CU_ASSERT(!exists("f/summary.json"));
+    CU_ASSERT(!exists("f/final.safetensors"));
+    CU_ASSERT_EQUAL(rows_at("f", "test", 300, &bad), 1); /* the resumed run's own */
 }
 
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
@@ -560,4 +669,6 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"inspect_checksum", test_inspect_checksum},
               {"zoo_export_non_empty", test_zoo_export_non_empty},
               {"ignored_options", test_ignored_options},
-              {"empty_data", test_empty_data})
+              {"empty_data", test_empty_data},
+              {"resume_finished_run", test_resume_finished_run},
+              {"log_matches_summary", test_log_matches_summary})

@@ -77,9 +77,14 @@ typedef struct tfc_csv_log tfc_csv_log;
 
 /* Opens DIR/log.csv with the header iter,phase,loss,<metrics>,lr,seconds. With keep_upto
  * >= 0 an existing log is kept up to (and including) that iteration and appended to;
- * rows after it and a torn last line are dropped. */
+ * rows after it and lines that are not whole rows (torn, or holding a NUL byte) are
+ * dropped. */
 tfc_csv_log *tfc_csv_open(const char *path, const char *const *metric_names, int nmetrics,
                           int64_t keep_upto, tfc_error *err);
+/* The iteration of the last test row tfc_csv_open kept; -1: none. */
+int64_t tfc_csv_last_test(const tfc_csv_log *log);
+/* How many rows of the log at `path` are after iteration `iter` (0 when it is absent). */
+int64_t tfc_csv_rows_after(const char *path, int64_t iter);
 tfc_status tfc_csv_row(tfc_csv_log *log, int64_t iter, const char *phase, double loss,
                        const double *metrics, double lr, double seconds, tfc_error *err);
 void tfc_csv_close(tfc_csv_log *log);

@@ -6,6 +6,7 @@
 #include "solver/internal.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -181,8 +182,35 @@ static void remove_stale_temps(const tfc_rundir *d)
     if (dir) closedir(dir);
 }
 
+/* A resume into the folder of a finished run (it has final.safetensors) would replace its
+ * results: refused naming them, unless --overwrite, which removes the final weights (the
+ * resumed run writes its own when it ends). */
+static tfc_status resume_over_results(const tfc_rundir *d, int64_t at, tfc_error *err)
+{
+    char final[PATH_MAX], best[PATH_MAX], log[PATH_MAX];
+    snprintf(final, sizeof final, "%s/final.safetensors", d->path);
+    snprintf(best, sizeof best, "%s/best.safetensors", d->path);
+    snprintf(log, sizeof log, "%s/log.csv", d->path);
+    struct stat st;
+    if (stat(final, &st) != 0 || !S_ISREG(st.st_mode)) return TFC_OK;
+    if (d->s->opt.overwrite) {
+        unlink(final);
+        return TFC_OK;
+    }
+    tfc_error_set(err, TFC_ERR_USAGE,
+                  "%s holds a finished run; resuming iteration %lld there would replace its "
+                  "final.safetensors%s, summary.json and the %lld row(s) of log.csv after "
+                  "iteration %lld",
+                  d->path, (long long)at, stat(best, &st) == 0 ? ", best.safetensors" : "",
+                  (long long)tfc_csv_rows_after(log, at), (long long)at);
+    tfc_error_hint(err, "resume into a new run directory with --out DIR, or add --overwrite to "
+                        "replace that run's results");
+    return TFC_ERR_USAGE;
+}
+
 /* A folder that holds an earlier run is refused (its event files and snapshots would mix
- * with this run's), unless this run resumes a snapshot inside it or --overwrite clears it. */
+ * with this run's), unless this run resumes a snapshot inside it (and the run there has
+ * not finished, or --overwrite) or --overwrite clears it. */
 static tfc_status check_reuse(const tfc_rundir *d, int64_t resumed_at, tfc_error *err)
 {
     const tfc_solver *s = d->s;
@@ -193,7 +221,8 @@ static tfc_status check_reuse(const tfc_rundir *d, int64_t resumed_at, tfc_error
             if (dir_end) snprintf(state_dir, sizeof state_dir, "%.*s", (int)(dir_end - s->opt.resume), s->opt.resume);
             else snprintf(state_dir, sizeof state_dir, ".");
             snprintf(own, sizeof own, "%s", d->path);
-            if (realpath(own, a) && realpath(state_dir, b) && !strcmp(a, b)) return TFC_OK;
+            if (realpath(own, a) && realpath(state_dir, b) && !strcmp(a, b))
+                return resume_over_results(d, resumed_at, err);
         }
     }
     if (!earlier_run(d, 0)) return TFC_OK;
@@ -236,6 +265,11 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
     }
     const char *names[TFC_MAX_METRICS];
     int n = metric_names(d->s->model, names);
+    /* log.csv and summary.json describe one run state: the summary of the state resumed
+     * from goes before the log is cut back to it; the run writes its own when it ends. */
+    snprintf(path, sizeof path, "%s/summary.json", d->path);
+    if (!s && resumed_at >= 0 && unlink(path) != 0 && errno != ENOENT)
+        s = tfc_error_set(err, TFC_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/log.csv", d->path);
     if (!s && !(d->csv = tfc_csv_open(path, names, n, resumed_at, err))) s = err->code;
     if (!s && !(d->ev = tfc_events_open(d->path, resumed_at, err))) s = err->code;

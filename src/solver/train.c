@@ -646,6 +646,9 @@ static tfc_status start(run *r, tfc_error *err)
     if (!st && r->comm->size > 1) st = share_weights(r, err);
     if (st || !writer(r)) return st;
     st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
+    /* the resumed iteration's test is in the log already: the run does not repeat it */
+    if (!st && resumed_at >= 0 && tfc_csv_last_test(r->dir.csv) == r->iter)
+        r->last_test = r->iter;
     if (!st) st = tfc_snapshot_set_open(&r->snaps, r->dir.path, c->snapshot_prefix, resumed_at, err);
     if (!st) {
         tfc_error quiet;
@@ -816,22 +819,28 @@ static tfc_status loop(run *r, tfc_error *err)
     return TFC_OK;
 }
 
-/* --stop-at reached: a test pass that steps no callback and writes no log row or best
- * weights (a run that never paused has none there), then the snapshot; status paused. */
+/* A test pass for the result alone: it steps no callback and writes no log row or best
+ * weights. */
+static tfc_status quiet_test(run *r, tfc_error *err)
+{
+    tfc_eval e;
+    int stopped = 0;
+    tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
+    tfc_status st = tfc_evaluate(&r->feed, r->s, &e, &r->cm, &stopped, err);
+    tfc_ema_swap_out(&r->ema, tfc_model_params(r->s->model));
+    if (!st && !stopped) {
+        r->res->have_test = 1;
+        r->res->test = e;
+    }
+    return st;
+}
+
+/* --stop-at reached: a quiet test pass (a run that never paused has no row or best weights
+ * there), then the snapshot; status paused. */
 static tfc_status pause_run(run *r, tfc_error *err)
 {
     tfc_status st = TFC_OK;
-    if (r->feed.test && r->last_test != r->iter) {
-        tfc_eval e;
-        int stopped = 0;
-        tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
-        st = tfc_evaluate(&r->feed, r->s, &e, &r->cm, &stopped, err);
-        tfc_ema_swap_out(&r->ema, tfc_model_params(r->s->model));
-        if (!st && !stopped) {
-            r->res->have_test = 1;
-            r->res->test = e;
-        }
-    }
+    if (r->feed.test && r->last_test != r->iter) st = quiet_test(r, err);
     if (!st && r->last_snap != r->iter) st = snapshot(r, err);
     if (!st) r->res->status = TFC_RUN_PAUSED; /* the caller says so (tfc-train: with the resume) */
     return st;
@@ -864,6 +873,8 @@ static tfc_status finish_run(run *r, tfc_error *err)
         r->iter < c->max_iter)
         return pause_run(r, err);
     if (!stopped && r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
+    /* resumed where the log has the test already: its result again, for summary.json */
+    else if (!stopped && r->feed.test && !r->res->have_test) st = quiet_test(r, err);
     if (st) return st;
     if (tfc_progress_pending(&r->prog) > 0 && (c->display == 0 || r->iter % c->display != 0)) {
         /* The train result of the last stretch, as a display would show it. */
