@@ -591,9 +591,9 @@ static void test_resume_finished_run(void)
     /* an earlier snapshot into the finished run: refused, naming what it would replace */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --resume "
              "done/snapshots/tiny_iter_100.state", bin);
-    expect(2, cmd, "done holds a finished run; resuming iteration 100 there would replace its "
-           "final.safetensors, best.safetensors, summary.json and the 202 row(s) of log.csv "
-           "after iteration 100", "--out DIR, or add --overwrite");
+    expect(2, cmd, "done holds a run finished at iteration 300; resuming iteration 100 there "
+           "would replace its final.safetensors, best.safetensors, summary.json and the 202 "
+           "row(s) of log.csv after iteration 100", "--out DIR, or add --overwrite");
     size_t len = 0;
     char *now = tfc_test_read(tfc_test_path("done/log.csv"), &len);
     CU_ASSERT(now && len == log_len && !memcmp(now, log, len));
@@ -613,6 +613,12 @@ static void test_resume_finished_run(void)
     expect(0, cmd, "done: 300 iterations", NULL);
     int bad = 0;
     CU_ASSERT_EQUAL(rows_at("done", "test", 200, &bad), 1);
+    CU_ASSERT_EQUAL(bad, 0);
+    /* its last snapshot continues it (a larger max_iter): nothing of it is replaced */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --resume "
+             "done/snapshots/tiny_iter_300.state --set max_iter=310", bin);
+    expect(0, cmd, "done: 310 iterations", NULL);
+    CU_ASSERT_EQUAL(rows_at("done", "test", 300, &bad), 1);
     CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -661,6 +667,34 @@ static void test_log_matches_summary(void)
     CU_ASSERT_EQUAL(rows_at("f", "test", 300, &bad), 1); /* the resumed run's own */
 }
 
+/* ---- 6. a resume compares the snapshot's own configuration, its model first ------------------ */
+
+static void test_resume_diff(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out seeded --threads 1 --quiet "
+             "--stop-at 100 && sed -i 's/^seed: 7$/seed: 8/' seeded/config.yaml && grep -q "
+             "'^seed: 8$' seeded/config.yaml", bin);
+    expect(0, cmd, "paused at iteration 100", NULL);
+    /* the run's own config.yaml edited: the snapshot's configuration still tells */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' seeded/config.yaml --threads 1 --resume "
+             "seeded/snapshots/tiny_iter_100.state --stop-at 150", bin);
+    expect(0, cmd, "differs from the snapshot's (the snapshot's configuration -> now):\n"
+           "  seed: 7 -> 8\ncontinuing", NULL);
+    /* another model's snapshot (another optimizer too): its model is said first */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out other --threads 1 --quiet "
+             "--set model.name=other --set optimizer.type=sgd --stop-at 100", bin);
+    expect(0, cmd, "paused at iteration 100", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' seeded/config.yaml --threads 1 --resume "
+             "other/snapshots/other_iter_100.state", bin);
+    expect(2, cmd, "cannot resume: this snapshot belongs to model 'other' "
+           "(other/snapshots/other_iter_100.state), not to this configuration's model 'tiny'",
+           "its own run's config.yaml");
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
@@ -671,4 +705,5 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"ignored_options", test_ignored_options},
               {"empty_data", test_empty_data},
               {"resume_finished_run", test_resume_finished_run},
-              {"log_matches_summary", test_log_matches_summary})
+              {"log_matches_summary", test_log_matches_summary},
+              {"resume_diff", test_resume_diff})

@@ -131,6 +131,16 @@ int64_t tfc_csv_rows_after(const char *path, int64_t iter)
     return n;
 }
 
+int64_t tfc_summary_iterations(const char *path)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    json_t *n = j ? json_object_get(j, "iterations") : NULL;
+    int64_t iterations = json_is_integer(n) ? (int64_t)json_integer_value(n) : -1;
+    json_decref(j);
+    return iterations;
+}
+
 void tfc_csv_close(tfc_csv_log *log)
 {
     if (!log) return;

@@ -68,7 +68,7 @@ const char *tfc_ranking_metric_name(const tfc_model *m)
 static tfc_snapshot_id snapshot_id(const run *r)
 {
     tfc_snapshot_id id = {tfc_model_name(r->s->model), tfc_optimizer_names[r->s->cfg.optimizer.type],
-                          r->s->config_hash, r->s->model_hash, r->comm->size};
+                          r->s->config_hash, r->s->model_hash, r->comm->size, r->s->root};
     return id;
 }
 
@@ -510,11 +510,27 @@ static tfc_status resume(run *r, tfc_error *err)
 {
     const char *state = r->s->opt.resume;
     int differs = 0, nrefused = 0;
-    char *changes = tfc_resume_diff(r->s, state, &nrefused);
+    char *changes = NULL, owner[256];
+    tfc_status st = tfc_resume_diff(r->s, state, &changes, &nrefused, owner, sizeof owner, err);
+    if (st) {
+        tfc_error_prefix(err, "cannot resume: ");
+        return st;
+    }
+    if (owner[0]) { /* the first thing to say: the model's changes are all of the rest */
+        tfc_error_set(err, TFC_ERR_USAGE,
+                      "cannot resume: this snapshot belongs to model '%s' (%s), not to this "
+                      "configuration's model '%s'",
+                      owner, state, tfc_model_name(r->s->model));
+        tfc_error_hint(err, "resume it with its own run's config.yaml, or start a new run from "
+                            "its weights with --force (or --weights)");
+        if (r->s->opt.force) r->forced = 1;
+        free(changes);
+        return TFC_ERR_USAGE;
+    }
     if (nrefused) {
         tfc_error_set(err, TFC_ERR_USAGE,
                       "cannot resume: %d change(s) to the configuration do not fit the "
-                      "snapshot's state (its run's config.yaml -> now):\n%s",
+                      "snapshot's state (the snapshot's configuration -> now):\n%s",
                       nrefused, changes);
         tfc_error_hint(err, "resume with the run's configuration, or start a new run from the "
                             "snapshot's weights with --force (or --weights)");
@@ -527,7 +543,7 @@ static tfc_status resume(run *r, tfc_error *err)
         return TFC_ERR_USAGE;
     }
     r->resume_changes = changes;
-    tfc_status st = load_state(r, state, &differs, err);
+    st = load_state(r, state, &differs, err);
     r->resume_changes = NULL;
     if (st) tfc_error_prefix(err, "cannot resume: ");
     else if (r->iter > r->s->cfg.max_iter)
@@ -546,7 +562,8 @@ static tfc_status resume(run *r, tfc_error *err)
                          "note: the configuration differs from the snapshot's%s\n%scontinuing "
                          "(the run repeats an uninterrupted one exactly only with the same "
                          "configuration)\n",
-                         changes ? " (its run's config.yaml -> now):" : ";", changes ? changes : "");
+                         changes ? " (the snapshot's configuration -> now):" : ";",
+                         changes ? changes : "");
     }
     free(changes);
     return TFC_OK;
