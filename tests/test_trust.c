@@ -1,7 +1,8 @@
 /* What the tools do when things go wrong, walked as a user meets it ($TFC_BIN, as make test
  * builds them): corrupted, truncated and padded gzip inputs (IDX and TFRecord) fail naming
  * the file; SIGHUP snapshots like SIGTERM and a closed stdout (`| head -1`) does not stop
- * the run. */
+ * the run; resumes keep a run's records consistent (log.csv, summary.json, final weights)
+ * and name what they change; empty and skipped data are said with their files. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -695,6 +696,57 @@ static void test_resume_diff(void)
            "its own run's config.yaml");
 }
 
+/* ---- 17. on_error: skip says what it left out, each record once ----------------------------- */
+
+static void test_skip_reported(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    char list[512] = "", name[32];
+    for (int i = 0; i < 8; i++) {
+        unsigned char px[16];
+        memset(px, i * 30, sizeof px);
+        void *png;
+        size_t len;
+        CU_ASSERT_FATAL(tfc_image_encode_png(px, 4, 4, 1, &png, &len, NULL) == TFC_OK);
+        snprintf(name, sizeof name, "ok%d.png", i);
+        tfc_test_write(name, png, (long)len);
+        free(png);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s %d\n", name, i % 2);
+    }
+    tfc_test_write("bad0.png", "not a png", -1);
+    tfc_test_write("bad1.png", "\x89PNG\r\n\x1a\nbroken", -1);
+    snprintf(list + strlen(list), sizeof list - strlen(list), "bad0.png 0\nbad1.png 1\n");
+    tfc_test_write("list.txt", list, -1);
+    tfc_test_write("skip.yaml",
+                   "model:\n"
+                   "  name: im\n"
+                   "  input: {shape: [4, 4, 1]}\n"
+                   "  layers: [{Flatten: {}}, {Dense: {name: out, units: 2}}]\n"
+                   "data:\n"
+                   "  train:\n"
+                   "    source: {type: images, list: list.txt, channels: 1, on_error: skip}\n"
+                   "    pipeline: [{repeat: {}}, {batch: {batch_size: 4}}]\n"
+                   "  test:\n"
+                   "    source: {type: images, list: list.txt, channels: 1, on_error: skip}\n"
+                   "    pipeline: [{batch: {batch_size: 4}}]\n"
+                   "optimizer: {type: sgd, learning_rate: 0.01}\n"
+                   "max_iter: 20\n"
+                   "test_interval: 5\n", -1);
+    /* 20 steps of 4 over 8 good records: ten passes, each bad record counted once */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' skip.yaml --out skip --threads 1", bin);
+    expect(0, cmd, "data.train: 2 bad records left out (on_error: skip), first: ",
+           "bad0.png, ");
+    expect(0, "cat skip/summary.json", "\"skipped\": {\n    \"train\": 2,\n    \"test\": 2\n",
+           NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-test' skip/config.yaml --weights skip/final.safetensors",
+             bin);
+    expect(0, cmd, "data.test: 2 bad records left out (on_error: skip), first: ", "bad1.png");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' skip.yaml --take 10", bin);
+    expect(0, cmd, "data.train: 2 bad records left out", "bad0.png");
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
@@ -706,4 +758,5 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"empty_data", test_empty_data},
               {"resume_finished_run", test_resume_finished_run},
               {"log_matches_summary", test_log_matches_summary},
-              {"resume_diff", test_resume_diff})
+              {"resume_diff", test_resume_diff},
+              {"skip_reported", test_skip_reported})

@@ -165,6 +165,9 @@ tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features
                 }
                 for (int64_t j = 0; j < kept; j++) a->rows[j] = j;
             }
+            char where[300];
+            snprintf(where, sizeof where, "%s record %lld", a->lname, (long long)i);
+            tfc_source_name_skip(s, where);
             s->skipped++;
         }
         s->count = kept;

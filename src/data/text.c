@@ -101,6 +101,9 @@ static tfc_status add_record(splitter *sp, const char *text, size_t len, int fil
     const text_args *a = sp->a;
     if (len > (size_t)a->max_record_bytes) {
         if (a->on_error == ON_ERROR_SKIP) {
+            char where[300];
+            snprintf(where, sizeof where, "%s:%d", t->files[file], line);
+            tfc_source_name_skip(&t->base, where);
             t->base.skipped++;
             return TFC_OK;
         }

@@ -197,6 +197,13 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
         json_object_set_new(root, "best", best);
     }
     if (res->rollbacks > 0) json_object_set_new(root, "rollbacks", json_integer(res->rollbacks));
+    int64_t skipped_test = res->have_test ? res->test.skipped : 0;
+    if (res->skipped_train > 0 || skipped_test > 0) { /* on_error: skip left records out */
+        json_t *sk = json_object();
+        json_object_set_new(sk, "train", json_integer(res->skipped_train));
+        json_object_set_new(sk, "test", json_integer(skipped_test));
+        json_object_set_new(root, "skipped", sk);
+    }
     if (res->input_slowest[0]) {
         json_t *in = json_object();
         json_object_set_new(in, "bound", number(res->input_bound));

@@ -992,6 +992,17 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
         st = loop(&r, err);
         if (!st) st = finish_run(&r, err);
     }
+    if (r.feed.train) {
+        char line[600];
+        res->skipped_train = tfc_pipeline_skipped(r.feed.train);
+        tfc_format_skipped("data.train", res->skipped_train,
+                           tfc_pipeline_skipped_names(r.feed.train), line, sizeof line);
+        if (line[0]) tfc_progress_say(&r.prog, "%s\n", line);
+        if (res->have_test)
+            tfc_format_skipped("data.test", res->test.skipped, res->test.skipped_names, line,
+                               sizeof line);
+        if (res->have_test && line[0]) tfc_progress_say(&r.prog, "%s\n", line);
+    }
     tfc_progress_end(&r.prog);
     res->iterations = r.iter;
     res->wall_seconds = tfc_progress_elapsed(&r.prog);
