@@ -577,7 +577,7 @@ static void test_snapshot_roundtrip(void)
     double losses[4] = {1, 2, 3, 4};
     char pipe[5] = "abcde";
     tfc_snapshot_extra x = extra_of(losses, pipe);
-    tfc_snapshot_id id = {"tiny", "adam", 0x1234, 0x5678, 1};
+    tfc_snapshot_id id = {"tiny", "adam", 0x1234, 0x5678, 1, NULL};
     tfc_error err;
     tfc_error_clear(&err);
     const char *w = tfc_test_path("snap_iter_30.safetensors"), *st = tfc_test_path("snap_iter_30.state");
@@ -651,18 +651,18 @@ static void test_snapshot_refusals(void)
     double losses[4] = {0};
     char pipe[5] = "abcde";
     tfc_snapshot_extra x = extra_of(losses, pipe);
-    tfc_snapshot_id id = {"tiny", "adam", 1, 2, 1};
+    tfc_snapshot_id id = {"tiny", "adam", 1, 2, 1, NULL};
     tfc_error err;
     tfc_error_clear(&err);
     const char *w = tfc_test_path("ref_iter_30.safetensors"), *st = tfc_test_path("ref_iter_30.state");
     CU_ASSERT_EQUAL_FATAL(tfc_snapshot_write(a.m, &a.o, &id, &x, w, st, &err), TFC_OK);
 
-    tfc_snapshot_id sid = {"tiny", "sgd", 1, 2, 1};
+    tfc_snapshot_id sid = {"tiny", "sgd", 1, 2, 1, NULL};
     expect_refusal(sgd.m, &sgd.o, &sid, st, TFC_ERR_USAGE,
                    "was saved by optimizer 'adam', this run uses 'sgd'");
-    tfc_snapshot_id oid = {"tiny", "adam", 1, 3, 1};
+    tfc_snapshot_id oid = {"tiny", "adam", 1, 3, 1, NULL};
     expect_refusal(other.m, &other.o, &oid, st, TFC_ERR_USAGE, "was saved from a different model");
-    tfc_snapshot_id rid = {"tiny", "adam", 1, 2, 2}; /* the same run on 2 ranks */
+    tfc_snapshot_id rid = {"tiny", "adam", 1, 2, 2, NULL}; /* the same run on 2 ranks */
     expect_refusal(a.m, &a.o, &rid, st, TFC_ERR_USAGE, "was written by a run of 1 rank, this run has 2");
     /* A weights file exchanged for another one: the state's CRC of it no longer matches. */
     CU_ASSERT_EQUAL(tfc_model_save_weights(other.m, w, &err), TFC_OK);

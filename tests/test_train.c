@@ -440,8 +440,8 @@ static void test_early_stopping(void)
     fclose(console);
     if (st) printf("\n%s", err.text);
     /* the resume names what changed: only max_iter */
-    CU_ASSERT(said && strstr(said, "differs from the snapshot's (its run's config.yaml -> now):\n"
-                                   "  max_iter: 20 -> 150\ncontinuing"));
+    CU_ASSERT(said && strstr(said, "differs from the snapshot's (the snapshot's configuration "
+                                   "-> now):\n  max_iter: 20 -> 150\ncontinuing"));
     if (said && !strstr(said, "max_iter: 20 -> 150")) printf("\n%s\n", said);
     free(said);
     CU_ASSERT_EQUAL_FATAL(st, TFC_OK);

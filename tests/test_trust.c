@@ -1,7 +1,8 @@
 /* What the tools do when things go wrong, walked as a user meets it ($TFC_BIN, as make test
  * builds them): corrupted, truncated and padded gzip inputs (IDX and TFRecord) fail naming
  * the file; SIGHUP snapshots like SIGTERM and a closed stdout (`| head -1`) does not stop
- * the run. */
+ * the run; resumes keep a run's records consistent (log.csv, summary.json, final weights)
+ * and name what they change; empty and skipped data are said with their files. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -522,6 +523,230 @@ static void test_ignored_options(void)
     CU_ASSERT(!exists("sa/final.safetensors"));
 }
 
+/* ---- 16. empty data: the file named, nothing created ---------------------------------------- */
+
+static void test_empty_data(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    tfc_test_write("header.csv", "a,b,label\n", -1);
+    tfc_test_write("empty.txt", "", 0);
+    tfc_tensor x0 = {TFC_F32, {.ndim = 2, .dim = {0, 16}}, NULL, -1};
+    CU_ASSERT_FATAL(tfc_npy_write(tfc_test_path("x0.npy"), &x0, NULL) == TFC_OK);
+    static const struct {
+        const char *source, *file, *why;
+    } cases[] = {
+        {"{type: csv, file: header.csv, label_column: label}", "header.csv:",
+         "a header and no rows"},
+        {"{type: text, files: empty.txt}", "empty.txt:", "empty or blank"},
+        {"{type: npy, features: x0.npy}", "x0.npy:", "its first axis is 0"},
+    };
+    char cmd[2048];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set "
+                 "'data.train.source=%s'", bin, cases[i].source);
+        expect(1, cmd, cases[i].file, cases[i].why);
+        CU_ASSERT(!exists("nodata")); /* so the next try is not refused */
+    }
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set max_iter=2", bin);
+    expect(0, cmd, "done: 2 iterations", NULL);
+}
+
+/* ---- 7, 8. a resume never rewrites a finished run's results; log and summary agree ---------- */
+
+/* The rows of `phase` at iteration `iter` in the scratch run's log.csv, and in *bad the
+ * lines that are not whole rows (another comma count than the header's, a NUL byte). */
+static int rows_at(const char *run, const char *phase, long iter, int *bad)
+{
+    char path[256], want[64];
+    snprintf(path, sizeof path, "%s/log.csv", run);
+    snprintf(want, sizeof want, "%ld,%s,", iter, phase);
+    size_t len = 0;
+    char *t = tfc_test_read(tfc_test_path(path), &len);
+    int n = 0, header = -1;
+    *bad = t == NULL || strlen(t) != len;
+    for (char *line = t ? strtok(t, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        int commas = 0;
+        for (char *c = line; *c; c++) commas += *c == ',';
+        if (header < 0) header = commas;
+        *bad += commas != header;
+        n += !strncmp(line, want, strlen(want));
+    }
+    free(t);
+    return n;
+}
+
+static void test_resume_finished_run(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out done --threads 1 --quiet --set "
+             "snapshot.interval=100", bin);
+    expect(0, cmd, "done: 300 iterations", NULL);
+    size_t log_len = 0, final_len = 0;
+    char *log = tfc_test_read(tfc_test_path("done/log.csv"), &log_len);
+    char *final = tfc_test_read(tfc_test_path("done/final.safetensors"), &final_len);
+    /* an earlier snapshot into the finished run: refused, naming what it would replace */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --resume "
+             "done/snapshots/tiny_iter_100.state", bin);
+    expect(2, cmd, "done holds a run finished at iteration 300; resuming iteration 100 there "
+           "would replace its final.safetensors, best.safetensors, summary.json and the 202 "
+           "row(s) of log.csv after iteration 100", "--out DIR, or add --overwrite");
+    size_t len = 0;
+    char *now = tfc_test_read(tfc_test_path("done/log.csv"), &len);
+    CU_ASSERT(now && len == log_len && !memcmp(now, log, len));
+    free(now);
+    now = tfc_test_read(tfc_test_path("done/final.safetensors"), &len);
+    CU_ASSERT(now && len == final_len && !memcmp(now, final, len));
+    free(now);
+    free(log);
+    free(final);
+    CU_ASSERT_STRING_EQUAL(run_status("done"), "completed");
+    /* into a new --out it runs; with --overwrite it replaces them */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --out again "
+             "--resume done/snapshots/tiny_iter_100.state", bin);
+    expect(0, cmd, "done: 300 iterations", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --overwrite "
+             "--resume done/snapshots/tiny_iter_100.state", bin);
+    expect(0, cmd, "done: 300 iterations", NULL);
+    int bad = 0;
+    CU_ASSERT_EQUAL(rows_at("done", "test", 200, &bad), 1);
+    CU_ASSERT_EQUAL(bad, 0);
+    /* its last snapshot continues it (a larger max_iter): nothing of it is replaced */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --resume "
+             "done/snapshots/tiny_iter_300.state --set max_iter=310", bin);
+    expect(0, cmd, "done: 310 iterations", NULL);
+    CU_ASSERT_EQUAL(rows_at("done", "test", 300, &bad), 1);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_log_matches_summary(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out f --threads 1 --quiet --set "
+             "snapshot.interval=100 --stop-at 100", bin);
+    expect(0, cmd, "paused at iteration 100", NULL);
+    /* a NUL where a row was being written is not a row: the resumed log keeps whole rows */
+    char *log = tfc_test_read(tfc_test_path("f/log.csv"), NULL);
+    char *row = log ? strstr(log, "\n50,train,") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    row[6] = 0;
+    tfc_test_write("f/log.csv", log, (long)(strlen(log) + strlen(row + 7) + 1));
+    free(log);
+    /* the final write fails (a folder in its place) after the test row of 300 */
+    CU_ASSERT_FATAL(mkdir(tfc_test_path("f/final.safetensors"), 0755) == 0);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --quiet --resume "
+             "f/snapshots/tiny_iter_100.state", bin);
+    expect(1, cmd, "final.safetensors", "Is a directory");
+    CU_ASSERT_STRING_EQUAL(run_status("f"), "failed");
+    rmdir(tfc_test_path("f/final.safetensors"));
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --quiet --resume "
+             "f/snapshots/tiny_iter_300.state", bin);
+    expect(0, cmd, "done: 300 iterations", "test loss");
+    int bad = 0;
+    CU_ASSERT_EQUAL(rows_at("f", "test", 300, &bad), 1);
+    CU_ASSERT_EQUAL(rows_at("f", "train", 51, &bad), 1);
+    CU_ASSERT_EQUAL(rows_at("f", "train", 50, &bad), 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_STRING_EQUAL(run_status("f"), "completed");
+    /* a resume (here over the finished run, --overwrite) that dies after cutting the log
+     * leaves no summary.json of the state it left */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --overwrite --resume "
+             "f/snapshots/tiny_iter_100.state --set max_iter=100000000", bin);
+    pid_t pid = spawn(cmd, "f.txt");
+    CU_ASSERT_FATAL(wait_for("f/log.csv", "\n400,train,"));
+    kill(pid, SIGKILL);
+    wait_code(pid);
+    CU_ASSERT(!exists("f/summary.json"));
+    CU_ASSERT(!exists("f/final.safetensors"));
+    CU_ASSERT_EQUAL(rows_at("f", "test", 300, &bad), 1); /* the resumed run's own */
+}
+
+/* ---- 6. a resume compares the snapshot's own configuration, its model first ------------------ */
+
+static void test_resume_diff(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_solver();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out seeded --threads 1 --quiet "
+             "--stop-at 100 && sed -i 's/^seed: 7$/seed: 8/' seeded/config.yaml && grep -q "
+             "'^seed: 8$' seeded/config.yaml", bin);
+    expect(0, cmd, "paused at iteration 100", NULL);
+    /* the run's own config.yaml edited: the snapshot's configuration still tells */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' seeded/config.yaml --threads 1 --resume "
+             "seeded/snapshots/tiny_iter_100.state --stop-at 150", bin);
+    expect(0, cmd, "differs from the snapshot's (the snapshot's configuration -> now):\n"
+           "  seed: 7 -> 8\ncontinuing", NULL);
+    /* another model's snapshot (another optimizer too): its model is said first */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out other --threads 1 --quiet "
+             "--set model.name=other --set optimizer.type=sgd --stop-at 100", bin);
+    expect(0, cmd, "paused at iteration 100", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' seeded/config.yaml --threads 1 --resume "
+             "other/snapshots/other_iter_100.state", bin);
+    expect(2, cmd, "cannot resume: this snapshot belongs to model 'other' "
+           "(other/snapshots/other_iter_100.state), not to this configuration's model 'tiny'",
+           "its own run's config.yaml");
+}
+
+/* ---- 17. on_error: skip says what it left out, each record once ----------------------------- */
+
+static void test_skip_reported(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    char list[512] = "", name[32];
+    for (int i = 0; i < 8; i++) {
+        unsigned char px[16];
+        memset(px, i * 30, sizeof px);
+        void *png;
+        size_t len;
+        CU_ASSERT_FATAL(tfc_image_encode_png(px, 4, 4, 1, &png, &len, NULL) == TFC_OK);
+        snprintf(name, sizeof name, "ok%d.png", i);
+        tfc_test_write(name, png, (long)len);
+        free(png);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s %d\n", name, i % 2);
+    }
+    tfc_test_write("bad0.png", "not a png", -1);
+    tfc_test_write("bad1.png", "\x89PNG\r\n\x1a\nbroken", -1);
+    snprintf(list + strlen(list), sizeof list - strlen(list), "bad0.png 0\nbad1.png 1\n");
+    tfc_test_write("list.txt", list, -1);
+    tfc_test_write("skip.yaml",
+                   "model:\n"
+                   "  name: im\n"
+                   "  input: {shape: [4, 4, 1]}\n"
+                   "  layers: [{Flatten: {}}, {Dense: {name: out, units: 2}}]\n"
+                   "data:\n"
+                   "  train:\n"
+                   "    source: {type: images, list: list.txt, channels: 1, on_error: skip}\n"
+                   "    pipeline: [{repeat: {}}, {batch: {batch_size: 4}}]\n"
+                   "  test:\n"
+                   "    source: {type: images, list: list.txt, channels: 1, on_error: skip}\n"
+                   "    pipeline: [{batch: {batch_size: 4}}]\n"
+                   "optimizer: {type: sgd, learning_rate: 0.01}\n"
+                   "max_iter: 20\n"
+                   "test_interval: 5\n", -1);
+    /* 20 steps of 4 over 8 good records: ten passes, each bad record counted once */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' skip.yaml --out skip --threads 1", bin);
+    expect(0, cmd, "data.train: 2 bad records left out (on_error: skip), first: ",
+           "bad0.png, ");
+    expect(0, "cat skip/summary.json", "\"skipped\": {\n    \"train\": 2,\n    \"test\": 2\n",
+           NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-test' skip/config.yaml --weights skip/final.safetensors",
+             bin);
+    expect(0, cmd, "data.test: 2 bad records left out (on_error: skip), first: ", "bad1.png");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' skip.yaml --take 10", bin);
+    expect(0, cmd, "data.train: 2 bad records left out", "bad0.png");
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
@@ -529,4 +754,9 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"stale_temps", test_stale_temps},
               {"inspect_checksum", test_inspect_checksum},
               {"zoo_export_non_empty", test_zoo_export_non_empty},
-              {"ignored_options", test_ignored_options})
+              {"ignored_options", test_ignored_options},
+              {"empty_data", test_empty_data},
+              {"resume_finished_run", test_resume_finished_run},
+              {"log_matches_summary", test_log_matches_summary},
+              {"resume_diff", test_resume_diff},
+              {"skip_reported", test_skip_reported})

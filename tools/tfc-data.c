@@ -324,9 +324,11 @@ int main(int argc, char **argv)
     } else {
         printf("%ld elements (%lld examples) in %.3f s: %.1f elements/s, %.1f examples/s\n", n,
                (long long)examples, secs, (double)n / secs, (double)examples / secs);
-        if (tfc_pipeline_skipped(p))
-            printf("skipped %lld bad records (on_error: skip)\n",
-                   (long long)tfc_pipeline_skipped(p));
+        char skipped[600], split_key[16];
+        snprintf(split_key, sizeof split_key, "data.%s", split);
+        tfc_format_skipped(split_key, tfc_pipeline_skipped(p), tfc_pipeline_skipped_names(p),
+                           skipped, sizeof skipped);
+        if (skipped[0]) printf("%s\n", skipped);
         if (args.profile) {
             printf("\nprofile (every call timed; busy: the stage's own work over all its "
                    "threads; share: of the pipeline's work, work on N threads counting 1/N; "

@@ -55,6 +55,9 @@ int main(int argc, char **argv)
     tfc_confusion cm = {0};
     tfc_solver *s = tfc_solver_load(args.solver.v[0], &opt, &err);
     tfc_status st = s ? tfc_solver_evaluate_classes(s, args.weights, &e, &cm, &err) : err.code;
+    char skipped[600] = "";
+    if (!st) tfc_format_skipped("data.test", e.skipped, e.skipped_names, skipped, sizeof skipped);
+    if (skipped[0]) fprintf(stderr, "%s\n", skipped);
     if (st) {
         fputs(err.text, stderr);
     } else if (args.json) {

@@ -46,8 +46,9 @@ static const cli_option options[] = {
      .help = "the run directory (default: runs/<model>-<timestamp>)"},
     {"overwrite", 0, CLI_FLAG, &args.overwrite, NULL,
      .help = "--out holds an earlier run: clear its files first (without this\n"
-             "such a folder is refused, unless --resume points into it); a run\n"
-             "still training there is never cleared (its lock, DIR/.lock)"},
+             "such a folder is refused, unless --resume points into it and that\n"
+             "run has not finished: then --overwrite lets the resume replace its\n"
+             "results); a run still training there is never cleared (DIR/.lock)"},
     {"quiet", 0, CLI_FLAG, &args.quiet, NULL, .help = "no progress output"},
     {"nprocs", 0, CLI_INT, &args.nprocs, "N", .min = 1, .max = 65536,
      .help = "train data-parallel on N processes of this machine: runs\n"

@@ -165,9 +165,19 @@ tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features
                 }
                 for (int64_t j = 0; j < kept; j++) a->rows[j] = j;
             }
+            char where[300];
+            snprintf(where, sizeof where, "%s record %lld", a->lname, (long long)i);
+            tfc_source_name_skip(s, where);
             s->skipped++;
         }
         s->count = kept;
+    }
+    if (s->count == 0) { /* before anything is made of a run whose data is missing */
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: no records (%s)", a->fname,
+                           s->skipped            ? "every label is out of range"
+                           : !strcmp(type, "csv") ? "a header and no rows"
+                                                  : "its first axis is 0");
+        goto fail;
     }
     s->kind = type;
     s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, a->f.dtype, a->rec_f};

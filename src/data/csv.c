@@ -215,6 +215,7 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
     grow feats = {0}, labs = {0};
     float *row = NULL;
     int64_t nrows = 0, skipped = 0;
+    char where[TFC_SKIP_NAMES][300]; /* the first skipped rows, FILE:LINE */
     tfc_status st = TFC_OK;
     const char *why = NULL;
     int class_labels = a->label_dtype == CSV_LABEL_INT32; /* else float32 targets */
@@ -328,6 +329,8 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         }
         if (bad) {
             if (a->on_error == ON_ERROR_SKIP) {
+                if (skipped < TFC_SKIP_NAMES)
+                    snprintf(where[skipped], sizeof where[0], "%s:%d", name, bc->line);
                 skipped++;
                 continue;
             }
@@ -351,6 +354,8 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         st = tfc_source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
                               ON_ERROR_FAIL, err);
         if (!st) (*out)->skipped = skipped;
+        for (int64_t i = 0; !st && i < skipped && i < TFC_SKIP_NAMES; i++)
+            tfc_source_name_skip(*out, where[i]);
     }
     goto done;
 nomem:

@@ -238,6 +238,8 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
 
 /* Records a source skipped because of bad data with `on_error: skip` (0 otherwise). */
 int64_t tfc_pipeline_skipped(const tfc_pipeline *p);
+/* Where the first few of them were ("FILE record 17, FILE:3, ..."; "" when none). */
+const char *tfc_pipeline_skipped_names(const tfc_pipeline *p);
 
 /* The number of records the source yields in one epoch (before any stage). */
 int64_t tfc_pipeline_source_size(const tfc_pipeline *p);

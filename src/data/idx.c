@@ -201,6 +201,7 @@ static tfc_status load_idx(source **out, const file_pair_args *a, tfc_error *err
     st = tfc_source_array(out, "idx", &img, a->labels ? &lab : NULL, &rec, a->features,
                           a->labels, a->num_classes, a->on_error, err);
     if (st) return st;
+    if (skipped) tfc_source_name_skip(*out, miss_i ? a->features : a->labels);
     (*out)->skipped += skipped;
     return TFC_OK;
 }

@@ -178,6 +178,9 @@ static tfc_status read_list(images_source *im, const images_args *a, tfc_error *
         }
         if (a->num_classes > 0 && v >= a->num_classes) {
             if (a->on_error == ON_ERROR_SKIP) {
+                char where[300];
+                snprintf(where, sizeof where, "%s:%d", a->list, line);
+                tfc_source_name_skip(&im->base, where);
                 im->base.skipped++;
                 continue;
             }

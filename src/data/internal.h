@@ -100,11 +100,18 @@ struct source {
     int get_may_fail;       /* get can fail on bad data (decoding at read time) */
     int skip_errors;        /* on_error: skip */
     int64_t skipped;        /* records dropped while opening (on_error: skip) */
+    char skip_names[400];   /* where the first TFC_SKIP_NAMES skipped records were, ", "-joined */
+    int nskip_names;
     char **class_names;     /* owned, or NULL */
     int nclasses;
 };
 
 void tfc_source_free(source *s);
+/* How many skipped records (on_error: skip) messages name. */
+#define TFC_SKIP_NAMES 3
+/* Notes where a skipped record was ("FILE record 17", "FILE:LINE"), when it is one of the
+ * first TFC_SKIP_NAMES; counting it is the caller's. */
+void tfc_source_name_skip(source *s, const char *where);
 /* Sets class names from an array of strings (copied). */
 tfc_status tfc_source_set_classes(source *s, const char *const *names, int n, tfc_error *err);
 /* Checks integer labels against [0, num_classes) (num_classes > 0); 0 with *bad_value set
@@ -317,7 +324,9 @@ struct tfc_pipeline {
     elem cur;              /* the element last handed out */
     int failed;
     tfc_vocab *vocab;      /* owned vocabulary of the tokenizer, if any */
-    int64_t skipped_run;   /* records skipped while iterating (on_error: skip) */
+    int64_t skipped_run;   /* records skipped while iterating (on_error: skip), each once */
+    uint64_t count_epoch;  /* the source epoch whose skips count (the first pass); UINT64_MAX:
+                              not known yet; UINT64_MAX - 1: none (restored past it) */
     int shard_count;       /* dealt among data-parallel ranks (1: not) */
     int hidden;            /* stages placed by tfc itself: they take no stage key index */
     uint32_t prof_mask;    /* an outermost call is timed when tick & mask == 0 */

@@ -60,11 +60,13 @@ static tfc_status src_fetch(stage *s, elem_id id, elem *out, tfc_error *err)
 }
 
 /* With on_error: skip and a source that fails while reading, records that fail are
- * counted and passed over, so this path is not lazy. */
+ * passed over, so this path is not lazy; they are counted (and the first named) in the
+ * pipeline's first pass only: later epochs (repeat, the next test pass) meet them again. */
 static tfc_status src_next(stage *s, elem *out, int *end, tfc_error *err)
 {
     source *src = s->p->src;
     if (!src->skip_errors) return tfc_stage_next_lazy(s, out, end, err);
+    if (s->p->count_epoch == UINT64_MAX) s->p->count_epoch = ((src_stage *)s)->epoch;
     tfc_error *local = malloc(sizeof *local);
     if (!local) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     for (;;) {
@@ -79,7 +81,12 @@ static tfc_status src_next(stage *s, elem *out, int *end, tfc_error *err)
             free(local);
             return st;
         }
-        s->p->skipped_run++;
+        if (id.epoch == s->p->count_epoch) {
+            char where[200];
+            src->ops->describe(src, (int64_t)id.index, where, sizeof where);
+            tfc_source_name_skip(src, where);
+            s->p->skipped_run++;
+        }
     }
     free(local);
     return TFC_OK;
@@ -192,6 +199,7 @@ tfc_pipeline *tfc_pipeline_new(source *src, const tfc_data_options *opt, tfc_err
         tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         return NULL;
     }
+    p->count_epoch = UINT64_MAX;
     if (opt) p->opt = *opt;
     p->key = dup_or_null(opt && opt->key ? opt->key : "data");
     p->base_dir = dup_or_null(opt ? opt->base_dir : NULL);
@@ -400,12 +408,20 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
         return st;
     }
     p->skipped_run = (int64_t)skipped;
+    /* within the first pass its count goes on; past it, the count is complete */
+    uint64_t epoch = ((src_stage *)p->stages[0])->epoch;
+    p->count_epoch = epoch == 0 ? 0 : UINT64_MAX - 1;
     return TFC_OK;
 }
 
 int64_t tfc_pipeline_skipped(const tfc_pipeline *p)
 {
     return p->src->skipped + p->skipped_run;
+}
+
+const char *tfc_pipeline_skipped_names(const tfc_pipeline *p)
+{
+    return p->src->skip_names;
 }
 
 int tfc_pipeline_shard_count(const tfc_pipeline *p)

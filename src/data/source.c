@@ -3,6 +3,7 @@
  * expanding a `files:` list of paths and globs. */
 #include <fnmatch.h>
 #include <glob.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,14 @@
 
 const char *const tfc_data_on_error_names[] = {
     [ON_ERROR_FAIL] = "fail", [ON_ERROR_SKIP] = "skip", [ON_ERROR_COUNT] = NULL};
+
+void tfc_source_name_skip(source *s, const char *where)
+{
+    if (s->nskip_names >= TFC_SKIP_NAMES) return;
+    size_t n = strlen(s->skip_names);
+    snprintf(s->skip_names + n, sizeof s->skip_names - n, "%s%s", n ? ", " : "", where);
+    s->nskip_names++;
+}
 
 void tfc_source_free(source *s)
 {

@@ -101,6 +101,9 @@ static tfc_status add_record(splitter *sp, const char *text, size_t len, int fil
     const text_args *a = sp->a;
     if (len > (size_t)a->max_record_bytes) {
         if (a->on_error == ON_ERROR_SKIP) {
+            char where[300];
+            snprintf(where, sizeof where, "%s:%d", t->files[file], line);
+            tfc_source_name_skip(&t->base, where);
             t->base.skipped++;
             return TFC_OK;
         }
@@ -208,6 +211,10 @@ static tfc_status text_finish(text_source *t, tfc_error *err)
 {
     source *s = &t->base;
     s->count = t->n;
+    if (t->n == 0) /* before anything is made of a run whose data is missing */
+        return tfc_error_set(err, TFC_ERR_DATA, "%s%s: no records (%s)", t->files[0],
+                             t->nfiles > 1 ? " and the other files" : "",
+                             s->skipped ? "every record was skipped" : "empty or blank");
     s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, TFC_U8, {.ndim = 1, .dim = {-1}}};
     if (t->labels) {
         s->spec.comp[TFC_COMP_LABELS] = (tfc_component_spec){1, TFC_I32, {.ndim = 0}};

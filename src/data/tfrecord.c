@@ -370,6 +370,10 @@ static tfc_status index_file(tfr_source *t, int f, int skip, tfc_error *err)
         else if (len + TFC_TFRECORD_HEADER + TFC_TFRECORD_FOOTER > left) why = "truncated record";
         if (why) {
             if (skip) {
+                char where[300];
+                snprintf(where, sizeof where, "%s record %lld", file->path,
+                         (long long)(t->n - file->first));
+                tfc_source_name_skip(&t->base, where);
                 t->base.skipped++;
                 return TFC_OK;
             }

@@ -123,6 +123,9 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_con
         }
     }
     free(outputs);
+    out->skipped = tfc_pipeline_skipped(f->test);
+    snprintf(out->skipped_names, sizeof out->skipped_names, "%s",
+             tfc_pipeline_skipped_names(f->test));
     if (*stopped) return TFC_OK;
     if (f->nranks > 1) {
         /* Exact over ranks: the row-weighted sums and the counts, not means of means. */
@@ -167,6 +170,14 @@ tfc_status tfc_solver_evaluate_classes(tfc_solver *s, const char *weights, tfc_e
     tfc_feed_free(&f);
     if (be) tfc_backend_free(be);
     return st;
+}
+
+void tfc_format_skipped(const char *key, int64_t n, const char *names, char *buf, size_t size)
+{
+    buf[0] = 0;
+    if (n > 0)
+        snprintf(buf, size, "%s: %lld bad record%s left out (on_error: skip), first: %s", key,
+                 (long long)n, n == 1 ? "" : "s", names);
 }
 
 void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size)

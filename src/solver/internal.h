@@ -77,9 +77,16 @@ typedef struct tfc_csv_log tfc_csv_log;
 
 /* Opens DIR/log.csv with the header iter,phase,loss,<metrics>,lr,seconds. With keep_upto
  * >= 0 an existing log is kept up to (and including) that iteration and appended to;
- * rows after it and a torn last line are dropped. */
+ * rows after it and lines that are not whole rows (torn, or holding a NUL byte) are
+ * dropped. */
 tfc_csv_log *tfc_csv_open(const char *path, const char *const *metric_names, int nmetrics,
                           int64_t keep_upto, tfc_error *err);
+/* The iteration of the last test row tfc_csv_open kept; -1: none. */
+int64_t tfc_csv_last_test(const tfc_csv_log *log);
+/* How many rows of the log at `path` are after iteration `iter` (0 when it is absent). */
+int64_t tfc_csv_rows_after(const char *path, int64_t iter);
+/* The `iterations` of the summary.json at `path`; -1 when it is absent or has none. */
+int64_t tfc_summary_iterations(const char *path);
 tfc_status tfc_csv_row(tfc_csv_log *log, int64_t iter, const char *phase, double loss,
                        const double *metrics, double lr, double seconds, tfc_error *err);
 void tfc_csv_close(tfc_csv_log *log);
@@ -131,6 +138,7 @@ typedef struct tfc_snapshot_id {
     const char *optimizer;      /* its type name */
     uint64_t config_hash, model_hash;
     int ranks;                  /* processes of a data-parallel run (1: one) */
+    const tfc_node *config;     /* the resolved configuration, recorded as YAML (or NULL) */
 } tfc_snapshot_id;
 
 /* Writes WEIGHTS (tfc_model_save_weights) and then STATE, both atomically: a safetensors
@@ -153,6 +161,12 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
 tfc_status tfc_snapshot_read(tfc_model *m, tfc_optimizer *o, const tfc_snapshot_id *id,
                              const char *state_path, tfc_snapshot_extra *x, int *config_differs,
                              tfc_error *err);
+
+/* What a state file (format, version and checksum checked) says of its run: the name of
+ * its model in `model` and the resolved configuration it recorded in *config (malloc'd
+ * YAML; NULL from a state written before tfc recorded it). */
+tfc_status tfc_snapshot_origin(const char *state_path, char *model, size_t size, char **config,
+                               tfc_error *err);
 
 /* Checks a state file's format, version and checksum only (kill tests, tools). */
 tfc_status tfc_snapshot_verify(const char *state_path, tfc_error *err);
@@ -418,12 +432,15 @@ const char *tfc_control_settable_keys(void);
 
 /* ---- what a resume changes (resume_diff.c) --------------------------------------------- */
 
-/* The differences between the config.yaml of the run that wrote STATE (its run directory,
- * from the state's name) and the solver's resolved configuration, one "  path: old -> new"
- * line each, "  (refused)" after those the state does not fit (the model, data, iter_size,
- * optimizer keys but learning_rate), counted in *nrefused; malloc'd text, or NULL when
- * there is none or no readable config.yaml. */
-char *tfc_resume_diff(const tfc_solver *s, const char *state, int *nrefused);
+/* What resuming STATE with the solver's resolved configuration changes: the differences
+ * from the configuration the state recorded (from a state that recorded none, its run
+ * directory's config.yaml, found from the state's name) as "  path: old -> new" lines in
+ * *changes (malloc'd, NULL when none or nothing to compare), "  (refused)" after those the
+ * state does not fit (the model, data, iter_size, optimizer keys but learning_rate),
+ * counted in *nrefused. A state of another model sets `owner` to that model's name (else
+ * ""). An unreadable or corrupt state is an error. */
+tfc_status tfc_resume_diff(const tfc_solver *s, const char *state, char **changes,
+                           int *nrefused, char *owner, size_t owner_size, tfc_error *err);
 
 /* ---- summing gradients over the ranks (grad_comm.c) ------------------------------------- */
 

@@ -1,5 +1,6 @@
-/* What a resume changes: the resumed run's config.yaml against the configuration being
- * resumed with, as dotted paths `key.sub[2]: old -> new`. Changes the saved state still
+/* What a resume changes: the configuration the state recorded (or, from an older state, its
+ * run's config.yaml) against the one being resumed with, as dotted paths
+ * `key.sub[2]: old -> new`. Changes the saved state still
  * fits (rates and schedules, intervals, max_iter, callbacks, clipping, devices) are applied;
  * those it does not — the model, the data splits (sources, pipelines, batch sizes),
  * iter_size, optimizer keys other than learning_rate — are marked refused. */
@@ -99,27 +100,42 @@ static int diff(FILE *f, const char *path, const tfc_node *a, const tfc_node *b,
     return 1;
 }
 
-char *tfc_resume_diff(const tfc_solver *s, const char *state, int *nrefused)
+/* The configuration STATE's run had: the one the state recorded, else (a state written
+ * before tfc recorded it) its run directory's config.yaml; NULL when neither is readable. */
+static tfc_doc *recorded_config(const tfc_solver *s, const char *state, const char *config)
 {
-    *nrefused = 0;
+    tfc_error quiet;
+    tfc_error_clear(&quiet);
+    if (config) return tfc_doc_load_string(config, strlen(config), state, &quiet);
     const char *dir_end = NULL;
     char path[4200];
     if (tfc_snapshot_parse(state, s->cfg.snapshot_prefix, &dir_end) < 0) return NULL;
     if (dir_end) snprintf(path, sizeof path, "%.*s/config.yaml", (int)(dir_end - state), state);
     else snprintf(path, sizeof path, "config.yaml");
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_doc *d = tfc_doc_load_file(path, &err);
-    if (!d) return NULL;
-    char *text = NULL;
+    return tfc_doc_load_file(path, &quiet);
+}
+
+tfc_status tfc_resume_diff(const tfc_solver *s, const char *state, char **changes,
+                           int *nrefused, char *owner, size_t owner_size, tfc_error *err)
+{
+    *changes = NULL;
+    *nrefused = 0;
+    owner[0] = 0;
+    char model[256], *config = NULL;
+    tfc_status st = tfc_snapshot_origin(state, model, sizeof model, &config, err);
+    if (st) return st;
+    if (strcmp(model, tfc_model_name(s->model)) != 0) snprintf(owner, owner_size, "%s", model);
+    tfc_doc *d = recorded_config(s, state, config);
+    free(config);
+    if (!d) return TFC_OK;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
+    FILE *f = open_memstream(changes, &len);
     int n = f ? diff(f, "", tfc_doc_root(d), s->root, nrefused) : 0;
     if (f) fclose(f);
     tfc_doc_free(d);
     if (n == 0) {
-        free(text);
-        return NULL;
+        free(*changes);
+        *changes = NULL;
     }
-    return text;
+    return TFC_OK;
 }

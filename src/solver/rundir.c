@@ -6,6 +6,7 @@
 #include "solver/internal.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -181,8 +182,35 @@ static void remove_stale_temps(const tfc_rundir *d)
     if (dir) closedir(dir);
 }
 
+/* A resume into the folder of a finished run (it has final.safetensors) from a snapshot
+ * before that run's end would replace its results: refused naming them, unless --overwrite.
+ * (Resuming its last snapshot continues it, with a larger max_iter.) */
+static tfc_status resume_over_results(const tfc_rundir *d, int64_t at, tfc_error *err)
+{
+    char final[PATH_MAX], best[PATH_MAX], log[PATH_MAX], summary[PATH_MAX];
+    snprintf(final, sizeof final, "%s/final.safetensors", d->path);
+    snprintf(best, sizeof best, "%s/best.safetensors", d->path);
+    snprintf(log, sizeof log, "%s/log.csv", d->path);
+    snprintf(summary, sizeof summary, "%s/summary.json", d->path);
+    struct stat st;
+    if (d->s->opt.overwrite || stat(final, &st) != 0 || !S_ISREG(st.st_mode)) return TFC_OK;
+    int64_t rows = tfc_csv_rows_after(log, at), end = tfc_summary_iterations(summary);
+    if (rows == 0 && end <= at) return TFC_OK;
+    tfc_error_set(err, TFC_ERR_USAGE,
+                  "%s holds a run finished at iteration %lld; resuming iteration %lld there "
+                  "would replace its final.safetensors%s, summary.json and the %lld row(s) of "
+                  "log.csv after iteration %lld",
+                  d->path, (long long)(end > at ? end : at), (long long)at,
+                  stat(best, &st) == 0 ? ", best.safetensors" : "", (long long)rows,
+                  (long long)at);
+    tfc_error_hint(err, "resume into a new run directory with --out DIR, or add --overwrite to "
+                        "replace that run's results");
+    return TFC_ERR_USAGE;
+}
+
 /* A folder that holds an earlier run is refused (its event files and snapshots would mix
- * with this run's), unless this run resumes a snapshot inside it or --overwrite clears it. */
+ * with this run's), unless this run resumes a snapshot inside it (and the run there has
+ * not finished, or --overwrite) or --overwrite clears it. */
 static tfc_status check_reuse(const tfc_rundir *d, int64_t resumed_at, tfc_error *err)
 {
     const tfc_solver *s = d->s;
@@ -193,7 +221,8 @@ static tfc_status check_reuse(const tfc_rundir *d, int64_t resumed_at, tfc_error
             if (dir_end) snprintf(state_dir, sizeof state_dir, "%.*s", (int)(dir_end - s->opt.resume), s->opt.resume);
             else snprintf(state_dir, sizeof state_dir, ".");
             snprintf(own, sizeof own, "%s", d->path);
-            if (realpath(own, a) && realpath(state_dir, b) && !strcmp(a, b)) return TFC_OK;
+            if (realpath(own, a) && realpath(state_dir, b) && !strcmp(a, b))
+                return resume_over_results(d, resumed_at, err);
         }
     }
     if (!earlier_run(d, 0)) return TFC_OK;
@@ -236,6 +265,16 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
     }
     const char *names[TFC_MAX_METRICS];
     int n = metric_names(d->s->model, names);
+    /* log.csv, summary.json and final.safetensors describe one run state: the summary and
+     * final weights of the state left go before the log is cut back to the resumed one;
+     * the run writes its own when it ends (files: a folder in their place is not theirs). */
+    static const char *const ended[] = {"summary.json", "final.safetensors"};
+    for (int i = 0; i < 2 && !s && resumed_at >= 0; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", d->path, ended[i]);
+        if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(path) != 0)
+            s = tfc_error_set(err, TFC_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+    }
     snprintf(path, sizeof path, "%s/log.csv", d->path);
     if (!s && !(d->csv = tfc_csv_open(path, names, n, resumed_at, err))) s = err->code;
     if (!s && !(d->ev = tfc_events_open(d->path, resumed_at, err))) s = err->code;

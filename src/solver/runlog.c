@@ -14,12 +14,31 @@
 struct tfc_csv_log {
     FILE *f;
     int nmetrics;
+    int64_t last_test; /* the last kept test row's iteration; -1: none */
     char path[4200];
 };
 
-/* Keeps the header and the complete rows whose iteration is <= keep_upto; returns the
- * kept text (malloc'd) or NULL when the file is absent or has another header. */
-static char *kept_rows(const char *path, const char *header, int64_t keep_upto)
+/* Whether buf[0..len) is a whole row of the header's columns: an iteration, no NUL byte
+ * (a crash can leave zeros where a row was being written), as many commas as the header. */
+static int whole_row(const char *buf, size_t len, const char *header, int64_t *iter)
+{
+    int commas = 0, want = 0;
+    for (const char *h = header; *h; h++) want += *h == ',';
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] == 0) return 0;
+        commas += buf[i] == ',';
+    }
+    char *stop;
+    long long it = strtoll(buf, &stop, 10);
+    *iter = it;
+    return commas == want && stop != buf && *stop == ',';
+}
+
+/* Keeps the header and the whole rows whose iteration is <= keep_upto; returns the kept
+ * text (malloc'd) or NULL when the file is absent or has another header. *last_test: the
+ * iteration of the last test row kept (-1: none). */
+static char *kept_rows(const char *path, const char *header, int64_t keep_upto,
+                       int64_t *last_test)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -36,9 +55,10 @@ static char *kept_rows(const char *path, const char *header, int64_t keep_upto)
         char *nl = memchr(buf + at, '\n', len - at);
         if (!nl) break; /* a torn last line */
         size_t end = (size_t)(nl - buf) + 1;
-        char *stop;
-        long long it = strtoll(buf + at, &stop, 10);
-        if (stop != buf + at && *stop == ',' && it <= keep_upto) {
+        int64_t it;
+        if (whole_row(buf + at, end - at, header, &it) && it <= keep_upto) {
+            const char *phase = (const char *)memchr(buf + at, ',', end - at) + 1;
+            if (!strncmp(phase, "test,", 5)) *last_test = it;
             memmove(buf + out, buf + at, end - at);
             out += end - at;
         }
@@ -56,13 +76,15 @@ tfc_csv_log *tfc_csv_open(const char *path, const char *const *metric_names, int
     for (int i = 0; i < nmetrics && n < sizeof header; i++)
         n += (size_t)snprintf(header + n, sizeof header - n, ",%s", metric_names[i]);
     if (n < sizeof header) snprintf(header + n, sizeof header - n, ",lr,seconds\n");
-    char *old = keep_upto >= 0 ? kept_rows(path, header, keep_upto) : NULL;
+    int64_t last_test = -1;
+    char *old = keep_upto >= 0 ? kept_rows(path, header, keep_upto, &last_test) : NULL;
     tfc_csv_log *log = calloc(1, sizeof *log);
     if (!log) {
         free(old);
         tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         return NULL;
     }
+    log->last_test = last_test;
     snprintf(log->path, sizeof log->path, "%s", path);
     log->nmetrics = nmetrics;
     log->f = fopen(path, "w");
@@ -87,6 +109,36 @@ tfc_status tfc_csv_row(tfc_csv_log *log, int64_t iter, const char *phase, double
     if (ferror(log->f) || fflush(log->f) != 0)
         return tfc_error_set(err, TFC_ERR_IO, "cannot write %s: %s", log->path, strerror(errno));
     return TFC_OK;
+}
+
+int64_t tfc_csv_last_test(const tfc_csv_log *log)
+{
+    return log ? log->last_test : -1;
+}
+
+int64_t tfc_csv_rows_after(const char *path, int64_t iter)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[1024];
+    int64_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *stop;
+        long long it = strtoll(line, &stop, 10);
+        n += stop != line && *stop == ',' && it > iter;
+    }
+    fclose(f);
+    return n;
+}
+
+int64_t tfc_summary_iterations(const char *path)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    json_t *n = j ? json_object_get(j, "iterations") : NULL;
+    int64_t iterations = json_is_integer(n) ? (int64_t)json_integer_value(n) : -1;
+    json_decref(j);
+    return iterations;
 }
 
 void tfc_csv_close(tfc_csv_log *log)
@@ -145,6 +197,13 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
         json_object_set_new(root, "best", best);
     }
     if (res->rollbacks > 0) json_object_set_new(root, "rollbacks", json_integer(res->rollbacks));
+    int64_t skipped_test = res->have_test ? res->test.skipped : 0;
+    if (res->skipped_train > 0 || skipped_test > 0) { /* on_error: skip left records out */
+        json_t *sk = json_object();
+        json_object_set_new(sk, "train", json_integer(res->skipped_train));
+        json_object_set_new(sk, "test", json_integer(skipped_test));
+        json_object_set_new(root, "skipped", sk);
+    }
     if (res->input_slowest[0]) {
         json_t *in = json_object();
         json_object_set_new(in, "bound", number(res->input_bound));

@@ -210,6 +210,15 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
     int64_t clen = x->control ? (int64_t)strlen(x->control) : 0;
     if (clen) add(&sw, "solver/control", TFC_U8, 1, &clen, x->control);
+    char *config = NULL;
+    size_t config_len = 0;
+    FILE *cf = id->config ? open_memstream(&config, &config_len) : NULL;
+    if (cf) {
+        tfc_node_emit(cf, id->config);
+        fclose(cf);
+        int64_t clen_config = (int64_t)config_len;
+        add(&sw, "solver/config", TFC_U8, 1, &clen_config, config);
+    }
     int nr = x->nrank_pipelines > 1 ? x->nrank_pipelines : 1;
     char(*rank_names)[40] = malloc((size_t)nr * sizeof *rank_names);
     int64_t *rank_lens = malloc((size_t)nr * sizeof *rank_lens);
@@ -240,6 +249,7 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     }
     if (!sw.s) sw.s = tfc_st_writer_save(sw.w, state_path, err);
     tfc_st_writer_free(sw.w);
+    free(config);
     free(host);
     free(rank_names);
     free(rank_lens);
@@ -291,6 +301,27 @@ tfc_status tfc_snapshot_checksum(const tfc_st_file *f, char out[9], tfc_error *e
     return s;
 }
 
+tfc_status tfc_snapshot_origin(const char *state_path, char *model, size_t size, char **config,
+                               tfc_error *err)
+{
+    *config = NULL;
+    tfc_st_file *f = open_verified(state_path, err);
+    if (!f) return err ? err->code : TFC_ERR_FORMAT;
+    const char *name = tfc_st_meta(f, "model");
+    snprintf(model, size, "%s", name ? name : "");
+    const tfc_st_tensor *t = tfc_st_find(f, "solver/config");
+    tfc_status s = TFC_OK;
+    if (t && (t->dtype != TFC_U8 || !(*config = malloc(t->nbytes + 1))))
+        s = tfc_error_set(err, t->dtype != TFC_U8 ? TFC_ERR_FORMAT : TFC_ERR_NOMEM,
+                          "%s: tensor 'solver/config' cannot be read", state_path);
+    else if (t) {
+        memcpy(*config, t->data, t->nbytes);
+        (*config)[t->nbytes] = 0;
+    }
+    tfc_st_close(f);
+    return s;
+}
+
 tfc_status tfc_snapshot_verify(const char *state_path, tfc_error *err)
 {
     tfc_st_file *f = open_verified(state_path, err);
@@ -322,8 +353,8 @@ static void restore_losses(tfc_snapshot_extra *x, const double *saved, int64_t w
         x->losses[j % x->window] = saved[j % wsaved];
 }
 
-/* A different optimizer, other slots or another model is refused; a different
- * configuration only sets *config_differs. */
+/* Another model (said first), another rank count, optimizer or slots is refused; a
+ * different configuration only sets *config_differs. */
 static tfc_status check_identity(const tfc_st_file *f, const tfc_optimizer *o,
                                  const tfc_snapshot_id *id, const char *state_path,
                                  int *config_differs, tfc_error *err)
@@ -335,6 +366,16 @@ static tfc_status check_identity(const tfc_st_file *f, const tfc_optimizer *o,
     slot_list(o, want_slots, sizeof want_slots);
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->config_hash);
     *config_differs = !ch || strcmp(ch, hash) != 0;
+    if (!mname || strcmp(mname, id->model_name) != 0)
+        return tfc_error_set(err, TFC_ERR_USAGE,
+                             "%s belongs to model '%s', not to this run's model '%s'",
+                             state_path, mname ? mname : "?", id->model_name);
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->model_hash);
+    if (!mh || strcmp(mh, hash) != 0)
+        return tfc_error_set(err, TFC_ERR_USAGE,
+                             "%s was saved from a different model ('%s'); this run's model '%s' "
+                             "differs in its layers or their arguments, so it cannot resume",
+                             state_path, mname ? mname : "?", id->model_name);
     const char *ranks = tfc_st_meta(f, "ranks"); /* absent before data-parallel runs: one */
     int saved_ranks = ranks ? atoi(ranks) : 1;
     if (saved_ranks != id->ranks)
@@ -354,12 +395,6 @@ static tfc_status check_identity(const tfc_st_file *f, const tfc_optimizer *o,
                              "%s holds the optimizer slots [%s], this run's %s needs [%s] (a "
                              "hyperparameter such as momentum, amsgrad or centered changed)",
                              state_path, slots ? slots : "", id->optimizer, want_slots);
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)id->model_hash);
-    if (!mh || strcmp(mh, hash) != 0)
-        return tfc_error_set(err, TFC_ERR_USAGE,
-                             "%s was saved from a different model ('%s'); this run's model '%s' "
-                             "differs in its layers or their arguments, so it cannot resume",
-                             state_path, mname ? mname : "?", id->model_name);
     return TFC_OK;
 }
 

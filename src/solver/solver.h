@@ -177,6 +177,8 @@ typedef struct tfc_eval {
     double metric[TFC_MAX_METRICS];
     int64_t rows;      /* rows averaged (examples, or unmasked steps) */
     int64_t examples;
+    int64_t skipped;   /* the split's bad records left out (on_error: skip), each once */
+    char skipped_names[400]; /* where the first few were ("FILE record 17, ..."), or "" */
 } tfc_eval;
 
 /* The confusion matrix of a test pass, for single-label classifiers (sparse or one-hot
@@ -222,6 +224,7 @@ typedef struct tfc_train_result {
                                        when tfc_solver_train returns */
     double input_bound;         /* share of this process's training time (tests excluded)
                                    its steps waited for their batches */
+    int64_t skipped_train;      /* data.train's bad records left out (on_error: skip) */
     char input_slowest[800];    /* the train pipeline's slowest stage and what to try
                                    (tfc_pipeline_profile_advice), "" when nothing was timed */
 } tfc_train_result;
@@ -248,6 +251,8 @@ tfc_status tfc_solver_evaluate_classes(tfc_solver *s, const char *weights, tfc_e
  * confusion matrix its macro precision/recall/f1, per_class and confusion. malloc'd text. */
 char *tfc_solver_eval_json(tfc_solver *s, const tfc_eval *e, const tfc_confusion *cm);
 
+/* "KEY: N bad records left out (on_error: skip), first: NAMES" ("" when n is 0). */
+void tfc_format_skipped(const char *key, int64_t n, const char *names, char *buf, size_t size);
 /* Formats "loss 0.2500  accuracy 0.9120" for the model's metrics. */
 void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t size);
 

@@ -68,7 +68,7 @@ const char *tfc_ranking_metric_name(const tfc_model *m)
 static tfc_snapshot_id snapshot_id(const run *r)
 {
     tfc_snapshot_id id = {tfc_model_name(r->s->model), tfc_optimizer_names[r->s->cfg.optimizer.type],
-                          r->s->config_hash, r->s->model_hash, r->comm->size};
+                          r->s->config_hash, r->s->model_hash, r->comm->size, r->s->root};
     return id;
 }
 
@@ -510,11 +510,27 @@ static tfc_status resume(run *r, tfc_error *err)
 {
     const char *state = r->s->opt.resume;
     int differs = 0, nrefused = 0;
-    char *changes = tfc_resume_diff(r->s, state, &nrefused);
+    char *changes = NULL, owner[256];
+    tfc_status st = tfc_resume_diff(r->s, state, &changes, &nrefused, owner, sizeof owner, err);
+    if (st) {
+        tfc_error_prefix(err, "cannot resume: ");
+        return st;
+    }
+    if (owner[0]) { /* the first thing to say: the model's changes are all of the rest */
+        tfc_error_set(err, TFC_ERR_USAGE,
+                      "cannot resume: this snapshot belongs to model '%s' (%s), not to this "
+                      "configuration's model '%s'",
+                      owner, state, tfc_model_name(r->s->model));
+        tfc_error_hint(err, "resume it with its own run's config.yaml, or start a new run from "
+                            "its weights with --force (or --weights)");
+        if (r->s->opt.force) r->forced = 1;
+        free(changes);
+        return TFC_ERR_USAGE;
+    }
     if (nrefused) {
         tfc_error_set(err, TFC_ERR_USAGE,
                       "cannot resume: %d change(s) to the configuration do not fit the "
-                      "snapshot's state (its run's config.yaml -> now):\n%s",
+                      "snapshot's state (the snapshot's configuration -> now):\n%s",
                       nrefused, changes);
         tfc_error_hint(err, "resume with the run's configuration, or start a new run from the "
                             "snapshot's weights with --force (or --weights)");
@@ -527,7 +543,7 @@ static tfc_status resume(run *r, tfc_error *err)
         return TFC_ERR_USAGE;
     }
     r->resume_changes = changes;
-    tfc_status st = load_state(r, state, &differs, err);
+    st = load_state(r, state, &differs, err);
     r->resume_changes = NULL;
     if (st) tfc_error_prefix(err, "cannot resume: ");
     else if (r->iter > r->s->cfg.max_iter)
@@ -546,7 +562,8 @@ static tfc_status resume(run *r, tfc_error *err)
                          "note: the configuration differs from the snapshot's%s\n%scontinuing "
                          "(the run repeats an uninterrupted one exactly only with the same "
                          "configuration)\n",
-                         changes ? " (its run's config.yaml -> now):" : ";", changes ? changes : "");
+                         changes ? " (the snapshot's configuration -> now):" : ";",
+                         changes ? changes : "");
     }
     free(changes);
     return TFC_OK;
@@ -646,6 +663,9 @@ static tfc_status start(run *r, tfc_error *err)
     if (!st && r->comm->size > 1) st = share_weights(r, err);
     if (st || !writer(r)) return st;
     st = tfc_rundir_open(&r->dir, tfc_pipeline_vocab(r->feed.train), resumed_at, err);
+    /* the resumed iteration's test is in the log already: the run does not repeat it */
+    if (!st && resumed_at >= 0 && tfc_csv_last_test(r->dir.csv) == r->iter)
+        r->last_test = r->iter;
     if (!st) st = tfc_snapshot_set_open(&r->snaps, r->dir.path, c->snapshot_prefix, resumed_at, err);
     if (!st) {
         tfc_error quiet;
@@ -816,22 +836,28 @@ static tfc_status loop(run *r, tfc_error *err)
     return TFC_OK;
 }
 
-/* --stop-at reached: a test pass that steps no callback and writes no log row or best
- * weights (a run that never paused has none there), then the snapshot; status paused. */
+/* A test pass for the result alone: it steps no callback and writes no log row or best
+ * weights. */
+static tfc_status quiet_test(run *r, tfc_error *err)
+{
+    tfc_eval e;
+    int stopped = 0;
+    tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
+    tfc_status st = tfc_evaluate(&r->feed, r->s, &e, &r->cm, &stopped, err);
+    tfc_ema_swap_out(&r->ema, tfc_model_params(r->s->model));
+    if (!st && !stopped) {
+        r->res->have_test = 1;
+        r->res->test = e;
+    }
+    return st;
+}
+
+/* --stop-at reached: a quiet test pass (a run that never paused has no row or best weights
+ * there), then the snapshot; status paused. */
 static tfc_status pause_run(run *r, tfc_error *err)
 {
     tfc_status st = TFC_OK;
-    if (r->feed.test && r->last_test != r->iter) {
-        tfc_eval e;
-        int stopped = 0;
-        tfc_ema_swap_in(&r->ema, tfc_model_params(r->s->model));
-        st = tfc_evaluate(&r->feed, r->s, &e, &r->cm, &stopped, err);
-        tfc_ema_swap_out(&r->ema, tfc_model_params(r->s->model));
-        if (!st && !stopped) {
-            r->res->have_test = 1;
-            r->res->test = e;
-        }
-    }
+    if (r->feed.test && r->last_test != r->iter) st = quiet_test(r, err);
     if (!st && r->last_snap != r->iter) st = snapshot(r, err);
     if (!st) r->res->status = TFC_RUN_PAUSED; /* the caller says so (tfc-train: with the resume) */
     return st;
@@ -864,6 +890,8 @@ static tfc_status finish_run(run *r, tfc_error *err)
         r->iter < c->max_iter)
         return pause_run(r, err);
     if (!stopped && r->feed.test && r->last_test != r->iter) st = run_test(r, &stopped, err);
+    /* resumed where the log has the test already: its result again, for summary.json */
+    else if (!stopped && r->feed.test && !r->res->have_test) st = quiet_test(r, err);
     if (st) return st;
     if (tfc_progress_pending(&r->prog) > 0 && (c->display == 0 || r->iter % c->display != 0)) {
         /* The train result of the last stretch, as a display would show it. */
@@ -963,6 +991,17 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
                          (double)mem.host_staging / MiB);
         st = loop(&r, err);
         if (!st) st = finish_run(&r, err);
+    }
+    if (r.feed.train) {
+        char line[600];
+        res->skipped_train = tfc_pipeline_skipped(r.feed.train);
+        tfc_format_skipped("data.train", res->skipped_train,
+                           tfc_pipeline_skipped_names(r.feed.train), line, sizeof line);
+        if (line[0]) tfc_progress_say(&r.prog, "%s\n", line);
+        if (res->have_test)
+            tfc_format_skipped("data.test", res->test.skipped, res->test.skipped_names, line,
+                               sizeof line);
+        if (res->have_test && line[0]) tfc_progress_say(&r.prog, "%s\n", line);
     }
     tfc_progress_end(&r.prog);
     res->iterations = r.iter;
