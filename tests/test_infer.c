@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
 #include "device/device.h"
 #include "graph/model.h"
 #include "tfc.h"
@@ -146,6 +147,39 @@ static void test_gemv(void)
         gemv_case(trans_b, 700, 513, 1.f);   /* accumulating */
         gemv_case(trans_b, 17, 20000, 0.f);  /* one block: too few columns to split */
     }
+}
+
+/* The LSTM's packed-panel GEMM on one row (cpu_panel.c: four panels at a time, where the CPU
+ * has AVX2) gives the bits of the same row in a call on two rows (one panel at a time), for
+ * 5 to 13 panels with a short last one, A1 alone or beside A2, adding to c or set from an
+ * init row, or continued from c (from_c). */
+static void test_panel_row(void)
+{
+    const int k1 = 37, k2 = 20, ldp = k1 + k2;
+    for (int n = 70; n <= 200; n += 65)
+        for (int mode = 0; mode < 3; mode++) {
+            float *packed = malloc(tfc_cpu_panels_floats(ldp, n) * 4);
+            float *b = malloc((size_t)(ldp * n) * 4), *a = malloc(2 * (size_t)ldp * 4);
+            float *init = malloc((size_t)n * 4), *c[2] = {malloc(2 * (size_t)n * 4),
+                                                         malloc(2 * (size_t)n * 4)};
+            srand((unsigned)(n + mode));
+            for (int i = 0; i < ldp * n; i++) b[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+            for (int i = 0; i < 2 * ldp; i++) a[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+            for (int i = 0; i < n; i++) init[i] = (float)i / 7.f;
+            tfc_cpu_pack_panels(ldp, n, b, n, 0, packed);
+            for (int m = 1; m <= 2; m++) {
+                for (int i = 0; i < 2 * n; i++) c[m - 1][i] = (float)(i % 5) - 2.f;
+                /* row 0 of A is the same in both calls: rows ldp apart, A2 after A1 */
+                tfc_panel_gemm g = {.m = m, .n = n, .packed = packed, .ldp = ldp,
+                                    .set = mode > 0, .from_c = mode == 2, .init = init,
+                                    .c = c[m - 1], .ldc = n,
+                                    .a1 = {.a = a, .lda = ldp, .k = k1},
+                                    .a2 = {.a = a + k1, .lda = ldp, .k = mode == 1 ? 0 : k2}};
+                tfc_cpu_panel_gemm(&g);
+            }
+            CU_ASSERT(memcmp(c[0], c[1], (size_t)n * 4) == 0);
+            free(packed), free(b), free(a), free(init), free(c[0]), free(c[1]);
+        }
 }
 
 /* ---- every zoo model at batch 1 ---------------------------------------------------------- */
@@ -295,5 +329,6 @@ static void test_mha_inference_workspace(void)
 
 TFC_TEST_MAIN("infer", {"option_errors", test_option_errors},
               {"threads_option", test_threads_option}, {"gemv", test_gemv},
+              {"panel_row", test_panel_row},
               {"zoo_batch1", test_zoo_batch1}, {"one_thread_concurrent", test_one_thread_concurrent},
               {"mha_inference_workspace", test_mha_inference_workspace})
