@@ -6,8 +6,9 @@
 # (ROUNDS, default 3), at each thread count of THREAD_COUNTS (default "1 2"; tfc's
 # tfc_predictor_options.threads, onnxruntime's intra_op_num_threads); at batch 1 also the
 # latency (p50, p99). Closes with each peer's median over the rounds, and the open times (tfc's
-# cold tfc_predictor_open, onnxruntime's session creation). MODELS (default: every zoo model)
-# and BATCHES (default "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement.
+# cold tfc_predictor_open, onnxruntime's session creation). fortunes_char_lstm_step is
+# fortunes_char_lstm on one token (its file with input shape [1], the same weights): one step
+# of the recurrence per call, from a zero state (the predictor keeps no state between calls). MODELS (default: every zoo model and that step) and BATCHES (default "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset (this project's VMs preset them; a user's
 # machine does not). PyTorch comes from the venv make bench-peers installs (build/peers/torch);
 # onnx2torch is added to it on first use. Not part of make test.
@@ -17,7 +18,7 @@ bench=${1:?usage: infer.sh BENCH_INFER BIN_DIR} bin=${2:?usage: infer.sh BENCH_I
 seconds=${SECONDS_PER_POINT:-2}
 counts=${THREAD_COUNTS:-1 2}
 rounds=${ROUNDS:-3}
-models=${MODELS:-$(ls model_zoo)}
+models=${MODELS:-$(ls model_zoo) fortunes_char_lstm_step}
 batches=${BATCHES:-1 32 1000}
 clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 torch=build/peers/torch/bin/python
@@ -32,24 +33,28 @@ if [ -x "$torch" ] && { [ -f build/peers/torch/.onnx2torch ] ||
     echo "PyTorch: no venv at build/peers/torch with onnx2torch (make bench-peers installs torch): left out"
     torch=
 fi
+# model_file MODEL: its file; weights MODEL: its weights
+model_file() { if [ "$1" = fortunes_char_lstm_step ]; then echo "$tmp/step.yaml"; else echo "model_zoo/$1/model.yaml"; fi; }
+weights() { w=${1%_step}; echo "model_zoo/$w/$w.safetensors"; }
+sed 's/shape: \[64\]/shape: [1]/' model_zoo/fortunes_char_lstm/model.yaml > "$tmp/step.yaml"
 for m in $models; do
-    "$bin/tfc-export" "model_zoo/$m/model.yaml" --weights "model_zoo/$m/$m.safetensors" --onnx "$tmp/$m.onnx"
+    "$bin/tfc-export" "$(model_file "$m")" --weights "$(weights "$m")" --onnx "$tmp/$m.onnx"
 done
 # each line: MODEL PEER batch B: R images/s [latency p50 X ms p99 Y ms] (N calls), or
 # MODEL PEER open T ms
 tag() { sed "s/^[^ ]*/$1 $2/"; }
 for r in $(seq "$rounds"); do
     for m in $models; do
-        dir=model_zoo/$m
+        file=$(model_file "$m")
         echo "== round $r: $m"
         [ -z "$ort" ] || $clean -u OMP_NUM_THREADS python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" 0 default $batches |
             tag "$m" onnxruntime-default | tee -a "$tmp/all"
         for t in $counts; do
-            $clean OMP_NUM_THREADS="$t" "$bench" "$dir/model.yaml" "$dir/$m.safetensors" "$seconds" "$t" $batches |
+            $clean OMP_NUM_THREADS="$t" "$bench" "$file" "$(weights "$m")" "$seconds" "$t" $batches |
                 tag "$m" "tfc-t$t" | tee -a "$tmp/all"
             [ -z "$ort" ] || $clean OMP_NUM_THREADS="$t" python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" "$t" best $batches |
                 tag "$m" "onnxruntime-best-t$t" | tee -a "$tmp/all"
-            if [ -n "$torch" ] && ! grep -q "dtype: int32" "$dir/model.yaml"; then
+            if [ -n "$torch" ] && ! grep -q "dtype: int32" "$file"; then
                 $clean OMP_NUM_THREADS="$t" "$torch" bench/infer_torch.py "$tmp/$m.onnx" "$seconds" "$t" $batches |
                     tag "$m" "torch-eager-t$t" | tee -a "$tmp/all"
             fi
