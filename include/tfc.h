@@ -71,7 +71,7 @@ tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_fi
                                   const char *device, char *err, size_t err_size);
 
 /* How a predictor runs (SPEC §5c); all zeros (`tfc_predictor_options o = {0}`) is what
- * tfc_predictor_open does. Fields are only ever appended. */
+ * tfc_predictor_open does. Part of the ABI: a later option comes with a new function. */
 typedef struct tfc_predictor_options {
     /* CPU threads each call runs on: 0 = every core. With 1, calls from several threads run
      * at once, each on its own core (more than one: they take turns, each on every thread);
