@@ -135,8 +135,8 @@ static int gemm_blocks(const tfc_backend *be, int m, int n, int k)
     return blocks >= 2 * be->threads ? blocks : 1;
 }
 
-/* One row of C (m == 1 and A not transposed: a Dense layer or an LSTM step on one example)
- * as a GEMV: it reads B once, where OpenBLAS's GEMM first packs all of B into panels (at
+/* One row of C (m == 1 and A not transposed: a Dense layer, or an attention projection, on
+ * one row) as a GEMV: it reads B once, where OpenBLAS's GEMM first packs all of B into panels (at
  * batch 1 the packing took 40% of fashion_mlp's time, perf). The columns of C are split into
  * blocks, one per backend thread, from GEMV_PAR_MIN multiply-adds (a megabyte of B: tens of
  * microseconds on one core, against the few that waking the team costs), and below that, or
