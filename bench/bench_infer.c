@@ -1,9 +1,11 @@
 /* Inference through the C API (tfc_predictor, SPEC §5c): images per second at each batch size
  * of the command line, and at batch 1 the latency of single calls (p50, p99). Inputs are
- * random pixels in [0, 1); every call runs on the same predictor, after one warm-up call per
- * batch size (which binds its memory). bench/infer.sh runs it beside onnxruntime on the same
- * model exported by tfc-export (make bench-infer).
- * Usage: bench_infer MODEL.yaml WEIGHTS SECONDS BATCH... */
+ * random pixels in [0, 1) (token ids in [1, 20) for a text model); every call runs on the same predictor, after one warm-up call per
+ * batch size (which binds its memory). THREADS is tfc_predictor_options.threads (0: every
+ * core); the first line gives tfc_predictor_open's time (cold: the first open in the
+ * process). bench/infer.sh runs it beside onnxruntime on the same model exported by
+ * tfc-export (make bench-infer).
+ * Usage: bench_infer MODEL.yaml WEIGHTS SECONDS THREADS BATCH... */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,26 +22,34 @@ static int by_value(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
-    if (argc < 5) {
-        fprintf(stderr, "usage: %s MODEL.yaml WEIGHTS SECONDS BATCH...\n", argv[0]);
+    if (argc < 6) {
+        fprintf(stderr, "usage: %s MODEL.yaml WEIGHTS SECONDS THREADS BATCH...\n", argv[0]);
         return 2;
     }
     char err[512];
-    tfc_predictor *p = tfc_predictor_open(argv[1], argv[2], "cpu", err, sizeof err);
+    tfc_predictor_options o = {.threads = atoi(argv[4])};
+    double t_open = tfc_now();
+    tfc_predictor *p = tfc_predictor_open_options(argv[1], argv[2], "cpu", &o, err, sizeof err);
+    t_open = tfc_now() - t_open;
     if (!p) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    printf("tfc-c-api open %.1f ms\n", t_open * 1e3);
     double seconds = atof(argv[3]);
     int64_t in[8], out[8], per_in = 1, per_out = 1;
-    int rin = tfc_predictor_shape(p, 0, in, NULL), rout = tfc_predictor_shape(p, 1, out, NULL);
+    const char *dtype;
+    int rin = tfc_predictor_shape(p, 0, in, &dtype), rout = tfc_predictor_shape(p, 1, out, NULL);
     for (int i = 0; i < rin; i++) per_in *= in[i];
     for (int i = 0; i < rout; i++) per_out *= out[i];
-    for (int a = 4; a < argc; a++) {
+    for (int a = 5; a < argc; a++) {
         int64_t batch = atoll(argv[a]);
         float *x = malloc((size_t)(batch * per_in) * 4), *y = malloc((size_t)(batch * per_out) * 4);
         srand(1);
-        for (int64_t k = 0; x && k < batch * per_in; k++) x[k] = (float)rand() / (float)RAND_MAX;
+        for (int64_t k = 0; x && k < batch * per_in; k++) {
+            if (!strcmp(dtype, "int32")) ((int32_t *)x)[k] = 1 + rand() % 19; /* token ids */
+            else x[k] = (float)rand() / (float)RAND_MAX;
+        }
         int cap = 100000, n = 0;
         double *lat = malloc(sizeof(double) * (size_t)cap);
         if (!x || !y || !lat || tfc_predictor_run(p, x, batch, y, err, sizeof err)) {

@@ -1,10 +1,14 @@
 #!/bin/sh
-# make bench-infer: inference throughput of the zoo's fashion_cnn and fashion_resnet at batch
-# 1, 32 and 1000 through the C API (bench/bench_infer.c), through onnxruntime on the file
-# tfc-export writes (bench/infer_ort.py) and through PyTorch eager on the same file converted
-# by onnx2torch (bench/infer_torch.py), in interleaved rounds (ROUNDS, default 3) with the same
-# thread count (THREADS, default: all cores); at batch 1 also the latency (p50, p99). Closes
-# with each peer's median over the rounds. SECONDS_PER_POINT (default 2) per measurement.
+# make bench-infer: inference through the C API (bench/bench_infer.c) on every zoo model at
+# batch 1, 32 and 1000 against onnxruntime on the file tfc-export writes (bench/infer_ort.py:
+# its default session options, and its best for each thread count) and PyTorch eager on the
+# same file converted by onnx2torch (bench/infer_torch.py; image models), in interleaved rounds
+# (ROUNDS, default 3), at each thread count of THREAD_COUNTS (default "1 2"; tfc's
+# tfc_predictor_options.threads, onnxruntime's intra_op_num_threads); at batch 1 also the
+# latency (p50, p99). Closes with each peer's median over the rounds, and the open times (tfc's
+# cold tfc_predictor_open, onnxruntime's session creation). fortunes_char_lstm_step is
+# fortunes_char_lstm on one token (its file with input shape [1], the same weights): one step
+# of the recurrence per call, from a zero state (the predictor keeps no state between calls). MODELS (default: every zoo model and that step) and BATCHES (default "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset (this project's VMs preset them; a user's
 # machine does not). PyTorch comes from the venv make bench-peers installs (build/peers/torch);
 # onnx2torch is added to it on first use. Not part of make test.
@@ -12,13 +16,15 @@
 set -e
 bench=${1:?usage: infer.sh BENCH_INFER BIN_DIR} bin=${2:?usage: infer.sh BENCH_INFER BIN_DIR}
 seconds=${SECONDS_PER_POINT:-2}
-threads=${THREADS:-$(nproc)}
+counts=${THREAD_COUNTS:-1 2}
 rounds=${ROUNDS:-3}
-clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=$threads"
+models=${MODELS:-$(ls model_zoo) fortunes_char_lstm_step}
+batches=${BATCHES:-1 32 1000}
+clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 torch=build/peers/torch/bin/python
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "bench-infer: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $threads threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-infer: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, threads $counts, load $(cut -d' ' -f1-3 /proc/loadavg)"
 ort=
 if python3 -c "import onnxruntime, numpy" 2>/dev/null; then ort=1; else
     echo "onnxruntime: not installed (pip install onnxruntime): left out"; fi
@@ -27,29 +33,47 @@ if [ -x "$torch" ] && { [ -f build/peers/torch/.onnx2torch ] ||
     echo "PyTorch: no venv at build/peers/torch with onnx2torch (make bench-peers installs torch): left out"
     torch=
 fi
-for m in fashion_cnn fashion_resnet; do
-    "$bin/tfc-export" "model_zoo/$m/model.yaml" --weights "model_zoo/$m/$m.safetensors" --onnx "$tmp/$m.onnx"
+# model_file MODEL: its file; weights MODEL: its weights
+model_file() { if [ "$1" = fortunes_char_lstm_step ]; then echo "$tmp/step.yaml"; else echo "model_zoo/$1/model.yaml"; fi; }
+weights() { w=${1%_step}; echo "model_zoo/$w/$w.safetensors"; }
+sed 's/shape: \[64\]/shape: [1]/' model_zoo/fortunes_char_lstm/model.yaml > "$tmp/step.yaml"
+for m in $models; do
+    "$bin/tfc-export" "$(model_file "$m")" --weights "$(weights "$m")" --onnx "$tmp/$m.onnx"
 done
+# each line: MODEL PEER batch B: R images/s [latency p50 X ms p99 Y ms] (N calls), or
+# MODEL PEER open T ms
+tag() { sed "s/^[^ ]*/$1 $2/"; }
 for r in $(seq "$rounds"); do
-    for m in fashion_cnn fashion_resnet; do
-        dir=model_zoo/$m
+    for m in $models; do
+        file=$(model_file "$m")
         echo "== round $r: $m"
-        $clean "$bench" "$dir/model.yaml" "$dir/$m.safetensors" "$seconds" 1 32 1000 | sed "s/^/$m /" | tee -a "$tmp/all"
-        [ -z "$ort" ] || $clean python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" "$threads" 1 32 1000 |
-            sed "s/^/$m /" | tee -a "$tmp/all"
-        [ -z "$torch" ] || $clean "$torch" bench/infer_torch.py "$tmp/$m.onnx" "$seconds" "$threads" 1 32 1000 |
-            sed "s/^/$m /" | tee -a "$tmp/all"
+        [ -z "$ort" ] || $clean -u OMP_NUM_THREADS python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" 0 default $batches |
+            tag "$m" onnxruntime-default | tee -a "$tmp/all"
+        for t in $counts; do
+            $clean OMP_NUM_THREADS="$t" "$bench" "$file" "$(weights "$m")" "$seconds" "$t" $batches |
+                tag "$m" "tfc-t$t" | tee -a "$tmp/all"
+            [ -z "$ort" ] || $clean OMP_NUM_THREADS="$t" python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" "$t" best $batches |
+                tag "$m" "onnxruntime-best-t$t" | tee -a "$tmp/all"
+            if [ -n "$torch" ] && ! grep -q "dtype: int32" "$file"; then
+                $clean OMP_NUM_THREADS="$t" "$torch" bench/infer_torch.py "$tmp/$m.onnx" "$seconds" "$t" $batches |
+                    tag "$m" "torch-eager-t$t" | tee -a "$tmp/all"
+            fi
+        done
     done
 done
 echo "== medians over $rounds rounds: model peer batch images/s [p50 ms p99 ms]"
-# lines: MODEL PEER [VERSION] batch B: R images/s [latency p50 X ms p99 Y ms] (N calls)
-awk '{ peer = $2; i = 3; if ($3 != "batch") { peer = peer "-" $3; i = 4 }
-       b = $(i + 1); sub(":", "", b); k = $1 " " peer " " b
-       rate[k] = rate[k] " " $(i + 2)
-       if ($(i + 4) == "latency") { p50[k] = p50[k] " " $(i + 6); p99[k] = p99[k] " " $(i + 9) } }
+grep -v " open " "$tmp/all" | awk '{ b = $4; sub(":", "", b); k = $1 " " $2 " " b
+       rate[k] = rate[k] " " $5
+       if ($7 == "latency") { p50[k] = p50[k] " " $9; p99[k] = p99[k] " " $12 } }
      function med(s,   a, n, j, t, x) { n = split(s, a, " ")
        for (j = 2; j <= n; j++) { x = a[j]; t = j - 1; while (t > 0 && a[t] + 0 > x + 0) { a[t + 1] = a[t]; t-- } a[t + 1] = x }
        return a[int((n + 1) / 2)] }
-     END { for (k in rate) { line = sprintf("%-40s %10.1f", k, med(rate[k]))
+     END { for (k in rate) { line = sprintf("%-44s %10.1f", k, med(rate[k]))
              if (k in p50) line = line sprintf("  %.3f  %.3f", med(p50[k]), med(p99[k]))
-             print line } }' "$tmp/all" | sort -k1,1 -k2,2 -k3,3n
+             print line } }' | sort -k1,1 -k3,3n -k2,2
+echo "== open (ms, median over $rounds rounds): tfc_predictor_open cold, onnxruntime session creation"
+grep " open " "$tmp/all" | awk '{ k = $1 " " $2; v[k] = v[k] " " $4 }
+     function med(s,   a, n, j, t, x) { n = split(s, a, " ")
+       for (j = 2; j <= n; j++) { x = a[j]; t = j - 1; while (t > 0 && a[t] + 0 > x + 0) { a[t + 1] = a[t]; t-- } a[t + 1] = x }
+       return a[int((n + 1) / 2)] }
+     END { for (k in v) printf "%-44s %8.1f\n", k, med(v[k]) }' | sort

@@ -70,6 +70,27 @@ typedef struct tfc_predictor tfc_predictor;
 tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_file,
                                   const char *device, char *err, size_t err_size);
 
+/* How a predictor runs (SPEC §5c); all zeros (`tfc_predictor_options o = {0}`) is what
+ * tfc_predictor_open does. Part of the ABI: a later option comes with a new function. */
+typedef struct tfc_predictor_options {
+    /* CPU threads each call runs on: 0 = every core. With 1, calls from several threads run
+     * at once, each on its own core (more than one: they take turns, each on every thread);
+     * a GPU device takes 0 only. */
+    int threads;
+    /* Whether the team's idle threads spin between parallel regions, as onnxruntime's
+     * allow_spinning: TFC_SPIN_PROCESS (0) as the process started; TFC_SPIN_ON or
+     * TFC_SPIN_OFF need OMP_WAIT_POLICY (read once, when libgomp loads) to say the same:
+     * unset or "active" spins, "passive" sleeps at once; else open fails naming it. */
+    int spin;
+} tfc_predictor_options;
+enum { TFC_SPIN_PROCESS = 0, TFC_SPIN_ON = 1, TFC_SPIN_OFF = 2 };
+
+/* tfc_predictor_open with options (NULL: all zeros); a bad option fails naming it. */
+tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *weights_file,
+                                          const char *device,
+                                          const tfc_predictor_options *options, char *err,
+                                          size_t err_size);
+
 /* which: 0 = input, 1 = output. Writes the per-example shape (batch axis excluded) into
  * dims[0..7] (0 past the rank) and returns its rank, or -1 for a NULL p or dims or another
  * `which`; *dtype (may be NULL) gets "float32" or "int32" (input token ids). */
@@ -81,7 +102,8 @@ int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], cons
  * of at most 256 examples); no allocation by tfc after a thread's first call at its largest
  * n so far (OpenBLAS's threaded GEMM allocates on its own). Safe to call from several
  * threads at once on one predictor (each call borrows its own bound copy of the model);
- * results identical to single-threaded calls. */
+ * results identical to single-threaded calls. The calling thread's OpenMP thread count
+ * (omp_set_num_threads) is the predictor's during the call, and restored after. */
 int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
                       char *err, size_t err_size);
 

@@ -4,7 +4,9 @@
  * calls never share activation buffers; a worker is bound for the largest batch it has seen,
  * so once every thread has run at its largest n, calls allocate nothing. */
 #include <limits.h>
+#include <omp.h>
 #include <pthread.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +23,11 @@
  * depend on the batch it ran in). */
 #define PASS_MAX 256
 
-/* CPU passes take turns, each on every core: OpenBLAS's OpenMP build runs one threaded GEMM
- * at a time and makes a second caller spin until the first is done (measured: 8 threads of
- * small MLP calls ran 40x slower than the same calls in turn). Process-wide, as OpenBLAS's
- * threads are. GPU workers run at once, each on its own backend and stream. */
+/* CPU passes on several threads take turns, each on every thread: OpenBLAS's OpenMP build
+ * runs one threaded GEMM at a time and makes a second caller spin until the first is done
+ * (measured: 8 threads of small MLP calls ran 40x slower than the same calls in turn).
+ * Process-wide, as OpenBLAS's threads are. Passes on one thread (options.threads 1) and GPU
+ * workers run at once, each on its own backend (and stream). */
 static pthread_mutex_t cpu_turn = PTHREAD_MUTEX_INITIALIZER;
 
 /* One bound copy of the model; `next` links the idle list, `all` every worker. */
@@ -41,6 +44,7 @@ struct tfc_predictor {
     char path[1024]; /* the model file, named in errors */
     char device[64];
     int has_device;
+    int threads;     /* options.threads: the CPU backend's, 0 = every core */
     float *params;   /* every parameter, in the bound arena's order */
     int64_t nparams;
     tfc_shape in_shape, out_shape;
@@ -84,7 +88,7 @@ static worker *worker_create(tfc_predictor *p, int batch, tfc_error *err)
         return NULL;
     }
     w->m = tfc_model_from_string(p->yaml, p->yaml_len, p->path, err);
-    w->be = w->m ? tfc_backend_open(p->has_device ? p->device : NULL, 0, err) : NULL;
+    w->be = w->m ? tfc_backend_open(p->has_device ? p->device : NULL, p->threads, err) : NULL;
     if (!w->be || tfc_model_bind_inference(w->m, w->be, batch, err)) {
         worker_free(w);
         return NULL;
@@ -108,9 +112,48 @@ static tfc_status worker_rebind(tfc_predictor *p, worker *w, int batch, tfc_erro
     return TFC_OK;
 }
 
+/* Whether libgomp's wait policy, read from OMP_WAIT_POLICY when it loaded, is what `spin`
+ * asks for; else writes the error. */
+static int spin_matches(int spin, char *err, size_t err_size)
+{
+    if (spin == TFC_SPIN_PROCESS) return 1;
+    if (spin != TFC_SPIN_ON && spin != TFC_SPIN_OFF) {
+        if (err && err_size)
+            snprintf(err, err_size, "tfc_predictor_open: options.spin is %d; expected "
+                     "TFC_SPIN_PROCESS (0), TFC_SPIN_ON (1) or TFC_SPIN_OFF (2)", spin);
+        return 0;
+    }
+    const char *v = getenv("OMP_WAIT_POLICY");
+    const int passive = v && !strcasecmp(v, "passive");
+    if (passive == (spin == TFC_SPIN_OFF)) return 1;
+    if (err && err_size)
+        snprintf(err, err_size, "tfc_predictor_open: options.spin %s needs OMP_WAIT_POLICY=%s "
+                 "in the environment when the program starts (OpenMP reads it once, when it "
+                 "loads; it is %s%s%s)", spin == TFC_SPIN_OFF ? "off" : "on",
+                 spin == TFC_SPIN_OFF ? "passive" : "active", v ? "'" : "", v ? v : "unset",
+                 v ? "'" : "");
+    return 0;
+}
+
 tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_file,
                                   const char *device, char *err, size_t err_size)
 {
+    return tfc_predictor_open_options(model_yaml, weights_file, device, NULL, err, err_size);
+}
+
+tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *weights_file,
+                                          const char *device,
+                                          const tfc_predictor_options *options, char *err,
+                                          size_t err_size)
+{
+    const tfc_predictor_options none = {0}, *o = options ? options : &none;
+    if (o->threads < 0) {
+        if (err && err_size)
+            snprintf(err, err_size, "tfc_predictor_open: options.threads is %d; expected 0 "
+                     "(every core) or more", o->threads);
+        return NULL;
+    }
+    if (!spin_matches(o->spin, err, err_size)) return NULL;
     if (!model_yaml || !weights_file) {
         fail(err, err_size, "tfc_predictor_open: the model file and the weights file are needed "
                             "(NULL given)");
@@ -128,6 +171,7 @@ tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_fi
         return NULL;
     }
     pthread_mutex_init(&p->lock, NULL);
+    p->threads = o->threads;
     snprintf(p->path, sizeof p->path, "%s", model_yaml);
     if (device) {
         snprintf(p->device, sizeof p->device, "%s", device);
@@ -135,6 +179,12 @@ tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_fi
     }
     tfc_status s = tfc_file_read_all(model_yaml, 64u << 20, &p->yaml, &p->yaml_len, &e);
     worker *w = s ? NULL : worker_create(p, 1, &e);
+    if (w && w->be->device >= 0 && p->threads) {
+        s = tfc_error_set(&e, TFC_ERR_USAGE, "tfc_predictor_open: options.threads is %d, but "
+                          "the device is a GPU (threads are the CPU's; give 0)", p->threads);
+        worker_free(w);
+        w = NULL;
+    }
     if (w) {
         p->all = p->idle = w;
         s = tfc_model_load_weights(w->m, weights_file, NULL, &e);
@@ -206,6 +256,7 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
         return -1;
     }
     int batch = n < PASS_MAX ? (int)n : PASS_MAX;
+    const int saved = omp_get_max_threads(); /* creating a CPU backend sets it too */
     tfc_error e;
     tfc_error_clear(&e);
     worker *w = borrow(p, batch);
@@ -218,14 +269,17 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
         s = worker_rebind(p, w, batch, &e);
     }
     int64_t in_per = tfc_shape_numel(&p->in_shape), out_per = tfc_shape_numel(&p->out_shape);
-    int cpu = w && w->be->device < 0;
-    if (cpu) pthread_mutex_lock(&cpu_turn);
+    const int cpu = w && w->be->device < 0, turn = cpu && w->be->threads > 1;
+    if (turn) pthread_mutex_lock(&cpu_turn);
+    /* OpenBLAS and oneDNN take the calling thread's count where tfc does not pass one */
+    if (cpu) omp_set_num_threads(w->be->threads);
     for (int64_t done = 0; !s && done < n; done += batch) {
         int cnt = n - done < batch ? (int)(n - done) : batch;
         s = tfc_model_forward(w->m, (const char *)input + done * in_per * 4, cnt, 0, 0, 0, &e);
         if (!s) tfc_model_get_output(w->m, output + done * out_per);
     }
-    if (cpu) pthread_mutex_unlock(&cpu_turn);
+    if (omp_get_max_threads() != saved) omp_set_num_threads(saved);
+    if (turn) pthread_mutex_unlock(&cpu_turn);
     if (w) give_back(p, w, is_new);
     if (s) {
         report(&e, err, err_size);

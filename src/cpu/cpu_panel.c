@@ -201,6 +201,59 @@ tile_avx2(int mr, int lay, const tfc_panel_gemm *g, int i, const float *a2, cons
     }
 }
 
+/* One row of A (g->m == 1: an LSTM step on one sequence) times WIDE adjacent full panels.
+ * A tile of one row keeps two sums in flight, each a chain of fused multiply-adds that waits
+ * on the one before (4 cycles on AVX2 machines): at batch 1 the LSTM's steps ran at that
+ * latency (fortunes_classify, perf). Here 2 WIDE chains run side by side; each element's sum
+ * is the same chain as tile_avx2's (from zero or c, k1 then k2 terms, then added to its base),
+ * so the bits are the same. */
+#define WIDE 4
+
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+row_avx2(int lay, const tfc_panel_gemm *g, const float *panel, const float *init, float *c)
+{
+    const int k1 = g->a1.k, k2 = g->a2.k, lda1 = g->a1.lda;
+    const size_t stride = (size_t)PANEL * g->ldp;
+    const float *pr = g->a1.a, *a2 = g->a2.a;
+    const __m256 z = _mm256_setzero_ps();
+    __m256 acc[WIDE][2];
+#pragma GCC unroll 4
+    for (int p = 0; p < WIDE; p++) {
+        acc[p][0] = g->from_c ? _mm256_loadu_ps(c + p * PANEL) : z;
+        acc[p][1] = g->from_c ? _mm256_loadu_ps(c + p * PANEL + 8) : z;
+    }
+    for (int l = 0; l < k1; l++) {
+        const int64_t o = lay == TFC_PANEL_ROWS    ? l
+                          : lay == TFC_PANEL_ROWS8 ? 8 * (int64_t)l
+                                                   : (int64_t)(l / 16) * lda1 + l % 16;
+        const __m256 v = _mm256_broadcast_ss(pr + o);
+#pragma GCC unroll 4
+        for (int p = 0; p < WIDE; p++) {
+            const float *b = panel + p * stride + (size_t)l * PANEL;
+            acc[p][0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(b), acc[p][0]);
+            acc[p][1] = _mm256_fmadd_ps(v, _mm256_loadu_ps(b + 8), acc[p][1]);
+        }
+    }
+    for (int l = 0; l < k2; l++) {
+        const __m256 v = _mm256_broadcast_ss(a2 + l);
+#pragma GCC unroll 4
+        for (int p = 0; p < WIDE; p++) {
+            const float *b = panel + p * stride + (size_t)(k1 + l) * PANEL;
+            acc[p][0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(b), acc[p][0]);
+            acc[p][1] = _mm256_fmadd_ps(v, _mm256_loadu_ps(b + 8), acc[p][1]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < WIDE; p++) {
+        float *cp = c + p * PANEL;
+        const float *ip = init ? init + p * PANEL : NULL;
+        const __m256 c0 = !g->set ? _mm256_loadu_ps(cp) : ip ? _mm256_loadu_ps(ip) : z;
+        const __m256 c1 = !g->set ? _mm256_loadu_ps(cp + 8) : ip ? _mm256_loadu_ps(ip + 8) : z;
+        _mm256_storeu_ps(cp, _mm256_add_ps(c0, acc[p][0]));
+        _mm256_storeu_ps(cp + 8, _mm256_add_ps(c1, acc[p][1]));
+    }
+}
+
 #define TILE2(mr)                                                                  \
     do {                                                                           \
         if (lay == TFC_PANEL_ROWS8) tile_avx2(mr, 1, g, i, ai2, panel, init, ci, cols); \
@@ -214,7 +267,16 @@ __attribute__((target("avx2,fma"))) static void gemm_avx2(const tfc_panel_gemm *
     /* a copy whose address stays here: the stores to c cannot change it */
     const tfc_panel_gemm copy = *gp, *g = &copy;
     const int lay = g->a1.layout;
-    for (int j0 = 0; j0 < g->n; j0 += PANEL) {
+    int j0 = 0;
+    for (; g->m == 1 && j0 + WIDE * PANEL <= g->n; j0 += WIDE * PANEL) {
+        const float *panel = g->packed + (size_t)(j0 / PANEL) * PANEL * g->ldp;
+        float *c = g->c + j0;
+        const float *init = g->init ? g->init + j0 : NULL;
+        if (lay == TFC_PANEL_ROWS8) row_avx2(1, g, panel, init, c);
+        else if (lay == TFC_PANEL_COLS16) row_avx2(2, g, panel, init, c);
+        else row_avx2(0, g, panel, init, c);
+    }
+    for (; j0 < g->n; j0 += PANEL) {
         const float *panel = g->packed + (size_t)(j0 / PANEL) * PANEL * g->ldp;
         const int cols = g->n - j0 < PANEL ? g->n - j0 : PANEL;
         const float *init = g->init ? g->init + j0 : NULL;

@@ -143,13 +143,14 @@ static tfc_status mha_build(tfc_layer *l, tfc_error *err)
     return TFC_OK;
 }
 
-/* Backward's scratch: dO, dQ, dK, dV of the batch. */
+/* Backward's scratch: dO, dQ, dK, dV of the batch; none on a backend bound for inference
+ * only (frozen): forward keeps Q, K, V, O and the log-sum-exp in the saved buffer. */
 static void mha_plan(tfc_layer *l, tfc_backend *be)
 {
-    (void)be;
     mha_dims m = dims_of(l);
-    l->workspace = (size_t)l->max_batch * (size_t)m.heads * (size_t)(m.tq + m.tk) *
-                   (size_t)(m.kd + m.vd) * 4;
+    l->workspace = be->frozen ? 0
+                              : (size_t)l->max_batch * (size_t)m.heads * (size_t)(m.tq + m.tk) *
+                                    (size_t)(m.kd + m.vd) * 4;
 }
 
 static const char *const *mha_needs(const tfc_layer *l)
