@@ -1,8 +1,10 @@
 /* What the tools do when things go wrong, walked as a user meets it ($TFC_BIN, as make test
  * builds them): corrupted, truncated and padded gzip inputs (IDX and TFRecord) fail naming
- * the file; SIGHUP snapshots like SIGTERM and a closed stdout (`| head -1`) does not stop
- * the run. */
+ * the file; a NaN or inf among the features and a label out of range fail naming file and
+ * record (labels before any work where they can be read ahead); SIGHUP snapshots like SIGTERM
+ * and a closed stdout (`| head -1`) does not stop the run. */
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +259,129 @@ static void test_gzip_integrity(void)
     expect(1, cmd, "bad.tfrecord.gz: corrupt gzip file: 8 bytes of trailing garbage", NULL);
     free(copy);
     free(good);
+}
+
+/* ---- 3, 4. bad values in the data: named by file and record ------------------------------ */
+
+/* N records of 16 float32 features and int32 labels i % 4 as NAME_x.npy / NAME_y.npy;
+ * feature 5 of record bad_row is bad_value and its label bad_label (bad_row < 0: none). */
+static void write_values(const char *name, int n, int bad_row, float bad_value, int bad_label)
+{
+    float *x = malloc((size_t)n * 16 * sizeof *x);
+    int32_t *y = malloc((size_t)n * sizeof *y);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < 16; j++) x[i * 16 + j] = (float)((i * 7 + j * 3) % 11) / 11.0f;
+        y[i] = i % 4;
+    }
+    if (bad_row >= 0) {
+        x[bad_row * 16 + 5] = bad_value;
+        y[bad_row] = bad_label;
+    }
+    char path[64];
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_tensor t = {TFC_F32, {.ndim = 2, .dim = {n, 16}}, x, -1};
+    snprintf(path, sizeof path, "%s_x.npy", name);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(path), &t, &err), TFC_OK);
+    tfc_tensor l = {TFC_I32, {.ndim = 1, .dim = {n}}, y, -1};
+    snprintf(path, sizeof path, "%s_y.npy", name);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(path), &l, &err), TFC_OK);
+    free(x);
+    free(y);
+}
+
+/* FILE: a solver training on TRAIN_x/y.npy (its pipeline `pre` stages first, then shuffle,
+ * repeat, batch, prefetch) and testing on TEST_x/y.npy. */
+static void write_values_solver(const char *file, const char *train, const char *test,
+                                const char *pre)
+{
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "model:\n  name: vals\n  input: {shape: [16]}\n  layers:\n"
+             "    - Dense: {name: hidden, units: 16, activation: relu}\n"
+             "    - Dense: {name: out, units: 4}\n"
+             "data:\n  train:\n"
+             "    source: {type: npy, features: %s_x.npy, labels: %s_y.npy}\n"
+             "    pipeline: [%s{shuffle: {buffer_size: 64}}, {repeat: {}}, "
+             "{batch: {batch_size: 16}}, {prefetch: {buffer_size: 2}}]\n"
+             "  test:\n    source: {type: npy, features: %s_x.npy, labels: %s_y.npy}\n"
+             "    pipeline: [{batch: {batch_size: 32}}]\n"
+             "optimizer: {type: adam, learning_rate: 0.01}\n"
+             "max_iter: 40\ntest_interval: 20\ndisplay: 10\nsnapshot: {interval: 0}\nseed: 7\n",
+             train, train, pre, test, test);
+    tfc_test_write(file, yaml, -1);
+}
+
+/* tfc-test SOLVER (its test split bad) with the weights of a run on the clean fixture (made
+ * once): exit 1 with `want` about data.test. */
+static void expect_tfc_test(const char *bin, const char *solver, const char *want)
+{
+    char cmd[2048];
+    if (!exists("vals_clean/final.safetensors")) {
+        write_values_solver("vals_clean.yaml", "clean", "clean", "");
+        snprintf(cmd, sizeof cmd, "'%s/tfc-train' vals_clean.yaml --out vals_clean --device cpu",
+                 bin);
+        expect(0, cmd, NULL, NULL);
+    }
+    snprintf(cmd, sizeof cmd, "'%s/tfc-test' %s --weights vals_clean/final.safetensors "
+             "--device cpu", bin, solver);
+    expect(1, cmd, want, "data.test: /");
+}
+
+/* A NaN or inf in the features of the train or the test split (tfc-train, tfc-test) stops
+ * at its batch naming the file and record; the learning rate is not blamed. */
+static void test_nonfinite_inputs(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    char cmd[2048];
+    write_values("clean", 128, -1, 0, 0);
+    write_values("nan", 128, 37, NAN, 1);
+    write_values("inf", 64, 5, -INFINITY, 1);
+    write_values_solver("nf_train.yaml", "nan", "clean", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' nf_train.yaml --out nf1 --device cpu", bin);
+    char *text;
+    int rc = run(cmd, &text);
+    int ok = rc == 1 && text && strstr(text, "data.train: /") &&
+             strstr(text, "nan_x.npy record 37: feature value nan is not finite") &&
+             !strstr(text, "learning_rate");
+    CU_ASSERT(ok);
+    if (!ok) printf("\n`%s`: exit %d\n%s\n", cmd, rc, text ? text : "");
+    free(text);
+    /* the test split: it was passed with exit 0 */
+    write_values_solver("nf_test.yaml", "clean", "inf", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' nf_test.yaml --out nf2 --device cpu", bin);
+    expect(1, cmd, "inf_x.npy record 5: feature value -inf is not finite", "data.test: /");
+    expect_tfc_test(bin, "nf_test.yaml", "inf_x.npy record 5: feature value -inf is not finite");
+}
+
+/* A class label outside the model's classes: found before any work where every record's
+ * label reaches the model (the run directory is not even made), naming the labels file and
+ * record and the source's num_classes; behind a filter, when its batch comes, named the
+ * same way. Train and test splits, tfc-test too. */
+static void test_labels_out_of_range(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    char cmd[2048];
+    write_values("clean", 128, -1, 0, 0);
+    write_values("lab7", 128, 23, 0.5f, 7);
+    write_values("lab9", 64, 3, 0.5f, 9);
+    write_values_solver("lr_train.yaml", "lab7", "clean", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_train.yaml --out lr1 --device cpu", bin);
+    expect(1, cmd, "lab7_y.npy record 23: label 7 is out of range [0, 4) (the model's "
+           "output has 4 classes)", "`num_classes: 4` on data.train.source");
+    CU_ASSERT(!exists("lr1"));
+    /* a filter may drop records: the check waits for the batch, which names the record */
+    write_values_solver("lr_filter.yaml", "lab7", "clean", "{filter: {labels: [0, 1, 2, 3, 7]}}, ");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_filter.yaml --out lr2 --device cpu", bin);
+    expect(1, cmd, "lab7_y.npy record 23: label 7 is out of range [0, 4)", "data.train: /");
+    /* the test split, in tfc-train and tfc-test */
+    write_values_solver("lr_test.yaml", "clean", "lab9", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_test.yaml --out lr3 --device cpu", bin);
+    expect(1, cmd, "lab9_y.npy record 3: label 9 is out of range [0, 4)", "data.test: /");
+    CU_ASSERT(!exists("lr3"));
+    expect_tfc_test(bin, "lr_test.yaml", "lab9_y.npy record 3: label 9 is out of range [0, 4)");
 }
 
 /* ---- 10. signals: SIGHUP like SIGTERM; a closed stdout only ends the printing ------------- */
@@ -529,4 +654,6 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"stale_temps", test_stale_temps},
               {"inspect_checksum", test_inspect_checksum},
               {"zoo_export_non_empty", test_zoo_export_non_empty},
-              {"ignored_options", test_ignored_options})
+              {"ignored_options", test_ignored_options},
+              {"nonfinite_inputs", test_nonfinite_inputs},
+              {"labels_out_of_range", test_labels_out_of_range})
