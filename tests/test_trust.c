@@ -1,8 +1,10 @@
 /* What the tools do when things go wrong, walked as a user meets it ($TFC_BIN, as make test
  * builds them): corrupted, truncated and padded gzip inputs (IDX and TFRecord) fail naming
- * the file; a NaN or inf among the features and a label out of range fail naming file and
- * record (labels before any work where they can be read ahead); SIGHUP snapshots like SIGTERM
- * and a closed stdout (`| head -1`) does not stop the run. */
+ * the file; SIGTERM during a test pass resumes into the uninterrupted run; a NaN or inf
+ * among the features and a label out of range fail naming file and record (labels before
+ * any work where they can be read ahead); SIGHUP snapshots like SIGTERM and a closed stdout
+ * (`| head -1`) does not stop the run. */
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -259,6 +261,164 @@ static void test_gzip_integrity(void)
     expect(1, cmd, "bad.tfrecord.gz: corrupt gzip file: 8 bytes of trailing garbage", NULL);
     free(copy);
     free(good);
+}
+
+/* ---- 2. a signal during a test pass: the resumed run runs that test -------------------- */
+
+static void *fifo_png; /* the bytes of pass.png, the second image of the test split */
+static size_t fifo_png_len;
+
+/* pass.png as a FIFO (fifo 1) or a plain file of the same bytes (0). */
+static void make_pass_png(int fifo)
+{
+    unlink(tfc_test_path("pass.png"));
+    if (!fifo) tfc_test_write("pass.png", fifo_png, (long)fifo_png_len);
+    else CU_ASSERT_EQUAL(mkfifo(tfc_test_path("pass.png"), 0644), 0);
+}
+
+/* Writes the bytes of pass.png into its FIFO once a reader has it open, waiting up to ~20 s
+ * for one: 1, or 0 when none came. A reader is the test pass under way (images are read as
+ * their batch comes); the next one is known only once this pass is over. */
+static int serve_pass(void)
+{
+    for (int i = 0; i < 20000; i++) {
+        int fd = open(tfc_test_path("pass.png"), O_WRONLY | O_NONBLOCK);
+        if (fd >= 0) {
+            int ok = write(fd, fifo_png, fifo_png_len) == (ssize_t)fifo_png_len;
+            close(fd);
+            return ok;
+        }
+        struct timespec ms1 = {0, 1000000};
+        nanosleep(&ms1, NULL);
+    }
+    return 0;
+}
+
+/* A learnable 4x4 grey fixture: train split from npy, test split 12 PNGs of a list whose
+ * second image is pass.png (a FIFO while a pass is to be caught under way); the plateau
+ * policy and early stopping as test_train's early_stopping case (stops at 40: tests at 10
+ * .. 40). */
+static void write_pass_fixture(void)
+{
+    enum { N = 64 };
+    float x[N * 16];
+    int32_t y[N];
+    for (int i = 0; i < N; i++) {
+        y[i] = i % 4;
+        for (int j = 0; j < 16; j++)
+            x[i * 16 + j] = j / 4 == y[i] ? 0.9f : (float)((i + j) % 3) / 10;
+    }
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_tensor t = {TFC_F32, {.ndim = 4, .dim = {N, 4, 4, 1}}, x, -1};
+    tfc_tensor l = {TFC_I32, {.ndim = 1, .dim = {N}}, y, -1};
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("pass_x.npy"), &t, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("pass_y.npy"), &l, &err), TFC_OK);
+    char list[1024] = "", name[64];
+    for (int k = 0; k < 12; k++) {
+        uint8_t px[16];
+        for (int j = 0; j < 16; j++) px[j] = j / 4 == k % 4 ? 230 : (uint8_t)(20 * ((k + j) % 3));
+        if (k == 1) {
+            free(fifo_png);
+            CU_ASSERT_EQUAL(tfc_image_encode_png(px, 4, 4, 1, &fifo_png, &fifo_png_len, &err),
+                            TFC_OK);
+            make_pass_png(0);
+            snprintf(name, sizeof name, "pass.png");
+        } else {
+            snprintf(name, sizeof name, "img%d.png", k);
+            CU_ASSERT_EQUAL(tfc_image_write_png(tfc_test_path(name), px, 4, 4, 1, 8, &err), TFC_OK);
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s %d\n", name, k % 4);
+    }
+    tfc_test_write("pass.txt", list, -1);
+    tfc_test_write("pass.yaml",
+                   "model:\n  name: pass\n  input: {shape: [4, 4, 1]}\n  layers:\n"
+                   "    - Flatten: {}\n    - Dense: {units: 8, activation: relu}\n"
+                   "    - Dense: {units: 4}\n  metrics: [accuracy]\n"
+                   "data:\n  train:\n    source: {type: npy, features: pass_x.npy, labels: "
+                   "pass_y.npy}\n    pipeline: [{shuffle: {buffer_size: 64}}, {repeat: {}}, "
+                   "{batch: {batch_size: 8}}]\n"
+                   "  test:\n    source: {type: images, list: pass.txt, channels: 1}\n"
+                   "    pipeline: [{batch: {batch_size: 4}}]\n"
+                   "optimizer: {type: adam, learning_rate: 0.01}\n"
+                   "early_stopping: {monitor: test/loss, mode: max, patience: 3, "
+                   "restore_best: true}\n"
+                   "lr_policy: {type: plateau, monitor: test/accuracy, mode: min, patience: 1, "
+                   "factor: 0.5}\n"
+                   "max_iter: 150\ntest_interval: 10\ndisplay: 10\n"
+                   "snapshot: {interval: 10, keep: 0}\nseed: 7\n", -1);
+}
+
+/* log.csv's test rows of run directory `run` without their seconds column. */
+static void test_rows(const char *run, char *out, size_t size)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/log.csv", run);
+    char *log = tfc_test_read(tfc_test_path(path), NULL);
+    out[0] = 0;
+    for (char *row = log ? strstr(log, ",test,") : NULL; row; row = strstr(row + 1, ",test,")) {
+        char *start = row, *end = strchr(row, '\n'), *last = end;
+        while (start > log && start[-1] != '\n') start--;
+        while (last && last > row && *last != ',') last--;
+        if (last)
+            snprintf(out + strlen(out), size - strlen(out), "%.*s\n", (int)(last - start), start);
+    }
+    free(log);
+}
+
+/* SIGTERM while the test at 20 runs (its pass is reading the test images): tfc-train
+ * snapshots 20 and exits 143; --resume runs that test first, and the run ends with the
+ * uninterrupted one's test rows (20's among them: the plateau halves the rate there) and
+ * weights. */
+static void test_signal_during_test(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_pass_fixture();
+    char cmd[2048], *text;
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --out full --device cpu --threads 1",
+             bin);
+    int rc = run(cmd, &text);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    free(text);
+    make_pass_png(1);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --out cut --device cpu --threads 1",
+             bin);
+    pid_t pid = spawn(cmd, "cut.txt");
+    CU_ASSERT_FATAL(serve_pass());                  /* the test at 10 */
+    CU_ASSERT_FATAL(wait_for("cut/log.csv", "\n10,test,"));
+    CU_ASSERT_FATAL(serve_pass());                  /* the test at 20, under way */
+    kill(pid, SIGTERM);
+    CU_ASSERT_EQUAL(wait_code_limited(pid), 143);
+    text = tfc_test_read(tfc_test_path("cut/log.csv"), NULL);
+    CU_ASSERT(text && strstr(text, "\n20,train,") && !strstr(text, "\n20,test,"));
+    free(text);
+    CU_ASSERT_FATAL(exists("cut/snapshots/pass_iter_20.state"));
+    make_pass_png(0);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --resume cut/snapshots/pass_iter_20.state "
+             "--device cpu --threads 1", bin);
+    rc = run(cmd, &text);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(text && strstr(text, "the test of iteration 20 did not finish before the snapshot"));
+    if (rc) printf("\n%s\n", text ? text : "");
+    free(text);
+    char full[2048], resumed[2048];
+    test_rows("full", full, sizeof full);
+    test_rows("cut", resumed, sizeof resumed);
+    CU_ASSERT(strstr(full, "\n20,test,") && strcmp(full, resumed) == 0);
+    if (strcmp(full, resumed)) printf("\nuninterrupted:\n%sresumed:\n%s", full, resumed);
+    /* the final weights (restore_best: the test at 10's) and the last trained ones */
+    const char *weights[] = {"final.safetensors", "snapshots/pass_iter_40.safetensors"};
+    for (int k = 0; k < 2; k++) {
+        char pa[128], pb[128];
+        size_t la, lb;
+        snprintf(pa, sizeof pa, "full/%s", weights[k]);
+        snprintf(pb, sizeof pb, "cut/%s", weights[k]);
+        char *a = tfc_test_read(tfc_test_path(pa), &la), *b = tfc_test_read(tfc_test_path(pb), &lb);
+        CU_ASSERT(a && b && la == lb && !memcmp(a, b, la));
+        free(a);
+        free(b);
+    }
 }
 
 /* ---- 3, 4. bad values in the data: named by file and record ------------------------------ */
@@ -655,5 +815,6 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"inspect_checksum", test_inspect_checksum},
               {"zoo_export_non_empty", test_zoo_export_non_empty},
               {"ignored_options", test_ignored_options},
+              {"signal_during_test", test_signal_during_test},
               {"nonfinite_inputs", test_nonfinite_inputs},
               {"labels_out_of_range", test_labels_out_of_range})
