@@ -85,7 +85,8 @@ static void test_rows_named(void)
     p = npy_pipeline(-1, padded, 2);
     CU_ASSERT_EQUAL(check_rows(p, 100), N);
     tfc_pipeline_free(p);
-    const char *bucket[] = {"bucket_by_sequence_length: {boundaries: [2, 5], batch_sizes: [3, 3, 3]}"};
+    const char *bucket[] = {
+        "bucket_by_sequence_length: {boundaries: [2, 5], batch_sizes: [3, 3, 3]}"};
     p = npy_pipeline(-1, bucket, 1);
     CU_ASSERT_EQUAL(check_rows(p, 100), N);
     tfc_pipeline_free(p);
