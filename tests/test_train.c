@@ -1,8 +1,8 @@
 /* Training end to end on a small synthetic fixture (NumPy files this test writes): a run
  * reaches a loss bound and writes every file of the run directory; a run resumed from a
  * snapshot ends bit-identical to an uninterrupted one (shuffle, dropout, Adam, a step
- * schedule, prefetch, iter_size, clipping); a huge learning rate stops the run as
- * diverged; the step's device path (norm, clipping and skip flag kept on the device) gives
+ * schedule, prefetch, iter_size, clipping; also when a stop cut a test pass short); a huge
+ * learning rate stops the run as diverged; the step's device path (norm, clipping and skip flag kept on the device) gives
  * the host path's bits; --weights reports what matched. With the built tfc-train
  * ($TFC_BIN): SIGTERM and SIGINT snapshot and exit 143/130, kill -9 at random moments leaves
  * only loadable snapshots of which the newest resumes, a file-size limit during a snapshot
@@ -10,6 +10,7 @@
  * evaluates. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -754,11 +755,13 @@ static void test_device_step(void)
     CU_ASSERT(!files_equal(in("ds_noclip", "final.safetensors"),
                            in("ds3_0_d", "final.safetensors")));
 
-    /* An inf among the inputs (example 300 of 512): the same iteration and message, naming
-     * the first layer, with the inf in the last micro-batch of a step or an earlier one. */
+    /* Inputs the first layer overflows on (example 300 of 512 at FLT_MAX): the same
+     * iteration and message, naming that layer, with the overflow in the last micro-batch
+     * of a step or an earlier one. (An inf in the data itself is a data error naming its
+     * record before any forward: test_trust's nonfinite_inputs.) */
     tfc_tensor x;
     CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("train_x.npy"), &x, &err[0]), TFC_OK);
-    ((float *)x.data)[300 * 16 + 5] = INFINITY;
+    for (int j = 0; j < 16; j++) ((float *)x.data)[300 * 16 + j] = FLT_MAX;
     CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("inf_x.npy"), &x, &err[0]), TFC_OK);
     free(x.data);
     for (int iter_size = 1; iter_size <= 2; iter_size++) {
@@ -1274,6 +1277,94 @@ static void test_stop_at(void)
     free(res);
 }
 
+/* ---- a stop during a test pass --------------------------------------------------------------- */
+
+/* A console that raises the run's stop flag once it has printed `when` (as SIGTERM in
+ * tfc-train would, at that moment). */
+typedef struct stop_console {
+    const char *when;
+    volatile sig_atomic_t *stop;
+} stop_console;
+
+static ssize_t stop_console_write(void *cookie, const char *buf, size_t size)
+{
+    stop_console *c = cookie;
+    if (memmem(buf, size, c->when, strlen(c->when))) *c->stop = SIGTERM;
+    return (ssize_t)size;
+}
+
+/* log.csv's test rows without their seconds column, one per line, into out. */
+static void test_rows(const char *path, char *out, size_t size)
+{
+    char *log = tfc_test_read(path, NULL);
+    out[0] = 0;
+    for (char *line = log ? strchr(log, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        char *end = strchr(line + 1, '\n'), *c1 = strchr(line + 1, ',');
+        if (!end || !c1 || strncmp(c1, ",test,", 6)) continue;
+        char *last = end;
+        while (last > line && *last != ',') last--;
+        snprintf(out + strlen(out), size - strlen(out), "%.*s\n", (int)(last - line - 1), line + 1);
+    }
+    free(log);
+}
+
+/* A stop while the test at 20 runs (the display of 20 printed, the pass under way) snapshots
+ * iteration 20 with that test unfinished; --resume repeats it first, so the run ends as the
+ * uninterrupted one did: the same test rows (20's among them, the plateau halving the rate
+ * there) and the same final weights, early stopping at the same iteration. */
+static void test_stop_during_test(void)
+{
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train("sdt_full", es_sets, 5, NULL, NULL, NULL, res, &err), TFC_OK);
+    volatile sig_atomic_t stop = 0;
+    stop_console sc = {"iter  20/", &stop};
+    tfc_solver_options o = {0};
+    o.sets = es_sets;
+    o.nsets = 5;
+    o.out_dir = tfc_test_path("sdt");
+    o.threads = 2;
+    o.stop = &stop;
+    o.console = fopencookie(&sc, "w", (cookie_io_functions_t){.write = stop_console_write});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o.console);
+    setvbuf(o.console, NULL, _IONBF, 0);
+    tfc_error_clear(&err);
+    tfc_solver *s = tfc_solver_load(solver_path(), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_status st = tfc_solver_train(s, res, &err);
+    tfc_solver_free(s);
+    fclose(o.console);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_INTERRUPTED);
+    CU_ASSERT_EQUAL(res->iterations, 20);
+    char *csv = tfc_test_read(in("sdt", "log.csv"), NULL);
+    CU_ASSERT(csv && strstr(csv, "\n20,train,") && !strstr(csv, "\n20,test,"));
+    free(csv);
+    char state[2048];
+    snprintf(state, sizeof state, "%s", in("sdt", "snapshots/tiny_iter_20.state"));
+    CU_ASSERT_FATAL(exists(state));
+    char *said = NULL;
+    size_t len = 0;
+    FILE *console = open_memstream(&said, &len);
+    st = train("sdt", es_sets, 5, state, NULL, console, res, &err);
+    fclose(console);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT(said && strstr(said, "the test of iteration 20 did not finish before the snapshot"));
+    free(said);
+    CU_ASSERT_EQUAL(res->status, TFC_RUN_STOPPED_EARLY);
+    CU_ASSERT_EQUAL(res->iterations, 40);
+    char full[4096], resumed[4096];
+    test_rows(in("sdt_full", "log.csv"), full, sizeof full);
+    test_rows(in("sdt", "log.csv"), resumed, sizeof resumed);
+    CU_ASSERT(strstr(full, "20,test,") && strcmp(full, resumed) == 0);
+    if (strcmp(full, resumed)) printf("\nuninterrupted:\n%sresumed:\n%s", full, resumed);
+    CU_ASSERT(files_equal(in("sdt_full", "final.safetensors"), in("sdt", "final.safetensors")));
+    same_state(in("sdt_full", "snapshots/tiny_iter_40.state"),
+               in("sdt", "snapshots/tiny_iter_40.state"));
+    free(res);
+}
+
 /* The display line says `input-bound NN%` when the steps wait for their batches: 128x128 PNGs
  * of noise decoded and resized to 4x4 for a 26-parameter model are all input (over 50%), and
  * the end of the run names the pipeline's slowest stage and what to try,
@@ -1697,6 +1788,7 @@ int main(int argc, char **argv)
         {"divergence", test_divergence},
         {"early_stopping", test_early_stopping},
         {"stop_at", test_stop_at},
+        {"stop_during_test", test_stop_during_test},
         {"input_bound", test_input_bound},
         {"ema", test_ema},
         {"rollback", test_rollback},

@@ -1,9 +1,14 @@
 /* What the tools do when things go wrong, walked as a user meets it ($TFC_BIN, as make test
  * builds them): corrupted, truncated and padded gzip inputs (IDX and TFRecord) fail naming
- * the file; SIGHUP snapshots like SIGTERM and a closed stdout (`| head -1`) does not stop
- * the run; resumes keep a run's records consistent (log.csv, summary.json, final weights)
- * and name what they change; empty and skipped data are said with their files. */
+ * the file; SIGTERM during a test pass resumes into the uninterrupted run; a NaN or inf
+ * among the features and a label out of range fail naming file and record (labels before
+ * any work where they can be read ahead); SIGHUP snapshots like SIGTERM and a closed stdout
+ * (`| head -1`) does not stop the run; resumes keep a run's records consistent (log.csv,
+ * summary.json, final weights) and name what they change; empty and skipped data are said
+ * with their files. */
+#include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,6 +263,287 @@ static void test_gzip_integrity(void)
     expect(1, cmd, "bad.tfrecord.gz: corrupt gzip file: 8 bytes of trailing garbage", NULL);
     free(copy);
     free(good);
+}
+
+/* ---- 2. a signal during a test pass: the resumed run runs that test -------------------- */
+
+static void *fifo_png; /* the bytes of pass.png, the second image of the test split */
+static size_t fifo_png_len;
+
+/* pass.png as a FIFO (fifo 1) or a plain file of the same bytes (0). */
+static void make_pass_png(int fifo)
+{
+    unlink(tfc_test_path("pass.png"));
+    if (!fifo) tfc_test_write("pass.png", fifo_png, (long)fifo_png_len);
+    else CU_ASSERT_EQUAL(mkfifo(tfc_test_path("pass.png"), 0644), 0);
+}
+
+/* Writes the bytes of pass.png into its FIFO once a reader has it open, waiting up to ~20 s
+ * for one: 1, or 0 when none came. A reader is the test pass under way (images are read as
+ * their batch comes); the next one is known only once this pass is over. */
+static int serve_pass(void)
+{
+    for (int i = 0; i < 20000; i++) {
+        int fd = open(tfc_test_path("pass.png"), O_WRONLY | O_NONBLOCK);
+        if (fd >= 0) {
+            int ok = write(fd, fifo_png, fifo_png_len) == (ssize_t)fifo_png_len;
+            close(fd);
+            return ok;
+        }
+        struct timespec ms1 = {0, 1000000};
+        nanosleep(&ms1, NULL);
+    }
+    return 0;
+}
+
+/* A learnable 4x4 grey fixture: train split from npy, test split 12 PNGs of a list whose
+ * second image is pass.png (a FIFO while a pass is to be caught under way); the plateau
+ * policy and early stopping as test_train's early_stopping case (stops at 40: tests at 10
+ * .. 40). */
+static void write_pass_fixture(void)
+{
+    enum { N = 64 };
+    float x[N * 16];
+    int32_t y[N];
+    for (int i = 0; i < N; i++) {
+        y[i] = i % 4;
+        for (int j = 0; j < 16; j++)
+            x[i * 16 + j] = j / 4 == y[i] ? 0.9f : (float)((i + j) % 3) / 10;
+    }
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_tensor t = {TFC_F32, {.ndim = 4, .dim = {N, 4, 4, 1}}, x, -1};
+    tfc_tensor l = {TFC_I32, {.ndim = 1, .dim = {N}}, y, -1};
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("pass_x.npy"), &t, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("pass_y.npy"), &l, &err), TFC_OK);
+    char list[1024] = "", name[64];
+    for (int k = 0; k < 12; k++) {
+        uint8_t px[16];
+        for (int j = 0; j < 16; j++) px[j] = j / 4 == k % 4 ? 230 : (uint8_t)(20 * ((k + j) % 3));
+        if (k == 1) {
+            free(fifo_png);
+            CU_ASSERT_EQUAL(tfc_image_encode_png(px, 4, 4, 1, &fifo_png, &fifo_png_len, &err),
+                            TFC_OK);
+            make_pass_png(0);
+            snprintf(name, sizeof name, "pass.png");
+        } else {
+            snprintf(name, sizeof name, "img%d.png", k);
+            CU_ASSERT_EQUAL(tfc_image_write_png(tfc_test_path(name), px, 4, 4, 1, 8, &err), TFC_OK);
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s %d\n", name, k % 4);
+    }
+    tfc_test_write("pass.txt", list, -1);
+    tfc_test_write("pass.yaml",
+                   "model:\n  name: pass\n  input: {shape: [4, 4, 1]}\n  layers:\n"
+                   "    - Flatten: {}\n    - Dense: {units: 8, activation: relu}\n"
+                   "    - Dense: {units: 4}\n  metrics: [accuracy]\n"
+                   "data:\n  train:\n    source: {type: npy, features: pass_x.npy, labels: "
+                   "pass_y.npy}\n    pipeline: [{shuffle: {buffer_size: 64}}, {repeat: {}}, "
+                   "{batch: {batch_size: 8}}]\n"
+                   "  test:\n    source: {type: images, list: pass.txt, channels: 1}\n"
+                   "    pipeline: [{batch: {batch_size: 4}}]\n"
+                   "optimizer: {type: adam, learning_rate: 0.01}\n"
+                   "early_stopping: {monitor: test/loss, mode: max, patience: 3, "
+                   "restore_best: true}\n"
+                   "lr_policy: {type: plateau, monitor: test/accuracy, mode: min, patience: 1, "
+                   "factor: 0.5}\n"
+                   "max_iter: 150\ntest_interval: 10\ndisplay: 10\n"
+                   "snapshot: {interval: 10, keep: 0}\nseed: 7\n", -1);
+}
+
+/* log.csv's test rows of run directory `run` without their seconds column. */
+static void test_rows(const char *run, char *out, size_t size)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/log.csv", run);
+    char *log = tfc_test_read(tfc_test_path(path), NULL);
+    out[0] = 0;
+    for (char *row = log ? strstr(log, ",test,") : NULL; row; row = strstr(row + 1, ",test,")) {
+        char *start = row, *end = strchr(row, '\n'), *last = end;
+        while (start > log && start[-1] != '\n') start--;
+        while (last && last > row && *last != ',') last--;
+        if (last)
+            snprintf(out + strlen(out), size - strlen(out), "%.*s\n", (int)(last - start), start);
+    }
+    free(log);
+}
+
+/* SIGTERM while the test at 20 runs (its pass is reading the test images): tfc-train
+ * snapshots 20 and exits 143; --resume runs that test first, and the run ends with the
+ * uninterrupted one's test rows (20's among them: the plateau halves the rate there) and
+ * weights. */
+static void test_signal_during_test(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_pass_fixture();
+    char cmd[2048], *text;
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --out full --device cpu --threads 1",
+             bin);
+    int rc = run(cmd, &text);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    free(text);
+    make_pass_png(1);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --out cut --device cpu --threads 1",
+             bin);
+    pid_t pid = spawn(cmd, "cut.txt");
+    CU_ASSERT_FATAL(serve_pass());                  /* the test at 10 */
+    CU_ASSERT_FATAL(wait_for("cut/log.csv", "\n10,test,"));
+    CU_ASSERT_FATAL(serve_pass());                  /* the test at 20, under way */
+    kill(pid, SIGTERM);
+    CU_ASSERT_EQUAL(wait_code_limited(pid), 143);
+    text = tfc_test_read(tfc_test_path("cut/log.csv"), NULL);
+    CU_ASSERT(text && strstr(text, "\n20,train,") && !strstr(text, "\n20,test,"));
+    free(text);
+    CU_ASSERT_FATAL(exists("cut/snapshots/pass_iter_20.state"));
+    make_pass_png(0);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --resume cut/snapshots/pass_iter_20.state "
+             "--device cpu --threads 1", bin);
+    rc = run(cmd, &text);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(text && strstr(text, "the test of iteration 20 did not finish before the snapshot"));
+    if (rc) printf("\n%s\n", text ? text : "");
+    free(text);
+    char full[2048], resumed[2048];
+    test_rows("full", full, sizeof full);
+    test_rows("cut", resumed, sizeof resumed);
+    CU_ASSERT(strstr(full, "\n20,test,") && strcmp(full, resumed) == 0);
+    if (strcmp(full, resumed)) printf("\nuninterrupted:\n%sresumed:\n%s", full, resumed);
+    /* the final weights (restore_best: the test at 10's) and the last trained ones */
+    const char *weights[] = {"final.safetensors", "snapshots/pass_iter_40.safetensors"};
+    for (int k = 0; k < 2; k++) {
+        char pa[128], pb[128];
+        size_t la, lb;
+        snprintf(pa, sizeof pa, "full/%s", weights[k]);
+        snprintf(pb, sizeof pb, "cut/%s", weights[k]);
+        char *a = tfc_test_read(tfc_test_path(pa), &la), *b = tfc_test_read(tfc_test_path(pb), &lb);
+        CU_ASSERT(a && b && la == lb && !memcmp(a, b, la));
+        free(a);
+        free(b);
+    }
+}
+
+/* ---- 3, 4. bad values in the data: named by file and record ------------------------------ */
+
+/* N records of 16 float32 features and int32 labels i % 4 as NAME_x.npy / NAME_y.npy;
+ * feature 5 of record bad_row is bad_value and its label bad_label (bad_row < 0: none). */
+static void write_values(const char *name, int n, int bad_row, float bad_value, int bad_label)
+{
+    float *x = malloc((size_t)n * 16 * sizeof *x);
+    int32_t *y = malloc((size_t)n * sizeof *y);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < 16; j++) x[i * 16 + j] = (float)((i * 7 + j * 3) % 11) / 11.0f;
+        y[i] = i % 4;
+    }
+    if (bad_row >= 0) {
+        x[bad_row * 16 + 5] = bad_value;
+        y[bad_row] = bad_label;
+    }
+    char path[64];
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_tensor t = {TFC_F32, {.ndim = 2, .dim = {n, 16}}, x, -1};
+    snprintf(path, sizeof path, "%s_x.npy", name);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(path), &t, &err), TFC_OK);
+    tfc_tensor l = {TFC_I32, {.ndim = 1, .dim = {n}}, y, -1};
+    snprintf(path, sizeof path, "%s_y.npy", name);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(path), &l, &err), TFC_OK);
+    free(x);
+    free(y);
+}
+
+/* FILE: a solver training on TRAIN_x/y.npy (its pipeline `pre` stages first, then shuffle,
+ * repeat, batch, prefetch) and testing on TEST_x/y.npy. */
+static void write_values_solver(const char *file, const char *train, const char *test,
+                                const char *pre)
+{
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "model:\n  name: vals\n  input: {shape: [16]}\n  layers:\n"
+             "    - Dense: {name: hidden, units: 16, activation: relu}\n"
+             "    - Dense: {name: out, units: 4}\n"
+             "data:\n  train:\n"
+             "    source: {type: npy, features: %s_x.npy, labels: %s_y.npy}\n"
+             "    pipeline: [%s{shuffle: {buffer_size: 64}}, {repeat: {}}, "
+             "{batch: {batch_size: 16}}, {prefetch: {buffer_size: 2}}]\n"
+             "  test:\n    source: {type: npy, features: %s_x.npy, labels: %s_y.npy}\n"
+             "    pipeline: [{batch: {batch_size: 32}}]\n"
+             "optimizer: {type: adam, learning_rate: 0.01}\n"
+             "max_iter: 40\ntest_interval: 20\ndisplay: 10\nsnapshot: {interval: 0}\nseed: 7\n",
+             train, train, pre, test, test);
+    tfc_test_write(file, yaml, -1);
+}
+
+/* tfc-test SOLVER (its test split bad) with the weights of a run on the clean fixture (made
+ * once): exit 1 with `want` about data.test. */
+static void expect_tfc_test(const char *bin, const char *solver, const char *want)
+{
+    char cmd[2048];
+    if (!exists("vals_clean/final.safetensors")) {
+        write_values_solver("vals_clean.yaml", "clean", "clean", "");
+        snprintf(cmd, sizeof cmd, "'%s/tfc-train' vals_clean.yaml --out vals_clean --device cpu",
+                 bin);
+        expect(0, cmd, NULL, NULL);
+    }
+    snprintf(cmd, sizeof cmd, "'%s/tfc-test' %s --weights vals_clean/final.safetensors "
+             "--device cpu", bin, solver);
+    expect(1, cmd, want, "data.test: /");
+}
+
+/* A NaN or inf in the features of the train or the test split (tfc-train, tfc-test) stops
+ * at its batch naming the file and record; the learning rate is not blamed. */
+static void test_nonfinite_inputs(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    char cmd[2048];
+    write_values("clean", 128, -1, 0, 0);
+    write_values("nan", 128, 37, NAN, 1);
+    write_values("inf", 64, 5, -INFINITY, 1);
+    write_values_solver("nf_train.yaml", "nan", "clean", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' nf_train.yaml --out nf1 --device cpu", bin);
+    char *text;
+    int rc = run(cmd, &text);
+    int ok = rc == 1 && text && strstr(text, "data.train: /") &&
+             strstr(text, "nan_x.npy record 37: feature value nan is not finite") &&
+             !strstr(text, "learning_rate");
+    CU_ASSERT(ok);
+    if (!ok) printf("\n`%s`: exit %d\n%s\n", cmd, rc, text ? text : "");
+    free(text);
+    /* the test split: it was passed with exit 0 */
+    write_values_solver("nf_test.yaml", "clean", "inf", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' nf_test.yaml --out nf2 --device cpu", bin);
+    expect(1, cmd, "inf_x.npy record 5: feature value -inf is not finite", "data.test: /");
+    expect_tfc_test(bin, "nf_test.yaml", "inf_x.npy record 5: feature value -inf is not finite");
+}
+
+/* A class label outside the model's classes: found before any work where every record's
+ * label reaches the model (the run directory is not even made), naming the labels file and
+ * record and the source's num_classes; behind a filter, when its batch comes, named the
+ * same way. Train and test splits, tfc-test too. */
+static void test_labels_out_of_range(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    char cmd[2048];
+    write_values("clean", 128, -1, 0, 0);
+    write_values("lab7", 128, 23, 0.5f, 7);
+    write_values("lab9", 64, 3, 0.5f, 9);
+    write_values_solver("lr_train.yaml", "lab7", "clean", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_train.yaml --out lr1 --device cpu", bin);
+    expect(1, cmd, "lab7_y.npy record 23: label 7 is out of range [0, 4) (the model's "
+           "output has 4 classes)", "`num_classes: 4` on data.train.source");
+    CU_ASSERT(!exists("lr1"));
+    /* a filter may drop records: the check waits for the batch, which names the record */
+    write_values_solver("lr_filter.yaml", "lab7", "clean", "{filter: {labels: [0, 1, 2, 3, 7]}}, ");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_filter.yaml --out lr2 --device cpu", bin);
+    expect(1, cmd, "lab7_y.npy record 23: label 7 is out of range [0, 4)", "data.train: /");
+    /* the test split, in tfc-train and tfc-test */
+    write_values_solver("lr_test.yaml", "clean", "lab9", "");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_test.yaml --out lr3 --device cpu", bin);
+    expect(1, cmd, "lab9_y.npy record 3: label 9 is out of range [0, 4)", "data.test: /");
+    CU_ASSERT(!exists("lr3"));
+    expect_tfc_test(bin, "lr_test.yaml", "lab9_y.npy record 3: label 9 is out of range [0, 4)");
 }
 
 /* ---- 10. signals: SIGHUP like SIGTERM; a closed stdout only ends the printing ------------- */
@@ -759,4 +1045,7 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"resume_finished_run", test_resume_finished_run},
               {"log_matches_summary", test_log_matches_summary},
               {"resume_diff", test_resume_diff},
-              {"skip_reported", test_skip_reported})
+              {"skip_reported", test_skip_reported},
+              {"signal_during_test", test_signal_during_test},
+              {"nonfinite_inputs", test_nonfinite_inputs},
+              {"labels_out_of_range", test_labels_out_of_range})

@@ -39,6 +39,13 @@ static void array_describe(const source *s, int64_t i, char *buf, size_t size)
     snprintf(buf, size, "%s record %lld", a->fname, (long long)row);
 }
 
+static void array_describe_label(const source *s, int64_t i, char *buf, size_t size)
+{
+    const array_source *a = (const array_source *)s;
+    int64_t row = a->rows && i < s->count ? a->rows[i] : i;
+    snprintf(buf, size, "%s record %lld", a->lname, (long long)row);
+}
+
 static int64_t array_label(const source *s, int64_t i)
 {
     const array_source *a = (const array_source *)s;
@@ -61,6 +68,7 @@ static const source_ops array_ops = {
     .type = "array",
     .get = array_get,
     .describe = array_describe,
+    .describe_label = array_describe_label,
     .label = array_label,
     .free = array_free,
 };

@@ -129,11 +129,20 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
     return TFC_OK;
 }
 
-/* The batch of items[0..n) into out: every component stacked (padded when a->padded), and
- * the lengths component after padding. */
+/* The batch of items[0..n) into out: every component stacked (padded when a->padded), the
+ * lengths component after padding, and the rows' ids when every item has one. */
 static tfc_status make_batch(const stacking *b, int n, elem *out, tfc_error *err)
 {
     tfc_status st = TFC_OK;
+    int ids = 1;
+    free(out->rows);
+    out->rows = NULL;
+    out->nrows = 0;
+    for (int i = 0; i < n; i++) ids &= b->items[i].has_id;
+    if (ids && (out->rows = malloc((size_t)n * sizeof *out->rows))) {
+        for (int i = 0; i < n; i++) out->rows[i] = b->items[i].id;
+        out->nrows = n;
+    }
     for (int c = 0; c < TFC_COMP_COUNT && !st; c++)
         if (b->items[0].e.comp[c].data) st = stack(b, n, c, out, err);
     if (!st && b->a->padded) {

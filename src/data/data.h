@@ -217,6 +217,13 @@ void *tfc_element_alloc(tfc_element *e, int comp, tfc_dtype dtype, const tfc_sha
  * only be reset, restored or freed. */
 tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err);
 
+/* Names the record that row `row` of the element tfc_pipeline_next last handed out came
+ * from ("FILE record 17", "FILE:12"; for comp TFC_COMP_LABELS the file its label is in): 1,
+ * or 0 with buf "" when that is not known (a batch restored from saved state by value). Row
+ * 0 of an unbatched element is the element. */
+int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char *buf,
+                              size_t size);
+
 /* The spec of the elements tfc_pipeline_next yields. */
 const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p);
 
@@ -254,6 +261,16 @@ const char *const *tfc_pipeline_class_names(const tfc_pipeline *p, int *n);
  * no features (idx, npy, csv, tensors, images, text with `label: file`). */
 tfc_status tfc_pipeline_label_counts(const tfc_pipeline *p, int classes, int64_t *counts,
                                      tfc_error *err);
+
+/* The first record whose class label lies outside [0, classes), read as
+ * tfc_pipeline_label_counts reads them (no features), when every record's label reaches the
+ * end of the pipeline unchanged (stages shuffle, repeat, batch, padded_batch,
+ * bucket_by_sequence_length, cache, prefetch, and maps that leave the labels' dtype; no
+ * filter, take, skip or shard, which may leave a record out): its label into *value (-1
+ * also for a tfrecord label that is missing), "FILE record N" into buf, 1. 0 when every
+ * label is in range or the source or stages do not allow the check. */
+int tfc_pipeline_find_label_outside(const tfc_pipeline *p, int classes, int64_t *value,
+                                    char *buf, size_t size);
 
 /* The vocabulary of the pipeline's tokenizer, or NULL when it has none. */
 const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p);

@@ -88,6 +88,7 @@ void *tfc_elem_alloc_uninit(tfc_element *e, int comp, tfc_dtype dtype, const tfc
 void tfc_elem_free(elem *x)
 {
     for (int c = 0; c < TFC_COMP_COUNT; c++) free(x->e.comp[c].data);
+    free(x->rows);
     memset(x, 0, sizeof *x);
 }
 
@@ -104,6 +105,10 @@ tfc_status tfc_elem_copy(elem *dst, const elem *src, tfc_error *err)
     memset(dst, 0, sizeof *dst);
     dst->id = src->id;
     dst->has_id = src->has_id;
+    if (src->rows && (dst->rows = malloc((size_t)src->nrows * sizeof *src->rows))) {
+        memcpy(dst->rows, src->rows, (size_t)src->nrows * sizeof *src->rows);
+        dst->nrows = src->nrows;
+    }
     for (int c = 0; c < TFC_COMP_COUNT; c++) {
         const tfc_tensor *t = &src->e.comp[c];
         if (!t->data) continue;

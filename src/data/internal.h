@@ -19,7 +19,8 @@
 
 /* Where an element came from: the source's epoch (how many times it was restarted) and the
  * record index. Map randomness is keyed by it, so re-materialising an id gives the same
- * element. Elements made by batch have no id. */
+ * element. Elements made by batch have no id; they carry their rows' ids instead, for
+ * messages naming a row's record. */
 typedef struct elem_id {
     uint64_t epoch, index;
 } elem_id;
@@ -28,6 +29,9 @@ typedef struct elem {
     tfc_element e; /* component buffers owned by the element */
     elem_id id;
     int has_id;
+    elem_id *rows; /* a batch's: row i came from rows[i] (owned; NULL: not known, as after a
+                      restored prefetch or when a row had no id) */
+    int64_t nrows;
 } elem;
 
 /* tfc_element_alloc without zeroing, for ops that write every value. */
@@ -85,6 +89,8 @@ typedef struct source_ops {
     tfc_status (*get)(source *s, int64_t i, tfc_element *e, tfc_error *err);
     /* "FILE record 17" (or "FILE:LINE") for messages about record i. */
     void (*describe)(const source *s, int64_t i, char *buf, size_t size);
+    /* The same for record i's label, where it lives in another file (NULL: describe). */
+    void (*describe_label)(const source *s, int64_t i, char *buf, size_t size);
     /* Record i's class label without reading its features (-1: it has no single integer
      * label); NULL when the source cannot tell labels apart from records cheaply. */
     int64_t (*label)(const source *s, int64_t i);

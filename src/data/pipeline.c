@@ -232,6 +232,23 @@ void tfc_pipeline_describe_elem(const tfc_pipeline *p, const elem *x, char *buf,
         snprintf(buf, size, "an element of %s", p->key);
 }
 
+int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char *buf,
+                              size_t size)
+{
+    const elem *x = &p->cur;
+    const elem_id *id = x->rows && row >= 0 && row < x->nrows ? &x->rows[row]
+                        : !x->rows && x->has_id && row == 0 ? &x->id
+                                                            : NULL;
+    const source *s = p->src;
+    buf[0] = 0;
+    if (!id || id->index >= (uint64_t)s->count) return 0;
+    if (comp == TFC_COMP_LABELS && s->ops->describe_label)
+        s->ops->describe_label(s, (int64_t)id->index, buf, size);
+    else
+        s->ops->describe(s, (int64_t)id->index, buf, size);
+    return 1;
+}
+
 void tfc_stage_save_elem(wbuf *w, const elem *x, const stage *from)
 {
     int by_id = x->has_id && from->fetchable;
@@ -454,6 +471,41 @@ tfc_status tfc_pipeline_label_counts(const tfc_pipeline *p, int classes, int64_t
         if (c >= 0 && c < classes) counts[c]++;
     }
     return TFC_OK;
+}
+
+/* Whether every record's label reaches the end of the pipeline as the source has it: the
+ * stages keep every record (no filter, take, skip or shard) and the labels' dtype is still
+ * the source's (a map that rewrote them, scale or one_hot, changes it). */
+static int labels_pass_through(const tfc_pipeline *p)
+{
+    static const char *const keep[] = {"source", "shuffle", "repeat", "batch", "padded_batch",
+                                       "bucket_by_sequence_length", "cache", "prefetch", "map",
+                                       NULL};
+    for (int i = 0; i < p->n; i++) {
+        int k = 0;
+        while (keep[k] && strcmp(keep[k], p->stages[i]->ops->name)) k++;
+        if (!keep[k]) return 0;
+    }
+    const tfc_component_spec *top = &tfc_pipeline_top(p)->spec.comp[TFC_COMP_LABELS];
+    return top->present && top->dtype == p->src->spec.comp[TFC_COMP_LABELS].dtype;
+}
+
+int tfc_pipeline_find_label_outside(const tfc_pipeline *p, int classes, int64_t *value,
+                                    char *buf, size_t size)
+{
+    const source *s = p->src;
+    const tfc_component_spec *l = &s->spec.comp[TFC_COMP_LABELS];
+    if (!s->ops->label || !l->present || !tfc_dtype_is_int(l->dtype) || l->shape.ndim < 0 ||
+        tfc_shape_numel(&l->shape) != 1 || !labels_pass_through(p))
+        return 0;
+    for (int64_t i = 0; i < s->count; i++) {
+        int64_t c = s->ops->label(s, i);
+        if (c >= 0 && c < classes) continue;
+        *value = c;
+        (s->ops->describe_label ? s->ops->describe_label : s->ops->describe)(s, i, buf, size);
+        return 1;
+    }
+    return 0;
 }
 
 const tfc_vocab *tfc_pipeline_vocab(const tfc_pipeline *p)

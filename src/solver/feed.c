@@ -1,7 +1,9 @@
 /* Batch feeding: the pipelines of the data splits, their element specs checked against the
- * model before any data is read, the batch sizes that bind the model and size the host
- * staging buffers, and each batch converted there into the model's layout (float32
- * features, or int32 token ids; float32 targets, or int32 class indices). */
+ * model before any data is read (and their class labels, where the source reads them
+ * cheaply), the batch sizes that bind the model and size the host staging buffers, and each
+ * batch converted there into the model's layout (float32 features, or int32 token ids;
+ * float32 targets, or int32 class indices) and checked: a non-finite value or a class out of
+ * range names the record it came from. */
 #include "solver/internal.h"
 
 #include <math.h>
@@ -88,6 +90,33 @@ static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
                               "and loss %s need %lld per example",
                               got, (long long)per, loss, (long long)f->label_numel);
     return TFC_OK;
+}
+
+/* A class label outside the model's classes, at `at` ("FILE record N"). */
+static tfc_status label_range_error(const char *key, const char *at, int64_t label, int classes,
+                                    tfc_error *err)
+{
+    tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label %lld is out of range [0, %d) (the model's "
+                  "output has %d classes)", key, at, (long long)label, classes, classes);
+    tfc_error_hint(err, "fix the record, or give the model more classes (its last layer's "
+                        "units); `num_classes: %d` on %s.source checks every label when the "
+                        "file is opened (with `on_error: skip` such records are left out)",
+                   classes, key);
+    return TFC_ERR_DATA;
+}
+
+/* A class label of a sparse classifier's split outside its classes, found before any work
+ * where the source reads its labels cheaply and every record's label reaches the model
+ * (tfc_pipeline_find_label_outside); check_values finds the others as their batch comes. */
+static tfc_status check_label_set(const tfc_feed *f, const tfc_pipeline *p, const char *key,
+                                  tfc_error *err)
+{
+    if (!p || tfc_model_loss_kind(f->model) != TFC_LOSS_SPARSE_CCE) return TFC_OK;
+    int classes = tfc_model_classes(f->model);
+    int64_t v;
+    char at[600];
+    if (!tfc_pipeline_find_label_outside(p, classes, &v, at, sizeof at)) return TFC_OK;
+    return label_range_error(key, at, v, classes, err);
 }
 
 /* The examples per batch of a split: the batch dimension of its element spec, else the
@@ -179,6 +208,9 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
         f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
         if (!f->test) return err->code ? err->code : TFC_ERR_DATA;
     }
+    tfc_status st = check_label_set(f, f->train, "data.train", err);
+    if (!st) st = check_label_set(f, f->test, "data.test", err);
+    if (st) return st;
     /* The weights the run writes carry the class names of the training source (else the
      * test source's), SPEC §4. */
     int n = 0;
@@ -189,7 +221,7 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
         int classes = tfc_model_classes(s->model);
         int64_t *counts = malloc((size_t)classes * sizeof *counts);
         if (!counts) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        tfc_status st = tfc_pipeline_label_counts(f->train, classes, counts, err);
+        st = tfc_pipeline_label_counts(f->train, classes, counts, err);
         if (st) tfc_error_prefix(err, "data.train: loss.class_weight: balanced: ");
         if (!st) st = tfc_model_balance_classes(s->model, counts, err);
         free(counts);
@@ -218,7 +250,8 @@ tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend
     }
     f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
     if (!f->test) return err->code;
-    return bind(f, s, be, err);
+    tfc_status st = check_label_set(f, f->test, "data.test", err);
+    return st ? st : bind(f, s, be, err);
 }
 
 /* ---- batches ------------------------------------------------------------------------------- */
@@ -272,6 +305,76 @@ static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, int64_t n, 
     return TFC_OK;
 }
 
+/* The first value of x[0..n) that is not finite (all exponent bits set: inf or NaN), or -1:
+ * an OR over the bits in blocks, which the compiler vectorises, then a scan of the block
+ * that has one. */
+static int64_t first_nonfinite(const float *x, int64_t n)
+{
+    enum { BLOCK = 4096 };
+    for (int64_t at = 0; at < n; at += BLOCK) {
+        int64_t end = n - at < BLOCK ? n : at + BLOCK;
+        uint32_t any = 0;
+        for (int64_t i = at; i < end; i++) {
+            uint32_t u;
+            memcpy(&u, x + i, sizeof u);
+            any |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+        for (int64_t i = at; any && i < end; i++)
+            if (!isfinite(x[i])) return i;
+    }
+    return -1;
+}
+
+/* Where row `row` of the pipeline's batch (example `example` of this rank's rows) came
+ * from: "FILE record N" (its label's file for comp TFC_COMP_LABELS), else "example K of a
+ * batch". */
+static const char *row_origin(const tfc_pipeline *p, int comp, int64_t row, int64_t example,
+                              char *buf, size_t size)
+{
+    if (!tfc_pipeline_describe_row(p, comp, row, buf, size))
+        snprintf(buf, size, "example %lld of a batch", (long long)example);
+    return buf;
+}
+
+/* Bad values of a staged batch (rows [lo, lo + count) of the pipeline's batch): a feature or
+ * a target that is not finite, a class index outside the model's classes. Each names the
+ * record it came from: the data is wrong, not the learning rate. */
+static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const char *key,
+                               int64_t lo, int64_t count, tfc_error *err)
+{
+    char at[600];
+    int64_t fnum = count * f->in_numel, lnum = count * f->label_numel;
+    int sparse = tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE;
+    int64_t bad = tfc_model_input_dtype(f->model) == TFC_F32 ? first_nonfinite(f->x, fnum) : -1;
+    if (bad >= 0) {
+        int64_t k = bad / f->in_numel;
+        tfc_error_set(err, TFC_ERR_DATA, "%s: %s: feature value %g is not finite", key,
+                      row_origin(p, TFC_COMP_FEATURES, lo + k, k, at, sizeof at),
+                      (double)((const float *)f->x)[bad]);
+        tfc_error_hint(err, "fix the record (or the map stage that made the value): the model "
+                            "would compute a non-finite loss from it whatever the learning rate");
+        return TFC_ERR_DATA;
+    }
+    bad = sparse ? -1 : first_nonfinite(f->y, lnum);
+    if (bad >= 0) {
+        int64_t k = bad / f->label_numel;
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label value %g is not finite", key,
+                             row_origin(p, TFC_COMP_LABELS, lo + k, k, at, sizeof at),
+                             (double)((const float *)f->y)[bad]);
+    }
+    /* Class indices are checked here, where they reach the loss, not at the source: a
+     * `filter` between the two may drop the classes this model does not have. */
+    const int32_t *y = f->y;
+    int classes = tfc_model_classes(f->model);
+    for (int64_t i = 0; sparse && i < lnum; i++)
+        if (y[i] < 0 || y[i] >= classes) {
+            int64_t k = i / f->label_numel;
+            return label_range_error(key, row_origin(p, TFC_COMP_LABELS, lo + k, k, at, sizeof at),
+                                     y[i], classes, err);
+        }
+    return TFC_OK;
+}
+
 /* The next batch of `p` into f->x / f->y — of a data-parallel run, this rank's rows
  * [count * rank / nranks, count * (rank + 1) / nranks) of it, so rank r of N takes the r-th
  * of N equal micro-batches; *n = 0 at the end of the data. A test batch too small to give
@@ -295,38 +398,26 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
     count = hi - lo;
     if (count == 0) return TFC_OK;
     int64_t fnum = count * f->in_numel, lnum = count * f->label_numel;
+    char at[600];
     int64_t bad = convert(f->x, tfc_model_input_dtype(f->model) == TFC_I32, &b.features,
                           lo * f->in_numel, fnum);
     if (bad >= 0)
-        return tfc_error_set(err, TFC_ERR_DATA,
-                             "%s: example %lld of a batch: feature value %g is not an int32 "
-                             "token id",
-                             key, (long long)(bad / f->in_numel),
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: feature value %g is not an int32 token "
+                             "id", key, row_origin(p, TFC_COMP_FEATURES, lo + bad / f->in_numel,
+                                                   bad / f->in_numel, at, sizeof at),
                              tfc_value_get(b.features.data, b.features.dtype,
                                            lo * f->in_numel + bad));
     bad = convert(f->y, tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE, &b.labels,
                   lo * f->label_numel, lnum);
     if (bad >= 0)
-        return tfc_error_set(err, TFC_ERR_DATA,
-                             "%s: example %lld of a batch: label %g is not a class index", key,
-                             (long long)(bad / f->label_numel),
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label %g is not a class index", key,
+                             row_origin(p, TFC_COMP_LABELS, lo + bad / f->label_numel,
+                                        bad / f->label_numel, at, sizeof at),
                              tfc_value_get(b.labels.data, b.labels.dtype,
                                            lo * f->label_numel + bad));
-    /* Class indices are checked here, where they reach the loss, not at the source: a
-     * `filter` between the two may drop the classes this model does not have. */
-    if (tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE) {
-        const int32_t *y = f->y;
-        int classes = tfc_model_classes(f->model);
-        for (int64_t i = 0; i < lnum; i++)
-            if (y[i] < 0 || y[i] >= classes)
-                return tfc_error_set(err, TFC_ERR_DATA,
-                                     "%s: example %lld of a batch: label %d is out of range "
-                                     "[0, %d) (the model's output has %d classes)",
-                                     key, (long long)(i / f->label_numel), (int)y[i], classes,
-                                     classes);
-    }
-    *n = (int)count;
-    return TFC_OK;
+    s = check_values(f, p, key, lo, count, err);
+    if (!s) *n = (int)count;
+    return s;
 }
 
 tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err)

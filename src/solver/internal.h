@@ -130,6 +130,10 @@ typedef struct tfc_snapshot_extra {
                                    ema_n to the parameter count first) */
     int64_t ema_n;
     double callbacks[TFC_CALLBACK_STATE]; /* early stopping and plateau (callbacks.c) */
+    int64_t last_test;          /* the iteration of the last finished test pass (-1: none; read:
+                                   `iteration` when the state does not say, as older ones) */
+    int have_train;             /* the latest display's train result: loss, then metrics */
+    double train[1 + TFC_MAX_METRICS];
 } tfc_snapshot_extra;
 
 /* The identity a state file must match to be resumed. */

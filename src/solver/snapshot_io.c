@@ -205,6 +205,9 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     add(&sw, "solver/display", TFC_F64, 1, &nd, x->display);
     int64_t ncb = TFC_CALLBACK_STATE;
     add(&sw, "solver/callbacks", TFC_F64, 1, &ncb, x->callbacks);
+    add(&sw, "solver/last_test", TFC_I64, 1, &one, &x->last_test);
+    int64_t ntrain = 1 + TFC_MAX_METRICS;
+    if (x->have_train) add(&sw, "solver/train_result", TFC_F64, 1, &ntrain, x->train);
     if (x->ema) add(&sw, "ema/params", TFC_F32, 1, &x->ema_n, x->ema);
     int64_t plen = (int64_t)x->pipeline_len;
     add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
@@ -499,6 +502,19 @@ static tfc_status read_counters(const tfc_st_file *f, const char *state_path,
         return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor 'solver/callbacks' is of the "
                              "wrong type or size", state_path);
     }
+    /* Optional: the last finished test pass (a stop during the one at `iteration` leaves it
+     * to the resumed run) and the latest display's train result. */
+    const tfc_st_tensor *tlt = tfc_st_find(f, "solver/last_test");
+    const tfc_st_tensor *ttr = tfc_st_find(f, "solver/train_result");
+    if ((tlt && (tlt->dtype != TFC_I64 || tlt->numel != 1)) ||
+        (ttr && (ttr->dtype != TFC_F64 || ttr->numel != 1 + TFC_MAX_METRICS)))
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor '%s' is of the wrong type or size",
+                             state_path, tlt && tlt->dtype == TFC_I64 && tlt->numel == 1
+                                             ? "solver/train_result" : "solver/last_test");
+    x->last_test = x->iteration;
+    if (tlt) memcpy(&x->last_test, tlt->data, sizeof x->last_test);
+    x->have_train = ttr != NULL;
+    if (ttr) memcpy(x->train, ttr->data, sizeof x->train);
     /* Optional: the tfc-ctl sets of the run so far. */
     const tfc_st_tensor *tctl = tfc_st_find(f, "solver/control");
     if (tctl) {

@@ -30,6 +30,7 @@ typedef struct run {
     int64_t iter;                    /* completed iterations */
     double lr;                       /* the learning rate shown and logged: the latest step's */
     int64_t last_test, last_snap;    /* iterations of the last test and snapshot; -1: none */
+    int64_t state_last_test;         /* resumed: the state's last finished test (resume_test) */
     tfc_callbacks cb;                /* early stopping and the plateau policy */
     tfc_confusion cm;                /* the last test's confusion matrix */
     tfc_ema ema;                     /* the weight average (ema:) */
@@ -120,6 +121,10 @@ static tfc_status snapshot(run *r, tfc_error *err)
     x.best_iteration = r->res->best_iteration;
     tfc_progress_save(&r->prog, &x);
     tfc_callbacks_save(&r->cb, x.callbacks);
+    x.last_test = r->last_test;
+    x.have_train = r->res->have_train;
+    x.train[0] = r->res->train.loss;
+    memcpy(x.train + 1, r->res->train.metric, sizeof r->res->train.metric);
     tfc_error *inner = malloc(sizeof *inner);
     if (!inner) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     if (r->ema.started) {
@@ -500,6 +505,12 @@ static tfc_status load_state(run *r, const char *state, int *differs, tfc_error 
     free(x.losses);
     if (st) return st;
     r->iter = x.iteration;
+    r->state_last_test = x.last_test;
+    r->res->have_train = x.have_train;
+    if (x.have_train) {
+        r->res->train.loss = x.train[0];
+        memcpy(r->res->train.metric, x.train + 1, sizeof r->res->train.metric);
+    }
     r->res->have_best = x.have_best;
     r->res->best_value = x.best_value;
     r->res->best_iteration = x.best_iteration;
@@ -793,10 +804,30 @@ static tfc_status on_request(run *r, tfc_error *err)
     return st;
 }
 
+/* A resumed state whose scheduled test did not finish (a stop during that pass, which then
+ * snapshots the iteration): the test first, as the uninterrupted run had it — its row, its
+ * TensorBoard point, the callbacks stepped (a plateau may lower the rate, early stopping may
+ * end the run) — logged with the latest step's rate. */
+static tfc_status resume_test(run *r, tfc_error *err)
+{
+    const tfc_solver_config *c = &r->s->cfg;
+    if (!r->s->opt.resume || r->forced || !r->feed.test || c->test_interval <= 0 ||
+        r->iter == 0 || r->iter % c->test_interval || r->iter >= c->max_iter ||
+        r->state_last_test == r->iter)
+        return TFC_OK;
+    int stopped = 0;
+    r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter - 1, c->max_iter);
+    tfc_progress_say(&r->prog, "the test of iteration %lld did not finish before the snapshot: "
+                     "testing now\n", (long long)r->iter);
+    return run_test(r, &stopped, err);
+}
+
 static tfc_status loop(run *r, tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_progress_loop_start(&r->prog, r->iter);
+    tfc_status rt = resume_test(r, err);
+    if (rt || r->cb.stop) return rt;
     r->lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     /* rollback needs a snapshot to return to, from the start */
     if (c->rollback.enabled && !r->res->last_snapshot[0] && r->iter < c->max_iter) {
