@@ -125,27 +125,29 @@ static void test_flip_statistics(void)
     free(x), free(y);
 }
 
-/* n images 33x33 of two ramps: channel 0 holds the column, channel 1 the row. A bilinear
- * warp reproduces a linear function exactly, so where it reads inside the image its output
- * is the coordinates read. */
+/* n images RH x RW (not square, so that rows and columns cannot be confused) of two ramps:
+ * channel 0 holds the column, channel 1 the row. A bilinear warp reproduces a linear
+ * function exactly, so where it reads inside the image its output is the coordinates read. */
+enum { RH = 33, RW = 41, CY = 16, CX = 20 };
+
 static float *ramp_images(int n)
 {
-    float *x = falloc((int64_t)n * 33 * 33 * 2);
-    for (int64_t p = 0; p < (int64_t)n * 33 * 33; p++)
-        x[2 * p] = (float)(p % 33), x[2 * p + 1] = (float)(p / 33 % 33);
+    float *x = falloc((int64_t)n * RH * RW * 2);
+    for (int64_t p = 0; p < (int64_t)n * RH * RW; p++)
+        x[2 * p] = (float)(p % RW), x[2 * p + 1] = (float)(p / RW % RH);
     return x;
 }
 
 /* Image img's matrix (a0, a1, a2, b0, b1, b2) measured from the warped ramps at the centre
- * (16, 16) and its right and lower neighbours: (sx, sy) = (a0 ox + a1 oy + a2, ...). */
+ * (CY, CX) and its right and lower neighbours: (sx, sy) = (a0 ox + a1 oy + a2, ...). */
 static void measured_matrix(const float *y, int img, double m[6])
 {
-    const float *o = y + (int64_t)img * 33 * 33 * 2;
-    const int64_t at = (16 * 33 + 16) * 2, right = at + 2, down = at + 33 * 2;
+    const float *o = y + (int64_t)img * RH * RW * 2;
+    const int64_t at = (CY * RW + CX) * 2, right = at + 2, down = at + RW * 2;
     for (int k = 0; k < 2; k++) {
         m[3 * k] = o[right + k] - o[at + k];
         m[3 * k + 1] = o[down + k] - o[at + k];
-        m[3 * k + 2] = o[at + k] - 16 * (m[3 * k] + m[3 * k + 1]);
+        m[3 * k + 2] = o[at + k] - CX * m[3 * k] - CY * m[3 * k + 1];
     }
 }
 
@@ -153,8 +155,8 @@ static void measured_matrix(const float *y, int img, double m[6])
  * image's measured matrix. */
 static double (*warp_matrices(const char *layer, int n, uint64_t seed, uint64_t step))[6]
 {
-    float *x = ramp_images(n), *y = falloc((int64_t)n * 33 * 33 * 2);
-    bound b = bind(layer, 33, 33, 2, n, 2);
+    float *x = ramp_images(n), *y = falloc((int64_t)n * RH * RW * 2);
+    bound b = bind(layer, RH, RW, 2, n, 2);
     run(b, x, n, 1, seed, step, y);
     double (*m)[6] = malloc((size_t)n * sizeof *m);
     for (int i = 0; i < n; i++) measured_matrix(y, i, m[i]);
@@ -163,7 +165,7 @@ static double (*warp_matrices(const char *layer, int n, uint64_t seed, uint64_t 
     return m;
 }
 
-/* RandomRotation: a turn by t = factor's draw * 360 degrees about the centre, t uniform in
+/* RandomRotation: a turn by t = factor's draw * 360 degrees about the centre (CX, CY), t uniform in
  * [-36, 54] here; (a0 a1; b0 b1) = (cos t, -sin t; sin t, cos t). */
 static void test_rotation_statistics(void)
 {
@@ -174,7 +176,8 @@ static void test_rotation_statistics(void)
     for (int i = 0; i < n; i++) {
         angle[i] = atan2(m[i][3], m[i][0]) * 180 / 3.14159265358979;
         rigid &= fabs(m[i][0] - m[i][4]) < 1e-4 && fabs(m[i][1] + m[i][3]) < 1e-4 &&
-                 fabs(m[i][0] * 16 + m[i][1] * 16 + m[i][2] - 16) < 1e-3;
+                 fabs(m[i][0] * CX + m[i][1] * CY + m[i][2] - CX) < 1e-3 &&
+                 fabs(m[i][3] * CX + m[i][4] * CY + m[i][5] - CY) < 1e-3;
     }
     CU_ASSERT(rigid);
     CU_ASSERT(uniform_in(angle, n, -36, 54, 1e-3, 9));
@@ -182,7 +185,7 @@ static void test_rotation_statistics(void)
 }
 
 /* RandomTranslation: (sx, sy) = (ox - tx, oy - ty), rows by height_factor * 33 in
- * [-6.6, 3.3], columns by width_factor * 33 in [-9.9, 9.9] (a single number f means
+ * [-6.6, 3.3], columns by width_factor * 41 in [-12.3, 12.3] (a single number f means
  * [-f, f]), each uniform. */
 static void test_translation_statistics(void)
 {
@@ -192,11 +195,11 @@ static void test_translation_statistics(void)
     double *tx = malloc(n * sizeof *tx), *ty = malloc(n * sizeof *ty);
     for (int i = 0; i < n; i++) tx[i] = -m[i][2], ty[i] = -m[i][5];
     CU_ASSERT(uniform_in(ty, n, -6.6, 3.3, 1e-3, 5));
-    CU_ASSERT(uniform_in(tx, n, -9.9, 9.9, 1e-3, 6));
+    CU_ASSERT(uniform_in(tx, n, -12.3, 12.3, 1e-3, 6));
     free(tx), free(ty), free(m);
 }
 
-/* RandomZoom: sx = zx (ox - 16) + 16, zx = 1 + width_factor's draw in [0.7, 1.2]; zy from
+/* RandomZoom: sx = zx (ox - 20) + 20, zx = 1 + width_factor's draw in [0.7, 1.2]; zy from
  * height_factor in [0.8, 1.3]; without width_factor zx = zy. */
 static void test_zoom_statistics(void)
 {
