@@ -429,8 +429,8 @@ static void test_config_errors(void)
         if (m) {
             tfc_backend *be = tfc_cpu_backend_create(1);
             CU_ASSERT(tfc_model_bind(m, be, 1, &err) != TFC_OK);
-            tfc_backend_free(be);
             tfc_model_free(m);
+            tfc_backend_free(be);
         }
         if (!strstr(err.text, bad[k].want)) printf("\n%s: %s", bad[k].layer, err.text);
         CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[k].want));
