@@ -18,7 +18,11 @@ typedef struct augment_args {
     int mode, fill_mode, interpolation, seed, data_format;
     tfc_float_list height_factor, width_factor, factor, value_range;
     double fill_value;
-    float lo[2], hi[2]; /* set by build: the ranges drawn from (desc's lo, hi) */
+    /* set by build: the transform (kind; contrast for RandomContrast) and the ranges drawn
+     * from (the descs' lo, hi) */
+    tfc_warp_kind kind;
+    int contrast;
+    float lo[2], hi[2];
 } augment_args;
 
 static const char *const flip_mode_names[] = {"horizontal", "vertical",
@@ -105,12 +109,15 @@ static tfc_status same_shape(tfc_layer *l, tfc_error *err)
 
 static tfc_status flip_build(tfc_layer *l, tfc_error *err)
 {
+    augment_args *a = l->args;
+    a->kind = TFC_WARP_FLIP;
     return same_shape(l, err);
 }
 
 static tfc_status translation_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
+    a->kind = TFC_WARP_TRANSLATE;
     if (factor_range(l, "height_factor", &a->height_factor, shift_rule, &a->lo[0], &a->hi[0],
                      err) ||
         factor_range(l, "width_factor", &a->width_factor, shift_rule, &a->lo[1], &a->hi[1], err))
@@ -122,6 +129,7 @@ static tfc_status translation_build(tfc_layer *l, tfc_error *err)
 static tfc_status rotation_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
+    a->kind = TFC_WARP_ROTATE;
     if (factor_range(l, "factor", &a->factor, turn_rule, &a->lo[0], &a->hi[0], err))
         return TFC_ERR_CONFIG;
     a->lo[0] *= 360.0f, a->hi[0] *= 360.0f;
@@ -132,6 +140,7 @@ static tfc_status rotation_build(tfc_layer *l, tfc_error *err)
 static tfc_status zoom_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
+    a->kind = TFC_WARP_ZOOM;
     if (factor_range(l, "height_factor", &a->height_factor, zoom_rule, &a->lo[0], &a->hi[0],
                      err))
         return TFC_ERR_CONFIG;
@@ -147,6 +156,7 @@ static tfc_status zoom_build(tfc_layer *l, tfc_error *err)
 static tfc_status contrast_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
+    a->contrast = 1;
     if (factor_range(l, "factor", &a->factor, contrast_rule, &a->lo[0], &a->hi[0], err))
         return TFC_ERR_CONFIG;
     if (a->value_range.n == 0)
@@ -168,24 +178,14 @@ static tfc_warp_desc warp_desc(const tfc_layer *l, const tfc_exec *ex)
 {
     const augment_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
-    tfc_warp_desc d = {.n = ex->batch, .h = (int)in->dim[0], .w = (int)in->dim[1],
-                       .c = (int)in->dim[2], .lo = {a->lo[0], a->lo[1]},
-                       .hi = {a->hi[0], a->hi[1]}, .fill = (tfc_fill_mode)a->fill_mode,
-                       .bilinear = a->interpolation == 1, .fill_value = (float)a->fill_value,
-                       .key = key_of(l), .step = ex->step};
-    if (l->ops->build == flip_build) {
-        d.kind = TFC_WARP_FLIP;
-        d.flip_cols = a->mode != 1, d.flip_rows = a->mode != 0;
-        d.bilinear = 0;
-    } else if (l->ops->build == translation_build) {
-        d.kind = TFC_WARP_TRANSLATE;
-    } else if (l->ops->build == rotation_build) {
-        d.kind = TFC_WARP_ROTATE;
-    } else {
-        d.kind = TFC_WARP_ZOOM;
-        d.same_zoom = a->width_factor.n == 0;
-    }
-    return d;
+    return (tfc_warp_desc){.n = ex->batch, .h = (int)in->dim[0], .w = (int)in->dim[1],
+                           .c = (int)in->dim[2], .kind = a->kind, .lo = {a->lo[0], a->lo[1]},
+                           .hi = {a->hi[0], a->hi[1]}, .same_zoom = a->width_factor.n == 0,
+                           .flip_rows = a->mode != 0, .flip_cols = a->mode != 1,
+                           .fill = (tfc_fill_mode)a->fill_mode,
+                           .bilinear = a->kind != TFC_WARP_FLIP && a->interpolation == 1,
+                           .fill_value = (float)a->fill_value, .key = key_of(l),
+                           .step = ex->step};
 }
 
 static tfc_contrast_desc contrast_desc(const tfc_layer *l, const tfc_exec *ex)
@@ -201,9 +201,10 @@ static tfc_contrast_desc contrast_desc(const tfc_layer *l, const tfc_exec *ex)
 
 static void augment_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
 {
+    const augment_args *a = l->args;
     if (!ex->training) {
         ex->be->ops->copy(ex->be, y, x[0], (size_t)(ex->batch * tfc_layer_out_numel(l)) * 4);
-    } else if (l->ops->build == contrast_build) {
+    } else if (a->contrast) {
         tfc_contrast_desc d = contrast_desc(l, ex);
         ex->be->ops->contrast_forward(ex->be, &d, x[0], y);
     } else {
@@ -215,10 +216,11 @@ static void augment_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, fl
 static void augment_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
                              const float *dy, float *const *dx)
 {
+    const augment_args *a = l->args;
     if (!dx[0]) return;
     if (!ex->training) {
         ex->be->ops->axpy(ex->be, ex->batch * tfc_layer_out_numel(l), 1.f, dy, dx[0]);
-    } else if (l->ops->build == contrast_build) {
+    } else if (a->contrast) {
         tfc_contrast_desc d = contrast_desc(l, ex);
         ex->be->ops->contrast_backward(ex->be, &d, x[0], dy, dx[0]);
     } else {
