@@ -408,12 +408,14 @@ static void test_config_errors(void)
     static const struct {
         const char *layer, *want;
     } bad[] = {
-        {"RandomTranslation: {height_factor: 1.5, width_factor: 0}", "height_factor: expected"},
+        {"RandomTranslation: {height_factor: 1.5, width_factor: 0}",
+         "height_factor: 1.5 is outside [-1, 1]"},
         {"RandomTranslation: {height_factor: 0.1, width_factor: [0.1, 0.2, 0.3]}",
-         "width_factor: expected"},
-        {"RandomZoom: {height_factor: -1}", "height_factor: expected a number or a pair"},
-        {"RandomRotation: {factor: 1.2}", "factor: expected"},
-        {"RandomContrast: {factor: -0.1}", "factor: expected"},
+         "width_factor: expected a number or a pair [lower, upper], found 3 values"},
+        {"RandomZoom: {height_factor: -1}", "height_factor: -1 is outside (-1, 1]"},
+        {"RandomRotation: {factor: 1.2}", "factor: 1.2 is outside [-1, 1]"},
+        {"RandomRotation: {factor: [2, 3]}", "factor: a pair [lower, upper] needs lower <= 1"},
+        {"RandomContrast: {factor: -0.1}", "factor: -0.1 is outside [0, 1]"},
         {"RandomContrast: {factor: 0.1, value_range: [0, 1, 2]}", "value_range: expected a pair"},
         {"RandomRotation: {factor: 0.1, fill_mode: mirror}", "fill_mode"},
         {"RandomZoom: {height_factor: 0.1, interpolation: bicubic}", "interpolation"},

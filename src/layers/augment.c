@@ -80,14 +80,19 @@ typedef struct factor_rule {
 static tfc_status factor_range(const tfc_layer *l, const char *arg, const tfc_float_list *f,
                                factor_rule r, float *lo, float *hi, tfc_error *err)
 {
-    int ok = f->n == 1 || f->n == 2;
-    for (int i = 0; ok && i < f->n && !(r.base_rule && f->n == 2); i++)
-        ok = f->v[i] <= r.bound_hi && (r.strict ? f->v[i] > r.bound_lo : f->v[i] >= r.bound_lo);
-    if (ok && r.base_rule && f->n == 2) ok = f->v[0] <= r.bound_hi && f->v[1] >= r.bound_lo;
-    if (!ok)
-        return tfc_layer_error(err, l, "%s: expected a number or a pair [lower, upper] in %c%g, "
-                               "%g], found %d value%s out of it", arg, r.strict ? '(' : '[',
-                               r.bound_lo, r.bound_hi, f->n, f->n == 1 ? "" : "s");
+    if (f->n != 1 && f->n != 2)
+        return tfc_layer_error(err, l, "%s: expected a number or a pair [lower, upper], found "
+                               "%d values", arg, f->n);
+    if (r.base_rule && f->n == 2) {
+        if (f->v[0] > r.bound_hi || f->v[1] < r.bound_lo)
+            return tfc_layer_error(err, l, "%s: a pair [lower, upper] needs lower <= %g and "
+                                   "upper >= %g", arg, r.bound_hi, r.bound_lo);
+    } else {
+        for (int i = 0; i < f->n; i++)
+            if (f->v[i] > r.bound_hi || (r.strict ? f->v[i] <= r.bound_lo : f->v[i] < r.bound_lo))
+                return tfc_layer_error(err, l, "%s: %g is outside %c%g, %g]", arg, f->v[i],
+                                       r.strict ? '(' : '[', r.bound_lo, r.bound_hi);
+    }
     if (f->n == 1) {
         const double a = fabs(f->v[0]);
         *lo = (float)(-a > r.bound_lo ? -a : r.bound_lo), *hi = (float)a;
