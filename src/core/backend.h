@@ -159,13 +159,13 @@ typedef struct tfc_gru_desc {
 /* Random augmentation of NHWC images, one random transform per image, active in training
  * (the augmentation layers). Image i's draws are u_k = tfc_rng_uniform(key, step, 4 i + k)
  * (core/rng.h, k < 4), so its transform is a function of (key, step, i) alone: the same on
- * every backend, with any thread count, and again on resume. A range [lo, hi] is sampled as
- * lo + u (hi - lo). core/augment.h computes each image's transform from these descs. */
+ * every backend, with any thread count, and again on resume. Draw k in a range [lo, hi] is
+ * lo + u_k (hi - lo). core/augment.h computes each image's transform from these descs. */
 typedef enum tfc_warp_kind {
-    TFC_WARP_FLIP = 0,  /* u0 <= 1/2: flip the axes of `flip` (RandomFlip) */
-    TFC_WARP_TRANSLATE, /* shift by (u0 range[0]) h rows, (u1 range[1]) w columns */
-    TFC_WARP_ROTATE,    /* turn by u0 range[0] degrees about the image's centre */
-    TFC_WARP_ZOOM       /* scale rows by u0 range[0], columns by u1 range[1] (or u0's) */
+    TFC_WARP_FLIP = 0,  /* u0 <= 1/2: flip the axes flip_rows, flip_cols (RandomFlip) */
+    TFC_WARP_TRANSLATE, /* shift by draw 0 times h rows, draw 1 times w columns */
+    TFC_WARP_ROTATE,    /* turn by draw 0 degrees about the image's centre */
+    TFC_WARP_ZOOM       /* scale the rows read by draw 0, the columns by draw 1 (or 0) */
 } tfc_warp_kind;
 
 /* Where a warp reads outside the image (Keras's fill_mode, jax.scipy.ndimage's modes):
