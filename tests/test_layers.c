@@ -361,6 +361,23 @@ static const gc_case cases[] = {
                                      "  - SeparableConv2D: {filters: 2, kernel_size: 2, strides: [1, 2],"
                                      " depth_multiplier: 3, activation: sigmoid}\n"
                                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* the augmentation layers after a convolution, so that their transposes carry its
+     * gradient: each fill mode and interpolation, contrast with and without clipping */
+    {"augment_bilinear", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                         "  - RandomFlip: {}\n"
+                         "  - RandomTranslation: {height_factor: 0.3, width_factor: [-0.2, 0.4]}\n"
+                         "  - RandomRotation: {factor: 0.1, fill_mode: constant, fill_value: 0.5}\n"
+                         "  - RandomZoom: {height_factor: 0.3, width_factor: 0.2,"
+                         " fill_mode: wrap}\n"
+                         "  - RandomContrast: {factor: 0.5, value_range: [-20, 20]}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    {"augment_nearest", IMG "  - RandomFlip: {mode: horizontal}\n"
+                        "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+                        "  - RandomRotation: {factor: 0.2, interpolation: nearest,"
+                        " fill_mode: nearest}\n"
+                        "  - RandomZoom: {height_factor: [-0.4, -0.1], interpolation: nearest}\n"
+                        "  - RandomContrast: {factor: [0.3, 0.6], value_range: [-0.6, 0.5]}\n"
+                        "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -5,8 +5,8 @@
  * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
  * GRUs and Bidirectionals, Conv1D (causal, dilated, strided, grouped) and the 1-D poolings
  * (the masked average after an Embedding), MultiHeadAttention (causal, padded, windowed,
- * cross), an Add/Concatenate/Reshape graph and every activation; a layer without an ONNX
- * form is refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
+ * cross), an Add/Concatenate/Reshape graph, every activation and the augmentation layers
+ * (the identity); a layer without an ONNX form is refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +382,19 @@ static void test_vision_layers(void)
     CU_ASSERT(access(tfc_test_path("dw.onnx"), F_OK) != 0);
 }
 
+/* The augmentation layers export as nothing (the identity at inference), between layers
+ * and at the input. */
+static void test_augmentation(void)
+{
+    if (!ready()) return;
+    fixture("augmentation",
+            "input: {shape: [6, 5, 2]}\nlayers:\n"
+            "  - RandomFlip: {}\n  - RandomTranslation: {height_factor: 0.2, width_factor: 0.1}\n"
+            "  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - RandomRotation: {factor: 0.1}\n  - RandomZoom: {height_factor: 0.2}\n"
+            "  - RandomContrast: {factor: 0.3}\n  - Flatten: {}\n", 0);
+}
+
 /* Options and refusals: --batch fixes the shapes, a bad opset or batch is a usage error, a
  * weights file of another model writes nothing; tfc-zoo export --onnx. */
 static void test_options(void)
@@ -421,4 +434,4 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"normalizations", test_normalizations},
               {"gru_bidirectional", test_gru_bidirectional},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
-              {"options", test_options})
+              {"augmentation", test_augmentation}, {"options", test_options})

@@ -1220,8 +1220,10 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = bidirectional(x, l, in);
     } else if (!strcmp(type, "Embedding")) {
         r = embedding(x, l, in);
-    } else if (!strcmp(type, "Dropout") || !strcmp(type, "Activation")) {
-        /* inference: Dropout is the identity; Activation is its fused activation alone */
+    } else if (!strcmp(type, "Dropout") || !strcmp(type, "Activation") ||
+               !strncmp(type, "Random", 6)) {
+        /* inference: Dropout and the augmentation layers (RandomFlip, ...) are the identity;
+         * Activation is its fused activation alone */
     } else if (!strcmp(type, "Flatten")) {
         t = nhwc(x, in);
         attr_int(&a, "axis", 1);

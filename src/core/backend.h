@@ -156,6 +156,54 @@ typedef struct tfc_gru_desc {
     int reset_after;
 } tfc_gru_desc;
 
+/* Random augmentation of NHWC images, one random transform per image, active in training
+ * (the augmentation layers). Image i's draws are u_k = tfc_rng_uniform(key, step, 4 i + k)
+ * (core/rng.h, k < 4), so its transform is a function of (key, step, i) alone: the same on
+ * every backend, with any thread count, and again on resume. Draw k in a range [lo, hi] is
+ * lo + u_k (hi - lo). core/augment.h computes each image's transform from these descs. */
+typedef enum tfc_warp_kind {
+    TFC_WARP_FLIP = 0,  /* u0 <= 1/2: flip the axes flip_rows, flip_cols (RandomFlip) */
+    TFC_WARP_TRANSLATE, /* shift by draw 0 times h rows, draw 1 times w columns */
+    TFC_WARP_ROTATE,    /* turn by draw 0 degrees about the image's centre */
+    TFC_WARP_ZOOM       /* scale the rows read by draw 0, the columns by draw 1 (or 0) */
+} tfc_warp_kind;
+
+/* Where a warp reads outside the image (Keras's fill_mode, jax.scipy.ndimage's modes):
+ * reflect (d c b a | a b c d | d c b a), wrap (a b c d | a b c d), constant (k k | a b c d |
+ * k k, k = fill_value), nearest (a a | a b c d | d d). */
+typedef enum tfc_fill_mode {
+    TFC_FILL_REFLECT = 0,
+    TFC_FILL_WRAP,
+    TFC_FILL_CONSTANT,
+    TFC_FILL_NEAREST
+} tfc_fill_mode;
+
+/* A geometric augmentation: output pixel (oy, ox) of image i reads the input at
+ *   sx = a0 ox + a1 oy + a2,   sy = b0 ox + b1 oy + b2
+ * with image i's matrix (tfc_warp_matrix), nearest (rounded half away from zero) or
+ * bilinear, the four neighbours of a bilinear read each placed by `fill` (in constant mode
+ * a neighbour outside the image reads fill_value): Keras's affine_transform on JAX. */
+typedef struct tfc_warp_desc {
+    int n, h, w, c;
+    tfc_warp_kind kind;
+    float lo[2], hi[2];  /* ranges: [0] rows (the angle, in degrees, for ROTATE), [1] columns */
+    int same_zoom;       /* ZOOM: the columns' factor is the rows' (width_factor None) */
+    int flip_rows, flip_cols; /* FLIP: the axes flipped together when u0 <= 1/2 */
+    tfc_fill_mode fill;
+    int bilinear;        /* 0: nearest */
+    float fill_value;
+    uint64_t key, step;
+} tfc_warp_desc;
+
+/* RandomContrast: image i's factor f = lo + u0 (hi - lo); each channel ch of it becomes
+ *   y = clip((x - m) f + m, vlo, vhi),   m = the mean of channel ch over the image's hw pixels */
+typedef struct tfc_contrast_desc {
+    int n, hw, c;
+    float lo, hi;   /* the factor's range */
+    float vlo, vhi; /* value_range */
+    uint64_t key, step;
+} tfc_contrast_desc;
+
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
     TFC_MERGE_CONCAT = 0,
@@ -558,7 +606,18 @@ typedef struct tfc_device_options {
                             const float *mask, const float *a, const float *b, float *y))          \
     X(void, bidir_backward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,            \
                              const float *mask, const float *a, const float *b, const float *dy,   \
-                             float *da, float *db))
+                             float *da, float *db))                                                \
+                                                                                                   \
+    /* The augmentation layers' transforms (tfc_warp_desc, tfc_contrast_desc). The forward ops     \
+     * overwrite y (not in place); the backward ops add to dx the transpose of the forward's       \
+     * linear map in x (contrast: zero where the clip holds; x is the forward's input), the        \
+     * same draws regenerated from (key, step). */                                                 \
+    X(void, warp_forward, (tfc_backend *be, const tfc_warp_desc *d, const float *x, float *y))     \
+    X(void, warp_backward, (tfc_backend *be, const tfc_warp_desc *d, const float *dy, float *dx))  \
+    X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
+                               float *y))                                                          \
+    X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
+                                const float *dy, float *dx))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -1,0 +1,60 @@
+/* The per-image transforms of the augmentation layers, from their descs (core/backend.h):
+ * header-only, as core/rng.h, so every backend (and a CUDA kernel) draws the same ones.
+ * The matrices follow Keras 3's layers (random_translation.py, random_rotation.py,
+ * random_zoom.py, random_flip.py) in float32 and in their order of operations. */
+#ifndef TFC_CORE_AUGMENT_H
+#define TFC_CORE_AUGMENT_H
+
+#include "core/backend.h"
+#include "core/rng.h"
+
+/* Draw k (< 4) of image i in [lo, hi]: lo + u (hi - lo), as jax.random.uniform. */
+TFC_HD float tfc_augment_draw(uint64_t key, uint64_t step, int64_t i, int k, float lo,
+                              float hi)
+{
+    return tfc_rng_uniform(key, step, 4 * (uint64_t)i + (uint64_t)k) * (hi - lo) + lo;
+}
+
+/* Image i's matrix m = (a0, a1, a2, b0, b1, b2), output pixel to input coordinates:
+ *   flip:      sx = w - 1 - ox (flip_cols), sy = h - 1 - oy (flip_rows), when u0 <= 1/2
+ *   translate: sx = ox - tx, sy = oy - ty,  tx = draw1 w, ty = draw0 h
+ *   rotate:    a rotation by t = draw0 degrees about c = ((w - 1) / 2, (h - 1) / 2):
+ *              (a0 a1; b0 b1) = (cos t, -sin t; sin t, cos t), (a2, b2) = c - (a b) c
+ *   zoom:      sx = zx ox + (w - 1) / 2 (1 - zx), sy = zy oy + (h - 1) / 2 (1 - zy),
+ *              zy = draw0, zx = draw1 (or zy with same_zoom) */
+TFC_HD void tfc_warp_matrix(const tfc_warp_desc *d, int64_t i, float m[6])
+{
+    const float w = (float)d->w, h = (float)d->h;
+    m[0] = 1, m[1] = 0, m[2] = 0, m[3] = 0, m[4] = 1, m[5] = 0;
+    if (d->kind == TFC_WARP_FLIP) {
+        if (tfc_rng_uniform(d->key, d->step, 4 * (uint64_t)i) > 0.5f) return;
+        if (d->flip_cols) m[0] = -1, m[2] = w - 1;
+        if (d->flip_rows) m[4] = -1, m[5] = h - 1;
+    } else if (d->kind == TFC_WARP_TRANSLATE) {
+        m[5] = -(tfc_augment_draw(d->key, d->step, i, 0, d->lo[0], d->hi[0]) * h);
+        m[2] = -(tfc_augment_draw(d->key, d->step, i, 1, d->lo[1], d->hi[1]) * w);
+    } else if (d->kind == TFC_WARP_ROTATE) {
+        const float t = tfc_augment_draw(d->key, d->step, i, 0, d->lo[0], d->hi[0]) *
+                        (float)(3.14159265358979323846 / 180.0);
+        const float cx = 0.5f * (w - 1), cy = 0.5f * (h - 1);
+        const float c = cosf(t), s = sinf(t);
+        m[0] = c, m[1] = -s, m[3] = s, m[4] = c;
+        m[2] = cx - cx * m[0] - cy * m[1];
+        m[5] = cy - cx * m[3] - cy * m[4];
+    } else {
+        const float zy = tfc_augment_draw(d->key, d->step, i, 0, d->lo[0], d->hi[0]);
+        const float zx = d->same_zoom ? zy
+                                      : tfc_augment_draw(d->key, d->step, i, 1, d->lo[1],
+                                                         d->hi[1]);
+        m[0] = zx, m[2] = (w - 1) / 2 * (1 - zx);
+        m[4] = zy, m[5] = (h - 1) / 2 * (1 - zy);
+    }
+}
+
+/* Image i's contrast factor. */
+TFC_HD float tfc_contrast_factor(const tfc_contrast_desc *d, int64_t i)
+{
+    return tfc_augment_draw(d->key, d->step, i, 0, d->lo, d->hi);
+}
+
+#endif

@@ -1,0 +1,166 @@
+/* CPU augmentation transforms (RandomFlip, RandomTranslation, RandomRotation, RandomZoom,
+ * RandomContrast), NHWC: each image's transform from core/augment.h. The warp gathers by
+ * output rows; its transpose scatters into one image's dx on one thread, in pixel order, and
+ * contrast works one (image, channel) at a time, so no result depends on the thread count. */
+#include "core/augment.h"
+#include "cpu/cpu_internal.h"
+
+/* Cell i of an axis of n placed by the fill mode (jax.scipy.ndimage's index fixers);
+ * -1: outside the image in constant mode. */
+static int64_t place(int64_t i, int64_t n, tfc_fill_mode fill)
+{
+    if (i >= 0 && i < n) return i;
+    if (fill == TFC_FILL_REFLECT) {
+        const int64_t m = (i % (2 * n) + 2 * n) % (2 * n);
+        return m < n ? m : 2 * n - 1 - m;
+    }
+    if (fill == TFC_FILL_WRAP) return (i % n + n) % n;
+    if (fill == TFC_FILL_NEAREST) return i < 0 ? 0 : n - 1;
+    return -1;
+}
+
+/* The cells an output pixel reads and their weights: one (nearest) or four (bilinear, in
+ * the order (y0, x0), (y0, x1), (y1, x0), (y1, x1)); off[k] < 0 reads fill_value. */
+typedef struct taps {
+    int n;
+    int64_t off[4]; /* pixel index within the image */
+    float wt[4];
+} taps;
+
+static taps taps_at(const tfc_warp_desc *d, const float m[6], int oy, int ox)
+{
+    const float sx = (float)oy * m[1] + (float)ox * m[0] + m[2];
+    const float sy = (float)oy * m[4] + (float)ox * m[3] + m[5];
+    taps t;
+    if (!d->bilinear) {
+        const int64_t iy = place((int64_t)roundf(sy), d->h, d->fill);
+        const int64_t ix = place((int64_t)roundf(sx), d->w, d->fill);
+        t.n = 1;
+        t.off[0] = iy < 0 || ix < 0 ? -1 : iy * d->w + ix;
+        t.wt[0] = 1;
+        return t;
+    }
+    const float fy0 = floorf(sy), fx0 = floorf(sx);
+    const float wy[2] = {1 - (sy - fy0), sy - fy0}, wx[2] = {1 - (sx - fx0), sx - fx0};
+    t.n = 4;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const int64_t iy = place((int64_t)fy0 + a, d->h, d->fill);
+            const int64_t ix = place((int64_t)fx0 + b, d->w, d->fill);
+            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : iy * d->w + ix;
+            t.wt[2 * a + b] = wy[a] * wx[b];
+        }
+    return t;
+}
+
+/* y[i, oy, ox] = sum_k wt[k] x[i, off[k]] (fill_value where off[k] < 0), summed in tap
+ * order as jax.scipy.ndimage.map_coordinates does */
+TFC_CPU_VECTOR
+void tfc_cpu_warp_forward(tfc_backend *be, const tfc_warp_desc *d, const float *x, float *y)
+{
+    const int64_t rows = (int64_t)d->n * d->h, c = d->c;
+    int nt = tfc_cpu_threads(be, rows * d->w * c);
+#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t img = r / d->h;
+        float m[6];
+        tfc_warp_matrix(d, img, m);
+        const float *xi = x + img * d->h * d->w * c;
+        for (int ox = 0; ox < d->w; ox++) {
+            const taps t = taps_at(d, m, (int)(r % d->h), ox);
+            float *o = y + (r * d->w + ox) * c;
+            for (int64_t k = 0; k < c; k++) o[k] = 0;
+            for (int j = 0; j < t.n; j++) {
+                const float *src = t.off[j] < 0 ? NULL : xi + t.off[j] * c;
+                const float wt = t.wt[j], fill = d->fill_value;
+                if (src) {
+#pragma omp simd
+                    for (int64_t k = 0; k < c; k++) o[k] += wt * src[k];
+                } else {
+                    for (int64_t k = 0; k < c; k++) o[k] += wt * fill;
+                }
+            }
+        }
+    }
+}
+
+/* dx[i, off[k]] += wt[k] dy[i, oy, ox] over every output pixel and tap inside the image:
+ * the transpose of the forward (fill_value does not depend on x) */
+TFC_CPU_VECTOR
+void tfc_cpu_warp_backward(tfc_backend *be, const tfc_warp_desc *d, const float *dy, float *dx)
+{
+    const int64_t px = (int64_t)d->h * d->w, c = d->c;
+    int nt = tfc_cpu_threads(be, d->n * px * c);
+#pragma omp parallel for TFC_CPU_STATIC(d->n, nt)
+    for (int64_t img = 0; img < d->n; img++) {
+        float m[6];
+        tfc_warp_matrix(d, img, m);
+        float *g = dx + img * px * c;
+        for (int64_t p = 0; p < px; p++) {
+            const taps t = taps_at(d, m, (int)(p / d->w), (int)(p % d->w));
+            const float *o = dy + (img * px + p) * c;
+            for (int j = 0; j < t.n; j++) {
+                if (t.off[j] < 0) continue;
+                float *dst = g + t.off[j] * c;
+                const float wt = t.wt[j];
+#pragma omp simd
+                for (int64_t k = 0; k < c; k++) dst[k] += wt * o[k];
+            }
+        }
+    }
+}
+
+/* Pair q = (image, channel) of contrast: the offset of its first float (then every c-th,
+ * hw of them), its image's factor f and its mean m (summed in double, in pixel order). */
+static int64_t channel_at(const tfc_contrast_desc *d, const float *x, int64_t q, float *f,
+                          float *m)
+{
+    const int64_t img = q / d->c, base = img * d->hw * d->c + q % d->c;
+    double s = 0;
+    for (int64_t p = 0; p < d->hw; p++) s += x[base + p * d->c];
+    *f = tfc_contrast_factor(d, img);
+    *m = (float)(s / (double)d->hw);
+    return base;
+}
+
+/* y = clip((x - m) f + m, vlo, vhi) per image and channel */
+void tfc_cpu_contrast_forward(tfc_backend *be, const tfc_contrast_desc *d, const float *x,
+                              float *y)
+{
+    const int64_t pairs = (int64_t)d->n * d->c, hw = d->hw, c = d->c;
+    int nt = tfc_cpu_threads(be, pairs * hw);
+#pragma omp parallel for TFC_CPU_STATIC(pairs, nt)
+    for (int64_t q = 0; q < pairs; q++) {
+        float f, m;
+        const int64_t base = channel_at(d, x, q, &f, &m);
+        for (int64_t p = 0; p < hw; p++) {
+            const float z = (x[base + p * c] - m) * f + m;
+            y[base + p * c] = fminf(fmaxf(z, d->vlo), d->vhi);
+        }
+    }
+}
+
+/* With g = dy where vlo <= z <= vhi (else 0), z = (x - m) f + m:
+ *   dx += f g + (1 - f) mean(g)     (the mean over the channel's pixels, as m) */
+void tfc_cpu_contrast_backward(tfc_backend *be, const tfc_contrast_desc *d, const float *x,
+                               const float *dy, float *dx)
+{
+    const int64_t pairs = (int64_t)d->n * d->c, hw = d->hw, c = d->c;
+    int nt = tfc_cpu_threads(be, pairs * hw);
+#pragma omp parallel for TFC_CPU_STATIC(pairs, nt)
+    for (int64_t q = 0; q < pairs; q++) {
+        float f, m;
+        const int64_t base = channel_at(d, x, q, &f, &m);
+        double gs = 0;
+        for (int64_t p = 0; p < hw; p++) {
+            const float z = (x[base + p * c] - m) * f + m;
+            if (z >= d->vlo && z <= d->vhi) gs += dy[base + p * c];
+        }
+        const float shared = (float)((1.0 - f) * gs / (double)hw);
+        for (int64_t p = 0; p < hw; p++) {
+            const float z = (x[base + p * c] - m) * f + m;
+            const float g = z >= d->vlo && z <= d->vhi ? dy[base + p * c] : 0.0f;
+            dx[base + p * c] += f * g + shared;
+        }
+    }
+}
