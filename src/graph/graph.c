@@ -223,6 +223,7 @@ tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
     if (m->be)
         return tfc_error_set(err, TFC_ERR_USAGE, "model '%s' is bound: plan before binding",
                              m->name);
+    if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     if (!(m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound)))
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     plan_chains(m, be, max_batch); /* the layers' workspaces depend on it */
@@ -479,6 +480,8 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
 {
     tfc_model_unbind(m);
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
+    /* memory for the longest sequences (varlen.c) */
+    if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
     int64_t ntrain = m->trainable_count, nall = m->param_count;

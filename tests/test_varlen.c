@@ -1,0 +1,318 @@
+/* Variable-length batches (input.shape [null, ...] with input.max_length): a model run on
+ * batches padded to lengths 5, 9 and 17 gives each example the outputs it gets alone at
+ * its own length (Embedding mask_zero -> GRU -> Dense, -> Bidirectional LSTM ->
+ * GlobalMaxPooling1D, and a causal Conv1D over its valid steps); training on bucketed
+ * batches of mixed lengths resumes exactly; a model whose parameters follow the length (a
+ * Flatten after a Conv1D) is refused naming the layer, a batch longer than max_length names
+ * its length, and a fixed-length model still refuses another length. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cpu/cpu.h"
+#include "graph/model.h"
+#include "gradcheck.h"
+#include "solver/solver.h"
+#include "testutil.h"
+
+static const char *const gru_model =
+    "input: {shape: [null], dtype: int32, max_length: 17}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
+    "  - GRU: {units: 6}\n"
+    "  - Dense: {units: 3, activation: softmax}\n";
+
+static const char *const bidir_model =
+    "input: {shape: [null], dtype: int32, max_length: 17}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
+    "  - Bidirectional: {layer: {LSTM: {units: 5, return_sequences: true}}}\n"
+    "  - GlobalAveragePooling1D: {}\n"
+    "  - Dense: {units: 3}\n";
+
+static const char *const conv_model =
+    "input: {shape: [null, 3], max_length: 17}\n"
+    "layers:\n"
+    "  - Conv1D: {filters: 5, kernel_size: 3, padding: causal, dilation_rate: 2, "
+    "activation: relu}\n"
+    "  - Conv1D: {filters: 4, kernel_size: 2, padding: causal}\n"
+    "  - Dense: {units: 3}\n"
+    "loss: mse\n";
+
+static tfc_model *bound_model(const char *yaml, tfc_backend *be, int batch)
+{
+    tfc_model *m = tfc_test_model(yaml);
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(m && tfc_model_bind(m, be, batch, &err) == TFC_OK);
+    TFC_ASSERT(tfc_model_init_weights(m, 7, &err) == TFC_OK);
+    return m;
+}
+
+/* The output of one forward pass at length t: [n, output at t] floats, malloc'd. */
+static float *run_at(tfc_model *m, int64_t t, const void *x, int n)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(tfc_model_set_length(m, t, &err) == TFC_OK);
+    TFC_ASSERT(tfc_model_forward(m, x, n, 0, 1, 0, &err) == TFC_OK);
+    float *y = malloc((size_t)n * (size_t)tfc_shape_numel(tfc_model_output_shape(m)) * 4 + 4);
+    tfc_model_get_output(m, y);
+    return y;
+}
+
+/* Token ids of example i of a batch of 4 at length t: len(i) = t - 3 i (at least 1) real
+ * tokens, then padding. */
+static int ex_len(int i, int t) { return t - 3 * i > 1 ? t - 3 * i : 1; }
+static int32_t token(int i, int s) { return 1 + (i * 5 + s * 7) % 11; }
+
+/* Each batch of lengths 5, 9, 17 against each of its examples alone: `per_step` outputs
+ * ([t, C]) are compared over the example's own steps, others whole. */
+static void same_as_alone(const char *yaml, int ints, int features, int per_step)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(yaml, be, 4);
+    static const int lengths[] = {5, 9, 17};
+    double worst = 0;
+    for (int k = 0; k < 3; k++) {
+        const int t = lengths[k], f = features;
+        float *xf = calloc((size_t)4 * t * f, 4);
+        int32_t *xi = calloc((size_t)4 * t * f, 4);
+        for (int i = 0; i < 4; i++)
+            for (int s = 0; s < ex_len(i, t); s++)
+                for (int c = 0; c < f; c++) {
+                    xi[(i * t + s) * f + c] = token(i, s);
+                    xf[(i * t + s) * f + c] = (float)sin(0.7 * token(i, s) + c);
+                }
+        float *batch = run_at(m, t, ints ? (void *)xi : (void *)xf, 4);
+        CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], t);
+        const int64_t out_b = tfc_shape_numel(tfc_model_output_shape(m));
+        for (int i = 0; i < 4; i++) {
+            const int len = ex_len(i, t);
+            const void *xs = ints ? (void *)(xi + i * t * f) : (void *)(xf + i * t * f);
+            float *alone = run_at(m, len, xs, 1);
+            const int64_t out_a = tfc_shape_numel(tfc_model_output_shape(m));
+            CU_ASSERT_EQUAL(out_a, per_step ? out_b / t * len : out_b);
+            for (int64_t j = 0; j < out_a; j++) {
+                double d = fabs(alone[j] - batch[i * out_b + j]) / (1 + fabs(alone[j]));
+                if (d > worst) worst = d;
+            }
+            free(alone);
+        }
+        free(batch), free(xf), free(xi);
+    }
+    CU_ASSERT(worst <= 1e-5);
+    if (worst > 1e-5) printf("\nworst relative difference %g\n", worst);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+static void test_gru_lengths(void) { same_as_alone(gru_model, 1, 1, 0); }
+static void test_bidirectional_lstm_lengths(void) { same_as_alone(bidir_model, 1, 1, 0); }
+static void test_conv1d_lengths(void) { same_as_alone(conv_model, 0, 3, 1); }
+
+/* Memory is planned at max_length: binding sizes the activations for 17 steps, and running
+ * at 5 leaves the plan as it is. */
+static void test_plan_at_max_length(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_test_model(gru_model);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_memory_plan at_max, fixed;
+    CU_ASSERT_EQUAL(tfc_model_max_length(m), 17);
+    CU_ASSERT_EQUAL(tfc_model_set_length(m, 5, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_plan_memory(m, be, 8, &at_max, &err), TFC_OK);
+    tfc_model *f = tfc_test_model("input: {shape: [17], dtype: int32}\n"
+                                  "layers:\n"
+                                  "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
+                                  "  - GRU: {units: 6}\n"
+                                  "  - Dense: {units: 3, activation: softmax}\n");
+    CU_ASSERT_EQUAL(tfc_model_plan_memory(f, be, 8, &fixed, &err), TFC_OK);
+    CU_ASSERT_EQUAL(at_max.arena, fixed.arena);
+    CU_ASSERT_EQUAL(tfc_model_max_length(f), 0);
+    tfc_model_free(m);
+    tfc_model_free(f);
+    tfc_backend_free(be);
+}
+
+/* Loads `yaml` expecting a configuration error whose text holds each of `want`. */
+static void refused(const char *yaml, const char *const *want)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "varlen.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    for (; *want; want++) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, *want));
+        if (!strstr(err.text, *want)) printf("\nmissing '%s' in:\n%s", *want, err.text);
+    }
+    tfc_model_free(m);
+}
+
+static void test_flatten_refused(void)
+{
+    refused("input: {shape: [null, 3], max_length: 10}\n"
+            "layers:\n"
+            "  - Conv1D: {filters: 4, kernel_size: 3}\n"
+            "  - Flatten: {}\n"
+            "  - Dense: {units: 2, activation: softmax}\n",
+            (const char *const[]){"varlen.yaml:5:", "layers[2].Dense", "'dense'", "kernel",
+                                  "(32, 2) at max_length 10", "(28, 2) at length 9", "(32,)", NULL});
+}
+
+static void test_input_rules(void)
+{
+    refused("input: {shape: [null], dtype: int32}\n"
+            "layers: [{Embedding: {input_dim: 5, output_dim: 2}}, {GRU: {units: 2}}]\n",
+            (const char *const[]){"varlen.yaml:1:", "input.max_length", NULL});
+    refused("input: {shape: [4], dtype: int32, max_length: 4}\n"
+            "layers: [{Embedding: {input_dim: 5, output_dim: 2}}, {GRU: {units: 2}}]\n",
+            (const char *const[]){"input.max_length", "null first axis", NULL});
+    refused("input: {shape: [4, ~], max_length: 4}\n"
+            "layers: [{GRU: {units: 2}}]\n",
+            (const char *const[]){"input.shape", "only the first (time) axis", NULL});
+}
+
+static void test_length_errors(void)
+{
+    tfc_error err;
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(gru_model, be, 2);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_set_length(m, 18, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "length 18"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "max_length"));
+    CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], 17); /* unchanged */
+    tfc_model_free(m);
+    /* a fixed-length model takes its own length only */
+    m = bound_model("input: {shape: [6], dtype: int32}\n"
+                    "layers: [{Embedding: {input_dim: 5, output_dim: 2}}, {GRU: {units: 2}}]\n",
+                    be, 2);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_set_length(m, 6, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_set_length(m, 5, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "length 5"));
+    tfc_model_free(m);
+    /* a length a layer cannot take is that layer's error, and the model stays usable */
+    m = bound_model("input: {shape: [null, 2], max_length: 8}\n"
+                    "layers: [{Conv1D: {filters: 2, kernel_size: 4}}, "
+                    "{GlobalMaxPooling1D: {}}, {Dense: {units: 2}}]\n",
+                    be, 2);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_set_length(m, 3, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "Conv1D"));
+    CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], 8);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_set_length(m, 4, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* ---- training on bucketed batches ------------------------------------------------------ */
+
+/* Two text files of lines of 1 to 16 words, the label the file. */
+static void write_texts(void)
+{
+    static const char *const words[] = {"alpha", "beta", "gamma", "delta", "eps", "zeta",
+                                        "eta", "theta", "iota", "kappa", "lambda", "mu"};
+    for (int f = 0; f < 2; f++) {
+        char text[8192];
+        int k = 0;
+        for (int line = 0; line < 40; line++) {
+            int n = 1 + (line * 7 + f * 3) % 16;
+            for (int w = 0; w < n; w++)
+                k += snprintf(text + k, sizeof text - (size_t)k, "%s%s", w ? " " : "",
+                              words[(line * 5 + w * (f + 2)) % 12]);
+            text[k++] = '\n';
+        }
+        text[k] = 0;
+        tfc_test_write(f ? "b.txt" : "a.txt", text, k);
+    }
+}
+
+static const char *train_solver(const char *state, int max_iter)
+{
+    static char solver[4096];
+    tfc_test_write("varlen_model.yaml",
+                   "name: varlen\n"
+                   "input: {shape: [null], dtype: int32, max_length: 17}\n"
+                   "layers:\n"
+                   "  - Embedding: {input_dim: 20, output_dim: 4, mask_zero: true}\n"
+                   "  - Bidirectional: {layer: {GRU: {units: 4, return_sequences: true}}}\n"
+                   "  - GlobalMaxPooling1D: {}\n"
+                   "  - Dense: {units: 2, activation: softmax}\n",
+                   -1);
+    snprintf(solver, sizeof solver,
+             "model: varlen_model.yaml\n"
+             "data:\n"
+             "  train:\n"
+             "    source: {type: text, files: [%s, %s], label: file, tokenizer: word,\n"
+             "             max_tokens: 20}\n"
+             "    pipeline:\n"
+             "      - shuffle: {buffer_size: 100}\n"
+             "      - repeat: {}\n"
+             "      - bucket_by_sequence_length: {boundaries: [5, 9], batch_sizes: [4, 4, 4]}\n"
+             "optimizer: {type: adam, learning_rate: 0.01}\n"
+             "max_iter: %d\n"
+             "snapshot: {interval: 10, keep: 0}\n"
+             "display: 0\n"
+             "seed: 3\n",
+             tfc_test_path("a.txt"), tfc_test_path("b.txt"), max_iter);
+    (void)state;
+    return solver;
+}
+
+static tfc_status train_run(const char *out, const char *resume, tfc_error *err)
+{
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path(out);
+    o.resume = resume;
+    o.threads = 1;
+    o.console = fopen("/dev/null", "w");
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("varlen_solver.yaml", train_solver(NULL, 30),
+                                                   -1),
+                                    &o, err);
+    tfc_train_result res;
+    tfc_status st = s ? tfc_solver_train(s, &res, err) : err->code;
+    tfc_solver_free(s);
+    if (o.console) fclose(o.console);
+    if (st) printf("\n%s", err->text);
+    return st;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = tfc_test_read(a, &na), *y = tfc_test_read(b, &nb);
+    int same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x), free(y);
+    return same;
+}
+
+static void test_train_resume_exact(void)
+{
+    write_texts();
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train_run("full", NULL, &err), TFC_OK);
+    char state[2048], a[2048], b[2048];
+    snprintf(state, sizeof state, "%s/snapshots/varlen_iter_10.state", tfc_test_path("full"));
+    struct stat st;
+    CU_ASSERT_FATAL(stat(state, &st) == 0);
+    CU_ASSERT_EQUAL_FATAL(train_run("resumed", state, &err), TFC_OK);
+    snprintf(a, sizeof a, "%s/final.safetensors", tfc_test_path("full"));
+    snprintf(b, sizeof b, "%s/final.safetensors", tfc_test_path("resumed"));
+    CU_ASSERT(same_file(a, b));
+}
+
+TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
+              {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
+              {"conv1d_lengths", test_conv1d_lengths},
+              {"plan_at_max_length", test_plan_at_max_length},
+              {"flatten_refused", test_flatten_refused}, {"input_rules", test_input_rules},
+              {"length_errors", test_length_errors},
+              {"train_resume_exact", test_train_resume_exact})
