@@ -14,7 +14,9 @@
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "gradcheck.h"
+#include "data/data.h"
 #include "solver/solver.h"
+#include "tfc.h"
 #include "testutil.h"
 
 static const char *const gru_model =
@@ -185,7 +187,7 @@ static void test_length_errors(void)
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_model_set_length(m, 18, &err), TFC_ERR_DATA);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "length 18"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "max_length"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "takes 1 to 17 steps (input.max_length)"));
     CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], 17); /* unchanged */
     tfc_model_free(m);
     /* a fixed-length model takes its own length only */
@@ -309,10 +311,123 @@ static void test_train_resume_exact(void)
     CU_ASSERT(same_file(a, b));
 }
 
+/* Token ids [4, t] of the examples above (padded), their model outputs [4, 3] at t. */
+static void gru_batch(tfc_model *m, int t, int32_t *ids, float *y)
+{
+    memset(ids, 0, (size_t)4 * t * 4);
+    for (int i = 0; i < 4; i++)
+        for (int s = 0; s < ex_len(i, t); s++) ids[i * t + s] = token(i, s);
+    float *out = run_at(m, t, ids, 4);
+    memcpy(y, out, 4 * 3 * 4);
+    free(out);
+}
+
+/* The C API: the null axis reads -1, tfc_predictor_run_length runs at a length (as the
+ * model does), tfc_predictor_run at max_length, and a longer length is refused naming it. */
+static void test_predictor(void)
+{
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(gru_model, be, 4);
+    const char *model = tfc_test_write("gru.yaml", gru_model, -1);
+    const char *weights = tfc_test_path("gru.safetensors");
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
+    char err[512] = "";
+    tfc_predictor *p = tfc_predictor_open(model, weights, "cpu", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int64_t dims[8];
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 0, dims, NULL), 1);
+    CU_ASSERT_EQUAL(dims[0], -1);
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 1, dims, NULL), 1);
+    CU_ASSERT_EQUAL(dims[0], 3);
+    int32_t ids[4 * 17];
+    float want[12], got[12];
+    static const int lengths[] = {5, 9, 17};
+    for (int k = 0; k < 3; k++) {
+        gru_batch(m, lengths[k], ids, want);
+        CU_ASSERT_EQUAL(tfc_predictor_run_length(p, ids, 4, lengths[k], got, err, sizeof err), 0);
+        for (int j = 0; j < 12; j++) CU_ASSERT_DOUBLE_EQUAL(got[j], want[j], 1e-6);
+    }
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, ids, 4, got, err, sizeof err), 0); /* at 17 */
+    for (int j = 0; j < 12; j++) CU_ASSERT_DOUBLE_EQUAL(got[j], want[j], 1e-6);
+    CU_ASSERT_EQUAL(tfc_predictor_run_length(p, ids, 1, 18, got, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "length 18"));
+    tfc_predictor_close(p);
+    /* a sequence output's time axis follows the length: -1 too */
+    const char *seq = "input: {shape: [null, 3], max_length: 17}\n"
+                      "layers: [{Conv1D: {filters: 2, kernel_size: 3, padding: causal}}]\n";
+    tfc_model *c = bound_model(seq, be, 1);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(c, weights, &e), TFC_OK);
+    p = tfc_predictor_open(tfc_test_write("seq.yaml", seq, -1), weights, "cpu", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_predictor_shape(p, 1, dims, NULL), 2);
+    CU_ASSERT(dims[0] == -1 && dims[1] == 2);
+    tfc_predictor_close(p);
+    tfc_model_free(c);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* tfc-predict on an .npy array of sequences of length 9 (of a model with max_length 17):
+ * the model's outputs at 9. */
+static void test_predict_tool(void)
+{
+    const char *bin = tfc_test_bin("tfc-predict");
+    if (!bin) return;
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(gru_model, be, 4);
+    tfc_test_write("gru.yaml", gru_model, -1);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, tfc_test_path("gru.safetensors"), &e), TFC_OK);
+    int32_t ids[4 * 9];
+    float want[12];
+    gru_batch(m, 9, ids, want);
+    tfc_tensor x = {.dtype = TFC_I32, .shape = {2, {4, 9}}, .data = ids};
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("x.npy"), &x, &e), TFC_OK);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tfc-predict' gru.yaml --weights gru.safetensors "
+             "--input x.npy --output y.npy --device cpu > /dev/null",
+             tfc_test_tmpdir(), bin);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    tfc_tensor y;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("y.npy"), &y, &e), TFC_OK);
+    CU_ASSERT(y.shape.ndim == 2 && y.shape.dim[0] == 4 && y.shape.dim[1] == 3);
+    for (int j = 0; j < 12; j++) CU_ASSERT_DOUBLE_EQUAL(((float *)y.data)[j], want[j], 1e-6);
+    free(y.data);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* The trainer: a batch longer than max_length is a data error naming its length. */
+static void test_train_too_long(void)
+{
+    write_texts();
+    tfc_test_write("long.txt", "a b c d e f g h i j k l m n o p q r s t\n", -1);
+    char solver[2048];
+    snprintf(solver, sizeof solver,
+             "model: varlen_model.yaml\n"
+             "data:\n"
+             "  train:\n"
+             "    source: {type: text, files: [%s, %s], label: file, tokenizer: word}\n"
+             "    pipeline: [{repeat: {}}, {padded_batch: {batch_size: 2}}]\n"
+             "max_iter: 3\n",
+             tfc_test_path("long.txt"), tfc_test_path("a.txt"));
+    train_solver(NULL, 1); /* writes the model file */
+    tfc_error err;
+    CU_ASSERT_EQUAL(tfc_test_train(solver, "long_solver.yaml", "long", &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "data.train"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "length 20"));
+    if (!strstr(err.text, "length 20")) printf("\n%s", err.text);
+}
+
 TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
               {"conv1d_lengths", test_conv1d_lengths},
               {"plan_at_max_length", test_plan_at_max_length},
               {"flatten_refused", test_flatten_refused}, {"input_rules", test_input_rules},
               {"length_errors", test_length_errors},
-              {"train_resume_exact", test_train_resume_exact})
+              {"train_resume_exact", test_train_resume_exact},
+              {"train_too_long", test_train_too_long}, {"predictor", test_predictor},
+              {"predict_tool", test_predict_tool})
