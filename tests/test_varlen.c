@@ -13,6 +13,7 @@
 
 #include "cpu/cpu.h"
 #include "graph/model.h"
+#include "graph/model_internal.h"
 #include "gradcheck.h"
 #include "data/data.h"
 #include "solver/solver.h"
@@ -422,6 +423,48 @@ static void test_train_too_long(void)
     if (!strstr(err.text, "length 20")) printf("\n%s", err.text);
 }
 
+/* Concatenate along the steps joins the masks (Keras): [e | c] with e masked (mask_zero) and
+ * c not (a Conv1D drops the mask) carries [mask | ones], which the masked mean after it
+ * reads: (sum of e over the real steps + sum of c over all) / (real steps + t). */
+static void test_concatenate_joins_masks(void)
+{
+    static const char *const yaml =
+        "input: {shape: [null], dtype: int32, max_length: 8}\n"
+        "layers:\n"
+        "  - Embedding: {name: e, input_dim: 9, output_dim: 3, mask_zero: true}\n"
+        "  - Conv1D: {name: c, filters: 3, kernel_size: 1, inputs: e}\n"
+        "  - Concatenate: {axis: 0, inputs: [e, c]}\n"
+        "  - GlobalAveragePooling1D: {}\n";
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(yaml, be, 2);
+    double worst = 0;
+    for (int t = 6; t <= 8; t += 2) {
+        int32_t ids[16] = {0};
+        for (int i = 0; i < 2; i++)
+            for (int s = 0; s < t - 2 - 3 * i; s++) ids[i * t + s] = token(i, s) % 8 + 1;
+        float *y = run_at(m, t, ids, 2);
+        CU_ASSERT_EQUAL(tfc_model_layer(m, 2)->out_shape.dim[0], 2 * t);
+        float e[48], c[48];
+        m->be->ops->download(m->be, e, m->bound[0].y, (size_t)2 * t * 3 * 4);
+        m->be->ops->download(m->be, c, m->bound[1].y, (size_t)2 * t * 3 * 4);
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < 3; k++) {
+                double sum = 0, n = t;
+                for (int s = 0; s < t; s++) {
+                    sum += c[(i * t + s) * 3 + k];
+                    if (ids[i * t + s]) sum += e[(i * t + s) * 3 + k], n++;
+                }
+                double d = fabs(y[i * 3 + k] - sum / n);
+                if (d > worst) worst = d;
+            }
+        free(y);
+    }
+    CU_ASSERT(worst < 1e-6);
+    if (worst >= 1e-6) printf("\nworst difference %g\n", worst);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
               {"conv1d_lengths", test_conv1d_lengths},
@@ -430,4 +473,5 @@ TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
               {"length_errors", test_length_errors},
               {"train_resume_exact", test_train_resume_exact},
               {"train_too_long", test_train_too_long}, {"predictor", test_predictor},
-              {"predict_tool", test_predict_tool})
+              {"predict_tool", test_predict_tool},
+              {"concatenate_joins_masks", test_concatenate_joins_masks})

@@ -242,6 +242,7 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
     l->mask_inputs = mask;
     l->mask_in = mask != 0;
     l->mask_out = mask && l->ops->keeps_mask;
+    l->joins_mask = 0;
     l->act = TFC_ACT_LINEAR;
     if (tfc_layer_channels_last(l, err) || l->ops->build(l, err)) return TFC_ERR_CONFIG;
     if (tfc_layer_out_numel(l) <= 0 || tfc_layer_out_numel(l) > (1ll << 31)) {

@@ -42,6 +42,10 @@ typedef struct tfc_bound {
     /* tfc_model_zero_grad ran and this layer's backward has not since: its parameters'
      * gradients count as zero but may hold anything (graph.c's grads_unset) */
     int grads_unset;
+    /* A layer that joins its inputs' masks (tfc_layer.joins_mask): its output's mask
+     * [max_batch, steps] on the device at mask_at in the arena, and its host copy */
+    size_t mask_at;
+    float *mask, *host_mask;
 } tfc_bound;
 
 /* `loss:`'s options (loss_options.c). */
