@@ -1,10 +1,12 @@
 /* Variable-length batches (input.shape [null, ...] with input.max_length): a model run on
  * batches padded to lengths 5, 9 and 17 gives each example the outputs it gets alone at
  * its own length (Embedding mask_zero -> GRU -> Dense, -> Bidirectional LSTM ->
- * GlobalMaxPooling1D, and a causal Conv1D over its valid steps); training on bucketed
- * batches of mixed lengths resumes exactly; a model whose parameters follow the length (a
- * Flatten after a Conv1D) is refused naming the layer, a batch longer than max_length names
- * its length, and a fixed-length model still refuses another length. */
+ * GlobalAveragePooling1D, and causal Conv1Ds over their valid steps), and a training step at
+ * a short length the gradients it gets padded to 17; training on bucketed batches of mixed
+ * lengths resumes exactly; a model whose parameters follow the length (a Flatten after a
+ * Conv1D) is refused naming the layer, a batch longer than max_length names its length, and
+ * a fixed-length model still refuses another length; the C API and tfc-predict run at a
+ * length. Also Concatenate along the steps joining its inputs' masks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +117,55 @@ static void same_as_alone(const char *yaml, int ints, int features, int per_step
 static void test_gru_lengths(void) { same_as_alone(gru_model, 1, 1, 0); }
 static void test_bidirectional_lstm_lengths(void) { same_as_alone(bidir_model, 1, 1, 0); }
 static void test_conv1d_lengths(void) { same_as_alone(conv_model, 0, 3, 1); }
+
+/* The parameters' gradients of one training step on ids [4, t] (labels 0, 1, 2, 0) at
+ * length t, downloaded into g. */
+static void grads_at(tfc_model *m, int t, const int32_t *ids, float *g)
+{
+    static const int32_t labels[4] = {0, 1, 2, 0};
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(tfc_model_set_length(m, t, &err) == TFC_OK);
+    tfc_model_zero_grad(m);
+    TFC_ASSERT(tfc_model_forward(m, ids, 4, 1, 1, 0, &err) == TFC_OK);
+    tfc_batch_result r;
+    TFC_ASSERT(tfc_model_loss(m, labels, 1, &r, &err) == TFC_OK);
+    tfc_model_backward(m);
+    float *dev = tfc_model_grads(m);
+    m->be->ops->download(m->be, g, dev, (size_t)tfc_model_trainable_count(m) * 4);
+}
+
+/* Training at a length shorter than max_length: a batch run at its own length 5 or 9 gets
+ * the gradients it gets padded to 17 (masked steps add nothing), so backward at a short
+ * length reads the buffers laid out for it. */
+static void same_grads(const char *yaml)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(yaml, be, 4);
+    const int64_t n = tfc_model_trainable_count(m);
+    float *g = malloc((size_t)n * 4), *padded = malloc((size_t)n * 4);
+    double worst = 0;
+    for (int t = 5; t <= 9; t += 4) {
+        int32_t ids[4 * 17] = {0}, wide[4 * 17] = {0};
+        for (int i = 0; i < 4; i++)
+            for (int s = 0; s < ex_len(i, t); s++)
+                ids[i * t + s] = wide[i * 17 + s] = token(i, s);
+        grads_at(m, t, ids, g);
+        grads_at(m, 17, wide, padded);
+        for (int64_t k = 0; k < n; k++) {
+            double d = fabs(g[k] - padded[k]) / (1e-3 + fabs(padded[k]));
+            if (d > worst) worst = d;
+        }
+    }
+    CU_ASSERT(worst <= 1e-4);
+    if (worst > 1e-4) printf("\nworst relative difference %g\n", worst);
+    free(g), free(padded);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+static void test_gru_grads(void) { same_grads(gru_model); }
+static void test_bidirectional_lstm_grads(void) { same_grads(bidir_model); }
 
 /* Memory is planned at max_length: binding sizes the activations for 17 steps, and running
  * at 5 leaves the plan as it is. */
@@ -467,7 +518,8 @@ static void test_concatenate_joins_masks(void)
 
 TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
-              {"conv1d_lengths", test_conv1d_lengths},
+              {"conv1d_lengths", test_conv1d_lengths}, {"gru_grads", test_gru_grads},
+              {"bidirectional_lstm_grads", test_bidirectional_lstm_grads},
               {"plan_at_max_length", test_plan_at_max_length},
               {"flatten_refused", test_flatten_refused}, {"input_rules", test_input_rules},
               {"length_errors", test_length_errors},
