@@ -215,7 +215,8 @@ static void test_flatten_refused(void)
             "  - Flatten: {}\n"
             "  - Dense: {units: 2, activation: softmax}\n",
             (const char *const[]){"varlen.yaml:5:", "layers[2].Dense", "'dense'", "kernel",
-                                  "(32, 2) at max_length 10", "(28, 2) at length 9", "(32,)", NULL});
+                                  "(32, 2) at max_length 10", "(28, 2) at length 9", "(32,)",
+                                  NULL});
 }
 
 static void test_input_rules(void)
@@ -516,6 +517,61 @@ static void test_concatenate_joins_masks(void)
     tfc_backend_free(be);
 }
 
+/* The max_length a solver gives a model without one, from its splits' stages: `pipeline`
+ * for the train split, `test` for the test split (NULL: none); 0 when it loads without. */
+static int64_t derived(const char *pipeline, const char *test, tfc_error *err)
+{
+    tfc_test_write("open_model.yaml",
+                   "input: {shape: [null], dtype: int32}\n"
+                   "layers: [{Embedding: {input_dim: 20, output_dim: 2, mask_zero: true}},\n"
+                   "         {GRU: {units: 2}}, {Dense: {units: 2, activation: softmax}}]\n",
+                   -1);
+    char solver[2048];
+    snprintf(solver, sizeof solver,
+             "model: open_model.yaml\n"
+             "data:\n"
+             "  train:\n"
+             "    source: {type: text, files: [a.txt], label: file, tokenizer: word}\n"
+             "    pipeline: %s\n"
+             "%s%s%s"
+             "max_iter: 1\n",
+             pipeline, test ? "  test:\n    source: {type: text, files: [a.txt], label: file, "
+                              "tokenizer: word}\n    pipeline: " : "",
+             test ? test : "", test ? "\n" : "");
+    tfc_solver_options o = {0};
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write("open_solver.yaml", solver, -1), &o, err);
+    int64_t n = s ? tfc_model_max_length(tfc_solver_model(s)) : 0;
+    tfc_solver_free(s);
+    return n;
+}
+
+static void test_max_length_from_pipeline(void)
+{
+    tfc_error err;
+    CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, {padded_batch: {batch_size: 4}}]",
+                            NULL, &err), 30);
+    CU_ASSERT_EQUAL(derived("[{map: {op: pad, length: 12}}, {batch: {batch_size: 4}}]", NULL, &err),
+                    12);
+    CU_ASSERT_EQUAL(derived("[{padded_batch: {batch_size: 4, padded_shapes: [25]}}]", NULL, &err),
+                    25);
+    CU_ASSERT_EQUAL(derived("[{bucket_by_sequence_length: {boundaries: [5, 9], "
+                            "batch_sizes: [2, 2, 2], pad_to_bucket_boundary: true}}]",
+                            NULL, &err), 8);
+    /* the longer of the two splits */
+    CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, {padded_batch: {batch_size: 4}}]",
+                            "[{map: {op: truncate, length: 40}}, {padded_batch: {batch_size: 4}}]",
+                            &err), 40);
+    /* an op after the truncation may change the length: unbounded, so asked for */
+    CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, {map: {op: reshape, shape: [-1]}}, "
+                            "{padded_batch: {batch_size: 4}}]", NULL, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs input.max_length"));
+    /* a test split without a bound: asked for */
+    CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, {padded_batch: {batch_size: 4}}]",
+                            "[{padded_batch: {batch_size: 4}}]", &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs input.max_length"));
+}
+
 TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
               {"conv1d_lengths", test_conv1d_lengths}, {"gru_grads", test_gru_grads},
@@ -526,4 +582,5 @@ TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
               {"train_resume_exact", test_train_resume_exact},
               {"train_too_long", test_train_too_long}, {"predictor", test_predictor},
               {"predict_tool", test_predict_tool},
-              {"concatenate_joins_masks", test_concatenate_joins_masks})
+              {"concatenate_joins_masks", test_concatenate_joins_masks},
+              {"max_length_from_pipeline", test_max_length_from_pipeline})

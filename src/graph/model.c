@@ -479,9 +479,12 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
             status = TFC_ERR_CONFIG;
         } else if (null_axis != (in.max_length > 0)) {
             const tfc_node *at = tfc_node_get(a.input, null_axis ? "shape" : "max_length");
-            status = tfc_node_error(err, TFC_ERR_CONFIG, at, null_axis ? "input.shape" : "input.max_length",
+            status = tfc_node_error(err, TFC_ERR_CONFIG, at,
+                                    null_axis ? "input.shape" : "input.max_length",
                                     null_axis ? "a null time axis needs input.max_length, the "
-                                                "longest sequence a batch may hold"
+                                                "longest sequence a batch may hold (a solver "
+                                                "takes it from its splits' truncate or pad map, "
+                                                "padded_shapes or pad_to_bucket_boundary)"
                                               : "max_length goes with a null first axis in "
                                                 "input.shape ([null] or [null, features])");
         } else if (in.shape.n > TFC_MAX_DIMS - 1) {
