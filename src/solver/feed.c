@@ -117,6 +117,15 @@ static tfc_status batch_size(const tfc_pipeline *p, const tfc_data_plan *plan,
     return TFC_OK;
 }
 
+/* The floats (or ids) of one example's features and labels at the model's current length */
+static void example_sizes(tfc_feed *f)
+{
+    tfc_model *m = f->model;
+    f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
+    f->label_numel = tfc_model_label_rows(m) *
+                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+}
+
 /* Checks the splits' specs, sizes the batches, binds the model and allocates the staging
  * buffers. The model is bound for the train batch (test batches run in slices of it), or
  * when evaluating for the test batch up to 256 examples, so memory and start-up do not grow
@@ -131,9 +140,7 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     /* staging for the longest sequences a model with a null time axis takes */
     if (tfc_model_max_length(m) && tfc_model_set_length(m, tfc_model_max_length(m), err))
         return err->code;
-    f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
-    f->label_numel = tfc_model_label_rows(m) *
-                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+    example_sizes(f);
     tfc_status st = TFC_OK;
     for (int k = 0; k < 2 && !st; k++) {
         if (!split[k]) continue;
@@ -271,9 +278,7 @@ static tfc_status follow_length(tfc_feed *f, const tfc_tensor *features, int bat
         tfc_error_prefix(err, "%s: ", key);
         return s;
     }
-    f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
-    f->label_numel = tfc_model_label_rows(m) *
-                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+    example_sizes(f);
     return TFC_OK;
 }
 
