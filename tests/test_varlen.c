@@ -1,12 +1,13 @@
 /* Variable-length batches (input.shape [null, ...] with input.max_length): a model run on
- * batches padded to lengths 5, 9 and 17 gives each example the outputs it gets alone at
- * its own length (Embedding mask_zero -> GRU -> Dense, -> Bidirectional LSTM ->
- * GlobalAveragePooling1D, and causal Conv1Ds over their valid steps), and a training step at
- * a short length the gradients it gets padded to 17; training on bucketed batches of mixed
- * lengths resumes exactly; a model whose parameters follow the length (a Flatten after a
- * Conv1D) is refused naming the layer, a batch longer than max_length names its length, and
- * a fixed-length model still refuses another length; the C API and tfc-predict run at a
- * length. Also Concatenate along the steps joining its inputs' masks. */
+ * batches padded to lengths 5, 9 and 17 gives each example the outputs it gets alone at its
+ * own length (Embedding mask_zero -> GRU or LSTM (on its ids path) -> Dense, ->
+ * Bidirectional LSTM -> GlobalAveragePooling1D, and causal Conv1Ds over their valid steps),
+ * and a training step at a short length the gradients it gets padded to 17; training on
+ * bucketed batches of mixed lengths resumes exactly; a model whose parameters follow the
+ * length (a Flatten after a Conv1D) is refused naming the layer, a batch longer than
+ * max_length names its length, and a fixed-length model still refuses another length; the C
+ * API and tfc-predict run at a length; a solver takes max_length from its pipelines. Also
+ * Concatenate along the steps joining its inputs' masks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,15 @@ static const char *const gru_model =
     "layers:\n"
     "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
     "  - GRU: {units: 6}\n"
+    "  - Dense: {units: 3, activation: softmax}\n";
+
+/* On the CPU this LSTM reads the Embedding's ids and table (12 rows, at most half the 68
+ * tokens of a batch at max_length), bound at 17 and kept at every length. */
+static const char *const lstm_model =
+    "input: {shape: [null], dtype: int32, max_length: 17}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
+    "  - LSTM: {units: 6}\n"
     "  - Dense: {units: 3, activation: softmax}\n";
 
 static const char *const bidir_model =
@@ -115,6 +125,15 @@ static void same_as_alone(const char *yaml, int ints, int features, int per_step
 }
 
 static void test_gru_lengths(void) { same_as_alone(gru_model, 1, 1, 0); }
+static void test_lstm_lengths(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(lstm_model, be, 4);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 1)->ids_vocab, 12); /* the ids path, as said above */
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    same_as_alone(lstm_model, 1, 1, 0);
+}
 static void test_bidirectional_lstm_lengths(void) { same_as_alone(bidir_model, 1, 1, 0); }
 static void test_conv1d_lengths(void) { same_as_alone(conv_model, 0, 3, 1); }
 
@@ -165,6 +184,7 @@ static void same_grads(const char *yaml)
 }
 
 static void test_gru_grads(void) { same_grads(gru_model); }
+static void test_lstm_grads(void) { same_grads(lstm_model); }
 static void test_bidirectional_lstm_grads(void) { same_grads(bidir_model); }
 
 /* Memory is planned at max_length: binding sizes the activations for 17 steps, and running
@@ -572,7 +592,8 @@ static void test_max_length_from_pipeline(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs input.max_length"));
 }
 
-TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths},
+TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths}, {"lstm_lengths", test_lstm_lengths},
+              {"lstm_grads", test_lstm_grads},
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
               {"conv1d_lengths", test_conv1d_lengths}, {"gru_grads", test_gru_grads},
               {"bidirectional_lstm_grads", test_bidirectional_lstm_grads},
