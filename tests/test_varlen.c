@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "graph/model_internal.h"
@@ -592,6 +593,53 @@ static void test_max_length_from_pipeline(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs input.max_length"));
 }
 
+/* Keras parity (tests/ref/keras_varlen.py): each fixture's model, its weights loaded by name,
+ * run at lengths 5, 9 and 17 on the fixture's x<T>, gives Keras's y<T> (a Keras model of
+ * input (None,) called at each length). */
+static void test_keras_parity(void)
+{
+    static const char *const cases[] = {"bidir_gru_mean", "concat_joins_masks", NULL};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    double worst_abs = 0, worst_rel = 0;
+    for (int c = 0; cases[c]; c++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/ref/varlen/%s.safetensors", cases[c]);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_st_file *f = tfc_st_open(path, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        tfc_model *m = bound_model(tfc_st_meta(f, "yaml"), be, 4);
+        tfc_weights_report rep = {0};
+        CU_ASSERT_EQUAL(tfc_model_load_weights(m, path, &rep, &err), TFC_OK);
+        CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.unused == 6);
+        free(rep.text);
+        for (int l = 0; l < 3; l++) {
+            const int t = (int[]){5, 9, 17}[l];
+            char xn[8], yn[8];
+            snprintf(xn, sizeof xn, "x%d", t);
+            snprintf(yn, sizeof yn, "y%d", t);
+            const tfc_st_tensor *x = tfc_st_find(f, xn), *y = tfc_st_find(f, yn);
+            TFC_ASSERT(x && y && x->shape.dim[1] == t);
+            void *ids = malloc(x->nbytes);
+            memcpy(ids, x->data, x->nbytes);
+            float *got = run_at(m, t, ids, 4), *want = malloc((size_t)y->numel * 4);
+            tfc_st_tensor_to_f32(y, want);
+            CU_ASSERT_EQUAL(y->numel, 4 * tfc_shape_numel(tfc_model_output_shape(m)));
+            for (int64_t k = 0; k < y->numel; k++) {
+                double d = fabs((double)got[k] - want[k]);
+                worst_abs = fmax(worst_abs, d);
+                worst_rel = fmax(worst_rel, d / fmax(fabs(want[k]), 1e-2));
+            }
+            free(ids), free(got), free(want);
+        }
+        tfc_model_free(m);
+        tfc_st_close(f);
+    }
+    CU_ASSERT(worst_rel <= 1e-5);
+    printf("\n  keras parity: max abs %.3g, max rel %.3g ", worst_abs, worst_rel);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths}, {"lstm_lengths", test_lstm_lengths},
               {"lstm_grads", test_lstm_grads},
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
@@ -604,4 +652,5 @@ TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths}, {"lstm_lengths", test
               {"train_too_long", test_train_too_long}, {"predictor", test_predictor},
               {"predict_tool", test_predict_tool},
               {"concatenate_joins_masks", test_concatenate_joins_masks},
-              {"max_length_from_pipeline", test_max_length_from_pipeline})
+              {"max_length_from_pipeline", test_max_length_from_pipeline},
+              {"keras_parity", test_keras_parity})
