@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/onnx.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
@@ -593,6 +594,29 @@ static void test_max_length_from_pipeline(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs input.max_length"));
 }
 
+/* tfc-export writes a model of variable length at max_length, and refuses a Concatenate that
+ * joins masks, naming it. */
+static void test_onnx_export(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = bound_model(gru_model, be, 1);
+    CU_ASSERT_EQUAL(tfc_onnx_export(m, NULL, tfc_test_path("gru.onnx"), &err), TFC_OK);
+    tfc_model_free(m);
+    m = bound_model("input: {shape: [null], dtype: int32, max_length: 8}\n"
+                    "layers:\n"
+                    "  - Embedding: {name: e, input_dim: 9, output_dim: 3, mask_zero: true}\n"
+                    "  - Concatenate: {name: join, axis: 0, inputs: [e, e]}\n"
+                    "  - GlobalAveragePooling1D: {}\n",
+                    be, 1);
+    CU_ASSERT_NOT_EQUAL(tfc_onnx_export(m, NULL, tfc_test_path("join.onnx"), &err), TFC_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "join"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "masks joined"));
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 /* Keras parity (tests/ref/keras_varlen.py): each fixture's model, its weights loaded by name,
  * run at lengths 5, 9 and 17 on the fixture's x<T>, gives Keras's y<T> (a Keras model of
  * input (None,) called at each length). */
@@ -653,4 +677,4 @@ TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths}, {"lstm_lengths", test
               {"predict_tool", test_predict_tool},
               {"concatenate_joins_masks", test_concatenate_joins_masks},
               {"max_length_from_pipeline", test_max_length_from_pipeline},
-              {"keras_parity", test_keras_parity})
+              {"keras_parity", test_keras_parity}, {"onnx_export", test_onnx_export})
