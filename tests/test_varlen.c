@@ -585,8 +585,9 @@ static void test_max_length_from_pipeline(void)
                             "[{map: {op: truncate, length: 40}}, {padded_batch: {batch_size: 4}}]",
                             &err), 40);
     /* an op after the truncation may change the length: unbounded, so asked for */
-    CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, {map: {op: reshape, shape: [-1]}}, "
-                            "{padded_batch: {batch_size: 4}}]", NULL, &err), 0);
+    CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, "
+                            "{map: {op: reshape, shape: [-1]}}, {padded_batch: {batch_size: 4}}]",
+                            NULL, &err), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs input.max_length"));
     /* a test split without a bound: asked for */
     CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, {padded_batch: {batch_size: 4}}]",
