@@ -93,7 +93,9 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
 
 /* which: 0 = input, 1 = output. Writes the per-example shape (batch axis excluded) into
  * dims[0..7] (0 past the rank) and returns its rank, or -1 for a NULL p or dims or another
- * `which`; *dtype (may be NULL) gets "float32" or "int32" (input token ids). */
+ * `which`; *dtype (may be NULL) gets "float32" or "int32" (input token ids). A model of
+ * variable length (input.shape [null, ...]) reports -1 for the input's first axis and for
+ * each output axis that follows it (tfc_predictor_run_length). */
 int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], const char **dtype);
 
 /* n examples of the input shape (float32, or int32 token ids, contiguous) -> n outputs
@@ -106,6 +108,14 @@ int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], cons
  * (omp_set_num_threads) is the predictor's during the call, and restored after. */
 int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
                       char *err, size_t err_size);
+
+/* tfc_predictor_run for examples of `length` steps (the input's first axis): 1 to
+ * input.max_length for a model of variable length, the model's own length for another; 0:
+ * that fixed length, or max_length. Each output has the shape the model gives at that length
+ * (the -1 axes of tfc_predictor_shape read `length`). A length out of range is -1 with err
+ * written. tfc_predictor_run is this with length 0. */
+int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
+                             float *output, char *err, size_t err_size);
 
 /* Frees the predictor and every copy of the model it made (NULL: nothing). Not while a run
  * on it is in progress. */

@@ -126,16 +126,21 @@ typedef struct examples {
     int mapped;      /* map ops were applied */
 } examples;
 
-/* An .npy array: examples along axis 0, or one example of the model's input shape. */
-static tfc_status load_npy(const char *path, const tfc_shape *in, examples *ex, tfc_error *err)
+/* An .npy array: examples along axis 0, or one example of the model's input shape (of its
+ * rank, for a model of variable length). */
+static tfc_status load_npy(const char *path, const tfc_model *model, examples *ex,
+                           tfc_error *err)
 {
+    const tfc_shape *in = tfc_model_input_shape(model);
     tfc_status s = tfc_npy_read(path, &ex->x, err);
     if (s) return s;
     tfc_shape *sh = &ex->x.shape;
     char buf[96];
     snprintf(ex->what, sizeof ex->what, "%s: array of shape %s", path,
              tfc_shape_str(sh, buf, sizeof buf));
-    if (!tfc_shape_equal(sh, in)) return TFC_OK;
+    /* with a null time axis (input.max_length) an array of the input's rank is one example */
+    int one = tfc_model_max_length(model) ? sh->ndim == in->ndim : tfc_shape_equal(sh, in);
+    if (!one) return TFC_OK;
     if (sh->ndim == TFC_MAX_DIMS)
         return tfc_error_set(err, TFC_ERR_DATA, "%s: too many dimensions", ex->what);
     for (int d = sh->ndim; d > 0; d--) sh->dim[d] = sh->dim[d - 1];
@@ -314,6 +319,15 @@ static tfc_status run(tfc_model *m, tfc_pipeline *p, int batch, const examples *
         tfc_shape one = b.features.shape;
         one.ndim--;
         memmove(one.dim, one.dim + 1, sizeof one.dim[0] * (size_t)one.ndim);
+        if (tfc_model_max_length(m) && one.ndim == in->ndim) { /* any length up to the max */
+            st = tfc_model_set_length(m, one.dim[0], err);
+            if (st) {
+                tfc_error_prefix(err, "%s: ", ex->what);
+                break;
+            }
+            per_in = tfc_shape_numel(in);
+            per_out = tfc_shape_numel(tfc_model_output_shape(m));
+        }
         if (!tfc_shape_equal(&one, in)) {
             char a[96], c[96];
             st = tfc_error_set(err, TFC_ERR_DATA, "%s does not hold examples of the model's "
@@ -495,7 +509,7 @@ int main(int argc, char **argv)
     }
     const tfc_shape *in = tfc_model_input_shape(m);
     examples ex = {0};
-    tfc_status s = npy ? load_npy(args.inputs.v[0], in, &ex, &err)
+    tfc_status s = npy ? load_npy(args.inputs.v[0], m, &ex, &err)
                  : args.text ? load_text(in, &ex, &err)
                              : load_images(in, &ex, &err);
     int64_t n = s ? 0 : ex.x.shape.dim[0];

@@ -207,6 +207,10 @@ int main(int argc, char **argv)
     char a[64], b[64], c[64], sh[96];
     if (!j) {
         printf("Model: \"%s\" (batch %d on %s)\n", tfc_model_name(m), batch, be->ops->name);
+        if (tfc_model_max_length(m))
+            printf("Sequences of any length up to input.max_length %lld: shapes, FLOPs and "
+                   "memory at %lld\n",
+                   (long long)tfc_model_max_length(m), (long long)tfc_model_max_length(m));
         printf("%-34s %-20s %11s %12s %12s %12s\n", "Layer (type)", "Output Shape", "Param #",
                "Fwd FLOPs", "Bwd FLOPs", "Kept (batch)");
     }

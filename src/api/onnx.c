@@ -1233,6 +1233,8 @@ static tref layer(exporter *x, const tfc_layer *l)
     } else if (!strcmp(type, "Reshape")) {
         t = nhwc(x, in);
         r = reshape(x, &t, &l->out_shape);
+    } else if (l->joins_mask) {
+        unsupported(x, l, "the masks joined along the steps have no ONNX form yet");
     } else if (!strcmp(type, "Add") || !strcmp(type, "Concatenate")) {
         r = merge(x, l, type[0] == 'C');
     } else if (!strcmp(type, "MultiHeadAttention")) {

@@ -135,6 +135,22 @@ static int spin_matches(int spin, char *err, size_t err_size)
     return 0;
 }
 
+/* The shapes tfc_predictor_shape reports: for a model of variable length, the axes that
+ * differ between max_length and one step less are -1 (the input's first, an output's time
+ * axis). The model is left at max_length. */
+static tfc_status axes(tfc_predictor *p, tfc_model *m, tfc_error *e)
+{
+    p->in_shape = *tfc_model_input_shape(m);
+    p->out_shape = *tfc_model_output_shape(m);
+    const int64_t max = tfc_model_max_length(m);
+    if (max < 2) return TFC_OK;
+    tfc_status s = tfc_model_set_length(m, max - 1, e);
+    for (int i = 0; !s && i < p->out_shape.ndim; i++)
+        if (tfc_model_output_shape(m)->dim[i] != p->out_shape.dim[i]) p->out_shape.dim[i] = -1;
+    p->in_shape.dim[0] = -1;
+    return s ? s : tfc_model_set_length(m, max, e);
+}
+
 tfc_predictor *tfc_predictor_open(const char *model_yaml, const char *weights_file,
                                   const char *device, char *err, size_t err_size)
 {
@@ -194,9 +210,8 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
         if (!s)
             w->be->ops->download(w->be, p->params, tfc_model_params(w->m),
                                  (size_t)p->nparams * 4);
-        p->in_shape = *tfc_model_input_shape(w->m);
-        p->out_shape = *tfc_model_output_shape(w->m);
         p->in_dtype = tfc_model_input_dtype(w->m);
+        if (!s) s = axes(p, w->m, &e);
     }
     if (!w || s) {
         report(&e, err, err_size);
@@ -243,8 +258,8 @@ static void give_back(tfc_predictor *p, worker *w, int is_new)
     pthread_mutex_unlock(&p->lock);
 }
 
-int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
-                      char *err, size_t err_size)
+int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
+                             float *output, char *err, size_t err_size)
 {
     if (!p) return fail(err, err_size, "tfc_predictor_run: no predictor (NULL)");
     if (!input || !output)
@@ -268,7 +283,11 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
     } else if (w->bound < batch) {
         s = worker_rebind(p, w, batch, &e);
     }
-    int64_t in_per = tfc_shape_numel(&p->in_shape), out_per = tfc_shape_numel(&p->out_shape);
+    /* length 0: the input's fixed length, or max_length (where the workers are bound) */
+    if (!s && (length || tfc_model_max_length(w->m)))
+        s = tfc_model_set_length(w->m, length ? length : tfc_model_max_length(w->m), &e);
+    int64_t in_per = s ? 0 : tfc_shape_numel(tfc_model_input_shape(w->m));
+    int64_t out_per = s ? 0 : tfc_shape_numel(tfc_model_output_shape(w->m));
     const int cpu = w && w->be->device < 0, turn = cpu && w->be->threads > 1;
     if (turn) pthread_mutex_lock(&cpu_turn);
     /* OpenBLAS and oneDNN take the calling thread's count where tfc does not pass one */
@@ -286,6 +305,12 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
         return -1;
     }
     return 0;
+}
+
+int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
+                      char *err, size_t err_size)
+{
+    return tfc_predictor_run_length(p, input, n, 0, output, err, err_size);
 }
 
 void tfc_predictor_close(tfc_predictor *p)

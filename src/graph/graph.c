@@ -20,6 +20,7 @@ void tfc_model_unbind(tfc_model *m)
     m->be->ops->free(m->be, m->arena);
     m->be->ops->free(m->be, m->params);
     m->be->ops->free(m->be, m->grads);
+    for (int i = 0; m->bound && i < m->nlayers; i++) free(m->bound[i].host_mask);
     free(m->bound);
     free(m->host_mask);
     free(m->host_target);
@@ -54,6 +55,44 @@ static void *alloc_or_report(tfc_backend *be, size_t bytes, const char *what, in
 static int64_t mask_steps(const tfc_model *m)
 {
     return m->mask_layer >= 0 ? m->layers[m->mask_layer].in_shape[0].dim[0] : 0;
+}
+
+/* The mask that layer i's output carries (it has mask_out), on the device or (host) its host
+ * copy: the one it makes by joining its inputs' masks, else its first masked input's, else
+ * (the masking Embedding) the model's; *steps gets its length. */
+static float *carried_mask(const tfc_model *m, int i, int host, int64_t *steps)
+{
+    const tfc_layer *l = &m->layers[i];
+    if (l->joins_mask) {
+        *steps = l->out_shape.dim[0];
+        return host ? m->bound[i].host_mask : m->bound[i].mask;
+    }
+    for (int j = 0; j < l->ninputs; j++)
+        if (l->mask_inputs >> j & 1) return carried_mask(m, l->inputs[j], host, steps);
+    *steps = mask_steps(m);
+    return host ? m->host_mask : m->mask;
+}
+
+/* The masks of the layers that join their inputs' (Concatenate along the steps), made on
+ * the host from the model's mask of this batch, in layer order, and uploaded. */
+static void join_masks(tfc_model *m, int batch)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        tfc_bound *b = &m->bound[i];
+        if (!l->joins_mask) continue;
+        const int64_t t = l->out_shape.dim[0];
+        for (int64_t n = 0, at = 0; n < batch; n++)
+            for (int j = 0; j < l->ninputs; j++) {
+                const int64_t tj = l->in_shape[j].dim[0];
+                int64_t steps;
+                const float *src = l->mask_inputs >> j & 1
+                                       ? carried_mask(m, l->inputs[j], 1, &steps) + n * tj
+                                       : NULL;
+                for (int64_t s = 0; s < tj; s++) b->host_mask[at++] = src ? src[s] : 1.f;
+            }
+        m->be->ops->upload(m->be, b->mask, b->host_mask, (size_t)batch * (size_t)t * 4);
+    }
 }
 
 /* n buffers of bytes[k], each in use over the steps [first[k], last[k]]: offsets in off[]
@@ -162,6 +201,11 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     size_t o = 0;
     L->x = o; o = align_up(o + in_bytes);
     if (m->mask_layer >= 0) { L->mask = o; o = align_up(o + B * (size_t)mask_steps(m) * 4); }
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].joins_mask) {
+            m->bound[i].mask_at = o;
+            o = align_up(o + B * (size_t)m->layers[i].out_shape.dim[0] * 4);
+        }
     L->labels = o; o = align_up(o + B * label_elems * 4);
     L->scalars = o; o = align_up(o + (size_t)(1 + m->nmetrics) * 4);
     if (smooth) { L->target = o; o = align_up(o + target_elems * 4); }
@@ -223,6 +267,7 @@ tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
     if (m->be)
         return tfc_error_set(err, TFC_ERR_USAGE, "model '%s' is bound: plan before binding",
                              m->name);
+    if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     if (!(m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound)))
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     plan_chains(m, be, max_batch); /* the layers' workspaces depend on it */
@@ -479,6 +524,8 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
 {
     tfc_model_unbind(m);
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
+    /* memory for the longest sequences (varlen.c) */
+    if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
     int64_t ntrain = m->trainable_count, nall = m->param_count;
@@ -548,7 +595,23 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
             b->dz = has_dz(l) ? (float *)(base + L.y[4 * i + 3] + b->grad_bytes / 2) : b->dy;
         }
         l->saved = l->saved_floats || l->fixed_floats ? (float *)(base + L.y[4 * i + 2]) : NULL;
-        l->mask = l->mask_in ? m->mask : NULL;
+        if (l->joins_mask) {
+            b->mask = (float *)(base + b->mask_at);
+            b->host_mask = malloc(B * (size_t)l->out_shape.dim[0] * 4);
+            if (!b->host_mask) {
+                free(L.y);
+                tfc_model_unbind(m);
+                return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            }
+        }
+    }
+    for (int i = 0; i < m->nlayers; i++) { /* each masked layer reads its input's mask */
+        tfc_layer *l = &m->layers[i];
+        l->mask = NULL;
+        for (int j = 0; j < l->ninputs && !l->mask; j++) {
+            int64_t steps;
+            if (l->mask_inputs >> j & 1) l->mask = carried_mask(m, l->inputs[j], 0, &steps);
+        }
     }
     free(L.y);
     m->max_batch = max_batch;
@@ -724,6 +787,7 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
         int64_t n = (int64_t)batch * mask_steps(m);
         for (int64_t k = 0; k < n; k++) m->host_mask[k] = ids[k] != 0 ? 1.f : 0.f;
         m->be->ops->upload(m->be, m->mask, m->host_mask, (size_t)n * 4);
+        join_masks(m, batch);
     }
     m->be->inference_pass = !training;
     for (int i = 0; i < m->nlayers; i++) {
@@ -754,12 +818,15 @@ tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad
     size_t label_bytes = (size_t)rows * 4 * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
     be->ops->upload(be, m->labels, labels, label_bytes);
     /* Sequence outputs that carry the mask count only real steps (Keras). */
-    const float *weight = NULL;
-    int64_t counted = rows;
-    if (last->mask_out && m->mask && m->label_rows == mask_steps(m)) {
-        weight = m->mask;
+    const float *weight = NULL, *host_weight = NULL;
+    int64_t counted = rows, steps = 0;
+    const float *carried = last->mask_out && m->mask ? carried_mask(m, m->nlayers - 1, 0, &steps)
+                                                     : NULL;
+    if (carried && m->label_rows == steps) {
+        weight = carried;
+        host_weight = carried_mask(m, m->nlayers - 1, 1, &steps);
         counted = 0;
-        for (int64_t r = 0; r < rows; r++) counted += m->host_mask[r] != 0;
+        for (int64_t r = 0; r < rows; r++) counted += host_weight[r] != 0;
     }
     const float *x = m->fused_loss ? b->z : b->y;
     int from_logits = m->fused_loss || !(last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID);
@@ -781,7 +848,7 @@ tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad
     const float *loss_weight = weight;
     int weighted = m->ex.training && m->row_weight;
     if (m->target || weighted) {
-        tfc_loss_targets(m, labels, rows, weight ? m->host_mask : NULL, m->host_target,
+        tfc_loss_targets(m, labels, rows, host_weight, m->host_target,
                          weighted ? m->host_weight : NULL);
         if (m->target) {
             be->ops->upload(be, m->target, m->host_target, (size_t)rows * (size_t)m->classes * 4);

@@ -36,7 +36,7 @@ static const tfc_field model_fields[] = {
     {"name", TFC_F_STRING, offsetof(model_args, name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "model name (default: the file's stem)"},
     {"input", TFC_F_NODE, offsetof(model_args, input), NULL, TFC_UNBOUNDED, NULL,
-     "{shape: [...], dtype: float32|int32}"},
+     "{shape: [...], dtype: float32|int32, max_length}"},
     {"layers", TFC_F_NODE, offsetof(model_args, layers), NULL, TFC_UNBOUNDED, NULL,
      "the list of layers"},
     {"loss", TFC_F_NODE, offsetof(model_args, loss), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
@@ -49,14 +49,44 @@ static const tfc_field model_fields[] = {
 typedef struct input_args {
     tfc_int_list shape;
     int dtype;
+    int max_length;
 } input_args;
 
 static const tfc_field input_fields[] = {
     {"shape", TFC_F_INT_LIST, offsetof(input_args, shape), NULL, 1, 1 << 30, NULL,
-     "one example's shape, channels last"},
+     "one example's shape, channels last; the first (time) axis may be null: any length"},
     {"dtype", TFC_F_ENUM, offsetof(input_args, dtype), "float32", TFC_UNBOUNDED, dtype_choices,
      "float32, or int32 for token ids"},
+    {"max_length", TFC_F_INT, offsetof(input_args, max_length), TFC_NO_DEFAULT, 1, 1 << 24,
+     NULL, "with a null first axis: the longest sequence a batch may hold (memory is planned "
+     "for it)"},
     {NULL}};
+
+/* input.shape with a null first axis (`[null]`, `[~, F]`): a copy of the input mapping
+ * whose first axis reads 1, for the schema, and *null_axis = 1; `input` itself otherwise.
+ * A null on any other axis is an error. */
+static tfc_status null_time_axis(tfc_model *m, const tfc_node *input, const tfc_node **out,
+                                 int *null_axis, tfc_error *err)
+{
+    *out = input;
+    *null_axis = 0;
+    const tfc_node *shape = input && input->kind == TFC_NODE_MAP ? tfc_node_get(input, "shape")
+                                                                 : NULL;
+    if (!shape || shape->kind != TFC_NODE_SEQ) return TFC_OK;
+    for (int i = 1; i < shape->n; i++)
+        if (tfc_node_is_null(shape->vals[i]))
+            return tfc_node_error(err, TFC_ERR_CONFIG, shape->vals[i], "input.shape",
+                                  "only the first (time) axis may be null (any length)");
+    if (shape->n == 0 || !tfc_node_is_null(shape->vals[0])) return TFC_OK;
+    tfc_node *copy = tfc_node_copy(m->doc_scratch, input);
+    tfc_node *seq = copy ? tfc_node_get(copy, "shape") : NULL;
+    tfc_node *one = seq ? tfc_node_new_scalar(m->doc_scratch, shape->vals[0], "1", 0) : NULL;
+    if (!one) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    seq->vals[0] = one;
+    *out = copy;
+    *null_axis = 1;
+    return TFC_OK;
+}
 
 /* Keras's default layer names: the class name in snake case (Conv2D → conv2d,
  * MaxPooling2D → max_pooling2d), as keras.utils.to_snake_case. */
@@ -200,6 +230,29 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
     return TFC_OK;
 }
 
+tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
+{
+    unsigned mask = 0;
+    for (int j = 0; j < l->ninputs; j++) {
+        int p = l->inputs[j];
+        l->in_shape[j] = p < 0 ? m->input_shape : m->layers[p].out_shape;
+        l->in_dtype[j] = p < 0 ? m->input_dtype : TFC_F32;
+        if (p >= 0 && m->layers[p].mask_out) mask |= 1u << j;
+    }
+    l->mask_inputs = mask;
+    l->mask_in = mask != 0;
+    l->mask_out = mask && l->ops->keeps_mask;
+    l->joins_mask = 0;
+    l->act = TFC_ACT_LINEAR;
+    if (tfc_layer_channels_last(l, err) || l->ops->build(l, err)) return TFC_ERR_CONFIG;
+    if (tfc_layer_out_numel(l) <= 0 || tfc_layer_out_numel(l) > (1ll << 31)) {
+        char buf[96];
+        return tfc_layer_error(err, l, "output shape %s is empty or too large",
+                               tfc_shape_str(&l->out_shape, buf, sizeof buf));
+    }
+    return TFC_OK;
+}
+
 static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
 {
     if (list->kind != TFC_NODE_SEQ || list->n == 0)
@@ -312,29 +365,13 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         }
         if (status) continue; /* shapes after an earlier error would only echo it */
         int bad = 0;
-        unsigned mask = 0;
         for (int j = 0; j < l->ninputs; j++) {
             int p = l->inputs[j];
             if (p >= 0 && m->layers[p].out_shape.ndim == 0 && !m->layers[p].ops) bad = 1;
-            l->in_shape[j] = p < 0 ? m->input_shape : m->layers[p].out_shape;
-            l->in_dtype[j] = p < 0 ? m->input_dtype : TFC_F32;
-            if (p >= 0 && m->layers[p].mask_out) mask |= 1u << j;
         }
         if (bad) continue;
-        l->mask_inputs = mask;
-        l->mask_in = mask != 0;
-        l->mask_out = mask && l->ops->keeps_mask;
-        l->act = TFC_ACT_LINEAR;
         l->max_batch = 1;
-        if (tfc_layer_channels_last(l, err) || l->ops->build(l, err)) {
-            status = TFC_ERR_CONFIG;
-            continue;
-        }
-        if (tfc_layer_out_numel(l) <= 0 || tfc_layer_out_numel(l) > (1ll << 31)) {
-            char buf[96];
-            status = tfc_layer_error(err, l, "output shape %s is empty or too large",
-                                     tfc_shape_str(&l->out_shape, buf, sizeof buf));
-        }
+        if (tfc_model_derive_layer(m, l, err)) status = TFC_ERR_CONFIG;
     }
     return status;
 }
@@ -435,14 +472,28 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
         snprintf(m->name, sizeof m->name, "%s", a.name ? a.name : name ? name : "model");
         if (tfc_loss_options_read(a.loss, &m->loss, &m->loss_opt, err)) status = TFC_ERR_CONFIG;
         input_args in;
-        if (tfc_schema_apply(input_fields, a.input, "input", &in, err)) {
+        const tfc_node *input;
+        int null_axis;
+        if (null_time_axis(m, a.input, &input, &null_axis, err) ||
+            tfc_schema_apply(input_fields, input, "input", &in, err)) {
             status = TFC_ERR_CONFIG;
+        } else if (null_axis != (in.max_length > 0)) {
+            const tfc_node *at = tfc_node_get(a.input, null_axis ? "shape" : "max_length");
+            status = tfc_node_error(err, TFC_ERR_CONFIG, at,
+                                    null_axis ? "input.shape" : "input.max_length",
+                                    null_axis ? "a null time axis needs input.max_length, the "
+                                                "longest sequence a batch may hold (a solver "
+                                                "takes it from its splits' truncate or pad map, "
+                                                "padded_shapes or pad_to_bucket_boundary)"
+                                              : "max_length goes with a null first axis in "
+                                                "input.shape ([null] or [null, features])");
         } else if (in.shape.n > TFC_MAX_DIMS - 1) {
             status = tfc_node_error(err, TFC_ERR_CONFIG, a.input, "input.shape",
                                     "at most %d dimensions", TFC_MAX_DIMS - 1);
         } else {
             m->input_shape.ndim = in.shape.n;
             for (int i = 0; i < in.shape.n; i++) m->input_shape.dim[i] = in.shape.v[i];
+            if (null_axis) m->input_shape.dim[0] = m->max_length = in.max_length;
             m->input_dtype = dtype_values[in.dtype];
             if (tfc_shape_numel(&m->input_shape) > (1ll << 30))
                 status = tfc_node_error(err, TFC_ERR_CONFIG, a.input, "input.shape",
@@ -453,6 +504,7 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
         /* A model file without `loss:` may be meant for inference only: its default loss is
          * checked where it is used (tfc_model_check_loss: training, evaluation, tfc-time). */
         if (status == TFC_OK) set_classes(m);
+        if (status == TFC_OK && m->max_length) status = tfc_model_check_varlen(m, err);
         if (status == TFC_OK && a.loss) status = check_loss(m, root, err);
         else if (status == TFC_OK) m->loss_unusable = check_loss(m, NULL, NULL) != TFC_OK;
         if (status == TFC_OK && !m->loss_unusable) status = check_metrics(m, root, err);
@@ -505,6 +557,7 @@ void tfc_model_free(tfc_model *m)
         free(l->args);
     }
     free(m->layers);
+    free(m->caps);
     tfc_model_set_class_names(m, NULL, 0, NULL);
     tfc_loss_options_free(&m->loss_opt);
     tfc_doc_free(m->doc_scratch);

@@ -83,6 +83,18 @@ int tfc_model_classes(const tfc_model *m);
 /* Rows of labels per example: 1, or T for sequence outputs. */
 int64_t tfc_model_label_rows(const tfc_model *m);
 
+/* Variable-length sequences (SPEC §1 input.shape [null, ...]): the longest length a batch
+ * may hold (input.max_length), or 0 for a model whose input shape is fixed. */
+int64_t tfc_model_max_length(const tfc_model *m);
+
+/* Re-derives every layer's shapes for batches of sequences of length t (the first axis of
+ * the input); tfc_model_input_shape and the output shape then read at t, and the following
+ * forward passes take [batch, t, ...] inputs in the buffers bound at max_length. Parameters
+ * and bound memory stay. A fixed-shape model takes only its own length. Errors:
+ * TFC_ERR_DATA for a length outside [1, max_length] or one a layer cannot take (the
+ * layer's message, naming it); the model then stays at its previous length. */
+tfc_status tfc_model_set_length(tfc_model *m, int64_t t, tfc_error *err);
+
 /* Trainable and total parameter floats. */
 int64_t tfc_model_trainable_count(const tfc_model *m);
 int64_t tfc_model_param_count(const tfc_model *m);

@@ -42,6 +42,10 @@ typedef struct tfc_bound {
     /* tfc_model_zero_grad ran and this layer's backward has not since: its parameters'
      * gradients count as zero but may hold anything (graph.c's grads_unset) */
     int grads_unset;
+    /* A layer that joins its inputs' masks (tfc_layer.joins_mask): its output's mask
+     * [max_batch, steps] on the device at mask_at in the arena, and its host copy */
+    size_t mask_at;
+    float *mask, *host_mask;
 } tfc_bound;
 
 /* `loss:`'s options (loss_options.c). */
@@ -76,8 +80,11 @@ struct tfc_model {
     void *held;
     tfc_layer *layers;
     int nlayers;
-    tfc_shape input_shape;
+    tfc_shape input_shape; /* at the current sequence length (varlen.c) */
     tfc_dtype input_dtype;
+    int64_t max_length;    /* input.shape's first axis is null: its longest length; else 0 */
+    int64_t *caps;         /* with max_length: per layer, its output's and saved buffer's
+                              floats per example at max_length (what bind sizes them for) */
     tfc_loss_kind loss;
     tfc_loss_options loss_opt;
     tfc_metric metrics[TFC_MAX_METRICS];
@@ -115,5 +122,13 @@ struct tfc_model {
     int want_input_grad;
     int inference_only;    /* bound by tfc_model_bind_inference: no gradients, shared buffers */
 };
+
+/* Layer l's input shapes, dtypes and mask bits from its producers (the model input's for
+ * -1), then its build; errors name the layer (model.c). */
+tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err);
+
+/* With max_length, once the layers are built at it: records the caps and refuses, naming
+ * the layer, a model whose parameters change with the sequence length (varlen.c). */
+tfc_status tfc_model_check_varlen(tfc_model *m, tfc_error *err);
 
 #endif

@@ -149,6 +149,11 @@ struct tfc_layer {
     int mask_out;                  /* the output carries it: set by the graph to
                                       mask_in && ops->keeps_mask; build may change it */
     const float *mask;             /* bound: [batch, T] sequence mask when mask_in, else NULL */
+    int joins_mask;                /* set by build: the output's mask is the inputs' masks
+                                      joined along the time axis, ones for an input without
+                                      one (Concatenate of sequences on their axis 0); the
+                                      graph makes it per batch. 0: the output's mask (with
+                                      mask_out) is its input's */
     uint64_t rng_key;              /* this layer's random stream (dropout) */
     int64_t id_limit;              /* token inputs must lie in [0, id_limit); 0: no check */
     int64_t ids_vocab;             /* takes_ids: set by the graph before plan when this layer

@@ -1,7 +1,9 @@
 /* Add, Concatenate and Multiply (keras.layers), the merge layers that make residual,
  * multi-branch and gated graphs; list their producers in `inputs:`.
  *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy
- *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy
+ *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy;
+ *                under a sequence mask, along the steps (axis 0 of sequences) the output's
+ *                mask is the inputs' masks joined, ones for an input without one (Keras)
  *   Multiply:    y = x_1 * ... * x_k element-wise;  dx_i += dy * prod_{j != i} x_j, summed
  *                over the broadcast axes for an input of one channel vector (1, ..., 1, C)
  *                broadcast over the others (squeeze-and-excitation's scale)
@@ -88,6 +90,9 @@ static tfc_status concat_build(tfc_layer *l, tfc_error *err)
                                    tfc_shape_str(s, b2, sizeof b2));
         l->out_shape.dim[ax] += s->dim[ax];
     }
+    /* Keras: along the steps of sequences the masks are joined too (ones for an input
+     * without one); along another axis every input's mask is the same one */
+    l->joins_mask = l->mask_in && ax == 0 && nd >= 2;
     return TFC_OK;
 }
 

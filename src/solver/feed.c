@@ -45,6 +45,13 @@ static tfc_status check_features(const tfc_feed *f, const tfc_element_spec *es,
     const tfc_shape *in = tfc_model_input_shape(f->model);
     char want[96], got[160];
     tfc_shape_str(in, want, sizeof want);
+    if (tfc_model_max_length(f->model)) { /* (null, F) with max_length */
+        int k = snprintf(want, sizeof want, "(null");
+        for (int i = 1; i < in->ndim; i++)
+            k += snprintf(want + k, sizeof want - (size_t)k, ", %lld", (long long)in->dim[i]);
+        snprintf(want + k, sizeof want - (size_t)k, ") with input.max_length %lld",
+                 (long long)tfc_model_max_length(f->model));
+    }
     tfc_data_spec_str(c, got, sizeof got);
     int skip = es->batched ? 1 : 0;
     if (!usable_dtype(c->dtype))
@@ -55,8 +62,12 @@ static tfc_status check_features(const tfc_feed *f, const tfc_element_spec *es,
                               "yields %s features, but the model takes int32 token ids", got);
     if (c->shape.ndim < 0) return TFC_OK;
     int bad = c->shape.ndim - skip != in->ndim;
+    /* a model with a null time axis takes any length up to input.max_length */
+    const int64_t max_length = tfc_model_max_length(f->model);
     for (int i = 0; !bad && i < in->ndim; i++)
-        bad = c->shape.dim[i + skip] >= 0 && c->shape.dim[i + skip] != in->dim[i];
+        bad = c->shape.dim[i + skip] >= 0 &&
+              (i == 0 && max_length ? c->shape.dim[skip] > max_length
+                                    : c->shape.dim[i + skip] != in->dim[i]);
     if (!bad) return TFC_OK;
     tfc_node_error(err, TFC_ERR_CONFIG, split, key,
                    "yields features %s%s, but the model's input is %s per example", got,
@@ -135,6 +146,15 @@ static tfc_status batch_size(const tfc_pipeline *p, const tfc_data_plan *plan,
     return TFC_OK;
 }
 
+/* The floats (or ids) of one example's features and labels at the model's current length */
+static void example_sizes(tfc_feed *f)
+{
+    tfc_model *m = f->model;
+    f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
+    f->label_numel = tfc_model_label_rows(m) *
+                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+}
+
 /* Checks the splits' specs, sizes the batches, binds the model and allocates the staging
  * buffers. The model is bound for the train batch (test batches run in slices of it), or
  * when evaluating for the test batch up to 256 examples, so memory and start-up do not grow
@@ -146,9 +166,10 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     const tfc_node *node[2] = {s->cfg.train, s->cfg.test};
     const tfc_data_plan *plan[2] = {&s->cfg.train_plan, &s->cfg.test_plan};
     const char *key[2] = {"data.train", "data.test"};
-    f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
-    f->label_numel = tfc_model_label_rows(m) *
-                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+    /* staging for the longest sequences a model with a null time axis takes */
+    if (tfc_model_max_length(m) && tfc_model_set_length(m, tfc_model_max_length(m), err))
+        return err->code;
+    example_sizes(f);
     tfc_status st = TFC_OK;
     for (int k = 0; k < 2 && !st; k++) {
         if (!split[k]) continue;
@@ -277,6 +298,23 @@ static int64_t convert(void *dst, int ints, const tfc_tensor *src, int64_t from,
     return -1;
 }
 
+/* A model with a null time axis (tfc_model_max_length) set to the length of this batch of
+ * features (their axis after the batch's): the sizes of an example's features and labels
+ * follow it. */
+static tfc_status follow_length(tfc_feed *f, const tfc_tensor *features, int batched,
+                                const char *key, tfc_error *err)
+{
+    tfc_model *m = f->model;
+    if (!tfc_model_max_length(m) || features->shape.ndim < 1 + batched) return TFC_OK;
+    tfc_status s = tfc_model_set_length(m, features->shape.dim[batched], err);
+    if (s) {
+        tfc_error_prefix(err, "%s: ", key);
+        return s;
+    }
+    example_sizes(f);
+    return TFC_OK;
+}
+
 /* Checks a batch of n examples against the staging size and the model's layout. */
 static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, int64_t n, const char *key,
                               tfc_error *err)
@@ -390,7 +428,8 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
     *more = 1;
     int batched = tfc_pipeline_element_spec(p)->batched;
     int64_t count = batched && b.features.shape.ndim > 0 ? b.features.shape.dim[0] : 1;
-    s = check_batch(f, &b, count, key, err);
+    s = follow_length(f, &b.features, batched, key, err);
+    if (!s) s = check_batch(f, &b, count, key, err);
     if (s) return s;
     /* a dealt split's batches are this rank's already */
     int nr = f->nranks > 1 && tfc_pipeline_shard_count(p) == 1 ? f->nranks : 1;

@@ -227,6 +227,12 @@ tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend
 /* The next training batch into f->x / f->y, *n examples (of a data-parallel run: this
  * rank's rows of it); the train split is read again from its start when it ends, as
  * `repeat` would (an empty split is TFC_ERR_DATA). */
+/* A model mapping whose input.shape has a null time axis and no max_length gets
+ * input.max_length (a node made in `doc`) from the train and test splits' stages where they
+ * bound the features' length (max_length.c); otherwise it is left as it is. */
+tfc_status tfc_solver_default_max_length(tfc_doc *doc, tfc_node *model, const tfc_node *train,
+                                         const tfc_node *test, tfc_error *err);
+
 tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err);
 /* The next test batch into f->x / f->y, *n examples (this rank's rows); *more = 0 at the end
  * of the split (a rank may get *n = 0 rows of a small last batch with *more = 1). */

@@ -366,6 +366,8 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
         snprintf(stem, sizeof stem, "%s", b ? b + 1 : path);
         char *dot = strrchr(stem, '.');
         if (dot && dot != stem) *dot = 0;
+        if (tfc_solver_default_max_length(s->doc, (tfc_node *)a.model, c->train, c->test, err))
+            return NULL;
         s->model = tfc_model_from_node(a.model, stem, err);
         if (!s->model || tfc_model_check_loss(s->model, err)) status = TFC_ERR_CONFIG;
         else if (!status && read_callbacks(c, s->model, a.early_stopping, a.lr_policy, err))
