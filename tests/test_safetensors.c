@@ -482,13 +482,13 @@ static void test_open_errors(void)
     tfc_error_clear(&err);
     const char *missing = tfc_test_path("missing.safetensors");
     CU_ASSERT_PTR_NULL(tfc_st_open(missing, &err));
-    CU_ASSERT_EQUAL(err.code, TFC_ERR_IO);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_USAGE); /* missing or a folder: the user's mistake */
     CU_ASSERT_STRING_EQUAL(err.file, missing);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "No such file or directory"));
 
     tfc_error_clear(&err);
     CU_ASSERT_PTR_NULL(tfc_st_open(tfc_test_tmpdir(), &err));
-    CU_ASSERT_EQUAL(err.code, TFC_ERR_IO);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Is a directory"));
 
     /* A file whose data was cut short: the header is checked against the real size. */
@@ -601,10 +601,11 @@ static void test_read_all(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "file is 100 bytes, more than the limit of 99 bytes"));
     CU_ASSERT_STRING_EQUAL(err.file, path);
     tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_path("nope"), 10, &buf, &len, &err), TFC_ERR_IO);
+    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_path("nope"), 10, &buf, &len, &err),
+                    TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "No such file or directory"));
     tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_tmpdir(), 10, &buf, &len, &err), TFC_ERR_IO);
+    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_tmpdir(), 10, &buf, &len, &err), TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Is a directory"));
     /* /proc files report size 0: the buffer grows as they are read, and the limit holds. */
     tfc_error_clear(&err);

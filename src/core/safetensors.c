@@ -424,7 +424,7 @@ static tfc_st_file *open_fail(int fd, void *mem, const char *path, const char *w
 {
     free(mem);
     close(fd);
-    tfc_error_at(err, TFC_ERR_IO, path, 0, 0, NULL, NULL, "%s: %s", what,
+    tfc_error_at(err, tfc_open_status(e), path, 0, 0, NULL, NULL, "%s: %s", what,
                  e ? strerror(e) : "unexpected end of file (was it changed while being read?)");
     return NULL;
 }
@@ -433,7 +433,8 @@ tfc_st_file *tfc_st_open(const char *path, tfc_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        tfc_error_at(err, TFC_ERR_IO, path, 0, 0, NULL, NULL, "cannot open: %s", strerror(errno));
+        tfc_error_at(err, tfc_open_status(errno), path, 0, 0, NULL, NULL, "cannot open: %s",
+                     strerror(errno));
         return NULL;
     }
     struct stat st;

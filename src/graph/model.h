@@ -239,10 +239,11 @@ typedef struct tfc_weights_report {
 } tfc_weights_report;
 
 /* Loads parameters by name. Strict (rep NULL): every parameter must be present with its
- * exact shape, else TFC_ERR_FORMAT naming the first culprit. By name (rep given, for
- * fine-tuning): matching tensors are loaded, the others reported and left as initialised.
- * Any float or integer dtype converts to float32. Strict loads also take the file's class
- * names (metadata "classes") when it has as many as the output has classes. */
+ * exact shape, else TFC_ERR_USAGE (the weights of another model: exit 2) naming the first
+ * culprit. By name (rep given, for fine-tuning): matching tensors are loaded, the others
+ * reported and left as initialised. Any float or integer dtype converts to float32. Strict
+ * loads also take the file's class names (metadata "classes") when it has as many as the
+ * output has classes. */
 tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_report *rep,
                                   tfc_error *err);
 

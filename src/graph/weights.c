@@ -155,7 +155,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
             const tfc_st_tensor *t = tfc_st_find(f, name);
             if (!t) {
                 if (!rep) {
-                    s = tfc_error_set(err, TFC_ERR_FORMAT, "%s: no tensor '%s' %s for layer '%s'",
+                    s = tfc_error_set(err, TFC_ERR_USAGE, "%s: no tensor '%s' %s for layer '%s'",
                                       path, name, want, l->name);
                     break;
                 }
@@ -167,7 +167,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
             if (!tfc_shape_equal(&t->shape, &pr->shape)) {
                 tfc_shape_str(&t->shape, got, sizeof got);
                 if (!rep) {
-                    s = tfc_error_set(err, TFC_ERR_FORMAT,
+                    s = tfc_error_set(err, TFC_ERR_USAGE,
                                       "%s: tensor '%s' has shape %s, the model needs %s", path,
                                       name, got, want);
                     break;

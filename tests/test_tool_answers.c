@@ -1,0 +1,112 @@
+/* What the tools say when a user names the wrong thing, walked as a user meets it ($TFC_BIN,
+ * as make test builds them; issue 43 "what the tools say"): one exit-code rule for a named
+ * file that is missing or of the wrong kind (2, SPEC §3) across every tool. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* Runs the tool command line `fmt` (the tools' folder first on PATH) in the scratch folder
+ * and asserts its exit status and that its output holds `want` (NULL: anything). */
+static void check(int code, const char *want, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void check(int code, const char *want, const char *fmt, ...)
+{
+    char line[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "export PATH='%s':\"$PATH\"; %s", tfc_test_bin("tfc-train"), line);
+    tfc_test_sh_expect(code, cmd, want, NULL);
+}
+
+/* Two tiny solvers of different models (tiny.yaml, other.yaml: other layer names), npy data
+ * beside them, and a short run of each (runs a/ and b/, a snapshot at iteration 4). */
+static int write_runs(void)
+{
+    if (!tfc_test_bin("tfc-train")) return 0;
+    tfc_test_write_split("x.npy", "y.npy", 64, 11);
+    static const char *yaml =
+        "model:\n"
+        "  name: %s\n"
+        "  input: {shape: [16]}\n"
+        "  layers:\n"
+        "    - Dense: {name: %s, units: 8, activation: relu}\n"
+        "    - Dense: {name: %s, units: 4}\n"
+        "data:\n"
+        "  train:\n"
+        "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+        "    pipeline: [{repeat: {}}, {batch: {batch_size: 16}}]\n"
+        "  test:\n"
+        "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+        "    pipeline: [{batch: {batch_size: 32}}]\n"
+        "optimizer: {type: adam, learning_rate: 0.01}\n"
+        "max_iter: 4\n"
+        "test_interval: 4\n"
+        "snapshot: {interval: 4}\n"
+        "seed: 7\n";
+    char text[2048];
+    snprintf(text, sizeof text, yaml, "tiny", "hidden", "out");
+    tfc_test_write("tiny.yaml", text, -1);
+    snprintf(text, sizeof text, yaml, "other", "wide", "head");
+    tfc_test_write("other.yaml", text, -1);
+    check(0, NULL, "tfc-train tiny.yaml --out a --threads 1 && "
+          "tfc-train other.yaml --out b --threads 1");
+    return CU_get_number_of_failures() == 0;
+}
+
+/* ---- 14. a named file that is missing or of the wrong kind: exit 2 in every tool -------- */
+
+static void test_exit_code_rule(void)
+{
+    if (!write_runs()) return;
+    const char *w = "a/final.safetensors", *state = "a/snapshots/tiny_iter_4.state";
+    const char *theirs = "b/final.safetensors";
+    /* weights of another model */
+    check(2, "matches a variable of this model", "tfc-train tiny.yaml --out t1 --weights %s",
+          theirs);
+    check(2, "no tensor 'hidden/kernel'", "tfc-test tiny.yaml --weights %s", theirs);
+    check(2, "no tensor 'hidden/kernel'", "tfc-predict tiny.yaml --weights %s --input x.npy "
+          "--output p.npy", theirs);
+    check(2, "no tensor 'hidden/kernel'", "tfc-export tiny.yaml --weights %s --onnx m.onnx",
+          theirs);
+    /* a weights file given to --resume, a state given to --weights */
+    check(2, "is not a tfc state file", "tfc-train tiny.yaml --out t2 --resume %s", w);
+    check(2, "is a snapshot state", "tfc-train tiny.yaml --out t3 --weights %s", state);
+    check(2, "is a snapshot state", "tfc-test tiny.yaml --weights %s", state);
+    check(2, "is a snapshot state", "tfc-predict tiny.yaml --weights %s --input x.npy "
+          "--output p.npy", state);
+    /* a missing weights file, state file, model file, data file, image folder, run folder */
+    check(2, "nope.safetensors: error: cannot open", "tfc-test tiny.yaml --weights "
+          "nope.safetensors");
+    check(2, "nope.safetensors: error: cannot open", "tfc-predict tiny.yaml --weights "
+          "nope.safetensors --input x.npy --output p.npy");
+    check(2, "nope.safetensors: error: cannot open", "tfc-inspect nope.safetensors");
+    check(2, "nope.safetensors: error: cannot open", "tfc-train tiny.yaml --out t4 --weights "
+          "nope.safetensors");
+    check(2, "nope.state: error: cannot open", "tfc-train tiny.yaml --out t5 --resume nope.state");
+    check(2, "nope.yaml: error: cannot open", "tfc-train nope.yaml --out t6");
+    check(2, "nope.yaml: error: cannot open", "tfc-summary nope.yaml");
+    check(2, "nope.npy: error: cannot open", "tfc-predict tiny.yaml --weights %s --input "
+          "nope.npy --output p.npy", w);
+    check(2, "nope.npy: error: cannot open", "tfc-train tiny.yaml --out t7 "
+          "--set data.train.source.features=nope.npy");
+    check(2, "nope.npy: error: cannot open", "tfc-test tiny.yaml --weights %s "
+          "--set data.test.source.features=nope.npy", w);
+    tfc_test_write("images.yaml", "data:\n  train:\n    source: {type: images, directory: "
+                   "nowhere}\n    pipeline: [{batch: {batch_size: 2}}]\n", -1);
+    check(2, "cannot open folder ./nowhere", "tfc-data images.yaml");
+    check(2, "a: error: cannot read: Is a directory", "tfc-test tiny.yaml --weights a");
+    check(2, "nowhere: No such file or directory", "tfc-ctl nowhere stop");
+    check(2, "no model 'nosuch'", "tfc-zoo info nosuch");
+    /* a file that is there but damaged stays a runtime failure (1) */
+    tfc_test_write("cut.npy", "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': "
+                   "False, 'shape': (64, 16), }", -1);
+    check(1, "cut.npy", "tfc-test tiny.yaml --weights %s --set data.test.source.features="
+          "cut.npy", w);
+}
+
+TFC_TEST_MAIN("tool_answers", {"exit_code_rule", test_exit_code_rule})
