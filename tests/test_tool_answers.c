@@ -109,4 +109,69 @@ static void test_exit_code_rule(void)
           "cut.npy", w);
 }
 
-TFC_TEST_MAIN("tool_answers", {"exit_code_rule", test_exit_code_rule})
+/* ---- 18. tfc-predict --text: the run's vocabulary, and no other -------------------------- */
+
+/* A text classifier of two files' lines (label: file) with `tokenizer`, trained a few steps
+ * into run `out`. */
+static int train_text(const char *out, const char *tokenizer)
+{
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "model:\n"
+             "  name: topic\n"
+             "  input: {shape: [12], dtype: int32}\n"
+             "  layers:\n"
+             "    - Embedding: {input_dim: 64, output_dim: 4, mask_zero: true}\n"
+             "    - GlobalAveragePooling1D: {}\n"
+             "    - Dense: {units: 2, activation: softmax}\n"
+             "data:\n"
+             "  train:\n"
+             "    source: {type: text, files: [cats.txt, dogs.txt], label: file, "
+             "tokenizer: %s}\n"
+             "    pipeline: [{map: {op: truncate, length: 12}}, {repeat: {}}, "
+             "{padded_batch: {batch_size: 4, padded_shapes: [12]}}]\n"
+             "optimizer: {type: adam, learning_rate: 0.05}\n"
+             "max_iter: 3\n"
+             "snapshot: {interval: 0}\n"
+             "seed: 3\n", tokenizer);
+    char name[64];
+    snprintf(name, sizeof name, "%s.yaml", out);
+    tfc_test_write(name, yaml, -1);
+    check(0, NULL, "tfc-train %s --out %s --threads 1", name, out);
+    return CU_get_number_of_failures() == 0;
+}
+
+static void test_predict_vocabulary(void)
+{
+    if (!tfc_test_bin("tfc-predict")) return;
+    tfc_test_write("cats.txt", "the cat sat on the mat\na cat purrs\ncats chase mice\n", -1);
+    tfc_test_write("dogs.txt", "the dog barks\na dog fetches the ball\ndogs dig holes\n", -1);
+    tfc_test_write("ask.txt", "the cat purrs\nthe dog digs\n", -1);
+    if (!train_text("word", "word") || !train_text("char", "char")) return;
+    /* the run's config.yaml: its vocabulary.txt is found, and gives what --vocabulary gives */
+    char *implicit = NULL, *explicit = NULL;
+    check(0, "line 2\t", "tfc-predict word/config.yaml --weights word/final.safetensors "
+          "--text ask.txt");
+    implicit = tfc_test_read(tfc_test_path("out.txt"), NULL);
+    check(0, "line 2\t", "tfc-predict word/config.yaml --weights word/final.safetensors "
+          "--text ask.txt --vocabulary word/vocabulary.txt");
+    explicit = tfc_test_read(tfc_test_path("out.txt"), NULL);
+    CU_ASSERT(implicit && explicit && !strcmp(implicit, explicit));
+    free(implicit);
+    free(explicit);
+    /* a model file with no vocabulary.txt beside it, and none given: a usage error */
+    check(2, "--text needs --vocabulary", "cp word/config.yaml lone.yaml && tfc-predict "
+          "lone.yaml --weights word/final.safetensors --text ask.txt");
+    /* another run's vocabulary (a char tokenizer for a word model): refused, both named */
+    check(2, "char/vocabulary.txt is not the vocabulary word/final.safetensors was trained "
+          "with", "tfc-predict word/config.yaml --weights word/final.safetensors --text ask.txt "
+          "--vocabulary char/vocabulary.txt");
+    /* the weights record the hash; a vocabulary edited after training is refused too */
+    check(0, NULL, "tfc-inspect word/final.safetensors | grep -q vocabulary");
+    check(2, "is not the vocabulary", "sed 's/^cat$/kat/' word/vocabulary.txt > edited.txt && "
+          "tfc-predict word/config.yaml --weights word/final.safetensors --text ask.txt "
+          "--vocabulary edited.txt");
+}
+
+TFC_TEST_MAIN("tool_answers", {"exit_code_rule", test_exit_code_rule},
+              {"predict_vocabulary", test_predict_vocabulary})

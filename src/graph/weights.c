@@ -44,6 +44,16 @@ const char *const *tfc_model_class_names(const tfc_model *m, int *n)
     return m->nclass_names ? (const char *const *)m->class_names : NULL;
 }
 
+void tfc_model_set_vocabulary_hash(tfc_model *m, const char *hash)
+{
+    snprintf(m->vocabulary, sizeof m->vocabulary, "%s", hash ? hash : "");
+}
+
+const char *tfc_model_vocabulary_hash(const tfc_model *m)
+{
+    return m->vocabulary[0] ? m->vocabulary : NULL;
+}
+
 /* The class names as a JSON array (malloc'd), or NULL when the model has none. */
 static char *class_names_json(const tfc_model *m)
 {
@@ -97,6 +107,7 @@ tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err
     char *classes = s ? NULL : class_names_json(m);
     if (classes) s = tfc_st_writer_set_meta(w, "classes", classes, err);
     free(classes);
+    if (!s && m->vocabulary[0]) s = tfc_st_writer_set_meta(w, "vocabulary", m->vocabulary, err);
     if (!s) s = tfc_st_writer_save(w, path, err);
     tfc_st_writer_free(w);
     free(host);
@@ -213,7 +224,10 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
         free(rep->text);
         rep->text = NULL;
     }
-    if (!rep && !s) read_class_names(m, f);
+    if (!rep && !s) {
+        read_class_names(m, f);
+        tfc_model_set_vocabulary_hash(m, tfc_st_meta(f, "vocabulary"));
+    }
     free(used);
     free(host);
     tfc_st_close(f);
