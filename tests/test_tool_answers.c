@@ -173,5 +173,41 @@ static void test_predict_vocabulary(void)
           "--vocabulary edited.txt");
 }
 
-TFC_TEST_MAIN("tool_answers", {"exit_code_rule", test_exit_code_rule},
+/* ---- 21. a plan larger than the machine: refused before allocating, the right knob named -- */
+
+static void test_memory_plan_refused(void)
+{
+    if (!tfc_test_bin("tfc-train")) return;
+    tfc_test_write_split("x.npy", "y.npy", 64, 11);
+    /* 10^11 parameters (1.5 TiB with Adam's slots): no batch helps */
+    static const char *yaml =
+        "model:\n"
+        "  name: huge\n"
+        "  input: {shape: [%d]}\n"
+        "  layers:\n"
+        "    - Dense: {name: wide, units: %d}\n"
+        "    - Dense: {name: out, units: 4}\n"
+        "data:\n"
+        "  train:\n"
+        "    source: {type: npy, features: x.npy, labels: y.npy}\n"
+        "    pipeline: [{repeat: {}}, {batch: {batch_size: %d}}]\n"
+        "optimizer: {type: adam, learning_rate: 0.01}\n"
+        "max_iter: 4\n";
+    char text[1024];
+    snprintf(text, sizeof text, yaml, 100000, 1000000, 16);
+    tfc_test_write("huge.yaml", text, -1);
+    check(1, "the parameters alone do not fit, whatever the batch",
+          "tfc-train huge.yaml --out h; rc=$?; test ! -e h && exit $rc"); /* nothing created */
+    char *out = tfc_test_read(tfc_test_path("out.txt"), NULL);
+    CU_ASSERT(out && strstr(out, "(tfc-summary's plan: parameters, gradients and optimizer state "
+                                 "1525955.2 MiB, activations ") &&
+              strstr(out, " MiB are available ("));
+    free(out);
+    /* a small model at a batch of 10^6 examples of 10^6 floats: the batch is the knob */
+    snprintf(text, sizeof text, yaml, 1000000, 8, 1000000);
+    tfc_test_write("batch.yaml", text, -1);
+    check(1, "lower batch_size: the activations grow with it", "tfc-train batch.yaml --out b");
+}
+
+TFC_TEST_MAIN("tool_answers", {"memory_plan_refused", test_memory_plan_refused}, {"exit_code_rule", test_exit_code_rule},
               {"predict_vocabulary", test_predict_vocabulary})
