@@ -138,3 +138,55 @@ size_t tfc_device_memory_available(tfc_backend *be, const char **source)
     }
     return avail;
 }
+
+void tfc_device_start(char **argv)
+{
+    tfc_cpu_blas_restart(argv);
+}
+
+void tfc_device_blas_line(char *buf, size_t size)
+{
+    const char *fallback = tfc_cpu_blas_fallback();
+    if (fallback)
+        snprintf(buf, size, "OpenBLAS: %s kernels (OPENBLAS_CORETYPE set by tfc: OpenBLAS chose "
+                 "%s for this CPU)", tfc_cpu_blas_core(), fallback);
+    else
+        snprintf(buf, size, "OpenBLAS: %s kernels", tfc_cpu_blas_core());
+}
+
+#ifdef TFC_HAVE_NCCL
+tfc_gpu_nccl *tfc_device_nccl_open(tfc_backend *be, tfc_comm *world, double timeout_s,
+                                   tfc_error *err)
+{
+    return tfc_gpu_nccl_open(be, world, timeout_s, err);
+}
+
+tfc_status tfc_device_nccl_sum(tfc_gpu_nccl *n, float *buf, int64_t count, tfc_error *err)
+{
+    return tfc_gpu_nccl_allreduce(n, buf, count, err);
+}
+
+void tfc_device_nccl_close(tfc_gpu_nccl *n)
+{
+    tfc_gpu_nccl_close(n);
+}
+#else
+tfc_gpu_nccl *tfc_device_nccl_open(tfc_backend *be, tfc_comm *world, double timeout_s,
+                                   tfc_error *err)
+{
+    (void)be, (void)world, (void)timeout_s;
+    tfc_error_set(err, TFC_ERR_USAGE, "this build has no NCCL");
+    return NULL;
+}
+
+tfc_status tfc_device_nccl_sum(tfc_gpu_nccl *n, float *buf, int64_t count, tfc_error *err)
+{
+    (void)n, (void)buf, (void)count;
+    return tfc_error_set(err, TFC_ERR_USAGE, "this build has no NCCL");
+}
+
+void tfc_device_nccl_close(tfc_gpu_nccl *n)
+{
+    (void)n;
+}
+#endif
