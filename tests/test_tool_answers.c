@@ -102,6 +102,11 @@ static void test_exit_code_rule(void)
     check(2, "a: error: cannot read: Is a directory", "tfc-test tiny.yaml --weights a");
     check(2, "nowhere: No such file or directory", "tfc-ctl nowhere stop");
     check(2, "no model 'nosuch'", "tfc-zoo info nosuch");
+    /* a file of another kind given as weights (a YAML, an .npy): 2; a cut one: 1 */
+    check(2, "not a safetensors file", "tfc-test tiny.yaml --weights tiny.yaml");
+    check(2, "not a safetensors file", "tfc-inspect x.npy");
+    check(1, "truncated file", "head -c 100 %s > cut.safetensors && tfc-inspect "
+          "cut.safetensors", w);
     /* a file that is there but damaged stays a runtime failure (1) */
     tfc_test_write("cut.npy", "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': "
                    "False, 'shape': (64, 16), }", -1);
