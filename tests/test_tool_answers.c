@@ -1,6 +1,8 @@
 /* What the tools say when a user names the wrong thing, walked as a user meets it ($TFC_BIN,
  * as make test builds them; issue 43 "what the tools say"): one exit-code rule for a named
- * file that is missing or of the wrong kind (2, SPEC §3) across every tool. */
+ * file that is missing or of the wrong kind (2, SPEC §3) across every tool; tfc-predict
+ * --text with the run's vocabulary and no other; a memory plan larger than the machine
+ * refused before allocating, naming the knob that helps. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
