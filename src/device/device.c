@@ -1,7 +1,9 @@
 /* Device selection: "cpu", "gpu", "gpu:N" or the default. GPU backends exist only in
  * builds with CUDA (TFC_HAVE_CUDA); elsewhere asking for one is a clear error. A backend
- * whose table misses an op is never handed out. Besides, the memory a backend has left (the
- * solver's check before binding). Options and status are ops of the backend's table. */
+ * whose table misses an op is never handed out. Besides, what the solver and the tools need
+ * of a backend outside its op table, so they include no backend's header: the memory it has
+ * left (the solver's check before binding), the CPU BLAS's start and kernel line (the tools),
+ * and NCCL's gradient sum. Options and status are ops of the backend's table. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,8 @@
 /* Device selection: the one place that knows every backend. It stands above src/cpu/ and
  * src/gpu/ and opens the backend a --device/`device:` string names; everything after that
- * (options, status, the ops) goes through the backend's op table (core/backend.h). */
+ * (options, status, the ops) goes through the backend's op table (core/backend.h), and what
+ * the table does not cover (memory left, the BLAS start, NCCL) through the calls below. The
+ * solver and the tools include no backend's header (test_symbols.device_boundary). */
 #ifndef TFC_DEVICE_DEVICE_H
 #define TFC_DEVICE_DEVICE_H
 
