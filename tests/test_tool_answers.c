@@ -137,10 +137,15 @@ static int train_text(const char *out, const char *tokenizer)
              "tokenizer: %s}\n"
              "    pipeline: [{map: {op: truncate, length: 12}}, {repeat: {}}, "
              "{padded_batch: {batch_size: 4, padded_shapes: [12]}}]\n"
+             "  test:\n"
+             "    source: {type: text, files: [cats.txt, dogs.txt], label: file, "
+             "tokenizer: %s}\n"
+             "    pipeline: [{map: {op: truncate, length: 12}}, "
+             "{padded_batch: {batch_size: 4, padded_shapes: [12]}}]\n"
              "optimizer: {type: adam, learning_rate: 0.05}\n"
              "max_iter: 3\n"
              "snapshot: {interval: 0}\n"
-             "seed: 3\n", tokenizer);
+             "seed: 3\n", tokenizer, tokenizer);
     char name[64];
     snprintf(name, sizeof name, "%s.yaml", out);
     tfc_test_write(name, yaml, -1);
@@ -178,6 +183,12 @@ static void test_predict_vocabulary(void)
     check(2, "is not the vocabulary", "sed 's/^cat$/kat/' word/vocabulary.txt > edited.txt && "
           "tfc-predict word/config.yaml --weights word/final.safetensors --text ask.txt "
           "--vocabulary edited.txt");
+    /* tfc-test: the vocabulary beside the weights is checked the same way (another
+     * tokenizer's is refused by the tokenize op itself) */
+    check(0, "test: loss", "tfc-test word/config.yaml --weights word/final.safetensors");
+    check(2, "data.test's vocabulary is not the vocabulary moved/final.safetensors was trained",
+          "mkdir -p moved && cp word/final.safetensors moved/ && cp edited.txt "
+          "moved/vocabulary.txt && tfc-test word/config.yaml --weights moved/final.safetensors");
 }
 
 /* ---- 21. a plan larger than the machine: refused before allocating, the right knob named -- */

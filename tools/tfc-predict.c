@@ -467,14 +467,9 @@ static const char *vocabulary_path(char *buf, size_t size)
 static tfc_status check_vocabulary(const tfc_model *m, const tfc_vocab *v, const char *path,
                                    tfc_error *err)
 {
-    const char *want = tfc_model_vocabulary_hash(m);
     char got[17];
     tfc_vocab_hash(v, got);
-    if (!want || !got[0] || !strcmp(want, got)) return TFC_OK;
-    tfc_error_set(err, TFC_ERR_USAGE, "%s is not the vocabulary %s was trained with (its hash "
-                  "%s, the weights record %s)", path, args.weights, got, want);
-    tfc_error_hint(err, "use the vocabulary.txt of the run that wrote %s", args.weights);
-    return TFC_ERR_USAGE;
+    return tfc_model_check_vocabulary(m, got, path, args.weights, err);
 }
 
 int main(int argc, char **argv)

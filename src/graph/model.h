@@ -234,6 +234,13 @@ void tfc_model_set_vocabulary_hash(tfc_model *m, const char *hash);
 /* That hash, or NULL when the model has none. */
 const char *tfc_model_vocabulary_hash(const tfc_model *m);
 
+/* Refuses (TFC_ERR_USAGE, naming `vocabulary` and `weights`, the file the model's weights
+ * came from) a vocabulary whose hash is not the one the weights record; TFC_OK when they
+ * agree or either is unknown (NULL or "": weights from before tfc recorded it). */
+tfc_status tfc_model_check_vocabulary(const tfc_model *m, const char *hash,
+                                      const char *vocabulary, const char *weights,
+                                      tfc_error *err);
+
 /* Writes every parameter as `<layer>/<variable>` in Keras's layout to a safetensors file,
  * atomically, with the model name, tfc version and (when set) the class names as a JSON
  * array under "classes" and the vocabulary's hash under "vocabulary" in __metadata__. */

@@ -54,6 +54,17 @@ const char *tfc_model_vocabulary_hash(const tfc_model *m)
     return m->vocabulary[0] ? m->vocabulary : NULL;
 }
 
+tfc_status tfc_model_check_vocabulary(const tfc_model *m, const char *hash,
+                                      const char *vocabulary, const char *weights,
+                                      tfc_error *err)
+{
+    if (!m->vocabulary[0] || !hash || !hash[0] || !strcmp(m->vocabulary, hash)) return TFC_OK;
+    tfc_error_set(err, TFC_ERR_USAGE, "%s is not the vocabulary %s was trained with (its hash "
+                  "%s, the weights record %s)", vocabulary, weights, hash, m->vocabulary);
+    tfc_error_hint(err, "use the vocabulary.txt of the run that wrote %s", weights);
+    return TFC_ERR_USAGE;
+}
+
 /* The class names as a JSON array (malloc'd), or NULL when the model has none. */
 static char *class_names_json(const tfc_model *m)
 {
