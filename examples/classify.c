@@ -1,7 +1,8 @@
 /* classify: the top class of each PNG/JPEG image under a trained image model, through the
  * inference API (SPEC §5c). Build: cc classify.c $(pkg-config --cflags --libs tfc)
  * Run:   ./classify model_zoo/fashion_cnn/model.yaml model_zoo/fashion_cnn/fashion_cnn.safetensors a.png ...
- * Pixels are scaled by 1/255, as the zoo's image models were trained. */
+ * Pixels are scaled by 1/255, as the zoo's image models were trained. Prints `PATH<TAB>NAME
+ * (INDEX)<TAB>P` with the class names the weights record, else `PATH<TAB>class INDEX<TAB>P`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <tfc.h>
@@ -33,7 +34,9 @@ int main(int argc, char **argv)
         if (tfc_predictor_run(p, x, 1, y, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         int best = 0;
         for (int k = 1; k < out[0]; k++) best = y[k] > y[best] ? k : best;
-        printf("%s\tclass %d\t%.4f\n", argv[i], best, y[best]);
+        const char *name = tfc_predictor_class_name(p, best); /* the weights' class names */
+        if (name) printf("%s\t%s (%d)\t%.4f\n", argv[i], name, best, y[best]);
+        else printf("%s\tclass %d\t%.4f\n", argv[i], best, y[best]);
     }
     free(x), free(y);
     tfc_predictor_close(p);

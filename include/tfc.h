@@ -117,6 +117,11 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
 int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
                              float *output, char *err, size_t err_size);
 
+/* The name of output class `index` that the weights file records (its training data's
+ * classes, SPEC §4), or NULL when it records none or index is out of range (or p is NULL).
+ * Valid until tfc_predictor_close. */
+const char *tfc_predictor_class_name(const tfc_predictor *p, int64_t index);
+
 /* Frees the predictor and every copy of the model it made (NULL: nothing). Not while a run
  * on it is in progress. */
 void tfc_predictor_close(tfc_predictor *p);

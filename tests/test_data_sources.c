@@ -155,7 +155,7 @@ static void test_idx_bad_data(void)
     tfc_pipeline_free(p);
     p = open_yaml("{type: idx, images: missing.idx}", &err);
     CU_ASSERT_PTR_NULL(p);
-    CU_ASSERT_EQUAL(err.code, TFC_ERR_IO);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_USAGE); /* a named file that is not there: exit 2 */
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "missing.idx"));
 }
 

@@ -122,6 +122,16 @@ static void test_tool_table(void)
     free(readme);
 }
 
+/* The output of the shell line `cmd` (its stdout; add 2>&1 for stderr) into out[size]. */
+static void capture(const char *cmd, char *out, size_t size)
+{
+    FILE *p = popen(cmd, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    pclose(p);
+}
+
 /* README's model example, with the typo its error example shows, gives exactly that error
  * (its first three lines: the message, the source line, the caret), from tfc-draw. */
 static void test_readme_error_example(void)
@@ -145,13 +155,31 @@ static void test_readme_error_example(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(getenv("TFC_BIN") ? getenv("TFC_BIN") : "bin", bin));
     /* from the file's folder, so the error names it as README does */
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tfc-draw' cnn.yaml 2>&1 >/dev/null", dir, bin);
-    FILE *p = popen(cmd, "r");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    pclose(p);
+    capture(cmd, out, sizeof out);
     CU_ASSERT_EQUAL(strncmp(out, shown, strlen(shown)), 0);
     if (strncmp(out, shown, strlen(shown))) printf("\nREADME shows:\n%s\ntfc-draw says:\n%s", shown, out);
+    free(readme);
+}
+
+/* README's tfc-summary sample is what the command it shows prints, line for line (it pins the
+ * convolution path, whose workspace differs between oneDNN's kernels and im2col's). */
+static void test_readme_summary_sample(void)
+{
+    char *readme = tfc_test_read("README.md", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
+    const char *prompt = "```\n$ ";
+    char *cmd = strstr(readme, "```\n$ TFC_CPU_CONV=im2col tfc-summary ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cmd);
+    cmd += strlen(prompt);
+    char *shown = strchr(cmd, '\n');
+    *shown++ = '\0';
+    *strstr(shown, "```") = '\0';
+    char bin[PATH_MAX], line[2048 + PATH_MAX], out[8192] = "";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(getenv("TFC_BIN") ? getenv("TFC_BIN") : "bin", bin));
+    snprintf(line, sizeof line, "PATH='%s':\"$PATH\" %s 2>&1", bin, cmd);
+    capture(line, out, sizeof out);
+    CU_ASSERT_STRING_EQUAL(out, shown);
+    if (strcmp(out, shown)) printf("\nREADME shows:\n%s\n`%s` says:\n%s", shown, cmd, out);
     free(readme);
 }
 
@@ -332,4 +360,5 @@ static void test_data_examples(void)
 
 TFC_TEST_MAIN("docs", {"layers_documented", test_layers_documented},
               {"tool_table", test_tool_table}, {"readme_error_example", test_readme_error_example},
+              {"readme_summary_sample", test_readme_summary_sample},
               {"zoo_figures", test_zoo_figures}, {"data_examples", test_data_examples})

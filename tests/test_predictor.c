@@ -277,6 +277,23 @@ static void test_no_allocation_per_call(void)
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
+/* The class names the weights record, through the stable API (examples/classify.c prints
+ * them, as tfc-predict does). */
+static void test_class_names(void)
+{
+    char err[512];
+    tfc_predictor *p = tfc_predictor_open("model_zoo/fashion_mlp/model.yaml",
+                                          "model_zoo/fashion_mlp/fashion_mlp.safetensors",
+                                          "cpu", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(tfc_predictor_class_name(p, 0), "T-shirt/top");
+    CU_ASSERT_STRING_EQUAL(tfc_predictor_class_name(p, 9), "Ankle boot");
+    CU_ASSERT_PTR_NULL(tfc_predictor_class_name(p, 10));
+    CU_ASSERT_PTR_NULL(tfc_predictor_class_name(p, -1));
+    CU_ASSERT_PTR_NULL(tfc_predictor_class_name(NULL, 0));
+    tfc_predictor_close(p);
+}
+
 static void test_errors(void)
 {
     char err[512];
@@ -460,7 +477,7 @@ static void test_inference_layout(void)
 #define ALLOCATION_CASE
 #endif
 
-TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity},
+TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity}, {"class_names", test_class_names},
               {"threads_mlp", test_threads_mlp}, {"threads_lstm", test_threads_lstm},
               ALLOCATION_CASE {"errors", test_errors},
               {"conv_output_without_loss", test_conv_output_without_loss},

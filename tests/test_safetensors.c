@@ -32,6 +32,17 @@ static unsigned char *make_file(const char *json, size_t data_len, size_t *len)
     return b;
 }
 
+/* The code a rejection has: a file that is no safetensors at all (a header length past the
+ * limit, a header not starting with '{') is of the wrong kind, TFC_ERR_USAGE (exit 2); any
+ * other fault is a damaged or malformed file, TFC_ERR_FORMAT. */
+static tfc_status code_for(const char *needle)
+{
+    return strstr(needle, "byte limit") || strstr(needle, "not a JSON object") ||
+                   strstr(needle, "does not start with '{'")
+               ? TFC_ERR_USAGE
+               : TFC_ERR_FORMAT;
+}
+
 /* Parses `json` + data_len zero bytes and expects a format error containing `needle`. */
 static void expect_reject_json(const char *json, size_t data_len, const char *needle)
 {
@@ -41,7 +52,7 @@ static void expect_reject_json(const char *json, size_t data_len, const char *ne
     tfc_error_clear(&err);
     tfc_st_file *f = tfc_st_parse(b, len, "model.safetensors", &err);
     CU_ASSERT_PTR_NULL(f);
-    CU_ASSERT_EQUAL(err.code, TFC_ERR_FORMAT);
+    CU_ASSERT_EQUAL(err.code, code_for(needle));
     CU_ASSERT_STRING_EQUAL(err.file, "model.safetensors");
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, needle));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "model.safetensors: error: "));
@@ -56,7 +67,7 @@ static void expect_reject_bytes(const void *b, size_t len, const char *needle)
     tfc_error_clear(&err);
     tfc_st_file *f = tfc_st_parse(b, len, "model.safetensors", &err);
     CU_ASSERT_PTR_NULL(f);
-    CU_ASSERT_EQUAL(err.code, TFC_ERR_FORMAT);
+    CU_ASSERT_EQUAL(err.code, code_for(needle));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, needle));
     if (!strstr(err.msg, needle)) printf("\n  expected '%s' in: %s\n", needle, err.msg);
     tfc_st_close(f);
@@ -482,13 +493,13 @@ static void test_open_errors(void)
     tfc_error_clear(&err);
     const char *missing = tfc_test_path("missing.safetensors");
     CU_ASSERT_PTR_NULL(tfc_st_open(missing, &err));
-    CU_ASSERT_EQUAL(err.code, TFC_ERR_IO);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_USAGE); /* missing or a folder: the user's mistake */
     CU_ASSERT_STRING_EQUAL(err.file, missing);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "No such file or directory"));
 
     tfc_error_clear(&err);
     CU_ASSERT_PTR_NULL(tfc_st_open(tfc_test_tmpdir(), &err));
-    CU_ASSERT_EQUAL(err.code, TFC_ERR_IO);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Is a directory"));
 
     /* A file whose data was cut short: the header is checked against the real size. */
@@ -601,10 +612,11 @@ static void test_read_all(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "file is 100 bytes, more than the limit of 99 bytes"));
     CU_ASSERT_STRING_EQUAL(err.file, path);
     tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_path("nope"), 10, &buf, &len, &err), TFC_ERR_IO);
+    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_path("nope"), 10, &buf, &len, &err),
+                    TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "No such file or directory"));
     tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_tmpdir(), 10, &buf, &len, &err), TFC_ERR_IO);
+    CU_ASSERT_EQUAL(tfc_file_read_all(tfc_test_tmpdir(), 10, &buf, &len, &err), TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Is a directory"));
     /* /proc files report size 0: the buffer grows as they are read, and the limit holds. */
     tfc_error_clear(&err);
@@ -770,7 +782,7 @@ static void test_inspect_tool(void)
     const char *bad = tfc_test_write("bad.safetensors", "\x04\0\0\0\0\0\0\0[1] ", 12);
     snprintf(cmd, sizeof cmd, "'%s' '%s' >'%s' 2>&1", tool, bad, out);
     rc = system(cmd);
-    CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+    CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 2); /* no safetensors file: the wrong kind */
     text = tfc_test_read(out, NULL);
     CU_ASSERT(text && strstr(text, "bad.safetensors: error: the header is not a JSON object"));
     free(text);

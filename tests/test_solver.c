@@ -678,7 +678,7 @@ static void test_snapshot_refusals(void)
     CU_ASSERT_EQUAL(tfc_snapshot_verify(bad, &err), TFC_ERR_FORMAT);
     free(bytes);
     /* A weights file is not a state file. */
-    expect_refusal(a.m, &a.o, &id, w, TFC_ERR_FORMAT, "is not a tfc state file");
+    expect_refusal(a.m, &a.o, &id, w, TFC_ERR_USAGE, "is not a tfc state file");
     fixture_close(&a);
     fixture_close(&sgd);
     fixture_close(&other);

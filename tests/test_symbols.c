@@ -98,6 +98,23 @@ static void test_header_alone(void)
     CU_ASSERT(layers > 0);
 }
 
-TFC_TEST_MAIN("symbols", {"static_exports_prefixed", test_static_exports_prefixed},
+/* The solver and the tools reach devices through the op table (core/backend.h) and
+ * src/device/ only (issue 43): none of their files includes a backend's header (cpu/cpu.h,
+ * gpu/gpu.h) or calls a backend's own functions (tfc_cpu_..., tfc_gpu_...). Run from the
+ * source tree (make test's working directory). */
+static void test_device_boundary(void)
+{
+    char *out = NULL, cwd[PATH_MAX], cmd[PATH_MAX + 512];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+    snprintf(cmd, sizeof cmd, "cd '%s' && grep -nE '#include \"(cpu/cpu|gpu/gpu)\\.h\"|"
+             "\\btfc_(cpu|gpu)_[a-z_]+\\(' src/solver/*.c src/solver/*.h tools/*.c",
+             cwd);
+    int rc = tfc_test_sh(cmd, &out);
+    CU_ASSERT_EQUAL(rc, 1); /* grep found nothing */
+    if (rc != 1) printf("\nthe solver or a tool reaches a backend directly:\n%s\n", out);
+    free(out);
+}
+
+TFC_TEST_MAIN("symbols", {"device_boundary", test_device_boundary}, {"static_exports_prefixed", test_static_exports_prefixed},
               {"shared_exports_prefixed", test_shared_exports_prefixed},
               {"header_alone", test_header_alone})

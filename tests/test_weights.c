@@ -81,7 +81,7 @@ static void test_strict_and_by_name(void)
                         "  - Dense: {name: head, units: 7, activation: softmax}\n";
     tfc_model *b = bound_model(other, be, 3);
     tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_model_load_weights(b, path, NULL, &err), TFC_ERR_FORMAT);
+    CU_ASSERT_EQUAL(tfc_model_load_weights(b, path, NULL, &err), TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no tensor 'extra/kernel' (48, 5) for layer 'extra'"));
     tfc_weights_report rep;
     tfc_error_clear(&err);
@@ -93,10 +93,10 @@ static void test_strict_and_by_name(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(rep.text, "skipped  head/kernel: file (48, 4), model (5, 7)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(rep.text, "matched  conv2d/kernel (3, 3, 1, 3)"));
     free(rep.text);
-    /* A file that is not safetensors. */
+    /* A file that is not safetensors: the wrong kind of file, a usage error (exit 2). */
     const char *junk = tfc_test_write("junk.safetensors", "not a weights file at all", -1);
     tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_model_load_weights(a, junk, NULL, &err), TFC_ERR_FORMAT);
+    CU_ASSERT_EQUAL(tfc_model_load_weights(a, junk, NULL, &err), TFC_ERR_USAGE);
     tfc_model_free(a);
     tfc_model_free(b);
     tfc_backend_free(be);

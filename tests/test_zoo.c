@@ -202,7 +202,7 @@ static void test_bad_input(void)
 {
     make_zoo(NULL);
     CU_ASSERT_EQUAL(run(zoo, "tfc-zoo", "info ../tiny"), 2);
-    CU_ASSERT_EQUAL(run(zoo, "tfc-zoo", "info nosuch"), 1);
+    CU_ASSERT_EQUAL(run(zoo, "tfc-zoo", "info nosuch"), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "no model 'nosuch'"));
     CU_ASSERT_EQUAL(run(zoo, "tfc-zoo", "frobnicate tiny"), 2);
     CU_ASSERT_EQUAL(run(zoo, "tfc-zoo", "verify"), 2);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
 #include "tfc.h"
 
 #ifndef TFC_VERSION
@@ -126,7 +125,7 @@ static int add_operand(const cli_tool *tool, const char *arg)
 
 int cli_parse(const cli_tool *tool, int argc, char **argv)
 {
-    tfc_cpu_blas_restart(argv);
+    tfc_device_start(argv);
     int n = count_options(tool);
     unsigned char seen[MAX_OPTIONS] = {0};
     int standalone = 0, options_done = 0;
@@ -147,14 +146,9 @@ int cli_parse(const cli_tool *tool, int argc, char **argv)
             return 0;
         }
         if (o == &builtins[BUILTIN_VERSION]) {
-            printf("%s (tfc) %s\n", tool->name, TFC_VERSION);
-            const char *fallback = tfc_cpu_blas_fallback();
-            if (fallback)
-                printf("OpenBLAS: %s kernels (OPENBLAS_CORETYPE set by tfc: OpenBLAS chose %s "
-                       "for this CPU)\n",
-                       tfc_cpu_blas_core(), fallback);
-            else
-                printf("OpenBLAS: %s kernels\n", tfc_cpu_blas_core());
+            char blas[256];
+            tfc_device_blas_line(blas, sizeof blas);
+            printf("%s (tfc) %s\n%s\n", tool->name, TFC_VERSION, blas);
             return 0;
         }
         int k = (int)(o - tool->options);

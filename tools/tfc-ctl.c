@@ -2,11 +2,13 @@
  * or a test pass now, a stop (snapshot, then exit), or a new learning rate, max_iter,
  * interval or clipping threshold. One-way: the
  * trainer prints what it did. Exit 0 when the command was delivered, 1 when no trainer
- * listens in RUN_DIR, 2 on bad usage (a key `set` does not take is caught here). */
+ * listens in RUN_DIR, 2 on bad usage (a RUN_DIR that does not exist; a key `set` does not
+ * take is caught here). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -30,8 +32,8 @@ static const cli_tool tool = {
              "test_interval, snapshot.interval or clip_gradients (recorded in later snapshots\n"
              "and replayed by --resume). The trainer prints what it did.",
     .options = options,
-    .exit_status = "0 delivered, 1 no trainer is running in RUN_DIR, 2 bad usage (a key set\n"
-                   "does not take, with a did-you-mean)",
+    .exit_status = "0 delivered, 1 no trainer is running in RUN_DIR, 2 bad usage (no such\n"
+                   "RUN_DIR; a key set does not take, with a did-you-mean)",
     .operand_list = &args.operands,
 };
 
@@ -70,6 +72,9 @@ int main(int argc, char **argv)
                      is_set ? args.operands.v[2] : "");
     if (n <= 0 || (size_t)n >= sizeof line) return cli_error(&tool, "the command is too long");
     int fd = open(path, O_WRONLY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 && stat(dir, &st) != 0) /* a run directory that is not there: SPEC §3 */
+        return cli_error(&tool, "%s: %s", dir, strerror(errno));
     if (fd < 0) {
         fprintf(stderr, "tfc-ctl: no trainer is running in %s (%s: %s)\n", dir, path,
                 errno == ENXIO ? "nobody reads it" : strerror(errno));

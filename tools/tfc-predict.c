@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "tfc.h"
@@ -44,7 +45,9 @@ static const cli_option options[] = {
      .help = "one example per line, tokenized with --vocabulary, padded with 0\n"
              "or truncated to the input length"},
     {"vocabulary", 0, CLI_STRING, &args.vocabulary, "VOCAB",
-     .help = "the vocabulary.txt that the text model's training run wrote"},
+     .help = "the vocabulary.txt that the text model's training run wrote\n"
+             "(default: the one in MODEL.yaml's folder, a run's config.yaml's);\n"
+             "one the weights were not trained with is refused"},
     {"output", 0, CLI_STRING, &args.output, "Y.npy",
      .help = "write the outputs [N, output shape...] as float32 (needed with\n"
              "an .npy input)"},
@@ -72,7 +75,7 @@ static const cli_tool tool = {
     .operands = CLI_MODEL_OPERAND,
     .forms = "MODEL.yaml --weights FILE --input X.npy --output Y.npy [options]\n"
              "MODEL.yaml --weights FILE --input a.png b.jpg ... [--output Y.npy] [options]\n"
-             "MODEL.yaml --weights FILE --text LINES.txt --vocabulary VOCAB [options]",
+             "MODEL.yaml --weights FILE --text LINES.txt [--vocabulary VOCAB] [options]",
     .about = "Runs the model (inference mode) on examples and writes its outputs; for images and\n"
              "text, when the model's output is a vector of classes, it also prints each example's\n"
              "top class and its output value: `NAME (INDEX) VALUE` with the class names the\n"
@@ -194,19 +197,15 @@ static tfc_status load_images(const tfc_shape *in, examples *ex, tfc_error *err)
 }
 
 /* Lines of text as int32 token ids, padded with 0 or truncated to the input length. */
-static tfc_status load_text(const tfc_shape *in, examples *ex, tfc_error *err)
+static tfc_status load_text(const tfc_shape *in, const tfc_vocab *v, examples *ex,
+                            tfc_error *err)
 {
     if (in->ndim != 1)
         return tfc_error_set(err, TFC_ERR_USAGE, "--text needs a model input of shape (steps)");
-    tfc_vocab *v = tfc_vocab_load(args.vocabulary, err);
     char *buf;
     size_t len;
-    if (!v) return err->code;
     tfc_status s = tfc_file_read_all(args.text, 1u << 30, &buf, &len, err);
-    if (s) {
-        tfc_vocab_free(v);
-        return s;
-    }
+    if (s) return s;
     int64_t lines = 0, steps = in->dim[0];
     for (size_t i = 0; i < len; i++) lines += buf[i] == '\n' || (i + 1 == len);
     int32_t *ids = calloc((size_t)((lines ? lines : 1) * steps), 4);
@@ -218,7 +217,6 @@ static tfc_status load_text(const tfc_shape *in, examples *ex, tfc_error *err)
         p += l + 1;
     }
     free(buf);
-    tfc_vocab_free(v);
     if (!ids) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     ex->x = (tfc_tensor){TFC_I32, {2, {row, steps}}, ids, -1};
     char sh[96];
@@ -432,11 +430,9 @@ static tfc_status continue_line(tfc_model *m, const tfc_vocab *v, int32_t *windo
 }
 
 /* Every line of --text continued: `line N<TAB>continuation`. */
-static tfc_status continue_lines(tfc_model *m, tfc_error *err)
+static tfc_status continue_lines(tfc_model *m, const tfc_vocab *v, tfc_error *err)
 {
     int64_t steps = tfc_model_input_shape(m)->dim[0];
-    tfc_vocab *v = tfc_vocab_load(args.vocabulary, err);
-    if (!v) return err->code;
     char *buf = NULL;
     size_t len = 0;
     tfc_status st = tfc_file_read_all(args.text, 1u << 30, &buf, &len, err);
@@ -448,8 +444,8 @@ static tfc_status continue_lines(tfc_model *m, tfc_error *err)
         char *end = memchr(p, '\n', (size_t)(buf + len - p));
         size_t l = end ? (size_t)(end - p) : (size_t)(buf + len - p);
         int64_t n = tfc_vocab_encode(v, p, l, NULL, 0);
-        int32_t *grown = realloc(ids, (size_t)(n + 1) * 4);
-        if (n < 0 || !grown) {
+        int32_t *grown = n < 0 ? NULL : realloc(ids, (size_t)(n + 1) * 4);
+        if (!grown) {
             st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
             break;
         }
@@ -467,8 +463,27 @@ static tfc_status continue_lines(tfc_model *m, tfc_error *err)
     free(window);
     free(y);
     free(buf);
-    tfc_vocab_free(v);
     return st;
+}
+
+/* The vocabulary --text tokenizes with: --vocabulary, else the vocabulary.txt in MODEL.yaml's
+ * folder (a run's config.yaml has its run's beside it), SPEC §3; NULL when neither. */
+static const char *vocabulary_path(char *buf, size_t size)
+{
+    if (args.vocabulary) return args.vocabulary;
+    const char *model = args.model.v[0], *slash = strrchr(model, '/');
+    snprintf(buf, size, "%.*svocabulary.txt", slash ? (int)(slash + 1 - model) : 0, model);
+    return access(buf, F_OK) == 0 ? buf : NULL;
+}
+
+/* Refuses (a usage error) a vocabulary other than the one the weights were trained with,
+ * naming both files; weights without a recorded vocabulary (older files) pass. */
+static tfc_status check_vocabulary(const tfc_model *m, const tfc_vocab *v, const char *path,
+                                   tfc_error *err)
+{
+    char got[17];
+    tfc_vocab_hash(v, got);
+    return tfc_model_check_vocabulary(m, got, path, args.weights, err);
 }
 
 int main(int argc, char **argv)
@@ -480,7 +495,11 @@ int main(int argc, char **argv)
         return cli_error(&tool, "--input and --text exclude each other");
     if (!args.inputs.n && !args.text)
         return cli_error(&tool, "missing --input FILE... or --text FILE");
-    if (args.text && !args.vocabulary) return cli_error(&tool, "--text needs --vocabulary VOCAB");
+    char vocab_buf[4200];
+    const char *vocab_path = args.text ? vocabulary_path(vocab_buf, sizeof vocab_buf) : NULL;
+    if (args.text && !vocab_path)
+        return cli_error(&tool, "--text needs --vocabulary VOCAB (MODEL.yaml's folder has no "
+                                "vocabulary.txt)");
     if (npy && !args.output) return cli_error(&tool, "an .npy input needs --output Y.npy");
     if (args.solver && maps.n)
         return cli_error(&tool, "--solver and --map (or --scale) exclude each other: the map ops "
@@ -488,29 +507,34 @@ int main(int argc, char **argv)
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_load_config(args.model.v[0], args.sets.v, args.sets.n, &err);
-    if (!m) {
+    tfc_vocab *vocab = m && vocab_path ? tfc_vocab_load(vocab_path, &err) : NULL;
+    if (!m || (vocab_path && !vocab)) {
         fputs(err.text, stderr);
+        tfc_model_free(m);
         return tfc_exit_code(err.code);
     }
     if (predicts_next_tokens(m)) {
         if (args.solver || maps.n) {
             tfc_model_free(m);
+            tfc_vocab_free(vocab);
             return cli_error(&tool, "a continuation (--text without --output) feeds token ids "
                                     "as they are: --solver and --map do not apply");
         }
         tfc_backend *be = tfc_backend_open(args.device, (int)args.threads, &err);
         tfc_status s = be ? tfc_model_bind_inference(m, be, 1, &err) : err.code;
         if (!s) s = tfc_model_load_weights(m, args.weights, NULL, &err);
-        if (!s) s = continue_lines(m, &err);
+        if (!s) s = check_vocabulary(m, vocab, vocab_path, &err);
+        if (!s) s = continue_lines(m, vocab, &err);
         if (s) fputs(err.text, stderr);
         tfc_model_free(m);
+        tfc_vocab_free(vocab);
         if (be) tfc_backend_free(be);
         return tfc_exit_code(s);
     }
     const tfc_shape *in = tfc_model_input_shape(m);
     examples ex = {0};
     tfc_status s = npy ? load_npy(args.inputs.v[0], m, &ex, &err)
-                 : args.text ? load_text(in, &ex, &err)
+                 : args.text ? load_text(in, vocab, &ex, &err)
                              : load_images(in, &ex, &err);
     int64_t n = s ? 0 : ex.x.shape.dim[0];
     int batch = n < args.batch ? (int)(n ? n : 1) : (int)args.batch;
@@ -521,6 +545,7 @@ int main(int argc, char **argv)
     if (!s && !be) s = err.code;
     if (!s) s = tfc_model_bind_inference(m, be, batch, &err);
     if (!s) s = tfc_model_load_weights(m, args.weights, NULL, &err);
+    if (!s && vocab) s = check_vocabulary(m, vocab, vocab_path, &err);
     int64_t per_out = tfc_shape_numel(tfc_model_output_shape(m));
     float *y = s ? NULL : malloc((size_t)((n ? n : 1) * per_out) * 4);
     if (!s && !y) s = tfc_error_set(&err, TFC_ERR_NOMEM, "out of memory");
@@ -531,6 +556,7 @@ int main(int argc, char **argv)
     free(y);
     tfc_pipeline_free(p);
     tfc_model_free(m);
+    tfc_vocab_free(vocab);
     if (be) tfc_backend_free(be);
     return tfc_exit_code(s);
 }

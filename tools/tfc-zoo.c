@@ -61,8 +61,8 @@ static const cli_tool tool = {
     .options = options,
     .notes = "The zoo folder is $TFC_ZOO, else the first model_zoo/ found in the parent\n"
              "folders of this program's folder.",
-    .exit_status = "0 success, 1 a check failed or a file is unreadable, 2 bad usage or a\n"
-                   "malformed README",
+    .exit_status = "0 success, 1 a check failed or a file is unreadable, 2 bad usage (a model\n"
+                   "that is not in the zoo) or a malformed README",
     .operand_list = &args.words,
 };
 
@@ -171,11 +171,15 @@ static int entry_load(const char *name, entry *e, int *code)
     if (tfc_file_read_all(path, README_MAX, &text, &len, &err)) {
         struct stat st;
         char near[300];
+        /* a model the user named that is not there is a usage error (SPEC §3) */
+        *code = 2;
         if (stat(e->dir, &st) != 0)
             fprintf(stderr, "tfc-zoo: no model '%s' in %s%s (tfc-zoo list shows them)\n", name,
                     zoo, near_model(name, near, sizeof near));
-        else fprintf(stderr, "tfc-zoo: %s", err.text);
-        *code = 1;
+        else {
+            fprintf(stderr, "tfc-zoo: %s", err.text);
+            *code = tfc_exit_code(err.code);
+        }
         return 0;
     }
     char *end = NULL;

@@ -49,6 +49,7 @@ struct tfc_predictor {
     int64_t nparams;
     tfc_shape in_shape, out_shape;
     tfc_dtype in_dtype;
+    const tfc_model *named; /* the first worker's model: the weights' class names */
     pthread_mutex_t lock; /* guards idle and all */
     worker *idle, *all;
 };
@@ -203,6 +204,7 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
     }
     if (w) {
         p->all = p->idle = w;
+        p->named = w->m;
         s = tfc_model_load_weights(w->m, weights_file, NULL, &e);
         p->nparams = tfc_model_param_count(w->m);
         p->params = s ? NULL : malloc((size_t)(p->nparams ? p->nparams : 1) * 4);
@@ -228,6 +230,13 @@ int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], cons
     for (int i = 0; i < 8; i++) dims[i] = i < s->ndim ? s->dim[i] : 0;
     if (dtype) *dtype = which == 0 && p->in_dtype == TFC_I32 ? "int32" : "float32";
     return s->ndim;
+}
+
+const char *tfc_predictor_class_name(const tfc_predictor *p, int64_t index)
+{
+    int n = 0;
+    const char *const *names = p ? tfc_model_class_names(p->named, &n) : NULL;
+    return names && index >= 0 && index < n ? names[index] : NULL;
 }
 
 /* An idle worker for `batch` examples: one bound for that many already, else the idle one

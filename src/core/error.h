@@ -10,7 +10,8 @@
 typedef enum tfc_status {
     TFC_OK = 0,
     TFC_ERR_CONFIG,  /* bad model/solver file or override: exit 2 */
-    TFC_ERR_USAGE,   /* bad command line: exit 2 */
+    TFC_ERR_USAGE,   /* bad command line, or a file the user named that is missing or of
+                        the wrong kind (SPEC §3): exit 2 */
     TFC_ERR_DATA,    /* unreadable or invalid data: exit 1 */
     TFC_ERR_IO,      /* open/read/write/rename failed: exit 1 */
     TFC_ERR_FORMAT,  /* a weights/state file is malformed: exit 1 */

@@ -21,6 +21,18 @@ static tfc_status io_error(tfc_error *err, const char *path, const char *what, i
     return tfc_error_at(err, TFC_ERR_IO, path, 0, 0, NULL, NULL, "%s: %s", what, strerror(e));
 }
 
+tfc_status tfc_open_status(int e)
+{
+    return e == ENOENT || e == ENOTDIR || e == EISDIR ? TFC_ERR_USAGE : TFC_ERR_IO;
+}
+
+/* A failed open (or a directory's read) of `path`, with tfc_open_status's code. */
+static tfc_status open_error(tfc_error *err, const char *path, const char *what, int e)
+{
+    return tfc_error_at(err, tfc_open_status(e), path, 0, 0, NULL, NULL, "%s: %s", what,
+                        strerror(e));
+}
+
 /* Splits `path` into its directory ("." when it has none) and its last component. */
 static void split_path(const char *path, char *dir, size_t dsize, const char **base)
 {
@@ -227,7 +239,7 @@ tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, siz
     *len = 0;
     if (max_bytes > SIZE_MAX / 2) max_bytes = SIZE_MAX / 2; /* so cap + 1 never wraps */
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return io_error(err, path, "cannot open", errno);
+    if (fd < 0) return open_error(err, path, "cannot open", errno);
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -236,7 +248,7 @@ tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, siz
     }
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        return io_error(err, path, "cannot read", EISDIR);
+        return open_error(err, path, "cannot read", EISDIR);
     }
     if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max_bytes) {
         close(fd);
@@ -257,7 +269,7 @@ tfc_status tfc_file_read_guess(const char *path, size_t max_bytes, size_t guess,
     *len = 0;
     if (max_bytes > SIZE_MAX / 2) max_bytes = SIZE_MAX / 2;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return io_error(err, path, "cannot open", errno);
+    if (fd < 0) return open_error(err, path, "cannot open", errno);
     /* a directory opens, and its read fails with EISDIR */
     return read_to_end(fd, path, max_bytes, guess < 4096 ? 4096 : guess, buf, len, err);
 }

@@ -22,11 +22,17 @@
 tfc_status tfc_file_write_atomic(const char *path, const void *const *chunks, const size_t *sizes,
                                  int nchunks, tfc_error *err);
 
+/* The status of a failed open (or read, for EISDIR) of a file the user named, from errno:
+ * TFC_ERR_USAGE when nothing is there (ENOENT, ENOTDIR) or a folder is where a file belongs
+ * (EISDIR), the user's mistake (SPEC §3: exit 2); TFC_ERR_IO for the machine's reasons
+ * (permissions, I/O errors, too many open files). */
+tfc_status tfc_open_status(int e);
+
 /* Reads the whole of `path` into a new buffer (*buf, freed by the caller with free()) and
  * stores its size in *len. The buffer has one extra NUL byte after the data so text files
  * can be used as C strings. Files larger than `max_bytes` are refused before anything of
- * their size is allocated (TFC_ERR_DATA, saying both sizes); open/read failures and
- * directories give TFC_ERR_IO. On error *buf is NULL and *len 0. */
+ * their size is allocated (TFC_ERR_DATA, saying both sizes); a missing path or a directory
+ * gives tfc_open_status's TFC_ERR_USAGE, other open/read failures TFC_ERR_IO. On error *buf is NULL and *len 0. */
 tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, size_t *len,
                              tfc_error *err);
 

@@ -84,6 +84,10 @@ static const char *json_kind(const json_t *v)
 /* Every format error names the file; tensor errors start with "tensor 'NAME': ". */
 #define FORMAT_ERROR(err, file, ...) \
     tfc_error_at((err), TFC_ERR_FORMAT, (file), 0, 0, NULL, NULL, __VA_ARGS__)
+/* A file that is no safetensors file at all (a YAML or .npy given as weights): the user named
+ * a file of the wrong kind, a usage error (SPEC §3, exit 2), not a damaged one. */
+#define WRONG_KIND(err, file, ...) \
+    tfc_error_at((err), TFC_ERR_USAGE, (file), 0, 0, NULL, NULL, __VA_ARGS__)
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
@@ -294,8 +298,8 @@ static tfc_st_file *parse_header(const char *hdr, size_t hlen, uint64_t data_len
 {
     /* The reference implementation's rule; it also makes jansson's result an object. */
     if (hlen == 0 || hdr[0] != '{') {
-        FORMAT_ERROR(err, file, "the header is not a JSON object: it does not start with '{' "
-                     "(not a safetensors file?)");
+        WRONG_KIND(err, file, "the header is not a JSON object: it does not start with '{' "
+                   "(not a safetensors file?)");
         return NULL;
     }
     /* jansson's tree costs a small multiple of the header's size, which check_prefix has
@@ -376,8 +380,8 @@ static uint64_t check_prefix(const unsigned char *prefix, uint64_t size, const c
     }
     uint64_t hlen = read_le64(prefix);
     if (hlen > TFC_ST_MAX_HEADER) {
-        FORMAT_ERROR(err, file, "the header length %llu is more than the %u-byte limit "
-                     "(not a safetensors file?)", (unsigned long long)hlen, TFC_ST_MAX_HEADER);
+        WRONG_KIND(err, file, "the header length %llu is more than the %u-byte limit "
+                   "(not a safetensors file?)", (unsigned long long)hlen, TFC_ST_MAX_HEADER);
         return UINT64_MAX;
     }
     if (hlen > size - 8) {
@@ -424,7 +428,7 @@ static tfc_st_file *open_fail(int fd, void *mem, const char *path, const char *w
 {
     free(mem);
     close(fd);
-    tfc_error_at(err, TFC_ERR_IO, path, 0, 0, NULL, NULL, "%s: %s", what,
+    tfc_error_at(err, tfc_open_status(e), path, 0, 0, NULL, NULL, "%s: %s", what,
                  e ? strerror(e) : "unexpected end of file (was it changed while being read?)");
     return NULL;
 }
@@ -433,7 +437,8 @@ tfc_st_file *tfc_st_open(const char *path, tfc_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        tfc_error_at(err, TFC_ERR_IO, path, 0, 0, NULL, NULL, "cannot open: %s", strerror(errno));
+        tfc_error_at(err, tfc_open_status(errno), path, 0, 0, NULL, NULL, "cannot open: %s",
+                     strerror(errno));
         return NULL;
     }
     struct stat st;

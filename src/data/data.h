@@ -382,6 +382,12 @@ typedef enum tfc_tokenizer { TFC_TOKENIZER_CHAR = 0, TFC_TOKENIZER_WORD } tfc_to
  * escaped token per line; line i + 2 is id i. */
 tfc_vocab *tfc_vocab_load(const char *path, tfc_error *err);
 tfc_status tfc_vocab_save(const tfc_vocab *v, const char *path, tfc_error *err);
+/* The vocabulary's fingerprint: 16 hex digits of the 64-bit FNV-1a hash of the file
+ * tfc_vocab_save writes (tokenizer, lowercase and every token in id order), so a saved and
+ * reloaded vocabulary hash alike ("" when memory ran out: nothing is recorded or checked).
+ * Weights record it (metadata "vocabulary") and prediction refuses a vocabulary whose hash
+ * differs. */
+void tfc_vocab_hash(const tfc_vocab *v, char out[17]);
 int64_t tfc_vocab_size(const tfc_vocab *v);
 tfc_tokenizer tfc_vocab_tokenizer(const tfc_vocab *v);
 /* The token of id, NUL-terminated (unescaped), or NULL when out of range. */

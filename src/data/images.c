@@ -5,6 +5,7 @@
  * source reads and decodes in parallel. */
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -215,7 +216,7 @@ static char **list_dir(const char *dir, int want_dirs, int *n, tfc_error *err)
     DIR *d = opendir(dir);
     *n = 0;
     if (!d) {
-        tfc_error_set(err, TFC_ERR_IO, "cannot open folder %s: %m", dir);
+        tfc_error_set(err, tfc_open_status(errno), "cannot open folder %s: %m", dir);
         return NULL;
     }
     char **v = NULL;

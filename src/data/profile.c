@@ -120,17 +120,35 @@ static int in_memory(const source *src)
     return !strcmp(src->ops->type, "array");
 }
 
+/* A prefetch does no work of its own: its consumer's time in it is the hand-over and, while
+ * the trainer's threads fill the cores, waits for one (wall time). It counts in no share and
+ * is never the slowest, so the trainer's end-of-run advice and tfc-data --profile's, one
+ * computation, give one answer (issue 43: the trainer blamed the final prefetch). */
+static int is_handoff(const stage *s)
+{
+    return is(s, "prefetch");
+}
+
+/* The pipeline's work on its path: every stage's but the hand-overs'. */
+static double work_total(const tfc_pipeline *p, const tfc_stage_profile *st, int n)
+{
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        if (!is_handoff(p->stages[i])) total += st[i].path_s;
+    return total;
+}
+
 int tfc_pipeline_profile_advice(const tfc_pipeline *p, char *buf, size_t size)
 {
     tfc_stage_profile st[64];
     int n = tfc_pipeline_profile(p, st, 64);
     if (n > 64) n = 64;
-    double total = 0;
+    double total = work_total(p, st, n);
     int worst = -1;
-    for (int i = 0; i < n; i++) {
-        total += st[i].path_s;
-        if (st[i].path_s > 0 && (worst < 0 || st[i].path_s > st[worst].path_s)) worst = i;
-    }
+    for (int i = 0; i < n; i++)
+        if (!is_handoff(p->stages[i]) && st[i].path_s > 0 &&
+            (worst < 0 || st[i].path_s > st[worst].path_s))
+            worst = i;
     if (worst < 0 || total <= 0) {
         snprintf(buf, size, "nothing was timed yet");
         return -1;
@@ -201,16 +219,18 @@ void tfc_pipeline_profile_print(const tfc_pipeline *p, double wall_s, FILE *f)
     tfc_stage_profile st[64];
     int n = tfc_pipeline_profile(p, st, 64);
     if (n > 64) n = 64;
-    double total = 0;
-    for (int i = 0; i < n; i++) total += st[i].path_s;
+    double total = work_total(p, st, n);
     fprintf(f, "%-36s %10s %11s %9s %9s %7s %6s %9s\n", "stage", "elements", "elements/s",
             "busy s", "us/elem", "threads", "share", "waited s");
     for (int i = 0; i < n; i++) {
         const tfc_stage_profile *s = &st[i];
-        fprintf(f, "%-36s %10lld %11.0f %9.3f %9.2f %7d %5.0f%% %9.3f\n", s->name,
+        char share[16] = "     -"; /* a hand-over has none */
+        if (!is_handoff(p->stages[i]))
+            snprintf(share, sizeof share, "%5.0f%%", total > 0 ? 100 * s->path_s / total : 0);
+        fprintf(f, "%-36s %10lld %11.0f %9.3f %9.2f %7d %s %9.3f\n", s->name,
                 (long long)s->elements, wall_s > 0 ? (double)s->elements / wall_s : 0,
                 s->busy_s, s->elements ? 1e6 * s->busy_s / (double)s->elements : 0,
-                s->threads, total > 0 ? 100 * s->path_s / total : 0, s->waited_s);
+                s->threads, share, s->waited_s);
     }
     char advice[800];
     tfc_pipeline_profile_advice(p, advice, sizeof advice);

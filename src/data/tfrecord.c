@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/fileio.h"
 #include "core/protobuf.h"
 #include "core/tfrecord.h"
 #include "data/internal.h"
@@ -398,12 +399,12 @@ static tfc_status index_file(tfr_source *t, int f, int skip, tfc_error *err)
 static tfc_status load_file(tfr_file *file, int compression, tfc_error *err)
 {
     int fd = open(file->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tfc_error_set(err, TFC_ERR_IO, "cannot open %s: %s", file->path,
-                                     strerror(errno));
+    if (fd < 0) return tfc_error_set(err, tfc_open_status(errno), "cannot open %s: %s",
+                                     file->path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return tfc_error_set(err, TFC_ERR_IO, "%s: not a regular file", file->path);
+        return tfc_error_set(err, TFC_ERR_USAGE, "%s: not a regular file", file->path);
     }
     file->size = (size_t)sb.st_size;
     if (file->size) {

@@ -319,16 +319,32 @@ static void escape_token(FILE *f, const char *s, size_t n)
     fputc('\n', f);
 }
 
-tfc_status tfc_vocab_save(const tfc_vocab *v, const char *path, tfc_error *err)
+/* The vocabulary file's text (malloc'd; *len its bytes), or NULL when out of memory. */
+static char *vocab_text(const tfc_vocab *v, size_t *len)
 {
     char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory writing %s", path);
+    FILE *f = open_memstream(&text, len);
+    if (!f) return NULL;
     fprintf(f, "%s tokenizer=%s lowercase=%d\n", VOCAB_HEADER,
             v->tok == TFC_TOKENIZER_CHAR ? "char" : "word", v->lowercase);
     for (int64_t i = 0; i < v->n; i++) escape_token(f, v->tokens[i], v->lens[i]);
-    fclose(f);
+    return fclose(f) == 0 ? text : (free(text), NULL);
+}
+
+void tfc_vocab_hash(const tfc_vocab *v, char out[17])
+{
+    size_t len = 0;
+    char *text = vocab_text(v, &len);
+    out[0] = 0;
+    if (text) snprintf(out, 17, "%016llx", (unsigned long long)tfc_fnv1a(TFC_FNV_INIT, text, len));
+    free(text);
+}
+
+tfc_status tfc_vocab_save(const tfc_vocab *v, const char *path, tfc_error *err)
+{
+    size_t len = 0;
+    char *text = vocab_text(v, &len);
+    if (!text) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory writing %s", path);
     const void *chunks[1] = {text};
     size_t sizes[1] = {len};
     tfc_status st = tfc_file_write_atomic(path, chunks, sizes, 1, err);

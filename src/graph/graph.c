@@ -43,10 +43,16 @@ static void *alloc_or_report(tfc_backend *be, size_t bytes, const char *what, in
                              tfc_error *err)
 {
     void *p = be->ops->alloc(be, bytes ? bytes : ALIGN);
-    if (!p) {
+    int per_batch = !strcmp(what, "activations"); /* parameters do not grow with the batch */
+    if (!p && per_batch) {
         tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate %.1f MiB of %s for batch_size %d on %s",
                       (double)bytes / (1 << 20), what, batch, be->ops->name);
         tfc_error_hint(err, "lower batch_size");
+    } else if (!p) {
+        tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate %.1f MiB of %s on %s",
+                      (double)bytes / (1 << 20), what, be->ops->name);
+        tfc_error_hint(err, "the %s do not depend on batch_size: a smaller model (fewer units, "
+                            "filters or layers) needs less", what);
     }
     return p;
 }

@@ -238,9 +238,24 @@ tfc_status tfc_model_set_class_names(tfc_model *m, const char *const *names, int
 /* The class names, or NULL when the model has none; *n gets their count. */
 const char *const *tfc_model_class_names(const tfc_model *m, int *n);
 
+/* The hash of the vocabulary that tokenized the training data (tfc_vocab_hash; NULL or ""
+ * clears it). Written into every weights file the model saves (metadata "vocabulary") and
+ * read back by a strict tfc_model_load_weights (cleared when the file has none). */
+void tfc_model_set_vocabulary_hash(tfc_model *m, const char *hash);
+
+/* That hash, or NULL when the model has none. */
+const char *tfc_model_vocabulary_hash(const tfc_model *m);
+
+/* Refuses (TFC_ERR_USAGE, naming `vocabulary` and `weights`, the file the model's weights
+ * came from) a vocabulary whose hash is not the one the weights record; TFC_OK when they
+ * agree or either is unknown (NULL or "": weights from before tfc recorded it). */
+tfc_status tfc_model_check_vocabulary(const tfc_model *m, const char *hash,
+                                      const char *vocabulary, const char *weights,
+                                      tfc_error *err);
+
 /* Writes every parameter as `<layer>/<variable>` in Keras's layout to a safetensors file,
  * atomically, with the model name, tfc version and (when set) the class names as a JSON
- * array under "classes" in __metadata__. */
+ * array under "classes" and the vocabulary's hash under "vocabulary" in __metadata__. */
 tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err);
 
 /* What a by-name load did: counts, and one line per tensor ("matched dense/kernel (784,
@@ -251,10 +266,11 @@ typedef struct tfc_weights_report {
 } tfc_weights_report;
 
 /* Loads parameters by name. Strict (rep NULL): every parameter must be present with its
- * exact shape, else TFC_ERR_FORMAT naming the first culprit. By name (rep given, for
- * fine-tuning): matching tensors are loaded, the others reported and left as initialised.
- * Any float or integer dtype converts to float32. Strict loads also take the file's class
- * names (metadata "classes") when it has as many as the output has classes. */
+ * exact shape, else TFC_ERR_USAGE (the weights of another model: exit 2) naming the first
+ * culprit. By name (rep given, for fine-tuning): matching tensors are loaded, the others
+ * reported and left as initialised. Any float or integer dtype converts to float32. Strict
+ * loads also take the file's class names (metadata "classes") when it has as many as the
+ * output has classes, and its vocabulary hash (metadata "vocabulary"). */
 tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_report *rep,
                                   tfc_error *err);
 

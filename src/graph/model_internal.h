@@ -96,6 +96,7 @@ struct tfc_model {
                               only: tfc_model_check_loss says why) */
     char **class_names;    /* [nclass_names], owned: what the weights file records */
     int nclass_names;
+    char vocabulary[17];   /* the training vocabulary's hash (tfc_vocab_hash), "" when none */
     int64_t param_count;   /* parameter floats, all of them ... */
     int64_t trainable_count; /* ... and the trainable ones */
 

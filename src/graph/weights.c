@@ -44,6 +44,27 @@ const char *const *tfc_model_class_names(const tfc_model *m, int *n)
     return m->nclass_names ? (const char *const *)m->class_names : NULL;
 }
 
+void tfc_model_set_vocabulary_hash(tfc_model *m, const char *hash)
+{
+    snprintf(m->vocabulary, sizeof m->vocabulary, "%s", hash ? hash : "");
+}
+
+const char *tfc_model_vocabulary_hash(const tfc_model *m)
+{
+    return m->vocabulary[0] ? m->vocabulary : NULL;
+}
+
+tfc_status tfc_model_check_vocabulary(const tfc_model *m, const char *hash,
+                                      const char *vocabulary, const char *weights,
+                                      tfc_error *err)
+{
+    if (!m->vocabulary[0] || !hash || !hash[0] || !strcmp(m->vocabulary, hash)) return TFC_OK;
+    tfc_error_set(err, TFC_ERR_USAGE, "%s is not the vocabulary %s was trained with (its hash "
+                  "%s, the weights record %s)", vocabulary, weights, hash, m->vocabulary);
+    tfc_error_hint(err, "use the vocabulary.txt of the run that wrote %s", weights);
+    return TFC_ERR_USAGE;
+}
+
 /* The class names as a JSON array (malloc'd), or NULL when the model has none. */
 static char *class_names_json(const tfc_model *m)
 {
@@ -97,6 +118,7 @@ tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err
     char *classes = s ? NULL : class_names_json(m);
     if (classes) s = tfc_st_writer_set_meta(w, "classes", classes, err);
     free(classes);
+    if (!s && m->vocabulary[0]) s = tfc_st_writer_set_meta(w, "vocabulary", m->vocabulary, err);
     if (!s) s = tfc_st_writer_save(w, path, err);
     tfc_st_writer_free(w);
     free(host);
@@ -155,7 +177,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
             const tfc_st_tensor *t = tfc_st_find(f, name);
             if (!t) {
                 if (!rep) {
-                    s = tfc_error_set(err, TFC_ERR_FORMAT, "%s: no tensor '%s' %s for layer '%s'",
+                    s = tfc_error_set(err, TFC_ERR_USAGE, "%s: no tensor '%s' %s for layer '%s'",
                                       path, name, want, l->name);
                     break;
                 }
@@ -167,7 +189,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
             if (!tfc_shape_equal(&t->shape, &pr->shape)) {
                 tfc_shape_str(&t->shape, got, sizeof got);
                 if (!rep) {
-                    s = tfc_error_set(err, TFC_ERR_FORMAT,
+                    s = tfc_error_set(err, TFC_ERR_USAGE,
                                       "%s: tensor '%s' has shape %s, the model needs %s", path,
                                       name, got, want);
                     break;
@@ -213,7 +235,10 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
         free(rep->text);
         rep->text = NULL;
     }
-    if (!rep && !s) read_class_names(m, f);
+    if (!rep && !s) {
+        read_class_names(m, f);
+        tfc_model_set_vocabulary_hash(m, tfc_st_meta(f, "vocabulary"));
+    }
     free(used);
     free(host);
     tfc_st_close(f);

@@ -163,6 +163,12 @@ tfc_status tfc_solver_evaluate_classes(tfc_solver *s, const char *weights, tfc_e
     tfc_backend *be = tfc_solver_backend_open(s, err);
     tfc_status st = be ? tfc_feed_for_evaluation(&f, s, be, weights, err) : err->code;
     if (!st) st = tfc_model_load_weights(s->model, weights, NULL, err);
+    const tfc_vocab *vocab = st ? NULL : tfc_pipeline_vocab(f.test);
+    char hash[17] = "";
+    if (vocab) tfc_vocab_hash(vocab, hash);
+    /* the test split's vocabulary (beside the weights, or rebuilt from data.train) */
+    if (vocab) st = tfc_model_check_vocabulary(s->model, hash, "data.test's vocabulary", weights,
+                                               err);
     int stopped = 0;
     if (!st && cm) st = tfc_confusion_init(cm, s->model, f.test, err);
     if (!st) st = tfc_evaluate(&f, s, out, cm, &stopped, err);

@@ -238,6 +238,11 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
     const char *const *names = tfc_pipeline_class_names(f->train, &n);
     if (!names && f->test) names = tfc_pipeline_class_names(f->test, &n);
     if (tfc_model_set_class_names(s->model, names, n, err)) return err->code;
+    /* ... and the hash of the vocabulary that tokenized it, which prediction checks */
+    const tfc_vocab *vocab = tfc_pipeline_vocab(f->train);
+    char hash[17] = "";
+    if (vocab) tfc_vocab_hash(vocab, hash);
+    tfc_model_set_vocabulary_hash(s->model, hash);
     if (tfc_model_class_weight_balanced(s->model)) {
         int classes = tfc_model_classes(s->model);
         int64_t *counts = malloc((size_t)classes * sizeof *counts);

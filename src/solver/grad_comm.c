@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/gpu.h"
+#include "device/device.h"
 #include "solver/internal.h"
 
 tfc_status tfc_grad_comm_open(tfc_grad_comm *g, tfc_comm *world, tfc_backend *be,
@@ -25,7 +25,7 @@ tfc_status tfc_grad_comm_open(tfc_grad_comm *g, tfc_comm *world, tfc_backend *be
     int nccl = want ? !strcmp(want, "nccl") : !g->host && !deterministic && world->size > 1;
 #ifdef TFC_HAVE_NCCL
     /* NCCL wants a GPU per rank: ranks sharing one (a test on a one-GPU machine) stage */
-    if (!want && world->local_size > tfc_gpu_device_count()) nccl = 0;
+    if (!want && world->local_size > tfc_device_gpu_count()) nccl = 0;
 #endif
     if (!nccl) return TFC_OK;
     if (want && (g->host || deterministic))
@@ -34,7 +34,7 @@ tfc_status tfc_grad_comm_open(tfc_grad_comm *g, tfc_comm *world, tfc_backend *be
                              g->host ? ", and this run is on the CPU"
                                      : ", in no fixed order, and this run is deterministic");
 #ifdef TFC_HAVE_NCCL
-    g->nccl = tfc_gpu_nccl_open(be, world, 60.0, err);
+    g->nccl = tfc_device_nccl_open(be, world, 60.0, err);
     return g->nccl ? TFC_OK : err->code;
 #else
     if (want)
@@ -52,7 +52,7 @@ const char *tfc_grad_comm_name(const tfc_grad_comm *g)
 tfc_status tfc_grad_comm_sum(tfc_grad_comm *g, float *grads, int64_t n, tfc_error *err)
 {
 #ifdef TFC_HAVE_NCCL
-    if (g->nccl) return tfc_gpu_nccl_allreduce(g->nccl, grads, n, err);
+    if (g->nccl) return tfc_device_nccl_sum(g->nccl, grads, n, err);
 #endif
     if (g->host) return g->world->ops->allreduce(g->world, grads, n, 0, g->ordered, err);
     size_t bytes = (size_t)n * sizeof(float);
@@ -68,7 +68,7 @@ tfc_status tfc_grad_comm_sum(tfc_grad_comm *g, float *grads, int64_t n, tfc_erro
 void tfc_grad_comm_close(tfc_grad_comm *g)
 {
 #ifdef TFC_HAVE_NCCL
-    tfc_gpu_nccl_close(g->nccl);
+    tfc_device_nccl_close(g->nccl);
 #endif
     g->nccl = NULL;
     free(g->staged);

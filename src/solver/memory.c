@@ -2,11 +2,11 @@
  * tfc-summary predicts and tfc-train states before its first step. */
 #include "solver/internal.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
-#ifdef TFC_HAVE_CUDA
-#include "gpu/gpu.h"
-#endif
+#include "device/device.h"
 
 int tfc_solver_rank_batch(const tfc_solver *s, int ranks)
 {
@@ -35,31 +35,36 @@ void tfc_solver_memory(const tfc_solver *s, const tfc_memory_plan *model,
 
 tfc_status tfc_solver_check_memory(tfc_solver *s, tfc_backend *be, int ranks, tfc_error *err)
 {
-#ifdef TFC_HAVE_CUDA
     int batch = tfc_solver_rank_batch(s, ranks);
-    if (be->device < 0 || batch < 1) return TFC_OK;
-    tfc_gpu_memory g;
-    tfc_gpu_memory_stats(be, &g);
-    size_t avail = g.device_free + (g.reserved - g.in_use); /* cached blocks are reusable */
-    if (g.limit && g.limit - (g.limit < g.in_use ? g.limit : g.in_use) < avail)
-        avail = g.limit - (g.limit < g.in_use ? g.limit : g.in_use);
+    if (batch < 1) return TFC_OK;
+    const char *source;
+    size_t avail = tfc_device_memory_available(be, &source);
+    if (avail == SIZE_MAX) return TFC_OK;
     tfc_memory_plan p;
     tfc_status st = tfc_model_plan_memory(s->model, be, batch, &p, err);
     if (st) return st;
     tfc_training_memory m;
     tfc_solver_memory(s, &p, &m);
-    if (m.device <= avail) return TFC_OK;
+    /* on the CPU the device is the host: the feed's staging shares it */
+    size_t need = m.device + (be->device < 0 ? m.host_staging : 0);
+    size_t fixed = p.params + p.grads + m.optimizer + m.ema; /* the batch does not change it */
+    if (need <= avail) return TFC_OK;
     const double MiB = 1024.0 * 1024.0;
+    char staging[64] = "";
+    if (be->device < 0)
+        snprintf(staging, sizeof staging, ", batch staging %.1f MiB",
+                 (double)m.host_staging / MiB);
     tfc_error_set(err, TFC_ERR_NOMEM,
-                  "training at batch %d per rank needs %.1f MiB on %s (tfc-summary's plan), "
-                  "%.1f MiB are available%s",
-                  batch, (double)m.device / MiB, be->ops->name, (double)avail / MiB,
-                  g.limit ? " under gpu_memory_limit" : "");
-    tfc_error_hint(err, "lower batch_size (tfc-summary SOLVER --max-batch --memory BYTES finds "
-                        "the largest that fits)");
+                  "training at batch %d per rank needs %.1f MiB on %s (tfc-summary's plan: "
+                  "parameters, gradients and optimizer state %.1f MiB, activations %.1f MiB%s), "
+                  "%.1f MiB are available (%s)",
+                  batch, (double)need / MiB, be->ops->name, (double)fixed / MiB,
+                  (double)p.arena / MiB, staging, (double)avail / MiB, source);
+    if (fixed >= avail)
+        tfc_error_hint(err, "the parameters alone do not fit, whatever the batch: a smaller model "
+                            "(fewer units, filters or layers) does");
+    else
+        tfc_error_hint(err, "lower batch_size: the activations grow with it (tfc-summary SOLVER "
+                            "--max-batch --memory BYTES finds the largest that fits)");
     return TFC_ERR_NOMEM;
-#else
-    (void)s, (void)be, (void)ranks, (void)err;
-    return TFC_OK;
-#endif
 }

@@ -23,7 +23,9 @@
 tfc_status tfc_file_crc32c(const char *path, uint32_t *crc, tfc_error *err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return tfc_error_set(err, TFC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (!f)
+        return tfc_error_set(err, tfc_open_status(errno), "cannot open %s: %s", path,
+                             strerror(errno));
     unsigned char buf[1 << 16];
     uint32_t c = 0;
     size_t n;
@@ -272,7 +274,7 @@ static tfc_st_file *open_verified(const char *path, tfc_error *err)
     tfc_status s = TFC_OK;
     char want[9];
     if (!fmt || strcmp(fmt, TFC_STATE_FORMAT) != 0)
-        s = tfc_error_set(err, TFC_ERR_FORMAT,
+        s = tfc_error_set(err, TFC_ERR_USAGE,
                           "%s is not a tfc state file (its __metadata__ has no format \"%s\"); "
                           "--resume takes the .state file of a snapshot",
                           path, TFC_STATE_FORMAT);

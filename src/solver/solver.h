@@ -134,10 +134,12 @@ typedef struct tfc_training_memory {
 } tfc_training_memory;
 void tfc_solver_memory(const tfc_solver *s, const tfc_memory_plan *model,
                        tfc_training_memory *out);
-/* On a GPU backend: refuses (TFC_ERR_NOMEM, naming the predicted and available bytes) a
- * training whose planned device memory at the rank batch exceeds the device's free memory
- * (or what gpu_memory_limit leaves); TFC_OK on the CPU. The trainer calls it before it
- * builds the pipelines, so no data is read for a batch that cannot fit. */
+/* Refuses (TFC_ERR_NOMEM, naming the plan's parts, the available bytes and which knob
+ * helps: a smaller model when the parameters alone do not fit, else a smaller batch) a
+ * training whose planned memory at the rank batch exceeds what the device has left
+ * (tfc_device_memory_available: on a GPU its free memory or what gpu_memory_limit leaves; on
+ * the CPU MemAvailable or the cgroup v2 limit, the batch staging counted too). The trainer
+ * calls it before it builds the pipelines, so no data is read for a batch that cannot fit. */
 tfc_status tfc_solver_check_memory(tfc_solver *s, tfc_backend *be, int ranks, tfc_error *err);
 /* The batch each rank binds the model for when training (the global batch / ranks), or 0
  * when the solver has no training split or its batch is not planned. */

@@ -85,7 +85,7 @@ set +e
     --set max_iter=1 --set gpu_memory_limit=4 >"$out/limit.log" 2>&1
 rc=$?
 set -e
-if [ $rc = 1 ] && grep -q 'needs .* MiB on .*MiB are available under gpu_memory_limit' "$out/limit.log"; then
+if [ $rc = 1 ] && grep -q 'needs .* MiB on .*MiB are available (left under gpu_memory_limit)' "$out/limit.log"; then
     echo "  gpu_memory_limit=4 (MiB): $(grep -m1 'needs' "$out/limit.log")"
 else
     echo "train_curve: FAILED: gpu_memory_limit=4 gave exit $rc:"; cat "$out/limit.log"; exit 1

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[512];
@@ -195,4 +196,26 @@ tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char 
 {
     tfc_train_result res;
     return tfc_test_train_result(solver_yaml, file, out, &res, err);
+}
+
+int tfc_test_sh(const char *cmd, char **text)
+{
+    char full[16384];
+    snprintf(full, sizeof full, "cd '%s' && (%s) >out.txt 2>&1", tfc_test_tmpdir(), cmd);
+    int st = system(full);
+    if (text) *text = tfc_test_read(tfc_test_path("out.txt"), NULL);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void tfc_test_sh_expect(int code, const char *cmd, const char *want1, const char *want2)
+{
+    char *text;
+    int rc = tfc_test_sh(cmd, &text);
+    int ok = rc == code && text && (!want1 || strstr(text, want1)) &&
+             (!want2 || strstr(text, want2));
+    CU_ASSERT(ok);
+    if (!ok)
+        printf("\n`%s`: exit %d, want %d with '%s' '%s':\n%s\n", cmd, rc, code,
+               want1 ? want1 : "", want2 ? want2 : "", text ? text : "");
+    free(text);
 }

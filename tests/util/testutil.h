@@ -51,6 +51,14 @@ const char *tfc_test_write(const char *name, const void *data, long len);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated); *len gets its size. */
 char *tfc_test_read(const char *path, size_t *len);
 
+/* Runs the shell line `cmd` in the scratch directory, its stdout and stderr into out.txt
+ * there; returns the exit status (-1 when a signal ended it) and, when text is not NULL,
+ * the output in a malloc'd string. */
+int tfc_test_sh(const char *cmd, char **text);
+/* tfc_test_sh asserting the exit status and that the output holds `want1` and `want2` (each
+ * may be NULL); on a mismatch prints the command, both statuses and the output. */
+void tfc_test_sh_expect(int code, const char *cmd, const char *want1, const char *want2);
+
 /* Trains the solver `solver_yaml` (written to the scratch file `file`) on the CPU with one
  * thread, console to /dev/null, its run directory tmpdir/out; e gets any error. */
 tfc_status tfc_test_train(const char *solver_yaml, const char *file, const char *out,
