@@ -14,8 +14,9 @@ zoo-test: $(BIN)/tfc-zoo
 	    echo "== $$n"; TFC_ZOO=$(CURDIR)/model_zoo $(BIN)/tfc-zoo test "$$n" || status=1; \
 	done; exit $$status
 
-# make zoo-retrain: retrains fashion_mlp and fortunes_classify with the command and threads
-# their README records and fails unless the final test metric equals the README's exactly
+# make zoo-retrain: retrains fashion_mlp, fortunes_classify and fortunes_conv_bigru with the
+# command and threads their README records and fails unless the final test metric equals the
+# README's exactly
 # (tools/zoo-retrain.sh; needs tools/install-deps.sh --data; minutes, not in make test).
 .PHONY: zoo-retrain
 zoo-retrain: tools
