@@ -835,6 +835,25 @@ static void test_empty_data(void)
         expect(1, cmd, cases[i].file, cases[i].why);
         CU_ASSERT(!exists("nodata")); /* so the next try is not refused */
     }
+    /* the source has records, a stage leaves none: the split and the stage named, no folder */
+    static const struct {
+        const char *split, *stages, *why;
+    } drained[] = {
+        {"train", "[{filter: {labels: [9]}}, {repeat: {}}, {batch: {batch_size: 16}}]",
+         "data.train yields no elements: pipeline[0].filter leaves none of the source's 256"},
+        {"train", "[{skip: {count: 300}}, {repeat: {}}, {batch: {batch_size: 16}}]",
+         "data.train yields no elements: pipeline[0].skip leaves none of the source's 256"},
+        {"train", "[{take: {count: 0}}, {batch: {batch_size: 16}}]",
+         "data.train yields no elements: pipeline[0].take leaves none of the source's 256"},
+        {"test", "[{filter: {labels: [9]}}, {batch: {batch_size: 32}}]",
+         "data.test yields no elements: pipeline[0].filter leaves none of the source's 64"},
+    };
+    for (size_t i = 0; i < sizeof drained / sizeof *drained; i++) {
+        snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set "
+                 "'data.%s.pipeline=%s'", bin, drained[i].split, drained[i].stages);
+        expect(1, cmd, drained[i].why, NULL);
+        CU_ASSERT(!exists("nodata"));
+    }
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set max_iter=2", bin);
     expect(0, cmd, "done: 2 iterations", NULL);
 }
