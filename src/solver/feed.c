@@ -211,46 +211,6 @@ static tfc_data_options split_options(const tfc_solver *s, int test)
     return o;
 }
 
-/* A split whose source has records but whose stages (filter, take, skip, shard) leave none
- * fails here, before the run directory exists: its first element is drawn and the pipeline
- * put back where it was (saved state, so the run's order is unchanged). The stage named is
- * the first whose element count (the profiler's) is 0 while the one below made some, else a
- * take (of 0, which asks nothing of the stages below it). */
-static tfc_status check_yields(tfc_pipeline *p, const char *key, tfc_error *err)
-{
-    void *state = NULL;
-    size_t len = 0;
-    tfc_status st = tfc_pipeline_save_state(p, &state, &len, err);
-    if (st) return st;
-    tfc_batch b;
-    st = tfc_pipeline_next(p, &b, err);
-    int empty = !st && b.end;
-    tfc_stage_profile prof[64];
-    int n = empty ? tfc_pipeline_profile(p, prof, 64) : 0, at = -1;
-    for (int i = 1; i < n && i < 64 && at < 0; i++)
-        if (prof[i].elements == 0 && prof[i - 1].elements > 0) at = i;
-    for (int i = 1; i < n && i < 64 && at < 0; i++) { /* a take of 0 asks nothing below it */
-        size_t nl = strlen(prof[i].name);
-        if (nl >= 4 && !strcmp(prof[i].name + nl - 4, "take")) at = i;
-    }
-    tfc_error quiet;
-    tfc_error_clear(&quiet);
-    tfc_status rs = tfc_pipeline_restore_state(p, state, len, &quiet);
-    free(state);
-    tfc_pipeline_profile_clear(p);
-    if (st) return st;
-    if (empty && at > 0)
-        return tfc_error_set(err, TFC_ERR_DATA, "%s yields no elements: %s leaves none of the "
-                             "source's %lld records", key, prof[at].name,
-                             (long long)tfc_pipeline_source_size(p));
-    if (empty)
-        return tfc_error_set(err, TFC_ERR_DATA, "%s yields no elements (its stages leave none "
-                             "of the source's %lld records)", key,
-                             (long long)tfc_pipeline_source_size(p));
-    if (rs) *err = quiet;
-    return rs;
-}
-
 tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
                                  tfc_error *err)
 {
@@ -271,9 +231,10 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
     }
     tfc_status st = check_label_set(f, f->train, "data.train", err);
     if (!st) st = check_label_set(f, f->test, "data.test", err);
-    if (!st) st = check_yields(f->train, "data.train", err);
-    /* (one rank's share of a dealt test split may be empty: single-process runs only) */
-    if (!st && f->test && f->nranks == 1) st = check_yields(f->test, "data.test", err);
+    /* a split whose stages leave nothing fails before the run directory exists (one rank's
+     * share of a dealt test split may be empty: that one, single-process runs only) */
+    if (!st) st = tfc_pipeline_check_yields(f->train, err);
+    if (!st && f->test && f->nranks == 1) st = tfc_pipeline_check_yields(f->test, err);
     if (st) return st;
     /* The weights the run writes carry the class names of the training source (else the
      * test source's), SPEC §4. */
