@@ -761,7 +761,7 @@ static void test_zoo_export_non_empty(void)
     CU_ASSERT(exists("empty/model.yaml") && exists("new/dir/model.yaml"));
 }
 
-/* ---- 15. options that were silently ignored ------------------------------------------------ */
+/* ---- 15. options that were silently ignored; tfc-data --set ------------------------------ */
 
 static void test_ignored_options(void)
 {
@@ -789,6 +789,16 @@ static void test_ignored_options(void)
                        "--stop-at 10 is before iteration 20, where the resumed snapshot is", NULL);
     CU_ASSERT_STRING_EQUAL(run_status("sa"), "paused");
     CU_ASSERT(!exists("sa/final.safetensors"));
+    /* test_interval with nothing to test on: a configuration error at the key, no folder */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out ti --set data.test=null", bin);
+    tfc_test_sh_expect(2, cmd, "tiny.yaml:", "test_interval: 100 needs data.test");
+    CU_ASSERT(!exists("ti"));
+    /* tfc-data takes --set as tfc-train does; a misspelled data key is refused */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' tiny.yaml --take 3 "
+             "--set data.train.pipeline.2.batch.batch_size=5", bin);
+    tfc_test_sh_expect(0, cmd, "3 elements (15 examples)", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' tiny.yaml --set data.tset.source=x", bin);
+    tfc_test_sh_expect(2, cmd, "data.tset: unknown key 'tset'; did you mean 'test'?", NULL);
 }
 
 /* ---- 16. empty data: the file named, nothing created ---------------------------------------- */
