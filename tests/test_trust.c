@@ -5,7 +5,9 @@
  * any work where they can be read ahead); SIGHUP snapshots like SIGTERM and a closed stdout
  * (`| head -1`) does not stop the run; resumes keep a run's records consistent (log.csv,
  * summary.json, final weights) and name what they change; empty and skipped data are said
- * with their files. */
+ * with their files (and a stage that leaves nothing, with its split); `make run` again
+ * re-tests a finished run, resumes an interrupted one, and starts over one stopped before
+ * its first snapshot. */
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
@@ -1050,6 +1052,79 @@ static void test_skip_reported(void)
     tfc_test_sh_expect(0, cmd, "data.train: 2 bad records left out", "bad0.png");
 }
 
+/* ---- 20. `make run` again: re-tests a finished run, resumes an interrupted one ---------- */
+
+/* `make -s run` from the tree TFC_BIN belongs to, on the scratch solver mk.yaml into the
+ * scratch folder `dir` (RUN_SETUP=0: no installing, no build; DEBUG as bin/.config says, so
+ * the Makefile leaves the build as it is). */
+static void make_run(const char *root, const char *bin, const char *dir, int code,
+                     const char *want1, const char *want2)
+{
+    char *config = tfc_test_read(tfc_test_path("bin_config"), NULL);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "make -s -C '%s' run RUN_SETUP=0 DEBUG=%d BIN='%s' "
+             "RUN_CONFIG='%s' RUN_DIR='%s'", root, config && strstr(config, "debug") ? 1 : 0,
+             bin, tfc_test_path("mk.yaml"), tfc_test_path(dir));
+    free(config);
+    tfc_test_sh_expect(code, cmd, want1, want2);
+}
+
+/* 1 when the scratch files `a` and `b` hold the same bytes. */
+static int same_bytes(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *ta = tfc_test_read(tfc_test_path(a), &la), *tb = tfc_test_read(tfc_test_path(b), &lb);
+    int same = ta && tb && la == lb && !memcmp(ta, tb, la);
+    free(ta);
+    free(tb);
+    return same;
+}
+
+static void test_make_run(void)
+{
+    const char *b = tfc_test_bin("tfc-train");
+    if (!b) return;
+    char bin[1100], root[1100], probe[1200];
+    snprintf(bin, sizeof bin, "%s", b);
+    snprintf(root, sizeof root, "%s", bin);
+    char *slash = strrchr(root, '/');
+    if (slash) *slash = 0;
+    snprintf(probe, sizeof probe, "%s/mk/train.mk", root);
+    fflush(NULL);
+    if (system("command -v make >/dev/null 2>&1") != 0 || access(probe, R_OK) != 0) {
+        tfc_test_skip("no make, or no mk/train.mk beside $TFC_BIN");
+        return;
+    }
+    snprintf(probe, sizeof probe, "cp '%s/.config' bin_config", bin);
+    tfc_test_sh(probe, NULL);
+    write_solver(); /* tiny.yaml, made shorter and with snapshots */
+    tfc_test_sh("sed -e 's/^max_iter: 300/max_iter: 40/' -e 's/^test_interval: 100/test_interval: "
+                "20/' -e 's/^snapshot: {interval: 0}/snapshot: {interval: 10}/' tiny.yaml "
+                ">mk.yaml", NULL);
+    /* the first time: trains, then tests the final weights */
+    make_run(root, bin, "mk", 0, "done: 40 iterations", "test: loss ");
+    /* again: the finished run is re-tested, nothing of it rewritten */
+    tfc_test_sh("cp mk/final.safetensors final.first && cp mk/log.csv log.first", NULL);
+    make_run(root, bin, "mk", 0, "/mk has finished (make run RUN_DIR=DIR trains anew",
+             "test: loss ");
+    CU_ASSERT(same_bytes("mk/final.safetensors", "final.first"));
+    CU_ASSERT(same_bytes("mk/log.csv", "log.first"));
+    /* interrupted after a snapshot (Ctrl-C leaves the same: a snapshot, no final weights):
+     * resumed from its latest snapshot, to the weights of the uninterrupted run */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' mk.yaml --out cut --stop-at 20", bin);
+    tfc_test_sh_expect(0, cmd, NULL, NULL);
+    CU_ASSERT(exists("cut/snapshots/tiny_iter_20.state") && !exists("cut/final.safetensors"));
+    make_run(root, bin, "cut", 0, "/cut from ", "/cut/snapshots/tiny_iter_20.state");
+    CU_ASSERT(same_bytes("cut/final.safetensors", "final.first"));
+    /* stopped before its first snapshot (killed at start: a folder and its config.yaml):
+     * starts over */
+    tfc_test_sh("mkdir early && cp mk.yaml early/config.yaml", NULL);
+    make_run(root, bin, "early", 0, "/early stopped before its first snapshot: starting over",
+             "done: 40 iterations");
+    CU_ASSERT(same_bytes("early/final.safetensors", "final.first"));
+}
+
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"sighup_and_closed_stdout", test_sighup_and_closed_stdout},
               {"ctl_set_max_iter", test_ctl_set_max_iter},
@@ -1065,4 +1140,5 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"skip_reported", test_skip_reported},
               {"signal_during_test", test_signal_during_test},
               {"nonfinite_inputs", test_nonfinite_inputs},
-              {"labels_out_of_range", test_labels_out_of_range})
+              {"labels_out_of_range", test_labels_out_of_range},
+              {"make_run", test_make_run})
