@@ -1060,7 +1060,7 @@ static void test_skip_reported(void)
 static void make_run(const char *root, const char *bin, const char *dir, int code,
                      const char *want1, const char *want2)
 {
-    char *config = tfc_test_read(tfc_test_path("bin_config"), NULL);
+    char *config = tfc_test_read(tfc_test_path("mk_bin_config"), NULL);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "make -s -C '%s' run RUN_SETUP=0 DEBUG=%d BIN='%s' "
              "RUN_CONFIG='%s' RUN_DIR='%s'", root, config && strstr(config, "debug") ? 1 : 0,
@@ -1095,34 +1095,35 @@ static void test_make_run(void)
         tfc_test_skip("no make, or no mk/train.mk beside $TFC_BIN");
         return;
     }
-    snprintf(probe, sizeof probe, "cp '%s/.config' bin_config", bin);
+    snprintf(probe, sizeof probe, "cp '%s/.config' mk_bin_config", bin);
     tfc_test_sh(probe, NULL);
     write_solver(); /* tiny.yaml, made shorter and with snapshots */
     tfc_test_sh("sed -e 's/^max_iter: 300/max_iter: 40/' -e 's/^test_interval: 100/test_interval: "
                 "20/' -e 's/^snapshot: {interval: 0}/snapshot: {interval: 10}/' tiny.yaml "
                 ">mk.yaml", NULL);
     /* the first time: trains, then tests the final weights */
-    make_run(root, bin, "mk", 0, "done: 40 iterations", "test: loss ");
+    make_run(root, bin, "mk_run", 0, "done: 40 iterations", "test: loss ");
     /* again: the finished run is re-tested, nothing of it rewritten */
-    tfc_test_sh("cp mk/final.safetensors final.first && cp mk/log.csv log.first", NULL);
-    make_run(root, bin, "mk", 0, "/mk has finished (make run RUN_DIR=DIR trains anew",
+    tfc_test_sh("cp mk_run/final.safetensors mk_final && cp mk_run/log.csv mk_log", NULL);
+    make_run(root, bin, "mk_run", 0, "/mk_run has finished (make run RUN_DIR=DIR trains anew",
              "test: loss ");
-    CU_ASSERT(same_bytes("mk/final.safetensors", "final.first"));
-    CU_ASSERT(same_bytes("mk/log.csv", "log.first"));
+    CU_ASSERT(same_bytes("mk_run/final.safetensors", "mk_final"));
+    CU_ASSERT(same_bytes("mk_run/log.csv", "mk_log"));
     /* interrupted after a snapshot (Ctrl-C leaves the same: a snapshot, no final weights):
      * resumed from its latest snapshot, to the weights of the uninterrupted run */
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s/tfc-train' mk.yaml --out cut --stop-at 20", bin);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' mk.yaml --out mk_cut --stop-at 20", bin);
     tfc_test_sh_expect(0, cmd, NULL, NULL);
-    CU_ASSERT(exists("cut/snapshots/tiny_iter_20.state") && !exists("cut/final.safetensors"));
-    make_run(root, bin, "cut", 0, "/cut from ", "/cut/snapshots/tiny_iter_20.state");
-    CU_ASSERT(same_bytes("cut/final.safetensors", "final.first"));
+    CU_ASSERT(exists("mk_cut/snapshots/tiny_iter_20.state") &&
+              !exists("mk_cut/final.safetensors"));
+    make_run(root, bin, "mk_cut", 0, "/mk_cut from ", "/mk_cut/snapshots/tiny_iter_20.state");
+    CU_ASSERT(same_bytes("mk_cut/final.safetensors", "mk_final"));
     /* stopped before its first snapshot (killed at start: a folder and its config.yaml):
      * starts over */
-    tfc_test_sh("mkdir early && cp mk.yaml early/config.yaml", NULL);
-    make_run(root, bin, "early", 0, "/early stopped before its first snapshot: starting over",
+    tfc_test_sh("mkdir mk_early && cp mk.yaml mk_early/config.yaml", NULL);
+    make_run(root, bin, "mk_early", 0, "/mk_early stopped before its first snapshot: starting over",
              "done: 40 iterations");
-    CU_ASSERT(same_bytes("early/final.safetensors", "final.first"));
+    CU_ASSERT(same_bytes("mk_early/final.safetensors", "mk_final"));
 }
 
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
