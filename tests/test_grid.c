@@ -407,7 +407,8 @@ static void test_resume_after_kill_prefix(void)
 static void test_header_before_any_test(void)
 {
     int rc = grid("tiny.yaml --grid optimizer.learning_rate=0.1 --grid model.layers.0.Dense.units=4 "
-                  "--set data.test=null --set max_iter=5 --set snapshot.interval=0 --threads 1 "
+                  "--set data.test=null --set test_interval=0 --set max_iter=5 "
+                  "--set snapshot.interval=0 --threads 1 "
                   "--out notest");
     CU_ASSERT_EQUAL(rc, 0);
     char rows[2][512];

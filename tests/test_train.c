@@ -1737,21 +1737,18 @@ static void test_tool_errors(void)
     CU_ASSERT_EQUAL(run_tool(args3, log, 0), 2);
     const char *args4[] = {solver_path(), "--resume", tfc_test_path("missing.state"), NULL};
     CU_ASSERT_EQUAL(run_tool(args4, log, 0), 2); /* a named file that is not there */
-    /* tfc-test on a run's weights: end_to_end's, or (run alone) a short run of its own. */
+    /* tfc-test on the weights of a short run of its own (no other test's output). */
     char test_tool[1100];
     snprintf(test_tool, sizeof test_tool, "%s", tool);
     char *slash = strrchr(test_tool, '/');
     snprintf(slash + 1, sizeof test_tool - (size_t)(slash + 1 - test_tool), "tfc-test");
     CU_ASSERT_FATAL(access(test_tool, X_OK) == 0);
-    const char *run = "e2e";
-    if (!exists(in(run, "final.safetensors"))) {
-        run = "tt";
-        const char *sets[] = {"max_iter=20"};
-        tfc_train_result *res = calloc(1, sizeof *res);
-        tfc_error err;
-        CU_ASSERT_EQUAL_FATAL(train(run, sets, 1, NULL, NULL, NULL, res, &err), TFC_OK);
-        free(res);
-    }
+    const char *run = "tool_errors";
+    const char *sets[] = {"max_iter=20"};
+    tfc_train_result *res = calloc(1, sizeof *res);
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(train(run, sets, 1, NULL, NULL, NULL, res, &err), TFC_OK);
+    free(res);
     char cmd[4000];
     snprintf(cmd, sizeof cmd, "'%s' '%s' --weights '%s' >'%s' 2>&1", test_tool,
              in(run, "config.yaml"), in(run, "final.safetensors"), log);
@@ -1767,7 +1764,7 @@ static void test_tool_errors(void)
     if (text && !strstr(text, "\nmacro  ")) printf("\n%s\n", text);
     free(text);
     snprintf(cmd, sizeof cmd, "'%s' '%s' --weights '%s' --json >'%s' 2>&1", test_tool,
-             in("e2e", "config.yaml"), in("e2e", "final.safetensors"), log);
+             in(run, "config.yaml"), in(run, "final.safetensors"), log);
     rc = system(cmd);
     CU_ASSERT(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
     json_error_t je;

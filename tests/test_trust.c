@@ -5,7 +5,9 @@
  * any work where they can be read ahead); SIGHUP snapshots like SIGTERM and a closed stdout
  * (`| head -1`) does not stop the run; resumes keep a run's records consistent (log.csv,
  * summary.json, final weights) and name what they change; empty and skipped data are said
- * with their files. */
+ * with their files (and a stage that leaves nothing, with its split); `make run` again
+ * re-tests a finished run, resumes an interrupted one, and starts over one stopped before
+ * its first snapshot. */
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
@@ -21,30 +23,6 @@
 
 #include "data/data.h"
 #include "testutil.h"
-
-/* Runs `cmd` in the scratch directory (stdout and stderr into out.txt); returns the exit
- * status and the output in a malloc'd string. */
-static int run(const char *cmd, char **text)
-{
-    char full[8192];
-    snprintf(full, sizeof full, "cd '%s' && (%s) >out.txt 2>&1", tfc_test_tmpdir(), cmd);
-    int st = system(full);
-    *text = tfc_test_read(tfc_test_path("out.txt"), NULL);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* run() that asserts the exit code and that the output holds each of the `want` strings. */
-static void expect(int code, const char *cmd, const char *want1, const char *want2)
-{
-    char *text;
-    int rc = run(cmd, &text);
-    int ok = rc == code && text && (!want1 || strstr(text, want1)) &&
-             (!want2 || strstr(text, want2));
-    CU_ASSERT(ok);
-    if (!ok) printf("\n`%s`: exit %d, want %d with '%s' '%s':\n%s\n", cmd, rc, code,
-                    want1 ? want1 : "", want2 ? want2 : "", text ? text : "");
-    free(text);
-}
 
 /* Starts `cmd` (a shell line, run with exec so the pid is the command's) in the scratch
  * directory, stdout and stderr into `log`. */
@@ -182,31 +160,31 @@ static void test_gzip_integrity(void)
              "labels: lab.gz}\n    pipeline: [{batch: {batch_size: 8}}]\n");
     tfc_test_write("gz.yaml", yaml, -1);
     snprintf(cmd, sizeof cmd, "'%s/tfc-data' gz.yaml", bin);
-    expect(0, cmd, "40 examples", NULL);
+    tfc_test_sh_expect(0, cmd, "40 examples", NULL);
 
     /* a data byte flipped in the middle (stored blocks: only the CRC-32 can tell) */
     good[n / 2] ^= 0x5a;
     tfc_test_write("bad.gz", good, (long)n);
-    expect(1, cmd, "bad.gz: corrupt gzip file", "incorrect data check");
+    tfc_test_sh_expect(1, cmd, "bad.gz: corrupt gzip file", "incorrect data check");
     good[n / 2] ^= 0x5a;
     /* the trailer's CRC zeroed, then its length (ISIZE) */
     unsigned char *copy = malloc(n + 8);
     memcpy(copy, good, n);
     memset(copy + n - 8, 0, 4);
     tfc_test_write("bad.gz", copy, (long)n);
-    expect(1, cmd, "bad.gz: corrupt gzip file", "incorrect data check");
+    tfc_test_sh_expect(1, cmd, "bad.gz: corrupt gzip file", "incorrect data check");
     memcpy(copy, good, n);
     copy[n - 4] ^= 1;
     tfc_test_write("bad.gz", copy, (long)n);
-    expect(1, cmd, "bad.gz: corrupt gzip file", "incorrect length check");
+    tfc_test_sh_expect(1, cmd, "bad.gz: corrupt gzip file", "incorrect length check");
     /* the trailer cut off: every record inflates, but the stream never ends */
     tfc_test_write("bad.gz", good, (long)n - 8);
-    expect(1, cmd, "bad.gz: corrupt gzip file: truncated", NULL);
+    tfc_test_sh_expect(1, cmd, "bad.gz: corrupt gzip file: truncated", NULL);
     /* bytes after the stream that are not another gzip member */
     memcpy(copy, good, n);
     memcpy(copy + n, "garbage!", 8);
     tfc_test_write("bad.gz", copy, (long)n + 8);
-    expect(1, cmd, "bad.gz: corrupt gzip file: 8 bytes of trailing garbage", NULL);
+    tfc_test_sh_expect(1, cmd, "bad.gz: corrupt gzip file: 8 bytes of trailing garbage", NULL);
     /* two members (cat a.gz b.gz) are one valid stream */
     size_t n1, n2;
     unsigned char *a = write_gz("a.gz", img, 100, 6, &n1);
@@ -215,7 +193,7 @@ static void test_gzip_integrity(void)
     memcpy(copy, a, n1);
     memcpy(copy + n1, b, n2);
     tfc_test_write("bad.gz", copy, (long)(n1 + n2));
-    expect(0, cmd, "40 examples", NULL);
+    tfc_test_sh_expect(0, cmd, "40 examples", NULL);
     free(a);
     free(b);
 
@@ -229,7 +207,7 @@ static void test_gzip_integrity(void)
              "{batch_size: 8}}]\nmax_iter: 20\n");
     tfc_test_write("gzs.yaml", yaml, -1);
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' gzs.yaml --out gzrun --device cpu", bin);
-    expect(1, cmd, "bad.gz: corrupt gzip file", NULL);
+    tfc_test_sh_expect(1, cmd, "bad.gz: corrupt gzip file", NULL);
 
     /* a TFRecord GZIP file: its CRC zeroed, then garbage after it */
     tfc_error err;
@@ -251,16 +229,17 @@ static void test_gzip_integrity(void)
                    "dtype: float32, shape: [12]}}\n", -1);
     snprintf(cmd, sizeof cmd, "'%s/tfc-data' r.yaml", bin);
     tfc_test_write("bad.tfrecord.gz", good, (long)n);
-    expect(0, cmd, "5 elements", NULL);
+    tfc_test_sh_expect(0, cmd, "5 elements", NULL);
     copy = realloc(copy, n + 8);
     memcpy(copy, good, n);
     memset(copy + n - 8, 0, 4);
     tfc_test_write("bad.tfrecord.gz", copy, (long)n);
-    expect(1, cmd, "bad.tfrecord.gz: corrupt gzip file", "incorrect data check");
+    tfc_test_sh_expect(1, cmd, "bad.tfrecord.gz: corrupt gzip file", "incorrect data check");
     memcpy(copy, good, n);
     memcpy(copy + n, "\0\0\0\0\0\0\0\0", 8);
     tfc_test_write("bad.tfrecord.gz", copy, (long)n + 8);
-    expect(1, cmd, "bad.tfrecord.gz: corrupt gzip file: 8 bytes of trailing garbage", NULL);
+    tfc_test_sh_expect(1, cmd,
+                       "bad.tfrecord.gz: corrupt gzip file: 8 bytes of trailing garbage", NULL);
     free(copy);
     free(good);
 }
@@ -380,7 +359,7 @@ static void test_signal_during_test(void)
     char cmd[2048], *text;
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --out full --device cpu --threads 1",
              bin);
-    int rc = run(cmd, &text);
+    int rc = tfc_test_sh(cmd, &text);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     free(text);
     make_pass_png(1);
@@ -399,7 +378,7 @@ static void test_signal_during_test(void)
     make_pass_png(0);
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' pass.yaml --resume cut/snapshots/pass_iter_20.state "
              "--device cpu --threads 1", bin);
-    rc = run(cmd, &text);
+    rc = tfc_test_sh(cmd, &text);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT(text && strstr(text, "the test of iteration 20 did not finish before the snapshot"));
     if (rc) printf("\n%s\n", text ? text : "");
@@ -483,11 +462,11 @@ static void expect_tfc_test(const char *bin, const char *solver, const char *wan
         write_values_solver("vals_clean.yaml", "clean", "clean", "");
         snprintf(cmd, sizeof cmd, "'%s/tfc-train' vals_clean.yaml --out vals_clean --device cpu",
                  bin);
-        expect(0, cmd, NULL, NULL);
+        tfc_test_sh_expect(0, cmd, NULL, NULL);
     }
     snprintf(cmd, sizeof cmd, "'%s/tfc-test' %s --weights vals_clean/final.safetensors "
              "--device cpu", bin, solver);
-    expect(1, cmd, want, "data.test: /");
+    tfc_test_sh_expect(1, cmd, want, "data.test: /");
 }
 
 /* A NaN or inf in the features of the train or the test split (tfc-train, tfc-test) stops
@@ -503,7 +482,7 @@ static void test_nonfinite_inputs(void)
     write_values_solver("nf_train.yaml", "nan", "clean", "");
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' nf_train.yaml --out nf1 --device cpu", bin);
     char *text;
-    int rc = run(cmd, &text);
+    int rc = tfc_test_sh(cmd, &text);
     int ok = rc == 1 && text && strstr(text, "data.train: /") &&
              strstr(text, "nan_x.npy record 37: feature value nan is not finite") &&
              !strstr(text, "learning_rate");
@@ -513,7 +492,8 @@ static void test_nonfinite_inputs(void)
     /* the test split: it was passed with exit 0 */
     write_values_solver("nf_test.yaml", "clean", "inf", "");
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' nf_test.yaml --out nf2 --device cpu", bin);
-    expect(1, cmd, "inf_x.npy record 5: feature value -inf is not finite", "data.test: /");
+    tfc_test_sh_expect(1, cmd,
+                       "inf_x.npy record 5: feature value -inf is not finite", "data.test: /");
     expect_tfc_test(bin, "nf_test.yaml", "inf_x.npy record 5: feature value -inf is not finite");
 }
 
@@ -531,17 +511,19 @@ static void test_labels_out_of_range(void)
     write_values("lab9", 64, 3, 0.5f, 9);
     write_values_solver("lr_train.yaml", "lab7", "clean", "");
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_train.yaml --out lr1 --device cpu", bin);
-    expect(1, cmd, "lab7_y.npy record 23: label 7 is out of range [0, 4) (the model's "
-           "output has 4 classes)", "`num_classes: 4` on data.train.source");
+    tfc_test_sh_expect(1, cmd, "lab7_y.npy record 23: label 7 is out of range [0, 4) (the model's "
+                       "output has 4 classes)", "`num_classes: 4` on data.train.source");
     CU_ASSERT(!exists("lr1"));
     /* a filter may drop records: the check waits for the batch, which names the record */
     write_values_solver("lr_filter.yaml", "lab7", "clean", "{filter: {labels: [0, 1, 2, 3, 7]}}, ");
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_filter.yaml --out lr2 --device cpu", bin);
-    expect(1, cmd, "lab7_y.npy record 23: label 7 is out of range [0, 4)", "data.train: /");
+    tfc_test_sh_expect(1, cmd,
+                       "lab7_y.npy record 23: label 7 is out of range [0, 4)", "data.train: /");
     /* the test split, in tfc-train and tfc-test */
     write_values_solver("lr_test.yaml", "clean", "lab9", "");
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' lr_test.yaml --out lr3 --device cpu", bin);
-    expect(1, cmd, "lab9_y.npy record 3: label 9 is out of range [0, 4)", "data.test: /");
+    tfc_test_sh_expect(1, cmd,
+                       "lab9_y.npy record 3: label 9 is out of range [0, 4)", "data.test: /");
     CU_ASSERT(!exists("lr3"));
     expect_tfc_test(bin, "lr_test.yaml", "lab9_y.npy record 3: label 9 is out of range [0, 4)");
 }
@@ -619,7 +601,7 @@ static void test_ctl_set_max_iter(void)
     char ctl[2048];
     snprintf(ctl, sizeof ctl, "'%s/tfc-ctl' live set max_iter=%ld", bin, n);
     char *text;
-    CU_ASSERT_EQUAL(run(ctl, &text), 0);
+    CU_ASSERT_EQUAL(tfc_test_sh(ctl, &text), 0);
     free(text);
     kill(pid, SIGCONT);
     CU_ASSERT_EQUAL(wait_code_limited(pid), 0);
@@ -629,7 +611,7 @@ static void test_ctl_set_max_iter(void)
     /* the poly schedule runs to the new end: the rate near it is a run's planned with it */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out planned --threads 1 --set "
              "max_iter=%ld --set lr_policy.type=poly --set test_interval=0 >/dev/null", bin, n);
-    CU_ASSERT_EQUAL(run(cmd, &text), 0);
+    CU_ASSERT_EQUAL(tfc_test_sh(cmd, &text), 0);
     free(text);
     double lr_live = -1, lr_planned = -2;
     CU_ASSERT_EQUAL(last_row("live", "train", n - 10, &lr_live), n - 10);
@@ -638,7 +620,8 @@ static void test_ctl_set_max_iter(void)
 
     /* a misspelled key: exit 2 with a did-you-mean, without a trainer to ask */
     snprintf(ctl, sizeof ctl, "'%s/tfc-ctl' live set max_iters=5", bin);
-    expect(2, ctl, "unknown key 'max_iters'; did you mean 'max_iter'?", "clip_gradients");
+    tfc_test_sh_expect(2, ctl,
+                       "unknown key 'max_iters'; did you mean 'max_iter'?", "clip_gradients");
 }
 
 /* ---- 5. one run directory, one writer ----------------------------------------------------- */
@@ -664,13 +647,13 @@ static void test_run_dir_lock(void)
      * `timeout` ends one that trains instead) */
     snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-train' tiny.yaml --out held --threads 1",
              bin);
-    expect(2, cmd, pid_text, "one run directory has one writer");
+    tfc_test_sh_expect(2, cmd, pid_text, "one run directory has one writer");
     snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-train' held/config.yaml --resume %s "
              "--threads 1", bin, state);
-    expect(2, cmd, pid_text, NULL);
+    tfc_test_sh_expect(2, cmd, pid_text, NULL);
     snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-train' tiny.yaml --out held --overwrite "
              "--threads 1", bin);
-    expect(2, cmd, pid_text, "--overwrite never clears a live run");
+    tfc_test_sh_expect(2, cmd, pid_text, "--overwrite never clears a live run");
     CU_ASSERT(exists("held/config.yaml") && exists("held/control"));
     kill(pid, SIGTERM);
     CU_ASSERT_EQUAL(wait_code(pid), 143);
@@ -680,7 +663,7 @@ static void test_run_dir_lock(void)
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' held/config.yaml --resume %s --threads 1 "
              "--stop-at %ld", bin, state, it + 10);
     snprintf(pid_text, sizeof pid_text, "paused at iteration %ld", it + 10);
-    expect(0, cmd, pid_text, NULL);
+    tfc_test_sh_expect(0, cmd, pid_text, NULL);
 
     /* two starts racing for one folder: exactly one trains */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out race --threads 1 --set "
@@ -711,7 +694,7 @@ static void test_run_dir_lock(void)
     snprintf(pid_text, sizeof pid_text, "sweep is in use by process %ld", (long)pid);
     snprintf(cmd, sizeof cmd, "timeout 20 '%s/tfc-grid' tiny.yaml --grid seed=1 --out sweep",
              bin);
-    expect(2, cmd, pid_text, NULL);
+    tfc_test_sh_expect(2, cmd, pid_text, NULL);
     kill(pid, SIGTERM);
     CU_ASSERT_EQUAL(wait_code_limited(pid), 143);
 }
@@ -727,7 +710,7 @@ static void test_stale_temps(void)
     snprintf(cmd, sizeof cmd, "mkdir t9 && touch t9/.best.safetensors.tmp-Ab12Cd "
              "t9/.summary.json.tmp-Zz9999 t9/.notes.txt.tmp-abcdef && '%s/tfc-train' tiny.yaml "
              "--out t9 --threads 1 --set max_iter=10", bin);
-    expect(0, cmd, "done: 10 iterations", NULL);
+    tfc_test_sh_expect(0, cmd, "done: 10 iterations", NULL);
     CU_ASSERT(!exists("t9/.best.safetensors.tmp-Ab12Cd"));
     CU_ASSERT(!exists("t9/.summary.json.tmp-Zz9999"));
     CU_ASSERT(exists("t9/.notes.txt.tmp-abcdef")); /* not a file of the run's */
@@ -743,11 +726,11 @@ static void test_inspect_checksum(void)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out insp --threads 1 --set "
              "max_iter=30", bin);
-    expect(0, cmd, "done: 30 iterations", NULL);
+    tfc_test_sh_expect(0, cmd, "done: 30 iterations", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-inspect' insp/snapshots/tiny_iter_30.state", bin);
-    expect(0, cmd, "\nchecksum ok (", NULL);
+    tfc_test_sh_expect(0, cmd, "\nchecksum ok (", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-inspect' insp/final.safetensors", bin);
-    expect(0, cmd, "\nchecksum: none", NULL);
+    tfc_test_sh_expect(0, cmd, "\nchecksum: none", NULL);
     /* one bit of the last tensor's data flipped */
     size_t n;
     char *state = tfc_test_read(tfc_test_path("insp/snapshots/tiny_iter_30.state"), &n);
@@ -756,7 +739,7 @@ static void test_inspect_checksum(void)
     tfc_test_write("bad.state", state, (long)n);
     free(state);
     snprintf(cmd, sizeof cmd, "'%s/tfc-inspect' bad.state", bin);
-    expect(1, cmd, "\nchecksum mismatch (stored ", "bad.state: checksum mismatch");
+    tfc_test_sh_expect(1, cmd, "\nchecksum mismatch (stored ", "bad.state: checksum mismatch");
 }
 
 /* ---- 19. tfc-zoo export refuses a non-empty folder unless --overwrite -------------------- */
@@ -768,19 +751,19 @@ static void test_zoo_export_non_empty(void)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "mkdir mine && echo own >mine/notes.txt && '%s/tfc-zoo' export "
              "fortunes_char_lstm mine", bin);
-    expect(2, cmd, "mine is not empty (1 entry)", "--overwrite");
+    tfc_test_sh_expect(2, cmd, "mine is not empty (1 entry)", "--overwrite");
     CU_ASSERT(!exists("mine/model.yaml"));
     snprintf(cmd, sizeof cmd, "'%s/tfc-zoo' export fortunes_char_lstm mine --overwrite", bin);
-    expect(0, cmd, "files exported to mine", NULL);
+    tfc_test_sh_expect(0, cmd, "files exported to mine", NULL);
     CU_ASSERT(exists("mine/model.yaml") && exists("mine/notes.txt"));
     /* a new folder, and an empty one, take it */
     snprintf(cmd, sizeof cmd, "mkdir empty && '%s/tfc-zoo' export fortunes_char_lstm empty && "
              "'%s/tfc-zoo' export fortunes_char_lstm new/dir", bin, bin);
-    expect(0, cmd, "files exported to new/dir", NULL);
+    tfc_test_sh_expect(0, cmd, "files exported to new/dir", NULL);
     CU_ASSERT(exists("empty/model.yaml") && exists("new/dir/model.yaml"));
 }
 
-/* ---- 15. options that were silently ignored ------------------------------------------------ */
+/* ---- 15. options that were silently ignored; tfc-data --set ------------------------------ */
 
 static void test_ignored_options(void)
 {
@@ -789,24 +772,35 @@ static void test_ignored_options(void)
     write_solver();
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --force", bin);
-    expect(2, cmd, "--force goes with --resume", NULL);
+    tfc_test_sh_expect(2, cmd, "--force goes with --resume", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --output x", bin);
-    expect(2, cmd, "unknown option '--output'; did you mean '--out'?", NULL);
+    tfc_test_sh_expect(2, cmd, "unknown option '--output'; did you mean '--out'?", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-summary' tiny.yaml --memory 1G", bin);
-    expect(2, cmd, "--memory goes with --max-batch", NULL);
+    tfc_test_sh_expect(2, cmd, "--memory goes with --max-batch", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-zoo' info fashon_mlp", bin);
-    expect(2, cmd, "no model 'fashon_mlp'", "did you mean 'fashion_mlp'?");
+    tfc_test_sh_expect(2, cmd, "no model 'fashon_mlp'", "did you mean 'fashion_mlp'?");
     /* --stop-at at or past max_iter, or before the resumed snapshot: refused, nothing run */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out sa --set max_iter=40 --stop-at 40",
              bin);
-    expect(2, cmd, "--stop-at 40 is not below max_iter 40", NULL);
+    tfc_test_sh_expect(2, cmd, "--stop-at 40 is not below max_iter 40", NULL);
     CU_ASSERT(!exists("sa/log.csv"));
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out sa --set max_iter=40 --stop-at 20 "
              "&& '%s/tfc-train' sa/config.yaml --resume sa/snapshots/tiny_iter_20.state "
              "--stop-at 10", bin, bin);
-    expect(2, cmd, "--stop-at 10 is before iteration 20, where the resumed snapshot is", NULL);
+    tfc_test_sh_expect(2, cmd,
+                       "--stop-at 10 is before iteration 20, where the resumed snapshot is", NULL);
     CU_ASSERT_STRING_EQUAL(run_status("sa"), "paused");
     CU_ASSERT(!exists("sa/final.safetensors"));
+    /* test_interval with nothing to test on: a configuration error at the key, no folder */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out ti --set data.test=null", bin);
+    tfc_test_sh_expect(2, cmd, "tiny.yaml:", "test_interval: 100 needs data.test");
+    CU_ASSERT(!exists("ti"));
+    /* tfc-data takes --set as tfc-train does; a misspelled data key is refused */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' tiny.yaml --take 3 "
+             "--set data.train.pipeline.2.batch.batch_size=5", bin);
+    tfc_test_sh_expect(0, cmd, "3 elements (15 examples)", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' tiny.yaml --set data.tset.source=x", bin);
+    tfc_test_sh_expect(2, cmd, "data.tset: unknown key 'tset'; did you mean 'test'?", NULL);
 }
 
 /* ---- 16. empty data: the file named, nothing created ---------------------------------------- */
@@ -832,11 +826,32 @@ static void test_empty_data(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set "
                  "'data.train.source=%s'", bin, cases[i].source);
-        expect(1, cmd, cases[i].file, cases[i].why);
+        tfc_test_sh_expect(1, cmd, cases[i].file, cases[i].why);
         CU_ASSERT(!exists("nodata")); /* so the next try is not refused */
     }
+    /* the source has records, a stage leaves none: the split and the stage named, no folder */
+    static const struct {
+        const char *split, *stages, *why;
+    } drained[] = {
+        {"train", "[{filter: {labels: [9]}}, {repeat: {}}, {batch: {batch_size: 16}}]",
+         "data.train yields no elements: pipeline[0].filter leaves none of the source's 256"},
+        {"train", "[{skip: {count: 300}}, {repeat: {}}, {batch: {batch_size: 16}}]",
+         "data.train yields no elements: pipeline[0].skip leaves none of the source's 256"},
+        {"train", "[{take: {count: 0}}, {batch: {batch_size: 16}}]",
+         "data.train yields no elements: pipeline[0].take leaves none of the source's 256"},
+        {"train", "[{batch: {batch_size: 300, drop_remainder: true}}]",
+         "data.train yields no elements: pipeline[0].batch leaves none of the source's 256"},
+        {"test", "[{filter: {labels: [9]}}, {batch: {batch_size: 32}}]",
+         "data.test yields no elements: pipeline[0].filter leaves none of the source's 64"},
+    };
+    for (size_t i = 0; i < sizeof drained / sizeof *drained; i++) {
+        snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set "
+                 "'data.%s.pipeline=%s'", bin, drained[i].split, drained[i].stages);
+        tfc_test_sh_expect(1, cmd, drained[i].why, NULL);
+        CU_ASSERT(!exists("nodata"));
+    }
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set max_iter=2", bin);
-    expect(0, cmd, "done: 2 iterations", NULL);
+    tfc_test_sh_expect(0, cmd, "done: 2 iterations", NULL);
 }
 
 /* ---- 7, 8. a resume never rewrites a finished run's results; log and summary agree ---------- */
@@ -871,16 +886,18 @@ static void test_resume_finished_run(void)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out done --threads 1 --quiet --set "
              "snapshot.interval=100", bin);
-    expect(0, cmd, "done: 300 iterations", NULL);
+    tfc_test_sh_expect(0, cmd, "done: 300 iterations", NULL);
     size_t log_len = 0, final_len = 0;
     char *log = tfc_test_read(tfc_test_path("done/log.csv"), &log_len);
     char *final = tfc_test_read(tfc_test_path("done/final.safetensors"), &final_len);
     /* an earlier snapshot into the finished run: refused, naming what it would replace */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --resume "
              "done/snapshots/tiny_iter_100.state", bin);
-    expect(2, cmd, "done holds a run finished at iteration 300; resuming iteration 100 there "
-           "would replace its final.safetensors, best.safetensors, summary.json and the 202 "
-           "row(s) of log.csv after iteration 100", "--out DIR, or add --overwrite");
+    tfc_test_sh_expect(2, cmd,
+                       "done holds a run finished at iteration 300; resuming iteration 100 "
+                       "there would replace its final.safetensors, best.safetensors, "
+                       "summary.json and the 202 row(s) of log.csv after iteration 100",
+                       "--out DIR, or add --overwrite");
     size_t len = 0;
     char *now = tfc_test_read(tfc_test_path("done/log.csv"), &len);
     CU_ASSERT(now && len == log_len && !memcmp(now, log, len));
@@ -894,17 +911,17 @@ static void test_resume_finished_run(void)
     /* into a new --out it runs; with --overwrite it replaces them */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --out again "
              "--resume done/snapshots/tiny_iter_100.state", bin);
-    expect(0, cmd, "done: 300 iterations", NULL);
+    tfc_test_sh_expect(0, cmd, "done: 300 iterations", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --overwrite "
              "--resume done/snapshots/tiny_iter_100.state", bin);
-    expect(0, cmd, "done: 300 iterations", NULL);
+    tfc_test_sh_expect(0, cmd, "done: 300 iterations", NULL);
     int bad = 0;
     CU_ASSERT_EQUAL(rows_at("done", "test", 200, &bad), 1);
     CU_ASSERT_EQUAL(bad, 0);
     /* its last snapshot continues it (a larger max_iter): nothing of it is replaced */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' done/config.yaml --threads 1 --quiet --resume "
              "done/snapshots/tiny_iter_300.state --set max_iter=310", bin);
-    expect(0, cmd, "done: 310 iterations", NULL);
+    tfc_test_sh_expect(0, cmd, "done: 310 iterations", NULL);
     CU_ASSERT_EQUAL(rows_at("done", "test", 300, &bad), 1);
     CU_ASSERT_EQUAL(bad, 0);
 }
@@ -917,7 +934,7 @@ static void test_log_matches_summary(void)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out f --threads 1 --quiet --set "
              "snapshot.interval=100 --stop-at 100", bin);
-    expect(0, cmd, "paused at iteration 100", NULL);
+    tfc_test_sh_expect(0, cmd, "paused at iteration 100", NULL);
     /* a NUL where a row was being written is not a row: the resumed log keeps whole rows */
     char *log = tfc_test_read(tfc_test_path("f/log.csv"), NULL);
     char *row = log ? strstr(log, "\n50,train,") : NULL;
@@ -929,12 +946,12 @@ static void test_log_matches_summary(void)
     CU_ASSERT_FATAL(mkdir(tfc_test_path("f/final.safetensors"), 0755) == 0);
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --quiet --resume "
              "f/snapshots/tiny_iter_100.state", bin);
-    expect(1, cmd, "final.safetensors", "Is a directory");
+    tfc_test_sh_expect(1, cmd, "final.safetensors", "Is a directory");
     CU_ASSERT_STRING_EQUAL(run_status("f"), "failed");
     rmdir(tfc_test_path("f/final.safetensors"));
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' f/config.yaml --threads 1 --quiet --resume "
              "f/snapshots/tiny_iter_300.state", bin);
-    expect(0, cmd, "done: 300 iterations", "test loss");
+    tfc_test_sh_expect(0, cmd, "done: 300 iterations", "test loss");
     int bad = 0;
     CU_ASSERT_EQUAL(rows_at("f", "test", 300, &bad), 1);
     CU_ASSERT_EQUAL(rows_at("f", "train", 51, &bad), 1);
@@ -965,21 +982,22 @@ static void test_resume_diff(void)
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out seeded --threads 1 --quiet "
              "--stop-at 100 && sed -i 's/^seed: 7$/seed: 8/' seeded/config.yaml && grep -q "
              "'^seed: 8$' seeded/config.yaml", bin);
-    expect(0, cmd, "paused at iteration 100", NULL);
+    tfc_test_sh_expect(0, cmd, "paused at iteration 100", NULL);
     /* the run's own config.yaml edited: the snapshot's configuration still tells */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' seeded/config.yaml --threads 1 --resume "
              "seeded/snapshots/tiny_iter_100.state --stop-at 150", bin);
-    expect(0, cmd, "differs from the snapshot's (the snapshot's configuration -> now):\n"
-           "  seed: 7 -> 8\ncontinuing", NULL);
+    tfc_test_sh_expect(0, cmd,
+                       "differs from the snapshot's (the snapshot's configuration -> now):\n"
+                       "  seed: 7 -> 8\ncontinuing", NULL);
     /* another model's snapshot (another optimizer too): its model is said first */
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out other --threads 1 --quiet "
              "--set model.name=other --set optimizer.type=sgd --stop-at 100", bin);
-    expect(0, cmd, "paused at iteration 100", NULL);
+    tfc_test_sh_expect(0, cmd, "paused at iteration 100", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' seeded/config.yaml --threads 1 --resume "
              "other/snapshots/other_iter_100.state", bin);
-    expect(2, cmd, "cannot resume: this snapshot belongs to model 'other' "
-           "(other/snapshots/other_iter_100.state), not to this configuration's model 'tiny'",
-           "its own run's config.yaml");
+    tfc_test_sh_expect(2, cmd, "cannot resume: this snapshot belongs to model 'other' "
+                       "(other/snapshots/other_iter_100.state), not to this configuration's "
+                       "model 'tiny'", "its own run's config.yaml");
 }
 
 /* ---- 17. on_error: skip says what it left out, each record once ----------------------------- */
@@ -1022,15 +1040,90 @@ static void test_skip_reported(void)
     /* 20 steps of 4 over 8 good records: ten passes, each bad record counted once */
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' skip.yaml --out skip --threads 1", bin);
-    expect(0, cmd, "data.train: 2 bad records left out (on_error: skip), first: ",
-           "bad0.png, ");
-    expect(0, "cat skip/summary.json", "\"skipped\": {\n    \"train\": 2,\n    \"test\": 2\n",
-           NULL);
+    tfc_test_sh_expect(0, cmd, "data.train: 2 bad records left out (on_error: skip), first: ",
+                       "bad0.png, ");
+    tfc_test_sh_expect(0, "cat skip/summary.json",
+                       "\"skipped\": {\n    \"train\": 2,\n    \"test\": 2\n", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-test' skip/config.yaml --weights skip/final.safetensors",
              bin);
-    expect(0, cmd, "data.test: 2 bad records left out (on_error: skip), first: ", "bad1.png");
+    tfc_test_sh_expect(0, cmd,
+                       "data.test: 2 bad records left out (on_error: skip), first: ", "bad1.png");
     snprintf(cmd, sizeof cmd, "'%s/tfc-data' skip.yaml --take 10", bin);
-    expect(0, cmd, "data.train: 2 bad records left out", "bad0.png");
+    tfc_test_sh_expect(0, cmd, "data.train: 2 bad records left out", "bad0.png");
+}
+
+/* ---- 20. `make run` again: re-tests a finished run, resumes an interrupted one ---------- */
+
+/* `make -s run` from the tree TFC_BIN belongs to, on the scratch solver mk.yaml into the
+ * scratch folder `dir` (RUN_SETUP=0: no installing, no build; DEBUG as bin/.config says, so
+ * the Makefile leaves the build as it is). */
+static void make_run(const char *root, const char *bin, const char *dir, int code,
+                     const char *want1, const char *want2)
+{
+    char *config = tfc_test_read(tfc_test_path("mk_bin_config"), NULL);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "make -s -C '%s' run RUN_SETUP=0 DEBUG=%d BIN='%s' "
+             "RUN_CONFIG='%s' RUN_DIR='%s'", root, config && strstr(config, "debug") ? 1 : 0,
+             bin, tfc_test_path("mk.yaml"), tfc_test_path(dir));
+    free(config);
+    tfc_test_sh_expect(code, cmd, want1, want2);
+}
+
+/* 1 when the scratch files `a` and `b` hold the same bytes. */
+static int same_bytes(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *ta = tfc_test_read(tfc_test_path(a), &la), *tb = tfc_test_read(tfc_test_path(b), &lb);
+    int same = ta && tb && la == lb && !memcmp(ta, tb, la);
+    free(ta);
+    free(tb);
+    return same;
+}
+
+static void test_make_run(void)
+{
+    const char *b = tfc_test_bin("tfc-train");
+    if (!b) return;
+    char bin[1100], root[1100], probe[1200];
+    snprintf(bin, sizeof bin, "%s", b);
+    snprintf(root, sizeof root, "%s", bin);
+    char *slash = strrchr(root, '/');
+    if (slash) *slash = 0;
+    snprintf(probe, sizeof probe, "%s/mk/train.mk", root);
+    fflush(NULL);
+    if (system("command -v make >/dev/null 2>&1") != 0 || access(probe, R_OK) != 0) {
+        tfc_test_skip("no make, or no mk/train.mk beside $TFC_BIN");
+        return;
+    }
+    snprintf(probe, sizeof probe, "cp '%s/.config' mk_bin_config", bin);
+    tfc_test_sh(probe, NULL);
+    write_solver(); /* tiny.yaml, made shorter and with snapshots */
+    tfc_test_sh("sed -e 's/^max_iter: 300/max_iter: 40/' -e 's/^test_interval: 100/test_interval: "
+                "20/' -e 's/^snapshot: {interval: 0}/snapshot: {interval: 10}/' tiny.yaml "
+                ">mk.yaml", NULL);
+    /* the first time: trains, then tests the final weights */
+    make_run(root, bin, "mk_run", 0, "done: 40 iterations", "test: loss ");
+    /* again: the finished run is re-tested, nothing of it rewritten */
+    tfc_test_sh("cp mk_run/final.safetensors mk_final && cp mk_run/log.csv mk_log", NULL);
+    make_run(root, bin, "mk_run", 0, "/mk_run has finished (make run RUN_DIR=DIR trains anew",
+             "test: loss ");
+    CU_ASSERT(same_bytes("mk_run/final.safetensors", "mk_final"));
+    CU_ASSERT(same_bytes("mk_run/log.csv", "mk_log"));
+    /* interrupted after a snapshot (Ctrl-C leaves the same: a snapshot, no final weights):
+     * resumed from its latest snapshot, to the weights of the uninterrupted run */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' mk.yaml --out mk_cut --stop-at 20", bin);
+    tfc_test_sh_expect(0, cmd, NULL, NULL);
+    CU_ASSERT(exists("mk_cut/snapshots/tiny_iter_20.state") &&
+              !exists("mk_cut/final.safetensors"));
+    make_run(root, bin, "mk_cut", 0, "/mk_cut from ", "/mk_cut/snapshots/tiny_iter_20.state");
+    CU_ASSERT(same_bytes("mk_cut/final.safetensors", "mk_final"));
+    /* stopped before its first snapshot (killed at start: a folder and its config.yaml):
+     * starts over */
+    tfc_test_sh("mkdir mk_early && cp mk.yaml mk_early/config.yaml", NULL);
+    make_run(root, bin, "mk_early", 0, "/mk_early stopped before its first snapshot: starting over",
+             "done: 40 iterations");
+    CU_ASSERT(same_bytes("mk_early/final.safetensors", "mk_final"));
 }
 
 TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
@@ -1048,4 +1141,5 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"skip_reported", test_skip_reported},
               {"signal_during_test", test_signal_during_test},
               {"nonfinite_inputs", test_nonfinite_inputs},
-              {"labels_out_of_range", test_labels_out_of_range})
+              {"labels_out_of_range", test_labels_out_of_range},
+              {"make_run", test_make_run})

@@ -64,6 +64,13 @@ typedef struct cli_option {
      .help = "cpu, gpu or gpu:N (default: the solver's device:, else a GPU when\n" \
              "one is usable, else the CPU)"}
 
+/* --set for the tools that take a SOLVER.yaml (tfc-train, tfc-test, tfc-data): dest is a
+ * cli_list of overrides applied as tfc_override_apply applies them. */
+#define CLI_OPT_SOLVER_SET(dest)                                                        \
+    {"set", 0, CLI_LIST, (dest), "KEY=VALUE",                                           \
+     .help = "override any solver or model key by its dotted path, e.g.\n"              \
+             "optimizer.learning_rate=0.01, model.layers.6.Dropout.rate=0.3,\n"          \
+             "data.train.pipeline.3.batch.batch_size=64 (VALUE is YAML)"}
 /* --set for the tools that take a MODEL.yaml (tfc_model_load_config): dest is a cli_list. */
 #define CLI_OPT_MODEL_SET(dest)                                                      \
     {"set", 0, CLI_LIST, (dest), "KEY=VALUE",                                        \

@@ -1,6 +1,7 @@
 /* tfc-data SOLVER.yaml [--split train|test] [--take N] [--output PREFIX [--format F]]
- * [--profile]: runs only the input pipeline of a solver file, prints each component's dtype
- * and shape (tf.data's element_spec) and the elements per second, can write the first N
+ * [--profile] [--set KEY=VALUE]...: runs only the input pipeline of a solver file (its
+ * --set overrides applied as tfc-train applies them), prints each component's dtype and
+ * shape (tf.data's element_spec) and the elements per second, can write the first N
  * elements as .npy files or as a TFRecord file of tf.train.Example records (a converter from
  * any source), and with --profile prints what each stage cost. A thin main over src/data;
  * exit 0 on success, 1 on unreadable data, 2 on bad usage or configuration. */
@@ -13,13 +14,14 @@
 #include "tfc.h"
 
 /* The command line, as the option table fills it. */
-static const char *solver_v[1];
+static const char *set_v[256], *solver_v[1];
 static struct {
-    cli_list solver;
+    cli_list sets, solver;
     const char *split, *output, *format;
     long take;
     int profile;
-} args = {.solver = CLI_LIST_OF(solver_v), .split = "train", .take = 100, .format = "npy"};
+} args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v), .split = "train",
+          .take = 100, .format = "npy"};
 
 static const cli_option options[] = {
     {"split", 0, CLI_STRING, &args.split, "train|test",
@@ -40,6 +42,7 @@ static const cli_option options[] = {
              "elements/s, busy time (its own work), threads, share of the\n"
              "pipeline's work, the time its consumer waited in it; then the\n"
              "slowest stage and what to try"},
+    CLI_OPT_SOLVER_SET(&args.sets),
     {NULL},
 };
 
@@ -200,6 +203,16 @@ static void tfr_print(const tfr_out *o)
     printf("}\n");
 }
 
+/* The documents --set values live in (positions in errors refer to them), one per --set. */
+static tfc_doc *set_docs[256];
+
+/* Frees the solver's document, then those of its --set values. */
+static void docs_free(tfc_doc *doc)
+{
+    tfc_doc_free(doc);
+    for (int i = 0; i < args.sets.n; i++) tfc_doc_free(set_docs[i]);
+}
+
 int main(int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
@@ -217,9 +230,13 @@ int main(int argc, char **argv)
     tfc_error_clear(&err);
     tfc_doc *doc = tfc_doc_load_file(solver, &err);
     if (!doc) return fail(&err);
-    const tfc_node *root = tfc_doc_root(doc);
-    if (tfc_solver_check_root(root, &err)) {
-        tfc_doc_free(doc);
+    tfc_node *root = tfc_doc_root(doc);
+    /* --set as tfc-train applies it, every error reported */
+    int bad = 0;
+    for (int i = 0; i < args.sets.n; i++)
+        bad |= tfc_override_apply(doc, root, args.sets.v[i], &set_docs[i], &err) != TFC_OK;
+    if (bad || tfc_solver_check_root(root, &err) || tfc_solver_check_data(root, &err)) {
+        docs_free(doc);
         return fail(&err);
     }
     const tfc_node *data = tfc_node_get(root, "data");
@@ -229,13 +246,13 @@ int main(int argc, char **argv)
     if (!node || tfc_node_is_null(node)) {
         tfc_node_error(&err, TFC_ERR_CONFIG, data ? data : root, data ? "data" : "",
                        "the solver has no %s", key);
-        tfc_doc_free(doc);
+        docs_free(doc);
         return fail(&err);
     }
     long long seed = 1;
     const tfc_node *sn = tfc_node_get(root, "seed");
     if (sn && tfc_node_int(sn, "seed", 0, 2147483647, &seed, &err)) {
-        tfc_doc_free(doc);
+        docs_free(doc);
         return fail(&err);
     }
     char *dir = strdup(solver), *slash = strrchr(dir, '/');
@@ -350,6 +367,6 @@ int main(int argc, char **argv)
 out:
     tfc_pipeline_free(train);
     free(dir);
-    tfc_doc_free(doc);
+    docs_free(doc);
     return code;
 }

@@ -19,8 +19,7 @@ static struct {
 static const cli_option options[] = {
     {"weights", 0, CLI_STRING, &args.weights, "FILE", .flags = CLI_REQUIRED,
      .help = "the weights to evaluate (a .safetensors file)"},
-    {"set", 0, CLI_LIST, &args.sets, "KEY=VALUE",
-     .help = "override a solver or model key by its dotted path (VALUE is YAML)"},
+    CLI_OPT_SOLVER_SET(&args.sets),
     {"json", 0, CLI_FLAG, &args.json, NULL,
      .help = "print the result as one JSON object (with per_class and confusion)"},
     CLI_OPT_SOLVER_DEVICE(&args.device),

@@ -25,10 +25,7 @@ static struct {
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
 static const cli_option options[] = {
-    {"set", 0, CLI_LIST, &args.sets, "KEY=VALUE",
-     .help = "override any solver or model key by its dotted path, e.g.\n"
-             "optimizer.learning_rate=0.01, model.layers.6.Dropout.rate=0.3,\n"
-             "data.train.pipeline.3.batch.batch_size=64 (VALUE is YAML)"},
+    CLI_OPT_SOLVER_SET(&args.sets),
     {"resume", 0, CLI_STRING, &args.resume, "STATE",
      .help = "continue exactly from a snapshot's .state file"},
     {"stop-at", 0, CLI_INT, &args.stop_at, "ITER", .min = 1, .max = 2147483647,

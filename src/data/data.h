@@ -243,6 +243,14 @@ tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, t
 tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t len,
                                       tfc_error *err);
 
+/* A split whose source has records but whose stages leave none, found before any work:
+ * where a stage may leave out every element (filter, take, skip, shard, a batch dropping
+ * its remainder), draws the first element and puts the pipeline back exactly where it was
+ * (its saved state, and the first pass's count of skipped records); none is TFC_ERR_DATA
+ * "KEY yields no elements: pipeline[N].STAGE leaves none of the source's M records". Bad
+ * data met on the way is its error, as tfc_pipeline_next's. */
+tfc_status tfc_pipeline_check_yields(tfc_pipeline *p, tfc_error *err);
+
 /* Records a source skipped because of bad data with `on_error: skip` (0 otherwise). */
 int64_t tfc_pipeline_skipped(const tfc_pipeline *p);
 /* Where the first few of them were ("FILE record 17, FILE:3, ..."; "" when none). */

@@ -1,5 +1,6 @@
 /* The pipeline object: a source stage and the stages appended to it, iteration (next,
- * reset), the element spec, and saving/restoring the exact position as a versioned blob:
+ * reset), the element spec, the check that a split yields at all, and saving/restoring the
+ * exact position as a versioned blob:
  *   "TFCPIPE\0" | version | stage count | config hash | skipped | per stage: hash, length,
  *   payload (written by the stage's save) | checksum of everything before it. */
 #include <stdlib.h>
@@ -429,6 +430,75 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
     uint64_t epoch = ((src_stage *)p->stages[0])->epoch;
     p->count_epoch = epoch == 0 ? 0 : UINT64_MAX - 1;
     return TFC_OK;
+}
+
+/* The stage that left nothing (-1 when not known): the first whose element count (the
+ * profiler's) is 0 while the one below it made some, else a take (of 0, which asks nothing
+ * of the stages below it). */
+static int drained_stage(const tfc_pipeline *p)
+{
+    tfc_stage_profile *prof = malloc((size_t)p->n * sizeof *prof);
+    int at = -1;
+    if (!prof) return -1;
+    tfc_pipeline_profile(p, prof, p->n);
+    for (int i = 1; i < p->n && at < 0; i++)
+        if (prof[i].elements == 0 && prof[i - 1].elements > 0) at = i;
+    for (int i = 1; i < p->n && at < 0; i++)
+        if (!strcmp(p->stages[i]->ops->name, "take")) at = i;
+    free(prof);
+    return at;
+}
+
+/* 1 when a stage may leave out every element it is given (filter, take, skip, shard, a
+ * batch dropping its remainder); sources refuse to open empty, and the other stages keep
+ * at least one element of any. */
+static int may_leave_none(const tfc_pipeline *p)
+{
+    static const char *const droppers[] = {"filter", "take", "skip", "shard"};
+    for (int i = 1; i < p->n; i++) {
+        const stage *s = p->stages[i];
+        for (size_t k = 0; k < sizeof droppers / sizeof *droppers; k++)
+            if (!strcmp(s->ops->name, droppers[k])) return 1;
+        if (s->spec.batched && !s->up->spec.batched &&
+            s->spec.comp[TFC_COMP_FEATURES].shape.dim[0] > 0)
+            return 1;
+    }
+    return 0;
+}
+
+tfc_status tfc_pipeline_check_yields(tfc_pipeline *p, tfc_error *err)
+{
+    if (!may_leave_none(p)) return TFC_OK;
+    void *state = NULL;
+    size_t len = 0;
+    tfc_status st = tfc_pipeline_save_state(p, &state, &len, err);
+    if (st) return st;
+    /* what the draw changes beyond the saved position: the skip bookkeeping of the first pass */
+    uint64_t count_epoch = p->count_epoch;
+    char names[sizeof p->src->skip_names];
+    memcpy(names, p->src->skip_names, sizeof names);
+    int nnames = p->src->nskip_names;
+    tfc_batch b;
+    st = tfc_pipeline_next(p, &b, err);
+    int empty = !st && b.end, at = empty ? drained_stage(p) : -1;
+    tfc_error quiet;
+    tfc_error_clear(&quiet);
+    tfc_status rs = tfc_pipeline_restore_state(p, state, len, &quiet);
+    free(state);
+    p->count_epoch = count_epoch;
+    memcpy(p->src->skip_names, names, sizeof names);
+    p->src->nskip_names = nnames;
+    tfc_pipeline_profile_clear(p);
+    if (st) return st;
+    if (empty && at > 0)
+        return tfc_error_set(err, TFC_ERR_DATA, "%s yields no elements: %s leaves none of the "
+                             "source's %lld records", p->key, p->stages[at]->label,
+                             (long long)p->src->count);
+    if (empty)
+        return tfc_error_set(err, TFC_ERR_DATA, "%s yields no elements (its stages leave none "
+                             "of the source's %lld records)", p->key, (long long)p->src->count);
+    if (rs) *err = quiet;
+    return rs;
 }
 
 int64_t tfc_pipeline_skipped(const tfc_pipeline *p)

@@ -231,6 +231,10 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
     }
     tfc_status st = check_label_set(f, f->train, "data.train", err);
     if (!st) st = check_label_set(f, f->test, "data.test", err);
+    /* a split whose stages leave nothing fails before the run directory exists (one rank's
+     * share of a dealt test split may be empty: that one, single-process runs only) */
+    if (!st) st = tfc_pipeline_check_yields(f->train, err);
+    if (!st && f->test && f->nranks == 1) st = tfc_pipeline_check_yields(f->test, err);
     if (st) return st;
     /* The weights the run writes carry the class names of the training source (else the
      * test source's), SPEC §4. */

@@ -111,6 +111,10 @@ const char *tfc_ranking_metric_name(const tfc_model *m);
 /* A model file's root (layers:, no model:) where a solver is expected: one error at its first
  * line saying so (tfc_solver_load, tfc-data); TFC_OK for anything else. */
 tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err);
+/* The data: table's keys (train, test) checked as tfc_solver_load checks them, for tfc-data,
+ * which reads a solver's data without loading its model: an unknown key (a misspelled
+ * --set) is an error with a did-you-mean. */
+tfc_status tfc_solver_check_data(const tfc_node *root, tfc_error *err);
 
 /* The model a model tool works on (model_source.c): `path` is a model file, or a solver or run
  * config.yaml (a mapping with model: and no layers:), whose resolved model is taken (model:

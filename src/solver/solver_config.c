@@ -239,6 +239,14 @@ tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err)
                           "optimizer: and max_iter:, as configs/fashion_mlp.yaml");
 }
 
+tfc_status tfc_solver_check_data(const tfc_node *root, tfc_error *err)
+{
+    const tfc_node *data = tfc_node_get(root, "data");
+    data_args d;
+    if (data && tfc_schema_apply(data_fields, data, "data", &d, err)) return TFC_ERR_CONFIG;
+    return TFC_OK;
+}
+
 static tfc_status set_scalar(tfc_solver *s, tfc_node *map, const char *key, const char *value,
                              tfc_error *err)
 {
@@ -348,6 +356,12 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     if (a.data && tfc_schema_apply(data_fields, a.data, "data", &d, err)) status = TFC_ERR_CONFIG;
     c->train = d.train;
     c->test = d.test && !tfc_node_is_null(d.test) ? d.test : NULL;
+    /* (tfc-ctl set refuses the same: a test every N iterations needs a split to test on) */
+    if (c->test_interval > 0 && !c->test && a.data)
+        status = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(s->root, "test_interval"),
+                                "test_interval", "%d needs data.test, which this "
+                                "solver has not: add the split, or test_interval: 0",
+                                c->test_interval);
     /* Both splits checked completely, still without reading any data. */
     tfc_data_options train_key = {.key = "data.train"}, test_key = {.key = "data.test"};
     if (c->train && tfc_pipeline_plan(c->train, &train_key, &c->train_plan, err))
