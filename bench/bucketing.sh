@@ -1,6 +1,6 @@
 #!/bin/sh
-# make bench's bucketing row (issue 39): fortunes_conv_bigru's training step on the batches of
-# configs/fortunes_conv_bigru.yaml (bucket_by_sequence_length, each batch padded to its
+# make bench's bucketing row (issue 39): fortunes_bigru's training step on the batches of
+# configs/fortunes_classify_bucketed.yaml (bucket_by_sequence_length, each batch padded to its
 # longest record) against the same run with every batch padded to 80 (padded_batch with
 # padded_shapes [80]): same seed, 2 threads, no test pass. ms per step from log.csv between
 # iteration 100 and ITERS (past the warm-up); tokens/s counts the records' own tokens, not
@@ -13,7 +13,7 @@ set -e
 bin=${1:?usage: bucketing.sh BIN_DIR}
 out=${BENCH_OUT:-build/bench}/bucketing
 iters=${ITERS:-300}
-config=configs/fortunes_conv_bigru.yaml
+config=configs/fortunes_classify_bucketed.yaml
 mkdir -p "$out"
 clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 bucket='bucket_by_sequence_length: {boundaries: \[12, 24, 40\], batch_sizes: \[32, 32, 32, 32\]}'
@@ -58,7 +58,7 @@ def ms_per_step(v):
             if r["phase"] == "train"}
     return 1000 * (rows[iters] - rows[100]) / (iters - 100)
 b, p = ms_per_step("bucketed"), ms_per_step("padded")
-print(f"\n{'fortunes_conv_bigru':<21} {'ms/step':>8} {'tokens/s':>9}")
+print(f"\n{'fortunes_bigru':<21} {'ms/step':>8} {'tokens/s':>9}")
 print(f"{'bucketed':<21} {b:8.2f} {tokens / b * 1000:9.0f}")
 print(f"{'padded to 80':<21} {p:8.2f} {tokens / p * 1000:9.0f}")
 print(f"bucketing gain {p / b:.2f}x; padded tokens saved {ratio:.2f}x ({len(lengths)} records, "

@@ -9,9 +9,9 @@
 # cold tfc_predictor_open, onnxruntime's session creation). fortunes_char_lstm_step is
 # fortunes_char_lstm on one token (its file with input shape [1], the same weights): one step
 # of the recurrence per call, from a zero state (the predictor keeps no state between calls). MODELS (default: every zoo model of fixed length and that step) and BATCHES (default "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement.
-# A zoo model of variable length (input shape [null], fortunes_conv_bigru) is left out: the
-# predictor reports its steps as -1 and does not say its max_length, which bench_infer.c's
-# input sizes need.
+# A zoo model of variable length (input shape [null], fortunes_bigru) is left out: the
+# predictor reports its steps as -1, and bench_infer.c does not yet size its inputs from
+# tfc_predictor_max_length.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset (this project's VMs preset them; a user's
 # machine does not). PyTorch comes from the venv make bench-peers installs (build/peers/torch);
 # onnx2torch is added to it on first use. Not part of make test.

@@ -98,6 +98,11 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
  * each output axis that follows it (tfc_predictor_run_length). */
 int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], const char **dtype);
 
+/* The longest length a model of variable length takes (its input.max_length: the -1 axes of
+ * tfc_predictor_shape at their largest, to size buffers for tfc_predictor_run_length), 0 for
+ * a model of fixed shape (tfc_predictor_shape's dims are all of it), -1 for a NULL p. */
+int64_t tfc_predictor_max_length(const tfc_predictor *p);
+
 /* n examples of the input shape (float32, or int32 token ids, contiguous) -> n outputs
  * (float32, contiguous) in output. Returns 0, or -1 with err written (NULL arguments, n < 1,
  * a token id outside an Embedding's input_dim, a device failure). Any n >= 1 (run in passes

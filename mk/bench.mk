@@ -6,7 +6,7 @@ $(BENCH_BIN): bench/bench_train.c $(STATIC)
 	@echo "  LINK  $@"
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $< $(STATIC) -o $@ $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
-# Then fortunes_conv_bigru's step on bucketed batches against batches padded to 80
+# Then fortunes_bigru's step on bucketed batches against batches padded to 80
 # (bench/bucketing.sh; trains the two for a few hundred steps with the tools).
 bench: $(BENCH_BIN) tools
 	$(Q)bench/run.sh $(BENCH_BIN)

@@ -14,7 +14,7 @@ zoo-test: $(BIN)/tfc-zoo
 	    echo "== $$n"; TFC_ZOO=$(CURDIR)/model_zoo $(BIN)/tfc-zoo test "$$n" || status=1; \
 	done; exit $$status
 
-# make zoo-retrain: retrains fashion_mlp, fortunes_classify and fortunes_conv_bigru with the
+# make zoo-retrain: retrains fashion_mlp, fortunes_classify and fortunes_bigru with the
 # command and threads their README records and fails unless the final test metric equals the
 # README's exactly
 # (tools/zoo-retrain.sh; needs tools/install-deps.sh --data; minutes, not in make test).

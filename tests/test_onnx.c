@@ -73,7 +73,7 @@ static void test_zoo(void)
     if (!ready()) return;
     static const char *const zoo[] = {"fashion_mlp", "fashion_cnn", "fashion_cnn_bn",
                                       "fashion_resnet", "fortunes_classify",
-                                      "fortunes_char_lstm", "fortunes_conv_bigru",
+                                      "fortunes_char_lstm", "fortunes_bigru",
                                       "fortunes_char_gru"};
     static const int vocab[] = {0, 0, 0, 0, 8000, 128, 8000, 128};
     for (int z = 0; z < 8; z++) {

@@ -478,7 +478,32 @@ static void test_inference_layout(void)
 #define ALLOCATION_CASE
 #endif
 
+/* max_length: a variable-length model's input.max_length (its -1 axes at their largest, the
+ * length run_length takes at most), 0 for a fixed shape, -1 for NULL. */
+static void test_max_length(void)
+{
+    char err[512];
+    tfc_predictor *p = tfc_predictor_open("model_zoo/fortunes_bigru/model.yaml",
+                                          "model_zoo/fortunes_bigru/fortunes_bigru.safetensors",
+                                          "cpu", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_predictor_max_length(p), 80);
+    static int32_t ids[81];
+    float out[8];
+    CU_ASSERT_EQUAL(tfc_predictor_run_length(p, ids, 1, 80, out, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(tfc_predictor_run_length(p, ids, 1, 81, out, err, sizeof err), -1);
+    tfc_predictor_close(p);
+    p = tfc_predictor_open("model_zoo/fortunes_classify/model.yaml",
+                           "model_zoo/fortunes_classify/fortunes_classify.safetensors", "cpu",
+                           err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_predictor_max_length(p), 0); /* input shape [80]: fixed */
+    tfc_predictor_close(p);
+    CU_ASSERT_EQUAL(tfc_predictor_max_length(NULL), -1);
+}
+
 TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity}, {"class_names", test_class_names},
+              {"max_length", test_max_length},
               {"threads_mlp", test_threads_mlp}, {"threads_lstm", test_threads_lstm},
               ALLOCATION_CASE {"errors", test_errors},
               {"conv_output_without_loss", test_conv_output_without_loss},

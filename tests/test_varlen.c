@@ -623,7 +623,8 @@ static void test_onnx_export(void)
  * input (None,) called at each length). */
 static void test_keras_parity(void)
 {
-    static const char *const cases[] = {"bidir_gru_mean", "concat_joins_masks", NULL};
+    static const char *const cases[] = {"bidir_gru_mean", "concat_joins_masks",
+                                         "concat_features_mask", NULL};
     tfc_backend *be = tfc_cpu_backend_create(1);
     double worst_abs = 0, worst_rel = 0;
     for (int c = 0; cases[c]; c++) {

@@ -1,7 +1,7 @@
-/* The zoo's variable-length classifier (model_zoo/fortunes_conv_bigru) through the C API:
- * each record's class probabilities are the same whatever its batch is padded to (alone at
- * its own length, in a batch at the longest record's length, at max_length 80), which its
- * README promises for bucketed batches (causal Conv1D, the mask joined back by Concatenate,
+/* The zoo's variable-length classifier (model_zoo/fortunes_bigru) through the C API: each
+ * record's class probabilities are the same whatever its batch is padded to (alone at its own
+ * length, in a batch at the longest record's length, at max_length 80), which its README
+ * promises for bucketed batches (the Embedding's mask through the Bidirectional GRU to the
  * masked mean). */
 #include <math.h>
 #include <stdint.h>
@@ -11,8 +11,8 @@
 #include "tfc.h"
 #include "testutil.h"
 
-#define MODEL "model_zoo/fortunes_conv_bigru/model.yaml"
-#define WEIGHTS "model_zoo/fortunes_conv_bigru/fortunes_conv_bigru.safetensors"
+#define MODEL "model_zoo/fortunes_bigru/model.yaml"
+#define WEIGHTS "model_zoo/fortunes_bigru/fortunes_bigru.safetensors"
 #define RECORDS 5
 #define CLASSES 8
 #define MAX_LENGTH 80

@@ -48,6 +48,7 @@ struct tfc_predictor {
     float *params;   /* every parameter, in the bound arena's order */
     int64_t nparams;
     tfc_shape in_shape, out_shape;
+    int64_t max_length; /* input.max_length; 0: a model of fixed shape */
     tfc_dtype in_dtype;
     const tfc_model *named; /* the first worker's model: the weights' class names */
     pthread_mutex_t lock; /* guards idle and all */
@@ -144,6 +145,7 @@ static tfc_status axes(tfc_predictor *p, tfc_model *m, tfc_error *e)
     p->in_shape = *tfc_model_input_shape(m);
     p->out_shape = *tfc_model_output_shape(m);
     const int64_t max = tfc_model_max_length(m);
+    p->max_length = max;
     if (max < 2) return TFC_OK;
     tfc_status s = tfc_model_set_length(m, max - 1, e);
     for (int i = 0; !s && i < p->out_shape.ndim; i++)
@@ -230,6 +232,11 @@ int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], cons
     for (int i = 0; i < 8; i++) dims[i] = i < s->ndim ? s->dim[i] : 0;
     if (dtype) *dtype = which == 0 && p->in_dtype == TFC_I32 ? "int32" : "float32";
     return s->ndim;
+}
+
+int64_t tfc_predictor_max_length(const tfc_predictor *p)
+{
+    return p ? p->max_length : -1;
 }
 
 const char *tfc_predictor_class_name(const tfc_predictor *p, int64_t index)

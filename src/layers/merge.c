@@ -3,7 +3,9 @@
  *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy
  *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy;
  *                under a sequence mask, along the steps (axis 0 of sequences) the output's
- *                mask is the inputs' masks joined, ones for an input without one (Keras)
+ *                mask is the inputs' masks joined, ones for an input without one; along
+ *                another axis the output is masked only if every input is (Keras: a step
+ *                is valid if it is in any input, an unmasked one making every step valid)
  *   Multiply:    y = x_1 * ... * x_k element-wise;  dx_i += dy * prod_{j != i} x_j, summed
  *                over the broadcast axes for an input of one channel vector (1, ..., 1, C)
  *                broadcast over the others (squeeze-and-excitation's scale)
@@ -91,8 +93,10 @@ static tfc_status concat_build(tfc_layer *l, tfc_error *err)
         l->out_shape.dim[ax] += s->dim[ax];
     }
     /* Keras: along the steps of sequences the masks are joined too (ones for an input
-     * without one); along another axis every input's mask is the same one */
+     * without one); along another axis a step is valid if any input's is (ones for an input
+     * without one): masked only if every input is, and then by the one mask they carry */
     l->joins_mask = l->mask_in && ax == 0 && nd >= 2;
+    if (!l->joins_mask) l->mask_out = l->mask_inputs == (1u << l->ninputs) - 1;
     return TFC_OK;
 }
 

@@ -82,3 +82,26 @@ case("concat_joins_masks",
      "  - LSTM: {name: lstm, units: 4, inputs: join}\n"
      "  - Concatenate: {name: out, inputs: [mean, lstm]}\n",
      keras.Model(i, o))
+
+# Concatenate along the features: masked only if every input is (Keras's any over the
+# concatenated [mask | ones] of each step). [e | c] (Conv1D unmasked) has no mask, so its mean
+# takes every step; [e | g] (GRU keeps the mask) keeps it, so its mean is masked
+i = keras.Input((None,), dtype="int32")
+e = layers.Embedding(9, 3, mask_zero=True, name="e")(i)
+c = layers.Conv1D(3, 2, padding="causal", name="c")(e)
+g = layers.GRU(2, return_sequences=True, name="g")(e)
+a = layers.GlobalAveragePooling1D(name="all")(layers.Concatenate(name="ec")([e, c]))
+m = layers.GlobalAveragePooling1D(name="masked")(layers.Concatenate(name="eg")([e, g]))
+o = layers.Concatenate(name="out")([a, m])
+case("concat_features_mask",
+     "input: {shape: [null], dtype: int32, max_length: 17}\n"
+     "layers:\n"
+     "  - Embedding: {name: e, input_dim: 9, output_dim: 3, mask_zero: true}\n"
+     "  - Conv1D: {name: c, filters: 3, kernel_size: 2, padding: causal, inputs: e}\n"
+     "  - GRU: {name: g, units: 2, return_sequences: true, inputs: e}\n"
+     "  - Concatenate: {name: ec, inputs: [e, c]}\n"
+     "  - GlobalAveragePooling1D: {name: all, inputs: ec}\n"
+     "  - Concatenate: {name: eg, inputs: [e, g]}\n"
+     "  - GlobalAveragePooling1D: {name: masked, inputs: eg}\n"
+     "  - Concatenate: {name: out, inputs: [all, masked]}\n",
+     keras.Model(i, o))
