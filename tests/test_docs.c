@@ -218,9 +218,10 @@ static void test_zoo_figures(void)
     char *readme = tfc_test_read("README.md", NULL), *solver = tfc_test_read("docs/solver.md", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
     CU_ASSERT_PTR_NOT_NULL_FATAL(solver);
-    static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",       "fashion_cnn_bn",
-                                      "fortunes_classify", "fortunes_char_lstm", "fashion_resnet"};
-    for (int i = 0; i < 6; i++) {
+    static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",        "fashion_cnn_bn",
+                                      "fortunes_classify", "fortunes_char_lstm", "fashion_resnet",
+                                      "fashion_mobilenet"};
+    for (int i = 0; i < 7; i++) {
         char path[256], metric[256], time[256], four[32], three[32], secs[64], start[96];
         snprintf(path, sizeof path, "model_zoo/%s/README.md", zoo[i]);
         char *doc = tfc_test_read(path, NULL);

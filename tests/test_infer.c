@@ -17,8 +17,9 @@
 #include "tfc.h"
 #include "testutil.h"
 
-static const char *const zoo[] = {"fashion_mlp", "fashion_cnn", "fashion_cnn_bn",
-                                  "fashion_resnet", "fortunes_classify", "fortunes_char_lstm"};
+static const char *const zoo[] = {"fashion_mlp",    "fashion_cnn",       "fashion_cnn_bn",
+                                  "fashion_resnet", "fashion_mobilenet", "fortunes_classify",
+                                  "fortunes_char_lstm"};
 #define NZOO (int)(sizeof zoo / sizeof *zoo)
 
 static void paths(const char *name, char *model, char *weights, size_t size)

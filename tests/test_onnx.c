@@ -71,11 +71,12 @@ static int agree(const char *name, const char *model, const char *weights, int v
 static void test_zoo(void)
 {
     if (!ready()) return;
-    static const char *const zoo[] = {"fashion_mlp", "fashion_cnn", "fashion_cnn_bn",
-                                      "fashion_resnet", "fortunes_classify",
+    static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",
+                                      "fashion_cnn_bn",    "fashion_resnet",
+                                      "fashion_mobilenet", "fortunes_classify",
                                       "fortunes_char_lstm"};
-    static const int vocab[] = {0, 0, 0, 0, 8000, 128};
-    for (int z = 0; z < 6; z++) {
+    static const int vocab[] = {0, 0, 0, 0, 0, 8000, 128};
+    for (int z = 0; z < 7; z++) {
         char model[256], weights[256];
         snprintf(model, sizeof model, "model_zoo/%s/model.yaml", zoo[z]);
         snprintf(weights, sizeof weights, "model_zoo/%s/%s.safetensors", zoo[z], zoo[z]);
