@@ -71,12 +71,13 @@ static int agree(const char *name, const char *model, const char *weights, int v
 static void test_zoo(void)
 {
     if (!ready()) return;
-    static const char *const zoo[] = {"fashion_mlp", "fashion_cnn", "fashion_cnn_bn",
-                                      "fashion_resnet", "fortunes_classify",
+    static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",
+                                      "fashion_cnn_bn",    "fashion_resnet",
+                                      "fashion_mobilenet", "fortunes_classify",
                                       "fortunes_char_lstm", "fortunes_bigru",
                                       "fortunes_char_gru"};
-    static const int vocab[] = {0, 0, 0, 0, 8000, 128, 8000, 128};
-    for (int z = 0; z < 8; z++) {
+    static const int vocab[] = {0, 0, 0, 0, 0, 8000, 128, 8000, 128};
+    for (int z = 0; z < (int)(sizeof zoo / sizeof *zoo); z++) {
         char model[256], weights[256];
         snprintf(model, sizeof model, "model_zoo/%s/model.yaml", zoo[z]);
         snprintf(weights, sizeof weights, "model_zoo/%s/%s.safetensors", zoo[z], zoo[z]);

@@ -16,8 +16,8 @@
 #include "testutil.h"
 
 static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",        "fashion_cnn_bn",
-                                  "fashion_resnet",    "fortunes_classify",  "fortunes_char_lstm",
-                                  "fortunes_char_gru", "fortunes_gpt"};
+                                  "fashion_resnet",    "fashion_mobilenet",  "fortunes_classify",
+                                  "fortunes_char_lstm", "fortunes_char_gru", "fortunes_gpt"};
 #define NZOO (int)(sizeof zoo / sizeof *zoo)
 
 static const char *bin; /* the tools' folder (tfc_test_bin) */

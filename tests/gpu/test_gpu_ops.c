@@ -992,7 +992,8 @@ static void test_deterministic(void)
 
 /* tfc-summary's plan on the GPU (issue 16): what binding each zoo model takes from the
  * caching allocator is the plan made on paper, rounded up to the allocator's size classes
- * (at most 25%, 2 MiB above 32 MiB), never less. */
+ * (at most 25%, 2 MiB above 32 MiB), never less. A model with a layer that has no GPU kernel
+ * yet (fashion_mobilenet's DepthwiseConv2D) is refused at binding, naming it, and left out. */
 static void test_memory_plan(void)
 {
 #ifdef TFC_HAVE_CUDA
@@ -1011,7 +1012,13 @@ static void test_memory_plan(void)
         tfc_gpu_memory before, after;
         CU_ASSERT_EQUAL_FATAL(tfc_model_plan_memory(m, dev, 64, &p, &err), TFC_OK);
         tfc_gpu_memory_stats(dev, &before);
-        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, dev, 64, &err), TFC_OK);
+        tfc_status bound = tfc_model_bind(m, dev, 64, &err);
+        if (bound && strstr(err.msg, "run this model with --device cpu")) {
+            printf("\n  %s: left out, %s", g.gl_pathv[f], err.msg);
+            tfc_model_free(m);
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(bound, TFC_OK);
         tfc_gpu_memory_stats(dev, &after);
         size_t planned = p.params + p.grads + p.arena, got = after.in_use - before.in_use;
         CU_ASSERT(got >= planned);
