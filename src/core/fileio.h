@@ -32,7 +32,8 @@ tfc_status tfc_open_status(int e);
  * stores its size in *len. The buffer has one extra NUL byte after the data so text files
  * can be used as C strings. Files larger than `max_bytes` are refused before anything of
  * their size is allocated (TFC_ERR_DATA, saying both sizes); a missing path or a directory
- * gives tfc_open_status's TFC_ERR_USAGE, other open/read failures TFC_ERR_IO. On error *buf is NULL and *len 0. */
+ * gives tfc_open_status's TFC_ERR_USAGE, other open/read failures TFC_ERR_IO. On error *buf
+ * is NULL and *len 0. */
 tfc_status tfc_file_read_all(const char *path, size_t max_bytes, char **buf, size_t *len,
                              tfc_error *err);
 
