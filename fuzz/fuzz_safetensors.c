@@ -32,7 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tfc_error_clear(&err);
     tfc_st_file *f = tfc_st_parse(data, size, "fuzz.safetensors", &err);
     if (!f) {
-        TFC_ASSERT(err.code == TFC_ERR_FORMAT || err.code == TFC_ERR_NOMEM);
+        /* damaged (FORMAT), too large (NOMEM), or no safetensors file at all (USAGE: the
+         * user named a file of the wrong kind, SPEC §3's exit 2) */
+        TFC_ASSERT(err.code == TFC_ERR_FORMAT || err.code == TFC_ERR_NOMEM ||
+                   err.code == TFC_ERR_USAGE);
         TFC_ASSERT(err.msg[0] != 0);
         return 0;
     }
