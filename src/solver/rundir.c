@@ -277,7 +277,10 @@ tfc_status tfc_rundir_open(tfc_rundir *d, const tfc_vocab *vocab, int64_t resume
     }
     snprintf(path, sizeof path, "%s/log.csv", d->path);
     if (!s && !(d->csv = tfc_csv_open(path, names, n, resumed_at, err))) s = err->code;
-    if (!s && !(d->ev = tfc_events_open(d->path, resumed_at, err))) s = err->code;
+    /* TensorBoard drops every older point at or after a SessionLog START's step: START at
+     * N + 1 keeps the points of iteration N, as log.csv keeps its rows <= N. */
+    int64_t purge_from = resumed_at >= 0 ? resumed_at + 1 : -1;
+    if (!s && !(d->ev = tfc_events_open(d->path, purge_from, err))) s = err->code;
     if (!s) s = write_run_events(d, config, resumed_at > 0 ? resumed_at : 0, err);
     free(config);
     return s;
