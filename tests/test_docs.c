@@ -195,6 +195,18 @@ static int front_matter(const char *doc, const char *key, char *buf, size_t size
     return 1;
 }
 
+/* Whether `line` holds `want` as a whole figure: not a part of a longer number (0.905 is not in
+ * 0.9052, nor 12 s in 112 s). */
+static int holds_figure(const char *line, const char *want)
+{
+    size_t n = strlen(want);
+    for (const char *at = strstr(line, want); at; at = strstr(at + 1, want)) {
+        int before = at > line && (isdigit((unsigned char)at[-1]) || at[-1] == '.');
+        if (!before && !isdigit((unsigned char)at[n])) return 1;
+    }
+    return 0;
+}
+
 /* The row of `doc`'s table that starts with `start` holds `want`; says which doc disagrees. */
 static void row_holds(const char *doc, const char *docname, const char *start, const char *want,
                       const char *alt)
@@ -205,7 +217,7 @@ static void row_holds(const char *doc, const char *docname, const char *start, c
     row++; /* past the newline before it */
     char line[1024];
     snprintf(line, sizeof line, "%.*s", (int)strcspn(row, "\n"), row);
-    int ok = strstr(line, want) || (alt && strstr(line, alt));
+    int ok = holds_figure(line, want) || (alt && holds_figure(line, alt));
     if (!ok) fprintf(stderr, "\n%s: row %s lacks the zoo's %s\n", docname, start + 1, want);
     CU_ASSERT(ok);
 }
