@@ -131,6 +131,8 @@ static void test_list_info_verify(void)
     CU_ASSERT_EQUAL(run(zoo, "tfc-zoo", "list"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "tiny "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "binary classification"));
+    /* the task, free text of any length, comes last: the metric column stays aligned */
+    CU_ASSERT(strstr(out, "tiny  accuracy ") && strstr(out, "accuracy ") < strstr(out, "binary"));
     CU_ASSERT_EQUAL(run(zoo, "tfc-zoo", "info tiny"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "dataset: synthetic"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "tiny.safetensors"));

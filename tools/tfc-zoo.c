@@ -325,23 +325,39 @@ static int list_names(char ***out)
     return n;
 }
 
+/* One line a model: its name, its metric and the task last (free text of any length), the
+ * first two columns as wide as their longest entry. */
 static int cmd_list(void)
 {
     char **names;
-    int n = list_names(&names), status = 0;
+    int n = list_names(&names), status = 0, loaded = 0, wname = 0, wmetric = 0;
+    entry *all = n > 0 ? calloc((size_t)n, sizeof *all) : NULL;
     if (n == 0) printf("no models in %s\n", zoo);
-    for (int i = 0; i < n; i++) {
-        entry e;
+    if (n > 0 && !all) {
+        fprintf(stderr, "tfc-zoo: out of memory\n");
+        status = 1;
+    }
+    for (int i = 0; i < n && all; i++) {
         int code;
-        if (entry_load(names[i], &e, &code)) {
-            printf("%-22s %-34s %s %.4f\n", e.name, e.task, e.metric, e.value);
+        if (entry_load(names[i], &all[loaded], &code)) {
+            const entry *e = &all[loaded++];
+            int a = (int)strlen(e->name), b = snprintf(NULL, 0, "%s %.4f", e->metric, e->value);
+            wname = a > wname ? a : wname;
+            wmetric = b > wmetric ? b : wmetric;
         } else {
+            entry_free(&all[loaded]);
             status = status > code ? status : code;
         }
-        entry_free(&e);
-        free(names[i]);
     }
+    for (int i = 0; i < loaded; i++) {
+        char metric[300];
+        snprintf(metric, sizeof metric, "%s %.4f", all[i].metric, all[i].value);
+        printf("%-*s  %-*s  %s\n", wname, all[i].name, wmetric, metric, all[i].task);
+        entry_free(&all[i]);
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
     free(names);
+    free(all);
     return status;
 }
 
