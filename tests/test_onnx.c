@@ -152,8 +152,8 @@ static void test_batch_norm(void)
             "  - BatchNormalization: {}\n", 0);
 }
 
-/* LayerNormalization (opset 17's operator; axis lists, center or scale off) and
- * RMSNormalization (composed), after a convolution (channels-last again) and on sequences. */
+/* LayerNormalization (opset 17's operator; axis lists, center or scale off; rms_scaling
+ * composed) and RMSNormalization (composed), after a convolution (channels-last again) and on sequences. */
 static void test_normalizations(void)
 {
     if (!ready()) return;
@@ -165,6 +165,8 @@ static void test_normalizations(void)
             "  - LayerNormalization: {scale: false, epsilon: 0.1}\n"
             "  - LayerNormalization: {center: false, scale: false}\n"
             "  - RMSNormalization: {}\n  - RMSNormalization: {axis: [-2, -1]}\n"
+            "  - Dense: {units: 16}\n  - LayerNormalization: {rms_scaling: true, epsilon: 0.05}\n"
+            "  - LayerNormalization: {rms_scaling: true, axis: [1, 2]}\n"
             "  - Dense: {units: 5}\n", 0);
     /* opset 21 (ReduceMean's axes an input) agrees too; opset 16 has no LayerNormalization */
     char cmd[4096], model[1024], weights[1024], onnx[1024];

@@ -583,19 +583,37 @@ static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* ReduceMean over the k trailing axes, kept (axes an attribute before opset 18, an input
+ * since). */
+static void mean_rows(exporter *x, const char *in, int k, char *out)
+{
+    int64_t axes[TFC_MAX_DIMS];
+    for (int i = 0; i < k; i++) axes[i] = i - k;
+    char c[96];
+    tfc_pb a = {0};
+    attr_int(&a, "keepdims", 1);
+    fresh(x, out, "ReduceMean");
+    if (x->opset >= 18) {
+        init_i64(x, c, "axes", axes, k);
+        node(x, "ReduceMean", (const char *[]){in, c, NULL}, out, &a);
+    } else {
+        attr_ints(&a, "axes", axes, k);
+        node(x, "ReduceMean", (const char *[]){in, NULL}, out, &a);
+    }
+}
+
 /* LayerNormalization as opset 17's LayerNormalization (axis -k: the k trailing axes; a
- * Scale of ones without `scale`), RMSNormalization composed: x / sqrt(ReduceMean(x x) + eps)
- * * scale. Both channels-last; gamma, beta and scale span the normalised axes. */
+ * Scale of ones without `scale`); RMSNormalization and LayerNormalization's rms_scaling
+ * composed: x / sqrt(ReduceMean(d d) + eps) * scale, d = x (RMS) or x - ReduceMean(x)
+ * (rms_scaling: the variance, no centring, no beta). All channels-last; gamma, beta and
+ * scale span the normalised axes. */
 static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
 {
     const int k = ((const tfc_int_list *)arg(l, "axis"))->n;
     const float eps = (float)*(const double *)arg(l, "epsilon");
+    const int var = !rms && arg_int(l, "rms_scaling", 0), composed = rms || var;
     tref r = {.shape = l->out_shape};
-    if (!rms && arg_int(l, "rms_scaling", 0)) {
-        unsupported(x, l, "rms_scaling (deprecated in Keras) has no ONNX form here");
-        return r;
-    }
-    if (!rms && x->opset < 17) {
+    if (!composed && x->opset < 17) {
         unsupported(x, l, "the ONNX LayerNormalization operator needs opset 17 or later");
         return r;
     }
@@ -605,7 +623,7 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
     const char *gname = rms ? "scale" : "gamma";
     const int has_gamma = param_exists(l, gname);
     float *gamma = has_gamma ? param(x, l, gname, NULL) : malloc((size_t)numel * 4);
-    float *beta = rms ? NULL : param(x, l, "beta", NULL);
+    float *beta = composed ? NULL : param(x, l, "beta", NULL);
     if (!gamma || x->st) {
         if (!x->st) x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
         free(gamma), free(beta);
@@ -617,8 +635,8 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
     if (beta) init_f32(x, bn, "beta", dims, k, beta);
     free(gamma), free(beta);
     tref xin = nhwc(x, in);
-    tfc_pb a = {0};
-    if (!rms) {
+    if (!composed) {
+        tfc_pb a = {0};
         attr_int(&a, "axis", -k);
         attr_float(&a, "epsilon", eps);
         fresh(x, r.name, "LayerNormalization");
@@ -626,19 +644,16 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
              r.name, &a);
         return r;
     }
-    int64_t axes[TFC_MAX_DIMS];
-    for (int i = 0; i < k; i++) axes[i] = i - k;
-    fresh(x, t1, "Mul");
-    node(x, "Mul", (const char *[]){xin.name, xin.name, NULL}, t1, NULL);
-    attr_int(&a, "keepdims", 1);
-    fresh(x, t2, "ReduceMean");
-    if (x->opset >= 18) { /* axes became an input */
-        init_i64(x, c, "axes", axes, k);
-        node(x, "ReduceMean", (const char *[]){t1, c, NULL}, t2, &a);
-    } else {
-        attr_ints(&a, "axes", axes, k);
-        node(x, "ReduceMean", (const char *[]){t1, NULL}, t2, &a);
+    char d[96];
+    snprintf(d, sizeof d, "%s", xin.name);
+    if (var) {
+        mean_rows(x, xin.name, k, t2);
+        fresh(x, d, "Sub");
+        node(x, "Sub", (const char *[]){xin.name, t2, NULL}, d, NULL);
     }
+    fresh(x, t1, "Mul");
+    node(x, "Mul", (const char *[]){d, d, NULL}, t1, NULL);
+    mean_rows(x, t1, k, t2);
     init_f32(x, c, "eps", NULL, 0, &eps);
     fresh(x, t1, "Add");
     node(x, "Add", (const char *[]){t2, c, NULL}, t1, NULL);
