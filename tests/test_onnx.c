@@ -153,7 +153,8 @@ static void test_batch_norm(void)
 }
 
 /* LayerNormalization (opset 17's operator; axis lists, center or scale off; rms_scaling
- * composed) and RMSNormalization (composed), after a convolution (channels-last again) and on sequences. */
+ * composed) and RMSNormalization (composed), after a convolution (channels-last again) and
+ * on sequences. */
 static void test_normalizations(void)
 {
     if (!ready()) return;
