@@ -537,9 +537,9 @@ static void test_train_resume_exact(void)
 }
 
 /* ONNX export refuses what it has no form for: LayerNormalization's operator below opset 17
- * (RMSNormalization and rms_scaling, composed, export at any opset) is an error naming the
- * layer, no file. (The normalisations and position embeddings it exports are checked
- * against onnxruntime in tests/test_onnx.c.) */
+ * is an error naming the layer, no file; RMSNormalization (composed before opset 23) and
+ * rms_scaling export at any opset. (The normalisations and position embeddings it exports
+ * are checked against onnxruntime in tests/test_onnx.c.) */
 static void test_onnx_refused(void)
 {
     static const struct {
@@ -548,6 +548,7 @@ static void test_onnx_refused(void)
     } cases[] = {{"LayerNormalization: {name: n}", "needs opset 17", 16},
                  {"LayerNormalization: {name: n, rms_scaling: true}", NULL, 14},
                  {"RMSNormalization: {name: n}", NULL, 14},
+                 {"RMSNormalization: {name: n}", NULL, 23},
                  {"PositionEmbedding: {name: n, sequence_length: 3}", NULL, 14}};
     tfc_backend *be = tfc_cpu_backend_create(1);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -169,15 +169,21 @@ static void test_normalizations(void)
             "  - Dense: {units: 16}\n  - LayerNormalization: {rms_scaling: true, epsilon: 0.05}\n"
             "  - LayerNormalization: {rms_scaling: true, axis: [1, 2]}\n"
             "  - Dense: {units: 5}\n", 0);
-    /* opset 21 (ReduceMean's axes an input) agrees too; opset 16 has no LayerNormalization */
+    /* opset 21 (ReduceMean's axes an input) agrees too, and opset 23 (IR 11) with its
+     * RMSNormalization operator; opset 16 has no LayerNormalization */
     char cmd[4096], model[1024], weights[1024], onnx[1024];
     snprintf(model, sizeof model, "%s", tfc_test_path("norm.yaml"));
     snprintf(weights, sizeof weights, "%s", tfc_test_path("norm.safetensors"));
-    snprintf(onnx, sizeof onnx, "%s", tfc_test_path("norm21.onnx"));
-    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset 21 && "
-             "python3 tests/onnx_check.py %s %s %s", bin, model, weights, onnx, onnx,
-             tfc_test_path("x.npy"), tfc_test_path("y.npy"));
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    for (int opset = 21, rms = 0; opset <= 23; opset += 2, rms = 2) {
+        snprintf(onnx, sizeof onnx, "%s", tfc_test_path("norm_opset.onnx"));
+        snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset %d && "
+                 "python3 tests/onnx_check.py %s %s %s && python3 -c \"import onnx; "
+                 "m = onnx.load('%s'); assert m.ir_version == %d; assert sum(n.op_type == "
+                 "'RMSNormalization' for n in m.graph.node) == %d\"", bin, model, weights, onnx,
+                 opset, onnx, tfc_test_path("x.npy"), tfc_test_path("y.npy"), onnx,
+                 opset == 23 ? 11 : 10, rms);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
     snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset 16 2>&1 | "
              "grep -q \"(LayerNormalization): the ONNX LayerNormalization operator needs "
              "opset 17\"",

@@ -22,7 +22,7 @@ static const cli_option options[] = {
     {"onnx", 0, CLI_STRING, &args.onnx, "OUT.onnx", .flags = CLI_REQUIRED,
      .help = "the ONNX file to write"},
     {"opset", 0, CLI_INT, &args.opset, "N", .min = TFC_ONNX_OPSET_MIN,
-     .max = TFC_ONNX_OPSET_MAX, .help = "the ONNX opset, 14 to 21 (default 17)"},
+     .max = TFC_ONNX_OPSET_MAX, .help = "the ONNX opset, 14 to 23 (default 17)"},
     {"batch", 0, CLI_STRING, &args.batch, "N|dynamic",
      .help = "the batch size in the graph's input and output shapes (default:\n"
              "dynamic, a symbolic dimension N)"},

@@ -603,7 +603,8 @@ static void mean_rows(exporter *x, const char *in, int k, char *out)
 }
 
 /* LayerNormalization as opset 17's LayerNormalization (axis -k: the k trailing axes; a
- * Scale of ones without `scale`); RMSNormalization and LayerNormalization's rms_scaling
+ * Scale of ones without `scale`), RMSNormalization as opset 23's RMSNormalization (the same
+ * axis); before opset 23 RMSNormalization, and LayerNormalization's rms_scaling always,
  * composed: x / sqrt(ReduceMean(d d) + eps) * scale, d = x (RMS) or x - ReduceMean(x)
  * (rms_scaling: the variance, no centring, no beta). All channels-last; gamma, beta and
  * scale span the normalised axes. */
@@ -611,7 +612,8 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
 {
     const int k = ((const tfc_int_list *)arg(l, "axis"))->n;
     const float eps = (float)*(const double *)arg(l, "epsilon");
-    const int var = !rms && arg_int(l, "rms_scaling", 0), composed = rms || var;
+    const int var = !rms && arg_int(l, "rms_scaling", 0);
+    const int composed = var || (rms && x->opset < 23);
     tref r = {.shape = l->out_shape};
     if (!composed && x->opset < 17) {
         unsupported(x, l, "the ONNX LayerNormalization operator needs opset 17 or later");
@@ -623,7 +625,7 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
     const char *gname = rms ? "scale" : "gamma";
     const int has_gamma = param_exists(l, gname);
     float *gamma = has_gamma ? param(x, l, gname, NULL) : malloc((size_t)numel * 4);
-    float *beta = composed ? NULL : param(x, l, "beta", NULL);
+    float *beta = rms || var ? NULL : param(x, l, "beta", NULL);
     if (!gamma || x->st) {
         if (!x->st) x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
         free(gamma), free(beta);
@@ -636,12 +638,12 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
     free(gamma), free(beta);
     tref xin = nhwc(x, in);
     if (!composed) {
+        const char *op = rms ? "RMSNormalization" : "LayerNormalization";
         tfc_pb a = {0};
         attr_int(&a, "axis", -k);
         attr_float(&a, "epsilon", eps);
-        fresh(x, r.name, "LayerNormalization");
-        node(x, "LayerNormalization", (const char *[]){xin.name, gn, beta ? bn : NULL, NULL},
-             r.name, &a);
+        fresh(x, r.name, op);
+        node(x, op, (const char *[]){xin.name, gn, beta ? bn : NULL, NULL}, r.name, &a);
         return r;
     }
     char d[96];
@@ -1355,7 +1357,7 @@ static void value_info(tfc_pb *g, int field, const char *name, int dtype, int64_
 /* The IR version of an opset's ONNX release (onnx/docs/Versioning.md). */
 static int ir_version(int opset)
 {
-    return opset <= 18 ? 8 : opset <= 20 ? 9 : 10;
+    return opset <= 18 ? 8 : opset <= 20 ? 9 : opset <= 22 ? 10 : 11;
 }
 
 tfc_status tfc_onnx_export(tfc_model *m, const tfc_onnx_options *o, const char *path,
