@@ -1,10 +1,11 @@
 /* Inference through the C API (tfc_predictor, SPEC §5c): images per second at each batch size
  * of the command line, and at batch 1 the latency of single calls (p50, p99). Inputs are
- * random pixels in [0, 1) (token ids in [1, 20) for a text model); every call runs on the same predictor, after one warm-up call per
- * batch size (which binds its memory). THREADS is tfc_predictor_options.threads (0: every
- * core); the first line gives tfc_predictor_open's time (cold: the first open in the
- * process). bench/infer.sh runs it beside onnxruntime on the same model exported by
- * tfc-export (make bench-infer).
+ * random pixels in [0, 1) (token ids in [1, 20) for a text model; a model of variable length
+ * gets examples of its tfc_predictor_max_length steps); every call runs on the same
+ * predictor, after one warm-up call per batch size (which binds its memory). THREADS is
+ * tfc_predictor_options.threads (0: every core); the first line gives tfc_predictor_open's
+ * time (cold: the first open in the process). bench/infer.sh runs it beside onnxruntime on
+ * the same model exported by tfc-export (make bench-infer).
  * Usage: bench_infer MODEL.yaml WEIGHTS SECONDS THREADS BATCH... */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +38,12 @@ int main(int argc, char **argv)
     }
     printf("tfc-c-api open %.1f ms\n", t_open * 1e3);
     double seconds = atof(argv[3]);
-    int64_t in[8], out[8], per_in = 1, per_out = 1;
+    /* a model of variable length runs at its max_length (its -1 axes), as its ONNX file */
+    int64_t in[8], out[8], per_in = 1, per_out = 1, longest = tfc_predictor_max_length(p);
     const char *dtype;
     int rin = tfc_predictor_shape(p, 0, in, &dtype), rout = tfc_predictor_shape(p, 1, out, NULL);
-    for (int i = 0; i < rin; i++) per_in *= in[i];
-    for (int i = 0; i < rout; i++) per_out *= out[i];
+    for (int i = 0; i < rin; i++) per_in *= in[i] < 0 ? longest : in[i];
+    for (int i = 0; i < rout; i++) per_out *= out[i] < 0 ? longest : out[i];
     for (int a = 5; a < argc; a++) {
         int64_t batch = atoll(argv[a]);
         float *x = malloc((size_t)(batch * per_in) * 4), *y = malloc((size_t)(batch * per_out) * 4);

@@ -8,10 +8,11 @@
 # latency (p50, p99). Closes with each peer's median over the rounds, and the open times (tfc's
 # cold tfc_predictor_open, onnxruntime's session creation). fortunes_char_lstm_step is
 # fortunes_char_lstm on one token (its file with input shape [1], the same weights): one step
-# of the recurrence per call, from a zero state (the predictor keeps no state between calls). MODELS (default: every zoo model of fixed length and that step) and BATCHES (default "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement.
-# A zoo model of variable length (input shape [null], fortunes_bigru) is left out: the
-# predictor reports its steps as -1, and bench_infer.c does not yet size its inputs from
-# tfc_predictor_max_length.
+# of the recurrence per call, from a zero state (the predictor keeps no state between calls).
+# A zoo model of variable length (input shape [null], fortunes_bigru) runs at its max_length
+# on both sides: bench_infer.c sizes its examples by tfc_predictor_max_length, and the ONNX
+# file has that length. MODELS (default: every zoo model and that step) and BATCHES (default
+# "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset (this project's VMs preset them; a user's
 # machine does not). PyTorch comes from the venv make bench-peers installs (build/peers/torch);
 # onnx2torch is added to it on first use. Not part of make test.
@@ -21,9 +22,8 @@ bench=${1:?usage: infer.sh BENCH_INFER BIN_DIR} bin=${2:?usage: infer.sh BENCH_I
 seconds=${SECONDS_PER_POINT:-2}
 counts=${THREAD_COUNTS:-1 2}
 rounds=${ROUNDS:-3}
-fixed=$(for m in model_zoo/*/model.yaml; do
-    grep -q '^input: {shape: \[null' "$m" || basename "${m%/model.yaml}"; done)
-models=${MODELS:-$fixed fortunes_char_lstm_step}
+zoo=$(for m in model_zoo/*/model.yaml; do basename "${m%/model.yaml}"; done)
+models=${MODELS:-$zoo fortunes_char_lstm_step}
 batches=${BATCHES:-1 32 1000}
 clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 torch=build/peers/torch/bin/python

@@ -3,10 +3,12 @@
  * relative, plus 1e-6 of the output's largest magnitude) on every zoo model and on per-layer
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
  * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
- * GRUs and Bidirectionals, Conv1D (causal, dilated, strided, grouped) and the 1-D poolings
- * (the masked average after an Embedding), MultiHeadAttention (causal, padded, windowed,
- * cross), an Add/Concatenate/Reshape graph, every activation and the augmentation layers
- * (the identity); a layer without an ONNX form is refused. Skipped when python3 lacks onnx, onnxruntime or numpy. */
+ * GRUs and Bidirectionals, LSTMs and GRUs with go_backwards (masked and not), Conv1D (causal,
+ * dilated, strided, grouped) and the 1-D poolings (the masked average after an Embedding),
+ * MultiHeadAttention (causal, padded, windowed, cross), TokenAndPositionEmbedding in a
+ * transformer block and PositionEmbedding, an Add/Concatenate/Reshape graph, every activation
+ * and the augmentation layers (the identity); a layer without an ONNX form is refused.
+ * Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +77,8 @@ static void test_zoo(void)
                                       "fashion_cnn_bn",    "fashion_resnet",
                                       "fashion_mobilenet", "fortunes_classify",
                                       "fortunes_char_lstm", "fortunes_bigru",
-                                      "fortunes_char_gru"};
-    static const int vocab[] = {0, 0, 0, 0, 0, 8000, 128, 8000, 128};
+                                      "fortunes_char_gru", "fortunes_gpt"};
+    static const int vocab[] = {0, 0, 0, 0, 0, 8000, 128, 8000, 128, 128};
     for (int z = 0; z < (int)(sizeof zoo / sizeof *zoo); z++) {
         char model[256], weights[256];
         snprintf(model, sizeof model, "model_zoo/%s/model.yaml", zoo[z]);
@@ -150,8 +152,9 @@ static void test_batch_norm(void)
             "  - BatchNormalization: {}\n", 0);
 }
 
-/* LayerNormalization (opset 17's operator; axis lists, center or scale off) and
- * RMSNormalization (composed), after a convolution (channels-last again) and on sequences. */
+/* LayerNormalization (opset 17's operator; axis lists, center or scale off; rms_scaling
+ * composed) and RMSNormalization (composed), after a convolution (channels-last again) and
+ * on sequences. */
 static void test_normalizations(void)
 {
     if (!ready()) return;
@@ -163,16 +166,24 @@ static void test_normalizations(void)
             "  - LayerNormalization: {scale: false, epsilon: 0.1}\n"
             "  - LayerNormalization: {center: false, scale: false}\n"
             "  - RMSNormalization: {}\n  - RMSNormalization: {axis: [-2, -1]}\n"
+            "  - Dense: {units: 16}\n  - LayerNormalization: {rms_scaling: true, epsilon: 0.05}\n"
+            "  - LayerNormalization: {rms_scaling: true, axis: [1, 2]}\n"
             "  - Dense: {units: 5}\n", 0);
-    /* opset 21 (ReduceMean's axes an input) agrees too; opset 16 has no LayerNormalization */
+    /* opset 21 (ReduceMean's axes an input) agrees too, and opset 23 (IR 11) with its
+     * RMSNormalization operator; opset 16 has no LayerNormalization */
     char cmd[4096], model[1024], weights[1024], onnx[1024];
     snprintf(model, sizeof model, "%s", tfc_test_path("norm.yaml"));
     snprintf(weights, sizeof weights, "%s", tfc_test_path("norm.safetensors"));
-    snprintf(onnx, sizeof onnx, "%s", tfc_test_path("norm21.onnx"));
-    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset 21 && "
-             "python3 tests/onnx_check.py %s %s %s", bin, model, weights, onnx, onnx,
-             tfc_test_path("x.npy"), tfc_test_path("y.npy"));
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    for (int opset = 21, rms = 0; opset <= 23; opset += 2, rms = 2) {
+        snprintf(onnx, sizeof onnx, "%s", tfc_test_path("norm_opset.onnx"));
+        snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset %d && "
+                 "python3 tests/onnx_check.py %s %s %s && python3 -c \"import onnx; "
+                 "m = onnx.load('%s'); assert m.ir_version == %d; assert sum(n.op_type == "
+                 "'RMSNormalization' for n in m.graph.node) == %d\"", bin, model, weights, onnx,
+                 opset, onnx, tfc_test_path("x.npy"), tfc_test_path("y.npy"), onnx,
+                 opset == 23 ? 11 : 10, rms);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
     snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset 16 2>&1 | "
              "grep -q \"(LayerNormalization): the ONNX LayerNormalization operator needs "
              "opset 17\"",
@@ -216,6 +227,34 @@ static void test_attention(void)
             "  - Reshape: {name: kv, target_shape: [3, 16]}\n  - Dense: {name: k, units: 5}\n"
             "  - MultiHeadAttention: {inputs: [input, kv, k], num_heads: 2, key_dim: 4,"
             " value_dim: 3, use_bias: false, output_shape: 7}\n", 0);
+}
+
+/* The transformer block: TokenAndPositionEmbedding (mask_zero, fewer steps than its
+ * sequence_length: the first rows of the positions) into pre-norm causal attention over the
+ * padded ids, a gelu feed-forward and the residual Adds; PositionEmbedding added to an
+ * Embedding's vectors, on a rank-3 input too. */
+static void test_position_embeddings(void)
+{
+    if (!ready()) return;
+    fixture("gpt_block",
+            "input: {shape: [10], dtype: int32}\nlayers:\n"
+            "  - TokenAndPositionEmbedding: {name: embed, vocabulary_size: 30,"
+            " sequence_length: 16, embedding_dim: 8, mask_zero: true}\n"
+            "  - LayerNormalization: {name: n1}\n"
+            "  - MultiHeadAttention: {name: att, num_heads: 2, key_dim: 4,"
+            " use_causal_mask: true}\n"
+            "  - Add: {name: a1, inputs: [embed, att]}\n  - LayerNormalization: {name: n2}\n"
+            "  - Dense: {name: ff1, units: 16, activation: gelu}\n"
+            "  - Dense: {name: ff2, units: 8}\n"
+            "  - Add: {name: a2, inputs: [a1, ff2]}\n  - RMSNormalization: {}\n"
+            "  - Dense: {units: 30}\n", 30);
+    fixture("position",
+            "input: {shape: [9], dtype: int32}\nlayers:\n"
+            "  - Embedding: {name: e, input_dim: 20, output_dim: 6}\n"
+            "  - PositionEmbedding: {name: p, sequence_length: 12}\n"
+            "  - Add: {name: s, inputs: [e, p]}\n  - Reshape: {name: r, target_shape: [3, 3, 6]}\n"
+            "  - PositionEmbedding: {name: q, sequence_length: 3}\n"
+            "  - Add: {inputs: [r, q]}\n  - Flatten: {}\n", 20);
 }
 
 static void test_conv1d_pooling1d(void)
@@ -278,6 +317,27 @@ static void test_gru_bidirectional(void)
             "  - Bidirectional: {layer: {GRU: {units: 3, return_sequences: true}},"
             " merge_mode: ave}\n"
             "  - Bidirectional: {name: b2, layer: {LSTM: {units: 2}}}\n", 0);
+}
+
+/* go_backwards: ONNX's reverse direction, its outputs' steps reversed back into Keras's
+ * order; masked (the padded steps first, at the zero state) and not, every step and the
+ * last. */
+static void test_go_backwards(void)
+{
+    if (!ready()) return;
+    fixture("backwards_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 5, mask_zero: true}\n"
+            "  - LSTM: {units: 4, return_sequences: true, go_backwards: true}\n"
+            "  - GRU: {name: g, units: 3, return_sequences: true, go_backwards: true}\n"
+            "  - GRU: {units: 3, go_backwards: true, reset_after: false}\n"
+            "  - LSTM: {name: l2, units: 2, go_backwards: true, inputs: g}\n"
+            "  - Concatenate: {inputs: [gru, l2]}\n", 30);
+    fixture("backwards_nomask",
+            "input: {shape: [7, 3]}\nlayers:\n"
+            "  - GRU: {units: 4, return_sequences: true, go_backwards: true}\n"
+            "  - LSTM: {units: 3, return_sequences: true, go_backwards: true}\n"
+            "  - LSTM: {units: 2, go_backwards: true}\n", 0);
 }
 
 static void test_add_concatenate(void)
@@ -431,7 +491,8 @@ static void test_options(void)
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
-              {"attention", test_attention},
+              {"attention", test_attention}, {"position_embeddings", test_position_embeddings},
+              {"go_backwards", test_go_backwards},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
               {"normalizations", test_normalizations},
               {"gru_bidirectional", test_gru_bidirectional},

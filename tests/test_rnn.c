@@ -366,27 +366,25 @@ static void test_unsupported_arguments(void)
     }
 }
 
-/* tfc-export refuses what it cannot write yet, naming the layer, and writes nothing. */
-static void test_onnx_refused(void)
+/* tfc-export writes go_backwards (ONNX's reverse direction; its values against onnxruntime
+ * are tests/test_onnx.c's go_backwards). */
+static void test_onnx_go_backwards(void)
 {
-    static const struct {
-        const char *yaml, *msg;
-    } cases[] = {
-        {"input: {shape: [4, 3]}\nlayers:\n  - GRU: {name: g, units: 2, go_backwards: true}\n",
-         "layer 'g' (GRU): go_backwards has no ONNX export"},
-        {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, go_backwards: true}\n",
-         "layer 'l' (LSTM): go_backwards has no ONNX export"},
+    static const char *const cases[] = {
+        "input: {shape: [4, 3]}\nlayers:\n  - GRU: {name: g, units: 2, go_backwards: true}\n",
+        "input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, go_backwards: true,"
+        " return_sequences: true}\n",
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        bound b = bind_threads(cases[k].yaml, 2, 1);
+        bound b = bind_threads(cases[k], 2, 1);
         tfc_onnx_options o = {0};
         tfc_error err;
         tfc_error_clear(&err);
-        const char *path = tfc_test_path("refused.onnx");
-        CU_ASSERT_EQUAL(tfc_onnx_export(b.m, &o, path, &err), TFC_ERR_USAGE);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, cases[k].msg));
+        const char *path = tfc_test_path("backwards.onnx");
+        remove(path);
+        CU_ASSERT_EQUAL(tfc_onnx_export(b.m, &o, path, &err), TFC_OK);
         FILE *f = fopen(path, "rb");
-        CU_ASSERT_PTR_NULL(f);
+        CU_ASSERT_PTR_NOT_NULL(f);
         if (f) fclose(f);
         unbind(b);
     }
@@ -398,4 +396,4 @@ TFC_TEST_MAIN("rnn", {"gru_values", test_gru_values},
               {"keras_parity", test_keras_parity},
               {"missing_kernels_refused", test_missing_kernels_refused},
               {"unsupported_arguments", test_unsupported_arguments},
-              {"onnx_refused", test_onnx_refused})
+              {"onnx_go_backwards", test_onnx_go_backwards})

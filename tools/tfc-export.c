@@ -22,7 +22,7 @@ static const cli_option options[] = {
     {"onnx", 0, CLI_STRING, &args.onnx, "OUT.onnx", .flags = CLI_REQUIRED,
      .help = "the ONNX file to write"},
     {"opset", 0, CLI_INT, &args.opset, "N", .min = TFC_ONNX_OPSET_MIN,
-     .max = TFC_ONNX_OPSET_MAX, .help = "the ONNX opset, 14 to 21 (default 17)"},
+     .max = TFC_ONNX_OPSET_MAX, .help = "the ONNX opset, 14 to 23 (default 17)"},
     {"batch", 0, CLI_STRING, &args.batch, "N|dynamic",
      .help = "the batch size in the graph's input and output shapes (default:\n"
              "dynamic, a symbolic dimension N)"},
@@ -38,9 +38,12 @@ static const cli_tool tool = {
              "\"output\" [N, output shape], the model in inference mode.",
     .options = options,
     .notes = CLI_MODEL_NOTE "\n\n"
-             "Masks: an Embedding's mask_zero reaches an LSTM as sequence_lens, which is exact\n"
-             "for right-padded sequences (id 0 only after the last token); zeros between\n"
-             "tokens are not skipped as tfc and Keras skip them (SPEC §5d).",
+             "Masks: an Embedding's (or TokenAndPositionEmbedding's) mask_zero reaches an\n"
+             "LSTM or GRU (go_backwards too) as sequence_lens, which is exact for\n"
+             "right-padded sequences (id 0 only after the last token); zeros between tokens\n"
+             "are not skipped as tfc and Keras skip them. MultiHeadAttention and the masked\n"
+             "GlobalAveragePooling1D take the ids != 0 as they are (SPEC §5d). A model of\n"
+             "variable length is written at its max_length.",
     .exit_status = "0 success, 1 runtime failure (unreadable weights, the file cannot be\n"
                    "written), 2 bad usage or a model ONNX cannot express",
     .operand_list = &args.model,

@@ -7,6 +7,7 @@
 #include "api/onnx.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -582,19 +583,39 @@ static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* ReduceMean over the k trailing axes, kept (axes an attribute before opset 18, an input
+ * since). */
+static void mean_rows(exporter *x, const char *in, int k, char *out)
+{
+    int64_t axes[TFC_MAX_DIMS];
+    for (int i = 0; i < k; i++) axes[i] = i - k;
+    char c[96];
+    tfc_pb a = {0};
+    attr_int(&a, "keepdims", 1);
+    fresh(x, out, "ReduceMean");
+    if (x->opset >= 18) {
+        init_i64(x, c, "axes", axes, k);
+        node(x, "ReduceMean", (const char *[]){in, c, NULL}, out, &a);
+    } else {
+        attr_ints(&a, "axes", axes, k);
+        node(x, "ReduceMean", (const char *[]){in, NULL}, out, &a);
+    }
+}
+
 /* LayerNormalization as opset 17's LayerNormalization (axis -k: the k trailing axes; a
- * Scale of ones without `scale`), RMSNormalization composed: x / sqrt(ReduceMean(x x) + eps)
- * * scale. Both channels-last; gamma, beta and scale span the normalised axes. */
+ * Scale of ones without `scale`), RMSNormalization as opset 23's RMSNormalization (the same
+ * axis); before opset 23 RMSNormalization, and LayerNormalization's rms_scaling always,
+ * composed: x / sqrt(ReduceMean(d d) + eps) * scale, d = x (RMS) or x - ReduceMean(x)
+ * (rms_scaling: the variance, no centring, no beta). All channels-last; gamma, beta and
+ * scale span the normalised axes. */
 static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
 {
     const int k = ((const tfc_int_list *)arg(l, "axis"))->n;
     const float eps = (float)*(const double *)arg(l, "epsilon");
+    const int var = !rms && arg_int(l, "rms_scaling", 0);
+    const int composed = var || (rms && x->opset < 23);
     tref r = {.shape = l->out_shape};
-    if (!rms && arg_int(l, "rms_scaling", 0)) {
-        unsupported(x, l, "rms_scaling (deprecated in Keras) has no ONNX form here");
-        return r;
-    }
-    if (!rms && x->opset < 17) {
+    if (!composed && x->opset < 17) {
         unsupported(x, l, "the ONNX LayerNormalization operator needs opset 17 or later");
         return r;
     }
@@ -604,7 +625,7 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
     const char *gname = rms ? "scale" : "gamma";
     const int has_gamma = param_exists(l, gname);
     float *gamma = has_gamma ? param(x, l, gname, NULL) : malloc((size_t)numel * 4);
-    float *beta = rms ? NULL : param(x, l, "beta", NULL);
+    float *beta = rms || var ? NULL : param(x, l, "beta", NULL);
     if (!gamma || x->st) {
         if (!x->st) x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
         free(gamma), free(beta);
@@ -616,28 +637,25 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
     if (beta) init_f32(x, bn, "beta", dims, k, beta);
     free(gamma), free(beta);
     tref xin = nhwc(x, in);
-    tfc_pb a = {0};
-    if (!rms) {
+    if (!composed) {
+        const char *op = rms ? "RMSNormalization" : "LayerNormalization";
+        tfc_pb a = {0};
         attr_int(&a, "axis", -k);
         attr_float(&a, "epsilon", eps);
-        fresh(x, r.name, "LayerNormalization");
-        node(x, "LayerNormalization", (const char *[]){xin.name, gn, beta ? bn : NULL, NULL},
-             r.name, &a);
+        fresh(x, r.name, op);
+        node(x, op, (const char *[]){xin.name, gn, beta ? bn : NULL, NULL}, r.name, &a);
         return r;
     }
-    int64_t axes[TFC_MAX_DIMS];
-    for (int i = 0; i < k; i++) axes[i] = i - k;
-    fresh(x, t1, "Mul");
-    node(x, "Mul", (const char *[]){xin.name, xin.name, NULL}, t1, NULL);
-    attr_int(&a, "keepdims", 1);
-    fresh(x, t2, "ReduceMean");
-    if (x->opset >= 18) { /* axes became an input */
-        init_i64(x, c, "axes", axes, k);
-        node(x, "ReduceMean", (const char *[]){t1, c, NULL}, t2, &a);
-    } else {
-        attr_ints(&a, "axes", axes, k);
-        node(x, "ReduceMean", (const char *[]){t1, NULL}, t2, &a);
+    char d[96];
+    snprintf(d, sizeof d, "%s", xin.name);
+    if (var) {
+        mean_rows(x, xin.name, k, t2);
+        fresh(x, d, "Sub");
+        node(x, "Sub", (const char *[]){xin.name, t2, NULL}, d, NULL);
     }
+    fresh(x, t1, "Mul");
+    node(x, "Mul", (const char *[]){d, d, NULL}, t1, NULL);
+    mean_rows(x, t1, k, t2);
     init_f32(x, c, "eps", NULL, 0, &eps);
     fresh(x, t1, "Add");
     node(x, "Add", (const char *[]){t2, c, NULL}, t1, NULL);
@@ -883,6 +901,7 @@ static void rnn_node(exporter *x, const tfc_layer *l, const tref *in, const rnn_
     unary(x, "Transpose", in->name, xt, &a);
     attr_int(&a, "hidden_size", u);
     if (D == 2) attr_string(&a, "direction", "bidirectional");
+    else if (arg_int(l, "go_backwards", 0)) attr_string(&a, "direction", "reverse");
     if (!f->lstm) attr_int(&a, "linear_before_reset", f->reset_after);
     fresh(x, yo, "Y");
     fresh(x, yho, "Y_h");
@@ -913,13 +932,30 @@ static rnn_form form_of(const tfc_layer *l, const tref *in)
     return f;
 }
 
+/* The steps of a [N, T, ...] tensor in reverse order: Slice with step -1 along axis 1. */
+static tref reverse_steps(exporter *x, const tref *t)
+{
+    const int64_t start = -1, end = INT64_MIN, axis = 1, step = -1;
+    char s[96], e[96], a[96], k[96];
+    init_i64(x, s, "starts", &start, 1);
+    init_i64(x, e, "ends", &end, 1);
+    init_i64(x, a, "axes", &axis, 1);
+    init_i64(x, k, "steps", &step, 1);
+    tref r = *t;
+    fresh(x, r.name, "Slice");
+    node(x, "Slice", (const char *[]){t->name, s, e, a, k, NULL}, r.name, NULL);
+    return r;
+}
+
+/* An LSTM or GRU: one ONNX node, forward, or `reverse` for go_backwards. Keras's
+ * go_backwards runs over the reversed padded sequence and returns its outputs in that order:
+ * for right-padded sequences the padded steps come first and keep the zero state, so its
+ * outputs are ONNX reverse's Y (zeros past sequence_lens) with the steps reversed, and its
+ * last output is Y_h. */
 static tref recurrent(exporter *x, const tfc_layer *l, const tref *in)
 {
     tref r = {.shape = l->out_shape};
-    if (*(const int *)arg(l, "go_backwards")) {
-        unsupported(x, l, "go_backwards has no ONNX export yet");
-        return r;
-    }
+    const int backwards = *(const int *)arg(l, "go_backwards");
     const rnn_form f = form_of(l, in);
     const int64_t T = in->shape.dim[0], u = f.u;
     tref ty = {.shape = {2, {T, u}}}, th = {.shape = {1, {u}}};
@@ -928,6 +964,7 @@ static tref recurrent(exporter *x, const tfc_layer *l, const tref *in)
     if (x->st) return r;
     if (!*(const int *)arg(l, "return_sequences")) return reshape(x, &th, &th.shape);
     r = reshape(x, &ty, &ty.shape);
+    if (backwards) return reverse_steps(x, &r);
     if (!l->mask_in) return r;
     /* Keras repeats the last output over masked steps; right-padded, that is Y_h from the
      * first masked step on. */
@@ -990,10 +1027,12 @@ static tref bidirectional(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
-static tref embedding(exporter *x, const tfc_layer *l, const tref *in)
+/* Embedding (and the token half of TokenAndPositionEmbedding): Gather of the rows of the
+ * table `table` at the ids. */
+static tref embedding(exporter *x, const tfc_layer *l, const char *table, const tref *in)
 {
     const tfc_param *p;
-    float *e = param(x, l, "embeddings", &p);
+    float *e = param(x, l, table, &p);
     tref r = {.shape = l->out_shape};
     if (!e) return r;
     char en[96];
@@ -1003,6 +1042,47 @@ static tref embedding(exporter *x, const tfc_layer *l, const tref *in)
     tfc_pb a = {0};
     attr_int(&a, "axis", 0);
     node(x, "Gather", (const char *[]){en, in->name, NULL}, r.name, &a);
+    return r;
+}
+
+/* The first T rows of the position table `name` ([sequence_length, d]) as an initializer
+ * [T, d] named in rows: the positions of an input of T steps. */
+static void position_rows(exporter *x, const tfc_layer *l, const char *name, int64_t T,
+                          char *rows)
+{
+    const tfc_param *p;
+    float *e = param(x, l, name, &p);
+    if (!e) return;
+    int64_t dims[2] = {T, p->shape.dim[1]};
+    init_f32(x, rows, "positions", dims, 2, e);
+    free(e);
+}
+
+/* PositionEmbedding: the rows of its T steps Expanded to the input's shape [N, ..., T, d]
+ * (the input gives only its shape). */
+static tref position_embedding(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref t = nhwc(x, in), r = {.shape = l->out_shape};
+    char rows[96], shape[96];
+    position_rows(x, l, "embeddings", in->shape.dim[in->shape.ndim - 2], rows);
+    if (x->st) return r;
+    unary(x, "Shape", t.name, shape, NULL);
+    fresh(x, r.name, "Expand");
+    node(x, "Expand", (const char *[]){rows, shape, NULL}, r.name, NULL);
+    return r;
+}
+
+/* TokenAndPositionEmbedding: Gather of the token table plus the rows of the input's T
+ * positions (broadcast over the batch). Its mask_zero mask is the model input's (ids != 0),
+ * made where a layer downstream needs it. */
+static tref token_and_position(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref ids = embedding(x, l, "token_embedding/embeddings", in), r = ids;
+    char rows[96];
+    position_rows(x, l, "position_embedding/embeddings", in->shape.dim[0], rows);
+    if (x->st) return r;
+    fresh(x, r.name, "Add");
+    node(x, "Add", (const char *[]){ids.name, rows, NULL}, r.name, NULL);
     return r;
 }
 
@@ -1219,7 +1299,11 @@ static tref layer(exporter *x, const tfc_layer *l)
     } else if (!strcmp(type, "Bidirectional")) {
         r = bidirectional(x, l, in);
     } else if (!strcmp(type, "Embedding")) {
-        r = embedding(x, l, in);
+        r = embedding(x, l, "embeddings", in);
+    } else if (!strcmp(type, "TokenAndPositionEmbedding")) {
+        r = token_and_position(x, l, in);
+    } else if (!strcmp(type, "PositionEmbedding")) {
+        r = position_embedding(x, l, in);
     } else if (!strcmp(type, "Dropout") || !strcmp(type, "Activation") ||
                !strncmp(type, "Random", 6)) {
         /* inference: Dropout and the augmentation layers (RandomFlip, ...) are the identity;
@@ -1273,7 +1357,7 @@ static void value_info(tfc_pb *g, int field, const char *name, int dtype, int64_
 /* The IR version of an opset's ONNX release (onnx/docs/Versioning.md). */
 static int ir_version(int opset)
 {
-    return opset <= 18 ? 8 : opset <= 20 ? 9 : 10;
+    return opset <= 18 ? 8 : opset <= 20 ? 9 : opset <= 22 ? 10 : 11;
 }
 
 tfc_status tfc_onnx_export(tfc_model *m, const tfc_onnx_options *o, const char *path,

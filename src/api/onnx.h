@@ -1,5 +1,5 @@
 /* ONNX export (SPEC §5d): a bound model with its weights written as an ONNX
- * ModelProto (opset 14 to 21) that onnxruntime and other runtimes read, Keras semantics kept:
+ * ModelProto (opset 14 to 23) that onnxruntime and other runtimes read, Keras semantics kept:
  * the NHWC input stays the graph input (convolutions run in NCHW behind a Transpose),
  * TensorFlow SAME padding as explicit pads, BatchNormalization in inference form, Dropout
  * removed, LSTM gates reordered with right-padded masks as sequence_lens, Embedding as Gather,
@@ -14,12 +14,12 @@
 #include "graph/model.h"
 
 typedef struct tfc_onnx_options {
-    int opset;     /* 14..21; 0: 17 */
+    int opset;     /* 14..23; 0: 17 */
     int64_t batch; /* > 0: a fixed batch size in the graph's shapes; 0: dynamic ("N") */
 } tfc_onnx_options;
 
 #define TFC_ONNX_OPSET_MIN 14
-#define TFC_ONNX_OPSET_MAX 21
+#define TFC_ONNX_OPSET_MAX 23
 #define TFC_ONNX_OPSET_DEFAULT 17
 
 /* Writes `m` (bound, weights loaded: parameters are read from the device) to `path`
