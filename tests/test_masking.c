@@ -10,36 +10,13 @@
 #include <string.h>
 
 #include "api/onnx.h"
-#include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "data/data.h"
 #include "graph/model.h"
 #include "graph/model_internal.h"
 #include "gradcheck.h"
+#include "seqref.h"
 #include "testutil.h"
-
-static tfc_model *bound_model(const char *yaml, tfc_backend *be, int batch)
-{
-    tfc_model *m = tfc_test_model(yaml);
-    tfc_error err;
-    tfc_error_clear(&err);
-    TFC_ASSERT(m && tfc_model_bind(m, be, batch, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_init_weights(m, 7, &err) == TFC_OK);
-    return m;
-}
-
-/* The output of one inference pass at length t (0: the model's fixed length): [n, output]
- * floats, malloc'd. */
-static float *run_at(tfc_model *m, int64_t t, const float *x, int n)
-{
-    tfc_error err;
-    tfc_error_clear(&err);
-    TFC_ASSERT(!t || tfc_model_set_length(m, t, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_forward(m, x, n, 0, 1, 0, &err) == TFC_OK);
-    float *y = malloc((size_t)n * (size_t)tfc_shape_numel(tfc_model_output_shape(m)) * 4 + 4);
-    tfc_model_get_output(m, y);
-    return y;
-}
 
 /* Values: steps whose every feature is the mask value (0.5) become zeros, a step with one
  * other value or a NaN is real and passes unchanged; the mask the graph makes says the same;
@@ -47,12 +24,12 @@ static float *run_at(tfc_model *m, int64_t t, const float *x, int n)
 static void test_values(void)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model("input: {shape: [4, 2]}\n"
+    tfc_model *m = tfc_test_bound_model("input: {shape: [4, 2]}\n"
                                "layers:\n  - Masking: {mask_value: 0.5}\n", be, 2);
     const float x[16] = {1, 2, 0.5f, 0.5f, 0.5f, -3, 0.5f, 0.5f,
                          NAN, 0.5f, 0, 0, 0.5f, 0.5f, 4, 5};
     static const float want_mask[8] = {1, 0, 1, 0, 1, 1, 0, 1};
-    float *y = run_at(m, 0, x, 2);
+    float *y = tfc_test_run_at(m, 0, x, 2);
     for (int r = 0; r < 8; r++) {
         CU_ASSERT_EQUAL(m->host_mask[r], want_mask[r]);
         for (int c = 0; c < 2; c++) {
@@ -76,7 +53,7 @@ static void test_values(void)
 static void test_mask_reaches(void)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(
+    tfc_model *m = tfc_test_bound_model(
         "input: {shape: [6, 3]}\n"
         "layers:\n"
         "  - Masking: {name: masking}\n"
@@ -137,7 +114,7 @@ static double against_alone(tfc_model *m, int t, const float *x, const float *ba
 {
     double worst = 0;
     for (int i = 0; i < 3; i++) {
-        float *alone = run_at(m, lens[i], x + (size_t)i * t * 3, 1);
+        float *alone = tfc_test_run_at(m, lens[i], x + (size_t)i * t * 3, 1);
         for (int j = 0; j < 3; j++)
             worst = fmax(worst, fabs(alone[j] - batch[i * 3 + j]) / (1 + fabs(alone[j])));
         free(alone);
@@ -150,11 +127,11 @@ static double against_alone(tfc_model *m, int t, const float *x, const float *ba
 static void test_lengths(void)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(varlen_model, be, 3);
+    tfc_model *m = tfc_test_bound_model(varlen_model, be, 3);
     float *x = calloc(3 * 17 * 3, 4);
     for (int i = 0; i < 3; i++)
         for (int s = 0; s < lens[i]; s++) example_step(i, s, x + (i * 17 + s) * 3);
-    float *batch = run_at(m, 17, x, 3);
+    float *batch = tfc_test_run_at(m, 17, x, 3);
     const double worst = against_alone(m, 17, x, batch);
     CU_ASSERT(worst <= 1e-5);
     printf("\n  padded against alone: worst relative difference %.3g ", worst);
@@ -194,10 +171,10 @@ static void test_pipeline(void)
     CU_ASSERT_EQUAL_FATAL(b.features.shape.dim[1], 17);
     for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(((int32_t *)b.lengths.data)[i], lens[i]);
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(varlen_model, be, 3);
+    tfc_model *m = tfc_test_bound_model(varlen_model, be, 3);
     float *x = malloc(3 * 17 * 3 * 4);
     memcpy(x, b.features.data, 3 * 17 * 3 * 4);
-    float *batch = run_at(m, 17, x, 3);
+    float *batch = tfc_test_run_at(m, 17, x, 3);
     CU_ASSERT(against_alone(m, 17, x, batch) <= 1e-5);
     free(batch), free(x);
     tfc_model_free(m);
@@ -205,50 +182,15 @@ static void test_pipeline(void)
     tfc_pipeline_free(p);
 }
 
-/* Keras parity: each fixture's model, its weights loaded by name, run at lengths 5, 9 and 17
- * on the fixture's x<T> gives Keras's y<T>. */
+/* Keras parity (tests/ref/keras_masking.py): each fixture's model, its weights loaded by
+ * name, run at lengths 5, 9 and 17 on the fixture's x<T> gives Keras's y<T>. */
 static void test_keras_parity(void)
 {
     static const char *const cases[] = {"alone", "lstm_last", "bidir_gru_mean", "gru_sequence",
                                          "attention_mean", NULL};
     tfc_backend *be = tfc_cpu_backend_create(1);
     double worst_abs = 0, worst_rel = 0;
-    for (int c = 0; cases[c]; c++) {
-        char path[256];
-        snprintf(path, sizeof path, "tests/ref/masking/%s.safetensors", cases[c]);
-        tfc_error err;
-        tfc_error_clear(&err);
-        tfc_st_file *f = tfc_st_open(path, &err);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        tfc_model *m = bound_model(tfc_st_meta(f, "yaml"), be, 4);
-        tfc_weights_report rep = {0};
-        if (m->param_count) { /* "alone", a Masking layer, has none */
-            CU_ASSERT_EQUAL(tfc_model_load_weights(m, path, &rep, &err), TFC_OK);
-            CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.unused == 6);
-            free(rep.text);
-        }
-        for (int l = 0; l < 3; l++) {
-            const int t = lens[l];
-            char xn[8], yn[8];
-            snprintf(xn, sizeof xn, "x%d", t);
-            snprintf(yn, sizeof yn, "y%d", t);
-            const tfc_st_tensor *x = tfc_st_find(f, xn), *y = tfc_st_find(f, yn);
-            TFC_ASSERT(x && y && x->shape.dim[1] == t);
-            float *xs = malloc(x->nbytes), *want = malloc((size_t)y->numel * 4);
-            memcpy(xs, x->data, x->nbytes);
-            float *got = run_at(m, t, xs, 4);
-            tfc_st_tensor_to_f32(y, want);
-            CU_ASSERT_EQUAL(y->numel, 4 * tfc_shape_numel(tfc_model_output_shape(m)));
-            for (int64_t k = 0; k < y->numel; k++) {
-                double d = fabs((double)got[k] - want[k]);
-                worst_abs = fmax(worst_abs, d);
-                worst_rel = fmax(worst_rel, d / fmax(fabs(want[k]), 1e-2));
-            }
-            free(xs), free(got), free(want);
-        }
-        tfc_model_free(m);
-        tfc_st_close(f);
-    }
+    tfc_test_keras_lengths("tests/ref/masking", cases, be, &worst_abs, &worst_rel);
     CU_ASSERT(worst_rel <= 1e-5);
     printf("\n  keras parity: max abs %.3g, max rel %.3g ", worst_abs, worst_rel);
     tfc_backend_free(be);
@@ -306,7 +248,7 @@ static void test_missing_kernel_refused(void)
 static void test_onnx_refused(void)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(varlen_model, be, 1);
+    tfc_model *m = tfc_test_bound_model(varlen_model, be, 1);
     tfc_error err;
     tfc_error_clear(&err);
     CU_ASSERT_NOT_EQUAL(tfc_onnx_export(m, NULL, tfc_test_path("masking.onnx"), &err), TFC_OK);
