@@ -218,6 +218,12 @@ static void test_config_errors(void)
             "must take the model input");
     refused("input: {shape: [5, 3]}\nlayers:\n  - Masking: {mask_value: x}\n", "mask_value");
     refused("input: {shape: [5, 3]}\nlayers:\n  - Masking: {mask: 1}\n", "mask");
+    /* one mask per model: a second Masking of the input would get the first one's */
+    refused("input: {shape: [5, 3]}\nlayers:\n  - Masking: {name: a}\n"
+            "  - Masking: {name: b, mask_value: 1, inputs: input}\n"
+            "  - Concatenate: {inputs: [a, b]}\n",
+            "layer 'b': a second layer making the sequence mask from the model input (after "
+            "layer 'a')");
 }
 
 /* A backend without Masking's kernels (the GPU's, until they have run there) refuses the
