@@ -2,8 +2,8 @@
  * real), the mask it makes reaching LSTM, GRU, Bidirectional, GlobalAveragePooling1D and
  * MultiHeadAttention, variable-length batches (examples of lengths 5, 9 and 17 padded together
  * give what each gives alone, also fed through a tfrecord source and padded_batch), Keras
- * parity (tests/ref/keras_masking.py), its configuration errors, and the refusals of a backend
- * without its kernels and of the ONNX export. */
+ * parity (tests/ref/keras_masking.py), its configuration errors, the refusals of a backend
+ * without its kernels and of the ONNX export, and a short training run on such a pipeline. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #include "graph/model_internal.h"
 #include "gradcheck.h"
 #include "seqref.h"
+#include "solver/solver.h"
 #include "testutil.h"
 
 /* Values: steps whose every feature is the mask value (0.5) become zeros, a step with one
@@ -182,6 +183,65 @@ static void test_pipeline(void)
     tfc_pipeline_free(p);
 }
 
+/* Training end to end: a solver whose tfrecord source gives [T, 3] records of lengths 2 to
+ * 17 with a class each, shuffled and padded per batch (padded_batch to the batch's longest),
+ * trains a Masking -> Bidirectional GRU -> masked mean -> Dense model for 20 steps with a
+ * finite loss below chance's (ln 2). */
+static void test_train(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_tfrecord_writer *w = tfc_tfrecord_writer_open(tfc_test_path("train3.tfrecord"), 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    for (int i = 0; i < 32; i++) {
+        const int len = 2 + (i * 5) % 16;
+        int32_t label = i % 2;
+        float v[17 * 3];
+        for (int s = 0; s < len; s++)
+            for (int c = 0; c < 3; c++) v[s * 3 + c] = (label ? 0.5f : -0.5f) + 0.1f * (float)c;
+        tfc_tensor t[2] = {{TFC_F32, {.ndim = 2, .dim = {len, 3}}, v, -1},
+                           {TFC_I32, {.ndim = 0}, &label, -1}};
+        const char *keys[2] = {"x", "y"};
+        CU_ASSERT_EQUAL_FATAL(tfc_tfrecord_write(w, 2, keys, t, &err), TFC_OK);
+    }
+    CU_ASSERT_EQUAL_FATAL(tfc_tfrecord_writer_close(w, &err), TFC_OK);
+    tfc_test_write("masking_model.yaml",
+                   "name: frames\n"
+                   "input: {shape: [null, 3], max_length: 17}\n"
+                   "layers:\n"
+                   "  - Masking: {}\n"
+                   "  - Bidirectional: {layer: {GRU: {units: 4, return_sequences: true}}}\n"
+                   "  - GlobalAveragePooling1D: {}\n"
+                   "  - Dense: {units: 2, activation: softmax}\n",
+                   -1);
+    const char *solver =
+        "model: masking_model.yaml\n"
+        "data:\n"
+        "  train:\n"
+        "    source: {type: tfrecord, files: train3.tfrecord, features: {key: x, shape: [-1, 3]},\n"
+        "             labels: {key: y}, num_classes: 2}\n"
+        "    pipeline: [{shuffle: {buffer_size: 32}}, {repeat: {}},\n"
+        "               {padded_batch: {batch_size: 8}}]\n"
+        "optimizer: {type: adam, learning_rate: 0.05}\n"
+        "max_iter: 20\n"
+        "display: 0\n"
+        "seed: 3\n";
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path("masking_run");
+    o.threads = 1;
+    tfc_solver *sv = tfc_solver_load(tfc_test_write("masking_solver.yaml", solver, -1), &o, &err);
+    if (!sv) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sv);
+    tfc_train_result res;
+    tfc_status st = tfc_solver_train(sv, &res, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL(st, TFC_OK);
+    CU_ASSERT_EQUAL(res.iterations, 20);
+    CU_ASSERT(res.have_train && isfinite(res.train.loss) && res.train.loss < log(2.0));
+    printf("\n  train loss after 20 steps %.3g ", res.train.loss);
+    tfc_solver_free(sv);
+}
+
 /* Keras parity (tests/ref/keras_masking.py): each fixture's model, its weights loaded by
  * name, run at lengths 5, 9 and 17 on the fixture's x<T> gives Keras's y<T>. */
 static void test_keras_parity(void)
@@ -267,4 +327,4 @@ TFC_TEST_MAIN("masking", {"values", test_values}, {"mask_reaches", test_mask_rea
               {"lengths", test_lengths}, {"pipeline", test_pipeline},
               {"keras_parity", test_keras_parity}, {"config_errors", test_config_errors},
               {"missing_kernel_refused", test_missing_kernel_refused},
-              {"onnx_refused", test_onnx_refused})
+              {"onnx_refused", test_onnx_refused}, {"train", test_train})
