@@ -378,6 +378,13 @@ static const gc_case cases[] = {
                         "  - RandomZoom: {height_factor: [-0.4, -0.1], interpolation: nearest}\n"
                         "  - RandomContrast: {factor: [0.3, 0.6], value_range: [-0.6, 0.5]}\n"
                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* Masking passes real steps through and its mask on to the recurrent layers and the
+     * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's
+     * definition, is no derivative of the loss, so test_masking checks those) */
+    {"masking_rnn", SEQ1 "  - Masking: {mask_value: 0.25}\n"
+                    "  - Bidirectional: {layer: {GRU: {units: 3, return_sequences: true}}}\n"
+                    "  - LSTM: {units: 3, return_sequences: true}\n"
+                    "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

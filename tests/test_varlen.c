@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 
 #include "api/onnx.h"
-#include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "graph/model_internal.h"
 #include "gradcheck.h"
+#include "seqref.h"
 #include "data/data.h"
 #include "solver/solver.h"
 #include "tfc.h"
@@ -58,28 +58,6 @@ static const char *const conv_model =
     "  - Dense: {units: 3}\n"
     "loss: mse\n";
 
-static tfc_model *bound_model(const char *yaml, tfc_backend *be, int batch)
-{
-    tfc_model *m = tfc_test_model(yaml);
-    tfc_error err;
-    tfc_error_clear(&err);
-    TFC_ASSERT(m && tfc_model_bind(m, be, batch, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_init_weights(m, 7, &err) == TFC_OK);
-    return m;
-}
-
-/* The output of one forward pass at length t: [n, output at t] floats, malloc'd. */
-static float *run_at(tfc_model *m, int64_t t, const void *x, int n)
-{
-    tfc_error err;
-    tfc_error_clear(&err);
-    TFC_ASSERT(tfc_model_set_length(m, t, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_forward(m, x, n, 0, 1, 0, &err) == TFC_OK);
-    float *y = malloc((size_t)n * (size_t)tfc_shape_numel(tfc_model_output_shape(m)) * 4 + 4);
-    tfc_model_get_output(m, y);
-    return y;
-}
-
 /* Token ids of example i of a batch of 4 at length t: len(i) = t - 3 i (at least 1) real
  * tokens, then padding. */
 static int ex_len(int i, int t) { return t - 3 * i > 1 ? t - 3 * i : 1; }
@@ -90,7 +68,7 @@ static int32_t token(int i, int s) { return 1 + (i * 5 + s * 7) % 11; }
 static void same_as_alone(const char *yaml, int ints, int features, int per_step)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(yaml, be, 4);
+    tfc_model *m = tfc_test_bound_model(yaml, be, 4);
     static const int lengths[] = {5, 9, 17};
     double worst = 0;
     for (int k = 0; k < 3; k++) {
@@ -103,13 +81,13 @@ static void same_as_alone(const char *yaml, int ints, int features, int per_step
                     xi[(i * t + s) * f + c] = token(i, s);
                     xf[(i * t + s) * f + c] = (float)sin(0.7 * token(i, s) + c);
                 }
-        float *batch = run_at(m, t, ints ? (void *)xi : (void *)xf, 4);
+        float *batch = tfc_test_run_at(m, t, ints ? (void *)xi : (void *)xf, 4);
         CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], t);
         const int64_t out_b = tfc_shape_numel(tfc_model_output_shape(m));
         for (int i = 0; i < 4; i++) {
             const int len = ex_len(i, t);
             const void *xs = ints ? (void *)(xi + i * t * f) : (void *)(xf + i * t * f);
-            float *alone = run_at(m, len, xs, 1);
+            float *alone = tfc_test_run_at(m, len, xs, 1);
             const int64_t out_a = tfc_shape_numel(tfc_model_output_shape(m));
             CU_ASSERT_EQUAL(out_a, per_step ? out_b / t * len : out_b);
             for (int64_t j = 0; j < out_a; j++) {
@@ -130,7 +108,7 @@ static void test_gru_lengths(void) { same_as_alone(gru_model, 1, 1, 0); }
 static void test_lstm_lengths(void)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(lstm_model, be, 4);
+    tfc_model *m = tfc_test_bound_model(lstm_model, be, 4);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 1)->ids_vocab, 12); /* the ids path, as said above */
     tfc_model_free(m);
     tfc_backend_free(be);
@@ -162,7 +140,7 @@ static void grads_at(tfc_model *m, int t, const int32_t *ids, float *g)
 static void same_grads(const char *yaml)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(yaml, be, 4);
+    tfc_model *m = tfc_test_bound_model(yaml, be, 4);
     const int64_t n = tfc_model_trainable_count(m);
     float *g = malloc((size_t)n * 4), *padded = malloc((size_t)n * 4);
     double worst = 0;
@@ -258,7 +236,7 @@ static void test_length_errors(void)
 {
     tfc_error err;
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(gru_model, be, 2);
+    tfc_model *m = tfc_test_bound_model(gru_model, be, 2);
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_model_set_length(m, 18, &err), TFC_ERR_DATA);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "length 18"));
@@ -266,7 +244,7 @@ static void test_length_errors(void)
     CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], 17); /* unchanged */
     tfc_model_free(m);
     /* a fixed-length model takes its own length only */
-    m = bound_model("input: {shape: [6], dtype: int32}\n"
+    m = tfc_test_bound_model("input: {shape: [6], dtype: int32}\n"
                     "layers: [{Embedding: {input_dim: 5, output_dim: 2}}, {GRU: {units: 2}}]\n",
                     be, 2);
     tfc_error_clear(&err);
@@ -275,7 +253,7 @@ static void test_length_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "length 5"));
     tfc_model_free(m);
     /* a length a layer cannot take is that layer's error, and the model stays usable */
-    m = bound_model("input: {shape: [null, 2], max_length: 8}\n"
+    m = tfc_test_bound_model("input: {shape: [null, 2], max_length: 8}\n"
                     "layers: [{Conv1D: {filters: 2, kernel_size: 4}}, "
                     "{GlobalMaxPooling1D: {}}, {Dense: {units: 2}}]\n",
                     be, 2);
@@ -392,7 +370,7 @@ static void gru_batch(tfc_model *m, int t, int32_t *ids, float *y)
     memset(ids, 0, (size_t)4 * t * 4);
     for (int i = 0; i < 4; i++)
         for (int s = 0; s < ex_len(i, t); s++) ids[i * t + s] = token(i, s);
-    float *out = run_at(m, t, ids, 4);
+    float *out = tfc_test_run_at(m, t, ids, 4);
     memcpy(y, out, 4 * 3 * 4);
     free(out);
 }
@@ -404,7 +382,7 @@ static void test_predictor(void)
     tfc_error e;
     tfc_error_clear(&e);
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(gru_model, be, 4);
+    tfc_model *m = tfc_test_bound_model(gru_model, be, 4);
     const char *model = tfc_test_write("gru.yaml", gru_model, -1);
     const char *weights = tfc_test_path("gru.safetensors");
     CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
@@ -432,7 +410,7 @@ static void test_predictor(void)
     /* a sequence output's time axis follows the length: -1 too */
     const char *seq = "input: {shape: [null, 3], max_length: 17}\n"
                       "layers: [{Conv1D: {filters: 2, kernel_size: 3, padding: causal}}]\n";
-    tfc_model *c = bound_model(seq, be, 1);
+    tfc_model *c = tfc_test_bound_model(seq, be, 1);
     CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(c, weights, &e), TFC_OK);
     p = tfc_predictor_open(tfc_test_write("seq.yaml", seq, -1), weights, "cpu", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -453,7 +431,7 @@ static void test_predict_tool(void)
     tfc_error e;
     tfc_error_clear(&e);
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(gru_model, be, 4);
+    tfc_model *m = tfc_test_bound_model(gru_model, be, 4);
     tfc_test_write("gru.yaml", gru_model, -1);
     CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, tfc_test_path("gru.safetensors"), &e), TFC_OK);
     int32_t ids[4 * 9];
@@ -510,13 +488,13 @@ static void test_concatenate_joins_masks(void)
         "  - Concatenate: {axis: 0, inputs: [e, c]}\n"
         "  - GlobalAveragePooling1D: {}\n";
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(yaml, be, 2);
+    tfc_model *m = tfc_test_bound_model(yaml, be, 2);
     double worst = 0;
     for (int t = 6; t <= 8; t += 2) {
         int32_t ids[16] = {0};
         for (int i = 0; i < 2; i++)
             for (int s = 0; s < t - 2 - 3 * i; s++) ids[i * t + s] = token(i, s) % 8 + 1;
-        float *y = run_at(m, t, ids, 2);
+        float *y = tfc_test_run_at(m, t, ids, 2);
         CU_ASSERT_EQUAL(tfc_model_layer(m, 2)->out_shape.dim[0], 2 * t);
         float e[48], c[48];
         m->be->ops->download(m->be, e, m->bound[0].y, (size_t)2 * t * 3 * 4);
@@ -602,10 +580,10 @@ static void test_onnx_export(void)
     tfc_error err;
     tfc_error_clear(&err);
     tfc_backend *be = tfc_cpu_backend_create(1);
-    tfc_model *m = bound_model(gru_model, be, 1);
+    tfc_model *m = tfc_test_bound_model(gru_model, be, 1);
     CU_ASSERT_EQUAL(tfc_onnx_export(m, NULL, tfc_test_path("gru.onnx"), &err), TFC_OK);
     tfc_model_free(m);
-    m = bound_model("input: {shape: [null], dtype: int32, max_length: 8}\n"
+    m = tfc_test_bound_model("input: {shape: [null], dtype: int32, max_length: 8}\n"
                     "layers:\n"
                     "  - Embedding: {name: e, input_dim: 9, output_dim: 3, mask_zero: true}\n"
                     "  - Concatenate: {name: join, axis: 0, inputs: [e, e]}\n"
@@ -627,40 +605,7 @@ static void test_keras_parity(void)
                                          "concat_features_mask", NULL};
     tfc_backend *be = tfc_cpu_backend_create(1);
     double worst_abs = 0, worst_rel = 0;
-    for (int c = 0; cases[c]; c++) {
-        char path[256];
-        snprintf(path, sizeof path, "tests/ref/varlen/%s.safetensors", cases[c]);
-        tfc_error err;
-        tfc_error_clear(&err);
-        tfc_st_file *f = tfc_st_open(path, &err);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        tfc_model *m = bound_model(tfc_st_meta(f, "yaml"), be, 4);
-        tfc_weights_report rep = {0};
-        CU_ASSERT_EQUAL(tfc_model_load_weights(m, path, &rep, &err), TFC_OK);
-        CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.unused == 6);
-        free(rep.text);
-        for (int l = 0; l < 3; l++) {
-            const int t = (int[]){5, 9, 17}[l];
-            char xn[8], yn[8];
-            snprintf(xn, sizeof xn, "x%d", t);
-            snprintf(yn, sizeof yn, "y%d", t);
-            const tfc_st_tensor *x = tfc_st_find(f, xn), *y = tfc_st_find(f, yn);
-            TFC_ASSERT(x && y && x->shape.dim[1] == t);
-            void *ids = malloc(x->nbytes);
-            memcpy(ids, x->data, x->nbytes);
-            float *got = run_at(m, t, ids, 4), *want = malloc((size_t)y->numel * 4);
-            tfc_st_tensor_to_f32(y, want);
-            CU_ASSERT_EQUAL(y->numel, 4 * tfc_shape_numel(tfc_model_output_shape(m)));
-            for (int64_t k = 0; k < y->numel; k++) {
-                double d = fabs((double)got[k] - want[k]);
-                worst_abs = fmax(worst_abs, d);
-                worst_rel = fmax(worst_rel, d / fmax(fabs(want[k]), 1e-2));
-            }
-            free(ids), free(got), free(want);
-        }
-        tfc_model_free(m);
-        tfc_st_close(f);
-    }
+    tfc_test_keras_lengths("tests/ref/varlen", cases, be, &worst_abs, &worst_rel);
     CU_ASSERT(worst_rel <= 1e-5);
     printf("\n  keras parity: max abs %.3g, max rel %.3g ", worst_abs, worst_rel);
     tfc_backend_free(be);

@@ -617,7 +617,16 @@ typedef struct tfc_device_options {
     X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
                                float *y))                                                          \
     X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
-                                const float *dy, float *dx))
+                                const float *dy, float *dx))                                       \
+                                                                                                   \
+    /* Masking: x, y [rows, cols], row r a real step when some x[r, c] != value (compared in       \
+     * float; NaN differs from every value), else padding:                                         \
+     *   y[r, :] = real ? x[r, :] : 0              (y overwritten, not in place)                   \
+     *   backward: dx[r, :] += real ? dy[r, :] : 0  (x is the forward's input) */                  \
+    X(void, masking_forward, (tfc_backend *be, int64_t rows, int cols, float value,                \
+                              const float *x, float *y))                                           \
+    X(void, masking_backward, (tfc_backend *be, int64_t rows, int cols, float value,               \
+                               const float *x, const float *dy, float *dx))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -57,7 +57,8 @@ static void *alloc_or_report(tfc_backend *be, size_t bytes, const char *what, in
     return p;
 }
 
-/* The sequence length of the mask: the token axis of the masking Embedding's input. */
+/* The sequence length of the mask: the first axis of the masking layer's input (an
+ * Embedding's tokens, Masking's steps). */
 static int64_t mask_steps(const tfc_model *m)
 {
     return m->mask_layer >= 0 ? m->layers[m->mask_layer].in_shape[0].dim[0] : 0;
@@ -788,10 +789,13 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
     m->ex.step = step;
     m->be->ops->upload(m->be, m->x, x, (size_t)batch * (size_t)per * 4);
     if (m->mask_layer >= 0) {
-        /* mask_zero: id 0 is padding (Keras's Embedding). */
+        const tfc_layer *ml = &m->layers[m->mask_layer];
         const int32_t *ids = x;
         int64_t n = (int64_t)batch * mask_steps(m);
-        for (int64_t k = 0; k < n; k++) m->host_mask[k] = ids[k] != 0 ? 1.f : 0.f;
+        if (ml->ops->host_mask)
+            ml->ops->host_mask(ml, x, n, m->host_mask);
+        else /* mask_zero: id 0 is padding (Keras's Embedding). */
+            for (int64_t k = 0; k < n; k++) m->host_mask[k] = ids[k] != 0 ? 1.f : 0.f;
         m->be->ops->upload(m->be, m->mask, m->host_mask, (size_t)n * 4);
         join_masks(m, batch);
     }

@@ -253,6 +253,31 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
     return TFC_OK;
 }
 
+/* A model has one sequence mask made from its input, by the first layer that makes one
+ * there (graph.c): token ids != 0 however many Embeddings read them, but a second Masking
+ * (or an Embedding beside one) would silently get the first one's mask, so it is an error. */
+static int makes_input_mask(const tfc_layer *l)
+{
+    return l->mask_out && !l->mask_in && l->ninputs > 0 && l->inputs[0] < 0;
+}
+
+static tfc_status one_input_mask(const tfc_model *m, tfc_error *err)
+{
+    int first = -1;
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        if (!makes_input_mask(l)) continue;
+        if (first < 0) {
+            first = i;
+        } else if (l->ops->host_mask || m->layers[first].ops->host_mask) {
+            return tfc_layer_error(err, l, "a second layer making the sequence mask from the "
+                                           "model input (after layer '%s'): tfc makes one mask "
+                                           "per model", m->layers[first].name);
+        }
+    }
+    return TFC_OK;
+}
+
 static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
 {
     if (list->kind != TFC_NODE_SEQ || list->n == 0)
@@ -373,7 +398,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         l->max_batch = 1;
         if (tfc_model_derive_layer(m, l, err)) status = TFC_ERR_CONFIG;
     }
-    return status;
+    return status ? status : one_input_mask(m, err);
 }
 
 /* Output rows and classes for the loss: (classes) or (steps, classes); BCE and MSE take

@@ -108,8 +108,9 @@ struct tfc_model {
     tfc_bound *bound;
     void *x;               /* input [max_batch, input shape] */
     float *dx;             /* its gradient (float inputs) */
-    float *mask;           /* [max_batch, T] when an Embedding has mask_zero */
-    int mask_layer;        /* that Embedding, or -1 */
+    float *mask;           /* [max_batch, T] when an Embedding has mask_zero or a Masking
+                              layer reads the input */
+    int mask_layer;        /* that layer, or -1 */
     float *host_mask;      /* host copy of the mask */
     void *labels;          /* device labels */
     float *target, *row_weight; /* device: smoothed targets, class weights (loss_opt) */

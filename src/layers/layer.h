@@ -72,6 +72,11 @@ typedef struct tfc_layer_ops {
                                 * the graph zeroes them first */
     int looks_up;              /* y = table[x]: token ids into rows of its one parameter,
                                 * [id_limit, dim] (Embedding) */
+    /* A layer that makes the model's sequence mask from the model input it reads (mask_out
+     * set by build, no mask in): mask[r] = 1 for a real step, 0 for padding, over the `rows`
+     * steps (batch times its input's first axis) of the input batch x in host memory. NULL:
+     * the input is token ids and id 0 is padding (Embedding's mask_zero). */
+    void (*host_mask)(const tfc_layer *l, const void *x, int64_t rows, float *mask);
     /* Whether the layer can read the ids and table (vocab rows) of a looks_up layer in
      * place of its input, bound for batches of up to max_batch on `be` (LSTM, where the
      * backend's lstm_ids says so; then the graph sets l->ids_vocab); may be NULL: never. */
