@@ -17,9 +17,10 @@
 #include "tfc.h"
 #include "testutil.h"
 
-static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",        "fashion_cnn_bn",
-                                  "fashion_resnet",    "fashion_mobilenet",  "fortunes_classify",
-                                  "fortunes_char_lstm", "fortunes_char_gru", "fortunes_gpt"};
+static const char *const zoo[] = {"fashion_mlp",        "fashion_cnn",       "fashion_cnn_bn",
+                                  "fashion_resnet",     "fashion_mobilenet", "fortunes_classify",
+                                  "fortunes_char_lstm", "fortunes_char_gru", "fortunes_gpt",
+                                  "fortunes_bigru",     "fortunes_encoder"};
 #define NZOO (int)(sizeof zoo / sizeof *zoo)
 
 static void paths(const char *name, char *model, char *weights, size_t size)
@@ -28,10 +29,20 @@ static void paths(const char *name, char *model, char *weights, size_t size)
     snprintf(weights, size, "model_zoo/%s/%s.safetensors", name, name);
 }
 
+/* The predictor's input (0) or output (1) shape, a variable-length axis (-1) at the model's
+ * input.max_length, the length tfc_predictor_run takes; the rank. */
+static int shape_at_max(const tfc_predictor *p, int which, int64_t *dims, const char **dtype)
+{
+    int rank = tfc_predictor_shape(p, which, dims, dtype);
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) dims[i] = tfc_predictor_max_length(p);
+    return rank;
+}
+
 static int64_t numel(const tfc_predictor *p, int which)
 {
     int64_t dims[8], n = 1;
-    int rank = tfc_predictor_shape(p, which, dims, NULL);
+    int rank = shape_at_max(p, which, dims, NULL);
     for (int i = 0; i < rank; i++) n *= dims[i];
     return n;
 }
@@ -41,7 +52,7 @@ static void *inputs(const tfc_predictor *p, int64_t n, unsigned seed)
 {
     const char *dtype;
     int64_t dims[8], per = numel(p, 0);
-    tfc_predictor_shape(p, 0, dims, &dtype);
+    shape_at_max(p, 0, dims, &dtype);
     int ids = !strcmp(dtype, "int32");
     void *x = malloc((size_t)(n * per) * 4);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);

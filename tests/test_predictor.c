@@ -15,9 +15,10 @@
 #include "tfc.h"
 #include "testutil.h"
 
-static const char *const zoo[] = {"fashion_mlp",       "fashion_cnn",        "fashion_cnn_bn",
-                                  "fashion_resnet",    "fashion_mobilenet",  "fortunes_classify",
-                                  "fortunes_char_lstm", "fortunes_char_gru", "fortunes_gpt"};
+static const char *const zoo[] = {"fashion_mlp",        "fashion_cnn",       "fashion_cnn_bn",
+                                  "fashion_resnet",     "fashion_mobilenet", "fortunes_classify",
+                                  "fortunes_char_lstm", "fortunes_char_gru", "fortunes_gpt",
+                                  "fortunes_bigru",     "fortunes_encoder"};
 #define NZOO (int)(sizeof zoo / sizeof *zoo)
 
 static const char *bin; /* the tools' folder (tfc_test_bin) */
@@ -28,13 +29,23 @@ static void paths(const char *name, char *model, char *weights, size_t size)
     snprintf(weights, size, "model_zoo/%s/%s.safetensors", name, name);
 }
 
+/* The predictor's input (0) or output (1) shape, a variable-length axis (-1) at the model's
+ * input.max_length, the length tfc_predictor_run takes; the rank. */
+static int shape_at_max(const tfc_predictor *p, int which, int64_t *dims, const char **dtype)
+{
+    int rank = tfc_predictor_shape(p, which, dims, dtype);
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) dims[i] = tfc_predictor_max_length(p);
+    return rank;
+}
+
 /* n examples for p: uniform floats in [0, 1), or token ids in [1, 20) with a right-padded
  * tail of zeros of a varying length (masked steps). Deterministic in seed. */
 static void *make_inputs(const tfc_predictor *p, int64_t n, unsigned seed, int64_t *per)
 {
     int64_t dims[8];
     const char *dtype;
-    int rank = tfc_predictor_shape(p, 0, dims, &dtype);
+    int rank = shape_at_max(p, 0, dims, &dtype);
     CU_ASSERT_FATAL(rank >= 1);
     *per = 1;
     for (int i = 0; i < rank; i++) *per *= dims[i];
@@ -53,7 +64,7 @@ static void *make_inputs(const tfc_predictor *p, int64_t n, unsigned seed, int64
 static int64_t out_numel(const tfc_predictor *p)
 {
     int64_t dims[8], n = 1;
-    int rank = tfc_predictor_shape(p, 1, dims, NULL);
+    int rank = shape_at_max(p, 1, dims, NULL);
     for (int i = 0; i < rank; i++) n *= dims[i];
     return n;
 }
@@ -73,7 +84,7 @@ static void test_zoo_parity(void)
         void *x = make_inputs(p, n, 7 + (unsigned)z, &per);
         int64_t dims[8];
         const char *dtype;
-        int rank = tfc_predictor_shape(p, 0, dims, &dtype);
+        int rank = shape_at_max(p, 0, dims, &dtype);
         tfc_tensor t = {!strcmp(dtype, "int32") ? TFC_I32 : TFC_F32, {rank + 1, {n}}, x, -1};
         for (int i = 0; i < rank; i++) t.shape.dim[i + 1] = dims[i];
         tfc_error e;
