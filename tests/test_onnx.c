@@ -77,8 +77,9 @@ static void test_zoo(void)
                                       "fashion_cnn_bn",    "fashion_resnet",
                                       "fashion_mobilenet", "fortunes_classify",
                                       "fortunes_char_lstm", "fortunes_bigru",
-                                      "fortunes_char_gru", "fortunes_gpt"};
-    static const int vocab[] = {0, 0, 0, 0, 0, 8000, 128, 8000, 128, 128};
+                                      "fortunes_char_gru", "fortunes_gpt",
+                                      "fortunes_encoder"};
+    static const int vocab[] = {0, 0, 0, 0, 0, 8000, 128, 8000, 128, 128, 8000};
     for (int z = 0; z < (int)(sizeof zoo / sizeof *zoo); z++) {
         char model[256], weights[256];
         snprintf(model, sizeof model, "model_zoo/%s/model.yaml", zoo[z]);
