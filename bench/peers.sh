@@ -154,12 +154,13 @@ print("(ms per training step: medians over every repeat of every round, each rep
       "measured beside that round's steps)")
 print("\ntrainable parameters (tfc's; a peer's differing count is shown) and the loss of "
       "each peer's first step")
+print(f"{'model':<10}{'params':>9}" + "".join(f"{s:>16}" for s in short))
 for model, row in params.items():
     t = row.get("tfc")
     odd = {p: n for p, n in row.items() if n != t}
-    print(f"{model:<10}{t if t is not None else '?':>9}" +
-          "".join(f"{loss0[model].get(p) if loss0[model].get(p) is not None else nan:16.4f}"
-                  for p in peers) + ("  PARAMETER COUNTS DIFFER: " + str(odd) if odd else ""))
+    first = [loss0[model].get(p) for p in peers]
+    print(f"{model:<10}{str(t):>9}" + "".join(f"{nan if v is None else v:16.4f}" for v in first) +
+          ("  PARAMETER COUNTS DIFFER: " + str(odd) if odd else ""))
 if "hog" in med:
     print("\nbeside a one-core busy loop: ms per step (x its quiet step)")
     for model, row in med["hog"].items():
