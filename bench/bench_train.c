@@ -64,7 +64,8 @@ static const char *gpu_name(tfc_backend *be)
  * layer but the first (whose input needs none). Dense and convolutions count as their
  * (im2col) GEMMs; LSTM, GRU and Bidirectional as their input and recurrent GEMMs (every
  * parameter named ...kernel: [in or units, gates * units]); MultiHeadAttention as its four
- * projections (the score products and depthwise convolutions are no sgemm calls). */
+ * projections at the query's length (the score products and depthwise convolutions are no
+ * sgemm calls). */
 static double step_flops(tfc_model *m, int batch)
 {
     double total = 0;

@@ -11,7 +11,7 @@
 # loop and its ratio to the quiet step (HOG_ROUNDS=0 leaves it out).
 # The slow models (mobilenet, gpt_t128, gpt_t512) run SLOW_STEPS steps after SLOW_WARMUP
 # in the first SLOW_ROUNDS rounds of each kind only; MODELS picks models by name.
-#   bench/peers.sh BENCH_BINARY   (ROUNDS=3 STEPS=30 HOG_ROUNDS=1 HOG_STEPS=10
+#   bench/peers.sh BENCH_BINARY   (ROUNDS=3 STEPS=30 WARMUP=20 HOG_ROUNDS=1 HOG_STEPS=10
 #       PEERS="torch tf jax" MODELS="mnist_mlp,...,gpt_t512" SLOW_STEPS=STEPS/6
 #       SLOW_WARMUP=3 SLOW_ROUNDS=1)
 set -e
@@ -24,6 +24,7 @@ steps=${STEPS:-30}
 hog_rounds=${HOG_ROUNDS:-1}
 hog_steps=${HOG_STEPS:-10}
 peers=${PEERS:-"torch tf jax"}
+warmup=${WARMUP:-20}
 slow_steps=${SLOW_STEPS:-$(((steps + 5) / 6))}
 slow_hog_steps=${SLOW_STEPS:-$(((hog_steps + 5) / 6))}
 slow_warmup=${SLOW_WARMUP:-3}
@@ -99,7 +100,7 @@ group() {
 }
 # round LOAD STEPS SLOW_STEPS R: the fast models, then the slow ones while R <= SLOW_ROUNDS
 round() {
-    group "$1" "$2" 20 $fast
+    group "$1" "$2" "$warmup" $fast
     [ "$4" -gt "$slow_rounds" ] || group "$1" "$3" "$slow_warmup" $slow
 }
 
