@@ -46,6 +46,9 @@ class CharLSTM(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(80, 64)
         self.lstm = nn.LSTM(64, 256, batch_first=True)
+        # Keras's LSTM has one bias, PyTorch's two: the second stays zero and untrained
+        nn.init.zeros_(self.lstm.bias_hh_l0)
+        self.lstm.bias_hh_l0.requires_grad_(False)
         self.out = nn.Linear(256, 80)
 
     def forward(self, x):
