@@ -5,9 +5,11 @@
  * before each repeat's warm-up and right after its steps, since a shared machine's speed
  * drifts by more than the ratio it bounds within the minutes a run takes; on a GPU
  * (--device gpu[:N]) it reports the allocator's peak memory instead.
- * --threads N sizes the CPU backend (default: all cores, as tfc-train's --threads 0).
- *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N] [--tf32]
- *               MODEL.yaml... */
+ * --threads N sizes the CPU backend (default: all cores, as tfc-train's --threads 0). Each
+ * line also carries the model's trainable parameter count and the loss of its first step,
+ * for checking that a peer's copy is the same network.
+ *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N]
+ *               [--warmup N] [--tf32] MODEL.yaml... */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,26 +61,48 @@ static const char *gpu_name(tfc_backend *be)
 }
 
 /* GEMM FLOPs of one training step: forward, weight gradients, and input gradients of every
- * layer but the first (whose input needs none). Convolutions count as their im2col GEMMs;
- * the LSTM as its input and recurrent GEMMs. */
+ * layer but the first (whose input needs none). Dense and convolutions count as their
+ * (im2col) GEMMs; LSTM, GRU and Bidirectional as their input and recurrent GEMMs (every
+ * parameter named ...kernel: [in or units, gates * units]); MultiHeadAttention as its four
+ * projections at the query's length (the score products and depthwise convolutions are no
+ * sgemm calls). */
 static double step_flops(tfc_model *m, int batch)
 {
     double total = 0;
     for (int i = 0; i < tfc_model_nlayers(m); i++) {
         tfc_layer *l = tfc_model_layer(m, i);
-        double fwd = 0;
+        const char *type = l->ops->type;
         const tfc_shape *in = &l->in_shape[0], *out = &l->out_shape;
-        if (!strcmp(l->ops->type, "Dense"))
+        double fwd = 0;
+        if (!strcmp(type, "Dense"))
             fwd = 2.0 * batch * (double)tfc_shape_numel(in) * (double)out->dim[out->ndim - 1];
-        else if (!strcmp(l->ops->type, "Conv2D"))
-            fwd = 2.0 * batch * (double)tfc_shape_numel(out) * (double)l->params[0].shape.dim[0] *
-                  (double)l->params[0].shape.dim[1] * (double)in->dim[2];
-        else if (!strcmp(l->ops->type, "LSTM"))
-            fwd = 2.0 * batch * (double)in->dim[0] * (double)(in->dim[1] + l->params[1].shape.dim[0]) *
-                  (double)l->params[0].shape.dim[1];
+        else if (!strcmp(type, "Conv2D") || !strcmp(type, "Conv1D")) /* kernel [.., c, f] */
+            fwd = 2.0 * batch * (double)tfc_shape_numel(out) *
+                  (double)tfc_shape_numel(&l->params[0].shape) /
+                  (double)out->dim[out->ndim - 1];
+        else if (!strcmp(type, "LSTM") || !strcmp(type, "GRU") ||
+                 !strcmp(type, "Bidirectional") || !strcmp(type, "MultiHeadAttention"))
+            for (int p = 0; p < l->nparams; p++) {
+                const char *name = l->params[p].name;
+                size_t n = strlen(name);
+                if (n >= 6 && !strcmp(name + n - 6, "kernel")) /* steps * [in, out] */
+                    fwd += 2.0 * batch * (double)in->dim[0] *
+                           (double)tfc_shape_numel(&l->params[p].shape);
+            }
         total += fwd * (i == 0 ? 2 : 3);
     }
     return total;
+}
+
+/* The batch of each model: the zoo's where the model is a zoo network's, 32 for the
+ * recurrent and text ones, 8 for the transformer at T = 512 (its memory), else 128. */
+static int batch_of(const char *name)
+{
+    static const struct { const char *name; int batch; } table[] = {
+        {"char_lstm", 32}, {"bigru", 32}, {"conv1d", 32}, {"gpt_t128", 32}, {"gpt_t512", 8}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(name, table[i].name)) return table[i].batch;
+    return 128;
 }
 
 int main(int argc, char **argv)
@@ -97,17 +121,20 @@ int main(int argc, char **argv)
             steps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--repeats") && a + 1 < argc)
             repeats = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--warmup") && a + 1 < argc)
+            warmup = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--tf32"))
             tf32 = 1;
         else if (argv[a][0] == '-' || nmodels == 64) {
             fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--threads N] [--steps N] "
-                            "[--repeats N] [--tf32] MODEL.yaml...\n", argv[0]);
+                            "[--repeats N] [--warmup N] [--tf32] MODEL.yaml...\n", argv[0]);
             return 2;
         } else
             models[nmodels++] = argv[a];
     }
-    if (steps < 1 || repeats < 1 || repeats > 16 || threads < 0) {
-        fprintf(stderr, "--steps must be positive, --repeats in [1, 16], --threads >= 0\n");
+    if (steps < 1 || repeats < 1 || repeats > 16 || threads < 0 || warmup < 0) {
+        fprintf(stderr, "--steps must be positive, --repeats in [1, 16], --threads and "
+                        "--warmup >= 0\n");
         return 2;
     }
     const int on_cpu = !strcmp(device, "cpu");
@@ -121,7 +148,6 @@ int main(int argc, char **argv)
     }
     for (int a = 0; a < nmodels; a++) {
         const char *path = models[a];
-        int batch = strstr(path, "lstm") ? 32 : 128;
         tfc_error err;
         tfc_error_clear(&err);
         tfc_backend *be = tfc_backend_open(device, threads, &err);
@@ -131,6 +157,7 @@ int main(int argc, char **argv)
         }
         tfc_backend_configure(be, &(tfc_device_options){.tf32 = tf32});
         tfc_model *m = tfc_model_load(path, &err);
+        const int batch = m ? batch_of(tfc_model_name(m)) : 0;
         if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
             fputs(err.text, stderr);
             return 1;
@@ -148,12 +175,14 @@ int main(int argc, char **argv)
         double *t = malloc(sizeof(double) * (size_t)steps), reps[16], rates[32];
         int64_t np = tfc_model_trainable_count(m);
         tfc_batch_result r;
+        double loss0 = 0;
         for (int rep = 0; rep < repeats; rep++) {
             if (on_cpu) rates[2 * rep] = sgemm_rate(ra, rb, rc, 3);
             for (int s = -warmup; s < steps; s++) {
                 double t0 = tfc_now();
                 tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(s + warmup), &err);
                 tfc_model_loss(m, labels, 1, &r, &err);
+                if (rep == 0 && s == -warmup) loss0 = r.loss;
                 tfc_model_zero_grad(m);
                 tfc_model_backward(m);
                 be->ops->axpy(be, np, -0.01f, tfc_model_grads(m), tfc_model_params(m));
@@ -164,8 +193,9 @@ int main(int argc, char **argv)
             if (on_cpu) rates[2 * rep + 1] = sgemm_rate(ra, rb, rc, 3);
         }
         double flops = step_flops(m, batch);
-        printf("{\"model\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"steps\": %d, \"ms\": [",
-               tfc_model_name(m), device, batch, steps);
+        printf("{\"model\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"steps\": %d, "
+               "\"params\": %lld, \"loss0\": %.4f, \"ms\": [",
+               tfc_model_name(m), device, batch, steps, (long long)np, loss0);
         for (int rep = 0; rep < repeats; rep++) printf("%s%.3f", rep ? ", " : "", reps[rep]);
         if (on_cpu) {
             const double rate = tfc_median(rates, 2 * repeats);

@@ -1,10 +1,12 @@
-"""PyTorch eager reference for `make bench` and `make bench-gpu`: the same networks as
-bench/models/*.yaml (Keras mnist_mlp, mnist_cnn, Embedding-LSTM-Dense, and on request
-ResNet-20), forward + loss + backward + SGD step per batch on random data, median of N steps
-per repeat, one JSON line per model.
+"""PyTorch eager reference for `make bench`, `make bench-peers` and `make bench-gpu`: the same
+networks as bench/models/*.yaml (Keras mnist_mlp, mnist_cnn, Embedding-LSTM-Dense, and on
+request ResNet-20, the Bidirectional-GRU and Conv1D text classifiers, the fortunes GPT at
+T = 128 and 512, the MobileNet), forward + loss + backward + SGD step per batch on random
+data, median of N steps per repeat, one JSON line per model with its trainable parameter
+count (checked against tfc's: a mismatch stops the script) and the loss of its first step.
 
-    torch_bench.py [THREADS] [--device cpu|cuda] [--tf32] [--steps N] [--compile]
-                   [--models mnist_mlp,mnist_cnn,char_lstm,resnet20]
+    torch_bench.py [THREADS] [--device cpu|cuda] [--tf32] [--steps N] [--warmup N]
+                   [--repeats N] [--compile] [--models mnist_mlp,mnist_cnn,char_lstm,...]
 
 --compile wraps each model in torch.compile (inductor); its compilation happens during the
 warm-up steps, which are not timed.
@@ -25,6 +27,8 @@ ap.add_argument("threads", nargs="?", type=int, default=2)
 ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
 ap.add_argument("--tf32", action="store_true")
 ap.add_argument("--steps", type=int, default=150)
+ap.add_argument("--warmup", type=int, default=20)
+ap.add_argument("--repeats", type=int, default=3)
 ap.add_argument("--compile", action="store_true")
 ap.add_argument("--models", default="mnist_mlp,mnist_cnn,char_lstm")
 args = ap.parse_args()
@@ -34,7 +38,7 @@ CUDA = DEV.type == "cuda"
 if CUDA:
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
-STEPS, REPEATS, WARMUP = args.steps, 3, 20
+STEPS, REPEATS, WARMUP = args.steps, args.repeats, args.warmup
 
 
 class CharLSTM(nn.Module):
@@ -42,6 +46,9 @@ class CharLSTM(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(80, 64)
         self.lstm = nn.LSTM(64, 256, batch_first=True)
+        # Keras's LSTM has one bias, PyTorch's two: the second stays zero and untrained
+        nn.init.zeros_(self.lstm.bias_hh_l0)
+        self.lstm.bias_hh_l0.requires_grad_(False)
         self.out = nn.Linear(256, 80)
 
     def forward(self, x):
@@ -92,7 +99,117 @@ def resnet20():
     return nn.Sequential(*layers)
 
 
+class BiGRU(nn.Module):
+    """bench/models/bigru.yaml: Embedding -> Bidirectional GRU (PyTorch's GRU is Keras's
+    reset_after form, two biases per direction) -> mean over the steps -> Dense(8)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(8000, 64)
+        self.gru = nn.GRU(64, 48, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(96, 8)
+
+    def forward(self, x):
+        h, _ = self.gru(self.emb(x))
+        return self.out(h.mean(1))
+
+
+class Conv1DStack(nn.Module):
+    """bench/models/conv1d.yaml: Embedding -> 3 x Conv1D(128, 5, same, relu) ->
+    GlobalMaxPooling1D -> Dense(8); channels first, as PyTorch's Conv1d wants."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(8000, 64)
+        self.convs = nn.ModuleList(nn.Conv1d(c, 128, 5, padding=2) for c in (64, 128, 128))
+        self.out = nn.Linear(128, 8)
+
+    def forward(self, x):
+        h = self.emb(x).transpose(1, 2)
+        for conv in self.convs:
+            h = F.relu(conv(h))
+        return self.out(h.amax(2))
+
+
+class GPTBlock(nn.Module):
+    """Pre-norm block of bench/models/gpt_t*.yaml: LayerNormalization (Keras's epsilon 1e-3)
+    -> causal self-attention (4 heads of 32, scaled_dot_product_attention) -> Add ->
+    LayerNormalization -> Dense(512, gelu) -> Dense(128) -> Add."""
+
+    def __init__(self, d=128, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(d, eps=1e-3), nn.LayerNorm(d, eps=1e-3)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ff1, self.ff2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.norm1(x)
+        q, k, v = (p(h).view(b, t, self.heads, -1).transpose(1, 2) for p in (self.q, self.k,
+                                                                              self.v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
+
+
+class GPT(nn.Module):
+    """bench/models/gpt_t*.yaml: token and position embeddings, 4 blocks, a final
+    LayerNormalization and logits over 128 ids at every step."""
+
+    def __init__(self, t, vocab=128, d=128):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(t, d) * 0.02)
+        self.blocks = nn.Sequential(*(GPTBlock(d) for _ in range(4)))
+        self.norm = nn.LayerNorm(d, eps=1e-3)
+        self.logits = nn.Linear(d, vocab)
+
+    def forward(self, x):
+        return self.logits(self.norm(self.blocks(self.tok(x) + self.pos)))
+
+
+def bn(c):
+    return nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)  # Keras's epsilon and momentum 0.99
+
+
+class InvertedResidual(nn.Module):
+    """One block of bench/models/mobilenet.yaml: [1x1 expansion, BN, relu6], 3x3 depthwise,
+    BN, relu6, [squeeze-and-excitation: mean, Dense-relu, Dense-hard_sigmoid, Multiply],
+    1x1 linear projection, BN, and an Add where the shapes match."""
+
+    def __init__(self, cin, expand, cout, stride, se):
+        super().__init__()
+        c = cin * expand
+        self.expand = nn.Sequential(nn.Conv2d(cin, c, 1, bias=False), bn(c),
+                                    nn.ReLU6()) if expand > 1 else nn.Identity()
+        self.dw = nn.Sequential(nn.Conv2d(c, c, 3, stride, 1, groups=c, bias=False), bn(c),
+                                nn.ReLU6())
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, se),
+                                nn.ReLU(), nn.Linear(se, c), nn.Hardsigmoid()) if se else None
+        self.project = nn.Sequential(nn.Conv2d(c, cout, 1, bias=False), bn(cout))
+        self.add = stride == 1 and cin == cout
+
+    def forward(self, x):
+        h = self.dw(self.expand(x))
+        if self.se is not None:
+            h = h * self.se(h)[:, :, None, None]
+        h = self.project(h)
+        return h + x if self.add else h
+
+
+def mobilenet():
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1, bias=False), bn(16), nn.ReLU6(),
+                         InvertedResidual(16, 1, 16, 1, 0), InvertedResidual(16, 4, 24, 2, 0),
+                         InvertedResidual(24, 4, 24, 1, 0), InvertedResidual(24, 4, 48, 2, 24),
+                         InvertedResidual(48, 4, 48, 1, 48), nn.Conv2d(48, 192, 1, bias=False),
+                         bn(192), nn.ReLU6(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Dropout(0.2), nn.Linear(192, 10))
+
+
 def bench(name, model, x, y):
+    params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert params == PARAMS[name], f"{name}: {params} parameters, tfc's copy has {PARAMS[name]}"
     model = model.to(DEV)
     x, y = x.to(DEV), y.to(DEV)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -102,7 +219,7 @@ def bench(name, model, x, y):
     if CUDA:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    reps = []
+    reps, loss0 = [], None
     for _ in range(REPEATS):
         times = []
         for s in range(WARMUP + STEPS):
@@ -112,6 +229,8 @@ def bench(name, model, x, y):
             opt.zero_grad(set_to_none=False)
             loss.backward()
             opt.step()
+            if loss0 is None:
+                loss0 = loss.item()
             if CUDA:
                 torch.cuda.synchronize()
             if s >= WARMUP:
@@ -120,7 +239,8 @@ def bench(name, model, x, y):
         reps.append(1e3 * times[len(times) // 2])
     row = {"model": name, "torch": torch.__version__ + (" compile" if args.compile else ""),
            "device": args.device,
-           "threads": torch.get_num_threads(), "ms": [round(r, 3) for r in reps]}
+           "threads": torch.get_num_threads(), "params": params, "loss0": round(loss0, 4),
+           "ms": [round(r, 3) for r in reps]}
     if CUDA:
         row["peak_mib"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
         row["peak_allocated_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
@@ -133,12 +253,24 @@ def bench(name, model, x, y):
 
 
 torch.manual_seed(0)
+# tfc's trainable parameter counts of bench/models/*.yaml (bench_train's "params")
+PARAMS = {"mnist_mlp": 669706, "mnist_cnn": 1199882, "char_lstm": 354384, "resnet20": 272474,
+          "bigru": 545608, "conv1d": 718216, "gpt_t128": 842624, "gpt_t512": 891776,
+          "mobilenet": 74194}
 MODELS = {
     "mnist_mlp": lambda: (mlp(), torch.rand(128, 784), torch.randint(0, 10, (128,))),
     "mnist_cnn": lambda: (cnn(), torch.rand(128, 1, 28, 28), torch.randint(0, 10, (128,))),
     "char_lstm": lambda: (CharLSTM(), torch.randint(0, 80, (32, 64)),
                           torch.randint(0, 80, (32, 64))),
     "resnet20": lambda: (resnet20(), torch.rand(128, 3, 32, 32), torch.randint(0, 10, (128,))),
+    "bigru": lambda: (BiGRU(), torch.randint(0, 8000, (32, 64)), torch.randint(0, 8, (32,))),
+    "conv1d": lambda: (Conv1DStack(), torch.randint(0, 8000, (32, 64)),
+                       torch.randint(0, 8, (32,))),
+    "gpt_t128": lambda: (GPT(128), torch.randint(0, 128, (32, 128)),
+                         torch.randint(0, 128, (32, 128))),
+    "gpt_t512": lambda: (GPT(512), torch.randint(0, 128, (8, 512)),
+                         torch.randint(0, 128, (8, 512))),
+    "mobilenet": lambda: (mobilenet(), torch.rand(128, 1, 28, 28), torch.randint(0, 10, (128,))),
 }
 for name in args.models.split(","):
     bench(name, *MODELS[name]())
