@@ -1,9 +1,10 @@
-/* Attention on the CPU, flash-attention style (Dao et al., 2022): the scores of a row are
- * computed one block of BK keys at a time, with an online softmax (a running maximum and
- * sum that rescale what came before), so no more than one block of BK scores exists per
- * thread at once, and memory stays O(T). Forward saves each row's
- * log-sum-exp; backward recomputes the probabilities from it, in two passes that each own
- * what they write (dk and dv per key block, then dq per query block), so the results do not
+/* Attention on the CPU, flash-attention style (Dao et al., 2022): the scores are computed one
+ * block of BK keys at a time, the block packed transposed so that a query row times it is a
+ * small GEMM vectorised over the keys, with an online softmax (a running maximum and sum that
+ * rescale what came before), so no more than one block of BK scores exists per thread at
+ * once, and memory stays O(T). Forward saves each row's log-sum-exp; backward
+ * (FlashAttention-2's) recomputes each block of probabilities from it once, per key block
+ * and query row, one task owning every row of an (example, head), so the results do not
  * depend on the thread count. Blocks outside a row's causal mask or window are skipped. */
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
@@ -53,13 +54,6 @@ static inline int row_meets(const tfc_attn_desc *d, int i, int j0, int j1)
            (d->window <= 0 || (i > j0 - d->window && i < j1 - 1 + d->window));
 }
 
-/* Whether row i of example b sees key j (the key mask, the causal rule, the window). */
-static inline int sees(const tfc_attn_desc *d, int b, int i, int j)
-{
-    return (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)j] != 0.f) &&
-           (!d->causal || j <= i) && (d->window <= 0 || abs(i - j) < d->window);
-}
-
 /* z[j - j0] for keys [j0, j1) of row `row` (row_of): keep / (1 - rate), or 1
  * without dropout. j0 is a multiple of 4. */
 static void drop_scales(const tfc_attn_desc *d, size_t row, int j0, int j1, float *z)
@@ -77,37 +71,70 @@ static void drop_scales(const tfc_attn_desc *d, size_t row, int j0, int j1, floa
     }
 }
 
-/* s[j - j0] = scale q . k_j for the keys [j0, j1) row i of (b, h) sees, -inf for the others;
- * returns their maximum. */
-static float scores(const tfc_attn_desc *d, int b, int h, int i, const float *q, const float *k,
-                    int j0, int j1, float *s)
+/* The keys [j0, j0 + n) of (b, h), n <= BK, packed transposed for the score GEMMs:
+ * kt[c BK + j] = k_{j0+j}[c]; ok[j] = 1 where key j0 + j is real and not masked, else 0
+ * (and kt's column zero), so the loops below run over whole blocks of BK. */
+static void pack_keys(const tfc_attn_desc *d, int b, int h, int j0, int n, const float *k,
+                      int dim, float *kt, int *ok)
 {
+    for (int j = 0; j < BK; j++) {
+        ok[j] = j < n && (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)(j0 + j)]);
+        const float *kj = j < n ? k + at(d, b, d->tk, j0 + j, h, dim) : NULL;
+        for (int c = 0; c < dim; c++) kt[(size_t)c * BK + (size_t)j] = kj ? kj[c] : 0.f;
+    }
+}
+
+/* acc[j] = x . column j of a packed block (x [dim], pk [dim][BK]), vectorised over j. */
+static inline void row_times_block(int dim, const float *x, const float *pk, float *acc)
+{
+#pragma omp simd
+    for (int j = 0; j < BK; j++) acc[j] = 0.f;
+    for (int c = 0; c < dim; c++) {
+        const float a = x[c];
+        const float *pc = pk + (size_t)c * BK;
+#pragma omp simd
+        for (int j = 0; j < BK; j++) acc[j] += a * pc[j];
+    }
+}
+
+/* s[j] = scale q . k_{j0+j} (a row times a packed block, vectorised over the keys) for the
+ * keys row i sees (ok, the causal rule, the window), -inf for the others; returns the
+ * maximum. */
+static inline float scores(const tfc_attn_desc *d, int i, int j0, const float *q,
+                           const float *kt, const int *ok, float *s)
+{
+    float acc[BK];
+    row_times_block(d->dk, q, kt, acc);
+    const int causal = d->causal, win = d->window;
     float mx = -INFINITY;
-    for (int j = j0; j < j1; j++) {
-        float v = sees(d, b, i, j) ? d->scale * dot(q, k + at(d, b, d->tk, j, h, d->dk), d->dk)
-                                   : -INFINITY;
-        s[j - j0] = v;
-        mx = v > mx ? v : mx;
+#pragma omp simd reduction(max : mx)
+    for (int j = 0; j < BK; j++) {
+        const int jj = j0 + j;
+        const int seen = ok[j] & (!causal | (jj <= i)) & ((win <= 0) | (abs(i - jj) < win));
+        s[j] = tfc_cpu_select(seen, d->scale * acc[j], -INFINITY);
+        mx = s[j] > mx ? s[j] : mx;
     }
     return mx;
 }
 
-/* exp(s - m) for each of n scores, 0 for -inf ones (an unseen key). */
-static void exps(int n, const float *s, float m, float *p)
+/* exp(s - m) for the BK scores of a block, 0 for -inf ones (an unseen key). */
+static inline void exps(const float *s, float m, float *p)
 {
 #pragma omp simd
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < BK; j++)
         p[j] = tfc_cpu_select(s[j] > -INFINITY, tfc_cpu_expf(s[j] - m), 0.f);
 }
 
-/* Forward of query rows [i0, i1) of (b, h):
+/* Forward of query rows [i0, i1) of (b, h), one packed key block at a time:
  *   m_i = max over blocks so far, l_i = sum exp(s_ij - m_i), o_i = sum exp(s_ij - m_i) z v_j
  * each new block rescaling the old sums by exp(m_old - m_new); then o_i /= l_i and
  * lse_i = m_i + log l_i. */
+TFC_CPU_VECTOR
 static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, const float *q,
-                         const float *k, const float *v, float *o, float *lse)
+                         const float *k, const float *v, float *o, float *lse, float *kt)
 {
     float m[BQ], l[BQ], s[BK], p[BK], z[BK];
+    int ok[BK];
     for (int i = i0; i < i1; i++) {
         m[i - i0] = -INFINITY, l[i - i0] = 0.f;
         memset(o + at(d, b, d->tq, i, h, d->dv), 0, (size_t)d->dv * 4);
@@ -115,26 +142,32 @@ static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, c
     int kbeg, kend;
     key_range(d, i0, i1, &kbeg, &kend);
     for (int j0 = kbeg; j0 < kend; j0 += BK) {
-        const int j1 = j0 + BK < kend ? j0 + BK : kend;
+        const int nj = j0 + BK < kend ? BK : kend - j0;
+        pack_keys(d, b, h, j0, nj, k, d->dk, kt, ok);
         for (int i = i0; i < i1; i++) {
             if (d->qmask && d->qmask[(size_t)b * (size_t)d->tq + (size_t)i] == 0.f) continue;
-            const size_t row = row_of(d, b, h, i);
-            float mb = scores(d, b, h, i, q + at(d, b, d->tq, i, h, d->dk), k, j0, j1, s);
+            if (!row_meets(d, i, j0, j0 + nj)) continue;
+            float mb = scores(d, i, j0, q + at(d, b, d->tq, i, h, d->dk), kt, ok, s);
             if (mb == -INFINITY) continue;
             float *mi = &m[i - i0], *li = &l[i - i0];
             const float mnew = mb > *mi ? mb : *mi, alpha = expf(*mi - mnew);
-            exps(j1 - j0, s, mnew, p);
-            drop_scales(d, row, j0, j1, z);
+            exps(s, mnew, p);
             float sum = 0.f;
-            for (int j = 0; j < j1 - j0; j++) sum += p[j];
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < BK; j++) sum += p[j];
             *li = *li * alpha + sum;
             *mi = mnew;
+            if (d->rate > 0.f) {
+                drop_scales(d, row_of(d, b, h, i), j0, j0 + nj, z);
+                for (int j = 0; j < nj; j++) p[j] *= z[j];
+            }
             float *oi = o + at(d, b, d->tq, i, h, d->dv);
 #pragma omp simd
             for (int c = 0; c < d->dv; c++) oi[c] *= alpha;
-            for (int j = j0; j < j1; j++) {
-                const float w = p[j - j0] * z[j - j0];
-                const float *vj = v + at(d, b, d->tk, j, h, d->dv);
+            for (int j = 0; j < nj; j++) {
+                const float w = p[j];
+                if (w == 0.f) continue;
+                const float *vj = v + at(d, b, d->tk, j0 + j, h, d->dv);
 #pragma omp simd
                 for (int c = 0; c < d->dv; c++) oi[c] += w * vj[c];
             }
@@ -195,97 +228,79 @@ void tfc_cpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const fl
 #pragma omp parallel for TFC_CPU_STATIC(tasks, nt)
     for (int64_t t = 0; t < tasks; t++) {
         const task r = task_of(d, t, d->tq, BQ);
-        forward_rows(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse);
+        float kt[(size_t)d->dk * BK]; /* one packed key block (a stack array: no allocation) */
+        forward_rows(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, kt);
     }
 }
 
-/* dp_ij - D_i and p_ij for the keys [j0, j1) of row i (lse L, D = dout_i . o_i):
- *   p = exp(s - L) (0 for unseen keys), dp = z (dout_i . v_j), ds = p (dp - D)
- * into p[] (times z: what multiplied v_j) and ds[]. */
-static void row_grads(const tfc_attn_desc *d, int b, int h, int i, float L, float D,
-                      const float *qi, const float *k, const float *v, const float *doi,
-                      int j0, int j1, float *pz, float *ds)
+/* The gradients of (b, h), FlashAttention-2's backward: per key block (packed kᵀ and vᵀ),
+ * per query row that meets it, the scores once,
+ *   p = exp(s - L), dp = z (dout_i . v_j), ds = p (dp - D_i), D_i = dout_i . o_i,
+ *   dv_j += p z dout_i,  dk_j += scale ds q_i,  dq_i += scale sum_j ds k_j
+ * (a row with the uniform mean: dv_j += dout_i / tk). One task owns every row of (b, h), so
+ * dq's sums run in the same order with any thread count. */
+TFC_CPU_VECTOR
+static void backward_head(const tfc_attn_desc *d, int b, int h, const float *q, const float *k,
+                          const float *v, const float *o, const float *lse, const float *dout,
+                          float *dq, float *dk, float *dv, float *kt, float *vt)
 {
-    float s[BK], z[BK];
-    const size_t row = row_of(d, b, h, i);
-    scores(d, b, h, i, qi, k, j0, j1, s);
-    exps(j1 - j0, s, L, pz);
-    drop_scales(d, row, j0, j1, z);
-    for (int j = j0; j < j1; j++) {
-        const float dp = z[j - j0] * dot(doi, v + at(d, b, d->tk, j, h, d->dv), d->dv);
-        ds[j - j0] = pz[j - j0] * (dp - D);
-        pz[j - j0] *= z[j - j0];
-    }
-}
-
-/* dk and dv of keys [j0, j1) of (b, h), over every query row in order:
- *   dv_j = sum_i p_ij z_ij dout_i,   dk_j = scale sum_i ds_ij q_i
- * (a row with the uniform mean: dv_j += dout_i / tk). */
-static void backward_keys(const tfc_attn_desc *d, int b, int h, int j0, int j1, const float *q,
-                          const float *k, const float *v, const float *o, const float *lse,
-                          const float *dout, float *dk, float *dv)
-{
-    float pz[BK], ds[BK];
-    for (int j = j0; j < j1; j++) {
+    float s[BK], p[BK], dp[BK], z[BK];
+    int ok[BK], all[BK];
+    for (int i = 0; i < d->tq; i++)
+        memset(dq + at(d, b, d->tq, i, h, d->dk), 0, (size_t)d->dk * 4);
+    for (int j = 0; j < d->tk; j++) {
         memset(dk + at(d, b, d->tk, j, h, d->dk), 0, (size_t)d->dk * 4);
         memset(dv + at(d, b, d->tk, j, h, d->dv), 0, (size_t)d->dv * 4);
     }
-    for (int i = 0; i < d->tq; i++) {
-        const float L = lse[row_of(d, b, h, i)];
-        const float *doi = dout + at(d, b, d->tq, i, h, d->dv);
-        if (L == INFINITY) continue;
-        if (L == -INFINITY) {
-            const float w = 1.f / (float)d->tk;
-            for (int j = j0; j < j1; j++) {
-                float *dvj = dv + at(d, b, d->tk, j, h, d->dv);
+    for (int j0 = 0; j0 < d->tk; j0 += BK) {
+        const int nj = j0 + BK < d->tk ? BK : d->tk - j0;
+        pack_keys(d, b, h, j0, nj, k, d->dk, kt, ok);
+        pack_keys(d, b, h, j0, nj, v, d->dv, vt, all);
+        for (int i = 0; i < d->tq; i++) {
+            const float L = lse[row_of(d, b, h, i)];
+            const float *doi = dout + at(d, b, d->tq, i, h, d->dv);
+            if (L == INFINITY) continue;
+            if (L == -INFINITY) {
+                const float w = 1.f / (float)d->tk;
+                for (int j = j0; j < j0 + nj; j++) {
+                    float *dvj = dv + at(d, b, d->tk, j, h, d->dv);
+#pragma omp simd
+                    for (int c = 0; c < d->dv; c++) dvj[c] += w * doi[c];
+                }
+                continue;
+            }
+            if (!row_meets(d, i, j0, j0 + nj)) continue; /* outside row i's keys */
+            const float *qi = q + at(d, b, d->tq, i, h, d->dk);
+            scores(d, i, j0, qi, kt, ok, s);
+            exps(s, L, p);
+            float acc[BK]; /* dout_i . v_j */
+            row_times_block(d->dv, doi, vt, acc);
+            if (d->rate > 0.f) {
+                drop_scales(d, row_of(d, b, h, i), j0, j0 + nj, z);
+                for (int j = nj; j < BK; j++) z[j] = 0.f;
+            } else {
+                for (int j = 0; j < BK; j++) z[j] = 1.f;
+            }
+            const float D = dot(doi, o + at(d, b, d->tq, i, h, d->dv), d->dv);
+#pragma omp simd
+            for (int j = 0; j < BK; j++) {
+                dp[j] = d->scale * p[j] * (z[j] * acc[j] - D); /* scale ds */
+                p[j] *= z[j];
+            }
+            float *dqi = dq + at(d, b, d->tq, i, h, d->dk);
+            for (int j = 0; j < nj; j++) {
+                if (p[j] == 0.f && dp[j] == 0.f) continue;
+                const float w = p[j], g = dp[j];
+                const float *kj = k + at(d, b, d->tk, j0 + j, h, d->dk);
+                float *dvj = dv + at(d, b, d->tk, j0 + j, h, d->dv);
+                float *dkj = dk + at(d, b, d->tk, j0 + j, h, d->dk);
 #pragma omp simd
                 for (int c = 0; c < d->dv; c++) dvj[c] += w * doi[c];
-            }
-            continue;
-        }
-        if (!row_meets(d, i, j0, j1)) continue; /* the block lies outside row i's keys */
-        const float *qi = q + at(d, b, d->tq, i, h, d->dk);
-        const float D = dot(doi, o + at(d, b, d->tq, i, h, d->dv), d->dv);
-        row_grads(d, b, h, i, L, D, qi, k, v, doi, j0, j1, pz, ds);
-        for (int j = j0; j < j1; j++) {
-            const float w = pz[j - j0], g = d->scale * ds[j - j0];
-            float *dvj = dv + at(d, b, d->tk, j, h, d->dv);
-            float *dkj = dk + at(d, b, d->tk, j, h, d->dk);
 #pragma omp simd
-            for (int c = 0; c < d->dv; c++) dvj[c] += w * doi[c];
-#pragma omp simd
-            for (int c = 0; c < d->dk; c++) dkj[c] += g * qi[c];
-        }
-    }
-}
-
-/* dq of query rows [i0, i1) of (b, h): dq_i = scale sum_j ds_ij k_j, key blocks in order. */
-static void backward_queries(const tfc_attn_desc *d, int b, int h, int i0, int i1,
-                             const float *q, const float *k, const float *v, const float *o,
-                             const float *lse, const float *dout, float *dq)
-{
-    float pz[BK], ds[BK], D[BQ];
-    for (int i = i0; i < i1; i++) {
-        memset(dq + at(d, b, d->tq, i, h, d->dk), 0, (size_t)d->dk * 4);
-        D[i - i0] = dot(dout + at(d, b, d->tq, i, h, d->dv), o + at(d, b, d->tq, i, h, d->dv),
-                        d->dv);
-    }
-    int kbeg, kend;
-    key_range(d, i0, i1, &kbeg, &kend);
-    for (int j0 = kbeg; j0 < kend; j0 += BK) {
-        const int j1 = j0 + BK < kend ? j0 + BK : kend;
-        for (int i = i0; i < i1; i++) {
-            const float L = lse[row_of(d, b, h, i)];
-            if (isinf(L) || !row_meets(d, i, j0, j1)) continue;
-            const float *qi = q + at(d, b, d->tq, i, h, d->dk);
-            row_grads(d, b, h, i, L, D[i - i0], qi, k, v, dout + at(d, b, d->tq, i, h, d->dv),
-                      j0, j1, pz, ds);
-            float *dqi = dq + at(d, b, d->tq, i, h, d->dk);
-            for (int j = j0; j < j1; j++) {
-                const float g = d->scale * ds[j - j0];
-                const float *kj = k + at(d, b, d->tk, j, h, d->dk);
-#pragma omp simd
-                for (int c = 0; c < d->dk; c++) dqi[c] += g * kj[c];
+                for (int c = 0; c < d->dk; c++) {
+                    dkj[c] += g * qi[c];
+                    dqi[c] += g * kj[c];
+                }
             }
         }
     }
@@ -296,18 +311,13 @@ void tfc_cpu_attention_backward(tfc_backend *be, const tfc_attn_desc *d, const f
                                 const float *lse, const float *dout, float *dq, float *dk,
                                 float *dv)
 {
-    const int nkb = (d->tk + BK - 1) / BK, nqb = (d->tq + BQ - 1) / BQ;
-    const int64_t ktasks = (int64_t)d->n * d->heads * nkb;
-    const int64_t qtasks = (int64_t)d->n * d->heads * nqb;
+    const int64_t tasks = (int64_t)d->n * d->heads;
     const int nt = tfc_cpu_threads(be, work(d));
-#pragma omp parallel for TFC_CPU_STATIC(ktasks, nt)
-    for (int64_t t = 0; t < ktasks; t++) {
-        const task r = task_of(d, t, d->tk, BK);
-        backward_keys(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, dout, dk, dv);
-    }
-#pragma omp parallel for TFC_CPU_STATIC(qtasks, nt)
-    for (int64_t t = 0; t < qtasks; t++) {
-        const task r = task_of(d, t, d->tq, BQ);
-        backward_queries(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, dout, dq);
+#pragma omp parallel for TFC_CPU_STATIC(tasks, nt)
+    for (int64_t t = 0; t < tasks; t++) {
+        /* a packed key and value block (stack arrays: no allocation) */
+        float kt[(size_t)d->dk * BK], vt[(size_t)d->dv * BK];
+        backward_head(d, (int)(t / d->heads), (int)(t % d->heads), q, k, v, o, lse, dout, dq,
+                      dk, dv, kt, vt);
     }
 }
