@@ -78,10 +78,12 @@ static void drop_scales(const tfc_attn_desc *d, size_t row, int j0, int j1, floa
 static void pack_keys(const tfc_attn_desc *d, int b, int h, int j0, int n, const float *k,
                       int dim, float *kt, int *ok)
 {
-    for (int j = 0; j < BK; j++) {
+    if (n < BK) memset(kt, 0, (size_t)dim * BK * 4);
+    for (int j = 0; j < BK; j++)
         ok[j] = j < n && (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)(j0 + j)]);
-        const float *kj = j < n ? k + at(d, b, d->tk, j0 + j, h, dim) : NULL;
-        for (int c = 0; c < dim; c++) kt[(size_t)c * BK + (size_t)j] = kj ? kj[c] : 0.f;
+    for (int j = 0; j < n; j++) {
+        const float *kj = k + at(d, b, d->tk, j0 + j, h, dim);
+        for (int c = 0; c < dim; c++) kt[(size_t)c * BK + (size_t)j] = kj[c];
     }
 }
 
