@@ -710,6 +710,39 @@ static void test_act_values(void)
     tfc_backend_free(be);
 }
 
+/* gelu's normal distribution function over a dense grid of [-12, 12] (every float step
+ * near 0), forward x Phi(x) and backward Phi(x) + x phi(x) against libm's double erfc:
+ * within 1.5e-7 relative in the left tail too, where 1 + erf would have cancelled (x Phi(x)
+ * is about 1e-33 at x = -12). The backward's error is relative to its larger term, Phi or
+ * x phi, since the two cancel at gelu's minimum (x near -0.75). */
+static void test_gelu_tail(void)
+{
+    tfc_backend *be = backend();
+    const int64_t n = 2400001;
+    float *x = falloc(n), *y = falloc(n), *one = falloc(n), *dx = falloc(n);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (float)(-12.0 + 24.0 * (double)i / (double)(n - 1));
+        one[i] = 1.0f;
+    }
+    x[0] = -1e-30f, x[1] = 1e-30f, x[2] = 0.0f, x[3] = 5.9604645e-8f;
+    be->ops->act_forward(be, TFC_ACT_GELU, n, n, x, y);
+    be->ops->act_backward(be, TFC_ACT_GELU, n, n, x, y, one, dx, 1);
+    double worst_f = 0, worst_b = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double v = x[i], cdf = 0.5 * erfc(-v / sqrt(2.0));
+        const double pdf = exp(-0.5 * v * v) / sqrt(2.0 * M_PI), want = v * cdf;
+        const double ef = want == 0 ? fabs((double)y[i]) : fabs(y[i] - want) / fabs(want);
+        const double eb = fabs(dx[i] - (cdf + v * pdf)) / fmax(cdf, fabs(v * pdf));
+        worst_f = ef > worst_f ? ef : worst_f;
+        worst_b = eb > worst_b ? eb : worst_b;
+    }
+    printf("\n  gelu: max relative error %.3g forward, %.3g backward", worst_f, worst_b);
+    CU_ASSERT(worst_f < 1.5e-7);
+    CU_ASSERT(worst_b < 1.5e-7);
+    free(x), free(y), free(one), free(dx);
+    tfc_backend_free(be);
+}
+
 /* Forward (separate and in place) and backward (accumulating, against a per-element
  * central difference of the closed form) of every element-wise activation, with n above
  * the parallel threshold. Points avoid the kinks (relu and leaky_relu at 0, elu and selu
@@ -2240,7 +2273,8 @@ static void test_step_ops(void)
 
 TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
               {"gemm", test_gemm}, {"gemm_blocks", test_gemm_blocks}, {"gemm_panels", test_gemm_panels}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
-              {"act_values", test_act_values}, {"act_grad", test_act_grad},
+              {"act_values", test_act_values}, {"gelu_tail", test_gelu_tail},
+              {"act_grad", test_act_grad},
               {"softmax", test_softmax}, {"conv", test_conv},
               {"conv_winograd", test_conv_winograd},
               {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},

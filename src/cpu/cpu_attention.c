@@ -1,10 +1,12 @@
-/* Attention on the CPU, flash-attention style (Dao et al., 2022): the scores of a row are
- * computed one block of BK keys at a time, with an online softmax (a running maximum and
- * sum that rescale what came before), so no more than one block of BK scores exists per
- * thread at once, and memory stays O(T). Forward saves each row's
- * log-sum-exp; backward recomputes the probabilities from it, in two passes that each own
- * what they write (dk and dv per key block, then dq per query block), so the results do not
- * depend on the thread count. Blocks outside a row's causal mask or window are skipped. */
+/* Attention on the CPU, flash-attention style (Dao et al., 2022): the scores are computed one
+ * block of BK keys at a time, the block packed transposed so that a query row times it is a
+ * small GEMM vectorised over the keys, with an online softmax (a running maximum and sum that
+ * rescale what came before), so no more than one block of BK scores exists per thread at
+ * once, and memory stays O(T); P V and the gradients' sums over keys or rows run over packed
+ * rows with their sums in vector registers. Forward saves each row's log-sum-exp; backward
+ * (FlashAttention-2's) recomputes each block of probabilities from it once, per key block and
+ * chunk of BQ query rows, one task owning every row of an (example, head), so the results do
+ * not depend on the thread count. Blocks outside a row's causal mask or window are skipped. */
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
 
@@ -12,7 +14,7 @@
 #include <stdlib.h>
 
 #define BQ 64 /* query rows per task */
-#define BK 64 /* keys per block of scores (a multiple of 4: one Philox block per 4 keys) */
+#define BK 64 /* keys per block of scores (a multiple of row_times_block's 32 keys) */
 
 /* Row i (of the tq) of head h in example b of a [n, t, heads, dim] tensor. */
 static inline size_t at(const tfc_attn_desc *d, int b, int t, int i, int h, int dim)
@@ -53,13 +55,6 @@ static inline int row_meets(const tfc_attn_desc *d, int i, int j0, int j1)
            (d->window <= 0 || (i > j0 - d->window && i < j1 - 1 + d->window));
 }
 
-/* Whether row i of example b sees key j (the key mask, the causal rule, the window). */
-static inline int sees(const tfc_attn_desc *d, int b, int i, int j)
-{
-    return (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)j] != 0.f) &&
-           (!d->causal || j <= i) && (d->window <= 0 || abs(i - j) < d->window);
-}
-
 /* z[j - j0] for keys [j0, j1) of row `row` (row_of): keep / (1 - rate), or 1
  * without dropout. j0 is a multiple of 4. */
 static void drop_scales(const tfc_attn_desc *d, size_t row, int j0, int j1, float *z)
@@ -77,37 +72,141 @@ static void drop_scales(const tfc_attn_desc *d, size_t row, int j0, int j1, floa
     }
 }
 
-/* s[j - j0] = scale q . k_j for the keys [j0, j1) row i of (b, h) sees, -inf for the others;
- * returns their maximum. */
-static float scores(const tfc_attn_desc *d, int b, int h, int i, const float *q, const float *k,
-                    int j0, int j1, float *s)
+/* The keys [j0, j0 + n) of (b, h), n <= BK, packed transposed for the score GEMMs:
+ * kt[c BK + j] = k_{j0+j}[c]; ok[j] = 1 where key j0 + j is real and not masked, else 0
+ * (and kt's column zero), so the loops below run over whole blocks of BK. */
+static void pack_keys(const tfc_attn_desc *d, int b, int h, int j0, int n, const float *k,
+                      int dim, float *kt, int *ok)
 {
+    if (n < BK) memset(kt, 0, (size_t)dim * BK * 4);
+    for (int j = 0; j < BK; j++)
+        ok[j] = j < n && (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)(j0 + j)]);
+    for (int j = 0; j < n; j++) {
+        const float *kj = k + at(d, b, d->tk, j0 + j, h, dim);
+        for (int c = 0; c < dim; c++) kt[(size_t)c * BK + (size_t)j] = kj[c];
+    }
+}
+
+/* acc[j] = x . column j of a packed block (x [dim], pk [dim][BK]), vectorised over j: 32
+ * columns at a time, their sums held in four vectors (named arrays of 8, which the compiler
+ * keeps in registers) while x's elements stream past. */
+TFC_CPU_VECTOR
+static void row_times_block(int dim, const float *x, const float *pk, float *acc)
+{
+    for (int j0 = 0; j0 < BK; j0 += 32) {
+        float a0[8], a1[8], a2[8], a3[8];
+#pragma omp simd
+        for (int u = 0; u < 8; u++) a0[u] = a1[u] = a2[u] = a3[u] = 0.f;
+        for (int c = 0; c < dim; c++) {
+            const float a = x[c];
+            const float *pc = pk + (size_t)c * BK + j0;
+#pragma omp simd
+            for (int u = 0; u < 8; u++) {
+                a0[u] += a * pc[u];
+                a1[u] += a * pc[8 + u];
+                a2[u] += a * pc[16 + u];
+                a3[u] += a * pc[24 + u];
+            }
+        }
+#pragma omp simd
+        for (int u = 0; u < 8; u++) {
+            acc[j0 + u] = a0[u];
+            acc[j0 + 8 + u] = a1[u];
+            acc[j0 + 16 + u] = a2[u];
+            acc[j0 + 24 + u] = a3[u];
+        }
+    }
+}
+
+/* Rows [r0, r0 + n) of head h in example b of x [n, t, heads, dim] packed at out, row r at
+ * out + r DP(dim), the columns past dim zero. */
+#define DP(dim) (((dim) + 7) & ~7)
+static void pack_rows(const tfc_attn_desc *d, int b, int t, int h, int r0, int n, const float *x,
+                      int dim, float *out)
+{
+    for (int r = 0; r < n; r++) {
+        float *o = out + (size_t)r * (size_t)DP(dim);
+        memcpy(o, x + at(d, b, t, r0 + r, h, dim), (size_t)dim * 4);
+        for (int c = dim; c < DP(dim); c++) o[c] = 0.f;
+    }
+}
+
+/* y = beta y + sum_{r < n} w[r ws] x_r for y [dim] and the rows x_r of a pack_rows block
+ * (row r at x + r DP(dim)): eight columns at a time, their sums held in vectors while the
+ * rows stream past, four rows at once into four sums (independent chains of adds) that
+ * are added at the end. */
+static inline void combine_rows(int n, const float *w, int ws, const float *x, int dim,
+                                float beta, float *y)
+{
+    const size_t dp = (size_t)DP(dim);
+    for (int c0 = 0; c0 < dim; c0 += 8) {
+        float a0[8], a1[8], a2[8], a3[8];
+#pragma omp simd
+        for (int c = 0; c < 8; c++) a0[c] = a1[c] = a2[c] = a3[c] = 0.f;
+        const float *xr = x + c0;
+        int r = 0;
+        for (; r + 4 <= n; r += 4, xr += 4 * dp) {
+            const float w0 = w[(size_t)r * (size_t)ws], w1 = w[(size_t)(r + 1) * (size_t)ws];
+            const float w2 = w[(size_t)(r + 2) * (size_t)ws];
+            const float w3 = w[(size_t)(r + 3) * (size_t)ws];
+#pragma omp simd
+            for (int c = 0; c < 8; c++) {
+                a0[c] += w0 * xr[c];
+                a1[c] += w1 * xr[dp + c];
+                a2[c] += w2 * xr[2 * dp + c];
+                a3[c] += w3 * xr[3 * dp + c];
+            }
+        }
+        for (; r < n; r++, xr += dp) {
+            const float wr = w[(size_t)r * (size_t)ws];
+#pragma omp simd
+            for (int c = 0; c < 8; c++) a0[c] += wr * xr[c];
+        }
+        const int m = dim - c0 < 8 ? dim - c0 : 8;
+        for (int c = 0; c < m; c++)
+            y[c0 + c] = beta * y[c0 + c] + ((a0[c] + a1[c]) + (a2[c] + a3[c]));
+    }
+}
+
+/* s[j] = scale q . k_{j0+j} (a row times a packed block, vectorised over the keys) for the
+ * keys row i sees (ok, the causal rule, the window), -inf for the others; returns the
+ * maximum. */
+static inline float scores(const tfc_attn_desc *d, int i, int j0, const float *q,
+                           const float *kt, const int *ok, float *s)
+{
+    float acc[BK];
+    row_times_block(d->dk, q, kt, acc);
+    const int causal = d->causal, win = d->window;
     float mx = -INFINITY;
-    for (int j = j0; j < j1; j++) {
-        float v = sees(d, b, i, j) ? d->scale * dot(q, k + at(d, b, d->tk, j, h, d->dk), d->dk)
-                                   : -INFINITY;
-        s[j - j0] = v;
-        mx = v > mx ? v : mx;
+#pragma omp simd reduction(max : mx)
+    for (int j = 0; j < BK; j++) {
+        const int jj = j0 + j;
+        const int seen = ok[j] & (!causal | (jj <= i)) & ((win <= 0) | (abs(i - jj) < win));
+        s[j] = tfc_cpu_select(seen, d->scale * acc[j], -INFINITY);
+        mx = s[j] > mx ? s[j] : mx;
     }
     return mx;
 }
 
-/* exp(s - m) for each of n scores, 0 for -inf ones (an unseen key). */
-static void exps(int n, const float *s, float m, float *p)
+/* exp(s - m) for the BK scores of a block, 0 for -inf ones (an unseen key). */
+static inline void exps(const float *s, float m, float *p)
 {
 #pragma omp simd
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < BK; j++)
         p[j] = tfc_cpu_select(s[j] > -INFINITY, tfc_cpu_expf(s[j] - m), 0.f);
 }
 
-/* Forward of query rows [i0, i1) of (b, h):
+/* Forward of query rows [i0, i1) of (b, h), one packed key block at a time:
  *   m_i = max over blocks so far, l_i = sum exp(s_ij - m_i), o_i = sum exp(s_ij - m_i) z v_j
  * each new block rescaling the old sums by exp(m_old - m_new); then o_i /= l_i and
  * lse_i = m_i + log l_i. */
+TFC_CPU_VECTOR
 static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, const float *q,
-                         const float *k, const float *v, float *o, float *lse)
+                         const float *k, const float *v, float *o, float *lse, float *kt,
+                         float *vp)
 {
     float m[BQ], l[BQ], s[BK], p[BK], z[BK];
+    int ok[BK];
     for (int i = i0; i < i1; i++) {
         m[i - i0] = -INFINITY, l[i - i0] = 0.f;
         memset(o + at(d, b, d->tq, i, h, d->dv), 0, (size_t)d->dv * 4);
@@ -115,29 +214,27 @@ static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, c
     int kbeg, kend;
     key_range(d, i0, i1, &kbeg, &kend);
     for (int j0 = kbeg; j0 < kend; j0 += BK) {
-        const int j1 = j0 + BK < kend ? j0 + BK : kend;
+        const int nj = j0 + BK < kend ? BK : kend - j0;
+        pack_keys(d, b, h, j0, nj, k, d->dk, kt, ok);
+        pack_rows(d, b, d->tk, h, j0, nj, v, d->dv, vp);
         for (int i = i0; i < i1; i++) {
             if (d->qmask && d->qmask[(size_t)b * (size_t)d->tq + (size_t)i] == 0.f) continue;
-            const size_t row = row_of(d, b, h, i);
-            float mb = scores(d, b, h, i, q + at(d, b, d->tq, i, h, d->dk), k, j0, j1, s);
+            if (!row_meets(d, i, j0, j0 + nj)) continue;
+            float mb = scores(d, i, j0, q + at(d, b, d->tq, i, h, d->dk), kt, ok, s);
             if (mb == -INFINITY) continue;
             float *mi = &m[i - i0], *li = &l[i - i0];
             const float mnew = mb > *mi ? mb : *mi, alpha = expf(*mi - mnew);
-            exps(j1 - j0, s, mnew, p);
-            drop_scales(d, row, j0, j1, z);
+            exps(s, mnew, p);
             float sum = 0.f;
-            for (int j = 0; j < j1 - j0; j++) sum += p[j];
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < BK; j++) sum += p[j];
             *li = *li * alpha + sum;
             *mi = mnew;
-            float *oi = o + at(d, b, d->tq, i, h, d->dv);
-#pragma omp simd
-            for (int c = 0; c < d->dv; c++) oi[c] *= alpha;
-            for (int j = j0; j < j1; j++) {
-                const float w = p[j - j0] * z[j - j0];
-                const float *vj = v + at(d, b, d->tk, j, h, d->dv);
-#pragma omp simd
-                for (int c = 0; c < d->dv; c++) oi[c] += w * vj[c];
+            if (d->rate > 0.f) {
+                drop_scales(d, row_of(d, b, h, i), j0, j0 + nj, z);
+                for (int j = 0; j < nj; j++) p[j] *= z[j];
             }
+            combine_rows(nj, p, 1, vp, d->dv, alpha, o + at(d, b, d->tq, i, h, d->dv));
         }
     }
     for (int i = i0; i < i1; i++) {
@@ -195,97 +292,99 @@ void tfc_cpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const fl
 #pragma omp parallel for TFC_CPU_STATIC(tasks, nt)
     for (int64_t t = 0; t < tasks; t++) {
         const task r = task_of(d, t, d->tq, BQ);
-        forward_rows(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse);
+        /* one packed key and value block (stack arrays: no allocation) */
+        float kt[(size_t)d->dk * BK], vp[(size_t)BK * DP(d->dv)];
+        forward_rows(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, kt, vp);
     }
 }
 
-/* dp_ij - D_i and p_ij for the keys [j0, j1) of row i (lse L, D = dout_i . o_i):
- *   p = exp(s - L) (0 for unseen keys), dp = z (dout_i . v_j), ds = p (dp - D)
- * into p[] (times z: what multiplied v_j) and ds[]. */
-static void row_grads(const tfc_attn_desc *d, int b, int h, int i, float L, float D,
-                      const float *qi, const float *k, const float *v, const float *doi,
-                      int j0, int j1, float *pz, float *ds)
-{
-    float s[BK], z[BK];
-    const size_t row = row_of(d, b, h, i);
-    scores(d, b, h, i, qi, k, j0, j1, s);
-    exps(j1 - j0, s, L, pz);
-    drop_scales(d, row, j0, j1, z);
-    for (int j = j0; j < j1; j++) {
-        const float dp = z[j - j0] * dot(doi, v + at(d, b, d->tk, j, h, d->dv), d->dv);
-        ds[j - j0] = pz[j - j0] * (dp - D);
-        pz[j - j0] *= z[j - j0];
-    }
-}
+/* Scratch of one backward task: a packed key block (kᵀ for the scores, rows for dq), the
+ * value block (vᵀ), a chunk of BQ query rows (q, dout) and their p z and scale ds. */
+typedef struct grad_scratch {
+    float *kt, *vt, *kp, *qp, *dop;
+    float pz[BQ][BK], g[BQ][BK];
+} grad_scratch;
 
-/* dk and dv of keys [j0, j1) of (b, h), over every query row in order:
- *   dv_j = sum_i p_ij z_ij dout_i,   dk_j = scale sum_i ds_ij q_i
- * (a row with the uniform mean: dv_j += dout_i / tk). */
-static void backward_keys(const tfc_attn_desc *d, int b, int h, int j0, int j1, const float *q,
-                          const float *k, const float *v, const float *o, const float *lse,
-                          const float *dout, float *dk, float *dv)
+/* Rows [i0, i1) of (b, h) against the packed key block [j0, j0 + nj) (in w): each row's
+ * probabilities from its lse, pz = p z and g = scale ds into w->pz, w->g (zero rows for a
+ * row outside the block or unseen; 1/tk each for a row with the uniform mean), and
+ *   dq_i += scale sum_j ds_ij k_j. */
+TFC_CPU_VECTOR
+static void block_grads(const tfc_attn_desc *d, int b, int h, int i0, int i1, int j0, int nj,
+                        const int *ok, const float *o, const float *lse, float *dq,
+                        grad_scratch *w)
 {
-    float pz[BK], ds[BK];
-    for (int j = j0; j < j1; j++) {
-        memset(dk + at(d, b, d->tk, j, h, d->dk), 0, (size_t)d->dk * 4);
-        memset(dv + at(d, b, d->tk, j, h, d->dv), 0, (size_t)d->dv * 4);
-    }
-    for (int i = 0; i < d->tq; i++) {
+    float s[BK], z[BK], dp[BK];
+    for (int i = i0; i < i1; i++) {
+        float *pz = w->pz[i - i0], *g = w->g[i - i0];
         const float L = lse[row_of(d, b, h, i)];
-        const float *doi = dout + at(d, b, d->tq, i, h, d->dv);
+        for (int j = 0; j < BK; j++) pz[j] = g[j] = 0.f;
         if (L == INFINITY) continue;
         if (L == -INFINITY) {
-            const float w = 1.f / (float)d->tk;
-            for (int j = j0; j < j1; j++) {
-                float *dvj = dv + at(d, b, d->tk, j, h, d->dv);
-#pragma omp simd
-                for (int c = 0; c < d->dv; c++) dvj[c] += w * doi[c];
-            }
+            for (int j = 0; j < nj; j++) pz[j] = 1.f / (float)d->tk;
             continue;
         }
-        if (!row_meets(d, i, j0, j1)) continue; /* the block lies outside row i's keys */
-        const float *qi = q + at(d, b, d->tq, i, h, d->dk);
+        if (!row_meets(d, i, j0, j0 + nj)) continue; /* outside row i's keys */
+        const float *qi = w->qp + (size_t)(i - i0) * (size_t)DP(d->dk);
+        const float *doi = w->dop + (size_t)(i - i0) * (size_t)DP(d->dv);
+        scores(d, i, j0, qi, w->kt, ok, s);
+        exps(s, L, pz);
+        row_times_block(d->dv, doi, w->vt, dp); /* dout_i . v_j */
+        drop_scales(d, row_of(d, b, h, i), j0, j0 + nj, z);
+        for (int j = nj; j < BK; j++) z[j] = 0.f;
         const float D = dot(doi, o + at(d, b, d->tq, i, h, d->dv), d->dv);
-        row_grads(d, b, h, i, L, D, qi, k, v, doi, j0, j1, pz, ds);
-        for (int j = j0; j < j1; j++) {
-            const float w = pz[j - j0], g = d->scale * ds[j - j0];
-            float *dvj = dv + at(d, b, d->tk, j, h, d->dv);
-            float *dkj = dk + at(d, b, d->tk, j, h, d->dk);
 #pragma omp simd
-            for (int c = 0; c < d->dv; c++) dvj[c] += w * doi[c];
-#pragma omp simd
-            for (int c = 0; c < d->dk; c++) dkj[c] += g * qi[c];
+        for (int j = 0; j < BK; j++) {
+            g[j] = d->scale * pz[j] * (z[j] * dp[j] - D);
+            pz[j] *= z[j];
         }
+        combine_rows(nj, g, 1, w->kp, d->dk, 1.f, dq + at(d, b, d->tq, i, h, d->dk));
     }
 }
 
-/* dq of query rows [i0, i1) of (b, h): dq_i = scale sum_j ds_ij k_j, key blocks in order. */
-static void backward_queries(const tfc_attn_desc *d, int b, int h, int i0, int i1,
-                             const float *q, const float *k, const float *v, const float *o,
-                             const float *lse, const float *dout, float *dq)
+/* The gradients of (b, h), FlashAttention-2's backward: per key block, per chunk of BQ query
+ * rows, the probabilities once (block_grads: p = exp(s - L), dp = z (dout_i . v_j),
+ * ds = p (dp - D_i), D_i = dout_i . o_i, and dq), then
+ *   dv_j += sum_i p z dout_i,  dk_j += scale sum_i ds q_i
+ * as small GEMMs over the chunk. One task owns every row of (b, h), so dq's sums run in the
+ * same order with any thread count. */
+TFC_CPU_VECTOR
+static void backward_head(const tfc_attn_desc *d, int b, int h, const float *q, const float *k,
+                          const float *v, const float *o, const float *lse, const float *dout,
+                          float *dq, float *dk, float *dv, grad_scratch *w)
 {
-    float pz[BK], ds[BK], D[BQ];
-    for (int i = i0; i < i1; i++) {
+    int ok[BK], all[BK];
+    for (int i = 0; i < d->tq; i++)
         memset(dq + at(d, b, d->tq, i, h, d->dk), 0, (size_t)d->dk * 4);
-        D[i - i0] = dot(dout + at(d, b, d->tq, i, h, d->dv), o + at(d, b, d->tq, i, h, d->dv),
-                        d->dv);
-    }
-    int kbeg, kend;
-    key_range(d, i0, i1, &kbeg, &kend);
-    for (int j0 = kbeg; j0 < kend; j0 += BK) {
-        const int j1 = j0 + BK < kend ? j0 + BK : kend;
-        for (int i = i0; i < i1; i++) {
-            const float L = lse[row_of(d, b, h, i)];
-            if (isinf(L) || !row_meets(d, i, j0, j1)) continue;
-            const float *qi = q + at(d, b, d->tq, i, h, d->dk);
-            row_grads(d, b, h, i, L, D[i - i0], qi, k, v, dout + at(d, b, d->tq, i, h, d->dv),
-                      j0, j1, pz, ds);
-            float *dqi = dq + at(d, b, d->tq, i, h, d->dk);
-            for (int j = j0; j < j1; j++) {
-                const float g = d->scale * ds[j - j0];
-                const float *kj = k + at(d, b, d->tk, j, h, d->dk);
-#pragma omp simd
-                for (int c = 0; c < d->dk; c++) dqi[c] += g * kj[c];
+    for (int j0 = 0; j0 < d->tk; j0 += BK) {
+        const int nj = j0 + BK < d->tk ? BK : d->tk - j0;
+        pack_keys(d, b, h, j0, nj, k, d->dk, w->kt, ok);
+        pack_keys(d, b, h, j0, nj, v, d->dv, w->vt, all);
+        pack_rows(d, b, d->tk, h, j0, nj, k, d->dk, w->kp);
+        for (int j = j0; j < j0 + nj; j++) {
+            memset(dk + at(d, b, d->tk, j, h, d->dk), 0, (size_t)d->dk * 4);
+            memset(dv + at(d, b, d->tk, j, h, d->dv), 0, (size_t)d->dv * 4);
+        }
+        for (int c0 = 0; c0 < d->tq; c0 += BQ) {
+            /* the rows [i0, i1) of the chunk that meet the block or take the uniform mean */
+            const int c1 = c0 + BQ < d->tq ? c0 + BQ : d->tq;
+            int i0 = c1, i1 = c0;
+            for (int i = c0; i < c1; i++) {
+                const float L = lse[row_of(d, b, h, i)];
+                if (L == -INFINITY || (L != INFINITY && row_meets(d, i, j0, j0 + nj))) {
+                    i0 = i0 == c1 ? i : i0;
+                    i1 = i + 1;
+                }
+            }
+            if (i0 >= i1) continue;
+            pack_rows(d, b, d->tq, h, i0, i1 - i0, q, d->dk, w->qp);
+            pack_rows(d, b, d->tq, h, i0, i1 - i0, dout, d->dv, w->dop);
+            block_grads(d, b, h, i0, i1, j0, nj, ok, o, lse, dq, w);
+            for (int j = 0; j < nj; j++) {
+                combine_rows(i1 - i0, &w->pz[0][j], BK, w->dop, d->dv, 1.f,
+                             dv + at(d, b, d->tk, j0 + j, h, d->dv));
+                combine_rows(i1 - i0, &w->g[0][j], BK, w->qp, d->dk, 1.f,
+                             dk + at(d, b, d->tk, j0 + j, h, d->dk));
             }
         }
     }
@@ -296,18 +395,15 @@ void tfc_cpu_attention_backward(tfc_backend *be, const tfc_attn_desc *d, const f
                                 const float *lse, const float *dout, float *dq, float *dk,
                                 float *dv)
 {
-    const int nkb = (d->tk + BK - 1) / BK, nqb = (d->tq + BQ - 1) / BQ;
-    const int64_t ktasks = (int64_t)d->n * d->heads * nkb;
-    const int64_t qtasks = (int64_t)d->n * d->heads * nqb;
+    const int64_t tasks = (int64_t)d->n * d->heads;
     const int nt = tfc_cpu_threads(be, work(d));
-#pragma omp parallel for TFC_CPU_STATIC(ktasks, nt)
-    for (int64_t t = 0; t < ktasks; t++) {
-        const task r = task_of(d, t, d->tk, BK);
-        backward_keys(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, dout, dk, dv);
-    }
-#pragma omp parallel for TFC_CPU_STATIC(qtasks, nt)
-    for (int64_t t = 0; t < qtasks; t++) {
-        const task r = task_of(d, t, d->tq, BQ);
-        backward_queries(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, dout, dq);
+#pragma omp parallel for TFC_CPU_STATIC(tasks, nt)
+    for (int64_t t = 0; t < tasks; t++) {
+        /* stack arrays: no allocation */
+        float kt[(size_t)d->dk * BK], vt[(size_t)d->dv * BK], kp[(size_t)BK * DP(d->dk)];
+        float qp[(size_t)BQ * DP(d->dk)], dop[(size_t)BQ * DP(d->dv)];
+        grad_scratch w = {.kt = kt, .vt = vt, .kp = kp, .qp = qp, .dop = dop};
+        backward_head(d, (int)(t / d->heads), (int)(t % d->heads), q, k, v, o, lse, dout, dq,
+                      dk, dv, &w);
     }
 }
