@@ -132,16 +132,23 @@ def build(model_cfg):
     return keras.Model(x, prev, name=model_cfg.get("name", "model"))
 
 
+def build_text(text):
+    """build() of a model YAML's text."""
+    return build(yaml.safe_load(text))
+
+
 def tfc_name(path):
     """Keras 3's variable path without the recurrent cell's segment (SPEC §5):
     bidirectional/forward_gru/gru_cell/kernel -> bidirectional/forward_gru/kernel."""
     return "/".join(p for p in path.split("/") if not re.fullmatch(r"\w*_cell(_\d+)?", p))
 
 
-def load_weights(model, path):
-    """Assigns every Keras variable from the tfc safetensors file by name; every tensor of the
-    file must be used exactly once and every variable found, with its shape."""
-    tensors = load_file(path)
+def load_weights(model, path, tensors=None):
+    """Assigns every Keras variable from the tfc safetensors file by name (or from `tensors`,
+    the file's weights read already); every tensor must be used exactly once and every
+    variable found, with its shape."""
+    if tensors is None:
+        tensors = load_file(path)
     used, missing, errors = set(), [], []
     for v in model.weights:
         name = tfc_name(v.path)
@@ -167,8 +174,7 @@ def load_weights(model, path):
 def load_model(yaml_path, weights_path=None):
     """build() of a model YAML file, with its weights loaded when a file is given."""
     with open(yaml_path) as f:
-        cfg = yaml.safe_load(f)
-    model = build(cfg)
+        model = build_text(f.read())
     if weights_path:
         load_weights(model, weights_path)
     return model
