@@ -30,7 +30,7 @@ RECORDS = int(os.environ.get("RECORDS", "16"))
 # pass in either; softmax outputs near 0 make an element-wise ratio meaningless).
 TOLERANCE = 1e-5
 # Models with weights drawn here (layer types no zoo model and no fixture covers), by path.
-DRAWN = ["tests/ref/reverse/layers.yaml"]
+DRAWN = ["tests/ref/reverse/attention.yaml", "tests/ref/reverse/layers.yaml"]
 
 
 def test_records(model_dir, out_prefix):
@@ -66,7 +66,8 @@ def zoo_case(name, tmp):
 
 def drawn_case(yaml_path, tmp):
     """(yaml, weights, inputs) of a model with no trained weights: Keras draws them (seeded
-    normals) and saves them under tfc's names; inputs uniform in [0, 1)."""
+    normals) and saves them under tfc's names; inputs uniform in [0, 1), or token ids in
+    [1, 10) right-padded with 0 to random lengths (12 steps for a [null] input)."""
     model = keras_from_yaml.load_model(yaml_path)
     rng = np.random.default_rng(1)
     tensors = {}
@@ -76,6 +77,11 @@ def drawn_case(yaml_path, tmp):
     weights = os.path.join(tmp, os.path.basename(yaml_path) + ".safetensors")
     save_file(tensors, weights)
     shape = (RECORDS,) + tuple(model.inputs[0].shape[1:])
+    if model.inputs[0].dtype == "int32":
+        shape = (RECORDS, 12) if None in shape else shape
+        ids = rng.integers(1, 10, shape, dtype=np.int32)
+        ids[np.arange(shape[1]) >= rng.integers(1, shape[1] + 1, (RECORDS, 1))] = 0
+        return yaml_path, weights, ids
     return yaml_path, weights, rng.uniform(0, 1, shape).astype(np.float32)
 
 
@@ -112,8 +118,8 @@ def main(names):
         for name in names:
             try:
                 shape, abs_max, rel = compare(name, tmp)
-            except (keras_from_yaml.ContractError, subprocess.CalledProcessError) as e:
-                print("%-20s FAILED: %s" % (name, e), flush=True)
+            except Exception as e:  # any failure of one case is reported, then the next
+                print("%-20s FAILED: %s: %s" % (name, type(e).__name__, e), flush=True)
                 failed.append(name)
                 continue
             ok = rel <= TOLERANCE
