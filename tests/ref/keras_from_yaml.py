@@ -3,7 +3,8 @@
 # name: the reverse of the other tests/ref scripts (SPEC §5: "a Keras model built from the
 # same YAML loads them and predicts the same"). Each YAML argument goes to the Keras
 # constructor of the same name; tfc's own conventions are translated where docs/layers.md and
-# docs/SPEC.md pin them (see build_layer). Used by keras_zoo_reverse.py; as a script:
+# docs/SPEC.md pin them (keras_args, construct, build). Used by keras_zoo_reverse.py and
+# keras_fixtures_reverse.py; as a script:
 #   KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_from_yaml.py MODEL.yaml [W]
 # prints the Keras summary (and loads W). Needs keras, keras-hub (its layers only), pyyaml and
 # safetensors.
