@@ -21,3 +21,15 @@ zoo-test: $(BIN)/tfc-zoo
 .PHONY: zoo-retrain
 zoo-retrain: tools
 	$(Q)tools/zoo-retrain.sh $(BIN) $(BUILD)/zoo-retrain
+
+# make ref-zoo: the reverse Keras check (SPEC §5): a Keras 3 model built from each
+# model_zoo/<name>/model.yaml loads its safetensors by name and predicts what tfc-predict
+# does on records of its test split (tests/ref/keras_zoo_reverse.py), and the YAML-built
+# Keras models of the committed fixtures reproduce them (keras_fixtures_reverse.py). Needs a
+# Python with keras, jax, keras-hub, pyyaml and safetensors, and tools/install-deps.sh
+# --data. Not in make test: CI has no Keras.
+KERAS_PY ?= /work/venv-keras/bin/python
+.PHONY: ref-zoo
+ref-zoo: tools
+	$(Q)KERAS_BACKEND=jax $(KERAS_PY) tests/ref/keras_fixtures_reverse.py
+	$(Q)KERAS_BACKEND=jax TFC_BIN=$(abspath $(BIN)) $(KERAS_PY) tests/ref/keras_zoo_reverse.py
