@@ -361,7 +361,7 @@ static void test_pooling1d_values(void)
     check_pool1d("MaxPooling1D", "pool_size: 3, strides: 2, padding: same", 10, 3, 3, 2, 1);
     check_pool1d("MaxPooling1D", "pool_size: 3", 11, 2, 3, 3, 0);
     check_pool1d("AveragePooling1D", "pool_size: 4, strides: 3, padding: same", 11, 4, 4, 3, 1);
-    check_pool1d("AveragePooling1D", "data_format: channels_last", 9, 2, 2, 2, 0);
+    check_pool1d("AveragePooling1D", "pool_size: 2, data_format: channels_last", 9, 2, 2, 2, 0);
     check_pool1d("MaxPooling1D", "pool_size: 1, strides: 2", 7, 2, 1, 2, 0);
     check_pool1d("AveragePooling1D", "pool_size: [3], strides: [1], padding: same", 8, 2, 3, 1, 1);
 }

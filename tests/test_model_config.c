@@ -118,6 +118,11 @@ static const bad_case bad_cases[] = {
      "layers[1].Dense.use_bias", "expected true or false, found \"maybe\""},
     {HDR "  - Dropout: {rate: 1.5}\n", 3, 21, "layers[0].Dropout.rate",
      "expected a number in [0, 0.999999], found \"1.5\""},
+    /* Keras 3.15 requires AveragePooling's pool_size (MaxPooling's defaults to 2) */
+    {HDR "  - AveragePooling2D: {padding: same}\n", 3, 23, "layers[0].AveragePooling2D.pool_size",
+     "missing required key 'pool_size'"},
+    {SEQ "  - Embedding: {input_dim: 9, output_dim: 4}\n  - AveragePooling1D: {strides: 1}\n", 4,
+     23, "layers[1].AveragePooling1D.pool_size", "missing required key 'pool_size'"},
     {"input: \x01\x02\n", 1, 8, "", "invalid YAML: control characters are not allowed"},
     {"input: {shape: [28\n", 2, 1, "", "invalid YAML"},
     {"input: {shape: [4]}\ninput: {shape: [5]}\n", 2, 1, "", "duplicate key 'input' (first at line 1)"},

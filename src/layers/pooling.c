@@ -11,14 +11,18 @@ typedef struct pool_args {
     int pool_size[2], strides[2], padding;
 } pool_args;
 
-static const tfc_field pool_fields[] = {
-    {"pool_size", TFC_F_INT_PAIR, offsetof(pool_args, pool_size), "2", 1, 4096, NULL,
-     "window height and width"},
-    {"strides", TFC_F_INT_PAIR, offsetof(pool_args, strides), TFC_NO_DEFAULT, 1, 4096, NULL,
-     "default: pool_size"},
-    {"padding", TFC_F_ENUM, offsetof(pool_args, padding), "valid", TFC_UNBOUNDED,
-     tfc_padding_names, "valid or same"},
-    {NULL}};
+/* Keras 3.15: MaxPooling2D's pool_size defaults to 2, AveragePooling2D's is required. */
+#define POOL_FIELDS(size_default)                                                                \
+    {{"pool_size", TFC_F_INT_PAIR, offsetof(pool_args, pool_size), size_default, 1, 4096, NULL, \
+      "window height and width"},                                                                \
+     {"strides", TFC_F_INT_PAIR, offsetof(pool_args, strides), TFC_NO_DEFAULT, 1, 4096, NULL,    \
+      "default: pool_size"},                                                                     \
+     {"padding", TFC_F_ENUM, offsetof(pool_args, padding), "valid", TFC_UNBOUNDED,               \
+      tfc_padding_names, "valid or same"},                                                       \
+     {NULL}}
+
+static const tfc_field max_pool_fields[] = POOL_FIELDS("2");
+static const tfc_field average_pool_fields[] = POOL_FIELDS(NULL);
 
 typedef struct global_args {
     int data_format, keepdims;
@@ -98,7 +102,7 @@ static void pool_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
 }
 
 const tfc_layer_ops tfc_max_pooling2d_ops = {
-    .type = "MaxPooling2D", .schema = pool_fields, .args_size = sizeof(pool_args),
+    .type = "MaxPooling2D", .schema = max_pool_fields, .args_size = sizeof(pool_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
     .assigns_grads = 1,
@@ -106,7 +110,7 @@ const tfc_layer_ops tfc_max_pooling2d_ops = {
 };
 
 const tfc_layer_ops tfc_average_pooling2d_ops = {
-    .type = "AveragePooling2D", .schema = pool_fields, .args_size = sizeof(pool_args),
+    .type = "AveragePooling2D", .schema = average_pool_fields, .args_size = sizeof(pool_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,
     .assigns_grads = 1,

@@ -17,16 +17,20 @@ typedef struct pool1d_args {
     int padding, data_format;
 } pool1d_args;
 
-static const tfc_field pool1d_fields[] = {
-    {"pool_size", TFC_F_INT_LIST, offsetof(pool1d_args, pool_size), "2", 1, 4096, NULL,
-     "window length"},
-    {"strides", TFC_F_INT_LIST, offsetof(pool1d_args, strides), TFC_NO_DEFAULT, 1, 4096, NULL,
-     "default: pool_size"},
-    {"padding", TFC_F_ENUM, offsetof(pool1d_args, padding), "valid", TFC_UNBOUNDED,
-     tfc_padding_names, "valid or same"},
-    {"data_format", TFC_F_ENUM, offsetof(pool1d_args, data_format), "channels_last",
-     TFC_UNBOUNDED, tfc_data_format_names, "channels_last only"},
-    {NULL}};
+/* Keras 3.15: MaxPooling1D's pool_size defaults to 2, AveragePooling1D's is required. */
+#define POOL1D_FIELDS(size_default)                                                              \
+    {{"pool_size", TFC_F_INT_LIST, offsetof(pool1d_args, pool_size), size_default, 1, 4096,     \
+      NULL, "window length"},                                                                    \
+     {"strides", TFC_F_INT_LIST, offsetof(pool1d_args, strides), TFC_NO_DEFAULT, 1, 4096, NULL,  \
+      "default: pool_size"},                                                                     \
+     {"padding", TFC_F_ENUM, offsetof(pool1d_args, padding), "valid", TFC_UNBOUNDED,             \
+      tfc_padding_names, "valid or same"},                                                       \
+     {"data_format", TFC_F_ENUM, offsetof(pool1d_args, data_format), "channels_last",            \
+      TFC_UNBOUNDED, tfc_data_format_names, "channels_last only"},                               \
+     {NULL}}
+
+static const tfc_field max_pool1d_fields[] = POOL1D_FIELDS("2");
+static const tfc_field average_pool1d_fields[] = POOL1D_FIELDS(NULL);
 
 typedef struct global1d_args {
     int data_format, keepdims;
@@ -137,8 +141,9 @@ static void pool1d_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
         .assigns_grads = 1, .pool_params = pool1d_desc, .cpu_first = 1,                      \
     }
 
-POOL1D_OPS(tfc_max_pooling1d_ops, "MaxPooling1D", pool1d_fields, pool1d_args);
-POOL1D_OPS(tfc_average_pooling1d_ops, "AveragePooling1D", pool1d_fields, pool1d_args);
+POOL1D_OPS(tfc_max_pooling1d_ops, "MaxPooling1D", max_pool1d_fields, pool1d_args);
+POOL1D_OPS(tfc_average_pooling1d_ops, "AveragePooling1D", average_pool1d_fields,
+           pool1d_args);
 POOL1D_OPS(tfc_global_max_pooling1d_ops, "GlobalMaxPooling1D", global1d_fields, global1d_args);
 POOL1D_OPS(tfc_global_average_pooling1d_ops, "GlobalAveragePooling1D", global1d_fields,
            global1d_args);
