@@ -15,8 +15,7 @@
 void tfc_cpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float *y)
 {
     int nt = tfc_cpu_threads(be, n);
-#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
-    for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+    TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];);
 }
 
 /* y = a + b, or its ReLU (as act_forward's: v < 0 ? 0 : v), in one pass */
@@ -48,12 +47,11 @@ void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
 void tfc_cpu_bias_add(tfc_backend *be, int64_t rows, int cols, const float *b, float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         float *row = y + r * cols;
-#pragma omp simd
+        _Pragma("omp simd")
         for (int c = 0; c < cols; c++) row[c] += b[c];
-    }
+    });
 }
 
 /* One channel block of oneDNN's nChw16c layout: 16 lanes in registers, their masks, and 16
