@@ -87,6 +87,27 @@ void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const fl
         }
 }
 
+/* The same epilogue on NHWC y in place, rows of f channels: each step rounds as its separate
+ * op does (bias_add, bn_forward_infer's map, axpy of 1, act_forward's ReLU), in one pass over
+ * y instead of one per op. */
+void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, const float *a,
+                      const float *b, const float *residual, int relu, float *y)
+{
+    const int nt = tfc_cpu_threads(be, rows * f);
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * f;
+        const float *rr = residual ? residual + r * f : NULL;
+        _Pragma("omp simd")
+        for (int j = 0; j < f; j++) {
+            float v = yr[j];
+            if (bias) v += bias[j];
+            if (a) v = v * a[j] + b[j];
+            if (rr) v += rr[j];
+            yr[j] = relu && v < 0.0f ? 0.0f : v;
+        }
+    });
+}
+
 /* db[c] += sum_r dy[r, c], in double: a float running sum over 10^5 rows loses digits. */
 void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db)
 {

@@ -64,6 +64,10 @@ void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y);
 void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const float *bias,
                           const float *a, const float *b, const float *residual, int relu,
                           float *y);
+/* The same on NHWC y in place: `rows` pixels of f channels (residual of y's shape), on the
+ * backend's threads outside a region, in one pass (cpu_elem.c). */
+void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, const float *a,
+                      const float *b, const float *residual, int relu, float *y);
 
 /* Elements of work below which an OpenMP team costs more than it saves. */
 #define TFC_CPU_PAR_MIN 32768
