@@ -101,8 +101,9 @@ static inline int64_t tfc_cpu_share(int64_t n, int nt)
 /* The for statement `...` over n iterations in nt static shares (TFC_CPU_STATIC's split) on
  * a team of tfc_cpu_team(nt) threads, or on the calling thread without entering OpenMP when
  * that team is one thread: libgomp ends even a one-thread region at a barrier whose release
- * is a futex system call (fashion_mobilenet's batch-1 forward ran 53 such regions, docs/cpu.md). Each iteration computes what it computes in the team, so the results
- * are the same. The statement is a macro argument so that it compiles in both places;
+ * is a futex system call (fashion_mobilenet's batch-1 forward ran 53 such regions,
+ * docs/cpu.md). Each iteration computes what it computes in the team, so the results are the
+ * same. The statement is a macro argument so that it compiles in both places;
  * TFC_CPU_FOR_SIMD adds `simd` to both. */
 #define TFC_CPU_FOR(n, nt, ...) TFC_CPU_FOR_(n, nt, , omp parallel for, __VA_ARGS__)
 #define TFC_CPU_FOR_SIMD(n, nt, ...) \
