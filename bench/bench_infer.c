@@ -2,7 +2,9 @@
  * of the command line, and at batch 1 the latency of single calls (p50, p99). Inputs are
  * random pixels in [0, 1) (token ids in [1, 20) for a text model; a model of variable length
  * gets examples of its tfc_predictor_max_length steps); every call runs on the same
- * predictor, after one warm-up call per batch size (which binds its memory). THREADS is
+ * predictor, after one warm-up call per batch size (which binds its memory). At batch 1 also
+ * the calling thread's CPU time per call (p50): on a loaded machine it leaves out the time the
+ * thread waited for a core, so a one-thread comparison means something there. THREADS is
  * tfc_predictor_options.threads (0: every core); the first line gives tfc_predictor_open's
  * time (cold: the first open in the process). bench/infer.sh runs it beside onnxruntime on
  * the same model exported by tfc-export (make bench-infer).
@@ -10,9 +12,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu/cpu.h"
 #include "tfc.h"
+
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int by_value(const void *a, const void *b)
 {
@@ -54,28 +64,32 @@ int main(int argc, char **argv)
         }
         int cap = 100000, n = 0;
         double *lat = malloc(sizeof(double) * (size_t)cap);
-        if (!x || !y || !lat || tfc_predictor_run(p, x, batch, y, err, sizeof err)) {
-            fprintf(stderr, "batch %lld: %s\n", (long long)batch, x && y && lat ? err : "no memory");
+        double *cpu = malloc(sizeof(double) * (size_t)cap);
+        if (!x || !y || !lat || !cpu || tfc_predictor_run(p, x, batch, y, err, sizeof err)) {
+            fprintf(stderr, "batch %lld: %s\n", (long long)batch,
+                    x && y && lat && cpu ? err : "no memory");
             return 1;
         }
         double start = tfc_now(), now = start;
         while (n < cap && (now - start < seconds || n < 3)) {
-            double t0 = tfc_now();
+            double c0 = thread_cpu(), t0 = tfc_now();
             if (tfc_predictor_run(p, x, batch, y, err, sizeof err)) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
             }
             now = tfc_now();
+            cpu[n] = thread_cpu() - c0;
             lat[n++] = now - t0;
         }
         qsort(lat, (size_t)n, sizeof *lat, by_value);
+        qsort(cpu, (size_t)n, sizeof *cpu, by_value);
         printf("tfc-c-api batch %5lld: %9.1f images/s", (long long)batch,
                (double)n * (double)batch / (now - start));
         if (batch == 1)
-            printf("  latency p50 %.3f ms p99 %.3f ms", lat[n / 2] * 1e3,
-                   lat[(int)(0.99 * (n - 1))] * 1e3);
+            printf("  latency p50 %.3f ms p99 %.3f ms  thread cpu p50 %.3f ms", lat[n / 2] * 1e3,
+                   lat[(int)(0.99 * (n - 1))] * 1e3, cpu[n / 2] * 1e3);
         printf("  (%d calls)\n", n);
-        free(x), free(y), free(lat);
+        free(x), free(y), free(lat), free(cpu);
     }
     tfc_predictor_close(p);
     return 0;

@@ -2,7 +2,9 @@
  * the CPU's GEMM of one row (a GEMV) against a double-precision product, the same bits on
  * any team; every zoo model's predictor output at batch 1, on 1 and 2 threads, against the
  * training graph's forward at batch 5; calls on one-thread predictors from several threads
- * at once; MultiHeadAttention bound for inference plans no backward workspace. */
+ * at once; MultiHeadAttention bound for inference plans no backward workspace; the ops a
+ * batch-1 forward runs enter no OpenMP region on a backend of one thread. */
+#include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -339,8 +341,69 @@ static void test_mha_inference_workspace(void)
     CU_ASSERT(ws[1] < backward);
 }
 
+/* ---- no OpenMP region on one thread ------------------------------------------------------ */
+
+/* Every parallel region the program starts passes here (this definition in the executable
+ * stands in for libgomp's, and calls it): libgomp ends even a region of one thread with a
+ * futex system call. */
+static long regions;
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads, unsigned flags)
+{
+    static void (*libgomp)(void (*)(void *), void *, unsigned, unsigned);
+    if (!libgomp) *(void **)&libgomp = dlsym(RTLD_NEXT, "GOMP_parallel");
+    regions++;
+    libgomp(fn, data, threads, flags);
+}
+
+/* On a one-thread backend, the element-wise ops, BatchNormalization's inference map, a
+ * product of one row, pooling and a depthwise convolution of one image run on the calling
+ * thread without starting a region; on two threads, the same work (large enough to split)
+ * starts regions, and gives the same values. */
+static void test_one_thread_no_region(void)
+{
+    enum { H = 64, C = 48, N = H * H * C };
+    float *x = malloc(N * 4), *y[2], g[C], b[C], mean[C], var[C];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (int i = 0; i < N; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    for (int c = 0; c < C; c++) g[c] = 1.0f + 0.01f * c, b[c] = 0.1f, mean[c] = 0.2f,
+                                var[c] = 0.5f + 0.02f * c;
+    const tfc_pool_desc pd = {.n = 1, .h = H, .w = H, .c = C, .kh = 2, .kw = 2, .sh = 2,
+                              .sw = 2, .oh = H / 2, .ow = H / 2, .is_max = 1};
+    const tfc_conv_desc dd = {.n = 1, .h = H, .w = H, .c = C, .kh = 3, .kw = 3, .f = C, .sh = 1,
+                              .sw = 1, .dh = 1, .dw = 1, .pad_top = 1, .pad_left = 1, .oh = H,
+                              .ow = H};
+    long started[2];
+    tfc_cpu_team_force(2); /* two threads, however busy the machine */
+    for (int t = 0; t < 2; t++) {
+        tfc_error e;
+        tfc_error_clear(&e);
+        tfc_backend *be = tfc_backend_open("cpu", t + 1, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(be);
+        y[t] = calloc(3 * N, 4);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(y[t]);
+        float *out = y[t], *pooled = out + N, *dw = out + 2 * N;
+        regions = 0;
+        be->ops->axpy(be, N, 0.5f, x, out);
+        be->ops->bias_add(be, H * H, C, b, out);
+        be->ops->bn_forward_infer(be, H * H, C, out, g, b, mean, var, 1e-3f, out);
+        be->ops->mul(be, 1, H * H, C, out, x, 1, out, 1);
+        be->ops->gemm(be, 0, 0, 1, C, N / C, 1.0f, x, N / C, x, C, 0.0f, out, C);
+        be->ops->pool_forward(be, &pd, x, pooled, NULL);
+        be->ops->depthwise_forward(be, &dd, x, x, b, dw);
+        started[t] = regions;
+        tfc_backend_free(be);
+    }
+    tfc_cpu_team_force(0);
+    CU_ASSERT_EQUAL(started[0], 0);
+    CU_ASSERT(started[1] > 0);
+    CU_ASSERT(!memcmp(y[0], y[1], 3 * (size_t)N * 4));
+    free(x), free(y[0]), free(y[1]);
+}
+
 TFC_TEST_MAIN("infer", {"option_errors", test_option_errors},
               {"threads_option", test_threads_option}, {"gemv", test_gemv},
               {"panel_row", test_panel_row},
               {"zoo_batch1", test_zoo_batch1}, {"one_thread_concurrent", test_one_thread_concurrent},
-              {"mha_inference_workspace", test_mha_inference_workspace})
+              {"mha_inference_workspace", test_mha_inference_workspace},
+              {"one_thread_no_region", test_one_thread_no_region})

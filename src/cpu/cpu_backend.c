@@ -153,8 +153,7 @@ static void gemv_row(tfc_backend *be, int trans_b, int n, int k, float alpha, co
     if (blocks < 1) blocks = 1;
     const int saved = omp_get_max_threads();
     if (saved != 1) omp_set_num_threads(1);
-#pragma omp parallel for num_threads(tfc_cpu_team(blocks)) if (blocks > 1) schedule(static, 1)
-    for (int q = 0; q < blocks; q++) {
+    TFC_CPU_FOR(blocks, blocks, for (int q = 0; q < blocks; q++) {
         const int j0 = (int)((int64_t)n * q / blocks), j1 = (int)((int64_t)n * (q + 1) / blocks);
         if (trans_b) /* B [n, k]: c[j] = alpha b[j,:] . a + beta c[j] */
             cblas_sgemv(CblasRowMajor, CblasNoTrans, j1 - j0, k, alpha, b + (int64_t)j0 * ldb,
@@ -162,7 +161,7 @@ static void gemv_row(tfc_backend *be, int trans_b, int n, int k, float alpha, co
         else /* B [k, n]: c = alpha a B + beta c */
             cblas_sgemv(CblasRowMajor, CblasTrans, k, j1 - j0, alpha, b + j0, ldb, a, 1, beta,
                         c + j0, 1);
-    }
+    });
     if (saved != 1) omp_set_num_threads(saved);
 }
 

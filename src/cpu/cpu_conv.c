@@ -132,13 +132,11 @@ static void im2col(const tfc_conv_desc *d, const float *x, int count, float *col
     const int64_t img_in = (int64_t)d->h * d->w * d->c;
     const int64_t row_out = (int64_t)d->ow * col_width(d);
     const int64_t rows = (int64_t)count * d->oh;
-#pragma omp parallel for num_threads(tfc_cpu_team(nt)) if (nt > 1) \
-    schedule(static, tfc_cpu_share(rows, nt))
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         int64_t i = r / d->oh;
         int oy = (int)(r % d->oh);
         im2col_row(d, x + i * img_in, oy, col + r * row_out);
-    }
+    });
 }
 
 /* Input row iy of one image += every col entry that im2col read from it. Working per input

@@ -221,8 +221,7 @@ void tfc_cpu_depthwise_forward(tfc_backend *be, const tfc_conv_desc *d, const fl
     const int nt = tfc_cpu_threads(be, rows * d->ow * d->f * d->kh * d->kw);
     void (*const row)(const tfc_conv_desc *, int64_t, const float *, const float *,
                       const float *, float *) = forward_row_isa[dw_isa()];
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) row(d, r, x, w, bias, y);
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) row(d, r, x, w, bias, y););
 }
 
 /* dx[n, iy, ix, ci] += sum over the (output pixel, tap) pairs that read it of

@@ -589,16 +589,13 @@ typedef struct after {
 } after;
 
 /* The epilogue on `rows` output pixels of f channels from `row` on: one chunk's, inside the
- * chunks' parallel loop (the ops then run on the calling thread), or the whole batch's. */
+ * chunks' parallel loop (it then runs on the calling thread), or the whole batch's; one pass
+ * over y, each step rounded as its separate op (at batch 1 on AVX2, where every epilogue
+ * comes here, the passes were one per op and layer). */
 static void epilogue(tfc_backend *be, const after *e, int64_t row, int64_t rows, int f, float *y)
 {
-    y += row * f;
-    if (e->bias) tfc_cpu_bias_add(be, rows, f, e->bias, y);
-    if (e->bn)
-        tfc_cpu_bn_forward_infer(be, rows, f, y, e->bn->gamma, e->bn->beta, e->bn->mean,
-                                 e->bn->var, e->bn->eps, y);
-    if (e->residual) tfc_cpu_axpy(be, rows * f, 1.0f, e->residual + row * f, y);
-    if (e->relu) tfc_cpu_act_forward(be, TFC_ACT_RELU, rows * f, f, y, y);
+    tfc_cpu_epilogue(be, rows, f, e->bias, e->bn ? e->a : NULL, e->b,
+                     e->residual ? e->residual + row * f : NULL, e->relu, y + row * f);
 }
 
 /* Runs p's convolution on stream st with arguments a, among them m_in and m_out, tfc's

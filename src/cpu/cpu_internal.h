@@ -64,6 +64,10 @@ void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y);
 void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const float *bias,
                           const float *a, const float *b, const float *residual, int relu,
                           float *y);
+/* The same on NHWC y in place: `rows` pixels of f channels (residual of y's shape), on the
+ * backend's threads outside a region, in one pass (cpu_elem.c). */
+void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, const float *a,
+                      const float *b, const float *residual, int relu, float *y);
 
 /* Elements of work below which an OpenMP team costs more than it saves. */
 #define TFC_CPU_PAR_MIN 32768
@@ -93,6 +97,29 @@ static inline int64_t tfc_cpu_share(int64_t n, int nt)
 /* The clauses of a static loop of n iterations split into nt shares (a macro, so that it
  * can stand in a pragma). */
 #define TFC_CPU_STATIC(n, nt) num_threads(tfc_cpu_team(nt)) schedule(static, tfc_cpu_share(n, nt))
+
+/* The for statement `...` over n iterations in nt static shares (TFC_CPU_STATIC's split) on
+ * a team of tfc_cpu_team(nt) threads, or on the calling thread without entering OpenMP when
+ * that team is one thread: libgomp ends even a one-thread region at a barrier whose release
+ * is a futex system call (fashion_mobilenet's batch-1 forward ran 53 such regions,
+ * docs/cpu.md). Each iteration computes what it computes in the team, so the results are the
+ * same. The statement is a macro argument so that it compiles in both places;
+ * TFC_CPU_FOR_SIMD adds `simd` to both. */
+#define TFC_CPU_FOR(n, nt, ...) TFC_CPU_FOR_(n, nt, , omp parallel for, __VA_ARGS__)
+#define TFC_CPU_FOR_SIMD(n, nt, ...) \
+    TFC_CPU_FOR_(n, nt, TFC_CPU_PRAGMA(omp simd), omp parallel for simd, __VA_ARGS__)
+#define TFC_CPU_PRAGMA(x) _Pragma(#x)
+#define TFC_CPU_FOR_(n, nt, serial, team, ...)                                                 \
+    do {                                                                                       \
+        const int64_t tfc_n_ = (n);                                                            \
+        const int tfc_nt_ = (nt), tfc_team_ = tfc_nt_ > 1 ? tfc_cpu_team(tfc_nt_) : 1;         \
+        if (tfc_team_ == 1) {                                                                  \
+            serial __VA_ARGS__                                                                 \
+        } else {                                                                               \
+            TFC_CPU_PRAGMA(team num_threads(tfc_team_)                                         \
+                           schedule(static, tfc_cpu_share(tfc_n_, tfc_nt_))) __VA_ARGS__       \
+        }                                                                                      \
+    } while (0)
 
 /* The body after it runs once for each share t of nt, on whichever thread of the region's
  * team takes it: thread i of a team of T runs shares i, i + T, ... */

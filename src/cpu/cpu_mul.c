@@ -11,19 +11,18 @@ void tfc_cpu_mul(tfc_backend *be, int64_t groups, int64_t rows, int cols, const 
 {
     const int64_t n = groups * rows;
     int nt = tfc_cpu_threads(be, n * cols);
-#pragma omp parallel for TFC_CPU_STATIC(n, nt)
-    for (int64_t r = 0; r < n; r++) {
+    TFC_CPU_FOR(n, nt, for (int64_t r = 0; r < n; r++) {
         const float *ar = a + r * cols;
         const float *br = b + (b_bcast ? r / rows : r) * cols;
         float *yr = y + r * cols;
         if (accumulate) {
-#pragma omp simd
+            _Pragma("omp simd")
             for (int c = 0; c < cols; c++) yr[c] += ar[c] * br[c];
         } else {
-#pragma omp simd
+            _Pragma("omp simd")
             for (int c = 0; c < cols; c++) yr[c] = ar[c] * br[c];
         }
-    }
+    });
 }
 
 /* db[g, c] += sum_r a[g, r, c] b[g, r, c], the rows summed in order from zero. */

@@ -11,21 +11,20 @@ static void affine(const tfc_backend *be, int64_t rows, int cols, int c0, int cb
                    const float *x, const float *a, const float *b, int relu, float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cb);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols + c0;
         float *yr = y + r * cols + c0;
         if (relu) {
-#pragma omp simd
+            _Pragma("omp simd")
             for (int j = 0; j < cb; j++) {
                 float v = xr[j] * a[j] + b[j];
                 yr[j] = v < 0.0f ? 0.0f : v;
             }
         } else {
-#pragma omp simd
+            _Pragma("omp simd")
             for (int j = 0; j < cb; j++) yr[j] = xr[j] * a[j] + b[j];
         }
-    }
+    });
 }
 
 /* Training: mean = sum x / rows, var = sum (x - mean)^2 / rows (biased), invstd =

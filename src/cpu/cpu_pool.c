@@ -88,8 +88,7 @@ void tfc_cpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *
     const int64_t row_out = (int64_t)d->ow * d->c;
     const int64_t rows = (int64_t)d->n * d->oh;
     int nt = tfc_cpu_threads(be, rows * row_out * d->kh * d->kw);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         int64_t i = r / d->oh;
         int oy = (int)(r % d->oh);
         const float *img = x + i * img_in;
@@ -101,7 +100,7 @@ void tfc_cpu_pool_forward(tfc_backend *be, const tfc_pool_desc *d, const float *
             else
                 avg_pixel(d, img, w, y + o);
         }
-    }
+    });
 }
 
 /* One channel block of oneDNN's nChw16c layout: 16 lanes in registers, their comparison
