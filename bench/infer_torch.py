@@ -16,6 +16,8 @@ from onnx2torch import convert
 def main():
     path, seconds, threads = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     torch.set_num_threads(threads)
+    # the version on stderr: infer.sh's medians read every stdout line as PEER batch B: ...
+    print(f"PyTorch {torch.__version__.split('+')[0]}", file=sys.stderr)
     graph = onnx.load(path)
     dims = graph.graph.input[0].type.tensor_type.shape.dim[1:]
     shape = [d.dim_value for d in dims]
@@ -33,7 +35,7 @@ def main():
                 now = time.perf_counter()
                 lat.append(now - t0)
             lat.sort()
-            line = f"pytorch {torch.__version__.split('+')[0]} batch {b:5d}: {len(lat) * b / (now - start):9.1f} images/s"
+            line = f"pytorch batch {b:5d}: {len(lat) * b / (now - start):9.1f} images/s"
             if b == 1:
                 line += (f"  latency p50 {lat[len(lat) // 2] * 1e3:.3f} ms "
                          f"p99 {lat[int(0.99 * (len(lat) - 1))] * 1e3:.3f} ms")
