@@ -1393,7 +1393,7 @@ static void test_stop_during_test(void)
 /* The display line says `input-bound NN%` when the steps wait for their batches: 128x128 PNGs
  * of noise decoded and resized to 4x4 for a 26-parameter model are all input (over 50%), and
  * the end of the run names the pipeline's slowest stage and what to try,
- * while the fixture with a wide hidden layer, fed from memory, stays below 25% (quiet: below
+ * while the fixture with a wide hidden layer, fed from memory, stays below 50% (quiet: below
  * the 5% the line starts at, so no mention). */
 static void test_input_bound(void)
 {
@@ -1469,10 +1469,11 @@ static void test_input_bound(void)
     const char *sets[] = {"max_iter=200", "display=50", "model.layers.0.Dense.units=4096"};
     CU_ASSERT_EQUAL(train("ib_tiny", sets, 3, NULL, NULL, con, r2, &err), TFC_OK);
     fclose(con);
-    /* the run's figure absent, or far below the decoding fixture's: on a loaded machine (CI,
-     * the prefetch thread sharing two cores with other jobs) a few percent of waiting shows
-     * (9% seen). The display lines' figures cover 50 steps, so one stall of the prefetch
-     * thread moves them (46% seen beside two pip installs over 10 steps): not asserted */
+    /* the run's figure absent, or below the decoding fixture's floor (50%): on a loaded
+     * machine (CI, the prefetch thread sharing two cores with other jobs) waiting shows (9%
+     * seen; 35% with four other builds on the two cores, so the bound is not tighter). The
+     * display lines' figures cover 50 steps, so one stall of the prefetch thread moves them
+     * (46% seen beside two pip installs over 10 steps): not asserted */
     CU_ASSERT(said && strstr(said, "iter 200/200"));
     const char *run = said ? strstr(said, "% over the run: ") : NULL;
     int bound = 0;
@@ -1480,8 +1481,8 @@ static void test_input_bound(void)
         while (run > said && run[-1] >= '0' && run[-1] <= '9') run--;
         bound = atoi(run);
     }
-    CU_ASSERT(bound < 25);
-    if (bound >= 25) printf("\n%s", said);
+    CU_ASSERT(bound < 50);
+    if (bound >= 50) printf("\n%s", said);
     free(said);
     free(r2);
 }
