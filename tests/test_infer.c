@@ -357,9 +357,10 @@ void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads, unsigned fl
 }
 
 /* On a one-thread backend, the element-wise ops, BatchNormalization's inference map, a
- * product of one row, pooling and a depthwise convolution of one image run on the calling
- * thread without starting a region; on two threads, the same work (large enough to split)
- * starts regions, and gives the same values. */
+ * product of one row, pooling, a depthwise convolution of one image, and the activations
+ * and softmax (forward and backward) run on the calling thread without starting a region;
+ * on two threads, the same work (large enough to split) starts regions (one per activation
+ * call), and gives the same values. */
 static void test_one_thread_no_region(void)
 {
     enum { H = 64, C = 48, N = H * H * C };
@@ -373,16 +374,17 @@ static void test_one_thread_no_region(void)
     const tfc_conv_desc dd = {.n = 1, .h = H, .w = H, .c = C, .kh = 3, .kw = 3, .f = C, .sh = 1,
                               .sw = 1, .dh = 1, .dw = 1, .pad_top = 1, .pad_left = 1, .oh = H,
                               .ow = H};
-    long started[2];
+    long started[2], acts[2];
     tfc_cpu_team_force(2); /* two threads, however busy the machine */
     for (int t = 0; t < 2; t++) {
         tfc_error e;
         tfc_error_clear(&e);
         tfc_backend *be = tfc_backend_open("cpu", t + 1, &e);
         CU_ASSERT_PTR_NOT_NULL_FATAL(be);
-        y[t] = calloc(3 * N, 4);
+        y[t] = calloc(6 * N, 4);
         CU_ASSERT_PTR_NOT_NULL_FATAL(y[t]);
-        float *out = y[t], *pooled = out + N, *dw = out + 2 * N;
+        float *out = y[t], *pooled = out + N, *dw = out + 2 * N, *act = out + 3 * N,
+              *sm = out + 4 * N, *dx = out + 5 * N;
         regions = 0;
         be->ops->axpy(be, N, 0.5f, x, out);
         be->ops->bias_add(be, H * H, C, b, out);
@@ -392,18 +394,27 @@ static void test_one_thread_no_region(void)
         be->ops->pool_forward(be, &pd, x, pooled, NULL);
         be->ops->depthwise_forward(be, &dd, x, x, b, dw);
         started[t] = regions;
+        regions = 0;
+        be->ops->act_forward(be, TFC_ACT_GELU, N, C, x, act);
+        be->ops->act_forward(be, TFC_ACT_SOFTMAX, N, C, x, sm);
+        be->ops->act_backward(be, TFC_ACT_SOFTMAX, N, C, x, sm, x, act, 0);
+        be->ops->act_backward(be, TFC_ACT_SWISH, N, C, x, act, x, dx, 1);
+        acts[t] = regions;
         tfc_backend_free(be);
     }
     tfc_cpu_team_force(0);
     CU_ASSERT_EQUAL(started[0], 0);
     CU_ASSERT(started[1] > 0);
-    CU_ASSERT(!memcmp(y[0], y[1], 3 * (size_t)N * 4));
+    CU_ASSERT_EQUAL(acts[0], 0);
+    CU_ASSERT_EQUAL(acts[1], 4);
+    CU_ASSERT(!memcmp(y[0], y[1], 6 * (size_t)N * 4));
     free(x), free(y[0]), free(y[1]);
 }
 
 TFC_TEST_MAIN("infer", {"option_errors", test_option_errors},
               {"threads_option", test_threads_option}, {"gemv", test_gemv},
               {"panel_row", test_panel_row},
-              {"zoo_batch1", test_zoo_batch1}, {"one_thread_concurrent", test_one_thread_concurrent},
+              {"zoo_batch1", test_zoo_batch1},
+              {"one_thread_concurrent", test_one_thread_concurrent},
               {"mha_inference_workspace", test_mha_inference_workspace},
               {"one_thread_no_region", test_one_thread_no_region})
