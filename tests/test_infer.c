@@ -3,7 +3,8 @@
  * any team; every zoo model's predictor output at batch 1, on 1 and 2 threads, against the
  * training graph's forward at batch 5; calls on one-thread predictors from several threads
  * at once; MultiHeadAttention bound for inference plans no backward workspace; the ops a
- * batch-1 forward runs enter no OpenMP region on a backend of one thread. */
+ * batch-1 forward runs enter no OpenMP region on a backend of one thread; recurrent kernels
+ * packed once on a frozen backend, and packed again after an upload. */
 #include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
@@ -15,6 +16,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
 #include "device/device.h"
+#include "gradcheck.h"
 #include "graph/model.h"
 #include "tfc.h"
 #include "testutil.h"
@@ -357,9 +359,10 @@ void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads, unsigned fl
 }
 
 /* On a one-thread backend, the element-wise ops, BatchNormalization's inference map, a
- * product of one row, pooling and a depthwise convolution of one image run on the calling
- * thread without starting a region; on two threads, the same work (large enough to split)
- * starts regions, and gives the same values. */
+ * product of one row, pooling, a depthwise convolution of one image, and the activations
+ * and softmax (forward and backward) run on the calling thread without starting a region;
+ * on two threads, the same work (large enough to split) starts regions (one per activation
+ * call), and gives the same values. */
 static void test_one_thread_no_region(void)
 {
     enum { H = 64, C = 48, N = H * H * C };
@@ -373,16 +376,17 @@ static void test_one_thread_no_region(void)
     const tfc_conv_desc dd = {.n = 1, .h = H, .w = H, .c = C, .kh = 3, .kw = 3, .f = C, .sh = 1,
                               .sw = 1, .dh = 1, .dw = 1, .pad_top = 1, .pad_left = 1, .oh = H,
                               .ow = H};
-    long started[2];
+    long started[2], acts[2];
     tfc_cpu_team_force(2); /* two threads, however busy the machine */
     for (int t = 0; t < 2; t++) {
         tfc_error e;
         tfc_error_clear(&e);
         tfc_backend *be = tfc_backend_open("cpu", t + 1, &e);
         CU_ASSERT_PTR_NOT_NULL_FATAL(be);
-        y[t] = calloc(3 * N, 4);
+        y[t] = calloc(6 * N, 4);
         CU_ASSERT_PTR_NOT_NULL_FATAL(y[t]);
-        float *out = y[t], *pooled = out + N, *dw = out + 2 * N;
+        float *out = y[t], *pooled = out + N, *dw = out + 2 * N, *act = out + 3 * N,
+              *sm = out + 4 * N, *dx = out + 5 * N;
         regions = 0;
         be->ops->axpy(be, N, 0.5f, x, out);
         be->ops->bias_add(be, H * H, C, b, out);
@@ -392,18 +396,87 @@ static void test_one_thread_no_region(void)
         be->ops->pool_forward(be, &pd, x, pooled, NULL);
         be->ops->depthwise_forward(be, &dd, x, x, b, dw);
         started[t] = regions;
+        regions = 0;
+        be->ops->act_forward(be, TFC_ACT_GELU, N, C, x, act);
+        be->ops->act_forward(be, TFC_ACT_SOFTMAX, N, C, x, sm);
+        be->ops->act_backward(be, TFC_ACT_SOFTMAX, N, C, x, sm, x, act, 0);
+        be->ops->act_backward(be, TFC_ACT_SWISH, N, C, x, act, x, dx, 1);
+        acts[t] = regions;
         tfc_backend_free(be);
     }
     tfc_cpu_team_force(0);
     CU_ASSERT_EQUAL(started[0], 0);
     CU_ASSERT(started[1] > 0);
-    CU_ASSERT(!memcmp(y[0], y[1], 3 * (size_t)N * 4));
+    CU_ASSERT_EQUAL(acts[0], 0);
+    CU_ASSERT_EQUAL(acts[1], 4);
+    CU_ASSERT(!memcmp(y[0], y[1], 6 * (size_t)N * 4));
     free(x), free(y[0]), free(y[1]);
+}
+
+/* ---- recurrent kernels packed once ------------------------------------------------------ */
+
+/* On a frozen backend the recurrent layers keep their packed kernels from call to call
+ * (cpu_internal.h: tfc_cpu_kept): a call on kept packs gives the bits of an unfrozen model's
+ * forward, and kernels uploaded between calls are packed again (the output then equals the
+ * unfrozen model's with the same new kernels). Both GRU layouts and a fused LSTM. */
+static void test_rnn_kept_packs(void)
+{
+    static const char yaml[] = "name: kept\n"
+                               "input: {shape: [6, 5]}\n"
+                               "layers:\n"
+                               "  - LSTM: {units: 16, return_sequences: true}\n"
+                               "  - GRU: {units: 16, return_sequences: true}\n"
+                               "  - GRU: {units: 16, reset_after: false}\n"
+                               "  - Dense: {units: 3, activation: softmax}\n"
+                               "loss: sparse_categorical_crossentropy\n";
+    enum { N = 4, NX = N * 6 * 5, NY = N * 3 };
+    float x[NX], y[4][NY];
+    for (int k = 0; k < NX; k++) x[k] = (float)((k * 7919) % 1000) / 500.0f - 1.0f;
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m[2] = {tfc_test_model(yaml), tfc_test_model(yaml)};
+    tfc_backend *be[2] = {tfc_cpu_backend_create(1), tfc_cpu_backend_create(1)};
+    CU_ASSERT_FATAL(m[0] && m[1] && be[0] && be[1]);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind_inference(m[0], be[0], N, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m[1], be[1], N, &err), TFC_OK);
+    for (int k = 0; k < 2; k++) CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m[k], 5, &err), 0);
+    for (int round = 0; round < 2; round++) {
+        for (int call = 0; call < 2; call++) /* the second call on the frozen one: kept */
+            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m[0], x, N, 0, 0, 0, &err), TFC_OK);
+        tfc_model_get_output(m[0], y[2 * round]);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m[1], x, N, 0, 0, 0, &err), TFC_OK);
+        tfc_model_get_output(m[1], y[2 * round + 1]);
+        CU_ASSERT_EQUAL(memcmp(y[2 * round], y[2 * round + 1], sizeof y[0]), 0);
+        /* the three layers' packs are kept, of their recurrent kernels */
+        const tfc_cpu_backend *cb = (const tfc_cpu_backend *)be[0];
+        for (int l = 0; l < 3; l++) {
+            int kept = 0;
+            for (int i = 0; i < TFC_CPU_KEPT; i++)
+                kept += cb->kept[i].valid &&
+                        cb->kept[i].src[1] == tfc_model_layer(m[0], l)->params[1].data;
+            CU_ASSERT_EQUAL(kept, 1);
+        }
+        /* new kernels (the LSTM's input one too: it is packed with R) into both models */
+        for (int l = 0; l < 3; l++)
+            for (int p = l ? 1 : 0; p < 2; p++) {
+                const int64_t numel = tfc_model_layer(m[0], l)->params[p].numel;
+                float *h = malloc((size_t)numel * 4);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+                for (int64_t k = 0; k < numel; k++) h[k] = 0.4f * (float)((k * 31 + l) % 17) / 17;
+                for (int k = 0; k < 2; k++)
+                    tfc_model_param_upload(m[k], &tfc_model_layer(m[k], l)->params[p], h);
+                free(h);
+            }
+    }
+    CU_ASSERT(memcmp(y[0], y[2], sizeof y[0]) != 0);
+    for (int k = 0; k < 2; k++) tfc_model_free(m[k]), tfc_backend_free(be[k]);
 }
 
 TFC_TEST_MAIN("infer", {"option_errors", test_option_errors},
               {"threads_option", test_threads_option}, {"gemv", test_gemv},
               {"panel_row", test_panel_row},
-              {"zoo_batch1", test_zoo_batch1}, {"one_thread_concurrent", test_one_thread_concurrent},
+              {"zoo_batch1", test_zoo_batch1},
+              {"one_thread_concurrent", test_one_thread_concurrent},
               {"mha_inference_workspace", test_mha_inference_workspace},
-              {"one_thread_no_region", test_one_thread_no_region})
+              {"one_thread_no_region", test_one_thread_no_region},
+              {"rnn_kept_packs", test_rnn_kept_packs})

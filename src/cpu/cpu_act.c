@@ -10,8 +10,14 @@
 #define LEAKY_SLOPE 0.2f
 #define INV_SQRT_2PI 0.39894228040143267794
 
+/* The helpers below are inlined into every loop that calls them, the plain loop of
+ * TFC_CPU_FOR_SIMD too: GCC left normal_cdf a scalar call there (in the large function
+ * whose one-thread path holds every activation's loop), and a loop with a call does not
+ * vectorise. */
+#define ACT_INLINE static inline __attribute__((always_inline))
+
 /* cond ? a : b in double as a bit blend (tfc_cpu_select's reason: no branches in a loop). */
-static inline double select_d(int cond, double a, double b)
+ACT_INLINE double select_d(int cond, double a, double b)
 {
     uint64_t ua, ub, m = 0u - (uint64_t)(cond != 0);
     memcpy(&ua, &a, 8);
@@ -27,7 +33,7 @@ static inline double select_d(int cond, double a, double b)
  * float's), times 2^n written into the exponent. Branch-free, so gelu's loops vectorise;
  * the polynomials here are evaluated in Estrin's scheme (pairs, then pairs of pairs), whose
  * short dependency chains keep the vector units busy where Horner's would wait. */
-static inline double exp_neg(double a)
+ACT_INLINE double exp_neg(double a)
 {
     const double ac = select_d(a < -700.0, -700.0, a);
     const double magic = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
@@ -53,7 +59,7 @@ static inline double exp_neg(double a)
  *   erfc(z) = t exp(-z^2 + P(t))
  * (the form of Numerical Recipes' erfcc; P of degree 12, a least-squares fit of
  * log(erfc(z) e^(z^2) / t) over z in [0, 12], within 4e-10), and erfc(-z) = 2 - erfc(z). */
-static inline double normal_cdf(double x)
+ACT_INLINE double normal_cdf(double x)
 {
     static const double c[13] = {-1.2655061887543266, 0.99978398578665351,
                                  0.37848989046093212, 0.050235914697350156,
@@ -71,35 +77,31 @@ static inline double normal_cdf(double x)
     return select_d(x < 0.0, e, 1.0 - e);
 }
 
-/* y[i] = EXPR(v) with v = x[i], over all n elements. */
+/* y[i] = EXPR(v) with v = x[i], over all n elements (TFC_CPU_FOR_SIMD: no OpenMP region
+ * on one thread). */
 #define MAP_FORWARD(EXPR)                                                                  \
-    do {                                                                                   \
-        _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")                             \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            float v = x[i];                                                                \
-            y[i] = (EXPR);                                                                 \
-        }                                                                                  \
-    } while (0)
+    TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) {                              \
+        float v = x[i];                                                                    \
+        y[i] = (EXPR);                                                                     \
+    })
 
-/* dx[i] += DERIV * dy[i] with v = x[i], out = y[i]. */
+/* dx[i] = (assign ? 0 : dx[i]) + DERIV * dy[i] with v = x[i], out = y[i]. */
 #define MAP_BACKWARD(DERIV)                                                                \
     do {                                                                                   \
         if (assign) {                                                                      \
-            _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")                         \
-            for (int64_t i = 0; i < n; i++) {                                              \
+            TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) {                      \
                 float v = x[i], out = y[i];                                                \
                 (void)v;                                                                   \
                 (void)out;                                                                 \
                 dx[i] = (DERIV) * dy[i];                                                   \
-            }                                                                              \
+            });                                                                            \
         } else {                                                                           \
-            _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")                         \
-            for (int64_t i = 0; i < n; i++) {                                              \
+            TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) {                      \
                 float v = x[i], out = y[i];                                                \
                 (void)v;                                                                   \
                 (void)out;                                                                 \
                 dx[i] += (DERIV) * dy[i];                                                  \
-            }                                                                              \
+            });                                                                            \
         }                                                                                  \
     } while (0)
 
@@ -110,23 +112,22 @@ static void softmax_forward(const tfc_backend *be, int64_t rows, int cols, const
                             float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         float m = xr[0];
         for (int j = 1; j < cols; j++) m = xr[j] > m ? xr[j] : m;
         double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
+        _Pragma("omp simd reduction(+ : sum)")
         for (int j = 0; j < cols; j++) {
             float e = tfc_cpu_expf(xr[j] - m);
             yr[j] = e;
             sum += e;
         }
         float inv = (float)(1.0 / sum);
-#pragma omp simd
+        _Pragma("omp simd")
         for (int j = 0; j < cols; j++) yr[j] *= inv;
-    }
+    });
 }
 
 /* dx_j += y_j (dy_j - sum_k dy_k y_k): the softmax Jacobian J = diag(y) - y y^T times dy. */
@@ -135,17 +136,16 @@ static void softmax_backward(const tfc_backend *be, int64_t rows, int cols, cons
                              const float *dy, float *dx, int assign)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * cols, *dyr = dy + r * cols;
         float *dxr = dx + r * cols;
         double dot = 0.0;
-#pragma omp simd reduction(+ : dot)
+        _Pragma("omp simd reduction(+ : dot)")
         for (int j = 0; j < cols; j++) dot += (double)dyr[j] * yr[j];
         float d = (float)dot;
-#pragma omp simd
+        _Pragma("omp simd")
         for (int j = 0; j < cols; j++) dxr[j] = (assign ? 0.0f : dxr[j]) + yr[j] * (dyr[j] - d);
-    }
+    });
 }
 
 /* y = act(x); x and y may alias. */
@@ -230,11 +230,10 @@ void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
         break;
     /* swish'(x) = s + x s (1 - s), s = sigmoid(x) */
     case TFC_ACT_SWISH: {
-        _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")
-        for (int64_t i = 0; i < n; i++) {
+        TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) {
             float s = tfc_cpu_sigmoidf(x[i]);
             dx[i] = (assign ? 0.0f : dx[i]) + (s + x[i] * s * (1.0f - s)) * dy[i];
-        }
+        });
         break;
     }
     case TFC_ACT_HARD_SIGMOID:
@@ -249,13 +248,12 @@ void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
         break;
     /* mish'(x) = t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)) */
     case TFC_ACT_MISH: {
-        _Pragma("omp parallel for simd TFC_CPU_STATIC(n, nt)")
-        for (int64_t i = 0; i < n; i++) {
+        TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) {
             float v = x[i];
             float t = tanhf((v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))));
             float d = t + v * tfc_cpu_sigmoidf(v) * (1.0f - t * t);
             dx[i] = (assign ? 0.0f : dx[i]) + d * dy[i];
-        }
+        });
         break;
     }
     default: TFC_ASSERT(!"unknown activation");

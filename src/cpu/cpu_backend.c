@@ -15,7 +15,8 @@
 static void cpu_destroy(tfc_backend *be)
 {
     tfc_cpu_dnnl_free(be->impl);
-    free(be);
+    tfc_cpu_kept_free(be);
+    free(be); /* the tfc_cpu_backend it starts */
 }
 
 /* Nothing to set: the CPU computes in float32 (there is no TF32 to allow), its sums add in
@@ -74,6 +75,7 @@ static void cpu_copy(tfc_backend *be, void *dst, const void *src, size_t bytes)
 {
     if (!bytes || dst == src) return;
     if (be->frozen) tfc_cpu_dnnl_written(be, dst, bytes);
+    tfc_cpu_kept_written(be, dst, bytes);
     char *d = dst;
     const char *s = src;
     int nt = d < s + bytes && s < d + bytes ? 1 : byte_threads(be, bytes);
@@ -94,6 +96,7 @@ static void cpu_zero(tfc_backend *be, void *p, size_t bytes)
 {
     if (!bytes) return;
     if (be->frozen) tfc_cpu_dnnl_written(be, p, bytes);
+    tfc_cpu_kept_written(be, p, bytes);
     int nt = byte_threads(be, bytes);
     if (nt == 1) {
         memset(p, 0, bytes);
@@ -363,8 +366,9 @@ void tfc_cpu_blas_restart(char **argv)
 
 tfc_backend *tfc_cpu_backend_create(int threads)
 {
-    tfc_backend *be = calloc(1, sizeof *be);
-    TFC_ASSERT(be != NULL);
+    tfc_cpu_backend *cb = calloc(1, sizeof *cb);
+    TFC_ASSERT(cb != NULL);
+    tfc_backend *be = &cb->be;
     if (threads <= 0) threads = omp_get_num_procs();
     if (threads < 1) threads = 1;
     /* One pool: OpenBLAS's OpenMP build follows omp_set_num_threads for the calling

@@ -1,7 +1,8 @@
 /* CPU GRU over a whole sequence (Keras's formulation, gates z, r, h; see backend.h).
  * Forward: x·K for every step at once, one GEMM into `gates`; then per step h_{t-1}·R (or,
  * reset_before, h_{t-1}·R_zr and (r h_{t-1})·R_h) on the kernels packed once per pass
- * (cpu_panel.c), and the element-wise cell. Backward walks the steps in reverse writing the
+ * (cpu_panel.c; on a frozen backend kept from call to call, tfc_cpu_kept), and the
+ * element-wise cell. Backward walks the steps in reverse writing the
  * pre-activations' gradients gx (the input side, [n t, 3u]) and gm (the recurrent side,
  * stored one step back so that row i t + s pairs with h_s) and dh_{t-1} = dh z + gm·Rᵀ per
  * step; dkernel, drkernel and dx are then panel GEMMs over all n t rows, on column groups
@@ -143,15 +144,24 @@ void tfc_cpu_gru_forward(tfc_backend *be, const tfc_gru_desc *d, const float *x,
     const float *bx = bias ? bias : w.zero, *bh = bias && ra ? bias + G : NULL;
     tfc_cpu_gemm(be, 0, 0, n * T, G, d->in, 1.0f, x, d->in, kernel, G, 0.0f, gates, 4 * u);
     const tfc_rnn_split sp = split(be, d);
-    float *packed_h = w.packed + tfc_cpu_panels_floats(u, 2 * u); /* R_h (reset_before) */
+    /* R (or R_zr then R_h) packed: kept on a frozen backend, packed there only when it is
+     * fresh; else into the workspace */
+    const float *const src[2] = {NULL, rkernel};
+    const size_t bytes[2] = {0, (size_t)u * G * sizeof(float)};
+    const size_t floats = ra ? tfc_cpu_panels_floats(u, G)
+                             : tfc_cpu_panels_floats(u, 2 * u) + tfc_cpu_panels_floats(u, u);
+    int pack;
+    float *packed = tfc_cpu_kept(be, src, bytes, ra, floats, &pack);
+    if (!packed) packed = w.packed;
+    float *packed_h = packed + tfc_cpu_panels_floats(u, 2 * u); /* R_h (reset_before) */
 #pragma omp parallel num_threads(tfc_cpu_team(sp.threads))
     {
         float *mr = w.scratch + (int64_t)omp_get_thread_num() * sp.most * 4 * u;
         float *rh = mr + (int64_t)sp.most * G;
-        if (ra) {
-            tfc_cpu_pack_panels(u, G, rkernel, G, 0, w.packed);
-        } else {
-            tfc_cpu_pack_panels(u, 2 * u, rkernel, G, 0, w.packed);
+        if (pack && ra) {
+            tfc_cpu_pack_panels(u, G, rkernel, G, 0, packed);
+        } else if (pack) {
+            tfc_cpu_pack_panels(u, 2 * u, rkernel, G, 0, packed);
             tfc_cpu_pack_panels(u, u, rkernel + 2 * u, G, 0, packed_h);
         }
 #pragma omp for schedule(dynamic, 1)
@@ -161,7 +171,7 @@ void tfc_cpu_gru_forward(tfc_backend *be, const tfc_gru_desc *d, const float *x,
             for (int s = 0; s < T && r1 > r0; s++) {
                 const int64_t first = (int64_t)r0 * T + s;
                 /* mr = h_{s-1}·R + b' (reset_after), or h_{s-1}·R_zr; h_{-1} is zero's row */
-                tfc_panel_gemm g = {.m = r1 - r0, .n = ra ? G : 2 * u, .packed = w.packed,
+                tfc_panel_gemm g = {.m = r1 - r0, .n = ra ? G : 2 * u, .packed = packed,
                                     .ldp = u, .set = 1, .init = bh, .c = mr, .ldc = G,
                                     .a1 = {.a = s > 0 ? hseq + (first - 1) * u : w.zero,
                                            .lda = s > 0 ? T * u : 0, .k = u}};

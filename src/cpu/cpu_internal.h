@@ -299,6 +299,43 @@ static inline void tfc_cpu_sum_row(int k, const float *row, double *sum)
 /* dbias[c] += the blocks' partial sums of column c, partial [nb][stride], in block order */
 void tfc_cpu_block_sums(int nb, int cols, int stride, const double *partial, float *dbias);
 
+/* ---- weights packed once on a frozen backend (cpu_rnn.c) ------------------------------------
+ * A recurrent layer's forward pass packs its kernels into panels (cpu_panel.c) on every call.
+ * On a frozen backend (core/backend.h: bound for inference, so its parameters change only
+ * through upload, copy and zero) the CPU backend keeps those panels instead, one pack per
+ * layer (TFC_CPU_KEPT at most; more take turns), by the addresses and sizes of the weights
+ * they came from, and packs them again only after one of those writes overlapped the weights
+ * (tfc_cpu_kept_written). The backend runs one call at a time (a predictor's worker). */
+#define TFC_CPU_KEPT 8
+
+typedef struct tfc_cpu_kept_pack {
+    const float *src[2]; /* the weights packed (NULL: none) */
+    size_t bytes[2];
+    int tag;             /* the op's layout (what it packed, how) */
+    int valid;           /* 0: pack again before use */
+    size_t floats, cap;  /* the pack's size; packed's capacity */
+    float *packed;
+} tfc_cpu_kept_pack;
+
+/* The CPU backend: the common part first (tfc_cpu_backend_create allocates this). */
+typedef struct tfc_cpu_backend {
+    tfc_backend be;
+    tfc_cpu_kept_pack kept[TFC_CPU_KEPT];
+    int next_kept;
+} tfc_cpu_backend;
+
+/* The pack of `floats` floats kept for weights src[0..1] (bytes each) in layout `tag`, or
+ * NULL (the caller packs into its workspace, as in training): where the backend is not
+ * frozen, or out of memory. *fresh is then 1 where the caller must pack it now (the first
+ * call, or the weights were written since), else 0 (the panels are ready). */
+float *tfc_cpu_kept(tfc_backend *be, const float *const src[2], const size_t bytes[2], int tag,
+                    size_t floats, int *fresh);
+/* A write of [p, p + bytes) (upload, copy, zero): the packs of weights it overlaps are
+ * packed again on their next use. */
+void tfc_cpu_kept_written(tfc_backend *be, const void *p, size_t bytes);
+/* Frees the kept packs (the backend's destruction). */
+void tfc_cpu_kept_free(tfc_backend *be);
+
 /* Floats rounded up to a 64-byte multiple, so that workspace pieces stay aligned. */
 static inline size_t tfc_cpu_padded(int64_t floats)
 {

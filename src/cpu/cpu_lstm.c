@@ -12,7 +12,8 @@
  * descheduled thread, and a descheduled thread simply takes fewer blocks (docs/cpu.md).
  * dbias is summed per block inside the backward region, while dgates is still in cache.
  * The per-step GEMMs run on the kernels packed once per pass (cpu_panel.c), since OpenBLAS
- * would re-pack all of them for each thread's few rows at every step. */
+ * would re-pack all of them for each thread's few rows at every step; on a frozen backend the
+ * forward pass's packed [K; R] is kept from call to call (tfc_cpu_kept). */
 #include "cpu/cpu_internal.h"
 
 #include <omp.h>
@@ -325,17 +326,26 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     }
     const tfc_rnn_split sp = split(be, d);
     const int nt = sp.threads, nb = sp.blocks, isa = cells_isa();
+    /* [K; R] (or R) packed: kept on a frozen backend, packed there only when it is fresh;
+     * else into the workspace, R only where a step reads it */
+    const float *const src[2] = {fuse ? kernel : NULL, rkernel};
+    const size_t bytes[2] = {fuse ? (size_t)in * G * sizeof(float) : 0,
+                             (size_t)u * G * sizeof(float)};
+    int fresh;
+    float *packed = tfc_cpu_kept(be, src, bytes, ki, tfc_cpu_panels_floats(ki + u, G), &fresh);
+    const int pack_k = fuse && fresh, pack_r = packed ? fresh : T > 1;
+    if (!packed) packed = w.packed;
 #pragma omp parallel num_threads(tfc_cpu_team(nt))
     {
         /* the team packs the kernels (each thread some panels) before any block starts */
-        if (fuse) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, w.packed, in + u);
-        if (T > 1) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, w.packed + (size_t)ki * 16, ki + u);
+        if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
+        if (pack_r) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
         /* with ids: table K, each row's sums over x_t's part as the fused GEMM starts them */
 #pragma omp for schedule(static)
         for (int v0 = 0; v0 < (ids ? d->vocab : 0); v0 += TFC_RNN_BLOCK_ROWS) {
             tfc_panel_gemm g = {.m = d->vocab - v0 < TFC_RNN_BLOCK_ROWS ? d->vocab - v0
                                                                      : TFC_RNN_BLOCK_ROWS,
-                                .n = G, .packed = w.packed, .ldp = in + u, .set = 1,
+                                .n = G, .packed = packed, .ldp = in + u, .set = 1,
                                 .c = w.table + (int64_t)v0 * G, .ldc = G,
                                 .a1 = {.a = x + (int64_t)v0 * in, .lda = in, .k = in}};
             tfc_cpu_panel_gemm(&g);
@@ -349,7 +359,7 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
                 const int64_t first = (int64_t)r0 * T + s;
                 const tfc_panel_a h = {.a = s > 0 ? hseq + (first - 1) * u : NULL, .lda = T * u,
                                        .k = s > 0 ? u : 0};
-                tfc_panel_gemm g = {.m = r1 - r0, .n = G, .packed = w.packed, .ldp = ki + u,
+                tfc_panel_gemm g = {.m = r1 - r0, .n = G, .packed = packed, .ldp = ki + u,
                                     .c = gates + first * G, .ldc = T * G};
                 if (ids) { /* gates_s = bias + (the ids' rows of table K + h_{s-1} · R) */
                     for (int i = r0; i < r1; i++) {
@@ -357,7 +367,7 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
                         memcpy(gates + row * G, w.table + (int64_t)ids[row] * G,
                                (size_t)G * sizeof(float));
                     }
-                    g.packed = w.packed + (size_t)in * 16; /* R's rows of [K; R] */
+                    g.packed = packed + (size_t)in * 16; /* R's rows of [K; R] */
                     g.a1 = h, g.set = g.from_c = 1, g.init = bias;
                 } else if (fuse) {
                     g.a1 = (tfc_panel_a){.a = x + first * in, .lda = T * in, .k = in};

@@ -1,10 +1,66 @@
 /* What the CPU's recurrent layers share around their kernels (cpu_lstm.c, cpu_gru.c): the
- * split of a batch into blocks of sequences, the input of a layer that goes backwards or
- * drops inputs out (one Philox mask per sequence, as Keras's RNN `dropout`), and
- * Bidirectional's merge of its two directions. Loops are over sequences, each written by
- * one thread: the same bits at any thread count. */
+ * split of a batch into blocks of sequences, their packed kernels kept on a frozen backend,
+ * the input of a layer that goes backwards or drops inputs out (one Philox mask per
+ * sequence, as Keras's RNN `dropout`), and Bidirectional's merge of its two directions.
+ * Loops are over sequences, each written by one thread: the same bits at any thread count. */
+#include <stdlib.h>
+
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
+
+float *tfc_cpu_kept(tfc_backend *be, const float *const src[2], const size_t bytes[2], int tag,
+                    size_t floats, int *fresh)
+{
+    tfc_cpu_backend *cb = (tfc_cpu_backend *)be;
+    *fresh = 1;
+    if (!be->frozen) { /* training may change weights in place: no pack stays ready */
+        for (int i = 0; i < TFC_CPU_KEPT; i++) cb->kept[i].valid = 0;
+        return NULL;
+    }
+    for (int i = 0; i < TFC_CPU_KEPT; i++) {
+        tfc_cpu_kept_pack *k = &cb->kept[i];
+        if (k->packed && k->src[0] == src[0] && k->src[1] == src[1] &&
+            k->bytes[0] == bytes[0] && k->bytes[1] == bytes[1] && k->tag == tag &&
+            k->floats == floats) {
+            *fresh = !k->valid;
+            k->valid = 1;
+            return k->packed;
+        }
+    }
+    tfc_cpu_kept_pack *k = &cb->kept[cb->next_kept];
+    cb->next_kept = (cb->next_kept + 1) % TFC_CPU_KEPT;
+    if (k->cap < floats) {
+        void *p = NULL;
+        free(k->packed);
+        *k = (tfc_cpu_kept_pack){0};
+        if (posix_memalign(&p, 64, floats * sizeof(float))) return NULL;
+        k->packed = p;
+        k->cap = floats;
+    }
+    k->src[0] = src[0], k->src[1] = src[1];
+    k->bytes[0] = bytes[0], k->bytes[1] = bytes[1];
+    k->tag = tag;
+    k->floats = floats;
+    k->valid = 1; /* the caller packs it now */
+    return k->packed;
+}
+
+void tfc_cpu_kept_written(tfc_backend *be, const void *p, size_t bytes)
+{
+    tfc_cpu_backend *cb = (tfc_cpu_backend *)be;
+    const char *a = p;
+    for (int i = 0; i < TFC_CPU_KEPT; i++)
+        for (int s = 0; s < 2; s++) {
+            const char *w = (const char *)cb->kept[i].src[s];
+            if (w && a < w + cb->kept[i].bytes[s] && w < a + bytes) cb->kept[i].valid = 0;
+        }
+}
+
+void tfc_cpu_kept_free(tfc_backend *be)
+{
+    tfc_cpu_backend *cb = (tfc_cpu_backend *)be;
+    for (int i = 0; i < TFC_CPU_KEPT; i++) free(cb->kept[i].packed);
+}
 
 tfc_rnn_split tfc_cpu_rnn_split(const tfc_backend *be, int n, int64_t macs)
 {
