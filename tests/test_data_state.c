@@ -1,7 +1,8 @@
 /* Saving and restoring the pipeline position: for pipelines with shuffles (lazy and eager),
  * parallel maps, caches, filters, take/skip, repeats, batches and prefetch, the elements
  * read after restoring a state saved at element k into a fresh pipeline equal elements k...
- * of an uninterrupted run. Corrupt, truncated and foreign state blobs are errors. */
+ * of an uninterrupted run, their rows named by the same records. A state of the earlier
+ * format restores. Corrupt, truncated and foreign state blobs are errors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +161,91 @@ static void test_resume_cache(void) { check_resume(4); }
 static void test_resume_shard(void) { check_resume(6); }
 static void test_resume_skip_take_parallel(void) { check_resume(5); }
 
+/* Appends to `text` the record of every row (tfc_pipeline_describe_row; "?" when not known)
+ * of up to `elements` elements, "|" after each element; returns the elements read. */
+static int read_rows(tfc_pipeline *p, int elements, char *text, size_t cap)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    int k = 0;
+    for (; k < elements; k++) {
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        if (b.end) break;
+        int64_t rows = tfc_pipeline_element_spec(p)->batched ? b.features.shape.dim[0] : 1;
+        for (int64_t r = 0; r < rows; r++) {
+            char at[256];
+            size_t used = strlen(text);
+            int known = tfc_pipeline_describe_row(p, TFC_COMP_FEATURES, r, at, sizeof at);
+            snprintf(text + used, cap - used, "%s,", known ? at : "?");
+        }
+        size_t used = strlen(text);
+        snprintf(text + used, cap - used, "|");
+    }
+    return k;
+}
+
+/* A data error right after a resume names its record as in the uninterrupted run: the
+ * batches a state holds by value (shuffled batches, a prefetch buffer) keep the records of
+ * their rows. */
+static void test_resume_keeps_row_names(void)
+{
+    enum { TOTAL = 30, CAP = 1 << 16 };
+    static char ref[CAP], got[CAP];
+    static const int kinds[] = {0, 3, 5, 6};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        ref[0] = 0;
+        tfc_pipeline *p = build(kinds[i]);
+        CU_ASSERT_EQUAL(read_rows(p, TOTAL, ref, CAP), TOTAL);
+        tfc_pipeline_free(p);
+        CU_ASSERT_PTR_NULL(strchr(ref, '?')); /* every row of the uninterrupted run named */
+        for (int k = 1; k < TOTAL; k += 4) {
+            got[0] = 0;
+            p = build(kinds[i]);
+            read_rows(p, k, got, CAP);
+            void *blob;
+            size_t len;
+            tfc_error err;
+            tfc_error_clear(&err);
+            CU_ASSERT_EQUAL_FATAL(tfc_pipeline_save_state(p, &blob, &len, &err), TFC_OK);
+            tfc_pipeline_free(p);
+            p = build(kinds[i]);
+            CU_ASSERT_EQUAL(tfc_pipeline_restore_state(p, blob, len, &err), TFC_OK);
+            free(blob);
+            read_rows(p, TOTAL - k, got, CAP);
+            tfc_pipeline_free(p);
+            CU_ASSERT_STRING_EQUAL(got, ref);
+        }
+    }
+}
+
+/* A state of the format before row records (version 1, written by commit 6b6dce1 from
+ * build(3) after 5 elements, tests/ref/data_state/v1_batches.state) still restores: the
+ * elements are those of the uninterrupted run, the buffered batches' rows not named. */
+static void test_version1_state(void)
+{
+    enum { TOTAL = 30 };
+    static int32_t ref[MAXV], got[MAXV];
+    tfc_pipeline *p = build(3);
+    int nref = read_some(p, TOTAL, ref, MAXV);
+    tfc_pipeline_free(p);
+    size_t len = 0;
+    char *blob = tfc_test_read("tests/ref/data_state/v1_batches.state", &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(blob);
+    CU_ASSERT_EQUAL(((const unsigned char *)blob)[8], 1); /* the version: 1 */
+    p = build(3);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_pipeline_restore_state(p, blob, len, &err), TFC_OK);
+    free(blob);
+    int m = read_some(p, TOTAL - 5, got, MAXV);
+    tfc_pipeline_free(p);
+    int start = 0, e = 0;
+    while (e < 5 && start < nref) e += ref[start++] == -1;
+    CU_ASSERT_EQUAL(m, nref - start);
+    if (m == nref - start) CU_ASSERT(memcmp(got, ref + start, (size_t)m * sizeof *got) == 0);
+}
+
 static void test_bad_blobs(void)
 {
     tfc_pipeline *p = build(0);
@@ -208,4 +294,6 @@ TFC_TEST_MAIN("data_state",
               {"resume_cache", test_resume_cache},
               {"resume_skip_take_parallel", test_resume_skip_take_parallel},
               {"resume_shard", test_resume_shard},
+              {"resume_keeps_row_names", test_resume_keeps_row_names},
+              {"version1_state", test_version1_state},
               {"bad_blobs", test_bad_blobs})

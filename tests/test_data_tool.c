@@ -39,6 +39,8 @@ static void write_fixtures(void)
     unsigned char lab[8 + 10] = {0, 0, 8, 1, 0, 0, 0, 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
     tfc_test_write("lab.idx", lab, sizeof lab);
     tfc_test_write("trunc.idx", buf, 40);
+    tfc_test_write("m.yaml",
+                   "input: {shape: [3, 4]}\nlayers: [{Flatten: {}}, {Dense: {units: 10}}]\n", -1);
     tfc_test_write("solver.yaml",
                    "model: m.yaml\n"
                    "seed: 3\n"

@@ -100,7 +100,8 @@ static void test_exit_code_rule(void)
           "--set data.test.source.features=nope.npy", w);
     tfc_test_write("images.yaml", "data:\n  train:\n    source: {type: images, directory: "
                    "nowhere}\n    pipeline: [{batch: {batch_size: 2}}]\n", -1);
-    check(2, "cannot open folder ./nowhere", "tfc-data images.yaml");
+    /* relative to the solver's folder, made absolute, as tfc-train names it */
+    check(2, "cannot open folder /", "tfc-data images.yaml");
     check(2, "a: error: cannot read: Is a directory", "tfc-test tiny.yaml --weights a");
     check(2, "nowhere: No such file or directory", "tfc-ctl nowhere stop");
     check(2, "no model 'nosuch'", "tfc-zoo info nosuch");

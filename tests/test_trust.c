@@ -2,10 +2,12 @@
  * builds them): corrupted, truncated and padded gzip inputs (IDX and TFRecord) fail naming
  * the file; SIGTERM during a test pass resumes into the uninterrupted run; a NaN or inf
  * among the features and a label out of range fail naming file and record (labels before
- * any work where they can be read ahead); SIGHUP snapshots like SIGTERM and a closed stdout
- * (`| head -1`) does not stop the run; resumes keep a run's records consistent (log.csv,
- * summary.json, final weights) and name what they change; empty and skipped data are said
- * with their files (and a stage that leaves nothing, with its split); `make run` again
+ * any work where they can be read ahead; right after a resume too); SIGHUP snapshots like
+ * SIGTERM and a closed stdout (`| head -1`) does not stop the run; resumes keep a run's
+ * records consistent (log.csv, summary.json, final weights) and name what they change;
+ * empty and skipped data are said with their files (and a stage that leaves nothing, with
+ * its split, by tfc-train and tfc-test); tfc-data reads a solver as tfc-train does
+ * (base_dir, the --set keys it refuses and accepts); `make run` again
  * re-tests a finished run, resumes an interrupted one, and starts over one stopped before
  * its first snapshot. */
 #include <fcntl.h>
@@ -497,6 +499,35 @@ static void test_nonfinite_inputs(void)
     expect_tfc_test(bin, "nf_test.yaml", "inf_x.npy record 5: feature value -inf is not finite");
 }
 
+/* A bad record met right after a resume, in a batch the snapshot held prefetched: named by
+ * its file and record as in the uninterrupted run (not "example K of a batch"). */
+static void test_nonfinite_after_resume(void)
+{
+    const char *bin = tfc_test_bin("tfc-train");
+    if (!bin) return;
+    write_values("rnan", 128, 37, NAN, 1);
+    tfc_test_write("rnan.yaml",
+                   "model:\n  name: vals\n  input: {shape: [16]}\n"
+                   "  layers: [{Dense: {name: out, units: 4}}]\n"
+                   "data:\n  train:\n"
+                   "    source: {type: npy, features: rnan_x.npy, labels: rnan_y.npy}\n"
+                   "    pipeline: [{repeat: {}}, {batch: {batch_size: 16}}, "
+                   "{prefetch: {buffer_size: 2}}]\n"
+                   "optimizer: {type: sgd, learning_rate: 0.01}\n"
+                   "max_iter: 10\ndisplay: 1\nsnapshot: {interval: 0}\nseed: 7\n", -1);
+    const char *want = "rnan_x.npy record 37: feature value nan is not finite";
+    char cmd[2048];
+    /* uninterrupted: record 37 is in the third batch */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' rnan.yaml --out rn1 --device cpu", bin);
+    tfc_test_sh_expect(1, cmd, want, "data.train: /");
+    /* paused after the second batch (the third prefetched into the snapshot), resumed */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' rnan.yaml --out rn2 --device cpu --stop-at 2", bin);
+    tfc_test_sh_expect(0, cmd, "paused at iteration 2", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' rn2/config.yaml --resume "
+             "rn2/snapshots/vals_iter_2.state --device cpu", bin);
+    tfc_test_sh_expect(1, cmd, want, "data.train: /");
+}
+
 /* A class label outside the model's classes: found before any work where every record's
  * label reaches the model (the run directory is not even made), naming the labels file and
  * record and the source's num_classes; behind a filter, when its batch comes, named the
@@ -795,12 +826,45 @@ static void test_ignored_options(void)
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out ti --set data.test=null", bin);
     tfc_test_sh_expect(2, cmd, "tiny.yaml:", "test_interval: 100 needs data.test");
     CU_ASSERT(!exists("ti"));
-    /* tfc-data takes --set as tfc-train does; a misspelled data key is refused */
+    /* tfc-data takes --set as tfc-train does: what one refuses the other refuses, a
+     * misspelled data key, solver key or model key alike, and what one accepts the other
+     * accepts */
     snprintf(cmd, sizeof cmd, "'%s/tfc-data' tiny.yaml --take 3 "
              "--set data.train.pipeline.2.batch.batch_size=5", bin);
     tfc_test_sh_expect(0, cmd, "3 elements (15 examples)", NULL);
-    snprintf(cmd, sizeof cmd, "'%s/tfc-data' tiny.yaml --set data.tset.source=x", bin);
-    tfc_test_sh_expect(2, cmd, "data.tset: unknown key 'tset'; did you mean 'test'?", NULL);
+    static const struct {
+        const char *set, *want;
+    } sets[] = {
+        {"data.tset.source=x", "data.tset: unknown key 'tset'; did you mean 'test'?"},
+        {"max_itr=5", "unknown key 'max_itr'; did you mean 'max_iter'?"},
+        {"optimizer.learning_rat=0.1", "unknown key 'learning_rat'; did you mean"},
+        {"model.layers.0.Dense.unitz=3", "unknown key 'unitz'; did you mean 'units'?"},
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        const char *const tools[] = {"tfc-data", "tfc-train"};
+        for (int t = 0; t < 2; t++) {
+            snprintf(cmd, sizeof cmd, "'%s/%s' tiny.yaml --set %s", bin, tools[t],
+                     sets[i].set);
+            tfc_test_sh_expect(2, cmd, sets[i].want, NULL);
+        }
+    }
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' tiny.yaml --take 1 --set max_iter=5 --set "
+             "optimizer.learning_rate=0.5 --set model.layers.0.Dense.units=8", bin);
+    tfc_test_sh_expect(0, cmd, "1 elements (16 examples)", NULL);
+    /* base_dir: the data's folder for tfc-data as for tfc-train (the solver one folder down) */
+    char *tiny = tfc_test_read(tfc_test_path("tiny.yaml"), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tiny);
+    size_t len = strlen(tiny) + 32;
+    char *moved = malloc(len);
+    snprintf(moved, len, "base_dir: ..\n%s", tiny);
+    mkdir(tfc_test_path("bd"), 0755);
+    tfc_test_write("bd/tiny.yaml", moved, -1);
+    free(tiny);
+    free(moved);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-data' bd/tiny.yaml --split test --take 1", bin);
+    tfc_test_sh_expect(0, cmd, "data.test: 64 source records", "1 elements (32 examples)");
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' bd/tiny.yaml --out bdrun --set max_iter=1", bin);
+    tfc_test_sh_expect(0, cmd, "done: 1 iterations", NULL);
 }
 
 /* ---- 16. empty data: the file named, nothing created ---------------------------------------- */
@@ -852,6 +916,10 @@ static void test_empty_data(void)
     }
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --out nodata --set max_iter=2", bin);
     tfc_test_sh_expect(0, cmd, "done: 2 iterations", NULL);
+    /* tfc-test says the same of its split, before it evaluates (no result of 0 examples) */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-test' tiny.yaml --weights nodata/final.safetensors "
+             "--set 'data.test.pipeline=%s'", bin, drained[4].stages);
+    tfc_test_sh_expect(1, cmd, drained[4].why, NULL);
 }
 
 /* ---- 7, 8. a resume never rewrites a finished run's results; log and summary agree ---------- */
@@ -1050,6 +1118,20 @@ static void test_skip_reported(void)
                        "data.test: 2 bad records left out (on_error: skip), first: ", "bad1.png");
     snprintf(cmd, sizeof cmd, "'%s/tfc-data' skip.yaml --take 10", bin);
     tfc_test_sh_expect(0, cmd, "data.train: 2 bad records left out", "bad0.png");
+    /* data-parallel, each rank keeping its share of the dealt splits: still the whole run's
+     * count (every rank reads each record to know whether it is bad, so rank 0's count is
+     * complete, and a sum over the ranks would count each twice) */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    if (tfc_test_sh("mpirun --version", NULL) != 0) {
+        tfc_test_skip("mpirun is not installed (apt install openmpi-bin)");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' skip.yaml --out skip2 --threads 1 --nprocs 2", bin);
+    tfc_test_sh_expect(0, cmd, "input dealt", "data.train: 2 bad records left out");
+    tfc_test_sh_expect(0, "cat skip2/summary.json",
+                       "\"skipped\": {\n    \"train\": 2,\n    \"test\": 2\n", NULL);
 }
 
 /* ---- 20. `make run` again: re-tests a finished run, resumes an interrupted one ---------- */
@@ -1141,5 +1223,6 @@ TFC_TEST_MAIN("trust", {"gzip_integrity", test_gzip_integrity},
               {"skip_reported", test_skip_reported},
               {"signal_during_test", test_signal_during_test},
               {"nonfinite_inputs", test_nonfinite_inputs},
+              {"nonfinite_after_resume", test_nonfinite_after_resume},
               {"labels_out_of_range", test_labels_out_of_range},
               {"make_run", test_make_run})

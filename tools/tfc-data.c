@@ -1,10 +1,10 @@
 /* tfc-data SOLVER.yaml [--split train|test] [--take N] [--output PREFIX [--format F]]
- * [--profile] [--set KEY=VALUE]...: runs only the input pipeline of a solver file (its
- * --set overrides applied as tfc-train applies them), prints each component's dtype and
- * shape (tf.data's element_spec) and the elements per second, can write the first N
- * elements as .npy files or as a TFRecord file of tf.train.Example records (a converter from
- * any source), and with --profile prints what each stage cost. A thin main over src/data;
- * exit 0 on success, 1 on unreadable data, 2 on bad usage or configuration. */
+ * [--profile] [--set KEY=VALUE]...: runs only the input pipeline of a solver file (read as
+ * tfc-train reads it: base_dir, --set overrides, every key checked), prints each
+ * component's dtype and shape (tf.data's element_spec) and the elements per second, can
+ * write the first N elements as .npy files or as a TFRecord file of tf.train.Example records
+ * (a converter from any source), and with --profile prints what each stage cost. A thin main
+ * over src/data; exit 0 on success, 1 on unreadable data, 2 on bad usage or configuration. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,16 +203,6 @@ static void tfr_print(const tfr_out *o)
     printf("}\n");
 }
 
-/* The documents --set values live in (positions in errors refer to them), one per --set. */
-static tfc_doc *set_docs[256];
-
-/* Frees the solver's document, then those of its --set values. */
-static void docs_free(tfc_doc *doc)
-{
-    tfc_doc_free(doc);
-    for (int i = 0; i < args.sets.n; i++) tfc_doc_free(set_docs[i]);
-}
-
 int main(int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
@@ -228,52 +218,33 @@ int main(int argc, char **argv)
     if (!npy && !prefix) return cli_error(&tool, "--format needs --output");
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_doc *doc = tfc_doc_load_file(solver, &err);
-    if (!doc) return fail(&err);
-    tfc_node *root = tfc_doc_root(doc);
-    /* --set as tfc-train applies it, every error reported */
-    int bad = 0;
-    for (int i = 0; i < args.sets.n; i++)
-        bad |= tfc_override_apply(doc, root, args.sets.v[i], &set_docs[i], &err) != TFC_OK;
-    if (bad || tfc_solver_check_root(root, &err) || tfc_solver_check_data(root, &err)) {
-        docs_free(doc);
-        return fail(&err);
-    }
-    const tfc_node *data = tfc_node_get(root, "data");
-    const tfc_node *node = tfc_node_get(data, split);
+    /* The solver as tfc-train reads it (base_dir, model: FILE, --set, every key checked);
+     * a data block alone is a solver here. */
+    tfc_solver_options sopt = {.sets = args.sets.v, .nsets = args.sets.n, .data_only = 1};
+    tfc_solver *s = tfc_solver_load(solver, &sopt, &err);
+    if (!s) return fail(&err);
+    const tfc_solver_config *cfg = tfc_solver_get_config(s);
+    int test = !strcmp(split, "test");
+    const tfc_node *node = test ? cfg->test : cfg->train;
     char key[32];
     snprintf(key, sizeof key, "data.%s", split);
-    if (!node || tfc_node_is_null(node)) {
+    if (!node) {
+        const tfc_node *root = tfc_solver_resolved(s), *data = tfc_node_get(root, "data");
         tfc_node_error(&err, TFC_ERR_CONFIG, data ? data : root, data ? "data" : "",
                        "the solver has no %s", key);
-        docs_free(doc);
+        tfc_solver_free(s);
         return fail(&err);
     }
-    long long seed = 1;
-    const tfc_node *sn = tfc_node_get(root, "seed");
-    if (sn && tfc_node_int(sn, "seed", 0, 2147483647, &seed, &err)) {
-        docs_free(doc);
-        return fail(&err);
-    }
-    char *dir = strdup(solver), *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else strcpy(dir, ".");
-    tfc_data_options opt = {.key = key, .base_dir = dir, .seed = (uint64_t)seed,
+    tfc_data_options opt = {.key = key, .base_dir = cfg->base_dir, .seed = (uint64_t)cfg->seed,
                             .profile_every = args.profile ? 1 : 0};
     int code = 0;
     double t0 = tfc_now();
     /* The test split tokenizes with the train split's vocabulary. */
     tfc_pipeline *train = NULL;
-    tfc_data_plan plan = {0};
-    int test = !strcmp(split, "test");
-    if (test && tfc_pipeline_plan(node, &opt, &plan, &err)) {
-        code = fail(&err);
-        goto out;
-    }
-    if (test && plan.tokenizes) {
+    if (test && cfg->test_plan.tokenizes) {
         tfc_data_options topt = opt;
         topt.key = "data.train";
-        train = tfc_pipeline_from_config(tfc_node_get(data, "train"), &topt, &err);
+        train = tfc_pipeline_from_config(cfg->train, &topt, &err);
         if (!train) {
             code = fail(&err);
             goto out;
@@ -341,9 +312,8 @@ int main(int argc, char **argv)
     } else {
         printf("%ld elements (%lld examples) in %.3f s: %.1f elements/s, %.1f examples/s\n", n,
                (long long)examples, secs, (double)n / secs, (double)examples / secs);
-        char skipped[600], split_key[16];
-        snprintf(split_key, sizeof split_key, "data.%s", split);
-        tfc_format_skipped(split_key, tfc_pipeline_skipped(p), tfc_pipeline_skipped_names(p),
+        char skipped[600];
+        tfc_format_skipped(key, tfc_pipeline_skipped(p), tfc_pipeline_skipped_names(p),
                            skipped, sizeof skipped);
         if (skipped[0]) printf("%s\n", skipped);
         if (args.profile) {
@@ -366,7 +336,6 @@ int main(int argc, char **argv)
     tfc_pipeline_free(p);
 out:
     tfc_pipeline_free(train);
-    free(dir);
-    docs_free(doc);
+    tfc_solver_free(s);
     return code;
 }

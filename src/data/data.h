@@ -219,8 +219,8 @@ tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err);
 
 /* Names the record that row `row` of the element tfc_pipeline_next last handed out came
  * from ("FILE record 17", "FILE:12"; for comp TFC_COMP_LABELS the file its label is in): 1,
- * or 0 with buf "" when that is not known (a batch restored from saved state by value). Row
- * 0 of an unbatched element is the element. */
+ * or 0 with buf "" when that is not known (a row without a record, a batch restored from a
+ * version 1 state). Row 0 of an unbatched element is the element. */
 int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char *buf,
                               size_t size);
 
@@ -232,9 +232,12 @@ const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p);
 void tfc_pipeline_reset(tfc_pipeline *p);
 
 /* Saves the pipeline's exact position (a versioned byte blob: epochs, offsets, shuffle
- * buffers by element index, random counters; buffered batches of prefetch by value) into a
- * malloc'd buffer the caller frees. A fresh pipeline built from the same configuration and
- * restored from it yields exactly the elements the saved one would have. */
+ * buffers by element index, random counters; buffered batches of prefetch by value, with the
+ * record each row came from) into a malloc'd buffer the caller frees. A fresh pipeline built
+ * from the same configuration and restored from it yields exactly the elements the saved one
+ * would have, and tfc_pipeline_describe_row names their rows' records alike. Blobs of the
+ * earlier format (version 1, before the rows' records were saved) still restore; their
+ * buffered batches' rows are then described as unknown. */
 tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, tfc_error *err);
 
 /* Restores a position saved by tfc_pipeline_save_state. The blob is untrusted: a blob from

@@ -199,6 +199,11 @@ void tfc_wbuf_elem(wbuf *w, const elem *x, int with_data)
         for (int i = 0; i < t->shape.ndim; i++) tfc_wbuf_u64(w, (uint64_t)t->shape.dim[i]);
         tfc_wbuf_bytes(w, t->data, tfc_data_tensor_bytes(t));
     }
+    tfc_wbuf_u64(w, x->rows ? (uint64_t)x->nrows : 0);
+    for (int64_t i = 0; x->rows && i < x->nrows; i++) {
+        tfc_wbuf_u64(w, x->rows[i].epoch);
+        tfc_wbuf_u64(w, x->rows[i].index);
+    }
 }
 
 tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err)
@@ -226,6 +231,21 @@ tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err)
             return tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate a saved element");
         }
         memcpy(d, tfc_rbuf_bytes(r, (size_t)bytes), (size_t)bytes);
+    }
+    uint64_t nrows = with_data && r->version >= 2 ? tfc_rbuf_u64(r) : 0;
+    /* each row's id is 16 bytes of the blob: the count is bounded by what is left of it */
+    if (nrows > (r->len - r->pos) / 16) goto bad;
+    if (nrows && !r->bad) {
+        x->rows = malloc((size_t)nrows * sizeof *x->rows);
+        if (!x->rows) {
+            tfc_elem_free(x);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate a saved element");
+        }
+        x->nrows = (int64_t)nrows;
+        for (uint64_t i = 0; i < nrows; i++) {
+            x->rows[i].epoch = tfc_rbuf_u64(r);
+            x->rows[i].index = tfc_rbuf_u64(r);
+        }
     }
     if (!r->bad) return TFC_OK;
 bad:

@@ -29,8 +29,8 @@ typedef struct elem {
     tfc_element e; /* component buffers owned by the element */
     elem_id id;
     int has_id;
-    elem_id *rows; /* a batch's: row i came from rows[i] (owned; NULL: not known, as after a
-                      restored prefetch or when a row had no id) */
+    elem_id *rows; /* a batch's: row i came from rows[i] (owned; NULL: not known, as when a
+                      row had no id or after restoring a version 1 state) */
     int64_t nrows;
 } elem;
 
@@ -67,15 +67,19 @@ typedef struct rbuf {
     const unsigned char *p;
     size_t len, pos;
     int bad; /* set on any short read; readers check it once at the end */
+    uint64_t version; /* the blob's format (tfc_pipeline_restore_state): 1 has no row ids */
 } rbuf;
 
 void tfc_wbuf_u64(wbuf *w, uint64_t v);
 void tfc_wbuf_bytes(wbuf *w, const void *b, size_t n);
-/* An element: has_id, id, then per component presence, dtype, shape and the raw bytes. */
+/* An element: has_id, id, then with its data per component presence, dtype, shape and the
+ * raw bytes, and the ids of a batch's rows (a count, then epoch and index of each; 0 when
+ * not known). */
 void tfc_wbuf_elem(wbuf *w, const elem *x, int with_data);
 uint64_t tfc_rbuf_u64(rbuf *r);
 const void *tfc_rbuf_bytes(rbuf *r, size_t n); /* NULL (and r->bad) when fewer than n remain */
-/* Reads an element written by tfc_wbuf_elem; with_data 0 reads only the id. */
+/* Reads an element written by tfc_wbuf_elem; with_data 0 reads only the id. A version 1
+ * blob has no row ids: its batches come back without them. */
 tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err);
 
 /* ---- sources -------------------------------------------------------------------------------- */

@@ -11,7 +11,9 @@
 #include "data/internal.h"
 
 #define STATE_MAGIC "TFCPIPE"
-#define STATE_VERSION 1
+/* 2 saves the row ids of the batches it holds by value (tfc_wbuf_elem); version 1 blobs
+ * (without them) still restore, their batches without row ids. */
+#define STATE_VERSION 2
 
 static char *dup_or_null(const char *s)
 {
@@ -336,9 +338,10 @@ static uint64_t checksum(const unsigned char *b, size_t n)
     return tfc_fnv1a(TFC_FNV_INIT, b, n);
 }
 
-static uint64_t config_hash(const tfc_pipeline *p)
+/* The hash of the stages' configurations, as a blob of format `version` records it. */
+static uint64_t config_hash(const tfc_pipeline *p, uint64_t version)
 {
-    uint64_t h = tfc_data_hash_mix(STATE_VERSION, (uint64_t)p->n);
+    uint64_t h = tfc_data_hash_mix(version, (uint64_t)p->n);
     for (int i = 0; i < p->n; i++) h = tfc_data_hash_mix(h, p->stages[i]->config_hash);
     return h;
 }
@@ -355,7 +358,7 @@ tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, t
     tfc_wbuf_bytes(&w, STATE_MAGIC, 8);
     tfc_wbuf_u64(&w, STATE_VERSION);
     tfc_wbuf_u64(&w, (uint64_t)p->n);
-    tfc_wbuf_u64(&w, config_hash(p));
+    tfc_wbuf_u64(&w, config_hash(p, STATE_VERSION));
     tfc_wbuf_u64(&w, (uint64_t)p->skipped_run);
     for (int i = 0; i < p->n; i++) {
         stage *s = p->stages[i];
@@ -397,10 +400,11 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
     r.len = len - 8;
     uint64_t version = tfc_rbuf_u64(&r), n = tfc_rbuf_u64(&r), hash = tfc_rbuf_u64(&r);
     uint64_t skipped = tfc_rbuf_u64(&r);
-    if (r.bad || version != STATE_VERSION)
-        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state version %llu, expected %d",
-                             p->key, (unsigned long long)version, STATE_VERSION);
-    if (n != (uint64_t)p->n || hash != config_hash(p))
+    if (r.bad || version < 1 || version > STATE_VERSION)
+        return tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state version %llu, this "
+                             "build reads 1 to %d", p->key, (unsigned long long)version,
+                             STATE_VERSION);
+    if (n != (uint64_t)p->n || hash != config_hash(p, version))
         return tfc_error_set(err, TFC_ERR_FORMAT, "%s: the pipeline state was saved by a "
                              "different pipeline configuration", p->key);
     tfc_status st = TFC_OK;
@@ -412,7 +416,7 @@ tfc_status tfc_pipeline_restore_state(tfc_pipeline *p, const void *bytes, size_t
                                p->key, i);
             break;
         }
-        rbuf sub = {.p = r.p + r.pos, .len = (size_t)sl};
+        rbuf sub = {.p = r.p + r.pos, .len = (size_t)sl, .version = version};
         st = s->ops->restore(s, &sub, err);
         if (st == TFC_OK && (sub.bad || sub.pos != sub.len))
             st = tfc_error_set(err, TFC_ERR_FORMAT, "%s: pipeline state of stage %d (%s) is "

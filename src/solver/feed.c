@@ -281,6 +281,8 @@ tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend
     f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
     if (!f->test) return err->code;
     tfc_status st = check_label_set(f, f->test, "data.test", err);
+    /* a split whose stages leave nothing is said as tfc-train says it, not tested as empty */
+    if (!st) st = tfc_pipeline_check_yields(f->test, err);
     return st ? st : bind(f, s, be, err);
 }
 

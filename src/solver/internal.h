@@ -220,8 +220,9 @@ typedef struct tfc_feed {
 tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
                                  tfc_error *err);
 /* The same for evaluating `weights`: the test split alone, its vocabulary read from the
- * run folder of the weights or, without one, rebuilt from the train split; the model is
- * bound for the test batch up to 256 examples. */
+ * run folder of the weights or, without one, rebuilt from the train split; a test split
+ * whose stages leave nothing is refused (tfc_pipeline_check_yields); the model is bound for
+ * the test batch up to 256 examples. */
 tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend *be,
                                    const char *weights, tfc_error *err);
 /* The next training batch into f->x / f->y, *n examples (of a data-parallel run: this

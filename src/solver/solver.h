@@ -50,6 +50,10 @@ typedef struct tfc_solver_options {
     int host_step;                /* 1: the training step's host path even on a backend with
                                      the device-side step ops (docs/solver.md); the two give
                                      the same bits (tests compare them) */
+    int data_only;                /* 1: only the data is wanted (tfc-data): the keys that only
+                                     training needs (model, max_iter, data) may be absent;
+                                     every key there is resolved and checked as for training,
+                                     the model too when there is one */
 } tfc_solver_options;
 
 /* The checked solver keys (docs/solver.md lists them with their defaults). */
@@ -108,13 +112,6 @@ tfc_model *tfc_solver_model(tfc_solver *s);
  * model's first metric other than the loss (higher is better), else "loss" (lower). */
 const char *tfc_ranking_metric_name(const tfc_model *m);
 
-/* A model file's root (layers:, no model:) where a solver is expected: one error at its first
- * line saying so (tfc_solver_load, tfc-data); TFC_OK for anything else. */
-tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err);
-/* The data: table's keys (train, test) checked as tfc_solver_load checks them, for tfc-data,
- * which reads a solver's data without loading its model: an unknown key (a misspelled
- * --set) is an error with a did-you-mean. */
-tfc_status tfc_solver_check_data(const tfc_node *root, tfc_error *err);
 
 /* The model a model tool works on (model_source.c): `path` is a model file, or a solver or run
  * config.yaml (a mapping with model: and no layers:), whose resolved model is taken (model:

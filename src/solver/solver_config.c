@@ -230,21 +230,15 @@ static tfc_status inline_model(tfc_solver *s, tfc_error *err)
     return TFC_OK;
 }
 
-tfc_status tfc_solver_check_root(const tfc_node *root, tfc_error *err)
+/* A model file's root (layers:, no model:) where a solver is expected: one error at its first
+ * line saying so; TFC_OK for anything else. */
+static tfc_status check_root(const tfc_node *root, tfc_error *err)
 {
     if (!tfc_node_get(root, "layers") || tfc_node_get(root, "model")) return TFC_OK;
     return tfc_node_error(err, TFC_ERR_CONFIG, root, NULL,
                           "this is a model file (it has layers: and no model:), and a solver "
                           "is expected here: a file with model: (this file's name), data:, "
                           "optimizer: and max_iter:, as configs/fashion_mlp.yaml");
-}
-
-tfc_status tfc_solver_check_data(const tfc_node *root, tfc_error *err)
-{
-    const tfc_node *data = tfc_node_get(root, "data");
-    data_args d;
-    if (data && tfc_schema_apply(data_fields, data, "data", &d, err)) return TFC_ERR_CONFIG;
-    return TFC_OK;
 }
 
 static tfc_status set_scalar(tfc_solver *s, tfc_node *map, const char *key, const char *value,
@@ -271,7 +265,7 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
                        found);
         return NULL;
     }
-    if (tfc_solver_check_root(sroot, err)) return NULL;
+    if (check_root(sroot, err)) return NULL;
     s->doc = tfc_doc_load_string("{}", 2, "<resolved>", err);
     if (!s->doc) return NULL;
     s->root = tfc_node_copy(s->doc, sroot);
@@ -318,11 +312,15 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     }
     if (status) return NULL;
 
-    /* Validation: every table, every error. */
+    /* Validation: every table, every error; for the data alone, nothing required. */
+    tfc_field fields[sizeof solver_fields / sizeof *solver_fields];
+    memcpy(fields, solver_fields, sizeof fields);
+    for (tfc_field *f = fields; s->opt.data_only && f->name; f++)
+        if (!f->def) f->def = TFC_NO_DEFAULT;
     solver_args a;
     tfc_solver_config *c = &s->cfg;
     memset(c, 0, sizeof *c);
-    if (tfc_schema_apply(solver_fields, s->root, "", &a, err)) status = TFC_ERR_CONFIG;
+    if (tfc_schema_apply(fields, s->root, "", &a, err)) status = TFC_ERR_CONFIG;
     c->weight_decay = a.weight_decay;
     c->clip_gradients = a.clip_gradients;
     c->iter_size = a.iter_size;
@@ -388,6 +386,7 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
             status = TFC_ERR_CONFIG;
     }
     if (status) return NULL;
+    if (!s->model) return s; /* the data alone (data_only): no run to name or hash */
 
     /* The resolved configuration names the model and its base folder explicitly, so
      * config.yaml runs the same from anywhere. */
