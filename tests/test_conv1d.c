@@ -1,7 +1,8 @@
-/* Conv1D and the 1-D poolings: the CPU's grouped convolution and masked mean ops, and the
- * layers' forward values (valid, same, causal, dilated, strided, grouped; each pooling; the
- * masked average after an Embedding) against loops written here from the definitions; the
- * GPU refusal of the ops the CPU alone has. */
+/* Conv1D and the 1-D poolings: the CPU's grouped convolution, conv1d and masked mean ops
+ * (the conv1d ops' bits on any thread count), and the layers' forward values (valid, same,
+ * causal, dilated, strided, grouped; each pooling; the masked average after an Embedding)
+ * against loops written here from the definitions; the GPU refusal of the ops the CPU alone
+ * has. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,17 +101,23 @@ static sweep_case sweep_pick(uint32_t *r, int max_groups)
     return c;
 }
 
-/* The convolution ops on d against the loops: the grouped ones, or with `plain` (one group)
- * the backend's conv ops (oneDNN or im2col, with a workspace). Forward overwrites, backward
- * data with assign overwrites and without it adds, backward filter adds. */
-static void check_conv_ops(tfc_backend *be, tfc_conv_desc d, int groups, int plain)
+/* Which ops check_conv_ops runs: the grouped ones, the backend's conv ops (oneDNN or
+ * im2col) or its conv1d ops (stride and dilation 1), the last two with a workspace. */
+enum { OPS_GROUPED, OPS_CONV, OPS_CONV1D };
+
+/* The convolution ops `kind` on d against the loops (kind other than OPS_GROUPED: one group).
+ * Forward overwrites, backward data with assign overwrites and without it adds, backward
+ * filter adds; conv1d_forward also with a bias and ReLU. */
+static void check_conv_ops(tfc_backend *be, tfc_conv_desc d, int groups, int kind)
 {
+    const int plain = kind == OPS_CONV, direct = kind == OPS_CONV1D;
     const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.f;
     const int64_t nw = (int64_t)d.kh * d.kw * (d.c / groups) * d.f;
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4);
     float *dx = malloc(nx * 4), *dw = malloc(nw * 4);
     double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8);
-    size_t wsb = plain ? be->ops->conv_workspace(be, &d) : 0;
+    size_t wsb = plain ? be->ops->conv_workspace(be, &d)
+                 : direct ? be->ops->conv1d_workspace(be, &d) : 0;
     void *ws = wsb ? malloc(wsb) : NULL;
     const tfc_backend_ops *op = be->ops;
     tfc_test_fill(x, nx, -1, 1, 1);
@@ -119,18 +126,30 @@ static void check_conv_ops(tfc_backend *be, tfc_conv_desc d, int groups, int pla
     ref_grouped(&d, groups, x, w, dy, ry, rdx, rdw);
     for (int64_t k = 0; k < ny; k++) y[k] = NAN; /* overwritten */
     if (plain) op->conv_forward(be, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, NULL, NULL, ws);
+    else if (direct) op->conv1d_forward(be, &d, x, w, NULL, 0, y, ws);
     else op->grouped_conv_forward(be, &d, groups, x, w, y);
     CU_ASSERT(max_rel(y, ry, ny) < 1e-5);
+    if (direct) { /* y = max(conv + bias, 0) */
+        float bias[64];
+        TFC_ASSERT(d.f <= 64);
+        tfc_test_fill(bias, d.f, -1, 1, 4);
+        for (int64_t k = 0; k < ny; k++) ry[k] = fmax(ry[k] + bias[k % d.f], 0.0);
+        op->conv1d_forward(be, &d, x, w, bias, 1, y, ws);
+        CU_ASSERT(max_rel(y, ry, ny) < 1e-5);
+    }
     for (int64_t k = 0; k < nx; k++) dx[k] = NAN; /* assign: never read */
     if (plain) op->conv_backward_data(be, &d, dy, w, dx, 1, ws);
+    else if (direct) op->conv1d_backward_data(be, &d, dy, w, dx, 1, ws);
     else op->grouped_conv_backward_data(be, &d, groups, dy, w, dx, 1);
     CU_ASSERT(max_rel(dx, rdx, nx) < 1e-5);
     for (int64_t k = 0; k < nx; k++) rdx[k] *= 2;
     if (plain) op->conv_backward_data(be, &d, dy, w, dx, 0, ws);
+    else if (direct) op->conv1d_backward_data(be, &d, dy, w, dx, 0, ws);
     else op->grouped_conv_backward_data(be, &d, groups, dy, w, dx, 0);
     CU_ASSERT(max_rel(dx, rdx, nx) < 1e-5);
     for (int64_t k = 0; k < nw; k++) dw[k] = 1.0f, rdw[k] += 1.0;
     if (plain) op->conv_backward_filter(be, &d, x, dy, dw, ws);
+    else if (direct) op->conv1d_backward_filter(be, &d, x, dy, dw, ws);
     else op->grouped_conv_backward_filter(be, &d, groups, x, dy, dw);
     CU_ASSERT(max_rel(dw, rdw, nw) < 1e-5);
     free(x), free(w), free(dy), free(y), free(dx), free(dw), free(ry), free(rdx), free(rdw);
@@ -139,7 +158,7 @@ static void check_conv_ops(tfc_backend *be, tfc_conv_desc d, int groups, int pla
 
 static void check_grouped_op(tfc_backend *be, tfc_conv_desc d, int groups)
 {
-    check_conv_ops(be, d, groups, 0);
+    check_conv_ops(be, d, groups, OPS_GROUPED);
 }
 
 static void test_grouped_conv_op(void)
@@ -168,16 +187,67 @@ static void test_grouped_conv_op(void)
                                          .oh = 1, .ow = 2}, 1);
     /* a sweep of 1 x steps images with Keras's padding (keras_desc): steps 1..12, kernel
      * 1..4, stride or dilation 1..3, 1..3 groups, valid, same or causal; one group also
-     * through the backend's conv ops (causal: padding before the sequence only) */
+     * through the backend's conv ops (causal: padding before the sequence only), and at
+     * stride and dilation 1 through its conv1d ops */
     uint32_t r = 777;
     for (int i = 0; i < 80; i++) {
         sweep_case c = sweep_pick(&r, 3);
         tfc_conv_desc d = keras_desc(c.n, c.T, 2 * c.groups, c.k, c.s, c.dil, 3 * c.groups,
                                      c.mode);
-        check_conv_ops(be, d, c.groups, 0);
-        if (c.groups == 1) check_conv_ops(be, d, 1, 1);
+        check_conv_ops(be, d, c.groups, OPS_GROUPED);
+        if (c.groups == 1) check_conv_ops(be, d, 1, OPS_CONV);
+        if (c.groups == 1 && c.s == 1 && c.dil == 1) check_conv_ops(be, d, 1, OPS_CONV1D);
     }
     tfc_backend_free(be);
+}
+
+/* y, dx (accumulated onto ones) and dw (onto ones) of the conv1d ops on `threads` threads,
+ * into out (ny + nx + nw floats) */
+static void conv1d_ops_on(int threads, const tfc_conv_desc *d, const float *x, const float *w,
+                          const float *dy, float *out)
+{
+    tfc_backend *be = tfc_cpu_backend_create(threads);
+    TFC_ASSERT(be != NULL);
+    const int64_t nx = (int64_t)d->n * d->w * d->c, ny = (int64_t)d->n * d->ow * d->f;
+    const int64_t nw = (int64_t)d->kw * d->c * d->f;
+    void *ws = malloc(be->ops->conv1d_workspace(be, d));
+    float *y = out, *dx = y + ny, *dw = dx + nx;
+    for (int64_t k = 0; k < nx + nw; k++) dx[k] = 1.0f;
+    be->ops->conv1d_forward(be, d, x, w, w, 1, y, ws);
+    be->ops->conv1d_backward_data(be, d, dy, w, dx, 0, ws);
+    be->ops->conv1d_backward_filter(be, d, x, dy, dw, ws);
+    free(ws);
+    tfc_backend_free(be);
+}
+
+/* The conv1d ops at widths past one 16-filter panel and one 6-row tile, every padding, an
+ * even kernel (same: the extra step after), on one thread and three; then the same bits
+ * from 1, 2 and 3 threads on the benchmark's layer shape. */
+static void test_conv1d_op(void)
+{
+    for (int threads = 1; threads <= 3; threads += 2) {
+        tfc_backend *be = tfc_cpu_backend_create(threads);
+        TFC_ASSERT(be != NULL);
+        for (int mode = 0; mode < 3; mode++) {
+            check_conv_ops(be, keras_desc(5, 23, 20, 5, 1, 1, 40, mode), 1, OPS_CONV1D);
+            check_conv_ops(be, keras_desc(4, 9, 33, 4, 1, 1, 17, mode), 1, OPS_CONV1D);
+        }
+        tfc_backend_free(be);
+    }
+    const tfc_conv_desc d = keras_desc(8, 64, 128, 5, 1, 1, 128, 1);
+    const int64_t nx = (int64_t)d.n * d.w * d.c, ny = (int64_t)d.n * d.ow * d.f;
+    const int64_t nw = (int64_t)d.kw * d.c * d.f, all = nx + ny + nw;
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4);
+    float *one = malloc(all * 4), *other = malloc(all * 4);
+    tfc_test_fill(x, nx, -1, 1, 5);
+    tfc_test_fill(w, nw, -1, 1, 6);
+    tfc_test_fill(dy, ny, -1, 1, 7);
+    conv1d_ops_on(1, &d, x, w, dy, one);
+    for (int threads = 2; threads <= 3; threads++) {
+        conv1d_ops_on(threads, &d, x, w, dy, other);
+        CU_ASSERT(memcmp(one, other, (size_t)all * 4) == 0);
+    }
+    free(x), free(w), free(dy), free(one), free(other);
 }
 
 static void test_masked_mean_op(void)
@@ -464,6 +534,10 @@ static void expect_refused(const char *yaml, const char *op, int refused)
     lacking.grouped_conv_backward_filter = NULL;
     lacking.masked_mean_forward = NULL;
     lacking.masked_mean_backward = NULL;
+    lacking.conv1d_workspace = NULL; /* a Conv1D then takes the conv ops */
+    lacking.conv1d_forward = NULL;
+    lacking.conv1d_backward_data = NULL;
+    lacking.conv1d_backward_filter = NULL;
     be->ops = &lacking;
     tfc_error err;
     tfc_error_clear(&err);
@@ -609,7 +683,7 @@ static void test_keras_parity(void)
     }
 }
 
-TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op},
+TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op}, {"conv1d_op", test_conv1d_op},
               {"masked_mean_op", test_masked_mean_op}, {"conv1d_values", test_conv1d_values},
               {"pooling1d_values", test_pooling1d_values},
               {"global_pooling1d_masked", test_global_pooling1d_masked},

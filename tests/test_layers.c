@@ -385,6 +385,14 @@ static const gc_case cases[] = {
                     "  - Bidirectional: {layer: {GRU: {units: 3, return_sequences: true}}}\n"
                     "  - LSTM: {units: 3, return_sequences: true}\n"
                     "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3}\n", 3},
+    /* Conv1D at stride and dilation 1 (the CPU's conv1d ops) after an Embedding, as in
+     * bench/models/conv1d: an even kernel with same padding, a causal one, more filters than
+     * one 16-wide panel (ReLU's kinks here failed the check on the old ops too: test_conv1d
+     * checks the ReLU against loops) */
+    {"conv1d_direct", SEQ "  - Embedding: {input_dim: 10, output_dim: 5}\n"
+                      "  - Conv1D: {filters: 18, kernel_size: 4, padding: same, activation: tanh}\n"
+                      "  - Conv1D: {filters: 4, kernel_size: 3, padding: causal}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -496,6 +496,20 @@ typedef struct tfc_device_options {
     X(void, grouped_conv_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, int groups,    \
                                            const float *x, const float *dy, float *dw))            \
                                                                                                    \
+    /* Conv1D's ungrouped convolution at stride and dilation 1: conv_forward's desc with           \
+     * h = kh = 1, sw = dw = 1 and pad_left <= kw - 1, w [kw, c, f]. conv1d_forward overwrites     \
+     * y with conv + bias (bias NULL: none), then with relu max(y, 0) (NaN stays NaN, as           \
+     * act_forward); the backward ops follow conv_backward_data's (assign) and                     \
+     * conv_backward_filter's contracts. Each output element's sum has one order, whatever the     \
+     * thread count. ws: at least conv1d_workspace(d) bytes, also for fewer sequences. */          \
+    X(size_t, conv1d_workspace, (tfc_backend *be, const tfc_conv_desc *d))                         \
+    X(void, conv1d_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,              \
+                             const float *w, const float *bias, int relu, float *y, void *ws))     \
+    X(void, conv1d_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,       \
+                                   const float *w, float *dx, int assign, void *ws))               \
+    X(void, conv1d_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,      \
+                                     const float *dy, float *dw, void *ws))                        \
+                                                                                                   \
     /* The mean over the unmasked steps (GlobalAveragePooling1D under a mask): x [n, t, c],        \
      * mask [n, t] (0 or 1), y [n, c] overwritten:                                                 \
      *   y[i, ch] = sum_s mask[i, s] x[i, s, ch] / sum_s mask[i, s]                                \

@@ -1,9 +1,10 @@
-/* CPU kernels of the 1-D sequence layers that the other ops do not cover: the grouped
- * convolution of Conv1D (written for the general NHWC desc; Conv1D passes h = kh = 1) and
- * the masked mean of GlobalAveragePooling1D. Plain loops, the filters (or channels) of a
- * group innermost and contiguous; one channel per group and filter (depthwise) runs across
- * the groups instead. Every output element is computed by one thread in a fixed order, so
- * results do not depend on the thread count. */
+/* CPU kernels of the 1-D sequence layers: Conv1D's grouped convolution (plain loops for the
+ * general NHWC desc, the filters of a group innermost; one channel per group and filter runs
+ * across the groups), its ungrouped one at stride and dilation 1 on packed GEMMs without
+ * im2col, and GlobalAveragePooling1D's masked mean. Every output element is computed by one
+ * thread in a fixed order, so results do not depend on the thread count. */
+#include <omp.h>
+
 #include "cpu/cpu_internal.h"
 
 /* y[i, oy, ox, g fg + j] = sum_{u, v, ci} x[i, iy, ix, g cg + ci] w[u, v, ci, g fg + j]
@@ -130,6 +131,125 @@ void tfc_cpu_grouped_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *
                         }
                 }
             }
+    }
+}
+
+/* ---- the ungrouped convolution at stride and dilation 1 (conv1d_*) ----------------------
+ * Output step t of a sequence reads input steps t - pl .. t - pl + k - 1: in a copy of the
+ * sequence with pl zero steps before it (and zeros after), k consecutive rows, that is k c
+ * consecutive floats. So the copy, read in place as A with rows c floats apart, is the
+ * im2col matrix [ow, k c] without building it: forward is one packed GEMM per sequence
+ *   y = A · W[k c, f] + bias
+ * and the data gradient the same over dy, padded with k - 1 - pl zero steps before it,
+ * against the taps reversed and transposed:
+ *   dx[s] = sum_j dy'[s + j] Wᵀ[k - 1 - j]      (dy'[r] = dy[r - (k - 1 - pl)], 0 outside)
+ * The filter gradient runs over the whole batch, every sequence padded to L = ow + k - 1
+ * steps, dy to L steps too (zeros after its ow): tap u is one GEMM
+ *   dW[u] += XP[rows u .. u + M)ᵀ · DYP[rows 0 .. M),  M = (n - 1) L + ow
+ * whose products across two sequences meet a zero row of DYP. */
+
+/* Steps of the forward's (and the filter gradient's) padded copy of a sequence. */
+static int padded_steps(const tfc_conv_desc *d)
+{
+    return d->ow + d->kw - 1;
+}
+
+/* dst [len, c] = `front` zero rows, then rows of src [rows, c] (as many as fit), then zeros */
+static void pad_rows(int front, int rows, int len, int c, const float *src, float *dst)
+{
+    if (rows > len - front) rows = len - front;
+    memset(dst, 0, (size_t)front * c * sizeof(float));
+    memcpy(dst + (int64_t)front * c, src, (size_t)rows * c * sizeof(float));
+    memset(dst + (int64_t)(front + rows) * c, 0, (size_t)(len - front - rows) * c * sizeof(float));
+}
+
+size_t tfc_cpu_conv1d_workspace(tfc_backend *be, const tfc_conv_desc *d)
+{
+    const int k = d->kw, lf = padded_steps(d), ld = d->w + k - 1;
+    const size_t fwd = tfc_cpu_panels_floats(k * d->c, d->f) +
+                       (size_t)be->threads * tfc_cpu_padded((int64_t)lf * d->c);
+    const size_t data = tfc_cpu_panels_floats(k * d->f, d->c) +
+                        (size_t)be->threads * tfc_cpu_padded((int64_t)ld * d->f);
+    const size_t filter = tfc_cpu_padded((int64_t)d->n * lf * d->c) +
+                          tfc_cpu_padded((int64_t)d->n * lf * d->f);
+    size_t most = fwd > data ? fwd : data;
+    most = most > filter ? most : filter;
+    return most * sizeof(float);
+}
+
+/* y[i, t, :] = bias + sum_{u, ci} x[i, t - pl + u, ci] w[u, ci, :], then max(y, 0) with relu:
+ * sequences split among the threads, each through its padded copy. */
+void tfc_cpu_conv1d_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                            const float *w, const float *bias, int relu, float *y, void *ws)
+{
+    const int k = d->kw, c = d->c, f = d->f, ow = d->ow, len = padded_steps(d);
+    float *packed = ws, *pads = packed + tfc_cpu_panels_floats(k * c, f);
+    const int64_t per_pad = (int64_t)tfc_cpu_padded((int64_t)len * c);
+    tfc_cpu_pack_panels(k * c, f, w, f, 0, packed);
+    const int n = d->n, nt = tfc_cpu_threads(be, (int64_t)n * ow * k * c * f);
+#pragma omp parallel for TFC_CPU_STATIC(n, nt)
+    for (int i = 0; i < n; i++) {
+        float *pad = pads + omp_get_thread_num() * per_pad, *yi = y + (int64_t)i * ow * f;
+        pad_rows(d->pad_left, d->w, len, c, x + (int64_t)i * d->w * c, pad);
+        tfc_panel_gemm g = {.m = ow, .n = f, .a1 = {pad, c, k * c, TFC_PANEL_ROWS},
+                            .packed = packed, .ldp = k * c, .set = 1, .init = bias, .c = yi,
+                            .ldc = f};
+        tfc_cpu_panel_gemm(&g);
+        if (!relu) continue;
+#pragma omp simd
+        for (int64_t j = 0; j < (int64_t)ow * f; j++) yi[j] = yi[j] < 0.0f ? 0.0f : yi[j];
+    }
+}
+
+/* dx[i, s, :] (+)= sum_{j, fo} dy'[i, s + j, fo] w[k - 1 - j, :, fo] */
+void tfc_cpu_conv1d_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
+                                  const float *w, float *dx, int assign, void *ws)
+{
+    const int k = d->kw, c = d->c, f = d->f, t = d->w, len = t + k - 1;
+    float *packed = ws, *pads = packed + tfc_cpu_panels_floats(k * f, c);
+    const int64_t per_pad = (int64_t)tfc_cpu_padded((int64_t)len * f);
+    /* rows j f .. j f + f - 1: tap k - 1 - j transposed, [f, c] */
+    for (int j = 0; j < k; j++)
+        tfc_cpu_pack_panels_ld(f, c, w + (int64_t)(k - 1 - j) * c * f, f, 1, packed + 16 * j * f,
+                               k * f);
+    const int n = d->n, nt = tfc_cpu_threads(be, (int64_t)n * t * k * c * f);
+#pragma omp parallel for TFC_CPU_STATIC(n, nt)
+    for (int i = 0; i < n; i++) {
+        float *pad = pads + omp_get_thread_num() * per_pad;
+        pad_rows(k - 1 - d->pad_left, d->ow, len, f, dy + (int64_t)i * d->ow * f, pad);
+        tfc_panel_gemm g = {.m = t, .n = c, .a1 = {pad, f, k * f, TFC_PANEL_ROWS},
+                            .packed = packed, .ldp = k * f, .set = assign,
+                            .c = dx + (int64_t)i * t * c, .ldc = c};
+        tfc_cpu_panel_gemm(&g);
+    }
+}
+
+/* Filters per GEMM of the filter gradient. */
+#define FILTER_RUN 64
+
+/* dw[u, :, :] += sum_{i, t} x[i, t - pl + u, :]ᵀ dy[i, t, :] */
+void tfc_cpu_conv1d_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                                    const float *dy, float *dw, void *ws)
+{
+    const int k = d->kw, c = d->c, f = d->f, ow = d->ow, len = padded_steps(d), n = d->n;
+    float *xp = ws, *dyp = xp + tfc_cpu_padded((int64_t)n * len * c);
+    const int nt = tfc_cpu_threads(be, (int64_t)n * len * (c + f));
+#pragma omp parallel for TFC_CPU_STATIC(n, nt)
+    for (int i = 0; i < n; i++) {
+        pad_rows(d->pad_left, d->w, len, c, x + (int64_t)i * d->w * c,
+                 xp + (int64_t)i * len * c);
+        pad_rows(0, ow, len, f, dy + (int64_t)i * ow * f, dyp + (int64_t)i * len * f);
+    }
+    /* (tap, run of FILTER_RUN filters) per single-threaded GEMM, claimed as threads finish:
+     * the split never depends on the thread count, nor then do the sums */
+    const int rows = (n - 1) * len + ow, runs = (f + FILTER_RUN - 1) / FILTER_RUN;
+    const int units = k * runs, ut = tfc_cpu_threads(be, (int64_t)rows * k * c * f);
+#pragma omp parallel for num_threads(tfc_cpu_team(ut)) schedule(dynamic, 1)
+    for (int q = 0; q < units; q++) {
+        const int u = q / runs, j0 = q % runs * FILTER_RUN;
+        const int cols = f - j0 < FILTER_RUN ? f - j0 : FILTER_RUN;
+        tfc_cpu_gemm(be, 1, 0, c, cols, rows, 1.0f, xp + (int64_t)u * c, c, dyp + j0, f, 1.0f,
+                     dw + (int64_t)u * c * f + j0, f);
     }
 }
 

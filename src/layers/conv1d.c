@@ -5,7 +5,8 @@
  *   backward: dK += x (*) dy, db += sum dy, dx += dy (*)^T K
  * A 1-D convolution is the backend's 2-D one over a 1 x steps image, exact for every padding
  * (conv_desc's explicit pad_left, the padding after the sequence implied by ow); groups > 1
- * take the grouped_conv ops. */
+ * take the grouped_conv ops, and at stride and dilation 1 the backend's conv1d ops where it
+ * has them (the CPU's: no im2col, docs/cpu.md). */
 #include "layers/layer.h"
 
 /* `padding:` indices (api/onnx.c reads them too) */
@@ -130,11 +131,23 @@ static const char *const *conv1d_needs(const tfc_layer *l)
     return ((const conv1d_args *)l->args)->groups > 1 ? grouped : NULL;
 }
 
+/* Whether be runs l's convolution through its conv1d ops (ungrouped, stride and dilation 1) */
+static int conv1d_direct(const tfc_layer *l, const tfc_backend *be)
+{
+    const conv1d_args *a = l->args;
+    return a->groups == 1 && a->strides.v[0] == 1 && a->dilation_rate.v[0] == 1 &&
+           be->ops->conv1d_forward;
+}
+
 static void conv1d_plan(tfc_layer *l, tfc_backend *be)
 {
     const conv1d_args *a = l->args;
     tfc_conv_desc d = conv1d_desc(l, l->max_batch);
     l->workspace = a->groups > 1 ? 0 : be->ops->conv_workspace(be, &d);
+    if (conv1d_direct(l, be)) { /* conv_forward still takes a fused normalisation or pooling */
+        const size_t direct = be->ops->conv1d_workspace(be, &d);
+        if (direct > l->workspace) l->workspace = direct;
+    }
 }
 
 /* y = act(bn(conv(x) + b) + residual), then pooled (conv_forward's contract). Groups > 1:
@@ -147,6 +160,13 @@ static void conv1d_forward_fused(tfc_layer *l, tfc_exec *ex, const void *const *
     tfc_conv_desc d = conv1d_desc(l, ex->batch);
     tfc_backend *be = ex->be;
     const float *bias = a->use_bias ? l->params[1].data : NULL;
+    if (conv1d_direct(l, be) && !bn && !residual && !pool) {
+        be->ops->conv1d_forward(be, &d, x[0], l->params[0].data, bias, act == TFC_ACT_RELU, y,
+                                ex->ws);
+        if (act != TFC_ACT_LINEAR && act != TFC_ACT_RELU)
+            be->ops->act_forward(be, act, (int64_t)d.n * d.ow * d.f, d.f, y, y);
+        return;
+    }
     if (a->groups == 1) {
         be->ops->conv_forward(be, &d, x[0], l->params[0].data, bias, bn, residual, act, y, pool,
                               pooled, ex->ws);
@@ -180,6 +200,13 @@ static void conv1d_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
     tfc_conv_desc d = conv1d_desc(l, ex->batch);
     const tfc_backend_ops *op = ex->be->ops;
     if (a->use_bias) op->bias_grad(ex->be, (int64_t)d.n * d.ow, d.f, dy, l->params[1].grad);
+    if (conv1d_direct(l, ex->be)) {
+        op->conv1d_backward_filter(ex->be, &d, x[0], dy, l->params[0].grad, ex->ws);
+        if (dx[0])
+            op->conv1d_backward_data(ex->be, &d, dy, l->params[0].data, dx[0], ex->fresh & 1,
+                                     ex->ws);
+        return;
+    }
     if (a->groups == 1) {
         op->conv_backward_filter(ex->be, &d, x[0], dy, l->params[0].grad, ex->ws);
         if (dx[0])
