@@ -26,7 +26,10 @@ static inline double select_d(int cond, double a, double b)
  * its Taylor series to r^8 (|r| <= ln 2 / 2: a relative error under 3e-10, far below a
  * float's), times 2^n written into the exponent. Branch-free, so gelu's loops vectorise;
  * the polynomials here are evaluated in Estrin's scheme (pairs, then pairs of pairs), whose
- * short dependency chains keep the vector units busy where Horner's would wait. */
+ * short dependency chains keep the vector units busy where Horner's would wait. The
+ * coefficients multiply as reciprocals (1.0 / 6.0 folds to a constant): r / 6.0 would be a
+ * divide instruction (C may not turn it into a product), four per call, and gelu's loops
+ * would wait on the divider. */
 static inline double exp_neg(double a)
 {
     const double ac = select_d(a < -700.0, -700.0, a);
@@ -38,9 +41,10 @@ static inline double exp_neg(double a)
     const int64_t n = (int64_t)(tb - mb);
     const double r = ac - fn * 6.93147180369123816490e-01 - fn * 1.90821492927058770002e-10;
     const double r2 = r * r, r4 = r2 * r2;
-    const double p = ((1.0 + r) + (0.5 + r / 6.0) * r2) +
-                     ((1.0 / 24.0 + r / 120.0) + (1.0 / 720.0 + r / 5040.0) * r2) * r4 +
-                     r4 * r4 / 40320.0;
+    const double p = ((1.0 + r) + (0.5 + r * (1.0 / 6.0)) * r2) +
+                     ((1.0 / 24.0 + r * (1.0 / 120.0)) + (1.0 / 720.0 + r * (1.0 / 5040.0)) * r2) *
+                         r4 +
+                     r4 * r4 * (1.0 / 40320.0);
     const uint64_t sb = (uint64_t)(n + 1023) << 52;
     double s;
     memcpy(&s, &sb, 8);
