@@ -11,7 +11,7 @@
 #define INV_SQRT_2PI 0.39894228040143267794
 
 /* The helpers below are inlined into every loop that calls them, the plain loop of
- * TFC_CPU_FOR_SIMD too: GCC left normal_cdf a scalar call there (in the large function
+ * TFC_CPU_FOR_SIMD too: GCC left the normal CDF a scalar call there (in the large function
  * whose one-thread path holds every activation's loop), and a loop with a call does not
  * vectorise. */
 #define ACT_INLINE static inline __attribute__((always_inline))
@@ -32,7 +32,10 @@ ACT_INLINE double select_d(int cond, double a, double b)
  * its Taylor series to r^8 (|r| <= ln 2 / 2: a relative error under 3e-10, far below a
  * float's), times 2^n written into the exponent. Branch-free, so gelu's loops vectorise;
  * the polynomials here are evaluated in Estrin's scheme (pairs, then pairs of pairs), whose
- * short dependency chains keep the vector units busy where Horner's would wait. */
+ * short dependency chains keep the vector units busy where Horner's would wait. The
+ * coefficients multiply as reciprocals (1.0 / 6.0 folds to a constant): r / 6.0 would be a
+ * divide instruction (C may not turn it into a product), four per call, and gelu's loops
+ * would wait on the divider. */
 ACT_INLINE double exp_neg(double a)
 {
     const double ac = select_d(a < -700.0, -700.0, a);
@@ -44,9 +47,10 @@ ACT_INLINE double exp_neg(double a)
     const int64_t n = (int64_t)(tb - mb);
     const double r = ac - fn * 6.93147180369123816490e-01 - fn * 1.90821492927058770002e-10;
     const double r2 = r * r, r4 = r2 * r2;
-    const double p = ((1.0 + r) + (0.5 + r / 6.0) * r2) +
-                     ((1.0 / 24.0 + r / 120.0) + (1.0 / 720.0 + r / 5040.0) * r2) * r4 +
-                     r4 * r4 / 40320.0;
+    const double p = ((1.0 + r) + (0.5 + r * (1.0 / 6.0)) * r2) +
+                     ((1.0 / 24.0 + r * (1.0 / 120.0)) + (1.0 / 720.0 + r * (1.0 / 5040.0)) * r2) *
+                         r4 +
+                     r4 * r4 * (1.0 / 40320.0);
     const uint64_t sb = (uint64_t)(n + 1023) << 52;
     double s;
     memcpy(&s, &sb, 8);
@@ -55,26 +59,46 @@ ACT_INLINE double exp_neg(double a)
 
 /* Phi(x) = erfc(-x / sqrt 2) / 2, the normal distribution function, in double with a
  * relative error under 1e-9 over the whole range (so x Phi(x) keeps its relative accuracy in
- * gelu's left tail, where 1 + erf would cancel): for z = |x| / sqrt 2 and t = 1 / (1 + z/2),
- *   erfc(z) = t exp(-z^2 + P(t))
- * (the form of Numerical Recipes' erfcc; P of degree 12, a least-squares fit of
- * log(erfc(z) e^(z^2) / t) over z in [0, 12], within 4e-10), and erfc(-z) = 2 - erfc(z). */
-ACT_INLINE double normal_cdf(double x)
+ * gelu's left tail, where 1 + erf would cancel), and the density phi(x) = e^(-z^2) / sqrt(2 pi)
+ * into *pdf from the same exp: for z = |x| / sqrt 2 and t = 1 / (1 + z/2),
+ *   erfc(z) = t Q(t) e^(-z^2)
+ * (the form of Numerical Recipes' erfcc, with Q = exp of its polynomial fitted directly: Q
+ * of degree 12, a weighted least-squares fit, Lawson-iterated towards minimax, of
+ * erfc(z) e^(z^2) / t over z in [0, 12.5], within 2.6e-10 relative), and
+ * erfc(-z) = 2 - erfc(z). z^2 = x^2 / 2 is exact in double for a float x. */
+ACT_INLINE double normal_cdf_pdf(double x, double *pdf)
 {
-    static const double c[13] = {-1.2655061887543266, 0.99978398578665351,
-                                 0.37848989046093212, 0.050235914697350156,
-                                 0.1192843409134294,  -1.0196291638111992,
-                                 2.5404756668064561,  -5.5498879585090828,
-                                 8.3000107126077527,  -7.6879073935578948,
-                                 4.2948289606530015,  -1.3415934800243645,
-                                 0.18141471285245281};
+    static const double c[13] = {0.2820960685391275,   0.2820502575994043,
+                                 0.24751259014248905,  0.1703243411524435,
+                                 0.11746882424965233,  -0.13144243318419024,
+                                 0.26582769072920814,  -0.5886963375090437,
+                                 0.5133550990840647,   -0.11406504252520425,
+                                 -0.10593341487952804, 0.07699466445606379,
+                                 -0.015492308108445468};
     const double z = fabs(x) * 0.70710678118654752440, t = 1.0 / (1.0 + 0.5 * z);
     const double t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
-    const double p = ((c[0] + c[1] * t) + (c[2] + c[3] * t) * t2) +
+    const double q = ((c[0] + c[1] * t) + (c[2] + c[3] * t) * t2) +
                      ((c[4] + c[5] * t) + (c[6] + c[7] * t) * t2) * t4 +
                      (((c[8] + c[9] * t) + (c[10] + c[11] * t) * t2) + c[12] * t4) * t8;
-    const double e = 0.5 * t * exp_neg(p - z * z); /* erfc(z) / 2 = Phi(-|x|) */
+    const double g = exp_neg(-0.5 * x * x); /* e^(-z^2) */
+    const double e = 0.5 * t * q * g;       /* erfc(z) / 2 = Phi(-|x|) */
+    *pdf = INV_SQRT_2PI * g;
     return select_d(x < 0.0, e, 1.0 - e);
+}
+
+/* gelu(x) = x Phi(x) */
+ACT_INLINE float gelu(float v)
+{
+    double pdf;
+    return (float)(v * normal_cdf_pdf(v, &pdf));
+}
+
+/* gelu'(x) = Phi(x) + x phi(x) */
+ACT_INLINE float gelu_grad(float v)
+{
+    double pdf;
+    const double cdf = normal_cdf_pdf(v, &pdf);
+    return (float)(cdf + v * pdf);
 }
 
 /* y[i] = EXPR(v) with v = x[i], over all n elements (TFC_CPU_FOR_SIMD: no OpenMP region
@@ -170,8 +194,8 @@ void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, cons
     case TFC_ACT_SELU:
         MAP_FORWARD(SELU_SCALE * (v > 0.0f ? v : SELU_ALPHA * expm1f(v)));
         break;
-    /* gelu(x) = x Phi(x) = x/2 erfc(-x/sqrt 2) (normal_cdf keeps the left tail) */
-    case TFC_ACT_GELU: MAP_FORWARD((float)(v * normal_cdf(v))); break;
+    /* gelu(x) = x Phi(x) = x/2 erfc(-x/sqrt 2) (normal_cdf_pdf keeps the left tail) */
+    case TFC_ACT_GELU: MAP_FORWARD(gelu(v)); break;
     case TFC_ACT_LEAKY_RELU: MAP_FORWARD(v < 0.0f ? LEAKY_SLOPE * v : v); break;
     /* softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|), which never overflows. */
     case TFC_ACT_SOFTPLUS: MAP_FORWARD((v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v)))); break;
@@ -218,10 +242,7 @@ void tfc_cpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
     case TFC_ACT_ELU: MAP_BACKWARD(v > 0.0f ? 1.0f : out + 1.0f); break;
     /* selu'(x) = scale alpha e^x = y + scale alpha for x <= 0 */
     case TFC_ACT_SELU: MAP_BACKWARD(v > 0.0f ? SELU_SCALE : out + SELU_SCALE * SELU_ALPHA); break;
-    /* gelu'(x) = Phi(x) + x phi(x) */
-    case TFC_ACT_GELU:
-        MAP_BACKWARD((float)(normal_cdf(v) + v * INV_SQRT_2PI * exp_neg(-0.5 * v * v)));
-        break;
+    case TFC_ACT_GELU: MAP_BACKWARD(gelu_grad(v)); break;
     case TFC_ACT_LEAKY_RELU: MAP_BACKWARD(v > 0.0f ? 1.0f : LEAKY_SLOPE); break;
     case TFC_ACT_SOFTPLUS: MAP_BACKWARD(tfc_cpu_sigmoidf(v)); break;
     /* softsign'(x) = 1 / (1 + |x|)^2 */

@@ -1,20 +1,22 @@
 /* Attention on the CPU, flash-attention style (Dao et al., 2022): the scores are computed one
- * block of BK keys at a time, the block packed transposed so that a query row times it is a
- * small GEMM vectorised over the keys, with an online softmax (a running maximum and sum that
- * rescale what came before), so no more than one block of BK scores exists per thread at
- * once, and memory stays O(T); P V and the gradients' sums over keys or rows run over packed
- * rows with their sums in vector registers. Forward saves each row's log-sum-exp; backward
- * (FlashAttention-2's) recomputes each block of probabilities from it once, per key block and
- * chunk of BQ query rows, one task owning every row of an (example, head), so the results do
- * not depend on the thread count. Blocks outside a row's causal mask or window are skipped. */
+ * block of BK keys at a time for a chunk of up to BQ query rows, the block packed transposed
+ * so that the chunk's scores are one small GEMM, with an online softmax (a running maximum
+ * and sum that rescale what came before), so no more than one BQ x BK block of scores exists
+ * per thread at once, and memory stays O(T). Every product (Q Kᵀ, P V, and backward's
+ * dO Vᵀ, dS K, (P z)ᵀ dO, dSᵀ Q) is that small GEMM, tile_gemm, register-blocked four rows
+ * by sixteen columns. Forward saves each row's log-sum-exp; backward (FlashAttention-2's)
+ * recomputes each block of probabilities from it once, per key block and chunk of BQ query
+ * rows, one task owning every row of an (example, head), so the results do not depend on the
+ * thread count. Blocks outside a row's causal mask or window are skipped. */
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#define BQ 64 /* query rows per task */
-#define BK 64 /* keys per block of scores (a multiple of row_times_block's 32 keys) */
+#define QG 512 /* query rows per forward task: each key block is packed once for them */
+#define BQ 64  /* query rows per block of scores */
+#define BK 64 /* keys per block of scores (a multiple of tile_gemm's 16 columns) */
 
 /* Row i (of the tq) of head h in example b of a [n, t, heads, dim] tensor. */
 static inline size_t at(const tfc_attn_desc *d, int b, int t, int i, int h, int dim)
@@ -87,40 +89,9 @@ static void pack_keys(const tfc_attn_desc *d, int b, int h, int j0, int n, const
     }
 }
 
-/* acc[j] = x . column j of a packed block (x [dim], pk [dim][BK]), vectorised over j: 32
- * columns at a time, their sums held in four vectors (named arrays of 8, which the compiler
- * keeps in registers) while x's elements stream past. */
-TFC_CPU_VECTOR
-static void row_times_block(int dim, const float *x, const float *pk, float *acc)
-{
-    for (int j0 = 0; j0 < BK; j0 += 32) {
-        float a0[8], a1[8], a2[8], a3[8];
-#pragma omp simd
-        for (int u = 0; u < 8; u++) a0[u] = a1[u] = a2[u] = a3[u] = 0.f;
-        for (int c = 0; c < dim; c++) {
-            const float a = x[c];
-            const float *pc = pk + (size_t)c * BK + j0;
-#pragma omp simd
-            for (int u = 0; u < 8; u++) {
-                a0[u] += a * pc[u];
-                a1[u] += a * pc[8 + u];
-                a2[u] += a * pc[16 + u];
-                a3[u] += a * pc[24 + u];
-            }
-        }
-#pragma omp simd
-        for (int u = 0; u < 8; u++) {
-            acc[j0 + u] = a0[u];
-            acc[j0 + 8 + u] = a1[u];
-            acc[j0 + 16 + u] = a2[u];
-            acc[j0 + 24 + u] = a3[u];
-        }
-    }
-}
-
 /* Rows [r0, r0 + n) of head h in example b of x [n, t, heads, dim] packed at out, row r at
- * out + r DP(dim), the columns past dim zero. */
-#define DP(dim) (((dim) + 7) & ~7)
+ * out + r DP(dim), the columns past dim zero (tile_gemm reads B's rows 16 at a time). */
+#define DP(dim) (((dim) + 15) & ~15)
 static void pack_rows(const tfc_attn_desc *d, int b, int t, int h, int r0, int n, const float *x,
                       int dim, float *out)
 {
@@ -131,82 +102,124 @@ static void pack_rows(const tfc_attn_desc *d, int b, int t, int h, int r0, int n
     }
 }
 
-/* y = beta y + sum_{r < n} w[r ws] x_r for y [dim] and the rows x_r of a pack_rows block
- * (row r at x + r DP(dim)): eight columns at a time, their sums held in vectors while the
- * rows stream past, four rows at once into four sums (independent chains of adds) that
- * are added at the end. */
-static inline void combine_rows(int n, const float *w, int ws, const float *x, int dim,
-                                float beta, float *y)
+/* C = beta C + A B for C [m, n] (row i at c + i ldc, its first n columns written; beta 0
+ * does not read C), A [m, kk] (element (i, k) at a[i ai + k ak]: a packed block's rows or,
+ * transposed, its columns) and B [kk, n] (row k at b + k ldb, readable up to n rounded up
+ * to 16 columns): four rows of C by sixteen columns at a time, their sums held in eight
+ * vectors (named arrays of 8, which the compiler keeps in registers) while B's rows stream
+ * past and A's elements are broadcast. Each sum runs over k in order. */
+TFC_CPU_VECTOR
+static void tile_gemm(int m, int n, int kk, const float *a, size_t ai, size_t ak,
+                      const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    const size_t dp = (size_t)DP(dim);
-    for (int c0 = 0; c0 < dim; c0 += 8) {
-        float a0[8], a1[8], a2[8], a3[8];
+    for (int i0 = 0; i0 < m; i0 += 4) {
+        const int mr = m - i0 < 4 ? m - i0 : 4;
+        const float *a0 = a + (size_t)i0 * ai; /* rows past m repeat row i0, not stored */
+        const float *a1 = mr > 1 ? a0 + ai : a0, *a2 = mr > 2 ? a0 + 2 * ai : a0;
+        const float *a3 = mr > 3 ? a0 + 3 * ai : a0;
+        for (int n0 = 0; n0 < n; n0 += 16) {
+            float c00[8], c01[8], c10[8], c11[8], c20[8], c21[8], c30[8], c31[8];
 #pragma omp simd
-        for (int c = 0; c < 8; c++) a0[c] = a1[c] = a2[c] = a3[c] = 0.f;
-        const float *xr = x + c0;
-        int r = 0;
-        for (; r + 4 <= n; r += 4, xr += 4 * dp) {
-            const float w0 = w[(size_t)r * (size_t)ws], w1 = w[(size_t)(r + 1) * (size_t)ws];
-            const float w2 = w[(size_t)(r + 2) * (size_t)ws];
-            const float w3 = w[(size_t)(r + 3) * (size_t)ws];
+            for (int u = 0; u < 8; u++)
+                c00[u] = c01[u] = c10[u] = c11[u] = c20[u] = c21[u] = c30[u] = c31[u] = 0.f;
+            const float *bk = b + n0;
+            for (int k = 0; k < kk; k++, bk += ldb) {
+                const size_t o = (size_t)k * ak;
+                const float x0 = a0[o], x1 = a1[o], x2 = a2[o], x3 = a3[o];
 #pragma omp simd
-            for (int c = 0; c < 8; c++) {
-                a0[c] += w0 * xr[c];
-                a1[c] += w1 * xr[dp + c];
-                a2[c] += w2 * xr[2 * dp + c];
-                a3[c] += w3 * xr[3 * dp + c];
+                for (int u = 0; u < 8; u++) {
+                    c00[u] += x0 * bk[u];
+                    c01[u] += x0 * bk[8 + u];
+                    c10[u] += x1 * bk[u];
+                    c11[u] += x1 * bk[8 + u];
+                    c20[u] += x2 * bk[u];
+                    c21[u] += x2 * bk[8 + u];
+                    c30[u] += x3 * bk[u];
+                    c31[u] += x3 * bk[8 + u];
+                }
+            }
+            float out[4][16];
+#pragma omp simd
+            for (int u = 0; u < 8; u++) {
+                out[0][u] = c00[u], out[0][8 + u] = c01[u];
+                out[1][u] = c10[u], out[1][8 + u] = c11[u];
+                out[2][u] = c20[u], out[2][8 + u] = c21[u];
+                out[3][u] = c30[u], out[3][8 + u] = c31[u];
+            }
+            const int nc = n - n0 < 16 ? n - n0 : 16;
+            for (int r = 0; r < mr; r++) {
+                float *cr = c + (size_t)(i0 + r) * ldc + (size_t)n0;
+                if (nc < 16) {
+                    for (int u = 0; u < nc; u++)
+                        cr[u] = (beta == 0.f ? 0.f : beta * cr[u]) + out[r][u];
+                } else if (beta == 0.f) {
+#pragma omp simd
+                    for (int u = 0; u < 16; u++) cr[u] = out[r][u];
+                } else {
+#pragma omp simd
+                    for (int u = 0; u < 16; u++) cr[u] = beta * cr[u] + out[r][u];
+                }
             }
         }
-        for (; r < n; r++, xr += dp) {
-            const float wr = w[(size_t)r * (size_t)ws];
-#pragma omp simd
-            for (int c = 0; c < 8; c++) a0[c] += wr * xr[c];
-        }
-        const int m = dim - c0 < 8 ? dim - c0 : 8;
-        for (int c = 0; c < m; c++)
-            y[c0 + c] = beta * y[c0 + c] + ((a0[c] + a1[c]) + (a2[c] + a3[c]));
     }
 }
 
-/* s[j] = scale q . k_{j0+j} (a row times a packed block, vectorised over the keys) for the
- * keys row i sees (ok, the causal rule, the window), -inf for the others; returns the
- * maximum. */
-static inline float scores(const tfc_attn_desc *d, int i, int j0, const float *q,
-                           const float *kt, const int *ok, float *s)
+/* s[j] = scale s[j] (a row's q . k_{j0+j}) for the keys row i sees (ok, the causal rule, the
+ * window), -inf for the others; returns the maximum. */
+static inline float mask_scores(const tfc_attn_desc *d, int i, int j0, const int *ok, float *s)
 {
-    float acc[BK];
-    row_times_block(d->dk, q, kt, acc);
     const int causal = d->causal, win = d->window;
     float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
     for (int j = 0; j < BK; j++) {
         const int jj = j0 + j;
         const int seen = ok[j] & (!causal | (jj <= i)) & ((win <= 0) | (abs(i - jj) < win));
-        s[j] = tfc_cpu_select(seen, d->scale * acc[j], -INFINITY);
+        s[j] = tfc_cpu_select(seen, d->scale * s[j], -INFINITY);
         mx = s[j] > mx ? s[j] : mx;
     }
     return mx;
 }
 
-/* exp(s - m) for the BK scores of a block, 0 for -inf ones (an unseen key). */
-static inline void exps(const float *s, float m, float *p)
+/* s[j] = exp(s[j] - m) for the BK scores of a block, 0 for -inf ones (an unseen key). */
+static inline void exps(float *s, float m)
 {
 #pragma omp simd
     for (int j = 0; j < BK; j++)
-        p[j] = tfc_cpu_select(s[j] > -INFINITY, tfc_cpu_expf(s[j] - m), 0.f);
+        s[j] = tfc_cpu_select(s[j] > -INFINITY, tfc_cpu_expf(s[j] - m), 0.f);
 }
 
-/* Forward of query rows [i0, i1) of (b, h), one packed key block at a time:
+/* The rows [*r0, *r1) of [i0, i1) from the first to the last that may see a key of
+ * [j0, j1) (row_meets); *r0 >= *r1 when none does. */
+static void meeting_rows(const tfc_attn_desc *d, int i0, int i1, int j0, int j1, int *r0,
+                         int *r1)
+{
+    *r0 = i1, *r1 = i0;
+    for (int i = i0; i < i1; i++)
+        if (row_meets(d, i, j0, j1)) {
+            *r0 = *r0 == i1 ? i : *r0;
+            *r1 = i + 1;
+        }
+}
+
+/* Scratch of one forward task: a packed key block (kᵀ) and value block (rows), and one block
+ * of scores (then probabilities) of a chunk of BQ rows. */
+typedef struct fwd_scratch {
+    float *kt, *vp;
+    float s[BQ][BK];
+} fwd_scratch;
+
+/* Forward of query rows [i0, i1) of (b, h) (at most QG), one packed key block at a time, in
+ * chunks of BQ rows: a chunk's scores as one tile_gemm (q read in place), then per row
  *   m_i = max over blocks so far, l_i = sum exp(s_ij - m_i), o_i = sum exp(s_ij - m_i) z v_j
- * each new block rescaling the old sums by exp(m_old - m_new); then o_i /= l_i and
- * lse_i = m_i + log l_i. */
+ * each new block rescaling the old o_i and l_i by exp(m_old - m_new), the block's P V added
+ * by another tile_gemm; then o_i /= l_i and lse_i = m_i + log l_i. */
 TFC_CPU_VECTOR
 static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, const float *q,
-                         const float *k, const float *v, float *o, float *lse, float *kt,
-                         float *vp)
+                         const float *k, const float *v, float *o, float *lse, fwd_scratch *w)
 {
-    float m[BQ], l[BQ], s[BK], p[BK], z[BK];
+    float m[QG], l[QG], z[BK];
     int ok[BK];
+    const size_t qs = (size_t)d->heads * (size_t)d->dk, os = (size_t)d->heads * (size_t)d->dv;
     for (int i = i0; i < i1; i++) {
         m[i - i0] = -INFINITY, l[i - i0] = 0.f;
         memset(o + at(d, b, d->tq, i, h, d->dv), 0, (size_t)d->dv * 4);
@@ -215,26 +228,44 @@ static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, c
     key_range(d, i0, i1, &kbeg, &kend);
     for (int j0 = kbeg; j0 < kend; j0 += BK) {
         const int nj = j0 + BK < kend ? BK : kend - j0;
-        pack_keys(d, b, h, j0, nj, k, d->dk, kt, ok);
-        pack_rows(d, b, d->tk, h, j0, nj, v, d->dv, vp);
-        for (int i = i0; i < i1; i++) {
-            if (d->qmask && d->qmask[(size_t)b * (size_t)d->tq + (size_t)i] == 0.f) continue;
-            if (!row_meets(d, i, j0, j0 + nj)) continue;
-            float mb = scores(d, i, j0, q + at(d, b, d->tq, i, h, d->dk), kt, ok, s);
-            if (mb == -INFINITY) continue;
-            float *mi = &m[i - i0], *li = &l[i - i0];
-            const float mnew = mb > *mi ? mb : *mi, alpha = expf(*mi - mnew);
-            exps(s, mnew, p);
-            float sum = 0.f;
+        int g0, g1;
+        meeting_rows(d, i0, i1, j0, j0 + nj, &g0, &g1);
+        if (g0 >= g1) continue;
+        pack_keys(d, b, h, j0, nj, k, d->dk, w->kt, ok);
+        pack_rows(d, b, d->tk, h, j0, nj, v, d->dv, w->vp);
+        for (int c0 = i0; c0 < i1; c0 += BQ) {
+            int r0, r1;
+            meeting_rows(d, c0, c0 + BQ < i1 ? c0 + BQ : i1, j0, j0 + nj, &r0, &r1);
+            if (r0 >= r1) continue;
+            tile_gemm(r1 - r0, BK, d->dk, q + at(d, b, d->tq, r0, h, d->dk), qs, 1, w->kt, BK,
+                      0.f, w->s[0], BK);
+            for (int i = r0; i < r1; i++) {
+                float *p = w->s[i - r0];
+                const int off = d->qmask && d->qmask[(size_t)b * (size_t)d->tq + (size_t)i] == 0.f;
+                const float mb = off || !row_meets(d, i, j0, j0 + nj)
+                                     ? -INFINITY
+                                     : mask_scores(d, i, j0, ok, p);
+                if (mb == -INFINITY) { /* no key of the block: nothing added */
+                    memset(p, 0, BK * 4);
+                    continue;
+                }
+                float *mi = &m[i - i0], *li = &l[i - i0], *oi = o + at(d, b, d->tq, i, h, d->dv);
+                const float mnew = mb > *mi ? mb : *mi, alpha = expf(*mi - mnew);
+                exps(p, mnew);
+                float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
-            for (int j = 0; j < BK; j++) sum += p[j];
-            *li = *li * alpha + sum;
-            *mi = mnew;
-            if (d->rate > 0.f) {
-                drop_scales(d, row_of(d, b, h, i), j0, j0 + nj, z);
-                for (int j = 0; j < nj; j++) p[j] *= z[j];
+                for (int j = 0; j < BK; j++) sum += p[j];
+                *li = *li * alpha + sum;
+                *mi = mnew;
+                if (d->rate > 0.f) {
+                    drop_scales(d, row_of(d, b, h, i), j0, j0 + nj, z);
+                    for (int j = 0; j < nj; j++) p[j] *= z[j];
+                }
+#pragma omp simd
+                for (int c = 0; c < d->dv; c++) oi[c] *= alpha;
             }
-            combine_rows(nj, p, 1, vp, d->dv, alpha, o + at(d, b, d->tq, i, h, d->dv));
+            tile_gemm(r1 - r0, d->dv, nj, w->s[0], BK, 1, w->vp, DP(d->dv), 1.f,
+                      o + at(d, b, d->tq, r0, h, d->dv), os);
         }
     }
     for (int i = i0; i < i1; i++) {
@@ -286,67 +317,72 @@ static int64_t work(const tfc_attn_desc *d)
 void tfc_cpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const float *q,
                                const float *k, const float *v, float *o, float *lse)
 {
-    const int nqb = (d->tq + BQ - 1) / BQ;
+    const int nqb = (d->tq + QG - 1) / QG;
     const int64_t tasks = (int64_t)d->n * d->heads * nqb;
     const int nt = tfc_cpu_threads(be, work(d));
 #pragma omp parallel for TFC_CPU_STATIC(tasks, nt)
     for (int64_t t = 0; t < tasks; t++) {
-        const task r = task_of(d, t, d->tq, BQ);
-        /* one packed key and value block (stack arrays: no allocation) */
+        const task r = task_of(d, t, d->tq, QG);
+        /* the packed blocks (stack arrays: no allocation) */
         float kt[(size_t)d->dk * BK], vp[(size_t)BK * DP(d->dv)];
-        forward_rows(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, kt, vp);
+        fwd_scratch w;
+        w.kt = kt, w.vp = vp;
+        forward_rows(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, &w);
     }
 }
 
 /* Scratch of one backward task: a packed key block (kᵀ for the scores, rows for dq), the
- * value block (vᵀ), a chunk of BQ query rows (q, dout) and their p z and scale ds. */
+ * value block (vᵀ), a chunk of BQ query rows (q, dout), and the chunk's q kᵀ then p z in
+ * pz, its dout vᵀ then scale ds in g. */
 typedef struct grad_scratch {
     float *kt, *vt, *kp, *qp, *dop;
     float pz[BQ][BK], g[BQ][BK];
 } grad_scratch;
 
-/* Rows [i0, i1) of (b, h) against the packed key block [j0, j0 + nj) (in w): each row's
- * probabilities from its lse, pz = p z and g = scale ds into w->pz, w->g (zero rows for a
- * row outside the block or unseen; 1/tk each for a row with the uniform mean), and
- *   dq_i += scale sum_j ds_ij k_j. */
+/* Rows [i0, i1) of (b, h) against the packed key block [j0, j0 + nj), in place in w: from
+ * q . k_j in pz and dout_i . v_j in g, each row's probabilities from its lse, pz = p z and
+ * g = scale ds (zero rows for a row outside the block or unseen; 1/tk each for a row with
+ * the uniform mean). */
 TFC_CPU_VECTOR
 static void block_grads(const tfc_attn_desc *d, int b, int h, int i0, int i1, int j0, int nj,
-                        const int *ok, const float *o, const float *lse, float *dq,
-                        grad_scratch *w)
+                        const int *ok, const float *o, const float *lse, grad_scratch *w)
 {
-    float s[BK], z[BK], dp[BK];
+    float z[BK];
     for (int i = i0; i < i1; i++) {
         float *pz = w->pz[i - i0], *g = w->g[i - i0];
         const float L = lse[row_of(d, b, h, i)];
-        for (int j = 0; j < BK; j++) pz[j] = g[j] = 0.f;
-        if (L == INFINITY) continue;
-        if (L == -INFINITY) {
-            for (int j = 0; j < nj; j++) pz[j] = 1.f / (float)d->tk;
+        if (L == INFINITY || (L != -INFINITY && !row_meets(d, i, j0, j0 + nj))) {
+            memset(pz, 0, BK * 4), memset(g, 0, BK * 4);
             continue;
         }
-        if (!row_meets(d, i, j0, j0 + nj)) continue; /* outside row i's keys */
-        const float *qi = w->qp + (size_t)(i - i0) * (size_t)DP(d->dk);
+        if (L == -INFINITY) {
+            for (int j = 0; j < BK; j++) pz[j] = j < nj ? 1.f / (float)d->tk : 0.f, g[j] = 0.f;
+            continue;
+        }
+        mask_scores(d, i, j0, ok, pz); /* keys past nj are unseen: p 0 there */
+        exps(pz, L);
         const float *doi = w->dop + (size_t)(i - i0) * (size_t)DP(d->dv);
-        scores(d, i, j0, qi, w->kt, ok, s);
-        exps(s, L, pz);
-        row_times_block(d->dv, doi, w->vt, dp); /* dout_i . v_j */
+        const float D = dot(doi, o + at(d, b, d->tq, i, h, d->dv), d->dv);
+        if (d->rate <= 0.f) { /* z = 1 */
+#pragma omp simd
+            for (int j = 0; j < BK; j++) g[j] = d->scale * pz[j] * (g[j] - D);
+            continue;
+        }
         drop_scales(d, row_of(d, b, h, i), j0, j0 + nj, z);
         for (int j = nj; j < BK; j++) z[j] = 0.f;
-        const float D = dot(doi, o + at(d, b, d->tq, i, h, d->dv), d->dv);
 #pragma omp simd
         for (int j = 0; j < BK; j++) {
-            g[j] = d->scale * pz[j] * (z[j] * dp[j] - D);
+            g[j] = d->scale * pz[j] * (z[j] * g[j] - D);
             pz[j] *= z[j];
         }
-        combine_rows(nj, g, 1, w->kp, d->dk, 1.f, dq + at(d, b, d->tq, i, h, d->dk));
     }
 }
 
 /* The gradients of (b, h), FlashAttention-2's backward: per key block, per chunk of BQ query
  * rows, the probabilities once (block_grads: p = exp(s - L), dp = z (dout_i . v_j),
- * ds = p (dp - D_i), D_i = dout_i . o_i, and dq), then
- *   dv_j += sum_i p z dout_i,  dk_j += scale sum_i ds q_i
- * as small GEMMs over the chunk. One task owns every row of (b, h), so dq's sums run in the
+ * ds = p (dp - D_i), D_i = dout_i . o_i), then
+ *   dq_i += scale sum_j ds k_j,  dv_j += sum_i p z dout_i,  dk_j += scale sum_i ds q_i
+ * as tile_gemms over the chunk. One task owns every row of (b, h), so dq's sums run in the
  * same order with any thread count. */
 TFC_CPU_VECTOR
 static void backward_head(const tfc_attn_desc *d, int b, int h, const float *q, const float *k,
@@ -354,6 +390,7 @@ static void backward_head(const tfc_attn_desc *d, int b, int h, const float *q, 
                           float *dq, float *dk, float *dv, grad_scratch *w)
 {
     int ok[BK], all[BK];
+    const size_t qs = (size_t)d->heads * (size_t)d->dk, vs = (size_t)d->heads * (size_t)d->dv;
     for (int i = 0; i < d->tq; i++)
         memset(dq + at(d, b, d->tq, i, h, d->dk), 0, (size_t)d->dk * 4);
     for (int j0 = 0; j0 < d->tk; j0 += BK) {
@@ -377,15 +414,18 @@ static void backward_head(const tfc_attn_desc *d, int b, int h, const float *q, 
                 }
             }
             if (i0 >= i1) continue;
-            pack_rows(d, b, d->tq, h, i0, i1 - i0, q, d->dk, w->qp);
-            pack_rows(d, b, d->tq, h, i0, i1 - i0, dout, d->dv, w->dop);
-            block_grads(d, b, h, i0, i1, j0, nj, ok, o, lse, dq, w);
-            for (int j = 0; j < nj; j++) {
-                combine_rows(i1 - i0, &w->pz[0][j], BK, w->dop, d->dv, 1.f,
-                             dv + at(d, b, d->tk, j0 + j, h, d->dv));
-                combine_rows(i1 - i0, &w->g[0][j], BK, w->qp, d->dk, 1.f,
-                             dk + at(d, b, d->tk, j0 + j, h, d->dk));
-            }
+            const int nr = i1 - i0;
+            pack_rows(d, b, d->tq, h, i0, nr, q, d->dk, w->qp);
+            pack_rows(d, b, d->tq, h, i0, nr, dout, d->dv, w->dop);
+            tile_gemm(nr, BK, d->dk, w->qp, DP(d->dk), 1, w->kt, BK, 0.f, w->pz[0], BK);
+            tile_gemm(nr, BK, d->dv, w->dop, DP(d->dv), 1, w->vt, BK, 0.f, w->g[0], BK);
+            block_grads(d, b, h, i0, i1, j0, nj, ok, o, lse, w);
+            tile_gemm(nr, d->dk, nj, w->g[0], BK, 1, w->kp, DP(d->dk), 1.f,
+                      dq + at(d, b, d->tq, i0, h, d->dk), qs);
+            tile_gemm(nj, d->dv, nr, w->pz[0], 1, BK, w->dop, DP(d->dv), 1.f,
+                      dv + at(d, b, d->tk, j0, h, d->dv), vs);
+            tile_gemm(nj, d->dk, nr, w->g[0], 1, BK, w->qp, DP(d->dk), 1.f,
+                      dk + at(d, b, d->tk, j0, h, d->dk), qs);
         }
     }
 }
