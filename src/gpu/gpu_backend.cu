@@ -374,8 +374,7 @@ tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err)
     }
     be->ops = &gpu_ops;
     be->device = index;
-    /* the activations gpu_elementwise.cu's kernels have: those before relu6 */
-    be->acts = (1u << TFC_ACT_RELU6) - 1;
+    be->acts = (1u << TFC_ACT_COUNT) - 1; /* every one (gpu_elementwise.cu) */
     be->threads = 1;
     be->impl = g;
     g->device = index;

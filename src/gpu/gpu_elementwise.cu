@@ -268,6 +268,14 @@ static __device__ __forceinline__ float act_value(int act, float v)
         return (t < 0.0f ? 0.0f : t > 6.0f ? 6.0f : t) / 6.0f;
     }
     case TFC_ACT_EXPONENTIAL: return expf(v);
+    case TFC_ACT_RELU6: return v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v;
+    /* x relu6(x + 3) / 6 */
+    case TFC_ACT_HARD_SILU: {
+        float t = v + 3.0f;
+        return v * (t < 0.0f ? 0.0f : t > 6.0f ? 6.0f : t) / 6.0f;
+    }
+    /* x tanh(softplus(x)) */
+    case TFC_ACT_MISH: return v * tanhf((v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))));
     default: return v; /* linear */
     }
 }
@@ -291,6 +299,13 @@ static __device__ __forceinline__ float act_deriv(int act, float v, float out)
     }
     case TFC_ACT_HARD_SIGMOID: return v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f;
     case TFC_ACT_EXPONENTIAL: return out;
+    case TFC_ACT_RELU6: return v > 0.0f && v < 6.0f ? 1.0f : 0.0f;
+    case TFC_ACT_HARD_SILU: return v <= -3.0f ? 0.0f : v >= 3.0f ? 1.0f : (2.0f * v + 3.0f) / 6.0f;
+    /* t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)) */
+    case TFC_ACT_MISH: {
+        float t = tanhf((v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))));
+        return t + v * sigmoidf(v) * (1.0f - t * t);
+    }
     default: return 1.0f; /* linear */
     }
 }
