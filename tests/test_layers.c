@@ -1334,8 +1334,14 @@ static void test_missing_kernel_refused(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'head'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no kernel for Dense yet (op 'gemm')"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--device cpu"));
+    /* planning asks the same ops (workspace sizes): the same refusal, never a NULL call */
+    tfc_memory_plan plan;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_plan_memory(m, be, 2, &plan, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no kernel for Dense yet (op 'gemm')"));
     be->ops = cpu_ops;
     tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_plan_memory(m, be, 2, &plan, &err), TFC_OK);
     CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
     tfc_model_free(m);
     tfc_backend_free(be);

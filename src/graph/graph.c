@@ -266,6 +266,7 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
 }
 
 static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch);
+static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_error *err);
 
 tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
                                  tfc_memory_plan *out, tfc_error *err)
@@ -275,6 +276,9 @@ tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
         return tfc_error_set(err, TFC_ERR_USAGE, "model '%s' is bound: plan before binding",
                              m->name);
     if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
+    /* the layers' plans ask the backend's workspace ops, which a backend may lack */
+    tfc_status st = check_kernels(m, be, err);
+    if (st) return st;
     if (!(m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound)))
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     plan_chains(m, be, max_batch); /* the layers' workspaces depend on it */

@@ -128,7 +128,8 @@ typedef struct tfc_memory_plan {
 
 /* Plans tfc_model_bind's memory on paper: runs the layers' plans against `be` (workspace
  * sizes; a GPU backend asks cuDNN) but allocates no device memory. The model must be
- * unbound (TFC_ERR_USAGE). */
+ * unbound (TFC_ERR_USAGE); a backend without a kernel the model needs fails as binding
+ * would (naming the layer). */
 tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
                                  tfc_memory_plan *out, tfc_error *err);
 
