@@ -39,7 +39,7 @@ else
     echo "PyTorch with CUDA not found (PYTHON=... to choose an interpreter): tfc numbers only"
     : > "$out/torch_fp32.jsonl"; : > "$out/torch_tf32.jsonl"
 fi
-peer_steps=${PEER_STEPS:-50}
+peer_steps=${PEER_STEPS:-30}
 : > "$out/peers_fp32.jsonl"
 peer() { # NAME COMMAND...: the JSON lines, tagged with the peer's name
     name=$1; shift
