@@ -4,7 +4,11 @@
 # Two settings, both sides alike: strict float32 (TF32 off everywhere) and TF32 allowed in
 # GEMMs and convolutions. Prints the JSON lines, then a table of medians, the speed-up of
 # tfc over PyTorch and the peak GPU memory each holds (tfc: its caching allocator's peak;
-# PyTorch: torch.cuda.max_memory_reserved). STEPS=N shortens the runs.
+# PyTorch: torch.cuda.max_memory_reserved). Then the faster peers in strict float32 (issue
+# 41): torch.compile in its default mode and in reduce-overhead (CUDA graphs), and one
+# jax.jit per step (bench/jax_bench.py; left out with a line saying so where JAX has no GPU),
+# PEER_STEPS steps each after 10 warm-up steps that hold the compilation, and a table of
+# every peer with the fastest one's time over tfc's. STEPS=N shortens the runs.
 set -e
 bin=${1:?usage: bench_gpu.sh BENCH_BINARY}
 out=${BENCH_OUT:-build/bench-gpu}
@@ -35,6 +39,25 @@ else
     echo "PyTorch with CUDA not found (PYTHON=... to choose an interpreter): tfc numbers only"
     : > "$out/torch_fp32.jsonl"; : > "$out/torch_tf32.jsonl"
 fi
+peer_steps=${PEER_STEPS:-30}
+: > "$out/peers_fp32.jsonl"
+peer() { # NAME COMMAND...: the JSON lines, tagged with the peer's name
+    name=$1; shift
+    "$@" | sed "s/^{/{\"peer\": \"$name\", /" | tee -a "$out/peers_fp32.jsonl"
+}
+if $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    for mode in default reduce-overhead; do
+        peer "compile $mode" $PY bench/torch_bench.py --device cuda --steps "$peer_steps" \
+            --warmup 10 --repeats 1 --compile $mode --models "$torch_models"
+    done
+fi
+if $PY -c "import jax, sys; sys.exit(0 if jax.default_backend() == 'gpu' else 1)" 2>/dev/null
+then
+    peer jax $PY bench/jax_bench.py --steps "$peer_steps" --warmup 10 --repeats 1 \
+        --models "$torch_models"
+else
+    echo "bench-gpu: JAX with a GPU backend not found in $PY: JAX left out"
+fi
 python3 - "$out" <<'PYEOF'
 import json, statistics, sys
 out = sys.argv[1]
@@ -58,4 +81,24 @@ for mode in ("fp32", "tf32"):
         print(f"{name:<11} {t:8.3f} {p:9.3f} {p / t:10.2f} {r['peak_mib']:8.1f} {pm:10.1f}")
 print("\n(medians of 3 repeats; each step ends with a device sync on both sides; torch/tfc > 1 "
       "means tfc is faster; MiB: peak device memory held)")
+peers = {}
+for line in open(f"{out}/peers_fp32.jsonl"):
+    if line.startswith("{"):
+        d = json.loads(line)
+        peers.setdefault(d["peer"], {})[d["model"]] = statistics.median(d["ms"])
+tfc, eager = load("tfc_fp32.jsonl"), load("torch_fp32.jsonl")
+cols = ["eager"] + sorted(peers)
+for name, r in eager.items():
+    peers.setdefault("eager", {})[name] = statistics.median(r["ms"])
+print("\nfp32, every peer (ms per step)")
+w = [max(8, len(c)) for c in cols]
+print(f"{'model':<11} {'tfc':>8}" + "".join(f" {c:>{k}}" for c, k in zip(cols, w)) +
+      f" {'best peer/tfc':>14}")
+for name, r in tfc.items():
+    t = statistics.median(r["ms"])
+    ms = [peers.get(c, {}).get(name, float("nan")) for c in cols]
+    best = min((m for m in ms if m == m), default=float("nan"))
+    print(f"{name:<11} {t:8.3f}" + "".join(f" {m:{k}.3f}" for m, k in zip(ms, w)) +
+          f" {best / t:14.2f}")
+print("(best peer/tfc < 1: a peer is faster than tfc)")
 PYEOF

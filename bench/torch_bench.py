@@ -6,10 +6,11 @@ data, median of N steps per repeat, one JSON line per model with its trainable p
 count (checked against tfc's: a mismatch stops the script) and the loss of its first step.
 
     torch_bench.py [THREADS] [--device cpu|cuda] [--tf32] [--steps N] [--warmup N]
-                   [--repeats N] [--compile] [--models mnist_mlp,mnist_cnn,char_lstm,...]
+                   [--repeats N] [--compile [MODE]] [--models mnist_mlp,mnist_cnn,...]
 
---compile wraps each model in torch.compile (inductor); its compilation happens during the
-warm-up steps, which are not timed.
+--compile wraps each model in torch.compile (inductor; MODE "default" or "reduce-overhead",
+whose CUDA graphs are marked a new step at each step's start); its compilation happens
+during the warm-up steps, which are not timed.
 
 On CUDA every step ends with torch.cuda.synchronize() (tfc's steps end with a sync too),
 the peak of torch.cuda.max_memory_reserved/allocated is reported, and TF32 is off in both
@@ -29,7 +30,8 @@ ap.add_argument("--tf32", action="store_true")
 ap.add_argument("--steps", type=int, default=150)
 ap.add_argument("--warmup", type=int, default=20)
 ap.add_argument("--repeats", type=int, default=3)
-ap.add_argument("--compile", action="store_true")
+ap.add_argument("--compile", nargs="?", const="default", default=None,
+                choices=["default", "reduce-overhead"])
 ap.add_argument("--models", default="mnist_mlp,mnist_cnn,char_lstm")
 args = ap.parse_args()
 torch.set_num_threads(args.threads)
@@ -214,8 +216,9 @@ def bench(name, model, x, y):
     x, y = x.to(DEV), y.to(DEV)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     model.train()
+    graphs = args.compile == "reduce-overhead"
     if args.compile:
-        model = torch.compile(model)
+        model = torch.compile(model, mode=args.compile)
     if CUDA:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -224,6 +227,8 @@ def bench(name, model, x, y):
         times = []
         for s in range(WARMUP + STEPS):
             t0 = time.perf_counter()
+            if graphs:
+                torch.compiler.cudagraph_mark_step_begin()
             out = model(x)
             loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
             opt.zero_grad(set_to_none=False)
@@ -237,7 +242,8 @@ def bench(name, model, x, y):
                 times.append(time.perf_counter() - t0)
         times.sort()
         reps.append(1e3 * times[len(times) // 2])
-    row = {"model": name, "torch": torch.__version__ + (" compile" if args.compile else ""),
+    row = {"model": name,
+           "torch": torch.__version__ + (f" compile {args.compile}" if args.compile else ""),
            "device": args.device,
            "threads": torch.get_num_threads(), "params": params, "loss0": round(loss0, 4),
            "ms": [round(r, 3) for r in reps]}

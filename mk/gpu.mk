@@ -11,8 +11,9 @@
 #                          short run).
 #   make bench-gpu         training-step time and peak memory of tfc on the GPU next to PyTorch
 #                          eager on CUDA: mnist_mlp, mnist_cnn, char_lstm, resnet20
-#                          (bench/bench_gpu.sh; STEPS=N for shorter runs); then tfc-train's
-#                          step with TFC_COMM=nccl and one rank against no engine
+#                          (bench/bench_gpu.sh; STEPS=N for shorter runs), with torch.compile
+#                          (default, reduce-overhead) and JAX jit in float32 (PEER_STEPS=N);
+#                          then tfc-train's step with TFC_COMM=nccl and one rank against no engine
 #                          (bench/comm_overhead.sh; issue 12's <= 3%), with NCCL in the build.
 GPU_TEST_BIN := $(BUILD)/tests/gpu/test_gpu_ops
 

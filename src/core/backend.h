@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 
 typedef struct tfc_backend tfc_backend;
 
@@ -281,8 +282,9 @@ typedef struct tfc_step_state {
 /* The grad_scale of an update: `scale` (1 / (iter_size ranks), the average) times the
  * global-norm clipping factor clip / max(norm, clip), norm = sqrt(sumsq) scale (clip 0:
  * off; Keras's global_clipnorm), in double, rounded once to float. The trainer's host path
- * and every backend's step_scale compute it with this, so both paths give the same bits. */
-static inline float tfc_step_grad_scale(double sumsq, double scale, double clip)
+ * and every backend's step_scale compute it with this (TFC_HD, core/rng.h: the GPU's kernel
+ * too; double sqrt and division are IEEE-rounded there), so both paths give the same bits. */
+TFC_HD float tfc_step_grad_scale(double sumsq, double scale, double clip)
 {
     double norm = sqrt(sumsq) * scale;
     if (clip > 0 && norm > clip) scale *= clip / norm;

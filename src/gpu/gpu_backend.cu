@@ -323,11 +323,10 @@ static const tfc_backend_ops gpu_ops = {
     /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
-    /* TFC_BACKEND_STEP_OPS: no kernels yet (they land once a GPU has run them), so the
-     * trainer takes its host path here (docs/gpu.md) */
-    .grad_sumsq = NULL,
-    .step_scale = NULL,
-    .optimizer_update_at = NULL,
+    /* TFC_BACKEND_STEP_OPS: the trainer's step without a host round trip (gpu_optim.cu) */
+    .grad_sumsq = tfc_gpu_grad_sumsq,
+    .step_scale = tfc_gpu_step_scale,
+    .optimizer_update_at = tfc_gpu_optimizer_update_at,
 };
 #undef GPU_NO_KERNEL
 

@@ -116,6 +116,19 @@ double tfc_gpu_sumsq(tfc_backend *be, int64_t n, const float *x)
     return reduce_to_host(gpu_of(be), n, square_f32{x});
 }
 
+/* tfc_gpu_sumsq's reduction (the same grid, the same bits) with its double left in device
+ * memory: the trainer's grad_sumsq (gpu_optim.cu). */
+int tfc_gpu_sumsq_to(gpu_ctx *g, int64_t n, const float *x, double *out)
+{
+    if (n <= 0) {
+        TFC_CUDA_TRY(g, cudaMemsetAsync(out, 0, sizeof(double), g->stream), 1);
+        return 0;
+    }
+    double *partials = (double *)tfc_gpu_scratch(g, (size_t)tfc_gpu_reduce_blocks(n) *
+                                                        sizeof(double));
+    return partials ? reduce(g, n, square_f32{x}, partials, out) : 1;
+}
+
 /* A failed reduction counts everything as non-finite, so training stops rather than
  * continuing on garbage; tfc_gpu_status then names the failing call. */
 int64_t tfc_gpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x)

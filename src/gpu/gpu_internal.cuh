@@ -140,6 +140,10 @@ int tfc_gpu_reduce_blocks(int64_t n);
  * tfc_gpu_reduce_blocks(n) doubles. Returns nonzero on a recorded failure. */
 int tfc_gpu_sum_f64(gpu_ctx *g, const double *in, int64_t n, double *partials, double *out);
 
+/* out[0] (a device double) = the value tfc_gpu_sumsq(n, x) returns, the same bits, queued on
+ * the stream without a wait (0.0 for n <= 0). Returns nonzero on a recorded failure. */
+int tfc_gpu_sumsq_to(gpu_ctx *g, int64_t n, const float *x, double *out);
+
 } /* extern "C" */
 
 /* ---- column sums (bias gradient, batch-norm statistics) ------------------------------ */

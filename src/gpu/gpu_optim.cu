@@ -2,26 +2,34 @@
  * and slot float once per step (formulas in core/backend.h, tfc_optim_desc; the same
  * expressions as cpu_optim.c). Element-wise and compiled with --fmad=false, so every
  * product and sum rounds as on the CPU: given the same gradients, the updated weights are
- * the CPU's bit for bit (sqrtf and division are IEEE-rounded in both). */
+ * the CPU's bit for bit (sqrtf and division are IEEE-rounded in both). Also the trainer's
+ * step ops (TFC_BACKEND_STEP_OPS): the gradient norm, clipping factor and skip flag kept in
+ * a device tfc_step_state that the same kernel reads, so a step needs no host round trip. */
 #include <math.h>
 
 #include "gpu/gpu_internal.cuh"
 
 /* g = grad_scale * grad + l2 * w, then the decoupled decay w -= decay * w (AdamW). */
-static __device__ __forceinline__ float grad_and_decay(const tfc_optim_desc &d, float &w, float grad)
+static __device__ __forceinline__ float grad_and_decay(const tfc_optim_desc &d, float grad_scale,
+                                                       float &w, float grad)
 {
-    float g = d.grad_scale * grad + d.l2 * w;
+    float g = grad_scale * grad + d.l2 * w;
     w -= d.decay * w;
     return g;
 }
 
-static __global__ void optim_kernel(tfc_optim_desc d, int64_t n, float *params, const float *grads,
-                             float *slot0, float *slot1, float *slot2)
+/* One update of every element; st (device, or NULL: d.grad_scale) gives grad_scale, and
+ * while st->skip is set nothing is read or written. */
+static __global__ void optim_kernel(tfc_optim_desc d, const tfc_step_state *st, int64_t n,
+                                    float *params, const float *grads, float *slot0,
+                                    float *slot1, float *slot2)
 {
+    if (st && st->skip) return;
+    const float grad_scale = st ? st->grad_scale : d.grad_scale;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         float w = params[i];
-        const float g = grad_and_decay(d, w, grads[i]);
+        const float g = grad_and_decay(d, grad_scale, w, grads[i]);
         switch (d.type) {
         case TFC_OPTIMIZER_SGD:
             if (d.momentum == 0.0f) {
@@ -74,14 +82,52 @@ static __global__ void optim_kernel(tfc_optim_desc d, int64_t n, float *params, 
     }
 }
 
+static void launch_optim(gpu_ctx *g, const tfc_optim_desc *d, const tfc_step_state *st,
+                         int64_t n, float *params, const float *grads, float *slot0,
+                         float *slot1, float *slot2)
+{
+    if (n <= 0) return;
+    TFC_ASSERT(d->type >= 0 && d->type < TFC_OPTIMIZER_COUNT);
+    optim_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, st, n, params, grads,
+                                                                  slot0, slot1, slot2);
+    TFC_LAUNCH_CHECK(g, optim_kernel);
+}
+
 void tfc_gpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t n,
                               float *params, const float *grads, float *slot0, float *slot1,
                               float *slot2)
 {
+    launch_optim(gpu_of(be), d, NULL, n, params, grads, slot0, slot1, slot2);
+}
+
+/* ---- the trainer's step ops (TFC_BACKEND_STEP_OPS) ------------------------------------------ */
+
+void tfc_gpu_grad_sumsq(tfc_backend *be, int64_t n, const float *x, tfc_step_state *st)
+{
+    tfc_gpu_sumsq_to(gpu_of(be), n, x, &st->sumsq);
+}
+
+/* One thread: skip = !finite(*loss) || !finite(sumsq); grad_scale =
+ * tfc_step_grad_scale(sumsq, scale, clip), the host's function compiled for the device. */
+static __global__ void step_scale_kernel(const float *loss, double scale, double clip,
+                                         tfc_step_state *st)
+{
+    const double sumsq = st->sumsq;
+    st->skip = !isfinite(*loss) || !isfinite(sumsq);
+    st->grad_scale = tfc_step_grad_scale(sumsq, scale, clip);
+}
+
+void tfc_gpu_step_scale(tfc_backend *be, const float *loss, double scale, double clip,
+                        tfc_step_state *st)
+{
     gpu_ctx *g = gpu_of(be);
-    if (n <= 0) return;
-    TFC_ASSERT(d->type >= 0 && d->type < TFC_OPTIMIZER_COUNT);
-    optim_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, n, params, grads, slot0,
-                                                                  slot1, slot2);
-    TFC_LAUNCH_CHECK(g, optim_kernel);
+    step_scale_kernel<<<1, 1, 0, g->stream>>>(loss, scale, clip, st);
+    TFC_LAUNCH_CHECK(g, step_scale_kernel);
+}
+
+void tfc_gpu_optimizer_update_at(tfc_backend *be, const tfc_optim_desc *d,
+                                 const tfc_step_state *st, int64_t n, float *params,
+                                 const float *grads, float *slot0, float *slot1, float *slot2)
+{
+    launch_optim(gpu_of(be), d, st, n, params, grads, slot0, slot1, slot2);
 }

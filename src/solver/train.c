@@ -294,19 +294,19 @@ static tfc_status share_weights(run *r, tfc_error *err)
 
 /* One iteration, on one of two paths, chosen once (start: use_device_step):
  *
- * The host path (a backend without TFC_BACKEND_STEP_OPS, such as the GPU's until its
- * kernels have run on one; a data-parallel run, whose losses and gradients are summed
- * through the host anyway; tfc_solver_options.host_step): each micro-batch's loss is read
- * back before its backward, and the gradient's sum of squares before the update, whose
- * grad_scale (the average, clipped: tfc_step_grad_scale) the host computes. On a GPU each
- * read waits for the device in the middle of the step.
+ * The host path (a backend without TFC_BACKEND_STEP_OPS; a data-parallel run, whose losses
+ * and gradients are summed through the host anyway; tfc_solver_options.host_step): each
+ * micro-batch's loss is read back before its backward, and the gradient's sum of squares
+ * before the update, whose grad_scale (the average, clipped: tfc_step_grad_scale) the host
+ * computes. On a GPU each read waits for the device in the middle of the step.
  *
  * The device path: the sum of squares, the clipping factor and a "skip this update" flag
  * are computed on the device into r->step_state, which the optimizer reads there; the
  * host reads the last micro-batch's loss and metrics and that state once, after the
  * update is queued: one wait per step (with iter_size 1), at its end.
  *
- * Why a divergence ends the same way on both (test_device_step, tests/test_train.c):
+ * Why a divergence ends the same way on both (test_device_step, tests/test_train.c; on a
+ * GPU train_device_step*, tests/gpu/test_gpu_ops.c):
  *   - the decisions are the same bits: grad_sumsq stores what sumsq returns, step_scale
  *     uses tfc_step_grad_scale as the host path does, and optimizer_update_at is
  *     optimizer_update with that grad_scale;

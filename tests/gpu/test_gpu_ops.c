@@ -4,6 +4,7 @@
  * (exit 0). `--cpu-twin` runs it all against a second CPU backend, to check this harness on
  * machines without a GPU. Tolerances: see EXACT, F32, SUM and TF32 below. */
 #include <CUnit/CUnit.h>
+#include <float.h>
 #include <glob.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include "device/device.h"
 #include "cpu/cpu.h"
 #include "core/backend.h"
+#include "core/safetensors.h"
+#include "data/data.h"
 #include "graph/model.h"
 #include "solver/solver.h"
 #include "core/rng.h"
@@ -933,29 +936,30 @@ static int optim_case(const char *name, tfc_optim_desc d)
     return bad;
 }
 
+/* Every optimizer kind and variant the kernel branches on: fills d[0..8) and name[0..8). */
+#define OPTIM_KINDS 8
+static void optim_kinds(tfc_optim_desc d[OPTIM_KINDS], const char *name[OPTIM_KINDS])
+{
+    const tfc_optim_desc base = {.lr = 0.01f, .grad_scale = 0.5f, .l2 = 1e-4f, .epsilon = 1e-7f};
+    for (int k = 0; k < OPTIM_KINDS; k++) d[k] = base;
+    d[0].type = TFC_OPTIMIZER_SGD, name[0] = "sgd";
+    d[1] = d[0], d[1].momentum = 0.9f, name[1] = "sgd momentum";
+    d[2] = d[1], d[2].nesterov = 1, name[2] = "sgd nesterov";
+    d[3].type = TFC_OPTIMIZER_ADAM, d[3].beta_1 = 0.9f, d[3].beta_2 = 0.999f;
+    d[3].alpha = 0.0031f, name[3] = "adam";
+    d[4] = d[3], d[4].type = TFC_OPTIMIZER_ADAMW, d[4].amsgrad = 1;
+    d[4].decay = 0.01f * 0.004f, name[4] = "adamw amsgrad";
+    d[5].type = TFC_OPTIMIZER_RMSPROP, d[5].rho = 0.9f, name[5] = "rmsprop";
+    d[6] = d[5], d[6].centered = 1, d[6].momentum = 0.5f, name[6] = "rmsprop centered momentum";
+    d[7].type = TFC_OPTIMIZER_ADAGRAD, name[7] = "adagrad";
+}
+
 static void test_optimizer(void)
 {
-    tfc_optim_desc base = {.lr = 0.01f, .grad_scale = 0.5f, .l2 = 1e-4f, .epsilon = 1e-7f};
-    tfc_optim_desc d = base;
-    d.type = TFC_OPTIMIZER_SGD;
-    CU_ASSERT_EQUAL(optim_case("sgd", d), 0);
-    d.momentum = 0.9f;
-    CU_ASSERT_EQUAL(optim_case("sgd momentum", d), 0);
-    d.nesterov = 1;
-    CU_ASSERT_EQUAL(optim_case("sgd nesterov", d), 0);
-    d = base;
-    d.type = TFC_OPTIMIZER_ADAM, d.beta_1 = 0.9f, d.beta_2 = 0.999f, d.alpha = 0.0031f;
-    CU_ASSERT_EQUAL(optim_case("adam", d), 0);
-    d.type = TFC_OPTIMIZER_ADAMW, d.amsgrad = 1, d.decay = 0.01f * 0.004f;
-    CU_ASSERT_EQUAL(optim_case("adamw amsgrad", d), 0);
-    d = base;
-    d.type = TFC_OPTIMIZER_RMSPROP, d.rho = 0.9f;
-    CU_ASSERT_EQUAL(optim_case("rmsprop", d), 0);
-    d.centered = 1, d.momentum = 0.5f;
-    CU_ASSERT_EQUAL(optim_case("rmsprop centered momentum", d), 0);
-    d = base;
-    d.type = TFC_OPTIMIZER_ADAGRAD;
-    CU_ASSERT_EQUAL(optim_case("adagrad", d), 0);
+    tfc_optim_desc d[OPTIM_KINDS];
+    const char *name[OPTIM_KINDS];
+    optim_kinds(d, name);
+    for (int k = 0; k < OPTIM_KINDS; k++) CU_ASSERT_EQUAL(optim_case(name[k], d[k]), 0);
     check_status();
 }
 
@@ -1397,6 +1401,362 @@ static void test_train_cnn_tf32(void)
     set_tf32(0);
 }
 
+/* ---- the trainer's step ops (TFC_BACKEND_STEP_OPS) ------------------------------------------ */
+
+/* dev's step state, read back. */
+static tfc_step_state step_fetch(const tfc_step_state *st)
+{
+    tfc_step_state h;
+    dev->ops->download(dev, &h, st, sizeof h);
+    return h;
+}
+
+/* grad_sumsq stores the very double sumsq returns (the same bits on the same backend; the
+ * CPU's within the rounding of a sum in another order), for tails and no input too, and a
+ * NaN or an infinity in the gradient makes it NaN or infinite. */
+static void test_grad_sumsq(void)
+{
+    CU_ASSERT_FATAL(tfc_backend_has(dev->ops, "grad_sumsq"));
+    tfc_step_state *st = dev->ops->alloc(dev, sizeof *st);
+    static const int64_t sizes[] = {0, 1, 31, 257, 54321, 1000001};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const int64_t n = sizes[k];
+        pair x = pair_rand(n ? n : 1, -3, 3);
+        dev->ops->grad_sumsq(dev, n, x.d, st);
+        double want = dev->ops->sumsq(dev, n, x.d), cpu = ref->ops->sumsq(ref, n, x.h);
+        tfc_step_state h = step_fetch(st);
+        int same = memcmp(&h.sumsq, &want, sizeof want) == 0;
+        if (!same) printf("\n  n %lld: grad_sumsq %.17g, sumsq %.17g", (long long)n, h.sumsq, want);
+        CU_ASSERT(same);
+        CU_ASSERT(fabs(h.sumsq - cpu) <= 1e-12 * cpu);
+        pair_free(&x);
+    }
+    pair x = pair_rand(1000, -1, 1);
+    x.h[999] = -INFINITY;
+    pair_push(&x);
+    dev->ops->grad_sumsq(dev, x.n, x.d, st);
+    CU_ASSERT(isinf(step_fetch(st).sumsq));
+    x.h[3] = NAN;
+    pair_push(&x);
+    dev->ops->grad_sumsq(dev, x.n, x.d, st);
+    CU_ASSERT(isnan(step_fetch(st).sumsq));
+    pair_free(&x);
+    dev->ops->free(dev, st);
+    check_status();
+}
+
+/* step_scale: skip exactly when the loss or the sum of squares is not finite; grad_scale the
+ * bits of the host's tfc_step_grad_scale (clipping off, biting, not biting, scales of
+ * iter_size 1, 2 and 3), as the CPU's step_scale gives them; sumsq left as it was. */
+static void test_step_scale(void)
+{
+    static const float losses[] = {1.25f, NAN, INFINITY, -INFINITY};
+    static const double sums[] = {333.3, 0.0, 1e-30, 1e300, NAN, INFINITY};
+    static const double clips[] = {0.0, 0.5, 1e9};
+    static const double scales[] = {1.0, 0.5, 1.0 / 3.0};
+    tfc_step_state *st = dev->ops->alloc(dev, sizeof *st);
+    pair loss = pair_new(1);
+    int bad = 0, clipped = 0;
+    for (int l = 0; l < 4; l++)
+        for (int k = 0; k < 6; k++)
+            for (int c = 0; c < 3; c++)
+                for (int a = 0; a < 3; a++) {
+                    const tfc_step_state in = {.sumsq = sums[k], .grad_scale = -7.0f, .skip = 7};
+                    dev->ops->upload(dev, st, &in, sizeof in);
+                    loss.h[0] = losses[l];
+                    pair_push(&loss);
+                    dev->ops->step_scale(dev, loss.d, scales[a], clips[c], st);
+                    tfc_step_state got = step_fetch(st), cpu = in;
+                    ref->ops->step_scale(ref, loss.h, scales[a], clips[c], &cpu);
+                    const float want = tfc_step_grad_scale(sums[k], scales[a], clips[c]);
+                    const int skip = !isfinite(losses[l]) || !isfinite(sums[k]);
+                    int ok = got.skip == skip && cpu.skip == skip &&
+                             !memcmp(&got.grad_scale, &want, 4) &&
+                             !memcmp(&cpu.grad_scale, &want, 4) &&
+                             !memcmp(&got.sumsq, &in.sumsq, sizeof in.sumsq);
+                    clipped += want < 0.1f * (float)scales[a];
+                    if (!ok && bad++ < 4)
+                        printf("\n  loss %g sumsq %g clip %g scale %g: device %.9g skip %d, "
+                               "cpu %.9g skip %d, want %.9g skip %d",
+                               losses[l], sums[k], clips[c], scales[a], got.grad_scale, got.skip,
+                               cpu.grad_scale, cpu.skip, want, skip);
+                }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(clipped > 0); /* the clipping bites in some cases */
+    pair_free(&loss);
+    dev->ops->free(dev, st);
+    check_status();
+}
+
+/* optimizer_update_at for one kind: with skip set no operand changes a bit; without, three
+ * steps equal the CPU's optimizer_update with the state's grad_scale (d's own, far off, is
+ * not read), and the state is left as it was. */
+static int optim_at_case(const char *name, tfc_optim_desc d)
+{
+    const int64_t n = 54321;
+    pair w = pair_rand(n, -1, 1), g = pair_rand(n, -1, 1);
+    pair s0 = pair_rand(n, -0.1, 0.1), s1 = pair_rand(n, 0, 0.1), s2 = pair_rand(n, 0, 0.1);
+    tfc_step_state *st = dev->ops->alloc(dev, sizeof *st);
+    tfc_step_state h = {.sumsq = NAN, .grad_scale = 0.37f, .skip = 1};
+    dev->ops->upload(dev, st, &h, sizeof h);
+    tfc_optim_desc want = d;
+    want.grad_scale = h.grad_scale;
+    d.grad_scale = 1e6f;
+    int bad = 0;
+    char what[96];
+    dev->ops->optimizer_update_at(dev, &d, st, n, w.d, g.d, s0.d, s1.d, s2.d);
+    pair *ops[] = {&w, &g, &s0, &s1, &s2};
+    static const char *const opn[] = {"params", "grads", "slot0", "slot1", "slot2"};
+    for (int k = 0; k < 5; k++) {
+        snprintf(what, sizeof what, "%s skipped %s", name, opn[k]);
+        bad += pair_check(what, ops[k], EXACT);
+    }
+    h.skip = 0, h.sumsq = 2.0;
+    dev->ops->upload(dev, st, &h, sizeof h);
+    for (int step = 0; step < 3; step++) {
+        ref->ops->optimizer_update(ref, &want, n, w.h, g.h, s0.h, s1.h, s2.h);
+        dev->ops->optimizer_update_at(dev, &d, st, n, w.d, g.d, s0.d, s1.d, s2.d);
+    }
+    for (int k = 0; k < 5; k++) {
+        snprintf(what, sizeof what, "%s %s", name, opn[k]);
+        bad += pair_check(what, ops[k], EXACT);
+    }
+    tfc_step_state after = step_fetch(st);
+    bad += memcmp(&after, &h, sizeof h) != 0;
+    dev->ops->free(dev, st);
+    pair_free(&w), pair_free(&g), pair_free(&s0), pair_free(&s1), pair_free(&s2);
+    return bad;
+}
+
+static void test_optimizer_update_at(void)
+{
+    tfc_optim_desc d[OPTIM_KINDS];
+    const char *name[OPTIM_KINDS];
+    optim_kinds(d, name);
+    for (int k = 0; k < OPTIM_KINDS; k++) CU_ASSERT_EQUAL(optim_at_case(name[k], d[k]), 0);
+    check_status();
+}
+
+/* Whole runs of the trainer (solver/train.c) on dev, through its device path (the step ops
+ * above, one read of the step's state at its end) and its host path (host_step: the loss
+ * and the gradient norm read back before the update), as tests/test_train.c's device_step
+ * does on the CPU. */
+static const char *step_solver =
+    "model:\n"
+    "  name: tiny\n"
+    "  input: {shape: [16]}\n"
+    "  layers:\n"
+    "    - Dense: {name: hidden, units: 32, activation: relu}\n"
+    "    - Dropout: {rate: 0.2}\n"
+    "    - Dense: {name: out, units: 4}\n"
+    "  metrics: [accuracy]\n"
+    "data:\n"
+    "  train:\n"
+    "    source: {type: npy, features: step_x.npy, labels: step_y.npy}\n"
+    "    pipeline:\n"
+    "      - shuffle: {buffer_size: 100}\n"
+    "      - repeat: {}\n"
+    "      - batch: {batch_size: 16}\n"
+    "  test:\n"
+    "    source: {type: npy, features: step_tx.npy, labels: step_ty.npy}\n"
+    "    pipeline:\n"
+    "      - batch: {batch_size: 50}\n"
+    "max_iter: 30\n"
+    "test_interval: 0\n"
+    "display: 10\n"
+    "snapshot: {interval: 10, keep: 0}\n"
+    "clip_gradients: 0.5\n"
+    "deterministic: true\n"
+    "seed: 7\n";
+
+/* step_solver and its data, written once to the scratch directory. */
+static const char *step_solver_path(void)
+{
+    static char path[1024];
+    if (!path[0]) {
+        tfc_test_write_split("step_x.npy", "step_y.npy", 512, 11);
+        tfc_test_write_split("step_tx.npy", "step_ty.npy", 200, 12);
+        snprintf(path, sizeof path, "%s", tfc_test_write("step.yaml", step_solver, -1));
+    }
+    return path;
+}
+
+/* Trains step_solver with `sets` on dev into tmp/<out>_h (host path) or tmp/<out>_d. */
+static tfc_status step_train(const char *out, int host, const char *const *sets, int nsets,
+                             tfc_train_result *res, tfc_error *err)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s_%c", out, host ? 'h' : 'd');
+    tfc_solver_options o = {0};
+    o.device = twin ? "cpu" : "gpu";
+    o.threads = 1;
+    o.host_step = host;
+    o.sets = sets;
+    o.nsets = nsets;
+    o.out_dir = tfc_test_path(dir);
+    tfc_error_clear(err);
+    tfc_solver *sv = tfc_solver_load(step_solver_path(), &o, err);
+    if (!sv) {
+        printf("\n  %s", err->text);
+        return err->code;
+    }
+    tfc_status st = tfc_solver_train(sv, res, err);
+    tfc_solver_free(sv);
+    return st;
+}
+
+static void step_train_both(const char *out, const char *const *sets, int nsets,
+                            tfc_status st[2], tfc_train_result res[2], tfc_error err[2])
+{
+    for (int d = 0; d < 2; d++) st[d] = step_train(out, !d, sets, nsets, &res[d], &err[d]);
+}
+
+static const char *run_file(const char *out, int host, const char *name)
+{
+    static char bufs[4][2048];
+    static int k;
+    char dir[256], *b = bufs[k++ & 3];
+    snprintf(dir, sizeof dir, "%s_%c", out, host ? 'h' : 'd');
+    snprintf(b, sizeof bufs[0], "%s/%s", tfc_test_path(dir), name);
+    return b;
+}
+
+static int files_equal(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = tfc_test_read(a, &la), *y = tfc_test_read(b, &lb);
+    int eq = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return eq;
+}
+
+/* Two safetensors files with the same tensors, byte for byte, but for the elapsed time. */
+static int st_files_equal(const char *a, const char *b)
+{
+    tfc_error err;
+    tfc_st_file *fa = tfc_st_open(a, &err), *fb = tfc_st_open(b, &err);
+    int same = fa && fb && tfc_st_count(fa) == tfc_st_count(fb);
+    for (int i = 0; same && i < tfc_st_count(fa); i++) {
+        const tfc_st_tensor *ta = tfc_st_tensor_at(fa, i), *tb = tfc_st_find(fb, ta->name);
+        if (!strcmp(ta->name, "solver/elapsed_seconds")) continue;
+        same = tb && tb->nbytes == ta->nbytes && !memcmp(ta->data, tb->data, ta->nbytes);
+        if (!same) printf("\n  %s: %s differs", b, ta->name);
+    }
+    tfc_st_close(fa);
+    tfc_st_close(fb);
+    return same;
+}
+
+/* The device path gives the host path's bits on dev: every optimizer kind with clipping
+ * that bites, iter_size 2, weight decay, BatchNormalization, warm-up and cosine schedules:
+ * the same final weights, snapshots (weights and state, slots included) and displayed
+ * loss and metrics. */
+static void test_train_device_step(void)
+{
+    CU_ASSERT_FATAL(tfc_backend_has(dev->ops, "grad_sumsq") &&
+                    tfc_backend_has(dev->ops, "step_scale") &&
+                    tfc_backend_has(dev->ops, "optimizer_update_at"));
+    static const char *const opt[][3] = {
+        {"optimizer={type: adam, learning_rate: 0.01, amsgrad: true}", "iter_size=2",
+         "lr_policy={type: cosine, alpha: 0.1}"},
+        {"optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9, nesterov: true}",
+         "model.layers.1={BatchNormalization: {}}",
+         "lr_policy={type: step, step_size: 10, gamma: 0.5, warmup_iters: 5}"},
+        {"optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}", "weight_decay=0.001",
+         "lr_policy={type: poly, power: 2}"},
+        {"optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
+         "iter_size=2", "model.layers.1={BatchNormalization: {}}"},
+        {"optimizer={type: adagrad, learning_rate: 0.05}", "weight_decay=0.001",
+         "lr_policy={type: cosine, alpha: 0.1}"},
+        {"optimizer={type: sgd, learning_rate: 0.05}", "iter_size=3",
+         "lr_policy={type: fixed, warmup_iters: 8}"},
+    };
+    tfc_train_result *res = calloc(3, sizeof *res);
+    tfc_error err[3];
+    tfc_status st[3];
+    for (size_t o = 0; o < sizeof opt / sizeof *opt; o++) {
+        char out[32];
+        snprintf(out, sizeof out, "dstep%zu", o);
+        step_train_both(out, opt[o], 3, st, res, err);
+        CU_ASSERT_FATAL(st[0] == TFC_OK && st[1] == TFC_OK);
+        int same = files_equal(run_file(out, 1, "final.safetensors"),
+                                run_file(out, 0, "final.safetensors"));
+        for (int it = 10; it <= 30; it += 10) {
+            char name[2][96];
+            snprintf(name[0], sizeof name[0], "snapshots/tiny_iter_%d.state", it);
+            snprintf(name[1], sizeof name[1], "snapshots/tiny_iter_%d.safetensors", it);
+            for (int f = 0; f < 2; f++)
+                same &= st_files_equal(run_file(out, 1, name[f]), run_file(out, 0, name[f]));
+        }
+        same &= !memcmp(&res[0].train, &res[1].train, sizeof res[0].train);
+        if (!same) printf("\n  the paths differ: %s, %s, %s", opt[o][0], opt[o][1], opt[o][2]);
+        CU_ASSERT(same);
+    }
+    /* the clipping bites: without it the weights differ */
+    const char *const unclipped[] = {opt[0][0], opt[0][1], opt[0][2], "clip_gradients=0"};
+    st[2] = step_train("dstep_noclip", 0, unclipped, 4, &res[2], &err[2]);
+    CU_ASSERT_EQUAL_FATAL(st[2], TFC_OK);
+    CU_ASSERT(!files_equal(run_file("dstep_noclip", 0, "final.safetensors"),
+                            run_file("dstep0", 0, "final.safetensors")));
+    free(res);
+    check_status();
+}
+
+/* A planted overflow stops both paths at the same iteration with the same message (the
+ * first layer to overflow named), in the last micro-batch of a step or an earlier one; a
+ * huge rate from iteration 10 stops both alike with the same newest snapshot, and with
+ * rollback both reload it alike and end with the same weights. */
+static void test_train_device_step_divergence(void)
+{
+    tfc_train_result *res = calloc(2, sizeof *res);
+    tfc_error err[2];
+    tfc_status st[2];
+    tfc_tensor x;
+    step_solver_path();
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("step_x.npy"), &x, &err[0]), TFC_OK);
+    for (int j = 0; j < 16; j++) ((float *)x.data)[300 * 16 + j] = FLT_MAX;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("step_inf_x.npy"), &x, &err[0]), TFC_OK);
+    free(x.data);
+    for (int iter_size = 1; iter_size <= 2; iter_size++) {
+        char is[32], out[32];
+        snprintf(is, sizeof is, "iter_size=%d", iter_size);
+        snprintf(out, sizeof out, "dstep_inf%d", iter_size);
+        const char *const sets[] = {
+            "data.train.source={type: npy, features: step_inf_x.npy, labels: step_y.npy}",
+            "optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9}", "max_iter=100", is};
+        step_train_both(out, sets, 4, st, res, err);
+        CU_ASSERT(st[0] == TFC_ERR_NUMERIC && st[1] == TFC_ERR_NUMERIC);
+        CU_ASSERT(res[0].iterations == res[1].iterations && res[0].iterations < 100);
+        CU_ASSERT_STRING_EQUAL(err[0].msg, err[1].msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err[1].msg, "first layer whose output is not finite is "
+                                                  "'hidden'"));
+        if (strcmp(err[0].msg, err[1].msg))
+            printf("\n  host: %s\n  device: %s", err[0].msg, err[1].msg);
+    }
+    const char *huge[] = {"optimizer={type: sgd, learning_rate: 0.1}",
+                          "lr_policy={type: step, step_size: 10, gamma: 1e30}",
+                          "snapshot={interval: 5, keep: 0}", "max_iter=50",
+                          "model.layers.1={BatchNormalization: {}}",
+                          "rollback={lr_factor: 1e-30, max_rollbacks: 2}"};
+    step_train_both("dstep_huge", huge, 5, st, res, err);
+    CU_ASSERT(st[0] == TFC_ERR_NUMERIC && st[1] == TFC_ERR_NUMERIC);
+    CU_ASSERT(res[0].iterations == res[1].iterations && res[0].iterations < 50);
+    CU_ASSERT_STRING_EQUAL(err[0].msg, err[1].msg);
+    CU_ASSERT_STRING_EQUAL(res[0].last_snapshot + strlen(tfc_test_path("dstep_huge_h")),
+                           res[1].last_snapshot + strlen(tfc_test_path("dstep_huge_d")));
+    CU_ASSERT(st_files_equal(res[0].last_snapshot, res[1].last_snapshot));
+    huge[3] = "max_iter=20"; /* rollback, before the rate's next jump at 20 */
+    step_train_both("dstep_roll", huge, 6, st, res, err);
+    CU_ASSERT(st[0] == TFC_OK && st[1] == TFC_OK);
+    if (st[0] || st[1]) printf("\n  host: %s\n  device: %s", err[0].text, err[1].text);
+    CU_ASSERT(res[0].rollbacks == 1 && res[1].rollbacks == 1);
+    CU_ASSERT(files_equal(run_file("dstep_roll", 1, "final.safetensors"),
+                           run_file("dstep_roll", 0, "final.safetensors")));
+    free(res);
+    check_status();
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1431,6 +1791,11 @@ int main(int argc, char **argv)
         {"train_mixed_adam", test_train_mixed_adam},
         {"train_cnn_tf32", test_train_cnn_tf32},
         {"deterministic_training", test_deterministic_training},
+        {"grad_sumsq", test_grad_sumsq},
+        {"step_scale", test_step_scale},
+        {"optimizer_update_at", test_optimizer_update_at},
+        {"train_device_step", test_train_device_step},
+        {"train_device_step_divergence", test_train_device_step_divergence},
         {NULL, NULL},
     };
     int args = 1;
