@@ -475,7 +475,44 @@ typedef struct tfc_device_options {
      * have n floats; slots the type does not use may be NULL. grads is only read. */              \
     X(void, optimizer_update, (tfc_backend *be, const tfc_optim_desc *d, int64_t n,                \
                                float *params, const float *grads, float *slot0,                    \
-                               float *slot1, float *slot2))
+                               float *slot1, float *slot2))                                        \
+                                                                                                   \
+    /* The recurrent layers: GRU, Bidirectional, LSTM's go_backwards and dropout. */              \
+    /* GRU sequence (tfc_gru_desc). Saved for backward: hseq [n, t, u] and gates [n, t, 4u]:       \
+     * z, r, hh after their activations, then h_{t-1} R_h + b'_h (reset_after) or r * h_{t-1}      \
+     * (reset_before). mask [n, t] float or NULL; bias NULL without one. ws: gru_workspace         \
+     * bytes. y may be hseq itself when return_sequences is set. */                                \
+    X(size_t, gru_workspace, (tfc_backend *be, const tfc_gru_desc *d))                             \
+    X(void, gru_forward, (tfc_backend *be, const tfc_gru_desc *d, const float *x,                  \
+                          const float *kernel, const float *rkernel, const float *bias,            \
+                          const float *mask, float *y, float *hseq, float *gates, void *ws))       \
+    /* dx, dkernel, drkernel, dbias += ... (dbias NULL without bias; dx may be NULL). The gates    \
+     * of masked steps are unspecified. */                                                         \
+    X(void, gru_backward, (tfc_backend *be, const tfc_gru_desc *d, const float *x,                 \
+                           const float *kernel, const float *rkernel, const float *mask,           \
+                           const float *hseq, const float *gates, const float *dy, float *dx,      \
+                           float *dkernel, float *drkernel, float *dbias, void *ws))               \
+    /* A recurrent layer's input, reordered and dropped out (go_backwards, dropout):               \
+     *   y[i, s, :] = x[i, s', :] * keep[i, :],  s' = reverse ? t - 1 - s : s,                     \
+     *   keep[i, c] = (u >= rate) / (1 - rate),  u = uniform(key, step, i f + c) (core/rng.h),     \
+     * one mask per sequence, the same at every step (Keras's RNN `dropout`); rate 0 keeps all.    \
+     * x, y [n, t, f], y overwritten (not in place).                                               \
+     * Backward: dx[i, s', :] += dy[i, s, :] keep. */                                              \
+    X(void, rnn_input_forward, (tfc_backend *be, int n, int t, int f, int reverse, float rate,     \
+                                uint64_t key, uint64_t step, const float *x, float *y))            \
+    X(void, rnn_input_backward, (tfc_backend *be, int n, int t, int f, int reverse, float rate,    \
+                                 uint64_t key, uint64_t step, const float *dy, float *dx))         \
+    /* Bidirectional's merge of a forward output a and a backward one b, [n, t, u] each (t 1:      \
+     * the last outputs): with t > 1 b is in its own (reversed) step order, and both are zero at   \
+     * masked steps (mask [n, t] or NULL):                                                         \
+     *   y[i, s] = merge(m a[i, s], m b[i, t - 1 - s]),  m = mask[i, s]                            \
+     * concat [a | b] (2u wide), sum a + b, mul a b, ave (a + b) / 2; y overwritten. Backward      \
+     * writes (overwrites) da and db (in b's order) from dy. */                                    \
+    X(void, bidir_forward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,             \
+                            const float *mask, const float *a, const float *b, float *y))          \
+    X(void, bidir_backward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,            \
+                             const float *mask, const float *a, const float *b, const float *dy,   \
+                             float *da, float *db))
 
 /* The kernels of layers that land on one backend (the CPU) before the other: a backend may
  * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
@@ -587,42 +624,6 @@ typedef struct tfc_device_options {
                                  const float *k, const float *v, const float *o,                  \
                                  const float *lse, const float *dout, float *dq, float *dk,       \
                                  float *dv))                                                       \
-                                                                                                   \
-    /* GRU sequence (tfc_gru_desc). Saved for backward: hseq [n, t, u] and gates [n, t, 4u]:       \
-     * z, r, hh after their activations, then h_{t-1} R_h + b'_h (reset_after) or r * h_{t-1}      \
-     * (reset_before). mask [n, t] float or NULL; bias NULL without one. ws: gru_workspace         \
-     * bytes. y may be hseq itself when return_sequences is set. */                                \
-    X(size_t, gru_workspace, (tfc_backend *be, const tfc_gru_desc *d))                             \
-    X(void, gru_forward, (tfc_backend *be, const tfc_gru_desc *d, const float *x,                  \
-                          const float *kernel, const float *rkernel, const float *bias,            \
-                          const float *mask, float *y, float *hseq, float *gates, void *ws))       \
-    /* dx, dkernel, drkernel, dbias += ... (dbias NULL without bias; dx may be NULL). The gates    \
-     * of masked steps are unspecified. */                                                         \
-    X(void, gru_backward, (tfc_backend *be, const tfc_gru_desc *d, const float *x,                 \
-                           const float *kernel, const float *rkernel, const float *mask,           \
-                           const float *hseq, const float *gates, const float *dy, float *dx,      \
-                           float *dkernel, float *drkernel, float *dbias, void *ws))               \
-    /* A recurrent layer's input, reordered and dropped out (go_backwards, dropout):               \
-     *   y[i, s, :] = x[i, s', :] * keep[i, :],  s' = reverse ? t - 1 - s : s,                     \
-     *   keep[i, c] = (u >= rate) / (1 - rate),  u = uniform(key, step, i f + c) (core/rng.h),     \
-     * one mask per sequence, the same at every step (Keras's RNN `dropout`); rate 0 keeps all.    \
-     * x, y [n, t, f], y overwritten (not in place).                                               \
-     * Backward: dx[i, s', :] += dy[i, s, :] keep. */                                              \
-    X(void, rnn_input_forward, (tfc_backend *be, int n, int t, int f, int reverse, float rate,     \
-                                uint64_t key, uint64_t step, const float *x, float *y))            \
-    X(void, rnn_input_backward, (tfc_backend *be, int n, int t, int f, int reverse, float rate,    \
-                                 uint64_t key, uint64_t step, const float *dy, float *dx))         \
-    /* Bidirectional's merge of a forward output a and a backward one b, [n, t, u] each (t 1:      \
-     * the last outputs): with t > 1 b is in its own (reversed) step order, and both are zero at   \
-     * masked steps (mask [n, t] or NULL):                                                         \
-     *   y[i, s] = merge(m a[i, s], m b[i, t - 1 - s]),  m = mask[i, s]                            \
-     * concat [a | b] (2u wide), sum a + b, mul a b, ave (a + b) / 2; y overwritten. Backward      \
-     * writes (overwrites) da and db (in b's order) from dy. */                                    \
-    X(void, bidir_forward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,             \
-                            const float *mask, const float *a, const float *b, float *y))          \
-    X(void, bidir_backward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,            \
-                             const float *mask, const float *a, const float *b, const float *dy,   \
-                             float *da, float *db))                                                \
                                                                                                    \
     /* The augmentation layers' transforms (tfc_warp_desc, tfc_contrast_desc). The forward ops     \
      * overwrite y (not in place); the backward ops add to dx the transpose of the forward's       \

@@ -320,6 +320,13 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
+    .gru_workspace = tfc_gpu_gru_workspace,
+    .gru_forward = tfc_gpu_gru_forward,
+    .gru_backward = tfc_gpu_gru_backward,
+    .rnn_input_forward = tfc_gpu_rnn_input_forward,
+    .rnn_input_backward = tfc_gpu_rnn_input_backward,
+    .bidir_forward = tfc_gpu_bidir_forward,
+    .bidir_backward = tfc_gpu_bidir_backward,
     /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)

@@ -143,6 +143,15 @@ int tfc_gpu_sum_f64(gpu_ctx *g, const double *in, int64_t n, double *partials, d
 /* out[0] (a device double) = the value tfc_gpu_sumsq(n, x) returns, the same bits, queued on
  * the stream without a wait (0.0 for n <= 0). Returns nonzero on a recorded failure. */
 int tfc_gpu_sumsq_to(gpu_ctx *g, int64_t n, const float *x, double *out);
+/* ---- the recurrent layers' shared steps (gpu_rnn.cu) ------------------------------------ */
+
+/* hprev [n, t, u]: hprev[i, s] = hseq[i, s - 1], zero at s = 0. */
+void tfc_gpu_rnn_shift(tfc_backend *be, int n, int t, int u, const float *hseq, float *hprev);
+
+/* y = hseq [n, t, u] with return_sequences (nothing to do when y is hseq), else each
+ * sequence's last step, y [n, u]. */
+void tfc_gpu_rnn_output(tfc_backend *be, int n, int t, int u, int return_sequences,
+                        const float *hseq, float *y);
 
 } /* extern "C" */
 

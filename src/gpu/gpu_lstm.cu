@@ -114,17 +114,6 @@ static __global__ void cell_backward_kernel(int n, int T, int u, int s, int retu
     }
 }
 
-/* hprev[i, s] = h[i, s - 1], 0 at s = 0 */
-static __global__ void shift_kernel(int n, int T, int u, const float *hseq, float *hprev)
-{
-    GRID_LOOP(e, (int64_t)n * T * u)
-    {
-        const int64_t row = e / u;
-        const int s = (int)(row % T);
-        hprev[e] = s > 0 ? hseq[e - u] : 0.0f;
-    }
-}
-
 /* x [n, t, in], kernel [in, 4u], rkernel [u, 4u], bias [4u] or NULL, mask [n, t] or NULL;
  * y [n, t, u] (may be hseq) or [n, u]; hseq, cseq [n, t, u]; gates [n, t, 4u]. */
 void tfc_gpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
@@ -146,13 +135,7 @@ void tfc_gpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
                                                                    mask);
         TFC_LAUNCH_CHECK(g, cell_forward_kernel);
     }
-    if (d->return_sequences) {
-        if (y != hseq)
-            TFC_CUDA_TRY(g, cudaMemcpyAsync(y, hseq, (size_t)n * T * u * sizeof(float),
-                                            cudaMemcpyDeviceToDevice, g->stream));
-    } else {
-        tfc_gpu_copy2d(be, n, u, hseq + (int64_t)(T - 1) * u, T * u, y, u, 0);
-    }
+    tfc_gpu_rnn_output(be, n, T, u, d->return_sequences, hseq, y);
 }
 
 /* dy [n, t, u] or [n, u]; dx [n, t, in] (NULL: no input gradient), dkernel, drkernel, dbias
@@ -179,9 +162,7 @@ void tfc_gpu_lstm_backward(tfc_backend *be, const tfc_lstm_desc *d, const float 
             tfc_gpu_gemm(be, 0, 1, n, u, G, 1.0f, w.dgates + (int64_t)s * G, T * G, rkernel, G,
                          1.0f, w.dh, u);
     }
-    shift_kernel<<<gpu_blocks(g, (int64_t)n * T * u), GPU_THREADS, 0, g->stream>>>(n, T, u, hseq,
-                                                                                 w.hprev);
-    TFC_LAUNCH_CHECK(g, shift_kernel);
+    tfc_gpu_rnn_shift(be, n, T, u, hseq, w.hprev);
     tfc_gpu_gemm(be, 1, 0, u, G, n * T, 1.0f, w.hprev, u, w.dgates, G, 1.0f, drkernel, G);
     tfc_gpu_gemm(be, 1, 0, d->in, G, n * T, 1.0f, x, d->in, w.dgates, G, 1.0f, dkernel, G);
     if (dx)

@@ -1,8 +1,9 @@
 /* The CUDA backend against the CPU backend (`make test-gpu`): every op with the same random
- * inputs, TF32 off and on, deterministic mode twice, whole training steps of a CNN and an
- * LSTM model. Without a usable GPU only device selection runs and it prints "skipped"
- * (exit 0). `--cpu-twin` runs it all against a second CPU backend, to check this harness on
- * machines without a GPU. Tolerances: see EXACT, F32, SUM and TF32 below. */
+ * inputs, TF32 off and on, deterministic mode twice, whole training steps of a CNN, an
+ * LSTM and two GRU/Bidirectional models. Without a usable GPU only device selection runs
+ * and it prints "skipped" (exit 0). `--cpu-twin` runs it all against a second CPU backend,
+ * to check this harness on machines without a GPU. Tolerances: see EXACT, F32, SUM and
+ * TF32 below. */
 #include <CUnit/CUnit.h>
 #include <float.h>
 #include <glob.h>
@@ -1757,6 +1758,220 @@ static void test_train_device_step_divergence(void)
     check_status();
 }
 
+/* ---- recurrent layers: GRU, rnn_input, Bidirectional ------------------------------------- */
+
+/* A [n, t] step mask: all ones without with_mask; with it, sequence 0 empty (every step
+ * masked), sequence 1 full, the others random. */
+static pair seq_mask(int n, int t, int with_mask)
+{
+    pair m = pair_new((int64_t)n * t);
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < t; s++)
+            m.h[(int64_t)i * t + s] = !with_mask || i == 1 || (i > 1 && urand() > 0.3) ? 1.0f
+                                                                                          : 0.0f;
+    pair_push(&m);
+    return m;
+}
+
+/* Forward on both from the same inputs (y, hseq, gates compared), then backward on both
+ * from the CPU's saved hseq and gates, accumulating into the same random dx, dkernel,
+ * drkernel, dbias. With `repeat` the device's backward then runs twice more from zeroed
+ * gradients, which must come out the same bits (deterministic). */
+static int gru_case(const char *name, tfc_gru_desc d, int with_mask, int with_bias, int with_dx,
+                    int repeat)
+{
+    const int64_t nt = (int64_t)d.n * d.t, G = 3 * (int64_t)d.units;
+    const int64_t nb = d.reset_after ? 2 * G : G;
+    pair x = pair_rand(nt * d.in, -1, 1), k = pair_rand(d.in * G, -0.4, 0.4);
+    pair r = pair_rand(d.units * G, -0.4, 0.4), b = pair_rand(nb, -0.3, 0.3);
+    pair mask = seq_mask(d.n, d.t, with_mask);
+    const int64_t ny = d.return_sequences ? nt * d.units : (int64_t)d.n * d.units;
+    pair y = pair_new(ny), hs = pair_new(nt * d.units), gates = pair_new(nt * 4 * d.units);
+    pair dy = pair_rand(ny, -1, 1), dx = pair_rand(nt * d.in, -1, 1);
+    pair dk = pair_rand(d.in * G, -1, 1), dr = pair_rand(d.units * G, -1, 1);
+    pair dbias = pair_rand(nb, -1, 1);
+    size_t wr = ref->ops->gru_workspace(ref, &d), wd = dev->ops->gru_workspace(dev, &d);
+    void *wsr = ref->ops->alloc(ref, wr), *wsd = dev->ops->alloc(dev, wd);
+    const float *mh = with_mask ? mask.h : NULL, *md = with_mask ? mask.d : NULL;
+    ref->ops->gru_forward(ref, &d, x.h, k.h, r.h, with_bias ? b.h : NULL, mh, y.h, hs.h,
+                          gates.h, wsr);
+    dev->ops->gru_forward(dev, &d, x.d, k.d, r.d, with_bias ? b.d : NULL, md, y.d, hs.d,
+                          gates.d, wsd);
+    char what[96];
+    int bad = 0;
+    snprintf(what, sizeof what, "%s y", name);
+    bad += pair_check(what, &y, 1e-4, 1e-5);
+    snprintf(what, sizeof what, "%s hseq", name);
+    bad += pair_check(what, &hs, 1e-4, 1e-5);
+    snprintf(what, sizeof what, "%s gates", name);
+    bad += pair_check(what, &gates, 1e-4, 1e-5);
+    pair_push(&hs), pair_push(&gates);
+    ref->ops->gru_backward(ref, &d, x.h, k.h, r.h, mh, hs.h, gates.h, dy.h,
+                           with_dx ? dx.h : NULL, dk.h, dr.h, with_bias ? dbias.h : NULL, wsr);
+    dev->ops->gru_backward(dev, &d, x.d, k.d, r.d, md, hs.d, gates.d, dy.d,
+                           with_dx ? dx.d : NULL, dk.d, dr.d, with_bias ? dbias.d : NULL, wsd);
+    pair *grads[] = {&dx, &dk, &dr, &dbias};
+    const char *gname[] = {"dx", "dkernel", "drkernel", "dbias"};
+    for (int q = 0; q < 4; q++) {
+        snprintf(what, sizeof what, "%s %s", name, gname[q]);
+        bad += pair_check(what, grads[q], 1e-4, q ? 1e-4 : 1e-5);
+    }
+    float *runs[2][4];
+    for (int run = 0; run < (repeat ? 2 : 0); run++) { /* twice from zeroed gradients */
+        for (int q = 0; q < 4; q++) dev->ops->zero(dev, grads[q]->d, (size_t)grads[q]->n * 4);
+        dev->ops->gru_backward(dev, &d, x.d, k.d, r.d, md, hs.d, gates.d, dy.d,
+                               with_dx ? dx.d : NULL, dk.d, dr.d, with_bias ? dbias.d : NULL,
+                               wsd);
+        for (int q = 0; q < 4; q++) runs[run][q] = fetch(dev, grads[q]->d, grads[q]->n);
+    }
+    for (int q = 0; q < (repeat ? 4 : 0); q++) {
+        snprintf(what, sizeof what, "%s %s again", name, gname[q]);
+        bad += compare_floats(what, runs[1][q], runs[0][q], grads[q]->n, EXACT);
+        free(runs[0][q]), free(runs[1][q]);
+    }
+    pair *all[] = {&x, &k, &r, &b, &mask, &y, &hs, &gates, &dy, &dx, &dk, &dr, &dbias};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    ref->ops->free(ref, wsr);
+    dev->ops->free(dev, wsd);
+    return bad;
+}
+
+static void test_gru(void)
+{
+    tfc_gru_desc seq = {.n = 5, .t = 9, .in = 7, .units = 13, .return_sequences = 1,
+                        .reset_after = 1};
+    tfc_gru_desc last = {.n = 4, .t = 11, .in = 6, .units = 33, .reset_after = 1};
+    tfc_gru_desc one = {.n = 3, .t = 1, .in = 5, .units = 7, .return_sequences = 1};
+    for (int ra = 1; ra >= 0; ra--) {
+        seq.reset_after = last.reset_after = ra;
+        const char *tag = ra ? "after" : "before";
+        char name[64];
+        snprintf(name, sizeof name, "gru %s seq", tag);
+        CU_ASSERT_EQUAL(gru_case(name, seq, 0, 1, 1, 0), 0);
+        snprintf(name, sizeof name, "gru %s seq masked", tag);
+        CU_ASSERT_EQUAL(gru_case(name, seq, 1, 1, 1, 0), 0);
+        snprintf(name, sizeof name, "gru %s last masked", tag);
+        CU_ASSERT_EQUAL(gru_case(name, last, 1, 1, 1, 0), 0);
+        snprintf(name, sizeof name, "gru %s last masked, no bias, no dx", tag);
+        CU_ASSERT_EQUAL(gru_case(name, last, 1, 0, 0, 0), 0);
+    }
+    CU_ASSERT_EQUAL(gru_case("gru before, one step", one, 1, 1, 1, 0), 0);
+    check_status();
+}
+
+/* Deterministic mode: the GRU's gradients (GEMMs and column sums) the same bits twice. */
+static void test_gru_deterministic(void)
+{
+    set_deterministic(1);
+    tfc_gru_desc d = {.n = 33, .t = 17, .in = 19, .units = 37, .return_sequences = 1,
+                      .reset_after = 1};
+    CU_ASSERT_EQUAL(gru_case("gru after, twice", d, 1, 1, 1, 1), 0);
+    d.reset_after = 0;
+    CU_ASSERT_EQUAL(gru_case("gru before, twice", d, 1, 1, 1, 1), 0);
+    set_deterministic(0);
+    check_status();
+}
+
+/* go_backwards and input dropout: the same Philox draws, so the same bits both ways. */
+static void test_rnn_input(void)
+{
+    const int n = 5, t = 7, f = 13;
+    const float rates[] = {0.0f, 0.3f};
+    for (int rev = 0; rev < 2; rev++)
+        for (int q = 0; q < 2; q++) {
+            const int64_t nx = (int64_t)n * t * f;
+            pair x = pair_rand(nx, -1, 1), y = pair_rand(nx, -1, 1), dx = pair_rand(nx, -1, 1);
+            const uint64_t key = tfc_rng_key(11, (uint64_t)q), step = 77 + (uint64_t)rev;
+            ref->ops->rnn_input_forward(ref, n, t, f, rev, rates[q], key, step, x.h, y.h);
+            dev->ops->rnn_input_forward(dev, n, t, f, rev, rates[q], key, step, x.d, y.d);
+            ref->ops->rnn_input_backward(ref, n, t, f, rev, rates[q], key, step, x.h, dx.h);
+            dev->ops->rnn_input_backward(dev, n, t, f, rev, rates[q], key, step, x.d, dx.d);
+            char what[64];
+            snprintf(what, sizeof what, "rnn_input reverse %d rate %.1f y", rev, rates[q]);
+            CU_ASSERT_EQUAL(pair_check(what, &y, EXACT), 0);
+            snprintf(what, sizeof what, "rnn_input reverse %d rate %.1f dx", rev, rates[q]);
+            CU_ASSERT_EQUAL(pair_check(what, &dx, EXACT), 0);
+            pair_free(&x), pair_free(&y), pair_free(&dx);
+        }
+    /* the mask reversed as a one-feature sequence (tfc_rnn_forward_input) */
+    pair m = seq_mask(n, t, 1), mr = pair_new((int64_t)n * t);
+    ref->ops->rnn_input_forward(ref, n, t, 1, 1, 0.0f, 0, 0, m.h, mr.h);
+    dev->ops->rnn_input_forward(dev, n, t, 1, 1, 0.0f, 0, 0, m.d, mr.d);
+    CU_ASSERT_EQUAL(pair_check("rnn_input reversed mask", &mr, EXACT), 0);
+    pair_free(&m), pair_free(&mr);
+    check_status();
+}
+
+/* Every merge mode, with and without a mask (an empty and a full sequence among them), and
+ * the last outputs alone (t 1, no mask); da and db start random: they are overwritten. */
+static void test_bidir(void)
+{
+    const int n = 5, u = 11;
+    const int ts[] = {9, 9, 1};
+    for (int c = 0; c < 3; c++) {
+        const int t = ts[c], with_mask = c == 0;
+        for (int mode = TFC_MERGE_CONCAT; mode <= TFC_MERGE_AVE; mode++) {
+            const int64_t nt = (int64_t)n * t, w = mode == TFC_MERGE_CONCAT ? 2 * u : u;
+            pair a = pair_rand(nt * u, -1, 1), b = pair_rand(nt * u, -1, 1);
+            pair y = pair_rand(nt * w, -1, 1), dy = pair_rand(nt * w, -1, 1);
+            pair da = pair_rand(nt * u, -1, 1), db = pair_rand(nt * u, -1, 1);
+            pair m = seq_mask(n, t, with_mask);
+            const float *mh = with_mask ? m.h : NULL, *md = with_mask ? m.d : NULL;
+            const tfc_merge_mode mm = (tfc_merge_mode)mode;
+            ref->ops->bidir_forward(ref, n, t, u, mm, mh, a.h, b.h, y.h);
+            dev->ops->bidir_forward(dev, n, t, u, mm, md, a.d, b.d, y.d);
+            ref->ops->bidir_backward(ref, n, t, u, mm, mh, a.h, b.h, dy.h, da.h, db.h);
+            dev->ops->bidir_backward(dev, n, t, u, mm, md, a.d, b.d, dy.d, da.d, db.d);
+            char what[64];
+            snprintf(what, sizeof what, "bidir mode %d t %d mask %d y", mode, t, with_mask);
+            CU_ASSERT_EQUAL(pair_check(what, &y, EXACT), 0);
+            snprintf(what, sizeof what, "bidir mode %d t %d mask %d da", mode, t, with_mask);
+            CU_ASSERT_EQUAL(pair_check(what, &da, EXACT), 0);
+            snprintf(what, sizeof what, "bidir mode %d t %d mask %d db", mode, t, with_mask);
+            CU_ASSERT_EQUAL(pair_check(what, &db, EXACT), 0);
+            pair *all[] = {&a, &b, &y, &dy, &da, &db, &m};
+            for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+        }
+    }
+    check_status();
+}
+
+/* Embedding(mask_zero) -> Bidirectional GRU (sequences, concat) -> Bidirectional LSTM (the
+ * last outputs, ave) -> Dense; and a GRU (reset_before) and an LSTM both going backwards
+ * with input dropout. */
+static const char bidir_rnn_yaml[] =
+    "name: bidir_rnn\n"
+    "input: {shape: [9], dtype: int32}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 20, output_dim: 8, mask_zero: true}\n"
+    "  - Bidirectional: {layer: {GRU: {units: 7, return_sequences: true}}}\n"
+    "  - Bidirectional: {layer: {LSTM: {units: 6}}, merge_mode: ave}\n"
+    "  - Dense: {units: 5}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static const char gru_back_yaml[] =
+    "name: gru_back\n"
+    "input: {shape: [8], dtype: int32}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 20, output_dim: 6, mask_zero: true}\n"
+    "  - GRU: {units: 9, go_backwards: true, dropout: 0.3, return_sequences: true,\n"
+    "          reset_after: false}\n"
+    "  - LSTM: {units: 5, go_backwards: true, dropout: 0.2}\n"
+    "  - Dense: {units: 4}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static void test_train_bidir_rnn(void)
+{
+    train_steps(bidir_rnn_yaml, 7, 1, 0, 5e-4, 1e-5);
+}
+
+static void test_train_gru_back(void)
+{
+    train_steps(gru_back_yaml, 6, 1, 0, 5e-4, 1e-5);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1796,6 +2011,12 @@ int main(int argc, char **argv)
         {"optimizer_update_at", test_optimizer_update_at},
         {"train_device_step", test_train_device_step},
         {"train_device_step_divergence", test_train_device_step_divergence},
+        {"gru", test_gru},
+        {"gru_deterministic", test_gru_deterministic},
+        {"rnn_input", test_rnn_input},
+        {"bidir", test_bidir},
+        {"train_bidir_rnn", test_train_bidir_rnn},
+        {"train_gru_back", test_train_gru_back},
         {NULL, NULL},
     };
     int args = 1;
