@@ -1,16 +1,19 @@
-/* 2-D convolution through cuDNN on NHWC tensors: Keras kernels transposed into cuDNN's
- * filter layout per call, TensorFlow's asymmetric SAME padding through an explicitly padded
- * copy, algorithms from cuDNN's heuristics within a bounded workspace, cached per shape.
+/* 2-D convolution through cuDNN on NHWC tensors, plain or grouped (the tfc_gpu_conv_run_*
+ * that gpu_conv1d.cu shares): Keras kernels transposed into cuDNN's filter layout per call,
+ * TensorFlow's asymmetric SAME padding through an explicitly padded copy, algorithms from
+ * cuDNN's heuristics within a bounded workspace, cached per shape and group count.
  * The decisions are spelled out below the includes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/gpu_internal.cuh"
 
-/* Filters: cuDNN's NHWC filter layout is [f, kh, kw, c]; Keras's is [kh, kw, c, f]. Each
- * call transposes the (small) kernel into the workspace, and backward-filter computes into a
- * [f, kh, kw, c] scratch that is transposed and added into dw. Stateless: no cached copy
- * can go stale when the optimizer updates the weights.
+/* Filters: cuDNN's NHWC filter layout is [f, kh, kw, c]; Keras's is [kh, kw, c, f] (with
+ * groups, c / groups in both: cudnnSetConvolutionGroupCount gives filter j the channels of
+ * group j / (f / groups), as Keras's grouped convolution reads them). Each call transposes
+ * the (small) kernel into the workspace, and backward-filter computes into a [f, kh, kw, c]
+ * scratch that is transposed and added into dw. Stateless: no cached copy can go stale when
+ * the optimizer updates the weights.
  * Padding: cuDNN pads symmetrically. When pad_top/pad_left with cuDNN's output formula give
  * exactly (oh, ow), the padding goes to cuDNN; otherwise (TensorFlow's SAME with one more
  * row or column at the end, e.g. stride 2) the input is copied into a zero-padded buffer of
