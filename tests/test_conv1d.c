@@ -519,9 +519,9 @@ static void test_conv1d_errors(void)
     tfc_model_free(m);
 }
 
-/* The ops the CPU alone has: a backend without them (the GPU's table today) refuses a
- * Conv1D with groups > 1 and a masked GlobalAveragePooling1D at bind, naming the layer and
- * the op, and binds the same layers where they need no such op. */
+/* The layer ops a backend may lack: a backend without them (the GPU's table once did)
+ * refuses a Conv1D with groups > 1 and a masked GlobalAveragePooling1D at bind, naming the
+ * layer and the op, and binds the same layers where they need no such op. */
 static void expect_refused(const char *yaml, const char *op, int refused)
 {
     tfc_model *m = tfc_test_model(yaml);

@@ -1351,8 +1351,8 @@ static void test_missing_kernel_refused(void)
  * refused by a backend other than the CPU, naming it: a CPU backend posing as device 0. */
 static void test_cpu_first_refused(void)
 {
-    tfc_model *m = tfc_test_model("input: {shape: [8, 3]}\nlayers:\n"
-                                  "  - Conv1D: {name: c, filters: 2, kernel_size: 3}\n"
+    tfc_model *m = tfc_test_model("input: {shape: [8, 8, 3]}\nlayers:\n"
+                                  "  - ZeroPadding2D: {name: c, padding: 1}\n"
                                   "  - Flatten: {}\n  - Dense: {units: 2}\n");
     tfc_backend *be = tfc_cpu_backend_create(1);
     TFC_ASSERT(m && be);
@@ -1361,7 +1361,7 @@ static void test_cpu_first_refused(void)
     be->device = 0;
     CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'c'"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Conv1D has not run on the cpu backend"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "ZeroPadding2D has not run on the cpu backend"));
     be->device = -1;
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);

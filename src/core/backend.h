@@ -512,15 +512,9 @@ typedef struct tfc_device_options {
                             const float *mask, const float *a, const float *b, float *y))          \
     X(void, bidir_backward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,            \
                              const float *mask, const float *a, const float *b, const float *dy,   \
-                             float *da, float *db))
-
-/* The kernels of layers that land on one backend (the CPU) before the other: a backend may
- * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
- * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
- * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
- * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
- * `make test-gpu` has passed on a real GPU). */
-#define TFC_BACKEND_LAYER_OPS(X)                                                                   \
+                             float *da, float *db))                                                \
+                                                                                                   \
+    /* ---- the convolution family: Conv1D, the 1-D poolings, DepthwiseConv2D, UpSampling2D */     \
     /* Grouped convolution (Conv1D's groups): the convolution of conv_forward (same desc,          \
      * layouts and padding) with the d->c channels and d->f filters split into `groups` equal      \
      * runs, filter j reading only the channels of run j / (d->f / groups); w is                   \
@@ -583,8 +577,15 @@ typedef struct tfc_device_options {
     X(void, upsample_forward, (tfc_backend *be, const tfc_resize_desc *d, const float *x,          \
                                float *y))                                                          \
     X(void, upsample_backward, (tfc_backend *be, const tfc_resize_desc *d, const float *dy,        \
-                                float *dx))                                                        \
-                                                                                                   \
+                                float *dx))
+
+/* The kernels of layers that land on one backend (the CPU) before the other: a backend may
+ * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
+ * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
+ * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
+ * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
+ * `make test-gpu` has passed on a real GPU). */
+#define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* Element-wise products (Multiply) over `groups` blocks of [rows, cols]: a and y are          \
      * [groups, rows, cols]; b is the same, or with b_bcast [groups, 1, cols], broadcast over      \
      * the rows. mul: y = a * b, or y += a * b with accumulate (y may alias a without it).         \

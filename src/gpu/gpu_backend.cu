@@ -327,6 +327,21 @@ static const tfc_backend_ops gpu_ops = {
     .rnn_input_backward = tfc_gpu_rnn_input_backward,
     .bidir_forward = tfc_gpu_bidir_forward,
     .bidir_backward = tfc_gpu_bidir_backward,
+    .grouped_conv_forward = tfc_gpu_grouped_conv_forward,
+    .grouped_conv_backward_data = tfc_gpu_grouped_conv_backward_data,
+    .grouped_conv_backward_filter = tfc_gpu_grouped_conv_backward_filter,
+    .conv1d_workspace = tfc_gpu_conv1d_workspace,
+    .conv1d_forward = tfc_gpu_conv1d_forward,
+    .conv1d_backward_data = tfc_gpu_conv1d_backward_data,
+    .conv1d_backward_filter = tfc_gpu_conv1d_backward_filter,
+    .masked_mean_forward = tfc_gpu_masked_mean_forward,
+    .masked_mean_backward = tfc_gpu_masked_mean_backward,
+    .depthwise_workspace = tfc_gpu_depthwise_workspace,
+    .depthwise_forward = tfc_gpu_depthwise_forward,
+    .depthwise_backward_data = tfc_gpu_depthwise_backward_data,
+    .depthwise_backward_filter = tfc_gpu_depthwise_backward_filter,
+    .upsample_forward = tfc_gpu_upsample_forward,
+    .upsample_backward = tfc_gpu_upsample_backward,
     /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)

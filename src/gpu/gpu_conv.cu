@@ -1,16 +1,19 @@
-/* 2-D convolution through cuDNN on NHWC tensors: Keras kernels transposed into cuDNN's
- * filter layout per call, TensorFlow's asymmetric SAME padding through an explicitly padded
- * copy, algorithms from cuDNN's heuristics within a bounded workspace, cached per shape.
+/* 2-D convolution through cuDNN on NHWC tensors, plain or grouped (the tfc_gpu_conv_run_*
+ * that gpu_conv1d.cu shares): Keras kernels transposed into cuDNN's filter layout per call,
+ * TensorFlow's asymmetric SAME padding through an explicitly padded copy, algorithms from
+ * cuDNN's heuristics within a bounded workspace, cached per shape and group count.
  * The decisions are spelled out below the includes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/gpu_internal.cuh"
 
-/* Filters: cuDNN's NHWC filter layout is [f, kh, kw, c]; Keras's is [kh, kw, c, f]. Each
- * call transposes the (small) kernel into the workspace, and backward-filter computes into a
- * [f, kh, kw, c] scratch that is transposed and added into dw. Stateless: no cached copy
- * can go stale when the optimizer updates the weights.
+/* Filters: cuDNN's NHWC filter layout is [f, kh, kw, c]; Keras's is [kh, kw, c, f] (with
+ * groups, c / groups in both: cudnnSetConvolutionGroupCount gives filter j the channels of
+ * group j / (f / groups), as Keras's grouped convolution reads them). Each call transposes
+ * the (small) kernel into the workspace, and backward-filter computes into a [f, kh, kw, c]
+ * scratch that is transposed and added into dw. Stateless: no cached copy can go stale when
+ * the optimizer updates the weights.
  * Padding: cuDNN pads symmetrically. When pad_top/pad_left with cuDNN's output formula give
  * exactly (oh, ow), the padding goes to cuDNN; otherwise (TensorFlow's SAME with one more
  * row or column at the end, e.g. stride 2) the input is copied into a zero-padded buffer of
@@ -27,7 +30,8 @@
 enum { OP_FWD = 0, OP_DATA, OP_FILTER };
 
 typedef struct conv_plan {
-    tfc_conv_desc d;   /* the key */
+    tfc_conv_desc d;   /* the key, with groups */
+    int groups;        /* > 1: a grouped convolution (cudnnSetConvolutionGroupCount) */
     int broken;        /* set-up failed: every use reports it */
     int padded;        /* runs unpadded on an explicitly padded copy of extent hp x wp */
     int hp, wp;
@@ -100,8 +104,7 @@ static ws_layout layout(const tfc_conv_desc *d)
 
 size_t tfc_gpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d)
 {
-    if (d->n <= 0 || d->oh <= 0 || d->ow <= 0) return 0;
-    return layout(d).total;
+    return tfc_gpu_conv_run_workspace(d);
 }
 
 /* Descriptors of plan p (its key set); nonzero on a recorded failure. */
@@ -122,10 +125,11 @@ static int plan_init(gpu_ctx *g, conv_plan *p)
     TFC_CUDNN_TRY(g, cudnnSetTensor4dDescriptor(p->yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d->n,
                                                 d->f, d->oh, d->ow), 1);
     TFC_CUDNN_TRY(g, cudnnSetFilter4dDescriptor(p->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, d->f,
-                                                d->c, d->kh, d->kw), 1);
+                                                d->c / p->groups, d->kh, d->kw), 1);
     TFC_CUDNN_TRY(g, cudnnSetConvolution2dDescriptor(p->cd, ph, pw, d->sh, d->sw, d->dh, d->dw,
                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                   1);
+    TFC_CUDNN_TRY(g, cudnnSetConvolutionGroupCount(p->cd, p->groups), 1);
     int on, oc, ohh, oww;
     TFC_CUDNN_TRY(g, cudnnGetConvolution2dForwardOutputDim(p->cd, p->xd, p->wd, &on, &oc, &ohh,
                                                            &oww), 1);
@@ -138,9 +142,9 @@ static int plan_init(gpu_ctx *g, conv_plan *p)
     return 0;
 }
 
-/* The cached plan of desc d, created on first use; NULL (recorded) when its set-up failed,
- * now or earlier. */
-static conv_plan *plan_get(gpu_ctx *g, const tfc_conv_desc *d)
+/* The cached plan of desc d in `groups` groups, created on first use; NULL (recorded) when
+ * its set-up failed, now or earlier. */
+static conv_plan *plan_get(gpu_ctx *g, const tfc_conv_desc *d, int groups)
 {
     if (!g->conv) {
         g->conv = (gpu_conv_cache *)calloc(1, sizeof *g->conv);
@@ -152,7 +156,7 @@ static conv_plan *plan_get(gpu_ctx *g, const tfc_conv_desc *d)
     gpu_conv_cache *c = g->conv;
     for (int i = 0; i < c->n; i++) {
         conv_plan *p = &c->plans[i];
-        if (memcmp(&p->d, d, sizeof *d) != 0) continue;
+        if (p->groups != groups || memcmp(&p->d, d, sizeof *d) != 0) continue;
         if (!p->broken) return p;
         tfc_gpu_fail(g, "conv plan", "this convolution's cuDNN set-up failed before", __FILE__,
                  __LINE__);
@@ -171,6 +175,7 @@ static conv_plan *plan_get(gpu_ctx *g, const tfc_conv_desc *d)
     conv_plan *p = &c->plans[c->n++]; /* the cache owns its descriptors from here on */
     memset(p, 0, sizeof *p);
     p->d = *d;
+    p->groups = groups;
     if (plan_init(g, p)) {
         p->broken = 1;
         return NULL;
@@ -352,19 +357,27 @@ static conv_ws carve(const tfc_conv_desc *d, void *ws)
 }
 
 /* Plan, algorithm and workspace for one op; NULL when nothing is to be done or on failure. */
-static conv_plan *prepare(gpu_ctx *g, const tfc_conv_desc *d, int op, void *ws, conv_ws *w)
+static conv_plan *prepare(gpu_ctx *g, const tfc_conv_desc *d, int groups, int op, void *ws,
+                          conv_ws *w)
 {
     if (d->n <= 0 || d->oh <= 0 || d->ow <= 0) return NULL;
-    conv_plan *p = plan_get(g, d);
+    conv_plan *p = plan_get(g, d, groups);
     if (!p) return NULL;
     *w = carve(d, ws);
     if (choose(g, p, op, w->cudnn_bytes)) return NULL;
     return p;
 }
 
-static int to_cudnn_layout(gpu_ctx *g, const tfc_conv_desc *d, const float *w, float *wt)
+/* Rows of the kernel matrix [K, f]: kh kw c / groups. */
+static int64_t kernel_rows(const tfc_conv_desc *d, int groups)
 {
-    const int64_t K = (int64_t)d->kh * d->kw * d->c;
+    return (int64_t)d->kh * d->kw * (d->c / groups);
+}
+
+static int to_cudnn_layout(gpu_ctx *g, const tfc_conv_desc *d, int groups, const float *w,
+                           float *wt)
+{
+    const int64_t K = kernel_rows(d, groups);
     kernel_to_cudnn<<<gpu_blocks(g, K * d->f), GPU_THREADS, 0, g->stream>>>(K, d->f, w, wt);
     TFC_LAUNCH_CHECK(g, kernel_to_cudnn, 1);
     return 0;
@@ -379,9 +392,6 @@ static int pad(gpu_ctx *g, const conv_plan *p, const float *x, float *xp)
     return 0;
 }
 
-static void conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                         const float *w, float *y, void *ws);
-
 /* y = act(bn(conv(x, w) + bias) + residual) (overwrites y), then with pool
  * pooled = pool(y). */
 void tfc_gpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
@@ -389,7 +399,7 @@ void tfc_gpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
                           const float *residual, tfc_act act, float *y,
                           const tfc_pool_desc *pool, float *pooled, void *ws)
 {
-    conv_forward(be, d, x, w, y, ws);
+    tfc_gpu_conv_run_forward(be, d, 1, x, w, y, ws);
     /* bias, normalisation and activation as their own kernels (cuDNN's fused
      * convolution-bias-activation takes ReLU only, and its own algorithm set) */
     const int64_t rows = (int64_t)d->n * d->oh * d->ow;
@@ -402,14 +412,26 @@ void tfc_gpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
     if (pool) tfc_gpu_pool_forward(be, pool, y, pooled, NULL);
 }
 
+size_t tfc_gpu_conv_run_workspace(const tfc_conv_desc *d)
+{
+    if (d->n <= 0 || d->oh <= 0 || d->ow <= 0) return 0;
+    return layout(d).total;
+}
+
+void *tfc_gpu_conv_run_scratch(gpu_ctx *g, const tfc_conv_desc *d)
+{
+    const size_t bytes = tfc_gpu_conv_run_workspace(d);
+    return bytes ? tfc_gpu_scratch(g, bytes) : NULL;
+}
+
 /* y = conv(x, w) (overwrites y). */
-static void conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                         const float *w, float *y, void *ws)
+void tfc_gpu_conv_run_forward(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                              const float *x, const float *w, float *y, void *ws)
 {
     gpu_ctx *g = gpu_of(be);
     conv_ws s;
-    conv_plan *p = prepare(g, d, OP_FWD, ws, &s);
-    if (!p || to_cudnn_layout(g, d, w, s.wt)) return;
+    conv_plan *p = prepare(g, d, groups, OP_FWD, ws, &s);
+    if (!p || to_cudnn_layout(g, d, groups, w, s.wt)) return;
     if (p->padded && pad(g, p, x, s.pad)) return;
     const float one = 1.0f, zero = 0.0f;
     TFC_CUDNN_TRY(g, cudnnConvolutionForward(g->dnn, &one, p->xd, p->padded ? s.pad : x, p->wd,
@@ -418,16 +440,22 @@ static void conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x
                                              s.cudnn_bytes, &zero, p->yd, y));
 }
 
-/* dx += conv_transpose(dy, w), or dx = with assign: cuDNN accumulates (beta 1) or
- * overwrites (beta 0), or on the padded path writes the padded gradient and its interior is
- * added (to a zeroed dx, with assign). */
 void tfc_gpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,
                                 const float *w, float *dx, int assign, void *ws)
 {
+    tfc_gpu_conv_run_data(be, d, 1, dy, w, dx, assign, ws);
+}
+
+/* dx += conv_transpose(dy, w), or dx = with assign: cuDNN accumulates (beta 1) or
+ * overwrites (beta 0), or on the padded path writes the padded gradient and its interior is
+ * added (to a zeroed dx, with assign). */
+void tfc_gpu_conv_run_data(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                           const float *dy, const float *w, float *dx, int assign, void *ws)
+{
     gpu_ctx *g = gpu_of(be);
     conv_ws s;
-    conv_plan *p = prepare(g, d, OP_DATA, ws, &s);
-    if (!p || to_cudnn_layout(g, d, w, s.wt)) return;
+    conv_plan *p = prepare(g, d, groups, OP_DATA, ws, &s);
+    if (!p || to_cudnn_layout(g, d, groups, w, s.wt)) return;
     const float one = 1.0f, zero = 0.0f;
     TFC_CUDNN_TRY(g, cudnnConvolutionBackwardData(
                          g->dnn, &one, p->wd, s.wt, p->yd, dy, p->cd,
@@ -440,13 +468,20 @@ void tfc_gpu_conv_backward_data(tfc_backend *be, const tfc_conv_desc *d, const f
     TFC_LAUNCH_CHECK(g, unpad_add);
 }
 
-/* dw[kh, kw, c, f] += the filter gradient, computed in cuDNN's layout and transposed. */
 void tfc_gpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                                   const float *dy, float *dw, void *ws)
 {
+    tfc_gpu_conv_run_filter(be, d, 1, x, dy, dw, ws);
+}
+
+/* dw[kh, kw, c / groups, f] += the filter gradient, computed in cuDNN's layout and
+ * transposed. */
+void tfc_gpu_conv_run_filter(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                             const float *x, const float *dy, float *dw, void *ws)
+{
     gpu_ctx *g = gpu_of(be);
     conv_ws s;
-    conv_plan *p = prepare(g, d, OP_FILTER, ws, &s);
+    conv_plan *p = prepare(g, d, groups, OP_FILTER, ws, &s);
     if (!p) return;
     if (p->padded && pad(g, p, x, s.pad)) return;
     const float one = 1.0f, zero = 0.0f;
@@ -454,7 +489,7 @@ void tfc_gpu_conv_backward_filter(tfc_backend *be, const tfc_conv_desc *d, const
                          g->dnn, &one, p->xd, p->padded ? s.pad : x, p->yd, dy, p->cd,
                          (cudnnConvolutionBwdFilterAlgo_t)p->algo[OP_FILTER], s.cudnn,
                          s.cudnn_bytes, &zero, p->wd, s.dwt));
-    const int64_t K = (int64_t)d->kh * d->kw * d->c;
+    const int64_t K = kernel_rows(d, groups);
     kernel_from_cudnn_add<<<gpu_blocks(g, K * d->f), GPU_THREADS, 0, g->stream>>>(K, d->f, s.dwt,
                                                                                   dw);
     TFC_LAUNCH_CHECK(g, kernel_from_cudnn_add);

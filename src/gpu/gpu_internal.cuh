@@ -115,6 +115,22 @@ gpu_stage *tfc_gpu_stage_take(gpu_ctx *g, size_t bytes);
  * shape; they depend on the deterministic and tf32 settings. */
 void tfc_gpu_conv_cache_free(gpu_ctx *g);
 
+/* gpu_conv.cu's convolution in `groups` groups (cudnnSetConvolutionGroupCount; 1: plain):
+ * the d->c channels and d->f filters split into equal runs, w [kh, kw, c / groups, f] (Keras's
+ * layout), the plans cached per (desc, groups). forward overwrites y; data adds to dx, or
+ * overwrites it with assign; filter adds to dw. ws: run_workspace(d) bytes, which also serve
+ * fewer images and any groups. What conv_*, grouped_conv_* and conv1d_* run. */
+size_t tfc_gpu_conv_run_workspace(const tfc_conv_desc *d);
+/* The ctx's scratch as that workspace, for the ops that take none (grouped_conv_*); NULL
+ * when there is nothing to compute or on a recorded failure. */
+void *tfc_gpu_conv_run_scratch(gpu_ctx *g, const tfc_conv_desc *d);
+void tfc_gpu_conv_run_forward(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                              const float *x, const float *w, float *y, void *ws);
+void tfc_gpu_conv_run_data(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                           const float *dy, const float *w, float *dx, int assign, void *ws);
+void tfc_gpu_conv_run_filter(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                             const float *x, const float *dy, float *dw, void *ws);
+
 /* Blocks for a grid-stride loop over n items: enough to fill the GPU, no more. */
 static inline int gpu_blocks(const gpu_ctx *g, int64_t n, int threads = GPU_THREADS)
 {

@@ -221,7 +221,6 @@ static void conv1d_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
 }
 
 const tfc_layer_ops tfc_conv1d_ops = {
-    .cpu_first = 1,
     .type = "Conv1D", .schema = conv1d_fields, .args_size = sizeof(conv1d_args),
     .min_inputs = 1, .max_inputs = 1, .needs = conv1d_needs,
     .build = conv1d_build, .plan = conv1d_plan, .forward = conv1d_forward,

@@ -188,7 +188,6 @@ static void transpose_free(tfc_layer *l)
 }
 
 const tfc_layer_ops tfc_conv2d_transpose_ops = {
-    .cpu_first = 1,
     .type = "Conv2DTranspose", .schema = transpose_fields, .args_size = sizeof(transpose_args),
     .min_inputs = 1, .max_inputs = 1, .assigns_grads = 1,
     .build = transpose_build, .plan = transpose_plan, .forward = transpose_forward,

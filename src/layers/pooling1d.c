@@ -138,7 +138,7 @@ static void pool1d_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
         .type = type_name, .schema = fields, .args_size = sizeof(args),                      \
         .min_inputs = 1, .max_inputs = 1, .needs = pool1d_needs,                             \
         .build = pool1d_build, .forward = pool1d_forward, .backward = pool1d_backward,       \
-        .assigns_grads = 1, .pool_params = pool1d_desc, .cpu_first = 1,                      \
+        .assigns_grads = 1, .pool_params = pool1d_desc,                                      \
     }
 
 POOL1D_OPS(tfc_max_pooling1d_ops, "MaxPooling1D", max_pool1d_fields, pool1d_args);
