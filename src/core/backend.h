@@ -473,7 +473,18 @@ typedef struct tfc_device_options {
      * have n floats; slots the type does not use may be NULL. grads is only read. */              \
     X(void, optimizer_update, (tfc_backend *be, const tfc_optim_desc *d, int64_t n,                \
                                float *params, const float *grads, float *slot0,                    \
-                               float *slot1, float *slot2))
+                               float *slot1, float *slot2))                                        \
+                                                                                                   \
+    /* The augmentation layers' transforms (tfc_warp_desc, tfc_contrast_desc). The forward ops     \
+     * overwrite y (not in place); the backward ops add to dx the transpose of the forward's       \
+     * linear map in x (contrast: zero where the clip holds; x is the forward's input), the        \
+     * same draws regenerated from (key, step). */                                                 \
+    X(void, warp_forward, (tfc_backend *be, const tfc_warp_desc *d, const float *x, float *y))     \
+    X(void, warp_backward, (tfc_backend *be, const tfc_warp_desc *d, const float *dy, float *dx))  \
+    X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
+                               float *y))                                                          \
+    X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
+                                const float *dy, float *dx))
 
 /* The kernels of layers that land on one backend (the CPU) before the other: a backend may
  * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
@@ -621,17 +632,6 @@ typedef struct tfc_device_options {
     X(void, bidir_backward, (tfc_backend *be, int n, int t, int u, tfc_merge_mode mode,            \
                              const float *mask, const float *a, const float *b, const float *dy,   \
                              float *da, float *db))                                                \
-                                                                                                   \
-    /* The augmentation layers' transforms (tfc_warp_desc, tfc_contrast_desc). The forward ops     \
-     * overwrite y (not in place); the backward ops add to dx the transpose of the forward's       \
-     * linear map in x (contrast: zero where the clip holds; x is the forward's input), the        \
-     * same draws regenerated from (key, step). */                                                 \
-    X(void, warp_forward, (tfc_backend *be, const tfc_warp_desc *d, const float *x, float *y))     \
-    X(void, warp_backward, (tfc_backend *be, const tfc_warp_desc *d, const float *dy, float *dx))  \
-    X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
-                               float *y))                                                          \
-    X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
-                                const float *dy, float *dx))                                       \
                                                                                                    \
     /* Masking: x, y [rows, cols], row r a real step when some x[r, c] != value (compared in       \
      * float; NaN differs from every value), else padding:                                         \

@@ -320,6 +320,10 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
+    .warp_forward = tfc_gpu_warp_forward,
+    .warp_backward = tfc_gpu_warp_backward,
+    .contrast_forward = tfc_gpu_contrast_forward,
+    .contrast_backward = tfc_gpu_contrast_backward,
     /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
