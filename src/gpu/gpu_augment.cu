@@ -37,8 +37,9 @@ static __global__ void warp_forward_kernel(tfc_warp_desc d, const float *mats, c
         const tfc_warp_taps tp = tfc_warp_taps_at(&d, mats + 6 * img, oy, ox);
         const float *xi = x + img * d.h * d.w * d.c + ch;
         float acc = 0.0f;
-        for (int j = 0; j < tp.n; j++)
-            acc += tp.wt[j] * (tp.off[j] < 0 ? d.fill_value : xi[tp.off[j] * d.c]);
+#pragma unroll /* constant indices: the taps stay in registers */
+        for (int j = 0; j < 4; j++)
+            if (j < tp.n) acc += tp.wt[j] * (tp.off[j] < 0 ? d.fill_value : xi[tp.off[j] * d.c]);
         y[i] = acc;
     }
 }
@@ -166,8 +167,9 @@ static __global__ void warp_backward_kernel(tfc_warp_desc d, const float *mats,
         for (int oy = y0; oy <= y1; oy++)
             for (int ox = x0; ox <= x1; ox++) {
                 const tfc_warp_taps tp = tfc_warp_taps_at(&d, m, oy, ox);
-                for (int j = 0; j < tp.n; j++)
-                    if (tp.off[j] == self)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (j < tp.n && tp.off[j] == self)
                         acc += tp.wt[j] * g[((int64_t)oy * d.w + ox) * d.c];
             }
         dx[i] = acc;
