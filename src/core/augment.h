@@ -60,12 +60,13 @@ TFC_HD float tfc_contrast_factor(const tfc_contrast_desc *d, int64_t i)
 }
 
 /* Cell i of an axis of n placed by the fill mode (jax.scipy.ndimage's index fixers);
- * -1: outside the image in constant mode. */
-TFC_HD int64_t tfc_warp_place(int64_t i, int64_t n, tfc_fill_mode fill)
+ * -1: outside the image in constant mode. In int: a coordinate is within a few image sizes
+ * of the image, and a 32-bit division is far cheaper on a GPU. */
+TFC_HD int tfc_warp_place(int i, int n, tfc_fill_mode fill)
 {
     if (i >= 0 && i < n) return i;
     if (fill == TFC_FILL_REFLECT) {
-        const int64_t m = (i % (2 * n) + 2 * n) % (2 * n);
+        const int m = (i % (2 * n) + 2 * n) % (2 * n);
         return m < n ? m : 2 * n - 1 - m;
     }
     if (fill == TFC_FILL_WRAP) return (i % n + n) % n;
@@ -88,10 +89,10 @@ TFC_HD tfc_warp_taps tfc_warp_taps_at(const tfc_warp_desc *d, const float m[6], 
     const float sy = (float)oy * m[4] + (float)ox * m[3] + m[5];
     tfc_warp_taps t;
     if (!d->bilinear) {
-        const int64_t iy = tfc_warp_place((int64_t)roundf(sy), d->h, d->fill);
-        const int64_t ix = tfc_warp_place((int64_t)roundf(sx), d->w, d->fill);
+        const int iy = tfc_warp_place((int)roundf(sy), d->h, d->fill);
+        const int ix = tfc_warp_place((int)roundf(sx), d->w, d->fill);
         t.n = 1;
-        t.off[0] = iy < 0 || ix < 0 ? -1 : iy * d->w + ix;
+        t.off[0] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
         t.wt[0] = 1;
         return t;
     }
@@ -100,9 +101,9 @@ TFC_HD tfc_warp_taps tfc_warp_taps_at(const tfc_warp_desc *d, const float m[6], 
     t.n = 4;
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
-            const int64_t iy = tfc_warp_place((int64_t)fy0 + a, d->h, d->fill);
-            const int64_t ix = tfc_warp_place((int64_t)fx0 + b, d->w, d->fill);
-            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : iy * d->w + ix;
+            const int iy = tfc_warp_place((int)fy0 + a, d->h, d->fill);
+            const int ix = tfc_warp_place((int)fx0 + b, d->w, d->fill);
+            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
             t.wt[2 * a + b] = wy[a] * wx[b];
         }
     return t;

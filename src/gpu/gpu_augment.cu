@@ -143,36 +143,35 @@ static __device__ void readers_box(const tfc_warp_desc &d, const float *m, int i
     *x0 = clamp_to(floor(oxmin) - 1, d.w), *x1 = clamp_to(ceil(oxmax) + 2, d.w) - 1;
 }
 
-/* dx[i, q, ch] += wt dy[i, p, ch] over the outputs p and taps of them that read q, in
- * ascending (p, tap) order as the CPU's scatter: one thread per input element, scanning
- * the box of possible readers row by row */
+/* dx[i, q, :] += wt dy[i, p, :] over the outputs p and taps of them that read q, in
+ * ascending (p, tap) order as the CPU's scatter: one thread per input pixel, scanning the
+ * box of possible readers row by row, each reader's channels in turn (so each channel's
+ * sum has the CPU's order and the box is found once for all channels) */
 static __global__ void warp_backward_kernel(tfc_warp_desc d, const float *mats,
                                             const float *dy, float *dx)
 {
-    const int64_t total = (int64_t)d.n * d.h * d.w * d.c;
+    const int64_t total = (int64_t)d.n * d.h * d.w;
     GRID_LOOP(i, total)
     {
-        const int ch = (int)(i % d.c);
-        int64_t t = i / d.c;
-        const int ix = (int)(t % d.w);
-        t /= d.w;
+        const int ix = (int)(i % d.w);
+        const int64_t t = i / d.w;
         const int iy = (int)(t % d.h);
         const int64_t img = t / d.h;
         const float *m = mats + 6 * img;
         const int64_t self = (int64_t)iy * d.w + ix;
-        const float *g = dy + img * d.h * d.w * d.c + ch;
+        const float *g = dy + img * d.h * d.w * d.c;
+        float *o = dx + i * d.c;
         int y0, y1, x0, x1;
         readers_box(d, m, iy, ix, &y0, &y1, &x0, &x1);
-        float acc = dx[i];
         for (int oy = y0; oy <= y1; oy++)
             for (int ox = x0; ox <= x1; ox++) {
                 const tfc_warp_taps tp = tfc_warp_taps_at(&d, m, oy, ox);
+                const float *src = g + ((int64_t)oy * d.w + ox) * d.c;
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     if (j < tp.n && tp.off[j] == self)
-                        acc += tp.wt[j] * g[((int64_t)oy * d.w + ox) * d.c];
+                        for (int ch = 0; ch < d.c; ch++) o[ch] += tp.wt[j] * src[ch];
             }
-        dx[i] = acc;
     }
 }
 
@@ -204,7 +203,8 @@ void tfc_gpu_warp_backward(tfc_backend *be, const tfc_warp_desc *d, const float 
     if (total <= 0) return;
     const float *m = warp_matrices(g, d);
     if (!m) return;
-    warp_backward_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(*d, m, dy, dx);
+    const int64_t pixels = total / d->c;
+    warp_backward_kernel<<<gpu_blocks(g, pixels), GPU_THREADS, 0, g->stream>>>(*d, m, dy, dx);
     TFC_LAUNCH_CHECK(g, warp_backward_kernel);
 }
 
