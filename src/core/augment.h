@@ -1,5 +1,6 @@
-/* The per-image transforms of the augmentation layers, from their descs (core/backend.h):
- * header-only, as core/rng.h, so every backend (and a CUDA kernel) draws the same ones.
+/* The per-image transforms of the augmentation layers, from their descs (core/backend.h),
+ * and the cells a warped pixel reads: header-only, as core/rng.h, so every backend (and a
+ * CUDA kernel) draws and reads the same ones.
  * The matrices follow Keras 3's layers (random_translation.py, random_rotation.py,
  * random_zoom.py, random_flip.py) in float32 and in their order of operations. */
 #ifndef TFC_CORE_AUGMENT_H
@@ -37,7 +38,8 @@ TFC_HD void tfc_warp_matrix(const tfc_warp_desc *d, int64_t i, float m[6])
         const float t = tfc_augment_draw(d->key, d->step, i, 0, d->lo[0], d->hi[0]) *
                         (float)(3.14159265358979323846 / 180.0);
         const float cx = 0.5f * (w - 1), cy = 0.5f * (h - 1);
-        const float c = cosf(t), s = sinf(t);
+        /* in double, rounded once: the same float from glibc and from CUDA */
+        const float c = (float)cos((double)t), s = (float)sin((double)t);
         m[0] = c, m[1] = -s, m[3] = s, m[4] = c;
         m[2] = cx - cx * m[0] - cy * m[1];
         m[5] = cy - cx * m[3] - cy * m[4];
@@ -55,6 +57,56 @@ TFC_HD void tfc_warp_matrix(const tfc_warp_desc *d, int64_t i, float m[6])
 TFC_HD float tfc_contrast_factor(const tfc_contrast_desc *d, int64_t i)
 {
     return tfc_augment_draw(d->key, d->step, i, 0, d->lo, d->hi);
+}
+
+/* Cell i of an axis of n placed by the fill mode (jax.scipy.ndimage's index fixers);
+ * -1: outside the image in constant mode. In int: a coordinate is within a few image sizes
+ * of the image, and a 32-bit division is far cheaper on a GPU. */
+TFC_HD int tfc_warp_place(int i, int n, tfc_fill_mode fill)
+{
+    if (i >= 0 && i < n) return i;
+    if (fill == TFC_FILL_REFLECT) {
+        const int m = (i % (2 * n) + 2 * n) % (2 * n);
+        return m < n ? m : 2 * n - 1 - m;
+    }
+    if (fill == TFC_FILL_WRAP) return (i % n + n) % n;
+    if (fill == TFC_FILL_NEAREST) return i < 0 ? 0 : n - 1;
+    return -1;
+}
+
+/* The cells an output pixel reads and their weights: one (nearest) or four (bilinear, in
+ * the order (y0, x0), (y0, x1), (y1, x0), (y1, x1)); off[k] < 0 reads fill_value. */
+typedef struct tfc_warp_taps {
+    int n;
+    int64_t off[4]; /* pixel index within the image */
+    float wt[4];
+} tfc_warp_taps;
+
+/* The taps of output pixel (oy, ox) under matrix m. */
+TFC_HD tfc_warp_taps tfc_warp_taps_at(const tfc_warp_desc *d, const float m[6], int oy, int ox)
+{
+    const float sx = (float)oy * m[1] + (float)ox * m[0] + m[2];
+    const float sy = (float)oy * m[4] + (float)ox * m[3] + m[5];
+    tfc_warp_taps t;
+    if (!d->bilinear) {
+        const int iy = tfc_warp_place((int)roundf(sy), d->h, d->fill);
+        const int ix = tfc_warp_place((int)roundf(sx), d->w, d->fill);
+        t.n = 1;
+        t.off[0] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
+        t.wt[0] = 1;
+        return t;
+    }
+    const float fy0 = floorf(sy), fx0 = floorf(sx);
+    const float wy[2] = {1 - (sy - fy0), sy - fy0}, wx[2] = {1 - (sx - fx0), sx - fx0};
+    t.n = 4;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const int iy = tfc_warp_place((int)fy0 + a, d->h, d->fill);
+            const int ix = tfc_warp_place((int)fx0 + b, d->w, d->fill);
+            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
+            t.wt[2 * a + b] = wy[a] * wx[b];
+        }
+    return t;
 }
 
 #endif

@@ -577,7 +577,18 @@ typedef struct tfc_device_options {
     X(void, upsample_forward, (tfc_backend *be, const tfc_resize_desc *d, const float *x,          \
                                float *y))                                                          \
     X(void, upsample_backward, (tfc_backend *be, const tfc_resize_desc *d, const float *dy,        \
-                                float *dx))
+                                float *dx))                                                        \
+                                                                                                   \
+    /* The augmentation layers' transforms (tfc_warp_desc, tfc_contrast_desc). The forward ops     \
+     * overwrite y (not in place); the backward ops add to dx the transpose of the forward's       \
+     * linear map in x (contrast: zero where the clip holds; x is the forward's input), the        \
+     * same draws regenerated from (key, step). */                                                 \
+    X(void, warp_forward, (tfc_backend *be, const tfc_warp_desc *d, const float *x, float *y))     \
+    X(void, warp_backward, (tfc_backend *be, const tfc_warp_desc *d, const float *dy, float *dx))  \
+    X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
+                               float *y))                                                          \
+    X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
+                                const float *dy, float *dx))
 
 /* The kernels of layers that land on one backend (the CPU) before the other: a backend may
  * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
@@ -625,17 +636,6 @@ typedef struct tfc_device_options {
                                  const float *k, const float *v, const float *o,                  \
                                  const float *lse, const float *dout, float *dq, float *dk,       \
                                  float *dv))                                                       \
-                                                                                                   \
-    /* The augmentation layers' transforms (tfc_warp_desc, tfc_contrast_desc). The forward ops     \
-     * overwrite y (not in place); the backward ops add to dx the transpose of the forward's       \
-     * linear map in x (contrast: zero where the clip holds; x is the forward's input), the        \
-     * same draws regenerated from (key, step). */                                                 \
-    X(void, warp_forward, (tfc_backend *be, const tfc_warp_desc *d, const float *x, float *y))     \
-    X(void, warp_backward, (tfc_backend *be, const tfc_warp_desc *d, const float *dy, float *dx))  \
-    X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
-                               float *y))                                                          \
-    X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
-                                const float *dy, float *dx))                                       \
                                                                                                    \
     /* Masking: x, y [rows, cols], row r a real step when some x[r, c] != value (compared in       \
      * float; NaN differs from every value), else padding:                                         \

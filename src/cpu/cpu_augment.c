@@ -5,54 +5,6 @@
 #include "core/augment.h"
 #include "cpu/cpu_internal.h"
 
-/* Cell i of an axis of n placed by the fill mode (jax.scipy.ndimage's index fixers);
- * -1: outside the image in constant mode. */
-static int64_t place(int64_t i, int64_t n, tfc_fill_mode fill)
-{
-    if (i >= 0 && i < n) return i;
-    if (fill == TFC_FILL_REFLECT) {
-        const int64_t m = (i % (2 * n) + 2 * n) % (2 * n);
-        return m < n ? m : 2 * n - 1 - m;
-    }
-    if (fill == TFC_FILL_WRAP) return (i % n + n) % n;
-    if (fill == TFC_FILL_NEAREST) return i < 0 ? 0 : n - 1;
-    return -1;
-}
-
-/* The cells an output pixel reads and their weights: one (nearest) or four (bilinear, in
- * the order (y0, x0), (y0, x1), (y1, x0), (y1, x1)); off[k] < 0 reads fill_value. */
-typedef struct taps {
-    int n;
-    int64_t off[4]; /* pixel index within the image */
-    float wt[4];
-} taps;
-
-static taps taps_at(const tfc_warp_desc *d, const float m[6], int oy, int ox)
-{
-    const float sx = (float)oy * m[1] + (float)ox * m[0] + m[2];
-    const float sy = (float)oy * m[4] + (float)ox * m[3] + m[5];
-    taps t;
-    if (!d->bilinear) {
-        const int64_t iy = place((int64_t)roundf(sy), d->h, d->fill);
-        const int64_t ix = place((int64_t)roundf(sx), d->w, d->fill);
-        t.n = 1;
-        t.off[0] = iy < 0 || ix < 0 ? -1 : iy * d->w + ix;
-        t.wt[0] = 1;
-        return t;
-    }
-    const float fy0 = floorf(sy), fx0 = floorf(sx);
-    const float wy[2] = {1 - (sy - fy0), sy - fy0}, wx[2] = {1 - (sx - fx0), sx - fx0};
-    t.n = 4;
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++) {
-            const int64_t iy = place((int64_t)fy0 + a, d->h, d->fill);
-            const int64_t ix = place((int64_t)fx0 + b, d->w, d->fill);
-            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : iy * d->w + ix;
-            t.wt[2 * a + b] = wy[a] * wx[b];
-        }
-    return t;
-}
-
 /* y[i, oy, ox] = sum_k wt[k] x[i, off[k]] (fill_value where off[k] < 0), summed in tap
  * order as jax.scipy.ndimage.map_coordinates does */
 TFC_CPU_VECTOR
@@ -67,7 +19,7 @@ void tfc_cpu_warp_forward(tfc_backend *be, const tfc_warp_desc *d, const float *
         tfc_warp_matrix(d, img, m);
         const float *xi = x + img * d->h * d->w * c;
         for (int ox = 0; ox < d->w; ox++) {
-            const taps t = taps_at(d, m, (int)(r % d->h), ox);
+            const tfc_warp_taps t = tfc_warp_taps_at(d, m, (int)(r % d->h), ox);
             float *o = y + (r * d->w + ox) * c;
             for (int64_t k = 0; k < c; k++) o[k] = 0;
             for (int j = 0; j < t.n; j++) {
@@ -97,7 +49,7 @@ void tfc_cpu_warp_backward(tfc_backend *be, const tfc_warp_desc *d, const float 
         tfc_warp_matrix(d, img, m);
         float *g = dx + img * px * c;
         for (int64_t p = 0; p < px; p++) {
-            const taps t = taps_at(d, m, (int)(p / d->w), (int)(p % d->w));
+            const tfc_warp_taps t = tfc_warp_taps_at(d, m, (int)(p / d->w), (int)(p % d->w));
             const float *o = dy + (img * px + p) * c;
             for (int j = 0; j < t.n; j++) {
                 if (t.off[j] < 0) continue;

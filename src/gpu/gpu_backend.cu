@@ -342,6 +342,10 @@ static const tfc_backend_ops gpu_ops = {
     .depthwise_backward_filter = tfc_gpu_depthwise_backward_filter,
     .upsample_forward = tfc_gpu_upsample_forward,
     .upsample_backward = tfc_gpu_upsample_backward,
+    .warp_forward = tfc_gpu_warp_forward,
+    .warp_backward = tfc_gpu_warp_backward,
+    .contrast_forward = tfc_gpu_contrast_forward,
+    .contrast_backward = tfc_gpu_contrast_backward,
     /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)

@@ -249,7 +249,7 @@ static const char *const *contrast_needs(const tfc_layer *l)
 #define AUGMENT_OPS(var, name, fields, build_fn, needs_fn)                                     \
     const tfc_layer_ops var = {                                                                 \
         .type = name, .schema = fields, .args_size = sizeof(augment_args),                      \
-        .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .cpu_first = 1,             \
+        .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1,                             \
         .build = build_fn, .forward = augment_forward, .backward = augment_backward,            \
         .needs = needs_fn,                                                                      \
     }

@@ -166,7 +166,6 @@ static void cropping_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
 }
 
 const tfc_layer_ops tfc_zero_padding2d_ops = {
-    .cpu_first = 1,
     .type = "ZeroPadding2D", .schema = zero_padding_fields, .args_size = sizeof(border_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = border_build, .forward = padding_forward, .backward = padding_backward,
@@ -174,7 +173,6 @@ const tfc_layer_ops tfc_zero_padding2d_ops = {
 };
 
 const tfc_layer_ops tfc_cropping2d_ops = {
-    .cpu_first = 1,
     .type = "Cropping2D", .schema = cropping_fields, .args_size = sizeof(border_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = border_build, .forward = cropping_forward, .backward = cropping_backward,

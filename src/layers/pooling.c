@@ -126,7 +126,6 @@ const tfc_layer_ops tfc_global_average_pooling2d_ops = {
 };
 
 const tfc_layer_ops tfc_global_max_pooling2d_ops = {
-    .cpu_first = 1,
     .type = "GlobalMaxPooling2D", .schema = global_fields, .args_size = sizeof(global_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pool_build, .forward = pool_forward, .backward = pool_backward,

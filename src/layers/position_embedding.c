@@ -91,7 +91,6 @@ static void pos_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const
 /* KerasHub's PositionEmbedding does not support masking: the mask stops at it (an Add with
  * the tokens' vectors carries it on). */
 const tfc_layer_ops tfc_position_embedding_ops = {
-    .cpu_first = 1,
     .type = "PositionEmbedding", .schema = pos_fields, .args_size = sizeof(pos_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = pos_build, .forward = pos_forward, .backward = pos_backward,
@@ -176,7 +175,6 @@ static void tpe_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const
 }
 
 const tfc_layer_ops tfc_token_and_position_embedding_ops = {
-    .cpu_first = 1,
     .type = "TokenAndPositionEmbedding", .schema = tpe_fields, .args_size = sizeof(tpe_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = tpe_build, .forward = tpe_forward, .backward = tpe_backward,

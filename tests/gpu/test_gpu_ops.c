@@ -2276,12 +2276,211 @@ static void test_train_mobilenet(void)
     train_steps(mobilenet_yaml, 8, 0, 0, 5e-4, 1e-5);
 }
 
+/* ---- augmentation (gpu_augment.cu) and the layers on existing ops ---------------------- */
+
+/* One warp desc on both backends: forward y, backward into a random dx; the same bits (the
+ * draws, matrices and taps are core/augment.h's on both, --fmad=false, and each input cell
+ * adds its readers in the CPU's order); the device's backward twice gives the same bits. */
+static int warp_case(tfc_warp_desc d)
+{
+    const int64_t n = (int64_t)d.n * d.h * d.w * d.c;
+    pair x = pair_rand(n, -1, 1), y = pair_new(n), dy = pair_rand(n, -1, 1);
+    pair dx = pair_rand(n, -1, 1);
+    float *dx0 = fetch(ref, dx.h, n);
+    ref->ops->warp_forward(ref, &d, x.h, y.h);
+    dev->ops->warp_forward(dev, &d, x.d, y.d);
+    ref->ops->warp_backward(ref, &d, dy.h, dx.h);
+    dev->ops->warp_backward(dev, &d, dy.d, dx.d);
+    int bad = pair_check("warp y", &y, EXACT) + pair_check("warp dx", &dx, EXACT);
+    float *once = fetch(dev, dx.d, n);
+    dev->ops->upload(dev, dx.d, dx0, (size_t)n * 4);
+    dev->ops->warp_backward(dev, &d, dy.d, dx.d);
+    float *twice = fetch(dev, dx.d, n);
+    bad += compare_floats("warp dx again", twice, once, n, EXACT);
+    if (bad)
+        printf("\n  warp kind %d fill %d bilinear %d, %dx%dx%dx%d", d.kind, d.fill, d.bilinear,
+               d.n, d.h, d.w, d.c);
+    free(dx0), free(once), free(twice);
+    pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    return bad;
+}
+
+/* Every kind, fill mode and interpolation at odd sizes, with ranges that read far outside
+ * the image (shifts past half the image, any angle, zooms from 0.3 to 1.9). */
+static void test_augment_warp(void)
+{
+    static const int shapes[][4] = {{3, 7, 9, 3}, {2, 5, 4, 1}, {2, 1, 6, 2}, {1, 16, 11, 5}};
+    int bad = 0;
+    for (int s = 0; s < 4; s++)
+        for (int kind = TFC_WARP_FLIP; kind <= TFC_WARP_ZOOM; kind++)
+            for (int fill = TFC_FILL_REFLECT; fill <= TFC_FILL_NEAREST; fill++)
+                for (int bil = 0; bil < 2; bil++) {
+                    if (kind == TFC_WARP_FLIP && (fill || bil)) continue;
+                    tfc_warp_desc d = {.n = shapes[s][0], .h = shapes[s][1],
+                                       .w = shapes[s][2], .c = shapes[s][3],
+                                       .kind = (tfc_warp_kind)kind, .fill = (tfc_fill_mode)fill,
+                                       .bilinear = bil, .fill_value = 0.25f,
+                                       .key = 0x1234u + (uint64_t)s, .step = 7};
+                    if (kind == TFC_WARP_FLIP) {
+                        for (int axes = 1; axes < 4; axes++) {
+                            d.flip_rows = axes & 1, d.flip_cols = axes >> 1;
+                            bad += warp_case(d);
+                        }
+                        continue;
+                    }
+                    if (kind == TFC_WARP_TRANSLATE)
+                        d.lo[0] = -0.6f, d.hi[0] = 0.7f, d.lo[1] = -1, d.hi[1] = 0.4f;
+                    if (kind == TFC_WARP_ROTATE) d.lo[0] = -180, d.hi[0] = 180;
+                    if (kind == TFC_WARP_ZOOM) {
+                        d.lo[0] = 0.3f, d.hi[0] = 1.9f, d.lo[1] = 0.5f, d.hi[1] = 1.5f;
+                        d.same_zoom = bil;
+                    }
+                    bad += warp_case(d);
+                }
+    CU_ASSERT_EQUAL(bad, 0);
+    check_status();
+}
+
+/* RandomContrast's op on both backends: the factor, the channel means (double sums, rounded
+ * once), the clip to value_range and its gradient; images smaller and larger than a block. */
+static void test_augment_contrast(void)
+{
+    static const int shapes[][3] = {{3, 35, 3}, {2, 1600, 1}, {4, 1, 2}};
+    int bad = 0;
+    for (int s = 0; s < 3; s++) {
+        tfc_contrast_desc d = {.n = shapes[s][0], .hw = shapes[s][1], .c = shapes[s][2],
+                               .lo = 0.4f, .hi = 1.6f, .vlo = 0.2f, .vhi = 0.8f,
+                               .key = 0x77u, .step = (uint64_t)s};
+        const int64_t n = (int64_t)d.n * d.hw * d.c;
+        pair x = pair_rand(n, 0, 1), y = pair_new(n), dy = pair_rand(n, -1, 1);
+        pair dx = pair_rand(n, -1, 1);
+        ref->ops->contrast_forward(ref, &d, x.h, y.h);
+        dev->ops->contrast_forward(dev, &d, x.d, y.d);
+        ref->ops->contrast_backward(ref, &d, x.h, dy.h, dx.h);
+        dev->ops->contrast_backward(dev, &d, x.d, dy.d, dx.d);
+        bad += pair_check("contrast y", &y, EXACT) + pair_check("contrast dx", &dx, EXACT);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    check_status();
+}
+
+/* In inference the augmentation layers pass their input through, on the device too. */
+static void test_augment_inference(void)
+{
+    static const char yaml[] =
+        "input: {shape: [7, 9, 3]}\nlayers:\n"
+        "  - RandomFlip: {}\n  - RandomTranslation: {height_factor: 0.3, width_factor: 0.2}\n"
+        "  - RandomRotation: {factor: 0.2}\n  - RandomZoom: {height_factor: 0.3}\n"
+        "  - RandomContrast: {factor: 0.5, value_range: [0, 1]}\n";
+    tfc_model *m = load_bound(yaml, dev, 4);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const int64_t n = 4 * 7 * 9 * 3;
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)urand();
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_forward(m, x, 4, 0, 5, 3, &err), TFC_OK);
+    tfc_model_get_output(m, y);
+    CU_ASSERT_EQUAL(compare_floats("inference output", y, x, n, EXACT), 0);
+    CU_ASSERT_EQUAL(tfc_model_forward(m, x, 4, 1, 5, 3, &err), TFC_OK);
+    tfc_model_get_output(m, y);
+    CU_ASSERT(memcmp(x, y, (size_t)n * 4) != 0); /* training transforms */
+    free(x), free(y);
+    tfc_model_free(m);
+    check_status();
+}
+
+/* A Conv2D first, so that every augmentation layer's backward runs; the same seed and steps
+ * on both backends draw the same transforms. */
+static const char augment_yaml[] =
+    "name: augment\n"
+    "input: {shape: [11, 13, 3]}\n"
+    "layers:\n"
+    "  - Conv2D: {filters: 4, kernel_size: 3, padding: same, activation: tanh}\n"
+    "  - RandomFlip: {}\n"
+    "  - RandomRotation: {factor: 0.1, fill_mode: reflect}\n"
+    "  - RandomZoom: {height_factor: [-0.3, 0.2], width_factor: 0.2, fill_mode: nearest}\n"
+    "  - RandomTranslation: {height_factor: 0.2, width_factor: 0.3, fill_mode: wrap,\n"
+    "                        interpolation: nearest}\n"
+    "  - RandomContrast: {factor: 0.3, value_range: [-0.9, 0.9]}\n"
+    "  - Conv2D: {filters: 6, kernel_size: 3, activation: relu}\n"
+    "  - GlobalMaxPooling2D: {}\n"
+    "  - Dense: {units: 5, activation: softmax}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+/* ZeroPadding2D and Cropping2D between convolutions (both backwards run), then
+ * GlobalMaxPooling2D. */
+static const char border_yaml[] =
+    "name: border\n"
+    "input: {shape: [9, 10, 2]}\n"
+    "layers:\n"
+    "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+    "  - ZeroPadding2D: {padding: [[1, 2], [0, 3]]}\n"
+    "  - Conv2D: {filters: 5, kernel_size: 3, padding: same, activation: tanh}\n"
+    "  - Cropping2D: {cropping: [[2, 1], 1]}\n"
+    "  - GlobalMaxPooling2D: {keepdims: true}\n"
+    "  - Flatten: {}\n"
+    "  - Dense: {units: 4, activation: softmax}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static const char token_position_yaml[] =
+    "name: token_position\n"
+    "input: {shape: [9], dtype: int32}\n"
+    "layers:\n"
+    "  - TokenAndPositionEmbedding: {vocabulary_size: 20, sequence_length: 12,\n"
+    "                                embedding_dim: 8, mask_zero: true}\n"
+    "  - LSTM: {units: 8, return_sequences: true}\n"
+    "  - Dense: {units: 20}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static const char position_yaml[] =
+    "name: position\n"
+    "input: {shape: [9], dtype: int32}\n"
+    "layers:\n"
+    "  - Embedding: {name: tok, input_dim: 20, output_dim: 8}\n"
+    "  - PositionEmbedding: {name: pos, sequence_length: 11}\n"
+    "  - Add: {inputs: [tok, pos]}\n"
+    "  - Dense: {units: 20}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static void test_train_augment(void)
+{
+    train_steps(augment_yaml, 6, 0, 0, 5e-4, 1e-5);
+}
+
+static void test_train_border(void)
+{
+    train_steps(border_yaml, 8, 0, 1, 5e-4, 1e-5);
+}
+
+static void test_train_token_position(void)
+{
+    train_steps(token_position_yaml, 6, 1, 0, 5e-4, 1e-5);
+}
+
+static void test_train_position(void)
+{
+    train_steps(position_yaml, 6, 1, 1, 5e-4, 1e-5);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
     static const tfc_test_case device_cases[] = {
         {"device_selection", test_device_selection},
+        {"augment_warp", test_augment_warp},
+        {"augment_contrast", test_augment_contrast},
+        {"augment_inference", test_augment_inference},
+        {"train_augment", test_train_augment},
+        {"train_border", test_train_border},
+        {"train_token_position", test_train_token_position},
+        {"train_position", test_train_position},
         {NULL, NULL},
     };
     static const tfc_test_case op_cases[] = {
