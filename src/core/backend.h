@@ -473,7 +473,57 @@ typedef struct tfc_device_options {
      * have n floats; slots the type does not use may be NULL. grads is only read. */              \
     X(void, optimizer_update, (tfc_backend *be, const tfc_optim_desc *d, int64_t n,                \
                                float *params, const float *grads, float *slot0,                    \
-                               float *slot1, float *slot2))
+                               float *slot1, float *slot2))                                        \
+                                                                                                   \
+    /* The transformer family: Multiply, LayerNormalization, attention, Masking. */                \
+    /* Element-wise products (Multiply) over `groups` blocks of [rows, cols]: a and y are          \
+     * [groups, rows, cols]; b is the same, or with b_bcast [groups, 1, cols], broadcast over      \
+     * the rows. mul: y = a * b, or y += a * b with accumulate (y may alias a without it).         \
+     * mul_reduce: db[g, c] += sum_r a[g, r, c] b[g, r, c] (a and b full), the gradient of a       \
+     * broadcast factor, summed in row order. */                                                   \
+    X(void, mul, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,         \
+                  const float *b, int b_bcast, float *y, int accumulate))                          \
+    X(void, mul_reduce, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,  \
+                         const float *b, float *db))                                               \
+                                                                                                   \
+    /* Normalisation of each row (LayerNormalization, RMSNormalization; tfc_layernorm_desc):      \
+     * y = u gamma + beta. stats [rows, 2] (NULL: not kept) receives each row's mu and invstd     \
+     * for backward. gamma, beta [cols] may be NULL (1 and 0). */                                 \
+    X(void, layernorm_forward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,      \
+                                const float *gamma, const float *beta, float *y, float *stats))    \
+    /* Its gradient from the stats forward kept, with g = dy gamma and v = (x - mu) invstd:        \
+     *   dx += invstd (g - mean(g) [center] - v mean(g u))    (= with assign: dx's old contents    \
+     *                                                         never read)                         \
+     *   dgamma += sum over rows of dy u,  dbeta += sum over rows of dy                           \
+     * dx, dgamma, dbeta may each be NULL (not needed). The sums over rows depend on the         \
+     * backend's thread count at most, never on the team that runs them. ws:                      \
+     * layernorm_workspace(d) bytes of scratch (NULL when 0). */                                  \
+    X(size_t, layernorm_workspace, (tfc_backend *be, const tfc_layernorm_desc *d))                 \
+    X(void, layernorm_backward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,     \
+                                 const float *dy, const float *gamma, const float *stats,          \
+                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))    \
+                                                                                                   \
+    /* Attention (tfc_attn_desc): o and lse [n, heads, tq] (the log-sum-exp of each row,         \
+     * saved for backward; +-inf for a row that sees no key) are overwritten. The scores are      \
+     * never held whole: one block of keys at a time per row, with an online softmax.             \
+     * Backward recomputes them from lse: dq, dk, dv (q's, k's and v's shapes) are                \
+     * OVERWRITTEN with the gradients of sum(o * dout); the results do not depend on the           \
+     * thread count. */                                                                           \
+    X(void, attention_forward, (tfc_backend *be, const tfc_attn_desc *d, const float *q,          \
+                                const float *k, const float *v, float *o, float *lse))            \
+    X(void, attention_backward, (tfc_backend *be, const tfc_attn_desc *d, const float *q,         \
+                                 const float *k, const float *v, const float *o,                  \
+                                 const float *lse, const float *dout, float *dq, float *dk,       \
+                                 float *dv))                                                       \
+                                                                                                   \
+    /* Masking: x, y [rows, cols], row r a real step when some x[r, c] != value (compared in       \
+     * float; NaN differs from every value), else padding:                                         \
+     *   y[r, :] = real ? x[r, :] : 0              (y overwritten, not in place)                   \
+     *   backward: dx[r, :] += real ? dy[r, :] : 0  (x is the forward's input) */                  \
+    X(void, masking_forward, (tfc_backend *be, int64_t rows, int cols, float value,                \
+                              const float *x, float *y))                                           \
+    X(void, masking_backward, (tfc_backend *be, int64_t rows, int cols, float value,               \
+                               const float *x, const float *dy, float *dx))
 
 /* The kernels of layers that land on one backend (the CPU) before the other: a backend may
  * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
@@ -546,46 +596,6 @@ typedef struct tfc_device_options {
     X(void, upsample_backward, (tfc_backend *be, const tfc_resize_desc *d, const float *dy,        \
                                 float *dx))                                                        \
                                                                                                    \
-    /* Element-wise products (Multiply) over `groups` blocks of [rows, cols]: a and y are          \
-     * [groups, rows, cols]; b is the same, or with b_bcast [groups, 1, cols], broadcast over      \
-     * the rows. mul: y = a * b, or y += a * b with accumulate (y may alias a without it).         \
-     * mul_reduce: db[g, c] += sum_r a[g, r, c] b[g, r, c] (a and b full), the gradient of a       \
-     * broadcast factor, summed in row order. */                                                   \
-    X(void, mul, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,         \
-                  const float *b, int b_bcast, float *y, int accumulate))                          \
-    X(void, mul_reduce, (tfc_backend *be, int64_t groups, int64_t rows, int cols, const float *a,  \
-                         const float *b, float *db))                                               \
-                                                                                                   \
-    /* Normalisation of each row (LayerNormalization, RMSNormalization; tfc_layernorm_desc):      \
-     * y = u gamma + beta. stats [rows, 2] (NULL: not kept) receives each row's mu and invstd     \
-     * for backward. gamma, beta [cols] may be NULL (1 and 0). */                                 \
-    X(void, layernorm_forward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,      \
-                                const float *gamma, const float *beta, float *y, float *stats))    \
-    /* Its gradient from the stats forward kept, with g = dy gamma and v = (x - mu) invstd:        \
-     *   dx += invstd (g - mean(g) [center] - v mean(g u))    (= with assign: dx's old contents    \
-     *                                                         never read)                         \
-     *   dgamma += sum over rows of dy u,  dbeta += sum over rows of dy                           \
-     * dx, dgamma, dbeta may each be NULL (not needed). The sums over rows depend on the         \
-     * backend's thread count at most, never on the team that runs them. ws:                      \
-     * layernorm_workspace(d) bytes of scratch (NULL when 0). */                                  \
-    X(size_t, layernorm_workspace, (tfc_backend *be, const tfc_layernorm_desc *d))                 \
-    X(void, layernorm_backward, (tfc_backend *be, const tfc_layernorm_desc *d, const float *x,     \
-                                 const float *dy, const float *gamma, const float *stats,          \
-                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))    \
-                                                                                                   \
-    /* Attention (tfc_attn_desc): o and lse [n, heads, tq] (the log-sum-exp of each row,         \
-     * saved for backward; +-inf for a row that sees no key) are overwritten. The scores are      \
-     * never held whole: one block of keys at a time per row, with an online softmax.             \
-     * Backward recomputes them from lse: dq, dk, dv (q's, k's and v's shapes) are                \
-     * OVERWRITTEN with the gradients of sum(o * dout); the results do not depend on the           \
-     * thread count. */                                                                           \
-    X(void, attention_forward, (tfc_backend *be, const tfc_attn_desc *d, const float *q,          \
-                                const float *k, const float *v, float *o, float *lse))            \
-    X(void, attention_backward, (tfc_backend *be, const tfc_attn_desc *d, const float *q,         \
-                                 const float *k, const float *v, const float *o,                  \
-                                 const float *lse, const float *dout, float *dq, float *dk,       \
-                                 float *dv))                                                       \
-                                                                                                   \
     /* GRU sequence (tfc_gru_desc). Saved for backward: hseq [n, t, u] and gates [n, t, 4u]:       \
      * z, r, hh after their activations, then h_{t-1} R_h + b'_h (reset_after) or r * h_{t-1}      \
      * (reset_before). mask [n, t] float or NULL; bias NULL without one. ws: gru_workspace         \
@@ -631,16 +641,7 @@ typedef struct tfc_device_options {
     X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
                                float *y))                                                          \
     X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
-                                const float *dy, float *dx))                                       \
-                                                                                                   \
-    /* Masking: x, y [rows, cols], row r a real step when some x[r, c] != value (compared in       \
-     * float; NaN differs from every value), else padding:                                         \
-     *   y[r, :] = real ? x[r, :] : 0              (y overwritten, not in place)                   \
-     *   backward: dx[r, :] += real ? dy[r, :] : 0  (x is the forward's input) */                  \
-    X(void, masking_forward, (tfc_backend *be, int64_t rows, int cols, float value,                \
-                              const float *x, float *y))                                           \
-    X(void, masking_backward, (tfc_backend *be, int64_t rows, int cols, float value,               \
-                               const float *x, const float *dy, float *dx))
+                                const float *dy, float *dx))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

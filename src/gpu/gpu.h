@@ -96,7 +96,8 @@ const char *tfc_gpu_nccl_version(void);
  * bias_*, copy2d, act_*, dropout_*, sumsq and count_nonfinite in gpu_elementwise.cu;
  * conv_* in gpu_conv.cu; pool_* in gpu_pool.cu; bn_* in gpu_norm.cu; gather and scatter_add
  * in gpu_embed.cu; lstm_* in gpu_lstm.cu; loss and accuracy in gpu_loss.cu;
- * optimizer_update in gpu_optim.cu. */
+ * optimizer_update in gpu_optim.cu; attention_* in gpu_attention.cu; layernorm_*, mul,
+ * mul_reduce and masking_* in gpu_layernorm.cu. */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
 #undef TFC_GPU_DECLARE

@@ -320,6 +320,15 @@ static const tfc_backend_ops gpu_ops = {
     .sumsq = tfc_gpu_sumsq,
     .count_nonfinite = tfc_gpu_count_nonfinite,
     .optimizer_update = tfc_gpu_optimizer_update,
+    .mul = tfc_gpu_mul,
+    .mul_reduce = tfc_gpu_mul_reduce,
+    .layernorm_forward = tfc_gpu_layernorm_forward,
+    .layernorm_workspace = tfc_gpu_layernorm_workspace,
+    .layernorm_backward = tfc_gpu_layernorm_backward,
+    .attention_forward = tfc_gpu_attention_forward,
+    .attention_backward = tfc_gpu_attention_backward,
+    .masking_forward = tfc_gpu_masking_forward,
+    .masking_backward = tfc_gpu_masking_backward,
     /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
