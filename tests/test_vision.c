@@ -579,7 +579,7 @@ static void test_trains(void)
 /* ---- a backend without the kernels ---------------------------------------------------- */
 
 /* A model with `layer` binds on the CPU and is refused, naming the layer, its type and the
- * op, on a CPU table whose slot `op` is NULL (what the GPU backend has today). */
+ * op, on a CPU table whose slot `op` is NULL (a backend without that kernel). */
 static void refused_without(const char *yaml, const char *op, const char *type)
 {
     tfc_model *m = tfc_test_model(yaml);
@@ -590,7 +590,7 @@ static void refused_without(const char *yaml, const char *op, const char *type)
     size_t slot = 0;
 #define FIND_SLOT(ret, name, params)                                                     \
     if (!strcmp(#name, op)) slot = offsetof(tfc_backend_ops, name);
-    TFC_BACKEND_LAYER_OPS(FIND_SLOT)
+    TFC_BACKEND_OPS(FIND_SLOT)
 #undef FIND_SLOT
     TFC_ASSERT(slot != 0);
     memset((char *)&lacking + slot, 0, sizeof(void (*)(void)));
