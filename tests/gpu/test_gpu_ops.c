@@ -1531,6 +1531,9 @@ static void test_attention(void)
     tfc_attn_desc wide = {.n = 1, .heads = 2, .tq = 130, .tk = 97, .dk = 64, .dv = 200,
                           .causal = 1, .uniform = 1, .scale = 0.125f};
     CU_ASSERT_EQUAL(attention_case("attn wide heads, tq > tk", wide, 1), 0);
+    tfc_attn_desc widest = {.n = 2, .heads = 1, .tq = 40, .tk = 33, .dk = 256, .dv = 256,
+                            .uniform = 1, .scale = 0.0625f}; /* over 48 KiB of shared memory */
+    CU_ASSERT_EQUAL(attention_case("attn head size 256", widest, 1), 0);
     tfc_attn_desc window = {.n = 2, .heads = 2, .tq = 100, .tk = 100, .dk = 8, .dv = 8,
                             .window = 9, .uniform = 1, .scale = 0.35f};
     CU_ASSERT_EQUAL(attention_case("attn window", window, 1), 0);
