@@ -187,9 +187,9 @@ static __global__ void rowdot_kernel(int64_t rows, int heads, int tq, int dv, co
     for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows;
          r += warps) {
         const int64_t bh = r / tq, b = bh / heads, h = bh % heads, i = r % tq;
-        const int64_t at = ((b * tq + i) * heads + h) * dv;
+        const int64_t off = ((b * tq + i) * heads + h) * dv;
         float s = 0.f;
-        for (int c = lane; c < dv; c += 32) s += dout[at + c] * o[at + c];
+        for (int c = lane; c < dv; c += 32) s += dout[off + c] * o[off + c];
         s = warp_sum(s);
         if (lane == 0) D[r] = s;
     }
