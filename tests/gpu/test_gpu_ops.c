@@ -1528,7 +1528,7 @@ static void test_attention(void)
     CU_ASSERT_EQUAL(attention_case("attn cross masked", cross, 1), 0);
     cross.uniform = 0;
     CU_ASSERT_EQUAL(attention_case("attn cross masked, zero rows", cross, 1), 0);
-    tfc_attn_desc wide = {.n = 1, .heads = 2, .tq = 130, .tk = 97, .dk = 64, .dv = 200,
+    tfc_attn_desc wide = {.n = 2, .heads = 2, .tq = 130, .tk = 97, .dk = 64, .dv = 200,
                           .causal = 1, .uniform = 1, .scale = 0.125f};
     CU_ASSERT_EQUAL(attention_case("attn wide heads, tq > tk", wide, 1), 0);
     tfc_attn_desc widest = {.n = 2, .heads = 1, .tq = 40, .tk = 33, .dk = 256, .dv = 256,
