@@ -482,8 +482,8 @@ static const char *const mha_yaml = "input: {shape: [4, 6]}\nlayers:\n"
                                     "  - MultiHeadAttention: {name: att, num_heads: 2,"
                                     " key_dim: 3}\n";
 
-/* A backend without the attention kernels (the GPU's today) refuses the model at bind,
- * naming the layer and the op. */
+/* A backend without the attention kernels (the CPU's table, the slots emptied) refuses the
+ * model at bind, naming the layer and the op. */
 static void test_gpu_refused(void)
 {
     tfc_model *m = tfc_test_model(mha_yaml);

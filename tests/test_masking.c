@@ -297,8 +297,8 @@ static void test_config_errors(void)
             "layer 'a')");
 }
 
-/* A backend without Masking's kernels (the GPU's, until they have run there) refuses the
- * model at bind, naming the layer and the op: the CPU's table with the slot emptied. */
+/* A backend without Masking's kernels refuses the model at bind, naming the layer and the op:
+ * the CPU's table with the slot emptied. */
 static void test_missing_kernel_refused(void)
 {
     tfc_model *m = tfc_test_model("input: {shape: [4, 2]}\nlayers:\n"

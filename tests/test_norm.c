@@ -379,8 +379,8 @@ static void test_masks(void)
     tfc_model_free(m);
 }
 
-/* A backend without the kernels (the GPU's today) refuses the model at bind, naming the
- * layer, for each of the two layers. */
+/* A backend without the kernels (the CPU's table with the slots emptied) refuses the model
+ * at bind, naming the layer, for each of the two layers. */
 static void test_missing_kernel_refused(void)
 {
     static const char *const layers[] = {"LayerNormalization: {name: ln}",

@@ -579,7 +579,7 @@ static void test_trains(void)
 /* ---- a backend without the kernels ---------------------------------------------------- */
 
 /* A model with `layer` binds on the CPU and is refused, naming the layer, its type and the
- * op, on a CPU table whose slot `op` is NULL (what the GPU backend has for Multiply). */
+ * op, on a CPU table whose slot `op` is NULL (a backend without that kernel). */
 static void refused_without(const char *yaml, const char *op, const char *type)
 {
     tfc_model *m = tfc_test_model(yaml);

@@ -588,15 +588,9 @@ typedef struct tfc_device_options {
     X(void, contrast_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,        \
                                float *y))                                                          \
     X(void, contrast_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,       \
-                                const float *dy, float *dx))
-
-/* The kernels of layers that land on one backend (the CPU) before the other: a backend may
- * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
- * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
- * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
- * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
- * `make test-gpu` has passed on a real GPU). */
-#define TFC_BACKEND_LAYER_OPS(X)                                                                   \
+                                const float *dy, float *dx))                                       \
+                                                                                                   \
+    /* The transformer family: Multiply, LayerNormalization, attention, Masking. */                \
     /* Element-wise products (Multiply) over `groups` blocks of [rows, cols]: a and y are          \
      * [groups, rows, cols]; b is the same, or with b_bcast [groups, 1, cols], broadcast over      \
      * the rows. mul: y = a * b, or y += a * b with accumulate (y may alias a without it).         \
@@ -645,6 +639,14 @@ typedef struct tfc_device_options {
                               const float *x, float *y))                                           \
     X(void, masking_backward, (tfc_backend *be, int64_t rows, int cols, float value,               \
                                const float *x, const float *dy, float *dx))
+
+/* The kernels of layers that land on one backend (the CPU) before the other: a backend may
+ * leave these slots NULL. tfc_backend_check passes them; a layer that needs one lists it in
+ * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
+ * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
+ * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
+ * `make test-gpu` has passed on a real GPU). */
+#define TFC_BACKEND_LAYER_OPS(X)
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

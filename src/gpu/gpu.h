@@ -98,8 +98,9 @@ const char *tfc_gpu_nccl_version(void);
  * in gpu_embed.cu; lstm_* in gpu_lstm.cu; loss and accuracy in gpu_loss.cu;
  * optimizer_update in gpu_optim.cu; gru_* in gpu_gru.cu; rnn_input_* and bidir_* in
  * gpu_rnn.cu; grouped_conv_*, conv1d_* and masked_mean_* in gpu_conv1d.cu; depthwise_* in
- * gpu_depthwise.cu; upsample_* in gpu_resize.cu; warp_* and contrast_* in gpu_augment.cu.
- * The trainer's step ops (TFC_BACKEND_STEP_OPS: grad_sumsq, step_scale,
+ * gpu_depthwise.cu; upsample_* in gpu_resize.cu; warp_* and contrast_* in gpu_augment.cu;
+ * attention_* in gpu_attention.cu; layernorm_*, mul, mul_reduce and masking_* in
+ * gpu_layernorm.cu. The trainer's step ops (TFC_BACKEND_STEP_OPS: grad_sumsq, step_scale,
  * optimizer_update_at) in gpu_optim.cu too. */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)

@@ -346,6 +346,15 @@ static const tfc_backend_ops gpu_ops = {
     .warp_backward = tfc_gpu_warp_backward,
     .contrast_forward = tfc_gpu_contrast_forward,
     .contrast_backward = tfc_gpu_contrast_backward,
+    .mul = tfc_gpu_mul,
+    .mul_reduce = tfc_gpu_mul_reduce,
+    .layernorm_forward = tfc_gpu_layernorm_forward,
+    .layernorm_workspace = tfc_gpu_layernorm_workspace,
+    .layernorm_backward = tfc_gpu_layernorm_backward,
+    .attention_forward = tfc_gpu_attention_forward,
+    .attention_backward = tfc_gpu_attention_backward,
+    .masking_forward = tfc_gpu_masking_forward,
+    .masking_backward = tfc_gpu_masking_backward,
     /* the layer kernels that have not run on a GPU yet (core/backend.h): a model whose
      * layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)

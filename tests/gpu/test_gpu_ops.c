@@ -1328,19 +1328,26 @@ static void train_steps(const char *yaml, int batch, int tokens, int adam, doubl
     check_status();
 }
 
-/* Parameters after `steps` SGD steps of a freshly initialised model on dev (malloc'd). */
-static float *train_on_dev(const char *yaml, int batch, int steps, int64_t *n)
+/* Parameters after `steps` SGD steps of a freshly initialised model on dev (malloc'd);
+ * `tokens`: its input is ids below 20. */
+static float *train_on_dev(const char *yaml, int batch, int steps, int tokens, int64_t *n)
 {
     tfc_model *m = load_bound(yaml, dev, batch);
     TFC_ASSERT(m != NULL);
     const int64_t per = tfc_shape_numel(tfc_model_input_shape(m));
-    TFC_ASSERT(per > 0 && per < (1 << 24));
+    const int64_t nlab = (int64_t)batch * tfc_model_label_rows(m);
+    TFC_ASSERT(per > 0 && per < (1 << 24) && nlab > 0 && nlab < (1 << 24));
     float *x = malloc((size_t)batch * (size_t)per * 4);
-    int32_t *labels = malloc((size_t)batch * 4);
+    int32_t *labels = malloc((size_t)nlab * 4);
     uint64_t save = rng_state;
     rng_state = 99;
-    for (int64_t i = 0; i < batch * per; i++) x[i] = (float)urand();
-    for (int i = 0; i < batch; i++) labels[i] = irand(tfc_model_classes(m));
+    for (int64_t i = 0; i < batch * per; i++) {
+        if (tokens)
+            ((int32_t *)x)[i] = irand(20);
+        else
+            x[i] = (float)urand();
+    }
+    for (int64_t i = 0; i < nlab; i++) labels[i] = irand(tfc_model_classes(m));
     rng_state = save;
     const int64_t nt = tfc_model_trainable_count(m);
     float *mom = dev->ops->alloc(dev, (size_t)nt * 4);
@@ -1370,7 +1377,7 @@ static void test_deterministic_training(void)
 {
     set_deterministic(1);
     int64_t n1, n2;
-    float *a = train_on_dev(cnn_yaml, 32, 3, &n1), *b = train_on_dev(cnn_yaml, 32, 3, &n2);
+    float *a = train_on_dev(cnn_yaml, 32, 3, 0, &n1), *b = train_on_dev(cnn_yaml, 32, 3, 0, &n2);
     CU_ASSERT_EQUAL_FATAL(n1, n2);
     CU_ASSERT_EQUAL(compare_floats("deterministic weights", b, a, n1, EXACT), 0);
     free(a), free(b);
@@ -2468,19 +2475,260 @@ static void test_train_position(void)
     train_steps(position_yaml, 6, 1, 1, 5e-4, 1e-5);
 }
 
+/* ---- the transformer family: LayerNormalization, attention, Multiply, Masking ---------- */
+
+/* Rows normalised on both backends, forward (y, stats) and backward from the reference's
+ * stats (dx accumulated and assigned, dgamma, dbeta); the backward twice on the device gives
+ * the same bits. */
+static int layernorm_case(int64_t rows, int cols, int center_stats, int center, int affine)
+{
+    tfc_layernorm_desc d = {.rows = rows, .cols = cols, .center_stats = center_stats,
+                            .center = center, .eps = 1e-3f};
+    const int64_t n = rows * cols;
+    pair x = pair_rand(n, -2, 3), gamma = pair_rand(cols, 0.5, 1.5), beta = pair_rand(cols, -1, 1);
+    pair y = pair_new(n), st = pair_new(2 * rows), dy = pair_rand(n, -1, 1);
+    pair dx = pair_rand(n, -1, 1), dxa = pair_rand(n, -1, 1);
+    pair dg = pair_rand(cols, -1, 1), db = pair_rand(cols, -1, 1);
+    const float *gh = affine ? gamma.h : NULL, *gd = affine ? gamma.d : NULL;
+    int bad = 0;
+    ref->ops->layernorm_forward(ref, &d, x.h, gh, affine ? beta.h : NULL, y.h, st.h);
+    dev->ops->layernorm_forward(dev, &d, x.d, gd, affine ? beta.d : NULL, y.d, st.d);
+    bad += pair_check("layernorm y", &y, 1e-5, 1e-5);
+    bad += pair_check("layernorm stats", &st, 1e-6, 1e-6);
+    pair_push(&st);
+    size_t wr = ref->ops->layernorm_workspace(ref, &d), wd = dev->ops->layernorm_workspace(dev, &d);
+    void *wsr = wr ? ref->ops->alloc(ref, wr) : NULL, *wsd = wd ? dev->ops->alloc(dev, wd) : NULL;
+    ref->ops->layernorm_backward(ref, &d, x.h, dy.h, gh, st.h, dx.h, dg.h, db.h, 0, wsr);
+    dev->ops->layernorm_backward(dev, &d, x.d, dy.d, gd, st.d, dx.d, dg.d, db.d, 0, wsd);
+    bad += pair_check("layernorm dx", &dx, 1e-4, 1e-5);
+    bad += pair_check("layernorm dgamma", &dg, 1e-5, 1e-4);
+    bad += pair_check("layernorm dbeta", &db, 1e-5, 1e-4);
+    ref->ops->layernorm_backward(ref, &d, x.h, dy.h, gh, st.h, dxa.h, NULL, NULL, 1, wsr);
+    dev->ops->layernorm_backward(dev, &d, x.d, dy.d, gd, st.d, dxa.d, NULL, NULL, 1, wsd);
+    bad += pair_check("layernorm dx, assigned", &dxa, 1e-4, 1e-5);
+    /* deterministic: the parameter gradients twice from zero, the same bits */
+    float *first = malloc((size_t)cols * 4);
+    for (int run = 0; run < 2; run++) {
+        dev->ops->zero(dev, dg.d, (size_t)cols * 4);
+        dev->ops->layernorm_backward(dev, &d, x.d, dy.d, gd, st.d, NULL, dg.d, NULL, 0, wsd);
+        dev->ops->download(dev, run ? dg.h : first, dg.d, (size_t)cols * 4);
+    }
+    bad += compare_floats("layernorm dgamma repeated", dg.h, first, cols, EXACT);
+    free(first);
+    if (wsr) ref->ops->free(ref, wsr);
+    if (wsd) dev->ops->free(dev, wsd);
+    pair *all[] = {&x, &gamma, &beta, &y, &st, &dy, &dx, &dxa, &dg, &db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+static void test_layernorm(void)
+{
+    CU_ASSERT_EQUAL(layernorm_case(37, 65, 1, 1, 1), 0);   /* LayerNormalization, odd tails */
+    CU_ASSERT_EQUAL(layernorm_case(5000, 48, 1, 1, 1), 0); /* many rows: split sums */
+    CU_ASSERT_EQUAL(layernorm_case(19, 300, 0, 0, 1), 0);  /* RMSNormalization */
+    CU_ASSERT_EQUAL(layernorm_case(23, 7, 1, 0, 0), 0);    /* rms_scaling, no gamma or beta */
+    check_status();
+}
+
+/* lse compared as the contract has it: +-inf exactly, finite values within rtol, atol. */
+static int lse_check(const pair *p, double rtol, double atol)
+{
+    float *got = fetch(dev, p->d, p->n);
+    int bad = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        const float g = got[i], w = p->h[i];
+        const int ok = isinf(w) || isinf(g) ? g == w : fabs(g - w) <= atol + rtol * fabs(w);
+        if (!ok && bad++ < 4) printf("\n  lse[%lld]: device %.9g, cpu %.9g", (long long)i, g, w);
+    }
+    free(got);
+    return bad;
+}
+
+/* Attention on both backends: o and lse, then the gradients from the reference's o and lse;
+ * masks (qmask, kmask) with example 0's keys all masked (every row of it sees none); the
+ * device's backward twice gives the same bits. */
+static int attention_case(const char *name, tfc_attn_desc d, int masks)
+{
+    const int64_t nq = (int64_t)d.n * d.tq * d.heads, nk = (int64_t)d.n * d.tk * d.heads;
+    pair q = pair_rand(nq * d.dk, -1, 1), k = pair_rand(nk * d.dk, -1, 1);
+    pair v = pair_rand(nk * d.dv, -1, 1), o = pair_new(nq * d.dv), lse = pair_new(nq);
+    pair dout = pair_rand(nq * d.dv, -1, 1), dq = pair_rand(nq * d.dk, -1, 1);
+    pair dk = pair_rand(nk * d.dk, -1, 1), dv = pair_rand(nk * d.dv, -1, 1);
+    pair qm = pair_new((int64_t)d.n * d.tq), km = pair_new((int64_t)d.n * d.tk);
+    for (int64_t i = 0; i < qm.n; i++) qm.h[i] = urand() < 0.8 ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < km.n; i++) km.h[i] = i >= d.tk && urand() < 0.7 ? 1.0f : 0.0f;
+    pair_push(&qm), pair_push(&km);
+    tfc_attn_desc dh = d, dd = d;
+    if (masks) dh.qmask = qm.h, dh.kmask = km.h, dd.qmask = qm.d, dd.kmask = km.d;
+    char what[96];
+    int bad = 0;
+    ref->ops->attention_forward(ref, &dh, q.h, k.h, v.h, o.h, lse.h);
+    dev->ops->attention_forward(dev, &dd, q.d, k.d, v.d, o.d, lse.d);
+    snprintf(what, sizeof what, "%s o", name);
+    bad += pair_check(what, &o, SUM);
+    bad += lse_check(&lse, 1e-5, 1e-5);
+    pair_push(&o), pair_push(&lse);
+    ref->ops->attention_backward(ref, &dh, q.h, k.h, v.h, o.h, lse.h, dout.h, dq.h, dk.h, dv.h);
+    dev->ops->attention_backward(dev, &dd, q.d, k.d, v.d, o.d, lse.d, dout.d, dq.d, dk.d, dv.d);
+    snprintf(what, sizeof what, "%s dq", name);
+    bad += pair_check(what, &dq, SUM);
+    snprintf(what, sizeof what, "%s dk", name);
+    bad += pair_check(what, &dk, SUM);
+    snprintf(what, sizeof what, "%s dv", name);
+    bad += pair_check(what, &dv, SUM);
+    float *first = fetch(dev, dk.d, dk.n);
+    dev->ops->attention_backward(dev, &dd, q.d, k.d, v.d, o.d, lse.d, dout.d, dq.d, dk.d, dv.d);
+    snprintf(what, sizeof what, "%s dk repeated", name);
+    float *again = fetch(dev, dk.d, dk.n);
+    bad += compare_floats(what, again, first, dk.n, EXACT);
+    free(first), free(again);
+    pair *all[] = {&q, &k, &v, &o, &lse, &dout, &dq, &dk, &dv, &qm, &km};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+static void test_attention(void)
+{
+    const float s4 = 0.5f, s5 = 0.4472136f;
+    tfc_attn_desc base = {.n = 2, .heads = 1, .tq = 37, .tk = 37, .dk = 4, .dv = 4, .scale = s4};
+    CU_ASSERT_EQUAL(attention_case("attn", base, 0), 0);
+    tfc_attn_desc causal = {.n = 3, .heads = 3, .tq = 71, .tk = 71, .dk = 5, .dv = 7,
+                            .causal = 1, .uniform = 1, .scale = s5};
+    CU_ASSERT_EQUAL(attention_case("attn causal", causal, 0), 0);
+    CU_ASSERT_EQUAL(attention_case("attn causal masked", causal, 1), 0);
+    tfc_attn_desc cross = {.n = 2, .heads = 3, .tq = 9, .tk = 45, .dk = 33, .dv = 40,
+                           .uniform = 1, .scale = 0.17f};
+    CU_ASSERT_EQUAL(attention_case("attn cross masked", cross, 1), 0);
+    cross.uniform = 0;
+    CU_ASSERT_EQUAL(attention_case("attn cross masked, zero rows", cross, 1), 0);
+    tfc_attn_desc wide = {.n = 2, .heads = 2, .tq = 130, .tk = 97, .dk = 64, .dv = 200,
+                          .causal = 1, .uniform = 1, .scale = 0.125f};
+    CU_ASSERT_EQUAL(attention_case("attn wide heads, tq > tk", wide, 1), 0);
+    tfc_attn_desc widest = {.n = 2, .heads = 1, .tq = 40, .tk = 33, .dk = 256, .dv = 256,
+                            .uniform = 1, .scale = 0.0625f}; /* over 48 KiB of shared memory */
+    CU_ASSERT_EQUAL(attention_case("attn head size 256", widest, 1), 0);
+    tfc_attn_desc window = {.n = 2, .heads = 2, .tq = 100, .tk = 100, .dk = 8, .dv = 8,
+                            .window = 9, .uniform = 1, .scale = 0.35f};
+    CU_ASSERT_EQUAL(attention_case("attn window", window, 1), 0);
+    tfc_attn_desc drop = {.n = 2, .heads = 3, .tq = 50, .tk = 50, .dk = 6, .dv = 6, .causal = 1,
+                          .scale = 0.4f, .rate = 0.3f, .key = 77, .step = 5};
+    CU_ASSERT_EQUAL(attention_case("attn dropout", drop, 1), 0);
+    check_status();
+}
+
+static void test_mul_masking(void)
+{
+    const int64_t groups = 3, rows = 1001;
+    const int cols = 37;
+    const int64_t n = groups * rows * cols;
+    pair a = pair_rand(n, -1, 1), b = pair_rand(n, -1, 1), bb = pair_rand(groups * cols, -1, 1);
+    pair y = pair_rand(n, -1, 1), db = pair_rand(groups * cols, -1, 1);
+    ref->ops->mul(ref, groups, rows, cols, a.h, b.h, 0, y.h, 1);
+    dev->ops->mul(dev, groups, rows, cols, a.d, b.d, 0, y.d, 1);
+    CU_ASSERT_EQUAL(pair_check("mul accumulate", &y, F32), 0);
+    ref->ops->mul(ref, groups, rows, cols, a.h, bb.h, 1, y.h, 0);
+    dev->ops->mul(dev, groups, rows, cols, a.d, bb.d, 1, y.d, 0);
+    CU_ASSERT_EQUAL(pair_check("mul broadcast", &y, EXACT), 0);
+    ref->ops->mul_reduce(ref, groups, rows, cols, a.h, b.h, db.h);
+    dev->ops->mul_reduce(dev, groups, rows, cols, a.d, b.d, db.d);
+    CU_ASSERT_EQUAL(pair_check("mul_reduce", &db, SUM), 0);
+    /* Masking: rows of the mask value (some with a NaN, which is real) */
+    const int64_t mrows = 203;
+    const int mcols = 45;
+    pair x = pair_rand(mrows * mcols, -1, 1), my = pair_new(mrows * mcols);
+    pair mdy = pair_rand(mrows * mcols, -1, 1), mdx = pair_rand(mrows * mcols, -1, 1);
+    for (int64_t r = 0; r < mrows; r++) {
+        if (r % 3 == 0)
+            for (int c = 0; c < mcols; c++) x.h[r * mcols + c] = 0.5f;
+        if (r % 7 == 0) x.h[r * mcols + mcols - 1] = NAN;
+    }
+    pair_push(&x);
+    ref->ops->masking_forward(ref, mrows, mcols, 0.5f, x.h, my.h);
+    dev->ops->masking_forward(dev, mrows, mcols, 0.5f, x.d, my.d);
+    CU_ASSERT_EQUAL(pair_check("masking y", &my, EXACT), 0);
+    ref->ops->masking_backward(ref, mrows, mcols, 0.5f, x.h, mdy.h, mdx.h);
+    dev->ops->masking_backward(dev, mrows, mcols, 0.5f, x.d, mdy.d, mdx.d);
+    CU_ASSERT_EQUAL(pair_check("masking dx", &mdx, EXACT), 0);
+    pair *all[] = {&a, &b, &bb, &y, &db, &x, &my, &mdy, &mdx};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    check_status();
+}
+
+/* A causal decoder block (Embedding + PositionEmbedding are CPU-first: a plain Embedding)
+ * with a gated (Multiply) output; a masked encoder (Embedding's mask_zero reaching
+ * MultiHeadAttention's query and key masks); Masking before self-attention on float steps.
+ * Per-step Dense heads: the pooling layers are CPU-first too. */
+static const char gpt_yaml[] =
+    "name: small_gpt\n"
+    "input: {shape: [13], dtype: int32}\n"
+    "layers:\n"
+    "  - Embedding: {name: embed, input_dim: 20, output_dim: 12}\n"
+    "  - LayerNormalization: {name: n1}\n"
+    "  - MultiHeadAttention: {name: att, num_heads: 3, key_dim: 4, value_dim: 5,"
+    " use_causal_mask: true}\n"
+    "  - Add: {name: a1, inputs: [embed, att]}\n"
+    "  - LayerNormalization: {name: n2}\n"
+    "  - Dense: {name: ff1, units: 24, activation: gelu}\n"
+    "  - Dense: {name: ff2, units: 12}\n"
+    "  - Add: {name: a2, inputs: [a1, ff2]}\n"
+    "  - Dense: {name: gate, units: 12, activation: sigmoid}\n"
+    "  - Multiply: {name: m, inputs: [a2, gate]}\n"
+    "  - RMSNormalization: {name: n3}\n"
+    "  - Dense: {name: logits, units: 20}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static const char encoder_yaml[] =
+    "name: small_encoder\n"
+    "input: {shape: [11], dtype: int32}\n"
+    "layers:\n"
+    "  - Embedding: {name: embed, input_dim: 20, output_dim: 8, mask_zero: true}\n"
+    "  - LayerNormalization: {name: n1}\n"
+    "  - MultiHeadAttention: {name: att, num_heads: 2, key_dim: 6}\n"
+    "  - Add: {name: a1, inputs: [embed, att]}\n"
+    "  - LayerNormalization: {name: n2, center: false, scale: false}\n"
+    "  - Dense: {name: out, units: 20}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static const char masking_yaml[] =
+    "name: small_masking\n"
+    "input: {shape: [7, 6]}\n"
+    "layers:\n"
+    "  - Masking: {name: mask}\n"
+    "  - MultiHeadAttention: {name: att, num_heads: 2, key_dim: 3}\n"
+    "  - LayerNormalization: {name: n1}\n"
+    "  - Dense: {name: out, units: 5}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
+static void test_train_transformer(void)
+{
+    train_steps(gpt_yaml, 6, 1, 0, 5e-4, 1e-5);
+    train_steps(encoder_yaml, 5, 1, 1, 5e-4, 1e-5);
+    train_steps(masking_yaml, 4, 0, 0, 5e-4, 1e-5);
+}
+
+/* Deterministic mode: two runs of the decoder block end in identical weights. */
+static void test_deterministic_transformer(void)
+{
+    set_deterministic(1);
+    int64_t n1, n2;
+    float *a = train_on_dev(gpt_yaml, 8, 3, 1, &n1), *b = train_on_dev(gpt_yaml, 8, 3, 1, &n2);
+    CU_ASSERT_EQUAL_FATAL(n1, n2);
+    CU_ASSERT_EQUAL(compare_floats("deterministic transformer", b, a, n1, EXACT), 0);
+    free(a), free(b);
+    set_deterministic(0);
+    check_status();
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
     static const tfc_test_case device_cases[] = {
         {"device_selection", test_device_selection},
-        {"augment_warp", test_augment_warp},
-        {"augment_contrast", test_augment_contrast},
-        {"augment_inference", test_augment_inference},
-        {"train_augment", test_train_augment},
-        {"train_border", test_train_border},
-        {"train_token_position", test_train_token_position},
-        {"train_position", test_train_position},
         {NULL, NULL},
     };
     static const tfc_test_case op_cases[] = {
@@ -2528,6 +2776,18 @@ int main(int argc, char **argv)
         {"conv_family_deterministic", test_conv_family_deterministic},
         {"train_conv1d", test_train_conv1d},
         {"train_mobilenet", test_train_mobilenet},
+        {"augment_warp", test_augment_warp},
+        {"augment_contrast", test_augment_contrast},
+        {"augment_inference", test_augment_inference},
+        {"train_augment", test_train_augment},
+        {"train_border", test_train_border},
+        {"train_token_position", test_train_token_position},
+        {"train_position", test_train_position},
+        {"layernorm", test_layernorm},
+        {"attention", test_attention},
+        {"mul_masking", test_mul_masking},
+        {"train_transformer", test_train_transformer},
+        {"deterministic_transformer", test_deterministic_transformer},
         {NULL, NULL},
     };
     int args = 1;
