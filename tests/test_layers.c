@@ -1348,7 +1348,8 @@ static void test_missing_kernel_refused(void)
 }
 
 /* A layer that runs on the common ops but has not run under make test-gpu (cpu_first) is
- * refused by a backend other than the CPU, naming it: a CPU backend posing as device 0. */
+ * refused by a backend other than the CPU, naming it: a CPU backend posing as device 0. No
+ * shipped layer has the flag today, so the test sets it on a copy of ZeroPadding2D's ops. */
 static void test_cpu_first_refused(void)
 {
     tfc_model *m = tfc_test_model("input: {shape: [8, 8, 3]}\nlayers:\n"
@@ -1356,6 +1357,9 @@ static void test_cpu_first_refused(void)
                                   "  - Flatten: {}\n  - Dense: {units: 2}\n");
     tfc_backend *be = tfc_cpu_backend_create(1);
     TFC_ASSERT(m && be);
+    tfc_layer_ops first = *tfc_model_layer(m, 0)->ops;
+    first.cpu_first = 1;
+    tfc_model_layer(m, 0)->ops = &first;
     tfc_error err;
     tfc_error_clear(&err);
     be->device = 0;
