@@ -645,7 +645,7 @@ typedef struct tfc_device_options {
  * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
- * `make test-gpu` has passed on a real GPU). */
+ * `make test-gpu` has passed on a real GPU). Empty since 2026-11-28 (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the

@@ -298,7 +298,6 @@ static const tfc_backend_ops cpu_ops = {
     .upsample_backward = tfc_cpu_upsample_backward,
     .mul = tfc_cpu_mul,
     .mul_reduce = tfc_cpu_mul_reduce,
-    /* TFC_BACKEND_LAYER_OPS */
     .layernorm_forward = tfc_cpu_layernorm_forward,
     .layernorm_workspace = tfc_cpu_layernorm_workspace,
     .layernorm_backward = tfc_cpu_layernorm_backward,
