@@ -48,7 +48,8 @@ static void write_inputs(tfc_model *m, int n, int vocab, const char *path)
 }
 
 /* tfc-predict and tfc-export on the same inputs, then onnx_check.py; 1 when they agree. */
-static int agree(const char *name, const char *model, const char *weights, int vocab)
+static int agree(const char *name, const char *model, const char *weights, int vocab,
+                 double rtol)
 {
     tfc_error e;
     tfc_error_clear(&e);
@@ -62,7 +63,7 @@ static int agree(const char *name, const char *model, const char *weights, int v
     snprintf(y, sizeof y, "%s", tfc_test_path("y.npy"));
     snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s --device cpu "
              ">/dev/null && %s/tfc-export %s --weights %s --onnx %s && python3 tests/onnx_check.py "
-             "%s %s %s", bin, model, weights, x, y, bin, model, weights, onnx, onnx, x, y);
+             "%s %s %s %g", bin, model, weights, x, y, bin, model, weights, onnx, onnx, x, y, rtol);
     printf("\n  %s: ", name);
     fflush(stdout);
     int rc = system(cmd);
@@ -80,11 +81,16 @@ static void test_zoo(void)
                                       "fortunes_char_gru", "fortunes_gpt",
                                       "fortunes_encoder"};
     static const int vocab[] = {0, 0, 0, 0, 0, 8000, 128, 8000, 128, 128, 8000};
+    /* onnx_check.py's RTOL (1e-5) but for fortunes_gpt: four trained pre-norm blocks, whose
+     * logits (up to 12.7) the two runtimes' float32 summation orders move by up to 2.8e-5,
+     * needing 1.6e-5 (Keras 3 on JAX differs from tfc by as much: make ref-zoo, 2.3e-5) */
+    static const double rtol[] = {1e-5, 1e-5, 1e-5, 1e-5, 1e-5, 1e-5,
+                                  1e-5, 1e-5, 1e-5, 3e-5, 1e-5};
     for (int z = 0; z < (int)(sizeof zoo / sizeof *zoo); z++) {
         char model[256], weights[256];
         snprintf(model, sizeof model, "model_zoo/%s/model.yaml", zoo[z]);
         snprintf(weights, sizeof weights, "model_zoo/%s/%s.safetensors", zoo[z], zoo[z]);
-        CU_ASSERT(agree(zoo[z], model, weights, vocab[z]));
+        CU_ASSERT(agree(zoo[z], model, weights, vocab[z], rtol[z]));
     }
 }
 
@@ -119,7 +125,7 @@ static void fixture(const char *name, const char *yaml, int vocab)
     CU_ASSERT_EQUAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
     tfc_model_free(m);
     tfc_backend_free(be);
-    CU_ASSERT(agree(name, model, weights, vocab));
+    CU_ASSERT(agree(name, model, weights, vocab, 1e-5));
 }
 
 static void test_strided_same_conv_and_pooling(void)
