@@ -148,23 +148,38 @@ static int gemm_blocks(const tfc_backend *be, int m, int n, int k)
 #define GEMV_PAR_MIN ((int64_t)1 << 18)
 #define GEMV_BLOCK_MIN 16
 
+/* Columns [j0, j1) of gemv_row's product, one single-threaded OpenBLAS GEMV. */
+static void gemv_block(int trans_b, int j0, int j1, int k, float alpha, const float *a,
+                       const float *b, int ldb, float beta, float *c)
+{
+    if (trans_b) /* B [n, k]: c[j] = alpha b[j,:] . a + beta c[j] */
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, j1 - j0, k, alpha, b + (int64_t)j0 * ldb, ldb,
+                    a, 1, beta, c + j0, 1);
+    else /* B [k, n]: c = alpha a B + beta c */
+        cblas_sgemv(CblasRowMajor, CblasTrans, k, j1 - j0, alpha, b + j0, ldb, a, 1, beta,
+                    c + j0, 1);
+}
+
 static void gemv_row(tfc_backend *be, int trans_b, int n, int k, float alpha, const float *a,
                      const float *b, int ldb, float beta, float *c)
 {
     int blocks = (int64_t)n * k >= GEMV_PAR_MIN && omp_get_level() == 0 ? be->threads : 1;
     if (blocks > n / GEMV_BLOCK_MIN) blocks = n / GEMV_BLOCK_MIN;
     if (blocks < 1) blocks = 1;
+    if (be->threads == 1 || omp_get_level() > 0) { /* no region: OpenBLAS runs on one thread */
+        gemv_block(trans_b, 0, n, k, alpha, a, b, ldb, beta, c);
+        return;
+    }
+    /* Several backend threads: the blocks in a region, even a one-thread one (blocks 1). Out
+     * of a region OpenBLAS would see omp_set_num_threads(1)'s count change on every call and
+     * reset its own: fashion_mlp's batch-1 call at 2 threads took 0.070-0.078 ms that way
+     * against 0.048-0.054 in the region (bench_infer, best of 3, quiet VM, 2026-11-28). */
     const int saved = omp_get_max_threads();
     if (saved != 1) omp_set_num_threads(1);
-    TFC_CPU_FOR(blocks, blocks, for (int q = 0; q < blocks; q++) {
-        const int j0 = (int)((int64_t)n * q / blocks), j1 = (int)((int64_t)n * (q + 1) / blocks);
-        if (trans_b) /* B [n, k]: c[j] = alpha b[j,:] . a + beta c[j] */
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, j1 - j0, k, alpha, b + (int64_t)j0 * ldb,
-                        ldb, a, 1, beta, c + j0, 1);
-        else /* B [k, n]: c = alpha a B + beta c */
-            cblas_sgemv(CblasRowMajor, CblasTrans, k, j1 - j0, alpha, b + j0, ldb, a, 1, beta,
-                        c + j0, 1);
-    });
+#pragma omp parallel for num_threads(tfc_cpu_team(blocks)) if (blocks > 1) schedule(static, 1)
+    for (int q = 0; q < blocks; q++)
+        gemv_block(trans_b, (int)((int64_t)n * q / blocks), (int)((int64_t)n * (q + 1) / blocks),
+                   k, alpha, a, b, ldb, beta, c);
     if (saved != 1) omp_set_num_threads(saved);
 }
 
