@@ -9,7 +9,8 @@ count (checked against tfc's: a mismatch stops the script) and the loss of its f
                    [--repeats N] [--compile [MODE]] [--models mnist_mlp,mnist_cnn,...]
 
 --compile wraps each model in torch.compile (inductor; MODE "default" or "reduce-overhead",
-whose CUDA graphs are marked a new step at each step's start); its compilation happens
+whose CUDA graphs are marked a new step at each step's start, and whose gradients are set
+to None rather than zeroed, as the graphs' memory requires); its compilation happens
 during the warm-up steps, which are not timed.
 
 On CUDA every step ends with torch.cuda.synchronize() (tfc's steps end with a sync too),
@@ -231,7 +232,9 @@ def bench(name, model, x, y):
                 torch.compiler.cudagraph_mark_step_begin()
             out = model(x)
             loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-            opt.zero_grad(set_to_none=False)
+            # under CUDA graphs the gradients live in the graph's memory, which the next
+            # replay overwrites: they are set to None (a fresh tensor each step), not zeroed
+            opt.zero_grad(set_to_none=graphs)
             loss.backward()
             opt.step()
             if loss0 is None:
