@@ -1,7 +1,7 @@
 """PyTorch eager reference for `make bench`, `make bench-peers` and `make bench-gpu`: the same
 networks as bench/models/*.yaml (Keras mnist_mlp, mnist_cnn, Embedding-LSTM-Dense, and on
 request ResNet-20, the Bidirectional-GRU and Conv1D text classifiers, the fortunes GPT at
-T = 128 and 512, the MobileNet), forward + loss + backward + SGD step per batch on random
+T = 128, 512 and 2048, the MobileNet), forward + loss + backward + SGD step per batch on random
 data, median of N steps per repeat, one JSON line per model with its trainable parameter
 count (checked against tfc's: a mismatch stops the script) and the loss of its first step.
 
@@ -264,7 +264,7 @@ def bench(name, model, x, y):
 torch.manual_seed(0)
 # tfc's trainable parameter counts of bench/models/*.yaml (bench_train's "params")
 PARAMS = {"mnist_mlp": 669706, "mnist_cnn": 1199882, "char_lstm": 354384, "resnet20": 272474,
-          "bigru": 545608, "conv1d": 718216, "gpt_t128": 842624, "gpt_t512": 891776,
+          "bigru": 545608, "conv1d": 718216, "gpt_t128": 842624, "gpt_t512": 891776, "gpt_t2048": 1088384,
           "mobilenet": 74194}
 MODELS = {
     "mnist_mlp": lambda: (mlp(), torch.rand(128, 784), torch.randint(0, 10, (128,))),
@@ -279,6 +279,8 @@ MODELS = {
                          torch.randint(0, 128, (32, 128))),
     "gpt_t512": lambda: (GPT(512), torch.randint(0, 128, (8, 512)),
                          torch.randint(0, 128, (8, 512))),
+    "gpt_t2048": lambda: (GPT(2048), torch.randint(0, 128, (2, 2048)),
+                          torch.randint(0, 128, (2, 2048))),
     "mobilenet": lambda: (mobilenet(), torch.rand(128, 1, 28, 28), torch.randint(0, 10, (128,))),
 }
 for name in args.models.split(","):
