@@ -8,6 +8,8 @@
 # then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
 #                                 bench-data cpu-test (make test, the CPU suite)
+#                                 cpu-isa (test_cpu_ops, test_vision, test_weights: the
+#                                 CPU kernels' AVX-512 paths, where the host has them)
 #                                 bench-conv (bench_conv --against direct: oneDNN's
 #                                 Winograd on the host's CPU, all its threads)
 #                                 dist (tests/gpu/dist.sh) comm (bench/comm_overhead.sh)
@@ -91,6 +93,14 @@ if [ "${1:-}" = --step ]; then
         bench) "${mk[@]}" bench-gpu ;;
         bench-data) "${mk[@]}" bench-data ;;
         cpu-test) "${mk[@]}" -k test ;;
+        cpu-isa) grep -o -m1 'avx512[a-z]*' /proc/cpuinfo | head -1
+                 t="test_cpu_ops test_vision test_weights" rc=0
+                 "${mk[@]}" ${t//test_/build/gpu-bare/tests/test_} || exit 1
+                 for x in $t; do
+                     TFC_BIN=bin build/gpu-bare/tests/$x >"$OUT/$x.log" 2>&1 || rc=1
+                     grep -E "^ +(tests|asserts) |FAILED|AVX-512" "$OUT/$x.log"
+                 done
+                 exit $rc ;;
         bench-conv) "${mk[@]}" build/gpu-bare/bench/bench_conv &&
                   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/gpu-bare/bench/bench_conv \
                       --against direct --threads "$OMP_NUM_THREADS" --rounds 5 ;;
