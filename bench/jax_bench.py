@@ -1,5 +1,6 @@
 """JAX reference for `make bench-gpu`: the networks of bench/models/{mnist_mlp,mnist_cnn,
-char_lstm,resnet20}.yaml in plain jax.numpy (channels last, as tfc), forward + loss + backward
+char_lstm,resnet20}.yaml (and on request gpt_t128, gpt_t512, gpt_t2048) in plain jax.numpy
+(channels last, as tfc), forward + loss + backward
 + SGD (lr 0.01, as torch_bench.py) in one jax.jit per step with the parameters donated, on
 random data; each step ends with block_until_ready. Strict float32 unless --tf32
 (jax_default_matmul_precision "highest", else "tensorfloat32"). BatchNormalization uses the
@@ -25,7 +26,8 @@ args = ap.parse_args()
 jax.config.update("jax_default_matmul_precision", "tensorfloat32" if args.tf32 else "highest")
 
 # tfc's trainable parameter counts (bench_train's "params", torch_bench.py's PARAMS)
-PARAMS = {"mnist_mlp": 669706, "mnist_cnn": 1199882, "char_lstm": 354384, "resnet20": 272474}
+PARAMS = {"mnist_mlp": 669706, "mnist_cnn": 1199882, "char_lstm": 354384, "resnet20": 272474,
+          "gpt_t128": 842624, "gpt_t512": 891776, "gpt_t2048": 1088384}
 KEY = [jax.random.PRNGKey(0)]
 
 
@@ -135,8 +137,48 @@ def resnet20():
     return p, f
 
 
+def layer_norm(x, q):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) * jax.lax.rsqrt(v + 1e-3) * q["g"] + q["b"]
+
+
+def gpt(t):
+    """bench/models/gpt_t*.yaml: token and position embeddings, 4 pre-norm blocks of causal
+    self-attention (4 heads of 32, jax.nn.dot_product_attention: XLA's own attention in
+    float32) and a gelu feed-forward (512), a final LayerNormalization, logits over 128."""
+    def ln():
+        return {"g": jnp.ones(128), "b": jnp.zeros(128)}
+    p = {"tok": rand(128, 128, scale=0.05), "pos": rand(t, 128, scale=0.02), "norm": ln(),
+         "logits": dense(128, 128),
+         "blocks": [{"n1": ln(), "q": dense(128, 128), "k": dense(128, 128),
+                     "v": dense(128, 128), "o": dense(128, 128), "n2": ln(),
+                     "f1": dense(128, 512), "f2": dense(512, 128)} for _ in range(4)]}
+
+    def f(p, x, key):
+        h = p["tok"][x] + p["pos"]                        # [N, T, 128]
+        n = x.shape[0]
+        for b in p["blocks"]:
+            a = layer_norm(h, b["n1"])
+            q, k, v = ((a @ b[w]["w"] + b[w]["b"]).reshape(n, t, 4, 32) for w in "qkv")
+            o = jax.nn.dot_product_attention(q, k, v, is_causal=True).reshape(n, t, 128)
+            h = h + o @ b["o"]["w"] + b["o"]["b"]
+            a = jax.nn.gelu(layer_norm(h, b["n2"]) @ b["f1"]["w"] + b["f1"]["b"],
+                            approximate=False)
+            h = h + a @ b["f2"]["w"] + b["f2"]["b"]
+        return layer_norm(h, p["norm"]) @ p["logits"]["w"] + p["logits"]["b"]
+    return p, f
+
+
+# the GPTs' batches: 4096 tokens each (bench_train's batch_of)
+GPT_BATCH = {"gpt_t128": 32, "gpt_t512": 8, "gpt_t2048": 2}
+
+
 def data(name):
     k1, k2 = jax.random.split(jax.random.PRNGKey(1))
+    if name in GPT_BATCH:
+        shape = (GPT_BATCH[name], int(name[5:]))
+        return jax.random.randint(k1, shape, 0, 128), jax.random.randint(k2, shape, 0, 128)
     if name == "mnist_mlp":
         return jax.random.uniform(k1, (128, 784)), jax.random.randint(k2, (128,), 0, 10)
     if name == "mnist_cnn":
@@ -154,7 +196,7 @@ def bench(name, make):
     x, y = data(name)
 
     def loss_fn(p, x, y, key):
-        logits = f(p, x, key).reshape(-1, 10 if name != "char_lstm" else 80)
+        logits = f(p, x, key).reshape(-1, CLASSES.get(name, 10))
         logp = jax.nn.log_softmax(logits)
         return -jnp.take_along_axis(logp, y.reshape(-1, 1), axis=1).mean()
 
@@ -183,6 +225,9 @@ def bench(name, make):
                       "tf32": int(args.tf32), "gpu": jax.devices()[0].device_kind}), flush=True)
 
 
-MODELS = {"mnist_mlp": mlp, "mnist_cnn": cnn, "char_lstm": char_lstm, "resnet20": resnet20}
+CLASSES = {"char_lstm": 80, "gpt_t128": 128, "gpt_t512": 128, "gpt_t2048": 128}
+MODELS = {"mnist_mlp": mlp, "mnist_cnn": cnn, "char_lstm": char_lstm, "resnet20": resnet20,
+          "gpt_t128": lambda: gpt(128), "gpt_t512": lambda: gpt(512),
+          "gpt_t2048": lambda: gpt(2048)}
 for name in args.models.split(","):
     bench(name, MODELS[name])
