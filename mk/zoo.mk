@@ -14,10 +14,10 @@ zoo-test: $(BIN)/tfc-zoo
 	    echo "== $$n"; TFC_ZOO=$(CURDIR)/model_zoo $(BIN)/tfc-zoo test "$$n" || status=1; \
 	done; exit $$status
 
-# make zoo-retrain: retrains fashion_mlp, fortunes_classify, fortunes_bigru and
-# fortunes_encoder with the command and threads their README records and fails unless the
-# final test metric equals the README's exactly (tools/zoo-retrain.sh; needs
-# tools/install-deps.sh --data; minutes, not in make test).
+# make zoo-retrain: retrains fashion_mlp, fortunes_classify, fortunes_bigru,
+# fortunes_conv_bigru and fortunes_encoder with the command and threads their README records
+# and fails unless the final test metric equals the README's exactly (tools/zoo-retrain.sh;
+# needs tools/install-deps.sh --data; minutes, not in make test).
 .PHONY: zoo-retrain
 zoo-retrain: tools
 	$(Q)tools/zoo-retrain.sh $(BIN) $(BUILD)/zoo-retrain

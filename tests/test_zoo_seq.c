@@ -1,8 +1,10 @@
-/* The zoo's variable-length classifiers (model_zoo/fortunes_bigru, model_zoo/fortunes_encoder)
- * through the C API: each record's class probabilities are the same whatever its batch is
- * padded to (alone at its own length, in a batch at the longest record's length, at
- * max_length 80), which their READMEs promise for bucketed batches (the embedding's mask
- * through the Bidirectional GRU, or through the attention block, to the masked mean); and
+/* The zoo's variable-length classifiers (model_zoo/fortunes_bigru, fortunes_conv_bigru,
+ * fortunes_encoder) through the C API: each record's class probabilities are the same whatever
+ * its batch is padded to (alone at its own length, in a batch at the longest record's length,
+ * at max_length 80), which their READMEs promise for bucketed batches (the embedding's mask
+ * through the Bidirectional GRU, or through the attention block, to the masked mean; or the
+ * Bidirectional GRU's zeros at masked steps through a ReLU Conv1D of kernel 1 without bias,
+ * 0 there, to the max over every step); and
  * fortunes_encoder predicts what Keras 3 predicts with its weights (tests/ref/encoder). */
 #include <math.h>
 #include <stdint.h>
@@ -82,6 +84,7 @@ static void batch_independent(const char *name)
 }
 
 static void test_batch_independent(void) { batch_independent("fortunes_bigru"); }
+static void test_conv_batch_independent(void) { batch_independent("fortunes_conv_bigru"); }
 static void test_encoder_batch_independent(void) { batch_independent("fortunes_encoder"); }
 
 /* fortunes_encoder on the five records at 80 steps against Keras 3.15's predictions with the
@@ -117,5 +120,6 @@ static void test_encoder_keras(void)
 }
 
 TFC_TEST_MAIN("zoo_seq", {"batch_independent", test_batch_independent},
+              {"conv_batch_independent", test_conv_batch_independent},
               {"encoder_batch_independent", test_encoder_batch_independent},
               {"encoder_keras", test_encoder_keras})

@@ -1,8 +1,8 @@
 #!/bin/sh
 # make zoo-retrain: retrains the zoo's cheap models (fashion_mlp, fortunes_classify,
-# fortunes_bigru, fortunes_encoder; MODELS to choose) with the command and --threads their
-# README front matter records, and compares the run's final test metric with the README's
-# value exactly (both printed with 6 significant digits, as tools/zoo-package.sh writes it).
+# fortunes_bigru, fortunes_conv_bigru, fortunes_encoder; MODELS to choose) with the command
+# and --threads their README front matter records, and compares the run's final test metric
+# with the README's value exactly (both printed with 6 significant digits, as tools/zoo-package.sh writes it).
 # A change that alters training results fails here: retrain, repackage
 # (tools/zoo-package.sh) and update the README tables in the same commit.
 # Needs the data packages (tools/install-deps.sh --data). Not part of make test (minutes).
@@ -10,7 +10,8 @@
 set -e
 bin=${1:?usage: zoo-retrain.sh BIN_DIR [OUT_DIR]}
 out=${2:-build/zoo-retrain}
-models=${MODELS:-"fashion_mlp fortunes_classify fortunes_bigru fortunes_encoder"}
+models=${MODELS:-"fashion_mlp fortunes_classify fortunes_bigru fortunes_conv_bigru
+                  fortunes_encoder"}
 status=0
 for m in $models; do
     readme=model_zoo/$m/README.md
