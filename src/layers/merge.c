@@ -1,6 +1,7 @@
 /* Add, Concatenate and Multiply (keras.layers), the merge layers that make residual,
  * multi-branch and gated graphs; list their producers in `inputs:`.
- *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy
+ *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy; masked only if
+ *                every input is (Keras: an input without a mask drops it)
  *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy;
  *                under a sequence mask, along the steps (axis 0 of sequences) the output's
  *                mask is the inputs' masks joined, ones for an input without one; along
@@ -32,6 +33,9 @@ static tfc_status add_build(tfc_layer *l, tfc_error *err)
                                    "is %s", tfc_shape_str(&l->in_shape[0], b1, sizeof b1), i,
                                    tfc_shape_str(&l->in_shape[i], b2, sizeof b2));
     l->out_shape = l->in_shape[0];
+    /* Keras (Merge.compute_mask): no mask when any input has none, else their union, here
+     * the model's one sequence mask */
+    l->mask_out = l->mask_inputs == (1u << l->ninputs) - 1;
     return TFC_OK;
 }
 
