@@ -252,16 +252,13 @@ void tfc_cpu_depthwise_forward(tfc_backend *be, const tfc_conv_desc *d, const fl
             b[k] = (float)(bn->beta[k] - bn->mean[k] * s);
         }
     }
-    /* the activation of one row, on the calling thread (a team of one: inside the loop) */
-    tfc_backend one = *be;
-    one.threads = 1;
     void (*const fwd)(const tfc_conv_desc *, int64_t, const float *, const float *,
                       const float *, const float *, const float *, const float *, float *) =
         forward_row_isa[dw_isa()];
     TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         fwd(d, r, x, w, bias, a, b, residual, y);
         if (act != TFC_ACT_LINEAR)
-            tfc_cpu_act_forward(&one, act, row, d->f, y + r * row, y + r * row);
+            tfc_cpu_act_forward_serial(act, row, d->f, y + r * row, y + r * row);
     });
 }
 
