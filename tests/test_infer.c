@@ -394,7 +394,7 @@ static void test_one_thread_no_region(void)
         be->ops->mul(be, 1, H * H, C, out, x, 1, out, 1);
         be->ops->gemm(be, 0, 0, 1, C, N / C, 1.0f, x, N / C, x, C, 0.0f, out, C);
         be->ops->pool_forward(be, &pd, x, pooled, NULL);
-        be->ops->depthwise_forward(be, &dd, x, x, b, dw);
+        be->ops->depthwise_forward(be, &dd, x, x, b, NULL, NULL, TFC_ACT_LINEAR, dw, NULL);
         started[t] = regions;
         regions = 0;
         be->ops->act_forward(be, TFC_ACT_GELU, N, C, x, act);

@@ -124,7 +124,7 @@ static void depthwise_values(void)
         dw_walk(d, ref_forward, &r);
         dw_walk(d, ref_data, &r);
         dw_walk(d, ref_filter, &r);
-        be->ops->depthwise_forward(be, d, x, w, b, y);
+        be->ops->depthwise_forward(be, d, x, w, b, NULL, NULL, TFC_ACT_LINEAR, y, NULL);
         be->ops->depthwise_backward_data(be, d, dy, w, dx);
         be->ops->depthwise_backward_filter(be, d, x, dy, dwt, ws);
         double ef = max_rel(y, r.y, ny), ed = max_rel(dx, r.dx, nx), ew = max_rel(dwt, r.dw, nw);
@@ -159,7 +159,7 @@ static void depthwise_run(const tfc_conv_desc *d, int threads, float *out[3])
     tfc_backend *be = tfc_cpu_backend_create(threads);
     float *ws = falloc((int64_t)be->ops->depthwise_workspace(be, d) / 4 + 1);
     out[0] = falloc(ny), out[1] = falloc(nx), out[2] = falloc(nw);
-    be->ops->depthwise_forward(be, d, x, w, NULL, out[0]);
+    be->ops->depthwise_forward(be, d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, out[0], NULL);
     be->ops->depthwise_backward_data(be, d, dy, w, out[1]);
     be->ops->depthwise_backward_filter(be, d, x, dy, out[2], ws);
     free(ws);

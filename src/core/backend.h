@@ -558,12 +558,17 @@ typedef struct tfc_device_options {
      * (m the depth multiplier); output channel k reads input channel k / m alone, through         \
      * column k of w [kh, kw, c, m] = [kh, kw, f] (Keras's layout):                                \
      *   y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]     \
-     * depthwise_forward overwrites y (plus bias[k]; bias NULL: none). The backward ops add to     \
-     * dx and dw; the filter gradient's sums follow the shapes alone, never the thread count.      \
-     * ws: at least depthwise_workspace(d) bytes (NULL when 0), also for fewer images. */          \
+     * depthwise_forward overwrites y with act(bn(that + bias) + residual), conv_forward's        \
+     * epilogue without the pooling (bias, bn, residual NULL: none; bn as bn_forward_infer;        \
+     * residual a tensor of y's shape, not y; act over the f channels, as act_forward's), each     \
+     * step rounded as its own op rounds it, fused where the backend can. The backward ops add     \
+     * to dx and dw; the filter gradient's sums follow the shapes alone, never the thread count.   \
+     * ws: at least depthwise_workspace(d) bytes (NULL when 0), also for fewer images; forward     \
+     * reads it only with bn (NULL otherwise). */                                                  \
     X(size_t, depthwise_workspace, (tfc_backend *be, const tfc_conv_desc *d))                      \
     X(void, depthwise_forward, (tfc_backend *be, const tfc_conv_desc *d, const float *x,           \
-                                const float *w, const float *bias, float *y))                      \
+                                const float *w, const float *bias, const tfc_bn_params *bn,        \
+                                const float *residual, tfc_act act, float *y, void *ws))           \
     X(void, depthwise_backward_data, (tfc_backend *be, const tfc_conv_desc *d, const float *dy,    \
                                       const float *w, float *dx))                                  \
     X(void, depthwise_backward_filter, (tfc_backend *be, const tfc_conv_desc *d, const float *x,   \

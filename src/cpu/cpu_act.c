@@ -132,10 +132,8 @@ ACT_INLINE float gelu_grad(float v)
 /* Row-wise softmax: y = exp(x - max) / sum exp(x - max). Subtracting the row maximum keeps
  * exp from overflowing and changes nothing mathematically. */
 TFC_CPU_VECTOR
-static void softmax_forward(const tfc_backend *be, int64_t rows, int cols, const float *x,
-                            float *y)
+static void softmax_forward(int nt, int64_t rows, int cols, const float *x, float *y)
 {
-    int nt = tfc_cpu_threads(be, rows * cols);
     TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
@@ -172,13 +170,10 @@ static void softmax_backward(const tfc_backend *be, int64_t rows, int cols, cons
     });
 }
 
-/* y = act(x); x and y may alias. */
+/* y = act(x) in nt shares (1: on the calling thread, no region); x and y may alias. */
 TFC_CPU_VECTOR
-void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
-                         float *y)
+static void act_forward(int nt, tfc_act act, int64_t n, int cols, const float *x, float *y)
 {
-    if (n <= 0) return;
-    int nt = tfc_cpu_threads(be, n);
     switch (act) {
     case TFC_ACT_LINEAR:
         if (x != y) memmove(y, x, (size_t)n * sizeof(float));
@@ -188,7 +183,7 @@ void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, cons
     case TFC_ACT_TANH: MAP_FORWARD(tfc_cpu_tanhf(v)); break;
     case TFC_ACT_SOFTMAX:
         if (cols <= 0) cols = (int)n;
-        softmax_forward(be, n / cols, cols, x, y);
+        softmax_forward(nt, n / cols, cols, x, y);
         break;
     case TFC_ACT_ELU: MAP_FORWARD(v > 0.0f ? v : expm1f(v)); break;
     case TFC_ACT_SELU:
@@ -218,6 +213,17 @@ void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, cons
         break;
     default: TFC_ASSERT(!"unknown activation");
     }
+}
+
+void tfc_cpu_act_forward(tfc_backend *be, tfc_act act, int64_t n, int cols, const float *x,
+                         float *y)
+{
+    if (n > 0) act_forward(tfc_cpu_threads(be, n), act, n, cols, x, y);
+}
+
+void tfc_cpu_act_forward_serial(tfc_act act, int64_t n, int cols, const float *x, float *y)
+{
+    if (n > 0) act_forward(1, act, n, cols, x, y);
 }
 
 /* dx += act'(x) dy, or = with assign. Derivatives use y where it is exact and cheaper

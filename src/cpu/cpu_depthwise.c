@@ -5,8 +5,9 @@
  * interleaved outputs vectorise too), compiled three times: for AVX-512, AVX2 and the
  * baseline, chosen at run time (dw_isa). No contraction into fused multiply-adds (ISO C), so
  * the three give the same bits. Forward and the data gradient gather (each thread writes its
- * own rows); the filter gradient sums fixed shares of the rows into partials, added in share
- * order. */
+ * own rows; forward applies its epilogue, BatchNormalization's map, a residual and the
+ * activation, to each row while it is in cache); the filter gradient sums fixed shares of the
+ * rows into partials, added in share order. */
 #include "cpu/cpu_internal.h"
 
 /* The filter gradient's shares: at most this many, fixed by the shapes, not the threads. */
@@ -103,16 +104,36 @@ DW_INLINE void pixel_taps(const tfc_conv_desc *d, const float *xi, int oy, int o
     }
 }
 
-/* Forward of output row r = (n, oy): y[n, oy, j, k] = bias[k] + the taps. */
+/* One output pixel's epilogue while it is in cache, each step rounded as its own op rounds
+ * it: out = out a + b (bn_forward_infer's map; a NULL: none), then out += res (axpy of 1;
+ * res NULL: none). */
+DW_INLINE void pixel_epilogue(int f, const float *restrict a, const float *restrict b,
+                              const float *restrict res, float *restrict out)
+{
+    if (a) {
+#pragma omp simd
+        for (int k = 0; k < f; k++) out[k] = out[k] * a[k] + b[k];
+    }
+    if (res) {
+#pragma omp simd
+        for (int k = 0; k < f; k++) out[k] += res[k];
+    }
+}
+
+/* Forward of output row r = (n, oy): y[n, oy, j, k] = bias[k] + the taps, then each pixel's
+ * epilogue (a, b: the normalisation's map, NULL: none; residual: of y's shape, NULL: none). */
 DW_INLINE void forward_row(const tfc_conv_desc *d, int64_t r, const float *x, const float *w,
-                           const float *bias, float *y)
+                           const float *bias, const float *a, const float *b,
+                           const float *residual, float *y)
 {
     const float *xi = x + r / d->oh * d->h * d->w * d->c;
     for (int ox = 0; ox < d->ow; ox++) {
-        float *out = y + (r * d->ow + ox) * d->f;
+        const int64_t o = (r * d->ow + ox) * d->f;
+        float *out = y + o;
         if (bias) memcpy(out, bias, (size_t)d->f * sizeof(float));
         else memset(out, 0, (size_t)d->f * sizeof(float));
         pixel_taps(d, xi, (int)(r % d->oh), ox, w, out, 0);
+        pixel_epilogue(d->f, a, b, residual ? residual + o : NULL, out);
     }
 }
 
@@ -179,7 +200,8 @@ DW_INLINE void sum_shares(int64_t k0, int64_t k1, int S, int64_t K, float *part,
 #endif
 
 DW_COMPILE(forward_row, (const tfc_conv_desc *d, int64_t r, const float *x, const float *w,
-                         const float *bias, float *y), (d, r, x, w, bias, y))
+                         const float *bias, const float *a, const float *b,
+                         const float *residual, float *y), (d, r, x, w, bias, a, b, residual, y))
 DW_COMPILE(data_row, (const tfc_conv_desc *d, int64_t r, const float *dy, const float *w,
                       float *dx), (d, r, dy, w, dx))
 DW_COMPILE(filter_rows, (const tfc_conv_desc *d, int64_t r0, int64_t r1, const float *x,
@@ -212,16 +234,32 @@ static int dw_isa(void)
     return dw_chosen >= 0 ? dw_chosen : dw_best();
 }
 
-/* y[n, i, j, k] = sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]
- *                 + bias[k]; rows (n, i) in parallel. */
+/* y[n, i, j, k] = act(bn(sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]
+ *                        + bias[k]) + residual[n, i, j, k]);
+ * rows (n, i) in parallel, each finished (normalised, added to, activated) while in cache. */
 void tfc_cpu_depthwise_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                               const float *w, const float *bias, float *y)
+                               const float *w, const float *bias, const tfc_bn_params *bn,
+                               const float *residual, tfc_act act, float *y, void *ws)
 {
-    const int64_t rows = (int64_t)d->n * d->oh;
-    const int nt = tfc_cpu_threads(be, rows * d->ow * d->f * d->kh * d->kw);
-    void (*const row)(const tfc_conv_desc *, int64_t, const float *, const float *,
-                      const float *, float *) = forward_row_isa[dw_isa()];
-    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) row(d, r, x, w, bias, y););
+    const int64_t rows = (int64_t)d->n * d->oh, row = (int64_t)d->ow * d->f;
+    const int nt = tfc_cpu_threads(be, rows * row * d->kh * d->kw);
+    float *a = NULL, *b = NULL;
+    if (bn) { /* a and b as bn_forward_infer computes them */
+        a = ws, b = a + d->f;
+        for (int k = 0; k < d->f; k++) {
+            double s = bn->gamma[k] / sqrt((double)bn->var[k] + (double)bn->eps);
+            a[k] = (float)s;
+            b[k] = (float)(bn->beta[k] - bn->mean[k] * s);
+        }
+    }
+    void (*const fwd)(const tfc_conv_desc *, int64_t, const float *, const float *,
+                      const float *, const float *, const float *, const float *, float *) =
+        forward_row_isa[dw_isa()];
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
+        fwd(d, r, x, w, bias, a, b, residual, y);
+        if (act != TFC_ACT_LINEAR)
+            tfc_cpu_act_forward_serial(act, row, d->f, y + r * row, y + r * row);
+    });
 }
 
 /* dx[n, iy, ix, ci] += sum over the (output pixel, tap) pairs that read it of
@@ -245,9 +283,11 @@ static int shares(int64_t rows)
     return rows < DW_SHARES ? (int)rows : DW_SHARES;
 }
 
+/* The filter gradient's partials, or forward's normalisation map (2 f floats) if more. */
 size_t tfc_cpu_depthwise_workspace(tfc_backend *be, const tfc_conv_desc *d)
 {
-    return (size_t)shares((int64_t)d->n * d->oh) * d->kh * d->kw * d->f * sizeof(float);
+    const int64_t parts = (int64_t)shares((int64_t)d->n * d->oh) * d->kh * d->kw;
+    return (size_t)(parts > 2 ? parts : 2) * d->f * sizeof(float);
 }
 
 /* dw[u, v, k] += sum_{n, i, j} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] dy[n, i, j, k].

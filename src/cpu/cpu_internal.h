@@ -69,6 +69,10 @@ void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const fl
 void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, const float *a,
                       const float *b, const float *residual, int relu, float *y);
 
+/* act_forward's y = act(x) (rows of cols) on the calling thread, never in a region: for a
+ * loop already running on the backend's threads (cpu_act.c). */
+void tfc_cpu_act_forward_serial(tfc_act act, int64_t n, int cols, const float *x, float *y);
+
 /* Elements of work below which an OpenMP team costs more than it saves. */
 #define TFC_CPU_PAR_MIN 32768
 

@@ -135,14 +135,22 @@ static __global__ void depthwise_filter_sum(int64_t K, int shares, const float *
     }
 }
 
+/* y = act(bn(depthwise(x, w) + bias) + residual): the bias in the kernel, the rest as their
+ * own kernels after it, as tfc_gpu_conv_forward's epilogue (ws unused). */
 void tfc_gpu_depthwise_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
-                               const float *w, const float *bias, float *y)
+                               const float *w, const float *bias, const tfc_bn_params *bn,
+                               const float *residual, tfc_act act, float *y, void *ws)
 {
     gpu_ctx *g = gpu_of(be);
-    const int64_t n = (int64_t)d->n * d->oh * d->ow * d->f;
+    const int64_t rows = (int64_t)d->n * d->oh * d->ow, n = rows * d->f;
     if (n <= 0) return;
     depthwise_fwd<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, x, w, bias, y);
     TFC_LAUNCH_CHECK(g, depthwise_fwd);
+    if (bn)
+        tfc_gpu_bn_forward_infer(be, rows, d->f, y, bn->gamma, bn->beta, bn->mean, bn->var,
+                                 bn->eps, y);
+    if (residual) tfc_gpu_axpy(be, n, 1.0f, residual, y);
+    if (act != TFC_ACT_LINEAR) tfc_gpu_act_forward(be, act, n, d->f, y, y);
 }
 
 void tfc_gpu_depthwise_backward_data(tfc_backend *be, const tfc_conv_desc *d, const float *dy,

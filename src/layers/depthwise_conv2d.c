@@ -90,12 +90,28 @@ static void depthwise_plan(tfc_layer *l, tfc_backend *be)
     l->workspace = be->ops->depthwise_workspace(be, &d);
 }
 
-static void depthwise_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+/* y = act(bn(depthwise(x) + b) + residual) in the backend's one op (its epilogue), then
+ * pooled = pool(y) on its own (forward_fused's contract). */
+static void depthwise_forward_fused(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y,
+                                    const tfc_bn_params *bn, const float *residual, tfc_act act,
+                                    const tfc_pool_desc *pool, float *pooled)
 {
     const depthwise_args *a = l->args;
     tfc_conv_desc d = depthwise_desc(l, ex->batch);
     ex->be->ops->depthwise_forward(ex->be, &d, x[0], l->params[0].data,
-                                   a->use_bias ? l->params[1].data : NULL, y);
+                                   a->use_bias ? l->params[1].data : NULL, bn, residual, act, y,
+                                   ex->ws);
+    if (pool) ex->be->ops->pool_forward(ex->be, pool, y, pooled, NULL);
+}
+
+static void depthwise_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    depthwise_forward_fused(l, ex, x, y, NULL, NULL, TFC_ACT_LINEAR, NULL, NULL);
+}
+
+static void depthwise_forward_act(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    depthwise_forward_fused(l, ex, x, y, NULL, NULL, l->act, NULL, NULL);
 }
 
 static void depthwise_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -118,5 +134,6 @@ const tfc_layer_ops tfc_depthwise_conv2d_ops = {
     .type = "DepthwiseConv2D", .schema = depthwise_fields, .args_size = sizeof(depthwise_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = depthwise_build, .plan = depthwise_plan, .forward = depthwise_forward,
+    .forward_act = depthwise_forward_act, .forward_fused = depthwise_forward_fused,
     .backward = depthwise_backward, .needs = depthwise_needs,
 };

@@ -122,7 +122,8 @@ static void separable_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
     tfc_conv_desc d = separable_desc(l, ex->batch);
     const tfc_backend_ops *op = ex->be->ops;
     const int rows = d.n * d.oh * d.ow;
-    op->depthwise_forward(ex->be, &d, x[0], l->params[0].data, NULL, l->saved);
+    op->depthwise_forward(ex->be, &d, x[0], l->params[0].data, NULL, NULL, NULL,
+                          TFC_ACT_LINEAR, l->saved, NULL);
     op->gemm(ex->be, 0, 0, rows, a->filters, d.f, 1.f, l->saved, d.f, l->params[1].data,
              a->filters, 0.f, y, a->filters);
     if (a->use_bias) op->bias_add(ex->be, rows, a->filters, l->params[2].data, y);

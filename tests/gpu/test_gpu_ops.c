@@ -2119,7 +2119,9 @@ static void test_masked_mean(void)
     check_status();
 }
 
-/* depthwise_forward (with a bias; without), _backward_data, _backward_filter; d.f = c m. */
+/* depthwise_forward (with a bias; without; with a bias, a normalisation, a residual and
+ * relu6: the epilogue the CPU applies row by row, the GPU as kernels of their own),
+ * _backward_data, _backward_filter; d.f = c m. */
 static int depthwise_case(const char *name, tfc_conv_desc d)
 {
     const size_t wr = ref->ops->depthwise_workspace(ref, &d);
@@ -2130,18 +2132,28 @@ static int depthwise_case(const char *name, tfc_conv_desc d)
     pair x = pair_rand(nx, -1, 1), w = pair_rand(nw, -1, 1), b = pair_rand(d.f, -1, 1);
     pair y = pair_rand(ny, -1, 1), y0 = pair_rand(ny, -1, 1), dy = pair_rand(ny, -1, 1);
     pair dx = pair_rand(nx, -1, 1), dw = pair_rand(nw, -1, 1);
+    pair g = pair_rand(3 * d.f, -1, 1), v = pair_rand(d.f, 0.1, 2), r = pair_rand(ny, -1, 1);
+    pair ye = pair_rand(ny, -1, 1);
+    const tfc_bn_params bn[2] = {{g.h, g.h + d.f, g.h + 2 * d.f, v.h, 1e-3f},
+                                 {g.d, g.d + d.f, g.d + 2 * d.f, v.d, 1e-3f}};
     for (int k = 0; k < 2; k++) {
         tfc_backend *be = k ? dev : ref;
-        be->ops->depthwise_forward(be, &d, SIDE(x, k), SIDE(w, k), SIDE(b, k), SIDE(y, k));
-        be->ops->depthwise_forward(be, &d, SIDE(x, k), SIDE(w, k), NULL, SIDE(y0, k));
+        be->ops->depthwise_forward(be, &d, SIDE(x, k), SIDE(w, k), SIDE(b, k), NULL, NULL,
+                                   TFC_ACT_LINEAR, SIDE(y, k), NULL);
+        be->ops->depthwise_forward(be, &d, SIDE(x, k), SIDE(w, k), NULL, NULL, NULL,
+                                   TFC_ACT_LINEAR, SIDE(y0, k), NULL);
+        be->ops->depthwise_forward(be, &d, SIDE(x, k), SIDE(w, k), SIDE(b, k), &bn[k],
+                                   SIDE(r, k), TFC_ACT_RELU6, SIDE(ye, k), ws[k]);
         be->ops->depthwise_backward_data(be, &d, SIDE(dy, k), SIDE(w, k), SIDE(dx, k));
         be->ops->depthwise_backward_filter(be, &d, SIDE(x, k), SIDE(dy, k), SIDE(dw, k), ws[k]);
     }
     int bad = check_part(name, "forward, bias", &y, SUM) + check_part(name, "forward", &y0, SUM) +
+              check_part(name, "forward, bias + bn + residual + relu6", &ye, SUM) +
               check_part(name, "backward data", &dx, SUM) +
               check_part(name, "backward filter", &dw, 2e-4, 1e-5);
     pair_free(&x), pair_free(&w), pair_free(&b), pair_free(&y), pair_free(&y0);
     pair_free(&dy), pair_free(&dx), pair_free(&dw);
+    pair_free(&g), pair_free(&v), pair_free(&r), pair_free(&ye);
     if (ws[0]) ref->ops->free(ref, ws[0]);
     if (ws[1]) dev->ops->free(dev, ws[1]);
     return bad;
