@@ -997,8 +997,8 @@ static void test_deterministic(void)
 
 /* tfc-summary's plan on the GPU (issue 16): what binding each zoo model takes from the
  * caching allocator is the plan made on paper, rounded up to the allocator's size classes
- * (at most 25%, 2 MiB above 32 MiB), never less. A model with a layer that has not run on a
- * GPU yet (fashion_mobilenet's RandomFlip) is refused at binding, naming it, and left out. */
+ * (at most 25%, 2 MiB above 32 MiB), never less. A model with a layer the GPU lacks (none in
+ * the zoo since every layer got its kernels) is refused at binding, naming it, and left out. */
 static void test_memory_plan(void)
 {
 #ifdef TFC_HAVE_CUDA
