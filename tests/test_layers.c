@@ -854,7 +854,7 @@ static void test_inference_chains(void)
         "layers:\n"
         "  - Conv2D: {name: c1, filters: 8, kernel_size: 3, padding: same, use_bias: false}\n"
         "  - BatchNormalization: {name: b1}\n"
-        "  - Activation: {name: r1, activation: relu}\n"
+        "  - Activation: {name: r1, activation: relu6}\n"
         "  - Conv2D: {name: c2, filters: 8, kernel_size: 3, padding: same}\n"
         "  - Activation: {name: t2, activation: tanh}\n"
         "  - Conv2D: {name: c3, filters: 8, kernel_size: 3, padding: same}\n"
@@ -896,6 +896,7 @@ static void test_inference_chains(void)
         if (run != 1) {
             const tfc_bound *c = b.m->bound;
             CU_ASSERT(c[0].chain_end == 2 && c[0].chain_bn == 1 && c[0].chain_res < 0);
+            CU_ASSERT(c[0].chain_act == TFC_ACT_RELU6);
             CU_ASSERT(c[3].chain_end == 4 && c[3].chain_act == TFC_ACT_TANH);
             CU_ASSERT(c[5].chain_end == 7 && c[5].chain_bn == 6 && c[5].chain_res == 2);
             CU_ASSERT(c[5].chain_act == TFC_ACT_LINEAR);
@@ -1050,7 +1051,7 @@ static void test_training_relu_folds(void)
         "layers:\n"
         "  - Conv2D: {name: c1, filters: 8, kernel_size: 3, padding: same, use_bias: false}\n"
         "  - BatchNormalization: {name: b1}\n"
-        "  - Activation: {name: r1, activation: relu}\n"
+        "  - Activation: {name: r1, activation: relu6}\n"
         "  - Conv2D: {name: c2, filters: 8, kernel_size: 3, padding: same}\n"
         "  - BatchNormalization: {name: b2}\n"
         "  - Add: {name: a2, inputs: [b2, r1]}\n"

@@ -402,8 +402,9 @@ static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws
  * bias, applies the normalisation (a multiply, then an add: bn_forward_infer's two
  * roundings), adds the residual (its sum post-op, on y filled with the residual first) and
  * applies ReLU in its kernel's epilogue, on each output block while it is in registers,
- * where separate passes would stream y through memory once each; other activations take
- * act_forward after. Each step rounds as its separate pass does, and oneDNN's ReLU keeps NaN, as
+ * where separate passes would stream y through memory once each; relu6 comes in tfc's own
+ * epilogue right after the kernel, with every other step (MobileNet's 1x1 convolutions), and
+ * other activations take act_forward after. Each step rounds as its separate pass does, and oneDNN's ReLU keeps NaN, as
  * act_forward does, so the value is the one the separate passes give (a negative sum
  * becomes -0 in oneDNN's ReLU, 0 in act_forward's). */
 void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
@@ -412,14 +413,16 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
                           const tfc_pool_desc *pool, float *pooled, void *ws)
 {
     const int64_t rows = (int64_t)d->n * d->oh * d->ow;
-    const int relu = act == TFC_ACT_RELU;
+    const int relu = act == TFC_ACT_RELU || act == TFC_ACT_RELU6;
     /* what the convolution's call did not apply (the pooling: after the activation) */
     const tfc_bn_params *bn_left = NULL;
     const float *res_left = NULL;
     int act_left = act != TFC_ACT_LINEAR && !relu;
     const tfc_pool_desc *pool_left = pool;
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual,
-                          relu ? TFC_CPU_CONV_RELU : 0, y,
+    const int flags = act == TFC_ACT_RELU ? TFC_CPU_CONV_RELU
+                      : act == TFC_ACT_RELU6 ? TFC_CPU_CONV_RELU6
+                                             : 0;
+    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, flags, y,
                           act_left ? NULL : pool, pooled, ws)) {
         if (!act_left) pool_left = NULL;
     } else if ((bn || residual || relu) &&

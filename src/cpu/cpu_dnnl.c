@@ -584,7 +584,7 @@ typedef struct after {
     const float *bias;
     const tfc_bn_params *bn;
     const float *residual;
-    int relu;
+    tfc_act act; /* linear, ReLU or relu6 */
     const float *a, *b; /* bn's per-channel map, as bn_forward_infer computes it */
 } after;
 
@@ -595,7 +595,7 @@ typedef struct after {
 static void epilogue(tfc_backend *be, const after *e, int64_t row, int64_t rows, int f, float *y)
 {
     tfc_cpu_epilogue(be, rows, f, e->bias, e->bn ? e->a : NULL, e->b,
-                     e->residual ? e->residual + row * f : NULL, e->relu, y + row * f);
+                     e->residual ? e->residual + row * f : NULL, e->act, y + row * f);
 }
 
 /* Runs p's convolution on stream st with arguments a, among them m_in and m_out, tfc's
@@ -806,7 +806,7 @@ static void run_chunks(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, con
         int pooled_done = 0;
         if (blk && e) {
             tfc_cpu_epilogue_16c(images, px, d->f, blk, e->bias, e->a, e->b,
-                                 e->residual ? e->residual + i0 * yi : NULL, e->relu,
+                                 e->residual ? e->residual + i0 * yi : NULL, e->act,
                                  out + i0 * yi);
         } else if (blk) {
             tfc_cpu_pool_forward_16c(&pc, blk, pooled + i0 * po);
@@ -849,14 +849,20 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     const int wino = op == TFC_CPU_CONV_FORWARD && (chunk.n < d->n || be->threads == 1) &&
                      wino_fits(s, op, &chunk, be->inference_pass);
     /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after
-     * (every epilogue, where oneDNN's post-ops are not exact here) */
-    const int later = (wino && (bn || residual)) ||
+     * (every epilogue, where oneDNN's post-ops are not exact here, and with relu6, which
+     * tfc's epilogue applies as act_forward does) */
+    const int relu6 = op == TFC_CPU_CONV_FORWARD && (flags & TFC_CPU_CONV_RELU6);
+    const int later = (wino && (bn || residual)) || relu6 ||
                       (op == TFC_CPU_CONV_FORWARD && !s->exact_post_ops &&
                        (bias || bn || residual || (flags & TFC_CPU_CONV_RELU)));
     const int relu = !!(flags & TFC_CPU_CONV_RELU);
     /* a data gradient written into out itself, not added to it from the workspace */
     const int assign = op == TFC_CPU_CONV_DATA && (flags & TFC_CPU_CONV_ASSIGN);
-    after e = {bias, bn, residual, relu, NULL, NULL};
+    after e = {bias, bn, residual,
+               relu6  ? TFC_ACT_RELU6
+               : relu ? TFC_ACT_RELU
+                      : TFC_ACT_LINEAR,
+               NULL, NULL};
     /* the sum post-op adds what y holds (before the lock: a copy on a frozen backend takes
      * it; a call that then falls back overwrites y) */
     if (residual && !later)

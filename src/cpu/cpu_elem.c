@@ -60,15 +60,19 @@ typedef float vf __attribute__((vector_size(64)));
 typedef int32_t vi __attribute__((vector_size(64)));
 typedef float vmem __attribute__((vector_size(64), aligned(4), may_alias));
 
-/* y[i, p, :] (NHWC) = relu(((x + bias) a + b) + residual) from x in nChw16c (n images of
+/* y[i, p, :] (NHWC) = act(((x + bias) a + b) + residual) from x in nChw16c (n images of
  * f / 16 planes of px pixels x 16 channels), each step rounded as bias_add,
- * bn_forward_infer's affine map, axpy with alpha 1 and act_forward's ReLU round it (bias,
- * a with b, residual NULL and relu 0: that step left out), on the calling thread. */
+ * bn_forward_infer's affine map, axpy with alpha 1 and act_forward's ReLU or relu6 round it
+ * (bias, a with b, residual NULL and act linear: that step left out), on the calling
+ * thread. */
 TFC_VECTOR512
 void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const float *bias,
-                          const float *a, const float *b, const float *residual, int relu,
+                          const float *a, const float *b, const float *residual, tfc_act act,
                           float *y)
 {
+    TFC_ASSERT(act == TFC_ACT_LINEAR || act == TFC_ACT_RELU || act == TFC_ACT_RELU6);
+    const int relu = act != TFC_ACT_LINEAR, six = act == TFC_ACT_RELU6;
+    const vf sixes = (vf){0} + 6.0f;
     const int blocks = f / 16;
     for (int64_t i = 0; i < n; i++)
         for (int64_t p = 0; p < px; p++) {
@@ -82,6 +86,10 @@ void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const fl
                 }
                 if (residual) v += *(const vmem *)(residual + o + 16 * k);
                 if (relu) v = (vf)((vi)v & ~(vi)(v < 0.0f)); /* NaN and -0 stay */
+                if (six) { /* v > 6 ? 6 : v, as act_forward's relu6 (NaN stays) */
+                    const vi over = (vi)(v > sixes);
+                    v = (vf)(((vi)v & ~over) | ((vi)sixes & over));
+                }
                 *(vmem *)(y + o + 16 * k) = v;
             }
         }
@@ -108,21 +116,30 @@ static void elem_relu(int n, float *y)
     for (int j = 0; j < n; j++) y[j] = y[j] < 0.0f ? 0.0f : y[j];
 }
 
+/* y[j] = y[j] < 0 ? 0 : y[j] > 6 ? 6 : y[j], act_forward's relu6 */
+static void elem_relu6(int n, float *y)
+{
+#pragma omp simd
+    for (int j = 0; j < n; j++) y[j] = y[j] < 0.0f ? 0.0f : y[j] > 6.0f ? 6.0f : y[j];
+}
+
 /* The same epilogue on NHWC y in place, rows of f channels: each step rounds as its separate
- * op does (bias_add, bn_forward_infer's map, axpy of 1, act_forward's ReLU), in one pass over
+ * op does (bias_add, bn_forward_infer's map, axpy of 1, act_forward's ReLU or relu6), in one pass over
  * y instead of one per op: a row's steps follow each other while it is in cache, each its
  * own loop (one loop testing which steps apply compiled to scalar code, 27% of
  * fashion_cnn_bn's batch-1 samples). */
 void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, const float *a,
-                      const float *b, const float *residual, int relu, float *y)
+                      const float *b, const float *residual, tfc_act act, float *y)
 {
+    TFC_ASSERT(act == TFC_ACT_LINEAR || act == TFC_ACT_RELU || act == TFC_ACT_RELU6);
     const int nt = tfc_cpu_threads(be, rows * f);
     TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         float *yr = y + r * f;
         if (bias) elem_add(f, bias, yr);
         if (a) elem_affine(f, a, b, yr);
         if (residual) elem_add(f, residual + r * f, yr);
-        if (relu) elem_relu(f, yr);
+        if (act == TFC_ACT_RELU) elem_relu(f, yr);
+        if (act == TFC_ACT_RELU6) elem_relu6(f, yr);
     });
 }
 

@@ -28,7 +28,8 @@
  * (in, w, out) as: forward (x, w, y); data (dy, w, dx, accumulated); filter (x, dy, dw,
  * accumulated, or with TFC_CPU_CONV_ASSIGN in `flags` overwritten); forward adds `bias`,
  * applies `bn`, adds `residual` (NULL: none of these) and applies ReLU (TFC_CPU_CONV_RELU)
- * in the kernel's epilogue, then with `pool` (NULL: none) writes pool_forward's result of
+ * in the kernel's epilogue, or relu6 (TFC_CPU_CONV_RELU6, in tfc's epilogue after the
+ * kernel, which then applies every step: oneDNN's post-ops are left out), then with `pool` (NULL: none) writes pool_forward's result of
  * that to `pooled` instead, `out` being scratch. Both calls return
  * 0 where oneDNN does not take the shape (or its post-ops), and the caller falls back to
  * fewer post-ops or to im2col + GEMM. */
@@ -50,7 +51,7 @@ int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t 
 int tfc_cpu_dnnl_winograd(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d);
 /* On a frozen backend (core/backend.h), upload, copy and zero report what they wrote. */
 void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes);
-enum { TFC_CPU_CONV_RELU = 1, TFC_CPU_CONV_ASSIGN = 2 };
+enum { TFC_CPU_CONV_RELU = 1, TFC_CPU_CONV_ASSIGN = 2, TFC_CPU_CONV_RELU6 = 4 };
 int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d,
                       const float *in, const float *w, const float *bias,
                       const tfc_bn_params *bn, const float *residual, int flags, float *out,
@@ -59,15 +60,16 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
  * per image d->c / 16 blocks of [h][w][16 channels] (c a multiple of 16); y NHWC. */
 void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y);
 /* A Winograd chunk's epilogue (one thread) from its blocked output x (n images, px pixels,
- * f channels, a multiple of 16) into NHWC y: relu(((x + bias) a + b) + residual), a and b
- * the normalisation's per-channel map (cpu_elem.c). */
+ * f channels, a multiple of 16) into NHWC y: act(((x + bias) a + b) + residual), a and b
+ * the normalisation's per-channel map, act TFC_ACT_LINEAR, TFC_ACT_RELU or TFC_ACT_RELU6
+ * (cpu_elem.c). */
 void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const float *bias,
-                          const float *a, const float *b, const float *residual, int relu,
+                          const float *a, const float *b, const float *residual, tfc_act act,
                           float *y);
 /* The same on NHWC y in place: `rows` pixels of f channels (residual of y's shape), on the
  * backend's threads outside a region, in one pass (cpu_elem.c). */
 void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, const float *a,
-                      const float *b, const float *residual, int relu, float *y);
+                      const float *b, const float *residual, tfc_act act, float *y);
 
 /* act_forward's y = act(x) (rows of cols) on the calling thread, never in a region: for a
  * loop already running on the backend's threads (cpu_act.c). */
