@@ -1051,7 +1051,7 @@ static void test_training_relu_folds(void)
         "layers:\n"
         "  - Conv2D: {name: c1, filters: 8, kernel_size: 3, padding: same, use_bias: false}\n"
         "  - BatchNormalization: {name: b1}\n"
-        "  - Activation: {name: r1, activation: relu6}\n"
+        "  - Activation: {name: r1, activation: relu}\n"
         "  - Conv2D: {name: c2, filters: 8, kernel_size: 3, padding: same}\n"
         "  - BatchNormalization: {name: b2}\n"
         "  - Add: {name: a2, inputs: [b2, r1]}\n"
