@@ -12,6 +12,10 @@
 
 #include "cpu/cpu_internal.h"
 
+#ifdef TFC_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 static void cpu_destroy(tfc_backend *be)
 {
     tfc_cpu_dnnl_free(be->impl);
@@ -183,6 +187,33 @@ static void gemv_row(tfc_backend *be, int trans_b, int n, int k, float alpha, co
     if (saved != 1) omp_set_num_threads(saved);
 }
 
+/* One GEMM on the calling thread's terms (one thread inside a region or under
+ * omp_set_num_threads(1); the backend's threads otherwise): oneDNN's dnnl_sgemm where it was
+ * measured faster, else OpenBLAS's. oneDNN's JIT kernels beat OpenBLAS 0.3.21's Zen kernels
+ * by 1.1-1.7x with op(A) = A and a short k (a Dense layer's forward and input gradient over
+ * batch x time rows: fortunes_gpt's 4096 x 128 x 128 and x 512 shapes, the LSTM's 32-row
+ * steps) but lose by 0.85-0.93x on a long k (784, 576) and on most of the weight gradients
+ * (Aᵀ B over k = 4096 rows), which stay with OpenBLAS (docs/cpu.md, GEMM). Its sums over k
+ * run in an order fixed by the shape, so results repeat for a given thread count, as
+ * OpenBLAS's do. TFC_CPU_GEMM=openblas in the environment turns it off. */
+static void sgemm1(const tfc_backend *be, int trans_a, int trans_b, int m, int n, int k,
+                   float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                   float *c, int ldc)
+{
+#ifdef TFC_HAVE_DNNL
+    if (((const tfc_cpu_backend *)be)->dnnl_gemm && !trans_a && (trans_b || k <= 512) &&
+        m >= 16 &&
+        dnnl_sgemm('N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
+            dnnl_success)
+        return;
+#else
+    (void)be;
+#endif
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
+}
+
 /* C[m,n] = alpha op(A) op(B) + beta C. OpenBLAS rejects k == 0 (and lda < 1) through
  * xerbla, which prints; an empty product is just C = beta C. */
 void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -201,8 +232,6 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
         gemv_row(be, trans_b, n, k, alpha, a, b, ldb, beta, c);
         return;
     }
-    const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-    const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
     const int blocks = gemm_blocks(be, m, n, k), by_rows = m >= n;
     const int team = blocks > 1 ? tfc_cpu_team(be->threads) : 1;
     /* OpenBLAS runs on the calling thread alone for a GEMM under GEMM_PAR_MIN, inside a
@@ -216,7 +245,7 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
     const int saved = lone ? omp_get_max_threads() : 1;
     if (saved != 1) omp_set_num_threads(1);
     if (blocks <= 1) {
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        sgemm1(be, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         if (saved != 1) omp_set_num_threads(saved);
         return;
     }
@@ -228,12 +257,12 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
         const int s0 = (int)((int64_t)side * q / blocks);
         const int s1 = (int)((int64_t)side * (q + 1) / blocks);
         if (by_rows)
-            cblas_sgemm(CblasRowMajor, ta, tb, s1 - s0, n, k, alpha,
-                        trans_a ? a + s0 : a + (int64_t)s0 * lda, lda, b, ldb, beta,
-                        c + (int64_t)s0 * ldc, ldc);
+            sgemm1(be, trans_a, trans_b, s1 - s0, n, k, alpha,
+                   trans_a ? a + s0 : a + (int64_t)s0 * lda, lda, b, ldb, beta,
+                   c + (int64_t)s0 * ldc, ldc);
         else
-            cblas_sgemm(CblasRowMajor, ta, tb, m, s1 - s0, k, alpha, a, lda,
-                        trans_b ? b + (int64_t)s0 * ldb : b + s0, ldb, beta, c + s0, ldc);
+            sgemm1(be, trans_a, trans_b, m, s1 - s0, k, alpha, a, lda,
+                   trans_b ? b + (int64_t)s0 * ldb : b + s0, ldb, beta, c + s0, ldc);
     }
     if (saved != 1) omp_set_num_threads(saved);
 }
@@ -403,5 +432,7 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->lstm_ids = tfc_cpu_lstm_ids;
     be->acts = (1u << TFC_ACT_COUNT) - 1; /* every one */
     be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
+    const char *gemm = getenv("TFC_CPU_GEMM");
+    cb->dnnl_gemm = !(gemm && !strcmp(gemm, "openblas"));
     return be;
 }

@@ -143,7 +143,11 @@ void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, c
     });
 }
 
-/* db[c] += sum_r dy[r, c], in double: a float running sum over 10^5 rows loses digits. */
+/* db[c] += sum_r dy[r, c], in double: a float running sum over 10^5 rows loses digits. Each
+ * thread adds its rows eight at a time in registers before touching its column sums, so the
+ * sums are loaded and stored once per eight rows rather than per row (fortunes_gpt's
+ * 4096-row gradients were load- and store-bound: 2.4% of its step; 0.8% now, perf). */
+TFC_CPU_VECTOR
 void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy, float *db)
 {
     for (int c0 = 0; c0 < cols; c0 += COL_BLOCK) {
@@ -155,7 +159,18 @@ void tfc_cpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy,
         {
             double *sums = part[t];
             for (int c = 0; c < cb; c++) sums[c] = 0.0;
-            for (int64_t r = rows * t / T; r < rows * (t + 1) / T; r++) {
+            const int64_t r1 = rows * (t + 1) / T;
+            int64_t r = rows * t / T;
+            for (; r + 8 <= r1; r += 8) {
+                const float *p0 = dy + r * cols + c0, *p1 = p0 + cols, *p2 = p1 + cols;
+                const float *p3 = p2 + cols, *p4 = p3 + cols, *p5 = p4 + cols;
+                const float *p6 = p5 + cols, *p7 = p6 + cols;
+#pragma omp simd
+                for (int c = 0; c < cb; c++)
+                    sums[c] += (((double)p0[c] + p1[c]) + ((double)p2[c] + p3[c])) +
+                               (((double)p4[c] + p5[c]) + ((double)p6[c] + p7[c]));
+            }
+            for (; r < r1; r++) {
                 const float *row = dy + r * cols + c0;
 #pragma omp simd
                 for (int c = 0; c < cb; c++) sums[c] += row[c];

@@ -328,6 +328,7 @@ typedef struct tfc_cpu_backend {
     tfc_backend be;
     tfc_cpu_kept_pack kept[TFC_CPU_KEPT];
     int next_kept;
+    int dnnl_gemm; /* GEMMs through oneDNN where it is faster (cpu_backend.c, sgemm1) */
 } tfc_cpu_backend;
 
 /* The pack of `floats` floats kept for weights src[0..1] (bytes each) in layout `tag`, or
