@@ -161,16 +161,14 @@ static inline float tfc_cpu_select(int cond, float a, float b)
     return f;
 }
 
-/* exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (Cody-Waite, two constants),
- * exp(r) by Cephes' degree-6 polynomial: within 2 ulp of expf. Branch-free so loops
- * vectorise. x is clamped to [-104, 88.8] (exp underflows to 0 below, overflows to inf
- * above) and 2^n is applied in two halves so that n in [-150, 128] never leaves the
- * exponent range. n is read from the bits of the rounded value (no float-to-int
- * conversion), so a NaN propagates instead of being undefined behaviour. */
-static inline float tfc_cpu_expf(float x)
+/* exp(x - lo) for x in [-104, 88.8] and lo small (a correction below x's last bit, or 0):
+ * 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 - lo (Cody-Waite, two constants), exp(r)
+ * by Cephes' degree-6 polynomial: within 2 ulp of expf. Branch-free so loops vectorise.
+ * 2^n is applied in two halves so that n in [-150, 128] never leaves the exponent range.
+ * n is read from the bits of the rounded value (no float-to-int conversion), so a NaN
+ * propagates instead of being undefined behaviour. */
+static inline float tfc_cpu_expf_lo(float xc, float lo)
 {
-    float xc = tfc_cpu_select(x < -104.0f, -104.0f, x);
-    xc = tfc_cpu_select(x > 88.8f, 88.8f, xc);
     const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float t = xc * 1.44269504088896341f + magic;
     float fn = t - magic;
@@ -179,7 +177,7 @@ static inline float tfc_cpu_expf(float x)
     memcpy(&mb, &magic, 4);
     int32_t n = (int32_t)(tb - mb);
     float r = xc - fn * 0.693359375f;
-    r = r - fn * -2.12194440e-4f;
+    r = r - fn * -2.12194440e-4f - lo;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
@@ -193,6 +191,14 @@ static inline float tfc_cpu_expf(float x)
     memcpy(&s1, &b1, 4);
     memcpy(&s2, &b2, 4);
     return p * s1 * s2;
+}
+
+/* exp(x), x clamped to [-104, 88.8] (exp underflows to 0 below, overflows to inf above). */
+static inline float tfc_cpu_expf(float x)
+{
+    float xc = tfc_cpu_select(x < -104.0f, -104.0f, x);
+    xc = tfc_cpu_select(x > 88.8f, 88.8f, xc);
+    return tfc_cpu_expf_lo(xc, 0.0f);
 }
 
 /* sigmoid(x) = 1 / (1 + exp(-x)); exp(-x) = inf gives exactly 0. */
