@@ -1,7 +1,8 @@
 /* MultiHeadAttention and the CPU's blockwise attention (cpu_attention.c): the kernel against
  * a naive reference that holds the whole score matrix (lengths that are not a multiple of
- * the block, and several blocks long), its independence of the thread count, the memory plan
- * of a long sequence (O(T), not a T x T score matrix), outputs against Keras 3 (fixtures
+ * the block, and several blocks long), its independence of the thread count (with the AVX2 +
+ * FMA block products and with the baseline ones), the memory plan of a long sequence (O(T),
+ * not a T x T score matrix), outputs against Keras 3 (fixtures
  * written by tests/ref/keras_attention.py), a training run resumed bit-exactly, and the
  * refusals (a backend without the kernel, unsupported arguments). ONNX export: test_onnx.c. */
 #include <math.h>
@@ -12,6 +13,7 @@
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
 #include "graph/model.h"
 #include "layers/layer.h"
 #include "solver/solver.h"
@@ -241,6 +243,18 @@ static void test_threads_same_bits(void)
     CU_ASSERT_EQUAL(memcmp(io[0].dk, io[1].dk, nk(&d) * d.dk * 4), 0);
     CU_ASSERT_EQUAL(memcmp(io[0].dv, io[1].dv, nk(&d) * d.dv * 4), 0);
     free_io(&io[0]), free_io(&io[1]);
+}
+
+/* The baseline block products (CPUs without AVX2 and FMA) pass the same two tests. */
+static void test_baseline_kernel(void)
+{
+    TFC_ASSERT(tfc_cpu_attention_isa(0));
+    test_blocked_matches_naive();
+    test_threads_same_bits();
+    tfc_cpu_attention_isa(-1);
+    printf("\n  the baseline; %s", tfc_cpu_attention_isa(1) ? "AVX2 + FMA in the other tests"
+                                                          : "no AVX2 + FMA on this CPU");
+    tfc_cpu_attention_isa(-1);
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -530,6 +544,7 @@ static void test_unsupported_arguments(void)
 
 TFC_TEST_MAIN("attention", {"blocked_matches_naive", test_blocked_matches_naive},
               {"threads_same_bits", test_threads_same_bits},
+              {"baseline_kernel", test_baseline_kernel},
               {"memory_plan_long", test_memory_plan_long}, {"keras_parity", test_keras_parity},
               {"train_resume_exact", test_train_resume_exact},
               {"gpu_refused", test_gpu_refused},
