@@ -80,21 +80,6 @@ static void drop_scales(const tfc_attn_desc *d, size_t row, int j0, int j1, floa
     }
 }
 
-/* The keys [j0, j0 + n) of (b, h), n <= BK, packed transposed for the score GEMMs:
- * kt[c BK + j] = k_{j0+j}[c]; ok[j] = 1 where key j0 + j is real and not masked, else 0
- * (and kt's column zero), so the loops below run over whole blocks of BK. */
-static void pack_keys(const tfc_attn_desc *d, int b, int h, int j0, int n, const float *k,
-                      int dim, float *kt, int *ok)
-{
-    if (n < BK) memset(kt, 0, (size_t)dim * BK * 4);
-    for (int j = 0; j < BK; j++)
-        ok[j] = j < n && (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)(j0 + j)]);
-    for (int j = 0; j < n; j++) {
-        const float *kj = k + at(d, b, d->tk, j0 + j, h, dim);
-        for (int c = 0; c < dim; c++) kt[(size_t)c * BK + (size_t)j] = kj[c];
-    }
-}
-
 /* Rows [r0, r0 + n) of head h in example b of x [n, t, heads, dim] packed at out, row r at
  * out + r dim (a block product reads them contiguously; in place, heads x dim apart, was no
  * faster). */
@@ -135,7 +120,7 @@ static band seers_band(const tfc_attn_desc *d, int off)
 /* C [m, n] = A B, or C += A B (acc), for C's row i at c + i ldc (its first n columns
  * written), A [m, kk] (element (i, k) at a[i ai + k ak]: a block's rows or, transposed, its
  * columns) and B [kk, n] (row k at b + k ldb). cols: the columns of C each row needs (the
- * others may hold anything, and whole tiles outside it are zeros); ks: where A's rows may be
+ * others may be left as they were); ks: where A's rows may be
  * nonzero (the terms outside are skipped). Each element's sum is one accumulator that starts
  * from C (or zero) and runs over k in ascending order, so its bits do not depend on the
  * tiling or the thread count. */
@@ -262,17 +247,84 @@ int tfc_cpu_attention_isa(int isa)
     return 1;
 }
 
+static int attn_isa(void)
+{
+    return attn_chosen >= 0 ? attn_chosen : attn_best();
+}
+
+/* kt[c BK + j] = x[j ld + c] for the rows j < n and columns c < dim of x. */
+static void transpose_plain(const float *x, size_t ld, int n, int dim, float *kt)
+{
+    for (int j = 0; j < n; j++)
+        for (int c = 0; c < dim; c++) kt[(size_t)c * BK + (size_t)j] = x[(size_t)j * ld + c];
+}
+
+#ifdef TFC_X86_SIMD
+/* The same, eight rows by eight columns at a time in registers (unpack, shuffle, swap
+ * halves), the edges as the plain loop. */
+FMA_TARGET static void transpose_avx2(const float *x, size_t ld, int n, int dim, float *kt)
+{
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const float *xj = x + (size_t)j * ld;
+        int c = 0;
+        for (; c + 8 <= dim; c += 8) {
+            __m256 r[8], t[8];
+            for (int u = 0; u < 8; u++) r[u] = _mm256_loadu_ps(xj + (size_t)u * ld + c);
+            for (int u = 0; u < 8; u += 2) {
+                t[u] = _mm256_unpacklo_ps(r[u], r[u + 1]);
+                t[u + 1] = _mm256_unpackhi_ps(r[u], r[u + 1]);
+            }
+            for (int u = 0; u < 8; u += 4) {
+                r[u] = _mm256_shuffle_ps(t[u], t[u + 2], 0x44);
+                r[u + 1] = _mm256_shuffle_ps(t[u], t[u + 2], 0xee);
+                r[u + 2] = _mm256_shuffle_ps(t[u + 1], t[u + 3], 0x44);
+                r[u + 3] = _mm256_shuffle_ps(t[u + 1], t[u + 3], 0xee);
+            }
+            for (int u = 0; u < 4; u++) {
+                float *o = kt + (size_t)(c + u) * BK + (size_t)j;
+                _mm256_storeu_ps(o, _mm256_permute2f128_ps(r[u], r[u + 4], 0x20));
+                _mm256_storeu_ps(o + 4 * BK, _mm256_permute2f128_ps(r[u], r[u + 4], 0x31));
+            }
+        }
+        for (; c < dim; c++)
+            for (int u = 0; u < 8; u++) kt[(size_t)c * BK + (size_t)(j + u)] = xj[u * ld + c];
+    }
+    transpose_plain(x + (size_t)j * ld, ld, n - j, dim, kt + j);
+}
+#endif
+
 static tile_fn *tile_kernel(void)
 {
 #ifdef TFC_X86_SIMD
-    if ((attn_chosen >= 0 ? attn_chosen : attn_best()) == 1) return tile_fma;
+    if (attn_isa() == 1) return tile_fma;
 #endif
     return tile_plain;
 }
 
+/* The keys [j0, j0 + n) of (b, h), n <= BK, packed transposed for the score GEMMs:
+ * kt[c BK + j] = k_{j0+j}[c]; ok[j] = 1 where key j0 + j is real and not masked, else 0
+ * (and kt's column zero), so the loops below run over whole blocks of BK. */
+static void pack_keys(const tfc_attn_desc *d, int b, int h, int j0, int n, const float *k,
+                      int dim, float *kt, int *ok)
+{
+    if (n < BK) memset(kt, 0, (size_t)dim * BK * 4);
+    for (int j = 0; j < BK; j++)
+        ok[j] = j < n && (!d->kmask || d->kmask[(size_t)b * (size_t)d->tk + (size_t)(j0 + j)]);
+    const float *x = k + at(d, b, d->tk, j0, h, dim);
+    const size_t ld = (size_t)d->heads * (size_t)dim;
+#ifdef TFC_X86_SIMD
+    if (attn_isa() == 1) {
+        transpose_avx2(x, ld, n, dim, kt);
+        return;
+    }
+#endif
+    transpose_plain(x, ld, n, dim, kt);
+}
+
 /* g as tiles of six rows by sixteen columns: a tile whose rows need none of its columns
- * (g->cols) is skipped, or written as zeros when it is not accumulated; the sum of a tile
- * runs over the k its rows may need (g->ks). */
+ * (g->cols) is skipped (not written); the sum of a tile runs over the k its rows may need
+ * (g->ks), and is zero when there are none. */
 static void tile_gemm(const gemm *g)
 {
     tile_fn *tile = tile_kernel();
@@ -282,8 +334,8 @@ static void tile_gemm(const gemm *g)
         const int k1 = last + g->ks.hi + 1 < g->kk ? last + g->ks.hi + 1 : g->kk;
         for (int n0 = 0; n0 < g->n; n0 += 16) {
             const int nc = g->n - n0 < 16 ? g->n - n0 : 16;
-            const int needed = n0 <= last + g->cols.hi && n0 + nc - 1 >= i0 + g->cols.lo;
-            if (needed && k0 < k1)
+            if (n0 > last + g->cols.hi || n0 + nc - 1 < i0 + g->cols.lo) continue;
+            if (k0 < k1)
                 tile(g, i0, mr, n0, k0, k1);
             else if (!g->acc)
                 for (int r = i0; r <= last; r++)
@@ -318,11 +370,12 @@ ROW_INLINE float mask_scores(const tfc_attn_desc *d, int i, int j0, const int *o
     return mx;
 }
 
-/* x[j] = 0 for j in [0, BK) outside [c0, c1). */
+/* x[j] = 0 for j in [0, BK) outside [c0, c1) (loops: memset's call costs more here). */
 ROW_INLINE void zero_outside(float *x, int c0, int c1)
 {
-    memset(x, 0, (size_t)c0 * 4);
-    memset(x + c1, 0, (size_t)(BK - c1) * 4);
+    for (int j = 0; j < c0; j++) x[j] = 0.f;
+#pragma omp simd
+    for (int j = c1; j < BK; j++) x[j] = 0.f;
 }
 
 /* s[j] = exp(s[j] - m) for j in [c0, c1), 0 for -inf ones (an unseen key), and 0 outside;
