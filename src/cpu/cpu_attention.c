@@ -226,6 +226,49 @@ FMA_TARGET static void tile_fma(const gemm *g, int i0, int mr, int n0, int k0, i
         TILE_FMA(0)
     }
 }
+
+/* exp(x), eight at a time, as tfc_cpu_expf computes it (the same clamps, reduction,
+ * polynomial and two-step scaling) with fused multiply-adds: within its accuracy, not its
+ * bits. */
+static inline __attribute__((always_inline)) FMA_TARGET __m256 exp_fma(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(88.8f));
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+    const __m256 fn = _mm256_sub_ps(t, magic);
+    const __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic));
+    __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
+    const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+    const __m256i e = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, e), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, e), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* exps below for c0 and c1 multiples of 8, the sum in eight lanes added pairwise last. */
+FMA_TARGET static float exps_fma(float *s, float m, int c0, int c1)
+{
+    const __m256 mv = _mm256_set1_ps(m), ninf = _mm256_set1_ps(-INFINITY);
+    __m256 sum = _mm256_setzero_ps();
+    for (int j = c0; j < c1; j += 8) {
+        const __m256 x = _mm256_loadu_ps(s + j);
+        const __m256 e = _mm256_and_ps(_mm256_cmp_ps(x, ninf, _CMP_GT_OQ),
+                                       exp_fma(_mm256_sub_ps(x, mv)));
+        _mm256_storeu_ps(s + j, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
 #endif
 
 /* The tile kernel: 1 AVX2 with fused multiply-adds, 0 the baseline; -1 the best this CPU
@@ -378,17 +421,20 @@ ROW_INLINE void zero_outside(float *x, int c0, int c1)
     for (int j = c1; j < BK; j++) x[j] = 0.f;
 }
 
-/* s[j] = exp(s[j] - m) for j in [c0, c1), 0 for -inf ones (an unseen key), and 0 outside;
- * returns their sum. */
+/* s[j] = exp(s[j] - m) for j in [c0, c1) (multiples of 8), 0 for -inf ones (an unseen
+ * key), and 0 outside; returns their sum. */
 ROW_INLINE float exps(float *s, float m, int c0, int c1)
 {
     float sum = 0.f;
+    zero_outside(s, c0, c1);
+#ifdef TFC_X86_SIMD
+    if (attn_isa() == 1) return exps_fma(s, m, c0, c1);
+#endif
 #pragma omp simd reduction(+ : sum)
     for (int j = c0; j < c1; j++) {
         s[j] = tfc_cpu_select(s[j] > -INFINITY, tfc_cpu_expf(s[j] - m), 0.f);
         sum += s[j];
     }
-    zero_outside(s, c0, c1);
     return sum;
 }
 
