@@ -713,9 +713,10 @@ void tfc_cpu_attention_backward(tfc_backend *be, const tfc_attn_desc *d, const f
     const int nt = tfc_cpu_threads(be, work(d));
 #pragma omp parallel for TFC_CPU_STATIC(tasks, nt)
     for (int64_t t = 0; t < tasks; t++) {
-        /* stack arrays: no allocation (D: 4 bytes a row) */
+        /* stack arrays: no allocation (D: 4 bytes a row, at least one: a VLA may not be
+         * empty) */
         float kt[(size_t)d->dk * BK], vt[(size_t)d->dv * BK], kp[(size_t)BK * d->dk];
-        float qp[(size_t)BQ * d->dk], dop[(size_t)BQ * d->dv], D[d->tq];
+        float qp[(size_t)BQ * d->dk], dop[(size_t)BQ * d->dv], D[d->tq > 0 ? d->tq : 1];
         grad_scratch w = {.kt = kt, .vt = vt, .kp = kp, .qp = qp, .dop = dop, .D = D};
         backward_head(d, (int)(t / d->heads), (int)(t % d->heads), q, k, v, o, lse, dout, dq,
                       dk, dv, &w);
