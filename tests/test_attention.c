@@ -212,9 +212,10 @@ static void test_blocked_matches_naive(void)
     check_against_naive("causal window", d, 1);
     d = base, d.tq = 201, d.tk = 70, d.window = 9; /* rows past tk + 8 see no key */
     check_against_naive("cross window", d, 0);
-    /* the packed blocks' dims: key and value widths of a vector, a few and one past */
-    const int dims[][2] = {{8, 8}, {32, 32}, {33, 8}, {8, 33}, {32, 17}};
-    for (int k = 0; k < 5; k++) {
+    /* the packed blocks' dims: key and value widths of a vector, a few and one past, and
+     * several of the block products' 16-column tiles */
+    const int dims[][2] = {{8, 8}, {32, 32}, {33, 8}, {8, 33}, {32, 17}, {64, 40}, {128, 24}};
+    for (int k = 0; k < 7; k++) {
         d = base, d.tq = 37, d.tk = 53, d.dk = dims[k][0], d.dv = dims[k][1];
         check_against_naive("cross, dims", d, 0);
         d.causal = 1, d.window = 20;
