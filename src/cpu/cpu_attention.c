@@ -120,10 +120,9 @@ static band seers_band(const tfc_attn_desc *d, int off)
 /* C [m, n] = A B, or C += A B (acc), for C's row i at c + i ldc (its first n columns
  * written), A [m, kk] (element (i, k) at a[i ai + k ak]: a block's rows or, transposed, its
  * columns) and B [kk, n] (row k at b + k ldb). cols: the columns of C each row needs (the
- * others may be left as they were); ks: where A's rows may be
- * nonzero (the terms outside are skipped). Each element's sum is one accumulator that starts
- * from C (or zero) and runs over k in ascending order, so its bits do not depend on the
- * tiling or the thread count. */
+ * others may be left as they were); ks: where A's rows may be nonzero (the terms outside
+ * are skipped). Each element's sum is one accumulator that starts from C (or zero) and runs
+ * over k in ascending order, so its bits do not depend on the tiling or the thread count. */
 typedef struct gemm {
     int m, n, kk, acc;
     const float *a, *b;
@@ -271,8 +270,9 @@ FMA_TARGET static float exps_fma(float *s, float m, int c0, int c1)
 }
 #endif
 
-/* The tile kernel: 1 AVX2 with fused multiply-adds, 0 the baseline; -1 the best this CPU
- * runs, unless tfc_cpu_attention_isa chose. */
+/* The instruction set of the block products, the transposes and the exps: 1 AVX2 with
+ * fused multiply-adds, 0 the baseline; -1 the best this CPU runs, unless
+ * tfc_cpu_attention_isa chose. */
 static int attn_chosen = -1;
 
 static int attn_best(void)
@@ -313,17 +313,21 @@ FMA_TARGET static void transpose_avx2(const float *x, size_t ld, int n, int dim,
         int c = 0;
         for (; c + 8 <= dim; c += 8) {
             __m256 r[8], t[8];
+#pragma GCC unroll 8
             for (int u = 0; u < 8; u++) r[u] = _mm256_loadu_ps(xj + (size_t)u * ld + c);
+#pragma GCC unroll 4
             for (int u = 0; u < 8; u += 2) {
                 t[u] = _mm256_unpacklo_ps(r[u], r[u + 1]);
                 t[u + 1] = _mm256_unpackhi_ps(r[u], r[u + 1]);
             }
+#pragma GCC unroll 2
             for (int u = 0; u < 8; u += 4) {
                 r[u] = _mm256_shuffle_ps(t[u], t[u + 2], 0x44);
                 r[u + 1] = _mm256_shuffle_ps(t[u], t[u + 2], 0xee);
                 r[u + 2] = _mm256_shuffle_ps(t[u + 1], t[u + 3], 0x44);
                 r[u + 3] = _mm256_shuffle_ps(t[u + 1], t[u + 3], 0xee);
             }
+#pragma GCC unroll 4
             for (int u = 0; u < 4; u++) {
                 float *o = kt + (size_t)(c + u) * BK + (size_t)j;
                 _mm256_storeu_ps(o, _mm256_permute2f128_ps(r[u], r[u + 4], 0x20));
