@@ -290,10 +290,12 @@ int tfc_cpu_attention_isa(int isa)
     return 1;
 }
 
+#ifdef TFC_X86_SIMD
 static int attn_isa(void)
 {
     return attn_chosen >= 0 ? attn_chosen : attn_best();
 }
+#endif
 
 /* kt[c BK + j] = x[j ld + c] for the rows j < n and columns c < dim of x. */
 static void transpose_plain(const float *x, size_t ld, int n, int dim, float *kt)
