@@ -1,7 +1,8 @@
 /* MultiHeadAttention and the CPU's blockwise attention (cpu_attention.c): the kernel against
  * a naive reference that holds the whole score matrix (lengths that are not a multiple of
- * the block, and several blocks long), its independence of the thread count, the memory plan
- * of a long sequence (O(T), not a T x T score matrix), outputs against Keras 3 (fixtures
+ * the block, and several blocks long), its independence of the thread count (with the AVX2 +
+ * FMA block products and with the baseline ones), the memory plan of a long sequence (O(T),
+ * not a T x T score matrix), outputs against Keras 3 (fixtures
  * written by tests/ref/keras_attention.py), a training run resumed bit-exactly, and the
  * refusals (a backend without the kernel, unsupported arguments). ONNX export: test_onnx.c. */
 #include <math.h>
@@ -12,6 +13,7 @@
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
 #include "graph/model.h"
 #include "layers/layer.h"
 #include "solver/solver.h"
@@ -210,9 +212,10 @@ static void test_blocked_matches_naive(void)
     check_against_naive("causal window", d, 1);
     d = base, d.tq = 201, d.tk = 70, d.window = 9; /* rows past tk + 8 see no key */
     check_against_naive("cross window", d, 0);
-    /* the packed blocks' dims: key and value widths of a vector, a few and one past */
-    const int dims[][2] = {{8, 8}, {32, 32}, {33, 8}, {8, 33}, {32, 17}};
-    for (int k = 0; k < 5; k++) {
+    /* the packed blocks' dims: key and value widths of a vector, a few and one past, and
+     * several of the block products' 16-column tiles */
+    const int dims[][2] = {{8, 8}, {32, 32}, {33, 8}, {8, 33}, {32, 17}, {64, 40}, {128, 24}};
+    for (int k = 0; k < 7; k++) {
         d = base, d.tq = 37, d.tk = 53, d.dk = dims[k][0], d.dv = dims[k][1];
         check_against_naive("cross, dims", d, 0);
         d.causal = 1, d.window = 20;
@@ -241,6 +244,18 @@ static void test_threads_same_bits(void)
     CU_ASSERT_EQUAL(memcmp(io[0].dk, io[1].dk, nk(&d) * d.dk * 4), 0);
     CU_ASSERT_EQUAL(memcmp(io[0].dv, io[1].dv, nk(&d) * d.dv * 4), 0);
     free_io(&io[0]), free_io(&io[1]);
+}
+
+/* The baseline block products (CPUs without AVX2 and FMA) pass the same two tests. */
+static void test_baseline_kernel(void)
+{
+    TFC_ASSERT(tfc_cpu_attention_isa(0));
+    test_blocked_matches_naive();
+    test_threads_same_bits();
+    tfc_cpu_attention_isa(-1);
+    printf("\n  the baseline; %s", tfc_cpu_attention_isa(1) ? "AVX2 + FMA in the other tests"
+                                                          : "no AVX2 + FMA on this CPU");
+    tfc_cpu_attention_isa(-1);
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -530,6 +545,7 @@ static void test_unsupported_arguments(void)
 
 TFC_TEST_MAIN("attention", {"blocked_matches_naive", test_blocked_matches_naive},
               {"threads_same_bits", test_threads_same_bits},
+              {"baseline_kernel", test_baseline_kernel},
               {"memory_plan_long", test_memory_plan_long}, {"keras_parity", test_keras_parity},
               {"train_resume_exact", test_train_resume_exact},
               {"gpu_refused", test_gpu_refused},

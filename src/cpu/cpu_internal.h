@@ -402,6 +402,12 @@ int tfc_cpu_lstm_cells_isa(int isa);
  * that check each). */
 int tfc_cpu_depthwise_isa(int isa);
 
+/* Chooses the attention kernels' instruction set for the whole process (cpu_attention.c: the
+ * block products, the transposes and the exps): 1 AVX2 with fused multiply-adds, 0 the
+ * baseline, -1 the best this CPU runs (the default). Returns 0, changing nothing, where the
+ * CPU lacks the instructions (for the tests). */
+int tfc_cpu_attention_isa(int isa);
+
 /* Philox blocks first .. first + 15 of (key, step) through the AVX-512 kernel, in element
  * order (r[4 j + w] = word w of tfc_philox(key, first + j, step)); 0 without AVX-512. */
 int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]);
