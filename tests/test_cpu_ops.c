@@ -291,6 +291,56 @@ static void test_gemm(void)
     tfc_backend_free(be);
 }
 
+/* tfc_cpu_gemm through both libraries (cpu_backend.c, sgemm1: oneDNN's dnnl_sgemm for A not
+ * transposed, 16+ rows and a short k or B transposed; OpenBLAS for the rest, and for every
+ * GEMM under TFC_CPU_GEMM=openblas) on shapes past the oneDNN threshold, with padded leading
+ * dimensions, alpha and beta, on one and two threads (two threads split C into blocks):
+ * each within float rounding of a double reference, and a second call the same bits. */
+static void test_gemm_libraries(void)
+{
+    static const int shapes[][5] = {/* ta, tb, m, n, k */
+                                    {0, 0, 37, 29, 19},   {0, 1, 37, 29, 19},
+                                    {0, 0, 300, 130, 128}, {0, 1, 300, 130, 128},
+                                    {0, 1, 64, 70, 600},  {0, 0, 64, 70, 600},
+                                    {1, 0, 40, 33, 300},  {0, 0, 15, 40, 50}};
+    for (int lib = 0; lib < 2; lib++)
+        for (int threads = 1; threads <= 2; threads++) {
+            if (lib) setenv("TFC_CPU_GEMM", "openblas", 1);
+            tfc_backend *be = tfc_cpu_backend_create(threads);
+            unsetenv("TFC_CPU_GEMM");
+            for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+                const int ta = shapes[q][0], tb = shapes[q][1], m = shapes[q][2];
+                const int n = shapes[q][3], k = shapes[q][4];
+                const int arows = ta ? k : m, lda = (ta ? m : k) + 3;
+                const int brows = tb ? n : k, ldb = (tb ? k : n) + 2, ldc = n + 1;
+                float *a = falloc(arows * lda), *b = falloc(brows * ldb), *c = falloc(m * ldc);
+                float *c1 = falloc(m * ldc);
+                fill(a, arows * lda, -1, 1);
+                fill(b, brows * ldb, -1, 1);
+                fill(c, m * ldc, -1, 1);
+                memcpy(c1, c, sizeof(float) * m * ldc);
+                double *da = to_double(a, arows * lda), *db = to_double(b, brows * ldb);
+                double *want = malloc(sizeof(double) * m * ldc);
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < ldc; j++) {
+                        double sum = 0;
+                        for (int l = 0; j < n && l < k; l++)
+                            sum += opel(da, lda, ta, i, l) * opel(db, ldb, tb, l, j);
+                        want[i * ldc + j] = j < n ? 0.7 * sum + 0.3 * c[i * ldc + j] : c[i * ldc + j];
+                    }
+                be->ops->gemm(be, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c, ldc);
+                char what[96];
+                snprintf(what, sizeof what, "gemm %s %d threads %dx%dx%d ta %d tb %d",
+                         lib ? "openblas" : "auto", threads, m, n, k, ta, tb);
+                CU_ASSERT_EQUAL(compare(what, c, want, m * ldc, 1e-5, 1e-4), 0);
+                be->ops->gemm(be, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c1, ldc);
+                CU_ASSERT_EQUAL(memcmp(c, c1, sizeof(float) * m * ldc), 0);
+                free(a), free(b), free(c), free(c1), free(da), free(db), free(want);
+            }
+            tfc_backend_free(be);
+        }
+}
+
 /* ---- element-wise ---------------------------------------------------------------------- */
 
 /* The LSTM's packed-panel GEMM (cpu_panel.c), c (+)= [A1 A2] · B with B packed plain or
@@ -2286,6 +2336,7 @@ static void test_step_ops(void)
 TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_memory},
               {"gemm", test_gemm}, {"gemm_blocks", test_gemm_blocks}, {"gemm_panels", test_gemm_panels}, {"elementwise", test_elementwise}, {"dropout", test_dropout},
               {"act_values", test_act_values}, {"gelu_tail", test_gelu_tail},
+              {"gemm_libraries", test_gemm_libraries},
               {"act_grad", test_act_grad},
               {"softmax", test_softmax}, {"conv", test_conv},
               {"conv_winograd", test_conv_winograd},
