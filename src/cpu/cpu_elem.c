@@ -1,6 +1,8 @@
 /* CPU element-wise ops: axpy, add, scale, bias add and gradient, strided 2-D copies, inverted
  * dropout on Philox, and the host reductions (sum of squares, non-finite count). Loops go
- * parallel only above TFC_CPU_PAR_MIN elements; reductions accumulate in double. */
+ * parallel only above TFC_CPU_PAR_MIN elements; reductions accumulate in double. The
+ * element-wise loops have AVX2 clones (TFC_CPU_VECTOR): the same single roundings, so the
+ * same bits, eight floats at a time where the baseline build takes four. */
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
 
@@ -12,6 +14,7 @@
 /* Column blocks of a reduction over rows: each thread keeps one block of partial sums. */
 #define COL_BLOCK 256
 
+TFC_CPU_VECTOR
 void tfc_cpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float *y)
 {
     int nt = tfc_cpu_threads(be, n);
@@ -19,6 +22,7 @@ void tfc_cpu_axpy(tfc_backend *be, int64_t n, float alpha, const float *x, float
 }
 
 /* y = a + b, or its ReLU (as act_forward's: v < 0 ? 0 : v), in one pass */
+TFC_CPU_VECTOR
 void tfc_cpu_add(tfc_backend *be, int64_t n, const float *a, const float *b, tfc_act act,
                  float *y)
 {
@@ -36,6 +40,7 @@ void tfc_cpu_add(tfc_backend *be, int64_t n, const float *a, const float *b, tfc
     }
 }
 
+TFC_CPU_VECTOR
 void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
 {
     int nt = tfc_cpu_threads(be, n);
@@ -44,6 +49,7 @@ void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
 }
 
 /* y[r, c] += b[c] */
+TFC_CPU_VECTOR
 void tfc_cpu_bias_add(tfc_backend *be, int64_t rows, int cols, const float *b, float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
@@ -95,29 +101,33 @@ void tfc_cpu_epilogue_16c(int64_t n, int64_t px, int f, const float *x, const fl
         }
 }
 
+/* The epilogue's steps, inlined into its AVX2 clone (a helper left out of line, as GCC may
+ * leave one called twice, runs the baseline's vectors). */
+#define ELEM_INLINE static inline __attribute__((always_inline))
+
 /* y[j] += x[j] */
-static void elem_add(int n, const float *x, float *y)
+ELEM_INLINE void elem_add(int n, const float *x, float *y)
 {
 #pragma omp simd
     for (int j = 0; j < n; j++) y[j] += x[j];
 }
 
 /* y[j] = y[j] a[j] + b[j] */
-static void elem_affine(int n, const float *a, const float *b, float *y)
+ELEM_INLINE void elem_affine(int n, const float *a, const float *b, float *y)
 {
 #pragma omp simd
     for (int j = 0; j < n; j++) y[j] = y[j] * a[j] + b[j];
 }
 
 /* y[j] = y[j] < 0 ? 0 : y[j] */
-static void elem_relu(int n, float *y)
+ELEM_INLINE void elem_relu(int n, float *y)
 {
 #pragma omp simd
     for (int j = 0; j < n; j++) y[j] = y[j] < 0.0f ? 0.0f : y[j];
 }
 
 /* y[j] = y[j] < 0 ? 0 : y[j] > 6 ? 6 : y[j], act_forward's relu6 */
-static void elem_relu6(int n, float *y)
+ELEM_INLINE void elem_relu6(int n, float *y)
 {
 #pragma omp simd
     for (int j = 0; j < n; j++) y[j] = y[j] < 0.0f ? 0.0f : y[j] > 6.0f ? 6.0f : y[j];
@@ -128,6 +138,7 @@ static void elem_relu6(int n, float *y)
  * y instead of one per op: a row's steps follow each other while it is in cache, each its
  * own loop (one loop testing which steps apply compiled to scalar code, 27% of
  * fashion_cnn_bn's batch-1 samples). */
+TFC_CPU_VECTOR
 void tfc_cpu_epilogue(tfc_backend *be, int64_t rows, int f, const float *bias, const float *a,
                       const float *b, const float *residual, tfc_act act, float *y)
 {
