@@ -1057,6 +1057,7 @@ static void check_conv(tfc_backend *be, tfc_conv_desc d, int grads)
         {0, 0, 0, TFC_ACT_LINEAR, 1}, {0, 0, 0, TFC_ACT_LINEAR, 2}, {1, 0, 0, TFC_ACT_TANH, 1},
         {1, 1, 0, TFC_ACT_RELU, 1},   {1, 1, 1, TFC_ACT_RELU, 3},   {0, 1, 1, TFC_ACT_TANH, 2},
         {1, 0, 0, TFC_ACT_RELU, 4},   {1, 1, 0, TFC_ACT_LINEAR, 4},
+        {1, 1, 1, TFC_ACT_RELU6, 0},  {0, 0, 0, TFC_ACT_RELU6, 1},
     };
     tfc_pool_desc pools[5] = {
         {0},
@@ -1279,6 +1280,104 @@ static void test_conv_winograd(void)
     check_conv(be, same, 2);
     tfc_backend_free(be);
     unsetenv("TFC_CPU_CONV");
+}
+
+/* y = conv_forward(x, w) (linear, no epilogue) on be, through a workspace of its own. */
+static void conv_run(tfc_backend *be, const tfc_conv_desc *d, const float *x, const float *w,
+                     float *y)
+{
+    size_t wsb = be->ops->conv_workspace(be, d);
+    void *ws = wsb ? be->ops->alloc(be, wsb) : NULL;
+    be->ops->conv_forward(be, d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, NULL, NULL, ws);
+    if (ws) be->ops->free(be, ws);
+}
+
+static int64_t bits_differ(const float *a, const float *b, int64_t n)
+{
+    return n - (int64_t)(memcmp(a, b, (size_t)n * sizeof(float)) == 0) * n;
+}
+
+/* Winograd's F(2x2, 3x3) of cpu_winograd.c (inference passes on AVX2 + FMA without AVX-512;
+ * forced on here wherever the CPU has AVX2 and FMA): against the double reference with every
+ * epilogue and pooling the separate ops' values (check_conv), on outputs of odd size (partial
+ * tiles), a filter count not a multiple of 16, blocks that split the filters into groups
+ * (batch 1 at 7x7 on 2 threads), valid and same padding. The same bits on 1, 2 and 3 threads,
+ * in a batch or alone, and on a frozen backend that keeps the transformed weights, also after
+ * an upload overwrote them; training passes and the shapes it does not take stay on the other
+ * paths (their bits). */
+static void test_conv_winograd_f2(void)
+{
+    if (!tfc_cpu_winograd_isa(1)) {
+        printf("\n  no AVX2 + FMA here: conv_winograd_f2 skipped");
+        return;
+    }
+    const tfc_conv_desc shapes[] = {
+        conv_desc(1, 28, 28, 32, 3, 3, 32, 1, 1, 1),  /* 196 tiles: 4 blocks */
+        conv_desc(1, 26, 26, 32, 3, 3, 64, 1, 1, 0),  /* fashion_cnn's second convolution */
+        conv_desc(1, 7, 7, 128, 3, 3, 128, 1, 1, 1), /* 16 tiles: two filter groups */
+        conv_desc(3, 9, 6, 16, 3, 3, 24, 1, 1, 1),   /* odd rows; 8 filters past 16 */
+        conv_desc(2, 5, 8, 24, 3, 3, 40, 1, 1, 0),   /* a 3x6 output */
+    };
+    const int ns = (int)(sizeof shapes / sizeof *shapes);
+    tfc_backend *be = backend();
+    be->inference_pass = 1;
+    /* outputs reach 43 at 128 channels: one image of 7x7x128, errors against double 1.7e-5
+     * at most (oneDNN's direct kernel: 4e-5); 28x28x32 5.4e-6 (1.5e-5) */
+    conv_y_atol = 4e-5;
+    for (int i = 0; i < ns; i++) {
+        CU_ASSERT(tfc_cpu_winograd_fits(be, &shapes[i]));
+        check_conv(be, shapes[i], 0);
+    }
+    const tfc_conv_desc no[] = {conv_desc(1, 8, 8, 8, 3, 3, 16, 1, 1, 1),
+                                conv_desc(1, 8, 8, 16, 3, 3, 16, 2, 1, 1),
+                                conv_desc(1, 8, 8, 16, 3, 3, 16, 1, 2, 1),
+                                conv_desc(1, 8, 8, 16, 5, 5, 16, 1, 1, 1),
+                                conv_desc(1, 8, 8, 16, 3, 3, 20, 1, 1, 1)};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) CU_ASSERT(!tfc_cpu_winograd_fits(be, &no[i]));
+    tfc_backend *one = tfc_cpu_backend_create(1), *three = tfc_cpu_backend_create(3);
+    tfc_backend *frozen = backend();
+    one->inference_pass = three->inference_pass = frozen->inference_pass = 1;
+    frozen->frozen = 1;
+    for (int i = 0; i < ns; i++) {
+        tfc_conv_desc d = shapes[i], d1 = d;
+        d1.n = 1;
+        const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, nw = (int64_t)9 * d.c * d.f;
+        const int64_t ny = (int64_t)d.n * d.oh * d.ow * d.f, ny1 = ny / d.n;
+        float *x = falloc(nx), *w = falloc(nw), *w2 = falloc(nw), *y[8];
+        for (int k = 0; k < 8; k++) y[k] = falloc(ny);
+        fill(x, nx, -1, 1), fill(w, nw, -1, 1), fill(w2, nw, -1, 1);
+        conv_run(be, &d, x, w, y[0]);
+        conv_run(one, &d, x, w, y[1]);
+        conv_run(three, &d, x, w, y[2]);
+        conv_run(frozen, &d, x, w, y[3]);
+        conv_run(frozen, &d, x, w, y[4]);  /* the kept weights */
+        conv_run(be, &d1, x + (nx - nx / d.n), w, y[5]); /* the last image alone */
+        CU_ASSERT_EQUAL(bits_differ(y[0], y[1], ny), 0);
+        CU_ASSERT_EQUAL(bits_differ(y[0], y[2], ny), 0);
+        CU_ASSERT_EQUAL(bits_differ(y[0], y[3], ny), 0);
+        CU_ASSERT_EQUAL(bits_differ(y[0], y[4], ny), 0);
+        CU_ASSERT_EQUAL(bits_differ(y[0] + ny - ny1, y[5], ny1), 0);
+        /* new weights through upload: the frozen backend transforms them again */
+        frozen->ops->upload(frozen, w, w2, (size_t)nw * sizeof(float));
+        conv_run(frozen, &d, x, w, y[6]);
+        conv_run(be, &d, x, w2, y[7]);
+        CU_ASSERT_EQUAL(bits_differ(y[6], y[7], ny), 0);
+        CU_ASSERT(bits_differ(y[6], y[0], ny) > 0);
+        /* a training pass, and Winograd turned off: the direct path's bits, which differ */
+        be->inference_pass = 0;
+        conv_run(be, &d, x, w2, y[1]);
+        be->inference_pass = 1;
+        CU_ASSERT(tfc_cpu_winograd_isa(0));
+        conv_run(be, &d, x, w2, y[2]);
+        CU_ASSERT(tfc_cpu_winograd_isa(1));
+        CU_ASSERT_EQUAL(bits_differ(y[1], y[2], ny), 0);
+        if (ny > 4096) CU_ASSERT(bits_differ(y[1], y[7], ny) > 0);
+        for (int k = 0; k < 8; k++) free(y[k]);
+        free(x), free(w), free(w2);
+    }
+    tfc_cpu_winograd_isa(-1);
+    conv_y_atol = 1e-5;
+    tfc_backend_free(one), tfc_backend_free(three), tfc_backend_free(frozen), tfc_backend_free(be);
 }
 
 /* Threads claim im2col's convolution chunks dynamically (cpu_conv.c), oneDNN partitions
@@ -2340,6 +2439,7 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"act_grad", test_act_grad},
               {"softmax", test_softmax}, {"conv", test_conv},
               {"conv_winograd", test_conv_winograd},
+              {"conv_winograd_f2", test_conv_winograd_f2},
               {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
               {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
               {"lstm", test_lstm},

@@ -434,5 +434,7 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
     const char *gemm = getenv("TFC_CPU_GEMM");
     cb->dnnl_gemm = !(gemm && !strcmp(gemm, "openblas"));
+    const char *conv = getenv("TFC_CPU_CONV"); /* direct or im2col: no Winograd of ours */
+    cb->winograd = !(conv && (!strcmp(conv, "direct") || !strcmp(conv, "im2col")));
     return be;
 }

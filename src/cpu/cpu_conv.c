@@ -78,9 +78,9 @@ static size_t im2col_workspace(const tfc_backend *be, const tfc_conv_desc *d)
 
 size_t tfc_cpu_conv_workspace(tfc_backend *be, const tfc_conv_desc *d)
 {
-    size_t bytes;
-    if (tfc_cpu_dnnl_conv_workspace(be, d, &bytes)) return bytes;
-    return im2col_workspace(be, d);
+    size_t bytes, wino = tfc_cpu_winograd_workspace(be, d);
+    if (!tfc_cpu_dnnl_conv_workspace(be, d, &bytes)) bytes = im2col_workspace(be, d);
+    return bytes > wino ? bytes : wino;
 }
 
 /* dst[0..n) = src[0..n): short runs (a first layer's few channels) inline, long ones by
@@ -422,8 +422,11 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
     const int flags = act == TFC_ACT_RELU ? TFC_CPU_CONV_RELU
                       : act == TFC_ACT_RELU6 ? TFC_CPU_CONV_RELU6
                                              : 0;
-    if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, flags, y,
-                          act_left ? NULL : pool, pooled, ws)) {
+    if (tfc_cpu_winograd_forward(be, d, x, w, bias, bn, residual, act_left ? TFC_ACT_LINEAR : act,
+                                 y, ws)) {
+        /* the activation's pass (if not ReLU or relu6) and the pooling follow */
+    } else if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, flags, y,
+                                 act_left ? NULL : pool, pooled, ws)) {
         if (!act_left) pool_left = NULL;
     } else if ((bn || residual || relu) &&
                tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, NULL, NULL, 0, y,

@@ -56,6 +56,21 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                       const float *in, const float *w, const float *bias,
                       const tfc_bn_params *bn, const float *residual, int flags, float *out,
                       const tfc_pool_desc *pool, float *pooled, void *ws);
+/* Winograd's F(2x2, 3x3) forward for inference passes on AVX2 + FMA without AVX-512
+ * (cpu_winograd.c). tfc_cpu_winograd_forward overwrites y with act(bn(conv(x, w) + bias) +
+ * residual), act linear, ReLU or relu6, and returns 1, or returns 0 computing nothing: not an
+ * inference pass, a shape or activation it does not take, no workspace. ws: at least
+ * tfc_cpu_winograd_workspace(d) bytes, which any batch size of d's shape fits. */
+int tfc_cpu_winograd_fits(const tfc_backend *be, const tfc_conv_desc *d);
+size_t tfc_cpu_winograd_workspace(const tfc_backend *be, const tfc_conv_desc *d);
+int tfc_cpu_winograd_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                             const float *w, const float *bias, const tfc_bn_params *bn,
+                             const float *residual, tfc_act act, float *y, void *ws);
+/* Chooses it for the whole process: 1 on where the CPU has AVX2 and FMA, 0 off, -1 the
+ * default (on where the CPU has AVX2 and FMA but not AVX-512, whose oneDNN has Winograd of
+ * its own). Returns 0, changing nothing, where the CPU lacks the instructions (the tests). */
+int tfc_cpu_winograd_isa(int isa);
+
 /* pool_forward's result without argmax (one thread) from x in oneDNN's nChw16c layout:
  * per image d->c / 16 blocks of [h][w][16 channels] (c a multiple of 16); y NHWC. */
 void tfc_cpu_pool_forward_16c(const tfc_pool_desc *d, const float *x, float *y);
@@ -318,7 +333,7 @@ void tfc_cpu_block_sums(int nb, int cols, int stride, const double *partial, flo
  * layer (TFC_CPU_KEPT at most; more take turns), by the addresses and sizes of the weights
  * they came from, and packs them again only after one of those writes overlapped the weights
  * (tfc_cpu_kept_written). The backend runs one call at a time (a predictor's worker). */
-#define TFC_CPU_KEPT 8
+#define TFC_CPU_KEPT 32
 
 typedef struct tfc_cpu_kept_pack {
     const float *src[2]; /* the weights packed (NULL: none) */
@@ -335,6 +350,7 @@ typedef struct tfc_cpu_backend {
     tfc_cpu_kept_pack kept[TFC_CPU_KEPT];
     int next_kept;
     int dnnl_gemm; /* GEMMs through oneDNN where it is faster (cpu_backend.c, sgemm1) */
+    int winograd;  /* inference passes' 3x3 convolutions by cpu_winograd.c where it fits */
 } tfc_cpu_backend;
 
 /* The pack of `floats` floats kept for weights src[0..1] (bytes each) in layout `tag`, or

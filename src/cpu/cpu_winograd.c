@@ -1,0 +1,405 @@
+/* Winograd's F(2x2, 3x3) convolution for inference passes on CPUs with AVX2 and FMA but not
+ * AVX-512 (issue 44). oneDNN's Winograd kernel exists for AVX-512 only, and its direct AVX2
+ * kernel already runs near the machine's peak, so on AVX2 the only way to a faster 3x3
+ * convolution is fewer multiplications: F(2x2, 3x3) computes each 2x2 block of outputs
+ * (a tile) from a 4x4 block of inputs with 16 products per input and output channel pair
+ * where the direct sum takes 36 (Lavin and Gray, "Fast Algorithms for Convolutional Neural
+ * Networks", 2015). Its transforms take only 0, ±1 and ±1/2, so it rounds about as the direct
+ * sum does (F(4x4, 3x3), oneDNN's, saves more but rounds more).
+ *
+ * Three steps per block of tiles, each on one thread, with no barrier between blocks:
+ *   V[a][t][c] = (Bᵀ d B)[a]   the tile's 4x4 input patch d of channel c (zeros outside the
+ *                               image), a = 4 i + j one of its 16 positions;
+ *   M[a][t][f] = Σ_c V[a][t][c] U[a][c][f]   sixteen GEMMs, U = G g Gᵀ the 3x3 kernel g of
+ *                               each (c, f) transformed (in double, once per call, or once
+ *                               per layer on a frozen backend, kept like the recurrent
+ *                               layers' panels);
+ *   y = Aᵀ M A                  the tile's 2x2 outputs, with the epilogue (bias,
+ *                               normalisation, residual, ReLU or relu6) applied in registers,
+ *                               each step rounded as its separate op rounds it.
+ * Blocks hold up to BLOCK_FLOATS floats of V and M (in L2); where the tiles are too few to
+ * give each thread a block of at least MIN_ROWS (batch 1 at 7x7), the filters are split
+ * into groups too, each group's block transforming its tiles' inputs again (cheap beside the
+ * GEMMs). Every output's sums run in one order fixed by the shape: the same bits on any
+ * thread count and in any batch.
+ *
+ * Taken for inference passes only (be->inference_pass: prediction, evaluation, a frozen
+ * model's every pass), so that an inference pass gives the same values whether the model is
+ * bound for training or for inference (SPEC: docs/SPEC.md), on 3x3 kernels at stride and
+ * dilation 1 with channel counts that are multiples of 8, at least 16. TFC_CPU_CONV=direct
+ * or im2col in the environment turns it off, as it turns oneDNN's Winograd off. */
+#include <stdlib.h>
+
+#include "cpu/cpu_internal.h"
+
+/* floats of V and M per block: 256 KB, half an AVX2 EPYC's L2 */
+#define BLOCK_FLOATS 65536
+/* the GEMM tile's rows: 6 tiles x 16 filters, 12 accumulators */
+#define MR 6
+/* rows per block below which the filters are split into groups across the threads */
+#define MIN_ROWS 12
+/* kept weights' tag (cpu_rnn.c's packs use sizes, never negative) */
+#define KEPT_TAG (-2)
+
+typedef struct wplan {
+    int th, tw;         /* tiles per image, down and across */
+    int64_t tiles;      /* in the batch */
+    int rows;           /* tiles per block */
+    int groups, fw;     /* filter groups, and the filters in each (a multiple of 16 or all) */
+    int64_t blocks;     /* per group */
+} wplan;
+
+/* Tiles per block at most: V and M of a block within BLOCK_FLOATS, at least MR. */
+static int cap_rows(const tfc_conv_desc *d)
+{
+    const int cap = BLOCK_FLOATS / (16 * (d->c + d->f)) / MR * MR;
+    return cap < MR ? MR : cap;
+}
+
+/* The blocks and filter groups of d on nt threads: blocks of equal size, as many as a
+ * multiple of the threads where there are more than the threads. */
+static wplan make_plan(const tfc_conv_desc *d, int nt)
+{
+    wplan p = {.th = (d->oh + 1) / 2, .tw = (d->ow + 1) / 2, .groups = 1};
+    p.tiles = (int64_t)d->n * p.th * p.tw;
+    if (nt > 1 && p.tiles < (int64_t)nt * MIN_ROWS) { /* too few tiles: split the filters */
+        p.groups = nt < d->f / 16 ? nt : d->f / 16;
+        if (p.groups < 1) p.groups = 1;
+    }
+    p.fw = p.groups == 1 ? d->f : (d->f / p.groups + 15) / 16 * 16; /* whole panels */
+    p.groups = (d->f + p.fw - 1) / p.fw;
+    const int64_t want = (nt + p.groups - 1) / p.groups; /* blocks per group for every thread */
+    const int cap = cap_rows(d);
+    int64_t nblk = (p.tiles + cap - 1) / cap;
+    if (nblk < want)
+        nblk = want < p.tiles ? want : p.tiles;
+    else if (want > 1)
+        nblk = (nblk + want - 1) / want * want;
+    p.rows = (int)((p.tiles + nblk - 1) / nblk);
+    p.blocks = (p.tiles + p.rows - 1) / p.rows;
+    return p;
+}
+
+/* Floats of one thread's buffer: V and M of a block. */
+static size_t thread_floats(const tfc_conv_desc *d)
+{
+    const int cap = cap_rows(d);
+    return tfc_cpu_padded((int64_t)16 * cap * d->c) + tfc_cpu_padded((int64_t)16 * cap * d->f);
+}
+
+static int chosen = -1; /* tfc_cpu_winograd_isa's choice; -1: the best */
+
+static int best(void)
+{
+#ifdef TFC_X86_SIMD
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           !__builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
+int tfc_cpu_winograd_isa(int isa)
+{
+#ifdef TFC_X86_SIMD
+    if (isa == 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+        return 0;
+#else
+    if (isa > 0) return 0;
+#endif
+    chosen = isa < 0 ? -1 : isa;
+    return 1;
+}
+
+/* Whether d's shape and be take this kernel, whichever tfc_cpu_winograd_isa chose (the
+ * workspace: a test may choose between planning and calling). */
+static int shape_fits(const tfc_backend *be, const tfc_conv_desc *d)
+{
+#ifdef TFC_X86_SIMD
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           ((const tfc_cpu_backend *)be)->winograd && d->kh == 3 && d->kw == 3 && d->sh == 1 &&
+           d->sw == 1 && d->dh == 1 && d->dw == 1 && d->c % 8 == 0 && d->f % 8 == 0 &&
+           d->c >= 16 && d->f >= 16 && d->oh > 0 && d->ow > 0;
+#else
+    return 0;
+#endif
+}
+
+/* Whether d's forward convolutions on be run here when they are inference passes. */
+int tfc_cpu_winograd_fits(const tfc_backend *be, const tfc_conv_desc *d)
+{
+    return (chosen >= 0 ? chosen : best()) && shape_fits(be, d);
+}
+
+/* Filters rounded up to whole panels of 16. */
+static int f16(const tfc_conv_desc *d)
+{
+    return (d->f + 15) / 16 * 16;
+}
+
+/* Floats of the transformed weights U: for each position a, panels of 16 filters, each c rows
+ * of 16 (zeros past f), so that the GEMMs read each panel front to back. */
+static size_t u_floats(const tfc_conv_desc *d)
+{
+    return (size_t)16 * (size_t)d->c * (size_t)f16(d);
+}
+
+/* Each thread's block buffers, the transformed weights where not kept, the normalisation's
+ * a and b: the same for every batch size (what the largest batch was planned with serves). */
+size_t tfc_cpu_winograd_workspace(const tfc_backend *be, const tfc_conv_desc *d)
+{
+    if (!shape_fits(be, d)) return 0;
+    return ((size_t)be->threads * thread_floats(d) + tfc_cpu_padded((int64_t)u_floats(d)) +
+            tfc_cpu_padded(2 * (int64_t)d->f)) *
+           sizeof(float);
+}
+
+/* U[a][f / 16][c][f % 16] = (G g Gᵀ)[a] for the kernel g of (c, f), in double, rounded
+ * once. */
+static void transform_weights(const tfc_conv_desc *d, const float *w, float *u)
+{
+    static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    const int C = d->c, F = d->f, F16 = f16(d);
+    memset(u, 0, u_floats(d) * sizeof(float));
+    for (int c = 0; c < C; c++)
+        for (int f = 0; f < F; f++) {
+            double g[3][3], t[4][3];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) g[i][j] = w[((size_t)(i * 3 + j) * C + c) * F + f];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 3; j++)
+                    t[i][j] = G[i][0] * g[0][j] + G[i][1] * g[1][j] + G[i][2] * g[2][j];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    u[(((size_t)(i * 4 + j) * F16 + f / 16 * 16) * C + (size_t)c * 16) + f % 16] =
+                        (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+        }
+}
+
+typedef struct wcall {
+    const tfc_conv_desc *d;
+    const wplan *p;
+    const float *x, *u, *bias, *a, *b, *residual;
+    tfc_act act;
+    float *y;
+} wcall;
+
+#ifdef TFC_X86_SIMD
+#include <immintrin.h>
+
+#define FMA_TARGET __attribute__((target("avx2,fma")))
+#define INLINE static inline __attribute__((always_inline))
+
+/* V[a][r][c..c+8) for the block's tiles r (rows of c floats, 16 planes of `rows` rows). */
+FMA_TARGET static void input_transform(const wcall *k, int64_t t0, int rows, float *V)
+{
+    const tfc_conv_desc *d = k->d;
+    const int C = d->c;
+    const size_t plane = (size_t)rows * C;
+    const __m256 zero = _mm256_setzero_ps();
+    for (int r = 0; r < rows; r++) {
+        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
+        const int64_t img = g / per;
+        const int ty = (int)(g % per / k->p->tw), tx = (int)(g % per % k->p->tw);
+        const int y0 = 2 * ty - d->pad_top, x0 = 2 * tx - d->pad_left;
+        const float *src[4][4];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                const int iy = y0 + i, ix = x0 + j;
+                src[i][j] = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w
+                                ? k->x + (((size_t)img * d->h + iy) * d->w + ix) * C
+                                : NULL;
+            }
+        float *out = V + (size_t)r * C;
+        for (int c = 0; c < C; c += 8) {
+            __m256 v[4][4], t[4][4];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++) v[i][j] = src[i][j] ? _mm256_loadu_ps(src[i][j] + c) : zero;
+            for (int j = 0; j < 4; j++) { /* Bᵀ d */
+                t[0][j] = _mm256_sub_ps(v[0][j], v[2][j]);
+                t[1][j] = _mm256_add_ps(v[1][j], v[2][j]);
+                t[2][j] = _mm256_sub_ps(v[2][j], v[1][j]);
+                t[3][j] = _mm256_sub_ps(v[1][j], v[3][j]);
+            }
+            for (int i = 0; i < 4; i++) { /* (Bᵀ d) B */
+                float *o = out + (size_t)(4 * i) * plane + c;
+                _mm256_storeu_ps(o, _mm256_sub_ps(t[i][0], t[i][2]));
+                _mm256_storeu_ps(o + plane, _mm256_add_ps(t[i][1], t[i][2]));
+                _mm256_storeu_ps(o + 2 * plane, _mm256_sub_ps(t[i][2], t[i][1]));
+                _mm256_storeu_ps(o + 3 * plane, _mm256_sub_ps(t[i][1], t[i][3]));
+            }
+        }
+    }
+}
+
+/* M[r][0..W) = Σ_c V[r][c] U[c][0..W) for R <= MR rows of V (stride C), W 16 or 8 columns
+ * of a panel of U (rows of 16) and of M (stride ldm); R and W constants once inlined. */
+INLINE FMA_TARGET void gemm_tile(const float *V, int C, const float *U, float *M, int ldm,
+                                 const int R, const int W)
+{
+    __m256 s[MR][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) s[r][0] = s[r][1] = _mm256_setzero_ps();
+    for (int c = 0; c < C; c++) {
+        const __m256 b0 = _mm256_loadu_ps(U + (size_t)c * 16);
+        const __m256 b1 = W == 16 ? _mm256_loadu_ps(U + (size_t)c * 16 + 8) : b0;
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m256 a = _mm256_broadcast_ss(V + (size_t)r * C + c);
+            s[r][0] = _mm256_fmadd_ps(a, b0, s[r][0]);
+            if (W == 16) s[r][1] = _mm256_fmadd_ps(a, b1, s[r][1]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_ps(M + (size_t)r * ldm, s[r][0]);
+        if (W == 16) _mm256_storeu_ps(M + (size_t)r * ldm + 8, s[r][1]);
+    }
+}
+
+#define GEMM_ROWS(W)                                                                     \
+    switch (R) {                                                                         \
+    case 6: gemm_tile(v, C, u, m, fw, 6, W); break;                                   \
+    case 5: gemm_tile(v, C, u, m, fw, 5, W); break;                                   \
+    case 4: gemm_tile(v, C, u, m, fw, 4, W); break;                                   \
+    case 3: gemm_tile(v, C, u, m, fw, 3, W); break;                                   \
+    case 2: gemm_tile(v, C, u, m, fw, 2, W); break;                                   \
+    default: gemm_tile(v, C, u, m, fw, 1, W); break;                                  \
+    }
+
+/* M[a][r][0..fw) = V[a][r][:] U[a][:][f0..f0+fw) for the block's rows. */
+FMA_TARGET static void gemms(const wcall *k, int rows, int f0, int fw, const float *V, float *M)
+{
+    const int C = k->d->c, F16 = f16(k->d);
+    for (int a = 0; a < 16; a++)
+        for (int f = 0; f < fw; f += 16) {
+            const float *u = k->u + ((size_t)a * F16 + f0 + f) * C;
+            for (int r0 = 0; r0 < rows; r0 += MR) {
+                const int R = rows - r0 < MR ? rows - r0 : MR;
+                const float *v = V + ((size_t)a * rows + r0) * C;
+                float *m = M + ((size_t)a * rows + r0) * fw + f;
+                if (fw - f >= 16) {
+                    GEMM_ROWS(16)
+                } else {
+                    GEMM_ROWS(8)
+                }
+            }
+        }
+}
+
+/* The epilogue's steps on eight channels from f, each rounded as its op (bias_add,
+ * bn_forward_infer's map, axpy of 1, act_forward's ReLU or relu6: NaN and -0 stay). */
+INLINE FMA_TARGET __m256 finish(const wcall *k, __m256 v, int f, const float *res)
+{
+    if (k->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(k->bias + f));
+    if (k->a) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(k->a + f)), _mm256_loadu_ps(k->b + f));
+    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + f));
+    if (k->act != TFC_ACT_LINEAR) {
+        v = _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ), v);
+        if (k->act == TFC_ACT_RELU6) {
+            const __m256 six = _mm256_set1_ps(6.0f);
+            v = _mm256_blendv_ps(v, six, _mm256_cmp_ps(v, six, _CMP_GT_OQ));
+        }
+    }
+    return v;
+}
+
+/* The block's outputs y = Aᵀ M A, through the epilogue, for filters f0..f0+fw. */
+FMA_TARGET static void output_transform(const wcall *k, int64_t t0, int rows, int f0, int fw,
+                                        const float *M)
+{
+    const tfc_conv_desc *d = k->d;
+    const int F = d->f;
+    const size_t plane = (size_t)rows * fw;
+    for (int r = 0; r < rows; r++) {
+        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
+        const int64_t img = g / per;
+        const int oy = 2 * (int)(g % per / k->p->tw), ox = 2 * (int)(g % per % k->p->tw);
+        const int down = oy + 1 < d->oh, across = ox + 1 < d->ow;
+        const size_t o = (((size_t)img * d->oh + oy) * d->ow + ox) * F;
+        const size_t below = (size_t)d->ow * F;
+        const float *m = M + (size_t)r * fw;
+        for (int f = 0; f < fw; f += 8) {
+            __m256 s[2][4];
+            for (int j = 0; j < 4; j++) { /* Aᵀ M */
+                const __m256 m0 = _mm256_loadu_ps(m + (size_t)j * plane + f);
+                const __m256 m1 = _mm256_loadu_ps(m + (size_t)(4 + j) * plane + f);
+                const __m256 m2 = _mm256_loadu_ps(m + (size_t)(8 + j) * plane + f);
+                const __m256 m3 = _mm256_loadu_ps(m + (size_t)(12 + j) * plane + f);
+                s[0][j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
+                s[1][j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
+            }
+            const int fo = f0 + f;
+            for (int i = 0; i < 2; i++) { /* (Aᵀ M) A */
+                if (i && !down) break;
+                const size_t at = o + i * below;
+                const float *res = k->residual ? k->residual + at : NULL;
+                __m256 y0 = _mm256_add_ps(_mm256_add_ps(s[i][0], s[i][1]), s[i][2]);
+                _mm256_storeu_ps(k->y + at + fo, finish(k, y0, fo, res));
+                if (across) {
+                    __m256 y1 = _mm256_sub_ps(_mm256_sub_ps(s[i][1], s[i][2]), s[i][3]);
+                    _mm256_storeu_ps(k->y + at + F + fo, finish(k, y1, fo, res ? res + F : NULL));
+                }
+            }
+        }
+    }
+}
+
+/* Work item `item`: a block of tiles and a group of filters, in the thread's buffer. */
+static void run_block(const wcall *k, int64_t item, float *buf)
+{
+    const wplan *p = k->p;
+    const int grp = (int)(item % p->groups);
+    const int64_t t0 = item / p->groups * p->rows;
+    const int rows = k->p->tiles - t0 < p->rows ? (int)(k->p->tiles - t0) : p->rows;
+    const int f0 = grp * p->fw, fw = k->d->f - f0 < p->fw ? k->d->f - f0 : p->fw;
+    float *V = buf, *M = buf + tfc_cpu_padded((int64_t)16 * cap_rows(k->d) * k->d->c);
+    input_transform(k, t0, rows, V);
+    gemms(k, rows, f0, fw, V, M);
+    output_transform(k, t0, rows, f0, fw, M);
+}
+#endif
+
+int tfc_cpu_winograd_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                             const float *w, const float *bias, const tfc_bn_params *bn,
+                             const float *residual, tfc_act act, float *y, void *ws)
+{
+#ifdef TFC_X86_SIMD
+    if (!be->inference_pass || !ws || d->n <= 0 || !tfc_cpu_winograd_fits(be, d) ||
+        !(act == TFC_ACT_LINEAR || act == TFC_ACT_RELU || act == TFC_ACT_RELU6))
+        return 0;
+    const int nt = be->threads;
+    const wplan p = make_plan(d, nt);
+    const size_t per_thread = thread_floats(d);
+    float *bufs = ws, *u_ws = bufs + (size_t)nt * per_thread;
+    float *aff = u_ws + tfc_cpu_padded((int64_t)u_floats(d));
+    const float *src[2] = {w, NULL};
+    const size_t bytes[2] = {(size_t)9 * d->c * d->f * sizeof(float), 0};
+    int fresh = 1;
+    float *u = tfc_cpu_kept(be, src, bytes, KEPT_TAG, u_floats(d), &fresh);
+    if (!u) u = u_ws;
+    if (fresh) transform_weights(d, w, u);
+    if (bn) /* a and b as bn_forward_infer computes them */
+        for (int c = 0; c < d->f; c++) {
+            double a = bn->gamma[c] / sqrt((double)bn->var[c] + (double)bn->eps);
+            aff[c] = (float)a;
+            aff[d->f + c] = (float)(bn->beta[c] - bn->mean[c] * a);
+        }
+    const wcall k = {d, &p, x, u, bias, bn ? aff : NULL, bn ? aff + d->f : NULL, residual, act, y};
+    const int64_t items = p.blocks * p.groups;
+    const int team = items > 1 && nt > 1 ? tfc_cpu_team(nt < items ? nt : (int)items) : 1;
+    if (team == 1) {
+        for (int64_t i = 0; i < items; i++) run_block(&k, i, bufs);
+    } else {
+#pragma omp parallel num_threads(team)
+        {
+            float *buf = bufs + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t i = 0; i < items; i++) run_block(&k, i, buf);
+        }
+    }
+    return 1;
+#else
+    return 0;
+#endif
+}
