@@ -146,25 +146,26 @@ static void test_depthwise_values(void)
     tfc_cpu_depthwise_isa(-1);
 }
 
-/* Forward, the data gradient and the filter gradient (both from zero) of d on `threads`
- * threads into out[0..2] (allocated here), from fixed x, w and dy. */
+/* Forward (with a bias), the data gradient and the filter gradient (both from zero) of d on
+ * `threads` threads into out[0..2] (allocated here), from fixed x, w, bias and dy. */
 static void depthwise_run(const tfc_conv_desc *d, int threads, float *out[3])
 {
     int64_t nx = (int64_t)d->n * d->h * d->w * d->c, ny = (int64_t)d->n * d->oh * d->ow * d->f;
     int64_t nw = (int64_t)d->kh * d->kw * d->f;
-    float *x = falloc(nx), *w = falloc(nw), *dy = falloc(ny);
+    float *x = falloc(nx), *w = falloc(nw), *dy = falloc(ny), *b = falloc(d->f);
     tfc_test_fill(x, nx, -1, 1, 3);
     tfc_test_fill(w, nw, -1, 1, 4);
     tfc_test_fill(dy, ny, -1, 1, 5);
+    tfc_test_fill(b, d->f, -1, 1, 6);
     tfc_backend *be = tfc_cpu_backend_create(threads);
     float *ws = falloc((int64_t)be->ops->depthwise_workspace(be, d) / 4 + 1);
     out[0] = falloc(ny), out[1] = falloc(nx), out[2] = falloc(nw);
-    be->ops->depthwise_forward(be, d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, out[0], NULL);
+    be->ops->depthwise_forward(be, d, x, w, b, NULL, NULL, TFC_ACT_LINEAR, out[0], NULL);
     be->ops->depthwise_backward_data(be, d, dy, w, out[1]);
     be->ops->depthwise_backward_filter(be, d, x, dy, out[2], ws);
     free(ws);
     tfc_backend_free(be);
-    free(x), free(w), free(dy);
+    free(x), free(w), free(dy), free(b);
 }
 
 /* Whether two depthwise_run results of d hold the same bits; frees b. */
@@ -201,6 +202,9 @@ static void test_depthwise_isa(void)
         dw_desc(3, 9, 10, 37, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(2, 8, 9, 19, 2, 3, 3, 2, 2, 1, 1, 1),
         dw_desc(2, 9, 7, 13, 3, 2, 3, 1, 2, 2, 1, 0), dw_desc(2, 7, 7, 9, 4, 3, 3, 1, 1, 1, 1, 1),
         dw_desc(2, 6, 8, 7, 5, 3, 2, 2, 1, 1, 1, 1),
+        /* depth multiplier 1 on whole vectors: the AVX2 pixel kernel (blocks of 32, 16, 8) */
+        dw_desc(2, 9, 10, 56, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(2, 11, 9, 16, 1, 3, 3, 2, 2, 1, 1, 1),
+        dw_desc(1, 9, 9, 24, 1, 3, 2, 1, 1, 2, 2, 0),
     };
     int checked = 0;
     for (size_t t = 0; t < sizeof ds / sizeof *ds; t++) {

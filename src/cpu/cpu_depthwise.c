@@ -4,7 +4,10 @@
  * vectorises (over channels; for m = 2, 3, 4 the m filters of a channel unrolled, so the
  * interleaved outputs vectorise too), compiled three times: for AVX-512, AVX2 and the
  * baseline, chosen at run time (dw_isa). No contraction into fused multiply-adds (ISO C), so
- * the three give the same bits. Forward and the data gradient gather (each thread writes its
+ * the three give the same bits. The forward of a depth multiplier of 1 on whole vectors of
+ * channels (MobileNet's) takes an AVX2 kernel in intrinsics on AVX2 and AVX-512 machines
+ * (forward_row_m1): each pixel's channels stay in registers across the taps, the same
+ * operations in the same order, so the same bits again. Forward and the data gradient gather (each thread writes its
  * own rows; forward applies its epilogue, BatchNormalization's map, a residual and the
  * activation, to each row while it is in cache); the filter gradient sums fixed shares of the
  * rows into partials, added in share order. */
@@ -234,6 +237,79 @@ static int dw_isa(void)
     return dw_chosen >= 0 ? dw_chosen : dw_best();
 }
 
+#ifdef TFC_X86_SIMD
+#include <immintrin.h>
+
+#define DW_AVX2 __attribute__((target("avx2")))
+
+/* NB blocks of 8 channels from k of one output pixel of depth multiplier 1, in registers:
+ * bias (or 0) plus the taps' products in tap order, then the normalisation's map, the residual
+ * and ReLU or relu6, each a multiply or an add rounded as forward_row's loops and
+ * act_forward round them (no fused multiply-adds): the same bits. NB chains of adds side by
+ * side hide the add's latency. */
+DW_INLINE DW_AVX2 void pixel_m1(const int NB, int k, int ntaps, const float *const *xp,
+                                const float *const *wp, const float *bias, const float *a,
+                                const float *b, const float *res, tfc_act act, float *out)
+{
+    __m256 s[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++)
+        s[j] = bias ? _mm256_loadu_ps(bias + k + 8 * j) : _mm256_setzero_ps();
+    for (int t = 0; t < ntaps; t++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; j++)
+            s[j] = _mm256_add_ps(s[j], _mm256_mul_ps(_mm256_loadu_ps(xp[t] + k + 8 * j),
+                                                     _mm256_loadu_ps(wp[t] + k + 8 * j)));
+    const __m256 zero = _mm256_setzero_ps(), six = _mm256_set1_ps(6.0f);
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) {
+        const int kj = k + 8 * j;
+        __m256 v = s[j];
+        if (a) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(a + kj)), _mm256_loadu_ps(b + kj));
+        if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + kj));
+        if (act == TFC_ACT_RELU || act == TFC_ACT_RELU6) /* y < 0 ? 0 : y (NaN and -0 stay) */
+            v = _mm256_andnot_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ), v);
+        if (act == TFC_ACT_RELU6) /* y > 6 ? 6 : y */
+            v = _mm256_blendv_ps(v, six, _mm256_cmp_ps(v, six, _CMP_GT_OQ));
+        _mm256_storeu_ps(out + kj, v);
+    }
+}
+
+/* forward_row for a depth multiplier of 1 and channels a multiple of 8 on AVX2, with the
+ * activation (ReLU or relu6; else linear) applied as act_forward would after it: each
+ * pixel's channels in registers across its taps, where forward_row's loops load and store
+ * the pixel's outputs once per tap (fashion_mobilenet's 16- to 192-channel layers at batch
+ * 1 spent more in that and in the loops' set-up than in the products). */
+DW_AVX2 static void forward_row_m1(const tfc_conv_desc *d, int64_t r, const float *x,
+                                   const float *w, const float *bias, const float *a,
+                                   const float *b, const float *residual, tfc_act act,
+                                   float *y)
+{
+    const float *xi = x + r / d->oh * d->h * d->w * d->c;
+    const int oy = (int)(r % d->oh), C = d->c;
+    const float *xp[64], *wp[64];
+    for (int ox = 0; ox < d->ow; ox++) {
+        int nt = 0;
+        for (int u = 0; u < d->kh; u++) {
+            const int iy = source(oy, u, d->sh, d->dh, d->pad_top, d->h);
+            if (iy < 0) continue;
+            for (int v = 0; v < d->kw; v++) {
+                const int ix = source(ox, v, d->sw, d->dw, d->pad_left, d->w);
+                if (ix < 0) continue;
+                xp[nt] = xi + ((int64_t)iy * d->w + ix) * C;
+                wp[nt++] = w + (int64_t)(u * d->kw + v) * C;
+            }
+        }
+        const int64_t o = (r * d->ow + ox) * C;
+        const float *res = residual ? residual + o : NULL;
+        int k = 0;
+        for (; k + 32 <= C; k += 32) pixel_m1(4, k, nt, xp, wp, bias, a, b, res, act, y + o);
+        for (; k + 16 <= C; k += 16) pixel_m1(2, k, nt, xp, wp, bias, a, b, res, act, y + o);
+        for (; k < C; k += 8) pixel_m1(1, k, nt, xp, wp, bias, a, b, res, act, y + o);
+    }
+}
+#endif
+
 /* y[n, i, j, k] = act(bn(sum_{u, v} x[n, i sh + u dh - pt, j sw + v dw - pl, k / m] w[u, v, k]
  *                        + bias[k]) + residual[n, i, j, k]);
  * rows (n, i) in parallel, each finished (normalised, added to, activated) while in cache. */
@@ -255,6 +331,19 @@ void tfc_cpu_depthwise_forward(tfc_backend *be, const tfc_conv_desc *d, const fl
     void (*const fwd)(const tfc_conv_desc *, int64_t, const float *, const float *,
                       const float *, const float *, const float *, const float *, float *) =
         forward_row_isa[dw_isa()];
+#ifdef TFC_X86_SIMD
+    /* the AVX2 pixel kernel where it applies (any instruction set from AVX2 up: the same
+     * bits as the loops) */
+    if (dw_isa() >= 1 && d->f == d->c && d->c % 8 == 0 && d->kh * d->kw <= 64) {
+        const tfc_act fused = act == TFC_ACT_RELU || act == TFC_ACT_RELU6 ? act : TFC_ACT_LINEAR;
+        TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
+            forward_row_m1(d, r, x, w, bias, a, b, residual, fused, y);
+            if (act != fused)
+                tfc_cpu_act_forward_serial(act, row, d->f, y + r * row, y + r * row);
+        });
+        return;
+    }
+#endif
     TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         fwd(d, r, x, w, bias, a, b, residual, y);
         if (act != TFC_ACT_LINEAR)
