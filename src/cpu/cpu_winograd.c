@@ -1,27 +1,32 @@
-/* Winograd's F(2x2, 3x3) convolution for inference passes on CPUs with AVX2 and FMA but not
- * AVX-512 (issue 44). oneDNN's Winograd kernel exists for AVX-512 only, and its direct AVX2
- * kernel already runs near the machine's peak, so on AVX2 the only way to a faster 3x3
- * convolution is fewer multiplications: F(2x2, 3x3) computes each 2x2 block of outputs
- * (a tile) from a 4x4 block of inputs with 16 products per input and output channel pair
- * where the direct sum takes 36 (Lavin and Gray, "Fast Algorithms for Convolutional Neural
- * Networks", 2015). Its transforms take only 0, ±1 and ±1/2, so it rounds about as the direct
- * sum does (F(4x4, 3x3), oneDNN's, saves more but rounds more).
+/* Winograd's convolutions F(4x4, 3x3) and F(2x2, 3x3) for inference passes on CPUs with AVX2
+ * and FMA but not AVX-512 (issue 44). oneDNN's Winograd kernel exists for AVX-512 only, and
+ * its direct AVX2 kernel already runs near the machine's peak, so on AVX2 the only way to a
+ * faster 3x3 convolution is fewer multiplications (Lavin and Gray, "Fast Algorithms for
+ * Convolutional Neural Networks", 2015): F(m x m, 3x3) computes each m x m block of outputs
+ * (a tile) from an (m + 2) x (m + 2) block of inputs with (m + 2)^2 products per input and
+ * output channel pair where the direct sum takes 9 m^2: 16 against 36 for m = 2, 36 against
+ * 144 for m = 4. F(2x2, 3x3)'s transforms take only 0, ±1 and ±1/2 and round about as the
+ * direct sum does; F(4x4, 3x3)'s reach 5 and 8 and round more (errors against double 4-6x the
+ * direct kernel's, about 1e-5 of the outputs' scale; test_cpu_ops conv_winograd_f2). An
+ * image takes F(4x4, 3x3) where it has at least MIN_TILES4 of its tiles and they need at most
+ * 3/4 of F(2x2, 3x3)'s products (a 7x7 image has 4 tiles of 4x4, each streaming all 36
+ * planes of the kernel: F(2x2, 3x3) there).
  *
  * Three steps per block of tiles, each on one thread, with no barrier between blocks:
- *   V[a][t][c] = (Bᵀ d B)[a]   the tile's 4x4 input patch d of channel c (zeros outside the
- *                               image), a = 4 i + j one of its 16 positions;
- *   M[a][t][f] = Σ_c V[a][t][c] U[a][c][f]   sixteen GEMMs, U = G g Gᵀ the 3x3 kernel g of
- *                               each (c, f) transformed (in double, once per call, or once
- *                               per layer on a frozen backend, kept like the recurrent
+ *   V[a][t][c] = (Bᵀ d B)[a]   the tile's input patch d of channel c (zeros outside the
+ *                               image), a = (m + 2) i + j one of its positions;
+ *   M[a][t][f] = Σ_c V[a][t][c] U[a][c][f]   one GEMM per position, U = G g Gᵀ the 3x3 kernel
+ *                               g of each (c, f) transformed (in double, once per call, or
+ *                               once per layer on a frozen backend, kept like the recurrent
  *                               layers' panels);
- *   y = Aᵀ M A                  the tile's 2x2 outputs, with the epilogue (bias,
- *                               normalisation, residual, ReLU or relu6) applied in registers,
- *                               each step rounded as its separate op rounds it.
+ *   y = Aᵀ M A                  the tile's outputs, with the epilogue (bias, normalisation,
+ *                               residual, ReLU or relu6) applied in registers, each step
+ *                               rounded as its separate op rounds it.
  * Blocks hold up to BLOCK_FLOATS floats of V and M (in L2); where the tiles are too few to
  * give each thread a block of at least MIN_ROWS (batch 1 at 7x7), the filters are split
  * into groups too, each group's block transforming its tiles' inputs again (cheap beside the
- * GEMMs). Every output's sums run in one order fixed by the shape: the same bits on any
- * thread count and in any batch.
+ * GEMMs). Every output's sums run in one order fixed by the image's shape: the same bits on
+ * any thread count and in any batch.
  *
  * Taken for inference passes only (be->inference_pass: prediction, evaluation, a frozen
  * model's every pass), so that an inference pass gives the same values whether the model is
@@ -38,10 +43,13 @@
 #define MR 6
 /* rows per block below which the filters are split into groups across the threads */
 #define MIN_ROWS 12
-/* kept weights' tag (cpu_rnn.c's packs use sizes, never negative) */
-#define KEPT_TAG (-2)
+/* kept weights' tag, less the tile size (cpu_rnn.c's packs use sizes, never negative) */
+#define KEPT_TAG (-1)
+/* an image's F(4x4, 3x3) tiles below which it takes F(2x2, 3x3) */
+#define MIN_TILES4 12
 
 typedef struct wplan {
+    int m, A;           /* outputs per tile side (2 or 4), positions per tile ((m + 2)^2) */
     int th, tw;         /* tiles per image, down and across */
     int64_t tiles;      /* in the batch */
     int rows;           /* tiles per block */
@@ -49,18 +57,32 @@ typedef struct wplan {
     int64_t blocks;     /* per group */
 } wplan;
 
-/* Tiles per block at most: V and M of a block within BLOCK_FLOATS, at least MR. */
-static int cap_rows(const tfc_conv_desc *d)
+/* Tiles per block at most for A positions: V and M of a block within BLOCK_FLOATS, at least
+ * MR. */
+static int cap_rows(const tfc_conv_desc *d, int A)
 {
-    const int cap = BLOCK_FLOATS / (16 * (d->c + d->f)) / MR * MR;
+    const int cap = BLOCK_FLOATS / (A * (d->c + d->f)) / MR * MR;
     return cap < MR ? MR : cap;
+}
+
+/* The tile: F(4x4, 3x3) where an image has at least MIN_TILES4 of its tiles and they take at
+ * most 3/4 of F(2x2, 3x3)'s GEMM work (36 positions a tile against 16, counting the partial
+ * tiles' waste); else F(2x2, 3x3). By the image's shape alone, so that an image's result does
+ * not depend on its batch. */
+static int tile_size(const tfc_conv_desc *d)
+{
+    const int64_t t4 = (int64_t)((d->oh + 3) / 4) * ((d->ow + 3) / 4);
+    const int64_t t2 = (int64_t)((d->oh + 1) / 2) * ((d->ow + 1) / 2);
+    return t4 >= MIN_TILES4 && 36 * t4 * 4 <= 16 * t2 * 3 ? 4 : 2;
 }
 
 /* The blocks and filter groups of d on nt threads: blocks of equal size, as many as a
  * multiple of the threads where there are more than the threads. */
 static wplan make_plan(const tfc_conv_desc *d, int nt)
 {
-    wplan p = {.th = (d->oh + 1) / 2, .tw = (d->ow + 1) / 2, .groups = 1};
+    const int m = tile_size(d);
+    wplan p = {.m = m, .A = (m + 2) * (m + 2), .th = (d->oh + m - 1) / m, .tw = (d->ow + m - 1) / m,
+               .groups = 1};
     p.tiles = (int64_t)d->n * p.th * p.tw;
     if (nt > 1 && p.tiles < (int64_t)nt * MIN_ROWS) { /* too few tiles: split the filters */
         p.groups = nt < d->f / 16 ? nt : d->f / 16;
@@ -69,7 +91,7 @@ static wplan make_plan(const tfc_conv_desc *d, int nt)
     p.fw = p.groups == 1 ? d->f : (d->f / p.groups + 15) / 16 * 16; /* whole panels */
     p.groups = (d->f + p.fw - 1) / p.fw;
     const int64_t want = (nt + p.groups - 1) / p.groups; /* blocks per group for every thread */
-    const int cap = cap_rows(d);
+    const int cap = cap_rows(d, p.A);
     int64_t nblk = (p.tiles + cap - 1) / cap;
     if (nblk < want)
         nblk = want < p.tiles ? want : p.tiles;
@@ -80,11 +102,11 @@ static wplan make_plan(const tfc_conv_desc *d, int nt)
     return p;
 }
 
-/* Floats of one thread's buffer: V and M of a block. */
-static size_t thread_floats(const tfc_conv_desc *d)
+/* Floats of one thread's buffer: V and M of a block (A positions). */
+static size_t thread_floats(const tfc_conv_desc *d, int A)
 {
-    const int cap = cap_rows(d);
-    return tfc_cpu_padded((int64_t)16 * cap * d->c) + tfc_cpu_padded((int64_t)16 * cap * d->f);
+    const int cap = cap_rows(d, A);
+    return tfc_cpu_padded((int64_t)A * cap * d->c) + tfc_cpu_padded((int64_t)A * cap * d->f);
 }
 
 static int chosen = -1; /* tfc_cpu_winograd_isa's choice; -1: the best */
@@ -137,11 +159,11 @@ static int f16(const tfc_conv_desc *d)
     return (d->f + 15) / 16 * 16;
 }
 
-/* Floats of the transformed weights U: for each position a, panels of 16 filters, each c rows
- * of 16 (zeros past f), so that the GEMMs read each panel front to back. */
-static size_t u_floats(const tfc_conv_desc *d)
+/* Floats of the transformed weights U for A positions: for each position a, panels of 16
+ * filters, each c rows of 16 (zeros past f), so that the GEMMs read each panel front to back. */
+static size_t u_floats(const tfc_conv_desc *d, int A)
 {
-    return (size_t)16 * (size_t)d->c * (size_t)f16(d);
+    return (size_t)A * (size_t)d->c * (size_t)f16(d);
 }
 
 /* Each thread's block buffers, the transformed weights where not kept, the normalisation's
@@ -149,29 +171,37 @@ static size_t u_floats(const tfc_conv_desc *d)
 size_t tfc_cpu_winograd_workspace(const tfc_backend *be, const tfc_conv_desc *d)
 {
     if (!shape_fits(be, d)) return 0;
-    return ((size_t)be->threads * thread_floats(d) + tfc_cpu_padded((int64_t)u_floats(d)) +
+    const int A = tile_size(d) == 4 ? 36 : 16;
+    return ((size_t)be->threads * thread_floats(d, A) + tfc_cpu_padded((int64_t)u_floats(d, A)) +
             tfc_cpu_padded(2 * (int64_t)d->f)) *
            sizeof(float);
 }
 
 /* U[a][f / 16][c][f % 16] = (G g Gᵀ)[a] for the kernel g of (c, f), in double, rounded
- * once. */
-static void transform_weights(const tfc_conv_desc *d, const float *w, float *u)
+ * once; G of F(m x m, 3x3) (Lavin and Gray's), n = m + 2 its rows. */
+static void transform_weights(const tfc_conv_desc *d, int m, const float *w, float *u)
 {
-    static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-    const int C = d->c, F = d->f, F16 = f16(d);
-    memset(u, 0, u_floats(d) * sizeof(float));
+    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    static const double G4[6][3] = {{1.0 / 4, 0, 0},
+                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                    {0, 0, 1}};
+    const double(*G)[3] = m == 4 ? G4 : G2;
+    const int n = m + 2, C = d->c, F = d->f, F16 = f16(d);
+    memset(u, 0, u_floats(d, n * n) * sizeof(float));
     for (int c = 0; c < C; c++)
         for (int f = 0; f < F; f++) {
-            double g[3][3], t[4][3];
+            double g[3][3], t[6][3];
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 3; j++) g[i][j] = w[((size_t)(i * 3 + j) * C + c) * F + f];
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < n; i++)
                 for (int j = 0; j < 3; j++)
                     t[i][j] = G[i][0] * g[0][j] + G[i][1] * g[1][j] + G[i][2] * g[2][j];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++)
-                    u[(((size_t)(i * 4 + j) * F16 + f / 16 * 16) * C + (size_t)c * 16) + f % 16] =
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++)
+                    u[(((size_t)(i * n + j) * F16 + f / 16 * 16) * C + (size_t)c * 16) + f % 16] =
                         (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
         }
 }
@@ -190,8 +220,9 @@ typedef struct wcall {
 #define FMA_TARGET __attribute__((target("avx2,fma")))
 #define INLINE static inline __attribute__((always_inline))
 
-/* V[a][r][c..c+8) for the block's tiles r (rows of c floats, 16 planes of `rows` rows). */
-FMA_TARGET static void input_transform(const wcall *k, int64_t t0, int rows, float *V)
+/* F(2x2, 3x3)'s V[a][r][c..c+8) for the block's tiles r (rows of c floats, 16 planes of
+ * `rows` rows). */
+FMA_TARGET static void input_transform2(const wcall *k, int64_t t0, int rows, float *V)
 {
     const tfc_conv_desc *d = k->d;
     const int C = d->c;
@@ -271,7 +302,7 @@ INLINE FMA_TARGET void gemm_tile(const float *V, int C, const float *U, float *M
 FMA_TARGET static void gemms(const wcall *k, int rows, int f0, int fw, const float *V, float *M)
 {
     const int C = k->d->c, F16 = f16(k->d);
-    for (int a = 0; a < 16; a++)
+    for (int a = 0; a < k->p->A; a++)
         for (int f = 0; f < fw; f += 16) {
             const float *u = k->u + ((size_t)a * F16 + f0 + f) * C;
             for (int r0 = 0; r0 < rows; r0 += MR) {
@@ -304,8 +335,9 @@ INLINE FMA_TARGET __m256 finish(const wcall *k, __m256 v, int f, const float *re
     return v;
 }
 
-/* The block's outputs y = Aᵀ M A, through the epilogue, for filters f0..f0+fw. */
-FMA_TARGET static void output_transform(const wcall *k, int64_t t0, int rows, int f0, int fw,
+/* F(2x2, 3x3)'s outputs of the block, y = Aᵀ M A, through the epilogue, for filters
+ * f0..f0+fw. */
+FMA_TARGET static void output_transform2(const wcall *k, int64_t t0, int rows, int f0, int fw,
                                         const float *M)
 {
     const tfc_conv_desc *d = k->d;
@@ -345,6 +377,109 @@ FMA_TARGET static void output_transform(const wcall *k, int64_t t0, int rows, in
     }
 }
 
+/* F(4x4, 3x3)'s V[a][r][c..c+8): Bᵀ d B of the tile's 6x6 input patch d, 36 planes. */
+FMA_TARGET static void input_transform4(const wcall *k, int64_t t0, int rows, float *V)
+{
+    const tfc_conv_desc *d = k->d;
+    const int C = d->c;
+    const size_t plane = (size_t)rows * C;
+    const __m256 zero = _mm256_setzero_ps(), two = _mm256_set1_ps(2.0f);
+    const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
+    for (int r = 0; r < rows; r++) {
+        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
+        const int64_t img = g / per;
+        const int ty = (int)(g % per / k->p->tw), tx = (int)(g % per % k->p->tw);
+        const int y0 = 4 * ty - d->pad_top, x0 = 4 * tx - d->pad_left;
+        const float *src[6][6];
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 6; j++) {
+                const int iy = y0 + i, ix = x0 + j;
+                src[i][j] = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w
+                                ? k->x + (((size_t)img * d->h + iy) * d->w + ix) * C
+                                : NULL;
+            }
+        float *out = V + (size_t)r * C;
+        for (int c = 0; c < C; c += 8) {
+            __m256 t[6][6];
+            for (int j = 0; j < 6; j++) { /* Bᵀ d, column j */
+                __m256 v[6];
+                for (int i = 0; i < 6; i++) v[i] = src[i][j] ? _mm256_loadu_ps(src[i][j] + c) : zero;
+                const __m256 p12 = _mm256_add_ps(v[1], v[2]), m12 = _mm256_sub_ps(v[1], v[2]);
+                const __m256 p34 = _mm256_add_ps(v[3], v[4]), m43 = _mm256_sub_ps(v[4], v[3]);
+                const __m256 m42 = _mm256_sub_ps(v[4], v[2]), m31 = _mm256_sub_ps(v[3], v[1]);
+                t[0][j] = _mm256_fmadd_ps(four, v[0], _mm256_fnmadd_ps(five, v[2], v[4]));
+                t[1][j] = _mm256_fnmadd_ps(four, p12, p34);
+                t[2][j] = _mm256_fmadd_ps(four, m12, m43);
+                t[3][j] = _mm256_fmadd_ps(two, m31, m42);
+                t[4][j] = _mm256_fnmadd_ps(two, m31, m42);
+                t[5][j] = _mm256_fmadd_ps(four, v[1], _mm256_fnmadd_ps(five, v[3], v[5]));
+            }
+            for (int i = 0; i < 6; i++) { /* (Bᵀ d) B, row i */
+                const __m256 *v = t[i];
+                const __m256 p12 = _mm256_add_ps(v[1], v[2]), m12 = _mm256_sub_ps(v[1], v[2]);
+                const __m256 p34 = _mm256_add_ps(v[3], v[4]), m43 = _mm256_sub_ps(v[4], v[3]);
+                const __m256 m42 = _mm256_sub_ps(v[4], v[2]), m31 = _mm256_sub_ps(v[3], v[1]);
+                float *o = out + (size_t)(6 * i) * plane + c;
+                _mm256_storeu_ps(o, _mm256_fmadd_ps(four, v[0], _mm256_fnmadd_ps(five, v[2], v[4])));
+                _mm256_storeu_ps(o + plane, _mm256_fnmadd_ps(four, p12, p34));
+                _mm256_storeu_ps(o + 2 * plane, _mm256_fmadd_ps(four, m12, m43));
+                _mm256_storeu_ps(o + 3 * plane, _mm256_fmadd_ps(two, m31, m42));
+                _mm256_storeu_ps(o + 4 * plane, _mm256_fnmadd_ps(two, m31, m42));
+                _mm256_storeu_ps(o + 5 * plane,
+                                 _mm256_fmadd_ps(four, v[1], _mm256_fnmadd_ps(five, v[3], v[5])));
+            }
+        }
+    }
+}
+
+/* Aᵀ m for six values of a column (or row) of M: four outputs. */
+static inline __attribute__((always_inline)) FMA_TARGET void a4(const __m256 *m, __m256 *o)
+{
+    const __m256 p12 = _mm256_add_ps(m[1], m[2]), m12 = _mm256_sub_ps(m[1], m[2]);
+    const __m256 p34 = _mm256_add_ps(m[3], m[4]), m34 = _mm256_sub_ps(m[3], m[4]);
+    o[0] = _mm256_add_ps(_mm256_add_ps(m[0], p12), p34);
+    o[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), m34, m12);
+    o[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), p34, p12);
+    o[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), m34, m12), m[5]);
+}
+
+/* F(4x4, 3x3)'s outputs of the block, y = Aᵀ M A, through the epilogue, for filters
+ * f0..f0+fw; a partial tile writes the outputs inside the image. */
+FMA_TARGET static void output_transform4(const wcall *k, int64_t t0, int rows, int f0, int fw,
+                                         const float *M)
+{
+    const tfc_conv_desc *d = k->d;
+    const int F = d->f;
+    const size_t plane = (size_t)rows * fw;
+    for (int r = 0; r < rows; r++) {
+        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
+        const int64_t img = g / per;
+        const int oy = 4 * (int)(g % per / k->p->tw), ox = 4 * (int)(g % per % k->p->tw);
+        const int down = d->oh - oy < 4 ? d->oh - oy : 4, across = d->ow - ox < 4 ? d->ow - ox : 4;
+        const size_t o = (((size_t)img * d->oh + oy) * d->ow + ox) * F;
+        const float *m = M + (size_t)r * fw;
+        for (int f = 0; f < fw; f += 8) {
+            __m256 s[4][6];
+            for (int j = 0; j < 6; j++) { /* Aᵀ M, column j */
+                __m256 col[6], out[4];
+                for (int i = 0; i < 6; i++) col[i] = _mm256_loadu_ps(m + (size_t)(6 * i + j) * plane + f);
+                a4(col, out);
+                for (int i = 0; i < 4; i++) s[i][j] = out[i];
+            }
+            const int fo = f0 + f;
+            for (int i = 0; i < down; i++) { /* (Aᵀ M) A, row i */
+                __m256 y[4];
+                a4(s[i], y);
+                const size_t at = o + (size_t)i * d->ow * F;
+                for (int j = 0; j < across; j++) {
+                    const float *res = k->residual ? k->residual + at + (size_t)j * F : NULL;
+                    _mm256_storeu_ps(k->y + at + (size_t)j * F + fo, finish(k, y[j], fo, res));
+                }
+            }
+        }
+    }
+}
+
 /* Work item `item`: a block of tiles and a group of filters, in the thread's buffer. */
 static void run_block(const wcall *k, int64_t item, float *buf)
 {
@@ -353,10 +488,16 @@ static void run_block(const wcall *k, int64_t item, float *buf)
     const int64_t t0 = item / p->groups * p->rows;
     const int rows = k->p->tiles - t0 < p->rows ? (int)(k->p->tiles - t0) : p->rows;
     const int f0 = grp * p->fw, fw = k->d->f - f0 < p->fw ? k->d->f - f0 : p->fw;
-    float *V = buf, *M = buf + tfc_cpu_padded((int64_t)16 * cap_rows(k->d) * k->d->c);
-    input_transform(k, t0, rows, V);
-    gemms(k, rows, f0, fw, V, M);
-    output_transform(k, t0, rows, f0, fw, M);
+    float *V = buf, *M = buf + tfc_cpu_padded((int64_t)p->A * cap_rows(k->d, p->A) * k->d->c);
+    if (p->m == 4) {
+        input_transform4(k, t0, rows, V);
+        gemms(k, rows, f0, fw, V, M);
+        output_transform4(k, t0, rows, f0, fw, M);
+    } else {
+        input_transform2(k, t0, rows, V);
+        gemms(k, rows, f0, fw, V, M);
+        output_transform2(k, t0, rows, f0, fw, M);
+    }
 }
 #endif
 
@@ -370,15 +511,15 @@ int tfc_cpu_winograd_forward(tfc_backend *be, const tfc_conv_desc *d, const floa
         return 0;
     const int nt = be->threads;
     const wplan p = make_plan(d, nt);
-    const size_t per_thread = thread_floats(d);
+    const size_t per_thread = thread_floats(d, p.A);
     float *bufs = ws, *u_ws = bufs + (size_t)nt * per_thread;
-    float *aff = u_ws + tfc_cpu_padded((int64_t)u_floats(d));
+    float *aff = u_ws + tfc_cpu_padded((int64_t)u_floats(d, p.A));
     const float *src[2] = {w, NULL};
     const size_t bytes[2] = {(size_t)9 * d->c * d->f * sizeof(float), 0};
     int fresh = 1;
-    float *u = tfc_cpu_kept(be, src, bytes, KEPT_TAG, u_floats(d), &fresh);
+    float *u = tfc_cpu_kept(be, src, bytes, KEPT_TAG - p.m, u_floats(d, p.A), &fresh);
     if (!u) u = u_ws;
-    if (fresh) transform_weights(d, w, u);
+    if (fresh) transform_weights(d, p.m, w, u);
     if (bn) /* a and b as bn_forward_infer computes them */
         for (int c = 0; c < d->f; c++) {
             double a = bn->gamma[c] / sqrt((double)bn->var[c] + (double)bn->eps);
