@@ -220,6 +220,23 @@ typedef struct wcall {
 #define FMA_TARGET __attribute__((target("avx2,fma")))
 #define INLINE static inline __attribute__((always_inline))
 
+/* src[n i + j]: where pixel (i, j) of tile g's n x n input patch starts (its channels), NULL
+ * outside the image. */
+static void patch(const wcall *k, int64_t g, int n, const float **src)
+{
+    const tfc_conv_desc *d = k->d;
+    const int64_t per = (int64_t)k->p->th * k->p->tw, img = g / per;
+    const int y0 = k->p->m * (int)(g % per / k->p->tw) - d->pad_top;
+    const int x0 = k->p->m * (int)(g % per % k->p->tw) - d->pad_left;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            const int iy = y0 + i, ix = x0 + j;
+            src[n * i + j] = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w
+                                 ? k->x + (((size_t)img * d->h + iy) * d->w + ix) * d->c
+                                 : NULL;
+        }
+}
+
 /* F(2x2, 3x3)'s V[a][r][c..c+8) for the block's tiles r (rows of c floats, 16 planes of
  * `rows` rows). */
 FMA_TARGET static void input_transform2(const wcall *k, int64_t t0, int rows, float *V)
@@ -229,18 +246,8 @@ FMA_TARGET static void input_transform2(const wcall *k, int64_t t0, int rows, fl
     const size_t plane = (size_t)rows * C;
     const __m256 zero = _mm256_setzero_ps();
     for (int r = 0; r < rows; r++) {
-        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
-        const int64_t img = g / per;
-        const int ty = (int)(g % per / k->p->tw), tx = (int)(g % per % k->p->tw);
-        const int y0 = 2 * ty - d->pad_top, x0 = 2 * tx - d->pad_left;
         const float *src[4][4];
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++) {
-                const int iy = y0 + i, ix = x0 + j;
-                src[i][j] = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w
-                                ? k->x + (((size_t)img * d->h + iy) * d->w + ix) * C
-                                : NULL;
-            }
+        patch(k, t0 + r, 4, &src[0][0]);
         float *out = V + (size_t)r * C;
         for (int c = 0; c < C; c += 8) {
             __m256 v[4][4], t[4][4];
@@ -335,6 +342,16 @@ INLINE FMA_TARGET __m256 finish(const wcall *k, __m256 v, int f, const float *re
     return v;
 }
 
+/* Tile g's first output (*oy, *ox) within its image, and where it starts in y. */
+static size_t tile_out(const wcall *k, int64_t g, int *oy, int *ox)
+{
+    const tfc_conv_desc *d = k->d;
+    const int64_t per = (int64_t)k->p->th * k->p->tw, img = g / per;
+    *oy = k->p->m * (int)(g % per / k->p->tw);
+    *ox = k->p->m * (int)(g % per % k->p->tw);
+    return (((size_t)img * d->oh + *oy) * d->ow + *ox) * (size_t)d->f;
+}
+
 /* F(2x2, 3x3)'s outputs of the block, y = Aᵀ M A, through the epilogue, for filters
  * f0..f0+fw. */
 FMA_TARGET static void output_transform2(const wcall *k, int64_t t0, int rows, int f0, int fw,
@@ -344,11 +361,9 @@ FMA_TARGET static void output_transform2(const wcall *k, int64_t t0, int rows, i
     const int F = d->f;
     const size_t plane = (size_t)rows * fw;
     for (int r = 0; r < rows; r++) {
-        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
-        const int64_t img = g / per;
-        const int oy = 2 * (int)(g % per / k->p->tw), ox = 2 * (int)(g % per % k->p->tw);
+        int oy, ox;
+        const size_t o = tile_out(k, t0 + r, &oy, &ox);
         const int down = oy + 1 < d->oh, across = ox + 1 < d->ow;
-        const size_t o = (((size_t)img * d->oh + oy) * d->ow + ox) * F;
         const size_t below = (size_t)d->ow * F;
         const float *m = M + (size_t)r * fw;
         for (int f = 0; f < fw; f += 8) {
@@ -386,18 +401,8 @@ FMA_TARGET static void input_transform4(const wcall *k, int64_t t0, int rows, fl
     const __m256 zero = _mm256_setzero_ps(), two = _mm256_set1_ps(2.0f);
     const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
     for (int r = 0; r < rows; r++) {
-        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
-        const int64_t img = g / per;
-        const int ty = (int)(g % per / k->p->tw), tx = (int)(g % per % k->p->tw);
-        const int y0 = 4 * ty - d->pad_top, x0 = 4 * tx - d->pad_left;
         const float *src[6][6];
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                const int iy = y0 + i, ix = x0 + j;
-                src[i][j] = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w
-                                ? k->x + (((size_t)img * d->h + iy) * d->w + ix) * C
-                                : NULL;
-            }
+        patch(k, t0 + r, 6, &src[0][0]);
         float *out = V + (size_t)r * C;
         for (int c = 0; c < C; c += 8) {
             __m256 t[6][6];
@@ -452,11 +457,9 @@ FMA_TARGET static void output_transform4(const wcall *k, int64_t t0, int rows, i
     const int F = d->f;
     const size_t plane = (size_t)rows * fw;
     for (int r = 0; r < rows; r++) {
-        const int64_t g = t0 + r, per = (int64_t)k->p->th * k->p->tw;
-        const int64_t img = g / per;
-        const int oy = 4 * (int)(g % per / k->p->tw), ox = 4 * (int)(g % per % k->p->tw);
+        int oy, ox;
+        const size_t o = tile_out(k, t0 + r, &oy, &ox);
         const int down = d->oh - oy < 4 ? d->oh - oy : 4, across = d->ow - ox < 4 ? d->ow - ox : 4;
-        const size_t o = (((size_t)img * d->oh + oy) * d->ow + ox) * F;
         const float *m = M + (size_t)r * fw;
         for (int f = 0; f < fw; f += 8) {
             __m256 s[4][6];
