@@ -104,6 +104,10 @@ static int batch_of(const char *name)
         {"gpt_t2048", 2}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(name, table[i].name)) return table[i].batch;
+    /* gpt_tN for other T (the peers' out-of-memory sweep): 4096 tokens, at least one sequence */
+    int t = 0, used = 0;
+    if (sscanf(name, "gpt_t%d%n", &t, &used) == 1 && name[used] == '\0' && t > 0)
+        return t < 4096 ? 4096 / t : 1;
     return 128;
 }
 
