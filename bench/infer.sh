@@ -1,8 +1,9 @@
 #!/bin/sh
 # make bench-infer: inference through the C API (bench/bench_infer.c) on every zoo model at
 # batch 1, 32 and 1000 against onnxruntime on the file tfc-export writes (bench/infer_ort.py:
-# its default session options, and its best for each thread count) and PyTorch eager on the
-# same file converted by onnx2torch (bench/infer_torch.py; image models), in interleaved rounds
+# its default session options, and its best for each thread count) and PyTorch, eager and
+# torch.compile'd, on the same file converted by onnx2torch (bench/infer_torch.py; image
+# models), in interleaved rounds
 # (ROUNDS, default 3), at each thread count of THREAD_COUNTS (default "1 2"; tfc's
 # tfc_predictor_options.threads, onnxruntime's intra_op_num_threads); at batch 1 also the
 # latency (p50, p99). Closes with each peer's median over the rounds, and the open times (tfc's
@@ -12,7 +13,9 @@
 # A zoo model of variable length (input shape [null], fortunes_bigru) runs at its max_length
 # on both sides: bench_infer.c sizes its examples by tfc_predictor_max_length, and the ONNX
 # file has that length. MODELS (default: every zoo model and that step) and BATCHES (default
-# "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement.
+# "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement. HOG=1 runs everything
+# beside a busy loop pinned to CPU 0 (taskset; as make bench-load's hog), the issue's "one core
+# busy": the p99 there is the latency a server on a shared machine sees.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset (this project's VMs preset them; a user's
 # machine does not). PyTorch comes from the venv make bench-peers installs (build/peers/torch);
 # onnx2torch is added to it on first use. Not part of make test.
@@ -28,8 +31,16 @@ batches=${BATCHES:-1 32 1000}
 clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 torch=build/peers/torch/bin/python
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+hog=
+trap 'rm -rf "$tmp"; [ -z "$hog" ] || kill "$hog" 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
 echo "bench-infer: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, threads $counts, load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "${HOG:-0}" = 1 ]; then
+    command -v taskset >/dev/null || { echo "HOG=1 needs taskset (util-linux)" >&2; exit 2; }
+    taskset -c 0 sh -c 'while :; do :; done' &
+    hog=$!
+    echo "beside a one-core hog (pid $hog, pinned to CPU 0)"
+fi
 ort=
 if python3 -c "import onnxruntime, numpy" 2>/dev/null; then ort=1; else
     echo "onnxruntime: not installed (pip install onnxruntime): left out"; fi
@@ -60,8 +71,10 @@ for r in $(seq "$rounds"); do
             [ -z "$ort" ] || $clean OMP_NUM_THREADS="$t" python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" "$t" best $batches |
                 tag "$m" "onnxruntime-best-t$t" | tee -a "$tmp/all"
             if [ -n "$torch" ] && ! grep -q "dtype: int32" "$file"; then
-                $clean OMP_NUM_THREADS="$t" "$torch" bench/infer_torch.py "$tmp/$m.onnx" "$seconds" "$t" $batches |
-                    tag "$m" "torch-eager-t$t" | tee -a "$tmp/all"
+                for mode in eager compile; do
+                    $clean OMP_NUM_THREADS="$t" "$torch" bench/infer_torch.py "$tmp/$m.onnx" "$seconds" "$t" $mode $batches |
+                        tag "$m" "torch-$mode-t$t" | tee -a "$tmp/all"
+                done
             fi
         done
     done
