@@ -1,13 +1,27 @@
 /* The inference API (include/tfc.h, SPEC §5c): tfc_predictor's outputs equal tfc-predict's bit
  * for bit on the CPU for every zoo model; concurrent runs on one predictor equal the
  * single-threaded results; bad paths, a weights file of another model, n = 0 and NULL
- * arguments give error text, not a crash; a model without `loss:` ending in a Conv2D loads. */
+ * arguments give error text, not a crash; a model without `loss:` ending in a Conv2D loads;
+ * after warm-up calls, calls allocate nothing and, on one thread, make no system call. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+/* The system-call check: Linux on x86-64, and not under AddressSanitizer, whose allocator
+ * maps memory for the small allocations oneDNN's calls make (glibc's reuses its own). */
+#if defined(__linux__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#define SYSCALL_FILTER 1
+#endif
 
 #include "cpu/cpu.h"
 #include "device/device.h"
@@ -483,6 +497,87 @@ static void test_inference_layout(void)
     }
 }
 
+/* ---- system calls ------------------------------------------------------------------------ */
+
+#ifdef SYSCALL_FILTER
+/* A system call under the filter below: its number on stderr (write is let through), and the
+ * process ends with status 3. */
+static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig, (void)ctx;
+    char text[80];
+    int n = snprintf(text, sizeof text, "a system call during tfc_predictor_run: number %d\n",
+                     si->si_syscall);
+    if (write(2, text, (size_t)n) < 0) syscall(SYS_exit, 4);
+    syscall(SYS_exit, 3);
+}
+
+/* From here on every system call of this thread but write, exit and rt_sigreturn raises
+ * SIGSYS (seccomp; inherited by no one: the child that calls it exits with SYS_exit). */
+static int forbid_syscalls(void)
+{
+    struct sigaction sa = {.sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO};
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_write, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rt_sigreturn, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof *f), .filter = f};
+    return sigaction(SIGSYS, &sa, NULL) == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+/* On one thread (tfc_predictor_options), after a call at each batch size (the largest first,
+ * so that the worker is bound for it), calls up to the largest make no system call at all on
+ * any zoo model (issue 44): each model in a child
+ * process whose calls run under a seccomp filter that turns any system call into a failure
+ * naming its number (a one-thread OpenMP region, for one, ends at a barrier that wakes its
+ * waiters with futex). The filter takes the child's only thread; status 0 is a clean pass. */
+static void test_no_syscall_per_call(void)
+{
+    for (int z = 0; z < NZOO; z++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+            alarm(120); /* a hang is a failure too */
+            char model[256], weights[256], err[512];
+            paths(zoo[z], model, weights, sizeof model);
+            tfc_predictor_options o = {.threads = 1};
+            tfc_predictor *p = tfc_predictor_open_options(model, weights, "cpu", &o, err, sizeof err);
+            if (!p) {
+                fprintf(stderr, "%s: %s\n", zoo[z], err);
+                _exit(2);
+            }
+            int64_t per;
+            void *x = make_inputs(p, 4, 5, &per);
+            float *y = malloc((size_t)(4 * out_numel(p)) * 4);
+            for (int n = 4; n >= 1; n--) /* bound for the largest first */
+                if (tfc_predictor_run(p, x, n, y, err, sizeof err)) _exit(2);
+            if (!forbid_syscalls()) _exit(5);
+            for (int c = 0; c < 12; c++) tfc_predictor_run(p, x, 1 + c % 4, y, err, sizeof err);
+            syscall(SYS_exit, 0); /* exit_group (what _exit calls) is not let through */
+        }
+        int status = 0;
+        CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fprintf(stderr, "\n  %s: the child ended with status %d, signal %d\n", zoo[z],
+                    WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                    WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+}
+#define SYSCALL_CASE {"no_syscall_per_call", test_no_syscall_per_call},
+#else
+#define SYSCALL_CASE
+#endif
+
 #ifdef COUNT_ALLOCATIONS
 #define ALLOCATION_CASE {"no_allocation_per_call", test_no_allocation_per_call},
 #else
@@ -516,6 +611,6 @@ static void test_max_length(void)
 TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity}, {"class_names", test_class_names},
               {"max_length", test_max_length},
               {"threads_mlp", test_threads_mlp}, {"threads_lstm", test_threads_lstm},
-              ALLOCATION_CASE {"errors", test_errors},
+              ALLOCATION_CASE SYSCALL_CASE {"errors", test_errors},
               {"conv_output_without_loss", test_conv_output_without_loss},
               {"inference_layout", test_inference_layout})

@@ -580,15 +580,14 @@ void tfc_cpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const fl
     const int nqb = (d->tq + QG - 1) / QG;
     const int64_t tasks = (int64_t)d->n * d->heads * nqb;
     const int nt = tfc_cpu_threads(be, work(d));
-#pragma omp parallel for TFC_CPU_STATIC(tasks, nt)
-    for (int64_t t = 0; t < tasks; t++) {
+    TFC_CPU_FOR(tasks, nt, for (int64_t t = 0; t < tasks; t++) {
         const task r = task_of(d, t, d->tq, QG);
         /* the packed blocks (stack arrays: no allocation) */
         float kt[(size_t)d->dk * BK], vp[(size_t)BK * d->dv];
         fwd_scratch w;
         w.kt = kt, w.vp = vp;
         forward_rows(d, r.b, r.h, r.r0, r.r1, q, k, v, o, lse, &w);
-    }
+    });
 }
 
 /* Scratch of one backward task: a packed key block (kᵀ) and value block (vᵀ), D_i of every

@@ -332,6 +332,44 @@ static void pointwise(tfc_backend *be, conv_op op, const conv_args *a)
     }
 }
 
+/* Item i of a call's work on the calling thread: chunk i of images (an im2col into col and a
+ * single-threaded GEMM), or for the filter gradient slot i (its run of chunks summed into
+ * partial i). */
+static void run_item(tfc_backend *be, conv_op op, const conv_args *a, const conv_plan *p,
+                     float *col, float *parts, int i)
+{
+    const tfc_conv_desc *d = a->d;
+    if (op != CONV_FILTER) {
+        const int i0 = i * p->nb;
+        step(be, op, a, i0, d->n - i0 < p->nb ? d->n - i0 : p->nb, col, NULL, 1);
+        return;
+    }
+    /* slot i: chunks [chunks i / slots, chunks (i + 1) / slots) into partial i */
+    float *part = parts + (int64_t)i * p->part_floats;
+    memset(part, 0, (size_t)col_width(d) * d->f * sizeof(float));
+    for (int ch = (int)((int64_t)p->chunks * i / p->slots);
+         ch < (int)((int64_t)p->chunks * (i + 1) / p->slots); ch++) {
+        const int i0 = ch * p->nb;
+        step(be, op, a, i0, d->n - i0 < p->nb ? d->n - i0 : p->nb, col, part, 1);
+    }
+}
+
+/* The items a thread of a team of `team` claims as it finishes one, with its own col; on
+ * one thread all of them, in order, outside OpenMP (where an orphaned dynamic loop would
+ * allocate its bookkeeping). */
+static void run_items(tfc_backend *be, conv_op op, const conv_args *a, const conv_plan *p,
+                      float *col, float *parts, int team)
+{
+    const int items = op == CONV_FILTER ? p->slots : p->chunks;
+    if (op == CONV_DATA) memset(col, 0, (size_t)p->col_floats * sizeof(float));
+    if (team > 1) {
+#pragma omp for schedule(dynamic, 1)
+        for (int i = 0; i < items; i++) run_item(be, op, a, p, col, parts, i);
+    } else {
+        for (int i = 0; i < items; i++) run_item(be, op, a, p, col, parts, i);
+    }
+}
+
 static void run(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
 {
     const tfc_conv_desc *d = a->d;
@@ -350,29 +388,13 @@ static void run(tfc_backend *be, conv_op op, const conv_args *a, void *ws)
     }
     const int64_t kf = col_width(d) * d->f;
     float *parts = base + (int64_t)p.threads * p.col_floats;
-#pragma omp parallel num_threads(tfc_cpu_team(p.threads))
-    {
-        float *col = base + (int64_t)omp_get_thread_num() * p.col_floats;
-        if (op == CONV_DATA) memset(col, 0, (size_t)p.col_floats * sizeof(float));
-        if (op == CONV_FILTER) {
-            /* slot q: chunks [chunks q / slots, chunks (q + 1) / slots) into partial q */
-#pragma omp for schedule(dynamic, 1)
-            for (int q = 0; q < p.slots; q++) {
-                float *part = parts + (int64_t)q * p.part_floats;
-                memset(part, 0, (size_t)kf * sizeof(float));
-                for (int ch = (int)((int64_t)p.chunks * q / p.slots);
-                     ch < (int)((int64_t)p.chunks * (q + 1) / p.slots); ch++) {
-                    int i0 = ch * p.nb;
-                    step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, col, part, 1);
-                }
-            }
-        } else {
-#pragma omp for schedule(dynamic, 1)
-            for (int ch = 0; ch < p.chunks; ch++) {
-                int i0 = ch * p.nb;
-                step(be, op, a, i0, d->n - i0 < p.nb ? d->n - i0 : p.nb, col, NULL, 1);
-            }
-        }
+    const int team = tfc_cpu_team(p.threads);
+    if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
+        run_items(be, op, a, &p, base, parts, 1);
+    } else {
+#pragma omp parallel num_threads(team)
+        run_items(be, op, a, &p, base + (int64_t)omp_get_thread_num() * p.col_floats, parts,
+                  team);
     }
     if (op == CONV_FILTER)
         for (int q = 0; q < p.slots; q++) {

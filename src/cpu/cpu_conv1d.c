@@ -267,19 +267,18 @@ void tfc_cpu_masked_mean_forward(tfc_backend *be, int n, int t, int c, const flo
                                  const float *mask, float *y)
 {
     const int nt = tfc_cpu_threads(be, (int64_t)n * t * c);
-#pragma omp parallel for TFC_CPU_STATIC(n, nt)
-    for (int i = 0; i < n; i++) {
+    TFC_CPU_FOR(n, nt, for (int i = 0; i < n; i++) {
         float *yi = y + (int64_t)i * c;
         memset(yi, 0, (size_t)c * sizeof(float));
         for (int s = 0; s < t; s++) {
             if (mask[(int64_t)i * t + s] == 0.0f) continue;
             const float *xs = x + ((int64_t)i * t + s) * c;
-#pragma omp simd
+            _Pragma("omp simd")
             for (int ch = 0; ch < c; ch++) yi[ch] += xs[ch];
         }
         const float count = kept_steps(t, mask + (int64_t)i * t);
         for (int ch = 0; ch < c; ch++) yi[ch] /= count;
-    }
+    });
 }
 
 /* dx[i, s, ch] (+)= mask[i, s] dy[i, ch] / sum_s mask[i, s]. */

@@ -213,7 +213,11 @@ static void prim_build_as(tfc_cpu_dnnl *s, prim *p, tfc_cpu_conv_op op,
      * buffer sized for c channels but stores whole vectors into it, overrunning it where c
      * is not a multiple of the vector (c = 3: a filter gradient wrong in every call on
      * chunks here, and a race between the threads' buffers in one call). im2col's GEMM
-     * takes these (a shortcut's projection, cheap beside the 3x3 convolutions). */
+     * takes these (a shortcut's projection, cheap beside the 3x3 convolutions), unless c is
+     * a multiple of 16, a whole number of vectors on every machine: there oneDNN's strided
+     * kernel runs, with the epilogue in it, and im2col's GEMM (dnnl_sgemm, which allocates
+     * its packing buffers in each call: a system call where malloc maps or trims them) is
+     * not needed at inference (fashion_resnet's shortcuts, 32 and 64 channels). */
     if (tfc_cpu_dnnl_refuses(d)) return;
     dnnl_memory_desc_t md_x, md_w, md_wany, md_y, md_b, md_c, md_xany, md_yany;
     dnnl_dims_t xd = {d->n, d->c, d->h, d->w}, wd = {d->f, d->c, d->kh, d->kw},

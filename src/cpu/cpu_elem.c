@@ -29,14 +29,12 @@ void tfc_cpu_add(tfc_backend *be, int64_t n, const float *a, const float *b, tfc
     TFC_ASSERT(act == TFC_ACT_LINEAR || act == TFC_ACT_RELU);
     int nt = tfc_cpu_threads(be, n);
     if (act == TFC_ACT_RELU) {
-#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
-        for (int64_t i = 0; i < n; i++) {
+        TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) {
             float v = a[i] + b[i];
             y[i] = v < 0.0f ? 0.0f : v;
-        }
+        });
     } else {
-#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
-        for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+        TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];);
     }
 }
 
@@ -44,8 +42,7 @@ TFC_CPU_VECTOR
 void tfc_cpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
 {
     int nt = tfc_cpu_threads(be, n);
-#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
-    for (int64_t i = 0; i < n; i++) x[i] *= alpha;
+    TFC_CPU_FOR_SIMD(n, nt, for (int64_t i = 0; i < n; i++) x[i] *= alpha;);
 }
 
 /* y[r, c] += b[c] */
@@ -256,17 +253,16 @@ void tfc_cpu_copy2d(tfc_backend *be, int64_t rows, int cols, const float *src, i
                     float *dst, int dst_ld, int accumulate)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         const float *s = src + r * src_ld;
         float *d = dst + r * dst_ld;
         if (accumulate) {
-#pragma omp simd
+            _Pragma("omp simd")
             for (int c = 0; c < cols; c++) d[c] += s[c];
         } else {
             memcpy(d, s, (size_t)cols * sizeof(float));
         }
-    }
+    });
 }
 
 /* Philox4x32-10 blocks per batch of the dropout loop. */

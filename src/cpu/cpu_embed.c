@@ -10,9 +10,8 @@ void tfc_cpu_gather(tfc_backend *be, int64_t n, int dim, const int32_t *ids, con
                     float *y)
 {
     int nt = tfc_cpu_threads(be, n * dim);
-#pragma omp parallel for TFC_CPU_STATIC(n, nt)
-    for (int64_t i = 0; i < n; i++)
-        memcpy(y + i * dim, table + (int64_t)ids[i] * dim, (size_t)dim * sizeof(float));
+    TFC_CPU_FOR(n, nt, for (int64_t i = 0; i < n; i++)
+        memcpy(y + i * dim, table + (int64_t)ids[i] * dim, (size_t)dim * sizeof(float)););
 }
 
 /* dtable[ids[i], :] += dy[i, :]. Column slices are disjoint, so threads take slices of

@@ -131,6 +131,67 @@ static void cell_state(int u, float *g, const float *bx, const float *mh, const 
     }
 }
 
+/* What a forward pass's blocks of sequences read and write. */
+typedef struct gru_fwd {
+    const tfc_gru_desc *d;
+    const float *bx, *bh, *mask, *packed, *packed_h;
+    float *hseq, *gates;
+    gru_ws w;
+} gru_fwd;
+
+/* Block b of nb: its sequences through all t steps, with the thread's scratch mr (the
+ * recurrent products, [rows, 3u]) and rh (r h_prev, [rows, u], reset_before). */
+static void forward_block(const gru_fwd *f, int b, int nb, float *mr, float *rh)
+{
+    const tfc_gru_desc *d = f->d;
+    const int n = d->n, T = d->t, u = d->units, G = 3 * u, ra = d->reset_after;
+    const float *bx = f->bx, *mask = f->mask;
+    float *hseq = f->hseq, *gates = f->gates;
+    int r0, r1;
+    tfc_cpu_block_rows(n, b, nb, &r0, &r1);
+    for (int s = 0; s < T && r1 > r0; s++) {
+        const int64_t first = (int64_t)r0 * T + s;
+        /* mr = h_{s-1}·R + b' (reset_after), or h_{s-1}·R_zr; h_{-1} is zero's row */
+        tfc_panel_gemm g = {.m = r1 - r0, .n = ra ? G : 2 * u, .packed = f->packed, .ldp = u,
+                            .set = 1, .init = f->bh, .c = mr, .ldc = G,
+                            .a1 = {.a = s > 0 ? hseq + (first - 1) * u : f->w.zero,
+                                   .lda = s > 0 ? T * u : 0, .k = u}};
+        tfc_cpu_panel_gemm(&g);
+        for (int i = r0; i < r1; i++) {
+            const int64_t row = (int64_t)i * T + s;
+            const float *hp = s > 0 ? hseq + (row - 1) * u : f->w.zero;
+            float *gr = gates + row * 4 * u, *mi = mr + (int64_t)(i - r0) * G;
+            if (ra)
+                cell_after(u, gr, bx, mi, hp, mask ? mask[row] : 1.0f, hseq + row * u);
+            else
+                cell_gates(u, gr, bx, mi, hp, rh + (int64_t)(i - r0) * u);
+        }
+        if (ra) continue;
+        /* mh = (r h_{s-1})·R_h, into mr's first u columns */
+        tfc_panel_gemm gh = {.m = r1 - r0, .n = u, .packed = f->packed_h, .ldp = u, .set = 1,
+                             .c = mr, .ldc = G, .a1 = {.a = rh, .lda = u, .k = u}};
+        tfc_cpu_panel_gemm(&gh);
+        for (int i = r0; i < r1; i++) {
+            const int64_t row = (int64_t)i * T + s;
+            const float *hp = s > 0 ? hseq + (row - 1) * u : f->w.zero;
+            cell_state(u, gates + row * 4 * u, bx, mr + (int64_t)(i - r0) * G, hp,
+                       mask ? mask[row] : 1.0f, hseq + row * u);
+        }
+    }
+}
+
+/* R (or R_zr then R_h) packed, by the threads of the region it is called in (or all here). */
+static void pack_r(const tfc_gru_desc *d, const float *rkernel, float *packed, float *packed_h)
+{
+    const int u = d->units, G = 3 * u;
+    if (d->reset_after) {
+        tfc_cpu_pack_panels(u, G, rkernel, G, 0, packed);
+    } else {
+        tfc_cpu_pack_panels(u, 2 * u, rkernel, G, 0, packed);
+        tfc_cpu_pack_panels(u, u, rkernel + 2 * u, G, 0, packed_h);
+    }
+}
+
 /* x [n, t, in], kernel [in, 3u], rkernel [u, 3u], bias [2, 3u] / [3u] / NULL, mask [n, t] or
  * NULL; y [n, t, u] (may be hseq) or [n, u]; hseq [n, t, u]; gates [n, t, 4u]. */
 void tfc_cpu_gru_forward(tfc_backend *be, const tfc_gru_desc *d, const float *x,
@@ -154,50 +215,21 @@ void tfc_cpu_gru_forward(tfc_backend *be, const tfc_gru_desc *d, const float *x,
     float *packed = tfc_cpu_kept(be, src, bytes, ra, floats, &pack);
     if (!packed) packed = w.packed;
     float *packed_h = packed + tfc_cpu_panels_floats(u, 2 * u); /* R_h (reset_before) */
-#pragma omp parallel num_threads(tfc_cpu_team(sp.threads))
-    {
-        float *mr = w.scratch + (int64_t)omp_get_thread_num() * sp.most * 4 * u;
-        float *rh = mr + (int64_t)sp.most * G;
-        if (pack && ra) {
-            tfc_cpu_pack_panels(u, G, rkernel, G, 0, packed);
-        } else if (pack) {
-            tfc_cpu_pack_panels(u, 2 * u, rkernel, G, 0, packed);
-            tfc_cpu_pack_panels(u, u, rkernel + 2 * u, G, 0, packed_h);
-        }
+    const gru_fwd f = {d, bx, bh, mask, packed, packed_h, hseq, gates, w};
+    const int64_t scratch = (int64_t)sp.most * 4 * u; /* a thread's mr and rh */
+    const int team = tfc_cpu_team(sp.threads);
+    if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
+        if (pack) pack_r(d, rkernel, packed, packed_h);
+        for (int b = 0; b < sp.blocks; b++)
+            forward_block(&f, b, sp.blocks, w.scratch, w.scratch + (int64_t)sp.most * G);
+    } else {
+#pragma omp parallel num_threads(team)
+        {
+            float *mr = w.scratch + (int64_t)omp_get_thread_num() * scratch;
+            if (pack) pack_r(d, rkernel, packed, packed_h);
 #pragma omp for schedule(dynamic, 1)
-        for (int b = 0; b < sp.blocks; b++) {
-            int r0, r1;
-            tfc_cpu_block_rows(n, b, sp.blocks, &r0, &r1);
-            for (int s = 0; s < T && r1 > r0; s++) {
-                const int64_t first = (int64_t)r0 * T + s;
-                /* mr = h_{s-1}·R + b' (reset_after), or h_{s-1}·R_zr; h_{-1} is zero's row */
-                tfc_panel_gemm g = {.m = r1 - r0, .n = ra ? G : 2 * u, .packed = packed,
-                                    .ldp = u, .set = 1, .init = bh, .c = mr, .ldc = G,
-                                    .a1 = {.a = s > 0 ? hseq + (first - 1) * u : w.zero,
-                                           .lda = s > 0 ? T * u : 0, .k = u}};
-                tfc_cpu_panel_gemm(&g);
-                for (int i = r0; i < r1; i++) {
-                    const int64_t row = (int64_t)i * T + s;
-                    const float *hp = s > 0 ? hseq + (row - 1) * u : w.zero;
-                    float *gr = gates + row * 4 * u, *mi = mr + (int64_t)(i - r0) * G;
-                    if (ra)
-                        cell_after(u, gr, bx, mi, hp, mask ? mask[row] : 1.0f, hseq + row * u);
-                    else
-                        cell_gates(u, gr, bx, mi, hp, rh + (int64_t)(i - r0) * u);
-                }
-                if (ra) continue;
-                /* mh = (r h_{s-1})·R_h, into mr's first u columns */
-                tfc_panel_gemm gh = {.m = r1 - r0, .n = u, .packed = packed_h, .ldp = u,
-                                     .set = 1, .c = mr, .ldc = G,
-                                     .a1 = {.a = rh, .lda = u, .k = u}};
-                tfc_cpu_panel_gemm(&gh);
-                for (int i = r0; i < r1; i++) {
-                    const int64_t row = (int64_t)i * T + s;
-                    const float *hp = s > 0 ? hseq + (row - 1) * u : w.zero;
-                    cell_state(u, gates + row * 4 * u, bx, mr + (int64_t)(i - r0) * G, hp,
-                               mask ? mask[row] : 1.0f, hseq + row * u);
-                }
-            }
+            for (int b = 0; b < sp.blocks; b++)
+                forward_block(&f, b, sp.blocks, mr, mr + (int64_t)sp.most * G);
         }
     }
     tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);

@@ -39,10 +39,11 @@ typedef enum tfc_cpu_conv_op {
     TFC_CPU_CONV_FILTER
 } tfc_cpu_conv_op;
 typedef struct tfc_cpu_dnnl tfc_cpu_dnnl;
-/* Shapes oneDNN is never given (cpu_dnnl.c says why): a 1x1 kernel with a stride. */
+/* Shapes oneDNN is never given (cpu_dnnl.c says why): a 1x1 kernel with a stride, unless
+ * its channels are a multiple of 16. */
 static inline int tfc_cpu_dnnl_refuses(const tfc_conv_desc *d)
 {
-    return d->kh == 1 && d->kw == 1 && (d->sh > 1 || d->sw > 1);
+    return d->kh == 1 && d->kw == 1 && (d->sh > 1 || d->sw > 1) && d->c % 16 != 0;
 }
 tfc_cpu_dnnl *tfc_cpu_dnnl_create(void);
 void tfc_cpu_dnnl_free(tfc_cpu_dnnl *s);

@@ -54,8 +54,7 @@ void tfc_cpu_layernorm_forward(tfc_backend *be, const tfc_layernorm_desc *d, con
     TFC_ASSERT(!d->center || d->center_stats);
     const int cols = d->cols;
     int nt = tfc_cpu_threads(be, d->rows * cols);
-#pragma omp parallel for TFC_CPU_STATIC(d->rows, nt)
-    for (int64_t r = 0; r < d->rows; r++) {
+    TFC_CPU_FOR(d->rows, nt, for (int64_t r = 0; r < d->rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         float mu, inv;
@@ -70,7 +69,7 @@ void tfc_cpu_layernorm_forward(tfc_backend *be, const tfc_layernorm_desc *d, con
             scale_row(xr, yr, cols, c, inv, gamma, beta, 0, 1);
         else
             scale_row(xr, yr, cols, c, inv, gamma, beta, 0, 0);
-    }
+    });
 }
 
 /* The shares of the backward's sums over rows: partial dgamma and dbeta in double, cols each

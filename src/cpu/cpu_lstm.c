@@ -308,6 +308,77 @@ static int cells_isa(void)
  * With ids (tfc_cpu_lstm_ids), table K is one small GEMM (vocab rows, not n t) on the
  * packed [K; R], and each step's GEMM continues the sums from the rows of it that the step's
  * ids pick (from_c): the same products in the same order as x_t's own, so the same bits. */
+/* What a forward pass's blocks of sequences read and write. */
+typedef struct lstm_fwd {
+    const tfc_lstm_desc *d;
+    const float *x, *bias, *mask, *packed;
+    const int32_t *ids;
+    float *hseq, *cseq, *gates;
+    lstm_ws w;
+    int fuse, ki, isa;
+} lstm_fwd;
+
+/* Rows [v0, v0 + TFC_RNN_BLOCK_ROWS) of table K (with ids): each row's sums over x_t's part
+ * as the fused GEMM starts them. */
+static void forward_table(const lstm_fwd *f, int v0)
+{
+    const tfc_lstm_desc *d = f->d;
+    const int G = 4 * d->units, in = d->in;
+    tfc_panel_gemm g = {.m = d->vocab - v0 < TFC_RNN_BLOCK_ROWS ? d->vocab - v0
+                                                             : TFC_RNN_BLOCK_ROWS,
+                        .n = G, .packed = f->packed, .ldp = in + d->units, .set = 1,
+                        .c = f->w.table + (int64_t)v0 * G, .ldc = G,
+                        .a1 = {.a = f->x + (int64_t)v0 * in, .lda = in, .k = in}};
+    tfc_cpu_panel_gemm(&g);
+}
+
+/* Block b of nb: its sequences through all t steps. */
+static void forward_block(const lstm_fwd *f, int b, int nb)
+{
+    const tfc_lstm_desc *d = f->d;
+    const int n = d->n, T = d->t, u = d->units, G = 4 * u, in = d->in, ki = f->ki;
+    const float *x = f->x, *bias = f->bias, *mask = f->mask;
+    float *hseq = f->hseq, *cseq = f->cseq, *gates = f->gates;
+    int r0, r1;
+    tfc_cpu_block_rows(n, b, nb, &r0, &r1);
+    for (int s = 0; s < T && r1 > r0; s++) {
+        /* fused: gates_s = bias + x_s · K + h_{s-1} · R; else gates_s += h_{s-1} · R */
+        const int64_t first = (int64_t)r0 * T + s;
+        const tfc_panel_a h = {.a = s > 0 ? hseq + (first - 1) * u : NULL, .lda = T * u,
+                               .k = s > 0 ? u : 0};
+        tfc_panel_gemm g = {.m = r1 - r0, .n = G, .packed = f->packed, .ldp = ki + u,
+                            .c = gates + first * G, .ldc = T * G};
+        if (f->ids) { /* gates_s = bias + (the ids' rows of table K + h_{s-1} · R) */
+            for (int i = r0; i < r1; i++) {
+                const int64_t row = (int64_t)i * T + s;
+                memcpy(gates + row * G, f->w.table + (int64_t)f->ids[row] * G,
+                       (size_t)G * sizeof(float));
+            }
+            g.packed = f->packed + (size_t)in * 16; /* R's rows of [K; R] */
+            g.a1 = h, g.set = g.from_c = 1, g.init = bias;
+        } else if (f->fuse) {
+            g.a1 = (tfc_panel_a){.a = x + first * in, .lda = T * in, .k = in};
+            g.a2 = h, g.set = 1, g.init = bias;
+        } else {
+            g.a1 = h;
+        }
+        if (f->fuse || s > 0) tfc_cpu_panel_gemm(&g);
+        for (int i = r0; i < r1; i++) {
+            int64_t row = (int64_t)i * T + s;
+            const float *hp = s > 0 ? hseq + (row - 1) * u : f->w.zero;
+            const float *cp = s > 0 ? cseq + (row - 1) * u : f->w.zero;
+            float m = mask ? mask[row] : 1.0f;
+#ifdef TFC_X86_SIMD
+            if (f->isa == 2) {
+                cell_forward16(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
+                continue;
+            }
+#endif
+            cell_forward(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
+        }
+    }
+}
+
 void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *x,
                           const float *kernel, const float *rkernel, const float *bias,
                           const float *mask, float *y, float *hseq, float *cseq, float *gates,
@@ -325,7 +396,7 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
         if (bias) tfc_cpu_bias_add(be, (int64_t)n * T, G, bias, gates);
     }
     const tfc_rnn_split sp = split(be, d);
-    const int nt = sp.threads, nb = sp.blocks, isa = cells_isa();
+    const int nb = sp.blocks, vocab = ids ? d->vocab : 0;
     /* [K; R] (or R) packed: kept on a frozen backend, packed there only when it is fresh;
      * else into the workspace, R only where a step reads it */
     const float *const src[2] = {fuse ? kernel : NULL, rkernel};
@@ -335,62 +406,24 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     float *packed = tfc_cpu_kept(be, src, bytes, ki, tfc_cpu_panels_floats(ki + u, G), &fresh);
     const int pack_k = fuse && fresh, pack_r = packed ? fresh : T > 1;
     if (!packed) packed = w.packed;
-#pragma omp parallel num_threads(tfc_cpu_team(nt))
-    {
-        /* the team packs the kernels (each thread some panels) before any block starts */
+    const lstm_fwd f = {d, x, bias, mask, packed, ids, hseq, cseq, gates, w, fuse, ki, cells_isa()};
+    const int team = tfc_cpu_team(sp.threads);
+    if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
         if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
         if (pack_r) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
-        /* with ids: table K, each row's sums over x_t's part as the fused GEMM starts them */
+        for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
+        for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
+    } else {
+#pragma omp parallel num_threads(team)
+        {
+            /* the team packs the kernels (each thread some panels) before any block starts */
+            if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
+            if (pack_r)
+                tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
 #pragma omp for schedule(static)
-        for (int v0 = 0; v0 < (ids ? d->vocab : 0); v0 += TFC_RNN_BLOCK_ROWS) {
-            tfc_panel_gemm g = {.m = d->vocab - v0 < TFC_RNN_BLOCK_ROWS ? d->vocab - v0
-                                                                     : TFC_RNN_BLOCK_ROWS,
-                                .n = G, .packed = packed, .ldp = in + u, .set = 1,
-                                .c = w.table + (int64_t)v0 * G, .ldc = G,
-                                .a1 = {.a = x + (int64_t)v0 * in, .lda = in, .k = in}};
-            tfc_cpu_panel_gemm(&g);
-        }
+            for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
 #pragma omp for schedule(dynamic, 1)
-        for (int b = 0; b < nb; b++) {
-            int r0, r1;
-            tfc_cpu_block_rows(n, b, nb, &r0, &r1);
-            for (int s = 0; s < T && r1 > r0; s++) {
-                /* fused: gates_s = bias + x_s · K + h_{s-1} · R; else gates_s += h_{s-1} · R */
-                const int64_t first = (int64_t)r0 * T + s;
-                const tfc_panel_a h = {.a = s > 0 ? hseq + (first - 1) * u : NULL, .lda = T * u,
-                                       .k = s > 0 ? u : 0};
-                tfc_panel_gemm g = {.m = r1 - r0, .n = G, .packed = packed, .ldp = ki + u,
-                                    .c = gates + first * G, .ldc = T * G};
-                if (ids) { /* gates_s = bias + (the ids' rows of table K + h_{s-1} · R) */
-                    for (int i = r0; i < r1; i++) {
-                        const int64_t row = (int64_t)i * T + s;
-                        memcpy(gates + row * G, w.table + (int64_t)ids[row] * G,
-                               (size_t)G * sizeof(float));
-                    }
-                    g.packed = packed + (size_t)in * 16; /* R's rows of [K; R] */
-                    g.a1 = h, g.set = g.from_c = 1, g.init = bias;
-                } else if (fuse) {
-                    g.a1 = (tfc_panel_a){.a = x + first * in, .lda = T * in, .k = in};
-                    g.a2 = h, g.set = 1, g.init = bias;
-                } else {
-                    g.a1 = h;
-                }
-                if (fuse || s > 0) tfc_cpu_panel_gemm(&g);
-                for (int i = r0; i < r1; i++) {
-                    int64_t row = (int64_t)i * T + s;
-                    const float *hp = s > 0 ? hseq + (row - 1) * u : w.zero;
-                    const float *cp = s > 0 ? cseq + (row - 1) * u : w.zero;
-                    float m = mask ? mask[row] : 1.0f;
-#ifdef TFC_X86_SIMD
-                    if (isa == 2) {
-                        cell_forward16(u, gates + row * G, hp, cp, m, hseq + row * u,
-                                       cseq + row * u);
-                        continue;
-                    }
-#endif
-                    cell_forward(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
-                }
-            }
+            for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
         }
     }
     tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);

@@ -16,15 +16,14 @@ void tfc_cpu_masking_forward(tfc_backend *be, int64_t rows, int cols, float valu
                              const float *x, float *y)
 {
     int nt = tfc_cpu_threads(be, rows * cols);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
+    TFC_CPU_FOR(rows, nt, for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         if (real_step(xr, cols, value))
             memcpy(yr, xr, (size_t)cols * sizeof *yr);
         else
             memset(yr, 0, (size_t)cols * sizeof *yr);
-    }
+    });
 }
 
 /* dx[r, :] += real(x[r, :]) ? dy[r, :] : 0 */

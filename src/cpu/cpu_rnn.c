@@ -125,8 +125,7 @@ static void reorder(const tfc_backend *be, int n, int t, int f, int reverse, flo
                     uint64_t key, uint64_t step, const float *in, float *out, int forth)
 {
     const int nt = tfc_cpu_threads(be, (int64_t)n * t * f);
-#pragma omp parallel for TFC_CPU_STATIC(n, nt)
-    for (int i = 0; i < n; i++) {
+    TFC_CPU_FOR(n, nt, for (int i = 0; i < n; i++) {
         float keep[KEEP_COLS];
         for (int c0 = 0; c0 < f; c0 += KEEP_COLS) {
             const int k = f - c0 < KEEP_COLS ? f - c0 : KEEP_COLS;
@@ -141,7 +140,7 @@ static void reorder(const tfc_backend *be, int n, int t, int f, int reverse, flo
                 }
             }
         }
-    }
+    });
 }
 
 void tfc_cpu_rnn_input_forward(tfc_backend *be, int n, int t, int f, int reverse, float rate,
@@ -171,8 +170,7 @@ void tfc_cpu_bidir_forward(tfc_backend *be, int n, int t, int u, tfc_merge_mode 
 {
     const int nt = tfc_cpu_threads(be, (int64_t)n * t * u);
     const int w = mode == TFC_MERGE_CONCAT ? 2 * u : u;
-#pragma omp parallel for TFC_CPU_STATIC(n, nt)
-    for (int i = 0; i < n; i++)
+    TFC_CPU_FOR(n, nt, for (int i = 0; i < n; i++)
         for (int s = 0; s < t; s++) {
             int64_t ra, rb;
             const float m = rows_of(t, u, mask, i, s, &ra, &rb);
@@ -186,7 +184,7 @@ void tfc_cpu_bidir_forward(tfc_backend *be, int n, int t, int u, tfc_merge_mode 
                 case TFC_MERGE_AVE: yr[j] = (p + q) * 0.5f; break;
                 }
             }
-        }
+        });
 }
 
 /* da[i, s] = m dmerge/dp, db[i, t - 1 - s] = m dmerge/dq (p = m a, q = m b) */
