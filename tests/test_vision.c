@@ -146,9 +146,10 @@ static void test_depthwise_values(void)
     tfc_cpu_depthwise_isa(-1);
 }
 
-/* Forward (with a bias), the data gradient and the filter gradient (both from zero) of d on
- * `threads` threads into out[0..2] (allocated here), from fixed x, w, bias and dy. */
-static void depthwise_run(const tfc_conv_desc *d, int threads, float *out[3])
+/* Forward (with a bias where `bias`), the data gradient and the filter gradient (both from
+ * zero) of d on `threads` threads into out[0..2] (allocated here), from fixed x, w, bias and
+ * dy. */
+static void depthwise_run(const tfc_conv_desc *d, int threads, int bias, float *out[3])
 {
     int64_t nx = (int64_t)d->n * d->h * d->w * d->c, ny = (int64_t)d->n * d->oh * d->ow * d->f;
     int64_t nw = (int64_t)d->kh * d->kw * d->f;
@@ -160,7 +161,8 @@ static void depthwise_run(const tfc_conv_desc *d, int threads, float *out[3])
     tfc_backend *be = tfc_cpu_backend_create(threads);
     float *ws = falloc((int64_t)be->ops->depthwise_workspace(be, d) / 4 + 1);
     out[0] = falloc(ny), out[1] = falloc(nx), out[2] = falloc(nw);
-    be->ops->depthwise_forward(be, d, x, w, b, NULL, NULL, TFC_ACT_LINEAR, out[0], NULL);
+    be->ops->depthwise_forward(be, d, x, w, bias ? b : NULL, NULL, NULL, TFC_ACT_LINEAR, out[0],
+                               NULL);
     be->ops->depthwise_backward_data(be, d, dy, w, out[1]);
     be->ops->depthwise_backward_filter(be, d, x, dy, out[2], ws);
     free(ws);
@@ -187,15 +189,15 @@ static void test_depthwise_threads(void)
 {
     const tfc_conv_desc d = dw_desc(5, 17, 16, 32, 1, 3, 3, 1, 1, 1, 1, 1);
     float *one[3], *two[3];
-    depthwise_run(&d, 1, one);
-    depthwise_run(&d, 2, two);
+    depthwise_run(&d, 1, 1, one);
+    depthwise_run(&d, 2, 1, two);
     CU_ASSERT(depthwise_same(&d, one, two));
     for (int k = 0; k < 3; k++) free(one[k]);
 }
 
-/* Each instruction set this CPU runs gives the baseline loops' bits: depth multipliers 1 to
- * 4 (unrolled) and 5 (the general loop), channel counts off the vector widths, strides,
- * dilation. */
+/* Each instruction set this CPU runs gives the baseline loops' bits, with a bias and
+ * without: depth multipliers 1 to 4 (unrolled) and 5 (the general loop), channel counts off
+ * the vector widths, strides, dilation. */
 static void test_depthwise_isa(void)
 {
     const tfc_conv_desc ds[] = {
@@ -205,22 +207,37 @@ static void test_depthwise_isa(void)
         /* depth multiplier 1 on whole vectors: the AVX2 pixel kernel (blocks of 32, 16, 8) */
         dw_desc(2, 9, 10, 56, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(2, 11, 9, 16, 1, 3, 3, 2, 2, 1, 1, 1),
         dw_desc(1, 9, 9, 24, 1, 3, 2, 1, 1, 2, 2, 0),
+        /* and 3x3's rows of 4 interior pixels at a time: 1-3 left over (interiors of 3, 5, 6,
+         * 7, 13; strides 1 and 2, SAME's edge pixels of both sides), none, widths 1 and 2,
+         * one valid kernel row (height 1), stride 3 and dilation 2 (the offsets at run time),
+         * VALID (no edge pixels) */
+        dw_desc(1, 4, 5, 8, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(2, 6, 7, 40, 1, 3, 3, 1, 1, 1, 1, 1),
+        dw_desc(1, 5, 8, 16, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(1, 7, 14, 24, 1, 3, 3, 2, 2, 1, 1, 1),
+        dw_desc(1, 6, 27, 8, 1, 3, 3, 2, 2, 1, 1, 1), dw_desc(1, 7, 13, 32, 1, 3, 3, 2, 2, 1, 1, 1),
+        dw_desc(2, 5, 3, 8, 1, 3, 3, 1, 1, 1, 1, 1), dw_desc(1, 5, 2, 16, 1, 3, 3, 1, 1, 1, 1, 1),
+        dw_desc(1, 4, 1, 8, 1, 3, 3, 2, 2, 1, 1, 1), dw_desc(1, 1, 9, 24, 1, 3, 3, 1, 1, 1, 1, 1),
+        dw_desc(1, 10, 11, 16, 1, 3, 3, 3, 3, 1, 1, 1),
+        dw_desc(1, 9, 12, 8, 1, 3, 3, 1, 1, 2, 2, 1), dw_desc(1, 7, 9, 16, 1, 3, 3, 1, 2, 1, 1, 0),
     };
     int checked = 0;
     for (size_t t = 0; t < sizeof ds / sizeof *ds; t++) {
-        float *base[3];
-        TFC_ASSERT(tfc_cpu_depthwise_isa(0));
-        depthwise_run(&ds[t], 2, base);
-        for (int isa = 1; isa <= 2; isa++) {
-            if (!tfc_cpu_depthwise_isa(isa)) continue;
-            float *got[3];
-            depthwise_run(&ds[t], 2, got);
-            int same = depthwise_same(&ds[t], base, got);
-            if (!same) fprintf(stderr, "\ncase %zu: isa %d differs from the baseline\n", t, isa);
-            CU_ASSERT(same);
-            checked++;
+        for (int bias = 0; bias <= 1; bias++) {
+            float *base[3];
+            TFC_ASSERT(tfc_cpu_depthwise_isa(0));
+            depthwise_run(&ds[t], 2, bias, base);
+            for (int isa = 1; isa <= 2; isa++) {
+                if (!tfc_cpu_depthwise_isa(isa)) continue;
+                float *got[3];
+                depthwise_run(&ds[t], 2, bias, got);
+                int same = depthwise_same(&ds[t], base, got);
+                if (!same)
+                    fprintf(stderr, "\ncase %zu (bias %d): isa %d differs from the baseline\n", t,
+                            bias, isa);
+                CU_ASSERT(same);
+                checked++;
+            }
+            for (int k = 0; k < 3; k++) free(base[k]);
         }
-        for (int k = 0; k < 3; k++) free(base[k]);
     }
     tfc_cpu_depthwise_isa(-1);
     printf("\n  %d instruction-set comparisons (AVX2%s)", checked,

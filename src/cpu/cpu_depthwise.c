@@ -6,9 +6,11 @@
  * baseline, chosen at run time (dw_isa). No contraction into fused multiply-adds (ISO C), so
  * the three give the same bits. The forward of a depth multiplier of 1 on whole vectors of
  * channels (MobileNet's) takes an AVX2 kernel in intrinsics on AVX2 and AVX-512 machines
- * (forward_row_m1): each pixel's channels stay in registers across the taps, the same
- * operations in the same order, so the same bits again. Forward and the data gradient gather (each thread writes its
- * own rows; forward applies its epilogue, BatchNormalization's map, a residual and the
+ * (forward_row_m1): a 3x3 kernel's rows 8 channels at a time, the 9 weights in registers and
+ * 4 pixels summed side by side, other pixels and kernels one pixel at a time with its
+ * channels in registers across the taps; the same operations in the same order per output,
+ * so the same bits again. Forward and the data gradient gather (each thread writes its own
+ * rows; forward applies its epilogue, BatchNormalization's map, a residual and the
  * activation, to each row while it is in cache); the filter gradient sums fixed shares of the
  * rows into partials, added in share order. */
 #include "cpu/cpu_internal.h"
@@ -242,11 +244,26 @@ static int dw_isa(void)
 
 #define DW_AVX2 __attribute__((target("avx2")))
 
+/* The end of one output pixel's 8 channels from kj held in v: the normalisation's map, the
+ * residual and ReLU or relu6, each a multiply or an add rounded as forward_row's loops and
+ * act_forward round them (no fused multiply-adds), then the one store. */
+DW_INLINE DW_AVX2 void finish_m1(__m256 v, int kj, const float *a, const float *b,
+                                 const float *res, tfc_act act, float *out)
+{
+    const __m256 zero = _mm256_setzero_ps(), six = _mm256_set1_ps(6.0f);
+    if (a) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(a + kj)), _mm256_loadu_ps(b + kj));
+    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + kj));
+    if (act == TFC_ACT_RELU || act == TFC_ACT_RELU6) /* y < 0 ? 0 : y (NaN and -0 stay) */
+        v = _mm256_andnot_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ), v);
+    if (act == TFC_ACT_RELU6) /* y > 6 ? 6 : y */
+        v = _mm256_blendv_ps(v, six, _mm256_cmp_ps(v, six, _CMP_GT_OQ));
+    _mm256_storeu_ps(out + kj, v);
+}
+
 /* NB blocks of 8 channels from k of one output pixel of depth multiplier 1, in registers:
- * bias (or 0) plus the taps' products in tap order, then the normalisation's map, the residual
- * and ReLU or relu6, each a multiply or an add rounded as forward_row's loops and
- * act_forward round them (no fused multiply-adds): the same bits. NB chains of adds side by
- * side hide the add's latency. */
+ * bias (or 0) plus the taps' products in tap order, each product and each sum rounded on its
+ * own as forward_row's loops round them, then finish_m1: the same bits. NB chains of adds
+ * side by side hide the add's latency. */
 DW_INLINE DW_AVX2 void pixel_m1(const int NB, int k, int ntaps, const float *const *xp,
                                 const float *const *wp, const float *bias, const float *a,
                                 const float *b, const float *res, tfc_act act, float *out)
@@ -260,18 +277,113 @@ DW_INLINE DW_AVX2 void pixel_m1(const int NB, int k, int ntaps, const float *con
         for (int j = 0; j < NB; j++)
             s[j] = _mm256_add_ps(s[j], _mm256_mul_ps(_mm256_loadu_ps(xp[t] + k + 8 * j),
                                                      _mm256_loadu_ps(wp[t] + k + 8 * j)));
-    const __m256 zero = _mm256_setzero_ps(), six = _mm256_set1_ps(6.0f);
 #pragma GCC unroll 4
-    for (int j = 0; j < NB; j++) {
-        const int kj = k + 8 * j;
-        __m256 v = s[j];
-        if (a) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(a + kj)), _mm256_loadu_ps(b + kj));
-        if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + kj));
-        if (act == TFC_ACT_RELU || act == TFC_ACT_RELU6) /* y < 0 ? 0 : y (NaN and -0 stay) */
-            v = _mm256_andnot_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ), v);
-        if (act == TFC_ACT_RELU6) /* y > 6 ? 6 : y */
-            v = _mm256_blendv_ps(v, six, _mm256_cmp_ps(v, six, _CMP_GT_OQ));
-        _mm256_storeu_ps(out + kj, v);
+    for (int j = 0; j < NB; j++) finish_m1(s[j], k + 8 * j, a, b, res, act, out);
+}
+
+/* Output pixel ox of row oy on pixel_m1: its valid taps' pointers, then 32, 16 or 8 channels
+ * at a time. */
+DW_INLINE DW_AVX2 void edge_m1(const tfc_conv_desc *d, const float *xi, const float *w, int oy,
+                               int ox, const float *bias, const float *a, const float *b,
+                               const float *res, tfc_act act, float *out)
+{
+    const float *xp[64], *wp[64];
+    const int C = d->c;
+    int nt = 0;
+    for (int u = 0; u < d->kh; u++) {
+        const int iy = source(oy, u, d->sh, d->dh, d->pad_top, d->h);
+        if (iy < 0) continue;
+        for (int v = 0; v < d->kw; v++) {
+            const int ix = source(ox, v, d->sw, d->dw, d->pad_left, d->w);
+            if (ix < 0) continue;
+            xp[nt] = xi + ((int64_t)iy * d->w + ix) * C;
+            wp[nt++] = w + (int64_t)(u * d->kw + v) * C;
+        }
+    }
+    int k = 0;
+    for (; k + 32 <= C; k += 32) pixel_m1(4, k, nt, xp, wp, bias, a, b, res, act, out);
+    for (; k + 16 <= C; k += 16) pixel_m1(2, k, nt, xp, wp, bias, a, b, res, act, out);
+    for (; k < C; k += 8) pixel_m1(1, k, nt, xp, wp, bias, a, b, res, act, out);
+}
+
+/* Output pixels p to p + P - 1 of a row (counted from its first interior pixel, ox0) of a
+ * 3-wide kernel whose valid column taps are v in [V0, V1) (an interior pixel's 0-3, the
+ * edges' 1-3 and 0-2), 8 channels from k: the NU valid kernel rows' weights wv in registers,
+ * xr[u] the input row u at ox0's tap 0, xs floats from pixel to pixel, xd from tap to tap, y
+ * ox0's output (res its residual or NULL), C floats apart. Each pixel sums as pixel_m1 sums
+ * it (bias or 0, then the valid taps in order: the same bits); the P pixels' chains side by
+ * side hide the add's latency, and each weight serves P pixels. */
+DW_INLINE DW_AVX2 void group_m1(const int P, const int NU, const int V0, const int V1,
+                                const __m256 wv[3][3], const float *const *xr, int p,
+                                int64_t xs, int64_t xd, int k, const float *bias,
+                                const float *a, const float *b, const float *res, tfc_act act,
+                                float *y, int C)
+{
+    const float *xq[3];
+    for (int u = 0; u < NU; u++) xq[u] = xr[u] + (p * xs + V0 * xd);
+    res = res ? res + (int64_t)p * C : NULL;
+    y += (int64_t)p * C;
+    __m256 s[4];
+    const __m256 s0 = bias ? _mm256_loadu_ps(bias + k) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < P; i++) s[i] = s0;
+#pragma GCC unroll 3
+    for (int u = 0; u < NU; u++)
+#pragma GCC unroll 3
+        for (int v = V0; v < V1; v++)
+#pragma GCC unroll 4
+            for (int i = 0; i < P; i++) {
+                const __m256 xv = _mm256_loadu_ps(xq[u] + i * xs + (v - V0) * xd + k);
+                s[i] = _mm256_add_ps(s[i], _mm256_mul_ps(xv, wv[u][v]));
+            }
+#pragma GCC unroll 4
+    for (int i = 0; i < P; i++)
+        finish_m1(s[i], k, a, b, res ? res + (int64_t)i * C : NULL, act, y + (int64_t)i * C);
+}
+
+/* The row's output pixels from ox0 - L to ox1 + R on group_m1, ox0 to ox1 = ox0 + n
+ * interior, a left edge pixel with taps 1-3 where L, a right one with taps 0-2 where R: 8
+ * channels at a time, outer, the block's weights loaded once, then the pixels (the interior
+ * 4 at a time, then the 1-3 left). xr[u]: the valid input rows at ox0's tap 0; y, res: ox0's
+ * output and residual (or NULL). SW: the stride where it is 1 or 2 without dilation, a
+ * constant, else 0 (sw and dw at run time): with constants the tap offsets are multiples of
+ * C, few enough for the general registers, where the run-time ones' 12 were reloaded from
+ * the stack (about 10% slower on the 2-core VM). */
+DW_INLINE DW_AVX2 void row_m1(const int NU, const int SW, const float *const *xr,
+                              const float *const *wr, int L, int n, int R, int sw, int dw,
+                              const float *bias, const float *a, const float *b,
+                              const float *res, tfc_act act, float *y, int C)
+{
+    const int64_t xs = (int64_t)(SW ? SW : sw) * C, xd = (int64_t)(SW ? 1 : dw) * C;
+    for (int k = 0; k < C; k += 8) {
+        __m256 wv[3][3];
+#pragma GCC unroll 3
+        for (int u = 0; u < NU; u++)
+#pragma GCC unroll 3
+            for (int v = 0; v < 3; v++) wv[u][v] = _mm256_loadu_ps(wr[u] + v * C + k);
+        if (L) group_m1(1, NU, 1, 3, wv, xr, -1, xs, xd, k, bias, a, b, res, act, y, C);
+        int p = 0;
+        for (; p + 4 <= n; p += 4)
+            group_m1(4, NU, 0, 3, wv, xr, p, xs, xd, k, bias, a, b, res, act, y, C);
+        switch (n - p) {
+        case 3: group_m1(3, NU, 0, 3, wv, xr, p, xs, xd, k, bias, a, b, res, act, y, C); break;
+        case 2: group_m1(2, NU, 0, 3, wv, xr, p, xs, xd, k, bias, a, b, res, act, y, C); break;
+        case 1: group_m1(1, NU, 0, 3, wv, xr, p, xs, xd, k, bias, a, b, res, act, y, C); break;
+        }
+        if (R) group_m1(1, NU, 0, 2, wv, xr, n, xs, xd, k, bias, a, b, res, act, y, C);
+    }
+}
+
+/* row_m1 for the nu (1-3) valid kernel rows. */
+DW_INLINE DW_AVX2 void rows_m1(const int SW, int nu, const float *const *xr,
+                               const float *const *wr, int L, int n, int R, int sw, int dw,
+                               const float *bias, const float *a, const float *b,
+                               const float *res, tfc_act act, float *y, int C)
+{
+    switch (nu) {
+    case 3: row_m1(3, SW, xr, wr, L, n, R, sw, dw, bias, a, b, res, act, y, C); break;
+    case 2: row_m1(2, SW, xr, wr, L, n, R, sw, dw, bias, a, b, res, act, y, C); break;
+    case 1: row_m1(1, SW, xr, wr, L, n, R, sw, dw, bias, a, b, res, act, y, C); break;
     }
 }
 
@@ -279,7 +391,11 @@ DW_INLINE DW_AVX2 void pixel_m1(const int NB, int k, int ntaps, const float *con
  * activation (ReLU or relu6; else linear) applied as act_forward would after it: each
  * pixel's channels in registers across its taps, where forward_row's loops load and store
  * the pixel's outputs once per tap (fashion_mobilenet's 16- to 192-channel layers at batch
- * 1 spent more in that and in the loops' set-up than in the products). */
+ * 1 spent more in that and in the loops' set-up than in the products). A 3x3 kernel's row
+ * takes row_m1, which holds a block's 9 weights in registers across the row and sums 4
+ * interior pixels side by side (pixel_m1 alone loaded 2 vectors per product, and at 16
+ * channels its 2 chains waited on the add's latency), and the edge pixels of a 'same'
+ * padding of 1; other edges and other kernels take edge_m1. */
 DW_AVX2 static void forward_row_m1(const tfc_conv_desc *d, int64_t r, const float *x,
                                    const float *w, const float *bias, const float *a,
                                    const float *b, const float *residual, tfc_act act,
@@ -287,26 +403,43 @@ DW_AVX2 static void forward_row_m1(const tfc_conv_desc *d, int64_t r, const floa
 {
     const float *xi = x + r / d->oh * d->h * d->w * d->c;
     const int oy = (int)(r % d->oh), C = d->c;
-    const float *xp[64], *wp[64];
-    for (int ox = 0; ox < d->ow; ox++) {
-        int nt = 0;
-        for (int u = 0; u < d->kh; u++) {
-            const int iy = source(oy, u, d->sh, d->dh, d->pad_top, d->h);
-            if (iy < 0) continue;
-            for (int v = 0; v < d->kw; v++) {
-                const int ix = source(ox, v, d->sw, d->dw, d->pad_left, d->w);
-                if (ix < 0) continue;
-                xp[nt] = xi + ((int64_t)iy * d->w + ix) * C;
-                wp[nt++] = w + (int64_t)(u * d->kw + v) * C;
-            }
-        }
-        const int64_t o = (r * d->ow + ox) * C;
-        const float *res = residual ? residual + o : NULL;
-        int k = 0;
-        for (; k + 32 <= C; k += 32) pixel_m1(4, k, nt, xp, wp, bias, a, b, res, act, y + o);
-        for (; k + 16 <= C; k += 16) pixel_m1(2, k, nt, xp, wp, bias, a, b, res, act, y + o);
-        for (; k < C; k += 8) pixel_m1(1, k, nt, xp, wp, bias, a, b, res, act, y + o);
+    const int64_t o = r * d->ow * C;
+    /* a 3x3 kernel's valid rows; the interior columns [ox0, ox1): ox sw - pl >= 0 and
+     * ox sw - pl + 2 dw < w (none without a valid row: edge_m1 writes bias and epilogue);
+     * the edge pixels row_m1 takes: column 0 with taps 1-3 (L), column ox1 with taps 0-2
+     * (R), where those are all the edge pixels on their side */
+    const float *xr[3], *wr[3];
+    int nu = 0, ox0 = d->ow, ox1 = d->ow, L = 0, R = 0;
+    for (int u = 0; u < 3 && d->kh == 3 && d->kw == 3; u++) {
+        const int iy = source(oy, u, d->sh, d->dh, d->pad_top, d->h);
+        if (iy < 0) continue;
+        xr[nu] = xi + (int64_t)iy * d->w * C;
+        wr[nu++] = w + (int64_t)u * 3 * C;
     }
+    if (nu) {
+        const int last = d->w - 1 - 2 * d->dw + d->pad_left;
+        ox0 = (d->pad_left + d->sw - 1) / d->sw;
+        ox1 = last < 0 ? 0 : last / d->sw + 1;
+        if (ox1 > d->ow) ox1 = d->ow;
+        if (ox0 > ox1) ox0 = ox1 = d->ow;
+        L = ox0 == 1 && ox1 > 1 && d->pad_left == d->dw;
+        R = ox1 == d->ow - 1 && ox0 < ox1 && (int64_t)ox1 * d->sw - d->pad_left + d->dw < d->w;
+    }
+    for (int ox = 0; ox < d->ow; ox++) {
+        if (ox == ox0 - L) ox = ox1 + R;
+        if (ox == d->ow) break;
+        edge_m1(d, xi, w, oy, ox, bias, a, b, residual ? residual + o + (int64_t)ox * C : NULL,
+                act, y + o + (int64_t)ox * C);
+    }
+    if (ox0 == ox1) return;
+    for (int u = 0; u < nu; u++) xr[u] += ((int64_t)ox0 * d->sw - d->pad_left) * C;
+    const int64_t oi = o + (int64_t)ox0 * C;
+    const float *res = residual ? residual + oi : NULL;
+    const int n = ox1 - ox0, sw = d->sw, dw = d->dw;
+    float *yi = y + oi;
+    if (sw == 1 && dw == 1) rows_m1(1, nu, xr, wr, L, n, R, 1, 1, bias, a, b, res, act, yi, C);
+    else if (sw == 2 && dw == 1) rows_m1(2, nu, xr, wr, L, n, R, 2, 1, bias, a, b, res, act, yi, C);
+    else rows_m1(0, nu, xr, wr, L, n, R, sw, dw, bias, a, b, res, act, yi, C);
 }
 #endif
 
