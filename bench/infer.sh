@@ -15,7 +15,8 @@
 # file has that length. MODELS (default: every zoo model and that step) and BATCHES (default
 # "1 32 1000") narrow it; SECONDS_PER_POINT (default 2) per measurement. HOG=1 runs everything
 # beside a busy loop pinned to CPU 0 (taskset; as make bench-load's hog), the issue's "one core
-# busy": the p99 there is the latency a server on a shared machine sees.
+# busy": the p99 there is the latency a server on a shared machine sees. TORCH_MODES (default
+# "eager compile"; empty: PyTorch left out) chooses PyTorch's runs.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset (this project's VMs preset them; a user's
 # machine does not). PyTorch comes from the venv make bench-peers installs (build/peers/torch);
 # onnx2torch is added to it on first use. Not part of make test.
@@ -28,6 +29,7 @@ rounds=${ROUNDS:-3}
 zoo=$(for m in model_zoo/*/model.yaml; do basename "${m%/model.yaml}"; done)
 models=${MODELS:-$zoo fortunes_char_lstm_step}
 batches=${BATCHES:-1 32 1000}
+torch_modes=${TORCH_MODES-eager compile}
 clean="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 torch=build/peers/torch/bin/python
 tmp=$(mktemp -d)
@@ -71,7 +73,7 @@ for r in $(seq "$rounds"); do
             [ -z "$ort" ] || $clean OMP_NUM_THREADS="$t" python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" "$t" best $batches |
                 tag "$m" "onnxruntime-best-t$t" | tee -a "$tmp/all"
             if [ -n "$torch" ] && ! grep -q "dtype: int32" "$file"; then
-                for mode in eager compile; do
+                for mode in $torch_modes; do
                     $clean OMP_NUM_THREADS="$t" "$torch" bench/infer_torch.py "$tmp/$m.onnx" "$seconds" "$t" $mode $batches |
                         tag "$m" "torch-$mode-t$t" | tee -a "$tmp/all"
                 done
