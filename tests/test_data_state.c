@@ -5,6 +5,7 @@
  * format restores. Corrupt, truncated and foreign state blobs are errors. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/rng.h"
 #include "data/data.h"
@@ -16,6 +17,13 @@ static tfc_status jitter(tfc_element *e, const tfc_map_ctx *ctx, void *user, tfc
 {
     int32_t *x = e->comp[TFC_COMP_FEATURES].data;
     *x = *x * 1000 + (int32_t)(tfc_rng_uniform(ctx->key, 0, 0) * 1000);
+    return TFC_OK;
+}
+
+/* The identity, a millisecond late: background threads fall behind the consumer. */
+static tfc_status slow(tfc_element *e, const tfc_map_ctx *ctx, void *user, tfc_error *err)
+{
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
     return TFC_OK;
 }
 
@@ -77,6 +85,17 @@ static tfc_pipeline *build(int kind)
         st |= tfc_pipeline_map(p, jitter, NULL, NULL, 3, &err);
         st |= tfc_pipeline_batch(p, 9, 1, &err);
         st |= tfc_pipeline_prefetch(p, 1, &err);
+        break;
+    case 7: /* a slow parallel map under a batch and a prefetch */
+        st |= tfc_pipeline_shuffle(p, 10, -1, 1, &err);
+        st |= tfc_pipeline_map(p, slow, NULL, NULL, 2, &err);
+        st |= tfc_pipeline_batch(p, 2, 0, &err);
+        st |= tfc_pipeline_prefetch(p, 3, &err);
+        break;
+    case 8: /* a slow map in the consumer's thread under a prefetch */
+        st |= tfc_pipeline_map(p, slow, NULL, NULL, 1, &err);
+        st |= tfc_pipeline_repeat(p, -1, &err);
+        st |= tfc_pipeline_prefetch(p, 4, &err);
         break;
     case 6: /* shard of a shuffled endless stream before a random map, batch, prefetch */
         st |= tfc_pipeline_shuffle(p, 20, -1, 1, &err);
@@ -151,6 +170,35 @@ static void check_resume(int kind)
         CU_ASSERT_EQUAL(m, nref - start);
         if (m == nref - start) CU_ASSERT(memcmp(got, ref + start, (size_t)m * sizeof *got) == 0);
     }
+}
+
+/* A state depends on the position alone: saved at once after the k-th element (the
+ * threads still reading) and saved after the threads had time to fill their buffers, it is
+ * the same bytes (a snapshot's bits do not depend on timing). */
+static void test_state_independent_of_timing(void)
+{
+    int kinds[] = {7, 8, 0, 5, 6};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        for (int k = 1; k <= 9; k += 4) {
+            static int32_t v[MAXV];
+            void *blob[2];
+            size_t len[2];
+            for (int late = 0; late < 2; late++) {
+                tfc_pipeline *p = build(kinds[i]);
+                read_some(p, k, v, MAXV);
+                if (late) nanosleep(&(struct timespec){0, 60000000}, NULL);
+                tfc_error err;
+                tfc_error_clear(&err);
+                CU_ASSERT_EQUAL_FATAL(tfc_pipeline_save_state(p, &blob[late], &len[late], &err),
+                                      TFC_OK);
+                tfc_pipeline_free(p);
+            }
+            int same = len[0] == len[1] && !memcmp(blob[0], blob[1], len[0]);
+            if (!same) printf("\npipeline %d, element %d: the states differ\n", kinds[i], k);
+            CU_ASSERT(same);
+            free(blob[0]);
+            free(blob[1]);
+        }
 }
 
 static void test_resume_lazy_shuffle_prefetch(void) { check_resume(0); }
@@ -296,4 +344,5 @@ TFC_TEST_MAIN("data_state",
               {"resume_shard", test_resume_shard},
               {"resume_keeps_row_names", test_resume_keeps_row_names},
               {"version1_state", test_version1_state},
-              {"bad_blobs", test_bad_blobs})
+              {"bad_blobs", test_bad_blobs},
+              {"state_independent_of_timing", test_state_independent_of_timing})

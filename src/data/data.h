@@ -237,7 +237,10 @@ void tfc_pipeline_reset(tfc_pipeline *p);
  * from the same configuration and restored from it yields exactly the elements the saved one
  * would have, and tfc_pipeline_describe_row names their rows' records alike. Blobs of the
  * earlier format (version 1, before the rows' records were saved) still restore; their
- * buffered batches' rows are then described as unknown. */
+ * buffered batches' rows are then described as unknown. Before saving, the buffers of
+ * prefetch and parallel maps are filled (read on in the caller's thread up to their size,
+ * the input's end or a failing element), so the blob depends on the position alone: two
+ * pipelines at the same element save the same bytes however far their threads had read. */
 tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, tfc_error *err);
 
 /* Restores a position saved by tfc_pipeline_save_state. The blob is untrusted: a blob from

@@ -307,6 +307,10 @@ typedef struct stage_ops {
     /* Stops background work (prefetch threads) so the stages below are stable; work
      * restarts by itself on the next call (NULL: nothing to stop). */
     void (*quiesce)(stage *s);
+    /* Called on a quiesced stage before a state save: reads on, in the caller's thread, until
+     * its buffer is full, its input ends or an element fails, so the saved state depends on
+     * the position alone and not on how far the background work had got (NULL: no buffer). */
+    void (*fill)(stage *s);
     tfc_status (*save)(stage *s, wbuf *w, tfc_error *err);
     tfc_status (*restore)(stage *s, rbuf *r, tfc_error *err);
     void (*free)(stage *s);

@@ -284,6 +284,17 @@ static void map_reset(stage *s)
     s->up->ops->reset(s->up);
 }
 
+/* The workers' loop run here, with the driver stopped, until the window is full. */
+static void map_fill(stage *s)
+{
+    map_stage *m = (map_stage *)s;
+    if (!m->ring) return;
+    tfc_error local;
+    pthread_mutex_lock(&m->mu);
+    while (m->fail_at == UINT64_MAX && work_one(m, &local)) {}
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* In-flight results are saved as the map's own output (by id when re-makeable), up to the
  * first failure; the pipeline is quiesced, so every claimed slot is ready. */
 static tfc_status map_save(stage *s, wbuf *w, tfc_error *err)
@@ -353,6 +364,7 @@ static const stage_ops map_ops = {
     .fetch = map_fetch,
     .reset = map_reset,
     .quiesce = map_quiesce,
+    .fill = map_fill,
     .save = map_save,
     .restore = map_restore,
     .free = map_free,

@@ -277,6 +277,17 @@ static void quiesce_all(tfc_pipeline *p)
         if (p->stages[i]->ops->quiesce) p->stages[i]->ops->quiesce(p->stages[i]);
 }
 
+/* Quiesces and fills every stage, top down: a stage's fill reads from the stages below,
+ * which are settled after it. */
+static void settle_all(tfc_pipeline *p)
+{
+    for (int i = p->n - 1; i >= 0; i--) {
+        stage *s = p->stages[i];
+        if (s->ops->quiesce) s->ops->quiesce(s);
+        if (s->ops->fill) s->ops->fill(s);
+    }
+}
+
 void tfc_pipeline_free(tfc_pipeline *p)
 {
     if (!p) return;
@@ -353,7 +364,7 @@ tfc_status tfc_pipeline_save_state(tfc_pipeline *p, void **bytes, size_t *len, t
     if (p->failed)
         return tfc_error_set(err, TFC_ERR_INTERNAL, "%s: cannot save the state of a failed "
                              "pipeline", p->key);
-    quiesce_all(p);
+    settle_all(p);
     wbuf w = {0};
     tfc_wbuf_bytes(&w, STATE_MAGIC, 8);
     tfc_wbuf_u64(&w, STATE_VERSION);

@@ -1,7 +1,8 @@
 /* prefetch: a background thread keeps up to buffer_size elements ready while the consumer
  * works. The thread starts on the first read and is stopped (joined) before a reset, a state
  * save or restore, so the stages below are never touched by two threads; its buffer is then
- * part of the saved state. Errors from the thread reach the consumer in element order. */
+ * filled to buffer_size and saved, so a state depends on the position alone. Errors from the
+ * thread reach the consumer in element order. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,25 @@ static void prefetch_reset(stage *s)
     s->up->ops->reset(s->up);
 }
 
+/* The producer's loop run here, with the thread stopped, until the buffer is full. */
+static void prefetch_fill(stage *s)
+{
+    prefetch_stage *f = (prefetch_stage *)s;
+    while (!f->up_end && f->count < f->cap) {
+        elem x = {0};
+        int end = 0;
+        tfc_error_clear(f->terr);
+        tfc_status st = tfc_up_next(s->up, &x, &end, f->terr);
+        if (st || end) {
+            f->st = st;
+            f->up_end = 1;
+            break;
+        }
+        f->ring[(f->head + f->count) % f->cap] = x;
+        f->count++;
+    }
+}
+
 static tfc_status prefetch_save(stage *s, wbuf *w, tfc_error *err)
 {
     prefetch_stage *f = (prefetch_stage *)s;
@@ -159,6 +179,7 @@ static const stage_ops prefetch_ops = {
     .fetch = tfc_stage_pass_fetch,
     .reset = prefetch_reset,
     .quiesce = prefetch_quiesce,
+    .fill = prefetch_fill,
     .save = prefetch_save,
     .restore = prefetch_restore,
     .free = prefetch_free,
