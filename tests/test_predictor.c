@@ -290,9 +290,11 @@ static void test_no_allocation_per_call(void)
         armed = 1;
         for (int c = 0; c < 40; c++) {
             tfc_cpu_team_look_soon(); /* the CPU backend's look at the load, too (cpu_team.c) */
+            tfc_cpu_team_force(c % 3 == 1); /* and a team cut to one: a lone call's own path */
             tfc_predictor_run(p, x, 1 + c % 8, y, err, sizeof err);
         }
         armed = 0;
+        tfc_cpu_team_force(0);
         CU_ASSERT_EQUAL(own_allocations(models[z % 3]), 0);
         free(x);
         free(y);
@@ -584,6 +586,44 @@ static void test_no_syscall_per_call(void)
 #define ALLOCATION_CASE
 #endif
 
+/* On two threads, a convolution whose team the load cut to one runs on the calling thread
+ * alone (cpu_dnnl.c lone_call): the image models' outputs at batch 1 to 3 are the full
+ * team's, bit for bit, and those calls did run alone where oneDNN is built in. */
+static void test_lone_conv_bits(void)
+{
+    static const char *const models[] = {"fashion_cnn", "fashion_cnn_bn", "fashion_resnet",
+                                         "fashion_mobilenet"};
+    for (size_t z = 0; z < sizeof models / sizeof *models; z++) {
+        char model[256], weights[256], err[512];
+        paths(models[z], model, weights, sizeof model);
+        tfc_predictor_options o = {.threads = 2};
+        tfc_predictor *p = tfc_predictor_open_options(model, weights, "cpu", &o, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        int64_t per, nout = out_numel(p);
+        void *x = make_inputs(p, 3, 5 + (unsigned)z, &per);
+        float *y[2] = {malloc((size_t)(3 * nout) * 4), malloc((size_t)(3 * nout) * 4)};
+        for (int n = 1; n <= 3; n++) {
+            long long before = tfc_cpu_team_lone_calls();
+            for (int team = 2; team >= 1; team--) {
+                tfc_cpu_team_force(team);
+                CU_ASSERT_EQUAL(tfc_predictor_run(p, x, n, y[team - 1], err, sizeof err), 0);
+            }
+            tfc_cpu_team_force(0);
+            int same = !memcmp(y[0], y[1], (size_t)(n * nout) * 4);
+            if (!same) printf("\n%s, batch %d: the lone calls' output differs\n", models[z], n);
+            CU_ASSERT(same);
+#ifdef TFC_HAVE_DNNL
+            CU_ASSERT(tfc_cpu_team_lone_calls() > before);
+#endif
+            (void)before;
+        }
+        free(y[0]);
+        free(y[1]);
+        free(x);
+        tfc_predictor_close(p);
+    }
+}
+
 /* max_length: a variable-length model's input.max_length (its -1 axes at their largest, the
  * length run_length takes at most), 0 for a fixed shape, -1 for NULL. */
 static void test_max_length(void)
@@ -613,4 +653,4 @@ TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity}, {"class_names", test
               {"threads_mlp", test_threads_mlp}, {"threads_lstm", test_threads_lstm},
               ALLOCATION_CASE SYSCALL_CASE {"errors", test_errors},
               {"conv_output_without_loss", test_conv_output_without_loss},
-              {"inference_layout", test_inference_layout})
+              {"inference_layout", test_inference_layout}, {"lone_conv_bits", test_lone_conv_bits})

@@ -42,5 +42,8 @@ void tfc_cpu_team_force(int team);
 /* For the tests: the next region that asks for its team looks at the machine's load (reads
  * every thread's schedstat), as it does every 40 ms. */
 void tfc_cpu_team_look_soon(void);
+/* For the tests: how many calls of a library's own team (oneDNN's convolutions on a frozen
+ * backend) ran on the calling thread alone because the team had shrunk to one. */
+long long tfc_cpu_team_lone_calls(void);
 
 #endif

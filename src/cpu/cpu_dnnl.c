@@ -369,6 +369,9 @@ done:
  * inference passes (prim.infer) */
 enum { EPI_BIAS = 1, EPI_BN = 2, EPI_RELU = 4, EPI_SUM = 8, EPI_INFER = 16 };
 
+/* lookup's `single` for a one-thread primitive that is never Winograd */
+#define SINGLE_DIRECT 2
+
 static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, int single,
                    int epi)
 {
@@ -379,8 +382,9 @@ static int prim_is(const prim *p, tfc_cpu_conv_op op, const tfc_conv_desc *d, in
 }
 
 /* The cached primitive for (op, d), built on first use: for the backend's thread count, or
- * (single) for one thread, which a primitive's kernels fix when it is built. The caller
- * holds the lock and has set the OpenMP thread count to the backend's. */
+ * (single) for one thread, which a primitive's kernels fix when it is built; single = 2
+ * builds it direct, as the team's is (SINGLE_DIRECT). The caller holds the lock and has set
+ * the OpenMP thread count to the backend's. */
 static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
                     const tfc_conv_desc *d, int single, int epi)
 {
@@ -391,7 +395,7 @@ static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     prim_release(p);
     if (single && be->threads != 1) omp_set_num_threads(1);
     prim_build(s, p, op, d, !!(epi & EPI_BIAS), !!(epi & EPI_BN), !!(epi & EPI_SUM),
-               !!(epi & EPI_RELU), !!(epi & EPI_INFER), single || be->threads == 1);
+               !!(epi & EPI_RELU), !!(epi & EPI_INFER), single == 1 || be->threads == 1);
     if (single && be->threads != 1) omp_set_num_threads(be->threads);
     p->single = single;
     return p;
@@ -407,6 +411,7 @@ static prim *lookup(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
 typedef struct call {
     int k, nb, tail; /* k chunks of nb images, the last of tail; k = 0: one team call */
     prim *p[2];      /* the primitives for nb and for tail (the same when tail == nb) */
+    prim *one;       /* k = 0 on a frozen backend's threads: the one-thread primitive too */
     size_t acc;      /* accumulate buffer: the gradient (data), k partial ones (filter) */
     size_t stride;   /* per thread: scratchpad, the filter gradient in oneDNN's layout,
                         Winograd's blocked input and output */
@@ -444,9 +449,22 @@ static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
     if (!c->k) {
         /* inside the caller's own OpenMP region oneDNN runs on the calling thread alone,
          * which a primitive built for a team would not expect */
-        c->p[0] = c->p[1] = lookup(be, s, op, d, omp_in_parallel(), epi);
-        c->blk = align64(c->p[0]->out_bytes) + align64(c->p[0]->scratch_bytes);
-        c->bytes = c->blk + blocked_bytes(c->p[0]);
+        const int inside = omp_in_parallel();
+        c->p[0] = c->p[1] = lookup(be, s, op, d, inside, epi);
+        /* an inference pass on several threads keeps a one-thread primitive beside the
+         * team's, built and sized with it, for when the team shrinks (lone_call) */
+        if (!inside && be->frozen && t > 1 && op == TFC_CPU_CONV_FORWARD) {
+            c->one = lookup(be, s, op, d, SINGLE_DIRECT, epi);
+            if (!prim_is(c->p[0], op, d, 0, epi)) /* evicted by it */
+                c->p[0] = c->p[1] = lookup(be, s, op, d, 0, epi);
+            if (!c->one->ok) c->one = NULL;
+        }
+        for (int j = 0; j < 1 + !!c->one; j++) {
+            const prim *p = j ? c->one : c->p[0];
+            size_t blk = align64(p->out_bytes) + align64(p->scratch_bytes);
+            if (blk > c->blk) c->blk = blk;
+        }
+        c->bytes = c->blk + blocked_bytes(c->p[0]); /* the one-thread primitive's: none */
         return c->p[0]->ok;
     }
     tfc_conv_desc dn = *d, dt = *d;
@@ -737,6 +755,27 @@ static void run_team(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, prim 
         reorder_weights(p, s->stream, p->wts_prim, p->wts, p->wts_prim_bytes);
 }
 
+/* A team call of c: on the backend's threads, or on the calling thread alone where the
+ * process's regions run on one now (cpu_team.c: a busy machine) and c has a one-thread
+ * primitive (an inference pass): oneDNN's team would wait at its barrier for a thread that
+ * another process keeps off its core. Both primitives are direct, whose forward kernels
+ * split the output, not the sums, among threads: the same bits (test_predictor's
+ * lone_conv_bits). Both keep the weights in their layout, so a change of team allocates
+ * nothing. */
+static void lone_call(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op, const call *c,
+                      const float *in, const float *w, const float *bias, float *out,
+                      int assign, char *ws)
+{
+    const int lone = c->one && tfc_cpu_team(be->threads) == 1;
+    if (c->one) weights_in(be, s, lone ? c->p[0] : c->one, w); /* the other's, kept warm */
+    if (lone) {
+        tfc_cpu_team_note_lone();
+        omp_set_num_threads(1);
+    }
+    run_team(be, s, op, lone ? c->one : c->p[0], in, w, bias, out, assign, ws, c->blk);
+    if (lone) omp_set_num_threads(be->threads);
+}
+
 /* The chunks of c, claimed by the backend's threads one at a time; each runs its
  * one-thread primitive (oneDNN runs a kernel on the calling thread alone inside an OpenMP
  * region) on its own stream, memory objects and scratchpad, then the epilogue e and the
@@ -917,7 +956,7 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
         run_chunks(be, s, op, &c, d, in, w, bias, out, assign, ws, later ? &e : NULL, pool,
                    pooled);
     else
-        run_team(be, s, op, c.p[0], in, w, bias, out, assign, ws, c.blk);
+        lone_call(be, s, op, &c, in, w, bias, out, assign, ws);
     leave(be, s, saved);
     if (later && !c.k) epilogue(be, &e, 0, (int64_t)d->n * d->oh * d->ow, d->f, out);
     if (pool && !c.k) tfc_cpu_pool_forward(be, pool, out, pooled, NULL);

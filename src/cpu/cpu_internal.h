@@ -105,6 +105,8 @@ static inline int tfc_cpu_threads(const tfc_backend *be, int64_t work)
  * stays the one nt gives: a loop's static schedule takes chunks of tfc_cpu_share(n, nt)
  * iterations, a region of shares walks them with TFC_CPU_SHARES. */
 int tfc_cpu_team(int nt);
+/* Counts a call that ran on its thread alone for tfc_cpu_team_lone_calls. */
+void tfc_cpu_team_note_lone(void);
 /* For the tests: the decision tfc_cpu_team makes at `now` (ns) when the process's threads
  * have waited `wait` ns in all and `regions` regions have started; returns the threads cut.
  * now < 0 starts from a quiet machine again (and then regions run on every thread). */

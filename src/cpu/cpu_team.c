@@ -224,6 +224,18 @@ void tfc_cpu_team_force(int team)
     atomic_store_explicit(&mon.forced, team > 0 ? team : 0, memory_order_relaxed);
 }
 
+static _Atomic long long lone_calls;
+
+void tfc_cpu_team_note_lone(void)
+{
+    atomic_fetch_add_explicit(&lone_calls, 1, memory_order_relaxed);
+}
+
+long long tfc_cpu_team_lone_calls(void)
+{
+    return atomic_load_explicit(&lone_calls, memory_order_relaxed);
+}
+
 void tfc_cpu_team_look_soon(void)
 {
     atomic_store_explicit(&mon.next, 0, memory_order_relaxed);
