@@ -9,7 +9,9 @@
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
 #                                 bench-data cpu-test (make test, the CPU suite)
 #                                 cpu-isa (test_cpu_ops, test_vision, test_weights: the
-#                                 CPU kernels' AVX-512 paths, where the host has them)
+#                                 CPU kernels' AVX-512 paths, where the host has them;
+#                                 test_predictor lone_conv_bits: oneDNN's one-thread and
+#                                 team convolutions alike there)
 #                                 bench-conv (bench_conv --against direct: oneDNN's
 #                                 Winograd on the host's CPU, all its threads)
 #                                 dist (tests/gpu/dist.sh) comm (bench/comm_overhead.sh)
@@ -94,10 +96,11 @@ if [ "${1:-}" = --step ]; then
         bench-data) "${mk[@]}" bench-data ;;
         cpu-test) "${mk[@]}" -k test ;;
         cpu-isa) grep -o -m1 'avx512[a-z]*' /proc/cpuinfo | head -1
-                 t="test_cpu_ops test_vision test_weights" rc=0
+                 t="test_cpu_ops test_vision test_weights test_predictor" rc=0
                  "${mk[@]}" ${t//test_/build/gpu-bare/tests/test_} || exit 1
                  for x in $t; do
-                     TFC_BIN=bin build/gpu-bare/tests/$x >"$OUT/$x.log" 2>&1 || rc=1
+                     case $x in test_predictor) only=lone_conv_bits ;; *) only= ;; esac
+                     TFC_BIN=bin build/gpu-bare/tests/$x $only >"$OUT/$x.log" 2>&1 || rc=1
                      grep -E "^ +(tests|asserts) |FAILED|AVX-512" "$OUT/$x.log"
                  done
                  exit $rc ;;
