@@ -136,6 +136,57 @@ static void test_zoo_parity(void)
     }
 }
 
+/* The pass size (tfc_model_inference_pass): 16 for fashion_mobilenet on the CPU (memory-
+ * bound: 4.1 FLOPs per byte of output; its widest layer, 401 KB an example, 16 times in 8
+ * MiB), 256 on a GPU and for every other zoo model (fashion_cnn_bn, the next lowest at 18,
+ * among them). The predictor's 40 examples run in passes of 16, as tfc-predict's default
+ * batch does: the same bits, where one pass of 40 (tfc-predict --batch 40) gives others. */
+static void test_pass_size(void)
+{
+    for (int z = 0; z < NZOO; z++) {
+        char model[256], weights[256];
+        paths(zoo[z], model, weights, sizeof model);
+        tfc_error e;
+        tfc_error_clear(&e);
+        tfc_model *m = tfc_model_load(model, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        const int want = strcmp(zoo[z], "fashion_mobilenet") ? 256 : 16;
+        CU_ASSERT_EQUAL(tfc_model_inference_pass(m, 1), want);
+        CU_ASSERT_EQUAL(tfc_model_inference_pass(m, 0), 256);
+        tfc_model_free(m);
+    }
+    if (!(bin = tfc_test_bin("tfc-predict"))) return;
+    char model[256], weights[256], err[512] = "";
+    paths("fashion_mobilenet", model, weights, sizeof model);
+    tfc_predictor *p = tfc_predictor_open(model, weights, "cpu", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const int64_t n = 40, nout = out_numel(p);
+    int64_t per;
+    void *x = make_inputs(p, n, 17, &per);
+    tfc_tensor t = {TFC_F32, {4, {n, 28, 28, 1}}, x, -1};
+    tfc_error e;
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("x40.npy"), &t, &e), TFC_OK);
+    float *out = malloc((size_t)(n * nout) * 4);
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, x, n, out, err, sizeof err), 0);
+    for (int one = 0; one < 2; one++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "%s/tfc-predict %s --weights %s --input %s --output %s "
+                 "--device cpu%s", bin, model, weights, tfc_test_path("x40.npy"),
+                 tfc_test_path("y40.npy"), one ? " --batch 40" : "");
+        CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+        tfc_tensor y;
+        CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("y40.npy"), &y, &e), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_shape_numel(&y.shape), n * nout);
+        const int same = !memcmp(out, y.data, (size_t)(n * nout) * 4);
+        CU_ASSERT(one ? !same : same);
+        free(y.data);
+    }
+    free(out);
+    free(x);
+    tfc_predictor_close(p);
+}
+
 /* ---- concurrency ------------------------------------------------------------------------ */
 
 #define THREADS 8
@@ -653,4 +704,5 @@ TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity}, {"class_names", test
               {"threads_mlp", test_threads_mlp}, {"threads_lstm", test_threads_lstm},
               ALLOCATION_CASE SYSCALL_CASE {"errors", test_errors},
               {"conv_output_without_loss", test_conv_output_without_loss},
-              {"inference_layout", test_inference_layout}, {"lone_conv_bits", test_lone_conv_bits})
+              {"inference_layout", test_inference_layout}, {"lone_conv_bits", test_lone_conv_bits},
+              {"pass_size", test_pass_size})

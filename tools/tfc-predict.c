@@ -32,7 +32,7 @@ static struct {
     const char *weights, *output, *text, *vocabulary, *solver, *device;
     long batch, threads, length;
 } args = {.inputs = CLI_LIST_OF(input_v), .model = CLI_LIST_OF(model_v),
-            .sets = CLI_LIST_OF(set_v), .batch = 256, .length = 80};
+            .sets = CLI_LIST_OF(set_v), .length = 80};
 
 static const cli_option options[] = {
     {"weights", 0, CLI_STRING, &args.weights, "FILE", .flags = CLI_REQUIRED,
@@ -60,7 +60,8 @@ static const cli_option options[] = {
     {"scale", 0, CLI_CALL, &maps, "X", .call = add_scale,
      .help = "deprecated: the same as --map '{op: scale, factor: X}'"},
     {"batch", 0, CLI_INT, &args.batch, "N", .min = 1, .max = 1 << 20,
-     .help = "examples per forward pass (default 256)"},
+     .help = "examples per forward pass (default: the model's pass size, 256 but\n"
+             "on the CPU for a memory-bound model such as a MobileNet, 8 to 128)"},
     {"length", 0, CLI_INT, &args.length, "N", .min = 1, .max = 1 << 20,
      .help = "with --text and no --output, for a model that predicts the next\n"
              "token at every step: tokens of each line's continuation (default 80)"},
@@ -537,12 +538,14 @@ int main(int argc, char **argv)
                  : args.text ? load_text(in, vocab, &ex, &err)
                              : load_images(in, &ex, &err);
     int64_t n = s ? 0 : ex.x.shape.dim[0];
-    int batch = n < args.batch ? (int)(n ? n : 1) : (int)args.batch;
-    tfc_pipeline *p = s ? NULL : make_pipeline(&ex, batch, !npy && !args.text, &err);
-    free(ex.x.data); /* the pipeline holds a copy */
-    if (!s && !p) s = err.code;
     tfc_backend *be = s ? NULL : tfc_backend_open(args.device, (int)args.threads, &err);
     if (!s && !be) s = err.code;
+    /* the predictor's passes (tfc_predictor_run), unless --batch says otherwise */
+    const long pass = args.batch ? args.batch : be ? tfc_model_inference_pass(m, be->device < 0) : 1;
+    int batch = n < pass ? (int)(n ? n : 1) : (int)pass;
+    tfc_pipeline *p = s ? NULL : make_pipeline(&ex, batch, !npy && !args.text, &err);
+    if (!s && !p) s = err.code;
+    free(ex.x.data); /* the pipeline holds a copy */
     if (!s) s = tfc_model_bind_inference(m, be, batch, &err);
     if (!s) s = tfc_model_load_weights(m, args.weights, NULL, &err);
     if (!s && vocab) s = check_vocabulary(m, vocab, vocab_path, &err);

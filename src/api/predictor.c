@@ -17,11 +17,6 @@
 #define TFC_VERSION "dev"
 #endif
 
-/* Examples per forward pass: a larger n runs in passes of this many, so memory stays that
- * of a 256-example batch. It is tfc-predict's default --batch, so both give the same bits
- * (OpenBLAS may take another kernel for another row count: the last bits of an output can
- * depend on the batch it ran in). */
-#define PASS_MAX 256
 
 /* CPU passes on several threads take turns, each on every thread: OpenBLAS's OpenMP build
  * runs one threaded GEMM at a time and makes a second caller spin until the first is done
@@ -49,6 +44,11 @@ struct tfc_predictor {
     int64_t nparams;
     tfc_shape in_shape, out_shape;
     int64_t max_length; /* input.max_length; 0: a model of fixed shape */
+    int pass;           /* examples per forward pass (tfc_model_inference_pass): a larger n
+                           runs in passes of this many, so memory stays that of one pass.
+                           It is tfc-predict's default --batch, so both give the same bits
+                           (OpenBLAS may take another kernel for another row count: the last
+                           bits of an output can depend on the batch it ran in) */
     tfc_dtype in_dtype;
     const tfc_model *named; /* the first worker's model: the weights' class names */
     pthread_mutex_t lock; /* guards idle and all */
@@ -215,6 +215,7 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
             w->be->ops->download(w->be, p->params, tfc_model_params(w->m),
                                  (size_t)p->nparams * 4);
         p->in_dtype = tfc_model_input_dtype(w->m);
+        p->pass = tfc_model_inference_pass(w->m, w->be->device < 0);
         if (!s) s = axes(p, w->m, &e);
     }
     if (!w || s) {
@@ -286,7 +287,7 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
                      (long long)n);
         return -1;
     }
-    int batch = n < PASS_MAX ? (int)n : PASS_MAX;
+    int batch = n < p->pass ? (int)n : p->pass;
     const int saved = omp_get_max_threads(); /* creating a CPU backend sets it too */
     tfc_error e;
     tfc_error_clear(&e);

@@ -144,6 +144,15 @@ const tfc_memory_plan *tfc_model_memory(const tfc_model *m);
  * input, the one for the input's gradient. */
 void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward);
 
+/* Examples per forward pass for inference of many examples (tfc_predictor_run,
+ * tfc-predict's default --batch): 256, or on the CPU (cpu != 0) for a memory-bound model
+ * (forward FLOPs per byte of layer outputs, one example, under 8: MobileNet-like stacks of
+ * depthwise and 1x1 convolutions) the largest power of two down to 8 whose examples' widest
+ * layer (inputs and output) fits in 8 MiB, so that a pass's activations stay in the last
+ * level cache (docs/cpu.md, "Batch 1000 and the pass size"). From the layers' shapes: the
+ * same for a model bound or not; 256 where a shape has a variable axis. */
+int tfc_model_inference_pass(const tfc_model *m, int cpu);
+
 /* Frees the bound buffers (a no-op when unbound); the model can be bound again. */
 void tfc_model_unbind(tfc_model *m);
 
