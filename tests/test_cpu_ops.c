@@ -1928,6 +1928,17 @@ static void lstm_cases(tfc_backend *be)
             tfc_lstm_desc d = {.n = 3, .t = 5, .in = 4, .units = 3, .return_sequences = rs};
             check_lstm(be, d, m ? mask : NULL, 1, 1);
         }
+    /* right padding, lengths 4, 2, 3 and 0 of 6: steps 4 and 5 mask every sequence of any
+     * block (cpu_lstm.c skips such a step's GEMM and cells), sequence 3 every step */
+    float pad[4 * 6];
+    const int len[4] = {4, 2, 3, 0};
+    for (int i = 0; i < 4 * 6; i++) pad[i] = i % 6 < len[i / 6] ? 1.0f : 0.0f;
+    for (int rs = 0; rs < 2; rs++) {
+        tfc_lstm_desc d = {.n = 4, .t = 6, .in = 3, .units = 9, .return_sequences = rs};
+        check_lstm(be, d, pad, 1, 1); /* x·K inside the recurrence (in <= units) */
+        d.in = 12;                     /* x·K for all steps at once */
+        check_lstm(be, d, pad, 1, 1);
+    }
     /* no bias, with x·K for all steps at once (in > units) and inside the recurrence (cpu_lstm.c's
      * fused_input; the cases above and below have both) */
     tfc_lstm_desc nb = {.n = 2, .t = 4, .in = 3, .units = 2, .return_sequences = 1};
@@ -1961,8 +1972,9 @@ static void lstm_cases(tfc_backend *be)
 static void test_lstm(void)
 {
     tfc_backend *be = backend();
-    /* every case through each cells' kernel this CPU runs: the AVX-512 one, the plain loops */
-    for (int isa = 2; isa >= 0; isa -= 2)
+    /* every case through each cells' kernel this CPU runs: the AVX-512 one, the AVX2 one, the
+     * plain loops */
+    for (int isa = 2; isa >= 0; isa--)
         if (tfc_cpu_lstm_cells_isa(isa)) lstm_cases(be);
     tfc_cpu_lstm_cells_isa(-1);
 
@@ -2056,7 +2068,7 @@ static void test_lstm_ids(void)
 {
     float mask19[19 * 3];
     for (int i = 0; i < 19 * 3; i++) mask19[i] = i % 7 == 3 ? 0.0f : 1.0f;
-    for (int isa = 2; isa >= 0; isa -= 2) {
+    for (int isa = 2; isa >= 0; isa--) {
         if (!tfc_cpu_lstm_cells_isa(isa)) continue;
         /* 16 units (the backward cell writes dgates' panels), masked, the last h only */
         tfc_lstm_desc p = {.n = 19, .t = 3, .in = 5, .units = 16, .return_sequences = 0};

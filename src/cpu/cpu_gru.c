@@ -150,6 +150,17 @@ static void forward_block(const gru_fwd *f, int b, int nb, float *mr, float *rh)
     int r0, r1;
     tfc_cpu_block_rows(n, b, nb, &r0, &r1);
     for (int s = 0; s < T && r1 > r0; s++) {
+        /* a step that masks every sequence of the block keeps each one's h, as the cells
+         * do, without its GEMMs and activations (its gates keep x·K: the backward pass
+         * gives a masked step's gradients 0 whatever they hold) */
+        if (mask && tfc_cpu_rnn_block_masked(mask, T, r0, r1, s)) {
+            for (int i = r0; i < r1; i++) {
+                const int64_t row = (int64_t)i * T + s;
+                memcpy(hseq + row * u, s > 0 ? hseq + (row - 1) * u : f->w.zero,
+                       (size_t)u * sizeof(float));
+            }
+            continue;
+        }
         const int64_t first = (int64_t)r0 * T + s;
         /* mr = h_{s-1}·R + b' (reset_after), or h_{s-1}·R_zr; h_{-1} is zero's row */
         tfc_panel_gemm g = {.m = r1 - r0, .n = ra ? G : 2 * u, .packed = f->packed, .ldp = u,

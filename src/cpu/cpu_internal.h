@@ -310,6 +310,14 @@ static inline void tfc_cpu_block_rows(int n, int b, int nb, int *r0, int *r1)
     *r1 = (int)((int64_t)n * (b + 1) / nb);
 }
 
+/* Whether mask [n, t] masks step s of every sequence in rows [r0, r1). */
+static inline int tfc_cpu_rnn_block_masked(const float *mask, int t, int r0, int r1, int s)
+{
+    for (int i = r0; i < r1; i++)
+        if (mask[(int64_t)i * t + s] != 0.0f) return 0;
+    return 1;
+}
+
 /* y from a forward pass's hseq [n, t, u]: all of it with return_sequences (y may be hseq),
  * else each sequence's last row, y [n, u]. */
 void tfc_cpu_rnn_output(int n, int t, int u, int return_sequences, const float *hseq, float *y);
@@ -410,8 +418,9 @@ int tfc_cpu_panel_gemm_isa(int isa, const tfc_panel_gemm *g);
 int tfc_cpu_dropout_isa(tfc_backend *be, int isa, int64_t n, float rate, uint64_t key,
                         uint64_t step, const float *in, float *out, int accumulate);
 
-/* Chooses the LSTM cells' kernel for the whole process: isa 2 AVX-512 intrinsics, 0 the plain
- * loops, -1 the best this CPU runs (the default). Returns 0, changing nothing, where the CPU
+/* Chooses the LSTM cells' kernel for the whole process: isa 2 AVX-512 intrinsics, 1 the AVX2
+ * forward cell (with FMA; the backward cell the loops'), 0 the plain loops, -1 the best this
+ * CPU runs (the default). Returns 0, changing nothing, where the CPU
  * lacks the kernel's instructions (for the tests that check both). */
 int tfc_cpu_lstm_cells_isa(int isa);
 
