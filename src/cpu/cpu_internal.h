@@ -418,9 +418,8 @@ int tfc_cpu_panel_gemm_isa(int isa, const tfc_panel_gemm *g);
 int tfc_cpu_dropout_isa(tfc_backend *be, int isa, int64_t n, float rate, uint64_t key,
                         uint64_t step, const float *in, float *out, int accumulate);
 
-/* Chooses the LSTM cells' kernel for the whole process: isa 2 AVX-512 intrinsics, 1 the AVX2
- * forward cell (with FMA; the backward cell the loops'), 0 the plain loops, -1 the best this
- * CPU runs (the default). Returns 0, changing nothing, where the CPU
+/* Chooses the LSTM cells' kernel for the whole process: isa 2 AVX-512 intrinsics, 0 the plain
+ * loops, -1 the best this CPU runs (the default). Returns 0, changing nothing, where the CPU
  * lacks the kernel's instructions (for the tests that check both). */
 int tfc_cpu_lstm_cells_isa(int isa);
 

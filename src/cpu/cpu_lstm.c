@@ -278,120 +278,21 @@ AVX512 static void cell_backward16(int u, const float *g, const float *c, const 
 }
 #endif
 
-#ifdef TFC_X86_SIMD
-/* The forward cell again for AVX2 with FMA, 8 units a vector: cell_forward16's formulas, the
- * exponent applied as tfc_cpu_expf_lo applies it (two powers of two, each a float's exponent
- * field: 2^n itself is not a normal float down to n = -150), and every division rcp's 12-bit
- * estimate refined by two Newton steps (the first leaves about 2^-23, the second rounds it
- * out). GCC's code for cell_forward divides five times a unit at ~10 cycles a vector, which
- * made the cells a third of fortunes_classify's inference at batch 1000. The backward cell
- * stays the loops' (it reads the gates this one wrote). */
-#define AVX2FMA __attribute__((target("avx2,fma")))
-
-static inline AVX2FMA __m256 exp8(__m256 x)
-{
-    x = _mm256_min_ps(_mm256_set1_ps(88.8f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
-    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
-    const __m256 fn = _mm256_sub_ps(t, magic);
-    const __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic));
-    __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-    /* n in [-150, 128]: n1 = n / 2 (rounded down) and n2 = n - n1 both give normal floats */
-    const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
-    const __m256i bias = _mm256_set1_epi32(127);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-}
-
-/* 1 / d for d >= 1 (inf gives 0) */
-static inline AVX2FMA __m256 recip8(__m256 d)
-{
-    const __m256 one = _mm256_set1_ps(1.0f), r0 = _mm256_rcp_ps(d); /* rcp(inf) = 0 */
-    __m256 r = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, r0, one), r0, r0);
-    r = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, r, one), r, r);
-    const __m256 finite = _mm256_cmp_ps(d, _mm256_set1_ps(INFINITY), _CMP_LT_OQ);
-    return _mm256_blendv_ps(r0, r, finite);
-}
-
-static inline AVX2FMA __m256 sigmoid8(__m256 x)
-{
-    return recip8(_mm256_add_ps(_mm256_set1_ps(1.0f), exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
-
-static inline AVX2FMA __m256 tanh8(__m256 x)
-{
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256 a = _mm256_andnot_ps(sign, x), s = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(2.06390887954e-2f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(-5.37397155531e-2f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.33314422036e-1f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(-3.33332819422e-1f));
-    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, s), x, x);
-    const __m256 q = recip8(_mm256_add_ps(exp8(_mm256_add_ps(a, a)), _mm256_set1_ps(1.0f)));
-    __m256 big = _mm256_fnmadd_ps(_mm256_set1_ps(2.0f), q, _mm256_set1_ps(1.0f));
-    big = _mm256_or_ps(big, _mm256_and_ps(sign, x));
-    return _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
-}
-
-/* the lanes of units j.. that exist, as maskload's mask */
-static inline AVX2FMA __m256i lanes8(int u, int j)
-{
-    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(u - j), idx);
-}
-
-AVX2FMA static void cell_forward8(int u, float *z, const float *hp, const float *cp, float m,
-                                  float *h, float *c)
-{
-    for (int j = 0; j < u; j += 8) {
-        const __m256i k = lanes8(u, j);
-        const __m256 ig = sigmoid8(_mm256_maskload_ps(z + j, k));
-        const __m256 fg = sigmoid8(_mm256_maskload_ps(z + u + j, k));
-        const __m256 gg = tanh8(_mm256_maskload_ps(z + 2 * u + j, k));
-        const __m256 og = sigmoid8(_mm256_maskload_ps(z + 3 * u + j, k));
-        _mm256_maskstore_ps(z + j, k, ig);
-        _mm256_maskstore_ps(z + u + j, k, fg);
-        _mm256_maskstore_ps(z + 2 * u + j, k, gg);
-        _mm256_maskstore_ps(z + 3 * u + j, k, og);
-        const __m256 cpj = _mm256_maskload_ps(cp + j, k);
-        const __m256 cn = _mm256_fmadd_ps(fg, cpj, _mm256_mul_ps(ig, gg));
-        if (m != 0.0f) {
-            _mm256_maskstore_ps(c + j, k, cn);
-            _mm256_maskstore_ps(h + j, k, _mm256_mul_ps(og, tanh8(cn)));
-        } else {
-            _mm256_maskstore_ps(c + j, k, cpj);
-            _mm256_maskstore_ps(h + j, k, _mm256_maskload_ps(hp + j, k));
-        }
-    }
-}
-#endif
-
-/* The cells' kernel: 2 the AVX-512 intrinsics, 1 the AVX2 forward cell (the backward one the
- * loops'), 0 the loops above; -1 the best this CPU runs, unless tfc_cpu_lstm_cells_isa chose */
+/* The cells' kernel: 2 the AVX-512 intrinsics, 0 the loops above; -1 the best this CPU runs,
+ * unless tfc_cpu_lstm_cells_isa chose */
 static int cells_chosen = -1;
 
 static int cells_best(void)
 {
 #ifdef TFC_X86_SIMD
     if (__builtin_cpu_supports("avx512f")) return 2;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
 #endif
     return 0;
 }
 
 int tfc_cpu_lstm_cells_isa(int isa)
 {
-    if (isa > cells_best()) return 0;
+    if (isa > cells_best() || isa == 1) return 0;
     cells_chosen = isa;
     return 1;
 }
@@ -483,10 +384,6 @@ static void forward_block(const lstm_fwd *f, int b, int nb)
 #ifdef TFC_X86_SIMD
             if (f->isa == 2) {
                 cell_forward16(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
-                continue;
-            }
-            if (f->isa == 1) {
-                cell_forward8(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
                 continue;
             }
 #endif
