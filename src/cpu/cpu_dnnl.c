@@ -932,10 +932,14 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
             s->aff[k] = (float)a;
             s->aff[d->f + k] = (float)(bn->beta[k] - bn->mean[k] * a);
         }
-        for (int j = 0; j < 2 && !later; j++) {
-            dnnl_memory_set_data_handle(c.p[j]->scale, s->aff);
-            dnnl_memory_set_data_handle(c.p[j]->shift, s->aff + d->f);
-        }
+        /* every primitive the call may run: the chunks', or the team's and its one-thread
+         * one (lone_call) */
+        prim *const run[] = {c.p[0], c.p[1], c.one};
+        for (int j = 0; j < 3 && !later; j++)
+            if (run[j]) {
+                dnnl_memory_set_data_handle(run[j]->scale, s->aff);
+                dnnl_memory_set_data_handle(run[j]->shift, s->aff + d->f);
+            }
         e.a = s->aff, e.b = s->aff + d->f;
     }
     /* the workspace the caller was told of for this shape, or a temporary one */
