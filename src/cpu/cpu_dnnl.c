@@ -11,7 +11,12 @@
  * result goes to the workspace and is added. oneDNN's scratchpad lives in the workspace
  * too (user mode), so conv_workspace accounts for every byte a call needs; a call on a
  * shape bigger than any the caller asked the workspace of (none here: layers plan at their
- * largest batch) takes a temporary buffer instead of overrunning.
+ * largest batch) takes a temporary buffer instead of overrunning. So does a call whose
+ * primitive carries the layer's epilogue as post-ops (where oneDNN's are exact: AVX-512):
+ * conv_workspace sizes the bare primitive, and the post-ops' scratchpad can be larger
+ * (fashion_cnn_bn's second convolution at batch 3: 7,143,936 bytes against 7,108,608). On
+ * a frozen backend that buffer is kept (spare), so that an inference call allocates, and
+ * maps, nothing after its first.
  *
  * oneDNN's OpenMP build runs on the same libgomp pool as OpenBLAS and tfc's loops, with as
  * many threads as the calling thread's omp_get_max_threads(): set to the backend's count
@@ -91,6 +96,8 @@ struct tfc_cpu_dnnl {
     int nplans;
     float *aff; /* a normalisation's a and b for the call in progress */
     int naff;
+    void *spare; /* a frozen backend's workspace for calls its plans fall short of */
+    size_t nspare;
     int wino; /* Winograd where it fits (TFC_CPU_CONV=direct: never) */
     /* oneDNN's post-ops give the separate ops' values to the bit (bias, normalisation, sum,
      * ReLU): on machines with AVX-512. Its AVX2 kernels round them otherwise (measured on an
@@ -548,6 +555,7 @@ void tfc_cpu_dnnl_free(tfc_cpu_dnnl *s)
     for (int i = 0; i < s->nstreams; i++) dnnl_stream_destroy(s->streams[i]);
     free(s->streams);
     free(s->aff);
+    free(s->spare);
     dnnl_stream_destroy(s->stream);
     dnnl_engine_destroy(s->engine);
     pthread_mutex_destroy(&s->lock);
@@ -945,7 +953,14 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     /* the workspace the caller was told of for this shape, or a temporary one */
     const plan *pl = find_plan(s, d);
     void *tmp = NULL;
-    if (!ws || !pl || pl->bytes < c.bytes) {
+    if ((!ws || !pl || pl->bytes < c.bytes) && be->frozen) {
+        if (s->nspare < c.bytes) {
+            free(s->spare);
+            TFC_ASSERT(posix_memalign(&s->spare, 64, c.bytes + 64) == 0);
+            s->nspare = c.bytes;
+        }
+        ws = s->spare;
+    } else if (!ws || !pl || pl->bytes < c.bytes) {
         TFC_ASSERT(posix_memalign(&tmp, 64, c.bytes + 64) == 0);
         ws = tmp;
     }
@@ -961,7 +976,9 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                    pooled);
     else
         lone_call(be, s, op, &c, in, w, bias, out, assign, ws);
-    leave(be, s, saved);
+    /* the spare is the backend's: kept under the lock while it is read */
+    const int spare = ws == s->spare;
+    if (!spare) leave(be, s, saved);
     if (later && !c.k) epilogue(be, &e, 0, (int64_t)d->n * d->oh * d->ow, d->f, out);
     if (pool && !c.k) tfc_cpu_pool_forward(be, pool, out, pooled, NULL);
     /* the accumulation oneDNN does not do (the chunked filter gradient is summed already) */
@@ -969,6 +986,7 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
         tfc_cpu_axpy(be, (int64_t)d->n * d->h * d->w * d->c, 1.0f, ws, out);
     else if (op == TFC_CPU_CONV_FILTER && !c.k)
         tfc_cpu_axpy(be, (int64_t)d->kh * d->kw * d->c * d->f, 1.0f, ws, out);
+    if (spare) leave(be, s, saved);
     free(tmp);
     return 1;
 }
