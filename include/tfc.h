@@ -110,7 +110,10 @@ int64_t tfc_predictor_max_length(const tfc_predictor *p);
  * n so far (OpenBLAS's threaded GEMM allocates on its own). Safe to call from several
  * threads at once on one predictor (each call borrows its own bound copy of the model);
  * results identical to single-threaded calls. The calling thread's OpenMP thread count
- * (omp_set_num_threads) is the predictor's during the call, and restored after. */
+ * (omp_set_num_threads) is the predictor's during the call, and restored after. On a CPU
+ * predictor of several threads a call of as many passes or more of a small model runs them
+ * side by side on threads the predictor starts at the first such call and ends at close
+ * (SPEC §5c). */
 int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,
                       char *err, size_t err_size);
 
@@ -121,6 +124,10 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
  * written. tfc_predictor_run is this with length 0. */
 int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
                              float *output, char *err, size_t err_size);
+
+/* For the tests: passes run side by side, each on one thread, in this process so far (a CPU
+ * predictor of several threads, a call of as many passes or more, a small model). */
+long long tfc_predictor_side_passes(void);
 
 /* The name of output class `index` that the weights file records (its training data's
  * classes, SPEC §4), or NULL when it records none or index is out of range (or p is NULL).

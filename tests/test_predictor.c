@@ -675,6 +675,118 @@ static void test_lone_conv_bits(void)
     }
 }
 
+/* A one-pass call on two threads is raced between the team and the calling thread alone
+ * (predictor.c, race): calls 3 to 18 at a batch alternate the two. Every zoo model, batches
+ * 1 and 3: 20 calls give the same bits. */
+static void test_raced_bits(void)
+{
+    for (int z = 0; z < NZOO; z++) {
+        char model[256], weights[256], err[512] = "";
+        paths(zoo[z], model, weights, sizeof model);
+        tfc_predictor_options o = {.threads = 2};
+        tfc_predictor *p = tfc_predictor_open_options(model, weights, "cpu", &o, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const int64_t nout = out_numel(p);
+        int64_t per;
+        void *x = make_inputs(p, 3, 23 + (unsigned)z, &per);
+        float *first = malloc((size_t)(3 * nout) * 4), *y = malloc((size_t)(3 * nout) * 4);
+        for (int n = 1; n <= 3; n += 2) {
+            int same = 1;
+            for (int c = 0; c < 20; c++) {
+                CU_ASSERT_EQUAL(tfc_predictor_run(p, x, n, c ? y : first, err, sizeof err), 0);
+                if (c) same &= !memcmp(first, y, (size_t)(n * nout) * 4);
+            }
+            if (!same) printf("\n%s, batch %d: a raced call differs\n", zoo[z], n);
+            CU_ASSERT(same);
+        }
+        free(first), free(y), free(x);
+        tfc_predictor_close(p);
+    }
+}
+
+/* A call of many passes on two or three threads runs them side by side, each on one thread
+ * (fashion_mlp, fashion_mobilenet: small workers): every pass's bits are those of the same
+ * examples run alone (one pass, raced between the team and the calling thread), whichever
+ * thread ran it. */
+static void test_side_by_side_bits(void)
+{
+    static const char *const models[] = {"fashion_mlp", "fashion_mobilenet"};
+    for (int z = 0; z < 4; z++) {
+        char model[256], weights[256], err[512] = "";
+        paths(models[z % 2], model, weights, sizeof model);
+        tfc_predictor_options o = {.threads = 2 + z / 2};
+        tfc_predictor *p = tfc_predictor_open_options(model, weights, "cpu", &o, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        tfc_error e;
+        tfc_error_clear(&e);
+        tfc_model *m = tfc_model_load(model, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        const int64_t pass = tfc_model_inference_pass(m, 1), n = 5 * pass + 3,
+                      nout = out_numel(p);
+        tfc_model_free(m);
+        int64_t per;
+        void *x = make_inputs(p, n, 11 + (unsigned)z, &per);
+        float *all = malloc((size_t)(n * nout) * 4), *alone = malloc((size_t)(n * nout) * 4);
+        const long long before = tfc_predictor_side_passes();
+        for (int again = 0; again < 3; again++) { /* the crew's threads start at the first */
+            CU_ASSERT_EQUAL(tfc_predictor_run(p, x, n, all, err, sizeof err), 0);
+            for (int64_t at = 0; at < n; at += pass)
+                CU_ASSERT_EQUAL(tfc_predictor_run(p, (float *)x + at * per,
+                                                  n - at < pass ? n - at : pass,
+                                                  alone + at * nout, err, sizeof err), 0);
+            const int same = !memcmp(all, alone, (size_t)(n * nout) * 4);
+            if (!same) printf("\n%s, %d threads: a pass side by side differs\n", models[z % 2],
+                              o.threads);
+            CU_ASSERT(same);
+        }
+        CU_ASSERT_EQUAL(tfc_predictor_side_passes() - before, 3 * 6);
+        free(all), free(alone), free(x);
+        tfc_predictor_close(p);
+    }
+}
+
+/* A failure in passes side by side is the first failing pass's, whichever thread met it
+ * first: token ids out of range in examples 600 (9000) and 800 (7777), passes 2 and 3 of
+ * 256 (a small Embedding model: side by side), run at once by the two threads, every time. */
+static void test_side_by_side_error(void)
+{
+    const char *yaml = "input: {shape: [8], dtype: int32}\nlayers:\n"
+                       "  - Embedding: {input_dim: 50, output_dim: 64}\n"
+                       "  - Flatten: {}\n  - Dense: {units: 4}\n";
+    const char *path = tfc_test_write("ids.yaml", yaml, -1);
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_model *m = tfc_model_load(path, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 3, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_save_weights(m, tfc_test_path("ids.safetensors"), &e), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    char err[512] = "";
+    tfc_predictor_options o = {.threads = 2};
+    tfc_predictor *p = tfc_predictor_open_options(path, tfc_test_path("ids.safetensors"), "cpu",
+                                                  &o, err, sizeof err);
+    if (!p) puts(err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    enum { N = 2000 };
+    static int32_t ids[N * 8];
+    static float out[N * 4];
+    for (int i = 0; i < N * 8; i++) ids[i] = 1 + i % 40;
+    const long long before = tfc_predictor_side_passes();
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, ids, N, out, err, sizeof err), 0);
+    CU_ASSERT(tfc_predictor_side_passes() > before);
+    ids[800 * 8 + 3] = 7777;
+    ids[600 * 8 + 5] = 9000;
+    for (int again = 0; again < 8; again++) {
+        err[0] = 0;
+        CU_ASSERT_EQUAL(tfc_predictor_run(p, ids, N, out, err, sizeof err), -1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "token id 9000"));
+    }
+    tfc_predictor_close(p);
+}
+
 /* max_length: a variable-length model's input.max_length (its -1 axes at their largest, the
  * length run_length takes at most), 0 for a fixed shape, -1 for NULL. */
 static void test_max_length(void)
@@ -705,4 +817,6 @@ TFC_TEST_MAIN("predictor", {"zoo_parity", test_zoo_parity}, {"class_names", test
               ALLOCATION_CASE SYSCALL_CASE {"errors", test_errors},
               {"conv_output_without_loss", test_conv_output_without_loss},
               {"inference_layout", test_inference_layout}, {"lone_conv_bits", test_lone_conv_bits},
-              {"pass_size", test_pass_size})
+              {"pass_size", test_pass_size}, {"raced_bits", test_raced_bits},
+              {"side_by_side_bits", test_side_by_side_bits},
+              {"side_by_side_error", test_side_by_side_error})

@@ -6,10 +6,12 @@
 #include <limits.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tfc.h"
 
@@ -25,13 +27,65 @@
  * workers run at once, each on its own backend (and stream). */
 static pthread_mutex_t cpu_turn = PTHREAD_MUTEX_INITIALIZER;
 
+/* A pass of a CPU worker of several threads runs on its team or on the calling thread
+ * alone (tfc_cpu_team_cap 1): the same bits (the regions' splits stay the backend's,
+ * cpu_team.c; oneDNN's convolutions keep a one-thread primitive beside the team's, cpu_dnnl.c).
+ * Which is faster depends on the model and the batch (fashion_mobilenet's batch-1 pass took
+ * 0.32 ms on two threads, 0.24 on one: its layers are too small to pay for waking the team).
+ * So each worker races them for each batch it runs: after WARM calls on the team, DUEL calls
+ * alternate between the two, timed, and the lower median wins the next AGAIN calls, after
+ * which they race again (a load that came or went since). A busy machine still cuts every
+ * team (cpu_team.c). */
+#define WARM 2
+#define DUEL 16
+#define AGAIN 2048
+#define RACES 4 /* batches raced at once per worker */
+
+typedef struct race {
+    int batch;  /* 0: unused */
+    int calls;  /* since the race began */
+    int lone;   /* the winner: 1 on the calling thread alone */
+    long long t[DUEL]; /* ns: team's at even indices, lone's at odd */
+} race;
+
 /* One bound copy of the model; `next` links the idle list, `all` every worker. */
 typedef struct worker {
     tfc_model *m;
     tfc_backend *be;
     int bound; /* the batch it is bound for */
+    race races[RACES];
+    int next_race;
     struct worker *next, *all;
 } worker;
+
+/* Passes side by side. A call of at least as many passes as a CPU predictor has threads
+ * (T > 1) runs T passes at once, each on one thread (its own worker, tfc_cpu_team_cap 1),
+ * where one pass at a time on the team waits for the team at every layer's end. Only for a
+ * model whose worker needs SIDE_MAX bytes or less (tfc_model_memory's arena at the pass),
+ * as each thread binds one: fashion_mobilenet (passes of 16, 6.4 MiB) and fashion_mlp (2.5
+ * MiB) ran batch 1000 1.4-2x and 1.0-1.4x faster so on two threads, where the zoo's other
+ * models (35-160 MiB) gained 5% or lost as much and would have needed 20-175 MB more
+ * (docs/cpu.md). The passes are claimed in turn from `next`; each one's bits are the
+ * team's. The calling thread runs passes too; the crew (T - 1 threads, started at the
+ * predictor's first such call, ended by tfc_predictor_close) runs the rest. */
+#define SIDE_MAX ((size_t)16 << 20)
+typedef struct crew {
+    pthread_t *threads;
+    int count;                  /* threads started */
+    pthread_mutex_t lock;
+    pthread_cond_t go, done;
+    long long job;              /* the job's number: a thread that has not run it takes it */
+    int busy;                   /* crew threads still on the job */
+    int quit;
+    /* the job */
+    const void *input;
+    float *output;
+    int64_t n, length, in_per, out_per;
+    int batch;
+    _Atomic int64_t next;       /* the next pass's first example */
+    _Atomic int64_t failed_at;  /* the first failed pass's first example (INT64_MAX: none) */
+    tfc_error err;              /* its error */
+} crew;
 
 struct tfc_predictor {
     char *yaml;      /* the model file's text, parsed again for each worker */
@@ -53,6 +107,7 @@ struct tfc_predictor {
     const tfc_model *named; /* the first worker's model: the weights' class names */
     pthread_mutex_t lock; /* guards idle and all */
     worker *idle, *all;
+    crew *crew;           /* NULL until the first call of passes side by side */
 };
 
 /* The first line of the error's text (as the tools print it) into buf. */
@@ -275,6 +330,191 @@ static void give_back(tfc_predictor *p, worker *w, int is_new)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* A worker bound for `batch` examples at least, at `length` (0: the input's fixed length, or
+ * max_length, where workers are bound): borrowed, or made (*is_new). */
+static tfc_status take(tfc_predictor *p, int batch, int64_t length, worker **out, int *is_new,
+                       tfc_error *e)
+{
+    worker *w = borrow(p, batch);
+    tfc_status s = TFC_OK;
+    *is_new = !w;
+    if (!w) {
+        w = worker_create(p, batch, e);
+        if (!w) s = e->code ? e->code : TFC_ERR_NOMEM;
+    } else if (w->bound < batch) {
+        s = worker_rebind(p, w, batch, e);
+    }
+    if (!s && (length || tfc_model_max_length(w->m)))
+        s = tfc_model_set_length(w->m, length ? length : tfc_model_max_length(w->m), e);
+    *out = w;
+    return s;
+}
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The median of the k values at v[0], v[step], ... (k <= DUEL / 2). */
+static long long median(const long long *v, int k, int step)
+{
+    long long a[DUEL / 2];
+    for (int i = 0; i < k; i++) { /* insertion sort: k is small */
+        long long x = v[i * step];
+        int j = i;
+        for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
+        a[j] = x;
+    }
+    return a[k / 2];
+}
+
+/* w's race for `batch` (a fresh one, in place of the oldest, when it has none). */
+static race *race_for(worker *w, int batch)
+{
+    for (int i = 0; i < RACES; i++)
+        if (w->races[i].batch == batch) return &w->races[i];
+    race *r = &w->races[w->next_race];
+    w->next_race = (w->next_race + 1) % RACES;
+    memset(r, 0, sizeof *r);
+    r->batch = batch;
+    return r;
+}
+
+/* One pass of cnt examples on w: on its team, or with lone on the calling thread alone. */
+static tfc_status pass(worker *w, const void *in, int cnt, float *out, int lone, tfc_error *e)
+{
+    if (lone) tfc_cpu_team_cap(1);
+    tfc_status s = tfc_model_forward(w->m, in, cnt, 0, 0, 0, e);
+    if (!s) tfc_model_get_output(w->m, out);
+    if (lone) tfc_cpu_team_cap(0);
+    return s;
+}
+
+static _Atomic long long side_passes; /* tfc_predictor_side_passes */
+
+long long tfc_predictor_side_passes(void)
+{
+    return atomic_load(&side_passes);
+}
+
+/* The passes of the crew's job claimed on w, each on the calling thread alone, until none is
+ * left or one before it has failed. A failure is kept where it is the first pass's to fail:
+ * the passes are claimed in order, and each one before it runs, so the call fails as one
+ * pass at a time would have. */
+static void claim(crew *c, worker *w)
+{
+    tfc_error e;
+    for (;;) {
+        const int64_t at = atomic_fetch_add(&c->next, c->batch);
+        if (at >= c->n || at > atomic_load(&c->failed_at)) return;
+        const int cnt = c->n - at < c->batch ? (int)(c->n - at) : c->batch;
+        atomic_fetch_add_explicit(&side_passes, 1, memory_order_relaxed);
+        tfc_error_clear(&e);
+        if (!pass(w, (const char *)c->input + at * c->in_per * 4, cnt, c->output + at * c->out_per,
+                  1, &e))
+            continue;
+        pthread_mutex_lock(&c->lock);
+        if (at < atomic_load(&c->failed_at)) {
+            atomic_store(&c->failed_at, at);
+            c->err = e;
+        }
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+}
+
+/* A crew thread: each job's passes on a worker of its own. One that cannot get a worker
+ * (out of memory) leaves the passes to the others. */
+static void *crew_main(void *arg)
+{
+    tfc_predictor *p = arg;
+    crew *c = p->crew;
+    for (long long seen = 0;;) {
+        pthread_mutex_lock(&c->lock);
+        while (!c->quit && c->job == seen) pthread_cond_wait(&c->go, &c->lock);
+        if (c->quit) {
+            pthread_mutex_unlock(&c->lock);
+            return NULL;
+        }
+        seen = c->job;
+        pthread_mutex_unlock(&c->lock);
+        worker *w = NULL;
+        int is_new = 0;
+        tfc_error e;
+        tfc_error_clear(&e);
+        const tfc_status s = take(p, c->batch, c->length, &w, &is_new, &e);
+        if (!s) {
+            omp_set_num_threads(w->be->threads); /* as the caller's: OpenBLAS reads it */
+            claim(c, w);
+        }
+        if (w) give_back(p, w, is_new);
+        pthread_mutex_lock(&c->lock);
+        if (--c->busy == 0) pthread_cond_signal(&c->done);
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
+/* p's crew of `threads` - 1 threads, started at the first call; NULL where none could be. */
+static crew *crew_get(tfc_predictor *p, int threads)
+{
+    if (p->crew) return p->crew->count ? p->crew : NULL;
+    crew *c = calloc(1, sizeof *c);
+    pthread_t *t = calloc((size_t)threads, sizeof *t);
+    if (!c || !t) {
+        free(c), free(t);
+        return NULL;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->go, NULL);
+    pthread_cond_init(&c->done, NULL);
+    c->threads = t;
+    p->crew = c;
+    for (int i = 0; i < threads - 1; i++)
+        if (pthread_create(&c->threads[c->count], NULL, crew_main, p) == 0) c->count++;
+    return c->count ? c : NULL;
+}
+
+static void crew_end(crew *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->lock);
+    c->quit = 1;
+    pthread_cond_broadcast(&c->go);
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < c->count; i++) pthread_join(c->threads[i], NULL);
+    pthread_cond_destroy(&c->go);
+    pthread_cond_destroy(&c->done);
+    pthread_mutex_destroy(&c->lock);
+    free(c->threads);
+    free(c);
+}
+
+/* n examples in passes of `batch` side by side: the caller's on w, the crew's on theirs. */
+static tfc_status side_by_side(crew *c, worker *w, const void *input, int64_t n, int64_t length,
+                               int batch, int64_t in_per, int64_t out_per, float *output,
+                               tfc_error *e)
+{
+    pthread_mutex_lock(&c->lock);
+    c->input = input, c->output = output;
+    c->n = n, c->length = length, c->in_per = in_per, c->out_per = out_per;
+    c->batch = batch;
+    atomic_store(&c->next, 0);
+    atomic_store(&c->failed_at, INT64_MAX);
+    c->busy = c->count;
+    c->job++;
+    pthread_cond_broadcast(&c->go);
+    pthread_mutex_unlock(&c->lock);
+    claim(c, w);
+    pthread_mutex_lock(&c->lock);
+    while (c->busy) pthread_cond_wait(&c->done, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    if (atomic_load(&c->failed_at) == INT64_MAX) return TFC_OK;
+    *e = c->err;
+    return e->code ? e->code : TFC_ERR_USAGE;
+}
+
 int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
                              float *output, char *err, size_t err_size)
 {
@@ -291,28 +531,38 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
     const int saved = omp_get_max_threads(); /* creating a CPU backend sets it too */
     tfc_error e;
     tfc_error_clear(&e);
-    worker *w = borrow(p, batch);
-    int is_new = !w;
-    tfc_status s = TFC_OK;
-    if (!w) {
-        w = worker_create(p, batch, &e);
-        if (!w) s = e.code ? e.code : TFC_ERR_NOMEM;
-    } else if (w->bound < batch) {
-        s = worker_rebind(p, w, batch, &e);
-    }
-    /* length 0: the input's fixed length, or max_length (where the workers are bound) */
-    if (!s && (length || tfc_model_max_length(w->m)))
-        s = tfc_model_set_length(w->m, length ? length : tfc_model_max_length(w->m), &e);
+    worker *w = NULL;
+    int is_new = 0;
+    tfc_status s = take(p, batch, length, &w, &is_new, &e);
     int64_t in_per = s ? 0 : tfc_shape_numel(tfc_model_input_shape(w->m));
     int64_t out_per = s ? 0 : tfc_shape_numel(tfc_model_output_shape(w->m));
     const int cpu = w && w->be->device < 0, turn = cpu && w->be->threads > 1;
     if (turn) pthread_mutex_lock(&cpu_turn);
     /* OpenBLAS and oneDNN take the calling thread's count where tfc does not pass one */
     if (cpu) omp_set_num_threads(w->be->threads);
-    for (int64_t done = 0; !s && done < n; done += batch) {
-        int cnt = n - done < batch ? (int)(n - done) : batch;
-        s = tfc_model_forward(w->m, (const char *)input + done * in_per * 4, cnt, 0, 0, 0, &e);
-        if (!s) tfc_model_get_output(w->m, output + done * out_per);
+    /* as many passes as threads or more: side by side (crew); one: raced (race) */
+    crew *c = !s && turn && n > (int64_t)(w->be->threads - 1) * batch &&
+                      tfc_model_memory(w->m)->arena <= SIDE_MAX
+                  ? crew_get(p, w->be->threads)
+                  : NULL;
+    if (c) {
+        s = side_by_side(c, w, input, n, length, batch, in_per, out_per, output, &e);
+    } else if (!s && turn && n == batch) {
+        race *r = race_for(w, batch);
+        const int k = r->calls - WARM, timed = k >= 0 && k < DUEL;
+        const long long t0 = timed ? now_ns() : 0;
+        s = pass(w, input, batch, output, timed ? k & 1 : k >= DUEL && r->lone, &e);
+        if (timed) r->t[k] = now_ns() - t0;
+        if (!s && ++r->calls == WARM + DUEL)
+            r->lone = median(r->t + 1, DUEL / 2, 2) < median(r->t, DUEL / 2, 2);
+        else if (r->calls >= WARM + DUEL + AGAIN)
+            r->calls = WARM;
+    } else {
+        for (int64_t done = 0; !s && done < n; done += batch) {
+            int cnt = n - done < batch ? (int)(n - done) : batch;
+            s = pass(w, (const char *)input + done * in_per * 4, cnt, output + done * out_per, 0,
+                     &e);
+        }
     }
     if (omp_get_max_threads() != saved) omp_set_num_threads(saved);
     if (turn) pthread_mutex_unlock(&cpu_turn);
@@ -333,6 +583,7 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
 void tfc_predictor_close(tfc_predictor *p)
 {
     if (!p) return;
+    crew_end(p->crew);
     for (worker *w = p->all, *next; w; w = next) {
         next = w->all;
         worker_free(w);

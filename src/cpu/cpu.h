@@ -39,6 +39,10 @@ const char *tfc_cpu_blas_fallback(void);
  * split by each backend's thread count, so results do not change), or 0: as many as the
  * machine gives the process (cpu_team.c, docs/cpu.md). For the tests. */
 void tfc_cpu_team_force(int team);
+/* Every parallel region the calling thread starts on at most `team` threads (0: no cap), with
+ * the same results, as tfc_cpu_team_force's (per thread, where that is per process): an
+ * inference pass on its thread alone, beside another thread's (tfc_predictor_run). */
+void tfc_cpu_team_cap(int team);
 /* For the tests: the next region that asks for its team looks at the machine's load (reads
  * every thread's schedstat), as it does every 40 ms. */
 void tfc_cpu_team_look_soon(void);

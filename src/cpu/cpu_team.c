@@ -197,11 +197,20 @@ static void look(long long now, long long wait, long long regions)
     }
 }
 
+/* tfc_cpu_team_cap's, for the regions the calling thread starts; 0: none */
+static _Thread_local int cap;
+
+void tfc_cpu_team_cap(int team)
+{
+    cap = team > 0 ? team : 0;
+}
+
 int tfc_cpu_team(int nt)
 {
     /* a region inside another runs on its thread, as libgomp runs a nested one (one level
      * of active regions) when the outer team has several threads */
-    if (nt <= 1 || omp_get_level() > 0) return 1;
+    if (nt <= 1 || omp_get_level() > 0 || cap == 1) return 1;
+    if (cap && cap < nt) nt = cap; /* the split stays the caller's: only the team shrinks */
     pthread_once(&mon.once, init);
     const int forced = atomic_load_explicit(&mon.forced, memory_order_relaxed);
     if (forced > 0) return forced < nt ? forced : nt;
