@@ -38,7 +38,7 @@ static pthread_mutex_t cpu_turn = PTHREAD_MUTEX_INITIALIZER;
  * team (cpu_team.c). */
 #define WARM 2
 #define DUEL 16
-#define AGAIN 2048
+#define AGAIN 16384
 #define RACES 4 /* batches raced at once per worker */
 
 typedef struct race {

@@ -20,7 +20,8 @@
  * The state is the process's (one libgomp pool serves every backend). It costs a read of the
  * monotonic clock and an atomic add per region, and every WINDOW_NS a read of each thread's
  * schedstat (tens of microseconds). TFC_CPU_ADAPT=0 in the environment keeps every region on
- * the backend's count; so does a system without /proc/self/task. */
+ * the backend's count; so does a system without /proc/self/task. A thread may also cap its
+ * own regions (tfc_cpu_team_cap: a predictor's pass on one thread, beside another's). */
 #include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
