@@ -2148,6 +2148,111 @@ static void test_lstm_threads(void)
     free(x), free(K), free(R), free(b), free(dy), free(one), free(got), free(again);
 }
 
+/* The forward pass of one sequence, or three, on 2 and 3 threads shares each step's gate
+ * columns among the threads (cpu_lstm.c, forward_cols: 128 units, a step of 81,920
+ * multiply-adds or more), also on a team cut to one: y, h, c and the gates equal the
+ * one-thread pass's bit for bit. With x fused into the step's GEMM (32 inputs), apart (160),
+ * and as ids (a table of 4 rows); with a mask that ends the first sequence early and masks
+ * every sequence's last two steps; through the AVX-512 cells where the CPU has them, and
+ * through the plain ones. */
+static void test_lstm_columns(void)
+{
+    for (int k = 0; k < 12; k++) {
+        if (k == 6 && !tfc_cpu_lstm_cells_isa(0)) break; /* then the plain cells (AVX2 hosts') */
+        const int n = k % 2 ? 3 : 1, ids = k % 6 / 2 == 2, T = 9, u = 128, G = 4 * u;
+        tfc_lstm_desc d = {.n = n, .t = T, .in = k % 6 / 2 == 1 ? 160 : 32, .units = u,
+                           .return_sequences = 1};
+        const int64_t NT = (int64_t)n * T, vocab = 4; /* ids need vocab <= n T / 2 */
+        const int64_t nx = (ids ? vocab : NT) * d.in, nseq = NT * u;
+        float *x = falloc(nx), *K = falloc((int64_t)d.in * G), *R = falloc((int64_t)u * G);
+        float *b = falloc(G), *mask = falloc(NT);
+        int32_t *tok = malloc(sizeof(int32_t) * (size_t)NT);
+        fill(x, nx, -1, 1), fill(K, (int64_t)d.in * G, -0.3, 0.3);
+        fill(R, (int64_t)u * G, -0.3, 0.3), fill(b, G, -0.5, 0.5);
+        for (int64_t r = 0; r < NT; r++) {
+            const int i = (int)(r / T), s = (int)(r % T);
+            mask[r] = s >= T - 2 || (i == 0 && s >= 4) ? 0.0f : 1.0f;
+            tok[r] = (int32_t)((r * 7 + 3) % vocab);
+        }
+        if (ids) d.vocab = (int)vocab, d.ids = tok;
+        float *out[4][4]; /* runs: 1 thread, 2, 3, 2 on a team of one; y, h, c, gates */
+        for (int run = 0; run < 4; run++) {
+            tfc_backend *be = tfc_cpu_backend_create(run == 0 ? 1 : run == 2 ? 3 : 2);
+            CU_ASSERT_FATAL(!ids || (be->lstm_ids && be->lstm_ids(&d)));
+            void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, &d));
+            for (int q = 0; q < 4; q++) out[run][q] = falloc(q == 3 ? 4 * nseq : nseq);
+            /* a step that masks every sequence leaves its gates unwritten (no one reads them) */
+            memset(out[run][3], 0, sizeof(float) * (size_t)(4 * nseq));
+            if (run == 3) tfc_cpu_team_force(1);
+            be->ops->lstm_forward(be, &d, x, K, R, b, mask, out[run][0], out[run][1],
+                                  out[run][2], out[run][3], ws);
+            tfc_cpu_team_force(0);
+            be->ops->free(be, ws);
+            tfc_backend_free(be);
+            if (!run) continue;
+            int same = 1;
+            for (int q = 0; q < 4; q++)
+                same &= !memcmp(out[run][q], out[0][q],
+                                sizeof(float) * (size_t)(q == 3 ? 4 * nseq : nseq));
+            if (!same) printf("\nlstm columns: case %d, run %d differs\n", k, run);
+
+            CU_ASSERT(same);
+        }
+        for (int run = 0; run < 4; run++)
+            for (int q = 0; q < 4; q++) free(out[run][q]);
+        free(x), free(K), free(R), free(b), free(mask), free(tok);
+    }
+    tfc_cpu_lstm_cells_isa(-1);
+}
+
+/* The GRU's forward pass (reset_after) of one sequence, or three, on 2 and 3 threads shares
+ * each step's gate columns among the threads (cpu_gru.c, forward_cols: 80 units, five panels
+ * of 16, a step of 19,200 multiply-adds a sequence), also on a team cut to one: y, h and the gates
+ * equal the one-thread pass's bit for bit, with and without a bias, with a mask that ends
+ * the first sequence early and masks every sequence's last two steps. */
+static void test_gru_columns(void)
+{
+    for (int k = 0; k < 4; k++) {
+        const int n = k % 2 ? 3 : 1, T = 9, u = 80, G = 3 * u;
+        const tfc_gru_desc d = {.n = n, .t = T, .in = 24, .units = u, .return_sequences = 1,
+                                .reset_after = 1};
+        const int64_t NT = (int64_t)n * T, nseq = NT * u;
+        float *x = falloc(NT * d.in), *K = falloc((int64_t)d.in * G), *R = falloc((int64_t)u * G);
+        float *b = k / 2 ? falloc(2 * G) : NULL, *mask = falloc(NT);
+        fill(x, NT * d.in, -1, 1), fill(K, (int64_t)d.in * G, -0.3, 0.3);
+        fill(R, (int64_t)u * G, -0.3, 0.3);
+        if (b) fill(b, 2 * G, -0.5, 0.5);
+        for (int64_t r = 0; r < NT; r++) {
+            const int i = (int)(r / T), s = (int)(r % T);
+            mask[r] = s >= T - 2 || (i == 0 && s >= 4) ? 0.0f : 1.0f;
+        }
+        float *out[4][3]; /* runs: 1 thread, 2, 3, 2 on a team of one; y, h, gates */
+        for (int run = 0; run < 4; run++) {
+            tfc_backend *be = tfc_cpu_backend_create(run == 0 ? 1 : run == 2 ? 3 : 2);
+            void *ws = be->ops->alloc(be, be->ops->gru_workspace(be, &d));
+            for (int q = 0; q < 3; q++) out[run][q] = falloc(q == 2 ? 4 * nseq : nseq);
+            /* a step that masks every sequence leaves part of its gates unwritten */
+            memset(out[run][2], 0, sizeof(float) * (size_t)(4 * nseq));
+            if (run == 3) tfc_cpu_team_force(1);
+            be->ops->gru_forward(be, &d, x, K, R, b, mask, out[run][0], out[run][1], out[run][2],
+                                 ws);
+            tfc_cpu_team_force(0);
+            be->ops->free(be, ws);
+            tfc_backend_free(be);
+            if (!run) continue;
+            int same = 1;
+            for (int q = 0; q < 3; q++)
+                same &= !memcmp(out[run][q], out[0][q],
+                                sizeof(float) * (size_t)(q == 2 ? 4 * nseq : nseq));
+            if (!same) printf("\ngru columns: case %d, run %d differs\n", k, run);
+            CU_ASSERT(same);
+        }
+        for (int run = 0; run < 4; run++)
+            for (int q = 0; q < 3; q++) free(out[run][q]);
+        free(x), free(K), free(R), free(b), free(mask);
+    }
+}
+
 /* ---- losses ----------------------------------------------------------------------------- */
 
 static double clipd(double p)
@@ -2464,7 +2569,8 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
               {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
               {"lstm", test_lstm},
-              {"lstm_threads", test_lstm_threads},
+              {"lstm_threads", test_lstm_threads}, {"lstm_columns", test_lstm_columns},
+              {"gru_columns", test_gru_columns},
               {"lstm_ids", test_lstm_ids},
               {"loss", test_loss}, {"accuracy", test_accuracy},
               {"parallel_sums_repeat", test_parallel_sums_repeat}, {"step_ops", test_step_ops})

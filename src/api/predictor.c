@@ -31,21 +31,30 @@ static pthread_mutex_t cpu_turn = PTHREAD_MUTEX_INITIALIZER;
  * alone (tfc_cpu_team_cap 1): the same bits (the regions' splits stay the backend's,
  * cpu_team.c; oneDNN's convolutions keep a one-thread primitive beside the team's, cpu_dnnl.c).
  * Which is faster depends on the model and the batch (fashion_mobilenet's batch-1 pass took
- * 0.32 ms on two threads, 0.24 on one: its layers are too small to pay for waking the team).
- * So each worker races them for each batch it runs: after WARM calls on the team, DUEL calls
- * alternate between the two, timed, and the lower median wins the next AGAIN calls, after
- * which they race again (a load that came or went since). A busy machine still cuts every
- * team (cpu_team.c). */
+ * 0.32 ms on two threads, 0.24 on one: its layers are too small to pay for waking the team),
+ * and on the machine's mood: a recurrence whose steps meet at a barrier (cpu_lstm.c) ran
+ * fortunes_classify's batch-1 call in 0.098 ms on two threads for seconds, then 0.19, on one
+ * VM. So each worker races them for each batch it runs: after WARM calls on the team, DUEL
+ * calls alternate between the two, timed, and their medians start each way's running mean
+ * of a call's time. From then on every call is timed (two reads of the monotonic clock) and
+ * takes the way of the lower mean; the way taken has its mean follow it (a sample counts for
+ * at most twice the mean, so that one preempted call does not turn the race), and every
+ * EXPLORE calls BURST calls take the other way, whose mean becomes the median of the burst's
+ * last BURST - 2 (its first calls wake a team that has slept: one team call among lone ones
+ * took 0.4 ms where a team kept busy took 0.14). A busy machine still cuts every team
+ * (cpu_team.c). */
 #define WARM 2
 #define DUEL 16
-#define AGAIN 16384
-#define RACES 4 /* batches raced at once per worker */
+#define EXPLORE 1024
+#define BURST 6  /* 0.6% of the calls: below a p99 */
+#define RACES 4  /* batches raced at once per worker */
 
 typedef struct race {
-    int batch;  /* 0: unused */
-    int calls;  /* since the race began */
-    int lone;   /* the winner: 1 on the calling thread alone */
-    long long t[DUEL]; /* ns: team's at even indices, lone's at odd */
+    int batch;         /* 0: unused */
+    long long calls;   /* since the race began */
+    double mean[2];    /* ns: running means of a call on the team, alone */
+    int best;          /* the way of the lower mean: 1 alone */
+    long long t[DUEL]; /* ns: the duel's, team's at even indices, lone's at odd; a burst's */
 } race;
 
 /* One bound copy of the model; `next` links the idle list, `all` every worker. */
@@ -549,14 +558,28 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
         s = side_by_side(c, w, input, n, length, batch, in_per, out_per, output, &e);
     } else if (!s && turn && n == batch) {
         race *r = race_for(w, batch);
-        const int k = r->calls - WARM, timed = k >= 0 && k < DUEL;
-        const long long t0 = timed ? now_ns() : 0;
-        s = pass(w, input, batch, output, timed ? k & 1 : k >= DUEL && r->lone, &e);
-        if (timed) r->t[k] = now_ns() - t0;
-        if (!s && ++r->calls == WARM + DUEL)
-            r->lone = median(r->t + 1, DUEL / 2, 2) < median(r->t, DUEL / 2, 2);
-        else if (r->calls >= WARM + DUEL + AGAIN)
-            r->calls = WARM;
+        const long long k = r->calls - WARM;
+        const int at = k < DUEL ? -1 : (int)((k - DUEL) % EXPLORE) - (EXPLORE - BURST);
+        const int lone = k < 0 ? 0 : k < DUEL ? (int)(k & 1) : at >= 0 ? !r->best : r->best;
+        const long long t0 = k >= 0 ? now_ns() : 0;
+        s = pass(w, input, batch, output, lone, &e);
+        if (!s && k >= 0) {
+            const long long ns = now_ns() - t0;
+            if (k < DUEL) {
+                r->t[k] = ns;
+                if (k == DUEL - 1)
+                    for (int way = 0; way < 2; way++)
+                        r->mean[way] = (double)median(r->t + way, DUEL / 2, 2);
+            } else if (at >= 0) { /* the burst's */
+                r->t[at] = ns;
+                if (at == BURST - 1) r->mean[lone] = (double)median(r->t + 2, BURST - 2, 1);
+            } else {
+                const double m = r->mean[lone], x = ns < 2 * m ? (double)ns : 2 * m;
+                r->mean[lone] = m + (x - m) / 16;
+            }
+            if (k >= DUEL - 1) r->best = r->mean[1] < r->mean[0];
+        }
+        if (!s) r->calls++;
     } else {
         for (int64_t done = 0; !s && done < n; done += batch) {
             int cnt = n - done < batch ? (int)(n - done) : batch;

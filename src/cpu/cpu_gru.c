@@ -83,16 +83,17 @@ size_t tfc_cpu_gru_workspace(tfc_backend *be, const tfc_gru_desc *d)
     return floats * sizeof(float) + (size_t)split(be, d).blocks * 6 * d->units * sizeof(double);
 }
 
-/* One reset_after step of one sequence. g [4u]: x·K's three parts in, z, r, hh and
+/* One reset_after step of one sequence, units [j0, j1) of u (each unit's arithmetic its
+ * own: any range gives it the same bits). g [4u]: x·K's three parts in, z, r, hh and
  * a = h_prev R_h + b'_h out; bx [3u] the input bias, mr [3u] h_prev R + b':
  *   z = σ(x_z + m_z), r = σ(x_r + m_r), hh = tanh(x_h + r a), h = z h_prev + (1 - z) hh;
  * a masked step (m == 0) keeps h_prev. */
 TFC_VECTOR
-static void cell_after(int u, float *g, const float *bx, const float *mr, const float *hp,
-                       float m, float *h)
+static void cell_after(int u, int j0, int j1, float *g, const float *bx, const float *mr,
+                       const float *hp, float m, float *h)
 {
 #pragma omp simd
-    for (int j = 0; j < u; j++) {
+    for (int j = j0; j < j1; j++) {
         float z = tfc_cpu_sigmoidf(g[j] + bx[j] + mr[j]);
         float r = tfc_cpu_sigmoidf(g[u + j] + bx[u + j] + mr[u + j]);
         float a = mr[2 * u + j];
@@ -173,7 +174,7 @@ static void forward_block(const gru_fwd *f, int b, int nb, float *mr, float *rh)
             const float *hp = s > 0 ? hseq + (row - 1) * u : f->w.zero;
             float *gr = gates + row * 4 * u, *mi = mr + (int64_t)(i - r0) * G;
             if (ra)
-                cell_after(u, gr, bx, mi, hp, mask ? mask[row] : 1.0f, hseq + row * u);
+                cell_after(u, 0, u, gr, bx, mi, hp, mask ? mask[row] : 1.0f, hseq + row * u);
             else
                 cell_gates(u, gr, bx, mi, hp, rh + (int64_t)(i - r0) * u);
         }
@@ -187,6 +188,65 @@ static void forward_block(const gru_fwd *f, int b, int nb, float *mr, float *rh)
             const float *hp = s > 0 ? hseq + (row - 1) * u : f->w.zero;
             cell_state(u, gates + row * 4 * u, bx, mr + (int64_t)(i - r0) * G, hp,
                        mask ? mask[row] : 1.0f, hseq + row * u);
+        }
+    }
+}
+
+/* Few sequences (one block) on several threads, reset_after: each step's gate columns are
+ * shared instead, as the LSTM's are (cpu_lstm.c, forward_cols): share t of nt takes units
+ * [j0, j1), whole panels of 16, their three columns of h_{s-1}·R + b' into the one mr and
+ * their cells; the team meets at a barrier after each step. The same bits as one block
+ * (cpu_ops.gru_columns). reset_before's second GEMM reads all of r h_{s-1}: not shared.
+ * From COLS_MIN_MACS multiply-adds a step (fortunes_char_gru's batch 1: 49,152). */
+#define COLS_MIN_MACS 16384
+
+static int column_shares(const tfc_backend *be, const tfc_gru_desc *d, const tfc_rnn_split *sp)
+{
+    const int u = d->units, nt = be->threads;
+    if (!d->reset_after || sp->blocks != 1 || nt < 2 || u % 16 || u / 16 < nt) return 1;
+    return (int64_t)d->n * u * 3 * u >= COLS_MIN_MACS ? nt : 1;
+}
+
+/* The steps of all n sequences on the units of shares tid, tid + team, ... of nt (a team of
+ * `team`; one: no barrier), with mr [n, 3u] shared. */
+static void forward_cols(const gru_fwd *f, int tid, int team, int nt, float *mr)
+{
+    const tfc_gru_desc *d = f->d;
+    const int n = d->n, T = d->t, u = d->units, G = 3 * u, panels = u / 16;
+    const float *mask = f->mask;
+    float *hseq = f->hseq, *gates = f->gates;
+    for (int s = 0; s < T; s++) {
+        const int masked = mask && tfc_cpu_rnn_block_masked(mask, T, 0, n, s);
+        for (int t = tid; t < nt; t += team) {
+            const int j0 = 16 * (panels * t / nt), j1 = 16 * (panels * (t + 1) / nt);
+            if (j1 == j0) continue;
+            if (masked) { /* as forward_block: h kept */
+                for (int i = 0; i < n; i++) {
+                    const int64_t row = (int64_t)i * T + s;
+                    memcpy(hseq + row * u + j0, s > 0 ? hseq + (row - 1) * u + j0 : f->w.zero,
+                           (size_t)(j1 - j0) * sizeof(float));
+                }
+                continue;
+            }
+            for (int q = 0; q < 3; q++) {
+                const int c0 = q * u + j0;
+                tfc_panel_gemm g = {.m = n, .n = j1 - j0,
+                                    .packed = f->packed + (size_t)(c0 / 16) * 16 * u, .ldp = u,
+                                    .set = 1, .init = f->bh ? f->bh + c0 : NULL, .c = mr + c0,
+                                    .ldc = G,
+                                    .a1 = {.a = s > 0 ? hseq + (int64_t)(s - 1) * u : f->w.zero,
+                                           .lda = s > 0 ? T * u : 0, .k = u}};
+                tfc_cpu_panel_gemm(&g);
+            }
+            for (int i = 0; i < n; i++) {
+                const int64_t row = (int64_t)i * T + s;
+                const float *hp = s > 0 ? hseq + (row - 1) * u : f->w.zero;
+                cell_after(u, j0, j1, gates + row * 4 * u, f->bx, mr + (int64_t)i * G, hp,
+                           mask ? mask[row] : 1.0f, hseq + row * u);
+            }
+        }
+        if (team > 1) {
+#pragma omp barrier
         }
     }
 }
@@ -228,6 +288,22 @@ void tfc_cpu_gru_forward(tfc_backend *be, const tfc_gru_desc *d, const float *x,
     float *packed_h = packed + tfc_cpu_panels_floats(u, 2 * u); /* R_h (reset_before) */
     const gru_fwd f = {d, bx, bh, mask, packed, packed_h, hseq, gates, w};
     const int64_t scratch = (int64_t)sp.most * 4 * u; /* a thread's mr and rh */
+    const int cols = column_shares(be, d, &sp);
+    if (cols > 1) {
+        const int team = tfc_cpu_team(cols);
+        if (team == 1) {
+            if (pack) pack_r(d, rkernel, packed, packed_h);
+            forward_cols(&f, 0, 1, cols, w.scratch);
+        } else {
+#pragma omp parallel num_threads(team)
+            {
+                if (pack) pack_r(d, rkernel, packed, packed_h); /* ends at a barrier */
+                forward_cols(&f, omp_get_thread_num(), omp_get_num_threads(), cols, w.scratch);
+            }
+        }
+        tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);
+        return;
+    }
     const int team = tfc_cpu_team(sp.threads);
     if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
         if (pack) pack_r(d, rkernel, packed, packed_h);

@@ -111,16 +111,19 @@ size_t tfc_cpu_lstm_workspace(tfc_backend *be, const tfc_lstm_desc *d)
     return floats * sizeof(float) + (size_t)split(be, d).blocks * 4 * d->units * sizeof(double);
 }
 
-/* One step of one sequence. z [4u]: pre-activations in, activations i, f, g, o out.
+/* One step of one sequence, units [j0, j1) of u. z [4u]: pre-activations in, activations
+ * i, f, g, o out.
  *   c = f c_prev + i g,  h = o tanh(c);  a masked step (m == 0) keeps c_prev and h_prev.
+ * Each unit's arithmetic is its own (no contraction: -std=c11), so any range gives it the
+ * same bits.
  * This and cell_backward are the cells where the CPU has no AVX-512 (cell_forward16 and
  * cell_backward16 below where it has). */
 TFC_VECTOR
-static void cell_forward(int u, float *z, const float *hp, const float *cp, float m, float *h,
-                         float *c)
+static void cell_forward(int u, int j0, int j1, float *z, const float *hp, const float *cp,
+                         float m, float *h, float *c)
 {
 #pragma omp simd
-    for (int j = 0; j < u; j++) {
+    for (int j = j0; j < j1; j++) {
         float ig = tfc_cpu_sigmoidf(z[j]);
         float fg = tfc_cpu_sigmoidf(z[u + j]);
         float gg = tfc_cpu_tanhf(z[2 * u + j]);
@@ -203,11 +206,11 @@ static inline AVX512 __mmask16 lanes(int u, int j)
     return u - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (u - j)) - 1);
 }
 
-AVX512 static void cell_forward16(int u, float *z, const float *hp, const float *cp, float m,
-                                  float *h, float *c)
+AVX512 static void cell_forward16(int u, int j0, int j1, float *z, const float *hp,
+                                  const float *cp, float m, float *h, float *c)
 {
-    for (int j = 0; j < u; j += 16) {
-        const __mmask16 k = lanes(u, j);
+    for (int j = j0; j < j1; j += 16) {
+        const __mmask16 k = lanes(j1, j);
         __m512 ig = sigmoid16(_mm512_maskz_loadu_ps(k, z + j));
         __m512 fg = sigmoid16(_mm512_maskz_loadu_ps(k, z + u + j));
         __m512 gg = tanh16(_mm512_maskz_loadu_ps(k, z + 2 * u + j));
@@ -383,11 +386,100 @@ static void forward_block(const lstm_fwd *f, int b, int nb)
             float m = mask ? mask[row] : 1.0f;
 #ifdef TFC_X86_SIMD
             if (f->isa == 2) {
-                cell_forward16(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
+                cell_forward16(u, 0, u, gates + row * G, hp, cp, m, hseq + row * u,
+                               cseq + row * u);
                 continue;
             }
 #endif
-            cell_forward(u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
+            cell_forward(u, 0, u, gates + row * G, hp, cp, m, hseq + row * u, cseq + row * u);
+        }
+    }
+}
+
+/* Few sequences (one block, its rows too few to share) on several threads: each step's gate
+ * columns are shared instead. Share t of nt takes units [j0, j1), whole panels of 16, and
+ * computes their four gates' columns and their cells; the team meets at a barrier after each
+ * step (the next one reads all of h). A product's sum is the same chain in any column range,
+ * and a cell is per unit, so the bits are the one block's (cpu_ops.lstm, predictor.raced_bits).
+ * Only where a step has COLS_MIN_MACS multiply-adds or more: fortunes_char_lstm's batch-1
+ * step (128 units, 32 inputs: 81,920) took about 3.6 us on one thread of this stop's Zen 4,
+ * where a barrier costs a few tenths of one. */
+#define COLS_MIN_MACS 16384
+
+static int column_shares(const tfc_backend *be, const tfc_lstm_desc *d, const tfc_rnn_split *sp)
+{
+    const int u = d->units, nt = be->threads;
+    if (sp->blocks != 1 || nt < 2 || u % 16 || u / 16 < nt) return 1;
+    const int64_t k = (fused_input(d) ? d->in : 0) + u;
+    return (int64_t)d->n * k * 4 * u >= COLS_MIN_MACS ? nt : 1;
+}
+
+/* The steps of all n sequences on the units of shares tid, tid + team, ... of nt (a team
+ * of `team`; one: no barrier). */
+static void forward_cols(const lstm_fwd *f, int tid, int team, int nt)
+{
+    const tfc_lstm_desc *d = f->d;
+    const int n = d->n, T = d->t, u = d->units, G = 4 * u, in = d->in, ki = f->ki;
+    const int panels = u / 16;
+    const float *x = f->x, *mask = f->mask;
+    float *hseq = f->hseq, *cseq = f->cseq, *gates = f->gates;
+    for (int s = 0; s < T; s++) {
+        const int masked = mask && tfc_cpu_rnn_block_masked(mask, T, 0, n, s);
+        for (int t = tid; t < nt; t += team) {
+            const int j0 = 16 * (panels * t / nt), j1 = 16 * (panels * (t + 1) / nt);
+            if (j1 == j0) continue;
+            if (masked) { /* as forward_block: c and h kept */
+                for (int i = 0; i < n; i++) {
+                    const int64_t row = (int64_t)i * T + s;
+                    memcpy(hseq + row * u + j0, s > 0 ? hseq + (row - 1) * u + j0 : f->w.zero,
+                           (size_t)(j1 - j0) * sizeof(float));
+                    memcpy(cseq + row * u + j0, s > 0 ? cseq + (row - 1) * u + j0 : f->w.zero,
+                           (size_t)(j1 - j0) * sizeof(float));
+                }
+                continue;
+            }
+            const int64_t first = s;
+            const tfc_panel_a h = {.a = s > 0 ? hseq + (first - 1) * u : NULL, .lda = T * u,
+                                   .k = s > 0 ? u : 0};
+            for (int q = 0; q < 4; q++) { /* gate q's columns of the share */
+                const int c0 = q * u + j0;
+                tfc_panel_gemm g = {.m = n, .n = j1 - j0, .ldp = ki + u,
+                                    .c = gates + first * G + c0, .ldc = T * G};
+                const float *packed = f->packed;
+                if (f->ids) {
+                    for (int i = 0; i < n; i++) {
+                        const int64_t row = (int64_t)i * T + s;
+                        memcpy(gates + row * G + c0, f->w.table + (int64_t)f->ids[row] * G + c0,
+                               (size_t)(j1 - j0) * sizeof(float));
+                    }
+                    packed += (size_t)in * 16;
+                    g.a1 = h, g.set = g.from_c = 1, g.init = f->bias ? f->bias + c0 : NULL;
+                } else if (f->fuse) {
+                    g.a1 = (tfc_panel_a){.a = x + first * in, .lda = T * in, .k = in};
+                    g.a2 = h, g.set = 1, g.init = f->bias ? f->bias + c0 : NULL;
+                } else {
+                    g.a1 = h;
+                }
+                g.packed = packed + (size_t)(c0 / 16) * 16 * g.ldp;
+                if (f->fuse || s > 0) tfc_cpu_panel_gemm(&g);
+            }
+            for (int i = 0; i < n; i++) {
+                const int64_t row = (int64_t)i * T + s;
+                const float *hp = s > 0 ? hseq + (row - 1) * u : f->w.zero;
+                const float *cp = s > 0 ? cseq + (row - 1) * u : f->w.zero;
+                const float m = mask ? mask[row] : 1.0f;
+                float *z = gates + row * G;
+#ifdef TFC_X86_SIMD
+                if (f->isa == 2) {
+                    cell_forward16(u, j0, j1, z, hp, cp, m, hseq + row * u, cseq + row * u);
+                    continue;
+                }
+#endif
+                cell_forward(u, j0, j1, z, hp, cp, m, hseq + row * u, cseq + row * u);
+            }
+        }
+        if (team > 1) {
+#pragma omp barrier
         }
     }
 }
@@ -420,6 +512,29 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     const int pack_k = fuse && fresh, pack_r = packed ? fresh : T > 1;
     if (!packed) packed = w.packed;
     const lstm_fwd f = {d, x, bias, mask, packed, ids, hseq, cseq, gates, w, fuse, ki, cells_isa()};
+    const int cols = column_shares(be, d, &sp);
+    if (cols > 1) {
+        const int team = tfc_cpu_team(cols);
+        if (team == 1) {
+            if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
+            if (pack_r)
+                tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
+            for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
+            forward_cols(&f, 0, 1, cols);
+        } else {
+#pragma omp parallel num_threads(team)
+            {
+                if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
+                if (pack_r)
+                    tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
+#pragma omp for schedule(static)
+                for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
+                forward_cols(&f, omp_get_thread_num(), omp_get_num_threads(), cols);
+            }
+        }
+        tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);
+        return;
+    }
     const int team = tfc_cpu_team(sp.threads);
     if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
         if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
