@@ -288,35 +288,27 @@ void tfc_cpu_gru_forward(tfc_backend *be, const tfc_gru_desc *d, const float *x,
     float *packed_h = packed + tfc_cpu_panels_floats(u, 2 * u); /* R_h (reset_before) */
     const gru_fwd f = {d, bx, bh, mask, packed, packed_h, hseq, gates, w};
     const int64_t scratch = (int64_t)sp.most * 4 * u; /* a thread's mr and rh */
-    const int cols = column_shares(be, d, &sp);
-    if (cols > 1) {
-        const int team = tfc_cpu_team(cols);
-        if (team == 1) {
-            if (pack) pack_r(d, rkernel, packed, packed_h);
-            forward_cols(&f, 0, 1, cols, w.scratch);
-        } else {
-#pragma omp parallel num_threads(team)
-            {
-                if (pack) pack_r(d, rkernel, packed, packed_h); /* ends at a barrier */
-                forward_cols(&f, omp_get_thread_num(), omp_get_num_threads(), cols, w.scratch);
-            }
-        }
-        tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);
-        return;
-    }
-    const int team = tfc_cpu_team(sp.threads);
+    /* the team of the column shares (cols > 1: one mr, w.scratch's), or of the blocks */
+    const int cols = column_shares(be, d, &sp), team = tfc_cpu_team(cols > 1 ? cols : sp.threads);
     if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
         if (pack) pack_r(d, rkernel, packed, packed_h);
-        for (int b = 0; b < sp.blocks; b++)
-            forward_block(&f, b, sp.blocks, w.scratch, w.scratch + (int64_t)sp.most * G);
+        if (cols > 1)
+            forward_cols(&f, 0, 1, cols, w.scratch);
+        else
+            for (int b = 0; b < sp.blocks; b++)
+                forward_block(&f, b, sp.blocks, w.scratch, w.scratch + (int64_t)sp.most * G);
     } else {
 #pragma omp parallel num_threads(team)
         {
             float *mr = w.scratch + (int64_t)omp_get_thread_num() * scratch;
-            if (pack) pack_r(d, rkernel, packed, packed_h);
+            if (pack) pack_r(d, rkernel, packed, packed_h); /* ends at a barrier */
+            if (cols > 1) {
+                forward_cols(&f, omp_get_thread_num(), omp_get_num_threads(), cols, w.scratch);
+            } else {
 #pragma omp for schedule(dynamic, 1)
-            for (int b = 0; b < sp.blocks; b++)
-                forward_block(&f, b, sp.blocks, mr, mr + (int64_t)sp.most * G);
+                for (int b = 0; b < sp.blocks; b++)
+                    forward_block(&f, b, sp.blocks, mr, mr + (int64_t)sp.most * G);
+            }
         }
     }
     tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);

@@ -512,35 +512,16 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     const int pack_k = fuse && fresh, pack_r = packed ? fresh : T > 1;
     if (!packed) packed = w.packed;
     const lstm_fwd f = {d, x, bias, mask, packed, ids, hseq, cseq, gates, w, fuse, ki, cells_isa()};
-    const int cols = column_shares(be, d, &sp);
-    if (cols > 1) {
-        const int team = tfc_cpu_team(cols);
-        if (team == 1) {
-            if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
-            if (pack_r)
-                tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
-            for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
-            forward_cols(&f, 0, 1, cols);
-        } else {
-#pragma omp parallel num_threads(team)
-            {
-                if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
-                if (pack_r)
-                    tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
-#pragma omp for schedule(static)
-                for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
-                forward_cols(&f, omp_get_thread_num(), omp_get_num_threads(), cols);
-            }
-        }
-        tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);
-        return;
-    }
-    const int team = tfc_cpu_team(sp.threads);
+    /* the team of the column shares (cols > 1), or of the blocks */
+    const int cols = column_shares(be, d, &sp), team = tfc_cpu_team(cols > 1 ? cols : sp.threads);
     if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
         if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
         if (pack_r) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
         for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
-        for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
+        if (cols > 1)
+            forward_cols(&f, 0, 1, cols);
+        else
+            for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
     } else {
 #pragma omp parallel num_threads(team)
         {
@@ -550,8 +531,12 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
                 tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
 #pragma omp for schedule(static)
             for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
+            if (cols > 1) {
+                forward_cols(&f, omp_get_thread_num(), omp_get_num_threads(), cols);
+            } else {
 #pragma omp for schedule(dynamic, 1)
-            for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
+                for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
+            }
         }
     }
     tfc_cpu_rnn_output(n, T, u, d->return_sequences, hseq, y);
