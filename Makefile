@@ -208,12 +208,24 @@ $(SHARED): $(LIB_OBJ)
 	@echo "  LD    $@"
 	$(Q)$(CC) -shared -Wl,-soname,libtfc.so.$(SOVERSION) -o $@ $^ $(LDFLAGS_ALL) $(LDLIBS_ALL)
 
-$(BUILD)/%.o: %.c
+# The flags every object is compiled with, among them the features found (MPI, oneDNN, CUDA,
+# NCCL): $(BUILD)/.flags changes (only) when they do, and every object depends on it, so that
+# a build begun before tools/install-deps.sh compiles again with what it installed rather
+# than keeping objects made without (a comm layer without MPI, whose tfc-train then refused
+# to run under mpirun: "this tfc was built without MPI").
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW := $(strip $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(NVFLAGS))
+ifneq ($(strip $(file <$(FLAGS_STAMP))),$(FLAGS_NOW))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+endif
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/%.o: %.cu
+$(BUILD)/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC  $<"
 	$(Q)$(NVCC) $(NVFLAGS) $(filter -D% -I%,$(CPPFLAGS_ALL)) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
