@@ -441,23 +441,39 @@ static void test_errors(void)
     CU_ASSERT_STRING_EQUAL(tfc_version(), TFC_VERSION);
 }
 
+/* The model `yaml`, written to NAME.yaml (returned) and bound on one thread for 2 examples,
+ * its weights drawn (seed 3) and saved to NAME.safetensors: in *m and *be. */
+static const char *small_model(const char *name, const char *yaml, tfc_model **m,
+                               tfc_backend **be)
+{
+    char file[64];
+    snprintf(file, sizeof file, "%s.yaml", name);
+    const char *path = tfc_test_write(file, yaml, -1);
+    tfc_error e;
+    tfc_error_clear(&e);
+    *m = tfc_model_load(path, &e);
+    if (!*m) fputs(e.text, stderr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*m);
+    *be = tfc_backend_open("cpu", 1, &e);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(*m, *be, 2, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_init_weights(*m, 3, &e), TFC_OK);
+    snprintf(file, sizeof file, "%s.safetensors", name);
+    CU_ASSERT_EQUAL(tfc_model_save_weights(*m, tfc_test_path(file), &e), TFC_OK);
+    return path;
+}
+
 /* A model file without `loss:` whose last layer is a Conv2D (output (H, W, C)) loads for
  * inference; its loss is refused only where it is used (a solver, tfc_model_loss). */
 static void test_conv_output_without_loss(void)
 {
-    const char *yaml = "input: {shape: [6, 6, 2]}\nlayers:\n"
-                       "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
-                       "  - MaxPooling2D: {pool_size: 2}\n";
-    const char *path = tfc_test_write("seg.yaml", yaml, -1);
+    tfc_model *m;
+    tfc_backend *be;
+    const char *path = small_model("seg",
+                                   "input: {shape: [6, 6, 2]}\nlayers:\n"
+                                   "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
+                                   "  - MaxPooling2D: {pool_size: 2}\n",
+                                   &m, &be);
     tfc_error e;
-    tfc_error_clear(&e);
-    tfc_model *m = tfc_model_load(path, &e);
-    if (!m) fputs(e.text, stderr);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
-    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 3, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_save_weights(m, tfc_test_path("seg.safetensors"), &e), TFC_OK);
     tfc_error_clear(&e);
     CU_ASSERT_EQUAL(tfc_model_check_loss(m, &e), TFC_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "seg.yaml:"));
@@ -750,18 +766,13 @@ static void test_side_by_side_bits(void)
  * 256 (a small Embedding model: side by side), run at once by the two threads, every time. */
 static void test_side_by_side_error(void)
 {
-    const char *yaml = "input: {shape: [8], dtype: int32}\nlayers:\n"
-                       "  - Embedding: {input_dim: 50, output_dim: 64}\n"
-                       "  - Flatten: {}\n  - Dense: {units: 4}\n";
-    const char *path = tfc_test_write("ids.yaml", yaml, -1);
-    tfc_error e;
-    tfc_error_clear(&e);
-    tfc_model *m = tfc_model_load(path, &e);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
-    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 3, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_save_weights(m, tfc_test_path("ids.safetensors"), &e), TFC_OK);
+    tfc_model *m;
+    tfc_backend *be;
+    const char *path = small_model("ids",
+                                   "input: {shape: [8], dtype: int32}\nlayers:\n"
+                                   "  - Embedding: {input_dim: 50, output_dim: 64}\n"
+                                   "  - Flatten: {}\n  - Dense: {units: 4}\n",
+                                   &m, &be);
     tfc_model_free(m);
     tfc_backend_free(be);
     char err[512] = "";
