@@ -393,13 +393,21 @@ static void tile_gemm(const gemm *g)
     }
 }
 
-/* The columns [*c0, *c1) of the key block at j0 that row i may see (seen_band), widened
- * to multiples of 8 within [0, BK): the scores outside are never looked at. */
-ROW_INLINE void row_cols(const tfc_attn_desc *d, int i, int j0, int *c0, int *c1)
+/* The columns [*c0, *c1) of the key block of nj keys at j0 that row i may see (seen_band),
+ * widened to multiples of 8 within [0, BK): the scores outside are never looked at. */
+ROW_INLINE void row_cols(const tfc_attn_desc *d, int i, int j0, int nj, int *c0, int *c1)
 {
     const band s = seen_band(d, i - j0);
+    const int n8 = (nj + 7) & ~7;
     *c0 = s.lo > 0 ? (s.lo < BK ? s.lo : BK) & ~7 : 0;
-    *c1 = s.hi < BK - 1 ? (s.hi + 8) & ~7 : BK;
+    *c1 = s.hi < n8 - 1 ? (s.hi + 8) & ~7 : n8;
+    *c0 = *c0 < *c1 ? *c0 : *c1;
+}
+
+/* The columns of scores a block of nj keys needs: whole tiles of 16. */
+static inline int block_cols(int nj)
+{
+    return (nj + 15) & ~15;
 }
 
 /* s[j] = scale s[j] (a row's q . k_{j0+j}) for j in [c0, c1) the keys row i sees (ok, the
@@ -495,14 +503,14 @@ static void forward_rows(const tfc_attn_desc *d, int b, int h, int i0, int i1, c
             meeting_rows(d, c0, c0 + BQ < i1 ? c0 + BQ : i1, j0, j0 + nj, &r0, &r1);
             if (r0 >= r1) continue;
             const band seen = seen_band(d, r0 - j0);
-            tile_gemm(&(gemm){.m = r1 - r0, .n = BK, .kk = d->dk,
+            tile_gemm(&(gemm){.m = r1 - r0, .n = block_cols(nj), .kk = d->dk,
                               .a = q + at(d, b, d->tq, r0, h, d->dk), .ai = qs, .ak = 1,
                               .b = w->kt, .ldb = BK, .c = w->s[0], .ldc = BK, .cols = seen,
                               .ks = ALL});
             for (int i = r0; i < r1; i++) {
                 float *p = w->s[i - r0];
                 int s0, s1;
-                row_cols(d, i, j0, &s0, &s1);
+                row_cols(d, i, j0, nj, &s0, &s1);
                 const int off = d->qmask && d->qmask[(size_t)b * (size_t)d->tq + (size_t)i] == 0.f;
                 const float mb = off || !row_meets(d, i, j0, j0 + nj)
                                      ? -INFINITY
@@ -619,7 +627,7 @@ static void block_grads(const tfc_attn_desc *d, int b, int h, int i0, int i1, in
             continue;
         }
         int c0, c1;
-        row_cols(d, i, j0, &c0, &c1);
+        row_cols(d, i, j0, nj, &c0, &c1);
         mask_scores(d, i, j0, ok, c0, c1, pz); /* keys past nj are unseen: p 0 there */
         exps(pz, L, c0, c1);
         const float D = w->D[i];
@@ -686,10 +694,10 @@ static void backward_head(const tfc_attn_desc *d, int b, int h, const float *q, 
             /* the bands of the causal rule and the window; the rows with the uniform mean
              * have p z past them */
             const band seen = seen_band(d, i0 - j0), seers = seers_band(d, j0 - i0);
-            tile_gemm(&(gemm){.m = nr, .n = BK, .kk = d->dk, .a = w->qp, .ai = d->dk, .ak = 1,
+            tile_gemm(&(gemm){.m = nr, .n = block_cols(nj), .kk = d->dk, .a = w->qp, .ai = d->dk, .ak = 1,
                               .b = w->kt, .ldb = BK, .c = w->pz[0], .ldc = BK, .cols = seen,
                               .ks = ALL});
-            tile_gemm(&(gemm){.m = nr, .n = BK, .kk = d->dv, .a = w->dop, .ai = d->dv, .ak = 1,
+            tile_gemm(&(gemm){.m = nr, .n = block_cols(nj), .kk = d->dv, .a = w->dop, .ai = d->dv, .ak = 1,
                               .b = w->vt, .ldb = BK, .c = w->g[0], .ldc = BK, .cols = seen,
                               .ks = ALL});
             block_grads(d, b, h, i0, i1, j0, nj, ok, lse, w);
