@@ -252,6 +252,32 @@ static inline __attribute__((always_inline)) FMA_TARGET __m256 exp_fma(__m256 x)
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
+/* mask_scores below for c0 and c1 multiples of 8: the same products, and the maximum
+ * without the scalar pass over eight lanes that GCC's reduction leaves. */
+FMA_TARGET static float mask_scores_fma(const tfc_attn_desc *d, int i, int j0, const int *ok,
+                                        int c0, int c1, float *s)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), zero = _mm256_setzero_si256();
+    const __m256i at_i = _mm256_set1_epi32(i - j0), win = _mm256_set1_epi32(d->window);
+    const __m256 scale = _mm256_set1_ps(d->scale), ninf = _mm256_set1_ps(-INFINITY);
+    __m256 mx = ninf;
+    for (int j = c0; j < c1; j += 8) {
+        const __m256i jv = _mm256_add_epi32(_mm256_set1_epi32(j), lane);
+        __m256i seen = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(ok + j)), zero);
+        if (d->causal) seen = _mm256_andnot_si256(_mm256_cmpgt_epi32(jv, at_i), seen);
+        if (d->window > 0)
+            seen = _mm256_and_si256(
+                seen, _mm256_cmpgt_epi32(win, _mm256_abs_epi32(_mm256_sub_epi32(at_i, jv))));
+        const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(scale, _mm256_loadu_ps(s + j)),
+                                          _mm256_castsi256_ps(seen));
+        _mm256_storeu_ps(s + j, x);
+        mx = _mm256_max_ps(x, mx);
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
 /* exps below for c0 and c1 multiples of 8, the sum in eight lanes added pairwise last. */
 FMA_TARGET static float exps_fma(float *s, float m, int c0, int c1)
 {
@@ -415,6 +441,9 @@ static inline int block_cols(int nj)
 ROW_INLINE float mask_scores(const tfc_attn_desc *d, int i, int j0, const int *ok, int c0,
                                 int c1, float *s)
 {
+#ifdef TFC_X86_SIMD
+    if (attn_isa() == 1) return mask_scores_fma(d, i, j0, ok, c0, c1, s);
+#endif
     const int causal = d->causal, win = d->window;
     float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
