@@ -346,7 +346,8 @@ static void test_gemm_libraries(void)
 /* The LSTM's packed-panel GEMM (cpu_panel.c), c (+)= [A1 A2] · B with B packed plain or
  * transposed, through each kernel this CPU runs: every row count of a tile's remainder
  * (1..20 rows), a last panel short or whole, an odd number of panels (the AVX-512 kernel
- * takes them two at a time), padded leading dimensions; A row-major, in panels of 8 rows
+ * takes them two at a time, and one row four at a time: groups of four and what is left,
+ * walked forwards or in reverse), padded leading dimensions; A row-major, in panels of 8 rows
  * (tfc_cpu_pack_rows8_col) or in panels of 16 columns; a second A side by side or none, B
  * inside a taller packed matrix (panels further apart than k rows,
  * starting at a row inside them); adding to c, or setting it to an init row or to the sum
@@ -356,9 +357,9 @@ static void test_gemm_libraries(void)
  * with ids does), give the one call's bits. */
 static void test_gemm_panels(void)
 {
-    const int ns[] = {5, 16, 33, 48, 64, 1024}, ks[] = {1, 7, 256};
+    const int ns[] = {5, 16, 33, 48, 64, 100, 1024}, ks[] = {1, 7, 256};
     int ran[3] = {0};
-    for (int in = 0; in < 6; in++)
+    for (int in = 0; in < 7; in++)
         for (int ik = 0; ik < 3; ik++)
             for (int m = 1; m <= 20; m += (m < 10 ? 1 : 5)) {
                 const int n = ns[in], k = ks[ik], v = m + n + ik, tr = v % 2;
@@ -406,6 +407,7 @@ static void test_gemm_panels(void)
                     }
                 tfc_panel_gemm g = {.m = m, .n = n, .packed = packed + skip * 16, .ldp = ldp,
                                     .set = set != 0, .init = set == 1 ? init : NULL, .ldc = ldc,
+                                    .reverse = (n + ik) % 2,
                                     .a1 = {.a = al, .lda = ldal, .k = k1, .layout = lay},
                                     .a2 = {.a = a2, .lda = lda2, .k = k2}};
                 int have[3];
@@ -429,7 +431,7 @@ static void test_gemm_panels(void)
                     tfc_cpu_panel_gemm_isa(isa, &g1);
                     tfc_panel_gemm g2 = {.m = m, .n = n, .packed = packed + (skip + k1) * 16,
                                          .ldp = ldp, .set = 1, .from_c = 1, .init = g.init,
-                                         .c = cs, .ldc = ldc,
+                                         .c = cs, .ldc = ldc, .reverse = !g.reverse,
                                          .a1 = {.a = a2, .lda = lda2, .k = k2}};
                     tfc_cpu_panel_gemm_isa(isa, &g2);
                     CU_ASSERT_EQUAL(memcmp(cs, c[isa], sizeof(float) * m * ldc), 0);
@@ -2205,6 +2207,54 @@ static void test_lstm_columns(void)
     tfc_cpu_lstm_cells_isa(-1);
 }
 
+/* A batch of at most four sequences takes x·K out of the recurrence (cpu_lstm.c,
+ * hoisted_input: one GEMM over all steps, each step's GEMM continuing its sums); a batch of
+ * twelve (blocks of six) keeps it in each step's GEMM. Each sequence's y, h, c and gates are
+ * the same bits either way: sequences 0..n-1 of the twelve run alone as a batch of n (1 and
+ * 3), on 1 and 2 threads (where the two share each step's columns), x fused (32 inputs, 128
+ * units) and masked (the last step of every sequence, and the first sequence from step 4). */
+static void test_lstm_hoisted(void)
+{
+    const int N = 12, T = 7, in = 32, u = 128, G = 4 * u;
+    float *x = falloc((int64_t)N * T * in), *K = falloc((int64_t)in * G);
+    float *R = falloc((int64_t)u * G), *b = falloc(G), *mask = falloc((int64_t)N * T);
+    fill(x, (int64_t)N * T * in, -1, 1), fill(K, (int64_t)in * G, -0.3, 0.3);
+    fill(R, (int64_t)u * G, -0.3, 0.3), fill(b, G, -0.5, 0.5);
+    for (int r = 0; r < N * T; r++)
+        mask[r] = r % T == T - 1 || (r / T == 0 && r % T >= 4) ? 0.0f : 1.0f;
+    const int64_t seq = (int64_t)N * T * u;
+    float *out[2][4]; /* the twelve, then a few: y, h, c, gates */
+    for (int q = 0; q < 4; q++) out[0][q] = falloc(q == 3 ? 4 * seq : seq);
+    for (int q = 0; q < 4; q++) out[1][q] = falloc(q == 3 ? 4 * seq : seq);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int n = 0; n <= 3; n += 3) {
+            const int rows = n ? n : N;
+            tfc_backend *be = tfc_cpu_backend_create(threads);
+            const tfc_lstm_desc d = {.n = rows, .t = T, .in = in, .units = u,
+                                     .return_sequences = 1};
+            void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, &d));
+            float **o = out[n ? 1 : 0];
+            be->ops->lstm_forward(be, &d, x, K, R, b, mask, o[0], o[1], o[2], o[3], ws);
+            be->ops->free(be, ws);
+            tfc_backend_free(be);
+            for (int k = 1; n && k <= n; k += 2) { /* the first k sequences */
+                const size_t bytes = sizeof(float) * (size_t)(k * T * u);
+                int same = 1;
+                for (int q = 0; q < 3; q++) same &= !memcmp(out[1][q], out[0][q], bytes);
+                /* gates: a step that masks all of a batch's sequences leaves them unwritten */
+                for (int r = 0; r < k * T; r++)
+                    same &= mask[r] == 0.0f ||
+                            !memcmp(out[1][3] + (int64_t)r * G, out[0][3] + (int64_t)r * G,
+                                    sizeof(float) * (size_t)G);
+                if (!same) printf("\nlstm hoisted: %d threads, %d of %d differ\n", threads, k, n);
+                CU_ASSERT(same);
+            }
+        }
+    for (int p = 0; p < 2; p++)
+        for (int q = 0; q < 4; q++) free(out[p][q]);
+    free(x), free(K), free(R), free(b), free(mask);
+}
+
 /* The GRU's forward pass (reset_after) of one sequence, or three, on 2 and 3 threads shares
  * each step's gate columns among the threads (cpu_gru.c, forward_cols: 80 units, five panels
  * of 16, a step of 19,200 multiply-adds a sequence), also on a team cut to one: y, h and the gates
@@ -2570,7 +2620,7 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
               {"lstm", test_lstm},
               {"lstm_threads", test_lstm_threads}, {"lstm_columns", test_lstm_columns},
-              {"gru_columns", test_gru_columns},
+              {"gru_columns", test_gru_columns}, {"lstm_hoisted", test_lstm_hoisted},
               {"lstm_ids", test_lstm_ids},
               {"loss", test_loss}, {"accuracy", test_accuracy},
               {"parallel_sums_repeat", test_parallel_sums_repeat}, {"step_ops", test_step_ops})

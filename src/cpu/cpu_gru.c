@@ -88,7 +88,7 @@ size_t tfc_cpu_gru_workspace(tfc_backend *be, const tfc_gru_desc *d)
  * a = h_prev R_h + b'_h out; bx [3u] the input bias, mr [3u] h_prev R + b':
  *   z = σ(x_z + m_z), r = σ(x_r + m_r), hh = tanh(x_h + r a), h = z h_prev + (1 - z) hh;
  * a masked step (m == 0) keeps h_prev. */
-TFC_VECTOR
+TFC_VECTOR512
 static void cell_after(int u, int j0, int j1, float *g, const float *bx, const float *mr,
                        const float *hp, float m, float *h)
 {
@@ -105,7 +105,7 @@ static void cell_after(int u, int j0, int j1, float *g, const float *bx, const f
 
 /* reset_before, the gates: z, r from x·K, bx and mzr = h_prev R_zr [2u]; g's fourth part
  * and rh get r h_prev. */
-TFC_VECTOR
+TFC_VECTOR512
 static void cell_gates(int u, float *g, const float *bx, const float *mzr, const float *hp,
                        float *rh)
 {
@@ -119,7 +119,7 @@ static void cell_gates(int u, float *g, const float *bx, const float *mzr, const
 }
 
 /* reset_before, the state: hh = tanh(x_h + b_h + mh), mh = (r h_prev) R_h; h as above. */
-TFC_VECTOR
+TFC_VECTOR512
 static void cell_state(int u, float *g, const float *bx, const float *mh, const float *hp,
                        float m, float *h)
 {
@@ -165,7 +165,7 @@ static void forward_block(const gru_fwd *f, int b, int nb, float *mr, float *rh)
         const int64_t first = (int64_t)r0 * T + s;
         /* mr = h_{s-1}·R + b' (reset_after), or h_{s-1}·R_zr; h_{-1} is zero's row */
         tfc_panel_gemm g = {.m = r1 - r0, .n = ra ? G : 2 * u, .packed = f->packed, .ldp = u,
-                            .set = 1, .init = f->bh, .c = mr, .ldc = G,
+                            .set = 1, .init = f->bh, .c = mr, .ldc = G, .reverse = s & 1,
                             .a1 = {.a = s > 0 ? hseq + (first - 1) * u : f->w.zero,
                                    .lda = s > 0 ? T * u : 0, .k = u}};
         tfc_cpu_panel_gemm(&g);
@@ -181,7 +181,8 @@ static void forward_block(const gru_fwd *f, int b, int nb, float *mr, float *rh)
         if (ra) continue;
         /* mh = (r h_{s-1})·R_h, into mr's first u columns */
         tfc_panel_gemm gh = {.m = r1 - r0, .n = u, .packed = f->packed_h, .ldp = u, .set = 1,
-                             .c = mr, .ldc = G, .a1 = {.a = rh, .lda = u, .k = u}};
+                             .c = mr, .ldc = G, .reverse = s & 1,
+                             .a1 = {.a = rh, .lda = u, .k = u}};
         tfc_cpu_panel_gemm(&gh);
         for (int i = r0; i < r1; i++) {
             const int64_t row = (int64_t)i * T + s;
@@ -233,7 +234,7 @@ static void forward_cols(const gru_fwd *f, int tid, int team, int nt, float *mr)
                 tfc_panel_gemm g = {.m = n, .n = j1 - j0,
                                     .packed = f->packed + (size_t)(c0 / 16) * 16 * u, .ldp = u,
                                     .set = 1, .init = f->bh ? f->bh + c0 : NULL, .c = mr + c0,
-                                    .ldc = G,
+                                    .ldc = G, .reverse = s & 1,
                                     .a1 = {.a = s > 0 ? hseq + (int64_t)(s - 1) * u : f->w.zero,
                                            .lda = s > 0 ? T * u : 0, .k = u}};
                 tfc_cpu_panel_gemm(&g);
@@ -292,11 +293,10 @@ void tfc_cpu_gru_forward(tfc_backend *be, const tfc_gru_desc *d, const float *x,
     const int cols = column_shares(be, d, &sp), team = tfc_cpu_team(cols > 1 ? cols : sp.threads);
     if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
         if (pack) pack_r(d, rkernel, packed, packed_h);
-        if (cols > 1)
-            forward_cols(&f, 0, 1, cols, w.scratch);
-        else
-            for (int b = 0; b < sp.blocks; b++)
-                forward_block(&f, b, sp.blocks, w.scratch, w.scratch + (int64_t)sp.most * G);
+        /* the column shares on one thread (the team cut to one) would run each gate's
+         * columns apart: the one block gives their bits, its GEMMs whole */
+        for (int b = 0; b < sp.blocks; b++)
+            forward_block(&f, b, sp.blocks, w.scratch, w.scratch + (int64_t)sp.most * G);
     } else {
 #pragma omp parallel num_threads(team)
         {

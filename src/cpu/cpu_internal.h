@@ -388,13 +388,15 @@ static inline size_t tfc_cpu_padded(int64_t floats)
  * holds the first part of. A1 [m, a1.k] and A2 [m, a2.k] side by side multiply B's rows
  * 0..a1.k-1 and a1.k..a1.k+a2.k-1; A2 is row-major (its layout is ignored). B is packed
  * with panels ldp rows apart (>= a1.k + a2.k), starting at `packed` (which may point at a
- * row inside a taller packed matrix). */
+ * row inside a taller packed matrix). reverse: read the panels from the last (where a kernel
+ * walks them in an order; the results are the same): a recurrence alternates it step by step,
+ * so that the panels one step read last, still in L1, are the first the next step reads. */
 typedef struct tfc_panel_gemm {
     int m, n;
     tfc_panel_a a1, a2;
     const float *packed;
     int ldp;
-    int set, from_c;
+    int set, from_c, reverse;
     const float *init;
     float *c;
     int ldc;

@@ -57,6 +57,20 @@ static int fused_input(const tfc_lstm_desc *d)
                LSTM_FUSE_BYTES;
 }
 
+/* Whether a fused forward pass with blocks of at most `most` rows takes x·K out of the
+ * recurrence: one panel GEMM over all steps first (gates = x·K, the sums the fused GEMM
+ * starts with), then each step's GEMM continues them from gates (from_c) with h_{t-1}·R, as
+ * the ids' table does: the same bits. A step of a few rows is bound by streaming [K; R] from
+ * L2 (fortunes_classify's LSTM, one sequence: 128 KB a step; 1.15 us a step fused, 0.65
+ * hoisted, this stop's Zen 4), where the GEMM over all steps reads K once per tile of
+ * TFC_RNN_BLOCK_ROWS rows; from HOIST_MAX_ROWS rows a block a step reads K for enough rows. */
+#define HOIST_MAX_ROWS 4
+
+static int hoisted_input(const tfc_lstm_desc *d, int most)
+{
+    return d->vocab <= 0 && fused_input(d) && most <= HOIST_MAX_ROWS;
+}
+
 /* Whether lstm_forward/backward take ids for this shape (tfc_backend.lstm_ids): where the
  * input is fused (the forward pass then gives the bits it gives without ids) and the
  * vocabulary has at most half as many rows as the largest batch (d->n) has tokens, so that
@@ -318,7 +332,7 @@ typedef struct lstm_fwd {
     const int32_t *ids;
     float *hseq, *cseq, *gates;
     lstm_ws w;
-    int fuse, ki, isa;
+    int fuse, hoist, ki, isa;
 } lstm_fwd;
 
 /* Rows [v0, v0 + TFC_RNN_BLOCK_ROWS) of table K (with ids): each row's sums over x_t's part
@@ -335,6 +349,20 @@ static void forward_table(const lstm_fwd *f, int v0)
     tfc_cpu_panel_gemm(&g);
 }
 
+/* Hoisted input (hoisted_input): gates = x·K for the rows [r0, r1) of the batch at every
+ * step, columns [c0, c1) (whole panels). */
+static void hoist_rows(const lstm_fwd *f, int r0, int r1, int c0, int c1)
+{
+    const tfc_lstm_desc *d = f->d;
+    const int T = d->t, G = 4 * d->units, in = d->in;
+    tfc_panel_gemm g = {.m = (r1 - r0) * T, .n = c1 - c0,
+                        .packed = f->packed + (size_t)(c0 / 16) * 16 * (size_t)(f->ki + d->units),
+                        .ldp = f->ki + d->units, .set = 1,
+                        .c = f->gates + (int64_t)r0 * T * G + c0, .ldc = G,
+                        .a1 = {.a = f->x + (int64_t)r0 * T * in, .lda = in, .k = in}};
+    tfc_cpu_panel_gemm(&g);
+}
+
 /* Block b of nb: its sequences through all t steps. */
 static void forward_block(const lstm_fwd *f, int b, int nb)
 {
@@ -344,6 +372,7 @@ static void forward_block(const lstm_fwd *f, int b, int nb)
     float *hseq = f->hseq, *cseq = f->cseq, *gates = f->gates;
     int r0, r1;
     tfc_cpu_block_rows(n, b, nb, &r0, &r1);
+    if (f->hoist && r1 > r0) hoist_rows(f, r0, r1, 0, G);
     for (int s = 0; s < T && r1 > r0; s++) {
         /* a step that masks every sequence of the block (the padding after the longest)
          * keeps each one's c and h, as the cell does, without its GEMM and activations (its
@@ -363,7 +392,7 @@ static void forward_block(const lstm_fwd *f, int b, int nb)
         const tfc_panel_a h = {.a = s > 0 ? hseq + (first - 1) * u : NULL, .lda = T * u,
                                .k = s > 0 ? u : 0};
         tfc_panel_gemm g = {.m = r1 - r0, .n = G, .packed = f->packed, .ldp = ki + u,
-                            .c = gates + first * G, .ldc = T * G};
+                            .c = gates + first * G, .ldc = T * G, .reverse = s & 1};
         if (f->ids) { /* gates_s = bias + (the ids' rows of table K + h_{s-1} · R) */
             for (int i = r0; i < r1; i++) {
                 const int64_t row = (int64_t)i * T + s;
@@ -371,6 +400,9 @@ static void forward_block(const lstm_fwd *f, int b, int nb)
                        (size_t)G * sizeof(float));
             }
             g.packed = f->packed + (size_t)in * 16; /* R's rows of [K; R] */
+            g.a1 = h, g.set = g.from_c = 1, g.init = bias;
+        } else if (f->hoist) { /* gates_s = bias + (x_s · K in gates + h_{s-1} · R) */
+            g.packed = f->packed + (size_t)in * 16;
             g.a1 = h, g.set = g.from_c = 1, g.init = bias;
         } else if (f->fuse) {
             g.a1 = (tfc_panel_a){.a = x + first * in, .lda = T * in, .k = in};
@@ -423,6 +455,11 @@ static void forward_cols(const lstm_fwd *f, int tid, int team, int nt)
     const int panels = u / 16;
     const float *x = f->x, *mask = f->mask;
     float *hseq = f->hseq, *cseq = f->cseq, *gates = f->gates;
+    if (f->hoist) /* each share's own columns: read by no other thread */
+        for (int t = tid; t < nt; t += team) {
+            const int j0 = 16 * (panels * t / nt), j1 = 16 * (panels * (t + 1) / nt);
+            for (int q = 0; q < 4 && j1 > j0; q++) hoist_rows(f, 0, n, q * u + j0, q * u + j1);
+        }
     for (int s = 0; s < T; s++) {
         const int masked = mask && tfc_cpu_rnn_block_masked(mask, T, 0, n, s);
         for (int t = tid; t < nt; t += team) {
@@ -444,7 +481,8 @@ static void forward_cols(const lstm_fwd *f, int tid, int team, int nt)
             for (int q = 0; q < 4; q++) { /* gate q's columns of the share */
                 const int c0 = q * u + j0;
                 tfc_panel_gemm g = {.m = n, .n = j1 - j0, .ldp = ki + u,
-                                    .c = gates + first * G + c0, .ldc = T * G};
+                                    .c = gates + first * G + c0, .ldc = T * G,
+                                    .reverse = s & 1};
                 const float *packed = f->packed;
                 if (f->ids) {
                     for (int i = 0; i < n; i++) {
@@ -452,6 +490,9 @@ static void forward_cols(const lstm_fwd *f, int tid, int team, int nt)
                         memcpy(gates + row * G + c0, f->w.table + (int64_t)f->ids[row] * G + c0,
                                (size_t)(j1 - j0) * sizeof(float));
                     }
+                    packed += (size_t)in * 16;
+                    g.a1 = h, g.set = g.from_c = 1, g.init = f->bias ? f->bias + c0 : NULL;
+                } else if (f->hoist) {
                     packed += (size_t)in * 16;
                     g.a1 = h, g.set = g.from_c = 1, g.init = f->bias ? f->bias + c0 : NULL;
                 } else if (f->fuse) {
@@ -511,17 +552,18 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
     float *packed = tfc_cpu_kept(be, src, bytes, ki, tfc_cpu_panels_floats(ki + u, G), &fresh);
     const int pack_k = fuse && fresh, pack_r = packed ? fresh : T > 1;
     if (!packed) packed = w.packed;
-    const lstm_fwd f = {d, x, bias, mask, packed, ids, hseq, cseq, gates, w, fuse, ki, cells_isa()};
+    const lstm_fwd f = {d,    x,    bias,  mask, packed,
+                        ids,  hseq, cseq,  gates, w,
+                        fuse, hoisted_input(d, sp.most), ki, cells_isa()};
     /* the team of the column shares (cols > 1), or of the blocks */
     const int cols = column_shares(be, d, &sp), team = tfc_cpu_team(cols > 1 ? cols : sp.threads);
     if (team == 1) { /* no OpenMP region: a one-thread one ends in a futex call */
         if (pack_k) tfc_cpu_pack_panels_ld(in, G, kernel, G, 0, packed, in + u);
         if (pack_r) tfc_cpu_pack_panels_ld(u, G, rkernel, G, 0, packed + (size_t)ki * 16, ki + u);
         for (int v0 = 0; v0 < vocab; v0 += TFC_RNN_BLOCK_ROWS) forward_table(&f, v0);
-        if (cols > 1)
-            forward_cols(&f, 0, 1, cols);
-        else
-            for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
+        /* the column shares on one thread (the team cut to one) would run each gate's
+         * columns apart: the one block gives their bits, its GEMMs whole */
+        for (int b = 0; b < nb; b++) forward_block(&f, b, nb);
     } else {
 #pragma omp parallel num_threads(team)
         {

@@ -375,13 +375,72 @@ tile_avx512(int mr, int np, int lay, const tfc_panel_gemm *g, const float *a1, c
         else TILE512L(mr, TFC_PANEL_ROWS);                                                \
     } while (0)
 
+/* One row of A (a batch of one: a recurrence's step) against ROW512 whole panels at once:
+ * the sums of tile_avx512 (one chain of fused multiply-adds per element, the same bits), but
+ * ROW512 chains in flight where a one-row tile has two, which left a step waiting on the
+ * multiply-adds' latency. */
+#define ROW512 4
+
+static inline __attribute__((always_inline, target("avx512f"))) void
+row_avx512(const tfc_panel_gemm *g, const float *panel, size_t stride, const float *init, float *c)
+{
+    const int k1 = g->a1.k, k2 = g->a2.k;
+    __m512 acc[ROW512];
+#pragma GCC unroll 4
+    for (int q = 0; q < ROW512; q++)
+        acc[q] = g->from_c ? _mm512_loadu_ps(c + q * PANEL) : _mm512_setzero_ps();
+    const float *a = g->a1.a, *p = panel;
+    for (int l = 0; l < k1; l++, p += PANEL) {
+        const __m512 v = _mm512_set1_ps(a[l]);
+#pragma GCC unroll 4
+        for (int q = 0; q < ROW512; q++)
+            acc[q] = _mm512_fmadd_ps(v, _mm512_loadu_ps(p + q * stride), acc[q]);
+    }
+    a = g->a2.a;
+    for (int l = 0; l < k2; l++, p += PANEL) {
+        const __m512 v = _mm512_set1_ps(a[l]);
+#pragma GCC unroll 4
+        for (int q = 0; q < ROW512; q++)
+            acc[q] = _mm512_fmadd_ps(v, _mm512_loadu_ps(p + q * stride), acc[q]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < ROW512; q++) {
+        const __m512 base = !g->set ? _mm512_loadu_ps(c + q * PANEL)
+                            : init  ? _mm512_loadu_ps(init + q * PANEL)
+                                    : _mm512_setzero_ps();
+        _mm512_storeu_ps(c + q * PANEL, _mm512_add_ps(base, acc[q]));
+    }
+}
+
+/* The columns [j, n) of g in tiles of one or two panels. */
+__attribute__((target("avx512f"))) static void tiles_avx512(const tfc_panel_gemm *g, int j);
+
 __attribute__((target("avx512f"))) static void gemm_avx512(const tfc_panel_gemm *gp)
 {
     /* a copy whose address stays here: the stores to c cannot change it */
     const tfc_panel_gemm copy = *gp, *g = &copy;
+    const size_t stride = (size_t)PANEL * g->ldp;
+    if (g->m > 1 || g->a1.layout != TFC_PANEL_ROWS) {
+        tiles_avx512(g, 0);
+        return;
+    }
+    /* one row: groups of ROW512 panels, then the columns left over in tiles (reversed: the
+     * other way round) */
+    const int groups = g->n / (ROW512 * PANEL), rest = groups * ROW512 * PANEL;
+    if (g->reverse) tiles_avx512(g, rest);
+    for (int e = 0; e < groups; e++) {
+        const int j0 = (g->reverse ? groups - 1 - e : e) * ROW512 * PANEL;
+        row_avx512(g, g->packed + (size_t)(j0 / PANEL) * stride, stride,
+                   g->init ? g->init + j0 : NULL, g->c + j0);
+    }
+    if (!g->reverse) tiles_avx512(g, rest);
+}
+
+__attribute__((target("avx512f"))) static void tiles_avx512(const tfc_panel_gemm *g, int j)
+{
     const int lay = g->a1.layout;
     const size_t stride = (size_t)PANEL * g->ldp;
-    for (int j0 = 0; j0 < g->n; j0 += 2 * PANEL) {
+    for (int j0 = j; j0 < g->n; j0 += 2 * PANEL) {
         const float *panel = g->packed + (size_t)(j0 / PANEL) * stride;
         const int np = g->n - j0 > PANEL ? 2 : 1;
         const int rest = g->n - j0 - (np - 1) * PANEL;
