@@ -1392,6 +1392,43 @@ static void test_conv_winograd_f2(void)
     tfc_backend_free(one), tfc_backend_free(three), tfc_backend_free(frozen), tfc_backend_free(be);
 }
 
+/* A frozen backend keeps oneDNN's reorder of each convolution's weights (cpu_dnnl.c,
+ * weights_in) and reorders again only after a write overlaps them: writes of activations (an
+ * upload of the input) keep the reorders, and new weights uploaded into the first part of
+ * the weights, into their last float, or over them all, are used on the next call: the
+ * values a backend that keeps nothing gives. A 1x1 and a 3x3 convolution, each with two
+ * sets of weights (two layers of one shape). */
+static void conv_kept(void)
+{
+    const tfc_conv_desc shapes[] = {conv_desc(1, 8, 8, 16, 1, 1, 32, 1, 1, 1),
+                                    conv_desc(2, 9, 9, 16, 3, 3, 16, 1, 1, 1)};
+    tfc_backend *frozen = backend(), *plain = backend();
+    frozen->frozen = frozen->inference_pass = plain->inference_pass = 1;
+    for (int i = 0; i < 2; i++) {
+        const tfc_conv_desc d = shapes[i];
+        const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, nw = (int64_t)d.kh * d.kw * d.c * d.f;
+        const int64_t ny = (int64_t)d.n * d.oh * d.ow * d.f;
+        float *x = falloc(nx), *x2 = falloc(nx), *w[2] = {falloc(nw), falloc(nw)};
+        float *w2 = falloc(nw), *got = falloc(ny), *want = falloc(ny);
+        fill(x, nx, -1, 1), fill(x2, nx, -1, 1), fill(w[0], nw, -1, 1), fill(w[1], nw, -1, 1);
+        fill(w2, nw, -1, 1);
+        for (int k = 0; k < 2; k++) conv_run(frozen, &d, x, w[k], got); /* reorders kept */
+        for (int step = 0; step < 5; step++) {
+            const int k = step % 2;
+            if (step == 1) frozen->ops->upload(frozen, x, x2, (size_t)nx * sizeof(float));
+            if (step == 2) frozen->ops->upload(frozen, w[k], w2, sizeof(float) * 5);
+            if (step == 3) frozen->ops->upload(frozen, w[k] + nw - 1, w2, sizeof(float));
+            if (step == 4) frozen->ops->upload(frozen, w[k], w2, (size_t)nw * sizeof(float));
+            conv_run(frozen, &d, x, w[k], got);
+            conv_run(plain, &d, x, w[k], want);
+            if (bits_differ(got, want, ny)) printf("\n  conv kept: shape %d, step %d differs", i, step);
+            CU_ASSERT_EQUAL(bits_differ(got, want, ny), 0);
+        }
+        free(x), free(x2), free(w[0]), free(w[1]), free(w2), free(got), free(want);
+    }
+    tfc_backend_free(frozen), tfc_backend_free(plain);
+}
+
 /* Threads claim im2col's convolution chunks dynamically (cpu_conv.c), oneDNN partitions
  * statically: with 5 threads (more than this machine's cores, so the claims vary) forward,
  * data and filter gradients repeat their bits over 10 calls, and agree with 1 thread, on
@@ -2616,7 +2653,8 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"softmax", test_softmax}, {"conv", test_conv},
               {"conv_winograd", test_conv_winograd},
               {"conv_winograd_f2", test_conv_winograd_f2},
-              {"conv_threads_repeat", test_conv_threads_repeat}, {"pool", test_pool},
+              {"conv_threads_repeat", test_conv_threads_repeat}, {"conv_kept", conv_kept},
+              {"pool", test_pool},
               {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
               {"lstm", test_lstm},
               {"lstm_threads", test_lstm_threads}, {"lstm_columns", test_lstm_columns},
