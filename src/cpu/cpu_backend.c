@@ -3,6 +3,7 @@
  * op table that gathers the other src/cpu/ files. OpenBLAS is its OpenMP build, so our
  * loops and its GEMMs share one thread pool, sized once at creation. */
 #include <cblas.h>
+#include <malloc.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,9 @@ static void *cpu_alloc(tfc_backend *be, size_t bytes)
 
 static void cpu_free(tfc_backend *be, void *p)
 {
+    /* packs kept for weights in p: their slots are free for the next weights (a predictor's
+     * copy rebound for a bigger batch has its weights in a new arena) */
+    if (p) tfc_cpu_kept_freed(be, p, malloc_usable_size(p));
     free(p);
 }
 

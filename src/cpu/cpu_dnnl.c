@@ -446,6 +446,23 @@ static int chunk_images(const tfc_backend *be, tfc_cpu_conv_op op, int n)
     return op == TFC_CPU_CONV_FORWARD && nb > FORWARD_CHUNK ? FORWARD_CHUNK : nb;
 }
 
+/* Whether a forward call on d takes Winograd's kernel: on one thread, or in chunks of
+ * images each on one thread (a few images on a team take the direct kernel). */
+static int forward_wino(const tfc_backend *be, const tfc_cpu_dnnl *s, const tfc_conv_desc *d,
+                        int infer)
+{
+    tfc_conv_desc chunk = *d;
+    chunk.n = chunk_images(be, TFC_CPU_CONV_FORWARD, d->n);
+    return (chunk.n < d->n || be->threads == 1) &&
+           wino_fits(s, TFC_CPU_CONV_FORWARD, &chunk, infer);
+}
+
+int tfc_cpu_dnnl_winograd_infers(const tfc_backend *be, const tfc_conv_desc *d)
+{
+    const tfc_cpu_dnnl *s = be->impl;
+    return s && d->n > 0 && forward_wino(be, s, d, 1);
+}
+
 static int prepare(tfc_backend *be, tfc_cpu_dnnl *s, tfc_cpu_conv_op op,
                    const tfc_conv_desc *d, int epi, call *c)
 {
@@ -902,10 +919,7 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     tfc_cpu_dnnl *s = be->impl;
     if (!s || d->n <= 0) return 0;
     /* Winograd's forward convolution runs bare, its epilogue after it */
-    tfc_conv_desc chunk = *d;
-    chunk.n = chunk_images(be, op, d->n);
-    const int wino = op == TFC_CPU_CONV_FORWARD && (chunk.n < d->n || be->threads == 1) &&
-                     wino_fits(s, op, &chunk, be->inference_pass);
+    const int wino = op == TFC_CPU_CONV_FORWARD && forward_wino(be, s, d, be->inference_pass);
     /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after
      * (every epilogue, where oneDNN's post-ops are not exact here, and with relu6, which
      * tfc's epilogue applies as act_forward does) */
@@ -1033,6 +1047,11 @@ void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes)
 #else /* no oneDNN in this build: every convolution takes im2col + GEMM */
 
 int tfc_cpu_dnnl_winograd(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d)
+{
+    return 0;
+}
+
+int tfc_cpu_dnnl_winograd_infers(const tfc_backend *be, const tfc_conv_desc *d)
 {
     return 0;
 }

@@ -50,6 +50,9 @@ void tfc_cpu_dnnl_free(tfc_cpu_dnnl *s);
 int tfc_cpu_dnnl_conv_workspace(tfc_backend *be, const tfc_conv_desc *d, size_t *bytes);
 /* Whether op on d runs as Winograd's convolution (cpu_dnnl.c; for the tests). */
 int tfc_cpu_dnnl_winograd(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *d);
+/* Whether an inference pass's forward convolution on d runs as oneDNN's Winograd on be (its
+ * instruction set, shape and split of the batch; cpu_winograd.c takes the others). */
+int tfc_cpu_dnnl_winograd_infers(const tfc_backend *be, const tfc_conv_desc *d);
 /* On a frozen backend (core/backend.h), upload, copy and zero report what they wrote. */
 void tfc_cpu_dnnl_written(tfc_backend *be, const void *p, size_t bytes);
 enum { TFC_CPU_CONV_RELU = 1, TFC_CPU_CONV_ASSIGN = 2, TFC_CPU_CONV_RELU6 = 4 };
@@ -373,6 +376,9 @@ float *tfc_cpu_kept(tfc_backend *be, const float *const src[2], const size_t byt
 /* A write of [p, p + bytes) (upload, copy, zero): the packs of weights it overlaps are
  * packed again on their next use. */
 void tfc_cpu_kept_written(tfc_backend *be, const void *p, size_t bytes);
+/* [p, p + bytes) freed: the slots of packs kept for weights in it are empty (their buffers
+ * kept for the next weights that need no more). */
+void tfc_cpu_kept_freed(tfc_backend *be, const void *p, size_t bytes);
 /* Frees the kept packs (the backend's destruction). */
 void tfc_cpu_kept_free(tfc_backend *be);
 

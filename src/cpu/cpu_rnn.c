@@ -27,8 +27,16 @@ float *tfc_cpu_kept(tfc_backend *be, const float *const src[2], const size_t byt
             return k->packed;
         }
     }
-    tfc_cpu_kept_pack *k = &cb->kept[cb->next_kept];
-    cb->next_kept = (cb->next_kept + 1) % TFC_CPU_KEPT;
+    /* an empty slot (its weights freed) that holds enough, else the next in turn */
+    tfc_cpu_kept_pack *k = NULL;
+    for (int i = 0; i < TFC_CPU_KEPT && !k; i++)
+        if (cb->kept[i].packed && !cb->kept[i].src[0] && !cb->kept[i].src[1] &&
+            cb->kept[i].cap >= floats)
+            k = &cb->kept[i];
+    if (!k) {
+        k = &cb->kept[cb->next_kept];
+        cb->next_kept = (cb->next_kept + 1) % TFC_CPU_KEPT;
+    }
     if (k->cap < floats) {
         void *p = NULL;
         free(k->packed);
@@ -54,6 +62,21 @@ void tfc_cpu_kept_written(tfc_backend *be, const void *p, size_t bytes)
             const char *w = (const char *)cb->kept[i].src[s];
             if (w && a < w + cb->kept[i].bytes[s] && w < a + bytes) cb->kept[i].valid = 0;
         }
+}
+
+void tfc_cpu_kept_freed(tfc_backend *be, const void *p, size_t bytes)
+{
+    tfc_cpu_backend *cb = (tfc_cpu_backend *)be;
+    const char *a = p;
+    for (int i = 0; i < TFC_CPU_KEPT; i++) {
+        tfc_cpu_kept_pack *k = &cb->kept[i];
+        int inside = 0;
+        for (int s = 0; s < 2; s++) {
+            const char *w = (const char *)k->src[s];
+            inside |= w && a <= w && w < a + bytes;
+        }
+        if (inside) k->src[0] = k->src[1] = NULL, k->valid = 0;
+    }
 }
 
 void tfc_cpu_kept_free(tfc_backend *be)

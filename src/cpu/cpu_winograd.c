@@ -111,11 +111,17 @@ static size_t thread_floats(const tfc_conv_desc *d, int A)
 
 static int chosen = -1; /* tfc_cpu_winograd_isa's choice; -1: the best */
 
-static int best(void)
+/* Where the CPU has AVX2 and FMA, unless it has AVX-512 and oneDNN runs d as Winograd's
+ * convolution itself (on one thread, or a batch in chunks of images): a few images on a team
+ * would take oneDNN's direct kernel, which this one beat on an AVX-512 Zen 4 (batch 1, two
+ * threads: fashion_cnn 0.144 -> 0.093 ms, fashion_resnet 0.746 -> 0.60; docs/cpu.md), and
+ * so every call of a team's backend has the same kernel whether the team or its lone thread
+ * runs it (tfc_cpu_team_cap). */
+static int best(const tfc_backend *be, const tfc_conv_desc *d)
 {
 #ifdef TFC_X86_SIMD
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           !__builtin_cpu_supports("avx512f");
+           (!__builtin_cpu_supports("avx512f") || !tfc_cpu_dnnl_winograd_infers(be, d));
 #else
     return 0;
 #endif
@@ -150,7 +156,7 @@ static int shape_fits(const tfc_backend *be, const tfc_conv_desc *d)
 /* Whether d's forward convolutions on be run here when they are inference passes. */
 int tfc_cpu_winograd_fits(const tfc_backend *be, const tfc_conv_desc *d)
 {
-    return (chosen >= 0 ? chosen : best()) && shape_fits(be, d);
+    return (chosen >= 0 ? chosen : best(be, d)) && shape_fits(be, d);
 }
 
 /* Filters rounded up to whole panels of 16. */
