@@ -444,7 +444,9 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
     const int flags = act == TFC_ACT_RELU ? TFC_CPU_CONV_RELU
                       : act == TFC_ACT_RELU6 ? TFC_CPU_CONV_RELU6
                                              : 0;
-    if (tfc_cpu_winograd_forward(be, d, x, w, bias, bn, residual, act_left ? TFC_ACT_LINEAR : act,
+    if (tfc_cpu_conv_c1_forward(be, d, x, w, bias, bn, residual,
+                                act_left ? TFC_ACT_LINEAR : act, y) ||
+        tfc_cpu_winograd_forward(be, d, x, w, bias, bn, residual, act_left ? TFC_ACT_LINEAR : act,
                                  y, ws)) {
         /* the activation's pass (if not ReLU or relu6) and the pooling follow */
     } else if (tfc_cpu_dnnl_conv(be, TFC_CPU_CONV_FORWARD, d, x, w, bias, bn, residual, flags, y,

@@ -60,8 +60,15 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                       const float *in, const float *w, const float *bias,
                       const tfc_bn_params *bn, const float *residual, int flags, float *out,
                       const tfc_pool_desc *pool, float *pooled, void *ws);
-/* Winograd's F(4x4, 3x3) or F(2x2, 3x3) forward for inference passes on AVX2 + FMA without
- * AVX-512 (cpu_winograd.c). tfc_cpu_winograd_forward overwrites y with act(bn(conv(x, w) + bias) +
+/* A convolution of one input channel for inference passes on AVX2 + FMA (cpu_conv_c1.c):
+ * y = act(bn(conv(x, w) + bias) + residual), act linear, ReLU or relu6, and returns 1, or
+ * returns 0 computing nothing (not an inference pass, another shape or activation, more than
+ * 256 filters or not a multiple of 8). */
+int tfc_cpu_conv_c1_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                            const float *w, const float *bias, const tfc_bn_params *bn,
+                            const float *residual, tfc_act act, float *y);
+/* Winograd's F(4x4, 3x3) or F(2x2, 3x3) forward for inference passes on AVX2 + FMA (without
+ * AVX-512, or where oneDNN would not run its own Winograd; cpu_winograd.c). tfc_cpu_winograd_forward overwrites y with act(bn(conv(x, w) + bias) +
  * residual), act linear, ReLU or relu6, and returns 1, or returns 0 computing nothing: not an
  * inference pass, a shape or activation it does not take, no workspace. ws: at least
  * tfc_cpu_winograd_workspace(d) bytes, which any batch size of d's shape fits. */

@@ -1,7 +1,8 @@
 /* Winograd's convolutions F(4x4, 3x3) and F(2x2, 3x3) for inference passes on CPUs with AVX2
- * and FMA but not AVX-512 (issue 44). oneDNN's Winograd kernel exists for AVX-512 only, and
- * its direct AVX2 kernel already runs near the machine's peak, so on AVX2 the only way to a
- * faster 3x3 convolution is fewer multiplications (Lavin and Gray, "Fast Algorithms for
+ * and FMA (issue 44): without AVX-512 always, with it where oneDNN would not run its own
+ * Winograd (a few images on a team; best()). oneDNN's Winograd kernel exists for AVX-512 only,
+ * and its direct AVX2 kernel already runs near the machine's peak, so on AVX2 the only way to
+ * a faster 3x3 convolution is fewer multiplications (Lavin and Gray, "Fast Algorithms for
  * Convolutional Neural Networks", 2015): F(m x m, 3x3) computes each m x m block of outputs
  * (a tile) from an (m + 2) x (m + 2) block of inputs with (m + 2)^2 products per input and
  * output channel pair where the direct sum takes 9 m^2: 16 against 36 for m = 2, 36 against
