@@ -143,7 +143,7 @@ static void softmax_backward(const tfc_backend *be, int64_t rows, int cols, cons
 }
 
 /* y = act(x) in nt shares (1: on the calling thread, no region); x and y may alias. */
-TFC_CPU_VECTOR
+TFC_VECTOR512
 static void act_forward(int nt, tfc_act act, int64_t n, int cols, const float *x, float *y)
 {
     switch (act) {
