@@ -62,8 +62,8 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                       const tfc_pool_desc *pool, float *pooled, void *ws);
 /* A convolution of one input channel for inference passes on AVX2 + FMA (cpu_conv_c1.c):
  * y = act(bn(conv(x, w) + bias) + residual), act linear, ReLU or relu6, and returns 1, or
- * returns 0 computing nothing (not an inference pass, another shape or activation, more than
- * 256 filters or not a multiple of 8). */
+ * returns 0 computing nothing (not an inference pass, twice the threads in images or more,
+ * another shape or activation, more than 256 filters or not a multiple of 8). */
 int tfc_cpu_conv_c1_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                             const float *w, const float *bias, const tfc_bn_params *bn,
                             const float *residual, tfc_act act, float *y);
