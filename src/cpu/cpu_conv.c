@@ -426,9 +426,10 @@ static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws
  * applies ReLU in its kernel's epilogue, on each output block while it is in registers,
  * where separate passes would stream y through memory once each; relu6 comes in tfc's own
  * epilogue right after the kernel, with every other step (MobileNet's 1x1 convolutions), and
- * other activations take act_forward after. Each step rounds as its separate pass does, and oneDNN's ReLU keeps NaN, as
- * act_forward does, so the value is the one the separate passes give (a negative sum
- * becomes -0 in oneDNN's ReLU, 0 in act_forward's). */
+ * other activations take act_forward after. Each step rounds as its separate pass does, so
+ * the value is the one the separate passes give, but for NaN: oneDNN's ReLU post-op in its
+ * AVX-512 kernels makes it 0, where act_forward keeps it (docs/cpu.md, "The last gaps at
+ * batch 1"). */
 void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                           const float *w, const float *bias, const tfc_bn_params *bn,
                           const float *residual, tfc_act act, float *y,

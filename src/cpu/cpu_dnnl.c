@@ -922,9 +922,13 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
     const int wino = op == TFC_CPU_CONV_FORWARD && forward_wino(be, s, d, be->inference_pass);
     /* its kernel adds a bias and applies ReLU; a normalisation or a residual come after
      * (every epilogue, where oneDNN's post-ops are not exact here, and with relu6, which
-     * tfc's epilogue applies as act_forward does) */
+     * tfc's epilogue applies as act_forward does; and with a normalisation on a few images,
+     * where oneDNN's two binary post-ops per channel took longer than tfc's pass after the
+     * bare kernel: fashion_mobilenet batch 1, one thread, 0.147 against 0.141 ms on this
+     * stop's Zen 4, docs/cpu.md) */
     const int relu6 = op == TFC_CPU_CONV_FORWARD && (flags & TFC_CPU_CONV_RELU6);
     const int later = (wino && (bn || residual)) || relu6 ||
+                      (op == TFC_CPU_CONV_FORWARD && bn && d->n < 2 * be->threads) ||
                       (op == TFC_CPU_CONV_FORWARD && !s->exact_post_ops &&
                        (bias || bn || residual || (flags & TFC_CPU_CONV_RELU)));
     const int relu = !!(flags & TFC_CPU_CONV_RELU);
