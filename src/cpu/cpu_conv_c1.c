@@ -35,21 +35,10 @@ typedef struct c1call {
 #define FMA_TARGET __attribute__((target("avx2,fma")))
 #define INLINE static inline __attribute__((always_inline))
 
-/* The epilogue on eight channels from k, each step rounded as its op (bias_add,
- * bn_forward_infer's map, axpy of 1, act_forward's ReLU or relu6: NaN and -0 stay). */
+/* The epilogue on eight channels from k (res: the residual's row, or NULL). */
 INLINE FMA_TARGET __m256 finish(const c1call *c, __m256 v, int k, const float *res)
 {
-    if (c->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(c->bias + k));
-    if (c->a) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(c->a + k)), _mm256_loadu_ps(c->b + k));
-    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + k));
-    if (c->act != TFC_ACT_LINEAR) {
-        v = _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ), v);
-        if (c->act == TFC_ACT_RELU6) {
-            const __m256 six = _mm256_set1_ps(6.0f);
-            v = _mm256_blendv_ps(v, six, _mm256_cmp_ps(v, six, _CMP_GT_OQ));
-        }
-    }
-    return v;
+    return tfc_cpu_finish8(v, k, c->bias, c->a, c->b, res, c->act);
 }
 
 /* One output row's inputs: for each kernel row inside the image (nu of them), where its

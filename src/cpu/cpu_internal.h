@@ -60,6 +60,30 @@ int tfc_cpu_dnnl_conv(tfc_backend *be, tfc_cpu_conv_op op, const tfc_conv_desc *
                       const float *in, const float *w, const float *bias,
                       const tfc_bn_params *bn, const float *residual, int flags, float *out,
                       const tfc_pool_desc *pool, float *pooled, void *ws);
+#ifdef TFC_X86_SIMD
+#include <immintrin.h>
+
+/* A convolution's epilogue on eight channels from k in a register (cpu_winograd.c,
+ * cpu_conv_c1.c), each step rounded as its op: bias_add, bn_forward_infer's map (a, b),
+ * axpy of 1 (res), act_forward's ReLU or relu6 (NaN and -0 stay); NULL: the step left out. */
+static inline __attribute__((always_inline, target("avx2,fma"))) __m256
+tfc_cpu_finish8(__m256 v, int k, const float *bias, const float *a, const float *b,
+                const float *res, tfc_act act)
+{
+    if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + k));
+    if (a) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(a + k)), _mm256_loadu_ps(b + k));
+    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + k));
+    if (act != TFC_ACT_LINEAR) {
+        v = _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ), v);
+        if (act == TFC_ACT_RELU6) {
+            const __m256 six = _mm256_set1_ps(6.0f);
+            v = _mm256_blendv_ps(v, six, _mm256_cmp_ps(v, six, _CMP_GT_OQ));
+        }
+    }
+    return v;
+}
+#endif
+
 /* A convolution of one input channel for inference passes on AVX2 + FMA (cpu_conv_c1.c):
  * y = act(bn(conv(x, w) + bias) + residual), act linear, ReLU or relu6, and returns 1, or
  * returns 0 computing nothing (not an inference pass, twice the threads in images or more,

@@ -332,21 +332,10 @@ FMA_TARGET static void gemms(const wcall *k, int rows, int f0, int fw, const flo
         }
 }
 
-/* The epilogue's steps on eight channels from f, each rounded as its op (bias_add,
- * bn_forward_infer's map, axpy of 1, act_forward's ReLU or relu6: NaN and -0 stay). */
+/* The epilogue on eight channels from f (res: the residual's row, or NULL). */
 INLINE FMA_TARGET __m256 finish(const wcall *k, __m256 v, int f, const float *res)
 {
-    if (k->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(k->bias + f));
-    if (k->a) v = _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(k->a + f)), _mm256_loadu_ps(k->b + f));
-    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + f));
-    if (k->act != TFC_ACT_LINEAR) {
-        v = _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ), v);
-        if (k->act == TFC_ACT_RELU6) {
-            const __m256 six = _mm256_set1_ps(6.0f);
-            v = _mm256_blendv_ps(v, six, _mm256_cmp_ps(v, six, _CMP_GT_OQ));
-        }
-    }
-    return v;
+    return tfc_cpu_finish8(v, f, k->bias, k->a, k->b, res, k->act);
 }
 
 /* Tile g's first output (*oy, *ox) within its image, and where it starts in y. */
