@@ -1470,15 +1470,105 @@ static void test_conv_c1(void)
     tfc_backend_free(one), tfc_backend_free(two);
 }
 
+/* Pointwise convolutions in inference passes (cpu_conv_1x1.c, where the CPU has AVX2 and
+ * FMA): against the direct sums in double (rounded to float, then bias, the normalisation,
+ * the residual and the activation as their ops round them), with the same bits on one
+ * thread and two, for the last image alone and on the AVX2 and AVX-512 tiles. Shapes whose
+ * pixels leave every tile size a remainder, filters 8 to 136 (the 64-, 48-, 32-wide groups
+ * and the 8-wide rest), channels 1 to 300. */
+static void test_conv_1x1(void)
+{
+    tfc_conv_desc shapes[] = {conv_desc(1, 28, 28, 16, 1, 1, 64, 1, 1, 1),
+                              conv_desc(1, 7, 7, 192, 1, 1, 48, 1, 1, 1),
+                              conv_desc(3, 5, 9, 24, 1, 1, 96, 1, 1, 0),
+                              conv_desc(2, 14, 14, 3, 1, 1, 8, 1, 1, 1),
+                              conv_desc(1, 1, 13, 300, 1, 1, 136, 1, 1, 1),
+                              conv_desc(2, 3, 5, 40, 1, 1, 56, 1, 1, 1),
+                              conv_desc(1, 4, 4, 1, 1, 1, 40, 1, 1, 1),
+                              conv_desc(5, 7, 7, 33, 1, 1, 24, 1, 1, 1)};
+    tfc_backend *one = tfc_cpu_backend_create(1), *two = backend();
+    one->inference_pass = two->inference_pass = 1;
+    int ran = 0, bad = 0, isas = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const tfc_conv_desc d = shapes[i];
+        const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, nw = (int64_t)d.c * d.f;
+        const int64_t ny = (int64_t)d.n * d.oh * d.ow * d.f, per = ny / d.n;
+        float *x = falloc(nx), *w = falloc(nw), *b = falloc(d.f), *res = falloc(ny);
+        float *bnp = falloc(4 * d.f), *y1 = falloc(ny), *y2 = falloc(ny), *last = falloc(per);
+        float *want = falloc(ny);
+        double *xd = malloc(sizeof(double) * nx), *wd = malloc(sizeof(double) * nw);
+        double *yd = malloc(sizeof(double) * ny);
+        fill(x, nx, -1, 1), fill(w, nw, -1, 1), fill(b, d.f, -1, 1), fill(res, ny, -1, 1);
+        fill(bnp, 3 * d.f, -1, 1), fill(bnp + 3 * d.f, d.f, 0.1, 2);
+        for (int64_t j = 0; j < nx; j++) xd[j] = x[j];
+        for (int64_t j = 0; j < nw; j++) wd[j] = w[j];
+        ref_conv(&d, xd, wd, yd);
+        const tfc_bn_params bn = {bnp, bnp + d.f, bnp + 2 * d.f, bnp + 3 * d.f, 1e-3f};
+        for (int e = 0; e < 5; e++) {
+            const float *bias = e == 1 || e == 3 ? b : NULL, *r = e >= 3 ? res : NULL;
+            const tfc_bn_params *norm = e >= 2 ? &bn : NULL;
+            const tfc_act act = e == 1 || e == 3 ? TFC_ACT_RELU : e == 2 ? TFC_ACT_RELU6
+                                                                   : TFC_ACT_LINEAR;
+            if (!tfc_cpu_conv_1x1_forward(two, &d, x, w, bias, norm, r, act, y2)) continue;
+            ran++;
+            CU_ASSERT(tfc_cpu_conv_1x1_forward(one, &d, x, w, bias, norm, r, act, y1));
+            CU_ASSERT_EQUAL(bits_differ(y1, y2, ny), 0);
+            tfc_conv_desc d1 = d;
+            d1.n = 1;
+            CU_ASSERT(tfc_cpu_conv_1x1_forward(two, &d1, x + nx - nx / d.n, w, bias, norm,
+                                               r ? r + ny - per : NULL, act, last));
+            CU_ASSERT_EQUAL(bits_differ(y1 + ny - per, last, per), 0);
+            for (int isa = 1; isa <= 2; isa++) /* the other tiles: the same bits */
+                if (tfc_cpu_conv_1x1_isa(isa)) {
+                    isas += isa == 2;
+                    CU_ASSERT(tfc_cpu_conv_1x1_forward(two, &d, x, w, bias, norm, r, act, y2));
+                    CU_ASSERT_EQUAL(bits_differ(y1, y2, ny), 0);
+                }
+            tfc_cpu_conv_1x1_isa(-1);
+            /* the reference's sums rounded to float, then each step as its op rounds it */
+            for (int64_t j = 0; j < ny; j++) want[j] = (float)yd[j];
+            if (bias) one->ops->bias_add(one, ny / d.f, d.f, bias, want);
+            if (norm)
+                one->ops->bn_forward_infer(one, ny / d.f, d.f, want, bn.gamma, bn.beta, bn.mean,
+                                           bn.var, bn.eps, want);
+            if (r) one->ops->axpy(one, ny, 1.0f, r, want);
+            one->ops->act_forward(one, act, ny, d.f, want, want);
+            for (int64_t j = 0; j < ny; j++) bad += !close_to(y1[j], want[j], 1e-4, 1e-5);
+        }
+        free(x), free(w), free(b), free(res), free(bnp), free(y1), free(y2), free(last);
+        free(want), free(xd), free(wd), free(yd);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* where the CPU has AVX2 and FMA it ran (and both tiles where it has AVX-512); never
+     * outside inference passes, nor for a stride, padding or filters it does not take */
+    __builtin_cpu_init();
+    CU_ASSERT_EQUAL(ran > 0, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    CU_ASSERT_EQUAL(isas > 0, ran > 0 && __builtin_cpu_supports("avx512f") &&
+                                  __builtin_cpu_supports("avx512vl"));
+    const tfc_conv_desc no[] = {conv_desc(1, 8, 8, 16, 1, 1, 32, 2, 1, 1),
+                                conv_desc(1, 8, 8, 16, 1, 1, 20, 1, 1, 1),
+                                conv_desc(1, 8, 8, 16, 3, 3, 32, 1, 1, 1)};
+    float *x = falloc(8 * 8 * 16), *w = falloc(9 * 16 * 32), *y = falloc(8 * 8 * 32);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT(!tfc_cpu_conv_1x1_forward(one, &no[i], x, w, NULL, NULL, NULL,
+                                            TFC_ACT_LINEAR, y));
+    one->inference_pass = 0;
+    const tfc_conv_desc d = shapes[0];
+    CU_ASSERT(!tfc_cpu_conv_1x1_forward(one, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y));
+    free(x), free(w), free(y);
+    tfc_backend_free(one), tfc_backend_free(two);
+}
+
 /* A frozen backend keeps oneDNN's reorder of each convolution's weights (cpu_dnnl.c,
  * weights_in) and reorders again only after a write overlaps them: writes of activations (an
  * upload of the input) keep the reorders, and new weights uploaded into the first part of
  * the weights, into their last float, or over them all, are used on the next call: the
- * values a backend that keeps nothing gives. A 1x1 and a 3x3 convolution, each with two
- * sets of weights (two layers of one shape). */
+ * values a backend that keeps nothing gives. A 1x1 (of 20 filters: cpu_conv_1x1.c's kernel
+ * takes multiples of 8) and a 3x3 convolution, each with two sets of weights (two layers of
+ * one shape). */
 static void conv_kept(void)
 {
-    const tfc_conv_desc shapes[] = {conv_desc(1, 8, 8, 16, 1, 1, 32, 1, 1, 1),
+    const tfc_conv_desc shapes[] = {conv_desc(1, 8, 8, 16, 1, 1, 20, 1, 1, 1),
                                     conv_desc(2, 9, 9, 16, 3, 3, 16, 1, 1, 1)};
     tfc_backend *frozen = backend(), *plain = backend();
     frozen->frozen = frozen->inference_pass = plain->inference_pass = 1;
@@ -2732,7 +2822,7 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"conv_winograd", test_conv_winograd},
               {"conv_winograd_f2", test_conv_winograd_f2},
               {"conv_threads_repeat", test_conv_threads_repeat}, {"conv_kept", conv_kept},
-              {"conv_c1", test_conv_c1},
+              {"conv_c1", test_conv_c1}, {"conv_1x1", test_conv_1x1},
               {"pool", test_pool},
               {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
               {"lstm", test_lstm},

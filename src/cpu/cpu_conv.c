@@ -429,7 +429,9 @@ static void run_im2col(tfc_backend *be, conv_op op, const conv_args *a, void *ws
  * other activations take act_forward after. Each step rounds as its separate pass does, so
  * the value is the one the separate passes give, but for NaN: oneDNN's ReLU post-op in its
  * AVX-512 kernels makes it 0, where act_forward keeps it (docs/cpu.md, "The last gaps at
- * batch 1"). */
+ * batch 1"). Inference passes on AVX2 + FMA take tfc's own kernels first where they apply:
+ * one input channel (cpu_conv_c1.c), pointwise (cpu_conv_1x1.c), Winograd (cpu_winograd.c);
+ * each applies the whole epilogue in registers. */
 void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                           const float *w, const float *bias, const tfc_bn_params *bn,
                           const float *residual, tfc_act act, float *y,
@@ -447,6 +449,8 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
                                              : 0;
     if (tfc_cpu_conv_c1_forward(be, d, x, w, bias, bn, residual,
                                 act_left ? TFC_ACT_LINEAR : act, y) ||
+        tfc_cpu_conv_1x1_forward(be, d, x, w, bias, bn, residual, act_left ? TFC_ACT_LINEAR : act,
+                                 y) ||
         tfc_cpu_winograd_forward(be, d, x, w, bias, bn, residual, act_left ? TFC_ACT_LINEAR : act,
                                  y, ws)) {
         /* the activation's pass (if not ReLU or relu6) and the pooling follow */

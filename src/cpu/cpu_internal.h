@@ -91,6 +91,16 @@ tfc_cpu_finish8(__m256 v, int k, const float *bias, const float *a, const float 
 int tfc_cpu_conv_c1_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                             const float *w, const float *bias, const tfc_bn_params *bn,
                             const float *residual, tfc_act act, float *y);
+/* A pointwise convolution (1x1 kernel, stride 1, no padding) for inference passes on AVX2 +
+ * FMA (cpu_conv_1x1.c): y = act(bn(conv(x, w) + bias) + residual), act linear, ReLU or
+ * relu6, and returns 1, or returns 0 computing nothing (not an inference pass, another shape
+ * or activation, filters not a multiple of 8 or more than 512, more than 1024 channels).
+ * tfc_cpu_conv_1x1_isa (for the tests): 1 the AVX2 tiles, 2 the AVX-512 ones (0 where this
+ * CPU lacks it), -1 the best; the bits are the same. */
+int tfc_cpu_conv_1x1_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
+                             const float *w, const float *bias, const tfc_bn_params *bn,
+                             const float *residual, tfc_act act, float *y);
+int tfc_cpu_conv_1x1_isa(int isa);
 /* Winograd's F(4x4, 3x3) or F(2x2, 3x3) forward for inference passes on AVX2 + FMA (without
  * AVX-512, or where oneDNN would not run its own Winograd; cpu_winograd.c). tfc_cpu_winograd_forward overwrites y with act(bn(conv(x, w) + bias) +
  * residual), act linear, ReLU or relu6, and returns 1, or returns 0 computing nothing: not an
