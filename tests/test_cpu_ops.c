@@ -1398,7 +1398,8 @@ static void test_conv_winograd_f2(void)
  * normalisation, residual, ReLU or relu6); against direct summation in double with the
  * epilogue's steps applied in float as the separate ops round them, and bit for bit on 1 and
  * 2 threads and (on 2 threads, where a batch of 2 or 3 images is still few) for an image
- * alone and in the batch. */
+ * alone and in the batch; a max pooling fused (pool_forward's values, on few images and on
+ * many, where the kernel takes no unpooled call). */
 static void test_conv_c1(void)
 {
     tfc_conv_desc shapes[] = {conv_desc(1, 28, 28, 1, 3, 3, 32, 1, 1, 1),
@@ -1408,7 +1409,7 @@ static void test_conv_c1(void)
                               conv_desc(1, 8, 8, 1, 3, 3, 16, 2, 1, 1)};
     tfc_backend *one = tfc_cpu_backend_create(1), *two = backend();
     one->inference_pass = two->inference_pass = 1;
-    int ran = 0, bad = 0;
+    int ran = 0, bad = 0, pools = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const tfc_conv_desc d = shapes[i];
         const int64_t nx = (int64_t)d.n * d.h * d.w, nw = (int64_t)d.kh * d.kw * d.f;
@@ -1429,18 +1430,38 @@ static void test_conv_c1(void)
             const tfc_bn_params *norm = e >= 2 ? &bn : NULL;
             const tfc_act act = e == 1 || e == 3 ? TFC_ACT_RELU : e == 2 ? TFC_ACT_RELU6
                                                                    : TFC_ACT_LINEAR;
-            if (!tfc_cpu_conv_c1_forward(two, &d, x, w, bias, norm, r, act, y2)) continue;
+            if (!tfc_cpu_conv_c1_forward(two, &d, x, w, bias, norm, r, act, y2, NULL, NULL))
+                continue;
             ran++;
             if (d.n == 1) /* one thread: one image only */
-                CU_ASSERT(tfc_cpu_conv_c1_forward(one, &d, x, w, bias, norm, r, act, y1))
+                CU_ASSERT(
+                    tfc_cpu_conv_c1_forward(one, &d, x, w, bias, norm, r, act, y1, NULL, NULL))
             else
                 memcpy(y1, y2, sizeof(float) * (size_t)ny);
             tfc_conv_desc d1 = d;
             d1.n = 1;
             CU_ASSERT(tfc_cpu_conv_c1_forward(two, &d1, x + nx - nx / d.n, w, bias, norm,
-                                              r ? r + ny - per : NULL, act, last));
+                                              r ? r + ny - per : NULL, act, last, NULL, NULL));
             CU_ASSERT_EQUAL(bits_differ(y1, y2, ny), 0);
             CU_ASSERT_EQUAL(bits_differ(y1 + ny - per, last, per), 0);
+            /* a max pooling whose windows tile the output (2x2 and 3x2, the last row or
+             * column left out where the output is odd) fused: pool_forward's values; an
+             * overlapping or average pooling is not taken */
+            for (int k = 0; k < 4; k++) { /* 2x2, 3x2, 3x2 of stride 2 (overlapping), avg */
+                const int kh = k == 1 || k == 2 ? 3 : 2, sh = k == 1 ? 3 : 2;
+                const tfc_pool_desc pd = {.n = d.n, .h = d.oh, .w = d.ow, .c = d.f, .kh = kh,
+                                          .kw = 2, .sh = sh, .sw = 2, .oh = (d.oh - kh) / sh + 1,
+                                          .ow = d.ow / 2, .is_max = k < 3};
+                const int64_t np = (int64_t)d.n * pd.oh * pd.ow * d.f;
+                float *pw = falloc(np), *pg = falloc(np), *scratch = falloc(ny);
+                one->ops->pool_forward(one, &pd, y1, pw, NULL);
+                const int got = tfc_cpu_conv_c1_forward(two, &d, x, w, bias, norm, r, act,
+                                                        scratch, &pd, pg);
+                CU_ASSERT_EQUAL(got, k < 2 ? 2 : 1);
+                if (got == 2) CU_ASSERT_EQUAL(bits_differ(pw, pg, np), 0);
+                pools += got == 2;
+                free(pw), free(pg), free(scratch);
+            }
             /* the reference's sums rounded to float, then each step as its op rounds it */
             for (int64_t j = 0; j < ny; j++) want[j] = (float)yd[j];
             if (bias) one->ops->bias_add(one, ny / d.f, d.f, bias, want);
@@ -1458,14 +1479,38 @@ static void test_conv_c1(void)
     /* where the CPU has AVX2 and FMA it ran; never outside inference passes */
     __builtin_cpu_init();
     CU_ASSERT_EQUAL(ran > 0, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    CU_ASSERT_EQUAL(pools > 0, ran > 0);
+    if (ran) { /* fused on 5 images (unfused refused): pool_forward of each image's output */
+        const tfc_conv_desc d5 = conv_desc(5, 12, 10, 1, 3, 3, 16, 1, 1, 1);
+        tfc_conv_desc d1 = d5;
+        d1.n = 1;
+        const tfc_pool_desc pd = {.n = 5, .h = 12, .w = 10, .c = 16, .kh = 2, .kw = 2, .sh = 2,
+                                  .sw = 2, .oh = 6, .ow = 5, .is_max = 1};
+        const int64_t per = 12 * 10 * 16, np = 5 * 6 * 5 * 16;
+        float *x = falloc(5 * 120), *w = falloc(9 * 16), *y = falloc(5 * per);
+        float *pw = falloc(np), *pg = falloc(np);
+        fill(x, 5 * 120, -1, 1), fill(w, 9 * 16, -1, 1);
+        for (int i = 0; i < 5; i++)
+            CU_ASSERT(tfc_cpu_conv_c1_forward(two, &d1, x + i * 120, w, NULL, NULL, NULL,
+                                              TFC_ACT_RELU, y + i * per, NULL, NULL));
+        one->ops->pool_forward(one, &pd, y, pw, NULL);
+        CU_ASSERT(!tfc_cpu_conv_c1_forward(two, &d5, x, w, NULL, NULL, NULL, TFC_ACT_RELU, y,
+                                           NULL, NULL));
+        CU_ASSERT_EQUAL(tfc_cpu_conv_c1_forward(two, &d5, x, w, NULL, NULL, NULL, TFC_ACT_RELU,
+                                                y, &pd, pg), 2);
+        CU_ASSERT_EQUAL(bits_differ(pw, pg, np), 0);
+        free(x), free(w), free(y), free(pw), free(pg);
+    }
     one->inference_pass = 0;
     const tfc_conv_desc d = shapes[0];
-    float *x = falloc((int64_t)d.h * d.w), *w = falloc(9 * d.f), *y = falloc(784 * d.f);
-    CU_ASSERT(!tfc_cpu_conv_c1_forward(one, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y));
-    one->inference_pass = 1; /* nor for as many images as twice the threads */
+    float *x = falloc(2 * (int64_t)d.h * d.w), *w = falloc(9 * d.f), *y = falloc(2 * 784 * d.f);
+    CU_ASSERT(!tfc_cpu_conv_c1_forward(one, &d, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, NULL,
+                                       NULL));
+    one->inference_pass = 1; /* nor for as many images as twice the threads, unpooled */
     tfc_conv_desc d2 = d;
     d2.n = 2;
-    CU_ASSERT(!tfc_cpu_conv_c1_forward(one, &d2, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y));
+    CU_ASSERT(!tfc_cpu_conv_c1_forward(one, &d2, x, w, NULL, NULL, NULL, TFC_ACT_LINEAR, y, NULL,
+                                       NULL));
     free(x), free(w), free(y);
     tfc_backend_free(one), tfc_backend_free(two);
 }

@@ -447,8 +447,12 @@ void tfc_cpu_conv_forward(tfc_backend *be, const tfc_conv_desc *d, const float *
     const int flags = act == TFC_ACT_RELU ? TFC_CPU_CONV_RELU
                       : act == TFC_ACT_RELU6 ? TFC_CPU_CONV_RELU6
                                              : 0;
-    if (tfc_cpu_conv_c1_forward(be, d, x, w, bias, bn, residual,
-                                act_left ? TFC_ACT_LINEAR : act, y) ||
+    const int c1 = tfc_cpu_conv_c1_forward(be, d, x, w, bias, bn, residual,
+                                           act_left ? TFC_ACT_LINEAR : act, y,
+                                           act_left ? NULL : pool, pooled);
+    if (c1 == 2) {
+        pool_left = NULL; /* pooled too */
+    } else if (c1 ||
         tfc_cpu_conv_1x1_forward(be, d, x, w, bias, bn, residual, act_left ? TFC_ACT_LINEAR : act,
                                  y) ||
         tfc_cpu_winograd_forward(be, d, x, w, bias, bn, residual, act_left ? TFC_ACT_LINEAR : act,

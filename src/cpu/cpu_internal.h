@@ -85,12 +85,16 @@ tfc_cpu_finish8(__m256 v, int k, const float *bias, const float *a, const float 
 #endif
 
 /* A convolution of one input channel for inference passes on AVX2 + FMA (cpu_conv_c1.c):
- * y = act(bn(conv(x, w) + bias) + residual), act linear, ReLU or relu6, and returns 1, or
- * returns 0 computing nothing (not an inference pass, twice the threads in images or more,
- * another shape or activation, more than 256 filters or not a multiple of 8). */
+ * y = act(bn(conv(x, w) + bias) + residual), act linear, ReLU or relu6, and returns 1; or
+ * with pool (a max pooling whose windows tile y: kh = sh, kw = sw, no padding) writes
+ * pool_forward's result of that to pooled instead, y unwritten, and returns 2; or returns 0
+ * computing nothing (not an inference pass, twice the threads in images or more without
+ * such a pooling, another shape or activation, more than 256 filters or not a multiple of
+ * 8). */
 int tfc_cpu_conv_c1_forward(tfc_backend *be, const tfc_conv_desc *d, const float *x,
                             const float *w, const float *bias, const tfc_bn_params *bn,
-                            const float *residual, tfc_act act, float *y);
+                            const float *residual, tfc_act act, float *y,
+                            const tfc_pool_desc *pool, float *pooled);
 /* A pointwise convolution (1x1 kernel, stride 1, no padding) for inference passes on AVX2 +
  * FMA (cpu_conv_1x1.c): y = act(bn(conv(x, w) + bias) + residual), act linear, ReLU or
  * relu6, and returns 1, or returns 0 computing nothing (not an inference pass, another shape
