@@ -1604,6 +1604,61 @@ static void test_conv_1x1(void)
     tfc_backend_free(one), tfc_backend_free(two);
 }
 
+/* gemm_weights (a Dense kernel's or an attention projection's product): in an inference
+ * pass on AVX2 + FMA the panel kernel, with the same bits on a frozen backend (panels kept)
+ * and one that is not (packed per call), on one thread and two, against the double sums;
+ * a write over the weights (all of them, or their last float) reaches the next call; outside
+ * an inference pass, on one row, or with alpha or beta not 1 and 0, it is gemm's call. */
+static void test_gemm_weights(void)
+{
+    const int shapes[][3] = {{2, 10, 3}, {37, 100, 784}, {8, 512, 64}, {64, 48, 129},
+                             {300, 40, 50}, {203, 24, 2000}};
+    tfc_backend *frozen = backend(), *plain = backend(), *one = tfc_cpu_backend_create(1);
+    frozen->frozen = 1;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        float *a = falloc((int64_t)m * k), *b = falloc((int64_t)k * n), *b2 = falloc((int64_t)k * n);
+        float *got = falloc((int64_t)m * n), *want = falloc((int64_t)m * n);
+        float *ref = falloc((int64_t)m * n);
+        fill(a, (int64_t)m * k, -1, 1), fill(b, (int64_t)k * n, -1, 1), fill(b2, (int64_t)k * n, -1, 1);
+        for (int step = 0; step < 3; step++) {
+            if (step == 1) frozen->ops->upload(frozen, b, b2, (size_t)k * n * sizeof(float));
+            if (step == 2) { /* the last float only */
+                b2[(int64_t)k * n - 1] = 0.75f;
+                frozen->ops->upload(frozen, b + (int64_t)k * n - 1, b2 + (int64_t)k * n - 1, 4);
+            }
+            frozen->inference_pass = plain->inference_pass = one->inference_pass = 1;
+            frozen->ops->gemm_weights(frozen, 0, 0, m, n, k, 1.f, a, k, b, n, 0.f, got, n);
+            plain->ops->gemm_weights(plain, 0, 0, m, n, k, 1.f, a, k, b, n, 0.f, want, n);
+            CU_ASSERT_EQUAL(bits_differ(got, want, (int64_t)m * n), 0);
+            one->ops->gemm_weights(one, 0, 0, m, n, k, 1.f, a, k, b, n, 0.f, want, n);
+            CU_ASSERT_EQUAL(bits_differ(got, want, (int64_t)m * n), 0);
+            for (int r = 0; r < m; r++)
+                for (int c = 0; c < n; c++) {
+                    double sum = 0;
+                    for (int l = 0; l < k; l++)
+                        sum += (double)a[(int64_t)r * k + l] * b[(int64_t)l * n + c];
+                    bad += !close_to(got[(int64_t)r * n + c], sum, 1e-5, 1e-5 * k);
+                }
+            /* a training pass: gemm's own call, the same bits as gemm */
+            frozen->inference_pass = 0;
+            frozen->ops->gemm_weights(frozen, 0, 0, m, n, k, 1.f, a, k, b, n, 0.f, got, n);
+            frozen->ops->gemm(frozen, 0, 0, m, n, k, 1.f, a, k, b, n, 0.f, ref, n);
+            CU_ASSERT_EQUAL(bits_differ(got, ref, (int64_t)m * n), 0);
+        }
+        /* beta 1 accumulates (gemm's call) */
+        frozen->inference_pass = 1;
+        memcpy(got, ref, sizeof(float) * (size_t)m * n), memcpy(want, ref, sizeof(float) * (size_t)m * n);
+        frozen->ops->gemm_weights(frozen, 0, 0, m, n, k, 1.f, a, k, b, n, 1.f, got, n);
+        frozen->ops->gemm(frozen, 0, 0, m, n, k, 1.f, a, k, b, n, 1.f, want, n);
+        CU_ASSERT_EQUAL(bits_differ(got, want, (int64_t)m * n), 0);
+        free(a), free(b), free(b2), free(got), free(want), free(ref);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    tfc_backend_free(frozen), tfc_backend_free(plain), tfc_backend_free(one);
+}
+
 /* A frozen backend keeps oneDNN's reorder of each convolution's weights (cpu_dnnl.c,
  * weights_in) and reorders again only after a write overlaps them: writes of activations (an
  * upload of the input) keep the reorders, and new weights uploaded into the first part of
@@ -2868,6 +2923,7 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"conv_winograd_f2", test_conv_winograd_f2},
               {"conv_threads_repeat", test_conv_threads_repeat}, {"conv_kept", conv_kept},
               {"conv_c1", test_conv_c1}, {"conv_1x1", test_conv_1x1},
+              {"gemm_weights", test_gemm_weights},
               {"pool", test_pool},
               {"add", test_add}, {"bn", test_bn}, {"embedding", test_embedding},
               {"lstm", test_lstm},

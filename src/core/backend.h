@@ -332,6 +332,13 @@ typedef struct tfc_device_options {
     X(void, gemm, (tfc_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,    \
                    const float *a, int lda, const float *b, int ldb, float beta, float *c,         \
                    int ldc))                                                                       \
+    /* gemm where B is a layer's weights (a Dense kernel, an attention projection), which only     \
+     * upload, copy and zero write: in an inference pass a backend may run it through a kernel     \
+     * of its own (the same values whether the backend is frozen or not) and, frozen, keep B in    \
+     * that kernel's layout until a write over it. */                                              \
+    X(void, gemm_weights, (tfc_backend *be, int trans_a, int trans_b, int m, int n, int k,         \
+                           float alpha, const float *a, int lda, const float *b, int ldb,          \
+                           float beta, float *c, int ldc))                                         \
                                                                                                    \
     /* y += alpha * x */                                                                           \
     X(void, axpy, (tfc_backend *be, int64_t n, float alpha, const float *x, float *y))             \

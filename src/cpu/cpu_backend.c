@@ -21,6 +21,7 @@ static void cpu_destroy(tfc_backend *be)
 {
     tfc_cpu_dnnl_free(be->impl);
     tfc_cpu_kept_free(be);
+    free(((tfc_cpu_backend *)be)->scratch);
     free(be); /* the tfc_cpu_backend it starts */
 }
 
@@ -271,6 +272,96 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
     if (saved != 1) omp_set_num_threads(saved);
 }
 
+/* gemm_weights in an inference pass, C = A B on AVX2 + FMA with at least two rows (one row
+ * keeps gemv_row, which reads B once as it lies): B packed into panels of 16 columns
+ * (cpu_panel.c) and the panel kernel, every element summed over k in order from zero, so the
+ * bits do not depend on the split or the thread count. Frozen, the backend keeps the panels
+ * (tfc_cpu_kept) and a call does no packing; else they are packed into the backend's scratch
+ * on each call (an evaluation during training: the same values). oneDNN's sgemm and
+ * OpenBLAS pack B on every call: 1.6 MB for fashion_mlp's first layer, which OpenBLAS runs
+ * (k = 784 > 512, sgemm1) at 79 GFLOP/s on the Zen 4 where this kernel runs at 115 (one
+ * thread, 32 x 784 x 512, B in cache). The threads take shares of the rows where there are
+ * many, else of the columns (panel_share). */
+#define KEPT_DENSE (-1000)
+
+/* Rows [r0, r1) and columns [j0, j1) (j0 a multiple of 16) of g's product, in chunks of rows
+ * whose part of A (at most 128 KB) stays in L2 while the kernel walks the columns' panels:
+ * walking each panel pair down all of A's rows read A once per 32 columns (fortunes_gpt's
+ * projections at batch 32: 4096 rows, 2 to 8 MB). */
+static void panel_part(const tfc_panel_gemm *g, int r0, int r1, int j0, int j1)
+{
+    const int k = g->a1.k, chunk = k >= 4096 ? 8 : (32768 / k + 7) / 8 * 8;
+    for (int r = r0; r < r1; r += chunk) {
+        tfc_panel_gemm s = *g;
+        s.m = r1 - r < chunk ? r1 - r : chunk;
+        s.a1.a = g->a1.a + (int64_t)r * g->a1.lda;
+        s.n = j1 - j0;
+        s.packed = g->packed + (size_t)j0 * g->ldp;
+        s.c = g->c + (int64_t)r * g->ldc + j0;
+        tfc_cpu_panel_gemm(&s);
+    }
+}
+
+/* Share t of nt: a run of rows (in multiples of 8) where there are many, else of the columns
+ * (in multiples of 32, each thread then reading its part of B alone). */
+static void panel_share(const tfc_panel_gemm *g, int t, int nt)
+{
+    if (g->m >= 64 * nt) {
+        const int blocks = (g->m + 7) / 8, b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
+        const int r1 = b1 * 8 < g->m ? b1 * 8 : g->m;
+        if (b0 * 8 < r1) panel_part(g, b0 * 8, r1, 0, g->n);
+        return;
+    }
+    const int pairs = (g->n + 31) / 32, p0 = pairs * t / nt, p1 = pairs * (t + 1) / nt;
+    const int j0 = p0 * 32, j1 = p1 * 32 < g->n ? p1 * 32 : g->n;
+    if (j0 < j1) panel_part(g, 0, g->m, j0, j1);
+}
+
+void tfc_cpu_gemm_weights(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k,
+                          float alpha, const float *a, int lda, const float *b, int ldb,
+                          float beta, float *c, int ldc)
+{
+#ifdef TFC_X86_SIMD
+    if (be->inference_pass && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && m >= 2 &&
+        k > 0 && n > 0 && ldb == n && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+        tfc_cpu_backend *cb = (tfc_cpu_backend *)be;
+        const size_t floats = tfc_cpu_panels_floats(k, n);
+        const float *const src[2] = {b, NULL};
+        const size_t bytes[2] = {(size_t)k * n * sizeof(float), 0};
+        int fresh;
+        float *packed = tfc_cpu_kept(be, src, bytes, KEPT_DENSE, floats, &fresh);
+        if (!packed) { /* not frozen: the scratch, packed now */
+            if (cb->scratch_cap < floats) {
+                void *p = NULL;
+                free(cb->scratch);
+                cb->scratch = NULL, cb->scratch_cap = 0;
+                if (posix_memalign(&p, 64, floats * sizeof(float))) goto plain;
+                cb->scratch = p, cb->scratch_cap = floats;
+            }
+            packed = cb->scratch;
+            fresh = 1;
+        }
+        if (fresh) tfc_cpu_pack_panels(k, n, b, ldb, 0, packed);
+        const tfc_panel_gemm g = {.m = m, .n = n, .a1 = {a, lda, k, TFC_PANEL_ROWS},
+                                  .packed = packed, .ldp = k, .set = 1, .c = c, .ldc = ldc};
+        const int nt = omp_get_level() > 0 || (int64_t)m * n * k < GEMM_PAR_MIN || n < 64
+                           ? 1
+                           : be->threads;
+        const int team = nt > 1 ? tfc_cpu_team(nt) : 1;
+        if (team == 1) /* (no OpenMP region: see TFC_CPU_FOR) */
+            for (int t = 0; t < nt; t++) panel_share(&g, t, nt);
+        else {
+#pragma omp parallel num_threads(team)
+            TFC_CPU_SHARES(t, nt) panel_share(&g, t, nt);
+        }
+        return;
+    }
+plain:
+#endif
+    tfc_cpu_gemm(be, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 static const tfc_backend_ops cpu_ops = {
     .name = "cpu",
     .destroy = cpu_destroy,
@@ -284,6 +375,7 @@ static const tfc_backend_ops cpu_ops = {
     .zero = cpu_zero,
     .sync = cpu_sync,
     .gemm = tfc_cpu_gemm,
+    .gemm_weights = tfc_cpu_gemm_weights,
     .axpy = tfc_cpu_axpy,
     .add = tfc_cpu_add,
     .scale = tfc_cpu_scale,

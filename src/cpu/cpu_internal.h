@@ -392,7 +392,7 @@ void tfc_cpu_block_sums(int nb, int cols, int stride, const double *partial, flo
  * layer (TFC_CPU_KEPT at most; more take turns), by the addresses and sizes of the weights
  * they came from, and packs them again only after one of those writes overlapped the weights
  * (tfc_cpu_kept_written). The backend runs one call at a time (a predictor's worker). */
-#define TFC_CPU_KEPT 32
+#define TFC_CPU_KEPT 64
 
 typedef struct tfc_cpu_kept_pack {
     const float *src[2]; /* the weights packed (NULL: none) */
@@ -410,6 +410,8 @@ typedef struct tfc_cpu_backend {
     int next_kept;
     int dnnl_gemm; /* GEMMs through oneDNN where it is faster (cpu_backend.c, sgemm1) */
     int winograd;  /* inference passes' 3x3 convolutions by cpu_winograd.c where it fits */
+    float *scratch; /* gemm_weights' panels on a backend that is not frozen */
+    size_t scratch_cap;
 } tfc_cpu_backend;
 
 /* The pack of `floats` floats kept for weights src[0..1] (bytes each) in layout `tag`, or

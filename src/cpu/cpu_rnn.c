@@ -27,11 +27,14 @@ float *tfc_cpu_kept(tfc_backend *be, const float *const src[2], const size_t byt
             return k->packed;
         }
     }
-    /* an empty slot (its weights freed) that holds enough, else the next in turn */
+    /* the empty slot (its weights freed) that holds enough with the least to spare, so that
+     * a small pack does not take the room a larger one will want again (a predictor rebinds
+     * for a larger batch: every pack of the old weights is freed and made again, a Dense
+     * layer's and a convolution's in turn), else the next in turn */
     tfc_cpu_kept_pack *k = NULL;
-    for (int i = 0; i < TFC_CPU_KEPT && !k; i++)
+    for (int i = 0; i < TFC_CPU_KEPT; i++)
         if (cb->kept[i].packed && !cb->kept[i].src[0] && !cb->kept[i].src[1] &&
-            cb->kept[i].cap >= floats)
+            cb->kept[i].cap >= floats && (!k || cb->kept[i].cap < k->cap))
             k = &cb->kept[i];
     if (!k) {
         k = &cb->kept[cb->next_kept];

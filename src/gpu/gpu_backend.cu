@@ -291,6 +291,7 @@ static const tfc_backend_ops gpu_ops = {
     .zero = gpu_zero,
     .sync = gpu_sync,
     .gemm = tfc_gpu_gemm,
+    .gemm_weights = tfc_gpu_gemm, /* cuBLAS reads B in place */
     .axpy = tfc_gpu_axpy,
     .add = tfc_gpu_add,
     .scale = tfc_gpu_scale,

@@ -198,8 +198,8 @@ static tfc_attn_desc attn_desc(const tfc_layer *l, const tfc_exec *ex, const mha
 static void project(tfc_exec *ex, int64_t rows, int in, const void *x, const tfc_param *w,
                     const tfc_param *b, int width, float *out)
 {
-    ex->be->ops->gemm(ex->be, 0, 0, (int)rows, width, in, 1.f, x, in, w->data, width, 0.f, out,
-                      width);
+    ex->be->ops->gemm_weights(ex->be, 0, 0, (int)rows, width, in, 1.f, x, in, w->data, width,
+                              0.f, out, width);
     if (b) ex->be->ops->bias_add(ex->be, rows, width, b->data, out);
 }
 

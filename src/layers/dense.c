@@ -45,8 +45,8 @@ static void dense_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, floa
     const dense_args *a = l->args;
     int in = (int)l->in_shape[0].dim[l->in_shape[0].ndim - 1];
     int64_t rows = (int64_t)ex->batch * (tfc_shape_numel(&l->in_shape[0]) / in);
-    ex->be->ops->gemm(ex->be, 0, 0, (int)rows, a->units, in, 1.f, x[0], in, l->params[0].data,
-                      a->units, 0.f, y, a->units);
+    ex->be->ops->gemm_weights(ex->be, 0, 0, (int)rows, a->units, in, 1.f, x[0], in,
+                              l->params[0].data, a->units, 0.f, y, a->units);
     if (a->use_bias) ex->be->ops->bias_add(ex->be, rows, a->units, l->params[1].data, y);
 }
 
