@@ -1608,11 +1608,12 @@ static void test_conv_1x1(void)
  * pass on AVX2 + FMA the panel kernel, with the same bits on a frozen backend (panels kept)
  * and one that is not (packed per call), on one thread and two, against the double sums;
  * a write over the weights (all of them, or their last float) reaches the next call; outside
- * an inference pass, on one row, or with alpha or beta not 1 and 0, it is gemm's call. */
+ * an inference pass, or with alpha or beta not 1 and 0, it is gemm's call. One row (the
+ * four-chain walk) and many (row shares, chunks of rows). */
 static void test_gemm_weights(void)
 {
     const int shapes[][3] = {{2, 10, 3}, {37, 100, 784}, {8, 512, 64}, {64, 48, 129},
-                             {300, 40, 50}, {203, 24, 2000}};
+                             {300, 40, 50}, {203, 24, 2000}, {1, 300, 784}, {1, 40, 7}};
     tfc_backend *frozen = backend(), *plain = backend(), *one = tfc_cpu_backend_create(1);
     frozen->frozen = 1;
     int bad = 0;

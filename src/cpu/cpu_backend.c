@@ -272,10 +272,12 @@ void tfc_cpu_gemm(tfc_backend *be, int trans_a, int trans_b, int m, int n, int k
     if (saved != 1) omp_set_num_threads(saved);
 }
 
-/* gemm_weights in an inference pass, C = A B on AVX2 + FMA with at least two rows (one row
- * keeps gemv_row, which reads B once as it lies): B packed into panels of 16 columns
- * (cpu_panel.c) and the panel kernel, every element summed over k in order from zero, so the
- * bits do not depend on the split or the thread count. Frozen, the backend keeps the panels
+/* gemm_weights in an inference pass, C = A B on AVX2 + FMA: B packed into panels of 16
+ * columns (cpu_panel.c) and the panel kernel, every element summed over k in order from zero,
+ * so the bits do not depend on the split, the thread count or the rows (an example's output
+ * is the same alone and in a batch). One row (batch 1) takes the kernel's four-chain row
+ * walk: a GEMV bound by reading B, faster than OpenBLAS's sgemv on the packed panels (3136 x
+ * 256 from L3, one thread: 65 -> 42 us; 784 x 512: 23 -> 18). Frozen, the backend keeps the panels
  * (tfc_cpu_kept) and a call does no packing; else they are packed into the backend's scratch
  * on each call (an evaluation during training: the same values). oneDNN's sgemm and
  * OpenBLAS pack B on every call: 1.6 MB for fashion_mlp's first layer, which OpenBLAS runs
@@ -312,8 +314,9 @@ static void panel_share(const tfc_panel_gemm *g, int t, int nt)
         if (b0 * 8 < r1) panel_part(g, b0 * 8, r1, 0, g->n);
         return;
     }
-    const int pairs = (g->n + 31) / 32, p0 = pairs * t / nt, p1 = pairs * (t + 1) / nt;
-    const int j0 = p0 * 32, j1 = p1 * 32 < g->n ? p1 * 32 : g->n;
+    const int w = g->m == 1 ? 64 : 32; /* one row: the kernel's groups of 4 panels */
+    const int units = (g->n + w - 1) / w, u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    const int j0 = u0 * w, j1 = u1 * w < g->n ? u1 * w : g->n;
     if (j0 < j1) panel_part(g, 0, g->m, j0, j1);
 }
 
@@ -322,7 +325,7 @@ void tfc_cpu_gemm_weights(tfc_backend *be, int trans_a, int trans_b, int m, int 
                           float beta, float *c, int ldc)
 {
 #ifdef TFC_X86_SIMD
-    if (be->inference_pass && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && m >= 2 &&
+    if (be->inference_pass && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && m >= 1 &&
         k > 0 && n > 0 && ldb == n && __builtin_cpu_supports("avx2") &&
         __builtin_cpu_supports("fma")) {
         tfc_cpu_backend *cb = (tfc_cpu_backend *)be;
@@ -345,7 +348,8 @@ void tfc_cpu_gemm_weights(tfc_backend *be, int trans_a, int trans_b, int m, int 
         if (fresh) tfc_cpu_pack_panels(k, n, b, ldb, 0, packed);
         const tfc_panel_gemm g = {.m = m, .n = n, .a1 = {a, lda, k, TFC_PANEL_ROWS},
                                   .packed = packed, .ldp = k, .set = 1, .c = c, .ldc = ldc};
-        const int nt = omp_get_level() > 0 || (int64_t)m * n * k < GEMM_PAR_MIN || n < 64
+        const int64_t least = m == 1 ? GEMV_PAR_MIN : GEMM_PAR_MIN;
+        const int nt = omp_get_level() > 0 || (int64_t)m * n * k < least || n < 64
                            ? 1
                            : be->threads;
         const int team = nt > 1 ? tfc_cpu_team(nt) : 1;
