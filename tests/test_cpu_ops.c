@@ -1392,6 +1392,25 @@ static void test_conv_winograd_f2(void)
     tfc_backend_free(one), tfc_backend_free(three), tfc_backend_free(frozen), tfc_backend_free(be);
 }
 
+/* The outputs of y [ny] (f channels) not close to a direct convolution's sums yd, rounded to
+ * float and then finished step by step as the separate ops round them (bias, normalisation,
+ * residual, activation; NULL: the step left out), into want. */
+static int epilogue_misses(tfc_backend *one, const double *yd, int64_t ny, int f,
+                           const float *bias, const tfc_bn_params *bn, const float *residual,
+                           tfc_act act, float *want, const float *y)
+{
+    for (int64_t j = 0; j < ny; j++) want[j] = (float)yd[j];
+    if (bias) one->ops->bias_add(one, ny / f, f, bias, want);
+    if (bn)
+        one->ops->bn_forward_infer(one, ny / f, f, want, bn->gamma, bn->beta, bn->mean, bn->var,
+                                   bn->eps, want);
+    if (residual) one->ops->axpy(one, ny, 1.0f, residual, want);
+    one->ops->act_forward(one, act, ny, f, want, want);
+    int bad = 0;
+    for (int64_t j = 0; j < ny; j++) bad += !close_to(y[j], want[j], 1e-4, 1e-5);
+    return bad;
+}
+
 /* Convolutions of one input channel in inference passes (cpu_conv_c1.c, where the CPU has
  * AVX2 and FMA): 'same' and 'valid', strides, dilations, kernels 3x3 and 5x3, filter counts
  * of one to five vectors of 8 (a group of 4 and what is left), each epilogue (bias,
@@ -1462,15 +1481,7 @@ static void test_conv_c1(void)
                 pools += got == 2;
                 free(pw), free(pg), free(scratch);
             }
-            /* the reference's sums rounded to float, then each step as its op rounds it */
-            for (int64_t j = 0; j < ny; j++) want[j] = (float)yd[j];
-            if (bias) one->ops->bias_add(one, ny / d.f, d.f, bias, want);
-            if (norm)
-                one->ops->bn_forward_infer(one, ny / d.f, d.f, want, bn.gamma, bn.beta, bn.mean,
-                                           bn.var, bn.eps, want);
-            if (r) one->ops->axpy(one, ny, 1.0f, r, want);
-            one->ops->act_forward(one, act, ny, d.f, want, want);
-            for (int64_t j = 0; j < ny; j++) bad += !close_to(y1[j], want[j], 1e-4, 1e-5);
+            bad += epilogue_misses(one, yd, ny, d.f, bias, norm, r, act, want, y1);
         }
         free(x), free(w), free(b), free(res), free(bnp), free(y1), free(y2), free(last);
         free(want), free(xd), free(wd), free(yd);
@@ -1570,15 +1581,7 @@ static void test_conv_1x1(void)
                     CU_ASSERT_EQUAL(bits_differ(y1, y2, ny), 0);
                 }
             tfc_cpu_conv_1x1_isa(-1);
-            /* the reference's sums rounded to float, then each step as its op rounds it */
-            for (int64_t j = 0; j < ny; j++) want[j] = (float)yd[j];
-            if (bias) one->ops->bias_add(one, ny / d.f, d.f, bias, want);
-            if (norm)
-                one->ops->bn_forward_infer(one, ny / d.f, d.f, want, bn.gamma, bn.beta, bn.mean,
-                                           bn.var, bn.eps, want);
-            if (r) one->ops->axpy(one, ny, 1.0f, r, want);
-            one->ops->act_forward(one, act, ny, d.f, want, want);
-            for (int64_t j = 0; j < ny; j++) bad += !close_to(y1[j], want[j], 1e-4, 1e-5);
+            bad += epilogue_misses(one, yd, ny, d.f, bias, norm, r, act, want, y1);
         }
         free(x), free(w), free(b), free(res), free(bnp), free(y1), free(y2), free(last);
         free(want), free(xd), free(wd), free(yd);
