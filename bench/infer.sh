@@ -2,8 +2,9 @@
 # make bench-infer: inference through the C API (bench/bench_infer.c) on every zoo model at
 # batch 1, 32 and 1000 against onnxruntime on the file tfc-export writes (bench/infer_ort.py:
 # its default session options, and its best for each thread count) and PyTorch, eager and
-# torch.compile'd, on the same file converted by onnx2torch (bench/infer_torch.py; image
-# models), in interleaved rounds
+# torch.compile'd, on the same file converted by onnx2torch (bench/infer_torch.py, which
+# converts ONNX's LSTM and GRU itself and checks the result against onnxruntime first), in
+# interleaved rounds
 # (ROUNDS, default 3), at each thread count of THREAD_COUNTS (default "1 2"; tfc's
 # tfc_predictor_options.threads, onnxruntime's intra_op_num_threads); at batch 1 also the
 # latency (p50, p99). Closes with each peer's median over the rounds, and the open times (tfc's
@@ -19,7 +20,8 @@
 # "eager compile"; empty: PyTorch left out) chooses PyTorch's runs.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset (this project's VMs preset them; a user's
 # machine does not). PyTorch comes from the venv make bench-peers installs (build/peers/torch);
-# onnx2torch is added to it on first use. Not part of make test.
+# onnx2torch and onnxruntime (for infer_torch.py's check) are added to it on first use. Not
+# part of make test.
 # Usage: bench/infer.sh BENCH_INFER BIN_DIR
 set -e
 bench=${1:?usage: infer.sh BENCH_INFER BIN_DIR} bin=${2:?usage: infer.sh BENCH_INFER BIN_DIR}
@@ -46,8 +48,8 @@ fi
 ort=
 if python3 -c "import onnxruntime, numpy" 2>/dev/null; then ort=1; else
     echo "onnxruntime: not installed (pip install onnxruntime): left out"; fi
-if [ -x "$torch" ] && { [ -f build/peers/torch/.onnx2torch ] ||
-    { "$torch" -m pip install -q onnx onnx2torch && touch build/peers/torch/.onnx2torch; }; }; then :; else
+if [ -x "$torch" ] && { [ -f build/peers/torch/.onnx2torch-ort ] ||
+    { "$torch" -m pip install -q onnx onnx2torch onnxruntime && touch build/peers/torch/.onnx2torch-ort; }; }; then :; else
     echo "PyTorch: no venv at build/peers/torch with onnx2torch (make bench-peers installs torch): left out"
     torch=
 fi
@@ -72,7 +74,7 @@ for r in $(seq "$rounds"); do
                 tag "$m" "tfc-t$t" | tee -a "$tmp/all"
             [ -z "$ort" ] || $clean OMP_NUM_THREADS="$t" python3 bench/infer_ort.py "$tmp/$m.onnx" "$seconds" "$t" best $batches |
                 tag "$m" "onnxruntime-best-t$t" | tee -a "$tmp/all"
-            if [ -n "$torch" ] && ! grep -q "dtype: int32" "$file"; then
+            if [ -n "$torch" ]; then
                 for mode in $torch_modes; do
                     $clean OMP_NUM_THREADS="$t" "$torch" bench/infer_torch.py "$tmp/$m.onnx" "$seconds" "$t" $mode $batches |
                         tag "$m" "torch-$mode-t$t" | tee -a "$tmp/all"
