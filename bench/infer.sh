@@ -89,7 +89,7 @@ grep -v " open " "$tmp/all" | awk '{ b = $4; sub(":", "", b); k = $1 " " $2 " " 
        if ($7 == "latency") { p50[k] = p50[k] " " $9; p99[k] = p99[k] " " $12 } }
      function med(s,   a, n, j, t, x) { n = split(s, a, " ")
        for (j = 2; j <= n; j++) { x = a[j]; t = j - 1; while (t > 0 && a[t] + 0 > x + 0) { a[t + 1] = a[t]; t-- } a[t + 1] = x }
-       return a[int((n + 1) / 2)] }
+       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
      END { for (k in rate) { line = sprintf("%-44s %10.1f", k, med(rate[k]))
              if (k in p50) line = line sprintf("  %.3f  %.3f", med(p50[k]), med(p99[k]))
              print line } }' | sort -k1,1 -k3,3n -k2,2
@@ -97,5 +97,5 @@ echo "== open (ms, median over $rounds rounds): tfc_predictor_open cold, onnxrun
 grep " open " "$tmp/all" | awk '{ k = $1 " " $2; v[k] = v[k] " " $4 }
      function med(s,   a, n, j, t, x) { n = split(s, a, " ")
        for (j = 2; j <= n; j++) { x = a[j]; t = j - 1; while (t > 0 && a[t] + 0 > x + 0) { a[t + 1] = a[t]; t-- } a[t + 1] = x }
-       return a[int((n + 1) / 2)] }
+       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
      END { for (k in v) printf "%-44s %8.1f\n", k, med(v[k]) }' | sort
