@@ -2323,7 +2323,7 @@ static void check_lstm_ids(int threads, tfc_lstm_desc d, int vocab, const float 
     }
     tfc_lstm_desc di = d;
     di.vocab = vocab, di.ids = ids;
-    CU_ASSERT_FATAL(be->lstm_ids && be->lstm_ids(&di));
+    CU_ASSERT_FATAL(be->lstm_ids && be->lstm_ids(be, &di));
     float *out[2][7]; /* y, hseq, cseq, gates, dK, dR, db: without ids, with */
     float *dxs = falloc(nx), *dE = falloc(ne), *dE2 = falloc(ne);
     for (int run = 0; run < 2; run++) {
@@ -2391,17 +2391,70 @@ static void test_lstm_ids(void)
         check_lstm_ids(5, w, 120, NULL);
     }
     tfc_cpu_lstm_cells_isa(-1);
-    /* where ids are taken: a vocabulary of at most half the tokens, x·K fused (in <= units) */
+    /* where ids are taken: a vocabulary of at most half the tokens, x·K fused (in <= units);
+     * on a frozen backend also a table of at most 2^20 floats */
     tfc_backend *be = backend();
     tfc_lstm_desc d = {.n = 32, .t = 64, .in = 64, .units = 256, .vocab = 80};
-    CU_ASSERT(be->lstm_ids(&d));
+    CU_ASSERT(be->lstm_ids(be, &d));
     d.vocab = 1024;
-    CU_ASSERT(be->lstm_ids(&d));
+    CU_ASSERT(be->lstm_ids(be, &d));
     d.vocab = 1025;
-    CU_ASSERT(!be->lstm_ids(&d));
-    d.vocab = 80, d.in = 300;
-    CU_ASSERT(!be->lstm_ids(&d));
+    CU_ASSERT(!be->lstm_ids(be, &d));
+    be->frozen = 1;
+    CU_ASSERT(!be->lstm_ids(be, &d)); /* 1025 x 1024 floats */
+    d.n = 1, d.vocab = 1024;
+    CU_ASSERT(be->lstm_ids(be, &d));
+    be->frozen = 0;
+    CU_ASSERT(!be->lstm_ids(be, &d));
+    d.n = 32, d.vocab = 80, d.in = 300;
+    CU_ASSERT(!be->lstm_ids(be, &d));
     tfc_backend_free(be);
+}
+
+/* A frozen backend keeps table K from call to call: the same bits as an unfrozen backend's
+ * table made in the call, and a new table after the Embedding's table or K is written
+ * (upload). */
+static void test_lstm_ids_kept(void)
+{
+    const tfc_lstm_desc d = {.n = 1, .t = 9, .in = 8, .units = 32, .return_sequences = 1,
+                             .vocab = 11};
+    const int u = d.units, G = 4 * u, ne = d.vocab * d.in, nk = d.in * G, nr = u * G;
+    const int ny = d.t * u, ns = d.t * u;
+    tfc_backend *plain = backend(), *frozen = backend();
+    frozen->frozen = plain->inference_pass = frozen->inference_pass = 1;
+    CU_ASSERT_FATAL(frozen->lstm_ids(frozen, &d) && !plain->lstm_ids(plain, &d));
+    float *E = falloc(ne), *K = falloc(nk), *R = falloc(nr), *b = falloc(G);
+    float *E2 = falloc(ne), *K2 = falloc(nk), *y[6], *seq = falloc(6 * ns); /* h, c, gates */
+    int32_t ids[9] = {3, 0, 10, 3, 7, 7, 1, 10, 2};
+    fill(E, ne, -1, 1), fill(K, nk, -0.5, 0.5), fill(R, nr, -0.5, 0.5), fill(b, G, -0.5, 0.5);
+    fill(E2, ne, -1, 1), fill(K2, nk, -0.5, 0.5);
+    for (int k = 0; k < 6; k++) y[k] = falloc(ny);
+    tfc_lstm_desc di = d;
+    di.ids = ids;
+    void *wsf = frozen->ops->alloc(frozen, frozen->ops->lstm_workspace(frozen, &di));
+    void *wsp = plain->ops->alloc(plain, plain->ops->lstm_workspace(plain, &di));
+#define RUN(be, ws, out) \
+    be->ops->lstm_forward(be, &di, E, K, R, b, NULL, out, seq, seq + ns, seq + 2 * ns, ws)
+    RUN(plain, wsp, y[0]);
+    RUN(frozen, wsf, y[1]);
+    RUN(frozen, wsf, y[2]); /* the kept table */
+    CU_ASSERT_EQUAL(bits_differ(y[0], y[1], ny), 0);
+    CU_ASSERT_EQUAL(bits_differ(y[0], y[2], ny), 0);
+    frozen->ops->upload(frozen, E, E2, (size_t)ne * sizeof(float)); /* a new Embedding */
+    RUN(frozen, wsf, y[3]);
+    RUN(plain, wsp, y[4]);
+    CU_ASSERT(bits_differ(y[0], y[4], ny) > 0);
+    CU_ASSERT_EQUAL(bits_differ(y[4], y[3], ny), 0);
+    frozen->ops->upload(frozen, K, K2, (size_t)nk * sizeof(float)); /* a new kernel */
+    RUN(frozen, wsf, y[3]);
+    RUN(plain, wsp, y[5]);
+    CU_ASSERT(bits_differ(y[4], y[5], ny) > 0);
+    CU_ASSERT_EQUAL(bits_differ(y[5], y[3], ny), 0);
+#undef RUN
+    frozen->ops->free(frozen, wsf), plain->ops->free(plain, wsp);
+    for (int k = 0; k < 6; k++) free(y[k]);
+    free(E), free(K), free(R), free(b), free(E2), free(K2), free(seq);
+    tfc_backend_free(plain), tfc_backend_free(frozen);
 }
 
 /* One LSTM forward + backward on a backend of `threads` threads into out: y, dx, dkernel,
@@ -2489,7 +2542,7 @@ static void test_lstm_columns(void)
         float *out[4][4]; /* runs: 1 thread, 2, 3, 2 on a team of one; y, h, c, gates */
         for (int run = 0; run < 4; run++) {
             tfc_backend *be = tfc_cpu_backend_create(run == 0 ? 1 : run == 2 ? 3 : 2);
-            CU_ASSERT_FATAL(!ids || (be->lstm_ids && be->lstm_ids(&d)));
+            CU_ASSERT_FATAL(!ids || (be->lstm_ids && be->lstm_ids(be, &d)));
             void *ws = be->ops->alloc(be, be->ops->lstm_workspace(be, &d));
             for (int q = 0; q < 4; q++) out[run][q] = falloc(q == 3 ? 4 * nseq : nseq);
             /* a step that masks every sequence leaves its gates unwritten (no one reads them) */
@@ -2934,5 +2987,6 @@ TFC_TEST_MAIN("cpu_ops", {"backend_check", test_backend_check}, {"memory", test_
               {"lstm_threads", test_lstm_threads}, {"lstm_columns", test_lstm_columns},
               {"gru_columns", test_gru_columns}, {"lstm_hoisted", test_lstm_hoisted},
               {"lstm_ids", test_lstm_ids},
+              {"lstm_ids_kept", test_lstm_ids_kept},
               {"loss", test_loss}, {"accuracy", test_accuracy},
               {"parallel_sums_repeat", test_parallel_sums_repeat}, {"step_ops", test_step_ops})

@@ -707,10 +707,11 @@ struct tfc_backend {
      * inference Winograd kernel). A training pass may differ from it in the last bits. */
     int inference_pass;
     /* Whether lstm_forward/backward take token ids (tfc_lstm_desc.vocab) for a shape, d->n
-     * the largest batch; NULL: never. Where they do, the graph hands an LSTM the ids and
-     * table of the Embedding that alone feeds it (graph.c), and the forward pass must give
-     * the bits it gives on the Embedding's output. */
-    int (*lstm_ids)(const tfc_lstm_desc *d);
+     * the largest batch, on this backend (frozen or not: asked at binding, after `frozen`
+     * is set); NULL: never. Where they do, the graph hands an LSTM the ids and table of the
+     * Embedding that alone feeds it (graph.c), and the forward pass must give the bits it
+     * gives on the Embedding's output. */
+    int (*lstm_ids)(const tfc_backend *be, const tfc_lstm_desc *d);
     /* The activations act_forward, act_backward and the fused epilogues (conv_forward,
      * bn_forward_train, add) implement: bit a set for tfc_act a. Binding a model with a layer
      * whose activation is missing fails naming both (graph.c), as for a missing layer op. */

@@ -331,7 +331,7 @@ typedef struct tfc_panel_a {
 void tfc_cpu_pack_rows8_col(int m, const float *row, float *a, int lda);
 
 /* tfc_backend.lstm_ids (cpu_lstm.c) */
-int tfc_cpu_lstm_ids(const tfc_lstm_desc *d);
+int tfc_cpu_lstm_ids(const tfc_backend *be, const tfc_lstm_desc *d);
 
 /* ---- the recurrent layers' split of a batch (cpu_rnn.c) -------------------------------------
  * The sequences of a batch never meet in a recurrence, so cpu_lstm.c and cpu_gru.c take them

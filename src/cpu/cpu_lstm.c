@@ -71,13 +71,22 @@ static int hoisted_input(const tfc_lstm_desc *d, int most)
     return d->vocab <= 0 && fused_input(d) && most <= HOIST_MAX_ROWS;
 }
 
+/* Table K's floats kept on a frozen backend at most (4 MB) */
+#define TABLE_KEPT_MAX (1 << 20)
+#define KEPT_TABLE (-1001)
+
 /* Whether lstm_forward/backward take ids for this shape (tfc_backend.lstm_ids): where the
  * input is fused (the forward pass then gives the bits it gives without ids) and the
  * vocabulary has at most half as many rows as the largest batch (d->n) has tokens, so that
- * its products cost less than the tokens' did. */
-int tfc_cpu_lstm_ids(const tfc_lstm_desc *d)
+ * its products cost less than the tokens' did; or on a frozen backend (a predictor), which
+ * keeps table K from call to call (tfc_cpu_kept) where it has at most TABLE_KEPT_MAX
+ * floats: a step then reads a row of it where it read x_t's part of [K; R]
+ * (fortunes_char_lstm's batch-1 call: 64 KB of K of the step's 320 KB). */
+int tfc_cpu_lstm_ids(const tfc_backend *be, const tfc_lstm_desc *d)
 {
-    return d->vocab > 0 && fused_input(d) && 2 * (int64_t)d->vocab <= (int64_t)d->n * d->t;
+    return d->vocab > 0 && fused_input(d) &&
+           (2 * (int64_t)d->vocab <= (int64_t)d->n * d->t ||
+            (be->frozen && (int64_t)d->vocab * 4 * d->units <= TABLE_KEPT_MAX));
 }
 
 static int64_t packed_floats(const tfc_lstm_desc *d)
@@ -324,7 +333,9 @@ static int cells_isa(void)
  * hseq, cseq [n, t, u]; gates [n, t, 4u].
  * With ids (tfc_cpu_lstm_ids), table K is one small GEMM (vocab rows, not n t) on the
  * packed [K; R], and each step's GEMM continues the sums from the rows of it that the step's
- * ids pick (from_c): the same products in the same order as x_t's own, so the same bits. */
+ * ids pick (from_c): the same products in the same order as x_t's own, so the same bits.
+ * A frozen backend keeps the table (tfc_cpu_kept, for the Embedding's table and K): it is
+ * made on the first call and after a write to either, not on every call. */
 /* What a forward pass's blocks of sequences read and write. */
 typedef struct lstm_fwd {
     const tfc_lstm_desc *d;
@@ -542,7 +553,19 @@ void tfc_cpu_lstm_forward(tfc_backend *be, const tfc_lstm_desc *d, const float *
         if (bias) tfc_cpu_bias_add(be, (int64_t)n * T, G, bias, gates);
     }
     const tfc_rnn_split sp = split(be, d);
-    const int nb = sp.blocks, vocab = ids ? d->vocab : 0;
+    int vocab = ids ? d->vocab : 0; /* the table's rows to make now */
+    if (ids) {
+        const float *const tsrc[2] = {x, kernel};
+        const size_t tbytes[2] = {(size_t)d->vocab * in * sizeof(float),
+                                  (size_t)in * G * sizeof(float)};
+        int tfresh;
+        float *table = (int64_t)d->vocab * G <= TABLE_KEPT_MAX
+                           ? tfc_cpu_kept(be, tsrc, tbytes, KEPT_TABLE, (size_t)d->vocab * G,
+                                          &tfresh)
+                           : NULL;
+        if (table) w.table = table, vocab = tfresh ? vocab : 0;
+    }
+    const int nb = sp.blocks;
     /* [K; R] (or R) packed: kept on a frozen backend, packed there only when it is fresh;
      * else into the workspace, R only where a step reads it */
     const float *const src[2] = {fuse ? kernel : NULL, rkernel};

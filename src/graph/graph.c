@@ -336,7 +336,8 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
     if (e && !strcmp(e, "0")) return;
     /* Training and inference: an Embedding whose output only an LSTM reads hands the LSTM
      * its ids and table where the backend's LSTM takes them for this shape (on the CPU: a
-     * vocabulary at most half the batch's tokens, cpu_lstm.c): x_t K is then a row of
+     * vocabulary at most half the batch's tokens, or a frozen backend, which keeps the
+     * table, cpu_lstm.c): x_t K is then a row of
      * table K, one product per id instead of per token, with the same bits; in training
      * the table's gradient is dgates summed by id times Kᵀ, whose sums come in another
      * order than the Embedding's (last bits differ). */

@@ -7,7 +7,7 @@
  * the backend's lstm_forward/backward, so the GPU can run it as one fused kernel. Fed by an
  * Embedding alone, on a backend with lstm_ids, the graph hands it the Embedding's ids and
  * table (takes_ids): x_t K is then a row of table K, computed once per pass for the whole
- * vocabulary, and the table's gradient comes from dgates summed by id (docs/cpu.md). */
+ * vocabulary (a predictor's CPU backend keeps it between calls), and the table's gradient comes from dgates summed by id (docs/cpu.md). */
 #include "layers/rnn.h"
 
 typedef struct lstm_args {
@@ -55,7 +55,7 @@ static int lstm_takes_ids(const tfc_layer *l, const tfc_backend *be, int64_t voc
     const lstm_args *a = l->args;
     tfc_lstm_desc d = lstm_desc(l, max_batch);
     d.vocab = vocab > INT32_MAX ? 0 : (int)vocab;
-    return !*tfc_rnn_needs(&a->rnn) && be->lstm_ids && d.vocab > 0 && be->lstm_ids(&d);
+    return !*tfc_rnn_needs(&a->rnn) && be->lstm_ids && d.vocab > 0 && be->lstm_ids(be, &d);
 }
 
 static const char *const *lstm_needs(const tfc_layer *l)
