@@ -1,10 +1,15 @@
 /* Attention on the GPU (tfc_attn_desc, core/backend.h), flash-attention style as
- * cpu_attention.c, in float32 and with no T x T buffer: the forward pass runs a block per
- * (example, head, ROWS query rows), a warp per row, key and value tiles of TILE keys through
- * shared memory and an online softmax; it saves each row's lse. The backward pass, without
- * atomics: D_i = dout_i . o_i, then one kernel per key block for dk, dv (looping over query
- * tiles) and one per query block for dq (looping over key tiles), the probabilities
- * recomputed from lse. Tiles outside every row's causal mask or window are skipped. */
+ * cpu_attention.c, in float32 and with no T x T buffer. Two families of kernels:
+ * - head sizes up to 64 (every zoo model): register-tiled kernels, a block of 256 threads
+ *   per 64 query rows or keys, 64 x 64 products in 4 x 4 pieces per thread (below,
+ *   "Register-tiled kernels");
+ * - larger heads (up to 256): a warp per row. The forward pass runs a block per (example,
+ *   head, ROWS query rows), key and value tiles of TILE keys through shared memory and an
+ *   online softmax.
+ * Both save each row's lse; the backward passes, without atomics: D_i = dout_i . o_i, then
+ * one kernel per key block for dk, dv (looping over query tiles) and one per query block for
+ * dq (looping over key tiles), the probabilities recomputed from lse. Tiles outside every
+ * row's causal mask or window are skipped. */
 #include <math.h>
 
 #include "gpu/gpu_internal.cuh"
@@ -317,6 +322,425 @@ static __global__ void __launch_bounds__(ROWS * 32)
     }
 }
 
+/* ---- Register-tiled kernels (key_dim and value_dim up to 64) ----------------------------
+ * A block of 256 threads owns 64 query rows (forward, dq) or 64 keys (dk, dv) and walks
+ * tiles of 64 keys or rows through shared memory. Thread (ty, tx) = (tid / 16, tid % 16)
+ * holds a 4 x 4 piece of each 64 x 64 product: rows (or keys) 4 ty + r, and 4 tx + c of the
+ * other side, summed from two float4 loads per step of the contraction out of transposed
+ * copies ([dim][64], stride XLD); a row's 64 scores lie on the 16 lanes of one half warp,
+ * reduced by shuffles. Its share of a [64, dim] result is rows 4 ty + r and columns
+ * CW tx + u (CW = ceil(max(key_dim, value_dim) / 16)), summed over the 64 of the tile from
+ * a [64][XLD] buffer of probabilities or score gradients and a row copy ([64][16 CW]).
+ * Shared rows past the sequence are zeros, so padding only ever multiplies zeros; what is
+ * unseen is chosen away (a score -inf, a probability 0), never multiplied. Fixed orders, no
+ * atomics: the same bits on every run. */
+#define TB 64       /* rows or keys per block and per tile */
+#define XLD (TB + 4) /* stride of the transposed copies and the 64 x 64 buffers */
+
+/* rows [r0, r0 + n) (n <= TB) of head h in example b of x [., t, heads, dim], transposed into
+ * s[c * XLD + r]; zeros past n. */
+static __device__ void stage_t(const tfc_attn_desc &d, int b, int t, int h, int r0, int n,
+                               const float *x, int dim, float *s)
+{
+    for (int e = threadIdx.x; e < TB * dim; e += blockDim.x) {
+        const int r = e / dim, c = e % dim;
+        s[c * XLD + r] = r < n ? x[at(d, b, t, r0 + r, h, dim) + c] : 0.f;
+    }
+}
+
+/* The same rows as they lie, s[r * ld + c] for c < ld (ld >= dim); zeros past n and dim. */
+static __device__ void stage_r(const tfc_attn_desc &d, int b, int t, int h, int r0, int n,
+                               const float *x, int dim, float *s, int ld)
+{
+    for (int e = threadIdx.x; e < TB * ld; e += blockDim.x) {
+        const int r = e / ld, c = e % ld;
+        s[e] = r < n && c < dim ? x[at(d, b, t, r0 + r, h, dim) + c] : 0.f;
+    }
+}
+
+/* Whether key j0 + jj of a tile is real and not masked, into vis[jj]. */
+static __device__ void stage_vis(const tfc_attn_desc &d, int b, int j0, int *vis)
+{
+    for (int jj = threadIdx.x; jj < TB; jj += blockDim.x) {
+        const int j = j0 + jj;
+        vis[jj] = j < d.tk && (!d.kmask || d.kmask[(int64_t)b * d.tk + j] != 0.f);
+    }
+}
+
+/* Row i sees key j, given that the key is real and not masked. */
+static __device__ __forceinline__ bool sees_at(const tfc_attn_desc &d, int i, int j)
+{
+    return (!d.causal || j <= i) && (d.window <= 0 || abs(i - j) < d.window);
+}
+
+/* acc[r][c] += sum over n of a[e * XLD + 4 ay + r] * bt[e * XLD + 4 bx + c]. */
+static __device__ __forceinline__ void mm4x4(const float *a, int ay, const float *bt, int bx,
+                                             int n, float acc[4][4])
+{
+#pragma unroll 4
+    for (int e = 0; e < n; e++) {
+        const float4 x = *(const float4 *)(a + e * XLD + 4 * ay);
+        const float4 y = *(const float4 *)(bt + e * XLD + 4 * bx);
+        const float xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) acc[r][c] = fmaf(xs[r], ys[c], acc[r][c]);
+    }
+}
+
+/* acc[r][u] += sum over e < TB of p[(4 ty + r) * XLD + e] * rows[e * ld + CW tx + u]. */
+template <int CW>
+static __device__ __forceinline__ void mm4xcw(const float *p, int ty, const float *rows, int ld,
+                                              int tx, float acc[4][CW])
+{
+#pragma unroll 2
+    for (int e = 0; e < TB; e += 4) {
+        float4 pr[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) pr[r] = *(const float4 *)(p + (4 * ty + r) * XLD + e);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float *vr = rows + (e + k) * ld + CW * tx;
+            float vv[CW];
+            if (CW == 4) {
+                const float4 x = *(const float4 *)vr;
+                vv[0] = x.x, vv[1] = x.y, vv[2 % CW] = x.z, vv[3 % CW] = x.w;
+            } else if (CW == 2) {
+                const float2 x = *(const float2 *)vr;
+                vv[0] = x.x, vv[1 % CW] = x.y;
+            } else {
+#pragma unroll
+                for (int u = 0; u < CW; u++) vv[u] = vr[u];
+            }
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                const float pk = k == 0 ? pr[r].x : k == 1 ? pr[r].y : k == 2 ? pr[r].z : pr[r].w;
+#pragma unroll
+                for (int u = 0; u < CW; u++) acc[r][u] = fmaf(pk, vv[u], acc[r][u]);
+            }
+        }
+    }
+}
+
+/* v[r] reduced over the 16 lanes of a half warp (one row's 64 keys). */
+static __device__ __forceinline__ float half_max(float v)
+{
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL, v, o));
+    return v;
+}
+static __device__ __forceinline__ float half_sum(float v)
+{
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(FULL, v, o);
+    return v;
+}
+
+/* The block's (example, head, first row or key) over blocks of TB of `steps`. */
+static __device__ __forceinline__ void tile_of(const tfc_attn_desc &d, int steps, int *b, int *h,
+                                               int *r0)
+{
+    const int nb = (steps + TB - 1) / TB;
+    const int64_t bh = blockIdx.x / nb;
+    *r0 = (int)(blockIdx.x % nb) * TB;
+    *b = (int)(bh / d.heads), *h = (int)(bh % d.heads);
+}
+
+/* Shared floats of each tiled kernel (the host's launch and the kernels agree on these). */
+static __host__ __device__ __forceinline__ int tiled_ld(int cw) { return 16 * cw; }
+static __host__ __device__ __forceinline__ size_t fwd_floats(int dk, int dv, int cw)
+{
+    return (size_t)XLD * (2 * dk + TB) + (size_t)TB * tiled_ld(cw) + TB;
+}
+static __host__ __device__ __forceinline__ size_t dq_floats(int dk, int dv, int cw)
+{
+    return (size_t)XLD * (2 * dk + 2 * dv + TB) + (size_t)TB * tiled_ld(cw) + TB;
+}
+static __host__ __device__ __forceinline__ size_t dkv_floats(int dk, int dv, int cw)
+{
+    return (size_t)XLD * (2 * dk + 2 * dv + TB) + 2 * (size_t)TB * tiled_ld(cw) + 2 * TB;
+}
+
+/* Forward, as forward_kernel's online softmax, a block per 64 query rows: per key tile
+ * S = scale Q K^T (4 x 4 per thread), each row's maximum and sum over its half warp, the
+ * running output rescaled and P Z V added from the shared P. */
+template <int CW>
+static __global__ void __launch_bounds__(256)
+    fwd_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, float *o,
+              float *lse)
+{
+    extern __shared__ __align__(16) float tsh[];
+    const int ld = tiled_ld(CW);
+    float *qt = tsh, *kt = qt + XLD * d.dk, *ps = kt + XLD * d.dk, *vs = ps + XLD * TB;
+    int *vis = (int *)(vs + TB * ld);
+    int b, h, i0;
+    tile_of(d, d.tq, &b, &h, &i0);
+    const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+    stage_t(d, b, d.tq, h, i0, min(TB, d.tq - i0), q, d.dk, qt);
+    bool live[4];
+    int64_t row[4];
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int i = i0 + 4 * ty + r;
+        live[r] = i < d.tq && (!d.qmask || d.qmask[(int64_t)b * d.tq + i] != 0.f);
+        row[r] = row_of(d, b, h, min(i, d.tq - 1));
+    }
+    float acc[4][CW], m[4], l[4];
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        m[r] = -INFINITY, l[r] = 0.f;
+#pragma unroll
+        for (int u = 0; u < CW; u++) acc[r][u] = 0.f;
+    }
+    int jb, je;
+    key_range(d, i0, min(i0 + TB, d.tq), &jb, &je);
+    for (int j0 = jb; j0 < je; j0 += TB) {
+        const int nj = min(TB, je - j0);
+        __syncthreads(); /* the previous tile is consumed */
+        stage_t(d, b, d.tk, h, j0, nj, k, d.dk, kt);
+        stage_r(d, b, d.tk, h, j0, nj, v, d.dv, vs, ld);
+        stage_vis(d, b, j0, vis);
+        __syncthreads();
+        float s[4][4] = {};
+        mm4x4(qt, ty, kt, tx, d.dk, s);
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int i = i0 + 4 * ty + r;
+            float mt = -INFINITY;
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int jj = 4 * tx + c;
+                const bool seen = live[r] && jj < nj && vis[jj] && sees_at(d, i, j0 + jj);
+                s[r][c] = seen ? d.scale * s[r][c] : -INFINITY;
+                mt = fmaxf(mt, s[r][c]);
+            }
+            mt = half_max(mt);
+            const float mn = fmaxf(m[r], mt);
+            const float a = mn == -INFINITY ? 1.f : expf(m[r] - mn);
+            float sum = 0.f, pz[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const float p = s[r][c] > -INFINITY ? expf(s[r][c] - mn) : 0.f;
+                sum += p;
+                pz[c] = p != 0.f ? p * drop_scale(d, row[r], j0 + 4 * tx + c) : 0.f;
+            }
+            l[r] = l[r] * a + half_sum(sum);
+            m[r] = mn;
+#pragma unroll
+            for (int u = 0; u < CW; u++) acc[r][u] *= a;
+            *(float4 *)(ps + (4 * ty + r) * XLD + 4 * tx) = make_float4(pz[0], pz[1], pz[2], pz[3]);
+        }
+        __syncthreads();
+        mm4xcw<CW>(ps, ty, vs, ld, tx, acc);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int i = i0 + 4 * ty + r;
+        if (i >= d.tq) continue; /* not break: the loop stays unrolled */
+        float *oi = o + at(d, b, d.tq, i, h, d.dv);
+        float out[CW], L;
+        if (l[r] > 0.f) {
+            const float inv = 1.f / l[r];
+#pragma unroll
+            for (int u = 0; u < CW; u++) out[u] = acc[r][u] * inv;
+            L = m[r] + logf(l[r]);
+        } else if (d.uniform) { /* no key seen: the mean of every v_j, as Keras */
+            const float inv = 1.f / (float)d.tk;
+#pragma unroll
+            for (int u = 0; u < CW; u++) {
+                const int c = CW * tx + u;
+                float sum = 0.f;
+                if (c < d.dv)
+                    for (int j = 0; j < d.tk; j++) sum += v[at(d, b, d.tk, j, h, d.dv) + c];
+                out[u] = sum * inv;
+            }
+            L = -INFINITY;
+        } else {
+#pragma unroll
+            for (int u = 0; u < CW; u++) out[u] = 0.f;
+            L = INFINITY;
+        }
+#pragma unroll
+        for (int u = 0; u < CW; u++)
+            if (CW * tx + u < d.dv) oi[CW * tx + u] = out[u];
+        if (tx == 0) lse[row[r]] = L;
+    }
+}
+
+/* dq, a block per 64 query rows: per key tile S = Q K^T and dP = dO V^T (4 x 4 per
+ * thread), dS = scale P (Z dP - D) into shared, dq += dS K. Rows with lse +-inf: zero. */
+template <int CW>
+static __global__ void __launch_bounds__(256)
+    dq_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
+             const float *D, const float *dout, float *dq)
+{
+    extern __shared__ __align__(16) float tsh[];
+    const int ld = tiled_ld(CW);
+    float *qt = tsh, *dot_ = qt + XLD * d.dk, *kt = dot_ + XLD * d.dv, *vt = kt + XLD * d.dk;
+    float *dss = vt + XLD * d.dv, *ks = dss + XLD * TB;
+    int *vis = (int *)(ks + TB * ld);
+    int b, h, i0;
+    tile_of(d, d.tq, &b, &h, &i0);
+    const int ty = threadIdx.x / 16, tx = threadIdx.x % 16, ni = min(TB, d.tq - i0);
+    stage_t(d, b, d.tq, h, i0, ni, q, d.dk, qt);
+    stage_t(d, b, d.tq, h, i0, ni, dout, d.dv, dot_);
+    float L[4], Di[4];
+    bool live[4];
+    int64_t row[4];
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int i = i0 + 4 * ty + r;
+        row[r] = row_of(d, b, h, min(i, d.tq - 1));
+        L[r] = i < d.tq ? lse[row[r]] : INFINITY;
+        live[r] = isfinite(L[r]);
+        Di[r] = live[r] ? D[row[r]] : 0.f;
+    }
+    float acc[4][CW];
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+#pragma unroll
+        for (int u = 0; u < CW; u++) acc[r][u] = 0.f;
+    int jb, je;
+    key_range(d, i0, i0 + ni, &jb, &je);
+    for (int j0 = jb; j0 < je; j0 += TB) {
+        const int nj = min(TB, je - j0);
+        __syncthreads(); /* the previous tile is consumed */
+        stage_t(d, b, d.tk, h, j0, nj, k, d.dk, kt);
+        stage_t(d, b, d.tk, h, j0, nj, v, d.dv, vt);
+        stage_r(d, b, d.tk, h, j0, nj, k, d.dk, ks, ld);
+        stage_vis(d, b, j0, vis);
+        __syncthreads();
+        float s[4][4] = {}, dp[4][4] = {};
+        mm4x4(qt, ty, kt, tx, d.dk, s);
+        mm4x4(dot_, ty, vt, tx, d.dv, dp);
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int i = i0 + 4 * ty + r;
+            float g[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int jj = 4 * tx + c, j = j0 + jj;
+                g[c] = 0.f;
+                if (live[r] && jj < nj && vis[jj] && sees_at(d, i, j)) {
+                    const float p = expf(d.scale * s[r][c] - L[r]);
+                    g[c] = d.scale * p * (drop_scale(d, row[r], j) * dp[r][c] - Di[r]);
+                }
+            }
+            *(float4 *)(dss + (4 * ty + r) * XLD + 4 * tx) = make_float4(g[0], g[1], g[2], g[3]);
+        }
+        __syncthreads();
+        mm4xcw<CW>(dss, ty, ks, ld, tx, acc);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int i = i0 + 4 * ty + r;
+        if (i >= d.tq) continue;
+        float *dqi = dq + at(d, b, d.tq, i, h, d.dk);
+#pragma unroll
+        for (int u = 0; u < CW; u++)
+            if (CW * tx + u < d.dk) dqi[CW * tx + u] = acc[r][u];
+    }
+}
+
+/* dk, dv, a block per 64 keys: per tile of query rows (those that may see the block's keys,
+ * and any tile holding a row with the uniform mean) S^T = K Q^T and dP^T = V dO^T (4 x 4
+ * per thread: keys 4 ty + r, rows 4 tx + c), then dv += (P Z)^T dO and dk += dS^T Q through
+ * one shared buffer. A row with the uniform mean (lse -inf) has p z = 1 / tk and ds = 0 for
+ * every key; a row with lse +inf adds nothing. */
+template <int CW>
+static __global__ void __launch_bounds__(256)
+    dkv_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
+              const float *D, const float *dout, float *dk, float *dv)
+{
+    extern __shared__ __align__(16) float tsh[];
+    const int ld = tiled_ld(CW);
+    float *kt = tsh, *vt = kt + XLD * d.dk, *qt = vt + XLD * d.dv, *dot_ = qt + XLD * d.dk;
+    float *buf = dot_ + XLD * d.dv, *qs = buf + XLD * TB, *dos = qs + TB * ld;
+    float *ls = dos + TB * ld, *ds_ = ls + TB;
+    int b, h, j0;
+    tile_of(d, d.tk, &b, &h, &j0);
+    const int ty = threadIdx.x / 16, tx = threadIdx.x % 16, nj = min(TB, d.tk - j0);
+    stage_t(d, b, d.tk, h, j0, nj, k, d.dk, kt);
+    stage_t(d, b, d.tk, h, j0, nj, v, d.dv, vt);
+    bool kvis[4];
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int j = j0 + 4 * ty + r;
+        kvis[r] = j < d.tk && (!d.kmask || d.kmask[(int64_t)b * d.tk + j] != 0.f);
+    }
+    float ak[4][CW], av[4][CW];
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+#pragma unroll
+        for (int u = 0; u < CW; u++) ak[r][u] = av[r][u] = 0.f;
+    int ib, ie;
+    row_range(d, j0, j0 + nj, &ib, &ie);
+    const float mean = 1.f / (float)d.tk;
+    for (int i0 = 0; i0 < d.tq; i0 += TB) {
+        const int ni = min(TB, d.tq - i0);
+        __syncthreads(); /* the previous tile is consumed */
+        int uni = 0;
+        for (int e = threadIdx.x; e < TB; e += blockDim.x) {
+            const float L = e < ni ? lse[row_of(d, b, h, i0 + e)] : INFINITY;
+            ls[e] = L;
+            ds_[e] = e < ni && isfinite(L) ? D[row_of(d, b, h, i0 + e)] : 0.f;
+            uni |= L == -INFINITY;
+        }
+        const int uniform = __syncthreads_or(uni);
+        if (!uniform && (i0 >= ie || i0 + ni <= ib)) continue; /* no row meets the keys */
+        stage_t(d, b, d.tq, h, i0, ni, q, d.dk, qt);
+        stage_t(d, b, d.tq, h, i0, ni, dout, d.dv, dot_);
+        stage_r(d, b, d.tq, h, i0, ni, q, d.dk, qs, ld);
+        stage_r(d, b, d.tq, h, i0, ni, dout, d.dv, dos, ld);
+        __syncthreads();
+        float s[4][4] = {}, dp[4][4] = {};
+        mm4x4(kt, ty, qt, tx, d.dk, s);
+        mm4x4(vt, ty, dot_, tx, d.dv, dp);
+        float g[4][4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int j = j0 + 4 * ty + r;
+            float pz[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int e = 4 * tx + c, i = i0 + e;
+                const float L = ls[e];
+                pz[c] = 0.f, g[r][c] = 0.f;
+                if (j < d.tk && L == -INFINITY) {
+                    pz[c] = mean;
+                } else if (L != INFINITY && kvis[r] && sees_at(d, i, j)) {
+                    const float p = expf(d.scale * s[r][c] - L);
+                    const float z = drop_scale(d, row_of(d, b, h, i), j);
+                    g[r][c] = d.scale * p * (z * dp[r][c] - ds_[e]);
+                    pz[c] = p * z;
+                }
+            }
+            *(float4 *)(buf + (4 * ty + r) * XLD + 4 * tx) = make_float4(pz[0], pz[1], pz[2], pz[3]);
+        }
+        __syncthreads();
+        mm4xcw<CW>(buf, ty, dos, ld, tx, av);
+        __syncthreads(); /* the probabilities are consumed */
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            *(float4 *)(buf + (4 * ty + r) * XLD + 4 * tx) =
+                make_float4(g[r][0], g[r][1], g[r][2], g[r][3]);
+        __syncthreads();
+        mm4xcw<CW>(buf, ty, qs, ld, tx, ak);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int j = j0 + 4 * ty + r;
+        if (j >= d.tk) continue;
+        float *dkj = dk + at(d, b, d.tk, j, h, d.dk), *dvj = dv + at(d, b, d.tk, j, h, d.dv);
+#pragma unroll
+        for (int u = 0; u < CW; u++) {
+            if (CW * tx + u < d.dk) dkj[CW * tx + u] = ak[r][u];
+            if (CW * tx + u < d.dv) dvj[CW * tx + u] = av[r][u];
+        }
+    }
+}
+
 /* Dynamic shared memory of a kernel: its bytes, the 48 KiB default raised where needed. */
 template <typename K> static int smem(gpu_ctx *g, K kernel, size_t floats, size_t *bytes)
 {
@@ -343,11 +767,54 @@ static unsigned blocks(const tfc_attn_desc *d, int steps)
     return (unsigned)((int64_t)d->n * d->heads * ((steps + ROWS - 1) / ROWS));
 }
 
+/* CW of the tiled kernels for these head sizes, 0 where they exceed 64 (the warp-per-row
+ * kernels above then run), or where the device's shared memory per block cannot hold them
+ * (dk = dv = 64 take 120 KB: Turing's 64 KB cannot). */
+static int tiled_cw(const gpu_ctx *g, const tfc_attn_desc *d)
+{
+    const int m = d->dk > d->dv ? d->dk : d->dv, cw = (m + 15) / 16;
+    const size_t most = dkv_floats(d->dk, d->dv, cw) * sizeof(float); /* the largest */
+    return m <= TB && most <= g->smem_optin ? cw : 0;
+}
+
+template <int CW>
+static void fwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const float *k,
+                       const float *v, float *o, float *lse)
+{
+    size_t bytes;
+    if (smem(g, fwd_tiled<CW>, fwd_floats(d->dk, d->dv, CW), &bytes)) return;
+    const unsigned grid = (unsigned)((int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB));
+    fwd_tiled<CW><<<grid, 256, bytes, g->stream>>>(*d, q, k, v, o, lse);
+    TFC_LAUNCH_CHECK(g, fwd_tiled);
+}
+
+template <int CW>
+static void bwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const float *k,
+                       const float *v, const float *lse, const float *D, const float *dout,
+                       float *dq, float *dk, float *dv)
+{
+    size_t bytes;
+    if (smem(g, dq_tiled<CW>, dq_floats(d->dk, d->dv, CW), &bytes)) return;
+    unsigned grid = (unsigned)((int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB));
+    dq_tiled<CW><<<grid, 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout, dq);
+    TFC_LAUNCH_CHECK(g, dq_tiled);
+    if (smem(g, dkv_tiled<CW>, dkv_floats(d->dk, d->dv, CW), &bytes)) return;
+    grid = (unsigned)((int64_t)d->n * d->heads * ((d->tk + TB - 1) / TB));
+    dkv_tiled<CW><<<grid, 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout, dk, dv);
+    TFC_LAUNCH_CHECK(g, dkv_tiled);
+}
+
 void tfc_gpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const float *q,
                                const float *k, const float *v, float *o, float *lse)
 {
     gpu_ctx *g = gpu_of(be);
     if ((int64_t)d->n * d->heads * d->tq == 0 || dims_fit(g, d)) return;
+    switch (tiled_cw(g, d)) {
+    case 1: fwd_launch<1>(g, d, q, k, v, o, lse); return;
+    case 2: fwd_launch<2>(g, d, q, k, v, o, lse); return;
+    case 3: fwd_launch<3>(g, d, q, k, v, o, lse); return;
+    case 4: fwd_launch<4>(g, d, q, k, v, o, lse); return;
+    }
     size_t bytes;
     if (smem(g, forward_kernel,
              (size_t)TILE * (d->dk + 1) + (size_t)TILE * d->dv + (size_t)ROWS * d->dk, &bytes))
@@ -370,6 +837,12 @@ void tfc_gpu_attention_backward(tfc_backend *be, const tfc_attn_desc *d, const f
     rowdot_kernel<<<gpu_blocks(g, rows * 32), GPU_THREADS, 0, g->stream>>>(rows, d->heads, d->tq,
                                                                            d->dv, dout, o, D);
     TFC_LAUNCH_CHECK(g, rowdot_kernel);
+    switch (tiled_cw(g, d)) {
+    case 1: bwd_launch<1>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
+    case 2: bwd_launch<2>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
+    case 3: bwd_launch<3>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
+    case 4: bwd_launch<4>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
+    }
     size_t bytes;
     if (smem(g, dq_kernel,
              (size_t)TILE * (d->dk + d->dv + 2) + (size_t)ROWS * (d->dk + d->dv), &bytes))

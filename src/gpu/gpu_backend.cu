@@ -420,6 +420,7 @@ tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err)
     g->sm_count = prop.multiProcessorCount;
     g->cc_major = prop.major;
     g->cc_minor = prop.minor;
+    g->smem_optin = prop.sharedMemPerBlockOptin;
     snprintf(g->name, sizeof g->name, "%s (sm_%d%d, %d SMs)", prop.name, prop.major, prop.minor,
              prop.multiProcessorCount);
     cudaFuncAttributes attr;

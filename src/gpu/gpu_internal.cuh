@@ -38,6 +38,7 @@ typedef struct gpu_conv_cache gpu_conv_cache; /* gpu_conv.cu */
 typedef struct gpu_ctx {
     int device;
     int sm_count, cc_major, cc_minor;
+    size_t smem_optin; /* shared memory a block may opt in to (bytes) */
     char name[192];
     cudaStream_t stream;
     cublasHandle_t blas;

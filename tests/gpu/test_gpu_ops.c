@@ -2626,6 +2626,20 @@ static void test_attention(void)
     tfc_attn_desc drop = {.n = 2, .heads = 3, .tq = 50, .tk = 50, .dk = 6, .dv = 6, .causal = 1,
                           .scale = 0.4f, .rate = 0.3f, .key = 77, .step = 5};
     CU_ASSERT_EQUAL(attention_case("attn dropout", drop, 1), 0);
+    /* The register-tiled kernels (head sizes up to 64) over more than one 64-row tile: a
+     * GPT's heads of 32 (tiles cut at 200), key_dim != value_dim of 48 and 40 with a window
+     * and tq > tk, heads of 64 with dropout. The cases above run them too, on one tile or
+     * two; value_dim 200 and the heads of 256 run the warp-per-row kernels. */
+    tfc_attn_desc gpt = {.n = 2, .heads = 4, .tq = 200, .tk = 200, .dk = 32, .dv = 32,
+                         .causal = 1, .uniform = 1, .scale = 0.17677670f};
+    CU_ASSERT_EQUAL(attention_case("attn gpt heads", gpt, 0), 0);
+    CU_ASSERT_EQUAL(attention_case("attn gpt heads masked", gpt, 1), 0);
+    tfc_attn_desc mixed = {.n = 2, .heads = 2, .tq = 150, .tk = 130, .dk = 48, .dv = 40,
+                           .window = 30, .uniform = 1, .scale = 0.144f};
+    CU_ASSERT_EQUAL(attention_case("attn 48/40 window", mixed, 1), 0);
+    tfc_attn_desc d64 = {.n = 2, .heads = 2, .tq = 129, .tk = 129, .dk = 64, .dv = 64,
+                         .causal = 1, .scale = 0.125f, .rate = 0.2f, .key = 9, .step = 3};
+    CU_ASSERT_EQUAL(attention_case("attn heads of 64, dropout", d64, 1), 0);
     check_status();
 }
 
