@@ -107,6 +107,10 @@ TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
 TFC_BACKEND_STEP_OPS(TFC_GPU_DECLARE)
 #undef TFC_GPU_DECLARE
 
+/* For tests: 1 keeps the attention kernels from splitting a walk over several blocks
+ * (gpu_attention.cu, split_of), 0 (the default) lets them decide. */
+void tfc_gpu_attention_force_split(int force);
+
 #ifdef __cplusplus
 }
 #endif

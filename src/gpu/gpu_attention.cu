@@ -437,14 +437,23 @@ static __device__ __forceinline__ float half_sum(float v)
     return v;
 }
 
-/* The block's (example, head, first row or key) over blocks of TB of `steps`. */
-static __device__ __forceinline__ void tile_of(const tfc_attn_desc &d, int steps, int *b, int *h,
-                                               int *r0)
+/* The block's (example, head, first row or key) over blocks of TB of `steps`, and its split
+ * (the blocks of one row or key block are `split` neighbours). */
+static __device__ __forceinline__ void tile_of(const tfc_attn_desc &d, int steps, int split,
+                                               int *b, int *h, int *r0, int *s)
 {
     const int nb = (steps + TB - 1) / TB;
-    const int64_t bh = blockIdx.x / nb;
-    *r0 = (int)(blockIdx.x % nb) * TB;
+    const int64_t blk = blockIdx.x / split, bh = blk / nb;
+    *s = (int)(blockIdx.x % split);
+    *r0 = (int)(blk % nb) * TB;
     *b = (int)(bh / d.heads), *h = (int)(bh % d.heads);
+}
+
+/* [*lo, *hi) narrowed to split s's share: the tiles [s ctiles, (s + 1) ctiles) of TB. */
+static __device__ __forceinline__ void split_range(int split, int s, int ctiles, int *lo, int *hi)
+{
+    if (split > 1)
+        *lo = max(*lo, s * ctiles * TB), *hi = min(*hi, (s + 1) * ctiles * TB);
 }
 
 /* Shared floats of each tiled kernel (the host's launch and the kernels agree on these). */
@@ -468,14 +477,14 @@ static __host__ __device__ __forceinline__ size_t dkv_floats(int dk, int dv, int
 template <int CW>
 static __global__ void __launch_bounds__(256)
     fwd_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, float *o,
-              float *lse)
+              float *lse, int split, int ctiles, float *ws)
 {
     extern __shared__ __align__(16) float tsh[];
     const int ld = tiled_ld(CW);
     float *qt = tsh, *kt = qt + XLD * d.dk, *ps = kt + XLD * d.dk, *vs = ps + XLD * TB;
     int *vis = (int *)(vs + TB * ld);
-    int b, h, i0;
-    tile_of(d, d.tq, &b, &h, &i0);
+    int b, h, i0, sp;
+    tile_of(d, d.tq, split, &b, &h, &i0, &sp);
     const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
     stage_t(d, b, d.tq, h, i0, min(TB, d.tq - i0), q, d.dk, qt);
     bool live[4];
@@ -495,6 +504,7 @@ static __global__ void __launch_bounds__(256)
     }
     int jb, je;
     key_range(d, i0, min(i0 + TB, d.tq), &jb, &je);
+    split_range(split, sp, ctiles, &jb, &je);
     for (int j0 = jb; j0 < je; j0 += TB) {
         const int nj = min(TB, je - j0);
         __syncthreads(); /* the previous tile is consumed */
@@ -533,6 +543,20 @@ static __global__ void __launch_bounds__(256)
         }
         __syncthreads();
         mm4xcw<CW>(ps, ty, vs, ld, tx, acc);
+    }
+    if (split > 1) { /* this share's maximum, sum and unscaled output, for fwd_combine */
+        const int64_t rows = (int64_t)d.n * d.heads * d.tq;
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            if (i0 + 4 * ty + r >= d.tq) continue;
+            const int64_t at_s = sp * rows + row[r];
+            float *wo = ws + 2 * split * rows + at_s * d.dv;
+#pragma unroll
+            for (int u = 0; u < CW; u++)
+                if (CW * tx + u < d.dv) wo[CW * tx + u] = acc[r][u];
+            if (tx == 0) ws[at_s] = m[r], ws[split * rows + at_s] = l[r];
+        }
+        return;
     }
 #pragma unroll
     for (int r = 0; r < 4; r++) {
@@ -573,15 +597,15 @@ static __global__ void __launch_bounds__(256)
 template <int CW>
 static __global__ void __launch_bounds__(256)
     dq_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
-             const float *D, const float *dout, float *dq)
+             const float *D, const float *dout, float *dq, int split, int ctiles, float *ws)
 {
     extern __shared__ __align__(16) float tsh[];
     const int ld = tiled_ld(CW);
     float *qt = tsh, *dot_ = qt + XLD * d.dk, *kt = dot_ + XLD * d.dv, *vt = kt + XLD * d.dk;
     float *dss = vt + XLD * d.dv, *ks = dss + XLD * TB;
     int *vis = (int *)(ks + TB * ld);
-    int b, h, i0;
-    tile_of(d, d.tq, &b, &h, &i0);
+    int b, h, i0, sp;
+    tile_of(d, d.tq, split, &b, &h, &i0, &sp);
     const int ty = threadIdx.x / 16, tx = threadIdx.x % 16, ni = min(TB, d.tq - i0);
     stage_t(d, b, d.tq, h, i0, ni, q, d.dk, qt);
     stage_t(d, b, d.tq, h, i0, ni, dout, d.dv, dot_);
@@ -603,6 +627,7 @@ static __global__ void __launch_bounds__(256)
         for (int u = 0; u < CW; u++) acc[r][u] = 0.f;
     int jb, je;
     key_range(d, i0, i0 + ni, &jb, &je);
+    split_range(split, sp, ctiles, &jb, &je);
     for (int j0 = jb; j0 < je; j0 += TB) {
         const int nj = min(TB, je - j0);
         __syncthreads(); /* the previous tile is consumed */
@@ -636,7 +661,8 @@ static __global__ void __launch_bounds__(256)
     for (int r = 0; r < 4; r++) {
         const int i = i0 + 4 * ty + r;
         if (i >= d.tq) continue;
-        float *dqi = dq + at(d, b, d.tq, i, h, d.dk);
+        float *dqi = split > 1 ? ws + (sp * (int64_t)d.n * d.heads * d.tq + row[r]) * d.dk
+                               : dq + at(d, b, d.tq, i, h, d.dk);
 #pragma unroll
         for (int u = 0; u < CW; u++)
             if (CW * tx + u < d.dk) dqi[CW * tx + u] = acc[r][u];
@@ -651,15 +677,16 @@ static __global__ void __launch_bounds__(256)
 template <int CW>
 static __global__ void __launch_bounds__(256)
     dkv_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
-              const float *D, const float *dout, float *dk, float *dv)
+              const float *D, const float *dout, float *dk, float *dv, int split, int ctiles,
+              float *ws)
 {
     extern __shared__ __align__(16) float tsh[];
     const int ld = tiled_ld(CW);
     float *kt = tsh, *vt = kt + XLD * d.dk, *qt = vt + XLD * d.dv, *dot_ = qt + XLD * d.dk;
     float *buf = dot_ + XLD * d.dv, *qs = buf + XLD * TB, *dos = qs + TB * ld;
     float *ls = dos + TB * ld, *ds_ = ls + TB;
-    int b, h, j0;
-    tile_of(d, d.tk, &b, &h, &j0);
+    int b, h, j0, sp;
+    tile_of(d, d.tk, split, &b, &h, &j0, &sp);
     const int ty = threadIdx.x / 16, tx = threadIdx.x % 16, nj = min(TB, d.tk - j0);
     stage_t(d, b, d.tk, h, j0, nj, k, d.dk, kt);
     stage_t(d, b, d.tk, h, j0, nj, v, d.dv, vt);
@@ -677,7 +704,9 @@ static __global__ void __launch_bounds__(256)
     int ib, ie;
     row_range(d, j0, j0 + nj, &ib, &ie);
     const float mean = 1.f / (float)d.tk;
-    for (int i0 = 0; i0 < d.tq; i0 += TB) {
+    int rb = 0, re = d.tq;
+    split_range(split, sp, ctiles, &rb, &re);
+    for (int i0 = rb; i0 < re; i0 += TB) {
         const int ni = min(TB, d.tq - i0);
         __syncthreads(); /* the previous tile is consumed */
         int uni = 0;
@@ -732,13 +761,95 @@ static __global__ void __launch_bounds__(256)
     for (int r = 0; r < 4; r++) {
         const int j = j0 + 4 * ty + r;
         if (j >= d.tk) continue;
-        float *dkj = dk + at(d, b, d.tk, j, h, d.dk), *dvj = dv + at(d, b, d.tk, j, h, d.dv);
+        float *dkj, *dvj;
+        if (split > 1) { /* this share of the rows, for sum_splits */
+            const int64_t keys = (int64_t)d.n * d.heads * d.tk;
+            const int64_t at_s = sp * keys + ((int64_t)b * d.heads + h) * d.tk + j;
+            dkj = ws + at_s * d.dk, dvj = ws + split * keys * d.dk + at_s * d.dv;
+        } else {
+            dkj = dk + at(d, b, d.tk, j, h, d.dk), dvj = dv + at(d, b, d.tk, j, h, d.dv);
+        }
 #pragma unroll
         for (int u = 0; u < CW; u++) {
             if (CW * tx + u < d.dk) dkj[CW * tx + u] = ak[r][u];
             if (CW * tx + u < d.dv) dvj[CW * tx + u] = av[r][u];
         }
     }
+}
+
+/* The forward pass's splits met: per row M = max_s m_s, L = sum_s l_s exp(m_s - M),
+ * o = sum_s acc_s exp(m_s - M) / L, lse = M + log L (a thread per output element, the
+ * splits in order); a row no split saw a key in gets the unsplit kernel's uniform mean or
+ * zeros. ws: m [split][rows], l [split][rows], acc [split][rows][dv], rows in lse's order. */
+static __global__ void fwd_combine(tfc_attn_desc d, int split, const float *ws, const float *v,
+                                   float *o, float *lse)
+{
+    const int64_t rows = (int64_t)d.n * d.heads * d.tq;
+    const float *wm = ws, *wl = ws + split * rows, *wo = ws + 2 * split * rows;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * d.dv;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = e / d.dv, bh = row / d.tq;
+        const int c = (int)(e % d.dv), i = (int)(row % d.tq);
+        const int b = (int)(bh / d.heads), h = (int)(bh % d.heads);
+        float M = -INFINITY, L = 0.f, acc = 0.f;
+        for (int s = 0; s < split; s++) M = fmaxf(M, wm[s * rows + row]);
+        for (int s = 0; M > -INFINITY && s < split; s++) {
+            const float ms = wm[s * rows + row];
+            if (ms == -INFINITY) continue; /* a share that saw no key: l = 0, acc = 0 */
+            const float a = expf(ms - M);
+            L += wl[s * rows + row] * a;
+            acc += wo[(s * rows + row) * d.dv + c] * a;
+        }
+        float out, lv;
+        if (L > 0.f) {
+            out = acc * (1.f / L), lv = M + logf(L);
+        } else if (d.uniform) { /* no key seen: the mean of every v_j, as Keras */
+            float sum = 0.f;
+            for (int j = 0; j < d.tk; j++) sum += v[at(d, b, d.tk, j, h, d.dv) + c];
+            out = sum * (1.f / (float)d.tk), lv = -INFINITY;
+        } else {
+            out = 0.f, lv = INFINITY;
+        }
+        o[at(d, b, d.tq, i, h, d.dv) + c] = out;
+        if (c == 0) lse[row] = lv;
+    }
+}
+
+/* dst [n, t, heads, dim] = the sum of the splits' shares ws [split][n heads t][dim], in
+ * order (dq over key splits; dk, dv over row splits). */
+static __global__ void sum_splits(tfc_attn_desc d, int split, int t, int dim, const float *ws,
+                                  float *dst)
+{
+    const int64_t rows = (int64_t)d.n * d.heads * t;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * dim;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = e / dim, bh = row / t;
+        const int c = (int)(e % dim), i = (int)(row % t);
+        float sum = 0.f;
+        for (int s = 0; s < split; s++) sum += ws[(s * rows + row) * dim + c];
+        dst[at(d, (int)(bh / d.heads), t, i, (int)(bh % d.heads), dim) + c] = sum;
+    }
+}
+
+/* Splits of a tiled kernel's walk: where its blocks (one per 64 rows or keys of every
+ * example and head) number under 8 per SM, the walk over `tiles` tiles (keys for the
+ * forward pass and dq, query rows for dk, dv) is cut into shares of *ctiles tiles, a block
+ * each, met afterwards (fwd_combine, sum_splits) so the longest chain of tiles a block walks
+ * shortens: a causal T = 2048 at batch 2 and 4 heads has 256 blocks, whose last walked 32
+ * tiles alone. The count depends on the shape and the SM count only: the same bits on every
+ * run of a device. force (tests): 1 never splits, 0 decides. */
+static int attn_force_split;
+void tfc_gpu_attention_force_split(int force) { attn_force_split = force; }
+
+static __host__ __device__ int split_of(int sm_count, int64_t blocks, int tiles, int force,
+                                        int *ctiles)
+{
+    const int64_t target = 8 * (int64_t)sm_count;
+    int64_t s = 1;
+    if (force != 1 && blocks < target && tiles > 1)
+        s = (target + blocks - 1) / blocks < tiles ? (target + blocks - 1) / blocks : tiles;
+    *ctiles = (int)((tiles + s - 1) / s);
+    return (tiles + *ctiles - 1) / *ctiles;
 }
 
 /* Dynamic shared memory of a kernel: its bytes, the 48 KiB default raised where needed. */
@@ -783,25 +894,67 @@ static void fwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const
 {
     size_t bytes;
     if (smem(g, fwd_tiled<CW>, fwd_floats(d->dk, d->dv, CW), &bytes)) return;
-    const unsigned grid = (unsigned)((int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB));
-    fwd_tiled<CW><<<grid, 256, bytes, g->stream>>>(*d, q, k, v, o, lse);
+    const int64_t blocks = (int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB);
+    const int64_t rows = (int64_t)d->n * d->heads * d->tq;
+    int ctiles;
+    const int split = split_of(g->sm_count, blocks, (d->tk + TB - 1) / TB, attn_force_split,
+                               &ctiles);
+    float *ws = NULL;
+    if (split > 1 &&
+        !(ws = (float *)tfc_gpu_scratch(g, (size_t)split * rows * (d->dv + 2) * sizeof(float))))
+        return;
+    fwd_tiled<CW><<<(unsigned)(blocks * split), 256, bytes, g->stream>>>(*d, q, k, v, o, lse,
+                                                                         split, ctiles, ws);
     TFC_LAUNCH_CHECK(g, fwd_tiled);
+    if (split == 1) return;
+    fwd_combine<<<gpu_blocks(g, rows * d->dv), GPU_THREADS, 0, g->stream>>>(*d, split, ws, v, o,
+                                                                            lse);
+    TFC_LAUNCH_CHECK(g, fwd_combine);
 }
 
+/* D [rows] first in the scratch, then dq's shares, then dk's and dv's. */
 template <int CW>
 static void bwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const float *k,
-                       const float *v, const float *lse, const float *D, const float *dout,
+                       const float *v, const float *o, const float *lse, const float *dout,
                        float *dq, float *dk, float *dv)
 {
+    const int64_t rows = (int64_t)d->n * d->heads * d->tq;
+    const int64_t keys = (int64_t)d->n * d->heads * d->tk;
+    const int64_t qblocks = (int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB);
+    const int64_t kblocks = (int64_t)d->n * d->heads * ((d->tk + TB - 1) / TB);
+    int qc, kc;
+    const int qs = split_of(g->sm_count, qblocks, (d->tk + TB - 1) / TB, attn_force_split, &qc);
+    const int ks = split_of(g->sm_count, kblocks, (d->tq + TB - 1) / TB, attn_force_split, &kc);
+    const size_t wq = qs > 1 ? (size_t)qs * rows * d->dk : 0;
+    const size_t wk = ks > 1 ? (size_t)ks * keys * (d->dk + d->dv) : 0;
+    float *D = (float *)tfc_gpu_scratch(g, ((size_t)rows + wq + wk) * sizeof(float));
+    if (!D) return;
+    float *wsq = D + rows, *wsk = wsq + wq;
+    rowdot_kernel<<<gpu_blocks(g, rows * 32), GPU_THREADS, 0, g->stream>>>(rows, d->heads, d->tq,
+                                                                           d->dv, dout, o, D);
+    TFC_LAUNCH_CHECK(g, rowdot_kernel);
     size_t bytes;
     if (smem(g, dq_tiled<CW>, dq_floats(d->dk, d->dv, CW), &bytes)) return;
-    unsigned grid = (unsigned)((int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB));
-    dq_tiled<CW><<<grid, 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout, dq);
+    dq_tiled<CW><<<(unsigned)(qblocks * qs), 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout,
+                                                                      dq, qs, qc, wsq);
     TFC_LAUNCH_CHECK(g, dq_tiled);
+    if (qs > 1) {
+        sum_splits<<<gpu_blocks(g, rows * d->dk), GPU_THREADS, 0, g->stream>>>(*d, qs, d->tq,
+                                                                               d->dk, wsq, dq);
+        TFC_LAUNCH_CHECK(g, sum_splits);
+    }
     if (smem(g, dkv_tiled<CW>, dkv_floats(d->dk, d->dv, CW), &bytes)) return;
-    grid = (unsigned)((int64_t)d->n * d->heads * ((d->tk + TB - 1) / TB));
-    dkv_tiled<CW><<<grid, 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout, dk, dv);
+    dkv_tiled<CW><<<(unsigned)(kblocks * ks), 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout,
+                                                                       dk, dv, ks, kc, wsk);
     TFC_LAUNCH_CHECK(g, dkv_tiled);
+    if (ks > 1) {
+        sum_splits<<<gpu_blocks(g, keys * d->dk), GPU_THREADS, 0, g->stream>>>(*d, ks, d->tk,
+                                                                               d->dk, wsk, dk);
+        TFC_LAUNCH_CHECK(g, sum_splits);
+        sum_splits<<<gpu_blocks(g, keys * d->dv), GPU_THREADS, 0, g->stream>>>(
+            *d, ks, d->tk, d->dv, wsk + (size_t)ks * keys * d->dk, dv);
+        TFC_LAUNCH_CHECK(g, sum_splits);
+    }
 }
 
 void tfc_gpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const float *q,
@@ -823,7 +976,7 @@ void tfc_gpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const fl
     TFC_LAUNCH_CHECK(g, forward_kernel);
 }
 
-/* Scratch: D [n, heads, tq]. */
+/* Scratch: D [n, heads, tq], and the tiled kernels' shares where they split. */
 void tfc_gpu_attention_backward(tfc_backend *be, const tfc_attn_desc *d, const float *q,
                                 const float *k, const float *v, const float *o,
                                 const float *lse, const float *dout, float *dq, float *dk,
@@ -832,17 +985,17 @@ void tfc_gpu_attention_backward(tfc_backend *be, const tfc_attn_desc *d, const f
     gpu_ctx *g = gpu_of(be);
     const int64_t rows = (int64_t)d->n * d->heads * d->tq;
     if (rows == 0 || d->tk == 0 || dims_fit(g, d)) return;
+    switch (tiled_cw(g, d)) {
+    case 1: bwd_launch<1>(g, d, q, k, v, o, lse, dout, dq, dk, dv); return;
+    case 2: bwd_launch<2>(g, d, q, k, v, o, lse, dout, dq, dk, dv); return;
+    case 3: bwd_launch<3>(g, d, q, k, v, o, lse, dout, dq, dk, dv); return;
+    case 4: bwd_launch<4>(g, d, q, k, v, o, lse, dout, dq, dk, dv); return;
+    }
     float *D = (float *)tfc_gpu_scratch(g, (size_t)rows * sizeof(float));
     if (!D) return;
     rowdot_kernel<<<gpu_blocks(g, rows * 32), GPU_THREADS, 0, g->stream>>>(rows, d->heads, d->tq,
                                                                            d->dv, dout, o, D);
     TFC_LAUNCH_CHECK(g, rowdot_kernel);
-    switch (tiled_cw(g, d)) {
-    case 1: bwd_launch<1>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
-    case 2: bwd_launch<2>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
-    case 3: bwd_launch<3>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
-    case 4: bwd_launch<4>(g, d, q, k, v, lse, D, dout, dq, dk, dv); return;
-    }
     size_t bytes;
     if (smem(g, dq_kernel,
              (size_t)TILE * (d->dk + d->dv + 2) + (size_t)ROWS * (d->dk + d->dv), &bytes))

@@ -40,6 +40,16 @@ static void set_tf32(int on)
 #endif
 }
 
+/* 1: the attention kernels walk every row or key block in one block (no splits). */
+static void set_attention_no_split(int on)
+{
+#ifdef TFC_HAVE_CUDA
+    tfc_gpu_attention_force_split(on);
+#else
+    (void)on;
+#endif
+}
+
 static void set_deterministic(int on)
 {
 #ifdef TFC_HAVE_CUDA
@@ -2600,7 +2610,9 @@ static int attention_case(const char *name, tfc_attn_desc d, int masks)
     return bad;
 }
 
-static void test_attention(void)
+/* Every case twice: with the splits the kernels choose (on a large GPU the small cases split
+ * their walks over several blocks, gpu_attention.cu's split_of) and with none. */
+static void attention_cases(void)
 {
     const float s4 = 0.5f, s5 = 0.4472136f;
     tfc_attn_desc base = {.n = 2, .heads = 1, .tq = 37, .tk = 37, .dk = 4, .dv = 4, .scale = s4};
@@ -2640,6 +2652,14 @@ static void test_attention(void)
     tfc_attn_desc d64 = {.n = 2, .heads = 2, .tq = 129, .tk = 129, .dk = 64, .dv = 64,
                          .causal = 1, .scale = 0.125f, .rate = 0.2f, .key = 9, .step = 3};
     CU_ASSERT_EQUAL(attention_case("attn heads of 64, dropout", d64, 1), 0);
+}
+
+static void test_attention(void)
+{
+    attention_cases();
+    set_attention_no_split(1);
+    attention_cases();
+    set_attention_no_split(0);
     check_status();
 }
 
