@@ -8,13 +8,15 @@
 # 41): torch.compile in its default mode and in reduce-overhead (CUDA graphs), and one
 # jax.jit per step (bench/jax_bench.py; left out with a line saying so where JAX has no GPU),
 # PEER_STEPS steps each after 10 warm-up steps that hold the compilation, and a table of
-# every peer with the fastest one's time over tfc's. STEPS=N shortens the runs.
+# every peer with the fastest one's time over tfc's. STEPS=N shortens the runs. MODELS="..."
+# (spaces or commas) replaces the four networks with any of bench/models/ that the peers'
+# scripts also build, e.g. MODELS="gpt_t128 gpt_t512 gpt_t2048" for issue 40's GPT table.
 set -e
 bin=${1:?usage: bench_gpu.sh BENCH_BINARY}
 out=${BENCH_OUT:-build/bench-gpu}
 steps=${STEPS:-150}
 mkdir -p "$out"
-names="mnist_mlp mnist_cnn char_lstm resnet20"
+names=$(echo "${MODELS:-mnist_mlp mnist_cnn char_lstm resnet20}" | tr , " ")
 models=""
 for n in $names; do models="$models bench/models/$n.yaml"; done
 if ! "$bin" --device gpu --steps 1 --repeats 1 bench/models/mnist_mlp.yaml >/dev/null 2>"$out/probe.err"; then
