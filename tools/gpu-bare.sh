@@ -4,7 +4,10 @@
 # Prepare on a machine with Debian's archive, in the repository root:
 #   tools/gpu-bare.sh --prepare   downloads the .debs, unpacks them into .deps/root (static
 #                                 libraries and docs dropped), packs .deps/root.tar.xz and
-#                                 copies Fashion-MNIST into .deps/fmnist (both git-ignored)
+#                                 copies Fashion-MNIST into .deps/fmnist (both git-ignored);
+#                                 FMNIST_TRAIN=N keeps the first N training images only
+#                                 (14000: train_curve's cut, so that the tree, root.tar.xz
+#                                 and the data pass the device tool's 64 MiB)
 # then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
 #                                 bench-data cpu-test (make test, the CPU suite)
@@ -15,6 +18,9 @@
 #                                 bench-conv (bench_conv --against direct: oneDNN's
 #                                 Winograd on the host's CPU, all its threads)
 #                                 dist (tests/gpu/dist.sh) comm (bench/comm_overhead.sh)
+#                                 long-t (issue 40's sweep: bench/models/gpt_t2048.yaml at
+#                                 T in $LONG_T, batch 1, one step after one warm-up, on tfc,
+#                                 PyTorch eager and JAX, each under $LONG_T_TIMEOUT s)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
@@ -42,6 +48,18 @@ if [ "${1:-}" = --prepare ]; then
     done
     tar cJf .deps/root.tar.xz -C .deps root
     mkdir -p .deps/fmnist && cp /usr/share/datasets/fashion-mnist/*.gz .deps/fmnist/
+    if [ -n "${FMNIST_TRAIN:-}" ]; then # IDX headers: magic, count, then rows and columns
+        python3 - "$FMNIST_TRAIN" <<'PYEOF'
+import gzip, struct, sys
+n = int(sys.argv[1])
+for name, head, item in (("train-images-idx3-ubyte.gz", 16, 784), ("train-labels-idx1-ubyte.gz", 8, 1)):
+    path = ".deps/fmnist/" + name
+    data = gzip.open(path).read()
+    hdr = bytearray(data[:head])
+    struct.pack_into(">I", hdr, 4, n)
+    gzip.open(path, "wb", compresslevel=9).write(bytes(hdr) + data[head:head + n * item])
+PYEOF
+    fi
     du -sh .deps/root.tar.xz .deps/fmnist
     exit 0
 fi
@@ -111,6 +129,20 @@ if [ "${1:-}" = --step ]; then
         dist) HAVE_NCCL=$("${mk[@]}" -s features | grep -c 'NCCL ✓') \
                   tests/gpu/dist.sh bin build/gpu-bare/gpu-dist ;;
         comm) bench/comm_overhead.sh bin build/gpu-bare/bench-comm ;;
+        long-t) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
+                mkdir -p build/gpu-bare/long-t
+                lim=${LONG_T_TIMEOUT:-60}
+                for t in ${LONG_T:-32768 65536 131072}; do
+                    y=build/gpu-bare/long-t/gpt_t$t.yaml
+                    sed "s/2048/$t/g" bench/models/gpt_t2048.yaml >"$y"
+                    timeout "$lim" build/gpu-bare/bench/bench_train --device gpu --steps 1 \
+                        --repeats 1 --warmup 1 "$y" || echo "gpt_t$t tfc: exit $?"
+                    timeout "$lim" python3 bench/torch_bench.py --device cuda --steps 1 \
+                        --repeats 1 --warmup 1 --models "gpt_t$t" || echo "gpt_t$t eager: exit $?"
+                    XLA_PYTHON_CLIENT_MEM_FRACTION=.95 timeout "$lim" python3 bench/jax_bench.py \
+                        --steps 1 --repeats 1 --warmup 1 --models "gpt_t$t" ||
+                        echo "gpt_t$t jax: exit $?"
+                done ;;
         train\ *|train:*) read -r -a a <<<"${2#* }"
                   name=$(stepname "$2")
                   # SIGTERM before the step's own limit: tfc-train snapshots and exits 143
