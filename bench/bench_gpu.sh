@@ -42,25 +42,37 @@ else
     : > "$out/torch_fp32.jsonl"; : > "$out/torch_tf32.jsonl"
 fi
 peer_steps=${PEER_STEPS:-30}
-: > "$out/peers_fp32.jsonl"
+# PEER_PRECISIONS: the settings the faster peers run in, from fp32 (strict), tf32 and bf16
+# (torch.autocast / JAX casts, float32 weights; eager PyTorch joins them in bf16, as tfc's
+# bf16 column stays empty until tfc has one)
+precisions=$(echo "${PEER_PRECISIONS:-fp32}" | tr , " ")
+for prec in $precisions; do : > "$out/peers_$prec.jsonl"; done
 peer() { # NAME COMMAND...: the JSON lines, tagged with the peer's name
     name=$1; shift
-    "$@" | sed "s/^{/{\"peer\": \"$name\", /" | tee -a "$out/peers_fp32.jsonl"
+    "$@" | sed "s/^{/{\"peer\": \"$name\", /" | tee -a "$out/peers_$prec.jsonl"
 }
-if $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    for mode in default reduce-overhead; do
-        peer "compile $mode" $PY bench/torch_bench.py --device cuda --steps "$peer_steps" \
-            --warmup 10 --repeats 1 --compile $mode --models "$torch_models"
-    done
-fi
-if $PY -c "import jax, sys; sys.exit(0 if jax.default_backend() == 'gpu' else 1)" 2>/dev/null
-then
-    peer jax $PY bench/jax_bench.py --steps "$peer_steps" --warmup 10 --repeats 1 \
-        --models "$torch_models"
-else
-    echo "bench-gpu: JAX with a GPU backend not found in $PY: JAX left out"
-fi
-python3 - "$out" <<'PYEOF'
+have_torch=$($PY -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null || echo 0)
+have_jax=$($PY -c "import jax; print(int(jax.default_backend() == 'gpu'))" 2>/dev/null || echo 0)
+[ "$have_jax" = 1 ] || echo "bench-gpu: JAX with a GPU backend not found in $PY: JAX left out"
+for prec in $precisions; do
+    case $prec in
+        fp32) flag= ;;
+        tf32) flag=--tf32 ;;
+        bf16) flag=--bf16 ;;
+        *) echo "bench-gpu: PEER_PRECISIONS: '$prec' is none of fp32, tf32, bf16"; exit 1 ;;
+    esac
+    if [ "$have_torch" = 1 ]; then
+        [ "$prec" = bf16 ] && peer eager $PY bench/torch_bench.py --device cuda \
+            --steps "$peer_steps" --warmup 10 --repeats 1 $flag --models "$torch_models"
+        for mode in default reduce-overhead; do
+            peer "compile $mode" $PY bench/torch_bench.py --device cuda --steps "$peer_steps" \
+                --warmup 10 --repeats 1 --compile $mode $flag --models "$torch_models"
+        done
+    fi
+    [ "$have_jax" = 1 ] && peer jax $PY bench/jax_bench.py --steps "$peer_steps" --warmup 10 \
+        --repeats 1 $flag --models "$torch_models"
+done
+python3 - "$out" $precisions <<'PYEOF'
 import json, statistics, sys
 out = sys.argv[1]
 def load(name):
@@ -83,24 +95,28 @@ for mode in ("fp32", "tf32"):
         print(f"{name:<11} {t:8.3f} {p:9.3f} {p / t:10.2f} {r['peak_mib']:8.1f} {pm:10.1f}")
 print("\n(medians of 3 repeats; each step ends with a device sync on both sides; torch/tfc > 1 "
       "means tfc is faster; MiB: peak device memory held)")
-peers = {}
-for line in open(f"{out}/peers_fp32.jsonl"):
-    if line.startswith("{"):
-        d = json.loads(line)
-        peers.setdefault(d["peer"], {})[d["model"]] = statistics.median(d["ms"])
-tfc, eager = load("tfc_fp32.jsonl"), load("torch_fp32.jsonl")
-cols = ["eager"] + sorted(peers)
-for name, r in eager.items():
-    peers.setdefault("eager", {})[name] = statistics.median(r["ms"])
-print("\nfp32, every peer (ms per step)")
-w = [max(8, len(c)) for c in cols]
-print(f"{'model':<11} {'tfc':>8}" + "".join(f" {c:>{k}}" for c, k in zip(cols, w)) +
-      f" {'best peer/tfc':>14}")
-for name, r in tfc.items():
-    t = statistics.median(r["ms"])
-    ms = [peers.get(c, {}).get(name, float("nan")) for c in cols]
-    best = min((m for m in ms if m == m), default=float("nan"))
-    print(f"{name:<11} {t:8.3f}" + "".join(f" {m:{k}.3f}" for m, k in zip(ms, w)) +
-          f" {best / t:14.2f}")
-print("(best peer/tfc < 1: a peer is faster than tfc)")
+for prec in sys.argv[2:]:
+    peers = {}
+    for line in open(f"{out}/peers_{prec}.jsonl"):
+        if line.startswith("{"):
+            d = json.loads(line)
+            peers.setdefault(d["peer"], {})[d["model"]] = statistics.median(d["ms"])
+    # tfc and eager of the first runs in fp32 and tf32; bf16 has no tfc yet, eager its own run
+    tfc = load(f"tfc_{prec}.jsonl") if prec != "bf16" else {}
+    if prec != "bf16":
+        for name, r in load(f"torch_{prec}.jsonl").items():
+            peers.setdefault("eager", {})[name] = statistics.median(r["ms"])
+    cols = (["eager"] if "eager" in peers else []) + sorted(c for c in peers if c != "eager")
+    names = list(tfc) or list(dict.fromkeys(m for c in cols for m in peers[c]))
+    print(f"\n{prec}, every peer (ms per step)")
+    w = [max(8, len(c)) for c in cols]
+    print(f"{'model':<11} {'tfc':>8}" + "".join(f" {c:>{k}}" for c, k in zip(cols, w)) +
+          f" {'best peer/tfc':>14}")
+    for name in names:
+        t = statistics.median(tfc[name]["ms"]) if name in tfc else float("nan")
+        ms = [peers.get(c, {}).get(name, float("nan")) for c in cols]
+        best = min((m for m in ms if m == m), default=float("nan"))
+        print(f"{name:<11} {t:8.3f}" + "".join(f" {m:{k}.3f}" for m, k in zip(ms, w)) +
+              f" {best / t:14.2f}")
+print("(best peer/tfc < 1: a peer is faster than tfc; nan: not run, or tfc has no such setting)")
 PYEOF

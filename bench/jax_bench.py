@@ -4,12 +4,15 @@ batches of 4096 tokens, one sequence from T = 4096 on) in plain jax.numpy
 (channels last, as tfc), forward + loss + backward
 + SGD (lr 0.01, as torch_bench.py) in one jax.jit per step with the parameters donated, on
 random data; each step ends with block_until_ready. Strict float32 unless --tf32
-(jax_default_matmul_precision "highest", else "tensorfloat32"). BatchNormalization uses the
-batch's statistics (training mode) and keeps no moving averages. Median of N steps per
+(jax_default_matmul_precision "highest", else "tensorfloat32"). --bf16: the step casts the
+float32 parameters and inputs to bfloat16 for the forward pass (mixed precision: float32
+weights, their gradients and SGD; the logits, the loss and the normalisations' statistics in
+float32). BatchNormalization uses the batch's statistics (training mode) and keeps no
+moving averages. Median of N steps per
 repeat, one JSON line per model (bench_gpu.sh reads "model" and "ms"), the trainable
 parameter count checked against tfc's.
 
-    jax_bench.py [--tf32] [--steps N] [--warmup N] [--repeats N] [--models a,b,...]"""
+    jax_bench.py [--tf32] [--bf16] [--steps N] [--warmup N] [--repeats N] [--models a,b,...]"""
 import argparse
 import json
 import time
@@ -19,6 +22,7 @@ import jax.numpy as jnp
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--tf32", action="store_true")
+ap.add_argument("--bf16", action="store_true")
 ap.add_argument("--steps", type=int, default=150)
 ap.add_argument("--warmup", type=int, default=20)
 ap.add_argument("--repeats", type=int, default=3)
@@ -96,7 +100,7 @@ def char_lstm():
             c = jax.nn.sigmoid(fg) * c + jax.nn.sigmoid(i) * jnp.tanh(gg)
             h = jax.nn.sigmoid(o) * jnp.tanh(c)
             return (h, c), h
-        z = jnp.zeros((x.shape[0], 256))
+        z = jnp.zeros((x.shape[0], 256), xk.dtype)
         _, hs = jax.lax.scan(cell, (z, z), xk)            # [T, N, 256]
         return jnp.swapaxes(hs, 0, 1) @ p["out"]["w"] + p["out"]["b"]
     return p, f
@@ -107,9 +111,10 @@ def bn_params(c):
 
 
 def bn(x, q):
-    m = x.mean((0, 1, 2))
-    v = ((x - m) ** 2).mean((0, 1, 2))
-    return (x - m) * jax.lax.rsqrt(v + 1e-3) * q["g"] + q["b"]
+    xf = x.astype(jnp.float32)  # the statistics in float32 also under --bf16
+    m = xf.mean((0, 1, 2))
+    v = ((xf - m) ** 2).mean((0, 1, 2))
+    return ((xf - m) * jax.lax.rsqrt(v + 1e-3) * q["g"] + q["b"]).astype(x.dtype)
 
 
 def resnet20():
@@ -139,9 +144,10 @@ def resnet20():
 
 
 def layer_norm(x, q):
-    m = x.mean(-1, keepdims=True)
-    v = ((x - m) ** 2).mean(-1, keepdims=True)
-    return (x - m) * jax.lax.rsqrt(v + 1e-3) * q["g"] + q["b"]
+    xf = x.astype(jnp.float32)  # as bn
+    m = xf.mean(-1, keepdims=True)
+    v = ((xf - m) ** 2).mean(-1, keepdims=True)
+    return ((xf - m) * jax.lax.rsqrt(v + 1e-3) * q["g"] + q["b"]).astype(x.dtype)
 
 
 def gpt(t):
@@ -198,7 +204,11 @@ def bench(name, make):
     x, y = data(name)
 
     def loss_fn(p, x, y, key):
-        logits = f(p, x, key).reshape(-1, CLASSES.get(name, 10))
+        if args.bf16:
+            p = jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), p)
+            if jnp.issubdtype(x.dtype, jnp.floating):
+                x = x.astype(jnp.bfloat16)
+        logits = f(p, x, key).astype(jnp.float32).reshape(-1, CLASSES.get(name, 10))
         logp = jax.nn.log_softmax(logits)
         return -jnp.take_along_axis(logp, y.reshape(-1, 1), axis=1).mean()
 
@@ -224,7 +234,8 @@ def bench(name, make):
         reps.append(1e3 * times[len(times) // 2])
     print(json.dumps({"model": name, "jax": jax.__version__, "params": n,
                       "loss0": round(loss0, 4), "ms": [round(r, 3) for r in reps],
-                      "tf32": int(args.tf32), "gpu": jax.devices()[0].device_kind}), flush=True)
+                      "tf32": int(args.tf32), "precision": "bf16" if args.bf16 else "float32",
+                      "gpu": jax.devices()[0].device_kind}), flush=True)
 
 
 CLASSES = {"char_lstm": 80, "gpt_t128": 128, "gpt_t512": 128, "gpt_t2048": 128}

@@ -5,13 +5,17 @@ T = 128, 512 and 2048, the MobileNet), forward + loss + backward + SGD step per 
 data, median of N steps per repeat, one JSON line per model with its trainable parameter
 count (checked against tfc's: a mismatch stops the script) and the loss of its first step.
 
-    torch_bench.py [THREADS] [--device cpu|cuda] [--tf32] [--steps N] [--warmup N]
+    torch_bench.py [THREADS] [--device cpu|cuda] [--tf32] [--bf16] [--steps N] [--warmup N]
                    [--repeats N] [--compile [MODE]] [--models mnist_mlp,mnist_cnn,...]
 
 --compile wraps each model in torch.compile (inductor; MODE "default" or "reduce-overhead",
 whose CUDA graphs are marked a new step at each step's start, and whose gradients are set
 to None rather than zeroed, as the graphs' memory requires); its compilation happens
 during the warm-up steps, which are not timed.
+
+--bf16 runs the forward pass and the loss under torch.autocast(bfloat16) (float32 weights,
+SGD and gradients as autocast keeps them) with the 4-D inputs and the networks in
+channels_last, as a speed-minded PyTorch user trains in bf16 (issue 41's peer).
 
 On CUDA every step ends with torch.cuda.synchronize() (tfc's steps end with a sync too),
 the peak of torch.cuda.max_memory_reserved/allocated is reported, and TF32 is off in both
@@ -28,6 +32,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("threads", nargs="?", type=int, default=2)
 ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
 ap.add_argument("--tf32", action="store_true")
+ap.add_argument("--bf16", action="store_true")
 ap.add_argument("--steps", type=int, default=150)
 ap.add_argument("--warmup", type=int, default=20)
 ap.add_argument("--repeats", type=int, default=3)
@@ -215,6 +220,9 @@ def bench(name, model, x, y):
     assert params == PARAMS[name], f"{name}: {params} parameters, tfc's copy has {PARAMS[name]}"
     model = model.to(DEV)
     x, y = x.to(DEV), y.to(DEV)
+    if args.bf16 and x.dim() == 4:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     model.train()
     graphs = args.compile == "reduce-overhead"
@@ -230,8 +238,9 @@ def bench(name, model, x, y):
             t0 = time.perf_counter()
             if graphs:
                 torch.compiler.cudagraph_mark_step_begin()
-            out = model(x)
-            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+            with torch.autocast(DEV.type, dtype=torch.bfloat16, enabled=args.bf16):
+                out = model(x)
+                loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
             # under CUDA graphs the gradients live in the graph's memory, which the next
             # replay overwrites: they are set to None (a fresh tensor each step), not zeroed
             opt.zero_grad(set_to_none=graphs)
@@ -249,7 +258,7 @@ def bench(name, model, x, y):
            "torch": torch.__version__ + (f" compile {args.compile}" if args.compile else ""),
            "device": args.device,
            "threads": torch.get_num_threads(), "params": params, "loss0": round(loss0, 4),
-           "ms": [round(r, 3) for r in reps]}
+           "ms": [round(r, 3) for r in reps], "precision": "bf16" if args.bf16 else "float32"}
     if CUDA:
         row["peak_mib"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
         row["peak_allocated_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
