@@ -44,6 +44,11 @@ void tfc_gpu_set_deterministic(tfc_backend *be, int on);
  * so results match the CPU to float32 rounding. */
 void tfc_gpu_set_tf32(tfc_backend *be, int on);
 
+/* attention_no_split (for tests): the attention kernels walk each block of rows or keys in
+ * one block, never splitting the walk over several (gpu_attention.cu, split_of). Off by
+ * default: they split where their blocks are few. */
+void tfc_gpu_set_attention_no_split(tfc_backend *be, int on);
+
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
  * An allocation past the cap first releases cached free blocks, then fails (alloc returns
  * NULL and the caller reports the size). */
@@ -106,10 +111,6 @@ const char *tfc_gpu_nccl_version(void);
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
 TFC_BACKEND_STEP_OPS(TFC_GPU_DECLARE)
 #undef TFC_GPU_DECLARE
-
-/* For tests: 1 keeps the attention kernels from splitting a walk over several blocks
- * (gpu_attention.cu, split_of), 0 (the default) lets them decide. */
-void tfc_gpu_attention_force_split(int force);
 
 #ifdef __cplusplus
 }

@@ -837,16 +837,13 @@ static __global__ void sum_splits(tfc_attn_desc d, int split, int t, int dim, co
  * each, met afterwards (fwd_combine, sum_splits) so the longest chain of tiles a block walks
  * shortens: a causal T = 2048 at batch 2 and 4 heads has 256 blocks, whose last walked 32
  * tiles alone. The count depends on the shape and the SM count only: the same bits on every
- * run of a device. force (tests): 1 never splits, 0 decides. */
-static int attn_force_split;
-void tfc_gpu_attention_force_split(int force) { attn_force_split = force; }
-
-static __host__ __device__ int split_of(int sm_count, int64_t blocks, int tiles, int force,
+ * run of a device. no_split (tests: tfc_gpu_set_attention_no_split) keeps one share. */
+static __host__ __device__ int split_of(int sm_count, int64_t blocks, int tiles, int no_split,
                                         int *ctiles)
 {
     const int64_t target = 8 * (int64_t)sm_count;
     int64_t s = 1;
-    if (force != 1 && blocks < target && tiles > 1)
+    if (!no_split && blocks < target && tiles > 1)
         s = (target + blocks - 1) / blocks < tiles ? (target + blocks - 1) / blocks : tiles;
     *ctiles = (int)((tiles + s - 1) / s);
     return (tiles + *ctiles - 1) / *ctiles;
@@ -897,8 +894,8 @@ static void fwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const
     const int64_t blocks = (int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB);
     const int64_t rows = (int64_t)d->n * d->heads * d->tq;
     int ctiles;
-    const int split = split_of(g->sm_count, blocks, (d->tk + TB - 1) / TB, attn_force_split,
-                               &ctiles);
+    const int split = split_of(g->sm_count, blocks, (d->tk + TB - 1) / TB,
+                               g->attention_no_split, &ctiles);
     float *ws = NULL;
     if (split > 1 &&
         !(ws = (float *)tfc_gpu_scratch(g, (size_t)split * rows * (d->dv + 2) * sizeof(float))))
@@ -923,8 +920,10 @@ static void bwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const
     const int64_t qblocks = (int64_t)d->n * d->heads * ((d->tq + TB - 1) / TB);
     const int64_t kblocks = (int64_t)d->n * d->heads * ((d->tk + TB - 1) / TB);
     int qc, kc;
-    const int qs = split_of(g->sm_count, qblocks, (d->tk + TB - 1) / TB, attn_force_split, &qc);
-    const int ks = split_of(g->sm_count, kblocks, (d->tq + TB - 1) / TB, attn_force_split, &kc);
+    const int qs =
+        split_of(g->sm_count, qblocks, (d->tk + TB - 1) / TB, g->attention_no_split, &qc);
+    const int ks =
+        split_of(g->sm_count, kblocks, (d->tq + TB - 1) / TB, g->attention_no_split, &kc);
     const size_t wq = qs > 1 ? (size_t)qs * rows * d->dk : 0;
     const size_t wk = ks > 1 ? (size_t)ks * keys * (d->dk + d->dv) : 0;
     float *D = (float *)tfc_gpu_scratch(g, ((size_t)rows + wq + wk) * sizeof(float));

@@ -476,6 +476,11 @@ void tfc_gpu_set_tf32(tfc_backend *be, int on)
     tfc_gpu_conv_cache_free(g);
 }
 
+void tfc_gpu_set_attention_no_split(tfc_backend *be, int on)
+{
+    if (tfc_gpu_is_gpu(be)) gpu_of(be)->attention_no_split = !!on;
+}
+
 void tfc_gpu_set_memory_limit(tfc_backend *be, size_t bytes)
 {
     if (!tfc_gpu_is_gpu(be)) return;

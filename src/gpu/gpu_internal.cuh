@@ -44,6 +44,7 @@ typedef struct gpu_ctx {
     cublasHandle_t blas;
     cudnnHandle_t dnn;
     int deterministic, tf32;
+    int attention_no_split; /* tfc_gpu_set_attention_no_split */
 
     /* sticky error: the first failure since the last tfc_gpu_status */
     tfc_error err;

@@ -44,7 +44,7 @@ static void set_tf32(int on)
 static void set_attention_no_split(int on)
 {
 #ifdef TFC_HAVE_CUDA
-    tfc_gpu_attention_force_split(on);
+    tfc_gpu_set_attention_no_split(dev, on);
 #else
     (void)on;
 #endif
