@@ -9,7 +9,9 @@
  * line also carries the model's trainable parameter count and the loss of its first step,
  * for checking that a peer's copy is the same network.
  *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N]
- *               [--warmup N] [--tf32] MODEL.yaml... */
+ *               [--warmup N] [--tf32] [--conv-find] MODEL.yaml...
+ * --conv-find: convolution algorithms timed by cuDNN (tfc_gpu_set_conv_find), not chosen by
+ * its heuristics; "conv_measured" in the JSON counts the choices it made. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +116,7 @@ static int batch_of(const char *name)
 int main(int argc, char **argv)
 {
     tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
-    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, threads = 0;
+    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, threads = 0;
     const char *device = "cpu";
     const char *models[64];
     int nmodels = 0;
@@ -131,9 +133,11 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--tf32"))
             tf32 = 1;
+        else if (!strcmp(argv[a], "--conv-find"))
+            conv_find = 1;
         else if (argv[a][0] == '-' || nmodels == 64) {
             fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--threads N] [--steps N] "
-                            "[--repeats N] [--warmup N] [--tf32] MODEL.yaml...\n", argv[0]);
+                            "[--repeats N] [--warmup N] [--tf32] [--conv-find] MODEL.yaml...\n", argv[0]);
             return 2;
         } else
             models[nmodels++] = argv[a];
@@ -162,6 +166,9 @@ int main(int argc, char **argv)
             return 1;
         }
         tfc_backend_configure(be, &(tfc_device_options){.tf32 = tf32});
+#ifdef TFC_HAVE_CUDA
+        tfc_gpu_set_conv_find(be, conv_find);
+#endif
         tfc_model *m = tfc_model_load(path, &err);
         const int batch = m ? batch_of(tfc_model_name(m)) : 0;
         if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
@@ -208,8 +215,13 @@ int main(int argc, char **argv)
             printf("], \"bound_ms\": %.3f, \"gflop\": %.3f, \"sgemm_gflops\": %.1f}\n",
                    flops / (rate * 1e9) * 1e3, flops / 1e9, rate);
         } else {
-            printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"gpu\": \"%s\"}\n",
-                   flops / 1e9, peak_mib(be), tf32, gpu_name(be));
+            int measured = 0;
+#ifdef TFC_HAVE_CUDA
+            measured = tfc_gpu_conv_measured(be);
+#endif
+            printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"conv_find\": %d, "
+                   "\"conv_measured\": %d, \"gpu\": \"%s\"}\n",
+                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, gpu_name(be));
         }
         if (tfc_backend_status(be, &err)) {
             fputs(err.text, stderr);

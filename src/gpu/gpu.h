@@ -49,6 +49,17 @@ void tfc_gpu_set_tf32(tfc_backend *be, int on);
  * default: they split where their blocks are few. */
 void tfc_gpu_set_attention_no_split(tfc_backend *be, int on);
 
+/* conv_find: choose each convolution's algorithms by timing them (cudnnFind*AlgorithmEx on
+ * the op's own tensors, within the same workspace budget) the first time a shape runs,
+ * instead of by cuDNN's heuristics alone; the choice is cached per shape like theirs.
+ * Ignored in deterministic mode (measured choices can differ between runs). Off by default:
+ * not yet run on a GPU (docs/gpu.md, issue 41). */
+void tfc_gpu_set_conv_find(tfc_backend *be, int on);
+
+/* How many of the cached convolution algorithm choices (one per shape and direction) were
+ * measured rather than taken from the heuristics; 0 on any other backend. */
+int tfc_gpu_conv_measured(const tfc_backend *be);
+
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
  * An allocation past the cap first releases cached free blocks, then fails (alloc returns
  * NULL and the caller reports the size). */

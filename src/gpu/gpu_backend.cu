@@ -476,6 +476,15 @@ void tfc_gpu_set_tf32(tfc_backend *be, int on)
     tfc_gpu_conv_cache_free(g);
 }
 
+void tfc_gpu_set_conv_find(tfc_backend *be, int on)
+{
+    if (!tfc_gpu_is_gpu(be)) return;
+    gpu_ctx *g = gpu_of(be);
+    if (g->conv_find == !!on) return;
+    g->conv_find = !!on;
+    tfc_gpu_conv_cache_free(g);
+}
+
 void tfc_gpu_set_attention_no_split(tfc_backend *be, int on)
 {
     if (tfc_gpu_is_gpu(be)) gpu_of(be)->attention_no_split = !!on;

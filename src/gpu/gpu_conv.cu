@@ -19,7 +19,11 @@
  * row or column at the end, e.g. stride 2) the input is copied into a zero-padded buffer of
  * exactly the extent the windows read and the convolution runs unpadded.
  * Algorithms: cuDNN's heuristics (Get*_v7), the first that fits the workspace budget and,
- * when asked, is deterministic; chosen once per shape and cached.
+ * when asked, is deterministic; chosen once per shape and cached. With conv_find
+ * (tfc_gpu_set_conv_find) and deterministic off, the first use of a shape times every
+ * algorithm instead (cudnnFind*AlgorithmEx, on the op's own tensors) and the fastest
+ * acceptable one is cached: measured choices may differ between runs, and so may the last
+ * bits of the results, which is why deterministic mode never measures.
  * Workspace: [kernel^T | dkernel^T | padded input (if needed) | cuDNN's budget]; every part
  * grows with the batch size only, so the plan for the largest batch covers the rest. */
 
@@ -39,6 +43,7 @@ typedef struct conv_plan {
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
     int chosen[3];
+    int measured[3];   /* chosen by cudnnFind*Ex (conv_find) rather than the heuristics */
     int algo[3];
     cudnnMathType_t math[3];
 } conv_plan;
@@ -63,6 +68,17 @@ void tfc_gpu_conv_cache_free(gpu_ctx *g)
     free(g->conv->plans);
     free(g->conv);
     g->conv = NULL;
+}
+
+int tfc_gpu_conv_measured(const tfc_backend *be)
+{
+    if (!tfc_gpu_is_gpu(be)) return 0;
+    const gpu_ctx *g = (const gpu_ctx *)be->impl;
+    int n = 0;
+    if (g->conv)
+        for (int i = 0; i < g->conv->n; i++)
+            for (int op = 0; op < 3; op++) n += g->conv->plans[i].measured[op];
+    return n;
 }
 
 /* Input rows a window reaches: (o - 1) s + (k - 1) dil + 1. */
@@ -183,8 +199,8 @@ static conv_plan *plan_get(gpu_ctx *g, const tfc_conv_desc *d, int groups)
     return p;
 }
 
-/* Whether a heuristic result may be used: it runs, fits, is deterministic when asked, and
- * uses no TF32 tensor cores unless they are allowed. */
+/* Whether a heuristic or measured result may be used: it runs, fits, is deterministic when
+ * asked, and uses no TF32 tensor cores unless they are allowed. */
 static int acceptable(const gpu_ctx *g, cudnnStatus_t status, size_t memory,
                       cudnnDeterminism_t det, cudnnMathType_t math, size_t budget)
 {
@@ -195,9 +211,62 @@ static int acceptable(const gpu_ctx *g, cudnnStatus_t status, size_t memory,
     return 1;
 }
 
+/* The first acceptable entry of cuDNN's ranked list perf[0, got) into found and math. */
+#define FIRST_ACCEPTABLE(g, perf, got, budget, found, math)                                    \
+    for (int i_ = 0; i_ < (got) && (found) < 0; i_++)                                          \
+        if (acceptable(g, perf[i_].status, perf[i_].memory, perf[i_].determinism,              \
+                       perf[i_].mathType, budget)) {                                           \
+            (found) = (int)perf[i_].algo;                                                      \
+            (math) = perf[i_].mathType;                                                        \
+        }
+
+/* The operands a measurement times the algorithms on: the op's two inputs (forward x and
+ * the filter, data the filter and dy, filter x and dy), an output the candidates may
+ * overwrite (never one the op accumulates into), and the workspace they may use. */
+typedef struct conv_io {
+    const void *in0, *in1;
+    void *out;
+    void *ws;
+    size_t ws_bytes;
+} conv_io;
+
+/* cudnnFind*AlgorithmEx: runs every algorithm on io's operands (it synchronises) and
+ * takes the fastest acceptable one into found and math; found stays -1 when the call fails
+ * or none is acceptable, and the heuristics choose instead. A failed measurement is not an
+ * error: the heuristics' choice runs as without measuring. */
+static void measure(gpu_ctx *g, const conv_plan *p, int op, const conv_io *io, int *found,
+                    cudnnMathType_t *math)
+{
+    int got = 0;
+    if (op == OP_FWD) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        if (cudnnFindConvolutionForwardAlgorithmEx(
+                g->dnn, p->xd, io->in0, p->wd, io->in1, p->cd, p->yd, io->out,
+                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf, io->ws,
+                io->ws_bytes) == CUDNN_STATUS_SUCCESS)
+            FIRST_ACCEPTABLE(g, perf, got, io->ws_bytes, *found, *math);
+    } else if (op == OP_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        if (cudnnFindConvolutionBackwardDataAlgorithmEx(
+                g->dnn, p->wd, io->in0, p->yd, io->in1, p->cd, p->xd, io->out,
+                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf, io->ws,
+                io->ws_bytes) == CUDNN_STATUS_SUCCESS)
+            FIRST_ACCEPTABLE(g, perf, got, io->ws_bytes, *found, *math);
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        if (cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                g->dnn, p->xd, io->in0, p->yd, io->in1, p->cd, p->wd, io->out,
+                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf, io->ws,
+                io->ws_bytes) == CUDNN_STATUS_SUCCESS)
+            FIRST_ACCEPTABLE(g, perf, got, io->ws_bytes, *found, *math);
+    }
+}
+
 /* Picks and caches op's algorithm for plan p within `budget` bytes; the math type (FMA
- * only unless TF32 is allowed) is set on the descriptor before the heuristics run. */
-static int choose(gpu_ctx *g, conv_plan *p, int op, size_t budget)
+ * only unless TF32 is allowed) is set on the descriptor first. Measured (measure, on io's
+ * operands) when conv_find is on, deterministic is off and io is given; otherwise, or when
+ * measuring finds nothing, cuDNN's heuristics rank them. */
+static int choose(gpu_ctx *g, conv_plan *p, int op, size_t budget, const conv_io *io)
 {
     if (p->chosen[op]) {
         TFC_CUDNN_TRY(g, cudnnSetConvolutionMathType(p->cd, p->math[op]), 1);
@@ -208,17 +277,18 @@ static int choose(gpu_ctx *g, conv_plan *p, int op, size_t budget)
     int got = 0, found = -1;
     cudnnMathType_t math = base;
     size_t need = 0;
-    if (op == OP_FWD) {
+    if (g->conv_find && !g->deterministic && io) {
+        measure(g, p, op, io, &found, &math);
+        if (found >= 0) p->measured[op] = 1;
+    }
+    if (found >= 0) {
+        /* measured: within io's workspace, which lies inside the budget */
+    } else if (op == OP_FWD) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         TFC_CUDNN_TRY(g, cudnnGetConvolutionForwardAlgorithm_v7(
                              g->dnn, p->xd, p->wd, p->cd, p->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                              &got, perf), 1);
-        for (int i = 0; i < got && found < 0; i++)
-            if (acceptable(g, perf[i].status, perf[i].memory, perf[i].determinism,
-                           perf[i].mathType, budget)) {
-                found = (int)perf[i].algo;
-                math = perf[i].mathType;
-            }
+        FIRST_ACCEPTABLE(g, perf, got, budget, found, math);
         if (found < 0) { /* implicit GEMM: no workspace, deterministic */
             found = (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
             TFC_CUDNN_TRY(g, cudnnGetConvolutionForwardWorkspaceSize(
@@ -230,12 +300,7 @@ static int choose(gpu_ctx *g, conv_plan *p, int op, size_t budget)
         TFC_CUDNN_TRY(g, cudnnGetConvolutionBackwardDataAlgorithm_v7(
                              g->dnn, p->wd, p->yd, p->cd, p->xd,
                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf), 1);
-        for (int i = 0; i < got && found < 0; i++)
-            if (acceptable(g, perf[i].status, perf[i].memory, perf[i].determinism,
-                           perf[i].mathType, budget)) {
-                found = (int)perf[i].algo;
-                math = perf[i].mathType;
-            }
+        FIRST_ACCEPTABLE(g, perf, got, budget, found, math);
         if (found < 0) {
             found = (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
             TFC_CUDNN_TRY(g, cudnnGetConvolutionBackwardDataWorkspaceSize(
@@ -247,12 +312,7 @@ static int choose(gpu_ctx *g, conv_plan *p, int op, size_t budget)
         TFC_CUDNN_TRY(g, cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                              g->dnn, p->xd, p->yd, p->cd, p->wd,
                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf), 1);
-        for (int i = 0; i < got && found < 0; i++)
-            if (acceptable(g, perf[i].status, perf[i].memory, perf[i].determinism,
-                           perf[i].mathType, budget)) {
-                found = (int)perf[i].algo;
-                math = perf[i].mathType;
-            }
+        FIRST_ACCEPTABLE(g, perf, got, budget, found, math);
         if (found < 0) {
             found = (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
             TFC_CUDNN_TRY(g, cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -356,15 +416,54 @@ static conv_ws carve(const tfc_conv_desc *d, void *ws)
     return w;
 }
 
-/* Plan, algorithm and workspace for one op; NULL when nothing is to be done or on failure. */
+/* The operands measure times op on, in io (whose ws and ws_bytes hold cuDNN's part of the
+ * workspace): x or its padded copy, the transposed filter in the workspace, dy; forward's
+ * output y (which the op overwrites anyway), backward-filter's filter scratch, and for
+ * backward-data, which may add into dx, the padded copy's buffer or else the first bytes of
+ * cuDNN's workspace, the rest of it left to the candidates. NULL when that does not leave
+ * CUDNN_WS_FLOOR bytes: the heuristics choose. The copies' contents need not be set yet:
+ * timing does not depend on the values. */
+static conv_io *operands(const conv_plan *p, int op, const conv_ws *w, const void *x,
+                         const void *dy, void *y, conv_io *io)
+{
+    const tfc_conv_desc *d = &p->d;
+    if (op == OP_FWD) {
+        io->in0 = p->padded ? w->pad : x;
+        io->in1 = w->wt;
+        io->out = y;
+    } else if (op == OP_FILTER) {
+        io->in0 = p->padded ? w->pad : x;
+        io->in1 = dy;
+        io->out = w->dwt;
+    } else {
+        io->in0 = w->wt;
+        io->in1 = dy;
+        if (p->padded) {
+            io->out = w->pad;
+        } else {
+            const size_t xb = gpu_align((size_t)d->n * d->h * d->w * d->c * sizeof(float));
+            if (io->ws_bytes < xb + CUDNN_WS_FLOOR) return NULL;
+            io->out = io->ws;
+            io->ws = (char *)io->ws + xb;
+            io->ws_bytes -= xb;
+        }
+    }
+    return io;
+}
+
+/* Plan, algorithm and workspace for one op; NULL when nothing is to be done or on failure.
+ * x, dy and y: the op's tensors that measure may use (operands), NULL where it has none. */
 static conv_plan *prepare(gpu_ctx *g, const tfc_conv_desc *d, int groups, int op, void *ws,
-                          conv_ws *w)
+                          conv_ws *w, const void *x, const void *dy, void *y)
 {
     if (d->n <= 0 || d->oh <= 0 || d->ow <= 0) return NULL;
     conv_plan *p = plan_get(g, d, groups);
     if (!p) return NULL;
     *w = carve(d, ws);
-    if (choose(g, p, op, w->cudnn_bytes)) return NULL;
+    conv_io io = {NULL, NULL, NULL, w->cudnn, w->cudnn_bytes}, *use = NULL;
+    if (!p->chosen[op] && g->conv_find && !g->deterministic)
+        use = operands(p, op, w, x, dy, y, &io);
+    if (choose(g, p, op, w->cudnn_bytes, use)) return NULL;
     return p;
 }
 
@@ -430,7 +529,7 @@ void tfc_gpu_conv_run_forward(tfc_backend *be, const tfc_conv_desc *d, int group
 {
     gpu_ctx *g = gpu_of(be);
     conv_ws s;
-    conv_plan *p = prepare(g, d, groups, OP_FWD, ws, &s);
+    conv_plan *p = prepare(g, d, groups, OP_FWD, ws, &s, x, NULL, y);
     if (!p || to_cudnn_layout(g, d, groups, w, s.wt)) return;
     if (p->padded && pad(g, p, x, s.pad)) return;
     const float one = 1.0f, zero = 0.0f;
@@ -454,7 +553,7 @@ void tfc_gpu_conv_run_data(tfc_backend *be, const tfc_conv_desc *d, int groups,
 {
     gpu_ctx *g = gpu_of(be);
     conv_ws s;
-    conv_plan *p = prepare(g, d, groups, OP_DATA, ws, &s);
+    conv_plan *p = prepare(g, d, groups, OP_DATA, ws, &s, NULL, dy, NULL);
     if (!p || to_cudnn_layout(g, d, groups, w, s.wt)) return;
     const float one = 1.0f, zero = 0.0f;
     TFC_CUDNN_TRY(g, cudnnConvolutionBackwardData(
@@ -481,7 +580,7 @@ void tfc_gpu_conv_run_filter(tfc_backend *be, const tfc_conv_desc *d, int groups
 {
     gpu_ctx *g = gpu_of(be);
     conv_ws s;
-    conv_plan *p = prepare(g, d, groups, OP_FILTER, ws, &s);
+    conv_plan *p = prepare(g, d, groups, OP_FILTER, ws, &s, x, dy, NULL);
     if (!p) return;
     if (p->padded && pad(g, p, x, s.pad)) return;
     const float one = 1.0f, zero = 0.0f;

@@ -45,6 +45,7 @@ typedef struct gpu_ctx {
     cudnnHandle_t dnn;
     int deterministic, tf32;
     int attention_no_split; /* tfc_gpu_set_attention_no_split */
+    int conv_find;          /* tfc_gpu_set_conv_find */
 
     /* sticky error: the first failure since the last tfc_gpu_status */
     tfc_error err;
@@ -114,7 +115,7 @@ void *tfc_gpu_scratch(gpu_ctx *g, size_t bytes);
 gpu_stage *tfc_gpu_stage_take(gpu_ctx *g, size_t bytes);
 
 /* Frees the convolution plans (descriptors, chosen algorithms) that gpu_conv.cu caches per
- * shape; they depend on the deterministic and tf32 settings. */
+ * shape; they depend on the deterministic, tf32 and conv_find settings. */
 void tfc_gpu_conv_cache_free(gpu_ctx *g);
 
 /* gpu_conv.cu's convolution in `groups` groups (cudnnSetConvolutionGroupCount; 1: plain):

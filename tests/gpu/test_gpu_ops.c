@@ -566,6 +566,38 @@ static void test_conv_tf32(void)
     check_status();
 }
 
+static void test_grouped_conv(void);
+static void test_conv1d_ops(void);
+
+/* Convolution algorithms chosen by timing them (tfc_gpu_set_conv_find): every result as the
+ * CPU's within the float32 sum tolerance, backward-data still adding into dx (conv_case
+ * fills dx first; the candidates are timed on another buffer), every choice of the suite
+ * (9 shapes, 3 directions) measured; deterministic mode measures none. */
+static void test_conv_find(void)
+{
+#ifdef TFC_HAVE_CUDA
+    if (!twin) {
+        tfc_gpu_set_conv_find(dev, 1);
+        conv_suite(SUM);
+        int measured = tfc_gpu_conv_measured(dev);
+        if (measured != 27) printf("\n  %d of 27 choices measured", measured);
+        CU_ASSERT_EQUAL(measured, 27);
+        test_grouped_conv(); /* grouped and 1-D: the same plans, measured */
+        test_conv1d_ops();
+        set_tf32(1);
+        conv_suite(TF32);
+        set_tf32(0);
+        set_deterministic(1);
+        CU_ASSERT_EQUAL(conv_case("3x3 same, deterministic",
+                                  conv_desc(4, 13, 11, 5, 3, 3, 7, 1, 1, 1, 1), 6, SUM), 0);
+        CU_ASSERT_EQUAL(tfc_gpu_conv_measured(dev), 0);
+        set_deterministic(0);
+        tfc_gpu_set_conv_find(dev, 0);
+    }
+#endif
+    check_status();
+}
+
 /* ---- pooling ----------------------------------------------------------------------------- */
 
 static int pool_case(const char *name, tfc_pool_desc d)
@@ -2787,6 +2819,7 @@ int main(int argc, char **argv)
         {"reductions", test_reductions},
         {"conv", test_conv},
         {"conv_tf32", test_conv_tf32},
+        {"conv_find", test_conv_find},
         {"pool", test_pool},
         {"batch_norm", test_batch_norm},
         {"embedding", test_embedding},
