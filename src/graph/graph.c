@@ -773,8 +773,8 @@ void tfc_model_layer_forward(tfc_model *m, int i)
     }
 }
 
-tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int training,
-                             uint64_t seed, uint64_t step, tfc_error *err)
+tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int training,
+                                 uint64_t seed, uint64_t step, tfc_error *err)
 {
     TFC_ASSERT(m->be);
     if (batch < 1 || batch > m->max_batch)
@@ -804,21 +804,32 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
         m->be->ops->upload(m->be, m->mask, m->host_mask, (size_t)n * 4);
         join_masks(m, batch);
     }
-    m->be->inference_pass = !training;
-    for (int i = 0; i < m->nlayers; i++) {
-        m->layers[i].rng_key = tfc_rng_key(seed, 0x100000u + (uint64_t)i);
-        tfc_model_layer_forward(m, i);
-    }
-    m->be->inference_pass = 0;
     return TFC_OK;
 }
 
-tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err)
+void tfc_model_forward_launch(tfc_model *m)
+{
+    m->be->inference_pass = !m->ex.training;
+    for (int i = 0; i < m->nlayers; i++) {
+        m->layers[i].rng_key = tfc_rng_key(m->ex.seed, 0x100000u + (uint64_t)i);
+        tfc_model_layer_forward(m, i);
+    }
+    m->be->inference_pass = 0;
+}
+
+tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int training,
+                             uint64_t seed, uint64_t step, tfc_error *err)
+{
+    tfc_status s = tfc_model_stage_input(m, x, batch, training, seed, step, err);
+    if (!s) tfc_model_forward_launch(m);
+    return s;
+}
+
+tfc_status tfc_model_stage_labels(tfc_model *m, const void *labels, tfc_error *err)
 {
     if (tfc_model_check_loss(m, err)) return TFC_ERR_CONFIG;
     tfc_backend *be = m->be;
     const tfc_layer *last = &m->layers[m->nlayers - 1];
-    const tfc_bound *b = &m->bound[m->nlayers - 1];
     int batch = m->ex.batch;
     int64_t rows = (int64_t)batch * m->label_rows;
     if (m->loss == TFC_LOSS_SPARSE_CCE) {
@@ -833,16 +844,51 @@ tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad
     size_t label_bytes = (size_t)rows * 4 * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
     be->ops->upload(be, m->labels, labels, label_bytes);
     /* Sequence outputs that carry the mask count only real steps (Keras). */
-    const float *weight = NULL, *host_weight = NULL;
+    tfc_loss_call *c = &m->loss_call;
+    const float *host_weight = NULL;
     int64_t counted = rows, steps = 0;
     const float *carried = last->mask_out && m->mask ? carried_mask(m, m->nlayers - 1, 0, &steps)
                                                      : NULL;
+    c->weight = NULL;
     if (carried && m->label_rows == steps) {
-        weight = carried;
+        c->weight = carried;
         host_weight = carried_mask(m, m->nlayers - 1, 1, &steps);
         counted = 0;
         for (int64_t r = 0; r < rows; r++) counted += host_weight[r] != 0;
     }
+    c->scale = counted ? 1.0f / (float)counted : 0.f;
+    /* loss options: smoothed targets (a sparse label becomes a categorical target) and,
+     * after a training-mode forward only (Keras's fit(class_weight); evaluation is
+     * unweighted), the rows' class weights; the mean still divides by the counted rows.
+     * Metrics keep the plain labels and the 0/1 mask. */
+    c->kind = m->loss;
+    c->target = m->labels;
+    c->loss_weight = c->weight;
+    int weighted = m->ex.training && m->row_weight;
+    if (m->target || weighted) {
+        tfc_loss_targets(m, labels, rows, host_weight, m->host_target,
+                         weighted ? m->host_weight : NULL);
+        if (m->target) {
+            be->ops->upload(be, m->target, m->host_target, (size_t)rows * (size_t)m->classes * 4);
+            c->target = m->target;
+            if (c->kind == TFC_LOSS_SPARSE_CCE) c->kind = TFC_LOSS_CCE;
+        }
+        if (weighted) {
+            be->ops->upload(be, m->row_weight, m->host_weight, (size_t)rows * 4);
+            c->loss_weight = m->row_weight;
+        }
+    }
+    m->loss_counted = counted;
+    return TFC_OK;
+}
+
+void tfc_model_loss_compute(tfc_model *m, int want_grad)
+{
+    tfc_backend *be = m->be;
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    const tfc_bound *b = &m->bound[m->nlayers - 1];
+    const tfc_loss_call *c = &m->loss_call;
+    int64_t rows = (int64_t)m->ex.batch * m->label_rows;
     const float *x = m->fused_loss ? b->z : b->y;
     int from_logits = m->fused_loss || !(last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID);
     float *dx = NULL;
@@ -853,36 +899,19 @@ tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad
         dx = m->fused_loss ? b->dz : b->dy;
     }
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
-    float scale = counted ? 1.0f / (float)counted : 0.f;
-    /* loss options: smoothed targets (a sparse label becomes a categorical target) and,
-     * after a training-mode forward only (Keras's fit(class_weight); evaluation is
-     * unweighted), the rows' class weights; the mean still divides by the counted rows.
-     * Metrics keep the plain labels and the 0/1 mask. */
-    tfc_loss_kind kind = m->loss;
-    const void *target = m->labels;
-    const float *loss_weight = weight;
-    int weighted = m->ex.training && m->row_weight;
-    if (m->target || weighted) {
-        tfc_loss_targets(m, labels, rows, host_weight, m->host_target,
-                         weighted ? m->host_weight : NULL);
-        if (m->target) {
-            be->ops->upload(be, m->target, m->host_target, (size_t)rows * (size_t)m->classes * 4);
-            target = m->target;
-            if (kind == TFC_LOSS_SPARSE_CCE) kind = TFC_LOSS_CCE;
-        }
-        if (weighted) {
-            be->ops->upload(be, m->row_weight, m->host_weight, (size_t)rows * 4);
-            loss_weight = m->row_weight;
-        }
-    }
-    be->ops->loss(be, kind, from_logits, rows, m->classes, x, target, loss_weight, scale,
-                  m->scalars, dx);
+    be->ops->loss(be, c->kind, from_logits, rows, m->classes, x, c->target, c->loss_weight,
+                  c->scale, m->scalars, dx);
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind != TFC_METRIC_LOSS)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
-                              m->labels, weight, m->scalars + 1 + i);
-    m->loss_counted = counted;
-    return TFC_OK;
+                              m->labels, c->weight, m->scalars + 1 + i);
+}
+
+tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err)
+{
+    tfc_status s = tfc_model_stage_labels(m, labels, err);
+    if (!s) tfc_model_loss_compute(m, want_grad);
+    return s;
 }
 
 void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)

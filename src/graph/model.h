@@ -171,6 +171,14 @@ float *tfc_model_grads(tfc_model *m);
 tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int training,
                              uint64_t seed, uint64_t step, tfc_error *err);
 
+/* tfc_model_forward in two halves, for a caller that queues the device work apart from the
+ * host's (a CUDA graph captures the second; bench_train --graphs): _stage_input checks and
+ * uploads the batch (and its mask) and sets the pass's batch, mode, seed and step;
+ * _forward_launch queues the layers' forward work, no host transfer among it. */
+tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int training,
+                                 uint64_t seed, uint64_t step, tfc_error *err);
+void tfc_model_forward_launch(tfc_model *m);
+
 /* Loss and metrics of the last forward pass against host labels: int32 class indices
  * [batch, label_rows] for sparse_categorical_crossentropy, float32 [batch, label_rows,
  * classes] otherwise. Labels out of range are TFC_ERR_DATA. With want_grad, the loss
@@ -186,6 +194,11 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
  * metrics; _scalar is the device scalar its loss lands in (the loss op's loss_out). */
 tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err);
 void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out);
+/* _launch in two halves as the forward pass's: _stage_labels checks and uploads the labels
+ * (and smoothed targets, class weights) of the staged batch; _compute queues the loss, the
+ * metrics and, with want_grad, the gradient, no host transfer among them. */
+tfc_status tfc_model_stage_labels(tfc_model *m, const void *labels, tfc_error *err);
+void tfc_model_loss_compute(tfc_model *m, int want_grad);
 const float *tfc_model_loss_scalar(const tfc_model *m);
 
 /* Zeroes the parameter gradients (once per step; not between iter_size accumulations).

@@ -57,6 +57,17 @@ typedef struct tfc_loss_options {
     const tfc_node *node;      /* the `loss:` mapping, for errors */
 } tfc_loss_options;
 
+/* One batch's loss call as tfc_model_stage_labels leaves it for tfc_model_loss_compute:
+ * the loss kind (sparse becomes categorical with smoothed targets), the device targets,
+ * the rows' 0/1 mask for the metrics (NULL: every row), the loss's row weights (the mask,
+ * or class weights), and 1 / the counted rows. */
+typedef struct tfc_loss_call {
+    tfc_loss_kind kind;
+    const void *target;
+    const float *weight, *loss_weight;
+    float scale;
+} tfc_loss_call;
+
 /* Reads `loss:` (a name or {type, label_smoothing, class_weight}) into *kind and `o`. */
 tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
                                  tfc_loss_options *o, tfc_error *err);
@@ -117,6 +128,7 @@ struct tfc_model {
     float *host_target, *host_weight; /* their host staging */
     float *scalars;        /* device: loss, then one per metric */
     int64_t loss_counted;  /* the rows the last tfc_model_loss_launch averaged over */
+    tfc_loss_call loss_call; /* what tfc_model_stage_labels set up for tfc_model_loss_compute */
     void *ws;
     size_t ws_bytes;
     tfc_memory_plan mem;   /* what the binding laid out */
