@@ -9,9 +9,13 @@
  * line also carries the model's trainable parameter count and the loss of its first step,
  * for checking that a peer's copy is the same network.
  *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N]
- *               [--warmup N] [--tf32] [--conv-find] MODEL.yaml...
+ *               [--warmup N] [--tf32] [--conv-find] [--graphs] MODEL.yaml...
  * --conv-find: convolution algorithms timed by cuDNN (tfc_gpu_set_conv_find), not chosen by
- * its heuristics; "conv_measured" in the JSON counts the choices it made. */
+ * its heuristics; "conv_measured" in the JSON counts the choices it made.
+ * --graphs (GPU): the step's queued half captured once as a CUDA graph (gpu.h) and replayed;
+ * the batch is staged before each replay and the loss read after it. The replay repeats the
+ * captured step's dropout draws (the step number is a by-value argument), which changes no
+ * work; "graph_nodes" is the launches a replay replaces. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +25,18 @@
 #include "tfc.h"
 #ifdef TFC_HAVE_CUDA
 #include "gpu/gpu.h"
+#endif
+
+#ifdef TFC_HAVE_CUDA
+/* The step's device work after its batch is staged: what --graphs captures. */
+static void queued_step(tfc_model *m, tfc_backend *be, int64_t np)
+{
+    tfc_model_forward_launch(m);
+    tfc_model_loss_compute(m, 1);
+    tfc_model_zero_grad(m);
+    tfc_model_backward(m);
+    be->ops->axpy(be, np, -0.01f, tfc_model_grads(m), tfc_model_params(m));
+}
 #endif
 
 /* sgemm GFLOP/s on 1024^3, best of `runs` after one unmeasured: the rate the bound divides
@@ -116,7 +132,7 @@ static int batch_of(const char *name)
 int main(int argc, char **argv)
 {
     tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
-    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, threads = 0;
+    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, graphs = 0, threads = 0;
     const char *device = "cpu";
     const char *models[64];
     int nmodels = 0;
@@ -135,9 +151,11 @@ int main(int argc, char **argv)
             tf32 = 1;
         else if (!strcmp(argv[a], "--conv-find"))
             conv_find = 1;
+        else if (!strcmp(argv[a], "--graphs"))
+            graphs = 1;
         else if (argv[a][0] == '-' || nmodels == 64) {
             fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--threads N] [--steps N] "
-                            "[--repeats N] [--warmup N] [--tf32] [--conv-find] MODEL.yaml...\n", argv[0]);
+                            "[--repeats N] [--warmup N] [--tf32] [--conv-find] [--graphs] MODEL.yaml...\n", argv[0]);
             return 2;
         } else
             models[nmodels++] = argv[a];
@@ -186,6 +204,9 @@ int main(int argc, char **argv)
         }
         for (int64_t i = 0; i < nlab; i++) labels[i] = (int32_t)(i * 3 % tfc_model_classes(m));
         double *t = malloc(sizeof(double) * (size_t)steps), reps[16], rates[32];
+#ifdef TFC_HAVE_CUDA
+        tfc_gpu_graph *graph = NULL;
+#endif
         int64_t np = tfc_model_trainable_count(m);
         tfc_batch_result r;
         double loss0 = 0;
@@ -193,6 +214,33 @@ int main(int argc, char **argv)
             if (on_cpu) rates[2 * rep] = sgemm_rate(ra, rb, rc, 3);
             for (int s = -warmup; s < steps; s++) {
                 double t0 = tfc_now();
+#ifdef TFC_HAVE_CUDA
+                if (graphs && !(rep == 0 && s == -warmup)) {
+                    /* the first step runs uncaptured; the second is captured, then every
+                     * step replays it: the batch staged where the capture read it, the
+                     * loss read back after the replay (the wait that ends the step) */
+                    if (tfc_model_stage_input(m, x, batch, 1, 1, (uint64_t)(s + warmup), &err) ||
+                        tfc_model_stage_labels(m, labels, &err)) {
+                        fputs(err.text, stderr);
+                        return 1;
+                    }
+                    if (!graph) {
+                        if (tfc_gpu_capture_begin(be, &err)) {
+                            fputs(err.text, stderr);
+                            return 1;
+                        }
+                        queued_step(m, be, np);
+                        if (!(graph = tfc_gpu_capture_end(be, &err))) {
+                            fputs(err.text, stderr);
+                            return 1;
+                        }
+                    }
+                    tfc_gpu_graph_launch(be, graph);
+                    tfc_model_loss_result(m, &r);
+                    if (s >= 0) t[s] = tfc_now() - t0;
+                    continue;
+                }
+#endif
                 tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(s + warmup), &err);
                 tfc_model_loss(m, labels, 1, &r, &err);
                 if (rep == 0 && s == -warmup) loss0 = r.loss;
@@ -215,13 +263,16 @@ int main(int argc, char **argv)
             printf("], \"bound_ms\": %.3f, \"gflop\": %.3f, \"sgemm_gflops\": %.1f}\n",
                    flops / (rate * 1e9) * 1e3, flops / 1e9, rate);
         } else {
-            int measured = 0;
+            int measured = 0, nodes = 0;
 #ifdef TFC_HAVE_CUDA
             measured = tfc_gpu_conv_measured(be);
+            nodes = tfc_gpu_graph_nodes(graph);
 #endif
             printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"conv_find\": %d, "
-                   "\"conv_measured\": %d, \"gpu\": \"%s\"}\n",
-                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, gpu_name(be));
+                   "\"conv_measured\": %d, \"graphs\": %d, \"graph_nodes\": %d, "
+                   "\"gpu\": \"%s\"}\n",
+                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, graphs, nodes,
+                   gpu_name(be));
         }
         if (tfc_backend_status(be, &err)) {
             fputs(err.text, stderr);
@@ -229,6 +280,9 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
         free(x), free(labels), free(t);
+#ifdef TFC_HAVE_CUDA
+        tfc_gpu_graph_free(graph);
+#endif
         tfc_model_free(m);
         tfc_backend_free(be);
     }

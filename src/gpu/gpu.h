@@ -60,6 +60,27 @@ void tfc_gpu_set_conv_find(tfc_backend *be, int on);
  * measured rather than taken from the heuristics; 0 on any other backend. */
 int tfc_gpu_conv_measured(const tfc_backend *be);
 
+/* ---- CUDA graphs (gpu_graph.cu; issue 41, not yet run on a GPU) ----------------------------
+ * The work queued on the backend between tfc_gpu_capture_begin and tfc_gpu_capture_end is
+ * recorded, not run; tfc_gpu_graph_launch replays it on the backend's stream. A replay
+ * reads and writes the very addresses the capture saw and repeats its by-value arguments
+ * (batch size, learning rate, dropout's step), so the caller keeps those fixed and puts
+ * each step's new data where the capture read it: stage the batch (tfc_model_stage_input,
+ * _stage_labels) before capturing, and before each replay, then capture or replay the
+ * queued half (tfc_model_forward_launch ... the update). Capture after one uncaptured step
+ * with the same shapes, so workspaces, scratch and algorithm choices exist: during a
+ * capture, an op that would wait for the device or allocate (download, sync, sumsq,
+ * count_nonfinite, upload, alloc, free, growing the scratch) fails, recording that it ran
+ * during a capture, and the capture ends invalid. Free the graphs before the backend. */
+typedef struct tfc_gpu_graph tfc_gpu_graph;
+tfc_status tfc_gpu_capture_begin(tfc_backend *be, tfc_error *err);
+/* NULL with err when the capture failed (an op above, or CUDA's own refusal). */
+tfc_gpu_graph *tfc_gpu_capture_end(tfc_backend *be, tfc_error *err);
+void tfc_gpu_graph_launch(tfc_backend *be, const tfc_gpu_graph *gr);
+/* The nodes the graph holds (kernels, copies, memsets): the launches one replay saves. */
+int tfc_gpu_graph_nodes(const tfc_gpu_graph *gr);
+void tfc_gpu_graph_free(tfc_gpu_graph *gr);
+
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
  * An allocation past the cap first releases cached free blocks, then fails (alloc returns
  * NULL and the caller reports the size). */

@@ -82,6 +82,7 @@ static void release_cached(gpu_ctx *g)
 
 static void *alloc_block(gpu_ctx *g, size_t bytes)
 {
+    GPU_CAPTURE_REFUSE(g, "alloc", NULL);
     if (bytes > ((size_t)1 << 46)) return NULL; /* 64 TiB: no GPU has it, and no overflow below */
     size_t size = size_class(bytes);
     gpu_block b = {NULL, size};
@@ -123,6 +124,7 @@ static void *alloc_block(gpu_ctx *g, size_t bytes)
 static void free_block(gpu_ctx *g, void *p)
 {
     if (!p) return;
+    GPU_CAPTURE_REFUSE(g, "free");
     for (int i = g->nlive - 1; i >= 0; i--)
         if (g->live[i].ptr == p) {
             gpu_block b = g->live[i];
@@ -150,7 +152,22 @@ static void gpu_free(tfc_backend *be, void *p)
 void *tfc_gpu_scratch(gpu_ctx *g, size_t bytes)
 {
     if (bytes <= g->scratch_bytes && g->scratch) return g->scratch;
+    GPU_CAPTURE_REFUSE(g, "growing the scratch", NULL);
     size_t want = bytes > 2 * g->scratch_bytes ? bytes : 2 * g->scratch_bytes;
+    if (g->scratch && g->graphs) { /* a graph may still use it */
+        if (g->nretired == g->retired_cap) {
+            int nc = g->retired_cap ? 2 * g->retired_cap : 8;
+            void **nr = (void **)realloc(g->retired, (size_t)nc * sizeof *nr);
+            if (!nr) {
+                tfc_gpu_fail(g, "scratch", "out of host memory", __FILE__, __LINE__);
+                return NULL;
+            }
+            g->retired = nr;
+            g->retired_cap = nc;
+        }
+        g->retired[g->nretired++] = g->scratch;
+        g->scratch = NULL;
+    }
     if (g->scratch) free_block(g, g->scratch);
     g->scratch = alloc_block(g, want);
     g->scratch_bytes = g->scratch ? want : 0;
@@ -163,10 +180,17 @@ void *tfc_gpu_scratch(gpu_ctx *g, size_t bytes)
     return g->scratch;
 }
 
+void tfc_gpu_scratch_release_retired(gpu_ctx *g)
+{
+    for (int i = 0; i < g->nretired; i++) free_block(g, g->retired[i]);
+    g->nretired = 0;
+}
+
 /* ---- transfers ---------------------------------------------------------------------------- */
 
 gpu_stage *tfc_gpu_stage_take(gpu_ctx *g, size_t bytes)
 {
+    GPU_CAPTURE_REFUSE(g, "a staged transfer (upload or download)", NULL);
     gpu_stage *s = &g->stage[g->stage_next];
     g->stage_next = (g->stage_next + 1) % GPU_STAGES;
     TFC_CUDA_TRY(g, cudaEventSynchronize(s->done), NULL);
@@ -188,6 +212,7 @@ static void gpu_upload(tfc_backend *be, void *dst, const void *src, size_t bytes
 {
     gpu_ctx *g = gpu_of(be);
     if (!bytes) return;
+    GPU_CAPTURE_REFUSE(g, "upload");
     if (bytes > GPU_STAGE_MAX) { /* pageable: returns once src has been staged by CUDA */
         TFC_CUDA_TRY(g, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g->stream));
         return;
@@ -204,6 +229,10 @@ static void gpu_download(tfc_backend *be, void *dst, const void *src, size_t byt
 {
     gpu_ctx *g = gpu_of(be);
     if (!bytes) return;
+    if (tfc_gpu_capture_refused(g, "download", __FILE__, __LINE__)) {
+        memset(dst, 0, bytes);
+        return;
+    }
     if (bytes > GPU_STAGE_MAX) {
         TFC_CUDA_TRY(g, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g->stream));
         TFC_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
@@ -237,6 +266,7 @@ static void gpu_zero(tfc_backend *be, void *p, size_t bytes)
 static void gpu_sync(tfc_backend *be)
 {
     gpu_ctx *g = gpu_of(be);
+    GPU_CAPTURE_REFUSE(g, "sync");
     TFC_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
 }
 
@@ -249,6 +279,7 @@ static void gpu_destroy(tfc_backend *be)
         cudaSetDevice(g->device);
         if (g->stream) cudaStreamSynchronize(g->stream);
         tfc_gpu_conv_cache_free(g);
+        free(g->retired); /* the blocks themselves are among the live ones */
         for (int i = 0; i < g->nlive; i++) cudaFree(g->live[i].ptr);
         for (int i = 0; i < g->ncached; i++) cudaFree(g->cached[i].ptr);
         free(g->live);

@@ -264,7 +264,8 @@ static void measure(gpu_ctx *g, const conv_plan *p, int op, const conv_io *io, i
 
 /* Picks and caches op's algorithm for plan p within `budget` bytes; the math type (FMA
  * only unless TF32 is allowed) is set on the descriptor first. Measured (measure, on io's
- * operands) when conv_find is on, deterministic is off and io is given; otherwise, or when
+ * operands) when conv_find is on, deterministic is off and io is given (not during a CUDA
+ * graph capture: cudnnFind synchronises); otherwise, or when
  * measuring finds nothing, cuDNN's heuristics rank them. */
 static int choose(gpu_ctx *g, conv_plan *p, int op, size_t budget, const conv_io *io)
 {
@@ -461,7 +462,7 @@ static conv_plan *prepare(gpu_ctx *g, const tfc_conv_desc *d, int groups, int op
     if (!p) return NULL;
     *w = carve(d, ws);
     conv_io io = {NULL, NULL, NULL, w->cudnn, w->cudnn_bytes}, *use = NULL;
-    if (!p->chosen[op] && g->conv_find && !g->deterministic)
+    if (!p->chosen[op] && g->conv_find && !g->deterministic && !g->capturing)
         use = operands(p, op, w, x, dy, y, &io);
     if (choose(g, p, op, w->cudnn_bytes, use)) return NULL;
     return p;

@@ -101,6 +101,7 @@ template <typename F>
 static double reduce_to_host(gpu_ctx *g, int64_t n, F f)
 {
     if (n <= 0) return 0.0;
+    GPU_CAPTURE_REFUSE(g, "a reduction read back to the host (sumsq, count_nonfinite)", NAN);
     const int nb = tfc_gpu_reduce_blocks(n);
     double *buf = (double *)tfc_gpu_scratch(g, (size_t)(nb + 1) * sizeof(double));
     if (!buf || reduce(g, n, f, buf + 1, buf)) return NAN;

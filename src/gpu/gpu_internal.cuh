@@ -46,6 +46,8 @@ typedef struct gpu_ctx {
     int deterministic, tf32;
     int attention_no_split; /* tfc_gpu_set_attention_no_split */
     int conv_find;          /* tfc_gpu_set_conv_find */
+    int capturing;          /* a CUDA graph capture is under way (gpu_graph.cu) */
+    int graphs;             /* graphs captured on this backend and not yet freed */
 
     /* sticky error: the first failure since the last tfc_gpu_status */
     tfc_error err;
@@ -59,6 +61,10 @@ typedef struct gpu_ctx {
     /* scratch for ops without a workspace argument (reductions, statistics) */
     void *scratch;
     size_t scratch_bytes;
+    /* scratch blocks outgrown while graphs exist, which may still use them: freed with the
+     * last graph (tfc_gpu_scratch_release_retired) */
+    void **retired;
+    int nretired, retired_cap;
 
     gpu_stage stage[GPU_STAGES];
     int stage_next;
@@ -106,8 +112,19 @@ int tfc_gpu_cudnn_failed(gpu_ctx *g, cudnnStatus_t s, const char *call, const ch
     } while (0)
 
 /* Device scratch of at least `bytes` (grown, never shrunk; contents undefined), or NULL
- * with the error recorded. Stream order makes reuse between ops safe. */
+ * with the error recorded. Stream order makes reuse between ops safe. While graphs exist,
+ * an outgrown block is retired rather than freed (a graph may still use it). */
 void *tfc_gpu_scratch(gpu_ctx *g, size_t bytes);
+void tfc_gpu_scratch_release_retired(gpu_ctx *g);
+
+/* During a CUDA graph capture (gpu_graph.cu): records "OP while a CUDA graph is being
+ * captured ..." and returns 1, for the ops that must not run then (they wait for the
+ * device or allocate); 0 otherwise. */
+int tfc_gpu_capture_refused(gpu_ctx *g, const char *op, const char *file, int line);
+#define GPU_CAPTURE_REFUSE(g, op, ...)                                       \
+    do {                                                                     \
+        if (tfc_gpu_capture_refused((g), (op), __FILE__, __LINE__)) return __VA_ARGS__; \
+    } while (0)
 
 /* A pinned host buffer of at least `bytes` from the staging ring whose previous copy has
  * finished; the caller records the stage's `done` event after enqueueing its own copy, so

@@ -2801,6 +2801,141 @@ static void test_deterministic_transformer(void)
     check_status();
 }
 
+/* ---- CUDA graphs ------------------------------------------------------------------------------ */
+
+#ifdef TFC_HAVE_CUDA
+/* A step's queued half (gpu.h): forward, loss, backward, SGD with momentum through the
+ * device path's update. */
+static void graph_step(tfc_model *m, float *slot, tfc_step_state *st)
+{
+    tfc_model_forward_launch(m);
+    tfc_model_loss_compute(m, 1);
+    tfc_model_zero_grad(m);
+    tfc_model_backward(m);
+    int64_t nt = tfc_model_trainable_count(m);
+    float *grads = tfc_model_grads(m);
+    dev->ops->grad_sumsq(dev, nt, grads, st);
+    dev->ops->step_scale(dev, tfc_model_loss_scalar(m), 1.0, 5.0, st);
+    const tfc_optim_desc d = {.type = TFC_OPTIMIZER_SGD, .lr = 0.05f, .momentum = 0.9f};
+    dev->ops->optimizer_update_at(dev, &d, st, nt, tfc_model_params(m), grads, slot, NULL, NULL);
+}
+
+/* Six steps on new batches, launched on model a and on model b: its first launched, its
+ * second captured and every later one a replay of that capture; each step's loss and the
+ * final weights, moving statistics and momentum the same bits. The step number (dropout's
+ * draws) stays fixed, as a replay repeats it. */
+static int graph_case(const char *name, const char *yaml, int batch, int tokens)
+{
+    tfc_model *ma = load_bound(yaml, dev, batch), *mb = load_bound(yaml, dev, batch);
+    if (!ma || !mb) return 1;
+    const int64_t per = tfc_shape_numel(tfc_model_input_shape(ma));
+    const int64_t nlab = (int64_t)batch * tfc_model_label_rows(ma);
+    const int64_t nt = tfc_model_trainable_count(ma), np = tfc_model_param_count(ma);
+    void *x = malloc((size_t)(batch * per) * 4);
+    int32_t *labels = malloc((size_t)nlab * 4);
+    float *slot[2];
+    tfc_step_state *st[2];
+    tfc_model *ms[2] = {ma, mb};
+    for (int k = 0; k < 2; k++) {
+        slot[k] = dev->ops->alloc(dev, (size_t)nt * 4);
+        dev->ops->zero(dev, slot[k], (size_t)nt * 4);
+        st[k] = dev->ops->alloc(dev, sizeof(tfc_step_state));
+    }
+    tfc_gpu_graph *graph = NULL;
+    tfc_error err;
+    tfc_error_clear(&err);
+    int bad = 0, nodes = 0;
+    for (int step = 0; step < 6 && !bad; step++) {
+        for (int64_t i = 0; i < batch * per; i++) {
+            if (tokens)
+                ((int32_t *)x)[i] = urand() < 0.2 ? 0 : 1 + irand(19);
+            else
+                ((float *)x)[i] = (float)urand() * 2 - 1;
+        }
+        for (int64_t i = 0; i < nlab; i++) labels[i] = irand(tfc_model_classes(ma));
+        double loss[2];
+        for (int k = 0; k < 2 && !bad; k++) {
+            tfc_batch_result r;
+            if (tfc_model_stage_input(ms[k], x, batch, 1, 5, 3, &err) ||
+                tfc_model_stage_labels(ms[k], labels, &err)) {
+                printf("\n  %s: %s", name, err.text);
+                bad = 1;
+                break;
+            }
+            if (k == 0 || step == 0) {
+                graph_step(ms[k], slot[k], st[k]);
+            } else {
+                if (!graph) {
+                    if (tfc_gpu_capture_begin(dev, &err)) {
+                        printf("\n  %s: %s", name, err.text);
+                        bad = 1;
+                        break;
+                    }
+                    graph_step(mb, slot[1], st[1]);
+                    if (!(graph = tfc_gpu_capture_end(dev, &err))) {
+                        printf("\n  %s: %s", name, err.text);
+                        bad = 1;
+                        break;
+                    }
+                    nodes = tfc_gpu_graph_nodes(graph);
+                }
+                tfc_gpu_graph_launch(dev, graph);
+            }
+            tfc_model_loss_result(ms[k], &r);
+            loss[k] = r.loss;
+        }
+        if (!bad && memcmp(&loss[0], &loss[1], sizeof loss[0]) != 0) {
+            printf("\n  %s step %d: loss launched %.9g, replayed %.9g", name, step, loss[0],
+                   loss[1]);
+            bad = 1;
+        }
+    }
+    if (!bad) {
+        float *a = fetch(dev, tfc_model_params(ma), np), *b = fetch(dev, tfc_model_params(mb), np);
+        bad += compare_floats("weights and statistics, launched against replayed", b, a, np, 0, 0);
+        free(a), free(b);
+        a = fetch(dev, slot[0], nt), b = fetch(dev, slot[1], nt);
+        bad += compare_floats("momentum, launched against replayed", b, a, nt, 0, 0);
+        free(a), free(b);
+        if (nodes < 10) {
+            printf("\n  %s: the captured step holds %d nodes", name, nodes);
+            bad = 1;
+        }
+    }
+    tfc_gpu_graph_free(graph);
+    for (int k = 0; k < 2; k++) dev->ops->free(dev, slot[k]), dev->ops->free(dev, st[k]);
+    free(x), free(labels);
+    tfc_model_free(ma), tfc_model_free(mb);
+    return bad;
+}
+#endif
+
+/* CUDA graphs (gpu.h): replayed steps give the launched steps' bits (a CNN with
+ * BatchNormalization, a residual Add and dropout; a masked LSTM; a small GPT); an op that
+ * waits for the device during a capture fails the capture naming itself, and the backend
+ * works on after it. */
+static void test_graph_replay(void)
+{
+#ifdef TFC_HAVE_CUDA
+    if (twin) return;
+    CU_ASSERT_EQUAL(graph_case("cnn", cnn_yaml, 16, 0), 0);
+    CU_ASSERT_EQUAL(graph_case("lstm", lstm_yaml, 8, 1), 0);
+    CU_ASSERT_EQUAL(graph_case("gpt", gpt_yaml, 4, 1), 0);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_gpu_capture_begin(dev, &err), TFC_OK);
+    dev->ops->sync(dev);
+    tfc_gpu_graph *g = tfc_gpu_capture_end(dev, &err);
+    CU_ASSERT_PTR_NULL(g);
+    if (!strstr(err.text, "sync while a CUDA graph is being captured"))
+        printf("\n  a sync during a capture: %s", err.text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "sync while a CUDA graph is being captured"));
+    tfc_gpu_graph_free(g);
+    CU_ASSERT_EQUAL(graph_case("cnn after a failed capture", cnn_yaml, 16, 0), 0);
+#endif
+    check_status();
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -2820,6 +2955,7 @@ int main(int argc, char **argv)
         {"conv", test_conv},
         {"conv_tf32", test_conv_tf32},
         {"conv_find", test_conv_find},
+        {"graph_replay", test_graph_replay},
         {"pool", test_pool},
         {"batch_norm", test_batch_norm},
         {"embedding", test_embedding},
