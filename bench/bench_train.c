@@ -13,9 +13,9 @@
  * --conv-find: convolution algorithms timed by cuDNN (tfc_gpu_set_conv_find), not chosen by
  * its heuristics; "conv_measured" in the JSON counts the choices it made.
  * --graphs (GPU): the step's queued half captured once as a CUDA graph (gpu.h) and replayed;
- * the batch is staged before each replay and the loss read after it. The replay repeats the
- * captured step's dropout draws (the step number is a by-value argument), which changes no
- * work; "graph_nodes" is the launches a replay replaces. */
+ * the batch is staged before each replay and the loss read after it, dropout drawing at each
+ * step's number through the replay's step offset; "graph_nodes" is the launches a replay
+ * replaces. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +206,7 @@ int main(int argc, char **argv)
         double *t = malloc(sizeof(double) * (size_t)steps), reps[16], rates[32];
 #ifdef TFC_HAVE_CUDA
         tfc_gpu_graph *graph = NULL;
+        uint64_t captured = 0; /* the step number the graph was captured at */
 #endif
         int64_t np = tfc_model_trainable_count(m);
         tfc_batch_result r;
@@ -225,6 +226,7 @@ int main(int argc, char **argv)
                         return 1;
                     }
                     if (!graph) {
+                        captured = (uint64_t)(s + warmup);
                         if (tfc_gpu_capture_begin(be, &err)) {
                             fputs(err.text, stderr);
                             return 1;
@@ -235,7 +237,7 @@ int main(int argc, char **argv)
                             return 1;
                         }
                     }
-                    tfc_gpu_graph_launch(be, graph);
+                    tfc_gpu_graph_launch(be, graph, (uint64_t)(s + warmup) - captured);
                     tfc_model_loss_result(m, &r);
                     if (s >= 0) t[s] = tfc_now() - t0;
                     continue;

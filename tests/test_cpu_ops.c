@@ -2954,6 +2954,21 @@ static void test_step_ops(void)
         be->ops->optimizer_update(be, &host, N, w, g, slot[0], slot[1], slot[2]);
         CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(slot, slot2, sizeof slot));
     }
+    /* rates_at_state: lr, alpha and decay from the state; the desc's (far off) unread */
+    for (int t = 0; t < 2; t++) {
+        tfc_optim_desc at = d;
+        at.type = t ? TFC_OPTIMIZER_ADAMW : TFC_OPTIMIZER_SGD;
+        at.momentum = 0.9f, at.decay = t ? 4e-4f : 0;
+        tfc_optim_desc off = at;
+        off.rates_at_state = 1, off.lr = 7, off.alpha = 7, off.decay = 0.5f;
+        st.lr = at.lr, st.alpha = at.alpha, st.decay = at.decay;
+        memcpy(w2, w, sizeof w);
+        memcpy(slot2, slot, sizeof slot);
+        be->ops->optimizer_update_at(be, &off, &st, N, w2, g, slot2[0], slot2[1], slot2[2]);
+        at.grad_scale = st.grad_scale;
+        be->ops->optimizer_update(be, &at, N, w, g, slot[0], slot[1], slot[2]);
+        CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(slot, slot2, sizeof slot));
+    }
     /* skip: a non-finite loss, then a finite loss with an infinite gradient */
     for (int k = 0; k < 2; k++) {
         loss = k ? 2.0f : NAN;

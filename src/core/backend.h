@@ -267,6 +267,10 @@ typedef struct tfc_optim_desc {
     int amsgrad;       /* adam */
     float rho;         /* rmsprop */
     int centered;      /* rmsprop */
+    /* optimizer_update_at only: lr, alpha and decay are read from the step state (its
+     * lr, alpha, decay) instead of from here, so a step replayed from a CUDA graph, whose
+     * by-value arguments are the captured step's, takes each step's rates */
+    int rates_at_state;
 } tfc_optim_desc;
 
 /* The decisions of one update as data on the device, for the trainer's device path
@@ -277,6 +281,10 @@ typedef struct tfc_step_state {
     double sumsq;      /* the accumulated gradient's sum of squares, as sumsq returns it */
     float grad_scale;  /* the update's grad_scale: tfc_step_grad_scale(sumsq, ...) */
     int32_t skip;      /* 1: the loss or sumsq is not finite; optimizer_update_at does nothing */
+    /* The update's rates as the host writes them before the step, for a desc with
+     * rates_at_state (tfc_optim_desc); no op writes them. */
+    float lr, alpha, decay;
+    int32_t pad_;
 } tfc_step_state;
 
 /* The grad_scale of an update: `scale` (1 / (iter_size ranks), the average) times the

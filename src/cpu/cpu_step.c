@@ -27,5 +27,6 @@ void tfc_cpu_optimizer_update_at(tfc_backend *be, const tfc_optim_desc *d,
     if (st->skip) return;
     tfc_optim_desc at = *d;
     at.grad_scale = st->grad_scale;
+    if (d->rates_at_state) at.lr = st->lr, at.alpha = st->alpha, at.decay = st->decay;
     tfc_cpu_optimizer_update(be, &at, n, params, grads, slot0, slot1, slot2);
 }

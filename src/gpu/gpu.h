@@ -64,10 +64,13 @@ int tfc_gpu_conv_measured(const tfc_backend *be);
  * The work queued on the backend between tfc_gpu_capture_begin and tfc_gpu_capture_end is
  * recorded, not run; tfc_gpu_graph_launch replays it on the backend's stream. A replay
  * reads and writes the very addresses the capture saw and repeats its by-value arguments
- * (batch size, learning rate, dropout's step), so the caller keeps those fixed and puts
- * each step's new data where the capture read it: stage the batch (tfc_model_stage_input,
+ * (batch size, the learning rate), so the caller keeps those fixed and puts each step's
+ * new data where the capture read it: stage the batch (tfc_model_stage_input,
  * _stage_labels) before capturing, and before each replay, then capture or replay the
- * queued half (tfc_model_forward_launch ... the update). Capture after one uncaptured step
+ * queued half (tfc_model_forward_launch ... the update; the update's rates from the step
+ * state, tfc_optim_desc.rates_at_state). The step numbers of the random draws (dropout,
+ * attention's dropout, augmentation) are the exception: a replay draws at each captured
+ * step number plus its step_offset, so pass the step minus the captured step. Capture after one uncaptured step
  * with the same shapes, so workspaces, scratch and algorithm choices exist: during a
  * capture, an op that would wait for the device or allocate (download, sync, sumsq,
  * count_nonfinite, upload, alloc, free, growing the scratch) fails, recording that it ran
@@ -76,7 +79,7 @@ typedef struct tfc_gpu_graph tfc_gpu_graph;
 tfc_status tfc_gpu_capture_begin(tfc_backend *be, tfc_error *err);
 /* NULL with err when the capture failed (an op above, or CUDA's own refusal). */
 tfc_gpu_graph *tfc_gpu_capture_end(tfc_backend *be, tfc_error *err);
-void tfc_gpu_graph_launch(tfc_backend *be, const tfc_gpu_graph *gr);
+void tfc_gpu_graph_launch(tfc_backend *be, const tfc_gpu_graph *gr, uint64_t step_offset);
 /* The nodes the graph holds (kernels, copies, memsets): the launches one replay saves. */
 int tfc_gpu_graph_nodes(const tfc_gpu_graph *gr);
 void tfc_gpu_graph_free(tfc_gpu_graph *gr);

@@ -116,9 +116,11 @@ static __device__ __forceinline__ void block_of(const tfc_attn_desc &d, int step
  * then o /= l, lse = m + log l; a row that sees no key takes the mean of every v_j
  * (uniform; lse -inf) or 0 (lse +inf). */
 static __global__ void __launch_bounds__(ROWS * 32)
-    forward_kernel(tfc_attn_desc d, const float *q, const float *k, const float *v, float *o,
+    forward_kernel(tfc_attn_desc d, const uint64_t *step_off,
+                   const float *q, const float *k, const float *v, float *o,
                    float *lse)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     extern __shared__ float sh[];
     const int kld = d.dk + 1;
     float *ks = sh, *vs = ks + TILE * kld, *qs = vs + TILE * d.dv;
@@ -206,9 +208,11 @@ static __global__ void rowdot_kernel(int64_t rows, int heads, int tq, int dv, co
  * (zero for a row that sees no key). D is [n, heads, tq] (rowdot_kernel's, with lse's
  * layout). */
 static __global__ void __launch_bounds__(ROWS * 32)
-    dq_kernel(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
+    dq_kernel(tfc_attn_desc d, const uint64_t *step_off,
+              const float *q, const float *k, const float *v, const float *lse,
               const float *D, const float *dout, float *dq)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     extern __shared__ float sh[];
     const int kld = d.dk + 1, vld = d.dv + 1;
     float *ks = sh, *vs = ks + TILE * kld, *qs = vs + TILE * vld, *dos = qs + ROWS * d.dk;
@@ -260,9 +264,11 @@ static __global__ void __launch_bounds__(ROWS * 32)
  *   dv_j = sum_i p_ij z_ij dout_i,   dk_j = sum_i ds_ij q_i
  * where a row with the uniform mean (lse -inf) has p z = 1 / tk and ds = 0 for every key. */
 static __global__ void __launch_bounds__(ROWS * 32)
-    dkv_kernel(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
+    dkv_kernel(tfc_attn_desc d, const uint64_t *step_off,
+               const float *q, const float *k, const float *v, const float *lse,
                const float *D, const float *dout, float *dk, float *dv)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     extern __shared__ float sh[];
     const int qld = d.dk + 1, dld = d.dv + 1;
     float *qs = sh, *dos = qs + TILE * qld, *kw = dos + TILE * dld, *vw = kw + ROWS * d.dk;
@@ -476,9 +482,11 @@ static __host__ __device__ __forceinline__ size_t dkv_floats(int dk, int dv, int
  * running output rescaled and P Z V added from the shared P. */
 template <int CW>
 static __global__ void __launch_bounds__(256)
-    fwd_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, float *o,
+    fwd_tiled(tfc_attn_desc d, const uint64_t *step_off,
+              const float *q, const float *k, const float *v, float *o,
               float *lse, int split, int ctiles, float *ws)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     extern __shared__ __align__(16) float tsh[];
     const int ld = tiled_ld(CW);
     float *qt = tsh, *kt = qt + XLD * d.dk, *ps = kt + XLD * d.dk, *vs = ps + XLD * TB;
@@ -596,9 +604,11 @@ static __global__ void __launch_bounds__(256)
  * thread), dS = scale P (Z dP - D) into shared, dq += dS K. Rows with lse +-inf: zero. */
 template <int CW>
 static __global__ void __launch_bounds__(256)
-    dq_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
+    dq_tiled(tfc_attn_desc d, const uint64_t *step_off,
+             const float *q, const float *k, const float *v, const float *lse,
              const float *D, const float *dout, float *dq, int split, int ctiles, float *ws)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     extern __shared__ __align__(16) float tsh[];
     const int ld = tiled_ld(CW);
     float *qt = tsh, *dot_ = qt + XLD * d.dk, *kt = dot_ + XLD * d.dv, *vt = kt + XLD * d.dk;
@@ -676,10 +686,12 @@ static __global__ void __launch_bounds__(256)
  * every key; a row with lse +inf adds nothing. */
 template <int CW>
 static __global__ void __launch_bounds__(256)
-    dkv_tiled(tfc_attn_desc d, const float *q, const float *k, const float *v, const float *lse,
+    dkv_tiled(tfc_attn_desc d, const uint64_t *step_off,
+              const float *q, const float *k, const float *v, const float *lse,
               const float *D, const float *dout, float *dk, float *dv, int split, int ctiles,
               float *ws)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     extern __shared__ __align__(16) float tsh[];
     const int ld = tiled_ld(CW);
     float *kt = tsh, *vt = kt + XLD * d.dk, *qt = vt + XLD * d.dv, *dot_ = qt + XLD * d.dk;
@@ -900,8 +912,8 @@ static void fwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const
     if (split > 1 &&
         !(ws = (float *)tfc_gpu_scratch(g, (size_t)split * rows * (d->dv + 2) * sizeof(float))))
         return;
-    fwd_tiled<CW><<<(unsigned)(blocks * split), 256, bytes, g->stream>>>(*d, q, k, v, o, lse,
-                                                                         split, ctiles, ws);
+    fwd_tiled<CW><<<(unsigned)(blocks * split), 256, bytes, g->stream>>>(
+        *d, gpu_step_offset(g), q, k, v, o, lse, split, ctiles, ws);
     TFC_LAUNCH_CHECK(g, fwd_tiled);
     if (split == 1) return;
     fwd_combine<<<gpu_blocks(g, rows * d->dv), GPU_THREADS, 0, g->stream>>>(*d, split, ws, v, o,
@@ -934,8 +946,8 @@ static void bwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const
     TFC_LAUNCH_CHECK(g, rowdot_kernel);
     size_t bytes;
     if (smem(g, dq_tiled<CW>, dq_floats(d->dk, d->dv, CW), &bytes)) return;
-    dq_tiled<CW><<<(unsigned)(qblocks * qs), 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout,
-                                                                      dq, qs, qc, wsq);
+    dq_tiled<CW><<<(unsigned)(qblocks * qs), 256, bytes, g->stream>>>(
+        *d, gpu_step_offset(g), q, k, v, lse, D, dout, dq, qs, qc, wsq);
     TFC_LAUNCH_CHECK(g, dq_tiled);
     if (qs > 1) {
         sum_splits<<<gpu_blocks(g, rows * d->dk), GPU_THREADS, 0, g->stream>>>(*d, qs, d->tq,
@@ -943,8 +955,8 @@ static void bwd_launch(gpu_ctx *g, const tfc_attn_desc *d, const float *q, const
         TFC_LAUNCH_CHECK(g, sum_splits);
     }
     if (smem(g, dkv_tiled<CW>, dkv_floats(d->dk, d->dv, CW), &bytes)) return;
-    dkv_tiled<CW><<<(unsigned)(kblocks * ks), 256, bytes, g->stream>>>(*d, q, k, v, lse, D, dout,
-                                                                       dk, dv, ks, kc, wsk);
+    dkv_tiled<CW><<<(unsigned)(kblocks * ks), 256, bytes, g->stream>>>(
+        *d, gpu_step_offset(g), q, k, v, lse, D, dout, dk, dv, ks, kc, wsk);
     TFC_LAUNCH_CHECK(g, dkv_tiled);
     if (ks > 1) {
         sum_splits<<<gpu_blocks(g, keys * d->dk), GPU_THREADS, 0, g->stream>>>(*d, ks, d->tk,
@@ -971,7 +983,8 @@ void tfc_gpu_attention_forward(tfc_backend *be, const tfc_attn_desc *d, const fl
     if (smem(g, forward_kernel,
              (size_t)TILE * (d->dk + 1) + (size_t)TILE * d->dv + (size_t)ROWS * d->dk, &bytes))
         return;
-    forward_kernel<<<blocks(d, d->tq), ROWS * 32, bytes, g->stream>>>(*d, q, k, v, o, lse);
+    forward_kernel<<<blocks(d, d->tq), ROWS * 32, bytes, g->stream>>>(
+        *d, gpu_step_offset(g), q, k, v, o, lse);
     TFC_LAUNCH_CHECK(g, forward_kernel);
 }
 
@@ -999,12 +1012,13 @@ void tfc_gpu_attention_backward(tfc_backend *be, const tfc_attn_desc *d, const f
     if (smem(g, dq_kernel,
              (size_t)TILE * (d->dk + d->dv + 2) + (size_t)ROWS * (d->dk + d->dv), &bytes))
         return;
-    dq_kernel<<<blocks(d, d->tq), ROWS * 32, bytes, g->stream>>>(*d, q, k, v, lse, D, dout, dq);
+    dq_kernel<<<blocks(d, d->tq), ROWS * 32, bytes, g->stream>>>(
+        *d, gpu_step_offset(g), q, k, v, lse, D, dout, dq);
     TFC_LAUNCH_CHECK(g, dq_kernel);
     if (smem(g, dkv_kernel,
              (size_t)TILE * (d->dk + d->dv + 4) + (size_t)ROWS * (d->dk + d->dv), &bytes))
         return;
-    dkv_kernel<<<blocks(d, d->tk), ROWS * 32, bytes, g->stream>>>(*d, q, k, v, lse, D, dout, dk,
-                                                                  dv);
+    dkv_kernel<<<blocks(d, d->tk), ROWS * 32, bytes, g->stream>>>(
+        *d, gpu_step_offset(g), q, k, v, lse, D, dout, dk, dv);
     TFC_LAUNCH_CHECK(g, dkv_kernel);
 }

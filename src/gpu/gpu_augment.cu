@@ -15,8 +15,9 @@
 /* ---- warp ------------------------------------------------------------------------------ */
 
 /* m[6 i .. 6 i + 6) = image i's matrix (tfc_warp_matrix) */
-static __global__ void warp_matrix_kernel(tfc_warp_desc d, float *m)
+static __global__ void warp_matrix_kernel(tfc_warp_desc d, const uint64_t *step_off, float *m)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     GRID_LOOP(i, d.n) tfc_warp_matrix(&d, i, m + 6 * i);
 }
 
@@ -180,7 +181,8 @@ static float *warp_matrices(gpu_ctx *g, const tfc_warp_desc *d)
 {
     float *m = (float *)tfc_gpu_scratch(g, (size_t)d->n * 6 * sizeof(float));
     if (!m) return NULL;
-    warp_matrix_kernel<<<gpu_blocks(g, d->n), GPU_THREADS, 0, g->stream>>>(*d, m);
+    warp_matrix_kernel<<<gpu_blocks(g, d->n), GPU_THREADS, 0, g->stream>>>(
+        *d, gpu_step_offset(g), m);
     TFC_LAUNCH_CHECK(g, warp_matrix_kernel, NULL);
     return m;
 }
@@ -234,8 +236,10 @@ static __device__ float channel_mean(const tfc_contrast_desc &d, const float *x,
 }
 
 /* y = clip((x - m) f + m, vlo, vhi): one block per (image, channel) */
-static __global__ void contrast_forward_kernel(tfc_contrast_desc d, const float *x, float *y)
+static __global__ void contrast_forward_kernel(tfc_contrast_desc d, const uint64_t *step_off,
+                                               const float *x, float *y)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     __shared__ double sh[GPU_THREADS / 32];
     const int64_t q = blockIdx.x, img = q / d.c, base = img * d.hw * d.c + q % d.c;
     const float f = tfc_contrast_factor(&d, img), m = channel_mean(d, x, base, sh);
@@ -246,9 +250,10 @@ static __global__ void contrast_forward_kernel(tfc_contrast_desc d, const float 
 }
 
 /* With g = dy where vlo <= z <= vhi (else 0): dx += f g + (1 - f) mean(g) */
-static __global__ void contrast_backward_kernel(tfc_contrast_desc d, const float *x,
-                                                const float *dy, float *dx)
+static __global__ void contrast_backward_kernel(tfc_contrast_desc d, const uint64_t *step_off,
+                                                const float *x, const float *dy, float *dx)
 {
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
     __shared__ double sh[GPU_THREADS / 32];
     const int64_t q = blockIdx.x, img = q / d.c, base = img * d.hw * d.c + q % d.c;
     const float f = tfc_contrast_factor(&d, img), m = channel_mean(d, x, base, sh);
@@ -272,7 +277,8 @@ void tfc_gpu_contrast_forward(tfc_backend *be, const tfc_contrast_desc *d, const
     gpu_ctx *g = gpu_of(be);
     const int64_t pairs = (int64_t)d->n * d->c;
     if (pairs <= 0 || d->hw <= 0) return;
-    contrast_forward_kernel<<<(unsigned)pairs, GPU_THREADS, 0, g->stream>>>(*d, x, y);
+    contrast_forward_kernel<<<(unsigned)pairs, GPU_THREADS, 0, g->stream>>>(
+        *d, gpu_step_offset(g), x, y);
     TFC_LAUNCH_CHECK(g, contrast_forward_kernel);
 }
 
@@ -282,6 +288,7 @@ void tfc_gpu_contrast_backward(tfc_backend *be, const tfc_contrast_desc *d, cons
     gpu_ctx *g = gpu_of(be);
     const int64_t pairs = (int64_t)d->n * d->c;
     if (pairs <= 0 || d->hw <= 0) return;
-    contrast_backward_kernel<<<(unsigned)pairs, GPU_THREADS, 0, g->stream>>>(*d, x, dy, dx);
+    contrast_backward_kernel<<<(unsigned)pairs, GPU_THREADS, 0, g->stream>>>(
+        *d, gpu_step_offset(g), x, dy, dx);
     TFC_LAUNCH_CHECK(g, contrast_backward_kernel);
 }

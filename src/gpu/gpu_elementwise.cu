@@ -426,10 +426,13 @@ void tfc_gpu_act_backward(tfc_backend *be, tfc_act act, int64_t n, int cols, con
 /* ---- dropout ------------------------------------------------------------------------------- */
 
 /* One thread per Philox block j: elements 4j .. 4j+3 use its four lanes, exactly
- * tfc_rng_uniform(key, step, i). out[i] (= or +=) in[i] * keep_i * scale. */
+ * tfc_rng_uniform(key, step, i). out[i] (= or +=) in[i] * keep_i * scale. step_off:
+ * gpu_step_offset. */
 static __global__ void dropout_kernel(int64_t n, float rate, float scale, uint64_t key, uint64_t step,
-                               const float *in, float *out, int accumulate)
+                               const uint64_t *step_off, const float *in, float *out,
+                               int accumulate)
 {
+    if (step_off) step += *step_off;
     GRID_LOOP(j, (n + 3) / 4)
     {
         tfc_u32x4 r = tfc_philox(key, (uint64_t)j, step);
@@ -459,7 +462,7 @@ static void dropout(tfc_backend *be, int64_t n, float rate, uint64_t key, uint64
     /* rate >= 1 drops everything; 1 / (1 - rate) would be inf and 0 * inf NaN. */
     const float scale = rate >= 1.0f ? 0.0f : 1.0f / (1.0f - rate);
     dropout_kernel<<<gpu_blocks(g, (n + 3) / 4), GPU_THREADS, 0, g->stream>>>(
-        n, rate, scale, key, step, in, out, accumulate);
+        n, rate, scale, key, step, gpu_step_offset(g), in, out, accumulate);
     TFC_LAUNCH_CHECK(g, dropout_kernel);
 }
 

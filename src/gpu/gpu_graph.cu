@@ -13,7 +13,12 @@
  *   - measuring convolution algorithms (cudnnFind synchronises): a shape first met during
  *     a capture takes the heuristics' choice (gpu_conv.cu);
  *   - the scratch that ops share growing while a graph holds its old address: the old block
- *     is retired, not freed, until the last graph goes (tfc_gpu_scratch).
+ *     is retired, not freed, until the last graph goes (tfc_gpu_scratch);
+ *   - per-step random draws (dropout, the recurrent input's dropout, attention's dropout,
+ *     the augmentation layers' transforms): their kernels, captured, add the device value
+ *     g->step_offset to the step they were launched with (gpu_step_offset), which each
+ *     replay sets first to its step minus the captured one, so a replay draws what a
+ *     launched step at that number draws.
  * The capture mode is cudaStreamCaptureModeThreadLocal: this thread's unsafe CUDA calls
  * fail rather than run, and other threads (the input pipeline's) are not affected. */
 #include <stdio.h>
@@ -49,6 +54,8 @@ tfc_status tfc_gpu_capture_begin(tfc_backend *be, tfc_error *err)
     tfc_status s = tfc_gpu_status(be, err); /* an earlier failure is reported first */
     if (s) return s;
     TFC_CUDA_TRY(g, cudaSetDevice(g->device), tfc_gpu_status(be, err));
+    if (!g->step_offset && !(g->step_offset = (uint64_t *)be->ops->alloc(be, sizeof(uint64_t))))
+        return tfc_error_set(err, TFC_ERR_DEVICE, "out of device memory for a CUDA graph");
     TFC_CUDA_TRY(g, cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal),
                  tfc_gpu_status(be, err));
     g->capturing = 1;
@@ -95,7 +102,7 @@ tfc_gpu_graph *tfc_gpu_capture_end(tfc_backend *be, tfc_error *err)
     return NULL;
 }
 
-void tfc_gpu_graph_launch(tfc_backend *be, const tfc_gpu_graph *gr)
+void tfc_gpu_graph_launch(tfc_backend *be, const tfc_gpu_graph *gr, uint64_t step_offset)
 {
     gpu_ctx *g = gpu_of(be);
     if (gr->g != g) {
@@ -103,6 +110,7 @@ void tfc_gpu_graph_launch(tfc_backend *be, const tfc_gpu_graph *gr)
                      __LINE__);
         return;
     }
+    be->ops->upload(be, g->step_offset, &step_offset, sizeof step_offset); /* staged, queued */
     TFC_CUDA_TRY(g, cudaGraphLaunch(gr->exec, g->stream));
 }
 

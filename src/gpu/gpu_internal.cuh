@@ -47,6 +47,7 @@ typedef struct gpu_ctx {
     int attention_no_split; /* tfc_gpu_set_attention_no_split */
     int conv_find;          /* tfc_gpu_set_conv_find */
     int capturing;          /* a CUDA graph capture is under way (gpu_graph.cu) */
+    uint64_t *step_offset;  /* device: what a replay adds to its captured step numbers */
     int graphs;             /* graphs captured on this backend and not yet freed */
 
     /* sticky error: the first failure since the last tfc_gpu_status */
@@ -121,6 +122,15 @@ void tfc_gpu_scratch_release_retired(gpu_ctx *g);
  * captured ..." and returns 1, for the ops that must not run then (they wait for the
  * device or allocate); 0 otherwise. */
 int tfc_gpu_capture_refused(gpu_ctx *g, const char *op, const char *file, int line);
+/* The step offset the kernels that draw per-step random numbers (dropout, the recurrent
+ * input's dropout, attention's, augmentation) add to the step they are launched with:
+ * during a capture the graph's (each replay writes its step minus the captured one there,
+ * tfc_gpu_graph_launch), NULL (nothing added, nothing read) otherwise. */
+static inline const uint64_t *gpu_step_offset(const gpu_ctx *g)
+{
+    return g->capturing ? g->step_offset : NULL;
+}
+
 #define GPU_CAPTURE_REFUSE(g, op, ...)                                       \
     do {                                                                     \
         if (tfc_gpu_capture_refused((g), (op), __FILE__, __LINE__)) return __VA_ARGS__; \

@@ -19,13 +19,15 @@ static __device__ __forceinline__ float grad_and_decay(const tfc_optim_desc &d, 
 }
 
 /* One update of every element; st (device, or NULL: d.grad_scale) gives grad_scale, and
- * while st->skip is set nothing is read or written. */
+ * with d.rates_at_state lr, alpha and decay; while st->skip is set nothing is read or
+ * written. */
 static __global__ void optim_kernel(tfc_optim_desc d, const tfc_step_state *st, int64_t n,
                                     float *params, const float *grads, float *slot0,
                                     float *slot1, float *slot2)
 {
     if (st && st->skip) return;
     const float grad_scale = st ? st->grad_scale : d.grad_scale;
+    if (st && d.rates_at_state) d.lr = st->lr, d.alpha = st->alpha, d.decay = st->decay;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         float w = params[i];

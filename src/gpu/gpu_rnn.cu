@@ -54,9 +54,10 @@ static __device__ __forceinline__ float keep_of(int f, int64_t i, int c, float r
  *   forth:  out[i, s, c] = in[i, s', c] keep[i, c]
  *   back:   out[i, s, c] += in[i, s', c] keep[i, c]  (dx at s from dy at s') */
 static __global__ void reorder_kernel(int n, int t, int f, int reverse, float rate, float scale,
-                                      uint64_t key, uint64_t step, const float *in, float *out,
-                                      int accumulate)
+                                      uint64_t key, uint64_t step, const uint64_t *step_off,
+                                      const float *in, float *out, int accumulate)
 {
+    if (step_off) step += *step_off; /* gpu_step_offset */
     GRID_LOOP(e, (int64_t)n * t * f)
     {
         const int64_t row = e / f;
@@ -77,7 +78,7 @@ static void reorder(tfc_backend *be, int n, int t, int f, int reverse, float rat
     if (total <= 0) return;
     const float scale = 1.0f / (1.0f - rate);
     reorder_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(
-        n, t, f, reverse, rate, scale, key, step, in, out, accumulate);
+        n, t, f, reverse, rate, scale, key, step, gpu_step_offset(g), in, out, accumulate);
     TFC_LAUNCH_CHECK(g, reorder_kernel);
 }
 

@@ -1567,6 +1567,15 @@ static int optim_at_case(const char *name, tfc_optim_desc d)
         ref->ops->optimizer_update(ref, &want, n, w.h, g.h, s0.h, s1.h, s2.h);
         dev->ops->optimizer_update_at(dev, &d, st, n, w.d, g.d, s0.d, s1.d, s2.d);
     }
+    /* and with the rates in the state (a replayed graph's update): d's, far off, unread */
+    h.lr = want.lr, h.alpha = want.alpha, h.decay = want.decay;
+    dev->ops->upload(dev, st, &h, sizeof h);
+    tfc_optim_desc off = d;
+    off.rates_at_state = 1, off.lr = 7, off.alpha = 7, off.decay = 0.5f;
+    for (int step = 0; step < 2; step++) {
+        ref->ops->optimizer_update(ref, &want, n, w.h, g.h, s0.h, s1.h, s2.h);
+        dev->ops->optimizer_update_at(dev, &off, st, n, w.d, g.d, s0.d, s1.d, s2.d);
+    }
     for (int k = 0; k < 5; k++) {
         snprintf(what, sizeof what, "%s %s", name, opn[k]);
         bad += pair_check(what, ops[k], EXACT);
@@ -2804,8 +2813,23 @@ static void test_deterministic_transformer(void)
 /* ---- CUDA graphs ------------------------------------------------------------------------------ */
 
 #ifdef TFC_HAVE_CUDA
+/* Attention with dropout, for graph_replay's draws. */
+static const char graph_attention_yaml[] =
+    "name: graph_attention\n"
+    "input: {shape: [13], dtype: int32}\n"
+    "layers:\n"
+    "  - Embedding: {name: embed, input_dim: 20, output_dim: 12}\n"
+    "  - MultiHeadAttention: {name: att, num_heads: 3, key_dim: 4, dropout: 0.25,"
+    " use_causal_mask: true}\n"
+    "  - Add: {inputs: [embed, att]}\n"
+    "  - LayerNormalization: {}\n"
+    "  - Dense: {units: 20}\n"
+    "loss: sparse_categorical_crossentropy\n"
+    "metrics: [accuracy]\n";
+
 /* A step's queued half (gpu.h): forward, loss, backward, SGD with momentum through the
- * device path's update. */
+ * device path's update, its learning rate read from the step state (rates_at_state; the
+ * desc's is far off). */
 static void graph_step(tfc_model *m, float *slot, tfc_step_state *st)
 {
     tfc_model_forward_launch(m);
@@ -2816,14 +2840,15 @@ static void graph_step(tfc_model *m, float *slot, tfc_step_state *st)
     float *grads = tfc_model_grads(m);
     dev->ops->grad_sumsq(dev, nt, grads, st);
     dev->ops->step_scale(dev, tfc_model_loss_scalar(m), 1.0, 5.0, st);
-    const tfc_optim_desc d = {.type = TFC_OPTIMIZER_SGD, .lr = 0.05f, .momentum = 0.9f};
+    const tfc_optim_desc d = {.type = TFC_OPTIMIZER_SGD, .lr = 9.0f, .momentum = 0.9f,
+                              .rates_at_state = 1};
     dev->ops->optimizer_update_at(dev, &d, st, nt, tfc_model_params(m), grads, slot, NULL, NULL);
 }
 
-/* Six steps on new batches, launched on model a and on model b: its first launched, its
- * second captured and every later one a replay of that capture; each step's loss and the
- * final weights, moving statistics and momentum the same bits. The step number (dropout's
- * draws) stays fixed, as a replay repeats it. */
+/* Six steps on new batches and new step numbers (dropout's, attention's and augmentation's
+ * draws), launched on model a and on model b: its first launched, its second captured and
+ * every later one a replay of that capture, with the step offset; each step's loss and the
+ * final weights, moving statistics and momentum the same bits. */
 static int graph_case(const char *name, const char *yaml, int batch, int tokens)
 {
     tfc_model *ma = load_bound(yaml, dev, batch), *mb = load_bound(yaml, dev, batch);
@@ -2854,9 +2879,11 @@ static int graph_case(const char *name, const char *yaml, int batch, int tokens)
         }
         for (int64_t i = 0; i < nlab; i++) labels[i] = irand(tfc_model_classes(ma));
         double loss[2];
+        const float rates[3] = {0.05f / (1 + 0.3f * (float)step), 0, 0}; /* lr, alpha, decay */
         for (int k = 0; k < 2 && !bad; k++) {
             tfc_batch_result r;
-            if (tfc_model_stage_input(ms[k], x, batch, 1, 5, 3, &err) ||
+            dev->ops->upload(dev, &st[k]->lr, rates, sizeof rates);
+            if (tfc_model_stage_input(ms[k], x, batch, 1, 5, 3 + (uint64_t)step, &err) ||
                 tfc_model_stage_labels(ms[k], labels, &err)) {
                 printf("\n  %s: %s", name, err.text);
                 bad = 1;
@@ -2879,7 +2906,7 @@ static int graph_case(const char *name, const char *yaml, int batch, int tokens)
                     }
                     nodes = tfc_gpu_graph_nodes(graph);
                 }
-                tfc_gpu_graph_launch(dev, graph);
+                tfc_gpu_graph_launch(dev, graph, (uint64_t)step - 1); /* captured at 1 */
             }
             tfc_model_loss_result(ms[k], &r);
             loss[k] = r.loss;
@@ -2910,10 +2937,11 @@ static int graph_case(const char *name, const char *yaml, int batch, int tokens)
 }
 #endif
 
+
 /* CUDA graphs (gpu.h): replayed steps give the launched steps' bits (a CNN with
- * BatchNormalization, a residual Add and dropout; a masked LSTM; a small GPT); an op that
- * waits for the device during a capture fails the capture naming itself, and the backend
- * works on after it. */
+ * BatchNormalization, a residual Add and dropout; a masked LSTM with dropout; a small GPT;
+ * attention with dropout; the augmentation layers); an op that waits for the device during
+ * a capture fails the capture naming itself, and the backend works on after it. */
 static void test_graph_replay(void)
 {
 #ifdef TFC_HAVE_CUDA
@@ -2921,6 +2949,8 @@ static void test_graph_replay(void)
     CU_ASSERT_EQUAL(graph_case("cnn", cnn_yaml, 16, 0), 0);
     CU_ASSERT_EQUAL(graph_case("lstm", lstm_yaml, 8, 1), 0);
     CU_ASSERT_EQUAL(graph_case("gpt", gpt_yaml, 4, 1), 0);
+    CU_ASSERT_EQUAL(graph_case("attention dropout", graph_attention_yaml, 4, 1), 0);
+    CU_ASSERT_EQUAL(graph_case("augment", augment_yaml, 6, 0), 0);
     tfc_error err;
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL_FATAL(tfc_gpu_capture_begin(dev, &err), TFC_OK);
