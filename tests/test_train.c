@@ -82,6 +82,8 @@ static int64_t stop_at_next; /* the --stop-at of the next train() call (0: none)
 
 static int host_step_next; /* the host_step option of the next train() call */
 
+static int cuda_graphs_next; /* the cuda_graphs option of the next train() call */
+
 static tfc_status train(const char *out, const char **sets, int nsets, const char *resume,
                         const char *weights, FILE *console, tfc_train_result *res,
                         tfc_error *err)
@@ -89,6 +91,7 @@ static tfc_status train(const char *out, const char **sets, int nsets, const cha
     tfc_solver_options o = {0};
     o.stop_at = stop_at_next;
     o.host_step = host_step_next;
+    o.cuda_graphs = cuda_graphs_next;
     o.live = live_console;
     o.sets = sets;
     o.nsets = nsets;
@@ -848,6 +851,92 @@ static void test_device_step(void)
     free(text[0]);
     free(text[1]);
     free(res);
+}
+
+/* The staged step (tfc_solver_options.cuda_graphs: batch, labels and rates staged, then the
+ * step's device work queued at once; on the CPU, which has no CUDA graphs, launched) gives
+ * the device path's bits: every optimizer, schedules with warm-up, clipping, weight decay,
+ * BatchNormalization and dropout, 30 iterations with a test pass and a partial last batch
+ * of the epoch; and a diverging run stops at the same iteration with the same message. It
+ * says where it does not apply (iter_size 2) and that the CPU launches it. */
+static void test_staged_step(void)
+{
+    static const char *const opt[] = {
+        "optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9, nesterov: true}",
+        "optimizer={type: adam, learning_rate: 0.01, amsgrad: true}",
+        "optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}",
+        "optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
+        "optimizer={type: adagrad, learning_rate: 0.05}",
+    };
+    static const char *const sched[][2] = {
+        {"lr_policy={type: step, step_size: 10, gamma: 0.5, warmup_iters: 5}",
+         "weight_decay=0.001"},
+        {"lr_policy={type: cosine, alpha: 0.1}", "model.layers.1={BatchNormalization: {}}"},
+    };
+    tfc_train_result res[2];
+    tfc_error err[2];
+    tfc_status st[2];
+    char *text[2] = {NULL, NULL};
+    for (size_t o = 0; o < sizeof opt / sizeof *opt; o++)
+        for (size_t k = 0; k < sizeof sched / sizeof *sched; k++) {
+            const char *sets[] = {"max_iter=30", "test_interval=20", "display=10",
+                                  "clip_gradients=0.5", opt[o], sched[k][0], sched[k][1]};
+            char out[2][64], what[512];
+            snprintf(what, sizeof what, "%s, %s, %s", opt[o], sched[k][0], sched[k][1]);
+            for (int g = 0; g < 2; g++) {
+                snprintf(out[g], sizeof out[g], "ss%zu_%zu_%c", o, k, g ? 's' : 'u');
+                size_t len = 0;
+                FILE *console = open_memstream(&text[g], &len);
+                cuda_graphs_next = g;
+                st[g] = train(out[g], sets, 7, NULL, NULL, console, &res[g], &err[g]);
+                cuda_graphs_next = 0;
+                fclose(console);
+            }
+            CU_ASSERT_FATAL(st[0] == TFC_OK && st[1] == TFC_OK);
+            int same = files_equal(in(out[0], "final.safetensors"),
+                                   in(out[1], "final.safetensors")) &&
+                       states_equal(in(out[0], "snapshots/tiny_iter_30.state"),
+                                    in(out[1], "snapshots/tiny_iter_30.state"), what) &&
+                       !memcmp(&res[0].train, &res[1].train, sizeof res[0].train) &&
+                       !memcmp(&res[0].test, &res[1].test, sizeof res[0].test);
+            if (!same) printf("\nthe staged step differs: %s\n", what);
+            CU_ASSERT(same);
+            CU_ASSERT_PTR_NULL(strstr(text[0], "cuda_graphs"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(text[1], "note: cuda_graphs: cpu has no CUDA graphs"));
+            free(text[0]), free(text[1]);
+            text[0] = text[1] = NULL;
+        }
+
+    /* a layer overflowing on example 300: the same iteration and message */
+    tfc_tensor x;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("train_x.npy"), &x, &err[0]), TFC_OK);
+    for (int j = 0; j < 16; j++) ((float *)x.data)[300 * 16 + j] = FLT_MAX;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("inf_x.npy"), &x, &err[0]), TFC_OK);
+    free(x.data);
+    const char *sets[] = {
+        "data.train.source={type: npy, features: inf_x.npy, labels: train_y.npy}",
+        "optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9}", "max_iter=100",
+        "test_interval=0", "clip_gradients=0.5"};
+    for (int g = 0; g < 2; g++) {
+        cuda_graphs_next = g;
+        st[g] = train(g ? "ss_inf_s" : "ss_inf_u", sets, 5, NULL, NULL, NULL, &res[g], &err[g]);
+        cuda_graphs_next = 0;
+    }
+    CU_ASSERT(st[0] == TFC_ERR_NUMERIC && st[1] == TFC_ERR_NUMERIC);
+    CU_ASSERT(res[0].iterations == res[1].iterations && res[0].iterations < 100);
+    CU_ASSERT_STRING_EQUAL(err[0].msg, err[1].msg);
+
+    /* where it does not apply, it says so and trains as without it */
+    const char *acc[] = {"max_iter=4", "test_interval=0", "iter_size=2"};
+    size_t len = 0;
+    FILE *console = open_memstream(&text[0], &len);
+    cuda_graphs_next = 1;
+    st[0] = train("ss_acc", acc, 3, NULL, NULL, console, &res[0], &err[0]);
+    cuda_graphs_next = 0;
+    fclose(console);
+    CU_ASSERT_EQUAL(st[0], TFC_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text[0], "note: cuda_graphs: not used with iter_size above 1"));
+    free(text[0]);
 }
 
 static void test_weights_by_name(void)
@@ -1819,6 +1908,7 @@ int main(int argc, char **argv)
         {"iter_size", test_iter_size},
         {"clip_gradients", test_clip_gradients},
         {"device_step", test_device_step},
+        {"staged_step", test_staged_step},
         {"live_progress", test_live_progress},
         {"subset_of_classes", test_subset_of_classes},
     };

@@ -687,9 +687,22 @@ typedef struct tfc_device_options {
                                   const tfc_step_state *st, int64_t n, float *params,              \
                                   const float *grads, float *slot0, float *slot1, float *slot2))
 
+/* CUDA graphs for the trainer's step (solver/train.c with tfc_solver_options.cuda_graphs;
+ * gpu.h says what a caller keeps fixed between a capture and its replays). Optional like
+ * the lists above: a backend without them (the CPU) launches every step. capture_begin and
+ * capture_end record the work queued between them instead of running it (capture_end:
+ * NULL with err when the capture failed, the work then not done); graph_launch replays a
+ * graph, its random draws at their captured step numbers plus step_offset; graph_free
+ * releases one. */
+#define TFC_BACKEND_GRAPH_OPS(X)                                                                   \
+    X(tfc_status, capture_begin, (tfc_backend *be, tfc_error *err))                                \
+    X(void *, capture_end, (tfc_backend *be, tfc_error *err))                                      \
+    X(void, graph_launch, (tfc_backend *be, const void *graph, uint64_t step_offset))              \
+    X(void, graph_free, (tfc_backend *be, void *graph))
+
 #define TFC_BACKEND_OPS(X)                                                                         \
     TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)                     \
-    TFC_BACKEND_STEP_OPS(X)
+    TFC_BACKEND_STEP_OPS(X) TFC_BACKEND_GRAPH_OPS(X)
 
 /* The table: the backend's name, then one function pointer per op. */
 #define TFC_BACKEND_SLOT(ret, op, params) ret (*op) params;
@@ -729,9 +742,9 @@ struct tfc_backend {
 /* Frees a backend (NULL: nothing). */
 void tfc_backend_free(tfc_backend *be);
 
-/* Fails naming the first NULL op of `ops` outside TFC_BACKEND_LAYER_OPS and
- * TFC_BACKEND_STEP_OPS, the ops a backend may lack (a backend missing any other is
- * unusable). */
+/* Fails naming the first NULL op of `ops` outside TFC_BACKEND_LAYER_OPS,
+ * TFC_BACKEND_STEP_OPS and TFC_BACKEND_GRAPH_OPS, the ops a backend may lack (a backend
+ * missing any other is unusable). */
 tfc_status tfc_backend_check(const tfc_backend_ops *ops, tfc_error *err);
 
 /* Whether `ops` fills the slot named `op` (an op of TFC_BACKEND_OPS by its name, e.g.

@@ -129,3 +129,21 @@ void tfc_gpu_graph_free(tfc_gpu_graph *gr)
     free(gr);
     if (--g->graphs == 0) tfc_gpu_scratch_release_retired(g);
 }
+
+/* ---- the table's TFC_BACKEND_GRAPH_OPS ---------------------------------------------------- */
+
+void *tfc_gpu_graph_op_capture_end(tfc_backend *be, tfc_error *err)
+{
+    return tfc_gpu_capture_end(be, err);
+}
+
+void tfc_gpu_graph_op_launch(tfc_backend *be, const void *graph, uint64_t step_offset)
+{
+    tfc_gpu_graph_launch(be, (const tfc_gpu_graph *)graph, step_offset);
+}
+
+void tfc_gpu_graph_op_free(tfc_backend *be, void *graph)
+{
+    (void)be;
+    tfc_gpu_graph_free((tfc_gpu_graph *)graph);
+}

@@ -122,6 +122,11 @@ void tfc_gpu_scratch_release_retired(gpu_ctx *g);
  * captured ..." and returns 1, for the ops that must not run then (they wait for the
  * device or allocate); 0 otherwise. */
 int tfc_gpu_capture_refused(gpu_ctx *g, const char *op, const char *file, int line);
+
+/* The table's TFC_BACKEND_GRAPH_OPS over gpu.h's tfc_gpu_graph functions (gpu_graph.cu). */
+void *tfc_gpu_graph_op_capture_end(tfc_backend *be, tfc_error *err);
+void tfc_gpu_graph_op_launch(tfc_backend *be, const void *graph, uint64_t step_offset);
+void tfc_gpu_graph_op_free(tfc_backend *be, void *graph);
 /* The step offset the kernels that draw per-step random numbers (dropout, the recurrent
  * input's dropout, attention's, augmentation) add to the step they are launched with:
  * during a capture the graph's (each replay writes its step minus the captured one there,

@@ -238,9 +238,16 @@ void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_s
 }
 
 void tfc_optimizer_step_at(tfc_optimizer *o, int64_t iter, double lr, const tfc_step_state *st,
-                           double l2, float *params, const float *grads)
+                           double l2, float *params, const float *grads, int rates_at_state)
 {
     tfc_optim_desc d = describe(o, iter, lr, 0, l2);
+    d.rates_at_state = rates_at_state;
     o->be->ops->optimizer_update_at(o->be, &d, st, o->n, params, grads, o->slot[0], o->slot[1],
                                     o->slot[2]);
+}
+
+void tfc_optimizer_rates(const tfc_optimizer *o, int64_t iter, double lr, float rates[3])
+{
+    tfc_optim_desc d = describe(o, iter, lr, 0, 0);
+    rates[0] = d.lr, rates[1] = d.alpha, rates[2] = d.decay;
 }

@@ -65,9 +65,16 @@ void tfc_optimizer_step(tfc_optimizer *o, int64_t iter, double lr, double grad_s
                         float *params, const float *grads);
 
 /* The same update with grad_scale and the skip flag read on the device from st (the
- * backend's optimizer_update_at, TFC_BACKEND_STEP_OPS): no update at all while st->skip. */
+ * backend's optimizer_update_at, TFC_BACKEND_STEP_OPS): no update at all while st->skip.
+ * With rates_at_state the rates too (st->lr, alpha, decay, which the caller wrote there
+ * from tfc_optimizer_rates; iter and lr then serve nothing but the unread desc): what a
+ * step replayed from a CUDA graph needs (solver/train.c). */
 void tfc_optimizer_step_at(tfc_optimizer *o, int64_t iter, double lr, const tfc_step_state *st,
-                           double l2, float *params, const float *grads);
+                           double l2, float *params, const float *grads, int rates_at_state);
+
+/* The `iter`-th update's rates as tfc_optimizer_step passes them: learning rate, Adam's
+ * bias-corrected step size (alpha) and AdamW's decoupled decay, the same floats. */
+void tfc_optimizer_rates(const tfc_optimizer *o, int64_t iter, double lr, float rates[3]);
 
 /* ---- learning-rate policies ---------------------------------------------------------------- */
 

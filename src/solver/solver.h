@@ -50,6 +50,9 @@ typedef struct tfc_solver_options {
     int host_step;                /* 1: the training step's host path even on a backend with
                                      the device-side step ops (docs/solver.md); the two give
                                      the same bits (tests compare them) */
+    int cuda_graphs;              /* 1: the staged step, replayed from a CUDA graph where the
+                                     backend captures (docs/solver.md); the same bits.
+                                     Experimental: not yet run on a GPU (issue 41) */
     int data_only;                /* 1: only the data is wanted (tfc-data): the keys that only
                                      training needs (model, max_iter, data) may be absent;
                                      every key there is resolved and checked as for training,

@@ -45,6 +45,13 @@ typedef struct run {
     int images_written;              /* the first batch went to the event file */
     tfc_step_state *step_state;      /* device: the step's decisions (the device path, see
                                         train_step); NULL: the host path */
+    int staged;                      /* the staged step (staged_step; cuda_graphs) */
+    int64_t staged_steps;            /* staged steps this process ran, replays included */
+    void *graph;                     /* the step captured (TFC_BACKEND_GRAPH_OPS), or NULL */
+    int64_t graph_iter;              /* the iteration it was captured at */
+    int graph_batch;                 /* its batch size */
+    const void *graph_key[6];        /* the buffers it was captured on (graph_key) */
+    int graphs_off;                  /* a capture failed: every later step is launched */
 } run;
 
 static int writer(const run *r) { return r->comm->rank == 0; }
@@ -228,6 +235,24 @@ static tfc_status take_loss(run *r, double *loss, tfc_error *err)
     return TFC_OK;
 }
 
+/* The next training batch into r->feed (n examples), its wait counted as input-bound time;
+ * the run's first one also goes to the event file. */
+static tfc_status take_batch(run *r, int *n, tfc_error *err)
+{
+    tfc_model *m = r->s->model;
+    double t0 = tfc_now();
+    tfc_status s = tfc_feed_train_batch(&r->feed, n, err);
+    double waited = tfc_now() - t0; /* the step waiting for its data */
+    r->prog.input_wait += waited;
+    r->prog.input_wait_run += waited;
+    if (!s && !r->images_written && tfc_model_input_dtype(m) == TFC_F32) {
+        /* the first batch this run trains on, for TensorBoard's Images tab */
+        r->images_written = 1;
+        s = tfc_rundir_images(&r->dir, r->iter, r->feed.x, *n, tfc_model_input_shape(m), err);
+    }
+    return s;
+}
+
 /* iter_size batches forward and backward, their gradients accumulated; the sum of their
  * losses in *loss, each read back (take_loss) before its backward, except the last one's on
  * the device path, which train_step reads after the update. */
@@ -243,16 +268,7 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
         uint64_t step = ((uint64_t)r->iter * (uint64_t)c->iter_size + (uint64_t)k) *
                             (uint64_t)r->comm->size +
                         (uint64_t)r->comm->rank;
-        double t0 = tfc_now();
-        tfc_status s = tfc_feed_train_batch(&r->feed, &n, err);
-        double waited = tfc_now() - t0; /* the step waiting for its data */
-        r->prog.input_wait += waited;
-        r->prog.input_wait_run += waited;
-        if (!s && !r->images_written && tfc_model_input_dtype(m) == TFC_F32) {
-            /* the first batch this run trains on, for TensorBoard's Images tab */
-            r->images_written = 1;
-            s = tfc_rundir_images(&r->dir, r->iter, r->feed.x, n, tfc_model_input_shape(m), err);
-        }
+        tfc_status s = take_batch(r, &n, err);
         if (!s) s = tfc_model_forward(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
         if (!s) s = tfc_model_loss_launch(m, r->feed.y, 1, err);
         if (!s && !(r->step_state && k == c->iter_size - 1)) s = take_loss(r, loss, err);
@@ -292,6 +308,103 @@ static tfc_status share_weights(run *r, tfc_error *err)
     return s;
 }
 
+/* ---- the staged step and CUDA graphs --------------------------------------------------------- */
+
+/* The buffers a captured step reads and writes that the run could move (a rebinding, new
+ * slots): a graph is replayed only while they are where it was captured. */
+static void graph_key(const run *r, const void *key[6])
+{
+    tfc_model *m = r->s->model;
+    key[0] = tfc_model_params(m), key[1] = tfc_model_grads(m), key[2] = r->step_state;
+    for (int k = 0; k < 3; k++) key[3 + k] = r->opt.slot[k];
+}
+
+static void drop_graph(run *r)
+{
+    if (r->graph) r->be->ops->graph_free(r->be, r->graph);
+    r->graph = NULL;
+}
+
+/* The step's device work once its batch is staged and its rates written to the step state:
+ * what a CUDA graph captures. */
+static void queue_step(run *r, double scale, double lr)
+{
+    const tfc_solver_config *c = &r->s->cfg;
+    tfc_model *m = r->s->model;
+    tfc_backend *be = r->be;
+    tfc_model_zero_grad(m);
+    tfc_model_forward_launch(m);
+    tfc_model_loss_compute(m, 1);
+    tfc_model_backward(m);
+    float *grads = tfc_model_grads(m);
+    be->ops->grad_sumsq(be, tfc_model_trainable_count(m), grads, r->step_state);
+    be->ops->step_scale(be, tfc_model_loss_scalar(m), scale, c->clip_gradients, r->step_state);
+    tfc_optimizer_step_at(&r->opt, r->iter, lr, r->step_state, c->weight_decay,
+                          tfc_model_params(m), grads, 1);
+}
+
+/* The staged step (tfc_solver_options.cuda_graphs, docs/solver.md): the device path of a
+ * single-process run with iter_size 1 on fixed-length batches, in two halves. First the
+ * host's part: the batch and its labels are checked and uploaded (tfc_model_stage_input,
+ * _stage_labels) and the update's rates written to the step state (tfc_optimizer_rates).
+ * Then the device work (queue_step), queued at once: replayed from a CUDA graph where the
+ * backend has TFC_BACKEND_GRAPH_OPS, captured at the first full batch after one launched
+ * staged step (which makes the workspaces, scratch and algorithm choices a capture needs),
+ * else launched. A replay draws dropout at its own step (the step offset) and reads the
+ * rates written for it; a partial batch, or buffers that moved (graph_key), launch or
+ * capture anew. A failed capture says so and launches from then on. The same bits as the
+ * unstaged device path: the same ops with the same operands in the same order
+ * (test_staged_step, tests/test_train.c; train_graphs in make test-gpu). */
+static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
+{
+    const tfc_solver_config *c = &r->s->cfg;
+    tfc_model *m = r->s->model;
+    tfc_backend *be = r->be;
+    int n;
+    tfc_status s = take_batch(r, &n, err);
+    const uint64_t step = (uint64_t)r->iter; /* iter_size 1, one rank: accumulate's */
+    if (!s) s = tfc_model_stage_input(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
+    if (!s) s = tfc_model_stage_labels(m, r->feed.y, err);
+    if (s) return s;
+    float rates[3];
+    tfc_optimizer_rates(&r->opt, r->iter, lr, rates);
+    be->ops->upload(be, &r->step_state->lr, rates, sizeof rates);
+    const void *key[6];
+    graph_key(r, key);
+    if (r->graph && memcmp(key, r->graph_key, sizeof key) != 0) drop_graph(r);
+    const int full = n == r->feed.bind_batch;
+    if (r->graph && n == r->graph_batch) {
+        be->ops->graph_launch(be, r->graph, step - (uint64_t)r->graph_iter);
+    } else if (full && !r->graph && !r->graphs_off && r->staged_steps > 0 &&
+               be->ops->capture_begin) {
+        tfc_error why;
+        tfc_error_clear(&why);
+        void *graph = NULL;
+        if (!be->ops->capture_begin(be, &why)) {
+            queue_step(r, scale, lr);
+            graph = be->ops->capture_end(be, &why);
+        }
+        if (graph) {
+            r->graph = graph;
+            r->graph_iter = r->iter;
+            r->graph_batch = n;
+            memcpy(r->graph_key, key, sizeof key);
+            be->ops->graph_launch(be, graph, 0);
+            tfc_progress_say(&r->prog, "note: cuda_graphs: the step was captured at iteration "
+                             "%lld; steps of %d examples replay it\n", (long long)r->iter, n);
+        } else { /* nothing the capture held has run */
+            r->graphs_off = 1;
+            tfc_progress_say(&r->prog, "note: cuda_graphs: the step could not be captured (%s); "
+                             "every step is launched instead\n", why.msg);
+            queue_step(r, scale, lr);
+        }
+    } else {
+        queue_step(r, scale, lr);
+    }
+    r->staged_steps++;
+    return TFC_OK;
+}
+
 /* One iteration, on one of two paths, chosen once (start: use_device_step):
  *
  * The host path (a backend without TFC_BACKEND_STEP_OPS; a data-parallel run, whose losses
@@ -329,20 +442,27 @@ static tfc_status train_step(run *r, tfc_error *err)
     const tfc_solver_config *c = &r->s->cfg;
     tfc_model *m = r->s->model;
     double loss = 0;
-    tfc_model_zero_grad(m);
-    tfc_status s = accumulate(r, &loss, err);
-    if (s) return s;
     int64_t ntrain = tfc_model_trainable_count(m);
     double scale = 1.0 / ((double)c->iter_size * r->comm->size);
     double lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
+    tfc_status s;
+    if (r->staged) {
+        s = staged_step(r, lr, scale, err);
+    } else {
+        tfc_model_zero_grad(m);
+        s = accumulate(r, &loss, err);
+    }
+    if (s) return s;
     if (r->step_state) { /* the device path */
         tfc_backend *be = r->be;
-        float *grads = tfc_model_grads(m);
-        be->ops->grad_sumsq(be, ntrain, grads, r->step_state);
-        be->ops->step_scale(be, tfc_model_loss_scalar(m), scale, c->clip_gradients,
-                            r->step_state);
-        tfc_optimizer_step_at(&r->opt, r->iter, lr, r->step_state, c->weight_decay,
-                              tfc_model_params(m), grads);
+        if (!r->staged) {
+            float *grads = tfc_model_grads(m);
+            be->ops->grad_sumsq(be, ntrain, grads, r->step_state);
+            be->ops->step_scale(be, tfc_model_loss_scalar(m), scale, c->clip_gradients,
+                                r->step_state);
+            tfc_optimizer_step_at(&r->opt, r->iter, lr, r->step_state, c->weight_decay,
+                                  tfc_model_params(m), grads, 0);
+        }
         tfc_step_state st;
         s = take_loss(r, &loss, err);
         be->ops->download(be, &st, r->step_state, sizeof st);
@@ -641,6 +761,17 @@ static tfc_status start(run *r, tfc_error *err)
         !(r->step_state = r->be->ops->alloc(r->be, sizeof *r->step_state)))
         st = tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate the step's state on %s",
                            r->be->ops->name);
+    if (!st && s->opt.cuda_graphs) {
+        const char *why = !r->step_state ? "the step's host path (data-parallel, or host_step)"
+                          : c->iter_size != 1 ? "iter_size above 1"
+                          : tfc_model_max_length(s->model) ? "batches of varying length"
+                                                             : NULL;
+        r->staged = !why;
+        if (why) tfc_progress_say(&r->prog, "note: cuda_graphs: not used with %s\n", why);
+        else if (!r->be->ops->capture_begin)
+            tfc_progress_say(&r->prog, "note: cuda_graphs: %s has no CUDA graphs; the staged "
+                             "step is launched\n", r->be->ops->name);
+    }
     int nw = 0;
     const double *w = st ? NULL : tfc_model_class_weight(s->model, &nw);
     if (w && tfc_model_class_weight_balanced(s->model)) { /* say what `balanced` became */
@@ -976,6 +1107,7 @@ static void free_run(run *r)
     if (r->opt.be) tfc_optimizer_release(&r->opt);
     tfc_feed_free(&r->feed);
     tfc_grad_comm_close(&r->grad_comm); /* before its backend */
+    drop_graph(r); /* before its backend */
     if (r->step_state) r->be->ops->free(r->be, r->step_state);
     if (r->be) tfc_backend_free(r->be);
     tfc_progress_free(&r->prog);

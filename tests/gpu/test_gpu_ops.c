@@ -1640,6 +1640,9 @@ static const char *step_solver_path(void)
     return path;
 }
 
+static int step_graphs;      /* tfc_solver_options.cuda_graphs of the next step_train */
+static FILE *step_console;   /* and its console (NULL: silent) */
+
 /* Trains step_solver with `sets` on dev into tmp/<out>_h (host path) or tmp/<out>_d. */
 static tfc_status step_train(const char *out, int host, const char *const *sets, int nsets,
                              tfc_train_result *res, tfc_error *err)
@@ -1650,6 +1653,8 @@ static tfc_status step_train(const char *out, int host, const char *const *sets,
     o.device = twin ? "cpu" : "gpu";
     o.threads = 1;
     o.host_step = host;
+    o.cuda_graphs = step_graphs;
+    o.console = step_console;
     o.sets = sets;
     o.nsets = nsets;
     o.out_dir = tfc_test_path(dir);
@@ -1758,6 +1763,69 @@ static void test_train_device_step(void)
     CU_ASSERT_EQUAL_FATAL(st[2], TFC_OK);
     CU_ASSERT(!files_equal(run_file("dstep_noclip", 0, "final.safetensors"),
                             run_file("dstep0", 0, "final.safetensors")));
+    free(res);
+    check_status();
+}
+
+/* The trainer's step replayed from a CUDA graph (tfc_solver_options.cuda_graphs) gives the
+ * launched device path's bits: every optimizer kind, clipping, weight decay,
+ * BatchNormalization, dropout, warm-up and decaying schedules (rates read from the step
+ * state), test passes between steps; the same final weights, snapshots and displayed
+ * results; and the console says the step was captured. */
+static void test_train_graphs(void)
+{
+    static const char *const opt[][3] = {
+        {"optimizer={type: sgd, learning_rate: 0.05, momentum: 0.9, nesterov: true}",
+         "model.layers.1={BatchNormalization: {}}",
+         "lr_policy={type: step, step_size: 10, gamma: 0.5, warmup_iters: 5}"},
+        {"optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}", "weight_decay=0.001",
+         "lr_policy={type: poly, power: 2}"},
+        {"optimizer={type: adam, learning_rate: 0.01, amsgrad: true}", "test_interval=10",
+         "lr_policy={type: cosine, alpha: 0.1}"},
+        {"optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
+         "weight_decay=0.001", "lr_policy={type: cosine, alpha: 0.1}"},
+        {"optimizer={type: adagrad, learning_rate: 0.05}", "weight_decay=0.001",
+         "lr_policy={type: fixed, warmup_iters: 8}"},
+    };
+    tfc_train_result *res = calloc(2, sizeof *res);
+    tfc_error err[2];
+    tfc_status st[2];
+    for (size_t o = 0; o < sizeof opt / sizeof *opt; o++) {
+        char out[2][32];
+        char *text = NULL;
+        size_t len = 0;
+        for (int g = 0; g < 2; g++) {
+            snprintf(out[g], sizeof out[g], "graphs%zu%s", o, g ? "g" : "");
+            step_graphs = g;
+            step_console = g ? open_memstream(&text, &len) : NULL;
+            st[g] = step_train(out[g], 0, opt[o], 3, &res[g], &err[g]);
+            if (step_console) fclose(step_console);
+            step_console = NULL;
+            step_graphs = 0;
+        }
+        CU_ASSERT_FATAL(st[0] == TFC_OK && st[1] == TFC_OK);
+        int same = files_equal(run_file(out[0], 0, "final.safetensors"),
+                               run_file(out[1], 0, "final.safetensors"));
+        for (int it = 10; it <= 30; it += 10) {
+            char name[2][96];
+            snprintf(name[0], sizeof name[0], "snapshots/tiny_iter_%d.state", it);
+            snprintf(name[1], sizeof name[1], "snapshots/tiny_iter_%d.safetensors", it);
+            for (int f = 0; f < 2; f++)
+                same &= st_files_equal(run_file(out[0], 0, name[f]),
+                                       run_file(out[1], 0, name[f]));
+        }
+        same &= !memcmp(&res[0].train, &res[1].train, sizeof res[0].train);
+        same &= !memcmp(&res[0].test, &res[1].test, sizeof res[0].test);
+        if (!same) printf("\n  replayed and launched differ: %s, %s, %s", opt[o][0], opt[o][1],
+                          opt[o][2]);
+        CU_ASSERT(same);
+        int said = text && (twin ? strstr(text, "cpu has no CUDA graphs") != NULL
+                                 : strstr(text, "note: cuda_graphs: the step was captured at "
+                                                "iteration 1;") != NULL);
+        if (!said) printf("\n  console: %s", text ? text : "(none)");
+        CU_ASSERT(said);
+        free(text);
+    }
     free(res);
     check_status();
 }
@@ -2986,6 +3054,7 @@ int main(int argc, char **argv)
         {"conv_tf32", test_conv_tf32},
         {"conv_find", test_conv_find},
         {"graph_replay", test_graph_replay},
+        {"train_graphs", test_train_graphs},
         {"pool", test_pool},
         {"batch_norm", test_batch_norm},
         {"embedding", test_embedding},
