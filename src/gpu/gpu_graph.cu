@@ -51,8 +51,8 @@ tfc_status tfc_gpu_capture_begin(tfc_backend *be, tfc_error *err)
     gpu_ctx *g = gpu_of(be);
     if (g->capturing)
         return tfc_error_set(err, TFC_ERR_USAGE, "a CUDA graph capture is already under way");
-    tfc_status s = tfc_gpu_status(be, err); /* an earlier failure is reported first */
-    if (s) return s;
+    if (g->failed) /* left recorded, for the caller's status check to report */
+        return tfc_error_set(err, TFC_ERR_DEVICE, "a GPU call failed before the capture");
     TFC_CUDA_TRY(g, cudaSetDevice(g->device), tfc_gpu_status(be, err));
     if (!g->step_offset && !(g->step_offset = (uint64_t *)be->ops->alloc(be, sizeof(uint64_t))))
         return tfc_error_set(err, TFC_ERR_DEVICE, "out of device memory for a CUDA graph");
@@ -98,6 +98,7 @@ tfc_gpu_graph *tfc_gpu_capture_end(tfc_backend *be, tfc_error *err)
         free(gr);
     }
     if (graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError(); /* recorded: later launch checks must not see it again */
     tfc_gpu_status(be, err);
     return NULL;
 }

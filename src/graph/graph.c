@@ -928,6 +928,8 @@ void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)
 
 const float *tfc_model_loss_scalar(const tfc_model *m) { return m->scalars; }
 
+int64_t tfc_model_loss_rows(const tfc_model *m) { return m->loss_counted; }
+
 tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err)
 {

@@ -199,6 +199,10 @@ void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out);
  * metrics and, with want_grad, the gradient, no host transfer among them. */
 tfc_status tfc_model_stage_labels(tfc_model *m, const void *labels, tfc_error *err);
 void tfc_model_loss_compute(tfc_model *m, int want_grad);
+/* The rows the staged labels' loss averages over (masked steps left out): its scale, 1 /
+ * rows, is a by-value argument of the queued loss, so a CUDA graph's replay holds only for
+ * batches with its capture's count. */
+int64_t tfc_model_loss_rows(const tfc_model *m);
 const float *tfc_model_loss_scalar(const tfc_model *m);
 
 /* Zeroes the parameter gradients (once per step; not between iter_size accumulations).

@@ -50,6 +50,7 @@ typedef struct run {
     void *graph;                     /* the step captured (TFC_BACKEND_GRAPH_OPS), or NULL */
     int64_t graph_iter;              /* the iteration it was captured at */
     int graph_batch;                 /* its batch size */
+    int64_t graph_rows;              /* the rows its loss averages over (tfc_model_loss_rows) */
     const void *graph_key[6];        /* the buffers it was captured on (graph_key) */
     int graphs_off;                  /* a capture failed: every later step is launched */
 } run;
@@ -351,8 +352,9 @@ static void queue_step(run *r, double scale, double lr)
  * backend has TFC_BACKEND_GRAPH_OPS, captured at the first full batch after one launched
  * staged step (which makes the workspaces, scratch and algorithm choices a capture needs),
  * else launched. A replay draws dropout at its own step (the step offset) and reads the
- * rates written for it; a partial batch, or buffers that moved (graph_key), launch or
- * capture anew. A failed capture says so and launches from then on. The same bits as the
+ * rates written for it; a partial batch or one whose loss counts other rows (masked steps:
+ * the loss's scale is a by-value argument) is launched, and buffers that moved (graph_key)
+ * are captured anew. A failed capture says so and launches from then on. The same bits as the
  * unstaged device path: the same ops with the same operands in the same order
  * (test_staged_step, tests/test_train.c; train_graphs in make test-gpu). */
 static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
@@ -373,7 +375,8 @@ static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
     graph_key(r, key);
     if (r->graph && memcmp(key, r->graph_key, sizeof key) != 0) drop_graph(r);
     const int full = n == r->feed.bind_batch;
-    if (r->graph && n == r->graph_batch) {
+    const int64_t rows = tfc_model_loss_rows(m);
+    if (r->graph && n == r->graph_batch && rows == r->graph_rows) {
         be->ops->graph_launch(be, r->graph, step - (uint64_t)r->graph_iter);
     } else if (full && !r->graph && !r->graphs_off && r->staged_steps > 0 &&
                be->ops->capture_begin) {
@@ -388,6 +391,7 @@ static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
             r->graph = graph;
             r->graph_iter = r->iter;
             r->graph_batch = n;
+            r->graph_rows = rows;
             memcpy(r->graph_key, key, sizeof key);
             be->ops->graph_launch(be, graph, 0);
             tfc_progress_say(&r->prog, "note: cuda_graphs: the step was captured at iteration "
