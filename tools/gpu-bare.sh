@@ -21,6 +21,9 @@
 #                                 long-t (issue 40's sweep: bench/models/gpt_t2048.yaml at
 #                                 T in $LONG_T, batch 1, one step after one warm-up, on tfc,
 #                                 PyTorch eager and JAX, each under $LONG_T_TIMEOUT s)
+#                                 variants (issue 41: bench_train's step plain, with
+#                                 --graphs, --conv-find and both, on $MODELS (the four
+#                                 and gpt_t128), two interleaved rounds, JSON lines)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
@@ -143,6 +146,15 @@ if [ "${1:-}" = --step ]; then
                         --steps 1 --repeats 1 --warmup 1 --models "gpt_t$t" ||
                         echo "gpt_t$t jax: exit $?"
                 done ;;
+        variants) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
+                  for round in 1 2; do
+                      for flags in "" --graphs --conv-find "--conv-find --graphs"; do
+                          for m in ${MODELS:-mnist_mlp mnist_cnn char_lstm resnet20 gpt_t128}; do
+                              build/gpu-bare/bench/bench_train --device gpu --steps 100 \
+                                  $flags "bench/models/$m.yaml" || echo "$m [$flags]: exit $?"
+                          done
+                      done
+                  done ;;
         train\ *|train:*) read -r -a a <<<"${2#* }"
                   name=$(stepname "$2")
                   # SIGTERM before the step's own limit: tfc-train snapshots and exits 143
