@@ -23,7 +23,9 @@
 #                                 PyTorch eager and JAX, each under $LONG_T_TIMEOUT s)
 #                                 variants (issue 41: bench_train's step plain, with
 #                                 --graphs, --conv-find and both, on $MODELS (the four
-#                                 and gpt_t128), two interleaved rounds, JSON lines)
+#                                 and gpt_t128), two interleaved rounds, JSON lines;
+#                                 then tfc-time's per-layer times of resnet20 and
+#                                 mnist_cnn at batch 128: where the step goes)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
@@ -154,6 +156,10 @@ if [ "${1:-}" = --step ]; then
                                   $flags "bench/models/$m.yaml" || echo "$m [$flags]: exit $?"
                           done
                       done
+                  done
+                  for m in resnet20 mnist_cnn; do
+                      bin/tfc-time "bench/models/$m.yaml" --device gpu --batch 128 \
+                          --iterations 50 || echo "tfc-time $m: exit $?"
                   done ;;
         train\ *|train:*) read -r -a a <<<"${2#* }"
                   name=$(stepname "$2")
