@@ -36,7 +36,7 @@ struct tfc_gpu_graph {
 int tfc_gpu_capture_refused(gpu_ctx *g, const char *op, const char *file, int line)
 {
     if (!g->capturing) return 0;
-    char what[192];
+    char what[320];
     snprintf(what, sizeof what,
              "%s while a CUDA graph is being captured (it would wait for the device, allocate, "
              "or keep this step's host data in every replay)",
