@@ -250,9 +250,10 @@ static void test_shell_tools(void)
     CU_ASSERT_EQUAL(run(cmd, &text), 2);
     free(text);
     /* the scripts this test cannot run here (install-deps needs root and apt, gpu-bare and
-     * bench_gpu a GPU machine) at least parse, with the shell their first line names */
+     * bench_gpu and e2e_gpu a GPU machine) at least parse, with the shell their first line
+     * names */
     static const char *const parse[] = {"sh tools/install-deps.sh", "bash tools/gpu-bare.sh",
-                                        "sh bench/bench_gpu.sh"};
+                                        "sh bench/bench_gpu.sh", "sh bench/e2e_gpu.sh"};
     for (size_t i = 0; i < sizeof parse / sizeof *parse; i++) {
         char *sp = strchr(parse[i], ' ');
         snprintf(cmd, sizeof cmd, "%.*s -n '%s/%s'", (int)(sp - parse[i]), parse[i], cwd, sp + 1);

@@ -26,6 +26,9 @@
 #                                 and gpt_t128), two interleaved rounds, JSON lines;
 #                                 then tfc-time's per-layer times of resnet20 and
 #                                 mnist_cnn at batch 128: where the step goes)
+#                                 e2e (bench/e2e_gpu.sh: tfc-train fashion_resnet against
+#                                 bench/torch_train.py's same schedule; MAX_ITER,
+#                                 TFC_FLAGS, PEER_MODES, PRECISIONS pass through)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
@@ -148,6 +151,7 @@ if [ "${1:-}" = --step ]; then
                         --steps 1 --repeats 1 --warmup 1 --models "gpt_t$t" ||
                         echo "gpt_t$t jax: exit $?"
                 done ;;
+        e2e) BENCH_OUT=build/gpu-bare/e2e bench/e2e_gpu.sh bin ;;
         variants) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
                   for round in 1 2; do
                       for flags in "" --graphs --conv-find "--conv-find --graphs"; do

@@ -21,7 +21,7 @@ static struct {
     cli_list sets, solver;
     const char *resume, *weights, *device, *out;
     long threads, nprocs, stop_at;
-    int quiet, keys, force, overwrite;
+    int quiet, keys, force, overwrite, cuda_graphs;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
 static const cli_option options[] = {
@@ -47,6 +47,9 @@ static const cli_option options[] = {
              "run has not finished: then --overwrite lets the resume replace its\n"
              "results); a run still training there is never cleared (DIR/.lock)"},
     {"quiet", 0, CLI_FLAG, &args.quiet, NULL, .help = "no progress output"},
+    {"cuda-graphs", 0, CLI_FLAG, &args.cuda_graphs, NULL,
+     .help = "GPU: replay the training step from a CUDA graph, the same bits\n"
+             "(experimental: not yet run on a GPU; docs/solver.md)"},
     {"nprocs", 0, CLI_INT, &args.nprocs, "N", .min = 1, .max = 65536,
      .help = "train data-parallel on N processes of this machine: runs\n"
              "mpirun -np N tfc-train ... for you (docs/distributed.md)"},
@@ -207,6 +210,7 @@ int main(int argc, char **argv)
     opt.resume = args.resume;
     opt.force = args.force;
     opt.stop_at = args.stop_at;
+    opt.cuda_graphs = args.cuda_graphs;
     opt.weights = args.weights;
     opt.device = args.device;
     opt.threads = (int)args.threads;
