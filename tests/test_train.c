@@ -857,8 +857,9 @@ static void test_device_step(void)
  * step's device work queued at once; on the CPU, which has no CUDA graphs, launched) gives
  * the device path's bits: every optimizer, schedules with warm-up, clipping, weight decay,
  * BatchNormalization and dropout, 30 iterations with a test pass and a partial last batch
- * of the epoch; and a diverging run stops at the same iteration with the same message. It
- * says where it does not apply (iter_size 2) and that the CPU launches it. */
+ * of the epoch; a diverging run stops at the same iteration with the same message; a
+ * snapshot of either resumes in the other to the uninterrupted run's weights. It says where
+ * it does not apply (iter_size 2) and that the CPU launches it. */
 static void test_staged_step(void)
 {
     static const char *const opt[] = {
@@ -925,6 +926,26 @@ static void test_staged_step(void)
     CU_ASSERT(st[0] == TFC_ERR_NUMERIC && st[1] == TFC_ERR_NUMERIC);
     CU_ASSERT(res[0].iterations == res[1].iterations && res[0].iterations < 100);
     CU_ASSERT_STRING_EQUAL(err[0].msg, err[1].msg);
+
+    /* resumed across: a staged run's snapshot resumed unstaged, and an unstaged one's
+     * resumed staged, end as the uninterrupted runs */
+    const char *rs[] = {"max_iter=30", "snapshot={interval: 15, keep: 0}", "test_interval=0",
+                        "optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}",
+                        "lr_policy={type: cosine, alpha: 0.1}"};
+    for (int g = 0; g < 2; g++) {
+        char full[32], part[32], resume[2048];
+        snprintf(full, sizeof full, "ss_full_%c", g ? 's' : 'u');
+        snprintf(part, sizeof part, "ss_resumed_%c", g ? 'u' : 's'); /* the other way */
+        cuda_graphs_next = g;
+        st[0] = train(full, rs, 5, NULL, NULL, NULL, &res[0], &err[0]);
+        snprintf(resume, sizeof resume, "%s", in(full, "snapshots/tiny_iter_15.state"));
+        cuda_graphs_next = !g;
+        st[1] = train(part, rs, 5, resume, NULL, NULL, &res[1], &err[1]);
+        cuda_graphs_next = 0;
+        CU_ASSERT_FATAL(st[0] == TFC_OK && st[1] == TFC_OK);
+        CU_ASSERT_EQUAL(res[1].iterations, 30);
+        CU_ASSERT(files_equal(in(full, "final.safetensors"), in(part, "final.safetensors")));
+    }
 
     /* where it does not apply, it says so and trains as without it */
     const char *acc[] = {"max_iter=4", "test_interval=0", "iter_size=2"};
