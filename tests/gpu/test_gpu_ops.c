@@ -1642,6 +1642,7 @@ static const char *step_solver_path(void)
 
 static int step_graphs;      /* tfc_solver_options.cuda_graphs of the next step_train */
 static FILE *step_console;   /* and its console (NULL: silent) */
+static const char *step_resume; /* and its --resume state (NULL: none) */
 
 /* Trains step_solver with `sets` on dev into tmp/<out>_h (host path) or tmp/<out>_d. */
 static tfc_status step_train(const char *out, int host, const char *const *sets, int nsets,
@@ -1655,6 +1656,7 @@ static tfc_status step_train(const char *out, int host, const char *const *sets,
     o.host_step = host;
     o.cuda_graphs = step_graphs;
     o.console = step_console;
+    o.resume = step_resume;
     o.sets = sets;
     o.nsets = nsets;
     o.out_dir = tfc_test_path(dir);
@@ -1771,7 +1773,8 @@ static void test_train_device_step(void)
  * launched device path's bits: every optimizer kind, clipping, weight decay,
  * BatchNormalization, dropout, warm-up and decaying schedules (rates read from the step
  * state), test passes between steps; the same final weights, snapshots and displayed
- * results; and the console says the step was captured. */
+ * results; the console says the step was captured; and a snapshot of either resumes in the
+ * other to the uninterrupted run's weights. */
 static void test_train_graphs(void)
 {
     static const char *const opt[][3] = {
@@ -1825,6 +1828,23 @@ static void test_train_graphs(void)
         if (!said) printf("\n  console: %s", text ? text : "(none)");
         CU_ASSERT(said);
         free(text);
+    }
+    /* a replayed run's snapshot resumed launched, and a launched one's resumed replayed,
+     * end with the uninterrupted runs' weights */
+    for (int g = 0; g < 2; g++) {
+        char state[2048], out[32];
+        snprintf(state, sizeof state, "%s",
+                 run_file(g ? "graphs0g" : "graphs0", 0, "snapshots/tiny_iter_10.state"));
+        snprintf(out, sizeof out, "graphs_resumed%d", g);
+        step_graphs = !g;
+        step_resume = state;
+        st[0] = step_train(out, 0, opt[0], 3, &res[0], &err[0]);
+        step_resume = NULL;
+        step_graphs = 0;
+        if (st[0]) printf("\n  %s", err[0].text);
+        CU_ASSERT_EQUAL_FATAL(st[0], TFC_OK);
+        CU_ASSERT(files_equal(run_file(g ? "graphs0g" : "graphs0", 0, "final.safetensors"),
+                              run_file(out, 0, "final.safetensors")));
     }
     free(res);
     check_status();
