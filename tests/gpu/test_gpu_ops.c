@@ -1714,6 +1714,24 @@ static int st_files_equal(const char *a, const char *b)
     return same;
 }
 
+/* Whether two runs of step_solver (tmp/<a>_h or _d by host_a, and b's) ended alike: the
+ * same final weights, snapshots at 10, 20 and 30 (weights and state, slots included) and
+ * displayed results. */
+static int same_runs(const char *a, int host_a, const char *b, int host_b,
+                     const tfc_train_result res[2])
+{
+    int same = files_equal(run_file(a, host_a, "final.safetensors"),
+                           run_file(b, host_b, "final.safetensors"));
+    for (int it = 10; it <= 30; it += 10) {
+        char name[2][96];
+        snprintf(name[0], sizeof name[0], "snapshots/tiny_iter_%d.state", it);
+        snprintf(name[1], sizeof name[1], "snapshots/tiny_iter_%d.safetensors", it);
+        for (int f = 0; f < 2; f++)
+            same &= st_files_equal(run_file(a, host_a, name[f]), run_file(b, host_b, name[f]));
+    }
+    return same && !memcmp(&res[0].train, &res[1].train, sizeof res[0].train);
+}
+
 /* The device path gives the host path's bits on dev: every optimizer kind with clipping
  * that bites, iter_size 2, weight decay, BatchNormalization, warm-up and cosine schedules:
  * the same final weights, snapshots (weights and state, slots included) and displayed
@@ -1746,16 +1764,7 @@ static void test_train_device_step(void)
         snprintf(out, sizeof out, "dstep%zu", o);
         step_train_both(out, opt[o], 3, st, res, err);
         CU_ASSERT_FATAL(st[0] == TFC_OK && st[1] == TFC_OK);
-        int same = files_equal(run_file(out, 1, "final.safetensors"),
-                                run_file(out, 0, "final.safetensors"));
-        for (int it = 10; it <= 30; it += 10) {
-            char name[2][96];
-            snprintf(name[0], sizeof name[0], "snapshots/tiny_iter_%d.state", it);
-            snprintf(name[1], sizeof name[1], "snapshots/tiny_iter_%d.safetensors", it);
-            for (int f = 0; f < 2; f++)
-                same &= st_files_equal(run_file(out, 1, name[f]), run_file(out, 0, name[f]));
-        }
-        same &= !memcmp(&res[0].train, &res[1].train, sizeof res[0].train);
+        int same = same_runs(out, 1, out, 0, res);
         if (!same) printf("\n  the paths differ: %s, %s, %s", opt[o][0], opt[o][1], opt[o][2]);
         CU_ASSERT(same);
     }
@@ -1807,18 +1816,8 @@ static void test_train_graphs(void)
             step_graphs = 0;
         }
         CU_ASSERT_FATAL(st[0] == TFC_OK && st[1] == TFC_OK);
-        int same = files_equal(run_file(out[0], 0, "final.safetensors"),
-                               run_file(out[1], 0, "final.safetensors"));
-        for (int it = 10; it <= 30; it += 10) {
-            char name[2][96];
-            snprintf(name[0], sizeof name[0], "snapshots/tiny_iter_%d.state", it);
-            snprintf(name[1], sizeof name[1], "snapshots/tiny_iter_%d.safetensors", it);
-            for (int f = 0; f < 2; f++)
-                same &= st_files_equal(run_file(out[0], 0, name[f]),
-                                       run_file(out[1], 0, name[f]));
-        }
-        same &= !memcmp(&res[0].train, &res[1].train, sizeof res[0].train);
-        same &= !memcmp(&res[0].test, &res[1].test, sizeof res[0].test);
+        int same = same_runs(out[0], 0, out[1], 0, res) &&
+                   !memcmp(&res[0].test, &res[1].test, sizeof res[0].test);
         if (!same) printf("\n  replayed and launched differ: %s, %s, %s", opt[o][0], opt[o][1],
                           opt[o][2]);
         CU_ASSERT(same);
