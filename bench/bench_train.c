@@ -9,9 +9,12 @@
  * line also carries the model's trainable parameter count and the loss of its first step,
  * for checking that a peer's copy is the same network.
  *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N]
- *               [--warmup N] [--tf32] [--conv-find] [--graphs] MODEL.yaml...
+ *               [--warmup N] [--tf32] [--conv-find] [--staged] [--graphs] MODEL.yaml...
  * --conv-find: convolution algorithms timed by cuDNN (tfc_gpu_set_conv_find), not chosen by
  * its heuristics; "conv_measured" in the JSON counts the choices it made.
+ * --staged: the step in its staged and queued halves (tfc_model_stage_input ...
+ * tfc_model_forward_launch ...), launched, its loss read once at its end instead of before
+ * the backward pass: --graphs without the graph, to tell the two gains apart.
  * --graphs (GPU): the step's queued half captured once as a CUDA graph (gpu.h) and replayed;
  * the batch is staged before each replay and the loss read after it, dropout drawing at each
  * step's number through the replay's step offset; "graph_nodes" is the launches a replay
@@ -27,7 +30,6 @@
 #include "gpu/gpu.h"
 #endif
 
-#ifdef TFC_HAVE_CUDA
 /* The step's device work after its batch is staged: what --graphs captures. */
 static void queued_step(tfc_model *m, tfc_backend *be, int64_t np)
 {
@@ -37,7 +39,6 @@ static void queued_step(tfc_model *m, tfc_backend *be, int64_t np)
     tfc_model_backward(m);
     be->ops->axpy(be, np, -0.01f, tfc_model_grads(m), tfc_model_params(m));
 }
-#endif
 
 /* sgemm GFLOP/s on 1024^3, best of `runs` after one unmeasured: the rate the bound divides
  * by. a, b, c: n * n floats each. */
@@ -132,7 +133,8 @@ static int batch_of(const char *name)
 int main(int argc, char **argv)
 {
     tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
-    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, graphs = 0, threads = 0;
+    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, graphs = 0, staged = 0;
+    int threads = 0;
     const char *device = "cpu";
     const char *models[64];
     int nmodels = 0;
@@ -152,10 +154,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--conv-find"))
             conv_find = 1;
         else if (!strcmp(argv[a], "--graphs"))
-            graphs = 1;
+            graphs = staged = 1;
+        else if (!strcmp(argv[a], "--staged"))
+            staged = 1;
         else if (argv[a][0] == '-' || nmodels == 64) {
             fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--threads N] [--steps N] "
-                            "[--repeats N] [--warmup N] [--tf32] [--conv-find] [--graphs] MODEL.yaml...\n", argv[0]);
+                            "[--repeats N] [--warmup N] [--tf32] [--conv-find] [--staged] "
+                            "[--graphs] MODEL.yaml...\n", argv[0]);
             return 2;
         } else
             models[nmodels++] = argv[a];
@@ -166,6 +171,10 @@ int main(int argc, char **argv)
         return 2;
     }
     const int on_cpu = !strcmp(device, "cpu");
+    if (graphs && on_cpu) {
+        fprintf(stderr, "--graphs needs --device gpu (CUDA graphs)\n");
+        return 2;
+    }
     float *ra = NULL, *rb = NULL, *rc = NULL;
     if (on_cpu) {
         const size_t nn = (size_t)RATE_N * RATE_N;
@@ -215,16 +224,23 @@ int main(int argc, char **argv)
             if (on_cpu) rates[2 * rep] = sgemm_rate(ra, rb, rc, 3);
             for (int s = -warmup; s < steps; s++) {
                 double t0 = tfc_now();
-#ifdef TFC_HAVE_CUDA
-                if (graphs && !(rep == 0 && s == -warmup)) {
-                    /* the first step runs uncaptured; the second is captured, then every
-                     * step replays it: the batch staged where the capture read it, the
-                     * loss read back after the replay (the wait that ends the step) */
+                if (staged && !(rep == 0 && s == -warmup)) {
+                    /* the first step runs as the plain one; with --graphs the second is
+                     * captured, then every step replays it: the batch staged where the
+                     * capture read it, the loss read back after the step (the wait that
+                     * ends it) */
                     if (tfc_model_stage_input(m, x, batch, 1, 1, (uint64_t)(s + warmup), &err) ||
                         tfc_model_stage_labels(m, labels, &err)) {
                         fputs(err.text, stderr);
                         return 1;
                     }
+                    if (!graphs) {
+                        queued_step(m, be, np);
+                        tfc_model_loss_result(m, &r);
+                        if (s >= 0) t[s] = tfc_now() - t0;
+                        continue;
+                    }
+#ifdef TFC_HAVE_CUDA
                     if (!graph) {
                         captured = (uint64_t)(s + warmup);
                         if (tfc_gpu_capture_begin(be, &err)) {
@@ -241,8 +257,8 @@ int main(int argc, char **argv)
                     tfc_model_loss_result(m, &r);
                     if (s >= 0) t[s] = tfc_now() - t0;
                     continue;
-                }
 #endif
+                }
                 tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(s + warmup), &err);
                 tfc_model_loss(m, labels, 1, &r, &err);
                 if (rep == 0 && s == -warmup) loss0 = r.loss;
@@ -271,9 +287,9 @@ int main(int argc, char **argv)
             nodes = tfc_gpu_graph_nodes(graph);
 #endif
             printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"conv_find\": %d, "
-                   "\"conv_measured\": %d, \"graphs\": %d, \"graph_nodes\": %d, "
-                   "\"gpu\": \"%s\"}\n",
-                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, graphs, nodes,
+                   "\"conv_measured\": %d, \"staged\": %d, \"graphs\": %d, "
+                   "\"graph_nodes\": %d, \"gpu\": \"%s\"}\n",
+                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, staged, graphs, nodes,
                    gpu_name(be));
         }
         if (tfc_backend_status(be, &err)) {

@@ -21,7 +21,7 @@
 #                                 long-t (issue 40's sweep: bench/models/gpt_t2048.yaml at
 #                                 T in $LONG_T, batch 1, one step after one warm-up, on tfc,
 #                                 PyTorch eager and JAX, each under $LONG_T_TIMEOUT s)
-#                                 variants (issue 41: bench_train's step plain, with
+#                                 variants (issue 41: bench_train's step plain, staged,
 #                                 --graphs, --conv-find and both, on $MODELS (the four
 #                                 and gpt_t128), two interleaved rounds, JSON lines;
 #                                 then tfc-time's per-layer times of resnet20 and
@@ -154,7 +154,7 @@ if [ "${1:-}" = --step ]; then
         e2e) BENCH_OUT=build/gpu-bare/e2e bench/e2e_gpu.sh bin ;;
         variants) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
                   for round in 1 2; do
-                      for flags in "" --graphs --conv-find "--conv-find --graphs"; do
+                      for flags in "" --staged --graphs --conv-find "--conv-find --graphs"; do
                           for m in ${MODELS:-mnist_mlp mnist_cnn char_lstm resnet20 gpt_t128}; do
                               build/gpu-bare/bench/bench_train --device gpu --steps 100 \
                                   $flags "bench/models/$m.yaml" || echo "$m [$flags]: exit $?"
