@@ -1230,10 +1230,14 @@ static float *fetch(tfc_backend *be, const float *p, int64_t n)
  * One tensor is outside the derivation: c1/bias, whose exact gradient is zero
  * (BatchNormalization removes any shift), so rho = 0 and both sides are rounding noise
  * that happens to stay correlated (measured 0.19); the bound is empirical for it alone.
- * The losses and outputs, checked element by element at 2e-2, are the tighter check. */
+ * The losses, checked at 2e-2, and the outputs, normwise at OUTPUT_NORMWISE (5% where a
+ * wrong term errs near 1; element by element a near-tie in max pooling can flip one
+ * output), are the tighter check. */
 static double normwise_tol;
+#define OUTPUT_NORMWISE 0.05 /* the outputs' bound where normwise_tol is set */
 
-static int compare_normwise(const char *what, const float *got, const float *want, int64_t n)
+static int compare_normwise(const char *what, const float *got, const float *want, int64_t n,
+                            double tol)
 {
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -1242,8 +1246,8 @@ static int compare_normwise(const char *what, const float *got, const float *wan
         den += (double)want[i] * want[i];
     }
     double e = sqrt(num) / (sqrt(den) + 1e-30);
-    if (e <= normwise_tol) return 0; /* NaN fails too */
-    printf("\n  %s: ||device - cpu|| / ||cpu|| = %.3g > %.3g", what, e, normwise_tol);
+    if (e <= tol) return 0; /* NaN fails too */
+    printf("\n  %s: ||device - cpu|| / ||cpu|| = %.3g > %.3g", what, e, tol);
     return 1;
 }
 
@@ -1259,7 +1263,7 @@ static int compare_params(tfc_model *ma, tfc_model *mb, int grads, double rtol, 
             float *b = fetch(dev, grads ? pb->grad : pb->data, pb->numel);
             char what[96];
             snprintf(what, sizeof what, "%s/%s%s", la->name, pa->name, grads ? " grad" : "");
-            bad += normwise_tol > 0 ? compare_normwise(what, b, a, pa->numel)
+            bad += normwise_tol > 0 ? compare_normwise(what, b, a, pa->numel, normwise_tol)
                                     : compare_floats(what, b, a, pa->numel, rtol, atol);
             free(a), free(b);
         }
@@ -1326,7 +1330,10 @@ static void train_steps(const char *yaml, int batch, int tokens, int adam, doubl
         tfc_model_get_output(mb, ob);
         char what[64];
         snprintf(what, sizeof what, "step %d output", step);
-        CU_ASSERT_EQUAL(compare_floats(what, ob, oa, nout, rtol, atol), 0);
+        /* in TF32 normwise: a near-tie in max pooling may flip one element (on the H200, 1
+         * of 160 outputs 4% off after 3 steps once other tests changed the data) */
+        CU_ASSERT_EQUAL(normwise_tol > 0 ? compare_normwise(what, ob, oa, nout, OUTPUT_NORMWISE)
+                                         : compare_floats(what, ob, oa, nout, rtol, atol), 0);
         free(oa), free(ob);
         tfc_model_zero_grad(ma);
         tfc_model_zero_grad(mb);
@@ -2935,8 +2942,9 @@ static void graph_step(tfc_model *m, float *slot, tfc_step_state *st)
 /* Six steps on new batches and new step numbers (dropout's, attention's and augmentation's
  * draws), launched on model a and on model b: its first launched, its second captured and
  * every later one a replay of that capture, with the step offset; each step's loss and the
- * final weights, moving statistics and momentum the same bits. */
-static int graph_case(const char *name, const char *yaml, int batch, int tokens)
+ * final weights, moving statistics and momentum the same bits. replay 0: model b launched
+ * at every step too (the control: whether two launched runs give the same bits). */
+static int graph_case(const char *name, const char *yaml, int batch, int tokens, int replay)
 {
     tfc_model *ma = load_bound(yaml, dev, batch), *mb = load_bound(yaml, dev, batch);
     if (!ma || !mb) return 1;
@@ -2978,7 +2986,7 @@ static int graph_case(const char *name, const char *yaml, int batch, int tokens)
                 bad = 1;
                 break;
             }
-            if (k == 0 || step == 0) {
+            if (k == 0 || step == 0 || !replay) {
                 graph_step(ms[k], slot[k], st[k]);
             } else {
                 if (!graph) {
@@ -3001,19 +3009,23 @@ static int graph_case(const char *name, const char *yaml, int batch, int tokens)
             loss[k] = r.loss;
         }
         if (!bad && memcmp(&loss[0], &loss[1], sizeof loss[0]) != 0) {
-            printf("\n  %s step %d: loss launched %.9g, replayed %.9g", name, step, loss[0],
-                   loss[1]);
+            printf("\n  %s step %d: loss %.9g, %s %.9g", name, step, loss[0],
+                   replay ? "replayed" : "launched again", loss[1]);
             bad = 1;
         }
     }
     if (!bad) {
         float *a = fetch(dev, tfc_model_params(ma), np), *b = fetch(dev, tfc_model_params(mb), np);
-        bad += compare_floats("weights and statistics, launched against replayed", b, a, np, 0, 0);
+        const char *vs = replay ? "launched against replayed" : "launched twice";
+        char what[64];
+        snprintf(what, sizeof what, "weights and statistics, %s", vs);
+        bad += compare_floats(what, b, a, np, 0, 0);
         free(a), free(b);
         a = fetch(dev, slot[0], nt), b = fetch(dev, slot[1], nt);
-        bad += compare_floats("momentum, launched against replayed", b, a, nt, 0, 0);
+        snprintf(what, sizeof what, "momentum, %s", vs);
+        bad += compare_floats(what, b, a, nt, 0, 0);
         free(a), free(b);
-        if (nodes < 10) {
+        if (replay && nodes < 10) {
             printf("\n  %s: the captured step holds %d nodes", name, nodes);
             bad = 1;
         }
@@ -3035,11 +3047,21 @@ static void test_graph_replay(void)
 {
 #ifdef TFC_HAVE_CUDA
     if (twin) return;
-    CU_ASSERT_EQUAL(graph_case("cnn", cnn_yaml, 16, 0), 0);
-    CU_ASSERT_EQUAL(graph_case("lstm", lstm_yaml, 8, 1), 0);
-    CU_ASSERT_EQUAL(graph_case("gpt", gpt_yaml, 4, 1), 0);
-    CU_ASSERT_EQUAL(graph_case("attention dropout", graph_attention_yaml, 4, 1), 0);
-    CU_ASSERT_EQUAL(graph_case("augment", augment_yaml, 6, 0), 0);
+    CU_ASSERT_EQUAL(graph_case("cnn", cnn_yaml, 16, 0, 1), 0);
+    CU_ASSERT_EQUAL(graph_case("augment", augment_yaml, 6, 0, 1), 0);
+    /* Outside deterministic mode Embedding's gradient adds rows with atomics, in an order
+     * that can differ from run to run, so that two launched runs differ in the last bits
+     * too (on the H200 first seen as launched against replayed: the LSTM's embedding rows'
+     * momentum, 23 of 2100 values by up to 3e-11).
+     * The control below prints so when it happens; the token models replay in
+     * deterministic mode. */
+    if (graph_case("gpt launched twice (a control, not asserted)", gpt_yaml, 4, 1, 0))
+        printf("\n  (two launched runs differ: Embedding's atomics)");
+    set_deterministic(1);
+    CU_ASSERT_EQUAL(graph_case("lstm", lstm_yaml, 8, 1, 1), 0);
+    CU_ASSERT_EQUAL(graph_case("gpt", gpt_yaml, 4, 1, 1), 0);
+    CU_ASSERT_EQUAL(graph_case("attention dropout", graph_attention_yaml, 4, 1, 1), 0);
+    set_deterministic(0);
     tfc_error err;
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL_FATAL(tfc_gpu_capture_begin(dev, &err), TFC_OK);
@@ -3050,7 +3072,7 @@ static void test_graph_replay(void)
         printf("\n  a sync during a capture: %s", err.text);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "sync while a CUDA graph is being captured"));
     tfc_gpu_graph_free(g);
-    CU_ASSERT_EQUAL(graph_case("cnn after a failed capture", cnn_yaml, 16, 0), 0);
+    CU_ASSERT_EQUAL(graph_case("cnn after a failed capture", cnn_yaml, 16, 0, 1), 0);
 #endif
     check_status();
 }
