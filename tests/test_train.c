@@ -858,8 +858,9 @@ static void test_device_step(void)
  * the device path's bits: every optimizer, schedules with warm-up, clipping, weight decay,
  * BatchNormalization and dropout, 30 iterations with a test pass and a partial last batch
  * of the epoch; a diverging run stops at the same iteration with the same message; a
- * snapshot of either resumes in the other to the uninterrupted run's weights. It says where
- * it does not apply (iter_size 2) and that the CPU launches it. */
+ * snapshot of either resumes in the other to the uninterrupted run's weights. Asked for, it
+ * says where it does not apply (iter_size 2) and that the CPU launches it; by default
+ * (TFC_CUDA_GRAPHS_AUTO) it says nothing. */
 static void test_staged_step(void)
 {
     static const char *const opt[] = {
@@ -958,6 +959,24 @@ static void test_staged_step(void)
     CU_ASSERT_EQUAL(st[0], TFC_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(text[0], "note: cuda_graphs: not used with iter_size above 1"));
     free(text[0]);
+
+    /* TFC_CUDA_GRAPHS_AUTO (tfc-train's default) says nothing where graphs do not apply: not
+     * on the CPU, which has none (the unstaged step's bits), nor with iter_size 2 */
+    const char *au[] = {"max_iter=30", "test_interval=20", "display=10", "clip_gradients=0.5",
+                        opt[0], sched[0][0], sched[0][1]};
+    for (int k = 0; k < 2; k++) {
+        console = open_memstream(&text[0], &len);
+        cuda_graphs_next = TFC_CUDA_GRAPHS_AUTO;
+        st[0] = k ? train("ss_auto_acc", acc, 3, NULL, NULL, console, &res[0], &err[0])
+                  : train("ss_auto", au, 7, NULL, NULL, console, &res[0], &err[0]);
+        cuda_graphs_next = 0;
+        fclose(console);
+        CU_ASSERT_EQUAL(st[0], TFC_OK);
+        if (strstr(text[0], "cuda_graphs")) printf("\n  auto: %s", text[0]);
+        CU_ASSERT_PTR_NULL(strstr(text[0], "cuda_graphs"));
+        free(text[0]);
+    }
+    CU_ASSERT(files_equal(in("ss_auto", "final.safetensors"), in("ss0_0_u", "final.safetensors")));
 }
 
 static void test_weights_by_name(void)

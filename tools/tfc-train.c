@@ -21,7 +21,7 @@ static struct {
     cli_list sets, solver;
     const char *resume, *weights, *device, *out;
     long threads, nprocs, stop_at;
-    int quiet, keys, force, overwrite, cuda_graphs;
+    int quiet, keys, force, overwrite, cuda_graphs, no_cuda_graphs;
 } args = {.sets = CLI_LIST_OF(set_v), .solver = CLI_LIST_OF(solver_v)};
 
 static const cli_option options[] = {
@@ -49,7 +49,10 @@ static const cli_option options[] = {
     {"quiet", 0, CLI_FLAG, &args.quiet, NULL, .help = "no progress output"},
     {"cuda-graphs", 0, CLI_FLAG, &args.cuda_graphs, NULL,
      .help = "GPU: replay the training step from a CUDA graph, the same bits\n"
-             "(experimental: not yet run on a GPU; docs/solver.md)"},
+             "(the default wherever it applies; this flag also says where it\n"
+             "does not and when the step is captured; docs/solver.md)"},
+    {"no-cuda-graphs", 0, CLI_FLAG, &args.no_cuda_graphs, NULL,
+     .help = "GPU: launch every step's kernels, no CUDA graph"},
     {"nprocs", 0, CLI_INT, &args.nprocs, "N", .min = 1, .max = 65536,
      .help = "train data-parallel on N processes of this machine: runs\n"
              "mpirun -np N tfc-train ... for you (docs/distributed.md)"},
@@ -189,6 +192,8 @@ int main(int argc, char **argv)
     if (args.force && !args.resume)
         return cli_error(&tool, "--force goes with --resume (it turns a resume the state does "
                                 "not fit into a new run from its weights)");
+    if (args.cuda_graphs && args.no_cuda_graphs)
+        return cli_error(&tool, "--cuda-graphs and --no-cuda-graphs exclude each other");
     if (args.resume && args.weights)
         return cli_error(&tool, "--resume and --weights exclude each other (a state file "
                                 "carries its weights)");
@@ -210,7 +215,9 @@ int main(int argc, char **argv)
     opt.resume = args.resume;
     opt.force = args.force;
     opt.stop_at = args.stop_at;
-    opt.cuda_graphs = args.cuda_graphs;
+    opt.cuda_graphs = args.cuda_graphs      ? 1
+                      : args.no_cuda_graphs ? 0
+                                            : TFC_CUDA_GRAPHS_AUTO;
     opt.weights = args.weights;
     opt.device = args.device;
     opt.threads = (int)args.threads;

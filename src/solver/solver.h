@@ -22,6 +22,9 @@
 
 typedef struct tfc_solver tfc_solver;
 
+/* tfc_solver_options.cuda_graphs: wherever they apply, without a note where they do not. */
+#define TFC_CUDA_GRAPHS_AUTO (-1)
+
 /* What the command line adds to a solver file. Strings are referenced, not copied: they
  * must outlive the solver. */
 typedef struct tfc_solver_options {
@@ -50,9 +53,12 @@ typedef struct tfc_solver_options {
     int host_step;                /* 1: the training step's host path even on a backend with
                                      the device-side step ops (docs/solver.md); the two give
                                      the same bits (tests compare them) */
-    int cuda_graphs;              /* 1: the staged step, replayed from a CUDA graph where the
+    int cuda_graphs;              /* the staged step, replayed from a CUDA graph where the
                                      backend captures (docs/solver.md); the same bits.
-                                     Experimental: not yet run on a GPU (issue 41) */
+                                     0: off; 1: on, with a note where it cannot be;
+                                     TFC_CUDA_GRAPHS_AUTO: on where the backend captures and
+                                     the run allows it, silently off elsewhere (tfc-train's
+                                     default) */
     int data_only;                /* 1: only the data is wanted (tfc-data): the keys that only
                                      training needs (model, max_iter, data) may be absent;
                                      every key there is resolved and checked as for training,

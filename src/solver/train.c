@@ -53,6 +53,7 @@ typedef struct run {
     int64_t graph_rows;              /* the rows its loss averages over (tfc_model_loss_rows) */
     const void *graph_key[6];        /* the buffers it was captured on (graph_key) */
     int graphs_off;                  /* a capture failed: every later step is launched */
+    int graphs_asked;                /* cuda_graphs 1 (not AUTO): notes where it is used */
 } run;
 
 static int writer(const run *r) { return r->comm->rank == 0; }
@@ -394,8 +395,10 @@ static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
             r->graph_rows = rows;
             memcpy(r->graph_key, key, sizeof key);
             be->ops->graph_launch(be, graph, 0);
-            tfc_progress_say(&r->prog, "note: cuda_graphs: the step was captured at iteration "
-                             "%lld; steps of %d examples replay it\n", (long long)r->iter, n);
+            if (r->graphs_asked)
+                tfc_progress_say(&r->prog, "note: cuda_graphs: the step was captured at "
+                                 "iteration %lld; steps of %d examples replay it\n",
+                                 (long long)r->iter, n);
         } else { /* nothing the capture held has run */
             r->graphs_off = 1;
             tfc_progress_say(&r->prog, "note: cuda_graphs: the step could not be captured (%s); "
@@ -770,11 +773,16 @@ static tfc_status start(run *r, tfc_error *err)
                           : c->iter_size != 1 ? "iter_size above 1"
                           : tfc_model_max_length(s->model) ? "batches of varying length"
                                                              : NULL;
-        r->staged = !why;
-        if (why) tfc_progress_say(&r->prog, "note: cuda_graphs: not used with %s\n", why);
-        else if (!r->be->ops->capture_begin)
-            tfc_progress_say(&r->prog, "note: cuda_graphs: %s has no CUDA graphs; the staged "
-                             "step is launched\n", r->be->ops->name);
+        r->graphs_asked = s->opt.cuda_graphs > 0;
+        if (r->graphs_asked) { /* asked for: says where it cannot be */
+            r->staged = !why;
+            if (why) tfc_progress_say(&r->prog, "note: cuda_graphs: not used with %s\n", why);
+            else if (!r->be->ops->capture_begin)
+                tfc_progress_say(&r->prog, "note: cuda_graphs: %s has no CUDA graphs; the "
+                                 "staged step is launched\n", r->be->ops->name);
+        } else { /* TFC_CUDA_GRAPHS_AUTO: only where a graph replays the step */
+            r->staged = !why && r->be->ops->capture_begin;
+        }
     }
     int nw = 0;
     const double *w = st ? NULL : tfc_model_class_weight(s->model, &nw);
