@@ -11,7 +11,9 @@
 # every peer with the fastest one's time over tfc's. STEPS=N shortens the runs. MODELS="..."
 # (spaces or commas) replaces the four networks with any of bench/models/ that the peers'
 # scripts also build, e.g. MODELS="gpt_t128 gpt_t512 gpt_t2048" for issue 40's GPT table.
-# TFC_FLAGS="..." adds flags to tfc's bench_train runs, e.g. TFC_FLAGS=--conv-find.
+# TFC_FLAGS="..." are tfc's bench_train flags: --graphs (the step replayed from a CUDA graph,
+# as tfc-train runs it) unless set; TFC_FLAGS= times the launched step, TFC_FLAGS=--conv-find
+# (without graphs) the measured convolution algorithms.
 set -e
 bin=${1:?usage: bench_gpu.sh BENCH_BINARY}
 out=${BENCH_OUT:-build/bench-gpu}
@@ -24,8 +26,8 @@ if ! "$bin" --device gpu --steps 1 --repeats 1 bench/models/mnist_mlp.yaml >/dev
     echo "bench-gpu: no usable GPU ($(cat "$out/probe.err"))"
     exit 1
 fi
-"$bin" --device gpu --steps "$steps" ${TFC_FLAGS:-} $models | tee "$out/tfc_fp32.jsonl"
-"$bin" --device gpu --steps "$steps" --tf32 ${TFC_FLAGS:-} $models | tee "$out/tfc_tf32.jsonl"
+"$bin" --device gpu --steps "$steps" ${TFC_FLAGS---graphs} $models | tee "$out/tfc_fp32.jsonl"
+"$bin" --device gpu --steps "$steps" --tf32 ${TFC_FLAGS---graphs} $models | tee "$out/tfc_tf32.jsonl"
 PY=${PYTHON:-python3}
 for p in "$PY" /usr/bin/python3 python3; do
     if $p -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then

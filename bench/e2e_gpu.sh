@@ -2,10 +2,10 @@
 # Issue 41's end-to-end target on a GPU: `tfc-train configs/fashion_resnet.yaml` against the
 # same schedule in PyTorch (bench/torch_train.py: the same network, data, augmentation,
 # update, rate, weight average and test passes), wall seconds from start to exit and the
-# test accuracy of each test pass. tfc runs as configured (and again with TFC_FLAGS, e.g.
-# TFC_FLAGS=--cuda-graphs, when given); the peer runs eager and under torch.compile in its
-# default and reduce-overhead modes (PEER_MODES), in each of PRECISIONS (fp32 strict,
-# tf32, bf16; default fp32; tfc has float32 only). MAX_ITER=N shortens every run alike
+# test accuracy of each test pass. tfc runs as configured (its step a CUDA graph), and again
+# with TFC_FLAGS when given (e.g. TFC_FLAGS=--no-cuda-graphs); the peer runs eager and under
+# torch.compile in its default and reduce-overhead modes (PEER_MODES), in each of PRECISIONS
+# (fp32 strict, tf32, bf16; default fp32; tfc has float32 only). MAX_ITER=N shortens every run alike
 # (the cosine then spans N iterations); DATA=DIR holds Fashion-MNIST's four .gz files.
 #   e2e_gpu.sh BIN_DIR       (tools/gpu-bare.sh e2e runs it on a bare GPU machine)
 set -e

@@ -9,7 +9,8 @@
 #                          backend; TEST_GPU_ARGS=conv runs one test.
 #   make test-gpu-memcheck the same under compute-sanitizer (memcheck, then racecheck on a
 #                          short run).
-#   make bench-gpu         training-step time and peak memory of tfc on the GPU next to PyTorch
+#   make bench-gpu         training-step time (replayed from a CUDA graph; TFC_FLAGS= launched)
+#                          and peak memory of tfc on the GPU next to PyTorch
 #                          eager on CUDA: mnist_mlp, mnist_cnn, char_lstm, resnet20
 #                          (bench/bench_gpu.sh; STEPS=N for shorter runs), with torch.compile
 #                          (default, reduce-overhead) and JAX jit in float32 (PEER_STEPS=N);
