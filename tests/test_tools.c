@@ -446,9 +446,42 @@ static void test_predict_logits_and_continuation(void)
     free(text);
 }
 
+/* bench/ncu_kernels.py (tools/gpu-bare.sh profile's summary of Nsight Compute's per-kernel
+ * durations) on a CSV of ncu's raw page: kernels grouped by name without their parameters,
+ * the units row honoured, thousands separators read, totals per step. */
+static void test_ncu_summary(void)
+{
+    if (!tfc_test_python_has("csv")) return;
+    const char *f = tfc_test_write(
+        "ncu.csv",
+        "==PROF== Connected to process 7 (bench_train)\n"
+        "\"ID\",\"Kernel Name\",\"Block Size\",\"gpu__time_duration.sum\"\n"
+        "\"\",\"\",\"\",\"usecond\"\n"
+        "\"0\",\"void colsum_kernel<1, value_of>(long, int, value_of, double *)\",\"(32, 8, 1)\","
+        "\"1,004.5\"\n"
+        "\"1\",\"affine_kernel(long, int, const float *)\",\"(256, 1, 1)\",\"3\"\n"
+        "\"2\",\"void colsum_kernel<1, value_of>(long, int, value_of, double *)\",\"(32, 8, 1)\","
+        "\"995.5\"\n"
+        "==PROF== Disconnected from process 7\n",
+        -1);
+    char cmd[4096], *text = NULL;
+    char cwd[2048];
+    if (!getcwd(cwd, sizeof cwd)) return;
+    snprintf(cmd, sizeof cmd, "python3 '%s/bench/ncu_kernels.py' --steps 2 '%s'", cwd, f);
+    int rc = run(cmd, &text);
+    int ok = rc == 0 && text && strstr(text, "3 kernels, 2003.0 us in all") &&
+             strstr(text, "1.5 kernels, 1001.5 us") &&
+             strstr(text, "   1000.0  99.9%        1.0  1000.00  colsum_kernel<1, value_of>\n") &&
+             strstr(text, "affine_kernel\n");
+    if (!ok) printf("\n%s (exit %d)\n", text ? text : "", rc);
+    CU_ASSERT(ok);
+    free(text);
+}
+
 TFC_TEST_MAIN("tools", {"predict_text", test_predict_text}, {"inspect_full", test_inspect_full},
               {"train_keys_match_docs", test_train_keys_match_docs},
               {"external_model_error", test_external_model_error},
               {"shell_tools", test_shell_tools}, {"predict_scale", test_predict_scale},
               {"model_tools_take_run_config", test_model_tools_take_run_config},
-              {"predict_logits_and_continuation", test_predict_logits_and_continuation})
+              {"predict_logits_and_continuation", test_predict_logits_and_continuation},
+              {"ncu_summary", test_ncu_summary})

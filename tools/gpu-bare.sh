@@ -29,6 +29,10 @@
 #                                 e2e (bench/e2e_gpu.sh: tfc-train fashion_resnet against
 #                                 bench/torch_train.py's same schedule; MAX_ITER,
 #                                 TFC_FLAGS, PEER_MODES, PRECISIONS pass through)
+#                                 profile (Nsight Compute's duration of every kernel of
+#                                 bench_train --graphs on $PROFILE_MODELS, resnet20 and
+#                                 mnist_mlp by default, summed by kernel per step:
+#                                 bench/ncu_kernels.py; the CSVs in $OUT)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
 # Logs go to $OUT (default build/gpu-bare) as STEP.log; `train` also packs the run's
@@ -152,6 +156,20 @@ if [ "${1:-}" = --step ]; then
                         echo "gpt_t$t jax: exit $?"
                 done ;;
         e2e) BENCH_OUT=build/gpu-bare/e2e bench/e2e_gpu.sh bin ;;
+        profile) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
+                 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \
+                           "${CUDA_HOME:-/usr/local/cuda}"/bin/ncu 2>/dev/null | head -1)
+                 [ -n "$ncu" ] || { echo "profile: no ncu (Nsight Compute) here"; exit 1; }
+                 rc=0
+                 for m in ${PROFILE_MODELS:-resnet20 mnist_mlp}; do
+                     # 1 plain step, then 4 from the graph (captured at the second)
+                     "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
+                         --page raw build/gpu-bare/bench/bench_train --device gpu --graphs \
+                         --steps 4 --repeats 1 --warmup 1 "bench/models/$m.yaml" \
+                         >"$OUT/ncu_$m.csv" 2>"$OUT/ncu_$m.err" || { echo "$m: ncu exit $?"; rc=1; }
+                     python3 bench/ncu_kernels.py --steps 5 --top 30 "$OUT/ncu_$m.csv" || rc=1
+                 done
+                 exit $rc ;;
         variants) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
                   for round in 1 2; do
                       for flags in "" --staged --graphs --conv-find "--conv-find --graphs"; do
