@@ -60,7 +60,7 @@ void tfc_gpu_set_conv_find(tfc_backend *be, int on);
  * measured rather than taken from the heuristics; 0 on any other backend. */
 int tfc_gpu_conv_measured(const tfc_backend *be);
 
-/* ---- CUDA graphs (gpu_graph.cu; issue 41, not yet run on a GPU) ----------------------------
+/* ---- CUDA graphs (gpu_graph.cu; issue 41, first run on an H200 on 2026-11-30) --------------
  * The work queued on the backend between tfc_gpu_capture_begin and tfc_gpu_capture_end is
  * recorded, not run; tfc_gpu_graph_launch replays it on the backend's stream. A replay
  * reads and writes the very addresses the capture saw and repeats its by-value arguments
@@ -83,6 +83,9 @@ void tfc_gpu_graph_launch(tfc_backend *be, const tfc_gpu_graph *gr, uint64_t ste
 /* The nodes the graph holds (kernels, copies, memsets): the launches one replay saves. */
 int tfc_gpu_graph_nodes(const tfc_gpu_graph *gr);
 void tfc_gpu_graph_free(tfc_gpu_graph *gr);
+/* For tests, process-wide: 1 makes every tfc_gpu_capture_end fail as an invalidated capture
+ * does (the work recorded, not run, and dropped), to check what a caller does then. */
+void tfc_gpu_test_fail_captures(int on);
 
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
  * An allocation past the cap first releases cached free blocks, then fails (alloc returns

@@ -26,6 +26,13 @@
 
 #include "gpu/gpu_internal.cuh"
 
+static int fail_captures; /* tfc_gpu_test_fail_captures */
+
+void tfc_gpu_test_fail_captures(int on)
+{
+    fail_captures = !!on;
+}
+
 struct tfc_gpu_graph {
     gpu_ctx *g;
     cudaGraph_t graph;
@@ -78,6 +85,9 @@ tfc_gpu_graph *tfc_gpu_capture_end(tfc_backend *be, tfc_error *err)
     /* always ended, so the stream runs work again; an invalidated capture fails here */
     cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
     tfc_gpu_cuda_failed(g, e, "cudaStreamEndCapture", __FILE__, __LINE__);
+    if (fail_captures && !g->failed)
+        tfc_gpu_fail(g, "cudaStreamEndCapture", "the capture failed on purpose "
+                     "(tfc_gpu_test_fail_captures)", __FILE__, __LINE__);
     tfc_gpu_graph *gr = NULL;
     if (!g->failed) {
         gr = (tfc_gpu_graph *)calloc(1, sizeof *gr);

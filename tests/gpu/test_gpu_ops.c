@@ -1790,7 +1790,9 @@ static void test_train_device_step(void)
  * BatchNormalization, dropout, warm-up and decaying schedules (rates read from the step
  * state), test passes between steps; the same final weights, snapshots and displayed
  * results; the console says the step was captured; and a snapshot of either resumes in the
- * other to the uninterrupted run's weights. */
+ * other to the uninterrupted run's weights. tfc-train's default (TFC_CUDA_GRAPHS_AUTO)
+ * says nothing and gives those bits too, also where every capture fails (then it says so
+ * and launches). */
 static void test_train_graphs(void)
 {
     static const char *const opt[][3] = {
@@ -1851,6 +1853,39 @@ static void test_train_graphs(void)
         CU_ASSERT_EQUAL_FATAL(st[0], TFC_OK);
         CU_ASSERT(files_equal(run_file(g ? "graphs0g" : "graphs0", 0, "final.safetensors"),
                               run_file(out, 0, "final.safetensors")));
+    }
+    /* TFC_CUDA_GRAPHS_AUTO (tfc-train's default): silent, the launched run's bits; and with
+     * every capture failing (as one holding an op that cannot be captured would): a note,
+     * then every step launched, the same bits, which also shows that AUTO captures here */
+    for (int fail = 0; fail < 2; fail++) {
+        char out[32], *text = NULL;
+        size_t len = 0;
+        snprintf(out, sizeof out, "graphs_auto%d", fail);
+#ifdef TFC_HAVE_CUDA
+        if (!twin) tfc_gpu_test_fail_captures(fail);
+#endif
+        step_graphs = TFC_CUDA_GRAPHS_AUTO;
+        step_console = open_memstream(&text, &len);
+        st[0] = step_train(out, 0, opt[0], 3, &res[0], &err[0]);
+        fclose(step_console);
+        step_console = NULL;
+        step_graphs = 0;
+#ifdef TFC_HAVE_CUDA
+        tfc_gpu_test_fail_captures(0);
+#endif
+        if (st[0]) printf("\n  %s", err[0].text);
+        CU_ASSERT_EQUAL_FATAL(st[0], TFC_OK);
+        CU_ASSERT(files_equal(run_file("graphs0", 0, "final.safetensors"),
+                              run_file(out, 0, "final.safetensors")));
+        const char *note = "note: cuda_graphs: the step could not be captured";
+        int said = text && strstr(text, "cuda_graphs") != NULL;
+        int want = fail && !twin; /* the CPU has no graphs: nothing to say */
+        if (said != want || (want && !strstr(text, note)))
+            printf("\n  auto%s: console: %s", fail ? " with failing captures" : "",
+                   text ? text : "(none)");
+        CU_ASSERT_EQUAL(said, want);
+        CU_ASSERT(!want || strstr(text, note));
+        free(text);
     }
     free(res);
     check_status();
