@@ -29,6 +29,9 @@
 #                                 e2e (bench/e2e_gpu.sh: tfc-train fashion_resnet against
 #                                 bench/torch_train.py's same schedule; MAX_ITER,
 #                                 TFC_FLAGS, PEER_MODES, PRECISIONS pass through)
+#                                 conv-layout (bench/bench_cudnn.c: cuDNN's convolutions
+#                                 on resnet20's shapes in NHWC and NCHW, the heuristics'
+#                                 algorithm and the measured fastest, strict and TF32)
 #                                 profile (Nsight Compute's duration of every kernel of
 #                                 bench_train --graphs on $PROFILE_MODELS, resnet20 and
 #                                 mnist_mlp by default, summed by kernel per step:
@@ -156,6 +159,8 @@ if [ "${1:-}" = --step ]; then
                         echo "gpt_t$t jax: exit $?"
                 done ;;
         e2e) BENCH_OUT=build/gpu-bare/e2e bench/e2e_gpu.sh bin ;;
+        conv-layout) "${mk[@]}" build/gpu-bare/bench/bench_cudnn || exit 1
+                     build/gpu-bare/bench/bench_cudnn && build/gpu-bare/bench/bench_cudnn --tf32 ;;
         profile) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
                  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \
                            "${CUDA_HOME:-/usr/local/cuda}"/bin/ncu 2>/dev/null | head -1)
