@@ -804,6 +804,15 @@ static void test_ignored_options(void)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --force", bin);
     tfc_test_sh_expect(2, cmd, "--force goes with --resume", NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --cuda-graphs --no-cuda-graphs", bin);
+    tfc_test_sh_expect(2, cmd, "--cuda-graphs and --no-cuda-graphs exclude each other", NULL);
+    /* on the CPU (no CUDA graphs) the default says nothing of them; asked for, it says so */
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --device cpu --out cg0 --set max_iter=2 "
+             "--set test_interval=0 >cg0.txt 2>&1 && ! grep cuda_graphs cg0.txt", bin);
+    tfc_test_sh_expect(0, cmd, NULL, NULL);
+    snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --device cpu --out cg1 --set max_iter=2 "
+             "--set test_interval=0 --cuda-graphs", bin);
+    tfc_test_sh_expect(0, cmd, "note: cuda_graphs: cpu has no CUDA graphs", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-train' tiny.yaml --output x", bin);
     tfc_test_sh_expect(2, cmd, "unknown option '--output'; did you mean '--out'?", NULL);
     snprintf(cmd, sizeof cmd, "'%s/tfc-summary' tiny.yaml --memory 1G", bin);
