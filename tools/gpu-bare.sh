@@ -34,7 +34,8 @@
 #                                 algorithm and the measured fastest, strict and TF32)
 #                                 profile (Nsight Compute's duration of every kernel of
 #                                 bench_train --graphs on $PROFILE_MODELS, resnet20 and
-#                                 mnist_mlp by default, summed by kernel per step:
+#                                 mnist_mlp by default, 1 + $PROFILE_STEPS (2) steps,
+#                                 summed by kernel per step:
 #                                 bench/ncu_kernels.py; the CSVs in $OUT)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
 #                                 "train:NAME CONFIG ..." names its run, log and tar NAME
@@ -166,13 +167,16 @@ if [ "${1:-}" = --step ]; then
                            "${CUDA_HOME:-/usr/local/cuda}"/bin/ncu 2>/dev/null | head -1)
                  [ -n "$ncu" ] || { echo "profile: no ncu (Nsight Compute) here"; exit 1; }
                  rc=0
+                 n=${PROFILE_STEPS:-2}
                  for m in ${PROFILE_MODELS:-resnet20 mnist_mlp}; do
-                     # 1 plain step, then 4 from the graph (captured at the second)
+                     # 1 plain step, then n from the graph (captured at the second); ncu
+                     # takes some 10-50 ms a kernel, resnet20's step has about 400
                      "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
                          --page raw build/gpu-bare/bench/bench_train --device gpu --graphs \
-                         --steps 4 --repeats 1 --warmup 1 "bench/models/$m.yaml" \
+                         --steps "$n" --repeats 1 --warmup 1 "bench/models/$m.yaml" \
                          >"$OUT/ncu_$m.csv" 2>"$OUT/ncu_$m.err" || { echo "$m: ncu exit $?"; rc=1; }
-                     python3 bench/ncu_kernels.py --steps 5 --top 30 "$OUT/ncu_$m.csv" || rc=1
+                     python3 bench/ncu_kernels.py --steps $((n + 1)) --top 30 "$OUT/ncu_$m.csv" ||
+                         rc=1
                  done
                  exit $rc ;;
         variants) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
