@@ -9,9 +9,12 @@
  * line also carries the model's trainable parameter count and the loss of its first step,
  * for checking that a peer's copy is the same network.
  *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N]
- *               [--warmup N] [--tf32] [--conv-find] [--staged] [--graphs] MODEL.yaml...
+ *               [--warmup N] [--tf32] [--conv-find] [--fast-norm] [--staged] [--graphs]
+ *               MODEL.yaml...
  * --conv-find: convolution algorithms timed by cuDNN (tfc_gpu_set_conv_find), not chosen by
  * its heuristics; "conv_measured" in the JSON counts the choices it made.
+ * --fast-norm: BatchNormalization's and the bias gradient's wider column sums and fused
+ * ReLU (tfc_gpu_set_fast_norm).
  * --staged: the step in its staged and queued halves (tfc_model_stage_input ...
  * tfc_model_forward_launch ...), launched, its loss read once at its end instead of before
  * the backward pass: --graphs without the graph, to tell the two gains apart.
@@ -133,7 +136,8 @@ static int batch_of(const char *name)
 int main(int argc, char **argv)
 {
     tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
-    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, graphs = 0, staged = 0;
+    int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, graphs = 0, staged = 0,
+        fast_norm = 0;
     int threads = 0;
     const char *device = "cpu";
     const char *models[64];
@@ -153,14 +157,16 @@ int main(int argc, char **argv)
             tf32 = 1;
         else if (!strcmp(argv[a], "--conv-find"))
             conv_find = 1;
+        else if (!strcmp(argv[a], "--fast-norm"))
+            fast_norm = 1;
         else if (!strcmp(argv[a], "--graphs"))
             graphs = staged = 1;
         else if (!strcmp(argv[a], "--staged"))
             staged = 1;
         else if (argv[a][0] == '-' || nmodels == 64) {
             fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--threads N] [--steps N] "
-                            "[--repeats N] [--warmup N] [--tf32] [--conv-find] [--staged] "
-                            "[--graphs] MODEL.yaml...\n", argv[0]);
+                            "[--repeats N] [--warmup N] [--tf32] [--conv-find] [--fast-norm] "
+                            "[--staged] [--graphs] MODEL.yaml...\n", argv[0]);
             return 2;
         } else
             models[nmodels++] = argv[a];
@@ -195,6 +201,7 @@ int main(int argc, char **argv)
         tfc_backend_configure(be, &(tfc_device_options){.tf32 = tf32});
 #ifdef TFC_HAVE_CUDA
         tfc_gpu_set_conv_find(be, conv_find);
+        tfc_gpu_set_fast_norm(be, fast_norm);
 #endif
         tfc_model *m = tfc_model_load(path, &err);
         const int batch = m ? batch_of(tfc_model_name(m)) : 0;
@@ -287,9 +294,10 @@ int main(int argc, char **argv)
             nodes = tfc_gpu_graph_nodes(graph);
 #endif
             printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"conv_find\": %d, "
-                   "\"conv_measured\": %d, \"staged\": %d, \"graphs\": %d, "
+                   "\"conv_measured\": %d, \"fast_norm\": %d, \"staged\": %d, \"graphs\": %d, "
                    "\"graph_nodes\": %d, \"gpu\": \"%s\"}\n",
-                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, staged, graphs, nodes,
+                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, fast_norm, staged, graphs,
+                   nodes,
                    gpu_name(be));
         }
         if (tfc_backend_status(be, &err)) {

@@ -22,7 +22,8 @@
 #                                 T in $LONG_T, batch 1, one step after one warm-up, on tfc,
 #                                 PyTorch eager and JAX, each under $LONG_T_TIMEOUT s)
 #                                 variants (issue 41: bench_train's step plain, staged,
-#                                 --graphs, --conv-find and both, on $MODELS (the four
+#                                 --graphs, --conv-find and both, --fast-norm with
+#                                 --graphs, on $MODELS (the four
 #                                 and gpt_t128), two interleaved rounds, JSON lines;
 #                                 then tfc-time's per-layer times of resnet20 and
 #                                 mnist_cnn at batch 128: where the step goes)
@@ -35,6 +36,7 @@
 #                                 profile (Nsight Compute's duration of every kernel of
 #                                 bench_train --graphs on $PROFILE_MODELS, resnet20 and
 #                                 mnist_mlp by default, 1 + $PROFILE_STEPS (2) steps,
+#                                 bench_train flags $PROFILE_FLAGS (e.g. --fast-norm),
 #                                 summed by kernel per step:
 #                                 bench/ncu_kernels.py; the CSVs in $OUT)
 #                                 "train CONFIG [--set K=V...]" (one quoted word);
@@ -173,7 +175,8 @@ if [ "${1:-}" = --step ]; then
                      # takes some 10-50 ms a kernel, resnet20's step has about 400
                      "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
                          --page raw build/gpu-bare/bench/bench_train --device gpu --graphs \
-                         --steps "$n" --repeats 1 --warmup 1 "bench/models/$m.yaml" \
+                         ${PROFILE_FLAGS:-} --steps "$n" --repeats 1 --warmup 1 \
+                         "bench/models/$m.yaml" \
                          >"$OUT/ncu_$m.csv" 2>"$OUT/ncu_$m.err" || { echo "$m: ncu exit $?"; rc=1; }
                      python3 bench/ncu_kernels.py --steps $((n + 1)) --top 30 "$OUT/ncu_$m.csv" ||
                          rc=1
@@ -181,7 +184,8 @@ if [ "${1:-}" = --step ]; then
                  exit $rc ;;
         variants) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
                   for round in 1 2; do
-                      for flags in "" --staged --graphs --conv-find "--conv-find --graphs"; do
+                      for flags in "" --staged --graphs --conv-find "--conv-find --graphs" \
+                                   "--fast-norm --graphs"; do
                           for m in ${MODELS:-mnist_mlp mnist_cnn char_lstm resnet20 gpt_t128}; do
                               build/gpu-bare/bench/bench_train --device gpu --steps 100 \
                                   $flags "bench/models/$m.yaml" || echo "$m [$flags]: exit $?"

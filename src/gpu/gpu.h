@@ -53,8 +53,15 @@ void tfc_gpu_set_attention_no_split(tfc_backend *be, int on);
  * the op's own tensors, within the same workspace budget) the first time a shape runs,
  * instead of by cuDNN's heuristics alone; the choice is cached per shape like theirs.
  * Ignored in deterministic mode (measured choices can differ between runs). Off by default:
- * not yet run on a GPU (docs/gpu.md, issue 41). */
+ * on an H200 it slowed the steps replayed from CUDA graphs (docs/gpu.md, issue 41). */
 void tfc_gpu_set_conv_find(tfc_backend *be, int on);
+
+/* fast_norm: BatchNormalization's statistics and gradients and the bias gradient through
+ * wider column sums (more, shorter slices of rows; blocks as wide as narrow matrices), the
+ * ReLU folded into BatchNormalization's affine pass, 32-bit indices. Deterministic still;
+ * other last bits of the statistics (another summation order). Off by default: not yet run
+ * on a GPU (issue 41; bench_train --fast-norm, test-gpu fast_norm). */
+void tfc_gpu_set_fast_norm(tfc_backend *be, int on);
 
 /* How many of the cached convolution algorithm choices (one per shape and direction) were
  * measured rather than taken from the heuristics; 0 on any other backend. */

@@ -521,6 +521,11 @@ void tfc_gpu_set_conv_find(tfc_backend *be, int on)
     tfc_gpu_conv_cache_free(g);
 }
 
+void tfc_gpu_set_fast_norm(tfc_backend *be, int on)
+{
+    if (tfc_gpu_is_gpu(be)) gpu_of(be)->fast_norm = !!on;
+}
+
 void tfc_gpu_set_attention_no_split(tfc_backend *be, int on)
 {
     if (tfc_gpu_is_gpu(be)) gpu_of(be)->attention_no_split = !!on;

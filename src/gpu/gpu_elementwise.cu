@@ -218,9 +218,13 @@ void tfc_gpu_bias_grad(tfc_backend *be, int64_t rows, int cols, const float *dy,
 {
     gpu_ctx *g = gpu_of(be);
     if (rows <= 0 || cols <= 0) return;
-    const int splits = colsum_splits(rows);
+    const int wide = g->fast_norm; /* tfc_gpu_set_fast_norm */
+    const int splits = wide ? colsum_splits_fast(rows) : colsum_splits(rows);
     double *partial = (double *)tfc_gpu_scratch(g, (size_t)splits * cols * sizeof(double));
-    if (!partial || gpu_colsum<1>(g, rows, cols, column_value{dy, cols}, partial)) return;
+    if (!partial) return;
+    if (wide ? gpu_colsum_fast<1>(g, rows, cols, column_value{dy, cols}, partial)
+             : gpu_colsum<1>(g, rows, cols, column_value{dy, cols}, partial))
+        return;
     bias_grad_finish<<<(cols + 255) / 256, 256, 0, g->stream>>>(cols, splits, partial, db);
     TFC_LAUNCH_CHECK(g, bias_grad_finish);
 }

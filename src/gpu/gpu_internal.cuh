@@ -46,6 +46,7 @@ typedef struct gpu_ctx {
     int deterministic, tf32;
     int attention_no_split; /* tfc_gpu_set_attention_no_split */
     int conv_find;          /* tfc_gpu_set_conv_find */
+    int fast_norm;          /* tfc_gpu_set_fast_norm */
     int capturing;          /* a CUDA graph capture is under way (gpu_graph.cu) */
     uint64_t *step_offset;  /* device: what a replay adds to its captured step numbers */
     int graphs;             /* graphs captured on this backend and not yet freed */
@@ -246,6 +247,61 @@ __global__ void colsum_kernel(int64_t rows, int cols, int64_t per_split, F f, do
             for (int y = 0; y < COLSUM_TY; y++) s += sh[k][y][threadIdx.x];
             partial[((int64_t)k * gridDim.y + blockIdx.y) * cols + c] = s;
         }
+}
+
+/* The wider column sums of tfc_gpu_set_fast_norm (BatchNormalization's statistics and
+ * gradients, the bias gradient): slices of 256 rows, at most 256 of them (a function of
+ * rows only, so deterministic), and blocks of 256 threads whose width follows the columns
+ * (8, 16 or 32 of them, the rest of the block taking more rows), so that narrow matrices
+ * (BatchNormalization over 16 channels) keep every thread busy and each thread sums a
+ * few dozen rows rather than a hundred or more. The same partial layout as colsum_kernel,
+ * finished by colsum_total with colsum_splits_fast's count. */
+static inline int colsum_splits_fast(int64_t rows)
+{
+    int64_t s = (rows + 255) / 256;
+    return s < 1 ? 1 : s > 256 ? 256 : (int)s;
+}
+
+template <int NV, typename F>
+__global__ void colsum_wide_kernel(int64_t rows, int cols, int64_t per_split, F f,
+                                   double *partial)
+{
+    __shared__ double sh[NV][256];
+    const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+    const int c = blockIdx.x * bx + tx;
+    const int64_t r0 = (int64_t)blockIdx.y * per_split;
+    const int64_t r1 = r0 + per_split < rows ? r0 + per_split : rows;
+    double acc[NV];
+    for (int k = 0; k < NV; k++) acc[k] = 0.0;
+    if (c < cols) {
+#pragma unroll 4
+        for (int64_t r = r0 + ty; r < r1; r += by) {
+            double v[NV];
+            f(r, c, v);
+            for (int k = 0; k < NV; k++) acc[k] += v[k];
+        }
+    }
+    for (int k = 0; k < NV; k++) sh[k][ty * bx + tx] = acc[k];
+    __syncthreads();
+    if (ty == 0 && c < cols)
+        for (int k = 0; k < NV; k++) {
+            double s = 0.0;
+            for (int y = 0; y < by; y++) s += sh[k][y * bx + tx];
+            partial[((int64_t)k * gridDim.y + blockIdx.y) * cols + c] = s;
+        }
+}
+
+template <int NV, typename F>
+int gpu_colsum_fast(gpu_ctx *g, int64_t rows, int cols, F f, double *partial)
+{
+    const int splits = colsum_splits_fast(rows);
+    const int64_t per = (rows + splits - 1) / splits;
+    const int tx = cols <= 8 ? 8 : cols <= 16 ? 16 : 32;
+    dim3 grid((unsigned)((cols + tx - 1) / tx), (unsigned)splits);
+    colsum_wide_kernel<NV><<<grid, dim3(tx, 256 / tx), 0, g->stream>>>(rows, cols, per, f,
+                                                                       partial);
+    TFC_LAUNCH_CHECK(g, colsum_wide_kernel, 1);
+    return 0;
 }
 
 /* Sum over splits of quantity k at column c (in split order). */

@@ -1,7 +1,10 @@
 /* Batch normalisation over rows (n*h*w) per channel (cols), with kernels of our own that
  * follow cpu_norm.c step for step: statistics in double through the deterministic column
  * sums of gpu_internal.cuh (mean first, then the variance over x - mean: no E[x^2] - E[x]^2
- * cancellation), per-channel coefficients in double, then one affine pass in float. */
+ * cancellation), per-channel coefficients in double, then one affine pass in float.
+ * tfc_gpu_set_fast_norm (off by default until it has run on a GPU) takes the wider column
+ * sums (gpu_colsum_fast: another summation order, so other last bits of the statistics),
+ * applies the ReLU in the affine pass and indexes in 32 bits. */
 #include <math.h>
 
 #include "gpu/gpu_internal.cuh"
@@ -28,6 +31,40 @@ static int affine(gpu_ctx *g, int64_t rows, int cols, const float *x, const floa
     affine_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(total, cols, x, a, b, y);
     TFC_LAUNCH_CHECK(g, affine_kernel, 1);
     return 0;
+}
+
+/* tfc_gpu_set_fast_norm: y = act(x a[c] + b[c]) in one pass (act TFC_ACT_LINEAR or
+ * TFC_ACT_RELU, as act_value computes it; the same products and sums as affine_kernel, so
+ * the same bits), with 32-bit indices (total < 2^31) and the channel by a mask where cols
+ * is a power of two. */
+static __global__ void affine_act_kernel(int total, int cols, const float *x, const float *a,
+                                         const float *b, int relu, float *y)
+{
+    const int mask = (cols & (cols - 1)) == 0 ? cols - 1 : -1;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int c = mask >= 0 ? i & mask : i % cols;
+        const float v = x[i] * a[c] + b[c];
+        y[i] = relu && v < 0.0f ? 0.0f : v;
+    }
+}
+
+/* Whether the fast path applies: asked for, and indices fit in 32 bits. */
+static int fast(const gpu_ctx *g, int64_t rows, int cols)
+{
+    return g->fast_norm && rows * cols < ((int64_t)1 << 31);
+}
+
+/* The column sums and their split count, wide under tfc_gpu_set_fast_norm. */
+static int norm_splits(const gpu_ctx *g, int64_t rows, int cols)
+{
+    return fast(g, rows, cols) ? colsum_splits_fast(rows) : colsum_splits(rows);
+}
+
+template <int NV, typename F>
+static int norm_colsum(gpu_ctx *g, int64_t rows, int cols, F f, double *partial)
+{
+    return fast(g, rows, cols) ? gpu_colsum_fast<NV>(g, rows, cols, f, partial)
+                               : gpu_colsum<NV>(g, rows, cols, f, partial);
 }
 
 struct value_of {
@@ -85,7 +122,7 @@ void tfc_gpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const flo
 {
     gpu_ctx *g = gpu_of(be);
     if (rows <= 0 || cols <= 0) return;
-    const int splits = colsum_splits(rows);
+    const int splits = norm_splits(g, rows, cols);
     const size_t part = gpu_align((size_t)splits * cols * sizeof(double));
     const size_t means = gpu_align((size_t)cols * sizeof(double));
     const size_t coef = gpu_align((size_t)cols * sizeof(float));
@@ -94,14 +131,21 @@ void tfc_gpu_bn_forward_train(tfc_backend *be, int64_t rows, int cols, const flo
     double *partial = (double *)s, *mean = (double *)(s + part);
     float *a = (float *)(s + part + means), *b = (float *)(s + part + means + coef);
     const int cb = (cols + 255) / 256;
-    if (gpu_colsum<1>(g, rows, cols, value_of{x, cols}, partial)) return;
+    if (norm_colsum<1>(g, rows, cols, value_of{x, cols}, partial)) return;
     mean_kernel<<<cb, 256, 0, g->stream>>>(cols, splits, rows, partial, mean);
     TFC_LAUNCH_CHECK(g, mean_kernel);
-    if (gpu_colsum<1>(g, rows, cols, sq_dev{x, mean, cols}, partial)) return;
+    if (norm_colsum<1>(g, rows, cols, sq_dev{x, mean, cols}, partial)) return;
     train_stats_kernel<<<cb, 256, 0, g->stream>>>(cols, splits, rows, partial, mean, gamma, beta,
                                                   eps, momentum, moving_mean, moving_var,
                                                   save_mean, save_invstd, a, b);
     TFC_LAUNCH_CHECK(g, train_stats_kernel);
+    if (fast(g, rows, cols) && (act == TFC_ACT_LINEAR || act == TFC_ACT_RELU)) {
+        const int total = (int)(rows * cols);
+        affine_act_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(
+            total, cols, x, a, b, act == TFC_ACT_RELU, y);
+        TFC_LAUNCH_CHECK(g, affine_act_kernel);
+        return;
+    }
     affine(g, rows, cols, x, a, b, y);
     if (act != TFC_ACT_LINEAR) tfc_gpu_act_forward(be, act, rows * cols, cols, y, y);
 }
@@ -179,6 +223,21 @@ static __global__ void bwd_dx_kernel(int64_t total, int cols, const float *x, co
     }
 }
 
+/* bwd_dx_kernel with 32-bit indices (tfc_gpu_set_fast_norm): the same arithmetic. */
+static __global__ void bwd_dx_fast_kernel(int total, int cols, const float *x, const float *dy,
+                                          const float *mean, const float *invstd,
+                                          const float *k, const float *mdy, const float *mdyx,
+                                          float *dx, int assign)
+{
+    const int mask = (cols & (cols - 1)) == 0 ? cols - 1 : -1;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int c = mask >= 0 ? i & mask : i % cols;
+        float xhat = (x[i] - mean[c]) * invstd[c];
+        const float g = k[c] * (dy[i] - mdy[c] - xhat * mdyx[c]);
+        dx[i] = assign ? g : dx[i] + g;
+    }
+}
+
 /* With xhat = (x - mean) invstd and N = rows:
  *   dbeta += sum dy,  dgamma += sum dy xhat,
  *   dx += gamma invstd (dy - mean(dy) - xhat mean(dy xhat)). */
@@ -189,7 +248,7 @@ void tfc_gpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
 {
     gpu_ctx *g = gpu_of(be);
     if (rows <= 0 || cols <= 0) return;
-    const int splits = colsum_splits(rows);
+    const int splits = norm_splits(g, rows, cols);
     const size_t part = gpu_align((size_t)2 * splits * cols * sizeof(double));
     const size_t coef = gpu_align((size_t)cols * sizeof(float));
     char *s = (char *)tfc_gpu_scratch(g, part + 3 * coef);
@@ -197,12 +256,19 @@ void tfc_gpu_bn_backward(tfc_backend *be, int64_t rows, int cols, const float *x
     double *partial = (double *)s;
     float *k = (float *)(s + part), *mdy = (float *)(s + part + coef),
           *mdyx = (float *)(s + part + 2 * coef);
-    if (gpu_colsum<2>(g, rows, cols, dy_and_dyxhat{x, dy, save_mean, save_invstd, cols}, partial))
+    if (norm_colsum<2>(g, rows, cols, dy_and_dyxhat{x, dy, save_mean, save_invstd, cols},
+                       partial))
         return;
     bwd_stats_kernel<<<(cols + 255) / 256, 256, 0, g->stream>>>(
         cols, splits, rows, partial, gamma, save_invstd, dgamma, dbeta, k, mdy, mdyx);
     TFC_LAUNCH_CHECK(g, bwd_stats_kernel);
     const int64_t total = rows * cols;
+    if (fast(g, rows, cols)) {
+        bwd_dx_fast_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(
+            (int)total, cols, x, dy, save_mean, save_invstd, k, mdy, mdyx, dx, assign);
+        TFC_LAUNCH_CHECK(g, bwd_dx_fast_kernel);
+        return;
+    }
     bwd_dx_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(
         total, cols, x, dy, save_mean, save_invstd, k, mdy, mdyx, dx, assign);
     TFC_LAUNCH_CHECK(g, bwd_dx_kernel);

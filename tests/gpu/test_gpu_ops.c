@@ -1458,6 +1458,72 @@ static void test_train_cnn_tf32(void)
     set_tf32(0);
 }
 
+#ifdef TFC_HAVE_CUDA
+/* Two runs of BatchNormalization's training forward (with ReLU) and backward on the same
+ * tensors: the same bits (the fast path's column sums are deterministic too). */
+static int fast_norm_twice(int64_t rows, int cols)
+{
+    pair x = pair_rand(rows * cols, -2, 3), gamma = pair_rand(cols, 0.5, 1.5);
+    pair beta = pair_rand(cols, -0.5, 0.5), dy = pair_rand(rows * cols, -1, 1);
+    float *got[2][4];
+    for (int k = 0; k < 2; k++) {
+        pair mm = pair_new(cols), mv = pair_new(cols), y = pair_new(rows * cols);
+        pair sm = pair_new(cols), si = pair_new(cols), dx = pair_new(rows * cols);
+        pair dg = pair_new(cols), db = pair_new(cols);
+        dev->ops->bn_forward_train(dev, rows, cols, x.d, gamma.d, beta.d, 1e-3f, 0.99f, mm.d,
+                                   mv.d, y.d, sm.d, si.d, TFC_ACT_RELU);
+        dev->ops->bn_backward(dev, rows, cols, x.d, dy.d, gamma.d, sm.d, si.d, dx.d, dg.d, db.d,
+                              1);
+        got[k][0] = fetch(dev, y.d, rows * cols), got[k][1] = fetch(dev, dx.d, rows * cols);
+        got[k][2] = fetch(dev, dg.d, cols), got[k][3] = fetch(dev, mv.d, cols);
+        pair *all[] = {&mm, &mv, &y, &sm, &si, &dx, &dg, &db};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    }
+    int bad = compare_floats("fast_norm y, twice", got[1][0], got[0][0], rows * cols, 0, 0) +
+              compare_floats("fast_norm dx, twice", got[1][1], got[0][1], rows * cols, 0, 0) +
+              compare_floats("fast_norm dgamma, twice", got[1][2], got[0][2], cols, 0, 0) +
+              compare_floats("fast_norm moving_var, twice", got[1][3], got[0][3], cols, 0, 0);
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 4; j++) free(got[k][j]);
+    pair_free(&x), pair_free(&gamma), pair_free(&beta), pair_free(&dy);
+    return bad;
+}
+#endif
+
+/* tfc_gpu_set_fast_norm (issue 41): BatchNormalization through the wider column sums, its
+ * ReLU in the affine pass and 32-bit indices, against the CPU at batch_norm's tolerances:
+ * channel counts that take blocks 8, 16 and 32 wide, with the channel by mask and by
+ * modulo (3, 8, 16, 24, 64, 300), one slice of rows up to the cap of 256 (resnet20's first
+ * stage, 131072 rows of 16 channels); the bias gradient likewise; two runs the same bits;
+ * a CNN with BatchNormalization and biases trained against the CPU. */
+static void test_fast_norm(void)
+{
+#ifdef TFC_HAVE_CUDA
+    if (twin) return;
+    tfc_gpu_set_fast_norm(dev, 1);
+    CU_ASSERT_EQUAL(bn_case(50, 3), 0);
+    CU_ASSERT_EQUAL(bn_case(4096, 8), 0);
+    CU_ASSERT_EQUAL(bn_case(128 * 32 * 32, 16), 0);
+    CU_ASSERT_EQUAL(bn_case(777, 24), 0);
+    CU_ASSERT_EQUAL(bn_case(128 * 8 * 8, 64), 0);
+    CU_ASSERT_EQUAL(bn_case(37, 300), 0);
+    const int64_t rows[] = {100000, 33};
+    const int cols[] = {19, 40};
+    for (int k = 0; k < 2; k++) {
+        pair dy = pair_rand(rows[k] * cols[k], -1, 1), db = pair_rand(cols[k], -1, 1);
+        ref->ops->bias_grad(ref, rows[k], cols[k], dy.h, db.h);
+        dev->ops->bias_grad(dev, rows[k], cols[k], dy.d, db.d);
+        CU_ASSERT_EQUAL(pair_check("fast_norm bias_grad", &db, 1e-6, 1e-5), 0);
+        pair_free(&dy), pair_free(&db);
+    }
+    CU_ASSERT_EQUAL(fast_norm_twice(128 * 32 * 32, 16), 0);
+    CU_ASSERT_EQUAL(fast_norm_twice(999, 24), 0);
+    train_steps(cnn_yaml, 16, 0, 0, 5e-4, 1e-5);
+    tfc_gpu_set_fast_norm(dev, 0);
+#endif
+    check_status();
+}
+
 /* ---- the trainer's step ops (TFC_BACKEND_STEP_OPS) ------------------------------------------ */
 
 /* dev's step state, read back. */
@@ -3148,6 +3214,7 @@ int main(int argc, char **argv)
         {"train_lstm", test_train_lstm},
         {"train_mixed_adam", test_train_mixed_adam},
         {"train_cnn_tf32", test_train_cnn_tf32},
+        {"fast_norm", test_fast_norm},
         {"deterministic_training", test_deterministic_training},
         {"grad_sumsq", test_grad_sumsq},
         {"step_scale", test_step_scale},
