@@ -1,14 +1,15 @@
-/* cuDNN's convolutions on resnet20's shapes (bench/models/resnet20.yaml, batch 128) in both
- * tensor layouts: NHWC, tfc's (Keras's), and NCHW, PyTorch's and XLA's for float32. Each op
- * (forward, backward-data, backward-filter) is timed with the algorithm tfc's heuristics
- * take (the first of cudnnGet*Algorithm_v7 that succeeds, fits the workspace budget and
- * uses no TF32 unless --tf32: gpu_conv.cu's rule) and with the fastest acceptable one that
- * cudnnFind*AlgorithmEx measures; then the totals of one resnet20 step, each shape weighted
- * by its count. Whether another layout or measured algorithms would shorten tfc's step
- * (issue 41: resnet20 is 0.85x the fastest peer on an H200): the convolutions alone, no
- * transposes, paddings or kernel-layout copies. The stride-2 3x3 convolutions pad
- * symmetrically here (TensorFlow's SAME pads one row and column at the end; tfc copies
- * into a padded buffer for those two), which reads the same windows' count.
+/* cuDNN's convolutions on resnet20's and mnist_cnn's shapes (bench/models/, batch 128) in
+ * both tensor layouts: NHWC, tfc's (Keras's), and NCHW, PyTorch's and XLA's for float32.
+ * Each op (forward, backward-data, backward-filter) is timed with the algorithm tfc's
+ * heuristics take (the first of cudnnGet*Algorithm_v7 that succeeds, fits the workspace
+ * budget and uses no TF32 unless --tf32: gpu_conv.cu's rule) and with the fastest
+ * acceptable one that cudnnFind*AlgorithmEx measures; then the totals of one step of each
+ * network, each shape weighted by its count. Whether another layout or measured algorithms
+ * would shorten tfc's steps (issue 41, on an H200: resnet20 0.85x the fastest peer,
+ * mnist_cnn 1.07x): the convolutions alone, no transposes, paddings or kernel-layout
+ * copies. The stride-2 3x3 convolutions pad symmetrically here (TensorFlow's SAME pads one
+ * row and column at the end; tfc copies into a padded buffer for those two), which reads
+ * the same windows' count.
  *   bench_cudnn [--batch N] [--tf32] [--reps N]     (tools/gpu-bare.sh conv-layout) */
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -35,21 +36,25 @@
         }                                                                                      \
     } while (0)
 
-/* One convolution of resnet20: input h x w x c, f filters of k x k, stride s, padding p. */
+/* One convolution of a network (0 resnet20, 1 mnist_cnn): input h x w x c, f filters of
+ * k x k, stride s, padding p, count times a step; needs_dx 0 for a first layer. */
 typedef struct shape {
     const char *name;
-    int h, w, c, f, k, s, p, count, needs_dx;
+    int net, h, w, c, f, k, s, p, count, needs_dx;
 } shape;
 
+static const char *const nets[] = {"resnet20", "mnist_cnn"};
 static const shape shapes[] = {
-    {"conv1 3->16 3x3", 32, 32, 3, 16, 3, 1, 1, 1, 0},
-    {"32x32 16->16 3x3", 32, 32, 16, 16, 3, 1, 1, 6, 1},
-    {"32x32 16->32 3x3/2", 32, 32, 16, 32, 3, 2, 1, 1, 1},
-    {"32x32 16->32 1x1/2", 32, 32, 16, 32, 1, 2, 0, 1, 1},
-    {"16x16 32->32 3x3", 16, 16, 32, 32, 3, 1, 1, 5, 1},
-    {"16x16 32->64 3x3/2", 16, 16, 32, 64, 3, 2, 1, 1, 1},
-    {"16x16 32->64 1x1/2", 16, 16, 32, 64, 1, 2, 0, 1, 1},
-    {"8x8 64->64 3x3", 8, 8, 64, 64, 3, 1, 1, 5, 1},
+    {"conv1 3->16 3x3", 0, 32, 32, 3, 16, 3, 1, 1, 1, 0},
+    {"32x32 16->16 3x3", 0, 32, 32, 16, 16, 3, 1, 1, 6, 1},
+    {"32x32 16->32 3x3/2", 0, 32, 32, 16, 32, 3, 2, 1, 1, 1},
+    {"32x32 16->32 1x1/2", 0, 32, 32, 16, 32, 1, 2, 0, 1, 1},
+    {"16x16 32->32 3x3", 0, 16, 16, 32, 32, 3, 1, 1, 5, 1},
+    {"16x16 32->64 3x3/2", 0, 16, 16, 32, 64, 3, 2, 1, 1, 1},
+    {"16x16 32->64 1x1/2", 0, 16, 16, 32, 64, 1, 2, 0, 1, 1},
+    {"8x8 64->64 3x3", 0, 8, 8, 64, 64, 3, 1, 1, 5, 1},
+    {"28x28 1->32 3x3 valid", 1, 28, 28, 1, 32, 3, 1, 0, 1, 0},
+    {"26x26 32->64 3x3 valid", 1, 26, 26, 32, 64, 3, 1, 0, 1, 1},
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof *shapes))
 
@@ -217,7 +222,7 @@ int main(int argc, char **argv)
     CK_DNN(cudnnCreateConvolutionDescriptor(&cv.cd));
     printf("bench_cudnn: %s, cuDNN %zu, batch %d, %s, %d calls a round\n", prop.name,
            cudnnGetVersion(), batch, tf32 ? "TF32 allowed" : "strict float32", reps);
-    double total[2][2] = {{0}}; /* [layout][heuristics, measured]: ms per resnet20 step */
+    double total[2][2][2] = {{{0}}}; /* [net][layout][heuristics, measured]: ms a step */
     unsigned seed = 1;
     for (int si = 0; si < NSHAPES; si++) {
         const shape *sh = &shapes[si];
@@ -246,24 +251,27 @@ int main(int argc, char **argv)
                     cudnnMathType_t math = CUDNN_FMA_MATH;
                     algo[m] = choose(&cv, op, m, &math);
                     if (algo[m] >= 0) ms[m] = time_op(&cv, op, algo[m], math, reps);
-                    total[layout][m] += ms[m] > 0 ? ms[m] * sh->count : 0;
+                    total[sh->net][layout][m] += ms[m] > 0 ? ms[m] * sh->count : 0;
                 }
-                printf("{\"shape\": \"%s\", \"count\": %d, \"layout\": \"%s\", \"op\": \"%s\", "
+                printf("{\"net\": \"%s\", \"shape\": \"%s\", \"count\": %d, \"layout\": \"%s\", "
+                       "\"op\": \"%s\", "
                        "\"heuristic_algo\": %d, \"heuristic_ms\": %.4f, \"measured_algo\": %d, "
                        "\"measured_ms\": %.4f}\n",
-                       sh->name, sh->count, layout ? "NCHW" : "NHWC", op_names[op], algo[0],
+                       nets[sh->net], sh->name, sh->count, layout ? "NCHW" : "NHWC",
+                       op_names[op], algo[0],
                        ms[0], algo[1], ms[1]);
             }
         }
         cudaFree(cv.x), cudaFree(cv.dx), cudaFree(cv.y), cudaFree(cv.dy);
         cudaFree(cv.w), cudaFree(cv.dw);
     }
-    printf("\nresnet20's 21 convolutions, one step (ms; forward, backward-data where needed, "
+    printf("\nthe convolutions of one step (ms; forward, backward-data where needed, "
            "backward-filter; each shape times its count):\n");
-    printf("%-6s %11s %10s\n", "layout", "heuristics", "measured");
-    for (int layout = 0; layout < 2; layout++)
-        printf("%-6s %11.3f %10.3f\n", layout ? "NCHW" : "NHWC", total[layout][0],
-               total[layout][1]);
+    printf("%-10s %-6s %11s %10s\n", "network", "layout", "heuristics", "measured");
+    for (int net = 0; net < 2; net++)
+        for (int layout = 0; layout < 2; layout++)
+            printf("%-10s %-6s %11.3f %10.3f\n", nets[net], layout ? "NCHW" : "NHWC",
+                   total[net][layout][0], total[net][layout][1]);
     cudnnDestroyConvolutionDescriptor(cv.cd);
     cudnnDestroyFilterDescriptor(cv.wd);
     cudnnDestroyTensorDescriptor(cv.yd);

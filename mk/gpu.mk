@@ -40,8 +40,9 @@ test-gpu-memcheck: features $(GPU_TEST_BIN)
 	$(Q)$(GPU_SANITIZER) --tool memcheck --leak-check full --error-exitcode 1 $(GPU_TEST_BIN) $(TEST_GPU_ARGS)
 	$(Q)$(GPU_SANITIZER) --tool racecheck --error-exitcode 1 $(GPU_TEST_BIN) train_cnn
 
-# cuDNN's convolutions on resnet20's shapes, NHWC against NCHW, heuristic against measured
-# algorithms (bench/bench_cudnn.c; tools/gpu-bare.sh conv-layout). Needs a CUDA build.
+# cuDNN's convolutions on resnet20's and mnist_cnn's shapes, NHWC against NCHW, heuristic
+# against measured algorithms (bench/bench_cudnn.c; tools/gpu-bare.sh conv-layout). Needs a
+# CUDA build.
 BENCH_CUDNN_BIN := $(BUILD)/bench/bench_cudnn
 $(BENCH_CUDNN_BIN): bench/bench_cudnn.c $(CUDA_FLAGS_FILE)
 	@mkdir -p $(dir $@)

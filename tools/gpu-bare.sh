@@ -31,8 +31,9 @@
 #                                 bench/torch_train.py's same schedule; MAX_ITER,
 #                                 TFC_FLAGS, PEER_MODES, PRECISIONS pass through)
 #                                 conv-layout (bench/bench_cudnn.c: cuDNN's convolutions
-#                                 on resnet20's shapes in NHWC and NCHW, the heuristics'
-#                                 algorithm and the measured fastest, strict and TF32)
+#                                 on resnet20's and mnist_cnn's shapes in NHWC and NCHW,
+#                                 the heuristics' algorithm and the measured fastest,
+#                                 strict and TF32)
 #                                 profile (Nsight Compute's duration of every kernel of
 #                                 bench_train --graphs on $PROFILE_MODELS, resnet20 and
 #                                 mnist_mlp by default, 1 + $PROFILE_STEPS (2) steps,
