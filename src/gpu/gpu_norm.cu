@@ -35,7 +35,7 @@ static int affine(gpu_ctx *g, int64_t rows, int cols, const float *x, const floa
 
 /* tfc_gpu_set_fast_norm: y = act(x a[c] + b[c]) in one pass (act TFC_ACT_LINEAR or
  * TFC_ACT_RELU, as act_value computes it; the same products and sums as affine_kernel, so
- * the same bits), with 32-bit indices (total < 2^31) and the channel by a mask where cols
+ * the same bits), with 32-bit indices (total < 2^30) and the channel by a mask where cols
  * is a power of two. */
 static __global__ void affine_act_kernel(int total, int cols, const float *x, const float *a,
                                          const float *b, int relu, float *y)
@@ -48,10 +48,11 @@ static __global__ void affine_act_kernel(int total, int cols, const float *x, co
     }
 }
 
-/* Whether the fast path applies: asked for, and indices fit in 32 bits. */
+/* Whether the fast path applies: asked for, and indices fit in 32 bits with room for a
+ * grid stride past the end. */
 static int fast(const gpu_ctx *g, int64_t rows, int cols)
 {
-    return g->fast_norm && rows * cols < ((int64_t)1 << 31);
+    return g->fast_norm && rows * cols < ((int64_t)1 << 30);
 }
 
 /* The column sums and their split count, wide under tfc_gpu_set_fast_norm. */
