@@ -38,10 +38,11 @@ def read(path):
     with open(path, newline="", errors="replace") as f:
         lines = [l for l in f if l.startswith('"')]
     rows = list(csv.reader(lines))
-    if not rows or "Kernel Name" not in rows[0] or "gpu__time_duration.sum" not in rows[0]:
-        raise SystemExit(f"{path}: no ncu CSV with Kernel Name and gpu__time_duration.sum")
-    head = rows[0]
-    k, t = head.index("Kernel Name"), head.index("gpu__time_duration.sum")
+    head = rows[0] if rows else []
+    name = next((n for n in ("Kernel Name", "Function Name") if n in head), None)
+    if name is None or "gpu__time_duration.sum" not in head:
+        raise SystemExit(f"{path}: no ncu CSV with a Kernel Name and gpu__time_duration.sum")
+    k, t = head.index(name), head.index("gpu__time_duration.sum")
     body = rows[1:]
     scale = 1e-3  # ncu's default unit for durations: nanoseconds
     if body and body[0][k] == "":  # the units row
