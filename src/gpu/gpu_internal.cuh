@@ -292,7 +292,7 @@ __global__ void colsum_wide_kernel(int64_t rows, int cols, int64_t per_split, F 
 }
 
 template <int NV, typename F>
-int gpu_colsum_fast(gpu_ctx *g, int64_t rows, int cols, F f, double *partial)
+static inline int gpu_colsum_fast(gpu_ctx *g, int64_t rows, int cols, F f, double *partial)
 {
     const int splits = colsum_splits_fast(rows);
     const int64_t per = (rows + splits - 1) / splits;
