@@ -34,10 +34,11 @@ typedef void (*generic_fn)(void);
 static const struct {
     const char *name;
     size_t offset;
-    int optional; /* TFC_BACKEND_LAYER_OPS, _STEP_OPS and _GRAPH_OPS: may be NULL */
+    int optional; /* TFC_BACKEND_LAYER_OPS, _STEP_OPS, _PRECISION_OPS and _GRAPH_OPS: may
+                   * be NULL */
 } slots[] = {TFC_BACKEND_DEVICE_OPS(SLOT) TFC_BACKEND_MATH_OPS(SLOT)
                  TFC_BACKEND_LAYER_OPS(OPTIONAL_SLOT) TFC_BACKEND_STEP_OPS(OPTIONAL_SLOT)
-                     TFC_BACKEND_GRAPH_OPS(OPTIONAL_SLOT)};
+                     TFC_BACKEND_PRECISION_OPS(OPTIONAL_SLOT) TFC_BACKEND_GRAPH_OPS(OPTIONAL_SLOT)};
 #undef SLOT
 #undef OPTIONAL_SLOT
 

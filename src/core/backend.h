@@ -687,6 +687,13 @@ typedef struct tfc_device_options {
                                   const tfc_step_state *st, int64_t n, float *params,              \
                                   const float *grads, float *slot0, float *slot1, float *slot2))
 
+/* Reduced precision (the trainer's `precision` key, docs/solver.md). Optional like the lists
+ * above: a backend without them trains in float32 only, and a model asking for bf16 is
+ * refused when it binds there. round_bf16: y = tfc_bf16_round(x) (core/bf16.h) for n floats,
+ * y == x allowed. */
+#define TFC_BACKEND_PRECISION_OPS(X)                                                               \
+    X(void, round_bf16, (tfc_backend *be, int64_t n, const float *x, float *y))
+
 /* CUDA graphs for the trainer's step (solver/train.c with tfc_solver_options.cuda_graphs;
  * gpu.h says what a caller keeps fixed between a capture and its replays). Optional like
  * the lists above: a backend without them (the CPU) launches every step. capture_begin and
@@ -702,7 +709,7 @@ typedef struct tfc_device_options {
 
 #define TFC_BACKEND_OPS(X)                                                                         \
     TFC_BACKEND_DEVICE_OPS(X) TFC_BACKEND_MATH_OPS(X) TFC_BACKEND_LAYER_OPS(X)                     \
-    TFC_BACKEND_STEP_OPS(X) TFC_BACKEND_GRAPH_OPS(X)
+    TFC_BACKEND_STEP_OPS(X) TFC_BACKEND_PRECISION_OPS(X) TFC_BACKEND_GRAPH_OPS(X)
 
 /* The table: the backend's name, then one function pointer per op. */
 #define TFC_BACKEND_SLOT(ret, op, params) ret (*op) params;

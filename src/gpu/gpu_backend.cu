@@ -394,6 +394,9 @@ static const tfc_backend_ops gpu_ops = {
     .grad_sumsq = tfc_gpu_grad_sumsq,
     .step_scale = tfc_gpu_step_scale,
     .optimizer_update_at = tfc_gpu_optimizer_update_at,
+    /* TFC_BACKEND_PRECISION_OPS: none until bf16's kernels have run on a GPU (docs/gpu.md);
+     * a model asking for bf16 is refused at bind */
+    .round_bf16 = NULL,
     /* TFC_BACKEND_GRAPH_OPS: CUDA graphs (gpu_graph.cu) */
     .capture_begin = tfc_gpu_capture_begin,
     .capture_end = tfc_gpu_graph_op_capture_end,

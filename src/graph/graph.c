@@ -20,6 +20,7 @@ void tfc_model_unbind(tfc_model *m)
     m->be->ops->free(m->be, m->arena);
     m->be->ops->free(m->be, m->params);
     m->be->ops->free(m->be, m->grads);
+    m->be->ops->free(m->be, m->copies);
     for (int i = 0; m->bound && i < m->nlayers; i++) free(m->bound[i].host_mask);
     free(m->bound);
     free(m->host_mask);
@@ -31,7 +32,7 @@ void tfc_model_unbind(tfc_model *m)
         l->mask = NULL;
         for (int p = 0; p < l->nparams; p++) l->params[p].data = l->params[p].grad = NULL;
     }
-    m->arena = m->params = m->grads = NULL;
+    m->arena = m->params = m->grads = m->copies = NULL;
     m->bound = NULL;
     m->host_mask = NULL;
     m->host_target = m->host_weight = NULL;
@@ -195,7 +196,8 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
     tfc_memory_plan *P = &L->plan;
     P->max_batch = max_batch;
-    P->params = (size_t)m->param_count * 4;
+    /* with bf16, the trainable parameters' bfloat16 copies too (floats on the CPU) */
+    P->params = (size_t)(m->param_count + (m->precision ? m->trainable_count : 0)) * 4;
     P->grads = (size_t)m->trainable_count * 4;
     size_t B = (size_t)max_batch, in_bytes = B * (size_t)tfc_shape_numel(&m->input_shape) * 4;
     m->mask_layer = -1;
@@ -334,6 +336,8 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
     }
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
+    /* bf16 rounds every layer's output (round_outputs): a chain would skip some */
+    if (m->precision) return;
     /* Training and inference: an Embedding whose output only an LSTM reads hands the LSTM
      * its ids and table where the backend's LSTM takes them for this shape (on the CPU: a
      * vocabulary at most half the batch's tokens, or a frozen backend, which keeps the
@@ -540,23 +544,31 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
+    if (m->precision && !be->ops->round_bf16)
+        return tfc_error_set(err, TFC_ERR_CONFIG,
+                             "precision: %s is not available on %s yet (docs/gpu.md, Status); "
+                             "float32 is",
+                             tfc_precision_names[m->precision], be->ops->name);
     int64_t ntrain = m->trainable_count, nall = m->param_count;
     m->params = alloc_or_report(be, (size_t)nall * 4, "parameters", max_batch, err);
     m->grads = alloc_or_report(be, (size_t)ntrain * 4, "gradients", max_batch, err);
+    m->copies = m->precision ? alloc_or_report(be, (size_t)ntrain * 4, "parameters", max_batch, err)
+                             : NULL;
     m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound);
     m->be = be;
-    if (!m->params || !m->grads || !m->bound) {
+    if (!m->params || !m->grads || (m->precision && !m->copies) || !m->bound) {
         tfc_model_unbind(m);
         return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
-    /* Parameters: trainable ones first, in layer order, then the rest. */
+    /* Parameters: trainable ones first, in layer order, then the rest. With bf16 the layers
+     * read the trainable ones' copies, at the same offsets (master() finds the floats). */
     int64_t off = 0, goff = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < m->nlayers; i++)
             for (int p = 0; p < m->layers[i].nparams; p++) {
                 tfc_param *pr = &m->layers[i].params[p];
                 if (pr->trainable != (pass == 0)) continue;
-                pr->data = m->params + off;
+                pr->data = (m->copies && pr->trainable ? m->copies : m->params) + off;
                 off += pr->numel;
                 if (pr->trainable) {
                     pr->grad = m->grads + goff;
@@ -646,6 +658,16 @@ tfc_status tfc_model_bind_inference(tfc_model *m, tfc_backend *be, int max_batch
     return bind(m, be, max_batch, 1, err);
 }
 
+const char *const tfc_precision_names[] = {"float32", "bf16", NULL};
+
+void tfc_model_set_precision(tfc_model *m, tfc_precision p)
+{
+    TFC_ASSERT(!m->be);
+    m->precision = p;
+}
+
+tfc_precision tfc_model_precision(const tfc_model *m) { return m->precision; }
+
 float *tfc_model_params(tfc_model *m) { return m->params; }
 static void settle_grads(tfc_model *m, int i);
 
@@ -658,6 +680,13 @@ float *tfc_model_grads(tfc_model *m)
 float *tfc_model_input_grad(tfc_model *m) { return m->dx; }
 void tfc_model_want_input_grad(tfc_model *m, int on) { m->want_input_grad = on; }
 
+/* The float32 values of a bound parameter: with bf16 a trainable one's data is its rounded
+ * copy, which each forward pass rounds from these (tfc_model_forward_launch). */
+static float *master(const tfc_model *m, const tfc_param *p)
+{
+    return m->copies && p->trainable ? m->params + (p->data - m->copies) : p->data;
+}
+
 tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
 {
     TFC_ASSERT(m->be);
@@ -668,7 +697,7 @@ tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
             if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
             tfc_status s = tfc_init_fill(&pr->init, &pr->shape,
                                          tfc_rng_key(seed, (uint64_t)i * 16 + (uint64_t)p), host, err);
-            if (s == TFC_OK) m->be->ops->upload(m->be, pr->data, host, (size_t)pr->numel * 4);
+            if (s == TFC_OK) m->be->ops->upload(m->be, master(m, pr), host, (size_t)pr->numel * 4);
             free(host);
             if (s) return s;
         }
@@ -677,7 +706,7 @@ tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
 
 void tfc_model_param_download(tfc_model *m, const tfc_param *p, float *host)
 {
-    m->be->ops->download(m->be, host, p->data, (size_t)p->numel * 4);
+    m->be->ops->download(m->be, host, master(m, p), (size_t)p->numel * 4);
 }
 
 void tfc_model_grad_download(tfc_model *m, const tfc_param *p, float *host)
@@ -688,7 +717,7 @@ void tfc_model_grad_download(tfc_model *m, const tfc_param *p, float *host)
 
 void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host)
 {
-    m->be->ops->upload(m->be, p->data, host, (size_t)p->numel * 4);
+    m->be->ops->upload(m->be, master(m, p), host, (size_t)p->numel * 4);
 }
 
 /* Token ids must index every Embedding that reads them. */
@@ -793,6 +822,8 @@ tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int tra
     m->ex.seed = seed;
     m->ex.step = step;
     m->be->ops->upload(m->be, m->x, x, (size_t)batch * (size_t)per * 4);
+    if (m->precision && m->input_dtype == TFC_F32)
+        m->be->ops->round_bf16(m->be, (int64_t)batch * per, m->x, m->x);
     if (m->mask_layer >= 0) {
         const tfc_layer *ml = &m->layers[m->mask_layer];
         const int32_t *ids = x;
@@ -807,12 +838,27 @@ tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int tra
     return TFC_OK;
 }
 
+/* bf16 (docs/solver.md, "Precision"): what a layer hands on holds bfloat16 values, its
+ * output and the pre-activation it keeps for backward (plan_chains builds no chains then,
+ * so every layer writes its own). */
+static void round_outputs(tfc_model *m, int i)
+{
+    const tfc_bound *b = &m->bound[i];
+    int64_t n = (int64_t)m->ex.batch * tfc_layer_out_numel(&m->layers[i]);
+    m->be->ops->round_bf16(m->be, n, b->y, b->y);
+    if (b->z != b->y && !b->z_unset) m->be->ops->round_bf16(m->be, n, b->z, b->z);
+}
+
 void tfc_model_forward_launch(tfc_model *m)
 {
     m->be->inference_pass = !m->ex.training;
+    /* bf16: the layers read the weights rounded from their float32 values as they are now
+     * (after an update, a load, an average swapped in: whatever wrote tfc_model_params) */
+    if (m->copies) m->be->ops->round_bf16(m->be, m->trainable_count, m->params, m->copies);
     for (int i = 0; i < m->nlayers; i++) {
         m->layers[i].rng_key = tfc_rng_key(m->ex.seed, 0x100000u + (uint64_t)i);
         tfc_model_layer_forward(m, i);
+        if (m->precision) round_outputs(m, i);
     }
     m->be->inference_pass = 0;
 }
@@ -984,6 +1030,12 @@ void tfc_model_layer_backward(tfc_model *m, int i)
 {
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
+    /* bf16: the gradient of the layer's output, complete now (its consumers come after it),
+     * holds bfloat16 values; the loss writes the last layer's dz when it folds its softmax */
+    if (m->precision)
+        m->be->ops->round_bf16(m->be, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
+                               i == m->nlayers - 1 && m->fused_loss ? b->dz : b->dy,
+                               i == m->nlayers - 1 && m->fused_loss ? b->dz : b->dy);
     /* a ReLU folded into the Add before it: the Add's backward takes its derivative */
     if (b->relu_done && m->layers[l->inputs[0]].ops->sums_inputs) return;
     if (b->ids_into >= 0) return; /* the layer it feeds added this one's table gradient */

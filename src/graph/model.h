@@ -99,6 +99,17 @@ tfc_status tfc_model_set_length(tfc_model *m, int64_t t, tfc_error *err);
 int64_t tfc_model_trainable_count(const tfc_model *m);
 int64_t tfc_model_param_count(const tfc_model *m);
 
+/* The numbers the passes compute with (the solver's `precision`, docs/solver.md): float32,
+ * or bf16, where the values a layer hands on (its output, the pre-activation it keeps, its
+ * input's gradient; the model's float input) and the weights the layers read are bfloat16
+ * values, each layer computing in float32 and the weights' float32 values staying what the
+ * optimizer updates, snapshots hold and tfc_model_params gives. A backend without
+ * round_bf16 (core/backend.h) refuses bf16 when the model binds. Set before binding. */
+typedef enum tfc_precision { TFC_PRECISION_FLOAT32 = 0, TFC_PRECISION_BF16 } tfc_precision;
+extern const char *const tfc_precision_names[]; /* "float32", "bf16", NULL */
+void tfc_model_set_precision(tfc_model *m, tfc_precision p);
+tfc_precision tfc_model_precision(const tfc_model *m);
+
 /* Plans and allocates every buffer on `be` for batches of up to max_batch examples; the
  * model keeps `be`. Re-binding with another size frees the old buffers. Errors name the
  * sizes (TFC_ERR_NOMEM). */

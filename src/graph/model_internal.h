@@ -110,12 +110,15 @@ struct tfc_model {
     char vocabulary[17];   /* the training vocabulary's hash (tfc_vocab_hash), "" when none */
     int64_t param_count;   /* parameter floats, all of them ... */
     int64_t trainable_count; /* ... and the trainable ones */
+    tfc_precision precision; /* of the passes (tfc_model_set_precision), before binding */
 
     /* The bound state (graph.c: tfc_model_bind). */
     tfc_backend *be;
     int max_batch;
     void *arena;           /* activations, saved buffers, input, labels, scalars */
     float *params, *grads; /* parameter arenas */
+    float *copies;         /* precision bf16: the trainable parameters rounded, which the
+                              layers read ([trainable_count], params' layout); else NULL */
     tfc_bound *bound;
     void *x;               /* input [max_batch, input shape] */
     float *dx;             /* its gradient (float inputs) */

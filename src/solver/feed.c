@@ -191,6 +191,13 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
                               sizes[0], f->nranks);
     f->stage_batch = sizes[0] > sizes[1] ? sizes[0] : sizes[1];
     f->bind_batch = f->train ? sizes[0] / f->nranks : sizes[1] < 256 ? sizes[1] : 256;
+    if (s->cfg.precision && !be->ops->round_bf16)
+        return tfc_node_error(err, TFC_ERR_CONFIG, s->cfg.precision_node, "precision",
+                              "%s is not available on %s yet: its kernels there have not run "
+                              "(docs/gpu.md, Status); train there in float32, or in %s with "
+                              "device: cpu",
+                              tfc_precision_names[s->cfg.precision], be->ops->name,
+                              tfc_precision_names[s->cfg.precision]);
     st = tfc_model_bind(m, be, f->bind_batch, err);
     if (st) return st;
     f->x = malloc((size_t)f->stage_batch * (size_t)f->in_numel * 4);

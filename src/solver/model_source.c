@@ -38,6 +38,8 @@ static tfc_model *from_solver(const char *path, const char *const *sets, int nse
     /* The solver's own model, handed over with the solver that owns its documents. */
     tfc_model *m = s->model;
     s->model = NULL;
+    /* the solver's precision is the trainer's: the model tools compute in float32 */
+    tfc_model_set_precision(m, TFC_PRECISION_FLOAT32);
     tfc_model_hold(m, free_solver, s);
     return m;
 }

@@ -86,6 +86,8 @@ typedef struct tfc_solver_config {
     const char *snapshot_prefix;  /* relative to the run directory */
     const char *device;           /* NULL: automatic */
     int deterministic, tf32;      /* GPU options (core/device.h) */
+    tfc_precision precision;      /* of the model's passes (tfc_model_set_precision) */
+    const tfc_node *precision_node; /* the key, for errors (NULL: the default) */
     double gpu_memory_limit;      /* MiB; 0 = none */
     const char *base_dir;         /* absolute: relative data paths resolve against it */
     const tfc_node *train, *test; /* data.train, data.test (NULL when absent), both planned */

@@ -18,7 +18,7 @@ typedef struct solver_args {
         *rollback, *summary;
     double weight_decay, clip_gradients;
     int iter_size, max_iter, test_interval, display, average_loss, seed;
-    int deterministic, tf32;
+    int deterministic, tf32, precision;
     double gpu_memory_limit;
     const char *device, *base_dir;
 } solver_args;
@@ -65,6 +65,9 @@ static const tfc_field solver_fields[] = {
      "GPU: deterministic cuDNN algorithms and atomics-free reductions (bit-identical reruns)"},
     {"tf32", TFC_F_BOOL, ARG(tf32), "false", 0, 1, NULL,
      "GPU: TensorFloat-32 in GEMMs and convolutions (faster, ~1e-3 relative error)"},
+    {"precision", TFC_F_ENUM, ARG(precision), "float32", TFC_UNBOUNDED, tfc_precision_names,
+     "float32, or bf16: the values between layers and the weights the layers read are "
+     "bfloat16, the arithmetic, updates and snapshots float32 (the CPU only, for now)"},
     {"gpu_memory_limit", TFC_F_FLOAT, ARG(gpu_memory_limit), "0", 0, 1e12, NULL,
      "GPU: MiB the allocator may hold; 0 = no limit (it takes what the model needs)"},
     {"base_dir", TFC_F_STRING, ARG(base_dir), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
@@ -332,6 +335,8 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     c->device = a.device;
     c->deterministic = a.deterministic;
     c->tf32 = a.tf32;
+    c->precision = (tfc_precision)a.precision;
+    c->precision_node = tfc_node_get(s->root, "precision");
     c->gpu_memory_limit = a.gpu_memory_limit;
     c->base_dir = s->base_dir;
     if (a.device && !valid_device(a.device))
@@ -387,6 +392,7 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     }
     if (status) return NULL;
     if (!s->model) return s; /* the data alone (data_only): no run to name or hash */
+    tfc_model_set_precision(s->model, c->precision);
 
     /* The resolved configuration names the model and its base folder explicitly, so
      * config.yaml runs the same from anywhere. */

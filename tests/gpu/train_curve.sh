@@ -4,7 +4,8 @@
 # iterations) must agree within TOL (relative, default 0.05) at every display and the test
 # accuracies within 0.02. Then the GPU run's iteration-100 snapshot is resumed on the CPU
 # and the CPU's on the GPU: both must finish with losses within TOL of the uninterrupted
-# runs. Also: deterministic: true gives identical weights twice, and a gpu_memory_limit
+# runs. Also: deterministic: true gives identical weights twice, precision: bf16 is refused
+# (until the GPU has its kernels), and a gpu_memory_limit
 # below the model's needs, a GPU hidden by CUDA_VISIBLE_DEVICES and gpu:N past the last are
 # clear errors. Skipped (exit 0) when the Fashion-MNIST package is not installed or no GPU is usable.
 #   train_curve.sh BINDIR OUTDIR
@@ -89,6 +90,18 @@ if [ $rc = 1 ] && grep -q 'needs .* MiB on .*MiB are available (left under gpu_m
     echo "  gpu_memory_limit=4 (MiB): $(grep -m1 'needs' "$out/limit.log")"
 else
     echo "train_curve: FAILED: gpu_memory_limit=4 gave exit $rc:"; cat "$out/limit.log"; exit 1
+fi
+# precision: bf16 is refused on the GPU until its kernels have run there (exit 2, naming the
+# key), before any step
+set +e
+"$bin/tfc-train" configs/fashion_cnn.yaml --device gpu --quiet --out "$out/bf16" \
+    --set max_iter=1 --set precision=bf16 >"$out/bf16.log" 2>&1
+rc=$?
+set -e
+if [ $rc = 2 ] && grep -q 'precision.*bf16 is not available on' "$out/bf16.log"; then
+    echo "  precision=bf16: $(grep -m1 'not available' "$out/bf16.log")"
+else
+    echo "train_curve: FAILED: precision=bf16 on the GPU gave exit $rc:"; cat "$out/bf16.log"; exit 1
 fi
 # device selection: CUDA_VISIBLE_DEVICES hides the GPUs; gpu:N past the last one; both exit 1
 set +e

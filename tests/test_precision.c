@@ -1,0 +1,537 @@
+/* The trainer's `precision: bf16` on the CPU, the reference numerics (docs/solver.md,
+ * "Precision"): bfloat16 rounding against a reference in double over every kind of float;
+ * a bound model's passes against the contract written out here (inputs, weights, outputs and
+ * output gradients bfloat16, arithmetic float32, the float32 weights untouched); the solver
+ * key, its error, training close to float32, snapshots holding float32 weights, resumes
+ * across precisions both ways; the refusal of a backend without round_bf16; the memory
+ * plan's weight copies. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bf16.h"
+#include "core/safetensors.h"
+#include "cpu/cpu.h"
+#include "graph/model.h"
+#include "solver/solver.h"
+#include "util/gradcheck.h"
+#include "util/testutil.h"
+
+static uint32_t bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+
+static float from_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static int is_bf16(float x) { return (bits(x) & 0xffffu) == 0; }
+
+/* The nearest bfloat16 by comparing distances in double: the two candidates around x (its
+ * top 16 bits, and one bfloat16 step away from zero), ties to the even one, past the
+ * largest finite value an infinity. NaN and infinities handled apart. */
+static float ref_round(float x)
+{
+    uint32_t u = bits(x);
+    if (isnan(x)) return x;
+    if (isinf(x)) return x;
+    uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+    double dl = fabs((double)x - (double)from_bits(lo));
+    double dh = (hi & 0x7f800000u) == 0x7f800000u ? INFINITY : 0;
+    if (dh == 0) dh = fabs((double)from_bits(hi) - (double)x);
+    else { /* hi is an infinity: x rounds up to it when at or past halfway to 2^128 */
+        double top = ldexp(1.0, 128) * (x < 0 ? -1 : 1);
+        dh = fabs(top - (double)x);
+    }
+    if (dl < dh) return from_bits(lo);
+    if (dh < dl) return from_bits(hi);
+    return from_bits((lo >> 16) & 1 ? hi : lo);
+}
+
+static void round_cases(void)
+{
+    const struct {
+        uint32_t in, want;
+    } cases[] = {
+        {0x3f800000u, 0x3f800000u}, /* 1: exact */
+        {0x3f808000u, 0x3f800000u}, /* halfway, even below */
+        {0x3f818000u, 0x3f820000u}, /* halfway, even above */
+        {0x3f808001u, 0x3f810000u}, /* past halfway */
+        {0x3f807fffu, 0x3f800000u}, /* below halfway */
+        {0xbf808001u, 0xbf810000u}, /* negative: magnitude rounds */
+        {0x7f7fffffu, 0x7f800000u}, /* FLT_MAX: to infinity */
+        {0x7f7f7fffu, 0x7f7f0000u}, /* the largest that stays finite */
+        {0x7f800000u, 0x7f800000u}, /* +inf */
+        {0xff800000u, 0xff800000u}, /* -inf */
+        {0x00008000u, 0x00000000u}, /* subnormal tie to even zero */
+        {0x00018000u, 0x00020000u}, /* subnormal tie up */
+        {0x80000000u, 0x80000000u}, /* -0 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint32_t got = bits(tfc_bf16_round(from_bits(cases[i].in)));
+        if (got != cases[i].want) printf("\n  %08x -> %08x, want %08x", cases[i].in, got, cases[i].want);
+        CU_ASSERT_EQUAL(got, cases[i].want);
+        CU_ASSERT_EQUAL(bits(ref_round(from_bits(cases[i].in))), cases[i].want);
+    }
+    /* NaNs stay NaNs, even one whose payload is only in the dropped bits */
+    const uint32_t nans[] = {0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7f80ffffu};
+    for (size_t i = 0; i < sizeof nans / sizeof *nans; i++) {
+        float r = tfc_bf16_round(from_bits(nans[i]));
+        CU_ASSERT(isnan(r));
+        CU_ASSERT_EQUAL(bits(r) >> 31, nans[i] >> 31);
+    }
+}
+
+/* The backend op over random bit patterns of every exponent, against ref_round. */
+static void round_op(void)
+{
+    enum { N = 1 << 20 };
+    float *x = malloc(N * 4), *y = malloc(N * 4);
+    CU_ASSERT_FATAL(x && y);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint32_t u = (uint32_t)(s >> 16);
+        if (i % 4 == 1) u = (u & 0xffff0000u) | 0x8000u; /* many exact ties */
+        x[i] = from_bits(u);
+    }
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    be->ops->round_bf16(be, N, x, y);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        float want = ref_round(x[i]);
+        int same = isnan(want) ? isnan(y[i]) && (bits(y[i]) & 0xffffu) == 0
+                               : bits(y[i]) == bits(want);
+        if (!same && bad++ < 3)
+            printf("\n  %08x -> %08x, want %08x", bits(x[i]), bits(y[i]), bits(want));
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    be->ops->round_bf16(be, N, x, x); /* in place */
+    CU_ASSERT_EQUAL(memcmp(x, y, N * 4), 0);
+    tfc_backend_free(be);
+    free(x), free(y);
+}
+
+/* ---- a bound model against the contract ----------------------------------------------------- */
+
+static const char *mlp_yaml = "name: mlp\n"
+                              "input: {shape: [12]}\n"
+                              "layers:\n"
+                              "  - Dense: {name: h, units: 10, activation: tanh}\n"
+                              "  - Dense: {name: o, units: 5}\n"
+                              "loss: sparse_categorical_crossentropy\n";
+
+enum { NB = 6, NI = 12, NH = 10, NO = 5 };
+
+/* Float32 weights that are not bfloat16 values, and inputs that are not either. */
+static void fill_weights(tfc_model *m, float *kh, float *bh, float *ko, float *bo)
+{
+    tfc_test_fill(kh, NI * NH, -0.6f, 0.6f, 21);
+    tfc_test_fill(bh, NH, -0.2f, 0.2f, 22);
+    tfc_test_fill(ko, NH * NO, -0.6f, 0.6f, 23);
+    tfc_test_fill(bo, NO, -0.2f, 0.2f, 24);
+    float *w[4] = {kh, bh, ko, bo};
+    for (int k = 0; k < 4; k++) {
+        tfc_param *p = &tfc_model_layer(m, k / 2)->params[k % 2];
+        tfc_model_param_upload(m, p, w[k]);
+    }
+}
+
+/* y = round(round(tanh(round(x) Kh_r + bh_r)) Ko_r + bo_r), in double before each rounding
+ * (_r: rounded): the activation reads the float32 sum, whose rounded value only the
+ * activation's derivative reads. */
+static void ref_forward(const float *x, const float *kh, const float *bh, const float *ko,
+                        const float *bo, float *h, float *y)
+{
+    for (int n = 0; n < NB; n++) {
+        for (int j = 0; j < NH; j++) {
+            double z = tfc_bf16_round(bh[j]);
+            for (int i = 0; i < NI; i++)
+                z += (double)tfc_bf16_round(x[n * NI + i]) * tfc_bf16_round(kh[i * NH + j]);
+            h[n * NH + j] = tfc_bf16_round((float)tanh((float)z));
+        }
+        for (int j = 0; j < NO; j++) {
+            double z = tfc_bf16_round(bo[j]);
+            for (int i = 0; i < NH; i++) z += (double)h[n * NH + i] * tfc_bf16_round(ko[i * NO + j]);
+            y[n * NO + j] = tfc_bf16_round((float)z);
+        }
+    }
+}
+
+/* Elements of got that differ from want by more than one bfloat16 step of want (a float32
+ * sum may round the other way near a midpoint), and whether any differ at all; every got
+ * must be a bfloat16 value. */
+static int far_apart(const float *got, const float *want, int n, int *differ)
+{
+    int far = 0;
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT(is_bf16(got[i]));
+        if (got[i] != want[i]) ++*differ;
+        if (fabsf(got[i] - want[i]) > ldexpf(fabsf(want[i]), -7) + 1e-30f) far++;
+    }
+    return far;
+}
+
+static void forward_contract(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    tfc_model *m = tfc_test_model(mlp_yaml);
+    CU_ASSERT_FATAL(m != NULL);
+    tfc_model_set_precision(m, TFC_PRECISION_BF16);
+    CU_ASSERT_EQUAL(tfc_model_precision(m), TFC_PRECISION_BF16);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, NB, &err), TFC_OK);
+    float kh[NI * NH], bh[NH], ko[NH * NO], bo[NO], x[NB * NI], h[NB * NH], y[NB * NO], got[NB * NO];
+    fill_weights(m, kh, bh, ko, bo);
+    tfc_test_fill(x, NB * NI, -1, 1, 25);
+    int not_bf16 = 0;
+    for (int i = 0; i < NI * NH; i++) not_bf16 += !is_bf16(kh[i]);
+    CU_ASSERT(not_bf16 > NI * NH / 2); /* the fixture tests something */
+
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, x, NB, 0, 0, 0, &err), TFC_OK);
+    tfc_model_get_output(m, got);
+    ref_forward(x, kh, bh, ko, bo, h, y);
+    int differ = 0;
+    CU_ASSERT_EQUAL(far_apart(got, y, NB * NO, &differ), 0);
+    CU_ASSERT(differ <= NB * NO / 10);
+
+    /* the weights' float32 values are what the model keeps and gives back */
+    float back[NI * NH];
+    tfc_model_param_download(m, &tfc_model_layer(m, 0)->params[0], back);
+    CU_ASSERT_EQUAL(memcmp(back, kh, sizeof kh), 0);
+
+    /* training mode: the same output, and the output gradients bfloat16 values */
+    int32_t labels[NB] = {0, 1, 2, 3, 4, 0};
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, x, NB, 1, 0, 0, &err), TFC_OK);
+    float got_train[NB * NO];
+    tfc_model_get_output(m, got_train);
+    CU_ASSERT_EQUAL(memcmp(got_train, got, sizeof got), 0);
+    tfc_batch_result r;
+    CU_ASSERT_EQUAL_FATAL(tfc_model_loss(m, labels, 1, &r, &err), TFC_OK);
+    tfc_model_zero_grad(m);
+    tfc_model_backward(m);
+    /* Ko's gradient = h^T dlogits, dlogits = round((softmax(y) - onehot) / NB): check it */
+    float gko[NH * NO];
+    tfc_model_grad_download(m, &tfc_model_layer(m, 1)->params[0], gko);
+    double worst = 0;
+    int off = 0;
+    for (int i = 0; i < NH; i++)
+        for (int j = 0; j < NO; j++) {
+            double g = 0;
+            for (int n = 0; n < NB; n++) {
+                double mx = -INFINITY, s = 0;
+                for (int k = 0; k < NO; k++) mx = fmax(mx, got[n * NO + k]);
+                for (int k = 0; k < NO; k++) s += exp(got[n * NO + k] - mx);
+                double p = exp(got[n * NO + j] - mx) / s - (labels[n] == j);
+                g += (double)h[n * NH + i] * tfc_bf16_round((float)(p / NB));
+            }
+            double e = fabs(g - gko[i * NO + j]) / (fabs(g) + 1e-3);
+            worst = fmax(worst, e);
+            off += e > 1e-4;
+        }
+    /* float32 sums: 1e-6. A dlogit that float32 rounds to the other bfloat16 neighbour
+     * than double does moves its terms by 2^-8: a few such, not most (as unrounded dlogits
+     * would give) */
+    CU_ASSERT(worst < 2e-2);
+    CU_ASSERT(off <= NH * NO / 10);
+    if (off > NH * NO / 10) printf("\n  %d of %d gradients off by more than 1e-4", off, NH * NO);
+
+    /* float32 on the same weights gives another output: bf16 did something */
+    tfc_model *f = tfc_test_model(mlp_yaml);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(f, be, NB, &err), TFC_OK);
+    fill_weights(f, kh, bh, ko, bo);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(f, x, NB, 0, 0, 0, &err), TFC_OK);
+    float f32[NB * NO];
+    tfc_model_get_output(f, f32);
+    int exact = 0;
+    double close = 0;
+    for (int i = 0; i < NB * NO; i++) {
+        exact += is_bf16(f32[i]);
+        close = fmax(close, fabs(f32[i] - got[i]));
+    }
+    CU_ASSERT(exact < NB * NO / 2);
+    CU_ASSERT(close < 0.05);
+    tfc_model_free(f);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* A weight updated by less than half a bfloat16 step moves its float32 value, and the next
+ * forward reads the new value rounded: updates accumulate in float32. */
+static void updates_in_float32(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = tfc_test_model(mlp_yaml);
+    CU_ASSERT_FATAL(m != NULL);
+    tfc_model_set_precision(m, TFC_PRECISION_BF16);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, NB, &err), TFC_OK);
+    float kh[NI * NH], bh[NH], ko[NH * NO], bo[NO], x[NB * NI], first[NB * NO], out[NB * NO];
+    fill_weights(m, kh, bh, ko, bo);
+    tfc_test_fill(x, NB * NI, -1, 1, 26);
+    /* o's bias at 1, then 64 times an eighth of its bfloat16 step (1/128) more: the rounded
+     * copy moves only every 4th time, the float32 value every time */
+    float one[NO], b[NO], *params = tfc_model_params(m);
+    for (int j = 0; j < NO; j++) one[j] = 1.0f;
+    tfc_param *bias = &tfc_model_layer(m, 1)->params[1];
+    tfc_model_param_upload(m, bias, one);
+    int64_t at = NI * NH + NH + NH * NO; /* the bias's offset: the trainables in layer order */
+    for (int k = 0; k <= 64; k++) {
+        CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, x, NB, 0, 0, 0, &err), TFC_OK);
+        tfc_model_get_output(m, k ? out : first);
+        if (k == 1) CU_ASSERT_EQUAL(memcmp(out, first, sizeof out), 0);
+        if (k < 64)
+            for (int j = 0; j < NO; j++) params[at + j] += 1.0f / 1024;
+    }
+    tfc_model_param_download(m, bias, b);
+    CU_ASSERT_EQUAL(b[0], 1.0625f);
+    /* logits of bias 1.0625 against bias 1: about 0.0625 apart */
+    for (int i = 0; i < NB * NO; i++) CU_ASSERT(fabsf(out[i] - first[i]) > 0.03f);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* A backend without round_bf16 (the GPU's until its kernels have run) refuses bf16. */
+static void refused_without_op(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_backend_ops table = *be->ops;
+    table.round_bf16 = NULL;
+    const tfc_backend_ops *cpu = be->ops;
+    be->ops = &table;
+    tfc_model *m = tfc_test_model(mlp_yaml);
+    tfc_model_set_precision(m, TFC_PRECISION_BF16);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, NB, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "precision: bf16 is not available on"));
+    tfc_model_set_precision(m, TFC_PRECISION_FLOAT32);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, NB, &err), TFC_OK);
+    tfc_model_free(m);
+    be->ops = cpu;
+    tfc_backend_free(be);
+}
+
+/* The plan counts the weights' copies: one float per trainable parameter on the CPU. */
+static void memory_plan(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = tfc_test_model(mlp_yaml);
+    tfc_memory_plan a, b;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_plan_memory(m, be, 8, &a, &err), TFC_OK);
+    tfc_model_set_precision(m, TFC_PRECISION_BF16);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_plan_memory(m, be, 8, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(b.params - a.params, (size_t)tfc_model_trainable_count(m) * 4);
+    CU_ASSERT_EQUAL(b.arena, a.arena);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 8, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_memory(m)->params, b.params);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* ---- the solver key ---------------------------------------------------------------------- */
+
+static const char *solver_text =
+    "model:\n"
+    "  name: tiny\n"
+    "  input: {shape: [16]}\n"
+    "  layers:\n"
+    "    - Dense: {name: hidden, units: 32, activation: relu}\n"
+    "    - BatchNormalization: {}\n"
+    "    - Dense: {name: out, units: 4}\n"
+    "  metrics: [accuracy]\n"
+    "data:\n"
+    "  train:\n"
+    "    source: {type: npy, features: train_x.npy, labels: train_y.npy}\n"
+    "    pipeline:\n"
+    "      - shuffle: {buffer_size: 100}\n"
+    "      - repeat: {}\n"
+    "      - batch: {batch_size: 16}\n"
+    "  test:\n"
+    "    source: {type: npy, features: test_x.npy, labels: test_y.npy}\n"
+    "    pipeline:\n"
+    "      - batch: {batch_size: 50}\n"
+    "optimizer: {type: adam, learning_rate: 0.01}\n"
+    "max_iter: 200\n"
+    "test_interval: 100\n"
+    "display: 20\n"
+    "snapshot: {interval: 100, keep: 0}\n"
+    "device: cpu\n"
+    "seed: 5\n";
+
+static const char *solver_path(void)
+{
+    static char path[1024];
+    if (!path[0]) {
+        tfc_test_write_split("train_x.npy", "train_y.npy", 512, 11);
+        tfc_test_write_split("test_x.npy", "test_y.npy", 200, 12);
+        snprintf(path, sizeof path, "%s", tfc_test_write("tiny.yaml", solver_text, -1));
+    }
+    return path;
+}
+
+static tfc_status train(const char *out, const char **sets, int nsets, const char *resume,
+                        FILE *console, tfc_train_result *res, tfc_error *err)
+{
+    tfc_solver_options o = {0};
+    o.sets = sets;
+    o.nsets = nsets;
+    o.out_dir = tfc_test_path(out);
+    o.resume = resume;
+    o.console = console;
+    o.threads = 2;
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(solver_path(), &o, err);
+    if (!s) {
+        printf("\n%s", err->text);
+        return err->code;
+    }
+    tfc_status st = tfc_solver_train(s, res, err);
+    if (st) printf("\n%s", err->text);
+    tfc_solver_free(s);
+    return st;
+}
+
+/* The floats of every F32 tensor of a weights file that are not bfloat16 values. */
+static int64_t non_bf16(const char *path)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int64_t n = 0;
+    for (int i = 0; i < tfc_st_count(f); i++) {
+        const tfc_st_tensor *t = tfc_st_tensor_at(f, i);
+        if (t->dtype != TFC_F32) continue;
+        const float *v = t->data;
+        for (int64_t k = 0; k < t->numel; k++) n += !is_bf16(v[k]);
+    }
+    tfc_st_close(f);
+    return n;
+}
+
+static int files_equal(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = tfc_test_read(a, &la), *y = tfc_test_read(b, &lb);
+    int same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x), free(y);
+    return same;
+}
+
+static const char *in(const char *dir, const char *name)
+{
+    static char bufs[4][2048];
+    static int k;
+    char *b = bufs[k++ & 3];
+    snprintf(b, sizeof bufs[0], "%s/%s", tfc_test_path(dir), name);
+    return b;
+}
+
+static void solver_bf16(void)
+{
+    FILE *quiet = fopen("/dev/null", "w");
+    tfc_train_result f32, b16, again;
+    tfc_error err;
+    const char *bf[] = {"precision=bf16"};
+    CU_ASSERT_EQUAL_FATAL(train("f32", NULL, 0, NULL, quiet, &f32, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("b16", bf, 1, NULL, quiet, &b16, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("b16b", bf, 1, NULL, quiet, &again, &err), TFC_OK);
+    /* it learns as float32 does, and is not float32 */
+    printf("\n  test accuracy float32 %.4f bf16 %.4f, loss %.5f %.5f", f32.test.metric[0],
+           b16.test.metric[0], f32.test.loss, b16.test.loss);
+    CU_ASSERT(b16.test.metric[0] > 0.6);
+    CU_ASSERT(fabs(b16.test.metric[0] - f32.test.metric[0]) < 0.05);
+    CU_ASSERT(b16.test.loss != f32.test.loss);
+    /* the same bits again, as float32 on the CPU at a fixed thread count */
+    CU_ASSERT(files_equal(in("b16", "final.safetensors"), in("b16b", "final.safetensors")));
+    /* the weights written are the float32 ones, not their bfloat16 copies */
+    CU_ASSERT(non_bf16(in("b16", "final.safetensors")) > 100);
+    /* config.yaml records the key */
+    char *cfg = tfc_test_read(in("b16", "config.yaml"), NULL);
+    CU_ASSERT_PTR_NOT_NULL(cfg && strstr(cfg, "precision: bf16"));
+    free(cfg);
+    /* the model tools (tfc-predict, tfc-export) take its model in float32; tfc-test and
+     * tfc-summary, the solver, in bf16 */
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_load_config(in("b16", "config.yaml"), NULL, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(tfc_model_precision(m), TFC_PRECISION_FLOAT32);
+    tfc_model_free(m);
+    tfc_solver_options o = {0};
+    tfc_solver *s = tfc_solver_load(in("b16", "config.yaml"), &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(tfc_model_precision(tfc_solver_model(s)), TFC_PRECISION_BF16);
+    tfc_solver_free(s);
+    fclose(quiet);
+}
+
+/* Snapshots resume across precisions both ways; the change is said and applied. */
+static void resume_across(void)
+{
+    tfc_train_result r;
+    tfc_error err;
+    const char *bf[] = {"precision=bf16"}, *f32[] = {"precision=float32"};
+    char snap[4096];
+    FILE *quiet = fopen("/dev/null", "w");
+    CU_ASSERT_EQUAL_FATAL(train("r_f32", NULL, 0, NULL, quiet, &r, &err), TFC_OK);
+    snprintf(snap, sizeof snap, "%s", in("r_f32", "snapshots/tiny_iter_100.state"));
+    /* float32 to 100, bf16 after: the log says so */
+    const char *log = tfc_test_path("resume_log.txt");
+    FILE *console = fopen(log, "w");
+    CU_ASSERT_EQUAL_FATAL(train("r_to_bf16", bf, 1, snap, console, &r, &err), TFC_OK);
+    fclose(console);
+    char *text = tfc_test_read(log, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "precision: (absent) -> bf16"));
+    if (text && !strstr(text, "precision: (absent) -> bf16")) printf("\n%s", text);
+    free(text);
+    CU_ASSERT_EQUAL(r.iterations, 200);
+    /* it went on in bf16: not the float32 run's final weights */
+    CU_ASSERT(!files_equal(in("r_f32", "final.safetensors"), in("r_to_bf16", "final.safetensors")));
+    tfc_train_result b;
+    CU_ASSERT_EQUAL_FATAL(train("r_bf16", bf, 1, NULL, quiet, &b, &err), TFC_OK);
+    snprintf(snap, sizeof snap, "%s", in("r_bf16", "snapshots/tiny_iter_100.state"));
+    CU_ASSERT_EQUAL_FATAL(train("r_to_f32", f32, 1, snap, quiet, &r, &err), TFC_OK);
+    CU_ASSERT_EQUAL(r.iterations, 200);
+    CU_ASSERT(fabs(r.test.metric[0] - b.test.metric[0]) < 0.05);
+    /* and a bf16 run resumed in bf16 is the uninterrupted one, bit for bit */
+    CU_ASSERT_EQUAL_FATAL(train("r_bf16_again", bf, 1, snap, quiet, &r, &err), TFC_OK);
+    CU_ASSERT(files_equal(in("r_bf16", "final.safetensors"),
+                          in("r_bf16_again", "final.safetensors")));
+    fclose(quiet);
+}
+
+static void key_errors(void)
+{
+    tfc_solver_options o = {0};
+    const char *sets[] = {"precision=bfloat16"};
+    o.sets = sets;
+    o.nsets = 1;
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_solver *s = tfc_solver_load(solver_path(), &o, &err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "precision"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "bf16"));
+    if (!strstr(err.text, "bf16")) printf("\n%s", err.text);
+    tfc_solver_free(s);
+}
+
+TFC_TEST_MAIN("precision", {"round_cases", round_cases}, {"round_op", round_op},
+              {"forward_contract", forward_contract}, {"updates_in_float32", updates_in_float32},
+              {"refused_without_op", refused_without_op}, {"memory_plan", memory_plan},
+              {"solver_bf16", solver_bf16}, {"resume_across", resume_across},
+              {"key_errors", key_errors})
