@@ -9,12 +9,15 @@
  * line also carries the model's trainable parameter count and the loss of its first step,
  * for checking that a peer's copy is the same network.
  *   bench_train [--device cpu|gpu|gpu:N] [--threads N] [--steps N] [--repeats N]
- *               [--warmup N] [--tf32] [--conv-find] [--fast-norm] [--staged] [--graphs]
- *               MODEL.yaml...
+ *               [--warmup N] [--tf32] [--conv-find] [--fast-norm] [--bf16] [--staged]
+ *               [--graphs] MODEL.yaml...
  * --conv-find: convolution algorithms timed by cuDNN (tfc_gpu_set_conv_find), not chosen by
  * its heuristics; "conv_measured" in the JSON counts the choices it made.
  * --fast-norm: BatchNormalization's and the bias gradient's wider column sums and fused
  * ReLU (tfc_gpu_set_fast_norm).
+ * --bf16: the model bound with precision bf16 (docs/solver.md, Precision); on a GPU with
+ * TF32 as the trainer sets it, round_bf16 put into the GPU's table for the process
+ * (tfc_gpu_test_enable_bf16: its kernel has not landed there yet).
  * --staged: the step in its staged and queued halves (tfc_model_stage_input ...
  * tfc_model_forward_launch ...), launched, its loss read once at its end instead of before
  * the backward pass: --graphs without the graph, to tell the two gains apart.
@@ -137,7 +140,7 @@ int main(int argc, char **argv)
 {
     tfc_cpu_blas_restart(argv); /* the kernels tfc-train would run on */
     int steps = 150, repeats = 3, warmup = 20, tf32 = 0, conv_find = 0, graphs = 0, staged = 0,
-        fast_norm = 0;
+        fast_norm = 0, bf16 = 0;
     int threads = 0;
     const char *device = "cpu";
     const char *models[64];
@@ -159,6 +162,8 @@ int main(int argc, char **argv)
             conv_find = 1;
         else if (!strcmp(argv[a], "--fast-norm"))
             fast_norm = 1;
+        else if (!strcmp(argv[a], "--bf16"))
+            bf16 = 1;
         else if (!strcmp(argv[a], "--graphs"))
             graphs = staged = 1;
         else if (!strcmp(argv[a], "--staged"))
@@ -166,7 +171,7 @@ int main(int argc, char **argv)
         else if (argv[a][0] == '-' || nmodels == 64) {
             fprintf(stderr, "usage: %s [--device cpu|gpu|gpu:N] [--threads N] [--steps N] "
                             "[--repeats N] [--warmup N] [--tf32] [--conv-find] [--fast-norm] "
-                            "[--staged] [--graphs] MODEL.yaml...\n", argv[0]);
+                            "[--bf16] [--staged] [--graphs] MODEL.yaml...\n", argv[0]);
             return 2;
         } else
             models[nmodels++] = argv[a];
@@ -198,12 +203,14 @@ int main(int argc, char **argv)
             fputs(err.text, stderr);
             return 1;
         }
-        tfc_backend_configure(be, &(tfc_device_options){.tf32 = tf32});
+        tfc_backend_configure(be, &(tfc_device_options){.tf32 = tf32 || bf16});
 #ifdef TFC_HAVE_CUDA
         tfc_gpu_set_conv_find(be, conv_find);
         tfc_gpu_set_fast_norm(be, fast_norm);
+        tfc_gpu_test_enable_bf16(bf16);
 #endif
         tfc_model *m = tfc_model_load(path, &err);
+        if (m && bf16) tfc_model_set_precision(m, TFC_PRECISION_BF16);
         const int batch = m ? batch_of(tfc_model_name(m)) : 0;
         if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 1, &err)) {
             fputs(err.text, stderr);
@@ -294,9 +301,10 @@ int main(int argc, char **argv)
             nodes = tfc_gpu_graph_nodes(graph);
 #endif
             printf("], \"gflop\": %.3f, \"peak_mib\": %.1f, \"tf32\": %d, \"conv_find\": %d, "
-                   "\"conv_measured\": %d, \"fast_norm\": %d, \"staged\": %d, \"graphs\": %d, "
-                   "\"graph_nodes\": %d, \"gpu\": \"%s\"}\n",
-                   flops / 1e9, peak_mib(be), tf32, conv_find, measured, fast_norm, staged, graphs,
+                   "\"conv_measured\": %d, \"fast_norm\": %d, \"bf16\": %d, \"staged\": %d, "
+                   "\"graphs\": %d, \"graph_nodes\": %d, \"gpu\": \"%s\"}\n",
+                   flops / 1e9, peak_mib(be), tf32 || bf16, conv_find, measured, fast_norm, bf16,
+                   staged, graphs,
                    nodes,
                    gpu_name(be));
         }

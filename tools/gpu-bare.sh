@@ -23,7 +23,7 @@
 #                                 PyTorch eager and JAX, each under $LONG_T_TIMEOUT s)
 #                                 variants (issue 41: bench_train's step plain, staged,
 #                                 --graphs, --conv-find and both, --fast-norm with
-#                                 --graphs, on $MODELS (the four
+#                                 --graphs, --tf32 and --bf16 with --graphs, on $MODELS (the four
 #                                 and gpt_t128), two interleaved rounds, JSON lines;
 #                                 then tfc-time's per-layer times of resnet20 and
 #                                 mnist_cnn at batch 128: where the step goes)
@@ -186,7 +186,7 @@ if [ "${1:-}" = --step ]; then
         variants) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
                   for round in 1 2; do
                       for flags in "" --staged --graphs --conv-find "--conv-find --graphs" \
-                                   "--fast-norm --graphs"; do
+                                   "--fast-norm --graphs" "--tf32 --graphs" "--bf16 --graphs"; do
                           for m in ${MODELS:-mnist_mlp mnist_cnn char_lstm resnet20 gpt_t128}; do
                               build/gpu-bare/bench/bench_train --device gpu --steps 100 \
                                   $flags "bench/models/$m.yaml" || echo "$m [$flags]: exit $?"

@@ -309,7 +309,7 @@ static void gpu_configure(tfc_backend *be, const tfc_device_options *o)
  * has one): NULL, so that a model needing one is refused at bind (graph.c). */
 #define GPU_NO_KERNEL(ret, op, params) .op = NULL,
 
-static const tfc_backend_ops gpu_ops = {
+static tfc_backend_ops gpu_ops = { /* not const: tfc_gpu_test_enable_bf16 */
     .name = "gpu",
     .destroy = gpu_destroy,
     .configure = gpu_configure,
@@ -394,8 +394,9 @@ static const tfc_backend_ops gpu_ops = {
     .grad_sumsq = tfc_gpu_grad_sumsq,
     .step_scale = tfc_gpu_step_scale,
     .optimizer_update_at = tfc_gpu_optimizer_update_at,
-    /* TFC_BACKEND_PRECISION_OPS: none until bf16's kernels have run on a GPU (docs/gpu.md);
-     * a model asking for bf16 is refused at bind */
+    /* TFC_BACKEND_PRECISION_OPS: none until bf16's kernel has run on a GPU (docs/gpu.md;
+     * tfc_gpu_test_enable_bf16 puts it in for that test); a model asking for bf16 is
+     * refused at bind */
     .round_bf16 = NULL,
     /* TFC_BACKEND_GRAPH_OPS: CUDA graphs (gpu_graph.cu) */
     .capture_begin = tfc_gpu_capture_begin,
@@ -489,6 +490,11 @@ tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err)
 }
 
 /* ---- options and queries ------------------------------------------------------------------ */
+
+void tfc_gpu_test_enable_bf16(int on)
+{
+    gpu_ops.round_bf16 = on ? tfc_gpu_round_bf16 : NULL;
+}
 
 int tfc_gpu_is_gpu(const tfc_backend *be)
 {

@@ -138,6 +138,27 @@ int64_t tfc_gpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x)
     return c == c ? (int64_t)c : n;
 }
 
+/* ---- bfloat16 rounding (precision: bf16) ---------------------------------------------------- */
+
+/* core/bf16.h's tfc_bf16_round bit for bit, its NaN rule included, so a value the GPU rounds
+ * is the CPU's */
+static __global__ void round_bf16_kernel(int64_t n, const float *x, float *y)
+{
+    GRID_LOOP(i, n) {
+        unsigned u = __float_as_uint(x[i]);
+        u = (u & 0x7fffffffu) > 0x7f800000u ? u | 0x00400000u : u + 0x7fffu + ((u >> 16) & 1u);
+        y[i] = __uint_as_float(u & 0xffff0000u);
+    }
+}
+
+void tfc_gpu_round_bf16(tfc_backend *be, int64_t n, const float *x, float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    round_bf16_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, x, y);
+    TFC_LAUNCH_CHECK(g, round_bf16_kernel);
+}
+
 /* ---- axpy, scale, bias, copies ------------------------------------------------------------ */
 
 static __global__ void axpy_kernel(int64_t n, float alpha, const float *x, float *y)

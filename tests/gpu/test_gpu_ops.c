@@ -50,6 +50,16 @@ static void set_attention_no_split(int on)
 #endif
 }
 
+/* 1: the GPU's table has round_bf16 (tfc_gpu_test_enable_bf16), so bf16 models bind */
+static void enable_bf16(int on)
+{
+#ifdef TFC_HAVE_CUDA
+    tfc_gpu_test_enable_bf16(on);
+#else
+    (void)on;
+#endif
+}
+
 static void set_deterministic(int on)
 {
 #ifdef TFC_HAVE_CUDA
@@ -1191,11 +1201,14 @@ static const char mixed_yaml[] =
     "loss: categorical_crossentropy\n"
     "metrics: [accuracy]\n";
 
+static int bind_bf16; /* load_bound binds with precision bf16 */
+
 static tfc_model *load_bound(const char *yaml, tfc_backend *be, int batch)
 {
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "step.yaml", &err);
+    if (m && bind_bf16) tfc_model_set_precision(m, TFC_PRECISION_BF16);
     if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 42, &err)) {
         printf("\n  %s", err.text);
         tfc_model_free(m);
@@ -1334,6 +1347,16 @@ static void train_steps(const char *yaml, int batch, int tokens, int adam, doubl
          * of 160 outputs 4% off after 3 steps once other tests changed the data) */
         CU_ASSERT_EQUAL(normwise_tol > 0 ? compare_normwise(what, ob, oa, nout, OUTPUT_NORMWISE)
                                          : compare_floats(what, ob, oa, nout, rtol, atol), 0);
+        if (bind_bf16) { /* the device's outputs are bfloat16 values too */
+            int64_t wide = 0;
+            for (int64_t i = 0; i < nout; i++) {
+                uint32_t u;
+                memcpy(&u, &ob[i], 4);
+                wide += (u & 0xffffu) != 0;
+            }
+            if (wide) printf("\n  %s: %lld of %lld not bfloat16", what, (long long)wide, (long long)nout);
+            CU_ASSERT_EQUAL(wide, 0);
+        }
         free(oa), free(ob);
         tfc_model_zero_grad(ma);
         tfc_model_zero_grad(mb);
@@ -1456,6 +1479,47 @@ static void test_train_cnn_tf32(void)
     train_steps(cnn_yaml, 16, 0, 0, 2e-2, 2e-3);
     normwise_tol = 0;
     set_tf32(0);
+}
+
+/* precision: bf16 (docs/solver.md, "Precision") against the CPU's reference: the rounding op
+ * bit for bit over random floats, ties, NaNs, infinities and overflow; then training steps
+ * of the CNN and the LSTM with bf16 on both backends, TF32 on the device as the
+ * trainer runs bf16 there (exact products of bfloat16 operands), compared as TF32's case
+ * is: normwise, the outputs at OUTPUT_NORMWISE; a device output that is not a bfloat16 value
+ * fails. The two sides differ in float32 summation order, which now and then rounds a value
+ * to the other bfloat16 neighbour (2^-8 apart). */
+static void test_bf16(void)
+{
+    enable_bf16(1);
+    enum { N = 1 << 18 };
+    float *x = malloc(N * 4), *a = malloc(N * 4), *b = malloc(N * 4);
+    uint64_t s = 0x243f6a8885a308d3ull;
+    for (int i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint32_t u = (uint32_t)(s >> 16);
+        if (i % 4 == 1) u = (u & 0xffff0000u) | 0x8000u; /* exact ties */
+        if (i % 97 == 3) u = 0x7f800000u | (u & 0x8000ffffu); /* NaNs and infinities */
+        if (i % 89 == 5) u = 0x7f7f8000u | (u & 0x80007fffu); /* past the largest bfloat16 */
+        memcpy(&x[i], &u, 4);
+    }
+    float *dx = dev->ops->alloc(dev, N * 4);
+    dev->ops->upload(dev, dx, x, N * 4);
+    dev->ops->round_bf16(dev, N, dx, dx);
+    dev->ops->download(dev, b, dx, N * 4);
+    dev->ops->free(dev, dx);
+    ref->ops->round_bf16(ref, N, x, a);
+    CU_ASSERT_EQUAL(memcmp(a, b, N * 4), 0);
+    free(x), free(a), free(b);
+    bind_bf16 = 1;
+    set_tf32(1);
+    normwise_tol = 0.25;
+    train_steps(cnn_yaml, 16, 0, 0, 2e-2, 2e-3);
+    train_steps(lstm_yaml, 6, 1, 0, 2e-2, 2e-3);
+    normwise_tol = 0;
+    set_tf32(0);
+    bind_bf16 = 0;
+    enable_bf16(0);
+    check_status();
 }
 
 #ifdef TFC_HAVE_CUDA
@@ -3214,6 +3278,7 @@ int main(int argc, char **argv)
         {"train_lstm", test_train_lstm},
         {"train_mixed_adam", test_train_mixed_adam},
         {"train_cnn_tf32", test_train_cnn_tf32},
+        {"bf16", test_bf16},
         {"fast_norm", test_fast_norm},
         {"deterministic_training", test_deterministic_training},
         {"grad_sumsq", test_grad_sumsq},
