@@ -46,9 +46,14 @@ else
 fi
 peer_steps=${PEER_STEPS:-30}
 # PEER_PRECISIONS: the settings the faster peers run in, from fp32 (strict), tf32 and bf16
-# (torch.autocast / JAX casts, float32 weights; eager PyTorch joins them in bf16, as tfc's
-# bf16 column stays empty until tfc has one)
+# (torch.autocast / JAX casts, float32 weights; eager PyTorch joins them in bf16). tfc's
+# bf16 is bench_train --bf16: precision bf16 on TF32 math, its rounding kernel put into the
+# GPU's table for the run (not yet landed there: docs/gpu.md)
 precisions=$(echo "${PEER_PRECISIONS:-fp32}" | tr , " ")
+case " $precisions " in
+    *" bf16 "*) "$bin" --device gpu --steps "$steps" --bf16 ${TFC_FLAGS---graphs} $models |
+                    tee "$out/tfc_bf16.jsonl" ;;
+esac
 for prec in $precisions; do : > "$out/peers_$prec.jsonl"; done
 peer() { # NAME COMMAND...: the JSON lines, tagged with the peer's name
     name=$1; shift
@@ -104,8 +109,8 @@ for prec in sys.argv[2:]:
         if line.startswith("{"):
             d = json.loads(line)
             peers.setdefault(d["peer"], {})[d["model"]] = statistics.median(d["ms"])
-    # tfc and eager of the first runs in fp32 and tf32; bf16 has no tfc yet, eager its own run
-    tfc = load(f"tfc_{prec}.jsonl") if prec != "bf16" else {}
+    # tfc and eager of the first runs in fp32 and tf32; in bf16 tfc's own run, eager its own
+    tfc = load(f"tfc_{prec}.jsonl")
     if prec != "bf16":
         for name, r in load(f"torch_{prec}.jsonl").items():
             peers.setdefault("eager", {})[name] = statistics.median(r["ms"])

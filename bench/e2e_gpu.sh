@@ -4,8 +4,9 @@
 # update, rate, weight average and test passes), wall seconds from start to exit and the
 # test accuracy of each test pass. tfc runs as configured (its step a CUDA graph), and again
 # with TFC_FLAGS when given (e.g. TFC_FLAGS=--no-cuda-graphs); the peer runs eager and under
-# torch.compile in its default and reduce-overhead modes (PEER_MODES), in each of PRECISIONS
-# (fp32 strict, tf32, bf16; default fp32; tfc has float32 only). MAX_ITER=N shortens every run alike
+# torch.compile in its default and reduce-overhead modes (PEER_MODES); both in each of
+# PRECISIONS (fp32 strict, tf32, bf16; default fp32; tfc's bf16 is `precision: bf16`, which
+# the GPU refuses until its kernel has landed there, docs/gpu.md). MAX_ITER=N shortens every run alike
 # (the cosine then spans N iterations); DATA=DIR holds Fashion-MNIST's four .gz files.
 #   e2e_gpu.sh BIN_DIR       (tools/gpu-bare.sh e2e runs it on a bare GPU machine)
 set -e
@@ -16,9 +17,9 @@ iters=${MAX_ITER:-14070}
 PY=${PYTHON:-python3}
 mkdir -p "$out"
 : > "$out/e2e.jsonl"
-tfc_run() { # NAME FLAGS...
-    name=$1
-    shift
+tfc_run() { # NAME PRECISION FLAGS...
+    name=$1 prec=$2
+    shift 2
     t0=$(date +%s.%N)
     "$bin/tfc-train" configs/fashion_resnet.yaml --device gpu --out "$out/$name" --overwrite \
         --set "max_iter=$iters" \
@@ -28,24 +29,31 @@ tfc_run() { # NAME FLAGS...
         --set "data.test.source.labels=$data/t10k-labels-idx1-ubyte.gz" \
         "$@" >"$out/$name.log" 2>&1 || { echo "$name: exit $? ($out/$name.log)"; return 0; }
     t1=$(date +%s.%N)
-    $PY - "$out/$name" "$t0" "$t1" "$*" >>"$out/e2e.jsonl" <<'PYEOF'
+    $PY - "$out/$name" "$t0" "$t1" "$prec" "$*" >>"$out/e2e.jsonl" <<'PYEOF'
 import csv, json, sys
-run, t0, t1, flags = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+run, t0, t1, prec, flags = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
 acc = []
 with open(f"{run}/log.csv") as f:
     for row in csv.DictReader(f):
         if row.get("phase") == "test" and row.get("accuracy"):
             acc.append(float(row["accuracy"]))
 s = json.load(open(f"{run}/summary.json"))
-print(json.dumps({"peer": ("tfc " + flags).strip(), "precision": "fp32",
+flags = " ".join(f for f in flags.split() if not f.startswith(("precision=", "tf32=")) and f != "--set")
+print(json.dumps({"peer": ("tfc " + flags).strip(), "precision": prec,
                   "iterations": s.get("iterations"), "seconds": round(t1 - t0, 3),
                   "test_accuracy": acc}))
 PYEOF
     tail -1 "$out/e2e.jsonl"
 }
-tfc_run tfc
-[ -z "${TFC_FLAGS:-}" ] || tfc_run tfc_flags $TFC_FLAGS
 for prec in $(echo "${PRECISIONS:-fp32}" | tr , " "); do
+    case $prec in
+        fp32) set -- ;;
+        tf32) set -- --set tf32=true ;;
+        bf16) set -- --set precision=bf16 ;;
+        *) echo "e2e: PRECISIONS: '$prec' is none of fp32, tf32, bf16"; exit 1 ;;
+    esac
+    tfc_run "tfc_$prec" "$prec" "$@"
+    [ -z "${TFC_FLAGS:-}" ] || tfc_run "tfc_flags_$prec" "$prec" "$@" $TFC_FLAGS
     for mode in ${PEER_MODES:-eager default reduce-overhead}; do
         flag=
         [ "$mode" = eager ] || flag="--compile $mode"
@@ -69,8 +77,9 @@ for r in rows:
     acc = r["test_accuracy"][-1] if r["test_accuracy"] else float("nan")
     print(f"{r['peer']:<34} {r['precision']:>9} {r['seconds']:9.1f} {acc:15.4f}")
 for r in tfc:
-    for p, s in sorted(best.items()):
-        print(f"fastest peer in {p} / {r['peer']}: {s / r['seconds']:.2f}")
+    p = r["precision"]
+    if p in best:
+        print(f"fastest peer in {p} / {r['peer']} in {p}: {best[p] / r['seconds']:.2f}")
 print("(wall seconds from start to exit, data loading and test passes included; > 1: tfc "
       "is faster)")
 PYEOF
