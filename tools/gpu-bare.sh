@@ -8,6 +8,11 @@
 #                                 FMNIST_TRAIN=N keeps the first N training images only
 #                                 (14000: train_curve's cut, so that the tree, root.tar.xz
 #                                 and the data pass the device tool's 64 MiB)
+#   tools/gpu-bare.sh --slim      moves the model zoo's weights (27 of the tree's 32 MB;
+#                                 nothing on the GPU machine reads them) into
+#                                 .deps/zoo-aside, so the whole of Fashion-MNIST fits
+#                                 beside the tree and root.tar.xz (about 51 MB);
+#                                 --unslim puts them back
 # then carry .deps/root.tar.xz (and .deps/fmnist for `curve`/`train`) and run there:
 #   tools/gpu-bare.sh STEP...     with STEPs from: build test memcheck bench curve
 #                                 bench-data cpu-test (make test, the CPU suite)
@@ -54,6 +59,19 @@ debs="libyaml-0-2 libyaml-dev libopenblas0-openmp libopenblas-openmp-dev libopen
       libgfortran5 libpng16-16 libpng-dev libjpeg62-turbo libjpeg62-turbo-dev libcunit1
       libcunit1-dev libjansson4 libjansson-dev libnettle8 nettle-dev zlib1g zlib1g-dev
       libdnnl2 libdnnl-dev"
+if [ "${1:-}" = --slim ] || [ "${1:-}" = --unslim ]; then
+    set -e
+    mkdir -p .deps/zoo-aside
+    for f in model_zoo/*/*.safetensors .deps/zoo-aside/*.safetensors; do
+        [ -e "$f" ] || continue
+        n=$(basename "$f" .safetensors)
+        if [ "$1" = --slim ] && [ "${f#model_zoo/}" != "$f" ]; then mv "$f" .deps/zoo-aside/
+        elif [ "$1" = --unslim ] && [ "${f#.deps/}" != "$f" ]; then mv "$f" "model_zoo/$n/"
+        fi
+    done
+    git status --short model_zoo
+    exit 0
+fi
 if [ "${1:-}" = --prepare ]; then
     set -e
     rm -rf .deps/debs .deps/root && mkdir -p .deps/debs .deps/root
