@@ -1,16 +1,17 @@
-/* The trainer's `precision: bf16` on the CPU, the reference numerics (docs/solver.md,
- * "Precision"): bfloat16 rounding against a reference in double over every kind of float;
- * a bound model's passes against the contract written out here (inputs, weights, outputs and
- * output gradients bfloat16, arithmetic float32, the float32 weights untouched); the solver
- * key, its error, training close to float32, snapshots holding float32 weights, resumes
- * across precisions both ways; the refusal of a backend without round_bf16; the memory
- * plan's weight copies. */
+/* The trainer's `precision: bf16` and `float16` on the CPU, the reference numerics
+ * (docs/solver.md, "Precision"): bfloat16 and float16 rounding against references in double
+ * over every kind of float; a bound model's passes against the contract written out here
+ * (inputs, weights, outputs and output gradients 16-bit, arithmetic float32, the float32
+ * weights untouched); the solver key, its errors, training close to float32, snapshots
+ * holding float32 weights, resumes across precisions both ways; float16's dynamic loss scale
+ * (growth, overflows skipped with the weights untouched, the host and device paths alike,
+ * resumed exactly); the refusal of a backend without the op; the memory plan's copies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/bf16.h"
+#include "core/half.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
@@ -119,6 +120,96 @@ static void round_op(void)
     free(x), free(y);
 }
 
+/* The nearest float16 in double: |x| over the float16 quantum of its binade (2^-24 below
+ * 2^-14), rounded to an integer ties to even (rint, the default rounding mode), times the
+ * quantum; from 65520 on an infinity. */
+static float ref_f16(float x)
+{
+    if (isnan(x) || isinf(x)) return x;
+    double a = fabs((double)x);
+    if (a >= 65520.0) return copysignf(INFINITY, x);
+    int e;
+    frexp(a, &e); /* a = m 2^e, m in [0.5, 1): the binade [2^(e-1), 2^e) */
+    double q = a < ldexp(1.0, -14) ? ldexp(1.0, -24) : ldexp(1.0, e - 1 - 10);
+    double r = rint(a / q) * q;
+    return (float)copysign(r, x); /* -0 stays -0 */
+}
+
+static void f16_cases(void)
+{
+    const struct {
+        uint32_t in, want;
+    } cases[] = {
+        {0x3f800000u, 0x3f800000u}, /* 1 */
+        {0x3f801000u, 0x3f800000u}, /* halfway above 1, even below */
+        {0x3f803000u, 0x3f804000u}, /* halfway, even above */
+        {0x477fe000u, 0x477fe000u}, /* 65504, the largest */
+        {0x477fefffu, 0x477fe000u}, /* just below 65520 */
+        {0x477ff000u, 0x7f800000u}, /* 65520: infinity */
+        {0x33800000u, 0x33800000u}, /* 2^-24, the smallest subnormal */
+        {0x33000000u, 0x00000000u}, /* 2^-25: halfway to it, even is zero */
+        {0x33000001u, 0x33800000u}, /* just above: up */
+        {0x387fc000u, 0x387fc000u}, /* 2^-14 - 2^-24, the largest subnormal */
+        {0x387fe000u, 0x38800000u}, /* halfway to 2^-14: up to even */
+        {0xc0490fdbu, 0xc0490000u}, /* -pi */
+        {0x7f800000u, 0x7f800000u},
+        {0xff800000u, 0xff800000u},
+        {0x80000000u, 0x80000000u},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint32_t got = bits(tfc_f16_round(from_bits(cases[i].in)));
+        if (got != cases[i].want) printf("\n  %08x -> %08x, want %08x", cases[i].in, got, cases[i].want);
+        CU_ASSERT_EQUAL(got, cases[i].want);
+        CU_ASSERT_EQUAL(bits(ref_f16(from_bits(cases[i].in))), cases[i].want);
+    }
+    const uint32_t nans[] = {0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7f801fffu};
+    for (size_t i = 0; i < sizeof nans / sizeof *nans; i++) {
+        float r = tfc_f16_round(from_bits(nans[i]));
+        CU_ASSERT(isnan(r));
+        CU_ASSERT_EQUAL(bits(r) & 0x1fffu, 0);
+    }
+    /* every float16 value is kept (all 63488 finite ones, through the reference's inverse:
+     * sign, exponent, fraction) */
+    int moved = 0;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        uint32_t e = h >> 10 & 31, f = h & 1023;
+        if (e == 31) continue;
+        double v = e ? ldexp(1024 + f, (int)e - 25) : ldexp(f, -24);
+        float x = (float)(h & 0x8000u ? -v : v);
+        moved += bits(tfc_f16_round(x)) != bits(x);
+    }
+    CU_ASSERT_EQUAL(moved, 0);
+}
+
+/* The backend op over random bit patterns, most in float16's range, against ref_f16. */
+static void f16_op(void)
+{
+    enum { N = 1 << 20 };
+    float *x = malloc(N * 4), *y = malloc(N * 4);
+    CU_ASSERT_FATAL(x && y);
+    uint64_t s = 0x6a09e667f3bcc908ull;
+    for (int i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint32_t u = (uint32_t)(s >> 16);
+        /* exponents 2^-30 .. 2^20 mostly: subnormals, normals and overflow */
+        if (i % 8) u = (u & 0x807fffffu) | (uint32_t)(97 + (s >> 40) % 51) << 23;
+        if (i % 4 == 1) u = (u & 0xffffe000u) | 0x1000u; /* ties */
+        x[i] = from_bits(u);
+    }
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    be->ops->round_f16(be, N, x, y);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        float want = ref_f16(x[i]);
+        int same = isnan(want) ? isnan(y[i]) : bits(y[i]) == bits(want);
+        if (!same && bad++ < 3)
+            printf("\n  %08x -> %08x, want %08x", bits(x[i]), bits(y[i]), bits(want));
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    tfc_backend_free(be);
+    free(x), free(y);
+}
+
 /* ---- a bound model against the contract ----------------------------------------------------- */
 
 static const char *mlp_yaml = "name: mlp\n"
@@ -130,7 +221,23 @@ static const char *mlp_yaml = "name: mlp\n"
 
 enum { NB = 6, NI = 12, NH = 10, NO = 5 };
 
-/* Float32 weights that are not bfloat16 values, and inputs that are not either. */
+/* The format under test: its precision, rounding, fraction bits, and the relative error a
+ * gradient element may have before it counts as "off" (a sum in float32, not a dlogit
+ * rounded to the other neighbour). */
+typedef struct format {
+    tfc_precision precision;
+    float (*round)(float);
+    int fraction_bits;
+    double off;
+} format;
+static const format bf16_fmt = {TFC_PRECISION_BF16, tfc_bf16_round, 7, 1e-4};
+static const format f16_fmt = {TFC_PRECISION_FLOAT16, tfc_f16_round, 10, 2e-5};
+static const format *fmt = &bf16_fmt;
+
+static float rnd(float x) { return fmt->round(x); }
+static int representable(float x) { return bits(fmt->round(x)) == bits(x); }
+
+/* Float32 weights that are not 16-bit values, and inputs that are not either. */
 static void fill_weights(tfc_model *m, float *kh, float *bh, float *ko, float *bo)
 {
     tfc_test_fill(kh, NI * NH, -0.6f, 0.6f, 21);
@@ -152,49 +259,49 @@ static void ref_forward(const float *x, const float *kh, const float *bh, const 
 {
     for (int n = 0; n < NB; n++) {
         for (int j = 0; j < NH; j++) {
-            double z = tfc_bf16_round(bh[j]);
-            for (int i = 0; i < NI; i++)
-                z += (double)tfc_bf16_round(x[n * NI + i]) * tfc_bf16_round(kh[i * NH + j]);
-            h[n * NH + j] = tfc_bf16_round((float)tanh((float)z));
+            double z = rnd(bh[j]);
+            for (int i = 0; i < NI; i++) z += (double)rnd(x[n * NI + i]) * rnd(kh[i * NH + j]);
+            h[n * NH + j] = rnd((float)tanh((float)z));
         }
         for (int j = 0; j < NO; j++) {
-            double z = tfc_bf16_round(bo[j]);
-            for (int i = 0; i < NH; i++) z += (double)h[n * NH + i] * tfc_bf16_round(ko[i * NO + j]);
-            y[n * NO + j] = tfc_bf16_round((float)z);
+            double z = rnd(bo[j]);
+            for (int i = 0; i < NH; i++) z += (double)h[n * NH + i] * rnd(ko[i * NO + j]);
+            y[n * NO + j] = rnd((float)z);
         }
     }
 }
 
-/* Elements of got that differ from want by more than one bfloat16 step of want (a float32
- * sum may round the other way near a midpoint), and whether any differ at all; every got
- * must be a bfloat16 value. */
+/* Elements of got that differ from want by more than one step of the format at want (a
+ * float32 sum may round the other way near a midpoint), and whether any differ at all;
+ * every got must be a value of the format. */
 static int far_apart(const float *got, const float *want, int n, int *differ)
 {
     int far = 0;
     for (int i = 0; i < n; i++) {
-        CU_ASSERT(is_bf16(got[i]));
+        CU_ASSERT(representable(got[i]));
         if (got[i] != want[i]) ++*differ;
-        if (fabsf(got[i] - want[i]) > ldexpf(fabsf(want[i]), -7) + 1e-30f) far++;
+        if (fabsf(got[i] - want[i]) > ldexpf(fabsf(want[i]), -fmt->fraction_bits) + 1e-30f) far++;
     }
     return far;
 }
 
-static void forward_contract(void)
+static void forward_contract_of(const format *f16)
 {
+    fmt = f16;
     tfc_backend *be = tfc_cpu_backend_create(2);
     tfc_model *m = tfc_test_model(mlp_yaml);
     CU_ASSERT_FATAL(m != NULL);
-    tfc_model_set_precision(m, TFC_PRECISION_BF16);
-    CU_ASSERT_EQUAL(tfc_model_precision(m), TFC_PRECISION_BF16);
+    tfc_model_set_precision(m, fmt->precision);
+    CU_ASSERT_EQUAL(tfc_model_precision(m), fmt->precision);
     tfc_error err;
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, NB, &err), TFC_OK);
     float kh[NI * NH], bh[NH], ko[NH * NO], bo[NO], x[NB * NI], h[NB * NH], y[NB * NO], got[NB * NO];
     fill_weights(m, kh, bh, ko, bo);
     tfc_test_fill(x, NB * NI, -1, 1, 25);
-    int not_bf16 = 0;
-    for (int i = 0; i < NI * NH; i++) not_bf16 += !is_bf16(kh[i]);
-    CU_ASSERT(not_bf16 > NI * NH / 2); /* the fixture tests something */
+    int wide = 0;
+    for (int i = 0; i < NI * NH; i++) wide += !representable(kh[i]);
+    CU_ASSERT(wide > NI * NH / 2); /* the fixture tests something */
 
     CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, x, NB, 0, 0, 0, &err), TFC_OK);
     tfc_model_get_output(m, got);
@@ -231,20 +338,20 @@ static void forward_contract(void)
                 for (int k = 0; k < NO; k++) mx = fmax(mx, got[n * NO + k]);
                 for (int k = 0; k < NO; k++) s += exp(got[n * NO + k] - mx);
                 double p = exp(got[n * NO + j] - mx) / s - (labels[n] == j);
-                g += (double)h[n * NH + i] * tfc_bf16_round((float)(p / NB));
+                g += (double)h[n * NH + i] * rnd((float)(p / NB));
             }
             double e = fabs(g - gko[i * NO + j]) / (fabs(g) + 1e-3);
             worst = fmax(worst, e);
-            off += e > 1e-4;
+            off += e > fmt->off;
         }
-    /* float32 sums: 1e-6. A dlogit that float32 rounds to the other bfloat16 neighbour
-     * than double does moves its terms by 2^-8: a few such, not most (as unrounded dlogits
-     * would give) */
+    /* float32 sums: 1e-6. A dlogit that float32 rounds to the other neighbour than double
+     * does moves its terms by a step (2^-8 in bfloat16): a few such, not most (as unrounded
+     * dlogits would give) */
     CU_ASSERT(worst < 2e-2);
     CU_ASSERT(off <= NH * NO / 10);
-    if (off > NH * NO / 10) printf("\n  %d of %d gradients off by more than 1e-4", off, NH * NO);
+    if (off > NH * NO / 10) printf("\n  %d of %d gradients off by more than %g", off, NH * NO, fmt->off);
 
-    /* float32 on the same weights gives another output: bf16 did something */
+    /* float32 on the same weights gives another output: the format did something */
     tfc_model *f = tfc_test_model(mlp_yaml);
     CU_ASSERT_EQUAL_FATAL(tfc_model_bind(f, be, NB, &err), TFC_OK);
     fill_weights(f, kh, bh, ko, bo);
@@ -254,7 +361,7 @@ static void forward_contract(void)
     int exact = 0;
     double close = 0;
     for (int i = 0; i < NB * NO; i++) {
-        exact += is_bf16(f32[i]);
+        exact += representable(f32[i]);
         close = fmax(close, fabs(f32[i] - got[i]));
     }
     CU_ASSERT(exact < NB * NO / 2);
@@ -262,7 +369,11 @@ static void forward_contract(void)
     tfc_model_free(f);
     tfc_model_free(m);
     tfc_backend_free(be);
+    fmt = &bf16_fmt;
 }
+
+static void forward_contract(void) { forward_contract_of(&bf16_fmt); }
+static void forward_contract_f16(void) { forward_contract_of(&f16_fmt); }
 
 /* A weight updated by less than half a bfloat16 step moves its float32 value, and the next
  * forward reads the new value rounded: updates accumulate in float32. */
@@ -382,10 +493,13 @@ static const char *solver_path(void)
     return path;
 }
 
+static int host_step_next; /* the host_step option of the next train() call */
+
 static tfc_status train(const char *out, const char **sets, int nsets, const char *resume,
                         FILE *console, tfc_train_result *res, tfc_error *err)
 {
     tfc_solver_options o = {0};
+    o.host_step = host_step_next;
     o.sets = sets;
     o.nsets = nsets;
     o.out_dir = tfc_test_path(out);
@@ -513,6 +627,106 @@ static void resume_across(void)
     fclose(quiet);
 }
 
+/* ---- float16's dynamic loss scale ------------------------------------------------------------ */
+
+#define F16_GROWTH "loss_scale={initial_scale: 1, dynamic_growth_steps: 20}"
+#define SGD "optimizer={type: sgd, learning_rate: 0.05}"
+
+/* From 1, doubling after every 20 finite updates: 2^10 after 200, none skipped; the updates
+ * unscaled (SGD takes the gradient's size as it is: a scale left in would move the weights
+ * up to 1024 times too far), so it learns as float32 does. */
+static void loss_scale_growth(void)
+{
+    FILE *quiet = fopen("/dev/null", "w");
+    tfc_train_result a, b;
+    tfc_error err;
+    const char *f16[] = {"precision=float16", F16_GROWTH, SGD}, *f32[] = {SGD};
+    CU_ASSERT_EQUAL_FATAL(train("ls_grow", f16, 3, NULL, quiet, &a, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("ls_grow32", f32, 1, NULL, quiet, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(a.loss_scale, 1024.0);
+    CU_ASSERT_EQUAL(a.loss_scale_overflows, 0);
+    CU_ASSERT_EQUAL(b.loss_scale, 0.0); /* float32: none */
+    printf("\n  sgd: test accuracy float32 %.4f float16 %.4f", b.test.metric[0], a.test.metric[0]);
+    CU_ASSERT(a.test.metric[0] > 0.6);
+    CU_ASSERT(fabs(a.test.metric[0] - b.test.metric[0]) < 0.05);
+    char *sum = tfc_test_read(in("ls_grow", "summary.json"), NULL);
+    const char *ls = sum ? strstr(sum, "\"loss_scale\": {") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(ls && strstr(ls, "\"scale\": 1024.0") && strstr(ls, "\"overflows\": 0"));
+    free(sum);
+    fclose(quiet);
+}
+
+/* A scale so large that the scaled gradients overflow float16: each such update is skipped,
+ * the weights as they were (the same bits as updates by a rate of 0), and the scale halves
+ * until the gradients fit; then it trains. */
+static void loss_scale_overflow(void)
+{
+    FILE *quiet = fopen("/dev/null", "w");
+    tfc_train_result a, b, c;
+    tfc_error err;
+    const char *huge[] = {"precision=float16", "loss_scale={initial_scale: 1152921504606846976}",
+                          "max_iter=5"};
+    const char *still[] = {"precision=float16", "max_iter=5",
+                           "optimizer={type: adam, learning_rate: 0}"};
+    CU_ASSERT_EQUAL_FATAL(train("ls_huge", huge, 3, NULL, quiet, &a, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("ls_still", still, 3, NULL, quiet, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(a.loss_scale_overflows, 5);
+    CU_ASSERT_EQUAL(a.loss_scale, ldexp(1.0, 55));
+    CU_ASSERT_EQUAL(b.loss_scale_overflows, 0);
+    CU_ASSERT(files_equal(in("ls_huge", "final.safetensors"), in("ls_still", "final.safetensors")));
+    const char *settle[] = {"precision=float16", "loss_scale={initial_scale: 1099511627776}"};
+    CU_ASSERT_EQUAL_FATAL(train("ls_settle", settle, 2, NULL, quiet, &c, &err), TFC_OK);
+    printf("\n  from 2^40: %lld overflows, scale 2^%g at 200, test accuracy %.4f",
+           (long long)c.loss_scale_overflows, log2(c.loss_scale), c.test.metric[0]);
+    CU_ASSERT(c.loss_scale_overflows >= 15 && c.loss_scale_overflows <= 40);
+    CU_ASSERT(c.loss_scale <= ldexp(1.0, 25));
+    CU_ASSERT(c.test.metric[0] > 0.6);
+    fclose(quiet);
+}
+
+/* The host path (host_step) and the device path decide alike: the same bits, overflows
+ * included. */
+static void loss_scale_paths(void)
+{
+    FILE *quiet = fopen("/dev/null", "w");
+    tfc_train_result a, b;
+    tfc_error err;
+    const char *sets[] = {"precision=float16", "loss_scale={initial_scale: 1099511627776}",
+                          "max_iter=60"};
+    CU_ASSERT_EQUAL_FATAL(train("ls_device", sets, 3, NULL, quiet, &a, &err), TFC_OK);
+    host_step_next = 1;
+    CU_ASSERT_EQUAL_FATAL(train("ls_host", sets, 3, NULL, quiet, &b, &err), TFC_OK);
+    host_step_next = 0;
+    CU_ASSERT(a.loss_scale_overflows > 10);
+    CU_ASSERT_EQUAL(a.loss_scale_overflows, b.loss_scale_overflows);
+    CU_ASSERT_EQUAL(a.loss_scale, b.loss_scale);
+    CU_ASSERT(files_equal(in("ls_device", "final.safetensors"), in("ls_host", "final.safetensors")));
+    fclose(quiet);
+}
+
+/* A resumed float16 run goes on with the scale and count its snapshot had: the same bits
+ * and scale as the uninterrupted run. A float32 snapshot resumes in float16 from the
+ * configured start. */
+static void loss_scale_resume(void)
+{
+    FILE *quiet = fopen("/dev/null", "w");
+    tfc_train_result a, b;
+    tfc_error err;
+    const char *f16[] = {"precision=float16", F16_GROWTH, SGD};
+    CU_ASSERT_EQUAL_FATAL(train("lsr_full", f16, 3, NULL, quiet, &a, &err), TFC_OK);
+    char snap[4096];
+    snprintf(snap, sizeof snap, "%s", in("lsr_full", "snapshots/tiny_iter_100.state"));
+    CU_ASSERT_EQUAL_FATAL(train("lsr_resumed", f16, 3, snap, quiet, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(b.loss_scale, a.loss_scale);
+    CU_ASSERT(files_equal(in("lsr_full", "final.safetensors"), in("lsr_resumed", "final.safetensors")));
+    const char *f32[] = {SGD};
+    CU_ASSERT_EQUAL_FATAL(train("lsr_32", f32, 1, NULL, quiet, &b, &err), TFC_OK);
+    snprintf(snap, sizeof snap, "%s", in("lsr_32", "snapshots/tiny_iter_100.state"));
+    CU_ASSERT_EQUAL_FATAL(train("lsr_32to16", f16, 3, snap, quiet, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(b.loss_scale, 32.0); /* 1, doubled 5 times in the 100 resumed updates */
+    fclose(quiet);
+}
+
 static void key_errors(void)
 {
     tfc_solver_options o = {0};
@@ -528,10 +742,27 @@ static void key_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "bf16"));
     if (!strstr(err.text, "bf16")) printf("\n%s", err.text);
     tfc_solver_free(s);
+    /* loss_scale is float16's; its scale a power of two */
+    const char *other[] = {"precision=bf16", "loss_scale={initial_scale: 1024}"};
+    o.sets = other;
+    o.nsets = 2;
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_solver_load(solver_path(), &o, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "loss_scale: applies to precision: float16"));
+    if (!strstr(err.text, "applies to precision: float16")) printf("\n%s", err.text);
+    const char *odd[] = {"precision=float16", "loss_scale={initial_scale: 3000}"};
+    o.sets = odd;
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_solver_load(solver_path(), &o, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "expected a power of two"));
+    if (!strstr(err.text, "power of two")) printf("\n%s", err.text);
 }
 
 TFC_TEST_MAIN("precision", {"round_cases", round_cases}, {"round_op", round_op},
-              {"forward_contract", forward_contract}, {"updates_in_float32", updates_in_float32},
+              {"f16_cases", f16_cases}, {"f16_op", f16_op},
+              {"forward_contract", forward_contract}, {"forward_contract_f16", forward_contract_f16}, {"updates_in_float32", updates_in_float32},
               {"refused_without_op", refused_without_op}, {"memory_plan", memory_plan},
               {"solver_bf16", solver_bf16}, {"resume_across", resume_across},
-              {"key_errors", key_errors})
+              {"loss_scale_growth", loss_scale_growth},
+              {"loss_scale_overflow", loss_scale_overflow}, {"loss_scale_paths", loss_scale_paths},
+              {"loss_scale_resume", loss_scale_resume}, {"key_errors", key_errors})

@@ -79,8 +79,9 @@ static const cli_tool tool = {
 /* --keys: the solver's field tables, as the validator reads them. */
 static void print_keys(void)
 {
-    static const char *const titles[] = {"solver file", "data", "snapshot", "early_stopping",
-                                         "ema",         "rollback", "summary"};
+    static const char *const titles[] = {"solver file", "data",    "snapshot",
+                                         "early_stopping", "ema",  "rollback",
+                                         "summary",     "loss_scale"};
     for (int t = 0; tfc_solver_fields(t); t++) {
         printf("%s:\n", titles[t]);
         tfc_schema_print_help(stdout, tfc_solver_fields(t), "  ");

@@ -688,11 +688,12 @@ typedef struct tfc_device_options {
                                   const float *grads, float *slot0, float *slot1, float *slot2))
 
 /* Reduced precision (the trainer's `precision` key, docs/solver.md). Optional like the lists
- * above: a backend without them trains in float32 only, and a model asking for bf16 is
- * refused when it binds there. round_bf16: y = tfc_bf16_round(x) (core/bf16.h) for n floats,
- * y == x allowed. */
+ * above: a backend without one trains in float32 only, and a model asking for that format
+ * is refused when it binds there. round_bf16: y = tfc_bf16_round(x), round_f16: y =
+ * tfc_f16_round(x) (core/half.h), for n floats, y == x allowed. */
 #define TFC_BACKEND_PRECISION_OPS(X)                                                               \
-    X(void, round_bf16, (tfc_backend *be, int64_t n, const float *x, float *y))
+    X(void, round_bf16, (tfc_backend *be, int64_t n, const float *x, float *y))                    \
+    X(void, round_f16, (tfc_backend *be, int64_t n, const float *x, float *y))
 
 /* CUDA graphs for the trainer's step (solver/train.c with tfc_solver_options.cuda_graphs;
  * gpu.h says what a caller keeps fixed between a capture and its replays). Optional like

@@ -426,6 +426,7 @@ static const tfc_backend_ops cpu_ops = {
     .step_scale = tfc_cpu_step_scale,
     .optimizer_update_at = tfc_cpu_optimizer_update_at,
     .round_bf16 = tfc_cpu_round_bf16,
+    .round_f16 = tfc_cpu_round_f16,
     .grouped_conv_forward = tfc_cpu_grouped_conv_forward,
     .grouped_conv_backward_data = tfc_cpu_grouped_conv_backward_data,
     .grouped_conv_backward_filter = tfc_cpu_grouped_conv_backward_filter,

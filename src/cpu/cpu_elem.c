@@ -3,7 +3,7 @@
  * parallel only above TFC_CPU_PAR_MIN elements; reductions accumulate in double. The
  * element-wise loops have AVX2 clones (TFC_CPU_VECTOR): the same single roundings, so the
  * same bits, eight floats at a time where the baseline build takes four. */
-#include "core/bf16.h"
+#include "core/half.h"
 #include "core/rng.h"
 #include "cpu/cpu_internal.h"
 
@@ -513,12 +513,19 @@ double tfc_cpu_sumsq(tfc_backend *be, int64_t n, const float *x)
     return s;
 }
 
-/* The integer form of tfc_bf16_round, which the compiler vectorises. */
+/* core/half.h's roundings, which the compiler vectorises. */
 void tfc_cpu_round_bf16(tfc_backend *be, int64_t n, const float *x, float *y)
 {
     int nt = tfc_cpu_threads(be, n);
 #pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
     for (int64_t i = 0; i < n; i++) y[i] = tfc_bf16_round(x[i]);
+}
+
+void tfc_cpu_round_f16(tfc_backend *be, int64_t n, const float *x, float *y)
+{
+    int nt = tfc_cpu_threads(be, n);
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
+    for (int64_t i = 0; i < n; i++) y[i] = tfc_f16_round(x[i]);
 }
 
 /* NaN and +-Inf are exactly the floats whose exponent bits are all ones. */

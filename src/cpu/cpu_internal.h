@@ -498,7 +498,7 @@ int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]
  * tfc_cpu_<op> for every op of TFC_BACKEND_MATH_OPS, TFC_BACKEND_LAYER_OPS,
  * TFC_BACKEND_STEP_OPS and TFC_BACKEND_PRECISION_OPS (contracts in core/backend.h), each
  * defined in the file of its family: gemm in cpu_backend.c; axpy, scale, bias_add,
- * bias_grad, copy2d, dropout_*, sumsq, count_nonfinite and round_bf16 in cpu_elem.c; act_*
+ * bias_grad, copy2d, dropout_*, sumsq, count_nonfinite and round_* in cpu_elem.c; act_*
  * in cpu_act.c; conv_* in cpu_conv.c; pool_* in cpu_pool.c; bn_* in cpu_norm.c; gather and scatter_add in cpu_embed.c; lstm_* in
  * cpu_lstm.c; loss and accuracy in cpu_loss.c; optimizer_update in cpu_optim.c; the step
  * ops (grad_sumsq, step_scale, optimizer_update_at) in cpu_step.c; grouped_conv_*, conv1d_*

@@ -398,6 +398,7 @@ static tfc_backend_ops gpu_ops = { /* not const: tfc_gpu_test_enable_bf16 */
      * tfc_gpu_test_enable_bf16 puts it in for that test); a model asking for bf16 is
      * refused at bind */
     .round_bf16 = NULL,
+    .round_f16 = NULL,
     /* TFC_BACKEND_GRAPH_OPS: CUDA graphs (gpu_graph.cu) */
     .capture_begin = tfc_gpu_capture_begin,
     .capture_end = tfc_gpu_graph_op_capture_end,
@@ -494,6 +495,7 @@ tfc_backend *tfc_gpu_backend_create(int index, tfc_error *err)
 void tfc_gpu_test_enable_bf16(int on)
 {
     gpu_ops.round_bf16 = on ? tfc_gpu_round_bf16 : NULL;
+    gpu_ops.round_f16 = on ? tfc_gpu_round_f16 : NULL;
 }
 
 int tfc_gpu_is_gpu(const tfc_backend *be)

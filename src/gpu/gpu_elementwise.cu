@@ -140,7 +140,7 @@ int64_t tfc_gpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x)
 
 /* ---- bfloat16 rounding (precision: bf16) ---------------------------------------------------- */
 
-/* core/bf16.h's tfc_bf16_round bit for bit, its NaN rule included, so a value the GPU rounds
+/* core/half.h's tfc_bf16_round bit for bit, its NaN rule included, so a value the GPU rounds
  * is the CPU's */
 static __global__ void round_bf16_kernel(int64_t n, const float *x, float *y)
 {
@@ -157,6 +157,30 @@ void tfc_gpu_round_bf16(tfc_backend *be, int64_t n, const float *x, float *y)
     if (n <= 0) return;
     round_bf16_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, x, y);
     TFC_LAUNCH_CHECK(g, round_bf16_kernel);
+}
+
+/* core/half.h's tfc_f16_round bit for bit (built with --fmad=false: the subnormals' sum and
+ * difference round as on the CPU) */
+static __global__ void round_f16_kernel(int64_t n, const float *x, float *y)
+{
+    GRID_LOOP(i, n) {
+        const unsigned u = __float_as_uint(x[i]), sign = u & 0x80000000u, a = u ^ sign;
+        const float f = __uint_as_float(a);
+        const unsigned s = __float_as_uint(__fsub_rn(__fadd_rn(f, 0.5f), 0.5f));
+        unsigned r = a > 0x7f800000u    ? (a | 0x00400000u) & ~0x1fffu
+                     : a >= 0x477ff000u ? 0x7f800000u
+                     : a >= 0x38800000u ? (a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu
+                                        : s;
+        y[i] = __uint_as_float(r | sign);
+    }
+}
+
+void tfc_gpu_round_f16(tfc_backend *be, int64_t n, const float *x, float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    round_f16_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, x, y);
+    TFC_LAUNCH_CHECK(g, round_f16_kernel);
 }
 
 /* ---- axpy, scale, bias, copies ------------------------------------------------------------ */

@@ -544,7 +544,8 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
-    if (m->precision && !be->ops->round_bf16)
+    if (m->precision && !(m->precision == TFC_PRECISION_BF16 ? be->ops->round_bf16
+                                                             : be->ops->round_f16))
         return tfc_error_set(err, TFC_ERR_CONFIG,
                              "precision: %s is not available on %s yet (docs/gpu.md, Status); "
                              "float32 is",
@@ -658,7 +659,7 @@ tfc_status tfc_model_bind_inference(tfc_model *m, tfc_backend *be, int max_batch
     return bind(m, be, max_batch, 1, err);
 }
 
-const char *const tfc_precision_names[] = {"float32", "bf16", NULL};
+const char *const tfc_precision_names[] = {"float32", "bf16", "float16", NULL};
 
 void tfc_model_set_precision(tfc_model *m, tfc_precision p)
 {
@@ -667,6 +668,15 @@ void tfc_model_set_precision(tfc_model *m, tfc_precision p)
 }
 
 tfc_precision tfc_model_precision(const tfc_model *m) { return m->precision; }
+
+void tfc_model_set_loss_scale(tfc_model *m, float s) { m->loss_scale = s; }
+
+/* y = x rounded to the model's 16-bit format (n floats; y == x allowed) */
+static void round_to(tfc_model *m, int64_t n, const float *x, float *y)
+{
+    if (m->precision == TFC_PRECISION_BF16) m->be->ops->round_bf16(m->be, n, x, y);
+    else m->be->ops->round_f16(m->be, n, x, y);
+}
 
 float *tfc_model_params(tfc_model *m) { return m->params; }
 static void settle_grads(tfc_model *m, int i);
@@ -822,8 +832,7 @@ tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int tra
     m->ex.seed = seed;
     m->ex.step = step;
     m->be->ops->upload(m->be, m->x, x, (size_t)batch * (size_t)per * 4);
-    if (m->precision && m->input_dtype == TFC_F32)
-        m->be->ops->round_bf16(m->be, (int64_t)batch * per, m->x, m->x);
+    if (m->precision && m->input_dtype == TFC_F32) round_to(m, (int64_t)batch * per, m->x, m->x);
     if (m->mask_layer >= 0) {
         const tfc_layer *ml = &m->layers[m->mask_layer];
         const int32_t *ids = x;
@@ -838,23 +847,24 @@ tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int tra
     return TFC_OK;
 }
 
-/* bf16 (docs/solver.md, "Precision"): what a layer hands on holds bfloat16 values, its
- * output and the pre-activation it keeps for backward (plan_chains builds no chains then,
- * so every layer writes its own). */
+/* bf16 and float16 (docs/solver.md, "Precision"): what a layer hands on holds 16-bit
+ * values, its output and the pre-activation it keeps for backward (plan_chains builds no
+ * chains then, so every layer writes its own). */
 static void round_outputs(tfc_model *m, int i)
 {
     const tfc_bound *b = &m->bound[i];
     int64_t n = (int64_t)m->ex.batch * tfc_layer_out_numel(&m->layers[i]);
-    m->be->ops->round_bf16(m->be, n, b->y, b->y);
-    if (b->z != b->y && !b->z_unset) m->be->ops->round_bf16(m->be, n, b->z, b->z);
+    round_to(m, n, b->y, b->y);
+    if (b->z != b->y && !b->z_unset) round_to(m, n, b->z, b->z);
 }
 
 void tfc_model_forward_launch(tfc_model *m)
 {
     m->be->inference_pass = !m->ex.training;
-    /* bf16: the layers read the weights rounded from their float32 values as they are now
-     * (after an update, a load, an average swapped in: whatever wrote tfc_model_params) */
-    if (m->copies) m->be->ops->round_bf16(m->be, m->trainable_count, m->params, m->copies);
+    /* bf16, float16: the layers read the weights rounded from their float32 values as they
+     * are now (after an update, a load, an average swapped in: whatever wrote
+     * tfc_model_params) */
+    if (m->copies) round_to(m, m->trainable_count, m->params, m->copies);
     for (int i = 0; i < m->nlayers; i++) {
         m->layers[i].rng_key = tfc_rng_key(m->ex.seed, 0x100000u + (uint64_t)i);
         tfc_model_layer_forward(m, i);
@@ -947,6 +957,8 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
     be->ops->loss(be, c->kind, from_logits, rows, m->classes, x, c->target, c->loss_weight,
                   c->scale, m->scalars, dx);
+    if (dx && m->loss_scale != 1.0f) /* the loss scale (float16): the gradient alone */
+        be->ops->scale(be, (int64_t)m->ex.batch * tfc_layer_out_numel(last), m->loss_scale, dx);
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind != TFC_METRIC_LOSS)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
@@ -1030,12 +1042,13 @@ void tfc_model_layer_backward(tfc_model *m, int i)
 {
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
-    /* bf16: the gradient of the layer's output, complete now (its consumers come after it),
-     * holds bfloat16 values; the loss writes the last layer's dz when it folds its softmax */
-    if (m->precision)
-        m->be->ops->round_bf16(m->be, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
-                               i == m->nlayers - 1 && m->fused_loss ? b->dz : b->dy,
-                               i == m->nlayers - 1 && m->fused_loss ? b->dz : b->dy);
+    /* bf16, float16: the gradient of the layer's output, complete now (its consumers come
+     * after it), holds 16-bit values; the loss writes the last layer's dz when it folds its
+     * softmax */
+    if (m->precision) {
+        float *g = i == m->nlayers - 1 && m->fused_loss ? b->dz : b->dy;
+        round_to(m, (int64_t)m->ex.batch * tfc_layer_out_numel(l), g, g);
+    }
     /* a ReLU folded into the Add before it: the Add's backward takes its derivative */
     if (b->relu_done && m->layers[l->inputs[0]].ops->sums_inputs) return;
     if (b->ids_into >= 0) return; /* the layer it feeds added this one's table gradient */

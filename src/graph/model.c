@@ -487,6 +487,7 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
     }
     tfc_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
+    m->loss_scale = 1.0f;
     m->doc_scratch = tfc_doc_load_string("{}", 2, "<scratch>", err);
     model_args a = {0};
     tfc_status status = tfc_schema_apply(model_fields, root, "", &a, err);

@@ -100,15 +100,23 @@ int64_t tfc_model_trainable_count(const tfc_model *m);
 int64_t tfc_model_param_count(const tfc_model *m);
 
 /* The numbers the passes compute with (the solver's `precision`, docs/solver.md): float32,
- * or bf16, where the values a layer hands on (its output, the pre-activation it keeps, its
- * input's gradient; the model's float input) and the weights the layers read are bfloat16
- * values, each layer computing in float32 and the weights' float32 values staying what the
- * optimizer updates, snapshots hold and tfc_model_params gives. A backend without
- * round_bf16 (core/backend.h) refuses bf16 when the model binds. Set before binding. */
-typedef enum tfc_precision { TFC_PRECISION_FLOAT32 = 0, TFC_PRECISION_BF16 } tfc_precision;
-extern const char *const tfc_precision_names[]; /* "float32", "bf16", NULL */
+ * or bf16 or float16, where the values a layer hands on (its output, the pre-activation it
+ * keeps, its output's gradient; the model's float input) and the weights the layers read
+ * are 16-bit values (core/half.h), each layer computing in float32 and the weights' float32
+ * values staying what the optimizer updates, snapshots hold and tfc_model_params gives. A
+ * backend without the format's round op (core/backend.h) refuses it when the model binds.
+ * Set before binding. */
+typedef enum tfc_precision {
+    TFC_PRECISION_FLOAT32 = 0,
+    TFC_PRECISION_BF16,
+    TFC_PRECISION_FLOAT16
+} tfc_precision;
+extern const char *const tfc_precision_names[]; /* "float32", "bf16", "float16", NULL */
 void tfc_model_set_precision(tfc_model *m, tfc_precision p);
 tfc_precision tfc_model_precision(const tfc_model *m);
+/* The loss scale (float16's, the trainer's): the loss's gradient is multiplied by s before
+ * the backward pass (a power of two: exactly), its value is not. 1 unless set. */
+void tfc_model_set_loss_scale(tfc_model *m, float s);
 
 /* Plans and allocates every buffer on `be` for batches of up to max_batch examples; the
  * model keeps `be`. Re-binding with another size frees the old buffers. Errors name the

@@ -111,6 +111,7 @@ struct tfc_model {
     int64_t param_count;   /* parameter floats, all of them ... */
     int64_t trainable_count; /* ... and the trainable ones */
     tfc_precision precision; /* of the passes (tfc_model_set_precision), before binding */
+    float loss_scale;      /* multiplies the loss's gradient (tfc_model_set_loss_scale); 1 */
 
     /* The bound state (graph.c: tfc_model_bind). */
     tfc_backend *be;

@@ -42,9 +42,10 @@ tfc_backend *tfc_solver_backend_open(const tfc_solver *s, tfc_error *err)
     }
     if (!be) be = tfc_backend_open(device, threads, err);
     if (!be) return NULL;
-    /* bf16: a GPU's TF32 products of bfloat16 values are exact (10 fraction bits hold their
-     * 7), so its tensor cores compute what the contract says */
-    tfc_device_options o = {c->deterministic, c->tf32 || c->precision == TFC_PRECISION_BF16,
+    /* bf16, float16: a GPU's TF32 products of their values are exact (10 fraction bits hold
+     * bfloat16's 7 and float16's 10, 8 exponent bits float16's 5), so its tensor cores
+     * compute what the contract says */
+    tfc_device_options o = {c->deterministic, c->tf32 || c->precision != TFC_PRECISION_FLOAT32,
                             (size_t)(c->gpu_memory_limit * 1024.0 * 1024.0)};
     tfc_backend_configure(be, &o);
     return be;

@@ -132,6 +132,10 @@ typedef struct tfc_snapshot_extra {
     double callbacks[TFC_CALLBACK_STATE]; /* early stopping and plateau (callbacks.c) */
     int64_t last_test;          /* the iteration of the last finished test pass (-1: none; read:
                                    `iteration` when the state does not say, as older ones) */
+    int have_loss_scale;        /* float16's dynamic loss scale: the scale, the finite updates
+                                   since it last changed, the overflows skipped so far (write:
+                                   0 = none; read: whether the state holds them) */
+    double loss_scale[3];
     int have_train;             /* the latest display's train result: loss, then metrics */
     double train[1 + TFC_MAX_METRICS];
 } tfc_snapshot_extra;

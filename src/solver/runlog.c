@@ -197,6 +197,12 @@ tfc_status tfc_summary_write(const char *path, const tfc_train_result *res,
         json_object_set_new(root, "best", best);
     }
     if (res->rollbacks > 0) json_object_set_new(root, "rollbacks", json_integer(res->rollbacks));
+    if (res->loss_scale > 0) { /* precision float16 */
+        json_t *ls = json_object();
+        json_object_set_new(ls, "scale", json_real(res->loss_scale));
+        json_object_set_new(ls, "overflows", json_integer(res->loss_scale_overflows));
+        json_object_set_new(root, "loss_scale", ls);
+    }
     int64_t skipped_test = res->have_test ? res->test.skipped : 0;
     if (res->skipped_train > 0 || skipped_test > 0) { /* on_error: skip left records out */
         json_t *sk = json_object();

@@ -211,6 +211,7 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     int64_t ntrain = 1 + TFC_MAX_METRICS;
     if (x->have_train) add(&sw, "solver/train_result", TFC_F64, 1, &ntrain, x->train);
     if (x->ema) add(&sw, "ema/params", TFC_F32, 1, &x->ema_n, x->ema);
+    if (x->have_loss_scale) add(&sw, "solver/loss_scale", TFC_F64, 1, &three, x->loss_scale);
     int64_t plen = (int64_t)x->pipeline_len;
     add(&sw, "pipeline/train", TFC_U8, 1, &plen, x->pipeline ? x->pipeline : "");
     int64_t clen = x->control ? (int64_t)strlen(x->control) : 0;
@@ -527,6 +528,16 @@ static tfc_status read_counters(const tfc_st_file *f, const char *state_path,
         if (!x->control) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         memcpy(x->control, tctl->data, tctl->nbytes);
         x->control[tctl->nbytes] = 0;
+    }
+    /* Optional: float16's loss scale (a state of another precision resumes from the
+     * configured start). */
+    const tfc_st_tensor *tls = tfc_st_find(f, "solver/loss_scale");
+    x->have_loss_scale = tls != NULL;
+    if (tls) {
+        if (tls->dtype != TFC_F64 || tls->numel != 3)
+            return tfc_error_set(err, TFC_ERR_FORMAT, "%s: tensor 'solver/loss_scale' is of the "
+                                 "wrong type or size", state_path);
+        memcpy(x->loss_scale, tls->data, sizeof x->loss_scale);
     }
     /* Optional: the weight average of a run with `ema:`. */
     const tfc_st_tensor *tema = tfc_st_find(f, "ema/params");

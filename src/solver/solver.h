@@ -87,6 +87,8 @@ typedef struct tfc_solver_config {
     const char *device;           /* NULL: automatic */
     int deterministic, tf32;      /* GPU options (core/device.h) */
     tfc_precision precision;      /* of the model's passes (tfc_model_set_precision) */
+    double loss_scale_initial;    /* float16: the dynamic loss scale's start (else 1) */
+    int loss_scale_growth;        /* float16: finite updates after which it doubles */
     const tfc_node *precision_node; /* the key, for errors (NULL: the default) */
     double gpu_memory_limit;      /* MiB; 0 = none */
     const char *base_dir;         /* absolute: relative data paths resolve against it */
@@ -234,6 +236,8 @@ typedef struct tfc_train_result {
     int64_t stopped_iteration;  /* stopped_early: the iteration, and why */
     char stop_reason[512];
     int rollbacks;              /* divergences rolled back (rollback:) */
+    double loss_scale;          /* precision float16: the dynamic loss scale now (else 0) */
+    int64_t loss_scale_overflows; /* float16: updates skipped for non-finite gradients */
     const tfc_confusion *confusion; /* the last test's, while summary.json is written; NULL
                                        when tfc_solver_train returns */
     double input_bound;         /* share of this process's training time (tests excluded)

@@ -4,6 +4,7 @@
  * of the solver, its optimizer, policy, data splits and model is reported in one run. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,7 +16,7 @@ const char *const tfc_run_status_names[] = {"completed", "interrupted", "diverge
 
 typedef struct solver_args {
     const tfc_node *model, *data, *optimizer, *lr_policy, *snapshot, *early_stopping, *ema,
-        *rollback, *summary;
+        *rollback, *summary, *loss_scale;
     double weight_decay, clip_gradients;
     int iter_size, max_iter, test_interval, display, average_loss, seed;
     int deterministic, tf32, precision;
@@ -66,8 +67,11 @@ static const tfc_field solver_fields[] = {
     {"tf32", TFC_F_BOOL, ARG(tf32), "false", 0, 1, NULL,
      "GPU: TensorFloat-32 in GEMMs and convolutions (faster, ~1e-3 relative error)"},
     {"precision", TFC_F_ENUM, ARG(precision), "float32", TFC_UNBOUNDED, tfc_precision_names,
-     "float32, or bf16: the values between layers and the weights the layers read are "
-     "bfloat16, the arithmetic, updates and snapshots float32 (the CPU only, for now)"},
+     "float32, bf16 or float16: the values between layers and the weights the layers read "
+     "are 16-bit, the arithmetic, updates and snapshots float32 (the CPU only, for now)"},
+    {"loss_scale", TFC_F_NODE, ARG(loss_scale), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{initial_scale, dynamic_growth_steps}: float16's dynamic loss scale (Keras's "
+     "LossScaleOptimizer)"},
     {"gpu_memory_limit", TFC_F_FLOAT, ARG(gpu_memory_limit), "0", 0, 1e12, NULL,
      "GPU: MiB the allocator may hold; 0 = no limit (it takes what the model needs)"},
     {"base_dir", TFC_F_STRING, ARG(base_dir), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
@@ -103,19 +107,32 @@ typedef struct summary_args {
     int histogram_interval;
 } summary_args;
 
+typedef struct loss_scale_args {
+    double initial_scale;
+    int growth_steps;
+} loss_scale_args;
+
+static const tfc_field loss_scale_fields[] = {
+    {"initial_scale", TFC_F_FLOAT, offsetof(loss_scale_args, initial_scale), "32768", 1, 1e30,
+     NULL, "the scale of the first step, a power of two"},
+    {"dynamic_growth_steps", TFC_F_INT, offsetof(loss_scale_args, growth_steps), "2000", 1,
+     INT_MAX, NULL, "updates with finite gradients after which the scale doubles"},
+    {NULL}};
+
 static const tfc_field summary_fields[] = {
     {"histogram_interval", TFC_F_INT, offsetof(summary_args, histogram_interval), "0", 0,
      INT_MAX, NULL, "histograms of every weight and gradient every N iterations; 0 = none"},
     {NULL}};
 
 /* The field tables of a solver file (0: top level, 1: data, 2: snapshot, 3: early_stopping,
- * 4: ema, 5: rollback, 6: summary), for help and docs. */
+ * 4: ema, 5: rollback, 6: summary, 7: loss_scale), for help and docs. */
 const tfc_field *tfc_solver_fields(int which)
 {
     static const tfc_field *const tables[] = {solver_fields, data_fields, snapshot_fields,
                                               tfc_early_stopping_fields, tfc_ema_fields,
-                                              tfc_rollback_fields, summary_fields};
-    return which >= 0 && which < 7 ? tables[which] : NULL;
+                                              tfc_rollback_fields, summary_fields,
+                                              loss_scale_fields};
+    return which >= 0 && which < 8 ? tables[which] : NULL;
 }
 
 /* A callback's monitor is read at test evaluations: it needs them, and train/ values need
@@ -350,6 +367,21 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     summary_args su;
     if (tfc_schema_apply(summary_fields, a.summary, "summary", &su, err)) status = TFC_ERR_CONFIG;
     c->histogram_interval = su.histogram_interval;
+    loss_scale_args ls;
+    if (tfc_schema_apply(loss_scale_fields, a.loss_scale, "loss_scale", &ls, err))
+        status = TFC_ERR_CONFIG;
+    c->loss_scale_initial = c->precision == TFC_PRECISION_FLOAT16 ? ls.initial_scale : 1.0;
+    c->loss_scale_growth = ls.growth_steps;
+    int e2;
+    if (a.loss_scale && c->precision != TFC_PRECISION_FLOAT16)
+        status = tfc_node_error(err, TFC_ERR_CONFIG, a.loss_scale, "loss_scale",
+                                "applies to precision: float16 (this solver's is %s)",
+                                tfc_precision_names[c->precision]);
+    else if (a.loss_scale && frexp(ls.initial_scale, &e2) != 0.5)
+        status = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(a.loss_scale, "initial_scale"),
+                                "loss_scale.initial_scale",
+                                "expected a power of two (halving and doubling it stays exact), "
+                                "found %g", ls.initial_scale);
     snapshot_args sn;
     if (tfc_schema_apply(snapshot_fields, a.snapshot, "snapshot", &sn, err)) status = TFC_ERR_CONFIG;
     c->snapshot_interval = sn.interval;

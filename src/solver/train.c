@@ -4,8 +4,9 @@
  * (the loss smoothed over average_loss iterations), test (with early stopping and the
  * plateau policy stepped after it, on the ema weights when on), snapshot, signal and tfc-ctl
  * checks. A non-finite loss or gradient stops the run naming the iteration and the first
- * layer whose output went non-finite, or with `rollback:` reloads the newest snapshot.
- * All randomness is keyed by (seed, step), and the state file holds the rest, so a resumed
+ * layer whose output went non-finite, or with `rollback:` reloads the newest snapshot;
+ * with precision float16 a non-finite gradient of a finite loss only skips the update and
+ * halves the loss scale (loss_scale_step). All randomness is keyed by (seed, step), and the state file holds the rest, so a resumed
  * run on the CPU repeats the uninterrupted one bit for bit.
  * Data-parallel (docs/distributed.md): each of N ranks runs its rows of every batch, the
  * gradients and losses are summed over the ranks before the average, and only rank 0 writes. */
@@ -54,6 +55,9 @@ typedef struct run {
     const void *graph_key[6];        /* the buffers it was captured on (graph_key) */
     int graphs_off;                  /* a capture failed: every later step is launched */
     int graphs_asked;                /* cuda_graphs 1 (not AUTO): notes where it is used */
+    double loss_scale;               /* float16's dynamic loss scale (loss_scale_step); 1 */
+    int64_t scale_good;              /* finite updates since it last changed */
+    int64_t scale_overflows;         /* updates skipped for non-finite gradients */
 } run;
 
 static int writer(const run *r) { return r->comm->rank == 0; }
@@ -131,6 +135,12 @@ static tfc_status snapshot(run *r, tfc_error *err)
     tfc_progress_save(&r->prog, &x);
     tfc_callbacks_save(&r->cb, x.callbacks);
     x.last_test = r->last_test;
+    if (c->precision == TFC_PRECISION_FLOAT16) {
+        x.have_loss_scale = 1;
+        x.loss_scale[0] = r->loss_scale;
+        x.loss_scale[1] = (double)r->scale_good;
+        x.loss_scale[2] = (double)r->scale_overflows;
+    }
     x.have_train = r->res->have_train;
     x.train[0] = r->res->train.loss;
     memcpy(x.train + 1, r->res->train.metric, sizeof r->res->train.metric);
@@ -412,6 +422,25 @@ static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
     return TFC_OK;
 }
 
+/* float16's dynamic loss scale after an update (Keras 3's LossScaleOptimizer): a finite one
+ * counts, and the scale doubles after loss_scale_growth of them in a row; an overflow (the
+ * gradients not finite, the loss finite) skipped the update, halves it and restarts the
+ * count. Powers of two, so scaling and unscaling are exact. */
+static void loss_scale_step(run *r, int overflow)
+{
+    if (r->s->cfg.precision != TFC_PRECISION_FLOAT16) return;
+    if (overflow) {
+        r->loss_scale /= 2;
+        r->scale_good = 0;
+        r->scale_overflows++;
+    } else if (++r->scale_good >= r->s->cfg.loss_scale_growth) {
+        r->loss_scale *= 2;
+        r->scale_good = 0;
+    }
+    r->res->loss_scale = r->loss_scale;
+    r->res->loss_scale_overflows = r->scale_overflows;
+}
+
 /* One iteration, on one of two paths, chosen once (start: use_device_step):
  *
  * The host path (a backend without TFC_BACKEND_STEP_OPS; a data-parallel run, whose losses
@@ -450,7 +479,12 @@ static tfc_status train_step(run *r, tfc_error *err)
     tfc_model *m = r->s->model;
     double loss = 0;
     int64_t ntrain = tfc_model_trainable_count(m);
-    double scale = 1.0 / ((double)c->iter_size * r->comm->size);
+    /* the average over micro-batches and ranks, and float16's loss scale undone (a power of
+     * two: exactly); clipping sees the unscaled norm */
+    tfc_model_set_loss_scale(m, (float)r->loss_scale);
+    double scale = 1.0 / ((double)c->iter_size * r->comm->size) / r->loss_scale;
+    const int float16 = c->precision == TFC_PRECISION_FLOAT16;
+    int overflow = 0;
     double lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     tfc_status s;
     if (r->staged) {
@@ -473,7 +507,10 @@ static tfc_status train_step(run *r, tfc_error *err)
         tfc_step_state st;
         s = take_loss(r, &loss, err);
         be->ops->download(be, &st, r->step_state, sizeof st);
-        if (!s && st.skip) s = bad_gradient(r, err);
+        if (!s && st.skip) { /* the loss is finite: the gradients are not */
+            if (float16) overflow = 1;
+            else s = bad_gradient(r, err);
+        }
         if (s) return s;
         loss /= c->iter_size;
     } else { /* the host path */
@@ -482,13 +519,16 @@ static tfc_status train_step(run *r, tfc_error *err)
         if (s) return s;
         float *grads = tfc_model_grads(m);
         double sumsq = r->be->ops->sumsq(r->be, ntrain, grads);
-        if (!isfinite(sumsq)) return bad_gradient(r, err);
+        if (!isfinite(sumsq) && !float16) return bad_gradient(r, err);
+        overflow = !isfinite(sumsq);
         float grad_scale = tfc_step_grad_scale(sumsq, scale, c->clip_gradients);
-        tfc_optimizer_step(&r->opt, r->iter, lr, grad_scale, c->weight_decay,
-                           tfc_model_params(m), grads);
+        if (!overflow)
+            tfc_optimizer_step(&r->opt, r->iter, lr, grad_scale, c->weight_decay,
+                               tfc_model_params(m), grads);
     }
     r->lr = lr;
-    tfc_ema_update(&r->ema, tfc_model_params(m), r->iter);
+    loss_scale_step(r, overflow);
+    if (!overflow) tfc_ema_update(&r->ema, tfc_model_params(m), r->iter); /* weights as they were */
     /* a failed asynchronous GPU op (launch, cuBLAS, cuDNN) is reported at this step */
     s = tfc_backend_status(r->be, err);
     if (s) return s;
@@ -633,6 +673,13 @@ static tfc_status load_state(run *r, const char *state, int *differs, tfc_error 
     if (st) return st;
     r->iter = x.iteration;
     r->state_last_test = x.last_test;
+    if (x.have_loss_scale && r->s->cfg.precision == TFC_PRECISION_FLOAT16) {
+        r->loss_scale = x.loss_scale[0];
+        r->scale_good = (int64_t)x.loss_scale[1];
+        r->scale_overflows = (int64_t)x.loss_scale[2];
+        r->res->loss_scale = r->loss_scale;
+        r->res->loss_scale_overflows = r->scale_overflows;
+    }
     r->res->have_train = x.have_train;
     if (x.have_train) {
         r->res->train.loss = x.train[0];
@@ -772,7 +819,9 @@ static tfc_status start(run *r, tfc_error *err)
         const char *why = !r->step_state ? "the step's host path (data-parallel, or host_step)"
                           : c->iter_size != 1 ? "iter_size above 1"
                           : tfc_model_max_length(s->model) ? "batches of varying length"
-                                                             : NULL;
+                          : c->precision == TFC_PRECISION_FLOAT16
+                              ? "precision: float16 (its loss scale changes between steps)"
+                              : NULL;
         r->graphs_asked = s->opt.cuda_graphs > 0;
         if (r->graphs_asked) { /* asked for: says where it cannot be */
             r->staged = !why;
@@ -1129,13 +1178,15 @@ static void free_run(run *r)
 
 tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err)
 {
-    run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1, .ctl = {.fd = -1}};
+    run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1, .ctl = {.fd = -1},
+             .loss_scale = s->cfg.loss_scale_initial > 0 ? s->cfg.loss_scale_initial : 1.0};
     memset(res, 0, sizeof *res);
     r.comm = tfc_comm_world(err);
     if (!r.comm) return err->code;
     if (!writer(&r)) s->opt.console = NULL; /* rank 0 speaks for the run */
     res->ranks = r.comm->size;
     res->config_hash = s->config_hash;
+    if (s->cfg.precision == TFC_PRECISION_FLOAT16) res->loss_scale = r.loss_scale;
     tfc_status st = tfc_progress_init(&r.prog, s, err);
     if (!st) st = start(&r, err);
     if (!st) {

@@ -1481,8 +1481,9 @@ static void test_train_cnn_tf32(void)
     set_tf32(0);
 }
 
-/* precision: bf16 (docs/solver.md, "Precision") against the CPU's reference: the rounding op
- * bit for bit over random floats, ties, NaNs, infinities and overflow; then training steps
+/* precision: bf16 (docs/solver.md, "Precision") against the CPU's reference: the rounding ops
+ * (bfloat16's and float16's) bit for bit over random floats, ties, NaNs, infinities and
+ * overflow; then training steps
  * of the CNN and the LSTM with bf16 on both backends, TF32 on the device as the
  * trainer runs bf16 there (exact products of bfloat16 operands), compared as TF32's case
  * is: normwise, the outputs at OUTPUT_NORMWISE; a device output that is not a bfloat16 value
@@ -1506,9 +1507,21 @@ static void test_bf16(void)
     dev->ops->upload(dev, dx, x, N * 4);
     dev->ops->round_bf16(dev, N, dx, dx);
     dev->ops->download(dev, b, dx, N * 4);
-    dev->ops->free(dev, dx);
     ref->ops->round_bf16(ref, N, x, a);
     CU_ASSERT_EQUAL(memcmp(a, b, N * 4), 0);
+    /* float16's too, on exponents around its range (subnormals, normals, overflow) */
+    for (int i = 0; i < N; i += 2) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        u = (u & 0x807fffffu) | (uint32_t)(97 + (u >> 9) % 51) << 23;
+        memcpy(&x[i], &u, 4);
+    }
+    dev->ops->upload(dev, dx, x, N * 4);
+    dev->ops->round_f16(dev, N, dx, dx);
+    dev->ops->download(dev, b, dx, N * 4);
+    ref->ops->round_f16(ref, N, x, a);
+    CU_ASSERT_EQUAL(memcmp(a, b, N * 4), 0);
+    dev->ops->free(dev, dx);
     free(x), free(a), free(b);
     bind_bf16 = 1;
     set_tf32(1);
