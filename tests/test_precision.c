@@ -452,6 +452,76 @@ static void memory_plan(void)
     tfc_backend_free(be);
 }
 
+/* ---- Keras 3's mixed policies ------------------------------------------------------------- */
+
+/* max |a - b| over max |b| */
+static double gap(const float *a, const float *b, int64_t n)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return d / (m > 0 ? m : 1);
+}
+
+/* tests/ref/keras_precision.py's fixtures: the model, its weights loaded by name, run in each
+ * precision against Keras's output under the matching policy (mixed_bfloat16,
+ * mixed_float16): within four steps of the format. Keras rounds at other places too (a
+ * Dense's product before its bias, the activation's result), so the two are not the same
+ * bits; in these small models both stay about a step from float32 (the printout says how
+ * far), so this checks agreement at the format's precision, not the rounding points, which
+ * forward_contract does. */
+static void keras_parity(void)
+{
+    const char *cases[] = {"mlp", "cnn"};
+    const struct {
+        tfc_precision p;
+        const char *tag;
+        double bound; /* four steps of the format, relative to the largest output */
+    } precs[] = {{TFC_PRECISION_FLOAT32, "float32", 1e-5},
+                 {TFC_PRECISION_BF16, "bf16", 4 * 0x1p-8},
+                 {TFC_PRECISION_FLOAT16, "float16", 4 * 0x1p-11}};
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char path[256], key[32];
+        snprintf(path, sizeof path, "tests/ref/precision/%s.safetensors", cases[c]);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_st_file *f = tfc_st_open(path, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        const char *yaml = tfc_st_meta(f, "yaml");
+        const tfc_st_tensor *xt = tfc_st_find(f, "x");
+        const int batch = (int)xt->shape.dim[0];
+        const tfc_st_tensor *y32 = tfc_st_find(f, "y:float32");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(y32);
+        for (size_t k = 0; k < sizeof precs / sizeof *precs; k++) {
+            snprintf(key, sizeof key, "y:%s", precs[k].tag);
+            const tfc_st_tensor *yt = tfc_st_find(f, key);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(yt);
+            tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), cases[c], &err);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+            tfc_model_set_precision(m, precs[k].p);
+            CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, batch, &err), TFC_OK);
+            tfc_weights_report rep = {0};
+            CU_ASSERT_EQUAL_FATAL(tfc_model_load_weights(m, path, &rep, &err), TFC_OK);
+            CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
+            free(rep.text);
+            float *out = malloc(yt->nbytes);
+            CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, xt->data, batch, 0, 1, 0, &err), TFC_OK);
+            tfc_model_get_output(m, out);
+            double ours = gap(out, yt->data, yt->numel), theirs = gap(y32->data, yt->data, yt->numel);
+            printf("\n  %s %s: tfc against Keras %.3g (bound %.3g); Keras's float32 against it %.3g",
+                   cases[c], precs[k].tag, ours, precs[k].bound, theirs);
+            CU_ASSERT(ours <= precs[k].bound);
+            free(out);
+            tfc_model_free(m);
+        }
+        tfc_st_close(f);
+    }
+    tfc_backend_free(be);
+}
+
 /* ---- the solver key ---------------------------------------------------------------------- */
 
 static const char *solver_text =
@@ -762,6 +832,7 @@ TFC_TEST_MAIN("precision", {"round_cases", round_cases}, {"round_op", round_op},
               {"f16_cases", f16_cases}, {"f16_op", f16_op},
               {"forward_contract", forward_contract}, {"forward_contract_f16", forward_contract_f16}, {"updates_in_float32", updates_in_float32},
               {"refused_without_op", refused_without_op}, {"memory_plan", memory_plan},
+              {"keras_parity", keras_parity},
               {"solver_bf16", solver_bf16}, {"resume_across", resume_across},
               {"loss_scale_growth", loss_scale_growth},
               {"loss_scale_overflow", loss_scale_overflow}, {"loss_scale_paths", loss_scale_paths},
