@@ -6,6 +6,7 @@
  * holding float32 weights, resumes across precisions both ways; float16's dynamic loss scale
  * (growth, overflows skipped with the weights untouched, the host and device paths alike,
  * resumed exactly); the refusal of a backend without the op; the memory plan's copies. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -606,6 +607,25 @@ static int64_t non_bf16(const char *path)
     return n;
 }
 
+/* Whether run directory dir's TensorBoard event file holds `text` (a tag is stored as its
+ * bytes). */
+static int events_hold(const char *dir, const char *text)
+{
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "events.out.tfevents.", 20)) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t n = 0, k = strlen(text);
+        char *b = tfc_test_read(path, &n);
+        for (size_t i = 0; b && i + k <= n && !found; i++) found = !memcmp(b + i, text, k);
+        free(b);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
 static int files_equal(const char *a, const char *b)
 {
     size_t la, lb;
@@ -722,6 +742,11 @@ static void loss_scale_growth(void)
     char *sum = tfc_test_read(in("ls_grow", "summary.json"), NULL);
     const char *ls = sum ? strstr(sum, "\"loss_scale\": {") : NULL;
     CU_ASSERT_PTR_NOT_NULL(ls && strstr(ls, "\"scale\": 1024.0") && strstr(ls, "\"overflows\": 0"));
+    /* TensorBoard has the scale beside the rate, float32 runs none: a Summary.Value with
+     * tag (field 1) "loss_scale" and a simple_value (field 2, fixed32) */
+    CU_ASSERT(events_hold(tfc_test_path("ls_grow"), "\x0a\x0aloss_scale\x15"));
+    CU_ASSERT(!events_hold(tfc_test_path("ls_grow32"), "\x0a\x0aloss_scale\x15"));
+    CU_ASSERT(events_hold(tfc_test_path("ls_grow32"), "\x0a\x02lr\x15")); /* the pattern works */
     free(sum);
     fclose(quiet);
 }

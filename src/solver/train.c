@@ -554,8 +554,13 @@ static tfc_status display(run *r, tfc_error *err)
     if (s) return s;
     tfc_progress_display(&r->prog, r->iter, r->lr, &r->res->train);
     r->res->have_train = 1;
-    return tfc_rundir_log(&r->dir, "train", r->iter, &r->res->train, r->lr,
-                          tfc_progress_elapsed(&r->prog), err);
+    s = tfc_rundir_log(&r->dir, "train", r->iter, &r->res->train, r->lr,
+                       tfc_progress_elapsed(&r->prog), err);
+    /* float16: its loss scale in TensorBoard beside the rate (as PyTorch users log their
+     * GradScaler's) */
+    if (!s && r->dir.made && r->s->cfg.precision == TFC_PRECISION_FLOAT16)
+        s = tfc_events_scalar(r->dir.ev, r->iter, "loss_scale", r->loss_scale, err);
+    return s;
 }
 
 /* Records a test result; a better one than the best so far writes best.safetensors. */
