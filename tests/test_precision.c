@@ -679,6 +679,13 @@ static void solver_bf16(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(tfc_model_precision(tfc_solver_model(s)), TFC_PRECISION_BF16);
     tfc_solver_free(s);
+    /* tfc-summary counts the copies with the parameters and says so */
+    const char *bin = tfc_test_bin("tfc-summary");
+    if (bin) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "'%s/tfc-summary' '%s' --set precision=bf16", bin, solver_path());
+        tfc_test_sh_expect(0, cmd, "of which bf16 copies", NULL);
+    }
     fclose(quiet);
 }
 
