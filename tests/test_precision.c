@@ -787,22 +787,27 @@ static void loss_scale_overflow(void)
 }
 
 /* The host path (host_step) and the device path decide alike: the same bits, overflows
- * included. */
+ * included; also with micro-batches accumulated and the unscaled norm clipped. */
 static void loss_scale_paths(void)
 {
     FILE *quiet = fopen("/dev/null", "w");
     tfc_train_result a, b;
     tfc_error err;
     const char *sets[] = {"precision=float16", "loss_scale={initial_scale: 1099511627776}",
-                          "max_iter=60"};
-    CU_ASSERT_EQUAL_FATAL(train("ls_device", sets, 3, NULL, quiet, &a, &err), TFC_OK);
-    host_step_next = 1;
-    CU_ASSERT_EQUAL_FATAL(train("ls_host", sets, 3, NULL, quiet, &b, &err), TFC_OK);
-    host_step_next = 0;
-    CU_ASSERT(a.loss_scale_overflows > 10);
-    CU_ASSERT_EQUAL(a.loss_scale_overflows, b.loss_scale_overflows);
-    CU_ASSERT_EQUAL(a.loss_scale, b.loss_scale);
-    CU_ASSERT(files_equal(in("ls_device", "final.safetensors"), in("ls_host", "final.safetensors")));
+                          "max_iter=60", "iter_size=2", "clip_gradients=0.5"};
+    for (int k = 3; k <= 5; k += 2) {
+        char dev[32], host[32];
+        snprintf(dev, sizeof dev, "ls_device%d", k);
+        snprintf(host, sizeof host, "ls_host%d", k);
+        CU_ASSERT_EQUAL_FATAL(train(dev, sets, k, NULL, quiet, &a, &err), TFC_OK);
+        host_step_next = 1;
+        CU_ASSERT_EQUAL_FATAL(train(host, sets, k, NULL, quiet, &b, &err), TFC_OK);
+        host_step_next = 0;
+        CU_ASSERT(a.loss_scale_overflows > 10);
+        CU_ASSERT_EQUAL(a.loss_scale_overflows, b.loss_scale_overflows);
+        CU_ASSERT_EQUAL(a.loss_scale, b.loss_scale);
+        CU_ASSERT(files_equal(in(dev, "final.safetensors"), in(host, "final.safetensors")));
+    }
     fclose(quiet);
 }
 
