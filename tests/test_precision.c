@@ -857,6 +857,13 @@ static void key_errors(void)
     CU_ASSERT_PTR_NULL(tfc_solver_load(solver_path(), &o, &err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "loss_scale: applies to precision: float16"));
     if (!strstr(err.text, "applies to precision: float16")) printf("\n%s", err.text);
+    /* Keras's per-layer dtype policy: refused, pointing at the solver's key */
+    const char *dtype_yaml = "input: {shape: [4]}\nlayers:\n"
+                             "  - Dense: {units: 3, dtype: mixed_bfloat16}\nloss: mse\n";
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_model_from_string(dtype_yaml, strlen(dtype_yaml), "m.yaml", &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "unknown key 'dtype'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "hint: a layer's dtype policy is the solver's `precision:"));
     const char *odd[] = {"precision=float16", "loss_scale={initial_scale: 3000}"};
     o.sets = odd;
     tfc_error_clear(&err);

@@ -364,6 +364,11 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         l->args = calloc(1, l->ops->args_size ? l->ops->args_size : 1);
         if (!l->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         if (tfc_schema_apply(l->ops->schema, args[i], path, l->args, err)) {
+            /* Keras's dtype policies (dtype="mixed_bfloat16" on a layer) are a solver key */
+            if (args[i] && tfc_node_get(args[i], "dtype"))
+                tfc_error_hint(err, "a layer's dtype policy is the solver's `precision: "
+                                    "float32|bf16|float16` in tfc, for the whole model "
+                                    "(docs/solver.md, Precision)");
             status = TFC_ERR_CONFIG;
             continue;
         }
