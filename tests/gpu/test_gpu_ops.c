@@ -15,6 +15,7 @@
 #include "device/device.h"
 #include "cpu/cpu.h"
 #include "core/backend.h"
+#include "core/half.h"
 #include "core/safetensors.h"
 #include "data/data.h"
 #include "graph/model.h"
@@ -1201,14 +1202,14 @@ static const char mixed_yaml[] =
     "loss: categorical_crossentropy\n"
     "metrics: [accuracy]\n";
 
-static int bind_bf16; /* load_bound binds with precision bf16 */
+static tfc_precision bind_precision; /* load_bound binds with it (float32 unless set) */
 
 static tfc_model *load_bound(const char *yaml, tfc_backend *be, int batch)
 {
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "step.yaml", &err);
-    if (m && bind_bf16) tfc_model_set_precision(m, TFC_PRECISION_BF16);
+    if (m) tfc_model_set_precision(m, bind_precision);
     if (!m || tfc_model_bind(m, be, batch, &err) || tfc_model_init_weights(m, 42, &err)) {
         printf("\n  %s", err.text);
         tfc_model_free(m);
@@ -1347,14 +1348,15 @@ static void train_steps(const char *yaml, int batch, int tokens, int adam, doubl
          * of 160 outputs 4% off after 3 steps once other tests changed the data) */
         CU_ASSERT_EQUAL(normwise_tol > 0 ? compare_normwise(what, ob, oa, nout, OUTPUT_NORMWISE)
                                          : compare_floats(what, ob, oa, nout, rtol, atol), 0);
-        if (bind_bf16) { /* the device's outputs are bfloat16 values too */
+        if (bind_precision) { /* the device's outputs are 16-bit values too */
             int64_t wide = 0;
             for (int64_t i = 0; i < nout; i++) {
-                uint32_t u;
-                memcpy(&u, &ob[i], 4);
-                wide += (u & 0xffffu) != 0;
+                float r = bind_precision == TFC_PRECISION_BF16 ? tfc_bf16_round(ob[i])
+                                                               : tfc_f16_round(ob[i]);
+                wide += memcmp(&r, &ob[i], 4) != 0;
             }
-            if (wide) printf("\n  %s: %lld of %lld not bfloat16", what, (long long)wide, (long long)nout);
+            if (wide) printf("\n  %s: %lld of %lld not %s values", what, (long long)wide,
+                             (long long)nout, tfc_precision_names[bind_precision]);
             CU_ASSERT_EQUAL(wide, 0);
         }
         free(oa), free(ob);
@@ -1481,14 +1483,13 @@ static void test_train_cnn_tf32(void)
     set_tf32(0);
 }
 
-/* precision: bf16 (docs/solver.md, "Precision") against the CPU's reference: the rounding ops
- * (bfloat16's and float16's) bit for bit over random floats, ties, NaNs, infinities and
- * overflow; then training steps
- * of the CNN and the LSTM with bf16 on both backends, TF32 on the device as the
- * trainer runs bf16 there (exact products of bfloat16 operands), compared as TF32's case
- * is: normwise, the outputs at OUTPUT_NORMWISE; a device output that is not a bfloat16 value
- * fails. The two sides differ in float32 summation order, which now and then rounds a value
- * to the other bfloat16 neighbour (2^-8 apart). */
+/* precision: bf16 and float16 (docs/solver.md, "Precision") against the CPU's reference:
+ * the rounding ops bit for bit over random floats, ties, NaNs, infinities and overflow;
+ * then training steps of the CNN and the LSTM in bf16, and of the CNN in float16, on both
+ * backends, TF32 on the device as the trainer sets it for both (exact products of 16-bit
+ * operands), compared as TF32's case is: normwise, the outputs at OUTPUT_NORMWISE; a device
+ * output that is not a value of the format fails. The two sides differ in float32
+ * summation order, which now and then rounds a value to the other 16-bit neighbour. */
 static void test_bf16(void)
 {
     enable_bf16(1);
@@ -1523,14 +1524,16 @@ static void test_bf16(void)
     CU_ASSERT_EQUAL(memcmp(a, b, N * 4), 0);
     dev->ops->free(dev, dx);
     free(x), free(a), free(b);
-    bind_bf16 = 1;
+    bind_precision = TFC_PRECISION_BF16;
     set_tf32(1);
     normwise_tol = 0.25;
     train_steps(cnn_yaml, 16, 0, 0, 2e-2, 2e-3);
     train_steps(lstm_yaml, 6, 1, 0, 2e-2, 2e-3);
+    bind_precision = TFC_PRECISION_FLOAT16; /* its gradients unscaled: small ones vanish alike */
+    train_steps(cnn_yaml, 16, 0, 0, 2e-2, 2e-3);
     normwise_tol = 0;
     set_tf32(0);
-    bind_bf16 = 0;
+    bind_precision = TFC_PRECISION_FLOAT32;
     enable_bf16(0);
     check_status();
 }
