@@ -6,7 +6,8 @@
 # with TFC_FLAGS when given (e.g. TFC_FLAGS=--no-cuda-graphs); the peer runs eager and under
 # torch.compile in its default and reduce-overhead modes (PEER_MODES); both in each of
 # PRECISIONS (fp32 strict, tf32, bf16; default fp32; tfc's bf16 is `precision: bf16`, which
-# the GPU refuses until its kernel has landed there, docs/gpu.md). MAX_ITER=N shortens every run alike
+# the GPU refuses until its kernel has landed there, docs/gpu.md). MAX_ITER=N shortens every
+# run alike
 # (the cosine then spans N iterations); DATA=DIR holds Fashion-MNIST's four .gz files.
 #   e2e_gpu.sh BIN_DIR       (tools/gpu-bare.sh e2e runs it on a bare GPU machine)
 set -e
@@ -31,14 +32,16 @@ tfc_run() { # NAME PRECISION FLAGS...
     t1=$(date +%s.%N)
     $PY - "$out/$name" "$t0" "$t1" "$prec" "$*" >>"$out/e2e.jsonl" <<'PYEOF'
 import csv, json, sys
-run, t0, t1, prec, flags = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+run, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+prec, flags = sys.argv[4], sys.argv[5]
 acc = []
 with open(f"{run}/log.csv") as f:
     for row in csv.DictReader(f):
         if row.get("phase") == "test" and row.get("accuracy"):
             acc.append(float(row["accuracy"]))
 s = json.load(open(f"{run}/summary.json"))
-flags = " ".join(f for f in flags.split() if not f.startswith(("precision=", "tf32=")) and f != "--set")
+flags = " ".join(f for f in flags.split()
+                 if not f.startswith(("precision=", "tf32=")) and f != "--set")
 print(json.dumps({"peer": ("tfc " + flags).strip(), "precision": prec,
                   "iterations": s.get("iterations"), "seconds": round(t1 - t0, 3),
                   "test_accuracy": acc}))

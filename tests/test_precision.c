@@ -5,7 +5,9 @@
  * weights untouched); the solver key, its errors, training close to float32, snapshots
  * holding float32 weights, resumes across precisions both ways; float16's dynamic loss scale
  * (growth, overflows skipped with the weights untouched, the host and device paths alike,
- * resumed exactly); the refusal of a backend without the op; the memory plan's copies. */
+ * resumed exactly, its TensorBoard scalar); Keras 3's mixed policies on the same models
+ * and weights (tests/ref/keras_precision.py); the refusal of a backend without the op; the
+ * memory plan's copies. Run from the repository's root. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -78,7 +80,8 @@ static void round_cases(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         uint32_t got = bits(tfc_bf16_round(from_bits(cases[i].in)));
-        if (got != cases[i].want) printf("\n  %08x -> %08x, want %08x", cases[i].in, got, cases[i].want);
+        if (got != cases[i].want)
+            printf("\n  %08x -> %08x, want %08x", cases[i].in, got, cases[i].want);
         CU_ASSERT_EQUAL(got, cases[i].want);
         CU_ASSERT_EQUAL(bits(ref_round(from_bits(cases[i].in))), cases[i].want);
     }
@@ -159,7 +162,8 @@ static void f16_cases(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         uint32_t got = bits(tfc_f16_round(from_bits(cases[i].in)));
-        if (got != cases[i].want) printf("\n  %08x -> %08x, want %08x", cases[i].in, got, cases[i].want);
+        if (got != cases[i].want)
+            printf("\n  %08x -> %08x, want %08x", cases[i].in, got, cases[i].want);
         CU_ASSERT_EQUAL(got, cases[i].want);
         CU_ASSERT_EQUAL(bits(ref_f16(from_bits(cases[i].in))), cases[i].want);
     }
@@ -297,7 +301,8 @@ static void forward_contract_of(const format *f16)
     tfc_error err;
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, NB, &err), TFC_OK);
-    float kh[NI * NH], bh[NH], ko[NH * NO], bo[NO], x[NB * NI], h[NB * NH], y[NB * NO], got[NB * NO];
+    float kh[NI * NH], bh[NH], ko[NH * NO], bo[NO], x[NB * NI], h[NB * NH], y[NB * NO];
+    float got[NB * NO];
     fill_weights(m, kh, bh, ko, bo);
     tfc_test_fill(x, NB * NI, -1, 1, 25);
     int wide = 0;
@@ -350,7 +355,8 @@ static void forward_contract_of(const format *f16)
      * dlogits would give) */
     CU_ASSERT(worst < 2e-2);
     CU_ASSERT(off <= NH * NO / 10);
-    if (off > NH * NO / 10) printf("\n  %d of %d gradients off by more than %g", off, NH * NO, fmt->off);
+    if (off > NH * NO / 10)
+        printf("\n  %d of %d gradients off by more than %g", off, NH * NO, fmt->off);
 
     /* float32 on the same weights gives another output: the format did something */
     tfc_model *f = tfc_test_model(mlp_yaml);
@@ -511,9 +517,10 @@ static void keras_parity(void)
             float *out = malloc(yt->nbytes);
             CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, xt->data, batch, 0, 1, 0, &err), TFC_OK);
             tfc_model_get_output(m, out);
-            double ours = gap(out, yt->data, yt->numel), theirs = gap(y32->data, yt->data, yt->numel);
-            printf("\n  %s %s: tfc against Keras %.3g (bound %.3g); Keras's float32 against it %.3g",
-                   cases[c], precs[k].tag, ours, precs[k].bound, theirs);
+            double ours = gap(out, yt->data, yt->numel);
+            double theirs = gap(y32->data, yt->data, yt->numel);
+            printf("\n  %s %s: tfc against Keras %.3g (bound %.3g); Keras's float32 against "
+                   "it %.3g", cases[c], precs[k].tag, ours, precs[k].bound, theirs);
             CU_ASSERT(ours <= precs[k].bound);
             free(out);
             tfc_model_free(m);
@@ -825,7 +832,8 @@ static void loss_scale_resume(void)
     snprintf(snap, sizeof snap, "%s", in("lsr_full", "snapshots/tiny_iter_100.state"));
     CU_ASSERT_EQUAL_FATAL(train("lsr_resumed", f16, 3, snap, quiet, &b, &err), TFC_OK);
     CU_ASSERT_EQUAL(b.loss_scale, a.loss_scale);
-    CU_ASSERT(files_equal(in("lsr_full", "final.safetensors"), in("lsr_resumed", "final.safetensors")));
+    CU_ASSERT(files_equal(in("lsr_full", "final.safetensors"),
+                          in("lsr_resumed", "final.safetensors")));
     const char *f32[] = {SGD};
     CU_ASSERT_EQUAL_FATAL(train("lsr_32", f32, 1, NULL, quiet, &b, &err), TFC_OK);
     snprintf(snap, sizeof snap, "%s", in("lsr_32", "snapshots/tiny_iter_100.state"));
@@ -863,7 +871,8 @@ static void key_errors(void)
     tfc_error_clear(&err);
     CU_ASSERT_PTR_NULL(tfc_model_from_string(dtype_yaml, strlen(dtype_yaml), "m.yaml", &err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "unknown key 'dtype'"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "hint: a layer's dtype policy is the solver's `precision:"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(err.text, "hint: a layer's dtype policy is the solver's `precision:"));
     const char *odd[] = {"precision=float16", "loss_scale={initial_scale: 3000}"};
     o.sets = odd;
     tfc_error_clear(&err);
@@ -874,10 +883,11 @@ static void key_errors(void)
 
 TFC_TEST_MAIN("precision", {"round_cases", round_cases}, {"round_op", round_op},
               {"f16_cases", f16_cases}, {"f16_op", f16_op},
-              {"forward_contract", forward_contract}, {"forward_contract_f16", forward_contract_f16}, {"updates_in_float32", updates_in_float32},
+              {"forward_contract", forward_contract},
+              {"forward_contract_f16", forward_contract_f16},
+              {"updates_in_float32", updates_in_float32},
               {"refused_without_op", refused_without_op}, {"memory_plan", memory_plan},
-              {"keras_parity", keras_parity},
-              {"solver_bf16", solver_bf16}, {"resume_across", resume_across},
-              {"loss_scale_growth", loss_scale_growth},
+              {"keras_parity", keras_parity}, {"solver_bf16", solver_bf16},
+              {"resume_across", resume_across}, {"loss_scale_growth", loss_scale_growth},
               {"loss_scale_overflow", loss_scale_overflow}, {"loss_scale_paths", loss_scale_paths},
               {"loss_scale_resume", loss_scale_resume}, {"key_errors", key_errors})

@@ -280,7 +280,8 @@ int main(int argc, char **argv)
         printf("  %-22s %12s\n", "parameters", human((double)mp->params, a, sizeof a));
         if (tfc_model_precision(m)) { /* the plan counts the 16-bit copies with them */
             char what[64];
-            snprintf(what, sizeof what, "of which %s copies", tfc_precision_names[tfc_model_precision(m)]);
+            snprintf(what, sizeof what, "of which %s copies",
+                     tfc_precision_names[tfc_model_precision(m)]);
             printf("    %-20s %12s\n", what, human((double)tr * 4, a, sizeof a));
         }
         printf("  %-22s %12s\n", "gradients", human((double)mp->grads, a, sizeof a));

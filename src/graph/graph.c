@@ -196,7 +196,7 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
     tfc_memory_plan *P = &L->plan;
     P->max_batch = max_batch;
-    /* with bf16, the trainable parameters' bfloat16 copies too (floats on the CPU) */
+    /* with bf16 or float16, the trainable parameters' 16-bit copies too (floats on the CPU) */
     P->params = (size_t)(m->param_count + (m->precision ? m->trainable_count : 0)) * 4;
     P->grads = (size_t)m->trainable_count * 4;
     size_t B = (size_t)max_batch, in_bytes = B * (size_t)tfc_shape_numel(&m->input_shape) * 4;
@@ -336,7 +336,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
     }
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
-    /* bf16 rounds every layer's output (round_outputs): a chain would skip some */
+    /* bf16 and float16 round every layer's output (round_outputs): a chain would skip some */
     if (m->precision) return;
     /* Training and inference: an Embedding whose output only an LSTM reads hands the LSTM
      * its ids and table where the backend's LSTM takes them for this shape (on the CPU: a
@@ -561,8 +561,9 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
         tfc_model_unbind(m);
         return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
-    /* Parameters: trainable ones first, in layer order, then the rest. With bf16 the layers
-     * read the trainable ones' copies, at the same offsets (master() finds the floats). */
+    /* Parameters: trainable ones first, in layer order, then the rest. With bf16 or float16
+     * the layers read the trainable ones' copies, at the same offsets (master() finds the
+     * floats). */
     int64_t off = 0, goff = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < m->nlayers; i++)
@@ -690,8 +691,8 @@ float *tfc_model_grads(tfc_model *m)
 float *tfc_model_input_grad(tfc_model *m) { return m->dx; }
 void tfc_model_want_input_grad(tfc_model *m, int on) { m->want_input_grad = on; }
 
-/* The float32 values of a bound parameter: with bf16 a trainable one's data is its rounded
- * copy, which each forward pass rounds from these (tfc_model_forward_launch). */
+/* The float32 values of a bound parameter: with bf16 or float16 a trainable one's data is
+ * its rounded copy, which each forward pass rounds from these (tfc_model_forward_launch). */
 static float *master(const tfc_model *m, const tfc_param *p)
 {
     return m->copies && p->trainable ? m->params + (p->data - m->copies) : p->data;

@@ -6,8 +6,9 @@
  * checks. A non-finite loss or gradient stops the run naming the iteration and the first
  * layer whose output went non-finite, or with `rollback:` reloads the newest snapshot;
  * with precision float16 a non-finite gradient of a finite loss only skips the update and
- * halves the loss scale (loss_scale_step). All randomness is keyed by (seed, step), and the state file holds the rest, so a resumed
- * run on the CPU repeats the uninterrupted one bit for bit.
+ * halves the loss scale (loss_scale_step). All randomness is keyed by (seed, step), and the
+ * state file holds the rest, so a resumed run on the CPU repeats the uninterrupted one bit
+ * for bit.
  * Data-parallel (docs/distributed.md): each of N ranks runs its rows of every batch, the
  * gradients and losses are summed over the ranks before the average, and only rank 0 writes. */
 #include <math.h>

@@ -101,7 +101,8 @@ set -e
 if [ $rc = 2 ] && grep -q 'precision.*bf16 is not available on' "$out/bf16.log"; then
     echo "  precision=bf16: $(grep -m1 'not available' "$out/bf16.log")"
 else
-    echo "train_curve: FAILED: precision=bf16 on the GPU gave exit $rc:"; cat "$out/bf16.log"; exit 1
+    echo "train_curve: FAILED: precision=bf16 on the GPU gave exit $rc:"
+    cat "$out/bf16.log"; exit 1
 fi
 # device selection: CUDA_VISIBLE_DEVICES hides the GPUs; gpu:N past the last one; both exit 1
 set +e
