@@ -713,6 +713,9 @@ static void resume_across(void)
     fclose(console);
     char *text = tfc_test_read(log, NULL);
     CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "precision: (absent) -> bf16"));
+    /* and that it is no faster on the CPU */
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "note: precision bf16 on the CPU computes its "
+                                                "16-bit numbers in float32 buffers"));
     if (text && !strstr(text, "precision: (absent) -> bf16")) printf("\n%s", text);
     free(text);
     CU_ASSERT_EQUAL(r.iterations, 200);

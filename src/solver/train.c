@@ -816,6 +816,10 @@ static tfc_status start(run *r, tfc_error *err)
     r->feed.nranks = r->comm->size;
     tfc_status st = tfc_solver_check_memory(s, r->be, r->comm->size, err);
     if (!st) st = tfc_feed_for_training(&r->feed, s, r->be, err);
+    if (!st && c->precision && r->be->device < 0) /* a user may expect speed from it */
+        tfc_progress_say(&r->prog, "note: precision %s on the CPU computes its 16-bit numbers in "
+                         "float32 buffers (the reference of docs/solver.md, Precision): slower "
+                         "than float32, not faster\n", tfc_precision_names[c->precision]);
     if (!st) st = tfc_grad_comm_open(&r->grad_comm, r->comm, r->be, c->deterministic, err);
     if (!st && use_device_step(r) &&
         !(r->step_state = r->be->ops->alloc(r->be, sizeof *r->step_state)))
