@@ -6,8 +6,10 @@
  * them. A capture cannot hold any of those; on a GPU they would fail it or bake one step's
  * host data into every replay. Checked on the CPU backend through a copy of its op table
  * that counts those calls, for every bench model and every zoo model, after one step that
- * lets any lazily made state (workspaces, caches) appear. Also: the staged halves give the
- * bits the whole calls give (tfc_model_forward, tfc_model_loss_launch). */
+ * lets any lazily made state (workspaces, caches) appear; the bench models also in bf16 and
+ * in float16, whose loss scale the loss's gradient reads from the step state
+ * (loss_scale_at). Also: the staged halves give the bits the whole calls give
+ * (tfc_model_forward, tfc_model_loss_launch). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,8 +141,8 @@ static int step(tfc_model *m, tfc_backend *be, const batch *b, int n, uint64_t k
     return 0;
 }
 
-/* The model at `path`, bound at batch n: one step, then a counted one. */
-static int check_model(const char *path, int n)
+/* The model at `path` in precision p, bound at batch n: one step, then a counted one. */
+static int check_model(const char *path, int n, tfc_precision p)
 {
     tfc_error err;
     tfc_error_clear(&err);
@@ -149,12 +151,18 @@ static int check_model(const char *path, int n)
     tfc_model *m = tfc_model_load(path, &err);
     int bad = 0;
     batch b = {NULL, NULL};
+    if (m) tfc_model_set_precision(m, p);
     if (!be || !m || tfc_model_bind(m, be, n, &err) || tfc_model_init_weights(m, 3, &err) ||
         make_batch(m, n, &b)) {
         printf("\n  %s: %s", path, err.text);
         bad = 1;
     }
     tfc_step_state *st = bad ? NULL : be->ops->alloc(be, sizeof *st);
+    if (st) {
+        const tfc_step_state init = {.loss_scale = 1024.0f};
+        be->ops->upload(be, st, &init, sizeof init);
+        if (p == TFC_PRECISION_FLOAT16) tfc_model_set_loss_scale_at(m, st);
+    }
     float *slot = bad ? NULL : be->ops->alloc(be, (size_t)tfc_model_trainable_count(m) * 4 + 4);
     if (slot) be->ops->zero(be, slot, (size_t)tfc_model_trainable_count(m) * 4);
     if (!bad && (step(m, be, &b, n, 0, st, slot, 0, &err) ||
@@ -163,8 +171,8 @@ static int check_model(const char *path, int n)
         bad = 1;
     }
     if (!bad && calls) {
-        printf("\n  %s: %d host transfer(s) or allocation(s) in the queued step, the first "
-               "'%s'", path, calls, first);
+        printf("\n  %s (%s): %d host transfer(s) or allocation(s) in the queued step, the "
+               "first '%s'", path, tfc_precision_names[p], calls, first);
         bad = 1;
     }
     calls = 0;
@@ -176,15 +184,24 @@ static int check_model(const char *path, int n)
     return bad;
 }
 
-static void test_bench_models(void)
+static const char *const bench_models[] = {"mnist_mlp", "mnist_cnn", "char_lstm", "resnet20",
+                                            "mobilenet", "bigru", "conv1d", "gpt_t128"};
+
+static void check_bench_models(tfc_precision p)
 {
-    static const char *models[] = {"mnist_mlp", "mnist_cnn", "char_lstm", "resnet20",
-                                   "mobilenet", "bigru", "conv1d", "gpt_t128"};
-    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+    for (size_t i = 0; i < sizeof bench_models / sizeof *bench_models; i++) {
         char path[256];
-        snprintf(path, sizeof path, "bench/models/%s.yaml", models[i]);
-        CU_ASSERT_EQUAL(check_model(path, 2), 0);
+        snprintf(path, sizeof path, "bench/models/%s.yaml", bench_models[i]);
+        CU_ASSERT_EQUAL(check_model(path, 2, p), 0);
     }
+}
+
+static void test_bench_models(void) { check_bench_models(TFC_PRECISION_FLOAT32); }
+
+static void test_precision_models(void)
+{
+    check_bench_models(TFC_PRECISION_BF16);
+    check_bench_models(TFC_PRECISION_FLOAT16);
 }
 
 static void test_zoo_models(void)
@@ -197,7 +214,7 @@ static void test_zoo_models(void)
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         char path[256];
         snprintf(path, sizeof path, "model_zoo/%s/model.yaml", models[i]);
-        CU_ASSERT_EQUAL(check_model(path, 2), 0);
+        CU_ASSERT_EQUAL(check_model(path, 2, TFC_PRECISION_FLOAT32), 0);
     }
 }
 
@@ -237,5 +254,6 @@ static void test_halves_match(void)
     tfc_backend_free(be);
 }
 
-TFC_TEST_MAIN("capture", {"bench_models", test_bench_models}, {"zoo_models", test_zoo_models},
+TFC_TEST_MAIN("capture", {"bench_models", test_bench_models},
+              {"precision_models", test_precision_models}, {"zoo_models", test_zoo_models},
               {"halves_match", test_halves_match})

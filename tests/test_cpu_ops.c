@@ -2936,7 +2936,7 @@ static void test_step_ops(void)
                         .beta_2 = 0.999f, .epsilon = 1e-7f, .alpha = 0.003f, .amsgrad = 1};
     const double clips[] = {0, 0.01, 1e9};
     float loss = 1.5f;
-    tfc_step_state st;
+    tfc_step_state st = {.loss_scale = 1.0f};
     for (int c = 0; c < 3; c++) {
         be->ops->grad_sumsq(be, N, g, &st);
         double ss = be->ops->sumsq(be, N, g);
@@ -2953,6 +2953,30 @@ static void test_step_ops(void)
         host.grad_scale = st.grad_scale;
         be->ops->optimizer_update(be, &host, N, w, g, slot[0], slot[1], slot[2]);
         CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(slot, slot2, sizeof slot));
+    }
+    /* float16's loss scale S in the state: the scale divided by it (in double, as the host
+     * path's), the clipping seeing the unscaled norm; loss_scale_at multiplies by it as
+     * `scale` does */
+    {
+        const double ss = st.sumsq, S = 1048576.0; /* the gradients' S^2 ss */
+        st.loss_scale = (float)S;
+        for (int c = 0; c < 3; c++) {
+            st.sumsq = ss * S * S;
+            be->ops->step_scale(be, &loss, 0.5, clips[c], &st);
+            const float want = tfc_step_grad_scale(ss * S * S, 0.5 / S, clips[c]);
+            CU_ASSERT(!memcmp(&st.grad_scale, &want, 4));
+            CU_ASSERT(c == 1 ? fabs(st.grad_scale * S * sqrt(ss) - 0.01) < 1e-8
+                             : st.grad_scale == (float)(0.5 / S));
+        }
+        float a[37], b[37];
+        fill(a, 37, -1e3, 1e3);
+        memcpy(b, a, sizeof a);
+        const float a5 = a[5];
+        be->ops->loss_scale_at(be, 37, &st, a);
+        be->ops->scale(be, 37, (float)S, b);
+        CU_ASSERT(!memcmp(a, b, sizeof a) && a[5] == a5 * (float)S && a[5] != a5);
+        st.loss_scale = 1.0f, st.sumsq = ss;
+        be->ops->step_scale(be, &loss, 0.5, 0, &st);
     }
     /* rates_at_state: lr, alpha and decay from the state; the desc's (far off) unread */
     for (int t = 0; t < 2; t++) {

@@ -418,7 +418,8 @@ static void updates_in_float32(void)
     tfc_backend_free(be);
 }
 
-/* A backend without round_bf16 (the GPU's until its kernels have run) refuses bf16. */
+/* A backend without round_bf16 (the GPU's until its kernels have run) refuses bf16; one
+ * with round_f16 but without loss_scale_at refuses float16. */
 static void refused_without_op(void)
 {
     tfc_backend *be = tfc_cpu_backend_create(1);
@@ -432,6 +433,12 @@ static void refused_without_op(void)
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_model_bind(m, be, NB, &err), TFC_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "precision: bf16 is not available on"));
+    tfc_model_set_precision(m, TFC_PRECISION_FLOAT16);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, NB, &err), TFC_OK);
+    table.loss_scale_at = NULL;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, NB, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "precision: float16 is not available on"));
     tfc_model_set_precision(m, TFC_PRECISION_FLOAT32);
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_model_bind(m, be, NB, &err), TFC_OK);
@@ -571,13 +578,15 @@ static const char *solver_path(void)
     return path;
 }
 
-static int host_step_next; /* the host_step option of the next train() call */
+static int host_step_next;   /* the host_step option of the next train() call */
+static int cuda_graphs_next; /* and its cuda_graphs */
 
 static tfc_status train(const char *out, const char **sets, int nsets, const char *resume,
                         FILE *console, tfc_train_result *res, tfc_error *err)
 {
     tfc_solver_options o = {0};
     o.host_step = host_step_next;
+    o.cuda_graphs = cuda_graphs_next;
     o.sets = sets;
     o.nsets = nsets;
     o.out_dir = tfc_test_path(out);
@@ -821,6 +830,88 @@ static void loss_scale_paths(void)
     fclose(quiet);
 }
 
+/* The staged step (cuda_graphs; on the CPU launched, on a GPU replayed from a graph) reads
+ * S from the step state: the unstaged device path's bits through a run whose scale falls
+ * from 2^40 (overflows) and then grows, with clipping and a test pass; asked for, it does
+ * not refuse float16. */
+static void loss_scale_staged(void)
+{
+    tfc_train_result a, b;
+    tfc_error err;
+    const char *sets[] = {"precision=float16", "max_iter=80", "clip_gradients=0.5",
+                          "loss_scale={initial_scale: 1099511627776, dynamic_growth_steps: 5}",
+                          "test_interval=40"};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *console = open_memstream(&text, &len);
+    CU_ASSERT_EQUAL_FATAL(train("lss_u", sets, 5, NULL, NULL, &a, &err), TFC_OK);
+    cuda_graphs_next = 1;
+    tfc_status st = train("lss_s", sets, 5, NULL, console, &b, &err);
+    cuda_graphs_next = 0;
+    fclose(console);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    CU_ASSERT(a.loss_scale_overflows > 10);
+    CU_ASSERT_EQUAL(a.loss_scale_overflows, b.loss_scale_overflows);
+    CU_ASSERT_EQUAL(a.loss_scale, b.loss_scale);
+    CU_ASSERT(files_equal(in("lss_u", "final.safetensors"), in("lss_s", "final.safetensors")));
+    CU_ASSERT(!memcmp(&a.test, &b.test, sizeof a.test));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "note: cuda_graphs: cpu has no CUDA graphs"));
+    CU_ASSERT_PTR_NULL(strstr(text, "not used with"));
+    free(text);
+}
+
+/* The field (1 min, 2 max, 3 num, 4 sum, 5 sum_squares) of the last histogram tagged `tag`
+ * in run directory dir's event file: Summary.Value's tag (field 1) is followed by its histo
+ * (field 5), whose first five fields are doubles written in order (solver/events.c). */
+static double histogram_field(const char *dir, const char *tag, int field)
+{
+    DIR *d = opendir(dir);
+    double v = NAN;
+    char want[128];
+    const size_t k = (size_t)snprintf(want, sizeof want, "\x0a%c%s\x2a", (int)strlen(tag), tag);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "events.out.tfevents.", 20)) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t n = 0;
+        unsigned char *b = (unsigned char *)tfc_test_read(path, &n);
+        for (size_t i = 0; b && i + k + 2 + 9 * 5 <= n; i++) {
+            if (memcmp(b + i, want, k)) continue;
+            size_t at = i + k;
+            while (b[at] & 0x80) at++; /* the histo's length */
+            at++;
+            at += 9 * (size_t)(field - 1);
+            if (b[at] == (unsigned char)(field << 3 | 1)) memcpy(&v, b + at + 1, 8);
+        }
+        free(b);
+    }
+    if (d) closedir(d);
+    return v;
+}
+
+/* The gradient histograms are the gradients' own, S undone: float16's sums of squares as
+ * float32's (their roundings apart), not S^2 times them. */
+static void loss_scale_histograms(void)
+{
+    tfc_train_result a, b;
+    tfc_error err;
+    const char *f16[] = {"precision=float16", "max_iter=3", "summary={histogram_interval: 3}",
+                         SGD},
+               *f32[] = {"max_iter=3", "summary={histogram_interval: 3}", SGD};
+    CU_ASSERT_EQUAL_FATAL(train("lsh16", f16, 4, NULL, NULL, &a, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(train("lsh32", f32, 3, NULL, NULL, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(a.loss_scale, 32768.0);
+    for (int k = 0; k < 2; k++) {
+        const char *tag = k ? "gradients/out/kernel" : "gradients/hidden/bias";
+        double h = histogram_field(tfc_test_path("lsh16"), tag, 5);
+        double f = histogram_field(tfc_test_path("lsh32"), tag, 5);
+        double w = histogram_field(tfc_test_path("lsh32"), "weights/out/kernel", 5);
+        if (!(fabs(h / f - 1) < 0.05)) printf("\n  %s: sum of squares %g, float32 %g", tag, h, f);
+        CU_ASSERT(f > 0 && w > 0 && f != w);
+        CU_ASSERT(fabs(h / f - 1) < 0.05);
+    }
+}
+
 /* A resumed float16 run goes on with the scale and count its snapshot had: the same bits
  * and scale as the uninterrupted run. A float32 snapshot resumes in float16 from the
  * configured start. */
@@ -893,4 +984,6 @@ TFC_TEST_MAIN("precision", {"round_cases", round_cases}, {"round_op", round_op},
               {"keras_parity", keras_parity}, {"solver_bf16", solver_bf16},
               {"resume_across", resume_across}, {"loss_scale_growth", loss_scale_growth},
               {"loss_scale_overflow", loss_scale_overflow}, {"loss_scale_paths", loss_scale_paths},
-              {"loss_scale_resume", loss_scale_resume}, {"key_errors", key_errors})
+              {"loss_scale_resume", loss_scale_resume},
+              {"loss_scale_staged", loss_scale_staged},
+              {"loss_scale_histograms", loss_scale_histograms}, {"key_errors", key_errors})

@@ -284,7 +284,11 @@ typedef struct tfc_step_state {
     /* The update's rates as the host writes them before the step, for a desc with
      * rates_at_state (tfc_optim_desc); no op writes them. */
     float lr, alpha, decay;
-    int32_t pad_;
+    /* float16's loss scale S (a power of two; 1 in other precisions), as the host writes it
+     * before the step (right after decay, so one upload writes the rates and S): step_scale
+     * divides the update's scale by it and loss_scale_at multiplies the loss's gradient by
+     * it, so a step replayed from a CUDA graph takes each step's S. No op writes it. */
+    float loss_scale;
 } tfc_step_state;
 
 /* The grad_scale of an update: `scale` (1 / (iter_size ranks), the average) times the
@@ -677,8 +681,8 @@ typedef struct tfc_device_options {
     /* st->sumsq (device) = the value sumsq(n, x) returns, the same bits. */                       \
     X(void, grad_sumsq, (tfc_backend *be, int64_t n, const float *x, tfc_step_state *st))          \
     /* From st->sumsq and *loss (a device scalar, the loss op's loss_out): st->skip = 1 when       \
-     * either is not finite, else 0; st->grad_scale = tfc_step_grad_scale(st->sumsq, scale,        \
-     * clip). */                                                                                   \
+     * either is not finite, else 0; st->grad_scale = tfc_step_grad_scale(st->sumsq,               \
+     * scale / st->loss_scale, clip), the division in double. */                                   \
     X(void, step_scale, (tfc_backend *be, const float *loss, double scale, double clip,            \
                          tfc_step_state *st))                                                      \
     /* optimizer_update(d with grad_scale = st->grad_scale, ...) (d->grad_scale is not read),      \
@@ -689,11 +693,15 @@ typedef struct tfc_device_options {
 
 /* Reduced precision (the trainer's `precision` key, docs/solver.md). Optional like the lists
  * above: a backend without one trains in float32 only, and a model asking for that format
- * is refused when it binds there. round_bf16: y = tfc_bf16_round(x), round_f16: y =
- * tfc_f16_round(x) (core/half.h), for n floats, y == x allowed. */
+ * is refused when it binds there (bf16 needs round_bf16, float16 round_f16 and
+ * loss_scale_at: tfc_precision_available). round_bf16: y = tfc_bf16_round(x), round_f16:
+ * y = tfc_f16_round(x) (core/half.h), for n floats, y == x allowed. loss_scale_at: x *=
+ * st->loss_scale for n floats, float16's loss scale on the loss's gradient read on the
+ * device (the trainer's device path; its host path passes S to `scale` by value). */
 #define TFC_BACKEND_PRECISION_OPS(X)                                                               \
     X(void, round_bf16, (tfc_backend *be, int64_t n, const float *x, float *y))                    \
-    X(void, round_f16, (tfc_backend *be, int64_t n, const float *x, float *y))
+    X(void, round_f16, (tfc_backend *be, int64_t n, const float *x, float *y))                     \
+    X(void, loss_scale_at, (tfc_backend *be, int64_t n, const tfc_step_state *st, float *x))
 
 /* CUDA graphs for the trainer's step (solver/train.c with tfc_solver_options.cuda_graphs;
  * gpu.h says what a caller keeps fixed between a capture and its replays). Optional like

@@ -427,6 +427,7 @@ static const tfc_backend_ops cpu_ops = {
     .optimizer_update_at = tfc_cpu_optimizer_update_at,
     .round_bf16 = tfc_cpu_round_bf16,
     .round_f16 = tfc_cpu_round_f16,
+    .loss_scale_at = tfc_cpu_loss_scale_at,
     .grouped_conv_forward = tfc_cpu_grouped_conv_forward,
     .grouped_conv_backward_data = tfc_cpu_grouped_conv_backward_data,
     .grouped_conv_backward_filter = tfc_cpu_grouped_conv_backward_filter,

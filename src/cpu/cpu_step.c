@@ -11,13 +11,20 @@ void tfc_cpu_grad_sumsq(tfc_backend *be, int64_t n, const float *x, tfc_step_sta
     st->sumsq = tfc_cpu_sumsq(be, n, x);
 }
 
-/* skip = !finite(loss) || !finite(sumsq); grad_scale = tfc_step_grad_scale(sumsq, ...) */
+/* skip = !finite(loss) || !finite(sumsq); grad_scale = tfc_step_grad_scale(sumsq,
+ * scale / S, clip), S float16's loss scale (1 otherwise) */
 void tfc_cpu_step_scale(tfc_backend *be, const float *loss, double scale, double clip,
                         tfc_step_state *st)
 {
     (void)be;
     st->skip = !isfinite(*loss) || !isfinite(st->sumsq);
-    st->grad_scale = tfc_step_grad_scale(st->sumsq, scale, clip);
+    st->grad_scale = tfc_step_grad_scale(st->sumsq, scale / (double)st->loss_scale, clip);
+}
+
+/* x *= S: the host path's `scale` by S, the same bits */
+void tfc_cpu_loss_scale_at(tfc_backend *be, int64_t n, const tfc_step_state *st, float *x)
+{
+    tfc_cpu_scale(be, n, st->loss_scale, x);
 }
 
 void tfc_cpu_optimizer_update_at(tfc_backend *be, const tfc_optim_desc *d,

@@ -94,9 +94,10 @@ void tfc_gpu_graph_free(tfc_gpu_graph *gr);
  * does (the work recorded, not run, and dropped), to check what a caller does then. */
 void tfc_gpu_test_fail_captures(int on);
 
-/* For tests, process-wide: 1 puts round_bf16 into the GPU's op table, so models with
- * `precision: bf16` bind there (`make test-gpu`'s bf16 case against the CPU's reference).
- * Off by default: the op has not run on a GPU yet, and without it bf16 is refused. */
+/* For tests, process-wide: 1 puts the precision ops (round_bf16, round_f16, loss_scale_at)
+ * into the GPU's op table, so models with `precision: bf16` or `float16` bind there (`make
+ * test-gpu`'s bf16 case against the CPU's reference). Off by default: the ops have not run
+ * on a GPU yet, and without them both precisions are refused. */
 void tfc_gpu_test_enable_bf16(int on);
 
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
@@ -156,9 +157,9 @@ const char *tfc_gpu_nccl_version(void);
  * gpu_depthwise.cu; upsample_* in gpu_resize.cu; warp_* and contrast_* in gpu_augment.cu;
  * attention_* in gpu_attention.cu; layernorm_*, mul, mul_reduce and masking_* in
  * gpu_layernorm.cu. The trainer's step ops (TFC_BACKEND_STEP_OPS: grad_sumsq, step_scale,
- * optimizer_update_at) in gpu_optim.cu too; round_bf16 (TFC_BACKEND_PRECISION_OPS) in
- * gpu_elementwise.cu, outside the table until tfc_gpu_test_enable_bf16's case has passed
- * on a GPU. */
+ * optimizer_update_at) in gpu_optim.cu too; round_bf16, round_f16 and loss_scale_at in
+ * gpu_elementwise.cu. The precision ops (TFC_BACKEND_PRECISION_OPS) stay outside the table
+ * until tfc_gpu_test_enable_bf16's case has passed on a GPU. */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
 TFC_BACKEND_STEP_OPS(TFC_GPU_DECLARE)

@@ -394,11 +394,12 @@ static tfc_backend_ops gpu_ops = { /* not const: tfc_gpu_test_enable_bf16 */
     .grad_sumsq = tfc_gpu_grad_sumsq,
     .step_scale = tfc_gpu_step_scale,
     .optimizer_update_at = tfc_gpu_optimizer_update_at,
-    /* TFC_BACKEND_PRECISION_OPS: none until bf16's kernel has run on a GPU (docs/gpu.md;
-     * tfc_gpu_test_enable_bf16 puts it in for that test); a model asking for bf16 is
-     * refused at bind */
+    /* TFC_BACKEND_PRECISION_OPS: none until their kernels have run on a GPU (docs/gpu.md;
+     * tfc_gpu_test_enable_bf16 puts them in for that test); a model asking for bf16 or
+     * float16 is refused at bind */
     .round_bf16 = NULL,
     .round_f16 = NULL,
+    .loss_scale_at = NULL,
     /* TFC_BACKEND_GRAPH_OPS: CUDA graphs (gpu_graph.cu) */
     .capture_begin = tfc_gpu_capture_begin,
     .capture_end = tfc_gpu_graph_op_capture_end,
@@ -496,6 +497,7 @@ void tfc_gpu_test_enable_bf16(int on)
 {
     gpu_ops.round_bf16 = on ? tfc_gpu_round_bf16 : NULL;
     gpu_ops.round_f16 = on ? tfc_gpu_round_f16 : NULL;
+    gpu_ops.loss_scale_at = on ? tfc_gpu_loss_scale_at : NULL;
 }
 
 int tfc_gpu_is_gpu(const tfc_backend *be)

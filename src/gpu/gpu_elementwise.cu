@@ -230,6 +230,22 @@ void tfc_gpu_scale(tfc_backend *be, int64_t n, float alpha, float *x)
     TFC_LAUNCH_CHECK(g, scale_kernel);
 }
 
+/* x *= S (float16's loss scale on the loss's gradient), S read from the step state; a
+ * float product, as the `scale` kernel's with S by value */
+static __global__ void loss_scale_at_kernel(int64_t n, const tfc_step_state *st, float *x)
+{
+    const float s = st->loss_scale;
+    GRID_LOOP(i, n) x[i] *= s;
+}
+
+void tfc_gpu_loss_scale_at(tfc_backend *be, int64_t n, const tfc_step_state *st, float *x)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    loss_scale_at_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, st, x);
+    TFC_LAUNCH_CHECK(g, loss_scale_at_kernel);
+}
+
 /* y[r, c] += b[c] */
 static __global__ void bias_add_kernel(int64_t total, int cols, const float *b, float *y)
 {

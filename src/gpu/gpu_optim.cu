@@ -110,13 +110,14 @@ void tfc_gpu_grad_sumsq(tfc_backend *be, int64_t n, const float *x, tfc_step_sta
 }
 
 /* One thread: skip = !finite(*loss) || !finite(sumsq); grad_scale =
- * tfc_step_grad_scale(sumsq, scale, clip), the host's function compiled for the device. */
+ * tfc_step_grad_scale(sumsq, scale / S, clip), the host's function compiled for the device
+ * (S float16's loss scale, 1 otherwise; the division in double, IEEE-rounded as the host's). */
 static __global__ void step_scale_kernel(const float *loss, double scale, double clip,
                                          tfc_step_state *st)
 {
     const double sumsq = st->sumsq;
     st->skip = !isfinite(*loss) || !isfinite(sumsq);
-    st->grad_scale = tfc_step_grad_scale(sumsq, scale, clip);
+    st->grad_scale = tfc_step_grad_scale(sumsq, scale / (double)st->loss_scale, clip);
 }
 
 void tfc_gpu_step_scale(tfc_backend *be, const float *loss, double scale, double clip,

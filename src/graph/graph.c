@@ -544,8 +544,7 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
-    if (m->precision && !(m->precision == TFC_PRECISION_BF16 ? be->ops->round_bf16
-                                                             : be->ops->round_f16))
+    if (!tfc_precision_available(be, m->precision))
         return tfc_error_set(err, TFC_ERR_CONFIG,
                              "precision: %s is not available on %s yet (docs/gpu.md, Status); "
                              "float32 is",
@@ -670,7 +669,15 @@ void tfc_model_set_precision(tfc_model *m, tfc_precision p)
 
 tfc_precision tfc_model_precision(const tfc_model *m) { return m->precision; }
 
+int tfc_precision_available(const tfc_backend *be, tfc_precision p)
+{
+    return p == TFC_PRECISION_BF16      ? be->ops->round_bf16 != NULL
+           : p == TFC_PRECISION_FLOAT16 ? be->ops->round_f16 && be->ops->loss_scale_at
+                                        : 1;
+}
+
 void tfc_model_set_loss_scale(tfc_model *m, float s) { m->loss_scale = s; }
+void tfc_model_set_loss_scale_at(tfc_model *m, const tfc_step_state *st) { m->loss_scale_at = st; }
 
 /* y = x rounded to the model's 16-bit format (n floats; y == x allowed) */
 static void round_to(tfc_model *m, int64_t n, const float *x, float *y)
@@ -958,8 +965,11 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
     be->ops->loss(be, c->kind, from_logits, rows, m->classes, x, c->target, c->loss_weight,
                   c->scale, m->scalars, dx);
-    if (dx && m->loss_scale != 1.0f) /* the loss scale (float16): the gradient alone */
-        be->ops->scale(be, (int64_t)m->ex.batch * tfc_layer_out_numel(last), m->loss_scale, dx);
+    const int64_t ndx = (int64_t)m->ex.batch * tfc_layer_out_numel(last);
+    if (dx && m->loss_scale_at) /* the loss scale (float16): the gradient alone */
+        be->ops->loss_scale_at(be, ndx, m->loss_scale_at, dx);
+    else if (dx && m->loss_scale != 1.0f)
+        be->ops->scale(be, ndx, m->loss_scale, dx);
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind != TFC_METRIC_LOSS)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,

@@ -114,9 +114,16 @@ typedef enum tfc_precision {
 extern const char *const tfc_precision_names[]; /* "float32", "bf16", "float16", NULL */
 void tfc_model_set_precision(tfc_model *m, tfc_precision p);
 tfc_precision tfc_model_precision(const tfc_model *m);
+/* Whether `be` has the ops precision p needs (core/backend.h: bf16 round_bf16; float16
+ * round_f16 and loss_scale_at; float32 none). */
+int tfc_precision_available(const tfc_backend *be, tfc_precision p);
 /* The loss scale (float16's, the trainer's): the loss's gradient is multiplied by s before
  * the backward pass (a power of two: exactly), its value is not. 1 unless set. */
 void tfc_model_set_loss_scale(tfc_model *m, float s);
+/* The same with the scale read on the device from st->loss_scale (loss_scale_at), whatever
+ * it is when the step runs: a step captured in a CUDA graph takes each replay's. st on the
+ * model's backend, or NULL (back to tfc_model_set_loss_scale's value); it takes precedence. */
+void tfc_model_set_loss_scale_at(tfc_model *m, const tfc_step_state *st);
 
 /* Plans and allocates every buffer on `be` for batches of up to max_batch examples; the
  * model keeps `be`. Re-binding with another size frees the old buffers. Errors name the

@@ -112,6 +112,7 @@ struct tfc_model {
     int64_t trainable_count; /* ... and the trainable ones */
     tfc_precision precision; /* of the passes (tfc_model_set_precision), before binding */
     float loss_scale;      /* multiplies the loss's gradient (tfc_model_set_loss_scale); 1 */
+    const tfc_step_state *loss_scale_at; /* else this one's, on the device; NULL */
 
     /* The bound state (graph.c: tfc_model_bind). */
     tfc_backend *be;

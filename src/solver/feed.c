@@ -191,8 +191,7 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
                               sizes[0], f->nranks);
     f->stage_batch = sizes[0] > sizes[1] ? sizes[0] : sizes[1];
     f->bind_batch = f->train ? sizes[0] / f->nranks : sizes[1] < 256 ? sizes[1] : 256;
-    if (s->cfg.precision && !(s->cfg.precision == TFC_PRECISION_BF16 ? be->ops->round_bf16 != NULL
-                                                                     : be->ops->round_f16 != NULL))
+    if (!tfc_precision_available(be, s->cfg.precision))
         return tfc_node_error(err, TFC_ERR_CONFIG, s->cfg.precision_node, "precision",
                               "%s is not available on %s yet: its kernels there have not run "
                               "(docs/gpu.md, Status); train there in float32, or in %s with "

@@ -59,6 +59,7 @@ typedef struct run {
     double loss_scale;               /* float16's dynamic loss scale (loss_scale_step); 1 */
     int64_t scale_good;              /* finite updates since it last changed */
     int64_t scale_overflows;         /* updates skipped for non-finite gradients */
+    double step_loss_scale;          /* S of the last step: its gradients carry it */
 } run;
 
 static int writer(const run *r) { return r->comm->rank == 0; }
@@ -338,8 +339,8 @@ static void drop_graph(run *r)
     r->graph = NULL;
 }
 
-/* The step's device work once its batch is staged and its rates written to the step state:
- * what a CUDA graph captures. */
+/* The step's device work once its batch is staged and its rates and loss scale written to
+ * the step state: what a CUDA graph captures. */
 static void queue_step(run *r, double scale, double lr)
 {
     const tfc_solver_config *c = &r->s->cfg;
@@ -359,17 +360,19 @@ static void queue_step(run *r, double scale, double lr)
 /* The staged step (tfc_solver_options.cuda_graphs, docs/solver.md): the device path of a
  * single-process run with iter_size 1 on fixed-length batches, in two halves. First the
  * host's part: the batch and its labels are checked and uploaded (tfc_model_stage_input,
- * _stage_labels) and the update's rates written to the step state (tfc_optimizer_rates).
+ * _stage_labels) and the update's rates and float16's loss scale written to the step state
+ * (tfc_optimizer_rates; the loss's gradient and step_scale read S there).
  * Then the device work (queue_step), queued at once: replayed from a CUDA graph where the
  * backend has TFC_BACKEND_GRAPH_OPS, captured at the first full batch after one launched
  * staged step (which makes the workspaces, scratch and algorithm choices a capture needs),
  * else launched. A replay draws dropout at its own step (the step offset) and reads the
- * rates written for it; a partial batch or one whose loss counts other rows (masked steps:
+ * rates and S written for it; a partial batch or one whose loss counts other rows (masked steps:
  * the loss's scale is a by-value argument) is launched, and buffers that moved (graph_key)
  * are captured anew. A failed capture says so and launches from then on. The same bits as the
  * unstaged device path: the same ops with the same operands in the same order
  * (test_staged_step, tests/test_train.c; train_graphs in make test-gpu). */
-static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
+static tfc_status staged_step(run *r, double lr, double scale, float loss_scale,
+                              tfc_error *err)
 {
     const tfc_solver_config *c = &r->s->cfg;
     tfc_model *m = r->s->model;
@@ -380,8 +383,9 @@ static tfc_status staged_step(run *r, double lr, double scale, tfc_error *err)
     if (!s) s = tfc_model_stage_input(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
     if (!s) s = tfc_model_stage_labels(m, r->feed.y, err);
     if (s) return s;
-    float rates[3];
+    float rates[4]; /* lr, alpha, decay, loss_scale: adjacent in tfc_step_state */
     tfc_optimizer_rates(&r->opt, r->iter, lr, rates);
+    rates[3] = loss_scale;
     be->ops->upload(be, &r->step_state->lr, rates, sizeof rates);
     const void *key[6];
     graph_key(r, key);
@@ -480,16 +484,22 @@ static tfc_status train_step(run *r, tfc_error *err)
     tfc_model *m = r->s->model;
     double loss = 0;
     int64_t ntrain = tfc_model_trainable_count(m);
-    /* the average over micro-batches and ranks, and float16's loss scale undone (a power of
-     * two: exactly); clipping sees the unscaled norm */
-    tfc_model_set_loss_scale(m, (float)r->loss_scale);
-    double scale = 1.0 / ((double)c->iter_size * r->comm->size) / r->loss_scale;
+    /* the average over micro-batches and ranks, and float16's loss scale S undone (a power
+     * of two: exactly); clipping sees the unscaled norm. The device path reads S from the
+     * step state (step_scale divides by it, the loss's gradient is multiplied by it there:
+     * start sets the model to read it), so a replayed step takes each step's; the host path
+     * passes it by value. */
+    const float S = (float)r->loss_scale;
+    const double scale = 1.0 / ((double)c->iter_size * r->comm->size);
+    r->step_loss_scale = S;
     const int float16 = c->precision == TFC_PRECISION_FLOAT16;
+    if (!r->step_state) tfc_model_set_loss_scale(m, S);
+    else if (float16 && !r->staged) r->be->ops->upload(r->be, &r->step_state->loss_scale, &S, 4);
     int overflow = 0;
     double lr = tfc_lr_at(&c->lr_policy, tfc_callbacks_base_lr(&r->cb, c), r->iter, c->max_iter);
     tfc_status s;
     if (r->staged) {
-        s = staged_step(r, lr, scale, err);
+        s = staged_step(r, lr, scale, S, err);
     } else {
         tfc_model_zero_grad(m);
         s = accumulate(r, &loss, err);
@@ -522,7 +532,7 @@ static tfc_status train_step(run *r, tfc_error *err)
         double sumsq = r->be->ops->sumsq(r->be, ntrain, grads);
         if (!isfinite(sumsq) && !float16) return bad_gradient(r, err);
         overflow = !isfinite(sumsq);
-        float grad_scale = tfc_step_grad_scale(sumsq, scale, c->clip_gradients);
+        float grad_scale = tfc_step_grad_scale(sumsq, scale / (double)S, c->clip_gradients);
         if (!overflow)
             tfc_optimizer_step(&r->opt, r->iter, lr, grad_scale, c->weight_decay,
                                tfc_model_params(m), grads);
@@ -825,13 +835,17 @@ static tfc_status start(run *r, tfc_error *err)
         !(r->step_state = r->be->ops->alloc(r->be, sizeof *r->step_state)))
         st = tfc_error_set(err, TFC_ERR_NOMEM, "cannot allocate the step's state on %s",
                            r->be->ops->name);
+    if (!st && r->step_state) { /* S 1 unless float16, whose steps write theirs */
+        const tfc_step_state init = {.loss_scale = 1.0f};
+        r->be->ops->upload(r->be, r->step_state, &init, sizeof init);
+        if (c->precision == TFC_PRECISION_FLOAT16)
+            tfc_model_set_loss_scale_at(s->model, r->step_state);
+    }
     if (!st && s->opt.cuda_graphs) {
         const char *why = !r->step_state ? "the step's host path (data-parallel, or host_step)"
                           : c->iter_size != 1 ? "iter_size above 1"
                           : tfc_model_max_length(s->model) ? "batches of varying length"
-                          : c->precision == TFC_PRECISION_FLOAT16
-                              ? "precision: float16 (its loss scale changes between steps)"
-                              : NULL;
+                                                           : NULL;
         r->graphs_asked = s->opt.cuda_graphs > 0;
         if (r->graphs_asked) { /* asked for: says where it cannot be */
             r->staged = !why;
@@ -1051,7 +1065,8 @@ static tfc_status loop(run *r, tfc_error *err)
         /* weights after the update, the gradients it used (kept until the next step) */
         if (c->histogram_interval > 0 && r->iter % c->histogram_interval == 0)
             st = tfc_rundir_histograms(&r->dir, r->iter,
-                                       1.0 / ((double)c->iter_size * r->comm->size), err);
+                                       1.0 / ((double)c->iter_size * r->comm->size) /
+                                           r->step_loss_scale, err);
         if (st) return st;
         if (c->display > 0 && r->iter % c->display == 0) st = display(r, err);
         else tfc_progress_live(&r->prog, r->iter, r->lr);
@@ -1179,7 +1194,10 @@ static void free_run(run *r)
     tfc_feed_free(&r->feed);
     tfc_grad_comm_close(&r->grad_comm); /* before its backend */
     drop_graph(r); /* before its backend */
-    if (r->step_state) r->be->ops->free(r->be, r->step_state);
+    if (r->step_state) {
+        tfc_model_set_loss_scale_at(r->s->model, NULL);
+        r->be->ops->free(r->be, r->step_state);
+    }
     if (r->be) tfc_backend_free(r->be);
     tfc_progress_free(&r->prog);
     tfc_snapshot_set_free(&r->snaps);

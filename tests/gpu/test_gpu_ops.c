@@ -51,7 +51,8 @@ static void set_attention_no_split(int on)
 #endif
 }
 
-/* 1: the GPU's table has round_bf16 (tfc_gpu_test_enable_bf16), so bf16 models bind */
+/* 1: the GPU's table has the precision ops (tfc_gpu_test_enable_bf16), so bf16 and float16
+ * models bind */
 static void enable_bf16(int on)
 {
 #ifdef TFC_HAVE_CUDA
@@ -1650,7 +1651,8 @@ static void test_grad_sumsq(void)
 
 /* step_scale: skip exactly when the loss or the sum of squares is not finite; grad_scale the
  * bits of the host's tfc_step_grad_scale (clipping off, biting, not biting, scales of
- * iter_size 1, 2 and 3), as the CPU's step_scale gives them; sumsq left as it was. */
+ * iter_size 1, 2 and 3, divided by float16's loss scale of 1 or 2^20 in the state), as the
+ * CPU's step_scale gives them; sumsq left as it was. */
 static void test_step_scale(void)
 {
     static const float losses[] = {1.25f, NAN, INFINITY, -INFINITY};
@@ -1663,26 +1665,29 @@ static void test_step_scale(void)
     for (int l = 0; l < 4; l++)
         for (int k = 0; k < 6; k++)
             for (int c = 0; c < 3; c++)
-                for (int a = 0; a < 3; a++) {
-                    const tfc_step_state in = {.sumsq = sums[k], .grad_scale = -7.0f, .skip = 7};
+                for (int a = 0; a < 6; a++) {
+                    const float S = a < 3 ? 1.0f : 1048576.0f;
+                    const tfc_step_state in = {.sumsq = sums[k], .grad_scale = -7.0f, .skip = 7,
+                                               .loss_scale = S};
                     dev->ops->upload(dev, st, &in, sizeof in);
                     loss.h[0] = losses[l];
                     pair_push(&loss);
-                    dev->ops->step_scale(dev, loss.d, scales[a], clips[c], st);
+                    dev->ops->step_scale(dev, loss.d, scales[a % 3], clips[c], st);
                     tfc_step_state got = step_fetch(st), cpu = in;
-                    ref->ops->step_scale(ref, loss.h, scales[a], clips[c], &cpu);
-                    const float want = tfc_step_grad_scale(sums[k], scales[a], clips[c]);
+                    ref->ops->step_scale(ref, loss.h, scales[a % 3], clips[c], &cpu);
+                    const float want =
+                        tfc_step_grad_scale(sums[k], scales[a % 3] / (double)S, clips[c]);
                     const int skip = !isfinite(losses[l]) || !isfinite(sums[k]);
                     int ok = got.skip == skip && cpu.skip == skip &&
                              !memcmp(&got.grad_scale, &want, 4) &&
                              !memcmp(&cpu.grad_scale, &want, 4) &&
                              !memcmp(&got.sumsq, &in.sumsq, sizeof in.sumsq);
-                    clipped += want < 0.1f * (float)scales[a];
+                    clipped += want < 0.1f * (float)scales[a % 3] / S;
                     if (!ok && bad++ < 4)
-                        printf("\n  loss %g sumsq %g clip %g scale %g: device %.9g skip %d, "
-                               "cpu %.9g skip %d, want %.9g skip %d",
-                               losses[l], sums[k], clips[c], scales[a], got.grad_scale, got.skip,
-                               cpu.grad_scale, cpu.skip, want, skip);
+                        printf("\n  loss %g sumsq %g clip %g scale %g S %g: device %.9g skip "
+                               "%d, cpu %.9g skip %d, want %.9g skip %d",
+                               losses[l], sums[k], clips[c], scales[a % 3], S, got.grad_scale,
+                               got.skip, cpu.grad_scale, cpu.skip, want, skip);
                 }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(clipped > 0); /* the clipping bites in some cases */
@@ -3141,6 +3146,7 @@ static int graph_case(const char *name, const char *yaml, int batch, int tokens,
         slot[k] = dev->ops->alloc(dev, (size_t)nt * 4);
         dev->ops->zero(dev, slot[k], (size_t)nt * 4);
         st[k] = dev->ops->alloc(dev, sizeof(tfc_step_state));
+        if (bind_precision == TFC_PRECISION_FLOAT16) tfc_model_set_loss_scale_at(ms[k], st[k]);
     }
     tfc_gpu_graph *graph = NULL;
     tfc_error err;
@@ -3157,7 +3163,9 @@ static int graph_case(const char *name, const char *yaml, int batch, int tokens,
         }
         for (int64_t i = 0; i < nlab; i++) labels[i] = irand(tfc_model_classes(ma));
         double loss[2];
-        const float rates[3] = {0.05f / (1 + 0.3f * (float)step), 0, 0}; /* lr, alpha, decay */
+        /* lr, alpha, decay and a loss scale S (1, 2, 4: the update divides by it; with
+         * float16 the loss's gradient is multiplied by it too) */
+        const float rates[4] = {0.05f / (1 + 0.3f * (float)step), 0, 0, (float)(1 << step % 3)};
         for (int k = 0; k < 2 && !bad; k++) {
             tfc_batch_result r;
             dev->ops->upload(dev, &st[k]->lr, rates, sizeof rates);
@@ -3258,6 +3266,74 @@ static void test_graph_replay(void)
     check_status();
 }
 
+/* float16's loss scale S on the device (tfc_step_state.loss_scale, read by loss_scale_at and
+ * step_scale): loss_scale_at multiplies as the CPU's does, bit for bit; a float16 CNN's
+ * replayed steps give its launched steps' bits while S changes from step to step
+ * (graph_case); and the trainer's float16 runs, from a scale that overflows (2^40, so S
+ * falls, then grows every 5 updates), give the same bits on the host path (S by value), the
+ * device path and the device path replayed from a graph: weights, snapshots, displayed
+ * losses, the scale and the count of overflows. */
+static void test_float16_steps(void)
+{
+    enable_bf16(1);
+    pair x = pair_rand(100003, -3e4, 3e4);
+    const float x7 = x.h[7];
+    tfc_step_state *st = dev->ops->alloc(dev, sizeof *st), h = {.loss_scale = 4096.0f};
+    dev->ops->upload(dev, st, &h, sizeof h);
+    dev->ops->loss_scale_at(dev, x.n, st, x.d);
+    ref->ops->loss_scale_at(ref, x.n, &h, x.h);
+    CU_ASSERT_EQUAL(pair_check("loss_scale_at", &x, EXACT), 0);
+    CU_ASSERT(x.h[7] == x7 * 4096.0f && x.h[7] != x7);
+    dev->ops->free(dev, st);
+    pair_free(&x);
+#ifdef TFC_HAVE_CUDA
+    if (!twin) {
+        bind_precision = TFC_PRECISION_FLOAT16;
+        CU_ASSERT_EQUAL(graph_case("cnn float16", cnn_yaml, 16, 0, 1), 0);
+        bind_precision = TFC_PRECISION_FLOAT32;
+    }
+#endif
+    const char *const sets[] = {"precision=float16",
+                                "loss_scale={initial_scale: 1099511627776, "
+                                "dynamic_growth_steps: 5}"};
+    tfc_train_result *res = calloc(3, sizeof *res);
+    tfc_error err[3];
+    tfc_status st3[3];
+    char *text = NULL;
+    size_t len = 0;
+    st3[0] = step_train("f16_paths", 1, sets, 2, &res[0], &err[0]);
+    st3[1] = step_train("f16_paths", 0, sets, 2, &res[1], &err[1]);
+    step_graphs = 1;
+    step_console = open_memstream(&text, &len);
+    st3[2] = step_train("f16_graphs", 0, sets, 2, &res[2], &err[2]);
+    fclose(step_console);
+    step_console = NULL;
+    step_graphs = 0;
+    for (int k = 0; k < 3; k++)
+        if (st3[k]) printf("\n  run %d: %s", k, err[k].text);
+    CU_ASSERT_FATAL(!st3[0] && !st3[1] && !st3[2]);
+    const tfc_train_result dg[2] = {res[1], res[2]};
+    int same = same_runs("f16_paths", 1, "f16_paths", 0, res) &&
+               same_runs("f16_paths", 0, "f16_graphs", 0, dg);
+    if (!same) printf("\n  float16: host, device and replayed runs differ");
+    CU_ASSERT(same);
+    printf("\n  float16 from 2^40: %lld overflows, scale %g at 30",
+           (long long)res[1].loss_scale_overflows, res[1].loss_scale);
+    CU_ASSERT(res[1].loss_scale_overflows > 5);
+    for (int k = 0; k < 3; k += 2) {
+        CU_ASSERT_EQUAL(res[k].loss_scale, res[1].loss_scale);
+        CU_ASSERT_EQUAL(res[k].loss_scale_overflows, res[1].loss_scale_overflows);
+    }
+    int said = text && (twin ? strstr(text, "cpu has no CUDA graphs") != NULL
+                             : strstr(text, "note: cuda_graphs: the step was captured at") != NULL);
+    if (!said) printf("\n  console: %s", text ? text : "(none)");
+    CU_ASSERT(said);
+    free(text);
+    free(res);
+    enable_bf16(0);
+    check_status();
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -3295,6 +3371,7 @@ int main(int argc, char **argv)
         {"train_mixed_adam", test_train_mixed_adam},
         {"train_cnn_tf32", test_train_cnn_tf32},
         {"bf16", test_bf16},
+        {"float16_steps", test_float16_steps},
         {"fast_norm", test_fast_norm},
         {"deterministic_training", test_deterministic_training},
         {"grad_sumsq", test_grad_sumsq},
