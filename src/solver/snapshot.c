@@ -77,7 +77,7 @@ static int list_states(const char *run_dir, const char *prefix, int64_t upto, in
         (*out)[n++] = it;
     }
     if (d) closedir(d);
-    qsort(*out, (size_t)n, sizeof **out, ascending);
+    if (n > 1) qsort(*out, (size_t)n, sizeof **out, ascending);
     return n;
 }
 
