@@ -8,6 +8,9 @@ dir=${1:?usage: run_tests.sh TESTDIR [BINDIR]}
 export TFC_BIN=${2:-bin}
 # DEBUG=1 builds: Open MPI's own leaks suppressed (tests/util/lsan.supp); no effect otherwise.
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")" && pwd)/util/lsan.supp:fast_unwind_on_malloc=0:print_suppressions=0}
+# and UBSan's reports fail the program that makes one (by default they are printed and the
+# program goes on, so a test passed beside one: qsort on NULL, found 2026-11-30)
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 passed=0 failed=0 skipped=0 status=0
 for t in "$dir"/test_*; do
     [ -x "$t" ] || continue
