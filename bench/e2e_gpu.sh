@@ -1,14 +1,14 @@
 #!/bin/sh
 # Issue 41's end-to-end target on a GPU: `tfc-train configs/fashion_resnet.yaml` against the
 # same schedule in PyTorch (bench/torch_train.py: the same network, data, augmentation,
-# update, rate, weight average and test passes), wall seconds from start to exit and the
-# test accuracy of each test pass. tfc runs as configured (its step a CUDA graph), and again
-# with TFC_FLAGS when given (e.g. TFC_FLAGS=--no-cuda-graphs); the peer runs eager and under
-# torch.compile in its default and reduce-overhead modes (PEER_MODES); both in each of
-# PRECISIONS (fp32 strict, tf32, bf16; default fp32; tfc's bf16 is `precision: bf16`, which
-# the GPU refuses until its kernel has landed there, docs/gpu.md). MAX_ITER=N shortens every
-# run alike
-# (the cosine then spans N iterations); DATA=DIR holds Fashion-MNIST's four .gz files.
+# update, rate, weight average and test passes), wall seconds from start to exit and the test
+# accuracy of each test pass. tfc runs as configured (its step a CUDA graph), and again with
+# TFC_FLAGS when given (e.g. TFC_FLAGS=--no-cuda-graphs); the peer runs eager and under
+# torch.compile in its default and reduce-overhead modes (PEER_MODES; `none`: tfc alone); both
+# in each of PRECISIONS (fp32 strict, tf32, bf16; default fp32; tfc's bf16 is `precision:
+# bf16`, which the GPU refuses until its kernel has landed there, docs/gpu.md). MAX_ITER=N
+# shortens every run alike (the cosine then spans N iterations); DATA=DIR holds
+# Fashion-MNIST's four .gz files.
 #   e2e_gpu.sh BIN_DIR       (tools/gpu-bare.sh e2e runs it on a bare GPU machine)
 set -e
 bin=${1:?usage: e2e_gpu.sh BIN_DIR}
@@ -58,6 +58,7 @@ for prec in $(echo "${PRECISIONS:-fp32}" | tr , " "); do
     tfc_run "tfc_$prec" "$prec" "$@"
     [ -z "${TFC_FLAGS:-}" ] || tfc_run "tfc_flags_$prec" "$prec" "$@" $TFC_FLAGS
     for mode in ${PEER_MODES:-eager default reduce-overhead}; do
+        [ "$mode" = none ] && continue
         flag=
         [ "$mode" = eager ] || flag="--compile $mode"
         $PY bench/torch_train.py --device cuda --precision "$prec" $flag --data "$data" \
