@@ -9,8 +9,11 @@
  * mnist_cnn 1.07x): the convolutions alone, no transposes, paddings or kernel-layout
  * copies. The stride-2 3x3 convolutions pad symmetrically here (TensorFlow's SAME pads one
  * row and column at the end; tfc copies into a padded buffer for those two), which reads
- * the same windows' count.
- *   bench_cudnn [--batch N] [--tf32] [--reps N]     (tools/gpu-bare.sh conv-layout) */
+ * the same windows' count. --bf16 stores the tensors and filters as bfloat16, accumulating
+ * in float32 on tensor cores (cuDNN's PSEUDO_BFLOAT16_CONFIG, as PyTorch's bf16 autocast
+ * runs convolutions): what the GPU's convolutions would gain from `precision: bf16` with
+ * 16-bit buffers (docs/gpu.md, *Not done*), before that is built.
+ *   bench_cudnn [--batch N] [--tf32 | --bf16] [--reps N]   (tools/gpu-bare.sh conv-layout) */
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <stdio.h>
@@ -66,17 +69,18 @@ typedef struct conv {
     cudnnTensorDescriptor_t xd, yd;
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
-    float *x, *w, *y, *dy, *dx, *dw;
+    void *x, *w, *y, *dy, *dx, *dw; /* float, or bfloat16 with --bf16 */
     void *ws;
     size_t ws_bytes;
-    int tf32;
+    int tf32, bf16;
 } conv;
 
-/* gpu_conv.cu's acceptable(): it ran, fits, and no TF32 unless allowed. */
+/* gpu_conv.cu's acceptable(): it ran, fits, and no TF32 unless allowed (bfloat16 data runs
+ * on tensor cores: any math). */
 static int acceptable(const conv *cv, cudnnStatus_t status, size_t memory, cudnnMathType_t math)
 {
     if (status != CUDNN_STATUS_SUCCESS || memory > cv->ws_bytes) return 0;
-    return cv->tf32 || (math != CUDNN_TENSOR_OP_MATH &&
+    return cv->tf32 || cv->bf16 || (math != CUDNN_TENSOR_OP_MATH &&
                         math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
 }
 
@@ -91,7 +95,9 @@ static int acceptable(const conv *cv, cudnnStatus_t status, size_t memory, cudnn
 static int choose(conv *cv, int op, int measure, cudnnMathType_t *math)
 {
     int got = 0, algo = -1;
-    CK_DNN(cudnnSetConvolutionMathType(cv->cd, cv->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    CK_DNN(cudnnSetConvolutionMathType(cv->cd, cv->bf16   ? CUDNN_TENSOR_OP_MATH
+                                               : cv->tf32 ? CUDNN_DEFAULT_MATH
+                                                          : CUDNN_FMA_MATH));
     if (op == FWD) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         if (measure)
@@ -176,36 +182,50 @@ static double time_op(conv *cv, int op, int algo, cudnnMathType_t math, int reps
     return round[2];
 }
 
-static float *device_random(size_t n, unsigned *seed)
+/* n values in [-0.5, 0.5) on the device: floats, or (bf16) their top halves, bfloat16 */
+static void *device_random(size_t n, int bf16, unsigned *seed)
 {
-    float *host = malloc(n * sizeof *host), *dev = NULL;
+    float *host = malloc(n * sizeof *host);
+    void *dev = NULL;
     if (!host) exit(1);
     for (size_t i = 0; i < n; i++) {
         *seed = *seed * 1103515245u + 12345u;
         host[i] = (float)((*seed >> 9) & 0xffff) / 65536.f - 0.5f;
     }
-    CK_CUDA(cudaMalloc((void **)&dev, n * sizeof *dev));
-    CK_CUDA(cudaMemcpy(dev, host, n * sizeof *dev, cudaMemcpyHostToDevice));
+    if (bf16) { /* in place: the i-th half of the buffer from the i-th float */
+        unsigned short *half = (unsigned short *)host;
+        for (size_t i = 0; i < n; i++) {
+            unsigned u;
+            memcpy(&u, &host[i], 4);
+            half[i] = (unsigned short)(u >> 16);
+        }
+    }
+    const size_t bytes = n * (bf16 ? 2 : 4);
+    CK_CUDA(cudaMalloc(&dev, bytes));
+    CK_CUDA(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
     free(host);
     return dev;
 }
 
 int main(int argc, char **argv)
 {
-    int batch = 128, tf32 = 0, reps = 20;
+    int batch = 128, tf32 = 0, bf16 = 0, reps = 20;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tf32")) tf32 = 1;
+        else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
         else {
-            fprintf(stderr, "usage: %s [--batch N] [--tf32] [--reps N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--batch N] [--tf32 | --bf16] [--reps N]\n", argv[0]);
             return 2;
         }
     }
-    if (batch < 1 || reps < 1) {
-        fprintf(stderr, "bench_cudnn: --batch and --reps must be positive\n");
+    if (batch < 1 || reps < 1 || (tf32 && bf16)) {
+        fprintf(stderr, "bench_cudnn: --batch and --reps must be positive, and --tf32 and "
+                        "--bf16 are two settings\n");
         return 2;
     }
+    const cudnnDataType_t dt = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     int ngpu = 0;
     if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu < 1) {
         fprintf(stderr, "bench_cudnn: no GPU\n");
@@ -213,7 +233,7 @@ int main(int argc, char **argv)
     }
     struct cudaDeviceProp prop;
     CK_CUDA(cudaGetDeviceProperties(&prop, 0));
-    conv cv = {.tf32 = tf32, .ws_bytes = (size_t)256 << 20};
+    conv cv = {.tf32 = tf32, .bf16 = bf16, .ws_bytes = (size_t)256 << 20};
     CK_DNN(cudnnCreate(&cv.h));
     CK_CUDA(cudaMalloc(&cv.ws, cv.ws_bytes));
     CK_DNN(cudnnCreateTensorDescriptor(&cv.xd));
@@ -221,7 +241,11 @@ int main(int argc, char **argv)
     CK_DNN(cudnnCreateFilterDescriptor(&cv.wd));
     CK_DNN(cudnnCreateConvolutionDescriptor(&cv.cd));
     printf("bench_cudnn: %s, cuDNN %zu, batch %d, %s, %d calls a round\n", prop.name,
-           cudnnGetVersion(), batch, tf32 ? "TF32 allowed" : "strict float32", reps);
+           cudnnGetVersion(), batch,
+           bf16   ? "bfloat16 data, float32 accumulation"
+           : tf32 ? "TF32 allowed"
+                  : "strict float32",
+           reps);
     double total[2][2][2] = {{{0}}}; /* [net][layout][heuristics, measured]: ms a step */
     unsigned seed = 1;
     for (int si = 0; si < NSHAPES; si++) {
@@ -231,16 +255,14 @@ int main(int argc, char **argv)
         const size_t nx = (size_t)batch * sh->h * sh->w * sh->c;
         const size_t ny = (size_t)batch * oh * ow * sh->f;
         const size_t nw = (size_t)sh->f * sh->k * sh->k * sh->c;
-        cv.x = device_random(nx, &seed), cv.dx = device_random(nx, &seed);
-        cv.y = device_random(ny, &seed), cv.dy = device_random(ny, &seed);
-        cv.w = device_random(nw, &seed), cv.dw = device_random(nw, &seed);
+        cv.x = device_random(nx, bf16, &seed), cv.dx = device_random(nx, bf16, &seed);
+        cv.y = device_random(ny, bf16, &seed), cv.dy = device_random(ny, bf16, &seed);
+        cv.w = device_random(nw, bf16, &seed), cv.dw = device_random(nw, bf16, &seed);
         for (int layout = 0; layout < 2; layout++) {
             const cudnnTensorFormat_t fmt = layout ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
-            CK_DNN(cudnnSetTensor4dDescriptor(cv.xd, fmt, CUDNN_DATA_FLOAT, batch, sh->c, sh->h,
-                                              sh->w));
-            CK_DNN(cudnnSetTensor4dDescriptor(cv.yd, fmt, CUDNN_DATA_FLOAT, batch, sh->f, oh, ow));
-            CK_DNN(cudnnSetFilter4dDescriptor(cv.wd, CUDNN_DATA_FLOAT, fmt, sh->f, sh->c, sh->k,
-                                              sh->k));
+            CK_DNN(cudnnSetTensor4dDescriptor(cv.xd, fmt, dt, batch, sh->c, sh->h, sh->w));
+            CK_DNN(cudnnSetTensor4dDescriptor(cv.yd, fmt, dt, batch, sh->f, oh, ow));
+            CK_DNN(cudnnSetFilter4dDescriptor(cv.wd, dt, fmt, sh->f, sh->c, sh->k, sh->k));
             CK_DNN(cudnnSetConvolution2dDescriptor(cv.cd, sh->p, sh->p, sh->s, sh->s, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
             for (int op = FWD; op <= FILTER; op++) {

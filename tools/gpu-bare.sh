@@ -38,7 +38,7 @@
 #                                 conv-layout (bench/bench_cudnn.c: cuDNN's convolutions
 #                                 on resnet20's and mnist_cnn's shapes in NHWC and NCHW,
 #                                 the heuristics' algorithm and the measured fastest,
-#                                 strict and TF32)
+#                                 strict, TF32 and bfloat16 data)
 #                                 profile (Nsight Compute's duration of every kernel of
 #                                 bench_train --graphs on $PROFILE_MODELS, resnet20 and
 #                                 mnist_mlp by default, 1 + $PROFILE_STEPS (2) steps,
@@ -182,7 +182,8 @@ if [ "${1:-}" = --step ]; then
                 done ;;
         e2e) BENCH_OUT=build/gpu-bare/e2e bench/e2e_gpu.sh bin ;;
         conv-layout) "${mk[@]}" build/gpu-bare/bench/bench_cudnn || exit 1
-                     build/gpu-bare/bench/bench_cudnn && build/gpu-bare/bench/bench_cudnn --tf32 ;;
+                     build/gpu-bare/bench/bench_cudnn && build/gpu-bare/bench/bench_cudnn --tf32 &&
+                         build/gpu-bare/bench/bench_cudnn --bf16 ;;
         profile) "${mk[@]}" build/gpu-bare/bench/bench_train || exit 1
                  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \
                            "${CUDA_HOME:-/usr/local/cuda}"/bin/ncu 2>/dev/null | head -1)
