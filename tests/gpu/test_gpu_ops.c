@@ -3334,6 +3334,52 @@ static void test_float16_steps(void)
     check_status();
 }
 
+/* Resumes across precisions on the device (issue 41; snapshots hold the float32 weights): a
+ * float32 run's snapshot resumed in bf16 and a bf16 run's resumed in float32 finish, their
+ * final losses within 5% of the uninterrupted runs' of the precision they end in; a bf16
+ * run's snapshot resumed in bf16 and replayed from a graph ends with the launched
+ * uninterrupted run's bits. */
+static void test_precision_resume(void)
+{
+    enable_bf16(1);
+    const char *const bf[] = {"precision=bf16"};
+    tfc_train_result *res = calloc(5, sizeof *res);
+    tfc_error err[5];
+    tfc_status st[5];
+    st[0] = step_train("pr_f32", 0, NULL, 0, &res[0], &err[0]);
+    st[1] = step_train("pr_bf16", 0, bf, 1, &res[1], &err[1]);
+    char snap[2][2048];
+    snprintf(snap[0], sizeof snap[0], "%s", run_file("pr_f32", 0, "snapshots/tiny_iter_10.state"));
+    snprintf(snap[1], sizeof snap[1], "%s", run_file("pr_bf16", 0, "snapshots/tiny_iter_10.state"));
+    step_resume = snap[0];
+    st[2] = step_train("pr_32to16", 0, bf, 1, &res[2], &err[2]);
+    step_resume = snap[1];
+    st[3] = step_train("pr_16to32", 0, NULL, 0, &res[3], &err[3]);
+    step_graphs = 1;
+    st[4] = step_train("pr_16again", 0, bf, 1, &res[4], &err[4]);
+    step_graphs = 0;
+    step_resume = NULL;
+    for (int k = 0; k < 5; k++)
+        if (st[k]) printf("\n  run %d: %s", k, err[k].text);
+    CU_ASSERT_FATAL(!st[0] && !st[1] && !st[2] && !st[3] && !st[4]);
+    static const char *const resumed[] = {"pr_32to16", "pr_16to32", "pr_16again"};
+    for (int k = 2; k < 5; k++) { /* resumed at 10: snapshots from 20 on, none of its own at 10 */
+        CU_ASSERT_EQUAL(res[k].iterations, 30);
+        CU_ASSERT(access(run_file(resumed[k - 2], 0, "snapshots/tiny_iter_10.state"), F_OK) != 0);
+        CU_ASSERT(access(run_file(resumed[k - 2], 0, "snapshots/tiny_iter_20.state"), F_OK) == 0);
+    }
+    const double l32 = res[0].train.loss, l16 = res[1].train.loss;
+    printf("\n  final losses: float32 %.5f, bf16 %.5f, float32 resumed in bf16 %.5f, bf16 "
+           "resumed in float32 %.5f", l32, l16, res[2].train.loss, res[3].train.loss);
+    CU_ASSERT(fabs(res[2].train.loss - l16) <= 0.05 * l16);
+    CU_ASSERT(fabs(res[3].train.loss - l32) <= 0.05 * l32);
+    CU_ASSERT(files_equal(run_file("pr_bf16", 0, "final.safetensors"),
+                          run_file("pr_16again", 0, "final.safetensors")));
+    free(res);
+    enable_bf16(0);
+    check_status();
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -3372,6 +3418,7 @@ int main(int argc, char **argv)
         {"train_cnn_tf32", test_train_cnn_tf32},
         {"bf16", test_bf16},
         {"float16_steps", test_float16_steps},
+        {"precision_resume", test_precision_resume},
         {"fast_norm", test_fast_norm},
         {"deterministic_training", test_deterministic_training},
         {"grad_sumsq", test_grad_sumsq},
