@@ -126,6 +126,13 @@ static const gc_case cases[] = {
                                    "  - Flatten: {inputs: max_pooling2d}\n"
                                    "  - Flatten: {name: f2, inputs: average_pooling2d}\n"
                                    "  - Concatenate: {inputs: [flatten, f2]}\n  - Dense: {units: 3}\n", 2},
+    /* Conv2D's groups: 3x3 same, then stride 2 with a ReLU (applied after the grouped op),
+     * then 1x1 with groups = channels and no bias */
+    {"conv2d_groups", IMG "  - Conv2D: {filters: 4, kernel_size: 1, activation: tanh}\n"
+                      "  - Conv2D: {filters: 6, kernel_size: 3, groups: 2, padding: same}\n"
+                      "  - Conv2D: {filters: 4, kernel_size: [2, 3], groups: 2, strides: 2, activation: relu}\n"
+                      "  - Conv2D: {filters: 4, kernel_size: 1, groups: 4, use_bias: false}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"conv_strides_2_1", IMG "  - Conv2D: {filters: 3, kernel_size: 3, strides: [2, 1]}\n"
                          "  - Conv2D: {filters: 2, kernel_size: [2, 3], strides: [2, 1], padding: same}\n"
                          "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},

@@ -145,6 +145,13 @@ static void test_strided_same_conv_and_pooling(void)
             "  - Conv2D: {filters: 3, kernel_size: 2, strides: 2}\n"
             "  - AveragePooling2D: {pool_size: 2, strides: 1}\n"
             "  - MaxPooling2D: {pool_size: 2}\n  - GlobalAveragePooling2D: {}\n", 0);
+    /* Conv2D's groups: ONNX's Conv with `group` */
+    fixture("conv_groups",
+            "input: {shape: [8, 7, 4]}\nlayers:\n"
+            "  - Conv2D: {filters: 6, kernel_size: 3, groups: 2, padding: same, activation: relu}\n"
+            "  - Conv2D: {filters: 6, kernel_size: [2, 3], groups: 3, strides: 2}\n"
+            "  - Conv2D: {filters: 3, kernel_size: 1, groups: 3, use_bias: false}\n"
+            "  - Flatten: {}\n", 0);
 }
 
 static void test_batch_norm(void)

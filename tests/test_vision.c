@@ -367,7 +367,7 @@ static void test_config_errors(void)
         {"  - DepthwiseConv2D: {kernel_size: 3, depthwise_regularizer: l2}\n",
          "depthwise_regularizer"},
         {"  - SeparableConv2D: {filters: 2, kernel_size: 3, pointwise_constraint: non_neg}\n",
-         "pointwise_constraint is not supported"},
+         "pointwise_constraint: not supported by tfc"},
         {"  - SeparableConv2D: {filters: 2, kernel_size: 3, data_format: channels_first}\n",
          "channels_last"},
         {"  - SeparableConv2D: {filters: 2, kernel_size: [3, 7]}\n", "smaller than the 3x7"},

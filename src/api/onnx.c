@@ -158,7 +158,8 @@ static void init_i64(exporter *x, char *name, const char *hint, const int64_t *v
 static const void *arg(const tfc_layer *l, const char *name)
 {
     for (const tfc_field *f = l->ops->schema; f && f->name; f++)
-        if (!strcmp(f->name, name)) return (const char *)l->args + f->offset;
+        if (!strcmp(f->name, name) && f->type != TFC_F_FIXED) /* FIXED stores nothing */
+            return (const char *)l->args + f->offset;
     return NULL;
 }
 
@@ -336,12 +337,12 @@ static void tf_pads(const tfc_shape *in, const int *k, const int *s, const int *
 }
 
 /* An ONNX Conv on NCHW `xin` into `out` (named here): l's kernel `kname`, Keras's
- * (KH, KW, Cin, Cout) as ONNX's (Cout, Cin, KH, KW), or with `depthwise` (KH, KW, C, M) as
- * (C M, 1, KH, KW) in C groups, each group one input channel and M outputs; the bias `bname`
- * (NULL or absent: none). */
+ * (KH, KW, Cin / groups, Cout) as ONNX's (Cout, Cin / groups, KH, KW) with `group` = groups,
+ * or with `depthwise` (KH, KW, C, M) as (C M, 1, KH, KW) in C groups, each group one input
+ * channel and M outputs; the bias `bname` (NULL or absent: none). */
 static void conv_node(exporter *x, const tfc_layer *l, const char *xin, const char *kname,
-                      const char *bname, int depthwise, const int s[2], const int d[2],
-                      const int64_t pads[4], char *out)
+                      const char *bname, int depthwise, int groups, const int s[2],
+                      const int d[2], const int64_t pads[4], char *out)
 {
     const tfc_param *kp;
     float *kern = param(x, l, kname, &kp), *bias = bname ? param(x, l, bname, NULL) : NULL;
@@ -350,7 +351,7 @@ static void conv_node(exporter *x, const tfc_layer *l, const char *xin, const ch
         return;
     }
     int64_t KH = kp->shape.dim[0], KW = kp->shape.dim[1], CI = kp->shape.dim[2],
-            CO = kp->shape.dim[3], group = 1;
+            CO = kp->shape.dim[3], group = groups;
     if (depthwise) group = CI, CO *= CI, CI = 1;
     float *w = malloc((size_t)kp->numel * 4);
     for (int64_t a = 0; w && a < KH; a++)
@@ -388,7 +389,8 @@ static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwis
     tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
     int64_t pads[4];
     tf_pads(&in->shape, k, s, d, same, pads);
-    conv_node(x, l, xin.name, "kernel", "bias", depthwise, s, d, pads, r.name);
+    const int groups = depthwise ? 1 : arg_int(l, "groups", 1);
+    conv_node(x, l, xin.name, "kernel", "bias", depthwise, groups, s, d, pads, r.name);
     return r;
 }
 
@@ -403,8 +405,8 @@ static tref separable(exporter *x, const tfc_layer *l, const tref *in)
     tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
     char z[96] = "";
     tf_pads(&in->shape, k, s, d, same, pads);
-    conv_node(x, l, xin.name, "depthwise_kernel", NULL, 1, s, d, pads, z);
-    if (z[0]) conv_node(x, l, z, "pointwise_kernel", "bias", 0, one, one, none, r.name);
+    conv_node(x, l, xin.name, "depthwise_kernel", NULL, 1, 1, s, d, pads, z);
+    if (z[0]) conv_node(x, l, z, "pointwise_kernel", "bias", 0, 1, one, one, none, r.name);
     return r;
 }
 

@@ -170,6 +170,36 @@ static tfc_status read_list(const tfc_field *f, const tfc_node *n, const char *p
     return TFC_OK;
 }
 
+/* A TFC_F_FIXED field given a value (not null): its default, or an error naming it. A
+ * true/false or numeric default matches any spelling of its value (True, 0.0, 1e0). */
+static tfc_status read_fixed(const tfc_field *f, const tfc_node *n, const char *path,
+                             tfc_error *err)
+{
+    int only_null = !strcmp(f->def, TFC_NO_DEFAULT), same = 0;
+    if (!only_null && n->kind == TFC_NODE_SCALAR) {
+        tfc_node d = {.kind = TFC_NODE_SCALAR, .str = (char *)f->def};
+        int a, b;
+        double x, y;
+        tfc_error quiet;
+        tfc_error_clear(&quiet);
+        if (!tfc_node_bool(&d, path, &a, &quiet))
+            same = !tfc_node_bool(n, path, &b, &quiet) && a == b;
+        else if (!tfc_node_double(&d, path, &x, &quiet))
+            same = !tfc_node_double(n, path, &y, &quiet) && x == y;
+        else
+            same = !strcmp(n->str, f->def);
+    }
+    if (same) return TFC_OK;
+    if (only_null)
+        tfc_node_error(err, TFC_ERR_CONFIG, n, path, "not supported by tfc: only null "
+                       "(Keras's default, None) is accepted");
+    else
+        tfc_node_error(err, TFC_ERR_CONFIG, n, path, "not supported by tfc: only %s (Keras's "
+                       "default) is accepted", f->def);
+    if (f->help) tfc_error_hint(err, "%s", f->help);
+    return TFC_ERR_CONFIG;
+}
+
 static tfc_status read_field(const tfc_field *f, const tfc_node *n, const char *path, char *out,
                              tfc_error *err)
 {
@@ -184,6 +214,7 @@ static tfc_status read_field(const tfc_field *f, const tfc_node *n, const char *
         *(const char **)dst = n->str;
         return TFC_OK;
     case TFC_F_NODE: *(const tfc_node **)dst = n; return TFC_OK;
+    case TFC_F_FIXED: return read_fixed(f, n, path, err);
     case TFC_F_INT_PAIR: {
         int *pair = dst;
         long long probe;
@@ -226,6 +257,7 @@ static void clear_field(const tfc_field *f, char *out)
     case TFC_F_FLOAT: *(double *)dst = 0; break;
     case TFC_F_STRING: *(const char **)dst = NULL; break;
     case TFC_F_NODE: *(const tfc_node **)dst = NULL; break;
+    case TFC_F_FIXED: break;
     case TFC_F_INT_PAIR: ((int *)dst)[0] = ((int *)dst)[1] = 0; break;
     case TFC_F_INT_LIST: memset(dst, 0, sizeof(tfc_int_list)); break;
     case TFC_F_FLOAT_LIST: memset(dst, 0, sizeof(tfc_float_list)); break;
@@ -237,7 +269,8 @@ static void clear_field(const tfc_field *f, char *out)
 static void apply_default(const tfc_field *f, char *out)
 {
     clear_field(f, out);
-    if (!strcmp(f->def, TFC_NO_DEFAULT) || f->type == TFC_F_NODE) return;
+    if (!strcmp(f->def, TFC_NO_DEFAULT) || f->type == TFC_F_NODE || f->type == TFC_F_FIXED)
+        return;
     tfc_node n = {.kind = TFC_NODE_SCALAR, .str = (char *)f->def};
     if (f->type == TFC_F_STRING) {
         *(const char **)(out + f->offset) = f->def;
@@ -318,10 +351,12 @@ void tfc_schema_print_help(FILE *f, const tfc_field *fields, const char *indent)
 {
     static const char *const type_names[] = {"int", "float", "bool", "string", "enum",
                                               "int or [int, int]", "list of int",
-                                              "list of float", "mapping"};
+                                              "list of float", "mapping", "fixed"};
     for (const tfc_field *fd = fields; fd->name; fd++) {
         fprintf(f, "%s%-22s %-18s", indent, fd->name, type_names[fd->type]);
-        if (!fd->def) fprintf(f, " (required)");
+        if (fd->type == TFC_F_FIXED)
+            fprintf(f, " only %s", strcmp(fd->def, TFC_NO_DEFAULT) ? fd->def : "null");
+        else if (!fd->def) fprintf(f, " (required)");
         else if (strcmp(fd->def, TFC_NO_DEFAULT)) fprintf(f, " default %s", fd->def);
         if (fd->help) fprintf(f, "  %s", fd->help);
         if (fd->choices) {

@@ -19,7 +19,10 @@ typedef enum tfc_field_type {
     TFC_F_INT_PAIR,   /* int[2]: `3` means [3, 3] (kernel_size, strides, pool_size) */
     TFC_F_INT_LIST,   /* tfc_int_list */
     TFC_F_FLOAT_LIST, /* tfc_float_list */
-    TFC_F_NODE        /* const tfc_node *: checked by the caller; NULL when absent */
+    TFC_F_NODE,       /* const tfc_node *: checked by the caller; NULL when absent */
+    TFC_F_FIXED       /* nothing stored: an argument of Keras's that tfc has one value of,
+                       * its default (null: Keras's None, where def is TFC_NO_DEFAULT);
+                       * any other value is an error naming it, with the help as a hint */
 } tfc_field_type;
 
 #define TFC_LIST_MAX 16
@@ -42,6 +45,11 @@ typedef struct tfc_field {
 
 /* Fills min and max of a field without bounds (min > max). */
 #define TFC_UNBOUNDED 1.0, 0.0
+
+/* A Keras argument tfc accepts only at `def` (YAML text; TFC_NO_DEFAULT: only null), so
+ * that a Keras model's config with it at its default loads (TFC_F_FIXED). `hint` (may be
+ * NULL) follows the error for any other value: what tfc has instead. */
+#define TFC_FIXED_FIELD(name, def, hint) {name, TFC_F_FIXED, 0, def, TFC_UNBOUNDED, NULL, hint}
 
 /* Validates `map` (a MAP node, or NULL for "all defaults") against `fields` (ended by an
  * entry whose name is NULL) and stores each value into `out`. Errors name `path` + "." +

@@ -30,6 +30,13 @@ static const tfc_field bn_fields[] = {
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default zeros"},
     {"moving_variance_initializer", TFC_F_NODE, offsetof(bn_args, moving_variance_initializer),
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default ones"},
+    TFC_REGULARIZER_FIELD("beta_regularizer"), TFC_REGULARIZER_FIELD("gamma_regularizer"),
+    TFC_CONSTRAINT_FIELD("beta_constraint"), TFC_CONSTRAINT_FIELD("gamma_constraint"),
+    TFC_FIXED_FIELD("renorm", "false", "tfc has no batch renormalization"),
+    TFC_FIXED_FIELD("renorm_clipping", TFC_NO_DEFAULT, "tfc has no batch renormalization"),
+    TFC_FIXED_FIELD("renorm_momentum", "0.99", "tfc has no batch renormalization"),
+    TFC_FIXED_FIELD("synchronized", "false", "a data-parallel run's ranks keep their own "
+                    "batch statistics (docs/distributed.md)"),
     {NULL}};
 
 enum { GAMMA, BETA, MOVING_MEAN, MOVING_VAR };

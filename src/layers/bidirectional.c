@@ -29,6 +29,8 @@ static const tfc_field bidir_fields[] = {
      merge_names, "how the two directions' outputs join"},
     {"backward_layer", TFC_F_NODE, offsetof(bidir_args, backward_layer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "not supported: the backward layer is the inner one's copy"},
+    TFC_FIXED_FIELD("weights", TFC_NO_DEFAULT, "initial weights come from --weights FILE "
+                    "(tfc-train) or the inner layer's initializers"),
     {NULL}};
 
 /* The two directions: layers of their own, built from the inner YAML, whose parameters,

@@ -19,14 +19,7 @@ typedef struct conv1d_args {
     int filters, padding, data_format, groups, activation, use_bias;
     tfc_int_list kernel_size, strides, dilation_rate;
     const tfc_node *kernel_initializer, *bias_initializer;
-    /* Keras arguments tfc has no form for: accepted only as null (Keras's None) */
-    const tfc_node *kernel_regularizer, *bias_regularizer, *activity_regularizer,
-        *kernel_constraint, *bias_constraint;
 } conv1d_args;
-
-#define NULL_ONLY(member, help)                                                              \
-    {#member, TFC_F_NODE, offsetof(conv1d_args, member), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, \
-     help}
 
 static const tfc_field conv1d_fields[] = {
     {"filters", TFC_F_INT, offsetof(conv1d_args, filters), NULL, 1, 1 << 20, NULL,
@@ -49,11 +42,7 @@ static const tfc_field conv1d_fields[] = {
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(conv1d_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
-    NULL_ONLY(kernel_regularizer, "not supported: null only"),
-    NULL_ONLY(bias_regularizer, "not supported: null only"),
-    NULL_ONLY(activity_regularizer, "not supported: null only"),
-    NULL_ONLY(kernel_constraint, "not supported: null only"),
-    NULL_ONLY(bias_constraint, "not supported: null only"),
+    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS,
     {NULL}};
 
 /* The sequence as a 1 x steps image. */
@@ -80,15 +69,6 @@ static tfc_status conv1d_build(tfc_layer *l, tfc_error *err)
     const conv1d_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    const struct { const char *name; const tfc_node *v; } refused[] = {
-        {"kernel_regularizer", a->kernel_regularizer},
-        {"bias_regularizer", a->bias_regularizer},
-        {"activity_regularizer", a->activity_regularizer},
-        {"kernel_constraint", a->kernel_constraint},
-        {"bias_constraint", a->bias_constraint}};
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-        if (refused[i].v && !tfc_node_is_null(refused[i].v))
-            return tfc_layer_error(err, l, "%s is not supported (only null)", refused[i].name);
     if (tfc_layer_one_int(l, "kernel_size", &a->kernel_size, err) ||
         tfc_layer_one_int(l, "strides", &a->strides, err) ||
         tfc_layer_one_int(l, "dilation_rate", &a->dilation_rate, err))
@@ -100,12 +80,7 @@ static tfc_status conv1d_build(tfc_layer *l, tfc_error *err)
         return tfc_layer_error(err, l, "strides > 1 is not supported with dilation_rate > 1 "
                                        "(strides %d, dilation_rate %d; as in Keras)",
                                a->strides.v[0], a->dilation_rate.v[0]);
-    if (a->filters % a->groups)
-        return tfc_layer_error(err, l, "filters (%d) must be divisible by groups (%d)",
-                               a->filters, a->groups);
-    if (in->dim[1] % a->groups)
-        return tfc_layer_error(err, l, "the input's %lld channels must be divisible by groups "
-                                       "(%d)", (long long)in->dim[1], a->groups);
+    if (tfc_layer_check_groups(l, a->groups, in->dim[1], a->filters, err)) return TFC_ERR_CONFIG;
     tfc_conv_desc d = conv1d_desc(l, 1);
     if (d.ow < 1)
         return tfc_layer_error(err, l, "input %s is shorter than the kernel (%d, dilation %d) "
@@ -126,9 +101,7 @@ static tfc_status conv1d_build(tfc_layer *l, tfc_error *err)
 
 static const char *const *conv1d_needs(const tfc_layer *l)
 {
-    static const char *const grouped[] = {"grouped_conv_forward", "grouped_conv_backward_data",
-                                          "grouped_conv_backward_filter", NULL};
-    return ((const conv1d_args *)l->args)->groups > 1 ? grouped : NULL;
+    return ((const conv1d_args *)l->args)->groups > 1 ? tfc_layer_grouped_ops : NULL;
 }
 
 /* Whether be runs l's convolution through its conv1d ops (ungrouped, stride and dilation 1) */
@@ -172,15 +145,8 @@ static void conv1d_forward_fused(tfc_layer *l, tfc_exec *ex, const void *const *
                               pooled, ex->ws);
         return;
     }
-    const int64_t rows = (int64_t)d.n * d.ow;
-    be->ops->grouped_conv_forward(be, &d, a->groups, x[0], l->params[0].data, y);
-    if (bias) be->ops->bias_add(be, rows, d.f, bias, y);
-    if (bn)
-        be->ops->bn_forward_infer(be, rows, d.f, y, bn->gamma, bn->beta, bn->mean, bn->var,
-                                  bn->eps, y);
-    if (residual) be->ops->axpy(be, rows * d.f, 1.0f, residual, y);
-    if (act != TFC_ACT_LINEAR) be->ops->act_forward(be, act, rows * d.f, d.f, y, y);
-    if (pool) be->ops->pool_forward(be, pool, y, pooled, NULL);
+    tfc_layer_grouped_forward(be, &d, a->groups, x[0], l->params[0].data, bias, bn, residual,
+                              act, y, pool, pooled);
 }
 
 static void conv1d_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
@@ -214,10 +180,8 @@ static void conv1d_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
                                    ex->ws);
         return;
     }
-    op->grouped_conv_backward_filter(ex->be, &d, a->groups, x[0], dy, l->params[0].grad);
-    if (dx[0])
-        op->grouped_conv_backward_data(ex->be, &d, a->groups, dy, l->params[0].data, dx[0],
-                                       ex->fresh & 1);
+    tfc_layer_grouped_backward(ex->be, &d, a->groups, x[0], l->params[0].data, dy,
+                               l->params[0].grad, dx[0], ex->fresh & 1);
 }
 
 const tfc_layer_ops tfc_conv1d_ops = {

@@ -1,12 +1,16 @@
 /* Conv2D (keras.layers.Conv2D): 2-D cross-correlation over NHWC images with TensorFlow's
- * valid/same padding (same pads the extra row and column after the image), strides and
- * dilation.
+ * valid/same padding (same pads the extra row and column after the image), strides,
+ * dilation and groups.
  *   y[n, i, j, f] = sum_{u, v, c} x[n, i*sh + u*dh - pt, j*sw + v*dw - pl, c] K[u, v, c, f] + b[f]
- *   backward: dK += x (*) dy, db += sum dy, dx += dy (*)^T K (the backend's conv ops) */
+ *   backward: dK += x (*) dy, db += sum dy, dx += dy (*)^T K (the backend's conv ops)
+ * With groups g > 1 (Keras's groups) the channels and filters split into g equal runs, filter
+ * f reading only the channels of run f / (filters / g): K is [kh, kw, c / g, filters], and the
+ * backend's grouped_conv ops run it, the epilogue op by op (tfc_layer_grouped_forward). */
 #include "layers/layer.h"
 
 typedef struct conv_args {
-    int filters, kernel_size[2], strides[2], padding, dilation_rate[2], activation, use_bias;
+    int filters, kernel_size[2], strides[2], padding, dilation_rate[2], groups, activation,
+        use_bias;
     const tfc_node *kernel_initializer, *bias_initializer;
 } conv_args;
 
@@ -20,6 +24,8 @@ static const tfc_field conv_fields[] = {
      tfc_padding_names, "valid or same"},
     {"dilation_rate", TFC_F_INT_PAIR, offsetof(conv_args, dilation_rate), "1", 1, 4096, NULL,
      "dilation"},
+    {"groups", TFC_F_INT, offsetof(conv_args, groups), "1", 1, 1 << 20, NULL,
+     "channel groups; channels and filters must divide by it"},
     TFC_ACTIVATION_FIELD(conv_args, activation),
     {"use_bias", TFC_F_BOOL, offsetof(conv_args, use_bias), "true", TFC_UNBOUNDED, NULL,
      "add a bias per filter"},
@@ -27,6 +33,8 @@ static const tfc_field conv_fields[] = {
      TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(conv_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
+    TFC_IMAGE_DATA_FORMAT_FIELD,
+    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS,
     {NULL}};
 
 static tfc_conv_desc conv_desc(const tfc_layer *l, int n)
@@ -54,6 +62,7 @@ static tfc_status conv_build(tfc_layer *l, tfc_error *err)
         (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
         return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "
                                        "(as in Keras)");
+    if (tfc_layer_check_groups(l, a->groups, in->dim[2], a->filters, err)) return TFC_ERR_CONFIG;
     tfc_conv_desc d = conv_desc(l, 1);
     if (d.oh < 1 || d.ow < 1)
         return tfc_layer_error(err, l,
@@ -67,15 +76,21 @@ static tfc_status conv_build(tfc_layer *l, tfc_error *err)
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
         tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
         return TFC_ERR_CONFIG;
-    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, d.f}, 1, ki);
+    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c / a->groups, d.f}, 1, ki);
     if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){d.f}, 1, bi);
     return TFC_OK;
+}
+
+static const char *const *conv_needs(const tfc_layer *l)
+{
+    return ((const conv_args *)l->args)->groups > 1 ? tfc_layer_grouped_ops : NULL;
 }
 
 static void conv_plan(tfc_layer *l, tfc_backend *be)
 {
     tfc_conv_desc d = conv_desc(l, l->max_batch);
-    l->workspace = be->ops->conv_workspace(be, &d);
+    const int grouped = ((const conv_args *)l->args)->groups > 1; /* the ops take none */
+    l->workspace = grouped ? 0 : be->ops->conv_workspace(be, &d);
 }
 
 static void conv_forward_fused(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y,
@@ -84,9 +99,13 @@ static void conv_forward_fused(tfc_layer *l, tfc_exec *ex, const void *const *x,
 {
     const conv_args *a = l->args;
     tfc_conv_desc d = conv_desc(l, ex->batch);
-    ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data,
-                              a->use_bias ? l->params[1].data : NULL, bn, residual, act, y,
-                              pool, pooled, ex->ws);
+    const float *bias = a->use_bias ? l->params[1].data : NULL;
+    if (a->groups > 1)
+        tfc_layer_grouped_forward(ex->be, &d, a->groups, x[0], l->params[0].data, bias, bn,
+                                  residual, act, y, pool, pooled);
+    else
+        ex->be->ops->conv_forward(ex->be, &d, x[0], l->params[0].data, bias, bn, residual, act,
+                                  y, pool, pooled, ex->ws);
 }
 
 static void conv_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
@@ -106,6 +125,11 @@ static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
     tfc_conv_desc d = conv_desc(l, ex->batch);
     const tfc_backend_ops *op = ex->be->ops;
     if (a->use_bias) op->bias_grad(ex->be, (int64_t)d.n * d.oh * d.ow, d.f, dy, l->params[1].grad);
+    if (a->groups > 1) {
+        tfc_layer_grouped_backward(ex->be, &d, a->groups, x[0], l->params[0].data, dy,
+                                   l->params[0].grad, dx[0], ex->fresh & 1);
+        return;
+    }
     op->conv_backward_filter(ex->be, &d, x[0], dy, l->params[0].grad, ex->ws);
     if (dx[0])
         op->conv_backward_data(ex->be, &d, dy, l->params[0].data, dx[0], ex->fresh & 1, ex->ws);
@@ -113,7 +137,7 @@ static void conv_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
 
 const tfc_layer_ops tfc_conv2d_ops = {
     .type = "Conv2D", .schema = conv_fields, .args_size = sizeof(conv_args),
-    .min_inputs = 1, .max_inputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .needs = conv_needs,
     .build = conv_build, .plan = conv_plan, .forward = conv_forward, .forward_act = conv_forward_act,
     .forward_fused = conv_forward_fused, .assigns_grads = 1,
     .backward = conv_backward,

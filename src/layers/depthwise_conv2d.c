@@ -31,6 +31,9 @@ static const tfc_field depthwise_fields[] = {
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(depthwise_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
+    TFC_REGULARIZER_FIELD("depthwise_regularizer"), TFC_REGULARIZER_FIELD("bias_regularizer"),
+    TFC_REGULARIZER_FIELD("activity_regularizer"), TFC_CONSTRAINT_FIELD("depthwise_constraint"),
+    TFC_CONSTRAINT_FIELD("bias_constraint"),
     {NULL}};
 
 tfc_conv_desc tfc_layer_depthwise_desc(const tfc_shape *in, const int k[2], const int s[2],

@@ -15,6 +15,8 @@ static const tfc_field dropout_fields[] = {
      "fraction of inputs to drop, in [0, 1)"},
     {"seed", TFC_F_INT, offsetof(dropout_args, seed), "0", 0, 2147483647, NULL,
      "mixed into the run's seed for this layer's masks"},
+    TFC_FIXED_FIELD("noise_shape", TFC_NO_DEFAULT,
+                    "tfc's Dropout draws one mask value per element; leave this argument out"),
     {NULL}};
 
 static tfc_status dropout_build(tfc_layer *l, tfc_error *err)

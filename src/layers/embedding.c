@@ -19,6 +19,13 @@ static const tfc_field embedding_fields[] = {
      "id 0 is padding, masked downstream"},
     {"embeddings_initializer", TFC_F_NODE, offsetof(embedding_args, embeddings_initializer),
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default random_uniform(-0.05, 0.05)"},
+    TFC_REGULARIZER_FIELD("embeddings_regularizer"), TFC_CONSTRAINT_FIELD("embeddings_constraint"),
+    TFC_FIXED_FIELD("weights", TFC_NO_DEFAULT, "initial weights come from --weights FILE "
+                    "(tfc-train) or the layer's embeddings_initializer"),
+    TFC_FIXED_FIELD("lora_rank", TFC_NO_DEFAULT, "tfc has no LoRA; leave this argument out"),
+    TFC_FIXED_FIELD("lora_alpha", TFC_NO_DEFAULT, "tfc has no LoRA; leave this argument out"),
+    TFC_FIXED_FIELD("quantization_config", TFC_NO_DEFAULT,
+                    "tfc has no quantization; leave this argument out"),
     {NULL}};
 
 static tfc_status embedding_build(tfc_layer *l, tfc_error *err)

@@ -65,6 +65,45 @@ tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const ch
     return tfc_init_parse(node, path, tfc_init_make(def), out, err);
 }
 
+const char *const tfc_layer_grouped_ops[] = {"grouped_conv_forward", "grouped_conv_backward_data",
+                                             "grouped_conv_backward_filter", NULL};
+
+void tfc_layer_grouped_forward(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                               const float *x, const float *w, const float *bias,
+                               const tfc_bn_params *bn, const float *residual, tfc_act act,
+                               float *y, const tfc_pool_desc *pool, float *pooled)
+{
+    const int64_t rows = (int64_t)d->n * d->oh * d->ow;
+    be->ops->grouped_conv_forward(be, d, groups, x, w, y);
+    if (bias) be->ops->bias_add(be, rows, d->f, bias, y);
+    if (bn)
+        be->ops->bn_forward_infer(be, rows, d->f, y, bn->gamma, bn->beta, bn->mean, bn->var,
+                                  bn->eps, y);
+    if (residual) be->ops->axpy(be, rows * d->f, 1.0f, residual, y);
+    if (act != TFC_ACT_LINEAR) be->ops->act_forward(be, act, rows * d->f, d->f, y, y);
+    if (pool) be->ops->pool_forward(be, pool, y, pooled, NULL);
+}
+
+void tfc_layer_grouped_backward(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                                const float *x, const float *w, const float *dy, float *dw,
+                                float *dx, int assign)
+{
+    be->ops->grouped_conv_backward_filter(be, d, groups, x, dy, dw);
+    if (dx) be->ops->grouped_conv_backward_data(be, d, groups, dy, w, dx, assign);
+}
+
+tfc_status tfc_layer_check_groups(const tfc_layer *l, int groups, int64_t channels,
+                                  int filters, tfc_error *err)
+{
+    if (filters % groups)
+        return tfc_layer_error(err, l, "filters (%d) must be divisible by groups (%d)", filters,
+                               groups);
+    if (channels % groups)
+        return tfc_layer_error(err, l, "the input's %lld channels must be divisible by groups "
+                               "(%d)", (long long)channels, groups);
+    return TFC_OK;
+}
+
 tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err)
 {
     for (const tfc_field *f = l->ops->schema; f && f->name; f++) {

@@ -191,6 +191,29 @@ extern const char *const tfc_data_format_names[3];
     {"data_format", TFC_F_ENUM, offsetof(type, member), "channels_last", TFC_UNBOUNDED,        \
      tfc_data_format_names, "channels_last only"}
 
+/* Keras's regularizer and constraint arguments, which tfc has no form for: accepted only as
+ * null (Keras's default, None), so that a Keras model's config loads; any other value is an
+ * error naming the argument (TFC_F_FIXED). */
+#define TFC_REGULARIZER_HINT                                                                 \
+    "tfc has no per-layer regularizers: the solver's weight_decay adds L2 decay to the "      \
+    "gradient of every trainable weight (docs/solver.md); leave this argument out"
+#define TFC_REGULARIZER_FIELD(name) TFC_FIXED_FIELD(name, TFC_NO_DEFAULT, TFC_REGULARIZER_HINT)
+#define TFC_CONSTRAINT_FIELD(name)                                                           \
+    TFC_FIXED_FIELD(name, TFC_NO_DEFAULT, "tfc has no weight constraints; leave this "       \
+                    "argument out")
+/* Those of a layer with a kernel and a bias (Dense and the convolutions): kernel_regularizer,
+ * bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint. */
+#define TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS                                                   \
+    TFC_REGULARIZER_FIELD("kernel_regularizer"), TFC_REGULARIZER_FIELD("bias_regularizer"),   \
+        TFC_REGULARIZER_FIELD("activity_regularizer"),                                        \
+        TFC_CONSTRAINT_FIELD("kernel_constraint"), TFC_CONSTRAINT_FIELD("bias_constraint")
+
+/* The `data_format:` of the Keras image layers whose tfc schema has no other use for it
+ * (Conv2D, the 2-D poolings, Flatten): only channels_last (or null, Keras's default). */
+#define TFC_IMAGE_DATA_FORMAT_FIELD                                                          \
+    TFC_FIXED_FIELD("data_format", "channels_last", "tfc's images are (height, width, "     \
+                    "channels)")
+
 /* ZeroPadding2D's or Cropping2D's rows and columns added or cut: top, bottom, left, right
  * (padding.c; for the ONNX export). */
 void tfc_layer_border(const tfc_layer *l, int side[4]);
@@ -206,6 +229,24 @@ tfc_conv_desc tfc_layer_depthwise_desc(const tfc_shape *in, const int k[2], cons
                                        const int d[2], int same, int m, int n);
 /* The backend ops of that step, NULL-terminated: both layers' `needs`. */
 extern const char *const tfc_layer_depthwise_ops[];
+
+/* The grouped convolution of Conv1D and Conv2D with groups > 1: the backend ops it calls
+ * (NULL-terminated: the layers' `needs`), conv_forward's contract for it (the grouped
+ * convolution into y, then the epilogue op by op: bias, bn, residual, act, pool; bias, bn,
+ * residual and pool may be NULL) and its backward (dw += ...; dx, unless NULL, += ... or,
+ * with assign, = ...). The kernel w is [kh, kw, c / groups, f] (Keras's layout). */
+extern const char *const tfc_layer_grouped_ops[];
+void tfc_layer_grouped_forward(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                               const float *x, const float *w, const float *bias,
+                               const tfc_bn_params *bn, const float *residual, tfc_act act,
+                               float *y, const tfc_pool_desc *pool, float *pooled);
+void tfc_layer_grouped_backward(tfc_backend *be, const tfc_conv_desc *d, int groups,
+                                const float *x, const float *w, const float *dy, float *dw,
+                                float *dx, int assign);
+/* Checks that `groups` divides the input's `channels` and the layer's `filters`; else a
+ * build error of l naming groups. */
+tfc_status tfc_layer_check_groups(const tfc_layer *l, int groups, int64_t channels,
+                                  int filters, tfc_error *err);
 
 /* An image layer's input check: TFC_OK when l's input is (height, width, channels), else a
  * positioned error naming the shape found. */

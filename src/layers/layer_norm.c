@@ -17,15 +17,11 @@ typedef struct norm_args {
     double epsilon;
     int center, scale, rms_scaling;
     const tfc_node *beta_initializer, *gamma_initializer;
-    const tfc_node *unsupported[4]; /* the regularizers and constraints (last) */
 } norm_args;
 
 #define AXIS_FIELD                                                                           \
     {"axis", TFC_F_INT_LIST, offsetof(norm_args, axis), "-1", -TFC_MAX_DIMS, TFC_MAX_DIMS,   \
      NULL, "the axis or trailing axes to normalise over (Keras counts the batch axis as 0)"}
-#define UNSUPPORTED_FIELD(k, name)                                                           \
-    {name, TFC_F_NODE, offsetof(norm_args, unsupported[k]), TFC_NO_DEFAULT, TFC_UNBOUNDED,   \
-     NULL, "not supported: null only"}
 
 static const tfc_field ln_fields[] = {
     AXIS_FIELD,
@@ -41,8 +37,8 @@ static const tfc_field ln_fields[] = {
      TFC_UNBOUNDED, NULL, "default zeros"},
     {"gamma_initializer", TFC_F_NODE, offsetof(norm_args, gamma_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default ones"},
-    UNSUPPORTED_FIELD(0, "beta_regularizer"), UNSUPPORTED_FIELD(1, "gamma_regularizer"),
-    UNSUPPORTED_FIELD(2, "beta_constraint"), UNSUPPORTED_FIELD(3, "gamma_constraint"),
+    TFC_REGULARIZER_FIELD("beta_regularizer"), TFC_REGULARIZER_FIELD("gamma_regularizer"),
+    TFC_CONSTRAINT_FIELD("beta_constraint"), TFC_CONSTRAINT_FIELD("gamma_constraint"),
     {NULL}};
 
 static const tfc_field rms_fields[] = {
@@ -115,18 +111,6 @@ static tfc_status norm_build_common(tfc_layer *l, const norm_args *a, tfc_shape 
 static tfc_status ln_build(tfc_layer *l, tfc_error *err)
 {
     const norm_args *a = l->args;
-    for (const tfc_field *f = ln_fields; f->name; f++) {
-        if (f->offset < offsetof(norm_args, unsupported)) continue;
-        const tfc_node *u = *(const tfc_node *const *)((const char *)a + f->offset);
-        if (u && !(u->kind == TFC_NODE_SCALAR && (!strcmp(u->str, "null") ||
-                                                  !strcmp(u->str, "~") || !*u->str))) {
-            char path[128];
-            snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type,
-                     f->name);
-            return tfc_node_error(err, TFC_ERR_CONFIG, u, path, "not supported by tfc "
-                                  "(regularizers and constraints); leave it out");
-        }
-    }
     tfc_shape ws;
     if (norm_build_common(l, a, &ws, err)) return TFC_ERR_CONFIG;
     norm_state *s = l->state;

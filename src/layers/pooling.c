@@ -19,6 +19,7 @@ typedef struct pool_args {
       "default: pool_size"},                                                                     \
      {"padding", TFC_F_ENUM, offsetof(pool_args, padding), "valid", TFC_UNBOUNDED,               \
       tfc_padding_names, "valid or same"},                                                       \
+     TFC_IMAGE_DATA_FORMAT_FIELD,                                                                \
      {NULL}}
 
 static const tfc_field max_pool_fields[] = POOL_FIELDS("2");

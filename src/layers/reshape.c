@@ -7,7 +7,7 @@ typedef struct reshape_args {
     tfc_int_list target_shape;
 } reshape_args;
 
-static const tfc_field flatten_fields[] = {{NULL}};
+static const tfc_field flatten_fields[] = {TFC_IMAGE_DATA_FORMAT_FIELD, {NULL}};
 
 static const tfc_field reshape_fields[] = {
     {"target_shape", TFC_F_INT_LIST, offsetof(reshape_args, target_shape), NULL, -1, 1 << 30,

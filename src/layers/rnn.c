@@ -6,6 +6,7 @@
 #include "core/rng.h"
 
 const char *const tfc_rnn_tanh_only[] = {"tanh", NULL};
+const char *const tfc_rnn_use_cudnn_names[] = {"auto", "false", NULL};
 const char *const tfc_rnn_sigmoid_only[] = {"sigmoid", NULL};
 
 tfc_status tfc_rnn_build(tfc_layer *l, const tfc_rnn_args *a, tfc_error *err)

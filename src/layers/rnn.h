@@ -14,12 +14,13 @@
 /* The arguments' struct of LSTM and GRU starts with this (member `rnn`). */
 typedef struct tfc_rnn_args {
     int units, activation, recurrent_activation, use_bias, return_sequences, return_state,
-        go_backwards, stateful, unroll, seed;
+        go_backwards, stateful, unroll, seed, use_cudnn;
     double dropout, recurrent_dropout;
     const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
 } tfc_rnn_args;
 
-extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[];
+extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
+    *const tfc_rnn_use_cudnn_names[];
 
 /* The schema entries of tfc_rnn_args in an arguments struct `type` */
 #define TFC_RNN_FIELDS(type)                                                                    \
@@ -49,7 +50,11 @@ extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[];
     {"kernel_initializer", TFC_F_NODE, offsetof(type, rnn.kernel_initializer),                 \
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},                           \
     {"recurrent_initializer", TFC_F_NODE, offsetof(type, rnn.recurrent_initializer),           \
-     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default orthogonal"}
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default orthogonal"},                               \
+    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),        \
+    TFC_CONSTRAINT_FIELD("recurrent_constraint"),                                              \
+    {"use_cudnn", TFC_F_ENUM, offsetof(type, rnn.use_cudnn), "auto", TFC_UNBOUNDED,            \
+     tfc_rnn_use_cudnn_names, "accepted: tfc runs its own kernels, never cuDNN's RNN"}
 
 /* Checks the input (steps, features) and the arguments tfc does not support (return_state,
  * stateful), naming them; sets l->out_shape and l->mask_out. */

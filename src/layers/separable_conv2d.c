@@ -13,14 +13,7 @@ typedef struct separable_args {
     int filters, kernel_size[2], strides[2], padding, data_format, dilation_rate[2];
     int depth_multiplier, activation, use_bias;
     const tfc_node *depthwise_initializer, *pointwise_initializer, *bias_initializer;
-    /* Keras arguments tfc has no form for: accepted only as null (Keras's None) */
-    const tfc_node *depthwise_regularizer, *pointwise_regularizer, *bias_regularizer,
-        *activity_regularizer, *depthwise_constraint, *pointwise_constraint, *bias_constraint;
 } separable_args;
-
-#define NULL_ONLY(member)                                                                    \
-    {#member, TFC_F_NODE, offsetof(separable_args, member), TFC_NO_DEFAULT, TFC_UNBOUNDED,    \
-     NULL, "not supported: null only"}
 
 static const tfc_field separable_fields[] = {
     {"filters", TFC_F_INT, offsetof(separable_args, filters), NULL, 1, 1 << 20, NULL,
@@ -45,10 +38,10 @@ static const tfc_field separable_fields[] = {
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(separable_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
-    NULL_ONLY(depthwise_regularizer), NULL_ONLY(pointwise_regularizer),
-    NULL_ONLY(bias_regularizer), NULL_ONLY(activity_regularizer),
-    NULL_ONLY(depthwise_constraint), NULL_ONLY(pointwise_constraint),
-    NULL_ONLY(bias_constraint),
+    TFC_REGULARIZER_FIELD("depthwise_regularizer"), TFC_REGULARIZER_FIELD("pointwise_regularizer"),
+    TFC_REGULARIZER_FIELD("bias_regularizer"), TFC_REGULARIZER_FIELD("activity_regularizer"),
+    TFC_CONSTRAINT_FIELD("depthwise_constraint"), TFC_CONSTRAINT_FIELD("pointwise_constraint"),
+    TFC_CONSTRAINT_FIELD("bias_constraint"),
     {NULL}};
 
 /* The depthwise step of a batch of n: f = c m channels of z. */
@@ -72,17 +65,6 @@ static tfc_status separable_build(tfc_layer *l, tfc_error *err)
     const separable_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    const struct { const char *name; const tfc_node *v; } refused[] = {
-        {"depthwise_regularizer", a->depthwise_regularizer},
-        {"pointwise_regularizer", a->pointwise_regularizer},
-        {"bias_regularizer", a->bias_regularizer},
-        {"activity_regularizer", a->activity_regularizer},
-        {"depthwise_constraint", a->depthwise_constraint},
-        {"pointwise_constraint", a->pointwise_constraint},
-        {"bias_constraint", a->bias_constraint}};
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-        if (refused[i].v && !tfc_node_is_null(refused[i].v))
-            return tfc_layer_error(err, l, "%s is not supported (only null)", refused[i].name);
     if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     if (in->dim[2] * a->depth_multiplier > 1 << 24)
         return tfc_layer_error(err, l, "%lld channels times depth_multiplier %d is too many",

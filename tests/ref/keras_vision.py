@@ -174,10 +174,28 @@ layers:
 """
 
 
+def grouped_conv2d():
+    x = keras.Input((7, 8, 4))
+    g1 = L.Conv2D(6, 3, padding="same", groups=2, name="g1")(x)
+    g2 = L.Conv2D(6, 1, groups=3, name="g2")(g1)
+    h = L.Activation("relu", name="act")(L.Add(name="add")([g1, g2]))
+    h = L.MaxPooling2D(2, name="pool")(h)
+    y = L.Conv2D(4, (2, 3), groups=2, use_bias=False, activation="tanh", name="g3")(h)
+    return x, y, """input: {shape: [7, 8, 4]}
+layers:
+  - Conv2D: {name: g1, filters: 6, kernel_size: 3, padding: same, groups: 2}
+  - Conv2D: {name: g2, filters: 6, kernel_size: 1, groups: 3}
+  - Add: {name: add, inputs: [g1, g2]}
+  - Activation: {name: act, activation: relu}
+  - MaxPooling2D: {name: pool, pool_size: 2}
+  - Conv2D: {name: g3, filters: 4, kernel_size: [2, 3], groups: 2, use_bias: false, activation: tanh}
+"""
+
+
 CASES = [depthwise_same_s2, depthwise_dilated_strided, depthwise_valid_hard_silu,
          padding_cropping, upsampling_nearest, upsampling_bilinear_odd, upsampling_bilinear_2,
          squeeze_excitation, multiply_vector, transpose_valid_s2, transpose_same_output_padding,
-         transpose_kernel_below_stride, autoencoder]
+         transpose_kernel_below_stride, autoencoder, grouped_conv2d]
 
 
 def write_cases(cases, folder):

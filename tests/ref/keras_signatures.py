@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+# Writes tests/ref/keras_signatures.txt: the constructor arguments and defaults of every
+# keras.layers class tfc has a layer of (tfc's layer registry, read from docs/layers.md's
+# `## Type` headings), one line a layer: the type, then `argument=default` for each argument
+# of its __init__ (`<required>` where it has none, the default as Python's repr otherwise;
+# self and **kwargs left out). tests/test_keras_args.c holds tfc's schemas against it in
+# `make test`, without Keras. Not run by `make test` (Keras is not a CI dependency). To
+# regenerate (Keras 3.15.1 + JAX, CPU):
+#   KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_signatures.py
+import inspect
+import os
+import re
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+import keras
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+with open(os.path.join(ROOT, "docs", "layers.md")) as f:
+    types = re.findall(r"^## (\w+)$", f.read(), re.M)
+
+lines = [f"# keras {keras.__version__}: written by tests/ref/keras_signatures.py"]
+for t in types:
+    cls = getattr(keras.layers, t, None)
+    if cls is None:
+        continue  # KerasHub's layers (PositionEmbedding, ...): not in keras.layers
+    args = []
+    for name, p in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        d = "<required>" if p.default is inspect.Parameter.empty else repr(p.default)
+        args.append(f"{name}={d}")
+    lines.append("\t".join([t] + args))
+
+with open(os.path.join(HERE, "keras_signatures.txt"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+print(f"{len(lines) - 1} layers")

@@ -1,0 +1,299 @@
+/* A layer's YAML is its Keras 3 constructor (docs/SPEC.md): every layer's schema held against
+ * Keras's own signatures, which tests/ref/keras_signatures.py wrote into
+ * tests/ref/keras_signatures.txt (so this runs without Keras). Each argument tfc takes is one
+ * of Keras's, with Keras's default; each of Keras's arguments is one tfc takes, or is listed
+ * below with what tfc does instead (so a new gap, or a closed one, fails here). Then the
+ * arguments tfc accepts only at Keras's default (TFC_F_FIXED) and Conv2D's groups. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/model.h"
+#include "layers/layer.h"
+#include "testutil.h"
+
+/* One layer's line of the fixture: its type, then name=default pairs (tab-separated). */
+typedef struct keras_sig {
+    char type[64];
+    int n;
+    char name[48][40];
+    char def[48][80];
+} keras_sig;
+
+static int load_sigs(keras_sig *sig, int max)
+{
+    char *text = tfc_test_read("tests/ref/keras_signatures.txt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    int n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') continue;
+        CU_ASSERT_FATAL(n < max);
+        keras_sig *s = &sig[n++];
+        memset(s, 0, sizeof *s);
+        char *save, *tok = strtok_r(line, "\t", &save);
+        snprintf(s->type, sizeof s->type, "%s", tok);
+        while ((tok = strtok_r(NULL, "\t", &save))) {
+            char *eq = strchr(tok, '=');
+            CU_ASSERT_FATAL(eq && s->n < 48);
+            *eq = 0;
+            snprintf(s->name[s->n], sizeof s->name[0], "%s", tok);
+            snprintf(s->def[s->n], sizeof s->def[0], "%s", eq + 1);
+            s->n++;
+        }
+    }
+    free(text);
+    return n;
+}
+
+/* TYPE.ARG pairs, each with why: the lists below. */
+typedef struct listed {
+    const char *arg, *why;
+} listed;
+
+/* tfc's arguments Keras 3.15's constructor does not have */
+static const listed tfc_only[] = {
+    {"LayerNormalization.rms_scaling", "Keras 3's earlier LayerNormalization argument, kept"},
+    {"MultiHeadAttention.use_causal_mask", "Keras's call() argument: tfc's layer has no call"},
+    {"RandomContrast.data_format", "channels_last only, as every tfc image layer"},
+    {NULL, NULL}};
+
+/* tfc defaults of "~" that the layer resolves to Keras's default when it builds */
+static const listed resolved_at_build[] = {
+    {"Bidirectional.layer", "required: the layer checks it names one recurrent layer"},
+    {"ZeroPadding2D.padding", "1 on every side"},
+    {"Cropping2D.cropping", "0 on every side"},
+    {"RandomContrast.value_range", "[0, 255]"},
+    {NULL, NULL}};
+
+/* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */
+static const listed keras_only[] = {
+    {"BatchNormalization.center", "tfc's BatchNormalization always has beta"},
+    {"BatchNormalization.scale", "tfc's BatchNormalization always has gamma"},
+    {NULL, NULL}};
+
+static const char *find_listed(const listed *list, const char *type, const char *arg)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", type, arg);
+    for (const listed *l = list; l->arg; l++)
+        if (!strcmp(l->arg, key)) return l->why;
+    return NULL;
+}
+
+static const tfc_field *find_field(const tfc_layer_ops *o, const char *name)
+{
+    for (const tfc_field *f = o->schema; f && f->name; f++)
+        if (!strcmp(f->name, name)) return f;
+    return NULL;
+}
+
+/* Whether tfc's default text `t` (a field of type `type` named `name`) means Keras's default
+ * `k` (Python's repr: None, True, 0.0, 'valid', (1, 1)). */
+static int same_default(const char *name, const char *t, const char *k)
+{
+    int none = !strcmp(k, "None"), tnull = !strcmp(t, TFC_NO_DEFAULT);
+    if (none)
+        return tnull || (!strcmp(name, "activation") && !strcmp(t, "linear")) ||
+               (!strcmp(name, "data_format") && !strcmp(t, "channels_last")) ||
+               (!strcmp(name, "seed") && !strcmp(t, "0")); /* 0: drawn from the run's seed */
+    if (tnull) return 0;
+    char kb[80];
+    snprintf(kb, sizeof kb, "%s", k);
+    size_t n = strlen(kb);
+    if (n >= 2 && kb[0] == '\'' && kb[n - 1] == '\'') { /* a string */
+        kb[n - 1] = 0;
+        return !strcmp(t, kb + 1);
+    }
+    if (!strcmp(kb, "True") || !strcmp(kb, "False"))
+        return !strcmp(t, kb[0] == 'T' ? "true" : "false");
+    if (kb[0] == '(') { /* a tuple of equal numbers, which tfc writes as one */
+        double first = 0;
+        int count = 0;
+        for (char *p = kb + 1; *p && *p != ')';) {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p) return 0;
+            if (count++ && v != first) return 0;
+            first = v;
+            p = end + strspn(end, ", ");
+        }
+        char *end;
+        return count > 0 && strtod(t, &end) == first && !*end;
+    }
+    char *e1, *e2;
+    double a = strtod(t, &e1), b = strtod(kb, &e2);
+    return !*e1 && !*e2 && a == b;
+}
+
+static void test_signatures(void)
+{
+    static keras_sig sig[64];
+    const int nsig = load_sigs(sig, 64);
+    CU_ASSERT(nsig >= 38);
+    int layers = 0, checked = 0, used_only = 0, used_build = 0, used_keras = 0;
+    for (int i = 0; tfc_layer_registry[i]; i++) {
+        const tfc_layer_ops *o = tfc_layer_registry[i];
+        const keras_sig *s = NULL;
+        for (int j = 0; j < nsig; j++)
+            if (!strcmp(sig[j].type, o->type)) s = &sig[j];
+        if (!s) { /* KerasHub's layers: not in keras.layers */
+            int hub = !strcmp(o->type, "PositionEmbedding") ||
+                      !strcmp(o->type, "TokenAndPositionEmbedding");
+            if (!hub) fprintf(stderr, "\n%s: not in tests/ref/keras_signatures.txt\n", o->type);
+            CU_ASSERT(hub);
+            continue;
+        }
+        layers++;
+        for (const tfc_field *f = o->schema; f && f->name; f++) {
+            int k = -1;
+            for (int j = 0; j < s->n; j++)
+                if (!strcmp(s->name[j], f->name)) k = j;
+            if (k < 0) {
+                const char *why = find_listed(tfc_only, o->type, f->name);
+                if (!why) fprintf(stderr, "\n%s.%s: not Keras's argument\n", o->type, f->name);
+                CU_ASSERT(why != NULL);
+                used_only += why != NULL;
+                continue;
+            }
+            checked++;
+            const char *kd = s->def[k];
+            if (!f->def || !strcmp(kd, "<required>")) { /* required on both sides */
+                int ok = (!f->def) == !strcmp(kd, "<required>") ||
+                         find_listed(resolved_at_build, o->type, f->name);
+                if (!ok) fprintf(stderr, "\n%s.%s: required on one side only\n", o->type, f->name);
+                CU_ASSERT(ok);
+                used_build += ok && f->def;
+                continue;
+            }
+            int ok;
+            if (f->type == TFC_F_NODE && strstr(f->name, "initializer")) {
+                /* the default is in the help: "default glorot_uniform" */
+                char want[80];
+                snprintf(want, sizeof want, "%.*s", (int)strlen(kd) - 2, kd + 1);
+                ok = f->help && strstr(f->help, want);
+            } else if (same_default(f->name, f->def, kd)) {
+                ok = 1;
+            } else {
+                ok = find_listed(resolved_at_build, o->type, f->name) != NULL;
+                used_build += ok;
+            }
+            if (!ok)
+                fprintf(stderr, "\n%s.%s: tfc's default %s, Keras's %s\n", o->type, f->name,
+                        f->def, kd);
+            CU_ASSERT(ok);
+        }
+        for (int j = 0; j < s->n; j++) {
+            if (!strcmp(s->name[j], "name") || find_field(o, s->name[j])) continue;
+            const char *why = find_listed(keras_only, o->type, s->name[j]);
+            if (!why)
+                fprintf(stderr, "\n%s.%s: Keras's argument, neither in tfc's schema nor listed\n",
+                        o->type, s->name[j]);
+            CU_ASSERT(why != NULL);
+            used_keras += why != NULL;
+        }
+    }
+    /* every listed entry is used: a gap closed or an argument renamed leaves none stale */
+    int listed_only = 0, listed_build = 0, listed_keras = 0;
+    for (const listed *l = tfc_only; l->arg; l++) listed_only++;
+    for (const listed *l = resolved_at_build; l->arg; l++) listed_build++;
+    for (const listed *l = keras_only; l->arg; l++) listed_keras++;
+    CU_ASSERT_EQUAL(used_only, listed_only);
+    CU_ASSERT_EQUAL(used_build, listed_build);
+    CU_ASSERT_EQUAL(used_keras, listed_keras);
+    printf("\n  %d layers, %d arguments checked against Keras 3's", layers, checked);
+    CU_ASSERT(layers >= 38 && checked >= 250);
+}
+
+/* The model text of one layer after a 6x6x4 image, or NULL with err set. */
+static tfc_model *one_layer(const char *layer, tfc_error *err)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "input: {shape: [6, 6, 4]}\nlayers:\n  - %s\n", layer);
+    tfc_error_clear(err);
+    return tfc_model_from_string(yaml, strlen(yaml), "m.yaml", err);
+}
+
+static void expect_ok(const char *layer)
+{
+    tfc_error err;
+    tfc_model *m = one_layer(layer, &err);
+    if (!m) fprintf(stderr, "\n%s: %s\n", layer, err.text);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    tfc_model_free(m);
+}
+
+static void expect_error(const char *layer, const char *want1, const char *want2)
+{
+    tfc_error err;
+    tfc_model *m = one_layer(layer, &err);
+    CU_ASSERT_PTR_NULL(m);
+    int ok = strstr(err.text, want1) && (!want2 || strstr(err.text, want2));
+    if (!ok) fprintf(stderr, "\n%s: expected '%s' and '%s' in: %s\n", layer, want1,
+                     want2 ? want2 : "", err.text);
+    CU_ASSERT(ok);
+    tfc_model_free(m);
+}
+
+/* Keras's arguments that tfc has one value of load at it (null, Keras's None, or the
+ * default in any spelling: a model's config written by Keras) and fail at any other, at the
+ * value's FILE:LINE:COL, naming the argument, with what tfc has instead. */
+static void test_fixed_arguments(void)
+{
+    expect_ok("Dense: {units: 3, kernel_regularizer: null, bias_constraint: ~, lora_rank: null}");
+    expect_ok("Conv2D: {filters: 2, kernel_size: 3, data_format: channels_last, "
+              "activity_regularizer: null}");
+    expect_ok("BatchNormalization: {renorm: False, renorm_momentum: 0.990, synchronized: false,"
+              " gamma_regularizer: null}");
+    expect_ok("MaxPooling2D: {data_format: null}");
+    expect_ok("Flatten: {data_format: channels_last}");
+    expect_ok("Dropout: {rate: 0.5, noise_shape: null}");
+    expect_ok("Reshape: {target_shape: [36, 4]}\n  - GRU: {units: 2, use_cudnn: auto, "
+              "recurrent_regularizer: null}");
+    expect_ok("Reshape: {target_shape: [36, 4]}\n  - LSTM: {units: 2, use_cudnn: false}");
+    expect_error("Dense: {units: 3, kernel_regularizer: {class_name: L2, config: {l2: 0.01}}}",
+                 "m.yaml:3:43: error: layers[0].Dense.kernel_regularizer: not supported by tfc: "
+                 "only null",
+                 "hint: tfc has no per-layer regularizers: the solver's weight_decay");
+    expect_error("Conv2D: {filters: 2, kernel_size: 3, data_format: channels_first}",
+                 "layers[0].Conv2D.data_format: not supported by tfc: only channels_last",
+                 "(height, width, channels)");
+    expect_error("BatchNormalization: {renorm: true}",
+                 "layers[0].BatchNormalization.renorm: not supported by tfc: only false",
+                 "renormalization");
+    expect_error("BatchNormalization: {renorm_momentum: 0.9}", "only 0.99", NULL);
+    expect_error("Flatten: {data_format: channels_first}", "Flatten.data_format", NULL);
+    expect_error("Conv2DTranspose: {filters: 2, kernel_size: 2, kernel_constraint: max_norm}",
+                 "kernel_constraint: not supported by tfc", "no weight constraints");
+    expect_error("Reshape: {target_shape: [36, 4]}\n  - LSTM: {units: 2, use_cudnn: true}",
+                 "use_cudnn", "auto, false");
+    expect_error("Dropout: {rate: 0.5, noise_shape: [null, 1, 1, 4]}",
+                 "Dropout.noise_shape: not supported", NULL);
+    /* an argument Keras lacks is still an unknown key */
+    expect_error("Dense: {units: 3, kernel_regulariser: null}",
+                 "unknown key 'kernel_regulariser'; did you mean 'kernel_regularizer'?", NULL);
+}
+
+/* Conv2D's groups: the kernel is (kh, kw, channels / groups, filters), as Keras's; channels
+ * and filters must divide by it. (Values: test_vision's Keras fixture grouped_conv2d;
+ * gradients: test_layers' conv2d_groups; the ONNX export: test_onnx's conv_groups.) */
+static void test_conv2d_groups(void)
+{
+    tfc_error err;
+    tfc_model *m = one_layer("Conv2D: {filters: 6, kernel_size: [3, 2], groups: 2}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const tfc_layer *l = tfc_model_layer(m, 0);
+    CU_ASSERT_EQUAL(l->params[0].shape.ndim, 4);
+    CU_ASSERT_EQUAL(l->params[0].shape.dim[0], 3);
+    CU_ASSERT_EQUAL(l->params[0].shape.dim[1], 2);
+    CU_ASSERT_EQUAL(l->params[0].shape.dim[2], 2);
+    CU_ASSERT_EQUAL(l->params[0].shape.dim[3], 6);
+    tfc_model_free(m);
+    expect_error("Conv2D: {filters: 5, kernel_size: 3, groups: 2}",
+                 "filters (5) must be divisible by groups (2)", NULL);
+    expect_error("Conv2D: {filters: 6, kernel_size: 3, groups: 3}",
+                 "the input's 4 channels must be divisible by groups (3)", NULL);
+    expect_error("Conv2D: {filters: 6, kernel_size: 3, groups: 0}", "groups", NULL);
+}
+
+TFC_TEST_MAIN("keras_args", {"signatures", test_signatures},
+              {"fixed_arguments", test_fixed_arguments}, {"conv2d_groups", test_conv2d_groups});
