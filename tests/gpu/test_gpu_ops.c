@@ -2592,8 +2592,9 @@ static const char conv1d_yaml[] =
     "loss: sparse_categorical_crossentropy\n"
     "metrics: [accuracy]\n";
 
-/* A small MobileNet-like model: depthwise (multiplier 2; strided), separable, transposed
- * convolutions and both upsamplings. */
+/* A small MobileNet-like model: depthwise (multiplier 2; strided), separable, grouped
+ * (Conv2D's groups: the grouped_conv ops, bias and ReLU after), transposed convolutions and
+ * both upsamplings. */
 static const char mobilenet_yaml[] =
     "name: small_mobilenet\n"
     "input: {shape: [12, 12, 3]}\n"
@@ -2607,6 +2608,8 @@ static const char mobilenet_yaml[] =
     "                      use_bias: false}\n"
     "  - SeparableConv2D: {name: sep, filters: 12, kernel_size: 3, padding: same,\n"
     "                      activation: relu}\n"
+    "  - Conv2D: {name: gc, filters: 12, kernel_size: 3, padding: same, groups: 3,\n"
+    "             activation: relu}\n"
     "  - Conv2DTranspose: {name: tr, filters: 8, kernel_size: 3, strides: 2, padding: same}\n"
     "  - UpSampling2D: {name: up, size: 2, interpolation: bilinear}\n"
     "  - Conv2D: {name: c2, filters: 4, kernel_size: 3, strides: 2, activation: tanh}\n"
