@@ -234,6 +234,68 @@ static void expect_error(const char *layer, const char *want1, const char *want2
     tfc_model_free(m);
 }
 
+/* keras.activations that tfc has no kernel for: an unknown value of `activation`, so an
+ * error naming it with tfc's list */
+static const char *const keras_only_acts[] = {
+    "celu", "glu", "hard_shrink", "hard_tanh", "log_sigmoid", "log_softmax", "soft_shrink",
+    "sparse_plus", "sparse_sigmoid", "sparsemax", "squareplus", "tanh_shrink", "threshold",
+    NULL};
+
+/* The activation of name s as tfc's enum reads it, or -1. */
+static int act_of(const char *s)
+{
+    tfc_node n = {.kind = TFC_NODE_SCALAR, .str = (char *)s};
+    tfc_error quiet;
+    tfc_error_clear(&quiet);
+    int v = -1;
+    return tfc_node_enum(&n, "activation", tfc_act_names, &v, &quiet) ? -1 : v;
+}
+
+/* Every activation name tfc knows is one of keras.activations'; every one of those is
+ * tfc's, or listed above; a name and the one Keras writes for it into a config (swish:
+ * silu, hard_swish: hard_silu) are the same activation in tfc. */
+static void test_activations(void)
+{
+    static keras_sig sig[64];
+    const int nsig = load_sigs(sig, 64);
+    const keras_sig *s = NULL;
+    for (int j = 0; j < nsig; j++)
+        if (!strcmp(sig[j].type, "@activations")) s = &sig[j];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    for (int a = 0; tfc_act_names[a]; a++) {
+        int found = 0;
+        for (int j = 0; j < s->n; j++) found |= !strcmp(s->name[j], tfc_act_names[a]);
+        if (!found) fprintf(stderr, "\n%s: not in keras.activations\n", tfc_act_names[a]);
+        CU_ASSERT(found);
+    }
+    int missing = 0, nlisted = 0, aliases = 0;
+    for (int j = 0; j < s->n; j++) {
+        int mine = act_of(s->name[j]), written = act_of(s->def[j]);
+        int is_listed = 0;
+        for (int k = 0; keras_only_acts[k]; k++)
+            is_listed |= !strcmp(keras_only_acts[k], s->name[j]);
+        if (mine < 0) {
+            if (!is_listed) fprintf(stderr, "\nkeras.activations.%s: not tfc's\n", s->name[j]);
+            CU_ASSERT(is_listed);
+            missing++;
+            continue;
+        }
+        CU_ASSERT(!is_listed);
+        if (written != mine)
+            fprintf(stderr, "\n%s: Keras writes %s, which tfc reads as another\n", s->name[j],
+                    s->def[j]);
+        CU_ASSERT_EQUAL(written, mine);
+        aliases += strcmp(s->name[j], s->def[j]) != 0;
+    }
+    for (int k = 0; keras_only_acts[k]; k++) nlisted++;
+    CU_ASSERT_EQUAL(missing, nlisted);
+    CU_ASSERT_EQUAL(aliases, 2); /* swish and hard_swish */
+    expect_ok("Flatten: {}\n  - Dense: {units: 3, activation: silu}");
+    expect_ok("Activation: {activation: hard_swish}");
+    expect_error("Dense: {units: 3, activation: hard_tanh}", "unknown value \"hard_tanh\"",
+                 "one of: linear");
+}
+
 /* Keras's arguments that tfc has one value of load at it (null, Keras's None, or the
  * default in any spelling: a model's config written by Keras) and fail at any other, at the
  * value's FILE:LINE:COL, naming the argument, with what tfc has instead. */
@@ -295,5 +357,5 @@ static void test_conv2d_groups(void)
     expect_error("Conv2D: {filters: 6, kernel_size: 3, groups: 0}", "groups", NULL);
 }
 
-TFC_TEST_MAIN("keras_args", {"signatures", test_signatures},
+TFC_TEST_MAIN("keras_args", {"signatures", test_signatures}, {"activations", test_activations},
               {"fixed_arguments", test_fixed_arguments}, {"conv2d_groups", test_conv2d_groups});

@@ -82,6 +82,11 @@ tfc_status tfc_node_bool(const tfc_node *n, const char *path, int *out, tfc_erro
     return expected(n, path, "true or false", err);
 }
 
+/* Keras's second names of a value (keras.activations: silu is swish, hard_swish is
+ * hard_silu; Keras 3 writes silu and hard_silu into a model's config): an enum whose choices
+ * hold the first name takes the second as well. */
+static const char *const enum_aliases[][2] = {{"swish", "silu"}, {"hard_silu", "hard_swish"}};
+
 tfc_status tfc_node_enum(const tfc_node *n, const char *path, const char *const *choices,
                          int *out, tfc_error *err)
 {
@@ -97,6 +102,12 @@ tfc_status tfc_node_enum(const tfc_node *n, const char *path, const char *const 
             *out = i;
             return TFC_OK;
         }
+    for (size_t a = 0; a < sizeof enum_aliases / sizeof *enum_aliases; a++)
+        for (int i = 0; !strcmp(n->str, enum_aliases[a][1]) && choices[i]; i++)
+            if (strcmp(enum_aliases[a][0], choices[i]) == 0) {
+                *out = i;
+                return TFC_OK;
+            }
     const char *guess = tfc_did_you_mean(n->str, choices);
     if (guess)
         return tfc_node_error(err, TFC_ERR_CONFIG, n, path,

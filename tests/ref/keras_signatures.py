@@ -3,7 +3,8 @@
 # keras.layers class tfc has a layer of (tfc's layer registry, read from docs/layers.md's
 # `## Type` headings), one line a layer: the type, then `argument=default` for each argument
 # of its __init__ (`<required>` where it has none, the default as Python's repr otherwise;
-# self and **kwargs left out). tests/test_keras_args.c holds tfc's schemas against it in
+# self and **kwargs left out); then a line `@activations` of `name=written` for each of
+# keras.activations' names and the name Keras writes for it into a config. tests/test_keras_args.c holds tfc's schemas against it in
 # `make test`, without Keras. Not run by `make test` (Keras is not a CI dependency). To
 # regenerate (Keras 3.15.1 + JAX, CPU):
 #   KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_signatures.py
@@ -33,6 +34,12 @@ for t in types:
         args.append(f"{name}={d}")
     lines.append("\t".join([t] + args))
 
+# keras.activations: each name and the name Keras writes for it into a config (serialize)
+acts = sorted(n for n in dir(keras.activations)
+              if not n.startswith("_") and n not in ("get", "serialize", "deserialize"))
+lines.append("\t".join(["@activations"] + [
+    f"{n}={keras.activations.serialize(keras.activations.get(n))}" for n in acts]))
+
 with open(os.path.join(HERE, "keras_signatures.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
-print(f"{len(lines) - 1} layers")
+print(f"{len(lines) - 2} layers, {len(acts)} activations")
