@@ -10,6 +10,7 @@
 
 #include "graph/model.h"
 #include "layers/layer.h"
+#include "solver/optimizer.h"
 #include "testutil.h"
 
 /* One layer's line of the fixture: its type, then name=default pairs (tab-separated). */
@@ -80,13 +81,6 @@ static const char *find_listed(const listed *list, const char *type, const char 
     return NULL;
 }
 
-static const tfc_field *find_field(const tfc_layer_ops *o, const char *name)
-{
-    for (const tfc_field *f = o->schema; f && f->name; f++)
-        if (!strcmp(f->name, name)) return f;
-    return NULL;
-}
-
 /* Whether tfc's default text `t` (a field of type `type` named `name`) means Keras's default
  * `k` (Python's repr: None, True, 0.0, 'valid', (1, 1)). */
 static int same_default(const char *name, const char *t, const char *k)
@@ -125,17 +119,85 @@ static int same_default(const char *name, const char *t, const char *k)
     return !*e1 && !*e2 && a == b;
 }
 
+/* What test_signatures has found: arguments compared, and the list entries used. */
+typedef struct tally {
+    int checked, used_only, used_build, used_keras;
+} tally;
+
+/* The fields of `type` (a layer type, or @optimizer.NAME; its `type` key skipped) against
+ * Keras's signature s. */
+static void check_fields(const char *type, const tfc_field *fields, const keras_sig *s,
+                         tally *t)
+{
+    for (const tfc_field *f = fields; f && f->name; f++) {
+        if (type[0] == '@' && !strcmp(f->name, "type")) continue;
+        int k = -1;
+        for (int j = 0; j < s->n; j++)
+            if (!strcmp(s->name[j], f->name)) k = j;
+        if (k < 0) {
+            const char *why = find_listed(tfc_only, type, f->name);
+            if (!why) fprintf(stderr, "\n%s.%s: not Keras's argument\n", type, f->name);
+            CU_ASSERT(why != NULL);
+            t->used_only += why != NULL;
+            continue;
+        }
+        t->checked++;
+        const char *kd = s->def[k];
+        if (!f->def || !strcmp(kd, "<required>")) { /* required on both sides */
+            int ok = (!f->def) == !strcmp(kd, "<required>") ||
+                     find_listed(resolved_at_build, type, f->name);
+            if (!ok) fprintf(stderr, "\n%s.%s: required on one side only\n", type, f->name);
+            CU_ASSERT(ok);
+            t->used_build += ok && f->def;
+            continue;
+        }
+        int ok;
+        if (f->type == TFC_F_NODE && strstr(f->name, "initializer")) {
+            /* the default is in the help: "default glorot_uniform" */
+            char want[80];
+            snprintf(want, sizeof want, "%.*s", (int)strlen(kd) - 2, kd + 1);
+            ok = f->help && strstr(f->help, want);
+        } else if (same_default(f->name, f->def, kd)) {
+            ok = 1;
+        } else {
+            ok = find_listed(resolved_at_build, type, f->name) != NULL;
+            t->used_build += ok;
+        }
+        if (!ok)
+            fprintf(stderr, "\n%s.%s: tfc's default %s, Keras's %s\n", type, f->name, f->def,
+                    kd);
+        CU_ASSERT(ok);
+    }
+    for (int j = 0; j < s->n; j++) {
+        int mine = 0;
+        for (const tfc_field *f = fields; f && f->name; f++) mine |= !strcmp(f->name, s->name[j]);
+        if (!strcmp(s->name[j], "name") || mine) continue;
+        const char *why = find_listed(keras_only, type, s->name[j]);
+        if (!why)
+            fprintf(stderr, "\n%s.%s: Keras's argument, neither in tfc's schema nor listed\n",
+                    type, s->name[j]);
+        CU_ASSERT(why != NULL);
+        t->used_keras += why != NULL;
+    }
+}
+
+static const keras_sig *find_sig(const keras_sig *sig, int n, const char *type)
+{
+    for (int j = 0; j < n; j++)
+        if (!strcmp(sig[j].type, type)) return &sig[j];
+    return NULL;
+}
+
 static void test_signatures(void)
 {
     static keras_sig sig[64];
     const int nsig = load_sigs(sig, 64);
-    CU_ASSERT(nsig >= 38);
-    int layers = 0, checked = 0, used_only = 0, used_build = 0, used_keras = 0;
+    CU_ASSERT(nsig >= 44);
+    tally t = {0};
+    int layers = 0, optimizers = 0;
     for (int i = 0; tfc_layer_registry[i]; i++) {
         const tfc_layer_ops *o = tfc_layer_registry[i];
-        const keras_sig *s = NULL;
-        for (int j = 0; j < nsig; j++)
-            if (!strcmp(sig[j].type, o->type)) s = &sig[j];
+        const keras_sig *s = find_sig(sig, nsig, o->type);
         if (!s) { /* KerasHub's layers: not in keras.layers */
             int hub = !strcmp(o->type, "PositionEmbedding") ||
                       !strcmp(o->type, "TokenAndPositionEmbedding");
@@ -144,64 +206,29 @@ static void test_signatures(void)
             continue;
         }
         layers++;
-        for (const tfc_field *f = o->schema; f && f->name; f++) {
-            int k = -1;
-            for (int j = 0; j < s->n; j++)
-                if (!strcmp(s->name[j], f->name)) k = j;
-            if (k < 0) {
-                const char *why = find_listed(tfc_only, o->type, f->name);
-                if (!why) fprintf(stderr, "\n%s.%s: not Keras's argument\n", o->type, f->name);
-                CU_ASSERT(why != NULL);
-                used_only += why != NULL;
-                continue;
-            }
-            checked++;
-            const char *kd = s->def[k];
-            if (!f->def || !strcmp(kd, "<required>")) { /* required on both sides */
-                int ok = (!f->def) == !strcmp(kd, "<required>") ||
-                         find_listed(resolved_at_build, o->type, f->name);
-                if (!ok) fprintf(stderr, "\n%s.%s: required on one side only\n", o->type, f->name);
-                CU_ASSERT(ok);
-                used_build += ok && f->def;
-                continue;
-            }
-            int ok;
-            if (f->type == TFC_F_NODE && strstr(f->name, "initializer")) {
-                /* the default is in the help: "default glorot_uniform" */
-                char want[80];
-                snprintf(want, sizeof want, "%.*s", (int)strlen(kd) - 2, kd + 1);
-                ok = f->help && strstr(f->help, want);
-            } else if (same_default(f->name, f->def, kd)) {
-                ok = 1;
-            } else {
-                ok = find_listed(resolved_at_build, o->type, f->name) != NULL;
-                used_build += ok;
-            }
-            if (!ok)
-                fprintf(stderr, "\n%s.%s: tfc's default %s, Keras's %s\n", o->type, f->name,
-                        f->def, kd);
-            CU_ASSERT(ok);
-        }
-        for (int j = 0; j < s->n; j++) {
-            if (!strcmp(s->name[j], "name") || find_field(o, s->name[j])) continue;
-            const char *why = find_listed(keras_only, o->type, s->name[j]);
-            if (!why)
-                fprintf(stderr, "\n%s.%s: Keras's argument, neither in tfc's schema nor listed\n",
-                        o->type, s->name[j]);
-            CU_ASSERT(why != NULL);
-            used_keras += why != NULL;
-        }
+        check_fields(o->type, o->schema, s, &t);
+    }
+    for (int k = 0; k < TFC_OPTIMIZER_COUNT; k++) {
+        char type[64];
+        snprintf(type, sizeof type, "@optimizer.%s", tfc_optimizer_names[k]);
+        const keras_sig *s = find_sig(sig, nsig, type);
+        if (!s) fprintf(stderr, "\n%s: not in tests/ref/keras_signatures.txt\n", type);
+        CU_ASSERT_PTR_NOT_NULL(s);
+        if (!s) continue;
+        optimizers++;
+        check_fields(type, tfc_optimizer_fields((tfc_optimizer_type)k), s, &t);
     }
     /* every listed entry is used: a gap closed or an argument renamed leaves none stale */
     int listed_only = 0, listed_build = 0, listed_keras = 0;
     for (const listed *l = tfc_only; l->arg; l++) listed_only++;
     for (const listed *l = resolved_at_build; l->arg; l++) listed_build++;
     for (const listed *l = keras_only; l->arg; l++) listed_keras++;
-    CU_ASSERT_EQUAL(used_only, listed_only);
-    CU_ASSERT_EQUAL(used_build, listed_build);
-    CU_ASSERT_EQUAL(used_keras, listed_keras);
-    printf("\n  %d layers, %d arguments checked against Keras 3's", layers, checked);
-    CU_ASSERT(layers >= 38 && checked >= 250);
+    CU_ASSERT_EQUAL(t.used_only, listed_only);
+    CU_ASSERT_EQUAL(t.used_build, listed_build);
+    CU_ASSERT_EQUAL(t.used_keras, listed_keras);
+    printf("\n  %d layers and %d optimizers: %d arguments checked against Keras 3's", layers,
+           optimizers, t.checked);
+    CU_ASSERT(layers >= 38 && optimizers == 5 && t.checked >= 300);
 }
 
 /* The model text of one layer after a 6x6x4 image, or NULL with err set. */

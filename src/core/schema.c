@@ -303,10 +303,13 @@ tfc_status tfc_schema_apply(const tfc_field *fields, const tfc_node *map, const 
         map = NULL;
         status = TFC_ERR_CONFIG;
     }
-    const char *names[128];
-    int nf = 0;
-    for (const tfc_field *f = fields; f->name && nf < 127; f++) names[nf++] = f->name;
-    names[nf] = NULL;
+    const char *names[128], *settable[128]; /* settable: the list an unknown key shows */
+    int nf = 0, ns = 0;
+    for (const tfc_field *f = fields; f->name && nf < 127; f++) {
+        names[nf++] = f->name;
+        if (f->type != TFC_F_FIXED) settable[ns++] = f->name;
+    }
+    names[nf] = settable[ns] = NULL;
     const char *suggested[128];
     int nsuggested = 0;
     for (int i = 0; map && i < map->n; i++) {
@@ -320,14 +323,14 @@ tfc_status tfc_schema_apply(const tfc_field *fields, const tfc_node *map, const 
         snprintf(kpath, sizeof kpath, "%s%s%s", path, *path ? "." : "", key);
         const char *guess = tfc_did_you_mean(key, names);
         char list[1024];
-        tfc_join_names(list, sizeof list, names);
+        tfc_join_names(list, sizeof list, settable);
         if (guess && nsuggested < 128) suggested[nsuggested++] = guess;
         if (guess)
             tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], kpath,
                            "unknown key '%s'; did you mean '%s'?", key, guess);
         else
             tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], kpath,
-                           "unknown key '%s' (known keys: %s)", key, nf ? list : "none");
+                           "unknown key '%s' (known keys: %s)", key, ns ? list : "none");
         status = TFC_ERR_CONFIG;
     }
     for (const tfc_field *f = fields; f->name; f++) {

@@ -25,6 +25,30 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
     {"epsilon", TFC_F_FLOAT, OFF(epsilon), "1e-7", 0, 1e30, NULL,                            \
      "small constant for numerical stability"}
 
+/* Keras's arguments of every optimizer that tfc has as solver keys, or not at all:
+ * accepted at Keras's default (TFC_F_FIXED), else an error saying which key tfc has. */
+#define CLIP_HINT                                                                            \
+    "tfc clips by the global norm of all gradients: the solver's clip_gradients (Keras's "   \
+    "global_clipnorm)"
+#define EMA_HINT "the solver's ema: {decay} keeps a moving average of the weights"
+#define KERAS_COMMON                                                                         \
+    TFC_FIXED_FIELD("clipnorm", TFC_NO_DEFAULT, CLIP_HINT),                                  \
+        TFC_FIXED_FIELD("clipvalue", TFC_NO_DEFAULT, CLIP_HINT),                             \
+        TFC_FIXED_FIELD("global_clipnorm", TFC_NO_DEFAULT, CLIP_HINT),                       \
+        TFC_FIXED_FIELD("use_ema", "false", EMA_HINT),                                       \
+        TFC_FIXED_FIELD("ema_momentum", "0.99", EMA_HINT),                                   \
+        TFC_FIXED_FIELD("ema_overwrite_frequency", TFC_NO_DEFAULT, EMA_HINT),                \
+        TFC_FIXED_FIELD("loss_scale_factor", TFC_NO_DEFAULT,                                 \
+                        "the solver's precision: float16 scales the loss dynamically "       \
+                        "(loss_scale)"),                                                     \
+        TFC_FIXED_FIELD("gradient_accumulation_steps", TFC_NO_DEFAULT,                       \
+                        "the solver's iter_size accumulates that many batches' gradients")
+/* Keras 3's weight_decay of the optimizers other than AdamW (decoupled) */
+#define WEIGHT_DECAY_FIXED                                                                   \
+    TFC_FIXED_FIELD("weight_decay", TFC_NO_DEFAULT,                                          \
+                    "tfc's decoupled decay is optimizer type adamw; the solver's "           \
+                    "weight_decay adds L2 decay to the gradient (Caffe's)")
+
 static const tfc_field sgd_fields[] = {
     TYPE_FIELD,
     LR_FIELD("0.01"),
@@ -32,6 +56,8 @@ static const tfc_field sgd_fields[] = {
      "velocity = momentum * velocity - lr * g; 0 is plain gradient descent"},
     {"nesterov", TFC_F_BOOL, OFF(nesterov), "false", TFC_UNBOUNDED, NULL,
      "Nesterov momentum"},
+    WEIGHT_DECAY_FIXED,
+    KERAS_COMMON,
     {NULL}};
 
 #define ADAM_COMMON                                                                          \
@@ -43,7 +69,8 @@ static const tfc_field sgd_fields[] = {
     {"amsgrad", TFC_F_BOOL, OFF(amsgrad), "false", TFC_UNBOUNDED, NULL,                      \
      "use the maximum of past second moments (AMSGrad)"}
 
-static const tfc_field adam_fields[] = {TYPE_FIELD, LR_FIELD("0.001"), ADAM_COMMON, {NULL}};
+static const tfc_field adam_fields[] = {
+    TYPE_FIELD, LR_FIELD("0.001"), ADAM_COMMON, WEIGHT_DECAY_FIXED, KERAS_COMMON, {NULL}};
 
 static const tfc_field adamw_fields[] = {
     TYPE_FIELD,
@@ -51,6 +78,7 @@ static const tfc_field adamw_fields[] = {
     {"weight_decay", TFC_F_FLOAT, OFF(weight_decay), "0.004", 0, 1e30, NULL,
      "decoupled decay: w -= lr * weight_decay * w before each update"},
     ADAM_COMMON,
+    KERAS_COMMON,
     {NULL}};
 
 static const tfc_field rmsprop_fields[] = {
@@ -61,6 +89,8 @@ static const tfc_field rmsprop_fields[] = {
     EPS_FIELD,
     {"centered", TFC_F_BOOL, OFF(centered), "false", TFC_UNBOUNDED, NULL,
      "normalise by the estimated variance instead of the second moment"},
+    WEIGHT_DECAY_FIXED,
+    KERAS_COMMON,
     {NULL}};
 
 static const tfc_field adagrad_fields[] = {
@@ -69,6 +99,8 @@ static const tfc_field adagrad_fields[] = {
     {"initial_accumulator_value", TFC_F_FLOAT, OFF(initial_accumulator_value), "0.1", 0, 1e30,
      NULL, "starting value of the accumulated squared gradients"},
     EPS_FIELD,
+    WEIGHT_DECAY_FIXED,
+    KERAS_COMMON,
     {NULL}};
 
 static const tfc_field *const optimizer_tables[TFC_OPTIMIZER_COUNT] = {

@@ -3,8 +3,9 @@
 # keras.layers class tfc has a layer of (tfc's layer registry, read from docs/layers.md's
 # `## Type` headings), one line a layer: the type, then `argument=default` for each argument
 # of its __init__ (`<required>` where it has none, the default as Python's repr otherwise;
-# self and **kwargs left out); then a line `@activations` of `name=written` for each of
-# keras.activations' names and the name Keras writes for it into a config. tests/test_keras_args.c holds tfc's schemas against it in
+# self and **kwargs left out); then the same of each optimizer tfc has (`@optimizer.sgd`,
+# ...), and a line `@activations` of `name=written` for each of keras.activations' names and
+# the name Keras writes for it into a config. tests/test_keras_args.c holds tfc's schemas against it in
 # `make test`, without Keras. Not run by `make test` (Keras is not a CI dependency). To
 # regenerate (Keras 3.15.1 + JAX, CPU):
 #   KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_signatures.py
@@ -21,18 +22,30 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 with open(os.path.join(ROOT, "docs", "layers.md")) as f:
     types = re.findall(r"^## (\w+)$", f.read(), re.M)
 
-lines = [f"# keras {keras.__version__}: written by tests/ref/keras_signatures.py"]
-for t in types:
-    cls = getattr(keras.layers, t, None)
-    if cls is None:
-        continue  # KerasHub's layers (PositionEmbedding, ...): not in keras.layers
+
+
+def signature(cls):
+    """`argument=default` for each argument of cls.__init__."""
     args = []
     for name, p in inspect.signature(cls.__init__).parameters.items():
         if name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue
         d = "<required>" if p.default is inspect.Parameter.empty else repr(p.default)
         args.append(f"{name}={d}")
-    lines.append("\t".join([t] + args))
+    return args
+
+
+lines = [f"# keras {keras.__version__}: written by tests/ref/keras_signatures.py"]
+for t in types:
+    cls = getattr(keras.layers, t, None)
+    if cls is None:
+        continue  # KerasHub's layers (PositionEmbedding, ...): not in keras.layers
+    lines.append("\t".join([t] + signature(cls)))
+
+# the optimizers tfc has, as `@optimizer.<tfc's type>`
+for mine, cls in [("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
+                  ("adagrad", "Adagrad")]:
+    lines.append("\t".join([f"@optimizer.{mine}"] + signature(getattr(keras.optimizers, cls))))
 
 # keras.activations: each name and the name Keras writes for it into a config (serialize)
 acts = sorted(n for n in dir(keras.activations)
@@ -42,4 +55,4 @@ lines.append("\t".join(["@activations"] + [
 
 with open(os.path.join(HERE, "keras_signatures.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
-print(f"{len(lines) - 2} layers, {len(acts)} activations")
+print(f"{len(lines) - 7} layers, 5 optimizers, {len(acts)} activations")
