@@ -4,11 +4,13 @@
  * of Keras's, with Keras's default; each of Keras's arguments is one tfc takes, or is listed
  * below with what tfc does instead (so a new gap, or a closed one, fails here). Then the
  * arguments tfc accepts only at Keras's default (TFC_F_FIXED) and Conv2D's groups. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/model.h"
+#include "core/init.h"
 #include "layers/layer.h"
 #include "solver/optimizer.h"
 #include "testutil.h"
@@ -192,7 +194,7 @@ static void test_signatures(void)
 {
     static keras_sig sig[64];
     const int nsig = load_sigs(sig, 64);
-    CU_ASSERT(nsig >= 44);
+    CU_ASSERT(nsig >= 58);
     tally t = {0};
     int layers = 0, optimizers = 0;
     for (int i = 0; tfc_layer_registry[i]; i++) {
@@ -218,6 +220,18 @@ static void test_signatures(void)
         optimizers++;
         check_fields(type, tfc_optimizer_fields((tfc_optimizer_type)k), s, &t);
     }
+    int initializers = 0;
+    for (int k = 0; k < TFC_INIT_COUNT; k++) {
+        if (k == TFC_INIT_LSTM_BIAS) continue; /* tfc's own: the LSTM's unit_forget_bias */
+        char type[64];
+        snprintf(type, sizeof type, "@initializer.%s", tfc_init_names[k]);
+        const keras_sig *s = find_sig(sig, nsig, type);
+        if (!s) fprintf(stderr, "\n%s: not in tests/ref/keras_signatures.txt\n", type);
+        CU_ASSERT_PTR_NOT_NULL(s);
+        if (!s) continue;
+        initializers++;
+        check_fields(type, tfc_init_fields((tfc_init_kind)k), s, &t);
+    }
     /* every listed entry is used: a gap closed or an argument renamed leaves none stale */
     int listed_only = 0, listed_build = 0, listed_keras = 0;
     for (const listed *l = tfc_only; l->arg; l++) listed_only++;
@@ -226,9 +240,9 @@ static void test_signatures(void)
     CU_ASSERT_EQUAL(t.used_only, listed_only);
     CU_ASSERT_EQUAL(t.used_build, listed_build);
     CU_ASSERT_EQUAL(t.used_keras, listed_keras);
-    printf("\n  %d layers and %d optimizers: %d arguments checked against Keras 3's", layers,
-           optimizers, t.checked);
-    CU_ASSERT(layers >= 38 && optimizers == 5 && t.checked >= 300);
+    printf("\n  %d layers, %d optimizers and %d initializers: %d arguments checked against "
+           "Keras 3's", layers, optimizers, initializers, t.checked);
+    CU_ASSERT(layers >= 38 && optimizers == 5 && initializers == 14 && t.checked >= 340);
 }
 
 /* The model text of one layer after a 6x6x4 image, or NULL with err set. */
@@ -362,6 +376,80 @@ static void test_fixed_arguments(void)
                  "unknown key 'kernel_regulariser'; did you mean 'kernel_regularizer'?", NULL);
 }
 
+/* An initializer of kernel_initializer in a Dense layer after a 6x6x4 image: its parsed form
+ * (NULL: an error, its text in err). */
+static int init_of(const char *text, tfc_init *out, tfc_error *err)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "%s", text);
+    tfc_error_clear(err);
+    tfc_doc *d = tfc_doc_load_string(yaml, strlen(yaml), "i.yaml", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    tfc_status s = tfc_init_parse(tfc_doc_root(d), "kernel_initializer",
+                                  tfc_init_make(TFC_INIT_GLOROT_UNIFORM), out, err);
+    tfc_doc_free(d);
+    return s == TFC_OK;
+}
+
+/* Keras's initializer names (uniform, normal, one, zero too) and each type's arguments only:
+ * another type's argument is an error, never ignored (it was, before each type had its
+ * table); variance_scaling with Keras's formulas; seed null only. */
+static void test_initializers(void)
+{
+    tfc_init in;
+    tfc_error err;
+    CU_ASSERT(init_of("uniform", &in, &err) && in.kind == TFC_INIT_RANDOM_UNIFORM &&
+              in.a == -0.05 && in.b == 0.05);
+    CU_ASSERT(init_of("normal", &in, &err) && in.kind == TFC_INIT_RANDOM_NORMAL);
+    CU_ASSERT(init_of("one", &in, &err) && in.kind == TFC_INIT_ONES);
+    CU_ASSERT(init_of("zero", &in, &err) && in.kind == TFC_INIT_ZEROS);
+    CU_ASSERT(init_of("{type: he_normal, seed: null}", &in, &err) &&
+              in.kind == TFC_INIT_HE_NORMAL);
+    CU_ASSERT(!init_of("{type: glorot_uniform, minval: -1}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.minval: unknown key 'minval' "
+                                            "(known keys: type)"));
+    CU_ASSERT(!init_of("{type: random_normal, seed: 42}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.seed: not supported by tfc"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "the solver's seed"));
+    CU_ASSERT(init_of("{type: variance_scaling, scale: 2, mode: fan_avg, distribution: uniform}",
+                      &in, &err));
+    CU_ASSERT(in.kind == TFC_INIT_VARIANCE_SCALING && in.a == 2 && in.mode == TFC_FAN_AVG &&
+              in.distribution == TFC_DIST_UNIFORM);
+    CU_ASSERT(!init_of("{type: variance_scaling, mode: fan_sum}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "fan_in, fan_out, fan_avg"));
+    /* variance_scaling's spread against its formula on a [300, 200] kernel (fan_in 300,
+     * fan_out 200): the sample's variance within 3% of scale / n, and with uniform no value
+     * beyond sqrt(3 scale / n); the same draws as he_normal at scale 2, fan_in, truncated */
+    const tfc_shape shape = tfc_shape_make(2, (int64_t[]){300, 200});
+    static float w[60000], h[60000];
+    const struct { const char *yaml; double n; int uniform; } cases[] = {
+        {"{type: variance_scaling}", 300, 0},
+        {"{type: variance_scaling, scale: 3, mode: fan_out, distribution: untruncated_normal}",
+         200 / 3.0, 0},
+        {"{type: variance_scaling, scale: 0.5, mode: fan_avg, distribution: uniform}", 500, 1}};
+    for (int c = 0; c < 3; c++) {
+        CU_ASSERT_FATAL(init_of(cases[c].yaml, &in, &err));
+        CU_ASSERT_EQUAL(tfc_init_fill(&in, &shape, 7, w, &err), TFC_OK);
+        double sum = 0, sq = 0, top = 0;
+        for (int i = 0; i < 60000; i++) {
+            sum += w[i], sq += (double)w[i] * w[i];
+            top = fmax(top, fabs(w[i]));
+        }
+        double var = sq / 60000 - (sum / 60000) * (sum / 60000), want = 1 / cases[c].n;
+        printf("\n  %s: variance %.4g, formula %.4g", cases[c].yaml, var, want);
+        CU_ASSERT(fabs(var / want - 1) < 0.03);
+        if (cases[c].uniform) CU_ASSERT(top <= sqrt(3 * want) * (1 + 1e-6));
+    }
+    CU_ASSERT(init_of("{type: variance_scaling, scale: 2}", &in, &err));
+    CU_ASSERT_EQUAL(tfc_init_fill(&in, &shape, 9, w, &err), TFC_OK);
+    tfc_init he = tfc_init_make(TFC_INIT_HE_NORMAL);
+    CU_ASSERT_EQUAL(tfc_init_fill(&he, &shape, 9, h, &err), TFC_OK);
+    CU_ASSERT(memcmp(w, h, sizeof w) == 0);
+    /* in a layer, under Keras's names */
+    expect_ok("Flatten: {}\n  - Dense: {units: 2, kernel_initializer: uniform, "
+              "bias_initializer: {type: variance_scaling, mode: fan_out}}");
+}
+
 /* Conv2D's groups: the kernel is (kh, kw, channels / groups, filters), as Keras's; channels
  * and filters must divide by it. (Values: test_vision's Keras fixture grouped_conv2d;
  * gradients: test_layers' conv2d_groups; the ONNX export: test_onnx's conv_groups.) */
@@ -385,4 +473,5 @@ static void test_conv2d_groups(void)
 }
 
 TFC_TEST_MAIN("keras_args", {"signatures", test_signatures}, {"activations", test_activations},
-              {"fixed_arguments", test_fixed_arguments}, {"conv2d_groups", test_conv2d_groups});
+              {"fixed_arguments", test_fixed_arguments}, {"initializers", test_initializers},
+              {"conv2d_groups", test_conv2d_groups});

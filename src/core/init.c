@@ -23,14 +23,20 @@ const char *const tfc_init_names[TFC_INIT_COUNT + 1] = {
     [TFC_INIT_RANDOM_NORMAL] = "random_normal",
     [TFC_INIT_TRUNCATED_NORMAL] = "truncated_normal",
     [TFC_INIT_LSTM_BIAS] = "lstm_bias",
+    [TFC_INIT_VARIANCE_SCALING] = "variance_scaling",
     [TFC_INIT_COUNT] = NULL,
 };
 
+static const char *const mode_names[] = {"fan_in", "fan_out", "fan_avg", NULL};
+static const char *const dist_names[] = {"truncated_normal", "untruncated_normal", "uniform",
+                                         NULL};
+
 tfc_init tfc_init_make(tfc_init_kind kind)
 {
-    tfc_init in = {kind, 0, 0};
+    tfc_init in = {.kind = kind};
     switch (kind) {
-    case TFC_INIT_ORTHOGONAL: in.a = 1.0; break;
+    case TFC_INIT_ORTHOGONAL:
+    case TFC_INIT_VARIANCE_SCALING: in.a = 1.0; break;
     case TFC_INIT_RANDOM_UNIFORM: in.a = -0.05; in.b = 0.05; break;
     case TFC_INIT_RANDOM_NORMAL:
     case TFC_INIT_TRUNCATED_NORMAL: in.a = 0.0; in.b = 0.05; break;
@@ -40,9 +46,76 @@ tfc_init tfc_init_make(tfc_init_kind kind)
 }
 
 typedef struct init_args {
-    int type;
-    double value, minval, maxval, mean, stddev, gain;
+    int type, mode, distribution;
+    double value, minval, maxval, mean, stddev, gain, scale;
 } init_args;
+
+/* Each type's arguments, Keras's names and defaults (keras.initializers): another type's is
+ * an unknown key. Keras's seed is fixed at null: a weight's stream is (the solver's seed,
+ * the layer, the variable), the same on every device. */
+#define IOFF(m) offsetof(init_args, m)
+#define TYPE_FIELD                                                                           \
+    {"type", TFC_F_ENUM, IOFF(type), NULL, TFC_UNBOUNDED, tfc_init_names, "initializer name"}
+#define SEED_FIELD                                                                           \
+    TFC_FIXED_FIELD("seed", TFC_NO_DEFAULT, "tfc draws each weight from the solver's seed, "  \
+                    "the layer and the variable (the same on every device)")
+#define AXES_FIELDS                                                                          \
+    TFC_FIXED_FIELD("input_axes", TFC_NO_DEFAULT, "tfc's fans are Keras's defaults: the "     \
+                    "last axis is fan_out, the one before fan_in"),                          \
+        TFC_FIXED_FIELD("output_axes", TFC_NO_DEFAULT, "tfc's fans are Keras's defaults: "   \
+                        "the last axis is fan_out, the one before fan_in")
+static const tfc_field plain_fields[] = {TYPE_FIELD, {NULL}};
+static const tfc_field constant_fields[] = {
+    TYPE_FIELD,
+    {"value", TFC_F_FLOAT, IOFF(value), "0", TFC_UNBOUNDED, NULL, "every weight's value"},
+    {NULL}};
+static const tfc_field scaling_fields[] = {TYPE_FIELD, SEED_FIELD, AXES_FIELDS, {NULL}};
+static const tfc_field orthogonal_fields[] = {
+    TYPE_FIELD,
+    {"gain", TFC_F_FLOAT, IOFF(gain), "1", TFC_UNBOUNDED, NULL, "multiplies the matrix"},
+    SEED_FIELD,
+    {NULL}};
+static const tfc_field uniform_fields[] = {
+    TYPE_FIELD,
+    {"minval", TFC_F_FLOAT, IOFF(minval), "-0.05", TFC_UNBOUNDED, NULL, "lower bound"},
+    {"maxval", TFC_F_FLOAT, IOFF(maxval), "0.05", TFC_UNBOUNDED, NULL, "upper bound"},
+    SEED_FIELD,
+    {NULL}};
+static const tfc_field normal_fields[] = {
+    TYPE_FIELD,
+    {"mean", TFC_F_FLOAT, IOFF(mean), "0", TFC_UNBOUNDED, NULL, "mean"},
+    {"stddev", TFC_F_FLOAT, IOFF(stddev), "0.05", 0, 1e300, NULL, "standard deviation"},
+    SEED_FIELD,
+    {NULL}};
+static const tfc_field variance_fields[] = {
+    TYPE_FIELD,
+    {"scale", TFC_F_FLOAT, IOFF(scale), "1", 1e-300, 1e300, NULL, "the variance's numerator"},
+    {"mode", TFC_F_ENUM, IOFF(mode), "fan_in", TFC_UNBOUNDED, mode_names,
+     "the fans it divides by"},
+    {"distribution", TFC_F_ENUM, IOFF(distribution), "truncated_normal", TFC_UNBOUNDED,
+     dist_names, "what the values are drawn from"},
+    SEED_FIELD,
+    AXES_FIELDS,
+    {NULL}};
+
+const tfc_field *tfc_init_fields(tfc_init_kind kind)
+{
+    switch (kind) {
+    case TFC_INIT_CONSTANT: return constant_fields;
+    case TFC_INIT_GLOROT_UNIFORM:
+    case TFC_INIT_GLOROT_NORMAL:
+    case TFC_INIT_HE_UNIFORM:
+    case TFC_INIT_HE_NORMAL:
+    case TFC_INIT_LECUN_UNIFORM:
+    case TFC_INIT_LECUN_NORMAL: return scaling_fields;
+    case TFC_INIT_ORTHOGONAL: return orthogonal_fields;
+    case TFC_INIT_RANDOM_UNIFORM: return uniform_fields;
+    case TFC_INIT_RANDOM_NORMAL:
+    case TFC_INIT_TRUNCATED_NORMAL: return normal_fields;
+    case TFC_INIT_VARIANCE_SCALING: return variance_fields;
+    default: return plain_fields;
+    }
+}
 
 tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, tfc_init *out,
                           tfc_error *err)
@@ -56,22 +129,16 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
         *out = tfc_init_make((tfc_init_kind)kind);
         return TFC_OK;
     }
-    static const tfc_field fields[] = {
-        {"type", TFC_F_ENUM, offsetof(init_args, type), NULL, TFC_UNBOUNDED, tfc_init_names,
-         "initializer name"},
-        {"value", TFC_F_FLOAT, offsetof(init_args, value), "0", TFC_UNBOUNDED, NULL, "constant"},
-        {"minval", TFC_F_FLOAT, offsetof(init_args, minval), "-0.05", TFC_UNBOUNDED, NULL,
-         "random_uniform"},
-        {"maxval", TFC_F_FLOAT, offsetof(init_args, maxval), "0.05", TFC_UNBOUNDED, NULL,
-         "random_uniform"},
-        {"mean", TFC_F_FLOAT, offsetof(init_args, mean), "0", TFC_UNBOUNDED, NULL,
-         "random_normal, truncated_normal"},
-        {"stddev", TFC_F_FLOAT, offsetof(init_args, stddev), "0.05", 0, 1e300, NULL,
-         "random_normal, truncated_normal"},
-        {"gain", TFC_F_FLOAT, offsetof(init_args, gain), "1", TFC_UNBOUNDED, NULL, "orthogonal"},
-        {NULL}};
+    /* the type first (a mapping without one is the schema's "missing required key"), then
+     * that type's arguments */
+    const tfc_node *t = node->kind == TFC_NODE_MAP ? tfc_node_get(node, "type") : NULL;
+    char tpath[320];
+    snprintf(tpath, sizeof tpath, "%s.type", path);
+    kind = TFC_INIT_ZEROS;
+    if (t && !tfc_node_is_null(t) && tfc_node_enum(t, tpath, tfc_init_names, &kind, err))
+        return TFC_ERR_CONFIG;
     init_args a;
-    tfc_status s = tfc_schema_apply(fields, node, path, &a, err);
+    tfc_status s = tfc_schema_apply(tfc_init_fields((tfc_init_kind)kind), node, path, &a, err);
     if (s) return s;
     *out = tfc_init_make((tfc_init_kind)a.type);
     switch (out->kind) {
@@ -86,6 +153,11 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
     case TFC_INIT_RANDOM_NORMAL:
     case TFC_INIT_TRUNCATED_NORMAL: out->a = a.mean; out->b = a.stddev; break;
     case TFC_INIT_ORTHOGONAL: out->a = a.gain; break;
+    case TFC_INIT_VARIANCE_SCALING:
+        out->a = a.scale;
+        out->mode = a.mode;
+        out->distribution = a.distribution;
+        break;
     default: break;
     }
     return TFC_OK;
@@ -177,6 +249,22 @@ tfc_status tfc_init_fill(const tfc_init *init, const tfc_shape *shape, uint64_t 
     case TFC_INIT_GLOROT_NORMAL: stddev = sqrt(2.0 / (fan_in + fan_out)) / .87962566103423978; break;
     case TFC_INIT_HE_NORMAL: stddev = sqrt(2.0 / fan_in) / .87962566103423978; break;
     case TFC_INIT_LECUN_NORMAL: stddev = sqrt(1.0 / fan_in) / .87962566103423978; break;
+    case TFC_INIT_VARIANCE_SCALING: {
+        double fans = init->mode == TFC_FAN_IN    ? fan_in
+                      : init->mode == TFC_FAN_OUT ? fan_out
+                                                  : (fan_in + fan_out) / 2;
+        double v = init->a / (fans > 1 ? fans : 1);
+        if (init->distribution == TFC_DIST_UNIFORM) {
+            limit = sqrt(3.0 * v);
+        } else if (init->distribution == TFC_DIST_UNTRUNCATED) {
+            for (int64_t i = 0; i < n; i++)
+                out[i] = (float)(sqrt(v) * tfc_rng_normal(key, 0, (uint64_t)i));
+            return TFC_OK;
+        } else {
+            stddev = sqrt(v) / .87962566103423978;
+        }
+        break;
+    }
     case TFC_INIT_RANDOM_UNIFORM:
         for (int64_t i = 0; i < n; i++)
             out[i] = (float)(init->a + (init->b - init->a) * tfc_rng_uniform(key, 0, (uint64_t)i));

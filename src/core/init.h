@@ -1,13 +1,16 @@
 /* Initializers with Keras's names, defaults and formulas, drawn from Philox so a weight
  * depends only on (seed, layer, variable): the same on every device and every run.
- * In YAML an initializer is a name (`he_normal`) or a mapping with `type` and its
- * arguments (`{type: constant, value: 0.1}`, `{type: random_normal, stddev: 0.01}`). */
+ * In YAML an initializer is a name (`he_normal`; Keras's `uniform`, `normal`, `one` and
+ * `zero` too) or a mapping with `type` and that type's arguments (`{type: constant, value:
+ * 0.1}`, `{type: random_normal, stddev: 0.01}`): another type's argument is an error, and
+ * Keras's `seed` is accepted as null only (the weights follow the solver's seed). */
 #ifndef TFC_CORE_INIT_H
 #define TFC_CORE_INIT_H
 
 #include <stdint.h>
 
 #include "core/config.h"
+#include "core/schema.h"
 #include "core/tensor.h"
 
 typedef enum tfc_init_kind {
@@ -25,17 +28,29 @@ typedef enum tfc_init_kind {
     TFC_INIT_RANDOM_NORMAL,   /* N(mean, stddev), Keras default 0, 0.05 */
     TFC_INIT_TRUNCATED_NORMAL,/* N(mean, stddev) redrawn beyond 2 stddev */
     TFC_INIT_LSTM_BIAS,       /* zeros with the forget gate's quarter at 1 (unit_forget_bias) */
+    TFC_INIT_VARIANCE_SCALING,/* scale / max(1, n), n the fans of mode (fan_in, fan_out or
+                               * their mean): truncated N (stddev sqrt(that) / .8796),
+                               * untruncated N (stddev sqrt(that)) or U(-l, l) with
+                               * l = sqrt(3 that), as distribution says */
     TFC_INIT_COUNT
 } tfc_init_kind;
 
+/* variance_scaling's mode and distribution (Keras's names) */
+typedef enum { TFC_FAN_IN, TFC_FAN_OUT, TFC_FAN_AVG } tfc_init_mode;
+typedef enum { TFC_DIST_TRUNCATED, TFC_DIST_UNTRUNCATED, TFC_DIST_UNIFORM } tfc_init_dist;
+
 typedef struct tfc_init {
     tfc_init_kind kind;
-    double a, b;              /* value | minval, maxval | mean, stddev | gain */
+    double a, b;              /* value | minval, maxval | mean, stddev | gain | scale */
+    int mode, distribution;   /* variance_scaling */
 } tfc_init;
 
 extern const char *const tfc_init_names[TFC_INIT_COUNT + 1];
 
 tfc_init tfc_init_make(tfc_init_kind kind);
+
+/* The arguments a mapping of `kind` takes (its `type` included): for help and tests. */
+const tfc_field *tfc_init_fields(tfc_init_kind kind);
 
 /* Reads an initializer from `node` (NULL: returns `def`). Errors name `path`. */
 tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, tfc_init *out,

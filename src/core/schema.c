@@ -83,9 +83,15 @@ tfc_status tfc_node_bool(const tfc_node *n, const char *path, int *out, tfc_erro
 }
 
 /* Keras's second names of a value (keras.activations: silu is swish, hard_swish is
- * hard_silu; Keras 3 writes silu and hard_silu into a model's config): an enum whose choices
- * hold the first name takes the second as well. */
-static const char *const enum_aliases[][2] = {{"swish", "silu"}, {"hard_silu", "hard_swish"}};
+ * hard_silu, and Keras 3 writes silu and hard_silu into a model's config;
+ * keras.initializers: uniform, normal, one, zero): an enum whose choices hold the first name
+ * takes the second as well. */
+static const char *const enum_aliases[][2] = {{"swish", "silu"},
+                                              {"hard_silu", "hard_swish"},
+                                              {"random_uniform", "uniform"},
+                                              {"random_normal", "normal"},
+                                              {"ones", "one"},
+                                              {"zeros", "zero"}};
 
 tfc_status tfc_node_enum(const tfc_node *n, const char *path, const char *const *choices,
                          int *out, tfc_error *err)

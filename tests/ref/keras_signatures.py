@@ -3,8 +3,8 @@
 # keras.layers class tfc has a layer of (tfc's layer registry, read from docs/layers.md's
 # `## Type` headings), one line a layer: the type, then `argument=default` for each argument
 # of its __init__ (`<required>` where it has none, the default as Python's repr otherwise;
-# self and **kwargs left out); then the same of each optimizer tfc has (`@optimizer.sgd`,
-# ...), and a line `@activations` of `name=written` for each of keras.activations' names and
+# self and **kwargs left out); then the same of each optimizer and initializer tfc has
+# (`@optimizer.sgd`, `@initializer.he_normal`, ...), and a line `@activations` of `name=written` for each of keras.activations' names and
 # the name Keras writes for it into a config. tests/test_keras_args.c holds tfc's schemas against it in
 # `make test`, without Keras. Not run by `make test` (Keras is not a CI dependency). To
 # regenerate (Keras 3.15.1 + JAX, CPU):
@@ -47,6 +47,13 @@ for mine, cls in [("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmspro
                   ("adagrad", "Adagrad")]:
     lines.append("\t".join([f"@optimizer.{mine}"] + signature(getattr(keras.optimizers, cls))))
 
+# the initializers tfc has, as `@initializer.<name>` (lstm_bias is tfc's own)
+for name in ["zeros", "ones", "constant", "glorot_uniform", "glorot_normal", "he_uniform",
+             "he_normal", "lecun_uniform", "lecun_normal", "orthogonal", "random_uniform",
+             "random_normal", "truncated_normal", "variance_scaling"]:
+    cls = type(keras.initializers.get(name)) if name != "constant" else keras.initializers.Constant
+    lines.append("\t".join([f"@initializer.{name}"] + signature(cls)))
+
 # keras.activations: each name and the name Keras writes for it into a config (serialize)
 acts = sorted(n for n in dir(keras.activations)
               if not n.startswith("_") and n not in ("get", "serialize", "deserialize"))
@@ -55,4 +62,4 @@ lines.append("\t".join(["@activations"] + [
 
 with open(os.path.join(HERE, "keras_signatures.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
-print(f"{len(lines) - 7} layers, 5 optimizers, {len(acts)} activations")
+print(f"{len(lines) - 21} layers, 5 optimizers, 14 initializers, {len(acts)} activations")
