@@ -11,6 +11,8 @@
 
 #include "graph/model.h"
 #include "core/init.h"
+#include "core/safetensors.h"
+#include "cpu/cpu.h"
 #include "layers/layer.h"
 #include "solver/optimizer.h"
 #include "testutil.h"
@@ -69,10 +71,7 @@ static const listed resolved_at_build[] = {
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */
-static const listed keras_only[] = {
-    {"BatchNormalization.center", "tfc's BatchNormalization always has beta"},
-    {"BatchNormalization.scale", "tfc's BatchNormalization always has gamma"},
-    {NULL, NULL}};
+static const listed keras_only[] = {{NULL, NULL}};
 
 static const char *find_listed(const listed *list, const char *type, const char *arg)
 {
@@ -450,6 +449,43 @@ static void test_initializers(void)
               "bias_initializer: {type: variance_scaling, mode: fan_out}}");
 }
 
+/* BatchNormalization's center and scale: without them Keras's layer has no beta (gamma)
+ * variable, so neither has a tfc weights file, nor the count of weights (Keras's
+ * count_params); the layer reads constants (values: test_vision's Keras fixture
+ * batch_norm_no_scale; gradients: test_layers' batchnorm_no_scale; ONNX: test_onnx's
+ * bn_no_scale). A file saved so loads back strictly, and its constants are the layer's. */
+static void test_batch_norm_center_scale(void)
+{
+    tfc_error err;
+    tfc_model *m = one_layer("BatchNormalization: {name: a, scale: false}\n"
+                             "  - BatchNormalization: {name: b, center: false, scale: false}",
+                             &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(tfc_model_weight_count(m), 3 * 4 + 2 * 4); /* a: beta, moving; b: moving */
+    CU_ASSERT_EQUAL(tfc_model_trainable_count(m), 4);
+    CU_ASSERT_EQUAL(tfc_layer_weight_count(tfc_model_layer(m, 0)), 12);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    const char *path = tfc_test_path("bn.safetensors");
+    CU_ASSERT_EQUAL(tfc_model_save_weights(m, path, &err), TFC_OK);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(tfc_st_count(f), 5);
+    CU_ASSERT_PTR_NULL(tfc_st_find(f, "a/gamma"));
+    CU_ASSERT_PTR_NOT_NULL(tfc_st_find(f, "a/beta"));
+    CU_ASSERT_PTR_NULL(tfc_st_find(f, "b/gamma"));
+    CU_ASSERT_PTR_NULL(tfc_st_find(f, "b/beta"));
+    CU_ASSERT_PTR_NOT_NULL(tfc_st_find(f, "b/moving_variance"));
+    tfc_st_close(f);
+    CU_ASSERT_EQUAL(tfc_model_load_weights(m, path, NULL, &err), TFC_OK);
+    /* the constant gamma is ones, in the bound model, without any initialisation */
+    float g[4];
+    tfc_model_param_download(m, &tfc_model_layer(m, 1)->params[0], g);
+    CU_ASSERT(g[0] == 1 && g[1] == 1 && g[2] == 1 && g[3] == 1);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 /* Conv2D's groups: the kernel is (kh, kw, channels / groups, filters), as Keras's; channels
  * and filters must divide by it. (Values: test_vision's Keras fixture grouped_conv2d;
  * gradients: test_layers' conv2d_groups; the ONNX export: test_onnx's conv_groups.) */
@@ -474,4 +510,5 @@ static void test_conv2d_groups(void)
 
 TFC_TEST_MAIN("keras_args", {"signatures", test_signatures}, {"activations", test_activations},
               {"fixed_arguments", test_fixed_arguments}, {"initializers", test_initializers},
+              {"batch_norm_center_scale", test_batch_norm_center_scale},
               {"conv2d_groups", test_conv2d_groups});

@@ -81,6 +81,15 @@ static const gc_case cases[] = {
                        "  - Dense: {units: 3}\n", 3},
     {"batchnorm_dense", "input: {shape: [4]}\nlayers:\n  - Dense: {units: 5}\n"
                         "  - BatchNormalization: {}\n  - Dense: {units: 3}\n", 6},
+    /* without scale or center: the constant's gradient goes to the workspace, unread; a
+     * ReLU folded into the first (forward_relu) */
+    {"batchnorm_no_scale", IMG "  - Conv2D: {filters: 3, kernel_size: 3}\n"
+                           "  - BatchNormalization: {scale: false}\n"
+                           "  - Activation: {activation: relu}\n"
+                           "  - Conv2D: {filters: 3, kernel_size: 1}\n"
+                           "  - BatchNormalization: {center: false}\n"
+                           "  - BatchNormalization: {center: false, scale: false}\n"
+                           "  - Flatten: {}\n  - Dense: {units: 3}\n", 6},
     {"batchnorm_conv", IMG "  - Conv2D: {filters: 3, kernel_size: 3}\n  - BatchNormalization: {momentum: 0.9}\n"
                        "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     {"dropout", "input: {shape: [8]}\nlayers:\n  - Dense: {units: 8}\n  - Dropout: {rate: 0.3}\n"

@@ -164,6 +164,14 @@ static void test_batch_norm(void)
             "  - Dense: {units: 5}\n  - Reshape: {target_shape: [16, 5]}\n"
             "  - BatchNormalization: {}\n  - Flatten: {}\n  - Dense: {units: 7}\n"
             "  - BatchNormalization: {}\n", 0);
+    /* no gamma (beta) variable: the export writes the constant ones (zeros) */
+    fixture("bn_no_scale",
+            "input: {shape: [6, 6, 3]}\nlayers:\n"
+            "  - Conv2D: {filters: 4, kernel_size: 3}\n"
+            "  - BatchNormalization: {scale: false}\n  - Activation: {activation: relu}\n"
+            "  - Flatten: {}\n  - Dense: {units: 7}\n"
+            "  - BatchNormalization: {center: false}\n"
+            "  - BatchNormalization: {center: false, scale: false}\n", 0);
 }
 
 /* LayerNormalization (opset 17's operator; axis lists, center or scale off; rms_scaling

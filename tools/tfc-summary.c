@@ -216,8 +216,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < nl; i++) {
         tfc_layer *l = tfc_model_layer(m, i);
-        int64_t np = 0, fw, bw;
-        for (int q = 0; q < l->nparams; q++) np += l->params[q].numel;
+        int64_t np = tfc_layer_weight_count(l), fw, bw;
         tfc_model_layer_flops(m, i, &fw, &bw);
         fw_total += fw, bw_total += bw;
         shape_text(&l->out_shape, sh, sizeof sh);
@@ -237,7 +236,7 @@ int main(int argc, char **argv)
                    human((double)kept, c, sizeof c));
         }
     }
-    int64_t all = tfc_model_param_count(m), tr = tfc_model_trainable_count(m);
+    int64_t all = tfc_model_weight_count(m), tr = tfc_model_trainable_count(m);
     const char *dev = be->ops->name;
     if (j) {
         json_t *mem = json_pack(

@@ -576,6 +576,22 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
                     goff += pr->numel;
                 }
             }
+    /* The constants hold their values from here on, whatever initialises or loads the
+     * weights (a weights file has none of them). */
+    for (int i = 0; i < m->nlayers && !st; i++)
+        for (int p = 0; p < m->layers[i].nparams && !st; p++) {
+            tfc_param *pr = &m->layers[i].params[p];
+            if (!pr->constant) continue;
+            float *host = malloc((size_t)pr->numel * 4 + 1);
+            st = host ? tfc_init_fill(&pr->init, &pr->shape, 0, host, err)
+                      : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            if (!st) be->ops->upload(be, pr->data, host, (size_t)pr->numel * 4);
+            free(host);
+        }
+    if (st) {
+        tfc_model_unbind(m);
+        return st;
+    }
 
     /* Activations: plan offsets, then one allocation. */
     m->inference_only = inference;

@@ -471,12 +471,13 @@ static int fused_loss(const tfc_model *m)
 /* Parameter floats, all and trainable ones: the sizes of the arenas graph.c binds. */
 static void count_params(tfc_model *m)
 {
-    m->param_count = m->trainable_count = 0;
+    m->param_count = m->trainable_count = m->weight_count = 0;
     for (int i = 0; i < m->nlayers; i++)
         for (int p = 0; p < m->layers[i].nparams; p++) {
             const tfc_param *pr = &m->layers[i].params[p];
             m->param_count += pr->numel;
             if (pr->trainable) m->trainable_count += pr->numel;
+            if (!pr->constant) m->weight_count += pr->numel;
         }
 }
 
@@ -620,3 +621,4 @@ int64_t tfc_model_label_rows(const tfc_model *m) { return m->label_rows; }
 
 int64_t tfc_model_param_count(const tfc_model *m) { return m->param_count; }
 int64_t tfc_model_trainable_count(const tfc_model *m) { return m->trainable_count; }
+int64_t tfc_model_weight_count(const tfc_model *m) { return m->weight_count; }

@@ -95,9 +95,12 @@ int64_t tfc_model_max_length(const tfc_model *m);
  * layer's message, naming it); the model then stays at its previous length. */
 tfc_status tfc_model_set_length(tfc_model *m, int64_t t, tfc_error *err);
 
-/* Trainable and total parameter floats. */
+/* Trainable and total parameter floats (the params arena), and the weights among them:
+ * all but the constants (tfc_param.constant), Keras's count_params, what weights files hold
+ * and the summaries count. */
 int64_t tfc_model_trainable_count(const tfc_model *m);
 int64_t tfc_model_param_count(const tfc_model *m);
+int64_t tfc_model_weight_count(const tfc_model *m);
 
 /* The numbers the passes compute with (the solver's `precision`, docs/solver.md): float32,
  * or bf16 or float16, where the values a layer hands on (its output, the pre-activation it

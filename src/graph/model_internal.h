@@ -110,6 +110,7 @@ struct tfc_model {
     char vocabulary[17];   /* the training vocabulary's hash (tfc_vocab_hash), "" when none */
     int64_t param_count;   /* parameter floats, all of them ... */
     int64_t trainable_count; /* ... and the trainable ones */
+    int64_t weight_count;  /* ... and those but the constants (tfc_param.constant) */
     tfc_precision precision; /* of the passes (tfc_model_set_precision), before binding */
     float loss_scale;      /* multiplies the loss's gradient (tfc_model_set_loss_scale); 1 */
     const tfc_step_state *loss_scale_at; /* else this one's, on the device; NULL */

@@ -5,11 +5,14 @@
  * Inference: the moving statistics instead. Keras's defaults: momentum 0.99, epsilon 1e-3.
  * Backward (training):
  *   dbeta += sum dy, dgamma += sum dy * xhat,
- *   dx += gamma * invstd / m * (m dy - sum dy - xhat sum(dy xhat)) */
+ *   dx += gamma * invstd / m * (m dy - sum dy - xhat sum(dy xhat))
+ * Without scale (center) Keras's layer has no gamma (beta): here it is a constant of ones
+ * (zeros; tfc_param.constant: in no weights file), so every backend's ops and the fused
+ * epilogues run unchanged, and its gradient goes to the layer's workspace, unread. */
 #include "layers/layer.h"
 
 typedef struct bn_args {
-    int axis;
+    int axis, center, scale;
     double momentum, epsilon;
     const tfc_node *beta_initializer, *gamma_initializer, *moving_mean_initializer,
         *moving_variance_initializer;
@@ -22,6 +25,10 @@ static const tfc_field bn_fields[] = {
      "moving-average momentum"},
     {"epsilon", TFC_F_FLOAT, offsetof(bn_args, epsilon), "0.001", 1e-12, 1, NULL,
      "added to the variance"},
+    {"center", TFC_F_BOOL, offsetof(bn_args, center), "true", TFC_UNBOUNDED, NULL,
+     "add the offset beta (false: no beta variable)"},
+    {"scale", TFC_F_BOOL, offsetof(bn_args, scale), "true", TFC_UNBOUNDED, NULL,
+     "multiply by gamma (false: no gamma variable)"},
     {"beta_initializer", TFC_F_NODE, offsetof(bn_args, beta_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
     {"gamma_initializer", TFC_F_NODE, offsetof(bn_args, gamma_initializer), TFC_NO_DEFAULT,
@@ -59,12 +66,26 @@ static tfc_status bn_build(tfc_layer *l, tfc_error *err)
         tfc_layer_init_arg(l, a->moving_variance_initializer, "moving_variance_initializer",
                            TFC_INIT_ONES, &vi, err))
         return TFC_ERR_CONFIG;
-    tfc_layer_add_param(l, "gamma", 1, &c, 1, gi);
-    tfc_layer_add_param(l, "beta", 1, &c, 1, bi);
+    /* gamma and beta stay at GAMMA and BETA; without scale (center) a constant 1 (0) */
+    tfc_param *g = tfc_layer_add_param(l, "gamma", 1, &c, a->scale,
+                                       a->scale ? gi : tfc_init_make(TFC_INIT_ONES));
+    tfc_param *b = tfc_layer_add_param(l, "beta", 1, &c, a->center,
+                                       a->center ? bi : tfc_init_make(TFC_INIT_ZEROS));
+    g->constant = !a->scale;
+    b->constant = !a->center;
     tfc_layer_add_param(l, "moving_mean", 1, &c, 0, mi);
     tfc_layer_add_param(l, "moving_variance", 1, &c, 0, vi);
     l->fixed_floats = 2 * c; /* the batch's mean and 1/std, kept for backward */
     return TFC_OK;
+}
+
+/* Without scale or center: the workspace takes the constant's gradient (2 channels' floats). */
+static void bn_plan(tfc_layer *l, tfc_backend *be)
+{
+    (void)be;
+    const bn_args *a = l->args;
+    const int64_t c = l->out_shape.dim[l->out_shape.ndim - 1];
+    l->workspace = a->scale && a->center ? 0 : (size_t)(2 * c) * sizeof(float);
 }
 
 static void bn_run(tfc_layer *l, tfc_exec *ex, const void *const *x, tfc_act act, float *y)
@@ -112,13 +133,16 @@ static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const 
     int c = (int)l->out_shape.dim[l->out_shape.ndim - 1];
     int64_t rows = (int64_t)ex->batch * tfc_layer_out_numel(l) / c;
     tfc_param *p = l->params;
+    float *unread = ex->ws; /* [2 c]: a constant's gradient (bn_plan) */
+    float *dgamma = p[GAMMA].grad ? p[GAMMA].grad : unread;
+    float *dbeta = p[BETA].grad ? p[BETA].grad : unread + c;
     ex->be->ops->bn_backward(ex->be, rows, c, x[0], dy, p[GAMMA].data, l->saved, l->saved + c,
-                             dx[0], p[GAMMA].grad, p[BETA].grad, ex->fresh & 1);
+                             dx[0], dgamma, dbeta, ex->fresh & 1);
 }
 
 const tfc_layer_ops tfc_batch_normalization_ops = {
     .type = "BatchNormalization", .schema = bn_fields, .args_size = sizeof(bn_args),
     .min_inputs = 1, .max_inputs = 1, .keeps_mask = 1,
-    .build = bn_build, .forward = bn_forward, .forward_relu = bn_forward_relu,
+    .build = bn_build, .plan = bn_plan, .forward = bn_forward, .forward_relu = bn_forward_relu,
     .backward = bn_backward, .bn_params = bn_params, .assigns_grads = 1,
 };

@@ -104,6 +104,13 @@ tfc_status tfc_layer_check_groups(const tfc_layer *l, int groups, int64_t channe
     return TFC_OK;
 }
 
+int64_t tfc_layer_weight_count(const tfc_layer *l)
+{
+    int64_t n = 0;
+    for (int p = 0; p < l->nparams; p++) n += l->params[p].constant ? 0 : l->params[p].numel;
+    return n;
+}
+
 tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err)
 {
     for (const tfc_field *f = l->ops->schema; f && f->name; f++) {

@@ -50,6 +50,10 @@ struct tfc_param {
     char name[32];      /* kernel, bias, recurrent_kernel, embeddings, gamma, ... */
     tfc_shape shape;    /* Keras layout (SPEC §5) */
     int trainable;      /* 0 for moving statistics: no gradient, no optimizer update */
+    int constant;       /* a value the layer reads where Keras's layer has no variable
+                         * (BatchNormalization's gamma without scale, beta without center):
+                         * not trainable; initialised, bound and kept as a moving statistic,
+                         * but in no weights file and no count of weights */
     tfc_init init;      /* how to fill it */
     int64_t numel;
     float *data;        /* bound */
@@ -170,6 +174,9 @@ struct tfc_layer {
 /* Appends a parameter; returns it so build() can adjust its initializer. */
 tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
                                int trainable, tfc_init init);
+
+/* Floats of l's weights: its parameters but the constants (Keras's count_params). */
+int64_t tfc_layer_weight_count(const tfc_layer *l);
 
 /* Reports a build error positioned at the layer's YAML, naming it as
  * layers[INDEX].TYPE (NAME). */

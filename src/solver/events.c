@@ -311,8 +311,7 @@ tfc_status tfc_events_graph(tfc_events *ev, tfc_model *m, tfc_error *err)
         const char *in[TFC_LAYER_MAX_INPUTS];
         for (int k = 0; k < l->ninputs; k++)
             in[k] = l->inputs[k] < 0 ? "input" : tfc_model_layer(m, l->inputs[k])->name;
-        int64_t params = 0;
-        for (int p = 0; p < l->nparams; p++) params += l->params[p].numel;
+        int64_t params = tfc_layer_weight_count(l);
         graph_node(&graph, l->name, l->ops->type, in, l->ninputs, &l->out_shape, params);
     }
     event_head(&e, wall_now(), 0);

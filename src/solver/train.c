@@ -1227,7 +1227,7 @@ tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err
                      tfc_pipeline_shard_count(r.feed.train) > 1 ? ", input dealt" : "");
         tfc_progress_say(&r.prog, "%s: %lld parameters (%lld trainable) on %s, batch %d%s; run "
                                   "directory %s\n",
-                         tfc_model_name(m), (long long)tfc_model_param_count(m),
+                         tfc_model_name(m), (long long)tfc_model_weight_count(m),
                          (long long)tfc_model_trainable_count(m), r.be->ops->name,
                          r.feed.bind_batch * r.comm->size, ranks, r.dir.path);
         tfc_training_memory mem;

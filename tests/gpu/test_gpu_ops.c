@@ -2593,8 +2593,9 @@ static const char conv1d_yaml[] =
     "metrics: [accuracy]\n";
 
 /* A small MobileNet-like model: depthwise (multiplier 2; strided), separable, grouped
- * (Conv2D's groups: the grouped_conv ops, bias and ReLU after), transposed convolutions and
- * both upsamplings. */
+ * (Conv2D's groups: the grouped_conv ops, bias and ReLU after), transposed convolutions, a
+ * BatchNormalization without center and scale (constants, the unread gradient in the
+ * workspace) and both upsamplings. */
 static const char mobilenet_yaml[] =
     "name: small_mobilenet\n"
     "input: {shape: [12, 12, 3]}\n"
@@ -2610,6 +2611,7 @@ static const char mobilenet_yaml[] =
     "                      activation: relu}\n"
     "  - Conv2D: {name: gc, filters: 12, kernel_size: 3, padding: same, groups: 3,\n"
     "             activation: relu}\n"
+    "  - BatchNormalization: {name: bn_fixed, center: false, scale: false}\n"
     "  - Conv2DTranspose: {name: tr, filters: 8, kernel_size: 3, strides: 2, padding: same}\n"
     "  - UpSampling2D: {name: up, size: 2, interpolation: bilinear}\n"
     "  - Conv2D: {name: c2, filters: 4, kernel_size: 3, strides: 2, activation: tanh}\n"

@@ -192,10 +192,29 @@ layers:
 """
 
 
+def batch_norm_no_scale():
+    x = keras.Input((6, 5, 3))
+    h = L.Conv2D(4, 3, padding="same", name="c1")(x)
+    h = L.BatchNormalization(scale=False, name="bn1")(h)
+    h = L.Activation("relu", name="act")(h)
+    h = L.Conv2D(4, 1, name="c2")(h)
+    h = L.BatchNormalization(center=False, name="bn2")(h)
+    y = L.BatchNormalization(center=False, scale=False, name="bn3")(h)
+    return x, y, """input: {shape: [6, 5, 3]}
+layers:
+  - Conv2D: {name: c1, filters: 4, kernel_size: 3, padding: same}
+  - BatchNormalization: {name: bn1, scale: false}
+  - Activation: {name: act, activation: relu}
+  - Conv2D: {name: c2, filters: 4, kernel_size: 1}
+  - BatchNormalization: {name: bn2, center: false}
+  - BatchNormalization: {name: bn3, center: false, scale: false}
+"""
+
+
 CASES = [depthwise_same_s2, depthwise_dilated_strided, depthwise_valid_hard_silu,
          padding_cropping, upsampling_nearest, upsampling_bilinear_odd, upsampling_bilinear_2,
          squeeze_excitation, multiply_vector, transpose_valid_s2, transpose_same_output_padding,
-         transpose_kernel_below_stride, autoencoder, grouped_conv2d]
+         transpose_kernel_below_stride, autoencoder, grouped_conv2d, batch_norm_no_scale]
 
 
 def write_cases(cases, folder):
@@ -210,6 +229,8 @@ def write_cases(cases, folder):
         for layer in model.layers:
             for w in layer.weights:
                 v = rng.uniform(-0.5, 0.5, w.shape).astype(np.float32)
+                if w.name == "moving_variance":  # a variance: positive
+                    v = rng.uniform(0.5, 1.5, w.shape).astype(np.float32)
                 w.assign(v)
                 tensors[f"{layer.name}/{w.name}"] = v
         x = rng.uniform(-1, 1, (2,) + tuple(inp.shape[1:])).astype(np.float32)
