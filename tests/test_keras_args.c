@@ -486,6 +486,64 @@ static void test_batch_norm_center_scale(void)
     tfc_backend_free(be);
 }
 
+/* A model of `out` outputs with `loss` and `metrics`: NULL and err set on an error. */
+static tfc_model *metric_model(int out, const char *loss, const char *metrics, tfc_error *err)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "input: {shape: [4]}\nlayers:\n  - Dense: {units: %d}\n"
+             "loss: %s\nmetrics: %s\n", out, loss, metrics);
+    tfc_error_clear(err);
+    return tfc_model_from_string(yaml, strlen(yaml), "m.yaml", err);
+}
+
+/* Keras's other metric names: reported as written, computed as tfc's accuracy or top-k
+ * accuracy, each allowed with the loss whose labels it reads. */
+static void test_metric_names(void)
+{
+    tfc_error err;
+    tfc_model *m = metric_model(6, "sparse_categorical_crossentropy",
+                                "[acc, sparse_categorical_accuracy, "
+                                "{sparse_top_k_categorical_accuracy: {k: 3}}, loss]", &err);
+    if (!m) fprintf(stderr, "\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(tfc_model_nmetrics(m), 4);
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 0)->name, "acc");
+    CU_ASSERT_EQUAL(tfc_model_metric(m, 0)->kind, TFC_METRIC_ACCURACY);
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 1)->name, "sparse_categorical_accuracy");
+    CU_ASSERT_EQUAL(tfc_model_metric(m, 1)->kind, TFC_METRIC_ACCURACY);
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 2)->name, "sparse_top_k_categorical_accuracy");
+    CU_ASSERT_EQUAL(tfc_model_metric(m, 2)->kind, TFC_METRIC_TOP_K);
+    CU_ASSERT_EQUAL(tfc_model_metric(m, 2)->k, 3);
+    tfc_model_free(m);
+    m = metric_model(6, "categorical_crossentropy",
+                     "[categorical_accuracy, top_k_categorical_accuracy]", &err);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    CU_ASSERT(m && tfc_model_metric(m, 1)->k == 5); /* Keras's default */
+    tfc_model_free(m);
+    m = metric_model(1, "binary_crossentropy", "[binary_accuracy]", &err);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    tfc_model_free(m);
+    const struct { int out; const char *loss, *metrics, *want; } bad[] = {
+        {6, "categorical_crossentropy", "[sparse_categorical_accuracy]",
+         "m.yaml:5:11: error: metrics[0]: sparse_categorical_accuracy reads the labels of "
+         "sparse_categorical_crossentropy, but the loss is categorical_crossentropy; write "
+         "accuracy"},
+        {1, "mse", "[binary_accuracy]", "binary_accuracy reads the labels of "
+                                        "binary_crossentropy, but the loss is mse"},
+        {6, "sparse_categorical_crossentropy", "[top_k_categorical_accuracy]",
+         "write top_k_accuracy"},
+        {3, "binary_crossentropy", "[binary_accuracy]", "binary_accuracy over 3 outputs"},
+        {6, "sparse_categorical_crossentropy", "[accuracy_top]", "unknown value"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        m = metric_model(bad[i].out, bad[i].loss, bad[i].metrics, &err);
+        CU_ASSERT_PTR_NULL(m);
+        if (!strstr(err.text, bad[i].want))
+            fprintf(stderr, "\nexpected '%s' in: %s", bad[i].want, err.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[i].want));
+        tfc_model_free(m);
+    }
+}
+
 /* Conv2D's groups: the kernel is (kh, kw, channels / groups, filters), as Keras's; channels
  * and filters must divide by it. (Values: test_vision's Keras fixture grouped_conv2d;
  * gradients: test_layers' conv2d_groups; the ONNX export: test_onnx's conv_groups.) */
@@ -511,4 +569,5 @@ static void test_conv2d_groups(void)
 TFC_TEST_MAIN("keras_args", {"signatures", test_signatures}, {"activations", test_activations},
               {"fixed_arguments", test_fixed_arguments}, {"initializers", test_initializers},
               {"batch_norm_center_scale", test_batch_norm_center_scale},
+              {"metric_names", test_metric_names},
               {"conv2d_groups", test_conv2d_groups});

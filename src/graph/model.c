@@ -112,6 +112,45 @@ static int name_taken(tfc_model *m, const char *name, int upto)
     return 0;
 }
 
+/* Keras's other names of tfc's metrics: `acc`, and the names that say which labels they
+ * read, each allowed with the loss that reads those labels (tfc's accuracy follows the
+ * loss, as Keras's `accuracy` string does). */
+static const struct {
+    const char *name;
+    tfc_metric_kind kind;
+    int loss; /* tfc_loss_kind, or -1: any */
+} metric_aliases[] = {
+    {"acc", TFC_METRIC_ACCURACY, -1},
+    {"sparse_categorical_accuracy", TFC_METRIC_ACCURACY, TFC_LOSS_SPARSE_CCE},
+    {"categorical_accuracy", TFC_METRIC_ACCURACY, TFC_LOSS_CCE},
+    {"binary_accuracy", TFC_METRIC_ACCURACY, TFC_LOSS_BCE},
+    {"sparse_top_k_categorical_accuracy", TFC_METRIC_TOP_K, TFC_LOSS_SPARSE_CCE},
+    {"top_k_categorical_accuracy", TFC_METRIC_TOP_K, TFC_LOSS_CCE},
+};
+
+/* The metric `item` names (*kind), by tfc's name or Keras's other one (*alias, else NULL);
+ * an alias whose labels are not the loss's is an error naming both. */
+static tfc_status metric_kind(const tfc_model *m, const tfc_node *item, const char *path,
+                              int *kind, const char **alias, tfc_error *err)
+{
+    *alias = NULL;
+    for (size_t a = 0; item->kind == TFC_NODE_SCALAR && a < sizeof metric_aliases /
+                                                              sizeof *metric_aliases; a++) {
+        if (strcmp(item->str, metric_aliases[a].name)) continue;
+        const int want = metric_aliases[a].loss;
+        if (want >= 0 && want != (int)m->loss)
+            return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
+                                  "%s reads the labels of %s, but the loss is %s; write %s, "
+                                  "which follows the loss",
+                                  item->str, tfc_loss_names[want], tfc_loss_names[m->loss],
+                                  metric_names[metric_aliases[a].kind]);
+        *kind = (int)metric_aliases[a].kind;
+        *alias = metric_aliases[a].name;
+        return TFC_OK;
+    }
+    return tfc_node_enum(item, path, metric_names, kind, err);
+}
+
 /* Metrics: a list of names or one-key mappings ({top_k_accuracy: {k: 3}}). */
 static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *err)
 {
@@ -130,7 +169,8 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
             item = item->keys[0];
         }
         int kind;
-        if (tfc_node_enum(item, path, metric_names, &kind, err)) {
+        const char *alias;
+        if (metric_kind(m, item, path, &kind, &alias, err)) {
             status = TFC_ERR_CONFIG;
             continue;
         }
@@ -141,7 +181,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
         }
         tfc_metric *mt = &m->metrics[m->nmetrics++];
         mt->kind = (tfc_metric_kind)kind;
-        snprintf(mt->name, sizeof mt->name, "%s", metric_names[kind]);
+        snprintf(mt->name, sizeof mt->name, "%s", alias ? alias : metric_names[kind]);
         struct { int k; } targs = {5};
         static const tfc_field k_field[] = {
             {"k", TFC_F_INT, 0, "5", 1, 1 << 20, NULL, "how many top outputs count"}, {NULL}};
@@ -440,9 +480,16 @@ static tfc_status check_loss(const tfc_model *m, const tfc_node *root, tfc_error
     return TFC_OK;
 }
 
-/* top_k_accuracy's k against the classes that check_loss found. */
+/* top_k_accuracy's k against the classes that check_loss found; binary_accuracy (Keras's:
+ * each output thresholded) is tfc's accuracy for one output only. */
 static tfc_status check_metrics(const tfc_model *m, const tfc_node *root, tfc_error *err)
 {
+    for (int i = 0; i < m->nmetrics; i++)
+        if (!strcmp(m->metrics[i].name, "binary_accuracy") && m->classes != 1)
+            return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",
+                                  "binary_accuracy over %d outputs: tfc's accuracy thresholds "
+                                  "one output only (over several it takes their argmax)",
+                                  m->classes);
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind == TFC_METRIC_TOP_K && m->metrics[i].k > m->classes)
             return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",

@@ -31,7 +31,8 @@ typedef enum tfc_metric_kind {
 typedef struct tfc_metric {
     tfc_metric_kind kind;
     int k;           /* top_k_accuracy */
-    char name[32];   /* as reported: accuracy, top_5_accuracy, loss */
+    char name[48];   /* as reported, the name the model file gives: accuracy, loss,
+                      * sparse_top_k_categorical_accuracy */
 } tfc_metric;
 
 /* One batch's results. `count` is the number of rows (examples, or unmasked steps) that the
