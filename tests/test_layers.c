@@ -409,6 +409,27 @@ static const gc_case cases[] = {
                       "  - Conv1D: {filters: 18, kernel_size: 4, padding: same, activation: tanh}\n"
                       "  - Conv1D: {filters: 4, kernel_size: 3, padding: causal}\n"
                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* Keras's activation layers: arguments no tfc activation has (the pact ops, the threshold
+     * and the clip in one ReLU) and ones that are tfc activations (pure_act), Rescaling
+     * first (the input's gradient), a Softmax layer folded into the loss */
+    {"activation_layers", "input: {shape: [6]}\nlayers:\n"
+                          "  - Rescaling: {scale: 2.0, offset: 0.1}\n  - Dense: {units: 8}\n"
+                          "  - ReLU: {max_value: 1.5, negative_slope: 0.1, threshold: 0.25}\n"
+                          "  - Dense: {units: 8}\n  - LeakyReLU: {}\n"
+                          "  - Dense: {units: 8}\n  - ELU: {alpha: 0.7}\n"
+                          "  - Dense: {units: 8}\n  - ReLU: {}\n"
+                          "  - Dense: {units: 8}\n  - LeakyReLU: {negative_slope: 0.2}\n"
+                          "  - Dense: {units: 8}\n  - ELU: {}\n"
+                          "  - Dense: {units: 4}\n  - Softmax: {}\n", 4},
+    /* PReLU shared over an image's rows and columns, not shared, and over a sequence's steps */
+    {"prelu", IMG "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
+              "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, value: 0.25}}\n"
+              "  - Conv2D: {filters: 2, kernel_size: 3}\n"
+              "  - PReLU: {alpha_initializer: random_normal}\n"
+              "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"prelu_sequence", SEQ1 "  - Dense: {units: 5}\n"
+                       "  - PReLU: {shared_axes: [1], alpha_initializer: {type: random_uniform, minval: -0.5, maxval: 0.5}}\n"
+                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */
@@ -464,6 +485,7 @@ static void test_gradients(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const gc_case *c = &cases[i];
+        if (getenv("TFC_CASE") && strcmp(getenv("TFC_CASE"), c->name)) continue; /* one */
         gradcheck_result r = check_case(c, 1.0);
         int ok = r.max_err < TFC_GRADCHECK_BOUND && r.checked > 10 &&
                  r.skipped < r.checked / 4 + 2;

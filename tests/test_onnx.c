@@ -389,6 +389,25 @@ static void test_activations(void)
             "  - Dense: {units: 8, activation: relu6}\n  - Dense: {units: 8, activation: hard_silu}\n"
             "  - Dense: {units: 8, activation: mish}\n"
             "  - Activation: {activation: tanh}\n", 0);
+    /* Keras's activation layers: ReLU's threshold, clip and slope composed, LeakyRelu, Elu,
+     * the ones that are tfc activations, PRelu (per channel in NCHW images, and per element),
+     * Rescaling's Mul and Add, a Softmax layer last */
+    fixture("activation_layers",
+            "input: {shape: [8]}\nlayers:\n"
+            "  - Rescaling: {scale: 4.0, offset: -2.0}\n  - Dense: {units: 8}\n"
+            "  - ReLU: {max_value: 1.5, negative_slope: 0.1, threshold: 0.25}\n"
+            "  - Dense: {units: 8}\n  - ReLU: {threshold: 0.5}\n"
+            "  - Dense: {units: 8}\n  - ReLU: {max_value: 2.0}\n"
+            "  - Dense: {units: 8}\n  - ReLU: {negative_slope: 0.05, max_value: 1.0}\n"
+            "  - Dense: {units: 8}\n  - LeakyReLU: {}\n  - Dense: {units: 8}\n  - ELU: {alpha: 0.7}\n"
+            "  - Dense: {units: 8}\n  - ReLU: {max_value: 6}\n  - Dense: {units: 8}\n  - ELU: {}\n"
+            "  - Dense: {units: 8}\n  - PReLU: {}\n  - Dense: {units: 5}\n  - Softmax: {}\n", 0);
+    fixture("prelu_image",
+            "input: {shape: [5, 6, 3]}\nlayers:\n"
+            "  - Rescaling: {scale: 2.0}\n"
+            "  - Conv2D: {filters: 4, kernel_size: 3, padding: same}\n"
+            "  - PReLU: {shared_axes: [1, 2]}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - PReLU: {}\n  - ReLU: {}\n  - GlobalAveragePooling2D: {}\n", 0);
 }
 
 /* The vision layers' export (GlobalMaxPooling2D and keepdims, DepthwiseConv2D,

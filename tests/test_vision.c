@@ -545,6 +545,15 @@ static void test_parity_keras_separable(void)
     CU_ASSERT(parity_dir("tests/ref/separable") >= 3);
 }
 
+/* The activation layers' and Rescaling's fixtures (tests/ref/keras_activations.py): every
+ * argument of ReLU, LeakyReLU and ELU, both the ones that are tfc activations and the ones
+ * that run the pact ops; PReLU shared along images' and sequences' leading axes and not
+ * shared; Rescaling with and without offset; Softmax last. */
+static void test_parity_keras_activations(void)
+{
+    CU_ASSERT(parity_dir("tests/ref/activations") >= 3);
+}
+
 /* ---- training ------------------------------------------------------------------------- */
 
 /* Every vision layer in one model trains through the solver (a smoke test; the gradient
@@ -648,6 +657,147 @@ static void test_missing_kernels_refused(void)
                       "  - SeparableConv2D: {name: v, filters: 3, kernel_size: 3}\n";
     refused_without(sep, "depthwise_forward", "SeparableConv2D");
     refused_without(sep, "depthwise_backward_data", "SeparableConv2D");
+    /* the activation layers whose arguments no tfc activation has, and PReLU */
+    const char *in = "input: {shape: [5, 4]}\nlayers:\n";
+    char yaml[256];
+    snprintf(yaml, sizeof yaml, "%s  - LeakyReLU: {name: v}\n", in);
+    refused_without(yaml, "pact_forward", "LeakyReLU");
+    snprintf(yaml, sizeof yaml, "%s  - ReLU: {name: v, threshold: 0.5}\n", in);
+    refused_without(yaml, "pact_backward", "ReLU");
+    snprintf(yaml, sizeof yaml, "%s  - ELU: {name: v, alpha: 2}\n", in);
+    refused_without(yaml, "pact_forward", "ELU");
+    snprintf(yaml, sizeof yaml, "%s  - PReLU: {name: v, shared_axes: [1]}\n", in);
+    refused_without(yaml, "prelu_forward", "PReLU");
+    refused_without(yaml, "prelu_backward", "PReLU");
+}
+
+/* The activation layers whose arguments are a tfc activation are that Activation layer:
+ * they bind on a backend without the pact ops, fused into the layer before at inference.
+ * Rescaling runs on common ops but lands CPU-first: a GPU refuses it, naming it. */
+static void test_activation_layers_bind(void)
+{
+    const char *layers[] = {"ReLU: {name: v}", "ReLU: {name: v, max_value: 6}",
+                            "ReLU: {name: v, negative_slope: 0.2}",
+                            "LeakyReLU: {name: v, negative_slope: 0.2}",
+                            "LeakyReLU: {name: v, alpha: 0.2}", "ELU: {name: v}",
+                            "Softmax: {name: v}", "Softmax: {name: v, axis: 1}"};
+    const tfc_act acts[] = {TFC_ACT_RELU, TFC_ACT_RELU6, TFC_ACT_LEAKY_RELU, TFC_ACT_LEAKY_RELU,
+                            TFC_ACT_LEAKY_RELU, TFC_ACT_ELU, TFC_ACT_SOFTMAX, TFC_ACT_SOFTMAX};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_backend_ops lacking = *be->ops;
+    lacking.pact_forward = NULL, lacking.pact_backward = NULL;
+    const tfc_backend_ops *cpu_ops = be->ops;
+    be->ops = &lacking;
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [6]}\nlayers:\n  - Dense: {units: 4}\n"
+                                    "  - %s\n", layers[i]);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m != NULL);
+        const tfc_layer *l = tfc_model_layer(m, 1);
+        CU_ASSERT(l->pure_act && l->act == acts[i]);
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+        tfc_model_free(m);
+    }
+    be->ops = cpu_ops;
+    tfc_model *m = tfc_test_model("input: {shape: [6]}\nlayers:\n"
+                                  "  - Rescaling: {name: v, scale: 0.5, offset: 1}\n");
+    TFC_ASSERT(m != NULL);
+    tfc_error err;
+    tfc_error_clear(&err);
+    be->device = 0;
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'v'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Rescaling has not run on the cpu backend"));
+    be->device = -1;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* The activation layers' and Rescaling's arguments refused at their FILE:LINE:COL, saying
+ * why (line 3: the layer's). */
+static void test_activation_layer_errors(void)
+{
+    const char *bad[][3] = {
+        {"[5, 6, 2]", "ReLU: {max_value: -1}", "negative max_value"},
+        {"[5, 6, 2]", "ReLU: {negative_slope: -0.1}", "negative_slope"},
+        {"[5, 6, 2]", "ReLU: {threshold: -1}", "threshold"},
+        {"[5, 6, 2]", "LeakyReLU: {alpha: -0.5}", "must be a number >= 0"},
+        {"[5, 6, 2]", "Softmax: {axis: 1}", "last axis only (-1 or 3 here)"},
+        {"[5, 6, 2]", "Softmax: {axis: [1, 2]}", "axis"},
+        {"[5, 6, 2]", "PReLU: {shared_axes: [2]}", "axis 2 follows an unshared axis 1"},
+        {"[5, 6, 2]", "PReLU: {shared_axes: [1, 3]}", "axis 3 follows an unshared axis 2"},
+        {"[5, 6, 2]", "PReLU: {shared_axes: [4]}", "axis 4 is beyond the input's 3 axes"},
+        {"[5, 6, 2]", "PReLU: {alpha_regularizer: l2}", "alpha_regularizer: not supported"},
+        {"[5, 6, 2]", "Rescaling: {offset: 1}", "missing required key 'scale'"},
+        {"[5, 6, 2]", "Rescaling: {scale: [0.5, 0.25]}", "scale"},
+        {"[5], dtype: int32", "Rescaling: {scale: 2}", "float32 input"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "input: {shape: %s}\nlayers:\n  - %s\n", bad[i][0],
+                 bad[i][1]);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "bad.yaml", &err);
+        CU_ASSERT_PTR_NULL(m);
+        int found = strstr(err.text, bad[i][2]) != NULL;
+        if (!found || err.line != 3)
+            fprintf(stderr, "\nwanted '%s' at line 3 in: %s", bad[i][2], err.text);
+        CU_ASSERT(found && err.line == 3);
+        tfc_model_free(m);
+    }
+    /* Keras's Softmax applies a sequence's mask along the wrong axis: refused */
+    const char *masked = "input: {shape: [6], dtype: int32}\nlayers:\n"
+                         "  - Embedding: {input_dim: 9, output_dim: 4, mask_zero: true}\n"
+                         "  - Softmax: {}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(masked, strlen(masked), "bad.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "takes a masked sequence"));
+    tfc_model_free(m);
+}
+
+/* The pact ops over [-4, 4] (off the kinks) against keras.activations' formulas in double,
+ * forward, and backward onto dx = 1 against central differences of the same formulas. */
+static double pact_ref(const tfc_pact_desc *d, double v)
+{
+    if (d->elu) return v > 0 ? v : d->slope * expm1(v);
+    if (d->slope != 0 && d->threshold == 0 && isinf(d->max_value)) return v >= 0 ? v : d->slope * v;
+    double pos = fmin(v > d->threshold ? v : 0, d->max_value);
+    return pos - d->slope * fmax(d->threshold - v, 0);
+}
+
+static void test_pact_values(void)
+{
+    enum { N = 401 };
+    const tfc_pact_desc descs[] = {
+        {0, 0.1f, 1.5f, 0.25f}, {0, 0.3f, INFINITY, 0}, {0, 0, 2.0f, 0}, {0, 0, INFINITY, 0.5f},
+        {0, 0.05f, 1.0f, 0}, {1, 0.7f, INFINITY, 0}, {1, 1.0f, INFINITY, 0}};
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    float x[N], y[N], dy[N], dx[N];
+    double ry[N], rdx[N];
+    for (size_t k = 0; k < sizeof descs / sizeof *descs; k++) {
+        const tfc_pact_desc *d = &descs[k];
+        for (int i = 0; i < N; i++) {
+            x[i] = -4.0f + 8.0f * (float)i / (N - 1) + 0.0013f;
+            dy[i] = 0.5f + (float)(i % 7) / 7.0f;
+            dx[i] = 1;
+            ry[i] = pact_ref(d, x[i]);
+            rdx[i] = 1 + dy[i] * (pact_ref(d, x[i] + 1e-6) - pact_ref(d, x[i] - 1e-6)) / 2e-6;
+        }
+        be->ops->pact_forward(be, d, N, x, y);
+        be->ops->pact_backward(be, d, N, x, dy, dx);
+        double ef = max_rel(y, ry, N), eb = max_rel(dx, rdx, N);
+        if (ef > 1e-6 || eb > 2e-5) fprintf(stderr, "\npact %zu: forward %.3g backward %.3g\n", k, ef, eb);
+        CU_ASSERT(ef <= 1e-6 && eb <= 2e-5);
+    }
+    tfc_backend_free(be);
 }
 
 TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
@@ -659,5 +809,9 @@ TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"activation_values", test_activation_values},
               {"missing_activation_refused", test_missing_activation_refused},
               {"parity_keras", test_parity_keras},
-              {"parity_keras_separable", test_parity_keras_separable}, {"trains", test_trains},
-              {"missing_kernels_refused", test_missing_kernels_refused})
+              {"parity_keras_separable", test_parity_keras_separable},
+              {"parity_keras_activations", test_parity_keras_activations}, {"trains", test_trains},
+              {"missing_kernels_refused", test_missing_kernels_refused},
+              {"activation_layers_bind", test_activation_layers_bind},
+              {"activation_layer_errors", test_activation_layer_errors},
+              {"pact_values", test_pact_values})

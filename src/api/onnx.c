@@ -311,6 +311,86 @@ static tref activation(exporter *x, const tfc_layer *l, tfc_act act, const tref 
     return r;
 }
 
+/* Keras's parametrised activations (tfc_pact_desc), in keras.activations' order of
+ * operations: Elu, LeakyRelu, or relu's pos (ThresholdedRelu with a threshold, else Relu),
+ * clipped to max_value, minus negative_slope Relu(threshold - x). Element-wise, so in either
+ * layout. */
+static tref pact(exporter *x, const tfc_pact_desc *d, const tref *in)
+{
+    tref r = *in;
+    tfc_pb a = {0};
+    char pos[96], t1[96], t2[96], c[96];
+    if (d->elu || (d->slope != 0 && d->threshold == 0 && isinf(d->max_value))) {
+        attr_float(&a, "alpha", d->slope);
+        unary(x, d->elu ? "Elu" : "LeakyRelu", in->name, r.name, &a);
+        return r;
+    }
+    if (d->threshold != 0) {
+        attr_float(&a, "alpha", d->threshold);
+        unary(x, "ThresholdedRelu", in->name, pos, &a);
+    } else {
+        unary(x, "Relu", in->name, pos, NULL);
+    }
+    if (!isinf(d->max_value)) {
+        float lo = 0.0f;
+        init_f32(x, t1, "zero", NULL, 0, &lo);
+        init_f32(x, t2, "max_value", NULL, 0, &d->max_value);
+        fresh(x, c, "Clip");
+        node(x, "Clip", (const char *[]){pos, t1, t2, NULL}, c, NULL);
+        snprintf(pos, sizeof pos, "%s", c);
+    }
+    if (d->slope == 0) {
+        snprintf(r.name, sizeof r.name, "%s", pos);
+        return r;
+    }
+    init_f32(x, c, "threshold", NULL, 0, &d->threshold);
+    fresh(x, t1, "Sub");
+    node(x, "Sub", (const char *[]){c, in->name, NULL}, t1, NULL);
+    unary(x, "Relu", t1, t2, NULL);
+    init_f32(x, c, "negative_slope", NULL, 0, &d->slope);
+    fresh(x, t1, "Mul");
+    node(x, "Mul", (const char *[]){t2, c, NULL}, t1, NULL);
+    fresh(x, r.name, "Sub");
+    node(x, "Sub", (const char *[]){pos, t1, NULL}, r.name, NULL);
+    return r;
+}
+
+/* PReLU: ONNX's PRelu with Keras's alpha as the slope, broadcast against the channels-last
+ * input (the batch axis before it). */
+static tref prelu(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = nhwc(x, in);
+    const tfc_param *p = NULL;
+    float *alpha = param(x, l, "alpha", &p);
+    if (!alpha) return r;
+    char slope[96], src[96];
+    init_f32(x, slope, "alpha", p->shape.dim, p->shape.ndim, alpha);
+    free(alpha);
+    snprintf(src, sizeof src, "%s", r.name);
+    fresh(x, r.name, "PRelu");
+    node(x, "PRelu", (const char *[]){src, slope, NULL}, r.name, NULL);
+    return r;
+}
+
+/* Rescaling: Mul by scale, then Add offset (none when 0), as Keras rounds it. */
+static tref rescaling(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = *in;
+    const double *scale = arg(l, "scale"), *offset = arg(l, "offset");
+    float s = (float)*scale, o = (float)*offset;
+    char c[96], t[96];
+    init_f32(x, c, "scale", NULL, 0, &s);
+    fresh(x, t, "Mul");
+    node(x, "Mul", (const char *[]){in->name, c, NULL}, t, NULL);
+    snprintf(r.name, sizeof r.name, "%s", t);
+    if (o != 0) {
+        init_f32(x, c, "offset", NULL, 0, &o);
+        fresh(x, r.name, "Add");
+        node(x, "Add", (const char *[]){t, c, NULL}, r.name, NULL);
+    }
+    return r;
+}
+
 /* ---- layers ------------------------------------------------------------------------------- */
 
 /* TensorFlow's SAME/VALID padding of one axis as ONNX's pads before and after it: the odd
@@ -1266,6 +1346,7 @@ static tref layer(exporter *x, const tfc_layer *l)
     const char *type = l->ops->type;
     tref r = *in, t;
     tfc_pb a = {0};
+    tfc_pact_desc pd;
     if (!strcmp(type, "Conv2D") || !strcmp(type, "DepthwiseConv2D")) {
         r = conv2d(x, l, in, type[0] == 'D');
     } else if (!strcmp(type, "SeparableConv2D")) {
@@ -1306,10 +1387,15 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = token_and_position(x, l, in);
     } else if (!strcmp(type, "PositionEmbedding")) {
         r = position_embedding(x, l, in);
-    } else if (!strcmp(type, "Dropout") || !strcmp(type, "Activation") ||
-               !strncmp(type, "Random", 6)) {
+    } else if (tfc_layer_pact(l, &pd)) {
+        r = pact(x, &pd, in);
+    } else if (!strcmp(type, "PReLU")) {
+        r = prelu(x, l, in);
+    } else if (!strcmp(type, "Rescaling")) {
+        r = rescaling(x, l, in);
+    } else if (!strcmp(type, "Dropout") || l->pure_act || !strncmp(type, "Random", 6)) {
         /* inference: Dropout and the augmentation layers (RandomFlip, ...) are the identity;
-         * Activation is its fused activation alone */
+         * Activation (and ReLU, Softmax, ... as one) is its fused activation alone */
     } else if (!strcmp(type, "Flatten")) {
         t = nhwc(x, in);
         attr_int(&a, "axis", 1);

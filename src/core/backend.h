@@ -49,6 +49,20 @@ typedef enum tfc_act {
 
 extern const char *const tfc_act_names[TFC_ACT_COUNT + 1]; /* NULL-terminated */
 
+/* Keras's activation layers whose arguments no tfc_act has (ReLU with max_value,
+ * negative_slope or threshold; LeakyReLU and ELU with another slope or alpha), computed as
+ * keras.activations computes them:
+ *   relu: pos = x > threshold ? x : 0 (threshold 0: max(x, 0)), clipped to max_value;
+ *         y = pos - negative_slope * max(threshold - x, 0); with threshold 0 and no
+ *         max_value, y = x >= 0 ? x : negative_slope x (leaky_relu)
+ *   elu:  y = x > 0 ? x : alpha expm1(x) */
+typedef struct tfc_pact_desc {
+    int elu;              /* 0: relu, 1: elu */
+    float slope;          /* relu's negative_slope, or elu's alpha */
+    float max_value;      /* relu: INFINITY for none */
+    float threshold;      /* relu: >= 0 */
+} tfc_pact_desc;
+
 /* 2-D convolution (cross-correlation, as TensorFlow), NHWC input, kernel in Keras layout
  * [kh, kw, c, f], output [n, oh, ow, f]. Padding is explicit: pad_top/pad_left rows and
  * columns of zeros before the image; the rest (possibly one more, TensorFlow's asymmetric
@@ -669,8 +683,24 @@ typedef struct tfc_device_options {
  * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
- * `make test-gpu` has passed on a real GPU). Empty since 2026-11-28 (docs/gpu.md). */
-#define TFC_BACKEND_LAYER_OPS(X)
+ * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, on the
+ * CPU since 2026-11-30 (docs/gpu.md). */
+#define TFC_BACKEND_LAYER_OPS(X)                                                                   \
+    /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
+     * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
+     * (0 at max_value and beyond), negative_slope below it (leaky_relu: at x >= 0, 1), and      \
+     * elu's alpha exp(x) at x <= 0. */                                                           \
+    X(void, pact_forward, (tfc_backend *be, const tfc_pact_desc *d, int64_t n, const float *x,     \
+                           float *y))                                                              \
+    X(void, pact_backward, (tfc_backend *be, const tfc_pact_desc *d, int64_t n, const float *x,    \
+                            const float *dy, float *dx))                                           \
+    /* PReLU over x, y [rows, cols] with alpha [cols] broadcast over the rows: y = x > 0 ? x :     \
+     * alpha x (y may alias x). Backward: dx += (x > 0 ? 1 : alpha) dy (dx NULL: not needed)      \
+     * and dalpha[c] += sum_r min(x, 0) dy, summed in row order. */                                \
+    X(void, prelu_forward, (tfc_backend *be, int64_t rows, int cols, const float *x,               \
+                            const float *alpha, float *y))                                         \
+    X(void, prelu_backward, (tfc_backend *be, int64_t rows, int cols, const float *x,              \
+                             const float *alpha, const float *dy, float *dx, float *dalpha))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -143,7 +143,7 @@ static size_t pack(int n, const size_t *bytes, const int *first, const int *last
 /* Whether layer l's gradient block has a dz half: the gradient before its activation */
 static int has_dz(const tfc_layer *l)
 {
-    return l->act != TFC_ACT_LINEAR && !l->ops->pure_act;
+    return l->act != TFC_ACT_LINEAR && !l->pure_act;
 }
 
 /* Places each layer's gradient block [dy | dz] (sizes in b->grad_bytes) at an offset in
@@ -365,7 +365,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
         int j = sole_consumer(m, i);
         if (!l->ops->forward_relu || l->act != TFC_ACT_LINEAR || j == i) continue;
         const tfc_layer *r = &m->layers[j];
-        if (!r->ops->pure_act || r->act != TFC_ACT_RELU || r->mask_in ||
+        if (!r->pure_act || r->act != TFC_ACT_RELU || r->mask_in ||
             (j == m->nlayers - 1 && m->fused_loss))
             continue;
         m->bound[i].relu_into = j;
@@ -378,7 +378,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
         int j = sole_consumer(m, i);
-        if (j == i || l->act != TFC_ACT_RELU || !l->ops->forward_act || l->ops->pure_act ||
+        if (j == i || l->act != TFC_ACT_RELU || !l->ops->forward_act || l->pure_act ||
             m->bound[i].relu_into >= 0 || !m->layers[j].ops->pool_params || m->layers[j].mask_in)
             continue;
         m->bound[i].relu_pool = j;
@@ -406,7 +406,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
                     j = sole_consumer(m, end);
                 }
             }
-            if (j != end && m->layers[j].ops->pure_act && !m->layers[j].mask_in &&
+            if (j != end && m->layers[j].pure_act && !m->layers[j].mask_in &&
                 !(j == m->nlayers - 1 && m->fused_loss)) {
                 act = m->layers[j].act;
                 actl = end = j;
@@ -1097,7 +1097,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         for (int q = 0; q < j; q++) repeated |= l->inputs[q] == p;
         if (repeated) continue; /* zeroed, or copied into, at its first occurrence */
         tfc_bound *in = &m->bound[p];
-        if (l->ops->sums_inputs || l->ops->assigns_grads || (l->ops->pure_act && act_grad)) {
+        if (l->ops->sums_inputs || l->ops->assigns_grads || (l->pure_act && act_grad)) {
             fresh |= 1u << j;
         } else {
             m->be->ops->zero(m->be, in->dy, in->grad_bytes);
@@ -1112,12 +1112,12 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         /* an Activation layer's own backward would only add dz into dx: the derivative
          * goes into dx at once (added, or written where dx's block starts here), one pass
          * over memory less; a layer's own dz only its activation writes */
-        float *into = l->ops->pure_act ? dxs[0] : b->dz;
-        int assign = l->ops->pure_act ? (int)(fresh & 1) : 1;
+        float *into = l->pure_act ? dxs[0] : b->dz;
+        int assign = l->pure_act ? (int)(fresh & 1) : 1;
         if (into)
             m->be->ops->act_backward(m->be, l->act, (int64_t)m->ex.batch * tfc_layer_out_numel(l),
                                      cols, b->z_unset ? b->y : b->z, b->y, b->dy, into, assign);
-        if (l->ops->pure_act) return;
+        if (l->pure_act) return;
     }
     if (l->ops->sums_inputs) { /* Add: dx[j] += dy, or = dy where the block starts here */
         size_t bytes = (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(l) * 4;

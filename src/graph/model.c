@@ -282,6 +282,7 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
     l->mask_inputs = mask;
     l->mask_in = mask != 0;
     l->mask_out = mask && l->ops->keeps_mask;
+    l->pure_act = l->ops->pure_act;
     l->joins_mask = 0;
     l->act = TFC_ACT_LINEAR;
     if (tfc_layer_channels_last(l, err) || l->ops->build(l, err)) return TFC_ERR_CONFIG;

@@ -66,7 +66,8 @@ typedef struct tfc_layer_ops {
     size_t args_size;          /* bytes of the struct the schema fills */
     int min_inputs, max_inputs;
     int keeps_mask;            /* output keeps the sequence mask of its input */
-    int pure_act;              /* y = act(x) and nothing else (Activation) */
+    int pure_act;              /* y = act(x) and nothing else (Activation); a layer's
+                                * tfc_layer.pure_act starts as this and build may clear it */
     int sums_inputs;           /* y = x[0] + x[1] + ... (Add) */
     int assigns_grads;         /* backward writes dx[j] where ex->fresh has bit j (Conv2D,
                                 * BatchNormalization, Dense, Dropout, the poolings, Flatten,
@@ -146,6 +147,9 @@ struct tfc_layer {
     tfc_dtype in_dtype[TFC_LAYER_MAX_INPUTS];
     tfc_shape out_shape;           /* per example */
     tfc_act act;                   /* fused activation, TFC_ACT_LINEAR when none */
+    int pure_act;                  /* y = act(x) and nothing else: ops->pure_act, set before
+                                      build, which may clear it (a ReLU whose arguments no
+                                      tfc_act has runs ops of its own) */
     int nparams;
     tfc_param params[TFC_LAYER_MAX_PARAMS];
     int max_batch;                 /* the batch size memory is planned for */
@@ -262,6 +266,10 @@ tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err);
 /* Reads an initializer argument of layer l (`node` may be NULL: `def`). */
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err);
+
+/* Whether l is a ReLU, LeakyReLU or ELU layer running the pact ops (arguments no tfc_act
+ * has; without them it is pure_act, an Activation); if so fills *d (ONNX export). */
+int tfc_layer_pact(const tfc_layer *l, tfc_pact_desc *d);
 
 /* Elements of one example's output. */
 int64_t tfc_layer_out_numel(const tfc_layer *l);

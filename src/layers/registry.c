@@ -15,7 +15,8 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_position_embedding_ops, tfc_token_and_position_embedding_ops, tfc_multi_head_attention_ops,
     tfc_gru_ops, tfc_bidirectional_ops, tfc_separable_conv2d_ops, tfc_random_flip_ops,
     tfc_random_translation_ops, tfc_random_rotation_ops, tfc_random_zoom_ops,
-    tfc_random_contrast_ops, tfc_masking_ops;
+    tfc_random_contrast_ops, tfc_masking_ops, tfc_relu_ops, tfc_leaky_relu_ops, tfc_elu_ops,
+    tfc_softmax_ops, tfc_prelu_ops, tfc_rescaling_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -35,6 +36,8 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_separable_conv2d_ops,
     &tfc_random_flip_ops,    &tfc_random_translation_ops, &tfc_random_rotation_ops,
     &tfc_random_zoom_ops,    &tfc_random_contrast_ops,  &tfc_masking_ops,
+    &tfc_relu_ops,           &tfc_leaky_relu_ops,       &tfc_elu_ops,
+    &tfc_softmax_ops,        &tfc_prelu_ops,            &tfc_rescaling_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)
