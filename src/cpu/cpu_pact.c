@@ -60,7 +60,7 @@ void tfc_cpu_prelu_forward(tfc_backend *be, int64_t rows, int cols, const float 
 }
 
 /* dx += (x > 0 ? 1 : alpha) dy over the rows; dalpha[c] += sum_r min(x, 0) dy, each column
- * summed in row order by the thread that owns it */
+ * summed in double in row order by the thread that owns it */
 void tfc_cpu_prelu_backward(tfc_backend *be, int64_t rows, int cols, const float *x,
                             const float *alpha, const float *dy, float *dx, float *dalpha)
 {
@@ -74,11 +74,11 @@ void tfc_cpu_prelu_backward(tfc_backend *be, int64_t rows, int cols, const float
         });
     int ct = cols < nt ? cols : nt;
     TFC_CPU_FOR(cols, ct, for (int c = 0; c < cols; c++) {
-        float s = 0.0f;
+        double s = 0.0;
         for (int64_t r = 0; r < rows; r++) {
             float v = x[r * cols + c];
-            s += (v < 0.0f ? v : 0.0f) * dy[r * cols + c];
+            s += (double)((v < 0.0f ? v : 0.0f) * dy[r * cols + c]);
         }
-        dalpha[c] += s;
+        dalpha[c] += (float)s;
     });
 }

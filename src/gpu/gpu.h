@@ -100,6 +100,12 @@ void tfc_gpu_test_fail_captures(int on);
  * on a GPU yet, and without them both precisions are refused. */
 void tfc_gpu_test_enable_bf16(int on);
 
+/* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS (pact_*, prelu_*:
+ * gpu_pact.cu) into the GPU's op table, so models with Keras's parametrised activation
+ * layers bind there (`make test-gpu`'s pact case against the CPU). Off by default: the
+ * kernels have not run on a GPU yet, and without them those layers are refused. */
+void tfc_gpu_test_enable_pact(int on);
+
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
  * An allocation past the cap first releases cached free blocks, then fails (alloc returns
  * NULL and the caller reports the size). */
@@ -159,11 +165,14 @@ const char *tfc_gpu_nccl_version(void);
  * gpu_layernorm.cu. The trainer's step ops (TFC_BACKEND_STEP_OPS: grad_sumsq, step_scale,
  * optimizer_update_at) in gpu_optim.cu too; round_bf16, round_f16 and loss_scale_at in
  * gpu_elementwise.cu. The precision ops (TFC_BACKEND_PRECISION_OPS) stay outside the table
- * until tfc_gpu_test_enable_bf16's case has passed on a GPU. */
+ * until tfc_gpu_test_enable_bf16's case has passed on a GPU, as the layer ops
+ * (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu) until
+ * tfc_gpu_test_enable_pact's has. */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
 TFC_BACKEND_STEP_OPS(TFC_GPU_DECLARE)
 TFC_BACKEND_PRECISION_OPS(TFC_GPU_DECLARE)
+TFC_BACKEND_LAYER_OPS(TFC_GPU_DECLARE)
 #undef TFC_GPU_DECLARE
 
 #ifdef __cplusplus

@@ -62,6 +62,17 @@ static void enable_bf16(int on)
 #endif
 }
 
+/* 1: the GPU's table has the parametrised activation layers' ops (tfc_gpu_test_enable_pact),
+ * so ReLU with arguments, LeakyReLU, ELU with alpha and PReLU bind there */
+static void enable_pact(int on)
+{
+#ifdef TFC_HAVE_CUDA
+    tfc_gpu_test_enable_pact(on);
+#else
+    (void)on;
+#endif
+}
+
 static void set_deterministic(int on)
 {
 #ifdef TFC_HAVE_CUDA
@@ -3076,6 +3087,72 @@ static void test_mul_masking(void)
     check_status();
 }
 
+/* The parametrised activations (gpu_pact.cu, put in the table for this case) against the
+ * CPU: every branch of Keras's relu (threshold, clip, slope, leaky), elu with alpha, over
+ * inputs in [-3, 3] with exact zeros and thresholds among them; forward and the products of
+ * backward bit for bit, elu's expm1/exp within float rounding; PReLU's dx bit for bit and
+ * its alpha gradient (double column sums, the order differing) within SUM, on wide and
+ * narrow columns. Then a model with each layer trains on both backends. */
+static void test_pact(void)
+{
+    enable_pact(1);
+    const tfc_pact_desc descs[] = {
+        {0, 0.1f, 1.5f, 0.25f}, {0, 0.3f, INFINITY, 0}, {0, 0, 2.0f, 0}, {0, 0, INFINITY, 0.5f},
+        {0, 0.05f, 1.0f, 0}, {1, 0.7f, INFINITY, 0}, {1, 1.0f, INFINITY, 0}};
+    const int64_t n = 100003;
+    pair x = pair_rand(n, -3, 3), y = pair_new(n), dy = pair_rand(n, -1, 1);
+    for (int64_t i = 0; i < n; i += 97) x.h[i] = i % 2 ? 0.0f : 0.5f; /* on the kinks */
+    pair_push(&x);
+    for (size_t k = 0; k < sizeof descs / sizeof *descs; k++) {
+        pair dx = pair_rand(n, -1, 1);
+        ref->ops->pact_forward(ref, &descs[k], n, x.h, y.h);
+        dev->ops->pact_forward(dev, &descs[k], n, x.d, y.d);
+        ref->ops->pact_backward(ref, &descs[k], n, x.h, dy.h, dx.h);
+        dev->ops->pact_backward(dev, &descs[k], n, x.d, dy.d, dx.d);
+        const int elu = descs[k].elu;
+        int bad = elu ? pair_check("pact y", &y, F32) : pair_check("pact y", &y, EXACT);
+        bad += elu ? pair_check("pact dx", &dx, F32) : pair_check("pact dx", &dx, EXACT);
+        if (bad) printf("\n  pact desc %zu", k);
+        CU_ASSERT_EQUAL(bad, 0);
+        pair_free(&dx);
+    }
+    static const int64_t shapes[][2] = {{128, 784}, {4096, 16}, {37, 5}, {20000, 3}};
+    for (int s = 0; s < 4; s++) {
+        const int64_t rows = shapes[s][0], cols = shapes[s][1], m = rows * cols;
+        pair px = pair_rand(m, -2, 2), py = pair_new(m), pdy = pair_rand(m, -1, 1);
+        pair pdx = pair_rand(m, -1, 1), alpha = pair_rand(cols, -0.5, 0.5);
+        pair da = pair_rand(cols, -1, 1);
+        ref->ops->prelu_forward(ref, rows, (int)cols, px.h, alpha.h, py.h);
+        dev->ops->prelu_forward(dev, rows, (int)cols, px.d, alpha.d, py.d);
+        ref->ops->prelu_backward(ref, rows, (int)cols, px.h, alpha.h, pdy.h, pdx.h, da.h);
+        dev->ops->prelu_backward(dev, rows, (int)cols, px.d, alpha.d, pdy.d, pdx.d, da.d);
+        int bad = pair_check("prelu y", &py, EXACT) + pair_check("prelu dx", &pdx, EXACT) +
+                  pair_check("prelu dalpha", &da, SUM);
+        /* without dx (the layer after the model input) */
+        ref->ops->prelu_backward(ref, rows, (int)cols, px.h, alpha.h, pdy.h, NULL, da.h);
+        dev->ops->prelu_backward(dev, rows, (int)cols, px.d, alpha.d, pdy.d, NULL, da.d);
+        bad += pair_check("prelu dalpha again", &da, SUM);
+        if (bad) printf("\n  prelu %lld x %lld", (long long)rows, (long long)cols);
+        CU_ASSERT_EQUAL(bad, 0);
+        pair *all[] = {&px, &py, &pdy, &pdx, &alpha, &da};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    }
+    pair_free(&x), pair_free(&y), pair_free(&dy);
+    check_status();
+    train_steps("input: {shape: [6, 6, 2]}\nlayers:\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, padding: same}\n"
+                "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, value: 0.2}}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3}\n"
+                "  - ReLU: {max_value: 1.5, negative_slope: 0.1, threshold: 0.05}\n"
+                "  - Flatten: {}\n  - Dense: {units: 8}\n  - LeakyReLU: {}\n"
+                "  - Dense: {units: 8}\n  - ELU: {alpha: 0.7}\n"
+                "  - Dense: {units: 8}\n  - PReLU: {alpha_initializer: random_uniform}\n"
+                "  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_pact(0);
+}
+
 /* A causal decoder block (Embedding + PositionEmbedding are CPU-first: a plain Embedding)
  * with a gated (Multiply) output; a masked encoder (Embedding's mask_zero reaching
  * MultiHeadAttention's query and key masks); Masking before self-attention on float steps.
@@ -3495,6 +3572,7 @@ int main(int argc, char **argv)
         {"train_conv1d", test_train_conv1d},
         {"train_mobilenet", test_train_mobilenet},
         {"train_activation_layers", test_train_activation_layers},
+        {"pact", test_pact},
         {"augment_warp", test_augment_warp},
         {"augment_contrast", test_augment_contrast},
         {"augment_inference", test_augment_inference},

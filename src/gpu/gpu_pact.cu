@@ -1,0 +1,127 @@
+/* GPU kernels of Keras's parametrised activation layers (core/backend.h, tfc_pact_desc, and
+ * PReLU), as cpu_pact.c: element-wise, one thread per element, the same formulas in the same
+ * order (built with --fmad=false, so each product rounds as on the CPU); PReLU's alpha
+ * gradient is a column sum in double through the deterministic gpu_colsum (fixed splits
+ * added in order), so it does not depend on the run, though its order is not the CPU's.
+ * Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_pact puts
+ * them in for `make test-gpu`'s case against the CPU; until that has passed on a GPU the
+ * layers that need them are refused there. */
+#include <math.h>
+
+#include "gpu/gpu_internal.cuh"
+
+#define PACT_LOOP(i, n)                                                              \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);        \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+static __device__ float pact(const tfc_pact_desc d, float v)
+{
+    if (d.elu) return v > 0.0f ? v : d.slope * expm1f(v);
+    if (d.slope != 0.0f && d.threshold == 0.0f && isinf(d.max_value))
+        return v >= 0.0f ? v : d.slope * v;
+    float pos = d.threshold != 0.0f ? (v > d.threshold ? v : 0.0f) : (v > 0.0f ? v : 0.0f);
+    if (pos > d.max_value) pos = d.max_value;
+    if (d.slope == 0.0f) return pos;
+    float neg = d.threshold - v;
+    return pos - d.slope * (neg > 0.0f ? neg : 0.0f);
+}
+
+static __device__ float pact_grad(const tfc_pact_desc d, float v)
+{
+    if (d.elu) return v > 0.0f ? 1.0f : d.slope * expf(v);
+    if (d.slope != 0.0f && d.threshold == 0.0f && isinf(d.max_value))
+        return v >= 0.0f ? 1.0f : d.slope;
+    if (v > d.threshold) return v < d.max_value ? 1.0f : 0.0f;
+    return d.slope;
+}
+
+static __global__ void pact_forward_kernel(tfc_pact_desc d, int64_t n, const float *x, float *y)
+{
+    PACT_LOOP(i, n) y[i] = pact(d, x[i]);
+}
+
+static __global__ void pact_backward_kernel(tfc_pact_desc d, int64_t n, const float *x,
+                                            const float *dy, float *dx)
+{
+    PACT_LOOP(i, n) dx[i] += pact_grad(d, x[i]) * dy[i];
+}
+
+void tfc_gpu_pact_forward(tfc_backend *be, const tfc_pact_desc *d, int64_t n, const float *x,
+                          float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    pact_forward_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, n, x, y);
+    TFC_LAUNCH_CHECK(g, pact_forward_kernel);
+}
+
+void tfc_gpu_pact_backward(tfc_backend *be, const tfc_pact_desc *d, int64_t n, const float *x,
+                           const float *dy, float *dx)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    pact_backward_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, n, x, dy, dx);
+    TFC_LAUNCH_CHECK(g, pact_backward_kernel);
+}
+
+static __global__ void prelu_forward_kernel(int64_t rows, int cols, const float *x,
+                                            const float *alpha, float *y)
+{
+    PACT_LOOP(i, rows * cols)
+    {
+        const float v = x[i];
+        y[i] = v > 0.0f ? v : alpha[i % cols] * v;
+    }
+}
+
+static __global__ void prelu_dx_kernel(int64_t rows, int cols, const float *x,
+                                       const float *alpha, const float *dy, float *dx)
+{
+    PACT_LOOP(i, rows * cols) dx[i] += (x[i] > 0.0f ? 1.0f : alpha[i % cols]) * dy[i];
+}
+
+/* min(x, 0) dy at (r, c), rounded to float as the CPU rounds it before its double sum */
+struct prelu_alpha_term {
+    const float *x, *dy;
+    int cols;
+    __device__ void operator()(int64_t r, int c, double *v) const
+    {
+        const float xv = x[r * cols + c];
+        v[0] = (double)((xv < 0.0f ? xv : 0.0f) * dy[r * cols + c]);
+    }
+};
+
+static __global__ void prelu_alpha_finish(int cols, int splits, const double *partial,
+                                          float *dalpha)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < cols) dalpha[c] += (float)colsum_total(partial, 0, splits, cols, c);
+}
+
+void tfc_gpu_prelu_forward(tfc_backend *be, int64_t rows, int cols, const float *x,
+                           const float *alpha, float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (rows <= 0 || cols <= 0) return;
+    prelu_forward_kernel<<<gpu_blocks(g, rows * cols), GPU_THREADS, 0, g->stream>>>(rows, cols,
+                                                                                    x, alpha, y);
+    TFC_LAUNCH_CHECK(g, prelu_forward_kernel);
+}
+
+void tfc_gpu_prelu_backward(tfc_backend *be, int64_t rows, int cols, const float *x,
+                            const float *alpha, const float *dy, float *dx, float *dalpha)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (rows <= 0 || cols <= 0) return;
+    if (dx) {
+        prelu_dx_kernel<<<gpu_blocks(g, rows * cols), GPU_THREADS, 0, g->stream>>>(
+            rows, cols, x, alpha, dy, dx);
+        TFC_LAUNCH_CHECK(g, prelu_dx_kernel);
+    }
+    const int splits = colsum_splits(rows);
+    double *partial = (double *)tfc_gpu_scratch(g, (size_t)splits * cols * sizeof(double));
+    if (!partial) return;
+    if (gpu_colsum<1>(g, rows, cols, prelu_alpha_term{x, dy, cols}, partial)) return;
+    prelu_alpha_finish<<<(cols + 255) / 256, 256, 0, g->stream>>>(cols, splits, partial, dalpha);
+    TFC_LAUNCH_CHECK(g, prelu_alpha_finish);
+}
