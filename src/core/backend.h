@@ -696,7 +696,7 @@ typedef struct tfc_device_options {
                             const float *dy, float *dx))                                           \
     /* PReLU over x, y [rows, cols] with alpha [cols] broadcast over the rows: y = x > 0 ? x :     \
      * alpha x (y may alias x). Backward: dx += (x > 0 ? 1 : alpha) dy (dx NULL: not needed)      \
-     * and dalpha[c] += sum_r min(x, 0) dy, summed in row order. */                                \
+     * and dalpha[c] += sum_r min(x, 0) dy, summed in double in an order fixed by the shape. */   \
     X(void, prelu_forward, (tfc_backend *be, int64_t rows, int cols, const float *x,               \
                             const float *alpha, float *y))                                         \
     X(void, prelu_backward, (tfc_backend *be, int64_t rows, int cols, const float *x,              \
