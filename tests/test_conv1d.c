@@ -498,8 +498,8 @@ static void test_conv1d_errors(void)
                  "4 channels must be divisible by groups (3)");
     expect_error("Conv1D: {filters: 2, kernel_size: 3, data_format: channels_first}",
                  "data_format: channels_first is not supported");
-    expect_error("Conv1D: {filters: 2, kernel_size: 3, kernel_regularizer: l2}",
-                 "kernel_regularizer: not supported by tfc");
+    expect_error("Conv1D: {filters: 2, kernel_size: 3, kernel_constraint: non_neg}",
+                 "kernel_constraint: not supported by tfc");
     expect_error("Conv1D: {filters: 2, kernel_size: 3, bias_constraint: non_neg}",
                  "bias_constraint: not supported by tfc");
     expect_error("Conv1D: {filters: 2, kernel_size: 9}", "shorter than the kernel");

@@ -421,6 +421,22 @@ static const gc_case cases[] = {
                           "  - Dense: {units: 8}\n  - LeakyReLU: {negative_slope: 0.2}\n"
                           "  - Dense: {units: 8}\n  - ELU: {}\n"
                           "  - Dense: {units: 4}\n  - Softmax: {}\n", 4},
+    /* Weight regularizers: their penalties in the loss the differences take, their
+     * gradients added after the backward pass (L1's sign too); an Embedding's table, whose
+     * gradient the LSTM it feeds may add */
+    {"regularizers", IMG "  - Conv2D: {filters: 3, kernel_size: 3, kernel_regularizer: "
+                     "{type: l1l2, l1: 0.01, l2: 0.05}, bias_regularizer: {l2: 0.1}}\n"
+                     "  - BatchNormalization: {gamma_regularizer: {l2: 0.2}, "
+                     "beta_regularizer: {type: l1, l1: 0.05}}\n"
+                     "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, "
+                     "value: 0.3}, alpha_regularizer: {l2: 0.5}}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3, kernel_regularizer: {type: l1, "
+                     "l1: 0.02}}\n", 2},
+    {"regularizers_rnn", SEQ "  - Embedding: {input_dim: 10, output_dim: 4, "
+                         "embeddings_regularizer: {l2: 0.1}}\n"
+                         "  - LSTM: {units: 3, kernel_regularizer: {l2: 0.05}, "
+                         "recurrent_regularizer: {type: l1, l1: 0.01}}\n"
+                         "  - Dense: {units: 3, bias_regularizer: {l2: 0.3}}\n", 3},
     /* PReLU shared over an image's rows and columns, not shared, and over a sequence's steps */
     {"prelu", IMG "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
               "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, value: 0.25}}\n"

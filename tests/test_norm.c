@@ -343,7 +343,7 @@ static void test_argument_errors(void)
     expect_error("LayerNormalization: {axis: [-1, 1]}", "only trailing axes");
     expect_error("LayerNormalization: {axis: 0}", "is the batch axis");
     expect_error("RMSNormalization: {axis: 3}", "out of range");
-    expect_error("LayerNormalization: {gamma_regularizer: l2}", "not supported by tfc");
+    expect_error("LayerNormalization: {gamma_constraint: non_neg}", "not supported by tfc");
     expect_error("LayerNormalization: {beta_constraint: non_neg}", "not supported");
     expect_error("RMSNormalization: {center: false}", "unknown key 'center'");
     /* a null regularizer is Keras's default */

@@ -348,7 +348,7 @@ static void test_unsupported_arguments(void)
         {"GRU: {units: 2, return_state: true}", "return_state"},
         {"LSTM: {units: 2, stateful: true}", "stateful"},
         {"GRU: {units: 2, activation: relu}", "activation"},
-        {"GRU: {units: 2, kernel_regularizer: l2}", "kernel_regularizer"},
+        {"GRU: {units: 2, activity_regularizer: l2}", "activity_regularizer"},
         {"Bidirectional: {layer: {LSTM: {units: 2}}, backward_layer: {LSTM: {units: 2}}}",
          "backward_layer: not supported"},
         {"Bidirectional: {layer: {LSTM: {units: 2}}, merge_mode: null}", "merge_mode"},

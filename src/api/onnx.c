@@ -157,9 +157,10 @@ static void init_i64(exporter *x, char *name, const char *hint, const int64_t *v
 /* A layer argument by its schema name (the struct the schema filled). */
 static const void *arg(const tfc_layer *l, const char *name)
 {
-    for (const tfc_field *f = l->ops->schema; f && f->name; f++)
-        if (!strcmp(f->name, name) && f->type != TFC_F_FIXED) /* FIXED stores nothing */
-            return (const char *)l->args + f->offset;
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++) {
+        int stored = f->type != TFC_F_FIXED && f->type != TFC_F_REGULARIZER;
+        if (!strcmp(f->name, name) && stored) return (const char *)l->args + f->offset;
+    }
     return NULL;
 }
 

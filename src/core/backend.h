@@ -683,8 +683,8 @@ typedef struct tfc_device_options {
  * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
- * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, on the
- * CPU since 2026-11-30 (docs/gpu.md). */
+ * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers and
+ * weight regularizers, on the CPU since 2026-11-30 (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
      * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
@@ -700,7 +700,12 @@ typedef struct tfc_device_options {
     X(void, prelu_forward, (tfc_backend *be, int64_t rows, int cols, const float *x,               \
                             const float *alpha, float *y))                                         \
     X(void, prelu_backward, (tfc_backend *be, int64_t rows, int cols, const float *x,              \
-                             const float *alpha, const float *dy, float *dx, float *dalpha))
+                             const float *alpha, const float *dy, float *dx, float *dalpha))       \
+    /* A weight regularizer (core/init.h) on n weights w: *loss (a device scalar; NULL: not        \
+     * wanted) += l1 sum |w| + l2 sum w^2, summed in double in an order fixed by n and rounded     \
+     * once; grad (NULL: not wanted) += l1 sign(w) + 2 l2 w (sign(0) = 0). */                     \
+    X(void, penalty, (tfc_backend *be, int64_t n, float l1, float l2, const float *w,              \
+                      float *loss, float *grad))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -163,6 +163,101 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
     return TFC_OK;
 }
 
+/* ---- regularizers ----------------------------------------------------------------------- */
+
+static const char *const reg_names[] = {"l1", "l2", "l1l2", NULL};
+enum { REG_L1, REG_L2, REG_L1L2 };
+
+typedef struct reg_args {
+    const tfc_node *type;                          /* read by reg_name */
+    double l1, l2;
+    const tfc_node *class_name, *config, *module, *registered_name; /* Keras's form */
+} reg_args;
+
+#define REG_TYPE_FIELD                                                                     \
+    {"type", TFC_F_NODE, offsetof(reg_args, type), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,    \
+     "l1, l2 or l1l2 (Keras's L1, L2, L1L2)"}
+
+/* Each type's arguments, Keras's defaults: L1(l1=0.01), L2(l2=0.01), L1L2(l1=0, l2=0); in
+ * Keras's serialized config, the same without the type. */
+static const tfc_field reg_fields[3][4] = {
+    {REG_TYPE_FIELD,
+     {"l1", TFC_F_FLOAT, offsetof(reg_args, l1), "0.01", 0, HUGE_VAL, NULL, "the L1 factor"},
+     {NULL}},
+    {REG_TYPE_FIELD,
+     {"l2", TFC_F_FLOAT, offsetof(reg_args, l2), "0.01", 0, HUGE_VAL, NULL, "the L2 factor"},
+     {NULL}},
+    {REG_TYPE_FIELD,
+     {"l1", TFC_F_FLOAT, offsetof(reg_args, l1), "0.0", 0, HUGE_VAL, NULL, "the L1 factor"},
+     {"l2", TFC_F_FLOAT, offsetof(reg_args, l2), "0.0", 0, HUGE_VAL, NULL, "the L2 factor"},
+     {NULL}}};
+
+static const tfc_field reg_keras_fields[] = {
+    {"class_name", TFC_F_NODE, offsetof(reg_args, class_name), NULL, TFC_UNBOUNDED, NULL,
+     "L1, L2 or L1L2"},
+    {"config", TFC_F_NODE, offsetof(reg_args, config), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "the class's arguments"},
+    {"module", TFC_F_NODE, offsetof(reg_args, module), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "keras.regularizers (not read)"},
+    {"registered_name", TFC_F_NODE, offsetof(reg_args, registered_name), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "(not read)"},
+    {NULL}};
+
+/* A regularizer's name, Keras's class name (L2) or its snake case (l2), as reg_names' index */
+static tfc_status reg_name(const tfc_node *n, const char *path, int *type, tfc_error *err)
+{
+    static const char *const classes[] = {"L1", "L2", "L1L2", NULL};
+    for (int i = 0; n->kind == TFC_NODE_SCALAR && classes[i]; i++)
+        if (!strcmp(n->str, classes[i])) {
+            *type = i;
+            return TFC_OK;
+        }
+    tfc_status s = tfc_node_enum(n, path, reg_names, type, err);
+    if (s && n->kind == TFC_NODE_SCALAR && !strcmp(n->str, "orthogonal_regularizer"))
+        tfc_error_hint(err, "tfc has no orthogonal regularizer");
+    return s;
+}
+
+tfc_status tfc_regularizer_parse(const tfc_node *node, const char *path, tfc_regularizer *out,
+                                 tfc_error *err)
+{
+    out->l1 = out->l2 = 0;
+    if (tfc_node_is_null(node)) return TFC_OK;
+    int type = REG_L2;
+    if (node->kind == TFC_NODE_SCALAR) {
+        if (reg_name(node, path, &type, err)) return TFC_ERR_CONFIG;
+        out->l1 = type == REG_L1 ? 0.01 : 0;
+        out->l2 = type == REG_L2 ? 0.01 : 0;
+        return TFC_OK;
+    }
+    if (node->kind != TFC_NODE_MAP)
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, path,
+                              "expected a regularizer: l1, l2, l1l2 or a mapping {type: l2, "
+                              "l2: 0.0001}");
+    reg_args a;
+    char kpath[320];
+    const tfc_node *args = node;
+    const tfc_field *fields;
+    if (tfc_node_get(node, "class_name")) { /* Keras's serialized form */
+        if (tfc_schema_apply(reg_keras_fields, node, path, &a, err)) return TFC_ERR_CONFIG;
+        snprintf(kpath, sizeof kpath, "%s.class_name", path);
+        if (reg_name(a.class_name, kpath, &type, err)) return TFC_ERR_CONFIG;
+        args = a.config;
+        snprintf(kpath, sizeof kpath, "%s.config", path);
+        path = kpath;
+        fields = reg_fields[type] + 1; /* no type in a config */
+    } else {
+        const tfc_node *t = tfc_node_get(node, "type");
+        snprintf(kpath, sizeof kpath, "%s.type", path);
+        if (!tfc_node_is_null(t) && reg_name(t, kpath, &type, err)) return TFC_ERR_CONFIG;
+        fields = reg_fields[type];
+    }
+    if (tfc_schema_apply(fields, args, path, &a, err)) return TFC_ERR_CONFIG;
+    out->l1 = type == REG_L2 ? 0 : a.l1;
+    out->l2 = type == REG_L1 ? 0 : a.l2;
+    return TFC_OK;
+}
+
 /* Keras's fans: last axis fan_out, the one before fan_in, leading axes the receptive field. */
 static void fans(const tfc_shape *s, double *fan_in, double *fan_out)
 {

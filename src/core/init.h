@@ -56,6 +56,19 @@ const tfc_field *tfc_init_fields(tfc_init_kind kind);
 tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, tfc_init *out,
                           tfc_error *err);
 
+/* Keras's weight regularizers (keras.regularizers L1, L2, L1L2): the penalty l1 sum |w| +
+ * l2 sum w^2 joins the loss, its gradient l1 sign(w) + 2 l2 w the weight's. In YAML a name,
+ * Keras's: `l2` or `L2` (l2 0.01), `l1` or `L1` (l1 0.01), `l1l2` or `L1L2` (both 0); a
+ * mapping {type: NAME, l1: .., l2: ..} with that type's arguments; or Keras's serialized form
+ * {class_name: L2, config: {l2: 1e-4}} (module and registered_name ignored). null: none. */
+typedef struct tfc_regularizer {
+    double l1, l2;
+} tfc_regularizer;
+
+/* Reads a regularizer from `node` (NULL or null: none, both 0). Errors name `path`. */
+tfc_status tfc_regularizer_parse(const tfc_node *node, const char *path, tfc_regularizer *out,
+                                 tfc_error *err);
+
 /* Fills `out` (host memory, `shape` in Keras layout) from the stream `key`. Fans follow
  * Keras: the last axis is fan_out, the one before fan_in, leading axes are the receptive
  * field. Returns TFC_ERR_NOMEM only for orthogonal's scratch. */

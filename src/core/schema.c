@@ -3,6 +3,8 @@
  * FILE:LINE:COL with the key path. Defaults are YAML text run through the same converters. */
 #include "core/schema.h"
 
+#include "core/init.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -232,6 +234,10 @@ static tfc_status read_field(const tfc_field *f, const tfc_node *n, const char *
         return TFC_OK;
     case TFC_F_NODE: *(const tfc_node **)dst = n; return TFC_OK;
     case TFC_F_FIXED: return read_fixed(f, n, path, err);
+    case TFC_F_REGULARIZER: {
+        tfc_regularizer r;
+        return tfc_regularizer_parse(n, path, &r, err);
+    }
     case TFC_F_INT_PAIR: {
         int *pair = dst;
         long long probe;
@@ -274,7 +280,8 @@ static void clear_field(const tfc_field *f, char *out)
     case TFC_F_FLOAT: *(double *)dst = 0; break;
     case TFC_F_STRING: *(const char **)dst = NULL; break;
     case TFC_F_NODE: *(const tfc_node **)dst = NULL; break;
-    case TFC_F_FIXED: break;
+    case TFC_F_FIXED:
+    case TFC_F_REGULARIZER: break;
     case TFC_F_INT_PAIR: ((int *)dst)[0] = ((int *)dst)[1] = 0; break;
     case TFC_F_INT_LIST: memset(dst, 0, sizeof(tfc_int_list)); break;
     case TFC_F_FLOAT_LIST: memset(dst, 0, sizeof(tfc_float_list)); break;
@@ -286,7 +293,8 @@ static void clear_field(const tfc_field *f, char *out)
 static void apply_default(const tfc_field *f, char *out)
 {
     clear_field(f, out);
-    if (!strcmp(f->def, TFC_NO_DEFAULT) || f->type == TFC_F_NODE || f->type == TFC_F_FIXED)
+    if (!strcmp(f->def, TFC_NO_DEFAULT) || f->type == TFC_F_NODE || f->type == TFC_F_FIXED ||
+        f->type == TFC_F_REGULARIZER)
         return;
     tfc_node n = {.kind = TFC_NODE_SCALAR, .str = (char *)f->def};
     if (f->type == TFC_F_STRING) {
@@ -371,7 +379,8 @@ void tfc_schema_print_help(FILE *f, const tfc_field *fields, const char *indent)
 {
     static const char *const type_names[] = {"int", "float", "bool", "string", "enum",
                                               "int or [int, int]", "list of int",
-                                              "list of float", "mapping", "fixed"};
+                                              "list of float", "mapping", "fixed",
+                                              "regularizer"};
     for (const tfc_field *fd = fields; fd->name; fd++) {
         fprintf(f, "%s%-22s %-18s", indent, fd->name, type_names[fd->type]);
         if (fd->type == TFC_F_FIXED)

@@ -20,9 +20,12 @@ typedef enum tfc_field_type {
     TFC_F_INT_LIST,   /* tfc_int_list */
     TFC_F_FLOAT_LIST, /* tfc_float_list */
     TFC_F_NODE,       /* const tfc_node *: checked by the caller; NULL when absent */
-    TFC_F_FIXED       /* nothing stored: an argument of Keras's that tfc has one value of,
+    TFC_F_FIXED,      /* nothing stored: an argument of Keras's that tfc has one value of,
                        * its default (null: Keras's None, where def is TFC_NO_DEFAULT);
                        * any other value is an error naming it, with the help as a hint */
+    TFC_F_REGULARIZER /* nothing stored: a weight regularizer (core/init.h), checked here;
+                       * the graph reads it from the layer's mapping for each weight it
+                       * regularizes (tfc_param.regularizer) */
 } tfc_field_type;
 
 #define TFC_LIST_MAX 16

@@ -421,6 +421,7 @@ static const tfc_backend_ops cpu_ops = {
     .pact_backward = tfc_cpu_pact_backward,
     .prelu_forward = tfc_cpu_prelu_forward,
     .prelu_backward = tfc_cpu_prelu_backward,
+    .penalty = tfc_cpu_penalty,
     .loss = tfc_cpu_loss,
     .accuracy = tfc_cpu_accuracy,
     .sumsq = tfc_cpu_sumsq,

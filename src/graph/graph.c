@@ -269,6 +269,7 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
 
 static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch);
 static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_error *err);
+static void penalties(tfc_model *m, int loss, int grads);
 
 tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
                                  tfc_memory_plan *out, tfc_error *err)
@@ -514,6 +515,20 @@ static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_e
 {
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
+        for (int p = 0; p < l->nparams; p++) {
+            const tfc_param *pr = &l->params[p];
+            if (!pr->l1 && !pr->l2) continue;
+            if (!tfc_backend_has(be->ops, "penalty"))
+                return tfc_layer_error(err, l,
+                                       "the %s backend has no kernel for %s yet (op 'penalty'); "
+                                       "run this model with --device cpu",
+                                       be->ops->name, pr->regularizer);
+            if (m->precision == TFC_PRECISION_FLOAT16)
+                return tfc_layer_error(err, l,
+                                       "%s with precision float16 is not supported yet (the "
+                                       "penalty's gradient would miss the loss scale); use "
+                                       "bf16 or float32", pr->regularizer);
+        }
         if (!(be->acts >> l->act & 1))
             return tfc_layer_error(err, l,
                                    "the %s backend has no kernel for the activation '%s' yet; "
@@ -544,6 +559,10 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
+    m->regularized = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++)
+            m->regularized |= m->layers[i].params[p].l1 != 0 || m->layers[i].params[p].l2 != 0;
     if (!tfc_precision_available(be, m->precision))
         return tfc_error_set(err, TFC_ERR_CONFIG,
                              "precision: %s is not available on %s yet (docs/gpu.md, Status); "
@@ -981,6 +1000,7 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
     be->ops->loss(be, c->kind, from_logits, rows, m->classes, x, c->target, c->loss_weight,
                   c->scale, m->scalars, dx);
+    if (m->regularized) penalties(m, 1, 0); /* in every loss, as Keras's compute_loss */
     const int64_t ndx = (int64_t)m->ex.batch * tfc_layer_out_numel(last);
     if (dx && m->loss_scale_at) /* the loss scale (float16): the gradient alone */
         be->ops->loss_scale_at(be, ndx, m->loss_scale_at, dx);
@@ -1147,9 +1167,34 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     m->ex.relu_x = NULL;
 }
 
+/* The float32 weights a regularizer reads: the master weights, where reduced precision
+ * binds the layers to 16-bit copies of them (Keras regularizes the variable) */
+static const float *master_weights(const tfc_model *m, const tfc_param *pr)
+{
+    return m->copies && pr->trainable ? m->params + (pr->data - m->copies) : pr->data;
+}
+
+/* The weight regularizers (tfc_param.l1, l2): their penalties into the loss scalar (loss)
+ * or their gradients into the weights' (grads). */
+static void penalties(tfc_model *m, int loss, int grads)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++) {
+            const tfc_param *pr = &m->layers[i].params[p];
+            if ((!pr->l1 && !pr->l2) || !pr->trainable || (grads && !pr->grad)) continue;
+            if (grads) settle_grads(m, i);
+            m->be->ops->penalty(m->be, pr->numel, pr->l1, pr->l2, master_weights(m, pr),
+                                loss ? m->scalars : NULL, grads ? pr->grad : NULL);
+        }
+}
+
+/* Every layer's backward, then the regularizers' gradients (after the layers, which write
+ * or add to their weights' gradients in their own ways: an Embedding's table gradient is
+ * added by the layer it feeds) */
 void tfc_model_backward(tfc_model *m)
 {
     for (int i = m->nlayers - 1; i >= 0; i--) tfc_model_layer_backward(m, i);
+    if (m->regularized) penalties(m, 0, 1);
 }
 
 void tfc_model_get_output(tfc_model *m, float *host)

@@ -270,6 +270,37 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
     return TFC_OK;
 }
 
+/* Each trainable weight's regularizer (tfc_param.regularizer names the argument): the layer's
+ * argument, or a wrapper's layer's (Bidirectional's `layer: {LSTM: {...}}`: Keras's wrapper
+ * regularizes both directions with its layer's regularizers). Moving statistics and
+ * constants have none, as Keras regularizes trainable weights only. */
+static tfc_status attach_regularizers(tfc_layer *l, tfc_error *err)
+{
+    const tfc_node *inner = l->args_node ? tfc_node_get(l->args_node, "layer") : NULL;
+    if (inner && (inner->kind != TFC_NODE_MAP || inner->n != 1 ||
+                  inner->vals[0]->kind != TFC_NODE_MAP))
+        inner = NULL;
+    for (int p = 0; p < l->nparams; p++) {
+        tfc_param *pr = &l->params[p];
+        pr->l1 = pr->l2 = 0;
+        if (!pr->regularizer || !pr->trainable || pr->constant || !l->args_node) continue;
+        const tfc_node *n = tfc_node_get(l->args_node, pr->regularizer);
+        char path[160];
+        snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type,
+                 pr->regularizer);
+        if (!n && inner) {
+            n = tfc_node_get(inner->vals[0], pr->regularizer);
+            snprintf(path, sizeof path, "layers[%d].%s.layer.%s.%s", l->index, l->ops->type,
+                     inner->keys[0]->str, pr->regularizer);
+        }
+        tfc_regularizer r;
+        if (tfc_regularizer_parse(n, path, &r, err)) return TFC_ERR_CONFIG;
+        pr->l1 = (float)r.l1;
+        pr->l2 = (float)r.l2;
+    }
+    return TFC_OK;
+}
+
 tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
 {
     unsigned mask = 0;
@@ -285,7 +316,8 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
     l->pure_act = l->ops->pure_act;
     l->joins_mask = 0;
     l->act = TFC_ACT_LINEAR;
-    if (tfc_layer_channels_last(l, err) || l->ops->build(l, err)) return TFC_ERR_CONFIG;
+    if (tfc_layer_channels_last(l, err) || l->ops->build(l, err) || attach_regularizers(l, err))
+        return TFC_ERR_CONFIG;
     if (tfc_layer_out_numel(l) <= 0 || tfc_layer_out_numel(l) > (1ll << 31)) {
         char buf[96];
         return tfc_layer_error(err, l, "output shape %s is empty or too large",
@@ -340,6 +372,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         tfc_layer *l = &m->layers[i];
         l->index = i;
         l->node = list->vals[i];
+        l->args_node = NULL;
         types[i] = NULL;
         if (parse_layer_item(m, i, list->vals[i], &types[i], &args[i], &names[i], &inputs[i],
                              err)) {
@@ -404,6 +437,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         snprintf(path, sizeof path, "layers[%d].%s", i, l->ops->type);
         l->args = calloc(1, l->ops->args_size ? l->ops->args_size : 1);
         if (!l->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        l->args_node = args[i];
         if (tfc_schema_apply(l->ops->schema, args[i], path, l->args, err)) {
             /* Keras's dtype policies (dtype="mixed_bfloat16" on a layer) are a solver key */
             if (args[i] && tfc_node_get(args[i], "dtype"))

@@ -141,6 +141,8 @@ struct tfc_model {
     tfc_exec ex;
     int want_input_grad;
     int inference_only;    /* bound by tfc_model_bind_inference: no gradients, shared buffers */
+    int regularized;       /* some weight has a regularizer (tfc_param.l1, l2): its penalty
+                            * joins every loss and its gradient the weight's (graph.c) */
 };
 
 /* Layer l's input shapes, dtypes and mask bits from its producers (the model input's for

@@ -47,7 +47,7 @@ static const tfc_field mha_fields[] = {
      TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(mha_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
-    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS,
+    TFC_KERNEL_BIAS_KERAS_FIELDS,
     TFC_FIXED_FIELD("use_gate", "false", "tfc's MultiHeadAttention has no gate"),
     {NULL}};
 

@@ -34,7 +34,7 @@ static const tfc_field conv_fields[] = {
     {"bias_initializer", TFC_F_NODE, offsetof(conv_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
     TFC_IMAGE_DATA_FORMAT_FIELD,
-    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS,
+    TFC_KERNEL_BIAS_KERAS_FIELDS,
     {NULL}};
 
 static tfc_conv_desc conv_desc(const tfc_layer *l, int n)

@@ -42,7 +42,7 @@ static const tfc_field transpose_fields[] = {
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(transpose_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
-    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS,
+    TFC_KERNEL_BIAS_KERAS_FIELDS,
     {NULL}};
 
 /* The layer's state: D for one image, and output_padding (-1: none). */

@@ -19,7 +19,7 @@ static const tfc_field dense_fields[] = {
      TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(dense_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
-    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS,
+    TFC_KERNEL_BIAS_KERAS_FIELDS,
     TFC_FIXED_FIELD("lora_rank", TFC_NO_DEFAULT, "tfc has no LoRA; leave this argument out"),
     TFC_FIXED_FIELD("lora_alpha", TFC_NO_DEFAULT, "tfc has no LoRA; leave this argument out"),
     TFC_FIXED_FIELD("quantization_config", TFC_NO_DEFAULT,

@@ -32,7 +32,7 @@ static const tfc_field depthwise_fields[] = {
     {"bias_initializer", TFC_F_NODE, offsetof(depthwise_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
     TFC_REGULARIZER_FIELD("depthwise_regularizer"), TFC_REGULARIZER_FIELD("bias_regularizer"),
-    TFC_REGULARIZER_FIELD("activity_regularizer"), TFC_CONSTRAINT_FIELD("depthwise_constraint"),
+    TFC_ACTIVITY_REGULARIZER_FIELD, TFC_CONSTRAINT_FIELD("depthwise_constraint"),
     TFC_CONSTRAINT_FIELD("bias_constraint"),
     {NULL}};
 
@@ -82,7 +82,7 @@ static tfc_status depthwise_build(tfc_layer *l, tfc_error *err)
         tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
         return TFC_ERR_CONFIG;
     tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, a->depth_multiplier}, 1,
-                        ki);
+                        ki)->regularizer = "depthwise_regularizer"; /* Keras's name for it */
     if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){d.f}, 1, bi);
     return TFC_OK;
 }

@@ -21,6 +21,18 @@ tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const i
     p->trainable = trainable;
     p->init = init;
     p->numel = tfc_shape_numel(&p->shape);
+    /* Keras's argument for a weight of this name (the last segment of a path such as
+     * forward_lstm/kernel or query/kernel) */
+    static const char *const regs[][2] = {
+        {"kernel", "kernel_regularizer"},       {"recurrent_kernel", "recurrent_regularizer"},
+        {"bias", "bias_regularizer"},           {"embeddings", "embeddings_regularizer"},
+        {"depthwise_kernel", "depthwise_regularizer"},
+        {"pointwise_kernel", "pointwise_regularizer"},
+        {"gamma", "gamma_regularizer"},         {"beta", "beta_regularizer"},
+        {"alpha", "alpha_regularizer"}};
+    const char *last = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    for (size_t i = 0; i < sizeof regs / sizeof *regs; i++)
+        if (!strcmp(last, regs[i][0])) p->regularizer = regs[i][1];
     return p;
 }
 

@@ -55,6 +55,11 @@ struct tfc_param {
                          * not trainable; initialised, bound and kept as a moving statistic,
                          * but in no weights file and no count of weights */
     tfc_init init;      /* how to fill it */
+    /* the layer argument that regularizes it (Keras's: kernel_regularizer, ...; NULL: none),
+     * set by tfc_layer_add_param from the name, which build may change; and the factors the
+     * graph read from it (trainable weights only, as Keras) */
+    const char *regularizer;
+    float l1, l2;
     int64_t numel;
     float *data;        /* bound */
     float *grad;        /* bound; NULL when not trainable */
@@ -140,6 +145,7 @@ struct tfc_layer {
     char name[64];
     int index;                     /* position in the model's layer list */
     const tfc_node *node;          /* the layer's YAML (errors point here) */
+    const tfc_node *args_node;     /* its arguments' mapping (NULL: none) */
     void *args;                    /* filled by ops->schema */
     int ninputs;
     int inputs[TFC_LAYER_MAX_INPUTS]; /* producing layers' indices; -1 = the model input */
@@ -202,22 +208,27 @@ extern const char *const tfc_data_format_names[3];
     {"data_format", TFC_F_ENUM, offsetof(type, member), "channels_last", TFC_UNBOUNDED,        \
      tfc_data_format_names, "channels_last only"}
 
-/* Keras's regularizer and constraint arguments, which tfc has no form for: accepted only as
- * null (Keras's default, None), so that a Keras model's config loads; any other value is an
- * error naming the argument (TFC_F_FIXED). */
-#define TFC_REGULARIZER_HINT                                                                 \
-    "tfc has no per-layer regularizers: the solver's weight_decay adds L2 decay to the "      \
-    "gradient of every trainable weight (docs/solver.md); leave this argument out"
-#define TFC_REGULARIZER_FIELD(name) TFC_FIXED_FIELD(name, TFC_NO_DEFAULT, TFC_REGULARIZER_HINT)
+/* Keras's weight regularizer arguments (kernel_regularizer, ...; TFC_F_REGULARIZER, core/
+ * init.h): the graph reads each for the weights whose tfc_param.regularizer names it.
+ * activity_regularizer (a penalty on the layer's output) and the constraints, which tfc has
+ * no form for, are accepted only as null (Keras's default, None), so that a Keras model's
+ * config loads; any other value is an error naming the argument (TFC_F_FIXED). */
+#define TFC_REGULARIZER_FIELD(name)                                                          \
+    {name, TFC_F_REGULARIZER, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                         \
+     "l1, l2 or {type: l2, l2: 0.0001}: a penalty on the weight, in the loss"}
+#define TFC_ACTIVITY_REGULARIZER_FIELD                                                       \
+    TFC_FIXED_FIELD("activity_regularizer", TFC_NO_DEFAULT,                                   \
+                    "tfc has no activity regularizers (a penalty on the layer's output); "     \
+                    "kernel_regularizer and its kin penalise the weights")
 #define TFC_CONSTRAINT_FIELD(name)                                                           \
     TFC_FIXED_FIELD(name, TFC_NO_DEFAULT, "tfc has no weight constraints; leave this "       \
                     "argument out")
 /* Those of a layer with a kernel and a bias (Dense and the convolutions): kernel_regularizer,
  * bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint. */
-#define TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS                                                   \
+#define TFC_KERNEL_BIAS_KERAS_FIELDS                                                         \
     TFC_REGULARIZER_FIELD("kernel_regularizer"), TFC_REGULARIZER_FIELD("bias_regularizer"),   \
-        TFC_REGULARIZER_FIELD("activity_regularizer"),                                        \
-        TFC_CONSTRAINT_FIELD("kernel_constraint"), TFC_CONSTRAINT_FIELD("bias_constraint")
+        TFC_ACTIVITY_REGULARIZER_FIELD, TFC_CONSTRAINT_FIELD("kernel_constraint"),            \
+        TFC_CONSTRAINT_FIELD("bias_constraint")
 
 /* The `data_format:` of the Keras image layers whose tfc schema has no other use for it
  * (Conv2D, the 2-D poolings, Flatten): only channels_last (or null, Keras's default). */

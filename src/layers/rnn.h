@@ -51,7 +51,7 @@ extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},                           \
     {"recurrent_initializer", TFC_F_NODE, offsetof(type, rnn.recurrent_initializer),           \
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default orthogonal"},                               \
-    TFC_KERNEL_BIAS_UNSUPPORTED_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),        \
+    TFC_KERNEL_BIAS_KERAS_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),              \
     TFC_CONSTRAINT_FIELD("recurrent_constraint"),                                              \
     {"use_cudnn", TFC_F_ENUM, offsetof(type, rnn.use_cudnn), "auto", TFC_UNBOUNDED,            \
      tfc_rnn_use_cudnn_names, "accepted: tfc runs its own kernels, never cuDNN's RNN"}

@@ -39,7 +39,7 @@ static const tfc_field separable_fields[] = {
     {"bias_initializer", TFC_F_NODE, offsetof(separable_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
     TFC_REGULARIZER_FIELD("depthwise_regularizer"), TFC_REGULARIZER_FIELD("pointwise_regularizer"),
-    TFC_REGULARIZER_FIELD("bias_regularizer"), TFC_REGULARIZER_FIELD("activity_regularizer"),
+    TFC_REGULARIZER_FIELD("bias_regularizer"), TFC_ACTIVITY_REGULARIZER_FIELD,
     TFC_CONSTRAINT_FIELD("depthwise_constraint"), TFC_CONSTRAINT_FIELD("pointwise_constraint"),
     TFC_CONSTRAINT_FIELD("bias_constraint"),
     {NULL}};
