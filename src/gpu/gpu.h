@@ -101,10 +101,11 @@ void tfc_gpu_test_fail_captures(int on);
 void tfc_gpu_test_enable_bf16(int on);
 
 /* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS (pact_*, prelu_*:
- * gpu_pact.cu) into the GPU's op table, so models with Keras's parametrised activation
- * layers bind there (`make test-gpu`'s pact case against the CPU). Off by default: the
- * kernels have not run on a GPU yet, and without them those layers are refused. */
-void tfc_gpu_test_enable_pact(int on);
+ * gpu_pact.cu; penalty: gpu_elementwise.cu) into the GPU's op table, so models with Keras's
+ * parametrised activation layers and weight regularizers bind there (`make test-gpu`'s pact
+ * and penalty cases against the CPU). Off by default: the kernels have not run on a GPU
+ * yet, and without them those models are refused. */
+void tfc_gpu_test_enable_layer_ops(int on);
 
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
  * An allocation past the cap first releases cached free blocks, then fails (alloc returns
@@ -166,8 +167,8 @@ const char *tfc_gpu_nccl_version(void);
  * optimizer_update_at) in gpu_optim.cu too; round_bf16, round_f16 and loss_scale_at in
  * gpu_elementwise.cu. The precision ops (TFC_BACKEND_PRECISION_OPS) stay outside the table
  * until tfc_gpu_test_enable_bf16's case has passed on a GPU, as the layer ops
- * (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu) until
- * tfc_gpu_test_enable_pact's has. */
+ * (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu, penalty in
+ * gpu_elementwise.cu) until tfc_gpu_test_enable_layer_ops's cases have. */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
 TFC_BACKEND_STEP_OPS(TFC_GPU_DECLARE)

@@ -309,7 +309,7 @@ static void gpu_configure(tfc_backend *be, const tfc_device_options *o)
  * has one): NULL, so that a model needing one is refused at bind (graph.c). */
 #define GPU_NO_KERNEL(ret, op, params) .op = NULL,
 
-static tfc_backend_ops gpu_ops = { /* not const: tfc_gpu_test_enable_bf16, _pact */
+static tfc_backend_ops gpu_ops = { /* not const: tfc_gpu_test_enable_bf16, _layer_ops */
     .name = "gpu",
     .destroy = gpu_destroy,
     .configure = gpu_configure,
@@ -387,9 +387,9 @@ static tfc_backend_ops gpu_ops = { /* not const: tfc_gpu_test_enable_bf16, _pact
     .attention_backward = tfc_gpu_attention_backward,
     .masking_forward = tfc_gpu_masking_forward,
     .masking_backward = tfc_gpu_masking_backward,
-    /* the layer kernels that have not run on a GPU yet (core/backend.h; gpu_pact.cu, which
-     * tfc_gpu_test_enable_pact puts in for that test): a model whose layer needs one is
-     * refused at bind, naming the layer */
+    /* the layer kernels that have not run on a GPU yet (core/backend.h; gpu_pact.cu and
+     * gpu_elementwise.cu's penalty, which tfc_gpu_test_enable_layer_ops puts in for that
+     * test): a model whose layer needs one is refused at bind, naming the layer */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
     /* TFC_BACKEND_STEP_OPS: the trainer's step without a host round trip (gpu_optim.cu) */
     .grad_sumsq = tfc_gpu_grad_sumsq,
@@ -501,12 +501,11 @@ void tfc_gpu_test_enable_bf16(int on)
     gpu_ops.loss_scale_at = on ? tfc_gpu_loss_scale_at : NULL;
 }
 
-void tfc_gpu_test_enable_pact(int on)
+void tfc_gpu_test_enable_layer_ops(int on)
 {
-    gpu_ops.pact_forward = on ? tfc_gpu_pact_forward : NULL;
-    gpu_ops.pact_backward = on ? tfc_gpu_pact_backward : NULL;
-    gpu_ops.prelu_forward = on ? tfc_gpu_prelu_forward : NULL;
-    gpu_ops.prelu_backward = on ? tfc_gpu_prelu_backward : NULL;
+#define GPU_LAYER_OP(ret, op, params) gpu_ops.op = on ? tfc_gpu_##op : NULL;
+    TFC_BACKEND_LAYER_OPS(GPU_LAYER_OP)
+#undef GPU_LAYER_OP
 }
 
 int tfc_gpu_is_gpu(const tfc_backend *be)

@@ -130,6 +130,57 @@ int tfc_gpu_sumsq_to(gpu_ctx *g, int64_t n, const float *x, double *out)
     return partials ? reduce(g, n, square_f32{x}, partials, out) : 1;
 }
 
+/* A weight regularizer's penalty term of element i: l1 |w| + l2 w^2 in double */
+struct penalty_f32 {
+    const float *p;
+    double l1, l2;
+    __device__ double operator()(int64_t i) const
+    {
+        const double v = p[i];
+        return l1 * fabs(v) + l2 * v * v;
+    }
+};
+
+static __global__ void penalty_add_kernel(const double *sum, float *loss)
+{
+    *loss += (float)*sum;
+}
+
+static __global__ void penalty_grad_kernel(int64_t n, float l1, float two_l2, const float *w,
+                                           float *grad)
+{
+    GRID_LOOP(i, n)
+    {
+        const float v = w[i];
+        const float sign = v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f;
+        grad[i] += l1 * sign + two_l2 * v;
+    }
+}
+
+/* The penalty summed by the deterministic reduction (a grid fixed by n, partials added in
+ * order, in double), added to the loss on the device: no host round trip, so it runs in the
+ * staged step and CUDA graphs; the gradient element-wise, the CPU's formula and bits
+ * (--fmad=false). Not in the table yet (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_layer_ops
+ * puts it in for make test-gpu. */
+void tfc_gpu_penalty(tfc_backend *be, int64_t n, float l1, float l2, const float *w,
+                     float *loss, float *grad)
+{
+    gpu_ctx *g = gpu_of(be);
+    if (n <= 0) return;
+    if (loss) {
+        const int nb = tfc_gpu_reduce_blocks(n);
+        double *buf = (double *)tfc_gpu_scratch(g, (size_t)(nb + 1) * sizeof(double));
+        if (!buf || reduce(g, n, penalty_f32{w, (double)l1, (double)l2}, buf + 1, buf)) return;
+        penalty_add_kernel<<<1, 1, 0, g->stream>>>(buf, loss);
+        TFC_LAUNCH_CHECK(g, penalty_add_kernel);
+    }
+    if (grad) {
+        penalty_grad_kernel<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(n, l1, 2.0f * l2, w,
+                                                                             grad);
+        TFC_LAUNCH_CHECK(g, penalty_grad_kernel);
+    }
+}
+
 /* A failed reduction counts everything as non-finite, so training stops rather than
  * continuing on garbage; tfc_gpu_status then names the failing call. */
 int64_t tfc_gpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x)

@@ -62,12 +62,12 @@ static void enable_bf16(int on)
 #endif
 }
 
-/* 1: the GPU's table has the parametrised activation layers' ops (tfc_gpu_test_enable_pact),
- * so ReLU with arguments, LeakyReLU, ELU with alpha and PReLU bind there */
-static void enable_pact(int on)
+/* 1: the GPU's table has the ops of TFC_BACKEND_LAYER_OPS (tfc_gpu_test_enable_layer_ops),
+ * so ReLU with arguments, LeakyReLU, ELU with alpha, PReLU and weight regularizers bind */
+static void enable_layer_ops(int on)
 {
 #ifdef TFC_HAVE_CUDA
-    tfc_gpu_test_enable_pact(on);
+    tfc_gpu_test_enable_layer_ops(on);
 #else
     (void)on;
 #endif
@@ -3095,7 +3095,7 @@ static void test_mul_masking(void)
  * narrow columns. Then a model with each layer trains on both backends. */
 static void test_pact(void)
 {
-    enable_pact(1);
+    enable_layer_ops(1);
     const tfc_pact_desc descs[] = {
         {0, 0.1f, 1.5f, 0.25f}, {0, 0.3f, INFINITY, 0}, {0, 0, 2.0f, 0}, {0, 0, INFINITY, 0.5f},
         {0, 0.05f, 1.0f, 0}, {1, 0.7f, INFINITY, 0}, {1, 1.0f, INFINITY, 0}};
@@ -3150,7 +3150,57 @@ static void test_pact(void)
                 "  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
                 8, 0, 1, 5e-4, 1e-5);
-    enable_pact(0);
+    enable_layer_ops(0);
+}
+
+/* The weight regularizers' penalty (gpu_elementwise.cu, put in the table for this case)
+ * against the CPU: the sum added to a loss scalar within the sum tolerance (both in double,
+ * in other orders), the gradient added bit for bit; L1, L2 and both, on weights with zeros,
+ * from 1 to 1,000,003 of them. Then four training steps of a model with a regularizer on
+ * each kind of weight (the penalties in the losses compared, their gradients in the
+ * weights'). */
+static void test_penalty(void)
+{
+    enable_layer_ops(1);
+    static const float f[][2] = {{0.01f, 0}, {0, 0.02f}, {1e-3f, 5e-3f}};
+    static const int64_t sizes[] = {1, 37, 4099, 1000003};
+    for (int k = 0; k < 3; k++)
+        for (int z = 0; z < 4; z++) {
+            const int64_t n = sizes[z];
+            pair w = pair_rand(n, -2, 2), g = pair_rand(n, -1, 1), loss = pair_rand(1, 1, 2);
+            for (int64_t i = 0; i < n; i += 7) w.h[i] = 0;
+            pair_push(&w);
+            ref->ops->penalty(ref, n, f[k][0], f[k][1], w.h, loss.h, g.h);
+            dev->ops->penalty(dev, n, f[k][0], f[k][1], w.d, loss.d, g.d);
+            int bad = pair_check("penalty loss", &loss, SUM) + pair_check("penalty grad", &g, EXACT);
+            ref->ops->penalty(ref, n, f[k][0], f[k][1], w.h, NULL, g.h); /* gradient alone */
+            dev->ops->penalty(dev, n, f[k][0], f[k][1], w.d, NULL, g.d);
+            bad += pair_check("penalty grad again", &g, EXACT);
+            if (bad) printf("\n  penalty l1 %g l2 %g n %lld", f[k][0], f[k][1], (long long)n);
+            CU_ASSERT_EQUAL(bad, 0);
+            pair_free(&w), pair_free(&g), pair_free(&loss);
+        }
+    check_status();
+    train_steps("input: {shape: [6, 6, 2]}\nlayers:\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, padding: same, kernel_regularizer: "
+                "{type: l1l2, l1: 0.001, l2: 0.01}, bias_regularizer: {l2: 0.1}}\n"
+                "  - BatchNormalization: {gamma_regularizer: {l2: 0.05}, beta_regularizer: l1}\n"
+                "  - DepthwiseConv2D: {kernel_size: 3, depthwise_regularizer: l2}\n"
+                "  - Flatten: {}\n  - Dense: {units: 8, kernel_regularizer: L2}\n"
+                "  - PReLU: {alpha_regularizer: {l2: 0.2}}\n"
+                "  - Dense: {units: 5, activation: softmax, kernel_regularizer: l1}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
+                "  - Embedding: {input_dim: 20, output_dim: 6, mask_zero: true, "
+                "embeddings_regularizer: {l2: 0.05}}\n"
+                "  - LSTM: {units: 5, return_sequences: true, kernel_regularizer: l2, "
+                "recurrent_regularizer: {type: l1, l1: 0.002}}\n"
+                "  - GlobalAveragePooling1D: {}\n"
+                "  - Dense: {units: 4, activation: softmax, bias_regularizer: {l2: 0.5}}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 1, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
 }
 
 /* A causal decoder block (Embedding + PositionEmbedding are CPU-first: a plain Embedding)
@@ -3573,6 +3623,7 @@ int main(int argc, char **argv)
         {"train_mobilenet", test_train_mobilenet},
         {"train_activation_layers", test_train_activation_layers},
         {"pact", test_pact},
+        {"penalty", test_penalty},
         {"augment_warp", test_augment_warp},
         {"augment_contrast", test_augment_contrast},
         {"augment_inference", test_augment_inference},
