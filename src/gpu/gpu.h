@@ -165,10 +165,12 @@ const char *tfc_gpu_nccl_version(void);
  * attention_* in gpu_attention.cu; layernorm_*, mul, mul_reduce and masking_* in
  * gpu_layernorm.cu. The trainer's step ops (TFC_BACKEND_STEP_OPS: grad_sumsq, step_scale,
  * optimizer_update_at) in gpu_optim.cu too; round_bf16, round_f16 and loss_scale_at in
- * gpu_elementwise.cu. The precision ops (TFC_BACKEND_PRECISION_OPS) stay outside the table
- * until tfc_gpu_test_enable_bf16's case has passed on a GPU, as the layer ops
- * (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu, penalty in
- * gpu_elementwise.cu) until tfc_gpu_test_enable_layer_ops's cases have. */
+ * gpu_elementwise.cu.
+ * The precision ops (TFC_BACKEND_PRECISION_OPS) stay outside the table until
+ * tfc_gpu_test_enable_bf16's case has passed on a GPU.
+ * The layer ops (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu, penalty in
+ * gpu_elementwise.cu) stay outside it until tfc_gpu_test_enable_layer_ops's cases have.
+ */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
 TFC_BACKEND_STEP_OPS(TFC_GPU_DECLARE)
