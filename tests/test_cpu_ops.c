@@ -2708,6 +2708,18 @@ static double ref_loss_row(tfc_loss_kind kind, int logits, int C, const double *
     case TFC_LOSS_MSE:
         for (int j = 0; j < C; j++) l += (x[j] - t[j]) * (x[j] - t[j]);
         return l / C;
+    case TFC_LOSS_MAE:
+        for (int j = 0; j < C; j++) l += fabs(x[j] - t[j]);
+        return l / C;
+    case TFC_LOSS_HUBER: /* delta 1 */
+        for (int j = 0; j < C; j++) {
+            double e = x[j] - t[j];
+            l += fabs(e) <= 1 ? 0.5 * e * e : fabs(e) - 0.5;
+        }
+        return l / C;
+    case TFC_LOSS_LOG_COSH:
+        for (int j = 0; j < C; j++) l += log(cosh(x[j] - t[j]));
+        return l / C;
     default: return NAN;
     }
 }
@@ -2743,7 +2755,7 @@ static void check_loss(tfc_backend *be, tfc_loss_kind kind, int logits, int64_t 
     for (int64_t r = 0; r < rows; r++) {
         float *xr = x + r * C, *tr = t + r * C;
         fill(xr, C, -3, 3);
-        if (!logits && kind != TFC_LOSS_MSE) { /* probabilities: softmax or sigmoid */
+        if (!logits && kind < TFC_LOSS_MSE) { /* probabilities: softmax or sigmoid */
             double s = 0;
             for (int j = 0; j < C; j++) s += exp(xr[j]);
             for (int j = 0; j < C; j++)
@@ -2790,7 +2802,7 @@ static void test_loss(void)
     for (int kind = 0; kind < TFC_LOSS_COUNT; kind++)
         for (int logits = 0; logits < 2; logits++)
             for (int weighted = 0; weighted < 2; weighted++) {
-                if (kind == TFC_LOSS_MSE && logits) continue;
+                if (kind >= TFC_LOSS_MSE && logits) continue; /* the regression losses */
                 check_loss(be, (tfc_loss_kind)kind, logits, 37, 5, weighted);
             }
     check_loss(be, TFC_LOSS_SPARSE_CCE, 1, 5000, 10, 1); /* parallel path */

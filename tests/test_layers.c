@@ -67,6 +67,12 @@ static const gc_case cases[] = {
                          "loss: binary_crossentropy\n", 4},
     {"mse_softmax", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 3, activation: softmax}\n"
                     "loss: mse\n", 3},
+    {"regression_losses_mae", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 4, activation: tanh}\n"
+                              "  - Dense: {units: 3}\nloss: mae\n", 3},
+    {"regression_losses_huber", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 3}\n"
+                                "loss: {type: huber, delta: 1.0}\n", 4},
+    {"regression_losses_log_cosh", "input: {shape: [5]}\nlayers:\n  - Dense: {units: 3}\n"
+                                   "loss: log_cosh\n", 4},
     {"conv_valid", IMG "  - Conv2D: {filters: 3, kernel_size: 3, activation: tanh}\n"
                    "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"conv_same_stride2_even", IMG "  - Conv2D: {filters: 3, kernel_size: [2, 4], strides: 2, padding: same}\n"

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "data/data.h"
 #include "solver/solver.h"
@@ -187,8 +188,11 @@ static void test_errors(void)
                  "m.yaml:4:22: error: loss.class_weight: has 2 weights for the 3 classes of the "
                  "last layer 'dense'");
     expect_error("{label_smoothing: 1.5}", "loss.label_smoothing: expected a number in [0, 1]");
-    expect_error("{type: mse, label_smoothing: 0.1}",
-                 "mean_squared_error takes none");
+    expect_error("{type: mse, label_smoothing: 0.1}", "mse takes none");
+    expect_error("{type: huber, label_smoothing: 0.1}", "huber takes none");
+    expect_error("{type: mae, delta: 1.0}", "loss.delta: is huber's argument; mae takes none");
+    expect_error("{type: huber, delta: 2}", "tfc's huber has delta 1");
+    expect_error("{type: log_cosh, class_weight: [1, 1, 1]}", "log_cosh has no class per row");
     expect_error("{type: binary_crossentropy, class_weight: [1, 1, 1]}",
                  "loss.class_weight: weighs the rows of a categorical cross-entropy");
     expect_error("{class_weight: [1, -2, 1]}", "loss.class_weight[1]: expected a finite weight >= 0");
@@ -303,7 +307,80 @@ static void test_balanced_run(void)
     for (int k = 0; k < 3; k++) free(finals[k]);
 }
 
+/* MSE, MAE, Huber and log-cosh against Keras 3.15's own (tests/ref/keras_losses.py): the
+ * batch loss within 1e-6 relative and its gradient within 1e-6 of its largest value
+ * (jax.grad of Keras's loss), on errors from -5 to 5, and at an exact zero error MAE's
+ * subgradient 0 (JAX's is -1); then each name
+ * (Keras's long one too) parses as a model's `loss:`. */
+static void test_keras_regression(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/losses/regression.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const tfc_st_tensor *tx = tfc_st_find(f, "x"), *tt = tfc_st_find(f, "t");
+    CU_ASSERT_FATAL(tx && tt);
+    const int64_t rows = tx->shape.dim[0], C = tx->shape.dim[1], n = rows * C;
+    float *x = malloc((size_t)n * 4), *t = malloc((size_t)n * 4), *dx = malloc((size_t)n * 4);
+    float *want = malloc((size_t)n * 4);
+    tfc_st_tensor_to_f32(tx, x);
+    tfc_st_tensor_to_f32(tt, t);
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    const tfc_loss_kind kinds[] = {TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_HUBER, TFC_LOSS_LOG_COSH};
+    const char *names[] = {"mse", "mae", "huber", "log_cosh"};
+    for (int k = 0; k < 4; k++) {
+        char gname[32];
+        snprintf(gname, sizeof gname, "%s_grad", names[k]);
+        const tfc_st_tensor *tl = tfc_st_find(f, names[k]), *tg = tfc_st_find(f, gname);
+        CU_ASSERT_FATAL(tl && tg);
+        float wl;
+        tfc_st_tensor_to_f32(tl, &wl);
+        tfc_st_tensor_to_f32(tg, want);
+        float loss;
+        be->ops->loss(be, kinds[k], 0, rows, (int)C, x, t, NULL, 1.0f / (float)rows, &loss, dx);
+        double gmax = 0, gerr = 0;
+        for (int64_t i = 1; i < n; i++) { /* element 0: below */
+            gmax = fmax(gmax, fabs(want[i]));
+            gerr = fmax(gerr, fabs((double)dx[i] - want[i]));
+        }
+        printf("\n  %s: loss %.8g, Keras's %.8g; gradient max diff %.2g of %.3g", names[k], loss,
+               wl, gerr, gmax);
+        CU_ASSERT(fabs(loss - wl) <= 1e-6 * fabs(wl));
+        CU_ASSERT(gerr <= 1e-6 * gmax);
+        /* a zero error: MAE's subgradient is 0 (TensorFlow's and PyTorch's sign(0)); JAX's
+         * abs takes 1 at 0, so Keras on JAX gives -1/(rows C) there */
+        const int zero_ok = kinds[k] == TFC_LOSS_MAE ? dx[0] == 0.0f && want[0] < 0
+                                                     : fabs((double)dx[0] - want[0]) <= 1e-6 * gmax;
+        CU_ASSERT(zero_ok);
+    }
+    tfc_backend_free(be);
+    free(x), free(t), free(dx), free(want);
+    tfc_st_close(f);
+    /* a backend without the kernel (the GPU's tfc_backend.losses, for now) refuses to train
+     * with it, naming the loss; binding for inference needs no loss */
+    tfc_model *r = tfc_test_model(model_yaml("linear", "huber"));
+    tfc_backend *lacking = tfc_cpu_backend_create(1);
+    lacking->losses &= ~(1u << TFC_LOSS_HUBER);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(r, lacking, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no kernel for the loss 'huber' yet"));
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind_inference(r, lacking, 2, &err), TFC_OK);
+    tfc_model_free(r);
+    tfc_backend_free(lacking);
+    const char *losses[] = {"mae", "mean_absolute_error", "huber", "{type: huber, delta: 1}",
+                            "log_cosh"};
+    for (int k = 0; k < 5; k++) {
+        tfc_model *m = tfc_test_model(model_yaml("linear", losses[k]));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT(tfc_model_loss_kind(m) == (k < 2 ? TFC_LOSS_MAE : k < 4 ? TFC_LOSS_HUBER
+                                                                        : TFC_LOSS_LOG_COSH));
+        tfc_model_free(m);
+    }
+}
+
 TFC_TEST_MAIN("loss_options", {"sparse_smoothing_and_weights", test_sparse_smoothing_and_weights},
               {"dense_targets", test_dense_targets}, {"gradients", test_gradients},
               {"errors", test_errors}, {"balanced_weights", test_balanced_weights},
-              {"balanced_run", test_balanced_run})
+              {"balanced_run", test_balanced_run},
+              {"keras_regression", test_keras_regression})

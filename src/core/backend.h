@@ -232,6 +232,9 @@ typedef enum tfc_loss_kind {
     TFC_LOSS_CCE,            /* labels float [rows, classes]: a distribution */
     TFC_LOSS_BCE,            /* labels float [rows, classes]: 0/1 targets per output */
     TFC_LOSS_MSE,            /* labels float [rows, classes] */
+    TFC_LOSS_MAE,            /* labels float [rows, classes] */
+    TFC_LOSS_HUBER,          /* labels float [rows, classes]; Keras's delta 1 */
+    TFC_LOSS_LOG_COSH,       /* labels float [rows, classes] */
     TFC_LOSS_COUNT
 } tfc_loss_kind;
 
@@ -484,8 +487,10 @@ typedef struct tfc_device_options {
      * dx = scale * weight_r * dloss_r/dx  (OVERWRITES dx; dx may be NULL at inference).           \
      * labels: int32 [rows] for sparse CCE, float [rows, classes] otherwise.                       \
      * loss_r as Keras 3: CCE sums -t log q over the row (q from probabilities is first            \
-     * normalised to sum 1, then clipped; sparse CCE clips, then normalises); BCE and MSE          \
-     * average over the row's `classes` outputs; MSE ignores from_logits. A sparse label           \
+     * normalised to sum 1, then clipped; sparse CCE clips, then normalises); BCE and the          \
+     * regression losses average over the row's `classes` outputs of e = x - t: MSE e^2, MAE      \
+     * |e|, Huber e^2 / 2 where |e| <= 1 else |e| - 1/2, log-cosh e + softplus(-2e) - log 2;      \
+     * they ignore from_logits. A sparse label                                                     \
      * outside [0, classes) makes its row count as weight 0 (the input pipeline reports            \
      * such labels with their record). */                                                          \
     X(void, loss, (tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,             \
@@ -788,6 +793,9 @@ struct tfc_backend {
      * bn_forward_train, add) implement: bit a set for tfc_act a. Binding a model with a layer
      * whose activation is missing fails naming both (graph.c), as for a missing layer op. */
     uint32_t acts;
+    /* The losses the loss op implements: bit k set for tfc_loss_kind k. Binding a model for
+     * training with a loss outside them fails naming it (graph.c). */
+    uint32_t losses;
 };
 
 /* Frees a backend (NULL: nothing). */

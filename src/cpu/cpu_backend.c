@@ -539,6 +539,7 @@ tfc_backend *tfc_cpu_backend_create(int threads)
     be->threads = threads;
     be->lstm_ids = tfc_cpu_lstm_ids;
     be->acts = (1u << TFC_ACT_COUNT) - 1; /* every one */
+    be->losses = (1u << TFC_LOSS_COUNT) - 1;
     be->impl = tfc_cpu_dnnl_create(); /* NULL: convolutions by im2col + GEMM */
     const char *gemm = getenv("TFC_CPU_GEMM");
     cb->dnnl_gemm = !(gemm && !strcmp(gemm, "openblas"));

@@ -4,6 +4,8 @@
  * MSE average over the classes of a row, CCE sums. Row sums accumulate in double. */
 #include "cpu/cpu_internal.h"
 
+#define LN2 0.69314718055994530942
+
 /* Keras's backend.epsilon() and its clip range, as float32 values. */
 #define CLIP_LO 1e-7f
 #define CLIP_HI (1.0f - 1e-7f)
@@ -142,6 +144,31 @@ static double mse(int C, const float *x, const float *t, float g, float *d)
     return loss / C;
 }
 
+/* The regression losses of one row of e = x - t, as Keras 3 computes them (mean over the
+ * row): MAE |e| (d: sign(e), 0 at 0), Huber with delta 1 (e^2 / 2 where |e| <= 1, else
+ * |e| - 1/2; d: e or sign(e)), log-cosh e + softplus(-2e) - log 2 (d: tanh(e)). */
+static double regression(tfc_loss_kind kind, int C, const float *x, const float *t, float g,
+                         float *d)
+{
+    double loss = 0.0;
+    for (int j = 0; j < C; j++) {
+        double e = (double)x[j] - t[j], a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
+        double l, de;
+        if (kind == TFC_LOSS_MAE) {
+            l = a, de = sign;
+        } else if (kind == TFC_LOSS_HUBER) {
+            l = a <= 1.0 ? 0.5 * e * e : a - 0.5;
+            de = a <= 1.0 ? e : sign;
+        } else { /* log-cosh: softplus(-2e) = max(-2e, 0) + log1p(exp(-|2e|)) */
+            l = e + (e < 0 ? -2.0 * e : 0.0) + log1p(exp(-2.0 * a)) - LN2;
+            de = tanh(e);
+        }
+        loss += l;
+        if (d) d[j] = (float)(g * de / C);
+    }
+    return loss / C;
+}
+
 /* *loss_out = scale sum_r w_r loss_r; dx (overwritten) = scale w_r dloss_r/dx. A row of
  * weight 0 contributes nothing and gets dx = 0, whatever its values; so does a sparse
  * label outside [0, classes) (the pipeline reports those with their record). */
@@ -173,6 +200,9 @@ void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t 
             case TFC_LOSS_CCE: l = dense_cce(C, xr, t, from_logits, g, d); break;
             case TFC_LOSS_BCE: l = bce(C, xr, t, from_logits, g, d); break;
             case TFC_LOSS_MSE: l = mse(C, xr, t, g, d); break;
+            case TFC_LOSS_MAE:
+            case TFC_LOSS_HUBER:
+            case TFC_LOSS_LOG_COSH: l = regression(kind, C, xr, t, g, d); break;
             default: TFC_ASSERT(!"unknown loss kind");
             }
             total += w * l;

@@ -7,6 +7,8 @@
 
 #include "gpu/gpu_internal.cuh"
 
+#define LN2 0.69314718055994530942
+
 #define CLIP_LO 1e-7f
 #define CLIP_HI (1.0f - 1e-7f)
 
@@ -136,6 +138,29 @@ static __device__ double mse(int C, const float *x, const float *t, float g, flo
     return warp_sum(loss) / C;
 }
 
+/* MAE, Huber (delta 1) and log-cosh of e = x - t, as cpu_loss.c's regression(). */
+static __device__ double regression(int kind, int C, const float *x, const float *t, float g,
+                                    float *d, int lane)
+{
+    double loss = 0.0;
+    for (int j = lane; j < C; j += 32) {
+        double e = (double)x[j] - t[j], a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
+        double l, de;
+        if (kind == TFC_LOSS_MAE) {
+            l = a, de = sign;
+        } else if (kind == TFC_LOSS_HUBER) {
+            l = a <= 1.0 ? 0.5 * e * e : a - 0.5;
+            de = a <= 1.0 ? e : sign;
+        } else {
+            l = e + (e < 0 ? -2.0 * e : 0.0) + log1p(exp(-2.0 * a)) - LN2;
+            de = tanh(e);
+        }
+        loss += l;
+        if (d) d[j] = (float)(g * de / C);
+    }
+    return warp_sum(loss) / C;
+}
+
 /* rowloss[r] = w_r loss_r; dx (overwritten) = scale w_r dloss_r/dx. A row of weight 0, or
  * a sparse label outside [0, classes), contributes nothing and gets dx = 0. */
 static __global__ void loss_kernel(int kind, int logits, int64_t rows, int C, const float *x,
@@ -162,7 +187,8 @@ static __global__ void loss_kernel(int kind, int logits, int64_t rows, int C, co
         case TFC_LOSS_SPARSE_CCE: l = sparse_cce(C, xr, sl, logits, g, d, lane); break;
         case TFC_LOSS_CCE: l = dense_cce(C, xr, t, logits, g, d, lane); break;
         case TFC_LOSS_BCE: l = bce(C, xr, t, logits, g, d, lane); break;
-        default: l = mse(C, xr, t, g, d, lane); break;
+        case TFC_LOSS_MSE: l = mse(C, xr, t, g, d, lane); break;
+        default: l = regression(kind, C, xr, t, g, d, lane); break;
         }
         if (lane == 0) rowloss[r] = w * l;
     }

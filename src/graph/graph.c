@@ -559,6 +559,10 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
+    if (!inference && !(be->losses >> m->loss & 1))
+        return tfc_error_set(err, TFC_ERR_CONFIG,
+                             "the %s backend has no kernel for the loss '%s' yet; run this model "
+                             "with --device cpu", be->ops->name, tfc_loss_names[m->loss]);
     m->regularized = 0;
     for (int i = 0; i < m->nlayers; i++)
         for (int p = 0; p < m->layers[i].nparams; p++)

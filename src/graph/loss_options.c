@@ -14,20 +14,24 @@
 
 #include "graph/model_internal.h"
 
-/* The names `loss:` takes: tfc_loss_names in kind order, then Keras's long name of mse
- * (Keras takes both). */
+/* The names `loss:` takes: tfc_loss_names in kind order, then Keras's long names of mse and
+ * mae (Keras takes both). */
 static const char *const loss_choices[] = {"sparse_categorical_crossentropy",
                                            "categorical_crossentropy", "binary_crossentropy",
-                                           "mse", "mean_squared_error", NULL};
+                                           "mse", "mae", "huber", "log_cosh",
+                                           "mean_squared_error", "mean_absolute_error", NULL};
 
 static tfc_loss_kind loss_kind(int choice)
 {
-    return choice < TFC_LOSS_COUNT ? (tfc_loss_kind)choice : TFC_LOSS_MSE;
+    return choice < TFC_LOSS_COUNT ? (tfc_loss_kind)choice
+           : choice == TFC_LOSS_COUNT ? TFC_LOSS_MSE : TFC_LOSS_MAE;
 }
+
+int tfc_loss_is_regression(tfc_loss_kind k) { return k >= TFC_LOSS_MSE; }
 
 typedef struct loss_args {
     int type;
-    double label_smoothing;
+    double label_smoothing, delta;
     const tfc_node *class_weight;
 } loss_args;
 
@@ -40,6 +44,8 @@ static const tfc_field loss_fields[] = {
      TFC_UNBOUNDED, NULL,
      "one weight per class multiplying its rows' training loss, or balanced (n / (classes "
      "count_c) from the training source's labels)"},
+    {"delta", TFC_F_FLOAT, offsetof(loss_args, delta), "1.0", TFC_UNBOUNDED, NULL,
+     "huber's: 1 only for now (Keras's default)"},
     {NULL}};
 
 const tfc_field *tfc_loss_fields(void) { return loss_fields; }
@@ -65,10 +71,17 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
     *kind = loss_kind(a.type);
     o->label_smoothing = a.label_smoothing;
     o->node = node;
-    if (o->label_smoothing > 0 && *kind == TFC_LOSS_MSE)
+    if (o->label_smoothing > 0 && tfc_loss_is_regression(*kind))
         return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(node, "label_smoothing"),
                               "loss.label_smoothing", "smooths the targets of a cross-entropy; "
-                              "mean_squared_error takes none");
+                              "%s takes none", tfc_loss_names[*kind]);
+    const tfc_node *delta = tfc_node_get(node, "delta");
+    if (delta && !tfc_node_is_null(delta) && *kind != TFC_LOSS_HUBER)
+        return tfc_node_error(err, TFC_ERR_CONFIG, delta, "loss.delta",
+                              "is huber's argument; %s takes none", tfc_loss_names[*kind]);
+    if (a.delta != 1.0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, delta, "loss.delta",
+                              "tfc's huber has delta 1 (Keras's default) only, for now");
     const tfc_node *cw = a.class_weight;
     if (!cw || tfc_node_is_null(cw)) return TFC_OK;
     if (*kind != TFC_LOSS_SPARSE_CCE && *kind != TFC_LOSS_CCE)

@@ -13,6 +13,9 @@ const char *const tfc_loss_names[TFC_LOSS_COUNT + 1] = {
     [TFC_LOSS_CCE] = "categorical_crossentropy",
     [TFC_LOSS_BCE] = "binary_crossentropy",
     [TFC_LOSS_MSE] = "mse",
+    [TFC_LOSS_MAE] = "mae",
+    [TFC_LOSS_HUBER] = "huber",
+    [TFC_LOSS_LOG_COSH] = "log_cosh",
     [TFC_LOSS_COUNT] = NULL,
 };
 

@@ -76,6 +76,10 @@ tfc_status tfc_loss_options_check(const tfc_model *m, tfc_error *err);
 void tfc_loss_options_free(tfc_loss_options *o);
 /* The field table of a `loss:` mapping, for help and docs. */
 const tfc_field *tfc_loss_fields(void);
+
+/* Whether the loss compares outputs with float targets element by element (MSE, MAE, Huber,
+ * log-cosh), rather than a cross-entropy. */
+int tfc_loss_is_regression(tfc_loss_kind k);
 /* On the host, for `rows` rows of `labels` (as the loss takes them): the smoothed dense
  * targets [rows, classes] into `target` and the rows' class weights (times the 0/1 `mask`
  * when not NULL) into `weight`; either may be NULL (not wanted). */

@@ -875,7 +875,7 @@ static int loss_case(tfc_loss_kind kind, int logits, int weighted, int with_dx)
     if (!logits) /* rows of probabilities, with a few at the clip boundaries */
         for (int64_t r = 0; r < rows; r++) {
             float *p = x.h + r * C;
-            if (kind != TFC_LOSS_BCE && kind != TFC_LOSS_MSE) {
+            if (kind != TFC_LOSS_BCE && kind < TFC_LOSS_MSE) { /* not the regression ones */
                 double s = 0;
                 for (int j = 0; j < C; j++) s += p[j];
                 for (int j = 0; j < C; j++) p[j] = (float)(p[j] / s);
@@ -3203,6 +3203,26 @@ static void test_penalty(void)
     enable_layer_ops(0);
 }
 
+/* The regression losses MAE, Huber and log-cosh (gpu_loss.cu; test_loss compares the op
+ * against the CPU for every kind), which the GPU's tfc_backend.losses leaves out until this
+ * has passed: set for the case, four training steps of a regression model with each (the
+ * dense model's outputs against soft targets, their gradients through a CNN). */
+static void test_regression_losses(void)
+{
+    const uint32_t had = dev->losses;
+    dev->losses = (1u << TFC_LOSS_COUNT) - 1;
+    static const char *const losses[] = {"mae", "huber", "log_cosh", "mean_absolute_error"};
+    for (int k = 0; k < 4; k++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml,
+                 "input: {shape: [6, 6, 2]}\nlayers:\n"
+                 "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                 "  - Flatten: {}\n  - Dense: {units: 5}\nloss: %s\n", losses[k]);
+        train_steps(yaml, 8, 0, 1, 5e-4, 1e-5);
+    }
+    dev->losses = had;
+}
+
 /* A causal decoder block (Embedding + PositionEmbedding are CPU-first: a plain Embedding)
  * with a gated (Multiply) output; a masked encoder (Embedding's mask_zero reaching
  * MultiHeadAttention's query and key masks); Masking before self-attention on float steps.
@@ -3624,6 +3644,7 @@ int main(int argc, char **argv)
         {"train_activation_layers", test_train_activation_layers},
         {"pact", test_pact},
         {"penalty", test_penalty},
+        {"regression_losses", test_regression_losses},
         {"augment_warp", test_augment_warp},
         {"augment_contrast", test_augment_contrast},
         {"augment_inference", test_augment_inference},
