@@ -63,6 +63,30 @@ typedef struct tfc_pact_desc {
     float threshold;      /* relu: >= 0 */
 } tfc_pact_desc;
 
+/* f(v) of d, in float as Keras's ops round it; on the host and the device (TFC_HD), so both
+ * backends' pact ops share it. */
+TFC_HD float tfc_pact(const tfc_pact_desc *d, float v)
+{
+    if (d->elu) return v > 0.0f ? v : d->slope * expm1f(v);
+    if (d->slope != 0.0f && d->threshold == 0.0f && isinf(d->max_value))
+        return v >= 0.0f ? v : d->slope * v; /* leaky_relu */
+    float pos = d->threshold != 0.0f ? (v > d->threshold ? v : 0.0f) : (v > 0.0f ? v : 0.0f);
+    if (pos > d->max_value) pos = d->max_value;
+    if (d->slope == 0.0f) return pos;
+    float neg = d->threshold - v;
+    return pos - d->slope * (neg > 0.0f ? neg : 0.0f);
+}
+
+/* f'(v): what Keras's gradient of the same formula gives away from its kinks */
+TFC_HD float tfc_pact_grad(const tfc_pact_desc *d, float v)
+{
+    if (d->elu) return v > 0.0f ? 1.0f : d->slope * expf(v);
+    if (d->slope != 0.0f && d->threshold == 0.0f && isinf(d->max_value))
+        return v >= 0.0f ? 1.0f : d->slope;
+    if (v > d->threshold) return v < d->max_value ? 1.0f : 0.0f;
+    return d->slope;
+}
+
 /* 2-D convolution (cross-correlation, as TensorFlow), NHWC input, kernel in Keras layout
  * [kh, kw, c, f], output [n, oh, ow, f]. Padding is explicit: pad_top/pad_left rows and
  * columns of zeros before the image; the rest (possibly one more, TensorFlow's asymmetric
@@ -237,6 +261,26 @@ typedef enum tfc_loss_kind {
     TFC_LOSS_LOG_COSH,       /* labels float [rows, classes] */
     TFC_LOSS_COUNT
 } tfc_loss_kind;
+
+/* One output's term of a regression loss other than MSE (MAE, Huber with delta 1,
+ * log-cosh; Keras 3's formulas) at the error e = prediction - target, and its derivative in
+ * *de: |e| (0 at 0, TensorFlow's sign), e^2 / 2 where |e| <= 1 else |e| - 1/2, e +
+ * softplus(-2e) - log 2 (tanh e). In double, on the host and the device (TFC_HD), so both
+ * backends' loss ops share it. */
+TFC_HD double tfc_regression_term(tfc_loss_kind kind, double e, double *de)
+{
+    const double a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
+    if (kind == TFC_LOSS_MAE) {
+        *de = sign;
+        return a;
+    }
+    if (kind == TFC_LOSS_HUBER) {
+        *de = a <= 1.0 ? e : sign;
+        return a <= 1.0 ? 0.5 * e * e : a - 0.5;
+    }
+    *de = tanh(e); /* softplus(-2e) = max(-2e, 0) + log1p(exp(-2|e|)) */
+    return e + (e < 0 ? -2.0 * e : 0.0) + log1p(exp(-2.0 * a)) - 0.69314718055994530942;
+}
 
 /* The optimizer, one enum for both floors: the solver's `optimizer.type` (whose names,
  * tfc_optimizer_names, and field tables live in solver/optimizer.c) and the update rule of

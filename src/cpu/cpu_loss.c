@@ -4,8 +4,6 @@
  * MSE average over the classes of a row, CCE sums. Row sums accumulate in double. */
 #include "cpu/cpu_internal.h"
 
-#define LN2 0.69314718055994530942
-
 /* Keras's backend.epsilon() and its clip range, as float32 values. */
 #define CLIP_LO 1e-7f
 #define CLIP_HI (1.0f - 1e-7f)
@@ -144,25 +142,14 @@ static double mse(int C, const float *x, const float *t, float g, float *d)
     return loss / C;
 }
 
-/* The regression losses of one row of e = x - t, as Keras 3 computes them (mean over the
- * row): MAE |e| (d: sign(e), 0 at 0), Huber with delta 1 (e^2 / 2 where |e| <= 1, else
- * |e| - 1/2; d: e or sign(e)), log-cosh e + softplus(-2e) - log 2 (d: tanh(e)). */
+/* MAE, Huber (delta 1) and log-cosh of one row of e = x - t, as Keras 3 computes them: the
+ * mean over the row of tfc_regression_term (core/backend.h, which the GPU's kernel shares). */
 static double regression(tfc_loss_kind kind, int C, const float *x, const float *t, float g,
                          float *d)
 {
     double loss = 0.0;
     for (int j = 0; j < C; j++) {
-        double e = (double)x[j] - t[j], a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
-        double l, de;
-        if (kind == TFC_LOSS_MAE) {
-            l = a, de = sign;
-        } else if (kind == TFC_LOSS_HUBER) {
-            l = a <= 1.0 ? 0.5 * e * e : a - 0.5;
-            de = a <= 1.0 ? e : sign;
-        } else { /* log-cosh: softplus(-2e) = max(-2e, 0) + log1p(exp(-|2e|)) */
-            l = e + (e < 0 ? -2.0 * e : 0.0) + log1p(exp(-2.0 * a)) - LN2;
-            de = tanh(e);
-        }
+        double de, l = tfc_regression_term(kind, (double)x[j] - t[j], &de);
         loss += l;
         if (d) d[j] = (float)(g * de / C);
     }

@@ -2,40 +2,18 @@
  * ReLU with max_value, negative_slope or threshold, LeakyReLU, ELU with alpha, and PReLU
  * with its learned slopes. The forward passes follow keras.activations' order of operations
  * (relu: the negative part is max(threshold - x, 0), scaled and subtracted), so they round
- * as Keras does. Each element is independent and PReLU's slope gradient is summed per column
- * in row order: the results never depend on the thread count. */
-#include <math.h>
+ * as Keras does: tfc_pact and tfc_pact_grad (core/backend.h), which the GPU's kernels share.
+ * Each element is independent and PReLU's slope gradient is summed per column in row order:
+ * the results never depend on the thread count. */#include <math.h>
 
 #include "cpu/cpu_internal.h"
-
-static float pact(const tfc_pact_desc *d, float v)
-{
-    if (d->elu) return v > 0.0f ? v : d->slope * expm1f(v);
-    if (d->slope != 0.0f && d->threshold == 0.0f && isinf(d->max_value))
-        return v >= 0.0f ? v : d->slope * v; /* leaky_relu */
-    float pos = d->threshold != 0.0f ? (v > d->threshold ? v : 0.0f) : (v > 0.0f ? v : 0.0f);
-    if (pos > d->max_value) pos = d->max_value;
-    if (d->slope == 0.0f) return pos;
-    float neg = d->threshold - v;
-    return pos - d->slope * (neg > 0.0f ? neg : 0.0f);
-}
-
-/* f'(v): what Keras's gradient of the same formula gives away from its kinks */
-static float pact_grad(const tfc_pact_desc *d, float v)
-{
-    if (d->elu) return v > 0.0f ? 1.0f : d->slope * expf(v);
-    if (d->slope != 0.0f && d->threshold == 0.0f && isinf(d->max_value))
-        return v >= 0.0f ? 1.0f : d->slope;
-    if (v > d->threshold) return v < d->max_value ? 1.0f : 0.0f;
-    return d->slope;
-}
 
 void tfc_cpu_pact_forward(tfc_backend *be, const tfc_pact_desc *d, int64_t n, const float *x,
                           float *y)
 {
     const tfc_pact_desc k = *d;
     int nt = tfc_cpu_threads(be, n);
-    TFC_CPU_FOR(n, nt, for (int64_t i = 0; i < n; i++) y[i] = pact(&k, x[i]););
+    TFC_CPU_FOR(n, nt, for (int64_t i = 0; i < n; i++) y[i] = tfc_pact(&k, x[i]););
 }
 
 void tfc_cpu_pact_backward(tfc_backend *be, const tfc_pact_desc *d, int64_t n, const float *x,
@@ -43,7 +21,8 @@ void tfc_cpu_pact_backward(tfc_backend *be, const tfc_pact_desc *d, int64_t n, c
 {
     const tfc_pact_desc k = *d;
     int nt = tfc_cpu_threads(be, n);
-    TFC_CPU_FOR(n, nt, for (int64_t i = 0; i < n; i++) dx[i] += pact_grad(&k, x[i]) * dy[i];);
+    TFC_CPU_FOR(n, nt,
+                for (int64_t i = 0; i < n; i++) dx[i] += tfc_pact_grad(&k, x[i]) * dy[i];);
 }
 
 /* y = x > 0 ? x : alpha x, alpha broadcast over the rows */

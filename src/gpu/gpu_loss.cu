@@ -7,8 +7,6 @@
 
 #include "gpu/gpu_internal.cuh"
 
-#define LN2 0.69314718055994530942
-
 #define CLIP_LO 1e-7f
 #define CLIP_HI (1.0f - 1e-7f)
 
@@ -138,23 +136,14 @@ static __device__ double mse(int C, const float *x, const float *t, float g, flo
     return warp_sum(loss) / C;
 }
 
-/* MAE, Huber (delta 1) and log-cosh of e = x - t, as cpu_loss.c's regression(). */
+/* MAE, Huber (delta 1) and log-cosh of e = x - t: tfc_regression_term (core/backend.h), the
+ * CPU's function, averaged over the row. */
 static __device__ double regression(int kind, int C, const float *x, const float *t, float g,
                                     float *d, int lane)
 {
     double loss = 0.0;
     for (int j = lane; j < C; j += 32) {
-        double e = (double)x[j] - t[j], a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
-        double l, de;
-        if (kind == TFC_LOSS_MAE) {
-            l = a, de = sign;
-        } else if (kind == TFC_LOSS_HUBER) {
-            l = a <= 1.0 ? 0.5 * e * e : a - 0.5;
-            de = a <= 1.0 ? e : sign;
-        } else {
-            l = e + (e < 0 ? -2.0 * e : 0.0) + log1p(exp(-2.0 * a)) - LN2;
-            de = tanh(e);
-        }
+        double de, l = tfc_regression_term((tfc_loss_kind)kind, (double)x[j] - t[j], &de);
         loss += l;
         if (d) d[j] = (float)(g * de / C);
     }

@@ -1,12 +1,11 @@
 /* GPU kernels of Keras's parametrised activation layers (core/backend.h, tfc_pact_desc, and
- * PReLU), as cpu_pact.c: element-wise, one thread per element, the same formulas in the same
- * order (built with --fmad=false, so each product rounds as on the CPU); PReLU's alpha
- * gradient is a column sum in double through the deterministic gpu_colsum (fixed splits
- * added in order), so it does not depend on the run, though its order is not the CPU's.
- * Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_layer_ops puts
- * them in for `make test-gpu`'s case against the CPU; until that has passed on a GPU the
- * layers that need them are refused there. */
-#include <math.h>
+ * PReLU), as cpu_pact.c: element-wise, one thread per element, with the CPU's own functions
+ * (tfc_pact, tfc_pact_grad; built with --fmad=false, so each product rounds as on the CPU);
+ * PReLU's alpha gradient is a column sum in double through the deterministic gpu_colsum
+ * (fixed splits added in order), so it does not depend on the run, though its order is not
+ * the CPU's. Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS):
+ * tfc_gpu_test_enable_layer_ops puts them in for `make test-gpu`'s case against the CPU;
+ * until that has passed on a GPU the layers that need them are refused there. */#include <math.h>
 
 #include "gpu/gpu_internal.cuh"
 
@@ -14,36 +13,15 @@
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);        \
          i += (int64_t)gridDim.x * blockDim.x)
 
-static __device__ float pact(const tfc_pact_desc d, float v)
-{
-    if (d.elu) return v > 0.0f ? v : d.slope * expm1f(v);
-    if (d.slope != 0.0f && d.threshold == 0.0f && isinf(d.max_value))
-        return v >= 0.0f ? v : d.slope * v;
-    float pos = d.threshold != 0.0f ? (v > d.threshold ? v : 0.0f) : (v > 0.0f ? v : 0.0f);
-    if (pos > d.max_value) pos = d.max_value;
-    if (d.slope == 0.0f) return pos;
-    float neg = d.threshold - v;
-    return pos - d.slope * (neg > 0.0f ? neg : 0.0f);
-}
-
-static __device__ float pact_grad(const tfc_pact_desc d, float v)
-{
-    if (d.elu) return v > 0.0f ? 1.0f : d.slope * expf(v);
-    if (d.slope != 0.0f && d.threshold == 0.0f && isinf(d.max_value))
-        return v >= 0.0f ? 1.0f : d.slope;
-    if (v > d.threshold) return v < d.max_value ? 1.0f : 0.0f;
-    return d.slope;
-}
-
 static __global__ void pact_forward_kernel(tfc_pact_desc d, int64_t n, const float *x, float *y)
 {
-    PACT_LOOP(i, n) y[i] = pact(d, x[i]);
+    PACT_LOOP(i, n) y[i] = tfc_pact(&d, x[i]);
 }
 
 static __global__ void pact_backward_kernel(tfc_pact_desc d, int64_t n, const float *x,
                                             const float *dy, float *dx)
 {
-    PACT_LOOP(i, n) dx[i] += pact_grad(d, x[i]) * dy[i];
+    PACT_LOOP(i, n) dx[i] += tfc_pact_grad(&d, x[i]) * dy[i];
 }
 
 void tfc_gpu_pact_forward(tfc_backend *be, const tfc_pact_desc *d, int64_t n, const float *x,
