@@ -14,6 +14,7 @@
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "data/data.h"
+#include "solver/monitor.h"
 #include "solver/solver.h"
 #include "graph/model_internal.h"
 #include "util/gradcheck.h"
@@ -379,8 +380,60 @@ static void test_keras_regression(void)
     }
 }
 
+/* Keras's metrics mae and mse (and their long names) beside a regression loss: each the mean
+ * over the rows of a row's mean error against the targets, computed here from the outputs;
+ * reported under the name written; lower is better for the best checkpoint, early stopping
+ * and the grid's ranking; with a cross-entropy, an error naming both. */
+static void test_regression_metrics(void)
+{
+    const char *yaml = "input: {shape: [2]}\nlayers:\n  - Dense: {units: 3}\nloss: huber\n"
+                       "metrics: [mae, mse, mean_absolute_error, loss]\n";
+    tfc_model *m = tfc_test_model(yaml);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 2)->name, "mean_absolute_error");
+    CU_ASSERT(tfc_model_metric(m, 2)->kind == TFC_METRIC_MAE);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 7, &err), TFC_OK);
+    const float x[4] = {1.0f, 2.0f, 0.5f, -1.0f}, t[6] = {0.5f, -2.0f, 3.0f, 0.0f, 1.0f, -0.5f};
+    float y[6];
+    tfc_batch_result r;
+    CU_ASSERT_EQUAL(tfc_model_forward(m, x, 2, 0, 0, 0, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_loss(m, t, 0, &r, &err), TFC_OK);
+    tfc_model_get_output(m, y);
+    double mae = 0, mse = 0, huber = 0;
+    for (int i = 0; i < 6; i++) {
+        double e = (double)y[i] - t[i];
+        mae += fabs(e) / 6, mse += e * e / 6;
+        huber += (fabs(e) <= 1 ? 0.5 * e * e : fabs(e) - 0.5) / 6;
+    }
+    CU_ASSERT(fabs(r.metric[0] - mae) <= 1e-6 * mae);
+    CU_ASSERT(fabs(r.metric[1] - mse) <= 1e-6 * mse);
+    CU_ASSERT(r.metric[2] == r.metric[0]);
+    CU_ASSERT(fabs(r.loss - huber) <= 1e-6 * huber && r.metric[3] == r.loss);
+    tfc_monitor mon = {.name = "test/mean_absolute_error"};
+    CU_ASSERT_EQUAL(tfc_monitor_resolve(&mon, m, NULL, "monitor", &err), TFC_OK);
+    CU_ASSERT(mon.metric == 2 && !mon.higher);
+    CU_ASSERT(tfc_metric_name_lower_is_better("mae") && tfc_metric_name_lower_is_better("loss"));
+    CU_ASSERT(!tfc_metric_name_lower_is_better("accuracy"));
+    CU_ASSERT_STRING_EQUAL(tfc_ranking_metric_name(m), "mae");
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    tfc_error_clear(&err);
+    const char *bad = "input: {shape: [2]}\nlayers:\n  - Dense: {units: 3}\n"
+                      "metrics: [accuracy, mae]\n";
+    m = tfc_model_from_string(bad, strlen(bad), "m.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "mae compares the outputs with float targets"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "the loss is sparse_categorical_crossentropy"));
+    tfc_model_free(m);
+}
+
 TFC_TEST_MAIN("loss_options", {"sparse_smoothing_and_weights", test_sparse_smoothing_and_weights},
               {"dense_targets", test_dense_targets}, {"gradients", test_gradients},
               {"errors", test_errors}, {"balanced_weights", test_balanced_weights},
               {"balanced_run", test_balanced_run},
-              {"keras_regression", test_keras_regression})
+              {"keras_regression", test_keras_regression},
+              {"regression_metrics", test_regression_metrics})

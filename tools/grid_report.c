@@ -28,7 +28,7 @@ int grid_read_summary(grid *g, grid_point *p)
     const char *metric = json_string_value(json_object_get(best, "metric"));
     if (metric && !g->metric[0]) {
         snprintf(g->metric, sizeof g->metric, "%s", metric);
-        g->lower_is_better = !strcmp(metric, "loss");
+        g->lower_is_better = tfc_metric_name_lower_is_better(metric);
     }
     p->have_best = 0;
     if (metric && !strcmp(metric, g->metric) && json_is_number(json_object_get(best, "value"))) {

@@ -277,7 +277,7 @@ int grid_run_scheduled(grid *g, grid_pool *pl, const char *dir)
     const grid_schedule *o = g->schedule;
     const char *metric = o->metric ? o->metric : g->metric;
     if (!strncmp(metric, "test/", 5)) metric += 5;
-    int higher = o->mode ? !strcmp(o->mode, "max") : strcmp(metric, "loss") != 0;
+    int higher = o->mode ? !strcmp(o->mode, "max") : !tfc_metric_name_lower_is_better(metric);
     grid_scheduler *s = grid_xcalloc(1, sizeof *s);
     g->sched = s;
     int rc = sched_init(g, s, metric, higher);

@@ -141,7 +141,7 @@ static int validate(grid *g)
             if (i == 0) {
                 const char *m = tfc_ranking_metric_name(tfc_solver_model(s));
                 snprintf(g->metric, sizeof g->metric, "%s", m);
-                g->lower_is_better = !strcmp(m, "loss");
+                g->lower_is_better = tfc_metric_name_lower_is_better(m);
             }
         }
         tfc_solver_free(s);

@@ -563,6 +563,11 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
         return tfc_error_set(err, TFC_ERR_CONFIG,
                              "the %s backend has no kernel for the loss '%s' yet; run this model "
                              "with --device cpu", be->ops->name, tfc_loss_names[m->loss]);
+    for (int i = 0; i < m->nmetrics && !inference; i++)
+        if (m->metrics[i].kind == TFC_METRIC_MAE && !(be->losses >> TFC_LOSS_MAE & 1))
+            return tfc_error_set(err, TFC_ERR_CONFIG,
+                                 "the %s backend has no kernel for the metric '%s' yet; run this "
+                                 "model with --device cpu", be->ops->name, m->metrics[i].name);
     m->regularized = 0;
     for (int i = 0; i < m->nlayers; i++)
         for (int p = 0; p < m->layers[i].nparams; p++)
@@ -1010,10 +1015,15 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
         be->ops->loss_scale_at(be, ndx, m->loss_scale_at, dx);
     else if (dx && m->loss_scale != 1.0f)
         be->ops->scale(be, ndx, m->loss_scale, dx);
-    for (int i = 0; i < m->nmetrics; i++)
-        if (m->metrics[i].kind != TFC_METRIC_LOSS)
+    for (int i = 0; i < m->nmetrics; i++) {
+        const tfc_metric_kind k = m->metrics[i].kind;
+        if (k == TFC_METRIC_MAE || k == TFC_METRIC_MSE) /* the sum of the rows' errors */
+            be->ops->loss(be, k == TFC_METRIC_MAE ? TFC_LOSS_MAE : TFC_LOSS_MSE, 0, rows,
+                          m->classes, x, m->labels, c->weight, 1.0f, m->scalars + 1 + i, NULL);
+        else if (k != TFC_METRIC_LOSS)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
                               m->labels, c->weight, m->scalars + 1 + i);
+    }
 }
 
 tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err)

@@ -23,6 +23,8 @@ static const char *const metric_names[TFC_METRIC_COUNT + 1] = {
     [TFC_METRIC_ACCURACY] = "accuracy",
     [TFC_METRIC_TOP_K] = "top_k_accuracy",
     [TFC_METRIC_LOSS] = "loss",
+    [TFC_METRIC_MAE] = "mae",
+    [TFC_METRIC_MSE] = "mse",
     [TFC_METRIC_COUNT] = NULL,
 };
 
@@ -129,7 +131,23 @@ static const struct {
     {"binary_accuracy", TFC_METRIC_ACCURACY, TFC_LOSS_BCE},
     {"sparse_top_k_categorical_accuracy", TFC_METRIC_TOP_K, TFC_LOSS_SPARSE_CCE},
     {"top_k_categorical_accuracy", TFC_METRIC_TOP_K, TFC_LOSS_CCE},
+    {"mean_absolute_error", TFC_METRIC_MAE, -1},
+    {"mean_squared_error", TFC_METRIC_MSE, -1},
 };
+
+int tfc_metric_lower_is_better(tfc_metric_kind k)
+{
+    return k == TFC_METRIC_LOSS || k == TFC_METRIC_MAE || k == TFC_METRIC_MSE;
+}
+
+int tfc_metric_name_lower_is_better(const char *name)
+{
+    static const char *const lower[] = {"loss", "mae", "mse", "mean_absolute_error",
+                                        "mean_squared_error"};
+    for (size_t i = 0; i < sizeof lower / sizeof *lower; i++)
+        if (!strcmp(name, lower[i])) return 1;
+    return 0;
+}
 
 /* The metric `item` names (*kind), by tfc's name or Keras's other one (*alias, else NULL);
  * an alias whose labels are not the loss's is an error naming both. */
@@ -181,6 +199,14 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
             status = tfc_node_error(err, TFC_ERR_CONFIG, item, path, "at most %d metrics",
                                     TFC_MAX_METRICS);
             break;
+        }
+        if ((kind == TFC_METRIC_MAE || kind == TFC_METRIC_MSE) &&
+            !tfc_loss_is_regression(m->loss)) {
+            status = tfc_node_error(err, TFC_ERR_CONFIG, item, path,
+                                    "%s compares the outputs with float targets of their shape: "
+                                    "it needs a regression loss (mse, mae, huber, log_cosh), "
+                                    "and the loss is %s", item->str, tfc_loss_names[m->loss]);
+            continue;
         }
         tfc_metric *mt = &m->metrics[m->nmetrics++];
         mt->kind = (tfc_metric_kind)kind;

@@ -23,8 +23,16 @@ typedef enum tfc_metric_kind {
     TFC_METRIC_ACCURACY = 0,
     TFC_METRIC_TOP_K,
     TFC_METRIC_LOSS,
+    TFC_METRIC_MAE,  /* mean absolute error against float targets (a regression loss's) */
+    TFC_METRIC_MSE,  /* mean squared error, likewise */
     TFC_METRIC_COUNT
 } tfc_metric_kind;
+
+/* Whether a lower value of the metric is better: the loss and the errors (mae, mse); the
+ * accuracies are better higher. By kind, or by the name a model reports it under (Keras's
+ * long names too), for callers that only have a run's summary. */
+int tfc_metric_lower_is_better(tfc_metric_kind k);
+int tfc_metric_name_lower_is_better(const char *name);
 
 #define TFC_MAX_METRICS 8
 

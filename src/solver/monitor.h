@@ -21,12 +21,13 @@ typedef struct tfc_monitor {
     int mode;           /* tfc_monitor_mode */
     int train;          /* 1: train/..., 0: test/... */
     int metric;         /* the model's metric index; -1: the loss */
-    int higher;         /* 1: larger is better (max, or auto on a metric other than loss) */
+    int higher;         /* 1: larger is better (max, or auto on an accuracy; auto is min on the
+                         * loss and the errors mae and mse) */
 } tfc_monitor;
 
-/* Resolves m->name against the model's metrics and the mode: auto is min for a loss and
- * max for the accuracies (Keras's rule: the metric's direction). An unknown name is a
- * TFC_ERR_CONFIG at `node` naming `path` and listing the valid names. */
+/* Resolves m->name against the model's metrics and the mode: auto is min for the loss and
+ * the errors (mae, mse), max for the accuracies (Keras's rule: the metric's direction). An
+ * unknown name is a TFC_ERR_CONFIG at `node` naming `path` and listing the valid names. */
 tfc_status tfc_monitor_resolve(tfc_monitor *m, const tfc_model *model, const tfc_node *node,
                                const char *path, tfc_error *err);
 

@@ -65,7 +65,7 @@ typedef struct run {
 static int writer(const run *r) { return r->comm->rank == 0; }
 
 /* The metric that ranks tests: the model's first one other than the loss (higher is
- * better); -1: the loss (lower is better). */
+ * better, but for the errors mae and mse); -1: the loss (lower is better). */
 static int ranking_metric(const tfc_model *m)
 {
     for (int i = 0; i < tfc_model_nmetrics(m); i++)
@@ -583,7 +583,9 @@ static tfc_status record_test(run *r, const tfc_eval *e, tfc_error *err)
     r->last_test = r->iter;
     res->have_test = 1;
     res->test = *e;
-    int better = !res->have_best || (rank >= 0 ? value > res->best_value : value < res->best_value);
+    const int lower =
+        rank < 0 || tfc_metric_lower_is_better(tfc_model_metric(r->s->model, rank)->kind);
+    int better = !res->have_best || (lower ? value < res->best_value : value > res->best_value);
     if (!better || !isfinite(value)) return TFC_OK;
     res->have_best = 1;
     res->best_value = value;
