@@ -448,6 +448,29 @@ static void test_initializers(void)
     /* in a layer, under Keras's names */
     expect_ok("Flatten: {}\n  - Dense: {units: 2, kernel_initializer: uniform, "
               "bias_initializer: {type: variance_scaling, mode: fan_out}}");
+    /* Keras's class names, and its serialized form as a model's config writes it */
+    CU_ASSERT(init_of("HeNormal", &in, &err) && in.kind == TFC_INIT_HE_NORMAL);
+    CU_ASSERT(init_of("Zeros", &in, &err) && in.kind == TFC_INIT_ZEROS);
+    CU_ASSERT(init_of("OrthogonalInitializer", &in, &err) && in.kind == TFC_INIT_ORTHOGONAL);
+    CU_ASSERT(init_of("{type: RandomNormal, stddev: 0.02}", &in, &err) &&
+              in.kind == TFC_INIT_RANDOM_NORMAL && in.b == 0.02);
+    CU_ASSERT(init_of("{module: keras.initializers, class_name: GlorotUniform, config: {seed: "
+                      "null, input_axes: null, output_axes: null}, registered_name: null}",
+                      &in, &err) && in.kind == TFC_INIT_GLOROT_UNIFORM);
+    CU_ASSERT(init_of("{class_name: Constant, config: {value: 0.5}}", &in, &err) &&
+              in.kind == TFC_INIT_CONSTANT && in.a == 0.5);
+    CU_ASSERT(init_of("{class_name: VarianceScaling, config: {seed: null, scale: 2.0, mode: "
+                      "fan_out, distribution: uniform}}", &in, &err) &&
+              in.kind == TFC_INIT_VARIANCE_SCALING && in.a == 2 && in.mode == TFC_FAN_OUT);
+    CU_ASSERT(init_of("{class_name: Zeros, config: {}}", &in, &err) && in.kind == TFC_INIT_ZEROS);
+    CU_ASSERT(!init_of("{class_name: HeNormal, config: {seed: 3}}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.config.seed: not supported"));
+    CU_ASSERT(!init_of("{class_name: RandomUniform, config: {stddev: 1}}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "config.stddev: unknown key"));
+    CU_ASSERT(!init_of("{class_name: HeNormall}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.class_name"));
+    CU_ASSERT(!init_of("{class_name: HeNormal, conf: {}}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "unknown key 'conf'"));
 }
 
 /* BatchNormalization's center and scale: without them Keras's layer has no beta (gamma)

@@ -48,6 +48,7 @@ tfc_init tfc_init_make(tfc_init_kind kind)
 typedef struct init_args {
     int type, mode, distribution;
     double value, minval, maxval, mean, stddev, gain, scale;
+    const tfc_node *type_node; /* read by init_name: tfc's names or Keras's class names */
 } init_args;
 
 /* Each type's arguments, Keras's names and defaults (keras.initializers): another type's is
@@ -55,7 +56,8 @@ typedef struct init_args {
  * the layer, the variable), the same on every device. */
 #define IOFF(m) offsetof(init_args, m)
 #define TYPE_FIELD                                                                           \
-    {"type", TFC_F_ENUM, IOFF(type), NULL, TFC_UNBOUNDED, tfc_init_names, "initializer name"}
+    {"type", TFC_F_NODE, IOFF(type_node), NULL, TFC_UNBOUNDED, NULL,                          \
+     "initializer name (tfc's, or Keras's class name: HeNormal)"}
 #define SEED_FIELD                                                                           \
     TFC_FIXED_FIELD("seed", TFC_NO_DEFAULT, "tfc draws each weight from the solver's seed, "  \
                     "the layer and the variable (the same on every device)")
@@ -117,6 +119,59 @@ const tfc_field *tfc_init_fields(tfc_init_kind kind)
     }
 }
 
+static tfc_status init_from_args(const init_args *a0, const tfc_node *node, const char *path,
+                                 tfc_init *out, tfc_error *err);
+
+/* Keras's class names of the initializers (serialize()'s class_name, and a name Keras's
+ * get() takes), in tfc_init_names' order; NULL: none (lstm_bias is tfc's) */
+static const char *const init_classes[TFC_INIT_COUNT] = {
+    [TFC_INIT_ZEROS] = "Zeros",
+    [TFC_INIT_ONES] = "Ones",
+    [TFC_INIT_CONSTANT] = "Constant",
+    [TFC_INIT_GLOROT_UNIFORM] = "GlorotUniform",
+    [TFC_INIT_GLOROT_NORMAL] = "GlorotNormal",
+    [TFC_INIT_HE_UNIFORM] = "HeUniform",
+    [TFC_INIT_HE_NORMAL] = "HeNormal",
+    [TFC_INIT_LECUN_UNIFORM] = "LecunUniform",
+    [TFC_INIT_LECUN_NORMAL] = "LecunNormal",
+    [TFC_INIT_ORTHOGONAL] = "Orthogonal",
+    [TFC_INIT_RANDOM_UNIFORM] = "RandomUniform",
+    [TFC_INIT_RANDOM_NORMAL] = "RandomNormal",
+    [TFC_INIT_TRUNCATED_NORMAL] = "TruncatedNormal",
+    [TFC_INIT_VARIANCE_SCALING] = "VarianceScaling",
+};
+
+/* An initializer's name: tfc's (Keras's snake case, with its second names) or Keras's class
+ * name (HeNormal; OrthogonalInitializer too, Keras 3's class). */
+static tfc_status init_name(const tfc_node *n, const char *path, int *kind, tfc_error *err)
+{
+    for (int k = 0; n->kind == TFC_NODE_SCALAR && k < TFC_INIT_COUNT; k++)
+        if (init_classes[k] && !strcmp(n->str, init_classes[k])) {
+            *kind = k;
+            return TFC_OK;
+        }
+    if (n->kind == TFC_NODE_SCALAR && !strcmp(n->str, "OrthogonalInitializer")) {
+        *kind = TFC_INIT_ORTHOGONAL;
+        return TFC_OK;
+    }
+    return tfc_node_enum(n, path, tfc_init_names, kind, err);
+}
+
+typedef struct keras_form {
+    const tfc_node *class_name, *config, *module, *registered_name;
+} keras_form;
+
+static const tfc_field keras_form_fields[] = {
+    {"class_name", TFC_F_NODE, offsetof(keras_form, class_name), NULL, TFC_UNBOUNDED, NULL,
+     "Keras's class: HeNormal, Constant, ..."},
+    {"config", TFC_F_NODE, offsetof(keras_form, config), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "the class's arguments"},
+    {"module", TFC_F_NODE, offsetof(keras_form, module), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "keras.initializers (not read)"},
+    {"registered_name", TFC_F_NODE, offsetof(keras_form, registered_name), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "(not read)"},
+    {NULL}};
+
 tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, tfc_init *out,
                           tfc_error *err)
 {
@@ -124,10 +179,25 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
     if (tfc_node_is_null(node)) return TFC_OK;
     int kind;
     if (node->kind == TFC_NODE_SCALAR) {
-        tfc_status s = tfc_node_enum(node, path, tfc_init_names, &kind, err);
+        tfc_status s = init_name(node, path, &kind, err);
         if (s) return s;
         *out = tfc_init_make((tfc_init_kind)kind);
         return TFC_OK;
+    }
+    char kpath[320];
+    if (node->kind == TFC_NODE_MAP && tfc_node_get(node, "class_name")) {
+        /* Keras's serialized form: {module, class_name, config: {...}, registered_name} */
+        keras_form f;
+        if (tfc_schema_apply(keras_form_fields, node, path, &f, err)) return TFC_ERR_CONFIG;
+        snprintf(kpath, sizeof kpath, "%s.class_name", path);
+        if (init_name(f.class_name, kpath, &kind, err)) return TFC_ERR_CONFIG;
+        snprintf(kpath, sizeof kpath, "%s.config", path);
+        init_args a;
+        /* the type's arguments but `type` (the first field) */
+        if (tfc_schema_apply(tfc_init_fields((tfc_init_kind)kind) + 1, f.config, kpath, &a, err))
+            return TFC_ERR_CONFIG;
+        a.type = kind;
+        return init_from_args(&a, node, path, out, err);
     }
     /* the type first (a mapping without one is the schema's "missing required key"), then
      * that type's arguments */
@@ -135,11 +205,19 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
     char tpath[320];
     snprintf(tpath, sizeof tpath, "%s.type", path);
     kind = TFC_INIT_ZEROS;
-    if (t && !tfc_node_is_null(t) && tfc_node_enum(t, tpath, tfc_init_names, &kind, err))
-        return TFC_ERR_CONFIG;
+    if (t && !tfc_node_is_null(t) && init_name(t, tpath, &kind, err)) return TFC_ERR_CONFIG;
     init_args a;
     tfc_status s = tfc_schema_apply(tfc_init_fields((tfc_init_kind)kind), node, path, &a, err);
     if (s) return s;
+    a.type = kind; /* as init_name read it (a class name too) */
+    return init_from_args(&a, node, path, out, err);
+}
+
+/* The initializer of a's type and arguments; errors at `node` name `path`. */
+static tfc_status init_from_args(const init_args *a0, const tfc_node *node, const char *path,
+                                 tfc_init *out, tfc_error *err)
+{
+    init_args a = *a0;
     *out = tfc_init_make((tfc_init_kind)a.type);
     switch (out->kind) {
     case TFC_INIT_CONSTANT: out->a = a.value; break;
