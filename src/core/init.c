@@ -161,13 +161,15 @@ typedef struct keras_form {
     const tfc_node *class_name, *config, *module, *registered_name;
 } keras_form;
 
+/* Keras's serialized form of an initializer or a regularizer (keras.saving's
+ * serialize_keras_object), as a Keras model's config writes it */
 static const tfc_field keras_form_fields[] = {
     {"class_name", TFC_F_NODE, offsetof(keras_form, class_name), NULL, TFC_UNBOUNDED, NULL,
-     "Keras's class: HeNormal, Constant, ..."},
+     "Keras's class: HeNormal, Constant, L2, ..."},
     {"config", TFC_F_NODE, offsetof(keras_form, config), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "the class's arguments"},
     {"module", TFC_F_NODE, offsetof(keras_form, module), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "keras.initializers (not read)"},
+     "keras.initializers or keras.regularizers (not read)"},
     {"registered_name", TFC_F_NODE, offsetof(keras_form, registered_name), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "(not read)"},
     {NULL}};
@@ -247,9 +249,8 @@ static const char *const reg_names[] = {"l1", "l2", "l1l2", NULL};
 enum { REG_L1, REG_L2, REG_L1L2 };
 
 typedef struct reg_args {
-    const tfc_node *type;                          /* read by reg_name */
+    const tfc_node *type; /* read by reg_name */
     double l1, l2;
-    const tfc_node *class_name, *config, *module, *registered_name; /* Keras's form */
 } reg_args;
 
 #define REG_TYPE_FIELD                                                                     \
@@ -269,17 +270,6 @@ static const tfc_field reg_fields[3][4] = {
      {"l1", TFC_F_FLOAT, offsetof(reg_args, l1), "0.0", 0, HUGE_VAL, NULL, "the L1 factor"},
      {"l2", TFC_F_FLOAT, offsetof(reg_args, l2), "0.0", 0, HUGE_VAL, NULL, "the L2 factor"},
      {NULL}}};
-
-static const tfc_field reg_keras_fields[] = {
-    {"class_name", TFC_F_NODE, offsetof(reg_args, class_name), NULL, TFC_UNBOUNDED, NULL,
-     "L1, L2 or L1L2"},
-    {"config", TFC_F_NODE, offsetof(reg_args, config), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "the class's arguments"},
-    {"module", TFC_F_NODE, offsetof(reg_args, module), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "keras.regularizers (not read)"},
-    {"registered_name", TFC_F_NODE, offsetof(reg_args, registered_name), TFC_NO_DEFAULT,
-     TFC_UNBOUNDED, NULL, "(not read)"},
-    {NULL}};
 
 /* A regularizer's name, Keras's class name (L2) or its snake case (l2), as reg_names' index */
 static tfc_status reg_name(const tfc_node *n, const char *path, int *type, tfc_error *err)
@@ -317,10 +307,11 @@ tfc_status tfc_regularizer_parse(const tfc_node *node, const char *path, tfc_reg
     const tfc_node *args = node;
     const tfc_field *fields;
     if (tfc_node_get(node, "class_name")) { /* Keras's serialized form */
-        if (tfc_schema_apply(reg_keras_fields, node, path, &a, err)) return TFC_ERR_CONFIG;
+        keras_form f;
+        if (tfc_schema_apply(keras_form_fields, node, path, &f, err)) return TFC_ERR_CONFIG;
         snprintf(kpath, sizeof kpath, "%s.class_name", path);
-        if (reg_name(a.class_name, kpath, &type, err)) return TFC_ERR_CONFIG;
-        args = a.config;
+        if (reg_name(f.class_name, kpath, &type, err)) return TFC_ERR_CONFIG;
+        args = f.config;
         snprintf(kpath, sizeof kpath, "%s.config", path);
         path = kpath;
         fields = reg_fields[type] + 1; /* no type in a config */
