@@ -443,6 +443,13 @@ static const gc_case cases[] = {
                          "  - LSTM: {units: 3, kernel_regularizer: {l2: 0.05}, "
                          "recurrent_regularizer: {type: l1, l1: 0.01}}\n"
                          "  - Dense: {units: 3, bias_regularizer: {l2: 0.3}}\n", 3},
+    /* Subtract and Average: a difference of two branches, an average of three (1/3 not a
+     * power of two) sharing an input with the difference */
+    {"subtract_average", "input: {shape: [6]}\nlayers:\n  - Dense: {name: a, units: 5, activation: tanh}\n"
+                         "  - Dense: {name: b, units: 5, inputs: input}\n"
+                         "  - Subtract: {name: d, inputs: [a, b]}\n"
+                         "  - Dense: {name: c, units: 5, activation: tanh, inputs: input}\n"
+                         "  - Average: {inputs: [d, b, c]}\n  - Dense: {units: 3}\n", 4},
     /* PReLU shared over an image's rows and columns, not shared, and over a sequence's steps */
     {"prelu", IMG "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
               "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, value: 0.25}}\n"

@@ -402,6 +402,11 @@ static void test_activations(void)
             "  - Dense: {units: 8}\n  - LeakyReLU: {}\n  - Dense: {units: 8}\n  - ELU: {alpha: 0.7}\n"
             "  - Dense: {units: 8}\n  - ReLU: {max_value: 6}\n  - Dense: {units: 8}\n  - ELU: {}\n"
             "  - Dense: {units: 8}\n  - PReLU: {}\n  - Dense: {units: 5}\n  - Softmax: {}\n", 0);
+    fixture("subtract_average",
+            "input: {shape: [6]}\nlayers:\n  - Dense: {name: a, units: 5, activation: tanh}\n"
+            "  - Dense: {name: b, units: 5, inputs: input}\n"
+            "  - Subtract: {name: d, inputs: [a, b]}\n  - Dense: {name: c, units: 5, inputs: input}\n"
+            "  - Average: {inputs: [d, b, c]}\n", 0);
     fixture("prelu_image",
             "input: {shape: [5, 6, 3]}\nlayers:\n"
             "  - Rescaling: {scale: 2.0}\n"

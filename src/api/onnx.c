@@ -1319,6 +1319,7 @@ static tref attention(exporter *x, const tfc_layer *l)
 
 /* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis of
  * one example + 1 for the batch). */
+/* Add (Sum), Concatenate (Concat), Subtract (Sub), Average (Sum, then Div by k as Keras) */
 static tref merge(exporter *x, const tfc_layer *l, int concat)
 {
     const char *ins[TFC_LAYER_MAX_INPUTS + 1] = {NULL};
@@ -1336,8 +1337,18 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
         int ax = arg_int(l, "axis", -1);
         attr_int(&a, "axis", ax < 0 ? ax : ax + 1);
     }
-    fresh(x, r.name, concat ? "Concat" : "Sum");
-    node(x, concat ? "Concat" : "Sum", ins, r.name, concat ? &a : NULL);
+    const int sub = !strcmp(l->ops->type, "Subtract"), avg = !strcmp(l->ops->type, "Average");
+    const char *op = concat ? "Concat" : sub ? "Sub" : "Sum";
+    fresh(x, r.name, op);
+    node(x, op, ins, r.name, concat ? &a : NULL);
+    if (avg) {
+        float k = (float)l->ninputs;
+        char c[96], sum[96];
+        init_f32(x, c, "count", NULL, 0, &k);
+        snprintf(sum, sizeof sum, "%s", r.name);
+        fresh(x, r.name, "Div");
+        node(x, "Div", (const char *[]){sum, c, NULL}, r.name, NULL);
+    }
     return r;
 }
 
@@ -1408,7 +1419,8 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = reshape(x, &t, &l->out_shape);
     } else if (l->joins_mask) {
         unsupported(x, l, "the masks joined along the steps have no ONNX form yet");
-    } else if (!strcmp(type, "Add") || !strcmp(type, "Concatenate")) {
+    } else if (!strcmp(type, "Add") || !strcmp(type, "Concatenate") ||
+               !strcmp(type, "Subtract") || !strcmp(type, "Average")) {
         r = merge(x, l, type[0] == 'C');
     } else if (!strcmp(type, "MultiHeadAttention")) {
         r = attention(x, l);

@@ -1,4 +1,4 @@
-/* Add, Concatenate and Multiply (keras.layers), the merge layers that make residual,
+/* Add, Subtract, Average, Concatenate and Multiply (keras.layers), the merge layers that make residual,
  * multi-branch and gated graphs; list their producers in `inputs:`.
  *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy; masked only if
  *                every input is (Keras: an input without a mask drops it)
@@ -7,6 +7,9 @@
  *                mask is the inputs' masks joined, ones for an input without one; along
  *                another axis the output is masked only if every input is (Keras: a step
  *                is valid if it is in any input, an unmasked one making every step valid)
+ *   Subtract:    y = x_1 - x_2 (two inputs of equal shapes);     dx_1 += dy, dx_2 -= dy
+ *   Average:     y = (x_1 + ... + x_k) / k, the sum in order, then scaled; dx_i += dy / k
+ *                (both: the mask as Add's; built on copy, axpy, add and scale, CPU-first)
  *   Multiply:    y = x_1 * ... * x_k element-wise;  dx_i += dy * prod_{j != i} x_j, summed
  *                over the broadcast axes for an input of one channel vector (1, ..., 1, C)
  *                broadcast over the others (squeeze-and-excitation's scale)
@@ -69,6 +72,50 @@ static void add_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const
     for (int i = 0; i < l->ninputs; i++)
         if (dx[i]) ex->be->ops->axpy(ex->be, n, 1.f, dy, dx[i]);
 }
+
+static void subtract_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    int64_t n = (int64_t)ex->batch * tfc_layer_out_numel(l);
+    ex->be->ops->copy(ex->be, y, x[0], (size_t)n * 4);
+    ex->be->ops->axpy(ex->be, n, -1.f, x[1], y); /* y + (-x_2): the difference, one rounding */
+}
+
+static void subtract_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                              const float *dy, float *const *dx)
+{
+    int64_t n = (int64_t)ex->batch * tfc_layer_out_numel(l);
+    for (int i = 0; i < 2; i++)
+        if (dx[i]) ex->be->ops->axpy(ex->be, n, i ? -1.f : 1.f, dy, dx[i]);
+}
+
+/* Keras's Average adds in order, then divides by k; here a product by 1/k, the same value
+ * for k = 2 and 4 and within half an ulp of it otherwise */
+static void average_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    int64_t n = (int64_t)ex->batch * tfc_layer_out_numel(l);
+    add_run(l, ex, x, TFC_ACT_LINEAR, y);
+    ex->be->ops->scale(ex->be, n, 1.0f / (float)l->ninputs, y);
+}
+
+static void average_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                             const float *dy, float *const *dx)
+{
+    int64_t n = (int64_t)ex->batch * tfc_layer_out_numel(l);
+    for (int i = 0; i < l->ninputs; i++)
+        if (dx[i]) ex->be->ops->axpy(ex->be, n, 1.0f / (float)l->ninputs, dy, dx[i]);
+}
+
+const tfc_layer_ops tfc_subtract_ops = {
+    .type = "Subtract", .schema = add_fields, .args_size = 0, .min_inputs = 2,
+    .max_inputs = 2, .keeps_mask = 1, .cpu_first = 1, .build = add_build,
+    .forward = subtract_forward, .backward = subtract_backward,
+};
+
+const tfc_layer_ops tfc_average_ops = {
+    .type = "Average", .schema = add_fields, .args_size = 0, .min_inputs = 2,
+    .max_inputs = TFC_LAYER_MAX_INPUTS, .keeps_mask = 1, .cpu_first = 1, .build = add_build,
+    .forward = average_forward, .backward = average_backward,
+};
 
 static int concat_axis(const tfc_layer *l)
 {

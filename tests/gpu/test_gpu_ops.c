@@ -2668,8 +2668,9 @@ static void test_train_mobilenet(void)
 }
 
 /* Keras's activation layers where their arguments are tfc activations (the Activation layer
- * under another name: ReLU, ELU, LeakyReLU at 0.2, Softmax last) and Rescaling, which lands
- * CPU-first (cpu_first, lifted here): once this passes on a GPU, Rescaling's flag goes. The
+ * under another name: ReLU, ELU, LeakyReLU at 0.2, Softmax last), and Rescaling, Subtract and
+ * Average, which land CPU-first (cpu_first, lifted here): once this passes on a GPU, their
+ * flags go. The
  * parametrised ones (pact, PReLU) have no GPU kernel yet. */
 static const char *activation_layers_yaml =
     "input: {shape: [6, 6, 2]}\nlayers:\n"
@@ -2680,7 +2681,10 @@ static const char *activation_layers_yaml =
     "  - ReLU: {max_value: 6}\n  - Rescaling: {scale: 0.5}\n"
     "  - Flatten: {}\n  - Dense: {units: 8}\n  - ELU: {}\n"
     "  - Dense: {units: 8}\n  - LeakyReLU: {negative_slope: 0.2}\n"
-    "  - Dense: {units: 5}\n  - Softmax: {}\n"
+    "  - Dense: {name: h, units: 5}\n"
+    "  - Dense: {name: g, units: 5, inputs: flatten}\n"
+    "  - Subtract: {name: s, inputs: [h, g]}\n"
+    "  - Average: {inputs: [s, g, h]}\n  - Softmax: {}\n"
     "loss: sparse_categorical_crossentropy\n"
     "metrics: [accuracy]\n";
 

@@ -1,5 +1,5 @@
-"""Keras 3 references for the activation layers and Rescaling (tests/test_vision.c,
-parity_keras_activations).
+"""Keras 3 references for the activation layers, Rescaling and the merges Subtract and Average
+(tests/test_vision.c, parity_keras_activations).
 
 Run: KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_activations.py
 Writes tests/ref/activations/<case>.safetensors for each case below through keras_vision.py:
@@ -93,7 +93,27 @@ layers:
 """
 
 
-CASES = [relu_family, prelu_image, prelu_sequence]
+def merges():
+    """Subtract and Average (three inputs: 1/3 is no power of two)."""
+    x = keras.Input((6,))
+    a = L.Dense(5, activation="tanh", name="a")(x)
+    b = L.Dense(5, name="b")(x)
+    d = L.Subtract(name="d")([a, b])
+    c = L.Dense(5, name="c")(x)
+    h = L.Average(name="avg")([d, b, c])
+    y = L.Dense(3, name="out")(h)
+    return x, y, """input: {shape: [6]}
+layers:
+  - Dense: {name: a, units: 5, activation: tanh}
+  - Dense: {name: b, units: 5, inputs: input}
+  - Subtract: {name: d, inputs: [a, b]}
+  - Dense: {name: c, units: 5, inputs: input}
+  - Average: {name: avg, inputs: [d, b, c]}
+  - Dense: {name: out, units: 3}
+"""
+
+
+CASES = [relu_family, prelu_image, prelu_sequence, merges]
 
 
 def main():
