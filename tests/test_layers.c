@@ -443,6 +443,11 @@ static const gc_case cases[] = {
                          "  - LSTM: {units: 3, kernel_regularizer: {l2: 0.05}, "
                          "recurrent_regularizer: {type: l1, l1: 0.01}}\n"
                          "  - Dense: {units: 3, bias_regularizer: {l2: 0.3}}\n", 3},
+    /* ZeroPadding1D, Cropping1D, UpSampling1D around a Conv1D, the input's gradient too */
+    {"sequence1d", SEQ1 "  - ZeroPadding1D: {padding: [1, 2]}\n"
+                   "  - Conv1D: {filters: 3, kernel_size: 3, activation: tanh}\n"
+                   "  - UpSampling1D: {size: 3}\n  - Cropping1D: {cropping: [2, 4]}\n"
+                   "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     /* Subtract and Average: a difference of two branches, an average of three (1/3 not a
      * power of two) sharing an input with the difference */
     {"subtract_average", "input: {shape: [6]}\nlayers:\n  - Dense: {name: a, units: 5, activation: tanh}\n"

@@ -402,6 +402,10 @@ static void test_activations(void)
             "  - Dense: {units: 8}\n  - LeakyReLU: {}\n  - Dense: {units: 8}\n  - ELU: {alpha: 0.7}\n"
             "  - Dense: {units: 8}\n  - ReLU: {max_value: 6}\n  - Dense: {units: 8}\n  - ELU: {}\n"
             "  - Dense: {units: 8}\n  - PReLU: {}\n  - Dense: {units: 5}\n  - Softmax: {}\n", 0);
+    fixture("sequence1d",
+            "input: {shape: [9, 4]}\nlayers:\n  - ZeroPadding1D: {padding: [1, 2]}\n"
+            "  - Conv1D: {filters: 3, kernel_size: 3, activation: tanh}\n"
+            "  - UpSampling1D: {size: 3}\n  - Cropping1D: {cropping: [2, 4]}\n", 0);
     fixture("subtract_average",
             "input: {shape: [6]}\nlayers:\n  - Dense: {name: a, units: 5, activation: tanh}\n"
             "  - Dense: {name: b, units: 5, inputs: input}\n"

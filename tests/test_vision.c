@@ -554,6 +554,13 @@ static void test_parity_keras_activations(void)
     CU_ASSERT(parity_dir("tests/ref/activations") >= 3);
 }
 
+/* ZeroPadding1D, Cropping1D and UpSampling1D's fixture (tests/ref/keras_sequence1d.py): a 1-D
+ * U-Net step, both paddings and croppings (an int and a pair), a skip joined. */
+static void test_parity_keras_sequence1d(void)
+{
+    CU_ASSERT(parity_dir("tests/ref/sequence1d") >= 1);
+}
+
 /* ---- training ------------------------------------------------------------------------- */
 
 /* Every vision layer in one model trains through the solver (a smoke test; the gradient
@@ -810,7 +817,8 @@ TFC_TEST_MAIN("vision", {"depthwise_values", test_depthwise_values},
               {"missing_activation_refused", test_missing_activation_refused},
               {"parity_keras", test_parity_keras},
               {"parity_keras_separable", test_parity_keras_separable},
-              {"parity_keras_activations", test_parity_keras_activations}, {"trains", test_trains},
+              {"parity_keras_activations", test_parity_keras_activations},
+              {"parity_keras_sequence1d", test_parity_keras_sequence1d}, {"trains", test_trains},
               {"missing_kernels_refused", test_missing_kernels_refused},
               {"activation_layers_bind", test_activation_layers_bind},
               {"activation_layer_errors", test_activation_layer_errors},

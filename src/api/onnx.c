@@ -630,6 +630,47 @@ static tref border(exporter *x, const tfc_layer *l, const tref *in, int pad)
     return r;
 }
 
+/* ZeroPadding1D (Pad) and Cropping1D (Slice) on a [N, T, C] sequence, along T */
+static tref border1d(exporter *x, const tfc_layer *l, const tref *in, int pad)
+{
+    int s[2];
+    tfc_layer_border1d(l, s);
+    tref r = {.shape = l->out_shape};
+    char a[96], b[96], c[96];
+    if (pad) {
+        const int64_t pads[6] = {0, s[0], 0, 0, s[1], 0};
+        init_i64(x, a, "pads", pads, 6);
+        fresh(x, r.name, "Pad");
+        node(x, "Pad", (const char *[]){in->name, a, NULL}, r.name, NULL);
+        return r;
+    }
+    const int64_t starts[1] = {s[0]}, ends[1] = {in->shape.dim[0] - s[1]}, axes[1] = {1};
+    init_i64(x, a, "starts", starts, 1);
+    init_i64(x, b, "ends", ends, 1);
+    init_i64(x, c, "axes", axes, 1);
+    fresh(x, r.name, "Slice");
+    node(x, "Slice", (const char *[]){in->name, a, b, c, NULL}, r.name, NULL);
+    return r;
+}
+
+/* UpSampling1D: each step repeated (Keras's ops.repeat): [N, T, C] as [N, T, 1, C], expanded
+ * to [N, T, size, C], then [N, T size, C] */
+static tref upsample1d(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const int64_t t = in->shape.dim[0], c = in->shape.dim[1];
+    const int64_t size = l->out_shape.dim[0] / t;
+    const tfc_shape s4 = tfc_shape_make(3, (int64_t[]){t, 1, c});
+    tref r = reshape(x, in, &s4);
+    char e[96], out[96];
+    const int64_t to[4] = {1, t, size, c};
+    init_i64(x, e, "shape", to, 4);
+    fresh(x, out, "Expand");
+    node(x, "Expand", (const char *[]){r.name, e, NULL}, out, NULL);
+    snprintf(r.name, sizeof r.name, "%s", out);
+    r.shape = tfc_shape_make(3, (int64_t[]){t, size, c});
+    return reshape(x, &r, &l->out_shape);
+}
+
 static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
 {
     static const char *const names[4] = {"gamma", "beta", "moving_mean", "moving_variance"};
@@ -1365,6 +1406,10 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = separable(x, l, in);
     } else if (!strcmp(type, "Conv2DTranspose")) {
         r = conv_transpose(x, l, in);
+    } else if (!strcmp(type, "ZeroPadding1D") || !strcmp(type, "Cropping1D")) {
+        r = border1d(x, l, in, type[0] == 'Z');
+    } else if (!strcmp(type, "UpSampling1D")) {
+        r = upsample1d(x, l, in);
     } else if (!strcmp(type, "UpSampling2D")) {
         r = upsample(x, l, in);
     } else if (!strcmp(type, "Multiply")) {

@@ -240,6 +240,10 @@ extern const char *const tfc_data_format_names[3];
  * (padding.c; for the ONNX export). */
 void tfc_layer_border(const tfc_layer *l, int side[4]);
 
+/* ZeroPadding1D's or Cropping1D's steps added or cut: before, after (sequence1d.c; for the
+ * ONNX export). */
+void tfc_layer_border1d(const tfc_layer *l, int side[2]);
+
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */
 tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l);

@@ -2692,6 +2692,13 @@ static void test_train_activation_layers(void)
 {
     lift_cpu_first = 1;
     train_steps(activation_layers_yaml, 8, 0, 1, 5e-4, 1e-5);
+    /* ZeroPadding1D, Cropping1D and UpSampling1D around a Conv1D */
+    train_steps("input: {shape: [9, 4]}\nlayers:\n  - ZeroPadding1D: {padding: [1, 2]}\n"
+                "  - Conv1D: {filters: 3, kernel_size: 3, activation: tanh}\n"
+                "  - UpSampling1D: {size: 3}\n  - Cropping1D: {cropping: [2, 4]}\n"
+                "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
     lift_cpu_first = 0;
 }
 
