@@ -633,8 +633,9 @@ static tref border(exporter *x, const tfc_layer *l, const tref *in, int pad)
 /* ZeroPadding1D (Pad) and Cropping1D (Slice) on a [N, T, C] sequence, along T */
 static tref border1d(exporter *x, const tfc_layer *l, const tref *in, int pad)
 {
-    int s[2];
-    tfc_layer_border1d(l, s);
+    int side[4], s[2];
+    tfc_layer_border(l, side); /* a sequence's: left and right */
+    s[0] = side[2], s[1] = side[3];
     tref r = {.shape = l->out_shape};
     char a[96], b[96], c[96];
     if (pad) {

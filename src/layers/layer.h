@@ -237,12 +237,9 @@ extern const char *const tfc_data_format_names[3];
                     "channels)")
 
 /* ZeroPadding2D's or Cropping2D's rows and columns added or cut: top, bottom, left, right
- * (padding.c; for the ONNX export). */
+ * (padding.c; for the ONNX export); ZeroPadding1D's and Cropping1D's steps are its left and
+ * right. */
 void tfc_layer_border(const tfc_layer *l, int side[4]);
-
-/* ZeroPadding1D's or Cropping1D's steps added or cut: before, after (sequence1d.c; for the
- * ONNX export). */
-void tfc_layer_border1d(const tfc_layer *l, int side[2]);
 
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */

@@ -4,7 +4,11 @@
  * also be a pair while the other is an int).
  *   ZeroPadding2D: y[i + top, j + left] = x[i, j], zeros elsewhere;  dx += dy's interior
  *   Cropping2D:    y[i, j] = x[i + top, j + left];                   dx's interior += dy
- * Both are row copies between an image and the window of the larger one (the backend's
+ * ZeroPadding1D and Cropping1D do the same to sequences (steps, channels), seen as images
+ * one row high: steps added or cut before and after (an int n: n each, or [before, after];
+ * Keras's defaults 1 and (1, 1)); Keras's 1-D layers do not support masking, so the mask
+ * stops there. They land CPU-first (cpu_first) until make test-gpu has run them.
+ * All are row copies between an image and the window of the larger one (the backend's
  * copy2d), so they run on every backend. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +33,24 @@ static const tfc_field cropping_fields[] = {
     TFC_DATA_FORMAT_FIELD(border_args, data_format),
     {NULL}};
 
-extern const tfc_layer_ops tfc_zero_padding2d_ops;
+static const tfc_field zero_padding1d_fields[] = {
+    {"padding", TFC_F_NODE, offsetof(border_args, amount), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "steps before and after: an int n (n each) or [before, after]; default 1"},
+    TFC_DATA_FORMAT_FIELD(border_args, data_format),
+    {NULL}};
+
+static const tfc_field cropping1d_fields[] = {
+    {"cropping", TFC_F_NODE, offsetof(border_args, amount), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "steps cut before and after: an int n (n each) or [before, after]; default [1, 1]"},
+    {NULL}};
+
+extern const tfc_layer_ops tfc_zero_padding2d_ops, tfc_zero_padding1d_ops;
+
+/* Whether l adds zeros (a ZeroPadding) rather than cutting (a Cropping) */
+static int pads(const tfc_layer *l)
+{
+    return l->ops == &tfc_zero_padding2d_ops || l->ops == &tfc_zero_padding1d_ops;
+}
 
 /* The layer's state: top, bottom, left, right. */
 typedef struct border {
@@ -62,7 +83,7 @@ static tfc_status parse_amount(const tfc_layer *l, const tfc_node *n, int def, i
                                tfc_error *err)
 {
     char path[128];
-    const char *arg = l->ops == &tfc_zero_padding2d_ops ? "padding" : "cropping";
+    const char *arg = pads(l) ? "padding" : "cropping";
     snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, arg);
     if (!n) {
         for (int k = 0; k < 4; k++) side[k] = def;
@@ -90,7 +111,7 @@ static tfc_status border_build(tfc_layer *l, tfc_error *err)
 {
     const border_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
-    const int pad = l->ops == &tfc_zero_padding2d_ops;
+    const int pad = pads(l);
     char buf[96];
     if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     border *b = calloc(1, sizeof *b);
@@ -105,6 +126,34 @@ static tfc_status border_build(tfc_layer *l, tfc_error *err)
                                "%s", b->side[0], b->side[1], b->side[2], b->side[3],
                                tfc_shape_str(in, buf, sizeof buf));
     l->out_shape = tfc_shape_make(3, (int64_t[]){h, w, in->dim[2]});
+    return TFC_OK;
+}
+
+/* A sequence's: an image one row high, padded or cut at the left and right only */
+static tfc_status border1d_build(tfc_layer *l, tfc_error *err)
+{
+    const border_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    const int pad = pads(l);
+    char buf[96], path[128];
+    if (l->in_dtype[0] != TFC_F32 || in->ndim != 2)
+        return tfc_layer_error(err, l, "needs a float sequence of shape (steps, channels), got "
+                                       "%s%s", tfc_shape_str(in, buf, sizeof buf),
+                               l->in_dtype[0] != TFC_F32 ? " of token ids" : "");
+    border *b = calloc(1, sizeof *b);
+    if (!b) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    l->state = b;
+    snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type,
+             pad ? "padding" : "cropping");
+    b->side[2] = b->side[3] = 1; /* Keras's defaults: 1, (1, 1) */
+    if (a->amount && !tfc_node_is_null(a->amount) &&
+        axis_amount(l, a->amount, path, b->side + 2, err))
+        return TFC_ERR_CONFIG;
+    int64_t steps = in->dim[0] + (pad ? 1 : -1) * (b->side[2] + b->side[3]);
+    if (steps < 1)
+        return tfc_layer_error(err, l, "cropping [%d, %d] leaves no step of the %lld",
+                               b->side[2], b->side[3], (long long)in->dim[0]);
+    l->out_shape = tfc_shape_make(2, (int64_t[]){steps, in->dim[1]});
     return TFC_OK;
 }
 
@@ -126,18 +175,28 @@ static void window_copy(const tfc_layer *l, tfc_exec *ex, const float *src, floa
                         int accumulate)
 {
     const border *b = l->state;
-    const int pad = l->ops == &tfc_zero_padding2d_ops;
+    const int pad = pads(l);
     const tfc_shape *big = pad ? &l->out_shape : &l->in_shape[0];
     const tfc_shape *small = pad ? &l->in_shape[0] : &l->out_shape;
-    const int c = (int)small->dim[2], bw = (int)big->dim[1] * c, sw = (int)small->dim[1] * c;
+    const int seq = small->ndim == 2; /* (steps, channels): one row of steps */
+    const int64_t rows = seq ? 1 : small->dim[0];
+    const int c = (int)small->dim[seq ? 1 : 2];
+    const int bw = (int)big->dim[seq ? 0 : 1] * c, sw = (int)small->dim[seq ? 0 : 1] * c;
     const int64_t big_img = tfc_shape_numel(big), small_img = tfc_shape_numel(small);
-    const int64_t at = ((int64_t)b->side[0] * big->dim[1] + b->side[2]) * c;
+    const int64_t at = ((int64_t)b->side[0] * (seq ? 0 : big->dim[1]) + b->side[2]) * c;
+    if (seq) { /* every example's row in one copy */
+        if (in)
+            ex->be->ops->copy2d(ex->be, ex->batch, sw, src, sw, dst + at, bw, accumulate);
+        else
+            ex->be->ops->copy2d(ex->be, ex->batch, sw, src + at, bw, dst, sw, accumulate);
+        return;
+    }
     for (int i = 0; i < ex->batch; i++) {
         if (in)
-            ex->be->ops->copy2d(ex->be, small->dim[0], sw, src + i * small_img, sw,
+            ex->be->ops->copy2d(ex->be, rows, sw, src + i * small_img, sw,
                                 dst + i * big_img + at, bw, accumulate);
         else
-            ex->be->ops->copy2d(ex->be, small->dim[0], sw, src + i * big_img + at, bw,
+            ex->be->ops->copy2d(ex->be, rows, sw, src + i * big_img + at, bw,
                                 dst + i * small_img, sw, accumulate);
     }
 }
@@ -176,5 +235,19 @@ const tfc_layer_ops tfc_cropping2d_ops = {
     .type = "Cropping2D", .schema = cropping_fields, .args_size = sizeof(border_args),
     .min_inputs = 1, .max_inputs = 1,
     .build = border_build, .forward = cropping_forward, .backward = cropping_backward,
+    .free_state = border_free,
+};
+
+const tfc_layer_ops tfc_zero_padding1d_ops = {
+    .type = "ZeroPadding1D", .schema = zero_padding1d_fields, .args_size = sizeof(border_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
+    .build = border1d_build, .forward = padding_forward, .backward = padding_backward,
+    .free_state = border_free,
+};
+
+const tfc_layer_ops tfc_cropping1d_ops = {
+    .type = "Cropping1D", .schema = cropping1d_fields, .args_size = sizeof(border_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
+    .build = border1d_build, .forward = cropping_forward, .backward = cropping_backward,
     .free_state = border_free,
 };
