@@ -431,9 +431,71 @@ static void test_regression_metrics(void)
     tfc_model_free(m);
 }
 
+/* Keras's ways of writing a loss: its class names, its from_logits (checked against the
+ * last layer, never taken on trust), its fixed arguments at their defaults, and its
+ * serialized form as keras.losses.serialize writes it. */
+static void test_keras_forms(void)
+{
+    static const struct {
+        const char *act, *loss;
+        tfc_loss_kind kind;
+    } ok[] = {
+        {"linear", "SparseCategoricalCrossentropy", TFC_LOSS_SPARSE_CCE},
+        {"linear", "{type: sparse_categorical_crossentropy, from_logits: true}",
+         TFC_LOSS_SPARSE_CCE},
+        {"softmax", "{type: CategoricalCrossentropy, from_logits: false, axis: -1}", TFC_LOSS_CCE},
+        {"sigmoid", "{type: binary_crossentropy, from_logits: False, reduction: "
+                    "sum_over_batch_size}", TFC_LOSS_BCE},
+        {"linear", "{module: keras.losses, class_name: SparseCategoricalCrossentropy, config: "
+                   "{name: sparse_categorical_crossentropy, reduction: sum_over_batch_size, "
+                   "from_logits: true, ignore_class: null}, registered_name: null}",
+         TFC_LOSS_SPARSE_CCE},
+        {"linear", "{class_name: Huber, config: {name: huber_loss, reduction: "
+                   "sum_over_batch_size}}", TFC_LOSS_HUBER},
+        {"linear", "{class_name: MeanSquaredError}", TFC_LOSS_MSE},
+        {"sigmoid", "{class_name: BinaryCrossentropy, config: {from_logits: false, "
+                    "label_smoothing: 0.1, axis: -1}}", TFC_LOSS_BCE},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        tfc_error err;
+        tfc_error_clear(&err);
+        const char *y = model_yaml(ok[i].act, ok[i].loss);
+        tfc_model *m = tfc_model_from_string(y, strlen(y), "m.yaml", &err);
+        if (!m) fprintf(stderr, "\n%s: %s", ok[i].loss, err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT(tfc_model_loss_kind(m) == ok[i].kind);
+        tfc_model_free(m);
+    }
+    static const char *const bad[][3] = {
+        {"softmax", "{type: categorical_crossentropy, from_logits: true}",
+         "loss.from_logits: true, but the last layer 'dense' ends in softmax"},
+        {"linear", "{type: sparse_categorical_crossentropy, from_logits: false}",
+         "loss.from_logits: false, but the last layer 'dense' ends in no softmax or sigmoid"},
+        {"linear", "{type: mse, from_logits: true}", "is a cross-entropy's argument"},
+        {"linear", "{type: mse, reduction: sum}", "loss.reduction: not supported by tfc"},
+        {"linear", "{type: sparse_categorical_crossentropy, ignore_class: 0}",
+         "loss.ignore_class: not supported"},
+        {"linear", "{class_name: SparseCategoricalCrossentropy, config: {from_logits: maybe}}",
+         "loss.config.from_logits"},
+        {"linear", "{class_name: FocalLoss}", "loss.class_name"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tfc_error err;
+        tfc_error_clear(&err);
+        const char *y = model_yaml(bad[i][0], bad[i][1]);
+        tfc_model *m = tfc_model_from_string(y, strlen(y), "m.yaml", &err);
+        CU_ASSERT_PTR_NULL(m);
+        int found = strstr(err.text, bad[i][2]) != NULL;
+        if (!found) fprintf(stderr, "\nwanted '%s' in: %s", bad[i][2], err.text);
+        CU_ASSERT(found);
+        tfc_model_free(m);
+    }
+}
+
 TFC_TEST_MAIN("loss_options", {"sparse_smoothing_and_weights", test_sparse_smoothing_and_weights},
               {"dense_targets", test_dense_targets}, {"gradients", test_gradients},
               {"errors", test_errors}, {"balanced_weights", test_balanced_weights},
               {"balanced_run", test_balanced_run},
               {"keras_regression", test_keras_regression},
-              {"regression_metrics", test_regression_metrics})
+              {"regression_metrics", test_regression_metrics},
+              {"keras_forms", test_keras_forms})

@@ -15,29 +15,47 @@
 #include "graph/model_internal.h"
 
 /* The names `loss:` takes: tfc_loss_names in kind order, then Keras's long names of mse and
- * mae (Keras takes both). */
-static const char *const loss_choices[] = {"sparse_categorical_crossentropy",
-                                           "categorical_crossentropy", "binary_crossentropy",
-                                           "mse", "mae", "huber", "log_cosh",
-                                           "mean_squared_error", "mean_absolute_error", NULL};
+ * mae and Keras's class names (keras.losses.SparseCategoricalCrossentropy, ...), each with
+ * its kind in choice_kind. */
+static const char *const loss_choices[] = {
+    "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
+    "mse", "mae", "huber", "log_cosh", "mean_squared_error", "mean_absolute_error",
+    "SparseCategoricalCrossentropy", "CategoricalCrossentropy", "BinaryCrossentropy",
+    "MeanSquaredError", "MeanAbsoluteError", "Huber", "LogCosh", NULL};
+static const tfc_loss_kind choice_kind[] = {
+    TFC_LOSS_SPARSE_CCE, TFC_LOSS_CCE, TFC_LOSS_BCE, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_HUBER,
+    TFC_LOSS_LOG_COSH, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_SPARSE_CCE, TFC_LOSS_CCE,
+    TFC_LOSS_BCE, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_HUBER, TFC_LOSS_LOG_COSH};
 
-static tfc_loss_kind loss_kind(int choice)
-{
-    return choice < TFC_LOSS_COUNT ? (tfc_loss_kind)choice
-           : choice == TFC_LOSS_COUNT ? TFC_LOSS_MSE : TFC_LOSS_MAE;
-}
+static tfc_loss_kind loss_kind(int choice) { return choice_kind[choice]; }
 
 int tfc_loss_is_regression(tfc_loss_kind k) { return k >= TFC_LOSS_MSE; }
 
 typedef struct loss_args {
     int type;
     double label_smoothing, delta;
-    const tfc_node *class_weight;
+    const tfc_node *class_weight, *from_logits;
+    const char *name;
+    const tfc_node *class_name, *config, *module, *registered_name; /* Keras's form */
 } loss_args;
 
 static const tfc_field loss_fields[] = {
     {"type", TFC_F_ENUM, offsetof(loss_args, type), "sparse_categorical_crossentropy",
      TFC_UNBOUNDED, loss_choices, "the loss (mean_squared_error is mse)"},
+    {"from_logits", TFC_F_NODE, offsetof(loss_args, from_logits), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL,
+     "a cross-entropy's: checked against the last layer (true: it has no softmax or "
+     "sigmoid); tfc infers it from that layer when absent"},
+    TFC_FIXED_FIELD("reduction", "sum_over_batch_size", "tfc's losses are the mean over the "
+                    "batch (and the unmasked steps)"),
+    TFC_FIXED_FIELD("axis", "-1", "tfc's losses run over the last axis"),
+    TFC_FIXED_FIELD("ignore_class", TFC_NO_DEFAULT, "mask the steps to ignore instead (an "
+                    "Embedding's mask_zero, Masking)"),
+    TFC_FIXED_FIELD("dtype", TFC_NO_DEFAULT, "the solver's precision key sets the model's "
+                    "(the loss is float32)"),
+    {"name", TFC_F_STRING, offsetof(loss_args, name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "Keras's name of the loss object, which its config records; the logs call the total "
+     "`loss` in Keras's fit and in tfc alike, so it changes nothing"},
     {"label_smoothing", TFC_F_FLOAT, offsetof(loss_args, label_smoothing), "0.0", 0, 1, NULL,
      "targets become t (1 - s) + s / classes (binary: + s / 2); cross-entropies only"},
     {"class_weight", TFC_F_NODE, offsetof(loss_args, class_weight), TFC_NO_DEFAULT,
@@ -48,12 +66,26 @@ static const tfc_field loss_fields[] = {
      "huber's: 1 only for now (Keras's default)"},
     {NULL}};
 
+/* Keras's serialized form of a loss (keras.losses.serialize), the config holding the class's
+ * arguments: {module: keras.losses, class_name: Huber, config: {...}, registered_name: null} */
+static const tfc_field keras_loss_fields[] = {
+    {"class_name", TFC_F_NODE, offsetof(loss_args, class_name), NULL, TFC_UNBOUNDED, NULL,
+     "Keras's class: SparseCategoricalCrossentropy, Huber, ..."},
+    {"config", TFC_F_NODE, offsetof(loss_args, config), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "the class's arguments"},
+    {"module", TFC_F_NODE, offsetof(loss_args, module), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "keras.losses (not read)"},
+    {"registered_name", TFC_F_NODE, offsetof(loss_args, registered_name), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "(not read)"},
+    {NULL}};
+
 const tfc_field *tfc_loss_fields(void) { return loss_fields; }
 
 tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
                                  tfc_loss_options *o, tfc_error *err)
 {
     memset(o, 0, sizeof *o);
+    o->from_logits = -1;
     *kind = TFC_LOSS_SPARSE_CCE;
     if (!node || tfc_node_is_null(node)) return TFC_OK;
     int type = 0;
@@ -67,8 +99,30 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
                               "expected a loss name or a mapping such as {type: "
                               "sparse_categorical_crossentropy, label_smoothing: 0.1}");
     loss_args a;
-    if (tfc_schema_apply(loss_fields, node, "loss", &a, err)) return TFC_ERR_CONFIG;
+    const char *apath = "loss"; /* the arguments' */
+    if (tfc_node_get(node, "class_name")) { /* Keras's serialized form */
+        if (tfc_schema_apply(keras_loss_fields, node, "loss", &a, err)) return TFC_ERR_CONFIG;
+        int choice;
+        if (tfc_node_enum(a.class_name, "loss.class_name", loss_choices, &choice, err))
+            return TFC_ERR_CONFIG;
+        node = a.config; /* its arguments, but the type */
+        apath = "loss.config";
+        if (tfc_schema_apply(loss_fields + 1, node, apath, &a, err)) return TFC_ERR_CONFIG;
+        a.type = choice;
+    } else if (tfc_schema_apply(loss_fields, node, "loss", &a, err)) {
+        return TFC_ERR_CONFIG;
+    }
     *kind = loss_kind(a.type);
+    o->from_logits_node = a.from_logits;
+    if (a.from_logits && !tfc_node_is_null(a.from_logits)) {
+        char fpath[64];
+        snprintf(fpath, sizeof fpath, "%s.from_logits", apath);
+        if (tfc_node_bool(a.from_logits, fpath, &o->from_logits, err)) return TFC_ERR_CONFIG;
+        if (tfc_loss_is_regression(*kind))
+            return tfc_node_error(err, TFC_ERR_CONFIG, a.from_logits, fpath,
+                                  "is a cross-entropy's argument; %s takes none",
+                                  tfc_loss_names[*kind]);
+    }
     o->label_smoothing = a.label_smoothing;
     o->node = node;
     if (o->label_smoothing > 0 && tfc_loss_is_regression(*kind))
@@ -115,6 +169,22 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
 tfc_status tfc_loss_options_check(const tfc_model *m, tfc_error *err)
 {
     const tfc_loss_options *o = &m->loss_opt;
+    /* from_logits, where given, must say what the last layer gives (Keras would otherwise
+     * take probabilities for logits, or the reverse, and train on a wrong loss) */
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    const int probs = last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID;
+    if (o->from_logits == 1 && probs)
+        return tfc_node_error(err, TFC_ERR_CONFIG, o->from_logits_node, "loss.from_logits",
+                              "true, but the last layer '%s' ends in %s: its outputs are "
+                              "probabilities. Drop the activation (tfc then computes the loss "
+                              "from the logits) or write from_logits: false",
+                              last->name, tfc_act_names[last->act]);
+    if (o->from_logits == 0 && !probs)
+        return tfc_node_error(err, TFC_ERR_CONFIG, o->from_logits_node, "loss.from_logits",
+                              "false, but the last layer '%s' ends in no softmax or sigmoid: "
+                              "its outputs are logits. Give it activation: %s, or write "
+                              "from_logits: true", last->name,
+                              m->loss == TFC_LOSS_BCE ? "sigmoid" : "softmax");
     if (o->class_weight && o->nclass_weight != m->classes)
         return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(o->node, "class_weight"),
                               "loss.class_weight",

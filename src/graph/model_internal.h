@@ -54,6 +54,8 @@ typedef struct tfc_loss_options {
     double *class_weight;      /* [nclass_weight], malloc'd; NULL: none */
     int nclass_weight;
     int balanced;              /* class_weight: balanced, set from the training data's counts */
+    int from_logits;           /* as given: 0, 1; -1: not given (inferred from the last layer) */
+    const tfc_node *from_logits_node;
     const tfc_node *node;      /* the `loss:` mapping, for errors */
 } tfc_loss_options;
 
