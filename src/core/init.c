@@ -157,20 +157,14 @@ static tfc_status init_name(const tfc_node *n, const char *path, int *kind, tfc_
     return tfc_node_enum(n, path, tfc_init_names, kind, err);
 }
 
-typedef struct keras_form {
-    const tfc_node *class_name, *config, *module, *registered_name;
-} keras_form;
-
-/* Keras's serialized form of an initializer or a regularizer (keras.saving's
- * serialize_keras_object), as a Keras model's config writes it */
-static const tfc_field keras_form_fields[] = {
-    {"class_name", TFC_F_NODE, offsetof(keras_form, class_name), NULL, TFC_UNBOUNDED, NULL,
-     "Keras's class: HeNormal, Constant, L2, ..."},
-    {"config", TFC_F_NODE, offsetof(keras_form, config), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "the class's arguments"},
-    {"module", TFC_F_NODE, offsetof(keras_form, module), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "keras.initializers or keras.regularizers (not read)"},
-    {"registered_name", TFC_F_NODE, offsetof(keras_form, registered_name), TFC_NO_DEFAULT,
+const tfc_field tfc_keras_form_fields[] = {
+    {"class_name", TFC_F_NODE, offsetof(tfc_keras_form, class_name), NULL, TFC_UNBOUNDED, NULL,
+     "Keras's class: HeNormal, L2, Huber, ..."},
+    {"config", TFC_F_NODE, offsetof(tfc_keras_form, config), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "the class's arguments"},
+    {"module", TFC_F_NODE, offsetof(tfc_keras_form, module), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "keras.initializers, keras.regularizers, keras.losses (not read)"},
+    {"registered_name", TFC_F_NODE, offsetof(tfc_keras_form, registered_name), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "(not read)"},
     {NULL}};
 
@@ -189,8 +183,8 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
     char kpath[320];
     if (node->kind == TFC_NODE_MAP && tfc_node_get(node, "class_name")) {
         /* Keras's serialized form: {module, class_name, config: {...}, registered_name} */
-        keras_form f;
-        if (tfc_schema_apply(keras_form_fields, node, path, &f, err)) return TFC_ERR_CONFIG;
+        tfc_keras_form f;
+        if (tfc_schema_apply(tfc_keras_form_fields, node, path, &f, err)) return TFC_ERR_CONFIG;
         snprintf(kpath, sizeof kpath, "%s.class_name", path);
         if (init_name(f.class_name, kpath, &kind, err)) return TFC_ERR_CONFIG;
         snprintf(kpath, sizeof kpath, "%s.config", path);
@@ -307,8 +301,8 @@ tfc_status tfc_regularizer_parse(const tfc_node *node, const char *path, tfc_reg
     const tfc_node *args = node;
     const tfc_field *fields;
     if (tfc_node_get(node, "class_name")) { /* Keras's serialized form */
-        keras_form f;
-        if (tfc_schema_apply(keras_form_fields, node, path, &f, err)) return TFC_ERR_CONFIG;
+        tfc_keras_form f;
+        if (tfc_schema_apply(tfc_keras_form_fields, node, path, &f, err)) return TFC_ERR_CONFIG;
         snprintf(kpath, sizeof kpath, "%s.class_name", path);
         if (reg_name(f.class_name, kpath, &type, err)) return TFC_ERR_CONFIG;
         args = f.config;

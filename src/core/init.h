@@ -56,6 +56,14 @@ const tfc_field *tfc_init_fields(tfc_init_kind kind);
 tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, tfc_init *out,
                           tfc_error *err);
 
+/* Keras's serialized form of an initializer, a regularizer or a loss (keras.saving's
+ * serialize_keras_object), as a Keras model's config writes it: {module, class_name, config:
+ * {the class's arguments}, registered_name}; module and registered_name are not read. */
+typedef struct tfc_keras_form {
+    const tfc_node *class_name, *config, *module, *registered_name;
+} tfc_keras_form;
+extern const tfc_field tfc_keras_form_fields[];
+
 /* Keras's weight regularizers (keras.regularizers L1, L2, L1L2): the penalty l1 sum |w| +
  * l2 sum w^2 joins the loss, its gradient l1 sign(w) + 2 l2 w the weight's. In YAML a name,
  * Keras's: `l2` or `L2` (l2 0.01), `l1` or `L1` (l1 0.01), `l1l2` or `L1L2` (both 0); a

@@ -36,7 +36,6 @@ typedef struct loss_args {
     double label_smoothing, delta;
     const tfc_node *class_weight, *from_logits;
     const char *name;
-    const tfc_node *class_name, *config, *module, *registered_name; /* Keras's form */
 } loss_args;
 
 static const tfc_field loss_fields[] = {
@@ -66,19 +65,6 @@ static const tfc_field loss_fields[] = {
      "huber's: 1 only for now (Keras's default)"},
     {NULL}};
 
-/* Keras's serialized form of a loss (keras.losses.serialize), the config holding the class's
- * arguments: {module: keras.losses, class_name: Huber, config: {...}, registered_name: null} */
-static const tfc_field keras_loss_fields[] = {
-    {"class_name", TFC_F_NODE, offsetof(loss_args, class_name), NULL, TFC_UNBOUNDED, NULL,
-     "Keras's class: SparseCategoricalCrossentropy, Huber, ..."},
-    {"config", TFC_F_NODE, offsetof(loss_args, config), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "the class's arguments"},
-    {"module", TFC_F_NODE, offsetof(loss_args, module), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "keras.losses (not read)"},
-    {"registered_name", TFC_F_NODE, offsetof(loss_args, registered_name), TFC_NO_DEFAULT,
-     TFC_UNBOUNDED, NULL, "(not read)"},
-    {NULL}};
-
 const tfc_field *tfc_loss_fields(void) { return loss_fields; }
 
 tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
@@ -101,11 +87,12 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
     loss_args a;
     const char *apath = "loss"; /* the arguments' */
     if (tfc_node_get(node, "class_name")) { /* Keras's serialized form */
-        if (tfc_schema_apply(keras_loss_fields, node, "loss", &a, err)) return TFC_ERR_CONFIG;
+        tfc_keras_form f; /* keras.losses.serialize's */
+        if (tfc_schema_apply(tfc_keras_form_fields, node, "loss", &f, err)) return TFC_ERR_CONFIG;
         int choice;
-        if (tfc_node_enum(a.class_name, "loss.class_name", loss_choices, &choice, err))
+        if (tfc_node_enum(f.class_name, "loss.class_name", loss_choices, &choice, err))
             return TFC_ERR_CONFIG;
-        node = a.config; /* its arguments, but the type */
+        node = f.config; /* its arguments, but the type */
         apath = "loss.config";
         if (tfc_schema_apply(loss_fields + 1, node, apath, &a, err)) return TFC_ERR_CONFIG;
         a.type = choice;
