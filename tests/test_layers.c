@@ -100,6 +100,18 @@ static const gc_case cases[] = {
                        "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     {"dropout", "input: {shape: [8]}\nlayers:\n  - Dense: {units: 8}\n  - Dropout: {rate: 0.3}\n"
                 "  - Dense: {units: 3}\n", 4},
+    /* the noise layers in training: each draw fixed by (layer, step), so linear in x */
+    {"noise", "input: {shape: [6, 4]}\nlayers:\n  - Dense: {units: 4}\n"
+              "  - SpatialDropout1D: {rate: 0.3}\n  - GaussianNoise: {stddev: 0.2}\n"
+              "  - GaussianDropout: {rate: 0.3}\n  - AlphaDropout: {rate: 0.2}\n"
+              "  - Dropout: {rate: 0.3, noise_shape: [null, 1, null]}\n  - Flatten: {}\n"
+              "  - Dense: {units: 3}\n", 4},
+    {"spatial_dropout2d", IMG "  - Conv2D: {filters: 3, kernel_size: 3}\n"
+                          "  - SpatialDropout2D: {rate: 0.4}\n  - Flatten: {}\n"
+                          "  - Dense: {units: 3}\n", 4},
+    {"spatial_dropout3d", "input: {shape: [2, 3, 2, 3]}\nlayers:\n  - Dense: {units: 3}\n"
+                          "  - SpatialDropout3D: {rate: 0.5}\n  - Flatten: {}\n"
+                          "  - Dense: {units: 3}\n", 4},
     {"reshape", "input: {shape: [12]}\nlayers:\n  - Reshape: {target_shape: [3, -1]}\n"
                 "  - Dense: {units: 2}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"residual_add", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 3, padding: same}\n"

@@ -87,6 +87,50 @@ TFC_HD float tfc_pact_grad(const tfc_pact_desc *d, float v)
     return d->slope;
 }
 
+/* The noise layers' draws (Dropout with a noise_shape, SpatialDropout1D/2D/3D, AlphaDropout,
+ * GaussianNoise, GaussianDropout): x, y [groups, rows, cols], where element (g, r, c) takes
+ * draw g cols + c, the same for every row (the noise shape [groups, 1, cols]; rows 1: one
+ * draw per element). A draw is Philox's at (key, counter = (index, step)): the uniform u of
+ * tfc_rng_uniform, as dropout_forward draws it (so DROPOUT with rows 1 equals it), or the
+ * normal z of tfc_rng_normal. Each kind is an affine map y = m x + b of the draw: */
+typedef enum tfc_noise_kind {
+    TFC_NOISE_DROPOUT,  /* m = u >= rate ? 1 / (1 - rate) : 0, b = 0 */
+    TFC_NOISE_ALPHA,    /* AlphaDropout: kept (u >= rate): m = a, b = shift; else m = 0,
+                         * b = dropped (a alpha' + shift, SELU's alpha' = -alpha scale) */
+    TFC_NOISE_GAUSSIAN, /* GaussianNoise: m = 1, b = stddev z */
+    TFC_NOISE_GAUSSIAN_MUL /* GaussianDropout: m = 1 + stddev z, b = 0 */
+} tfc_noise_kind;
+
+typedef struct tfc_noise_desc {
+    tfc_noise_kind kind;
+    int64_t groups, rows, cols;
+    float rate;             /* DROPOUT, ALPHA: the fraction dropped, in [0, 1) */
+    float stddev;           /* GAUSSIAN, GAUSSIAN_MUL */
+    float a, shift, dropped; /* ALPHA */
+    uint64_t key, step;
+} tfc_noise_desc;
+
+/* m and b of draw j (the index g cols + c), on the host and the device (TFC_HD). */
+TFC_HD float tfc_noise_affine(const tfc_noise_desc *d, uint64_t j, float *b)
+{
+    if (d->kind == TFC_NOISE_DROPOUT || d->kind == TFC_NOISE_ALPHA) {
+        int keep = tfc_rng_uniform(d->key, d->step, j) >= d->rate;
+        if (d->kind == TFC_NOISE_ALPHA) {
+            *b = keep ? d->shift : d->dropped;
+            return keep ? d->a : 0.0f;
+        }
+        *b = 0.0f;
+        return keep ? 1.0f / (1.0f - d->rate) : 0.0f;
+    }
+    float z = (float)tfc_rng_normal(d->key, d->step, j);
+    if (d->kind == TFC_NOISE_GAUSSIAN) {
+        *b = d->stddev * z;
+        return 1.0f;
+    }
+    *b = 0.0f;
+    return 1.0f + d->stddev * z;
+}
+
 /* 2-D convolution (cross-correlation, as TensorFlow), NHWC input, kernel in Keras layout
  * [kh, kw, c, f], output [n, oh, ow, f]. Padding is explicit: pad_top/pad_left rows and
  * columns of zeros before the image; the rest (possibly one more, TensorFlow's asymmetric
@@ -732,8 +776,8 @@ typedef struct tfc_device_options {
  * tfc_layer_ops.needs, and binding a model with that layer on a backend without it fails
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
- * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers and
- * weight regularizers, on the CPU since 2026-11-30 (docs/gpu.md). */
+ * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, weight
+ * regularizers and noise layers, on the CPU since 2026-11-30 (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
      * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
@@ -754,7 +798,12 @@ typedef struct tfc_device_options {
      * wanted) += l1 sum |w| + l2 sum w^2, summed in double in an order fixed by n and rounded     \
      * once; grad (NULL: not wanted) += l1 sign(w) + 2 l2 w (sign(0) = 0). */                     \
     X(void, penalty, (tfc_backend *be, int64_t n, float l1, float l2, const float *w,              \
-                      float *loss, float *grad))
+                      float *loss, float *grad))                                                   \
+    /* The noise layers (tfc_noise_desc): noise_forward y = m x + b (y may alias x);               \
+     * noise_backward dx += m dy, or dx = m dy with assign. */                                     \
+    X(void, noise_forward, (tfc_backend *be, const tfc_noise_desc *d, const float *x, float *y))   \
+    X(void, noise_backward, (tfc_backend *be, const tfc_noise_desc *d, const float *dy,            \
+                             float *dx, int assign))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

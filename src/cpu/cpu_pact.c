@@ -4,7 +4,8 @@
  * (relu: the negative part is max(threshold - x, 0), scaled and subtracted), so they round
  * as Keras does: tfc_pact and tfc_pact_grad (core/backend.h), which the GPU's kernels share.
  * Each element is independent and PReLU's slope gradient is summed per column in row order:
- * the results never depend on the thread count. */#include <math.h>
+ * the results never depend on the thread count. */
+#include <math.h>
 
 #include "cpu/cpu_internal.h"
 

@@ -5,7 +5,8 @@
  * (fixed splits added in order), so it does not depend on the run, though its order is not
  * the CPU's. Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS):
  * tfc_gpu_test_enable_layer_ops puts them in for `make test-gpu`'s case against the CPU;
- * until that has passed on a GPU the layers that need them are refused there. */#include <math.h>
+ * until that has passed on a GPU the layers that need them are refused there. */
+#include <math.h>
 
 #include "gpu/gpu_internal.cuh"
 

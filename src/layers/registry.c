@@ -17,7 +17,9 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_random_translation_ops, tfc_random_rotation_ops, tfc_random_zoom_ops,
     tfc_random_contrast_ops, tfc_masking_ops, tfc_relu_ops, tfc_leaky_relu_ops, tfc_elu_ops,
     tfc_softmax_ops, tfc_prelu_ops, tfc_rescaling_ops, tfc_subtract_ops, tfc_average_ops,
-    tfc_zero_padding1d_ops, tfc_cropping1d_ops, tfc_up_sampling1d_ops;
+    tfc_zero_padding1d_ops, tfc_cropping1d_ops, tfc_up_sampling1d_ops,
+    tfc_spatial_dropout1d_ops, tfc_spatial_dropout2d_ops, tfc_spatial_dropout3d_ops,
+    tfc_alpha_dropout_ops, tfc_gaussian_noise_ops, tfc_gaussian_dropout_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -41,6 +43,8 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_softmax_ops,        &tfc_prelu_ops,            &tfc_rescaling_ops,
     &tfc_subtract_ops,       &tfc_average_ops,          &tfc_zero_padding1d_ops,
     &tfc_cropping1d_ops,     &tfc_up_sampling1d_ops,
+    &tfc_spatial_dropout1d_ops, &tfc_spatial_dropout2d_ops, &tfc_spatial_dropout3d_ops,
+    &tfc_alpha_dropout_ops,  &tfc_gaussian_noise_ops,   &tfc_gaussian_dropout_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)

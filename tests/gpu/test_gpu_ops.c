@@ -63,7 +63,8 @@ static void enable_bf16(int on)
 }
 
 /* 1: the GPU's table has the ops of TFC_BACKEND_LAYER_OPS (tfc_gpu_test_enable_layer_ops),
- * so ReLU with arguments, LeakyReLU, ELU with alpha, PReLU and weight regularizers bind */
+ * so ReLU with arguments, LeakyReLU, ELU with alpha, PReLU, weight regularizers and the noise
+ * layers bind */
 static void enable_layer_ops(int on)
 {
 #ifdef TFC_HAVE_CUDA
@@ -3214,6 +3215,55 @@ static void test_penalty(void)
     enable_layer_ops(0);
 }
 
+/* The noise layers' kernels (gpu_noise.cu, put in the table for this case) against the
+ * CPU: every kind, a draw per element and draws shared by rows, forward, backward adding and
+ * assigning; the dropouts bit for bit, the Gaussian ones within float rounding (a normal
+ * from double log and cos, whose last bits may differ). Then training steps of a model with
+ * every noise layer, whose draws are the same on both backends. */
+static void test_noise(void)
+{
+    enable_layer_ops(1);
+    static const int64_t shapes[][3] = {{1, 1, 100003}, {64, 49, 32}, {3, 1000, 5}};
+    for (int kind = 0; kind < 4; kind++)
+        for (int s = 0; s < 3; s++) {
+            tfc_noise_desc d = {.kind = (tfc_noise_kind)kind, .groups = shapes[s][0],
+                                .rows = shapes[s][1], .cols = shapes[s][2], .rate = 0.3f,
+                                .stddev = 0.4f, .a = 0.9f, .shift = 0.1f, .dropped = -1.5f,
+                                .key = 1234567, .step = 99};
+            const int64_t n = d.groups * d.rows * d.cols;
+            pair x = pair_rand(n, -2, 2), y = pair_new(n), dx = pair_rand(n, -1, 1);
+            pair dxa = pair_new(n);
+            ref->ops->noise_forward(ref, &d, x.h, y.h);
+            dev->ops->noise_forward(dev, &d, x.d, y.d);
+            ref->ops->noise_backward(ref, &d, x.h, dx.h, 0);
+            dev->ops->noise_backward(dev, &d, x.d, dx.d, 0);
+            ref->ops->noise_backward(ref, &d, x.h, dxa.h, 1);
+            dev->ops->noise_backward(dev, &d, x.d, dxa.d, 1);
+            const int gauss = kind >= TFC_NOISE_GAUSSIAN;
+            int bad = gauss ? pair_check("noise y", &y, F32) : pair_check("noise y", &y, EXACT);
+            bad += gauss ? pair_check("noise dx", &dx, F32) : pair_check("noise dx", &dx, EXACT);
+            bad += gauss ? pair_check("noise dx =", &dxa, F32)
+                         : pair_check("noise dx =", &dxa, EXACT);
+            if (bad) printf("\n  noise kind %d shape %d", kind, s);
+            CU_ASSERT_EQUAL(bad, 0);
+            pair_free(&x), pair_free(&y), pair_free(&dx), pair_free(&dxa);
+        }
+    check_status();
+    train_steps("input: {shape: [6, 6, 2]}\nlayers:\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, padding: same}\n"
+                "  - SpatialDropout2D: {rate: 0.3}\n"
+                "  - GaussianNoise: {stddev: 0.1}\n"
+                "  - Reshape: {target_shape: [36, 4]}\n"
+                "  - SpatialDropout1D: {rate: 0.2, seed: 3}\n"
+                "  - Dropout: {rate: 0.2, noise_shape: [null, 1, null]}\n"
+                "  - Flatten: {}\n  - Dense: {units: 8, activation: selu}\n"
+                "  - AlphaDropout: {rate: 0.1}\n  - GaussianDropout: {rate: 0.2}\n"
+                "  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 /* The regression losses MAE, Huber and log-cosh (gpu_loss.cu; test_loss compares the op
  * against the CPU for every kind), which the GPU's tfc_backend.losses leaves out until this
  * has passed: set for the case, four training steps of a regression model with each (the
@@ -3655,6 +3705,7 @@ int main(int argc, char **argv)
         {"train_activation_layers", test_train_activation_layers},
         {"pact", test_pact},
         {"penalty", test_penalty},
+        {"noise", test_noise},
         {"regression_losses", test_regression_losses},
         {"augment_warp", test_augment_warp},
         {"augment_contrast", test_augment_contrast},
