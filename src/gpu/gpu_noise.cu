@@ -1,9 +1,9 @@
 /* GPU kernels of the noise layers (core/backend.h, tfc_noise_desc), as cpu_noise.c: one
  * thread per element, its draw (g cols + c) from tfc_noise_affine, the CPU's own function
- * (built with --fmad=false, so m x + b rounds twice as the CPU's loop does). Not in the GPU's
- * op table yet (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_layer_ops puts them in for
- * `make test-gpu`'s noise case against the CPU; until that has passed on a GPU the layers
- * that need them are refused there. */
+ * (built with --fmad=false, so m x + b rounds twice as the CPU's loop does).
+ * Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_layer_ops puts
+ * them in for `make test-gpu`'s noise case against the CPU; until that has passed on a GPU
+ * the layers that need them are refused there. */
 #include "gpu/gpu_internal.cuh"
 
 static __global__ void noise_kernel(tfc_noise_desc d, const float *in, float *out, int mode)
