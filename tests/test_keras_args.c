@@ -361,10 +361,10 @@ static void test_fixed_arguments(void)
     expect_ok("Reshape: {target_shape: [36, 4]}\n  - GRU: {units: 2, use_cudnn: auto, "
               "recurrent_regularizer: null}");
     expect_ok("Reshape: {target_shape: [36, 4]}\n  - LSTM: {units: 2, use_cudnn: false}");
-    expect_error("Dense: {units: 3, activity_regularizer: {class_name: L2, config: {l2: 0.01}}}",
-                 "m.yaml:3:45: error: layers[0].Dense.activity_regularizer: not supported by "
+    expect_error("Dense: {units: 3, bias_constraint: {class_name: NonNeg, config: {}}}",
+                 "m.yaml:3:40: error: layers[0].Dense.bias_constraint: not supported by "
                  "tfc: only null",
-                 "hint: tfc has no activity regularizers");
+                 "hint: tfc has no weight constraints");
     expect_error("Conv2D: {filters: 2, kernel_size: 3, data_format: channels_first}",
                  "layers[0].Conv2D.data_format: not supported by tfc: only channels_last",
                  "(height, width, channels)");

@@ -101,6 +101,16 @@ static const gc_case cases[] = {
     {"dropout", "input: {shape: [8]}\nlayers:\n  - Dense: {units: 8}\n  - Dropout: {rate: 0.3}\n"
                 "  - Dense: {units: 3}\n", 4},
     /* the noise layers in training: each draw fixed by (layer, step), so linear in x */
+    /* activity regularizers: the penalty of each output in the loss (a ReLU applied by the
+     * convolution, a softmax the loss folds, an LSTM's sequences) */
+    {"activity_regularizers", IMG "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu, "
+                              "activity_regularizer: {l2: 0.1}}\n"
+                              "  - ActivityRegularization: {l1: 0.05, l2: 0.02}\n"
+                              "  - Reshape: {target_shape: [12, 3]}\n"
+                              "  - LSTM: {units: 3, return_sequences: true, "
+                              "activity_regularizer: {type: l1, l1: 0.05}}\n  - Flatten: {}\n"
+                              "  - Dense: {units: 3, activation: softmax, "
+                              "activity_regularizer: {type: l1l2, l1: 0.1, l2: 0.3}}\n", 4},
     {"noise", "input: {shape: [6, 4]}\nlayers:\n  - Dense: {units: 4}\n"
               "  - SpatialDropout1D: {rate: 0.3}\n  - GaussianNoise: {stddev: 0.2}\n"
               "  - GaussianDropout: {rate: 0.3}\n  - AlphaDropout: {rate: 0.2}\n"

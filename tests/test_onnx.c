@@ -505,7 +505,7 @@ static void test_augmentation(void)
             "  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - RandomRotation: {factor: 0.1}\n  - RandomZoom: {height_factor: 0.2}\n"
             "  - RandomContrast: {factor: 0.3}\n  - Flatten: {}\n", 0);
-    /* the noise layers: the identity at inference, so removed */
+    /* the noise layers and ActivityRegularization: the identity at inference, so removed */
     fixture("noise",
             "input: {shape: [6, 5, 2]}\nlayers:\n"
             "  - GaussianNoise: {stddev: 0.2}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
@@ -513,7 +513,7 @@ static void test_augmentation(void)
             "  - SpatialDropout1D: {rate: 0.3}\n"
             "  - Dropout: {rate: 0.3, noise_shape: [null, 1, null]}\n  - Flatten: {}\n"
             "  - Dense: {units: 4, activation: selu}\n  - AlphaDropout: {rate: 0.1}\n"
-            "  - GaussianDropout: {rate: 0.2}\n", 0);
+            "  - GaussianDropout: {rate: 0.2}\n  - ActivityRegularization: {l2: 0.1}\n", 0);
 }
 
 /* Options and refusals: --batch fixes the shapes, a bad opset or batch is a usage error, a

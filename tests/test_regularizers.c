@@ -1,7 +1,8 @@
 /* Keras's weight regularizers (kernel_regularizer and its kin; core/init.h, graph.c): every
  * YAML form Keras's and tfc's, the weights each argument reaches (a wrapper's layer's too),
  * the loss against Keras 3's own (tests/ref/keras_regularizers.py: model.evaluate, the
- * penalties included) in both bindings, the refusals (a backend without the kernel,
+ * penalties included; the activity regularizers' and ActivityRegularization's too) in both
+ * bindings, the refusals (a backend without the kernel,
  * float16), and the kernel's sum the same on 1 and 2 threads. The gradient is checked
  * numerically in test_layers (case `regularizers`). */
 #include <math.h>
@@ -114,8 +115,19 @@ static void test_forms(void)
         snprintf(y, sizeof y, "Flatten: {}\n  - %s%s}", D, bad[i][0]);
         expect_error(y, bad[i][1], bad[i][2]);
     }
-    expect_error("Flatten: {}\n  - Dense: {units: 3, activity_regularizer: l2}",
-                 "activity_regularizer: not supported by tfc", "no activity regularizers");
+    /* activity_regularizer: the same forms, onto the layer's factors */
+    expect_error("Flatten: {}\n  - Dense: {units: 3, activity_regularizer: {type: l3}}",
+                 "Dense.activity_regularizer.type", "l1");
+    tfc_error err;
+    tfc_model *m = model_of("Flatten: {}\n  - Dense: {units: 3, activity_regularizer: "
+                            "{class_name: L1L2, config: {l1: 0.25, l2: 0.5}}}\n"
+                            "  - ActivityRegularization: {l2: 0.125}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT(tfc_model_layer(m, 1)->activity_l1 == 0.25f);
+    CU_ASSERT(tfc_model_layer(m, 1)->activity_l2 == 0.5f);
+    CU_ASSERT(tfc_model_layer(m, 2)->activity_l1 == 0 && tfc_model_layer(m, 2)->activity_l2 == 0.125f);
+    CU_ASSERT(tfc_model_layer(m, 0)->activity_l1 == 0 && tfc_model_layer(m, 0)->activity_l2 == 0);
+    tfc_model_free(m);
 }
 
 /* Each argument reaches the weights Keras regularizes with it: DepthwiseConv2D's kernel by
@@ -230,8 +242,9 @@ static double keras_case(const char *path, int inference)
 static void test_keras_loss(void)
 {
     const char *cases[] = {"tests/ref/regularizers/image.safetensors",
-                           "tests/ref/regularizers/sequence.safetensors"};
-    for (int c = 0; c < 2; c++) {
+                           "tests/ref/regularizers/sequence.safetensors",
+                           "tests/ref/regularizers/activity.safetensors"};
+    for (int c = 0; c < 3; c++) {
         double a = keras_case(cases[c], 0), b = keras_case(cases[c], 1);
         CU_ASSERT(fabs(a - b) <= 1e-6 * fabs(a));
     }
@@ -239,7 +252,8 @@ static void test_keras_loss(void)
 
 /* A backend without the penalty kernel (the GPU, for now) refuses a model with a
  * regularizer at bind, naming the layer and the argument; float16 is refused too (its loss
- * scale), bf16 binds. */
+ * scale), bf16 binds. The same for an activity regularizer; one inside Bidirectional is an
+ * error. */
 static void test_refused(void)
 {
     tfc_error err;
@@ -264,7 +278,25 @@ static void test_refused(void)
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
     tfc_model_free(m);
+    /* an activity regularizer: the same refusals, naming it */
+    m = model_of("Conv2D: {name: v, filters: 2, kernel_size: 3, activity_regularizer: l1}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    be->ops = &lacking;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'v'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no kernel for activity_regularizer yet (op 'penalty')"));
+    be->ops = cpu_ops;
+    tfc_model_set_precision(m, TFC_PRECISION_FLOAT16);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "activity_regularizer with precision float16"));
+    tfc_model_free(m);
     tfc_backend_free(be);
+    /* inside Bidirectional (Keras penalises each direction apart): an error at the value */
+    expect_error("Reshape: {target_shape: [12, 6]}\n  - Bidirectional: {layer: {LSTM: {units: 2, "
+                 "activity_regularizer: l2}}}", "activity_regularizer inside Bidirectional is "
+                 "not supported", "ActivityRegularization layer after");
 }
 
 /* The penalty op's sum and gradient on 1 and 2 threads: the same bits; against a sum in

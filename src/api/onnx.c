@@ -1452,9 +1452,9 @@ static tref layer(exporter *x, const tfc_layer *l)
     } else if (!strcmp(type, "Rescaling")) {
         r = rescaling(x, l, in);
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
-               !strncmp(type, "Random", 6)) {
-        /* inference: the dropouts, GaussianNoise and the augmentation layers (RandomFlip, ...)
-         * are the identity;
+               !strcmp(type, "ActivityRegularization") || !strncmp(type, "Random", 6)) {
+        /* inference: the dropouts, GaussianNoise, ActivityRegularization and the augmentation
+         * layers (RandomFlip, ...) are the identity;
          * Activation (and ReLU, Softmax, ... as one) is its fused activation alone */
     } else if (!strcmp(type, "Flatten")) {
         t = nhwc(x, in);

@@ -270,6 +270,7 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
 static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch);
 static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_error *err);
 static void penalties(tfc_model *m, int loss, int grads);
+static void activity_penalties(tfc_model *m, int layer);
 
 tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
                                  tfc_memory_plan *out, tfc_error *err)
@@ -335,10 +336,16 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
         b->ids_from = b->ids_into = -1;
         m->layers[i].ids_vocab = 0;
     }
+    m->activity = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        m->activity |= m->layers[i].activity_l1 != 0 || m->layers[i].activity_l2 != 0;
     const char *e = getenv("TFC_FUSE"); /* 0: every layer on its own (docs/cpu.md) */
     if (e && !strcmp(e, "0")) return;
     /* bf16 and float16 round every layer's output (round_outputs): a chain would skip some */
     if (m->precision) return;
+    /* an activity regularizer reads its layer's output, which a chain or a folded ReLU
+     * would leave unwritten */
+    if (m->activity) return;
     /* Training and inference: an Embedding whose output only an LSTM reads hands the LSTM
      * its ids and table where the backend's LSTM takes them for this shape (on the CPU: a
      * vocabulary at most half the batch's tokens, or a frozen backend, which keeps the
@@ -529,6 +536,16 @@ static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_e
                                        "penalty's gradient would miss the loss scale); use "
                                        "bf16 or float32", pr->regularizer);
         }
+        if ((l->activity_l1 || l->activity_l2) && !tfc_backend_has(be->ops, "penalty"))
+            return tfc_layer_error(err, l,
+                                   "the %s backend has no kernel for activity_regularizer yet "
+                                   "(op 'penalty'); run this model with --device cpu",
+                                   be->ops->name);
+        if ((l->activity_l1 || l->activity_l2) && m->precision == TFC_PRECISION_FLOAT16)
+            return tfc_layer_error(err, l,
+                                   "activity_regularizer with precision float16 is not "
+                                   "supported yet (the penalty's gradient would miss the loss "
+                                   "scale); use bf16 or float32");
         if (!(be->acts >> l->act & 1))
             return tfc_layer_error(err, l,
                                    "the %s backend has no kernel for the activation '%s' yet; "
@@ -1010,6 +1027,7 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
     be->ops->loss(be, c->kind, from_logits, rows, m->classes, x, c->target, c->loss_weight,
                   c->scale, m->scalars, dx);
     if (m->regularized) penalties(m, 1, 0); /* in every loss, as Keras's compute_loss */
+    if (m->activity) activity_penalties(m, -1);
     const int64_t ndx = (int64_t)m->ex.batch * tfc_layer_out_numel(last);
     if (dx && m->loss_scale_at) /* the loss scale (float16): the gradient alone */
         be->ops->loss_scale_at(be, ndx, m->loss_scale_at, dx);
@@ -1138,6 +1156,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         }
     }
     if (b->zero_at == i && i != m->nlayers - 1) m->be->ops->zero(m->be, b->dy, b->grad_bytes);
+    if (l->activity_l1 || l->activity_l2) activity_penalties(m, i);
     const void *xs[TFC_LAYER_MAX_INPUTS];
     float *dxs[TFC_LAYER_MAX_INPUTS];
     gather_inputs(m, l, xs, dxs);
@@ -1200,6 +1219,36 @@ static void penalties(tfc_model *m, int loss, int grads)
             m->be->ops->penalty(m->be, pr->numel, pr->l1, pr->l2, master_weights(m, pr),
                                 loss ? m->scalars : NULL, grads ? pr->grad : NULL);
         }
+}
+
+/* The activity regularizers (tfc_layer.activity_l1, l2, Keras 3's: l1 sum |y| + l2 sum y^2
+ * of the layer's output y over the batch size): with layer -1 every one's penalty into the
+ * loss scalar; else that layer's gradient into its output's, complete now (its consumers'
+ * backward passes done), before its own backward reads it. The last layer's softmax folded
+ * into the loss (fused_loss) has no dy to read: there the gradient goes through the
+ * activation's derivative into dz, which the loss wrote. */
+static void activity_penalties(tfc_model *m, int layer)
+{
+    tfc_backend *be = m->be;
+    const float per = 1.0f / (float)m->ex.batch;
+    for (int i = layer < 0 ? 0 : layer; i < (layer < 0 ? m->nlayers : layer + 1); i++) {
+        const tfc_layer *l = &m->layers[i];
+        const tfc_bound *b = &m->bound[i];
+        if (!l->activity_l1 && !l->activity_l2) continue;
+        const int64_t n = (int64_t)m->ex.batch * tfc_layer_out_numel(l);
+        const float l1 = l->activity_l1 * per, l2 = l->activity_l2 * per;
+        if (layer < 0) {
+            be->ops->penalty(be, n, l1, l2, b->y, m->scalars, NULL);
+            continue;
+        }
+        be->ops->penalty(be, n, l1, l2, b->y, NULL, b->dy);
+        if (m->precision) round_to(m, n, b->dy, b->dy);
+        if (i == m->nlayers - 1 && m->fused_loss) {
+            be->ops->act_backward(be, l->act, n, (int)l->out_shape.dim[l->out_shape.ndim - 1],
+                                  b->z, b->y, b->dy, b->dz, 0);
+            if (m->precision) round_to(m, n, b->dz, b->dz);
+        }
+    }
 }
 
 /* Every layer's backward, then the regularizers' gradients (after the layers, which write

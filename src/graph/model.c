@@ -327,6 +327,19 @@ static tfc_status attach_regularizers(tfc_layer *l, tfc_error *err)
         pr->l1 = (float)r.l1;
         pr->l2 = (float)r.l2;
     }
+    /* the penalty on the output: its argument where the schema takes one (the factors
+     * ActivityRegularization's build set stand otherwise) */
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++) {
+        if (strcmp(f->name, "activity_regularizer")) continue;
+        char path[160];
+        snprintf(path, sizeof path, "layers[%d].%s.activity_regularizer", l->index,
+                 l->ops->type);
+        tfc_regularizer r;
+        const tfc_node *n = l->args_node ? tfc_node_get(l->args_node, f->name) : NULL;
+        if (tfc_regularizer_parse(n, path, &r, err)) return TFC_ERR_CONFIG;
+        l->activity_l1 = (float)r.l1;
+        l->activity_l2 = (float)r.l2;
+    }
     return TFC_OK;
 }
 

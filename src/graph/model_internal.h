@@ -149,6 +149,9 @@ struct tfc_model {
     int inference_only;    /* bound by tfc_model_bind_inference: no gradients, shared buffers */
     int regularized;       /* some weight has a regularizer (tfc_param.l1, l2): its penalty
                             * joins every loss and its gradient the weight's (graph.c) */
+    int activity;          /* some layer has an activity regularizer (tfc_layer.activity_l1,
+                            * l2): its penalty joins every loss, its gradient the output's;
+                            * no layer's output is left unwritten (graph.c, plan_chains) */
 };
 
 /* Layer l's input shapes, dtypes and mask bits from its producers (the model input's for

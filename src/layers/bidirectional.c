@@ -66,6 +66,13 @@ static tfc_status build_dir(tfc_layer *l, const tfc_layer_ops *ops, const tfc_no
     d->args = calloc(1, ops->args_size);
     if (!d->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     if (tfc_schema_apply(ops->schema, node, path, d->args, err)) return TFC_ERR_CONFIG;
+    /* Keras penalises each direction's output apart, before the merge: not supported */
+    const tfc_node *act_reg = tfc_node_get(node, "activity_regularizer");
+    if (act_reg && !tfc_node_is_null(act_reg))
+        return tfc_node_error(err, TFC_ERR_CONFIG, act_reg, path,
+                              "activity_regularizer inside Bidirectional is not supported (Keras "
+                              "penalises each direction's output); put an "
+                              "ActivityRegularization layer after the Bidirectional instead");
     tfc_rnn_args *a = d->args; /* LSTM's and GRU's arguments start with it */
     if (a->go_backwards)
         return tfc_layer_error(err, l, "layer.%s.go_backwards: must be false (the backward "

@@ -174,6 +174,10 @@ struct tfc_layer {
                                       graph makes it per batch. 0: the output's mask (with
                                       mask_out) is its input's */
     uint64_t rng_key;              /* this layer's random stream (dropout) */
+    /* the factors of a penalty on the output, l1 sum |y| + l2 sum y^2 over the batch size,
+     * in every loss (Keras's activity_regularizer; set after build from the argument, or by
+     * build: ActivityRegularization); 0, 0: none */
+    float activity_l1, activity_l2;
     int64_t id_limit;              /* token inputs must lie in [0, id_limit); 0: no check */
     int64_t ids_vocab;             /* takes_ids: set by the graph before plan when this layer
                                       takes the ids of the Embedding that alone feeds it (its
@@ -209,17 +213,18 @@ extern const char *const tfc_data_format_names[3];
      tfc_data_format_names, "channels_last only"}
 
 /* Keras's weight regularizer arguments (kernel_regularizer, ...; TFC_F_REGULARIZER, core/
- * init.h): the graph reads each for the weights whose tfc_param.regularizer names it.
- * activity_regularizer (a penalty on the layer's output) and the constraints, which tfc has
- * no form for, are accepted only as null (Keras's default, None), so that a Keras model's
- * config loads; any other value is an error naming the argument (TFC_F_FIXED). */
+ * init.h): the graph reads each for the weights whose tfc_param.regularizer names it, and
+ * activity_regularizer (a penalty on the layer's output, over the batch size as Keras 3
+ * adds it) into tfc_layer.activity_l1, activity_l2. The constraints, which tfc has no form
+ * for, are accepted only as null (Keras's default, None), so that a Keras model's config
+ * loads; any other value is an error naming the argument (TFC_F_FIXED). */
 #define TFC_REGULARIZER_FIELD(name)                                                          \
     {name, TFC_F_REGULARIZER, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                         \
      "l1, l2 or {type: l2, l2: 0.0001}: a penalty on the weight, in the loss"}
 #define TFC_ACTIVITY_REGULARIZER_FIELD                                                       \
-    TFC_FIXED_FIELD("activity_regularizer", TFC_NO_DEFAULT,                                   \
-                    "tfc has no activity regularizers (a penalty on the layer's output); "     \
-                    "kernel_regularizer and its kin penalise the weights")
+    {"activity_regularizer", TFC_F_REGULARIZER, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,       \
+     "l1, l2 or {type: l2, l2: 0.0001}: a penalty on the output over the batch size, in the "  \
+     "loss"}
 #define TFC_CONSTRAINT_FIELD(name)                                                           \
     TFC_FIXED_FIELD(name, TFC_NO_DEFAULT, "tfc has no weight constraints; leave this "       \
                     "argument out")

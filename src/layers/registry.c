@@ -19,7 +19,8 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_softmax_ops, tfc_prelu_ops, tfc_rescaling_ops, tfc_subtract_ops, tfc_average_ops,
     tfc_zero_padding1d_ops, tfc_cropping1d_ops, tfc_up_sampling1d_ops,
     tfc_spatial_dropout1d_ops, tfc_spatial_dropout2d_ops, tfc_spatial_dropout3d_ops,
-    tfc_alpha_dropout_ops, tfc_gaussian_noise_ops, tfc_gaussian_dropout_ops;
+    tfc_alpha_dropout_ops, tfc_gaussian_noise_ops, tfc_gaussian_dropout_ops,
+    tfc_activity_regularization_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -45,6 +46,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_cropping1d_ops,     &tfc_up_sampling1d_ops,
     &tfc_spatial_dropout1d_ops, &tfc_spatial_dropout2d_ops, &tfc_spatial_dropout3d_ops,
     &tfc_alpha_dropout_ops,  &tfc_gaussian_noise_ops,   &tfc_gaussian_dropout_ops,
+    &tfc_activity_regularization_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)

@@ -3170,7 +3170,7 @@ static void test_pact(void)
  * in other orders), the gradient added bit for bit; L1, L2 and both, on weights with zeros,
  * from 1 to 1,000,003 of them. Then four training steps of a model with a regularizer on
  * each kind of weight (the penalties in the losses compared, their gradients in the
- * weights'). */
+ * weights'), and of a model with activity regularizers. */
 static void test_penalty(void)
 {
     enable_layer_ops(1);
@@ -3212,6 +3212,16 @@ static void test_penalty(void)
                 "  - Dense: {units: 4, activation: softmax, bias_regularizer: {l2: 0.5}}\n"
                 "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
                 8, 1, 1, 5e-4, 1e-5);
+    /* activity regularizers: the penalty of outputs (a ReLU convolution's, a softmax the
+     * loss folds) in the loss, their gradients into the outputs' */
+    train_steps("input: {shape: [6, 6, 2]}\nlayers:\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu, "
+                "activity_regularizer: {l2: 0.05}}\n"
+                "  - ActivityRegularization: {l1: 0.01, l2: 0.01}\n  - Flatten: {}\n"
+                "  - Dense: {units: 8, activation: tanh, activity_regularizer: l1}\n"
+                "  - Dense: {units: 5, activation: softmax, activity_regularizer: {l2: 0.2}}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 0, 1, 5e-4, 1e-5);
     enable_layer_ops(0);
 }
 

@@ -4,7 +4,8 @@ Run: KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_regularizers.
 Writes tests/ref/regularizers/<case>.safetensors for each case below: the weights under tfc's
 names (`<layer>/<variable>`), the input `x`, the labels `labels` (int32 class ids), Keras's
 `model.evaluate` loss `loss` (the cross-entropy plus every regularizer's penalty, as Keras's
-compute_loss adds them) and the penalty alone `penalty` (sum(model.losses)), and the tfc model
+compute_loss adds them; the activity regularizers' too) and the penalty alone `penalty`
+(sum(model.losses), or the activity penalties recomputed from the layers' outputs), and the tfc model
 YAML in the metadata (`yaml`). Weights are uniform in [-0.5, 0.5) from a fixed seed (moving
 variances in [0.5, 1.5)), inputs uniform in [-1, 1) or token ids in [1, 12).
 """
@@ -70,7 +71,45 @@ loss: sparse_categorical_crossentropy
 """
 
 
-CASES = [image, sequence]
+def activity():
+    """activity_regularizer on several kinds of layer (a fused ReLU, a softmax the loss
+    folds, an LSTM's sequences) and the ActivityRegularization layer: Keras 3 adds each
+    output's penalty over the batch size to the loss"""
+    x = keras.Input((6, 6, 2))
+    h = L.Conv2D(3, 3, activation="relu", activity_regularizer=R.L2(0.01), name="c")(x)
+    h = L.ActivityRegularization(l1=0.01, l2=0.005, name="ar")(h)
+    h = L.Reshape((16, 3), name="r")(h)
+    h = L.LSTM(4, return_sequences=True, activity_regularizer=R.L1(0.02), name="lstm")(h)
+    h = L.Flatten(name="f")(h)
+    h = L.Dense(8, activation="tanh", activity_regularizer=R.L1L2(0.01, 0.02), name="d")(h)
+    y = L.Dense(4, activation="softmax", activity_regularizer=R.L2(0.5), name="out")(h)
+    return x, y, 4, """input: {shape: [6, 6, 2]}
+layers:
+  - Conv2D: {name: c, filters: 3, kernel_size: 3, activation: relu, activity_regularizer: {l2: 0.01}}
+  - ActivityRegularization: {name: ar, l1: 0.01, l2: 0.005}
+  - Reshape: {name: r, target_shape: [16, 3]}
+  - LSTM: {name: lstm, units: 4, return_sequences: true, activity_regularizer: {class_name: L1, config: {l1: 0.02}}}
+  - Flatten: {name: f}
+  - Dense: {name: d, units: 8, activation: tanh, activity_regularizer: {type: l1l2, l1: 0.01, l2: 0.02}}
+  - Dense: {name: out, units: 4, activation: softmax, activity_regularizer: {l2: 0.5}}
+loss: sparse_categorical_crossentropy
+"""
+
+
+CASES = [image, sequence, activity]
+
+
+def activity_penalty(model, x):
+    """The activity regularizers' penalties, each output's over the batch size (Keras 3's
+    Layer.__call__), from the outputs of a model of the regularized layers"""
+    regs = [l for l in model.layers if l.activity_regularizer is not None]
+    if not regs:
+        return 0.0
+    outs = keras.Model(model.inputs, [l.output for l in regs])(x)
+    if len(regs) == 1:
+        outs = [outs]
+    return float(sum(np.asarray(l.activity_regularizer(o)) / x.shape[0]
+                     for l, o in zip(regs, outs)))
 
 
 def main():
@@ -98,6 +137,8 @@ def main():
         labels = rng.integers(0, classes, (n,)).astype(np.int32)
         loss = model.evaluate(x, labels, batch_size=n, verbose=0)
         penalty = float(np.sum([np.asarray(p) for p in model.losses]))
+        if case is activity:  # model.losses after evaluate holds the weights' alone
+            penalty = activity_penalty(model, x)
         tensors.update(x=x, labels=labels, loss=np.array([loss], np.float32),
                        penalty=np.array([penalty], np.float32))
         save_file(tensors, os.path.join(OUT, case.__name__ + ".safetensors"),
