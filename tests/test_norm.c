@@ -694,12 +694,14 @@ static void check_gn_op(int64_t outer, int groups, int cg, int64_t inner, int wi
     CU_ASSERT(wdx < 5e-5);
     CU_ASSERT(wdg < 1e-5);
     CU_ASSERT(wdb < 1e-5);
-    for (int64_t i = 0; i < N * per; i++) dx[i] = NAN;
-    be->ops->groupnorm_backward(be, &d, x, dy, g, stats, dx, NULL, NULL, 1, ws);
-    int finite = 1;
-    for (int64_t i = 0; i < N * per; i++) finite &= isfinite(dx[i]);
-    CU_ASSERT(finite);
-    free(ws);
+    /* assign: the same values, dx's old contents (NaN here) never read */
+    float *dxa = malloc((size_t)(N * per) * sizeof *dxa);
+    for (int64_t i = 0; i < N * per; i++) dxa[i] = NAN;
+    be->ops->groupnorm_backward(be, &d, x, dy, g, stats, dxa, NULL, NULL, 1, ws);
+    double wa = 0;
+    for (int64_t i = 0; i < N * per; i++) wa = fmax(wa, fabs(dxa[i] + 1.0 - dx[i]));
+    CU_ASSERT(wa < 1e-5 * mdx); /* NaN fails too */
+    free(dxa), free(ws);
     tfc_backend_free(be);
 }
 
