@@ -626,28 +626,29 @@ static void gn_ref(const tfc_groupnorm_desc *d, const double *x, const float *ga
 static double gn_ref_loss(const tfc_groupnorm_desc *d, const double *x, const float *w,
                           const float *gamma, const float *beta)
 {
-    double y[256], l = 0;
+    double y[640], l = 0;
     const int64_t per = d->outer * d->groups * d->cg * d->inner;
     gn_ref(d, x, gamma, beta, y, NULL);
     for (int64_t j = 0; j < per; j++) l += w[j] * y[j];
     return l;
 }
 
-/* The op against gn_ref on n examples sitting 0, 50 and 100 off zero: y, dx against central
+/* The op against gn_ref on n examples sitting 0, 50 and 100 off zero (channels last with
+ * groups of up to 256 channels in blocks of groups, the rest group by group): y, dx against central
  * differences (accumulated onto 1), dgamma and dbeta against sums in double, and the
  * assigning backward never reading dx. */
 static void check_gn_op(int64_t outer, int groups, int cg, int64_t inner, int with_gamma,
                         int with_beta)
 {
-    enum { N = 3, MAX = 256 };
+    enum { N = 3, MAX = 640, CMAX = 320 };
     tfc_groupnorm_desc d = {.n = N, .outer = outer, .inner = inner, .groups = groups, .cg = cg,
                             .eps = 1e-3f};
     const int C = groups * cg;
     const int64_t per = outer * C * inner;
-    TFC_ASSERT(per <= MAX && C <= 16);
+    TFC_ASSERT(per <= MAX && C <= CMAX && groups <= 64);
     tfc_backend *be = tfc_cpu_backend_create(2);
-    float x[N * MAX], dy[N * MAX], y[N * MAX], dx[N * MAX], gamma[16], beta[16];
-    float stats[2 * N * 16], dg[16] = {0}, db[16] = {0};
+    float x[N * MAX], dy[N * MAX], y[N * MAX], dx[N * MAX], gamma[CMAX], beta[CMAX];
+    float stats[2 * N * 64], dg[CMAX] = {0}, db[CMAX] = {0};
     tfc_test_fill(x, N * per, -1, 1, 3);
     for (int64_t i = 0; i < N * per; i++) x[i] += 50.0f * (float)(i / per); /* offsets */
     tfc_test_fill(dy, N * per, -1, 1, 4);
@@ -659,7 +660,7 @@ static void check_gn_op(int64_t outer, int groups, int cg, int64_t inner, int wi
     void *ws = malloc(be->ops->groupnorm_workspace(be, &d) + 1);
     be->ops->groupnorm_backward(be, &d, x, dy, g, stats, dx, with_gamma ? dg : NULL,
                                 with_beta ? db : NULL, 0, ws);
-    double wy = 0, wdx = 0, my = 0, mdx = 0, rdg[16] = {0}, rdb[16] = {0};
+    double wy = 0, wdx = 0, my = 0, mdx = 0, rdg[CMAX] = {0}, rdb[CMAX] = {0};
     for (int e = 0; e < N; e++) {
         double xe[MAX], ye[MAX], ue[MAX];
         for (int64_t j = 0; j < per; j++) xe[j] = x[e * per + j];
@@ -713,6 +714,8 @@ static void test_gn_op_values(void)
     check_gn_op(3, 3, 2, 4, 0, 1);  /* a middle axis; no gamma */
     check_gn_op(5, 1, 4, 1, 1, 0);  /* one group; no beta */
     check_gn_op(5, 2, 2, 2, 0, 0);
+    check_gn_op(2, 40, 8, 1, 1, 1); /* 320 channels last: blocks of 32 and 8 groups */
+    check_gn_op(2, 1, 300, 1, 1, 1); /* a group wider than a block */
 }
 
 /* The backward's sums over examples split by the backend's thread count, not the team's. */

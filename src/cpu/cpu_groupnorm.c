@@ -1,10 +1,159 @@
 /* CPU group normalisation (GroupNormalization; tfc_groupnorm_desc in core/backend.h). The
  * unit of work is one example's group: its m = outer cg inner values lie in `outer` runs of
- * cg inner contiguous floats, one run per position before the channel axis. Units are
- * independent, so the forward splits them among threads freely; the backward's per-channel
- * sums (dgamma, dbeta) go through fixed shares of units whose partial sums are added in share
- * order (cpu_internal.h), so they depend on the backend's thread count only. */
+ * cg inner contiguous floats, one run per position before the channel axis. Channels last
+ * (inner 1) with small groups, those runs are a few floats each: there the unit is a block of
+ * consecutive groups of up to BLOCK channels, whose runs make one contiguous segment per
+ * position, read as a row with per-channel sums (32x32x64 images in 32 groups, a batch of 16
+ * on two threads, tfc-time: forward 10 ms group by group, 0.33 ms in blocks; backward without
+ * dx 10.6 ms, 0.28 ms). Units are independent, so the forward splits them among threads
+ * freely; the backward's per-channel sums (dgamma, dbeta) go through fixed shares of units
+ * whose partial sums are added in share order (cpu_internal.h), so they depend on the
+ * backend's thread count only. */
 #include "cpu/cpu_internal.h"
+
+enum { BLOCK = 256 }; /* the channels of a block unit at most */
+
+/* Groups per block unit: BLOCK / cg (at most every group) channels last, 0 for the per-group
+ * units (inner > 1, or groups of more than BLOCK channels). */
+static int block_groups(const tfc_groupnorm_desc *d)
+{
+    if (d->inner != 1 || d->cg > BLOCK) return 0;
+    return BLOCK / d->cg < d->groups ? BLOCK / d->cg : d->groups;
+}
+
+/* The units: examples times blocks (or groups). */
+static int64_t units_of(const tfc_groupnorm_desc *d)
+{
+    const int bg = block_groups(d);
+    return d->n * (bg ? (d->groups + bg - 1) / bg : d->groups);
+}
+
+/* Block unit u: its example *b, first group *g0 and group count *ng. */
+static void block_of(const tfc_groupnorm_desc *d, int64_t u, int64_t *b, int *g0, int *ng)
+{
+    const int bg = block_groups(d), per = (d->groups + bg - 1) / bg;
+    *b = u / per;
+    *g0 = (int)(u % per) * bg;
+    *ng = d->groups - *g0 < bg ? d->groups - *g0 : bg;
+}
+
+/* Block unit (b, g0, ng)'s statistics into mu[g], inv[g] (g from 0), summed per channel in
+ * double over x shifted by each group's first value, then per group in channel order. */
+TFC_CPU_VECTOR
+static void block_stats(const tfc_groupnorm_desc *d, const float *x, int64_t b, int g0, int ng,
+                        float *mu, float *inv)
+{
+    const int C = d->groups * d->cg, cg = d->cg, nc = ng * cg;
+    const float *x0 = x + b * d->outer * C + (int64_t)g0 * cg;
+    double s[BLOCK], s2[BLOCK], shift[BLOCK];
+    for (int j = 0; j < nc; j++) s[j] = s2[j] = 0.0, shift[j] = x0[j / cg * cg];
+    for (int64_t o = 0; o < d->outer; o++) {
+        const float *xr = x0 + o * C;
+#pragma omp simd
+        for (int j = 0; j < nc; j++) {
+            double v = (double)xr[j] - shift[j];
+            s[j] += v;
+            s2[j] += v * v;
+        }
+    }
+    const double m = (double)(d->outer * cg);
+    for (int g = 0; g < ng; g++) {
+        double sg = 0.0, sg2 = 0.0;
+        for (int k = 0; k < cg; k++) sg += s[g * cg + k], sg2 += s2[g * cg + k];
+        double md = sg / m, var = sg2 / m - md * md;
+        if (var < 0.0) var = 0.0;
+        mu[g] = (float)(shift[g * cg] + md);
+        inv[g] = (float)(1.0 / sqrt(var + (double)d->eps));
+    }
+}
+
+/* Block unit u's forward: y = (x - mu) sc + sh with per-channel mu, sc = gamma invstd and
+ * sh = beta. */
+TFC_CPU_VECTOR
+static void block_forward(const tfc_groupnorm_desc *d, const float *x, int64_t u,
+                          const float *gamma, const float *beta, float *y, float *stats)
+{
+    int64_t b;
+    int g0, ng;
+    block_of(d, u, &b, &g0, &ng);
+    const int C = d->groups * d->cg, cg = d->cg, nc = ng * cg, c0 = g0 * cg;
+    float mu[BLOCK], inv[BLOCK], muc[BLOCK], sc[BLOCK], sh[BLOCK];
+    block_stats(d, x, b, g0, ng, mu, inv);
+    for (int g = 0; stats && g < ng; g++) {
+        stats[2 * (b * d->groups + g0 + g)] = mu[g];
+        stats[2 * (b * d->groups + g0 + g) + 1] = inv[g];
+    }
+    for (int j = 0; j < nc; j++) {
+        muc[j] = mu[j / cg];
+        sc[j] = gamma ? gamma[c0 + j] * inv[j / cg] : inv[j / cg];
+        sh[j] = beta ? beta[c0 + j] : 0.0f;
+    }
+    for (int64_t o = 0; o < d->outer; o++) {
+        const int64_t at = (b * d->outer + o) * C + c0;
+        const float *xr = x + at;
+        float *yr = y + at;
+#pragma omp simd
+        for (int j = 0; j < nc; j++) yr[j] = (xr[j] - muc[j]) * sc[j] + sh[j];
+    }
+}
+
+/* Block unit u's backward: per channel sum dy and sum dy u (into the share's partials pg, pb
+ * when not NULL), per group sum g and sum g u from them, then dx written (assign) or added. */
+TFC_CPU_VECTOR
+static void block_backward(const tfc_groupnorm_desc *d, const float *x, const float *dy,
+                           const float *gamma, const float *stats, int64_t u, float *dx,
+                           double *pg, double *pb, int assign)
+{
+    int64_t b;
+    int g0, ng;
+    block_of(d, u, &b, &g0, &ng);
+    const int C = d->groups * d->cg, cg = d->cg, nc = ng * cg, c0 = g0 * cg;
+    const double m = (double)(d->outer * cg);
+    double cb[BLOCK], cgu[BLOCK];
+    float muc[BLOCK], invc[BLOCK], gm[BLOCK], mgc[BLOCK], mguc[BLOCK];
+    for (int j = 0; j < nc; j++) {
+        const int64_t gi = b * d->groups + g0 + j / cg;
+        muc[j] = stats[2 * gi], invc[j] = stats[2 * gi + 1];
+        gm[j] = gamma ? gamma[c0 + j] : 1.0f;
+        cb[j] = cgu[j] = 0.0;
+    }
+    for (int64_t o = 0; o < d->outer; o++) {
+        const int64_t at = (b * d->outer + o) * C + c0;
+        const float *xr = x + at, *gr = dy + at;
+#pragma omp simd
+        for (int j = 0; j < nc; j++) {
+            cb[j] += gr[j];
+            cgu[j] += (double)gr[j] * ((xr[j] - muc[j]) * invc[j]);
+        }
+    }
+    for (int j = 0; pg && j < nc; j++) pg[c0 + j] += cgu[j], pb[c0 + j] += cb[j];
+    if (!dx) return;
+    for (int g = 0; g < ng; g++) {
+        double sg = 0.0, sgu = 0.0;
+        for (int k = 0; k < cg; k++) {
+            const int j = g * cg + k;
+            sg += cb[j] * gm[j], sgu += cgu[j] * gm[j];
+        }
+        for (int k = 0; k < cg; k++)
+            mgc[g * cg + k] = (float)(sg / m), mguc[g * cg + k] = (float)(sgu / m);
+    }
+    for (int64_t o = 0; o < d->outer; o++) {
+        const int64_t at = (b * d->outer + o) * C + c0;
+        const float *xr = x + at, *gr = dy + at;
+        float *dr = dx + at;
+        if (assign) {
+#pragma omp simd
+            for (int j = 0; j < nc; j++)
+                dr[j] = invc[j] * (gr[j] * gm[j] - mgc[j] - (xr[j] - muc[j]) * invc[j] *
+                                                                mguc[j]);
+        } else {
+#pragma omp simd
+            for (int j = 0; j < nc; j++)
+                dr[j] += invc[j] * (gr[j] * gm[j] - mgc[j] - (xr[j] - muc[j]) * invc[j] *
+                                                                 mguc[j]);
+        }
+    }
+}
 
 /* The first value of unit (b, g)'s run o. */
 static inline int64_t run_at(const tfc_groupnorm_desc *d, int64_t b, int g, int64_t o)
@@ -62,8 +211,14 @@ static void unit_forward(const tfc_groupnorm_desc *d, const float *x, int64_t b,
 void tfc_cpu_groupnorm_forward(tfc_backend *be, const tfc_groupnorm_desc *d, const float *x,
                                const float *gamma, const float *beta, float *y, float *stats)
 {
-    const int64_t units = d->n * d->groups;
-    const int nt = tfc_cpu_threads(be, units * d->outer * d->cg * d->inner);
+    const int64_t units = units_of(d);
+    const int nt = tfc_cpu_threads(be, d->n * d->outer * d->groups * d->cg * d->inner);
+    if (block_groups(d)) {
+        TFC_CPU_FOR(units, nt, for (int64_t u = 0; u < units; u++) {
+            block_forward(d, x, u, gamma, beta, y, stats);
+        });
+        return;
+    }
     TFC_CPU_FOR(units, nt, for (int64_t u = 0; u < units; u++) {
         unit_forward(d, x, u / d->groups, (int)(u % d->groups), gamma, beta, y,
                      stats ? stats + 2 * u : NULL);
@@ -93,7 +248,8 @@ void tfc_cpu_groupnorm_backward(tfc_backend *be, const tfc_groupnorm_desc *d, co
 {
     const int nt = backward_shares(be, d);
     const int C = d->groups * d->cg;
-    const int64_t units = d->n * d->groups, inner = d->inner;
+    const int64_t units = units_of(d), inner = d->inner;
+    const int blocks = block_groups(d) > 0;
     const double m = (double)(d->outer * d->cg * inner);
     double *part = ws; /* share t: dgamma's partial at part[2 t C], dbeta's after it */
     const int sums = dgamma || dbeta;
@@ -104,7 +260,9 @@ void tfc_cpu_groupnorm_backward(tfc_backend *be, const tfc_groupnorm_desc *d, co
         double *pg = sums ? part + 2 * (size_t)t * C : NULL, *pb = pg ? pg + C : NULL;
         for (int c = 0; sums && c < C; c++) pg[c] = pb[c] = 0.0;
         const int64_t u1 = units * (t + 1) / nt;
-        for (int64_t u = units * t / nt; u < u1; u++) {
+        for (int64_t u = units * t / nt; blocks && u < u1; u++)
+            block_backward(d, x, dy, gamma, stats, u, dx, pg, pb, assign);
+        for (int64_t u = units * t / nt; !blocks && u < u1; u++) {
             const int64_t b = u / d->groups;
             const int g = (int)(u % d->groups);
             const float mu = stats[2 * u], inv = stats[2 * u + 1];
