@@ -316,6 +316,23 @@ static const gc_case cases[] = {
                          "embeddings_initializer: {type: random_uniform, minval: -1, maxval: 1}}\n"
                          "  - LayerNormalization: {}\n"
                          "  - Dense: {units: 5, activation: softmax}\n", 3},
+    /* GroupNormalization first (the input's gradient) on images, after a convolution with
+     * one group per channel, on sequences with center or scale off, and on a middle axis;
+     * gamma and beta away from their ones and zeros */
+    {"groupnorm_image", IMG "  - GroupNormalization: {name: g0, groups: 1}\n"
+                        "  - Conv2D: {filters: 4, kernel_size: 3, padding: same}\n"
+                        "  - GroupNormalization: {groups: 2, gamma_initializer: {type: "
+                        "random_uniform, minval: 0.5, maxval: 1.5}, beta_initializer: {type: "
+                        "random_uniform}}\n"
+                        "  - GroupNormalization: {name: g2, groups: -1, epsilon: 0.01}\n"
+                        "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"groupnorm_sequence_axes", "input: {shape: [4, 6]}\nlayers:\n"
+                                "  - GroupNormalization: {name: g0, groups: 3}\n"
+                                "  - Dense: {units: 6}\n"
+                                "  - GroupNormalization: {name: g1, groups: 2, center: false}\n"
+                                "  - GroupNormalization: {name: g2, groups: 6, scale: false}\n"
+                                "  - GroupNormalization: {name: g3, groups: 2, axis: 1}\n"
+                                "  - Dense: {units: 3}\n", 3},
     /* a transformer's feed-forward half on [time, features] */
     {"ffn_block_sequence", "input: {shape: [4, 6]}\nlayers:\n"
                            "  - Dense: {name: d1, units: 8, activation: gelu}\n"

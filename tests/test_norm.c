@@ -204,10 +204,10 @@ static double rel_diff(const float *a, const float *b, int64_t n, double *abs_ou
  * model loads by name), compares the inference output (the same bits from the inference
  * layout) and, where the fixture has them, the gradients of the MSE
  * loss after a training forward. Returns the worst relative difference. */
-static double parity_case(const char *name, double *worst_abs)
+static double parity_case(const char *dir, const char *name, double *worst_abs)
 {
     char path[256];
-    snprintf(path, sizeof path, "tests/ref/norm/%s.safetensors", name);
+    snprintf(path, sizeof path, "tests/ref/%s/%s.safetensors", dir, name);
     tfc_error err;
     tfc_error_clear(&err);
     tfc_st_file *f = tfc_st_open(path, &err);
@@ -308,7 +308,7 @@ static void test_keras_parity(void)
     static const char *const names[] = {"ln_last", "ln_axes",  "rms",           "block",
                                         "block_nodrop", "position", "token_position"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        double abs_diff = 0, rel = parity_case(names[i], &abs_diff);
+        double abs_diff = 0, rel = parity_case("norm", names[i], &abs_diff);
         if (rel > 1e-5 || getenv("TFC_VERBOSE"))
             fprintf(stderr, "\n%s: max abs %.3g, max rel (to the largest value) %.3g\n",
                     names[i], abs_diff, rel);
@@ -594,10 +594,240 @@ static void test_onnx_refused(void)
     tfc_backend_free(be);
 }
 
+/* ---- GroupNormalization ------------------------------------------------------------------ */
+
+/* The contract's forward in double of one example x [outer, groups, cg, inner]. */
+static void gn_ref(const tfc_groupnorm_desc *d, const double *x, const float *gamma,
+                   const float *beta, double *y, double *u)
+{
+    const int64_t C = (int64_t)d->groups * d->cg, m = d->outer * d->cg * d->inner;
+    for (int g = 0; g < d->groups; g++) {
+        double mean = 0, var = 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (int64_t o = 0; o < d->outer; o++)
+                for (int64_t c = g * d->cg; c < (g + 1) * d->cg; c++)
+                    for (int64_t i = 0; i < d->inner; i++) {
+                        double v = x[(o * C + c) * d->inner + i];
+                        if (pass) var += (v - mean) * (v - mean);
+                        else mean += v / m;
+                    }
+        double inv = 1.0 / sqrt(var / m + d->eps);
+        for (int64_t o = 0; o < d->outer; o++)
+            for (int64_t c = g * d->cg; c < (g + 1) * d->cg; c++)
+                for (int64_t i = 0; i < d->inner; i++) {
+                    int64_t at = (o * C + c) * d->inner + i;
+                    double uu = (x[at] - mean) * inv;
+                    if (u) u[at] = uu;
+                    y[at] = uu * (gamma ? gamma[c] : 1.0) + (beta ? beta[c] : 0.0);
+                }
+    }
+}
+
+static double gn_ref_loss(const tfc_groupnorm_desc *d, const double *x, const float *w,
+                          const float *gamma, const float *beta)
+{
+    double y[640], l = 0;
+    const int64_t per = d->outer * d->groups * d->cg * d->inner;
+    gn_ref(d, x, gamma, beta, y, NULL);
+    for (int64_t j = 0; j < per; j++) l += w[j] * y[j];
+    return l;
+}
+
+/* The op against gn_ref on n examples sitting 0, 50 and 100 off zero (channels last with
+ * groups of up to 256 channels in blocks of groups, the rest group by group): y, dx against central
+ * differences (accumulated onto 1), dgamma and dbeta against sums in double, and the
+ * assigning backward never reading dx. */
+static void check_gn_op(int64_t outer, int groups, int cg, int64_t inner, int with_gamma,
+                        int with_beta)
+{
+    enum { N = 3, MAX = 640, CMAX = 320 };
+    tfc_groupnorm_desc d = {.n = N, .outer = outer, .inner = inner, .groups = groups, .cg = cg,
+                            .eps = 1e-3f};
+    const int C = groups * cg;
+    const int64_t per = outer * C * inner;
+    TFC_ASSERT(per <= MAX && C <= CMAX && groups <= 64);
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    float x[N * MAX], dy[N * MAX], y[N * MAX], dx[N * MAX], gamma[CMAX], beta[CMAX];
+    float stats[2 * N * 64], dg[CMAX] = {0}, db[CMAX] = {0};
+    tfc_test_fill(x, N * per, -1, 1, 3);
+    for (int64_t i = 0; i < N * per; i++) x[i] += 50.0f * (float)(i / per); /* offsets */
+    tfc_test_fill(dy, N * per, -1, 1, 4);
+    tfc_test_fill(gamma, C, 0.5, 1.5, 5);
+    tfc_test_fill(beta, C, -0.5, 0.5, 6);
+    const float *g = with_gamma ? gamma : NULL, *b = with_beta ? beta : NULL;
+    be->ops->groupnorm_forward(be, &d, x, g, b, y, stats);
+    for (int64_t i = 0; i < N * per; i++) dx[i] = 1.0f;
+    void *ws = malloc(be->ops->groupnorm_workspace(be, &d) + 1);
+    be->ops->groupnorm_backward(be, &d, x, dy, g, stats, dx, with_gamma ? dg : NULL,
+                                with_beta ? db : NULL, 0, ws);
+    double wy = 0, wdx = 0, my = 0, mdx = 0, rdg[CMAX] = {0}, rdb[CMAX] = {0};
+    for (int e = 0; e < N; e++) {
+        double xe[MAX], ye[MAX], ue[MAX];
+        for (int64_t j = 0; j < per; j++) xe[j] = x[e * per + j];
+        gn_ref(&d, xe, g, b, ye, ue);
+        for (int64_t j = 0; j < per; j++) {
+            const int c = (int)(j / inner % C);
+            wy = fmax(wy, fabs(ye[j] - y[e * per + j])), my = fmax(my, fabs(ye[j]));
+            rdg[c] += dy[e * per + j] * ue[j];
+            rdb[c] += dy[e * per + j];
+            double h = 1e-4 * fmax(1.0, fabs(xe[j])), keep = xe[j];
+            xe[j] = keep + h;
+            double lp = gn_ref_loss(&d, xe, dy + e * per, g, b);
+            xe[j] = keep - h;
+            double lm = gn_ref_loss(&d, xe, dy + e * per, g, b);
+            xe[j] = keep;
+            double num = (lp - lm) / (2 * h);
+            wdx = fmax(wdx, fabs(num + 1.0 - dx[e * per + j])), mdx = fmax(mdx, fabs(num));
+        }
+    }
+    double wdg = 0, wdb = 0, mdg = 0;
+    for (int c = 0; c < C; c++) {
+        mdg = fmax(mdg, fabs(rdg[c]));
+        if (with_gamma) wdg = fmax(wdg, fabs(rdg[c] - dg[c]));
+        if (with_beta) wdb = fmax(wdb, fabs(rdb[c] - db[c]));
+    }
+    wy /= my, wdx /= mdx, wdg /= mdg;
+    if (wy > 1e-5 || wdx > 5e-5 || wdg > 1e-5 || wdb > 1e-5 || getenv("TFC_VERBOSE"))
+        fprintf(stderr, "\ngroupnorm outer %lld groups %d cg %d inner %lld gamma %d beta %d: "
+                "y %.3g dx %.3g dgamma %.3g dbeta %.3g\n", (long long)outer, groups, cg,
+                (long long)inner, with_gamma, with_beta, wy, wdx, wdg, wdb);
+    CU_ASSERT(wy < 1e-5);
+    CU_ASSERT(wdx < 5e-5);
+    CU_ASSERT(wdg < 1e-5);
+    CU_ASSERT(wdb < 1e-5);
+    /* assign: the same values, dx's old contents (NaN here) never read */
+    float *dxa = malloc((size_t)(N * per) * sizeof *dxa);
+    for (int64_t i = 0; i < N * per; i++) dxa[i] = NAN;
+    be->ops->groupnorm_backward(be, &d, x, dy, g, stats, dxa, NULL, NULL, 1, ws);
+    double wa = 0;
+    for (int64_t i = 0; i < N * per; i++) wa = fmax(wa, fabs(dxa[i] + 1.0 - dx[i]));
+    CU_ASSERT(wa < 1e-5 * mdx); /* NaN fails too */
+    free(dxa), free(ws);
+    tfc_backend_free(be);
+}
+
+static void test_gn_op_values(void)
+{
+    check_gn_op(12, 2, 3, 1, 1, 1); /* channels last: (4, 3, 6) images, 2 groups */
+    check_gn_op(7, 6, 1, 1, 1, 1);  /* a sequence, one group per channel */
+    check_gn_op(1, 2, 2, 9, 1, 1);  /* channels first: a group contiguous */
+    check_gn_op(3, 3, 2, 4, 0, 1);  /* a middle axis; no gamma */
+    check_gn_op(5, 1, 4, 1, 1, 0);  /* one group; no beta */
+    check_gn_op(5, 2, 2, 2, 0, 0);
+    check_gn_op(2, 40, 8, 1, 1, 1); /* 320 channels last: blocks of 32 and 8 groups */
+    check_gn_op(2, 1, 300, 1, 1, 1); /* a group wider than a block */
+}
+
+/* The backward's sums over examples split by the backend's thread count, not the team's. */
+static void test_gn_op_team_independent(void)
+{
+    enum { N = 512, HW = 16, C = 8 };
+    tfc_backend *be = tfc_cpu_backend_create(4);
+    tfc_groupnorm_desc d = {.n = N, .outer = HW, .inner = 1, .groups = 4, .cg = 2,
+                            .eps = 1e-3f};
+    const size_t bytes = (size_t)N * HW * C * 4;
+    float *x = malloc(bytes), *dy = malloc(bytes), *y = malloc(bytes);
+    float *dx1 = malloc(bytes), *dx2 = malloc(bytes), *stats = malloc(2 * N * 4 * 4);
+    float gamma[C], dg[2][C] = {{0}}, db[2][C] = {{0}};
+    tfc_test_fill(x, N * HW * C, -2, 2, 9);
+    tfc_test_fill(dy, N * HW * C, -1, 1, 10);
+    tfc_test_fill(gamma, C, 0.5, 1.5, 11);
+    void *ws = malloc(be->ops->groupnorm_workspace(be, &d));
+    be->ops->groupnorm_forward(be, &d, x, gamma, NULL, y, stats);
+    for (int k = 0; k < 2; k++) {
+        tfc_cpu_team_force(k == 0 ? 1 : 4);
+        be->ops->groupnorm_backward(be, &d, x, dy, gamma, stats, k ? dx2 : dx1, dg[k], db[k], 1,
+                                    ws);
+    }
+    tfc_cpu_team_force(0);
+    CU_ASSERT(!memcmp(dg[0], dg[1], sizeof dg[0]));
+    CU_ASSERT(!memcmp(db[0], db[1], sizeof db[0]));
+    CU_ASSERT(!memcmp(dx1, dx2, bytes));
+    free(x), free(dy), free(y), free(dx1), free(dx2), free(stats), free(ws);
+    tfc_backend_free(be);
+}
+
+/* Keras 3 parity (tests/ref/keras_group_norm.py): images with 2 groups and one per channel
+ * after a convolution, GroupNormalization first, sequences with center or scale off, and
+ * the channel axis first or in the middle; outputs, the input's and every weight's
+ * gradients. */
+static void test_gn_keras_parity(void)
+{
+    static const char *const names[] = {"image", "image_raw", "sequence", "axes"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        double abs_diff = 0, rel = parity_case("group_norm", names[i], &abs_diff);
+        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\ngroup_norm/%s: max abs %.3g, max rel (to the largest value) "
+                    "%.3g\n", names[i], abs_diff, rel);
+        CU_ASSERT(rel <= 1e-5);
+    }
+}
+
+static void test_gn_errors(void)
+{
+    expect_error("GroupNormalization: {name: g, groups: 3}", "layer 'g': groups 3");
+    expect_error("GroupNormalization: {groups: 3}", "groups 3 does not divide the 4 channels");
+    expect_error("GroupNormalization: {}", "groups 32 is more than the 4 channels");
+    expect_error("GroupNormalization: {groups: 0}", "groups 0");
+    expect_error("GroupNormalization: {groups: -2}", "an integer in [-1, ");
+    expect_error("GroupNormalization: {groups: 2, axis: 0}", "is the batch axis");
+    expect_error("GroupNormalization: {groups: 2, axis: 3}", "out of range");
+    expect_error("GroupNormalization: {groups: 2, axis: -4}", "out of range");
+    expect_error("GroupNormalization: {groups: 2, gamma_constraint: non_neg}",
+                 "not supported");
+    expect_error("GroupNormalization: {groups: 2, axis: [1]}", "found a sequence");
+    /* Keras's weights: gamma, beta (C,) as each of center and scale asks; the mask passes */
+    const char *yaml = "input: {shape: [5], dtype: int32}\nlayers:\n"
+                       "  - Embedding: {input_dim: 9, output_dim: 4, mask_zero: true}\n"
+                       "  - GroupNormalization: {groups: 2, gamma_regularizer: l2}\n"
+                       "  - GroupNormalization: {groups: -1, axis: 1, center: false}\n"
+                       "  - GroupNormalization: {groups: 2, scale: false, center: false}\n";
+    tfc_model *m = tfc_test_model(yaml);
+    TFC_ASSERT(m != NULL);
+    const tfc_layer *l = tfc_model_layer(m, 1), *l2 = tfc_model_layer(m, 2);
+    CU_ASSERT(l->mask_in && l->mask_out);
+    CU_ASSERT_EQUAL(l->nparams, 2);
+    CU_ASSERT_STRING_EQUAL(l->params[0].name, "gamma");
+    CU_ASSERT_STRING_EQUAL(l->params[1].name, "beta");
+    CU_ASSERT(l->params[0].shape.ndim == 1 && l->params[0].shape.dim[0] == 4);
+    CU_ASSERT(l2->nparams == 1 && l2->params[0].shape.dim[0] == 5);
+    CU_ASSERT_STRING_EQUAL(l2->params[0].name, "gamma");
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 3)->nparams, 0);
+    tfc_model_free(m);
+}
+
+/* A backend without the kernels refuses the model at bind, naming the layer. */
+static void test_gn_missing_kernel_refused(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const tfc_backend_ops *cpu_ops = be->ops;
+    tfc_backend_ops lacking = *be->ops;
+    lacking.groupnorm_forward = NULL, lacking.groupnorm_backward = NULL;
+    lacking.groupnorm_workspace = NULL;
+    tfc_model *m = tfc_test_model("input: {shape: [3, 4]}\nlayers:\n"
+                                  "  - GroupNormalization: {name: gn, groups: 2}\n");
+    TFC_ASSERT(m != NULL);
+    tfc_error err;
+    tfc_error_clear(&err);
+    be->ops = &lacking;
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'gn'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "(op 'groupnorm_forward')"));
+    be->ops = cpu_ops;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("norm", {"op_values", test_op_values}, {"op_offset_rows", test_op_offset_rows},
               {"op_team_independent", test_op_team_independent},
               {"keras_parity", test_keras_parity}, {"argument_errors", test_argument_errors},
               {"masks", test_masks}, {"missing_kernel_refused", test_missing_kernel_refused},
               {"token_position_as_embedding", test_token_position_as_embedding},
               {"position_errors", test_position_errors}, {"onnx_refused", test_onnx_refused},
-              {"train_resume_exact", test_train_resume_exact})
+              {"train_resume_exact", test_train_resume_exact},
+              {"gn_op_values", test_gn_op_values},
+              {"gn_op_team_independent", test_gn_op_team_independent},
+              {"gn_keras_parity", test_gn_keras_parity}, {"gn_errors", test_gn_errors},
+              {"gn_missing_kernel_refused", test_gn_missing_kernel_refused})

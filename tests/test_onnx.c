@@ -213,6 +213,35 @@ static void test_normalizations(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* GroupNormalization (composed: Reshape, ReduceMean, Sqrt, Div) on images after a
+ * convolution (channels-last again), one group per channel, center and scale off, on
+ * sequences and on a channel axis other than the last; at opset 14 (ReduceMean's axes an
+ * attribute) and 21 (an input). */
+static void test_group_norm(void)
+{
+    if (!ready()) return;
+    fixture("group_norm",
+            "input: {shape: [6, 5, 3]}\nlayers:\n"
+            "  - GroupNormalization: {groups: -1, epsilon: 0.01}\n"
+            "  - Conv2D: {filters: 8, kernel_size: 3, padding: same}\n"
+            "  - GroupNormalization: {groups: 2}\n  - GroupNormalization: {groups: 3, axis: 1}\n"
+            "  - GroupNormalization: {groups: 8, center: false}\n"
+            "  - GroupNormalization: {groups: 1, scale: false, axis: -2}\n"
+            "  - Reshape: {target_shape: [30, 8]}\n"
+            "  - GroupNormalization: {groups: 4, center: false, scale: false}\n"
+            "  - Dense: {units: 5}\n", 0);
+    char cmd[4096], model[1024], weights[1024], onnx[1024];
+    snprintf(model, sizeof model, "%s", tfc_test_path("group_norm.yaml"));
+    snprintf(weights, sizeof weights, "%s", tfc_test_path("group_norm.safetensors"));
+    for (int opset = 14; opset <= 21; opset += 7) {
+        snprintf(onnx, sizeof onnx, "%s", tfc_test_path("group_norm_opset.onnx"));
+        snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset %d && "
+                 "python3 tests/onnx_check.py %s %s %s", bin, model, weights, onnx, opset, onnx,
+                 tfc_test_path("x.npy"), tfc_test_path("y.npy"));
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
+}
+
 static void test_masked_lstm(void)
 {
     if (!ready()) return;
@@ -553,7 +582,7 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"attention", test_attention}, {"position_embeddings", test_position_embeddings},
               {"go_backwards", test_go_backwards},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
-              {"normalizations", test_normalizations},
+              {"normalizations", test_normalizations}, {"group_norm", test_group_norm},
               {"gru_bidirectional", test_gru_bidirectional},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"augmentation", test_augmentation}, {"options", test_options})

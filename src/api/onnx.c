@@ -792,6 +792,78 @@ static tref row_norm(exporter *x, const tfc_layer *l, const tref *in, int rms)
     return r;
 }
 
+/* GroupNormalization composed (any opset; ONNX's GroupNormalization operator takes channels
+ * at axis 1 only, and per-group scales before opset 21): x in Keras's order reshaped to
+ * [batch, outer, groups, cg, inner] around the channel axis, d = x - ReduceMean(x) over axes
+ * 1, 3, 4 (each example's group), d / sqrt(ReduceMean(d d) + eps) reshaped back, times
+ * gamma and plus beta, each of shape [C, 1, ...] (the axes after the channel axis). */
+static tref group_norm(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const int n = in->shape.ndim, axis = *(const int *)arg(l, "axis");
+    const int ax = axis < 0 ? axis + n + 1 : axis; /* 1-based, as Keras (build checked it) */
+    const int groups0 = *(const int *)arg(l, "groups");
+    const float eps = (float)*(const double *)arg(l, "epsilon");
+    const int64_t c = in->shape.dim[ax - 1], groups = groups0 == -1 ? c : groups0;
+    tfc_shape g5 = {.ndim = 4, .dim = {1, groups, c / groups, 1}};
+    for (int i = 0; i < ax - 1; i++) g5.dim[0] *= in->shape.dim[i];
+    for (int i = ax; i < n; i++) g5.dim[3] *= in->shape.dim[i];
+    tref r = {.shape = l->out_shape};
+    float *gamma = param(x, l, "gamma", NULL), *beta = param(x, l, "beta", NULL);
+    const int has_gamma = gamma != NULL, has_beta = beta != NULL;
+    if (x->st) {
+        free(gamma), free(beta);
+        return r;
+    }
+    int64_t wdims[TFC_MAX_DIMS] = {c};
+    for (int i = 1; i <= n - ax; i++) wdims[i] = 1;
+    char gn[96], bn[96], mean[96], d[96], t1[96], t2[96], ce[96], ca[96];
+    if (gamma) init_f32(x, gn, "gamma", wdims, n - ax + 1, gamma);
+    if (beta) init_f32(x, bn, "beta", wdims, n - ax + 1, beta);
+    free(gamma), free(beta);
+    tref xin = nhwc(x, in);
+    tref x5 = reshape(x, &xin, &g5);
+    static const int64_t axes[3] = {1, 3, 4};
+    if (x->opset >= 18) init_i64(x, ca, "axes", axes, 3);
+    for (int k = 0; k < 2; k++) { /* the mean of x, then of d d */
+        const char *src = k ? t1 : x5.name;
+        char *out = k ? t2 : mean;
+        tfc_pb a = {0};
+        attr_int(&a, "keepdims", 1);
+        fresh(x, out, "ReduceMean");
+        if (x->opset >= 18) {
+            node(x, "ReduceMean", (const char *[]){src, ca, NULL}, out, &a);
+        } else {
+            attr_ints(&a, "axes", axes, 3);
+            node(x, "ReduceMean", (const char *[]){src, NULL}, out, &a);
+        }
+        if (!k) {
+            fresh(x, d, "Sub");
+            node(x, "Sub", (const char *[]){x5.name, mean, NULL}, d, NULL);
+            fresh(x, t1, "Mul");
+            node(x, "Mul", (const char *[]){d, d, NULL}, t1, NULL);
+        }
+    }
+    init_f32(x, ce, "eps", NULL, 0, &eps);
+    fresh(x, t1, "Add");
+    node(x, "Add", (const char *[]){t2, ce, NULL}, t1, NULL);
+    unary(x, "Sqrt", t1, t2, NULL);
+    tref u = {.shape = g5};
+    fresh(x, u.name, "Div");
+    node(x, "Div", (const char *[]){d, t2, NULL}, u.name, NULL);
+    r = reshape(x, &u, &l->out_shape);
+    if (has_gamma) {
+        fresh(x, t1, "Mul");
+        node(x, "Mul", (const char *[]){r.name, gn, NULL}, t1, NULL);
+        snprintf(r.name, sizeof r.name, "%s", t1);
+    }
+    if (has_beta) {
+        fresh(x, t1, "Add");
+        node(x, "Add", (const char *[]){r.name, bn, NULL}, t1, NULL);
+        snprintf(r.name, sizeof r.name, "%s", t1);
+    }
+    return r;
+}
+
 static tref dense(exporter *x, const tfc_layer *l, const tref *in)
 {
     const tfc_param *kp;
@@ -1435,6 +1507,8 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = dense(x, l, in);
     } else if (!strcmp(type, "LayerNormalization") || !strcmp(type, "RMSNormalization")) {
         r = row_norm(x, l, in, type[0] == 'R');
+    } else if (!strcmp(type, "GroupNormalization")) {
+        r = group_norm(x, l, in);
     } else if (!strcmp(type, "LSTM") || !strcmp(type, "GRU")) {
         r = recurrent(x, l, in);
     } else if (!strcmp(type, "Bidirectional")) {

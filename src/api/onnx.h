@@ -3,7 +3,8 @@
  * the NHWC input stays the graph input (convolutions run in NCHW behind a Transpose),
  * TensorFlow SAME padding as explicit pads, BatchNormalization in inference form, Dropout
  * removed, LSTM gates reordered with right-padded masks as sequence_lens, Embedding as Gather,
- * LayerNormalization as its operator (opset 17+), RMSNormalization composed;
+ * LayerNormalization as its operator (opset 17+), RMSNormalization and GroupNormalization
+ * composed;
  * MultiHeadAttention as MatMul/Softmax with its causal and padding masks. */
 #ifndef TFC_API_ONNX_H
 #define TFC_API_ONNX_H

@@ -200,6 +200,18 @@ typedef struct tfc_layernorm_desc {
     float eps;
 } tfc_layernorm_desc;
 
+/* Group normalisation (GroupNormalization) of n examples whose channel axis of groups * cg
+ * channels has `outer` positions before it and `inner` after it: x, y [n, outer, groups, cg,
+ * inner] (channels last: inner 1). Each example's group g is normalised over its
+ * m = outer cg inner values:
+ *   mu = mean(x), invstd = 1 / sqrt(mean((x - mu)^2) + eps),   u = (x - mu) invstd
+ * and gamma, beta have one value per channel (groups * cg). */
+typedef struct tfc_groupnorm_desc {
+    int64_t n, outer, inner;
+    int groups, cg;
+    float eps;
+} tfc_groupnorm_desc;
+
 /* Scaled dot-product attention of MultiHeadAttention over n examples and `heads` heads, in
  * the projections' own layout (Keras's [B, T, N, H], no transposes):
  *   q [n, tq, heads, dk], k [n, tk, heads, dk], v [n, tk, heads, dv], o [n, tq, heads, dv].
@@ -803,7 +815,21 @@ typedef struct tfc_device_options {
      * noise_backward dx += m dy, or dx = m dy with assign. */                                     \
     X(void, noise_forward, (tfc_backend *be, const tfc_noise_desc *d, const float *x, float *y))   \
     X(void, noise_backward, (tfc_backend *be, const tfc_noise_desc *d, const float *dy,            \
-                             float *dx, int assign))
+                             float *dx, int assign))                                               \
+    /* Group normalisation (GroupNormalization; tfc_groupnorm_desc): y = u gamma + beta, y         \
+     * overwritten. stats [n, groups, 2] (NULL: not kept) receives each group's mu and invstd      \
+     * for backward. gamma, beta [groups cg] may be NULL (1 and 0). Backward, from those stats,    \
+     * with g = dy gamma and the means over the group's m values:                                  \
+     *   dx += invstd (g - mean(g) - u mean(g u))   (= with assign: dx's old contents not read)    \
+     *   dgamma[c] += sum of dy u over channel c's values, dbeta[c] += sum of dy                   \
+     * dx, dgamma, dbeta may each be NULL. The sums over examples depend on the backend's          \
+     * thread count at most. ws: groupnorm_workspace(d) bytes of scratch (NULL when 0). */         \
+    X(void, groupnorm_forward, (tfc_backend *be, const tfc_groupnorm_desc *d, const float *x,      \
+                                const float *gamma, const float *beta, float *y, float *stats))    \
+    X(size_t, groupnorm_workspace, (tfc_backend *be, const tfc_groupnorm_desc *d))                 \
+    X(void, groupnorm_backward, (tfc_backend *be, const tfc_groupnorm_desc *d, const float *x,     \
+                                 const float *dy, const float *gamma, const float *stats,          \
+                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -21,6 +21,7 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_spatial_dropout1d_ops, tfc_spatial_dropout2d_ops, tfc_spatial_dropout3d_ops,
     tfc_alpha_dropout_ops, tfc_gaussian_noise_ops, tfc_gaussian_dropout_ops,
     tfc_activity_regularization_ops;
+extern const tfc_layer_ops tfc_group_normalization_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -34,6 +35,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_up_sampling2d_ops,  &tfc_global_max_pooling2d_ops, &tfc_multiply_ops,
     &tfc_conv2d_transpose_ops,
     &tfc_layer_normalization_ops, &tfc_rms_normalization_ops, &tfc_position_embedding_ops,
+    &tfc_group_normalization_ops,
     &tfc_token_and_position_embedding_ops,
     &tfc_multi_head_attention_ops,
     &tfc_gru_ops,            &tfc_bidirectional_ops,

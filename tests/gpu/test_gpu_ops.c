@@ -2951,6 +2951,76 @@ static void test_layernorm(void)
     check_status();
 }
 
+/* GroupNormalization (gpu_groupnorm.cu, put in the table for this case) against the CPU:
+ * forward (y, stats), backward from the reference's stats (dx accumulated and assigned,
+ * dgamma, dbeta, in double in other orders), the device's parameter gradients twice the same
+ * bits; channels last, first and in the middle, with and without gamma and beta. Then a
+ * model with the layer trains on both backends (its cpu_first lifted). */
+static int groupnorm_case(int64_t n, int64_t outer, int groups, int cg, int64_t inner,
+                          int affine)
+{
+    tfc_groupnorm_desc d = {.n = n, .outer = outer, .inner = inner, .groups = groups, .cg = cg,
+                            .eps = 1e-3f};
+    const int64_t m = n * outer * groups * cg * inner, c = (int64_t)groups * cg;
+    pair x = pair_rand(m, -2, 3), gamma = pair_rand(c, 0.5, 1.5), beta = pair_rand(c, -1, 1);
+    pair y = pair_new(m), st = pair_new(2 * n * groups), dy = pair_rand(m, -1, 1);
+    pair dx = pair_rand(m, -1, 1), dxa = pair_rand(m, -1, 1);
+    pair dg = pair_rand(c, -1, 1), db = pair_rand(c, -1, 1);
+    const float *gh = affine ? gamma.h : NULL, *gd = affine ? gamma.d : NULL;
+    int bad = 0;
+    ref->ops->groupnorm_forward(ref, &d, x.h, gh, affine ? beta.h : NULL, y.h, st.h);
+    dev->ops->groupnorm_forward(dev, &d, x.d, gd, affine ? beta.d : NULL, y.d, st.d);
+    bad += pair_check("groupnorm y", &y, 1e-5, 1e-5);
+    bad += pair_check("groupnorm stats", &st, 1e-6, 1e-6);
+    pair_push(&st);
+    size_t wr = ref->ops->groupnorm_workspace(ref, &d);
+    size_t wd = dev->ops->groupnorm_workspace(dev, &d);
+    void *wsr = wr ? ref->ops->alloc(ref, wr) : NULL, *wsd = wd ? dev->ops->alloc(dev, wd) : NULL;
+    ref->ops->groupnorm_backward(ref, &d, x.h, dy.h, gh, st.h, dx.h, dg.h, db.h, 0, wsr);
+    dev->ops->groupnorm_backward(dev, &d, x.d, dy.d, gd, st.d, dx.d, dg.d, db.d, 0, wsd);
+    bad += pair_check("groupnorm dx", &dx, 1e-4, 1e-5);
+    bad += pair_check("groupnorm dgamma", &dg, 1e-5, 1e-4);
+    bad += pair_check("groupnorm dbeta", &db, 1e-5, 1e-4);
+    ref->ops->groupnorm_backward(ref, &d, x.h, dy.h, gh, st.h, dxa.h, NULL, NULL, 1, wsr);
+    dev->ops->groupnorm_backward(dev, &d, x.d, dy.d, gd, st.d, dxa.d, NULL, NULL, 1, wsd);
+    bad += pair_check("groupnorm dx, assigned", &dxa, 1e-4, 1e-5);
+    float *first = malloc((size_t)c * 4);
+    for (int run = 0; run < 2; run++) {
+        dev->ops->zero(dev, dg.d, (size_t)c * 4);
+        dev->ops->groupnorm_backward(dev, &d, x.d, dy.d, gd, st.d, NULL, dg.d, NULL, 0, wsd);
+        dev->ops->download(dev, run ? dg.h : first, dg.d, (size_t)c * 4);
+    }
+    bad += compare_floats("groupnorm dgamma repeated", dg.h, first, c, EXACT);
+    free(first);
+    if (wsr) ref->ops->free(ref, wsr);
+    if (wsd) dev->ops->free(dev, wsd);
+    pair *all[] = {&x, &gamma, &beta, &y, &st, &dy, &dx, &dxa, &dg, &db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+static void test_groupnorm(void)
+{
+    enable_layer_ops(1);
+    CU_ASSERT_EQUAL(groupnorm_case(4, 32 * 32, 32, 2, 1, 1), 0); /* a U-Net's 64 channels */
+    CU_ASSERT_EQUAL(groupnorm_case(3, 17, 5, 1, 1, 1), 0);       /* instance, odd sizes */
+    CU_ASSERT_EQUAL(groupnorm_case(2, 1, 4, 3, 77, 1), 0);       /* channels first */
+    CU_ASSERT_EQUAL(groupnorm_case(5, 6, 3, 2, 7, 0), 0);        /* a middle axis, bare */
+    CU_ASSERT_EQUAL(groupnorm_case(300, 9, 2, 4, 1, 1), 0);      /* many examples */
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [6, 6, 2]}\nlayers:\n"
+                "  - Conv2D: {filters: 8, kernel_size: 3, padding: same}\n"
+                "  - GroupNormalization: {groups: 4}\n  - Activation: {activation: relu}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3}\n"
+                "  - GroupNormalization: {groups: -1, axis: 1}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* lse compared as the contract has it: +-inf exactly, finite values within rtol, atol. */
 static int lse_check(const pair *p, double rtol, double atol)
 {
@@ -3725,6 +3795,7 @@ int main(int argc, char **argv)
         {"train_token_position", test_train_token_position},
         {"train_position", test_train_position},
         {"layernorm", test_layernorm},
+        {"groupnorm", test_groupnorm},
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},
