@@ -18,6 +18,7 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_random_contrast_ops, tfc_masking_ops, tfc_relu_ops, tfc_leaky_relu_ops, tfc_elu_ops,
     tfc_softmax_ops, tfc_prelu_ops, tfc_rescaling_ops, tfc_subtract_ops, tfc_average_ops,
     tfc_zero_padding1d_ops, tfc_cropping1d_ops, tfc_up_sampling1d_ops;
+extern const tfc_layer_ops tfc_simple_rnn_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -34,6 +35,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_token_and_position_embedding_ops,
     &tfc_multi_head_attention_ops,
     &tfc_gru_ops,            &tfc_bidirectional_ops,
+    &tfc_simple_rnn_ops,
     &tfc_separable_conv2d_ops,
     &tfc_random_flip_ops,    &tfc_random_translation_ops, &tfc_random_rotation_ops,
     &tfc_random_zoom_ops,    &tfc_random_contrast_ops,  &tfc_masking_ops,
