@@ -211,7 +211,8 @@ static float *step_results(const char *yaml, int n, int threads, const float *x,
     return r;
 }
 
-/* Large enough that the recurrence runs on two threads (tfc_cpu_rnn_split): the output
+/* Large enough that the recurrence runs on two threads (tfc_cpu_rnn_split; SimpleRNN's
+ * GEMMs over all steps, x·K, the weight gradients and dx, split into blocks): the output
  * and every gradient equal those of one thread, bit for bit. */
 static void test_threads_same_bits(void)
 {
@@ -222,7 +223,11 @@ static void test_threads_same_bits(void)
         "input: {shape: [8, 24]}\nlayers:\n  - LSTM: {units: 64, go_backwards: true,"
         " dropout: 0.2}\n  - Dense: {units: 3}\n",
         "input: {shape: [8, 24]}\nlayers:\n  - Bidirectional: {layer: {GRU: {units: 64,"
-        " return_sequences: true}}, merge_mode: mul}\n  - Dense: {units: 3}\n"};
+        " return_sequences: true}}, merge_mode: mul}\n  - Dense: {units: 3}\n",
+        "input: {shape: [8, 24]}\nlayers:\n  - Dense: {units: 256}\n"
+        "  - SimpleRNN: {units: 128, return_sequences: true, dropout: 0.2,"
+        " activation: softmax}\n"
+        "  - Bidirectional: {layer: {SimpleRNN: {units: 48}}}\n  - Dense: {units: 3}\n"};
     const int n = 24;
     float *x = malloc(sizeof(float) * n * 8 * 24);
     tfc_test_fill(x, n * 8 * 24, -1, 1, 5);
