@@ -14,6 +14,7 @@
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "graph/model_internal.h"
+#include "layers/rnn.h"
 #include "gradcheck.h"
 #include "testutil.h"
 
@@ -396,6 +397,34 @@ static void test_unsupported_arguments(void)
     }
 }
 
+/* SimpleRNN's `activation: null` is Keras's None, linear (a null elsewhere takes the
+ * default, tanh here), alone and inside a Bidirectional; left out, tanh. */
+static void test_simple_rnn_null_activation(void)
+{
+    static const struct {
+        const char *layer;
+        int bidir, act;
+    } cases[] = {
+        {"SimpleRNN: {units: 2, activation: null}", 0, TFC_ACT_LINEAR},
+        {"SimpleRNN: {units: 2}", 0, TFC_ACT_TANH},
+        {"Bidirectional: {layer: {SimpleRNN: {units: 2, activation: null}}}", 1, TFC_ACT_LINEAR},
+        {"Bidirectional: {layer: {SimpleRNN: {units: 2, activation: ~}}}", 1, TFC_ACT_LINEAR},
+        {"Bidirectional: {layer: {SimpleRNN: {units: 2}}}", 1, TFC_ACT_TANH},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [4, 3]}\nlayers:\n  - %s\n", cases[k].layer);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m);
+        const tfc_layer *l = tfc_model_layer(m, 0);
+        for (int d = 0; d < (cases[k].bidir ? 2 : 1); d++) {
+            const tfc_layer *inner = cases[k].bidir ? tfc_bidirectional_direction(l, d) : l;
+            CU_ASSERT_EQUAL(((const tfc_rnn_args *)inner->args)->activation, cases[k].act);
+        }
+        tfc_model_free(m);
+    }
+}
+
 /* tfc-export writes go_backwards (ONNX's reverse direction; its values against onnxruntime
  * are tests/test_onnx.c's go_backwards). */
 static void test_onnx_go_backwards(void)
@@ -426,4 +455,5 @@ TFC_TEST_MAIN("rnn", {"gru_values", test_gru_values},
               {"keras_parity", test_keras_parity},
               {"missing_kernels_refused", test_missing_kernels_refused},
               {"unsupported_arguments", test_unsupported_arguments},
+              {"simple_rnn_null_activation", test_simple_rnn_null_activation},
               {"onnx_go_backwards", test_onnx_go_backwards})
