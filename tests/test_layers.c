@@ -411,6 +411,28 @@ static const gc_case cases[] = {
                              "  - Bidirectional: {layer: {GRU: {units: 2, return_sequences: true}},"
                              " merge_mode: ave}\n"
                              "  - Dense: {units: 2}\n", 3},
+    /* SimpleRNN: tanh, and other activations (softmax over the units, swish, sigmoid), masks,
+     * go_backwards with dropout, no bias, and in a Bidirectional */
+    {"simple_rnn_float", "input: {shape: [4, 3]}\nlayers:\n  - SimpleRNN: {units: 3}\n"
+                         "  - Dense: {units: 2}\n", 3},
+    {"simple_rnn_masked_softmax", SEQ "  - Embedding: {input_dim: 10, output_dim: 3,"
+                                  " mask_zero: true}\n"
+                                  "  - SimpleRNN: {units: 4, return_sequences: true,"
+                                  " activation: softmax}\n"
+                                  "  - Dense: {units: 5, activation: softmax}\n", 3},
+    {"simple_rnn_backwards_dropout", SEQ "  - Embedding: {input_dim: 10, output_dim: 3,"
+                                     " mask_zero: true}\n"
+                                     "  - SimpleRNN: {units: 3, go_backwards: true,"
+                                     " dropout: 0.3, return_sequences: true,"
+                                     " activation: swish}\n"
+                                     "  - SimpleRNN: {units: 2, use_bias: false,"
+                                     " activation: tanh}\n"
+                                     "  - Dense: {units: 2}\n", 4},
+    {"bidir_simple_rnn_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3,"
+                                " mask_zero: true}\n"
+                                "  - Bidirectional: {layer: {SimpleRNN: {units: 3,"
+                                " return_sequences: true, activation: sigmoid}}}\n"
+                                "  - Dense: {units: 2}\n", 3},
     /* the depthwise step's strides and same padding, then depth_multiplier 2 with dilation
      * (the input's gradient through both steps), no bias, a fused activation */
     {"separable_stride_same", IMG "  - SeparableConv2D: {filters: 3, kernel_size: 3, strides: 2,"

@@ -3,8 +3,9 @@
  * relative, plus 1e-6 of the output's largest magnitude) on every zoo model and on per-layer
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
  * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
- * GRUs and Bidirectionals, LSTMs and GRUs with go_backwards (masked and not), Conv1D (causal,
- * dilated, strided, grouped) and the 1-D poolings (the masked average after an Embedding),
+ * GRUs and Bidirectionals, LSTMs and GRUs with go_backwards (masked and not), SimpleRNN
+ * (ONNX's RNN, each activation it has; softmax refused), Conv1D (causal, dilated, strided,
+ * grouped) and the 1-D poolings (the masked average after an Embedding),
  * MultiHeadAttention (causal, padded, windowed, cross), TokenAndPositionEmbedding in a
  * transformer block and PositionEmbedding, an Add/Concatenate/Reshape graph, every activation
  * and the augmentation layers (the identity); a layer without an ONNX form is refused.
@@ -370,6 +371,54 @@ static void test_gru_bidirectional(void)
             "  - Bidirectional: {name: b2, layer: {LSTM: {units: 2}}}\n", 0);
 }
 
+/* SimpleRNN as ONNX's RNN with its activation (masked, go_backwards, in a Bidirectional, each
+ * activation ONNX's RNN has); one it lacks (softmax) is refused naming the layer. */
+static void test_simple_rnn(void)
+{
+    if (!ready()) return;
+    fixture("simple_rnn_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 5, mask_zero: true}\n"
+            "  - SimpleRNN: {units: 4, return_sequences: true}\n"
+            "  - SimpleRNN: {name: r, units: 3, return_sequences: true, go_backwards: true,"
+            " activation: relu}\n"
+            "  - Bidirectional: {layer: {SimpleRNN: {units: 3, return_sequences: true,"
+            " activation: elu}}, merge_mode: sum}\n"
+            "  - Bidirectional: {name: b2, layer: {SimpleRNN: {units: 2, activation: sigmoid}}}\n"
+            "  - SimpleRNN: {name: l, units: 2, go_backwards: true, inputs: r}\n"
+            "  - Concatenate: {inputs: [b2, l]}\n", 30);
+    fixture("simple_rnn_activations",
+            "input: {shape: [7, 3]}\nlayers:\n"
+            "  - SimpleRNN: {units: 4, return_sequences: true, activation: leaky_relu}\n"
+            "  - SimpleRNN: {units: 4, return_sequences: true, activation: hard_sigmoid,"
+            " use_bias: false}\n"
+            "  - SimpleRNN: {units: 3, return_sequences: true, activation: null}\n"
+            "  - SimpleRNN: {units: 3, return_sequences: true, activation: softsign}\n"
+            "  - Bidirectional: {layer: {SimpleRNN: {units: 2, activation: softplus}}}\n", 0);
+    const char *model = tfc_test_write("srnn.yaml", "input: {shape: [4, 3]}\nlayers:\n"
+                                       "  - SimpleRNN: {name: sm, units: 2,"
+                                       " activation: softmax}\n", -1);
+    char cmd[4096], weights[1024], err[1024];
+    snprintf(weights, sizeof weights, "%s", tfc_test_path("srnn.safetensors"));
+    snprintf(err, sizeof err, "%s", tfc_test_path("srnn.err"));
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_model *m = tfc_model_load(model, &e);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 1, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s 2>%s", bin, model, weights,
+             tfc_test_path("srnn.onnx"), err);
+    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+    char *text = tfc_test_read(err, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'sm' (SimpleRNN): activation softmax"));
+    free(text);
+    CU_ASSERT(access(tfc_test_path("srnn.onnx"), F_OK) != 0);
+}
+
 /* go_backwards: ONNX's reverse direction, its outputs' steps reversed back into Keras's
  * order; masked (the padded steps first, at the zero state) and not, every step and the
  * last. */
@@ -583,6 +632,6 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"go_backwards", test_go_backwards},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
               {"normalizations", test_normalizations}, {"group_norm", test_group_norm},
-              {"gru_bidirectional", test_gru_bidirectional},
+              {"gru_bidirectional", test_gru_bidirectional}, {"simple_rnn", test_simple_rnn},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"augmentation", test_augmentation}, {"options", test_options})

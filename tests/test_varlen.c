@@ -1,7 +1,8 @@
 /* Variable-length batches (input.shape [null, ...] with input.max_length): a model run on
  * batches padded to lengths 5, 9 and 17 gives each example the outputs it gets alone at its
  * own length (Embedding mask_zero -> GRU or LSTM (on its ids path) -> Dense, ->
- * Bidirectional LSTM -> GlobalAveragePooling1D, and causal Conv1Ds over their valid steps),
+ * Bidirectional LSTM -> GlobalAveragePooling1D, -> SimpleRNN -> Bidirectional SimpleRNN, and
+ * causal Conv1Ds over their valid steps),
  * and a training step at a short length the gradients it gets padded to 17; training on
  * bucketed batches of mixed lengths resumes exactly; a model whose parameters follow the
  * length (a Flatten after a Conv1D) is refused naming the layer, a batch longer than
@@ -48,6 +49,14 @@ static const char *const bidir_model =
     "  - Bidirectional: {layer: {LSTM: {units: 5, return_sequences: true}}}\n"
     "  - GlobalAveragePooling1D: {}\n"
     "  - Dense: {units: 3}\n";
+
+static const char *const simple_rnn_model =
+    "input: {shape: [null], dtype: int32, max_length: 17}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
+    "  - SimpleRNN: {units: 5, return_sequences: true, activation: relu}\n"
+    "  - Bidirectional: {layer: {SimpleRNN: {units: 4}}}\n"
+    "  - Dense: {units: 3, activation: softmax}\n";
 
 static const char *const conv_model =
     "input: {shape: [null, 3], max_length: 17}\n"
@@ -116,6 +125,7 @@ static void test_lstm_lengths(void)
 }
 static void test_bidirectional_lstm_lengths(void) { same_as_alone(bidir_model, 1, 1, 0); }
 static void test_conv1d_lengths(void) { same_as_alone(conv_model, 0, 3, 1); }
+static void test_simple_rnn_lengths(void) { same_as_alone(simple_rnn_model, 1, 1, 0); }
 
 /* The parameters' gradients of one training step on ids [4, t] (labels 0, 1, 2, 0) at
  * length t, downloaded into g. */
@@ -166,6 +176,7 @@ static void same_grads(const char *yaml)
 static void test_gru_grads(void) { same_grads(gru_model); }
 static void test_lstm_grads(void) { same_grads(lstm_model); }
 static void test_bidirectional_lstm_grads(void) { same_grads(bidir_model); }
+static void test_simple_rnn_grads(void) { same_grads(simple_rnn_model); }
 
 /* Memory is planned at max_length: binding sizes the activations for 17 steps, and running
  * at 5 leaves the plan as it is. */
@@ -616,6 +627,8 @@ TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths}, {"lstm_lengths", test
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
               {"conv1d_lengths", test_conv1d_lengths}, {"gru_grads", test_gru_grads},
               {"bidirectional_lstm_grads", test_bidirectional_lstm_grads},
+              {"simple_rnn_lengths", test_simple_rnn_lengths},
+              {"simple_rnn_grads", test_simple_rnn_grads},
               {"plan_at_max_length", test_plan_at_max_length},
               {"flatten_refused", test_flatten_refused}, {"input_rules", test_input_rules},
               {"length_errors", test_length_errors},

@@ -24,6 +24,7 @@
 enum {
     T_FLOAT = 1, T_BOOL = 9, T_INT32 = 6, T_INT64 = 7,           /* TensorProto.DataType */
     A_FLOAT = 1, A_INT = 2, A_STRING = 3, A_INTS = 7,            /* AttributeProto.type */
+    A_FLOATS = 6, A_STRINGS = 8,
 };
 
 /* A tensor of the graph: its name, per-example shape in Keras order, and whether the graph
@@ -90,6 +91,26 @@ static void attr_ints(tfc_pb *n, const char *name, const int64_t *v, int k)
     tfc_pb_string(&a, 1, name);
     for (int i = 0; i < k; i++) tfc_pb_int(&a, 8, v[i]);
     tfc_pb_int(&a, 20, A_INTS);
+    tfc_pb_message(n, 5, &a);
+    tfc_pb_free(&a);
+}
+
+static void attr_floats(tfc_pb *n, const char *name, const float *v, int k)
+{
+    tfc_pb a = {0};
+    tfc_pb_string(&a, 1, name);
+    for (int i = 0; i < k; i++) tfc_pb_float(&a, 7, v[i]);
+    tfc_pb_int(&a, 20, A_FLOATS);
+    tfc_pb_message(n, 5, &a);
+    tfc_pb_free(&a);
+}
+
+static void attr_strings(tfc_pb *n, const char *name, const char *const *v, int k)
+{
+    tfc_pb a = {0};
+    tfc_pb_string(&a, 1, name);
+    for (int i = 0; i < k; i++) tfc_pb_string(&a, 9, v[i]);
+    tfc_pb_int(&a, 20, A_STRINGS);
     tfc_pb_message(n, 5, &a);
     tfc_pb_free(&a);
 }
@@ -1037,20 +1058,42 @@ static void onnx_gates(const float *k, int64_t rows, int64_t u, int ng, const in
                 w[(g * u + j) * rows + r] = k[r * ng * u + from[g] * u + j];
 }
 
-/* A recurrent layer (an LSTM or GRU, or a Bidirectional's direction, whose weights are named
- * prefix + kernel, ...) as ONNX wants it */
+/* A recurrent layer (an LSTM, GRU or SimpleRNN, or a Bidirectional's direction, whose
+ * weights are named prefix + kernel, ...) as ONNX wants it */
 typedef struct rnn_form {
-    int lstm, gates;  /* 4 for the LSTM (Keras i, f, c, o to ONNX i, o, f, c), 3 for the GRU */
+    int lstm, gates;  /* 4 for the LSTM (Keras i, f, c, o to ONNX i, o, f, c), 3 for the GRU,
+                       * 1 for SimpleRNN (ONNX's RNN) */
     int reset_after;  /* GRU: linear_before_reset */
     int64_t F, u;
+    int act;          /* SimpleRNN: its activation (a tfc_act) */
 } rnn_form;
+
+/* SimpleRNN's activations as ONNX's RNN names them, with the alpha and beta they take (0:
+ * none): Keras's leaky_relu has slope 0.2, its hard_sigmoid is relu6(x + 3) / 6 = max(0,
+ * min(1, x / 6 + 1 / 2)), linear is Affine(1, 0). The others have no ONNX form (NULL). */
+static const char *onnx_rnn_act(int act, int *nab, float ab[2])
+{
+    *nab = 0;
+    switch (act) {
+    case TFC_ACT_TANH: return "Tanh";
+    case TFC_ACT_RELU: return "Relu";
+    case TFC_ACT_SIGMOID: return "Sigmoid";
+    case TFC_ACT_SOFTSIGN: return "Softsign";
+    case TFC_ACT_SOFTPLUS: return "Softplus";
+    case TFC_ACT_ELU: *nab = 1, ab[0] = 1.0f; return "Elu";
+    case TFC_ACT_LEAKY_RELU: *nab = 1, ab[0] = 0.2f; return "LeakyRelu";
+    case TFC_ACT_HARD_SIGMOID: *nab = 2, ab[0] = 1.0f / 6.0f, ab[1] = 0.5f; return "HardSigmoid";
+    case TFC_ACT_LINEAR: *nab = 2, ab[0] = 1.0f, ab[1] = 0.0f; return "Affine";
+    default: return NULL;
+    }
+}
 
 /* One direction's W [G, F], R [G, u] and B [Wb; Rb] (2G) in ONNX's order: the LSTM's bias
  * goes to Wb (Rb zero), the GRU's [2, 3u] rows to Wb and Rb, its [3u] to Wb. */
 static void rnn_weights(exporter *x, const tfc_layer *l, const char *prefix, const rnn_form *f,
                         float *w, float *r, float *b)
 {
-    static const int lstm_from[4] = {0, 3, 1, 2}, gru_from[3] = {0, 1, 2};
+    static const int lstm_from[4] = {0, 3, 1, 2}, gru_from[3] = {0, 1, 2}; /* SimpleRNN: 0 */
     const int *from = f->lstm ? lstm_from : gru_from;
     char kn[64], rn[64], bn[64];
     snprintf(kn, sizeof kn, "%skernel", prefix);
@@ -1067,7 +1110,7 @@ static void rnn_weights(exporter *x, const tfc_layer *l, const char *prefix, con
     free(k), free(rk), free(bias);
 }
 
-/* The ONNX LSTM or GRU node over in [N, T, F], one direction per prefix (D = 1 or 2, then
+/* The ONNX LSTM, GRU or RNN node over in [N, T, F], one direction per prefix (D = 1 or 2, then
  * `bidirectional`); returns Y as [N, T, D, u] in *y and Y_h as [N, D, u] in *yh (the
  * per-example shapes of both are left for the caller to set). */
 static void rnn_node(exporter *x, const tfc_layer *l, const tref *in, const rnn_form *f, int D,
@@ -1099,16 +1142,27 @@ static void rnn_node(exporter *x, const tfc_layer *l, const tref *in, const rnn_
     attr_int(&a, "hidden_size", u);
     if (D == 2) attr_string(&a, "direction", "bidirectional");
     else if (arg_int(l, "go_backwards", 0)) attr_string(&a, "direction", "reverse");
-    if (!f->lstm) attr_int(&a, "linear_before_reset", f->reset_after);
+    if (f->gates == 3) attr_int(&a, "linear_before_reset", f->reset_after);
+    if (f->gates == 1) { /* the activation of each direction */
+        int nab;
+        float ab[2];
+        const char *an = onnx_rnn_act(f->act, &nab, ab);
+        const char *const acts[2] = {an, an};
+        const float alpha[2] = {ab[0], ab[0]}, beta[2] = {ab[1], ab[1]};
+        attr_strings(&a, "activations", acts, D);
+        if (nab > 0) attr_floats(&a, "activation_alpha", alpha, D);
+        if (nab > 1) attr_floats(&a, "activation_beta", beta, D);
+    }
     fresh(x, yo, "Y");
     fresh(x, yho, "Y_h");
     const char *ins[5] = {xt, wn, rn, bn, l->mask_in ? x->lens : NULL};
     for (int i = 0; i < 5 && ins[i]; i++) tfc_pb_string(&n, 1, ins[i]);
     tfc_pb_string(&n, 2, yo);
     tfc_pb_string(&n, 2, yho);
-    snprintf(name, sizeof name, "%s_%d", f->lstm ? "LSTM" : "GRU", x->counter++);
+    const char *op = f->lstm ? "LSTM" : f->gates == 3 ? "GRU" : "RNN";
+    snprintf(name, sizeof name, "%s_%d", op, x->counter++);
     tfc_pb_string(&n, 3, name);
-    tfc_pb_string(&n, 4, f->lstm ? "LSTM" : "GRU");
+    tfc_pb_string(&n, 4, op);
     tfc_pb_raw(&n, a.data, a.len);
     tfc_pb_free(&a);
     tfc_pb_message(&x->graph, 1, &n);
@@ -1119,13 +1173,26 @@ static void rnn_node(exporter *x, const tfc_layer *l, const tref *in, const rnn_
     unary(x, "Transpose", yho, yh->name, &a); /* [N, D, u] */
 }
 
-/* The form of an LSTM or GRU layer l over in */
-static rnn_form form_of(const tfc_layer *l, const tref *in)
+/* The form of an LSTM, GRU or SimpleRNN layer l over in; a SimpleRNN whose activation ONNX's
+ * RNN lacks is refused (x->st set). */
+static rnn_form form_of(exporter *x, const tfc_layer *l, const tref *in)
 {
-    int lstm = !strcmp(l->ops->type, "LSTM");
-    rnn_form f = {lstm, lstm ? 4 : 3, lstm ? 0 : arg_int(l, "reset_after", 1), in->shape.dim[1],
-                  0};
+    int lstm = !strcmp(l->ops->type, "LSTM"), simple = !strcmp(l->ops->type, "SimpleRNN");
+    rnn_form f = {lstm, lstm ? 4 : simple ? 1 : 3,
+                  lstm || simple ? 0 : arg_int(l, "reset_after", 1), in->shape.dim[1], 0, 0};
     f.u = l->params[1].shape.dim[0];
+    if (simple) {
+        int nab;
+        float ab[2];
+        f.act = arg_int(l, "activation", TFC_ACT_TANH);
+        if (!onnx_rnn_act(f.act, &nab, ab)) {
+            char why[160];
+            snprintf(why, sizeof why, "activation %s: ONNX's RNN has no such activation (tanh, "
+                     "relu, sigmoid, softsign, softplus, elu, leaky_relu, hard_sigmoid, linear)",
+                     tfc_act_names[f.act]);
+            unsupported(x, l, why);
+        }
+    }
     return f;
 }
 
@@ -1144,7 +1211,7 @@ static tref reverse_steps(exporter *x, const tref *t)
     return r;
 }
 
-/* An LSTM or GRU: one ONNX node, forward, or `reverse` for go_backwards. Keras's
+/* An LSTM, GRU or SimpleRNN: one ONNX node, forward, or `reverse` for go_backwards. Keras's
  * go_backwards runs over the reversed padded sequence and returns its outputs in that order:
  * for right-padded sequences the padded steps come first and keep the zero state, so its
  * outputs are ONNX reverse's Y (zeros past sequence_lens) with the steps reversed, and its
@@ -1153,7 +1220,8 @@ static tref recurrent(exporter *x, const tfc_layer *l, const tref *in)
 {
     tref r = {.shape = l->out_shape};
     const int backwards = *(const int *)arg(l, "go_backwards");
-    const rnn_form f = form_of(l, in);
+    const rnn_form f = form_of(x, l, in);
+    if (x->st) return r;
     const int64_t T = in->shape.dim[0], u = f.u;
     tref ty = {.shape = {2, {T, u}}}, th = {.shape = {1, {u}}};
     static const char *const own[1] = {""};
@@ -1185,7 +1253,8 @@ static tref bidirectional(exporter *x, const tfc_layer *l, const tref *in)
     tref r = {.shape = l->out_shape};
     const tfc_layer *inner[2] = {tfc_bidirectional_direction(l, 0),
                                  tfc_bidirectional_direction(l, 1)};
-    rnn_form f = form_of(inner[0], in);
+    rnn_form f = form_of(x, inner[0], in);
+    if (x->st) return r;
     const int64_t T = in->shape.dim[0], u = f.u;
     char pf[2][48];
     snprintf(pf[0], sizeof pf[0], "%s/", inner[0]->name);
@@ -1509,7 +1578,7 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = row_norm(x, l, in, type[0] == 'R');
     } else if (!strcmp(type, "GroupNormalization")) {
         r = group_norm(x, l, in);
-    } else if (!strcmp(type, "LSTM") || !strcmp(type, "GRU")) {
+    } else if (!strcmp(type, "LSTM") || !strcmp(type, "GRU") || !strcmp(type, "SimpleRNN")) {
         r = recurrent(x, l, in);
     } else if (!strcmp(type, "Bidirectional")) {
         r = bidirectional(x, l, in);

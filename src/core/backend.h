@@ -251,6 +251,16 @@ typedef struct tfc_gru_desc {
     int reset_after;
 } tfc_gru_desc;
 
+/* SimpleRNN over a whole sequence, Keras's SimpleRNNCell:
+ *   a_t = x_t K + h_{t-1} R + b,   h_t = act(a_t),   h_0 = 0
+ * K [in, u], R [u, u], b [u] or NULL; act any tfc_act (softmax over the u units). A mask as
+ * the LSTM's: a masked step keeps, and outputs, the previous h. */
+typedef struct tfc_simple_rnn_desc {
+    int n, t, in, units;
+    int return_sequences; /* y is [n, t, u] when set, else [n, u] (the last h) */
+    tfc_act act;
+} tfc_simple_rnn_desc;
+
 /* Random augmentation of NHWC images, one random transform per image, active in training
  * (the augmentation layers). Image i's draws are u_k = tfc_rng_uniform(key, step, 4 i + k)
  * (core/rng.h, k < 4), so its transform is a function of (key, step, i) alone: the same on
@@ -789,7 +799,8 @@ typedef struct tfc_device_options {
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, weight
- * regularizers and noise layers, on the CPU since 2026-11-30 (docs/gpu.md). */
+ * regularizers, noise layers, GroupNormalization and SimpleRNN, on the CPU since 2026-11-30
+ * (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
      * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
@@ -829,7 +840,20 @@ typedef struct tfc_device_options {
     X(size_t, groupnorm_workspace, (tfc_backend *be, const tfc_groupnorm_desc *d))                 \
     X(void, groupnorm_backward, (tfc_backend *be, const tfc_groupnorm_desc *d, const float *x,     \
                                  const float *dy, const float *gamma, const float *stats,          \
-                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))
+                                 float *dx, float *dgamma, float *dbeta, int assign, void *ws))    \
+    /* SimpleRNN sequence (tfc_simple_rnn_desc). Saved for backward: hseq [n, t, u] and the        \
+     * pre-activations a [n, t, u] (those of masked steps unspecified). mask [n, t] float or       \
+     * NULL; bias NULL without one. ws: simple_rnn_workspace bytes. y may be hseq itself when      \
+     * return_sequences is set. Backward: dx, dkernel, drkernel, dbias += ... (dbias NULL          \
+     * without bias; dx may be NULL). */                                                           \
+    X(size_t, simple_rnn_workspace, (tfc_backend *be, const tfc_simple_rnn_desc *d))               \
+    X(void, simple_rnn_forward, (tfc_backend *be, const tfc_simple_rnn_desc *d, const float *x,    \
+                                 const float *kernel, const float *rkernel, const float *bias,     \
+                                 const float *mask, float *y, float *hseq, float *pre, void *ws))  \
+    X(void, simple_rnn_backward, (tfc_backend *be, const tfc_simple_rnn_desc *d, const float *x,   \
+                                  const float *kernel, const float *rkernel, const float *mask,    \
+                                  const float *hseq, const float *pre, const float *dy, float *dx, \
+                                  float *dkernel, float *drkernel, float *dbias, void *ws))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

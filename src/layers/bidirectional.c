@@ -1,13 +1,15 @@
-/* Bidirectional (keras.layers.Bidirectional) around an LSTM or a GRU: the inner layer twice,
- * forward_<inner> over the sequence and backward_<inner> with go_backwards, joined by
- * merge_mode:  y_t = merge(a_t, b_{T-1-t})  (concat [a | b], sum, mul, ave), the backward
+/* Bidirectional (keras.layers.Bidirectional) around an LSTM, a GRU or a SimpleRNN: the inner
+ * layer twice, forward_<inner> over the sequence and backward_<inner> with go_backwards, joined
+ * by merge_mode:  y_t = merge(a_t, b_{T-1-t})  (concat [a | b], sum, mul, ave), the backward
  * output re-reversed with return_sequences, else the two last outputs. Under a mask each
  * direction keeps its state over masked steps; the backward one reverses the whole padded
  * sequence with its mask, as Keras does, so with right padding it runs over each sequence's
  * valid steps in reverse; and with return_sequences both outputs are zero at masked steps
  * (Bidirectional sets its layers' zero_output_for_mask). Weights
  * <name>/forward_<inner>/kernel, <name>/backward_<inner>/recurrent_kernel, ... (Keras 3's
- * paths without the cell's segment); <inner> is lstm or gru. */
+ * paths without the cell's segment); <inner> is lstm, gru or simple_rnn (Keras's snake case
+ * of the type). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,7 @@ typedef struct bidir_args {
 
 static const tfc_field bidir_fields[] = {
     {"layer", TFC_F_NODE, offsetof(bidir_args, layer), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "the recurrent layer: {LSTM: {...}} or {GRU: {...}}"},
+     "the recurrent layer: {LSTM: {...}}, {GRU: {...}} or {SimpleRNN: {...}}"},
     {"merge_mode", TFC_F_ENUM, offsetof(bidir_args, merge_mode), "concat", TFC_UNBOUNDED,
      merge_names, "how the two directions' outputs join"},
     {"backward_layer", TFC_F_NODE, offsetof(bidir_args, backward_layer), TFC_NO_DEFAULT,
@@ -57,8 +59,15 @@ static tfc_status build_dir(tfc_layer *l, const tfc_layer_ops *ops, const tfc_no
     tfc_layer *d = &st->dir[k];
     char path[128], base[16];
     snprintf(path, sizeof path, "layers[%d].Bidirectional.layer.%s", l->index, ops->type);
-    snprintf(base, sizeof base, "%s", ops->type);
-    for (char *c = base; *c; c++) *c = (char)(*c - 'A' + 'a');
+    /* snake case as keras.utils.to_snake_case (SimpleRNN: simple_rnn) */
+    size_t nb = 0;
+    for (const char *c = ops->type; *c && nb + 2 < sizeof base; c++) {
+        const int up = isupper((unsigned char)*c);
+        if (c > ops->type && up && (islower((unsigned char)c[1]) || islower((unsigned char)c[-1])))
+            base[nb++] = '_';
+        base[nb++] = (char)tolower((unsigned char)*c);
+    }
+    base[nb] = 0;
     d->ops = ops;
     snprintf(d->name, sizeof d->name, "%s_%s", k ? "backward" : "forward", base);
     d->index = l->index;
@@ -73,7 +82,7 @@ static tfc_status build_dir(tfc_layer *l, const tfc_layer_ops *ops, const tfc_no
                               "activity_regularizer inside Bidirectional is not supported (Keras "
                               "penalises each direction's output); put an "
                               "ActivityRegularization layer after the Bidirectional instead");
-    tfc_rnn_args *a = d->args; /* LSTM's and GRU's arguments start with it */
+    tfc_rnn_args *a = d->args; /* LSTM's, GRU's and SimpleRNN's arguments start with it */
     if (a->go_backwards)
         return tfc_layer_error(err, l, "layer.%s.go_backwards: must be false (the backward "
                                        "direction goes backwards)", ops->type);
@@ -107,11 +116,12 @@ static tfc_status bidir_build(tfc_layer *l, tfc_error *err)
                                        "concat, sum, mul or ave");
     const tfc_node *n = a->layer;
     if (!n || n->kind != TFC_NODE_MAP || n->n != 1)
-        return tfc_layer_error(err, l, "layer: expected one recurrent layer, {LSTM: {...}} or "
-                                       "{GRU: {...}}");
+        return tfc_layer_error(err, l, "layer: expected one recurrent layer, {LSTM: {...}}, "
+                                       "{GRU: {...}} or {SimpleRNN: {...}}");
     const tfc_layer_ops *ops = tfc_layer_lookup(n->keys[0]->str);
-    if (!ops || (strcmp(ops->type, "LSTM") && strcmp(ops->type, "GRU")))
-        return tfc_layer_error(err, l, "layer: %s cannot be wrapped (LSTM or GRU)",
+    if (!ops || (strcmp(ops->type, "LSTM") && strcmp(ops->type, "GRU") &&
+                 strcmp(ops->type, "SimpleRNN")))
+        return tfc_layer_error(err, l, "layer: %s cannot be wrapped (LSTM, GRU or SimpleRNN)",
                                n->keys[0]->str);
     bidir_free(l);
     l->state = calloc(1, sizeof(bidir_state));
@@ -136,7 +146,12 @@ static const char *const *bidir_needs(const tfc_layer *l)
                                       "rnn_input_forward", "rnn_input_backward",
                                       "gru_workspace",     "gru_forward",
                                       "gru_backward",      NULL};
+    static const char *const simple[] = {"bidir_forward",        "bidir_backward",
+                                         "rnn_input_forward",    "rnn_input_backward",
+                                         "simple_rnn_workspace", "simple_rnn_forward",
+                                         "simple_rnn_backward",  NULL};
     const bidir_state *st = l->state;
+    if (!strcmp(st->dir[0].ops->type, "SimpleRNN")) return simple;
     return strcmp(st->dir[0].ops->type, "GRU") ? lstm : gru;
 }
 

@@ -47,7 +47,7 @@ typedef struct tfc_exec {
 /* A weight: Keras's variable name and layout; data/grad are bound by the graph. */
 typedef struct tfc_param tfc_param;
 struct tfc_param {
-    char name[32];      /* kernel, bias, recurrent_kernel, embeddings, gamma, ... */
+    char name[48];      /* kernel, bias, recurrent_kernel, embeddings, gamma, ... */
     tfc_shape shape;    /* Keras layout (SPEC §5) */
     int trainable;      /* 0 for moving statistics: no gradient, no optimizer update */
     int constant;       /* a value the layer reads where Keras's layer has no variable

@@ -22,6 +22,7 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_alpha_dropout_ops, tfc_gaussian_noise_ops, tfc_gaussian_dropout_ops,
     tfc_activity_regularization_ops;
 extern const tfc_layer_ops tfc_group_normalization_ops;
+extern const tfc_layer_ops tfc_simple_rnn_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -39,6 +40,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_token_and_position_embedding_ops,
     &tfc_multi_head_attention_ops,
     &tfc_gru_ops,            &tfc_bidirectional_ops,
+    &tfc_simple_rnn_ops,
     &tfc_separable_conv2d_ops,
     &tfc_random_flip_ops,    &tfc_random_translation_ops, &tfc_random_rotation_ops,
     &tfc_random_zoom_ops,    &tfc_random_contrast_ops,  &tfc_masking_ops,

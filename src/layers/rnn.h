@@ -1,6 +1,6 @@
-/* What the recurrent layers (LSTM, GRU, and Bidirectional through them) share: the Keras
- * arguments of keras.layers.RNN and its cells that both take, and the input a layer feeds
- * its kernel when it goes backwards or drops inputs out:
+/* What the recurrent layers (LSTM, GRU, SimpleRNN, and Bidirectional through them) share:
+ * the Keras arguments of keras.layers.RNN and its cells that they all take, and the input a
+ * layer feeds its kernel when it goes backwards or drops inputs out:
  *   x'[i, s] = x[i, s'] keep[i],  s' = go_backwards ? t - 1 - s : s,
  * keep one Bernoulli(1 - dropout) / (1 - dropout) mask per sequence and feature, the same at
  * every step (Keras's DropoutRNNCell), drawn from Philox at (the layer's key, step, index).
@@ -11,7 +11,8 @@
 
 #include "layers/layer.h"
 
-/* The arguments' struct of LSTM and GRU starts with this (member `rnn`). */
+/* The arguments' struct of LSTM, GRU and SimpleRNN starts with this (member `rnn`); its
+ * activation indexes tfc_rnn_tanh_only (LSTM, GRU) or tfc_act_names (SimpleRNN). */
 typedef struct tfc_rnn_args {
     int units, activation, recurrent_activation, use_bias, return_sequences, return_state,
         go_backwards, stateful, unroll, seed, use_cudnn;
@@ -22,13 +23,23 @@ typedef struct tfc_rnn_args {
 extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
     *const tfc_rnn_use_cudnn_names[];
 
-/* The schema entries of tfc_rnn_args in an arguments struct `type` */
+/* The schema entries of tfc_rnn_args in an arguments struct `type`: LSTM's and GRU's (tanh and
+ * sigmoid only, use_cudnn) */
 #define TFC_RNN_FIELDS(type)                                                                    \
-    {"units", TFC_F_INT, offsetof(type, rnn.units), NULL, 1, 1 << 16, NULL, "state size"},     \
+    TFC_RNN_UNITS_FIELD(type),                                                                  \
     {"activation", TFC_F_ENUM, offsetof(type, rnn.activation), "tanh", TFC_UNBOUNDED,          \
      tfc_rnn_tanh_only, "state activation (tanh only)"},                                       \
     {"recurrent_activation", TFC_F_ENUM, offsetof(type, rnn.recurrent_activation), "sigmoid",  \
      TFC_UNBOUNDED, tfc_rnn_sigmoid_only, "gate activation (sigmoid only)"},                   \
+    TFC_RNN_COMMON_FIELDS(type),                                                                \
+    {"use_cudnn", TFC_F_ENUM, offsetof(type, rnn.use_cudnn), "auto", TFC_UNBOUNDED,            \
+     tfc_rnn_use_cudnn_names, "accepted: tfc runs its own kernels, never cuDNN's RNN"}
+
+#define TFC_RNN_UNITS_FIELD(type)                                                               \
+    {"units", TFC_F_INT, offsetof(type, rnn.units), NULL, 1, 1 << 16, NULL, "state size"}
+
+/* Every recurrent layer's (SimpleRNN's too) but units and the activations */
+#define TFC_RNN_COMMON_FIELDS(type)                                                             \
     {"use_bias", TFC_F_BOOL, offsetof(type, rnn.use_bias), "true", TFC_UNBOUNDED, NULL,        \
      "add a bias"},                                                                            \
     {"dropout", TFC_F_FLOAT, offsetof(type, rnn.dropout), "0", 0, 0.999999, NULL,              \
@@ -52,9 +63,7 @@ extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
     {"recurrent_initializer", TFC_F_NODE, offsetof(type, rnn.recurrent_initializer),           \
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default orthogonal"},                               \
     TFC_KERNEL_BIAS_KERAS_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),              \
-    TFC_CONSTRAINT_FIELD("recurrent_constraint"),                                              \
-    {"use_cudnn", TFC_F_ENUM, offsetof(type, rnn.use_cudnn), "auto", TFC_UNBOUNDED,            \
-     tfc_rnn_use_cudnn_names, "accepted: tfc runs its own kernels, never cuDNN's RNN"}
+    TFC_CONSTRAINT_FIELD("recurrent_constraint")
 
 /* Checks the input (steps, features) and the arguments tfc does not support (return_state,
  * stateful), naming them; sets l->out_shape and l->mask_out. */

@@ -2234,6 +2234,84 @@ static void test_gru(void)
     check_status();
 }
 
+/* SimpleRNN's ops (gpu_simple_rnn.cu, put in the table for this case) against the CPU: each
+ * step's activation (tanh, relu, softmax over the units, gelu), masked and not, every step
+ * and the last, without bias or dx; then training steps of a model with SimpleRNN alone and
+ * in a Bidirectional (cpu_first lifted). */
+static int simple_rnn_case(const char *name, tfc_simple_rnn_desc d, int with_mask, int with_bias,
+                           int with_dx)
+{
+    const int64_t nt = (int64_t)d.n * d.t, u = d.units;
+    pair x = pair_rand(nt * d.in, -1, 1), k = pair_rand(d.in * u, -0.4, 0.4);
+    pair r = pair_rand(u * u, -0.4, 0.4), b = pair_rand(u, -0.3, 0.3);
+    pair mask = seq_mask(d.n, d.t, with_mask);
+    const int64_t ny = d.return_sequences ? nt * u : (int64_t)d.n * u;
+    pair y = pair_new(ny), hs = pair_new(nt * u), pre = pair_new(nt * u);
+    pair dy = pair_rand(ny, -1, 1), dx = pair_rand(nt * d.in, -1, 1);
+    pair dk = pair_rand(d.in * u, -1, 1), dr = pair_rand(u * u, -1, 1), db = pair_rand(u, -1, 1);
+    size_t wr = ref->ops->simple_rnn_workspace(ref, &d);
+    size_t wd = dev->ops->simple_rnn_workspace(dev, &d);
+    void *wsr = ref->ops->alloc(ref, wr), *wsd = dev->ops->alloc(dev, wd);
+    const float *mh = with_mask ? mask.h : NULL, *md = with_mask ? mask.d : NULL;
+    ref->ops->simple_rnn_forward(ref, &d, x.h, k.h, r.h, with_bias ? b.h : NULL, mh, y.h, hs.h,
+                                 pre.h, wsr);
+    dev->ops->simple_rnn_forward(dev, &d, x.d, k.d, r.d, with_bias ? b.d : NULL, md, y.d, hs.d,
+                                 pre.d, wsd);
+    char what[96];
+    int bad = 0;
+    snprintf(what, sizeof what, "%s y", name);
+    bad += pair_check(what, &y, 1e-4, 1e-5);
+    snprintf(what, sizeof what, "%s hseq", name);
+    bad += pair_check(what, &hs, 1e-4, 1e-5);
+    pair_push(&hs), pair_push(&pre); /* the CPU's saved values on both (masked steps' pre) */
+    ref->ops->simple_rnn_backward(ref, &d, x.h, k.h, r.h, mh, hs.h, pre.h, dy.h,
+                                  with_dx ? dx.h : NULL, dk.h, dr.h, with_bias ? db.h : NULL, wsr);
+    dev->ops->simple_rnn_backward(dev, &d, x.d, k.d, r.d, md, hs.d, pre.d, dy.d,
+                                  with_dx ? dx.d : NULL, dk.d, dr.d, with_bias ? db.d : NULL, wsd);
+    pair *grads[] = {&dx, &dk, &dr, &db};
+    const char *gname[] = {"dx", "dkernel", "drkernel", "dbias"};
+    for (int q = 0; q < 4; q++) {
+        snprintf(what, sizeof what, "%s %s", name, gname[q]);
+        bad += pair_check(what, grads[q], 1e-4, q ? 1e-4 : 1e-5);
+    }
+    pair *all[] = {&x, &k, &r, &b, &mask, &y, &hs, &pre, &dy, &dx, &dk, &dr, &db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    ref->ops->free(ref, wsr);
+    dev->ops->free(dev, wsd);
+    return bad;
+}
+
+static void test_simple_rnn(void)
+{
+    enable_layer_ops(1);
+    const tfc_act acts[] = {TFC_ACT_TANH, TFC_ACT_RELU, TFC_ACT_SOFTMAX, TFC_ACT_GELU};
+    for (int a = 0; a < 4; a++) {
+        tfc_simple_rnn_desc seq = {.n = 5, .t = 9, .in = 7, .units = 13, .return_sequences = 1,
+                                   .act = acts[a]};
+        tfc_simple_rnn_desc last = {.n = 4, .t = 11, .in = 6, .units = 33, .act = acts[a]};
+        char name[64];
+        snprintf(name, sizeof name, "simple_rnn %s seq", tfc_act_names[acts[a]]);
+        CU_ASSERT_EQUAL(simple_rnn_case(name, seq, 0, 1, 1), 0);
+        snprintf(name, sizeof name, "simple_rnn %s seq masked", tfc_act_names[acts[a]]);
+        CU_ASSERT_EQUAL(simple_rnn_case(name, seq, 1, 1, 1), 0);
+        snprintf(name, sizeof name, "simple_rnn %s last masked, no bias, no dx",
+                 tfc_act_names[acts[a]]);
+        CU_ASSERT_EQUAL(simple_rnn_case(name, last, 1, 0, 0), 0);
+    }
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
+                "  - Embedding: {input_dim: 20, output_dim: 6, mask_zero: true}\n"
+                "  - SimpleRNN: {units: 5, return_sequences: true, go_backwards: true,"
+                " dropout: 0.2}\n"
+                "  - Bidirectional: {layer: {SimpleRNN: {units: 4, activation: relu}}}\n"
+                "  - Dense: {units: 4, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 1, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* Deterministic mode: the GRU's gradients (GEMMs and column sums) the same bits twice. */
 static void test_gru_deterministic(void)
 {
@@ -3770,6 +3848,7 @@ int main(int argc, char **argv)
         {"train_device_step_divergence", test_train_device_step_divergence},
         {"gru", test_gru},
         {"gru_deterministic", test_gru_deterministic},
+        {"simple_rnn", test_simple_rnn},
         {"rnn_input", test_rnn_input},
         {"bidir", test_bidir},
         {"train_bidir_rnn", test_train_bidir_rnn},

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-# Writes the Keras parity fixtures of tests/test_rnn.c into tests/ref/rnn/: one safetensors
-# file per case holding the input "x", Keras's output "y", every weight under tfc's name
-# (Keras 3's variable path with the recurrent cell's own segment dropped) and the model's
-# tfc YAML in the metadata ("yaml"). Not run by `make test` (Keras is not a CI dependency):
+# Writes the Keras parity fixtures of tests/test_rnn.c into tests/ref/rnn/ (GRU, LSTM,
+# SimpleRNN, Bidirectional): one safetensors file per case holding the input "x", Keras's
+# output "y", every weight under tfc's name (Keras 3's variable path with the recurrent
+# cell's own segment dropped) and the model's tfc YAML in the metadata ("yaml"). Not run by
+# `make test` (Keras is not a CI dependency):
 #   KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_rnn.py
-# Keras 3.15.1 with JAX on the CPU; weights are seeded normals, so the files repeat.
+# Keras 3.15.1 with JAX on the CPU; weights are seeded normals, so the files repeat (though a
+# rerun on 2026-11-30, adding the SimpleRNN cases, wrote five GRU/LSTM files with other bytes;
+# those were left as committed).
 import os
 import zlib
 import numpy as np
@@ -24,7 +27,7 @@ def tfc_name(path):
     return "/".join(p for p in parts if not p.endswith("_cell"))
 
 
-def case(name, yaml, inputs, stack):
+def case(name, yaml, inputs, stack, x=None):
     keras.utils.set_random_seed(1)
     model = keras.Sequential([inputs] + stack)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -34,7 +37,9 @@ def case(name, yaml, inputs, stack):
         v.assign(w)
         tensors[tfc_name(v.path)] = w
     shape = inputs.shape[1:]
-    if inputs.dtype == "int32":
+    if x is not None:
+        pass
+    elif inputs.dtype == "int32":
         x = IDS[:, : shape[0]]
     else:
         x = rng.uniform(-1, 1, (4,) + tuple(shape)).astype(np.float32)
@@ -90,3 +95,42 @@ case("bidir_lstm_ave_masked",
      keras.Input((7,), dtype="int32"),
      [emb(), layers.Bidirectional(layers.LSTM(2, return_sequences=True, name="lstm"),
                                   merge_mode="ave", name="bidirectional")])
+
+
+# SimpleRNN, alone and in a Bidirectional; activations other than tanh; a Masking layer
+# over right-padded float steps (all-zero rows; the third sequence has no real step left
+# after its first)
+PADDED = np.random.default_rng(7).uniform(-1, 1, (4, 5, 4)).astype(np.float32)
+PADDED[0, 3:], PADDED[2, 1:], PADDED[3, 4:] = 0, 0, 0
+case("simple_after_sequences", FLT + "  - SimpleRNN: {units: 3, return_sequences: true}\n",
+     keras.Input((5, 4)), [layers.SimpleRNN(3, return_sequences=True, name="simple_rnn")])
+case("simple_backwards_masked",
+     SEQ + "  - SimpleRNN: {units: 3, go_backwards: true, return_sequences: true}\n",
+     keras.Input((7,), dtype="int32"),
+     [emb(), layers.SimpleRNN(3, go_backwards=True, return_sequences=True, name="simple_rnn")])
+case("simple_relu_masked", SEQ + "  - SimpleRNN: {units: 4, activation: relu}\n",
+     keras.Input((7,), dtype="int32"),
+     [emb(), layers.SimpleRNN(4, activation="relu", name="simple_rnn")])
+case("simple_softmax_masking",
+     FLT + "  - Masking: {mask_value: 0}\n"
+     "  - SimpleRNN: {units: 3, activation: softmax, return_sequences: true}\n",
+     keras.Input((5, 4)),
+     [layers.Masking(0.0, name="masking"),
+      layers.SimpleRNN(3, activation="softmax", return_sequences=True, name="simple_rnn")],
+     PADDED)
+case("simple_linear_nobias_backwards",
+     FLT + "  - SimpleRNN: {units: 4, activation: null, use_bias: false, go_backwards: true}\n",
+     keras.Input((5, 4)),
+     [layers.SimpleRNN(4, activation=None, use_bias=False, go_backwards=True,
+                       name="simple_rnn")])
+case("bidir_simple_concat_masked",
+     SEQ + "  - Bidirectional: {layer: {SimpleRNN: {units: 3, return_sequences: true}}}\n",
+     keras.Input((7,), dtype="int32"),
+     [emb(), layers.Bidirectional(layers.SimpleRNN(3, return_sequences=True, name="simple_rnn"),
+                                  name="bidirectional")])
+case("bidir_simple_elu_sum",
+     FLT + "  - Bidirectional: {layer: {SimpleRNN: {units: 4, activation: elu}},"
+     " merge_mode: sum}\n",
+     keras.Input((5, 4)),
+     [layers.Bidirectional(layers.SimpleRNN(4, activation="elu", name="simple_rnn"),
+                           merge_mode="sum", name="bidirectional")])

@@ -1,0 +1,126 @@
+/* SimpleRNN (keras.layers.SimpleRNN) over a sequence (T, in):
+ *   h_t = activation(x_t K + h_{t-1} R + b)
+ * activation any of tfc's (default tanh; Keras's None, null here, is linear). Output: h_T
+ * (units), or every h_t (T, units) with return_sequences. Under a mask, masked steps keep the
+ * previous state; go_backwards and dropout as every recurrent layer (rnn.h). The recurrence
+ * is the backend's simple_rnn_forward/backward, a CPU kernel so far (cpu_first). */
+#include "layers/rnn.h"
+
+typedef struct simple_rnn_args {
+    tfc_rnn_args rnn; /* rnn.activation: a tfc_act */
+} simple_rnn_args;
+
+static const tfc_field simple_rnn_fields[] = {
+    TFC_RNN_UNITS_FIELD(simple_rnn_args),
+    {"activation", TFC_F_ENUM, offsetof(simple_rnn_args, rnn.activation), "tanh",
+     TFC_UNBOUNDED, tfc_act_names, "the state's activation (null: linear)"},
+    TFC_RNN_COMMON_FIELDS(simple_rnn_args),
+    {"bias_initializer", TFC_F_NODE, offsetof(simple_rnn_args, rnn.bias_initializer),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default zeros"},
+    {NULL}};
+
+static tfc_simple_rnn_desc simple_rnn_desc(const tfc_layer *l, int n)
+{
+    const simple_rnn_args *a = l->args;
+    tfc_simple_rnn_desc d = {.n = n, .t = (int)l->in_shape[0].dim[0],
+                             .in = (int)l->in_shape[0].dim[1], .units = a->rnn.units,
+                             .return_sequences = a->rnn.return_sequences,
+                             .act = (tfc_act)a->rnn.activation};
+    return d;
+}
+
+/* Keras's activation=None is linear, where a null argument elsewhere takes the default
+ * (tanh): the YAML's own `activation: null` read here. node: {SimpleRNN: {...}}, or the
+ * arguments themselves (a Bidirectional's direction). */
+static int null_activation(const tfc_layer *l)
+{
+    const tfc_node *own = l->node ? tfc_node_get(l->node, "SimpleRNN") : NULL;
+    if (!own) own = l->node;
+    const tfc_node *n = own && own->kind == TFC_NODE_MAP ? tfc_node_get(own, "activation") : NULL;
+    return n && tfc_node_is_null(n);
+}
+
+static tfc_status simple_rnn_build(tfc_layer *l, tfc_error *err)
+{
+    simple_rnn_args *a = l->args;
+    if (null_activation(l)) a->rnn.activation = TFC_ACT_LINEAR;
+    if (tfc_rnn_build(l, &a->rnn, err)) return TFC_ERR_CONFIG;
+    const int64_t t = l->in_shape[0].dim[0], in = l->in_shape[0].dim[1], u = a->rnn.units;
+    /* h and the pre-activation per step; then the input's (rnn.h) */
+    l->saved_floats = 2 * t * u + tfc_rnn_saved_floats(l, &a->rnn);
+    tfc_init ki, ri, bi;
+    if (tfc_rnn_initializers(l, &a->rnn, &ki, &ri, &bi, err)) return TFC_ERR_CONFIG;
+    tfc_layer_add_param(l, "kernel", 2, (int64_t[]){in, u}, 1, ki);
+    tfc_layer_add_param(l, "recurrent_kernel", 2, (int64_t[]){u, u}, 1, ri);
+    if (a->rnn.use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){u}, 1, bi);
+    return TFC_OK;
+}
+
+static const char *const *simple_rnn_needs(const tfc_layer *l)
+{
+    static const char *const plain[] = {"simple_rnn_workspace", "simple_rnn_forward",
+                                        "simple_rnn_backward", NULL};
+    static const char *const prepared[] = {"simple_rnn_workspace", "simple_rnn_forward",
+                                           "simple_rnn_backward",  "rnn_input_forward",
+                                           "rnn_input_backward",   NULL};
+    const simple_rnn_args *a = l->args;
+    return *tfc_rnn_needs(&a->rnn) ? prepared : plain;
+}
+
+static size_t kernel_ws(const tfc_layer *l, tfc_backend *be)
+{
+    tfc_simple_rnn_desc d = simple_rnn_desc(l, l->max_batch);
+    return be->ops->simple_rnn_workspace(be, &d);
+}
+
+static void simple_rnn_plan(tfc_layer *l, tfc_backend *be)
+{
+    const simple_rnn_args *a = l->args;
+    l->workspace = tfc_rnn_workspace(l, &a->rnn, kernel_ws(l, be));
+}
+
+/* Saved layout per batch: hseq [n, t, u], pre [n, t, u], then the input's (rnn.h). */
+static void saved_parts(const tfc_layer *l, float **h, float **pre, float **extra)
+{
+    const simple_rnn_args *a = l->args;
+    const int64_t hu = (int64_t)l->max_batch * l->in_shape[0].dim[0] * a->rnn.units;
+    *h = l->saved;
+    *pre = l->saved + hu;
+    *extra = l->saved + 2 * hu;
+}
+
+static void simple_rnn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const simple_rnn_args *a = l->args;
+    tfc_simple_rnn_desc d = simple_rnn_desc(l, ex->batch);
+    float *h, *pre, *extra;
+    saved_parts(l, &h, &pre, &extra);
+    const float *mask;
+    const float *in = tfc_rnn_forward_input(l, &a->rnn, ex, x[0], extra, &mask);
+    ex->be->ops->simple_rnn_forward(ex->be, &d, in, l->params[0].data, l->params[1].data,
+                                    a->rnn.use_bias ? l->params[2].data : NULL, mask, y, h, pre,
+                                    ex->ws);
+}
+
+static void simple_rnn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
+                                const float *y, const float *dy, float *const *dx)
+{
+    (void)y;
+    const simple_rnn_args *a = l->args;
+    tfc_simple_rnn_desc d = simple_rnn_desc(l, ex->batch);
+    float *h, *pre, *extra;
+    saved_parts(l, &h, &pre, &extra);
+    float *din = tfc_rnn_dx(l, &a->rnn, ex, kernel_ws(l, ex->be), dx[0]);
+    ex->be->ops->simple_rnn_backward(
+        ex->be, &d, tfc_rnn_input(l, &a->rnn, ex, x[0], extra), l->params[0].data,
+        l->params[1].data, tfc_rnn_mask(l, &a->rnn, extra), h, pre, dy, din, l->params[0].grad,
+        l->params[1].grad, a->rnn.use_bias ? l->params[2].grad : NULL, ex->ws);
+    tfc_rnn_input_done(l, &a->rnn, ex, din, dx[0]);
+}
+
+const tfc_layer_ops tfc_simple_rnn_ops = {
+    .type = "SimpleRNN", .schema = simple_rnn_fields, .args_size = sizeof(simple_rnn_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1, .needs = simple_rnn_needs,
+    .build = simple_rnn_build, .plan = simple_rnn_plan, .forward = simple_rnn_forward,
+    .backward = simple_rnn_backward,
+};
