@@ -102,10 +102,11 @@ void tfc_gpu_test_enable_bf16(int on);
 
 /* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS (pact_*, prelu_*:
  * gpu_pact.cu; penalty: gpu_elementwise.cu; noise_*: gpu_noise.cu; groupnorm_*:
- * gpu_groupnorm.cu) into the GPU's op table, so models with Keras's parametrised activation
- * layers, weight regularizers, noise layers and GroupNormalization bind there (`make
- * test-gpu`'s pact, penalty, noise and groupnorm cases against the CPU). Off by default: the
- * kernels have not run on a GPU yet, and without them those models are refused. */
+ * gpu_groupnorm.cu; simple_rnn_*: gpu_simple_rnn.cu) into the GPU's op table, so models with
+ * Keras's parametrised activation layers, weight regularizers, noise layers,
+ * GroupNormalization and SimpleRNN bind there (`make test-gpu`'s pact, penalty, noise,
+ * groupnorm and simple_rnn cases against the CPU). Off by default: the kernels have not run
+ * on a GPU yet, and without them those models are refused. */
 void tfc_gpu_test_enable_layer_ops(int on);
 
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
@@ -170,8 +171,9 @@ const char *tfc_gpu_nccl_version(void);
  * The precision ops (TFC_BACKEND_PRECISION_OPS) stay outside the table until
  * tfc_gpu_test_enable_bf16's case has passed on a GPU.
  * The layer ops (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu, penalty in
- * gpu_elementwise.cu, noise_* in gpu_noise.cu, groupnorm_* in gpu_groupnorm.cu) stay outside
- * it until tfc_gpu_test_enable_layer_ops's cases have.
+ * gpu_elementwise.cu, noise_* in gpu_noise.cu, groupnorm_* in gpu_groupnorm.cu,
+ * simple_rnn_* in gpu_simple_rnn.cu) stay outside it until tfc_gpu_test_enable_layer_ops's
+ * cases have.
  */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)
