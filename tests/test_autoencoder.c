@@ -2,6 +2,7 @@
  * loss by Keras's long name `mean_squared_error` against image-shaped targets, a small
  * convolutional autoencoder that learns to reproduce its input through the solver, and
  * configs/fashion_autoencoder.yaml loading (where Fashion-MNIST is installed). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,8 @@ static void test_mse_long_name(void)
 
 /* A convolutional autoencoder (Conv2D, Conv2DTranspose, UpSampling2D) on 4x4 images in
  * [0, 1] (the synthetic set's 16 features, rescaled) learns to reproduce them: its test mse
- * ends well below the 1/12 of always answering 0.5 (0.083; about 0.01 here). */
+ * ends well below the 1/12 of always answering 0.5 (0.083; about 0.01 here), and its
+ * root_mean_squared_error is the mse's root. */
 static void test_trains(void)
 {
     tfc_test_write_split("ax.npy", "ay.npy", 512, 31);
@@ -82,6 +84,7 @@ static void test_trains(void)
              "    - UpSampling2D: {size: 1}\n"
              "    - Conv2D: {filters: 1, kernel_size: 3, padding: same, activation: sigmoid}\n"
              "  loss: mean_squared_error\n"
+             "  metrics: [mse, root_mean_squared_error]\n"
              "data:\n"
              "  train:\n"
              "    source: {type: npy, features: ax.npy, labels: ay.npy}\n"
@@ -90,7 +93,7 @@ static void test_trains(void)
              "      - batch: {batch_size: 16}\n"
              "  test:\n"
              "    source: {type: npy, features: tx.npy, labels: ty.npy}\n"
-             "    pipeline:\n%s      - batch: {batch_size: 64}\n"
+             "    pipeline:\n%s      - batch: {batch_size: 48}\n"
              "optimizer: {type: adam, learning_rate: 0.01}\n"
              "max_iter: 400\ntest_interval: 400\ndisplay: 100\nseed: 3\n",
              pre, pre);
@@ -101,6 +104,10 @@ static void test_trains(void)
     CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
     printf("\n  test mse %.4f", res.test.loss);
     CU_ASSERT(res.have_test && res.test.loss < 0.02);
+    /* root_mean_squared_error over the test set's batches of 48, 48 and 32 rows: the root of
+     * their mean square (the mse), not the mean of their roots */
+    printf(", rmse %.6f (sqrt of mse %.6f)", res.test.metric[1], sqrt(res.test.metric[0]));
+    CU_ASSERT(fabs(res.test.metric[1] - sqrt(res.test.metric[0])) <= 1e-6 * res.test.metric[1]);
 }
 
 /* configs/fashion_autoencoder.yaml loads: its model, and pipelines whose labels (the scaled

@@ -380,14 +380,16 @@ static void test_keras_regression(void)
     }
 }
 
-/* Keras's metrics mae and mse (and their long names) beside a regression loss: each the mean
- * over the rows of a row's mean error against the targets, computed here from the outputs;
+/* Keras's metrics mae, mse and root_mean_squared_error (and their long and class names)
+ * beside a regression loss: each the mean over the rows of a row's mean error against the
+ * targets (RMSE its root), computed here from the outputs;
  * reported under the name written; lower is better for the best checkpoint, early stopping
  * and the grid's ranking; with a cross-entropy, an error naming both. */
 static void test_regression_metrics(void)
 {
     const char *yaml = "input: {shape: [2]}\nlayers:\n  - Dense: {units: 3}\nloss: huber\n"
-                       "metrics: [mae, mse, mean_absolute_error, loss]\n";
+                       "metrics: [mae, mse, mean_absolute_error, loss, root_mean_squared_error,"
+                       " RootMeanSquaredError]\n";
     tfc_model *m = tfc_test_model(yaml);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 2)->name, "mean_absolute_error");
@@ -413,6 +415,17 @@ static void test_regression_metrics(void)
     CU_ASSERT(fabs(r.metric[1] - mse) <= 1e-6 * mse);
     CU_ASSERT(r.metric[2] == r.metric[0]);
     CU_ASSERT(fabs(r.loss - huber) <= 1e-6 * huber && r.metric[3] == r.loss);
+    CU_ASSERT(fabs(r.metric[4] - sqrt(mse)) <= 1e-6 * sqrt(mse));
+    CU_ASSERT(r.metric[5] == r.metric[4]);
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 4)->name, "root_mean_squared_error");
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 5)->name, "RootMeanSquaredError");
+    /* over batches, the root of the mean square (Keras's), not the mean of the roots: batches
+     * of 3 and 1 rows with errors 1 and 3 give sqrt((3 + 9) / 4) */
+    const tfc_metric_kind rk = TFC_METRIC_RMSE;
+    double sum = tfc_metric_summand(rk, 1.0) * 3 + tfc_metric_summand(rk, 3.0) * 1;
+    CU_ASSERT(tfc_metric_of_mean(rk, sum / 4) == sqrt(3.0));
+    CU_ASSERT(tfc_metric_of_mean(TFC_METRIC_MSE, tfc_metric_summand(TFC_METRIC_MSE, 2.0)) == 2.0);
+    CU_ASSERT(tfc_metric_name_lower_is_better("root_mean_squared_error"));
     tfc_monitor mon = {.name = "test/mean_absolute_error"};
     CU_ASSERT_EQUAL(tfc_monitor_resolve(&mon, m, NULL, "monitor", &err), TFC_OK);
     CU_ASSERT(mon.metric == 2 && !mon.higher);

@@ -1035,7 +1035,7 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
         be->ops->scale(be, ndx, m->loss_scale, dx);
     for (int i = 0; i < m->nmetrics; i++) {
         const tfc_metric_kind k = m->metrics[i].kind;
-        if (k == TFC_METRIC_MAE || k == TFC_METRIC_MSE) /* the sum of the rows' errors */
+        if (k == TFC_METRIC_MAE || k == TFC_METRIC_MSE || k == TFC_METRIC_RMSE) /* rows' sum */
             be->ops->loss(be, k == TFC_METRIC_MAE ? TFC_LOSS_MAE : TFC_LOSS_MSE, 0, rows,
                           m->classes, x, m->labels, c->weight, 1.0f, m->scalars + 1 + i, NULL);
         else if (k != TFC_METRIC_LOSS)
@@ -1060,7 +1060,9 @@ void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)
     out->count = counted;
     for (int i = 0; i < m->nmetrics; i++)
         out->metric[i] = m->metrics[i].kind == TFC_METRIC_LOSS ? s[0]
-                                                               : counted ? s[1 + i] / (double)counted : 0;
+                         : counted ? tfc_metric_of_mean(m->metrics[i].kind,
+                                                        s[1 + i] / (double)counted)
+                                   : 0;
 }
 
 const float *tfc_model_loss_scalar(const tfc_model *m) { return m->scalars; }

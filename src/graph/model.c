@@ -5,6 +5,7 @@
 #include "graph/model_internal.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ static const char *const metric_names[TFC_METRIC_COUNT + 1] = {
     [TFC_METRIC_LOSS] = "loss",
     [TFC_METRIC_MAE] = "mae",
     [TFC_METRIC_MSE] = "mse",
+    [TFC_METRIC_RMSE] = "root_mean_squared_error",
     [TFC_METRIC_COUNT] = NULL,
 };
 
@@ -133,17 +135,30 @@ static const struct {
     {"top_k_categorical_accuracy", TFC_METRIC_TOP_K, TFC_LOSS_CCE},
     {"mean_absolute_error", TFC_METRIC_MAE, -1},
     {"mean_squared_error", TFC_METRIC_MSE, -1},
+    {"RootMeanSquaredError", TFC_METRIC_RMSE, -1},
 };
 
 int tfc_metric_lower_is_better(tfc_metric_kind k)
 {
-    return k == TFC_METRIC_LOSS || k == TFC_METRIC_MAE || k == TFC_METRIC_MSE;
+    return k == TFC_METRIC_LOSS || k == TFC_METRIC_MAE || k == TFC_METRIC_MSE ||
+           k == TFC_METRIC_RMSE;
+}
+
+double tfc_metric_summand(tfc_metric_kind k, double v)
+{
+    return k == TFC_METRIC_RMSE ? v * v : v;
+}
+
+double tfc_metric_of_mean(tfc_metric_kind k, double mean)
+{
+    return k == TFC_METRIC_RMSE ? sqrt(mean) : mean;
 }
 
 int tfc_metric_name_lower_is_better(const char *name)
 {
     static const char *const lower[] = {"loss", "mae", "mse", "mean_absolute_error",
-                                        "mean_squared_error"};
+                                        "mean_squared_error", "root_mean_squared_error",
+                                        "RootMeanSquaredError"};
     for (size_t i = 0; i < sizeof lower / sizeof *lower; i++)
         if (!strcmp(name, lower[i])) return 1;
     return 0;
@@ -200,7 +215,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
                                     TFC_MAX_METRICS);
             break;
         }
-        if ((kind == TFC_METRIC_MAE || kind == TFC_METRIC_MSE) &&
+        if ((kind == TFC_METRIC_MAE || kind == TFC_METRIC_MSE || kind == TFC_METRIC_RMSE) &&
             !tfc_loss_is_regression(m->loss)) {
             status = tfc_node_error(err, TFC_ERR_CONFIG, item, path,
                                     "%s compares the outputs with float targets of their shape: "

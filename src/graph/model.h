@@ -25,14 +25,24 @@ typedef enum tfc_metric_kind {
     TFC_METRIC_LOSS,
     TFC_METRIC_MAE,  /* mean absolute error against float targets (a regression loss's) */
     TFC_METRIC_MSE,  /* mean squared error, likewise */
+    TFC_METRIC_RMSE, /* its square root, of the mean over every row seen (Keras's
+                      * root_mean_squared_error: not the mean of the batches' roots) */
     TFC_METRIC_COUNT
 } tfc_metric_kind;
 
-/* Whether a lower value of the metric is better: the loss and the errors (mae, mse); the
- * accuracies are better higher. By kind, or by the name a model reports it under (Keras's
- * long names too), for callers that only have a run's summary. */
+/* Whether a lower value of the metric is better: the loss and the errors (mae, mse,
+ * root_mean_squared_error); the accuracies are better higher. By kind, or by the name a
+ * model reports it under (Keras's long names too), for callers that only have a run's
+ * summary. */
 int tfc_metric_lower_is_better(tfc_metric_kind k);
 int tfc_metric_name_lower_is_better(const char *name);
+
+/* Means of a metric over batches (a display's, an evaluation's, over ranks): each batch's
+ * value v of `rows` rows adds tfc_metric_summand(k, v) rows to a row-weighted sum, whose
+ * mean tfc_metric_of_mean(k, mean) turns back into the metric (RMSE: squared, then the
+ * root; the others: themselves). */
+double tfc_metric_summand(tfc_metric_kind k, double v);
+double tfc_metric_of_mean(tfc_metric_kind k, double mean);
 
 #define TFC_MAX_METRICS 8
 

@@ -75,7 +75,9 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc
                               tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE, k);
         }
         sums[0] += br.loss * (double)br.count;
-        for (int i = 0; i < tfc_model_nmetrics(m); i++) sums[1 + i] += br.metric[i] * (double)br.count;
+        for (int i = 0; i < tfc_model_nmetrics(m); i++)
+            sums[1 + i] += tfc_metric_summand(tfc_model_metric(m, i)->kind, br.metric[i]) *
+                           (double)br.count;
         out->rows += br.count;
     }
     out->examples += n;
@@ -145,7 +147,8 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_con
     if (out->rows > 0) {
         out->loss = sums[0] / (double)out->rows;
         for (int i = 0; i < tfc_model_nmetrics(f->model); i++)
-            out->metric[i] = sums[1 + i] / (double)out->rows;
+            out->metric[i] = tfc_metric_of_mean(tfc_model_metric(f->model, i)->kind,
+                                                sums[1 + i] / (double)out->rows);
     }
     return TFC_OK;
 }

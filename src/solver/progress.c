@@ -44,7 +44,8 @@ void tfc_progress_batch(tfc_progress *p, const tfc_batch_result *br)
 {
     p->disp[1] += (double)br->count;
     for (int i = 0; i < tfc_model_nmetrics(p->s->model); i++)
-        p->disp[2 + i] += br->metric[i] * (double)br->count;
+        p->disp[2 + i] += tfc_metric_summand(tfc_model_metric(p->s->model, i)->kind,
+                                             br->metric[i]) * (double)br->count;
 }
 
 void tfc_progress_iteration(tfc_progress *p, double loss)
@@ -71,7 +72,9 @@ void tfc_progress_train_result(const tfc_progress *p, tfc_eval *e)
     memset(e->metric, 0, sizeof e->metric);
     for (int i = 0; i < tfc_model_nmetrics(m); i++) {
         if (!strcmp(tfc_model_metric(m, i)->name, "loss")) e->metric[i] = e->loss;
-        else if (p->disp[1] > 0) e->metric[i] = p->disp[2 + i] / p->disp[1];
+        else if (p->disp[1] > 0)
+            e->metric[i] = tfc_metric_of_mean(tfc_model_metric(m, i)->kind,
+                                              p->disp[2 + i] / p->disp[1]);
     }
 }
 
