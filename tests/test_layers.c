@@ -111,6 +111,11 @@ static const gc_case cases[] = {
                               "activity_regularizer: {type: l1, l1: 0.05}}\n  - Flatten: {}\n"
                               "  - Dense: {units: 3, activation: softmax, "
                               "activity_regularizer: {type: l1l2, l1: 0.1, l2: 0.3}}\n", 4},
+    /* RepeatVector (its repetitions' gradients added) and Identity */
+    {"repeat_vector", "input: {shape: [6]}\nlayers:\n  - Dense: {units: 3, activation: tanh}\n"
+                      "  - RepeatVector: {n: 4}\n  - Identity: {}\n"
+                      "  - LSTM: {units: 3, return_sequences: true}\n  - Flatten: {}\n"
+                      "  - Dense: {units: 3}\n", 4},
     {"noise", "input: {shape: [6, 4]}\nlayers:\n  - Dense: {units: 4}\n"
               "  - SpatialDropout1D: {rate: 0.3}\n  - GaussianNoise: {stddev: 0.2}\n"
               "  - GaussianDropout: {rate: 0.3}\n  - AlphaDropout: {rate: 0.2}\n"

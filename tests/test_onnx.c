@@ -583,6 +583,11 @@ static void test_augmentation(void)
             "  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - RandomRotation: {factor: 0.1}\n  - RandomZoom: {height_factor: 0.2}\n"
             "  - RandomContrast: {factor: 0.3}\n  - Flatten: {}\n", 0);
+    /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
+    fixture("repeat",
+            "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"
+            "  - RepeatVector: {n: 5}\n  - Identity: {}\n"
+            "  - LSTM: {units: 4, return_sequences: true}\n  - Dense: {units: 3}\n", 0);
     /* the noise layers and ActivityRegularization: the identity at inference, so removed */
     fixture("noise",
             "input: {shape: [6, 5, 2]}\nlayers:\n"

@@ -693,6 +693,22 @@ static tref upsample1d(exporter *x, const tfc_layer *l, const tref *in)
     return reshape(x, &r, &l->out_shape);
 }
 
+/* RepeatVector: [N, F] as [N, 1, F], expanded to [N, n, F] */
+static tref repeat_vector(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const int64_t n = l->out_shape.dim[0], f = l->out_shape.dim[1];
+    const tfc_shape s2 = tfc_shape_make(2, (int64_t[]){1, f});
+    tref r = reshape(x, in, &s2);
+    char e[96], out[96];
+    const int64_t to[3] = {1, n, f};
+    init_i64(x, e, "shape", to, 3);
+    fresh(x, out, "Expand");
+    node(x, "Expand", (const char *[]){r.name, e, NULL}, out, NULL);
+    snprintf(r.name, sizeof r.name, "%s", out);
+    r.shape = l->out_shape;
+    return r;
+}
+
 static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
 {
     static const char *const names[4] = {"gamma", "beta", "moving_mean", "moving_variance"};
@@ -1552,6 +1568,8 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = border1d(x, l, in, type[0] == 'Z');
     } else if (!strcmp(type, "UpSampling1D")) {
         r = upsample1d(x, l, in);
+    } else if (!strcmp(type, "RepeatVector")) {
+        r = repeat_vector(x, l, in);
     } else if (!strcmp(type, "UpSampling2D")) {
         r = upsample(x, l, in);
     } else if (!strcmp(type, "Multiply")) {
@@ -1595,9 +1613,10 @@ static tref layer(exporter *x, const tfc_layer *l)
     } else if (!strcmp(type, "Rescaling")) {
         r = rescaling(x, l, in);
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
-               !strcmp(type, "ActivityRegularization") || !strncmp(type, "Random", 6)) {
-        /* inference: the dropouts, GaussianNoise, ActivityRegularization and the augmentation
-         * layers (RandomFlip, ...) are the identity;
+               !strcmp(type, "ActivityRegularization") || !strcmp(type, "Identity") ||
+               !strncmp(type, "Random", 6)) {
+        /* inference: the dropouts, GaussianNoise, ActivityRegularization, Identity and the
+         * augmentation layers (RandomFlip, ...) are the identity;
          * Activation (and ReLU, Softmax, ... as one) is its fused activation alone */
     } else if (!strcmp(type, "Flatten")) {
         t = nhwc(x, in);

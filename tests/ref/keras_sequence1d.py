@@ -1,5 +1,5 @@
-"""Keras 3 references for ZeroPadding1D, Cropping1D and UpSampling1D (tests/test_vision.c,
-parity_keras_sequence1d).
+"""Keras 3 references for ZeroPadding1D, Cropping1D, UpSampling1D, RepeatVector and Identity
+(tests/test_vision.c, parity_keras_sequence1d).
 
 Run: KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_sequence1d.py
 Writes tests/ref/sequence1d/<case>.safetensors through keras_vision.py's write_cases: the
@@ -42,7 +42,26 @@ layers:
 """
 
 
-CASES = [unet1d]
+def repeat():
+    """An LSTM autoencoder: the encoder's last state repeated for the decoder (RepeatVector),
+    through an Identity."""
+    x = keras.Input((5, 3))
+    h = L.LSTM(4, name="enc")(x)
+    h = L.RepeatVector(5, name="rep")(h)
+    h = L.Identity(name="id")(h)
+    h = L.LSTM(4, return_sequences=True, name="dec")(h)
+    y = L.Dense(3, name="out")(h)
+    return x, y, """input: {shape: [5, 3]}
+layers:
+  - LSTM: {name: enc, units: 4}
+  - RepeatVector: {name: rep, n: 5}
+  - Identity: {name: id}
+  - LSTM: {name: dec, units: 4, return_sequences: true}
+  - Dense: {name: out, units: 3}
+"""
+
+
+CASES = [unet1d, repeat]
 
 
 def main():
