@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/onnx.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "layers/layer.h"
+#include "gradcheck.h"
 #include "testutil.h"
 
 static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
@@ -262,5 +262,53 @@ static void test_names_and_masks(void)
     tfc_model_free(m);
 }
 
+/* A backend without the inner layer's ops refuses the model naming the TimeDistributed layer
+ * and the op; a GPU refuses one around a CPU-first layer (Rescaling) but takes one around a
+ * layer that runs there (Dense). */
+static void test_device_refusals(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const tfc_backend_ops *cpu_ops = be->ops;
+    tfc_backend_ops lacking = *be->ops;
+    lacking.groupnorm_forward = NULL;
+    tfc_model *m = tfc_test_model("input: {shape: [3, 4]}\nlayers:\n"
+                                  "  - TimeDistributed: {name: td, layer: {LayerNormalization: "
+                                  "{}}}\n  - TimeDistributed: {name: tg, layer: "
+                                  "{GroupNormalization: {groups: 2}}}\n");
+    TFC_ASSERT(m != NULL);
+    tfc_error err;
+    tfc_error_clear(&err);
+    be->ops = &lacking;
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'tg'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "groupnorm_forward"));
+    be->ops = cpu_ops;
+    tfc_model_free(m);
+    static const struct {
+        const char *inner;
+        int refused;
+    } cases[] = {{"Rescaling: {scale: 2.0}", 1}, {"Dense: {units: 2}", 0},
+                 {"ZeroPadding1D: {}", 1}, {"BatchNormalization: {}", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [3, 4, 2]}\nlayers:\n"
+                 "  - TimeDistributed: {name: td, layer: {%s}}\n", cases[i].inner);
+        m = tfc_test_model(yaml);
+        TFC_ASSERT(m != NULL);
+        tfc_error_clear(&err);
+        be->device = 0; /* as a GPU backend */
+        tfc_status s = tfc_model_bind(m, be, 2, &err);
+        be->device = -1;
+        CU_ASSERT_EQUAL(s, cases[i].refused ? TFC_ERR_CONFIG : TFC_OK);
+        if (cases[i].refused) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'td'"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--device cpu"));
+        }
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("time_distributed", {"keras_parity", test_keras_parity}, {"errors", test_errors},
-              {"names_and_masks", test_names_and_masks})
+              {"names_and_masks", test_names_and_masks},
+              {"device_refusals", test_device_refusals})

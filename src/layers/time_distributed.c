@@ -193,10 +193,11 @@ static tfc_status td_build(tfc_layer *l, tfc_error *err)
         q->constant = ip->constant;
         q->regularizer = ip->regularizer;
     }
-    /* per step (BatchNormalization): T sets of the inner layer's saved buffers */
-    const int64_t k = st->per_step ? st->steps : 1;
-    l->fixed_floats = k * d->fixed_floats;
-    l->saved_floats = (int64_t)st->steps * d->saved_floats;
+    /* per step (BatchNormalization): T sets of the inner layer's saved buffers, the fixed
+     * part (its batch statistics) counted per example too, so that nothing is fixed that
+     * changes with T (a null time axis re-derives this layer at each batch's length) */
+    l->fixed_floats = st->per_step ? 0 : d->fixed_floats;
+    l->saved_floats = (int64_t)st->steps * (d->saved_floats + (st->per_step ? d->fixed_floats : 0));
     /* an inner layer still CPU-first makes this one so (graph.c refuses it on the GPU) */
     l->ops = ops->cpu_first ? &tfc_time_distributed_cpu_first_ops : &tfc_time_distributed_ops;
     return TFC_OK;
