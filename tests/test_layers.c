@@ -597,7 +597,7 @@ static gradcheck_result check_case(const gc_case *c, double scale)
     int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
     void *x = malloc((size_t)n * 4);
     if (tfc_model_input_dtype(m) == TFC_I32)
-        fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
+        fill_ids(x, c->batch, (int)tfc_shape_numel(tfc_model_input_shape(m)));
     else
         tfc_test_fill(x, n, -1, 1, 3);
     void *labels = make_labels(m, c->batch);

@@ -235,7 +235,8 @@ static void test_names_and_masks(void)
                        "  - TimeDistributed: {layer: {Conv1D: {filters: 2, kernel_size: 2}}}\n"
                        "  - TimeDistributed: {layer: {Flatten: {}}}\n"
                        "  - TimeDistributed: {layer: {PReLU: {}}}\n"
-                       "  - TimeDistributed: {layer: {Dense: {units: 2, name: head}}}\n";
+                       "  - TimeDistributed: {layer: {Dense: {units: 2, name: head, "
+                       "kernel_regularizer: {type: l2, l2: 0.01}}}}\n";
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
@@ -247,6 +248,9 @@ static void test_names_and_masks(void)
     CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 0)->name, "time_distributed");
     CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 3)->params[0].name, "p_re_lu/alpha");
     CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 4)->params[1].name, "head/bias");
+    /* the inner layer's regularizer, on its weight (Keras regularizes the wrapped layer's) */
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->params[0].l2, 0.01f);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->params[1].l2, 0.0f);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 0)->id_limit, 7);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->out_shape.ndim, 2);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->out_shape.dim[0], 4);
