@@ -66,6 +66,7 @@ static const listed tfc_only[] = {
 /* tfc defaults of "~" that the layer resolves to Keras's default when it builds */
 static const listed resolved_at_build[] = {
     {"Bidirectional.layer", "required: the layer checks it names one recurrent layer"},
+    {"TimeDistributed.layer", "required: the layer checks it names one layer it can wrap"},
     {"ZeroPadding2D.padding", "1 on every side"},
     {"Cropping2D.cropping", "0 on every side"},
     {"ZeroPadding1D.padding", "1 on each side"},

@@ -530,6 +530,38 @@ static const gc_case cases[] = {
     {"prelu_sequence", SEQ1 "  - Dense: {units: 5}\n"
                        "  - PReLU: {shared_axes: [1], alpha_initializer: {type: random_uniform, minval: -0.5, maxval: 0.5}}\n"
                        "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* TimeDistributed: the inner layer over batch * T examples, BatchNormalization in training
+     * per step (each step's batch statistics), an inner Embedding reading token ids */
+    {"td_video", "input: {shape: [3, 5, 5, 2]}\nlayers:\n"
+                 "  - TimeDistributed: {layer: {Conv2D: {filters: 3, kernel_size: 3, "
+                 "activation: tanh}}}\n"
+                 "  - TimeDistributed: {layer: {MaxPooling2D: {pool_size: 2, padding: same}}}\n"
+                 "  - TimeDistributed: {layer: {Flatten: {}}}\n"
+                 "  - TimeDistributed: {layer: {Dense: {units: 3, activation: sigmoid}}}\n"
+                 "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"td_batchnorm", "input: {shape: [3, 4, 2]}\nlayers:\n"
+                     "  - TimeDistributed: {layer: {Dense: {units: 3}}}\n"
+                     "  - TimeDistributed: {layer: {BatchNormalization: {momentum: 0.9}}}\n"
+                     "  - TimeDistributed: {layer: {Activation: {activation: tanh}}}\n"
+                     "  - TimeDistributed: {layer: {GlobalAveragePooling1D: {}}}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    {"td_sequence", "input: {shape: [3, 6, 2]}\nlayers:\n"
+                    "  - TimeDistributed: {layer: {Conv1D: {filters: 3, kernel_size: 2, "
+                    "padding: same}}}\n"
+                    "  - TimeDistributed: {layer: {LayerNormalization: {}}}\n"
+                    "  - TimeDistributed: {layer: {ZeroPadding1D: {padding: 1}}}\n"
+                    "  - TimeDistributed: {layer: {AveragePooling1D: {pool_size: 2}}}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"td_masked", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                  "  - TimeDistributed: {layer: {Dense: {units: 4, activation: tanh}}}\n"
+                  "  - TimeDistributed: {layer: {Dropout: {rate: 0.2}}}\n"
+                  "  - LSTM: {units: 4}\n  - Dense: {units: 3}\n", 3},
+    {"td_embedding", "input: {shape: [3, 4], dtype: int32}\nlayers:\n"
+                     "  - TimeDistributed: {layer: {Embedding: {input_dim: 10, output_dim: 2}}}\n"
+                     "  - TimeDistributed: {layer: {Flatten: {}}}\n"
+                     "  - TimeDistributed: {layer: {Dense: {units: 2}}}\n"
+                     "  - TimeDistributed: {layer: {ELU: {}}}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */
@@ -570,7 +602,7 @@ static gradcheck_result check_case(const gc_case *c, double scale)
     int64_t n = (int64_t)c->batch * tfc_shape_numel(tfc_model_input_shape(m));
     void *x = malloc((size_t)n * 4);
     if (tfc_model_input_dtype(m) == TFC_I32)
-        fill_ids(x, c->batch, (int)tfc_model_input_shape(m)->dim[0]);
+        fill_ids(x, c->batch, (int)tfc_shape_numel(tfc_model_input_shape(m)));
     else
         tfc_test_fill(x, n, -1, 1, 3);
     void *labels = make_labels(m, c->batch);

@@ -116,7 +116,8 @@ static void fixture(const char *name, const char *yaml, int vocab)
         tfc_layer *l = tfc_model_layer(m, i);
         for (int p = 0; p < l->nparams; p++) {
             float *v = malloc((size_t)l->params[p].numel * 4);
-            int var = !strcmp(l->params[p].name, "moving_variance");
+            const char *last = strrchr(l->params[p].name, '/'); /* TimeDistributed's */
+            int var = !strcmp(last ? last + 1 : l->params[p].name, "moving_variance");
             for (int64_t k = 0; k < l->params[p].numel; k++)
                 v[k] = (float)rand() / (float)RAND_MAX - 0.5f + (var ? 1.0f : 0.0f);
             tfc_model_param_upload(m, &l->params[p], v);
@@ -259,6 +260,33 @@ static void test_masked_lstm(void)
     fixture("lstm_nomask",
             "input: {shape: [7, 3]}\nlayers:\n  - LSTM: {units: 4, return_sequences: true}\n"
             "  - LSTM: {units: 2}\n", 0);
+}
+
+/* TimeDistributed: the steps folded into the batch around the inner layer's nodes (its
+ * activation after), images, token ids, under a mask */
+static void test_time_distributed(void)
+{
+    if (!ready()) return;
+    fixture("td_video",
+            "input: {shape: [3, 6, 6, 2]}\nlayers:\n"
+            "  - TimeDistributed: {layer: {Conv2D: {filters: 4, kernel_size: 3, "
+            "activation: relu}}}\n"
+            "  - TimeDistributed: {layer: {BatchNormalization: {}}}\n"
+            "  - TimeDistributed: {layer: {MaxPooling2D: {pool_size: 2}}}\n"
+            "  - TimeDistributed: {layer: {Flatten: {}}}\n"
+            "  - LSTM: {units: 4}\n  - Dense: {units: 3, activation: softmax}\n", 0);
+    fixture("td_ids",
+            "input: {shape: [5, 4], dtype: int32}\nlayers:\n"
+            "  - TimeDistributed: {layer: {Embedding: {input_dim: 10, output_dim: 3}}}\n"
+            "  - TimeDistributed: {layer: {Conv1D: {filters: 2, kernel_size: 2}}}\n"
+            "  - TimeDistributed: {layer: {GlobalMaxPooling1D: {}}}\n"
+            "  - TimeDistributed: {layer: {Dense: {units: 2, activation: softmax}}}\n", 10);
+    fixture("td_masked",
+            "input: {shape: [8], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
+            "  - TimeDistributed: {layer: {Dense: {units: 5, activation: tanh}}}\n"
+            "  - TimeDistributed: {layer: {LayerNormalization: {}}}\n"
+            "  - LSTM: {units: 3}\n  - Dense: {units: 2}\n", 12);
 }
 
 /* MultiHeadAttention: causal and padded self-attention (a fully padded example: rows that
@@ -639,4 +667,5 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"normalizations", test_normalizations}, {"group_norm", test_group_norm},
               {"gru_bidirectional", test_gru_bidirectional}, {"simple_rnn", test_simple_rnn},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
-              {"augmentation", test_augmentation}, {"options", test_options})
+              {"augmentation", test_augmentation}, {"options", test_options},
+              {"time_distributed", test_time_distributed})

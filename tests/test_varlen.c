@@ -67,6 +67,25 @@ static const char *const conv_model =
     "  - Dense: {units: 3}\n"
     "loss: mse\n";
 
+/* TimeDistributed at each length: around a Dense under the mask, around a BatchNormalization
+ * (whose per-step batch statistics take buffers that grow with the length, none fixed) */
+static const char *const td_model =
+    "input: {shape: [null], dtype: int32, max_length: 17}\n"
+    "layers:\n"
+    "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"
+    "  - TimeDistributed: {layer: {Dense: {units: 5, activation: tanh}}}\n"
+    "  - LSTM: {units: 6}\n"
+    "  - Dense: {units: 3, activation: softmax}\n";
+
+static const char *const td_bn_model =
+    "input: {shape: [null, 3], max_length: 17}\n"
+    "layers:\n"
+    "  - TimeDistributed: {layer: {BatchNormalization: {}}}\n"
+    "  - TimeDistributed: {layer: {Dense: {units: 4}}}\n"
+    "  - Conv1D: {filters: 4, kernel_size: 2, padding: causal}\n"
+    "  - Dense: {units: 3}\n"
+    "loss: mse\n";
+
 /* Token ids of example i of a batch of 4 at length t: len(i) = t - 3 i (at least 1) real
  * tokens, then padding. */
 static int ex_len(int i, int t) { return t - 3 * i > 1 ? t - 3 * i : 1; }
@@ -177,6 +196,12 @@ static void test_gru_grads(void) { same_grads(gru_model); }
 static void test_lstm_grads(void) { same_grads(lstm_model); }
 static void test_bidirectional_lstm_grads(void) { same_grads(bidir_model); }
 static void test_simple_rnn_grads(void) { same_grads(simple_rnn_model); }
+static void test_time_distributed(void)
+{
+    same_as_alone(td_model, 1, 1, 0);
+    same_grads(td_model);
+    same_as_alone(td_bn_model, 0, 3, 1);
+}
 
 /* Memory is planned at max_length: binding sizes the activations for 17 steps, and running
  * at 5 leaves the plan as it is. */
@@ -623,6 +648,7 @@ static void test_keras_parity(void)
 }
 
 TFC_TEST_MAIN("varlen", {"gru_lengths", test_gru_lengths}, {"lstm_lengths", test_lstm_lengths},
+              {"time_distributed", test_time_distributed},
               {"lstm_grads", test_lstm_grads},
               {"bidirectional_lstm_lengths", test_bidirectional_lstm_lengths},
               {"conv1d_lengths", test_conv1d_lengths}, {"gru_grads", test_gru_grads},

@@ -1551,9 +1551,47 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
     return r;
 }
 
+/* Reshape to [-1, dims...] (Keras order): the batch axis folded with, or unfolded from, the
+ * steps of a TimeDistributed. */
+static tref reshape_rows(exporter *x, const tref *t, const tfc_shape *to)
+{
+    int64_t dims[TFC_MAX_DIMS + 1] = {-1};
+    for (int i = 0; i < to->ndim; i++) dims[i + 1] = to->dim[i];
+    char shape[96];
+    init_i64(x, shape, "shape", dims, to->ndim + 1);
+    tref r = {.shape = *to};
+    fresh(x, r.name, "Reshape");
+    node(x, "Reshape", (const char *[]){t->name, shape, NULL}, r.name, NULL);
+    return r;
+}
+
+static tref layer_on(exporter *x, const tfc_layer *l, const tref *in);
+
+/* TimeDistributed: [N, T, ...] reshaped to [N T, ...], the inner layer's nodes (its weights
+ * this layer's, its activation this layer's, applied after), reshaped back to [N, T, ...]. */
+static tref time_distributed(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tfc_layer c = *tfc_time_distributed_inner(l);
+    for (int p = 0; p < c.nparams; p++) {
+        c.params[p].data = l->params[p].data;
+        c.params[p].grad = l->params[p].grad;
+    }
+    c.act = TFC_ACT_LINEAR;
+    tref t = nhwc(x, in), folded = reshape_rows(x, &t, &c.in_shape[0]);
+    if (x->st) return folded;
+    tref r = layer_on(x, &c, &folded);
+    if (x->st) return r;
+    t = nhwc(x, &r);
+    return reshape_rows(x, &t, &l->out_shape);
+}
+
 static tref layer(exporter *x, const tfc_layer *l)
 {
-    const tref *in = l->inputs[0] < 0 ? &x->input : &x->out[l->inputs[0]];
+    return layer_on(x, l, l->inputs[0] < 0 ? &x->input : &x->out[l->inputs[0]]);
+}
+
+static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
+{
     const char *type = l->ops->type;
     tref r = *in, t;
     tfc_pb a = {0};
@@ -1600,6 +1638,8 @@ static tref layer(exporter *x, const tfc_layer *l)
         r = recurrent(x, l, in);
     } else if (!strcmp(type, "Bidirectional")) {
         r = bidirectional(x, l, in);
+    } else if (!strcmp(type, "TimeDistributed")) {
+        r = time_distributed(x, l, in);
     } else if (!strcmp(type, "Embedding")) {
         r = embedding(x, l, "embeddings", in);
     } else if (!strcmp(type, "TokenAndPositionEmbedding")) {

@@ -37,6 +37,11 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
     int reads_input = 0;
     for (int j = 0; j < l->ninputs; j++) reads_input |= l->inputs[j] < 0;
     const tfc_param *k = find_param(l, "kernel");
+    for (int p = 0; p < l->nparams && !k; p++) { /* a TimeDistributed's inner/kernel */
+        const char *slash = strrchr(l->params[p].name, '/');
+        if (slash && !strcmp(slash, "/kernel") && !strcmp(l->ops->type, "TimeDistributed"))
+            k = &l->params[p];
+    }
     const tfc_param *wq = find_param(l, "query/kernel");
     *forward = *backward = 0;
     if (wq) { /* MultiHeadAttention: the four projections, then per head and (query, key)

@@ -246,6 +246,10 @@ extern const char *const tfc_data_format_names[3];
  * right. */
 void tfc_layer_border(const tfc_layer *l, int side[4]);
 
+/* TimeDistributed's inner layer (time_distributed.c; for the ONNX export): built, its
+ * parameters the wrapper's in order, bound only while the wrapper runs. */
+const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);
+
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */
 tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l);

@@ -24,6 +24,7 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
 extern const tfc_layer_ops tfc_group_normalization_ops;
 extern const tfc_layer_ops tfc_identity_ops, tfc_repeat_vector_ops;
 extern const tfc_layer_ops tfc_simple_rnn_ops;
+extern const tfc_layer_ops tfc_time_distributed_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -53,6 +54,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_alpha_dropout_ops,  &tfc_gaussian_noise_ops,   &tfc_gaussian_dropout_ops,
     &tfc_activity_regularization_ops,
     &tfc_identity_ops,       &tfc_repeat_vector_ops,
+    &tfc_time_distributed_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)

@@ -2788,6 +2788,31 @@ static void test_train_activation_layers(void)
     lift_cpu_first = 0;
 }
 
+/* TimeDistributed (CPU-first, lifted for the case) around layers the GPU runs: frames through
+ * Conv2D, BatchNormalization (each step's batch statistics, the steps transposed by copy2d),
+ * pooling and Flatten into an LSTM; token ids under the mask through a Dense into an LSTM */
+static void test_train_time_distributed(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [3, 6, 6, 2]}\nlayers:\n"
+                "  - TimeDistributed: {layer: {Conv2D: {filters: 4, kernel_size: 3, "
+                "activation: relu}}}\n"
+                "  - TimeDistributed: {layer: {BatchNormalization: {momentum: 0.9}}}\n"
+                "  - TimeDistributed: {layer: {MaxPooling2D: {pool_size: 2}}}\n"
+                "  - TimeDistributed: {layer: {Flatten: {}}}\n"
+                "  - LSTM: {units: 6}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [10], dtype: int32}\nlayers:\n"
+                "  - Embedding: {input_dim: 20, output_dim: 4, mask_zero: true}\n"
+                "  - TimeDistributed: {layer: {Dense: {units: 5, activation: tanh}}}\n"
+                "  - TimeDistributed: {layer: {LayerNormalization: {}}}\n"
+                "  - LSTM: {units: 4}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 20, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+}
+
 /* ---- augmentation (gpu_augment.cu) and the layers on existing ops ---------------------- */
 
 /* One warp desc on both backends: forward y, backward into a random dx; the same bits (the
@@ -3869,6 +3894,7 @@ int main(int argc, char **argv)
         {"train_conv1d", test_train_conv1d},
         {"train_mobilenet", test_train_mobilenet},
         {"train_activation_layers", test_train_activation_layers},
+        {"train_time_distributed", test_train_time_distributed},
         {"pact", test_pact},
         {"penalty", test_penalty},
         {"noise", test_noise},

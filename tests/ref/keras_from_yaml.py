@@ -90,6 +90,13 @@ def construct(kind, args, name):
         # tfc's weights are forward_<inner>/... for an inner layer of Keras's default name.
         args = dict(args, layer=construct(inner_kind, keras_args(inner_kind, inner_args or {}),
                                           snake_case(inner_kind)))
+    if kind == "TimeDistributed":
+        (inner_kind, inner_args), = args["layer"].items()
+        inner_args = dict(inner_args or {})
+        # tfc's weights are <name>/<inner>/...: the inner layer's name, else Keras's default
+        inner_name = inner_args.pop("name", snake_case(inner_kind))
+        args = dict(args, layer=construct(inner_kind, keras_args(inner_kind, inner_args),
+                                          inner_name))
     try:
         return cls(name=name, **args)
     except TypeError as e:
