@@ -498,10 +498,10 @@ static void test_conv1d_errors(void)
                  "4 channels must be divisible by groups (3)");
     expect_error("Conv1D: {filters: 2, kernel_size: 3, data_format: channels_first}",
                  "data_format: channels_first is not supported");
-    expect_error("Conv1D: {filters: 2, kernel_size: 3, kernel_constraint: non_neg}",
-                 "kernel_constraint: not supported by tfc");
-    expect_error("Conv1D: {filters: 2, kernel_size: 3, bias_constraint: non_neg}",
-                 "bias_constraint: not supported by tfc");
+    expect_error("Conv1D: {filters: 2, kernel_size: 3, kernel_constraint: {type: max_norm, "
+                 "axis: 1}}", "kernel_constraint: axis: tfc takes a leading run");
+    expect_error("Conv1D: {filters: 2, kernel_size: 3, bias_constraint: [non_neg]}",
+                 "bias_constraint: expected a constraint");
     expect_error("Conv1D: {filters: 2, kernel_size: 9}", "shorter than the kernel");
     expect_error("Conv1D: {filters: 2, kernel_size: 2, padding: full}", "causal");
     expect_error("GlobalMaxPooling1D: {data_format: channels_first}",

@@ -362,10 +362,12 @@ static void test_fixed_arguments(void)
     expect_ok("Reshape: {target_shape: [36, 4]}\n  - GRU: {units: 2, use_cudnn: auto, "
               "recurrent_regularizer: null}");
     expect_ok("Reshape: {target_shape: [36, 4]}\n  - LSTM: {units: 2, use_cudnn: false}");
-    expect_error("Dense: {units: 3, bias_constraint: {class_name: NonNeg, config: {}}}",
-                 "m.yaml:3:40: error: layers[0].Dense.bias_constraint: not supported by "
-                 "tfc: only null",
-                 "hint: tfc has no weight constraints");
+    /* the constraints are Keras's: its names and serialized form load, a bad one fails */
+    expect_ok("Dense: {units: 3, bias_constraint: {class_name: NonNeg, config: {}}, "
+              "kernel_constraint: max_norm}");
+    expect_error("Dense: {units: 3, bias_constraint: {class_name: NonNeg, config: {axis: 0}}}",
+                 "error: layers[0].Dense.bias_constraint.config.axis: unknown key 'axis'",
+                 NULL);
     expect_error("Conv2D: {filters: 2, kernel_size: 3, data_format: channels_first}",
                  "layers[0].Conv2D.data_format: not supported by tfc: only channels_last",
                  "(height, width, channels)");
@@ -374,8 +376,10 @@ static void test_fixed_arguments(void)
                  "renormalization");
     expect_error("BatchNormalization: {renorm_momentum: 0.9}", "only 0.99", NULL);
     expect_error("Flatten: {data_format: channels_first}", "Flatten.data_format", NULL);
-    expect_error("Conv2DTranspose: {filters: 2, kernel_size: 2, kernel_constraint: max_norm}",
-                 "kernel_constraint: not supported by tfc", "no weight constraints");
+    expect_ok("Conv2DTranspose: {filters: 2, kernel_size: 2, kernel_constraint: max_norm}");
+    expect_error("Conv2DTranspose: {filters: 2, kernel_size: 2, kernel_constraint: {type: "
+                 "max_norm, axis: [1, 2]}}", "kernel_constraint: axis: tfc takes a leading run",
+                 NULL);
     expect_error("Reshape: {target_shape: [36, 4]}\n  - LSTM: {units: 2, use_cudnn: true}",
                  "use_cudnn", "auto, false");
     expect_error("Dropout: {rate: 0.5, noise_shape: [null, 1, 6, 1]}",

@@ -347,8 +347,9 @@ static void test_argument_errors(void)
     expect_error("LayerNormalization: {axis: [-1, 1]}", "only trailing axes");
     expect_error("LayerNormalization: {axis: 0}", "is the batch axis");
     expect_error("RMSNormalization: {axis: 3}", "out of range");
-    expect_error("LayerNormalization: {gamma_constraint: non_neg}", "not supported by tfc");
-    expect_error("LayerNormalization: {beta_constraint: non_neg}", "not supported");
+    expect_error("LayerNormalization: {gamma_constraint: {type: unit_norm, axis: 1}}",
+                 "axis: tfc takes a leading run of the axes of gamma [4]");
+    expect_error("LayerNormalization: {beta_constraint: {max_value: 1}}", "missing required");
     expect_error("RMSNormalization: {center: false}", "unknown key 'center'");
     /* a null regularizer is Keras's default */
     tfc_error err;
@@ -777,8 +778,8 @@ static void test_gn_errors(void)
     expect_error("GroupNormalization: {groups: 2, axis: 0}", "is the batch axis");
     expect_error("GroupNormalization: {groups: 2, axis: 3}", "out of range");
     expect_error("GroupNormalization: {groups: 2, axis: -4}", "out of range");
-    expect_error("GroupNormalization: {groups: 2, gamma_constraint: non_neg}",
-                 "not supported");
+    expect_error("GroupNormalization: {groups: 2, gamma_constraint: {type: non_neg, rate: 1}}",
+                 "unknown key 'rate'");
     expect_error("GroupNormalization: {groups: 2, axis: [1]}", "found a sequence");
     /* Keras's weights: gamma, beta (C,) as each of center and scale asks; the mask passes */
     const char *yaml = "input: {shape: [5], dtype: int32}\nlayers:\n"

@@ -382,7 +382,8 @@ static void test_unsupported_arguments(void)
         {"SimpleRNN: {units: 2, activation: celu}", "activation"},
         {"SimpleRNN: {units: 2, recurrent_activation: sigmoid}", "recurrent_activation"},
         {"SimpleRNN: {units: 2, use_cudnn: auto}", "use_cudnn"},
-        {"SimpleRNN: {units: 2, recurrent_constraint: {type: NonNeg}}", "recurrent_constraint"},
+        {"SimpleRNN: {units: 2, recurrent_constraint: {type: NonNeg, axis: 0}}",
+         "recurrent_constraint.axis: unknown key"},
         {"Bidirectional: {layer: {SimpleRNN: {units: 2, go_backwards: true}}}",
          "layer.SimpleRNN.go_backwards: must be false"},
     };

@@ -179,7 +179,8 @@ static void init_i64(exporter *x, char *name, const char *hint, const int64_t *v
 static const void *arg(const tfc_layer *l, const char *name)
 {
     for (const tfc_field *f = l->ops->schema; f && f->name; f++) {
-        int stored = f->type != TFC_F_FIXED && f->type != TFC_F_REGULARIZER;
+        int stored = f->type != TFC_F_FIXED && f->type != TFC_F_REGULARIZER &&
+                     f->type != TFC_F_CONSTRAINT;
         if (!strcmp(f->name, name) && stored) return (const char *)l->args + f->offset;
     }
     return NULL;

@@ -110,6 +110,30 @@ typedef struct tfc_noise_desc {
     uint64_t key, step;
 } tfc_noise_desc;
 
+/* Keras's weight constraints (keras.constraints; core/init.h parses them), the projection
+ * applied to a weight after each optimizer update. The weight, in Keras's layout, is viewed as
+ * [outer, red, inner]: a norm is taken over the red axis for each (outer, inner), so the axes
+ * Keras's `axis` names are a leading run of the shape (outer 1) or a trailing one (inner 1).
+ * With norms = sqrt(sum w^2 over red), eps = 1e-7 (keras.config.epsilon()):
+ *   MAX_NORM      w * (clip(norms, 0, max_value) / (eps + norms))
+ *   NON_NEG       max(w, 0)
+ *   UNIT_NORM     w / (eps + norms)
+ *   MIN_MAX_NORM  w * ((rate clip(norms, min_value, max_value) + (1 - rate) norms) /
+ *                      (eps + norms)) */
+typedef enum tfc_constraint_kind {
+    TFC_CONSTRAINT_NONE = 0,
+    TFC_CONSTRAINT_MAX_NORM,
+    TFC_CONSTRAINT_NON_NEG,
+    TFC_CONSTRAINT_UNIT_NORM,
+    TFC_CONSTRAINT_MIN_MAX_NORM
+} tfc_constraint_kind;
+
+typedef struct tfc_constraint_desc {
+    tfc_constraint_kind kind;
+    int64_t outer, red, inner;
+    float min_value, max_value, rate;
+} tfc_constraint_desc;
+
 /* m and b of draw j (the index g cols + c), on the host and the device (TFC_HD). */
 TFC_HD float tfc_noise_affine(const tfc_noise_desc *d, uint64_t j, float *b)
 {
@@ -799,8 +823,8 @@ typedef struct tfc_device_options {
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, weight
- * regularizers, noise layers, GroupNormalization and SimpleRNN, on the CPU since 2026-11-30
- * (docs/gpu.md). */
+ * regularizers and constraints, noise layers, GroupNormalization and SimpleRNN, on the CPU
+ * since 2026-11-30 (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
      * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
@@ -822,6 +846,9 @@ typedef struct tfc_device_options {
      * once; grad (NULL: not wanted) += l1 sign(w) + 2 l2 w (sign(0) = 0). */                     \
     X(void, penalty, (tfc_backend *be, int64_t n, float l1, float l2, const float *w,              \
                       float *loss, float *grad))                                                   \
+    /* A weight constraint (tfc_constraint_desc) on w [outer, red, inner], in place: each norm     \
+     * summed in double over red in order (fixed by the shape, not the threads). */               \
+    X(void, constrain, (tfc_backend *be, const tfc_constraint_desc *d, float *w))                  \
     /* The noise layers (tfc_noise_desc): noise_forward y = m x + b (y may alias x);               \
      * noise_backward dx += m dy, or dx = m dy with assign. */                                     \
     X(void, noise_forward, (tfc_backend *be, const tfc_noise_desc *d, const float *x, float *y))   \

@@ -321,6 +321,150 @@ tfc_status tfc_regularizer_parse(const tfc_node *node, const char *path, tfc_reg
     return TFC_OK;
 }
 
+/* ---- constraints ------------------------------------------------------------------------ */
+
+typedef struct con_args {
+    const tfc_node *type; /* read by con_name */
+    double min_value, max_value, rate;
+    tfc_int_list axis;
+} con_args;
+
+#define CON_TYPE_FIELD                                                                     \
+    {"type", TFC_F_NODE, offsetof(con_args, type), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,    \
+     "max_norm, non_neg, unit_norm or min_max_norm (Keras's MaxNorm, ...)"}
+#define CON_AXIS_FIELD                                                                     \
+    {"axis", TFC_F_INT_LIST, offsetof(con_args, axis), "0", TFC_UNBOUNDED, NULL,           \
+     "the axes each norm is taken over: a leading or a trailing run of the weight's"}
+
+/* Each type's arguments, Keras's defaults, in tfc_constraint_kind's order (from MAX_NORM);
+ * in Keras's serialized config, the same without the type. */
+static const tfc_field con_fields[4][6] = {
+    {CON_TYPE_FIELD,
+     {"max_value", TFC_F_FLOAT, offsetof(con_args, max_value), "2", 0, HUGE_VAL, NULL,
+      "the largest norm"},
+     CON_AXIS_FIELD,
+     {NULL}},
+    {CON_TYPE_FIELD, {NULL}},
+    {CON_TYPE_FIELD, CON_AXIS_FIELD, {NULL}},
+    {CON_TYPE_FIELD,
+     {"min_value", TFC_F_FLOAT, offsetof(con_args, min_value), "0.0", 0, HUGE_VAL, NULL,
+      "the smallest norm"},
+     {"max_value", TFC_F_FLOAT, offsetof(con_args, max_value), "1.0", 0, HUGE_VAL, NULL,
+      "the largest norm"},
+     {"rate", TFC_F_FLOAT, offsetof(con_args, rate), "1.0", 0, 1, NULL,
+      "how far toward [min_value, max_value] each update moves the norm"},
+     CON_AXIS_FIELD,
+     {NULL}}};
+
+/* A constraint's name, Keras's class name (MaxNorm) or its snake case (max_norm), as a
+ * tfc_constraint_kind */
+static tfc_status con_name(const tfc_node *n, const char *path, int *kind, tfc_error *err)
+{
+    static const char *const classes[] = {"MaxNorm", "NonNeg", "UnitNorm", "MinMaxNorm", NULL};
+    static const char *const names[] = {"max_norm", "non_neg", "unit_norm", "min_max_norm",
+                                        NULL};
+    for (int i = 0; n->kind == TFC_NODE_SCALAR && classes[i]; i++)
+        if (!strcmp(n->str, classes[i])) {
+            *kind = TFC_CONSTRAINT_MAX_NORM + i;
+            return TFC_OK;
+        }
+    int i = 0;
+    tfc_status s = tfc_node_enum(n, path, names, &i, err);
+    *kind = TFC_CONSTRAINT_MAX_NORM + i;
+    return s;
+}
+
+tfc_status tfc_constraint_parse(const tfc_node *node, const char *path, tfc_constraint *out,
+                                tfc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (tfc_node_is_null(node)) return TFC_OK;
+    int kind = TFC_CONSTRAINT_MAX_NORM;
+    char kpath[320];
+    const tfc_node *args = NULL;
+    const tfc_field *fields;
+    if (node->kind == TFC_NODE_SCALAR) {
+        if (con_name(node, path, &kind, err)) return TFC_ERR_CONFIG;
+        fields = con_fields[kind - TFC_CONSTRAINT_MAX_NORM];
+    } else if (node->kind != TFC_NODE_MAP) {
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, path,
+                              "expected a constraint: max_norm, non_neg, unit_norm, "
+                              "min_max_norm or a mapping {type: max_norm, max_value: 2, "
+                              "axis: 0}");
+    } else if (tfc_node_get(node, "class_name")) { /* Keras's serialized form */
+        tfc_keras_form f;
+        if (tfc_schema_apply(tfc_keras_form_fields, node, path, &f, err)) return TFC_ERR_CONFIG;
+        snprintf(kpath, sizeof kpath, "%s.class_name", path);
+        if (con_name(f.class_name, kpath, &kind, err)) return TFC_ERR_CONFIG;
+        args = f.config;
+        snprintf(kpath, sizeof kpath, "%s.config", path);
+        path = kpath;
+        fields = con_fields[kind - TFC_CONSTRAINT_MAX_NORM] + 1; /* no type in a config */
+    } else {
+        const tfc_node *t = tfc_node_get(node, "type");
+        snprintf(kpath, sizeof kpath, "%s.type", path);
+        if (!t)
+            return tfc_node_error(err, TFC_ERR_CONFIG, node, path,
+                                  "missing required key 'type' (max_norm, non_neg, unit_norm "
+                                  "or min_max_norm)");
+        if (con_name(t, kpath, &kind, err)) return TFC_ERR_CONFIG;
+        args = node;
+        fields = con_fields[kind - TFC_CONSTRAINT_MAX_NORM];
+    }
+    con_args a;
+    if (tfc_schema_apply(fields, args, path, &a, err)) return TFC_ERR_CONFIG;
+    if (kind == TFC_CONSTRAINT_MIN_MAX_NORM && a.min_value > a.max_value)
+        return tfc_node_error(err, TFC_ERR_CONFIG, args ? args : node, path,
+                              "min_value %g exceeds max_value %g", a.min_value, a.max_value);
+    out->kind = (tfc_constraint_kind)kind;
+    out->min_value = a.min_value;
+    out->max_value = a.max_value;
+    out->rate = a.rate;
+    out->axis = a.axis;
+    /* axis: null (Keras's None) is every axis: one norm of the whole weight */
+    const tfc_node *ax = args && kind != TFC_CONSTRAINT_NON_NEG ? tfc_node_get(args, "axis")
+                                                                 : NULL;
+    if (ax && tfc_node_is_null(ax)) out->axis.n = -1;
+    return TFC_OK;
+}
+
+int tfc_constraint_layout(const tfc_constraint *c, const tfc_shape *shape,
+                          tfc_constraint_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = c->kind;
+    out->min_value = (float)c->min_value;
+    out->max_value = (float)c->max_value;
+    out->rate = (float)c->rate;
+    const int nd = shape->ndim;
+    out->outer = 1, out->red = tfc_shape_numel(shape), out->inner = 1;
+    if (c->kind == TFC_CONSTRAINT_NON_NEG || c->kind == TFC_CONSTRAINT_NONE) return 0;
+    /* the named axes as a mask; then a leading run 0..k-1 or a trailing run k..nd-1 */
+    unsigned mask = 0;
+    if (c->axis.n == -1) return 0; /* every axis */
+    if (c->axis.n < 1) return -1;
+    for (int i = 0; i < c->axis.n; i++) {
+        int a = c->axis.v[i] < 0 ? c->axis.v[i] + nd : c->axis.v[i];
+        if (a < 0 || a >= nd || mask >> a & 1) return -1;
+        mask |= 1u << a;
+    }
+    const int k = c->axis.n;
+    const unsigned lead = (1u << k) - 1, trail = ((1u << nd) - 1) & ~((1u << (nd - k)) - 1);
+    int64_t red = 1;
+    if (mask == lead) {
+        for (int i = 0; i < k; i++) red *= shape->dim[i];
+        out->red = red;
+        out->inner = red ? tfc_shape_numel(shape) / red : 0;
+    } else if (mask == trail) {
+        for (int i = nd - k; i < nd; i++) red *= shape->dim[i];
+        out->red = red;
+        out->outer = red ? tfc_shape_numel(shape) / red : 0;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
 /* Keras's fans: last axis fan_out, the one before fan_in, leading axes the receptive field. */
 static void fans(const tfc_shape *s, double *fan_in, double *fan_out)
 {

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "core/backend.h"
 #include "core/config.h"
 #include "core/schema.h"
 #include "core/tensor.h"
@@ -76,6 +77,30 @@ typedef struct tfc_regularizer {
 /* Reads a regularizer from `node` (NULL or null: none, both 0). Errors name `path`. */
 tfc_status tfc_regularizer_parse(const tfc_node *node, const char *path, tfc_regularizer *out,
                                  tfc_error *err);
+
+/* Keras's weight constraints (keras.constraints MaxNorm, NonNeg, UnitNorm, MinMaxNorm; the
+ * formulas at tfc_constraint_desc, core/backend.h), applied to the weight after each
+ * optimizer update. In YAML a name, Keras's snake case or class name (max_norm or MaxNorm,
+ * non_neg, unit_norm, min_max_norm: Keras's defaults); a mapping {type: max_norm, max_value:
+ * 3, axis: [0, 1, 2]} with that type's arguments; or Keras's serialized form {class_name:
+ * MaxNorm, config: {max_value: 2, axis: 0}}. null: none. `axis` (an int or a list, default
+ * 0; null, Keras's None, is every axis: axis.n -1) is checked against the weight's shape when
+ * the model is built (tfc_constraint_layout). */
+typedef struct tfc_constraint {
+    tfc_constraint_kind kind;
+    double min_value, max_value, rate;
+    tfc_int_list axis;
+} tfc_constraint;
+
+/* Reads a constraint from `node` (NULL or null: none). Errors name `path`. */
+tfc_status tfc_constraint_parse(const tfc_node *node, const char *path, tfc_constraint *out,
+                                tfc_error *err);
+
+/* The op's view of c on a weight of `shape` (Keras's layout): 0, or -1 when c's axes (negative
+ * ones counted from the end) are out of range, repeated, or neither a leading nor a trailing
+ * run of the shape's axes. */
+int tfc_constraint_layout(const tfc_constraint *c, const tfc_shape *shape,
+                          tfc_constraint_desc *out);
 
 /* Fills `out` (host memory, `shape` in Keras layout) from the stream `key`. Fans follow
  * Keras: the last axis is fan_out, the one before fan_in, leading axes are the receptive

@@ -238,6 +238,10 @@ static tfc_status read_field(const tfc_field *f, const tfc_node *n, const char *
         tfc_regularizer r;
         return tfc_regularizer_parse(n, path, &r, err);
     }
+    case TFC_F_CONSTRAINT: {
+        tfc_constraint c;
+        return tfc_constraint_parse(n, path, &c, err);
+    }
     case TFC_F_INT_PAIR: {
         int *pair = dst;
         long long probe;
@@ -281,7 +285,8 @@ static void clear_field(const tfc_field *f, char *out)
     case TFC_F_STRING: *(const char **)dst = NULL; break;
     case TFC_F_NODE: *(const tfc_node **)dst = NULL; break;
     case TFC_F_FIXED:
-    case TFC_F_REGULARIZER: break;
+    case TFC_F_REGULARIZER:
+    case TFC_F_CONSTRAINT: break;
     case TFC_F_INT_PAIR: ((int *)dst)[0] = ((int *)dst)[1] = 0; break;
     case TFC_F_INT_LIST: memset(dst, 0, sizeof(tfc_int_list)); break;
     case TFC_F_FLOAT_LIST: memset(dst, 0, sizeof(tfc_float_list)); break;
@@ -294,7 +299,7 @@ static void apply_default(const tfc_field *f, char *out)
 {
     clear_field(f, out);
     if (!strcmp(f->def, TFC_NO_DEFAULT) || f->type == TFC_F_NODE || f->type == TFC_F_FIXED ||
-        f->type == TFC_F_REGULARIZER)
+        f->type == TFC_F_REGULARIZER || f->type == TFC_F_CONSTRAINT)
         return;
     tfc_node n = {.kind = TFC_NODE_SCALAR, .str = (char *)f->def};
     if (f->type == TFC_F_STRING) {
@@ -380,7 +385,7 @@ void tfc_schema_print_help(FILE *f, const tfc_field *fields, const char *indent)
     static const char *const type_names[] = {"int", "float", "bool", "string", "enum",
                                               "int or [int, int]", "list of int",
                                               "list of float", "mapping", "fixed",
-                                              "regularizer"};
+                                              "regularizer", "constraint"};
     for (const tfc_field *fd = fields; fd->name; fd++) {
         fprintf(f, "%s%-22s %-18s", indent, fd->name, type_names[fd->type]);
         if (fd->type == TFC_F_FIXED)

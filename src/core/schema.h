@@ -23,9 +23,11 @@ typedef enum tfc_field_type {
     TFC_F_FIXED,      /* nothing stored: an argument of Keras's that tfc has one value of,
                        * its default (null: Keras's None, where def is TFC_NO_DEFAULT);
                        * any other value is an error naming it, with the help as a hint */
-    TFC_F_REGULARIZER /* nothing stored: a weight regularizer (core/init.h), checked here;
+    TFC_F_REGULARIZER,/* nothing stored: a weight regularizer (core/init.h), checked here;
                        * the graph reads it from the layer's mapping for each weight it
                        * regularizes (tfc_param.regularizer) */
+    TFC_F_CONSTRAINT  /* nothing stored: a weight constraint (core/init.h), checked here; the
+                       * graph reads it as it reads a regularizer (tfc_param.constraint) */
 } tfc_field_type;
 
 #define TFC_LIST_MAX 16

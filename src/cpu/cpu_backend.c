@@ -422,6 +422,7 @@ static const tfc_backend_ops cpu_ops = {
     .prelu_forward = tfc_cpu_prelu_forward,
     .prelu_backward = tfc_cpu_prelu_backward,
     .penalty = tfc_cpu_penalty,
+    .constrain = tfc_cpu_constrain,
     .noise_forward = tfc_cpu_noise_forward,
     .noise_backward = tfc_cpu_noise_backward,
     .groupnorm_forward = tfc_cpu_groupnorm_forward,

@@ -181,6 +181,50 @@ void tfc_gpu_penalty(tfc_backend *be, int64_t n, float l1, float l2, const float
     }
 }
 
+/* A weight constraint (tfc_constraint_desc): one thread per norm, summed in double over the
+ * reduced axis in order, then the CPU's float32 factor (cpu_constrain.c) */
+static __global__ void constrain_kernel(tfc_constraint_desc d, float *w)
+{
+    GRID_LOOP(t, d.outer * d.inner)
+    {
+        const int64_t o = t / d.inner, c = t % d.inner;
+        float *base = w + o * d.red * d.inner + c;
+        if (d.kind == TFC_CONSTRAINT_NON_NEG) {
+            for (int64_t r = 0; r < d.red; r++)
+                if (base[r * d.inner] < 0.0f) base[r * d.inner] = 0.0f;
+            continue;
+        }
+        double sum = 0.0;
+        for (int64_t r = 0; r < d.red; r++) {
+            const double v = base[r * d.inner];
+            sum += v * v;
+        }
+        const float norm = (float)sqrt(sum), eps = 1e-7f;
+        if (d.kind == TFC_CONSTRAINT_UNIT_NORM) {
+            const float den = eps + norm;
+            for (int64_t r = 0; r < d.red; r++) base[r * d.inner] /= den;
+            continue;
+        }
+        const int mm = d.kind == TFC_CONSTRAINT_MIN_MAX_NORM;
+        const float lo = mm ? d.min_value : 0.0f;
+        const float clipped = norm < lo ? lo : norm > d.max_value ? d.max_value : norm;
+        const float desired = mm ? d.rate * clipped + (1.0f - d.rate) * norm : clipped;
+        const float f = desired / (eps + norm);
+        for (int64_t r = 0; r < d.red; r++) base[r * d.inner] *= f;
+    }
+}
+
+/* Not in the table yet (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_layer_ops puts it in for
+ * make test-gpu. */
+void tfc_gpu_constrain(tfc_backend *be, const tfc_constraint_desc *d, float *w)
+{
+    gpu_ctx *g = gpu_of(be);
+    const int64_t groups = d->outer * d->inner;
+    if (groups <= 0 || d->red <= 0 || d->kind == TFC_CONSTRAINT_NONE) return;
+    constrain_kernel<<<gpu_blocks(g, groups), GPU_THREADS, 0, g->stream>>>(*d, w);
+    TFC_LAUNCH_CHECK(g, constrain_kernel);
+}
+
 /* A failed reduction counts everything as non-finite, so training stops rather than
  * continuing on garbage; tfc_gpu_status then names the failing call. */
 int64_t tfc_gpu_count_nonfinite(tfc_backend *be, int64_t n, const float *x)

@@ -515,6 +515,16 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
     return TFC_OK;
 }
 
+/* The argument a weight's constraint came from: its regularizer's name with _constraint */
+static const char *constraint_arg(const tfc_param *pr, char name[64])
+{
+    const char *r = pr->regularizer ? pr->regularizer : "the weight's";
+    size_t n = strlen(r), k = strlen("_regularizer");
+    if (n > k && !strcmp(r + n - k, "_regularizer")) n -= k;
+    snprintf(name, 64, "%.*s_constraint", (int)n, r);
+    return name;
+}
+
 /* A layer whose kernels the backend lacks (tfc_layer_ops.needs: a layer that has landed on
  * the CPU first), or whose activation it lacks (tfc_backend.acts), refuses the model on it,
  * naming the layer and the op or activation. */
@@ -535,6 +545,15 @@ static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_e
                                        "%s with precision float16 is not supported yet (the "
                                        "penalty's gradient would miss the loss scale); use "
                                        "bf16 or float32", pr->regularizer);
+        }
+        for (int p = 0; p < l->nparams; p++) {
+            const tfc_param *pr = &l->params[p];
+            char arg[64];
+            if (pr->constraint.kind && pr->trainable && !tfc_backend_has(be->ops, "constrain"))
+                return tfc_layer_error(err, l,
+                                       "the %s backend has no kernel for %s yet (op "
+                                       "'constrain'); run this model with --device cpu",
+                                       be->ops->name, constraint_arg(pr, arg));
         }
         if ((l->activity_l1 || l->activity_l2) && !tfc_backend_has(be->ops, "penalty"))
             return tfc_layer_error(err, l,
@@ -1260,6 +1279,19 @@ void tfc_model_backward(tfc_model *m)
 {
     for (int i = m->nlayers - 1; i >= 0; i--) tfc_model_layer_backward(m, i);
     if (m->regularized) penalties(m, 0, 1);
+}
+
+int tfc_model_constrain(tfc_model *m)
+{
+    int count = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++) {
+            tfc_param *pr = &m->layers[i].params[p];
+            if (!pr->constraint.kind || !pr->trainable || !pr->numel) continue;
+            m->be->ops->constrain(m->be, &pr->constraint, (float *)master_weights(m, pr));
+            count++;
+        }
+    return count;
 }
 
 void tfc_model_get_output(tfc_model *m, float *host)

@@ -314,6 +314,54 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
     return TFC_OK;
 }
 
+/* Each trainable weight's constraint (tfc_param.constraint): the argument named like its
+ * regularizer (kernel_constraint for kernel_regularizer, ...), the layer's or its wrapper's
+ * layer's (`inner`, as attach_regularizers), laid out on the weight's shape. As Keras, only
+ * trainable weights are constrained. */
+static tfc_status attach_constraints(tfc_layer *l, const tfc_node *inner, tfc_error *err)
+{
+    static const char *const args[][2] = {
+        {"kernel_regularizer", "kernel_constraint"},
+        {"recurrent_regularizer", "recurrent_constraint"},
+        {"bias_regularizer", "bias_constraint"},
+        {"embeddings_regularizer", "embeddings_constraint"},
+        {"depthwise_regularizer", "depthwise_constraint"},
+        {"pointwise_regularizer", "pointwise_constraint"},
+        {"gamma_regularizer", "gamma_constraint"},
+        {"beta_regularizer", "beta_constraint"},
+        {"alpha_regularizer", "alpha_constraint"}};
+    for (int p = 0; p < l->nparams; p++) {
+        tfc_param *pr = &l->params[p];
+        memset(&pr->constraint, 0, sizeof pr->constraint);
+        if (!pr->regularizer || !pr->trainable || pr->constant || !l->args_node) continue;
+        const char *arg = NULL;
+        for (size_t i = 0; i < sizeof args / sizeof args[0]; i++)
+            if (!strcmp(pr->regularizer, args[i][0])) arg = args[i][1];
+        if (!arg) continue;
+        const tfc_node *n = tfc_node_get(l->args_node, arg);
+        char path[160];
+        snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, arg);
+        if (!n && inner) {
+            n = tfc_node_get(inner->vals[0], arg);
+            snprintf(path, sizeof path, "layers[%d].%s.layer.%s.%s", l->index, l->ops->type,
+                     inner->keys[0]->str, arg);
+        }
+        tfc_constraint c;
+        if (tfc_constraint_parse(n, path, &c, err)) return TFC_ERR_CONFIG;
+        if (tfc_constraint_layout(&c, &pr->shape, &pr->constraint)) {
+            char dims[96] = "";
+            for (int d = 0, o = 0; d < pr->shape.ndim && o < (int)sizeof dims - 24; d++)
+                o += snprintf(dims + o, sizeof dims - (size_t)o, "%s%lld", d ? ", " : "",
+                              (long long)pr->shape.dim[d]);
+            return tfc_node_error(err, TFC_ERR_CONFIG, n, path,
+                                  "axis: tfc takes a leading run of the axes of %s [%s] (0; "
+                                  "[0, 1]) or a trailing one (-1; [-2, -1]), each in range "
+                                  "once", pr->name, dims);
+        }
+    }
+    return TFC_OK;
+}
+
 /* Each trainable weight's regularizer (tfc_param.regularizer names the argument): the layer's
  * argument, or a wrapper's layer's (Bidirectional's `layer: {LSTM: {...}}`: Keras's wrapper
  * regularizes both directions with its layer's regularizers). Moving statistics and
@@ -342,6 +390,7 @@ static tfc_status attach_regularizers(tfc_layer *l, tfc_error *err)
         pr->l1 = (float)r.l1;
         pr->l2 = (float)r.l2;
     }
+    if (attach_constraints(l, inner, err)) return TFC_ERR_CONFIG;
     /* the penalty on the output: its argument where the schema takes one (the factors
      * ActivityRegularization's build set stand otherwise) */
     for (const tfc_field *f = l->ops->schema; f && f->name; f++) {

@@ -262,6 +262,12 @@ void tfc_model_zero_grad(tfc_model *m);
 /* Back-propagates the loss gradient; parameter gradients accumulate. */
 void tfc_model_backward(tfc_model *m);
 
+/* Keras's weight constraints (tfc_param.constraint): each trainable weight that has one
+ * projected in place (its float32 master weights where reduced precision binds copies), as
+ * Keras's optimizer does after every update it applies; returns how many weights have one
+ * (0: nothing ran). */
+int tfc_model_constrain(tfc_model *m);
+
 /* The last forward pass's output, downloaded: [batch, output shape] floats. */
 void tfc_model_get_output(tfc_model *m, float *host);
 

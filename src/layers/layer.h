@@ -60,6 +60,10 @@ struct tfc_param {
      * graph read from it (trainable weights only, as Keras) */
     const char *regularizer;
     float l1, l2;
+    /* the constraint the graph read from the argument of the same weight (kernel_constraint
+     * for kernel_regularizer, ...), applied after each optimizer update (trainable weights
+     * only, as Keras); kind TFC_CONSTRAINT_NONE: none */
+    tfc_constraint_desc constraint;
     int64_t numel;
     float *data;        /* bound */
     float *grad;        /* bound; NULL when not trainable */
@@ -215,9 +219,9 @@ extern const char *const tfc_data_format_names[3];
 /* Keras's weight regularizer arguments (kernel_regularizer, ...; TFC_F_REGULARIZER, core/
  * init.h): the graph reads each for the weights whose tfc_param.regularizer names it, and
  * activity_regularizer (a penalty on the layer's output, over the batch size as Keras 3
- * adds it) into tfc_layer.activity_l1, activity_l2. The constraints, which tfc has no form
- * for, are accepted only as null (Keras's default, None), so that a Keras model's config
- * loads; any other value is an error naming the argument (TFC_F_FIXED). */
+ * adds it) into tfc_layer.activity_l1, activity_l2. The constraints (kernel_constraint, ...;
+ * TFC_F_CONSTRAINT) the graph reads into tfc_param.constraint from the argument named like
+ * the weight's regularizer. */
 #define TFC_REGULARIZER_FIELD(name)                                                          \
     {name, TFC_F_REGULARIZER, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                         \
      "l1, l2 or {type: l2, l2: 0.0001}: a penalty on the weight, in the loss"}
@@ -226,8 +230,9 @@ extern const char *const tfc_data_format_names[3];
      "l1, l2 or {type: l2, l2: 0.0001}: a penalty on the output over the batch size, in the "  \
      "loss"}
 #define TFC_CONSTRAINT_FIELD(name)                                                           \
-    TFC_FIXED_FIELD(name, TFC_NO_DEFAULT, "tfc has no weight constraints; leave this "       \
-                    "argument out")
+    {name, TFC_F_CONSTRAINT, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                          \
+     "max_norm, non_neg, unit_norm, min_max_norm or {type: max_norm, max_value: 2, axis: 0}: "  \
+     "a projection of the weight after each update"}
 /* Those of a layer with a kernel and a bias (Dense and the convolutions): kernel_regularizer,
  * bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint. */
 #define TFC_KERNEL_BIAS_KERAS_FIELDS                                                         \

@@ -540,6 +540,12 @@ static tfc_status train_step(run *r, tfc_error *err)
     r->lr = lr;
     loss_scale_step(r, overflow);
     if (!overflow) tfc_ema_update(&r->ema, tfc_model_params(m), r->iter); /* weights as they were */
+    /* Keras's weight constraints after the update (and after the average, which Keras's
+     * use_ema takes inside the update, before BaseOptimizer.apply projects), on every path
+     * (the staged step's too, launched after its graph); an update skipped for non-finite
+     * gradients changed nothing and they project nothing then; once per update, whatever
+     * iter_size */
+    if (!overflow) tfc_model_constrain(m);
     /* a failed asynchronous GPU op (launch, cuBLAS, cuDNN) is reported at this step */
     s = tfc_backend_status(r->be, err);
     if (s) return s;

@@ -3405,6 +3405,35 @@ static void test_penalty(void)
     enable_layer_ops(0);
 }
 
+/* The weight constraints' kernel (gpu_elementwise.cu's constrain, put in the table for this
+ * case) against the CPU within float rounding (both sum each norm in double in the same
+ * order): every kind, norms over a leading and a trailing run, from one weight to 1,000,003,
+ * norms below and above the bounds. */
+static void test_constrain(void)
+{
+    enable_layer_ops(1);
+    static const int64_t shapes[][3] = {{1, 1, 1}, {1, 37, 5}, {7, 19, 1}, {1, 4099, 67},
+                                        {1000003, 1, 1}, {5, 200003, 1}};
+    for (int kind = TFC_CONSTRAINT_MAX_NORM; kind <= TFC_CONSTRAINT_MIN_MAX_NORM; kind++)
+        for (int s = 0; s < 6; s++) {
+            tfc_constraint_desc d = {(tfc_constraint_kind)kind, shapes[s][0], shapes[s][1],
+                                     shapes[s][2], 0.3f, 0.5f, 0.75f};
+            const int64_t n = d.outer * d.red * d.inner;
+            pair w = pair_rand(n, -0.05, 0.05);
+            for (int64_t i = 0; i < n; i += 3) w.h[i] *= 0.01f;
+            pair_push(&w);
+            ref->ops->constrain(ref, &d, w.h);
+            dev->ops->constrain(dev, &d, w.d);
+            int bad = pair_check("constrain", &w, 1e-6, 1e-9);
+            if (bad) printf("\n  constrain kind %d [%lld, %lld, %lld]", kind,
+                            (long long)d.outer, (long long)d.red, (long long)d.inner);
+            CU_ASSERT_EQUAL(bad, 0);
+            pair_free(&w);
+        }
+    check_status();
+    enable_layer_ops(0);
+}
+
 /* The noise layers' kernels (gpu_noise.cu, put in the table for this case) against the
  * CPU: every kind, a draw per element and draws shared by rows, forward, backward adding and
  * assigning; the dropouts bit for bit, the Gaussian ones within float rounding (a normal
@@ -3897,6 +3926,7 @@ int main(int argc, char **argv)
         {"train_time_distributed", test_train_time_distributed},
         {"pact", test_pact},
         {"penalty", test_penalty},
+        {"constrain", test_constrain},
         {"noise", test_noise},
         {"regression_losses", test_regression_losses},
         {"augment_warp", test_augment_warp},
