@@ -236,7 +236,8 @@ static void test_names_and_masks(void)
                        "  - TimeDistributed: {layer: {Flatten: {}}}\n"
                        "  - TimeDistributed: {layer: {PReLU: {}}}\n"
                        "  - TimeDistributed: {layer: {Dense: {units: 2, name: head, "
-                       "kernel_regularizer: {type: l2, l2: 0.01}}}}\n";
+                       "kernel_regularizer: {type: l2, l2: 0.01}, "
+                       "bias_constraint: non_neg}}}\n";
     tfc_error err;
     tfc_error_clear(&err);
     tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
@@ -251,6 +252,9 @@ static void test_names_and_masks(void)
     /* the inner layer's regularizer, on its weight (Keras regularizes the wrapped layer's) */
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->params[0].l2, 0.01f);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->params[1].l2, 0.0f);
+    /* and its constraint (Keras's optimizer applies the wrapped layer's variables' own) */
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->params[1].constraint.kind, TFC_CONSTRAINT_NON_NEG);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->params[0].constraint.kind, TFC_CONSTRAINT_NONE);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 0)->id_limit, 7);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->out_shape.ndim, 2);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->out_shape.dim[0], 4);
