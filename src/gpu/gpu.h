@@ -105,8 +105,8 @@ void tfc_gpu_test_enable_bf16(int on);
  * gpu_groupnorm.cu; simple_rnn_*: gpu_simple_rnn.cu) into the GPU's op table, so models with
  * Keras's parametrised activation layers, weight regularizers and constraints, noise layers,
  * GroupNormalization and SimpleRNN bind there (`make test-gpu`'s pact, penalty, constrain,
- * noise, groupnorm and simple_rnn cases against the CPU). Off by default: the kernels have not run
- * on a GPU yet, and without them those models are refused. */
+ * noise, groupnorm and simple_rnn cases against the CPU). Off by default: the kernels have
+ * not run on a GPU yet, and without them those models are refused. */
 void tfc_gpu_test_enable_layer_ops(int on);
 
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
