@@ -379,6 +379,35 @@ static const gc_case cases[] = {
                                   "  - MultiHeadAttention: {num_heads: 2, key_dim: 2,"
                                   " use_causal_mask: true, dropout: 0.3}\n"
                                   "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
+    /* Attention and AdditiveAttention: a key apart from the value and a learned scale; concat
+     * scores with padding, a causal mask and dropout; a value narrower than the query; the
+     * query and the value of different lengths */
+    {"luong_dot_key_scale", "input: {shape: [5, 4]}\nlayers:\n  - Dense: {name: q, units: 3}\n"
+                            "  - Dense: {name: k, units: 3, inputs: [input]}\n"
+                            "  - Attention: {inputs: [q, input, k], use_scale: true}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    {"luong_concat_masked_causal_dropout", SEQ "  - Embedding: {name: e, input_dim: 10,"
+                                           " output_dim: 4, mask_zero: true}\n"
+                                           "  - Dense: {name: q, units: 4}\n"
+                                           "  - Attention: {inputs: [q, e], use_scale: true,"
+                                           " score_mode: concat, use_causal_mask: true,"
+                                           " dropout: 0.3}\n"
+                                           "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
+    {"luong_dot_masked", SEQ "  - Embedding: {name: e, input_dim: 10, output_dim: 4,"
+                         " mask_zero: true}\n"
+                         "  - Attention: {inputs: [e, e]}\n"
+                         "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 2}\n", 3},
+    {"bahdanau_masked_narrow_value", SEQ "  - Embedding: {name: e, input_dim: 10, output_dim: 4,"
+                                     " mask_zero: true}\n"
+                                     "  - Dense: {name: v, units: 3}\n"
+                                     "  - AdditiveAttention: {inputs: [e, v, e]}\n"
+                                     "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
+    {"bahdanau_cross_dropout", "input: {shape: [6, 4]}\nlayers:\n"
+                               "  - Dense: {name: q, units: 8}\n"
+                               "  - Reshape: {name: kv, target_shape: [3, 8], inputs: [input]}\n"
+                               "  - AdditiveAttention: {inputs: [q, kv], use_scale: false,"
+                               " dropout: 0.25}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"gru_float", "input: {shape: [4, 3]}\nlayers:\n  - GRU: {units: 3}\n  - Dense: {units: 2}\n", 3},
     {"gru_reset_before_sequences", "input: {shape: [4, 3]}\nlayers:\n"
                                    "  - GRU: {units: 3, reset_after: false, return_sequences: true}\n"

@@ -6,7 +6,8 @@
  * GRUs and Bidirectionals, LSTMs and GRUs with go_backwards (masked and not), SimpleRNN
  * (ONNX's RNN, each activation it has; softmax refused), Conv1D (causal, dilated, strided,
  * grouped) and the 1-D poolings (the masked average after an Embedding),
- * MultiHeadAttention (causal, padded, windowed, cross), TokenAndPositionEmbedding in a
+ * MultiHeadAttention (causal, padded, windowed, cross), Attention and AdditiveAttention
+ * (padded, causal, concat, a key of its own), TokenAndPositionEmbedding in a
  * transformer block and PositionEmbedding, an Add/Concatenate/Reshape graph, every activation
  * and the augmentation layers (the identity); a layer without an ONNX form is refused.
  * Skipped when python3 lacks onnx, onnxruntime or numpy. */
@@ -307,6 +308,30 @@ static void test_attention(void)
             "  - Reshape: {name: kv, target_shape: [3, 16]}\n  - Dense: {name: k, units: 5}\n"
             "  - MultiHeadAttention: {inputs: [input, kv, k], num_heads: 2, key_dim: 4,"
             " value_dim: 3, use_bias: false, output_shape: 7}\n", 0);
+}
+
+/* Attention and AdditiveAttention: dot with a scale and concat over padded ids (a fully
+ * padded example: its rows zeroed, its keys all hidden) with a causal mask; a key apart from
+ * the value, across lengths; AdditiveAttention with and without its scale. */
+static void test_score_attention(void)
+{
+    if (!ready()) return;
+    fixture("luong_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {name: e, input_dim: 30, output_dim: 8, mask_zero: true}\n"
+            "  - Attention: {name: a1, inputs: [e, e], use_scale: true}\n"
+            "  - Attention: {name: a2, inputs: [a1, e], score_mode: concat, use_scale: true,"
+            " use_causal_mask: true, dropout: 0.2}\n"
+            "  - AdditiveAttention: {inputs: [a2, e]}\n"
+            "  - Flatten: {}\n"
+            "  - Dense: {units: 3, activation: softmax}\n", 30);
+    fixture("luong_cross",
+            "input: {shape: [6, 8]}\nlayers:\n"
+            "  - Reshape: {name: kv, target_shape: [3, 16]}\n  - Dense: {name: k, units: 8}\n"
+            "  - Attention: {name: a, inputs: [input, kv, k]}\n"
+            "  - AdditiveAttention: {inputs: [input, kv, k], use_scale: false,"
+            " use_causal_mask: true}\n"
+            "  - Attention: {inputs: [a, kv], score_mode: concat}\n", 0);
 }
 
 /* The transformer block: TokenAndPositionEmbedding (mask_zero, fewer steps than its
@@ -661,7 +686,9 @@ static void test_options(void)
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
-              {"attention", test_attention}, {"position_embeddings", test_position_embeddings},
+              {"attention", test_attention},
+              {"score_attention", test_score_attention},
+              {"position_embeddings", test_position_embeddings},
               {"go_backwards", test_go_backwards},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
               {"normalizations", test_normalizations}, {"group_norm", test_group_norm},

@@ -1517,6 +1517,120 @@ static tref attention(exporter *x, const tfc_layer *l)
     return r;
 }
 
+/* A scalar or vector parameter of Attention or AdditiveAttention as an initializer (name[0]
+ * 0: the layer has none) */
+static void score_weight(exporter *x, const tfc_layer *l, const char *pname, char *name)
+{
+    const tfc_param *p = NULL;
+    float *w = param(x, l, pname, &p);
+    name[0] = 0;
+    if (w) init_f32(x, name, pname, p->shape.dim, p->shape.ndim, w);
+    free(w);
+}
+
+/* y = Op(a, b) into a fresh name written to out */
+static void binary(exporter *x, const char *op, const char *a, const char *b, char *out)
+{
+    char in[2][96];
+    snprintf(in[0], sizeof in[0], "%s", a);
+    snprintf(in[1], sizeof in[1], "%s", b);
+    fresh(x, out, op);
+    node(x, op, (const char *[]){in[0], in[1], NULL}, out, NULL);
+}
+
+/* Attention (dot: MatMul of the query and the transposed key; concat) and AdditiveAttention:
+ * the tanh scores from Unsqueeze'd query [N, Tq, 1, d] plus key [N, 1, Tv, d], ReduceSum
+ * over d; the scale and concat_score_weight as Mul. Keys hidden by the causal mask or the
+ * value's padding mask take s - 1e9 through Where, Softmax, MatMul with the value, and the
+ * query's padded rows zeroed by Where, as Keras 3.15. */
+static tref score_attention(exporter *x, const tfc_layer *l)
+{
+    const tref *src[3];
+    for (int i = 0; i < 3 && i < l->ninputs; i++)
+        src[i] = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+    const tref *q = src[0], *v = src[1], *k = src[l->ninputs > 2 ? 2 : 1];
+    const int64_t tq = q->shape.dim[0], tv = v->shape.dim[0];
+    const int *mode = arg(l, "score_mode"), causal = *(const int *)arg(l, "use_causal_mask");
+    const int additive = !mode, concat = mode && *mode;
+    tref r = {.shape = l->out_shape};
+    char s[96], t[96], c[96], scale[96], cw[96];
+    score_weight(x, l, "scale", scale);
+    score_weight(x, l, "concat_score_weight", cw);
+    if (x->st) return r;
+    if (!additive && !concat) {
+        tfc_pb a = {0};
+        attr_ints(&a, "perm", (const int64_t[]){0, 2, 1}, 3);
+        unary(x, "Transpose", k->name, t, &a);
+        binary(x, "MatMul", q->name, t, s);
+        if (scale[0]) binary(x, "Mul", s, scale, s);
+    } else {
+        char ax[96], qe[96], ke[96];
+        init_i64(x, ax, "axes", (const int64_t[]){2}, 1);
+        binary(x, "Unsqueeze", q->name, ax, qe);
+        init_i64(x, ax, "axes", (const int64_t[]){1}, 1);
+        binary(x, "Unsqueeze", k->name, ax, ke);
+        binary(x, "Add", qe, ke, s);
+        if (concat && scale[0]) binary(x, "Mul", s, scale, s);
+        unary(x, "Tanh", s, s, NULL);
+        if (additive && scale[0]) binary(x, "Mul", s, scale, s);
+        tfc_pb a = {0};
+        attr_int(&a, "keepdims", 0);
+        init_i64(x, ax, "axes", (const int64_t[]){-1}, 1);
+        snprintf(t, sizeof t, "%s", s);
+        fresh(x, s, "ReduceSum");
+        node(x, "ReduceSum", (const char *[]){t, ax, NULL}, s, &a);
+        if (concat) binary(x, "Mul", s, cw, s);
+    }
+    char seen[96] = "";
+    if (causal) {
+        unsigned char *m = malloc((size_t)(tq * tv) + 1);
+        if (!m) {
+            x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+            return r;
+        }
+        for (int64_t i = 0; i < tq; i++)
+            for (int64_t j = 0; j < tv; j++) m[i * tv + j] = j <= i;
+        fresh(x, seen, "causal");
+        initializer(x, seen, T_BOOL, (const int64_t[]){1, tq, tv}, 3, m, (size_t)(tq * tv));
+        free(m);
+    }
+    if (l->mask_inputs & 2u) {
+        char shape[96], km[96];
+        sequence_mask(x);
+        init_i64(x, shape, "shape", (const int64_t[]){0, 1, tv}, 3);
+        fresh(x, km, "Reshape");
+        node(x, "Reshape", (const char *[]){x->mask, shape, NULL}, km, NULL);
+        if (seen[0]) binary(x, "And", seen, km, seen);
+        else snprintf(seen, sizeof seen, "%s", km);
+    }
+    if (seen[0]) {
+        const float big = 1e9f;
+        char sub[96], w[96];
+        init_f32(x, c, "bias", NULL, 0, &big);
+        binary(x, "Sub", s, c, sub);
+        fresh(x, w, "Where");
+        node(x, "Where", (const char *[]){seen, s, sub, NULL}, w, NULL);
+        snprintf(s, sizeof s, "%s", w);
+    }
+    tfc_pb a = {0};
+    attr_int(&a, "axis", -1);
+    unary(x, "Softmax", s, s, &a);
+    binary(x, "MatMul", s, v->name, r.name);
+    if (l->mask_inputs & 1u) {
+        const float zero = 0.f;
+        char shape[96], qm[96], o[96];
+        sequence_mask(x);
+        init_i64(x, shape, "shape", (const int64_t[]){0, tq, 1}, 3);
+        fresh(x, qm, "Reshape");
+        node(x, "Reshape", (const char *[]){x->mask, shape, NULL}, qm, NULL);
+        init_f32(x, c, "zero", NULL, 0, &zero);
+        snprintf(o, sizeof o, "%s", r.name);
+        fresh(x, r.name, "Where");
+        node(x, "Where", (const char *[]){qm, o, c, NULL}, r.name, NULL);
+    }
+    return r;
+}
+
 /* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis of
  * one example + 1 for the batch). */
 /* Add (Sum), Concatenate (Concat), Subtract (Sub), Average (Sum, then Div by k as Keras) */
@@ -1675,6 +1789,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = merge(x, l, type[0] == 'C');
     } else if (!strcmp(type, "MultiHeadAttention")) {
         r = attention(x, l);
+    } else if (!strcmp(type, "Attention") || !strcmp(type, "AdditiveAttention")) {
+        r = score_attention(x, l);
     } else {
         unsupported(x, l, "no ONNX form for this layer type");
     }

@@ -262,6 +262,86 @@ typedef struct tfc_attn_desc {
     uint64_t key, step;
 } tfc_attn_desc;
 
+/* Keras's Attention (Luong) and AdditiveAttention (Bahdanau) of n examples: q [n, tq, dim],
+ * k [n, tv, dim], v [n, tv, dv], o [n, tq, dv]. For example b, query row i, key j:
+ *   dot:      s_ij = c q_i . k_j                       (c = scale[0], or 1 when scale NULL)
+ *   concat:   s_ij = w sum_d tanh(c (q_id + k_jd))      (w = cw[0])
+ *   additive: s_ij = sum_d c_d tanh(q_id + k_jd)        (c_d = scale[d], or 1 when NULL)
+ * Key j is masked for row i when kmask[b, j] == 0 (kmask NULL: none) or, with causal, j > i;
+ * a masked score becomes s_ij - 1e9 (Keras's bias, in float). Then p_i = softmax(s_i),
+ * o_i = sum_j p_ij z_ij v_j, and o_i = 0 where qmask[b, i] == 0 (qmask NULL: none).
+ * Dropout (rate > 0): z_ij = keep / (1 - rate), keep = (u >= rate), u = tfc_rng_uniform(key,
+ * step, (b tq + i) tv + j); rate 0: z = 1. */
+enum { TFC_SCORE_DOT, TFC_SCORE_CONCAT, TFC_SCORE_ADDITIVE };
+typedef struct tfc_score_attn_desc {
+    int n, tq, tv, dim, dv;
+    int mode, causal;
+    const float *qmask;      /* [n, tq] or NULL */
+    const float *kmask;      /* [n, tv] or NULL */
+    float rate;
+    uint64_t key, step;
+} tfc_score_attn_desc;
+
+/* The pieces of it on the host and the device (TFC_HD): z_ij of row r = b tq + i, key j */
+TFC_HD float tfc_score_attn_keep(const tfc_score_attn_desc *d, int64_t r, int j)
+{
+    if (d->rate <= 0) return 1.0f;
+    const float u = tfc_rng_uniform(d->key, d->step, (uint64_t)(r * d->tv + j));
+    return u >= d->rate ? 1.0f / (1.0f - d->rate) : 0.0f;
+}
+
+/* Whether key j is masked for row i of example b; whether row r = b tq + i is real */
+TFC_HD int tfc_score_attn_masked(const tfc_score_attn_desc *d, int b, int i, int j)
+{
+    return (d->kmask && d->kmask[(int64_t)b * d->tv + j] == 0.0f) || (d->causal && j > i);
+}
+
+TFC_HD int tfc_score_attn_real(const tfc_score_attn_desc *d, int64_t r)
+{
+    return !d->qmask || d->qmask[r] != 0.0f;
+}
+
+/* s_ij of query row qi and key row kj, before the mask */
+TFC_HD float tfc_score_attn_score(const tfc_score_attn_desc *d, const float *qi,
+                                  const float *kj, const float *scale, const float *cw)
+{
+    float s = 0;
+    if (d->mode == TFC_SCORE_DOT) {
+        for (int c = 0; c < d->dim; c++) s += qi[c] * kj[c];
+        return scale ? s * scale[0] : s;
+    }
+    if (d->mode == TFC_SCORE_CONCAT) {
+        const float c0 = scale ? scale[0] : 1.0f;
+        for (int c = 0; c < d->dim; c++) s += tanhf(c0 * (qi[c] + kj[c]));
+        return cw[0] * s;
+    }
+    for (int c = 0; c < d->dim; c++) s += (scale ? scale[c] : 1.0f) * tanhf(qi[c] + kj[c]);
+    return s;
+}
+
+/* dx += g ds_ij/dq_i, where `other` is kj (dot's dq_i; dk_j alike with qi as other: the
+ * tanh forms are symmetric in q and k) */
+TFC_HD void tfc_score_attn_grad(const tfc_score_attn_desc *d, float g, const float *qi,
+                                const float *kj, const float *scale, const float *cw,
+                                const float *other, float *dx)
+{
+    if (d->mode == TFC_SCORE_DOT) {
+        const float f = scale ? g * scale[0] : g;
+        for (int c = 0; c < d->dim; c++) dx[c] += f * other[c];
+    } else if (d->mode == TFC_SCORE_CONCAT) {
+        const float c0 = scale ? scale[0] : 1.0f, f = g * cw[0] * c0;
+        for (int c = 0; c < d->dim; c++) {
+            const float t = tanhf(c0 * (qi[c] + kj[c]));
+            dx[c] += f * (1 - t * t);
+        }
+    } else {
+        for (int c = 0; c < d->dim; c++) {
+            const float t = tanhf(qi[c] + kj[c]);
+            dx[c] += g * (scale ? scale[c] : 1.0f) * (1 - t * t);
+        }
+    }
+}
+
 /* GRU over a whole sequence, Keras's formulation with gates in the order z, r, h:
  *   z = sigmoid(x_t K_z + h_{t-1} R_z + b_z),  r = sigmoid(x_t K_r + h_{t-1} R_r + b_r)
  *   reset_after:  hh = tanh(x_t K_h + b_h + r * (h_{t-1} R_h + b'_h))
@@ -880,7 +960,20 @@ typedef struct tfc_device_options {
     X(void, simple_rnn_backward, (tfc_backend *be, const tfc_simple_rnn_desc *d, const float *x,   \
                                   const float *kernel, const float *rkernel, const float *mask,    \
                                   const float *hseq, const float *pre, const float *dy, float *dx, \
-                                  float *dkernel, float *drkernel, float *dbias, void *ws))
+                                  float *dkernel, float *drkernel, float *dbias, void *ws))        \
+    /* Attention and AdditiveAttention (tfc_score_attn_desc): score_attention_forward          \
+     * overwrites o and p [n, tq, tv] (the softmax, before dropout, kept for backward). scale    \
+     * (dot, concat: [1]; additive: [dim]) and cw ([1], concat only) may be NULL (none).         \
+     * Backward from p: dq, dk, dv, dscale, dcw += the gradients of sum(o * dout) (each may be   \
+     * NULL: not needed; dk may alias dv); ds [n, tq, tv] is scratch. */                         \
+    X(void, score_attention_forward, (tfc_backend *be, const tfc_score_attn_desc *d,              \
+                                      const float *q, const float *k, const float *v,             \
+                                      const float *scale, const float *cw, float *o, float *p))   \
+    X(void, score_attention_backward, (tfc_backend *be, const tfc_score_attn_desc *d,             \
+                                       const float *q, const float *k, const float *v,            \
+                                       const float *scale, const float *cw, const float *p,       \
+                                       const float *dout, float *ds, float *dq, float *dk,        \
+                                       float *dv, float *dscale, float *dcw))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

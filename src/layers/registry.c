@@ -25,6 +25,7 @@ extern const tfc_layer_ops tfc_group_normalization_ops;
 extern const tfc_layer_ops tfc_identity_ops, tfc_repeat_vector_ops;
 extern const tfc_layer_ops tfc_simple_rnn_ops;
 extern const tfc_layer_ops tfc_time_distributed_ops;
+extern const tfc_layer_ops tfc_attention_ops, tfc_additive_attention_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -41,6 +42,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_group_normalization_ops,
     &tfc_token_and_position_embedding_ops,
     &tfc_multi_head_attention_ops,
+    &tfc_attention_ops,      &tfc_additive_attention_ops,
     &tfc_gru_ops,            &tfc_bidirectional_ops,
     &tfc_simple_rnn_ops,
     &tfc_separable_conv2d_ops,

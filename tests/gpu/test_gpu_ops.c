@@ -3434,6 +3434,82 @@ static void test_constrain(void)
     enable_layer_ops(0);
 }
 
+/* Attention's and AdditiveAttention's kernels (gpu_score_attention.cu, put in the table for
+ * this case) against the CPU: dot, concat and additive scores, with and without scales,
+ * masks on both sides, causal, dropout, tq != tv; the outputs and the kept softmax within
+ * float tolerance (exp's last bits differ), every gradient within the sum tolerance. Then
+ * training steps of a model with each layer (cpu_first lifted) on both backends. */
+static int score_attention_case(int mode, int use_scale, int masked, int causal, float rate)
+{
+    tfc_score_attn_desc d = {.n = 3, .tq = 7, .tv = 5, .dim = 6, .dv = 4, .mode = mode,
+                             .causal = causal, .rate = rate, .key = 99, .step = 4};
+    const int64_t nq = (int64_t)d.n * d.tq * d.dim, nk = (int64_t)d.n * d.tv * d.dim;
+    const int64_t nv = (int64_t)d.n * d.tv * d.dv, no = (int64_t)d.n * d.tq * d.dv;
+    const int64_t ns = (int64_t)d.n * d.tq * d.tv, nsc = mode == TFC_SCORE_ADDITIVE ? d.dim : 1;
+    pair q = pair_rand(nq, -1, 1), k = pair_rand(nk, -1, 1), v = pair_rand(nv, -1, 1);
+    pair sc = pair_rand(nsc, 0.5, 1.5), cw = pair_rand(1, 0.5, 1.5), dout = pair_rand(no, -1, 1);
+    pair qm = pair_new((int64_t)d.n * d.tq), km = pair_new((int64_t)d.n * d.tv);
+    for (int64_t i = 0; i < qm.n; i++) qm.h[i] = i % d.tq < d.tq - (int)(i / d.tq);
+    for (int64_t j = 0; j < km.n; j++) km.h[j] = j % d.tv < d.tv - (int)(j / d.tv);
+    pair_push(&qm), pair_push(&km);
+    pair o = pair_new(no), pr = pair_new(ns), ds = pair_new(ns);
+    pair dq = pair_rand(nq, -1, 1), dk = pair_rand(nk, -1, 1), dv = pair_rand(nv, -1, 1);
+    pair dsc = pair_rand(nsc, -1, 1), dcw = pair_rand(1, -1, 1);
+    const int concat = mode == TFC_SCORE_CONCAT;
+    tfc_score_attn_desc dh = d, dd = d;
+    if (masked) dh.qmask = qm.h, dh.kmask = km.h, dd.qmask = qm.d, dd.kmask = km.d;
+    ref->ops->score_attention_forward(ref, &dh, q.h, k.h, v.h, use_scale ? sc.h : NULL,
+                                      concat ? cw.h : NULL, o.h, pr.h);
+    dev->ops->score_attention_forward(dev, &dd, q.d, k.d, v.d, use_scale ? sc.d : NULL,
+                                      concat ? cw.d : NULL, o.d, pr.d);
+    int bad = pair_check("score_attention o", &o, F32) + pair_check("score_attention p", &pr, F32);
+    pair_push(&pr); /* both backwards from the same softmax */
+    ref->ops->score_attention_backward(ref, &dh, q.h, k.h, v.h, use_scale ? sc.h : NULL,
+                                       concat ? cw.h : NULL, pr.h, dout.h, ds.h, dq.h, dk.h,
+                                       dv.h, use_scale ? dsc.h : NULL, concat ? dcw.h : NULL);
+    dev->ops->score_attention_backward(dev, &dd, q.d, k.d, v.d, use_scale ? sc.d : NULL,
+                                       concat ? cw.d : NULL, pr.d, dout.d, ds.d, dq.d, dk.d,
+                                       dv.d, use_scale ? dsc.d : NULL, concat ? dcw.d : NULL);
+    bad += pair_check("score_attention dq", &dq, 1e-4, 1e-5) +
+           pair_check("score_attention dk", &dk, 1e-4, 1e-5) +
+           pair_check("score_attention dv", &dv, 1e-4, 1e-5) +
+           pair_check("score_attention dscale", &dsc, 1e-4, 1e-5) +
+           pair_check("score_attention dcw", &dcw, 1e-4, 1e-5);
+    if (bad)
+        printf("\n  score_attention mode %d scale %d masked %d causal %d rate %g", mode,
+               use_scale, masked, causal, rate);
+    pair *all[] = {&q, &k, &v, &sc, &cw, &dout, &qm, &km, &o, &pr, &ds, &dq, &dk, &dv, &dsc, &dcw};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+static void test_score_attention(void)
+{
+    enable_layer_ops(1);
+    int bad = 0;
+    for (int mode = 0; mode < 3; mode++) {
+        bad += score_attention_case(mode, 1, 0, 0, 0);
+        bad += score_attention_case(mode, 0, 1, 0, 0);
+        bad += score_attention_case(mode, 1, 1, 1, 0);
+        bad += score_attention_case(mode, 1, 1, 0, 0.25f);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [8], dtype: int32}\nlayers:\n"
+                "  - Embedding: {name: e, input_dim: 20, output_dim: 6, mask_zero: true}\n"
+                "  - Dense: {name: k, units: 6, activation: tanh}\n"
+                "  - Attention: {name: a, use_scale: true, inputs: [e, e, k], "
+                "use_causal_mask: true}\n"
+                "  - AdditiveAttention: {name: b, inputs: [a, e], dropout: 0.1}\n"
+                "  - Attention: {score_mode: concat, use_scale: true, inputs: [b, a]}\n"
+                "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 20, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* The noise layers' kernels (gpu_noise.cu, put in the table for this case) against the
  * CPU: every kind, a draw per element and draws shared by rows, forward, backward adding and
  * assigning; the dropouts bit for bit, the Gaussian ones within float rounding (a normal
@@ -3928,6 +4004,7 @@ int main(int argc, char **argv)
         {"penalty", test_penalty},
         {"constrain", test_constrain},
         {"noise", test_noise},
+        {"score_attention", test_score_attention},
         {"regression_losses", test_regression_losses},
         {"augment_warp", test_augment_warp},
         {"augment_contrast", test_augment_contrast},
