@@ -630,6 +630,8 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
             float *host = malloc((size_t)pr->numel * 4 + 1);
             st = host ? tfc_init_fill(&pr->init, &pr->shape, 0, host, err)
                       : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            if (!st && m->layers[i].ops->fill_param)
+                m->layers[i].ops->fill_param(&m->layers[i], p, host);
             if (!st) be->ops->upload(be, pr->data, host, (size_t)pr->numel * 4);
             free(host);
         }

@@ -314,7 +314,8 @@ static tfc_status norm_adapt_begin(tfc_layer *l, tfc_error *err)
     s->bm = malloc((size_t)s->cols * sizeof *s->bm);
     s->bq = malloc((size_t)s->cols * sizeof *s->bq);
     s->seen = 0;
-    if (!s->mu || !s->m2 || !s->bm || !s->bq) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    if (!s->mu || !s->m2 || !s->bm || !s->bq)
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     return TFC_OK;
 }
 
