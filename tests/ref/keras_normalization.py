@@ -92,12 +92,28 @@ CASES = {
 }
 
 
+def check_tfc_layout(model, x, y):
+    """The weights as tfc writes them (count a float32 scalar) load into a fresh Keras model
+    by path, as Keras's load_own_variables does (assign, then finalize_state), and predict
+    Keras's outputs: Keras reads tfc's files."""
+    inp = keras.Input(model.input_shape[1:])
+    norm = L.Normalization(axis=-1, name="normalization")
+    fresh = keras.Model(inp, L.Dense(1, name="dense")(norm(inp)))
+    for v in fresh.weights:
+        value = np.asarray([w for w in model.weights if w.path == v.path][0].value)
+        v.assign(value.astype("float32"))
+    norm.finalize_state()
+    assert np.array_equal(np.asarray(fresh(x)), y), "tfc's weight layout does not load in Keras"
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(43)
     for name, make in CASES.items():
         model, yaml, x, extra = make(rng)
         y = np.asarray(model(x, training=False))
+        if name == "adapt":
+            check_tfc_layout(model, x, y)
         t = rng.uniform(-1, 1, y.shape).astype("float32")
         tensors = dict(extra, x=x, y=y, t=t)
         for v in model.weights:
