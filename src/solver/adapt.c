@@ -36,7 +36,12 @@ static tfc_status adapt_layer(tfc_feed *f, const tfc_solver *s, int i, int64_t *
         int n = 0;
         st = tfc_feed_pass_batch(f, p, &n, err);
         if (st || n == 0) break;
-        st = tfc_model_adapt_batch(m, i, f->x, n, err);
+        /* in pieces the model is bound for (a data-parallel run binds a rank's share) */
+        for (int lo = 0; lo < n && !st; lo += f->bind_batch) {
+            int k = n - lo < f->bind_batch ? n - lo : f->bind_batch;
+            const char *x = (const char *)f->x + (size_t)lo * (size_t)f->in_numel * 4;
+            st = tfc_model_adapt_batch(m, i, x, k, err);
+        }
         *seen += n;
     }
     if (!st) st = tfc_model_adapt_end(m, i, err);
