@@ -338,6 +338,20 @@ static void test_resume_keeps_statistics(void)
     tfc_st_close(a), tfc_st_close(w), tfc_st_close(fr), tfc_st_close(fx);
 }
 
+/* The sequence mask passes through (Keras's supports_masking). */
+static void test_mask_passes(void)
+{
+    static const char yaml[] = "input: {shape: [5, 3]}\nlayers:\n  - Masking: {}\n"
+                               "  - Normalization: {name: n}\n  - LSTM: {units: 2}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const tfc_layer *l = tfc_model_layer(m, 1);
+    CU_ASSERT(l->mask_in && l->mask_out && tfc_model_layer(m, 2)->mask_in);
+    tfc_model_free(m);
+}
+
 /* ---- errors ---------------------------------------------------------------------------- */
 
 static void expect_error(const char *layer, const char *what)
@@ -371,4 +385,4 @@ TFC_TEST_MAIN("normalization", {"keras_parity", test_keras_parity},
               {"adapt_statistics", test_adapt_statistics},
               {"adapt_keras_predictions", test_adapt_keras_predictions},
               {"resume_keeps_statistics", test_resume_keeps_statistics},
-              {"argument_errors", test_argument_errors})
+              {"mask_passes", test_mask_passes}, {"argument_errors", test_argument_errors})
