@@ -111,6 +111,14 @@ static const gc_case cases[] = {
                               "activity_regularizer: {type: l1, l1: 0.05}}\n  - Flatten: {}\n"
                               "  - Dense: {units: 3, activation: softmax, "
                               "activity_regularizer: {type: l1l2, l1: 0.1, l2: 0.3}}\n", 4},
+    /* Normalization: given statistics (per feature, then over two kept axes, inverted),
+     * between Dense layers so the gradient passes through it */
+    {"normalization", "input: {shape: [3, 4]}\nlayers:\n  - Dense: {units: 4}\n"
+                      "  - Normalization: {mean: [0.5, -1, 2, 0], variance: [4, 0.25, 1, 0.5]}\n"
+                      "  - Normalization: {axis: [1, 2], mean: [[1, 2, 3, 4]], "
+                      "variance: [[2, 0.5, 1, 3]], invert: true}\n"
+                      "  - Normalization: {axis: null}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     /* RepeatVector (its repetitions' gradients added) and Identity */
     {"repeat_vector", "input: {shape: [6]}\nlayers:\n  - Dense: {units: 3, activation: tanh}\n"
                       "  - RepeatVector: {n: 4}\n  - Identity: {}\n"

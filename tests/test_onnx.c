@@ -118,7 +118,8 @@ static void fixture(const char *name, const char *yaml, int vocab)
         for (int p = 0; p < l->nparams; p++) {
             float *v = malloc((size_t)l->params[p].numel * 4);
             const char *last = strrchr(l->params[p].name, '/'); /* TimeDistributed's */
-            int var = !strcmp(last ? last + 1 : l->params[p].name, "moving_variance");
+            const char *base = last ? last + 1 : l->params[p].name;
+            int var = !strcmp(base, "moving_variance") || !strcmp(base, "variance");
             for (int64_t k = 0; k < l->params[p].numel; k++)
                 v[k] = (float)rand() / (float)RAND_MAX - 0.5f + (var ? 1.0f : 0.0f);
             tfc_model_param_upload(m, &l->params[p], v);
@@ -542,6 +543,18 @@ static void test_activations(void)
             "  - Dense: {name: b, units: 5, inputs: input}\n"
             "  - Subtract: {name: d, inputs: [a, b]}\n  - Dense: {name: c, units: 5, inputs: input}\n"
             "  - Average: {inputs: [d, b, c]}\n", 0);
+    /* Normalization: Sub and Div, or Mul and Add (invert), adapted weights and given
+     * constants, per feature, over two kept axes, scalars; after a convolution (NCHW) */
+    fixture("normalization",
+            "input: {shape: [3, 4]}\nlayers:\n  - Normalization: {}\n  - Dense: {units: 4}\n"
+            "  - Normalization: {axis: null, mean: 0.5, variance: 2.0}\n"
+            "  - Normalization: {axis: [1, 2], invert: true}\n"
+            "  - Normalization: {mean: [1, 2, 3, 4], variance: [0.5, 1, 2, 0]}\n"
+            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);
+    fixture("normalization_image",
+            "input: {shape: [5, 6, 3]}\nlayers:\n  - Normalization: {axis: null}\n"
+            "  - Conv2D: {filters: 4, kernel_size: 3}\n  - Normalization: {}\n"
+            "  - Conv2D: {filters: 2, kernel_size: 3}\n", 0);
     fixture("prelu_image",
             "input: {shape: [5, 6, 3]}\nlayers:\n"
             "  - Rescaling: {scale: 2.0}\n"

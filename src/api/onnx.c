@@ -414,6 +414,35 @@ static tref rescaling(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* Normalization: Sub mean, then Div by sqrt(variance + 1e-14) (normalization.c), or invert:
+ * Mul by it, then Add mean; the statistics as initializers of the kept (trailing) axes,
+ * which broadcast over the batch and the others. */
+static tref normalization(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = nhwc(x, in);
+    const tfc_param *p = NULL;
+    float *mean = param(x, l, "mean", &p), *var = mean ? param(x, l, "variance", NULL) : NULL;
+    if (!var) {
+        free(mean);
+        return r;
+    }
+    const tfc_shape *s = &l->in_shape[0];
+    int first = s->ndim;
+    for (int64_t kept = 1; kept < p->numel && first > 0;) kept *= s->dim[--first];
+    for (int64_t k = 0; k < p->numel; k++) var[k] = (float)sqrt((double)var[k] + 1e-14);
+    const int *inv = arg(l, "invert");
+    char m[96], d[96], src[96], t[96];
+    init_f32(x, m, "mean", s->dim + first, s->ndim - first, mean);
+    init_f32(x, d, "std", s->dim + first, s->ndim - first, var);
+    free(mean), free(var);
+    snprintf(src, sizeof src, "%s", r.name);
+    fresh(x, t, *inv ? "Mul" : "Sub");
+    node(x, *inv ? "Mul" : "Sub", (const char *[]){src, *inv ? d : m, NULL}, t, NULL);
+    fresh(x, r.name, *inv ? "Add" : "Div");
+    node(x, *inv ? "Add" : "Div", (const char *[]){t, *inv ? m : d, NULL}, r.name, NULL);
+    return r;
+}
+
 /* ---- layers ------------------------------------------------------------------------------- */
 
 /* TensorFlow's SAME/VALID padding of one axis as ONNX's pads before and after it: the odd
@@ -1767,6 +1796,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = prelu(x, l, in);
     } else if (!strcmp(type, "Rescaling")) {
         r = rescaling(x, l, in);
+    } else if (!strcmp(type, "Normalization")) {
+        r = normalization(x, l, in);
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
                !strcmp(type, "ActivityRegularization") || !strcmp(type, "Identity") ||
                !strncmp(type, "Random", 6)) {

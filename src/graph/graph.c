@@ -649,6 +649,8 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
             float *host = malloc((size_t)pr->numel * 4 + 1);
             st = host ? tfc_init_fill(&pr->init, &pr->shape, 0, host, err)
                       : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            if (!st && m->layers[i].ops->fill_param)
+                m->layers[i].ops->fill_param(&m->layers[i], p, host);
             if (!st) be->ops->upload(be, pr->data, host, (size_t)pr->numel * 4);
             free(host);
         }
@@ -795,6 +797,8 @@ tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
             if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
             tfc_status s = tfc_init_fill(&pr->init, &pr->shape,
                                          tfc_rng_key(seed, (uint64_t)i * 16 + (uint64_t)p), host, err);
+            if (s == TFC_OK && m->layers[i].ops->fill_param)
+                m->layers[i].ops->fill_param(&m->layers[i], p, host);
             if (s == TFC_OK) m->be->ops->upload(m->be, master(m, pr), host, (size_t)pr->numel * 4);
             free(host);
             if (s) return s;
@@ -966,6 +970,64 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
 {
     tfc_status s = tfc_model_stage_input(m, x, batch, training, seed, step, err);
     if (!s) tfc_model_forward_launch(m);
+    return s;
+}
+
+/* ---- adapting a layer to its input (solver/adapt.c) ------------------------------------------ */
+
+int tfc_model_layer_adapts(const tfc_model *m, int i)
+{
+    const tfc_layer *l = &m->layers[i];
+    if (!l->ops->adapt_begin || !l->ops->adapt_batch || !l->ops->adapt_end) return 0;
+    for (int p = 0; p < l->nparams; p++)
+        if (!l->params[p].constant) return 1;
+    return 0;
+}
+
+tfc_status tfc_model_adapt_begin(tfc_model *m, int i, tfc_error *err)
+{
+    TFC_ASSERT(tfc_model_layer_adapts(m, i));
+    return m->layers[i].ops->adapt_begin(&m->layers[i], err);
+}
+
+tfc_status tfc_model_adapt_batch(tfc_model *m, int i, const void *x, int batch, tfc_error *err)
+{
+    tfc_layer *l = &m->layers[i];
+    tfc_status s = tfc_model_stage_input(m, x, batch, 0, 0, 0, err);
+    if (s) return s;
+    m->be->inference_pass = 1;
+    for (int j = 0; j < i; j++) {
+        m->layers[j].rng_key = tfc_rng_key(0, 0x100000u + (uint64_t)j);
+        tfc_model_layer_forward(m, j);
+        if (m->precision) round_outputs(m, j);
+    }
+    m->be->inference_pass = 0;
+    const void *xs[TFC_LAYER_MAX_INPUTS];
+    gather_inputs(m, l, xs, NULL);
+    const size_t n = (size_t)batch * (size_t)tfc_shape_numel(&l->in_shape[0]);
+    float *host = malloc(n * sizeof *host);
+    if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    m->be->ops->download(m->be, host, xs[0], n * sizeof *host);
+    l->ops->adapt_batch(l, host, batch);
+    free(host);
+    return TFC_OK;
+}
+
+tfc_status tfc_model_adapt_end(tfc_model *m, int i, tfc_error *err)
+{
+    tfc_layer *l = &m->layers[i];
+    float *host[TFC_LAYER_MAX_PARAMS] = {0};
+    tfc_status s = TFC_OK;
+    for (int p = 0; p < l->nparams && !s; p++) {
+        host[p] = malloc((size_t)l->params[p].numel * sizeof(float));
+        if (!host[p]) s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        else tfc_model_param_download(m, &l->params[p], host[p]);
+    }
+    if (!s) {
+        l->ops->adapt_end(l, host);
+        for (int p = 0; p < l->nparams; p++) tfc_model_param_upload(m, &l->params[p], host[p]);
+    }
+    for (int p = 0; p < l->nparams; p++) free(host[p]);
     return s;
 }
 

@@ -142,6 +142,20 @@ typedef struct tfc_layer_ops {
     void (*backward)(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
                      const float *dy, float *const *dx);
     void (*free_state)(tfc_layer *l); /* may be NULL */
+    /* Values of parameter p (host, numel floats) that its initializer cannot say: called
+     * after the initializer filled them (a constant's at bind, every parameter's by
+     * tfc_model_init_weights), to overwrite them or not (Normalization's given mean and
+     * variance). May be NULL. */
+    void (*fill_param)(const tfc_layer *l, int p, float *host);
+    /* Adapting (Keras's adapt): statistics of the layer's input over the training data, set
+     * as its weights before a fresh run trains (solver/adapt.c). adapt_begin starts them
+     * (TFC_ERR_NOMEM on failure); adapt_batch takes a batch of its first input x (host,
+     * [batch, in_shape[0]]); adapt_end writes the parameters it sets into host[p] (numel
+     * floats each, holding the current values on entry). All NULL: the layer does not
+     * adapt. */
+    tfc_status (*adapt_begin)(tfc_layer *l, tfc_error *err);
+    void (*adapt_batch)(tfc_layer *l, const float *x, int batch);
+    void (*adapt_end)(tfc_layer *l, float *const *host);
 } tfc_layer_ops;
 
 struct tfc_layer {

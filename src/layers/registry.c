@@ -23,6 +23,7 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
     tfc_activity_regularization_ops;
 extern const tfc_layer_ops tfc_group_normalization_ops;
 extern const tfc_layer_ops tfc_identity_ops, tfc_repeat_vector_ops;
+extern const tfc_layer_ops tfc_normalization_ops;
 extern const tfc_layer_ops tfc_simple_rnn_ops;
 extern const tfc_layer_ops tfc_time_distributed_ops;
 extern const tfc_layer_ops tfc_attention_ops, tfc_additive_attention_ops;
@@ -55,7 +56,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_spatial_dropout1d_ops, &tfc_spatial_dropout2d_ops, &tfc_spatial_dropout3d_ops,
     &tfc_alpha_dropout_ops,  &tfc_gaussian_noise_ops,   &tfc_gaussian_dropout_ops,
     &tfc_activity_regularization_ops,
-    &tfc_identity_ops,       &tfc_repeat_vector_ops,
+    &tfc_identity_ops,       &tfc_repeat_vector_ops,    &tfc_normalization_ops,
     &tfc_time_distributed_ops,
     NULL};
 

@@ -493,6 +493,39 @@ tfc_status tfc_feed_train_batch(tfc_feed *f, int *n, tfc_error *err)
     return s;
 }
 
+tfc_pipeline *tfc_feed_train_pass(const tfc_feed *f, const tfc_solver *s, tfc_doc **doc,
+                                  tfc_error *err)
+{
+    *doc = tfc_doc_load_string("{}", 2, "<adapt>", err);
+    tfc_node *split = *doc ? tfc_node_copy(*doc, s->cfg.train) : NULL;
+    if (!split) return NULL;
+    tfc_node *stages = tfc_node_get(split, "pipeline");
+    if (stages && stages->kind == TFC_NODE_SEQ) { /* one pass: no repeat stage */
+        int kept = 0;
+        for (int i = 0; i < stages->n; i++) {
+            const tfc_node *st = stages->vals[i];
+            if (!(st->kind == TFC_NODE_MAP && st->n == 1 && !strcmp(st->keys[0]->str, "repeat")))
+                stages->vals[kept++] = stages->vals[i];
+        }
+        stages->n = kept;
+    }
+    tfc_data_options o = split_options(s, 0);
+    o.vocab = tfc_pipeline_vocab(f->train);
+    tfc_pipeline *p = tfc_pipeline_from_config(split, &o, err);
+    if (!p && !err->code) tfc_error_set(err, TFC_ERR_DATA, "data.train: no pipeline");
+    return p;
+}
+
+tfc_status tfc_feed_pass_batch(tfc_feed *f, tfc_pipeline *p, int *n, tfc_error *err)
+{
+    const int rank = f->rank, nranks = f->nranks;
+    int more;
+    f->rank = 0, f->nranks = 1; /* every row of the batch */
+    tfc_status s = next_batch(f, p, "data.train", n, &more, err);
+    f->rank = rank, f->nranks = nranks;
+    return s;
+}
+
 tfc_status tfc_feed_test_batch(tfc_feed *f, int *n, int *more, tfc_error *err)
 {
     return next_batch(f, f->test, "data.test", n, more, err);

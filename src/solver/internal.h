@@ -232,6 +232,16 @@ tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend
 /* The next training batch into f->x / f->y, *n examples (of a data-parallel run: this
  * rank's rows of it); the train split is read again from its start when it ends, as
  * `repeat` would (an empty split is TFC_ERR_DATA). */
+/* The adapt pass's reading of the train split (adapt.c): a pipeline of its own, built as the
+ * training one (the same seed: the same order) but without its repeat stages, so that it
+ * yields each example once; whole on every rank; tokenizing with the training pipeline's
+ * vocabulary. *doc holds its configuration: free it after the pipeline (also on error,
+ * where NULL is returned). _pass_batch: its next batch into f->x, all its rows; *n 0 at its
+ * end. */
+tfc_pipeline *tfc_feed_train_pass(const tfc_feed *f, const tfc_solver *s, tfc_doc **doc,
+                                  tfc_error *err);
+tfc_status tfc_feed_pass_batch(tfc_feed *f, tfc_pipeline *p, int *n, tfc_error *err);
+
 /* A model mapping whose input.shape has a null time axis and no max_length gets
  * input.max_length (a node made in `doc`) from the train and test splits' stages where they
  * bound the features' length (max_length.c); otherwise it is left as it is. */
@@ -297,6 +307,16 @@ tfc_status tfc_progress_init(tfc_progress *p, const tfc_solver *s, tfc_error *er
 /* Prints to the console (nothing without one), clearing the live line first. A failed write
  * (a closed pipe: `tfc-train ... | head`) stops the printing, never the run. */
 void tfc_progress_say(tfc_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Keras's adapt before a fresh run trains (adapt.c): every layer of the model that adapts
+ * (tfc_model_layer_adapts), in order, takes one pass of the train split (each example once:
+ * its repeat stages left out; its other stages as they are) through the layers
+ * before it in inference mode, and sets its weights from it; a layer whose weights the
+ * --weights file `weights` (NULL: none) holds, every one of them, keeps them. Says what it
+ * did on `prog`. */
+tfc_status tfc_adapt_run(tfc_feed *f, const tfc_solver *s, const char *weights,
+                         tfc_progress *prog, tfc_error *err);
+
 /* Adds one batch's rows and metrics, then one iteration's loss. */
 void tfc_progress_batch(tfc_progress *p, const tfc_batch_result *br);
 void tfc_progress_iteration(tfc_progress *p, double loss);

@@ -886,6 +886,8 @@ static tfc_status start(run *r, tfc_error *err)
     if (s->opt.resume) st = resume(r, err);
     else if (s->opt.weights) st = load_initial_weights(r, s->opt.weights, err);
     if (st == TFC_ERR_USAGE && r->forced) st = weights_only_start(r, err);
+    /* a fresh run's adapting layers take their statistics (a resumed one has them) */
+    if (!st && !s->opt.resume) st = tfc_adapt_run(&r->feed, s, s->opt.weights, &r->prog, err);
     int64_t resumed_at = s->opt.resume && !r->forced ? r->iter : -1;
     if (!st && s->opt.stop_at > 0 && s->opt.stop_at >= c->max_iter)
         st = tfc_error_set(err, TFC_ERR_USAGE, "--stop-at %lld is not below max_iter %d: the run "

@@ -2778,8 +2778,11 @@ static void test_train_activation_layers(void)
                 "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
-    /* RepeatVector and Identity: an LSTM autoencoder's repeated state */
-    train_steps("input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"
+    /* RepeatVector and Identity: an LSTM autoencoder's repeated state; Normalization with
+     * given statistics (per feature) first */
+    train_steps("input: {shape: [5, 3]}\nlayers:\n"
+                "  - Normalization: {mean: [0.5, -0.25, 0.0], variance: [2.0, 0.5, 1.0]}\n"
+                "  - LSTM: {units: 4}\n"
                 "  - RepeatVector: {n: 5}\n  - Identity: {}\n"
                 "  - LSTM: {units: 4, return_sequences: true}\n  - Flatten: {}\n"
                 "  - Dense: {units: 3, activation: softmax}\n"

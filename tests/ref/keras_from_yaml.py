@@ -169,6 +169,9 @@ def load_weights(model, path, tensors=None):
         else:
             v.assign(tensors[name])
         used.add(name)
+    for layer in model.layers:  # as Keras's load_own_variables: Normalization's mean, variance
+        if hasattr(layer, "finalize_state"):
+            layer.finalize_state()
     unused = sorted(set(tensors) - used)
     if missing:
         errors.append("Keras variables not in the file: " + ", ".join(missing))
