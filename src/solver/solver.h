@@ -251,7 +251,8 @@ typedef struct tfc_train_result {
  * initialises (or resumes), runs max_iter iterations and writes every file of SPEC §4.
  * Returns TFC_OK when the run completed or was interrupted by opt->stop (res->status tells);
  * on a non-finite loss TFC_ERR_NUMERIC (status diverged); other errors as they come
- * (status failed). summary.json is written in every case once the run directory exists. */
+ * (status failed). summary.json is written in every case once the run directory exists.
+ * res may be NULL (the status alone). */
 tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err);
 
 /* Evaluates weights (strict load: every parameter must be in the file with its shape) on

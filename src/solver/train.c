@@ -1216,6 +1216,8 @@ static void free_run(run *r)
 
 tfc_status tfc_solver_train(tfc_solver *s, tfc_train_result *res, tfc_error *err)
 {
+    tfc_train_result unread; /* res NULL: the caller wants the status alone */
+    if (!res) res = &unread;
     run r = {.s = s, .res = res, .last_test = -1, .last_snap = -1, .ctl = {.fd = -1},
              .loss_scale = s->cfg.loss_scale_initial > 0 ? s->cfg.loss_scale_initial : 1.0};
     memset(res, 0, sizeof *res);
