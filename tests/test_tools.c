@@ -478,10 +478,28 @@ static void test_ncu_summary(void)
     free(text);
 }
 
+/* tools/gpu-flip.py, which lands held-out GPU kernels once their test-gpu cases have passed
+ * on a GPU (docs/gpu.md): every anchor of its edits still matches the code, each set has its
+ * gating cases, every cpu_first layer is trained by a test-gpu case and every held-out op
+ * has a GPU kernel. Run here so that the script moves with the code it edits. */
+static void test_gpu_flip_anchors(void)
+{
+    char cmd[4096], cwd[2048], *text = NULL;
+    if (!getcwd(cwd, sizeof cwd)) return;
+    snprintf(cmd, sizeof cmd, "python3 '%s/tools/gpu-flip.py' --check 2>&1", cwd);
+    int rc = run(cmd, &text);
+    int ok = rc == 0 && text && strstr(text, "precision: ") && strstr(text, "layer-ops: ") &&
+             strstr(text, "losses: ") && strstr(text, "gated by bf16 ") &&
+             strstr(text, "gated by loss regression_losses");
+    if (!ok) printf("\n%s (exit %d)\n", text ? text : "", rc);
+    CU_ASSERT(ok);
+    free(text);
+}
+
 TFC_TEST_MAIN("tools", {"predict_text", test_predict_text}, {"inspect_full", test_inspect_full},
               {"train_keys_match_docs", test_train_keys_match_docs},
               {"external_model_error", test_external_model_error},
               {"shell_tools", test_shell_tools}, {"predict_scale", test_predict_scale},
               {"model_tools_take_run_config", test_model_tools_take_run_config},
               {"predict_logits_and_continuation", test_predict_logits_and_continuation},
-              {"ncu_summary", test_ncu_summary})
+              {"ncu_summary", test_ncu_summary}, {"gpu_flip_anchors", test_gpu_flip_anchors})

@@ -714,6 +714,13 @@ static void test_activation_layers_bind(void)
     tfc_model *m = tfc_test_model("input: {shape: [6]}\nlayers:\n"
                                   "  - Rescaling: {name: v, scale: 0.5, offset: 1}\n");
     TFC_ASSERT(m != NULL);
+    /* a CPU-first layer (Rescaling's flag set here, so that this holds once the flag has
+     * gone from the layer itself, tools/gpu-flip.py) is refused on a device */
+    tfc_layer *v = tfc_model_layer(m, 0);
+    static tfc_layer_ops flagged;
+    flagged = *v->ops;
+    flagged.cpu_first = 1;
+    v->ops = &flagged;
     tfc_error err;
     tfc_error_clear(&err);
     be->device = 0;

@@ -32,6 +32,12 @@
 #                                 and gpt_t128), two interleaved rounds, JSON lines;
 #                                 then tfc-time's per-layer times of resnet20 and
 #                                 mnist_cnn at batch 128: where the step goes)
+#                                 land (issue 41's landings: the test-gpu cases gating
+#                                 each set of tools/gpu-flip.py, one by one; the sets
+#                                 whose cases all pass applied to this copy of the tree,
+#                                 then a rebuild, make test-gpu and (unless
+#                                 LAND_CPU_TEST=0) make test on it; the changed files in
+#                                 $OUT/land/, to copy over the checkout and commit)
 #                                 e2e (bench/e2e_gpu.sh: tfc-train fashion_resnet against
 #                                 bench/torch_train.py's same schedule; MAX_ITER,
 #                                 TFC_FLAGS, PEER_MODES, PRECISIONS pass through)
@@ -181,6 +187,26 @@ if [ "${1:-}" = --step ]; then
                         echo "gpt_t$t jax: exit $?"
                 done ;;
         e2e) BENCH_OUT=build/gpu-bare/e2e bench/e2e_gpu.sh bin ;;
+        land) t=build/gpu-bare/tests/gpu/test_gpu_ops
+              "${mk[@]}" $t || exit 1
+              sets=""
+              for s in $(python3 tools/gpu-flip.py --sets); do
+                  ok=1
+                  for c in $(python3 tools/gpu-flip.py --cases "$s"); do
+                      if $t "$c" >"$OUT/land_$c.log" 2>&1; then echo "$s: $c passed"
+                      else echo "$s: $c FAILED"; tail -n 20 "$OUT/land_$c.log"; ok=0; fi
+                  done
+                  [ $ok = 1 ] && sets="$sets $s"
+              done
+              [ -n "$sets" ] || { echo "land: no set's cases all passed"; exit 1; }
+              echo "land: applying$sets"
+              rm -rf "$OUT/land" && python3 tools/gpu-flip.py --apply --out "$OUT/land" $sets ||
+                  exit 1
+              rc=0
+              "${mk[@]}" lib tools test-gpu || rc=1
+              [ "${LAND_CPU_TEST:-1}" = 0 ] || "${mk[@]}" -k test || rc=1
+              echo "land: the flipped tree's files are in $OUT/land (exit $rc)"
+              exit $rc ;;
         conv-layout) "${mk[@]}" build/gpu-bare/bench/bench_cudnn || exit 1
                      build/gpu-bare/bench/bench_cudnn && build/gpu-bare/bench/bench_cudnn --tf32 &&
                          build/gpu-bare/bench/bench_cudnn --bf16 ;;
