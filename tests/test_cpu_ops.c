@@ -2720,6 +2720,31 @@ static double ref_loss_row(tfc_loss_kind kind, int logits, int C, const double *
     case TFC_LOSS_LOG_COSH:
         for (int j = 0; j < C; j++) l += log(cosh(x[j] - t[j]));
         return l / C;
+    case TFC_LOSS_MSLE: /* Keras 3's formulas, epsilon 1e-7 */
+        for (int j = 0; j < C; j++) {
+            double d = log(fmax(x[j], 1e-7) + 1) - log(fmax(t[j], 1e-7) + 1);
+            l += d * d;
+        }
+        return l / C;
+    case TFC_LOSS_MAPE:
+        for (int j = 0; j < C; j++) l += fabs((t[j] - x[j]) / fmax(fabs(t[j]), 1e-7));
+        return 100 * l / C;
+    case TFC_LOSS_POISSON:
+        for (int j = 0; j < C; j++) l += x[j] - t[j] * log(x[j] + 1e-7);
+        return l / C;
+    case TFC_LOSS_KLD: /* summed over the row */
+        for (int j = 0; j < C; j++) {
+            double tc = fmin(fmax(t[j], 1e-7), 1), xc = fmin(fmax(x[j], 1e-7), 1);
+            l += tc * log(tc / xc);
+        }
+        return l;
+    case TFC_LOSS_HINGE:
+    case TFC_LOSS_SQUARED_HINGE: /* 0/1 targets read as -1/1 */
+        for (int j = 0; j < C; j++) {
+            double h = fmax(1 - (t[j] == 0 ? -1 : t[j]) * x[j], 0);
+            l += kind == TFC_LOSS_HINGE ? h : h * h;
+        }
+        return l / C;
     default: return NAN;
     }
 }
@@ -2768,6 +2793,12 @@ static void check_loss(tfc_backend *be, tfc_loss_kind kind, int logits, int64_t 
         for (int j = 0; j < C; j++) {
             if (kind == TFC_LOSS_CCE) tr[j] = (float)(tr[j] / ts); /* a soft distribution */
             if (kind == TFC_LOSS_BCE && j % 3) tr[j] = tr[j] > 0.5f ? 1.0f : 0.0f;
+            if (kind == TFC_LOSS_MAPE) tr[j] = tr[j] > 0.5f ? tr[j] : -0.3f - tr[j];
+            /* Poisson's predictions are rates; KL divergence's mostly inside (0, 1) */
+            if (kind == TFC_LOSS_POISSON) xr[j] = 0.05f + fabsf(xr[j]);
+            if (kind == TFC_LOSS_KLD && j % 4) xr[j] = 0.02f + 0.96f * fabsf(xr[j]) / 3;
+            if (kind == TFC_LOSS_HINGE || kind == TFC_LOSS_SQUARED_HINGE) /* -1/1 and 0/1 */
+                tr[j] = tr[j] > 0.5f ? 1.0f : j % 2 ? -1.0f : 0.0f;
         }
         w[r] = r % 4 == 1 ? 0.0f : (float)(0.5 + urand());
     }

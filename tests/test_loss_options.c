@@ -380,6 +380,89 @@ static void test_keras_regression(void)
     }
 }
 
+/* MSLE, MAPE, Poisson, KL divergence, hinge and squared hinge against Keras 3.15's own
+ * (tests/ref/keras_losses.py, elementwise()): each on its own predictions and targets (MSLE's
+ * below 0, KL divergence's outside [eps, 1], hinge's 0/1 and -1/1 targets), the batch loss
+ * within 1e-6 relative and its gradient within 1e-6 of its largest value; then Keras's names,
+ * aliases and class names parse to the kind. */
+static void test_keras_elementwise(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/losses/elementwise.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    static const struct {
+        const char *name;
+        tfc_loss_kind kind;
+    } cases[] = {{"msle", TFC_LOSS_MSLE},       {"mape", TFC_LOSS_MAPE},
+                 {"poisson", TFC_LOSS_POISSON}, {"kl_divergence", TFC_LOSS_KLD},
+                 {"hinge", TFC_LOSS_HINGE},     {"hinge_pm", TFC_LOSS_HINGE},
+                 {"squared_hinge", TFC_LOSS_SQUARED_HINGE}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char key[4][48];
+        const char *suffix[4] = {"_x", "_t", "", "_grad"};
+        const tfc_st_tensor *tv[4];
+        for (int i = 0; i < 4; i++) {
+            snprintf(key[i], sizeof key[i], "%s%s", cases[k].name, suffix[i]);
+            tv[i] = tfc_st_find(f, key[i]);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(tv[i]);
+        }
+        const int64_t rows = tv[0]->shape.dim[0], C = tv[0]->shape.dim[1], n = rows * C;
+        float *x = malloc((size_t)n * 4), *t = malloc((size_t)n * 4), *dx = malloc((size_t)n * 4);
+        float *want = malloc((size_t)n * 4), wl, loss;
+        tfc_st_tensor_to_f32(tv[0], x);
+        tfc_st_tensor_to_f32(tv[1], t);
+        tfc_st_tensor_to_f32(tv[2], &wl);
+        tfc_st_tensor_to_f32(tv[3], want);
+        be->ops->loss(be, cases[k].kind, 0, rows, (int)C, x, t, NULL, 1.0f / (float)rows, &loss,
+                      dx);
+        double gmax = 0, gerr = 0;
+        for (int64_t i = 0; i < n; i++) {
+            gmax = fmax(gmax, fabs(want[i]));
+            gerr = fmax(gerr, fabs((double)dx[i] - want[i]));
+        }
+        printf("\n  %s: loss %.8g, Keras's %.8g; gradient max diff %.2g of %.3g", cases[k].name,
+               loss, wl, gerr, gmax);
+        CU_ASSERT(fabs(loss - wl) <= 1e-6 * fabs(wl));
+        CU_ASSERT(gerr <= 1e-6 * gmax);
+        free(x), free(t), free(dx), free(want);
+    }
+    tfc_backend_free(be);
+    tfc_st_close(f);
+    static const struct {
+        const char *loss;
+        tfc_loss_kind kind;
+    } names[] = {{"msle", TFC_LOSS_MSLE},
+                 {"mean_squared_logarithmic_error", TFC_LOSS_MSLE},
+                 {"MSLE", TFC_LOSS_MSLE},
+                 {"MeanSquaredLogarithmicError", TFC_LOSS_MSLE},
+                 {"mape", TFC_LOSS_MAPE},
+                 {"{type: mean_absolute_percentage_error}", TFC_LOSS_MAPE},
+                 {"MeanAbsolutePercentageError", TFC_LOSS_MAPE},
+                 {"poisson", TFC_LOSS_POISSON},
+                 {"Poisson", TFC_LOSS_POISSON},
+                 {"kl_divergence", TFC_LOSS_KLD},
+                 {"kld", TFC_LOSS_KLD},
+                 {"KLDivergence", TFC_LOSS_KLD},
+                 {"hinge", TFC_LOSS_HINGE},
+                 {"{type: Hinge, name: hinge}", TFC_LOSS_HINGE},
+                 {"squared_hinge", TFC_LOSS_SQUARED_HINGE},
+                 {"SquaredHinge", TFC_LOSS_SQUARED_HINGE},
+                 {"MSE", TFC_LOSS_MSE},
+                 {"{module: keras.losses, class_name: Poisson, config: {name: poisson, "
+                  "reduction: sum_over_batch_size}, registered_name: null}",
+                  TFC_LOSS_POISSON}};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        tfc_model *m = tfc_test_model(model_yaml("linear", names[k].loss));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT(tfc_model_loss_kind(m) == names[k].kind);
+        tfc_model_free(m);
+    }
+    expect_error("{type: poisson, from_logits: true}", "poisson takes none");
+    expect_error("{type: hinge, delta: 2}", "is huber's argument; hinge takes none");
+}
+
 /* Keras's metrics mae, mse and root_mean_squared_error (and their long and class names)
  * beside a regression loss: each the mean over the rows of a row's mean error against the
  * targets (RMSE its root), computed here from the outputs;
@@ -510,5 +593,6 @@ TFC_TEST_MAIN("loss_options", {"sparse_smoothing_and_weights", test_sparse_smoot
               {"errors", test_errors}, {"balanced_weights", test_balanced_weights},
               {"balanced_run", test_balanced_run},
               {"keras_regression", test_keras_regression},
+              {"keras_elementwise", test_keras_elementwise},
               {"regression_metrics", test_regression_metrics},
               {"keras_forms", test_keras_forms})

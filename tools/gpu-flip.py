@@ -14,7 +14,7 @@ Each SET of edits is gated by the test-gpu cases that exercise it:
              GPU's table; every layer's `cpu_first` flag gone. Recurring: the hook
              tfc_gpu_test_enable_layer_ops and the lifting of cpu_first in test_gpu_ops.c
              stay (doing nothing while nothing is held out) for the next layers
-  losses     the GPU's tfc_backend.losses takes every kind (MAE, Huber, log-cosh)
+  losses     the GPU's tfc_backend.losses takes every kind (the element-wise losses past MSE)
 
 usage: tools/gpu-flip.py --check            every anchor of every pending set matches
                                             (nothing is written; a set that has landed is

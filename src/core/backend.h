@@ -429,27 +429,73 @@ typedef enum tfc_loss_kind {
     TFC_LOSS_MAE,            /* labels float [rows, classes] */
     TFC_LOSS_HUBER,          /* labels float [rows, classes]; Keras's delta 1 */
     TFC_LOSS_LOG_COSH,       /* labels float [rows, classes] */
+    TFC_LOSS_MSLE,           /* labels float [rows, classes] */
+    TFC_LOSS_MAPE,           /* labels float [rows, classes] */
+    TFC_LOSS_POISSON,        /* labels float [rows, classes]: counts */
+    TFC_LOSS_KLD,            /* labels float [rows, classes]: a distribution */
+    TFC_LOSS_HINGE,          /* labels float [rows, classes]: -1/1 (0 read as -1) */
+    TFC_LOSS_SQUARED_HINGE,  /* labels float [rows, classes]: -1/1 (0 read as -1) */
     TFC_LOSS_COUNT
 } tfc_loss_kind;
 
-/* One output's term of a regression loss other than MSE (MAE, Huber with delta 1,
- * log-cosh; Keras 3's formulas) at the error e = prediction - target, and its derivative in
- * *de: |e| (0 at 0, TensorFlow's sign), e^2 / 2 where |e| <= 1 else |e| - 1/2, e +
- * softplus(-2e) - log 2 (tanh e). In double, on the host and the device (TFC_HD), so both
- * backends' loss ops share it. */
-TFC_HD double tfc_regression_term(tfc_loss_kind kind, double e, double *de)
+/* One output's term of an element-wise loss other than MSE (Keras 3's formulas) at the
+ * prediction x and target t, and its derivative with respect to x in *dx. With e = x - t
+ * and Keras's epsilon 1e-7:
+ *   mae            |e|                                  (sign e; 0 at 0, TensorFlow's sign)
+ *   huber          e^2 / 2 where |e| <= 1, else |e| - 1/2   (Keras's delta 1)
+ *   log_cosh       e + softplus(-2e) - log 2            (tanh e)
+ *   msle           (log(max(x, eps) + 1) - log(max(t, eps) + 1))^2
+ *   mape           100 |e| / max(|t|, eps)
+ *   poisson        x - t log(x + eps)
+ *   kl_divergence  tc log(tc / xc), tc and xc clipped to [eps, 1]  (summed, not averaged)
+ *   hinge          max(1 - t x, 0),   t = -1 where the target is 0 (Keras's binary labels)
+ *   squared_hinge  max(1 - t x, 0)^2, t as hinge's
+ * A clipped or max'ed operand at its bound passes no gradient. The row's loss is the mean
+ * of its terms (tfc_loss_row_divisor). In double, on the host and the device (TFC_HD), so
+ * both backends' loss ops share it. */
+TFC_HD double tfc_elementwise_term(tfc_loss_kind kind, double x, double t, double *dx)
 {
-    const double a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
-    if (kind == TFC_LOSS_MAE) {
-        *de = sign;
-        return a;
+    const double eps = 1e-7, e = x - t, a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
+    switch (kind) {
+    case TFC_LOSS_MAE: *dx = sign; return a;
+    case TFC_LOSS_HUBER: *dx = a <= 1.0 ? e : sign; return a <= 1.0 ? 0.5 * e * e : a - 0.5;
+    case TFC_LOSS_MSLE: {
+        const double d = log1p(x > eps ? x : eps) - log1p(t > eps ? t : eps);
+        *dx = x > eps ? 2.0 * d / (1.0 + x) : 0.0;
+        return d * d;
     }
-    if (kind == TFC_LOSS_HUBER) {
-        *de = a <= 1.0 ? e : sign;
-        return a <= 1.0 ? 0.5 * e * e : a - 0.5;
+    case TFC_LOSS_MAPE: {
+        const double m = fabs(t) > eps ? fabs(t) : eps;
+        *dx = 100.0 * sign / m;
+        return 100.0 * a / m;
     }
-    *de = tanh(e); /* softplus(-2e) = max(-2e, 0) + log1p(exp(-2|e|)) */
-    return e + (e < 0 ? -2.0 * e : 0.0) + log1p(exp(-2.0 * a)) - 0.69314718055994530942;
+    case TFC_LOSS_POISSON: *dx = 1.0 - t / (x + eps); return x - t * log(x + eps);
+    case TFC_LOSS_KLD: {
+        const double tc = t < eps ? eps : t > 1.0 ? 1.0 : t, xc = x < eps ? eps : x > 1.0 ? 1.0 : x;
+        *dx = x > eps && x < 1.0 ? -tc / xc : 0.0;
+        return tc * log(tc / xc);
+    }
+    case TFC_LOSS_HINGE:
+    case TFC_LOSS_SQUARED_HINGE: {
+        const double s = t == 0.0 ? -1.0 : t, h = 1.0 - s * x;
+        if (h <= 0.0) {
+            *dx = 0.0;
+            return 0.0;
+        }
+        *dx = kind == TFC_LOSS_HINGE ? -s : -2.0 * h * s;
+        return kind == TFC_LOSS_HINGE ? h : h * h;
+    }
+    default: /* log_cosh; softplus(-2e) = max(-2e, 0) + log1p(exp(-2|e|)) */
+        *dx = tanh(e);
+        return e + (e < 0 ? -2.0 * e : 0.0) + log1p(exp(-2.0 * a)) - 0.69314718055994530942;
+    }
+}
+
+/* What an element-wise loss divides the sum of a row's terms by: Keras's mean over the last
+ * axis, but kl_divergence's sum. */
+TFC_HD int tfc_loss_row_divisor(tfc_loss_kind kind, int classes)
+{
+    return kind == TFC_LOSS_KLD ? 1 : classes;
 }
 
 /* The optimizer, one enum for both floors: the solver's `optimizer.type` (whose names,

@@ -142,18 +142,21 @@ static double mse(int C, const float *x, const float *t, float g, float *d)
     return loss / C;
 }
 
-/* MAE, Huber (delta 1) and log-cosh of one row of e = x - t, as Keras 3 computes them: the
- * mean over the row of tfc_regression_term (core/backend.h, which the GPU's kernel shares). */
-static double regression(tfc_loss_kind kind, int C, const float *x, const float *t, float g,
-                         float *d)
+/* The element-wise losses but MSE (MAE, Huber, log-cosh, MSLE, MAPE, Poisson, KL divergence,
+ * hinge, squared hinge) of one row, as Keras 3 computes them: the sum over the row of
+ * tfc_elementwise_term (core/backend.h, which the GPU's kernel shares) divided by
+ * tfc_loss_row_divisor (the mean; KL divergence's sum). */
+static double elementwise(tfc_loss_kind kind, int C, const float *x, const float *t, float g,
+                          float *d)
 {
+    const int n = tfc_loss_row_divisor(kind, C);
     double loss = 0.0;
     for (int j = 0; j < C; j++) {
-        double de, l = tfc_regression_term(kind, (double)x[j] - t[j], &de);
+        double dj, l = tfc_elementwise_term(kind, x[j], t[j], &dj);
         loss += l;
-        if (d) d[j] = (float)(g * de / C);
+        if (d) d[j] = (float)(g * dj / n);
     }
-    return loss / C;
+    return loss / n;
 }
 
 /* *loss_out = scale sum_r w_r loss_r; dx (overwritten) = scale w_r dloss_r/dx. A row of
@@ -187,10 +190,7 @@ void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t 
             case TFC_LOSS_CCE: l = dense_cce(C, xr, t, from_logits, g, d); break;
             case TFC_LOSS_BCE: l = bce(C, xr, t, from_logits, g, d); break;
             case TFC_LOSS_MSE: l = mse(C, xr, t, g, d); break;
-            case TFC_LOSS_MAE:
-            case TFC_LOSS_HUBER:
-            case TFC_LOSS_LOG_COSH: l = regression(kind, C, xr, t, g, d); break;
-            default: TFC_ASSERT(!"unknown loss kind");
+            default: l = elementwise(kind, C, xr, t, g, d); break;
             }
             total += w * l;
         }

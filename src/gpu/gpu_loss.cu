@@ -136,18 +136,19 @@ static __device__ double mse(int C, const float *x, const float *t, float g, flo
     return warp_sum(loss) / C;
 }
 
-/* MAE, Huber (delta 1) and log-cosh of e = x - t: tfc_regression_term (core/backend.h), the
- * CPU's function, averaged over the row. */
-static __device__ double regression(int kind, int C, const float *x, const float *t, float g,
-                                    float *d, int lane)
+/* The element-wise losses but MSE: tfc_elementwise_term (core/backend.h), the CPU's
+ * function, summed over the row and divided by tfc_loss_row_divisor. */
+static __device__ double elementwise(int kind, int C, const float *x, const float *t, float g,
+                                     float *d, int lane)
 {
+    const int n = tfc_loss_row_divisor((tfc_loss_kind)kind, C);
     double loss = 0.0;
     for (int j = lane; j < C; j += 32) {
-        double de, l = tfc_regression_term((tfc_loss_kind)kind, (double)x[j] - t[j], &de);
+        double dj, l = tfc_elementwise_term((tfc_loss_kind)kind, x[j], t[j], &dj);
         loss += l;
-        if (d) d[j] = (float)(g * de / C);
+        if (d) d[j] = (float)(g * dj / n);
     }
-    return warp_sum(loss) / C;
+    return warp_sum(loss) / n;
 }
 
 /* rowloss[r] = w_r loss_r; dx (overwritten) = scale w_r dloss_r/dx. A row of weight 0, or
@@ -177,7 +178,7 @@ static __global__ void loss_kernel(int kind, int logits, int64_t rows, int C, co
         case TFC_LOSS_CCE: l = dense_cce(C, xr, t, logits, g, d, lane); break;
         case TFC_LOSS_BCE: l = bce(C, xr, t, logits, g, d, lane); break;
         case TFC_LOSS_MSE: l = mse(C, xr, t, g, d, lane); break;
-        default: l = regression(kind, C, xr, t, g, d, lane); break;
+        default: l = elementwise(kind, C, xr, t, g, d, lane); break;
         }
         if (lane == 0) rowloss[r] = w * l;
     }

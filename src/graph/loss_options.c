@@ -14,18 +14,29 @@
 
 #include "graph/model_internal.h"
 
-/* The names `loss:` takes: tfc_loss_names in kind order, then Keras's long names of mse and
- * mae and Keras's class names (keras.losses.SparseCategoricalCrossentropy, ...), each with
- * its kind in choice_kind. */
+/* The names `loss:` takes: tfc_loss_names in kind order, then Keras's long names and
+ * aliases (keras.losses.get's: mean_squared_error, kld, MSE, ...) and Keras's class names
+ * (keras.losses.SparseCategoricalCrossentropy, ...), each with its kind in choice_kind. */
 static const char *const loss_choices[] = {
     "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
-    "mse", "mae", "huber", "log_cosh", "mean_squared_error", "mean_absolute_error",
-    "SparseCategoricalCrossentropy", "CategoricalCrossentropy", "BinaryCrossentropy",
-    "MeanSquaredError", "MeanAbsoluteError", "Huber", "LogCosh", NULL};
+    "mse", "mae", "huber", "log_cosh", "msle", "mape", "poisson", "kl_divergence", "hinge",
+    "squared_hinge", "mean_squared_error", "mean_absolute_error",
+    "mean_squared_logarithmic_error", "mean_absolute_percentage_error", "kld", "MSE", "MAE",
+    "MSLE", "MAPE", "KLD", "SparseCategoricalCrossentropy", "CategoricalCrossentropy",
+    "BinaryCrossentropy", "MeanSquaredError", "MeanAbsoluteError", "Huber", "LogCosh",
+    "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Poisson", "KLDivergence",
+    "Hinge", "SquaredHinge", NULL};
 static const tfc_loss_kind choice_kind[] = {
     TFC_LOSS_SPARSE_CCE, TFC_LOSS_CCE, TFC_LOSS_BCE, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_HUBER,
-    TFC_LOSS_LOG_COSH, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_SPARSE_CCE, TFC_LOSS_CCE,
-    TFC_LOSS_BCE, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_HUBER, TFC_LOSS_LOG_COSH};
+    TFC_LOSS_LOG_COSH, TFC_LOSS_MSLE, TFC_LOSS_MAPE, TFC_LOSS_POISSON, TFC_LOSS_KLD,
+    TFC_LOSS_HINGE, TFC_LOSS_SQUARED_HINGE, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_MSLE,
+    TFC_LOSS_MAPE, TFC_LOSS_KLD, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_MSLE, TFC_LOSS_MAPE,
+    TFC_LOSS_KLD, TFC_LOSS_SPARSE_CCE, TFC_LOSS_CCE, TFC_LOSS_BCE, TFC_LOSS_MSE, TFC_LOSS_MAE,
+    TFC_LOSS_HUBER, TFC_LOSS_LOG_COSH, TFC_LOSS_MSLE, TFC_LOSS_MAPE, TFC_LOSS_POISSON,
+    TFC_LOSS_KLD, TFC_LOSS_HINGE, TFC_LOSS_SQUARED_HINGE};
+_Static_assert(sizeof choice_kind / sizeof *choice_kind ==
+                   sizeof loss_choices / sizeof *loss_choices - 1,
+               "a kind for every loss name");
 
 static tfc_loss_kind loss_kind(int choice) { return choice_kind[choice]; }
 

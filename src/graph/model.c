@@ -17,6 +17,12 @@ const char *const tfc_loss_names[TFC_LOSS_COUNT + 1] = {
     [TFC_LOSS_MAE] = "mae",
     [TFC_LOSS_HUBER] = "huber",
     [TFC_LOSS_LOG_COSH] = "log_cosh",
+    [TFC_LOSS_MSLE] = "msle",
+    [TFC_LOSS_MAPE] = "mape",
+    [TFC_LOSS_POISSON] = "poisson",
+    [TFC_LOSS_KLD] = "kl_divergence",
+    [TFC_LOSS_HINGE] = "hinge",
+    [TFC_LOSS_SQUARED_HINGE] = "squared_hinge",
     [TFC_LOSS_COUNT] = NULL,
 };
 
@@ -219,7 +225,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
             !tfc_loss_is_regression(m->loss)) {
             status = tfc_node_error(err, TFC_ERR_CONFIG, item, path,
                                     "%s compares the outputs with float targets of their shape: "
-                                    "it needs a regression loss (mse, mae, huber, log_cosh), "
+                                    "it needs an element-wise loss (mse, mae, huber, ...), "
                                     "and the loss is %s", item->str, tfc_loss_names[m->loss]);
             continue;
         }

@@ -3562,21 +3562,28 @@ static void test_noise(void)
     enable_layer_ops(0);
 }
 
-/* The regression losses MAE, Huber and log-cosh (gpu_loss.cu; test_loss compares the op
- * against the CPU for every kind), which the GPU's tfc_backend.losses leaves out until this
- * has passed: set for the case, four training steps of a regression model with each (the
+/* The element-wise losses MAE, Huber, log-cosh, MSLE, MAPE, Poisson, KL divergence, hinge and
+ * squared hinge (gpu_loss.cu; test_loss compares the op against the CPU for every kind), which
+ * the GPU's tfc_backend.losses leaves out until this has passed: set for the case, four
+ * training steps of a model with each (the
  * dense model's outputs against soft targets, their gradients through a CNN). */
 static void test_regression_losses(void)
 {
     const uint32_t had = dev->losses;
     dev->losses = (1u << TFC_LOSS_COUNT) - 1;
-    static const char *const losses[] = {"mae", "huber", "log_cosh", "mean_absolute_error"};
-    for (int k = 0; k < 4; k++) {
+    /* each with the output activation its targets want (Poisson's rates, a distribution) */
+    static const char *const losses[][2] = {
+        {"mae", "linear"},     {"huber", "linear"},         {"log_cosh", "linear"},
+        {"msle", "linear"},    {"mape", "linear"},          {"poisson", "softplus"},
+        {"kld", "softmax"},    {"hinge", "linear"},         {"squared_hinge", "linear"},
+        {"mean_absolute_error", "linear"}};
+    for (size_t k = 0; k < sizeof losses / sizeof *losses; k++) {
         char yaml[512];
         snprintf(yaml, sizeof yaml,
                  "input: {shape: [6, 6, 2]}\nlayers:\n"
                  "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
-                 "  - Flatten: {}\n  - Dense: {units: 5}\nloss: %s\n", losses[k]);
+                 "  - Flatten: {}\n  - Dense: {units: 5, activation: %s}\nloss: %s\n",
+                 losses[k][1], losses[k][0]);
         train_steps(yaml, 8, 0, 1, 5e-4, 1e-5);
     }
     dev->losses = had;

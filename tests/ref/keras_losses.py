@@ -1,10 +1,12 @@
 """Keras 3 references for the regression losses (tests/test_loss_options.c, keras_regression).
 
-Run: KERAS_BACKEND=jax /work/venv-keras/bin/python tests/ref/keras_losses.py
+Run: KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_losses.py (any venv with Keras 3)
 Writes tests/ref/losses/regression.safetensors: predictions `x` [rows, 5] (values from -4 to
 4, so Huber's both branches), targets `t`, and for each of Keras's mse, mae, huber (delta 1)
 and log_cosh the batch loss (`sum_over_batch_size`, the mean over the rows of each row's mean)
 and its gradient with respect to `x` (jax.grad of the same): `<loss>` and `<loss>_grad`.
+Then tests/ref/losses/elementwise.safetensors (elementwise(), below) for the other
+element-wise losses.
 """
 import os
 
@@ -30,6 +32,34 @@ def main():
         tensors[name + "_grad"] = np.asarray(jax.grad(f)(x), np.float32)
         print(name, tensors[name][0])
     save_file(tensors, os.path.join(OUT, "regression.safetensors"))
+    elementwise(rng)
+
+
+def elementwise(rng):
+    """tests/ref/losses/elementwise.safetensors: for each of msle, mape, poisson,
+    kl_divergence, hinge (0/1 targets, which Keras reads as -1/1, and -1/1 ones: hinge_pm)
+    and squared_hinge, its own predictions `<loss>_x` and targets `<loss>_t` [rows, 6], the
+    batch loss `<loss>` and its gradient `<loss>_grad`, as in main()."""
+    shape = (19, 6)
+    u = lambda lo, hi: rng.uniform(lo, hi, shape).astype(np.float32)
+    cases = {
+        "msle": (u(-0.5, 5), u(0, 5)),  # some predictions below 0: max(x, eps)
+        "mape": (u(-3, 3), u(0.2, 2) * np.where(u(0, 1) < 0.3, -1, 1).astype(np.float32)),
+        "poisson": (u(0.05, 4), np.floor(u(0, 5))),
+        "kl_divergence": (u(-0.2, 1.2), u(0, 0.4)),  # some predictions clipped to [eps, 1]
+        "hinge": (u(-2, 2), (u(0, 1) > 0.5).astype(np.float32)),
+        "hinge_pm": (u(-2, 2), np.where(u(0, 1) > 0.5, 1, -1).astype(np.float32)),
+        "squared_hinge": (u(-2, 2), (u(0, 1) > 0.5).astype(np.float32)),
+    }
+    tensors = {}
+    for name, (x, t) in cases.items():
+        loss = keras.losses.get(name.replace("_pm", ""))
+        f = lambda p: keras.ops.mean(loss(t, p))
+        tensors[name + "_x"], tensors[name + "_t"] = x, t
+        tensors[name] = np.array([f(x)], np.float32)
+        tensors[name + "_grad"] = np.asarray(jax.grad(f)(x), np.float32)
+        print(name, tensors[name][0])
+    save_file(tensors, os.path.join(OUT, "elementwise.safetensors"))
 
 
 if __name__ == "__main__":
