@@ -16,126 +16,21 @@
 #include "graph/model.h"
 #include "layers/layer.h"
 #include "solver/solver.h"
+#include "kerasref.h"
 #include "testutil.h"
 
-static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
-{
-    const tfc_st_tensor *t = tfc_st_find(f, name);
-    if (!t) return NULL;
-    float *v = malloc((size_t)t->numel * 4 + 4);
-    tfc_st_tensor_to_f32(t, v);
-    if (n) *n = t->numel;
-    return v;
-}
-
-/* max |a - b| / max |b| over n values, and the largest |a - b| into *abs_out */
-static double rel_diff(const float *a, const float *b, int64_t n, double *abs_out)
-{
-    double d = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
-    if (abs_out) *abs_out = fmax(*abs_out, d);
-    return d / (m > 0 ? m : 1);
-}
-
-static tfc_st_file *open_fixture(const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "tests/ref/normalization/%s.safetensors", name);
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_st_file *f = tfc_st_open(path, &err);
-    TFC_ASSERT(f != NULL);
-    return f;
-}
-
-/* One fixture: its YAML bound for training, Keras's weights (if any) loaded strictly, the
- * inference output and, after a training forward, the MSE loss's input gradient compared;
- * the weights tfc writes are Keras's, name for name. Returns the worst relative
- * difference. */
-static double parity_case(const char *name, double *worst_abs)
-{
-    char path[256];
-    snprintf(path, sizeof path, "tests/ref/normalization/%s.safetensors", name);
-    tfc_st_file *f = open_fixture(name);
-    tfc_error err;
-    tfc_error_clear(&err);
-    const char *yaml = tfc_st_meta(f, "yaml");
-    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), name, &err);
-    TFC_ASSERT(m != NULL);
-    const tfc_st_tensor *xt = tfc_st_find(f, "x");
-    const int batch = (int)xt->shape.dim[0];
-    tfc_backend *be = tfc_cpu_backend_create(2);
-    TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_init_weights(m, 1, &err) == TFC_OK);
-    tfc_model_want_input_grad(m, 1);
-    const int has_weights = tfc_model_weight_count(m) > 0;
-    if (has_weights) TFC_ASSERT(tfc_model_load_weights(m, path, NULL, &err) == TFC_OK);
-    int64_t n = 0;
-    float *x = tensor(f, "x", NULL), *y = tensor(f, "y", &n), *t = tensor(f, "t", NULL);
-    float *out = malloc((size_t)n * 4);
-    TFC_ASSERT(tfc_model_forward(m, x, batch, 0, 1, 0, &err) == TFC_OK);
-    tfc_model_get_output(m, out);
-    double worst = rel_diff(out, y, n, worst_abs);
-    if (has_weights) { /* tfc's file: Keras's names, shapes and values (count: float32) */
-        const char *saved = tfc_test_path("saved.safetensors");
-        TFC_ASSERT(tfc_model_save_weights(m, saved, &err) == TFC_OK);
-        tfc_st_file *sf = tfc_st_open(saved, &err);
-        TFC_ASSERT(sf != NULL);
-        int keras = 0;
-        for (int i = 0; i < tfc_st_count(f); i++)
-            keras += strchr(tfc_st_tensor_at(f, i)->name, '/') != NULL;
-        CU_ASSERT_EQUAL(tfc_st_count(sf), keras);
-        for (int i = 0; i < tfc_st_count(sf); i++) {
-            const tfc_st_tensor *a = tfc_st_tensor_at(sf, i), *b = tfc_st_find(f, a->name);
-            CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-            CU_ASSERT(a->numel == b->numel && a->shape.ndim == b->shape.ndim);
-            float *va = tensor(sf, a->name, NULL), *vb = tensor(f, a->name, NULL);
-            CU_ASSERT(!memcmp(va, vb, (size_t)a->numel * 4));
-            free(va), free(vb);
-        }
-        tfc_st_close(sf);
-    }
-    { /* the inference layout, as tfc-predict binds it: no initialisation but the bind's */
-        tfc_model *mi = tfc_model_from_string(yaml, strlen(yaml), name, &err);
-        tfc_backend *bi = tfc_cpu_backend_create(1);
-        TFC_ASSERT(mi && tfc_model_bind_inference(mi, bi, batch, &err) == TFC_OK);
-        if (has_weights) TFC_ASSERT(tfc_model_load_weights(mi, path, NULL, &err) == TFC_OK);
-        TFC_ASSERT(tfc_model_forward(mi, x, batch, 0, 1, 0, &err) == TFC_OK);
-        float *o2 = malloc((size_t)n * 4);
-        tfc_model_get_output(mi, o2);
-        CU_ASSERT(!memcmp(o2, out, (size_t)n * 4));
-        free(o2);
-        tfc_model_free(mi);
-        tfc_backend_free(bi);
-    }
-    float *dx = tensor(f, "dx", NULL);
-    tfc_batch_result res;
-    TFC_ASSERT(tfc_model_forward(m, x, batch, 1, 1, 0, &err) == TFC_OK);
-    tfc_model_zero_grad(m);
-    TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
-    tfc_model_backward(m);
-    float *got = malloc((size_t)n * 4);
-    be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
-    worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
-    free(got), free(dx), free(x), free(y), free(t), free(out);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-    tfc_st_close(f);
-    return worst;
-}
-
+/* tests/ref/normalization, each case as tfc_test_keras_case compares it: outputs, the
+ * inference layout's (a 1-thread backend, no initialisation but the bind's), Keras's weights
+ * (where the model has any; the count, Keras's int32, as tfc's float32) both ways and the
+ * input's gradient. */
 static void test_keras_parity(void)
 {
+    static const tfc_keras_parity p = {.dir = "normalization", .tol = 1e-6,
+                                       .inference_threads = 1, .cast_weights = 1};
     static const char *const names[] = {"given_scalar", "given_list",   "given_none",
                                         "given_2d",     "given_invert", "adapted_none",
-                                        "adapted_2d",   "adapted_invert"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        double abs_diff = 0, rel = parity_case(names[i], &abs_diff);
-        if (rel > 1e-6 || getenv("TFC_VERBOSE"))
-            fprintf(stderr, "\n%s: max abs %.3g, max rel (to the largest value) %.3g\n",
-                    names[i], abs_diff, rel);
-        CU_ASSERT(rel <= 1e-6);
-    }
+                                        "adapted_2d",   "adapted_invert", NULL};
+    tfc_test_keras_cases(&p, names);
 }
 
 /* ---- the adapt pass ----------------------------------------------------------------------- */
@@ -187,8 +82,8 @@ static int write_tabular(const tfc_st_file *f, float **data)
 {
     const tfc_st_tensor *d = tfc_st_find(f, "data"), *l = tfc_st_find(f, "labels");
     TFC_ASSERT(d && l);
-    *data = tensor(f, "data", NULL);
-    float *labels = tensor(f, "labels", NULL);
+    *data = tfc_test_tensor(f, "data", NULL);
+    float *labels = tfc_test_tensor(f, "labels", NULL);
     tfc_tensor tx = {TFC_F32, d->shape, *data, -1}, ty = {TFC_F32, l->shape, labels, -1};
     tfc_error err;
     tfc_error_clear(&err);
@@ -208,7 +103,7 @@ static const char tab_model[] =
  * Keras's adapt of the same data (float32 sums: 1e-5). */
 static void test_adapt_statistics(void)
 {
-    tfc_st_file *fx = open_fixture("adapt");
+    tfc_st_file *fx = tfc_test_fixture("normalization", "adapt");
     float *data;
     const int n = write_tabular(fx, &data);
     double mean[5] = {0}, var[5] = {0};
@@ -221,8 +116,8 @@ static void test_adapt_statistics(void)
         }
         var[k] /= n;
     }
-    float *km = tensor(fx, "normalization/mean", NULL), *kv = tensor(fx, "normalization/variance",
-                                                                     NULL);
+    float *km = tfc_test_tensor(fx, "normalization/mean", NULL);
+    float *kv = tfc_test_tensor(fx, "normalization/variance", NULL);
     static const int batches[] = {1, 7, 64, 203, 256};
     for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
         for (int repeat = 0; repeat < 2; repeat++) {
@@ -232,9 +127,9 @@ static void test_adapt_statistics(void)
             CU_ASSERT_EQUAL_FATAL(run(out, tab_model, batches[b], repeat, 1, NULL, NULL, &err),
                                   TFC_OK);
             tfc_st_file *f = final_weights(out);
-            float *m = tensor(f, "normalization/mean", NULL);
-            float *v = tensor(f, "normalization/variance", NULL);
-            float *c = tensor(f, "normalization/count", NULL);
+            float *m = tfc_test_tensor(f, "normalization/mean", NULL);
+            float *v = tfc_test_tensor(f, "normalization/variance", NULL);
+            float *c = tfc_test_tensor(f, "normalization/count", NULL);
             CU_ASSERT_PTR_NOT_NULL_FATAL(c);
             CU_ASSERT_EQUAL(*c, 0.f); /* as Keras keeps it */
             double em = 0, ev = 0, km_d = 0, kv_d = 0;
@@ -261,14 +156,15 @@ static void test_adapt_statistics(void)
  * (learning rate 0), and the model predicts Keras's outputs for its inputs. */
 static void test_adapt_keras_predictions(void)
 {
-    tfc_st_file *fx = open_fixture("adapt");
+    tfc_st_file *fx = tfc_test_fixture("normalization", "adapt");
     float *data;
     write_tabular(fx, &data);
     free(data);
     tfc_st_writer *w = tfc_st_writer_create();
     tfc_error err;
     tfc_error_clear(&err);
-    float *k = tensor(fx, "dense/kernel", NULL), *b = tensor(fx, "dense/bias", NULL);
+    float *k = tfc_test_tensor(fx, "dense/kernel", NULL);
+    float *b = tfc_test_tensor(fx, "dense/bias", NULL);
     const tfc_shape *ks = &tfc_st_find(fx, "dense/kernel")->shape;
     const tfc_shape *bs = &tfc_st_find(fx, "dense/bias")->shape;
     TFC_ASSERT(!tfc_st_writer_add(w, "dense/kernel", TFC_F32, ks, k, &err));
@@ -287,16 +183,16 @@ static void test_adapt_keras_predictions(void)
     TFC_ASSERT(m && tfc_model_bind_inference(m, be, 7, &err) == TFC_OK);
     TFC_ASSERT(tfc_model_load_weights(m, path, NULL, &err) == TFC_OK);
     int64_t n = 0;
-    float *x = tensor(fx, "x", NULL), *y = tensor(fx, "y", &n), out[7];
+    float *x = tfc_test_tensor(fx, "x", NULL), *y = tfc_test_tensor(fx, "y", &n), out[7];
     TFC_ASSERT(tfc_model_forward(m, x, 7, 0, 1, 0, &err) == TFC_OK);
     tfc_model_get_output(m, out);
-    double abs_diff = 0, rel = rel_diff(out, y, n, &abs_diff);
+    double abs_diff = 0, rel = tfc_test_rel_diff(out, y, n, 0, &abs_diff);
     if (getenv("TFC_VERBOSE"))
         fprintf(stderr, "\nadapt predictions: max abs %.3g, rel %.3g\n", abs_diff, rel);
     CU_ASSERT(rel <= 1e-5);
     /* the Dense weights are Keras's still */
     tfc_st_file *f = final_weights("adapt_keras");
-    float *fk = tensor(f, "dense/kernel", NULL);
+    float *fk = tfc_test_tensor(f, "dense/kernel", NULL);
     CU_ASSERT(!memcmp(fk, k, 5 * 4));
     free(fk), free(k), free(b), free(x), free(y);
     tfc_st_close(f);
@@ -310,7 +206,7 @@ static void test_adapt_keras_predictions(void)
  * --weights holding them keeps them too; a fresh run on the shifted data adapts to it. */
 static void test_resume_keeps_statistics(void)
 {
-    tfc_st_file *fx = open_fixture("adapt");
+    tfc_st_file *fx = tfc_test_fixture("normalization", "adapt");
     float *data;
     const int n = write_tabular(fx, &data);
     tfc_error err;
@@ -326,9 +222,10 @@ static void test_resume_keeps_statistics(void)
     CU_ASSERT_EQUAL_FATAL(run("res_fresh", tab_model, 16, 1, 1, NULL, NULL, &err), TFC_OK);
     tfc_st_file *a = final_weights("res_b"), *w = final_weights("res_w"),
                 *fr = final_weights("res_fresh");
-    float *ma = tensor(a, "normalization/mean", NULL), *mw = tensor(w, "normalization/mean", NULL);
-    float *mf = tensor(fr, "normalization/mean", NULL);
-    float *km = tensor(fx, "normalization/mean", NULL);
+    float *ma = tfc_test_tensor(a, "normalization/mean", NULL);
+    float *mw = tfc_test_tensor(w, "normalization/mean", NULL);
+    float *mf = tfc_test_tensor(fr, "normalization/mean", NULL);
+    float *km = tfc_test_tensor(fx, "normalization/mean", NULL);
     for (int k = 0; k < 5; k++) {
         CU_ASSERT(fabsf(ma[k] - km[k]) <= 1e-5f * fmaxf(fabsf(km[k]), 1));
         CU_ASSERT_EQUAL(mw[k], ma[k]);

@@ -132,6 +132,37 @@ static void fixture(const char *name, const char *yaml, int vocab)
     CU_ASSERT(agree(name, model, weights, vocab, 1e-5));
 }
 
+/* tfc-export refuses the model of `yaml` (weights initialised, written as NAME.safetensors)
+ * with an error holding `want`, and writes no NAME.onnx. */
+static void export_refused(const char *name, const char *yaml, const char *want)
+{
+    char file[128], cmd[4096], model[1024], weights[1024], err[1024], onnx[1024];
+    snprintf(file, sizeof file, "%s.yaml", name);
+    snprintf(model, sizeof model, "%s", tfc_test_write(file, yaml, -1));
+    snprintf(file, sizeof file, "%s.safetensors", name);
+    snprintf(weights, sizeof weights, "%s", tfc_test_path(file));
+    snprintf(file, sizeof file, "%s.err", name);
+    snprintf(err, sizeof err, "%s", tfc_test_path(file));
+    snprintf(file, sizeof file, "%s.onnx", name);
+    snprintf(onnx, sizeof onnx, "%s", tfc_test_path(file));
+    tfc_error e;
+    tfc_error_clear(&e);
+    tfc_model *m = tfc_model_load(model, &e);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 1, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s 2>%s", bin, model, weights,
+             onnx, err);
+    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+    char *text = tfc_test_read(err, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, want));
+    free(text);
+    CU_ASSERT(access(onnx, F_OK) != 0);
+}
+
 static void test_strided_same_conv_and_pooling(void)
 {
     if (!ready()) return;
@@ -449,28 +480,9 @@ static void test_simple_rnn(void)
             "  - SimpleRNN: {units: 3, return_sequences: true, activation: null}\n"
             "  - SimpleRNN: {units: 3, return_sequences: true, activation: softsign}\n"
             "  - Bidirectional: {layer: {SimpleRNN: {units: 2, activation: softplus}}}\n", 0);
-    const char *model = tfc_test_write("srnn.yaml", "input: {shape: [4, 3]}\nlayers:\n"
-                                       "  - SimpleRNN: {name: sm, units: 2,"
-                                       " activation: softmax}\n", -1);
-    char cmd[4096], weights[1024], err[1024];
-    snprintf(weights, sizeof weights, "%s", tfc_test_path("srnn.safetensors"));
-    snprintf(err, sizeof err, "%s", tfc_test_path("srnn.err"));
-    tfc_error e;
-    tfc_error_clear(&e);
-    tfc_model *m = tfc_model_load(model, &e);
-    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
-    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 1, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s 2>%s", bin, model, weights,
-             tfc_test_path("srnn.onnx"), err);
-    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
-    char *text = tfc_test_read(err, NULL);
-    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'sm' (SimpleRNN): activation softmax"));
-    free(text);
-    CU_ASSERT(access(tfc_test_path("srnn.onnx"), F_OK) != 0);
+    export_refused("srnn", "input: {shape: [4, 3]}\nlayers:\n"
+                   "  - SimpleRNN: {name: sm, units: 2, activation: softmax}\n",
+                   "layer 'sm' (SimpleRNN): activation softmax");
 }
 
 /* go_backwards: ONNX's reverse direction, its outputs' steps reversed back into Keras's
@@ -614,28 +626,10 @@ static void test_vision_layers(void)
             "  - GlobalMaxPooling2D: {inputs: u}\n  - Dense: {name: v, units: 2}\n"
             "  - Multiply: {inputs: [s, u, v]}\n"
             "  - Conv2D: {filters: 2, kernel_size: 3, strides: 4}\n  - Flatten: {}\n", 0);
-    const char *model = tfc_test_write("dw.yaml", "input: {shape: [2, 3, 4, 2]}\nlayers:\n"
-                                       "  - BatchNormalization: {name: dw}\n"
-                                       "  - Flatten: {}\n", -1);
-    char cmd[4096], weights[1024], err[1024];
-    snprintf(weights, sizeof weights, "%s", tfc_test_path("dw.safetensors"));
-    snprintf(err, sizeof err, "%s", tfc_test_path("dw.err"));
-    tfc_error e;
-    tfc_error_clear(&e);
-    tfc_model *m = tfc_model_load(model, &e);
-    tfc_backend *be = tfc_backend_open("cpu", 1, &e);
-    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_init_weights(m, 1, &e), TFC_OK);
-    CU_ASSERT_EQUAL(tfc_model_save_weights(m, weights, &e), TFC_OK);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-    snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s 2>%s", bin, model, weights,
-             tfc_test_path("dw.onnx"), err);
-    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
-    char *text = tfc_test_read(err, NULL);
-    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "layer 'dw' (BatchNormalization)"));
-    free(text);
-    CU_ASSERT(access(tfc_test_path("dw.onnx"), F_OK) != 0);
+    export_refused("dw", "input: {shape: [2, 3, 4, 2]}\nlayers:\n"
+                   "  - BatchNormalization: {name: dw}\n"
+                   "  - Flatten: {}\n",
+                   "layer 'dw' (BatchNormalization)");
 }
 
 /* The augmentation layers export as nothing (the identity at inference), between layers

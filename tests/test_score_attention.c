@@ -15,6 +15,7 @@
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "layers/layer.h"
 #include "testutil.h"
 
@@ -154,134 +155,19 @@ static void test_threads_same_bits(void)
 
 /* ---- Keras 3 parity ----------------------------------------------------------------------- */
 
-static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
-{
-    const tfc_st_tensor *t = tfc_st_find(f, name);
-    if (!t) return NULL;
-    float *v = malloc((size_t)t->numel * 4);
-    tfc_st_tensor_to_f32(t, v);
-    if (n) *n = t->numel;
-    return v;
-}
-
-/* max |a - b| / max(floor, max |b|) over n values, and the largest |a - b| into *abs_out */
-static double rel_diff(const float *a, const float *b, int64_t n, double floor,
-                       double *abs_out)
-{
-    double d = 0, m = floor;
-    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
-    if (abs_out) *abs_out = fmax(*abs_out, d);
-    return d / (m > 0 ? m : 1);
-}
-
-/* A gradient is compared relative to its largest value or GRAD_FLOOR, whichever is larger:
- * the scale's is a sum over every score that nearly cancels (1e-3 from terms of 1e-2), and
- * Keras rounds that sum in float32. */
-#define GRAD_FLOOR 1e-2
-
-/* One fixture (test_norm.c's parity_case): its YAML bound, its weights loaded by name (every
- * parameter there) and written back the same, the inference output compared, and where the
- * fixture has them the gradients of the MSE loss after a training forward (the input's and
- * every weight's). Returns the worst difference relative to the largest value. */
-static double parity_case(const char *name, double *worst_abs)
-{
-    char path[256];
-    snprintf(path, sizeof path, "tests/ref/score_attention/%s.safetensors", name);
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_st_file *f = tfc_st_open(path, &err);
-    TFC_ASSERT(f != NULL);
-    const char *yaml = tfc_st_meta(f, "yaml");
-    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), name, &err);
-    if (!m) printf("\n%s\n", err.text);
-    TFC_ASSERT(m != NULL);
-    const tfc_st_tensor *xt = tfc_st_find(f, "x");
-    const int batch = (int)xt->shape.dim[0];
-    int32_t *ids = NULL;
-    if (xt->dtype == TFC_I32) {
-        ids = malloc(xt->nbytes);
-        memcpy(ids, xt->data, xt->nbytes);
-    }
-    tfc_backend *be = tfc_cpu_backend_create(2);
-    TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
-    tfc_model_want_input_grad(m, 1);
-    tfc_weights_report rep = {0};
-    TFC_ASSERT(tfc_model_load_weights(m, path, &rep, &err) == TFC_OK);
-    CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
-    free(rep.text);
-    int64_t n = 0, nt = 0;
-    float *x = ids ? NULL : tensor(f, "x", NULL), *y = tensor(f, "y", &n);
-    float *t = tensor(f, "t", &nt);
-    const void *in = ids ? (const void *)ids : x;
-    float *out = malloc((size_t)n * 4);
-    TFC_ASSERT(tfc_model_forward(m, in, batch, 0, 1, 0, &err) == TFC_OK);
-    tfc_model_get_output(m, out);
-    double worst = rel_diff(out, y, n, 0, worst_abs);
-    { /* the reverse: the weights tfc writes are the fixture's, name for name */
-        const char *saved = tfc_test_path("satt_saved.safetensors");
-        TFC_ASSERT(tfc_model_save_weights(m, saved, &err) == TFC_OK);
-        tfc_st_file *sf = tfc_st_open(saved, &err);
-        TFC_ASSERT(sf != NULL);
-        CU_ASSERT(tfc_st_count(sf) == rep.matched);
-        for (int i = 0; i < tfc_st_count(sf); i++) {
-            const tfc_st_tensor *a = tfc_st_tensor_at(sf, i), *b = tfc_st_find(f, a->name);
-            CU_ASSERT(b && b->nbytes == a->nbytes && tfc_shape_equal(&a->shape, &b->shape) &&
-                      !memcmp(a->data, b->data, a->nbytes));
-        }
-        tfc_st_close(sf);
-    }
-    float *dx = tensor(f, "dx", &n);
-    int grads = 0;
-    for (int i = 0; i < tfc_st_count(f); i++)
-        grads |= !strncmp(tfc_st_tensor_at(f, i)->name, "grad:", 5);
-    if (grads) {
-        tfc_batch_result res;
-        TFC_ASSERT(tfc_model_forward(m, in, batch, 1, 1, 0, &err) == TFC_OK);
-        tfc_model_zero_grad(m);
-        TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
-        tfc_model_backward(m);
-        if (dx) {
-            float *got = malloc((size_t)n * 4);
-            be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
-            worst = fmax(worst, rel_diff(got, dx, n, GRAD_FLOOR, worst_abs));
-            free(got);
-        }
-        for (int i = 0; i < tfc_model_nlayers(m); i++) {
-            tfc_layer *l = tfc_model_layer(m, i);
-            for (int p = 0; p < l->nparams; p++) {
-                char gname[128];
-                snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
-                float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
-                CU_ASSERT_PTR_NOT_NULL(want);
-                if (want) {
-                    tfc_model_grad_download(m, &l->params[p], g);
-                    double r = rel_diff(g, want, l->params[p].numel, GRAD_FLOOR, worst_abs);
-                    if (r > 1e-5) printf("\n  %s: grad %s off by %.2e", name, gname, r);
-                    worst = fmax(worst, r);
-                }
-                free(want), free(g);
-            }
-        }
-        free(dx);
-    }
-    free(x), free(ids), free(y), free(t), free(out);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-    tfc_st_close(f);
-    return worst;
-}
-
+/* tests/ref/score_attention, each case as tfc_test_keras_case compares it: outputs, the
+ * inference layout's, the weights both ways and, where the fixture has them, the input's and
+ * every weight's gradients. A gradient is compared relative to its largest value or 1e-2,
+ * whichever is larger: the scale's is a sum over every score that nearly cancels (1e-3 from
+ * terms of 1e-2), and Keras rounds that sum in float32. */
 static void test_keras_parity(void)
 {
+    static const tfc_keras_parity p = {.dir = "score_attention", .tol = 1e-5,
+                                       .grad_floor = 1e-2};
     static const char *const names[] = {"self_dot_masked", "self_scale_causal", "concat_masked",
                                         "cross_key", "additive_masked", "additive_cross_causal",
-                                        "dropout_masked"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        double abs_diff = 0, rel = parity_case(names[i], &abs_diff);
-        printf("\n  keras %-22s max abs %.2e, max rel (to the largest value) %.2e%s", names[i],
-               abs_diff, rel, i + 1 == sizeof names / sizeof *names ? "\n" : "");
-        CU_ASSERT(rel <= 1e-5);
-    }
+                                        "dropout_masked", NULL};
+    tfc_test_keras_cases(&p, names);
 }
 
 /* ---- refusals ------------------------------------------------------------------------------ */
@@ -338,13 +224,7 @@ static void test_unsupported_arguments(void)
                                     "  - Dense: {name: q, units: 6}\n"
                                     "  - Dense: {name: r, units: 3, inputs: [input]}\n"
                                     "  - %s\n", bad[i][0]);
-        tfc_error err;
-        tfc_error_clear(&err);
-        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
-        CU_ASSERT_PTR_NULL(m);
-        if (!strstr(err.text, bad[i][1])) fprintf(stderr, "\n%s: %s\n", bad[i][0], err.text);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[i][1]));
-        tfc_model_free(m);
+        tfc_test_expect_model_error(yaml, bad[i][1]);
     }
 }
 

@@ -342,6 +342,41 @@ TFC_HD void tfc_score_attn_grad(const tfc_score_attn_desc *d, float g, const flo
     }
 }
 
+/* The weights' gradients, summed over every (b, i, j) in double: returns the sum for
+ * component c of the scale (additive: scale[c]; the others: c 0, the one scale) and, for
+ * concat, adds the concat weight's into *cw_sum. ds [n, tq, tv] is the scores' gradient. */
+TFC_HD double tfc_score_attn_weight_sum(const tfc_score_attn_desc *d, int c, const float *q,
+                                        const float *k, const float *scale, const float *cw,
+                                        const float *ds, double *cw_sum)
+{
+    const int tq = d->tq, tv = d->tv, dim = d->dim;
+    double sc = 0;
+    for (int64_t r = 0; r < (int64_t)d->n * tq; r++) {
+        const float *qi = q + r * dim, *kb = k + r / tq * tv * dim;
+        for (int j = 0; j < tv; j++) {
+            const float g = ds[r * tv + j], *kj = kb + (int64_t)j * dim;
+            if (d->mode == TFC_SCORE_ADDITIVE) {
+                sc += (double)g * tanhf(qi[c] + kj[c]);
+            } else if (d->mode == TFC_SCORE_DOT) {
+                float raw = 0;
+                for (int e = 0; e < dim; e++) raw += qi[e] * kj[e];
+                sc += (double)g * raw;
+            } else {
+                const float c0 = scale ? scale[0] : 1.0f;
+                double sum_t = 0, dc = 0;
+                for (int e = 0; e < dim; e++) {
+                    const float t = tanhf(c0 * (qi[e] + kj[e]));
+                    sum_t += t;
+                    dc += (double)(1 - t * t) * (qi[e] + kj[e]);
+                }
+                *cw_sum += g * sum_t;
+                sc += g * cw[0] * dc;
+            }
+        }
+    }
+    return sc;
+}
+
 /* GRU over a whole sequence, Keras's formulation with gates in the order z, r, h:
  *   z = sigmoid(x_t K_z + h_{t-1} R_z + b_z),  r = sigmoid(x_t K_r + h_{t-1} R_r + b_r)
  *   reset_after:  hh = tanh(x_t K_h + b_h + r * (h_{t-1} R_h + b'_h))

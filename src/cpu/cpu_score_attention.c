@@ -86,30 +86,7 @@ void tfc_cpu_score_attention_backward(tfc_backend *be, const tfc_score_attn_desc
     const int sn = d->mode == TFC_SCORE_ADDITIVE ? dim : 1;
     double cw_sum = 0;
     for (int c = 0; c < sn; c++) {
-        double sc = 0;
-        for (int64_t r = 0; r < rows; r++) {
-            const float *qi = q + r * dim, *kb = k + r / tq * tv * dim;
-            for (int j = 0; j < tv; j++) {
-                const float g = ds[r * tv + j], *kj = kb + (int64_t)j * dim;
-                if (d->mode == TFC_SCORE_ADDITIVE) {
-                    sc += (double)g * tanhf(qi[c] + kj[c]);
-                } else if (d->mode == TFC_SCORE_DOT) {
-                    float raw = 0;
-                    for (int e = 0; e < dim; e++) raw += qi[e] * kj[e];
-                    sc += (double)g * raw;
-                } else {
-                    const float c0 = scale ? scale[0] : 1.0f;
-                    double sum_t = 0, dc = 0;
-                    for (int e = 0; e < dim; e++) {
-                        const float t = tanhf(c0 * (qi[e] + kj[e]));
-                        sum_t += t;
-                        dc += (double)(1 - t * t) * (qi[e] + kj[e]);
-                    }
-                    cw_sum += g * sum_t;
-                    sc += g * cw[0] * dc;
-                }
-            }
-        }
+        const double sc = tfc_score_attn_weight_sum(d, c, q, k, scale, cw, ds, &cw_sum);
         if (dscale) dscale[c] += (float)sc;
     }
     if (dcw) dcw[0] += (float)cw_sum;

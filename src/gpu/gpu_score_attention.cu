@@ -1,9 +1,10 @@
 /* Attention and AdditiveAttention on the GPU (core/backend.h, tfc_score_attn_desc), as
  * cpu_score_attention.c and from the same TFC_HD pieces: one thread per query row for the
  * forward and for backward's ds and dq, one per key row for dk and dv, and one per weight
- * element for dscale and dcw (sums in double in the CPU's order). A plain first version.
- * Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS): until a `make test-gpu` case has
- * passed on a GPU, Attention and AdditiveAttention are refused there. */
+ * element for dscale and dcw (sums in double, tfc_score_attn_weight_sum as on the CPU).
+ * A plain first version. Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS): until a
+ * `make test-gpu` case has passed on a GPU, Attention and AdditiveAttention are refused
+ * there. */
 #include "gpu/gpu_internal.cuh"
 
 #define GRID_LOOP(i, n)                                                              \
@@ -97,33 +98,11 @@ static __global__ void weights_kernel(tfc_score_attn_desc d, const float *q, con
                                       const float *scale, const float *cw, const float *ds,
                                       float *dscale, float *dcw)
 {
-    const int sn = d.mode == TFC_SCORE_ADDITIVE ? d.dim : 1, tq = d.tq, tv = d.tv, dim = d.dim;
+    const int sn = d.mode == TFC_SCORE_ADDITIVE ? d.dim : 1;
     GRID_LOOP(c, sn)
     {
-        double sc = 0, cw_sum = 0;
-        for (int64_t r = 0; r < (int64_t)d.n * tq; r++) {
-            const float *qi = q + r * dim, *kb = k + r / tq * tv * dim;
-            for (int j = 0; j < tv; j++) {
-                const float g = ds[r * tv + j], *kj = kb + (int64_t)j * dim;
-                if (d.mode == TFC_SCORE_ADDITIVE) {
-                    sc += (double)g * tanhf(qi[c] + kj[c]);
-                } else if (d.mode == TFC_SCORE_DOT) {
-                    float raw = 0;
-                    for (int e = 0; e < dim; e++) raw += qi[e] * kj[e];
-                    sc += (double)g * raw;
-                } else {
-                    const float c0 = scale ? scale[0] : 1.0f;
-                    double sum_t = 0, dc = 0;
-                    for (int e = 0; e < dim; e++) {
-                        const float t = tanhf(c0 * (qi[e] + kj[e]));
-                        sum_t += t;
-                        dc += (double)(1 - t * t) * (qi[e] + kj[e]);
-                    }
-                    cw_sum += g * sum_t;
-                    sc += g * cw[0] * dc;
-                }
-            }
-        }
+        double cw_sum = 0;
+        const double sc = tfc_score_attn_weight_sum(&d, (int)c, q, k, scale, cw, ds, &cw_sum);
         if (dscale) dscale[c] += (float)sc;
         if (dcw && c == 0) dcw[0] += (float)cw_sum;
     }

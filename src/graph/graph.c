@@ -515,16 +515,6 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
     return TFC_OK;
 }
 
-/* The argument a weight's constraint came from: its regularizer's name with _constraint */
-static const char *constraint_arg(const tfc_param *pr, char name[64])
-{
-    const char *r = pr->regularizer ? pr->regularizer : "the weight's";
-    size_t n = strlen(r), k = strlen("_regularizer");
-    if (n > k && !strcmp(r + n - k, "_regularizer")) n -= k;
-    snprintf(name, 64, "%.*s_constraint", (int)n, r);
-    return name;
-}
-
 /* A layer whose kernels the backend lacks (tfc_layer_ops.needs: a layer that has landed on
  * the CPU first), or whose activation it lacks (tfc_backend.acts), refuses the model on it,
  * naming the layer and the op or activation. */
@@ -548,12 +538,12 @@ static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_e
         }
         for (int p = 0; p < l->nparams; p++) {
             const tfc_param *pr = &l->params[p];
-            char arg[64];
+            const char *arg = tfc_constraint_arg(pr->regularizer); /* where it came from */
             if (pr->constraint.kind && pr->trainable && !tfc_backend_has(be->ops, "constrain"))
                 return tfc_layer_error(err, l,
                                        "the %s backend has no kernel for %s yet (op "
                                        "'constrain'); run this model with --device cpu",
-                                       be->ops->name, constraint_arg(pr, arg));
+                                       be->ops->name, arg ? arg : "a weight's constraint");
         }
         if ((l->activity_l1 || l->activity_l2) && !tfc_backend_has(be->ops, "penalty"))
             return tfc_layer_error(err, l,

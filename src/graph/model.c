@@ -326,23 +326,11 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
  * trainable weights are constrained. */
 static tfc_status attach_constraints(tfc_layer *l, const tfc_node *inner, tfc_error *err)
 {
-    static const char *const args[][2] = {
-        {"kernel_regularizer", "kernel_constraint"},
-        {"recurrent_regularizer", "recurrent_constraint"},
-        {"bias_regularizer", "bias_constraint"},
-        {"embeddings_regularizer", "embeddings_constraint"},
-        {"depthwise_regularizer", "depthwise_constraint"},
-        {"pointwise_regularizer", "pointwise_constraint"},
-        {"gamma_regularizer", "gamma_constraint"},
-        {"beta_regularizer", "beta_constraint"},
-        {"alpha_regularizer", "alpha_constraint"}};
     for (int p = 0; p < l->nparams; p++) {
         tfc_param *pr = &l->params[p];
         memset(&pr->constraint, 0, sizeof pr->constraint);
         if (!pr->regularizer || !pr->trainable || pr->constant || !l->args_node) continue;
-        const char *arg = NULL;
-        for (size_t i = 0; i < sizeof args / sizeof args[0]; i++)
-            if (!strcmp(pr->regularizer, args[i][0])) arg = args[i][1];
+        const char *arg = tfc_constraint_arg(pr->regularizer);
         if (!arg) continue;
         const tfc_node *n = tfc_node_get(l->args_node, arg);
         char path[160];

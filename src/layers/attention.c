@@ -88,15 +88,7 @@ static tfc_param *bias(tfc_layer *l, int p)
 static tfc_status mha_build(tfc_layer *l, tfc_error *err)
 {
     const mha_args *a = l->args;
-    char buf[96];
-    static const char *const role[] = {"query", "value", "key"};
-    for (int j = 0; j < l->ninputs; j++)
-        if (l->in_shape[j].ndim != 2 || l->in_dtype[j] != TFC_F32)
-            return tfc_layer_error(err, l, "needs a sequence %s of shape (steps, features), got %s",
-                                   role[j], tfc_shape_str(&l->in_shape[j], buf, sizeof buf));
-    if (l->ninputs > 2 && l->in_shape[2].dim[0] != l->in_shape[1].dim[0])
-        return tfc_layer_error(err, l, "key has %lld steps and value %lld: they must match",
-                               (long long)l->in_shape[2].dim[0], (long long)l->in_shape[1].dim[0]);
+    if (tfc_attention_inputs_check(l, err)) return TFC_ERR_CONFIG;
     if (a->attention_axes.n && (a->attention_axes.n != 1 || a->attention_axes.v[0] != 1))
         return tfc_layer_error(err, l, "attention_axes: only the default (the time axis, [1]) "
                                        "is supported");

@@ -10,6 +10,28 @@ const char *const tfc_padding_names[TFC_PADDING_COUNT + 1] = {
 
 const char *const tfc_data_format_names[3] = {"channels_last", "channels_first", NULL};
 
+/* Keras's arguments for a weight of each name (the last segment of a path such as
+ * forward_lstm/kernel or query/kernel): its regularizer's and its constraint's */
+static const struct {
+    const char *weight, *regularizer, *constraint;
+} keras_args[] = {
+    {"kernel", "kernel_regularizer", "kernel_constraint"},
+    {"recurrent_kernel", "recurrent_regularizer", "recurrent_constraint"},
+    {"bias", "bias_regularizer", "bias_constraint"},
+    {"embeddings", "embeddings_regularizer", "embeddings_constraint"},
+    {"depthwise_kernel", "depthwise_regularizer", "depthwise_constraint"},
+    {"pointwise_kernel", "pointwise_regularizer", "pointwise_constraint"},
+    {"gamma", "gamma_regularizer", "gamma_constraint"},
+    {"beta", "beta_regularizer", "beta_constraint"},
+    {"alpha", "alpha_regularizer", "alpha_constraint"}};
+
+const char *tfc_constraint_arg(const char *regularizer)
+{
+    for (size_t i = 0; regularizer && i < sizeof keras_args / sizeof *keras_args; i++)
+        if (!strcmp(regularizer, keras_args[i].regularizer)) return keras_args[i].constraint;
+    return NULL;
+}
+
 tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
                                int trainable, tfc_init init)
 {
@@ -21,18 +43,9 @@ tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const i
     p->trainable = trainable;
     p->init = init;
     p->numel = tfc_shape_numel(&p->shape);
-    /* Keras's argument for a weight of this name (the last segment of a path such as
-     * forward_lstm/kernel or query/kernel) */
-    static const char *const regs[][2] = {
-        {"kernel", "kernel_regularizer"},       {"recurrent_kernel", "recurrent_regularizer"},
-        {"bias", "bias_regularizer"},           {"embeddings", "embeddings_regularizer"},
-        {"depthwise_kernel", "depthwise_regularizer"},
-        {"pointwise_kernel", "pointwise_regularizer"},
-        {"gamma", "gamma_regularizer"},         {"beta", "beta_regularizer"},
-        {"alpha", "alpha_regularizer"}};
     const char *last = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-    for (size_t i = 0; i < sizeof regs / sizeof *regs; i++)
-        if (!strcmp(last, regs[i][0])) p->regularizer = regs[i][1];
+    for (size_t i = 0; i < sizeof keras_args / sizeof *keras_args; i++)
+        if (!strcmp(last, keras_args[i].weight)) p->regularizer = keras_args[i].regularizer;
     return p;
 }
 
@@ -45,6 +58,20 @@ tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, 
     va_end(ap);
     snprintf(key, sizeof key, "layers[%d].%s", l->index, l->ops ? l->ops->type : "?");
     return tfc_node_error(err, TFC_ERR_CONFIG, l->node, key, "layer '%s': %s", l->name, msg);
+}
+
+tfc_status tfc_attention_inputs_check(const tfc_layer *l, tfc_error *err)
+{
+    char buf[96];
+    static const char *const role[] = {"query", "value", "key"};
+    for (int j = 0; j < l->ninputs; j++)
+        if (l->in_shape[j].ndim != 2 || l->in_dtype[j] != TFC_F32)
+            return tfc_layer_error(err, l, "needs a sequence %s of shape (steps, features), got %s",
+                                   role[j], tfc_shape_str(&l->in_shape[j], buf, sizeof buf));
+    if (l->ninputs > 2 && l->in_shape[2].dim[0] != l->in_shape[1].dim[0])
+        return tfc_layer_error(err, l, "key has %lld steps and value %lld: they must match",
+                               (long long)l->in_shape[2].dim[0], (long long)l->in_shape[1].dim[0]);
+    return TFC_OK;
 }
 
 void tfc_conv_axis(int in, int k, int s, int d, int same, int *out, int *pad_before)

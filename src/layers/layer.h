@@ -207,6 +207,10 @@ struct tfc_layer {
 tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const int64_t *dims,
                                int trainable, tfc_init init);
 
+/* The constraint argument that goes with a weight's regularizer argument (kernel_constraint
+ * for kernel_regularizer, ...; tfc_param.regularizer); NULL for NULL or an unknown one. */
+const char *tfc_constraint_arg(const char *regularizer);
+
 /* Floats of l's weights: its parameters but the constants (Keras's count_params). */
 int64_t tfc_layer_weight_count(const tfc_layer *l);
 
@@ -214,6 +218,11 @@ int64_t tfc_layer_weight_count(const tfc_layer *l);
  * layers[INDEX].TYPE (NAME). */
 tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The inputs of an attention layer (query, value and optional key): each a float sequence
+ * (steps, features), the key's steps the value's; otherwise a tfc_layer_error naming the
+ * input. */
+tfc_status tfc_attention_inputs_check(const tfc_layer *l, tfc_error *err);
 
 /* The `activation:` argument every layer with a fused activation declares. */
 #define TFC_ACTIVATION_FIELD(type, member)                                                   \

@@ -68,16 +68,8 @@ static int key_input(const tfc_layer *l)
 static tfc_status satt_build(tfc_layer *l, tfc_error *err)
 {
     const satt_args *a = l->args;
-    char buf[96];
-    static const char *const role[] = {"query", "value", "key"};
-    for (int j = 0; j < l->ninputs; j++)
-        if (l->in_shape[j].ndim != 2 || l->in_dtype[j] != TFC_F32)
-            return tfc_layer_error(err, l, "needs a sequence %s of shape (steps, features), got %s",
-                                   role[j], tfc_shape_str(&l->in_shape[j], buf, sizeof buf));
+    if (tfc_attention_inputs_check(l, err)) return TFC_ERR_CONFIG;
     const tfc_shape *q = &l->in_shape[0], *v = &l->in_shape[1], *k = &l->in_shape[key_input(l)];
-    if (k->dim[0] != v->dim[0])
-        return tfc_layer_error(err, l, "key has %lld steps and value %lld: they must match",
-                               (long long)k->dim[0], (long long)v->dim[0]);
     if (k->dim[1] != q->dim[1])
         return tfc_layer_error(err, l, "query has %lld features and %s %lld: they must match",
                                (long long)q->dim[1], l->ninputs > 2 ? "key" : "value",

@@ -4031,6 +4031,9 @@ int main(int argc, char **argv)
         {"deterministic_transformer", test_deterministic_transformer},
         {NULL, NULL},
     };
+    /* the BLAS restart (tfc_test_main's) here, while argv still holds --cpu-twin: the
+     * program it execs again must keep it */
+    tfc_cpu_blas_restart(argv);
     int args = 1;
     if (argc > 1 && strcmp(argv[1], "--cpu-twin") == 0) {
         twin = 1;

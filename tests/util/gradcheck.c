@@ -4,6 +4,7 @@
  * ties, clipping) and is skipped; elsewhere the smaller step's estimate is compared. */
 #include "cpu/cpu.h"
 #include "gradcheck.h"
+#include "testutil.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,23 @@ tfc_model *tfc_test_model(const char *yaml)
     tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "test.yaml", &err);
     if (!m) fprintf(stderr, "%s", err.text);
     return m;
+}
+
+tfc_error tfc_test_model_error(const char *yaml)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    tfc_model_free(m);
+    return err;
+}
+
+void tfc_test_expect_model_error(const char *yaml, const char *want)
+{
+    tfc_error err = tfc_test_model_error(yaml);
+    if (!strstr(err.text, want)) fprintf(stderr, "\n%s: %s\n", yaml, err.text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
 }
 
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed)

@@ -9,6 +9,11 @@
 /* Loads a model from YAML text; NULL (with the error printed) on failure. */
 tfc_model *tfc_test_model(const char *yaml);
 
+/* The error of loading a model from YAML text, CUnit-asserting that the load fails. */
+tfc_error tfc_test_model_error(const char *yaml);
+/* The same, CUnit-asserting that its text holds `want` (printing it where it does not). */
+void tfc_test_expect_model_error(const char *yaml, const char *want);
+
 /* Deterministic pseudo-random test data in [lo, hi). */
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed);
 
