@@ -13,6 +13,7 @@
 #include "graph/model.h"
 #include "graph/model_internal.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "testutil.h"
 
 /* ---- reference loops ------------------------------------------------------------------ */
@@ -683,9 +684,65 @@ static void test_keras_parity(void)
     }
 }
 
+/* ---- Conv1DTranspose, SeparableConv1D, DepthwiseConv1D ---------------------------------- */
+
+/* Keras parity (tests/ref/keras_conv1d_variants.py): outputs, the input's and every weight's
+ * gradient of an MSE loss, weights loaded and written under Keras's paths. Strides, dilation
+ * (at once for the depthwise ones, as Keras's JAX backend allows), valid and same padding,
+ * output_padding, depth_multiplier, no bias; all three in one model. */
+static void test_variants_keras_parity(void)
+{
+    static const char *const names[] = {"transpose", "transpose_dilated", "separable",
+                                        "depthwise", "chain"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        double abs_diff = 0, rel = tfc_test_keras_parity("conv1d_variants", names[i], &abs_diff);
+        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\nconv1d_variants/%s: max abs %.3g, max rel (to the largest value) "
+                    "%.3g\n", names[i], abs_diff, rel);
+        CU_ASSERT(rel <= 1e-5);
+    }
+}
+
+static void test_variants_errors(void)
+{
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, strides: 2, dilation_rate: 2}",
+                 "strides > 1 with dilation_rate > 1 is not supported");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, strides: 2, output_padding: 2}",
+                 "m.yaml:3:79: error: layers[0].Conv1DTranspose.output_padding: output_padding 2 "
+                 "must be less than the stride 2");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, output_padding: [0, 0]}",
+                 "output_padding: expected an int or a list of one");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, padding: causal}",
+                 "Conv1DTranspose.padding");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, data_format: channels_first}",
+                 "data_format: channels_first is not supported");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: [3, 3]}",
+                 "kernel_size: expected an integer or a list of one (a 1-D window), found 2");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 3, strides: [1, 2]}",
+                 "strides: expected an integer or a list of one");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 3, padding: causal}",
+                 "SeparableConv1D.padding");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 9}", "smaller than the 1x9 kernel");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 3, kernel_regularizer: l2}",
+                 "kernel_regularizer");
+    expect_error("DepthwiseConv1D: {kernel_size: 3, dilation_rate: [2, 1]}",
+                 "dilation_rate: expected an integer or a list of one");
+    expect_error("DepthwiseConv1D: {kernel_size: 3, data_format: channels_first}",
+                 "data_format: channels_first is not supported");
+    expect_error("DepthwiseConv1D: {kernel_size: 3, depth_multiplier: 0}", "depth_multiplier");
+    expect_error("DepthwiseConv1D: {kernel_size: 4, dilation_rate: 3}",
+                 "smaller than the 1x4 kernel (dilation 1x3)");
+    expect_error("Flatten: {}\n  - DepthwiseConv1D: {kernel_size: 3}",
+                 "needs an input of shape (steps, channels)");
+    expect_error("Reshape: {target_shape: [2, 4, 4]}\n  - Conv1DTranspose: {filters: 2, "
+                 "kernel_size: 3}", "needs an input of shape (steps, channels)");
+}
+
 TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op}, {"conv1d_op", test_conv1d_op},
               {"masked_mean_op", test_masked_mean_op}, {"conv1d_values", test_conv1d_values},
               {"pooling1d_values", test_pooling1d_values},
               {"global_pooling1d_masked", test_global_pooling1d_masked},
               {"conv1d_errors", test_conv1d_errors}, {"gpu_refusal", test_gpu_refusal},
-              {"fused_chains", test_fused_chains}, {"keras_parity", test_keras_parity})
+              {"fused_chains", test_fused_chains}, {"keras_parity", test_keras_parity},
+              {"variants_keras_parity", test_variants_keras_parity},
+              {"variants_errors", test_variants_errors})
