@@ -187,15 +187,9 @@ static void test_op_team_independent(void)
 
 static void test_keras_parity(void)
 {
-    static const char *const names[] = {"ln_last", "ln_axes",  "rms",           "block",
-                                        "block_nodrop", "position", "token_position"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        double abs_diff = 0, rel = tfc_test_keras_parity("norm", names[i], &abs_diff);
-        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
-            fprintf(stderr, "\n%s: max abs %.3g, max rel (to the largest value) %.3g\n",
-                    names[i], abs_diff, rel);
-        CU_ASSERT(rel <= 1e-5);
-    }
+    static const char *const names[] = {"ln_last",      "ln_axes",  "rms",           "block",
+                                        "block_nodrop", "position", "token_position", NULL};
+    tfc_test_keras_parity_all("norm", names, 1e-5);
 }
 
 /* ---- the layers in a model ---------------------------------------------------------------- */
@@ -636,14 +630,8 @@ static void test_gn_op_team_independent(void)
  * gradients. */
 static void test_gn_keras_parity(void)
 {
-    static const char *const names[] = {"image", "image_raw", "sequence", "axes"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        double abs_diff = 0, rel = tfc_test_keras_parity("group_norm", names[i], &abs_diff);
-        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
-            fprintf(stderr, "\ngroup_norm/%s: max abs %.3g, max rel (to the largest value) "
-                    "%.3g\n", names[i], abs_diff, rel);
-        CU_ASSERT(rel <= 1e-5);
-    }
+    static const char *const names[] = {"image", "image_raw", "sequence", "axes", NULL};
+    tfc_test_keras_parity_all("group_norm", names, 1e-5);
 }
 
 static void test_gn_errors(void)

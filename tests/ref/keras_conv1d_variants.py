@@ -1,21 +1,18 @@
 #!/usr/bin/env python3
 # Writes the Keras parity fixtures of Conv1DTranspose, SeparableConv1D and DepthwiseConv1D
-# (tests/test_conv1d.c, conv1d_variants_keras) into tests/ref/conv1d_variants/, in
-# keras_group_norm.py's format: one safetensors file per case holding its tfc YAML (metadata
+# (tests/test_conv1d.c, variants_keras_parity) into tests/ref/conv1d_variants/ through
+# keras_group_norm.py's write_cases: one safetensors file per case holding its tfc YAML (metadata
 # "yaml"), the input x, Keras 3's inference output y, MSE targets t, the gradients of Keras's
 # MSE loss with respect to x ("dx") and each weight ("grad:<path>"), and every weight under
 # its Keras 3 variable path. Not run by `make test` (Keras is not a CI dependency). To
 # regenerate (Keras 3.15.1 + JAX, CPU):
 #   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_conv1d_variants.py
-import json
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-import jax
-import jax.numpy as jnp
 import keras
-import numpy as np
-from safetensors.numpy import save_file
+
+from keras_group_norm import write_cases
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conv1d_variants")
 L = keras.layers
@@ -28,7 +25,7 @@ def model(shape, layers, yaml_layers):
         h = layer(h)
     yaml = "input: {shape: %s}\nlayers:\n" % list(shape)
     yaml += "".join("  - %s\n" % line for line in yaml_layers)
-    return keras.Model(x, h), yaml
+    return keras.Model(x, h), yaml, None
 
 
 def transpose():
@@ -98,39 +95,14 @@ def chain():
 
 CASES = {"transpose": transpose, "transpose_dilated": transpose_dilated,
          "separable": separable, "depthwise": depthwise, "chain": chain}
-BATCH = 3
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    rng = np.random.default_rng(43)
-    for name, make in CASES.items():
-        m, yaml = make()
-        for v in m.weights:  # weights away from Keras's initial zeros
-            v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
-        shape = (BATCH,) + tuple(m.input_shape[1:])
-        x = rng.uniform(-1, 1, shape).astype("float32")
-        y = np.asarray(m(x, training=False))
-        t = rng.uniform(-1, 1, y.shape).astype("float32")
-        tensors = {"x": x, "y": y, "t": t}
-        for v in m.weights:
-            tensors[v.path] = np.asarray(v.value)
-        tv = [v.value for v in m.trainable_variables]
-        ntv = [v.value for v in m.non_trainable_variables]
-
-        def loss(tv, xin):
-            out, _ = m.stateless_call(tv, ntv, xin, training=True)
-            return jnp.mean(jnp.mean(jnp.square(out - t), axis=-1))
-
-        gw, gx = jax.grad(loss, argnums=(0, 1))(tv, jnp.asarray(x))
-        tensors["dx"] = np.asarray(gx)
-        for v, g in zip(m.trainable_variables, gw):
-            tensors["grad:" + v.path] = np.asarray(g)
-        meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
-                "backend": keras.backend.backend()}
-        save_file(tensors, os.path.join(OUT, name + ".safetensors"), metadata=meta)
-        print(name, json.dumps({k: list(v.shape) for k, v in tensors.items()}))
+def uniform(rng, m, _):
+    """Weights away from Keras's initial zeros; an input batch of 3 uniform in [-1, 1)."""
+    for v in m.weights:
+        v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
+    return rng.uniform(-1, 1, (3,) + tuple(m.input_shape[1:])).astype("float32")
 
 
 if __name__ == "__main__":
-    main()
+    write_cases(CASES, OUT, 43, uniform)

@@ -110,6 +110,7 @@ double tfc_test_keras_parity(const char *dir, const char *name, double *worst_ab
         for (int i = 0; i < tfc_model_nlayers(m); i++) {
             tfc_layer *l = tfc_model_layer(m, i);
             for (int p = 0; p < l->nparams; p++) {
+                if (!l->params[p].trainable) continue; /* moved: below */
                 char gname[128];
                 snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
                 float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
@@ -122,10 +123,38 @@ double tfc_test_keras_parity(const char *dir, const char *name, double *worst_ab
             }
         }
         free(dx);
+        /* the non-trainable weights after that training forward (BatchNormalization's moving
+         * statistics, moved once per step as Keras's step-by-step calls move them) */
+        for (int i = 0; i < tfc_model_nlayers(m); i++) {
+            tfc_layer *l = tfc_model_layer(m, i);
+            for (int p = 0; p < l->nparams; p++) {
+                if (l->params[p].trainable || l->params[p].constant) continue;
+                char mname[128];
+                snprintf(mname, sizeof mname, "moved:%s/%s", l->name, l->params[p].name);
+                float *want = tensor(f, mname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
+                CU_ASSERT_PTR_NOT_NULL(want);
+                if (want) {
+                    tfc_model_param_download(m, &l->params[p], g);
+                    worst = fmax(worst, rel_diff(g, want, l->params[p].numel, worst_abs));
+                }
+                free(want), free(g);
+            }
+        }
     }
     free(x), free(ids), free(y), free(t), free(out);
     tfc_model_free(m);
     tfc_backend_free(be);
     tfc_st_close(f);
     return worst;
+}
+
+void tfc_test_keras_parity_all(const char *dir, const char *const *names, double tol)
+{
+    for (int i = 0; names[i]; i++) {
+        double abs_diff = 0, rel = tfc_test_keras_parity(dir, names[i], &abs_diff);
+        if (rel > tol || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\n%s/%s: max abs %.3g, max rel (to the largest value) %.3g\n", dir,
+                    names[i], abs_diff, rel);
+        CU_ASSERT(rel <= tol);
+    }
 }
