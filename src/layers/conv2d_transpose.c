@@ -27,12 +27,12 @@ typedef struct transpose_args {
     tfc_int_list kernel_size_1d, strides_1d, dilation_rate_1d;
 } transpose_args;
 
-/* Keras 3.15's arguments, kernel_size, strides and dilation_rate of field type `kind` at
- * members `k`, `s`, `d`; `op` output_padding's help. */
-#define TRANSPOSE_FIELDS(kind, k, s, d, op)                                                      \
+/* Keras 3.15's arguments, kernel_size (help `kh`), strides and dilation_rate of field type
+ * `kind` at members `k`, `s`, `d`; `op` output_padding's help. */
+#define TRANSPOSE_FIELDS(kind, k, kh, s, d, op)                                                  \
     {{"filters", TFC_F_INT, offsetof(transpose_args, filters), NULL, 1, 1 << 20, NULL,           \
       "output channels"},                                                                        \
-     {"kernel_size", kind, offsetof(transpose_args, k), NULL, 1, 4096, NULL, "kernel size"},     \
+     {"kernel_size", kind, offsetof(transpose_args, k), NULL, 1, 4096, NULL, kh},                \
      {"strides", kind, offsetof(transpose_args, s), "1", 1, 4096, NULL, "stride"},               \
      {"padding", TFC_F_ENUM, offsetof(transpose_args, padding), "valid", TFC_UNBOUNDED,          \
       tfc_padding_names, "valid or same"},                                                       \
@@ -51,11 +51,11 @@ typedef struct transpose_args {
      {NULL}}
 
 static const tfc_field transpose_fields[] =
-    TRANSPOSE_FIELDS(TFC_F_INT_PAIR, kernel_size, strides, dilation_rate,
-                     "int or [h, w], each below its stride; default none");
+    TRANSPOSE_FIELDS(TFC_F_INT_PAIR, kernel_size, "kernel height and width", strides,
+                     dilation_rate, "int or [h, w], each below its stride; default none");
 static const tfc_field transpose1d_fields[] =
-    TRANSPOSE_FIELDS(TFC_F_INT_LIST, kernel_size_1d, strides_1d, dilation_rate_1d,
-                     "int or a list of one, below the stride; default none");
+    TRANSPOSE_FIELDS(TFC_F_INT_LIST, kernel_size_1d, "window length", strides_1d,
+                     dilation_rate_1d, "int or a list of one, below the stride; default none");
 
 extern const tfc_layer_ops tfc_conv1d_transpose_ops;
 

@@ -18,10 +18,10 @@ typedef struct depthwise_args {
     tfc_int_list kernel_size_1d, strides_1d, dilation_rate_1d;
 } depthwise_args;
 
-/* Keras 3.15's arguments, kernel_size, strides and dilation_rate of field type `kind` at
- * members `k`, `s`, `d`. */
-#define DEPTHWISE_FIELDS(kind, k, s, d)                                                          \
-    {{"kernel_size", kind, offsetof(depthwise_args, k), NULL, 1, 4096, NULL, "kernel size"},     \
+/* Keras 3.15's arguments, kernel_size (help `kh`), strides and dilation_rate of field type
+ * `kind` at members `k`, `s`, `d`. */
+#define DEPTHWISE_FIELDS(kind, k, kh, s, d)                                                      \
+    {{"kernel_size", kind, offsetof(depthwise_args, k), NULL, 1, 4096, NULL, kh},                \
      {"strides", kind, offsetof(depthwise_args, s), "1", 1, 4096, NULL, "stride"},               \
      {"padding", TFC_F_ENUM, offsetof(depthwise_args, padding), "valid", TFC_UNBOUNDED,          \
       tfc_padding_names, "valid or same"},                                                       \
@@ -42,9 +42,11 @@ typedef struct depthwise_args {
      {NULL}}
 
 static const tfc_field depthwise_fields[] =
-    DEPTHWISE_FIELDS(TFC_F_INT_PAIR, kernel_size, strides, dilation_rate);
+    DEPTHWISE_FIELDS(TFC_F_INT_PAIR, kernel_size, "kernel height and width", strides,
+                     dilation_rate);
 static const tfc_field depthwise1d_fields[] =
-    DEPTHWISE_FIELDS(TFC_F_INT_LIST, kernel_size_1d, strides_1d, dilation_rate_1d);
+    DEPTHWISE_FIELDS(TFC_F_INT_LIST, kernel_size_1d, "window length", strides_1d,
+                     dilation_rate_1d);
 
 extern const tfc_layer_ops tfc_depthwise_conv1d_ops;
 

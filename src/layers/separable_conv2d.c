@@ -20,13 +20,12 @@ typedef struct separable_args {
     tfc_int_list kernel_size_1d, strides_1d, dilation_rate_1d;
 } separable_args;
 
-/* Keras 3.15's arguments, kernel_size, strides and dilation_rate of field type `kind` at
- * members `k`, `s`, `d`. */
-#define SEPARABLE_FIELDS(kind, k, s, d)                                                          \
+/* Keras 3.15's arguments, kernel_size (help `kh`), strides and dilation_rate of field type
+ * `kind` at members `k`, `s`, `d`. */
+#define SEPARABLE_FIELDS(kind, k, kh, s, d)                                                      \
     {{"filters", TFC_F_INT, offsetof(separable_args, filters), NULL, 1, 1 << 20, NULL,           \
       "output channels of the pointwise convolution"},                                           \
-     {"kernel_size", kind, offsetof(separable_args, k), NULL, 1, 4096, NULL,                     \
-      "depthwise kernel size"},                                                                  \
+     {"kernel_size", kind, offsetof(separable_args, k), NULL, 1, 4096, NULL, kh},                \
      {"strides", kind, offsetof(separable_args, s), "1", 1, 4096, NULL,                          \
       "stride of the depthwise convolution"},                                                    \
      {"padding", TFC_F_ENUM, offsetof(separable_args, padding), "valid", TFC_UNBOUNDED,          \
@@ -52,9 +51,11 @@ typedef struct separable_args {
      {NULL}}
 
 static const tfc_field separable_fields[] =
-    SEPARABLE_FIELDS(TFC_F_INT_PAIR, kernel_size, strides, dilation_rate);
+    SEPARABLE_FIELDS(TFC_F_INT_PAIR, kernel_size, "depthwise kernel height and width", strides,
+                     dilation_rate);
 static const tfc_field separable1d_fields[] =
-    SEPARABLE_FIELDS(TFC_F_INT_LIST, kernel_size_1d, strides_1d, dilation_rate_1d);
+    SEPARABLE_FIELDS(TFC_F_INT_LIST, kernel_size_1d, "depthwise window length", strides_1d,
+                     dilation_rate_1d);
 
 extern const tfc_layer_ops tfc_separable_conv1d_ops;
 
