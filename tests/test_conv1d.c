@@ -732,6 +732,37 @@ static void test_variants_errors(void)
                  "kernel_size: 3}", "needs an input of shape (steps, channels)");
 }
 
+/* A backend other than the CPU (a CPU backend posing as device 0) refuses each while it is
+ * CPU-first, naming the layer and its type; the flags say which, so this holds after the
+ * layer-op flip too. */
+static void test_variants_device(void)
+{
+    static const char *const layers[] = {
+        "Conv1DTranspose: {name: v, filters: 2, kernel_size: 3}",
+        "SeparableConv1D: {name: v, filters: 2, kernel_size: 3}",
+        "DepthwiseConv1D: {name: v, kernel_size: 3}"};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [8, 4]}\nlayers:\n  - %s\n", layers[i]);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m && be);
+        const tfc_layer_ops *ops = tfc_model_layer(m, 0)->ops;
+        tfc_error err;
+        tfc_error_clear(&err);
+        be->device = 0;
+        tfc_status st = tfc_model_bind(m, be, 2, &err);
+        be->device = -1;
+        CU_ASSERT_EQUAL(st, ops->cpu_first ? TFC_ERR_CONFIG : TFC_OK);
+        if (ops->cpu_first) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'v'"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ops->type));
+        }
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op}, {"conv1d_op", test_conv1d_op},
               {"masked_mean_op", test_masked_mean_op}, {"conv1d_values", test_conv1d_values},
               {"pooling1d_values", test_pooling1d_values},
@@ -739,4 +770,5 @@ TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op}, {"conv1d_op",
               {"conv1d_errors", test_conv1d_errors}, {"gpu_refusal", test_gpu_refusal},
               {"fused_chains", test_fused_chains}, {"keras_parity", test_keras_parity},
               {"variants_keras_parity", test_variants_keras_parity},
-              {"variants_errors", test_variants_errors})
+              {"variants_errors", test_variants_errors},
+              {"variants_device", test_variants_device})
