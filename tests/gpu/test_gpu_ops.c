@@ -4046,6 +4046,9 @@ int main(int argc, char **argv)
         {"deterministic_transformer", test_deterministic_transformer},
         {NULL, NULL},
     };
+    /* tfc_test_main restarts the process on a better BLAS core with the arguments it gets,
+     * which no longer hold --cpu-twin: restart here first, with all of them */
+    tfc_cpu_blas_restart(argv);
     int args = 1;
     if (argc > 1 && strcmp(argv[1], "--cpu-twin") == 0) {
         twin = 1;
