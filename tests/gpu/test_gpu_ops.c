@@ -1225,7 +1225,7 @@ static int lift_cpu_first;
 /* Points each cpu_first layer of m at a copy of its ops without the flag. */
 static void cpu_first_lifted(tfc_model *m)
 {
-    static tfc_layer_ops lifted[16];
+    static tfc_layer_ops lifted[64]; /* one per CPU-first type the cases train */
     static int nlifted;
     for (int i = 0; i < tfc_model_nlayers(m); i++) {
         tfc_layer *l = tfc_model_layer(m, i);
@@ -1233,7 +1233,7 @@ static void cpu_first_lifted(tfc_model *m)
         int k = 0;
         while (k < nlifted && strcmp(lifted[k].type, l->ops->type)) k++;
         if (k == nlifted) {
-            TFC_ASSERT(nlifted < 16);
+            TFC_ASSERT(nlifted < (int)(sizeof lifted / sizeof *lifted));
             lifted[nlifted] = *l->ops;
             lifted[nlifted++].cpu_first = 0;
         }
