@@ -107,39 +107,28 @@ double tfc_test_keras_parity(const char *dir, const char *name, double *worst_ab
             worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
             free(got);
         }
+        /* each trainable weight's gradient, and each non-trainable weight after that
+         * training forward (BatchNormalization's moving statistics, moved once per step as
+         * Keras's step-by-step calls move them) */
         for (int i = 0; i < tfc_model_nlayers(m); i++) {
             tfc_layer *l = tfc_model_layer(m, i);
             for (int p = 0; p < l->nparams; p++) {
-                if (!l->params[p].trainable) continue; /* moved: below */
-                char gname[128];
-                snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
-                float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
+                const tfc_param *w = &l->params[p];
+                if (w->constant) continue;
+                char key[128];
+                snprintf(key, sizeof key, "%s:%s/%s", w->trainable ? "grad" : "moved", l->name,
+                         w->name);
+                float *want = tensor(f, key, NULL), *g = malloc((size_t)w->numel * 4);
                 CU_ASSERT_PTR_NOT_NULL(want);
                 if (want) {
-                    tfc_model_grad_download(m, &l->params[p], g);
-                    worst = fmax(worst, rel_diff(g, want, l->params[p].numel, worst_abs));
+                    if (w->trainable) tfc_model_grad_download(m, w, g);
+                    else tfc_model_param_download(m, w, g);
+                    worst = fmax(worst, rel_diff(g, want, w->numel, worst_abs));
                 }
                 free(want), free(g);
             }
         }
         free(dx);
-        /* the non-trainable weights after that training forward (BatchNormalization's moving
-         * statistics, moved once per step as Keras's step-by-step calls move them) */
-        for (int i = 0; i < tfc_model_nlayers(m); i++) {
-            tfc_layer *l = tfc_model_layer(m, i);
-            for (int p = 0; p < l->nparams; p++) {
-                if (l->params[p].trainable || l->params[p].constant) continue;
-                char mname[128];
-                snprintf(mname, sizeof mname, "moved:%s/%s", l->name, l->params[p].name);
-                float *want = tensor(f, mname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
-                CU_ASSERT_PTR_NOT_NULL(want);
-                if (want) {
-                    tfc_model_param_download(m, &l->params[p], g);
-                    worst = fmax(worst, rel_diff(g, want, l->params[p].numel, worst_abs));
-                }
-                free(want), free(g);
-            }
-        }
     }
     free(x), free(ids), free(y), free(t), free(out);
     tfc_model_free(m);
