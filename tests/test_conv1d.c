@@ -13,6 +13,7 @@
 #include "graph/model.h"
 #include "graph/model_internal.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "testutil.h"
 
 /* ---- reference loops ------------------------------------------------------------------ */
@@ -683,9 +684,92 @@ static void test_keras_parity(void)
     }
 }
 
+/* ---- Conv1DTranspose, SeparableConv1D, DepthwiseConv1D ---------------------------------- */
+
+/* Keras parity (tests/ref/keras_conv1d_variants.py): outputs, the input's and every weight's
+ * gradient of an MSE loss, weights loaded and written under Keras's paths. Strides, dilation
+ * (at once for the depthwise ones, as Keras's JAX backend allows), valid and same padding,
+ * output_padding, depth_multiplier, no bias; all three in one model. */
+static void test_variants_keras_parity(void)
+{
+    static const char *const names[] = {"transpose", "transpose_dilated", "separable",
+                                        "depthwise", "chain", NULL};
+    static const tfc_keras_parity p = {.dir = "conv1d_variants", .tol = 1e-5};
+    tfc_test_keras_cases(&p, names);
+}
+
+static void test_variants_errors(void)
+{
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, strides: 2, dilation_rate: 2}",
+                 "strides > 1 with dilation_rate > 1 is not supported");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, strides: 2, output_padding: 2}",
+                 "m.yaml:3:79: error: layers[0].Conv1DTranspose.output_padding: output_padding 2 "
+                 "must be less than the stride 2");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, output_padding: [0, 0]}",
+                 "output_padding: expected an int or a list of one");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, padding: causal}",
+                 "Conv1DTranspose.padding");
+    expect_error("Conv1DTranspose: {filters: 2, kernel_size: 3, data_format: channels_first}",
+                 "data_format: channels_first is not supported");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: [3, 3]}",
+                 "kernel_size: expected an integer or a list of one (a 1-D window), found 2");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 3, strides: [1, 2]}",
+                 "strides: expected an integer or a list of one");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 3, padding: causal}",
+                 "SeparableConv1D.padding");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 9}", "smaller than the 1x9 kernel");
+    expect_error("SeparableConv1D: {filters: 2, kernel_size: 3, kernel_regularizer: l2}",
+                 "kernel_regularizer");
+    expect_error("DepthwiseConv1D: {kernel_size: 3, dilation_rate: [2, 1]}",
+                 "dilation_rate: expected an integer or a list of one");
+    expect_error("DepthwiseConv1D: {kernel_size: 3, data_format: channels_first}",
+                 "data_format: channels_first is not supported");
+    expect_error("DepthwiseConv1D: {kernel_size: 3, depth_multiplier: 0}", "depth_multiplier");
+    expect_error("DepthwiseConv1D: {kernel_size: 4, dilation_rate: 3}",
+                 "smaller than the 1x4 kernel (dilation 1x3)");
+    expect_error("Flatten: {}\n  - DepthwiseConv1D: {kernel_size: 3}",
+                 "needs an input of shape (steps, channels)");
+    expect_error("Reshape: {target_shape: [2, 4, 4]}\n  - Conv1DTranspose: {filters: 2, "
+                 "kernel_size: 3}", "needs an input of shape (steps, channels)");
+}
+
+/* A backend other than the CPU (a CPU backend posing as device 0) refuses each while it is
+ * CPU-first, naming the layer and its type; the flags say which, so this holds after the
+ * layer-op flip too. */
+static void test_variants_device(void)
+{
+    static const char *const layers[] = {
+        "Conv1DTranspose: {name: v, filters: 2, kernel_size: 3}",
+        "SeparableConv1D: {name: v, filters: 2, kernel_size: 3}",
+        "DepthwiseConv1D: {name: v, kernel_size: 3}"};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [8, 4]}\nlayers:\n  - %s\n", layers[i]);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m && be);
+        const tfc_layer_ops *ops = tfc_model_layer(m, 0)->ops;
+        tfc_error err;
+        tfc_error_clear(&err);
+        be->device = 0;
+        tfc_status st = tfc_model_bind(m, be, 2, &err);
+        be->device = -1;
+        CU_ASSERT_EQUAL(st, ops->cpu_first ? TFC_ERR_CONFIG : TFC_OK);
+        if (ops->cpu_first) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'v'"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ops->type));
+        }
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("conv1d", {"grouped_conv_op", test_grouped_conv_op}, {"conv1d_op", test_conv1d_op},
               {"masked_mean_op", test_masked_mean_op}, {"conv1d_values", test_conv1d_values},
               {"pooling1d_values", test_pooling1d_values},
               {"global_pooling1d_masked", test_global_pooling1d_masked},
               {"conv1d_errors", test_conv1d_errors}, {"gpu_refusal", test_gpu_refusal},
-              {"fused_chains", test_fused_chains}, {"keras_parity", test_keras_parity})
+              {"fused_chains", test_fused_chains}, {"keras_parity", test_keras_parity},
+              {"variants_keras_parity", test_variants_keras_parity},
+              {"variants_errors", test_variants_errors},
+              {"variants_device", test_variants_device})

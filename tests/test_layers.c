@@ -486,6 +486,26 @@ static const gc_case cases[] = {
                                      "  - SeparableConv2D: {filters: 2, kernel_size: 2, strides: [1, 2],"
                                      " depth_multiplier: 3, activation: sigmoid}\n"
                                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* the 1-D convolutions run as their 2-D twins over 1 x steps images: strides, same and
+     * valid padding, output_padding, dilation (with strides for the depthwise ones),
+     * depth_multiplier, no bias, fused activations */
+    {"conv1d_transpose", SEQ1 "  - Conv1DTranspose: {filters: 3, kernel_size: 3, strides: 2,"
+                         " activation: tanh}\n"
+                         "  - Conv1DTranspose: {filters: 2, kernel_size: 2, strides: 3, padding: same,"
+                         " output_padding: 1, use_bias: false}\n"
+                         "  - Conv1DTranspose: {filters: 2, kernel_size: 3, dilation_rate: 2,"
+                         " padding: same}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"separable_conv1d", SEQ1 "  - SeparableConv1D: {filters: 3, kernel_size: 3, strides: 2,"
+                         " padding: same, depth_multiplier: 2, activation: tanh}\n"
+                         "  - SeparableConv1D: {filters: 2, kernel_size: 2, dilation_rate: 2,"
+                         " use_bias: false}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"depthwise_conv1d", SEQ1 "  - DepthwiseConv1D: {kernel_size: 3, strides: 2, padding: same,"
+                         " depth_multiplier: 2, activation: tanh}\n"
+                         "  - DepthwiseConv1D: {kernel_size: 2, strides: 2, dilation_rate: 2,"
+                         " use_bias: false}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     /* the augmentation layers after a convolution, so that their transposes carry its
      * gradient: each fill mode and interpolation, contrast with and without clipping */
     {"augment_bilinear", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"

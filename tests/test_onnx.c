@@ -5,7 +5,8 @@
  * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
  * GRUs and Bidirectionals, LSTMs and GRUs with go_backwards (masked and not), SimpleRNN
  * (ONNX's RNN, each activation it has; softmax refused), Conv1D (causal, dilated, strided,
- * grouped) and the 1-D poolings (the masked average after an Embedding),
+ * grouped), DepthwiseConv1D, SeparableConv1D and Conv1DTranspose (as the 2-D nodes over a
+ * 1 x steps image) and the 1-D poolings (the masked average after an Embedding),
  * MultiHeadAttention (causal, padded, windowed, cross), Attention and AdditiveAttention
  * (padded, causal, concat, a key of its own), TokenAndPositionEmbedding in a
  * transformer block and PositionEmbedding, an Add/Concatenate/Reshape graph, every activation
@@ -425,6 +426,22 @@ static void test_conv1d_pooling1d(void)
             " inputs: embedding}\n"
             "  - GlobalAveragePooling1D: {name: h, keepdims: true}\n  - Flatten: {}\n"
             "  - Concatenate: {inputs: [global_average_pooling1d, flatten]}\n", 30);
+    /* DepthwiseConv1D, SeparableConv1D and Conv1DTranspose as their 2-D twins' nodes over a
+     * 1 x steps image: strides with dilation, depth_multiplier, same and valid padding,
+     * output_padding, a kernel below the stride, no bias */
+    fixture("conv1d_variants",
+            "input: {shape: [13, 3]}\nlayers:\n"
+            "  - DepthwiseConv1D: {kernel_size: 3, strides: 2, dilation_rate: 2, padding: same,"
+            " depth_multiplier: 2, activation: tanh}\n"
+            "  - SeparableConv1D: {filters: 4, kernel_size: 3, strides: 2, padding: same,"
+            " depth_multiplier: 2, activation: relu6}\n"
+            "  - SeparableConv1D: {filters: 3, kernel_size: 2, dilation_rate: 2, use_bias: false}\n"
+            "  - Conv1DTranspose: {filters: 3, kernel_size: 3, strides: 2}\n"
+            "  - Conv1DTranspose: {filters: 2, kernel_size: 2, strides: 3, padding: same,"
+            " output_padding: 1, activation: tanh}\n"
+            "  - Conv1DTranspose: {filters: 2, kernel_size: 1, strides: 2}\n"
+            "  - DepthwiseConv1D: {kernel_size: 2, use_bias: false}\n"
+            "  - Flatten: {}\n", 0);
 }
 
 /* GRU (both reset_after, masked, return_sequences) and Bidirectional in each merge mode,

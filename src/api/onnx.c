@@ -199,6 +199,21 @@ static int arg_int(const tfc_layer *l, const char *name, int def)
     return v ? *v : def;
 }
 
+/* A pair argument of a 2-D convolution (kernel_size, strides, dilation_rate) into v, or
+ * the list of one of its 1-D twin as the pair of a 1 x steps image, {1, n}; {def, def} when
+ * the layer has no such argument. */
+static void arg_pair(const tfc_layer *l, const char *name, int def, int v[2])
+{
+    v[0] = v[1] = def;
+    for (const tfc_field *f = l->ops->schema; f && f->name; f++)
+        if (!strcmp(f->name, name) && f->type == TFC_F_INT_LIST) {
+            v[0] = 1, v[1] = arg_int(l, name, def);
+            return;
+        }
+    const int *p = arg(l, name);
+    if (p) v[0] = p[0], v[1] = p[1];
+}
+
 /* A parameter's values (host, malloc'd), or NULL when the layer has none of that name. */
 static float *param(exporter *x, const tfc_layer *l, const char *name, const tfc_param **out)
 {
@@ -471,7 +486,8 @@ static void tf_pads(const tfc_shape *in, const int *k, const int *s, const int *
 /* An ONNX Conv on NCHW `xin` into `out` (named here): l's kernel `kname`, Keras's
  * (KH, KW, Cin / groups, Cout) as ONNX's (Cout, Cin / groups, KH, KW) with `group` = groups,
  * or with `depthwise` (KH, KW, C, M) as (C M, 1, KH, KW) in C groups, each group one input
- * channel and M outputs; the bias `bname` (NULL or absent: none). */
+ * channel and M outputs (a 1-D layer's kernel (KW, ...) as KH = 1); the bias `bname` (NULL or
+ * absent: none). */
 static void conv_node(exporter *x, const tfc_layer *l, const char *xin, const char *kname,
                       const char *bname, int depthwise, int groups, const int s[2],
                       const int d[2], const int64_t pads[4], char *out)
@@ -482,8 +498,9 @@ static void conv_node(exporter *x, const tfc_layer *l, const char *xin, const ch
         free(bias);
         return;
     }
-    int64_t KH = kp->shape.dim[0], KW = kp->shape.dim[1], CI = kp->shape.dim[2],
-            CO = kp->shape.dim[3], group = groups;
+    const int r = 4 - kp->shape.ndim; /* the axes a 1-D kernel lacks */
+    int64_t KH = r ? 1 : kp->shape.dim[0], KW = kp->shape.dim[1 - r], CI = kp->shape.dim[2 - r],
+            CO = kp->shape.dim[3 - r], group = groups;
     if (depthwise) group = CI, CO *= CI, CI = 1;
     float *w = malloc((size_t)kp->numel * 4);
     for (int64_t a = 0; w && a < KH; a++)
@@ -516,7 +533,9 @@ static void conv_node(exporter *x, const tfc_layer *l, const char *xin, const ch
 /* Conv2D, or DepthwiseConv2D as a Conv of `group` = its input channels. */
 static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwise)
 {
-    const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
+    int k[2], s[2], d[2];
+    arg_pair(l, "kernel_size", 1, k), arg_pair(l, "strides", 1, s);
+    arg_pair(l, "dilation_rate", 1, d);
     int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
     tref xin = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
     int64_t pads[4];
@@ -530,7 +549,9 @@ static tref conv2d(exporter *x, const tfc_layer *l, const tref *in, int depthwis
  * bias. */
 static tref separable(exporter *x, const tfc_layer *l, const tref *in)
 {
-    const int *k = arg(l, "kernel_size"), *s = arg(l, "strides"), *d = arg(l, "dilation_rate");
+    int k[2], s[2], d[2];
+    arg_pair(l, "kernel_size", 1, k), arg_pair(l, "strides", 1, s);
+    arg_pair(l, "dilation_rate", 1, d);
     int same = arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME;
     const int one[2] = {1, 1};
     int64_t pads[4], none[4] = {0};
@@ -602,6 +623,21 @@ static tref conv_transpose(exporter *x, const tfc_layer *l, const tref *in)
     fresh(x, r.name, "ConvTranspose");
     node(x, "ConvTranspose", (const char *[]){xin.name, wn, bn[0] ? bn : NULL, NULL}, r.name, &a);
     return r;
+}
+
+/* Conv1DTranspose, SeparableConv1D and DepthwiseConv1D as their 2-D twins' nodes over the
+ * (steps, c) sequence reshaped to a (1, steps, c) image, reshaped back after. */
+static tref conv1d_as_image(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_shape *o = &l->out_shape;
+    tfc_shape img = tfc_shape_make(3, (int64_t[]){1, in->shape.dim[0], in->shape.dim[1]});
+    tref t = reshape(x, in, &img), r;
+    if (!strcmp(l->ops->type, "SeparableConv1D")) r = separable(x, l, &t);
+    else if (!strcmp(l->ops->type, "DepthwiseConv1D")) r = conv2d(x, l, &t, 1);
+    else r = conv_transpose(x, l, &t);
+    r.shape = tfc_shape_make(3, (int64_t[]){1, o->dim[0], o->dim[1]});
+    r = nhwc(x, &r);
+    return reshape(x, &r, o);
 }
 
 /* UpSampling2D as Resize on NCHW: nearest reads cell floor(o / s) (asymmetric, floor);
@@ -1746,6 +1782,9 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = separable(x, l, in);
     } else if (!strcmp(type, "Conv2DTranspose")) {
         r = conv_transpose(x, l, in);
+    } else if (!strcmp(type, "Conv1DTranspose") || !strcmp(type, "SeparableConv1D") ||
+               !strcmp(type, "DepthwiseConv1D")) {
+        r = conv1d_as_image(x, l, in);
     } else if (!strcmp(type, "ZeroPadding1D") || !strcmp(type, "Cropping1D")) {
         r = border1d(x, l, in, type[0] == 'Z');
     } else if (!strcmp(type, "UpSampling1D")) {

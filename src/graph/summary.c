@@ -84,13 +84,14 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
     }
     if (k) {
         /* Dense (per position of a sequence), Conv2D (per output pixel): the kernel once per
-         * output row of `units`; DepthwiseConv2D [kh, kw, c, m]: kh kw per output value;
-         * Conv2DTranspose: the kernel once per input pixel */
+         * output row of `units`; DepthwiseConv2D [kh, kw, c, m] (DepthwiseConv1D [k, c, m]):
+         * kh kw per output value; Conv2DTranspose, Conv1DTranspose: the kernel once per input
+         * pixel */
         const tfc_shape *in = &l->in_shape[0];
         int64_t units = k->shape.dim[k->shape.ndim - 1];
-        if (!strcmp(l->ops->type, "DepthwiseConv2D")) units *= k->shape.dim[2];
+        if (!strncmp(l->ops->type, "DepthwiseConv", 13)) units *= k->shape.dim[k->shape.ndim - 2];
         int64_t macs = k->numel * (units ? out / units : 0);
-        if (!strcmp(l->ops->type, "Conv2DTranspose"))
+        if (strstr(l->ops->type, "Transpose"))
             macs = k->numel * (tfc_shape_numel(in) / in->dim[in->ndim - 1]);
         *forward = 2 * macs;
         *backward = 2 * macs + (reads_input ? 0 : 2 * macs);

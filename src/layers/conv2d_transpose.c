@@ -9,41 +9,55 @@
  * correlated with the flipped kernel, so H = (h - 1) s + lo + hi - k + 2 and D's top padding
  * is k - 1 - lo. valid: lo = k - 1, hi = k - 1 + output_padding (default max(k, s) - k);
  * same: p = s + k - 2 (or k + k % 2 - 2 + output_padding), lo = min(ceil(p / 2), k - 1),
- * hi = p - lo. */
+ * hi = p - lo.
+ * Conv1DTranspose is the same over (steps, c) as a 1 x steps image: its kernel [k, filters, c]
+ * is [1, k, filters, c] in the same memory. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "layers/layer.h"
 
+/* The 1-D layer's kernel_size, strides and dilation_rate are lists of one (as Keras takes
+ * them), which its build writes into the pairs as {1, v}: from there on both run as one. */
 typedef struct transpose_args {
     int filters, kernel_size[2], strides[2], padding;
     const tfc_node *output_padding;
     int data_format, dilation_rate[2], activation, use_bias;
     const tfc_node *kernel_initializer, *bias_initializer;
+    tfc_int_list kernel_size_1d, strides_1d, dilation_rate_1d;
 } transpose_args;
 
-static const tfc_field transpose_fields[] = {
-    {"filters", TFC_F_INT, offsetof(transpose_args, filters), NULL, 1, 1 << 20, NULL,
-     "output channels"},
-    {"kernel_size", TFC_F_INT_PAIR, offsetof(transpose_args, kernel_size), NULL, 1, 4096, NULL,
-     "kernel height and width"},
-    {"strides", TFC_F_INT_PAIR, offsetof(transpose_args, strides), "1", 1, 4096, NULL, "stride"},
-    {"padding", TFC_F_ENUM, offsetof(transpose_args, padding), "valid", TFC_UNBOUNDED,
-     tfc_padding_names, "valid or same"},
-    {"output_padding", TFC_F_NODE, offsetof(transpose_args, output_padding), TFC_NO_DEFAULT,
-     TFC_UNBOUNDED, NULL, "int or [h, w], each below its stride; default none"},
-    TFC_DATA_FORMAT_FIELD(transpose_args, data_format),
-    {"dilation_rate", TFC_F_INT_PAIR, offsetof(transpose_args, dilation_rate), "1", 1, 4096,
-     NULL, "dilation"},
-    TFC_ACTIVATION_FIELD(transpose_args, activation),
-    {"use_bias", TFC_F_BOOL, offsetof(transpose_args, use_bias), "true", TFC_UNBOUNDED, NULL,
-     "add a bias per filter"},
-    {"kernel_initializer", TFC_F_NODE, offsetof(transpose_args, kernel_initializer),
-     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},
-    {"bias_initializer", TFC_F_NODE, offsetof(transpose_args, bias_initializer), TFC_NO_DEFAULT,
-     TFC_UNBOUNDED, NULL, "default zeros"},
-    TFC_KERNEL_BIAS_KERAS_FIELDS,
-    {NULL}};
+/* Keras 3.15's arguments, kernel_size (help `kh`), strides and dilation_rate of field type
+ * `kind` at members `k`, `s`, `d`; `op` output_padding's help. */
+#define TRANSPOSE_FIELDS(kind, k, kh, s, d, op)                                                  \
+    {{"filters", TFC_F_INT, offsetof(transpose_args, filters), NULL, 1, 1 << 20, NULL,           \
+      "output channels"},                                                                        \
+     {"kernel_size", kind, offsetof(transpose_args, k), NULL, 1, 4096, NULL, kh},                \
+     {"strides", kind, offsetof(transpose_args, s), "1", 1, 4096, NULL, "stride"},               \
+     {"padding", TFC_F_ENUM, offsetof(transpose_args, padding), "valid", TFC_UNBOUNDED,          \
+      tfc_padding_names, "valid or same"},                                                       \
+     {"output_padding", TFC_F_NODE, offsetof(transpose_args, output_padding), TFC_NO_DEFAULT,    \
+      TFC_UNBOUNDED, NULL, op},                                                                  \
+     TFC_DATA_FORMAT_FIELD(transpose_args, data_format),                                         \
+     {"dilation_rate", kind, offsetof(transpose_args, d), "1", 1, 4096, NULL, "dilation"},       \
+     TFC_ACTIVATION_FIELD(transpose_args, activation),                                           \
+     {"use_bias", TFC_F_BOOL, offsetof(transpose_args, use_bias), "true", TFC_UNBOUNDED, NULL,   \
+      "add a bias per filter"},                                                                  \
+     {"kernel_initializer", TFC_F_NODE, offsetof(transpose_args, kernel_initializer),            \
+      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default glorot_uniform"},                            \
+     {"bias_initializer", TFC_F_NODE, offsetof(transpose_args, bias_initializer),                \
+      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default zeros"},                                     \
+     TFC_KERNEL_BIAS_KERAS_FIELDS,                                                               \
+     {NULL}}
+
+static const tfc_field transpose_fields[] =
+    TRANSPOSE_FIELDS(TFC_F_INT_PAIR, kernel_size, "kernel height and width", strides,
+                     dilation_rate, "int or [h, w], each below its stride; default none");
+static const tfc_field transpose1d_fields[] =
+    TRANSPOSE_FIELDS(TFC_F_INT_LIST, kernel_size_1d, "window length", strides_1d,
+                     dilation_rate_1d, "int or a list of one, below the stride; default none");
+
+extern const tfc_layer_ops tfc_conv1d_transpose_ops;
 
 /* The layer's state: D for one image, and output_padding (-1: none). */
 typedef struct transpose_state {
@@ -68,7 +82,9 @@ static void transpose_axis(int in, int k, int s, int dil, int same, int op, int 
     *pad = ke - 1 - lo;
 }
 
-static tfc_status parse_output_padding(const tfc_layer *l, int op[2], tfc_error *err)
+/* output_padding of a layer whose `r` leading axes are not its own (1: the 1-D layer, whose
+ * height keeps none) */
+static tfc_status parse_output_padding(const tfc_layer *l, int r, int op[2], tfc_error *err)
 {
     const transpose_args *a = l->args;
     const tfc_node *n = a->output_padding;
@@ -77,10 +93,12 @@ static tfc_status parse_output_padding(const tfc_layer *l, int op[2], tfc_error 
     op[0] = op[1] = -1;
     if (!n || tfc_node_is_null(n)) return TFC_OK;
     const tfc_node *item[2] = {n, n};
-    if (n->kind == TFC_NODE_SEQ && n->n == 2) item[0] = n->vals[0], item[1] = n->vals[1];
+    if (n->kind == TFC_NODE_SEQ && n->n == 2 - r) item[r] = n->vals[0], item[1] = n->vals[1 - r];
     else if (n->kind != TFC_NODE_SCALAR)
-        return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "expected an int or a pair [h, w]");
-    for (int k = 0; k < 2; k++) {
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, path,
+                              r ? "expected an int or a list of one" :
+                                  "expected an int or a pair [h, w]");
+    for (int k = r; k < 2; k++) {
         long long v;
         if (tfc_node_int(item[k], path, 0, 4095, &v, err)) return TFC_ERR_CONFIG;
         if (v >= a->strides[k])
@@ -94,10 +112,14 @@ static tfc_status parse_output_padding(const tfc_layer *l, int op[2], tfc_error 
 
 static tfc_status transpose_build(tfc_layer *l, tfc_error *err)
 {
-    const transpose_args *a = l->args;
+    transpose_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
+    const int r = l->ops == &tfc_conv1d_transpose_ops; /* the axes the 1-D layer lacks */
     char buf[96];
-    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
+    if (r ? tfc_layer_window1d(l, &a->kernel_size_1d, &a->strides_1d, &a->dilation_rate_1d,
+                               a->kernel_size, a->strides, a->dilation_rate, err)
+          : tfc_layer_need_image(l, err))
+        return TFC_ERR_CONFIG;
     if ((a->strides[0] > 1 || a->strides[1] > 1) &&
         (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
         return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "
@@ -105,11 +127,12 @@ static tfc_status transpose_build(tfc_layer *l, tfc_error *err)
     transpose_state *s = calloc(1, sizeof *s);
     if (!s) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     l->state = s;
-    if (parse_output_padding(l, s->output_padding, err)) return TFC_ERR_CONFIG;
+    if (parse_output_padding(l, r, s->output_padding, err)) return TFC_ERR_CONFIG;
     tfc_conv_desc d = {.n = 1, .c = a->filters, .kh = a->kernel_size[0],
-                       .kw = a->kernel_size[1], .f = (int)in->dim[2], .sh = a->strides[0],
+                       .kw = a->kernel_size[1], .f = (int)in->dim[2 - r], .sh = a->strides[0],
                        .sw = a->strides[1], .dh = a->dilation_rate[0],
-                       .dw = a->dilation_rate[1], .oh = (int)in->dim[0], .ow = (int)in->dim[1]};
+                       .dw = a->dilation_rate[1], .oh = r ? 1 : (int)in->dim[0],
+                       .ow = (int)in->dim[1 - r]};
     const int same = a->padding == TFC_PADDING_SAME;
     transpose_axis(d.oh, d.kh, d.sh, d.dh, same, s->output_padding[0], &d.h, &d.pad_top);
     transpose_axis(d.ow, d.kw, d.sw, d.dw, same, s->output_padding[1], &d.w, &d.pad_left);
@@ -117,14 +140,14 @@ static tfc_status transpose_build(tfc_layer *l, tfc_error *err)
         return tfc_layer_error(err, l, "gives an empty output for the input %s",
                                tfc_shape_str(in, buf, sizeof buf));
     s->d = d;
-    l->out_shape = tfc_shape_make(3, (int64_t[]){d.h, d.w, d.c});
+    l->out_shape = tfc_shape_make(3 - r, (int64_t[]){d.h, d.w, d.c} + r);
     l->act = (tfc_act)a->activation;
     tfc_init ki, bi;
     if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
         tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
         return TFC_ERR_CONFIG;
-    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, d.f}, 1, ki);
+    tfc_layer_add_param(l, "kernel", 4 - r, (int64_t[]){d.kh, d.kw, d.c, d.f} + r, 1, ki);
     if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){d.c}, 1, bi);
     return TFC_OK;
 }
@@ -191,6 +214,13 @@ static void transpose_free(tfc_layer *l)
 const tfc_layer_ops tfc_conv2d_transpose_ops = {
     .type = "Conv2DTranspose", .schema = transpose_fields, .args_size = sizeof(transpose_args),
     .min_inputs = 1, .max_inputs = 1, .assigns_grads = 1,
+    .build = transpose_build, .plan = transpose_plan, .forward = transpose_forward,
+    .backward = transpose_backward, .free_state = transpose_free,
+};
+
+const tfc_layer_ops tfc_conv1d_transpose_ops = {
+    .type = "Conv1DTranspose", .schema = transpose1d_fields, .args_size = sizeof(transpose_args),
+    .min_inputs = 1, .max_inputs = 1, .assigns_grads = 1, .cpu_first = 1,
     .build = transpose_build, .plan = transpose_plan, .forward = transpose_forward,
     .backward = transpose_backward, .free_state = transpose_free,
 };

@@ -172,4 +172,20 @@ tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_
                                    "found %d values", arg, v->n);
 }
 
+tfc_status tfc_layer_window1d(const tfc_layer *l, const tfc_int_list *k, const tfc_int_list *s,
+                              const tfc_int_list *d, int k2[2], int s2[2], int d2[2],
+                              tfc_error *err)
+{
+    char buf[96];
+    if (tfc_layer_one_int(l, "kernel_size", k, err) || tfc_layer_one_int(l, "strides", s, err) ||
+        tfc_layer_one_int(l, "dilation_rate", d, err))
+        return TFC_ERR_CONFIG;
+    if (l->in_shape[0].ndim != 2)
+        return tfc_layer_error(err, l, "needs an input of shape (steps, channels), got %s",
+                               tfc_shape_str(&l->in_shape[0], buf, sizeof buf));
+    k2[0] = s2[0] = d2[0] = 1;
+    k2[1] = k->v[0], s2[1] = s->v[0], d2[1] = d->v[0];
+    return TFC_OK;
+}
+
 int64_t tfc_layer_out_numel(const tfc_layer *l) { return tfc_shape_numel(&l->out_shape); }

@@ -344,6 +344,14 @@ tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err);
  * strides, ...: Keras takes an integer or a tuple of one); else a build error naming it. */
 tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,
                              tfc_error *err);
+/* The window of a 1-D layer run as its 2-D twin over a 1 x steps image (DepthwiseConv1D,
+ * SeparableConv1D, Conv1DTranspose): TFC_OK when l's input is (steps, channels) and the list
+ * arguments kernel_size k, strides s and dilation_rate d each hold one integer, which it
+ * writes into the 2-D pairs k2, s2, d2 as {1, v}; else a build error naming the argument or
+ * the shape. */
+tfc_status tfc_layer_window1d(const tfc_layer *l, const tfc_int_list *k, const tfc_int_list *s,
+                              const tfc_int_list *d, int k2[2], int s2[2], int d2[2],
+                              tfc_error *err);
 /* Output size and leading padding of one spatial axis, TensorFlow's rules:
  * valid: out = ceil((in - (k - 1) * d) / s), pad 0;
  * same:  out = ceil(in / s), total pad = max((out - 1) * s + (k - 1) * d + 1 - in, 0),

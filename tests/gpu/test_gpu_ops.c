@@ -1225,7 +1225,7 @@ static int lift_cpu_first;
 /* Points each cpu_first layer of m at a copy of its ops without the flag. */
 static void cpu_first_lifted(tfc_model *m)
 {
-    static tfc_layer_ops lifted[16];
+    static tfc_layer_ops lifted[64]; /* one per CPU-first type the cases train */
     static int nlifted;
     for (int i = 0; i < tfc_model_nlayers(m); i++) {
         tfc_layer *l = tfc_model_layer(m, i);
@@ -1233,7 +1233,7 @@ static void cpu_first_lifted(tfc_model *m)
         int k = 0;
         while (k < nlifted && strcmp(lifted[k].type, l->ops->type)) k++;
         if (k == nlifted) {
-            TFC_ASSERT(nlifted < 16);
+            TFC_ASSERT(nlifted < (int)(sizeof lifted / sizeof *lifted));
             lifted[nlifted] = *l->ops;
             lifted[nlifted++].cpu_first = 0;
         }
@@ -2791,6 +2791,27 @@ static void test_train_activation_layers(void)
     lift_cpu_first = 0;
 }
 
+/* DepthwiseConv1D, SeparableConv1D and Conv1DTranspose (CPU-first, lifted here): their 2-D
+ * twins' ops (depthwise, gemm, the convolution's data gradient) over 1 x steps images; once
+ * this passes on a GPU, their flags go. */
+static void test_train_conv1d_variants(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [10, 3]}\nlayers:\n"
+                "  - DepthwiseConv1D: {kernel_size: 3, padding: same, depth_multiplier: 2, "
+                "activation: relu}\n"
+                "  - SeparableConv1D: {filters: 4, kernel_size: 3, strides: 2, "
+                "dilation_rate: 1, activation: tanh}\n"
+                "  - Conv1DTranspose: {filters: 3, kernel_size: 3, strides: 2, padding: same, "
+                "output_padding: 1}\n"
+                "  - DepthwiseConv1D: {kernel_size: 2, strides: 2, dilation_rate: 2, "
+                "use_bias: false}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+}
+
 /* TimeDistributed (CPU-first, lifted for the case) around layers the GPU runs: frames through
  * Conv2D, BatchNormalization (each step's batch statistics, the steps transposed by copy2d),
  * pooling and Flatten into an LSTM; token ids under the mask through a Dense into an LSTM */
@@ -4010,6 +4031,7 @@ int main(int argc, char **argv)
         {"train_mobilenet", test_train_mobilenet},
         {"train_activation_layers", test_train_activation_layers},
         {"train_time_distributed", test_train_time_distributed},
+        {"train_conv1d_variants", test_train_conv1d_variants},
         {"pact", test_pact},
         {"penalty", test_penalty},
         {"constrain", test_constrain},
@@ -4031,8 +4053,8 @@ int main(int argc, char **argv)
         {"deterministic_transformer", test_deterministic_transformer},
         {NULL, NULL},
     };
-    /* the BLAS restart (tfc_test_main's) here, while argv still holds --cpu-twin: the
-     * program it execs again must keep it */
+    /* tfc_test_main restarts the process on a better BLAS core with the arguments it gets,
+     * which no longer hold --cpu-twin: restart here first, with all of them */
     tfc_cpu_blas_restart(argv);
     int args = 1;
     if (argc > 1 && strcmp(argv[1], "--cpu-twin") == 0) {

@@ -78,16 +78,23 @@ CASES = {"image": image, "image_raw": image_raw, "sequence": sequence, "axes": a
 BATCH = 3
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    rng = np.random.default_rng(41)
-    for name, make in CASES.items():
-        model, yaml, offset = make()
-        for v in model.weights:  # weights away from Keras's ones and zeros
-            v.assign(rng.uniform(0.5, 1.5, v.shape).astype("float32") if "gamma" in v.path
-                     else rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
-        shape = (BATCH,) + tuple(model.input_shape[1:])
-        x = (rng.normal(size=shape) + offset).astype("float32")
+def weights_and_input(rng, model, offset):
+    """Weights away from Keras's ones and zeros; a normal input batch centred at offset."""
+    for v in model.weights:
+        v.assign(rng.uniform(0.5, 1.5, v.shape).astype("float32") if "gamma" in v.path
+                 else rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
+    shape = (BATCH,) + tuple(model.input_shape[1:])
+    return (rng.normal(size=shape) + offset).astype("float32")
+
+
+def write_cases(cases, out, seed, draw):
+    """One fixture per case of `cases` (name: a function giving (model, yaml, argument of
+    draw)) into the folder out; draw(rng, model, argument) sets the weights and returns x."""
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for name, make in cases.items():
+        model, yaml, arg = make()
+        x = draw(rng, model, arg)
         y = np.asarray(model(x, training=False))
         t = rng.uniform(-1, 1, y.shape).astype("float32")
         tensors = {"x": x, "y": y, "t": t}
@@ -97,8 +104,8 @@ def main():
         ntv = [v.value for v in model.non_trainable_variables]
 
         def loss(tv, xin):
-            out, _ = model.stateless_call(tv, ntv, xin, training=True)
-            return jnp.mean(jnp.mean(jnp.square(out - t), axis=-1))
+            pred, _ = model.stateless_call(tv, ntv, xin, training=True)
+            return jnp.mean(jnp.mean(jnp.square(pred - t), axis=-1))
 
         gw, gx = jax.grad(loss, argnums=(0, 1))(tv, jnp.asarray(x))
         tensors["dx"] = np.asarray(gx)
@@ -106,9 +113,9 @@ def main():
             tensors["grad:" + v.path] = np.asarray(g)
         meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
                 "backend": keras.backend.backend()}
-        save_file(tensors, os.path.join(OUT, name + ".safetensors"), metadata=meta)
+        save_file(tensors, os.path.join(out, name + ".safetensors"), metadata=meta)
         print(name, json.dumps({k: list(v.shape) for k, v in tensors.items()}))
 
 
 if __name__ == "__main__":
-    main()
+    write_cases(CASES, OUT, 41, weights_and_input)
