@@ -2,7 +2,8 @@
  * permutation as a fixed first axis, axes of size 1 drop out, and output axes that stay
  * neighbours in the input merge, so the copy sees the fewest axes: an identity is one run,
  * (2, 1, 3) on (a, b, c) runs of c floats. Then either
- *   - the output's last axis is contiguous in the input: runs of floats copied in order, or
+ *   - the output's last axis is contiguous in the input: runs of floats copied in order (short
+ *     runs a block at a time along the axis before, their offsets found once a block), or
  *   - it is not: 32 x 32 tiles between the output's last axis and the input's (the one of
  *     input stride 1), each read and written through L1, one side strided.
  * Units (runs or tiles) are independent, so they split among threads freely; every output
@@ -96,7 +97,7 @@ void tfc_cpu_permute(tfc_backend *be, const tfc_permute_desc *d, const float *x,
     if (total == 0) return;
     const int nt = tfc_cpu_threads(be, total);
     const int last = v.k - 1;
-    if (v.is[last] == 1) { /* runs of the last axis, cut into RUN floats at most */
+    if (v.is[last] == 1 && (v.od[last] >= RUN || v.k == 1)) { /* long runs, cut into RUN */
         const int64_t len = v.od[last], pieces = (len + RUN - 1) / RUN;
         const int64_t units = total / len * pieces;
         TFC_CPU_FOR(units, nt, for (int64_t u = 0; u < units; u++) {
@@ -104,6 +105,19 @@ void tfc_cpu_permute(tfc_backend *be, const tfc_permute_desc *d, const float *x,
             offsets(&v, u / pieces, last, -1, &xo, &yo);
             const int64_t s = u % pieces * RUN, e = s + RUN < len ? s + RUN : len;
             copy_run(x + xo + s, y + yo + s, e - s, add);
+        });
+        return;
+    }
+    if (v.is[last] == 1) { /* short runs: a unit is up to RUN floats of runs along the axis
+                            * before the last, its offsets decoded once */
+        const int64_t len = v.od[last], m = v.od[last - 1], per = (RUN / len < m ? RUN / len : m);
+        const int64_t sx = v.is[last - 1], sy = v.os[last - 1], chunks = (m + per - 1) / per;
+        const int64_t units = total / (len * m) * chunks;
+        TFC_CPU_FOR(units, nt, for (int64_t u = 0; u < units; u++) {
+            int64_t xo, yo;
+            offsets(&v, u / chunks, last, last - 1, &xo, &yo);
+            const int64_t j0 = u % chunks * per, j1 = j0 + per < m ? j0 + per : m;
+            for (int64_t j = j0; j < j1; j++) copy_run(x + xo + j * sx, y + yo + j * sy, len, add);
         });
         return;
     }
