@@ -97,6 +97,8 @@ static void test_permute_op(void)
     CU_ASSERT_EQUAL(permute_case(8, 3, (int64_t[]){64, 32, 16}, (int[]){2, 1, 0}), 0);
     CU_ASSERT_EQUAL(permute_case(8, 3, (int64_t[]){64, 32, 16}, (int[]){1, 0, 2}), 0);
     CU_ASSERT_EQUAL(permute_case(2, 2, (int64_t[]){3, 9000}, (int[]){0, 1}), 0); /* long runs */
+    /* short runs in blocks: 3000 runs of 2 along one axis make two blocks */
+    CU_ASSERT_EQUAL(permute_case(2, 3, (int64_t[]){3000, 2, 2}, (int[]){1, 0, 2}), 0);
 }
 
 /* ---- l2norm against loops in double ------------------------------------------------------ */

@@ -8,7 +8,8 @@
  *     input stride 1), each read and written through L1, one side strided.
  * Units (runs or tiles) are independent, so they split among threads freely; every output
  * float is written (or added to) once, so the result never depends on the threads. On
- * [128, 64, 32, 16] (2 threads): see docs/gpu.md's Permute paragraph for the numbers. */
+ * [128, 64, 32, 16], one thread: 1.2 - 3.8 ms a permutation against 1.2 ms for a memcpy and
+ * 75 - 110 ms for an index loop (docs/gpu.md, Permute and UnitNormalization). */
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
