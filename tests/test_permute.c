@@ -342,6 +342,18 @@ static void test_argument_errors(void)
     expect_error("[2, 3, 4]", "UnitNormalization: {axis: [1, 3]}",
                  "the axes must be consecutive");
     expect_error(NULL, "UnitNormalization: {epsilon: 0.1}", "unknown key 'epsilon'");
+    static const char *const firsts[] = {"Permute: {dims: [1]}", "UnitNormalization: {}"};
+    for (int i = 0; i < 2; i++) { /* token ids are no values to move or normalise */
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [5], dtype: int32}\nlayers:\n  - %s\n",
+                 firsts[i]);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+        CU_ASSERT_PTR_NULL(m);
+        tfc_model_free(m);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "takes float32 input, not token ids"));
+    }
 }
 
 /* Permute drops an Embedding's mask (Keras's layer does not support masking: it warns and

@@ -25,6 +25,8 @@ static tfc_status permute_build(tfc_layer *l, tfc_error *err)
     const int n = a->dims.n;
     char buf[96];
     int seen[TFC_LIST_MAX] = {0}, ok = n > 0;
+    if (l->in_dtype[0] != TFC_F32)
+        return tfc_layer_error(err, l, "takes float32 input, not token ids");
     for (int i = 0; i < n; i++) {
         const int v = a->dims.v[i];
         if (v < 1 || v > n || seen[v - 1]++) ok = 0;

@@ -36,6 +36,8 @@ static tfc_status unit_build(tfc_layer *l, tfc_error *err)
     const tfc_shape *in = &l->in_shape[0];
     const int n = in->ndim;
     int lo = n + 1, hi = -1, used[TFC_MAX_DIMS + 1] = {0};
+    if (l->in_dtype[0] != TFC_F32)
+        return tfc_layer_error(err, l, "takes float32 input, not token ids");
     if (a->axis.n < 1) return tfc_layer_error(err, l, "axis: give at least one axis");
     for (int i = 0; i < a->axis.n; i++) {
         const int ax = a->axis.v[i] < 0 ? a->axis.v[i] + n + 1 : a->axis.v[i];
