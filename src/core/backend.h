@@ -924,8 +924,8 @@ typedef struct tfc_device_options {
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, weight
- * regularizers and constraints, noise layers, GroupNormalization and SimpleRNN, on the CPU
- * since 2026-11-30 (docs/gpu.md). */
+ * regularizers and constraints, noise layers, GroupNormalization, SimpleRNN, Permute and
+ * UnitNormalization, on the CPU since 2026-11-30 (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
      * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
@@ -994,19 +994,20 @@ typedef struct tfc_device_options {
                                        const float *q, const float *k, const float *v,            \
                                        const float *scale, const float *cw, const float *p,       \
                                        const float *dout, float *ds, float *dq, float *dk,        \
-                                       float *dv, float *dscale, float *dcw))             \
-    /* Permute (tfc_permute_desc): y = x with each example's axes permuted, y overwritten, or   \
-     * with add y += that (the backward: dx += dy permuted back, through the inverse desc). */  \
-    X(void, permute, (tfc_backend *be, const tfc_permute_desc *d, const float *x, float *y,     \
-                      int add))                                                                  \
-    /* UnitNormalization (tfc_l2norm_desc): y = x r with r = min(rsqrt(s), inv_max) and         \
-     * s = sum x^2 over red, summed in double in order, r rounded to float; y overwritten.      \
-     * Backward from x (r recomputed, the same bits): where rsqrt(s) < inv_max,                  \
-     *   dx += r (dy - x r^2 sum(dy x)),  else (the clamp holds: s tiny or 0) dx += inv_max dy   \
-     * (= with assign: dx's old contents never read). */                                        \
-    X(void, l2norm_forward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,         \
-                             float *y))                                                          \
-    X(void, l2norm_backward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,        \
+                                       float *dv, float *dscale, float *dcw))                      \
+    /* Permute (tfc_permute_desc): y = x with each example's axes permuted, y overwritten, or      \
+     * with add y += that (the backward: dx += dy permuted back, through the inverse desc). */     \
+    X(void, permute, (tfc_backend *be, const tfc_permute_desc *d, const float *x, float *y,        \
+                      int add))                                                                    \
+    /* UnitNormalization (tfc_l2norm_desc): y = x r with r = min(rsqrt(s), inv_max) and            \
+     * s = sum x^2 over red, summed in double in an order fixed by the shape, r rounded to         \
+     * float; y overwritten.                                                                       \
+     * Backward from x (r recomputed, the same bits): where rsqrt(s) < inv_max,                    \
+     *   dx += r (dy - x r^2 sum(dy x)),  else (the clamp holds: s tiny or 0) dx += inv_max dy     \
+     * (= with assign: dx's old contents never read). */                                           \
+    X(void, l2norm_forward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,            \
+                             float *y))                                                            \
+    X(void, l2norm_backward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,           \
                               const float *dy, float *dx, int assign))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
