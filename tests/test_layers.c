@@ -346,6 +346,21 @@ static const gc_case cases[] = {
                                 "  - GroupNormalization: {name: g2, groups: 6, scale: false}\n"
                                 "  - GroupNormalization: {name: g3, groups: 2, axis: 1}\n"
                                 "  - Dense: {units: 3}\n", 3},
+    /* Permute first (the input's gradient), then around a Dense whose gradient block a
+     * Permute shares with an Add (one of them writes it, the other adds) */
+    {"permute", "input: {shape: [3, 4, 2]}\nlayers:\n  - Permute: {name: p0, dims: [3, 1, 2]}\n"
+                "  - Dense: {name: d, units: 4, activation: tanh}\n"
+                "  - Permute: {name: p1, dims: [1, 3, 2], inputs: d}\n"
+                "  - Permute: {name: p2, dims: [1, 3, 2], inputs: p1}\n"
+                "  - Add: {inputs: [d, p2]}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* UnitNormalization first, then over the last axis, a leading axis and both, readers
+     * of one Dense's output */
+    {"unit_normalization", "input: {shape: [3, 4]}\nlayers:\n  - UnitNormalization: {name: u0}\n"
+                           "  - Dense: {name: d, units: 4}\n"
+                           "  - UnitNormalization: {name: u1, axis: 1, inputs: d}\n"
+                           "  - UnitNormalization: {name: u2, axis: [1, 2], inputs: d}\n"
+                           "  - Add: {inputs: [u1, u2, d]}\n  - Flatten: {}\n"
+                           "  - Dense: {units: 3}\n", 3},
     /* a transformer's feed-forward half on [time, features] */
     {"ffn_block_sequence", "input: {shape: [4, 6]}\nlayers:\n"
                            "  - Dense: {name: d1, units: 8, activation: gelu}\n"

@@ -278,6 +278,32 @@ static void test_group_norm(void)
     }
 }
 
+/* Permute as Transpose (after a convolution, whose NCHW output goes back to Keras's order
+ * first, and before one) and UnitNormalization as ReduceSumSquare, Sqrt, Reciprocal, Min and
+ * Mul over one axis, a middle one and two; at opset 14 (ReduceSumSquare's axes an attribute)
+ * and 21 (an input). */
+static void test_permute_unit_norm(void)
+{
+    if (!ready()) return;
+    fixture("permute_unit",
+            "input: {shape: [6, 5, 3]}\nlayers:\n"
+            "  - Conv2D: {filters: 4, kernel_size: 3, padding: same}\n"
+            "  - Permute: {dims: [2, 1, 3]}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - UnitNormalization: {axis: [1, 2]}\n  - Permute: {dims: [3, 1, 2]}\n"
+            "  - UnitNormalization: {}\n  - UnitNormalization: {axis: 2}\n"
+            "  - Flatten: {}\n  - Dense: {units: 5}\n", 0);
+    char cmd[4096], model[1024], weights[1024], onnx[1024];
+    snprintf(model, sizeof model, "%s", tfc_test_path("permute_unit.yaml"));
+    snprintf(weights, sizeof weights, "%s", tfc_test_path("permute_unit.safetensors"));
+    for (int opset = 14; opset <= 21; opset += 7) {
+        snprintf(onnx, sizeof onnx, "%s", tfc_test_path("permute_unit_opset.onnx"));
+        snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset %d && "
+                 "python3 tests/onnx_check.py %s %s %s", bin, model, weights, onnx, opset, onnx,
+                 tfc_test_path("x.npy"), tfc_test_path("y.npy"));
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
+}
+
 static void test_masked_lstm(void)
 {
     if (!ready()) return;
@@ -716,6 +742,7 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"go_backwards", test_go_backwards},
               {"conv1d_pooling1d", test_conv1d_pooling1d},
               {"normalizations", test_normalizations}, {"group_norm", test_group_norm},
+              {"permute_unit_norm", test_permute_unit_norm},
               {"gru_bidirectional", test_gru_bidirectional}, {"simple_rnn", test_simple_rnn},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"augmentation", test_augmentation}, {"options", test_options},

@@ -199,17 +199,6 @@ PY
 '''
 
 
-GPU_HOOK_COMMENT = (
-    "/* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS (the layer ops that\n"
-    " * have not run on a GPU yet; none when the list is empty) into the GPU's op table, so models\n"
-    " * with the layers that need them bind there (`make test-gpu`'s cases against the CPU).\n"
-    " * Off by default: without them those models are refused. tools/gpu-flip.py moves the\n"
-    " * ops into the table for good once those cases have passed on a GPU. */\n")
-GPU_LIST_COMMENT = (
-    " * The layer ops (TFC_BACKEND_LAYER_OPS), each in the .cu of its family, stay outside it\n"
-    " * until tfc_gpu_test_enable_layer_ops's cases have.\n")
-
-
 def flagged_layers(tree, strip):
     """The layer files that set cpu_first; with strip, the flags removed from them."""
     found = []
@@ -235,7 +224,7 @@ def flip_layer_ops(tree):
     """Recurring: each wave's layer ops and cpu_first layers land the same way. The test
     hook, the GPU table's NULL slots for TFC_BACKEND_LAYER_OPS and test_gpu_ops.c's lifting
     stay, for the next layer that lands CPU-first."""
-    bh, gb, gh = "src/core/backend.h", "src/gpu/gpu_backend.cu", "src/gpu/gpu.h"
+    bh, gb = "src/core/backend.h", "src/gpu/gpu_backend.cu"
     ops = layer_ops(tree)
     flagged = flagged_layers(tree, strip=True)
     if not ops and not flagged:
@@ -269,12 +258,6 @@ def flip_layer_ops(tree):
         "     * tfc_gpu_test_enable_layer_ops puts in for make test-gpu's cases: a model whose\n"
         "     * layer needs one is refused at bind, naming it */\n"
         "    TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)\n", flags=re.M | re.S)
-    sub(tree, gh, r"^/\* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS"
-        r"(?:(?!\*/).)*\*/\n(?=void tfc_gpu_test_enable_layer_ops\(int on\);)",
-        GPU_HOOK_COMMENT, flags=re.M | re.S)
-    sub(tree, gh, r"^ \* The layer ops \(TFC_BACKEND_LAYER_OPS(?:(?!\*/).)*?"
-        r"tfc_gpu_test_enable_layer_ops's cases have\.\n", GPU_LIST_COMMENT,
-        flags=re.M | re.S)
 
 
 def flip_losses(tree):

@@ -775,6 +775,50 @@ static tref repeat_vector(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* Permute: Transpose with perm (0, dims...) (Keras's 1-based dims: the batch axis stays) */
+static tref permute(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_int_list *dims = arg(l, "dims");
+    int64_t perm[TFC_MAX_DIMS + 1] = {0};
+    for (int i = 0; i < dims->n; i++) perm[i + 1] = dims->v[i];
+    tref t = nhwc(x, in), r = {.shape = l->out_shape};
+    tfc_pb a = {0};
+    attr_ints(&a, "perm", perm, dims->n + 1);
+    unary(x, "Transpose", t.name, r.name, &a);
+    return r;
+}
+
+/* UnitNormalization as Keras 3 computes it: x Min(Reciprocal(Sqrt(ReduceSumSquare(x))),
+ * 1e12) over the axes (keepdims; their list an attribute before opset 18, an input after) */
+static tref unit_norm(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_int_list *axis = arg(l, "axis");
+    const int n = in->shape.ndim;
+    int64_t axes[TFC_LIST_MAX];
+    for (int i = 0; i < axis->n; i++) axes[i] = axis->v[i] < 0 ? axis->v[i] + n + 1 : axis->v[i];
+    tref t = nhwc(x, in), r = {.shape = l->out_shape};
+    char ca[96], s[96], inv[96], lim[96], m[96];
+    const float inv_max = 1e12f;
+    tfc_pb a = {0};
+    attr_int(&a, "keepdims", 1);
+    fresh(x, s, "ReduceSumSquare");
+    if (x->opset >= 18) {
+        init_i64(x, ca, "axes", axes, axis->n);
+        node(x, "ReduceSumSquare", (const char *[]){t.name, ca, NULL}, s, &a);
+    } else {
+        attr_ints(&a, "axes", axes, axis->n);
+        node(x, "ReduceSumSquare", (const char *[]){t.name, NULL}, s, &a);
+    }
+    unary(x, "Sqrt", s, s, NULL);
+    unary(x, "Reciprocal", s, inv, NULL);
+    init_f32(x, lim, "inv_eps", NULL, 0, &inv_max);
+    fresh(x, m, "Min");
+    node(x, "Min", (const char *[]){inv, lim, NULL}, m, NULL);
+    fresh(x, r.name, "Mul");
+    node(x, "Mul", (const char *[]){t.name, m, NULL}, r.name, NULL);
+    return r;
+}
+
 static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
 {
     static const char *const names[4] = {"gamma", "beta", "moving_mean", "moving_variance"};
@@ -1791,6 +1835,10 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = upsample1d(x, l, in);
     } else if (!strcmp(type, "RepeatVector")) {
         r = repeat_vector(x, l, in);
+    } else if (!strcmp(type, "Permute")) {
+        r = permute(x, l, in);
+    } else if (!strcmp(type, "UnitNormalization")) {
+        r = unit_norm(x, l, in);
     } else if (!strcmp(type, "UpSampling2D")) {
         r = upsample(x, l, in);
     } else if (!strcmp(type, "Multiply")) {

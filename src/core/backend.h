@@ -236,6 +236,27 @@ typedef struct tfc_groupnorm_desc {
     float eps;
 } tfc_groupnorm_desc;
 
+/* A permutation of each example's axes (Permute): n examples x [n, dim[0], ..., dim[ndim-1]]
+ * to y [n, dim[perm[0]], ..., dim[perm[ndim-1]]], output axis i being input axis perm[i]
+ * (0-based, the batch axis kept first). The inverse permutation of y's shape undoes it.
+ * TFC_PERMUTE_AXES is TFC_MAX_DIMS (core/tensor.h, which C++ cannot include; permute.c
+ * asserts it). */
+#define TFC_PERMUTE_AXES 8
+typedef struct tfc_permute_desc {
+    int64_t n;
+    int ndim;
+    int64_t dim[TFC_PERMUTE_AXES];
+    int perm[TFC_PERMUTE_AXES];
+} tfc_permute_desc;
+
+/* L2 normalisation (UnitNormalization) of x, y [outer, red, inner] over the red axis, for
+ * each (outer, inner) on its own (the batch folded into outer), as Keras 3's
+ * ops.normalize(order=2, epsilon=1e-12):  y = x min(rsqrt(sum x^2), 1 / eps). */
+typedef struct tfc_l2norm_desc {
+    int64_t outer, red, inner;
+    float inv_max; /* 1 / eps: 1e12 */
+} tfc_l2norm_desc;
+
 /* Scaled dot-product attention of MultiHeadAttention over n examples and `heads` heads, in
  * the projections' own layout (Keras's [B, T, N, H], no transposes):
  *   q [n, tq, heads, dk], k [n, tk, heads, dk], v [n, tk, heads, dv], o [n, tq, heads, dv].
@@ -984,8 +1005,8 @@ typedef struct tfc_device_options {
  * naming the layer (graph.c), so `--device gpu` refuses such a model at start-up instead
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, weight
- * regularizers and constraints, noise layers, GroupNormalization and SimpleRNN, on the CPU
- * since 2026-11-30 (docs/gpu.md). */
+ * regularizers and constraints, noise layers, GroupNormalization, SimpleRNN, Permute and
+ * UnitNormalization, on the CPU since 2026-11-30 (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
      * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
@@ -1054,7 +1075,21 @@ typedef struct tfc_device_options {
                                        const float *q, const float *k, const float *v,            \
                                        const float *scale, const float *cw, const float *p,       \
                                        const float *dout, float *ds, float *dq, float *dk,        \
-                                       float *dv, float *dscale, float *dcw))
+                                       float *dv, float *dscale, float *dcw))                      \
+    /* Permute (tfc_permute_desc): y = x with each example's axes permuted, y overwritten, or      \
+     * with add y += that (the backward: dx += dy permuted back, through the inverse desc). */     \
+    X(void, permute, (tfc_backend *be, const tfc_permute_desc *d, const float *x, float *y,        \
+                      int add))                                                                    \
+    /* UnitNormalization (tfc_l2norm_desc): y = x r with r = min(rsqrt(s), inv_max) and            \
+     * s = sum x^2 over red, summed in double in an order fixed by the shape, r rounded to         \
+     * float; y overwritten.                                                                       \
+     * Backward from x (r recomputed, the same bits): where rsqrt(s) < inv_max,                    \
+     *   dx += r (dy - x r^2 sum(dy x)),  else (the clamp holds: s tiny or 0) dx += inv_max dy     \
+     * (= with assign: dx's old contents never read). */                                           \
+    X(void, l2norm_forward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,            \
+                             float *y))                                                            \
+    X(void, l2norm_backward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,           \
+                              const float *dy, float *dx, int assign))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

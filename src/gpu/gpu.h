@@ -100,15 +100,12 @@ void tfc_gpu_test_fail_captures(int on);
  * on a GPU yet, and without them both precisions are refused. */
 void tfc_gpu_test_enable_bf16(int on);
 
-/* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS (pact_*, prelu_*:
- * gpu_pact.cu; penalty, constrain: gpu_elementwise.cu; noise_*: gpu_noise.cu; groupnorm_*:
- * gpu_groupnorm.cu; simple_rnn_*: gpu_simple_rnn.cu; score_attention_*:
- * gpu_score_attention.cu) into the GPU's op table, so models with Keras's parametrised
- * activation layers, weight regularizers and constraints, noise layers, GroupNormalization,
- * SimpleRNN, Attention and AdditiveAttention bind there (`make test-gpu`'s pact, penalty,
- * constrain, noise, groupnorm, simple_rnn and score_attention cases against the CPU). Off
- * by default: the kernels have not run on a GPU yet, and without them those models are
- * refused. */
+/* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS (the layer ops that
+ * have not run on a GPU yet, each in the .cu of its family: core/backend.h lists them) into
+ * the GPU's op table, so models with the layers that need them bind there (`make
+ * test-gpu`'s cases against the CPU). Off by default: without them those models are
+ * refused. tools/gpu-flip.py moves the ops into the table for good once those cases have
+ * passed on a GPU. */
 void tfc_gpu_test_enable_layer_ops(int on);
 
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
@@ -172,10 +169,8 @@ const char *tfc_gpu_nccl_version(void);
  * gpu_elementwise.cu.
  * The precision ops (TFC_BACKEND_PRECISION_OPS) stay outside the table until
  * tfc_gpu_test_enable_bf16's case has passed on a GPU.
- * The layer ops (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu, penalty and
- * constrain in gpu_elementwise.cu, noise_* in gpu_noise.cu, groupnorm_* in gpu_groupnorm.cu,
- * simple_rnn_* in gpu_simple_rnn.cu, score_attention_* in gpu_score_attention.cu) stay
- * outside it until tfc_gpu_test_enable_layer_ops's cases have.
+ * The layer ops (TFC_BACKEND_LAYER_OPS), each in the .cu of its family, stay outside it
+ * until tfc_gpu_test_enable_layer_ops's cases have passed on a GPU (tools/gpu-flip.py).
  */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_GPU_DECLARE)

@@ -3155,6 +3155,90 @@ static void test_groupnorm(void)
     enable_layer_ops(0);
 }
 
+/* Permute (gpu_permute.cu, put in the table for this case) against the CPU: the same bits
+ * (a copy), written and added, and back through the inverse permutation. */
+static int permute_case(int64_t n, int ndim, const int64_t *dim, const int *perm)
+{
+    tfc_permute_desc d = {.n = n, .ndim = ndim}, inv = {.n = n, .ndim = ndim};
+    int64_t m = n;
+    for (int i = 0; i < ndim; i++) {
+        d.dim[i] = dim[i], d.perm[i] = perm[i], m *= dim[i];
+        inv.perm[perm[i]] = i, inv.dim[i] = dim[perm[i]];
+    }
+    pair x = pair_rand(m, -1, 1), y = pair_new(m), acc = pair_rand(m, -1, 1), back = pair_new(m);
+    int bad = 0;
+    ref->ops->permute(ref, &d, x.h, y.h, 0);
+    dev->ops->permute(dev, &d, x.d, y.d, 0);
+    bad += pair_check("permute y", &y, EXACT);
+    ref->ops->permute(ref, &d, x.h, acc.h, 1);
+    dev->ops->permute(dev, &d, x.d, acc.d, 1);
+    bad += pair_check("permute y, added", &acc, EXACT);
+    ref->ops->permute(ref, &inv, y.h, back.h, 0);
+    dev->ops->permute(dev, &inv, y.d, back.d, 0);
+    bad += pair_check("permute back", &back, EXACT);
+    float *got = fetch(dev, back.d, m);
+    bad += compare_floats("permute back is x", got, x.h, m, EXACT);
+    free(got);
+    pair *all[] = {&x, &y, &acc, &back};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+/* UnitNormalization's l2norm ops (gpu_permute.cu) against the CPU on [outer, red, inner]:
+ * y, dx added and assigned; with clamp, slice (0, 0) is all zeros and slice (outer - 1,
+ * inner - 1) of norm 5e-13 (Keras's epsilon clamp: y = 1e12 x, dx = 1e12 dy). */
+static int l2norm_case(int64_t outer, int64_t red, int64_t inner, int clamp)
+{
+    tfc_l2norm_desc d = {.outer = outer, .red = red, .inner = inner, .inv_max = 1e12f};
+    const int64_t m = outer * red * inner;
+    pair x = pair_rand(m, -2, 2), y = pair_new(m), dy = pair_rand(m, -1, 1);
+    pair dx = pair_rand(m, -1, 1), dxa = pair_rand(m, -1, 1);
+    if (clamp) {
+        for (int64_t j = 0; j < red; j++) {
+            x.h[j * inner] = 0.0f;
+            x.h[(outer - 1) * red * inner + j * inner + inner - 1] = j ? 0.0f : 5e-13f;
+        }
+        pair_push(&x);
+    }
+    int bad = 0;
+    ref->ops->l2norm_forward(ref, &d, x.h, y.h);
+    dev->ops->l2norm_forward(dev, &d, x.d, y.d);
+    bad += pair_check("l2norm y", &y, 1e-6, 1e-7);
+    ref->ops->l2norm_backward(ref, &d, x.h, dy.h, dx.h, 0);
+    dev->ops->l2norm_backward(dev, &d, x.d, dy.d, dx.d, 0);
+    bad += pair_check("l2norm dx", &dx, 1e-5, 1e-6);
+    ref->ops->l2norm_backward(ref, &d, x.h, dy.h, dxa.h, 1);
+    dev->ops->l2norm_backward(dev, &d, x.d, dy.d, dxa.d, 1);
+    bad += pair_check("l2norm dx, assigned", &dxa, 1e-5, 1e-6);
+    pair *all[] = {&x, &y, &dy, &dx, &dxa};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+/* Permute and UnitNormalization: their ops against the CPU, then a model with both trains on
+ * both backends (their kernels put in the GPU's table for the case) */
+static void test_permute_l2norm(void)
+{
+    enable_layer_ops(1);
+    CU_ASSERT_EQUAL(permute_case(3, 2, (int64_t[]){5, 4}, (int[]){1, 0}), 0);
+    CU_ASSERT_EQUAL(permute_case(4, 3, (int64_t[]){64, 32, 16}, (int[]){2, 1, 0}), 0);
+    CU_ASSERT_EQUAL(permute_case(4, 3, (int64_t[]){64, 32, 16}, (int[]){1, 0, 2}), 0);
+    CU_ASSERT_EQUAL(permute_case(2, 4, (int64_t[]){1, 7, 3, 5}, (int[]){3, 1, 0, 2}), 0);
+    CU_ASSERT_EQUAL(permute_case(2, 3, (int64_t[]){3, 4, 5}, (int[]){0, 1, 2}), 0);
+    CU_ASSERT_EQUAL(l2norm_case(50, 300, 1, 0), 0);  /* rows: a warp each */
+    CU_ASSERT_EQUAL(l2norm_case(6, 7, 33, 0), 0);    /* columns: a thread each */
+    CU_ASSERT_EQUAL(l2norm_case(3, 4, 1, 1), 0);     /* the clamp, rows */
+    CU_ASSERT_EQUAL(l2norm_case(3, 4, 5, 1), 0);     /* and columns */
+    check_status();
+    train_steps("input: {shape: [5, 4]}\nlayers:\n  - Permute: {dims: [2, 1]}\n"
+                "  - Dense: {units: 6, activation: tanh}\n  - UnitNormalization: {}\n"
+                "  - Permute: {dims: [2, 1]}\n  - UnitNormalization: {axis: 1}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 /* lse compared as the contract has it: +-inf exactly, finite values within rtol, atol. */
 static int lse_check(const pair *p, double rtol, double atol)
 {
@@ -4047,6 +4131,7 @@ int main(int argc, char **argv)
         {"train_position", test_train_position},
         {"layernorm", test_layernorm},
         {"groupnorm", test_groupnorm},
+        {"permute_l2norm", test_permute_l2norm},
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},
