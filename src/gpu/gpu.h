@@ -103,12 +103,12 @@ void tfc_gpu_test_enable_bf16(int on);
 /* For tests, process-wide: 1 puts the kernels of TFC_BACKEND_LAYER_OPS (pact_*, prelu_*:
  * gpu_pact.cu; penalty, constrain: gpu_elementwise.cu; noise_*: gpu_noise.cu; groupnorm_*:
  * gpu_groupnorm.cu; simple_rnn_*: gpu_simple_rnn.cu; score_attention_*:
- * gpu_score_attention.cu) into the GPU's op table, so models with Keras's parametrised
- * activation layers, weight regularizers and constraints, noise layers, GroupNormalization,
- * SimpleRNN, Attention and AdditiveAttention bind there (`make test-gpu`'s pact, penalty,
- * constrain, noise, groupnorm, simple_rnn and score_attention cases against the CPU). Off
- * by default: the kernels have not run on a GPU yet, and without them those models are
- * refused. */
+ * gpu_score_attention.cu; extremum_*: gpu_extremum.cu) into the GPU's op table, so models
+ * with Keras's parametrised activation layers, weight regularizers and constraints, noise
+ * layers, GroupNormalization, SimpleRNN, Attention, AdditiveAttention, Maximum and Minimum
+ * bind there (`make test-gpu`'s pact, penalty, constrain, noise, groupnorm, simple_rnn,
+ * score_attention and extremum cases against the CPU). Off by default: the kernels have not
+ * run on a GPU yet, and without them those models are refused. */
 void tfc_gpu_test_enable_layer_ops(int on);
 
 /* Caps the device memory the allocator holds (bytes; 0 = no cap other than the GPU's own).
@@ -174,7 +174,8 @@ const char *tfc_gpu_nccl_version(void);
  * tfc_gpu_test_enable_bf16's case has passed on a GPU.
  * The layer ops (TFC_BACKEND_LAYER_OPS: pact_* and prelu_* in gpu_pact.cu, penalty and
  * constrain in gpu_elementwise.cu, noise_* in gpu_noise.cu, groupnorm_* in gpu_groupnorm.cu,
- * simple_rnn_* in gpu_simple_rnn.cu, score_attention_* in gpu_score_attention.cu) stay
+ * simple_rnn_* in gpu_simple_rnn.cu, score_attention_* in gpu_score_attention.cu,
+ * extremum_* in gpu_extremum.cu) stay
  * outside it until tfc_gpu_test_enable_layer_ops's cases have.
  */
 #define TFC_GPU_DECLARE(ret, op, params) ret tfc_gpu_##op params;

@@ -27,6 +27,7 @@ extern const tfc_layer_ops tfc_normalization_ops;
 extern const tfc_layer_ops tfc_simple_rnn_ops;
 extern const tfc_layer_ops tfc_time_distributed_ops;
 extern const tfc_layer_ops tfc_attention_ops, tfc_additive_attention_ops;
+extern const tfc_layer_ops tfc_maximum_ops, tfc_minimum_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -58,6 +59,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_activity_regularization_ops,
     &tfc_identity_ops,       &tfc_repeat_vector_ops,    &tfc_normalization_ops,
     &tfc_time_distributed_ops,
+    &tfc_maximum_ops,        &tfc_minimum_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)
