@@ -24,39 +24,51 @@ L = keras.layers
 
 def ties():
     """Float inputs straight into the merges, with ties: ReLU's zeros against a ReLU Dense's,
-    an input twice (a three-way tie at every element), x against relu(x) (equal where x >= 0)."""
+    an input twice (a three-way tie at every element), x against relu(x) (equal where x >= 0),
+    and two Dense layers with the same weights (b2 gets b's): equal everywhere, so only the
+    tie rule decides which kernel gets the gradient (the ties above reach the same weights
+    and input either way)."""
     x = keras.Input((5,))
     r = L.ReLU(name="r")(x)
     a = L.Dense(5, activation="relu", name="a")(x)
     mx = L.Maximum(name="mx")([r, a, r])
     mn = L.Minimum(name="mn")([x, r])
-    c = L.Concatenate(name="cat")([mx, mn])
+    b = L.Dense(5, name="b")(x)
+    b2 = L.Dense(5, name="b2")(x)
+    mn2 = L.Minimum(name="mn2")([b, b2, a])
+    c = L.Concatenate(name="cat")([mx, mn, mn2])
     y = L.Dense(3, name="out")(c)
     yaml = ("input: {shape: [5]}\nlayers:\n"
             "  - ReLU: {name: r}\n"
             "  - Dense: {name: a, units: 5, activation: relu, inputs: input}\n"
             "  - Maximum: {name: mx, inputs: [r, a, r]}\n"
             "  - Minimum: {name: mn, inputs: [input, r]}\n"
-            "  - Concatenate: {name: cat, inputs: [mx, mn]}\n"
+            "  - Dense: {name: b, units: 5, inputs: input}\n"
+            "  - Dense: {name: b2, units: 5, inputs: input}\n"
+            "  - Minimum: {name: mn2, inputs: [b, b2, a]}\n"
+            "  - Concatenate: {name: cat, inputs: [mx, mn, mn2]}\n"
             "  - Dense: {name: out, units: 3}\n")
     return keras.Model(x, y), yaml, 0.0
 
 
 def image():
-    """Images (H, W, C) from three convolutions: Maximum of three, Minimum of two."""
+    """Images (H, W, C) from four convolutions: Maximum of three, Minimum of that and the
+    fourth."""
     x = keras.Input((4, 5, 2))
     a = L.Conv2D(3, 3, padding="same", name="ca")(x)
     b = L.Conv2D(3, 3, padding="same", name="cb")(x)
     c = L.Conv2D(3, 1, name="cc")(x)
     mx = L.Maximum(name="mx")([a, b, c])
-    mn = L.Minimum(name="mn")([mx, b])
+    d = L.Conv2D(3, 1, name="cd")(x)
+    mn = L.Minimum(name="mn")([mx, d])
     y = L.Dense(2, name="out")(mn)
     yaml = ("input: {shape: [4, 5, 2]}\nlayers:\n"
             "  - Conv2D: {name: ca, filters: 3, kernel_size: 3, padding: same}\n"
             "  - Conv2D: {name: cb, filters: 3, kernel_size: 3, padding: same, inputs: input}\n"
             "  - Conv2D: {name: cc, filters: 3, kernel_size: 1, inputs: input}\n"
             "  - Maximum: {name: mx, inputs: [ca, cb, cc]}\n"
-            "  - Minimum: {name: mn, inputs: [mx, cb]}\n"
+            "  - Conv2D: {name: cd, filters: 3, kernel_size: 1, inputs: input}\n"
+            "  - Minimum: {name: mn, inputs: [mx, cd]}\n"
             "  - Dense: {name: out, units: 2}\n")
     return keras.Model(x, y), yaml, 0.0
 
@@ -114,6 +126,8 @@ def main():
         model, yaml, offset = make()
         for v in model.weights:
             v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
+        if name == "ties":
+            model.get_layer("b2").set_weights(model.get_layer("b").get_weights())
         shape = (BATCH,) + tuple(model.input_shape[1:])
         if offset is None:  # token ids, with padding at the end and in the middle
             x = rng.integers(1, 11, size=shape).astype("int32")
