@@ -2,13 +2,15 @@
  * hand-worked folds (ties split in halves, NaN, Keras's Merge under a mask with every mix of
  * masked inputs), Keras 3 parity from the fixtures tests/ref/keras_merge.py wrote
  * (tests/ref/merge/: outputs, input and weight gradients, ties, images, masked sequences and
- * their padding steps), argument errors and the refusal of a backend without the kernels.
+ * their padding steps), argument errors, the refusal of a backend without the kernels and
+ * ONNX export's of masked inputs.
  * Run from the repository's root. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/onnx.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "gradcheck.h"
@@ -278,6 +280,33 @@ static void test_missing_kernel_refused(void)
     tfc_backend_free(be);
 }
 
+/* ONNX export refuses masked inputs (Keras's padding-step values have no Max/Min form),
+ * naming the layer; the unmasked layers export (checked with onnxruntime in test_onnx). */
+static void test_onnx_masked_refused(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = tfc_test_model("input: {shape: [5], dtype: int32}\nlayers:\n"
+                                  "  - Embedding: {name: e, input_dim: 9, output_dim: 4, "
+                                  "mask_zero: true}\n  - Dense: {name: a, units: 4}\n"
+                                  "  - Minimum: {name: mn, inputs: [a, e]}\n"
+                                  "  - GlobalAveragePooling1D: {}\n");
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(m && tfc_model_bind_inference(m, be, 2, &err) == TFC_OK);
+    const char *path = tfc_test_path("merge.onnx");
+    remove(path);
+    tfc_onnx_options o = {.opset = 17};
+    CU_ASSERT_EQUAL(tfc_onnx_export(m, &o, path, &err), TFC_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'mn' (Minimum)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "masked inputs"));
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NULL(f);
+    if (f) fclose(f);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("merge", {"op_values", test_op_values}, {"keras_parity", test_keras_parity},
               {"argument_errors", test_argument_errors},
-              {"missing_kernel_refused", test_missing_kernel_refused})
+              {"missing_kernel_refused", test_missing_kernel_refused},
+              {"onnx_masked_refused", test_onnx_masked_refused})
