@@ -4092,6 +4092,9 @@ int main(int argc, char **argv)
         {"deterministic_transformer", test_deterministic_transformer},
         {NULL, NULL},
     };
+    /* the BLAS restart (tfc_test_main's) re-executes with the arguments it is given: here,
+     * before --cpu-twin is taken off them, so the restarted process is a twin too */
+    tfc_cpu_blas_restart(argv);
     int args = 1;
     if (argc > 1 && strcmp(argv[1], "--cpu-twin") == 0) {
         twin = 1;
