@@ -17,8 +17,8 @@
  *                Keras folds them); dx_i += w_i dy, w_i the weight x_i has in y: each step of
  *                the fold gives it to the input strictly beyond the other and half to each at
  *                a tie (jnp.maximum's gradient, Keras on JAX; TensorFlow's gives a tie to the
- *                first: ReLU branches both at 0 differ). The output's mask as Add's; under a
- *                mask a padding step follows Keras's Merge (core/backend.h,
+ *                first: equal branches with different weights differ). The output's mask as
+ *                Add's; under a mask a padding step follows Keras's Merge (core/backend.h,
  *                tfc_extremum_desc): y = x_1 there where every input carries the mask.
  *                On the new extremum op pair (cpu_extremum.c, gpu_extremum.cu).
  * Concatenation along axis a is a strided 2-D copy: rows = batch * prod(dims before a),
