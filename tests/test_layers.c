@@ -593,6 +593,23 @@ static const gc_case cases[] = {
                          "  - Subtract: {name: d, inputs: [a, b]}\n"
                          "  - Dense: {name: c, units: 5, activation: tanh, inputs: input}\n"
                          "  - Average: {inputs: [d, b, c]}\n  - Dense: {units: 3}\n", 4},
+    /* Maximum of three branches and Minimum of two (one listed twice), joined; then under a mask:
+     * every input masked (padding steps take the first input's values and gradient), and a
+     * Dense (masked) against a Conv1D (which drops the mask), which replaces it on padding
+     * (embeddings of Keras's +-0.05 would put every branch near 0, every element near a tie) */
+    {"maximum_minimum", "input: {shape: [6]}\nlayers:\n  - Dense: {name: a, units: 5, activation: tanh}\n"
+                        "  - Dense: {name: b, units: 5, inputs: input}\n"
+                        "  - Dense: {name: c, units: 5, activation: tanh, inputs: input}\n"
+                        "  - Maximum: {name: m, inputs: [a, b, c]}\n"
+                        "  - Minimum: {name: n, inputs: [a, b, a]}\n"
+                        "  - Concatenate: {inputs: [m, n]}\n  - Dense: {units: 3}\n", 4},
+    {"maximum_minimum_masked", SEQ "  - Embedding: {name: e, input_dim: 10, output_dim: 4, mask_zero: true, "
+                               "embeddings_initializer: {type: random_uniform, minval: -1, maxval: 1}}\n"
+                               "  - Dense: {name: a, units: 4, activation: tanh}\n"
+                               "  - Maximum: {name: m, inputs: [a, e]}\n"
+                               "  - Conv1D: {name: c, filters: 4, kernel_size: 3, padding: same, inputs: e}\n"
+                               "  - Minimum: {inputs: [m, c]}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     /* PReLU shared over an image's rows and columns, not shared, and over a sequence's steps */
     {"prelu", IMG "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
               "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, value: 0.25}}\n"

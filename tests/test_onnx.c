@@ -598,6 +598,18 @@ static void test_activations(void)
             "  - Dense: {name: b, units: 5, inputs: input}\n"
             "  - Subtract: {name: d, inputs: [a, b]}\n  - Dense: {name: c, units: 5, inputs: input}\n"
             "  - Average: {inputs: [d, b, c]}\n", 0);
+    /* Maximum and Minimum (Max, Min) of vectors, and of images (NCHW in the graph) */
+    fixture("maximum_minimum",
+            "input: {shape: [6]}\nlayers:\n  - Dense: {name: a, units: 5, activation: relu}\n"
+            "  - Dense: {name: b, units: 5, inputs: input}\n"
+            "  - Dense: {name: c, units: 5, inputs: input}\n"
+            "  - Maximum: {name: m, inputs: [a, b, c]}\n  - Minimum: {inputs: [m, b, a]}\n", 0);
+    fixture("maximum_minimum_image",
+            "input: {shape: [5, 6, 3]}\nlayers:\n"
+            "  - Conv2D: {name: a, filters: 4, kernel_size: 3, padding: same}\n"
+            "  - Conv2D: {name: b, filters: 4, kernel_size: 3, padding: same, inputs: input}\n"
+            "  - Maximum: {name: m, inputs: [a, b]}\n  - Conv2D: {name: c, filters: 4, "
+            "kernel_size: 1}\n  - Minimum: {inputs: [c, a]}\n  - Flatten: {}\n", 0);
     /* Normalization: Sub and Div, or Mul and Add (invert), adapted weights and given
      * constants, per feature, over two kept axes, scalars; after a convolution (NCHW) */
     fixture("normalization",

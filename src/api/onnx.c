@@ -1742,7 +1742,8 @@ static tref score_attention(exporter *x, const tfc_layer *l)
 
 /* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis of
  * one example + 1 for the batch). */
-/* Add (Sum), Concatenate (Concat), Subtract (Sub), Average (Sum, then Div by k as Keras) */
+/* Add (Sum), Concatenate (Concat), Subtract (Sub), Average (Sum, then Div by k as Keras),
+ * Maximum (Max), Minimum (Min): Max and Min fold their inputs as Keras does */
 static tref merge(exporter *x, const tfc_layer *l, int concat)
 {
     const char *ins[TFC_LAYER_MAX_INPUTS + 1] = {NULL};
@@ -1761,7 +1762,11 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
         attr_int(&a, "axis", ax < 0 ? ax : ax + 1);
     }
     const int sub = !strcmp(l->ops->type, "Subtract"), avg = !strcmp(l->ops->type, "Average");
-    const char *op = concat ? "Concat" : sub ? "Sub" : "Sum";
+    const char *op = concat                              ? "Concat"
+                     : sub                               ? "Sub"
+                     : !strcmp(l->ops->type, "Maximum") ? "Max"
+                     : !strcmp(l->ops->type, "Minimum") ? "Min"
+                                                         : "Sum";
     fresh(x, r.name, op);
     node(x, op, ins, r.name, concat ? &a : NULL);
     if (avg) {
@@ -1902,8 +1907,12 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = reshape(x, &t, &l->out_shape);
     } else if (l->joins_mask) {
         unsupported(x, l, "the masks joined along the steps have no ONNX form yet");
+    } else if ((!strcmp(type, "Maximum") || !strcmp(type, "Minimum")) && l->mask_in) {
+        unsupported(x, l, "masked inputs (Keras's values on the padding steps) have no ONNX "
+                          "form yet");
     } else if (!strcmp(type, "Add") || !strcmp(type, "Concatenate") ||
-               !strcmp(type, "Subtract") || !strcmp(type, "Average")) {
+               !strcmp(type, "Subtract") || !strcmp(type, "Average") ||
+               !strcmp(type, "Maximum") || !strcmp(type, "Minimum")) {
         r = merge(x, l, type[0] == 'C');
     } else if (!strcmp(type, "MultiHeadAttention")) {
         r = attention(x, l);

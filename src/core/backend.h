@@ -303,6 +303,51 @@ typedef struct tfc_score_attn_desc {
     uint64_t key, step;
 } tfc_score_attn_desc;
 
+/* The element-wise maximum or minimum of k inputs (Maximum, Minimum), each [rows, cols], the
+ * way Keras folds them: y = op(op(x_0, x_1), x_2) ... (NaN propagates). Under a sequence
+ * mask (mask [rows], 1 a real step, 0 padding; NULL: none) `masked` has bit i set for each
+ * input carrying it, and a padded row follows Keras's Merge: an input carrying the mask
+ * leaves the running result as it is, one without replaces it while every input before it
+ * carried the mask, and otherwise enters the fold. */
+typedef struct tfc_extremum_desc {
+    int64_t rows;
+    int cols;
+    int k;          /* inputs, 2 .. 8 */
+    int minimum;    /* 1: the minimum */
+    unsigned masked;
+} tfc_extremum_desc;
+
+/* Element e of the fold at a row (padded: a padding step under the mask), on the host and
+ * the device (TFC_HD); w (k floats, NULL: not wanted) receives each input's weight in it. */
+TFC_HD float tfc_extremum_at(const tfc_extremum_desc *d, const float *const *x, int padded,
+                             int64_t e, float *w)
+{
+    float y = x[0][e];
+    int all_masked = d->masked & 1u; /* every input so far carries the mask */
+    if (w) w[0] = 1.f;
+    for (int i = 1; i < d->k; i++) {
+        const float v = x[i][e];
+        float keep = 1.f, wi = 0.f; /* the factor on the weights so far, input i's */
+        if (padded && (d->masked >> i & 1u)) {
+            /* masked here: the result stays */
+        } else if (padded && all_masked) {
+            keep = 0.f, wi = 1.f, y = v; /* replaces the result held so far */
+        } else if (d->minimum ? v < y : v > y) {
+            keep = 0.f, wi = 1.f, y = v;
+        } else if (v == y) {
+            keep = 0.5f, wi = 0.5f;
+        } else if (v != v) {
+            keep = 0.f, wi = 1.f, y = v; /* NaN propagates */
+        }
+        if (!(padded && (d->masked >> i & 1u))) all_masked = 0;
+        if (w) {
+            for (int j = 0; j < i; j++) w[j] *= keep;
+            w[i] = wi;
+        }
+    }
+    return y;
+}
+
 /* The pieces of it on the host and the device (TFC_HD): z_ij of row r = b tq + i, key j */
 TFC_HD float tfc_score_attn_keep(const tfc_score_attn_desc *d, int64_t r, int j)
 {
@@ -1089,7 +1134,17 @@ typedef struct tfc_device_options {
     X(void, l2norm_forward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,            \
                              float *y))                                                            \
     X(void, l2norm_backward, (tfc_backend *be, const tfc_l2norm_desc *d, const float *x,           \
-                              const float *dy, float *dx, int assign))
+                              const float *dy, float *dx, int assign))                             \
+    /* Maximum and Minimum (tfc_extremum_desc): x is a host array of k device pointers.            \
+     * extremum_forward overwrites y. extremum_backward: dx[i] += w_i dy (dx[i] NULL: not          \
+     * needed), w_i the weight input i has in y: each step of the fold gives its result's          \
+     * weight to the input that is strictly beyond the other, and half to each at a tie            \
+     * (JAX's rule for jnp.maximum, the backend Keras's fixtures come from). */                    \
+    X(void, extremum_forward, (tfc_backend *be, const tfc_extremum_desc *d,                        \
+                               const float *const *x, const float *mask, float *y))                \
+    X(void, extremum_backward, (tfc_backend *be, const tfc_extremum_desc *d,                       \
+                                const float *const *x, const float *mask, const float *dy,         \
+                                float *const *dx))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

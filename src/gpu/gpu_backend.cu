@@ -389,8 +389,9 @@ static tfc_backend_ops gpu_ops = { /* not const: tfc_gpu_test_enable_bf16, _laye
     .masking_backward = tfc_gpu_masking_backward,
     /* the layer kernels that have not run on a GPU yet (core/backend.h; gpu_pact.cu,
      * gpu_elementwise.cu's penalty and constrain, gpu_noise.cu, gpu_groupnorm.cu,
-     * gpu_simple_rnn.cu and gpu_score_attention.cu, which tfc_gpu_test_enable_layer_ops puts
-     * in for those tests): a model whose layer needs one is refused at bind, naming it */
+     * gpu_simple_rnn.cu, gpu_score_attention.cu and gpu_extremum.cu, which
+     * tfc_gpu_test_enable_layer_ops puts in for those tests): a model whose layer needs one is
+     * refused at bind, naming it */
     TFC_BACKEND_LAYER_OPS(GPU_NO_KERNEL)
     /* TFC_BACKEND_STEP_OPS: the trainer's step without a host round trip (gpu_optim.cu) */
     .grad_sumsq = tfc_gpu_grad_sumsq,

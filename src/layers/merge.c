@@ -1,5 +1,5 @@
-/* Add, Subtract, Average, Concatenate and Multiply (keras.layers), the merge layers that make residual,
- * multi-branch and gated graphs; list their producers in `inputs:`.
+/* Add, Subtract, Average, Concatenate, Multiply, Maximum and Minimum (keras.layers), the merge
+ * layers that make residual, multi-branch and gated graphs; list their producers in `inputs:`.
  *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy; masked only if
  *                every input is (Keras: an input without a mask drops it)
  *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy;
@@ -13,6 +13,14 @@
  *   Multiply:    y = x_1 * ... * x_k element-wise;  dx_i += dy * prod_{j != i} x_j, summed
  *                over the broadcast axes for an input of one channel vector (1, ..., 1, C)
  *                broadcast over the others (squeeze-and-excitation's scale)
+ *   Maximum, Minimum: y = op(...op(op(x_1, x_2), x_3)..., x_k) element-wise (equal shapes, as
+ *                Keras folds them); dx_i += w_i dy, w_i the weight x_i has in y: each step of
+ *                the fold gives it to the input strictly beyond the other and half to each at
+ *                a tie (jnp.maximum's gradient, Keras on JAX; TensorFlow's gives a tie to the
+ *                first: equal branches with different weights differ). The output's mask as
+ *                Add's; under a mask a padding step follows Keras's Merge (core/backend.h,
+ *                tfc_extremum_desc): y = x_1 there where every input carries the mask.
+ *                On the new extremum op pair (cpu_extremum.c, gpu_extremum.cu).
  * Concatenation along axis a is a strided 2-D copy: rows = batch * prod(dims before a),
  * each input contributing prod(dims from a) columns. */
 #include "layers/layer.h"
@@ -305,4 +313,46 @@ const tfc_layer_ops tfc_multiply_ops = {
     .min_inputs = 2, .max_inputs = TFC_LAYER_MAX_INPUTS,
     .build = mul_build, .plan = mul_plan, .forward = mul_forward, .backward = mul_backward,
     .needs = mul_needs,
+};
+
+/* Maximum, Minimum: the extremum ops over rows of the mask's steps (one row per example
+ * without a mask). */
+static tfc_extremum_desc extremum_desc(const tfc_layer *l, int batch)
+{
+    const int64_t steps = l->mask ? l->out_shape.dim[0] : 1;
+    return (tfc_extremum_desc){.rows = batch * steps,
+                               .cols = (int)(tfc_layer_out_numel(l) / steps),
+                               .k = l->ninputs, .minimum = l->ops->type[1] == 'i',
+                               .masked = l->mask ? l->mask_inputs : 0u};
+}
+
+static void extremum_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    tfc_extremum_desc d = extremum_desc(l, ex->batch);
+    ex->be->ops->extremum_forward(ex->be, &d, (const float *const *)x, l->mask, y);
+}
+
+static void extremum_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                              const float *dy, float *const *dx)
+{
+    tfc_extremum_desc d = extremum_desc(l, ex->batch);
+    ex->be->ops->extremum_backward(ex->be, &d, (const float *const *)x, l->mask, dy, dx);
+}
+
+static const char *const *extremum_needs(const tfc_layer *l)
+{
+    static const char *const ops[] = {"extremum_forward", "extremum_backward", NULL};
+    return ops;
+}
+
+const tfc_layer_ops tfc_maximum_ops = {
+    .type = "Maximum", .schema = add_fields, .args_size = 0, .min_inputs = 2,
+    .max_inputs = TFC_LAYER_MAX_INPUTS, .keeps_mask = 1, .build = add_build,
+    .forward = extremum_forward, .backward = extremum_backward, .needs = extremum_needs,
+};
+
+const tfc_layer_ops tfc_minimum_ops = {
+    .type = "Minimum", .schema = add_fields, .args_size = 0, .min_inputs = 2,
+    .max_inputs = TFC_LAYER_MAX_INPUTS, .keeps_mask = 1, .build = add_build,
+    .forward = extremum_forward, .backward = extremum_backward, .needs = extremum_needs,
 };

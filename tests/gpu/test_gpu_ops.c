@@ -3236,6 +3236,70 @@ static void test_permute_l2norm(void)
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+/* Maximum and Minimum (gpu_extremum.cu, put in the table for this case) against the CPU: the
+ * fold of k inputs, values on a grid of halves so ties are common (the weights halve), with
+ * and without a sequence mask and its mixes of masked inputs; y and every dx (accumulated,
+ * one of them NULL) the same bits (both run core/backend.h's tfc_extremum_at). Then a model
+ * with both layers, masked and not, trains on both backends. */
+static int extremum_case(int64_t rows, int cols, int k, int minimum, unsigned masked,
+                         int with_mask)
+{
+    tfc_extremum_desc d = {.rows = rows, .cols = cols, .k = k, .minimum = minimum,
+                           .masked = masked};
+    const int64_t n = rows * cols;
+    pair x[8], dx[8], y = pair_new(n), dy = pair_rand(n, -1, 1), mask = pair_rand(rows, 0, 1);
+    const float *xh[8], *xd[8];
+    float *dxh[8], *dxd[8];
+    for (int i = 0; i < k; i++) {
+        x[i] = pair_rand(n, -2, 2);
+        for (int64_t e = 0; e < n; e++) x[i].h[e] = roundf(x[i].h[e] * 2) / 2;
+        if (i == 1) x[i].h[0] = NAN; /* NaN propagates */
+        pair_push(&x[i]);
+        dx[i] = pair_rand(n, -1, 1);
+        xh[i] = x[i].h, xd[i] = x[i].d;
+        dxh[i] = i == 1 ? NULL : dx[i].h, dxd[i] = i == 1 ? NULL : dx[i].d;
+    }
+    for (int64_t r = 0; r < rows; r++) mask.h[r] = mask.h[r] < 0.3f ? 0.f : 1.f;
+    pair_push(&mask);
+    int bad = 0;
+    ref->ops->extremum_forward(ref, &d, xh, with_mask ? mask.h : NULL, y.h);
+    dev->ops->extremum_forward(dev, &d, xd, with_mask ? mask.d : NULL, y.d);
+    bad += pair_check("extremum y", &y, 0, 0);
+    ref->ops->extremum_backward(ref, &d, xh, with_mask ? mask.h : NULL, dy.h, dxh);
+    dev->ops->extremum_backward(dev, &d, xd, with_mask ? mask.d : NULL, dy.d, dxd);
+    for (int i = 0; i < k; i++) bad += pair_check("extremum dx", &dx[i], 0, 0);
+    for (int i = 0; i < k; i++) pair_free(&x[i]), pair_free(&dx[i]);
+    pair_free(&y), pair_free(&dy), pair_free(&mask);
+    return bad;
+}
+
+static void test_extremum(void)
+{
+    enable_layer_ops(1);
+    CU_ASSERT_EQUAL(extremum_case(1000, 37, 2, 0, 0, 0), 0);  /* Maximum of two */
+    CU_ASSERT_EQUAL(extremum_case(333, 64, 5, 1, 0, 0), 0);   /* Minimum of five */
+    CU_ASSERT_EQUAL(extremum_case(8 * 50, 9, 3, 0, 7, 1), 0); /* every input masked */
+    CU_ASSERT_EQUAL(extremum_case(8 * 50, 9, 4, 1, 5, 1), 0); /* some masked */
+    CU_ASSERT_EQUAL(extremum_case(8 * 50, 9, 8, 0, 0xaa, 1), 0); /* the first unmasked */
+    check_status();
+    train_steps("input: {shape: [6, 6, 2]}\nlayers:\n"
+                "  - Conv2D: {name: a, filters: 4, kernel_size: 3, padding: same}\n"
+                "  - Conv2D: {name: b, filters: 4, kernel_size: 3, padding: same, inputs: input}\n"
+                "  - Activation: {name: r, activation: relu, inputs: b}\n"
+                "  - Maximum: {name: m, inputs: [a, r, b]}\n"
+                "  - Minimum: {inputs: [m, a]}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
+                "  - Embedding: {name: e, input_dim: 20, output_dim: 6, mask_zero: true}\n"
+                "  - Dense: {name: a, units: 6, activation: tanh}\n"
+                "  - Maximum: {name: m, inputs: [a, e]}\n"
+                "  - Conv1D: {name: c, filters: 6, kernel_size: 3, padding: same, inputs: e}\n"
+                "  - Minimum: {inputs: [m, c]}\n"
+                "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 4, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 1, 1, 5e-4, 1e-5);
     enable_layer_ops(0);
 }
 
@@ -4132,6 +4196,7 @@ int main(int argc, char **argv)
         {"layernorm", test_layernorm},
         {"groupnorm", test_groupnorm},
         {"permute_l2norm", test_permute_l2norm},
+        {"extremum", test_extremum},
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},

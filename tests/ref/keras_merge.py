@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# Writes the Keras parity fixtures of Maximum and Minimum (tests/test_merge.c) into
+# tests/ref/merge/, in keras_norm.py's format: one safetensors file per case holding its tfc
+# YAML (metadata "yaml"), the input x, Keras 3's inference output y, MSE targets t and, but
+# for `seq_steps`, the gradients of the MSE loss (training mode) with respect to x ("dx", float
+# inputs) and each weight ("grad:<path>"), and every weight under its Keras 3 variable path.
+# The gradients are JAX's: a tie in jnp.maximum / jnp.minimum gives half to each side, the
+# rule tfc follows (src/layers/merge.c). Not run by `make test` (Keras is not a CI
+# dependency). To regenerate (Keras 3.15.1 + JAX, CPU):
+#   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_merge.py
+import json
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+import jax
+import jax.numpy as jnp
+import keras
+import numpy as np
+from safetensors.numpy import save_file
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "merge")
+L = keras.layers
+
+
+def ties():
+    """Float inputs straight into the merges, with ties: ReLU's zeros against a ReLU Dense's,
+    an input twice (a three-way tie at every element), x against relu(x) (equal where x >= 0),
+    and two Dense layers with the same weights (b2 gets b's): equal everywhere, so only the
+    tie rule decides which kernel gets the gradient (the ties above reach the same weights
+    and input either way)."""
+    x = keras.Input((5,))
+    r = L.ReLU(name="r")(x)
+    a = L.Dense(5, activation="relu", name="a")(x)
+    mx = L.Maximum(name="mx")([r, a, r])
+    mn = L.Minimum(name="mn")([x, r])
+    b = L.Dense(5, name="b")(x)
+    b2 = L.Dense(5, name="b2")(x)
+    mn2 = L.Minimum(name="mn2")([b, b2, a])
+    c = L.Concatenate(name="cat")([mx, mn, mn2])
+    y = L.Dense(3, name="out")(c)
+    yaml = ("input: {shape: [5]}\nlayers:\n"
+            "  - ReLU: {name: r}\n"
+            "  - Dense: {name: a, units: 5, activation: relu, inputs: input}\n"
+            "  - Maximum: {name: mx, inputs: [r, a, r]}\n"
+            "  - Minimum: {name: mn, inputs: [input, r]}\n"
+            "  - Dense: {name: b, units: 5, inputs: input}\n"
+            "  - Dense: {name: b2, units: 5, inputs: input}\n"
+            "  - Minimum: {name: mn2, inputs: [b, b2, a]}\n"
+            "  - Concatenate: {name: cat, inputs: [mx, mn, mn2]}\n"
+            "  - Dense: {name: out, units: 3}\n")
+    return keras.Model(x, y), yaml, 0.0
+
+
+def image():
+    """Images (H, W, C) from four convolutions: Maximum of three, Minimum of that and the
+    fourth."""
+    x = keras.Input((4, 5, 2))
+    a = L.Conv2D(3, 3, padding="same", name="ca")(x)
+    b = L.Conv2D(3, 3, padding="same", name="cb")(x)
+    c = L.Conv2D(3, 1, name="cc")(x)
+    mx = L.Maximum(name="mx")([a, b, c])
+    d = L.Conv2D(3, 1, name="cd")(x)
+    mn = L.Minimum(name="mn")([mx, d])
+    y = L.Dense(2, name="out")(mn)
+    yaml = ("input: {shape: [4, 5, 2]}\nlayers:\n"
+            "  - Conv2D: {name: ca, filters: 3, kernel_size: 3, padding: same}\n"
+            "  - Conv2D: {name: cb, filters: 3, kernel_size: 3, padding: same, inputs: input}\n"
+            "  - Conv2D: {name: cc, filters: 3, kernel_size: 1, inputs: input}\n"
+            "  - Maximum: {name: mx, inputs: [ca, cb, cc]}\n"
+            "  - Conv2D: {name: cd, filters: 3, kernel_size: 1, inputs: input}\n"
+            "  - Minimum: {name: mn, inputs: [mx, cd]}\n"
+            "  - Dense: {name: out, units: 2}\n")
+    return keras.Model(x, y), yaml, 0.0
+
+
+SEQ_YAML = ("input: {shape: [6], dtype: int32}\nlayers:\n"
+            "  - Embedding: {name: e, input_dim: 11, output_dim: 4, mask_zero: true}\n"
+            "  - Dense: {name: a, units: 4}\n"
+            "  - Dense: {name: b, units: 4, activation: relu, inputs: e}\n")
+
+
+def seq_masked():
+    """Masked token sequences (Embedding's mask_zero) through both merges, then the masked
+    mean: the padding steps' values do not reach the output."""
+    x = keras.Input((6,), dtype="int32")
+    e = L.Embedding(11, 4, mask_zero=True, name="e")(x)
+    a = L.Dense(4, name="a")(e)
+    b = L.Dense(4, activation="relu", name="b")(e)
+    mx = L.Maximum(name="mx")([a, b, e])
+    mn = L.Minimum(name="mn")([e, a])
+    s = L.Add(name="s")([mx, mn])
+    p = L.GlobalAveragePooling1D(name="p")(s)
+    y = L.Dense(3, name="out")(p)
+    yaml = SEQ_YAML + ("  - Maximum: {name: mx, inputs: [a, b, e]}\n"
+                       "  - Minimum: {name: mn, inputs: [e, a]}\n"
+                       "  - Add: {name: s, inputs: [mx, mn]}\n"
+                       "  - GlobalAveragePooling1D: {name: p}\n"
+                       "  - Dense: {name: out, units: 3}\n")
+    return keras.Model(x, y), yaml, None
+
+
+def seq_steps():
+    """The merged masked sequences themselves (inference only): on a padding step Keras's
+    Merge gives the first input's values."""
+    x = keras.Input((6,), dtype="int32")
+    e = L.Embedding(11, 4, mask_zero=True, name="e")(x)
+    a = L.Dense(4, name="a")(e)
+    b = L.Dense(4, activation="relu", name="b")(e)
+    mx = L.Maximum(name="mx")([a, e, b])
+    mn = L.Minimum(name="mn")([b, a])
+    y = L.Concatenate(name="cat")([mx, mn])
+    yaml = SEQ_YAML + ("  - Maximum: {name: mx, inputs: [a, e, b]}\n"
+                       "  - Minimum: {name: mn, inputs: [b, a]}\n"
+                       "  - Concatenate: {name: cat, inputs: [mx, mn]}\n")
+    return keras.Model(x, y), yaml, None
+
+
+CASES = {"ties": ties, "image": image, "seq_masked": seq_masked, "seq_steps": seq_steps}
+BATCH = 3
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rng = np.random.default_rng(43)
+    for name, make in CASES.items():
+        model, yaml, offset = make()
+        for v in model.weights:
+            v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
+        if name == "ties":
+            model.get_layer("b2").set_weights(model.get_layer("b").get_weights())
+        shape = (BATCH,) + tuple(model.input_shape[1:])
+        if offset is None:  # token ids, with padding at the end and in the middle
+            x = rng.integers(1, 11, size=shape).astype("int32")
+            x[0, 4:] = 0
+            x[1, 2] = 0
+        else:
+            x = (rng.normal(size=shape) + offset).astype("float32")
+        y = np.asarray(model(x, training=False))
+        t = rng.uniform(-1, 1, y.shape).astype("float32")
+        tensors = {"x": x, "y": y, "t": t}
+        for v in model.weights:
+            tensors[v.path] = np.asarray(v.value)
+        if name != "seq_steps":
+            tv = [v.value for v in model.trainable_variables]
+            ntv = [v.value for v in model.non_trainable_variables]
+
+            def loss(tv, xin):
+                out, _ = model.stateless_call(tv, ntv, xin, training=True)
+                return jnp.mean(jnp.mean(jnp.square(out - t), axis=-1))
+
+            gw, gx = jax.grad(loss, argnums=(0, 1), allow_int=True)(tv, jnp.asarray(x))
+            if offset is not None:
+                tensors["dx"] = np.asarray(gx)
+            for v, g in zip(model.trainable_variables, gw):
+                tensors["grad:" + v.path] = np.asarray(g)
+        meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
+                "backend": keras.backend.backend()}
+        save_file(tensors, os.path.join(OUT, name + ".safetensors"), metadata=meta)
+        print(name, json.dumps({k: list(v.shape) for k, v in tensors.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+/* Maximum and Minimum (src/layers/merge.c on the extremum ops, cpu_extremum.c): the op against
+ * hand-worked folds (ties split in halves, NaN, Keras's Merge under a mask with every mix of
+ * masked inputs), Keras 3 parity from the fixtures tests/ref/keras_merge.py wrote
+ * (tests/ref/merge/: outputs, input and weight gradients, ties, images, masked sequences and
+ * their padding steps), argument errors, the refusal of a backend without the kernels and
+ * ONNX export's of masked inputs.
+ * Run from the repository's root. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/onnx.h"
+#include "core/safetensors.h"
+#include "cpu/cpu.h"
+#include "gradcheck.h"
+#include "graph/model.h"
+#include "layers/layer.h"
+#include "testutil.h"
+
+/* ---- the op ------------------------------------------------------------------------------ */
+
+/* Three inputs of 2 rows x 2 columns through extremum_forward / backward (dy = 1): y and the
+ * weights dx_i, against the expected values. */
+static void check_fold(int minimum, unsigned masked, const float *mask, const float *x0,
+                       const float *x1, const float *x2, const float *y_want,
+                       const float w_want[3][4])
+{
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    const float *x[3] = {x0, x1, x2};
+    float y[4], dy[4] = {1, 1, 1, 1}, d0[4] = {0}, d1[4] = {0}, d2[4] = {0};
+    float *dx[3] = {d0, d1, d2};
+    tfc_extremum_desc d = {.rows = 2, .cols = 2, .k = 3, .minimum = minimum, .masked = masked};
+    be->ops->extremum_forward(be, &d, x, mask, y);
+    be->ops->extremum_backward(be, &d, x, mask, dy, dx);
+    for (int e = 0; e < 4; e++) {
+        CU_ASSERT(y[e] == y_want[e] || (isnan(y[e]) && isnan(y_want[e])));
+        for (int i = 0; i < 3; i++) {
+            if (dx[i][e] != w_want[i][e])
+                fprintf(stderr, "\nmin %d masked %u: element %d input %d: %g, want %g\n",
+                        minimum, masked, e, i, dx[i][e], w_want[i][e]);
+            CU_ASSERT_EQUAL(dx[i][e], w_want[i][e]);
+        }
+    }
+    /* dx[i] NULL: not needed, the others unchanged (accumulating) */
+    float *some[3] = {d0, NULL, d2};
+    be->ops->extremum_backward(be, &d, x, mask, dy, some);
+    for (int e = 0; e < 4; e++) {
+        CU_ASSERT_EQUAL(d0[e], 2 * w_want[0][e]);
+        CU_ASSERT_EQUAL(d2[e], 2 * w_want[2][e]);
+    }
+    tfc_backend_free(be);
+}
+
+static void test_op_values(void)
+{
+    /* element 0: a tie then a loser; 1: a winner then a tie; 2: a three-way tie; 3: one winner */
+    const float x0[4] = {1, 2, 0, -1}, x1[4] = {1, 3, 0, 5}, x2[4] = {0, 3, 0, 2};
+    const float ymax[4] = {1, 3, 0, 5}, ymin[4] = {0, 2, 0, -1};
+    const float wmax[3][4] = {{.5f, 0, .25f, 0}, {.5f, .5f, .25f, 1}, {0, .5f, .5f, 0}};
+    const float wmin[3][4] = {{0, 1, .25f, 1}, {0, 0, .25f, 0}, {1, 0, .5f, 0}};
+    check_fold(0, 0, NULL, x0, x1, x2, ymax, wmax);
+    check_fold(1, 0, NULL, x0, x1, x2, ymin, wmin);
+    /* a mask without masked inputs changes nothing */
+    const float mask[2] = {1, 0};
+    check_fold(0, 0, mask, x0, x1, x2, ymax, wmax);
+    /* row 1 (elements 2, 3) padding: every input masked: x0 */
+    const float y111[4] = {1, 3, 0, -1};
+    const float w111[3][4] = {{.5f, 0, 1, 1}, {.5f, .5f, 0, 0}, {0, .5f, 0, 0}};
+    check_fold(0, 7, mask, x0, x1, x2, y111, w111);
+    /* x1 without the mask replaces x0, then x2 (masked) leaves it */
+    const float y101[4] = {1, 3, 0, 5};
+    const float w101[3][4] = {{.5f, 0, 0, 0}, {.5f, .5f, 1, 1}, {0, .5f, 0, 0}};
+    check_fold(0, 5, mask, x0, x1, x2, y101, w101);
+    /* x1 masked leaves x0, x2 without replaces it */
+    const float y011[4] = {1, 3, 0, 2};
+    const float w011[3][4] = {{.5f, 0, 0, 0}, {.5f, .5f, 0, 0}, {0, .5f, 1, 1}};
+    check_fold(0, 3, mask, x0, x1, x2, y011, w011);
+    /* x0 without the mask: x1 masked leaves it, x2 enters the fold (min: 0 ties, 2 > -1) */
+    const float y010[4] = {0, 2, 0, -1};
+    const float w010[3][4] = {{0, 1, .5f, 1}, {0, 0, 0, 0}, {1, 0, .5f, 0}};
+    check_fold(1, 2, mask, x0, x1, x2, y010, w010);
+    /* NaN propagates from either side */
+    const float n0[4] = {NAN, 1, 1, 1}, n1[4] = {0, NAN, 0, 0}, n2[4] = {0, 0, 0, NAN};
+    const float ynan[4] = {NAN, NAN, 1, NAN};
+    const float wnan[3][4] = {{1, 0, 1, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}};
+    check_fold(0, 0, NULL, n0, n1, n2, ynan, wnan);
+}
+
+/* ---- Keras parity ------------------------------------------------------------------------ */
+
+static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
+{
+    const tfc_st_tensor *t = tfc_st_find(f, name);
+    if (!t) return NULL;
+    float *v = malloc((size_t)t->numel * 4);
+    tfc_st_tensor_to_f32(t, v);
+    if (n) *n = t->numel;
+    return v;
+}
+
+/* max |a - b| / max |b| over n values, and the largest |a - b| into *abs_out */
+static double rel_diff(const float *a, const float *b, int64_t n, double *abs_out)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
+    if (abs_out) *abs_out = fmax(*abs_out, d);
+    return d / (m > 0 ? m : 1);
+}
+
+/* One fixture (tests/test_norm.c's): binds its YAML, loads its weights by name (every parameter must be there),
+ * checks that the weights tfc then writes are the fixture's under the same names (what a Keras
+ * model loads by name), compares the inference output (the same bits from the inference
+ * layout) and, where the fixture has them, the gradients of the MSE
+ * loss after a training forward. Returns the worst relative difference. */
+static double parity_case(const char *dir, const char *name, double *worst_abs)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/ref/%s/%s.safetensors", dir, name);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    TFC_ASSERT(f != NULL);
+    const char *yaml = tfc_st_meta(f, "yaml");
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), name, &err);
+    TFC_ASSERT(m != NULL);
+    const tfc_st_tensor *xt = tfc_st_find(f, "x");
+    const int batch = (int)xt->shape.dim[0];
+    int32_t *ids = NULL; /* token inputs */
+    if (xt->dtype == TFC_I32) {
+        ids = malloc(xt->nbytes);
+        memcpy(ids, xt->data, xt->nbytes);
+    }
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
+    tfc_model_want_input_grad(m, 1);
+    tfc_weights_report rep = {0};
+    TFC_ASSERT(tfc_model_load_weights(m, path, &rep, &err) == TFC_OK);
+    CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
+    free(rep.text);
+    rep.text = NULL;
+    int64_t n = 0, nt = 0;
+    float *x = ids ? NULL : tensor(f, "x", NULL), *y = tensor(f, "y", &n);
+    float *t = tensor(f, "t", &nt);
+    const void *in = ids ? (const void *)ids : x;
+    float *out = malloc((size_t)n * 4);
+    TFC_ASSERT(tfc_model_forward(m, in, batch, 0, 1, 0, &err) == TFC_OK);
+    tfc_model_get_output(m, out);
+    double worst = rel_diff(out, y, n, worst_abs);
+    { /* the reverse: the weights tfc writes are the fixture's, name for name (Keras's paths) */
+        const char *saved = tfc_test_path("saved.safetensors");
+        TFC_ASSERT(tfc_model_save_weights(m, saved, &err) == TFC_OK);
+        tfc_st_file *sf = tfc_st_open(saved, &err);
+        TFC_ASSERT(sf != NULL);
+        CU_ASSERT(tfc_st_count(sf) == rep.matched);
+        for (int i = 0; i < tfc_st_count(sf); i++) {
+            const tfc_st_tensor *a = tfc_st_tensor_at(sf, i), *b = tfc_st_find(f, a->name);
+            CU_ASSERT(b && b->nbytes == a->nbytes && !memcmp(a->data, b->data, a->nbytes));
+        }
+        tfc_st_close(sf);
+    }
+    { /* the same from the inference layout (tfc-predict's) */
+        tfc_model *mi = tfc_model_from_string(yaml, strlen(yaml), name, &err);
+        tfc_backend *bi = tfc_cpu_backend_create(2);
+        TFC_ASSERT(mi && tfc_model_bind_inference(mi, bi, batch, &err) == TFC_OK);
+        TFC_ASSERT(tfc_model_load_weights(mi, path, &rep, &err) == TFC_OK);
+        free(rep.text);
+        TFC_ASSERT(tfc_model_forward(mi, in, batch, 0, 1, 0, &err) == TFC_OK);
+        float *o2 = malloc((size_t)n * 4);
+        tfc_model_get_output(mi, o2);
+        CU_ASSERT(!memcmp(o2, out, (size_t)n * 4));
+        free(o2);
+        tfc_model_free(mi);
+        tfc_backend_free(bi);
+    }
+    float *dx = tensor(f, "dx", &n);
+    int grads = 0; /* the fixture has gradients (cases without Dropout) */
+    for (int i = 0; i < tfc_st_count(f); i++)
+        grads |= !strncmp(tfc_st_tensor_at(f, i)->name, "grad:", 5);
+    if (grads) {
+        tfc_batch_result res;
+        TFC_ASSERT(tfc_model_forward(m, in, batch, 1, 1, 0, &err) == TFC_OK);
+        tfc_model_zero_grad(m);
+        TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
+        tfc_model_backward(m);
+        if (dx) {
+            float *got = malloc((size_t)n * 4);
+            be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
+            worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
+            free(got);
+        }
+        for (int i = 0; i < tfc_model_nlayers(m); i++) {
+            tfc_layer *l = tfc_model_layer(m, i);
+            for (int p = 0; p < l->nparams; p++) {
+                char gname[128];
+                snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
+                float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
+                CU_ASSERT_PTR_NOT_NULL(want);
+                if (want) {
+                    tfc_model_grad_download(m, &l->params[p], g);
+                    worst = fmax(worst, rel_diff(g, want, l->params[p].numel, worst_abs));
+                }
+                free(want), free(g);
+            }
+        }
+        free(dx);
+    }
+    free(x), free(ids), free(y), free(t), free(out);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    tfc_st_close(f);
+    return worst;
+}
+
+static void test_keras_parity(void)
+{
+    static const char *const names[] = {"ties", "image", "seq_masked", "seq_steps"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        double abs_diff = 0, rel = parity_case("merge", names[i], &abs_diff);
+        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
+            fprintf(stderr, "\nmerge/%s: max abs %.3g, max rel (to the largest value) %.3g\n",
+                    names[i], abs_diff, rel);
+        CU_ASSERT(rel <= 1e-5);
+    }
+}
+
+/* ---- errors and refusals ----------------------------------------------------------------- */
+
+static void expect_error(const char *yaml, int line, const char *what)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
+    CU_ASSERT_PTR_NULL(m);
+    if (!strstr(err.msg, what) || err.line != line)
+        fprintf(stderr, "\n%s-> %s:%d:%d: %s\n", yaml, err.file, err.line, err.col, err.msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, what));
+    CU_ASSERT_STRING_EQUAL(err.file, "t.yaml"); /* positioned: FILE:LINE:COL */
+    CU_ASSERT_EQUAL(err.line, line);
+    CU_ASSERT(err.col > 0);
+    tfc_model_free(m);
+}
+
+static void test_argument_errors(void)
+{
+    expect_error("input: {shape: [4]}\nlayers:\n  - Dense: {name: a, units: 3}\n"
+                 "  - Maximum: {inputs: [a, input]}\n", 4, "inputs must have equal shapes");
+    expect_error("input: {shape: [4]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
+                 "  - Minimum: {inputs: [a]}\n", 4, "takes 2 to 8 inputs");
+    expect_error("input: {shape: [4]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
+                 "  - Maximum: {inputs: [a, input], axis: 1}\n", 4, "unknown key 'axis'");
+}
+
+/* A backend without the kernels (the GPU's today) refuses the model at bind, naming the layer
+ * and the op. */
+static void test_missing_kernel_refused(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const tfc_backend_ops *cpu_ops = be->ops;
+    tfc_backend_ops lacking = *be->ops;
+    lacking.extremum_forward = NULL, lacking.extremum_backward = NULL;
+    const char *types[] = {"Maximum", "Minimum"};
+    for (int t = 0; t < 2; t++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [4]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
+                 "  - %s: {name: mm, inputs: [a, input]}\n", types[t]);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m != NULL);
+        tfc_error err;
+        tfc_error_clear(&err);
+        be->ops = &lacking;
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'mm'"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "(op 'extremum_forward')"));
+        be->ops = cpu_ops;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
+/* ONNX export refuses masked inputs (Keras's padding-step values have no Max/Min form),
+ * naming the layer; the unmasked layers export (checked with onnxruntime in test_onnx). */
+static void test_onnx_masked_refused(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_model *m = tfc_test_model("input: {shape: [5], dtype: int32}\nlayers:\n"
+                                  "  - Embedding: {name: e, input_dim: 9, output_dim: 4, "
+                                  "mask_zero: true}\n  - Dense: {name: a, units: 4}\n"
+                                  "  - Minimum: {name: mn, inputs: [a, e]}\n"
+                                  "  - GlobalAveragePooling1D: {}\n");
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(m && tfc_model_bind_inference(m, be, 2, &err) == TFC_OK);
+    const char *path = tfc_test_path("merge.onnx");
+    remove(path);
+    tfc_onnx_options o = {.opset = 17};
+    CU_ASSERT_EQUAL(tfc_onnx_export(m, &o, path, &err), TFC_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'mn' (Minimum)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "masked inputs"));
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NULL(f);
+    if (f) fclose(f);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("merge", {"op_values", test_op_values}, {"keras_parity", test_keras_parity},
+              {"argument_errors", test_argument_errors},
+              {"missing_kernel_refused", test_missing_kernel_refused},
+              {"onnx_masked_refused", test_onnx_masked_refused})
