@@ -3236,6 +3236,9 @@ static void test_permute_l2norm(void)
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 /* Maximum and Minimum (gpu_extremum.cu, put in the table for this case) against the CPU: the
  * fold of k inputs, values on a grid of halves so ties are common (the weights halve), with
  * and without a sequence mask and its mixes of masked inputs; y and every dx (accumulated,
