@@ -15,6 +15,7 @@
 #include "cpu/cpu.h"
 #include "gradcheck.h"
 #include "graph/model.h"
+#include "kerasref.h"
 #include "layers/layer.h"
 #include "testutil.h"
 
@@ -89,156 +90,28 @@ static void test_op_values(void)
 
 /* ---- Keras parity ------------------------------------------------------------------------ */
 
-static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
-{
-    const tfc_st_tensor *t = tfc_st_find(f, name);
-    if (!t) return NULL;
-    float *v = malloc((size_t)t->numel * 4);
-    tfc_st_tensor_to_f32(t, v);
-    if (n) *n = t->numel;
-    return v;
-}
-
-/* max |a - b| / max |b| over n values, and the largest |a - b| into *abs_out */
-static double rel_diff(const float *a, const float *b, int64_t n, double *abs_out)
-{
-    double d = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
-    if (abs_out) *abs_out = fmax(*abs_out, d);
-    return d / (m > 0 ? m : 1);
-}
-
-/* One fixture (tests/test_norm.c's): binds its YAML, loads its weights by name (every parameter must be there),
- * checks that the weights tfc then writes are the fixture's under the same names (what a Keras
- * model loads by name), compares the inference output (the same bits from the inference
- * layout) and, where the fixture has them, the gradients of the MSE
- * loss after a training forward. Returns the worst relative difference. */
-static double parity_case(const char *dir, const char *name, double *worst_abs)
-{
-    char path[256];
-    snprintf(path, sizeof path, "tests/ref/%s/%s.safetensors", dir, name);
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_st_file *f = tfc_st_open(path, &err);
-    TFC_ASSERT(f != NULL);
-    const char *yaml = tfc_st_meta(f, "yaml");
-    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), name, &err);
-    TFC_ASSERT(m != NULL);
-    const tfc_st_tensor *xt = tfc_st_find(f, "x");
-    const int batch = (int)xt->shape.dim[0];
-    int32_t *ids = NULL; /* token inputs */
-    if (xt->dtype == TFC_I32) {
-        ids = malloc(xt->nbytes);
-        memcpy(ids, xt->data, xt->nbytes);
-    }
-    tfc_backend *be = tfc_cpu_backend_create(2);
-    TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
-    tfc_model_want_input_grad(m, 1);
-    tfc_weights_report rep = {0};
-    TFC_ASSERT(tfc_model_load_weights(m, path, &rep, &err) == TFC_OK);
-    CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
-    free(rep.text);
-    rep.text = NULL;
-    int64_t n = 0, nt = 0;
-    float *x = ids ? NULL : tensor(f, "x", NULL), *y = tensor(f, "y", &n);
-    float *t = tensor(f, "t", &nt);
-    const void *in = ids ? (const void *)ids : x;
-    float *out = malloc((size_t)n * 4);
-    TFC_ASSERT(tfc_model_forward(m, in, batch, 0, 1, 0, &err) == TFC_OK);
-    tfc_model_get_output(m, out);
-    double worst = rel_diff(out, y, n, worst_abs);
-    { /* the reverse: the weights tfc writes are the fixture's, name for name (Keras's paths) */
-        const char *saved = tfc_test_path("saved.safetensors");
-        TFC_ASSERT(tfc_model_save_weights(m, saved, &err) == TFC_OK);
-        tfc_st_file *sf = tfc_st_open(saved, &err);
-        TFC_ASSERT(sf != NULL);
-        CU_ASSERT(tfc_st_count(sf) == rep.matched);
-        for (int i = 0; i < tfc_st_count(sf); i++) {
-            const tfc_st_tensor *a = tfc_st_tensor_at(sf, i), *b = tfc_st_find(f, a->name);
-            CU_ASSERT(b && b->nbytes == a->nbytes && !memcmp(a->data, b->data, a->nbytes));
-        }
-        tfc_st_close(sf);
-    }
-    { /* the same from the inference layout (tfc-predict's) */
-        tfc_model *mi = tfc_model_from_string(yaml, strlen(yaml), name, &err);
-        tfc_backend *bi = tfc_cpu_backend_create(2);
-        TFC_ASSERT(mi && tfc_model_bind_inference(mi, bi, batch, &err) == TFC_OK);
-        TFC_ASSERT(tfc_model_load_weights(mi, path, &rep, &err) == TFC_OK);
-        free(rep.text);
-        TFC_ASSERT(tfc_model_forward(mi, in, batch, 0, 1, 0, &err) == TFC_OK);
-        float *o2 = malloc((size_t)n * 4);
-        tfc_model_get_output(mi, o2);
-        CU_ASSERT(!memcmp(o2, out, (size_t)n * 4));
-        free(o2);
-        tfc_model_free(mi);
-        tfc_backend_free(bi);
-    }
-    float *dx = tensor(f, "dx", &n);
-    int grads = 0; /* the fixture has gradients (cases without Dropout) */
-    for (int i = 0; i < tfc_st_count(f); i++)
-        grads |= !strncmp(tfc_st_tensor_at(f, i)->name, "grad:", 5);
-    if (grads) {
-        tfc_batch_result res;
-        TFC_ASSERT(tfc_model_forward(m, in, batch, 1, 1, 0, &err) == TFC_OK);
-        tfc_model_zero_grad(m);
-        TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
-        tfc_model_backward(m);
-        if (dx) {
-            float *got = malloc((size_t)n * 4);
-            be->ops->download(be, got, tfc_model_input_grad(m), (size_t)n * 4);
-            worst = fmax(worst, rel_diff(got, dx, n, worst_abs));
-            free(got);
-        }
-        for (int i = 0; i < tfc_model_nlayers(m); i++) {
-            tfc_layer *l = tfc_model_layer(m, i);
-            for (int p = 0; p < l->nparams; p++) {
-                char gname[128];
-                snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
-                float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
-                CU_ASSERT_PTR_NOT_NULL(want);
-                if (want) {
-                    tfc_model_grad_download(m, &l->params[p], g);
-                    worst = fmax(worst, rel_diff(g, want, l->params[p].numel, worst_abs));
-                }
-                free(want), free(g);
-            }
-        }
-        free(dx);
-    }
-    free(x), free(ids), free(y), free(t), free(out);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-    tfc_st_close(f);
-    return worst;
-}
-
+/* Each fixture through tests/util/kerasref's harness: its weights loaded by name (every
+ * parameter there) and written back the same under the same names, the inference output (the
+ * same bits from the inference layout) and, where the fixture has them, the MSE loss's
+ * gradients after a training forward, each within 1e-5 of the largest value */
 static void test_keras_parity(void)
 {
-    static const char *const names[] = {"ties", "image", "seq_masked", "seq_steps"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        double abs_diff = 0, rel = parity_case("merge", names[i], &abs_diff);
-        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
-            fprintf(stderr, "\nmerge/%s: max abs %.3g, max rel (to the largest value) %.3g\n",
-                    names[i], abs_diff, rel);
-        CU_ASSERT(rel <= 1e-5);
-    }
+    static const tfc_keras_parity p = {.dir = "merge", .tol = 1e-5};
+    static const char *const names[] = {"ties", "image", "seq_masked", "seq_steps", NULL};
+    tfc_test_keras_cases(&p, names);
 }
 
 /* ---- errors and refusals ----------------------------------------------------------------- */
 
 static void expect_error(const char *yaml, int line, const char *what)
 {
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
-    CU_ASSERT_PTR_NULL(m);
+    const tfc_error err = tfc_test_model_error(yaml);
     if (!strstr(err.msg, what) || err.line != line)
         fprintf(stderr, "\n%s-> %s:%d:%d: %s\n", yaml, err.file, err.line, err.col, err.msg);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, what));
     CU_ASSERT_STRING_EQUAL(err.file, "t.yaml"); /* positioned: FILE:LINE:COL */
     CU_ASSERT_EQUAL(err.line, line);
     CU_ASSERT(err.col > 0);
-    tfc_model_free(m);
 }
 
 static void test_argument_errors(void)
@@ -251,33 +124,22 @@ static void test_argument_errors(void)
                  "  - Maximum: {inputs: [a, input], axis: 1}\n", 4, "unknown key 'axis'");
 }
 
+static void drop_extremum(tfc_backend_ops *ops)
+{
+    ops->extremum_forward = NULL, ops->extremum_backward = NULL;
+}
+
 /* A backend without the kernels (the GPU's today) refuses the model at bind, naming the layer
  * and the op. */
 static void test_missing_kernel_refused(void)
 {
-    tfc_backend *be = tfc_cpu_backend_create(1);
-    const tfc_backend_ops *cpu_ops = be->ops;
-    tfc_backend_ops lacking = *be->ops;
-    lacking.extremum_forward = NULL, lacking.extremum_backward = NULL;
     const char *types[] = {"Maximum", "Minimum"};
     for (int t = 0; t < 2; t++) {
         char yaml[256];
         snprintf(yaml, sizeof yaml, "input: {shape: [4]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
                  "  - %s: {name: mm, inputs: [a, input]}\n", types[t]);
-        tfc_model *m = tfc_test_model(yaml);
-        TFC_ASSERT(m != NULL);
-        tfc_error err;
-        tfc_error_clear(&err);
-        be->ops = &lacking;
-        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'mm'"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "(op 'extremum_forward')"));
-        be->ops = cpu_ops;
-        tfc_error_clear(&err);
-        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
-        tfc_model_free(m);
+        tfc_test_expect_refused(yaml, drop_extremum, "layer 'mm'", "(op 'extremum_forward')");
     }
-    tfc_backend_free(be);
 }
 
 /* ONNX export refuses masked inputs (Keras's padding-step values have no Max/Min form),

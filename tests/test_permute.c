@@ -13,6 +13,7 @@
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "layers/layer.h"
 #include "testutil.h"
 
@@ -176,133 +177,22 @@ static void test_l2norm_op(void)
 
 /* ---- Keras parity ------------------------------------------------------------------------ */
 
-static float *tensor(const tfc_st_file *f, const char *name, int64_t *n)
-{
-    const tfc_st_tensor *t = tfc_st_find(f, name);
-    if (!t) return NULL;
-    float *v = malloc((size_t)t->numel * 4);
-    tfc_st_tensor_to_f32(t, v);
-    if (n) *n = t->numel;
-    return v;
-}
-
-/* max |a - b| / max |b| over the values where b is not NaN; a must be finite there and
- * everywhere b is NaN (Keras's NaN gradient of an all-zero slice under JAX: tfc's is the
- * clamp's, 1e12 dy). */
-static double rel_diff(const float *a, const float *b, int64_t n)
-{
-    double d = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        if (isnan(b[i])) continue;
-        d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
-    }
-    return d / (m > 0 ? m : 1);
-}
-
-/* One fixture: its YAML bound, Keras's weights loaded by name (all there, and written back
- * the same under the same names), the inference output and, after a training forward, the
- * MSE loss's gradients of the input (float inputs) and of every weight. Returns the worst
- * relative difference. */
-static double parity_case(const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "tests/ref/permute/%s.safetensors", name);
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_st_file *f = tfc_st_open(path, &err);
-    TFC_ASSERT(f != NULL);
-    const char *yaml = tfc_st_meta(f, "yaml");
-    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), name, &err);
-    TFC_ASSERT(m != NULL);
-    const tfc_st_tensor *xt = tfc_st_find(f, "x");
-    const int batch = (int)xt->shape.dim[0];
-    int32_t *ids = NULL;
-    if (xt->dtype == TFC_I32) {
-        ids = malloc(xt->nbytes);
-        memcpy(ids, xt->data, xt->nbytes);
-    }
-    tfc_backend *be = tfc_cpu_backend_create(2);
-    TFC_ASSERT(tfc_model_bind(m, be, batch, &err) == TFC_OK);
-    tfc_model_want_input_grad(m, 1);
-    tfc_weights_report rep = {0};
-    int params = 0;
-    for (int i = 0; i < tfc_model_nlayers(m); i++) params += tfc_model_layer(m, i)->nparams;
-    if (params) { /* (a file without weights is no weights file) */
-        TFC_ASSERT(tfc_model_load_weights(m, path, &rep, &err) == TFC_OK);
-        CU_ASSERT(rep.missing == 0 && rep.mismatched == 0 && rep.matched > 0);
-        free(rep.text);
-    }
-    int64_t n = 0;
-    float *x = ids ? NULL : tensor(f, "x", NULL), *y = tensor(f, "y", &n);
-    float *t = tensor(f, "t", NULL), *out = malloc((size_t)n * 4);
-    const void *in = ids ? (const void *)ids : x;
-    TFC_ASSERT(tfc_model_forward(m, in, batch, 0, 1, 0, &err) == TFC_OK);
-    tfc_model_get_output(m, out);
-    double worst = rel_diff(out, y, n);
-    if (rep.matched > 0) { /* the weights tfc writes are the fixture's, name for name */
-        const char *saved = tfc_test_path("saved.safetensors");
-        TFC_ASSERT(tfc_model_save_weights(m, saved, &err) == TFC_OK);
-        tfc_st_file *sf = tfc_st_open(saved, &err);
-        TFC_ASSERT(sf != NULL);
-        CU_ASSERT(tfc_st_count(sf) == rep.matched);
-        for (int i = 0; i < tfc_st_count(sf); i++) {
-            const tfc_st_tensor *a = tfc_st_tensor_at(sf, i), *b = tfc_st_find(f, a->name);
-            CU_ASSERT(b && b->nbytes == a->nbytes && !memcmp(a->data, b->data, a->nbytes));
-        }
-        tfc_st_close(sf);
-    }
-    tfc_batch_result res;
-    TFC_ASSERT(tfc_model_forward(m, in, batch, 1, 1, 0, &err) == TFC_OK);
-    tfc_model_zero_grad(m);
-    TFC_ASSERT(tfc_model_loss(m, t, 1, &res, &err) == TFC_OK);
-    tfc_model_backward(m);
-    int64_t nx = 0;
-    float *dx = tensor(f, "dx", &nx);
-    CU_ASSERT(ids || dx); /* float inputs have the input's gradient */
-    if (dx) {
-        float *got = malloc((size_t)nx * 4);
-        be->ops->download(be, got, tfc_model_input_grad(m), (size_t)nx * 4);
-        worst = fmax(worst, rel_diff(got, dx, nx));
-        free(got), free(dx);
-    }
-    for (int i = 0; i < tfc_model_nlayers(m); i++) {
-        tfc_layer *l = tfc_model_layer(m, i);
-        for (int p = 0; p < l->nparams; p++) {
-            char gname[128];
-            snprintf(gname, sizeof gname, "grad:%s/%s", l->name, l->params[p].name);
-            float *want = tensor(f, gname, NULL), *g = malloc((size_t)l->params[p].numel * 4);
-            CU_ASSERT_PTR_NOT_NULL(want);
-            if (want) {
-                tfc_model_grad_download(m, &l->params[p], g);
-                worst = fmax(worst, rel_diff(g, want, l->params[p].numel));
-            }
-            free(want), free(g);
-        }
-    }
-    free(x), free(ids), free(y), free(t), free(out);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-    tfc_st_close(f);
-    return worst;
-}
-
-/* Permute on sequences between Dense layers, first (the input's gradient), four axes and an
- * identity, and after an Embedding's mask (which it drops, as Keras); UnitNormalization on
- * the last axis, a middle one, trailing and leading blocks, under a mask (which it keeps) and
- * at Keras's epsilon clamp */
+/* Each fixture through tests/util/kerasref's harness, every case trained: Keras's weights
+ * loaded by name (all there, and written back the same under the same names), the inference
+ * output and, after a training forward, the MSE loss's gradients of the input (float inputs:
+ * the fixture must have them) and of every weight, within 1e-5 of the largest value. Permute
+ * on sequences between Dense layers, first (the input's gradient), four axes and an identity,
+ * and after an Embedding's mask (which it drops, as Keras); UnitNormalization on the last
+ * axis, a middle one, trailing and leading blocks, under a mask (which it keeps) and at
+ * Keras's epsilon clamp (unit_zero: Keras's input gradient of the all-zero slice is NaN under
+ * JAX, passed over; tfc's, the clamp's 1e12 dy, must be finite) */
 static void test_keras_parity(void)
 {
+    static const tfc_keras_parity p = {.dir = "permute", .tol = 1e-5, .all_grads = 1};
     static const char *const names[] = {"permute_seq", "permute_3d", "permute_4d",
                                         "permute_mask", "unit_last", "unit_axes",
-                                        "unit_mask", "unit_zero"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        const double rel = parity_case(names[i]);
-        if (rel > 1e-5 || getenv("TFC_VERBOSE"))
-            fprintf(stderr, "\npermute/%s: max rel (to the largest value) %.3g\n", names[i],
-                    rel);
-        CU_ASSERT(rel <= 1e-5);
-    }
+                                        "unit_mask", "unit_zero", NULL};
+    tfc_test_keras_cases(&p, names);
 }
 
 /* ---- the layers in a model --------------------------------------------------------------- */
@@ -314,11 +204,7 @@ static void expect_error(const char *shape, const char *layer, const char *what)
     char yaml[512];
     snprintf(yaml, sizeof yaml, "input: {shape: %s}\nlayers:\n  - Dense: {units: 4}\n  - %s\n",
              shape ? shape : "[3, 4]", layer);
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
-    CU_ASSERT_PTR_NULL(m);
-    tfc_model_free(m);
+    const tfc_error err = tfc_test_model_error(yaml);
     if (!strstr(err.msg, what) || !strstr(err.text, "t.yaml:4:"))
         fprintf(stderr, "\n%s: %s", layer, err.text);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, what));
@@ -347,11 +233,7 @@ static void test_argument_errors(void)
         char yaml[256];
         snprintf(yaml, sizeof yaml, "input: {shape: [5], dtype: int32}\nlayers:\n  - %s\n",
                  firsts[i]);
-        tfc_error err;
-        tfc_error_clear(&err);
-        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "t.yaml", &err);
-        CU_ASSERT_PTR_NULL(m);
-        tfc_model_free(m);
+        const tfc_error err = tfc_test_model_error(yaml);
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "takes float32 input, not token ids"));
     }
 }
@@ -373,6 +255,11 @@ static void test_masks(void)
     tfc_model_free(m);
 }
 
+static void drop_permute_l2norm(tfc_backend_ops *ops)
+{
+    ops->permute = NULL, ops->l2norm_forward = NULL, ops->l2norm_backward = NULL;
+}
+
 /* A backend without the kernels (the CPU's table with the slots emptied) refuses each
  * layer at bind, naming it and the op. */
 static void test_missing_kernel_refused(void)
@@ -380,27 +267,11 @@ static void test_missing_kernel_refused(void)
     static const char *const layers[] = {"Permute: {name: ly, dims: [2, 1]}",
                                          "UnitNormalization: {name: ly}"};
     static const char *const ops[] = {"(op 'permute')", "(op 'l2norm_forward')"};
-    tfc_backend *be = tfc_cpu_backend_create(1);
-    const tfc_backend_ops *cpu_ops = be->ops;
-    tfc_backend_ops lacking = *be->ops;
-    lacking.permute = NULL, lacking.l2norm_forward = NULL, lacking.l2norm_backward = NULL;
     for (int i = 0; i < 2; i++) {
         char yaml[256];
         snprintf(yaml, sizeof yaml, "input: {shape: [3, 4]}\nlayers:\n  - %s\n", layers[i]);
-        tfc_model *m = tfc_test_model(yaml);
-        TFC_ASSERT(m != NULL);
-        tfc_error err;
-        tfc_error_clear(&err);
-        be->ops = &lacking;
-        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'ly'"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ops[i]));
-        be->ops = cpu_ops;
-        tfc_error_clear(&err);
-        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
-        tfc_model_free(m);
+        tfc_test_expect_refused(yaml, drop_permute_l2norm, "layer 'ly'", ops[i]);
     }
-    tfc_backend_free(be);
 }
 
 TFC_TEST_MAIN("permute", {"permute_op", test_permute_op}, {"l2norm_op", test_l2norm_op},

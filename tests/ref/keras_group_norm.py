@@ -87,9 +87,11 @@ def weights_and_input(rng, model, offset):
     return (rng.normal(size=shape) + offset).astype("float32")
 
 
-def write_cases(cases, out, seed, draw):
+def write_cases(cases, out, seed, draw, trained=lambda name: True):
     """One fixture per case of `cases` (name: a function giving (model, yaml, argument of
-    draw)) into the folder out; draw(rng, model, argument) sets the weights and returns x."""
+    draw)) into the folder out; draw(rng, model, argument) sets the weights and returns x.
+    The cases `trained` accepts get the MSE loss's gradients: the input's ("dx", float
+    inputs) and each weight's ("grad:<path>")."""
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(seed)
     for name, make in cases.items():
@@ -100,17 +102,19 @@ def write_cases(cases, out, seed, draw):
         tensors = {"x": x, "y": y, "t": t}
         for v in model.weights:
             tensors[v.path] = np.asarray(v.value)
-        tv = [v.value for v in model.trainable_variables]
-        ntv = [v.value for v in model.non_trainable_variables]
+        if trained(name):
+            tv = [v.value for v in model.trainable_variables]
+            ntv = [v.value for v in model.non_trainable_variables]
 
-        def loss(tv, xin):
-            pred, _ = model.stateless_call(tv, ntv, xin, training=True)
-            return jnp.mean(jnp.mean(jnp.square(pred - t), axis=-1))
+            def loss(tv, xin):
+                pred, _ = model.stateless_call(tv, ntv, xin, training=True)
+                return jnp.mean(jnp.mean(jnp.square(pred - t), axis=-1))
 
-        gw, gx = jax.grad(loss, argnums=(0, 1))(tv, jnp.asarray(x))
-        tensors["dx"] = np.asarray(gx)
-        for v, g in zip(model.trainable_variables, gw):
-            tensors["grad:" + v.path] = np.asarray(g)
+            gw, gx = jax.grad(loss, argnums=(0, 1), allow_int=True)(tv, jnp.asarray(x))
+            if np.issubdtype(x.dtype, np.floating):
+                tensors["dx"] = np.asarray(gx)
+            for v, g in zip(model.trainable_variables, gw):
+                tensors["grad:" + v.path] = np.asarray(g)
         meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
                 "backend": keras.backend.backend()}
         save_file(tensors, os.path.join(out, name + ".safetensors"), metadata=meta)

@@ -8,15 +8,12 @@
 # rule tfc follows (src/layers/merge.c). Not run by `make test` (Keras is not a CI
 # dependency). To regenerate (Keras 3.15.1 + JAX, CPU):
 #   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_merge.py
-import json
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-import jax
-import jax.numpy as jnp
 import keras
-import numpy as np
-from safetensors.numpy import save_file
+
+from keras_group_norm import write_cases
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "merge")
 L = keras.layers
@@ -119,45 +116,21 @@ CASES = {"ties": ties, "image": image, "seq_masked": seq_masked, "seq_steps": se
 BATCH = 3
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    rng = np.random.default_rng(43)
-    for name, make in CASES.items():
-        model, yaml, offset = make()
-        for v in model.weights:
-            v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
-        if name == "ties":
-            model.get_layer("b2").set_weights(model.get_layer("b").get_weights())
-        shape = (BATCH,) + tuple(model.input_shape[1:])
-        if offset is None:  # token ids, with padding at the end and in the middle
-            x = rng.integers(1, 11, size=shape).astype("int32")
-            x[0, 4:] = 0
-            x[1, 2] = 0
-        else:
-            x = (rng.normal(size=shape) + offset).astype("float32")
-        y = np.asarray(model(x, training=False))
-        t = rng.uniform(-1, 1, y.shape).astype("float32")
-        tensors = {"x": x, "y": y, "t": t}
-        for v in model.weights:
-            tensors[v.path] = np.asarray(v.value)
-        if name != "seq_steps":
-            tv = [v.value for v in model.trainable_variables]
-            ntv = [v.value for v in model.non_trainable_variables]
-
-            def loss(tv, xin):
-                out, _ = model.stateless_call(tv, ntv, xin, training=True)
-                return jnp.mean(jnp.mean(jnp.square(out - t), axis=-1))
-
-            gw, gx = jax.grad(loss, argnums=(0, 1), allow_int=True)(tv, jnp.asarray(x))
-            if offset is not None:
-                tensors["dx"] = np.asarray(gx)
-            for v, g in zip(model.trainable_variables, gw):
-                tensors["grad:" + v.path] = np.asarray(g)
-        meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
-                "backend": keras.backend.backend()}
-        save_file(tensors, os.path.join(OUT, name + ".safetensors"), metadata=meta)
-        print(name, json.dumps({k: list(v.shape) for k, v in tensors.items()}))
+def weights_and_input(rng, model, offset):
+    """Weights uniform in [-0.5, 0.5) (b2 then gets b's, in `ties`); token ids with padding at
+    the end and in the middle where offset is None, else a normal batch centred at offset."""
+    for v in model.weights:
+        v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
+    if "b2" in [layer.name for layer in model.layers]:
+        model.get_layer("b2").set_weights(model.get_layer("b").get_weights())
+    shape = (BATCH,) + tuple(model.input_shape[1:])
+    if offset is None:
+        x = rng.integers(1, 11, size=shape).astype("int32")
+        x[0, 4:] = 0
+        x[1, 2] = 0
+        return x
+    return (rng.normal(size=shape) + offset).astype("float32")
 
 
 if __name__ == "__main__":
-    main()
+    write_cases(CASES, OUT, 43, weights_and_input, trained=lambda name: name != "seq_steps")

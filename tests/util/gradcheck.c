@@ -37,6 +37,29 @@ void tfc_test_expect_model_error(const char *yaml, const char *want)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
 }
 
+void tfc_test_expect_refused(const char *yaml, void (*drop)(tfc_backend_ops *ops),
+                             const char *layer, const char *op)
+{
+    tfc_model *m = tfc_test_model(yaml);
+    TFC_ASSERT(m != NULL);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const tfc_backend_ops *cpu_ops = be->ops;
+    tfc_backend_ops lacking = *be->ops;
+    drop(&lacking);
+    tfc_error err;
+    tfc_error_clear(&err);
+    be->ops = &lacking;
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    if (!strstr(err.msg, layer) || !strstr(err.msg, op)) fprintf(stderr, "\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, layer));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, op));
+    be->ops = cpu_ops;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed)
 {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;

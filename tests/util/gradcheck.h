@@ -14,6 +14,13 @@ tfc_error tfc_test_model_error(const char *yaml);
 /* The same, CUnit-asserting that its text holds `want` (printing it where it does not). */
 void tfc_test_expect_model_error(const char *yaml, const char *want);
 
+/* The model of `yaml` (which must build) refused at bind by a CPU backend whose op table
+ * `drop` has emptied slots of (a backend without a layer's kernels, as the GPU's may be):
+ * TFC_ERR_CONFIG, the message holding `layer` and `op`; and then bound by the CPU's own
+ * table. */
+void tfc_test_expect_refused(const char *yaml, void (*drop)(tfc_backend_ops *ops),
+                             const char *layer, const char *op);
+
 /* Deterministic pseudo-random test data in [lo, hi). */
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed);
 

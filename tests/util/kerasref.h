@@ -5,7 +5,7 @@
  * grad:<weight path> (each trainable weight's), moved:<weight path> (each non-trainable
  * weight after that training forward: BatchNormalization's moving statistics), and the
  * weights under Keras's variable paths. Used by test_norm, test_time_distributed,
- * test_normalization and test_score_attention. */
+ * test_normalization, test_score_attention, test_conv1d, test_merge and test_permute. */
 #ifndef TFC_TESTS_KERASREF_H
 #define TFC_TESTS_KERASREF_H
 
@@ -18,7 +18,9 @@
 float *tfc_test_tensor(const tfc_st_file *f, const char *name, int64_t *n);
 
 /* max |a - b| / max(floor, max |b|) over n values (1 in place of a zero denominator); the
- * largest |a - b| raises *abs_out (which may be NULL). */
+ * largest |a - b| raises *abs_out (which may be NULL). Values where b (the reference) is
+ * NaN are passed over (Keras's NaN gradient of an all-zero slice under JAX, where tfc's is
+ * finite); a (tfc's) must be finite everywhere: INFINITY where it is not. */
 double tfc_test_rel_diff(const float *a, const float *b, int64_t n, double floor,
                          double *abs_out);
 
@@ -34,6 +36,8 @@ typedef struct tfc_keras_parity {
     int cast_weights;      /* the weights tfc writes may have another dtype than Keras's
                             * (Normalization's count: Keras's int32, tfc's float32): compared
                             * as float32 values; otherwise byte for byte */
+    int all_grads;         /* every case is trained: its fixture must have dx (float inputs)
+                            * and every weight's gradient, even where it has none at all */
 } tfc_keras_parity;
 
 /* One case: the YAML bound for training on a 2-thread CPU backend and initialised (seed 1),
