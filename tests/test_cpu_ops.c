@@ -2674,8 +2674,8 @@ static double clipd(double p)
 }
 
 /* One row's loss, as Keras 3 computes it (TensorFlow backend). */
-static double ref_loss_row(tfc_loss_kind kind, int logits, int C, const double *x, int label,
-                           const double *t)
+static double ref_loss_row(tfc_loss_kind kind, int logits, double delta, int C,
+                           const double *x, int label, const double *t)
 {
     double l = 0, m = x[0], s = 0;
     for (int j = 1; j < C; j++) m = fmax(m, x[j]);
@@ -2711,10 +2711,10 @@ static double ref_loss_row(tfc_loss_kind kind, int logits, int C, const double *
     case TFC_LOSS_MAE:
         for (int j = 0; j < C; j++) l += fabs(x[j] - t[j]);
         return l / C;
-    case TFC_LOSS_HUBER: /* delta 1 */
+    case TFC_LOSS_HUBER:
         for (int j = 0; j < C; j++) {
             double e = x[j] - t[j];
-            l += fabs(e) <= 1 ? 0.5 * e * e : fabs(e) - 0.5;
+            l += fabs(e) <= delta ? 0.5 * e * e : delta * fabs(e) - 0.5 * delta * delta;
         }
         return l / C;
     case TFC_LOSS_LOG_COSH:
@@ -2745,6 +2745,19 @@ static double ref_loss_row(tfc_loss_kind kind, int logits, int C, const double *
             l += kind == TFC_LOSS_HINGE ? h : h * h;
         }
         return l / C;
+    case TFC_LOSS_CATEGORICAL_HINGE: { /* one term a row */
+        double pos = 0, neg = -INFINITY;
+        for (int j = 0; j < C; j++) {
+            pos += t[j] * x[j];
+            neg = fmax(neg, (1 - t[j]) * x[j]);
+        }
+        return fmax(neg - pos + 1, 0);
+    }
+    case TFC_LOSS_COSINE_SIMILARITY: {
+        double sx = 0, st = 0;
+        for (int j = 0; j < C; j++) sx += x[j] * x[j], st += t[j] * t[j], l += t[j] * x[j];
+        return -l * fmin(1 / sqrt(sx), 1e7) * fmin(1 / sqrt(st), 1e7);
+    }
     default: return NAN;
     }
 }
@@ -2752,6 +2765,7 @@ static double ref_loss_row(tfc_loss_kind kind, int logits, int C, const double *
 typedef struct loss_ctx {
     tfc_loss_kind kind;
     int logits, C;
+    double delta;
     int64_t rows;
     double *x, *t, scale;
     const int32_t *ids;
@@ -2765,14 +2779,14 @@ static double loss_total(void *p)
     for (int64_t r = 0; r < c->rows; r++) {
         double w = c->w ? c->w[r] : 1;
         if (w == 0) continue;
-        L += w * ref_loss_row(c->kind, c->logits, c->C, c->x + r * c->C,
+        L += w * ref_loss_row(c->kind, c->logits, c->delta, c->C, c->x + r * c->C,
                               c->ids ? c->ids[r] : 0, c->t + r * c->C);
     }
     return c->scale * L;
 }
 
-static void check_loss(tfc_backend *be, tfc_loss_kind kind, int logits, int64_t rows, int C,
-                       int weighted)
+static void check_loss(tfc_backend *be, tfc_loss_kind kind, int logits, double delta,
+                       int64_t rows, int C, int weighted)
 {
     const int64_t n = rows * C;
     float *x = falloc(n), *t = falloc(n), *w = falloc(rows), *dx = falloc(n);
@@ -2799,17 +2813,19 @@ static void check_loss(tfc_backend *be, tfc_loss_kind kind, int logits, int64_t 
             if (kind == TFC_LOSS_KLD && j % 4) xr[j] = 0.02f + 0.96f * fabsf(xr[j]) / 3;
             if (kind == TFC_LOSS_HINGE || kind == TFC_LOSS_SQUARED_HINGE) /* -1/1 and 0/1 */
                 tr[j] = tr[j] > 0.5f ? 1.0f : j % 2 ? -1.0f : 0.0f;
+            if (kind == TFC_LOSS_CATEGORICAL_HINGE) tr[j] = j == ids[r]; /* one-hot */
         }
         w[r] = r % 4 == 1 ? 0.0f : (float)(0.5 + urand());
     }
     for (int64_t i = 0; i < n; i++) dx[i] = NAN; /* overwritten */
     const float scale = 1.0f / (float)rows;
     float loss = NAN, loss2 = NAN;
-    be->ops->loss(be, kind, logits, rows, C, x, kind == TFC_LOSS_SPARSE_CCE ? (void *)ids : t,
-                  weighted ? w : NULL, scale, &loss, dx);
-    be->ops->loss(be, kind, logits, rows, C, x, kind == TFC_LOSS_SPARSE_CCE ? (void *)ids : t,
-                  weighted ? w : NULL, scale, &loss2, NULL);
-    loss_ctx ctx = {kind, logits, C, rows, to_double(x, n), to_double(t, n), scale,
+    const void *labels = kind == TFC_LOSS_SPARSE_CCE ? (void *)ids : t;
+    be->ops->loss(be, kind, logits, (float)delta, rows, C, x, labels, weighted ? w : NULL,
+                  scale, &loss, dx);
+    be->ops->loss(be, kind, logits, (float)delta, rows, C, x, labels, weighted ? w : NULL,
+                  scale, &loss2, NULL);
+    loss_ctx ctx = {kind, logits, C, delta, rows, to_double(x, n), to_double(t, n), scale,
                     kind == TFC_LOSS_SPARSE_CCE ? ids : NULL, weighted ? w : NULL};
     double want = loss_total(&ctx);
     if (!close_to(loss, want, 1e-5, 1e-6))
@@ -2834,34 +2850,36 @@ static void test_loss(void)
         for (int logits = 0; logits < 2; logits++)
             for (int weighted = 0; weighted < 2; weighted++) {
                 if (kind >= TFC_LOSS_MSE && logits) continue; /* the regression losses */
-                check_loss(be, (tfc_loss_kind)kind, logits, 37, 5, weighted);
+                check_loss(be, (tfc_loss_kind)kind, logits, 1.0, 37, 5, weighted);
             }
-    check_loss(be, TFC_LOSS_SPARSE_CCE, 1, 5000, 10, 1); /* parallel path */
-    check_loss(be, TFC_LOSS_BCE, 1, 1, 1, 0);
+    check_loss(be, TFC_LOSS_HUBER, 0, 0.4, 37, 5, 1); /* Huber's delta: both branches move */
+    check_loss(be, TFC_LOSS_HUBER, 0, 2.5, 37, 5, 0);
+    check_loss(be, TFC_LOSS_SPARSE_CCE, 1, 1.0, 5000, 10, 1); /* parallel path */
+    check_loss(be, TFC_LOSS_BCE, 1, 1.0, 1, 1, 0);
 
     /* clipping: a zero probability costs -log(1e-7), and passes no gradient */
     float p[3] = {0.0f, 0.5f, 0.5f}, dx[3], loss;
     int32_t label = 0;
-    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 0, 1, 3, p, &label, NULL, 1.0f, &loss, dx);
+    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 0, 1.0f, 1, 3, p, &label, NULL, 1.0f, &loss, dx);
     CU_ASSERT(close_to(loss, -log(1e-7f / (1e-7f + 1.0)), 1e-5, 0));
     CU_ASSERT_EQUAL(dx[0], 0.0f);
     float one = 1.0f, zero = 0.0f;
-    be->ops->loss(be, TFC_LOSS_BCE, 0, 1, 1, &one, &zero, NULL, 1.0f, &loss, dx);
+    be->ops->loss(be, TFC_LOSS_BCE, 0, 1.0f, 1, 1, &one, &zero, NULL, 1.0f, &loss, dx);
     CU_ASSERT(close_to(loss, -log(1.0 - (double)(1.0f - 1e-7f)), 1e-5, 0));
     CU_ASSERT_EQUAL(dx[0], 0.0f);
     /* logits far out of exp's range stay finite */
     float z[2] = {100.0f, -100.0f}, tz[2] = {0.0f, 1.0f};
-    be->ops->loss(be, TFC_LOSS_BCE, 1, 1, 2, z, tz, NULL, 1.0f, &loss, dx);
+    be->ops->loss(be, TFC_LOSS_BCE, 1, 1.0f, 1, 2, z, tz, NULL, 1.0f, &loss, dx);
     CU_ASSERT(close_to(loss, 100.0, 1e-6, 0));
     CU_ASSERT(close_to(dx[0], 0.5, 1e-6, 0) && close_to(dx[1], -0.5, 1e-6, 0));
     float big[3] = {1000.0f, -1000.0f, 0.0f};
     label = 1;
-    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1, 3, big, &label, NULL, 1.0f, &loss, dx);
+    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1.0f, 1, 3, big, &label, NULL, 1.0f, &loss, dx);
     CU_ASSERT(close_to(loss, 2000.0, 1e-6, 0));
     CU_ASSERT(close_to(dx[0], 1.0, 1e-6, 0) && close_to(dx[1], -1.0, 1e-6, 0));
     /* an out-of-range sparse label counts as a masked row */
     label = 7;
-    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1, 3, big, &label, NULL, 1.0f, &loss, dx);
+    be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1.0f, 1, 3, big, &label, NULL, 1.0f, &loss, dx);
     CU_ASSERT_EQUAL(loss, 0.0f);
     CU_ASSERT_EQUAL(dx[0], 0.0f);
     tfc_backend_free(be);
@@ -2946,7 +2964,8 @@ static void test_parallel_sums_repeat(void)
                                   TFC_ACT_LINEAR);
         memset(dx, 0, sizeof(float) * n);
         be->ops->bn_backward(be, ROWS, COLS, x, dy, gamma, sm, si, dx, dg, db, 0);
-        be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, ROWS, COLS, x, ids, NULL, 1.0f / ROWS, &loss, y);
+        be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1.0f, ROWS, COLS, x, ids, NULL, 1.0f / ROWS,
+                      &loss, y);
         double ss = be->ops->sumsq(be, n, x);
         for (int c = 0; c < COLS; c++) {
             out[c] = bg[c];

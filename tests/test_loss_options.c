@@ -192,7 +192,6 @@ static void test_errors(void)
     expect_error("{type: mse, label_smoothing: 0.1}", "mse takes none");
     expect_error("{type: huber, label_smoothing: 0.1}", "huber takes none");
     expect_error("{type: mae, delta: 1.0}", "loss.delta: is huber's argument; mae takes none");
-    expect_error("{type: huber, delta: 2}", "tfc's huber has delta 1");
     expect_error("{type: log_cosh, class_weight: [1, 1, 1]}", "log_cosh has no class per row");
     expect_error("{type: binary_crossentropy, class_weight: [1, 1, 1]}",
                  "loss.class_weight: weighs the rows of a categorical cross-entropy");
@@ -338,7 +337,8 @@ static void test_keras_regression(void)
         tfc_st_tensor_to_f32(tl, &wl);
         tfc_st_tensor_to_f32(tg, want);
         float loss;
-        be->ops->loss(be, kinds[k], 0, rows, (int)C, x, t, NULL, 1.0f / (float)rows, &loss, dx);
+        be->ops->loss(be, kinds[k], 0, 1.0f, rows, (int)C, x, t, NULL, 1.0f / (float)rows,
+                      &loss, dx);
         double gmax = 0, gerr = 0;
         for (int64_t i = 1; i < n; i++) { /* element 0: below */
             gmax = fmax(gmax, fabs(want[i]));
@@ -380,26 +380,23 @@ static void test_keras_regression(void)
     }
 }
 
-/* MSLE, MAPE, Poisson, KL divergence, hinge and squared hinge against Keras 3.15's own
- * (tests/ref/keras_losses.py, elementwise()): each on its own predictions and targets (MSLE's
- * below 0, KL divergence's outside [eps, 1], hinge's 0/1 and -1/1 targets), the batch loss
- * within 1e-6 relative and its gradient within 1e-6 of its largest value; then Keras's names,
- * aliases and class names parse to the kind. */
-static void test_keras_elementwise(void)
+/* One fixture's loss cases against Keras's (tests/ref/keras_losses.py): each case's
+ * predictions `<name>_x`, targets `<name>_t`, batch loss `<name>` and its gradient
+ * `<name>_grad`; the loss within 1e-6 relative, the gradient within 1e-6 of its largest. */
+typedef struct keras_loss_case {
+    const char *name;
+    tfc_loss_kind kind;
+    float delta; /* Huber's */
+} keras_loss_case;
+
+static void keras_loss_cases(const char *path, const keras_loss_case *cases, size_t ncases)
 {
     tfc_error err;
     tfc_error_clear(&err);
-    tfc_st_file *f = tfc_st_open("tests/ref/losses/elementwise.safetensors", &err);
+    tfc_st_file *f = tfc_st_open(path, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     tfc_backend *be = tfc_cpu_backend_create(2);
-    static const struct {
-        const char *name;
-        tfc_loss_kind kind;
-    } cases[] = {{"msle", TFC_LOSS_MSLE},       {"mape", TFC_LOSS_MAPE},
-                 {"poisson", TFC_LOSS_POISSON}, {"kl_divergence", TFC_LOSS_KLD},
-                 {"hinge", TFC_LOSS_HINGE},     {"hinge_pm", TFC_LOSS_HINGE},
-                 {"squared_hinge", TFC_LOSS_SQUARED_HINGE}};
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    for (size_t k = 0; k < ncases; k++) {
         char key[4][48];
         const char *suffix[4] = {"_x", "_t", "", "_grad"};
         const tfc_st_tensor *tv[4];
@@ -415,8 +412,8 @@ static void test_keras_elementwise(void)
         tfc_st_tensor_to_f32(tv[1], t);
         tfc_st_tensor_to_f32(tv[2], &wl);
         tfc_st_tensor_to_f32(tv[3], want);
-        be->ops->loss(be, cases[k].kind, 0, rows, (int)C, x, t, NULL, 1.0f / (float)rows, &loss,
-                      dx);
+        be->ops->loss(be, cases[k].kind, 0, cases[k].delta, rows, (int)C, x, t, NULL,
+                      1.0f / (float)rows, &loss, dx);
         double gmax = 0, gerr = 0;
         for (int64_t i = 0; i < n; i++) {
             gmax = fmax(gmax, fabs(want[i]));
@@ -430,6 +427,21 @@ static void test_keras_elementwise(void)
     }
     tfc_backend_free(be);
     tfc_st_close(f);
+}
+
+/* MSLE, MAPE, Poisson, KL divergence, hinge and squared hinge against Keras 3.15's own
+ * (keras_losses.py, elementwise()): each on its own predictions and targets (MSLE's below 0,
+ * KL divergence's outside [eps, 1], hinge's 0/1 and -1/1 targets); then Keras's names,
+ * aliases and class names parse to the kind. */
+static void test_keras_elementwise(void)
+{
+    static const keras_loss_case cases[] = {
+        {"msle", TFC_LOSS_MSLE, 1},   {"mape", TFC_LOSS_MAPE, 1},
+        {"poisson", TFC_LOSS_POISSON, 1}, {"kl_divergence", TFC_LOSS_KLD, 1},
+        {"hinge", TFC_LOSS_HINGE, 1}, {"hinge_pm", TFC_LOSS_HINGE, 1},
+        {"squared_hinge", TFC_LOSS_SQUARED_HINGE, 1}};
+    keras_loss_cases("tests/ref/losses/elementwise.safetensors", cases,
+                     sizeof cases / sizeof *cases);
     static const struct {
         const char *loss;
         tfc_loss_kind kind;
@@ -461,6 +473,42 @@ static void test_keras_elementwise(void)
     }
     expect_error("{type: poisson, from_logits: true}", "poisson takes none");
     expect_error("{type: hinge, delta: 2}", "is huber's argument; hinge takes none");
+}
+
+/* Huber with deltas 0.4 and 2.5, the categorical hinge (one-hot and -1/1 targets) and the
+ * cosine similarity (a zero target row among its rows) against Keras 3.15's own
+ * (keras_losses.py, rowwise()); the names parse, and delta reaches the loss. */
+static void test_keras_rowwise(void)
+{
+    static const keras_loss_case cases[] = {
+        {"huber_d04", TFC_LOSS_HUBER, 0.4f},
+        {"huber_d25", TFC_LOSS_HUBER, 2.5f},
+        {"categorical_hinge", TFC_LOSS_CATEGORICAL_HINGE, 1},
+        {"categorical_hinge_pm", TFC_LOSS_CATEGORICAL_HINGE, 1},
+        {"cosine_similarity", TFC_LOSS_COSINE_SIMILARITY, 1}};
+    keras_loss_cases("tests/ref/losses/rowwise.safetensors", cases, sizeof cases / sizeof *cases);
+    static const struct {
+        const char *loss;
+        tfc_loss_kind kind;
+        double delta;
+    } names[] = {{"categorical_hinge", TFC_LOSS_CATEGORICAL_HINGE, 1},
+                 {"CategoricalHinge", TFC_LOSS_CATEGORICAL_HINGE, 1},
+                 {"cosine_similarity", TFC_LOSS_COSINE_SIMILARITY, 1},
+                 {"{type: CosineSimilarity, axis: -1}", TFC_LOSS_COSINE_SIMILARITY, 1},
+                 {"{type: huber, delta: 0.4}", TFC_LOSS_HUBER, 0.4},
+                 {"{class_name: Huber, config: {delta: 2.5, name: huber_loss}}", TFC_LOSS_HUBER,
+                  2.5}};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        tfc_model *m = tfc_test_model(model_yaml("linear", names[k].loss));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT(tfc_model_loss_kind(m) == names[k].kind);
+        CU_ASSERT_EQUAL(m->loss_opt.delta, names[k].delta);
+        tfc_model_free(m);
+    }
+    expect_error("{type: huber, delta: 0}", "loss.delta: expected a finite threshold > 0, found 0");
+    expect_error("{type: huber, delta: -1.5}", "expected a finite threshold > 0, found -1.5");
+    expect_error("{type: cosine_similarity, axis: 1}", "loss.axis");
+    expect_error("{type: categorical_hinge, from_logits: true}", "categorical_hinge takes none");
 }
 
 /* Keras's metrics mae, mse and root_mean_squared_error (and their long and class names)
@@ -594,5 +642,6 @@ TFC_TEST_MAIN("loss_options", {"sparse_smoothing_and_weights", test_sparse_smoot
               {"balanced_run", test_balanced_run},
               {"keras_regression", test_keras_regression},
               {"keras_elementwise", test_keras_elementwise},
+              {"keras_rowwise", test_keras_rowwise},
               {"regression_metrics", test_regression_metrics},
               {"keras_forms", test_keras_forms})

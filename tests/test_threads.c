@@ -70,8 +70,8 @@ static void test_ops_sweep(void)
                                   TFC_ACT_LINEAR);
         memset(dx[k], 0, sizeof(float) * n);
         be->ops->bn_backward(be, ROWS, COLS, x, dy, gamma, sm, si, dx[k], dg, db, 0);
-        be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, ROWS, COLS, x, ids, NULL, 1.0f / ROWS, &loss,
-                      dl[k]);
+        be->ops->loss(be, TFC_LOSS_SPARSE_CCE, 1, 1.0f, ROWS, COLS, x, ids, NULL, 1.0f / ROWS,
+                      &loss, dl[k]);
         for (int c = 0; c < COLS; c++) {
             st[k][c] = sm[c], st[k][COLS + c] = si[c];
             st[k][2 * COLS + c] = dg[c], st[k][3 * COLS + c] = db[c];

@@ -528,7 +528,7 @@ typedef enum tfc_loss_kind {
     TFC_LOSS_BCE,            /* labels float [rows, classes]: 0/1 targets per output */
     TFC_LOSS_MSE,            /* labels float [rows, classes] */
     TFC_LOSS_MAE,            /* labels float [rows, classes] */
-    TFC_LOSS_HUBER,          /* labels float [rows, classes]; Keras's delta 1 */
+    TFC_LOSS_HUBER,          /* labels float [rows, classes]; the op's delta */
     TFC_LOSS_LOG_COSH,       /* labels float [rows, classes] */
     TFC_LOSS_MSLE,           /* labels float [rows, classes] */
     TFC_LOSS_MAPE,           /* labels float [rows, classes] */
@@ -536,6 +536,8 @@ typedef enum tfc_loss_kind {
     TFC_LOSS_KLD,            /* labels float [rows, classes]: a distribution */
     TFC_LOSS_HINGE,          /* labels float [rows, classes]: -1/1 (0 read as -1) */
     TFC_LOSS_SQUARED_HINGE,  /* labels float [rows, classes]: -1/1 (0 read as -1) */
+    TFC_LOSS_CATEGORICAL_HINGE, /* labels float [rows, classes]: one-hot (or -1/1) */
+    TFC_LOSS_COSINE_SIMILARITY, /* labels float [rows, classes] */
     TFC_LOSS_COUNT
 } tfc_loss_kind;
 
@@ -543,7 +545,7 @@ typedef enum tfc_loss_kind {
  * prediction x and target t, and its derivative with respect to x in *dx. With e = x - t
  * and Keras's epsilon 1e-7:
  *   mae            |e|                                  (sign e; 0 at 0, TensorFlow's sign)
- *   huber          e^2 / 2 where |e| <= 1, else |e| - 1/2   (Keras's delta 1)
+ *   huber          e^2 / 2 where |e| <= delta, else delta |e| - delta^2 / 2
  *   log_cosh       e + softplus(-2e) - log 2            (tanh e)
  *   msle           (log(max(x, eps) + 1) - log(max(t, eps) + 1))^2
  *   mape           100 |e| / max(|t|, eps)
@@ -553,13 +555,16 @@ typedef enum tfc_loss_kind {
  *   squared_hinge  max(1 - t x, 0)^2, t as hinge's
  * A clipped or max'ed operand at its bound passes no gradient. The row's loss is the mean
  * of its terms (tfc_loss_row_divisor). In double, on the host and the device (TFC_HD), so
- * both backends' loss ops share it. */
-TFC_HD double tfc_elementwise_term(tfc_loss_kind kind, double x, double t, double *dx)
+ * both backends' loss ops share it. delta is Huber's (the loss op's argument). */
+TFC_HD double tfc_elementwise_term(tfc_loss_kind kind, double x, double t, double delta,
+                                   double *dx)
 {
     const double eps = 1e-7, e = x - t, a = fabs(e), sign = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
     switch (kind) {
     case TFC_LOSS_MAE: *dx = sign; return a;
-    case TFC_LOSS_HUBER: *dx = a <= 1.0 ? e : sign; return a <= 1.0 ? 0.5 * e * e : a - 0.5;
+    case TFC_LOSS_HUBER:
+        *dx = a <= delta ? e : delta * sign;
+        return a <= delta ? 0.5 * e * e : delta * a - 0.5 * delta * delta;
     case TFC_LOSS_MSLE: {
         const double d = log1p(x > eps ? x : eps) - log1p(t > eps ? t : eps);
         *dx = x > eps ? 2.0 * d / (1.0 + x) : 0.0;
@@ -849,14 +854,16 @@ typedef struct tfc_device_options {
      * labels: int32 [rows] for sparse CCE, float [rows, classes] otherwise.                       \
      * loss_r as Keras 3: CCE sums -t log q over the row (q from probabilities is first            \
      * normalised to sum 1, then clipped; sparse CCE clips, then normalises); BCE and the          \
-     * regression losses average over the row's `classes` outputs of e = x - t: MSE e^2, MAE      \
-     * |e|, Huber e^2 / 2 where |e| <= 1 else |e| - 1/2, log-cosh e + softplus(-2e) - log 2;      \
-     * they ignore from_logits. A sparse label                                                     \
+     * element-wise losses average over the row's `classes` outputs: MSE (x - t)^2, the others    \
+     * tfc_elementwise_term (Huber's threshold is delta, which the other kinds ignore); the         \
+     * categorical hinge is max(max_j (1 - t_j) x_j - t.x + 1, 0) and the cosine similarity        \
+     * -sum_j tn_j xn_j (tn, xn: the rows scaled by min(1 / |row|, 1e7)), one term a row. The      \
+     * losses past BCE ignore from_logits. A sparse label                                          \
      * outside [0, classes) makes its row count as weight 0 (the input pipeline reports            \
      * such labels with their record). */                                                          \
-    X(void, loss, (tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,             \
-                   int classes, const float *x, const void *labels, const float *row_weight,       \
-                   float scale, float *loss_out, float *dx))                                       \
+    X(void, loss, (tfc_backend *be, tfc_loss_kind kind, int from_logits, float delta,              \
+                   int64_t rows, int classes, const float *x, const void *labels,                  \
+                   const float *row_weight, float scale, float *loss_out, float *dx))              \
     /* *count_out (device scalar) += number of weighted rows whose label is among the top k        \
      * outputs (ties count against), times the row's weight (0/1). Sparse labels are int32;        \
      * dense labels (CCE/BCE) use their argmax; with classes == 1 (binary), a row is right         \

@@ -1,7 +1,8 @@
 /* CPU losses and the accuracy count, as Keras 3 defines them (keras.losses, TensorFlow
  * backend): cross-entropies from logits through log-softmax / the stable sigmoid form,
  * from probabilities with the Keras clip to [1e-7, 1 - 1e-7] and normalisation; BCE and
- * MSE average over the classes of a row, CCE sums. Row sums accumulate in double. */
+ * the element-wise losses average over the classes of a row, CCE sums; the categorical
+ * hinge and the cosine similarity are one term a row. Row sums accumulate in double. */
 #include "cpu/cpu_internal.h"
 
 /* Keras's backend.epsilon() and its clip range, as float32 values. */
@@ -146,25 +147,77 @@ static double mse(int C, const float *x, const float *t, float g, float *d)
  * hinge, squared hinge) of one row, as Keras 3 computes them: the sum over the row of
  * tfc_elementwise_term (core/backend.h, which the GPU's kernel shares) divided by
  * tfc_loss_row_divisor (the mean; KL divergence's sum). */
-static double elementwise(tfc_loss_kind kind, int C, const float *x, const float *t, float g,
-                          float *d)
+static double elementwise(tfc_loss_kind kind, int C, const float *x, const float *t,
+                          double delta, float g, float *d)
 {
     const int n = tfc_loss_row_divisor(kind, C);
     double loss = 0.0;
     for (int j = 0; j < C; j++) {
-        double dj, l = tfc_elementwise_term(kind, x[j], t[j], &dj);
+        double dj, l = tfc_elementwise_term(kind, x[j], t[j], delta, &dj);
         loss += l;
         if (d) d[j] = (float)(g * dj / n);
     }
     return loss / n;
 }
 
+/* Categorical hinge of one row (Keras 3): h = max(neg - pos + 1, 0) with pos = t.x and
+ * neg = max_j (1 - t_j) x_j. Where h > 0, dh/dx_j = (1 - t_j) [j attains the max] / ties
+ * - t_j: the max's gradient is shared equally among the positions that attain it, as JAX's
+ * and TensorFlow's reduce_max share it. */
+static double categorical_hinge(int C, const float *x, const float *t, float g, float *d)
+{
+    double pos = 0.0;
+    float neg = (1.0f - t[0]) * x[0];
+    for (int j = 0; j < C; j++) {
+        pos += (double)t[j] * x[j];
+        const float v = (1.0f - t[j]) * x[j];
+        neg = v > neg ? v : neg;
+    }
+    int ties = 0;
+    for (int j = 0; j < C; j++) ties += (1.0f - t[j]) * x[j] == neg;
+    const double h = neg - pos + 1.0;
+    if (d)
+        for (int j = 0; j < C; j++)
+            d[j] = h > 0.0 ? (float)(g * ((1.0f - t[j]) * x[j] == neg ? (1.0 - t[j]) / ties - t[j]
+                                                                      : -t[j]))
+                           : 0.0f;
+    return h > 0.0 ? h : 0.0;
+}
+
+/* Keras's l2 normalisation factor of a row whose squares sum to s: min(1 / sqrt(s), 1e7)
+ * (rsqrt, then the minimum with 1 / epsilon); *free = 0 where the bound holds it, so the
+ * factor passes no gradient. */
+static double inv_norm(double s, int *free)
+{
+    const double r = 1.0 / sqrt(s);
+    *free = r < 1e7;
+    return *free ? r : 1e7;
+}
+
+/* Cosine similarity of one row (Keras 3): -sum_j tn_j xn_j, tn = t ry and xn = x rx with
+ * inv_norm's factors; dl/dx_j = -ry rx (t_j - [rx free] rx^2 (t.x) x_j). */
+static double cosine_similarity(int C, const float *x, const float *t, float g, float *d)
+{
+    double sx = 0.0, st = 0.0, tx = 0.0;
+    for (int j = 0; j < C; j++) {
+        sx += (double)x[j] * x[j];
+        st += (double)t[j] * t[j];
+        tx += (double)t[j] * x[j];
+    }
+    int xfree, tfree;
+    const double rx = inv_norm(sx, &xfree), ry = inv_norm(st, &tfree);
+    if (d)
+        for (int j = 0; j < C; j++)
+            d[j] = (float)(-g * ry * rx * (t[j] - (xfree ? rx * rx * tx * x[j] : 0.0)));
+    return -ry * rx * tx;
+}
+
 /* *loss_out = scale sum_r w_r loss_r; dx (overwritten) = scale w_r dloss_r/dx. A row of
  * weight 0 contributes nothing and gets dx = 0, whatever its values; so does a sparse
  * label outside [0, classes) (the pipeline reports those with their record). */
-void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
-                  int classes, const float *x, const void *labels, const float *row_weight,
-                  float scale, float *loss_out, float *dx)
+void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, float delta,
+                  int64_t rows, int classes, const float *x, const void *labels,
+                  const float *row_weight, float scale, float *loss_out, float *dx)
 {
     const int C = classes;
     double part[TFC_REDUCE_THREADS];
@@ -190,7 +243,9 @@ void tfc_cpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t 
             case TFC_LOSS_CCE: l = dense_cce(C, xr, t, from_logits, g, d); break;
             case TFC_LOSS_BCE: l = bce(C, xr, t, from_logits, g, d); break;
             case TFC_LOSS_MSE: l = mse(C, xr, t, g, d); break;
-            default: l = elementwise(kind, C, xr, t, g, d); break;
+            case TFC_LOSS_CATEGORICAL_HINGE: l = categorical_hinge(C, xr, t, g, d); break;
+            case TFC_LOSS_COSINE_SIMILARITY: l = cosine_similarity(C, xr, t, g, d); break;
+            default: l = elementwise(kind, C, xr, t, delta, g, d); break;
             }
             total += w * l;
         }

@@ -1,7 +1,8 @@
 /* Losses and the accuracy count on the GPU, one warp per row, with the formulas and the
  * float/double promotions of cpu_loss.c (Keras 3 definitions: log-softmax and the stable
- * sigmoid form from logits; the 1e-7 clip from probabilities; BCE and MSE average over a
- * row's outputs, CCE sums). Row losses go to scratch in double and are added by the
+ * sigmoid form from logits; the 1e-7 clip from probabilities; BCE and the element-wise
+ * losses average over a row's outputs, CCE sums; the categorical hinge and the cosine
+ * similarity are one term a row). Row losses go to scratch in double and are added by the
  * deterministic reduction, so the loss is the same on every run. */
 #include <math.h>
 
@@ -138,24 +139,70 @@ static __device__ double mse(int C, const float *x, const float *t, float g, flo
 
 /* The element-wise losses but MSE: tfc_elementwise_term (core/backend.h), the CPU's
  * function, summed over the row and divided by tfc_loss_row_divisor. */
-static __device__ double elementwise(int kind, int C, const float *x, const float *t, float g,
-                                     float *d, int lane)
+static __device__ double elementwise(int kind, int C, const float *x, const float *t,
+                                     double delta, float g, float *d, int lane)
 {
     const int n = tfc_loss_row_divisor((tfc_loss_kind)kind, C);
     double loss = 0.0;
     for (int j = lane; j < C; j += 32) {
-        double dj, l = tfc_elementwise_term((tfc_loss_kind)kind, x[j], t[j], &dj);
+        double dj, l = tfc_elementwise_term((tfc_loss_kind)kind, x[j], t[j], delta, &dj);
         loss += l;
         if (d) d[j] = (float)(g * dj / n);
     }
     return warp_sum(loss) / n;
 }
 
+/* Categorical hinge of one row, as cpu_loss.c: h = max(max_j (1 - t_j) x_j - t.x + 1, 0);
+ * the max's gradient shared among the positions that attain it. */
+static __device__ double categorical_hinge(int C, const float *x, const float *t, float g,
+                                           float *d, int lane)
+{
+    double pos = 0.0;
+    float neg = -INFINITY;
+    for (int j = lane; j < C; j += 32) {
+        pos += (double)t[j] * x[j];
+        neg = fmaxf(neg, (1.0f - t[j]) * x[j]);
+    }
+    pos = warp_sum(pos);
+    neg = warp_max(neg);
+    int ties = 0;
+    for (int j = lane; j < C; j += 32) ties += (1.0f - t[j]) * x[j] == neg;
+    ties = warp_sum(ties);
+    const double h = neg - pos + 1.0;
+    if (d)
+        for (int j = lane; j < C; j += 32)
+            d[j] = h > 0.0 ? (float)(g * ((1.0f - t[j]) * x[j] == neg ? (1.0 - t[j]) / ties - t[j]
+                                                                      : -t[j]))
+                           : 0.0f;
+    return h > 0.0 ? h : 0.0;
+}
+
+/* Cosine similarity of one row, as cpu_loss.c: -ry rx t.x with the rows' factors
+ * min(1 / |row|, 1e7); the bound, where it holds, passes no gradient. */
+static __device__ double cosine_similarity(int C, const float *x, const float *t, float g,
+                                           float *d, int lane)
+{
+    double sx = 0.0, st = 0.0, tx = 0.0;
+    for (int j = lane; j < C; j += 32) {
+        sx += (double)x[j] * x[j];
+        st += (double)t[j] * t[j];
+        tx += (double)t[j] * x[j];
+    }
+    sx = warp_sum(sx), st = warp_sum(st), tx = warp_sum(tx);
+    const double rx0 = 1.0 / sqrt(sx), ry0 = 1.0 / sqrt(st);
+    const int xfree = rx0 < 1e7;
+    const double rx = xfree ? rx0 : 1e7, ry = ry0 < 1e7 ? ry0 : 1e7;
+    if (d)
+        for (int j = lane; j < C; j += 32)
+            d[j] = (float)(-g * ry * rx * (t[j] - (xfree ? rx * rx * tx * x[j] : 0.0)));
+    return -ry * rx * tx;
+}
+
 /* rowloss[r] = w_r loss_r; dx (overwritten) = scale w_r dloss_r/dx. A row of weight 0, or
  * a sparse label outside [0, classes), contributes nothing and gets dx = 0. */
-static __global__ void loss_kernel(int kind, int logits, int64_t rows, int C, const float *x,
-                            const void *labels, const float *row_weight, float scale,
-                            double *rowloss, float *dx)
+static __global__ void loss_kernel(int kind, int logits, float delta, int64_t rows, int C,
+                                   const float *x, const void *labels, const float *row_weight,
+                                   float scale, double *rowloss, float *dx)
 {
     const int lane = threadIdx.x & 31;
     const int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
@@ -178,7 +225,9 @@ static __global__ void loss_kernel(int kind, int logits, int64_t rows, int C, co
         case TFC_LOSS_CCE: l = dense_cce(C, xr, t, logits, g, d, lane); break;
         case TFC_LOSS_BCE: l = bce(C, xr, t, logits, g, d, lane); break;
         case TFC_LOSS_MSE: l = mse(C, xr, t, g, d, lane); break;
-        default: l = elementwise(kind, C, xr, t, g, d, lane); break;
+        case TFC_LOSS_CATEGORICAL_HINGE: l = categorical_hinge(C, xr, t, g, d, lane); break;
+        case TFC_LOSS_COSINE_SIMILARITY: l = cosine_similarity(C, xr, t, g, d, lane); break;
+        default: l = elementwise(kind, C, xr, t, delta, g, d, lane); break;
         }
         if (lane == 0) rowloss[r] = w * l;
     }
@@ -213,9 +262,9 @@ static int row_scratch_get(gpu_ctx *g, int64_t rows, row_scratch *s)
     return 0;
 }
 
-void tfc_gpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t rows,
-                  int classes, const float *x, const void *labels, const float *row_weight,
-                  float scale, float *loss_out, float *dx)
+void tfc_gpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, float delta,
+                  int64_t rows, int classes, const float *x, const void *labels,
+                  const float *row_weight, float scale, float *loss_out, float *dx)
 {
     gpu_ctx *g = gpu_of(be);
     if (rows <= 0 || classes <= 0) {
@@ -225,7 +274,7 @@ void tfc_gpu_loss(tfc_backend *be, tfc_loss_kind kind, int from_logits, int64_t 
     row_scratch s;
     if (row_scratch_get(g, rows, &s)) return;
     loss_kernel<<<gpu_blocks(g, rows * 32), GPU_THREADS, 0, g->stream>>>(
-        (int)kind, from_logits, rows, classes, x, labels, row_weight, scale, s.rows, dx);
+        (int)kind, from_logits, delta, rows, classes, x, labels, row_weight, scale, s.rows, dx);
     TFC_LAUNCH_CHECK(g, loss_kernel);
     if (tfc_gpu_sum_f64(g, s.rows, rows, s.partials, s.total)) return;
     loss_finish<<<1, 1, 0, g->stream>>>(s.total, scale, loss_out);

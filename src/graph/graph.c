@@ -1095,8 +1095,8 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
         dx = m->fused_loss ? b->dz : b->dy;
     }
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
-    be->ops->loss(be, c->kind, from_logits, rows, m->classes, x, c->target, c->loss_weight,
-                  c->scale, m->scalars, dx);
+    be->ops->loss(be, c->kind, from_logits, (float)m->loss_opt.delta, rows, m->classes, x,
+                  c->target, c->loss_weight, c->scale, m->scalars, dx);
     if (m->regularized) penalties(m, 1, 0); /* in every loss, as Keras's compute_loss */
     if (m->activity) activity_penalties(m, -1);
     const int64_t ndx = (int64_t)m->ex.batch * tfc_layer_out_numel(last);
@@ -1107,8 +1107,9 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
     for (int i = 0; i < m->nmetrics; i++) {
         const tfc_metric_kind k = m->metrics[i].kind;
         if (k == TFC_METRIC_MAE || k == TFC_METRIC_MSE || k == TFC_METRIC_RMSE) /* rows' sum */
-            be->ops->loss(be, k == TFC_METRIC_MAE ? TFC_LOSS_MAE : TFC_LOSS_MSE, 0, rows,
-                          m->classes, x, m->labels, c->weight, 1.0f, m->scalars + 1 + i, NULL);
+            be->ops->loss(be, k == TFC_METRIC_MAE ? TFC_LOSS_MAE : TFC_LOSS_MSE, 0, 1.0f,
+                          rows, m->classes, x, m->labels, c->weight, 1.0f, m->scalars + 1 + i,
+                          NULL);
         else if (k != TFC_METRIC_LOSS)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
                               m->labels, c->weight, m->scalars + 1 + i);

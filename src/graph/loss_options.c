@@ -20,20 +20,23 @@
 static const char *const loss_choices[] = {
     "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
     "mse", "mae", "huber", "log_cosh", "msle", "mape", "poisson", "kl_divergence", "hinge",
-    "squared_hinge", "mean_squared_error", "mean_absolute_error",
+    "squared_hinge", "categorical_hinge", "cosine_similarity", "mean_squared_error",
+    "mean_absolute_error",
     "mean_squared_logarithmic_error", "mean_absolute_percentage_error", "kld", "MSE", "MAE",
     "MSLE", "MAPE", "KLD", "SparseCategoricalCrossentropy", "CategoricalCrossentropy",
     "BinaryCrossentropy", "MeanSquaredError", "MeanAbsoluteError", "Huber", "LogCosh",
     "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Poisson", "KLDivergence",
-    "Hinge", "SquaredHinge", NULL};
+    "Hinge", "SquaredHinge", "CategoricalHinge", "CosineSimilarity", NULL};
 static const tfc_loss_kind choice_kind[] = {
     TFC_LOSS_SPARSE_CCE, TFC_LOSS_CCE, TFC_LOSS_BCE, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_HUBER,
     TFC_LOSS_LOG_COSH, TFC_LOSS_MSLE, TFC_LOSS_MAPE, TFC_LOSS_POISSON, TFC_LOSS_KLD,
-    TFC_LOSS_HINGE, TFC_LOSS_SQUARED_HINGE, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_MSLE,
+    TFC_LOSS_HINGE, TFC_LOSS_SQUARED_HINGE, TFC_LOSS_CATEGORICAL_HINGE,
+    TFC_LOSS_COSINE_SIMILARITY, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_MSLE,
     TFC_LOSS_MAPE, TFC_LOSS_KLD, TFC_LOSS_MSE, TFC_LOSS_MAE, TFC_LOSS_MSLE, TFC_LOSS_MAPE,
     TFC_LOSS_KLD, TFC_LOSS_SPARSE_CCE, TFC_LOSS_CCE, TFC_LOSS_BCE, TFC_LOSS_MSE, TFC_LOSS_MAE,
     TFC_LOSS_HUBER, TFC_LOSS_LOG_COSH, TFC_LOSS_MSLE, TFC_LOSS_MAPE, TFC_LOSS_POISSON,
-    TFC_LOSS_KLD, TFC_LOSS_HINGE, TFC_LOSS_SQUARED_HINGE};
+    TFC_LOSS_KLD, TFC_LOSS_HINGE, TFC_LOSS_SQUARED_HINGE, TFC_LOSS_CATEGORICAL_HINGE,
+    TFC_LOSS_COSINE_SIMILARITY};
 _Static_assert(sizeof choice_kind / sizeof *choice_kind ==
                    sizeof loss_choices / sizeof *loss_choices - 1,
                "a kind for every loss name");
@@ -73,7 +76,7 @@ static const tfc_field loss_fields[] = {
      "one weight per class multiplying its rows' training loss, or balanced (n / (classes "
      "count_c) from the training source's labels)"},
     {"delta", TFC_F_FLOAT, offsetof(loss_args, delta), "1.0", TFC_UNBOUNDED, NULL,
-     "huber's: 1 only for now (Keras's default)"},
+     "huber's: where the loss turns from quadratic to linear"},
     {NULL}};
 
 const tfc_field *tfc_loss_fields(void) { return loss_fields; }
@@ -83,6 +86,7 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
 {
     memset(o, 0, sizeof *o);
     o->from_logits = -1;
+    o->delta = 1.0;
     *kind = TFC_LOSS_SPARSE_CCE;
     if (!node || tfc_node_is_null(node)) return TFC_OK;
     int type = 0;
@@ -131,9 +135,10 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
     if (delta && !tfc_node_is_null(delta) && *kind != TFC_LOSS_HUBER)
         return tfc_node_error(err, TFC_ERR_CONFIG, delta, "loss.delta",
                               "is huber's argument; %s takes none", tfc_loss_names[*kind]);
-    if (a.delta != 1.0)
+    if (!(a.delta > 0) || !isfinite(a.delta))
         return tfc_node_error(err, TFC_ERR_CONFIG, delta, "loss.delta",
-                              "tfc's huber has delta 1 (Keras's default) only, for now");
+                              "expected a finite threshold > 0, found %g", a.delta);
+    o->delta = a.delta;
     const tfc_node *cw = a.class_weight;
     if (!cw || tfc_node_is_null(cw)) return TFC_OK;
     if (*kind != TFC_LOSS_SPARSE_CCE && *kind != TFC_LOSS_CCE)

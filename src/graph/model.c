@@ -23,6 +23,8 @@ const char *const tfc_loss_names[TFC_LOSS_COUNT + 1] = {
     [TFC_LOSS_KLD] = "kl_divergence",
     [TFC_LOSS_HINGE] = "hinge",
     [TFC_LOSS_SQUARED_HINGE] = "squared_hinge",
+    [TFC_LOSS_CATEGORICAL_HINGE] = "categorical_hinge",
+    [TFC_LOSS_COSINE_SIMILARITY] = "cosine_similarity",
     [TFC_LOSS_COUNT] = NULL,
 };
 

@@ -51,6 +51,7 @@ typedef struct tfc_bound {
 /* `loss:`'s options (loss_options.c). */
 typedef struct tfc_loss_options {
     double label_smoothing;    /* 0: none */
+    double delta;              /* Huber's (1: Keras's default) */
     double *class_weight;      /* [nclass_weight], malloc'd; NULL: none */
     int nclass_weight;
     int balanced;              /* class_weight: balanced, set from the training data's counts */

@@ -868,7 +868,8 @@ static void test_lstm_tf32(void)
 
 /* ---- losses and accuracy --------------------------------------------------------------------- */
 
-static int loss_case(tfc_loss_kind kind, int logits, int weighted, int with_dx)
+/* The loss op of `kind` on both backends (delta: Huber's). */
+static int loss_case(tfc_loss_kind kind, int logits, int weighted, int with_dx, float delta)
 {
     const int64_t rows = 203;
     const int C = kind == TFC_LOSS_BCE ? 5 : 17;
@@ -904,9 +905,9 @@ static int loss_case(tfc_loss_kind kind, int logits, int weighted, int with_dx)
     const void *lh = kind == TFC_LOSS_SPARSE_CCE ? (const void *)sl.h : (const void *)dl.h;
     const void *ld = kind == TFC_LOSS_SPARSE_CCE ? (const void *)sl.d : (const void *)dl.d;
     const float scale = 1.0f / 150.0f;
-    ref->ops->loss(ref, kind, logits, rows, C, x.h, lh, weighted ? w.h : NULL, scale, lo.h,
+    ref->ops->loss(ref, kind, logits, delta, rows, C, x.h, lh, weighted ? w.h : NULL, scale, lo.h,
                    with_dx ? dx.h : NULL);
-    dev->ops->loss(dev, kind, logits, rows, C, x.d, ld, weighted ? w.d : NULL, scale, lo.d,
+    dev->ops->loss(dev, kind, logits, delta, rows, C, x.d, ld, weighted ? w.d : NULL, scale, lo.d,
                    with_dx ? dx.d : NULL);
     char what[96];
     snprintf(what, sizeof what, "loss %d%s%s", (int)kind, logits ? " logits" : " probs",
@@ -924,15 +925,16 @@ static void test_loss(void)
     for (int kind = 0; kind < TFC_LOSS_COUNT; kind++)
         for (int logits = 0; logits < 2; logits++)
             for (int weighted = 0; weighted < 2; weighted++)
-                CU_ASSERT_EQUAL(loss_case((tfc_loss_kind)kind, logits, weighted, 1), 0);
-    CU_ASSERT_EQUAL(loss_case(TFC_LOSS_SPARSE_CCE, 1, 0, 0), 0); /* inference: no dx */
+                CU_ASSERT_EQUAL(loss_case((tfc_loss_kind)kind, logits, weighted, 1, 1.0f), 0);
+    CU_ASSERT_EQUAL(loss_case(TFC_LOSS_SPARSE_CCE, 1, 0, 0, 1.0f), 0); /* inference: no dx */
+    CU_ASSERT_EQUAL(loss_case(TFC_LOSS_HUBER, 0, 1, 1, 0.3f), 0); /* errors on both sides */
     /* a sparse label out of range counts nothing and gets dx 0, as on the CPU */
     pair x = pair_rand(3 * 4, -1, 1), lo = pair_new(1), dx = pair_rand(12, -1, 1);
     ipair l = ipair_new(3);
     l.h[0] = 1, l.h[1] = 7, l.h[2] = -1;
     ipair_push(&l);
-    ref->ops->loss(ref, TFC_LOSS_SPARSE_CCE, 1, 3, 4, x.h, l.h, NULL, 1.0f, lo.h, dx.h);
-    dev->ops->loss(dev, TFC_LOSS_SPARSE_CCE, 1, 3, 4, x.d, l.d, NULL, 1.0f, lo.d, dx.d);
+    ref->ops->loss(ref, TFC_LOSS_SPARSE_CCE, 1, 1.0f, 3, 4, x.h, l.h, NULL, 1.0f, lo.h, dx.h);
+    dev->ops->loss(dev, TFC_LOSS_SPARSE_CCE, 1, 1.0f, 3, 4, x.d, l.d, NULL, 1.0f, lo.d, dx.d);
     CU_ASSERT_EQUAL(pair_check("loss bad labels", &lo, F32), 0);
     CU_ASSERT_EQUAL(pair_check("loss bad labels dx", &dx, F32), 0);
     pair_free(&x), pair_free(&lo), pair_free(&dx);
@@ -3735,7 +3737,8 @@ static void test_noise(void)
 }
 
 /* The element-wise losses MAE, Huber, log-cosh, MSLE, MAPE, Poisson, KL divergence, hinge and
- * squared hinge (gpu_loss.cu; test_loss compares the op against the CPU for every kind), which
+ * squared hinge, and the row-wise categorical hinge and cosine similarity (gpu_loss.cu;
+ * test_loss compares the op against the CPU for every kind), which
  * the GPU's tfc_backend.losses leaves out until this has passed: set for the case, four
  * training steps of a model with each (the
  * dense model's outputs against soft targets, their gradients through a CNN). */
@@ -3748,7 +3751,8 @@ static void test_regression_losses(void)
         {"mae", "linear"},     {"huber", "linear"},         {"log_cosh", "linear"},
         {"msle", "linear"},    {"mape", "linear"},          {"poisson", "softplus"},
         {"kld", "softmax"},    {"hinge", "linear"},         {"squared_hinge", "linear"},
-        {"mean_absolute_error", "linear"}};
+        {"mean_absolute_error", "linear"}, {"{type: huber, delta: 0.25}", "linear"},
+        {"categorical_hinge", "linear"},   {"cosine_similarity", "linear"}};
     for (size_t k = 0; k < sizeof losses / sizeof *losses; k++) {
         char yaml[512];
         snprintf(yaml, sizeof yaml,

@@ -33,6 +33,7 @@ def main():
         print(name, tensors[name][0])
     save_file(tensors, os.path.join(OUT, "regression.safetensors"))
     elementwise(rng)
+    rowwise(np.random.default_rng(5))
 
 
 def elementwise(rng):
@@ -60,6 +61,33 @@ def elementwise(rng):
         tensors[name + "_grad"] = np.asarray(jax.grad(f)(x), np.float32)
         print(name, tensors[name][0])
     save_file(tensors, os.path.join(OUT, "elementwise.safetensors"))
+
+
+def rowwise(rng):
+    """tests/ref/losses/rowwise.safetensors, as elementwise(): Huber with delta 0.4 and 2.5
+    (huber_d04, huber_d25), the categorical hinge on one-hot targets and on -1/1 ones
+    (categorical_hinge_pm), the cosine similarity (a zero target row among them, whose loss
+    and gradient are 0)."""
+    shape = (17, 6)
+    u = lambda lo, hi: rng.uniform(lo, hi, shape).astype(np.float32)
+    onehot = np.eye(shape[1], dtype=np.float32)[rng.integers(0, shape[1], shape[0])]
+    cos_t = u(-1, 1)
+    cos_t[3] = 0
+    cases = {
+        "huber_d04": (u(-3, 3), u(-1, 1), keras.losses.Huber(delta=0.4)),
+        "huber_d25": (u(-6, 6), u(-1, 1), keras.losses.Huber(delta=2.5)),
+        "categorical_hinge": (u(-2, 2), onehot, keras.losses.CategoricalHinge()),
+        "categorical_hinge_pm": (u(-2, 2), 2 * onehot - 1, keras.losses.CategoricalHinge()),
+        "cosine_similarity": (u(-2, 2), cos_t, keras.losses.CosineSimilarity()),
+    }
+    tensors = {}
+    for name, (x, t, loss) in cases.items():
+        f = lambda p: loss(t, p)  # sum_over_batch_size: the mean over the rows
+        tensors[name + "_x"], tensors[name + "_t"] = x, t
+        tensors[name] = np.array([f(x)], np.float32)
+        tensors[name + "_grad"] = np.asarray(jax.grad(f)(x), np.float32)
+        print(name, tensors[name][0])
+    save_file(tensors, os.path.join(OUT, "rowwise.safetensors"))
 
 
 if __name__ == "__main__":
