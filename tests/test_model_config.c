@@ -85,6 +85,51 @@ static void test_same_padding_shapes(void)
     tfc_doc_free(doc);
 }
 
+/* Keras's Sequential form of the input, a first layer `- InputLayer:` (model.get_config()'s
+ * batch_shape, dtype, sparse, ragged, name) or `- Input:`, and bare `- Flatten` items, load as
+ * `input:` does: the same layers, shapes and parameters; the InputLayer's name stands for
+ * `input` in inputs:, and a null time axis takes max_length as input: does. */
+static void test_sequential_input(void)
+{
+    static const char *const forms[] = {
+        "layers:\n  - InputLayer: {batch_shape: [null, 6, 2], dtype: float32, sparse: false,"
+        " ragged: false, name: pixels, optional: false}\n",
+        "layers:\n  - Input: {shape: [6, 2], name: pixels}\n",
+        "layers:\n  - InputLayer: {shape: [6, 2], name: pixels}\n"};
+    for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+        char y[512];
+        snprintf(y, sizeof y, "%s  - Flatten\n  - Dense: {name: a, units: 3}\n"
+                 "  - Flatten: {inputs: pixels}\n  - Concatenate: {inputs: [a, flatten_1]}\n"
+                 "  - Dense: {units: 2}\n", forms[f]);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_doc *doc = tfc_doc_load_string(y, strlen(y), "seq.yaml", &err);
+        tfc_model *m = doc ? tfc_model_from_node(tfc_doc_root(doc), "seq", &err) : NULL;
+        if (!m) fprintf(stderr, "\nform %zu: %s\n", f, err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL(tfc_model_nlayers(m), 5); /* Keras's model.layers: no InputLayer */
+        CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 0)->name, "flatten");
+        CU_ASSERT_EQUAL(tfc_model_input_shape(m)->ndim, 2);
+        CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], 6);
+        CU_ASSERT_EQUAL(tfc_model_layer(m, 2)->inputs[0], -1); /* pixels: the input */
+        CU_ASSERT_EQUAL(tfc_model_layer(m, 3)->out_shape.dim[0], 15);
+        CU_ASSERT_EQUAL(tfc_model_param_count(m), 12 * 3 + 3 + 15 * 2 + 2);
+        tfc_model_free(m);
+        tfc_doc_free(doc);
+    }
+    const char *y = "layers:\n  - InputLayer: {batch_shape: [null, null, 3], max_length: 9}\n"
+                    "  - LSTM: {units: 4}\n";
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_doc *doc = tfc_doc_load_string(y, strlen(y), "seq.yaml", &err);
+    tfc_model *m = doc ? tfc_model_from_node(tfc_doc_root(doc), "seq", &err) : NULL;
+    if (!m) fprintf(stderr, "\nvarlen: %s\n", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(tfc_model_max_length(m), 9);
+    tfc_model_free(m);
+    tfc_doc_free(doc);
+}
+
 typedef struct bad_case {
     const char *yaml;
     int line, col;
@@ -148,7 +193,32 @@ static const bad_case bad_cases[] = {
      "layers[1].Dense.name", "the name 'x' is already used"},
     {"input: {shape: [5]}\nlayers:\n  - Embedding: {input_dim: 9, output_dim: 2}\n", 3, 5,
      "layers[0].Embedding", "reads token ids"},
-    {HDR "  - Dense\n", 3, 5, "layers[0]", "expected a mapping with one key, the layer type"},
+    {HDR "  - [Dense]\n", 3, 5, "layers[0]", "expected a mapping with one key, the layer type"},
+    {HDR "  - Dense\n", 3, 5, "layers[0].Dense.units", "missing required key 'units'"},
+    {"layers: [{Dense: {units: 2}}]\n", 1, 1, "input",
+     "missing: the model's input, `input: {shape: [28, 28, 1]}`, or a first layer "
+     "`- InputLayer: {shape: [28, 28, 1]}`"},
+    {HDR "  - InputLayer: {shape: [4]}\n  - Dense: {units: 2}\n", 3, 5, "layers[0].InputLayer",
+     "gives the input that `input:` (line 1) gives already; keep one"},
+    {HDR "  - Flatten: {}\n  - Input: {shape: [4]}\n", 4, 5, "layers[1]",
+     "Input gives the model's input: only as the first layer"},
+    {"layers:\n  - InputLayer: {batch_shape: [32, 4]}\n  - Dense: {units: 2}\n", 2, 32,
+     "layers[0].InputLayer.batch_shape", "the batch axis must be null"},
+    {"layers:\n  - InputLayer: {shape: [4], batch_size: 8}\n  - Dense: {units: 2}\n", 2, 42,
+     "layers[0].InputLayer.batch_size", "the solver's batch_size sets the batch"},
+    {"layers:\n  - InputLayer: {shape: [4], sparse: true}\n  - Dense: {units: 2}\n", 2, 38,
+     "layers[0].InputLayer.sparse", "only false (Keras's default) is accepted"},
+    {"layers:\n  - InputLayer: {name: x}\n  - Dense: {units: 2}\n", 2, 5,
+     "layers[0].InputLayer", "needs the example's shape"},
+    {"layers:\n  - Input: {shape: [4], batch_shape: [null, 4]}\n  - Dense: {units: 2}\n", 2,
+     38, "layers[0].Input", "takes shape or batch_shape, not both"},
+    {"layers:\n  - InputLayer: {shape: [4], dtype: float64}\n  - Dense: {units: 2}\n", 2, 37,
+     "layers[0].InputLayer.dtype", "unknown value \"float64\""},
+    {"layers:\n  - InputLayer: {shape: [4], name: x}\n  - Dense: {name: x, units: 2}\n", 3, 19,
+     "layers[0].Dense.name", "the name 'x' is already used"},
+    {"layers:\n  - InputLayer: {shape: [4]}\n  - Dense: {units: 2, inputs: input_layr}\n", 3,
+     31, "layers[0].Dense.inputs", "no earlier layer is named 'input_layr'; did you mean "
+     "'input_layer'?"},
     {HDR "  - Dense: [10]\n", 3, 12, "layers[0].Dense", "expected a mapping of arguments, found a sequence"},
     {"input: {shape: [28, 0]}\nlayers: [{Flatten: {}}]\n", 1, 21, "input.shape[1]",
      "expected an integer in [1, 1073741824], found \"0\""},
@@ -437,4 +507,5 @@ TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"all_mistakes_at_once", test_all_mistakes_at_once}, {"error_sort", test_error_sort},
               {"anchor_keys", test_anchor_keys}, {"deep_nesting", test_deep_nesting},
               {"emit_round_trip", test_emit_round_trip}, {"did_you_mean", test_did_you_mean},
-              {"load_file_errors", test_load_file_errors}, {"merge_keys", test_merge_keys})
+              {"load_file_errors", test_load_file_errors}, {"merge_keys", test_merge_keys},
+              {"sequential_input", test_sequential_input})

@@ -554,14 +554,17 @@ static void test_concatenate_joins_masks(void)
 }
 
 /* The max_length a solver gives a model without one, from its splits' stages: `pipeline`
- * for the train split, `test` for the test split (NULL: none); 0 when it loads without. */
-static int64_t derived(const char *pipeline, const char *test, tfc_error *err)
+ * for the train split, `test` for the test split (NULL: none); 0 when it loads without.
+ * `head` opens the model file up to its first layer: its input, and `layers: [`. */
+static int64_t derived_as(const char *head, const char *pipeline, const char *test,
+                          tfc_error *err)
 {
-    tfc_test_write("open_model.yaml",
-                   "input: {shape: [null], dtype: int32}\n"
-                   "layers: [{Embedding: {input_dim: 20, output_dim: 2, mask_zero: true}},\n"
-                   "         {GRU: {units: 2}}, {Dense: {units: 2, activation: softmax}}]\n",
-                   -1);
+    char model[1024];
+    snprintf(model, sizeof model,
+             "%s{Embedding: {input_dim: 20, output_dim: 2, mask_zero: true}},\n"
+             "         {GRU: {units: 2}}, {Dense: {units: 2, activation: softmax}}]\n",
+             head);
+    tfc_test_write("open_model.yaml", model, -1);
     char solver[2048];
     snprintf(solver, sizeof solver,
              "model: open_model.yaml\n"
@@ -580,6 +583,11 @@ static int64_t derived(const char *pipeline, const char *test, tfc_error *err)
     int64_t n = s ? tfc_model_max_length(tfc_solver_model(s)) : 0;
     tfc_solver_free(s);
     return n;
+}
+
+static int64_t derived(const char *pipeline, const char *test, tfc_error *err)
+{
+    return derived_as("input: {shape: [null], dtype: int32}\nlayers: [", pipeline, test, err);
 }
 
 static void test_max_length_from_pipeline(void)
@@ -607,6 +615,13 @@ static void test_max_length_from_pipeline(void)
     CU_ASSERT_EQUAL(derived("[{map: {op: truncate, length: 30}}, {padded_batch: {batch_size: 4}}]",
                             "[{padded_batch: {batch_size: 4}}]", &err), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs input.max_length"));
+    /* the input as Keras's Sequential form gives it: shape's first axis, batch_shape's second */
+    static const char *const heads[] = {
+        "layers: [{Input: {shape: [null], dtype: int32}},\n",
+        "layers: [{InputLayer: {batch_shape: [null, null], dtype: int32, name: ids}},\n"};
+    for (int h = 0; h < 2; h++)
+        CU_ASSERT_EQUAL(derived_as(heads[h], "[{map: {op: truncate, length: 30}}, "
+                                   "{padded_batch: {batch_size: 4}}]", NULL, &err), 30);
 }
 
 /* tfc-export writes a model of variable length at max_length, and refuses a Concatenate that

@@ -50,8 +50,9 @@ typedef struct model_args {
 static const tfc_field model_fields[] = {
     {"name", TFC_F_STRING, offsetof(model_args, name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "model name (default: the file's stem)"},
-    {"input", TFC_F_NODE, offsetof(model_args, input), NULL, TFC_UNBOUNDED, NULL,
-     "{shape: [...], dtype: float32|int32, max_length}"},
+    {"input", TFC_F_NODE, offsetof(model_args, input), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{shape: [...], dtype: float32|int32, max_length}, or a first layer `- InputLayer: "
+     "{shape: [...]}` (Keras's Sequential form)"},
     {"layers", TFC_F_NODE, offsetof(model_args, layers), NULL, TFC_UNBOUNDED, NULL,
      "the list of layers"},
     {"loss", TFC_F_NODE, offsetof(model_args, loss), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
@@ -247,7 +248,8 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
 }
 
 /* Splits a layer item `- Type: {args}` into its type and a mapping of arguments without
- * `name` and `inputs`, which the graph handles for every layer. */
+ * `name` and `inputs`, which the graph handles for every layer. A bare `- Flatten` is
+ * `- Flatten: {}`. */
 static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item,
                                    const tfc_node **type_node, tfc_node **args,
                                    const tfc_node **name, const tfc_node **inputs,
@@ -255,6 +257,12 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
 {
     char path[64];
     snprintf(path, sizeof path, "layers[%d]", index);
+    if (item->kind == TFC_NODE_SCALAR && !item->quoted && *item->str) {
+        *type_node = item;
+        *name = *inputs = NULL;
+        *args = tfc_node_new_map(m->doc_scratch, item);
+        return *args ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
     if (item->kind != TFC_NODE_MAP || item->n != 1)
         return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
                               "expected a mapping with one key, the layer type "
@@ -296,13 +304,15 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
         if (nm->kind != TFC_NODE_SCALAR)
             return tfc_node_error(err, TFC_ERR_CONFIG, nm, path, "expected a layer name");
         int found = -2;
-        if (strcmp(nm->str, "input") == 0) found = -1;
+        if (!strcmp(nm->str, "input") || (m->input_name[0] && !strcmp(nm->str, m->input_name)))
+            found = -1;
         for (int j = 0; j < l->index && found == -2; j++)
             if (strcmp(m->layers[j].name, nm->str) == 0) found = j;
         if (found == -2) {
-            const char *names[TFC_MAX_LAYERS + 2];
+            const char *names[TFC_MAX_LAYERS + 3];
             int k = 0;
             names[k++] = "input";
+            if (m->input_name[0]) names[k++] = m->input_name;
             for (int j = 0; j < l->index; j++) names[k++] = m->layers[j].name;
             names[k] = NULL;
             const char *guess = tfc_did_you_mean(nm->str, names);
@@ -483,6 +493,15 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
             continue;
         }
         l->ops = tfc_layer_lookup(types[i]->str);
+        if (!l->ops && tfc_model_is_input_layer(list->vals[i])) {
+            char path[64];
+            snprintf(path, sizeof path, "layers[%d]", i);
+            status = tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
+                                    "%s gives the model's input: only as the first layer, and "
+                                    "only without `input:`", types[i]->str);
+            types[i] = NULL;
+            continue;
+        }
         if (!l->ops) {
             char path[64], known[1024];
             snprintf(path, sizeof path, "layers[%d]", i);
@@ -507,7 +526,8 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
                 status = tfc_node_error(err, TFC_ERR_CONFIG, names[i], path,
                                         "expected a name of 1 to %zu characters without '/'",
                                         sizeof l->name - 1);
-            } else if (name_taken(m, names[i]->str, i) || !strcmp(names[i]->str, "input")) {
+            } else if (name_taken(m, names[i]->str, i) || !strcmp(names[i]->str, "input") ||
+                       !strcmp(names[i]->str, m->input_name)) {
                 status = tfc_node_error(err, TFC_ERR_CONFIG, names[i], path,
                                         "the name '%s' is already used", names[i]->str);
             } else {
@@ -665,6 +685,125 @@ static void count_params(tfc_model *m)
         }
 }
 
+/* Keras's InputLayer and keras.Input, as a Sequential model's first layer gives the input
+ * (model.get_config() writes it so: {batch_shape: [null, 28, 28, 1], dtype: float32, sparse:
+ * false, ragged: false, name: input_layer, optional: false}). */
+typedef struct input_layer_args {
+    const tfc_node *shape, *batch_shape, *batch_size, *dtype, *max_length;
+    const char *name;
+} input_layer_args;
+
+static const tfc_field input_layer_fields[] = {
+    {"shape", TFC_F_NODE, offsetof(input_layer_args, shape), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "one example's shape (input.shape)"},
+    {"batch_shape", TFC_F_NODE, offsetof(input_layer_args, batch_shape), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "[null, ...]: the batch axis, then the example's shape"},
+    {"batch_size", TFC_F_NODE, offsetof(input_layer_args, batch_size), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "null: the solver's batch_size sets it"},
+    {"dtype", TFC_F_NODE, offsetof(input_layer_args, dtype), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "float32, or int32 for token ids (input.dtype)"},
+    {"max_length", TFC_F_NODE, offsetof(input_layer_args, max_length), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "tfc's input.max_length, with a null time axis"},
+    {"name", TFC_F_STRING, offsetof(input_layer_args, name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "another name for `input` in the layers' inputs: (Keras's default input_layer)"},
+    TFC_FIXED_FIELD("sparse", "false", "tfc's inputs are dense"),
+    TFC_FIXED_FIELD("ragged", "false", "a null time axis takes sequences of any length"),
+    TFC_FIXED_FIELD("optional", "false", "the model's one input is always given"),
+    TFC_FIXED_FIELD("input_tensor", TFC_NO_DEFAULT, "a YAML model has no tensors"),
+    TFC_FIXED_FIELD("tensor", TFC_NO_DEFAULT, "a YAML model has no tensors"),
+    {NULL}};
+
+int tfc_model_is_input_layer(const tfc_node *item)
+{
+    if (!item || item->kind != TFC_NODE_MAP || item->n != 1) return 0;
+    const char *type = item->keys[0]->str;
+    return !strcmp(type, "InputLayer") || !strcmp(type, "Input");
+}
+
+/* The model's input given as Keras's Sequential models give it, by a first layer
+ * `- InputLayer: {...}` (or `- Input:`): *input becomes the equivalent `input:` mapping and
+ * *layers the rest of the list (model.layers in Keras has no InputLayer either). Both forms
+ * at once, or neither, is an error. */
+static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tfc_node **input,
+                                    const tfc_node **layers, char ipath[64], tfc_error *err)
+{
+    const tfc_node *list = *layers;
+    const tfc_node *first = list && list->kind == TFC_NODE_SEQ && list->n ? list->vals[0] : NULL;
+    if (!tfc_model_is_input_layer(first)) {
+        if (*input) return TFC_OK;
+        return tfc_node_error(err, TFC_ERR_CONFIG, root, "input",
+                              "missing: the model's input, `input: {shape: [28, 28, 1]}`, or "
+                              "a first layer `- InputLayer: {shape: [28, 28, 1]}` as Keras's "
+                              "Sequential models write it");
+    }
+    const tfc_node *type = first->keys[0], *args = first->vals[0];
+    tfc_node *rest = tfc_node_copy(m->doc_scratch, list); /* a list of the file's own items */
+    if (!rest) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int i = 1; i < list->n; i++) rest->vals[i - 1] = list->vals[i];
+    rest->n--;
+    *layers = rest; /* the other layers' errors are reported whatever this one's are */
+    char path[64];
+    snprintf(path, sizeof path, "layers[0].%s", type->str);
+    snprintf(ipath, 64, "%s", path); /* where the input's arguments are, for their errors */
+    if (*input)
+        return tfc_node_error(err, TFC_ERR_CONFIG, type, path,
+                              "gives the input that `input:` (line %d) gives already; keep one",
+                              (*input)->line);
+    if (!tfc_node_is_null(args) && args->kind != TFC_NODE_MAP)
+        return tfc_node_error(err, TFC_ERR_CONFIG, args, path, "expected a mapping of arguments");
+    input_layer_args a;
+    if (tfc_schema_apply(input_layer_fields, args, path, &a, err)) return TFC_ERR_CONFIG;
+    char key[96];
+    if (a.batch_size && !tfc_node_is_null(a.batch_size)) {
+        snprintf(key, sizeof key, "%s.batch_size", path);
+        return tfc_node_error(err, TFC_ERR_CONFIG, a.batch_size, key,
+                              "the solver's batch_size sets the batch; write null or drop it");
+    }
+    const int has_shape = a.shape && !tfc_node_is_null(a.shape);
+    const int has_batch = a.batch_shape && !tfc_node_is_null(a.batch_shape);
+    if (has_shape == has_batch)
+        return tfc_node_error(err, TFC_ERR_CONFIG, has_shape ? a.batch_shape : type, path,
+                              has_shape ? "takes shape or batch_shape, not both"
+                                        : "needs the example's shape: shape: [28, 28, 1] (or "
+                                          "batch_shape: [null, 28, 28, 1])");
+    tfc_node *in = tfc_node_new_map(m->doc_scratch, args);
+    if (!in) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    tfc_node *shape = tfc_node_copy(m->doc_scratch, has_shape ? a.shape : a.batch_shape);
+    if (!shape) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    if (has_batch) {
+        snprintf(key, sizeof key, "%s.batch_shape", path);
+        if (shape->kind != TFC_NODE_SEQ || shape->n < 2)
+            return tfc_node_error(err, TFC_ERR_CONFIG, a.batch_shape, key,
+                                  "expected [null, ...]: the batch axis, then the example's "
+                                  "shape");
+        if (!tfc_node_is_null(shape->vals[0]))
+            return tfc_node_error(err, TFC_ERR_CONFIG, shape->vals[0], key,
+                                  "the batch axis must be null: the solver's batch_size sets "
+                                  "it");
+        memmove(shape->vals, shape->vals + 1, (size_t)(shape->n - 1) * sizeof *shape->vals);
+        shape->n--;
+    }
+    const struct { const char *key; const tfc_node *val; } keys[] = {
+        {"shape", shape}, {"dtype", a.dtype}, {"max_length", a.max_length}};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        if (!keys[i].val || tfc_node_is_null(keys[i].val)) continue;
+        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, keys[i].val, keys[i].key, 0);
+        if (!k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        tfc_node_map_set(in, k, (tfc_node *)keys[i].val);
+    }
+    snprintf(m->input_name, sizeof m->input_name, "input_layer"); /* Keras's default */
+    if (a.name) {
+        snprintf(key, sizeof key, "%s.name", path);
+        if (!*a.name || strlen(a.name) >= sizeof m->input_name || strchr(a.name, '/'))
+            return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(args, "name"), key,
+                                  "expected a name of 1 to %zu characters without '/'",
+                                  sizeof m->input_name - 1);
+        snprintf(m->input_name, sizeof m->input_name, "%s", a.name);
+    }
+    *input = in;
+    return TFC_OK;
+}
+
 tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error *err)
 {
     if (!root || root->kind != TFC_NODE_MAP) {
@@ -682,8 +821,12 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
     model_args a = {0};
     tfc_status status = tfc_schema_apply(model_fields, root, "", &a, err);
     if (!m->doc_scratch) status = TFC_ERR_NOMEM;
+    char ipath[64] = "input";
     /* A bad top-level key does not hide the errors of the input, metrics and layers: every
      * independent part is checked, so one run reports them all. */
+    if ((status == TFC_OK || status == TFC_ERR_CONFIG) && a.layers && m->doc_scratch &&
+        keras_input_layer(m, root, &a.input, &a.layers, ipath, err))
+        status = TFC_ERR_CONFIG;
     if (status == TFC_OK || (status == TFC_ERR_CONFIG && a.input && a.layers)) {
         snprintf(m->name, sizeof m->name, "%s", a.name ? a.name : name ? name : "model");
         if (tfc_loss_options_read(a.loss, &m->loss, &m->loss_opt, err)) status = TFC_ERR_CONFIG;
@@ -691,7 +834,7 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
         const tfc_node *input;
         int null_axis;
         if (null_time_axis(m, a.input, &input, &null_axis, err) ||
-            tfc_schema_apply(input_fields, input, "input", &in, err)) {
+            tfc_schema_apply(input_fields, input, ipath, &in, err)) {
             status = TFC_ERR_CONFIG;
         } else if (null_axis != (in.max_length > 0)) {
             const tfc_node *at = tfc_node_get(a.input, null_axis ? "shape" : "max_length");

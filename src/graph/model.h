@@ -66,6 +66,10 @@ typedef struct tfc_batch_result {
  * The model keeps no pointer into `root` after it returns except node positions for
  * messages, so the document must outlive the model. */
 tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error *err);
+/* Whether a `layers:` item is `- InputLayer: {...}` or `- Input: {...}`: Keras's Sequential
+ * form of the model's input, which a model may give as its first layer instead of `input:`
+ * (its arguments are keras.Input's: shape or batch_shape, dtype, name; and max_length). */
+int tfc_model_is_input_layer(const tfc_node *item);
 
 /* Loads a model file (owning its document). */
 tfc_model *tfc_model_load(const char *path, tfc_error *err);

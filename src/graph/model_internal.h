@@ -92,6 +92,7 @@ void tfc_loss_targets(const tfc_model *m, const void *labels, int64_t rows, cons
 struct tfc_model {
     /* The description (model.c). */
     char name[128];
+    char input_name[128];  /* a first `- InputLayer:`'s name, `input`'s alias in inputs: */
     tfc_doc *doc;          /* the model file, when loaded from one */
     tfc_doc *doc_scratch;  /* nodes made while loading (argument maps) */
     void (*release)(void *); /* tfc_model_hold: frees `held` with the model */

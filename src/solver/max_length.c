@@ -71,9 +71,17 @@ tfc_status tfc_solver_default_max_length(tfc_doc *doc, tfc_node *model, const tf
                                          const tfc_node *test, tfc_error *err)
 {
     tfc_node *input = tfc_node_get(model, "input");
-    const tfc_node *shape = tfc_node_get(input, "shape");
+    const tfc_node *layers = tfc_node_get(model, "layers");
+    int time_axis = 0; /* in shape; batch_shape's is 1 */
+    if (!input && layers && layers->kind == TFC_NODE_SEQ && layers->n &&
+        tfc_model_is_input_layer(layers->vals[0])) { /* Keras's Sequential form */
+        input = layers->vals[0]->vals[0];
+        time_axis = !tfc_node_get(input, "shape");
+    }
+    const tfc_node *shape = tfc_node_get(input, time_axis ? "batch_shape" : "shape");
     if (!input || input->kind != TFC_NODE_MAP || tfc_node_get(input, "max_length") || !shape ||
-        shape->kind != TFC_NODE_SEQ || !shape->n || !tfc_node_is_null(shape->vals[0]))
+        shape->kind != TFC_NODE_SEQ || shape->n <= time_axis ||
+        !tfc_node_is_null(shape->vals[time_axis]))
         return TFC_OK;
     long long a = train ? split_bound(train) : 0, b = test ? split_bound(test) : a;
     if (!a || !b) return TFC_OK; /* the model's own error asks for max_length */

@@ -105,8 +105,22 @@ def construct(kind, args, name):
 
 
 def build(model_cfg):
-    """A functional Keras model of a tfc model mapping (the YAML's top level)."""
-    inp = dict(model_cfg["input"])
+    """A functional Keras model of a tfc model mapping (the YAML's top level): its `input:`,
+    or a first `- InputLayer:` / `- Input:` item (Keras's Sequential form, SPEC §1); a bare
+    `- Flatten` item is `- Flatten: {}`."""
+    items = [{item: {}} if isinstance(item, str) else item for item in model_cfg["layers"]]
+    input_name = None
+    if "input" in model_cfg:
+        inp = dict(model_cfg["input"])
+    else:
+        (kind, inp), = items.pop(0).items()
+        if kind not in ("InputLayer", "Input"):
+            raise ContractError("no input: neither `input:` nor a first InputLayer")
+        inp = {k: v for k, v in (inp or {}).items()
+               if k not in ("sparse", "ragged", "optional", "batch_size")}
+        input_name = inp.pop("name", "input_layer")
+        if "batch_shape" in inp:
+            inp["shape"] = inp.pop("batch_shape")[1:]
     for key in TFC_INPUT_KEYS:
         inp.pop(key, None)
     shape = tuple(inp.pop("shape"))
@@ -114,10 +128,12 @@ def build(model_cfg):
     if inp:
         raise ContractError("input keys not translated to Keras: %s" % sorted(inp))
     x = keras.Input(shape=shape, dtype=dtype, name="input")
-    layers = [next(iter(item.items())) for item in model_cfg["layers"]]
+    layers = [next(iter(item.items())) for item in items]
     layers = [(kind, args or {}) for kind, args in layers]
     names = layer_names(layers)
     outputs = {"input": x}
+    if input_name:
+        outputs[input_name] = x
     prev = x
     for (kind, args), name in zip(layers, names):
         inputs = args.get("inputs")
