@@ -4,7 +4,8 @@
  * (tests/ref/merge/: outputs, input and weight gradients, ties, images, masked sequences and
  * their padding steps), argument errors, the refusal of a backend without the kernels and
  * ONNX export's of masked inputs. Dot (src/layers/dot.c): Keras 3 parity (tests/ref/dot/:
- * vectors, sequences and rank-3 examples, every kind of axis, normalize), a hand-worked
+ * vectors, sequences and rank-3 examples, every kind of axis, normalize and its clamp at
+ * keras.config.epsilon()), a hand-worked
  * product, argument errors and the refusal of a backend without permute or l2norm.
  * Run from the repository's root. */
 #include <math.h>
@@ -108,7 +109,7 @@ static void test_keras_parity(void)
 static void test_dot_keras_parity(void)
 {
     static const tfc_keras_parity p = {.dir = "dot", .tol = 1e-5, .all_grads = 1};
-    static const char *const names[] = {"vectors", "sequences", "images", NULL};
+    static const char *const names[] = {"vectors", "sequences", "images", "clamp", NULL};
     tfc_test_keras_cases(&p, names);
 }
 

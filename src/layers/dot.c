@@ -5,7 +5,8 @@
  *   y[p, q, r, s] = sum_k x[p, k, q] y[r, k, s]
  * the output's axes x's other axes, then y's; (1) when none is left (Keras's (batch, 1)).
  * normalize: x and y first l2-normalised along their axes, as Keras's
- * numerical_utils.normalize (ops.normalize, epsilon 1e-12: UnitNormalization's l2norm ops).
+ * numerical_utils.normalize: x min(rsqrt(sum x^2), 1 / eps) with eps = keras.config.epsilon()
+ * = 1e-7 (UnitNormalization's l2norm ops, with another clamp).
  * Per example that is one gemm, C (PQ, RS) = A (PQ, K) B (K, RS):
  *   forward:  C = A B            backward: dA = dC B^T,  dB = A^T dC
  * where A is x itself (Q = 1), x^T (P = 1: a transpose flag) or x permuted to (P, Q, K) in
@@ -18,7 +19,9 @@
 
 #include "layers/layer.h"
 
-#define DOT_INV_EPS 1e12f /* 1 / Keras's normalize epsilon 1e-12 */
+/* 1 / keras.config.epsilon(): Dot's normalize passes no epsilon to ops.normalize, which then
+ * takes the backend's 1e-7 (UnitNormalization passes 1e-12) */
+#define DOT_INV_EPS 1e7f
 
 typedef struct dot_args {
     int axes[2];

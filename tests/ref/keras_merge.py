@@ -225,7 +225,33 @@ def dot_images():
     return keras.Model(x, y), yaml, 0.0
 
 
-DOT_CASES = {"vectors": dot_vectors, "sequences": dot_sequences, "images": dot_images}
+def dot_clamp():
+    """normalize at Keras's clamp: the input (its second example scaled by 1e-8, a norm below
+    keras.config.epsilon() = 1e-7) against a Dense of it, so that example's scale is 1e7,
+    not rsqrt of its sum of squares; its gradient there 1e7 dy (jnp.minimum's side)."""
+    x = keras.Input((4,))
+    a = L.Dense(4, name="a")(x)
+    c = L.Dot(axes=1, normalize=True, name="c")([x, a])
+    d = L.Dot(axes=1, name="d")([x, a])
+    y = L.Concatenate(name="y")([c, d])
+    yaml = ("input: {shape: [4]}\nlayers:\n"
+            "  - Dense: {name: a, units: 4}\n"
+            "  - Dot: {name: c, axes: 1, normalize: true, inputs: [input, a]}\n"
+            "  - Dot: {name: d, axes: 1, inputs: [input, a]}\n"
+            "  - Concatenate: {name: y, inputs: [c, d]}\n")
+    return keras.Model(x, y), yaml, "tiny"
+
+
+DOT_CASES = {"vectors": dot_vectors, "sequences": dot_sequences, "images": dot_images,
+             "clamp": dot_clamp}
+
+
+def dot_draw(rng, model, arg):
+    """weights_and_input's weights and normal inputs; "tiny": the second example times 1e-8"""
+    x = weights_and_input(rng, model, 0.0 if arg == "tiny" else arg)
+    if arg == "tiny":
+        x[1] *= 1e-8
+    return x
 
 
 if __name__ == "__main__":
@@ -234,4 +260,4 @@ if __name__ == "__main__":
         write_cases(CASES, OUT, 43, weights_and_input,
                     trained=lambda name: name != "seq_steps")
     if "dot" in which:
-        write_cases(DOT_CASES, DOT_OUT, 44, weights_and_input)
+        write_cases(DOT_CASES, DOT_OUT, 44, dot_draw)
