@@ -610,6 +610,32 @@ static const gc_case cases[] = {
                                "  - Conv1D: {name: c, filters: 4, kernel_size: 3, padding: same, inputs: e}\n"
                                "  - Minimum: {inputs: [m, c]}\n"
                                "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* Dot first (the input with itself: both operands' gradients into one), then on a
+     * sequence: scores over the features (the second operand transposed), over the steps (the
+     * first transposed), mixed axes with normalize, a vector against the steps */
+    {"dot_sequence", "input: {shape: [4, 3]}\nlayers:\n"
+                     "  - Dot: {name: g, axes: [2, 2], inputs: [input, input]}\n"
+                     "  - Dense: {name: q, units: 3, activation: tanh, inputs: input}\n"
+                     "  - Dot: {name: s, axes: 2, inputs: [q, input]}\n"
+                     "  - Dot: {name: t, axes: 1, inputs: [q, input]}\n"
+                     "  - Dot: {name: n, axes: [-2, 1], normalize: true, inputs: [q, input]}\n"
+                     "  - Flatten: {name: f, inputs: input}\n  - Dense: {name: v, units: 3}\n"
+                     "  - Dot: {name: u, axes: [1, 2], normalize: true, inputs: [v, q]}\n"
+                     "  - Flatten: {name: fg, inputs: g}\n  - Flatten: {name: fs, inputs: s}\n"
+                     "  - Flatten: {name: ft, inputs: t}\n  - Flatten: {name: fn, inputs: n}\n"
+                     "  - Concatenate: {inputs: [fg, fs, ft, fn, u]}\n  - Dense: {units: 3}\n", 3},
+    /* Dot on rank-3 examples: a middle axis of both (permuted), with normalize, and vectors
+     * ((batch, 1) out) plain and normalised */
+    {"dot_image", "input: {shape: [2, 3, 2]}\nlayers:\n"
+                  "  - Dense: {name: a, units: 2, activation: tanh}\n"
+                  "  - Dot: {name: m, axes: 2, inputs: [a, input]}\n"
+                  "  - Dot: {name: n, axes: [2, 2], normalize: true, inputs: [input, a]}\n"
+                  "  - Flatten: {name: f, inputs: input}\n  - Dense: {name: v, units: 4}\n"
+                  "  - Dense: {name: w, units: 4, inputs: f}\n"
+                  "  - Dot: {name: d, axes: 1, inputs: [v, w]}\n"
+                  "  - Dot: {name: c, axes: -1, normalize: true, inputs: [v, w]}\n"
+                  "  - Flatten: {name: fm, inputs: m}\n  - Flatten: {name: fn, inputs: n}\n"
+                  "  - Concatenate: {inputs: [fm, fn, d, c]}\n  - Dense: {units: 3}\n", 3},
     /* PReLU shared over an image's rows and columns, not shared, and over a sequence's steps */
     {"prelu", IMG "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
               "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, value: 0.25}}\n"

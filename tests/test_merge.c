@@ -3,7 +3,10 @@
  * masked inputs), Keras 3 parity from the fixtures tests/ref/keras_merge.py wrote
  * (tests/ref/merge/: outputs, input and weight gradients, ties, images, masked sequences and
  * their padding steps), argument errors, the refusal of a backend without the kernels and
- * ONNX export's of masked inputs.
+ * ONNX export's of masked inputs. Dot (src/layers/dot.c): Keras 3 parity (tests/ref/dot/:
+ * vectors, sequences and rank-3 examples, every kind of axis, normalize and its clamp at
+ * keras.config.epsilon()), a hand-worked
+ * product, argument errors and the refusal of a backend without permute or l2norm.
  * Run from the repository's root. */
 #include <math.h>
 #include <stdio.h>
@@ -101,6 +104,45 @@ static void test_keras_parity(void)
     tfc_test_keras_cases(&p, names);
 }
 
+/* Dot: vectors, sequences (transposed operands) and rank-3 examples (permuted operands),
+ * normalize on each kind */
+static void test_dot_keras_parity(void)
+{
+    static const tfc_keras_parity p = {.dir = "dot", .tol = 1e-5, .all_grads = 1};
+    static const char *const names[] = {"vectors", "sequences", "images", "clamp", NULL};
+    tfc_test_keras_cases(&p, names);
+}
+
+/* Dot of the input (2, 3) with itself over axis 1 (the steps): y = x^T x, (3, 3), checked
+ * against the sums by hand, and with normalize the cosines (1 on the diagonal) */
+static void test_dot_values(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (int norm = 0; norm < 2; norm++) {
+        char yaml[160];
+        snprintf(yaml, sizeof yaml, "input: {shape: [2, 3]}\nlayers:\n"
+                 "  - Dot: {axes: 1, normalize: %s, inputs: [input, input]}\n",
+                 norm ? "true" : "false");
+        tfc_model *m = tfc_test_model(yaml);
+        tfc_error err;
+        tfc_error_clear(&err);
+        TFC_ASSERT(m && tfc_model_bind_inference(m, be, 1, &err) == TFC_OK);
+        const float x[6] = {1, 2, 3, -1, 0, 4};
+        float y[9];
+        TFC_ASSERT(tfc_model_forward(m, x, 1, 0, 1, 0, &err) == TFC_OK);
+        tfc_model_get_output(m, y);
+        double nrm[3];
+        for (int j = 0; j < 3; j++) nrm[j] = norm ? sqrt(x[j] * x[j] + x[3 + j] * x[3 + j]) : 1;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double want = (x[i] * x[j] + x[3 + i] * x[3 + j]) / (nrm[i] * nrm[j]);
+                CU_ASSERT_DOUBLE_EQUAL(y[i * 3 + j], want, 1e-6);
+            }
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
 /* ---- errors and refusals ----------------------------------------------------------------- */
 
 static void expect_error(const char *yaml, int line, const char *what)
@@ -122,6 +164,26 @@ static void test_argument_errors(void)
                  "  - Minimum: {inputs: [a]}\n", 4, "takes 2 to 8 inputs");
     expect_error("input: {shape: [4]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
                  "  - Maximum: {inputs: [a, input], axis: 1}\n", 4, "unknown key 'axis'");
+    /* Dot */
+    const char *dot = "input: {shape: [5, 3]}\nlayers:\n  - Dense: {name: a, units: 4}\n";
+    const struct {
+        const char *layer, *what;
+    } bad[] = {
+        {"  - Dot: {inputs: [a, input]}\n", "axes"},
+        {"  - Dot: {axes: 3, inputs: [a, input]}\n", "axis 3 is out of range for input 0"},
+        {"  - Dot: {axes: [1, -4], inputs: [a, input]}\n", "axis -4 is out of range for input 1"},
+        {"  - Dot: {axes: 0, inputs: [a, input]}\n", "axis 0 of input 0 is the batch axis"},
+        {"  - Dot: {axes: [1, -3], inputs: [a, input]}\n", "axis -3 of input 1 is the batch"},
+        {"  - Dot: {axes: 2, inputs: [a, input]}\n", "has 4 along axis 2 but input 1 (5, 3)"},
+        {"  - Dot: {axes: [1, 2, 1], inputs: [a, input]}\n", "an integer or a pair"},
+        {"  - Dot: {axes: 1, inputs: [a]}\n", "takes 2 inputs"},
+        {"  - Dot: {axes: 1, normalize: 2, inputs: [a, input]}\n", "true or false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "%s%s", dot, bad[i].layer);
+        expect_error(yaml, 4, bad[i].what);
+    }
 }
 
 static void drop_extremum(tfc_backend_ops *ops)
@@ -140,6 +202,21 @@ static void test_missing_kernel_refused(void)
                  "  - %s: {name: mm, inputs: [a, input]}\n", types[t]);
         tfc_test_expect_refused(yaml, drop_extremum, "layer 'mm'", "(op 'extremum_forward')");
     }
+}
+
+static void drop_permute(tfc_backend_ops *ops) { ops->permute = NULL; }
+static void drop_l2norm(tfc_backend_ops *ops) { ops->l2norm_forward = NULL; }
+
+/* Dot needs permute for a middle axis, l2norm for normalize, neither otherwise */
+static void test_dot_refused(void)
+{
+    const char *img = "input: {shape: [3, 4, 2]}\nlayers:\n  - Dense: {name: a, units: 2}\n";
+    char yaml[256];
+    snprintf(yaml, sizeof yaml, "%s  - Dot: {name: dd, axes: 2, inputs: [a, input]}\n", img);
+    tfc_test_expect_refused(yaml, drop_permute, "layer 'dd'", "(op 'permute')");
+    snprintf(yaml, sizeof yaml, "%s  - Dot: {name: dn, axes: 3, normalize: true, "
+             "inputs: [a, input]}\n", img);
+    tfc_test_expect_refused(yaml, drop_l2norm, "layer 'dn'", "(op 'l2norm_forward')");
 }
 
 /* ONNX export refuses masked inputs (Keras's padding-step values have no Max/Min form),
@@ -171,4 +248,6 @@ static void test_onnx_masked_refused(void)
 TFC_TEST_MAIN("merge", {"op_values", test_op_values}, {"keras_parity", test_keras_parity},
               {"argument_errors", test_argument_errors},
               {"missing_kernel_refused", test_missing_kernel_refused},
-              {"onnx_masked_refused", test_onnx_masked_refused})
+              {"onnx_masked_refused", test_onnx_masked_refused},
+              {"dot_keras_parity", test_dot_keras_parity}, {"dot_values", test_dot_values},
+              {"dot_refused", test_dot_refused})

@@ -610,6 +610,27 @@ static void test_activations(void)
             "  - Conv2D: {name: b, filters: 4, kernel_size: 3, padding: same, inputs: input}\n"
             "  - Maximum: {name: m, inputs: [a, b]}\n  - Conv2D: {name: c, filters: 4, "
             "kernel_size: 1}\n  - Minimum: {inputs: [c, a]}\n  - Flatten: {}\n", 0);
+    /* Dot: MatMul of vectors, sequences (each operand transposed or not), normalize (its
+     * clamp at 1e7), and a convolution's output (NCHW in the graph) over a middle axis */
+    fixture("dot",
+            "input: {shape: [5, 3]}\nlayers:\n  - Dense: {name: q, units: 4}\n"
+            "  - Dense: {name: v, units: 5, inputs: input}\n"
+            "  - Dot: {name: s, axes: 2, inputs: [q, q]}\n"
+            "  - Dot: {name: g, axes: [1, 1], normalize: true, inputs: [q, v]}\n"
+            "  - Dot: {name: h, axes: [1, -1], inputs: [q, v]}\n"
+            "  - Flatten: {name: f, inputs: input}\n  - Dense: {name: w, units: 4}\n"
+            "  - Dot: {name: u, axes: [1, 2], normalize: true, inputs: [w, q]}\n"
+            "  - Dot: {name: c, axes: 1, inputs: [w, w]}\n"
+            "  - Flatten: {name: fs, inputs: s}\n  - Flatten: {name: fg, inputs: g}\n"
+            "  - Flatten: {name: fh, inputs: h}\n"
+            "  - Concatenate: {inputs: [fs, fg, fh, u, c]}\n", 0);
+    fixture("dot_image",
+            "input: {shape: [4, 5, 3]}\nlayers:\n"
+            "  - Conv2D: {name: a, filters: 3, kernel_size: 3, padding: same}\n"
+            "  - Dot: {name: m, axes: 2, inputs: [a, input]}\n"
+            "  - Dot: {name: n, axes: [3, 3], normalize: true, inputs: [input, a]}\n"
+            "  - Flatten: {name: fm, inputs: m}\n  - Flatten: {name: fn, inputs: n}\n"
+            "  - Concatenate: {inputs: [fm, fn]}\n", 0);
     /* Normalization: Sub and Div, or Mul and Add (invert), adapted weights and given
      * constants, per feature, over two kept axes, scalars; after a convolution (NCHW) */
     fixture("normalization",

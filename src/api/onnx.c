@@ -788,26 +788,22 @@ static tref permute(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
-/* UnitNormalization as Keras 3 computes it: x Min(Reciprocal(Sqrt(ReduceSumSquare(x))),
- * 1e12) over the axes (keepdims; their list an attribute before opset 18, an input after) */
-static tref unit_norm(exporter *x, const tfc_layer *l, const tref *in)
+/* t x Min(Reciprocal(Sqrt(ReduceSumSquare(t))), inv_max) over the k axes (Keras 3's
+ * ops.normalize of order 2, keepdims; the axes an attribute before opset 18, an input after),
+ * into a fresh tensor of t's shape and layout */
+static tref l2_scaled(exporter *x, const tref *t, const int64_t *axes, int k, float inv_max)
 {
-    const tfc_int_list *axis = arg(l, "axis");
-    const int n = in->shape.ndim;
-    int64_t axes[TFC_LIST_MAX];
-    for (int i = 0; i < axis->n; i++) axes[i] = axis->v[i] < 0 ? axis->v[i] + n + 1 : axis->v[i];
-    tref t = nhwc(x, in), r = {.shape = l->out_shape};
+    tref r = *t;
     char ca[96], s[96], inv[96], lim[96], m[96];
-    const float inv_max = 1e12f;
     tfc_pb a = {0};
     attr_int(&a, "keepdims", 1);
     fresh(x, s, "ReduceSumSquare");
     if (x->opset >= 18) {
-        init_i64(x, ca, "axes", axes, axis->n);
-        node(x, "ReduceSumSquare", (const char *[]){t.name, ca, NULL}, s, &a);
+        init_i64(x, ca, "axes", axes, k);
+        node(x, "ReduceSumSquare", (const char *[]){t->name, ca, NULL}, s, &a);
     } else {
-        attr_ints(&a, "axes", axes, axis->n);
-        node(x, "ReduceSumSquare", (const char *[]){t.name, NULL}, s, &a);
+        attr_ints(&a, "axes", axes, k);
+        node(x, "ReduceSumSquare", (const char *[]){t->name, NULL}, s, &a);
     }
     unary(x, "Sqrt", s, s, NULL);
     unary(x, "Reciprocal", s, inv, NULL);
@@ -815,8 +811,64 @@ static tref unit_norm(exporter *x, const tfc_layer *l, const tref *in)
     fresh(x, m, "Min");
     node(x, "Min", (const char *[]){inv, lim, NULL}, m, NULL);
     fresh(x, r.name, "Mul");
-    node(x, "Mul", (const char *[]){t.name, m, NULL}, r.name, NULL);
+    node(x, "Mul", (const char *[]){t->name, m, NULL}, r.name, NULL);
     return r;
+}
+
+/* UnitNormalization as Keras 3 computes it: x Min(Reciprocal(Sqrt(ReduceSumSquare(x))),
+ * 1e12) over the axes */
+static tref unit_norm(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_int_list *axis = arg(l, "axis");
+    const int n = in->shape.ndim;
+    int64_t axes[TFC_LIST_MAX];
+    for (int i = 0; i < axis->n; i++) axes[i] = axis->v[i] < 0 ? axis->v[i] + n + 1 : axis->v[i];
+    tref t = nhwc(x, in);
+    tref r = l2_scaled(x, &t, axes, axis->n, 1e12f);
+    r.shape = l->out_shape;
+    return r;
+}
+
+/* Dot: each input in Keras's order, l2-scaled along its axis with normalize (clamped at
+ * 1 / keras.config.epsilon(), 1e7), its axis moved last (the first input) or first (the
+ * second) by Transpose where it is not there already, each Reshaped to (batch, M, K) and
+ * (batch, K, N), MatMul, then Reshaped to the output's shape */
+static tref dot(exporter *x, const tfc_layer *l)
+{
+    const int *axes = arg(l, "axes"), *normalize = arg(l, "normalize");
+    int64_t mk[2] = {1, 1};
+    tref t[2];
+    for (int i = 0; i < 2; i++) {
+        const tref *src = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        const tfc_shape *s = &l->in_shape[i];
+        const int rank = s->ndim + 1, ax = axes[i] < 0 ? axes[i] + rank : axes[i];
+        t[i] = nhwc(x, src);
+        if (*normalize) {
+            const int64_t a = ax;
+            t[i] = l2_scaled(x, &t[i], &a, 1, 1e7f);
+        }
+        int64_t perm[TFC_MAX_DIMS + 1] = {0};
+        int k = 1, moved = 0;
+        if (i == 1) perm[k++] = ax;
+        for (int d = 1; d < rank; d++)
+            if (d != ax) perm[k++] = d;
+        if (i == 0) perm[k++] = ax;
+        for (int d = 0; d < rank; d++) moved |= perm[d] != d;
+        if (moved) {
+            tfc_pb a = {0};
+            attr_ints(&a, "perm", perm, rank);
+            unary(x, "Transpose", t[i].name, t[i].name, &a);
+        }
+        mk[i] = tfc_shape_numel(s) / s->dim[ax - 1];
+    }
+    const int64_t kd = tfc_shape_numel(&l->in_shape[0]) / mk[0];
+    const tfc_shape a3 = tfc_shape_make(2, (int64_t[]){mk[0], kd});
+    const tfc_shape b3 = tfc_shape_make(2, (int64_t[]){kd, mk[1]});
+    tref a = reshape(x, &t[0], &a3), b = reshape(x, &t[1], &b3);
+    tref r = {.shape = tfc_shape_make(2, (int64_t[]){mk[0], mk[1]})};
+    fresh(x, r.name, "MatMul");
+    node(x, "MatMul", (const char *[]){a.name, b.name, NULL}, r.name, NULL);
+    return reshape(x, &r, &l->out_shape);
 }
 
 static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
@@ -1914,6 +1966,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
                !strcmp(type, "Subtract") || !strcmp(type, "Average") ||
                !strcmp(type, "Maximum") || !strcmp(type, "Minimum")) {
         r = merge(x, l, type[0] == 'C');
+    } else if (!strcmp(type, "Dot")) {
+        r = dot(x, l);
     } else if (!strcmp(type, "MultiHeadAttention")) {
         r = attention(x, l);
     } else if (!strcmp(type, "Attention") || !strcmp(type, "AdditiveAttention")) {

@@ -257,7 +257,7 @@ static tfc_status read_field(const tfc_field *f, const tfc_node *n, const char *
         if (n->kind != TFC_NODE_SEQ || n->n != 2) {
             char what[96];
             snprintf(what, sizeof what, "%s or a pair",
-                     f->min >= 1 ? "a positive integer" : "an integer");
+                     f->min >= 1 && f->min <= f->max ? "a positive integer" : "an integer");
             return expected(n, path, what, err);
         }
         for (int i = 0; i < 2; i++) {

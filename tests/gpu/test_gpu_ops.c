@@ -3308,6 +3308,39 @@ static void test_extremum(void)
     enable_layer_ops(0);
 }
 
+/* Dot (CPU-first, lifted here; the permute and l2norm kernels put in the table): the GPU's
+ * gemm per example with each kind of operand (in place, transposed, permuted) and normalize,
+ * training steps on both backends */
+static void test_dot(void)
+{
+    enable_layer_ops(1);
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [6, 4]}\nlayers:\n"
+                "  - Dense: {name: q, units: 5, activation: tanh}\n"
+                "  - Dense: {name: k, units: 5, inputs: input}\n"
+                "  - Dot: {name: s, axes: 2, inputs: [q, k]}\n"
+                "  - Dot: {name: t, axes: [1, 1], normalize: true, inputs: [q, input]}\n"
+                "  - Flatten: {name: f, inputs: input}\n  - Dense: {name: v, units: 5}\n"
+                "  - Dot: {name: u, axes: [1, 2], inputs: [v, k]}\n"
+                "  - Dot: {name: c, axes: 1, normalize: true, inputs: [v, v]}\n"
+                "  - Flatten: {name: fs, inputs: s}\n  - Flatten: {name: ft, inputs: t}\n"
+                "  - Concatenate: {inputs: [fs, ft, u, c]}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [3, 4, 2]}\nlayers:\n"
+                "  - Dense: {name: a, units: 2, activation: tanh}\n"
+                "  - Dot: {name: m, axes: 2, inputs: [a, input]}\n"
+                "  - Dot: {name: n, axes: [2, 2], normalize: true, inputs: [input, a]}\n"
+                "  - Flatten: {name: fm, inputs: m}\n  - Flatten: {name: fn, inputs: n}\n"
+                "  - Concatenate: {inputs: [fm, fn]}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* lse compared as the contract has it: +-inf exactly, finite values within rtol, atol. */
 static int lse_check(const pair *p, double rtol, double atol)
 {
@@ -4204,6 +4237,7 @@ int main(int argc, char **argv)
         {"groupnorm", test_groupnorm},
         {"permute_l2norm", test_permute_l2norm},
         {"extremum", test_extremum},
+        {"dot", test_dot},
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},

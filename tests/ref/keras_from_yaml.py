@@ -147,7 +147,7 @@ def build(model_cfg):
             # [query, value] or [query, value, key]; alone: self-attention.
             q, v, k = (srcs * 3)[:3] if len(srcs) == 1 else (srcs + srcs[1:2])[:3]
             y = layer(q, v, key=k, **call_kw)
-        elif kind in ("Add", "Multiply", "Concatenate"):
+        elif kind in ("Add", "Multiply", "Concatenate", "Dot"):
             y = layer(srcs)
         else:
             (src,) = srcs
