@@ -489,7 +489,8 @@ static void test_solver_file_errors(void)
         "optimiser: {type: adam}\n"
         "max_iter: 0\n"
         "device: tpu\n"
-        "lr_policy: {type: step}\n";
+        "lr_policy: {type: step}\n"
+        "epochs: 6\n";
     tfc_error err;
     tfc_solver *s = load_with(bad, NULL, 0, &err);
     CU_ASSERT_PTR_NULL(s);
@@ -501,8 +502,13 @@ static void test_solver_file_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "solver.yaml:8:9: error: device: expected cpu, gpu "
                                             "or gpu:N, found \"tpu\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "lr_policy.step_size: missing required key"));
-    CU_ASSERT(err.count >= 4); /* every error of the file in one run */
-    if (err.count < 4) printf("\n%s", err.text);
+    /* Keras's epochs: what to write instead, and not as an unknown key too */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "solver.yaml:10:9: error: epochs: tfc counts "
+                                            "updates, as Caffe's solvers do, not Keras's epochs: "
+                                            "write max_iter: epochs x ceil("));
+    CU_ASSERT_PTR_NULL(strstr(err.text, "unknown key 'epochs'"));
+    CU_ASSERT(err.count >= 5); /* every error of the file in one run */
+    if (err.count < 5) printf("\n%s", err.text);
     tfc_solver_free(s);
     /* A model file that does not exist. */
     s = load_with("model: nothere.yaml\ndata: {train: {}}\nmax_iter: 1\n", NULL, 0, &err);

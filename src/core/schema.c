@@ -234,6 +234,7 @@ static tfc_status read_field(const tfc_field *f, const tfc_node *n, const char *
         return TFC_OK;
     case TFC_F_NODE: *(const tfc_node **)dst = n; return TFC_OK;
     case TFC_F_FIXED: return read_fixed(f, n, path, err);
+    case TFC_F_REFUSED: return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "%s", f->help);
     case TFC_F_REGULARIZER: {
         tfc_regularizer r;
         return tfc_regularizer_parse(n, path, &r, err);
@@ -286,7 +287,8 @@ static void clear_field(const tfc_field *f, char *out)
     case TFC_F_NODE: *(const tfc_node **)dst = NULL; break;
     case TFC_F_FIXED:
     case TFC_F_REGULARIZER:
-    case TFC_F_CONSTRAINT: break;
+    case TFC_F_CONSTRAINT:
+    case TFC_F_REFUSED: break;
     case TFC_F_INT_PAIR: ((int *)dst)[0] = ((int *)dst)[1] = 0; break;
     case TFC_F_INT_LIST: memset(dst, 0, sizeof(tfc_int_list)); break;
     case TFC_F_FLOAT_LIST: memset(dst, 0, sizeof(tfc_float_list)); break;
@@ -326,7 +328,7 @@ tfc_status tfc_schema_apply(const tfc_field *fields, const tfc_node *map, const 
     int nf = 0, ns = 0;
     for (const tfc_field *f = fields; f->name && nf < 127; f++) {
         names[nf++] = f->name;
-        if (f->type != TFC_F_FIXED) settable[ns++] = f->name;
+        if (f->type != TFC_F_FIXED && f->type != TFC_F_REFUSED) settable[ns++] = f->name;
     }
     names[nf] = settable[ns] = NULL;
     const char *suggested[128];
@@ -385,8 +387,9 @@ void tfc_schema_print_help(FILE *f, const tfc_field *fields, const char *indent)
     static const char *const type_names[] = {"int", "float", "bool", "string", "enum",
                                               "int or [int, int]", "list of int",
                                               "list of float", "mapping", "fixed",
-                                              "regularizer", "constraint"};
+                                              "regularizer", "constraint", "refused"};
     for (const tfc_field *fd = fields; fd->name; fd++) {
+        if (fd->type == TFC_F_REFUSED) continue;
         fprintf(f, "%s%-22s %-18s", indent, fd->name, type_names[fd->type]);
         if (fd->type == TFC_F_FIXED)
             fprintf(f, " only %s", strcmp(fd->def, TFC_NO_DEFAULT) ? fd->def : "null");

@@ -26,8 +26,11 @@ typedef enum tfc_field_type {
     TFC_F_REGULARIZER,/* nothing stored: a weight regularizer (core/init.h), checked here;
                        * the graph reads it from the layer's mapping for each weight it
                        * regularizes (tfc_param.regularizer) */
-    TFC_F_CONSTRAINT  /* nothing stored: a weight constraint (core/init.h), checked here; the
+    TFC_F_CONSTRAINT, /* nothing stored: a weight constraint (core/init.h), checked here; the
                        * graph reads it as it reads a regularizer (tfc_param.constraint) */
+    TFC_F_REFUSED     /* nothing stored: a key users bring from elsewhere that tfc spells
+                       * another way (Keras's epochs); a value other than null is an error
+                       * whose message is the help. Not listed as a known key. */
 } tfc_field_type;
 
 #define TFC_LIST_MAX 16

@@ -50,6 +50,14 @@ static const tfc_field solver_fields[] = {
     {"iter_size", TFC_F_INT, ARG(iter_size), "1", 1, 65536, NULL,
      "batches whose gradients are accumulated (and averaged) per update"},
     {"max_iter", TFC_F_INT, ARG(max_iter), NULL, 1, INT_MAX, NULL, "updates to run"},
+    {"epochs", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "tfc counts updates, as Caffe's solvers do, not Keras's epochs: write max_iter: epochs x "
+     "ceil(training records / batch_size) (6 epochs of Fashion-MNIST's 60000 images at batch "
+     "128 are max_iter: 2814), and test_interval: ceil(records / batch_size) (469) to test "
+     "once an epoch, as Keras's fit validates"},
+    {"steps_per_epoch", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "tfc counts updates, not epochs: test_interval is the updates between two tests (Keras's "
+     "steps_per_epoch with validation every epoch), max_iter the updates of the whole run"},
     {"test_interval", TFC_F_INT, ARG(test_interval), "0", 0, INT_MAX, NULL,
      "run the whole test pipeline every N iterations; 0 = only at the end"},
     {"display", TFC_F_INT, ARG(display), "100", 0, INT_MAX, NULL,
