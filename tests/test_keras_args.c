@@ -75,6 +75,8 @@ static const listed resolved_at_build[] = {
     {"Cropping2D.cropping", "0 on every side"},
     {"ZeroPadding1D.padding", "1 on each side"},
     {"Cropping1D.cropping", "1 on each side"},
+    {"ZeroPadding3D.padding", "1 on every side"},
+    {"Cropping3D.cropping", "1 on every side"},
     {"RandomContrast.value_range", "[0, 255]"},
     {NULL, NULL}};
 

@@ -636,6 +636,18 @@ static const gc_case cases[] = {
                   "  - Dot: {name: c, axes: -1, normalize: true, inputs: [v, w]}\n"
                   "  - Flatten: {name: fm, inputs: m}\n  - Flatten: {name: fn, inputs: n}\n"
                   "  - Concatenate: {inputs: [fm, fn, d, c]}\n  - Dense: {units: 3}\n", 3},
+    /* ZeroPadding3D first (the input's gradient), Cropping3D, UpSampling3D with and without
+     * its depth pass, around a Dense over the channels */
+    {"volume", "input: {shape: [2, 3, 2, 2]}\nlayers:\n"
+               "  - ZeroPadding3D: {padding: [[1, 0], 1, [0, 2]]}\n"
+               "  - Dense: {units: 2, activation: tanh}\n"
+               "  - Cropping3D: {cropping: [[0, 1], [2, 1], 1]}\n"
+               "  - UpSampling3D: {size: [2, 1, 3]}\n"
+               "  - UpSampling3D: {size: [1, 2, 1]}\n"
+               "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    {"volume_upsampling_first", "input: {shape: [2, 2, 2, 2]}\nlayers:\n"
+                                "  - UpSampling3D: {}\n  - Cropping3D: {}\n"
+                                "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     /* PReLU shared over an image's rows and columns, not shared, and over a sequence's steps */
     {"prelu", IMG "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
               "  - PReLU: {shared_axes: [1, 2], alpha_initializer: {type: constant, value: 0.25}}\n"

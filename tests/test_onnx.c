@@ -610,6 +610,15 @@ static void test_activations(void)
             "  - Conv2D: {name: b, filters: 4, kernel_size: 3, padding: same, inputs: input}\n"
             "  - Maximum: {name: m, inputs: [a, b]}\n  - Conv2D: {name: c, filters: 4, "
             "kernel_size: 1}\n  - Minimum: {inputs: [c, a]}\n  - Flatten: {}\n", 0);
+    /* ZeroPadding3D (Pad), Cropping3D (Slice) and UpSampling3D (Expand between Reshapes) on
+     * volumes, around a Dense */
+    fixture("volume",
+            "input: {shape: [2, 3, 2, 2]}\nlayers:\n"
+            "  - ZeroPadding3D: {padding: [[1, 0], 1, [0, 2]]}\n"
+            "  - Dense: {units: 3, activation: tanh}\n"
+            "  - Cropping3D: {cropping: [[0, 1], [2, 1], 1]}\n"
+            "  - UpSampling3D: {size: [2, 1, 3]}\n  - UpSampling3D: {}\n"
+            "  - Cropping3D: {}\n", 0);
     /* Dot: MatMul of vectors, sequences (each operand transposed or not), normalize (its
      * clamp at 1e7), and a convolution's output (NCHW in the graph) over a middle axis */
     fixture("dot",

@@ -759,6 +759,53 @@ static tref upsample1d(exporter *x, const tfc_layer *l, const tref *in)
     return reshape(x, &r, &l->out_shape);
 }
 
+/* ZeroPadding3D (Pad) and Cropping3D (Slice) on a [N, D, H, W, C] volume, along D, H, W */
+static tref border3d(exporter *x, const tfc_layer *l, const tref *in, int pad)
+{
+    int s[6];
+    tfc_layer_border3d(l, s);
+    tref r = {.shape = l->out_shape};
+    char a[96], b[96], c[96];
+    if (pad) {
+        const int64_t pads[10] = {0, s[0], s[2], s[4], 0, 0, s[1], s[3], s[5], 0};
+        init_i64(x, a, "pads", pads, 10);
+        fresh(x, r.name, "Pad");
+        node(x, "Pad", (const char *[]){in->name, a, NULL}, r.name, NULL);
+        return r;
+    }
+    int64_t starts[3], ends[3];
+    const int64_t axes[3] = {1, 2, 3};
+    for (int k = 0; k < 3; k++) starts[k] = s[2 * k], ends[k] = in->shape.dim[k] - s[2 * k + 1];
+    init_i64(x, a, "starts", starts, 3);
+    init_i64(x, b, "ends", ends, 3);
+    init_i64(x, c, "axes", axes, 3);
+    fresh(x, r.name, "Slice");
+    node(x, "Slice", (const char *[]){in->name, a, b, c, NULL}, r.name, NULL);
+    return r;
+}
+
+/* UpSampling3D: every cell repeated (Keras's ops.repeat): [N, D, H, W, C] as
+ * [N, D, 1, H, 1, W, 1, C], expanded to [N, D, sd, H, sh, W, sw, C], then
+ * [N, D sd, H sh, W sw, C] */
+static tref upsample3d(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_shape *s = &in->shape;
+    int64_t f[3];
+    for (int k = 0; k < 3; k++) f[k] = l->out_shape.dim[k] / s->dim[k];
+    const tfc_shape s7 = tfc_shape_make(7, (int64_t[]){s->dim[0], 1, s->dim[1], 1, s->dim[2],
+                                                       1, s->dim[3]});
+    tref r = reshape(x, in, &s7);
+    char e[96], out[96];
+    const int64_t to[8] = {1, s->dim[0], f[0], s->dim[1], f[1], s->dim[2], f[2], s->dim[3]};
+    init_i64(x, e, "shape", to, 8);
+    fresh(x, out, "Expand");
+    node(x, "Expand", (const char *[]){r.name, e, NULL}, out, NULL);
+    snprintf(r.name, sizeof r.name, "%s", out);
+    r.shape = tfc_shape_make(7, (int64_t[]){s->dim[0], f[0], s->dim[1], f[1], s->dim[2], f[2],
+                                            s->dim[3]});
+    return reshape(x, &r, &l->out_shape);
+}
+
 /* RepeatVector: [N, F] as [N, 1, F], expanded to [N, n, F] */
 static tref repeat_vector(exporter *x, const tfc_layer *l, const tref *in)
 {
@@ -1890,6 +1937,10 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = border1d(x, l, in, type[0] == 'Z');
     } else if (!strcmp(type, "UpSampling1D")) {
         r = upsample1d(x, l, in);
+    } else if (!strcmp(type, "ZeroPadding3D") || !strcmp(type, "Cropping3D")) {
+        r = border3d(x, l, in, type[0] == 'Z');
+    } else if (!strcmp(type, "UpSampling3D")) {
+        r = upsample3d(x, l, in);
     } else if (!strcmp(type, "RepeatVector")) {
         r = repeat_vector(x, l, in);
     } else if (!strcmp(type, "Permute")) {

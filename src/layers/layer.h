@@ -274,6 +274,10 @@ extern const char *const tfc_data_format_names[3];
  * right. */
 void tfc_layer_border(const tfc_layer *l, int side[4]);
 
+/* ZeroPadding3D's or Cropping3D's amounts: front, back, top, bottom, left, right (padding3d.c;
+ * for the ONNX export). */
+void tfc_layer_border3d(const tfc_layer *l, int side[6]);
+
 /* TimeDistributed's inner layer (time_distributed.c; for the ONNX export): built, its
  * parameters the wrapper's in order, bound only while the wrapper runs. */
 const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);

@@ -3341,6 +3341,24 @@ static void test_dot(void)
     enable_layer_ops(0);
 }
 
+/* ZeroPadding3D, Cropping3D and UpSampling3D (CPU-first, lifted here): copy2d and the
+ * upsample op (its depth pass an image of one wide pixel a row) on the GPU; training steps
+ * of a small volume model on both backends */
+static void test_train_volume(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [3, 4, 3, 2]}\nlayers:\n"
+                "  - ZeroPadding3D: {padding: [[1, 0], 1, [0, 2]]}\n"
+                "  - Dense: {units: 4, activation: tanh}\n"
+                "  - UpSampling3D: {size: [2, 1, 2]}\n"
+                "  - Cropping3D: {cropping: [[1, 2], [0, 1], 2]}\n"
+                "  - UpSampling3D: {size: [1, 2, 1]}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+}
+
 /* lse compared as the contract has it: +-inf exactly, finite values within rtol, atol. */
 static int lse_check(const pair *p, double rtol, double atol)
 {
@@ -4238,6 +4256,7 @@ int main(int argc, char **argv)
         {"permute_l2norm", test_permute_l2norm},
         {"extremum", test_extremum},
         {"dot", test_dot},
+        {"train_volume", test_train_volume},
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},
