@@ -651,6 +651,14 @@ static const gc_case cases[] = {
                      "  - TimeDistributed: {layer: {Dense: {units: 2}}}\n"
                      "  - TimeDistributed: {layer: {ELU: {}}}\n"
                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* Conv3D first (the input's gradient): same padding at stride 2 with a bias and tanh,
+     * dilation, groups */
+    {"conv3d", "input: {shape: [4, 5, 4, 2]}\nlayers:\n"
+               "  - Conv3D: {filters: 4, kernel_size: [2, 3, 2], strides: 2, padding: same, "
+               "activation: tanh, bias_initializer: random_normal}\n"
+               "  - Conv3D: {filters: 4, kernel_size: 2, dilation_rate: [1, 2, 1], groups: 2, "
+               "padding: same}\n"
+               "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */
