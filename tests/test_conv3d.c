@@ -1,8 +1,8 @@
-/* Conv3D: the CPU's conv3d ops against loops written here from the definition (padding,
- * strides, dilation, groups; dx added or assigned), Keras 3 parity of whole models
- * (tests/ref/keras_conv3d.py: outputs, the input's and every weight's gradient, weights loaded
- * and written under Keras's paths), argument errors, and the refusal of a backend without
- * the ops. */
+/* Conv3D and the 3-D poolings: the CPU's conv3d ops against loops written here from the
+ * definition (padding, strides, dilation, groups; dx added or assigned), the pool3d ops'
+ * gradient added and assigned, Keras 3 parity of whole models (tests/ref/keras_conv3d.py:
+ * outputs, the input's and every weight's gradient, weights loaded and written under Keras's
+ * paths), argument errors, and the refusal of a backend without the ops. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +187,11 @@ static void drop_conv3d(tfc_backend_ops *ops)
     ops->conv3d_workspace = NULL, ops->conv3d_forward = NULL, ops->conv3d_backward = NULL;
 }
 
+static void drop_pool3d(tfc_backend_ops *ops)
+{
+    ops->pool3d_forward = NULL, ops->pool3d_backward = NULL;
+}
+
 /* A backend without the ops (the GPU's table until they have run there) refuses the layer at
  * bind, naming it and the op. */
 static void test_refused(void)
@@ -194,7 +199,93 @@ static void test_refused(void)
     tfc_test_expect_refused("input: {shape: [3, 4, 4, 2]}\nlayers:\n"
                             "  - Conv3D: {name: c3, filters: 2, kernel_size: 2}\n",
                             drop_conv3d, "layer 'c3'", "conv3d_");
+    tfc_test_expect_refused("input: {shape: [3, 4, 4, 2]}\nlayers:\n"
+                            "  - AveragePooling3D: {name: p3, pool_size: 2}\n",
+                            drop_pool3d, "layer 'p3'", "pool3d_");
+}
+
+/* pool3d_backward adds to dx what it assigns (max and average, overlapping windows clipped
+ * by same padding); the max's winners are inside their windows and hold the window's max. */
+static void test_pool3d_op(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    for (int is_max = 0; is_max < 2; is_max++) {
+        tfc_pool3d_desc d = {.n = 2, .c = 3, .is_max = is_max, .in = {5, 6, 4}, .k = {2, 3, 3},
+                             .s = {1, 2, 2}};
+        for (int a = 0; a < 3; a++)
+            tfc_conv_axis(d.in[a], d.k[a], d.s[a], 1, 1, &d.out[a], &d.pad[a]);
+        const int64_t nx = (int64_t)d.n * d.in[0] * d.in[1] * d.in[2] * d.c;
+        const int64_t ny = (int64_t)d.n * d.out[0] * d.out[1] * d.out[2] * d.c;
+        float *x = malloc(nx * 4), *y = malloc(ny * 4), *dy = malloc(ny * 4);
+        float *dx = malloc(nx * 4), *dxa = malloc(nx * 4);
+        int32_t *am = malloc(ny * 4);
+        TFC_ASSERT(x && y && dy && dx && dxa && am);
+        tfc_test_fill(x, nx, -1, 1, 5), tfc_test_fill(dy, ny, -1, 1, 6);
+        be->ops->pool3d_forward(be, &d, x, y, is_max ? am : NULL);
+        for (int64_t i = 0; i < nx; i++) dx[i] = 1.0f, dxa[i] = NAN;
+        be->ops->pool3d_backward(be, &d, dy, am, dx, 0);
+        be->ops->pool3d_backward(be, &d, dy, am, dxa, 1);
+        int bad = 0;
+        for (int64_t i = 0; i < nx; i++) bad += fabsf(dx[i] - (dxa[i] + 1.0f)) > 1e-6f;
+        CU_ASSERT_EQUAL(bad, 0);
+        const int64_t vin = nx / d.n, vout = ny / d.n;
+        for (int64_t o = 0; is_max && o < ny; o++)
+            bad += x[o / vout * vin + am[o]] != y[o];
+        CU_ASSERT_EQUAL(bad, 0);
+        free(x), free(y), free(dy), free(dx), free(dxa), free(am);
+    }
+    tfc_backend_free(be);
+}
+
+/* Keras 3 parity of the poolings (tests/ref/keras_conv3d.py): max and average, same and
+ * valid padding, strides below and above the window, the default pool_size, the global ones
+ * with and without keepdims. */
+static void test_pooling_keras_parity(void)
+{
+    static const tfc_keras_parity p = {.dir = "conv3d", .tol = 1e-5};
+    static const char *const names[] = {"pooling3d", "pooling3d_valid", "pooling3d_global",
+                                        NULL};
+    tfc_test_keras_cases(&p, names);
+}
+
+static void test_pooling_errors(void)
+{
+    expect_error("MaxPooling3D: {pool_size: [2, 2]}",
+                 "pool_size: expected an integer or a list of 3 (a 3-D window), found 2");
+    expect_error("AveragePooling3D: {pool_size: 2, strides: [1, 2]}",
+                 "strides: expected an integer or a list of 3");
+    expect_error("AveragePooling3D: {}", "pool_size");
+    expect_error("MaxPooling3D: {pool_size: [5, 1, 1]}",
+                 "smaller than the 5x1x1 window with valid padding");
+    expect_error("MaxPooling3D: {data_format: channels_first}",
+                 "MaxPooling3D.data_format: not supported by tfc: only channels_last");
+    expect_error("AveragePooling3D: {pool_size: 2, padding: full}", "one of: valid, same");
+    expect_error("GlobalMaxPooling3D: {data_format: channels_first}",
+                 "data_format: channels_first is not supported");
+    expect_error("GlobalAveragePooling3D: {keepdims: 2}", "keepdims");
+    expect_error("Flatten: {}\n  - GlobalAveragePooling3D: {}",
+                 "needs an input of shape (depth, height, width, channels)");
+    expect_error("Flatten: {}\n  - MaxPooling3D: {}",
+                 "needs an input of shape (depth, height, width, channels)");
+    /* shapes: the default pool_size 2, strides defaulting to pool_size, keepdims */
+    tfc_model *m = tfc_test_model("input: {shape: [4, 6, 5, 4]}\nlayers:\n"
+                                  "  - MaxPooling3D: {}\n"
+                                  "  - AveragePooling3D: {pool_size: [1, 2, 1], padding: same, "
+                                  "data_format: null}\n"
+                                  "  - GlobalMaxPooling3D: {keepdims: true}\n"
+                                  "  - GlobalAveragePooling3D: {inputs: max_pooling3d}\n");
+    TFC_ASSERT(m != NULL);
+    const int64_t want[4][4] = {{2, 3, 2, 4}, {2, 2, 2, 4}, {1, 1, 1, 4}, {4}};
+    for (int i = 0; i < 4; i++) {
+        const tfc_shape *s = &tfc_model_layer(m, i)->out_shape;
+        CU_ASSERT_EQUAL(s->ndim, i == 3 ? 1 : 4);
+        CU_ASSERT(!memcmp(s->dim, want[i], sizeof(int64_t) * (size_t)s->ndim));
+    }
+    tfc_model_free(m);
 }
 
 TFC_TEST_MAIN("conv3d", {"op_values", test_op_values}, {"keras_parity", test_keras_parity},
-              {"errors", test_errors}, {"refused", test_refused})
+              {"errors", test_errors}, {"refused", test_refused},
+              {"pool3d_op", test_pool3d_op},
+              {"pooling_keras_parity", test_pooling_keras_parity},
+              {"pooling_errors", test_pooling_errors})

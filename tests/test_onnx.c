@@ -471,7 +471,8 @@ static void test_conv1d_pooling1d(void)
 }
 
 /* Conv3D as a 3-D Conv on [N, C, D, H, W]: valid and same (the extra plane after) padding,
- * strides of three sizes, dilation, groups, no bias, a fused activation. */
+ * strides of three sizes, dilation, groups, no bias, a fused activation; the 3-D poolings
+ * as MaxPool, AveragePool and the global pools. */
 static void test_conv3d(void)
 {
     if (!ready()) return;
@@ -482,7 +483,17 @@ static void test_conv3d(void)
             "  - Conv3D: {filters: 4, kernel_size: 2, dilation_rate: [2, 1, 1], padding: same,"
             " use_bias: false}\n"
             "  - Conv3D: {filters: 3, kernel_size: [2, 2, 1], activation: tanh}\n"
-            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);}
+            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);    /* the 3-D poolings: max with overlapping windows and same padding, average with same
+     * padding (the padding out of the count), the global ones with and without keepdims */
+    fixture("pooling3d",
+            "input: {shape: [6, 7, 5, 3]}\nlayers:\n"
+            "  - Conv3D: {filters: 4, kernel_size: 2, padding: same}\n"
+            "  - MaxPooling3D: {pool_size: [2, 3, 2], strides: [1, 2, 1], padding: same}\n"
+            "  - AveragePooling3D: {pool_size: [2, 2, 3], padding: same}\n"
+            "  - GlobalMaxPooling3D: {name: g, keepdims: true}\n"
+            "  - GlobalAveragePooling3D: {name: h, inputs: average_pooling3d}\n"
+            "  - Flatten: {inputs: g}\n  - Concatenate: {inputs: [flatten, h]}\n", 0);
+}
 
 /* GRU (both reset_after, masked, return_sequences) and Bidirectional in each merge mode,
  * masked and not: ONNX's GRU with linear_before_reset, and bidirectional nodes */

@@ -1193,6 +1193,29 @@ static tref conv3d(exporter *x, const tfc_layer *l, const tref *in)
     return volume_layout(x, &c, 0);
 }
 
+/* MaxPooling3D / AveragePooling3D as MaxPool / AveragePool over [N, C, D, H, W] (the average
+ * without the padding in its count, as TensorFlow). */
+static tref pool3d(exporter *x, const tfc_layer *l, const tref *in, int max)
+{
+    int k[3], s[3];
+    const int one[3] = {1, 1, 1};
+    arg_int3(l, "pool_size", 2, k);
+    arg_int3(l, "strides", 0, s);
+    for (int a = 0; a < 3; a++)
+        if (!s[a]) s[a] = k[a];
+    int64_t pads[6], ks[3] = {k[0], k[1], k[2]}, st[3] = {s[0], s[1], s[2]};
+    tf_pads3(&in->shape, k, s, one, arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME,
+             pads);
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", ks, 3);
+    attr_ints(&a, "strides", st, 3);
+    attr_ints(&a, "pads", pads, 6);
+    if (!max) attr_int(&a, "count_include_pad", 0);
+    tref t = volume_layout(x, in, 1);
+    unary(x, max ? "MaxPool" : "AveragePool", t.name, t.name, &a);
+    return volume_layout(x, &t, 0);
+}
+
 /* MaxPooling1D / AveragePooling1D as MaxPool / AveragePool over [N, C, T]. */
 static tref pool1d(exporter *x, const tfc_layer *l, const tref *in, int max)
 {
@@ -1933,6 +1956,12 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = conv1d(x, l, in);
     } else if (!strcmp(type, "Conv3D")) {
         r = conv3d(x, l, in);
+    } else if (!strcmp(type, "MaxPooling3D") || !strcmp(type, "AveragePooling3D")) {
+        r = pool3d(x, l, in, type[0] == 'M');
+    } else if (!strcmp(type, "GlobalAveragePooling3D") || !strcmp(type, "GlobalMaxPooling3D")) {
+        t = volume_layout(x, in, 1);
+        unary(x, type[6] == 'A' ? "GlobalAveragePool" : "GlobalMaxPool", t.name, t.name, NULL);
+        r = reshape(x, &t, &l->out_shape);
     } else if (!strcmp(type, "MaxPooling1D") || !strcmp(type, "AveragePooling1D")) {
         r = pool1d(x, l, in, type[0] == 'M');
     } else if (!strcmp(type, "GlobalMaxPooling1D") || !strcmp(type, "GlobalAveragePooling1D")) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Writes the Keras parity fixtures of Conv3D (tests/test_conv3d.c) into
+# Writes the Keras parity fixtures of Conv3D and the 3-D poolings (tests/test_conv3d.c) into
 # tests/ref/conv3d/, in keras_group_norm.py's format (write_cases): one safetensors file per
 # case holding its tfc YAML (metadata "yaml"), the input x, Keras 3's output y, MSE targets t,
 # the loss's gradients with respect to x ("dx") and each weight ("grad:<path>"), and every
@@ -65,8 +65,45 @@ def conv3d_groups():
         ("Conv3D", dict(name="c2", filters=3, kernel_size=1, groups=3))])
 
 
+def pooling3d():
+    """Max pooling with same padding at strides of two sizes (windows overlapping, clipped at
+    both ends: a padded plane before the volume too), then average pooling likewise (the
+    padding left out of the count)."""
+    return sequential((5, 6, 5, 3), [
+        ("Conv3D", dict(name="c", filters=4, kernel_size=1)),
+        ("MaxPooling3D", dict(name="mp", pool_size=[2, 3, 3], strides=[1, 1, 2],
+                              padding="same")),
+        ("AveragePooling3D", dict(name="ap", pool_size=[3, 2, 3], strides=[2, 2, 1],
+                                  padding="same"))])
+
+
+def pooling3d_valid():
+    """The default pool_size (2) of MaxPooling3D, average pooling with strides below the
+    window, valid padding."""
+    return sequential((5, 6, 5, 3), [
+        ("AveragePooling3D", dict(name="ap", pool_size=[3, 2, 2], strides=1)),
+        ("MaxPooling3D", dict(name="mp"))])
+
+
+def pooling3d_global():
+    """The global poolings, with and without keepdims, after a convolution."""
+    x = keras.Input((4, 5, 3, 3))
+    h = L.Conv3D(4, 2, padding="same", name="c")(x)
+    g1 = L.GlobalMaxPooling3D(name="gm", keepdims=True)(h)
+    g2 = L.GlobalAveragePooling3D(name="ga")(h)
+    y = L.Concatenate(name="cat")([L.Flatten(name="f")(g1), g2])
+    yaml = ("input: {shape: [4, 5, 3, 3]}\nlayers:\n"
+            "  - Conv3D: {name: c, filters: 4, kernel_size: 2, padding: same}\n"
+            "  - GlobalMaxPooling3D: {name: gm, keepdims: true}\n"
+            "  - GlobalAveragePooling3D: {name: ga, inputs: c}\n"
+            "  - Flatten: {name: f, inputs: gm}\n"
+            "  - Concatenate: {name: cat, inputs: [f, ga]}\n")
+    return keras.Model(x, y), yaml, None
+
+
 CASES = {"conv3d_valid": conv3d_valid, "conv3d_same": conv3d_same,
-         "conv3d_groups": conv3d_groups}
+         "conv3d_groups": conv3d_groups, "pooling3d": pooling3d,
+         "pooling3d_valid": pooling3d_valid, "pooling3d_global": pooling3d_global}
 
 
 def draw(rng, model, arg):
