@@ -58,13 +58,21 @@ static void pool_example(const tfc_pool3d_desc *d, const float *x, float *y, int
                 for (int i2 = lo[2]; i2 < hi[2]; i2++, count++) {
                     const int64_t at = (((int64_t)i0 * d->in[1] + i1) * d->in[2] + i2) * c;
                     const float *xp = x + at;
-                    for (int j = 0; j < c; j++) {
-                        if (first || (d->is_max && xp[j] > yp[j])) {
-                            yp[j] = xp[j];
-                            if (ap) ap[j] = (int32_t)(at + j);
-                        } else if (!d->is_max) {
-                            yp[j] += xp[j];
+                    if (first) {
+                        for (int j = 0; j < c; j++) yp[j] = xp[j];
+                        for (int j = 0; ap && j < c; j++) ap[j] = (int32_t)(at + j);
+                    } else if (!d->is_max) {
+                        for (int j = 0; j < c; j++) yp[j] += xp[j];
+                    } else if (ap) { /* masks, not branches (cpu_pool.c's max_pixel) */
+                        const int32_t base = (int32_t)at;
+#pragma omp simd
+                        for (int j = 0; j < c; j++) {
+                            const int32_t win = -(int32_t)(xp[j] > yp[j]); /* all ones: wins */
+                            yp[j] = win ? xp[j] : yp[j];
+                            ap[j] = ((base + j) & win) | (ap[j] & ~win);
                         }
+                    } else {
+                        for (int j = 0; j < c; j++) yp[j] = xp[j] > yp[j] ? xp[j] : yp[j];
                     }
                     first = 0;
                 }

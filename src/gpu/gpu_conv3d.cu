@@ -404,7 +404,7 @@ static __global__ void pool3d_backward_kernel(tfc_pool3d_desc d, const float *dy
                         const int lo = o[a] * d.s[a] - d.pad[a];
                         count *= min(lo + d.k[a], d.in[a]) - max(lo, 0);
                     }
-                    acc += g / (float)count;
+                    if (count > 0) acc += g / (float)count; /* as the CPU: none */
                 }
         dx[e] = acc;
     }
