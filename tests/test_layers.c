@@ -689,6 +689,28 @@ static const gc_case cases[] = {
                      "  - TimeDistributed: {layer: {Dense: {units: 2}}}\n"
                      "  - TimeDistributed: {layer: {ELU: {}}}\n"
                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* Conv3D first (the input's gradient): same padding at stride 2 with a bias and tanh,
+     * dilation, groups */
+    {"conv3d", "input: {shape: [4, 5, 4, 2]}\nlayers:\n"
+               "  - Conv3D: {filters: 4, kernel_size: [2, 3, 2], strides: 2, padding: same, "
+               "activation: tanh, bias_initializer: random_normal}\n"
+               "  - Conv3D: {filters: 4, kernel_size: 2, dilation_rate: [1, 2, 1], groups: 2, "
+               "padding: same}\n"
+               "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* the 3-D poolings on the input (its gradient; a weight's moves every window's values at
+     * once, near-ties of the max then beyond the checker's kink test): max (overlapping
+     * windows, same padding), average (same padding: the padding not counted); the global
+     * ones (keepdims) after a convolution on two branches */
+    {"pooling3d", "input: {shape: [4, 5, 4, 2]}\nlayers:\n"
+                  "  - MaxPooling3D: {pool_size: [2, 3, 2], strides: [1, 2, 1], padding: same}\n"
+                  "  - AveragePooling3D: {name: ap, pool_size: [2, 2, 3], strides: [1, 2, 1], "
+                  "padding: same, inputs: input}\n"
+                  "  - Concatenate: {inputs: [max_pooling3d, ap]}\n"
+                  "  - Conv3D: {filters: 3, kernel_size: 2, activation: tanh}\n"
+                  "  - GlobalMaxPooling3D: {name: gm, keepdims: true}\n"
+                  "  - GlobalAveragePooling3D: {name: ga, inputs: conv3d}\n"
+                  "  - Flatten: {inputs: gm}\n  - Concatenate: {inputs: [flatten, ga]}\n"
+                  "  - Dense: {units: 3}\n", 2},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -470,6 +470,31 @@ static void test_conv1d_pooling1d(void)
             "  - Flatten: {}\n", 0);
 }
 
+/* Conv3D as a 3-D Conv on [N, C, D, H, W]: valid and same (the extra plane after) padding,
+ * strides of three sizes, dilation, groups, no bias, a fused activation; the 3-D poolings
+ * as MaxPool, AveragePool and the global pools. */
+static void test_conv3d(void)
+{
+    if (!ready()) return;
+    fixture("conv3d",
+            "input: {shape: [5, 6, 5, 4]}\nlayers:\n"
+            "  - Conv3D: {filters: 6, kernel_size: [2, 3, 2], strides: [1, 2, 3], padding: same,"
+            " groups: 2, activation: relu}\n"
+            "  - Conv3D: {filters: 4, kernel_size: 2, dilation_rate: [2, 1, 1], padding: same,"
+            " use_bias: false}\n"
+            "  - Conv3D: {filters: 3, kernel_size: [2, 2, 1], activation: tanh}\n"
+            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);    /* the 3-D poolings: max with overlapping windows and same padding, average with same
+     * padding (the padding out of the count), the global ones with and without keepdims */
+    fixture("pooling3d",
+            "input: {shape: [6, 7, 5, 3]}\nlayers:\n"
+            "  - Conv3D: {filters: 4, kernel_size: 2, padding: same}\n"
+            "  - MaxPooling3D: {pool_size: [2, 3, 2], strides: [1, 2, 1], padding: same}\n"
+            "  - AveragePooling3D: {pool_size: [2, 2, 3], padding: same}\n"
+            "  - GlobalMaxPooling3D: {name: g, keepdims: true}\n"
+            "  - GlobalAveragePooling3D: {name: h, inputs: average_pooling3d}\n"
+            "  - Flatten: {inputs: g}\n  - Concatenate: {inputs: [flatten, h]}\n", 0);
+}
+
 /* GRU (both reset_after, masked, return_sequences) and Bidirectional in each merge mode,
  * masked and not: ONNX's GRU with linear_before_reset, and bidirectional nodes */
 static void test_gru_bidirectional(void)
@@ -782,7 +807,7 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"score_attention", test_score_attention},
               {"position_embeddings", test_position_embeddings},
               {"go_backwards", test_go_backwards},
-              {"conv1d_pooling1d", test_conv1d_pooling1d},
+              {"conv1d_pooling1d", test_conv1d_pooling1d}, {"conv3d", test_conv3d},
               {"normalizations", test_normalizations}, {"group_norm", test_group_norm},
               {"permute_unit_norm", test_permute_unit_norm},
               {"gru_bidirectional", test_gru_bidirectional}, {"simple_rnn", test_simple_rnn},

@@ -1219,6 +1219,102 @@ static tref conv1d(exporter *x, const tfc_layer *l, const tref *in)
     return swap_tc(x, &c);
 }
 
+/* A 3-D layer's list argument (Conv3D's strides, ...) as three integers: one integer for
+ * all three, def for an empty list or none (the layer has validated the count). */
+static void arg_int3(const tfc_layer *l, const char *name, int def, int v[3])
+{
+    const tfc_int_list *p = arg(l, name);
+    for (int a = 0; a < 3; a++) v[a] = !p || !p->n ? def : p->v[p->n == 1 ? 0 : a];
+}
+
+/* [N, D, H, W, C] <-> [N, C, D, H, W] (the 5-D tensors of the 3-D layers, kept channels last
+ * between layers). */
+static tref volume_layout(exporter *x, const tref *t, int to_cfirst)
+{
+    static const int64_t first[5] = {0, 4, 1, 2, 3}, last[5] = {0, 2, 3, 4, 1};
+    tref r = *t;
+    tfc_pb a = {0};
+    attr_ints(&a, "perm", to_cfirst ? first : last, 5);
+    unary(x, "Transpose", t->name, r.name, &a);
+    return r;
+}
+
+/* TensorFlow's padding of a 3-D window (k, s, dilation d per axis) on the volume of shape in
+ * as ONNX pads [before x3, after x3]. */
+static void tf_pads3(const tfc_shape *in, const int k[3], const int s[3], const int d[3],
+                     int same, int64_t pads[6])
+{
+    for (int a = 0; a < 3; a++)
+        tf_axis_pads((int)in->dim[a], k[a], s[a], d[a], same, &pads[a], &pads[a + 3]);
+}
+
+/* Conv3D as a 3-D Conv (with group) on [N, C, D, H, W]: Keras's kernel (KD, KH, KW, Cin /
+ * groups, Cout) as ONNX's (Cout, Cin / groups, KD, KH, KW). */
+static tref conv3d(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = {.shape = l->out_shape};
+    const tfc_param *kp;
+    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", NULL);
+    if (!kern) {
+        free(bias);
+        return r;
+    }
+    const int64_t *kd = kp->shape.dim, R = kd[0] * kd[1] * kd[2], CI = kd[3], CO = kd[4];
+    float *w = malloc((size_t)kp->numel * 4);
+    for (int64_t u = 0; w && u < R; u++)
+        for (int64_t i = 0; i < CI; i++)
+            for (int64_t o = 0; o < CO; o++) w[(o * CI + i) * R + u] = kern[(u * CI + i) * CO + o];
+    char wn[96], bn[96] = "";
+    int64_t wd[5] = {CO, CI, kd[0], kd[1], kd[2]};
+    const int have_w = w != NULL;
+    if (have_w) init_f32(x, wn, "W", wd, 5, w);
+    if (bias) init_f32(x, bn, "B", &CO, 1, bias);
+    free(w), free(kern), free(bias);
+    if (!have_w) {
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    int k[3] = {(int)kd[0], (int)kd[1], (int)kd[2]}, s[3], d[3];
+    arg_int3(l, "strides", 1, s), arg_int3(l, "dilation_rate", 1, d);
+    int64_t pads[6], ks[3] = {k[0], k[1], k[2]}, st[3] = {s[0], s[1], s[2]},
+                     dl[3] = {d[0], d[1], d[2]};
+    tf_pads3(&in->shape, k, s, d, arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME,
+             pads);
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", ks, 3);
+    attr_ints(&a, "strides", st, 3);
+    attr_ints(&a, "dilations", dl, 3);
+    attr_ints(&a, "pads", pads, 6);
+    attr_int(&a, "group", arg_int(l, "groups", 1));
+    tref t = volume_layout(x, in, 1), c = r;
+    fresh(x, c.name, "Conv");
+    node(x, "Conv", (const char *[]){t.name, wn, bn[0] ? bn : NULL, NULL}, c.name, &a);
+    return volume_layout(x, &c, 0);
+}
+
+/* MaxPooling3D / AveragePooling3D as MaxPool / AveragePool over [N, C, D, H, W] (the average
+ * without the padding in its count, as TensorFlow). */
+static tref pool3d(exporter *x, const tfc_layer *l, const tref *in, int max)
+{
+    int k[3], s[3];
+    const int one[3] = {1, 1, 1};
+    arg_int3(l, "pool_size", 2, k);
+    arg_int3(l, "strides", 0, s);
+    for (int a = 0; a < 3; a++)
+        if (!s[a]) s[a] = k[a];
+    int64_t pads[6], ks[3] = {k[0], k[1], k[2]}, st[3] = {s[0], s[1], s[2]};
+    tf_pads3(&in->shape, k, s, one, arg_int(l, "padding", TFC_PADDING_VALID) == TFC_PADDING_SAME,
+             pads);
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", ks, 3);
+    attr_ints(&a, "strides", st, 3);
+    attr_ints(&a, "pads", pads, 6);
+    if (!max) attr_int(&a, "count_include_pad", 0);
+    tref t = volume_layout(x, in, 1);
+    unary(x, max ? "MaxPool" : "AveragePool", t.name, t.name, &a);
+    return volume_layout(x, &t, 0);
+}
+
 /* MaxPooling1D / AveragePooling1D as MaxPool / AveragePool over [N, C, T]. */
 static tref pool1d(exporter *x, const tfc_layer *l, const tref *in, int max)
 {
@@ -1961,6 +2057,14 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = reshape(x, &t, &l->out_shape);
     } else if (!strcmp(type, "Conv1D")) {
         r = conv1d(x, l, in);
+    } else if (!strcmp(type, "Conv3D")) {
+        r = conv3d(x, l, in);
+    } else if (!strcmp(type, "MaxPooling3D") || !strcmp(type, "AveragePooling3D")) {
+        r = pool3d(x, l, in, type[0] == 'M');
+    } else if (!strcmp(type, "GlobalAveragePooling3D") || !strcmp(type, "GlobalMaxPooling3D")) {
+        t = volume_layout(x, in, 1);
+        unary(x, type[6] == 'A' ? "GlobalAveragePool" : "GlobalMaxPool", t.name, t.name, NULL);
+        r = reshape(x, &t, &l->out_shape);
     } else if (!strcmp(type, "MaxPooling1D") || !strcmp(type, "AveragePooling1D")) {
         r = pool1d(x, l, in, type[0] == 'M');
     } else if (!strcmp(type, "GlobalMaxPooling1D") || !strcmp(type, "GlobalAveragePooling1D")) {

@@ -317,6 +317,25 @@ typedef struct tfc_extremum_desc {
     unsigned masked;
 } tfc_extremum_desc;
 
+/* A 3-D convolution (Conv3D) of n NDHWC volumes x [n, in[0], in[1], in[2], c] with the
+ * kernel w [k[0], k[1], k[2], c / groups, f] (Keras's layout) into y [n, out[0], out[1],
+ * out[2], f]; axes in the order depth, height, width. Per axis stride s, dilation dil and
+ * pad[] zero planes before the volume (those after are implied by out: TensorFlow's padding).
+ * groups > 1: filter j reads the c / groups channels of group j / (f / groups). */
+typedef struct tfc_conv3d_desc {
+    int n, c, f, groups;
+    int in[3], k[3], s[3], dil[3], pad[3], out[3];
+} tfc_conv3d_desc;
+
+/* Max or average 3-D pooling (MaxPooling3D, AveragePooling3D) of NDHWC volumes x [n, in[0],
+ * in[1], in[2], c] into y [n, out[0], out[1], out[2], c]: windows k[] at strides s[], pad[]
+ * planes before the volume (TensorFlow's padding). Padded positions never win a max and are
+ * not counted in an average, as tfc_pool_desc. */
+typedef struct tfc_pool3d_desc {
+    int n, c, is_max;
+    int in[3], k[3], s[3], pad[3], out[3];
+} tfc_pool3d_desc;
+
 /* Element e of the fold at a row (padded: a padding step under the mask), on the host and
  * the device (TFC_HD); w (k floats, NULL: not wanted) receives each input's weight in it. */
 TFC_HD float tfc_extremum_at(const tfc_extremum_desc *d, const float *const *x, int padded,
@@ -1151,7 +1170,27 @@ typedef struct tfc_device_options {
                                const float *const *x, const float *mask, float *y))                \
     X(void, extremum_backward, (tfc_backend *be, const tfc_extremum_desc *d,                       \
                                 const float *const *x, const float *mask, const float *dy,         \
-                                float *const *dx))
+                                float *const *dx))                                                 \
+    /* Conv3D (tfc_conv3d_desc): conv3d_forward overwrites y with                                  \
+     *   y[b, o, j] = sum_{u, i in group(j)} x[b, o s + u dil - pad, i] w[u, i - i0(j), j]         \
+     *                + bias[j]                                                                    \
+     * (bias NULL: none; positions outside the volume read 0). conv3d_backward: dw += x (*) dy     \
+     * and dx += dy (*)^T w (= with assign: dx's old contents never read); dx, dw may each be      \
+     * NULL (not needed). ws: conv3d_workspace(d) bytes, also for fewer examples (NULL when 0). */ \
+    X(size_t, conv3d_workspace, (tfc_backend *be, const tfc_conv3d_desc *d))                       \
+    X(void, conv3d_forward, (tfc_backend *be, const tfc_conv3d_desc *d, const float *x,            \
+                             const float *w, const float *bias, float *y, void *ws))               \
+    X(void, conv3d_backward, (tfc_backend *be, const tfc_conv3d_desc *d, const float *x,           \
+                              const float *w, const float *dy, float *dx, float *dw, int assign,   \
+                              void *ws))                                                           \
+    /* 3-D pooling (tfc_pool3d_desc): pool3d_forward overwrites y; for max pooling argmax          \
+     * [n, out, c] (NULL: no backward follows) receives each winner's flat index within its        \
+     * example's volume (in[0] in[1] in[2] c; the first maximum on ties). pool3d_backward: dx +=   \
+     * what the windows send back (= with assign), each input value's sum in a fixed order. */     \
+    X(void, pool3d_forward, (tfc_backend *be, const tfc_pool3d_desc *d, const float *x, float *y,  \
+                             int32_t *argmax))                                                     \
+    X(void, pool3d_backward, (tfc_backend *be, const tfc_pool3d_desc *d, const float *dy,          \
+                              const int32_t *argmax, float *dx, int assign))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

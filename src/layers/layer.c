@@ -172,6 +172,16 @@ tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_
                                    "found %d values", arg, v->n);
 }
 
+tfc_status tfc_layer_int3(const tfc_layer *l, const char *arg, const tfc_int_list *v, int def,
+                          int out[3], tfc_error *err)
+{
+    if (v->n > 1 && v->n != 3)
+        return tfc_layer_error(err, l, "%s: expected an integer or a list of 3 (a 3-D window), "
+                                       "found %d values", arg, v->n);
+    for (int a = 0; a < 3; a++) out[a] = v->n == 0 ? def : v->v[v->n == 1 ? 0 : a];
+    return TFC_OK;
+}
+
 tfc_status tfc_layer_window1d(const tfc_layer *l, const tfc_int_list *k, const tfc_int_list *s,
                               const tfc_int_list *d, int k2[2], int s2[2], int d2[2],
                               tfc_error *err)

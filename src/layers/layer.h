@@ -348,6 +348,12 @@ tfc_status tfc_layer_channels_last(const tfc_layer *l, tfc_error *err);
  * strides, ...: Keras takes an integer or a tuple of one); else a build error naming it. */
 tfc_status tfc_layer_one_int(const tfc_layer *l, const char *arg, const tfc_int_list *v,
                              tfc_error *err);
+/* The list argument `arg` of a 3-D layer (Conv3D's kernel_size, a 3-D pooling's pool_size,
+ * ...) as three integers in out (depth, height, width): one integer stands for all three, as
+ * Keras takes it; an empty list (an optional argument not given) gives def. TFC_OK, or a
+ * build error naming the argument when it holds another count. */
+tfc_status tfc_layer_int3(const tfc_layer *l, const char *arg, const tfc_int_list *v, int def,
+                          int out[3], tfc_error *err);
 /* The window of a 1-D layer run as its 2-D twin over a 1 x steps image (DepthwiseConv1D,
  * SeparableConv1D, Conv1DTranspose): TFC_OK when l's input is (steps, channels) and the list
  * arguments kernel_size k, strides s and dilation_rate d each hold one integer, which it

@@ -33,6 +33,8 @@ extern const tfc_layer_ops tfc_permute_ops, tfc_unit_normalization_ops;
 extern const tfc_layer_ops tfc_maximum_ops, tfc_minimum_ops;
 extern const tfc_layer_ops tfc_dot_ops;
 extern const tfc_layer_ops tfc_zero_padding3d_ops, tfc_cropping3d_ops, tfc_up_sampling3d_ops;
+extern const tfc_layer_ops tfc_conv3d_ops, tfc_max_pooling3d_ops, tfc_average_pooling3d_ops,
+    tfc_global_max_pooling3d_ops, tfc_global_average_pooling3d_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -69,6 +71,8 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_maximum_ops,        &tfc_minimum_ops,
     &tfc_dot_ops,
     &tfc_zero_padding3d_ops, &tfc_cropping3d_ops,     &tfc_up_sampling3d_ops,
+    &tfc_conv3d_ops,         &tfc_max_pooling3d_ops,    &tfc_average_pooling3d_ops,
+    &tfc_global_max_pooling3d_ops, &tfc_global_average_pooling3d_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)

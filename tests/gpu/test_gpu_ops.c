@@ -3278,6 +3278,134 @@ static int extremum_case(int64_t rows, int cols, int k, int minimum, unsigned ma
     return bad;
 }
 
+/* Conv3D's ops (gpu_conv3d.cu, put in the table for this case) against the CPU: y with and
+ * without a bias, dw added, dx added and assigned; valid and same padding (the padded copy),
+ * strides, dilation, groups. Then a model with Conv3D trains on both backends. */
+static int conv3d_case(tfc_conv3d_desc d, int same)
+{
+    for (int a = 0; a < 3; a++) {
+        int o, p;
+        const int k = d.k[a], s = d.s[a], dil = d.dil[a], n = d.in[a];
+        /* TensorFlow's rules (layers/layer.h's tfc_conv_axis) */
+        o = same ? (n + s - 1) / s : (n - (k - 1) * dil + s - 1) / s;
+        p = same ? ((o - 1) * s + (k - 1) * dil + 1 - n) / 2 : 0;
+        d.out[a] = o, d.pad[a] = p > 0 ? p : 0;
+    }
+    const int64_t nx = (int64_t)d.n * d.in[0] * d.in[1] * d.in[2] * d.c;
+    const int64_t ny = (int64_t)d.n * d.out[0] * d.out[1] * d.out[2] * d.f;
+    const int64_t nw = (int64_t)d.k[0] * d.k[1] * d.k[2] * (d.c / d.groups) * d.f;
+    pair x = pair_rand(nx, -1, 1), w = pair_rand(nw, -1, 1), b = pair_rand(d.f, -1, 1);
+    pair y = pair_new(ny), yb = pair_new(ny), dy = pair_rand(ny, -1, 1);
+    pair dx = pair_rand(nx, -1, 1), dxa = pair_rand(nx, -1, 1), dw = pair_rand(nw, -1, 1);
+    size_t wr = ref->ops->conv3d_workspace(ref, &d), wd = dev->ops->conv3d_workspace(dev, &d);
+    void *wsr = ref->ops->alloc(ref, wr + 4), *wsd = dev->ops->alloc(dev, wd + 4);
+    int bad = 0;
+    ref->ops->conv3d_forward(ref, &d, x.h, w.h, NULL, y.h, wsr);
+    dev->ops->conv3d_forward(dev, &d, x.d, w.d, NULL, y.d, wsd);
+    bad += pair_check("conv3d y", &y, 1e-4, 1e-5);
+    ref->ops->conv3d_forward(ref, &d, x.h, w.h, b.h, yb.h, wsr);
+    dev->ops->conv3d_forward(dev, &d, x.d, w.d, b.d, yb.d, wsd);
+    bad += pair_check("conv3d y, bias", &yb, 1e-4, 1e-5);
+    ref->ops->conv3d_backward(ref, &d, x.h, w.h, dy.h, dx.h, dw.h, 0, wsr);
+    dev->ops->conv3d_backward(dev, &d, x.d, w.d, dy.d, dx.d, dw.d, 0, wsd);
+    bad += pair_check("conv3d dx", &dx, 1e-4, 1e-5);
+    bad += pair_check("conv3d dw", &dw, 1e-4, 1e-4);
+    ref->ops->conv3d_backward(ref, &d, x.h, w.h, dy.h, dxa.h, NULL, 1, wsr);
+    dev->ops->conv3d_backward(dev, &d, x.d, w.d, dy.d, dxa.d, NULL, 1, wsd);
+    bad += pair_check("conv3d dx, assigned", &dxa, 1e-4, 1e-5);
+    ref->ops->free(ref, wsr);
+    dev->ops->free(dev, wsd);
+    pair *all[] = {&x, &w, &b, &y, &yb, &dy, &dx, &dxa, &dw};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+static void test_conv3d(void)
+{
+    enable_layer_ops(1);
+    CU_ASSERT_EQUAL(conv3d_case((tfc_conv3d_desc){.n = 3, .c = 3, .f = 8, .groups = 1,
+                                                  .in = {6, 7, 5}, .k = {3, 3, 3},
+                                                  .s = {1, 1, 1}, .dil = {1, 1, 1}}, 0), 0);
+    CU_ASSERT_EQUAL(conv3d_case((tfc_conv3d_desc){.n = 2, .c = 4, .f = 6, .groups = 1,
+                                                  .in = {8, 9, 7}, .k = {3, 2, 3},
+                                                  .s = {2, 2, 3}, .dil = {1, 1, 1}}, 1), 0);
+    CU_ASSERT_EQUAL(conv3d_case((tfc_conv3d_desc){.n = 2, .c = 6, .f = 4, .groups = 2,
+                                                  .in = {5, 6, 6}, .k = {2, 3, 2},
+                                                  .s = {1, 1, 1}, .dil = {2, 1, 2}}, 1), 0);
+    check_status();
+    train_steps("input: {shape: [4, 6, 5, 2]}\nlayers:\n"
+                "  - Conv3D: {filters: 4, kernel_size: 3, padding: same, activation: relu}\n"
+                "  - Conv3D: {filters: 4, kernel_size: [2, 3, 2], strides: 2, groups: 2}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
+/* The 3-D poolings' ops (gpu_conv3d.cu, put in the table for this case) against the CPU,
+ * bit for bit: y and the winners, dx added and assigned; max and average, valid and same
+ * padding, windows overlapping and apart. Then a model with MaxPooling3D, AveragePooling3D
+ * and the global ones (cpu_first lifted: the 2-D pool ops) trains on both backends. */
+static int pool3d_case(tfc_pool3d_desc d, int same)
+{
+    for (int a = 0; a < 3; a++) {
+        const int k = d.k[a], s = d.s[a], n = d.in[a];
+        const int o = same ? (n + s - 1) / s : (n - k + s) / s;
+        const int p = same ? ((o - 1) * s + k - n) / 2 : 0;
+        d.out[a] = o, d.pad[a] = p > 0 ? p : 0;
+    }
+    const int64_t nx = (int64_t)d.n * d.in[0] * d.in[1] * d.in[2] * d.c;
+    const int64_t ny = (int64_t)d.n * d.out[0] * d.out[1] * d.out[2] * d.c;
+    pair x = pair_rand(nx, -1, 1), y = pair_new(ny), dy = pair_rand(ny, -1, 1);
+    pair dx = pair_rand(nx, -1, 1), dxa = pair_rand(nx, -1, 1);
+    ipair am = ipair_new(ny);
+    int bad = 0;
+    ref->ops->pool3d_forward(ref, &d, x.h, y.h, d.is_max ? am.h : NULL);
+    dev->ops->pool3d_forward(dev, &d, x.d, y.d, d.is_max ? am.d : NULL);
+    bad += pair_check("pool3d y", &y, EXACT);
+    if (d.is_max) bad += ipair_check("pool3d argmax", &am);
+    ref->ops->pool3d_backward(ref, &d, dy.h, am.h, dx.h, 0);
+    dev->ops->pool3d_backward(dev, &d, dy.d, am.d, dx.d, 0);
+    bad += pair_check("pool3d dx", &dx, EXACT);
+    ref->ops->pool3d_backward(ref, &d, dy.h, am.h, dxa.h, 1);
+    dev->ops->pool3d_backward(dev, &d, dy.d, am.d, dxa.d, 1);
+    bad += pair_check("pool3d dx, assigned", &dxa, EXACT);
+    pair *all[] = {&x, &y, &dy, &dx, &dxa};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    ipair_free(&am);
+    return bad;
+}
+
+static void test_pool3d(void)
+{
+    enable_layer_ops(1);
+    for (int is_max = 0; is_max < 2; is_max++) {
+        CU_ASSERT_EQUAL(pool3d_case((tfc_pool3d_desc){.n = 3, .c = 5, .is_max = is_max,
+                                                      .in = {6, 7, 5}, .k = {2, 2, 2},
+                                                      .s = {2, 2, 2}}, 0), 0);
+        CU_ASSERT_EQUAL(pool3d_case((tfc_pool3d_desc){.n = 2, .c = 4, .is_max = is_max,
+                                                      .in = {7, 6, 9}, .k = {3, 2, 3},
+                                                      .s = {1, 2, 2}}, 1), 0);
+        CU_ASSERT_EQUAL(pool3d_case((tfc_pool3d_desc){.n = 2, .c = 3, .is_max = is_max,
+                                                      .in = {5, 8, 6}, .k = {2, 3, 4},
+                                                      .s = {3, 1, 2}}, 1), 0);
+    }
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [6, 6, 5, 2]}\nlayers:\n"
+                "  - Conv3D: {filters: 4, kernel_size: 3, padding: same, activation: tanh}\n"
+                "  - MaxPooling3D: {pool_size: [2, 3, 2], strides: [1, 2, 1], padding: same}\n"
+                "  - AveragePooling3D: {pool_size: 2, padding: same}\n"
+                "  - GlobalMaxPooling3D: {name: gm, keepdims: true}\n"
+                "  - GlobalAveragePooling3D: {name: ga, inputs: max_pooling3d}\n"
+                "  - Flatten: {inputs: gm}\n  - Concatenate: {inputs: [flatten, ga]}\n"
+                "  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 static void test_extremum(void)
 {
     enable_layer_ops(1);
@@ -4257,6 +4385,8 @@ int main(int argc, char **argv)
         {"extremum", test_extremum},
         {"dot", test_dot},
         {"train_volume", test_train_volume},
+        {"conv3d", test_conv3d},
+        {"pool3d", test_pool3d},
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},
