@@ -274,6 +274,10 @@ extern const char *const tfc_data_format_names[3];
  * right. */
 void tfc_layer_border(const tfc_layer *l, int side[4]);
 
+/* Resizing's, CenterCrop's or RandomCrop's resize of one image at inference (resizing.c; for
+ * the ONNX export). */
+tfc_crop_resize_desc tfc_layer_crop_resize(const tfc_layer *l);
+
 /* TimeDistributed's inner layer (time_distributed.c; for the ONNX export): built, its
  * parameters the wrapper's in order, bound only while the wrapper runs. */
 const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);

@@ -198,6 +198,12 @@ static const char *const *crop_resize_needs(const tfc_layer *l)
     return ops;
 }
 
+tfc_crop_resize_desc tfc_layer_crop_resize(const tfc_layer *l)
+{
+    const tfc_exec ex = {.batch = 1};
+    return crop_resize_desc(l, &ex);
+}
+
 #define CROP_RESIZE_OPS(var, name, fields, build_fn)                                           \
     const tfc_layer_ops var = {                                                                 \
         .type = name, .schema = fields, .args_size = sizeof(crop_resize_args),                  \
