@@ -76,6 +76,7 @@ static const listed resolved_at_build[] = {
     {"ZeroPadding1D.padding", "1 on each side"},
     {"Cropping1D.cropping", "1 on each side"},
     {"RandomContrast.value_range", "[0, 255]"},
+    {"RandomBrightness.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

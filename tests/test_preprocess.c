@@ -1,9 +1,10 @@
-/* Resizing, CenterCrop and RandomCrop: Keras 3 parity from the fixtures tests/ref/
+/* Resizing, CenterCrop, RandomCrop and RandomBrightness: Keras 3 parity from the fixtures tests/ref/
  * keras_preprocess.py wrote (tests/ref/preprocess/: outputs and the input's and weights'
  * gradients), RandomCrop's training windows (every one a window of the input, the same for
  * the whole batch, uniform over the places, the same at the same step, the gradient going
- * back to the window alone), argument errors, and the refusal of a backend without the
- * kernels. Run from the repository's root. */
+ * back to the window alone), RandomBrightness's deltas (one per image, uniform in its range,
+ * clipped, the gradient passing where the clip does), argument errors, and the refusal of a
+ * backend without the kernels. Run from the repository's root. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,8 @@
  * axis alone, nearest up and down, both aspect-ratio crops and pads (rows and columns, a
  * fill_value), antialias where nothing shrinks, and between two convolutions; CenterCrop
  * cropping, on an image smaller than the crop (resized), and of the same size; RandomCrop at
- * inference and, where its training crop is not random, in training. */
+ * inference and, where its training crop is not random, in training; RandomBrightness with a
+ * factor range of one value (its delta fixed: the training gradient deterministic). */
 static void test_keras_parity(void)
 {
     static const tfc_keras_parity p = {.dir = "preprocess", .tol = 1e-5};
@@ -32,7 +34,7 @@ static void test_keras_parity(void)
         "rs_up", "rs_down", "rs_odd", "rs_axis", "rs_nearest", "rs_nearest_down", "rs_crop",
         "rs_crop_rows", "rs_pad_cols", "rs_pad_rows", "rs_pad_nearest", "rs_antialias_up",
         "rs_mid", "cc_crop", "cc_small", "cc_same", "rc_infer", "rc_small", "rc_equal_rows",
-        NULL};
+        "rb_fixed", "rb_neg", NULL};
     tfc_test_keras_cases(&p, names);
 }
 
@@ -140,6 +142,47 @@ static void test_random_crop_layer(void)
     tfc_backend_free(be);
 }
 
+/* ---- RandomBrightness ------------------------------------------------------------------- */
+
+/* Its op on 4000 zero images of 3 x 2: each image shifted by one delta, the deltas uniform in
+ * [-0.2, 0.4] x 20 (4 bins within 10%, mean 2 within 0.1); with value_range [-1, 1] the
+ * outputs are clipped and the gradient passes only where x + b lies inside it. */
+static void test_brightness(void)
+{
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    enum { N = 4000, PER = 6 };
+    static float x[N * PER], y[N * PER], dy[N * PER], dx[N * PER];
+    tfc_contrast_desc d = {.n = N, .hw = 3, .c = 2, .lo = -0.2f, .hi = 0.4f, .vlo = -10,
+                           .vhi = 10, .key = 5, .step = 3};
+    be->ops->brightness_forward(be, &d, x, y);
+    int same = 1, bins[4] = {0};
+    double mean = 0;
+    for (int i = 0; i < N; i++) {
+        for (int k = 1; k < PER; k++) same &= y[i * PER + k] == y[i * PER];
+        const double b = y[i * PER];
+        mean += b / N;
+        const int bin = (int)((b + 4) / 3);
+        if (b >= -4 && b <= 8) bins[bin > 3 ? 3 : bin]++;
+    }
+    CU_ASSERT(same);
+    for (int k = 0; k < 4; k++) CU_ASSERT(abs(bins[k] - N / 4) < N / 40);
+    CU_ASSERT(fabs(mean - 2) < 0.1);
+    d.vlo = -1, d.vhi = 1;
+    tfc_test_fill(x, N * PER, -1, 1, 7);
+    tfc_test_fill(dy, N * PER, -1, 1, 8);
+    be->ops->brightness_forward(be, &d, x, y);
+    be->ops->brightness_backward(be, &d, x, dy, dx);
+    int clipped = 0, ok = 1;
+    for (int i = 0; i < N * PER; i++) {
+        const int in = y[i] > -1 && y[i] < 1;
+        clipped += !in;
+        ok &= y[i] >= -1 && y[i] <= 1 && dx[i] == (in ? dy[i] : 0.0f);
+    }
+    CU_ASSERT(ok);
+    CU_ASSERT(clipped > N * PER / 10);
+    tfc_backend_free(be);
+}
+
 /* ---- errors and devices ------------------------------------------------------------------ */
 
 /* The error of one layer on an image [6, 8, 3] (or `shape`): its text names `what` (the
@@ -182,6 +225,13 @@ static void test_argument_errors(void)
     expect_error(NULL, "RandomCrop: {height: 4, width: 4, seed: -1}", "RandomCrop.seed");
     expect_error("[6, 8, 3, 2]", "RandomCrop: {height: 4, width: 4}",
                  "needs an input of shape (height, width, channels)");
+    expect_error(NULL, "RandomBrightness: {factor: 1.5}", "factor: 1.5 is outside [-1, 1]");
+    expect_error(NULL, "RandomBrightness: {factor: [0.1, 0.2, 0.3]}", "factor: expected");
+    expect_error(NULL, "RandomBrightness: {factor: 0.2, value_range: [1]}",
+                 "value_range: expected a pair");
+    expect_error(NULL, "RandomBrightness: {factor: 0.2, data_format: channels_last}",
+                 "unknown key 'data_format'");
+    expect_error(NULL, "RandomBrightness: {}", "RandomBrightness.factor");
     static const char *const layers[] = {"Resizing: {height: 2, width: 2}",
                                          "CenterCrop: {height: 2, width: 2}",
                                          "RandomCrop: {height: 2, width: 2}"};
@@ -197,6 +247,7 @@ static void test_argument_errors(void)
 static void drop_crop_resize(tfc_backend_ops *ops)
 {
     ops->crop_resize_forward = NULL, ops->crop_resize_backward = NULL;
+    ops->brightness_forward = NULL, ops->brightness_backward = NULL;
 }
 
 /* A backend without the kernels (the CPU's table with the slots emptied) refuses each
@@ -212,10 +263,14 @@ static void test_missing_kernel_refused(void)
         tfc_test_expect_refused(yaml, drop_crop_resize, "layer 'ly'",
                                 "(op 'crop_resize_forward')");
     }
+    tfc_test_expect_refused("input: {shape: [6, 6, 2]}\nlayers:\n"
+                            "  - RandomBrightness: {name: ly, factor: 0.1}\n",
+                            drop_crop_resize, "layer 'ly'", "(op 'brightness_forward')");
 }
 
 TFC_TEST_MAIN("preprocess", {"keras_parity", test_keras_parity},
               {"random_crop_windows", test_random_crop_windows},
               {"random_crop_layer", test_random_crop_layer},
+              {"brightness", test_brightness},
               {"argument_errors", test_argument_errors},
               {"missing_kernel_refused", test_missing_kernel_refused})

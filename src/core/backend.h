@@ -527,7 +527,9 @@ typedef struct tfc_warp_desc {
 } tfc_warp_desc;
 
 /* RandomContrast: image i's factor f = lo + u0 (hi - lo); each channel ch of it becomes
- *   y = clip((x - m) f + m, vlo, vhi),   m = the mean of channel ch over the image's hw pixels */
+ *   y = clip((x - m) f + m, vlo, vhi),   m = the mean of channel ch over the image's hw pixels
+ * RandomBrightness (the same desc): image i's delta b = (lo + u0 (hi - lo)) (vhi - vlo), and
+ *   y = clip(x + b, vlo, vhi) */
 typedef struct tfc_contrast_desc {
     int n, hw, c;
     float lo, hi;   /* the factor's range */
@@ -1172,7 +1174,13 @@ typedef struct tfc_device_options {
     X(void, crop_resize_forward, (tfc_backend *be, const tfc_crop_resize_desc *d,                  \
                                   const float *x, float *y))                                       \
     X(void, crop_resize_backward, (tfc_backend *be, const tfc_crop_resize_desc *d,                 \
-                                   const float *dy, float *dx))
+                                   const float *dy, float *dx))                                    \
+    /* RandomBrightness in training (tfc_contrast_desc): brightness_forward overwrites y;         \
+     * brightness_backward adds dy to dx where vlo <= x + b <= vhi (x the forward's input). */     \
+    X(void, brightness_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,      \
+                                 float *y))                                                        \
+    X(void, brightness_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,     \
+                                  const float *dy, float *dx))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -32,6 +32,7 @@ extern const tfc_layer_ops tfc_conv1d_transpose_ops, tfc_separable_conv1d_ops,
 extern const tfc_layer_ops tfc_permute_ops, tfc_unit_normalization_ops;
 extern const tfc_layer_ops tfc_maximum_ops, tfc_minimum_ops;
 extern const tfc_layer_ops tfc_resizing_ops, tfc_center_crop_ops, tfc_random_crop_ops;
+extern const tfc_layer_ops tfc_random_brightness_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -67,6 +68,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_permute_ops,        &tfc_unit_normalization_ops,
     &tfc_maximum_ops,        &tfc_minimum_ops,
     &tfc_resizing_ops,       &tfc_center_crop_ops,      &tfc_random_crop_ops,
+    &tfc_random_brightness_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)

@@ -3257,8 +3257,8 @@ static int crop_resize_case(const char *name, tfc_crop_resize_desc d)
     return bad;
 }
 
-/* Resizing, CenterCrop and RandomCrop: their op against the CPU, then a model with all three
- * (RandomCrop's windows drawn alike from (key, step)) trains on both backends */
+/* Resizing, CenterCrop, RandomCrop and RandomBrightness: their ops against the CPU, then a
+ * model with all four (the draws alike from (key, step)) trains on both backends */
 static void test_crop_resize(void)
 {
     enable_layer_ops(1);
@@ -3280,6 +3280,20 @@ static void test_crop_resize(void)
     const tfc_crop_resize_desc random = {.n = 4, .h = 12, .w = 10, .c = 3, .oh = 5, .ow = 6,
                                          .vh = 5, .vw = 6, .random = 1, .key = 99, .step = 7};
     CU_ASSERT_EQUAL(crop_resize_case("crop_resize random", random), 0);
+    /* RandomBrightness's ops (gpu_augment.cu), some values clipped */
+    const tfc_contrast_desc b = {.n = 5, .hw = 37, .c = 3, .lo = -0.3f, .hi = 0.4f,
+                                 .vlo = -1, .vhi = 1, .key = 8, .step = 2};
+    const int64_t nb = 5 * 37 * 3;
+    pair x = pair_rand(nb, -1, 1), y = pair_rand(nb, -1, 1), dy = pair_rand(nb, -1, 1);
+    pair dx = pair_rand(nb, -1, 1);
+    for (int k = 0; k < 2; k++) {
+        tfc_backend *be = k ? dev : ref;
+        be->ops->brightness_forward(be, &b, SIDE(x, k), SIDE(y, k));
+        be->ops->brightness_backward(be, &b, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+    }
+    CU_ASSERT_EQUAL(check_part("brightness", "forward", &y, EXACT) +
+                        check_part("brightness", "backward", &dx, EXACT), 0);
+    pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
     check_status();
     train_steps("input: {shape: [10, 9, 2]}\nlayers:\n"
                 "  - RandomCrop: {height: 8, width: 8}\n"
@@ -3287,6 +3301,7 @@ static void test_crop_resize(void)
                 "  - Resizing: {height: 9, width: 5, pad_to_aspect_ratio: true}\n"
                 "  - CenterCrop: {height: 7, width: 5}\n"
                 "  - Resizing: {height: 4, width: 4, interpolation: nearest}\n"
+                "  - RandomBrightness: {factor: 0.2, value_range: [-1, 1]}\n"
                 "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);

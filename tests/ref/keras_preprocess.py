@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Writes the Keras parity fixtures of Resizing, CenterCrop and RandomCrop (tests/
+# Writes the Keras parity fixtures of Resizing, CenterCrop, RandomCrop and RandomBrightness (tests/
 # test_preprocess.c) into tests/ref/preprocess/, in keras_group_norm.py's format: one
 # safetensors file per case holding its tfc YAML (metadata "yaml"), the input x, Keras 3's
 # inference output y, MSE targets t, the gradients of Keras's MSE loss (training mode) with
@@ -103,6 +103,16 @@ def mid():
 
 
 CASES["rs_mid"] = mid
+# RandomBrightness with a factor range of one value: its delta is fixed, so Keras's training
+# gradient (dy where the clip passes) is deterministic; its inference output is x
+CASES["rb_fixed"] = lambda: one((4, 5, 3), L.RandomBrightness((0.25, 0.25), value_range=(-1, 1),
+                                                              name="b"),
+                                "RandomBrightness: {name: b, factor: [0.25, 0.25], "
+                                "value_range: [-1, 1]}")
+CASES["rb_neg"] = lambda: one((3, 4, 2), L.RandomBrightness((-0.1, -0.1), value_range=(2, -2),
+                                                            name="b"),
+                              "RandomBrightness: {name: b, factor: [-0.1, -0.1], "
+                              "value_range: [2, -2]}")
 # RandomCrop's training crop is random (no gradient to compare) unless the image is not
 # larger than the crop on both sides
 UNTRAINED = {"rc_infer"}
