@@ -78,6 +78,7 @@ static const listed resolved_at_build[] = {
     {"ZeroPadding3D.padding", "1 on every side"},
     {"Cropping3D.cropping", "1 on every side"},
     {"RandomContrast.value_range", "[0, 255]"},
+    {"RandomBrightness.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

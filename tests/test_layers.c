@@ -521,6 +521,18 @@ static const gc_case cases[] = {
                          "  - DepthwiseConv1D: {kernel_size: 2, strides: 2, dilation_rate: 2,"
                          " use_bias: false}\n"
                          "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* Resizing (a pad of fill_value, nearest, an aspect-ratio crop), RandomCrop in training
+     * (a random window), CenterCrop on an image smaller than it (resized) and RandomBrightness
+     * (its clip far away) after a convolution, so that their transposes carry its gradient */
+    {"crop_resize", IMG "  - Conv2D: {filters: 2, kernel_size: 2, padding: same}\n"
+                    "  - Resizing: {height: 8, width: 4, pad_to_aspect_ratio: true,"
+                    " fill_value: 0.5}\n"
+                    "  - Resizing: {height: 7, width: 9, interpolation: nearest}\n"
+                    "  - RandomCrop: {height: 5, width: 6}\n"
+                    "  - CenterCrop: {height: 6, width: 4}\n"
+                    "  - Resizing: {height: 3, width: 3, crop_to_aspect_ratio: true}\n"
+                    "  - RandomBrightness: {factor: 0.05, value_range: [-8, 8]}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     /* the augmentation layers after a convolution, so that their transposes carry its
      * gradient: each fill mode and interpolation, contrast with and without clipping */
     {"augment_bilinear", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"

@@ -686,7 +686,8 @@ static void test_activations(void)
 }
 
 /* The vision layers' export (GlobalMaxPooling2D and keepdims, DepthwiseConv2D,
- * SeparableConv2D, ZeroPadding2D, Cropping2D, Conv2DTranspose, UpSampling2D, Multiply); a
+ * SeparableConv2D, ZeroPadding2D, Cropping2D, Conv2DTranspose, UpSampling2D, Multiply,
+ * Resizing, CenterCrop, RandomCrop); a
  * layer with no ONNX form here is refused naming the layer and its type, writing nothing. */
 static void test_vision_layers(void)
 {
@@ -736,6 +737,18 @@ static void test_vision_layers(void)
             "  - GlobalMaxPooling2D: {inputs: u}\n  - Dense: {name: v, units: 2}\n"
             "  - Multiply: {inputs: [s, u, v]}\n"
             "  - Conv2D: {filters: 2, kernel_size: 3, strides: 4}\n  - Flatten: {}\n", 0);
+    /* Resizing (bilinear up one axis and down the other, a pad of fill_value, nearest, an
+     * aspect-ratio crop), CenterCrop's window, RandomCrop at inference (resized) */
+    fixture("crop_resize",
+            "input: {shape: [7, 9, 2]}\nlayers:\n"
+            "  - Resizing: {height: 10, width: 6}\n"
+            "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
+            "  - Resizing: {height: 8, width: 8, pad_to_aspect_ratio: true, fill_value: 0.5}\n"
+            "  - Resizing: {height: 5, width: 11, interpolation: nearest}\n"
+            "  - CenterCrop: {height: 3, width: 7}\n"
+            "  - RandomCrop: {height: 6, width: 4}\n"
+            "  - Resizing: {height: 3, width: 2, crop_to_aspect_ratio: true}\n"
+            "  - Flatten: {}\n", 0);
     export_refused("dw", "input: {shape: [2, 3, 4, 2]}\nlayers:\n"
                    "  - BatchNormalization: {name: dw}\n"
                    "  - Flatten: {}\n",

@@ -660,6 +660,59 @@ static tref upsample(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* Resizing, CenterCrop and RandomCrop (at inference) on NCHW: the view as Slice (a window)
+ * or Pad of fill_value (a border), then, where the sizes differ, Resize to (height, width)
+ * with half-pixel centres: linear (the edge cell alone outside the centres, as jax's
+ * renormalised weights), or nearest rounding half up, which reads floor((o + 1/2) m / n) as
+ * jax. The sizes are the input's Shape's first two with (height, width) (the batch is
+ * dynamic). */
+static tref crop_resize(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_crop_resize_desc d = tfc_layer_crop_resize(l);
+    tref t = nchw(x, in), r = {.shape = l->out_shape, .nchw = 1};
+    char a[96], b[96], c[96], v[96];
+    if (d.top < 0 || d.left < 0 || d.vh < d.h || d.vw < d.w) {
+        const int64_t starts[2] = {-d.top, -d.left},
+                      ends[2] = {(int64_t)d.vh - d.top, (int64_t)d.vw - d.left},
+                      axes[2] = {2, 3};
+        init_i64(x, a, "starts", starts, 2);
+        init_i64(x, b, "ends", ends, 2);
+        init_i64(x, c, "axes", axes, 2);
+        fresh(x, v, "Slice");
+        node(x, "Slice", (const char *[]){t.name, a, b, c, NULL}, v, NULL);
+        snprintf(t.name, sizeof t.name, "%s", v);
+    } else if (d.top > 0 || d.left > 0) {
+        const int64_t pads[8] = {0, 0, d.top, d.left, 0, 0, (int64_t)d.vh - d.h - d.top,
+                                 (int64_t)d.vw - d.w - d.left};
+        init_i64(x, a, "pads", pads, 8);
+        init_f32(x, b, "fill_value", NULL, 0, &d.fill_value);
+        fresh(x, v, "Pad");
+        node(x, "Pad", (const char *[]){t.name, a, b, NULL}, v, NULL);
+        snprintf(t.name, sizeof t.name, "%s", v);
+    }
+    t.shape = l->out_shape;
+    if (d.vh == d.oh && d.vw == d.ow) return t;
+    char shape[96], nc[96], sizes[96];
+    const int64_t zero = 0, two = 2, hw[2] = {d.oh, d.ow};
+    unary(x, "Shape", t.name, shape, NULL);
+    init_i64(x, a, "starts", &zero, 1);
+    init_i64(x, b, "ends", &two, 1);
+    fresh(x, nc, "Slice");
+    node(x, "Slice", (const char *[]){shape, a, b, NULL}, nc, NULL);
+    init_i64(x, c, "hw", hw, 2);
+    tfc_pb at = {0};
+    attr_int(&at, "axis", 0);
+    fresh(x, sizes, "Concat");
+    node(x, "Concat", (const char *[]){nc, c, NULL}, sizes, &at);
+    tfc_pb ra = {0};
+    attr_string(&ra, "mode", d.nearest ? "nearest" : "linear");
+    attr_string(&ra, "coordinate_transformation_mode", "half_pixel");
+    if (d.nearest) attr_string(&ra, "nearest_mode", "round_prefer_ceil");
+    fresh(x, r.name, "Resize");
+    node(x, "Resize", (const char *[]){t.name, "", "", sizes, NULL}, r.name, &ra);
+    return r;
+}
+
 /* Multiply as Mul nodes in the layout of its first full input; a channel vector becomes
  * (C, 1, 1) there for NCHW, (1, ..., 1, C) otherwise, and broadcasts. */
 static tref multiply(exporter *x, const tfc_layer *l)
@@ -2045,6 +2098,9 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = unit_norm(x, l, in);
     } else if (!strcmp(type, "UpSampling2D")) {
         r = upsample(x, l, in);
+    } else if (!strcmp(type, "Resizing") || !strcmp(type, "CenterCrop") ||
+               !strcmp(type, "RandomCrop")) {
+        r = crop_resize(x, l, in);
     } else if (!strcmp(type, "Multiply")) {
         r = multiply(x, l);
     } else if (!strcmp(type, "ZeroPadding2D") || !strcmp(type, "Cropping2D")) {

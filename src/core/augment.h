@@ -59,6 +59,13 @@ TFC_HD float tfc_contrast_factor(const tfc_contrast_desc *d, int64_t i)
     return tfc_augment_draw(d->key, d->step, i, 0, d->lo, d->hi);
 }
 
+/* Image i's brightness delta (RandomBrightness: Keras's uniform(lower, upper) times the
+ * value range's width, in float32). */
+TFC_HD float tfc_brightness_delta(const tfc_contrast_desc *d, int64_t i)
+{
+    return tfc_augment_draw(d->key, d->step, i, 0, d->lo, d->hi) * (d->vhi - d->vlo);
+}
+
 /* Cell i of an axis of n placed by the fill mode (jax.scipy.ndimage's index fixers);
  * -1: outside the image in constant mode. In int: a coordinate is within a few image sizes
  * of the image, and a 32-bit division is far cheaper on a GPU. */

@@ -193,6 +193,27 @@ typedef struct tfc_resize_desc {
     int bilinear; /* 0: nearest */
 } tfc_resize_desc;
 
+/* Resampling of NHWC images x [n, h, w, c] to y [n, oh, ow, c] through a view of vh x vw
+ * cells (Resizing, CenterCrop, RandomCrop): input row r, column q is the view's row r + top,
+ * column q + left (top, left <= 0: the view is a window of the input, a crop; > 0: the input
+ * inside a border of fill_value, a pad). The view is resized to (oh, ow) as jax.image.resize
+ * does without antialiasing (core/crop_resize.h): an axis of equal sizes is copied; nearest
+ * reads cell floor((o + 1/2) m / n) of m view cells for output o of n; bilinear interpolates
+ * at s = (o + 1/2) m / n - 1/2 between cells floor(s) and floor(s) + 1 whose weights
+ * 1 - |s - i| are renormalised over the cells inside the view. With random (RandomCrop in
+ * training) top and left are drawn once per batch from (key, step) instead:
+ * top = -floor(u0 (h - vh + 1)), left = -floor(u1 (w - vw + 1)), the view a window. */
+typedef struct tfc_crop_resize_desc {
+    int n, h, w, c;
+    int oh, ow;
+    int vh, vw;
+    int top, left;
+    int nearest; /* 0: bilinear */
+    float fill_value;
+    int random;
+    uint64_t key, step;
+} tfc_crop_resize_desc;
+
 /* LSTM over a whole sequence, Keras's formulation with gates in the order i, f, c, o:
  *   z_t = x_t K + h_{t-1} R + b          (K [in, 4u], R [u, 4u], b [4u])
  *   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_c), o = sigmoid(z_o)
@@ -525,7 +546,9 @@ typedef struct tfc_warp_desc {
 } tfc_warp_desc;
 
 /* RandomContrast: image i's factor f = lo + u0 (hi - lo); each channel ch of it becomes
- *   y = clip((x - m) f + m, vlo, vhi),   m = the mean of channel ch over the image's hw pixels */
+ *   y = clip((x - m) f + m, vlo, vhi),   m = the mean of channel ch over the image's hw pixels
+ * RandomBrightness (the same desc): image i's delta b = (lo + u0 (hi - lo)) (vhi - vlo), and
+ *   y = clip(x + b, vlo, vhi) */
 typedef struct tfc_contrast_desc {
     int n, hw, c;
     float lo, hi;   /* the factor's range */
@@ -1190,7 +1213,20 @@ typedef struct tfc_device_options {
     X(void, pool3d_forward, (tfc_backend *be, const tfc_pool3d_desc *d, const float *x, float *y,  \
                              int32_t *argmax))                                                     \
     X(void, pool3d_backward, (tfc_backend *be, const tfc_pool3d_desc *d, const float *dy,          \
-                              const int32_t *argmax, float *dx, int assign))
+                              const int32_t *argmax, float *dx, int assign))                       \
+    /* Resizing, CenterCrop and RandomCrop (tfc_crop_resize_desc): crop_resize_forward             \
+     * overwrites y; crop_resize_backward adds to dx the transpose of that linear map (no          \
+     * gradient to the cells cropped away; fill_value is a constant). */                           \
+    X(void, crop_resize_forward, (tfc_backend *be, const tfc_crop_resize_desc *d,                  \
+                                  const float *x, float *y))                                       \
+    X(void, crop_resize_backward, (tfc_backend *be, const tfc_crop_resize_desc *d,                 \
+                                   const float *dy, float *dx))                                    \
+    /* RandomBrightness in training (tfc_contrast_desc): brightness_forward overwrites y;         \
+     * brightness_backward adds dy to dx where vlo <= x + b <= vhi (x the forward's input). */     \
+    X(void, brightness_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,      \
+                                 float *y))                                                        \
+    X(void, brightness_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,     \
+                                  const float *dy, float *dx))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -116,3 +116,33 @@ void tfc_cpu_contrast_backward(tfc_backend *be, const tfc_contrast_desc *d, cons
         }
     }
 }
+
+/* y = clip(x + b, vlo, vhi), b image i's delta */
+void tfc_cpu_brightness_forward(tfc_backend *be, const tfc_contrast_desc *d, const float *x,
+                                float *y)
+{
+    const int64_t per = (int64_t)d->hw * d->c;
+    int nt = tfc_cpu_threads(be, d->n * per);
+#pragma omp parallel for TFC_CPU_STATIC(d->n, nt)
+    for (int64_t i = 0; i < d->n; i++) {
+        const float b = tfc_brightness_delta(d, i);
+        for (int64_t k = i * per; k < (i + 1) * per; k++)
+            y[k] = fminf(fmaxf(x[k] + b, d->vlo), d->vhi);
+    }
+}
+
+/* dx += dy where vlo <= x + b <= vhi */
+void tfc_cpu_brightness_backward(tfc_backend *be, const tfc_contrast_desc *d, const float *x,
+                                 const float *dy, float *dx)
+{
+    const int64_t per = (int64_t)d->hw * d->c;
+    int nt = tfc_cpu_threads(be, d->n * per);
+#pragma omp parallel for TFC_CPU_STATIC(d->n, nt)
+    for (int64_t i = 0; i < d->n; i++) {
+        const float b = tfc_brightness_delta(d, i);
+        for (int64_t k = i * per; k < (i + 1) * per; k++) {
+            const float z = x[k] + b;
+            if (z >= d->vlo && z <= d->vhi) dx[k] += dy[k];
+        }
+    }
+}

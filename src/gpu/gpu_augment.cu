@@ -292,3 +292,42 @@ void tfc_gpu_contrast_backward(tfc_backend *be, const tfc_contrast_desc *d, cons
         *d, gpu_step_offset(g), x, dy, dx);
     TFC_LAUNCH_CHECK(g, contrast_backward_kernel);
 }
+
+/* RandomBrightness (not in the GPU's op table yet: TFC_BACKEND_LAYER_OPS; make test-gpu's
+ * augment_brightness case puts it in): y = clip(x + b, vlo, vhi), a thread per float; the
+ * backward adds dy where the clip passes. */
+static __global__ void brightness_kernel(tfc_contrast_desc d, const uint64_t *step_off,
+                                         const float *x, const float *dy, float *out)
+{
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
+    const int64_t per = (int64_t)d.hw * d.c, total = d.n * per;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const float z = x[k] + tfc_brightness_delta(&d, k / per);
+        if (!dy) out[k] = fminf(fmaxf(z, d.vlo), d.vhi);
+        else if (z >= d.vlo && z <= d.vhi) out[k] += dy[k];
+    }
+}
+
+static void brightness_launch(tfc_backend *be, const tfc_contrast_desc *d, const float *x,
+                              const float *dy, float *out)
+{
+    gpu_ctx *g = gpu_of(be);
+    const int64_t total = (int64_t)d->n * d->hw * d->c;
+    if (total <= 0) return;
+    brightness_kernel<<<gpu_blocks(g, total), GPU_THREADS, 0, g->stream>>>(
+        *d, gpu_step_offset(g), x, dy, out);
+    TFC_LAUNCH_CHECK(g, brightness_kernel);
+}
+
+void tfc_gpu_brightness_forward(tfc_backend *be, const tfc_contrast_desc *d, const float *x,
+                                float *y)
+{
+    brightness_launch(be, d, x, NULL, y);
+}
+
+void tfc_gpu_brightness_backward(tfc_backend *be, const tfc_contrast_desc *d, const float *x,
+                                 const float *dy, float *dx)
+{
+    brightness_launch(be, d, x, dy, dx);
+}

@@ -1,8 +1,13 @@
-/* UpSampling2D's kernels on the GPU, NHWC, nearest or bilinear with half-pixel centres, the
- * CPU's arithmetic (cpu_resize.c) step for step, unfused (__fmul_rn, __fadd_rn), so both give
- * the same bits. Forward: one thread per output cell. Backward gathers: one thread per input
- * cell adds what the output cells that read it send, in the CPU's (oy, ox) order: no atomics.
- * Channels are the fastest index, so neighbouring threads read neighbouring floats. */
+/* UpSampling2D's and crop-and-resize's (Resizing, CenterCrop, RandomCrop) kernels on the
+ * GPU, NHWC, nearest or bilinear with half-pixel centres, the CPU's arithmetic (cpu_resize.c)
+ * step for step, unfused (__fmul_rn, __fadd_rn; core/crop_resize.h under --fmad=false), so
+ * both give the same bits. Forward: one thread per output cell. Backward gathers: one thread
+ * per input cell adds what the output cells that read it send, in the CPU's (oy, ox) order:
+ * no atomics. Channels are the fastest index, so neighbouring threads read neighbouring
+ * floats. The crop-and-resize kernels are not in the GPU's op table yet
+ * (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_layer_ops puts them in for `make test-gpu`'s
+ * crop_resize case against the CPU. */
+#include "core/crop_resize.h"
 #include "gpu/gpu_internal.cuh"
 
 #define GRID_LOOP(i, n)                                                              \
@@ -117,4 +122,94 @@ void tfc_gpu_upsample_backward(tfc_backend *be, const tfc_resize_desc *d, const 
     if (n <= 0) return;
     upsample_bwd<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, dy, dx);
     TFC_LAUNCH_CHECK(g, upsample_bwd);
+}
+
+/* View cell (v, u) of image xi at channel k: the input's, or fill_value outside it. */
+static __device__ float view_at(const tfc_crop_resize_desc &d, const float *xi, int v, int u,
+                                int top, int left)
+{
+    const int r = v - top, q = u - left;
+    return r >= 0 && r < d.h && q >= 0 && q < d.w ? xi[((int64_t)r * d.w + q) * d.c]
+                                                  : d.fill_value;
+}
+
+/* y[oy, ox] = wy0 (wx0 a + wx1 b) + wy1 (wx0 e + wx1 g), as the CPU */
+static __global__ void crop_resize_fwd(tfc_crop_resize_desc d, const uint64_t *step_off,
+                                       const float *x, float *y)
+{
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
+    int top, left;
+    tfc_crop_resize_origin(&d, &top, &left);
+    GRID_LOOP(i, (int64_t)d.n * d.oh * d.ow * d.c)
+    {
+        const int k = (int)(i % d.c);
+        int64_t t = i / d.c;
+        const int ox = (int)(t % d.ow);
+        t /= d.ow;
+        const int oy = (int)(t % d.oh);
+        const float *xi = x + t / d.oh * d.h * d.w * d.c + k;
+        const tfc_resize_taps ty = tfc_resize_taps_at(oy, d.vh, d.oh, d.nearest);
+        const tfc_resize_taps tx = tfc_resize_taps_at(ox, d.vw, d.ow, d.nearest);
+        const float a = view_at(d, xi, ty.i0, tx.i0, top, left);
+        const float b = view_at(d, xi, ty.i0, tx.i1, top, left);
+        const float e = view_at(d, xi, ty.i1, tx.i0, top, left);
+        const float g = view_at(d, xi, ty.i1, tx.i1, top, left);
+        y[i] = ty.w0 * (tx.w0 * a + tx.w1 * b) + ty.w1 * (tx.w0 * e + tx.w1 * g);
+    }
+}
+
+/* dx += wy wx dy over the outputs in the windows of input cell (n, iy, ix, k)'s view cell,
+ * in the CPU's (oy, ox) order */
+static __global__ void crop_resize_bwd(tfc_crop_resize_desc d, const uint64_t *step_off,
+                                       const float *dy, float *dx)
+{
+    if (step_off) d.step += *step_off; /* gpu_step_offset */
+    int top, left;
+    tfc_crop_resize_origin(&d, &top, &left);
+    GRID_LOOP(i, (int64_t)d.n * d.h * d.w * d.c)
+    {
+        const int k = (int)(i % d.c);
+        int64_t t = i / d.c;
+        const int v = (int)(t % d.w) + left;
+        t /= d.w;
+        const int u = (int)(t % d.h) + top;
+        if (u < 0 || u >= d.vh || v < 0 || v >= d.vw) continue;
+        const float *gy = dy + t / d.h * d.oh * d.ow * d.c + k;
+        int ylo, yhi, xlo, xhi;
+        tfc_resize_window(u, d.vh, d.oh, &ylo, &yhi);
+        tfc_resize_window(v, d.vw, d.ow, &xlo, &xhi);
+        float acc = dx[i];
+        for (int oy = ylo; oy < yhi; oy++) {
+            const float wy = tfc_resize_weight(tfc_resize_taps_at(oy, d.vh, d.oh, d.nearest), u);
+            if (wy == 0.0f) continue;
+            for (int ox = xlo; ox < xhi; ox++) {
+                const float wx =
+                    tfc_resize_weight(tfc_resize_taps_at(ox, d.vw, d.ow, d.nearest), v);
+                if (wx != 0.0f) acc += wy * wx * gy[((int64_t)oy * d.ow + ox) * d.c];
+            }
+        }
+        dx[i] = acc;
+    }
+}
+
+void tfc_gpu_crop_resize_forward(tfc_backend *be, const tfc_crop_resize_desc *d,
+                                 const float *x, float *y)
+{
+    gpu_ctx *g = gpu_of(be);
+    const int64_t n = (int64_t)d->n * d->oh * d->ow * d->c;
+    if (n <= 0) return;
+    crop_resize_fwd<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, gpu_step_offset(g), x,
+                                                                      y);
+    TFC_LAUNCH_CHECK(g, crop_resize_fwd);
+}
+
+void tfc_gpu_crop_resize_backward(tfc_backend *be, const tfc_crop_resize_desc *d,
+                                  const float *dy, float *dx)
+{
+    gpu_ctx *g = gpu_of(be);
+    const int64_t n = (int64_t)d->n * d->h * d->w * d->c;
+    if (n <= 0) return;
+    crop_resize_bwd<<<gpu_blocks(g, n), GPU_THREADS, 0, g->stream>>>(*d, gpu_step_offset(g),
+                                                                      dy, dx);
+    TFC_LAUNCH_CHECK(g, crop_resize_bwd);
 }

@@ -1,5 +1,5 @@
 /* The augmentation layers (keras.layers.RandomFlip, RandomTranslation, RandomRotation,
- * RandomZoom, RandomContrast): in training each image gets its own random transform, drawn
+ * RandomZoom, RandomContrast, RandomBrightness): in training each image gets its own random transform, drawn
  * from the layer's stream at (step, image) (core/augment.h), so a resumed run repeats it;
  * at inference y = x.
  *   RandomFlip, RandomTranslation, RandomRotation, RandomZoom:
@@ -9,6 +9,9 @@
  *   RandomContrast:
  *     y = clip((x - m) f + m, value_range),  m the mean of each channel over the image
  *     backward: dx += f g + (1 - f) mean(g),  g = dy where the clip passes, else 0
+ *   RandomBrightness:
+ *     y = clip(x + b, value_range),  b = u (high - low) per image, u in factor's range
+ *     backward: dx += dy where the clip passes
  * Gradients accumulate into dx. A layer's seed, when set, is mixed into its stream as
  * Dropout's: the same seed and run seed give the same transforms. */
 #include "layers/layer.h"
@@ -21,7 +24,7 @@ typedef struct augment_args {
     /* set by build: the transform (kind; contrast for RandomContrast) and the ranges drawn
      * from (the descs' lo, hi) */
     tfc_warp_kind kind;
-    int contrast;
+    int contrast, brightness;
     float lo[2], hi[2];
 } augment_args;
 
@@ -66,6 +69,11 @@ static const tfc_field contrast_fields[] = {
     FACTOR_FIELD("value_range", value_range, TFC_NO_DEFAULT,
                  "[low, high] the output is clipped to (none: [0, 255], Keras's default)"),
     SEED_FIELD, TFC_DATA_FORMAT_FIELD(augment_args, data_format), {NULL}};
+static const tfc_field brightness_fields[] = {
+    FACTOR_FIELD("factor", factor, NULL, "the delta as a fraction of value_range's width"),
+    FACTOR_FIELD("value_range", value_range, TFC_NO_DEFAULT,
+                 "[low, high] the output is clipped to (none: [0, 255], Keras's default)"),
+    SEED_FIELD, {NULL}};
 
 /* Keras's check of a factor argument and the range [lo, hi] it gives. Every number must
  * lie in [bound_lo, bound_hi] (bound_lo excluded with strict: RandomZoom's (-1, 1]); with
@@ -173,6 +181,26 @@ static tfc_status contrast_build(tfc_layer *l, tfc_error *err)
     return same_shape(l, err);
 }
 
+/* the delta drawn in [lower, upper] (a number f: [-f, f]) times value_range's width, which
+ * Keras sorts */
+static tfc_status brightness_build(tfc_layer *l, tfc_error *err)
+{
+    augment_args *a = l->args;
+    a->brightness = 1;
+    if (factor_range(l, "factor", &a->factor, turn_rule, &a->lo[0], &a->hi[0], err))
+        return TFC_ERR_CONFIG;
+    if (a->value_range.n == 0)
+        a->value_range = (tfc_float_list){.n = 2, .v = {0, 255}};
+    if (a->value_range.n != 2)
+        return tfc_layer_error(err, l, "value_range: expected a pair [low, high], found %d "
+                               "value%s", a->value_range.n, a->value_range.n == 1 ? "" : "s");
+    if (a->value_range.v[0] > a->value_range.v[1]) {
+        const double t = a->value_range.v[0];
+        a->value_range.v[0] = a->value_range.v[1], a->value_range.v[1] = t;
+    }
+    return same_shape(l, err);
+}
+
 static uint64_t key_of(const tfc_layer *l)
 {
     const augment_args *a = l->args;
@@ -209,6 +237,9 @@ static void augment_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, fl
     const augment_args *a = l->args;
     if (!ex->training) {
         ex->be->ops->copy(ex->be, y, x[0], (size_t)(ex->batch * tfc_layer_out_numel(l)) * 4);
+    } else if (a->brightness) {
+        tfc_contrast_desc d = contrast_desc(l, ex);
+        ex->be->ops->brightness_forward(ex->be, &d, x[0], y);
     } else if (a->contrast) {
         tfc_contrast_desc d = contrast_desc(l, ex);
         ex->be->ops->contrast_forward(ex->be, &d, x[0], y);
@@ -225,6 +256,9 @@ static void augment_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, c
     if (!dx[0]) return;
     if (!ex->training) {
         ex->be->ops->axpy(ex->be, ex->batch * tfc_layer_out_numel(l), 1.f, dy, dx[0]);
+    } else if (a->brightness) {
+        tfc_contrast_desc d = contrast_desc(l, ex);
+        ex->be->ops->brightness_backward(ex->be, &d, x[0], dy, dx[0]);
     } else if (a->contrast) {
         tfc_contrast_desc d = contrast_desc(l, ex);
         ex->be->ops->contrast_backward(ex->be, &d, x[0], dy, dx[0]);
@@ -246,6 +280,12 @@ static const char *const *contrast_needs(const tfc_layer *l)
     return ops;
 }
 
+static const char *const *brightness_needs(const tfc_layer *l)
+{
+    static const char *const ops[] = {"brightness_forward", "brightness_backward", NULL};
+    return ops;
+}
+
 #define AUGMENT_OPS(var, name, fields, build_fn, needs_fn)                                     \
     const tfc_layer_ops var = {                                                                 \
         .type = name, .schema = fields, .args_size = sizeof(augment_args),                      \
@@ -262,3 +302,5 @@ AUGMENT_OPS(tfc_random_rotation_ops, "RandomRotation", rotation_fields, rotation
 AUGMENT_OPS(tfc_random_zoom_ops, "RandomZoom", zoom_fields, zoom_build, warp_needs);
 AUGMENT_OPS(tfc_random_contrast_ops, "RandomContrast", contrast_fields, contrast_build,
             contrast_needs);
+AUGMENT_OPS(tfc_random_brightness_ops, "RandomBrightness", brightness_fields, brightness_build,
+            brightness_needs);

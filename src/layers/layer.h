@@ -277,6 +277,9 @@ void tfc_layer_border(const tfc_layer *l, int side[4]);
 /* ZeroPadding3D's or Cropping3D's amounts: front, back, top, bottom, left, right (padding3d.c;
  * for the ONNX export). */
 void tfc_layer_border3d(const tfc_layer *l, int side[6]);
+/* Resizing's, CenterCrop's or RandomCrop's resize of one image at inference (resizing.c; for
+ * the ONNX export). */
+tfc_crop_resize_desc tfc_layer_crop_resize(const tfc_layer *l);
 
 /* TimeDistributed's inner layer (time_distributed.c; for the ONNX export): built, its
  * parameters the wrapper's in order, bound only while the wrapper runs. */

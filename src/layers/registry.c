@@ -35,6 +35,8 @@ extern const tfc_layer_ops tfc_dot_ops;
 extern const tfc_layer_ops tfc_zero_padding3d_ops, tfc_cropping3d_ops, tfc_up_sampling3d_ops;
 extern const tfc_layer_ops tfc_conv3d_ops, tfc_max_pooling3d_ops, tfc_average_pooling3d_ops,
     tfc_global_max_pooling3d_ops, tfc_global_average_pooling3d_ops;
+extern const tfc_layer_ops tfc_resizing_ops, tfc_center_crop_ops, tfc_random_crop_ops;
+extern const tfc_layer_ops tfc_random_brightness_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -73,6 +75,8 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_zero_padding3d_ops, &tfc_cropping3d_ops,     &tfc_up_sampling3d_ops,
     &tfc_conv3d_ops,         &tfc_max_pooling3d_ops,    &tfc_average_pooling3d_ops,
     &tfc_global_max_pooling3d_ops, &tfc_global_average_pooling3d_ops,
+    &tfc_resizing_ops,       &tfc_center_crop_ops,      &tfc_random_crop_ops,
+    &tfc_random_brightness_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)

@@ -3241,6 +3241,75 @@ static void test_permute_l2norm(void)
     enable_layer_ops(0);
 }
 
+/* crop_resize_forward and _backward (adding; gpu_resize.cu, put in the table for this case)
+ * against the CPU: identical bits (core/crop_resize.h's arithmetic, unfused) for bilinear and
+ * nearest resizes up, down and of one axis, a crop, a pad of fill_value and a random window. */
+static int crop_resize_case(const char *name, tfc_crop_resize_desc d)
+{
+    const int64_t nx = (int64_t)d.n * d.h * d.w * d.c, ny = (int64_t)d.n * d.oh * d.ow * d.c;
+    pair x = pair_rand(nx, -1, 1), y = pair_rand(ny, -1, 1), dy = pair_rand(ny, -1, 1);
+    pair dx = pair_rand(nx, -1, 1);
+    for (int k = 0; k < 2; k++) {
+        tfc_backend *be = k ? dev : ref;
+        be->ops->crop_resize_forward(be, &d, SIDE(x, k), SIDE(y, k));
+        be->ops->crop_resize_backward(be, &d, SIDE(dy, k), SIDE(dx, k));
+    }
+    int bad = check_part(name, "forward", &y, EXACT) + check_part(name, "backward", &dx, EXACT);
+    pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    return bad;
+}
+
+/* Resizing, CenterCrop, RandomCrop and RandomBrightness: their ops against the CPU, then a
+ * model with all four (the draws alike from (key, step)) trains on both backends */
+static void test_crop_resize(void)
+{
+    enable_layer_ops(1);
+    for (int nearest = 0; nearest < 2; nearest++) {
+        const tfc_crop_resize_desc up = {.n = 2, .h = 5, .w = 7, .c = 3, .oh = 11, .ow = 16,
+                                         .vh = 5, .vw = 7, .nearest = nearest};
+        const tfc_crop_resize_desc down = {.n = 3, .h = 17, .w = 12, .c = 33, .oh = 5,
+                                           .ow = 7, .vh = 17, .vw = 12, .nearest = nearest};
+        const tfc_crop_resize_desc crop = {.n = 2, .h = 9, .w = 14, .c = 2, .oh = 6, .ow = 6,
+                                           .vh = 9, .vw = 9, .left = -2, .nearest = nearest};
+        const tfc_crop_resize_desc pad = {.n = 2, .h = 4, .w = 9, .c = 5, .oh = 7, .ow = 6,
+                                          .vh = 8, .vw = 9, .top = 2, .nearest = nearest,
+                                          .fill_value = 0.5f};
+        CU_ASSERT_EQUAL(crop_resize_case(nearest ? "crop_resize up, nearest" : "up", up), 0);
+        CU_ASSERT_EQUAL(crop_resize_case("crop_resize down", down), 0);
+        CU_ASSERT_EQUAL(crop_resize_case("crop_resize crop", crop), 0);
+        CU_ASSERT_EQUAL(crop_resize_case("crop_resize pad", pad), 0);
+    }
+    const tfc_crop_resize_desc random = {.n = 4, .h = 12, .w = 10, .c = 3, .oh = 5, .ow = 6,
+                                         .vh = 5, .vw = 6, .random = 1, .key = 99, .step = 7};
+    CU_ASSERT_EQUAL(crop_resize_case("crop_resize random", random), 0);
+    /* RandomBrightness's ops (gpu_augment.cu), some values clipped */
+    const tfc_contrast_desc b = {.n = 5, .hw = 37, .c = 3, .lo = -0.3f, .hi = 0.4f,
+                                 .vlo = -1, .vhi = 1, .key = 8, .step = 2};
+    const int64_t nb = 5 * 37 * 3;
+    pair x = pair_rand(nb, -1, 1), y = pair_rand(nb, -1, 1), dy = pair_rand(nb, -1, 1);
+    pair dx = pair_rand(nb, -1, 1);
+    for (int k = 0; k < 2; k++) {
+        tfc_backend *be = k ? dev : ref;
+        be->ops->brightness_forward(be, &b, SIDE(x, k), SIDE(y, k));
+        be->ops->brightness_backward(be, &b, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+    }
+    CU_ASSERT_EQUAL(check_part("brightness", "forward", &y, EXACT) +
+                        check_part("brightness", "backward", &dx, EXACT), 0);
+    pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    check_status();
+    train_steps("input: {shape: [10, 9, 2]}\nlayers:\n"
+                "  - RandomCrop: {height: 8, width: 8}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Resizing: {height: 9, width: 5, pad_to_aspect_ratio: true}\n"
+                "  - CenterCrop: {height: 7, width: 5}\n"
+                "  - Resizing: {height: 4, width: 4, interpolation: nearest}\n"
+                "  - RandomBrightness: {factor: 0.2, value_range: [-1, 1]}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 /* Maximum and Minimum (gpu_extremum.cu, put in the table for this case) against the CPU: the
  * fold of k inputs, values on a grid of halves so ties are common (the weights halve), with
  * and without a sequence mask and its mixes of masked inputs; y and every dx (accumulated,
@@ -4382,6 +4451,7 @@ int main(int argc, char **argv)
         {"layernorm", test_layernorm},
         {"groupnorm", test_groupnorm},
         {"permute_l2norm", test_permute_l2norm},
+        {"crop_resize", test_crop_resize},
         {"extremum", test_extremum},
         {"dot", test_dot},
         {"train_volume", test_train_volume},
