@@ -130,6 +130,65 @@ static void test_sequential_input(void)
     tfc_doc_free(doc);
 }
 
+/* Keras's other names for a class (keras.layers.MaxPool2D is MaxPooling2D) are the same
+ * layer: the class's type, Keras's default name from the class (max_pooling2d), the same
+ * shapes and parameters as the model written with the class names. */
+static void test_keras_aliases(void)
+{
+    static const char *const forms[] = {
+        "input: {shape: [8, 8, 3]}\nlayers:\n  - Convolution2D: {filters: 4, kernel_size: 3}\n"
+        "  - MaxPool2D: {pool_size: 2}\n  - AvgPool2D: {pool_size: 1}\n"
+        "  - SeparableConvolution2D: {filters: 2, kernel_size: 1}\n"
+        "  - Convolution2DTranspose: {filters: 2, kernel_size: 2}\n  - GlobalAvgPool2D\n"
+        "  - Dense: {units: 2}\n",
+        "input: {shape: [8, 8, 3]}\nlayers:\n  - Conv2D: {filters: 4, kernel_size: 3}\n"
+        "  - MaxPooling2D: {pool_size: 2}\n  - AveragePooling2D: {pool_size: 1}\n"
+        "  - SeparableConv2D: {filters: 2, kernel_size: 1}\n"
+        "  - Conv2DTranspose: {filters: 2, kernel_size: 2}\n  - GlobalAveragePooling2D\n"
+        "  - Dense: {units: 2}\n"};
+    static const char *const types[] = {"Conv2D", "MaxPooling2D", "AveragePooling2D",
+                                        "SeparableConv2D", "Conv2DTranspose",
+                                        "GlobalAveragePooling2D", "Dense"};
+    static const char *const names[] = {"conv2d", "max_pooling2d", "average_pooling2d",
+                                        "separable_conv2d", "conv2d_transpose",
+                                        "global_average_pooling2d", "dense"};
+    int64_t params[2] = {0, 0};
+    for (int f = 0; f < 2; f++) {
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_doc *doc = tfc_doc_load_string(forms[f], strlen(forms[f]), "alias.yaml", &err);
+        tfc_model *m = doc ? tfc_model_from_node(tfc_doc_root(doc), "alias", &err) : NULL;
+        if (!m) fprintf(stderr, "\nform %d: %s\n", f, err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_nlayers(m), 7);
+        for (int i = 0; i < 7; i++) {
+            CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, i)->ops->type, types[i]);
+            CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, i)->name, names[i]);
+        }
+        CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->out_shape.dim[0], 4);
+        params[f] = tfc_model_param_count(m);
+        tfc_model_free(m);
+        tfc_doc_free(doc);
+    }
+    CU_ASSERT_EQUAL(params[0], params[1]);
+    CU_ASSERT_EQUAL(params[0], (27 * 4 + 4) + (4 + 4 * 2 + 2) + (2 * 4 * 2 + 2) + (2 * 2 + 2));
+    /* Every 1-D and 3-D alias resolves too, to the class Keras gives it. */
+    static const char *const pairs[][2] = {
+        {"AvgPool1D", "AveragePooling1D"}, {"AvgPool3D", "AveragePooling3D"},
+        {"MaxPool1D", "MaxPooling1D"}, {"MaxPool3D", "MaxPooling3D"},
+        {"GlobalAvgPool1D", "GlobalAveragePooling1D"}, {"GlobalAvgPool3D", "GlobalAveragePooling3D"},
+        {"GlobalMaxPool1D", "GlobalMaxPooling1D"}, {"GlobalMaxPool2D", "GlobalMaxPooling2D"},
+        {"GlobalMaxPool3D", "GlobalMaxPooling3D"}, {"Convolution1D", "Conv1D"},
+        {"Convolution3D", "Conv3D"}, {"Convolution1DTranspose", "Conv1DTranspose"},
+        {"SeparableConvolution1D", "SeparableConv1D"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        const tfc_layer_ops *ops = tfc_layer_lookup(pairs[i][0]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ops);
+        CU_ASSERT_STRING_EQUAL(ops->type, pairs[i][1]);
+    }
+    CU_ASSERT_PTR_NULL(tfc_layer_lookup("MaxPool4D"));
+}
+
 typedef struct bad_case {
     const char *yaml;
     int line, col;
@@ -165,6 +224,9 @@ static const bad_case bad_cases[] = {
      "expected a number in [0, 0.999999], found \"1.5\""},
     /* Keras 3.15 requires AveragePooling's pool_size (MaxPooling's defaults to 2) */
     {HDR "  - AveragePooling2D: {padding: same}\n", 3, 23, "layers[0].AveragePooling2D.pool_size",
+     "missing required key 'pool_size'"},
+    /* an alias's errors say the type as written */
+    {HDR "  - AvgPool2D: {padding: same}\n", 3, 16, "layers[0].AvgPool2D.pool_size",
      "missing required key 'pool_size'"},
     {SEQ "  - Embedding: {input_dim: 9, output_dim: 4}\n  - AveragePooling1D: {strides: 1}\n", 4,
      23, "layers[1].AveragePooling1D.pool_size", "missing required key 'pool_size'"},
@@ -508,4 +570,5 @@ TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"anchor_keys", test_anchor_keys}, {"deep_nesting", test_deep_nesting},
               {"emit_round_trip", test_emit_round_trip}, {"did_you_mean", test_did_you_mean},
               {"load_file_errors", test_load_file_errors}, {"merge_keys", test_merge_keys},
-              {"sequential_input", test_sequential_input})
+              {"sequential_input", test_sequential_input},
+              {"keras_aliases", test_keras_aliases})

@@ -539,7 +539,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         tfc_layer *l = &m->layers[i];
         if (!types[i] || l->name[0]) continue;
         char base[48];
-        snake_case(types[i]->str, base, sizeof base);
+        snake_case(l->ops->type, base, sizeof base); /* MaxPool2D: max_pooling2d, as Keras */
         for (int k = 0;; k++) {
             if (k == 0) snprintf(l->name, sizeof l->name, "%s", base);
             else snprintf(l->name, sizeof l->name, "%s_%d", base, k);
@@ -556,7 +556,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         tfc_layer *l = &m->layers[i];
         if (!l->ops) continue;
         char path[96];
-        snprintf(path, sizeof path, "layers[%d].%s", i, l->ops->type);
+        snprintf(path, sizeof path, "layers[%d].%s", i, types[i]->str); /* as written */
         l->args = calloc(1, l->ops->args_size ? l->ops->args_size : 1);
         if (!l->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         l->args_node = args[i];

@@ -330,7 +330,8 @@ int tfc_layer_pact(const tfc_layer *l, tfc_pact_desc *d);
 /* Elements of one example's output. */
 int64_t tfc_layer_out_numel(const tfc_layer *l);
 
-/* The registry, in one array (registry.c). Lookup returns NULL when unknown. */
+/* The registry, in one array (registry.c). Lookup takes Keras's other names for a class too
+ * (MaxPool2D, Convolution2D) and returns NULL when the type is unknown. */
 extern const tfc_layer_ops *const tfc_layer_registry[];
 const tfc_layer_ops *tfc_layer_lookup(const char *type);
 /* NULL-terminated list of type names, for did-you-mean and --help. */

@@ -79,8 +79,37 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_random_brightness_ops,
     NULL};
 
+/* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer
+ * written either way is the same layer, named, saved and exported under its class's name, as
+ * Keras does (a MaxPool2D's default name is max_pooling2d). */
+static const struct {
+    const char *alias, *type;
+} aliases[] = {
+    {"AvgPool1D", "AveragePooling1D"},
+    {"AvgPool2D", "AveragePooling2D"},
+    {"AvgPool3D", "AveragePooling3D"},
+    {"MaxPool1D", "MaxPooling1D"},
+    {"MaxPool2D", "MaxPooling2D"},
+    {"MaxPool3D", "MaxPooling3D"},
+    {"GlobalAvgPool1D", "GlobalAveragePooling1D"},
+    {"GlobalAvgPool2D", "GlobalAveragePooling2D"},
+    {"GlobalAvgPool3D", "GlobalAveragePooling3D"},
+    {"GlobalMaxPool1D", "GlobalMaxPooling1D"},
+    {"GlobalMaxPool2D", "GlobalMaxPooling2D"},
+    {"GlobalMaxPool3D", "GlobalMaxPooling3D"},
+    {"Convolution1D", "Conv1D"},
+    {"Convolution2D", "Conv2D"},
+    {"Convolution3D", "Conv3D"},
+    {"Convolution1DTranspose", "Conv1DTranspose"},
+    {"Convolution2DTranspose", "Conv2DTranspose"},
+    {"SeparableConvolution1D", "SeparableConv1D"},
+    {"SeparableConvolution2D", "SeparableConv2D"},
+    {NULL, NULL}};
+
 const tfc_layer_ops *tfc_layer_lookup(const char *type)
 {
+    for (int i = 0; aliases[i].alias; i++)
+        if (strcmp(aliases[i].alias, type) == 0) type = aliases[i].type;
     for (int i = 0; tfc_layer_registry[i]; i++)
         if (strcmp(tfc_layer_registry[i]->type, type) == 0) return tfc_layer_registry[i];
     return NULL;
