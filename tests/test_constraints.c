@@ -17,6 +17,7 @@
 #include "graph/model.h"
 #include "graph/model_internal.h"
 #include "gradcheck.h"
+#include "kerassteps.h"
 #include "solver/solver.h"
 #include "testutil.h"
 
@@ -231,96 +232,14 @@ static void test_weights_reached(void)
 }
 
 /* Writes tensor t of the fixture as the scratch .npy `name`. */
-static void write_npy(const tfc_st_tensor *t, const char *name)
-{
-    tfc_tensor x = {t->dtype, t->shape, (void *)t->data, -1};
-    tfc_error err;
-    tfc_error_clear(&err);
-    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(name), &x, &err), TFC_OK);
-}
-
-/* The solver of a fixture: its model, its batch repeated, SGD at its rate for its steps, the
- * weights it starts from given by the run's options. */
-static const char *fixture_solver(const tfc_st_file *f, const char *xname, const char *yname,
-                                  const char *extra)
-{
-    static char text[8192];
-    const char *yaml = tfc_st_meta(f, "yaml");
-    int o = snprintf(text, sizeof text, "model:\n");
-    for (const char *p = yaml; *p;) {
-        const char *nl = strchr(p, '\n');
-        int len = nl ? (int)(nl - p) : (int)strlen(p);
-        if (len) o += snprintf(text + o, sizeof text - (size_t)o, "  %.*s\n", len, p);
-        p += len + (nl ? 1 : 0);
-    }
-    snprintf(text + o, sizeof text - (size_t)o,
-             "data:\n  train:\n    source: {type: npy, features: %s, labels: %s}\n"
-             "    pipeline: [{repeat: {}}, {batch: {batch_size: %lld}}]\n"
-             "optimizer: {type: sgd, learning_rate: %s}\nlr_policy: fixed\nmax_iter: %s\n"
-             "test_interval: 0\ndisplay: 0\nseed: 3\n%s",
-             xname, yname, (long long)tfc_st_find(f, "x")->shape.dim[0], tfc_st_meta(f, "lr"),
-             tfc_st_meta(f, "steps"), extra ? extra : "");
-    return text;
-}
-
 static int host_step_next; /* the host_step option of the next train() call */
 
 /* Trains `solver` from the weights `weights` into tmp/<out> on `threads` threads. */
 static tfc_status train(const char *solver, const char *weights, const char *out, int threads,
                         const char *resume, int64_t stop_at, tfc_error *err)
 {
-    tfc_solver_options o = {0};
-    o.out_dir = tfc_test_path(out);
-    o.threads = threads;
-    o.weights = weights;
-    o.resume = resume;
-    o.stop_at = stop_at;
-    o.host_step = host_step_next;
-    o.console = fopen("/dev/null", "w");
-    tfc_error_clear(err);
-    tfc_solver *s = tfc_solver_load(tfc_test_write("constraints.yaml", solver, -1), &o, err);
-    tfc_train_result *res = calloc(1, sizeof *res);
-    tfc_status st = s ? tfc_solver_train(s, res, err) : err->code;
-    if (st) printf("\n%s", err->text);
-    free(res);
-    tfc_solver_free(s);
-    if (o.console) fclose(o.console);
-    return st;
-}
-
-/* The largest difference between each `after/NAME` tensor of f and NAME of the run's final
- * weights, relative to max(1, |Keras's|); every weight of the run is compared. */
-static double worst_vs_keras(const tfc_st_file *f, const char *run, int *compared)
-{
-    char path[1200];
-    snprintf(path, sizeof path, "%s/final.safetensors", tfc_test_path(run));
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_st_file *got = tfc_st_open(path, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
-    double worst = 0;
-    *compared = 0;
-    for (int i = 0; i < tfc_st_count(got); i++) {
-        const tfc_st_tensor *t = tfc_st_tensor_at(got, i);
-        char name[300];
-        snprintf(name, sizeof name, "after/%s", t->name);
-        const tfc_st_tensor *k = tfc_st_find(f, name);
-        if (!k) fprintf(stderr, "\nno %s in the fixture\n", name);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(k);
-        CU_ASSERT_EQUAL_FATAL(k->numel, t->numel);
-        float *a = malloc((size_t)t->numel * 4), *b = malloc((size_t)t->numel * 4);
-        tfc_st_tensor_to_f32(t, a);
-        tfc_st_tensor_to_f32(k, b);
-        double w = 0;
-        for (int64_t j = 0; j < t->numel; j++)
-            w = fmax(w, fabs((double)a[j] - b[j]) / fmax(1.0, fabs((double)b[j])));
-        if (w > 1e-4) printf("\n    %s: %.3g", t->name, w);
-        worst = fmax(worst, w);
-        (*compared)++;
-        free(a), free(b);
-    }
-    tfc_st_close(got);
-    return worst;
+    return tfc_ks_train("constraints.yaml", solver, weights, out, threads, resume, stop_at,
+                        host_step_next, err);
 }
 
 /* Keras 3's weights after train_on_batch's SGD steps with every constraint binding, against
@@ -338,9 +257,9 @@ static void test_keras_steps(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         snprintf(xn, sizeof xn, "con_%s_x.npy", cases[c]);
         snprintf(yn, sizeof yn, "con_%s_y.npy", cases[c]);
-        write_npy(tfc_st_find(f, "x"), xn);
-        write_npy(tfc_st_find(f, "labels"), yn);
-        const char *solver = fixture_solver(f, xn, yn, NULL);
+        tfc_ks_write_npy(tfc_st_find(f, "x"), xn);
+        tfc_ks_write_npy(tfc_st_find(f, "labels"), yn);
+        const char *solver = tfc_ks_solver(f, xn, yn, NULL);
         char abs_path[1200], cwd[900];
         CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
         snprintf(abs_path, sizeof abs_path, "%s/%s", cwd, path);
@@ -351,7 +270,7 @@ static void test_keras_steps(void)
             CU_ASSERT_EQUAL_FATAL(train(solver, abs_path, run, threads, NULL, 0, &err), TFC_OK);
             host_step_next = 0;
             int n;
-            double worst = worst_vs_keras(f, run, &n);
+            double worst = tfc_ks_worst(f, run, &n);
             printf("\n  %s, %d thread%s%s: %d weights, max difference vs Keras %.3g", cases[c],
                    threads, threads > 1 ? "s" : "", v == 3 ? ", host step" : "", n, worst);
             CU_ASSERT(n >= 10);
@@ -381,27 +300,6 @@ static const char *dense_solver(int batch, const char *extra)
     return text;
 }
 
-static float *final_weights(const char *run, int64_t *n)
-{
-    char path[1200];
-    snprintf(path, sizeof path, "%s/final.safetensors", tfc_test_path(run));
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_st_file *f = tfc_st_open(path, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    int64_t total = 0;
-    for (int i = 0; i < tfc_st_count(f); i++) total += tfc_st_tensor_at(f, i)->numel;
-    float *w = malloc((size_t)total * sizeof *w);
-    int64_t at = 0;
-    for (int i = 0; i < tfc_st_count(f); i++) {
-        tfc_st_tensor_to_f32(tfc_st_tensor_at(f, i), w + at);
-        at += tfc_st_tensor_at(f, i)->numel;
-    }
-    tfc_st_close(f);
-    *n = total;
-    return w;
-}
-
 /* iter_size 2 of batches of 8 makes the update of one batch of 16, the constraints applied
  * once after it (applied after each micro-batch too, the rate-0.5 MinMaxNorm would move the
  * norm twice); and the constraints do bind (without them the run ends elsewhere). */
@@ -415,7 +313,8 @@ static void test_iter_size(void)
     CU_ASSERT_EQUAL_FATAL(train(dense_solver(8, extra), NULL, "con_bs8x2", 2, NULL, 0, &err),
                           TFC_OK);
     int64_t na, nb;
-    float *a = final_weights("con_bs16", &na), *b = final_weights("con_bs8x2", &nb);
+    float *a = tfc_ks_final_weights("con_bs16", &na);
+    float *b = tfc_ks_final_weights("con_bs8x2", &nb);
     CU_ASSERT_EQUAL_FATAL(na, nb);
     double d = 0;
     for (int64_t i = 0; i < na; i++) d = fmax(d, fabs((double)a[i] - b[i]));
@@ -454,19 +353,8 @@ static void test_iter_size(void)
 static void test_resume(void)
 {
     tfc_test_write_split("con_x.npy", "con_y.npy", 64, 5);
-    tfc_error err;
     const char *extra = "snapshot: {interval: 3, keep: 0}\n";
-    CU_ASSERT_EQUAL_FATAL(train(dense_solver(16, extra), NULL, "con_full", 2, NULL, 0, &err),
-                          TFC_OK);
-    char state[1200];
-    snprintf(state, sizeof state, "%s/snapshots/con_iter_3.state", tfc_test_path("con_full"));
-    CU_ASSERT_EQUAL_FATAL(train(dense_solver(16, extra), NULL, "con_resumed", 1, state, 0, &err),
-                          TFC_OK);
-    int64_t na, nb;
-    float *a = final_weights("con_full", &na), *b = final_weights("con_resumed", &nb);
-    CU_ASSERT_EQUAL_FATAL(na, nb);
-    CU_ASSERT(!memcmp(a, b, (size_t)na * 4));
-    free(a), free(b);
+    tfc_ks_expect_resume_exact("constraints.yaml", dense_solver(16, extra), "con", "con", 3);
 }
 
 /* A backend without the op (the GPU, for now) refuses a model with a constraint at bind,
