@@ -189,6 +189,22 @@ typedef struct layout {
 
 static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *err);
 
+/* A parameter bound with a gradient (and, in bf16 or float16, a 16-bit copy): a trainable
+ * one, or a frozen one, whose layer's backward may still write its gradient */
+static int graded(const tfc_param *p) { return p->trainable || p->frozen; }
+
+/* Which layers' backward passes run (tfc_bound.no_backward; tfc_model_backward_plan). A
+ * layer whose backward runs still writes the gradient of an input whose backward does not
+ * (a layer's code is tested with NULL there for the model input only): a block nothing
+ * reads, inside its planned life, neither zeroed first nor read after. */
+static void plan_backward(tfc_model *m)
+{
+    int *runs = malloc((size_t)m->nlayers * sizeof *runs);
+    if (runs) tfc_model_backward_plan(m, m->want_input_grad, runs);
+    for (int i = 0; i < m->nlayers; i++) m->bound[i].no_backward = runs && !runs[i];
+    free(runs);
+}
+
 static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int inference,
                               layout *L, tfc_error *err)
 {
@@ -196,9 +212,11 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     if (max_batch < 1) return tfc_error_set(err, TFC_ERR_USAGE, "batch size must be positive");
     tfc_memory_plan *P = &L->plan;
     P->max_batch = max_batch;
-    /* with bf16 or float16, the trainable parameters' 16-bit copies too (floats on the CPU) */
-    P->params = (size_t)(m->param_count + (m->precision ? m->trainable_count : 0)) * 4;
-    P->grads = (size_t)m->trainable_count * 4;
+    /* with bf16 or float16, the trainable and frozen parameters' 16-bit copies too (floats
+     * on the CPU) */
+    const int64_t graded = m->trainable_count + m->frozen_count;
+    P->params = (size_t)(m->param_count + (m->precision ? graded : 0)) * 4;
+    P->grads = (size_t)graded * 4;
     size_t B = (size_t)max_batch, in_bytes = B * (size_t)tfc_shape_numel(&m->input_shape) * 4;
     m->mask_layer = -1;
     for (int i = 0; i < m->nlayers && m->mask_layer < 0; i++)
@@ -371,7 +389,8 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
         int j = sole_consumer(m, i);
-        if (!l->ops->forward_relu || l->act != TFC_ACT_LINEAR || j == i) continue;
+        /* (a frozen BatchNormalization runs its inference forward, which takes no ReLU) */
+        if (!l->ops->forward_relu || l->act != TFC_ACT_LINEAR || j == i || l->frozen) continue;
         const tfc_layer *r = &m->layers[j];
         if (!r->pure_act || r->act != TFC_ACT_RELU || r->mask_in ||
             (j == m->nlayers - 1 && m->fused_loss))
@@ -603,10 +622,12 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
                              "precision: %s is not available on %s yet (docs/gpu.md, Status); "
                              "float32 is",
                              tfc_precision_names[m->precision], be->ops->name);
-    int64_t ntrain = m->trainable_count, nall = m->param_count;
+    /* the trainable parameters' gradients, then the frozen ones' (written by their layers'
+     * backward passes where those run, read by nothing) */
+    int64_t ngrad = m->trainable_count + m->frozen_count, nall = m->param_count;
     m->params = alloc_or_report(be, (size_t)nall * 4, "parameters", max_batch, err);
-    m->grads = alloc_or_report(be, (size_t)ntrain * 4, "gradients", max_batch, err);
-    m->copies = m->precision ? alloc_or_report(be, (size_t)ntrain * 4, "parameters", max_batch, err)
+    m->grads = alloc_or_report(be, (size_t)ngrad * 4, "gradients", max_batch, err);
+    m->copies = m->precision ? alloc_or_report(be, (size_t)ngrad * 4, "parameters", max_batch, err)
                              : NULL;
     m->bound = calloc((size_t)m->nlayers + 1, sizeof *m->bound);
     m->be = be;
@@ -614,18 +635,21 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
         tfc_model_unbind(m);
         return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
-    /* Parameters: trainable ones first, in layer order, then the rest. With bf16 or float16
-     * the layers read the trainable ones' copies, at the same offsets (master() finds the
+    /* Parameters: trainable ones first, in layer order (the optimizer's range), then the
+     * frozen ones, then the rest; gradients for the first two. With bf16 or float16 the
+     * layers read the copies of the first two, at the same offsets (master() finds the
      * floats). */
     int64_t off = 0, goff = 0;
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 3; pass++)
         for (int i = 0; i < m->nlayers; i++)
             for (int p = 0; p < m->layers[i].nparams; p++) {
                 tfc_param *pr = &m->layers[i].params[p];
-                if (pr->trainable != (pass == 0)) continue;
-                pr->data = (m->copies && pr->trainable ? m->copies : m->params) + off;
+                if ((pass == 0 && !pr->trainable) || (pass == 1 && !pr->frozen) ||
+                    (pass == 2 && graded(pr)))
+                    continue;
+                pr->data = (m->copies && graded(pr) ? m->copies : m->params) + off;
                 off += pr->numel;
-                if (pr->trainable) {
+                if (graded(pr)) {
                     pr->grad = m->grads + goff;
                     goff += pr->numel;
                 }
@@ -714,9 +738,10 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     m->max_batch = max_batch;
     m->mem = L.plan;
     be->ops->zero(be, m->arena, L.plan.arena);
-    be->ops->zero(be, m->grads, (size_t)ntrain * 4);
+    be->ops->zero(be, m->grads, (size_t)ngrad * 4);
     m->ex.be = be;
     m->ex.ws = m->ws;
+    plan_backward(m);
     return TFC_OK;
 }
 
@@ -768,13 +793,17 @@ float *tfc_model_grads(tfc_model *m)
     return m->grads;
 }
 float *tfc_model_input_grad(tfc_model *m) { return m->dx; }
-void tfc_model_want_input_grad(tfc_model *m, int on) { m->want_input_grad = on; }
+void tfc_model_want_input_grad(tfc_model *m, int on)
+{
+    m->want_input_grad = on;
+    if (m->bound) plan_backward(m);
+}
 
 /* The float32 values of a bound parameter: with bf16 or float16 a trainable one's data is
  * its rounded copy, which each forward pass rounds from these (tfc_model_forward_launch). */
 static float *master(const tfc_model *m, const tfc_param *p)
 {
-    return m->copies && p->trainable ? m->params + (p->data - m->copies) : p->data;
+    return m->copies && graded(p) ? m->params + (p->data - m->copies) : p->data;
 }
 
 tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
@@ -946,7 +975,7 @@ void tfc_model_forward_launch(tfc_model *m)
     /* bf16, float16: the layers read the weights rounded from their float32 values as they
      * are now (after an update, a load, an average swapped in: whatever wrote
      * tfc_model_params) */
-    if (m->copies) round_to(m, m->trainable_count, m->params, m->copies);
+    if (m->copies) round_to(m, m->trainable_count + m->frozen_count, m->params, m->copies);
     for (int i = 0; i < m->nlayers; i++) {
         m->layers[i].rng_key = tfc_rng_key(m->ex.seed, 0x100000u + (uint64_t)i);
         tfc_model_layer_forward(m, i);
@@ -1159,7 +1188,7 @@ tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
 void tfc_model_zero_grad(tfc_model *m)
 {
     if (m->be->device >= 0) {
-        m->be->ops->zero(m->be, m->grads, (size_t)m->trainable_count * 4);
+        m->be->ops->zero(m->be, m->grads, (size_t)(m->trainable_count + m->frozen_count) * 4);
         return;
     }
     for (int i = 0; i < m->nlayers; i++) m->bound[i].grads_unset = 1;
@@ -1195,6 +1224,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
 {
     tfc_layer *l = &m->layers[i];
     tfc_bound *b = &m->bound[i];
+    if (b->no_backward) return; /* its gradients would reach nothing that reads them */
     /* bf16, float16: the gradient of the layer's output, complete now (its consumers come
      * after it), holds 16-bit values; the loss writes the last layer's dz when it folds its
      * softmax */
@@ -1278,7 +1308,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
  * binds the layers to 16-bit copies of them (Keras regularizes the variable) */
 static const float *master_weights(const tfc_model *m, const tfc_param *pr)
 {
-    return m->copies && pr->trainable ? m->params + (pr->data - m->copies) : pr->data;
+    return m->copies && graded(pr) ? m->params + (pr->data - m->copies) : pr->data;
 }
 
 /* The weight regularizers (tfc_param.l1, l2): their penalties into the loss scalar (loss)

@@ -253,13 +253,13 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
 static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item,
                                    const tfc_node **type_node, tfc_node **args,
                                    const tfc_node **name, const tfc_node **inputs,
-                                   tfc_error *err)
+                                   const tfc_node **trainable, tfc_error *err)
 {
     char path[64];
     snprintf(path, sizeof path, "layers[%d]", index);
     if (item->kind == TFC_NODE_SCALAR && !item->quoted && *item->str) {
         *type_node = item;
-        *name = *inputs = NULL;
+        *name = *inputs = *trainable = NULL;
         *args = tfc_node_new_map(m->doc_scratch, item);
         return *args ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
@@ -271,7 +271,7 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
                                                          : tfc_node_kind_name(item->kind));
     *type_node = item->keys[0];
     const tfc_node *a = item->vals[0];
-    *name = *inputs = NULL;
+    *name = *inputs = *trainable = NULL;
     *args = tfc_node_new_map(m->doc_scratch, a);
     if (tfc_node_is_null(a)) return TFC_OK;
     if (a->kind != TFC_NODE_MAP) {
@@ -283,6 +283,7 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
     for (int i = 0; i < a->n; i++) {
         if (strcmp(a->keys[i]->str, "name") == 0) *name = a->vals[i];
         else if (strcmp(a->keys[i]->str, "inputs") == 0) *inputs = a->vals[i];
+        else if (strcmp(a->keys[i]->str, "trainable") == 0) *trainable = a->vals[i];
         else tfc_node_map_set(*args, a->keys[i], a->vals[i]);
     }
     return TFC_OK;
@@ -428,8 +429,12 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
     l->pure_act = l->ops->pure_act;
     l->joins_mask = 0;
     l->act = TFC_ACT_LINEAR;
-    if (tfc_layer_channels_last(l, err) || l->ops->build(l, err) || attach_regularizers(l, err))
-        return TFC_ERR_CONFIG;
+    if (tfc_layer_channels_last(l, err) || l->ops->build(l, err)) return TFC_ERR_CONFIG;
+    for (int p = 0; p < l->nparams && l->frozen; p++) { /* trainable: false */
+        l->params[p].frozen = l->params[p].trainable;
+        l->params[p].trainable = 0;
+    }
+    if (attach_regularizers(l, err)) return TFC_ERR_CONFIG;
     if (tfc_layer_out_numel(l) <= 0 || tfc_layer_out_numel(l) > (1ll << 31)) {
         char buf[96];
         return tfc_layer_error(err, l, "output shape %s is empty or too large",
@@ -477,7 +482,8 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
     if (!m->layers) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     m->nlayers = list->n;
     tfc_status status = TFC_OK;
-    const tfc_node *types[TFC_MAX_LAYERS], *names[TFC_MAX_LAYERS], *inputs[TFC_MAX_LAYERS];
+    const tfc_node *types[TFC_MAX_LAYERS], *names[TFC_MAX_LAYERS], *inputs[TFC_MAX_LAYERS],
+        *trainable[TFC_MAX_LAYERS];
     tfc_node *args[TFC_MAX_LAYERS];
     /* Pass 1: types and explicit names, so default names avoid every explicit one. */
     for (int i = 0; i < list->n; i++) {
@@ -487,7 +493,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         l->args_node = NULL;
         types[i] = NULL;
         if (parse_layer_item(m, i, list->vals[i], &types[i], &args[i], &names[i], &inputs[i],
-                             err)) {
+                             &trainable[i], err)) {
             status = TFC_ERR_CONFIG;
             types[i] = NULL;
             continue;
@@ -568,6 +574,16 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
                                     "(docs/solver.md, Precision)");
             status = TFC_ERR_CONFIG;
             continue;
+        }
+        if (trainable[i]) { /* Keras's Layer argument: false freezes the layer's weights */
+            char tpath[112];
+            int on = 1;
+            snprintf(tpath, sizeof tpath, "%s.trainable", path);
+            if (tfc_node_bool(trainable[i], tpath, &on, err)) {
+                status = TFC_ERR_CONFIG;
+                continue;
+            }
+            l->frozen = !on;
         }
         if (inputs[i]) {
             char ipath[112];
@@ -675,12 +691,13 @@ static int fused_loss(const tfc_model *m)
 /* Parameter floats, all and trainable ones: the sizes of the arenas graph.c binds. */
 static void count_params(tfc_model *m)
 {
-    m->param_count = m->trainable_count = m->weight_count = 0;
+    m->param_count = m->trainable_count = m->frozen_count = m->weight_count = 0;
     for (int i = 0; i < m->nlayers; i++)
         for (int p = 0; p < m->layers[i].nparams; p++) {
             const tfc_param *pr = &m->layers[i].params[p];
             m->param_count += pr->numel;
             if (pr->trainable) m->trainable_count += pr->numel;
+            if (pr->frozen) m->frozen_count += pr->numel;
             if (!pr->constant) m->weight_count += pr->numel;
         }
 }
@@ -948,4 +965,15 @@ int64_t tfc_model_label_rows(const tfc_model *m) { return m->label_rows; }
 
 int64_t tfc_model_param_count(const tfc_model *m) { return m->param_count; }
 int64_t tfc_model_trainable_count(const tfc_model *m) { return m->trainable_count; }
+
+void tfc_model_backward_plan(const tfc_model *m, int input_grad, int *runs)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const tfc_layer *l = &m->layers[i];
+        runs[i] = 0;
+        for (int p = 0; p < l->nparams; p++) runs[i] |= l->params[p].trainable;
+        for (int j = 0; j < l->ninputs; j++) /* inputs come before a layer */
+            runs[i] |= l->inputs[j] < 0 ? input_grad : runs[l->inputs[j]];
+    }
+}
 int64_t tfc_model_weight_count(const tfc_model *m) { return m->weight_count; }

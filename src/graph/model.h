@@ -125,6 +125,13 @@ int64_t tfc_model_trainable_count(const tfc_model *m);
 int64_t tfc_model_param_count(const tfc_model *m);
 int64_t tfc_model_weight_count(const tfc_model *m);
 
+/* Whose backward passes a training step runs: runs[i] = 1 when layer i has a trainable
+ * weight or reads the output of a layer whose backward runs, or the model input with
+ * input_grad (a gradient check's). The others' gradients would reach nothing that reads
+ * them: a frozen base (`trainable: false`) under a trainable head, the weightless
+ * preprocessing and augmentation layers at the front. runs: [tfc_model_nlayers]. */
+void tfc_model_backward_plan(const tfc_model *m, int input_grad, int *runs);
+
 /* The numbers the passes compute with (the solver's `precision`, docs/solver.md): float32,
  * or bf16 or float16, where the values a layer hands on (its output, the pre-activation it
  * keeps, its output's gradient; the model's float input) and the weights the layers read
@@ -193,7 +200,8 @@ const tfc_memory_plan *tfc_model_memory(const tfc_model *m);
  * each time step, MultiHeadAttention's projections and scores), and one per output element
  * elsewhere (activations, pooling, merges, normalization, LSTM gates: an estimate).
  * Backward: the product for the weights' gradient plus, unless the layer reads the model
- * input, the one for the input's gradient. */
+ * input, the one for the input's gradient; none where the step skips the layer's backward
+ * (tfc_model_backward_plan). */
 void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward);
 
 /* Examples per forward pass for inference of many examples (tfc_predictor_run,

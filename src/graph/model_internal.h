@@ -42,6 +42,10 @@ typedef struct tfc_bound {
     /* tfc_model_zero_grad ran and this layer's backward has not since: its parameters'
      * gradients count as zero but may hold anything (graph.c's grads_unset) */
     int grads_unset;
+    /* Training: neither this layer nor any on its inputs' paths has a trainable weight, nor
+     * is the model input's gradient wanted there: its backward is skipped (graph.c,
+     * plan_backward) */
+    int no_backward;
     /* A layer that joins its inputs' masks (tfc_layer.joins_mask): its output's mask
      * [max_batch, steps] on the device at mask_at in the arena, and its host copy */
     size_t mask_at;
@@ -118,6 +122,8 @@ struct tfc_model {
     char vocabulary[17];   /* the training vocabulary's hash (tfc_vocab_hash), "" when none */
     int64_t param_count;   /* parameter floats, all of them ... */
     int64_t trainable_count; /* ... and the trainable ones */
+    int64_t frozen_count;  /* ... and the frozen ones (tfc_param.frozen): with the trainable
+                              ones, those bound with a gradient and, in bf16, a copy */
     int64_t weight_count;  /* ... and those but the constants (tfc_param.constant) */
     tfc_precision precision; /* of the passes (tfc_model_set_precision), before binding */
     float loss_scale;      /* multiplies the loss's gradient (tfc_model_set_loss_scale); 1 */
@@ -128,8 +134,9 @@ struct tfc_model {
     int max_batch;
     void *arena;           /* activations, saved buffers, input, labels, scalars */
     float *params, *grads; /* parameter arenas */
-    float *copies;         /* precision bf16: the trainable parameters rounded, which the
-                              layers read ([trainable_count], params' layout); else NULL */
+    float *copies;         /* precision bf16: the trainable and frozen parameters rounded,
+                              which the layers read ([trainable_count + frozen_count],
+                              params' layout); else NULL */
     tfc_bound *bound;
     void *x;               /* input [max_batch, input shape] */
     float *dx;             /* its gradient (float inputs) */

@@ -4,6 +4,7 @@
 #include "graph/model_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const tfc_param *find_param(const tfc_layer *l, const char *name)
@@ -30,7 +31,7 @@ static int is_recurrent(const tfc_param *p)
            (n == s || p->name[n - s - 1] == '/');
 }
 
-void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
+static void layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
 {
     const tfc_layer *l = &m->layers[i];
     int64_t out = tfc_layer_out_numel(l);
@@ -99,6 +100,15 @@ void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t 
         *forward = out;
         *backward = out;
     }
+}
+
+void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
+{
+    layer_flops(m, i, forward, backward);
+    int *runs = malloc((size_t)m->nlayers * sizeof *runs);
+    if (runs) tfc_model_backward_plan(m, 0, runs);
+    if (runs && !runs[i]) *backward = 0; /* the step skips it */
+    free(runs);
 }
 
 #define PASS_MAX 256

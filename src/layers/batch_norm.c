@@ -8,7 +8,10 @@
  *   dx += gamma * invstd / m * (m dy - sum dy - xhat sum(dy xhat))
  * Without scale (center) Keras's layer has no gamma (beta): here it is a constant of ones
  * (zeros; tfc_param.constant: in no weights file), so every backend's ops and the fused
- * epilogues run unchanged, and its gradient goes to the layer's workspace, unread. */
+ * epilogues run unchanged, and its gradient goes to the layer's workspace, unread.
+ * Frozen (`trainable: false`) the layer runs in inference mode in training too, as Keras 3's
+ * (`training and self.trainable`): the moving statistics normalize and stay as they are,
+ * and backward is the inference forward's derivative, dx += gamma / sqrt(var + eps) dy. */
 #include "layers/layer.h"
 
 typedef struct bn_args {
@@ -79,13 +82,19 @@ static tfc_status bn_build(tfc_layer *l, tfc_error *err)
     return TFC_OK;
 }
 
-/* Without scale or center: the workspace takes the constant's gradient (2 channels' floats). */
+/* Without scale or center: the workspace takes the constant's gradient (2 channels' floats).
+ * Frozen: c zeros (the mean and offset of dy's scaling), then room for dx to add. */
+static int64_t zeros_floats(int64_t c) { return (c + 63) / 64 * 64; }
+
 static void bn_plan(tfc_layer *l, tfc_backend *be)
 {
     (void)be;
     const bn_args *a = l->args;
     const int64_t c = l->out_shape.dim[l->out_shape.ndim - 1];
     l->workspace = a->scale && a->center ? 0 : (size_t)(2 * c) * sizeof(float);
+    if (l->frozen)
+        l->workspace = (size_t)(zeros_floats(c) + l->max_batch * tfc_layer_out_numel(l)) *
+                       sizeof(float);
 }
 
 static void bn_run(tfc_layer *l, tfc_exec *ex, const void *const *x, tfc_act act, float *y)
@@ -94,7 +103,7 @@ static void bn_run(tfc_layer *l, tfc_exec *ex, const void *const *x, tfc_act act
     int c = (int)l->out_shape.dim[l->out_shape.ndim - 1];
     int64_t rows = (int64_t)ex->batch * tfc_layer_out_numel(l) / c;
     tfc_param *p = l->params;
-    if (ex->training)
+    if (ex->training && !l->frozen)
         ex->be->ops->bn_forward_train(ex->be, rows, c, x[0], p[GAMMA].data, p[BETA].data,
                                       (float)a->epsilon, (float)a->momentum, p[MOVING_MEAN].data,
                                       p[MOVING_VAR].data, y, l->saved, l->saved + c, act);
@@ -124,6 +133,22 @@ static void bn_params(const tfc_layer *l, tfc_bn_params *out)
                            (float)a->epsilon};
 }
 
+/* Frozen: the inference forward's derivative, that forward run on dy with a zero mean and
+ * offset: dx (+)= dy a, a = gamma / sqrt(var + eps) as the forward rounds it. */
+static void bn_backward_frozen(tfc_layer *l, tfc_exec *ex, int64_t rows, int c, const float *dy,
+                               float *dx)
+{
+    const bn_args *a = l->args;
+    tfc_backend *be = ex->be;
+    const tfc_param *p = l->params;
+    if (!dx) return;
+    float *zeros = ex->ws, *into = ex->fresh & 1 ? dx : zeros + zeros_floats(c);
+    be->ops->zero(be, zeros, (size_t)c * sizeof(float));
+    be->ops->bn_forward_infer(be, rows, c, dy, p[GAMMA].data, zeros, zeros, p[MOVING_VAR].data,
+                              (float)a->epsilon, into);
+    if (into != dx) be->ops->axpy(be, rows * c, 1.f, into, dx);
+}
+
 /* Backward follows a training-mode forward (the solver never back-propagates an inference
  * pass), so the saved batch statistics are current. */
 static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -132,6 +157,10 @@ static void bn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const 
     TFC_ASSERT(ex->training);
     int c = (int)l->out_shape.dim[l->out_shape.ndim - 1];
     int64_t rows = (int64_t)ex->batch * tfc_layer_out_numel(l) / c;
+    if (l->frozen) {
+        bn_backward_frozen(l, ex, rows, c, dy, dx[0]);
+        return;
+    }
     tfc_param *p = l->params;
     float *unread = ex->ws; /* [2 c]: a constant's gradient (bn_plan) */
     float *dgamma = p[GAMMA].grad ? p[GAMMA].grad : unread;

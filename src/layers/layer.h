@@ -50,6 +50,10 @@ struct tfc_param {
     char name[48];      /* kernel, bias, recurrent_kernel, embeddings, gamma, ... */
     tfc_shape shape;    /* Keras layout (SPEC §5) */
     int trainable;      /* 0 for moving statistics: no gradient, no optimizer update */
+    int frozen;         /* a weight of a layer with `trainable: false` (Keras's): not
+                         * trainable (no update, no slots, no regularizer or constraint, not
+                         * counted as trainable) but bound with a gradient, which its layer's
+                         * backward may write and nothing reads */
     int constant;       /* a value the layer reads where Keras's layer has no variable
                          * (BatchNormalization's gamma without scale, beta without center):
                          * not trainable; initialised, bound and kept as a moving statistic,
@@ -192,6 +196,10 @@ struct tfc_layer {
                                       graph makes it per batch. 0: the output's mask (with
                                       mask_out) is its input's */
     uint64_t rng_key;              /* this layer's random stream (dropout) */
+    int frozen;                    /* `trainable: false` (Keras's Layer argument): its
+                                      weights are frozen (tfc_param.frozen); a
+                                      BatchNormalization runs in inference mode in training
+                                      too, as Keras's */
     /* the factors of a penalty on the output, l1 sum |y| + l2 sum y^2 over the batch size,
      * in every loss (Keras's activity_regularizer; set after build from the argument, or by
      * build: ActivityRegularization); 0, 0: none */

@@ -309,7 +309,7 @@ tfc_status tfc_rundir_histograms(tfc_rundir *d, int64_t iter, double grad_scale,
             snprintf(tag, sizeof tag, "weights/%s/%s", l->name, pa->name);
             tfc_model_param_download(m, pa, host);
             s = tfc_events_histogram(d->ev, iter, tag, host, pa->numel, err);
-            if (s || !pa->grad) continue;
+            if (s || !pa->trainable) continue; /* a frozen one's is never read */
             snprintf(tag, sizeof tag, "gradients/%s/%s", l->name, pa->name);
             tfc_model_grad_download(m, pa, host);
             for (int64_t k = 0; k < pa->numel; k++) host[k] = (float)(host[k] * grad_scale);

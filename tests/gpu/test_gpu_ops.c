@@ -1514,6 +1514,28 @@ static void test_train_lstm(void)
     train_steps(lstm_yaml, 6, 1, 0, 5e-4, 1e-5);
 }
 
+/* `trainable: false`: frozen layers at the front (their backward passes skipped), in the
+ * middle (run, their weights' gradients unread) and a frozen BatchNormalization in inference
+ * mode before a ReLU (not folded into it) and after a trainable convolution; SGD and Adam. */
+static void test_train_frozen(void)
+{
+    static const char yaml[] =
+        "input: {shape: [8, 8, 3]}\n"
+        "layers:\n"
+        "  - Conv2D: {filters: 4, kernel_size: 3, trainable: false}\n"
+        "  - BatchNormalization: {trainable: false}\n"
+        "  - Activation: {activation: relu}\n"
+        "  - Conv2D: {filters: 6, kernel_size: 3, padding: same}\n"
+        "  - BatchNormalization: {trainable: false}\n"
+        "  - Activation: {activation: relu}\n"
+        "  - Flatten\n"
+        "  - Dense: {units: 12, activation: tanh, trainable: false}\n"
+        "  - Dense: {units: 5, activation: softmax}\n"
+        "loss: sparse_categorical_crossentropy\n";
+    train_steps(yaml, 8, 0, 0, 5e-4, 1e-5);
+    train_steps(yaml, 8, 0, 1, 5e-4, 1e-5);
+}
+
 static void test_train_cnn_tf32(void)
 {
     set_tf32(1);
@@ -4404,6 +4426,7 @@ int main(int argc, char **argv)
         {"memory", test_memory},
         {"memory_plan", test_memory_plan},
         {"train_cnn", test_train_cnn},
+        {"train_frozen", test_train_frozen},
         {"train_lstm", test_train_lstm},
         {"train_mixed_adam", test_train_mixed_adam},
         {"train_cnn_tf32", test_train_cnn_tf32},
