@@ -539,7 +539,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         tfc_layer *l = &m->layers[i];
         if (!types[i] || l->name[0]) continue;
         char base[48];
-        snake_case(types[i]->str, base, sizeof base);
+        snake_case(l->ops->class_name ? l->ops->class_name : types[i]->str, base, sizeof base);
         for (int k = 0;; k++) {
             if (k == 0) snprintf(l->name, sizeof l->name, "%s", base);
             else snprintf(l->name, sizeof l->name, "%s_%d", base, k);
