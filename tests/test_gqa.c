@@ -101,6 +101,27 @@ static void test_argument_errors(void)
     }
 }
 
+/* kernel_regularizer and kernel_constraint reach each of the five kernels (use_gate), the
+ * bias's arguments each bias, as Keras's sublayers get them. */
+static void test_weights_regularized(void)
+{
+    tfc_model *m = tfc_test_model("input: {shape: [4, 6]}\nlayers:\n"
+                                  "  - GroupQueryAttention: {head_dim: 3, num_query_heads: 2,"
+                                  " num_key_value_heads: 1, use_gate: true,"
+                                  " kernel_regularizer: {l2: 0.25}, bias_regularizer: l1,"
+                                  " kernel_constraint: non_neg}\n");
+    TFC_ASSERT(m != NULL);
+    const tfc_layer *l = tfc_model_layer(m, 0);
+    CU_ASSERT_EQUAL(l->nparams, 10);
+    for (int p = 0; p < l->nparams; p++) {
+        const tfc_param *w = &l->params[p];
+        const int is_kernel = strstr(w->name, "/kernel") != NULL;
+        CU_ASSERT(w->l2 == (is_kernel ? 0.25f : 0) && w->l1 == (is_kernel ? 0 : 0.01f));
+        CU_ASSERT((w->constraint.kind != TFC_CONSTRAINT_NONE) == is_kernel);
+    }
+    tfc_model_free(m);
+}
+
 static const char *const gqa_yaml = "input: {shape: [4, 6]}\nlayers:\n"
                                     "  - GroupQueryAttention: {name: att, head_dim: 3,"
                                     " num_query_heads: 2, num_key_value_heads: 1}\n";
@@ -136,4 +157,5 @@ static void test_refused(void)
 
 TFC_TEST_MAIN("gqa", {"keras_parity", test_keras_parity},
               {"flash_attention_hint", test_flash_attention_hint},
-              {"argument_errors", test_argument_errors}, {"refused", test_refused})
+              {"argument_errors", test_argument_errors},
+              {"weights_regularized", test_weights_regularized}, {"refused", test_refused})
