@@ -59,6 +59,7 @@ typedef struct listed {
 static const listed tfc_only[] = {
     {"LayerNormalization.rms_scaling", "Keras 3's earlier LayerNormalization argument, kept"},
     {"MultiHeadAttention.use_causal_mask", "Keras's call() argument: tfc's layer has no call"},
+    {"GroupQueryAttention.use_causal_mask", "Keras's call() argument: tfc's layer has no call"},
     {"Attention.use_causal_mask", "Keras's call() argument: tfc's layer has no call"},
     {"Attention.return_attention_scores", "Keras's call() argument: only false"},
     {"AdditiveAttention.use_causal_mask", "Keras's call() argument: tfc's layer has no call"},

@@ -402,6 +402,21 @@ static const gc_case cases[] = {
                                   "  - MultiHeadAttention: {num_heads: 2, key_dim: 2,"
                                   " use_causal_mask: true, dropout: 0.3}\n"
                                   "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
+    /* GroupQueryAttention: 4 query heads over 2 key/value heads with the gate, a causal window
+     * over a key apart from the value; one key/value head (MQA) under padding and dropout */
+    {"gqa_gate_cross_window", "input: {shape: [6, 4]}\nlayers:\n"
+                              "  - Reshape: {name: kv, target_shape: [3, 8]}\n"
+                              "  - Dense: {name: v, units: 4}\n"
+                              "  - Dense: {name: k, units: 3, inputs: [kv]}\n"
+                              "  - GroupQueryAttention: {inputs: [input, v, k], head_dim: 2,"
+                              " num_query_heads: 4, num_key_value_heads: 2, use_gate: true,"
+                              " use_causal_mask: true, sliding_window: 2}\n"
+                              "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    {"gqa_mqa_masked_dropout", SEQ "  - Embedding: {input_dim: 10, output_dim: 4,"
+                               " mask_zero: true}\n"
+                               "  - GroupQueryAttention: {head_dim: 3, num_query_heads: 3,"
+                               " num_key_value_heads: 1, dropout: 0.3}\n"
+                               "  - Flatten: {}\n  - Dense: {units: 2}\n", 3},
     /* Attention and AdditiveAttention: a key apart from the value and a learned scale; concat
      * scores with padding, a causal mask and dropout; a value narrower than the query; the
      * query and the value of different lengths */

@@ -7,7 +7,8 @@
  * (ONNX's RNN, each activation it has; softmax refused), Conv1D (causal, dilated, strided,
  * grouped), DepthwiseConv1D, SeparableConv1D and Conv1DTranspose (as the 2-D nodes over a
  * 1 x steps image) and the 1-D poolings (the masked average after an Embedding),
- * MultiHeadAttention (causal, padded, windowed, cross), Attention and AdditiveAttention
+ * MultiHeadAttention (causal, padded, windowed, cross), GroupQueryAttention (the same, with
+ * its gate and one key/value head), Attention and AdditiveAttention
  * (padded, causal, concat, a key of its own), TokenAndPositionEmbedding in a
  * transformer block and PositionEmbedding, an Add/Concatenate/Reshape graph, every activation
  * and the augmentation layers (the identity); a layer without an ONNX form is refused.
@@ -367,6 +368,23 @@ static void test_attention(void)
             "  - Reshape: {name: kv, target_shape: [3, 16]}\n  - Dense: {name: k, units: 5}\n"
             "  - MultiHeadAttention: {inputs: [input, kv, k], num_heads: 2, key_dim: 4,"
             " value_dim: 3, use_bias: false, output_shape: 7}\n", 0);
+    /* GroupQueryAttention: padded causal self-attention with the gate (4 query heads over
+     * 2), then dropout (rows that see no key zeroed) and a window with one key/value head;
+     * cross-attention without biases, a key of its own */
+    fixture("gqa_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 8, mask_zero: true}\n"
+            "  - GroupQueryAttention: {head_dim: 3, num_query_heads: 4, num_key_value_heads: 2,"
+            " use_gate: true, use_causal_mask: true}\n"
+            "  - GroupQueryAttention: {head_dim: 2, num_query_heads: 3, num_key_value_heads: 1,"
+            " dropout: 0.3, sliding_window: 4}\n"
+            "  - Dense: {units: 3, activation: softmax}\n", 30);
+    fixture("gqa_cross",
+            "input: {shape: [6, 8]}\nlayers:\n"
+            "  - Reshape: {name: kv, target_shape: [3, 16]}\n  - Dense: {name: v, units: 8}\n"
+            "  - Dense: {name: k, units: 5, inputs: [kv]}\n"
+            "  - GroupQueryAttention: {inputs: [input, v, k], head_dim: 4, num_query_heads: 4,"
+            " num_key_value_heads: 2, use_bias: false, use_gate: true}\n", 0);
 }
 
 /* Attention and AdditiveAttention: dot with a scale and concat over padded ids (a fully

@@ -145,6 +145,16 @@ static void unary(exporter *x, const char *op, const char *in, char *out, tfc_pb
     node(x, op, (const char *[]){src, NULL}, out, attrs);
 }
 
+/* y = Op(a, b) into a fresh name written to out */
+static void binary(exporter *x, const char *op, const char *a, const char *b, char *out)
+{
+    char in[2][96];
+    snprintf(in[0], sizeof in[0], "%s", a);
+    snprintf(in[1], sizeof in[1], "%s", b);
+    fresh(x, out, op);
+    node(x, op, (const char *[]){in[0], in[1], NULL}, out, NULL);
+}
+
 static void initializer(exporter *x, const char *name, int dtype, const int64_t *dims, int ndim,
                         const void *data, size_t bytes)
 {
@@ -1726,10 +1736,31 @@ static tref token_and_position(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
-/* One projection of MultiHeadAttention (`var`/kernel [d, H, w] and its bias): x W + b as
- * MatMul (+ Add), heads split: [N, T, H, w], then transposed by perm. */
+/* Each of the H heads of w [rows, H, width] repeated rep times in place of it, as Keras's
+ * ops.repeat on the head axis (GroupQueryAttention's key and value heads): a malloc'd
+ * [rows, H rep, width], w freed; w itself when rep is 1 (or NULL on failure). */
+static float *repeat_heads(exporter *x, float *w, int64_t rows, int64_t H, int64_t width,
+                           int64_t rep)
+{
+    if (!w || rep == 1) return w;
+    float *r = malloc((size_t)(rows * H * rep * width) * 4);
+    if (!r) {
+        free(w);
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < rows * H; i++)
+        for (int64_t c = 0; c < rep; c++)
+            memcpy(r + (i * rep + c) * width, w + i * width, (size_t)width * 4);
+    free(w);
+    return r;
+}
+
+/* One projection of MultiHeadAttention or GroupQueryAttention (`var`/kernel [d, H, w] and its
+ * bias, each head repeated rep times): x W + b as MatMul (+ Add), heads split: [N, T, H rep,
+ * w], then transposed by perm. */
 static tref attention_heads(exporter *x, const tfc_layer *l, const tref *in, const char *var,
-                            const int64_t *perm)
+                            const int64_t *perm, int64_t rep)
 {
     char kname[48], bname[48], wn[96], bn[96];
     snprintf(kname, sizeof kname, "%s/kernel", var);
@@ -1737,11 +1768,16 @@ static tref attention_heads(exporter *x, const tfc_layer *l, const tref *in, con
     const tfc_param *kp = NULL;
     float *k = param(x, l, kname, &kp), *b = param(x, l, bname, NULL);
     tref t = {.shape = in->shape};
+    if (k) {
+        k = repeat_heads(x, k, kp->shape.dim[0], kp->shape.dim[1], kp->shape.dim[2], rep);
+        b = repeat_heads(x, b, 1, kp->shape.dim[1], kp->shape.dim[2], rep);
+    }
     if (!k) {
         free(b);
         return t;
     }
-    int64_t H = kp->shape.dim[1], w = kp->shape.dim[2], dims[2] = {kp->shape.dim[0], H * w};
+    int64_t H = kp->shape.dim[1] * rep, w = kp->shape.dim[2];
+    int64_t dims[2] = {kp->shape.dim[0], H * w};
     init_f32(x, wn, "W", dims, 2, k);
     fresh(x, t.name, "MatMul");
     node(x, "MatMul", (const char *[]){in->name, wn, NULL}, t.name, NULL);
@@ -1808,7 +1844,10 @@ static void attention_seen(exporter *x, const tfc_layer *l, int64_t tq, int64_t 
  * [N, H, T, w] (K as [N, H, kd, Tk]), scores Q K / sqrt(kd), unseen keys (attention_seen)
  * given one large negative score, Softmax over the keys, times V, heads merged, output
  * projection. A row that sees no key then averages every value, as Keras with dropout 0;
- * with dropout > 0 its probabilities are zeroed, as Keras's softmax path does. */
+ * with dropout > 0 its probabilities are zeroed, as Keras's softmax path does.
+ * GroupQueryAttention is the same with its key and value heads repeated for the query heads
+ * that share them (their kernels and biases repeated) and, with use_gate, the merged heads
+ * times Sigmoid(query Wg + bg) before the output projection. */
 static tref attention(exporter *x, const tfc_layer *l)
 {
     const int vi = l->ninputs > 1, ki = l->ninputs > 2 ? 2 : vi;
@@ -1817,9 +1856,11 @@ static tref attention(exporter *x, const tfc_layer *l)
         src[i] = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
     const int64_t tq = src[0]->shape.dim[0], tk = src[vi]->shape.dim[0];
     static const int64_t bhtw[] = {0, 2, 1, 3}, bhwt[] = {0, 2, 3, 1};
-    tref q = attention_heads(x, l, src[0], "query", bhtw);
-    tref k = attention_heads(x, l, src[ki], "key", bhwt);
-    tref v = attention_heads(x, l, src[vi], "value", bhtw);
+    const int *hq = arg(l, "num_query_heads"), *hkv = arg(l, "num_key_value_heads");
+    const int64_t rep = hq ? *hq / *hkv : 1;
+    tref q = attention_heads(x, l, src[0], "query", bhtw, 1);
+    tref k = attention_heads(x, l, src[ki], "key", bhwt, rep);
+    tref v = attention_heads(x, l, src[vi], "value", bhtw, rep);
     tref r = {.shape = l->out_shape};
     if (x->st) return r;
     const tfc_param *wq = &l->params[0];
@@ -1856,6 +1897,19 @@ static tref attention(exporter *x, const tfc_layer *l)
         if (!strcmp(l->params[p].name, "attention_output/kernel")) wo = &l->params[p];
     tfc_shape merged = {2, {tq, wo->shape.dim[0] * wo->shape.dim[1]}};
     o = reshape(x, &o, &merged);
+    if (param_exists(l, "gate/kernel")) { /* o * sigmoid(query Wg + bg), heads merged */
+        char wg[96], bg[96], g[96];
+        float *gk = param(x, l, "gate/kernel", NULL), *gb = param(x, l, "gate/bias", NULL);
+        int64_t gdims[2] = {src[0]->shape.dim[1], merged.dim[1]};
+        if (gk) init_f32(x, wg, "W", gdims, 2, gk);
+        if (gb) init_f32(x, bg, "B", &gdims[1], 1, gb);
+        free(gk), free(gb);
+        if (x->st) return r;
+        binary(x, "MatMul", src[0]->name, wg, g);
+        if (gb) binary(x, "Add", g, bg, g);
+        unary(x, "Sigmoid", g, g, NULL);
+        binary(x, "Mul", o.name, g, o.name);
+    }
     float *kern = param(x, l, "attention_output/kernel", NULL);
     float *bias = param(x, l, "attention_output/bias", NULL);
     char wn[96], bn[96] = "";
@@ -1883,16 +1937,6 @@ static void score_weight(exporter *x, const tfc_layer *l, const char *pname, cha
     name[0] = 0;
     if (w) init_f32(x, name, pname, p->shape.dim, p->shape.ndim, w);
     free(w);
-}
-
-/* y = Op(a, b) into a fresh name written to out */
-static void binary(exporter *x, const char *op, const char *a, const char *b, char *out)
-{
-    char in[2][96];
-    snprintf(in[0], sizeof in[0], "%s", a);
-    snprintf(in[1], sizeof in[1], "%s", b);
-    fresh(x, out, op);
-    node(x, op, (const char *[]){in[0], in[1], NULL}, out, NULL);
 }
 
 /* Attention (dot: MatMul of the query and the transposed key; concat) and AdditiveAttention:
@@ -2179,7 +2223,7 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = merge(x, l, type[0] == 'C');
     } else if (!strcmp(type, "Dot")) {
         r = dot(x, l);
-    } else if (!strcmp(type, "MultiHeadAttention")) {
+    } else if (!strcmp(type, "MultiHeadAttention") || !strcmp(type, "GroupQueryAttention")) {
         r = attention(x, l);
     } else if (!strcmp(type, "Attention") || !strcmp(type, "AdditiveAttention")) {
         r = score_attention(x, l);

@@ -545,7 +545,9 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         tfc_layer *l = &m->layers[i];
         if (!types[i] || l->name[0]) continue;
         char base[48];
-        snake_case(l->ops->type, base, sizeof base); /* MaxPool2D: max_pooling2d, as Keras */
+        /* the class's name, as Keras: MaxPool2D is max_pooling2d, GroupQueryAttention's
+         * class GroupedQueryAttention grouped_query_attention */
+        snake_case(l->ops->class_name ? l->ops->class_name : l->ops->type, base, sizeof base);
         for (int k = 0;; k++) {
             if (k == 0) snprintf(l->name, sizeof l->name, "%s", base);
             else snprintf(l->name, sizeof l->name, "%s_%d", base, k);

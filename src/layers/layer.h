@@ -18,7 +18,7 @@
 #include "core/tensor.h"
 
 #define TFC_LAYER_MAX_INPUTS 8
-#define TFC_LAYER_MAX_PARAMS 8
+#define TFC_LAYER_MAX_PARAMS 10 /* GroupQueryAttention with use_gate: five kernels, five biases */
 
 typedef struct tfc_layer tfc_layer;
 
@@ -75,6 +75,9 @@ struct tfc_param {
 
 typedef struct tfc_layer_ops {
     const char *type;          /* Keras class name: Dense, Conv2D, ... */
+    const char *class_name;    /* Keras's class where it differs from the name Keras exports
+                                * it as, type (GroupQueryAttention's is GroupedQueryAttention):
+                                * default layer names come from it; NULL: type */
     const tfc_field *schema;   /* arguments (besides name and inputs) */
     size_t args_size;          /* bytes of the struct the schema fills */
     int min_inputs, max_inputs;

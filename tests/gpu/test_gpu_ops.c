@@ -4090,6 +4090,35 @@ static void test_train_transformer(void)
     train_steps(masking_yaml, 4, 0, 0, 5e-4, 1e-5);
 }
 
+/* GroupQueryAttention (CPU-first, lifted for the case; MultiHeadAttention's attention op,
+ * copy2d for the key/value heads' repeat, mul and sigmoid for the gate): a causal gated
+ * decoder block under an Embedding's mask (4 query heads over 2), and cross-attention with one
+ * key/value head, a key apart from the value, a sliding window and dropout, trained on both
+ * backends. */
+static void test_train_gqa(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [11], dtype: int32}\nlayers:\n"
+                "  - Embedding: {name: embed, input_dim: 20, output_dim: 8, mask_zero: true}\n"
+                "  - GroupQueryAttention: {name: att, head_dim: 3, num_query_heads: 4,"
+                " num_key_value_heads: 2, use_gate: true, use_causal_mask: true}\n"
+                "  - Add: {inputs: [embed, att]}\n  - LayerNormalization: {}\n"
+                "  - Dense: {units: 20}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                5, 1, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [8, 6]}\nlayers:\n"
+                "  - Reshape: {name: kv, target_shape: [4, 12]}\n"
+                "  - Dense: {name: v, units: 6}\n"
+                "  - Dense: {name: k, units: 5, inputs: [kv]}\n"
+                "  - GroupQueryAttention: {inputs: [input, v, k], head_dim: 4,"
+                " num_query_heads: 3, num_key_value_heads: 1, sliding_window: 3,"
+                " dropout: 0.2}\n"
+                "  - Flatten: {}\n  - Dense: {units: 4, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+}
+
 /* Deterministic mode: two runs of the decoder block end in identical weights. */
 static void test_deterministic_transformer(void)
 {
@@ -4483,6 +4512,7 @@ int main(int argc, char **argv)
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},
+        {"train_gqa", test_train_gqa},
         {"deterministic_transformer", test_deterministic_transformer},
         {NULL, NULL},
     };

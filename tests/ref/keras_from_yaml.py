@@ -19,7 +19,8 @@ from safetensors.numpy import load_file
 # tfc's layers that are KerasHub's, not Keras's (docs/layers.md).
 HUB_LAYERS = ("PositionEmbedding", "TokenAndPositionEmbedding")
 # Keras's `call` arguments that tfc's YAML writes as layer arguments (docs/layers.md).
-CALL_ARGS = {"MultiHeadAttention": ("use_causal_mask",)}
+CALL_ARGS = {"MultiHeadAttention": ("use_causal_mask",),
+             "GroupQueryAttention": ("use_causal_mask",)}
 # tfc's `input:` keys that Keras's Input has no use for: the longest sequence of a
 # variable-length input (SPEC §1), which only sizes tfc's buffers.
 TFC_INPUT_KEYS = ("max_length",)
@@ -29,8 +30,15 @@ class ContractError(Exception):
     """The YAML, the Keras model or the weights file breaks the name-for-name contract."""
 
 
+# Keras's classes whose name differs from the one Keras exports them as, the YAML's type
+# (tfc_layer_ops.class_name): default names come from the class.
+CLASS_NAMES = {"GroupQueryAttention": "GroupedQueryAttention"}
+
+
 def snake_case(type_name):
-    """Keras's default layer name (keras.src.utils.naming.to_snake_case), as tfc's model.c."""
+    """Keras's default layer name (keras.src.utils.naming.to_snake_case of the class), as
+    tfc's model.c."""
+    type_name = CLASS_NAMES.get(type_name, type_name)
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", type_name)
     return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
 
@@ -143,7 +151,7 @@ def build(model_cfg):
             srcs = [outputs[n] for n in ([inputs] if isinstance(inputs, str) else inputs)]
         layer = construct(kind, keras_args(kind, args), name)
         call_kw = {k: args[k] for k in CALL_ARGS.get(kind, ()) if k in args}
-        if kind == "MultiHeadAttention":
+        if kind in ("MultiHeadAttention", "GroupQueryAttention"):
             # [query, value] or [query, value, key]; alone: self-attention.
             q, v, k = (srcs * 3)[:3] if len(srcs) == 1 else (srcs + srcs[1:2])[:3]
             y = layer(q, v, key=k, **call_kw)
