@@ -6,6 +6,7 @@
 
 #include "graph/model.h"
 #include "core/schema.h"
+#include "gradcheck.h"
 #include "testutil.h"
 
 static tfc_model *load(const char *yaml, tfc_error *err)
@@ -128,6 +129,44 @@ static void test_sequential_input(void)
     CU_ASSERT_EQUAL(tfc_model_max_length(m), 9);
     tfc_model_free(m);
     tfc_doc_free(doc);
+}
+
+/* Keras's input_shape (or input_dim) on a Sequential model's first layer gives the input:
+ * the same model as with `input:`; into an Embedding (whose input_dim is its own) token ids;
+ * given with `input:`, or on another layer (where Keras ignores it), an error. */
+static void test_input_shape_arg(void)
+{
+    static const char *const forms[] = {
+        "layers:\n  - Dense: {units: 3, input_shape: [6, 2]}\n  - Flatten\n"
+        "  - Dense: {units: 2}\n",
+        "layers:\n  - Dense: {units: 3, input_dim: 2}\n  - Dense: {units: 2}\n",
+        "layers:\n  - Embedding: {input_dim: 20, output_dim: 3, input_shape: [6]}\n"
+        "  - Flatten\n  - Dense: {units: 2}\n"};
+    const int64_t params[] = {2 * 3 + 3 + 18 * 2 + 2, 2 * 3 + 3 + 3 * 2 + 2,
+                              20 * 3 + 18 * 2 + 2};
+    for (int f = 0; f < 3; f++) {
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_doc *doc = tfc_doc_load_string(forms[f], strlen(forms[f]), "is.yaml", &err);
+        tfc_model *m = doc ? tfc_model_from_node(tfc_doc_root(doc), "is", &err) : NULL;
+        if (!m) fprintf(stderr, "\nform %d: %s\n", f, err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL(tfc_model_input_shape(m)->ndim, f == 1 ? 1 : f == 0 ? 2 : 1);
+        CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], f == 1 ? 2 : 6);
+        CU_ASSERT_EQUAL(tfc_model_input_dtype(m), f == 2 ? TFC_I32 : TFC_F32);
+        CU_ASSERT_EQUAL(tfc_model_param_count(m), params[f]);
+        tfc_model_free(m);
+        tfc_doc_free(doc);
+    }
+    tfc_test_expect_model_error("input: {shape: [4]}\nlayers:\n  - Dense: {units: 3, "
+                                "input_shape: [4]}\n",
+                                "t.yaml:3:23: error: layers[0].Dense.input_shape: gives the "
+                                "input that `input:` (line 1) gives already");
+    tfc_test_expect_model_error("layers:\n  - Dense: {units: 3, input_dim: 4}\n  - Dense: "
+                                "{units: 2, input_shape: [3]}\n",
+                                "model's input on the first layer only");
+    tfc_test_expect_model_error("layers:\n  - Dense: {units: 3, input_dim: [4, 2]}\n",
+                                "layers[0].Dense.input_dim: expected an integer");
 }
 
 /* Keras's other names for a class (keras.layers.MaxPool2D is MaxPooling2D) are the same
@@ -571,4 +610,4 @@ TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"emit_round_trip", test_emit_round_trip}, {"did_you_mean", test_did_you_mean},
               {"load_file_errors", test_load_file_errors}, {"merge_keys", test_merge_keys},
               {"sequential_input", test_sequential_input},
-              {"keras_aliases", test_keras_aliases})
+              {"keras_aliases", test_keras_aliases}, {"input_shape_arg", test_input_shape_arg})

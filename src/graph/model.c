@@ -247,6 +247,18 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
     return status;
 }
 
+/* Whether `key` is Keras's Layer argument input_shape or input_dim for a layer of `type`
+ * (an Embedding's input_dim is its own: the vocabulary). */
+static int is_input_shape_arg(const char *type, const char *key)
+{
+    if (!strcmp(key, "input_shape")) return 1;
+    if (strcmp(key, "input_dim")) return 0;
+    const tfc_layer_ops *ops = tfc_layer_lookup(type);
+    for (const tfc_field *f = ops ? ops->schema : NULL; f && f->name; f++)
+        if (!strcmp(f->name, "input_dim")) return 0;
+    return 1;
+}
+
 /* Splits a layer item `- Type: {args}` into its type and a mapping of arguments without
  * `name` and `inputs`, which the graph handles for every layer. A bare `- Flatten` is
  * `- Flatten: {}`. */
@@ -284,6 +296,9 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
         if (strcmp(a->keys[i]->str, "name") == 0) *name = a->vals[i];
         else if (strcmp(a->keys[i]->str, "inputs") == 0) *inputs = a->vals[i];
         else if (strcmp(a->keys[i]->str, "trainable") == 0) *trainable = a->vals[i];
+        else if (index == 0 && m->input_from_layer &&
+                 is_input_shape_arg(item->keys[0]->str, a->keys[i]->str))
+            continue; /* the model's input (keras_input_layer) */
         else tfc_node_map_set(*args, a->keys[i], a->vals[i]);
     }
     return TFC_OK;
@@ -569,6 +584,12 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         if (!l->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         l->args_node = args[i];
         if (tfc_schema_apply(l->ops->schema, args[i], path, l->args, err)) {
+            if (args[i] && (tfc_node_get(args[i], "input_shape") ||
+                            (tfc_node_get(args[i], "input_dim") &&
+                             is_input_shape_arg(types[i]->str, "input_dim"))))
+                tfc_error_hint(err, "input_shape and input_dim give the model's input on the "
+                                    "first layer only, as in Keras's Sequential (which "
+                                    "ignores them elsewhere); here they would say nothing");
             /* Keras's dtype policies (dtype="mixed_bfloat16" on a layer) are a solver key */
             if (args[i] && tfc_node_get(args[i], "dtype"))
                 tfc_error_hint(err, "a layer's dtype policy is the solver's `precision: "
@@ -739,6 +760,19 @@ int tfc_model_is_input_layer(const tfc_node *item)
     return !strcmp(type, "InputLayer") || !strcmp(type, "Input");
 }
 
+/* The key of the first layer's `input_shape:` or `input_dim:` (Keras's Layer arguments, which
+ * a Sequential model takes for its input), or NULL. */
+static const tfc_node *first_layer_input_shape(const tfc_node *first)
+{
+    if (!first || first->kind != TFC_NODE_MAP || first->n != 1 ||
+        first->vals[0]->kind != TFC_NODE_MAP)
+        return NULL;
+    const tfc_node *a = first->vals[0];
+    for (int i = 0; i < a->n; i++)
+        if (is_input_shape_arg(first->keys[0]->str, a->keys[i]->str)) return a->keys[i];
+    return NULL;
+}
+
 /* The model's input given as Keras's Sequential models give it, by a first layer
  * `- InputLayer: {...}` (or `- Input:`): *input becomes the equivalent `input:` mapping and
  * *layers the rest of the list (model.layers in Keras has no InputLayer either). Both forms
@@ -749,11 +783,40 @@ static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tf
     const tfc_node *list = *layers;
     const tfc_node *first = list && list->kind == TFC_NODE_SEQ && list->n ? list->vals[0] : NULL;
     if (!tfc_model_is_input_layer(first)) {
+        const tfc_node *given = first_layer_input_shape(first), *dim = NULL;
+        if (given && *input) {
+            m->input_from_layer = 1; /* the one error for it */
+            snprintf(ipath, 64, "layers[0].%s.%s", first->keys[0]->str, given->str);
+            return tfc_node_error(err, TFC_ERR_CONFIG, given, ipath,
+                                  "gives the input that `input:` (line %d) gives already; keep "
+                                  "one", (*input)->line);
+        }
         if (*input) return TFC_OK;
-        return tfc_node_error(err, TFC_ERR_CONFIG, root, "input",
-                              "missing: the model's input, `input: {shape: [28, 28, 1]}`, or "
-                              "a first layer `- InputLayer: {shape: [28, 28, 1]}` as Keras's "
-                              "Sequential models write it");
+        if (!given)
+            return tfc_node_error(err, TFC_ERR_CONFIG, root, "input",
+                                  "missing: the model's input, `input: {shape: [28, 28, 1]}`, "
+                                  "or a first layer `- InputLayer: {shape: [28, 28, 1]}` as "
+                                  "Keras's Sequential models write it");
+        /* Keras's Sequential: the first layer's input_shape (or input_dim: [input_dim]) is
+         * the input, float32, or int32 token ids into an Embedding (which casts them so) */
+        snprintf(ipath, 64, "layers[0].%s.%s", first->keys[0]->str, given->str);
+        tfc_node *in = tfc_node_new_map(m->doc_scratch, given);
+        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, given, "shape", 0);
+        if (!in || !k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        dim = tfc_node_get(first->vals[0], given->str);
+        if (!strcmp(given->str, "input_dim") && dim->kind != TFC_NODE_SCALAR)
+            return tfc_node_error(err, TFC_ERR_CONFIG, dim, ipath,
+                                  "expected an integer: the features of a flat input");
+        tfc_node_map_set(in, k, (tfc_node *)dim);
+        if (!strcmp(first->keys[0]->str, "Embedding")) {
+            tfc_node *dk = tfc_node_new_scalar(m->doc_scratch, given, "dtype", 0);
+            tfc_node *dv = tfc_node_new_scalar(m->doc_scratch, given, "int32", 0);
+            if (!dk || !dv) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            tfc_node_map_set(in, dk, dv);
+        }
+        m->input_from_layer = 1;
+        *input = in;
+        return TFC_OK;
     }
     const tfc_node *type = first->keys[0], *args = first->vals[0];
     tfc_node *rest = tfc_node_copy(m->doc_scratch, list); /* a list of the file's own items */

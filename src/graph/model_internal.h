@@ -104,6 +104,8 @@ struct tfc_model {
     tfc_layer *layers;
     int nlayers;
     tfc_shape input_shape; /* at the current sequence length (varlen.c) */
+    int input_from_layer;  /* given by the first layer's input_shape or input_dim (Keras's
+                              Sequential), which that layer's arguments then skip */
     tfc_dtype input_dtype;
     int64_t max_length;    /* input.shape's first axis is null: its longest length; else 0 */
     int64_t *caps;         /* with max_length: per layer, its output's and saved buffer's
