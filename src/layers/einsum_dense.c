@@ -307,12 +307,6 @@ static void einsum_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
 
 static void einsum_free(tfc_layer *l) { free(l->state); }
 
-/* The equation as the YAML gives it (layer.h). */
-const char *tfc_einsum_dense_equation(const tfc_layer *l)
-{
-    return ((const einsum_args *)l->args)->equation;
-}
-
 const tfc_layer_ops tfc_einsum_dense_ops = {
     .type = "EinsumDense", .schema = einsum_fields, .args_size = sizeof(einsum_args),
     .min_inputs = 1, .max_inputs = 1, .assigns_grads = 1, .assigns_param_grads = 1,

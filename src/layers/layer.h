@@ -285,10 +285,6 @@ tfc_crop_resize_desc tfc_layer_crop_resize(const tfc_layer *l);
  * parameters the wrapper's in order, bound only while the wrapper runs. */
 const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);
 
-/* EinsumDense's equation (einsum_dense.c; for the ONNX export, whose Einsum takes it as
- * Keras writes it). */
-const char *tfc_einsum_dense_equation(const tfc_layer *l);
-
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */
 tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l);
