@@ -139,7 +139,8 @@ static tfc_status einsum_build(tfc_layer *l, tfc_error *err)
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
         tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
         return TFC_ERR_CONFIG;
-    ki.fan_in = (double)p->fan_in; /* Keras's input_axes and output_axes */
+    /* Keras's input_axes and output_axes (whatever the initializer: summary.c reads fan_in) */
+    ki.fan_in = (double)p->fan_in;
     ki.fan_out = (double)p->fan_out;
     tfc_layer_add_param(l, "kernel", p->rank_ker, p->ker_dim, 1, ki);
     if (p->rank_bias) tfc_layer_add_param(l, "bias", p->rank_bias, p->bias_dim, 1, bi);
