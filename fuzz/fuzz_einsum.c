@@ -1,7 +1,7 @@
 /* libFuzzer target for EinsumDense's equation parser and planner (src/layers/einsum_spec.c,
- * the one object of libtfc it links). The input: a byte for the input's rank (mod 9), one per size (1 +
- * byte mod 7), a byte for output_shape's length (mod 9), one per item (0: null, else byte
- * mod 7), then the equation and, after a newline, bias_axes (no newline: none). A parse or
+ * the one object of libtfc it links). The input: a byte for the input's rank (mod 9), one
+ * per size (1 + byte mod 7), a byte for output_shape's length (mod 9), one per item (0:
+ * null, else byte mod 7), then the equation and, after a newline, bias_axes (no newline: none). A parse or
  * plan either fails with a message or gives a plan whose sizes and permutations agree. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,7 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const int64_t in = prod(p.in_dim, p.rank_in), out = prod(p.out_dim, p.rank_out);
         const int64_t ker = prod(p.ker_dim, p.rank_ker);
         CHECK(p.rank_in == rank && p.rank_out <= TFC_EINSUM_AXES);
-        CHECK(p.rows_per * p.shared * p.k == in && p.rows_per * p.shared * p.n == out);
+        CHECK(p.rows_per * p.shared * p.k * p.reduce == in);
+        CHECK(p.rows_per * p.shared * p.n == out);
         CHECK(p.shared * p.k * p.n == ker && p.fan_in * p.fan_out == ker);
         CHECK(is_perm(p.x_perm, p.rank_in) && is_perm(p.y_perm, p.rank_out));
         CHECK(prod(p.y_canon_dim, p.rank_out) == out);

@@ -746,6 +746,15 @@ static const gc_case cases[] = {
                       "  - EinsumDense: {equation: \"ab...,bc->ac...\", output_shape: 2, "
                       "bias_axes: c, bias_initializer: random_normal}\n"
                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* EinsumDense with letters of the input alone, summed away: beside a shared letter with
+     * a kernel that moves, and with a kernel read transposed */
+    {"einsum_summed", "input: {shape: [3, 4, 5]}\nlayers:\n"
+                      "  - EinsumDense: {name: s, equation: \"abcd,db->ab\", output_shape: [3], "
+                      "bias_axes: b, bias_initializer: random_normal}\n"
+                      "  - Reshape: {name: r, target_shape: [12, 5], inputs: input}\n"
+                      "  - EinsumDense: {name: t, equation: \"abc,dc->ad\", output_shape: 4, "
+                      "activation: tanh, inputs: r}\n"
+                      "  - Concatenate: {inputs: [s, t]}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

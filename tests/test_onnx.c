@@ -677,7 +677,8 @@ static void test_activations(void)
             "bias_axes: g, activation: tanh}\n"
             "  - EinsumDense: {equation: \"...b,bc->...c\", output_shape: 3, bias_axes: c}\n"
             "  - EinsumDense: {equation: \"ab...,bc->ac...\", output_shape: 2, bias_axes: c}\n"
-            "  - EinsumDense: {equation: \"abc,bcd->abd\", output_shape: [2, 3]}\n", 0);
+            "  - EinsumDense: {equation: \"abc,bcd->abd\", output_shape: [2, 3]}\n"
+            "  - EinsumDense: {equation: \"abc,cd->ad\", output_shape: 4, bias_axes: d}\n", 0);
     fixture("einsum_dense_image",
             "input: {shape: [4, 5, 3]}\nlayers:\n"
             "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"

@@ -5,7 +5,8 @@
  * parsed and planned in einsum_spec.c into the letters' roles: batch-like B, contracted C,
  * kernel-free N and shared S; per example the input is laid out (B, S, C), the kernel (S, C, N)
  * (or (S, N, C), read transposed) and the output (B, S, N), permuted where the equation has
- * them otherwise. Then for each s < |S| one GEMM over the batch's rows:
+ * them otherwise; a letter of the input alone (R, summed away) joins the contracted ones, the
+ * kernel repeated along it (copy2d). Then for each s < |S| one GEMM over the batch's rows:
  *   forward:  Y_s = X_s K_s                                     (rows, N) = (rows, C)(C, N)
  *   backward: dX_s = dY_s K_s^T,  dK_s = X_s^T dY_s,  db = dY summed over what it broadcasts
  * The kernel and the bias keep Keras's shapes and variable names (the bias with 1 on the axes
@@ -53,7 +54,7 @@ static const tfc_field einsum_fields[] = {
 typedef struct einsum_state {
     tfc_einsum_plan p;
     int64_t in_numel, out_numel, ker_numel;
-    size_t xc_at, dxc_at, yc_at, kc_at, dkc_at, be_at, bt_at, bq_at;
+    size_t xc_at, dxc_at, yc_at, kc_at, dkc_at, kx_at, dkx_at, be_at, bt_at, bq_at;
 } einsum_state;
 
 /* An error of argument `arg` at its YAML (the character `at` of a string argument, the item
@@ -151,8 +152,8 @@ static tfc_status einsum_build(tfc_layer *l, tfc_error *err)
 }
 
 /* The workspace: the permuted input and its gradient, the output before its permute (and
- * its gradient after), the permuted kernel and its gradient, the bias broadcast and two
- * blocks for its gradient. */
+ * its gradient after), the permuted kernel and its gradient, the kernel repeated along the
+ * summed axes and its gradient, the bias broadcast and two blocks for its gradient. */
 static void einsum_plan(tfc_layer *l, tfc_backend *be)
 {
     (void)be;
@@ -165,6 +166,8 @@ static void einsum_plan(tfc_layer *l, tfc_backend *be)
     st->yc_at = at, at += p->y_permuted ? b * (size_t)st->out_numel : 0;
     st->kc_at = at, at += p->k_permuted ? (size_t)st->ker_numel : 0;
     st->dkc_at = at, at += p->k_permuted ? (size_t)st->ker_numel : 0;
+    st->kx_at = at, at += p->reduce > 1 ? (size_t)(st->ker_numel * p->reduce) : 0;
+    st->dkx_at = at, at += p->reduce > 1 ? (size_t)(st->ker_numel * p->reduce) : 0;
     st->be_at = at, at += blk;
     st->bt_at = at, at += blk;
     st->bq_at = at, at += blk;
@@ -190,7 +193,17 @@ static tfc_permute_desc desc(int64_t n, int ndim, const int64_t *dim, const int 
     return d;
 }
 
-/* The input and the kernel in the GEMMs' layouts: themselves, or permuted into scratch. */
+/* The kernel (S, C, N) (or (S, N, C)) as copy2d's rows and columns for its repetition along
+ * the summed axes R into (S, C, R, N) (or (S, N, C, R)): copy r of a row lands at r cols in a
+ * row of reduce cols. */
+static void repeat_rows(const tfc_einsum_plan *p, int64_t *rows, int *cols)
+{
+    *cols = p->k_trans ? 1 : (int)p->n;
+    *rows = p->shared * p->k * (p->k_trans ? p->n : 1);
+}
+
+/* The input and the kernel in the GEMMs' layouts: themselves, or permuted (and the kernel
+ * repeated along the summed axes) into scratch. */
 static void operands(const tfc_layer *l, tfc_exec *ex, const float *x, const float **X,
                      const float **K)
 {
@@ -209,6 +222,15 @@ static void operands(const tfc_layer *l, tfc_exec *ex, const float *x, const flo
         ex->be->ops->permute(ex->be, &d, *K, ws + st->kc_at, 0);
         *K = ws + st->kc_at;
     }
+    if (p->reduce > 1) {
+        int64_t rows;
+        int cols;
+        repeat_rows(p, &rows, &cols);
+        for (int64_t r = 0; r < p->reduce; r++)
+            ex->be->ops->copy2d(ex->be, rows, cols, *K, cols, ws + st->kx_at + r * cols,
+                                (int)p->reduce * cols, 0);
+        *K = ws + st->kx_at;
+    }
 }
 
 static void einsum_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
@@ -220,11 +242,11 @@ static void einsum_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, flo
     const float *X, *K;
     operands(l, ex, x[0], &X, &K);
     float *Y = p->y_permuted ? ws + st->yc_at : y;
-    const int m = (int)(ex->batch * p->rows_per), k = (int)p->k, n = (int)p->n;
+    const int m = (int)(ex->batch * p->rows_per), k = (int)(p->k * p->reduce), n = (int)p->n;
     const int s = (int)p->shared, ldb = p->k_trans ? k : n;
     for (int i = 0; i < s; i++) {
         const float *Ks = K + (size_t)i * k * n;
-        if (s == 1 && !p->k_permuted) /* the kernel as it is: the weights' gemm */
+        if (s == 1 && !p->k_permuted && p->reduce == 1) /* the kernel: the weights' gemm */
             op->gemm_weights(ex->be, 0, p->k_trans, m, n, k, 1.f, X, k, Ks, ldb, 0.f, Y, n);
         else
             op->gemm(ex->be, 0, p->k_trans, m, n, k, 1.f, X + (size_t)i * k, s * k, Ks, ldb,
@@ -263,7 +285,7 @@ static void einsum_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
         op->permute(ex->be, &d, dy, ws + st->yc_at, 0);
         dY = ws + st->yc_at;
     }
-    const int m = (int)(ex->batch * p->rows_per), k = (int)p->k, n = (int)p->n;
+    const int m = (int)(ex->batch * p->rows_per), k = (int)(p->k * p->reduce), n = (int)p->n;
     const int s = (int)p->shared, ldb = p->k_trans ? k : n, tb = p->k_trans;
     if (dx[0]) { /* dX_s = dY_s K_s^T, written where dx starts here */
         float *dX = p->x_permuted ? ws + st->dxc_at : dx[0];
@@ -276,18 +298,28 @@ static void einsum_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, co
             op->permute(ex->be, &d, dX, dx[0], !(ex->fresh & 1));
         }
     }
-    /* dK_s = X_s^T dY_s (with k_trans, its transpose dY_s^T X_s) */
-    float *dK = p->k_permuted ? ws + st->dkc_at : l->params[0].grad;
-    const float beta = p->k_permuted || ex->params_fresh ? 0.f : 1.f;
+    /* dK_s = X_s^T dY_s (with k_trans, its transpose dY_s^T X_s); repeated along the summed
+     * axes, the repetitions' gradients added back into one */
+    float *dKc = p->k_permuted ? ws + st->dkc_at : l->params[0].grad;
+    float *dK = p->reduce > 1 ? ws + st->dkx_at : dKc;
+    const float beta = p->k_permuted || p->reduce > 1 || ex->params_fresh ? 0.f : 1.f;
     for (int i = 0; i < s; i++) {
         const float *Xs = X + (size_t)i * k, *dYs = dY + (size_t)i * n;
         float *dKs = dK + (size_t)i * k * n;
         if (!tb) op->gemm(ex->be, 1, 0, k, n, m, 1.f, Xs, s * k, dYs, s * n, beta, dKs, n);
         else op->gemm(ex->be, 1, 0, n, k, m, 1.f, dYs, s * n, Xs, s * k, beta, dKs, k);
     }
+    if (p->reduce > 1) {
+        int64_t rows;
+        int cols;
+        repeat_rows(p, &rows, &cols);
+        for (int64_t r = 0; r < p->reduce; r++)
+            op->copy2d(ex->be, rows, cols, dK + r * cols, (int)p->reduce * cols, dKc, cols,
+                       r > 0 || (!p->k_permuted && !ex->params_fresh));
+    }
     if (p->k_permuted) {
         tfc_permute_desc d = desc(1, p->rank_ker, p->ker_dim, p->k_perm, 1);
-        op->permute(ex->be, &d, dK, l->params[0].grad, !ex->params_fresh);
+        op->permute(ex->be, &d, dKc, l->params[0].grad, !ex->params_fresh);
     }
     if (!p->rank_bias) return;
     /* db: dy summed over the rows; where it broadcasts, over its (Q, P) reading too */

@@ -1,7 +1,7 @@
 /* EinsumDense's equation: the parser and the planner (einsum_spec.h). Keras's rules are
  * _analyze_einsum_string and _analyze_split_string (keras/src/layers/core/einsum_dense.py);
  * where Keras would fail later (a None in the kernel's shape, an index out of range) or
- * compute something tfc does not (a sum over an input axis), this says why up front. */
+ * compute something tfc does not, this says why up front. */
 #include "layers/einsum_spec.h"
 
 #include <stdarg.h>
@@ -119,11 +119,6 @@ int tfc_einsum_parse(const char *eq, tfc_einsum_spec *s, tfc_einsum_error *e)
             return fail(e, TFC_EINSUM_EQUATION, s->ker_at + i, "the kernel's '%c' is in "
                         "neither the input nor the output, which give the kernel's sizes",
                         s->ker[i]);
-    for (int i = 0; i < s->n_in; i++)
-        if (!strchr(s->ker, s->in[i]) && !strchr(s->out, s->in[i]))
-            return fail(e, TFC_EINSUM_EQUATION, s->in_at + i, "the input's '%c' is in "
-                        "neither the kernel nor the output: tfc does not sum an input axis "
-                        "away (a Lambda-free way: put it in the kernel)", s->in[i]);
     /* the batch: the input's first axis, the output's first, never the kernel's (with a
      * leading '...' it may be that of the ellipsis: tfc_einsum_plan_make) */
     if (s->ellipsis != 1) {
@@ -240,23 +235,25 @@ int tfc_einsum_plan_make(const tfc_einsum_spec *s, int in_rank, const int64_t *i
         p->ker_dim[i] = o >= 0 ? full_dim[o] : in_dim[find(in, full_in, ker[i]) - 1];
         *(o >= 0 ? &p->fan_out : &p->fan_in) *= p->ker_dim[i];
     }
-    /* the roles and the GEMM's layouts: B, S, C in the input's order, N in the output's */
+    /* the roles and the GEMM's layouts: B, S, C, R in the input's order, N in the output's */
     int b[TFC_EINSUM_AXES], sh[TFC_EINSUM_AXES], c[TFC_EINSUM_AXES], nn[TFC_EINSUM_AXES];
-    int nb = 0, ns = 0, nc = 0, nk = 0;
-    p->rows_per = p->shared = p->k = p->n = 1;
+    int r[TFC_EINSUM_AXES], nb = 0, ns = 0, nc = 0, nk = 0, nr = 0;
+    p->rows_per = p->shared = p->k = p->n = p->reduce = 1;
     for (int i = 1; i < full_in; i++) {
         const int inker = find(ker, s->n_ker, in[i]) >= 0, inout = find(out, full_out, in[i]) >= 0;
         if (inker && inout) sh[ns++] = in[i], p->shared *= in_dim[i - 1];
         else if (inker) c[nc++] = in[i], p->k *= in_dim[i - 1];
-        else b[nb++] = in[i], p->rows_per *= in_dim[i - 1];
+        else if (inout) b[nb++] = in[i], p->rows_per *= in_dim[i - 1];
+        else r[nr++] = in[i], p->reduce *= in_dim[i - 1];
     }
     for (int o = 1; o < full_out; o++)
         if (find(in, full_in, out[o]) < 0) nn[nk++] = out[o], p->n *= full_dim[o];
     int canon[TFC_EINSUM_AXES], nca = 0;
-    /* x to (B, S, C) */
+    /* x to (B, S, C, R) */
     for (int i = 0; i < nb; i++) canon[nca++] = b[i];
     for (int i = 0; i < ns; i++) canon[nca++] = sh[i];
     for (int i = 0; i < nc; i++) canon[nca++] = c[i];
+    for (int i = 0; i < nr; i++) canon[nca++] = r[i];
     p->x_permuted = perm_of(in + 1, canon, in_rank, p->x_perm);
     /* (B, S, N) to y */
     nca = nb + ns;

@@ -9,8 +9,10 @@
  *   contracted (C)  input and kernel:           the GEMM's inner dimension, summed
  *   kernel-free (N) kernel and output:          the GEMM's columns
  *   shared (S)      input, kernel and output:   one GEMM per index (a batched GEMM)
- * A letter in the input alone (a sum over an input axis), a trace or a diagonal (a letter
- * twice in one operand) and letters that nothing defines are errors. */
+ *   summed (R)      input alone:                summed with the contracted axes, the kernel
+ *                                               repeated along it
+ * A trace or a diagonal (a letter twice in one operand) and letters that nothing defines are
+ * errors. */
 #ifndef TFC_LAYERS_EINSUM_SPEC_H
 #define TFC_LAYERS_EINSUM_SPEC_H
 
@@ -56,13 +58,14 @@ typedef struct tfc_einsum_plan {
     int rank_bias;                     /* 0: no bias */
     int64_t bias_dim[TFC_EINSUM_AXES]; /* Keras's bias shape (1 on the axes it broadcasts) */
     int64_t fan_in, fan_out;           /* Keras's input_axes / output_axes fans of the kernel */
-    /* The GEMMs: for s < shared, Y_s (rows, n) = X_s (rows, k) K_s (k, n), rows = batch x
-     * rows_per; X as (B, S, C) and Y as (B, S, N) per example, K as (S, C, N) or, with
-     * k_trans, (S, N, C). */
-    int64_t rows_per, shared, k, n;
+    /* The GEMMs: for s < shared, Y_s (rows, n) = X_s (rows, k reduce) K_s (k reduce, n),
+     * rows = batch x rows_per; X as (B, S, C, R) and Y as (B, S, N) per example, K as
+     * (S, C, N) or, with k_trans, (S, N, C), and where reduce > 1 repeated along R into
+     * (S, C, R, N) or (S, N, C, R). */
+    int64_t rows_per, shared, k, n, reduce;
     int k_trans;
     /* permutes into those layouts, as the permute op takes them (output axis i is input axis
-     * perm[i]): the input per example to (B, S, C); (B, S, N) per example to the output; the
+     * perm[i]): the input per example to (B, S, C, R); (B, S, N) per example to the output; the
      * kernel (one example) to (S, C, N). A flag 0: already so, no permute. */
     int x_permuted, y_permuted, k_permuted;
     int x_perm[TFC_EINSUM_AXES], y_perm[TFC_EINSUM_AXES], k_perm[TFC_EINSUM_AXES];

@@ -3540,8 +3540,8 @@ static void test_dot(void)
 
 /* EinsumDense (CPU-first, lifted here; the permute kernel put in the table): the GPU's gemms
  * on each layout (the MHA projections with a bias broadcast over the last axis, '...' in
- * front and at the end, a shared letter, a kernel read transposed and one permuted), training
- * steps on both backends */
+ * front and at the end, a shared letter, a kernel read transposed and one permuted, a letter
+ * summed away), training steps on both backends */
 static void test_einsum_dense(void)
 {
     enable_layer_ops(1);
@@ -3559,7 +3559,8 @@ static void test_einsum_dense(void)
                 "  - EinsumDense: {equation: \"abc,dc->abd\", output_shape: [3, 5]}\n"
                 "  - EinsumDense: {equation: \"abc,cdb->adb\", output_shape: [2, 3], "
                 "bias_axes: b}\n"
-                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "  - EinsumDense: {equation: \"abc,dc->ad\", output_shape: 4, bias_axes: d}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
     lift_cpu_first = 0;

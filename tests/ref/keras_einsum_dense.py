@@ -57,6 +57,11 @@ CASES = {
     "shared": lambda: model((4, 5), [("s", "abc,bcd->abd", [4, 3], "d", None),
                                      ("t", "abc,dc->abd", [4, 6], "bd", "tanh"),
                                      ("p", "abc,cdb->adb", [2, 4], "b", None)]),
+    # letters of the input alone, summed away: the steps ("abc,cd->ad"), and one of three
+    # axes beside a shared letter and a kernel (d, b) that moves
+    "summed": lambda: model((4, 5), [("e0", "abc,cd->ad", 3, "d", "tanh")]),
+    "summed_shared": lambda: model((3, 4, 5), [("e0", "abcd,db->ab", [3], "b", None),
+                                               ("e1", "ab,bc->ac", 2, "c", None)]),
 }
 
 
