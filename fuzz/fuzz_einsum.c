@@ -1,8 +1,9 @@
 /* libFuzzer target for EinsumDense's equation parser and planner (src/layers/einsum_spec.c,
  * the one object of libtfc it links). The input: a byte for the input's rank (mod 9), one
  * per size (1 + byte mod 7), a byte for output_shape's length (mod 9), one per item (0:
- * null, else byte mod 7), then the equation and, after a newline, bias_axes (no newline: none). A parse or
- * plan either fails with a message or gives a plan whose sizes and permutations agree. */
+ * null, else byte mod 7), then the equation and, after a newline, bias_axes (no newline:
+ * none). A parse or plan either fails with a message or gives a plan whose sizes and
+ * permutations agree. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
