@@ -3,18 +3,18 @@
  *   y = act(einsum(equation, x, K) + b)      b broadcast over the output's trailing axes
  * ("abc,cde->abde" projects each step to heads x dims; "abde,deg->abg" back). The equation is
  * parsed and planned in einsum_spec.c into the letters' roles: batch-like B, contracted C,
- * kernel-free N and shared S; per example the input is laid out (B, S, C), the kernel (S, C, N)
- * (or (S, N, C), read transposed) and the output (B, S, N), permuted where the equation has
- * them otherwise; a letter of the input alone (R, summed away) joins the contracted ones, the
- * kernel repeated along it (copy2d). Then for each s < |S| one GEMM over the batch's rows:
+ * kernel-free N, shared S and summed R (the input's alone); per example the input is laid
+ * out (B, S, C, R), the kernel (S, C, N) (or (S, N, C), read transposed) and the output
+ * (B, S, N), permuted where the equation has them otherwise; R joins the contracted letters,
+ * the kernel repeated along it (copy2d). Then for each s < |S| one GEMM over the batch's rows:
  *   forward:  Y_s = X_s K_s                                     (rows, N) = (rows, C)(C, N)
  *   backward: dX_s = dY_s K_s^T,  dK_s = X_s^T dY_s,  db = dY summed over what it broadcasts
  * The kernel and the bias keep Keras's shapes and variable names (the bias with 1 on the axes
- * it broadcasts over), the kernel's glorot/he/lecun fans Keras's (input_axes: the axes summed,
- * output_axes: the others). The permutes of the input and the kernel are recomputed in
+ * it broadcasts over), the kernel's glorot/he/lecun fans Keras's (input_axes: the contracted
+ * axes, output_axes: the others). The permutes of the input and the kernel are recomputed in
  * backward. Gradients: dx and the parameters' written where they start here (assigns_grads,
  * assigns_param_grads), else added. The mask stops here, as Keras's layer has none. Built on
- * gemm, bias_add, bias_grad and permute: CPU-first until make test-gpu has run it. */
+ * gemm, bias_add, bias_grad, copy2d and permute: CPU-first until make test-gpu has run it. */
 #include <stdlib.h>
 #include <string.h>
 
