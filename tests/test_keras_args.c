@@ -66,6 +66,8 @@ static const listed tfc_only[] = {
     {"AdditiveAttention.return_attention_scores", "Keras's call() argument: only false"},
     {"RandomContrast.data_format", "channels_last only, as every tfc image layer"},
     {"LeakyReLU.alpha", "Keras 2's name of negative_slope, which Keras 3 still takes (kwargs)"},
+    {"EinsumDense.activity_regularizer", "the base Layer's keyword, which EinsumDense takes in "
+     "its kwargs"},
     {NULL, NULL}};
 
 /* tfc defaults of "~" that the layer resolves to Keras's default when it builds */

@@ -738,6 +738,38 @@ static const gc_case cases[] = {
                   "  - GlobalAveragePooling3D: {name: ga, inputs: conv3d}\n"
                   "  - Flatten: {inputs: gm}\n  - Concatenate: {inputs: [flatten, ga]}\n"
                   "  - Dense: {units: 3}\n", 2},
+    /* EinsumDense first (the input's gradient): MultiHeadAttention's query projection with
+     * a bias on the heads only (broadcast over the last axis), its output projection, a
+     * projection of each step with tanh, and '...' in front */
+    {"einsum_dense", "input: {shape: [4, 5]}\nlayers:\n"
+                     "  - EinsumDense: {equation: \"abc,cde->abde\", output_shape: [null, 2, 3], "
+                     "bias_axes: d, bias_initializer: random_normal}\n"
+                     "  - EinsumDense: {equation: \"abde,deg->abg\", output_shape: [null, 3], "
+                     "bias_axes: g, activation: tanh}\n"
+                     "  - EinsumDense: {equation: \"...b,bc->...c\", output_shape: 2, "
+                     "bias_axes: c, bias_initializer: random_normal}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* EinsumDense with a shared letter (a GEMM per step), a kernel read transposed, one
+     * permuted, and '...' at the end (the input and the output permuted, the bias (2, 1)) */
+    {"einsum_shared", "input: {shape: [4, 5]}\nlayers:\n"
+                      "  - EinsumDense: {equation: \"abc,bcd->abd\", output_shape: [4, 3], "
+                      "bias_axes: bd, bias_initializer: random_normal}\n"
+                      "  - EinsumDense: {equation: \"abc,dc->abd\", output_shape: [4, 3], "
+                      "activation: tanh}\n"
+                      "  - EinsumDense: {equation: \"abc,cdb->adb\", output_shape: [2, 4], "
+                      "bias_axes: b, bias_initializer: random_normal}\n"
+                      "  - EinsumDense: {equation: \"ab...,bc->ac...\", output_shape: 2, "
+                      "bias_axes: c, bias_initializer: random_normal}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* EinsumDense with letters of the input alone, summed away: beside a shared letter with
+     * a kernel that moves, and with a kernel read transposed */
+    {"einsum_summed", "input: {shape: [3, 4, 5]}\nlayers:\n"
+                      "  - EinsumDense: {name: s, equation: \"abcd,db->ab\", output_shape: [3], "
+                      "bias_axes: b, bias_initializer: random_normal}\n"
+                      "  - Reshape: {name: r, target_shape: [12, 5], inputs: input}\n"
+                      "  - EinsumDense: {name: t, equation: \"abc,dc->ad\", output_shape: 4, "
+                      "activation: tanh, inputs: r}\n"
+                      "  - Concatenate: {inputs: [s, t]}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

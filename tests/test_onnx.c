@@ -10,7 +10,8 @@
  * MultiHeadAttention (causal, padded, windowed, cross), GroupQueryAttention (the same, with
  * its gate and one key/value head), Attention and AdditiveAttention
  * (padded, causal, concat, a key of its own), TokenAndPositionEmbedding in a
- * transformer block and PositionEmbedding, an Add/Concatenate/Reshape graph, every activation
+ * transformer block and PositionEmbedding, EinsumDense (Einsum; '...', a broadcast bias, after
+ * a convolution), an Add/Concatenate/Reshape graph, every activation
  * and the augmentation layers (the identity); a layer without an ONNX form is refused.
  * Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
@@ -683,6 +684,24 @@ static void test_activations(void)
             "  - Dot: {name: n, axes: [3, 3], normalize: true, inputs: [input, a]}\n"
             "  - Flatten: {name: fm, inputs: m}\n  - Flatten: {name: fn, inputs: n}\n"
             "  - Concatenate: {inputs: [fm, fn]}\n", 0);
+    /* EinsumDense: Einsum and Add of the bias in Keras's shape (broadcast on the heads only,
+     * (2, 1)); the MHA projections, '...' in front and at the end, a shared letter, and a
+     * convolution's output (NCHW in the graph) */
+    fixture("einsum_dense",
+            "input: {shape: [4, 5]}\nlayers:\n"
+            "  - EinsumDense: {equation: \"abc,cde->abde\", output_shape: [null, 2, 3], "
+            "bias_axes: d}\n"
+            "  - EinsumDense: {equation: \"abde,deg->abg\", output_shape: [null, 5], "
+            "bias_axes: g, activation: tanh}\n"
+            "  - EinsumDense: {equation: \"...b,bc->...c\", output_shape: 3, bias_axes: c}\n"
+            "  - EinsumDense: {equation: \"ab...,bc->ac...\", output_shape: 2, bias_axes: c}\n"
+            "  - EinsumDense: {equation: \"abc,bcd->abd\", output_shape: [2, 3]}\n"
+            "  - EinsumDense: {equation: \"abc,cd->ad\", output_shape: 4, bias_axes: d}\n", 0);
+    fixture("einsum_dense_image",
+            "input: {shape: [4, 5, 3]}\nlayers:\n"
+            "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
+            "  - EinsumDense: {equation: \"abcd,de->abce\", output_shape: [null, null, 4], "
+            "bias_axes: ce}\n", 0);
     /* Normalization: Sub and Div, or Mul and Add (invert), adapted weights and given
      * constants, per feature, over two kept axes, scalars; after a convolution (NCHW) */
     fixture("normalization",

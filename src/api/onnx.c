@@ -1203,6 +1203,36 @@ static tref dense(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* EinsumDense: Einsum (opset 12) with the layer's equation (ONNX reads Keras's, '...'
+ * included) on the input and the kernel in Keras's layout, then Add of the bias in Keras's
+ * shape, which broadcasts against the output's trailing axes as Keras's ops.add does */
+static tref einsum_dense(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_param *kp, *bp = NULL;
+    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", &bp);
+    tref xin = nhwc(x, in), r = {.shape = l->out_shape};
+    if (!kern) {
+        free(bias);
+        return r;
+    }
+    char wn[96], bn[96];
+    init_f32(x, wn, "W", kp->shape.dim, kp->shape.ndim, kern);
+    if (bias) init_f32(x, bn, "B", bp->shape.dim, bp->shape.ndim, bias);
+    free(kern);
+    free(bias);
+    tfc_pb a = {0};
+    attr_string(&a, "equation", *(const char *const *)arg(l, "equation"));
+    fresh(x, r.name, "Einsum");
+    node(x, "Einsum", (const char *[]){xin.name, wn, NULL}, r.name, &a);
+    if (bp) {
+        char e[96];
+        snprintf(e, sizeof e, "%s", r.name);
+        fresh(x, r.name, "Add");
+        node(x, "Add", (const char *[]){e, bn, NULL}, r.name, NULL);
+    }
+    return r;
+}
+
 /* bool [N, T] mask (ids != 0) and int32 [N] lengths of the model input, made once. */
 static void sequence_mask(exporter *x)
 {
@@ -2173,6 +2203,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = batch_norm(x, l, in);
     } else if (!strcmp(type, "Dense")) {
         r = dense(x, l, in);
+    } else if (!strcmp(type, "EinsumDense")) {
+        r = einsum_dense(x, l, in);
     } else if (!strcmp(type, "LayerNormalization") || !strcmp(type, "RMSNormalization")) {
         r = row_norm(x, l, in, type[0] == 'R');
     } else if (!strcmp(type, "GroupNormalization")) {

@@ -527,6 +527,7 @@ tfc_status tfc_init_fill(const tfc_init *init, const tfc_shape *shape, uint64_t 
     int64_t n = tfc_shape_numel(shape);
     double fan_in, fan_out;
     fans(shape, &fan_in, &fan_out);
+    if (init->fan_in > 0 && init->fan_out > 0) fan_in = init->fan_in, fan_out = init->fan_out;
     double limit = 0, stddev = 0;
     switch (init->kind) {
     case TFC_INIT_ZEROS:

@@ -44,6 +44,9 @@ typedef struct tfc_init {
     tfc_init_kind kind;
     double a, b;              /* value | minval, maxval | mean, stddev | gain | scale */
     int mode, distribution;   /* variance_scaling */
+    /* > 0: the fans of Keras's input_axes / output_axes (EinsumDense sets them for its
+     * kernel), in place of those tfc_init_fill reads off the shape */
+    double fan_in, fan_out;
 } tfc_init;
 
 extern const char *const tfc_init_names[TFC_INIT_COUNT + 1];
@@ -104,7 +107,7 @@ int tfc_constraint_layout(const tfc_constraint *c, const tfc_shape *shape,
 
 /* Fills `out` (host memory, `shape` in Keras layout) from the stream `key`. Fans follow
  * Keras: the last axis is fan_out, the one before fan_in, leading axes are the receptive
- * field. Returns TFC_ERR_NOMEM only for orthogonal's scratch. */
+ * field (unless init->fan_in and fan_out say). Returns TFC_ERR_NOMEM only for orthogonal's scratch. */
 tfc_status tfc_init_fill(const tfc_init *init, const tfc_shape *shape, uint64_t key, float *out,
                          tfc_error *err);
 

@@ -94,6 +94,10 @@ static void layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *ba
         int64_t macs = k->numel * (units ? out / units : 0);
         if (strstr(l->ops->type, "Transpose"))
             macs = k->numel * (tfc_shape_numel(in) / in->dim[in->ndim - 1]);
+        if (!strcmp(l->ops->type, "EinsumDense")) /* each output value sums over the kernel's
+                                                    * contracted axes, whose product its
+                                                    * initializer holds as fan_in */
+            macs = out * (int64_t)k->init.fan_in;
         *forward = 2 * macs;
         *backward = 2 * macs + (reads_input ? 0 : 2 * macs);
     } else {

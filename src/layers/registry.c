@@ -38,6 +38,7 @@ extern const tfc_layer_ops tfc_conv3d_ops, tfc_max_pooling3d_ops, tfc_average_po
 extern const tfc_layer_ops tfc_resizing_ops, tfc_center_crop_ops, tfc_random_crop_ops;
 extern const tfc_layer_ops tfc_random_brightness_ops;
 extern const tfc_layer_ops tfc_group_query_attention_ops;
+extern const tfc_layer_ops tfc_einsum_dense_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -79,6 +80,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_resizing_ops,       &tfc_center_crop_ops,      &tfc_random_crop_ops,
     &tfc_random_brightness_ops,
     &tfc_group_query_attention_ops,
+    &tfc_einsum_dense_ops,
     NULL};
 
 /* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer

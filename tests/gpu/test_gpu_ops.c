@@ -3560,6 +3560,35 @@ static void test_dot(void)
     enable_layer_ops(0);
 }
 
+/* EinsumDense (CPU-first, lifted here; the permute kernel put in the table): the GPU's gemms
+ * on each layout (the MHA projections with a bias broadcast over the last axis, '...' in
+ * front and at the end, a shared letter, a kernel read transposed and one permuted, a letter
+ * summed away), training steps on both backends */
+static void test_einsum_dense(void)
+{
+    enable_layer_ops(1);
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [6, 8]}\nlayers:\n"
+                "  - EinsumDense: {equation: \"abc,cde->abde\", output_shape: [null, 2, 4], "
+                "bias_axes: d}\n"
+                "  - EinsumDense: {equation: \"abde,deg->abg\", output_shape: [null, 5], "
+                "bias_axes: g, activation: tanh}\n"
+                "  - EinsumDense: {equation: \"...b,bc->...c\", output_shape: 4, bias_axes: c}\n"
+                "  - EinsumDense: {equation: \"ab...,bc->ac...\", output_shape: 3, "
+                "bias_axes: c}\n"
+                "  - EinsumDense: {equation: \"abc,bcd->abd\", output_shape: [3, 4], "
+                "bias_axes: bd, activation: tanh}\n"
+                "  - EinsumDense: {equation: \"abc,dc->abd\", output_shape: [3, 5]}\n"
+                "  - EinsumDense: {equation: \"abc,cdb->adb\", output_shape: [2, 3], "
+                "bias_axes: b}\n"
+                "  - EinsumDense: {equation: \"abc,dc->ad\", output_shape: 4, bias_axes: d}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* ZeroPadding3D, Cropping3D and UpSampling3D (CPU-first, lifted here): copy2d and the
  * upsample op (its depth pass an image of one wide pixel a row) on the GPU; training steps
  * of a small volume model on both backends */
@@ -4506,6 +4535,7 @@ int main(int argc, char **argv)
         {"crop_resize", test_crop_resize},
         {"extremum", test_extremum},
         {"dot", test_dot},
+        {"einsum_dense", test_einsum_dense},
         {"train_volume", test_train_volume},
         {"conv3d", test_conv3d},
         {"pool3d", test_pool3d},
