@@ -47,7 +47,14 @@ static const tfc_field mha_fields[] = {
      TFC_UNBOUNDED, NULL, "default glorot_uniform"},
     {"bias_initializer", TFC_F_NODE, offsetof(mha_args, bias_initializer), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "default zeros"},
-    TFC_KERNEL_BIAS_KERAS_FIELDS,
+    TFC_REGULARIZER_FIELD("kernel_regularizer"), TFC_REGULARIZER_FIELD("bias_regularizer"),
+    /* Keras passes it to the query, key, value and output projections (EinsumDense layers),
+     * each adding its penalty; the layer's output alone would be a quarter of it */
+    TFC_FIXED_FIELD("activity_regularizer", TFC_NO_DEFAULT,
+                    "Keras penalises the query, key and value projections' outputs as well "
+                    "as the layer's, which tfc has no form of yet; put an "
+                    "ActivityRegularization layer after it for the output's"),
+    TFC_CONSTRAINT_FIELD("kernel_constraint"), TFC_CONSTRAINT_FIELD("bias_constraint"),
     TFC_FIXED_FIELD("use_gate", "false", "tfc's MultiHeadAttention has no gate"),
     {NULL}};
 
