@@ -37,6 +37,9 @@ extern const tfc_layer_ops tfc_conv3d_ops, tfc_max_pooling3d_ops, tfc_average_po
     tfc_global_max_pooling3d_ops, tfc_global_average_pooling3d_ops;
 extern const tfc_layer_ops tfc_resizing_ops, tfc_center_crop_ops, tfc_random_crop_ops;
 extern const tfc_layer_ops tfc_random_brightness_ops;
+extern const tfc_layer_ops tfc_adaptive_average_pooling1d_ops,
+    tfc_adaptive_average_pooling2d_ops, tfc_adaptive_average_pooling3d_ops,
+    tfc_adaptive_max_pooling1d_ops, tfc_adaptive_max_pooling2d_ops, tfc_adaptive_max_pooling3d_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -77,6 +80,9 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_global_max_pooling3d_ops, &tfc_global_average_pooling3d_ops,
     &tfc_resizing_ops,       &tfc_center_crop_ops,      &tfc_random_crop_ops,
     &tfc_random_brightness_ops,
+    &tfc_adaptive_average_pooling1d_ops, &tfc_adaptive_average_pooling2d_ops,
+    &tfc_adaptive_average_pooling3d_ops, &tfc_adaptive_max_pooling1d_ops,
+    &tfc_adaptive_max_pooling2d_ops, &tfc_adaptive_max_pooling3d_ops,
     NULL};
 
 const tfc_layer_ops *tfc_layer_lookup(const char *type)
