@@ -6,8 +6,9 @@
 # gradients with respect to x ("dx") and each weight ("grad:<path>"), and every weight under
 # its Keras 3 variable path. The cases pool axes whose sizes are and are not multiples of the
 # output's (overlapping bins), outputs larger than the input (repeated cells), integer and
-# list output_size; the ties cases draw inputs from {0, 0.5, 1}, so that many cells of a bin
-# share its max and the input's gradient shows which one JAX's gradient picks. Not run by
+# list output_size; the cases without weights (ties*, adaptive2d_even) draw inputs from
+# {0, 0.5, 1}, so that many cells of a bin share its max and the input's gradient shows which
+# one JAX's gradient picks. Not run by
 # `make test` (Keras is not a CI dependency). To regenerate (Keras 3.15.1 + JAX, CPU):
 #   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_adaptive_pooling.py
 import os
@@ -117,7 +118,7 @@ CASES = {"adaptive1d": adaptive1d, "adaptive2d": adaptive2d,
 
 
 def draw(rng, model, arg):
-    """Weights uniform in [-0.5, 0.5]; a uniform input batch in [-1, 1], or (a ties case: no
+    """Weights uniform in [-0.5, 0.5]; a uniform input batch in [-1, 1], or (a case without
     weights) one of {0, 0.5, 1}."""
     for v in model.weights:
         v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
