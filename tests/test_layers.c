@@ -770,6 +770,28 @@ static const gc_case cases[] = {
                       "  - EinsumDense: {name: t, equation: \"abc,dc->ad\", output_shape: 4, "
                       "activation: tanh, inputs: r}\n"
                       "  - Concatenate: {inputs: [s, t]}\n  - Dense: {units: 3}\n", 3},
+    /* the adaptive poolings on the input (its gradient): bins overlapping (6 to 4, 30 to 7,
+     * 5 to 3 and 2), cells repeated (6 to 9, 30 to 40, 3 to 4, 2 to 3), 1-D and 3-D on the
+     * input reshaped */
+    {"adaptive_pooling", "input: {shape: [5, 6, 2]}\nlayers:\n"
+                         "  - AdaptiveMaxPooling2D: {name: m2, output_size: [3, 4]}\n"
+                         "  - AdaptiveAveragePooling2D: {name: a2, output_size: [2, 9], "
+                         "inputs: input}\n"
+                         "  - Reshape: {name: s, target_shape: [30, 2], inputs: input}\n"
+                         "  - AdaptiveMaxPooling1D: {name: m1, output_size: 7}\n"
+                         "  - AdaptiveAveragePooling1D: {name: a1, output_size: 40, inputs: s}\n"
+                         "  - Reshape: {name: v, target_shape: [5, 3, 2, 2], inputs: input}\n"
+                         "  - AdaptiveMaxPooling3D: {name: m3, output_size: [2, 2, 1]}\n"
+                         "  - AdaptiveAveragePooling3D: {name: a3, output_size: [3, 4, 3], "
+                         "inputs: v}\n"
+                         "  - Flatten: {name: f1, inputs: m2}\n"
+                         "  - Flatten: {name: f2, inputs: a2}\n"
+                         "  - Flatten: {name: f3, inputs: m1}\n"
+                         "  - Flatten: {name: f4, inputs: a1}\n"
+                         "  - Flatten: {name: f5, inputs: m3}\n"
+                         "  - Flatten: {name: f6, inputs: a3}\n"
+                         "  - Concatenate: {inputs: [f1, f2, f3, f4, f5, f6]}\n"
+                         "  - Dense: {units: 3}\n", 2},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -514,6 +514,58 @@ static void test_conv3d(void)
             "  - Flatten: {inputs: g}\n  - Concatenate: {inputs: [flatten, h]}\n", 0);
 }
 
+/* The adaptive poolings on images, sequences and volumes after a convolution: every axis
+ * a multiple of the output's (MaxPool, AveragePool), and not (a Slice, ReduceMax or
+ * ReduceMean a bin, then Concat, an axis already at its size left alone; outputs larger
+ * than inputs), at opset 17 (the reductions' axes an attribute) and 21 (an input); a layer
+ * needing too many Slices is refused. */
+static void test_adaptive_pooling(void)
+{
+    if (!ready()) return;
+    static const char *const names[2] = {"adaptive_even", "adaptive_uneven"};
+    static const char *const sizes[2][6] = {
+        {"[3, 2]", "[2, 4]", "12", "6", "[3, 2, 1]", "[2, 2, 2]"},
+        {"[4, 5]", "[9, 3]", "7", "50", "[4, 3, 3]", "[5, 4, 1]"}};
+    for (int u = 0; u < 2; u++) {
+        char yaml[2048];
+        snprintf(yaml, sizeof yaml,
+                 "input: {shape: [6, 8, 2]}\nlayers:\n"
+                 "  - Conv2D: {name: c, filters: 3, kernel_size: 3, padding: same}\n"
+                 "  - AdaptiveMaxPooling2D: {name: m2, output_size: %s}\n"
+                 "  - AdaptiveAveragePooling2D: {name: a2, output_size: %s, inputs: c}\n"
+                 "  - Reshape: {name: s, target_shape: [48, 3], inputs: c}\n"
+                 "  - AdaptiveAveragePooling1D: {name: a1, output_size: %s}\n"
+                 "  - AdaptiveMaxPooling1D: {name: m1, output_size: %s, inputs: s}\n"
+                 "  - Reshape: {name: v, target_shape: [6, 4, 2, 3], inputs: c}\n"
+                 "  - AdaptiveMaxPooling3D: {name: m3, output_size: %s}\n"
+                 "  - AdaptiveAveragePooling3D: {name: a3, output_size: %s, inputs: v}\n"
+                 "  - Flatten: {name: f1, inputs: m2}\n  - Flatten: {name: f2, inputs: a2}\n"
+                 "  - Flatten: {name: f3, inputs: a1}\n  - Flatten: {name: f4, inputs: m1}\n"
+                 "  - Flatten: {name: f5, inputs: m3}\n  - Flatten: {name: f6, inputs: a3}\n"
+                 "  - Concatenate: {inputs: [f1, f2, f3, f4, f5, f6]}\n",
+                 sizes[u][0], sizes[u][1], sizes[u][2], sizes[u][3], sizes[u][4], sizes[u][5]);
+        fixture(names[u], yaml, 0);
+        char cmd[4096], model[1024], weights[1024], onnx[1024], file[64];
+        snprintf(file, sizeof file, "%s.yaml", names[u]);
+        snprintf(model, sizeof model, "%s", tfc_test_path(file));
+        snprintf(file, sizeof file, "%s.safetensors", names[u]);
+        snprintf(weights, sizeof weights, "%s", tfc_test_path(file));
+        snprintf(onnx, sizeof onnx, "%s", tfc_test_path("adaptive21.onnx"));
+        /* the nodes each form takes: pools where even, slices where not */
+        snprintf(cmd, sizeof cmd, "%s/tfc-export %s --weights %s --onnx %s --opset 21 && "
+                 "python3 tests/onnx_check.py %s %s %s && python3 -c \"import onnx; "
+                 "ops = [n.op_type for n in onnx.load('%s').graph.node]; "
+                 "assert ops.count('MaxPool') + ops.count('AveragePool') == %d, ops; "
+                 "assert (ops.count('Slice') > 0) == %d, ops\"", bin, model, weights, onnx, onnx,
+                 tfc_test_path("x.npy"), tfc_test_path("y.npy"), onnx, u ? 0 : 6, u);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
+    export_refused("adaptive_big", "input: {shape: [5000, 1]}\nlayers:\n"
+                   "  - AdaptiveMaxPooling1D: {name: big, output_size: 4999}\n",
+                   "layer 'big' (AdaptiveMaxPooling1D): bins of unequal sizes take a Slice per "
+                   "output cell, 4999 here (at most 4096)");
+}
+
 /* GRU (both reset_after, masked, return_sequences) and Bidirectional in each merge mode,
  * masked and not: ONNX's GRU with linear_before_reset, and bidirectional nodes */
 static void test_gru_bidirectional(void)
@@ -851,6 +903,7 @@ static void test_options(void)
 }
 
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
+              {"adaptive_pooling", test_adaptive_pooling},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},
               {"attention", test_attention},

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/adaptive_pool.h"
 #include "core/fileio.h"
 #include "core/protobuf.h"
 #include "layers/rnn.h"
@@ -1428,6 +1429,87 @@ static tref pool1d(exporter *x, const tfc_layer *l, const tref *in, int max)
     return swap_tc(x, &t);
 }
 
+/* The most Slice nodes an adaptive pooling's export may take (one per output cell of each
+ * axis it pools unevenly). */
+#define ADAPTIVE_ONNX_SLICES 4096
+
+/* AdaptiveMaxPooling1D/2D/3D, AdaptiveAveragePooling1D/2D/3D. Every axis a multiple of its
+ * output's: MaxPool / AveragePool with kernel = strides = L / n, channels first. Otherwise
+ * axis by axis on the channels-last tensor (a bin's max or mean is its axes' in turn, the
+ * bins of an axis all of one size in a box): each output cell's bin a Slice, its ReduceMax /
+ * ReduceMean over the axis (kept), the cells Concat'ed (the axes an attribute before opset
+ * 18, an input since). */
+static tref adaptive_pool(exporter *x, const tfc_layer *l, const tref *in, int max)
+{
+    const int k = l->in_shape[0].ndim - 1;
+    int64_t size[3], out[3];
+    int even = 1, slices = 0;
+    for (int a = 0; a < k; a++) {
+        size[a] = l->in_shape[0].dim[a], out[a] = l->out_shape.dim[a];
+        even &= size[a] % out[a] == 0;
+        slices += size[a] == out[a] ? 0 : (int)out[a];
+    }
+    if (even) {
+        tfc_pb at = {0};
+        int64_t ks[3] = {1, 1, 1};
+        for (int a = 0; a < k; a++) ks[a] = size[a] / out[a];
+        attr_ints(&at, "kernel_shape", ks, k);
+        attr_ints(&at, "strides", ks, k);
+        tref t = k == 1 ? swap_tc(x, in) : k == 2 ? nchw(x, in) : volume_layout(x, in, 1);
+        unary(x, max ? "MaxPool" : "AveragePool", t.name, t.name, &at);
+        return k == 1 ? swap_tc(x, &t) : k == 2 ? t : volume_layout(x, &t, 0);
+    }
+    if (slices > ADAPTIVE_ONNX_SLICES) {
+        char why[160];
+        snprintf(why, sizeof why, "bins of unequal sizes take a Slice per output cell, %d "
+                 "here (at most %d)", slices, ADAPTIVE_ONNX_SLICES);
+        unsupported(x, l, why);
+        return *in;
+    }
+    const char *reduce = max ? "ReduceMax" : "ReduceMean";
+    tref t = k == 2 ? nhwc(x, in) : *in;
+    for (int a = 0; a < k && !x->st; a++) {
+        if (size[a] == out[a]) continue;
+        const int64_t axis = a + 1;
+        char (*part)[96] = malloc(sizeof *part * (size_t)out[a]);
+        const char **ins = malloc(sizeof *ins * (size_t)(out[a] + 1));
+        if (!part || !ins) {
+            free(part), free(ins);
+            x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+            return t;
+        }
+        char axes[96];
+        init_i64(x, axes, "axes", &axis, 1);
+        for (int o = 0; o < out[a]; o++) {
+            int lo, hi;
+            tfc_adaptive_bin(o, (int)size[a], (int)out[a], &lo, &hi);
+            const int64_t starts = lo, ends = hi;
+            char sa[96], ea[96], bin[96];
+            init_i64(x, sa, "starts", &starts, 1);
+            init_i64(x, ea, "ends", &ends, 1);
+            fresh(x, bin, "Slice");
+            node(x, "Slice", (const char *[]){t.name, sa, ea, axes, NULL}, bin, NULL);
+            tfc_pb ra = {0};
+            attr_int(&ra, "keepdims", 1);
+            fresh(x, part[o], reduce);
+            if (x->opset >= 18) {
+                node(x, reduce, (const char *[]){bin, axes, NULL}, part[o], &ra);
+            } else {
+                attr_ints(&ra, "axes", &axis, 1);
+                node(x, reduce, (const char *[]){bin, NULL}, part[o], &ra);
+            }
+            ins[o] = part[o];
+        }
+        ins[out[a]] = NULL;
+        tfc_pb ca = {0};
+        attr_int(&ca, "axis", axis);
+        fresh(x, t.name, "Concat");
+        node(x, "Concat", ins, t.name, &ca);
+        free(part), free(ins);
+    }
+    return t;
+}
+
 /* GlobalMaxPooling1D, GlobalAveragePooling1D: the global pool of [N, C, T]; under the
  * Embedding's mask the average of the unmasked steps, sum(x m) / sum(m) over T (0 / 0 = NaN
  * for a sequence without one, as Keras and tfc). */
@@ -2199,6 +2281,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = pool1d(x, l, in, type[0] == 'M');
     } else if (!strcmp(type, "GlobalMaxPooling1D") || !strcmp(type, "GlobalAveragePooling1D")) {
         r = global_pool1d(x, l, in, type[6] == 'M');
+    } else if (!strncmp(type, "Adaptive", 8)) {
+        r = adaptive_pool(x, l, in, type[8] == 'M');
     } else if (!strcmp(type, "BatchNormalization")) {
         r = batch_norm(x, l, in);
     } else if (!strcmp(type, "Dense")) {

@@ -357,6 +357,17 @@ typedef struct tfc_pool3d_desc {
     int in[3], k[3], s[3], pad[3], out[3];
 } tfc_pool3d_desc;
 
+/* Adaptive max or average pooling (AdaptiveMaxPooling1D/2D/3D, AdaptiveAveragePooling1D/2D/
+ * 3D) of NDHWC volumes x [n, in[0], in[1], in[2], c] into y [n, out[0], out[1], out[2], c]
+ * (the 1-D and 2-D layers with leading axes of 1): along each axis output cell o pools the
+ * input cells [floor(o in / out), ceil((o + 1) in / out)) (core/adaptive_pool.h), bins of
+ * ceil(in / out) or one more cells that overlap where in is no multiple of out, and repeat
+ * cells where out > in. */
+typedef struct tfc_adaptive_pool_desc {
+    int n, c, is_max;
+    int in[3], out[3];
+} tfc_adaptive_pool_desc;
+
 /* Element e of the fold at a row (padded: a padding step under the mask), on the host and
  * the device (TFC_HD); w (k floats, NULL: not wanted) receives each input's weight in it. */
 TFC_HD float tfc_extremum_at(const tfc_extremum_desc *d, const float *const *x, int padded,
@@ -1226,7 +1237,18 @@ typedef struct tfc_device_options {
     X(void, brightness_forward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,      \
                                  float *y))                                                        \
     X(void, brightness_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,     \
-                                  const float *dy, float *dx))
+                                  const float *dy, float *dx))                                     \
+    /* Adaptive pooling (tfc_adaptive_pool_desc): adaptive_pool_forward overwrites y; for max      \
+     * pooling argmax [n, out, c] (NULL: no backward follows) receives each winner's flat index    \
+     * within its example's volume (in[0] in[1] in[2] c), on ties the cell of the lowest w,        \
+     * then h, then d (JAX's gradient of Keras's axis-by-axis max: d, then h, then w, the          \
+     * first maximum of each). adaptive_pool_backward: dx += what the bins send back (= with       \
+     * assign), each input value's sum in output order. */                                         \
+    X(void, adaptive_pool_forward, (tfc_backend *be, const tfc_adaptive_pool_desc *d,              \
+                                    const float *x, float *y, int32_t *argmax))                    \
+    X(void, adaptive_pool_backward, (tfc_backend *be, const tfc_adaptive_pool_desc *d,             \
+                                     const float *dy, const int32_t *argmax, float *dx,            \
+                                     int assign))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

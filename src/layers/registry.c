@@ -39,6 +39,9 @@ extern const tfc_layer_ops tfc_resizing_ops, tfc_center_crop_ops, tfc_random_cro
 extern const tfc_layer_ops tfc_random_brightness_ops;
 extern const tfc_layer_ops tfc_group_query_attention_ops;
 extern const tfc_layer_ops tfc_einsum_dense_ops;
+extern const tfc_layer_ops tfc_adaptive_average_pooling1d_ops,
+    tfc_adaptive_average_pooling2d_ops, tfc_adaptive_average_pooling3d_ops,
+    tfc_adaptive_max_pooling1d_ops, tfc_adaptive_max_pooling2d_ops, tfc_adaptive_max_pooling3d_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -81,6 +84,9 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_random_brightness_ops,
     &tfc_group_query_attention_ops,
     &tfc_einsum_dense_ops,
+    &tfc_adaptive_average_pooling1d_ops, &tfc_adaptive_average_pooling2d_ops,
+    &tfc_adaptive_average_pooling3d_ops, &tfc_adaptive_max_pooling1d_ops,
+    &tfc_adaptive_max_pooling2d_ops, &tfc_adaptive_max_pooling3d_ops,
     NULL};
 
 /* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer

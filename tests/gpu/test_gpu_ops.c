@@ -3497,6 +3497,78 @@ static void test_pool3d(void)
     enable_layer_ops(0);
 }
 
+/* The adaptive poolings' ops (gpu_adaptive_pool.cu, put in the table for this case) against
+ * the CPU, bit for bit: y and the winners, dx added and assigned; max and average, bins
+ * overlapping, cells repeated (out > in), even bins, ties (inputs from {0, 1/2, 1}). Then a
+ * model with AdaptiveMaxPooling1D/2D/3D and AdaptiveAveragePooling1D/2D/3D trains on both
+ * backends. */
+static int adaptive_pool_case(tfc_adaptive_pool_desc d, int ties)
+{
+    const int64_t nx = (int64_t)d.n * d.in[0] * d.in[1] * d.in[2] * d.c;
+    const int64_t ny = (int64_t)d.n * d.out[0] * d.out[1] * d.out[2] * d.c;
+    pair x = pair_rand(nx, -1, 1), y = pair_new(ny), dy = pair_rand(ny, -1, 1);
+    pair dx = pair_rand(nx, -1, 1), dxa = pair_rand(nx, -1, 1);
+    ipair am = ipair_new(ny);
+    if (ties) {
+        for (int64_t i = 0; i < nx; i++) x.h[i] = floorf((x.h[i] + 1.0f) * 1.5f) / 2.0f;
+        pair_push(&x);
+    }
+    int bad = 0;
+    ref->ops->adaptive_pool_forward(ref, &d, x.h, y.h, d.is_max ? am.h : NULL);
+    dev->ops->adaptive_pool_forward(dev, &d, x.d, y.d, d.is_max ? am.d : NULL);
+    bad += pair_check("adaptive_pool y", &y, EXACT);
+    if (d.is_max) bad += ipair_check("adaptive_pool argmax", &am);
+    ref->ops->adaptive_pool_backward(ref, &d, dy.h, am.h, dx.h, 0);
+    dev->ops->adaptive_pool_backward(dev, &d, dy.d, am.d, dx.d, 0);
+    bad += pair_check("adaptive_pool dx", &dx, EXACT);
+    ref->ops->adaptive_pool_backward(ref, &d, dy.h, am.h, dxa.h, 1);
+    dev->ops->adaptive_pool_backward(dev, &d, dy.d, am.d, dxa.d, 1);
+    bad += pair_check("adaptive_pool dx, assigned", &dxa, EXACT);
+    pair *all[] = {&x, &y, &dy, &dx, &dxa};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    ipair_free(&am);
+    return bad;
+}
+
+static void test_adaptive_pool(void)
+{
+    enable_layer_ops(1);
+    for (int is_max = 0; is_max < 2; is_max++) {
+        CU_ASSERT_EQUAL(adaptive_pool_case((tfc_adaptive_pool_desc){
+                            .n = 3, .c = 5, .is_max = is_max, .in = {7, 9, 6}, .out = {3, 4, 4}},
+                                           0), 0);
+        CU_ASSERT_EQUAL(adaptive_pool_case((tfc_adaptive_pool_desc){
+                            .n = 2, .c = 3, .is_max = is_max, .in = {3, 2, 7}, .out = {5, 5, 2}},
+                                           is_max), 0);
+        CU_ASSERT_EQUAL(adaptive_pool_case((tfc_adaptive_pool_desc){
+                            .n = 4, .c = 16, .is_max = is_max, .in = {1, 32, 32}, .out = {1, 7, 8}},
+                                           0), 0);
+        CU_ASSERT_EQUAL(adaptive_pool_case((tfc_adaptive_pool_desc){
+                            .n = 5, .c = 2, .is_max = is_max, .in = {1, 1, 50}, .out = {1, 1, 13}},
+                                           is_max), 0);
+    }
+    check_status();
+    train_steps("input: {shape: [6, 8, 2]}\nlayers:\n"
+                "  - Conv2D: {name: c, filters: 4, kernel_size: 3, padding: same, "
+                "activation: tanh}\n"
+                "  - AdaptiveMaxPooling2D: {name: m2, output_size: [4, 3]}\n"
+                "  - AdaptiveAveragePooling2D: {name: a2, output_size: [9, 2], inputs: c}\n"
+                "  - Reshape: {name: s, target_shape: [48, 4], inputs: c}\n"
+                "  - AdaptiveMaxPooling1D: {name: m1, output_size: 10}\n"
+                "  - AdaptiveAveragePooling1D: {name: a1, output_size: 5, inputs: s}\n"
+                "  - Reshape: {name: v, target_shape: [6, 4, 2, 4], inputs: c}\n"
+                "  - AdaptiveMaxPooling3D: {name: m3, output_size: [4, 3, 1]}\n"
+                "  - AdaptiveAveragePooling3D: {name: a3, output_size: 2, inputs: v}\n"
+                "  - Flatten: {name: f1, inputs: m2}\n  - Flatten: {name: f2, inputs: a2}\n"
+                "  - Flatten: {name: f3, inputs: m1}\n  - Flatten: {name: f4, inputs: a1}\n"
+                "  - Flatten: {name: f5, inputs: m3}\n  - Flatten: {name: f6, inputs: a3}\n"
+                "  - Concatenate: {inputs: [f1, f2, f3, f4, f5, f6]}\n"
+                "  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 static void test_extremum(void)
 {
     enable_layer_ops(1);
@@ -4539,6 +4611,7 @@ int main(int argc, char **argv)
         {"train_volume", test_train_volume},
         {"conv3d", test_conv3d},
         {"pool3d", test_pool3d},
+        {"adaptive_pool", test_adaptive_pool},
         {"attention", test_attention},
         {"mul_masking", test_mul_masking},
         {"train_transformer", test_train_transformer},
