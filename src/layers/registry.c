@@ -39,6 +39,7 @@ extern const tfc_layer_ops tfc_resizing_ops, tfc_center_crop_ops, tfc_random_cro
 extern const tfc_layer_ops tfc_random_brightness_ops;
 extern const tfc_layer_ops tfc_group_query_attention_ops;
 extern const tfc_layer_ops tfc_einsum_dense_ops;
+extern const tfc_layer_ops tfc_conv3d_transpose_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -81,6 +82,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_random_brightness_ops,
     &tfc_group_query_attention_ops,
     &tfc_einsum_dense_ops,
+    &tfc_conv3d_transpose_ops,
     NULL};
 
 /* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer
@@ -106,6 +108,7 @@ static const struct {
     {"Convolution3D", "Conv3D"},
     {"Convolution1DTranspose", "Conv1DTranspose"},
     {"Convolution2DTranspose", "Conv2DTranspose"},
+    {"Convolution3DTranspose", "Conv3DTranspose"},
     {"SeparableConvolution1D", "SeparableConv1D"},
     {"SeparableConvolution2D", "SeparableConv2D"},
     {NULL, NULL}};
