@@ -738,6 +738,20 @@ static const gc_case cases[] = {
                   "  - GlobalAveragePooling3D: {name: ga, inputs: conv3d}\n"
                   "  - Flatten: {inputs: gm}\n  - Concatenate: {inputs: [flatten, ga]}\n"
                   "  - Dense: {units: 3}\n", 2},
+    /* Conv3DTranspose on the input twice (its gradient added to by the second: the
+     * scratch path): valid at stride 2, same at unequal strides with output_padding and no
+     * bias; then dilation with same padding and tanh */
+    {"conv3d_transpose", "input: {shape: [2, 3, 2, 2]}\nlayers:\n"
+                         "  - Conv3DTranspose: {filters: 2, kernel_size: 2, strides: 2, "
+                         "bias_initializer: random_normal}\n"
+                         "  - Conv3DTranspose: {name: b, filters: 2, kernel_size: [3, 1, 2], "
+                         "strides: [2, 2, 3], padding: same, output_padding: [1, 1, 2], "
+                         "use_bias: false, inputs: input}\n"
+                         "  - Cropping3D: {cropping: [[0, 0], [0, 0], [0, 1]], inputs: b}\n"
+                         "  - Concatenate: {inputs: [conv3d_transpose, cropping3d]}\n"
+                         "  - Conv3DTranspose: {filters: 2, kernel_size: 2, dilation_rate: "
+                         "[2, 1, 1], padding: same, activation: tanh}\n"
+                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     /* EinsumDense first (the input's gradient): MultiHeadAttention's query projection with
      * a bias on the heads only (broadcast over the last axis), its output projection, a
      * projection of each step with tanh, and '...' in front */

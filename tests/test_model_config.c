@@ -219,7 +219,8 @@ static void test_keras_aliases(void)
         {"GlobalMaxPool1D", "GlobalMaxPooling1D"}, {"GlobalMaxPool2D", "GlobalMaxPooling2D"},
         {"GlobalMaxPool3D", "GlobalMaxPooling3D"}, {"Convolution1D", "Conv1D"},
         {"Convolution3D", "Conv3D"}, {"Convolution1DTranspose", "Conv1DTranspose"},
-        {"SeparableConvolution1D", "SeparableConv1D"}};
+        {"SeparableConvolution1D", "SeparableConv1D"},
+        {"Convolution3DTranspose", "Conv3DTranspose"}};
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         const tfc_layer_ops *ops = tfc_layer_lookup(pairs[i][0]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ops);

@@ -491,7 +491,7 @@ static void test_conv1d_pooling1d(void)
 
 /* Conv3D as a 3-D Conv on [N, C, D, H, W]: valid and same (the extra plane after) padding,
  * strides of three sizes, dilation, groups, no bias, a fused activation; the 3-D poolings
- * as MaxPool, AveragePool and the global pools. */
+ * as MaxPool, AveragePool and the global pools; Conv3DTranspose as ConvTranspose. */
 static void test_conv3d(void)
 {
     if (!ready()) return;
@@ -512,6 +512,17 @@ static void test_conv3d(void)
             "  - GlobalMaxPooling3D: {name: g, keepdims: true}\n"
             "  - GlobalAveragePooling3D: {name: h, inputs: average_pooling3d}\n"
             "  - Flatten: {inputs: g}\n  - Concatenate: {inputs: [flatten, h]}\n", 0);
+    /* Conv3DTranspose as a 3-D ConvTranspose: valid at unequal strides (a kernel below its
+     * stride: planes as output_padding), same with output_padding and no bias, dilation
+     * with same padding and an activation */
+    fixture("conv3d_transpose",
+            "input: {shape: [2, 3, 2, 3]}\nlayers:\n"
+            "  - Conv3DTranspose: {filters: 4, kernel_size: [2, 3, 1], strides: [1, 2, 3]}\n"
+            "  - Conv3DTranspose: {filters: 3, kernel_size: 3, strides: [2, 1, 2], "
+            "padding: same, output_padding: [1, 0, 0], use_bias: false}\n"
+            "  - Conv3DTranspose: {filters: 2, kernel_size: 2, dilation_rate: [1, 2, 2], "
+            "padding: same, activation: tanh}\n"
+            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);
 }
 
 /* The adaptive poolings on images, sequences and volumes after a convolution: every axis

@@ -1386,6 +1386,50 @@ static tref conv3d(exporter *x, const tfc_layer *l, const tref *in)
     return volume_layout(x, &c, 0);
 }
 
+/* Conv3DTranspose as a 3-D ConvTranspose on [N, C, D, H, W]: Keras's kernel (KD, KH, KW, F,
+ * C) is ONNX's (C, F, KD, KH, KW); the pads are those of the layer's convolution D, and
+ * planes past the last a kernel tap reaches are output_padding (Conv2DTranspose's rule). */
+static tref conv3d_transpose(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_conv3d_desc d = tfc_layer_transposed_conv3d(l);
+    tref r = {.shape = l->out_shape};
+    const tfc_param *kp;
+    float *kern = param(x, l, "kernel", &kp), *bias = param(x, l, "bias", NULL);
+    float *w = kern ? malloc((size_t)kp->numel * 4) : NULL;
+    if (!w) {
+        free(kern), free(bias);
+        if (kern) x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    const int64_t R = (int64_t)d.k[0] * d.k[1] * d.k[2], F = d.c, C = d.f;
+    for (int64_t u = 0; u < R; u++)
+        for (int64_t f = 0; f < F; f++)
+            for (int64_t c = 0; c < C; c++) w[(c * F + f) * R + u] = kern[(u * F + f) * C + c];
+    char wn[96], bn[96] = "";
+    const int64_t wd[5] = {C, F, d.k[0], d.k[1], d.k[2]};
+    init_f32(x, wn, "W", wd, 5, w);
+    if (bias) init_f32(x, bn, "B", &F, 1, bias);
+    free(w), free(kern), free(bias);
+    /* ONNX's size: s (n - 1) + output_padding + k - pad_begin - pad_end */
+    int64_t pads[6], extra[3], ks[3], st[3], dl[3];
+    for (int a = 0; a < 3; a++) {
+        const int64_t end = (int64_t)(d.out[a] - 1) * d.s[a] + (int64_t)(d.k[a] - 1) * d.dil[a] +
+                            1 - d.pad[a] - d.in[a];
+        pads[a] = d.pad[a], pads[a + 3] = end > 0 ? end : 0, extra[a] = end < 0 ? -end : 0;
+        ks[a] = d.k[a], st[a] = d.s[a], dl[a] = d.dil[a];
+    }
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", ks, 3);
+    attr_ints(&a, "strides", st, 3);
+    attr_ints(&a, "dilations", dl, 3);
+    attr_ints(&a, "pads", pads, 6);
+    attr_ints(&a, "output_padding", extra, 3);
+    tref t = volume_layout(x, in, 1), c = r;
+    fresh(x, c.name, "ConvTranspose");
+    node(x, "ConvTranspose", (const char *[]){t.name, wn, bn[0] ? bn : NULL, NULL}, c.name, &a);
+    return volume_layout(x, &c, 0);
+}
+
 /* MaxPooling3D / AveragePooling3D as MaxPool / AveragePool over [N, C, D, H, W] (the average
  * without the padding in its count, as TensorFlow). */
 static tref pool3d(exporter *x, const tfc_layer *l, const tref *in, int max)
@@ -2271,6 +2315,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = conv1d(x, l, in);
     } else if (!strcmp(type, "Conv3D")) {
         r = conv3d(x, l, in);
+    } else if (!strcmp(type, "Conv3DTranspose")) {
+        r = conv3d_transpose(x, l, in);
     } else if (!strcmp(type, "MaxPooling3D") || !strcmp(type, "AveragePooling3D")) {
         r = pool3d(x, l, in, type[0] == 'M');
     } else if (!strcmp(type, "GlobalAveragePooling3D") || !strcmp(type, "GlobalMaxPooling3D")) {

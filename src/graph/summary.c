@@ -86,8 +86,8 @@ static void layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *ba
     if (k) {
         /* Dense (per position of a sequence), Conv2D (per output pixel): the kernel once per
          * output row of `units`; DepthwiseConv2D [kh, kw, c, m] (DepthwiseConv1D [k, c, m]):
-         * kh kw per output value; Conv2DTranspose, Conv1DTranspose: the kernel once per input
-         * pixel */
+         * kh kw per output value; Conv2DTranspose, Conv1DTranspose, Conv3DTranspose: the kernel
+         * once per input pixel (voxel) */
         const tfc_shape *in = &l->in_shape[0];
         int64_t units = k->shape.dim[k->shape.ndim - 1];
         if (!strncmp(l->ops->type, "DepthwiseConv", 13)) units *= k->shape.dim[k->shape.ndim - 2];

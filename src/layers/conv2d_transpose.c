@@ -65,8 +65,9 @@ typedef struct transpose_state {
     int output_padding[2];
 } transpose_state;
 
-/* One axis: D's input size (the output's) and top padding, from the input size `in`. */
-static void transpose_axis(int in, int k, int s, int dil, int same, int op, int *out, int *pad)
+/* One axis: D's input size (the output's) and top padding (layer.h). */
+void tfc_layer_transpose_axis(int in, int k, int s, int dil, int same, int op, int *out,
+                              int *pad)
 {
     const int ke = (k - 1) * dil + 1;
     int lo, hi;
@@ -134,8 +135,10 @@ static tfc_status transpose_build(tfc_layer *l, tfc_error *err)
                        .dw = a->dilation_rate[1], .oh = r ? 1 : (int)in->dim[0],
                        .ow = (int)in->dim[1 - r]};
     const int same = a->padding == TFC_PADDING_SAME;
-    transpose_axis(d.oh, d.kh, d.sh, d.dh, same, s->output_padding[0], &d.h, &d.pad_top);
-    transpose_axis(d.ow, d.kw, d.sw, d.dw, same, s->output_padding[1], &d.w, &d.pad_left);
+    tfc_layer_transpose_axis(d.oh, d.kh, d.sh, d.dh, same, s->output_padding[0], &d.h,
+                             &d.pad_top);
+    tfc_layer_transpose_axis(d.ow, d.kw, d.sw, d.dw, same, s->output_padding[1], &d.w,
+                             &d.pad_left);
     if (d.h < 1 || d.w < 1)
         return tfc_layer_error(err, l, "gives an empty output for the input %s",
                                tfc_shape_str(in, buf, sizeof buf));

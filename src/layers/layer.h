@@ -299,6 +299,15 @@ const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */
 tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l);
+/* One axis of a transposed convolution (Keras 3 on JAX; conv2d_transpose.c): from the input
+ * size `in`, kernel k, stride s, dilation dil, same or valid padding and output_padding op
+ * (-1: none), the output size and the top padding of the convolution D it is the transpose
+ * of (D's input is the output). */
+void tfc_layer_transpose_axis(int in, int k, int s, int dil, int same, int op, int *out,
+                              int *pad);
+/* Conv3DTranspose's convolution D, for one volume (conv3d_transpose.c; for the ONNX export):
+ * the layer's output is D's input, its input D's output. */
+tfc_conv3d_desc tfc_layer_transposed_conv3d(const tfc_layer *l);
 
 /* The depthwise step of DepthwiseConv2D and SeparableConv2D for a batch of n
  * (depthwise_conv2d.c): input (h, w, c), kernel k, strides s, dilation d, TensorFlow's `same`

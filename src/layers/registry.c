@@ -42,6 +42,7 @@ extern const tfc_layer_ops tfc_einsum_dense_ops;
 extern const tfc_layer_ops tfc_adaptive_average_pooling1d_ops,
     tfc_adaptive_average_pooling2d_ops, tfc_adaptive_average_pooling3d_ops,
     tfc_adaptive_max_pooling1d_ops, tfc_adaptive_max_pooling2d_ops, tfc_adaptive_max_pooling3d_ops;
+extern const tfc_layer_ops tfc_conv3d_transpose_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -87,6 +88,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_adaptive_average_pooling1d_ops, &tfc_adaptive_average_pooling2d_ops,
     &tfc_adaptive_average_pooling3d_ops, &tfc_adaptive_max_pooling1d_ops,
     &tfc_adaptive_max_pooling2d_ops, &tfc_adaptive_max_pooling3d_ops,
+    &tfc_conv3d_transpose_ops,
     NULL};
 
 /* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer
@@ -112,6 +114,7 @@ static const struct {
     {"Convolution3D", "Conv3D"},
     {"Convolution1DTranspose", "Conv1DTranspose"},
     {"Convolution2DTranspose", "Conv2DTranspose"},
+    {"Convolution3DTranspose", "Conv3DTranspose"},
     {"SeparableConvolution1D", "SeparableConv1D"},
     {"SeparableConvolution2D", "SeparableConv2D"},
     {NULL, NULL}};

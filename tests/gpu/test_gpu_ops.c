@@ -3433,6 +3433,74 @@ static void test_conv3d(void)
     enable_layer_ops(0);
 }
 
+/* Conv3DTranspose's use of the conv3d ops (put in the table for this case) against the CPU:
+ * a layer of c input channels, f filters on volumes `in` with kernel k, strides s, dilation
+ * dil, same or valid padding and output_padding op (-1: none) runs the convolution D from
+ * its output onto its input (conv3d_transpose.c): y = D's data gradient (assigned, no x),
+ * dw += D's filter gradient with x and dy in each other's roles, dx = D's forward. Then a
+ * model with Conv3DTranspose (cpu_first lifted) trains on both backends. */
+static int conv3d_transpose_case(int n, int c, int f, const int in[3], const int k[3],
+                                 const int s[3], const int dil[3], int same, const int op[3])
+{
+    tfc_conv3d_desc d = {.n = n, .c = f, .f = c, .groups = 1};
+    for (int a = 0; a < 3; a++) {
+        d.k[a] = k[a], d.s[a] = s[a], d.dil[a] = dil[a], d.out[a] = in[a];
+        tfc_layer_transpose_axis(in[a], k[a], s[a], dil[a], same, op[a], &d.in[a], &d.pad[a]);
+    }
+    const int64_t nx = (int64_t)n * in[0] * in[1] * in[2] * c;
+    const int64_t ny = (int64_t)n * d.in[0] * d.in[1] * d.in[2] * f;
+    const int64_t nw = (int64_t)k[0] * k[1] * k[2] * c * f;
+    pair x = pair_rand(nx, -1, 1), w = pair_rand(nw, -1, 1), y = pair_rand(ny, -1, 1);
+    pair dy = pair_rand(ny, -1, 1), dx = pair_rand(nx, -1, 1), dw = pair_rand(nw, -1, 1);
+    size_t wr = ref->ops->conv3d_workspace(ref, &d), wd = dev->ops->conv3d_workspace(dev, &d);
+    void *wsr = ref->ops->alloc(ref, wr + 4), *wsd = dev->ops->alloc(dev, wd + 4);
+    int bad = 0;
+    ref->ops->conv3d_backward(ref, &d, NULL, w.h, x.h, y.h, NULL, 1, wsr);
+    dev->ops->conv3d_backward(dev, &d, NULL, w.d, x.d, y.d, NULL, 1, wsd);
+    bad += pair_check("conv3d_transpose y", &y, 1e-4, 1e-5);
+    ref->ops->conv3d_backward(ref, &d, dy.h, w.h, x.h, NULL, dw.h, 0, wsr);
+    dev->ops->conv3d_backward(dev, &d, dy.d, w.d, x.d, NULL, dw.d, 0, wsd);
+    bad += pair_check("conv3d_transpose dw", &dw, 1e-4, 1e-4);
+    ref->ops->conv3d_forward(ref, &d, dy.h, w.h, NULL, dx.h, wsr);
+    dev->ops->conv3d_forward(dev, &d, dy.d, w.d, NULL, dx.d, wsd);
+    bad += pair_check("conv3d_transpose dx", &dx, 1e-4, 1e-5);
+    ref->ops->free(ref, wsr);
+    dev->ops->free(dev, wsd);
+    pair *all[] = {&x, &w, &y, &dy, &dx, &dw};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    return bad;
+}
+
+static void test_conv3d_transpose(void)
+{
+    enable_layer_ops(1);
+    const int one[3] = {1, 1, 1}, none[3] = {-1, -1, -1};
+    /* valid, strides below, at and above the kernel */
+    CU_ASSERT_EQUAL(conv3d_transpose_case(3, 4, 6, (int[]){4, 5, 3}, (int[]){2, 3, 1},
+                                          (int[]){1, 2, 3}, one, 0, none), 0);
+    /* same at stride 2 with output_padding (planes no tap reaches) */
+    CU_ASSERT_EQUAL(conv3d_transpose_case(2, 3, 5, (int[]){3, 4, 4}, (int[]){3, 3, 2},
+                                          (int[]){2, 2, 3}, one, 1, (int[]){1, 0, 2}), 0);
+    /* dilation, same and valid */
+    CU_ASSERT_EQUAL(conv3d_transpose_case(2, 4, 3, (int[]){4, 4, 5}, (int[]){2, 3, 2}, one,
+                                          (int[]){2, 1, 2}, 1, none), 0);
+    CU_ASSERT_EQUAL(conv3d_transpose_case(2, 2, 4, (int[]){3, 4, 3}, (int[]){3, 2, 2}, one,
+                                          (int[]){1, 2, 2}, 0, none), 0);
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [3, 3, 2, 3]}\nlayers:\n"
+                "  - Conv3DTranspose: {filters: 4, kernel_size: 3, strides: 2, padding: same, "
+                "activation: relu}\n"
+                "  - Conv3DTranspose: {filters: 3, kernel_size: [2, 3, 2], strides: [1, 2, 3], "
+                "output_padding: [0, 1, 2], use_bias: false}\n"
+                "  - Conv3D: {filters: 2, kernel_size: 3, strides: 2}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* The 3-D poolings' ops (gpu_conv3d.cu, put in the table for this case) against the CPU,
  * bit for bit: y and the winners, dx added and assigned; max and average, valid and same
  * padding, windows overlapping and apart. Then a model with MaxPooling3D, AveragePooling3D
@@ -4610,6 +4678,7 @@ int main(int argc, char **argv)
         {"einsum_dense", test_einsum_dense},
         {"train_volume", test_train_volume},
         {"conv3d", test_conv3d},
+        {"conv3d_transpose", test_conv3d_transpose},
         {"pool3d", test_pool3d},
         {"adaptive_pool", test_adaptive_pool},
         {"attention", test_attention},
