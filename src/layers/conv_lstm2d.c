@@ -1,0 +1,345 @@
+/* ConvLSTM2D (keras.layers.ConvLSTM2D) over a sequence of images (T, H, W, C): an LSTM whose
+ * input and recurrent products are convolutions, gates in Keras's order i, f, c, o:
+ *   z_t = conv(x_t, K; strides, padding, dilation) + conv(h_{t-1}, R; stride 1, same) + b
+ *   i, f, o = sigmoid(z_i, z_f, z_o),  g = tanh(z_c),  c_t = f c_{t-1} + i g,  h_t = o tanh(c_t)
+ * K [kh, kw, C, 4F], R [kh, kw, F, 4F], b [4F] (Keras's layouts; the gate of channel j is
+ * j / F), h and c (oh, ow, F) starting at zero. Output: h_T (oh, ow, F), or every h_t
+ * (T, oh, ow, F) with return_sequences; go_backwards runs over the reversed sequence and
+ * returns the outputs in that order, as Keras does.
+ *
+ * Made of the backend's existing ops (cpu_first until `make test-gpu` has run it): the input
+ * is laid out time-major once (copy2d), its convolution taken for all T steps in one
+ * conv_forward over T n images; each step adds the recurrent convolution (conv_forward's
+ * residual), splits the channels into the four gates (copy2d) and runs the activations and
+ * products (act_forward, mul). Backward runs back through time over the saved gates, states
+ * and outputs, collecting every step's pre-activation gradient so that the input's and K's
+ * gradients are again one convolution over T n images each. */
+#include "layers/layer.h"
+
+typedef struct conv_lstm_args {
+    int filters, kernel_size[2], strides[2], padding, dilation_rate[2], activation,
+        recurrent_activation, use_bias, unit_forget_bias, seed, return_sequences, return_state,
+        go_backwards, stateful;
+    double dropout, recurrent_dropout;
+    const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
+} conv_lstm_args;
+
+static const char *const tanh_only[] = {"tanh", NULL}, *const sigmoid_only[] = {"sigmoid", NULL};
+
+#define OFF(m) offsetof(conv_lstm_args, m)
+static const tfc_field conv_lstm_fields[] = {
+    {"filters", TFC_F_INT, OFF(filters), NULL, 1, 1 << 16, NULL, "state channels"},
+    {"kernel_size", TFC_F_INT_PAIR, OFF(kernel_size), NULL, 1, 4096, NULL,
+     "kernel height and width (of both convolutions)"},
+    {"strides", TFC_F_INT_PAIR, OFF(strides), "1", 1, 4096, NULL,
+     "the input convolution's stride"},
+    {"padding", TFC_F_ENUM, OFF(padding), "valid", TFC_UNBOUNDED, tfc_padding_names,
+     "the input convolution's: valid or same (the recurrent one's is same)"},
+    TFC_IMAGE_DATA_FORMAT_FIELD,
+    {"dilation_rate", TFC_F_INT_PAIR, OFF(dilation_rate), "1", 1, 4096, NULL,
+     "the input convolution's dilation"},
+    {"activation", TFC_F_ENUM, OFF(activation), "tanh", TFC_UNBOUNDED, tanh_only,
+     "state activation (tanh only)"},
+    {"recurrent_activation", TFC_F_ENUM, OFF(recurrent_activation), "sigmoid", TFC_UNBOUNDED,
+     sigmoid_only, "gate activation (sigmoid only)"},
+    {"use_bias", TFC_F_BOOL, OFF(use_bias), "true", TFC_UNBOUNDED, NULL, "add a bias"},
+    {"kernel_initializer", TFC_F_NODE, OFF(kernel_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "default glorot_uniform"},
+    {"recurrent_initializer", TFC_F_NODE, OFF(recurrent_initializer), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "default orthogonal (of the kernel as a (kh kw F, 4F) matrix)"},
+    {"bias_initializer", TFC_F_NODE, OFF(bias_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "default zeros (forget gate 1 with unit_forget_bias)"},
+    {"unit_forget_bias", TFC_F_BOOL, OFF(unit_forget_bias), "true", TFC_UNBOUNDED, NULL,
+     "start the forget gate's bias at 1"},
+    TFC_KERNEL_BIAS_KERAS_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),
+    TFC_CONSTRAINT_FIELD("recurrent_constraint"),
+    {"dropout", TFC_F_FLOAT, OFF(dropout), "0", 0, 1, NULL, "0 only (not supported)"},
+    {"recurrent_dropout", TFC_F_FLOAT, OFF(recurrent_dropout), "0", 0, 1, NULL,
+     "0 only (not supported)"},
+    {"seed", TFC_F_INT, OFF(seed), "0", 0, 2147483647, NULL, "accepted (no dropout to seed)"},
+    {"return_sequences", TFC_F_BOOL, OFF(return_sequences), "false", TFC_UNBOUNDED, NULL,
+     "output every step, not only the last"},
+    {"return_state", TFC_F_BOOL, OFF(return_state), "false", TFC_UNBOUNDED, NULL,
+     "false only (a layer has one output)"},
+    {"go_backwards", TFC_F_BOOL, OFF(go_backwards), "false", TFC_UNBOUNDED, NULL,
+     "run over the reversed sequence (output in that order)"},
+    {"stateful", TFC_F_BOOL, OFF(stateful), "false", TFC_UNBOUNDED, NULL,
+     "false only (not supported)"},
+    {NULL}};
+#undef OFF
+
+/* The sizes of a built layer: T steps of (h, w, c) images, states (oh, ow, f). */
+typedef struct dims {
+    int64_t t, hwc, p, f; /* p = oh ow: a state's pixels */
+} dims;
+
+static dims dims_of(const tfc_layer *l)
+{
+    const conv_lstm_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0], *out = &l->out_shape;
+    const int k = a->return_sequences; /* the output's first spatial axis */
+    dims d = {.t = in->dim[0], .hwc = in->dim[1] * in->dim[2] * in->dim[3],
+              .p = out->dim[k] * out->dim[k + 1], .f = a->filters};
+    return d;
+}
+
+/* The input convolution over n images (T n of them for a whole batch) */
+static tfc_conv_desc input_desc(const tfc_layer *l, int n)
+{
+    const conv_lstm_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    tfc_conv_desc d = {.n = n, .h = (int)in->dim[1], .w = (int)in->dim[2], .c = (int)in->dim[3],
+                       .kh = a->kernel_size[0], .kw = a->kernel_size[1], .f = 4 * a->filters,
+                       .sh = a->strides[0], .sw = a->strides[1],
+                       .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
+    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
+    return d;
+}
+
+/* The recurrent convolution of n states: stride 1, same padding, no dilation (Keras's) */
+static tfc_conv_desc recurrent_desc(const tfc_layer *l, int n)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_conv_desc in = input_desc(l, 1);
+    tfc_conv_desc d = {.n = n, .h = in.oh, .w = in.ow, .c = a->filters, .kh = in.kh,
+                       .kw = in.kw, .f = 4 * a->filters, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+    tfc_conv_axis(d.h, d.kh, 1, 1, 1, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, 1, 1, 1, &d.ow, &d.pad_left);
+    return d;
+}
+
+static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
+{
+    const conv_lstm_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    if (in->ndim != 4)
+        return tfc_layer_error(err, l, "needs a sequence of images, input shape (steps, height, "
+                                       "width, channels), got %s",
+                               tfc_shape_str(in, buf, sizeof buf));
+    if (l->mask_in)
+        return tfc_layer_error(err, l, "a sequence mask (Masking, Embedding's mask_zero) is not "
+                                       "supported");
+    if (a->dropout != 0)
+        return tfc_layer_error(err, l, "dropout: not supported (0 only): Keras's ConvLSTM cell "
+                                       "multiplies its four gates' inputs by the dropout masks "
+                                       "of the batch's examples 0 to 3, a behaviour tfc does "
+                                       "not copy");
+    if (a->recurrent_dropout != 0)
+        return tfc_layer_error(err, l, "recurrent_dropout: not supported (0 only)");
+    if (a->return_state)
+        return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
+    if (a->stateful) return tfc_layer_error(err, l, "stateful: not supported");
+    if ((a->strides[0] > 1 || a->strides[1] > 1) &&
+        (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
+        return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "
+                                       "(as in Keras)");
+    tfc_conv_desc d = input_desc(l, 1);
+    if (d.oh < 1 || d.ow < 1)
+        return tfc_layer_error(err, l,
+                               "input %s is smaller than the %dx%d kernel (dilation %dx%d) with "
+                               "valid padding",
+                               tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw, d.dh, d.dw);
+    const int64_t t = in->dim[0], f = a->filters;
+    l->out_shape = a->return_sequences ? tfc_shape_make(4, (int64_t[]){t, d.oh, d.ow, f})
+                                       : tfc_shape_make(3, (int64_t[]){d.oh, d.ow, f});
+    /* per step: the four gates after their activations, c_t and h_t */
+    l->saved_floats = t * 6 * d.oh * d.ow * f;
+    tfc_init ki, ri, bi;
+    if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
+        tfc_layer_init_arg(l, a->recurrent_initializer, "recurrent_initializer",
+                           TFC_INIT_ORTHOGONAL, &ri, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
+        return TFC_ERR_CONFIG;
+    if (a->unit_forget_bias && !a->bias_initializer) bi = tfc_init_make(TFC_INIT_LSTM_BIAS);
+    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, 4 * f}, 1, ki);
+    tfc_layer_add_param(l, "recurrent_kernel", 4, (int64_t[]){d.kh, d.kw, f, 4 * f}, 1, ri);
+    if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){4 * f}, 1, bi);
+    return TFC_OK;
+}
+
+static size_t aligned(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+static size_t conv_ws(const tfc_layer *l, tfc_backend *be)
+{
+    const int b = l->max_batch;
+    tfc_conv_desc di = input_desc(l, b * (int)dims_of(l).t), dr = recurrent_desc(l, b);
+    size_t wi = be->ops->conv_workspace(be, &di), wr = be->ops->conv_workspace(be, &dr);
+    return aligned(wi > wr ? wi : wr);
+}
+
+/* The workspace past the convolutions' scratch, for batches of up to l->max_batch:
+ * xt [T, n, hwc]: the input time-major (in the order the steps run), then the input's
+ *    gradient in that order;
+ * z  [T, n, p, 4f]: the input convolution's output, then the pre-activations' gradients;
+ * s  [n, p, 4f]: one step's pre-activations, or their gradients gate by gate;
+ * four [n, p, f] buffers: tanh(c_t), and in backward dh, dc and a product. */
+typedef struct scratch {
+    float *xt, *z, *s, *tc, *dh, *dc, *tmp;
+} scratch;
+
+static size_t scratch_floats(const tfc_layer *l)
+{
+    dims d = dims_of(l);
+    const int64_t b = l->max_batch;
+    return (size_t)(d.t * b * d.hwc + d.t * b * d.p * 4 * d.f + b * d.p * 4 * d.f +
+                    4 * b * d.p * d.f);
+}
+
+static scratch scratch_of(const tfc_layer *l, tfc_exec *ex)
+{
+    dims d = dims_of(l);
+    const int64_t b = l->max_batch;
+    scratch s;
+    s.xt = (float *)((char *)ex->ws + conv_ws(l, ex->be));
+    s.z = s.xt + d.t * b * d.hwc;
+    s.s = s.z + d.t * b * d.p * 4 * d.f;
+    s.tc = s.s + b * d.p * 4 * d.f;
+    s.dh = s.tc + b * d.p * d.f;
+    s.dc = s.dh + b * d.p * d.f;
+    s.tmp = s.dc + b * d.p * d.f;
+    return s;
+}
+
+static void conv_lstm_plan(tfc_layer *l, tfc_backend *be)
+{
+    l->workspace = conv_ws(l, be) + scratch_floats(l) * sizeof(float);
+}
+
+/* Saved, for a batch of n: gates [T, 4, n, p, f] (i, f, g, o after their activations), then
+ * c [T, n, p, f] and h [T, n, p, f], each part at its offset for l->max_batch. */
+static void saved_parts(const tfc_layer *l, float **g, float **c, float **h)
+{
+    dims d = dims_of(l);
+    const int64_t part = d.t * l->max_batch * d.p * d.f;
+    *g = l->saved;
+    *c = l->saved + 4 * part;
+    *h = l->saved + 5 * part;
+}
+
+/* The input's step that runs s-th */
+static int64_t source_step(const conv_lstm_args *a, int64_t t, int64_t s)
+{
+    return a->go_backwards ? t - 1 - s : s;
+}
+
+static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    const tfc_backend_ops *op = be->ops;
+    const int n = ex->batch;
+    dims d = dims_of(l);
+    const int64_t rows = n * d.p, q = rows * d.f; /* q: one gate's (one state's) floats */
+    scratch s = scratch_of(l, ex);
+    float *gates, *cs, *hs;
+    saved_parts(l, &gates, &cs, &hs);
+    const float *in = x[0], *kernel = l->params[0].data, *rkernel = l->params[1].data;
+    for (int64_t t = 0; t < d.t; t++)
+        op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
+                   s.xt + t * n * d.hwc, (int)d.hwc, 0);
+    tfc_conv_desc di = input_desc(l, n * (int)d.t), dr = recurrent_desc(l, n);
+    op->conv_forward(be, &di, s.xt, kernel, a->use_bias ? l->params[2].data : NULL, NULL, NULL,
+                     TFC_ACT_LINEAR, s.z, NULL, NULL, ex->ws);
+    for (int64_t t = 0; t < d.t; t++) {
+        float *z = s.z + t * rows * 4 * d.f, *g = gates + t * 4 * q, *c = cs + t * q,
+              *h = hs + t * q;
+        if (t > 0) { /* z += conv(h_{t-1}, R) */
+            op->conv_forward(be, &dr, h - q, rkernel, NULL, NULL, z, TFC_ACT_LINEAR, s.s, NULL,
+                             NULL, ex->ws);
+            z = s.s;
+        }
+        for (int k = 0; k < 4; k++)
+            op->copy2d(be, rows, (int)d.f, z + k * d.f, (int)(4 * d.f), g + k * q, (int)d.f, 0);
+        op->act_forward(be, TFC_ACT_SIGMOID, 2 * q, (int)d.f, g, g); /* i, f */
+        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, g + 2 * q, g + 2 * q);
+        op->act_forward(be, TFC_ACT_SIGMOID, q, (int)d.f, g + 3 * q, g + 3 * q);
+        op->mul(be, 1, rows, (int)d.f, g, g + 2 * q, 0, c, 0); /* c = i g (+ f c_{t-1}) */
+        if (t > 0) op->mul(be, 1, rows, (int)d.f, g + q, c - q, 0, c, 1);
+        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, c, s.tc);
+        op->mul(be, 1, rows, (int)d.f, g + 3 * q, s.tc, 0, h, 0); /* h = o tanh(c) */
+        if (a->return_sequences)
+            op->copy2d(be, n, (int)(d.p * d.f), h, (int)(d.p * d.f), y + t * d.p * d.f,
+                       (int)(d.t * d.p * d.f), 0);
+    }
+    if (!a->return_sequences) op->copy(be, y, hs + (d.t - 1) * q, (size_t)q * sizeof(float));
+}
+
+static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                               const float *dy, float *const *dx)
+{
+    (void)y;
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    const tfc_backend_ops *op = be->ops;
+    const int n = ex->batch;
+    dims d = dims_of(l);
+    const int64_t rows = n * d.p, q = rows * d.f, pf = d.p * d.f;
+    scratch s = scratch_of(l, ex);
+    float *gates, *cs, *hs;
+    saved_parts(l, &gates, &cs, &hs);
+    const float *in = x[0];
+    tfc_conv_desc di = input_desc(l, n * (int)d.t), dr = recurrent_desc(l, n);
+    op->zero(be, s.dc, (size_t)q * sizeof(float));
+    for (int64_t t = d.t - 1; t >= 0; t--) {
+        const float *g = gates + t * 4 * q, *c = cs + t * q;
+        float *dz = s.z + t * rows * 4 * d.f, *dg = s.s;
+        /* dh = dy_t, plus (below, from step t + 1) the recurrent convolution's gradient */
+        if (a->return_sequences)
+            op->copy2d(be, n, (int)pf, dy + t * pf, (int)(d.t * pf), s.dh, (int)pf, 0);
+        else if (t == d.t - 1)
+            op->copy(be, s.dh, dy, (size_t)q * sizeof(float));
+        else
+            op->zero(be, s.dh, (size_t)q * sizeof(float));
+        if (t < d.t - 1)
+            op->conv_backward_data(be, &dr, dz + rows * 4 * d.f, l->params[1].data, s.dh, 0,
+                                   ex->ws);
+        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, c, s.tc);
+        /* o: dz_o = sigmoid'(o) dh tanh(c); c: dc += tanh'(c) dh o (the activations'
+         * derivatives from their outputs: x is not read) */
+        const float *ig = g, *fg = g + q, *gg = g + 2 * q, *og = g + 3 * q;
+        op->mul(be, 1, rows, (int)d.f, s.dh, s.tc, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, og, og, s.tmp, dg + 3 * q, 1);
+        op->mul(be, 1, rows, (int)d.f, s.dh, og, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_TANH, q, (int)d.f, s.tc, s.tc, s.tmp, s.dc, 0);
+        /* i: dc g; g: dc i; f: dc c_{t-1} (0 at the first step) */
+        op->mul(be, 1, rows, (int)d.f, s.dc, gg, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, ig, ig, s.tmp, dg, 1);
+        op->mul(be, 1, rows, (int)d.f, s.dc, ig, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_TANH, q, (int)d.f, gg, gg, s.tmp, dg + 2 * q, 1);
+        if (t > 0) {
+            op->mul(be, 1, rows, (int)d.f, s.dc, c - q, 0, s.tmp, 0);
+            op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, fg, fg, s.tmp, dg + q, 1);
+        } else {
+            op->zero(be, dg + q, (size_t)q * sizeof(float));
+        }
+        op->mul(be, 1, rows, (int)d.f, s.dc, fg, 0, s.dc, 0); /* dc_{t-1} = dc f */
+        for (int k = 0; k < 4; k++)
+            op->copy2d(be, rows, (int)d.f, dg + k * q, (int)d.f, dz + k * d.f, (int)(4 * d.f), 0);
+        if (t > 0) /* dR += h_{t-1} (*) dz_t */
+            op->conv_backward_filter(be, &dr, hs + (t - 1) * q, dz, l->params[1].grad, ex->ws);
+    }
+    /* The input's convolution, for all steps at once: its input time-major again */
+    for (int64_t t = 0; t < d.t; t++)
+        op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
+                   s.xt + t * n * d.hwc, (int)d.hwc, 0);
+    if (a->use_bias) op->bias_grad(be, d.t * rows, (int)(4 * d.f), s.z, l->params[2].grad);
+    op->conv_backward_filter(be, &di, s.xt, s.z, l->params[0].grad, ex->ws);
+    if (!dx[0]) return;
+    op->conv_backward_data(be, &di, s.z, l->params[0].data, s.xt, 1, ex->ws);
+    for (int64_t t = 0; t < d.t; t++)
+        op->copy2d(be, n, (int)d.hwc, s.xt + t * n * d.hwc, (int)d.hwc,
+                   dx[0] + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc), 1);
+}
+
+const tfc_layer_ops tfc_conv_lstm2d_ops = {
+    .type = "ConvLSTM2D", .schema = conv_lstm_fields, .args_size = sizeof(conv_lstm_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
+    .build = conv_lstm_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
+    .backward = conv_lstm_backward,
+};
