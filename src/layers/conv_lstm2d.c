@@ -123,9 +123,7 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
                                        "supported");
     if (a->dropout != 0)
         return tfc_layer_error(err, l, "dropout: not supported (0 only): Keras's ConvLSTM cell "
-                                       "multiplies its four gates' inputs by the dropout masks "
-                                       "of the batch's examples 0 to 3, a behaviour tfc does "
-                                       "not copy");
+                                       "drops its input with four masks, one per gate");
     if (a->recurrent_dropout != 0)
         return tfc_layer_error(err, l, "recurrent_dropout: not supported (0 only)");
     if (a->return_state)
