@@ -1,9 +1,10 @@
 /* ConvLSTM2D (layers/conv_lstm2d.c): Keras 3.15 parity on the fixtures of
  * tests/ref/keras_conv_lstm.py (tests/ref/conv_lstm/: every step or the last, same and valid
  * padding, strides 2, dilation, go_backwards, no bias; outputs, the input's and every
- * weight's gradients); Keras's weights and their initial values (unit_forget_bias, the
- * orthogonal recurrent kernel as a (kh kw F, 4F) matrix); the arguments tfc refuses, named,
- * at their FILE:LINE:COL. The numeric gradient check is test_layers' conv_lstm2d case. */
+ * weight's gradients); dropout's four masks; Keras's weights and their initial values
+ * (unit_forget_bias, the orthogonal recurrent kernel as a (kh kw F, 4F) matrix); the
+ * arguments tfc refuses, named, at their FILE:LINE:COL. The numeric gradient checks are
+ * test_layers' conv_lstm2d cases. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +34,7 @@ static void expect_error(const char *layer, const char *what)
 
 static void test_errors(void)
 {
-    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, dropout: 0.1}",
-                 "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': dropout: not "
-                 "supported");
+    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, dropout: 1}", "dropout");
     expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, recurrent_dropout: 0.1}",
                  "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': "
                  "recurrent_dropout: not supported");
@@ -116,5 +115,61 @@ static void test_weights(void)
     tfc_backend_free(be);
 }
 
+/* dropout as Keras's ConvLSTM cell: four masks per sequence, one per gate, each the same at
+ * every step. One pixel, one channel, x = 1, a 1x1 kernel reading it into gates i and c only
+ * (f = o = 1/2), no recurrence: with the masks m_i, m_c in {0, 2} (rate 1/2) every step adds
+ * i g = sigmoid(m_i) tanh(m_c), so c_1 = i g, c_2 = c_1 / 2 + i g, c_3 = c_2 / 2 + i g and
+ * h = tanh(c) / 2. Each example must be one of the mask pairs at all three steps (m_c = 0
+ * gives 0 whatever m_i), and over 64 examples m_c = 2 occurs with both m_i = 0 and m_i = 2
+ * (the gates' masks differ: one shared mask would never give m_i != m_c), and m_c = 0 too.
+ * At inference no mask applies. */
+static void test_dropout_masks(void)
+{
+    enum { N = 64, T = 3 };
+    tfc_model *m = tfc_test_model("input: {shape: [3, 1, 1, 1]}\nlayers:\n"
+                                  "  - ConvLSTM2D: {filters: 1, kernel_size: 1, dropout: 0.5,"
+                                  " use_bias: false, recurrent_initializer: zeros,"
+                                  " return_sequences: true}\n");
+    TFC_ASSERT(m != NULL);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, N, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 1, &err), TFC_OK);
+    const tfc_layer *l = tfc_model_layer(m, 0);
+    const float k[4] = {1, 0, 1, 0};
+    be->ops->upload(be, l->params[0].data, k, sizeof k);
+    float x[N * T], y[N * T], want[4][T];
+    for (int i = 0; i < N * T; i++) x[i] = 1;
+    for (int pair = 0; pair < 4; pair++) {
+        const double mi = pair & 1 ? 2 : 0, mc = pair & 2 ? 2 : 0,
+                     ig = 1 / (1 + exp(-mi)) * tanh(mc);
+        double c = 0;
+        for (int t = 0; t < T; t++) c = c / 2 + ig, want[pair][t] = (float)(tanh(c) / 2);
+    }
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, x, N, 1, 1, 5, &err), TFC_OK);
+    tfc_model_get_output(m, y);
+    int seen[4] = {0}, unmatched = 0;
+    for (int i = 0; i < N; i++) {
+        int found = -1;
+        for (int pair = 0; pair < 4 && found < 0; pair++) {
+            int all = 1;
+            for (int t = 0; t < T; t++) all &= fabsf(y[i * T + t] - want[pair][t]) < 1e-5f;
+            if (all) found = pair;
+        }
+        if (found < 0) unmatched++;
+        else seen[found]++;
+    }
+    CU_ASSERT_EQUAL(unmatched, 0);
+    CU_ASSERT(seen[0] > 0 && seen[2] > 0 && seen[3] > 0);
+    /* inference: every input kept, no scaling */
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, x, N, 0, 1, 5, &err), TFC_OK);
+    tfc_model_get_output(m, y);
+    const double ig = 1 / (1 + exp(-1.0)) * tanh(1.0);
+    CU_ASSERT(fabs(y[0] - tanh(ig) / 2) < 1e-6 && fabs(y[2] - tanh(1.75 * ig) / 2) < 1e-6);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 TFC_TEST_MAIN("conv_lstm", {"keras_parity", test_keras_parity}, {"errors", test_errors},
-              {"weights", test_weights})
+              {"weights", test_weights}, {"dropout_masks", test_dropout_masks})

@@ -513,6 +513,10 @@ static const gc_case cases[] = {
                     "  - ConvLSTM2D: {filters: 2, kernel_size: [2, 3], strides: 2,"
                     " go_backwards: true, use_bias: false}\n"
                     "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    {"conv_lstm2d_dropout", "input: {shape: [3, 4, 4, 2]}\nlayers:\n"
+                            "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
+                            " dropout: 0.4, seed: 3, go_backwards: true}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
     /* the depthwise step's strides and same padding, then depth_multiplier 2 with dilation
      * (the input's gradient through both steps), no bias, a fused activation */
     {"separable_stride_same", IMG "  - SeparableConv2D: {filters: 3, kernel_size: 3, strides: 2,"

@@ -13,8 +13,17 @@
  * residual), splits the channels into the four gates (copy2d) and runs the activations and
  * products (act_forward, mul). Backward runs back through time over the saved gates, states
  * and outputs, collecting every step's pre-activation gradient so that the input's and K's
- * gradients are again one convolution over T n images each. */
+ * gradients are again one convolution over T n images each.
+ *
+ * dropout, as Keras's ConvLSTM cell: four masks per sequence, one per gate, each the same at
+ * every step, each gate's input convolution reading the input dropped by its own mask
+ *   z_k += conv(x_t m_k, K_k),  m_k = keep / (1 - rate) from dropout_forward at the gate's key
+ * (the layer's, `seed` mixed in, then the gate) and the training step: element i of every
+ * step's [n, h, w, c] image draws the same uniform. The four convolutions then run one gate at
+ * a time (K_k copied out of K's columns) instead of one over 4F filters. */
 #include "layers/layer.h"
+
+#include "core/rng.h"
 
 typedef struct conv_lstm_args {
     int filters, kernel_size[2], strides[2], padding, dilation_rate[2], activation,
@@ -53,10 +62,12 @@ static const tfc_field conv_lstm_fields[] = {
      "start the forget gate's bias at 1"},
     TFC_KERNEL_BIAS_KERAS_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),
     TFC_CONSTRAINT_FIELD("recurrent_constraint"),
-    {"dropout", TFC_F_FLOAT, OFF(dropout), "0", 0, 1, NULL, "0 only (not supported)"},
+    {"dropout", TFC_F_FLOAT, OFF(dropout), "0", 0, 0.999999, NULL,
+     "fraction of the inputs to drop: four masks per sequence, one per gate"},
     {"recurrent_dropout", TFC_F_FLOAT, OFF(recurrent_dropout), "0", 0, 1, NULL,
      "0 only (not supported)"},
-    {"seed", TFC_F_INT, OFF(seed), "0", 0, 2147483647, NULL, "accepted (no dropout to seed)"},
+    {"seed", TFC_F_INT, OFF(seed), "0", 0, 2147483647, NULL,
+     "mixed into the run's seed for the dropout masks"},
     {"return_sequences", TFC_F_BOOL, OFF(return_sequences), "false", TFC_UNBOUNDED, NULL,
      "output every step, not only the last"},
     {"return_state", TFC_F_BOOL, OFF(return_state), "false", TFC_UNBOUNDED, NULL,
@@ -83,18 +94,24 @@ static dims dims_of(const tfc_layer *l)
     return d;
 }
 
-/* The input convolution over n images (T n of them for a whole batch) */
-static tfc_conv_desc input_desc(const tfc_layer *l, int n)
+/* The input convolution over n images (T n of them for a whole batch), of gates gates' filters
+ * (4; 1 for one gate's) */
+static tfc_conv_desc input_desc_f(const tfc_layer *l, int n, int gates)
 {
     const conv_lstm_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     tfc_conv_desc d = {.n = n, .h = (int)in->dim[1], .w = (int)in->dim[2], .c = (int)in->dim[3],
-                       .kh = a->kernel_size[0], .kw = a->kernel_size[1], .f = 4 * a->filters,
+                       .kh = a->kernel_size[0], .kw = a->kernel_size[1], .f = gates * a->filters,
                        .sh = a->strides[0], .sw = a->strides[1],
                        .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
     tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
     tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
     return d;
+}
+
+static tfc_conv_desc input_desc(const tfc_layer *l, int n)
+{
+    return input_desc_f(l, n, 4);
 }
 
 /* The recurrent convolution of n states: stride 1, same padding, no dilation (Keras's) */
@@ -121,9 +138,6 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
     if (l->mask_in)
         return tfc_layer_error(err, l, "a sequence mask (Masking, Embedding's mask_zero) is not "
                                        "supported");
-    if (a->dropout != 0)
-        return tfc_layer_error(err, l, "dropout: not supported (0 only): Keras's ConvLSTM cell "
-                                       "drops its input with four masks, one per gate");
     if (a->recurrent_dropout != 0)
         return tfc_layer_error(err, l, "recurrent_dropout: not supported (0 only)");
     if (a->return_state)
@@ -163,12 +177,23 @@ static size_t aligned(size_t bytes)
     return (bytes + 63) & ~(size_t)63;
 }
 
+/* Whether this pass drops the input out */
+static int dropped(const conv_lstm_args *a, const tfc_exec *ex)
+{
+    return ex->training && a->dropout > 0;
+}
+
 static size_t conv_ws(const tfc_layer *l, tfc_backend *be)
 {
-    const int b = l->max_batch;
-    tfc_conv_desc di = input_desc(l, b * (int)dims_of(l).t), dr = recurrent_desc(l, b);
-    size_t wi = be->ops->conv_workspace(be, &di), wr = be->ops->conv_workspace(be, &dr);
-    return aligned(wi > wr ? wi : wr);
+    const conv_lstm_args *a = l->args;
+    const int b = l->max_batch, t = (int)dims_of(l).t;
+    tfc_conv_desc di = input_desc(l, b * t), dr = recurrent_desc(l, b),
+                  dg = input_desc_f(l, b * t, 1);
+    size_t ws = be->ops->conv_workspace(be, &di), wr = be->ops->conv_workspace(be, &dr);
+    if (wr > ws) ws = wr;
+    if (a->dropout > 0 && be->ops->conv_workspace(be, &dg) > ws)
+        ws = be->ops->conv_workspace(be, &dg);
+    return aligned(ws);
 }
 
 /* The workspace past the convolutions' scratch, for batches of up to l->max_batch:
@@ -176,17 +201,30 @@ static size_t conv_ws(const tfc_layer *l, tfc_backend *be)
  *    gradient in that order;
  * z  [T, n, p, 4f]: the input convolution's output, then the pre-activations' gradients;
  * s  [n, p, 4f]: one step's pre-activations, or their gradients gate by gate;
- * four [n, p, f] buffers: tanh(c_t), and in backward dh, dc and a product. */
+ * four [n, p, f] buffers: tanh(c_t), and in backward dh, dc and a product;
+ * with dropout: xd [T, n, hwc] (the input under one gate's mask, then its gradient), dxt
+ * [T, n, hwc] (the time-major input's gradient), kg and dkg [kh, kw, c, f] (one gate's
+ * kernel and its gradient) and zk [T, n, p, f] (one gate's pre-activations or gradient). */
 typedef struct scratch {
-    float *xt, *z, *s, *tc, *dh, *dc, *tmp;
+    float *xt, *z, *s, *tc, *dh, *dc, *tmp, *xd, *dxt, *kg, *dkg, *zk;
 } scratch;
+
+static int64_t gate_kernel_floats(const tfc_layer *l)
+{
+    const conv_lstm_args *a = l->args;
+    return (int64_t)a->kernel_size[0] * a->kernel_size[1] * l->in_shape[0].dim[3] * a->filters;
+}
 
 static size_t scratch_floats(const tfc_layer *l)
 {
+    const conv_lstm_args *a = l->args;
     dims d = dims_of(l);
     const int64_t b = l->max_batch;
-    return (size_t)(d.t * b * d.hwc + d.t * b * d.p * 4 * d.f + b * d.p * 4 * d.f +
-                    4 * b * d.p * d.f);
+    int64_t floats = d.t * b * d.hwc + d.t * b * d.p * 4 * d.f + b * d.p * 4 * d.f +
+                     4 * b * d.p * d.f;
+    if (a->dropout > 0)
+        floats += 2 * d.t * b * d.hwc + 2 * gate_kernel_floats(l) + d.t * b * d.p * d.f;
+    return (size_t)floats;
 }
 
 static scratch scratch_of(const tfc_layer *l, tfc_exec *ex)
@@ -201,6 +239,11 @@ static scratch scratch_of(const tfc_layer *l, tfc_exec *ex)
     s.dh = s.tc + b * d.p * d.f;
     s.dc = s.dh + b * d.p * d.f;
     s.tmp = s.dc + b * d.p * d.f;
+    s.xd = s.tmp + b * d.p * d.f;
+    s.dxt = s.xd + d.t * b * d.hwc;
+    s.kg = s.dxt + d.t * b * d.hwc;
+    s.dkg = s.kg + gate_kernel_floats(l);
+    s.zk = s.dkg + gate_kernel_floats(l);
     return s;
 }
 
@@ -218,6 +261,72 @@ static void saved_parts(const tfc_layer *l, float **g, float **c, float **h)
     *g = l->saved;
     *c = l->saved + 4 * part;
     *h = l->saved + 5 * part;
+}
+
+/* Gate k's dropout key: the layer's, its seed mixed in, then the gate */
+static uint64_t gate_key(const tfc_layer *l, int k)
+{
+    const conv_lstm_args *a = l->args;
+    uint64_t key = a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
+    return tfc_rng_key(key, (uint64_t)k + 1);
+}
+
+/* Gate k's part of the dropped pass: xd = the time-major input under the gate's mask, kg =
+ * the gate's columns of K */
+static void gate_input(const tfc_layer *l, tfc_exec *ex, const scratch *s, int k)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t img = ex->batch * d.hwc; /* one step's images */
+    for (int64_t t = 0; t < d.t; t++)
+        be->ops->dropout_forward(be, img, (float)a->dropout, gate_key(l, k), ex->step,
+                                 s->xt + t * img, s->xd + t * img);
+    be->ops->copy2d(be, gate_kernel_floats(l) / d.f, (int)d.f, l->params[0].data + k * d.f,
+                    (int)(4 * d.f), s->kg, (int)d.f, 0);
+}
+
+/* z = conv(x, K) + b with dropout: each gate's convolution over its own dropped input */
+static void dropped_forward(const tfc_layer *l, tfc_exec *ex, const scratch *s)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t rows = ex->batch * d.t * d.p;
+    tfc_conv_desc dg = input_desc_f(l, ex->batch * (int)d.t, 1);
+    for (int k = 0; k < 4; k++) {
+        gate_input(l, ex, s, k);
+        be->ops->conv_forward(be, &dg, s->xd, s->kg,
+                              a->use_bias ? l->params[2].data + k * d.f : NULL, NULL, NULL,
+                              TFC_ACT_LINEAR, s->zk, NULL, NULL, ex->ws);
+        be->ops->copy2d(be, rows, (int)d.f, s->zk, (int)d.f, s->z + k * d.f, (int)(4 * d.f), 0);
+    }
+}
+
+/* K's gradient and the time-major input's (into s->dxt, overwritten) from the
+ * pre-activations' gradients s->z, with dropout: gate by gate */
+static void dropped_backward(const tfc_layer *l, tfc_exec *ex, const scratch *s, int want_dx)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t rows = ex->batch * d.t * d.p, img = ex->batch * d.hwc,
+                  kr = gate_kernel_floats(l) / d.f;
+    tfc_conv_desc dg = input_desc_f(l, ex->batch * (int)d.t, 1);
+    if (want_dx) be->ops->zero(be, s->dxt, (size_t)(d.t * img) * sizeof(float));
+    for (int k = 0; k < 4; k++) {
+        gate_input(l, ex, s, k);
+        be->ops->copy2d(be, rows, (int)d.f, s->z + k * d.f, (int)(4 * d.f), s->zk, (int)d.f, 0);
+        be->ops->zero(be, s->dkg, (size_t)gate_kernel_floats(l) * sizeof(float));
+        be->ops->conv_backward_filter(be, &dg, s->xd, s->zk, s->dkg, ex->ws);
+        be->ops->copy2d(be, kr, (int)d.f, s->dkg, (int)d.f, l->params[0].grad + k * d.f,
+                        (int)(4 * d.f), 1);
+        if (!want_dx) continue;
+        be->ops->conv_backward_data(be, &dg, s->zk, s->kg, s->xd, 1, ex->ws);
+        for (int64_t t = 0; t < d.t; t++)
+            be->ops->dropout_backward(be, img, (float)a->dropout, gate_key(l, k), ex->step,
+                                      s->xd + t * img, s->dxt + t * img);
+    }
 }
 
 /* The input's step that runs s-th */
@@ -242,8 +351,11 @@ static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
         op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
                    s.xt + t * n * d.hwc, (int)d.hwc, 0);
     tfc_conv_desc di = input_desc(l, n * (int)d.t), dr = recurrent_desc(l, n);
-    op->conv_forward(be, &di, s.xt, kernel, a->use_bias ? l->params[2].data : NULL, NULL, NULL,
-                     TFC_ACT_LINEAR, s.z, NULL, NULL, ex->ws);
+    if (dropped(a, ex))
+        dropped_forward(l, ex, &s);
+    else
+        op->conv_forward(be, &di, s.xt, kernel, a->use_bias ? l->params[2].data : NULL, NULL,
+                         NULL, TFC_ACT_LINEAR, s.z, NULL, NULL, ex->ws);
     for (int64_t t = 0; t < d.t; t++) {
         float *z = s.z + t * rows * 4 * d.f, *g = gates + t * 4 * q, *c = cs + t * q,
               *h = hs + t * q;
@@ -327,11 +439,17 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
         op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
                    s.xt + t * n * d.hwc, (int)d.hwc, 0);
     if (a->use_bias) op->bias_grad(be, d.t * rows, (int)(4 * d.f), s.z, l->params[2].grad);
-    op->conv_backward_filter(be, &di, s.xt, s.z, l->params[0].grad, ex->ws);
+    float *dxt = s.xt;
+    if (dropped(a, ex)) {
+        dropped_backward(l, ex, &s, dx[0] != NULL);
+        dxt = s.dxt;
+    } else {
+        op->conv_backward_filter(be, &di, s.xt, s.z, l->params[0].grad, ex->ws);
+        if (dx[0]) op->conv_backward_data(be, &di, s.z, l->params[0].data, s.xt, 1, ex->ws);
+    }
     if (!dx[0]) return;
-    op->conv_backward_data(be, &di, s.z, l->params[0].data, s.xt, 1, ex->ws);
     for (int64_t t = 0; t < d.t; t++)
-        op->copy2d(be, n, (int)d.hwc, s.xt + t * n * d.hwc, (int)d.hwc,
+        op->copy2d(be, n, (int)d.hwc, dxt + t * n * d.hwc, (int)d.hwc,
                    dx[0] + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc), 1);
 }
 

@@ -3608,15 +3608,15 @@ static void test_train_volume(void)
 }
 
 /* ConvLSTM2D (CPU-first, lifted here): the convolution ops over T n images and n states per
- * step, copy2d, act_forward/backward and mul on the GPU; training steps of a model with one
- * over every step (same padding) into one going backwards (strides 2, valid) on both
- * backends */
+ * step, copy2d, act_forward/backward, mul and dropout on the GPU; training steps of a model
+ * with one over every step (same padding, dropout) into one going backwards (strides 2,
+ * valid) on both backends */
 static void test_train_conv_lstm(void)
 {
     lift_cpu_first = 1;
     train_steps("input: {shape: [3, 6, 6, 2]}\nlayers:\n"
                 "  - ConvLSTM2D: {filters: 3, kernel_size: 3, padding: same, "
-                "return_sequences: true}\n"
+                "return_sequences: true, dropout: 0.25}\n"
                 "  - ConvLSTM2D: {filters: 2, kernel_size: [2, 3], strides: 2, "
                 "go_backwards: true, use_bias: false}\n"
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
