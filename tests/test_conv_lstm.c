@@ -1,6 +1,7 @@
-/* ConvLSTM2D (layers/conv_lstm2d.c): Keras 3.15 parity on the fixtures of
+/* ConvLSTM2D and ConvLSTM1D (layers/conv_lstm2d.c): Keras 3.15 parity on the fixtures of
  * tests/ref/keras_conv_lstm.py (tests/ref/conv_lstm/: every step or the last, same and valid
- * padding, strides 2, dilation, go_backwards, no bias; outputs, the input's and every
+ * padding, strides 2, dilation, go_backwards, no bias; ConvLSTM1D every step and the last
+ * going backwards with strides 2; outputs, the input's and every
  * weight's gradients); dropout's four masks; Keras's weights and their initial values
  * (unit_forget_bias, the orthogonal recurrent kernel as a (kh kw F, 4F) matrix); the
  * arguments tfc refuses, named, at their FILE:LINE:COL. The numeric gradient checks are
@@ -21,7 +22,8 @@ static void test_keras_parity(void)
 {
     static const tfc_keras_parity p = {.dir = "conv_lstm", .tol = 1e-4, .all_grads = 1};
     static const char *const names[] = {"seq_same", "last_valid", "stride2_valid", "backwards",
-                                        "backwards_last_dilated", NULL};
+                                        "backwards_last_dilated", "conv1d_seq_same",
+                                        "conv1d_last_stride_backwards", NULL};
     tfc_test_keras_cases(&p, names);
 }
 
@@ -54,6 +56,17 @@ static void test_errors(void)
     expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, strides: 2, dilation_rate: 2}",
                  "strides > 1 with dilation_rate > 1");
     expect_error("ConvLSTM2D: {kernel_size: 3}", "filters");
+    tfc_test_expect_model_error("input: {shape: [3, 5, 2]}\nlayers:\n"
+                                "  - ConvLSTM1D: {filters: 2, kernel_size: [3, 3]}\n",
+                                "t.yaml:3:5: error: layers[0].ConvLSTM1D: layer 'conv_lstm1d': "
+                                "kernel_size");
+    tfc_test_expect_model_error("input: {shape: [3, 5, 2]}\nlayers:\n"
+                                "  - ConvLSTM1D: {filters: 2, kernel_size: 3, stateful: true}\n",
+                                "t.yaml:3:5: error: layers[0].ConvLSTM1D: layer 'conv_lstm1d': "
+                                "stateful: not supported");
+    tfc_test_expect_model_error("input: {shape: [3, 5, 5, 2]}\nlayers:\n"
+                                "  - ConvLSTM1D: {filters: 2, kernel_size: 3}\n",
+                                "needs a sequence of sequences");
     tfc_test_expect_model_error("input: {shape: [5, 5, 2]}\nlayers:\n"
                                 "  - ConvLSTM2D: {filters: 2, kernel_size: 3}\n",
                                 "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': "

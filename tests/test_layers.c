@@ -513,6 +513,12 @@ static const gc_case cases[] = {
                     "  - ConvLSTM2D: {filters: 2, kernel_size: [2, 3], strides: 2,"
                     " go_backwards: true, use_bias: false}\n"
                     "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    {"conv_lstm1d", "input: {shape: [3, 7, 2]}\nlayers:\n"
+                    "  - ConvLSTM1D: {filters: 2, kernel_size: 3, padding: same,"
+                    " return_sequences: true, dropout: 0.3}\n"
+                    "  - ConvLSTM1D: {filters: 2, kernel_size: 2, strides: 2,"
+                    " go_backwards: true}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
     {"conv_lstm2d_dropout", "input: {shape: [3, 4, 4, 2]}\nlayers:\n"
                             "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
                             " dropout: 0.4, seed: 3, go_backwards: true}\n"

@@ -25,57 +25,73 @@
 
 #include "core/rng.h"
 
+/* ConvLSTM1D's kernel_size, strides and dilation_rate (k1, s1, d1: an integer or a list of
+ * one, as Conv1D's) become the pairs {1, v} at build; rank says which type it is. */
 typedef struct conv_lstm_args {
     int filters, kernel_size[2], strides[2], padding, dilation_rate[2], activation,
         recurrent_activation, use_bias, unit_forget_bias, seed, return_sequences, return_state,
-        go_backwards, stateful;
+        go_backwards, stateful, rank;
     double dropout, recurrent_dropout;
+    tfc_int_list k1, s1, d1;
     const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
 } conv_lstm_args;
 
 static const char *const tanh_only[] = {"tanh", NULL}, *const sigmoid_only[] = {"sigmoid", NULL};
 
 #define OFF(m) offsetof(conv_lstm_args, m)
+/* Every argument but the window's (kernel_size, strides, dilation_rate) */
+#define CONV_LSTM_COMMON_FIELDS                                                                 \
+    {"filters", TFC_F_INT, OFF(filters), NULL, 1, 1 << 16, NULL, "state channels"},            \
+    {"padding", TFC_F_ENUM, OFF(padding), "valid", TFC_UNBOUNDED, tfc_padding_names,           \
+     "the input convolution's: valid or same (the recurrent one's is same)"},                  \
+    TFC_IMAGE_DATA_FORMAT_FIELD,                                                               \
+    {"activation", TFC_F_ENUM, OFF(activation), "tanh", TFC_UNBOUNDED, tanh_only,               \
+     "state activation (tanh only)"},                                                           \
+    {"recurrent_activation", TFC_F_ENUM, OFF(recurrent_activation), "sigmoid", TFC_UNBOUNDED,   \
+     sigmoid_only, "gate activation (sigmoid only)"},                                           \
+    {"use_bias", TFC_F_BOOL, OFF(use_bias), "true", TFC_UNBOUNDED, NULL, "add a bias"},         \
+    {"kernel_initializer", TFC_F_NODE, OFF(kernel_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED,  \
+     NULL, "default glorot_uniform"},                                                           \
+    {"recurrent_initializer", TFC_F_NODE, OFF(recurrent_initializer), TFC_NO_DEFAULT,           \
+     TFC_UNBOUNDED, NULL, "default orthogonal (of the kernel as a (kh kw F, 4F) matrix)"},      \
+    {"bias_initializer", TFC_F_NODE, OFF(bias_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,\
+     "default zeros (forget gate 1 with unit_forget_bias)"},                                    \
+    {"unit_forget_bias", TFC_F_BOOL, OFF(unit_forget_bias), "true", TFC_UNBOUNDED, NULL,        \
+     "start the forget gate's bias at 1"},                                                      \
+    TFC_KERNEL_BIAS_KERAS_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),               \
+    TFC_CONSTRAINT_FIELD("recurrent_constraint"),                                               \
+    {"dropout", TFC_F_FLOAT, OFF(dropout), "0", 0, 0.999999, NULL,                              \
+     "fraction of the inputs to drop: four masks per sequence, one per gate"},                  \
+    {"recurrent_dropout", TFC_F_FLOAT, OFF(recurrent_dropout), "0", 0, 1, NULL,                 \
+     "0 only (not supported)"},                                                                 \
+    {"seed", TFC_F_INT, OFF(seed), "0", 0, 2147483647, NULL,                                    \
+     "mixed into the run's seed for the dropout masks"},                                        \
+    {"return_sequences", TFC_F_BOOL, OFF(return_sequences), "false", TFC_UNBOUNDED, NULL,       \
+     "output every step, not only the last"},                                                   \
+    {"return_state", TFC_F_BOOL, OFF(return_state), "false", TFC_UNBOUNDED, NULL,               \
+     "false only (a layer has one output)"},                                                    \
+    {"go_backwards", TFC_F_BOOL, OFF(go_backwards), "false", TFC_UNBOUNDED, NULL,               \
+     "run over the reversed sequence (output in that order)"},                                  \
+    {"stateful", TFC_F_BOOL, OFF(stateful), "false", TFC_UNBOUNDED, NULL,                       \
+     "false only (not supported)"}
+
 static const tfc_field conv_lstm_fields[] = {
-    {"filters", TFC_F_INT, OFF(filters), NULL, 1, 1 << 16, NULL, "state channels"},
     {"kernel_size", TFC_F_INT_PAIR, OFF(kernel_size), NULL, 1, 4096, NULL,
      "kernel height and width (of both convolutions)"},
     {"strides", TFC_F_INT_PAIR, OFF(strides), "1", 1, 4096, NULL,
      "the input convolution's stride"},
-    {"padding", TFC_F_ENUM, OFF(padding), "valid", TFC_UNBOUNDED, tfc_padding_names,
-     "the input convolution's: valid or same (the recurrent one's is same)"},
-    TFC_IMAGE_DATA_FORMAT_FIELD,
     {"dilation_rate", TFC_F_INT_PAIR, OFF(dilation_rate), "1", 1, 4096, NULL,
      "the input convolution's dilation"},
-    {"activation", TFC_F_ENUM, OFF(activation), "tanh", TFC_UNBOUNDED, tanh_only,
-     "state activation (tanh only)"},
-    {"recurrent_activation", TFC_F_ENUM, OFF(recurrent_activation), "sigmoid", TFC_UNBOUNDED,
-     sigmoid_only, "gate activation (sigmoid only)"},
-    {"use_bias", TFC_F_BOOL, OFF(use_bias), "true", TFC_UNBOUNDED, NULL, "add a bias"},
-    {"kernel_initializer", TFC_F_NODE, OFF(kernel_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED,
-     NULL, "default glorot_uniform"},
-    {"recurrent_initializer", TFC_F_NODE, OFF(recurrent_initializer), TFC_NO_DEFAULT,
-     TFC_UNBOUNDED, NULL, "default orthogonal (of the kernel as a (kh kw F, 4F) matrix)"},
-    {"bias_initializer", TFC_F_NODE, OFF(bias_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "default zeros (forget gate 1 with unit_forget_bias)"},
-    {"unit_forget_bias", TFC_F_BOOL, OFF(unit_forget_bias), "true", TFC_UNBOUNDED, NULL,
-     "start the forget gate's bias at 1"},
-    TFC_KERNEL_BIAS_KERAS_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),
-    TFC_CONSTRAINT_FIELD("recurrent_constraint"),
-    {"dropout", TFC_F_FLOAT, OFF(dropout), "0", 0, 0.999999, NULL,
-     "fraction of the inputs to drop: four masks per sequence, one per gate"},
-    {"recurrent_dropout", TFC_F_FLOAT, OFF(recurrent_dropout), "0", 0, 1, NULL,
-     "0 only (not supported)"},
-    {"seed", TFC_F_INT, OFF(seed), "0", 0, 2147483647, NULL,
-     "mixed into the run's seed for the dropout masks"},
-    {"return_sequences", TFC_F_BOOL, OFF(return_sequences), "false", TFC_UNBOUNDED, NULL,
-     "output every step, not only the last"},
-    {"return_state", TFC_F_BOOL, OFF(return_state), "false", TFC_UNBOUNDED, NULL,
-     "false only (a layer has one output)"},
-    {"go_backwards", TFC_F_BOOL, OFF(go_backwards), "false", TFC_UNBOUNDED, NULL,
-     "run over the reversed sequence (output in that order)"},
-    {"stateful", TFC_F_BOOL, OFF(stateful), "false", TFC_UNBOUNDED, NULL,
-     "false only (not supported)"},
+    CONV_LSTM_COMMON_FIELDS,
+    {NULL}};
+
+static const tfc_field conv_lstm1d_fields[] = {
+    {"kernel_size", TFC_F_INT_LIST, OFF(k1), NULL, 1, 4096, NULL,
+     "window length (of both convolutions)"},
+    {"strides", TFC_F_INT_LIST, OFF(s1), "1", 1, 4096, NULL, "the input convolution's stride"},
+    {"dilation_rate", TFC_F_INT_LIST, OFF(d1), "1", 1, 4096, NULL,
+     "the input convolution's dilation"},
+    CONV_LSTM_COMMON_FIELDS,
     {NULL}};
 #undef OFF
 
@@ -84,13 +100,25 @@ typedef struct dims {
     int64_t t, hwc, p, f; /* p = oh ow: a state's pixels */
 } dims;
 
+/* One step's input as an image: ConvLSTM1D's (length, channels) is 1 x length */
+static void image_of(const tfc_layer *l, int *h, int *w, int *c)
+{
+    const conv_lstm_args *a = l->args;
+    const int64_t *dim = l->in_shape[0].dim;
+    *h = a->rank == 1 ? 1 : (int)dim[1];
+    *w = (int)dim[a->rank == 1 ? 1 : 2];
+    *c = (int)dim[a->rank == 1 ? 2 : 3];
+}
+
 static dims dims_of(const tfc_layer *l)
 {
     const conv_lstm_args *a = l->args;
-    const tfc_shape *in = &l->in_shape[0], *out = &l->out_shape;
+    const tfc_shape *out = &l->out_shape;
     const int k = a->return_sequences; /* the output's first spatial axis */
-    dims d = {.t = in->dim[0], .hwc = in->dim[1] * in->dim[2] * in->dim[3],
-              .p = out->dim[k] * out->dim[k + 1], .f = a->filters};
+    int h, w, c;
+    image_of(l, &h, &w, &c);
+    dims d = {.t = l->in_shape[0].dim[0], .hwc = (int64_t)h * w * c,
+              .p = a->rank == 1 ? out->dim[k] : out->dim[k] * out->dim[k + 1], .f = a->filters};
     return d;
 }
 
@@ -99,11 +127,10 @@ static dims dims_of(const tfc_layer *l)
 static tfc_conv_desc input_desc_f(const tfc_layer *l, int n, int gates)
 {
     const conv_lstm_args *a = l->args;
-    const tfc_shape *in = &l->in_shape[0];
-    tfc_conv_desc d = {.n = n, .h = (int)in->dim[1], .w = (int)in->dim[2], .c = (int)in->dim[3],
-                       .kh = a->kernel_size[0], .kw = a->kernel_size[1], .f = gates * a->filters,
-                       .sh = a->strides[0], .sw = a->strides[1],
+    tfc_conv_desc d = {.n = n, .kh = a->kernel_size[0], .kw = a->kernel_size[1],
+                       .f = gates * a->filters, .sh = a->strides[0], .sw = a->strides[1],
                        .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
+    image_of(l, &d.h, &d.w, &d.c);
     tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
     tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
     return d;
@@ -126,14 +153,19 @@ static tfc_conv_desc recurrent_desc(const tfc_layer *l, int n)
     return d;
 }
 
+/* Both types' build; a->rank set */
 static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
 {
     const conv_lstm_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    if (in->ndim != 4)
+    if (a->rank == 2 && in->ndim != 4)
         return tfc_layer_error(err, l, "needs a sequence of images, input shape (steps, height, "
                                        "width, channels), got %s",
+                               tfc_shape_str(in, buf, sizeof buf));
+    if (a->rank == 1 && in->ndim != 3)
+        return tfc_layer_error(err, l, "needs a sequence of sequences, input shape (steps, "
+                                       "length, channels), got %s",
                                tfc_shape_str(in, buf, sizeof buf));
     if (l->mask_in)
         return tfc_layer_error(err, l, "a sequence mask (Masking, Embedding's mask_zero) is not "
@@ -154,8 +186,12 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
                                "valid padding",
                                tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw, d.dh, d.dw);
     const int64_t t = in->dim[0], f = a->filters;
-    l->out_shape = a->return_sequences ? tfc_shape_make(4, (int64_t[]){t, d.oh, d.ow, f})
-                                       : tfc_shape_make(3, (int64_t[]){d.oh, d.ow, f});
+    if (a->rank == 1)
+        l->out_shape = a->return_sequences ? tfc_shape_make(3, (int64_t[]){t, d.ow, f})
+                                           : tfc_shape_make(2, (int64_t[]){d.ow, f});
+    else
+        l->out_shape = a->return_sequences ? tfc_shape_make(4, (int64_t[]){t, d.oh, d.ow, f})
+                                           : tfc_shape_make(3, (int64_t[]){d.oh, d.ow, f});
     /* per step: the four gates after their activations, c_t and h_t */
     l->saved_floats = t * 6 * d.oh * d.ow * f;
     tfc_init ki, ri, bi;
@@ -166,10 +202,38 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
         tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
         return TFC_ERR_CONFIG;
     if (a->unit_forget_bias && !a->bias_initializer) bi = tfc_init_make(TFC_INIT_LSTM_BIAS);
-    tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, 4 * f}, 1, ki);
-    tfc_layer_add_param(l, "recurrent_kernel", 4, (int64_t[]){d.kh, d.kw, f, 4 * f}, 1, ri);
+    /* ConvLSTM1D's (kw, c, 4f): the (1, kw, c, 4f) of the 2-D convolution in the same memory */
+    if (a->rank == 1) {
+        tfc_layer_add_param(l, "kernel", 3, (int64_t[]){d.kw, d.c, 4 * f}, 1, ki);
+        tfc_layer_add_param(l, "recurrent_kernel", 3, (int64_t[]){d.kw, f, 4 * f}, 1, ri);
+    } else {
+        tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, 4 * f}, 1, ki);
+        tfc_layer_add_param(l, "recurrent_kernel", 4, (int64_t[]){d.kh, d.kw, f, 4 * f}, 1, ri);
+    }
     if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){4 * f}, 1, bi);
     return TFC_OK;
+}
+
+static tfc_status conv_lstm2d_build(tfc_layer *l, tfc_error *err)
+{
+    ((conv_lstm_args *)l->args)->rank = 2;
+    return conv_lstm_build(l, err);
+}
+
+/* ConvLSTM1D: its window's integers as the pairs {1, v} */
+static tfc_status conv_lstm1d_build(tfc_layer *l, tfc_error *err)
+{
+    conv_lstm_args *a = l->args;
+    if (tfc_layer_one_int(l, "kernel_size", &a->k1, err) ||
+        tfc_layer_one_int(l, "strides", &a->s1, err) ||
+        tfc_layer_one_int(l, "dilation_rate", &a->d1, err))
+        return TFC_ERR_CONFIG;
+    a->rank = 1;
+    a->kernel_size[0] = a->strides[0] = a->dilation_rate[0] = 1;
+    a->kernel_size[1] = a->k1.v[0];
+    a->strides[1] = a->s1.v[0];
+    a->dilation_rate[1] = a->d1.v[0];
+    return conv_lstm_build(l, err);
 }
 
 static size_t aligned(size_t bytes)
@@ -212,7 +276,9 @@ typedef struct scratch {
 static int64_t gate_kernel_floats(const tfc_layer *l)
 {
     const conv_lstm_args *a = l->args;
-    return (int64_t)a->kernel_size[0] * a->kernel_size[1] * l->in_shape[0].dim[3] * a->filters;
+    int h, w, c;
+    image_of(l, &h, &w, &c);
+    return (int64_t)a->kernel_size[0] * a->kernel_size[1] * c * a->filters;
 }
 
 static size_t scratch_floats(const tfc_layer *l)
@@ -456,6 +522,13 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
 const tfc_layer_ops tfc_conv_lstm2d_ops = {
     .type = "ConvLSTM2D", .schema = conv_lstm_fields, .args_size = sizeof(conv_lstm_args),
     .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
-    .build = conv_lstm_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
+    .build = conv_lstm2d_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
+    .backward = conv_lstm_backward,
+};
+
+const tfc_layer_ops tfc_conv_lstm1d_ops = {
+    .type = "ConvLSTM1D", .schema = conv_lstm1d_fields, .args_size = sizeof(conv_lstm_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
+    .build = conv_lstm1d_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
     .backward = conv_lstm_backward,
 };

@@ -3607,10 +3607,10 @@ static void test_train_volume(void)
     lift_cpu_first = 0;
 }
 
-/* ConvLSTM2D (CPU-first, lifted here): the convolution ops over T n images and n states per
+/* ConvLSTM2D and ConvLSTM1D (CPU-first, lifted here): the convolution ops over T n images and n states per
  * step, copy2d, act_forward/backward, mul and dropout on the GPU; training steps of a model
  * with one over every step (same padding, dropout) into one going backwards (strides 2,
- * valid) on both backends */
+ * valid) on both backends, and a ConvLSTM1D */
 static void test_train_conv_lstm(void)
 {
     lift_cpu_first = 1;
@@ -3619,6 +3619,11 @@ static void test_train_conv_lstm(void)
                 "return_sequences: true, dropout: 0.25}\n"
                 "  - ConvLSTM2D: {filters: 2, kernel_size: [2, 3], strides: 2, "
                 "go_backwards: true, use_bias: false}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [4, 9, 2]}\nlayers:\n"
+                "  - ConvLSTM1D: {filters: 3, kernel_size: 3, strides: 2, go_backwards: true}\n"
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Writes the Keras parity fixtures of ConvLSTM2D (tests/test_rnn.c) into tests/ref/conv_lstm/,
-# in keras_group_norm.py's format (the tfc YAML in the metadata "yaml"; x, Keras 3's output y,
+# Writes the Keras parity fixtures of ConvLSTM2D and ConvLSTM1D (tests/test_conv_lstm.c) into
+# tests/ref/conv_lstm/, in keras_group_norm.py's format (the tfc YAML in the metadata "yaml"; x, Keras 3's output y,
 # MSE targets t, the MSE loss's gradients "dx" and "grad:<path>", every weight), the weights
 # under tfc's paths: Keras's with the cell's segment dropped (cl/conv_lstm2d_cell/kernel ->
 # cl/kernel). Not run by `make test` (Keras is not a CI dependency). To regenerate (Keras
@@ -69,6 +69,13 @@ CASES = {
                                                                   kernel_size=3,
                                                                   dilation_rate=2,
                                                                   go_backwards=True))]),
+    # ConvLSTM1D: every step, same padding; the last state going backwards with strides 2
+    "conv1d_seq_same": ((4, 7, 2), [("ConvLSTM1D", dict(name="cl", filters=3, kernel_size=3,
+                                                        padding="same",
+                                                        return_sequences=True))]),
+    "conv1d_last_stride_backwards": ((4, 9, 2), [("ConvLSTM1D", dict(name="cl", filters=2,
+                                                                     kernel_size=2, strides=2,
+                                                                     go_backwards=True))]),
 }
 
 
