@@ -5,7 +5,9 @@
  * K [kh, kw, C, 4F], R [kh, kw, F, 4F], b [4F] (Keras's layouts; the gate of channel j is
  * j / F), h and c (oh, ow, F) starting at zero. Output: h_T (oh, ow, F), or every h_t
  * (T, oh, ow, F) with return_sequences; go_backwards runs over the reversed sequence and
- * returns the outputs in that order, as Keras does.
+ * returns the outputs in that order, as Keras does. ConvLSTM1D (keras.layers.ConvLSTM1D) is
+ * the same over (T, L, C) sequences of sequences, each step a 1 x L image (as Conv1D), K
+ * [k, C, 4F] and R [k, F, 4F] the 2-D ones' memory.
  *
  * Made of the backend's existing ops (cpu_first until `make test-gpu` has run it): the input
  * is laid out time-major once (copy2d), its convolution taken for all T steps in one
