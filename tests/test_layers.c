@@ -505,6 +505,24 @@ static const gc_case cases[] = {
                                 "  - Bidirectional: {layer: {SimpleRNN: {units: 3,"
                                 " return_sequences: true, activation: sigmoid}}}\n"
                                 "  - Dense: {units: 2}\n", 3},
+    /* ConvLSTM2D: every step with same padding into a second one going backwards with strides
+     * 2 and valid padding (the input's gradient through both), no bias */
+    {"conv_lstm2d", "input: {shape: [3, 5, 5, 2]}\nlayers:\n"
+                    "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
+                    " return_sequences: true}\n"
+                    "  - ConvLSTM2D: {filters: 2, kernel_size: [2, 3], strides: 2,"
+                    " go_backwards: true, use_bias: false}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    {"conv_lstm1d", "input: {shape: [3, 7, 2]}\nlayers:\n"
+                    "  - ConvLSTM1D: {filters: 2, kernel_size: 3, padding: same,"
+                    " return_sequences: true, dropout: 0.3}\n"
+                    "  - ConvLSTM1D: {filters: 2, kernel_size: 2, strides: 2,"
+                    " go_backwards: true}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    {"conv_lstm2d_dropout", "input: {shape: [3, 4, 4, 2]}\nlayers:\n"
+                            "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
+                            " dropout: 0.4, seed: 3, go_backwards: true}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
     /* the depthwise step's strides and same padding, then depth_multiplier 2 with dilation
      * (the input's gradient through both steps), no bias, a fused activation */
     {"separable_stride_same", IMG "  - SeparableConv2D: {filters: 3, kernel_size: 3, strides: 2,"

@@ -853,6 +853,11 @@ static void test_vision_layers(void)
                    "  - BatchNormalization: {name: dw}\n"
                    "  - Flatten: {}\n",
                    "layer 'dw' (BatchNormalization)");
+    /* ConvLSTM2D: ONNX has no convolutional LSTM */
+    export_refused("cl", "input: {shape: [3, 5, 5, 2]}\nlayers:\n"
+                   "  - ConvLSTM2D: {name: cl, filters: 2, kernel_size: 3}\n"
+                   "  - Flatten: {}\n",
+                   "layer 'cl' (ConvLSTM2D): no ONNX form for this layer type");
 }
 
 /* The augmentation layers export as nothing (the identity at inference), between layers

@@ -3747,6 +3747,29 @@ static void test_train_volume(void)
     lift_cpu_first = 0;
 }
 
+/* ConvLSTM2D and ConvLSTM1D (CPU-first, lifted here): the convolution ops over T n images and n states per
+ * step, copy2d, act_forward/backward, mul and dropout on the GPU; training steps of a model
+ * with one over every step (same padding, dropout) into one going backwards (strides 2,
+ * valid) on both backends, and a ConvLSTM1D */
+static void test_train_conv_lstm(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [3, 6, 6, 2]}\nlayers:\n"
+                "  - ConvLSTM2D: {filters: 3, kernel_size: 3, padding: same, "
+                "return_sequences: true, dropout: 0.25}\n"
+                "  - ConvLSTM2D: {filters: 2, kernel_size: [2, 3], strides: 2, "
+                "go_backwards: true, use_bias: false}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [4, 9, 2]}\nlayers:\n"
+                "  - ConvLSTM1D: {filters: 3, kernel_size: 3, strides: 2, go_backwards: true}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+}
+
 /* lse compared as the contract has it: +-inf exactly, finite values within rtol, atol. */
 static int lse_check(const pair *p, double rtol, double atol)
 {
@@ -4677,6 +4700,7 @@ int main(int argc, char **argv)
         {"dot", test_dot},
         {"einsum_dense", test_einsum_dense},
         {"train_volume", test_train_volume},
+        {"train_conv_lstm", test_train_conv_lstm},
         {"conv3d", test_conv3d},
         {"conv3d_transpose", test_conv3d_transpose},
         {"pool3d", test_pool3d},

@@ -1,0 +1,536 @@
+/* ConvLSTM2D (keras.layers.ConvLSTM2D) over a sequence of images (T, H, W, C): an LSTM whose
+ * input and recurrent products are convolutions, gates in Keras's order i, f, c, o:
+ *   z_t = conv(x_t, K; strides, padding, dilation) + conv(h_{t-1}, R; stride 1, same) + b
+ *   i, f, o = sigmoid(z_i, z_f, z_o),  g = tanh(z_c),  c_t = f c_{t-1} + i g,  h_t = o tanh(c_t)
+ * K [kh, kw, C, 4F], R [kh, kw, F, 4F], b [4F] (Keras's layouts; the gate of channel j is
+ * j / F), h and c (oh, ow, F) starting at zero. Output: h_T (oh, ow, F), or every h_t
+ * (T, oh, ow, F) with return_sequences; go_backwards runs over the reversed sequence and
+ * returns the outputs in that order, as Keras does. ConvLSTM1D (keras.layers.ConvLSTM1D) is
+ * the same over (T, L, C) sequences of sequences, each step a 1 x L image (as Conv1D), K
+ * [k, C, 4F] and R [k, F, 4F] the 2-D ones' memory.
+ *
+ * Made of the backend's existing ops (cpu_first until `make test-gpu` has run it): the input
+ * is laid out time-major once (copy2d), its convolution taken for all T steps in one
+ * conv_forward over T n images; each step adds the recurrent convolution (conv_forward's
+ * residual), splits the channels into the four gates (copy2d) and runs the activations and
+ * products (act_forward, mul). Backward runs back through time over the saved gates, states
+ * and outputs, collecting every step's pre-activation gradient so that the input's and K's
+ * gradients are again one convolution over T n images each.
+ *
+ * dropout, as Keras's ConvLSTM cell: four masks per sequence, one per gate, each the same at
+ * every step, each gate's input convolution reading the input dropped by its own mask
+ *   z_k += conv(x_t m_k, K_k),  m_k = keep / (1 - rate) from dropout_forward at the gate's key
+ * (the layer's, `seed` mixed in, then the gate) and the training step: element i of every
+ * step's [n, h, w, c] image draws the same uniform. The four convolutions then run one gate at
+ * a time (K_k copied out of K's columns) instead of one over 4F filters. */
+#include "layers/layer.h"
+
+#include "core/rng.h"
+
+/* ConvLSTM1D's kernel_size, strides and dilation_rate (k1, s1, d1: an integer or a list of
+ * one, as Conv1D's) become the pairs {1, v} at build; rank says which type it is. */
+typedef struct conv_lstm_args {
+    int filters, kernel_size[2], strides[2], padding, dilation_rate[2], activation,
+        recurrent_activation, use_bias, unit_forget_bias, seed, return_sequences, return_state,
+        go_backwards, stateful, rank;
+    double dropout, recurrent_dropout;
+    tfc_int_list k1, s1, d1;
+    const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
+} conv_lstm_args;
+
+static const char *const tanh_only[] = {"tanh", NULL}, *const sigmoid_only[] = {"sigmoid", NULL};
+
+#define OFF(m) offsetof(conv_lstm_args, m)
+/* Every argument but the window's (kernel_size, strides, dilation_rate) */
+#define CONV_LSTM_COMMON_FIELDS                                                                 \
+    {"filters", TFC_F_INT, OFF(filters), NULL, 1, 1 << 16, NULL, "state channels"},            \
+    {"padding", TFC_F_ENUM, OFF(padding), "valid", TFC_UNBOUNDED, tfc_padding_names,           \
+     "the input convolution's: valid or same (the recurrent one's is same)"},                  \
+    TFC_IMAGE_DATA_FORMAT_FIELD,                                                               \
+    {"activation", TFC_F_ENUM, OFF(activation), "tanh", TFC_UNBOUNDED, tanh_only,               \
+     "state activation (tanh only)"},                                                           \
+    {"recurrent_activation", TFC_F_ENUM, OFF(recurrent_activation), "sigmoid", TFC_UNBOUNDED,   \
+     sigmoid_only, "gate activation (sigmoid only)"},                                           \
+    {"use_bias", TFC_F_BOOL, OFF(use_bias), "true", TFC_UNBOUNDED, NULL, "add a bias"},         \
+    {"kernel_initializer", TFC_F_NODE, OFF(kernel_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED,  \
+     NULL, "default glorot_uniform"},                                                           \
+    {"recurrent_initializer", TFC_F_NODE, OFF(recurrent_initializer), TFC_NO_DEFAULT,           \
+     TFC_UNBOUNDED, NULL, "default orthogonal (of the kernel as a (kh kw F, 4F) matrix)"},      \
+    {"bias_initializer", TFC_F_NODE, OFF(bias_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,\
+     "default zeros (forget gate 1 with unit_forget_bias)"},                                    \
+    {"unit_forget_bias", TFC_F_BOOL, OFF(unit_forget_bias), "true", TFC_UNBOUNDED, NULL,        \
+     "start the forget gate's bias at 1"},                                                      \
+    TFC_KERNEL_BIAS_KERAS_FIELDS, TFC_REGULARIZER_FIELD("recurrent_regularizer"),               \
+    TFC_CONSTRAINT_FIELD("recurrent_constraint"),                                               \
+    {"dropout", TFC_F_FLOAT, OFF(dropout), "0", 0, 0.999999, NULL,                              \
+     "fraction of the inputs to drop: four masks per sequence, one per gate"},                  \
+    {"recurrent_dropout", TFC_F_FLOAT, OFF(recurrent_dropout), "0", 0, 1, NULL,                 \
+     "0 only (not supported)"},                                                                 \
+    {"seed", TFC_F_INT, OFF(seed), "0", 0, 2147483647, NULL,                                    \
+     "mixed into the run's seed for the dropout masks"},                                        \
+    {"return_sequences", TFC_F_BOOL, OFF(return_sequences), "false", TFC_UNBOUNDED, NULL,       \
+     "output every step, not only the last"},                                                   \
+    {"return_state", TFC_F_BOOL, OFF(return_state), "false", TFC_UNBOUNDED, NULL,               \
+     "false only (a layer has one output)"},                                                    \
+    {"go_backwards", TFC_F_BOOL, OFF(go_backwards), "false", TFC_UNBOUNDED, NULL,               \
+     "run over the reversed sequence (output in that order)"},                                  \
+    {"stateful", TFC_F_BOOL, OFF(stateful), "false", TFC_UNBOUNDED, NULL,                       \
+     "false only (not supported)"}
+
+static const tfc_field conv_lstm_fields[] = {
+    {"kernel_size", TFC_F_INT_PAIR, OFF(kernel_size), NULL, 1, 4096, NULL,
+     "kernel height and width (of both convolutions)"},
+    {"strides", TFC_F_INT_PAIR, OFF(strides), "1", 1, 4096, NULL,
+     "the input convolution's stride"},
+    {"dilation_rate", TFC_F_INT_PAIR, OFF(dilation_rate), "1", 1, 4096, NULL,
+     "the input convolution's dilation"},
+    CONV_LSTM_COMMON_FIELDS,
+    {NULL}};
+
+static const tfc_field conv_lstm1d_fields[] = {
+    {"kernel_size", TFC_F_INT_LIST, OFF(k1), NULL, 1, 4096, NULL,
+     "window length (of both convolutions)"},
+    {"strides", TFC_F_INT_LIST, OFF(s1), "1", 1, 4096, NULL, "the input convolution's stride"},
+    {"dilation_rate", TFC_F_INT_LIST, OFF(d1), "1", 1, 4096, NULL,
+     "the input convolution's dilation"},
+    CONV_LSTM_COMMON_FIELDS,
+    {NULL}};
+#undef OFF
+
+/* The sizes of a built layer: T steps of (h, w, c) images, states (oh, ow, f). */
+typedef struct dims {
+    int64_t t, hwc, p, f; /* p = oh ow: a state's pixels */
+} dims;
+
+/* One step's input as an image: ConvLSTM1D's (length, channels) is 1 x length */
+static void image_of(const tfc_layer *l, int *h, int *w, int *c)
+{
+    const conv_lstm_args *a = l->args;
+    const int64_t *dim = l->in_shape[0].dim;
+    *h = a->rank == 1 ? 1 : (int)dim[1];
+    *w = (int)dim[a->rank == 1 ? 1 : 2];
+    *c = (int)dim[a->rank == 1 ? 2 : 3];
+}
+
+static dims dims_of(const tfc_layer *l)
+{
+    const conv_lstm_args *a = l->args;
+    const tfc_shape *out = &l->out_shape;
+    const int k = a->return_sequences; /* the output's first spatial axis */
+    int h, w, c;
+    image_of(l, &h, &w, &c);
+    dims d = {.t = l->in_shape[0].dim[0], .hwc = (int64_t)h * w * c,
+              .p = a->rank == 1 ? out->dim[k] : out->dim[k] * out->dim[k + 1], .f = a->filters};
+    return d;
+}
+
+/* The input convolution over n images (T n of them for a whole batch), of gates gates' filters
+ * (4; 1 for one gate's) */
+static tfc_conv_desc input_desc_f(const tfc_layer *l, int n, int gates)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_conv_desc d = {.n = n, .kh = a->kernel_size[0], .kw = a->kernel_size[1],
+                       .f = gates * a->filters, .sh = a->strides[0], .sw = a->strides[1],
+                       .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
+    image_of(l, &d.h, &d.w, &d.c);
+    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
+    return d;
+}
+
+static tfc_conv_desc input_desc(const tfc_layer *l, int n)
+{
+    return input_desc_f(l, n, 4);
+}
+
+/* The recurrent convolution of n states: stride 1, same padding, no dilation (Keras's) */
+static tfc_conv_desc recurrent_desc(const tfc_layer *l, int n)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_conv_desc in = input_desc(l, 1);
+    tfc_conv_desc d = {.n = n, .h = in.oh, .w = in.ow, .c = a->filters, .kh = in.kh,
+                       .kw = in.kw, .f = 4 * a->filters, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+    tfc_conv_axis(d.h, d.kh, 1, 1, 1, &d.oh, &d.pad_top);
+    tfc_conv_axis(d.w, d.kw, 1, 1, 1, &d.ow, &d.pad_left);
+    return d;
+}
+
+/* Both types' build; a->rank set */
+static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
+{
+    const conv_lstm_args *a = l->args;
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    if (a->rank == 2 && in->ndim != 4)
+        return tfc_layer_error(err, l, "needs a sequence of images, input shape (steps, height, "
+                                       "width, channels), got %s",
+                               tfc_shape_str(in, buf, sizeof buf));
+    if (a->rank == 1 && in->ndim != 3)
+        return tfc_layer_error(err, l, "needs a sequence of sequences, input shape (steps, "
+                                       "length, channels), got %s",
+                               tfc_shape_str(in, buf, sizeof buf));
+    if (l->mask_in)
+        return tfc_layer_error(err, l, "a sequence mask (Masking, Embedding's mask_zero) is not "
+                                       "supported");
+    if (a->recurrent_dropout != 0)
+        return tfc_layer_error(err, l, "recurrent_dropout: not supported (0 only)");
+    if (a->return_state)
+        return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
+    if (a->stateful) return tfc_layer_error(err, l, "stateful: not supported");
+    if ((a->strides[0] > 1 || a->strides[1] > 1) &&
+        (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
+        return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "
+                                       "(as in Keras)");
+    tfc_conv_desc d = input_desc(l, 1);
+    if (d.oh < 1 || d.ow < 1)
+        return tfc_layer_error(err, l,
+                               "input %s is smaller than the %dx%d kernel (dilation %dx%d) with "
+                               "valid padding",
+                               tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw, d.dh, d.dw);
+    const int64_t t = in->dim[0], f = a->filters;
+    if (a->rank == 1)
+        l->out_shape = a->return_sequences ? tfc_shape_make(3, (int64_t[]){t, d.ow, f})
+                                           : tfc_shape_make(2, (int64_t[]){d.ow, f});
+    else
+        l->out_shape = a->return_sequences ? tfc_shape_make(4, (int64_t[]){t, d.oh, d.ow, f})
+                                           : tfc_shape_make(3, (int64_t[]){d.oh, d.ow, f});
+    /* per step: the four gates after their activations, c_t and h_t */
+    l->saved_floats = t * 6 * d.oh * d.ow * f;
+    tfc_init ki, ri, bi;
+    if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
+                           TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
+        tfc_layer_init_arg(l, a->recurrent_initializer, "recurrent_initializer",
+                           TFC_INIT_ORTHOGONAL, &ri, err) ||
+        tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
+        return TFC_ERR_CONFIG;
+    if (a->unit_forget_bias && !a->bias_initializer) bi = tfc_init_make(TFC_INIT_LSTM_BIAS);
+    /* ConvLSTM1D's (kw, c, 4f): the (1, kw, c, 4f) of the 2-D convolution in the same memory */
+    if (a->rank == 1) {
+        tfc_layer_add_param(l, "kernel", 3, (int64_t[]){d.kw, d.c, 4 * f}, 1, ki);
+        tfc_layer_add_param(l, "recurrent_kernel", 3, (int64_t[]){d.kw, f, 4 * f}, 1, ri);
+    } else {
+        tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, 4 * f}, 1, ki);
+        tfc_layer_add_param(l, "recurrent_kernel", 4, (int64_t[]){d.kh, d.kw, f, 4 * f}, 1, ri);
+    }
+    if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){4 * f}, 1, bi);
+    return TFC_OK;
+}
+
+static tfc_status conv_lstm2d_build(tfc_layer *l, tfc_error *err)
+{
+    ((conv_lstm_args *)l->args)->rank = 2;
+    return conv_lstm_build(l, err);
+}
+
+/* ConvLSTM1D: its window's integers as the pairs {1, v} */
+static tfc_status conv_lstm1d_build(tfc_layer *l, tfc_error *err)
+{
+    conv_lstm_args *a = l->args;
+    if (tfc_layer_one_int(l, "kernel_size", &a->k1, err) ||
+        tfc_layer_one_int(l, "strides", &a->s1, err) ||
+        tfc_layer_one_int(l, "dilation_rate", &a->d1, err))
+        return TFC_ERR_CONFIG;
+    a->rank = 1;
+    a->kernel_size[0] = a->strides[0] = a->dilation_rate[0] = 1;
+    a->kernel_size[1] = a->k1.v[0];
+    a->strides[1] = a->s1.v[0];
+    a->dilation_rate[1] = a->d1.v[0];
+    return conv_lstm_build(l, err);
+}
+
+static size_t aligned(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+/* Whether this pass drops the input out */
+static int dropped(const conv_lstm_args *a, const tfc_exec *ex)
+{
+    return ex->training && a->dropout > 0;
+}
+
+static size_t conv_ws(const tfc_layer *l, tfc_backend *be)
+{
+    const conv_lstm_args *a = l->args;
+    const int b = l->max_batch, t = (int)dims_of(l).t;
+    tfc_conv_desc di = input_desc(l, b * t), dr = recurrent_desc(l, b),
+                  dg = input_desc_f(l, b * t, 1);
+    size_t ws = be->ops->conv_workspace(be, &di), wr = be->ops->conv_workspace(be, &dr);
+    if (wr > ws) ws = wr;
+    if (a->dropout > 0 && be->ops->conv_workspace(be, &dg) > ws)
+        ws = be->ops->conv_workspace(be, &dg);
+    return aligned(ws);
+}
+
+/* The workspace past the convolutions' scratch, for batches of up to l->max_batch:
+ * xt [T, n, hwc]: the input time-major (in the order the steps run), then the input's
+ *    gradient in that order;
+ * z  [T, n, p, 4f]: the input convolution's output, then the pre-activations' gradients;
+ * s  [n, p, 4f]: one step's pre-activations, or their gradients gate by gate;
+ * four [n, p, f] buffers: tanh(c_t), and in backward dh, dc and a product;
+ * with dropout: xd [T, n, hwc] (the input under one gate's mask, then its gradient), dxt
+ * [T, n, hwc] (the time-major input's gradient), kg and dkg [kh, kw, c, f] (one gate's
+ * kernel and its gradient) and zk [T, n, p, f] (one gate's pre-activations or gradient). */
+typedef struct scratch {
+    float *xt, *z, *s, *tc, *dh, *dc, *tmp, *xd, *dxt, *kg, *dkg, *zk;
+} scratch;
+
+static int64_t gate_kernel_floats(const tfc_layer *l)
+{
+    const conv_lstm_args *a = l->args;
+    int h, w, c;
+    image_of(l, &h, &w, &c);
+    return (int64_t)a->kernel_size[0] * a->kernel_size[1] * c * a->filters;
+}
+
+static size_t scratch_floats(const tfc_layer *l)
+{
+    const conv_lstm_args *a = l->args;
+    dims d = dims_of(l);
+    const int64_t b = l->max_batch;
+    int64_t floats = d.t * b * d.hwc + d.t * b * d.p * 4 * d.f + b * d.p * 4 * d.f +
+                     4 * b * d.p * d.f;
+    if (a->dropout > 0)
+        floats += 2 * d.t * b * d.hwc + 2 * gate_kernel_floats(l) + d.t * b * d.p * d.f;
+    return (size_t)floats;
+}
+
+static scratch scratch_of(const tfc_layer *l, tfc_exec *ex)
+{
+    dims d = dims_of(l);
+    const int64_t b = l->max_batch;
+    scratch s;
+    s.xt = (float *)((char *)ex->ws + conv_ws(l, ex->be));
+    s.z = s.xt + d.t * b * d.hwc;
+    s.s = s.z + d.t * b * d.p * 4 * d.f;
+    s.tc = s.s + b * d.p * 4 * d.f;
+    s.dh = s.tc + b * d.p * d.f;
+    s.dc = s.dh + b * d.p * d.f;
+    s.tmp = s.dc + b * d.p * d.f;
+    s.xd = s.tmp + b * d.p * d.f;
+    s.dxt = s.xd + d.t * b * d.hwc;
+    s.kg = s.dxt + d.t * b * d.hwc;
+    s.dkg = s.kg + gate_kernel_floats(l);
+    s.zk = s.dkg + gate_kernel_floats(l);
+    return s;
+}
+
+static void conv_lstm_plan(tfc_layer *l, tfc_backend *be)
+{
+    l->workspace = conv_ws(l, be) + scratch_floats(l) * sizeof(float);
+}
+
+/* Saved, for a batch of n: gates [T, 4, n, p, f] (i, f, g, o after their activations), then
+ * c [T, n, p, f] and h [T, n, p, f], each part at its offset for l->max_batch. */
+static void saved_parts(const tfc_layer *l, float **g, float **c, float **h)
+{
+    dims d = dims_of(l);
+    const int64_t part = d.t * l->max_batch * d.p * d.f;
+    *g = l->saved;
+    *c = l->saved + 4 * part;
+    *h = l->saved + 5 * part;
+}
+
+/* Gate k's dropout key: the layer's, its seed mixed in, then the gate */
+static uint64_t gate_key(const tfc_layer *l, int k)
+{
+    const conv_lstm_args *a = l->args;
+    uint64_t key = a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
+    return tfc_rng_key(key, (uint64_t)k + 1);
+}
+
+/* Gate k's part of the dropped pass: xd = the time-major input under the gate's mask, kg =
+ * the gate's columns of K */
+static void gate_input(const tfc_layer *l, tfc_exec *ex, const scratch *s, int k)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t img = ex->batch * d.hwc; /* one step's images */
+    for (int64_t t = 0; t < d.t; t++)
+        be->ops->dropout_forward(be, img, (float)a->dropout, gate_key(l, k), ex->step,
+                                 s->xt + t * img, s->xd + t * img);
+    be->ops->copy2d(be, gate_kernel_floats(l) / d.f, (int)d.f, l->params[0].data + k * d.f,
+                    (int)(4 * d.f), s->kg, (int)d.f, 0);
+}
+
+/* z = conv(x, K) + b with dropout: each gate's convolution over its own dropped input */
+static void dropped_forward(const tfc_layer *l, tfc_exec *ex, const scratch *s)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t rows = ex->batch * d.t * d.p;
+    tfc_conv_desc dg = input_desc_f(l, ex->batch * (int)d.t, 1);
+    for (int k = 0; k < 4; k++) {
+        gate_input(l, ex, s, k);
+        be->ops->conv_forward(be, &dg, s->xd, s->kg,
+                              a->use_bias ? l->params[2].data + k * d.f : NULL, NULL, NULL,
+                              TFC_ACT_LINEAR, s->zk, NULL, NULL, ex->ws);
+        be->ops->copy2d(be, rows, (int)d.f, s->zk, (int)d.f, s->z + k * d.f, (int)(4 * d.f), 0);
+    }
+}
+
+/* K's gradient and the time-major input's (into s->dxt, overwritten) from the
+ * pre-activations' gradients s->z, with dropout: gate by gate */
+static void dropped_backward(const tfc_layer *l, tfc_exec *ex, const scratch *s, int want_dx)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t rows = ex->batch * d.t * d.p, img = ex->batch * d.hwc,
+                  kr = gate_kernel_floats(l) / d.f;
+    tfc_conv_desc dg = input_desc_f(l, ex->batch * (int)d.t, 1);
+    if (want_dx) be->ops->zero(be, s->dxt, (size_t)(d.t * img) * sizeof(float));
+    for (int k = 0; k < 4; k++) {
+        gate_input(l, ex, s, k);
+        be->ops->copy2d(be, rows, (int)d.f, s->z + k * d.f, (int)(4 * d.f), s->zk, (int)d.f, 0);
+        be->ops->zero(be, s->dkg, (size_t)gate_kernel_floats(l) * sizeof(float));
+        be->ops->conv_backward_filter(be, &dg, s->xd, s->zk, s->dkg, ex->ws);
+        be->ops->copy2d(be, kr, (int)d.f, s->dkg, (int)d.f, l->params[0].grad + k * d.f,
+                        (int)(4 * d.f), 1);
+        if (!want_dx) continue;
+        be->ops->conv_backward_data(be, &dg, s->zk, s->kg, s->xd, 1, ex->ws);
+        for (int64_t t = 0; t < d.t; t++)
+            be->ops->dropout_backward(be, img, (float)a->dropout, gate_key(l, k), ex->step,
+                                      s->xd + t * img, s->dxt + t * img);
+    }
+}
+
+/* The input's step that runs s-th */
+static int64_t source_step(const conv_lstm_args *a, int64_t t, int64_t s)
+{
+    return a->go_backwards ? t - 1 - s : s;
+}
+
+static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    const tfc_backend_ops *op = be->ops;
+    const int n = ex->batch;
+    dims d = dims_of(l);
+    const int64_t rows = n * d.p, q = rows * d.f; /* q: one gate's (one state's) floats */
+    scratch s = scratch_of(l, ex);
+    float *gates, *cs, *hs;
+    saved_parts(l, &gates, &cs, &hs);
+    const float *in = x[0], *kernel = l->params[0].data, *rkernel = l->params[1].data;
+    for (int64_t t = 0; t < d.t; t++)
+        op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
+                   s.xt + t * n * d.hwc, (int)d.hwc, 0);
+    tfc_conv_desc di = input_desc(l, n * (int)d.t), dr = recurrent_desc(l, n);
+    if (dropped(a, ex))
+        dropped_forward(l, ex, &s);
+    else
+        op->conv_forward(be, &di, s.xt, kernel, a->use_bias ? l->params[2].data : NULL, NULL,
+                         NULL, TFC_ACT_LINEAR, s.z, NULL, NULL, ex->ws);
+    for (int64_t t = 0; t < d.t; t++) {
+        float *z = s.z + t * rows * 4 * d.f, *g = gates + t * 4 * q, *c = cs + t * q,
+              *h = hs + t * q;
+        if (t > 0) { /* z += conv(h_{t-1}, R) */
+            op->conv_forward(be, &dr, h - q, rkernel, NULL, NULL, z, TFC_ACT_LINEAR, s.s, NULL,
+                             NULL, ex->ws);
+            z = s.s;
+        }
+        for (int k = 0; k < 4; k++)
+            op->copy2d(be, rows, (int)d.f, z + k * d.f, (int)(4 * d.f), g + k * q, (int)d.f, 0);
+        op->act_forward(be, TFC_ACT_SIGMOID, 2 * q, (int)d.f, g, g); /* i, f */
+        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, g + 2 * q, g + 2 * q);
+        op->act_forward(be, TFC_ACT_SIGMOID, q, (int)d.f, g + 3 * q, g + 3 * q);
+        op->mul(be, 1, rows, (int)d.f, g, g + 2 * q, 0, c, 0); /* c = i g (+ f c_{t-1}) */
+        if (t > 0) op->mul(be, 1, rows, (int)d.f, g + q, c - q, 0, c, 1);
+        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, c, s.tc);
+        op->mul(be, 1, rows, (int)d.f, g + 3 * q, s.tc, 0, h, 0); /* h = o tanh(c) */
+        if (a->return_sequences)
+            op->copy2d(be, n, (int)(d.p * d.f), h, (int)(d.p * d.f), y + t * d.p * d.f,
+                       (int)(d.t * d.p * d.f), 0);
+    }
+    if (!a->return_sequences) op->copy(be, y, hs + (d.t - 1) * q, (size_t)q * sizeof(float));
+}
+
+static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                               const float *dy, float *const *dx)
+{
+    (void)y;
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    const tfc_backend_ops *op = be->ops;
+    const int n = ex->batch;
+    dims d = dims_of(l);
+    const int64_t rows = n * d.p, q = rows * d.f, pf = d.p * d.f;
+    scratch s = scratch_of(l, ex);
+    float *gates, *cs, *hs;
+    saved_parts(l, &gates, &cs, &hs);
+    const float *in = x[0];
+    tfc_conv_desc di = input_desc(l, n * (int)d.t), dr = recurrent_desc(l, n);
+    op->zero(be, s.dc, (size_t)q * sizeof(float));
+    for (int64_t t = d.t - 1; t >= 0; t--) {
+        const float *g = gates + t * 4 * q, *c = cs + t * q;
+        float *dz = s.z + t * rows * 4 * d.f, *dg = s.s;
+        /* dh = dy_t, plus (below, from step t + 1) the recurrent convolution's gradient */
+        if (a->return_sequences)
+            op->copy2d(be, n, (int)pf, dy + t * pf, (int)(d.t * pf), s.dh, (int)pf, 0);
+        else if (t == d.t - 1)
+            op->copy(be, s.dh, dy, (size_t)q * sizeof(float));
+        else
+            op->zero(be, s.dh, (size_t)q * sizeof(float));
+        if (t < d.t - 1)
+            op->conv_backward_data(be, &dr, dz + rows * 4 * d.f, l->params[1].data, s.dh, 0,
+                                   ex->ws);
+        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, c, s.tc);
+        /* o: dz_o = sigmoid'(o) dh tanh(c); c: dc += tanh'(c) dh o (the activations'
+         * derivatives from their outputs: x is not read) */
+        const float *ig = g, *fg = g + q, *gg = g + 2 * q, *og = g + 3 * q;
+        op->mul(be, 1, rows, (int)d.f, s.dh, s.tc, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, og, og, s.tmp, dg + 3 * q, 1);
+        op->mul(be, 1, rows, (int)d.f, s.dh, og, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_TANH, q, (int)d.f, s.tc, s.tc, s.tmp, s.dc, 0);
+        /* i: dc g; g: dc i; f: dc c_{t-1} (0 at the first step) */
+        op->mul(be, 1, rows, (int)d.f, s.dc, gg, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, ig, ig, s.tmp, dg, 1);
+        op->mul(be, 1, rows, (int)d.f, s.dc, ig, 0, s.tmp, 0);
+        op->act_backward(be, TFC_ACT_TANH, q, (int)d.f, gg, gg, s.tmp, dg + 2 * q, 1);
+        if (t > 0) {
+            op->mul(be, 1, rows, (int)d.f, s.dc, c - q, 0, s.tmp, 0);
+            op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, fg, fg, s.tmp, dg + q, 1);
+        } else {
+            op->zero(be, dg + q, (size_t)q * sizeof(float));
+        }
+        op->mul(be, 1, rows, (int)d.f, s.dc, fg, 0, s.dc, 0); /* dc_{t-1} = dc f */
+        for (int k = 0; k < 4; k++)
+            op->copy2d(be, rows, (int)d.f, dg + k * q, (int)d.f, dz + k * d.f, (int)(4 * d.f), 0);
+        if (t > 0) /* dR += h_{t-1} (*) dz_t */
+            op->conv_backward_filter(be, &dr, hs + (t - 1) * q, dz, l->params[1].grad, ex->ws);
+    }
+    /* The input's convolution, for all steps at once: its input time-major again */
+    for (int64_t t = 0; t < d.t; t++)
+        op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
+                   s.xt + t * n * d.hwc, (int)d.hwc, 0);
+    if (a->use_bias) op->bias_grad(be, d.t * rows, (int)(4 * d.f), s.z, l->params[2].grad);
+    float *dxt = s.xt;
+    if (dropped(a, ex)) {
+        dropped_backward(l, ex, &s, dx[0] != NULL);
+        dxt = s.dxt;
+    } else {
+        op->conv_backward_filter(be, &di, s.xt, s.z, l->params[0].grad, ex->ws);
+        if (dx[0]) op->conv_backward_data(be, &di, s.z, l->params[0].data, s.xt, 1, ex->ws);
+    }
+    if (!dx[0]) return;
+    for (int64_t t = 0; t < d.t; t++)
+        op->copy2d(be, n, (int)d.hwc, dxt + t * n * d.hwc, (int)d.hwc,
+                   dx[0] + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc), 1);
+}
+
+const tfc_layer_ops tfc_conv_lstm2d_ops = {
+    .type = "ConvLSTM2D", .schema = conv_lstm_fields, .args_size = sizeof(conv_lstm_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
+    .build = conv_lstm2d_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
+    .backward = conv_lstm_backward,
+};
+
+const tfc_layer_ops tfc_conv_lstm1d_ops = {
+    .type = "ConvLSTM1D", .schema = conv_lstm1d_fields, .args_size = sizeof(conv_lstm_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
+    .build = conv_lstm1d_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
+    .backward = conv_lstm_backward,
+};

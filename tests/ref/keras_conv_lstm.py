@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+# Writes the Keras parity fixtures of ConvLSTM2D and ConvLSTM1D (tests/test_conv_lstm.c) into
+# tests/ref/conv_lstm/, in keras_group_norm.py's format (the tfc YAML in the metadata "yaml"; x, Keras 3's output y,
+# MSE targets t, the MSE loss's gradients "dx" and "grad:<path>", every weight), the weights
+# under tfc's paths: Keras's with the cell's segment dropped (cl/conv_lstm2d_cell/kernel ->
+# cl/kernel). Not run by `make test` (Keras is not a CI dependency). To regenerate (Keras
+# 3.15.1 + JAX, CPU):
+#   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_conv_lstm.py
+import json
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+import jax
+import jax.numpy as jnp
+import keras
+import numpy as np
+from safetensors.numpy import save_file
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conv_lstm")
+L = keras.layers
+BATCH = 3
+
+
+def tfc_path(path):
+    return "/".join(p for p in path.split("/") if not p.endswith("_cell"))
+
+
+def model_of(shape, layers):
+    """A Sequential of (type, args) pairs and its tfc YAML"""
+    x = keras.Input(shape)
+    h = x
+    for t, args in layers:
+        h = getattr(L, t)(**args)(h)
+
+    def value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(e) for e in v) + "]"
+        return str(v)
+
+    yaml = "input: {shape: %s}\nlayers:\n" % value(list(shape))
+    for t, args in layers:
+        yaml += "  - %s: {%s}\n" % (t, ", ".join("%s: %s" % (k, value(v))
+                                                for k, v in args.items()))
+    return keras.Model(x, h), yaml
+
+
+CASES = {
+    # every step's state, same padding (the input convolution's too)
+    "seq_same": ((4, 5, 5, 2), [("ConvLSTM2D", dict(name="cl", filters=3, kernel_size=3,
+                                                     padding="same",
+                                                     return_sequences=True))]),
+    # the last state, valid padding, a 3x2 kernel; a Dense after it
+    "last_valid": ((4, 6, 5, 2), [("ConvLSTM2D", dict(name="cl", filters=3, kernel_size=[3, 2])),
+                                  ("Flatten", dict(name="fl")),
+                                  ("Dense", dict(name="d", units=4))]),
+    # strides 2, valid, every step
+    "stride2_valid": ((3, 7, 8, 2), [("ConvLSTM2D", dict(name="cl", filters=2, kernel_size=3,
+                                                         strides=2, return_sequences=True))]),
+    # go_backwards (outputs in the reversed order), an even kernel with same padding (the
+    # extra row after), no bias
+    "backwards": ((4, 5, 4, 3), [("ConvLSTM2D", dict(name="cl", filters=2, kernel_size=2,
+                                                     padding="same", go_backwards=True,
+                                                     use_bias=False,
+                                                     return_sequences=True))]),
+    # go_backwards, the last state; dilation 2
+    "backwards_last_dilated": ((3, 7, 7, 2), [("ConvLSTM2D", dict(name="cl", filters=3,
+                                                                  kernel_size=3,
+                                                                  dilation_rate=2,
+                                                                  go_backwards=True))]),
+    # ConvLSTM1D: every step, same padding; the last state going backwards with strides 2
+    "conv1d_seq_same": ((4, 7, 2), [("ConvLSTM1D", dict(name="cl", filters=3, kernel_size=3,
+                                                        padding="same",
+                                                        return_sequences=True))]),
+    "conv1d_last_stride_backwards": ((4, 9, 2), [("ConvLSTM1D", dict(name="cl", filters=2,
+                                                                     kernel_size=2, strides=2,
+                                                                     go_backwards=True))]),
+}
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rng = np.random.default_rng(43)
+    for name, (shape, layers) in CASES.items():
+        model, yaml = model_of(shape, layers)
+        for v in model.weights:
+            v.assign(rng.uniform(-0.5, 0.5, v.shape).astype("float32"))
+        x = rng.normal(size=(BATCH,) + shape).astype("float32")
+        y = np.asarray(model(x, training=False))
+        t = rng.uniform(-1, 1, y.shape).astype("float32")
+        tensors = {"x": x, "y": y, "t": t}
+        for v in model.weights:
+            tensors[tfc_path(v.path)] = np.asarray(v.value)
+        tv = [v.value for v in model.trainable_variables]
+        ntv = [v.value for v in model.non_trainable_variables]
+
+        def loss(tv, xin):
+            pred, _ = model.stateless_call(tv, ntv, xin, training=True)
+            return jnp.mean(jnp.mean(jnp.square(pred - t), axis=-1))
+
+        gw, gx = jax.grad(loss, argnums=(0, 1))(tv, jnp.asarray(x))
+        tensors["dx"] = np.asarray(gx)
+        for v, g in zip(model.trainable_variables, gw):
+            tensors["grad:" + tfc_path(v.path)] = np.asarray(g)
+        meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
+                "backend": keras.backend.backend()}
+        save_file(tensors, os.path.join(OUT, name + ".safetensors"), metadata=meta)
+        print(name, json.dumps({k: list(v.shape) for k, v in tensors.items()}))
+
+
+if __name__ == "__main__":
+    main()
