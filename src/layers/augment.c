@@ -14,6 +14,7 @@
  *     backward: dx += dy where the clip passes
  * Gradients accumulate into dx. A layer's seed, when set, is mixed into its stream as
  * Dropout's: the same seed and run seed give the same transforms. */
+#include "layers/augment.h"
 #include "layers/layer.h"
 #include "core/rng.h"
 
@@ -79,14 +80,10 @@ static const tfc_field brightness_fields[] = {
  * lie in [bound_lo, bound_hi] (bound_lo excluded with strict: RandomZoom's (-1, 1]); with
  * base_rule (RandomRotation, RandomContrast: BaseImagePreprocessingLayer._set_factor) a pair
  * needs only f[0] <= bound_hi and f[1] >= bound_lo. A number f gives [max(-|f|, bound_lo),
- * |f|], a pair its two values sorted. */
-typedef struct factor_rule {
-    double bound_lo, bound_hi;
-    int strict, base_rule;
-} factor_rule;
-
-static tfc_status factor_range(const tfc_layer *l, const char *arg, const tfc_float_list *f,
-                               factor_rule r, float *lo, float *hi, tfc_error *err)
+ * |f|], a pair its two values sorted. (layers/augment.h) */
+tfc_status tfc_augment_factor_range(const tfc_layer *l, const char *arg,
+                                    const tfc_float_list *f, tfc_factor_rule r, float *lo,
+                                    float *hi, tfc_error *err)
 {
     if (f->n != 1 && f->n != 2)
         return tfc_layer_error(err, l, "%s: expected a number or a pair [lower, upper], found "
@@ -110,10 +107,10 @@ static tfc_status factor_range(const tfc_layer *l, const char *arg, const tfc_fl
     return TFC_OK;
 }
 
-static const factor_rule shift_rule = {-1, 1, 0, 0}, zoom_rule = {-1, 1, 1, 0},
+static const tfc_factor_rule shift_rule = {-1, 1, 0, 0}, zoom_rule = {-1, 1, 1, 0},
                          turn_rule = {-1, 1, 0, 1}, contrast_rule = {0, 1, 0, 1};
 
-static tfc_status same_shape(tfc_layer *l, tfc_error *err)
+tfc_status tfc_augment_same_shape(tfc_layer *l, tfc_error *err)
 {
     if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     l->out_shape = l->in_shape[0];
@@ -124,18 +121,18 @@ static tfc_status flip_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->kind = TFC_WARP_FLIP;
-    return same_shape(l, err);
+    return tfc_augment_same_shape(l, err);
 }
 
 static tfc_status translation_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->kind = TFC_WARP_TRANSLATE;
-    if (factor_range(l, "height_factor", &a->height_factor, shift_rule, &a->lo[0], &a->hi[0],
+    if (tfc_augment_factor_range(l, "height_factor", &a->height_factor, shift_rule, &a->lo[0], &a->hi[0],
                      err) ||
-        factor_range(l, "width_factor", &a->width_factor, shift_rule, &a->lo[1], &a->hi[1], err))
+        tfc_augment_factor_range(l, "width_factor", &a->width_factor, shift_rule, &a->lo[1], &a->hi[1], err))
         return TFC_ERR_CONFIG;
-    return same_shape(l, err);
+    return tfc_augment_same_shape(l, err);
 }
 
 /* the angle in degrees: Keras draws factor * 360 */
@@ -143,10 +140,10 @@ static tfc_status rotation_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->kind = TFC_WARP_ROTATE;
-    if (factor_range(l, "factor", &a->factor, turn_rule, &a->lo[0], &a->hi[0], err))
+    if (tfc_augment_factor_range(l, "factor", &a->factor, turn_rule, &a->lo[0], &a->hi[0], err))
         return TFC_ERR_CONFIG;
     a->lo[0] *= 360.0f, a->hi[0] *= 360.0f;
-    return same_shape(l, err);
+    return tfc_augment_same_shape(l, err);
 }
 
 /* the scales drawn: 1 + the factor's range */
@@ -154,14 +151,14 @@ static tfc_status zoom_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->kind = TFC_WARP_ZOOM;
-    if (factor_range(l, "height_factor", &a->height_factor, zoom_rule, &a->lo[0], &a->hi[0],
+    if (tfc_augment_factor_range(l, "height_factor", &a->height_factor, zoom_rule, &a->lo[0], &a->hi[0],
                      err))
         return TFC_ERR_CONFIG;
     if (a->width_factor.n &&
-        factor_range(l, "width_factor", &a->width_factor, zoom_rule, &a->lo[1], &a->hi[1], err))
+        tfc_augment_factor_range(l, "width_factor", &a->width_factor, zoom_rule, &a->lo[1], &a->hi[1], err))
         return TFC_ERR_CONFIG;
     for (int k = 0; k < 2; k++) a->lo[k] += 1.0f, a->hi[k] += 1.0f;
-    return same_shape(l, err);
+    return tfc_augment_same_shape(l, err);
 }
 
 /* the factor drawn in [1 - lower, 1 + upper] (a single number f: [1, 1 + f], as Keras 3
@@ -170,7 +167,7 @@ static tfc_status contrast_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->contrast = 1;
-    if (factor_range(l, "factor", &a->factor, contrast_rule, &a->lo[0], &a->hi[0], err))
+    if (tfc_augment_factor_range(l, "factor", &a->factor, contrast_rule, &a->lo[0], &a->hi[0], err))
         return TFC_ERR_CONFIG;
     if (a->value_range.n == 0)
         a->value_range = (tfc_float_list){.n = 2, .v = {0, 255}};
@@ -178,7 +175,7 @@ static tfc_status contrast_build(tfc_layer *l, tfc_error *err)
         return tfc_layer_error(err, l, "value_range: expected a pair [low, high], found %d "
                                "value%s", a->value_range.n, a->value_range.n == 1 ? "" : "s");
     a->lo[0] = 1.0f - a->lo[0], a->hi[0] = 1.0f + a->hi[0];
-    return same_shape(l, err);
+    return tfc_augment_same_shape(l, err);
 }
 
 /* the delta drawn in [lower, upper] (a number f: [-f, f]) times value_range's width, which
@@ -187,7 +184,7 @@ static tfc_status brightness_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->brightness = 1;
-    if (factor_range(l, "factor", &a->factor, turn_rule, &a->lo[0], &a->hi[0], err))
+    if (tfc_augment_factor_range(l, "factor", &a->factor, turn_rule, &a->lo[0], &a->hi[0], err))
         return TFC_ERR_CONFIG;
     if (a->value_range.n == 0)
         a->value_range = (tfc_float_list){.n = 2, .v = {0, 255}};
@@ -198,13 +195,12 @@ static tfc_status brightness_build(tfc_layer *l, tfc_error *err)
         const double t = a->value_range.v[0];
         a->value_range.v[0] = a->value_range.v[1], a->value_range.v[1] = t;
     }
-    return same_shape(l, err);
+    return tfc_augment_same_shape(l, err);
 }
 
-static uint64_t key_of(const tfc_layer *l)
+uint64_t tfc_augment_key(const tfc_layer *l, int seed)
 {
-    const augment_args *a = l->args;
-    return a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
+    return seed ? tfc_rng_key(l->rng_key, (uint64_t)seed) : l->rng_key;
 }
 
 static tfc_warp_desc warp_desc(const tfc_layer *l, const tfc_exec *ex)
@@ -217,7 +213,7 @@ static tfc_warp_desc warp_desc(const tfc_layer *l, const tfc_exec *ex)
                            .flip_rows = a->mode != 0, .flip_cols = a->mode != 1,
                            .fill = (tfc_fill_mode)a->fill_mode,
                            .bilinear = a->kind != TFC_WARP_FLIP && a->interpolation == 1,
-                           .fill_value = (float)a->fill_value, .key = key_of(l),
+                           .fill_value = (float)a->fill_value, .key = tfc_augment_key(l, a->seed),
                            .step = ex->step};
 }
 
@@ -228,7 +224,7 @@ static tfc_contrast_desc contrast_desc(const tfc_layer *l, const tfc_exec *ex)
     return (tfc_contrast_desc){.n = ex->batch, .hw = (int)(in->dim[0] * in->dim[1]),
                                .c = (int)in->dim[2], .lo = a->lo[0], .hi = a->hi[0],
                                .vlo = (float)a->value_range.v[0],
-                               .vhi = (float)a->value_range.v[1], .key = key_of(l),
+                               .vhi = (float)a->value_range.v[1], .key = tfc_augment_key(l, a->seed),
                                .step = ex->step};
 }
 
