@@ -343,6 +343,33 @@ static void test_time_distributed(void)
             "  - TimeDistributed: {layer: {Conv1D: {filters: 2, kernel_size: 2}}}\n"
             "  - TimeDistributed: {layer: {GlobalMaxPooling1D: {}}}\n"
             "  - TimeDistributed: {layer: {Dense: {units: 2, activation: softmax}}}\n", 10);
+    fixture("td_volume",
+            "input: {shape: [3, 3, 4, 4, 2]}\nlayers:\n"
+            "  - TimeDistributed: {layer: {Conv3D: {filters: 3, kernel_size: 2}}}\n"
+            "  - TimeDistributed: {layer: {Conv3DTranspose: {filters: 2, kernel_size: 2}}}\n"
+            "  - TimeDistributed: {layer: {AveragePooling3D: {pool_size: 2}}}\n"
+            "  - TimeDistributed: {layer: {UpSampling3D: {size: 2}}}\n"
+            "  - TimeDistributed: {layer: {ZeroPadding3D: {padding: 1}}}\n"
+            "  - TimeDistributed: {layer: {GlobalMaxPooling3D: {}}}\n", 0);
+    fixture("td_assorted",
+            "input: {shape: [3, 6, 4]}\nlayers:\n"
+            "  - TimeDistributed: {layer: {EinsumDense: {equation: 'abc,cd->abd', "
+            "output_shape: [6, 5], bias_axes: d}}}\n"
+            "  - TimeDistributed: {layer: {SeparableConv1D: {filters: 4, kernel_size: 3, "
+            "padding: same}}}\n"
+            "  - TimeDistributed: {layer: {DepthwiseConv1D: {kernel_size: 3}}}\n"
+            "  - TimeDistributed: {layer: {Conv1DTranspose: {filters: 3, kernel_size: 2, "
+            "strides: 2}}}\n"
+            "  - TimeDistributed: {layer: {UnitNormalization: {}}}\n"
+            "  - TimeDistributed: {layer: {Permute: {dims: [2, 1]}}}\n"
+            "  - TimeDistributed: {layer: {Flatten: {}}}\n"
+            "  - TimeDistributed: {layer: {RepeatVector: {n: 2}}}\n"
+            "  - TimeDistributed: {layer: {Dense: {units: 2}}}\n", 0);
+    fixture("td_frames",
+            "input: {shape: [2, 6, 5, 2]}\nlayers:\n"
+            "  - TimeDistributed: {layer: {Resizing: {height: 4, width: 4}}}\n"
+            "  - TimeDistributed: {layer: {CenterCrop: {height: 3, width: 3}}}\n"
+            "  - TimeDistributed: {layer: {Flatten: {}}}\n", 0);
     fixture("td_masked",
             "input: {shape: [8], dtype: int32}\nlayers:\n"
             "  - Embedding: {input_dim: 12, output_dim: 4, mask_zero: true}\n"

@@ -23,7 +23,8 @@
 static void test_keras_parity(void)
 {
     static const tfc_keras_parity p = {.dir = "time_distributed", .tol = 1e-5};
-    static const char *const names[] = {"video", "masked", "batchnorm", "sequence", NULL};
+    static const char *const names[] = {"video", "masked", "batchnorm", "sequence", "volume",
+                                        "assorted", "frames", NULL};
     tfc_test_keras_cases(&p, names);
 }
 

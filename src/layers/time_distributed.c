@@ -29,15 +29,23 @@ static const tfc_field td_fields[] = {
 /* The layers that run per step as Keras's do; the others (recurrent, attention, merge,
  * masking, augmentation, wrappers) are refused naming them. */
 static const char *const wrappable[] = {
-    "Dense", "Conv1D", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Conv2DTranspose",
-    "MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D",
-    "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
-    "GlobalAveragePooling2D", "Flatten", "Reshape", "Dropout", "SpatialDropout1D",
-    "SpatialDropout2D", "GaussianNoise", "GaussianDropout", "AlphaDropout", "Activation",
-    "ReLU", "LeakyReLU", "ELU", "Softmax", "PReLU", "BatchNormalization",
-    "LayerNormalization", "RMSNormalization", "GroupNormalization", "ZeroPadding1D",
-    "ZeroPadding2D", "Cropping1D", "Cropping2D", "UpSampling1D", "UpSampling2D", "Rescaling",
-    "Embedding", NULL};
+    "Dense", "EinsumDense", "Embedding",
+    "Conv1D", "Conv2D", "Conv3D", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D",
+    "SeparableConv2D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
+    "MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D", "MaxPooling3D",
+    "AveragePooling3D", "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
+    "GlobalAveragePooling2D", "GlobalMaxPooling3D", "GlobalAveragePooling3D",
+    "AdaptiveMaxPooling1D", "AdaptiveAveragePooling1D", "AdaptiveMaxPooling2D",
+    "AdaptiveAveragePooling2D", "AdaptiveMaxPooling3D", "AdaptiveAveragePooling3D",
+    "Flatten", "Reshape", "Permute", "RepeatVector", "Identity",
+    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
+    "GaussianDropout", "AlphaDropout",
+    "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "PReLU",
+    "BatchNormalization", "LayerNormalization", "RMSNormalization", "GroupNormalization",
+    "UnitNormalization",
+    "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D",
+    "Cropping3D", "UpSampling1D", "UpSampling2D", "UpSampling3D", "Rescaling", "Resizing",
+    "CenterCrop", NULL};
 
 /* Keras's call of these takes the mask, which TimeDistributed hands each step's slice of */
 static const char *const mask_readers[] = {"BatchNormalization", "Softmax",

@@ -92,7 +92,83 @@ def sequence():
     return keras.Model(x, y), yaml, 0.0
 
 
-CASES = {"video": video, "masked": masked, "batchnorm": batchnorm, "sequence": sequence}
+def volume():
+    """Volumes per step (T, D, H, W, C): the 3-D convolutions, poolings, padding and
+    upsampling."""
+    x = keras.Input((3, 3, 4, 4, 2))
+    h = L.TimeDistributed(L.Conv3D(3, 2, activation="relu"), name="td_c3")(x)
+    h = L.TimeDistributed(L.Conv3DTranspose(2, 2), name="td_c3t")(h)
+    h = L.TimeDistributed(L.AveragePooling3D(2), name="td_ap3")(h)
+    h = L.TimeDistributed(L.UpSampling3D(2), name="td_up3")(h)
+    h = L.TimeDistributed(L.ZeroPadding3D(1), name="td_zp3")(h)
+    h = L.TimeDistributed(L.AdaptiveMaxPooling3D((2, 2, 2)), name="td_amp3")(h)
+    y = L.TimeDistributed(L.GlobalMaxPooling3D(), name="td_gmp3")(h)
+    yaml = ("input: {shape: [3, 3, 4, 4, 2]}\nlayers:\n"
+            "  - TimeDistributed: {name: td_c3, layer: {Conv3D: {filters: 3, kernel_size: 2,"
+            " activation: relu}}}\n"
+            "  - TimeDistributed: {name: td_c3t, layer: {Conv3DTranspose: {filters: 2, "
+            "kernel_size: 2}}}\n"
+            "  - TimeDistributed: {name: td_ap3, layer: {AveragePooling3D: {pool_size: 2}}}\n"
+            "  - TimeDistributed: {name: td_up3, layer: {UpSampling3D: {size: 2}}}\n"
+            "  - TimeDistributed: {name: td_zp3, layer: {ZeroPadding3D: {padding: 1}}}\n"
+            "  - TimeDistributed: {name: td_amp3, layer: {AdaptiveMaxPooling3D: "
+            "{output_size: [2, 2, 2]}}}\n"
+            "  - TimeDistributed: {name: td_gmp3, layer: {GlobalMaxPooling3D: {}}}\n")
+    return keras.Model(x, y), yaml, 0.0
+
+
+def assorted():
+    """Sequences per step (T, S, C): EinsumDense, the other 1-D convolutions,
+    UnitNormalization, an adaptive pooling, Permute, RepeatVector and Identity (the default
+    inner names: einsum_dense, separable_conv1d, ...)."""
+    x = keras.Input((3, 6, 4))
+    h = L.TimeDistributed(L.EinsumDense("abc,cd->abd", (6, 5), bias_axes="d"))(x)
+    h = L.TimeDistributed(L.SeparableConv1D(4, 3, padding="same"))(h)
+    h = L.TimeDistributed(L.DepthwiseConv1D(3))(h)
+    h = L.TimeDistributed(L.Conv1DTranspose(3, 2, strides=2))(h)
+    h = L.TimeDistributed(L.UnitNormalization())(h)
+    h = L.TimeDistributed(L.AdaptiveAveragePooling1D(4))(h)
+    h = L.TimeDistributed(L.Permute((2, 1)))(h)
+    h = L.TimeDistributed(L.Flatten())(h)
+    h = L.TimeDistributed(L.RepeatVector(2))(h)
+    h = L.TimeDistributed(L.Identity())(h)
+    y = L.TimeDistributed(L.Dense(2))(h)
+    yaml = ("input: {shape: [3, 6, 4]}\nlayers:\n"
+            "  - TimeDistributed: {layer: {EinsumDense: {equation: 'abc,cd->abd', "
+            "output_shape: [6, 5], bias_axes: d}}}\n"
+            "  - TimeDistributed: {layer: {SeparableConv1D: {filters: 4, kernel_size: 3, "
+            "padding: same}}}\n"
+            "  - TimeDistributed: {layer: {DepthwiseConv1D: {kernel_size: 3}}}\n"
+            "  - TimeDistributed: {layer: {Conv1DTranspose: {filters: 3, kernel_size: 2, "
+            "strides: 2}}}\n"
+            "  - TimeDistributed: {layer: {UnitNormalization: {}}}\n"
+            "  - TimeDistributed: {layer: {AdaptiveAveragePooling1D: {output_size: 4}}}\n"
+            "  - TimeDistributed: {layer: {Permute: {dims: [2, 1]}}}\n"
+            "  - TimeDistributed: {layer: {Flatten: {}}}\n"
+            "  - TimeDistributed: {layer: {RepeatVector: {n: 2}}}\n"
+            "  - TimeDistributed: {layer: {Identity: {}}}\n"
+            "  - TimeDistributed: {layer: {Dense: {units: 2}}}\n")
+    return keras.Model(x, y), yaml, 0.0
+
+
+def frames():
+    """Images per step (T, H, W, C) resized and cropped (Keras applies both at inference
+    too)."""
+    x = keras.Input((2, 6, 5, 2))
+    h = L.TimeDistributed(L.Resizing(4, 4), name="td_rs")(x)
+    h = L.TimeDistributed(L.CenterCrop(3, 3), name="td_cc")(h)
+    h = L.TimeDistributed(L.Conv2D(2, 2), name="td_c")(h)
+    y = L.TimeDistributed(L.Flatten(), name="td_f")(h)
+    yaml = ("input: {shape: [2, 6, 5, 2]}\nlayers:\n"
+            "  - TimeDistributed: {name: td_rs, layer: {Resizing: {height: 4, width: 4}}}\n"
+            "  - TimeDistributed: {name: td_cc, layer: {CenterCrop: {height: 3, width: 3}}}\n"
+            "  - TimeDistributed: {name: td_c, layer: {Conv2D: {filters: 2, kernel_size: 2}}}\n"
+            "  - TimeDistributed: {name: td_f, layer: {Flatten: {}}}\n")
+    return keras.Model(x, y), yaml, 0.0
+
+
+CASES = {"video": video, "masked": masked, "batchnorm": batchnorm, "sequence": sequence,
+         "volume": volume, "assorted": assorted, "frames": frames}
 BATCH = 3
 
 
