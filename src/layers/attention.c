@@ -9,10 +9,6 @@
  * Q, K, V, O and each row's log-sum-exp, O(T) per head. */
 #include "layers/layer.h"
 
-#include <math.h>
-
-#include "core/rng.h"
-
 typedef struct mha_args {
     int num_heads, key_dim, value_dim, use_bias, use_causal_mask, sliding_window, seed;
     double dropout;
@@ -102,24 +98,12 @@ static tfc_status mha_build(tfc_layer *l, tfc_error *err)
     if (a->output_shape.n > 1)
         return tfc_layer_error(err, l, "output_shape: only one axis (features) is supported, "
                                        "given %d", a->output_shape.n);
-    if (a->flash_attention) { /* null is absent (the schema's default) */
-        char path[112];
-        int on;
-        snprintf(path, sizeof path, "layers[%d].MultiHeadAttention.flash_attention", l->index);
-        if (tfc_node_bool(a->flash_attention, path, &on, err)) return TFC_ERR_CONFIG;
-        if (on && a->dropout > 0)
-            return tfc_layer_error(err, l, "flash_attention: true does not take dropout > 0 "
-                                           "(as Keras)");
-    }
     int64_t tq = l->in_shape[0].dim[0], dq = l->in_shape[0].dim[1];
     int64_t dout = a->output_shape.n ? a->output_shape.v[0] : dq;
     l->out_shape = tfc_shape_make(2, (int64_t[]){tq, dout});
-    /* Keras: the output keeps the query's mask; the value's and key's mask the keys */
-    l->mask_out = (l->mask_inputs & 1u) != 0;
+    if (tfc_attention_heads_check(l, a->flash_attention, a->dropout, err))
+        return TFC_ERR_CONFIG;
     mha_dims m = dims_of(l);
-    if ((l->mask_inputs & 1u) && (l->mask_inputs & (1u << m.vi | 1u << m.ki)) && m.tq != m.tk)
-        return tfc_layer_error(err, l, "query (%d steps) and value (%d steps) carry the one "
-                                       "sequence mask but differ in length", m.tq, m.tk);
     tfc_init ki, bi;
     if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
@@ -181,27 +165,8 @@ static mha_saved saved_parts(const tfc_layer *l, const mha_dims *m)
 static tfc_attn_desc attn_desc(const tfc_layer *l, const tfc_exec *ex, const mha_dims *m)
 {
     const mha_args *a = l->args;
-    tfc_attn_desc d = {.n = ex->batch, .heads = m->heads, .tq = m->tq, .tk = m->tk,
-                       .dk = m->kd, .dv = m->vd, .causal = a->use_causal_mask,
-                       .window = a->sliding_window,
-                       .uniform = a->dropout == 0, .scale = (float)(1.0 / sqrt((double)m->kd))};
-    d.qmask = (l->mask_inputs & 1u) ? l->mask : NULL;
-    d.kmask = (l->mask_inputs & (1u << m->vi | 1u << m->ki)) ? l->mask : NULL;
-    if (ex->training && a->dropout > 0) {
-        d.rate = (float)a->dropout;
-        d.key = a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
-        d.step = ex->step;
-    }
-    return d;
-}
-
-/* out [rows, width] = x [rows, in] W + b */
-static void project(tfc_exec *ex, int64_t rows, int in, const void *x, const tfc_param *w,
-                    const tfc_param *b, int width, float *out)
-{
-    ex->be->ops->gemm_weights(ex->be, 0, 0, (int)rows, width, in, 1.f, x, in, w->data, width,
-                              0.f, out, width);
-    if (b) ex->be->ops->bias_add(ex->be, rows, width, b->data, out);
+    return tfc_attention_desc(l, ex, m->heads, m->kd, m->vd, a->use_causal_mask,
+                              a->sliding_window, a->dropout, a->seed);
 }
 
 static void mha_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
@@ -210,24 +175,12 @@ static void mha_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float 
     mha_saved s = saved_parts(l, &m);
     const int64_t rq = (int64_t)ex->batch * m.tq, rk = (int64_t)ex->batch * m.tk;
     const int qw = m.heads * m.kd, vw = m.heads * m.vd;
-    project(ex, rq, m.dq, x[0], kernel(l, PQ), bias(l, PQ), qw, s.q);
-    project(ex, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), qw, s.k);
-    project(ex, rk, m.dvin, x[m.vi], kernel(l, PV), bias(l, PV), vw, s.v);
+    tfc_proj(ex, rq, m.dq, x[0], kernel(l, PQ), bias(l, PQ), qw, s.q);
+    tfc_proj(ex, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), qw, s.k);
+    tfc_proj(ex, rk, m.dvin, x[m.vi], kernel(l, PV), bias(l, PV), vw, s.v);
     tfc_attn_desc d = attn_desc(l, ex, &m);
     ex->be->ops->attention_forward(ex->be, &d, s.q, s.k, s.v, s.o, s.lse);
-    project(ex, rq, vw, s.o, kernel(l, PO), bias(l, PO), m.dout, y);
-}
-
-/* The gradients of out = x W + b given dout [rows, width]: dW, db += ..., dx += ... */
-static void project_backward(tfc_exec *ex, int64_t rows, int in, const void *x, tfc_param *w,
-                             tfc_param *b, int width, const float *dout, float *dx)
-{
-    const tfc_backend_ops *op = ex->be->ops;
-    op->gemm(ex->be, 1, 0, in, width, (int)rows, 1.f, x, in, dout, width, 1.f, w->grad, width);
-    if (b) op->bias_grad(ex->be, rows, width, dout, b->grad);
-    if (dx)
-        op->gemm(ex->be, 0, 1, (int)rows, in, width, 1.f, dout, width, w->data, width, 1.f, dx,
-                 in);
+    tfc_proj(ex, rq, vw, s.o, kernel(l, PO), bias(l, PO), m.dout, y);
 }
 
 static void mha_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -242,12 +195,12 @@ static void mha_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const
     tfc_param *wo = kernel(l, PO);
     ex->be->ops->gemm(ex->be, 0, 1, (int)rq, vw, m.dout, 1.f, dy, m.dout, wo->data, m.dout, 0.f,
                       d_o, vw);
-    project_backward(ex, rq, vw, s.o, wo, bias(l, PO), m.dout, dy, NULL);
+    tfc_proj_backward(ex, rq, vw, s.o, wo, bias(l, PO), m.dout, dy, NULL);
     tfc_attn_desc d = attn_desc(l, ex, &m);
     ex->be->ops->attention_backward(ex->be, &d, s.q, s.k, s.v, s.o, s.lse, d_o, dq, dk, dv);
-    project_backward(ex, rq, m.dq, x[0], kernel(l, PQ), bias(l, PQ), qw, dq, dx[0]);
-    project_backward(ex, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), qw, dk, dx[m.ki]);
-    project_backward(ex, rk, m.dvin, x[m.vi], kernel(l, PV), bias(l, PV), vw, dv, dx[m.vi]);
+    tfc_proj_backward(ex, rq, m.dq, x[0], kernel(l, PQ), bias(l, PQ), qw, dq, dx[0]);
+    tfc_proj_backward(ex, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), qw, dk, dx[m.ki]);
+    tfc_proj_backward(ex, rk, m.dvin, x[m.vi], kernel(l, PV), bias(l, PV), vw, dv, dx[m.vi]);
 }
 
 const tfc_layer_ops tfc_multi_head_attention_ops = {

@@ -128,9 +128,10 @@ static tfc_status translation_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->kind = TFC_WARP_TRANSLATE;
-    if (tfc_augment_factor_range(l, "height_factor", &a->height_factor, shift_rule, &a->lo[0], &a->hi[0],
-                     err) ||
-        tfc_augment_factor_range(l, "width_factor", &a->width_factor, shift_rule, &a->lo[1], &a->hi[1], err))
+    if (tfc_augment_factor_range(l, "height_factor", &a->height_factor, shift_rule, &a->lo[0],
+                                 &a->hi[0], err) ||
+        tfc_augment_factor_range(l, "width_factor", &a->width_factor, shift_rule, &a->lo[1],
+                                 &a->hi[1], err))
         return TFC_ERR_CONFIG;
     return tfc_augment_same_shape(l, err);
 }
@@ -151,11 +152,12 @@ static tfc_status zoom_build(tfc_layer *l, tfc_error *err)
 {
     augment_args *a = l->args;
     a->kind = TFC_WARP_ZOOM;
-    if (tfc_augment_factor_range(l, "height_factor", &a->height_factor, zoom_rule, &a->lo[0], &a->hi[0],
-                     err))
+    if (tfc_augment_factor_range(l, "height_factor", &a->height_factor, zoom_rule, &a->lo[0],
+                                 &a->hi[0], err))
         return TFC_ERR_CONFIG;
     if (a->width_factor.n &&
-        tfc_augment_factor_range(l, "width_factor", &a->width_factor, zoom_rule, &a->lo[1], &a->hi[1], err))
+        tfc_augment_factor_range(l, "width_factor", &a->width_factor, zoom_rule, &a->lo[1],
+                                 &a->hi[1], err))
         return TFC_ERR_CONFIG;
     for (int k = 0; k < 2; k++) a->lo[k] += 1.0f, a->hi[k] += 1.0f;
     return tfc_augment_same_shape(l, err);
@@ -224,8 +226,8 @@ static tfc_contrast_desc contrast_desc(const tfc_layer *l, const tfc_exec *ex)
     return (tfc_contrast_desc){.n = ex->batch, .hw = (int)(in->dim[0] * in->dim[1]),
                                .c = (int)in->dim[2], .lo = a->lo[0], .hi = a->hi[0],
                                .vlo = (float)a->value_range.v[0],
-                               .vhi = (float)a->value_range.v[1], .key = tfc_augment_key(l, a->seed),
-                               .step = ex->step};
+                               .vhi = (float)a->value_range.v[1],
+                               .key = tfc_augment_key(l, a->seed), .step = ex->step};
 }
 
 static void augment_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)

@@ -15,10 +15,6 @@
  * kernel of its own. */
 #include "layers/layer.h"
 
-#include <math.h>
-
-#include "core/rng.h"
-
 typedef struct gqa_args {
     int head_dim, num_query_heads, num_key_value_heads, use_bias, use_gate, use_causal_mask;
     int sliding_window, seed;
@@ -102,27 +98,14 @@ static tfc_status gqa_build(tfc_layer *l, tfc_error *err)
         return tfc_layer_error(err, l, "num_query_heads (%d) must be divisible by "
                                        "num_key_value_heads (%d)",
                                a->num_query_heads, a->num_key_value_heads);
-    if (a->flash_attention) { /* null is absent (the schema's default) */
-        char path[112];
-        int on;
-        snprintf(path, sizeof path, "layers[%d].GroupQueryAttention.flash_attention",
-                 l->index);
-        if (tfc_node_bool(a->flash_attention, path, &on, err)) return TFC_ERR_CONFIG;
-        if (on && a->dropout > 0)
-            return tfc_layer_error(err, l, "flash_attention: true does not take dropout > 0 "
-                                           "(as Keras)");
-    }
     gqa_dims m = dims_of(l);
     if (l->in_shape[m.vi].dim[1] != m.d)
         return tfc_layer_error(err, l, "query has %d features and value %lld: Keras's "
                                        "GroupQueryAttention needs them equal", m.d,
                                (long long)l->in_shape[m.vi].dim[1]);
     l->out_shape = l->in_shape[0];
-    /* Keras: the output keeps the query's mask; the value's and key's mask the keys */
-    l->mask_out = (l->mask_inputs & 1u) != 0;
-    if ((l->mask_inputs & 1u) && (l->mask_inputs & (1u << m.vi | 1u << m.ki)) && m.tq != m.tk)
-        return tfc_layer_error(err, l, "query (%d steps) and value (%d steps) carry the one "
-                                       "sequence mask but differ in length", m.tq, m.tk);
+    if (tfc_attention_heads_check(l, a->flash_attention, a->dropout, err))
+        return TFC_ERR_CONFIG;
     tfc_init ki, bi;
     if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
@@ -189,27 +172,8 @@ static gqa_saved saved_parts(const tfc_layer *l, const gqa_dims *m)
 static tfc_attn_desc attn_desc(const tfc_layer *l, const tfc_exec *ex, const gqa_dims *m)
 {
     const gqa_args *a = l->args;
-    tfc_attn_desc d = {.n = ex->batch, .heads = m->hq, .tq = m->tq, .tk = m->tk,
-                       .dk = m->hd, .dv = m->hd, .causal = a->use_causal_mask,
-                       .window = a->sliding_window, .uniform = a->dropout == 0,
-                       .scale = (float)(1.0 / sqrt((double)m->hd))};
-    d.qmask = (l->mask_inputs & 1u) ? l->mask : NULL;
-    d.kmask = (l->mask_inputs & (1u << m->vi | 1u << m->ki)) ? l->mask : NULL;
-    if (ex->training && a->dropout > 0) {
-        d.rate = (float)a->dropout;
-        d.key = a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
-        d.step = ex->step;
-    }
-    return d;
-}
-
-/* out [rows, width] = x [rows, in] W + b */
-static void project(tfc_exec *ex, int64_t rows, int in, const void *x, const tfc_param *w,
-                    const tfc_param *b, int width, float *out)
-{
-    ex->be->ops->gemm_weights(ex->be, 0, 0, (int)rows, width, in, 1.f, x, in, w->data, width,
-                              0.f, out, width);
-    if (b) ex->be->ops->bias_add(ex->be, rows, width, b->data, out);
+    return tfc_attention_desc(l, ex, m->hq, m->hd, m->hd, a->use_causal_mask,
+                              a->sliding_window, a->dropout, a->seed);
 }
 
 /* The key or value projection at Hq heads: x W + b at Hkv heads into kv (scratch), then each
@@ -220,10 +184,10 @@ static void project_repeated(tfc_exec *ex, const gqa_dims *m, int64_t rows, int 
 {
     const int width = m->hkv * m->hd;
     if (m->rep == 1) {
-        project(ex, rows, in, x, w, b, width, out);
+        tfc_proj(ex, rows, in, x, w, b, width, out);
         return;
     }
-    project(ex, rows, in, x, w, b, width, kv);
+    tfc_proj(ex, rows, in, x, w, b, width, kv);
     for (int r = 0; r < m->rep; r++)
         ex->be->ops->copy2d(ex->be, rows * m->hkv, m->hd, kv, m->hd, out + (size_t)r * m->hd,
                             m->rep * m->hd, 0);
@@ -237,31 +201,19 @@ static void gqa_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float 
     const int64_t rq = (int64_t)ex->batch * m.tq, rk = (int64_t)ex->batch * m.tk;
     const int qw = m.hq * m.hd;
     float *ws = ex->ws;
-    project(ex, rq, m.d, x[0], kernel(l, PQ), bias(l, PQ), qw, s.q);
+    tfc_proj(ex, rq, m.d, x[0], kernel(l, PQ), bias(l, PQ), qw, s.q);
     project_repeated(ex, &m, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), ws, s.k);
     project_repeated(ex, &m, rk, m.d, x[m.vi], kernel(l, PV), bias(l, PV), ws, s.v);
     tfc_attn_desc d = attn_desc(l, ex, &m);
     op->attention_forward(ex->be, &d, s.q, s.k, s.v, s.o, s.lse);
     const float *og = s.o;
     if (m.gate) { /* G = sigmoid(query Wg + bg), kept; O G into the scratch */
-        project(ex, rq, m.d, x[0], kernel(l, PG), bias(l, PG), qw, s.g);
+        tfc_proj(ex, rq, m.d, x[0], kernel(l, PG), bias(l, PG), qw, s.g);
         op->act_forward(ex->be, TFC_ACT_SIGMOID, rq * qw, qw, s.g, s.g);
         op->mul(ex->be, 1, rq, qw, s.o, s.g, 0, ws, 0);
         og = ws;
     }
-    project(ex, rq, qw, og, kernel(l, PO), bias(l, PO), m.d, y);
-}
-
-/* The gradients of out = x W + b given dout [rows, width]: dW, db += ..., dx += ... */
-static void project_backward(tfc_exec *ex, int64_t rows, int in, const void *x, tfc_param *w,
-                             tfc_param *b, int width, const float *dout, float *dx)
-{
-    const tfc_backend_ops *op = ex->be->ops;
-    op->gemm(ex->be, 1, 0, in, width, (int)rows, 1.f, x, in, dout, width, 1.f, w->grad, width);
-    if (b) op->bias_grad(ex->be, rows, width, dout, b->grad);
-    if (dx)
-        op->gemm(ex->be, 0, 1, (int)rows, in, width, 1.f, dout, width, w->data, width, 1.f, dx,
-                 in);
+    tfc_proj(ex, rq, qw, og, kernel(l, PO), bias(l, PO), m.d, y);
 }
 
 /* The key's or value's projection backward from drep [rows, Hq, h] (its R copies of each
@@ -276,7 +228,7 @@ static void project_repeated_backward(tfc_exec *ex, const gqa_dims *m, int64_t r
                                 m->rep * m->hd, sum, m->hd, r > 0);
         drep = sum;
     }
-    project_backward(ex, rows, in, x, w, b, m->hkv * m->hd, drep, dx);
+    tfc_proj_backward(ex, rows, in, x, w, b, m->hkv * m->hd, drep, dx);
 }
 
 static void gqa_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
@@ -294,18 +246,18 @@ static void gqa_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const
     op->gemm(ex->be, 0, 1, (int)rq, qw, m.d, 1.f, dy, m.d, wo->data, m.d, 0.f, d_o, qw);
     if (m.gate) {
         op->mul(ex->be, 1, rq, qw, s.o, s.g, 0, og, 0);
-        project_backward(ex, rq, qw, og, wo, bias(l, PO), m.d, dy, NULL);
+        tfc_proj_backward(ex, rq, qw, og, wo, bias(l, PO), m.d, dy, NULL);
         op->mul(ex->be, 1, rq, qw, d_o, s.o, 0, dg, 0);                  /* dG = dOG O */
         /* sigmoid's derivative G (1 - G) reads only its output, G: it stands for x too */
         op->act_backward(ex->be, TFC_ACT_SIGMOID, rq * qw, qw, s.g, s.g, dg, og, 1);
-        project_backward(ex, rq, m.d, x[0], kernel(l, PG), bias(l, PG), qw, og, dx[0]);
+        tfc_proj_backward(ex, rq, m.d, x[0], kernel(l, PG), bias(l, PG), qw, og, dx[0]);
         op->mul(ex->be, 1, rq, qw, d_o, s.g, 0, d_o, 0);                 /* dO = dOG G */
     } else {
-        project_backward(ex, rq, qw, s.o, wo, bias(l, PO), m.d, dy, NULL);
+        tfc_proj_backward(ex, rq, qw, s.o, wo, bias(l, PO), m.d, dy, NULL);
     }
     tfc_attn_desc d = attn_desc(l, ex, &m);
     op->attention_backward(ex->be, &d, s.q, s.k, s.v, s.o, s.lse, d_o, dq, dk, dv);
-    project_backward(ex, rq, m.d, x[0], kernel(l, PQ), bias(l, PQ), qw, dq, dx[0]);
+    tfc_proj_backward(ex, rq, m.d, x[0], kernel(l, PQ), bias(l, PQ), qw, dq, dx[0]);
     project_repeated_backward(ex, &m, rk, m.dkin, x[m.ki], kernel(l, PK), bias(l, PK), dk, sum,
                               dx[m.ki]);
     project_repeated_backward(ex, &m, rk, m.d, x[m.vi], kernel(l, PV), bias(l, PV), dv, sum,

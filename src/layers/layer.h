@@ -235,6 +235,24 @@ tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, 
  * input. */
 tfc_status tfc_attention_inputs_check(const tfc_layer *l, tfc_error *err);
 
+/* MultiHeadAttention's and GroupQueryAttention's (layers/attention_shared.c). The value is
+ * input 1 (else the query), the key input 2 (else the value).
+ * heads_check: flash_attention (a bool or absent) true refuses dropout, as Keras; the output
+ * keeps the query's mask, and one mask over query and keys needs as many steps in each. */
+tfc_status tfc_attention_heads_check(tfc_layer *l, const tfc_node *flash_attention,
+                                     double dropout, tfc_error *err);
+/* The backend's attention desc for the batch: the masks, the scale 1/sqrt(dk), dropout's
+ * stream (the seed, when set, mixed into the layer's) in training. */
+tfc_attn_desc tfc_attention_desc(const tfc_layer *l, const tfc_exec *ex, int heads, int dk,
+                                 int dv, int causal, int window, double dropout, int seed);
+/* out [rows, width] = x [rows, in] W + b (b may be NULL) */
+void tfc_proj(tfc_exec *ex, int64_t rows, int in, const void *x,
+                           const tfc_param *w, const tfc_param *b, int width, float *out);
+/* its gradients given dout [rows, width]: dW, db += ..., dx += dout W^T (dx may be NULL) */
+void tfc_proj_backward(tfc_exec *ex, int64_t rows, int in, const void *x,
+                                    tfc_param *w, tfc_param *b, int width, const float *dout,
+                                    float *dx);
+
 /* The `activation:` argument every layer with a fused activation declares. */
 #define TFC_ACTIVATION_FIELD(type, member)                                                   \
     {"activation", TFC_F_ENUM, offsetof(type, member), "linear", TFC_UNBOUNDED, tfc_act_names, \
