@@ -113,17 +113,24 @@ static void test_flops(void)
              "  - Flatten: {}\n",
              1, 27, 27);
     /* Conv1D k 3, 4 -> 6 channels in 2 groups, causal on 7 steps: 7 outputs of 6 filters,
-     * each 3 taps of 2 channels (36 multiply-adds per step); dx too behind a layer */
-    flops_of("input: {shape: [7, 4]}\nlayers:\n  - Dropout: {rate: 0.1}\n"
+     * each 3 taps of 2 channels (36 multiply-adds per step); dx too behind a layer with
+     * weights, none behind a weightless one at the front (its backward is skipped) */
+    flops_of("input: {shape: [7, 4]}\nlayers:\n  - Dense: {units: 4}\n"
              "  - Conv1D: {filters: 6, kernel_size: 3, groups: 2, padding: causal}\n",
              1, 2 * 7 * 36, 4 * 7 * 36);
+    flops_of("input: {shape: [7, 4]}\nlayers:\n  - Dropout: {rate: 0.1}\n"
+             "  - Conv1D: {filters: 6, kernel_size: 3, groups: 2, padding: causal}\n",
+             1, 2 * 7 * 36, 2 * 7 * 36);
     /* LSTM of 2 units over 4 steps of 3 features: x·W (3x8) and h·U (2x8) each step, 8 gate
      * elements per step; backward dW, dU and dh·Uᵀ per step, no dx from the model input */
     flops_of("input: {shape: [4, 3]}\nlayers:\n  - LSTM: {units: 2}\n", 0, 2 * 4 * (24 + 16) + 32,
              2 * 4 * (24 + 32) + 32);
-    /* behind a layer it also computes dx */
-    flops_of("input: {shape: [4, 3]}\nlayers:\n  - Dropout: {rate: 0.1}\n  - LSTM: {units: 2}\n",
+    /* behind a layer with weights it also computes dx; behind a frozen one not */
+    flops_of("input: {shape: [4, 3]}\nlayers:\n  - Dense: {units: 3}\n  - LSTM: {units: 2}\n",
              1, 2 * 4 * (24 + 16) + 32, 2 * 4 * (24 + 32) + 2 * 4 * 24 + 32);
+    flops_of("input: {shape: [4, 3]}\nlayers:\n  - Dense: {units: 3, trainable: false}\n"
+             "  - LSTM: {units: 2}\n",
+             1, 2 * 4 * (24 + 16) + 32, 2 * 4 * (24 + 32) + 32);
 }
 
 /* ---- the tool ------------------------------------------------------------------------------ */

@@ -193,10 +193,9 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
  * one, or a frozen one, whose layer's backward may still write its gradient */
 static int graded(const tfc_param *p) { return p->trainable || p->frozen; }
 
-/* Which layers' backward passes run (tfc_bound.no_backward; tfc_model_backward_plan). A
- * layer whose backward runs still writes the gradient of an input whose backward does not
- * (a layer's code is tested with NULL there for the model input only): a block nothing
- * reads, inside its planned life, neither zeroed first nor read after. */
+/* Which layers' backward passes run (tfc_bound.no_backward; tfc_model_backward_plan). The
+ * gradient of an input whose backward does not run is NULL to its consumers, as the model
+ * input's is when no input gradient is wanted: nothing computes it. */
 static void plan_backward(tfc_model *m)
 {
     int *runs = malloc((size_t)m->nlayers * sizeof *runs);
@@ -864,7 +863,9 @@ static void gather_inputs(tfc_model *m, const tfc_layer *l, const void **xs, flo
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
         xs[j] = p < 0 ? m->x : m->bound[p].y;
-        if (dxs) dxs[j] = p < 0 ? (m->want_input_grad ? m->dx : NULL) : m->bound[p].dy;
+        if (dxs)
+            dxs[j] = p < 0 ? (m->want_input_grad ? m->dx : NULL)
+                           : m->bound[p].no_backward ? NULL : m->bound[p].dy;
     }
 }
 
@@ -1248,7 +1249,9 @@ void tfc_model_layer_backward(tfc_model *m, int i)
                          b->relu_pool < 0;
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
-        if (p < 0 || m->bound[p].zero_at != i || m->bound[p].ids_into == i) continue;
+        if (p < 0 || m->bound[p].zero_at != i || m->bound[p].ids_into == i ||
+            m->bound[p].no_backward)
+            continue;
         int repeated = 0;
         for (int q = 0; q < j; q++) repeated |= l->inputs[q] == p;
         if (repeated) continue; /* zeroed, or copied into, at its first occurrence */

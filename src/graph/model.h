@@ -200,8 +200,8 @@ const tfc_memory_plan *tfc_model_memory(const tfc_model *m);
  * each time step, MultiHeadAttention's projections and scores), and one per output element
  * elsewhere (activations, pooling, merges, normalization, LSTM gates: an estimate).
  * Backward: the product for the weights' gradient plus, unless the layer reads the model
- * input, the one for the input's gradient; none where the step skips the layer's backward
- * (tfc_model_backward_plan). */
+ * input or a layer whose backward the step skips, the one for the input's gradient; none
+ * where the step skips the layer's backward (tfc_model_backward_plan). */
 void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward);
 
 /* Examples per forward pass for inference of many examples (tfc_predictor_run,

@@ -31,12 +31,15 @@ static int is_recurrent(const tfc_param *p)
            (n == s || p->name[n - s - 1] == '/');
 }
 
-static void layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
+/* runs: the step's backward plan (tfc_model_backward_plan) */
+static void layer_flops(const tfc_model *m, int i, const int *runs, int64_t *forward,
+                        int64_t *backward)
 {
     const tfc_layer *l = &m->layers[i];
     int64_t out = tfc_layer_out_numel(l);
+    /* no input gradient to compute: the model input, or a layer whose backward is skipped */
     int reads_input = 0;
-    for (int j = 0; j < l->ninputs; j++) reads_input |= l->inputs[j] < 0;
+    for (int j = 0; j < l->ninputs; j++) reads_input |= l->inputs[j] < 0 || !runs[l->inputs[j]];
     const tfc_param *k = find_param(l, "kernel");
     for (int p = 0; p < l->nparams && !k; p++) { /* a TimeDistributed's inner/kernel */
         const char *slash = strrchr(l->params[p].name, '/');
@@ -108,10 +111,14 @@ static void layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *ba
 
 void tfc_model_layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
 {
-    layer_flops(m, i, forward, backward);
     int *runs = malloc((size_t)m->nlayers * sizeof *runs);
-    if (runs) tfc_model_backward_plan(m, 0, runs);
-    if (runs && !runs[i]) *backward = 0; /* the step skips it */
+    if (!runs) {
+        *forward = *backward = 0;
+        return;
+    }
+    tfc_model_backward_plan(m, 0, runs);
+    layer_flops(m, i, runs, forward, backward);
+    if (!runs[i]) *backward = 0; /* the step skips it */
     free(runs);
 }
 

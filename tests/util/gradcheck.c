@@ -128,6 +128,48 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
     tfc_model_zero_grad(m);
     tfc_model_backward(m);
 
+    /* the same weight gradients, bit for bit, with no input gradient (NULL to the layers
+     * reading the input, as when an input's producer runs no backward) */
+    int64_t total = 0;
+    for (int li = 0; li < tfc_model_nlayers(m); li++)
+        for (int pi = 0; pi < tfc_model_layer(m, li)->nparams; pi++)
+            if (tfc_model_layer(m, li)->params[pi].trainable)
+                total += tfc_model_layer(m, li)->params[pi].numel;
+    float *with = malloc((size_t)(total + 1) * 4), *without = malloc((size_t)(total + 1) * 4);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            /* NaN in every gradient first: a backward that assigns nothing leaves it */
+            for (int64_t k = 0; k < total; k++) without[k] = NAN;
+            int64_t at = 0;
+            for (int li = 0; li < tfc_model_nlayers(m); li++)
+                for (int pi = 0; pi < tfc_model_layer(m, li)->nparams; pi++) {
+                    const tfc_param *p = &tfc_model_layer(m, li)->params[pi];
+                    if (!p->trainable) continue;
+                    be->ops->upload(be, p->grad, without + at, (size_t)p->numel * 4);
+                    at += p->numel;
+                }
+            tfc_model_want_input_grad(m, 0);
+            tfc_model_forward(m, x, batch, 1, 7, 3, &err);
+            tfc_model_loss(m, labels, 1, &r, &err);
+            tfc_model_zero_grad(m);
+            tfc_model_backward(m);
+            tfc_model_want_input_grad(m, 1);
+        }
+        tfc_model_grads(m); /* zeroes what no backward wrote */
+        int64_t at = 0;
+        for (int li = 0; li < tfc_model_nlayers(m); li++)
+            for (int pi = 0; pi < tfc_model_layer(m, li)->nparams; pi++) {
+                const tfc_param *p = &tfc_model_layer(m, li)->params[pi];
+                if (!p->trainable) continue;
+                be->ops->download(be, (pass ? without : with) + at, p->grad,
+                                  (size_t)p->numel * 4);
+                at += p->numel;
+            }
+    }
+    for (int64_t k = 0; k < total; k++) res.null_dx_diff += with[k] != without[k];
+    free(with);
+    free(without);
+
     const double h1 = 1e-2, h2 = 5e-3;
     for (int li = 0; li < tfc_model_nlayers(m); li++) {
         tfc_layer *l = tfc_model_layer(m, li);

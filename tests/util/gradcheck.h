@@ -29,6 +29,8 @@ typedef struct gradcheck_result {
     char worst[128];     /* where it occurred */
     int checked;         /* elements compared */
     int skipped;         /* elements skipped at a kink (two step sizes disagreed) */
+    int64_t null_dx_diff; /* weight gradient elements that differ when no input gradient is
+                             wanted (every layer's first input's dx NULL) */
 } gradcheck_result;
 
 /* The bound test_layers holds max_err to. A uniform 2% gradient error gives max_err ~1e-2
