@@ -295,6 +295,9 @@ tfc_crop_resize_desc tfc_layer_crop_resize(const tfc_layer *l);
 /* TimeDistributed's inner layer (time_distributed.c; for the ONNX export): built, its
  * parameters the wrapper's in order, bound only while the wrapper runs. */
 const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);
+/* SpectralNormalization's inner layer (spectral_norm.c; for the ONNX export, where it runs
+ * as at inference): built, its parameters the wrapper's first ones in order. */
+const tfc_layer *tfc_spectral_normalization_inner(const tfc_layer *l);
 
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */
