@@ -34,6 +34,9 @@ static int is_recurrent(const tfc_param *p)
 static void layer_flops(const tfc_model *m, int i, int64_t *forward, int64_t *backward)
 {
     const tfc_layer *l = &m->layers[i];
+    /* a SpectralNormalization's: its inner layer's (the power iteration, a few passes over
+     * the kernel a step, not counted) */
+    if (!strcmp(l->ops->type, "SpectralNormalization")) l = tfc_spectral_normalization_inner(l);
     int64_t out = tfc_layer_out_numel(l);
     int reads_input = 0;
     for (int j = 0; j < l->ninputs; j++) reads_input |= l->inputs[j] < 0;
