@@ -185,6 +185,29 @@ static void test_names_and_training(void)
     tfc_backend_free(be);
 }
 
+/* bf16 and float16 bind the layers to 16-bit copies of the weights, where the normalized
+ * kernel would not reach the float32 weights: refused at bind, naming the layer */
+static void test_precision_refused(void)
+{
+    for (int p = 1; p <= 2; p++) {
+        tfc_model *m = tfc_test_model("input: {shape: [6]}\nlayers:\n"
+                                      "  - SpectralNormalization: {name: sn, layer: {Dense: "
+                                      "{units: 5}}}\n");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        tfc_model_set_precision(m, (tfc_precision)p);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_backend *be = tfc_cpu_backend_create(1);
+        CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "'sn'"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, tfc_precision_names[p]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "is not supported yet"));
+        tfc_model_free(m);
+        tfc_backend_free(be);
+    }
+}
+
 TFC_TEST_MAIN("spectral_norm", {"keras_parity", test_keras_parity},
               {"keras_steps", test_keras_steps}, {"resume", test_resume},
-              {"errors", test_errors}, {"names_and_training", test_names_and_training})
+              {"errors", test_errors}, {"names_and_training", test_names_and_training},
+              {"precision_refused", test_precision_refused})

@@ -110,6 +110,9 @@ typedef struct tfc_layer_ops {
      * a real GPU: a backend other than the CPU refuses it at bind, naming it, until it has
      * (then the flag goes). */
     int cpu_first;
+    int writes_params;         /* a training forward writes the layer's trainable parameters
+                                * (SpectralNormalization's kernel): bf16 and float16, whose
+                                * layers read 16-bit copies of them, refuse it */
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,

@@ -291,6 +291,7 @@ const tfc_layer *tfc_spectral_normalization_inner(const tfc_layer *l)
 /* CPU-first until make test-gpu's train_spectral_normalization has run it on a GPU */
 const tfc_layer_ops tfc_spectral_normalization_ops = {
     .type = "SpectralNormalization", .schema = sn_fields, .args_size = sizeof(sn_args),
-    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1, .needs = sn_needs, .build = sn_build,
-    .plan = sn_plan, .forward = sn_forward, .backward = sn_backward, .free_state = sn_free,
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1, .writes_params = 1, .needs = sn_needs,
+    .build = sn_build, .plan = sn_plan, .forward = sn_forward, .backward = sn_backward,
+    .free_state = sn_free,
 };
