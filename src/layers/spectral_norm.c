@@ -1,9 +1,8 @@
 /* SpectralNormalization (keras.layers.SpectralNormalization): a wrapper that, in training,
- * divides its inner layer's kernel W, seen as a matrix
- * [rows, cols] with cols its last axis, by an estimate of its largest singular value, then
- * runs the inner layer; at inference it runs the inner layer alone. The estimate is
- * power_iterations steps from the stored vector_u [1, cols] (Keras's normalize: x times
- * min(rsqrt(sum x^2), 1e7)):
+ * divides its inner layer's kernel W, seen as a matrix [rows, cols] with cols its last axis,
+ * by an estimate of its largest singular value, then runs the inner layer; at inference it
+ * runs the inner layer alone. The estimate is power_iterations steps from the stored
+ * vector_u [1, cols] (Keras's normalize: x times min(rsqrt(sum x^2), 1e7)):
  *     v = normalize(u W^T),  u = normalize(v W),  sigma = v W u^T,  W <- W / sigma
  * and vector_u keeps the last u; a kernel all zeros is left as it is (u too). As Keras on the
  * TensorFlow backend, W is ASSIGNED (the stored kernel is the normalized one) and the
