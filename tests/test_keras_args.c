@@ -74,6 +74,8 @@ static const listed tfc_only[] = {
 static const listed resolved_at_build[] = {
     {"Bidirectional.layer", "required: the layer checks it names one recurrent layer"},
     {"TimeDistributed.layer", "required: the layer checks it names one layer it can wrap"},
+    {"SpectralNormalization.layer", "required: the layer checks it names one layer with a "
+     "kernel"},
     {"ZeroPadding2D.padding", "1 on every side"},
     {"Cropping2D.cropping", "0 on every side"},
     {"ZeroPadding1D.padding", "1 on each side"},

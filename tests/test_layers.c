@@ -824,6 +824,17 @@ static const gc_case cases[] = {
                          "  - Flatten: {name: f6, inputs: a3}\n"
                          "  - Concatenate: {inputs: [f1, f2, f3, f4, f5, f6]}\n"
                          "  - Dense: {units: 3}\n", 2},
+    /* SpectralNormalization: the input's gradient through the wrapped layers, frozen (their
+     * kernels' gradients are the plain layers' at the normalized kernel, which each training
+     * forward re-normalizes: not the derivative of the loss in the stored kernel that central
+     * differences measure; test_spectral_norm holds them to Keras's). 30 power steps make
+     * sigma 1 to float precision after the first pass, so every pass sees the same kernel. */
+    {"spectral_norm", IMG "  - SpectralNormalization: {trainable: false, power_iterations: 30, "
+                      "layer: {Conv2D: {filters: 3, kernel_size: 3, activation: tanh}}}\n"
+                      "  - Flatten: {}\n"
+                      "  - SpectralNormalization: {trainable: false, power_iterations: 30, "
+                      "layer: {Dense: {units: 4, activation: tanh}}}\n"
+                      "  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

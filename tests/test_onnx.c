@@ -378,6 +378,29 @@ static void test_time_distributed(void)
             "  - LSTM: {units: 3}\n  - Dense: {units: 2}\n", 12);
 }
 
+/* SpectralNormalization: the inner layer's nodes with the stored kernel (the inference
+ * pass), vector_u in no node */
+static void test_spectral_normalization(void)
+{
+    if (!ready()) return;
+    fixture("sn_image",
+            "input: {shape: [6, 6, 2]}\nlayers:\n"
+            "  - SpectralNormalization: {layer: {Conv2D: {filters: 4, kernel_size: 3, "
+            "activation: relu}}}\n"
+            "  - SpectralNormalization: {layer: {Conv2DTranspose: {filters: 2, kernel_size: 2, "
+            "strides: 2}}}\n"
+            "  - SpectralNormalization: {layer: {DepthwiseConv2D: {kernel_size: 3}}}\n"
+            "  - Flatten: {}\n"
+            "  - SpectralNormalization: {power_iterations: 2, layer: {Dense: {units: 3, "
+            "activation: softmax}}}\n", 0);
+    fixture("sn_sequence",
+            "input: {shape: [7, 3]}\nlayers:\n"
+            "  - SpectralNormalization: {layer: {Conv1D: {filters: 4, kernel_size: 2, "
+            "activation: tanh}}}\n"
+            "  - SpectralNormalization: {layer: {EinsumDense: {equation: \"btc,cd->btd\", "
+            "output_shape: [null, 2]}}}\n", 0);
+}
+
 /* MultiHeadAttention: causal and padded self-attention (a fully padded example: rows that
  * see no key), with dropout (those rows zeroed), and cross-attention with value_dim, no
  * bias and a key of its own. */
@@ -959,4 +982,5 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"gru_bidirectional", test_gru_bidirectional}, {"simple_rnn", test_simple_rnn},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"augmentation", test_augmentation}, {"options", test_options},
-              {"time_distributed", test_time_distributed})
+              {"time_distributed", test_time_distributed},
+              {"spectral_normalization", test_spectral_normalization})

@@ -2262,6 +2262,19 @@ static tref time_distributed(exporter *x, const tfc_layer *l, const tref *in)
     return reshape_rows(x, &t, &l->out_shape);
 }
 
+/* SpectralNormalization: the inner layer's nodes, as at inference (its weights this layer's
+ * first ones, vector_u left out, its activation this layer's, applied after) */
+static tref spectral_normalization(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tfc_layer c = *tfc_spectral_normalization_inner(l);
+    for (int p = 0; p < c.nparams; p++) {
+        c.params[p].data = l->params[p].data;
+        c.params[p].grad = l->params[p].grad;
+    }
+    c.act = TFC_ACT_LINEAR;
+    return layer_on(x, &c, in);
+}
+
 static tref layer(exporter *x, const tfc_layer *l)
 {
     return layer_on(x, l, l->inputs[0] < 0 ? &x->input : &x->out[l->inputs[0]]);
@@ -2345,6 +2358,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = bidirectional(x, l, in);
     } else if (!strcmp(type, "TimeDistributed")) {
         r = time_distributed(x, l, in);
+    } else if (!strcmp(type, "SpectralNormalization")) {
+        r = spectral_normalization(x, l, in);
     } else if (!strcmp(type, "Embedding")) {
         r = embedding(x, l, "embeddings", in);
     } else if (!strcmp(type, "TokenAndPositionEmbedding")) {

@@ -540,6 +540,11 @@ static tfc_status check_kernels(const tfc_model *m, const tfc_backend *be, tfc_e
 {
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
+        if (l->ops->writes_params && m->precision)
+            return tfc_layer_error(err, l, "precision %s is not supported yet (the training "
+                                           "forward writes the kernel, which the layer reads "
+                                           "as a 16-bit copy of the float32 weights); use "
+                                           "float32", tfc_precision_names[m->precision]);
         for (int p = 0; p < l->nparams; p++) {
             const tfc_param *pr = &l->params[p];
             if (!pr->l1 && !pr->l2) continue;

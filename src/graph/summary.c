@@ -36,6 +36,9 @@ static void layer_flops(const tfc_model *m, int i, const int *runs, int64_t *for
                         int64_t *backward)
 {
     const tfc_layer *l = &m->layers[i];
+    /* a SpectralNormalization's: its inner layer's (the power iteration, a few passes over
+     * the kernel a step, not counted) */
+    if (!strcmp(l->ops->type, "SpectralNormalization")) l = tfc_spectral_normalization_inner(l);
     int64_t out = tfc_layer_out_numel(l);
     /* no input gradient to compute: the model input, or a layer whose backward is skipped */
     int reads_input = 0;

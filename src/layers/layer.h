@@ -110,6 +110,9 @@ typedef struct tfc_layer_ops {
      * a real GPU: a backend other than the CPU refuses it at bind, naming it, until it has
      * (then the flag goes). */
     int cpu_first;
+    int writes_params;         /* a training forward writes the layer's trainable parameters
+                                * (SpectralNormalization's kernel): bf16 and float16, whose
+                                * layers read 16-bit copies of them, refuse it */
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
@@ -313,6 +316,9 @@ tfc_crop_resize_desc tfc_layer_crop_resize(const tfc_layer *l);
 /* TimeDistributed's inner layer (time_distributed.c; for the ONNX export): built, its
  * parameters the wrapper's in order, bound only while the wrapper runs. */
 const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);
+/* SpectralNormalization's inner layer (spectral_norm.c; for the ONNX export, where it runs
+ * as at inference): built, its parameters the wrapper's first ones in order. */
+const tfc_layer *tfc_spectral_normalization_inner(const tfc_layer *l);
 
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */

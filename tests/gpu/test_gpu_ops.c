@@ -2864,6 +2864,24 @@ static void test_train_time_distributed(void)
     lift_cpu_first = 0;
 }
 
+/* SpectralNormalization (CPU-first, lifted for the case): the power iteration on gemm, sumsq,
+ * copy and scale, the kernel divided in place before the wrapped Conv2D, Dense and
+ * Conv2DTranspose run; each step's vector_u and kernels compared with the weights */
+static void test_train_spectral_normalization(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [6, 6, 2]}\nlayers:\n"
+                "  - SpectralNormalization: {layer: {Conv2D: {filters: 4, kernel_size: 3, "
+                "activation: relu}}}\n"
+                "  - SpectralNormalization: {power_iterations: 2, layer: {Conv2DTranspose: "
+                "{filters: 2, kernel_size: 2, strides: 2}}}\n"
+                "  - Flatten: {}\n"
+                "  - SpectralNormalization: {layer: {Dense: {units: 3, activation: softmax}}}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+}
+
 /* ---- augmentation (gpu_augment.cu) and the layers on existing ops ---------------------- */
 
 /* One warp desc on both backends: forward y, backward into a random dx; the same bits (the
@@ -4681,6 +4699,7 @@ int main(int argc, char **argv)
         {"train_mobilenet", test_train_mobilenet},
         {"train_activation_layers", test_train_activation_layers},
         {"train_time_distributed", test_train_time_distributed},
+        {"train_spectral_normalization", test_train_spectral_normalization},
         {"train_conv1d_variants", test_train_conv1d_variants},
         {"pact", test_pact},
         {"penalty", test_penalty},
