@@ -151,6 +151,15 @@ static void test_weight_names(void)
     tfc_model_param_download(b.m, &l2->params[2], bias);
     for (int j = 0; j < 8; j++) CU_ASSERT_EQUAL(bias[j], j >= 2 && j < 4 ? 1.0f : 0.0f);
     unbind(b);
+    /* Keras's list of cells: a StackedRNNCells */
+    b = bind_model("  - RNN: {cell: [{LSTMCell: {units: 2}}, {LSTMCell: {units: 3}}]}\n");
+    l = tfc_model_layer(b.m, 1);
+    CU_ASSERT_EQUAL_FATAL(l->nparams, 6);
+    CU_ASSERT_STRING_EQUAL(l->params[0].name, "lstm_cell/kernel");
+    CU_ASSERT_STRING_EQUAL(l->params[3].name, "lstm_cell_1/kernel");
+    CU_ASSERT_EQUAL(l->out_shape.ndim, 1);
+    CU_ASSERT_EQUAL(l->out_shape.dim[0], 3);
+    unbind(b);
 }
 
 static void expect_error(const char *layer, const char *what)
@@ -179,6 +188,8 @@ static void test_errors(void)
     expect_error("RNN: {return_sequences: true}", "cell: required");
     expect_error("RNN: {cell: {LSTMCell: {units: 2}, GRUCell: {units: 2}}}", "expected one cell");
     expect_error("RNN: {cell: {StackedRNNCells: {cells: []}}}", "cells: expected a list");
+    expect_error("RNN: {cell: [{LSTMCell: {units: 2}}, {Dense: {units: 2}}]}",
+                 "t.yaml:3:43: error: layers[0].RNN.cell[1].Dense: Dense is not a recurrent cell");
     expect_error("RNN: {cell: {StackedRNNCells: {cells: [{LSTMCell: {units: 2}}], x: 1}}}",
                  "unknown key 'x'");
     expect_error("RNN: {cell: {StackedRNNCells: {cells: [{Conv2D: {filters: 2}}]}}}",

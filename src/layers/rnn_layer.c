@@ -10,6 +10,7 @@
  * zero_output_for_mask: with a mask the output is 0 at each masked step (in the output's
  * order), the last output too when the last step is masked, as Keras's rnn():
  *   y[i, s] = m[i, s] h[i, s]   (return_sequences),   y[i] = m[i, T-1] h[i, T-1]   (else).
+ * Keras's list of cells is a StackedRNNCells of them.
  * Weights: Keras 3's paths with the RNN's cell segment dropped, as the LSTM's (rnn/kernel for
  * rnn/lstm_cell/kernel); a stack's cells keep theirs, Keras's snake case of the cell's type
  * numbered within the stack (rnn/lstm_cell/kernel, rnn/lstm_cell_1/kernel, rnn/gru_cell/...),
@@ -71,8 +72,8 @@ typedef struct rnn_layer_args {
 
 static const tfc_field rnn_layer_fields[] = {
     {"cell", TFC_F_NODE, offsetof(rnn_layer_args, cell), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "{LSTMCell: {...}}, {GRUCell: {...}}, {SimpleRNNCell: {...}} or {StackedRNNCells: "
-     "{cells: [...]}}"},
+     "{LSTMCell: {...}}, {GRUCell: {...}}, {SimpleRNNCell: {...}}, {StackedRNNCells: "
+     "{cells: [...]}} or a list of cells (a StackedRNNCells of them)"},
     {"return_sequences", TFC_F_BOOL, offsetof(rnn_layer_args, rnn.return_sequences), "false",
      TFC_UNBOUNDED, NULL, "output every step, not only the last"},
     {"return_state", TFC_F_BOOL, offsetof(rnn_layer_args, rnn.return_state), "false",
@@ -167,14 +168,18 @@ static tfc_status build_cell(tfc_layer *l, int k, int last, const tfc_node *type
     return d->ops->build(d, err);
 }
 
-/* The cells of `cell`: one, or a StackedRNNCells's list */
+static tfc_status build_stack(tfc_layer *l, const tfc_node *list, const tfc_node *n,
+                              const char *path, tfc_error *err);
+
+/* The cells of `cell`: one, or a StackedRNNCells's list (or Keras's list of cells) */
 static tfc_status build_cells(tfc_layer *l, tfc_error *err)
 {
     const rnn_layer_args *a = l->args;
-    rnn_state *st = l->state;
     const tfc_node *n = a->cell;
     char path[160];
     snprintf(path, sizeof path, "layers[%d].RNN.cell", l->index);
+    if (n && n->kind == TFC_NODE_SEQ) /* Keras's list of cells: a StackedRNNCells of them */
+        return build_stack(l, n, n, path, err);
     if (!n || n->kind != TFC_NODE_MAP || n->n != 1)
         return n ? tfc_node_error(err, TFC_ERR_CONFIG, n, path, "expected one cell, {LSTMCell: "
                                   "{units: 32}}, {GRUCell: ...}, {SimpleRNNCell: ...} or "
@@ -186,21 +191,30 @@ static tfc_status build_cells(tfc_layer *l, tfc_error *err)
         return build_cell(l, 0, 1, type, args, path, &l->in_shape[0], err);
     }
     strcat(path, ".StackedRNNCells");
-    const tfc_node *list = tfc_node_get(args, "cells");
     for (int i = 0; args && args->kind == TFC_NODE_MAP && i < args->n; i++)
         if (strcmp(args->keys[i]->str, "cells"))
             return tfc_node_error(err, TFC_ERR_CONFIG, args->keys[i], path,
                                   "unknown key '%s' (StackedRNNCells takes cells)",
                                   args->keys[i]->str);
+    char at[160];
+    snprintf(at, sizeof at, "%s.cells", path);
+    return build_stack(l, tfc_node_get(args, "cells"), n, at, err);
+}
+
+/* A stack's cells, the list `list` (n: where to point without one) at `path` */
+static tfc_status build_stack(tfc_layer *l, const tfc_node *list, const tfc_node *n,
+                              const char *path, tfc_error *err)
+{
+    rnn_state *st = l->state;
     if (!list || list->kind != TFC_NODE_SEQ || list->n < 1 || list->n > MAX_CELLS)
         return tfc_node_error(err, TFC_ERR_CONFIG, list ? list : n, path,
-                              "cells: expected a list of 1 to %d cells, [{LSTMCell: {units: "
-                              "32}}, {GRUCell: {units: 16}}]", MAX_CELLS);
+                              "expected a list of 1 to %d cells, [{LSTMCell: {units: 32}}, "
+                              "{GRUCell: {units: 16}}]", MAX_CELLS);
     tfc_shape in = l->in_shape[0];
     for (int k = 0; k < list->n; k++) {
         const tfc_node *e = list->vals[k];
         char at[200];
-        snprintf(at, sizeof at, "%s.cells[%d]", path, k);
+        snprintf(at, sizeof at, "%s[%d]", path, k);
         if (e->kind != TFC_NODE_MAP || e->n != 1)
             return tfc_node_error(err, TFC_ERR_CONFIG, e, at, "expected one cell, {LSTMCell: "
                                   "{units: 32}}, {GRUCell: ...} or {SimpleRNNCell: ...}");
@@ -273,7 +287,8 @@ static tfc_status rnn_layer_build(tfc_layer *l, tfc_error *err)
     if (!l->state) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     rnn_state *st = l->state;
     if (build_cells(l, err)) return TFC_ERR_CONFIG;
-    const int stacked = strcmp(a->cell->keys[0]->str, "StackedRNNCells") == 0;
+    const int stacked = a->cell->kind == TFC_NODE_SEQ ||
+                        !strcmp(a->cell->keys[0]->str, "StackedRNNCells");
     if (add_params(l, stacked, err)) return TFC_ERR_CONFIG;
     const tfc_layer *last = &st->cell[st->ncells - 1];
     l->out_shape = last->out_shape;
