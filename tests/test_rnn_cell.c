@@ -233,6 +233,38 @@ static void test_regularizers(void)
                                 "layers[0].RNN.cell.LSTMCell.bias_regularizer");
 }
 
-TFC_TEST_MAIN("rnn_cell", {"keras_parity", test_keras_parity},
+/* A backend other than the CPU (a CPU backend posing as device 0) refuses an RNN while it is
+ * CPU-first, and a Bidirectional around one (which takes its flag), naming the layer and its
+ * type; a Bidirectional around an LSTM binds */
+static void test_device_refused(void)
+{
+    static const char *const layers[] = {
+        "RNN: {name: v, cell: {LSTMCell: {units: 2}}}",
+        "Bidirectional: {name: v, layer: {RNN: {cell: {LSTMCell: {units: 2}}}}}",
+        "Bidirectional: {name: v, layer: {LSTM: {units: 2}}}"};
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [4, 3]}\nlayers:\n  - %s\n", layers[i]);
+        tfc_model *m = tfc_test_model(yaml);
+        TFC_ASSERT(m && be);
+        const tfc_layer_ops *ops = tfc_model_layer(m, 0)->ops;
+        CU_ASSERT_EQUAL(ops->cpu_first, i < 2 ? tfc_layer_lookup("RNN")->cpu_first : 0);
+        tfc_error err;
+        tfc_error_clear(&err);
+        be->device = 0;
+        tfc_status st = tfc_model_bind(m, be, 2, &err);
+        be->device = -1;
+        CU_ASSERT_EQUAL(st, ops->cpu_first ? TFC_ERR_CONFIG : TFC_OK);
+        if (ops->cpu_first) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "layer 'v'"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ops->type));
+        }
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("rnn_cell", {"device_refused", test_device_refused}, {"keras_parity", test_keras_parity},
               {"same_as_layers", test_same_as_layers}, {"weight_names", test_weight_names},
               {"errors", test_errors}, {"regularizers", test_regularizers})

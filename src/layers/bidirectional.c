@@ -130,6 +130,8 @@ static tfc_status bidir_build(tfc_layer *l, tfc_error *err)
                  strcmp(ops->type, "SimpleRNN") && strcmp(ops->type, "RNN")))
         return tfc_layer_error(err, l, "layer: %s cannot be wrapped (LSTM, GRU, SimpleRNN or "
                                "RNN)", n->keys[0]->str);
+    extern const tfc_layer_ops tfc_bidirectional_ops, tfc_bidirectional_cpu_first_ops;
+    l->ops = ops->cpu_first ? &tfc_bidirectional_cpu_first_ops : &tfc_bidirectional_ops;
     bidir_free(l);
     l->state = calloc(1, sizeof(bidir_state));
     if (!l->state) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -265,9 +267,13 @@ const tfc_layer *tfc_bidirectional_direction(const tfc_layer *l, int k)
     return &st->dir[k];
 }
 
-const tfc_layer_ops tfc_bidirectional_ops = {
-    .type = "Bidirectional", .schema = bidir_fields, .args_size = sizeof(bidir_args),
-    .min_inputs = 1, .max_inputs = 1, .needs = bidir_needs,
-    .build = bidir_build, .plan = bidir_plan, .forward = bidir_forward,
-    .backward = bidir_backward, .free_state = bidir_free,
-};
+#define BIDIR_OPS(sym, first)                                                                \
+    const tfc_layer_ops sym = {                                                              \
+        .type = "Bidirectional", .schema = bidir_fields, .args_size = sizeof(bidir_args),    \
+        .min_inputs = 1, .max_inputs = 1, .cpu_first = first, .needs = bidir_needs,          \
+        .build = bidir_build, .plan = bidir_plan, .forward = bidir_forward,                  \
+        .backward = bidir_backward, .free_state = bidir_free,                                \
+    }
+BIDIR_OPS(tfc_bidirectional_ops, 0);
+/* the same around an inner layer that is CPU-first (an RNN; build switches to it) */
+BIDIR_OPS(tfc_bidirectional_cpu_first_ops, 1);
