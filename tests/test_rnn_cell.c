@@ -193,8 +193,8 @@ static void test_errors(void)
     expect_error("RNN: {cell: {StackedRNNCells: {cells: [{LSTMCell: {units: 2}}], x: 1}}}",
                  "unknown key 'x'");
     expect_error("RNN: {cell: {StackedRNNCells: {cells: [{Conv2D: {filters: 2}}]}}}",
-                 "t.yaml:3:45: error: layers[0].RNN.cell.StackedRNNCells.cells[0].Conv2D: Conv2D is not a "
-                 "recurrent cell");
+                 "t.yaml:3:45: error: layers[0].RNN.cell.StackedRNNCells.cells[0].Conv2D: "
+                 "Conv2D is not a recurrent cell");
     expect_error("RNN: {cell: {StackedRNNCells: {cells: [{LSTMCell: {units: 2,"
                  " kernel_regularizer: l2}}]}}}",
                  "kernel_regularizer: not supported in a StackedRNNCells");
@@ -265,6 +265,7 @@ static void test_device_refused(void)
     tfc_backend_free(be);
 }
 
-TFC_TEST_MAIN("rnn_cell", {"device_refused", test_device_refused}, {"keras_parity", test_keras_parity},
+TFC_TEST_MAIN("rnn_cell", {"device_refused", test_device_refused},
+              {"keras_parity", test_keras_parity},
               {"same_as_layers", test_same_as_layers}, {"weight_names", test_weight_names},
               {"errors", test_errors}, {"regularizers", test_regularizers})

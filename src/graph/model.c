@@ -386,8 +386,8 @@ static tfc_status attach_constraints(tfc_layer *l, const tfc_node *inner, const 
 
 /* Each trainable weight's regularizer (tfc_param.regularizer names the argument): the layer's
  * argument, or a wrapper's layer's (Bidirectional's `layer: {LSTM: {...}}`: Keras's wrapper
- * regularizes both directions with its layer's regularizers), or an RNN's cell's. Moving statistics and
- * constants have none, as Keras regularizes trainable weights only. */
+ * regularizes both directions with its layer's regularizers), or an RNN's cell's. Moving
+ * statistics and constants have none, as Keras regularizes trainable weights only. */
 /* The wrapped layer or cell {TYPE: {...}} of a wrapper's arguments `args` (`layer`, or an
  * RNN's `cell`), its key path after the wrapper's appended to at; NULL: none */
 static const tfc_node *wrapped(const tfc_node *args, char *at, size_t size)

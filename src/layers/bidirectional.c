@@ -1,7 +1,8 @@
 /* Bidirectional (keras.layers.Bidirectional) around an LSTM, a GRU, a SimpleRNN or an RNN of
  * cells (rnn_layer.c): the inner layer twice, forward_<inner> over the sequence and
- * backward_<inner> with go_backwards, joined by merge_mode:  y_t = merge(a_t, b_{T-1-t})  (concat [a | b], sum, mul, ave), the backward
- * output re-reversed with return_sequences, else the two last outputs. Under a mask each
+ * backward_<inner> with go_backwards, joined by merge_mode:  y_t = merge(a_t, b_{T-1-t})
+ * (concat [a | b], sum, mul, ave), the backward output re-reversed with return_sequences,
+ * else the two last outputs. Under a mask each
  * direction keeps its state over masked steps; the backward one reverses the whole padded
  * sequence with its mask, as Keras does, so with right padding it runs over each sequence's
  * valid steps in reverse; and with return_sequences both outputs are zero at masked steps
