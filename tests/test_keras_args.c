@@ -14,6 +14,7 @@
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "layers/layer.h"
+#include "layers/rnn.h"
 #include "solver/optimizer.h"
 #include "testutil.h"
 
@@ -68,6 +69,7 @@ static const listed tfc_only[] = {
     {"LeakyReLU.alpha", "Keras 2's name of negative_slope, which Keras 3 still takes (kwargs)"},
     {"EinsumDense.activity_regularizer", "the base Layer's keyword, which EinsumDense takes in "
      "its kwargs"},
+    {"RNN.activity_regularizer", "the base Layer's keyword, which RNN takes in its kwargs"},
     {NULL, NULL}};
 
 /* tfc defaults of "~" that the layer resolves to Keras's default when it builds */
@@ -76,6 +78,7 @@ static const listed resolved_at_build[] = {
     {"TimeDistributed.layer", "required: the layer checks it names one layer it can wrap"},
     {"SpectralNormalization.layer", "required: the layer checks it names one layer with a "
      "kernel"},
+    {"RNN.cell", "required: the layer checks it names one cell or a StackedRNNCells"},
     {"ZeroPadding2D.padding", "1 on every side"},
     {"Cropping2D.cropping", "0 on every side"},
     {"ZeroPadding1D.padding", "1 on each side"},
@@ -213,8 +216,8 @@ static const keras_sig *find_sig(const keras_sig *sig, int n, const char *type)
 
 static void test_signatures(void)
 {
-    static keras_sig sig[128];
-    const int nsig = load_sigs(sig, 128);
+    static keras_sig sig[192];
+    const int nsig = load_sigs(sig, 192);
     CU_ASSERT(nsig >= 58);
     tally t = {0};
     int layers = 0, optimizers = 0;
@@ -230,6 +233,15 @@ static void test_signatures(void)
         }
         layers++;
         check_fields(o->type, o->schema, s, &t);
+    }
+    /* an RNN's cells: their layers' schemas without the RNN's arguments (rnn_layer.c) */
+    static const char *const cell_types[] = {"LSTMCell", "GRUCell", "SimpleRNNCell", NULL};
+    for (const char *const *c = cell_types; *c; c++) {
+        tfc_field fields[64];
+        const keras_sig *s = find_sig(sig, nsig, *c);
+        CU_ASSERT_FATAL(s != NULL && tfc_rnn_cell_schema(*c, fields, 64) > 0);
+        check_fields(*c, fields, s, &t);
+        layers++;
     }
     for (int k = 0; k < TFC_OPTIMIZER_COUNT; k++) {
         char type[64];
@@ -318,8 +330,8 @@ static int act_of(const char *s)
  * silu, hard_swish: hard_silu) are the same activation in tfc. */
 static void test_activations(void)
 {
-    static keras_sig sig[128];
-    const int nsig = load_sigs(sig, 128);
+    static keras_sig sig[192];
+    const int nsig = load_sigs(sig, 192);
     const keras_sig *s = NULL;
     for (int j = 0; j < nsig; j++)
         if (!strcmp(sig[j].type, "@activations")) s = &sig[j];

@@ -505,6 +505,25 @@ static const gc_case cases[] = {
                                 "  - Bidirectional: {layer: {SimpleRNN: {units: 3,"
                                 " return_sequences: true, activation: sigmoid}}}\n"
                                 "  - Dense: {units: 2}\n", 3},
+    /* RNN of a cell: an LSTMCell under a mask with zero_output_for_mask; a StackedRNNCells
+     * (GRUCell, SimpleRNNCell, LSTMCell) going backwards under a mask, with dropout; a
+     * Bidirectional around a stack */
+    {"rnn_cell_lstm_zero", SEQ "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                           "  - RNN: {cell: {LSTMCell: {units: 3}}, return_sequences: true,"
+                           " zero_output_for_mask: true}\n"
+                           "  - Dense: {units: 2}\n", 3},
+    {"rnn_cell_stacked_backwards", SEQ "  - Embedding: {input_dim: 10, output_dim: 3,"
+                                   " mask_zero: true}\n"
+                                   "  - RNN: {cell: {StackedRNNCells: {cells: [{GRUCell: "
+                                   "{units: 3, dropout: 0.3}}, {SimpleRNNCell: {units: 2}}, "
+                                   "{LSTMCell: {units: 2}}]}}, go_backwards: true,"
+                                   " zero_output_for_mask: true}\n"
+                                   "  - Dense: {units: 2}\n", 4},
+    {"rnn_cell_bidir_stacked", "input: {shape: [4, 3]}\nlayers:\n"
+                               "  - Bidirectional: {layer: {RNN: {cell: {StackedRNNCells: "
+                               "{cells: [{LSTMCell: {units: 2}}, {GRUCell: {units: 2, "
+                               "reset_after: false}}]}}, return_sequences: true}}}\n"
+                               "  - Dense: {units: 2}\n", 3},
     /* ConvLSTM2D: every step with same padding into a second one going backwards with strides
      * 2 and valid padding (the input's gradient through both), no bias */
     {"conv_lstm2d", "input: {shape: [3, 5, 5, 2]}\nlayers:\n"

@@ -685,6 +685,48 @@ static void test_simple_rnn(void)
                    "layer 'sm' (SimpleRNN): activation softmax");
 }
 
+/* RNN with a cell: its layer's node (masked, going backwards, in a Bidirectional), a
+ * StackedRNNCells as a node per cell; a stack going backwards under a mask,
+ * zero_output_for_mask under one and a Bidirectional around a stack are refused naming the
+ * layer. */
+static void test_rnn_cell(void)
+{
+    if (!ready()) return;
+    fixture("rnn_cell_masked",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 5, mask_zero: true}\n"
+            "  - RNN: {cell: {StackedRNNCells: {cells: [{LSTMCell: {units: 4}}, {GRUCell: "
+            "{units: 3}}, {SimpleRNNCell: {units: 3, activation: relu}}]}},"
+            " return_sequences: true}\n"
+            "  - RNN: {name: r2, cell: {GRUCell: {units: 3}}, return_sequences: true,"
+            " go_backwards: true}\n"
+            "  - Bidirectional: {layer: {RNN: {cell: {LSTMCell: {units: 2}}}}}\n", 30);
+    fixture("rnn_cell_nomask",
+            "input: {shape: [7, 3]}\nlayers:\n"
+            "  - RNN: {cell: {StackedRNNCells: {cells: [{GRUCell: {units: 4, reset_after:"
+            " false}}, {LSTMCell: {units: 3}}]}}, go_backwards: true, return_sequences: true,"
+            " zero_output_for_mask: true}\n"
+            "  - Bidirectional: {layer: {RNN: {cell: {SimpleRNNCell: {units: 2}},"
+            " return_sequences: true}}, merge_mode: sum}\n"
+            "  - RNN: {name: last, cell: {LSTMCell: {units: 2}}}\n", 0);
+    static const char *const refused[][2] = {
+        {"  - RNN: {name: st, cell: {StackedRNNCells: {cells: [{GRUCell: {units: 2}},"
+         " {GRUCell: {units: 2}}]}}, go_backwards: true}\n",
+         "layer 'st' (RNN): a StackedRNNCells going backwards under a mask"},
+        {"  - RNN: {name: z, cell: {GRUCell: {units: 2}}, zero_output_for_mask: true}\n",
+         "layer 'z' (RNN): zero_output_for_mask under a mask"},
+        {"  - Bidirectional: {name: bs, layer: {RNN: {cell: {StackedRNNCells: {cells: "
+         "[{GRUCell: {units: 2}}, {GRUCell: {units: 2}}]}}}}}\n",
+         "layer 'bs' (Bidirectional): a Bidirectional around a StackedRNNCells"}};
+    for (int k = 0; k < 3; k++) {
+        char yaml[1024];
+        snprintf(yaml, sizeof yaml, "input: {shape: [6], dtype: int32}\nlayers:\n"
+                 "  - Embedding: {input_dim: 30, output_dim: 3, mask_zero: true}\n%s",
+                 refused[k][0]);
+        export_refused("rnn_cell_refused", yaml, refused[k][1]);
+    }
+}
+
 /* go_backwards: ONNX's reverse direction, its outputs' steps reversed back into Keras's
  * order; masked (the padded steps first, at the zero state) and not, every step and the
  * last. */
@@ -975,6 +1017,7 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"attention", test_attention},
               {"score_attention", test_score_attention},
               {"position_embeddings", test_position_embeddings},
+              {"rnn_cell", test_rnn_cell},
               {"go_backwards", test_go_backwards},
               {"conv1d_pooling1d", test_conv1d_pooling1d}, {"conv3d", test_conv3d},
               {"normalizations", test_normalizations}, {"group_norm", test_group_norm},

@@ -1784,6 +1784,35 @@ static tref recurrent(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* RNN: its cell's layer's node (one cell), or a stack's nodes one after another, each cell
+ * with its weights (this layer's, in order). A stack going backwards under a mask (its later
+ * cells run forwards over the reversed padded sequence, where ONNX's sequence_lens counts
+ * from the front) and zero_output_for_mask under a mask have no such form. */
+static tref rnn_layer(exporter *x, const tfc_layer *l, const tref *in)
+{
+    int n;
+    tfc_rnn_layer_cell(l, 0, &n);
+    tref r = *in;
+    if (l->mask_in && arg_int(l, "zero_output_for_mask", 0)) {
+        unsupported(x, l, "zero_output_for_mask under a mask has no ONNX form here");
+        return r;
+    }
+    if (l->mask_in && n > 1 && arg_int(l, "go_backwards", 0)) {
+        unsupported(x, l, "a StackedRNNCells going backwards under a mask has no ONNX form "
+                          "here (ONNX's sequence_lens counts from the front)");
+        return r;
+    }
+    for (int k = 0, p0 = 0; k < n && !x->st; k++) {
+        tfc_layer c = *tfc_rnn_layer_cell(l, k, NULL);
+        for (int p = 0; p < c.nparams; p++, p0++) {
+            c.params[p].data = l->params[p0].data;
+            c.params[p].grad = l->params[p0].grad;
+        }
+        r = recurrent(x, &c, &r);
+    }
+    return r;
+}
+
 /* Bidirectional: one bidirectional node (ONNX's reverse direction runs over each sequence's
  * sequence_lens steps, Keras's over the reversed padded sequence: the same for right-padded
  * sequences, and both give zeros past the length), its two directions then merged: concat
@@ -1793,7 +1822,16 @@ static tref bidirectional(exporter *x, const tfc_layer *l, const tref *in)
     tref r = {.shape = l->out_shape};
     const tfc_layer *inner[2] = {tfc_bidirectional_direction(l, 0),
                                  tfc_bidirectional_direction(l, 1)};
-    rnn_form f = form_of(x, inner[0], in);
+    const tfc_layer *form_layer = inner[0];
+    if (!strcmp(inner[0]->ops->type, "RNN")) { /* its cell's layer; weights forward_rnn/... */
+        int n;
+        form_layer = tfc_rnn_layer_cell(inner[0], 0, &n);
+        if (n > 1) {
+            unsupported(x, l, "a Bidirectional around a StackedRNNCells has no ONNX form here");
+            return r;
+        }
+    }
+    rnn_form f = form_of(x, form_layer, in);
     if (x->st) return r;
     const int64_t T = in->shape.dim[0], u = f.u;
     char pf[2][48];
@@ -2354,6 +2392,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = group_norm(x, l, in);
     } else if (!strcmp(type, "LSTM") || !strcmp(type, "GRU") || !strcmp(type, "SimpleRNN")) {
         r = recurrent(x, l, in);
+    } else if (!strcmp(type, "RNN")) {
+        r = rnn_layer(x, l, in);
     } else if (!strcmp(type, "Bidirectional")) {
         r = bidirectional(x, l, in);
     } else if (!strcmp(type, "TimeDistributed")) {

@@ -352,7 +352,8 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
  * regularizer (kernel_constraint for kernel_regularizer, ...), the layer's or its wrapper's
  * layer's (`inner`, as attach_regularizers), laid out on the weight's shape. As Keras, only
  * trainable weights are constrained. */
-static tfc_status attach_constraints(tfc_layer *l, const tfc_node *inner, tfc_error *err)
+static tfc_status attach_constraints(tfc_layer *l, const tfc_node *inner, const char *at,
+                                     tfc_error *err)
 {
     for (int p = 0; p < l->nparams; p++) {
         tfc_param *pr = &l->params[p];
@@ -365,8 +366,7 @@ static tfc_status attach_constraints(tfc_layer *l, const tfc_node *inner, tfc_er
         snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, arg);
         if (!n && inner) {
             n = tfc_node_get(inner->vals[0], arg);
-            snprintf(path, sizeof path, "layers[%d].%s.layer.%s.%s", l->index, l->ops->type,
-                     inner->keys[0]->str, arg);
+            snprintf(path, sizeof path, "layers[%d].%s.%s.%s", l->index, l->ops->type, at, arg);
         }
         tfc_constraint c;
         if (tfc_constraint_parse(n, path, &c, err)) return TFC_ERR_CONFIG;
@@ -386,14 +386,31 @@ static tfc_status attach_constraints(tfc_layer *l, const tfc_node *inner, tfc_er
 
 /* Each trainable weight's regularizer (tfc_param.regularizer names the argument): the layer's
  * argument, or a wrapper's layer's (Bidirectional's `layer: {LSTM: {...}}`: Keras's wrapper
- * regularizes both directions with its layer's regularizers). Moving statistics and
- * constants have none, as Keras regularizes trainable weights only. */
+ * regularizes both directions with its layer's regularizers), or an RNN's cell's. Moving
+ * statistics and constants have none, as Keras regularizes trainable weights only. */
+/* The wrapped layer or cell {TYPE: {...}} of a wrapper's arguments `args` (`layer`, or an
+ * RNN's `cell`), its key path after the wrapper's appended to at; NULL: none */
+static const tfc_node *wrapped(const tfc_node *args, char *at, size_t size)
+{
+    static const char *const keys[2] = {"layer", "cell"};
+    for (int k = 0; k < 2; k++) {
+        const tfc_node *n = args ? tfc_node_get(args, keys[k]) : NULL;
+        if (!n || n->kind != TFC_NODE_MAP || n->n != 1 || n->vals[0]->kind != TFC_NODE_MAP)
+            continue;
+        size_t len = strlen(at);
+        snprintf(at + len, size - len, "%s%s.%s", len ? "." : "", keys[k], n->keys[0]->str);
+        return n;
+    }
+    return NULL;
+}
+
 static tfc_status attach_regularizers(tfc_layer *l, tfc_error *err)
 {
-    const tfc_node *inner = l->args_node ? tfc_node_get(l->args_node, "layer") : NULL;
-    if (inner && (inner->kind != TFC_NODE_MAP || inner->n != 1 ||
-                  inner->vals[0]->kind != TFC_NODE_MAP))
-        inner = NULL;
+    /* Bidirectional's layer, an RNN's cell, a Bidirectional's RNN's cell */
+    char at[128] = "";
+    const tfc_node *inner = wrapped(l->args_node, at, sizeof at);
+    const tfc_node *cell = inner ? wrapped(inner->vals[0], at, sizeof at) : NULL;
+    if (cell) inner = cell;
     for (int p = 0; p < l->nparams; p++) {
         tfc_param *pr = &l->params[p];
         pr->l1 = pr->l2 = 0;
@@ -404,15 +421,15 @@ static tfc_status attach_regularizers(tfc_layer *l, tfc_error *err)
                  pr->regularizer);
         if (!n && inner) {
             n = tfc_node_get(inner->vals[0], pr->regularizer);
-            snprintf(path, sizeof path, "layers[%d].%s.layer.%s.%s", l->index, l->ops->type,
-                     inner->keys[0]->str, pr->regularizer);
+            snprintf(path, sizeof path, "layers[%d].%s.%s.%s", l->index, l->ops->type, at,
+                     pr->regularizer);
         }
         tfc_regularizer r;
         if (tfc_regularizer_parse(n, path, &r, err)) return TFC_ERR_CONFIG;
         pr->l1 = (float)r.l1;
         pr->l2 = (float)r.l2;
     }
-    if (attach_constraints(l, inner, err)) return TFC_ERR_CONFIG;
+    if (attach_constraints(l, inner, at, err)) return TFC_ERR_CONFIG;
     /* the penalty on the output: its argument where the schema takes one (the factors
      * ActivityRegularization's build set stand otherwise) */
     for (const tfc_field *f = l->ops->schema; f && f->name; f++) {

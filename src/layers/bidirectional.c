@@ -1,14 +1,15 @@
-/* Bidirectional (keras.layers.Bidirectional) around an LSTM, a GRU or a SimpleRNN: the inner
- * layer twice, forward_<inner> over the sequence and backward_<inner> with go_backwards, joined
- * by merge_mode:  y_t = merge(a_t, b_{T-1-t})  (concat [a | b], sum, mul, ave), the backward
- * output re-reversed with return_sequences, else the two last outputs. Under a mask each
+/* Bidirectional (keras.layers.Bidirectional) around an LSTM, a GRU, a SimpleRNN or an RNN of
+ * cells (rnn_layer.c): the inner layer twice, forward_<inner> over the sequence and
+ * backward_<inner> with go_backwards, joined by merge_mode:  y_t = merge(a_t, b_{T-1-t})
+ * (concat [a | b], sum, mul, ave), the backward output re-reversed with return_sequences,
+ * else the two last outputs. Under a mask each
  * direction keeps its state over masked steps; the backward one reverses the whole padded
  * sequence with its mask, as Keras does, so with right padding it runs over each sequence's
  * valid steps in reverse; and with return_sequences both outputs are zero at masked steps
  * (Bidirectional sets its layers' zero_output_for_mask). Weights
  * <name>/forward_<inner>/kernel, <name>/backward_<inner>/recurrent_kernel, ... (Keras 3's
- * paths without the cell's segment); <inner> is lstm, gru or simple_rnn (Keras's snake case
- * of the type). */
+ * paths without the cell's segment); <inner> is lstm, gru, simple_rnn or rnn (Keras's snake
+ * case of the type). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ typedef struct bidir_args {
 
 static const tfc_field bidir_fields[] = {
     {"layer", TFC_F_NODE, offsetof(bidir_args, layer), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "the recurrent layer: {LSTM: {...}}, {GRU: {...}} or {SimpleRNN: {...}}"},
+     "the recurrent layer: {LSTM: {...}}, {GRU: {...}}, {SimpleRNN: {...}} or {RNN: {...}}"},
     {"merge_mode", TFC_F_ENUM, offsetof(bidir_args, merge_mode), "concat", TFC_UNBOUNDED,
      merge_names, "how the two directions' outputs join"},
     {"backward_layer", TFC_F_NODE, offsetof(bidir_args, backward_layer), TFC_NO_DEFAULT,
@@ -40,13 +41,17 @@ static const tfc_field bidir_fields[] = {
 typedef struct bidir_state {
     tfc_layer dir[2];
     int64_t out_numel; /* one direction's output per example */
+    const char *needs[48]; /* an RNN's: both directions' and the merge's */
 } bidir_state;
 
 static void bidir_free(tfc_layer *l)
 {
     bidir_state *st = l->state;
     if (!st) return;
-    for (int k = 0; k < 2; k++) free(st->dir[k].args);
+    for (int k = 0; k < 2; k++) {
+        if (st->dir[k].ops && st->dir[k].ops->free_state) st->dir[k].ops->free_state(&st->dir[k]);
+        free(st->dir[k].args);
+    }
     free(st);
     l->state = NULL;
 }
@@ -93,6 +98,9 @@ static tfc_status build_dir(tfc_layer *l, const tfc_layer_ops *ops, const tfc_no
     d->mask_in = l->mask_in;
     d->max_batch = 1;
     if (ops->build(d, err)) return TFC_ERR_CONFIG;
+    if (2 * d->nparams > TFC_LAYER_MAX_PARAMS)
+        return tfc_layer_error(err, l, "layer: %d weights a direction, more than a layer holds "
+                               "(%d in all)", d->nparams, TFC_LAYER_MAX_PARAMS);
     for (int p = 0; p < d->nparams; p++) {
         char name[sizeof d->params[p].name];
         int len = snprintf(name, sizeof name, "%s/%s", d->name, d->params[p].name);
@@ -120,9 +128,11 @@ static tfc_status bidir_build(tfc_layer *l, tfc_error *err)
                                        "{GRU: {...}} or {SimpleRNN: {...}}");
     const tfc_layer_ops *ops = tfc_layer_lookup(n->keys[0]->str);
     if (!ops || (strcmp(ops->type, "LSTM") && strcmp(ops->type, "GRU") &&
-                 strcmp(ops->type, "SimpleRNN")))
-        return tfc_layer_error(err, l, "layer: %s cannot be wrapped (LSTM, GRU or SimpleRNN)",
-                               n->keys[0]->str);
+                 strcmp(ops->type, "SimpleRNN") && strcmp(ops->type, "RNN")))
+        return tfc_layer_error(err, l, "layer: %s cannot be wrapped (LSTM, GRU, SimpleRNN or "
+                               "RNN)", n->keys[0]->str);
+    extern const tfc_layer_ops tfc_bidirectional_ops, tfc_bidirectional_cpu_first_ops;
+    l->ops = ops->cpu_first ? &tfc_bidirectional_cpu_first_ops : &tfc_bidirectional_ops;
     bidir_free(l);
     l->state = calloc(1, sizeof(bidir_state));
     if (!l->state) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -135,6 +145,16 @@ static tfc_status bidir_build(tfc_layer *l, tfc_error *err)
     l->out_shape = out;
     l->mask_out = st->dir[0].mask_out;
     l->saved_floats = st->dir[0].saved_floats + st->dir[1].saved_floats + 2 * st->out_numel;
+    int nn = 0;
+    st->needs[nn++] = "bidir_forward";
+    st->needs[nn++] = "bidir_backward";
+    for (int k = 0; k < 2 && ops->needs; k++)
+        for (const char *const *need = ops->needs(&st->dir[k]); need && *need; need++) {
+            int seen = 0;
+            for (int j = 0; j < nn; j++) seen |= !strcmp(st->needs[j], *need);
+            TFC_ASSERT(nn + 1 < (int)(sizeof st->needs / sizeof *st->needs));
+            if (!seen) st->needs[nn++] = *need;
+        }
     return TFC_OK;
 }
 
@@ -151,6 +171,7 @@ static const char *const *bidir_needs(const tfc_layer *l)
                                          "simple_rnn_workspace", "simple_rnn_forward",
                                          "simple_rnn_backward",  NULL};
     const bidir_state *st = l->state;
+    if (!strcmp(st->dir[0].ops->type, "RNN")) return st->needs;
     if (!strcmp(st->dir[0].ops->type, "SimpleRNN")) return simple;
     return strcmp(st->dir[0].ops->type, "GRU") ? lstm : gru;
 }
@@ -247,9 +268,13 @@ const tfc_layer *tfc_bidirectional_direction(const tfc_layer *l, int k)
     return &st->dir[k];
 }
 
-const tfc_layer_ops tfc_bidirectional_ops = {
-    .type = "Bidirectional", .schema = bidir_fields, .args_size = sizeof(bidir_args),
-    .min_inputs = 1, .max_inputs = 1, .needs = bidir_needs,
-    .build = bidir_build, .plan = bidir_plan, .forward = bidir_forward,
-    .backward = bidir_backward, .free_state = bidir_free,
-};
+#define BIDIR_OPS(sym, first)                                                                \
+    const tfc_layer_ops sym = {                                                              \
+        .type = "Bidirectional", .schema = bidir_fields, .args_size = sizeof(bidir_args),    \
+        .min_inputs = 1, .max_inputs = 1, .cpu_first = first, .needs = bidir_needs,          \
+        .build = bidir_build, .plan = bidir_plan, .forward = bidir_forward,                  \
+        .backward = bidir_backward, .free_state = bidir_free,                                \
+    }
+BIDIR_OPS(tfc_bidirectional_ops, 0);
+/* the same around an inner layer that is CPU-first (an RNN; build switches to it) */
+BIDIR_OPS(tfc_bidirectional_cpu_first_ops, 1);

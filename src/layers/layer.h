@@ -18,7 +18,7 @@
 #include "core/tensor.h"
 
 #define TFC_LAYER_MAX_INPUTS 8
-#define TFC_LAYER_MAX_PARAMS 10 /* GroupQueryAttention with use_gate: five kernels, five biases */
+#define TFC_LAYER_MAX_PARAMS 24 /* an RNN of 8 stacked cells, a Bidirectional of 4 */
 
 typedef struct tfc_layer tfc_layer;
 

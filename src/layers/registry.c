@@ -25,6 +25,7 @@ extern const tfc_layer_ops tfc_group_normalization_ops;
 extern const tfc_layer_ops tfc_identity_ops, tfc_repeat_vector_ops;
 extern const tfc_layer_ops tfc_normalization_ops;
 extern const tfc_layer_ops tfc_simple_rnn_ops, tfc_conv_lstm2d_ops, tfc_conv_lstm1d_ops;
+extern const tfc_layer_ops tfc_rnn_layer_ops;
 extern const tfc_layer_ops tfc_time_distributed_ops;
 extern const tfc_layer_ops tfc_attention_ops, tfc_additive_attention_ops;
 extern const tfc_layer_ops tfc_conv1d_transpose_ops, tfc_separable_conv1d_ops,
@@ -63,6 +64,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_attention_ops,      &tfc_additive_attention_ops,
     &tfc_gru_ops,            &tfc_bidirectional_ops,
     &tfc_simple_rnn_ops,     &tfc_conv_lstm2d_ops,     &tfc_conv_lstm1d_ops,
+    &tfc_rnn_layer_ops,
     &tfc_separable_conv2d_ops,
     &tfc_random_flip_ops,    &tfc_random_translation_ops, &tfc_random_rotation_ops,
     &tfc_random_zoom_ops,    &tfc_random_contrast_ops,  &tfc_masking_ops,

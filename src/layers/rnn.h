@@ -106,4 +106,14 @@ void tfc_rnn_input_done(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex,
  * arguments and parameter names (without the forward_<inner>/ prefix) it has. */
 const tfc_layer *tfc_bidirectional_direction(const tfc_layer *l, int k);
 
+/* The schema of Keras's cell `type` (LSTMCell, GRUCell, SimpleRNNCell): its layer's (LSTM,
+ * GRU, SimpleRNN) without the RNN's own arguments, into out (cap fields with the ending
+ * {NULL}); returns the count, or -1 for another type (rnn_layer.c). */
+int tfc_rnn_cell_schema(const char *type, tfc_field *out, int cap);
+
+/* A built RNN's cell k (0 .. *ncells - 1, a StackedRNNCells's in order): the recurrent layer
+ * it runs, whose arguments and weights (under their own names) it has; its weights' data are
+ * bound only while the RNN runs. */
+const tfc_layer *tfc_rnn_layer_cell(const tfc_layer *l, int k, int *ncells);
+
 #endif

@@ -3791,6 +3791,27 @@ static void test_train_conv_lstm(void)
     lift_cpu_first = 0;
 }
 
+/* RNN with a cell (CPU-first, lifted here): its cells' kernels (the LSTM's, the GRU's and
+ * the SimpleRNN's, enabled here), rnn_input and mul on the GPU; training steps of an RNN of a
+ * StackedRNNCells going backwards under a mask with zero_output_for_mask, into a
+ * Bidirectional around an RNN of an LSTMCell, on both backends */
+static void test_train_rnn_cell(void)
+{
+    enable_layer_ops(1);
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
+                "  - Embedding: {input_dim: 20, output_dim: 6, mask_zero: true}\n"
+                "  - RNN: {cell: {StackedRNNCells: {cells: [{GRUCell: {units: 5}}, "
+                "{SimpleRNNCell: {units: 4}}, {LSTMCell: {units: 4}}]}}, go_backwards: true, "
+                "return_sequences: true, zero_output_for_mask: true}\n"
+                "  - Bidirectional: {layer: {RNN: {cell: {LSTMCell: {units: 3}}}}}\n"
+                "  - Dense: {units: 4, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 1, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* lse compared as the contract has it: +-inf exactly, finite values within rtol, atol. */
 static int lse_check(const pair *p, double rtol, double atol)
 {
@@ -4723,6 +4744,7 @@ int main(int argc, char **argv)
         {"einsum_dense", test_einsum_dense},
         {"train_volume", test_train_volume},
         {"train_conv_lstm", test_train_conv_lstm},
+        {"train_rnn_cell", test_train_rnn_cell},
         {"conv3d", test_conv3d},
         {"conv3d_transpose", test_conv3d_transpose},
         {"pool3d", test_pool3d},
