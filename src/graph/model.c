@@ -104,23 +104,6 @@ static tfc_status null_time_axis(tfc_model *m, const tfc_node *input, const tfc_
     return TFC_OK;
 }
 
-/* Keras's default layer names: the class name in snake case (Conv2D → conv2d,
- * MaxPooling2D → max_pooling2d), as keras.utils.to_snake_case. */
-static void snake_case(const char *type, char *out, size_t size)
-{
-    size_t n = 0;
-    for (size_t i = 0; type[i] && n + 2 < size; i++) {
-        char c = type[i];
-        int upper = isupper((unsigned char)c);
-        /* "(.)([A-Z][a-z]+)" and "([a-z])([A-Z])" both put '_' before such an uppercase. */
-        if (i > 0 && upper &&
-            (islower((unsigned char)type[i + 1]) || islower((unsigned char)type[i - 1])))
-            out[n++] = '_';
-        out[n++] = (char)tolower((unsigned char)c);
-    }
-    out[n] = 0;
-}
-
 static int name_taken(tfc_model *m, const char *name, int upto)
 {
     for (int i = 0; i < upto; i++)
@@ -579,7 +562,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         char base[48];
         /* the class's name, as Keras: MaxPool2D is max_pooling2d, GroupQueryAttention's
          * class GroupedQueryAttention grouped_query_attention */
-        snake_case(l->ops->class_name ? l->ops->class_name : l->ops->type, base, sizeof base);
+        tfc_snake_case(l->ops->class_name ? l->ops->class_name : l->ops->type, base, sizeof base);
         for (int k = 0;; k++) {
             if (k == 0) snprintf(l->name, sizeof l->name, "%s", base);
             else snprintf(l->name, sizeof l->name, "%s_%d", base, k);

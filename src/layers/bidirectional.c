@@ -10,7 +10,6 @@
  * <name>/forward_<inner>/kernel, <name>/backward_<inner>/recurrent_kernel, ... (Keras 3's
  * paths without the cell's segment); <inner> is lstm, gru, simple_rnn or rnn (Keras's snake
  * case of the type). */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,15 +63,7 @@ static tfc_status build_dir(tfc_layer *l, const tfc_layer_ops *ops, const tfc_no
     tfc_layer *d = &st->dir[k];
     char path[128], base[16];
     snprintf(path, sizeof path, "layers[%d].Bidirectional.layer.%s", l->index, ops->type);
-    /* snake case as keras.utils.to_snake_case (SimpleRNN: simple_rnn) */
-    size_t nb = 0;
-    for (const char *c = ops->type; *c && nb + 2 < sizeof base; c++) {
-        const int up = isupper((unsigned char)*c);
-        if (c > ops->type && up && (islower((unsigned char)c[1]) || islower((unsigned char)c[-1])))
-            base[nb++] = '_';
-        base[nb++] = (char)tolower((unsigned char)*c);
-    }
-    base[nb] = 0;
+    tfc_snake_case(ops->type, base, sizeof base); /* SimpleRNN: simple_rnn */
     d->ops = ops;
     snprintf(d->name, sizeof d->name, "%s_%s", k ? "backward" : "forward", base);
     d->index = l->index;

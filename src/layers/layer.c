@@ -1,8 +1,10 @@
 /* Helpers every layer uses: parameters, positioned errors, TensorFlow's padding rules. */
 #include "layers/layer.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const tfc_padding_names[TFC_PADDING_COUNT + 1] = {
@@ -58,6 +60,70 @@ tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, 
     va_end(ap);
     snprintf(key, sizeof key, "layers[%d].%s", l->index, l->ops ? l->ops->type : "?");
     return tfc_node_error(err, TFC_ERR_CONFIG, l->node, key, "layer '%s': %s", l->name, msg);
+}
+
+void tfc_snake_case(const char *type, char *out, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; type[i] && n + 2 < size; i++) {
+        const char c = type[i];
+        /* "(.)([A-Z][a-z]+)" and "([a-z])([A-Z])" both put '_' before such an uppercase */
+        if (i > 0 && isupper((unsigned char)c) &&
+            (islower((unsigned char)type[i + 1]) || islower((unsigned char)type[i - 1])))
+            out[n++] = '_';
+        out[n++] = (char)tolower((unsigned char)c);
+    }
+    out[n] = 0;
+}
+
+tfc_status tfc_layer_parse_inner(const tfc_layer *l, const tfc_layer_ops *ops,
+                                 const tfc_node *inner, tfc_inner_args *ia, tfc_layer *d,
+                                 const char *act_reg_msg, tfc_error *err)
+{
+    const tfc_node *name_node = NULL;
+    ia->args = *inner;
+    ia->args.kind = TFC_NODE_MAP;
+    ia->args.n = 0;
+    const int cap = inner->kind == TFC_NODE_MAP ? inner->n : 0;
+    ia->keys = calloc((size_t)cap + 1, sizeof *ia->keys);
+    ia->vals = calloc((size_t)cap + 1, sizeof *ia->vals);
+    d->args = calloc(1, ops->args_size ? ops->args_size : 1);
+    if (!ia->keys || !ia->vals || !d->args)
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < cap; i++) {
+        if (!strcmp(inner->keys[i]->str, "name")) {
+            name_node = inner->vals[i];
+            continue;
+        }
+        ia->keys[ia->args.n] = inner->keys[i];
+        ia->vals[ia->args.n++] = inner->vals[i];
+    }
+    ia->args.keys = ia->keys;
+    ia->args.vals = ia->vals;
+    ia->args.cap = ia->args.n;
+    char path[128];
+    snprintf(path, sizeof path, "layers[%d].%s.layer.%s", l->index, l->ops->type, ops->type);
+    if (tfc_schema_apply(ops->schema, &ia->args, path, d->args, err)) return TFC_ERR_CONFIG;
+    const tfc_node *act_reg = tfc_node_get(&ia->args, "activity_regularizer");
+    if (act_reg && !tfc_node_is_null(act_reg))
+        return tfc_node_error(err, TFC_ERR_CONFIG, act_reg, path,
+                              "activity_regularizer inside %s is not supported %s",
+                              l->ops->type, act_reg_msg);
+    if (!name_node) {
+        tfc_snake_case(ops->type, d->name, sizeof d->name);
+        return TFC_OK;
+    }
+    if (name_node->kind != TFC_NODE_SCALAR || !name_node->str[0] || strchr(name_node->str, '/'))
+        return tfc_layer_error(err, l, "layer.%s.name: expected a name without '/'", ops->type);
+    snprintf(d->name, sizeof d->name, "%s", name_node->str);
+    return TFC_OK;
+}
+
+void tfc_inner_args_free(tfc_inner_args *ia)
+{
+    free(ia->keys);
+    free(ia->vals);
+    ia->keys = ia->vals = NULL;
 }
 
 tfc_status tfc_attention_inputs_check(const tfc_layer *l, tfc_error *err)

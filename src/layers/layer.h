@@ -233,6 +233,24 @@ int64_t tfc_layer_weight_count(const tfc_layer *l);
 tfc_status tfc_layer_error(tfc_error *err, const tfc_layer *l, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* keras.utils.to_snake_case of a class name into out: Keras's default layer names (Conv2D →
+ * conv2d, MaxPooling2D → max_pooling2d, PReLU → p_re_lu) */
+void tfc_snake_case(const char *type, char *out, size_t size);
+
+/* A wrapper's inner layer (TimeDistributed, SpectralNormalization) from {Type: {args}}: the
+ * arguments but `name` into ia (keys and vals allocated; tfc_inner_args_free), parsed by
+ * ops->schema into d->args (allocated) at the path layers[I].WRAPPER.layer.TYPE; d named by
+ * its `name:` (without '/'), else the snake case of its type. An inner activity_regularizer
+ * is an error, act_reg_msg saying why and what to do. */
+typedef struct tfc_inner_args {
+    tfc_node args;
+    tfc_node **keys, **vals;
+} tfc_inner_args;
+tfc_status tfc_layer_parse_inner(const tfc_layer *l, const tfc_layer_ops *ops,
+                                 const tfc_node *inner, tfc_inner_args *ia, tfc_layer *d,
+                                 const char *act_reg_msg, tfc_error *err);
+void tfc_inner_args_free(tfc_inner_args *ia);
+
 /* The inputs of an attention layer (query, value and optional key): each a float sequence
  * (steps, features), the key's steps the value's; otherwise a tfc_layer_error naming the
  * input. */

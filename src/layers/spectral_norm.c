@@ -10,7 +10,6 @@
  * a trainable variable in its stateless call, so there the gradient flows through W / sigma
  * to the raw kernel (docs/layers.md). Weights <name>/<inner>/kernel, ..., <name>/vector_u
  * (not trainable, truncated normal of stddev 0.02): Keras 3's paths. */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +45,7 @@ static int listed(const char *type)
 
 typedef struct sn_state {
     tfc_layer in;          /* the inner layer; its parameters are this layer's */
-    tfc_node args;         /* the inner layer's arguments without `name` */
-    tfc_node **keys, **vals;
+    tfc_inner_args ia;     /* the inner layer's arguments without `name` */
     int kernel;            /* index of the normalized weight among the parameters */
     int64_t rows, cols;    /* W as a matrix */
 } sn_state;
@@ -58,66 +56,9 @@ static void sn_free(tfc_layer *l)
     if (!st) return;
     if (st->in.ops && st->in.ops->free_state) st->in.ops->free_state(&st->in);
     free(st->in.args);
-    free(st->keys);
-    free(st->vals);
+    tfc_inner_args_free(&st->ia);
     free(st);
     l->state = NULL;
-}
-
-/* Parses {Type: {args}} into the inner layer's ops, arguments and name (its own `name:`,
- * else keras.utils.to_snake_case of the type), as TimeDistributed does. */
-static tfc_status parse_inner(tfc_layer *l, sn_state *st, const tfc_layer_ops *ops,
-                              const tfc_node *inner, tfc_error *err)
-{
-    const tfc_node *name_node = NULL;
-    st->args = *inner;
-    st->args.kind = TFC_NODE_MAP;
-    st->args.n = 0;
-    int cap = inner->kind == TFC_NODE_MAP ? inner->n : 0;
-    st->keys = calloc((size_t)cap + 1, sizeof *st->keys);
-    st->vals = calloc((size_t)cap + 1, sizeof *st->vals);
-    tfc_layer *d = &st->in;
-    d->args = calloc(1, ops->args_size ? ops->args_size : 1);
-    if (!st->keys || !st->vals || !d->args)
-        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < cap; i++) {
-        if (!strcmp(inner->keys[i]->str, "name")) {
-            name_node = inner->vals[i];
-            continue;
-        }
-        st->keys[st->args.n] = inner->keys[i];
-        st->vals[st->args.n++] = inner->vals[i];
-    }
-    st->args.keys = st->keys;
-    st->args.vals = st->vals;
-    st->args.cap = st->args.n;
-    char path[128];
-    snprintf(path, sizeof path, "layers[%d].SpectralNormalization.layer.%s", l->index,
-             ops->type);
-    if (tfc_schema_apply(ops->schema, &st->args, path, d->args, err)) return TFC_ERR_CONFIG;
-    const tfc_node *act_reg = tfc_node_get(&st->args, "activity_regularizer");
-    if (act_reg && !tfc_node_is_null(act_reg))
-        return tfc_node_error(err, TFC_ERR_CONFIG, act_reg, path,
-                              "activity_regularizer inside SpectralNormalization is not "
-                              "supported; put an ActivityRegularization layer after it");
-    if (name_node) {
-        if (name_node->kind != TFC_NODE_SCALAR || !name_node->str[0] ||
-            strchr(name_node->str, '/'))
-            return tfc_layer_error(err, l, "layer.%s.name: expected a name without '/'",
-                                   ops->type);
-        snprintf(d->name, sizeof d->name, "%s", name_node->str);
-    } else {
-        size_t nb = 0;
-        for (const char *c = ops->type; *c && nb + 2 < sizeof d->name; c++) {
-            const int up = isupper((unsigned char)*c);
-            if (c > ops->type && up &&
-                (islower((unsigned char)c[1]) || islower((unsigned char)c[-1])))
-                d->name[nb++] = '_';
-            d->name[nb++] = (char)tolower((unsigned char)*c);
-        }
-        d->name[nb] = 0;
-    }
-    return TFC_OK;
 }
 
 extern const tfc_layer_ops tfc_spectral_normalization_ops;
@@ -145,8 +86,11 @@ static tfc_status sn_build(tfc_layer *l, tfc_error *err)
     sn_state *st = calloc(1, sizeof *st);
     if (!st) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     l->state = st;
-    if (parse_inner(l, st, ops, n->vals[0], err)) return TFC_ERR_CONFIG;
     tfc_layer *d = &st->in;
+    if (tfc_layer_parse_inner(l, ops, n->vals[0], &st->ia, d,
+                              "(Keras penalises the inner layer's output); put an "
+                              "ActivityRegularization layer after it", err))
+        return TFC_ERR_CONFIG;
     d->ops = ops;
     d->index = l->index;
     d->node = l->node;

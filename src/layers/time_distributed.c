@@ -10,7 +10,6 @@
  * a layer whose Keras call takes the mask (BatchNormalization, Softmax,
  * GlobalAveragePooling1D) is refused under one. Weights <name>/<inner>/kernel, ...: Keras
  * 3's paths, <inner> the inner layer's `name:` or Keras's snake case of its type. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +59,7 @@ static int listed(const char *const *names, const char *type)
 
 typedef struct td_state {
     tfc_layer in;          /* the inner layer; its parameters are this layer's */
-    tfc_node args;         /* the inner layer's arguments without `name` */
-    tfc_node **keys, **vals;
+    tfc_inner_args ia;     /* the inner layer's arguments without `name` */
     int steps;             /* T */
     int per_step;          /* BatchNormalization: in training, each step's batch apart */
     int64_t in_numel, out_numel; /* the inner layer's, per example */
@@ -73,8 +71,7 @@ static void td_free(tfc_layer *l)
     if (!st) return;
     if (st->in.ops && st->in.ops->free_state) st->in.ops->free_state(&st->in);
     free(st->in.args);
-    free(st->keys);
-    free(st->vals);
+    tfc_inner_args_free(&st->ia);
     free(st);
     l->state = NULL;
 }
@@ -110,56 +107,12 @@ static tfc_status td_build(tfc_layer *l, tfc_error *err)
     td_state *st = calloc(1, sizeof *st);
     if (!st) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     l->state = st;
-    const tfc_node *inner = n->vals[0];
-    const tfc_node *name_node = NULL;
-    st->args = *inner;
-    st->args.kind = TFC_NODE_MAP;
-    st->args.n = 0;
-    int cap = inner->kind == TFC_NODE_MAP ? inner->n : 0;
-    st->keys = calloc((size_t)cap + 1, sizeof *st->keys);
-    st->vals = calloc((size_t)cap + 1, sizeof *st->vals);
     tfc_layer *d = &st->in;
-    d->args = calloc(1, ops->args_size ? ops->args_size : 1);
-    if (!st->keys || !st->vals || !d->args)
-        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < cap; i++) {
-        if (!strcmp(inner->keys[i]->str, "name")) {
-            name_node = inner->vals[i];
-            continue;
-        }
-        st->keys[st->args.n] = inner->keys[i];
-        st->vals[st->args.n++] = inner->vals[i];
-    }
-    st->args.keys = st->keys;
-    st->args.vals = st->vals;
-    st->args.cap = st->args.n;
-    char path[128];
-    snprintf(path, sizeof path, "layers[%d].TimeDistributed.layer.%s", l->index, ops->type);
-    if (tfc_schema_apply(ops->schema, &st->args, path, d->args, err)) return TFC_ERR_CONFIG;
-    const tfc_node *act_reg = tfc_node_get(&st->args, "activity_regularizer");
-    if (act_reg && !tfc_node_is_null(act_reg))
-        return tfc_node_error(err, TFC_ERR_CONFIG, act_reg, path,
-                              "activity_regularizer inside TimeDistributed is not supported "
+    if (tfc_layer_parse_inner(l, ops, n->vals[0], &st->ia, d,
                               "(Keras calls the inner layer without it, so it adds nothing); "
-                              "put an ActivityRegularization layer after the TimeDistributed");
-    /* the inner name: its own `name:`, else keras.utils.to_snake_case of the type */
-    if (name_node) {
-        if (name_node->kind != TFC_NODE_SCALAR || !name_node->str[0] ||
-            strchr(name_node->str, '/'))
-            return tfc_layer_error(err, l, "layer.%s.name: expected a name without '/'",
-                                   ops->type);
-        snprintf(d->name, sizeof d->name, "%s", name_node->str);
-    } else {
-        size_t nb = 0;
-        for (const char *c = ops->type; *c && nb + 2 < sizeof d->name; c++) {
-            const int up = isupper((unsigned char)*c);
-            if (c > ops->type && up &&
-                (islower((unsigned char)c[1]) || islower((unsigned char)c[-1])))
-                d->name[nb++] = '_';
-            d->name[nb++] = (char)tolower((unsigned char)*c);
-        }
-        d->name[nb] = 0;
-    }
+                              "put an ActivityRegularization layer after the TimeDistributed",
+                              err))
+        return TFC_ERR_CONFIG;
     d->ops = ops;
     d->index = l->index;
     d->node = l->node;
