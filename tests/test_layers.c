@@ -583,6 +583,20 @@ static const gc_case cases[] = {
                         "  - RandomZoom: {height_factor: [-0.4, -0.1], interpolation: nearest}\n"
                         "  - RandomContrast: {factor: [0.3, 0.6], value_range: [-0.6, 0.5]}\n"
                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* the colour augmentations on a convolution's three channels: Solarization's threshold 0
+     * (every value inverted) and the clips far away, so that no step crosses a kink */
+    {"augment_color", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                      "  - RandomGrayscale: {factor: 0.5}\n"
+                      "  - RandomInvert: {factor: 0.8, value_range: [-1, 1]}\n"
+                      "  - Solarization: {addition_factor: 0.05, value_range: [-3, 3]}\n"
+                      "  - RandomColorDegeneration: {factor: 0.6, value_range: [-20, 20]}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* RandomPosterization has no gradient (the cast to a byte): a value range so wide that
+     * every input falls in one bucket, so the numeric derivative is 0 as the analytic one */
+    {"augment_posterize", IMG "  - RandomPosterization: {factor: [7, 8],"
+                          " value_range: [-600, 1000]}\n"
+                          "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+                          "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     /* Masking passes real steps through and its mask on to the recurrent layers and the
      * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's
      * definition, is no derivative of the loss, so test_masking checks those) */
