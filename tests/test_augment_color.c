@@ -1,5 +1,5 @@
 /* The colour augmentation layers (RandomGrayscale, RandomInvert, Solarization,
- * RandomPosterization, RandomColorDegeneration): outputs and input gradients against Keras 3
+ * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue): outputs and input gradients against Keras 3
  * where the draw is fixed (tests/ref/keras_color.py), their draws' statistics measured on
  * the outputs, the identity at inference, determinism in (run seed, layer seed, step) and
  * the thread count, config errors, the refusal of a backend without the kernels, and a run
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "graph/model.h"
@@ -112,7 +113,7 @@ static float *tensor(const tfc_st_file *f, const char *prefix, const char *name,
 
 /* Every case of tests/ref/color/color.safetensors: the op with the case's desc against
  * Keras's y and dx (dx from zero: the op accumulates), and, where the case has a YAML, the
- * layer in training against y. */
+ * layer in training against y. A RandomHue case's stream is one that draws its signs. */
 static void test_parity_keras(void)
 {
     tfc_error err;
@@ -138,11 +139,15 @@ static void test_parity_keras(void)
         double v[7];
         CU_ASSERT_FATAL(sscanf(desc, "%lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3],
                                &v[4], &v[5], &v[6]) == 7);
-        const tfc_color_desc d = {
+        tfc_color_desc d = {
             .n = (int)tx->shape.dim[0], .hw = (int)(tx->shape.dim[1] * tx->shape.dim[2]),
             .c = (int)tx->shape.dim[3], .kind = (tfc_color_kind)v[0],
             .lo = {(float)v[1], (float)v[3]}, .hi = {(float)v[2], (float)v[4]},
             .vlo = (float)v[5], .vhi = (float)v[6], .key = 99, .step = 3};
+        /* RandomHue's sign is drawn: a stream that shifts image 0 up, image 1 down */
+        while (d.kind == TFC_COLOR_HUE && !(tfc_rng_uniform(d.key, d.step, 0) <= 0.5f &&
+                                            tfc_rng_uniform(d.key, d.step, 4) > 0.5f))
+            d.key++;
         be->ops->color_forward(be, &d, x, y);
         be->ops->color_backward(be, &d, x, dy, dx);
         int bad_y = mismatches(y, want_y, n, &worst), bad_dx = mismatches(dx, want_dx, n, &worst);
@@ -173,7 +178,7 @@ static void test_parity_keras(void)
         free(x), free(dy), free(want_y), free(want_dx), free(y), free(dx);
     }
     printf("\n  %d cases (%d layers): max abs diff %.3g", cases, layers, worst);
-    CU_ASSERT(cases >= 15 && layers >= 13);
+    CU_ASSERT(cases >= 22 && layers >= 17);
     tfc_backend_free(be);
     tfc_st_close(f);
 }
@@ -304,6 +309,50 @@ static void test_degeneration_statistics(void)
     free(x), free(y), free(f);
 }
 
+/* The hue in [0, 1) of an RGB pixel (the usual hexcone formula). */
+static double hue_of(const float *p)
+{
+    const double r = p[0], g = p[1], b = p[2];
+    const double v = fmax(fmax(r, g), b), m = fmin(fmin(r, g), b), d = v - m;
+    double h = v == r ? (g - b) / d : v == g ? 2 + (b - r) / d : 4 + (r - g) / d;
+    h /= 6;
+    return h < 0 ? h + 1 : h;
+}
+
+/* RandomSaturation: factor [0.2, 0.6] draws u uniform there and scales the saturation by
+ * u / (1 - u); a pixel (100, 150, 200) of saturation 0.5 keeps its maximum and shows it in
+ * its minimum, 200 (1 - 0.5 f). RandomHue: factor 0.6 shifts the hue by +-f / 2, f uniform in
+ * [0, 0.6], so the shift is uniform in [-0.3, 0.3]. */
+static void test_hsv_statistics(void)
+{
+    const int n = 3000;
+    float *x = falloc(n * 3), *y = falloc(n * 3);
+    double *v = malloc(n * sizeof *v);
+    for (int i = 0; i < n; i++) x[3 * i] = 100, x[3 * i + 1] = 150, x[3 * i + 2] = 200;
+    bound b = bind("RandomSaturation: {factor: [0.6, 0.2]}", 1, 1, 3, n, 2);
+    run(b, x, n, 1, 5, 3, y);
+    int kept = 1;
+    for (int i = 0; i < n; i++) {
+        kept &= fabsf(y[3 * i + 2] - 200) < 1e-3f;
+        const double f = (1 - y[3 * i] / 200.0) / 0.5;
+        v[i] = f / (1 + f);
+    }
+    CU_ASSERT(kept);
+    CU_ASSERT(uniform_in(v, n, 0.2, 0.6, 1e-4, 5));
+    unbind(b);
+    for (int i = 0; i < n; i++) x[3 * i] = 0.9f, x[3 * i + 1] = 0.5f, x[3 * i + 2] = 0.2f;
+    b = bind("RandomHue: {factor: 0.6, value_range: [0, 1]}", 1, 1, 3, n, 2);
+    run(b, x, n, 1, 5, 3, y);
+    const double h0 = hue_of(x);
+    for (int i = 0; i < n; i++) {
+        double dh = hue_of(y + 3 * i) - h0;
+        v[i] = dh > 0.5 ? dh - 1 : dh < -0.5 ? dh + 1 : dh;
+    }
+    CU_ASSERT(uniform_in(v, n, -0.3, 0.3, 1e-4, 6));
+    unbind(b);
+    free(x), free(y), free(v);
+}
+
 /* ---- determinism and inference ---------------------------------------------------------- */
 
 /* Each layer, and the same with a layer seed. */
@@ -316,7 +365,11 @@ static const char *const every_layer[][2] = {
     {"RandomPosterization: {factor: 7, value_range: [0, 1]}",
      "RandomPosterization: {factor: 7, value_range: [0, 1], seed: 9}"},
     {"RandomColorDegeneration: {factor: 0.5, value_range: [0, 1]}",
-     "RandomColorDegeneration: {factor: 0.5, value_range: [0, 1], seed: 9}"}};
+     "RandomColorDegeneration: {factor: 0.5, value_range: [0, 1], seed: 9}"},
+    {"RandomSaturation: {factor: 0.5, value_range: [0, 1]}",
+     "RandomSaturation: {factor: 0.5, value_range: [0, 1], seed: 9}"},
+    {"RandomHue: {factor: 0.5, value_range: [0, 1]}",
+     "RandomHue: {factor: 0.5, value_range: [0, 1], seed: 9}"}};
 
 /* At inference every layer is the identity, bound for training or for inference; in
  * training the same (seed, step) gives the same output on 1 or 2 threads, and a new step,
@@ -384,6 +437,11 @@ static void test_config_errors(void)
          3},
         {"RandomColorDegeneration: {factor: 1.5}", "factor: 1.5 is outside [-1, 1]", 3},
         {"RandomColorDegeneration: {factor: 0.5}", "needs 3 channels (RGB) or 1", 4},
+        {"RandomSaturation: {factor: 1.5}", "factor: 1.5 is outside [-1, 1]", 3},
+        {"RandomSaturation: {factor: 0.5}", "needs 3 channels (RGB, for HSV), got 1", 1},
+        {"RandomHue: {factor: -0.5}", "factor: -0.5 is outside [0, 1]", 3},
+        {"RandomHue: {factor: [0.1, 0.2], value_range: [0, 1, 2]}", "value_range: expected a pair",
+         3},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char yaml[256];
@@ -438,6 +496,8 @@ static const char *resume_solver =
     "    - RandomGrayscale: {}\n"
     "    - Solarization: {addition_factor: 0.1, threshold_factor: 0.6, value_range: [0, 4]}\n"
     "    - RandomColorDegeneration: {factor: 0.4, value_range: [-9, 9], seed: 3}\n"
+    "    - RandomSaturation: {factor: 0.6, value_range: [0, 1]}\n"
+    "    - RandomHue: {factor: 0.3, value_range: [-9, 9]}\n"
     "    - Flatten: {}\n    - Dense: {units: 4}\n"
     "data:\n  train:\n"
     "    source: {type: npy, features: cx.npy, labels: cy.npy}\n"
@@ -491,6 +551,7 @@ TFC_TEST_MAIN("augment_color", {"parity_keras", test_parity_keras},
               {"solarization_statistics", test_solarization_statistics},
               {"posterization_statistics", test_posterization_statistics},
               {"degeneration_statistics", test_degeneration_statistics},
+              {"hsv_statistics", test_hsv_statistics},
               {"identity_and_determinism", test_identity_and_determinism},
               {"config_errors", test_config_errors},
               {"missing_kernels_refused", test_missing_kernels_refused},

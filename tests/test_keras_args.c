@@ -86,6 +86,8 @@ static const listed resolved_at_build[] = {
     {"Solarization.value_range", "[0, 255]"},
     {"RandomPosterization.value_range", "[0, 255]"},
     {"RandomColorDegeneration.value_range", "[0, 255]"},
+    {"RandomSaturation.value_range", "[0, 255]"},
+    {"RandomHue.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

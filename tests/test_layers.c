@@ -591,6 +591,14 @@ static const gc_case cases[] = {
                       "  - Solarization: {addition_factor: 0.05, value_range: [-3, 3]}\n"
                       "  - RandomColorDegeneration: {factor: 0.6, value_range: [-20, 20]}\n"
                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* RandomSaturation and RandomHue through Keras's HSV maps, on positive RGB values (a
+     * pixel's maximum near 0 is where the saturation jumps) whose clips do not bind */
+    {"augment_hsv", "input: {shape: [4, 5, 3]}\nlayers:\n"
+                    "  - Rescaling: {scale: 0.4, offset: 0.5}\n"
+                    "  - RandomSaturation: {factor: [0.1, 0.4], value_range: [0, 1]}\n"
+                    "  - RandomHue: {factor: 0.5, value_range: [0, 1]}\n"
+                    "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
     /* RandomPosterization has no gradient (the cast to a byte): a value range so wide that
      * every input falls in one bucket, so the numeric derivative is 0 as the analytic one */
     {"augment_posterize", IMG "  - RandomPosterization: {factor: [7, 8],"

@@ -577,13 +577,20 @@ typedef struct tfc_contrast_desc {
  *   POSTERIZE (RandomPosterization) z = x in [0, 255] saturated to a byte, its low 8 - b bits
  *                                cleared (b = lo[0] when hi[0] == lo[0], else an integer drawn
  *                                in [lo[0], hi[0])), back in [vlo, vhi]
- *   DEGENERATE (RandomColorDegeneration) y = clip(x + f (luma - x), vlo, vhi), f = draw 0 */
+ *   DEGENERATE (RandomColorDegeneration) y = clip(x + f (luma - x), vlo, vhi), f = draw 0
+ *   SATURATE  (RandomSaturation) the pixel in HSV (Keras's rgb_to_hsv, c == 3), its
+ *             saturation times u / (1 - u + 1e-7), u = draw 0, clipped to [vlo, vhi]
+ *   HUE       (RandomHue)        x from [vlo, vhi] (as given) to [0, 1], in HSV its hue plus
+ *                                +-draw 1 / 2 (minus when u0 > 1/2), wrapped into [0, 1],
+ *                                back to RGB clipped to [0, 1], then to [vlo, vhi] */
 typedef enum tfc_color_kind {
     TFC_COLOR_GRAYSCALE = 0,
     TFC_COLOR_INVERT,
     TFC_COLOR_SOLARIZE,
     TFC_COLOR_POSTERIZE,
-    TFC_COLOR_DEGENERATE
+    TFC_COLOR_DEGENERATE,
+    TFC_COLOR_SATURATE,
+    TFC_COLOR_HUE
 } tfc_color_kind;
 
 typedef struct tfc_color_desc {

@@ -1,7 +1,8 @@
 /* The colour augmentation layers (keras.layers.RandomGrayscale, RandomInvert, Solarization,
- * RandomPosterization, RandomColorDegeneration): in training each image gets its own draw
- * from the layer's stream at (step, image) (core/color.h), so a resumed run repeats it; at
- * inference y = x. Per pixel of channels (r, g, b), luma = 0.2989 r + 0.5870 g + 0.1140 b:
+ * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue): in training
+ * each image gets its own draw from the layer's stream at (step, image) (core/color.h), so a
+ * resumed run repeats it; at inference y = x. Per pixel of channels (r, g, b), luma =
+ * 0.2989 r + 0.5870 g + 0.1140 b:
  *   RandomGrayscale:         with probability factor every channel becomes the luma
  *                            (one channel: kept); backward: dx_k += w_k sum(dy) or dy
  *   RandomInvert:            p drawn in factor's range, then with probability p
@@ -13,6 +14,10 @@
  *   RandomColorDegeneration: y = clip(x + f (luma - x), value_range), f drawn in factor's
  *                            range; backward: dx_k += (1 - f) g_k + f w_k sum(g), g = dy
  *                            where the clip passes
+ *   RandomSaturation:        in HSV s = clip(s u / (1 - u + 1e-7), value_range), u drawn
+ *                            in factor's range; backward through Keras's HSV maps
+ *   RandomHue:               x to [0, 1], in HSV h + (+-f / 2) wrapped, back to RGB clipped
+ *                            to [0, 1] and to value_range; backward likewise
  * Gradients accumulate into dx. A layer's seed, when set, is mixed into its stream as the
  * other augmentation layers' (layers/augment.h). */
 #include <math.h>
@@ -55,6 +60,12 @@ static const tfc_field solarization_fields[] = {
 static const tfc_field posterization_fields[] = {
     LIST_FIELD("factor", factor, NULL, "the bits kept per channel, in [1, 8]"),
     VALUE_RANGE_FIELD, TFC_DATA_FORMAT_FIELD(color_args, data_format), SEED_FIELD, {NULL}};
+static const tfc_field saturation_fields[] = {
+    LIST_FIELD("factor", factor, NULL, "the saturation's factor u / (1 - u), u in this range"),
+    VALUE_RANGE_FIELD, TFC_DATA_FORMAT_FIELD(color_args, data_format), SEED_FIELD, {NULL}};
+static const tfc_field hue_fields[] = {
+    LIST_FIELD("factor", factor, NULL, "the hue's shift, in half turns (a number f: [0, f])"),
+    VALUE_RANGE_FIELD, TFC_DATA_FORMAT_FIELD(color_args, data_format), SEED_FIELD, {NULL}};
 static const tfc_field degeneration_fields[] = {
     LIST_FIELD("factor", factor, NULL, "the blend towards the luma (a number f: [-f, f])"),
     VALUE_RANGE_FIELD, TFC_DATA_FORMAT_FIELD(color_args, data_format), SEED_FIELD, {NULL}};
@@ -73,13 +84,16 @@ static tfc_status value_range(const tfc_layer *l, color_args *a, int sort, tfc_e
     return TFC_OK;
 }
 
-/* The image check, and the RGB (or single channel) image rgb_to_grayscale takes. */
+/* The image check, and the RGB (or single channel) image rgb_to_grayscale takes (rgb 1), or
+ * the RGB image rgb_to_hsv takes (rgb 2). */
 static tfc_status image(tfc_layer *l, int rgb, tfc_error *err)
 {
     if (tfc_augment_same_shape(l, err)) return TFC_ERR_CONFIG;
-    if (rgb && l->in_shape[0].dim[2] != 1 && l->in_shape[0].dim[2] != 3)
-        return tfc_layer_error(err, l, "needs 3 channels (RGB) or 1 (grayscale), got %lld",
-                               (long long)l->in_shape[0].dim[2]);
+    const long long c = (long long)l->in_shape[0].dim[2];
+    if (rgb == 1 && c != 1 && c != 3)
+        return tfc_layer_error(err, l, "needs 3 channels (RGB) or 1 (grayscale), got %lld", c);
+    if (rgb == 2 && c != 3)
+        return tfc_layer_error(err, l, "needs 3 channels (RGB, for HSV), got %lld", c);
     return TFC_OK;
 }
 
@@ -152,6 +166,32 @@ static tfc_status degeneration_build(tfc_layer *l, tfc_error *err)
     return image(l, 1, err);
 }
 
+/* the factor: BaseImagePreprocessingLayer._set_factor with its bounds [-1, 1] (a number f:
+ * [-f, f], though Keras's docstring says [0, f]) */
+static tfc_status saturation_build(tfc_layer *l, tfc_error *err)
+{
+    color_args *a = l->args;
+    a->kind = TFC_COLOR_SATURATE;
+    const tfc_factor_rule rule = {-1, 1, 0, 1};
+    if (tfc_augment_factor_range(l, "factor", &a->factor, rule, &a->lo[0], &a->hi[0], err) ||
+        value_range(l, a, 1, err))
+        return TFC_ERR_CONFIG;
+    return image(l, 2, err);
+}
+
+/* the factor: BaseImagePreprocessingLayer._set_factor with bounds [0, 1] (a number f:
+ * [0, f]); value_range as given */
+static tfc_status hue_build(tfc_layer *l, tfc_error *err)
+{
+    color_args *a = l->args;
+    a->kind = TFC_COLOR_HUE;
+    const tfc_factor_rule rule = {0, 1, 0, 1};
+    if (tfc_augment_factor_range(l, "factor", &a->factor, rule, &a->lo[0], &a->hi[0], err) ||
+        value_range(l, a, 0, err))
+        return TFC_ERR_CONFIG;
+    return image(l, 2, err);
+}
+
 static tfc_color_desc color_desc(const tfc_layer *l, const tfc_exec *ex)
 {
     const color_args *a = l->args;
@@ -207,5 +247,7 @@ COLOR_OPS(tfc_random_invert_ops, "RandomInvert", invert_fields, invert_build);
 COLOR_OPS(tfc_solarization_ops, "Solarization", solarization_fields, solarization_build);
 COLOR_OPS(tfc_random_posterization_ops, "RandomPosterization", posterization_fields,
           posterization_build);
+COLOR_OPS(tfc_random_saturation_ops, "RandomSaturation", saturation_fields, saturation_build);
+COLOR_OPS(tfc_random_hue_ops, "RandomHue", hue_fields, hue_build);
 COLOR_OPS(tfc_random_color_degeneration_ops, "RandomColorDegeneration", degeneration_fields,
           degeneration_build);

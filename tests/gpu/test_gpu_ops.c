@@ -3336,7 +3336,7 @@ static void test_crop_resize(void)
 }
 
 /* The colour augmentations (gpu_color.cu; RandomGrayscale, RandomInvert, Solarization,
- * RandomPosterization, RandomColorDegeneration): each kind's ops against the CPU (the same
+ * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue): each kind's ops against the CPU (the same
  * core/color.h draws and maps), some values clipped, then a model with every layer trains
  * on both backends */
 static void test_augment_color(void)
@@ -3347,10 +3347,13 @@ static void test_augment_color(void)
         {.kind = TFC_COLOR_INVERT, .lo = {0.2f}, .hi = {0.9f}, .vlo = -1, .vhi = 1},
         {.kind = TFC_COLOR_SOLARIZE, .lo = {0, 0.1f}, .hi = {60, 200}, .vlo = -1, .vhi = 1},
         {.kind = TFC_COLOR_POSTERIZE, .lo = {2}, .hi = {7}, .vlo = -1, .vhi = 1},
-        {.kind = TFC_COLOR_DEGENERATE, .lo = {-0.8f}, .hi = {0.8f}, .vlo = -0.9f, .vhi = 0.9f}};
-    const char *names[] = {"grayscale", "invert", "solarize", "posterize", "degenerate"};
+        {.kind = TFC_COLOR_DEGENERATE, .lo = {-0.8f}, .hi = {0.8f}, .vlo = -0.9f, .vhi = 0.9f},
+        {.kind = TFC_COLOR_SATURATE, .lo = {-0.2f}, .hi = {0.7f}, .vlo = 0, .vhi = 1},
+        {.kind = TFC_COLOR_HUE, .lo = {0}, .hi = {0.8f}, .vlo = -1, .vhi = 1}};
+    const char *names[] = {"grayscale", "invert",     "solarize", "posterize",
+                           "degenerate", "saturation", "hue"};
     const int64_t nb = 5 * 37 * 3;
-    for (int d = 0; d < 5; d++) {
+    for (int d = 0; d < 7; d++) {
         tfc_color_desc c = descs[d];
         c.n = 5, c.hw = 37, c.c = 3, c.key = 8, c.step = 2;
         pair x = pair_rand(nb, -1, 1), y = pair_rand(nb, -1, 1), dy = pair_rand(nb, -1, 1);
@@ -3373,6 +3376,8 @@ static void test_augment_color(void)
                 "  - Solarization: {addition_factor: 0.1, threshold_factor: 0.5,"
                 " value_range: [0, 2]}\n"
                 "  - RandomColorDegeneration: {factor: 0.5, value_range: [-2, 2]}\n"
+                "  - RandomSaturation: {factor: [0.2, 0.6], value_range: [0, 1]}\n"
+                "  - RandomHue: {factor: 0.4, value_range: [-2, 2]}\n"
                 "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);

@@ -4,7 +4,8 @@ Run: KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_color.py
 Each case is a Keras layer whose draw is fixed: a range of one value (RandomInvert's factor
 [1, 1], RandomPosterization's (3, 3), ...), RandomGrayscale's factor 1 or 0, or a
 transformation handed to the layer's transform_images (Solarization's addition and threshold,
-which Keras draws from [lower, upper * 255] and so cannot pin but at 0). For case <c>:
+which Keras draws from [lower, upper * 255] and so cannot pin but at 0; RandomHue's shift,
+whose sign is drawn: +f / 2 for image 0, -f / 2 for image 1). For case <c>:
   x_<c>, dy_<c>     the input [2, 3, 4, channels] and an output gradient
   y_<c>             transform_images(x) in training
   dx_<c>            its vector-Jacobian product with dy (jax.vjp)
@@ -22,7 +23,7 @@ from keras import layers as L
 from safetensors.numpy import save_file
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "color")
-GRAY, INVERT, SOLARIZE, POSTERIZE, DEGENERATE = range(5)
+GRAY, INVERT, SOLARIZE, POSTERIZE, DEGENERATE, SATURATE, HUE = range(7)
 
 
 def cases():
@@ -64,6 +65,24 @@ def cases():
     yield ("degenerate_one_channel", L.RandomColorDegeneration((0.5, 0.5)), None,
            "RandomColorDegeneration: {factor: [0.5, 0.5]}",
            (DEGENERATE, 0.5, 0.5, 0, 0, 0, 255), (0, 255), 1)
+    yield ("saturation", L.RandomSaturation((0.3, 0.3)), None,
+           "RandomSaturation: {factor: [0.3, 0.3]}", (SATURATE, 0.3, 0.3, 0, 0, 0, 255),
+           (0, 255), 3)
+    yield ("saturation_clip", L.RandomSaturation((0.8, 0.8), value_range=(1, 0)), None,
+           "RandomSaturation: {factor: [0.8, 0.8], value_range: [1, 0]}",
+           (SATURATE, 0.8, 0.8, 0, 0, 0, 1), (0, 1), 3)
+    yield ("saturation_negative", L.RandomSaturation((-0.5, -0.5)), None,
+           "RandomSaturation: {factor: [-0.5, -0.5]}", (SATURATE, -0.5, -0.5, 0, 0, 0, 255),
+           (0, 255), 3)
+    yield ("hue_zero", L.RandomHue((0.0, 0.0)), None, "RandomHue: {factor: [0, 0]}",
+           (HUE, 0, 0, 0, 0, 0, 255), (0, 255), 3)
+    # the sign of the shift is drawn: image 0 +f / 2, image 1 -f / 2 (the test picks a tfc
+    # stream that draws those signs)
+    for name, f, vr in [("hue_shift", 0.4, (0, 255)), ("hue_shift_range", 0.7, (-1, 1)),
+                        ("hue_shift_unit", 0.9, (0, 1))]:
+        yield (name, L.RandomHue(f, value_range=vr),
+               {"factor": np.array([f * 0.5, -f * 0.5], np.float32)}, None,
+               (HUE, f, f, 0, 0) + vr, vr, 3)
 
 
 def main():
