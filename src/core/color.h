@@ -1,8 +1,9 @@
 /* The colour augmentations' draws and per-pixel maps (tfc_color_desc, core/backend.h):
  * header-only, as core/augment.h, so the CPU and a CUDA kernel draw and compute the same.
  * They follow Keras 3's layers (random_grayscale.py, random_invert.py, solarization.py,
- * random_posterization.py, random_color_degeneration.py) in float32 and in their order of
- * operations. */
+ * random_posterization.py, random_color_degeneration.py, random_saturation.py,
+ * random_hue.py, and the JAX backend's rgb_to_hsv, hsv_to_rgb) in float32 and in their
+ * order of operations. */
 #ifndef TFC_CORE_COLOR_H
 #define TFC_CORE_COLOR_H
 

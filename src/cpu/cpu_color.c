@@ -1,6 +1,7 @@
 /* CPU colour augmentations (RandomGrayscale, RandomInvert, Solarization, RandomPosterization,
- * RandomColorDegeneration), NHWC: each image's draw and each pixel's map from core/color.h,
- * one image at a time on a thread, so no result depends on the thread count. */
+ * RandomColorDegeneration, RandomSaturation, RandomHue), NHWC: each image's draw and each
+ * pixel's map from core/color.h, one image at a time on a thread, so no result depends on
+ * the thread count. */
 #include "core/color.h"
 #include "cpu/cpu_internal.h"
 

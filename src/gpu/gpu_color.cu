@@ -1,8 +1,8 @@
 /* The colour augmentations on the GPU (RandomGrayscale, RandomInvert, Solarization,
- * RandomPosterization, RandomColorDegeneration), NHWC, with the CPU's draws and per-pixel
- * maps (core/color.h, the very functions cpu_color.c calls): a thread per pixel. Not in the
- * GPU's op table yet (TFC_BACKEND_LAYER_OPS; test_gpu_ops's augment_color case puts them
- * in). */
+ * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue), NHWC, with the
+ * CPU's draws and per-pixel maps (core/color.h, the very functions cpu_color.c calls): a
+ * thread per pixel. Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS; test_gpu_ops's
+ * augment_color case puts them in). */
 #include <math.h>
 
 #include "core/color.h"
