@@ -1,5 +1,6 @@
 /* The colour augmentation layers (RandomGrayscale, RandomInvert, Solarization,
- * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue): outputs and input gradients against Keras 3
+ * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue,
+ * RandomColorJitter): outputs and input gradients against Keras 3
  * where the draw is fixed (tests/ref/keras_color.py), their draws' statistics measured on
  * the outputs, the identity at inference, determinism in (run seed, layer seed, step) and
  * the thread count, config errors, the refusal of a backend without the kernels, and a run
@@ -179,6 +180,48 @@ static void test_parity_keras(void)
     }
     printf("\n  %d cases (%d layers): max abs diff %.3g", cases, layers, worst);
     CU_ASSERT(cases >= 22 && layers >= 17);
+    tfc_backend_free(be);
+    tfc_st_close(f);
+}
+
+/* RandomColorJitter with every stage's draw fixed (tests/ref/keras_color.py's `jitter_<c>`):
+ * the layer in training against Keras's y. */
+static void test_jitter_parity_keras(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/color/color.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    int cases = 0;
+    double worst = 0;
+    for (int k = 0; k < tfc_st_meta_count(f); k++) {
+        const char *key, *yaml;
+        tfc_st_meta_at(f, k, &key, &yaml);
+        if (strncmp(key, "jitter_", 7)) continue;
+        char xname[96];
+        snprintf(xname, sizeof xname, "x_%s", key + 7);
+        const tfc_st_tensor *tx = tfc_st_find(f, xname);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tx);
+        const int64_t n = tx->numel;
+        const int batch = (int)tx->shape.dim[0];
+        float *x = tensor(f, "x_", key + 7, n), *want = tensor(f, "y_", key + 7, n);
+        float *y = falloc(n);
+        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), key, &err);
+        if (!m) fprintf(stderr, "\n%s", err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, batch, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_model_forward(m, x, batch, 1, 1, 1, &err), TFC_OK);
+        tfc_model_get_output(m, y);
+        const int bad = mismatches(y, want, n, &worst);
+        if (bad) printf("\n  %s: %d MISMATCH", key + 7, bad);
+        CU_ASSERT_EQUAL(bad, 0);
+        tfc_model_free(m);
+        free(x), free(want), free(y);
+        cases++;
+    }
+    printf("\n  %d cases: max abs diff %.3g", cases, worst);
+    CU_ASSERT(cases >= 2);
     tfc_backend_free(be);
     tfc_st_close(f);
 }
@@ -369,7 +412,11 @@ static const char *const every_layer[][2] = {
     {"RandomSaturation: {factor: 0.5, value_range: [0, 1]}",
      "RandomSaturation: {factor: 0.5, value_range: [0, 1], seed: 9}"},
     {"RandomHue: {factor: 0.5, value_range: [0, 1]}",
-     "RandomHue: {factor: 0.5, value_range: [0, 1], seed: 9}"}};
+     "RandomHue: {factor: 0.5, value_range: [0, 1], seed: 9}"},
+    {"RandomColorJitter: {value_range: [0, 1], brightness_factor: 0.2, contrast_factor: 0.3,"
+     " saturation_factor: 0.4, hue_factor: 0.2}",
+     "RandomColorJitter: {value_range: [0, 1], brightness_factor: 0.2, contrast_factor: 0.3,"
+     " saturation_factor: 0.4, hue_factor: 0.2, seed: 9}"}};
 
 /* At inference every layer is the identity, bound for training or for inference; in
  * training the same (seed, step) gives the same output on 1 or 2 threads, and a new step,
@@ -440,6 +487,9 @@ static void test_config_errors(void)
         {"RandomSaturation: {factor: 1.5}", "factor: 1.5 is outside [-1, 1]", 3},
         {"RandomSaturation: {factor: 0.5}", "needs 3 channels (RGB, for HSV), got 1", 1},
         {"RandomHue: {factor: -0.5}", "factor: -0.5 is outside [0, 1]", 3},
+        {"RandomColorJitter: {contrast_factor: 1.5}", "contrast_factor: 1.5 is outside [0, 1]",
+         3},
+        {"RandomColorJitter: {hue_factor: 0.1}", "needs 3 channels (RGB, for HSV), got 1", 1},
         {"RandomHue: {factor: [0.1, 0.2], value_range: [0, 1, 2]}", "value_range: expected a pair",
          3},
     };
@@ -498,6 +548,8 @@ static const char *resume_solver =
     "    - RandomColorDegeneration: {factor: 0.4, value_range: [-9, 9], seed: 3}\n"
     "    - RandomSaturation: {factor: 0.6, value_range: [0, 1]}\n"
     "    - RandomHue: {factor: 0.3, value_range: [-9, 9]}\n"
+    "    - RandomColorJitter: {value_range: [-9, 9], brightness_factor: 0.1,"
+    " contrast_factor: 0.2, saturation_factor: 0.3, hue_factor: 0.1}\n"
     "    - Flatten: {}\n    - Dense: {units: 4}\n"
     "data:\n  train:\n"
     "    source: {type: npy, features: cx.npy, labels: cy.npy}\n"
@@ -546,6 +598,7 @@ static void test_resume_exact(void)
 }
 
 TFC_TEST_MAIN("augment_color", {"parity_keras", test_parity_keras},
+              {"jitter_parity_keras", test_jitter_parity_keras},
               {"grayscale_statistics", test_grayscale_statistics},
               {"invert_statistics", test_invert_statistics},
               {"solarization_statistics", test_solarization_statistics},

@@ -88,6 +88,7 @@ static const listed resolved_at_build[] = {
     {"RandomColorDegeneration.value_range", "[0, 255]"},
     {"RandomSaturation.value_range", "[0, 255]"},
     {"RandomHue.value_range", "[0, 255]"},
+    {"RandomColorJitter.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

@@ -878,7 +878,9 @@ static void test_augmentation(void)
             "  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - Solarization: {addition_factor: 0.2}\n  - RandomPosterization: {factor: 4}\n"
             "  - RandomColorDegeneration: {factor: 0.3}\n  - RandomSaturation: {factor: 0.4}\n"
-            "  - RandomHue: {factor: 0.2}\n  - Flatten: {}\n", 0);
+            "  - RandomHue: {factor: 0.2}\n"
+            "  - RandomColorJitter: {brightness_factor: 0.1, hue_factor: 0.1}\n"
+            "  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"

@@ -22,6 +22,7 @@
  * other augmentation layers' (layers/augment.h). */
 #include <math.h>
 
+#include "core/rng.h"
 #include "layers/augment.h"
 #include "layers/layer.h"
 
@@ -251,3 +252,161 @@ COLOR_OPS(tfc_random_saturation_ops, "RandomSaturation", saturation_fields, satu
 COLOR_OPS(tfc_random_hue_ops, "RandomHue", hue_fields, hue_build);
 COLOR_OPS(tfc_random_color_degeneration_ops, "RandomColorDegeneration", degeneration_fields,
           degeneration_build);
+
+/* ---- RandomColorJitter ----------------------------------------------------------------- */
+
+/* RandomColorJitter: RandomBrightness, RandomContrast, RandomSaturation and RandomHue, each
+ * whose factor is given, in that order, as Keras 3 composes them (each with value_range);
+ * each its own stream (the layer's, stage s + 1 mixed in). In training the inputs of the
+ * stages after the first are kept in l->saved for backward, with two buffers of gradients
+ * between the stages. */
+typedef struct jitter_args {
+    tfc_float_list value_range, brightness_factor, contrast_factor, saturation_factor,
+        hue_factor;
+    int seed, data_format;
+    /* set by build: the stages (0 brightness, 1 contrast, 2 saturation, 3 hue) and their
+     * ranges drawn from, value_range sorted (brightness, saturation) and as given */
+    int nstage, stage[4];
+    float lo[4], hi[4], sorted[2];
+} jitter_args;
+
+#define JITTER_FACTOR(name, member, help)                                                       \
+    {name, TFC_F_FLOAT_LIST, offsetof(jitter_args, member), TFC_NO_DEFAULT, TFC_UNBOUNDED,      \
+     NULL, help}
+static const tfc_field jitter_fields[] = {
+    {"value_range", TFC_F_FLOAT_LIST, offsetof(jitter_args, value_range), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "[low, high] of the input's values (none: [0, 255], Keras's default)"},
+    JITTER_FACTOR("brightness_factor", brightness_factor, "RandomBrightness's factor (none: no "
+                  "brightness stage)"),
+    JITTER_FACTOR("contrast_factor", contrast_factor, "RandomContrast's factor (none: no "
+                  "contrast stage)"),
+    JITTER_FACTOR("saturation_factor", saturation_factor, "RandomSaturation's factor (none: no "
+                  "saturation stage)"),
+    JITTER_FACTOR("hue_factor", hue_factor, "RandomHue's factor (none: no hue stage)"),
+    {"seed", TFC_F_INT, offsetof(jitter_args, seed), TFC_NO_DEFAULT, 0, 2147483647, NULL,
+     "mixed into the run's seed for this layer's draws (none or 0: the run's alone)"},
+    TFC_DATA_FORMAT_FIELD(jitter_args, data_format), {NULL}};
+
+/* each stage's factor checked as its layer checks it (layers/augment.c, above) */
+static tfc_status jitter_build(tfc_layer *l, tfc_error *err)
+{
+    jitter_args *a = l->args;
+    static const char *const names[4] = {"brightness_factor", "contrast_factor",
+                                         "saturation_factor", "hue_factor"};
+    const tfc_factor_rule rules[4] = {{-1, 1, 0, 1}, {0, 1, 0, 1}, {-1, 1, 0, 1}, {0, 1, 0, 1}};
+    const tfc_float_list *f[4] = {&a->brightness_factor, &a->contrast_factor,
+                                  &a->saturation_factor, &a->hue_factor};
+    if (a->value_range.n == 0) a->value_range = (tfc_float_list){.n = 2, .v = {0, 255}};
+    if (a->value_range.n != 2)
+        return tfc_layer_error(err, l, "value_range: expected a pair [low, high], found %d "
+                               "value%s", a->value_range.n, a->value_range.n == 1 ? "" : "s");
+    a->sorted[0] = (float)fmin(a->value_range.v[0], a->value_range.v[1]);
+    a->sorted[1] = (float)fmax(a->value_range.v[0], a->value_range.v[1]);
+    a->nstage = 0;
+    for (int k = 0; k < 4; k++) {
+        if (f[k]->n == 0) continue;
+        const int j = a->nstage++;
+        a->stage[j] = k;
+        if (tfc_augment_factor_range(l, names[k], f[k], rules[k], &a->lo[j], &a->hi[j], err))
+            return TFC_ERR_CONFIG;
+        if (k == 1) a->lo[j] = 1.0f - a->lo[j], a->hi[j] = 1.0f + a->hi[j]; /* contrast */
+    }
+    const int hsv = a->saturation_factor.n || a->hue_factor.n;
+    if (image(l, hsv ? 2 : 0, err)) return TFC_ERR_CONFIG;
+    l->saved_floats = a->nstage > 1 ? (a->nstage + 1) * tfc_shape_numel(&l->out_shape) : 0;
+    return TFC_OK;
+}
+
+/* Stage j forward (dy NULL: out = its y for in) or backward (out += its gradient for dy). */
+static void jitter_stage(const tfc_layer *l, const tfc_exec *ex, int j, const float *in,
+                         const float *dy, float *out)
+{
+    const jitter_args *a = l->args;
+    const tfc_shape *sh = &l->in_shape[0];
+    const uint64_t key = tfc_rng_key(tfc_augment_key(l, a->seed), (uint64_t)j + 1);
+    const int hw = (int)(sh->dim[0] * sh->dim[1]), c = (int)sh->dim[2], k = a->stage[j];
+    tfc_backend *be = ex->be;
+    if (k <= 1) {
+        const int sort = k == 0; /* RandomBrightness sorts value_range, RandomContrast not */
+        const tfc_contrast_desc d = {
+            .n = ex->batch, .hw = hw, .c = c, .lo = a->lo[j], .hi = a->hi[j],
+            .vlo = sort ? a->sorted[0] : (float)a->value_range.v[0],
+            .vhi = sort ? a->sorted[1] : (float)a->value_range.v[1], .key = key,
+            .step = ex->step};
+        if (k == 0 && !dy) be->ops->brightness_forward(be, &d, in, out);
+        else if (k == 0) be->ops->brightness_backward(be, &d, in, dy, out);
+        else if (!dy) be->ops->contrast_forward(be, &d, in, out);
+        else be->ops->contrast_backward(be, &d, in, dy, out);
+    } else {
+        const int sort = k == 2; /* RandomSaturation sorts value_range, RandomHue not */
+        const tfc_color_desc d = {
+            .n = ex->batch, .hw = hw, .c = c,
+            .kind = k == 2 ? TFC_COLOR_SATURATE : TFC_COLOR_HUE, .lo = {a->lo[j], 0},
+            .hi = {a->hi[j], 0}, .vlo = sort ? a->sorted[0] : (float)a->value_range.v[0],
+            .vhi = sort ? a->sorted[1] : (float)a->value_range.v[1], .key = key,
+            .step = ex->step};
+        if (!dy) be->ops->color_forward(be, &d, in, out);
+        else be->ops->color_backward(be, &d, in, dy, out);
+    }
+}
+
+/* stage j's input (j >= 1) and the two gradient buffers (j = nstage, nstage + 1) */
+static float *jitter_buf(const tfc_layer *l, int j)
+{
+    return l->saved + (int64_t)(j - 1) * l->max_batch * tfc_shape_numel(&l->out_shape);
+}
+
+static void jitter_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
+{
+    const jitter_args *a = l->args;
+    const size_t bytes = (size_t)(ex->batch * tfc_layer_out_numel(l)) * 4;
+    if (!ex->training || a->nstage == 0) {
+        ex->be->ops->copy(ex->be, y, x[0], bytes);
+        return;
+    }
+    const float *in = x[0];
+    for (int j = 0; j < a->nstage; j++) {
+        float *out = j == a->nstage - 1 ? y : jitter_buf(l, j + 1);
+        jitter_stage(l, ex, j, in, NULL, out);
+        in = out;
+    }
+}
+
+static void jitter_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const float *y,
+                            const float *dy, float *const *dx)
+{
+    (void)y;
+    const jitter_args *a = l->args;
+    if (!dx[0]) return;
+    const int64_t n = ex->batch * tfc_layer_out_numel(l);
+    if (!ex->training || a->nstage == 0) {
+        ex->be->ops->axpy(ex->be, n, 1.f, dy, dx[0]);
+        return;
+    }
+    const float *g = dy;
+    for (int j = a->nstage - 1; j >= 0; j--) {
+        float *out = dx[0];
+        if (j > 0) { /* the gradient of stage j's input, in the buffer g does not use */
+            out = jitter_buf(l, a->nstage + (a->nstage - 1 - j) % 2);
+            ex->be->ops->zero(ex->be, out, (size_t)n * 4);
+        }
+        jitter_stage(l, ex, j, j == 0 ? x[0] : jitter_buf(l, j), g, out);
+        g = out;
+    }
+}
+
+static const char *const *jitter_needs(const tfc_layer *l)
+{
+    (void)l;
+    static const char *const ops[] = {"brightness_forward", "brightness_backward",
+                                      "contrast_forward",   "contrast_backward",
+                                      "color_forward",      "color_backward",
+                                      NULL};
+    return ops;
+}
+
+const tfc_layer_ops tfc_random_color_jitter_ops = {
+    .type = "RandomColorJitter", .schema = jitter_fields, .args_size = sizeof(jitter_args),
+    .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .build = jitter_build,
+    .forward = jitter_forward, .backward = jitter_backward, .needs = jitter_needs,
+};

@@ -3336,7 +3336,9 @@ static void test_crop_resize(void)
 }
 
 /* The colour augmentations (gpu_color.cu; RandomGrayscale, RandomInvert, Solarization,
- * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue): each kind's ops against the CPU (the same
+ * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue; and
+ * RandomColorJitter, their saturation and hue after RandomBrightness's and RandomContrast's
+ * ops): each kind's ops against the CPU (the same
  * core/color.h draws and maps), some values clipped, then a model with every layer trains
  * on both backends */
 static void test_augment_color(void)
@@ -3378,6 +3380,8 @@ static void test_augment_color(void)
                 "  - RandomColorDegeneration: {factor: 0.5, value_range: [-2, 2]}\n"
                 "  - RandomSaturation: {factor: [0.2, 0.6], value_range: [0, 1]}\n"
                 "  - RandomHue: {factor: 0.4, value_range: [-2, 2]}\n"
+                "  - RandomColorJitter: {value_range: [-2, 2], brightness_factor: 0.1,"
+                " contrast_factor: 0.2, saturation_factor: 0.3, hue_factor: 0.2}\n"
                 "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);

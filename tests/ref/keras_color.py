@@ -106,8 +106,26 @@ def main():
         if yaml:
             meta["yaml_" + name] = f"input: {{shape: [3, 4, {c}]}}\nlayers:\n  - {yaml}\n"
         meta["desc_" + name] = " ".join(repr(float(v)) for v in desc)
+    # RandomColorJitter with every stage's draw fixed (contrast [-f, f] is the factor 1 + f,
+    # hue [0, 0] no shift): its output alone, as `jitter_<c>` (the YAML)
+    for name, kw, yaml, vr in [
+            ("jitter_all", dict(brightness_factor=(0.1, 0.1), contrast_factor=(-0.2, 0.2),
+                                saturation_factor=(0.3, 0.3), hue_factor=(0.0, 0.0)),
+             "brightness_factor: [0.1, 0.1], contrast_factor: [-0.2, 0.2], "
+             "saturation_factor: [0.3, 0.3], hue_factor: [0, 0]", (0, 255)),
+            ("jitter_some", dict(contrast_factor=(-0.5, 0.5), saturation_factor=(0.7, 0.7),
+                                 value_range=(0, 1)),
+             "contrast_factor: [-0.5, 0.5], saturation_factor: [0.7, 0.7], value_range: [0, 1]",
+             (0, 1))]:
+        lo, hi = vr
+        x = rng.uniform(lo, hi, (2, 3, 4, 3)).astype(np.float32)
+        layer = L.RandomColorJitter(**kw)
+        tensors["x_" + name] = x
+        tensors["y_" + name] = np.asarray(layer(x, training=True), np.float32)
+        meta["jitter_" + name] = (f"input: {{shape: [3, 4, 3]}}\nlayers:\n"
+                                  f"  - RandomColorJitter: {{{yaml}}}\n")
     save_file(tensors, os.path.join(OUT, "color.safetensors"), metadata=meta)
-    print(f"{len(tensors) // 4} cases")
+    print(f"{len(meta)} cases")
 
 
 if __name__ == "__main__":
