@@ -87,6 +87,13 @@ static const listed resolved_at_build[] = {
     {"Cropping3D.cropping", "1 on every side"},
     {"RandomContrast.value_range", "[0, 255]"},
     {"RandomBrightness.value_range", "[0, 255]"},
+    {"RandomInvert.value_range", "[0, 255]"},
+    {"Solarization.value_range", "[0, 255]"},
+    {"RandomPosterization.value_range", "[0, 255]"},
+    {"RandomColorDegeneration.value_range", "[0, 255]"},
+    {"RandomSaturation.value_range", "[0, 255]"},
+    {"RandomHue.value_range", "[0, 255]"},
+    {"RandomColorJitter.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

@@ -602,6 +602,34 @@ static const gc_case cases[] = {
                         "  - RandomZoom: {height_factor: [-0.4, -0.1], interpolation: nearest}\n"
                         "  - RandomContrast: {factor: [0.3, 0.6], value_range: [-0.6, 0.5]}\n"
                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* the colour augmentations on a convolution's three channels: Solarization's threshold 0
+     * (every value inverted) and the clips far away, so that no step crosses a kink */
+    {"augment_color", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                      "  - RandomGrayscale: {factor: 0.5}\n"
+                      "  - RandomInvert: {factor: 0.8, value_range: [-1, 1]}\n"
+                      "  - Solarization: {addition_factor: 0.05, value_range: [-3, 3]}\n"
+                      "  - RandomColorDegeneration: {factor: 0.6, value_range: [-20, 20]}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* RandomSaturation, RandomHue and RandomColorJitter (its four stages) through Keras's HSV
+     * maps, on positive RGB values (a pixel's maximum near 0 is where the saturation jumps)
+     * whose clips do not bind. The jitter's seed: with the run's stream alone a step moves a
+     * pixel across a tie of its largest channels (the contrast moves the whole image), a
+     * kink the two step sizes miss (max error 0.07; 5e-4 to 1e-3 with seeds 5, 6, 7) */
+    {"augment_hsv", "input: {shape: [4, 5, 3]}\nlayers:\n"
+                    "  - Rescaling: {scale: 0.4, offset: 0.5}\n"
+                    "  - RandomSaturation: {factor: [0.1, 0.4], value_range: [0, 1]}\n"
+                    "  - RandomHue: {factor: 0.5, value_range: [0, 1]}\n"
+                    "  - RandomColorJitter: {value_range: [0, 1], brightness_factor: 0.05,"
+                    " contrast_factor: 0.2, saturation_factor: [0.2, 0.4], hue_factor: 0.3,"
+                    " seed: 5}\n"
+                    "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* RandomPosterization has no gradient (the cast to a byte): a value range so wide that
+     * every input falls in one bucket, so the numeric derivative is 0 as the analytic one */
+    {"augment_posterize", IMG "  - RandomPosterization: {factor: [7, 8],"
+                          " value_range: [-600, 1000]}\n"
+                          "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+                          "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     /* Masking passes real steps through and its mask on to the recurrent layers and the
      * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's
      * definition, is no derivative of the loss, so test_masking checks those) */

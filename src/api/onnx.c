@@ -2416,9 +2416,9 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = normalization(x, l, in);
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
                !strcmp(type, "ActivityRegularization") || !strcmp(type, "Identity") ||
-               !strncmp(type, "Random", 6)) {
+               !strncmp(type, "Random", 6) || !strcmp(type, "Solarization")) {
         /* inference: the dropouts, GaussianNoise, ActivityRegularization, Identity and the
-         * augmentation layers (RandomFlip, ...) are the identity;
+         * augmentation layers (RandomFlip, ..., Solarization) are the identity;
          * Activation (and ReLU, Softmax, ... as one) is its fused activation alone */
     } else if (!strcmp(type, "Flatten")) {
         t = nhwc(x, in);

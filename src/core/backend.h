@@ -567,6 +567,40 @@ typedef struct tfc_contrast_desc {
     uint64_t key, step;
 } tfc_contrast_desc;
 
+/* The colour augmentations (layers/augment_color.c), per pixel of c channels; image i's draws
+ * as above, in the ranges lo[k], hi[k] (core/color.h):
+ *   GRAYSCALE (RandomGrayscale)  u0 < hi[0]: each channel becomes the pixel's luma
+ *             0.2989 r + 0.5870 g + 0.1140 b (c == 3; c == 1 is kept)
+ *   INVERT    (RandomInvert)     u1 < draw 0: y = vhi - x (vhi: value_range[1] as given)
+ *   SOLARIZE  (Solarization)     z = clip(x in [0, 255] + draw 0, 0, 255),
+ *                                y = z < draw 1 ? z : 255 - z, back in [vlo, vhi]
+ *   POSTERIZE (RandomPosterization) z = x in [0, 255] saturated to a byte, its low 8 - b bits
+ *                                cleared (b = lo[0] when hi[0] == lo[0], else an integer drawn
+ *                                in [lo[0], hi[0])), back in [vlo, vhi]
+ *   DEGENERATE (RandomColorDegeneration) y = clip(x + f (luma - x), vlo, vhi), f = draw 0
+ *   SATURATE  (RandomSaturation) the pixel in HSV (Keras's rgb_to_hsv, c == 3), its
+ *             saturation times u / (1 - u + 1e-7), u = draw 0, clipped to [vlo, vhi]
+ *   HUE       (RandomHue)        x from [vlo, vhi] (as given) to [0, 1], in HSV its hue plus
+ *                                +-draw 1 / 2 (minus when u0 > 1/2), wrapped into [0, 1],
+ *                                back to RGB clipped to [0, 1], then to [vlo, vhi] */
+typedef enum tfc_color_kind {
+    TFC_COLOR_GRAYSCALE = 0,
+    TFC_COLOR_INVERT,
+    TFC_COLOR_SOLARIZE,
+    TFC_COLOR_POSTERIZE,
+    TFC_COLOR_DEGENERATE,
+    TFC_COLOR_SATURATE,
+    TFC_COLOR_HUE
+} tfc_color_kind;
+
+typedef struct tfc_color_desc {
+    int n, hw, c;
+    tfc_color_kind kind;
+    float lo[2], hi[2]; /* the ranges drawn from */
+    float vlo, vhi;     /* value_range */
+    uint64_t key, step;
+} tfc_color_desc;
+
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
     TFC_MERGE_CONCAT = 0,
@@ -1238,6 +1272,13 @@ typedef struct tfc_device_options {
                                  float *y))                                                        \
     X(void, brightness_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,     \
                                   const float *dy, float *dx))                                     \
+    /* The colour augmentations in training (tfc_color_desc): color_forward overwrites y;          \
+     * color_backward adds to dx the gradient of the forward at x (its input) times dy             \
+     * (POSTERIZE: nothing, the byte cast has none).                                               \
+     */                                                                                            \
+    X(void, color_forward, (tfc_backend *be, const tfc_color_desc *d, const float *x, float *y))   \
+    X(void, color_backward, (tfc_backend *be, const tfc_color_desc *d, const float *x,             \
+                             const float *dy, float *dx))                                          \
     /* Adaptive pooling (tfc_adaptive_pool_desc): adaptive_pool_forward overwrites y; for max      \
      * pooling argmax [n, out, c] (NULL: no backward follows) receives each winner's flat index    \
      * within its example's volume (in[0] in[1] in[2] c), on ties the cell of the lowest w,        \

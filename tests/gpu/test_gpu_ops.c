@@ -3353,6 +3353,59 @@ static void test_crop_resize(void)
     enable_layer_ops(0);
 }
 
+/* The colour augmentations (gpu_color.cu; RandomGrayscale, RandomInvert, Solarization,
+ * RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue; and
+ * RandomColorJitter, their saturation and hue after RandomBrightness's and RandomContrast's
+ * ops): each kind's ops against the CPU (the same
+ * core/color.h draws and maps), some values clipped, then a model with every layer trains
+ * on both backends */
+static void test_augment_color(void)
+{
+    enable_layer_ops(1);
+    const tfc_color_desc descs[] = {
+        {.kind = TFC_COLOR_GRAYSCALE, .lo = {0.5f}, .hi = {0.5f}, .vlo = 0, .vhi = 255},
+        {.kind = TFC_COLOR_INVERT, .lo = {0.2f}, .hi = {0.9f}, .vlo = -1, .vhi = 1},
+        {.kind = TFC_COLOR_SOLARIZE, .lo = {0, 0.1f}, .hi = {60, 200}, .vlo = -1, .vhi = 1},
+        {.kind = TFC_COLOR_POSTERIZE, .lo = {2}, .hi = {7}, .vlo = -1, .vhi = 1},
+        {.kind = TFC_COLOR_DEGENERATE, .lo = {-0.8f}, .hi = {0.8f}, .vlo = -0.9f, .vhi = 0.9f},
+        {.kind = TFC_COLOR_SATURATE, .lo = {-0.2f}, .hi = {0.7f}, .vlo = 0, .vhi = 1},
+        {.kind = TFC_COLOR_HUE, .lo = {0}, .hi = {0.8f}, .vlo = -1, .vhi = 1}};
+    const char *names[] = {"grayscale", "invert",     "solarize", "posterize",
+                           "degenerate", "saturation", "hue"};
+    const int64_t nb = 5 * 37 * 3;
+    for (int d = 0; d < 7; d++) {
+        tfc_color_desc c = descs[d];
+        c.n = 5, c.hw = 37, c.c = 3, c.key = 8, c.step = 2;
+        pair x = pair_rand(nb, -1, 1), y = pair_rand(nb, -1, 1), dy = pair_rand(nb, -1, 1);
+        pair dx = pair_rand(nb, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->color_forward(be, &c, SIDE(x, k), SIDE(y, k));
+            be->ops->color_backward(be, &c, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part(names[d], "forward", &y, EXACT) +
+                            check_part(names[d], "backward", &dx, EXACT), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
+    check_status();
+    train_steps("input: {shape: [6, 5, 3]}\nlayers:\n"
+                "  - RandomPosterization: {factor: [3, 8], value_range: [-1, 1]}\n"
+                "  - RandomGrayscale: {}\n"
+                "  - RandomInvert: {factor: 0.7, value_range: [-1, 1]}\n"
+                "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu}\n"
+                "  - Solarization: {addition_factor: 0.1, threshold_factor: 0.5,"
+                " value_range: [0, 2]}\n"
+                "  - RandomColorDegeneration: {factor: 0.5, value_range: [-2, 2]}\n"
+                "  - RandomSaturation: {factor: [0.2, 0.6], value_range: [0, 1]}\n"
+                "  - RandomHue: {factor: 0.4, value_range: [-2, 2]}\n"
+                "  - RandomColorJitter: {value_range: [-2, 2], brightness_factor: 0.1,"
+                " contrast_factor: 0.2, saturation_factor: 0.3, hue_factor: 0.2}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 /* Maximum and Minimum (gpu_extremum.cu, put in the table for this case) against the CPU: the
  * fold of k inputs, values on a grid of halves so ties are common (the weights halve), with
  * and without a sequence mask and its mixes of masked inputs; y and every dx (accumulated,
@@ -4731,6 +4784,7 @@ int main(int argc, char **argv)
         {"augment_warp", test_augment_warp},
         {"augment_contrast", test_augment_contrast},
         {"augment_inference", test_augment_inference},
+        {"augment_color", test_augment_color},
         {"train_augment", test_train_augment},
         {"train_border", test_train_border},
         {"train_token_position", test_train_token_position},
