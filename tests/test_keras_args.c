@@ -82,6 +82,8 @@ static const listed resolved_at_build[] = {
     {"Cropping3D.cropping", "1 on every side"},
     {"RandomContrast.value_range", "[0, 255]"},
     {"RandomBrightness.value_range", "[0, 255]"},
+    {"RandomErasing.scale", "[0.02, 0.33]"},
+    {"RandomErasing.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

@@ -526,7 +526,9 @@ typedef enum tfc_warp_kind {
     TFC_WARP_FLIP = 0,  /* u0 <= 1/2: flip the axes flip_rows, flip_cols (RandomFlip) */
     TFC_WARP_TRANSLATE, /* shift by draw 0 times h rows, draw 1 times w columns */
     TFC_WARP_ROTATE,    /* turn by draw 0 degrees about the image's centre */
-    TFC_WARP_ZOOM       /* scale the rows read by draw 0, the columns by draw 1 (or 0) */
+    TFC_WARP_ZOOM,      /* scale the rows read by draw 0, the columns by draw 1 (or 0) */
+    TFC_WARP_SHEAR      /* shear about the origin: columns by draw 1, rows by draw 2, both
+                         * negated when u0 > 1/2 */
 } tfc_warp_kind;
 
 /* Where a warp reads outside the image (Keras's fill_mode, jax.scipy.ndimage's modes):
@@ -566,6 +568,21 @@ typedef struct tfc_contrast_desc {
     float vlo, vhi; /* value_range */
     uint64_t key, step;
 } tfc_contrast_desc;
+
+/* RandomErasing in training (core/augment_region.h): image i, when its draw u5 < p (p drawn
+ * in [plo, phi]), has the rectangle x0 <= ox < x1, y0 <= oy < y1 replaced by the fill;
+ * the rectangle's sides are sqrt(a) w and sqrt(b) h (a, b drawn in [slo, shi]), its corner
+ * placed uniformly within the image. The fill: clip(z vhi, vlo, vhi) per value (z a
+ * standard normal; noise) or clip(fill[ch], vlo, vhi). */
+typedef struct tfc_erase_desc {
+    int n, h, w, c;
+    float plo, phi;  /* factor: the erase probability's range */
+    float slo, shi;  /* scale: each side's squared fraction */
+    int noise;       /* 1: a normal draw per value; 0: fill[ch % 3] */
+    float fill[3];
+    float vlo, vhi;  /* value_range, as Keras clips the fill to it (not sorted) */
+    uint64_t key, step;
+} tfc_erase_desc;
 
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
@@ -1238,6 +1255,11 @@ typedef struct tfc_device_options {
                                  float *y))                                                        \
     X(void, brightness_backward, (tfc_backend *be, const tfc_contrast_desc *d, const float *x,     \
                                   const float *dy, float *dx))                                     \
+    /* RandomErasing in training (tfc_erase_desc): erasing_forward overwrites y; erasing_backward  \
+     * adds dy to dx outside the erased rectangles (the fill does not depend on x). */             \
+    X(void, erasing_forward, (tfc_backend *be, const tfc_erase_desc *d, const float *x, float *y)) \
+    X(void, erasing_backward, (tfc_backend *be, const tfc_erase_desc *d, const float *dy,          \
+                               float *dx))                                                         \
     /* Adaptive pooling (tfc_adaptive_pool_desc): adaptive_pool_forward overwrites y; for max      \
      * pooling argmax [n, out, c] (NULL: no backward follows) receives each winner's flat index    \
      * within its example's volume (in[0] in[1] in[2] c), on ties the cell of the lowest w,        \
