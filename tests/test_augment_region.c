@@ -1,4 +1,5 @@
-/* RandomShear against Keras 3, and the region augmentation layers (layers/augment_region.c):
+/* RandomShear against Keras 3, and the region augmentation layers (layers/augment_region.c:
+ * RandomErasing, RandomGaussianBlur):
  * outputs and input gradients against Keras for pinned draws
  * (tests/ref/keras_augment_region.py), and the refusal of the layers not yet run on a GPU.
  * RandomShear's statistics, determinism and resume are test_augment's, with the other
@@ -361,6 +362,100 @@ static void test_erasing_errors(void)
                                 "fill_value: three values need 3 channels, the input has 2");
 }
 
+/* RandomGaussianBlur (factor 1: p uniform in [0, 1], about half the images blurred) on
+ * impulses (1 at the centre of 9 x 9, value_range [0, 1]) at 300 steps of 8: the blurred
+ * images of a step are alike (one pair of sigmas per batch, as Keras), and the sigmas read
+ * back from the centre row and column (r = y[c +- 1] / y[c] = exp(-1 / (2 sigma^2))) are
+ * uniform in sigma's [0.2, 0.9], independently. */
+static void test_blur_statistics(void)
+{
+    const int n = 8, steps = 300, side = 9, c = side / 2, per = side * side;
+    float *x = falloc(n * per), *y = falloc(n * per);
+    for (int i = 0; i < n; i++) x[i * per + c * side + c] = 1;
+    double sx[300], sy[300];
+    int blurred = 0, alike = 1, used = 0;
+    char yaml[256];
+    snprintf(yaml, sizeof yaml, "input: {shape: [%d, %d, 1]}\nlayers:\n"
+             "  - RandomGaussianBlur: {sigma: [0.2, 0.9], value_range: [0, 1]}\n", side, side);
+    tfc_model *m = tfc_test_model(yaml);
+    tfc_backend *be = tfc_cpu_backend_create(2);
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(m && be && tfc_model_bind(m, be, n, &err) == TFC_OK);
+    for (int s = 0; s < steps; s++) {
+        TFC_ASSERT(tfc_model_forward(m, x, n, 1, 6, (uint64_t)s, &err) == TFC_OK);
+        tfc_model_get_output(m, y);
+        int first = -1;
+        for (int i = 0; i < n; i++) {
+            const float *o = y + i * per;
+            if (o[c * side + c] == 1) continue;
+            blurred++;
+            if (first < 0) first = i;
+            alike &= memcmp(o, y + first * per, sizeof(float) * per) == 0;
+        }
+        if (first < 0) continue;
+        const float *o = y + first * per;
+        sx[used] = sqrt(-1 / (2 * log(o[c * side + c + 1] / (double)o[c * side + c])));
+        sy[used] = sqrt(-1 / (2 * log(o[(c + 1) * side + c] / (double)o[c * side + c])));
+        used++;
+    }
+    printf("\n  %d of %d blurred", blurred, n * steps);
+    CU_ASSERT(alike);
+    CU_ASSERT(fabs(blurred - n * steps / 2.0) < 0.05 * n * steps);
+    int ok = 1;
+    double mx = 0, my = 0, cxy = 0, vx = 0, vy = 0;
+    for (int k = 0; k < used; k++) {
+        ok &= sx[k] > 0.2 - 1e-3 && sx[k] < 0.9 + 1e-3 && sy[k] > 0.2 - 1e-3 && sy[k] < 0.9 + 1e-3;
+        mx += sx[k] / used, my += sy[k] / used;
+    }
+    for (int k = 0; k < used; k++) {
+        cxy += (sx[k] - mx) * (sy[k] - my);
+        vx += (sx[k] - mx) * (sx[k] - mx), vy += (sy[k] - my) * (sy[k] - my);
+    }
+    printf(", sigma means %.3f %.3f, sd %.3f, correlation %.3f", mx, my, sqrt(vx / used),
+           cxy / sqrt(vx * vy));
+    CU_ASSERT(ok);
+    CU_ASSERT(fabs(mx - 0.55) < 0.04 && fabs(my - 0.55) < 0.04);
+    CU_ASSERT(fabs(sqrt(vx / used) - 0.7 / sqrt(12.0)) < 0.03);
+    CU_ASSERT(fabs(cxy / sqrt(vx * vy)) < 0.2);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    free(x), free(y);
+}
+
+/* RandomGaussianBlur: the identity at inference (no clip there, as Keras), the same output
+ * for a (seed, step) on 1 or 2 threads, another for a new step; argument errors. */
+static void test_blur_determinism_errors(void)
+{
+    const int n = 64, per = 7 * 6 * 2;
+    float *x = falloc(n * per), *a = falloc(n * per), *b = falloc(n * per);
+    tfc_test_fill(x, n * per, -1, 2, 9);
+    const char *layer = "RandomGaussianBlur: {value_range: [0, 1]}";
+    run_layer(layer, 7, 6, 2, n, 1, x, 0, 1, 1, a);
+    CU_ASSERT(memcmp(a, x, sizeof(float) * n * per) == 0);
+    run_layer(layer, 7, 6, 2, n, 1, x, 1, 1, 1, a);
+    run_layer(layer, 7, 6, 2, n, 2, x, 1, 1, 1, b);
+    CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) == 0);
+    run_layer(layer, 7, 6, 2, n, 1, x, 1, 1, 2, b);
+    CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
+    free(x), free(a), free(b);
+    static const struct {
+        const char *layer, *want;
+    } bad[] = {
+        {"RandomGaussianBlur: {kernel_size: 4}", "kernel_size must be odd"},
+        {"RandomGaussianBlur: {kernel_size: [3, 2]}", "kernel_size must be odd"},
+        {"RandomGaussianBlur: {kernel_size: [3, 3, 3]}", "kernel_size: expected a number"},
+        {"RandomGaussianBlur: {sigma: 1.5}", "sigma: 1.5 is outside [0, 1]"},
+        {"RandomGaussianBlur: {factor: -0.5}", "factor: -0.5 is outside [0, 1]"},
+        {"RandomGaussianBlur: {value_range: [1]}", "value_range: expected a pair"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [4, 4, 3]}\nlayers:\n  - %s\n", bad[k].layer);
+        tfc_test_expect_model_error(yaml, bad[k].want);
+    }
+}
+
 /* RandomShear (cpu_first) is refused on any device but the CPU, naming the layer; the CPU
  * binds it. */
 static void test_shear_gpu_refused(void)
@@ -387,12 +482,19 @@ static void drop_erasing(tfc_backend_ops *ops)
     ops->erasing_backward = NULL;
 }
 
-/* A backend without RandomErasing's ops (the GPU's table until make test-gpu has run them)
- * refuses it naming the layer and the op. */
+static void drop_blur(tfc_backend_ops *ops)
+{
+    ops->blur_forward = NULL;
+}
+
+/* A backend without RandomErasing's or RandomGaussianBlur's ops (the GPU's table until make
+ * test-gpu has run them) refuses each, naming the layer and the op. */
 static void test_missing_kernels_refused(void)
 {
     tfc_test_expect_refused("input: {shape: [4, 4, 3]}\nlayers:\n  - RandomErasing: {}\n",
                             drop_erasing, "RandomErasing", "erasing_backward");
+    tfc_test_expect_refused("input: {shape: [4, 4, 3]}\nlayers:\n  - RandomGaussianBlur: {}\n",
+                            drop_blur, "RandomGaussianBlur", "blur_forward");
 }
 
 TFC_TEST_MAIN("augment_region", {"parity_keras", test_parity_keras},
@@ -401,5 +503,7 @@ TFC_TEST_MAIN("augment_region", {"parity_keras", test_parity_keras},
               {"erasing_noise", test_erasing_noise},
               {"erasing_determinism", test_erasing_determinism},
               {"erasing_errors", test_erasing_errors},
+              {"blur_statistics", test_blur_statistics},
+              {"blur_determinism_errors", test_blur_determinism_errors},
               {"shear_gpu_refused", test_shear_gpu_refused},
               {"missing_kernels_refused", test_missing_kernels_refused})

@@ -585,12 +585,13 @@ static const gc_case cases[] = {
                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* RandomShear (a shear about the origin, both signs) after a convolution: bilinear with
      * reflect, nearest with constant; RandomErasing (noise in its rectangles, no gradient
-     * there) */
+     * there); RandomGaussianBlur (half the images blurred, a few values clipped) */
     {"augment_shear", IMG "  - Conv2D: {filters: 2, kernel_size: 2, padding: same}\n"
                       "  - RandomShear: {x_factor: 0.4, y_factor: [0.1, 0.3]}\n"
                       "  - RandomShear: {x_factor: 0.3, interpolation: nearest,"
                       " fill_mode: constant, fill_value: 0.5}\n"
                       "  - RandomErasing: {scale: [0.1, 0.5], value_range: [-1, 1]}\n"
+                      "  - RandomGaussianBlur: {kernel_size: [5, 3], value_range: [-2, 2]}\n"
                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* Masking passes real steps through and its mask on to the recurrent layers and the
      * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's

@@ -871,7 +871,7 @@ static void test_augmentation(void)
             "  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - RandomRotation: {factor: 0.1}\n  - RandomZoom: {height_factor: 0.2}\n"
             "  - RandomContrast: {factor: 0.3}\n  - RandomShear: {x_factor: 0.2}\n"
-            "  - RandomErasing: {}\n  - Flatten: {}\n", 0);
+            "  - RandomErasing: {}\n  - RandomGaussianBlur: {}\n  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"

@@ -584,6 +584,20 @@ typedef struct tfc_erase_desc {
     uint64_t key, step;
 } tfc_erase_desc;
 
+/* RandomGaussianBlur in training (core/augment_region.h): image i, when its draw u1 < p (p
+ * drawn in [plo, phi]), is blurred by a kw x kh Gaussian (sigmas drawn once per batch in
+ * [slo, shi], Keras's), zero-padded to its size; then every image is clipped:
+ *   y = clip(blurred ? k * x : x, vlo, vhi) */
+enum { TFC_BLUR_MAX_KERNEL = 63 };
+typedef struct tfc_blur_desc {
+    int n, h, w, c;
+    int kh, kw;     /* odd, at most TFC_BLUR_MAX_KERNEL */
+    float plo, phi; /* factor: the blur probability's range */
+    float slo, shi; /* sigma's range */
+    float vlo, vhi; /* value_range (not sorted) */
+    uint64_t key, step;
+} tfc_blur_desc;
+
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
     TFC_MERGE_CONCAT = 0,
@@ -1260,6 +1274,12 @@ typedef struct tfc_device_options {
     X(void, erasing_forward, (tfc_backend *be, const tfc_erase_desc *d, const float *x, float *y)) \
     X(void, erasing_backward, (tfc_backend *be, const tfc_erase_desc *d, const float *dy,          \
                                float *dx))                                                         \
+    /* RandomGaussianBlur in training (tfc_blur_desc): blur_forward overwrites y;                  \
+     * blur_backward adds to dx the transpose of the blur where the clip passes (x the            \
+     * forward's input). */                                                                        \
+    X(void, blur_forward, (tfc_backend *be, const tfc_blur_desc *d, const float *x, float *y))     \
+    X(void, blur_backward, (tfc_backend *be, const tfc_blur_desc *d, const float *x,               \
+                            const float *dy, float *dx))                                           \
     /* Adaptive pooling (tfc_adaptive_pool_desc): adaptive_pool_forward overwrites y; for max      \
      * pooling argmax [n, out, c] (NULL: no backward follows) receives each winner's flat index    \
      * within its example's volume (in[0] in[1] in[2] c), on ties the cell of the lowest w,        \

@@ -38,6 +38,7 @@ extern const tfc_layer_ops tfc_conv3d_ops, tfc_max_pooling3d_ops, tfc_average_po
 extern const tfc_layer_ops tfc_resizing_ops, tfc_center_crop_ops, tfc_random_crop_ops;
 extern const tfc_layer_ops tfc_random_brightness_ops;
 extern const tfc_layer_ops tfc_random_shear_ops, tfc_random_erasing_ops;
+extern const tfc_layer_ops tfc_random_gaussian_blur_ops;
 extern const tfc_layer_ops tfc_group_query_attention_ops;
 extern const tfc_layer_ops tfc_einsum_dense_ops;
 extern const tfc_layer_ops tfc_adaptive_average_pooling1d_ops,
@@ -84,7 +85,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_global_max_pooling3d_ops, &tfc_global_average_pooling3d_ops,
     &tfc_resizing_ops,       &tfc_center_crop_ops,      &tfc_random_crop_ops,
     &tfc_random_brightness_ops,
-    &tfc_random_shear_ops,   &tfc_random_erasing_ops,
+    &tfc_random_shear_ops,   &tfc_random_erasing_ops,   &tfc_random_gaussian_blur_ops,
     &tfc_group_query_attention_ops,
     &tfc_einsum_dense_ops,
     &tfc_adaptive_average_pooling1d_ops, &tfc_adaptive_average_pooling2d_ops,

@@ -3044,9 +3044,9 @@ static void test_train_augment(void)
     train_steps(augment_yaml, 6, 0, 0, 5e-4, 1e-5);
 }
 
-/* RandomErasing's ops (gpu_region.cu) against the CPU: a constant fill per channel bit for
- * bit, the noise fill (a normal per value, log and cos in double on both) within 1e-6; then a
- * model with it trains on both backends */
+/* RandomErasing's and RandomGaussianBlur's ops (gpu_region.cu) against the CPU: a constant
+ * fill per channel bit for bit, the noise fill (a normal per value, log and cos in double on
+ * both) within 1e-6, the blur bit for bit; then a model with both trains on both backends */
 static void test_augment_region(void)
 {
     enable_layer_ops(1);
@@ -3067,11 +3067,30 @@ static void test_augment_region(void)
                             check_part("erasing", "backward", &dx, EXACT), 0);
         pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
     }
+    /* RandomGaussianBlur's ops: kernels 3 x 3 and 5 wide by 3 high, some values clipped;
+     * the same bits (the weights from core/augment_region.h, each sum in the CPU's order) */
+    for (int wide = 0; wide < 2; wide++) {
+        const tfc_blur_desc d = {.n = 6, .h = 9, .w = 10, .c = 3, .kh = 3, .kw = wide ? 5 : 3,
+                                 .plo = 0.1f, .phi = 0.9f, .slo = 0.3f, .shi = 1,
+                                 .vlo = -0.6f, .vhi = 0.7f, .key = 5, .step = 9};
+        const int64_t n = 6 * 9 * 10 * 3;
+        pair x = pair_rand(n, -1, 1), y = pair_rand(n, -1, 1), dy = pair_rand(n, -1, 1);
+        pair dx = pair_rand(n, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->blur_forward(be, &d, SIDE(x, k), SIDE(y, k));
+            be->ops->blur_backward(be, &d, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part("blur", "forward", &y, EXACT) +
+                            check_part("blur", "backward", &dx, EXACT), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
     check_status();
     train_steps("input: {shape: [9, 8, 3]}\nlayers:\n"
                 "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
                 "  - RandomErasing: {value_range: [-1, 1]}\n"
                 "  - RandomErasing: {factor: [0.5, 1], scale: 0.3, fill_value: [0.1, 0.2, 0.3]}\n"
+                "  - RandomGaussianBlur: {kernel_size: [5, 3], value_range: [-2, 2]}\n"
                 "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
                 "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",

@@ -54,6 +54,31 @@ def shear_outcomes(layer, k):
         yield lambda v, t=t: layer.transform_images(v, t, training=True)
 
 
+def blur_outcomes(layer, sigmas):
+    """RandomGaussianBlur applied to every image (factor [1, 1]) with its batch's sigmas
+    pinned (a range [s, s]; the pair (sx, sy) given here), through transform_images: one
+    outcome."""
+    n = SHAPE[0]
+    t = {"should_apply_blur": jnp.ones((n,), bool),
+         "blur_factor": jnp.asarray(sigmas, jnp.float32) + 1e-6}
+    yield lambda v, t=t: layer.transform_images(v, t, training=True)
+
+
+def blur_cases():
+    """Kernel sizes 3 and [5, 3] (width 5, height 3), sigmas pinned, the clip active; and
+    factor [0, 0] (never blurred: the clip alone)."""
+    yield ("blur_3", L.RandomGaussianBlur(factor=(1.0, 1.0), sigma=(0.8, 0.8),
+                                          value_range=(0.1, 0.7)),
+           "RandomGaussianBlur: {factor: [1, 1], sigma: [0.8, 0.8], value_range: [0.1, 0.7]}",
+           (0.8, 0.8))
+    yield ("blur_5x3", L.RandomGaussianBlur(factor=(1.0, 1.0), kernel_size=(5, 3),
+                                            sigma=(0.6, 0.6), value_range=(0, 1)),
+           "RandomGaussianBlur: {factor: [1, 1], kernel_size: [5, 3], sigma: [0.6, 0.6], "
+           "value_range: [0, 1]}", (0.6, 0.6))
+    yield ("blur_none", L.RandomGaussianBlur(factor=(0.0, 0.0), value_range=(0.2, 0.9)),
+           "RandomGaussianBlur: {factor: [0, 0], value_range: [0.2, 0.9]}", None)
+
+
 def erasing_cases():
     """RandomErasing with factor [1, 1] (every image erased) or [0, 0] (none) and scale a
     single point, so the rectangle's size is fixed; its corner (x0, y0) = (u (w - lx),
@@ -123,6 +148,11 @@ def main():
     w = rng.uniform(-1, 1, SHAPE).astype(np.float32)
     tensors, meta = {"x": x, "w": w}, {}
     cases = [(name, yaml, shear_outcomes(layer, k)) for name, layer, yaml, k in shear_cases()]
+    for name, layer, yaml, sig in blur_cases():
+        if sig is None:  # never blurred: the clip alone, through the layer's call
+            cases.append((name, yaml, [lambda v, layer=layer: layer(v, training=True)]))
+        else:
+            cases.append((name, yaml, blur_outcomes(layer, sig)))
     for name, yaml, outcomes in cases:
         for j, f in enumerate(outcomes):
             suffix = f"~{j}" if j else ""
