@@ -1,5 +1,5 @@
 /* The augmentation layers (RandomFlip, RandomTranslation, RandomRotation, RandomZoom,
- * RandomContrast): their draws' statistics measured on the outputs, the identity at
+ * RandomShear, RandomContrast): their draws' statistics measured on the outputs, the identity at
  * inference, determinism in (run seed, layer seed, step) and the thread count, the warps and
  * contrast against Keras 3 for fixed parameters (tests/ref/keras_augment.py), config errors,
  * the refusal of a backend without the kernels, and a run resumed through them bit for bit. */
@@ -219,6 +219,40 @@ static void test_zoom_statistics(void)
     free(zx), free(zy), free(m);
 }
 
+/* RandomShear: (sx, sy) = (ox + kx oy, ky ox + oy) about pixel (0, 0), kx = s ux, ky = s uy
+ * with one sign s per image (-1 in about half), ux uniform in x_factor's [0.1, 0.4], uy in
+ * [-0.3, 0.3] (a single number f means [-f, f]), independent of ux. */
+static void test_shear_statistics(void)
+{
+    const int n = 3000;
+    double (*m)[6] = warp_matrices("RandomShear: {x_factor: [0.4, 0.1], y_factor: 0.3}", n,
+                                   6, 3);
+    double *ux = malloc(n * sizeof *ux), *uy = malloc(n * sizeof *uy);
+    int negated = 0, affine = 1;
+    for (int i = 0; i < n; i++) {
+        const double s = m[i][1] < 0 ? -1 : 1;
+        negated += s < 0;
+        ux[i] = s * m[i][1], uy[i] = s * m[i][3];
+        affine &= fabs(m[i][0] - 1) < 1e-4 && fabs(m[i][4] - 1) < 1e-4 &&
+                  fabs(m[i][2]) < 1e-3 && fabs(m[i][5]) < 1e-3;
+    }
+    printf("\n  %d of %d negated", negated, n);
+    CU_ASSERT(affine);
+    CU_ASSERT(fabs(negated - n / 2.0) < 0.04 * n);
+    CU_ASSERT(uniform_in(ux, n, 0.1, 0.4, 1e-4, 5));
+    CU_ASSERT(uniform_in(uy, n, -0.3, 0.3, 1e-4, 6));
+    /* the two draws independent: their correlation near 0 (sd 1 / sqrt(n) = 0.018) */
+    double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+    for (int i = 0; i < n; i++) mx += ux[i] / n, my += uy[i] / n;
+    for (int i = 0; i < n; i++) {
+        sxy += (ux[i] - mx) * (uy[i] - my);
+        sxx += (ux[i] - mx) * (ux[i] - mx), syy += (uy[i] - my) * (uy[i] - my);
+    }
+    printf(", correlation %.3f", sxy / sqrt(sxx * syy));
+    CU_ASSERT(fabs(sxy / sqrt(sxx * syy)) < 0.07);
+    free(ux), free(uy), free(m);
+}
+
 /* RandomContrast: y - m = f (x - m) per channel, f uniform in [1 - lower, 1 + upper], the
  * pair sorted ([0.4, 0.3]: [0.7, 1.4]); a single number f gives [1, 1 + f] as Keras 3
  * computes it. Both channels share the image's f. */
@@ -254,6 +288,8 @@ static const char *const every_layer[][2] = {
      "RandomTranslation: {height_factor: 0.2, width_factor: 0.3, seed: 9}"},
     {"RandomRotation: {factor: 0.2}", "RandomRotation: {factor: 0.2, seed: 9}"},
     {"RandomZoom: {height_factor: 0.3}", "RandomZoom: {height_factor: 0.3, seed: 9}"},
+    {"RandomShear: {x_factor: 0.3, y_factor: 0.2}",
+     "RandomShear: {x_factor: 0.3, y_factor: 0.2, seed: 9}"},
     {"RandomContrast: {factor: 0.4, value_range: [0, 1]}",
      "RandomContrast: {factor: 0.4, value_range: [0, 1], seed: 9}"}};
 
@@ -421,6 +457,10 @@ static void test_config_errors(void)
         {"RandomZoom: {height_factor: 0.1, interpolation: bicubic}", "interpolation"},
         {"RandomFlip: {mode: diagonal}", "mode"},
         {"RandomFlip: {data_format: channels_first}", "data_format"},
+        {"RandomShear: {x_factor: -0.2}", "x_factor: -0.2 is outside [0, 1]"},
+        {"RandomShear: {y_factor: [0.2, 1.5]}", "y_factor: 1.5 is outside [0, 1]"},
+        {"RandomShear: {x_factor: [0.1, 0.2, 0.3]}", "x_factor: expected a number or a pair"},
+        {"RandomShear: {x_factor: 0.1, fill_mode: mirror}", "fill_mode"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char yaml[256];
@@ -494,6 +534,8 @@ static const char *resume_solver =
     "    - RandomTranslation: {height_factor: 0.2, width_factor: 0.2}\n"
     "    - RandomRotation: {factor: 0.1, seed: 3}\n"
     "    - RandomZoom: {height_factor: 0.2, interpolation: nearest}\n"
+    "    - RandomShear: {x_factor: 0.2, y_factor: [0.1, 0.3]}\n"
+    "    - RandomErasing: {value_range: [-5, 5]}\n"
     "    - RandomContrast: {factor: 0.3, value_range: [-5, 5]}\n"
     "    - Flatten: {}\n    - Dense: {units: 4}\n"
     "data:\n  train:\n"
@@ -545,6 +587,7 @@ TFC_TEST_MAIN("augment", {"flip_statistics", test_flip_statistics},
               {"rotation_statistics", test_rotation_statistics},
               {"translation_statistics", test_translation_statistics},
               {"zoom_statistics", test_zoom_statistics},
+              {"shear_statistics", test_shear_statistics},
               {"contrast_statistics", test_contrast_statistics},
               {"identity_and_determinism", test_identity_and_determinism},
               {"parity_keras", test_parity_keras},

@@ -630,6 +630,16 @@ static const gc_case cases[] = {
                           " value_range: [-600, 1000]}\n"
                           "  - Conv2D: {filters: 2, kernel_size: 2}\n"
                           "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
+    /* RandomShear (a shear about the origin, both signs) after a convolution: bilinear with
+     * reflect, nearest with constant; RandomErasing (noise in its rectangles, no gradient
+     * there); RandomGaussianBlur (half the images blurred, a few values clipped) */
+    {"augment_shear", IMG "  - Conv2D: {filters: 2, kernel_size: 2, padding: same}\n"
+                      "  - RandomShear: {x_factor: 0.4, y_factor: [0.1, 0.3]}\n"
+                      "  - RandomShear: {x_factor: 0.3, interpolation: nearest,"
+                      " fill_mode: constant, fill_value: 0.5}\n"
+                      "  - RandomErasing: {scale: [0.1, 0.5], value_range: [-1, 1]}\n"
+                      "  - RandomGaussianBlur: {kernel_size: [5, 3], value_range: [-2, 2]}\n"
+                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* Masking passes real steps through and its mask on to the recurrent layers and the
      * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's
      * definition, is no derivative of the loss, so test_masking checks those) */

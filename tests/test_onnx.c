@@ -973,6 +973,8 @@ static void test_augmentation(void)
             "  - RandomHue: {factor: 0.2}\n"
             "  - RandomColorJitter: {brightness_factor: 0.1, hue_factor: 0.1}\n"
             "  - Flatten: {}\n", 0);
+            "  - RandomContrast: {factor: 0.3}\n  - RandomShear: {x_factor: 0.2}\n"
+            "  - RandomErasing: {}\n  - RandomGaussianBlur: {}\n  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"

@@ -2,7 +2,8 @@
  * and the cells a warped pixel reads: header-only, as core/rng.h, so every backend (and a
  * CUDA kernel) draws and reads the same ones.
  * The matrices follow Keras 3's layers (random_translation.py, random_rotation.py,
- * random_zoom.py, random_flip.py) in float32 and in their order of operations. */
+ * random_zoom.py, random_flip.py, random_shear.py) in float32 and in their order of
+ * operations. */
 #ifndef TFC_CORE_AUGMENT_H
 #define TFC_CORE_AUGMENT_H
 
@@ -22,7 +23,9 @@ TFC_HD float tfc_augment_draw(uint64_t key, uint64_t step, int64_t i, int k, flo
  *   rotate:    a rotation by t = draw0 degrees about c = ((w - 1) / 2, (h - 1) / 2):
  *              (a0 a1; b0 b1) = (cos t, -sin t; sin t, cos t), (a2, b2) = c - (a b) c
  *   zoom:      sx = zx ox + (w - 1) / 2 (1 - zx), sy = zy oy + (h - 1) / 2 (1 - zy),
- *              zy = draw0, zx = draw1 (or zy with same_zoom) */
+ *              zy = draw0, zx = draw1 (or zy with same_zoom)
+ *   shear:     sx = ox + kx oy, sy = ky ox + oy (about pixel (0, 0), as Keras),
+ *              kx = s draw1, ky = s draw2, s = -1 when u0 > 1/2 else 1 */
 TFC_HD void tfc_warp_matrix(const tfc_warp_desc *d, int64_t i, float m[6])
 {
     const float w = (float)d->w, h = (float)d->h;
@@ -43,6 +46,10 @@ TFC_HD void tfc_warp_matrix(const tfc_warp_desc *d, int64_t i, float m[6])
         m[0] = c, m[1] = -s, m[3] = s, m[4] = c;
         m[2] = cx - cx * m[0] - cy * m[1];
         m[5] = cy - cx * m[3] - cy * m[4];
+    } else if (d->kind == TFC_WARP_SHEAR) {
+        const float s = tfc_rng_uniform(d->key, d->step, 4 * (uint64_t)i) > 0.5f ? -1.0f : 1.0f;
+        m[1] = tfc_augment_draw(d->key, d->step, i, 1, d->lo[1], d->hi[1]) * s;
+        m[3] = tfc_augment_draw(d->key, d->step, i, 2, d->lo[0], d->hi[0]) * s;
     } else {
         const float zy = tfc_augment_draw(d->key, d->step, i, 0, d->lo[0], d->hi[0]);
         const float zx = d->same_zoom ? zy

@@ -526,7 +526,9 @@ typedef enum tfc_warp_kind {
     TFC_WARP_FLIP = 0,  /* u0 <= 1/2: flip the axes flip_rows, flip_cols (RandomFlip) */
     TFC_WARP_TRANSLATE, /* shift by draw 0 times h rows, draw 1 times w columns */
     TFC_WARP_ROTATE,    /* turn by draw 0 degrees about the image's centre */
-    TFC_WARP_ZOOM       /* scale the rows read by draw 0, the columns by draw 1 (or 0) */
+    TFC_WARP_ZOOM,      /* scale the rows read by draw 0, the columns by draw 1 (or 0) */
+    TFC_WARP_SHEAR      /* shear about the origin: columns by draw 1, rows by draw 2, both
+                         * negated when u0 > 1/2 */
 } tfc_warp_kind;
 
 /* Where a warp reads outside the image (Keras's fill_mode, jax.scipy.ndimage's modes):
@@ -600,6 +602,34 @@ typedef struct tfc_color_desc {
     float vlo, vhi;     /* value_range */
     uint64_t key, step;
 } tfc_color_desc;
+/* RandomErasing in training (core/augment_region.h): image i, when its draw u5 < p (p drawn
+ * in [plo, phi]), has the rectangle x0 <= ox < x1, y0 <= oy < y1 replaced by the fill;
+ * the rectangle's sides are sqrt(a) w and sqrt(b) h (a, b drawn in [slo, shi]), its corner
+ * placed uniformly within the image. The fill: clip(z vhi, vlo, vhi) per value (z a
+ * standard normal; noise) or clip(fill[ch], vlo, vhi). */
+typedef struct tfc_erase_desc {
+    int n, h, w, c;
+    float plo, phi;  /* factor: the erase probability's range */
+    float slo, shi;  /* scale: each side's squared fraction */
+    int noise;       /* 1: a normal draw per value; 0: fill[ch % 3] */
+    float fill[3];
+    float vlo, vhi;  /* value_range, as Keras clips the fill to it (not sorted) */
+    uint64_t key, step;
+} tfc_erase_desc;
+
+/* RandomGaussianBlur in training (core/augment_region.h): image i, when its draw u1 < p (p
+ * drawn in [plo, phi]), is blurred by a kw x kh Gaussian (sigmas drawn once per batch in
+ * [slo, shi], Keras's), zero-padded to its size; then every image is clipped:
+ *   y = clip(blurred ? k * x : x, vlo, vhi) */
+enum { TFC_BLUR_MAX_KERNEL = 63 };
+typedef struct tfc_blur_desc {
+    int n, h, w, c;
+    int kh, kw;     /* odd, at most TFC_BLUR_MAX_KERNEL */
+    float plo, phi; /* factor: the blur probability's range */
+    float slo, shi; /* sigma's range */
+    float vlo, vhi; /* value_range (not sorted) */
+    uint64_t key, step;
+} tfc_blur_desc;
 
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
@@ -1279,6 +1309,17 @@ typedef struct tfc_device_options {
     X(void, color_forward, (tfc_backend *be, const tfc_color_desc *d, const float *x, float *y))   \
     X(void, color_backward, (tfc_backend *be, const tfc_color_desc *d, const float *x,             \
                              const float *dy, float *dx))                                          \
+    /* RandomErasing in training (tfc_erase_desc): erasing_forward overwrites y; erasing_backward  \
+     * adds dy to dx outside the erased rectangles (the fill does not depend on x). */             \
+    X(void, erasing_forward, (tfc_backend *be, const tfc_erase_desc *d, const float *x, float *y)) \
+    X(void, erasing_backward, (tfc_backend *be, const tfc_erase_desc *d, const float *dy,          \
+                               float *dx))                                                         \
+    /* RandomGaussianBlur in training (tfc_blur_desc): blur_forward overwrites y;                  \
+     * blur_backward adds to dx the transpose of the blur where the clip passes (x the            \
+     * forward's input). */                                                                        \
+    X(void, blur_forward, (tfc_backend *be, const tfc_blur_desc *d, const float *x, float *y))     \
+    X(void, blur_backward, (tfc_backend *be, const tfc_blur_desc *d, const float *x,               \
+                            const float *dy, float *dx))                                           \
     /* Adaptive pooling (tfc_adaptive_pool_desc): adaptive_pool_forward overwrites y; for max      \
      * pooling argmax [n, out, c] (NULL: no backward follows) receives each winner's flat index    \
      * within its example's volume (in[0] in[1] in[2] c), on ties the cell of the lowest w,        \

@@ -1,8 +1,8 @@
 /* The augmentation layers (keras.layers.RandomFlip, RandomTranslation, RandomRotation,
- * RandomZoom, RandomContrast, RandomBrightness): in training each image gets its own random transform, drawn
- * from the layer's stream at (step, image) (core/augment.h), so a resumed run repeats it;
- * at inference y = x.
- *   RandomFlip, RandomTranslation, RandomRotation, RandomZoom:
+ * RandomZoom, RandomShear, RandomContrast, RandomBrightness): in training each image gets
+ * its own random transform, drawn from the layer's stream at (step, image)
+ * (core/augment.h), so a resumed run repeats it; at inference y = x.
+ *   RandomFlip, RandomTranslation, RandomRotation, RandomZoom, RandomShear:
  *     y[oy, ox] = x read at (sx, sy) = M (ox, oy, 1)   (M per image, nearest or bilinear,
  *                                                       outside cells placed by fill_mode)
  *     backward: dx += M^T dy, the transpose of that linear map (fill_value is constant)
@@ -20,7 +20,7 @@
 
 typedef struct augment_args {
     int mode, fill_mode, interpolation, seed, data_format;
-    tfc_float_list height_factor, width_factor, factor, value_range;
+    tfc_float_list height_factor, width_factor, factor, value_range, x_factor, y_factor;
     double fill_value;
     /* set by build: the transform (kind; contrast for RandomContrast) and the ranges drawn
      * from (the descs' lo, hi) */
@@ -65,6 +65,10 @@ static const tfc_field zoom_fields[] = {
     FACTOR_FIELD("width_factor", width_factor, TFC_NO_DEFAULT,
                  "scale of the columns read, minus 1 (none: height_factor's draw)"),
     WARP_FIELDS, {NULL}};
+static const tfc_field shear_fields[] = {
+    FACTOR_FIELD("x_factor", x_factor, "0", "columns shifted by this fraction of the row index"),
+    FACTOR_FIELD("y_factor", y_factor, "0", "rows shifted by this fraction of the column index"),
+    WARP_FIELDS, {NULL}};
 static const tfc_field contrast_fields[] = {
     FACTOR_FIELD("factor", factor, NULL, "the contrast factor lies in [1 - lower, 1 + upper]"),
     FACTOR_FIELD("value_range", value_range, TFC_NO_DEFAULT,
@@ -108,7 +112,8 @@ tfc_status tfc_augment_factor_range(const tfc_layer *l, const char *arg,
 }
 
 static const tfc_factor_rule shift_rule = {-1, 1, 0, 0}, zoom_rule = {-1, 1, 1, 0},
-                         turn_rule = {-1, 1, 0, 1}, contrast_rule = {0, 1, 0, 1};
+                         turn_rule = {-1, 1, 0, 1}, contrast_rule = {0, 1, 0, 1},
+                         shear_rule = {0, 1, 0, 0};
 
 tfc_status tfc_augment_same_shape(tfc_layer *l, tfc_error *err)
 {
@@ -160,6 +165,22 @@ static tfc_status zoom_build(tfc_layer *l, tfc_error *err)
                                  &a->hi[1], err))
         return TFC_ERR_CONFIG;
     for (int k = 0; k < 2; k++) a->lo[k] += 1.0f, a->hi[k] += 1.0f;
+    return tfc_augment_same_shape(l, err);
+}
+
+/* RandomShear's ranges: every number in [0, 1], a number f giving [-f, f] (Keras's own
+ * _set_factor_with_name; the sign is drawn again per image, u0 > 1/2 negating both) */
+static tfc_status shear_build(tfc_layer *l, tfc_error *err)
+{
+    augment_args *a = l->args;
+    a->kind = TFC_WARP_SHEAR;
+    if (tfc_augment_factor_range(l, "y_factor", &a->y_factor, shear_rule, &a->lo[0], &a->hi[0],
+                                 err) ||
+        tfc_augment_factor_range(l, "x_factor", &a->x_factor, shear_rule, &a->lo[1], &a->hi[1],
+                                 err))
+        return TFC_ERR_CONFIG;
+    if (a->y_factor.n == 1) a->lo[0] = -a->hi[0];
+    if (a->x_factor.n == 1) a->lo[1] = -a->hi[1];
     return tfc_augment_same_shape(l, err);
 }
 
@@ -298,6 +319,13 @@ AUGMENT_OPS(tfc_random_translation_ops, "RandomTranslation", translation_fields,
 AUGMENT_OPS(tfc_random_rotation_ops, "RandomRotation", rotation_fields, rotation_build,
             warp_needs);
 AUGMENT_OPS(tfc_random_zoom_ops, "RandomZoom", zoom_fields, zoom_build, warp_needs);
+/* on the warp ops the GPU has, but not yet run there under make test-gpu */
+const tfc_layer_ops tfc_random_shear_ops = {
+    .type = "RandomShear", .schema = shear_fields, .args_size = sizeof(augment_args),
+    .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .cpu_first = 1,
+    .build = shear_build, .forward = augment_forward, .backward = augment_backward,
+    .needs = warp_needs,
+};
 AUGMENT_OPS(tfc_random_contrast_ops, "RandomContrast", contrast_fields, contrast_build,
             contrast_needs);
 AUGMENT_OPS(tfc_random_brightness_ops, "RandomBrightness", brightness_fields, brightness_build,

@@ -2912,13 +2912,14 @@ static int warp_case(tfc_warp_desc d)
 }
 
 /* Every kind, fill mode and interpolation at odd sizes, with ranges that read far outside
- * the image (shifts past half the image, any angle, zooms from 0.3 to 1.9). */
+ * the image (shifts past half the image, any angle, zooms from 0.3 to 1.9, RandomShear's
+ * shears up to 1). */
 static void test_augment_warp(void)
 {
     static const int shapes[][4] = {{3, 7, 9, 3}, {2, 5, 4, 1}, {2, 1, 6, 2}, {1, 16, 11, 5}};
     int bad = 0;
     for (int s = 0; s < 4; s++)
-        for (int kind = TFC_WARP_FLIP; kind <= TFC_WARP_ZOOM; kind++)
+        for (int kind = TFC_WARP_FLIP; kind <= TFC_WARP_SHEAR; kind++)
             for (int fill = TFC_FILL_REFLECT; fill <= TFC_FILL_NEAREST; fill++)
                 for (int bil = 0; bil < 2; bil++) {
                     if (kind == TFC_WARP_FLIP && (fill || bil)) continue;
@@ -2937,6 +2938,8 @@ static void test_augment_warp(void)
                     if (kind == TFC_WARP_TRANSLATE)
                         d.lo[0] = -0.6f, d.hi[0] = 0.7f, d.lo[1] = -1, d.hi[1] = 0.4f;
                     if (kind == TFC_WARP_ROTATE) d.lo[0] = -180, d.hi[0] = 180;
+                    if (kind == TFC_WARP_SHEAR) /* RandomShear's largest, both signs */
+                        d.lo[0] = -1, d.hi[0] = 0.6f, d.lo[1] = 0.2f, d.hi[1] = 1;
                     if (kind == TFC_WARP_ZOOM) {
                         d.lo[0] = 0.3f, d.hi[0] = 1.9f, d.lo[1] = 0.5f, d.hi[1] = 1.5f;
                         d.same_zoom = bil;
@@ -3057,6 +3060,76 @@ static const char position_yaml[] =
 static void test_train_augment(void)
 {
     train_steps(augment_yaml, 6, 0, 0, 5e-4, 1e-5);
+}
+
+/* RandomErasing's and RandomGaussianBlur's ops (gpu_region.cu) against the CPU: a constant
+ * fill per channel bit for bit, the noise fill (a normal per value, log and cos in double on
+ * both) within 1e-6, the blur bit for bit; then a model with both trains on both backends */
+static void test_augment_region(void)
+{
+    enable_layer_ops(1);
+    for (int noise = 0; noise < 2; noise++) {
+        const tfc_erase_desc d = {.n = 5, .h = 13, .w = 11, .c = 3, .plo = 0.2f, .phi = 1,
+                                  .slo = 0.05f, .shi = 0.6f, .noise = noise,
+                                  .fill = {0.3f, -2, 0.7f}, .vlo = -1, .vhi = 1, .key = 21,
+                                  .step = 3};
+        const int64_t n = 5 * 13 * 11 * 3;
+        pair x = pair_rand(n, -1, 1), y = pair_rand(n, -1, 1), dy = pair_rand(n, -1, 1);
+        pair dx = pair_rand(n, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->erasing_forward(be, &d, SIDE(x, k), SIDE(y, k));
+            be->ops->erasing_backward(be, &d, SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part("erasing", "forward", &y, noise ? 1e-6 : 0, noise ? 1e-6 : 0) +
+                            check_part("erasing", "backward", &dx, EXACT), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
+    /* RandomGaussianBlur's ops: kernels 3 x 3 and 5 wide by 3 high, some values clipped;
+     * the same bits (the weights from core/augment_region.h, each sum in the CPU's order) */
+    for (int wide = 0; wide < 2; wide++) {
+        const tfc_blur_desc d = {.n = 6, .h = 9, .w = 10, .c = 3, .kh = 3, .kw = wide ? 5 : 3,
+                                 .plo = 0.1f, .phi = 0.9f, .slo = 0.3f, .shi = 1,
+                                 .vlo = -0.6f, .vhi = 0.7f, .key = 5, .step = 9};
+        const int64_t n = 6 * 9 * 10 * 3;
+        pair x = pair_rand(n, -1, 1), y = pair_rand(n, -1, 1), dy = pair_rand(n, -1, 1);
+        pair dx = pair_rand(n, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->blur_forward(be, &d, SIDE(x, k), SIDE(y, k));
+            be->ops->blur_backward(be, &d, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part("blur", "forward", &y, EXACT) +
+                            check_part("blur", "backward", &dx, EXACT), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
+    check_status();
+    train_steps("input: {shape: [9, 8, 3]}\nlayers:\n"
+                "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - RandomErasing: {value_range: [-1, 1]}\n"
+                "  - RandomErasing: {factor: [0.5, 1], scale: 0.3, fill_value: [0.1, 0.2, 0.3]}\n"
+                "  - RandomGaussianBlur: {kernel_size: [5, 3], value_range: [-2, 2]}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
+/* RandomShear (cpu_first, on the warp ops) between convolutions, so its backward runs: a
+ * few steps on both backends */
+static void test_train_shear(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [9, 8, 2]}\nlayers:\n"
+                "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - RandomShear: {x_factor: 0.5, y_factor: [0.1, 0.4], fill_mode: wrap}\n"
+                "  - RandomShear: {y_factor: 0.3, interpolation: nearest, fill_mode: constant}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
 }
 
 static void test_train_border(void)
@@ -4786,6 +4859,8 @@ int main(int argc, char **argv)
         {"augment_inference", test_augment_inference},
         {"augment_color", test_augment_color},
         {"train_augment", test_train_augment},
+        {"train_shear", test_train_shear},
+        {"augment_region", test_augment_region},
         {"train_border", test_train_border},
         {"train_token_position", test_train_token_position},
         {"train_position", test_train_position},
