@@ -180,12 +180,96 @@ static void test_adagrad(void)
     CLOSE(w[0], 0.8393393, 1e-6);
 }
 
+/* Keras 3.15's own optimizers (tests/ref/keras_optimizers.py): per case, a vector of
+ * weights takes T updates from the fixture's gradients, and after each the weights must
+ * be Keras's, and after the last each slot Keras's slot variable of that name (Nadam's
+ * scalar u_product: the cache tfc recomputes from the step). The gradients hold zeros and
+ * span 1e-4 to 10. Tolerance: a few float32 roundings of an update (Keras and tfc round
+ * 1 - beta and pow differently). Every type must have a case here. */
+static void test_keras_optimizers(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/optimizers/optimizers.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const int T = atoi(tfc_st_meta(f, "T")), N = atoi(tfc_st_meta(f, "N"));
+    const char *json = tfc_st_meta(f, "cases");
+    CU_ASSERT_FATAL(T > 0 && N > 0 && N <= 64 && json);
+    tfc_doc *doc = tfc_doc_load_string(json, strlen(json), "cases", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    const tfc_node *cases = tfc_doc_root(doc);
+    float w0[64], *g = malloc(sizeof(float) * (size_t)(T * N)),
+                  *want = malloc(sizeof(float) * (size_t)(T * N));
+    tfc_st_tensor_to_f32(tfc_st_find(f, "w0"), w0);
+    tfc_st_tensor_to_f32(tfc_st_find(f, "g"), g);
+    int covered[TFC_OPTIMIZER_COUNT] = {0}, slots_checked = 0;
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (int c = 0; c < cases->n; c++) {
+        const char *name = tfc_node_get(cases->vals[c], "name")->str;
+        const char *yaml = tfc_node_get(cases->vals[c], "yaml")->str;
+        char key[160];
+        snprintf(key, sizeof key, "%s/w", name);
+        tfc_st_tensor_to_f32(tfc_st_find(f, key), want);
+        tfc_optimizer_config cfg = config_of(yaml);
+        tfc_optimizer o;
+        CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&o, &cfg, be, N, &err), TFC_OK);
+        covered[cfg.type] = 1;
+        float w[64];
+        memcpy(w, w0, sizeof(float) * (size_t)N);
+        double worst = 0;
+        for (int t = 0; t < T; t++) {
+            tfc_optimizer_step(&o, t, cfg.learning_rate, 1, 0, w, g + t * N);
+            for (int i = 0; i < N; i++) {
+                double e = fabs(w[i] - want[t * N + i]) / (1e-3 + fabs(want[t * N + i]));
+                worst = e > worst ? e : worst;
+            }
+        }
+        if (worst > 1e-5) printf("\n%s (%s): weights off by %.3g\n", name, yaml, worst);
+        CU_ASSERT(worst <= 1e-5);
+        for (int k = 0; k < 3; k++) {
+            if (!o.slot_name[k]) continue;
+            snprintf(key, sizeof key, "%s/slot:%s", name, o.slot_name[k]);
+            const tfc_st_tensor *st = tfc_st_find(f, key);
+            CU_ASSERT_PTR_NOT_NULL(st);
+            if (!st) continue;
+            float ref[64];
+            tfc_st_tensor_to_f32(st, ref);
+            double bad = 0;
+            for (int i = 0; i < N; i++)
+                bad = fmax(bad, fabs(o.slot[k][i] - ref[i]) / (1e-3 + fabs(ref[i])));
+            if (bad > 2e-5) printf("\n%s: slot %s off by %.3g\n", name, o.slot_name[k], bad);
+            CU_ASSERT(bad <= 2e-5);
+            slots_checked++;
+        }
+        snprintf(key, sizeof key, "%s/slot:u_product", name);
+        const tfc_st_tensor *up = tfc_st_find(f, key);
+        CU_ASSERT((up != NULL) == (cfg.type == TFC_OPTIMIZER_NADAM));
+        if (up) {
+            float ref;
+            tfc_st_tensor_to_f32(up, &ref);
+            CU_ASSERT(o.u_iter == T && fabsf(o.u_product - ref) <= 1e-6f * fabsf(ref));
+        }
+        tfc_optimizer_release(&o);
+    }
+    for (int t = 0; t < TFC_OPTIMIZER_COUNT; t++) {
+        if (!covered[t]) printf("\noptimizer %s has no Keras case\n", tfc_optimizer_names[t]);
+        CU_ASSERT(covered[t]);
+        tested_optimizer[t] |= covered[t];
+    }
+    CU_ASSERT(slots_checked >= 30);
+    tfc_backend_free(be);
+    free(g);
+    free(want);
+    tfc_doc_free(doc);
+    tfc_st_close(f);
+}
+
 static void test_optimizer_registry(void)
 {
     /* Every registered optimizer has a case above. Run alone, this test runs those cases
      * itself, so the answer does not depend on the order of the suite. */
-    static void (*const cases[])(void) = {test_sgd, test_adam, test_adamw, test_rmsprop,
-                                          test_adagrad};
+    static void (*const cases[])(void) = {test_sgd,     test_adam,    test_adamw,
+                                          test_rmsprop, test_adagrad, test_keras_optimizers};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) cases[i]();
     for (int t = 0; t < TFC_OPTIMIZER_COUNT; t++) {
         CU_ASSERT_PTR_NOT_NULL(tfc_optimizer_fields((tfc_optimizer_type)t));
@@ -218,7 +302,39 @@ static void test_optimizer_errors(void)
                         "mean \"adam\"?");
     expect_config_error("{type: adam, momentum: 0.9}", 0,
                         "optimizer.momentum: unknown key 'momentum' (known keys: type, "
-                        "learning_rate, beta_1, beta_2, epsilon, amsgrad)");
+                        "learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay)");
+    /* Keras's own refusals: Lion's beta_1 of 0, FTRL's positive learning_rate_power */
+    expect_config_error("{type: lion,\n beta_1: 0}", 0,
+                        "x.yaml:2:10: error: optimizer.beta_1: lion's beta_1 must be in (0, 1]");
+    expect_config_error("{type: ftrl, learning_rate_power: 0.5}", 0,
+                        "optimizer.learning_rate_power: expected a number in [-1e+30, 0]");
+    expect_config_error("{type: ftrl, l1_regularization_strength: -1}", 0,
+                        "optimizer.l1_regularization_strength: expected a number in [0,");
+    expect_config_error("{type: lamb}", 0, "optimizer.type: unknown value \"lamb\"");
+    /* The CPU-first types on a GPU backend (a CPU one marked as a device here): refused,
+     * naming the type; the others not. */
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    const int device = be->device;
+    be->device = 0;
+    tfc_optimizer o;
+    for (int t = 0; t < TFC_OPTIMIZER_COUNT; t++) {
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_optimizer_config c = {.type = t, .learning_rate = 0.01};
+        tfc_status st = tfc_optimizer_init(&o, &c, be, 4, &err);
+        CU_ASSERT_EQUAL(st, tfc_optimizer_cpu_first((tfc_optimizer_type)t) ? TFC_ERR_CONFIG
+                                                                             : TFC_OK);
+        if (st) {
+            char want[96];
+            snprintf(want, sizeof want, "optimizer %s has not run on", tfc_optimizer_names[t]);
+            CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
+        } else {
+            tfc_optimizer_release(&o);
+        }
+    }
+    CU_ASSERT(tfc_optimizer_cpu_first(TFC_OPTIMIZER_LION) && !tfc_optimizer_cpu_first(TFC_OPTIMIZER_ADAM));
+    be->device = device;
+    tfc_backend_free(be);
     expect_config_error("{type: sgd, learning_rat: 0.1}", 0,
                         "optimizer.learning_rat: unknown key 'learning_rat'; did you mean "
                         "'learning_rate'?");
@@ -1165,6 +1281,7 @@ int main(int argc, char **argv)
         {"adamw", test_adamw},
         {"rmsprop", test_rmsprop},
         {"adagrad", test_adagrad},
+        {"keras_optimizers", test_keras_optimizers},
         {"optimizer_registry", test_optimizer_registry},
         {"optimizer_errors", test_optimizer_errors},
         {"lr_policies", test_lr_policies},

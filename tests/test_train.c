@@ -639,6 +639,14 @@ static void test_resume_every_optimizer_and_schedule(void)
         {"optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
          "velocity momentum average_gradient "},
         {"optimizer={type: adagrad, learning_rate: 0.05}", "accumulator "},
+        /* Nadam's u_product is not in the state: recomputed from the step on resume */
+        {"optimizer={type: nadam, learning_rate: 0.01}", "momentum velocity "},
+        {"optimizer={type: adamax, learning_rate: 0.01}", "momentum norm "},
+        {"optimizer={type: lion, learning_rate: 0.001, weight_decay: 0.1}", "momentum "},
+        {"optimizer={type: adadelta, learning_rate: 1.0}",
+         "accumulated_grad accumulated_delta_var "},
+        {"optimizer={type: ftrl, learning_rate: 0.05, l1_regularization_strength: 0.001}",
+         "accumulator linear "},
     };
     static const char *const sched[] = {
         "lr_policy={type: cosine, alpha: 0.1}",
@@ -748,6 +756,11 @@ static void test_device_step(void)
         "optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
         "optimizer={type: adagrad, learning_rate: 0.05}",
         "optimizer={type: adam, learning_rate: 0.01}",
+        "optimizer={type: nadam, learning_rate: 0.01, weight_decay: 0.01}",
+        "optimizer={type: adamax, learning_rate: 0.01}",
+        "optimizer={type: lion, learning_rate: 0.001}",
+        "optimizer={type: adadelta, learning_rate: 1.0}",
+        "optimizer={type: ftrl, learning_rate: 0.05, l2_shrinkage_regularization_strength: 0.01}",
     };
     static const char *const sched[][2] = {
         {"lr_policy={type: cosine, alpha: 0.1}", "iter_size=2"},
@@ -870,6 +883,8 @@ static void test_staged_step(void)
         "optimizer={type: adamw, learning_rate: 0.01, weight_decay: 0.1}",
         "optimizer={type: rmsprop, learning_rate: 0.01, centered: true, momentum: 0.5}",
         "optimizer={type: adagrad, learning_rate: 0.05}",
+        "optimizer={type: nadam, learning_rate: 0.01}", /* coef: per-step constants */
+        "optimizer={type: ftrl, learning_rate: 0.05, beta: 0.5}",
     };
     static const char *const sched[][2] = {
         {"lr_policy={type: step, step_size: 10, gamma: 0.5, warmup_iters: 5}",

@@ -723,16 +723,24 @@ TFC_HD int tfc_loss_row_divisor(tfc_loss_kind kind, int classes)
 
 /* The optimizer, one enum for both floors: the solver's `optimizer.type` (whose names,
  * tfc_optimizer_names, and field tables live in solver/optimizer.c) and the update rule of
- * the backend's optimizer_update. The backend knows four rules: ADAMW is Adam's rule, its
- * decoupled decay carried by tfc_optim_desc.decay, which every rule applies. */
+ * the backend's optimizer_update. ADAMW is Adam's rule, its decoupled decay carried by
+ * tfc_optim_desc.decay, which every rule applies (Keras 3's weight_decay of any optimizer). */
 typedef enum tfc_optimizer_type {
     TFC_OPTIMIZER_SGD = 0,
     TFC_OPTIMIZER_ADAM,
     TFC_OPTIMIZER_ADAMW,
     TFC_OPTIMIZER_RMSPROP,
     TFC_OPTIMIZER_ADAGRAD,
+    TFC_OPTIMIZER_NADAM,
+    TFC_OPTIMIZER_ADAMAX,
+    TFC_OPTIMIZER_LION,
+    TFC_OPTIMIZER_ADADELTA,
+    TFC_OPTIMIZER_FTRL,
     TFC_OPTIMIZER_COUNT
 } tfc_optimizer_type;
+
+/* The per-step constants of tfc_optim_desc.coef (TFC_OPTIM_COEFS of them) */
+#define TFC_OPTIM_COEFS 5
 
 /* One optimizer step over the flat arenas of trainable parameters (tfc_model_params /
  * tfc_model_grads), fused so that a device reads and writes each float once. Every type
@@ -753,6 +761,23 @@ typedef enum tfc_optimizer_type {
  *            inc = lr g / sqrt(den);  momentum > 0: mo = momentum mo + inc, w -= mo; else w -= inc
  *            slot0 v (velocity), slot1 mo (momentum), slot2 a (average_gradient)
  *   adagrad  acc += g^2;  w -= lr g / sqrt(acc + epsilon)       slot0 acc (accumulator)
+ *   nadam    m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2)
+ *            mh = coef0 m / coef1 + coef2 g / coef3;  w -= mh lr / (sqrt(v / coef4) + epsilon)
+ *            (coef: u_{t+1}, 1 - U_t u_{t+1}, 1 - u_t, 1 - U_t, 1 - beta_2^t with Keras's
+ *            momentum schedule u_t = beta_1 (1 - 0.5 0.96^t) and U_t = u_1 ... u_t)
+ *            slot0 m (momentum), slot1 v (velocity)
+ *   adamax   m += (g - m)(1 - beta_1);  u = max(beta_2 u, |g|)
+ *            w -= lr m / (coef0 (u + epsilon)),  coef0 = 1 - beta_1^t
+ *            slot0 m (momentum), slot1 u (norm)
+ *   lion     w -= lr sign(beta_1 m + (1 - beta_1) g);  m = beta_2 m + (1 - beta_2) g
+ *            slot0 m (momentum)
+ *   adadelta a = rho a + (1 - rho) g^2;  d = -sqrt(b + epsilon) g / sqrt(a + epsilon)
+ *            b = rho b + (1 - rho) d^2;  w += lr d
+ *            slot0 a (accumulated_grad), slot1 b (accumulated_delta_var)
+ *   ftrl     p = -lr_power;  n' = n + g^2  (g, not the shrunk gradient)
+ *            z += g + l2_shrinkage w - (n'^p - n^p) / lr w;  n = n'
+ *            w = (clip(z, -l1, l1) - z) / (n'^p / lr + coef0),  coef0 = 2 (l2 + beta / (2 lr))
+ *            slot0 n (accumulator, starting at initial_accumulator_value), slot1 z (linear)
  * Arithmetic is float32, element-wise, so the result does not depend on threads. */
 typedef struct tfc_optim_desc {
     tfc_optimizer_type type;
@@ -765,11 +790,13 @@ typedef struct tfc_optim_desc {
     float beta_1, beta_2, epsilon; /* adam; epsilon also rmsprop, adagrad */
     float alpha;       /* adam: bias-corrected step size for this t */
     int amsgrad;       /* adam */
-    float rho;         /* rmsprop */
+    float rho;         /* rmsprop, adadelta */
     int centered;      /* rmsprop */
-    /* optimizer_update_at only: lr, alpha and decay are read from the step state (its
-     * lr, alpha, decay) instead of from here, so a step replayed from a CUDA graph, whose
-     * by-value arguments are the captured step's, takes each step's rates */
+    float lr_power, l1, l2_shrinkage; /* ftrl: learning_rate_power, l1 and 2 x l2 shrinkage */
+    float coef[TFC_OPTIM_COEFS];      /* nadam, adamax, ftrl: the step's constants (above) */
+    /* optimizer_update_at only: lr, alpha, decay and coef are read from the step state
+     * (its lr, alpha, decay, coef) instead of from here, so a step replayed from a CUDA
+     * graph, whose by-value arguments are the captured step's, takes each step's rates */
     int rates_at_state;
 } tfc_optim_desc;
 
@@ -789,6 +816,9 @@ typedef struct tfc_step_state {
      * divides the update's scale by it and loss_scale_at multiplies the loss's gradient by
      * it, so a step replayed from a CUDA graph takes each step's S. No op writes it. */
     float loss_scale;
+    /* The update's per-step constants (tfc_optim_desc.coef), as the host writes them with
+     * the rates (right after loss_scale: the same upload); no op writes them. */
+    float coef[TFC_OPTIM_COEFS];
 } tfc_step_state;
 
 /* The grad_scale of an update: `scale` (1 / (iter_size ranks), the average) times the

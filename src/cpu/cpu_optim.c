@@ -92,6 +92,79 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
         }
         break;
     }
+    case TFC_OPTIMIZER_NADAM: {
+        const float b1 = d->beta_1, b2 = d->beta_2, eps = d->epsilon;
+        const float u1 = d->coef[0], d1 = d->coef[1], c2 = d->coef[2], d2 = d->coef[3],
+                    d3 = d->coef[4];
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float m = slot0[i] + (g - slot0[i]) * (1.0f - b1);
+            float v = slot1[i] + (g * g - slot1[i]) * (1.0f - b2);
+            slot0[i] = m;
+            slot1[i] = v;
+            float mh = u1 * m / d1 + c2 * g / d2;
+            params[i] -= mh * lr / (sqrtf(v / d3) + eps);
+        }
+        break;
+    }
+    case TFC_OPTIMIZER_ADAMAX: {
+        const float b1 = d->beta_1, b2 = d->beta_2, eps = d->epsilon, c = d->coef[0];
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float m = slot0[i] + (g - slot0[i]) * (1.0f - b1);
+            float u = fmaxf(b2 * slot1[i], fabsf(g));
+            slot0[i] = m;
+            slot1[i] = u;
+            params[i] -= lr * m / (c * (u + eps));
+        }
+        break;
+    }
+    case TFC_OPTIMIZER_LION: {
+        const float b1 = d->beta_1, b2 = d->beta_2;
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float c = slot0[i] * b1 + g * (1.0f - b1);
+            params[i] -= lr * (float)((c > 0.0f) - (c < 0.0f)); /* sign, 0 at 0 */
+            slot0[i] = slot0[i] * b2 + g * (1.0f - b2);
+        }
+        break;
+    }
+    case TFC_OPTIMIZER_ADADELTA: {
+        const float rho = d->rho, eps = d->epsilon;
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float a = rho * slot0[i] + (1.0f - rho) * (g * g);
+            slot0[i] = a;
+            float delta = -(sqrtf(slot1[i] + eps) * g / sqrtf(a + eps));
+            slot1[i] = rho * slot1[i] + (1.0f - rho) * (delta * delta);
+            params[i] += lr * delta;
+        }
+        break;
+    }
+    case TFC_OPTIMIZER_FTRL: {
+        /* Keras's default power 0.5 as sqrtf (vectorised; the same value as powf's,
+         * which is correctly rounded here too in all but rare cases) */
+        const float p = -d->lr_power, l1 = d->l1, shrink = d->l2_shrinkage, q = d->coef[0];
+        const int root = p == 0.5f;
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
+        for (int64_t i = 0; i < n; i++) {
+            float w = params[i];
+            float g = grad_and_decay(d, &w, grads[i]);
+            float acc = slot0[i], acc_new = acc + g * g;
+            float pn = root ? sqrtf(acc_new) : powf(acc_new, p);
+            float po = root ? sqrtf(acc) : powf(acc, p);
+            float z = slot1[i] + ((g + shrink * w) - (pn - po) / lr * w);
+            float zc = fminf(fmaxf(z, -l1), l1);
+            slot0[i] = acc_new;
+            slot1[i] = z;
+            params[i] = (zc - z) / (pn / lr + q);
+        }
+        break;
+    }
     case TFC_OPTIMIZER_COUNT: TFC_ASSERT(!"unknown optimizer type"); break;
     }
 }

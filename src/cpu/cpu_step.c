@@ -3,6 +3,7 @@
  * update reading them from there. Each is today's host-path computation with its result
  * stored instead of returned, so the two paths of the trainer give the same bits. */
 #include <math.h>
+#include <string.h>
 
 #include "cpu/cpu_internal.h"
 
@@ -34,6 +35,9 @@ void tfc_cpu_optimizer_update_at(tfc_backend *be, const tfc_optim_desc *d,
     if (st->skip) return;
     tfc_optim_desc at = *d;
     at.grad_scale = st->grad_scale;
-    if (d->rates_at_state) at.lr = st->lr, at.alpha = st->alpha, at.decay = st->decay;
+    if (d->rates_at_state) {
+        at.lr = st->lr, at.alpha = st->alpha, at.decay = st->decay;
+        memcpy(at.coef, st->coef, sizeof at.coef);
+    }
     tfc_cpu_optimizer_update(be, &at, n, params, grads, slot0, slot1, slot2);
 }

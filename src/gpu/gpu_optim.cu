@@ -27,7 +27,10 @@ static __global__ void optim_kernel(tfc_optim_desc d, const tfc_step_state *st, 
 {
     if (st && st->skip) return;
     const float grad_scale = st ? st->grad_scale : d.grad_scale;
-    if (st && d.rates_at_state) d.lr = st->lr, d.alpha = st->alpha, d.decay = st->decay;
+    if (st && d.rates_at_state) {
+        d.lr = st->lr, d.alpha = st->alpha, d.decay = st->decay;
+        for (int k = 0; k < TFC_OPTIM_COEFS; k++) d.coef[k] = st->coef[k];
+    }
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         float w = params[i];
@@ -76,6 +79,49 @@ static __global__ void optim_kernel(tfc_optim_desc d, const tfc_step_state *st, 
             float acc = slot0[i] + g * g;
             slot0[i] = acc;
             w -= d.lr * g / sqrtf(acc + d.epsilon);
+            break;
+        }
+        case TFC_OPTIMIZER_NADAM: {
+            float m = slot0[i] + (g - slot0[i]) * (1.0f - d.beta_1);
+            float v = slot1[i] + (g * g - slot1[i]) * (1.0f - d.beta_2);
+            slot0[i] = m;
+            slot1[i] = v;
+            float mh = d.coef[0] * m / d.coef[1] + d.coef[2] * g / d.coef[3];
+            w -= mh * d.lr / (sqrtf(v / d.coef[4]) + d.epsilon);
+            break;
+        }
+        case TFC_OPTIMIZER_ADAMAX: {
+            float m = slot0[i] + (g - slot0[i]) * (1.0f - d.beta_1);
+            float u = fmaxf(d.beta_2 * slot1[i], fabsf(g));
+            slot0[i] = m;
+            slot1[i] = u;
+            w -= d.lr * m / (d.coef[0] * (u + d.epsilon));
+            break;
+        }
+        case TFC_OPTIMIZER_LION: {
+            float c = slot0[i] * d.beta_1 + g * (1.0f - d.beta_1);
+            w -= d.lr * (float)((c > 0.0f) - (c < 0.0f)); /* sign, 0 at 0 */
+            slot0[i] = slot0[i] * d.beta_2 + g * (1.0f - d.beta_2);
+            break;
+        }
+        case TFC_OPTIMIZER_ADADELTA: {
+            float a = d.rho * slot0[i] + (1.0f - d.rho) * (g * g);
+            slot0[i] = a;
+            float delta = -(sqrtf(slot1[i] + d.epsilon) * g / sqrtf(a + d.epsilon));
+            slot1[i] = d.rho * slot1[i] + (1.0f - d.rho) * (delta * delta);
+            w += d.lr * delta;
+            break;
+        }
+        case TFC_OPTIMIZER_FTRL: {
+            const float p = -d.lr_power; /* 0.5: sqrtf, as the CPU */
+            float acc = slot0[i], acc_new = acc + g * g;
+            float pn = p == 0.5f ? sqrtf(acc_new) : powf(acc_new, p);
+            float po = p == 0.5f ? sqrtf(acc) : powf(acc, p);
+            float z = slot1[i] + ((g + d.l2_shrinkage * w) - (pn - po) / d.lr * w);
+            float zc = fminf(fmaxf(z, -d.l1), d.l1);
+            slot0[i] = acc_new;
+            slot1[i] = z;
+            w = (zc - z) / (pn / d.lr + d.coef[0]);
             break;
         }
         default: break;

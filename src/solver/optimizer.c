@@ -10,9 +10,12 @@
 #include <string.h>
 
 const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
-    [TFC_OPTIMIZER_SGD] = "sgd",         [TFC_OPTIMIZER_ADAM] = "adam",
-    [TFC_OPTIMIZER_ADAMW] = "adamw",     [TFC_OPTIMIZER_RMSPROP] = "rmsprop",
-    [TFC_OPTIMIZER_ADAGRAD] = "adagrad", [TFC_OPTIMIZER_COUNT] = NULL};
+    [TFC_OPTIMIZER_SGD] = "sgd",           [TFC_OPTIMIZER_ADAM] = "adam",
+    [TFC_OPTIMIZER_ADAMW] = "adamw",       [TFC_OPTIMIZER_RMSPROP] = "rmsprop",
+    [TFC_OPTIMIZER_ADAGRAD] = "adagrad",   [TFC_OPTIMIZER_NADAM] = "nadam",
+    [TFC_OPTIMIZER_ADAMAX] = "adamax",     [TFC_OPTIMIZER_LION] = "lion",
+    [TFC_OPTIMIZER_ADADELTA] = "adadelta", [TFC_OPTIMIZER_FTRL] = "ftrl",
+    [TFC_OPTIMIZER_COUNT] = NULL};
 
 #define OFF(member) offsetof(tfc_optimizer_config, member)
 #define TYPE_FIELD                                                                           \
@@ -43,11 +46,14 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
                         "(loss_scale)"),                                                     \
         TFC_FIXED_FIELD("gradient_accumulation_steps", TFC_NO_DEFAULT,                       \
                         "the solver's iter_size accumulates that many batches' gradients")
-/* Keras 3's weight_decay of the optimizers other than AdamW (decoupled) */
-#define WEIGHT_DECAY_FIXED                                                                   \
-    TFC_FIXED_FIELD("weight_decay", TFC_NO_DEFAULT,                                          \
-                    "tfc's decoupled decay is optimizer type adamw; the solver's "           \
-                    "weight_decay adds L2 decay to the gradient (Caffe's)")
+/* Keras 3's weight_decay, which every optimizer takes (AdamW's default 0.004, the others'
+ * None): decoupled, w -= lr * weight_decay * w before the update, as Keras's
+ * _apply_weight_decay. Not the solver's weight_decay, Caffe's L2 term in the gradient. */
+#define WEIGHT_DECAY_FIELD(def)                                                              \
+    {"weight_decay", TFC_F_FLOAT, OFF(weight_decay), def, 0, 1e30, NULL,                     \
+     "decoupled decay: w -= lr * weight_decay * w before each update (null: none)"}
+#define BETA_FIELD(key, member, def, hi, what)                                               \
+    {key, TFC_F_FLOAT, OFF(member), def, 0, hi, NULL, what}
 
 static const tfc_field sgd_fields[] = {
     TYPE_FIELD,
@@ -56,7 +62,7 @@ static const tfc_field sgd_fields[] = {
      "velocity = momentum * velocity - lr * g; 0 is plain gradient descent"},
     {"nesterov", TFC_F_BOOL, OFF(nesterov), "false", TFC_UNBOUNDED, NULL,
      "Nesterov momentum"},
-    WEIGHT_DECAY_FIXED,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
     KERAS_COMMON,
     {NULL}};
 
@@ -70,13 +76,17 @@ static const tfc_field sgd_fields[] = {
      "use the maximum of past second moments (AMSGrad)"}
 
 static const tfc_field adam_fields[] = {
-    TYPE_FIELD, LR_FIELD("0.001"), ADAM_COMMON, WEIGHT_DECAY_FIXED, KERAS_COMMON, {NULL}};
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    ADAM_COMMON,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
 
 static const tfc_field adamw_fields[] = {
     TYPE_FIELD,
     LR_FIELD("0.001"),
-    {"weight_decay", TFC_F_FLOAT, OFF(weight_decay), "0.004", 0, 1e30, NULL,
-     "decoupled decay: w -= lr * weight_decay * w before each update"},
+    WEIGHT_DECAY_FIELD("0.004"),
     ADAM_COMMON,
     KERAS_COMMON,
     {NULL}};
@@ -89,7 +99,7 @@ static const tfc_field rmsprop_fields[] = {
     EPS_FIELD,
     {"centered", TFC_F_BOOL, OFF(centered), "false", TFC_UNBOUNDED, NULL,
      "normalise by the estimated variance instead of the second moment"},
-    WEIGHT_DECAY_FIXED,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
     KERAS_COMMON,
     {NULL}};
 
@@ -99,14 +109,79 @@ static const tfc_field adagrad_fields[] = {
     {"initial_accumulator_value", TFC_F_FLOAT, OFF(initial_accumulator_value), "0.1", 0, 1e30,
      NULL, "starting value of the accumulated squared gradients"},
     EPS_FIELD,
-    WEIGHT_DECAY_FIXED,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
+/* Nadam and Adamax: Adam's betas and epsilon (no amsgrad) */
+static const tfc_field nadam_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    BETA_FIELD("beta_1", beta_1, "0.9", 0.999999, "decay of the first-moment estimate"),
+    BETA_FIELD("beta_2", beta_2, "0.999", 0.999999, "decay of the second-moment estimate"),
+    EPS_FIELD,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
+static const tfc_field adamax_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    BETA_FIELD("beta_1", beta_1, "0.9", 0.999999, "decay of the first-moment estimate"),
+    BETA_FIELD("beta_2", beta_2, "0.999", 0.999999, "decay of the infinity norm"),
+    EPS_FIELD,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
+/* Lion: beta_1 in (0, 1] (Keras refuses 0; checked after the table) */
+static const tfc_field lion_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    BETA_FIELD("beta_1", beta_1, "0.9", 1, "weight of the momentum in the update's sign"),
+    BETA_FIELD("beta_2", beta_2, "0.99", 1, "decay of the momentum"),
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
+static const tfc_field adadelta_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    {"rho", TFC_F_FLOAT, OFF(rho), "0.95", 0, 1, NULL, "decay of the accumulated averages"},
+    EPS_FIELD,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
+static const tfc_field ftrl_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    {"learning_rate_power", TFC_F_FLOAT, OFF(lr_power), "-0.5", -1e30, 0, NULL,
+     "how the per-weight rate falls as the squared gradients accumulate (<= 0)"},
+    {"initial_accumulator_value", TFC_F_FLOAT, OFF(initial_accumulator_value), "0.1", 0, 1e30,
+     NULL, "starting value of the accumulated squared gradients"},
+    {"l1_regularization_strength", TFC_F_FLOAT, OFF(l1), "0.0", 0, 1e30, NULL,
+     "L1 strength: weights whose linear term is within it become exactly 0"},
+    {"l2_regularization_strength", TFC_F_FLOAT, OFF(l2), "0.0", 0, 1e30, NULL, "L2 strength"},
+    {"l2_shrinkage_regularization_strength", TFC_F_FLOAT, OFF(l2_shrinkage), "0.0", 0, 1e30,
+     NULL, "L2 shrinkage added to the gradient in the linear term"},
+    {"beta", TFC_F_FLOAT, OFF(ftrl_beta), "0.0", TFC_UNBOUNDED, NULL,
+     "adds beta / (2 lr) to the L2 strength"},
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
     KERAS_COMMON,
     {NULL}};
 
 static const tfc_field *const optimizer_tables[TFC_OPTIMIZER_COUNT] = {
-    [TFC_OPTIMIZER_SGD] = sgd_fields,         [TFC_OPTIMIZER_ADAM] = adam_fields,
-    [TFC_OPTIMIZER_ADAMW] = adamw_fields,     [TFC_OPTIMIZER_RMSPROP] = rmsprop_fields,
-    [TFC_OPTIMIZER_ADAGRAD] = adagrad_fields};
+    [TFC_OPTIMIZER_SGD] = sgd_fields,           [TFC_OPTIMIZER_ADAM] = adam_fields,
+    [TFC_OPTIMIZER_ADAMW] = adamw_fields,       [TFC_OPTIMIZER_RMSPROP] = rmsprop_fields,
+    [TFC_OPTIMIZER_ADAGRAD] = adagrad_fields,   [TFC_OPTIMIZER_NADAM] = nadam_fields,
+    [TFC_OPTIMIZER_ADAMAX] = adamax_fields,     [TFC_OPTIMIZER_LION] = lion_fields,
+    [TFC_OPTIMIZER_ADADELTA] = adadelta_fields, [TFC_OPTIMIZER_FTRL] = ftrl_fields};
+
+int tfc_optimizer_cpu_first(tfc_optimizer_type type)
+{
+    return type >= TFC_OPTIMIZER_NADAM && type < TFC_OPTIMIZER_COUNT;
+}
 
 const tfc_field *tfc_optimizer_fields(tfc_optimizer_type type)
 {
@@ -140,6 +215,13 @@ tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
     const tfc_node *map = node && node->kind == TFC_NODE_MAP ? node : NULL;
     tfc_status s = tfc_schema_apply(optimizer_tables[type], map, path, out, err);
     out->type = type;
+    if (!s && type == TFC_OPTIMIZER_LION && out->beta_1 <= 0) {
+        char bpath[320];
+        snprintf(bpath, sizeof bpath, "%s.beta_1", path);
+        const tfc_node *b = tfc_node_get(map, "beta_1");
+        return tfc_node_error(err, TFC_ERR_CONFIG, b ? b : node, bpath,
+                              "lion's beta_1 must be in (0, 1] (Keras refuses 0)");
+    }
     return s;
 }
 
@@ -163,6 +245,23 @@ static void slot_names(const tfc_optimizer_config *c, const char *names[3])
         if (c->centered) names[2] = "average_gradient";
         break;
     case TFC_OPTIMIZER_ADAGRAD: names[0] = "accumulator"; break;
+    case TFC_OPTIMIZER_NADAM:
+        names[0] = "momentum";
+        names[1] = "velocity";
+        break;
+    case TFC_OPTIMIZER_ADAMAX:
+        names[0] = "momentum";
+        names[1] = "norm";
+        break;
+    case TFC_OPTIMIZER_LION: names[0] = "momentum"; break;
+    case TFC_OPTIMIZER_ADADELTA:
+        names[0] = "accumulated_grad";
+        names[1] = "accumulated_delta_var";
+        break;
+    case TFC_OPTIMIZER_FTRL:
+        names[0] = "accumulator";
+        names[1] = "linear";
+        break;
     case TFC_OPTIMIZER_COUNT: break;
     }
 }
@@ -178,9 +277,15 @@ tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg,
                               int64_t n, tfc_error *err)
 {
     memset(o, 0, sizeof *o);
+    if (be->device >= 0 && tfc_optimizer_cpu_first((tfc_optimizer_type)cfg->type))
+        return tfc_error_set(err, TFC_ERR_CONFIG,
+                             "optimizer %s has not run on the %s backend under make test-gpu "
+                             "yet; train with it on --device cpu (docs/gpu.md)",
+                             tfc_optimizer_names[cfg->type], be->ops->name);
     o->cfg = *cfg;
     o->be = be;
     o->n = n;
+    o->u_product = 1.0f;
     slot_names(cfg, o->slot_name);
     size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
     float *host = NULL;
@@ -195,7 +300,8 @@ tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg,
                                  (double)bytes / (1 << 20), o->slot_name[k], be->ops->name);
         }
         o->nslots = k + 1;
-        if (cfg->type == TFC_OPTIMIZER_ADAGRAD && cfg->initial_accumulator_value != 0) {
+        if (k == 0 && (cfg->type == TFC_OPTIMIZER_ADAGRAD || cfg->type == TFC_OPTIMIZER_FTRL) &&
+            cfg->initial_accumulator_value != 0) {
             if (!host) host = malloc(bytes);
             if (!host) {
                 tfc_optimizer_release(o);
@@ -219,8 +325,27 @@ void tfc_optimizer_release(tfc_optimizer *o)
     o->nslots = 0;
 }
 
+/* Keras's Nadam momentum schedule u_t = beta_1 (1 - 0.5 0.96^t), in float32 */
+static float nadam_u(float beta_1, int64_t t)
+{
+    return beta_1 * (1.0f - 0.5f * powf(0.96f, (float)t));
+}
+
+/* Nadam's u_product after update t (1 before the first), multiplied up in float32 as
+ * Keras's _backend_update_step does: (U * beta_1) * (1 - 0.5 0.96^t). */
+static float nadam_u_product(tfc_optimizer *o, int64_t t)
+{
+    const float b1 = (float)o->cfg.beta_1;
+    if (o->u_iter > t) o->u_product = 1.0f, o->u_iter = 0;
+    while (o->u_iter < t) {
+        o->u_iter++;
+        o->u_product = o->u_product * b1 * (1.0f - 0.5f * powf(0.96f, (float)o->u_iter));
+    }
+    return o->u_product;
+}
+
 /* The backend's description of the `iter`-th update (grad_scale as given). */
-static tfc_optim_desc describe(const tfc_optimizer *o, int64_t iter, double lr, double grad_scale,
+static tfc_optim_desc describe(tfc_optimizer *o, int64_t iter, double lr, double grad_scale,
                                double l2)
 {
     const tfc_optimizer_config *c = &o->cfg;
@@ -230,22 +355,21 @@ static tfc_optim_desc describe(const tfc_optimizer *o, int64_t iter, double lr, 
     d.l2 = (float)l2;
     d.epsilon = (float)c->epsilon;
     d.type = (tfc_optimizer_type)c->type;
+    /* Keras applies the decay with the current learning rate: w -= w * wd * lr. */
+    d.decay = (float)c->weight_decay * (float)lr;
+    const float t = (float)(iter + 1);
     switch (d.type) {
     case TFC_OPTIMIZER_SGD:
         d.momentum = (float)c->momentum;
         d.nesterov = c->nesterov;
         break;
     case TFC_OPTIMIZER_ADAMW:
-        /* Keras applies the decay with the current learning rate: w -= w * wd * lr. */
-        d.decay = (float)c->weight_decay * (float)lr;
-        /* fall through */
     case TFC_OPTIMIZER_ADAM: {
         d.beta_1 = (float)c->beta_1;
         d.beta_2 = (float)c->beta_2;
         d.amsgrad = c->amsgrad;
         /* alpha = lr sqrt(1 - beta_2^t) / (1 - beta_1^t), t = iter + 1, in float32 as
          * Keras computes it. */
-        float t = (float)(iter + 1);
         float b1t = powf(d.beta_1, t), b2t = powf(d.beta_2, t);
         d.alpha = d.lr * sqrtf(1.0f - b2t) / (1.0f - b1t);
         break;
@@ -256,6 +380,35 @@ static tfc_optim_desc describe(const tfc_optimizer *o, int64_t iter, double lr, 
         d.centered = c->centered;
         break;
     case TFC_OPTIMIZER_ADAGRAD: break;
+    case TFC_OPTIMIZER_NADAM: {
+        d.beta_1 = (float)c->beta_1;
+        d.beta_2 = (float)c->beta_2;
+        const float u = nadam_u(d.beta_1, iter + 1), u_next = nadam_u(d.beta_1, iter + 2);
+        const float up = nadam_u_product(o, iter + 1);
+        d.coef[0] = u_next;
+        d.coef[1] = 1.0f - up * u_next;
+        d.coef[2] = 1.0f - u;
+        d.coef[3] = 1.0f - up;
+        d.coef[4] = 1.0f - powf(d.beta_2, t);
+        break;
+    }
+    case TFC_OPTIMIZER_ADAMAX:
+        d.beta_1 = (float)c->beta_1;
+        d.beta_2 = (float)c->beta_2;
+        d.coef[0] = 1.0f - powf(d.beta_1, t);
+        break;
+    case TFC_OPTIMIZER_LION:
+        d.beta_1 = (float)c->beta_1;
+        d.beta_2 = (float)c->beta_2;
+        break;
+    case TFC_OPTIMIZER_ADADELTA: d.rho = (float)c->rho; break;
+    case TFC_OPTIMIZER_FTRL:
+        d.lr_power = (float)c->lr_power;
+        d.l1 = (float)c->l1;
+        d.l2_shrinkage = (float)(2 * c->l2_shrinkage);
+        /* Keras: quadratic's 2 * (l2 + beta / (2 lr)), in float32 */
+        d.coef[0] = 2.0f * ((float)c->l2 + (float)c->ftrl_beta / (2.0f * d.lr));
+        break;
     case TFC_OPTIMIZER_COUNT: TFC_ASSERT(!"unknown optimizer type"); break;
     }
     return d;
@@ -278,8 +431,10 @@ void tfc_optimizer_step_at(tfc_optimizer *o, int64_t iter, double lr, const tfc_
                                     o->slot[2]);
 }
 
-void tfc_optimizer_rates(const tfc_optimizer *o, int64_t iter, double lr, float rates[3])
+void tfc_optimizer_rates(tfc_optimizer *o, int64_t iter, double lr, float rates[3],
+                         float coef[TFC_OPTIM_COEFS])
 {
     tfc_optim_desc d = describe(o, iter, lr, 0, 0);
     rates[0] = d.lr, rates[1] = d.alpha, rates[2] = d.decay;
+    memcpy(coef, d.coef, sizeof d.coef);
 }

@@ -23,12 +23,14 @@ typedef struct tfc_optimizer_config {
     double learning_rate;
     double momentum;                   /* sgd, rmsprop */
     int nesterov;                      /* sgd */
-    double beta_1, beta_2, epsilon;    /* adam, adamw; epsilon also rmsprop, adagrad */
+    double beta_1, beta_2, epsilon;    /* adam, adamw, nadam, adamax, lion (no epsilon);
+                                        * epsilon also rmsprop, adagrad, adadelta */
     int amsgrad;                       /* adam, adamw */
-    double weight_decay;               /* adamw: decoupled */
-    double rho;                        /* rmsprop */
+    double weight_decay;               /* any type: Keras 3's decoupled decay (0: none) */
+    double rho;                        /* rmsprop, adadelta */
     int centered;                      /* rmsprop */
-    double initial_accumulator_value;  /* adagrad */
+    double initial_accumulator_value;  /* adagrad, ftrl */
+    double lr_power, l1, l2, l2_shrinkage, ftrl_beta; /* ftrl: learning_rate_power, ... */
 } tfc_optimizer_config;
 
 /* The field table of one optimizer type (its `type` key included), for help and docs. */
@@ -47,13 +49,19 @@ typedef struct tfc_optimizer {
     int nslots;
     float *slot[3];             /* device memory; NULL when the type does not use it */
     const char *slot_name[3];   /* Keras's variable names: momentum, velocity, ... */
+    /* nadam: Keras's u_product (the momentum schedule's running product, a float32 product
+     * as Keras keeps it) after update u_iter, a function of the step alone: recomputed
+     * from 1 when a step is not the next one (a resumed run), so snapshots need not hold it */
+    float u_product;
+    int64_t u_iter;
 } tfc_optimizer;
 
 /* How many state vectors of n floats the configuration allocates (0 to 3). */
 int tfc_optimizer_slot_count(const tfc_optimizer_config *cfg);
 
-/* Allocates and initialises the slots (zeros; adagrad's accumulator starts at
- * initial_accumulator_value). TFC_ERR_NOMEM names the size. */
+/* Allocates and initialises the slots (zeros; adagrad's and ftrl's accumulator starts at
+ * initial_accumulator_value). TFC_ERR_NOMEM names the size. A type that has not run under
+ * make test-gpu yet (tfc_optimizer_cpu_first) on a GPU backend is TFC_ERR_CONFIG naming it. */
 tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg, tfc_backend *be,
                               int64_t n, tfc_error *err);
 void tfc_optimizer_release(tfc_optimizer *o);
@@ -73,8 +81,15 @@ void tfc_optimizer_step_at(tfc_optimizer *o, int64_t iter, double lr, const tfc_
                            double l2, float *params, const float *grads, int rates_at_state);
 
 /* The `iter`-th update's rates as tfc_optimizer_step passes them: learning rate, Adam's
- * bias-corrected step size (alpha) and AdamW's decoupled decay, the same floats. */
-void tfc_optimizer_rates(const tfc_optimizer *o, int64_t iter, double lr, float rates[3]);
+ * bias-corrected step size (alpha) and the decoupled decay, the same floats; then coef, the
+ * type's per-step constants (tfc_optim_desc.coef). tfc_step_state holds them in that order,
+ * with its loss_scale between the two. */
+void tfc_optimizer_rates(tfc_optimizer *o, int64_t iter, double lr, float rates[3],
+                         float coef[TFC_OPTIM_COEFS]);
+
+/* 1 where the type's kernels have not yet run on a GPU under make test-gpu (nadam, adamax,
+ * lion, adadelta, ftrl): tfc_optimizer_init refuses them on a GPU backend. */
+int tfc_optimizer_cpu_first(tfc_optimizer_type type);
 
 /* ---- learning-rate policies ---------------------------------------------------------------- */
 

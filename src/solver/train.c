@@ -12,6 +12,7 @@
  * Data-parallel (docs/distributed.md): each of N ranks runs its rows of every batch, the
  * gradients and losses are summed over the ranks before the average, and only rank 0 writes. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,6 +372,9 @@ static void queue_step(run *r, double scale, double lr)
  * are captured anew. A failed capture says so and launches from then on. The same bits as the
  * unstaged device path: the same ops with the same operands in the same order
  * (test_staged_step, tests/test_train.c; train_graphs in make test-gpu). */
+_Static_assert(offsetof(tfc_step_state, coef) == offsetof(tfc_step_state, lr) + 4 * sizeof(float),
+               "staged_step writes the rates, loss scale and coef in one upload");
+
 static tfc_status staged_step(run *r, double lr, double scale, float loss_scale,
                               tfc_error *err)
 {
@@ -383,8 +387,9 @@ static tfc_status staged_step(run *r, double lr, double scale, float loss_scale,
     if (!s) s = tfc_model_stage_input(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
     if (!s) s = tfc_model_stage_labels(m, r->feed.y, err);
     if (s) return s;
-    float rates[4]; /* lr, alpha, decay, loss_scale: adjacent in tfc_step_state */
-    tfc_optimizer_rates(&r->opt, r->iter, lr, rates);
+    /* lr, alpha, decay, loss_scale, coef: adjacent in tfc_step_state */
+    float rates[4 + TFC_OPTIM_COEFS];
+    tfc_optimizer_rates(&r->opt, r->iter, lr, rates, rates + 4);
     rates[3] = loss_scale;
     be->ops->upload(be, &r->step_state->lr, rates, sizeof rates);
     const void *key[6];

@@ -44,7 +44,8 @@ for t in types:
 
 # the optimizers tfc has, as `@optimizer.<tfc's type>`
 for mine, cls in [("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
-                  ("adagrad", "Adagrad")]:
+                  ("adagrad", "Adagrad"), ("nadam", "Nadam"), ("adamax", "Adamax"),
+                  ("lion", "Lion"), ("adadelta", "Adadelta"), ("ftrl", "Ftrl")]:
     lines.append("\t".join([f"@optimizer.{mine}"] + signature(getattr(keras.optimizers, cls))))
 
 # the initializers tfc has, as `@initializer.<name>` (lstm_bias is tfc's own)
@@ -62,4 +63,4 @@ lines.append("\t".join(["@activations"] + [
 
 with open(os.path.join(HERE, "keras_signatures.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
-print(f"{len(lines) - 21} layers, 5 optimizers, 14 initializers, {len(acts)} activations")
+print(f"{len(lines) - 26} layers, 10 optimizers, 14 initializers, {len(acts)} activations")
