@@ -332,7 +332,8 @@ static void test_optimizer_errors(void)
             tfc_optimizer_release(&o);
         }
     }
-    CU_ASSERT(tfc_optimizer_cpu_first(TFC_OPTIMIZER_LION) && !tfc_optimizer_cpu_first(TFC_OPTIMIZER_ADAM));
+    CU_ASSERT(tfc_optimizer_cpu_first(TFC_OPTIMIZER_LION) &&
+              !tfc_optimizer_cpu_first(TFC_OPTIMIZER_ADAM));
     be->device = device;
     tfc_backend_free(be);
     expect_config_error("{type: sgd, learning_rat: 0.1}", 0,
@@ -360,8 +361,42 @@ static double lr_of(const char *yaml, int64_t iter)
     return tfc_lr_at(&p, 0.1, iter, 100);
 }
 
+/* Keras 3.15's own schedules (tests/ref/keras_schedules.py): each policy under Keras's
+ * name gives the rate Keras's schedule of initial_learning_rate 0.1 gives, at every step
+ * from 0 to S - 1, to 2e-6 relative to the rate + 1e-3 (Keras computes in float32: its cos
+ * near pi loses digits). */
+static void keras_schedules(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/optimizers/schedules.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const int S = atoi(tfc_st_meta(f, "S"));
+    const char *json = tfc_st_meta(f, "cases");
+    CU_ASSERT_FATAL(S > 100 && S <= 1000 && json);
+    tfc_doc *doc = tfc_doc_load_string(json, strlen(json), "cases", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    const tfc_node *cases = tfc_doc_root(doc);
+    float *want = malloc(sizeof(float) * (size_t)S);
+    for (int c = 0; c < cases->n; c++) {
+        const char *name = tfc_node_get(cases->vals[c], "name")->str;
+        const char *yaml = tfc_node_get(cases->vals[c], "yaml")->str;
+        tfc_st_tensor_to_f32(tfc_st_find(f, name), want);
+        double worst = 0;
+        for (int t = 0; t < S; t++)
+            worst = fmax(worst, fabs(lr_of(yaml, t) - want[t]) / (fabs(want[t]) + 1e-3));
+        if (worst > 2e-6) printf("\n%s (%s): off by %.3g\n", name, yaml, worst);
+        CU_ASSERT(worst <= 2e-6);
+    }
+    CU_ASSERT(cases->n >= 12);
+    free(want);
+    tfc_doc_free(doc);
+    tfc_st_close(f);
+}
+
 static void test_lr_policies(void)
 {
+    keras_schedules();
     CLOSE(lr_of("fixed", 0), 0.1, 1e-12);
     CLOSE(lr_of("{type: fixed}", 99), 0.1, 1e-12);
     /* step: 0.1 * 0.5 ^ floor(iter / 10) */
@@ -417,6 +452,16 @@ static void test_lr_errors(void)
     expect_config_error("{type: multistep, steps: [10, 5]}", 1,
                         "x.yaml:1:31: error: lr_policy.steps: steps must increase: 5 follows 10");
     expect_config_error("{type: cosin}", 1, "did you mean \"cosine\"?");
+    expect_config_error("{type: piecewise_constant_decay, boundaries: [10, 20], values: [1, 2]}",
+                        1, "lr_policy.values: expected 3 values, one more than the 2 "
+                           "boundaries; found 2");
+    expect_config_error("{type: PiecewiseConstantDecay, boundaries: [10, 10], values: [1, 2, 3]}",
+                        1, "lr_policy.boundaries: boundaries must increase: 10 follows 10");
+    expect_config_error("{type: ExponentialDecay, initial_learning_rate: 0.1, decay_steps: 5, "
+                        "decay_rate: 0.5}", 1, "optimizer's learning_rate");
+    expect_config_error("{type: exponential_decay, decay_steps: 0, decay_rate: 0.5}", 1,
+                        "lr_policy.decay_steps: expected an integer in [1,");
+    expect_config_error("{type: CosineDecay, warmup_target: 0.1}", 1, "warmup_iters");
     expect_config_error("{type: step, step_siz: 3}", 1, "did you mean 'step_size'?");
 }
 

@@ -1,8 +1,10 @@
 /* Learning-rate policies: pure functions of the iteration. Caffe's formulas
  * (SGDSolver::GetLearningRate) for fixed, step, multistep, exp, inv and poly; Keras's
- * CosineDecay for cosine; plateau's keys (Keras's ReduceLROnPlateau, stepped in plateau.c);
- * each with an optional linear warm-up. One field table per policy, so a key that the
- * chosen policy does not read is an error, not silently ignored. */
+ * CosineDecay for cosine and Keras 3's other schedules (keras.optimizers.schedules) under
+ * their own names and keys, the base rate as their initial_learning_rate; plateau's keys
+ * (Keras's ReduceLROnPlateau, stepped in plateau.c); each with an optional linear warm-up.
+ * One field table per policy, so a key that the chosen policy does not read is an error,
+ * not silently ignored. */
 #include "solver/optimizer.h"
 
 #include <math.h>
@@ -10,12 +12,39 @@
 #include <string.h>
 
 const char *const tfc_lr_policy_names[TFC_LR_COUNT + 1] = {
-    "fixed", "step", "multistep", "exp", "inv", "poly", "cosine", "plateau", NULL};
+    [TFC_LR_FIXED] = "fixed",
+    [TFC_LR_STEP] = "step",
+    [TFC_LR_MULTISTEP] = "multistep",
+    [TFC_LR_EXP] = "exp",
+    [TFC_LR_INV] = "inv",
+    [TFC_LR_POLY] = "poly",
+    [TFC_LR_COSINE] = "cosine",
+    [TFC_LR_PLATEAU] = "plateau",
+    [TFC_LR_EXPONENTIAL_DECAY] = "exponential_decay",
+    [TFC_LR_INVERSE_TIME_DECAY] = "inverse_time_decay",
+    [TFC_LR_POLYNOMIAL_DECAY] = "polynomial_decay",
+    [TFC_LR_PIECEWISE_CONSTANT_DECAY] = "piecewise_constant_decay",
+    [TFC_LR_COSINE_DECAY_RESTARTS] = "cosine_decay_restarts",
+    [TFC_LR_COUNT] = NULL};
+
+/* Keras's class names of the schedules, as `type` may give them */
+static const struct {
+    const char *keras;
+    tfc_lr_type type;
+} keras_schedules[] = {
+    {"ExponentialDecay", TFC_LR_EXPONENTIAL_DECAY},
+    {"InverseTimeDecay", TFC_LR_INVERSE_TIME_DECAY},
+    {"PolynomialDecay", TFC_LR_POLYNOMIAL_DECAY},
+    {"PiecewiseConstantDecay", TFC_LR_PIECEWISE_CONSTANT_DECAY},
+    {"CosineDecay", TFC_LR_COSINE},
+    {"CosineDecayRestarts", TFC_LR_COSINE_DECAY_RESTARTS},
+};
 
 #define OFF(member) offsetof(tfc_lr_policy, member)
+/* read by tfc_lr_policy_read (read_policy_type: a name, or Keras's class name) */
 #define TYPE_FIELD                                                                           \
-    {"type", TFC_F_ENUM, OFF(type), "fixed", TFC_UNBOUNDED, tfc_lr_policy_names,             \
-     "the policy"}
+    {"type", TFC_F_NODE, OFF(type_node), "fixed", TFC_UNBOUNDED, NULL,                       \
+     "the policy, or Keras's class name of the schedule"}
 #define WARMUP_FIELD                                                                         \
     {"warmup_iters", TFC_F_INT, OFF(warmup_iters), "0", 0, 2147483647, NULL,                 \
      "linear warm-up: the rate is multiplied by min(1, (iter + 1) / warmup_iters)"}
@@ -63,12 +92,89 @@ static const tfc_field poly_fields[] = {
     WARMUP_FIELD,
     {NULL}};
 
+
+/* Keras's schedules: their arguments but initial_learning_rate, which is the base rate */
+#define INITIAL_LR_FIELD                                                                     \
+    TFC_FIXED_FIELD("initial_learning_rate", TFC_NO_DEFAULT,                                 \
+                    "tfc's base rate is the optimizer's learning_rate (Keras's "             \
+                    "initial_learning_rate)")
+#define NAME_FIELD                                                                           \
+    {"name", TFC_F_STRING, OFF(name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                   \
+     "Keras's name of the schedule (unused)"}
+#define DECAY_STEPS_FIELD(key, what)                                                         \
+    {key, TFC_F_INT, OFF(decay_steps), NULL, 1, 2147483647, NULL, what}
+
+/* Keras's CosineDecay, its own warm-up (warmup_target, warmup_steps) only at its default */
+#define COSINE_WARMUP_HINT "tfc's warm-up is warmup_iters: a linear climb from 0 to the rate"
 static const tfc_field cosine_fields[] = {
     TYPE_FIELD,
     {"decay_steps", TFC_F_INT, OFF(max_iter), "0", 0, 2147483647, NULL,
      "iterations of the decay (then constant); 0 = the solver's max_iter"},
     {"alpha", TFC_F_FLOAT, OFF(alpha), "0.0", 0, 1, NULL,
      "the final rate as a fraction of base_lr"},
+    TFC_FIXED_FIELD("warmup_target", TFC_NO_DEFAULT, COSINE_WARMUP_HINT),
+    TFC_FIXED_FIELD("warmup_steps", "0", COSINE_WARMUP_HINT),
+    INITIAL_LR_FIELD,
+    NAME_FIELD,
+    WARMUP_FIELD,
+    {NULL}};
+
+static const tfc_field exponential_fields[] = {
+    TYPE_FIELD,
+    DECAY_STEPS_FIELD("decay_steps", "lr = base_lr * decay_rate ^ (iter / decay_steps)"),
+    {"decay_rate", TFC_F_FLOAT, OFF(decay_rate), NULL, 0, 1e30, NULL, "the rate's factor"},
+    {"staircase", TFC_F_BOOL, OFF(staircase), "false", TFC_UNBOUNDED, NULL,
+     "floor(iter / decay_steps): the rate falls in steps"},
+    INITIAL_LR_FIELD,
+    NAME_FIELD,
+    WARMUP_FIELD,
+    {NULL}};
+
+static const tfc_field inverse_time_fields[] = {
+    TYPE_FIELD,
+    DECAY_STEPS_FIELD("decay_steps", "lr = base_lr / (1 + decay_rate * iter / decay_steps)"),
+    {"decay_rate", TFC_F_FLOAT, OFF(decay_rate), NULL, 0, 1e30, NULL, "the decay's rate"},
+    {"staircase", TFC_F_BOOL, OFF(staircase), "false", TFC_UNBOUNDED, NULL,
+     "floor(iter / decay_steps): the rate falls in steps"},
+    INITIAL_LR_FIELD,
+    NAME_FIELD,
+    WARMUP_FIELD,
+    {NULL}};
+
+static const tfc_field polynomial_fields[] = {
+    TYPE_FIELD,
+    DECAY_STEPS_FIELD("decay_steps", "iterations from base_lr to end_learning_rate"),
+    {"end_learning_rate", TFC_F_FLOAT, OFF(end_lr), "0.0001", 0, 1e30, NULL,
+     "the rate at decay_steps"},
+    {"power", TFC_F_FLOAT, OFF(power), "1.0", 0, 1e30, NULL, "the polynomial's power"},
+    {"cycle", TFC_F_BOOL, OFF(cycle), "false", TFC_UNBOUNDED, NULL,
+     "restart past decay_steps, over the next multiple of it"},
+    INITIAL_LR_FIELD,
+    NAME_FIELD,
+    WARMUP_FIELD,
+    {NULL}};
+
+static const tfc_field piecewise_fields[] = {
+    TYPE_FIELD,
+    {"boundaries", TFC_F_INT_LIST, OFF(boundaries), NULL, 0, 2147483647, NULL,
+     "increasing iterations where the rate changes (after the iteration given)"},
+    {"values", TFC_F_FLOAT_LIST, OFF(values), NULL, 0, 1e30, NULL,
+     "the rates, one more than the boundaries (absolute: base_lr is not used)"},
+    NAME_FIELD,
+    WARMUP_FIELD,
+    {NULL}};
+
+static const tfc_field restarts_fields[] = {
+    TYPE_FIELD,
+    DECAY_STEPS_FIELD("first_decay_steps", "iterations of the first cosine period"),
+    {"t_mul", TFC_F_FLOAT, OFF(t_mul), "2.0", 1e-30, 1e30, NULL,
+     "each period is t_mul times the one before"},
+    {"m_mul", TFC_F_FLOAT, OFF(m_mul), "1.0", 0, 1e30, NULL,
+     "each period starts at m_mul times the rate the one before started at"},
+    {"alpha", TFC_F_FLOAT, OFF(alpha), "0.0", 0, 1, NULL,
+     "the rate's floor as a fraction of each period's start"},
+    INITIAL_LR_FIELD,
+    NAME_FIELD,
     WARMUP_FIELD,
     {NULL}};
 
@@ -94,12 +200,51 @@ static const tfc_field plateau_fields[] = {
     {NULL}};
 
 static const tfc_field *const policy_tables[TFC_LR_COUNT] = {
-    fixed_fields, step_fields, multistep_fields, exp_fields,
-    inv_fields,   poly_fields, cosine_fields,    plateau_fields};
+    [TFC_LR_FIXED] = fixed_fields,
+    [TFC_LR_STEP] = step_fields,
+    [TFC_LR_MULTISTEP] = multistep_fields,
+    [TFC_LR_EXP] = exp_fields,
+    [TFC_LR_INV] = inv_fields,
+    [TFC_LR_POLY] = poly_fields,
+    [TFC_LR_COSINE] = cosine_fields,
+    [TFC_LR_PLATEAU] = plateau_fields,
+    [TFC_LR_EXPONENTIAL_DECAY] = exponential_fields,
+    [TFC_LR_INVERSE_TIME_DECAY] = inverse_time_fields,
+    [TFC_LR_POLYNOMIAL_DECAY] = polynomial_fields,
+    [TFC_LR_PIECEWISE_CONSTANT_DECAY] = piecewise_fields,
+    [TFC_LR_COSINE_DECAY_RESTARTS] = restarts_fields};
 
 const tfc_field *tfc_lr_policy_fields(tfc_lr_type type)
 {
     return (unsigned)type < TFC_LR_COUNT ? policy_tables[type] : NULL;
+}
+
+/* A policy's name, or Keras's class name of the schedule it is */
+static tfc_status read_policy_type(const tfc_node *t, const char *path, int *type,
+                                   tfc_error *err)
+{
+    for (size_t k = 0; k < sizeof keras_schedules / sizeof *keras_schedules; k++)
+        if (t->kind == TFC_NODE_SCALAR && !strcmp(t->str, keras_schedules[k].keras)) {
+            *type = (int)keras_schedules[k].type;
+            return TFC_OK;
+        }
+    return tfc_node_enum(t, path, tfc_lr_policy_names, type, err);
+}
+
+/* Increasing list items, or an error at the offending item */
+static tfc_status check_increasing(const tfc_node *map, const char *key, const int *v, int n,
+                                   const char *path, tfc_error *err)
+{
+    for (int i = 1; i < n; i++)
+        if (v[i] <= v[i - 1]) {
+            const tfc_node *list = tfc_node_get(map, key);
+            char kpath[320];
+            snprintf(kpath, sizeof kpath, "%s.%s", path, key);
+            return tfc_node_error(err, TFC_ERR_CONFIG,
+                                  list && list->kind == TFC_NODE_SEQ ? list->vals[i] : list,
+                                  kpath, "%s must increase: %d follows %d", key, v[i], v[i - 1]);
+        }
+    return TFC_OK;
 }
 
 tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_policy *out,
@@ -113,29 +258,31 @@ tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_pol
                               "expected a mapping such as {type: step, step_size: 1000} or a "
                               "policy name, found a sequence");
     if (node && node->kind == TFC_NODE_SCALAR) {
-        if (tfc_node_enum(node, path, tfc_lr_policy_names, &type, err)) return TFC_ERR_CONFIG;
+        if (read_policy_type(node, path, &type, err)) return TFC_ERR_CONFIG;
     } else if (node) {
         const tfc_node *t = tfc_node_get(node, "type");
         char tpath[320];
         snprintf(tpath, sizeof tpath, "%s.type", path);
-        if (t && !tfc_node_is_null(t) &&
-            tfc_node_enum(t, tpath, tfc_lr_policy_names, &type, err))
+        if (t && !tfc_node_is_null(t) && read_policy_type(t, tpath, &type, err))
             return TFC_ERR_CONFIG;
     }
     const tfc_node *map = node && node->kind == TFC_NODE_MAP ? node : NULL;
     tfc_status s = tfc_schema_apply(policy_tables[type], map, path, out, err);
     out->type = type;
     if (s == TFC_OK && type == TFC_LR_MULTISTEP)
-        for (int i = 1; i < out->steps.n; i++)
-            if (out->steps.v[i] <= out->steps.v[i - 1]) {
-                const tfc_node *steps = tfc_node_get(map, "steps");
-                char spath[320];
-                snprintf(spath, sizeof spath, "%s.steps", path);
-                return tfc_node_error(err, TFC_ERR_CONFIG,
-                                      steps && steps->kind == TFC_NODE_SEQ ? steps->vals[i] : steps,
-                                      spath, "steps must increase: %d follows %d",
-                                      out->steps.v[i], out->steps.v[i - 1]);
-            }
+        s = check_increasing(map, "steps", out->steps.v, out->steps.n, path, err);
+    if (s == TFC_OK && type == TFC_LR_PIECEWISE_CONSTANT_DECAY) {
+        s = check_increasing(map, "boundaries", out->boundaries.v, out->boundaries.n, path,
+                             err);
+        if (!s && out->values.n != out->boundaries.n + 1) {
+            char vpath[320];
+            snprintf(vpath, sizeof vpath, "%s.values", path);
+            return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(map, "values"), vpath,
+                                  "expected %d values, one more than the %d boundaries; found "
+                                  "%d", out->boundaries.n + 1, out->boundaries.n,
+                                  out->values.n);
+        }
+    }
     if (s == TFC_OK && type == TFC_LR_PLATEAU && out->plateau.factor >= 1.0) {
         char fpath[320];
         snprintf(fpath, sizeof fpath, "%s.factor", path);
@@ -172,6 +319,44 @@ double tfc_lr_at(const tfc_lr_policy *p, double base_lr, int64_t iter, int64_t m
         double horizon = (double)(p->max_iter > 0 ? p->max_iter : max_iter);
         double frac = horizon > 0 ? fmin(it / horizon, 1.0) : 1.0;
         double cosine = 0.5 * (1.0 + cos(3.14159265358979323846 * frac));
+        lr = base_lr * ((1.0 - p->alpha) * cosine + p->alpha);
+        break;
+    }
+    case TFC_LR_EXPONENTIAL_DECAY:
+    case TFC_LR_INVERSE_TIME_DECAY: { /* Keras's, p = iter / decay_steps (floored) */
+        double f = it / p->decay_steps;
+        if (p->staircase) f = floor(f);
+        lr = p->type == TFC_LR_EXPONENTIAL_DECAY ? base_lr * pow(p->decay_rate, f)
+                                                 : base_lr / (1.0 + p->decay_rate * f);
+        break;
+    }
+    case TFC_LR_POLYNOMIAL_DECAY: {
+        /* Keras's: with cycle the horizon is the first multiple of decay_steps at or past
+         * iter (decay_steps at 0); without, iter stops at decay_steps */
+        double horizon = p->decay_steps, step = it;
+        if (p->cycle) horizon *= iter == 0 ? 1.0 : ceil(it / p->decay_steps);
+        else step = fmin(it, horizon);
+        lr = (base_lr - p->end_lr) * pow(1.0 - step / horizon, p->power) + p->end_lr;
+        break;
+    }
+    case TFC_LR_PIECEWISE_CONSTANT_DECAY: { /* values[k] while boundaries[k - 1] < iter */
+        int k = 0;
+        while (k < p->boundaries.n && iter > p->boundaries.v[k]) k++;
+        lr = p->values.v[k];
+        break;
+    }
+    case TFC_LR_COSINE_DECAY_RESTARTS: {
+        /* Keras's SGDR: period i of decay_steps t_mul^i starts at m_mul^i base_lr */
+        double frac = it / p->decay_steps, i;
+        if (p->t_mul == 1.0) {
+            i = floor(frac);
+            frac -= i;
+        } else {
+            i = floor(log(1.0 - frac * (1.0 - p->t_mul)) / log(p->t_mul));
+            double done = (1.0 - pow(p->t_mul, i)) / (1.0 - p->t_mul);
+            frac = (frac - done) / pow(p->t_mul, i);
+        }
+        double cosine = 0.5 * pow(p->m_mul, i) * (1.0 + cos(3.14159265358979323846 * frac));
         lr = base_lr * ((1.0 - p->alpha) * cosine + p->alpha);
         break;
     }

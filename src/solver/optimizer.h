@@ -102,6 +102,12 @@ typedef enum tfc_lr_type {
     TFC_LR_POLY,
     TFC_LR_COSINE,
     TFC_LR_PLATEAU,
+    /* Keras 3's keras.optimizers.schedules, the base rate as initial_learning_rate */
+    TFC_LR_EXPONENTIAL_DECAY,
+    TFC_LR_INVERSE_TIME_DECAY,
+    TFC_LR_POLYNOMIAL_DECAY,
+    TFC_LR_PIECEWISE_CONSTANT_DECAY,
+    TFC_LR_COSINE_DECAY_RESTARTS,
     TFC_LR_COUNT
 } tfc_lr_type;
 
@@ -117,12 +123,24 @@ typedef struct tfc_lr_policy {
     double alpha;        /* cosine: the final rate as a fraction of the base rate */
     int warmup_iters;    /* linear warm-up over the first warmup_iters iterations */
     tfc_plateau plateau; /* plateau: stepped at test evaluations (monitor.h) */
+    /* Keras's schedules: decay_steps (cosine_decay_restarts' first_decay_steps), decay_rate,
+     * staircase (exponential, inverse time), end_learning_rate and cycle (polynomial),
+     * boundaries and values (piecewise constant: absolute rates), t_mul, m_mul and alpha
+     * (restarts); name, Keras's, accepted and unused */
+    int decay_steps, staircase, cycle;
+    double decay_rate, end_lr, t_mul, m_mul;
+    tfc_int_list boundaries;
+    tfc_float_list values;
+    const char *name;
+    const tfc_node *type_node; /* the table's `type` (tfc_lr_policy_read reads it) */
 } tfc_lr_policy;
 
 const tfc_field *tfc_lr_policy_fields(tfc_lr_type type);
 
 /* Reads an `lr_policy:` value: a mapping with `type` (default fixed) and that policy's keys,
- * or a bare name (`lr_policy: cosine`). multistep's steps must increase. */
+ * or a bare name (`lr_policy: cosine`); Keras's class names (ExponentialDecay, CosineDecay,
+ * ...) name the policies they are. multistep's steps and piecewise_constant_decay's
+ * boundaries must increase, its values be one more than its boundaries. */
 tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_policy *out,
                               tfc_error *err);
 
