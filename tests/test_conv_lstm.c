@@ -23,7 +23,9 @@ static void test_keras_parity(void)
     static const tfc_keras_parity p = {.dir = "conv_lstm", .tol = 1e-4, .all_grads = 1};
     static const char *const names[] = {"seq_same", "last_valid", "stride2_valid", "backwards",
                                         "backwards_last_dilated", "conv1d_seq_same",
-                                        "conv1d_last_stride_backwards", NULL};
+                                        "conv1d_last_stride_backwards", "conv3d_seq_same",
+                                        "conv3d_last_stride_backwards", "conv3d_dilated_nobias",
+                                        NULL};
     tfc_test_keras_cases(&p, names);
 }
 
