@@ -2,7 +2,7 @@
  * fixtures of tests/ref/keras_conv_lstm.py (tests/ref/conv_lstm/: every step or the last,
  * same and valid padding, strides 2, dilation, go_backwards, no bias; ConvLSTM1D every step
  * and the last going backwards with strides 2; ConvLSTM3D every step with an even kernel and
- * same padding, the last going backwards with strides (2, 1, 2), dilation without bias;
+ * same padding, the last going backwards with strides (2, 1, 1), dilation without bias;
  * outputs, the input's and every weight's gradients); dropout's four masks; Keras's weights
  * and their initial values (unit_forget_bias, the orthogonal recurrent kernel as a
  * (kh kw F, 4F) matrix); the arguments tfc refuses, named, at their FILE:LINE:COL; ConvLSTM3D
