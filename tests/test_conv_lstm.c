@@ -1,11 +1,13 @@
-/* ConvLSTM2D and ConvLSTM1D (layers/conv_lstm2d.c): Keras 3.15 parity on the fixtures of
- * tests/ref/keras_conv_lstm.py (tests/ref/conv_lstm/: every step or the last, same and valid
- * padding, strides 2, dilation, go_backwards, no bias; ConvLSTM1D every step and the last
- * going backwards with strides 2; outputs, the input's and every
- * weight's gradients); dropout's four masks; Keras's weights and their initial values
- * (unit_forget_bias, the orthogonal recurrent kernel as a (kh kw F, 4F) matrix); the
- * arguments tfc refuses, named, at their FILE:LINE:COL. The numeric gradient checks are
- * test_layers' conv_lstm2d cases. */
+/* ConvLSTM2D, ConvLSTM1D and ConvLSTM3D (layers/conv_lstm2d.c): Keras 3.15 parity on the
+ * fixtures of tests/ref/keras_conv_lstm.py (tests/ref/conv_lstm/: every step or the last,
+ * same and valid padding, strides 2, dilation, go_backwards, no bias; ConvLSTM1D every step
+ * and the last going backwards with strides 2; ConvLSTM3D every step with an even kernel and
+ * same padding, the last going backwards with strides (2, 1, 1), dilation without bias;
+ * outputs, the input's and every weight's gradients); dropout's four masks; Keras's weights
+ * and their initial values (unit_forget_bias, the orthogonal recurrent kernel as a
+ * (kh kw F, 4F) matrix); the arguments tfc refuses, named, at their FILE:LINE:COL; ConvLSTM3D
+ * refused by a backend without the conv3d ops. The numeric gradient checks are test_layers'
+ * conv_lstm* cases. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,9 @@ static void test_keras_parity(void)
     static const tfc_keras_parity p = {.dir = "conv_lstm", .tol = 1e-4, .all_grads = 1};
     static const char *const names[] = {"seq_same", "last_valid", "stride2_valid", "backwards",
                                         "backwards_last_dilated", "conv1d_seq_same",
-                                        "conv1d_last_stride_backwards", NULL};
+                                        "conv1d_last_stride_backwards", "conv3d_seq_same",
+                                        "conv3d_last_stride_backwards", "conv3d_dilated_nobias",
+                                        NULL};
     tfc_test_keras_cases(&p, names);
 }
 
@@ -71,6 +75,41 @@ static void test_errors(void)
                                 "  - ConvLSTM2D: {filters: 2, kernel_size: 3}\n",
                                 "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': "
                                 "needs a sequence of images");
+    /* ConvLSTM3D refuses what ConvLSTM2D refuses, and its windows are one or three integers */
+    static const char *const refused3[][2] = {
+        {"recurrent_dropout: 0.1", "recurrent_dropout: not supported"},
+        {"return_state: true", "return_state: not supported"},
+        {"stateful: true", "stateful: not supported"},
+        {"activation: relu", "activation"},
+        {"recurrent_activation: tanh", "recurrent_activation"},
+        {"data_format: channels_first", "data_format"},
+        {"dropout: 1", "dropout"},
+        {"unroll: true", "unknown key 'unroll'"},
+        {"kernel_size: [3, 3]", "kernel_size: expected an integer or a list of 3"},
+        {"strides: [2, 1]", "strides: expected an integer or a list of 3"},
+        {"dilation_rate: [1, 2, 1, 1]", "dilation_rate: expected an integer or a list of 3"},
+        {"strides: [1, 1, 2], dilation_rate: [2, 1, 1]", "strides > 1 with dilation_rate > 1"},
+        {"kernel_size: [2, 5, 2]", "smaller than the 2x5x2 kernel (dilation 1x1x1)"},
+        {"dilation_rate: [1, 1, 5]", "smaller than the 2x2x2 kernel (dilation 1x1x5)"},
+    };
+    for (size_t i = 0; i < sizeof refused3 / sizeof *refused3; i++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "input: {shape: [3, 2, 4, 5, 2]}\nlayers:\n"
+                 "  - ConvLSTM3D: {filters: 2, kernel_size: 2, %s}\n", refused3[i][0]);
+        /* kernel_size given twice: the list replaces the integer */
+        if (strstr(refused3[i][0], "kernel_size"))
+            snprintf(yaml, sizeof yaml, "input: {shape: [3, 2, 4, 5, 2]}\nlayers:\n"
+                     "  - ConvLSTM3D: {filters: 2, %s}\n", refused3[i][0]);
+        tfc_test_expect_model_error(yaml, refused3[i][1]);
+        tfc_test_expect_model_error(yaml, "t.yaml:3:");
+    }
+    tfc_test_expect_model_error("input: {shape: [3, 5, 5, 2]}\nlayers:\n"
+                                "  - ConvLSTM3D: {filters: 2, kernel_size: 3}\n",
+                                "t.yaml:3:5: error: layers[0].ConvLSTM3D: layer 'conv_lstm3d': "
+                                "needs a sequence of volumes, input shape (steps, depth, height, "
+                                "width, channels), got (3, 5, 5, 2)");
+    tfc_test_expect_model_error("input: {shape: [3, 2, 4, 5, 2]}\nlayers:\n"
+                                "  - ConvLSTM3D: {kernel_size: 3}\n", "filters");
 }
 
 /* Keras's variables and their initial values: kernel (kh, kw, C, 4F), recurrent_kernel
@@ -135,14 +174,17 @@ static void test_weights(void)
  * h = tanh(c) / 2. Each example must be one of the mask pairs at all three steps (m_c = 0
  * gives 0 whatever m_i), and over 64 examples m_c = 2 occurs with both m_i = 0 and m_i = 2
  * (the gates' masks differ: one shared mask would never give m_i != m_c), and m_c = 0 too.
- * At inference no mask applies. */
-static void test_dropout_masks(void)
+ * At inference no mask applies. `type` ConvLSTM2D over 1 x 1 images or ConvLSTM3D over
+ * 1 x 1 x 1 volumes. */
+static void check_dropout_masks(const char *type)
 {
     enum { N = 64, T = 3 };
-    tfc_model *m = tfc_test_model("input: {shape: [3, 1, 1, 1]}\nlayers:\n"
-                                  "  - ConvLSTM2D: {filters: 1, kernel_size: 1, dropout: 0.5,"
-                                  " use_bias: false, recurrent_initializer: zeros,"
-                                  " return_sequences: true}\n");
+    char yaml[320];
+    snprintf(yaml, sizeof yaml, "input: {shape: [3, 1, 1, 1%s]}\nlayers:\n"
+             "  - %s: {filters: 1, kernel_size: 1, dropout: 0.5, use_bias: false,"
+             " recurrent_initializer: zeros, return_sequences: true}\n",
+             strcmp(type, "ConvLSTM3D") ? "" : ", 1", type);
+    tfc_model *m = tfc_test_model(yaml);
     TFC_ASSERT(m != NULL);
     tfc_backend *be = tfc_cpu_backend_create(1);
     tfc_error err;
@@ -184,5 +226,76 @@ static void test_dropout_masks(void)
     tfc_backend_free(be);
 }
 
+static void test_dropout_masks(void)
+{
+    check_dropout_masks("ConvLSTM2D");
+    check_dropout_masks("ConvLSTM3D");
+}
+
+/* ConvLSTM3D's variables: kernel (kd, kh, kw, C, 4F), recurrent_kernel (kd, kh, kw, F, 4F),
+ * bias (4F) with the forget gate's 1; the recurrent kernel orthogonal as a (kd kh kw F, 4F)
+ * matrix; the output (T,) od, oh, ow, F */
+static void test_weights3d(void)
+{
+    tfc_model *m = tfc_test_model("input: {shape: [3, 4, 5, 6, 2]}\nlayers:\n"
+                                  "  - ConvLSTM3D: {filters: 2, kernel_size: [1, 2, 3],"
+                                  " strides: [1, 2, 2], return_sequences: true}\n"
+                                  "  - ConvLSTM3D: {filters: 1, kernel_size: 2, padding: same,"
+                                  " use_bias: false}\n");
+    TFC_ASSERT(m != NULL);
+    const tfc_layer *l = tfc_model_layer(m, 0), *l2 = tfc_model_layer(m, 1);
+    CU_ASSERT_STRING_EQUAL(l->name, "conv_lstm3d");
+    CU_ASSERT_STRING_EQUAL(l2->name, "conv_lstm3d_1");
+    CU_ASSERT_EQUAL(l->nparams, 3);
+    CU_ASSERT_EQUAL(l2->nparams, 2);
+    const int64_t k[5] = {1, 2, 3, 2, 8}, r[5] = {1, 2, 3, 2, 8}, k2[5] = {2, 2, 2, 2, 4};
+    CU_ASSERT_EQUAL(l->params[0].shape.ndim, 5);
+    CU_ASSERT(!memcmp(l->params[0].shape.dim, k, sizeof k));
+    CU_ASSERT_STRING_EQUAL(l->params[1].name, "recurrent_kernel");
+    CU_ASSERT(!memcmp(l->params[1].shape.dim, r, sizeof r));
+    CU_ASSERT(!memcmp(l2->params[0].shape.dim, k2, sizeof k2));
+    /* (3, 4, 2, 2, 2) every step, valid, strides (1, 2, 2); then the last, same: (4, 2, 2, 1) */
+    const int64_t o[5] = {3, 4, 2, 2, 2}, o2[4] = {4, 2, 2, 1};
+    CU_ASSERT_EQUAL(l->out_shape.ndim, 5);
+    CU_ASSERT(!memcmp(l->out_shape.dim, o, sizeof o));
+    CU_ASSERT_EQUAL(l2->out_shape.ndim, 4);
+    CU_ASSERT(!memcmp(l2->out_shape.dim, o2, sizeof o2));
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 1, &err), TFC_OK);
+    float b[8], rk[1 * 2 * 3 * 2 * 8];
+    be->ops->download(be, b, l->params[2].data, sizeof b);
+    for (int j = 0; j < 8; j++) CU_ASSERT_EQUAL(b[j], j >= 2 && j < 4 ? 1.0f : 0.0f);
+    /* 12 x 8: orthonormal columns */
+    be->ops->download(be, rk, l->params[1].data, sizeof rk);
+    double worst = 0;
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+            double dot = 0;
+            for (int row = 0; row < 12; row++) dot += (double)rk[row * 8 + i] * rk[row * 8 + j];
+            worst = fmax(worst, fabs(dot - (i == j)));
+        }
+    CU_ASSERT(worst < 1e-5);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* ConvLSTM3D runs on the backend's conv3d ops: a backend without them refuses it at bind,
+ * naming the layer and the op */
+static void drop_conv3d(tfc_backend_ops *ops)
+{
+    ops->conv3d_backward = NULL;
+}
+
+static void test_needs_conv3d(void)
+{
+    tfc_test_expect_refused("input: {shape: [2, 2, 3, 3, 1]}\nlayers:\n"
+                            "  - ConvLSTM3D: {filters: 1, kernel_size: 2}\n",
+                            drop_conv3d, "conv_lstm3d", "conv3d_backward");
+}
+
 TFC_TEST_MAIN("conv_lstm", {"keras_parity", test_keras_parity}, {"errors", test_errors},
-              {"weights", test_weights}, {"dropout_masks", test_dropout_masks})
+              {"weights", test_weights}, {"dropout_masks", test_dropout_masks},
+              {"weights3d", test_weights3d}, {"needs_conv3d", test_needs_conv3d})

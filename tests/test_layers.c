@@ -542,6 +542,20 @@ static const gc_case cases[] = {
                             "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
                             " dropout: 0.4, seed: 3, go_backwards: true}\n"
                             "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    /* ConvLSTM3D: every step with same padding and an even kernel into a second one going
+     * backwards with strides (2, 1, 1), valid padding and dropout; then dilation, no bias
+     * (each window argument unequal along its axes) */
+    {"conv_lstm3d", "input: {shape: [3, 3, 4, 3, 2]}\nlayers:\n"
+                    "  - ConvLSTM3D: {filters: 2, kernel_size: [2, 3, 1], padding: same,"
+                    " return_sequences: true}\n"
+                    "  - ConvLSTM3D: {filters: 2, kernel_size: [2, 2, 3], strides: [2, 1, 1],"
+                    " go_backwards: true, dropout: 0.3, seed: 5}\n"
+                    "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    {"conv_lstm3d_dilated", "input: {shape: [2, 4, 3, 3, 1]}\nlayers:\n"
+                            "  - ConvLSTM3D: {filters: 2, kernel_size: [2, 1, 2],"
+                            " dilation_rate: [2, 1, 1], use_bias: false,"
+                            " return_sequences: true}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
     /* the depthwise step's strides and same padding, then depth_multiplier 2 with dilation
      * (the input's gradient through both steps), no bias, a fused activation */
     {"separable_stride_same", IMG "  - SeparableConv2D: {filters: 3, kernel_size: 3, strides: 2,"

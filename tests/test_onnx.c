@@ -945,11 +945,15 @@ static void test_vision_layers(void)
                    "  - BatchNormalization: {name: dw}\n"
                    "  - Flatten: {}\n",
                    "layer 'dw' (BatchNormalization)");
-    /* ConvLSTM2D: ONNX has no convolutional LSTM */
+    /* ConvLSTM2D, ConvLSTM3D: ONNX has no convolutional LSTM */
     export_refused("cl", "input: {shape: [3, 5, 5, 2]}\nlayers:\n"
                    "  - ConvLSTM2D: {name: cl, filters: 2, kernel_size: 3}\n"
                    "  - Flatten: {}\n",
                    "layer 'cl' (ConvLSTM2D): no ONNX form for this layer type");
+    export_refused("cl3", "input: {shape: [3, 2, 4, 4, 2]}\nlayers:\n"
+                   "  - ConvLSTM3D: {name: cl3, filters: 2, kernel_size: 2}\n"
+                   "  - Flatten: {}\n",
+                   "layer 'cl3' (ConvLSTM3D): no ONNX form for this layer type");
 }
 
 /* The augmentation layers export as nothing (the identity at inference), between layers

@@ -7,7 +7,11 @@
  * (T, oh, ow, F) with return_sequences; go_backwards runs over the reversed sequence and
  * returns the outputs in that order, as Keras does. ConvLSTM1D (keras.layers.ConvLSTM1D) is
  * the same over (T, L, C) sequences of sequences, each step a 1 x L image (as Conv1D), K
- * [k, C, 4F] and R [k, F, 4F] the 2-D ones' memory.
+ * [k, C, 4F] and R [k, F, 4F] the 2-D ones' memory. ConvLSTM3D (keras.layers.ConvLSTM3D) is
+ * the same over (T, D, H, W, C) sequences of volumes on the backend's 3-D convolution ops
+ * (conv3d_*), K [kd, kh, kw, C, 4F] and R [kd, kh, kw, F, 4F]. Each type's window is kept as
+ * three axes, depth, height and width (1 where a lower rank has none), and `conv` below runs
+ * a convolution on the 2-D ops or the 3-D ones as the rank says.
  *
  * Made of the backend's existing ops (cpu_first until `make test-gpu` has run it): the input
  * is laid out time-major once (copy2d), its convolution taken for all T steps in one
@@ -27,14 +31,17 @@
 
 #include "core/rng.h"
 
-/* ConvLSTM1D's kernel_size, strides and dilation_rate (k1, s1, d1: an integer or a list of
- * one, as Conv1D's) become the pairs {1, v} at build; rank says which type it is. */
+/* ConvLSTM1D's and ConvLSTM3D's kernel_size, strides and dilation_rate (kl, sl, dl: an
+ * integer or a list of one or three, as Conv1D's and Conv3D's), and ConvLSTM2D's pairs, become
+ * the triples k, s, dil (depth, height, width; 1 on the axes a lower rank lacks) at build;
+ * rank says which type it is. */
 typedef struct conv_lstm_args {
     int filters, kernel_size[2], strides[2], padding, dilation_rate[2], activation,
         recurrent_activation, use_bias, unit_forget_bias, seed, return_sequences, return_state,
         go_backwards, stateful, rank;
+    int k[3], s[3], dil[3];
     double dropout, recurrent_dropout;
-    tfc_int_list k1, s1, d1;
+    tfc_int_list kl, sl, dl;
     const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
 } conv_lstm_args;
 
@@ -88,86 +95,177 @@ static const tfc_field conv_lstm_fields[] = {
     {NULL}};
 
 static const tfc_field conv_lstm1d_fields[] = {
-    {"kernel_size", TFC_F_INT_LIST, OFF(k1), NULL, 1, 4096, NULL,
+    {"kernel_size", TFC_F_INT_LIST, OFF(kl), NULL, 1, 4096, NULL,
      "window length (of both convolutions)"},
-    {"strides", TFC_F_INT_LIST, OFF(s1), "1", 1, 4096, NULL, "the input convolution's stride"},
-    {"dilation_rate", TFC_F_INT_LIST, OFF(d1), "1", 1, 4096, NULL,
+    {"strides", TFC_F_INT_LIST, OFF(sl), "1", 1, 4096, NULL, "the input convolution's stride"},
+    {"dilation_rate", TFC_F_INT_LIST, OFF(dl), "1", 1, 4096, NULL,
+     "the input convolution's dilation"},
+    CONV_LSTM_COMMON_FIELDS,
+    {NULL}};
+
+static const tfc_field conv_lstm3d_fields[] = {
+    {"kernel_size", TFC_F_INT_LIST, OFF(kl), NULL, 1, 4096, NULL,
+     "window depth, height and width (of both convolutions)"},
+    {"strides", TFC_F_INT_LIST, OFF(sl), "1", 1, 4096, NULL, "the input convolution's stride"},
+    {"dilation_rate", TFC_F_INT_LIST, OFF(dl), "1", 1, 4096, NULL,
      "the input convolution's dilation"},
     CONV_LSTM_COMMON_FIELDS,
     {NULL}};
 #undef OFF
 
-/* The sizes of a built layer: T steps of (h, w, c) images, states (oh, ow, f). */
+/* The sizes of a built layer: T steps of (d, h, w, c) volumes, states (od, oh, ow, f). */
 typedef struct dims {
-    int64_t t, hwc, p, f; /* p = oh ow: a state's pixels */
+    int64_t t, hwc, p, f; /* hwc: one step's input floats; p = od oh ow: a state's pixels */
 } dims;
 
-/* One step's input as an image: ConvLSTM1D's (length, channels) is 1 x length */
-static void image_of(const tfc_layer *l, int *h, int *w, int *c)
+/* One step's input as a volume (depth, height, width; ConvLSTM2D's image is 1 deep,
+ * ConvLSTM1D's (length, channels) 1 x 1 x length) and its channels */
+static void volume_of(const tfc_layer *l, int in[3], int *c)
 {
     const conv_lstm_args *a = l->args;
     const int64_t *dim = l->in_shape[0].dim;
-    *h = a->rank == 1 ? 1 : (int)dim[1];
-    *w = (int)dim[a->rank == 1 ? 1 : 2];
-    *c = (int)dim[a->rank == 1 ? 2 : 3];
+    for (int ax = 0; ax < 3; ax++) in[ax] = ax < 3 - a->rank ? 1 : (int)dim[ax - 2 + a->rank];
+    *c = (int)dim[a->rank + 1];
+}
+
+/* One of the layer's convolutions: on the 2-D ops (three = 0; ConvLSTM1D, ConvLSTM2D) or the
+ * 3-D ones */
+typedef struct conv {
+    int three;
+    tfc_conv_desc d2;
+    tfc_conv3d_desc d3;
+} conv;
+
+/* n volumes in[] of c channels into f filters, window k, s, dil (depth, height, width) */
+static conv conv_make(int three, int n, const int in[3], int c, int f, const int k[3],
+                      const int s[3], const int dil[3], int same)
+{
+    conv v = {.three = three};
+    if (three) {
+        v.d3 = (tfc_conv3d_desc){.n = n, .c = c, .f = f, .groups = 1};
+        for (int ax = 0; ax < 3; ax++) {
+            v.d3.in[ax] = in[ax];
+            v.d3.k[ax] = k[ax];
+            v.d3.s[ax] = s[ax];
+            v.d3.dil[ax] = dil[ax];
+            tfc_conv_axis(in[ax], k[ax], s[ax], dil[ax], same, &v.d3.out[ax], &v.d3.pad[ax]);
+        }
+    } else {
+        v.d2 = (tfc_conv_desc){.n = n, .h = in[1], .w = in[2], .c = c, .kh = k[1], .kw = k[2],
+                               .f = f, .sh = s[1], .sw = s[2], .dh = dil[1], .dw = dil[2]};
+        tfc_conv_axis(in[1], k[1], s[1], dil[1], same, &v.d2.oh, &v.d2.pad_top);
+        tfc_conv_axis(in[2], k[2], s[2], dil[2], same, &v.d2.ow, &v.d2.pad_left);
+    }
+    return v;
+}
+
+/* The output's depth, height and width (depth 1 on the 2-D ops) */
+static void conv_out(const conv *v, int out[3])
+{
+    if (v->three) {
+        for (int ax = 0; ax < 3; ax++) out[ax] = v->d3.out[ax];
+    } else {
+        out[0] = 1;
+        out[1] = v->d2.oh;
+        out[2] = v->d2.ow;
+    }
+}
+
+static size_t conv_workspace_of(tfc_backend *be, const conv *v)
+{
+    return v->three ? be->ops->conv3d_workspace(be, &v->d3)
+                    : be->ops->conv_workspace(be, &v->d2);
+}
+
+/* y = conv(x, w) + bias + residual (bias, residual NULL: none) */
+static void conv_run(tfc_backend *be, const conv *v, const float *x, const float *w,
+                     const float *bias, const float *residual, float *y, void *ws)
+{
+    if (!v->three) {
+        be->ops->conv_forward(be, &v->d2, x, w, bias, NULL, residual, TFC_ACT_LINEAR, y, NULL,
+                              NULL, ws);
+        return;
+    }
+    be->ops->conv3d_forward(be, &v->d3, x, w, bias, y, ws);
+    if (residual) {
+        int out[3];
+        conv_out(v, out);
+        be->ops->add(be, (int64_t)v->d3.n * out[0] * out[1] * out[2] * v->d3.f, y, residual,
+                     TFC_ACT_LINEAR, y);
+    }
+}
+
+/* dx += dy (*)^T w (= with assign); x is the forward's input (the 3-D ops take it) */
+static void conv_data(tfc_backend *be, const conv *v, const float *x, const float *dy,
+                      const float *w, float *dx, int assign, void *ws)
+{
+    if (v->three)
+        be->ops->conv3d_backward(be, &v->d3, x, w, dy, dx, NULL, assign, ws);
+    else
+        be->ops->conv_backward_data(be, &v->d2, dy, w, dx, assign, ws);
+}
+
+/* dw += x (*) dy */
+static void conv_filter(tfc_backend *be, const conv *v, const float *x, const float *dy,
+                        float *dw, void *ws)
+{
+    if (v->three)
+        be->ops->conv3d_backward(be, &v->d3, x, NULL, dy, NULL, dw, 0, ws);
+    else
+        be->ops->conv_backward_filter(be, &v->d2, x, dy, dw, ws);
+}
+
+/* The input convolution over n volumes (T n of them for a whole batch), of gates gates'
+ * filters (4; 1 for one gate's) */
+static conv input_conv_f(const tfc_layer *l, int n, int gates)
+{
+    const conv_lstm_args *a = l->args;
+    int in[3], c;
+    volume_of(l, in, &c);
+    return conv_make(a->rank == 3, n, in, c, gates * a->filters, a->k, a->s, a->dil,
+                     a->padding == TFC_PADDING_SAME);
+}
+
+static conv input_conv(const tfc_layer *l, int n)
+{
+    return input_conv_f(l, n, 4);
+}
+
+/* The recurrent convolution of n states: stride 1, same padding, no dilation (Keras's) */
+static conv recurrent_conv(const tfc_layer *l, int n)
+{
+    const conv_lstm_args *a = l->args;
+    conv in = input_conv(l, 1);
+    int out[3];
+    conv_out(&in, out);
+    return conv_make(a->rank == 3, n, out, a->filters, 4 * a->filters, a->k,
+                     (const int[3]){1, 1, 1}, (const int[3]){1, 1, 1}, 1);
 }
 
 static dims dims_of(const tfc_layer *l)
 {
     const conv_lstm_args *a = l->args;
-    const tfc_shape *out = &l->out_shape;
-    const int k = a->return_sequences; /* the output's first spatial axis */
-    int h, w, c;
-    image_of(l, &h, &w, &c);
-    dims d = {.t = l->in_shape[0].dim[0], .hwc = (int64_t)h * w * c,
-              .p = a->rank == 1 ? out->dim[k] : out->dim[k] * out->dim[k + 1], .f = a->filters};
+    int in[3], c, out[3];
+    volume_of(l, in, &c);
+    conv v = input_conv(l, 1);
+    conv_out(&v, out);
+    dims d = {.t = l->in_shape[0].dim[0], .hwc = (int64_t)in[0] * in[1] * in[2] * c,
+              .p = (int64_t)out[0] * out[1] * out[2], .f = a->filters};
     return d;
 }
 
-/* The input convolution over n images (T n of them for a whole batch), of gates gates' filters
- * (4; 1 for one gate's) */
-static tfc_conv_desc input_desc_f(const tfc_layer *l, int n, int gates)
-{
-    const conv_lstm_args *a = l->args;
-    tfc_conv_desc d = {.n = n, .kh = a->kernel_size[0], .kw = a->kernel_size[1],
-                       .f = gates * a->filters, .sh = a->strides[0], .sw = a->strides[1],
-                       .dh = a->dilation_rate[0], .dw = a->dilation_rate[1]};
-    image_of(l, &d.h, &d.w, &d.c);
-    tfc_conv_axis(d.h, d.kh, d.sh, d.dh, a->padding == TFC_PADDING_SAME, &d.oh, &d.pad_top);
-    tfc_conv_axis(d.w, d.kw, d.sw, d.dw, a->padding == TFC_PADDING_SAME, &d.ow, &d.pad_left);
-    return d;
-}
-
-static tfc_conv_desc input_desc(const tfc_layer *l, int n)
-{
-    return input_desc_f(l, n, 4);
-}
-
-/* The recurrent convolution of n states: stride 1, same padding, no dilation (Keras's) */
-static tfc_conv_desc recurrent_desc(const tfc_layer *l, int n)
-{
-    const conv_lstm_args *a = l->args;
-    tfc_conv_desc in = input_desc(l, 1);
-    tfc_conv_desc d = {.n = n, .h = in.oh, .w = in.ow, .c = a->filters, .kh = in.kh,
-                       .kw = in.kw, .f = 4 * a->filters, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
-    tfc_conv_axis(d.h, d.kh, 1, 1, 1, &d.oh, &d.pad_top);
-    tfc_conv_axis(d.w, d.kw, 1, 1, 1, &d.ow, &d.pad_left);
-    return d;
-}
-
-/* Both types' build; a->rank set */
+/* Every type's build; a->rank, k, s and dil set */
 static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
 {
     const conv_lstm_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    if (a->rank == 2 && in->ndim != 4)
-        return tfc_layer_error(err, l, "needs a sequence of images, input shape (steps, height, "
-                                       "width, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
-    if (a->rank == 1 && in->ndim != 3)
-        return tfc_layer_error(err, l, "needs a sequence of sequences, input shape (steps, "
-                                       "length, channels), got %s",
+    static const char *const wants[] = {
+        NULL, "a sequence of sequences, input shape (steps, length, channels)",
+        "a sequence of images, input shape (steps, height, width, channels)",
+        "a sequence of volumes, input shape (steps, depth, height, width, channels)"};
+    if (in->ndim != a->rank + 2)
+        return tfc_layer_error(err, l, "needs %s, got %s", wants[a->rank],
                                tfc_shape_str(in, buf, sizeof buf));
     if (l->mask_in)
         return tfc_layer_error(err, l, "a sequence mask (Masking, Embedding's mask_zero) is not "
@@ -177,25 +275,39 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
     if (a->return_state)
         return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
     if (a->stateful) return tfc_layer_error(err, l, "stateful: not supported");
-    if ((a->strides[0] > 1 || a->strides[1] > 1) &&
-        (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
+    if ((a->s[0] > 1 || a->s[1] > 1 || a->s[2] > 1) &&
+        (a->dil[0] > 1 || a->dil[1] > 1 || a->dil[2] > 1))
         return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "
                                        "(as in Keras)");
-    tfc_conv_desc d = input_desc(l, 1);
-    if (d.oh < 1 || d.ow < 1)
+    int64_t numel = 1;
+    for (int i = 1; i < in->ndim; i++) numel *= in->dim[i];
+    if (a->rank == 3 && (in->dim[4] > (1 << 24) || numel > INT32_MAX))
+        return tfc_layer_error(err, l, "input %s is too large", tfc_shape_str(in, buf, sizeof buf));
+    conv v = input_conv(l, 1);
+    int out[3];
+    conv_out(&v, out);
+    if (out[0] < 1 || out[1] < 1 || out[2] < 1) {
+        if (a->rank == 3)
+            return tfc_layer_error(err, l, "input %s is smaller than the %dx%dx%d kernel "
+                                           "(dilation %dx%dx%d) with valid padding",
+                                   tfc_shape_str(in, buf, sizeof buf), a->k[0], a->k[1],
+                                   a->k[2], a->dil[0], a->dil[1], a->dil[2]);
         return tfc_layer_error(err, l,
                                "input %s is smaller than the %dx%d kernel (dilation %dx%d) with "
                                "valid padding",
-                               tfc_shape_str(in, buf, sizeof buf), d.kh, d.kw, d.dh, d.dw);
+                               tfc_shape_str(in, buf, sizeof buf), a->k[1], a->k[2], a->dil[1],
+                               a->dil[2]);
+    }
     const int64_t t = in->dim[0], f = a->filters;
-    if (a->rank == 1)
-        l->out_shape = a->return_sequences ? tfc_shape_make(3, (int64_t[]){t, d.ow, f})
-                                           : tfc_shape_make(2, (int64_t[]){d.ow, f});
-    else
-        l->out_shape = a->return_sequences ? tfc_shape_make(4, (int64_t[]){t, d.oh, d.ow, f})
-                                           : tfc_shape_make(3, (int64_t[]){d.oh, d.ow, f});
+    /* (T,) then the output's last `rank` axes, then F */
+    int64_t shape[5];
+    int nd = 0;
+    if (a->return_sequences) shape[nd++] = t;
+    for (int ax = 3 - a->rank; ax < 3; ax++) shape[nd++] = out[ax];
+    shape[nd++] = f;
+    l->out_shape = tfc_shape_make(nd, shape);
     /* per step: the four gates after their activations, c_t and h_t */
-    l->saved_floats = t * 6 * d.oh * d.ow * f;
+    l->saved_floats = t * 6 * (int64_t)out[0] * out[1] * out[2] * f;
     tfc_init ki, ri, bi;
     if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
@@ -204,38 +316,67 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
         tfc_layer_init_arg(l, a->bias_initializer, "bias_initializer", TFC_INIT_ZEROS, &bi, err))
         return TFC_ERR_CONFIG;
     if (a->unit_forget_bias && !a->bias_initializer) bi = tfc_init_make(TFC_INIT_LSTM_BIAS);
-    /* ConvLSTM1D's (kw, c, 4f): the (1, kw, c, 4f) of the 2-D convolution in the same memory */
-    if (a->rank == 1) {
-        tfc_layer_add_param(l, "kernel", 3, (int64_t[]){d.kw, d.c, 4 * f}, 1, ki);
-        tfc_layer_add_param(l, "recurrent_kernel", 3, (int64_t[]){d.kw, f, 4 * f}, 1, ri);
-    } else {
-        tfc_layer_add_param(l, "kernel", 4, (int64_t[]){d.kh, d.kw, d.c, 4 * f}, 1, ki);
-        tfc_layer_add_param(l, "recurrent_kernel", 4, (int64_t[]){d.kh, d.kw, f, 4 * f}, 1, ri);
-    }
+    /* Keras's (window..., c, 4f), the window's last `rank` axes: ConvLSTM1D's (kw, c, 4f) is
+     * the (1, kw, c, 4f) of the 2-D convolution in the same memory */
+    int64_t ks[5], rs[5];
+    nd = 0;
+    for (int ax = 3 - a->rank; ax < 3; ax++) ks[nd] = rs[nd] = a->k[ax], nd++;
+    ks[nd] = in->dim[a->rank + 1];
+    rs[nd] = f;
+    ks[nd + 1] = rs[nd + 1] = 4 * f;
+    tfc_layer_add_param(l, "kernel", nd + 2, ks, 1, ki);
+    tfc_layer_add_param(l, "recurrent_kernel", nd + 2, rs, 1, ri);
     if (a->use_bias) tfc_layer_add_param(l, "bias", 1, (int64_t[]){4 * f}, 1, bi);
     return TFC_OK;
 }
 
 static tfc_status conv_lstm2d_build(tfc_layer *l, tfc_error *err)
 {
-    ((conv_lstm_args *)l->args)->rank = 2;
+    conv_lstm_args *a = l->args;
+    a->rank = 2;
+    a->k[0] = a->s[0] = a->dil[0] = 1;
+    for (int i = 0; i < 2; i++) {
+        a->k[i + 1] = a->kernel_size[i];
+        a->s[i + 1] = a->strides[i];
+        a->dil[i + 1] = a->dilation_rate[i];
+    }
     return conv_lstm_build(l, err);
 }
 
-/* ConvLSTM1D: its window's integers as the pairs {1, v} */
+/* ConvLSTM1D: its window's integers as the triples {1, 1, v} */
 static tfc_status conv_lstm1d_build(tfc_layer *l, tfc_error *err)
 {
     conv_lstm_args *a = l->args;
-    if (tfc_layer_one_int(l, "kernel_size", &a->k1, err) ||
-        tfc_layer_one_int(l, "strides", &a->s1, err) ||
-        tfc_layer_one_int(l, "dilation_rate", &a->d1, err))
+    if (tfc_layer_one_int(l, "kernel_size", &a->kl, err) ||
+        tfc_layer_one_int(l, "strides", &a->sl, err) ||
+        tfc_layer_one_int(l, "dilation_rate", &a->dl, err))
         return TFC_ERR_CONFIG;
     a->rank = 1;
-    a->kernel_size[0] = a->strides[0] = a->dilation_rate[0] = 1;
-    a->kernel_size[1] = a->k1.v[0];
-    a->strides[1] = a->s1.v[0];
-    a->dilation_rate[1] = a->d1.v[0];
+    for (int i = 0; i < 2; i++) a->k[i] = a->s[i] = a->dil[i] = 1;
+    a->k[2] = a->kl.v[0];
+    a->s[2] = a->sl.v[0];
+    a->dil[2] = a->dl.v[0];
     return conv_lstm_build(l, err);
+}
+
+/* ConvLSTM3D: an integer or a list of three per window argument, as Conv3D's */
+static tfc_status conv_lstm3d_build(tfc_layer *l, tfc_error *err)
+{
+    conv_lstm_args *a = l->args;
+    a->rank = 3;
+    if (tfc_layer_int3(l, "kernel_size", &a->kl, 1, a->k, err) ||
+        tfc_layer_int3(l, "strides", &a->sl, 1, a->s, err) ||
+        tfc_layer_int3(l, "dilation_rate", &a->dl, 1, a->dil, err))
+        return TFC_ERR_CONFIG;
+    return conv_lstm_build(l, err);
+}
+
+static const char *const *conv_lstm3d_needs(const tfc_layer *l)
+{
+    (void)l;
+    static const char *const needs[] = {"conv3d_workspace", "conv3d_forward", "conv3d_backward",
+                                        NULL};
+    return needs;
 }
 
 static size_t aligned(size_t bytes)
@@ -253,12 +394,10 @@ static size_t conv_ws(const tfc_layer *l, tfc_backend *be)
 {
     const conv_lstm_args *a = l->args;
     const int b = l->max_batch, t = (int)dims_of(l).t;
-    tfc_conv_desc di = input_desc(l, b * t), dr = recurrent_desc(l, b),
-                  dg = input_desc_f(l, b * t, 1);
-    size_t ws = be->ops->conv_workspace(be, &di), wr = be->ops->conv_workspace(be, &dr);
+    conv di = input_conv(l, b * t), dr = recurrent_conv(l, b), dg = input_conv_f(l, b * t, 1);
+    size_t ws = conv_workspace_of(be, &di), wr = conv_workspace_of(be, &dr);
     if (wr > ws) ws = wr;
-    if (a->dropout > 0 && be->ops->conv_workspace(be, &dg) > ws)
-        ws = be->ops->conv_workspace(be, &dg);
+    if (a->dropout > 0 && conv_workspace_of(be, &dg) > ws) ws = conv_workspace_of(be, &dg);
     return aligned(ws);
 }
 
@@ -278,9 +417,9 @@ typedef struct scratch {
 static int64_t gate_kernel_floats(const tfc_layer *l)
 {
     const conv_lstm_args *a = l->args;
-    int h, w, c;
-    image_of(l, &h, &w, &c);
-    return (int64_t)a->kernel_size[0] * a->kernel_size[1] * c * a->filters;
+    int in[3], c;
+    volume_of(l, in, &c);
+    return (int64_t)a->k[0] * a->k[1] * a->k[2] * c * a->filters;
 }
 
 static size_t scratch_floats(const tfc_layer *l)
@@ -361,12 +500,11 @@ static void dropped_forward(const tfc_layer *l, tfc_exec *ex, const scratch *s)
     tfc_backend *be = ex->be;
     dims d = dims_of(l);
     const int64_t rows = ex->batch * d.t * d.p;
-    tfc_conv_desc dg = input_desc_f(l, ex->batch * (int)d.t, 1);
+    conv dg = input_conv_f(l, ex->batch * (int)d.t, 1);
     for (int k = 0; k < 4; k++) {
         gate_input(l, ex, s, k);
-        be->ops->conv_forward(be, &dg, s->xd, s->kg,
-                              a->use_bias ? l->params[2].data + k * d.f : NULL, NULL, NULL,
-                              TFC_ACT_LINEAR, s->zk, NULL, NULL, ex->ws);
+        conv_run(be, &dg, s->xd, s->kg, a->use_bias ? l->params[2].data + k * d.f : NULL, NULL,
+                 s->zk, ex->ws);
         be->ops->copy2d(be, rows, (int)d.f, s->zk, (int)d.f, s->z + k * d.f, (int)(4 * d.f), 0);
     }
 }
@@ -380,17 +518,17 @@ static void dropped_backward(const tfc_layer *l, tfc_exec *ex, const scratch *s,
     dims d = dims_of(l);
     const int64_t rows = ex->batch * d.t * d.p, img = ex->batch * d.hwc,
                   kr = gate_kernel_floats(l) / d.f;
-    tfc_conv_desc dg = input_desc_f(l, ex->batch * (int)d.t, 1);
+    conv dg = input_conv_f(l, ex->batch * (int)d.t, 1);
     if (want_dx) be->ops->zero(be, s->dxt, (size_t)(d.t * img) * sizeof(float));
     for (int k = 0; k < 4; k++) {
         gate_input(l, ex, s, k);
         be->ops->copy2d(be, rows, (int)d.f, s->z + k * d.f, (int)(4 * d.f), s->zk, (int)d.f, 0);
         be->ops->zero(be, s->dkg, (size_t)gate_kernel_floats(l) * sizeof(float));
-        be->ops->conv_backward_filter(be, &dg, s->xd, s->zk, s->dkg, ex->ws);
+        conv_filter(be, &dg, s->xd, s->zk, s->dkg, ex->ws);
         be->ops->copy2d(be, kr, (int)d.f, s->dkg, (int)d.f, l->params[0].grad + k * d.f,
                         (int)(4 * d.f), 1);
         if (!want_dx) continue;
-        be->ops->conv_backward_data(be, &dg, s->zk, s->kg, s->xd, 1, ex->ws);
+        conv_data(be, &dg, s->xd, s->zk, s->kg, s->xd, 1, ex->ws);
         for (int64_t t = 0; t < d.t; t++)
             be->ops->dropout_backward(be, img, (float)a->dropout, gate_key(l, k), ex->step,
                                       s->xd + t * img, s->dxt + t * img);
@@ -418,18 +556,17 @@ static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
     for (int64_t t = 0; t < d.t; t++)
         op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
                    s.xt + t * n * d.hwc, (int)d.hwc, 0);
-    tfc_conv_desc di = input_desc(l, n * (int)d.t), dr = recurrent_desc(l, n);
+    conv di = input_conv(l, n * (int)d.t), dr = recurrent_conv(l, n);
     if (dropped(a, ex))
         dropped_forward(l, ex, &s);
     else
-        op->conv_forward(be, &di, s.xt, kernel, a->use_bias ? l->params[2].data : NULL, NULL,
-                         NULL, TFC_ACT_LINEAR, s.z, NULL, NULL, ex->ws);
+        conv_run(be, &di, s.xt, kernel, a->use_bias ? l->params[2].data : NULL, NULL, s.z,
+                 ex->ws);
     for (int64_t t = 0; t < d.t; t++) {
         float *z = s.z + t * rows * 4 * d.f, *g = gates + t * 4 * q, *c = cs + t * q,
               *h = hs + t * q;
         if (t > 0) { /* z += conv(h_{t-1}, R) */
-            op->conv_forward(be, &dr, h - q, rkernel, NULL, NULL, z, TFC_ACT_LINEAR, s.s, NULL,
-                             NULL, ex->ws);
+            conv_run(be, &dr, h - q, rkernel, NULL, z, s.s, ex->ws);
             z = s.s;
         }
         for (int k = 0; k < 4; k++)
@@ -462,7 +599,7 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
     float *gates, *cs, *hs;
     saved_parts(l, &gates, &cs, &hs);
     const float *in = x[0];
-    tfc_conv_desc di = input_desc(l, n * (int)d.t), dr = recurrent_desc(l, n);
+    conv di = input_conv(l, n * (int)d.t), dr = recurrent_conv(l, n);
     op->zero(be, s.dc, (size_t)q * sizeof(float));
     for (int64_t t = d.t - 1; t >= 0; t--) {
         const float *g = gates + t * 4 * q, *c = cs + t * q;
@@ -475,8 +612,8 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
         else
             op->zero(be, s.dh, (size_t)q * sizeof(float));
         if (t < d.t - 1)
-            op->conv_backward_data(be, &dr, dz + rows * 4 * d.f, l->params[1].data, s.dh, 0,
-                                   ex->ws);
+            conv_data(be, &dr, hs + t * q, dz + rows * 4 * d.f, l->params[1].data, s.dh, 0,
+                      ex->ws);
         op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, c, s.tc);
         /* o: dz_o = sigmoid'(o) dh tanh(c); c: dc += tanh'(c) dh o (the activations'
          * derivatives from their outputs: x is not read) */
@@ -500,7 +637,7 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
         for (int k = 0; k < 4; k++)
             op->copy2d(be, rows, (int)d.f, dg + k * q, (int)d.f, dz + k * d.f, (int)(4 * d.f), 0);
         if (t > 0) /* dR += h_{t-1} (*) dz_t */
-            op->conv_backward_filter(be, &dr, hs + (t - 1) * q, dz, l->params[1].grad, ex->ws);
+            conv_filter(be, &dr, hs + (t - 1) * q, dz, l->params[1].grad, ex->ws);
     }
     /* The input's convolution, for all steps at once: its input time-major again */
     for (int64_t t = 0; t < d.t; t++)
@@ -512,8 +649,8 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
         dropped_backward(l, ex, &s, dx[0] != NULL);
         dxt = s.dxt;
     } else {
-        op->conv_backward_filter(be, &di, s.xt, s.z, l->params[0].grad, ex->ws);
-        if (dx[0]) op->conv_backward_data(be, &di, s.z, l->params[0].data, s.xt, 1, ex->ws);
+        conv_filter(be, &di, s.xt, s.z, l->params[0].grad, ex->ws);
+        if (dx[0]) conv_data(be, &di, s.xt, s.z, l->params[0].data, s.xt, 1, ex->ws);
     }
     if (!dx[0]) return;
     for (int64_t t = 0; t < d.t; t++)
@@ -532,5 +669,12 @@ const tfc_layer_ops tfc_conv_lstm1d_ops = {
     .type = "ConvLSTM1D", .schema = conv_lstm1d_fields, .args_size = sizeof(conv_lstm_args),
     .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
     .build = conv_lstm1d_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
+    .backward = conv_lstm_backward,
+};
+
+const tfc_layer_ops tfc_conv_lstm3d_ops = {
+    .type = "ConvLSTM3D", .schema = conv_lstm3d_fields, .args_size = sizeof(conv_lstm_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1, .needs = conv_lstm3d_needs,
+    .build = conv_lstm3d_build, .plan = conv_lstm_plan, .forward = conv_lstm_forward,
     .backward = conv_lstm_backward,
 };

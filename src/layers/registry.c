@@ -24,7 +24,8 @@ extern const tfc_layer_ops tfc_dense_ops, tfc_conv2d_ops, tfc_lstm_ops, tfc_drop
 extern const tfc_layer_ops tfc_group_normalization_ops;
 extern const tfc_layer_ops tfc_identity_ops, tfc_repeat_vector_ops;
 extern const tfc_layer_ops tfc_normalization_ops;
-extern const tfc_layer_ops tfc_simple_rnn_ops, tfc_conv_lstm2d_ops, tfc_conv_lstm1d_ops;
+extern const tfc_layer_ops tfc_simple_rnn_ops, tfc_conv_lstm2d_ops, tfc_conv_lstm1d_ops,
+    tfc_conv_lstm3d_ops;
 extern const tfc_layer_ops tfc_rnn_layer_ops;
 extern const tfc_layer_ops tfc_time_distributed_ops;
 extern const tfc_layer_ops tfc_attention_ops, tfc_additive_attention_ops;
@@ -69,6 +70,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_attention_ops,      &tfc_additive_attention_ops,
     &tfc_gru_ops,            &tfc_bidirectional_ops,
     &tfc_simple_rnn_ops,     &tfc_conv_lstm2d_ops,     &tfc_conv_lstm1d_ops,
+    &tfc_conv_lstm3d_ops,
     &tfc_rnn_layer_ops,
     &tfc_separable_conv2d_ops,
     &tfc_random_flip_ops,    &tfc_random_translation_ops, &tfc_random_rotation_ops,

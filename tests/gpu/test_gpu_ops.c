@@ -3928,7 +3928,9 @@ static void test_train_volume(void)
 /* ConvLSTM2D and ConvLSTM1D (CPU-first, lifted here): the convolution ops over T n images and n states per
  * step, copy2d, act_forward/backward, mul and dropout on the GPU; training steps of a model
  * with one over every step (same padding, dropout) into one going backwards (strides 2,
- * valid) on both backends, and a ConvLSTM1D */
+ * valid) on both backends, and a ConvLSTM1D; then a ConvLSTM3D model (the conv3d ops, put in
+ * the table for it, and add): one over every step (same padding, an even kernel, dropout)
+ * into one going backwards (strides (2, 1, 1), valid) */
 static void test_train_conv_lstm(void)
 {
     lift_cpu_first = 1;
@@ -3945,6 +3947,16 @@ static void test_train_conv_lstm(void)
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(1);
+    train_steps("input: {shape: [3, 3, 5, 4, 2]}\nlayers:\n"
+                "  - ConvLSTM3D: {filters: 3, kernel_size: [2, 3, 1], padding: same, "
+                "return_sequences: true, dropout: 0.25}\n"
+                "  - ConvLSTM3D: {filters: 2, kernel_size: [2, 2, 3], strides: [2, 1, 1], "
+                "go_backwards: true}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
     lift_cpu_first = 0;
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Writes the Keras parity fixtures of ConvLSTM2D and ConvLSTM1D (tests/test_conv_lstm.c) into
+# Writes the Keras parity fixtures of ConvLSTM2D, ConvLSTM1D and ConvLSTM3D (tests/test_conv_lstm.c) into
 # tests/ref/conv_lstm/, in keras_group_norm.py's format (the tfc YAML in the metadata "yaml"; x, Keras 3's output y,
 # MSE targets t, the MSE loss's gradients "dx" and "grad:<path>", every weight), the weights
 # under tfc's paths: Keras's with the cell's segment dropped (cl/conv_lstm2d_cell/kernel ->
@@ -76,6 +76,25 @@ CASES = {
     "conv1d_last_stride_backwards": ((4, 9, 2), [("ConvLSTM1D", dict(name="cl", filters=2,
                                                                      kernel_size=2, strides=2,
                                                                      go_backwards=True))]),
+    # ConvLSTM3D: every step, same padding, a 2x3x1 kernel (an even depth: the extra plane
+    # after); every window argument differs along its three axes, so that a swap shows
+    "conv3d_seq_same": ((3, 3, 4, 3, 2), [("ConvLSTM3D", dict(name="cl", filters=2,
+                                                              kernel_size=[2, 3, 1],
+                                                              padding="same",
+                                                              return_sequences=True))]),
+    # the last state going backwards, strides (2, 1, 1), valid; a Dense after it
+    "conv3d_last_stride_backwards": ((3, 5, 3, 4, 2), [("ConvLSTM3D", dict(name="cl", filters=2,
+                                                                           kernel_size=[2, 2, 3],
+                                                                           strides=[2, 1, 1],
+                                                                           go_backwards=True)),
+                                                       ("Flatten", dict(name="fl")),
+                                                       ("Dense", dict(name="d", units=3))]),
+    # dilation (2, 1, 1), valid, no bias, every step
+    "conv3d_dilated_nobias": ((3, 5, 4, 3, 1), [("ConvLSTM3D", dict(name="cl", filters=2,
+                                                                    kernel_size=[2, 3, 2],
+                                                                    dilation_rate=[2, 1, 1],
+                                                                    use_bias=False,
+                                                                    return_sequences=True))]),
 }
 
 
