@@ -13,6 +13,7 @@
 #include "gradcheck.h"
 #include "layers/layer.h"
 #include "testutil.h"
+#include "tfc.h"
 
 static float *falloc(int64_t n)
 {
@@ -127,6 +128,41 @@ static void test_parity_keras(void)
     tfc_st_close(f);
 }
 
+/* The C inference API applies AutoContrast (and leaves Equalization out, as Keras's
+ * inference): a model of both, its weights (none) written by tfc, against Keras's output at
+ * inference for the autocontrast_range case's input. */
+static void test_predictor(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/tone/tone.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const int64_t numel = 2 * 12 * 3;
+    float *x = tensor(f, "x_", "autocontrast_range", numel);
+    float *yi = tensor(f, "yi_", "autocontrast_range", numel), *got = falloc(numel);
+    const char *yaml = "input: {shape: [3, 4, 3]}\nlayers:\n"
+                       "  - Equalization: {value_range: [-1, 1]}\n"
+                       "  - AutoContrast: {value_range: [1, -1]}\n";
+    char model[1024], weights[1024], msg[512];
+    snprintf(model, sizeof model, "%s", tfc_test_write("tone.yaml", yaml, -1));
+    snprintf(weights, sizeof weights, "%s", tfc_test_path("tone.safetensors"));
+    tfc_model *m = tfc_test_model(yaml);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, weights, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    tfc_predictor *p = tfc_predictor_open(model, weights, "cpu", msg, sizeof msg);
+    if (!p) printf("\n%s", msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_predictor_run(p, x, 2, got, msg, sizeof msg), 0);
+    double worst = 0;
+    CU_ASSERT_EQUAL(mismatches(got, yi, numel, &worst), 0);
+    tfc_predictor_close(p);
+    free(x), free(yi), free(got);
+    tfc_st_close(f);
+}
+
 /* The same outputs on 1 and 3 threads, in training and at inference, on a larger batch. */
 static void test_threads(void)
 {
@@ -208,6 +244,7 @@ static void test_missing_kernels_refused(void)
                             drop_tone_backward, "Equalization", "tone_backward");
 }
 
-TFC_TEST_MAIN("augment_tone", {"parity_keras", test_parity_keras}, {"threads", test_threads},
+TFC_TEST_MAIN("augment_tone", {"parity_keras", test_parity_keras}, {"predictor", test_predictor},
+              {"threads", test_threads},
               {"config_errors", test_config_errors},
               {"missing_kernels_refused", test_missing_kernels_refused})
