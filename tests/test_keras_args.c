@@ -70,6 +70,8 @@ static const listed tfc_only[] = {
     {"EinsumDense.activity_regularizer", "the base Layer's keyword, which EinsumDense takes in "
      "its kwargs"},
     {"RNN.activity_regularizer", "the base Layer's keyword, which RNN takes in its kwargs"},
+    {"AutoContrast.data_format", "BaseImagePreprocessingLayer's keyword, which AutoContrast "
+     "takes in its kwargs; channels_last only"},
     {NULL, NULL}};
 
 /* tfc defaults of "~" that the layer resolves to Keras's default when it builds */
@@ -97,6 +99,8 @@ static const listed resolved_at_build[] = {
     {"RandomErasing.scale", "[0.02, 0.33]"},
     {"RandomErasing.value_range", "[0, 255]"},
     {"RandomGaussianBlur.value_range", "[0, 255]"},
+    {"AutoContrast.value_range", "[0, 255]"},
+    {"Equalization.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

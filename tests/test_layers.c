@@ -624,6 +624,15 @@ static const gc_case cases[] = {
                       "  - Solarization: {addition_factor: 0.05, value_range: [-3, 3]}\n"
                       "  - RandomColorDegeneration: {factor: 0.6, value_range: [-20, 20]}\n"
                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* AutoContrast through each channel's minimum and maximum (no ties among the
+     * convolution's values), and Equalization where it keeps the channel (every value in
+     * one of its bins: its identity's gradient; elsewhere its gradient is zero, as Keras's,
+     * test_augment_tone's parity) */
+    {"augment_tone", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                     "  - AutoContrast: {value_range: [-2, 2]}\n"
+                     "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+                     "  - Equalization: {bins: 2, value_range: [-10, 10]}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* RandomSaturation, RandomHue and RandomColorJitter (its four stages) through Keras's HSV
      * maps, on positive RGB values (a pixel's maximum near 0 is where the saturation jumps)
      * whose clips do not bind. The jitter's seed: with the run's stream alone a step moves a

@@ -978,6 +978,14 @@ static void test_augmentation(void)
             "  - RandomHue: {factor: 0.2}\n"
             "  - RandomColorJitter: {brightness_factor: 0.1, hue_factor: 0.1}\n"
             "  - Flatten: {}\n", 0);
+    /* AutoContrast (ReduceMin, ReduceMax and the stretch, layers/augment_tone.c) at the
+     * input, in [0, 255], and after a convolution in a value_range; Equalization (the
+     * identity at inference) between them */
+    fixture("tone",
+            "input: {shape: [6, 5, 3]}\nlayers:\n"
+            "  - AutoContrast: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - Equalization: {bins: 64}\n"
+            "  - AutoContrast: {value_range: [1, -2]}\n  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"

@@ -1037,6 +1037,67 @@ static void mean_rows(exporter *x, const char *in, int k, char *out)
     }
 }
 
+/* AutoContrast (layers/augment_tone.c) as Keras computes it, on the channels-last image:
+ * z = x in [0, 255] (from value_range, unless that is [0, 255]), lo, hi = ReduceMin,
+ * ReduceMax of z over the rows and columns, r = z * (255 / (hi - lo)) + -lo * that,
+ * y = Clip(r, 0, 255) back in value_range, and x itself where r is NaN (a constant
+ * channel: Keras's "don't process NaN channels"). */
+static tref auto_contrast(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tref r = nhwc(x, in);
+    const tfc_float_list *vr = arg(l, "value_range");
+    const float vlo = vr->n ? (float)fmin(vr->v[0], vr->v[1]) : 0.0f;
+    const float vhi = vr->n ? (float)fmax(vr->v[0], vr->v[1]) : 255.0f;
+    const int ranged = !(vlo == 0.0f && vhi == 255.0f);
+    const float zero = 0.0f, full = 255.0f, width = vhi - vlo;
+    char src[96], z[96], t[96], u[96], c0[96], c255[96], cw[96], clo[96];
+    char lo[96], hi[96], scale[96], offset[96], nan[96];
+    snprintf(src, sizeof src, "%s", r.name);
+    init_f32(x, c0, "zero", NULL, 0, &zero);
+    init_f32(x, c255, "full", NULL, 0, &full);
+    snprintf(z, sizeof z, "%s", src);
+    if (ranged) {
+        init_f32(x, cw, "width", NULL, 0, &width);
+        init_f32(x, clo, "low", NULL, 0, &vlo);
+        binary(x, "Sub", src, clo, t);
+        binary(x, "Div", t, cw, u);
+        binary(x, "Mul", u, c255, z);
+    }
+    const int64_t axes[2] = {1, 2};
+    for (int k = 0; k < 2; k++) {
+        const char *op = k ? "ReduceMax" : "ReduceMin";
+        char *out = k ? hi : lo, ax[96];
+        tfc_pb a = {0};
+        attr_int(&a, "keepdims", 1);
+        fresh(x, out, op);
+        if (x->opset >= 18) {
+            init_i64(x, ax, "axes", axes, 2);
+            node(x, op, (const char *[]){z, ax, NULL}, out, &a);
+        } else {
+            attr_ints(&a, "axes", axes, 2);
+            node(x, op, (const char *[]){z, NULL}, out, &a);
+        }
+    }
+    binary(x, "Sub", hi, lo, t);
+    binary(x, "Div", c255, t, scale);
+    unary(x, "Neg", lo, t, NULL);
+    binary(x, "Mul", t, scale, offset);
+    binary(x, "Mul", z, scale, t);
+    binary(x, "Add", t, offset, u);
+    unary(x, "IsNaN", u, nan, NULL);
+    fresh(x, t, "Clip");
+    node(x, "Clip", (const char *[]){u, c0, c255, NULL}, t, NULL);
+    if (ranged) {
+        binary(x, "Div", t, c255, u);
+        binary(x, "Mul", u, cw, t);
+        binary(x, "Add", t, clo, u);
+        snprintf(t, sizeof t, "%s", u);
+    }
+    fresh(x, r.name, "Where");
+    node(x, "Where", (const char *[]){nan, src, t, NULL}, r.name, NULL);
+    return r;
+}
+
 /* LayerNormalization as opset 17's LayerNormalization (axis -k: the k trailing axes; a
  * Scale of ones without `scale`), RMSNormalization as opset 23's RMSNormalization (the same
  * axis); before opset 23 RMSNormalization, and LayerNormalization's rms_scaling always,
@@ -2414,11 +2475,14 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = rescaling(x, l, in);
     } else if (!strcmp(type, "Normalization")) {
         r = normalization(x, l, in);
+    } else if (!strcmp(type, "AutoContrast")) {
+        r = auto_contrast(x, l, in);
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
                !strcmp(type, "ActivityRegularization") || !strcmp(type, "Identity") ||
-               !strncmp(type, "Random", 6) || !strcmp(type, "Solarization")) {
+               !strncmp(type, "Random", 6) || !strcmp(type, "Solarization") ||
+               !strcmp(type, "Equalization")) {
         /* inference: the dropouts, GaussianNoise, ActivityRegularization, Identity and the
-         * augmentation layers (RandomFlip, ..., Solarization) are the identity;
+         * augmentation layers (RandomFlip, ..., Solarization, Equalization) are the identity;
          * Activation (and ReLU, Softmax, ... as one) is its fused activation alone */
     } else if (!strcmp(type, "Flatten")) {
         t = nhwc(x, in);

@@ -631,6 +631,23 @@ typedef struct tfc_blur_desc {
     uint64_t key, step;
 } tfc_blur_desc;
 
+/* AutoContrast and Equalization (layers/augment_tone.c, core/tone.h), NHWC, per channel:
+ *   AUTOCONTRAST each image's channel, in [0, 255] from [vlo, vhi], stretched so that its
+ *                minimum becomes 0 and its maximum 255, back in [vlo, vhi] (a constant
+ *                channel kept as it is)
+ *   EQUALIZE     each channel over the whole batch (Keras's histogram of images[..., ch]),
+ *                in [0, 255] from [vlo, vhi], mapped through its bins-bin histogram's
+ *                equalizing lookup table (a channel of at most one non-zero bin kept),
+ *                back in [vlo, vhi] */
+enum { TFC_TONE_MAX_BINS = 4096 };
+typedef enum tfc_tone_kind { TFC_TONE_AUTOCONTRAST = 0, TFC_TONE_EQUALIZE } tfc_tone_kind;
+typedef struct tfc_tone_desc {
+    int n, hw, c;
+    tfc_tone_kind kind;
+    int bins;       /* EQUALIZE: in [1, TFC_TONE_MAX_BINS] */
+    float vlo, vhi; /* value_range, sorted */
+} tfc_tone_desc;
+
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
     TFC_MERGE_CONCAT = 0,
@@ -1349,6 +1366,13 @@ typedef struct tfc_device_options {
      * forward's input). */                                                                        \
     X(void, blur_forward, (tfc_backend *be, const tfc_blur_desc *d, const float *x, float *y))     \
     X(void, blur_backward, (tfc_backend *be, const tfc_blur_desc *d, const float *x,               \
+                            const float *dy, float *dx))                                           \
+    /* AutoContrast, Equalization (tfc_tone_desc): tone_forward overwrites y; tone_backward        \
+     * adds to dx the gradient at x (the forward's input) times dy: AUTOCONTRAST's through the     \
+     * channel's minimum and maximum (ties share them, as JAX's), EQUALIZE's none but where the    \
+     * channel is kept (the lookup's integer indices carry none). */                               \
+    X(void, tone_forward, (tfc_backend *be, const tfc_tone_desc *d, const float *x, float *y))     \
+    X(void, tone_backward, (tfc_backend *be, const tfc_tone_desc *d, const float *x,               \
                             const float *dy, float *dx))                                           \
     /* Adaptive pooling (tfc_adaptive_pool_desc): adaptive_pool_forward overwrites y; for max      \
      * pooling argmax [n, out, c] (NULL: no backward follows) receives each winner's flat index    \

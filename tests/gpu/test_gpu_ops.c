@@ -3510,6 +3510,56 @@ static void test_augment_color(void)
     enable_layer_ops(0);
 }
 
+/* AutoContrast and Equalization (gpu_tone.cu, core/tone.h): the ops against the CPU, a
+ * constant channel and ties among the extremes, values on a grid so that the histogram's
+ * bins repeat and Equalization's second channel keeps one bin; the forward the same bits,
+ * AutoContrast's backward to its sums' order. Then a model with both layers trains on both
+ * backends. */
+static void test_augment_tone(void)
+{
+    enable_layer_ops(1);
+    const tfc_tone_desc descs[] = {
+        {.kind = TFC_TONE_AUTOCONTRAST, .vlo = 0, .vhi = 255},
+        {.kind = TFC_TONE_AUTOCONTRAST, .vlo = -1, .vhi = 2},
+        {.kind = TFC_TONE_EQUALIZE, .bins = 256, .vlo = 0, .vhi = 255},
+        {.kind = TFC_TONE_EQUALIZE, .bins = 4096, .vlo = -1, .vhi = 1},
+        {.kind = TFC_TONE_EQUALIZE, .bins = 7, .vlo = -0.5f, .vhi = 0.5f}};
+    const char *names[] = {"autocontrast", "autocontrast_range", "equalize", "equalize_4096",
+                           "equalize_7"};
+    const int n = 5, hw = 300, c = 3;
+    const int64_t nb = (int64_t)n * hw * c;
+    for (int d = 0; d < 5; d++) {
+        tfc_tone_desc t = descs[d];
+        t.n = n, t.hw = hw, t.c = c;
+        pair x = pair_rand(nb, t.vlo, t.vhi), y = pair_rand(nb, -1, 1);
+        pair dy = pair_rand(nb, -1, 1), dx = pair_rand(nb, -1, 1);
+        for (int64_t i = 0; i < nb; i++) {
+            x.h[i] = t.vlo + roundf((x.h[i] - t.vlo) / (t.vhi - t.vlo) * 40) / 40 *
+                                 (t.vhi - t.vlo);
+            if (i % c == 1 && (t.kind == TFC_TONE_EQUALIZE || i < hw * c)) x.h[i] = t.vlo;
+        }
+        pair_push(&x);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->tone_forward(be, &t, SIDE(x, k), SIDE(y, k));
+            be->ops->tone_backward(be, &t, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part(names[d], "forward", &y, EXACT) +
+                            check_part(names[d], "backward", &dx, F32), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
+    check_status();
+    train_steps("input: {shape: [6, 5, 3]}\nlayers:\n"
+                "  - AutoContrast: {value_range: [-1, 1]}\n"
+                "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu}\n"
+                "  - Equalization: {bins: 16, value_range: [0, 2]}\n"
+                "  - AutoContrast: {}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 /* Maximum and Minimum (gpu_extremum.cu, put in the table for this case) against the CPU: the
  * fold of k inputs, values on a grid of halves so ties are common (the weights halve), with
  * and without a sequence mask and its mixes of masked inputs; y and every dx (accumulated,
@@ -4901,6 +4951,7 @@ int main(int argc, char **argv)
         {"augment_contrast", test_augment_contrast},
         {"augment_inference", test_augment_inference},
         {"augment_color", test_augment_color},
+        {"augment_tone", test_augment_tone},
         {"train_augment", test_train_augment},
         {"train_shear", test_train_shear},
         {"augment_region", test_augment_region},
