@@ -974,6 +974,12 @@ static void test_augmentation(void)
             "  - RandomHue: {factor: 0.2}\n"
             "  - RandomColorJitter: {brightness_factor: 0.1, hue_factor: 0.1}\n"
             "  - Flatten: {}\n", 0);
+    /* RandomPerspective and RandomSharpness likewise */
+    fixture("augment_persp",
+            "input: {shape: [6, 5, 3]}\nlayers:\n"
+            "  - RandomPerspective: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - RandomSharpness: {factor: 0.7}\n  - RandomPerspective: {scale: 0.3}\n"
+            "  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"
