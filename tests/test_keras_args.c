@@ -97,6 +97,7 @@ static const listed resolved_at_build[] = {
     {"RandomErasing.scale", "[0.02, 0.33]"},
     {"RandomErasing.value_range", "[0, 255]"},
     {"RandomGaussianBlur.value_range", "[0, 255]"},
+    {"RandomSharpness.value_range", "[0, 255]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */
