@@ -546,9 +546,10 @@ typedef enum tfc_fill_mode {
 
 /* A geometric augmentation: output pixel (oy, ox) of image i reads the input at
  *   sx = (a0 ox + a1 oy + a2) / q,   sy = (b0 ox + b1 oy + b2) / q,   q = c0 ox + c1 oy + 1
- * with image i's matrix (tfc_warp_matrix; c0 = c1 = 0, q = 1, but for PERSPECTIVE), nearest (rounded half away from zero) or
- * bilinear, the four neighbours of a bilinear read each placed by `fill` (in constant mode
- * a neighbour outside the image reads fill_value): Keras's affine_transform on JAX. */
+ * with image i's matrix (tfc_warp_matrix; c0 = c1 = 0, q = 1, but for PERSPECTIVE), nearest
+ * (rounded half away from zero) or bilinear, the four neighbours of a bilinear read each
+ * placed by `fill` (in constant mode a neighbour outside the image reads fill_value): Keras's
+ * affine_transform (perspective_transform) on JAX. */
 typedef struct tfc_warp_desc {
     int n, h, w, c;
     tfc_warp_kind kind;

@@ -1,6 +1,6 @@
 /* The augmentation layers (keras.layers.RandomFlip, RandomTranslation, RandomRotation,
- * RandomZoom, RandomShear, RandomPerspective, RandomContrast, RandomBrightness): in training each image gets
- * its own random transform, drawn from the layer's stream at (step, image)
+ * RandomZoom, RandomShear, RandomPerspective, RandomContrast, RandomBrightness): in training
+ * each image gets its own random transform, drawn from the layer's stream at (step, image)
  * (core/augment.h), so a resumed run repeats it; at inference y = x.
  *   RandomFlip, RandomTranslation, RandomRotation, RandomZoom, RandomShear:
  *     y[oy, ox] = x read at (sx, sy) = M (ox, oy, 1)   (M per image, nearest or bilinear,
