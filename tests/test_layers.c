@@ -663,6 +663,13 @@ static const gc_case cases[] = {
                       "  - RandomErasing: {scale: [0.1, 0.5], value_range: [-1, 1]}\n"
                       "  - RandomGaussianBlur: {kernel_size: [5, 3], value_range: [-2, 2]}\n"
                       "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* RandomPerspective (a homography per image, bilinear and nearest, constant fill) and
+     * RandomSharpness (a blend with the smoothing, some values clipped) after a convolution */
+    {"augment_perspective", IMG "  - Conv2D: {filters: 2, kernel_size: 2, padding: same}\n"
+                            "  - RandomPerspective: {factor: [0.6, 1], scale: 0.8}\n"
+                            "  - RandomPerspective: {interpolation: nearest, fill_value: 0.5}\n"
+                            "  - RandomSharpness: {factor: [0, 1], value_range: [-2, 2]}\n"
+                            "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* Masking passes real steps through and its mask on to the recurrent layers and the
      * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's
      * definition, is no derivative of the loss, so test_masking checks those) */

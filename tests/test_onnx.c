@@ -986,6 +986,12 @@ static void test_augmentation(void)
             "  - AutoContrast: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - Equalization: {bins: 64}\n"
             "  - AutoContrast: {value_range: [1, -2]}\n  - Flatten: {}\n", 0);
+    /* RandomPerspective and RandomSharpness likewise */
+    fixture("augment_persp",
+            "input: {shape: [6, 5, 3]}\nlayers:\n"
+            "  - RandomPerspective: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - RandomSharpness: {factor: 0.7}\n  - RandomPerspective: {scale: 0.3}\n"
+            "  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"

@@ -17,6 +17,53 @@ TFC_HD float tfc_augment_draw(uint64_t key, uint64_t step, int64_t i, int k, flo
     return tfc_rng_uniform(key, step, 4 * (uint64_t)i + (uint64_t)k) * (hi - lo) + lo;
 }
 
+/* RandomPerspective's draw k (< 10) of image i, uniform in [0, 1): 0 the probability's,
+ * 1 the threshold, 2 + 2 j + a the factor of corner j's axis a (x 0, y 1). */
+TFC_HD float tfc_perspective_draw(const tfc_warp_desc *d, int64_t i, int k)
+{
+    return tfc_rng_uniform(d->key, d->step, 16 * (uint64_t)i + (uint64_t)k);
+}
+
+/* RandomPerspective's matrix of image i (Keras's random_perspective.py and JAX's
+ * perspective_transform): when u1 < p (p = lo[0] + u0 (hi[0] - lo[0])), the corners
+ * s_j = (0, 0), (w - 1, 0), (0, h - 1), (w - 1, h - 1) move to e_j = s_j + s_j f_j (f_j's two
+ * factors lo[1] + u (hi[1] - lo[1]), in float32), and m is the homography taking e_j to s_j:
+ * the 8 x 8 system of compute_homography_matrix, solved in double (partial pivoting) and
+ * rounded once. Otherwise, or when the system is singular (an image 1 pixel wide or high,
+ * where Keras's solve gives NaN), m is the identity. */
+TFC_HD void tfc_perspective_matrix(const tfc_warp_desc *d, int64_t i, float m[8])
+{
+    const float p = d->lo[0] + tfc_perspective_draw(d, i, 0) * (d->hi[0] - d->lo[0]);
+    if (!(tfc_perspective_draw(d, i, 1) < p)) return;
+    const float sx[4] = {0, (float)(d->w - 1), 0, (float)(d->w - 1)};
+    const float sy[4] = {0, 0, (float)(d->h - 1), (float)(d->h - 1)};
+    double a[8][9];
+    for (int j = 0; j < 4; j++) {
+        const float fx = d->lo[1] + tfc_perspective_draw(d, i, 2 + 2 * j) * (d->hi[1] - d->lo[1]);
+        const float fy = d->lo[1] + tfc_perspective_draw(d, i, 3 + 2 * j) * (d->hi[1] - d->lo[1]);
+        const double ex = sx[j] + sx[j] * fx, ey = sy[j] + sy[j] * fy;
+        const double rx[9] = {ex, ey, 1, 0, 0, 0, -sx[j] * ex, -sx[j] * ey, sx[j]};
+        const double ry[9] = {0, 0, 0, ex, ey, 1, -sy[j] * ex, -sy[j] * ey, sy[j]};
+        for (int k = 0; k < 9; k++) a[j][k] = rx[k], a[4 + j][k] = ry[k];
+    }
+    for (int c = 0; c < 8; c++) {
+        int piv = c;
+        for (int r = c + 1; r < 8; r++)
+            if (fabs(a[r][c]) > fabs(a[piv][c])) piv = r;
+        if (fabs(a[piv][c]) < 1e-9) return;
+        for (int k = 0; k < 9; k++) {
+            const double t = a[c][k];
+            a[c][k] = a[piv][k], a[piv][k] = t;
+        }
+        for (int r = 0; r < 8; r++) {
+            if (r == c) continue;
+            const double f = a[r][c] / a[c][c];
+            for (int k = c; k < 9; k++) a[r][k] -= f * a[c][k];
+        }
+    }
+    for (int k = 0; k < 8; k++) m[k] = (float)(a[k][8] / a[k][k]);
+}
+
 /* Image i's matrix m = (a0, a1, a2, b0, b1, b2), output pixel to input coordinates:
  *   flip:      sx = w - 1 - ox (flip_cols), sy = h - 1 - oy (flip_rows), when u0 <= 1/2
  *   translate: sx = ox - tx, sy = oy - ty,  tx = draw1 w, ty = draw0 h
@@ -25,11 +72,17 @@ TFC_HD float tfc_augment_draw(uint64_t key, uint64_t step, int64_t i, int k, flo
  *   zoom:      sx = zx ox + (w - 1) / 2 (1 - zx), sy = zy oy + (h - 1) / 2 (1 - zy),
  *              zy = draw0, zx = draw1 (or zy with same_zoom)
  *   shear:     sx = ox + kx oy, sy = ky ox + oy (about pixel (0, 0), as Keras),
- *              kx = s draw1, ky = s draw2, s = -1 when u0 > 1/2 else 1 */
-TFC_HD void tfc_warp_matrix(const tfc_warp_desc *d, int64_t i, float m[6])
+ *              kx = s draw1, ky = s draw2, s = -1 when u0 > 1/2 else 1
+ *   perspective: the homography (m6, m7 its denominator's) tfc_perspective_matrix makes
+ * m6 = m7 = 0 but for perspective. */
+TFC_HD void tfc_warp_matrix(const tfc_warp_desc *d, int64_t i, float m[8])
 {
     const float w = (float)d->w, h = (float)d->h;
-    m[0] = 1, m[1] = 0, m[2] = 0, m[3] = 0, m[4] = 1, m[5] = 0;
+    m[0] = 1, m[1] = 0, m[2] = 0, m[3] = 0, m[4] = 1, m[5] = 0, m[6] = 0, m[7] = 0;
+    if (d->kind == TFC_WARP_PERSPECTIVE) {
+        tfc_perspective_matrix(d, i, m);
+        return;
+    }
     if (d->kind == TFC_WARP_FLIP) {
         if (tfc_rng_uniform(d->key, d->step, 4 * (uint64_t)i) > 0.5f) return;
         if (d->flip_cols) m[0] = -1, m[2] = w - 1;
@@ -96,11 +149,18 @@ typedef struct tfc_warp_taps {
     float wt[4];
 } tfc_warp_taps;
 
-/* The taps of output pixel (oy, ox) under matrix m. */
-TFC_HD tfc_warp_taps tfc_warp_taps_at(const tfc_warp_desc *d, const float m[6], int oy, int ox)
+/* The taps of output pixel (oy, ox) under matrix m. A perspective's point (always read in
+ * constant mode) is held within [-2, n + 1] of each axis, where every tap past the image
+ * reads fill_value as before, so a point near its vanishing line (or NaN) keeps to ints. */
+TFC_HD tfc_warp_taps tfc_warp_taps_at(const tfc_warp_desc *d, const float m[8], int oy, int ox)
 {
-    const float sx = (float)oy * m[1] + (float)ox * m[0] + m[2];
-    const float sy = (float)oy * m[4] + (float)ox * m[3] + m[5];
+    float sx = (float)oy * m[1] + (float)ox * m[0] + m[2];
+    float sy = (float)oy * m[4] + (float)ox * m[3] + m[5];
+    if (m[6] != 0 || m[7] != 0) {
+        const float q = (float)ox * m[6] + (float)oy * m[7] + 1.0f;
+        sx = fminf(fmaxf(sx / q, -2.0f), (float)d->w + 1);
+        sy = fminf(fmaxf(sy / q, -2.0f), (float)d->h + 1);
+    }
     tfc_warp_taps t;
     if (!d->bilinear) {
         const int iy = tfc_warp_place((int)roundf(sy), d->h, d->fill);

@@ -527,8 +527,11 @@ typedef enum tfc_warp_kind {
     TFC_WARP_TRANSLATE, /* shift by draw 0 times h rows, draw 1 times w columns */
     TFC_WARP_ROTATE,    /* turn by draw 0 degrees about the image's centre */
     TFC_WARP_ZOOM,      /* scale the rows read by draw 0, the columns by draw 1 (or 0) */
-    TFC_WARP_SHEAR      /* shear about the origin: columns by draw 1, rows by draw 2, both
+    TFC_WARP_SHEAR,     /* shear about the origin: columns by draw 1, rows by draw 2, both
                          * negated when u0 > 1/2 */
+    TFC_WARP_PERSPECTIVE /* a projective map, when its threshold is under its probability
+                          * (lo[0], hi[0]): the corners moved by factors drawn in lo[1], hi[1]
+                          * (core/augment.h, draws of their own: tfc_perspective_draw) */
 } tfc_warp_kind;
 
 /* Where a warp reads outside the image (Keras's fill_mode, jax.scipy.ndimage's modes):
@@ -542,10 +545,11 @@ typedef enum tfc_fill_mode {
 } tfc_fill_mode;
 
 /* A geometric augmentation: output pixel (oy, ox) of image i reads the input at
- *   sx = a0 ox + a1 oy + a2,   sy = b0 ox + b1 oy + b2
- * with image i's matrix (tfc_warp_matrix), nearest (rounded half away from zero) or
- * bilinear, the four neighbours of a bilinear read each placed by `fill` (in constant mode
- * a neighbour outside the image reads fill_value): Keras's affine_transform on JAX. */
+ *   sx = (a0 ox + a1 oy + a2) / q,   sy = (b0 ox + b1 oy + b2) / q,   q = c0 ox + c1 oy + 1
+ * with image i's matrix (tfc_warp_matrix; c0 = c1 = 0, q = 1, but for PERSPECTIVE), nearest
+ * (rounded half away from zero) or bilinear, the four neighbours of a bilinear read each
+ * placed by `fill` (in constant mode a neighbour outside the image reads fill_value): Keras's
+ * affine_transform (perspective_transform) on JAX. */
 typedef struct tfc_warp_desc {
     int n, h, w, c;
     tfc_warp_kind kind;
@@ -647,6 +651,16 @@ typedef struct tfc_tone_desc {
     int bins;       /* EQUALIZE: in [1, TFC_TONE_MAX_BINS] */
     float vlo, vhi; /* value_range, sorted */
 } tfc_tone_desc;
+/* RandomSharpness in training (core/augment_sharp.h): image i's factor f = lo + u0 (hi - lo)
+ * (u0 its draw, as tfc_augment_draw's) blends it with its smoothing s (Keras's 3 x 3 kernel,
+ * 1/13 around 5/13, zero-padded), then every image is clipped:
+ *   y = clip(x + (1 - 2 f) (s - x), vlo, vhi) */
+typedef struct tfc_sharpen_desc {
+    int n, h, w, c;
+    float lo, hi;   /* factor's range */
+    float vlo, vhi; /* value_range (sorted) */
+    uint64_t key, step;
+} tfc_sharpen_desc;
 
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
@@ -1374,6 +1388,13 @@ typedef struct tfc_device_options {
     X(void, tone_forward, (tfc_backend *be, const tfc_tone_desc *d, const float *x, float *y))     \
     X(void, tone_backward, (tfc_backend *be, const tfc_tone_desc *d, const float *x,               \
                             const float *dy, float *dx))                                           \
+    /* RandomSharpness in training (tfc_sharpen_desc): sharpen_forward overwrites y;               \
+     * sharpen_backward adds to dx the blend's transpose where the clip passes (x the forward's    \
+     * input). */                                                                                  \
+    X(void, sharpen_forward, (tfc_backend *be, const tfc_sharpen_desc *d, const float *x,          \
+                              float *y))                                                           \
+    X(void, sharpen_backward, (tfc_backend *be, const tfc_sharpen_desc *d, const float *x,         \
+                               const float *dy, float *dx))                                        \
     /* Adaptive pooling (tfc_adaptive_pool_desc): adaptive_pool_forward overwrites y; for max      \
      * pooling argmax [n, out, c] (NULL: no backward follows) receives each winner's flat index    \
      * within its example's volume (in[0] in[1] in[2] c), on ties the cell of the lowest w,        \

@@ -15,7 +15,7 @@ void tfc_cpu_warp_forward(tfc_backend *be, const tfc_warp_desc *d, const float *
 #pragma omp parallel for TFC_CPU_STATIC(rows, nt)
     for (int64_t r = 0; r < rows; r++) {
         const int64_t img = r / d->h;
-        float m[6];
+        float m[8];
         tfc_warp_matrix(d, img, m);
         const float *xi = x + img * d->h * d->w * c;
         for (int ox = 0; ox < d->w; ox++) {
@@ -45,7 +45,7 @@ void tfc_cpu_warp_backward(tfc_backend *be, const tfc_warp_desc *d, const float 
     int nt = tfc_cpu_threads(be, d->n * px * c);
 #pragma omp parallel for TFC_CPU_STATIC(d->n, nt)
     for (int64_t img = 0; img < d->n; img++) {
-        float m[6];
+        float m[8];
         tfc_warp_matrix(d, img, m);
         float *g = dx + img * px * c;
         for (int64_t p = 0; p < px; p++) {

@@ -14,11 +14,11 @@
 
 /* ---- warp ------------------------------------------------------------------------------ */
 
-/* m[6 i .. 6 i + 6) = image i's matrix (tfc_warp_matrix) */
+/* m[8 i .. 8 i + 8) = image i's matrix (tfc_warp_matrix) */
 static __global__ void warp_matrix_kernel(tfc_warp_desc d, const uint64_t *step_off, float *m)
 {
     if (step_off) d.step += *step_off; /* gpu_step_offset */
-    GRID_LOOP(i, d.n) tfc_warp_matrix(&d, i, m + 6 * i);
+    GRID_LOOP(i, d.n) tfc_warp_matrix(&d, i, m + 8 * i);
 }
 
 /* y[i, oy, ox, ch] = sum_k wt[k] x[i, off[k], ch] (fill_value where off[k] < 0), in tap
@@ -35,7 +35,7 @@ static __global__ void warp_forward_kernel(tfc_warp_desc d, const float *mats, c
         t /= d.w;
         const int oy = (int)(t % d.h);
         const int64_t img = t / d.h;
-        const tfc_warp_taps tp = tfc_warp_taps_at(&d, mats + 6 * img, oy, ox);
+        const tfc_warp_taps tp = tfc_warp_taps_at(&d, mats + 8 * img, oy, ox);
         const float *xi = x + img * d.h * d.w * d.c + ch;
         float acc = 0.0f;
 #pragma unroll /* constant indices: the taps stay in registers */
@@ -105,7 +105,8 @@ static __device__ int clamp_to(double v, int n)
 /* Rows [*y0, *y1] and columns [*x0, *x1] of the outputs that may read input cell (iy, ix):
  * every output pixel has its taps within one of the coordinates placed on the cell, and
  * its source point within 1 of that tap; the box bounds the preimages (m inverted, in
- * double) of those squares, widened by a pixel against rounding, clipped to the image.
+ * double) of those squares, widened by a pixel against rounding, clipped to the image (a
+ * perspective's matrix: the whole image).
  * Empty (y0 > y1) when nothing reads the cell. */
 static __device__ void readers_box(const tfc_warp_desc &d, const float *m, int iy, int ix,
                                    int *y0, int *y1, int *x0, int *x1)
@@ -123,6 +124,7 @@ static __device__ void readers_box(const tfc_warp_desc &d, const float *m, int i
     const runs rx = placed_on(ix, d.w, d.fill, (int64_t)floor(sxmin) - 1,
                               (int64_t)ceil(sxmax) + 1);
     *y0 = *x0 = 0, *y1 = d.h - 1, *x1 = d.w - 1;
+    if (m[6] != 0 || m[7] != 0) return; /* a perspective: every output (only slower) */
     if (ry.count == 0 || rx.count == 0) {
         *y0 = 1, *y1 = 0;
         return;
@@ -158,7 +160,7 @@ static __global__ void warp_backward_kernel(tfc_warp_desc d, const float *mats,
         const int64_t t = i / d.w;
         const int iy = (int)(t % d.h);
         const int64_t img = t / d.h;
-        const float *m = mats + 6 * img;
+        const float *m = mats + 8 * img;
         const int64_t self = (int64_t)iy * d.w + ix;
         const float *g = dy + img * d.h * d.w * d.c;
         float *o = dx + i * d.c;
@@ -179,7 +181,7 @@ static __global__ void warp_backward_kernel(tfc_warp_desc d, const float *mats,
 /* The images' matrices in the ctx's scratch; NULL with the error recorded. */
 static float *warp_matrices(gpu_ctx *g, const tfc_warp_desc *d)
 {
-    float *m = (float *)tfc_gpu_scratch(g, (size_t)d->n * 6 * sizeof(float));
+    float *m = (float *)tfc_gpu_scratch(g, (size_t)d->n * 8 * sizeof(float));
     if (!m) return NULL;
     warp_matrix_kernel<<<gpu_blocks(g, d->n), GPU_THREADS, 0, g->stream>>>(
         *d, gpu_step_offset(g), m);

@@ -1,10 +1,12 @@
 /* The augmentation layers (keras.layers.RandomFlip, RandomTranslation, RandomRotation,
- * RandomZoom, RandomShear, RandomContrast, RandomBrightness): in training each image gets
- * its own random transform, drawn from the layer's stream at (step, image)
+ * RandomZoom, RandomShear, RandomPerspective, RandomContrast, RandomBrightness): in training
+ * each image gets its own random transform, drawn from the layer's stream at (step, image)
  * (core/augment.h), so a resumed run repeats it; at inference y = x.
  *   RandomFlip, RandomTranslation, RandomRotation, RandomZoom, RandomShear:
  *     y[oy, ox] = x read at (sx, sy) = M (ox, oy, 1)   (M per image, nearest or bilinear,
  *                                                       outside cells placed by fill_mode)
+ *   RandomPerspective: the same with the point M (ox, oy, 1) divided by its third
+ *     coordinate (a homography, core/augment.h), outside cells fill_value
  *     backward: dx += M^T dy, the transpose of that linear map (fill_value is constant)
  *   RandomContrast:
  *     y = clip((x - m) f + m, value_range),  m the mean of each channel over the image
@@ -21,7 +23,7 @@
 typedef struct augment_args {
     int mode, fill_mode, interpolation, seed, data_format;
     tfc_float_list height_factor, width_factor, factor, value_range, x_factor, y_factor;
-    double fill_value;
+    double fill_value, scale;
     /* set by build: the transform (kind; contrast for RandomContrast) and the ranges drawn
      * from (the descs' lo, hi) */
     tfc_warp_kind kind;
@@ -69,6 +71,15 @@ static const tfc_field shear_fields[] = {
     FACTOR_FIELD("x_factor", x_factor, "0", "columns shifted by this fraction of the row index"),
     FACTOR_FIELD("y_factor", y_factor, "0", "rows shifted by this fraction of the column index"),
     WARP_FIELDS, {NULL}};
+static const tfc_field perspective_fields[] = {
+    FACTOR_FIELD("factor", factor, "1", "the probability is drawn in [0, factor] (or a pair's)"),
+    {"scale", TFC_F_FLOAT, offsetof(augment_args, scale), "1", 0, 1, NULL,
+     "in [0, 1]: each corner moves by up to scale / 2 of its coordinates"},
+    {"interpolation", TFC_F_ENUM, offsetof(augment_args, interpolation), "bilinear",
+     TFC_UNBOUNDED, interpolation_names, "nearest or bilinear"},
+    {"fill_value", TFC_F_FLOAT, offsetof(augment_args, fill_value), "0", TFC_UNBOUNDED, NULL,
+     "the value outside the image"},
+    SEED_FIELD, TFC_DATA_FORMAT_FIELD(augment_args, data_format), {NULL}};
 static const tfc_field contrast_fields[] = {
     FACTOR_FIELD("factor", factor, NULL, "the contrast factor lies in [1 - lower, 1 + upper]"),
     FACTOR_FIELD("value_range", value_range, TFC_NO_DEFAULT,
@@ -181,6 +192,20 @@ static tfc_status shear_build(tfc_layer *l, tfc_error *err)
         return TFC_ERR_CONFIG;
     if (a->y_factor.n == 1) a->lo[0] = -a->hi[0];
     if (a->x_factor.n == 1) a->lo[1] = -a->hi[1];
+    return tfc_augment_same_shape(l, err);
+}
+
+/* RandomPerspective: the probability's range from factor (BaseImagePreprocessingLayer's rule,
+ * bounds [0, 1]), the corner factors' [-scale / 2, scale / 2]; always constant fill */
+static tfc_status perspective_build(tfc_layer *l, tfc_error *err)
+{
+    augment_args *a = l->args;
+    const tfc_factor_rule unit_rule = {0, 1, 0, 1};
+    a->kind = TFC_WARP_PERSPECTIVE;
+    a->fill_mode = TFC_FILL_CONSTANT;
+    if (tfc_augment_factor_range(l, "factor", &a->factor, unit_rule, &a->lo[0], &a->hi[0], err))
+        return TFC_ERR_CONFIG;
+    a->lo[1] = (float)(-0.5 * a->scale), a->hi[1] = (float)(0.5 * a->scale);
     return tfc_augment_same_shape(l, err);
 }
 
@@ -324,6 +349,12 @@ const tfc_layer_ops tfc_random_shear_ops = {
     .type = "RandomShear", .schema = shear_fields, .args_size = sizeof(augment_args),
     .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .cpu_first = 1,
     .build = shear_build, .forward = augment_forward, .backward = augment_backward,
+    .needs = warp_needs,
+};
+const tfc_layer_ops tfc_random_perspective_ops = {
+    .type = "RandomPerspective", .schema = perspective_fields, .args_size = sizeof(augment_args),
+    .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .cpu_first = 1,
+    .build = perspective_build, .forward = augment_forward, .backward = augment_backward,
     .needs = warp_needs,
 };
 AUGMENT_OPS(tfc_random_contrast_ops, "RandomContrast", contrast_fields, contrast_build,

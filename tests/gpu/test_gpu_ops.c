@@ -3163,6 +3163,56 @@ static void test_train_shear(void)
     lift_cpu_first = 0;
 }
 
+/* RandomPerspective's warp kind (the homography in double, the GPU's transpose scanning every
+ * output) and RandomSharpness's ops (gpu_sharpness.cu) against the CPU, bit for bit, at odd
+ * sizes, some images kept (factor [0.3, 0.9]) and some values clipped; then a model with both
+ * layers (RandomPerspective cpu_first) trains on both backends */
+static void test_augment_persp(void)
+{
+    static const int shapes[][4] = {{3, 7, 9, 3}, {2, 5, 4, 1}, {1, 16, 11, 5}};
+    int bad = 0;
+    for (int s = 0; s < 3; s++)
+        for (int bil = 0; bil < 2; bil++) {
+            const tfc_warp_desc d = {.n = shapes[s][0], .h = shapes[s][1], .w = shapes[s][2],
+                                     .c = shapes[s][3], .kind = TFC_WARP_PERSPECTIVE,
+                                     .lo = {0.3f, -0.5f}, .hi = {0.9f, 0.5f},
+                                     .fill = TFC_FILL_CONSTANT, .bilinear = bil,
+                                     .fill_value = 0.25f, .key = 0x77u + (uint64_t)s, .step = 4};
+            bad += warp_case(d);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    enable_layer_ops(1);
+    for (int s = 0; s < 3; s++) {
+        const tfc_sharpen_desc d = {.n = shapes[s][0], .h = shapes[s][1], .w = shapes[s][2],
+                                    .c = shapes[s][3], .lo = 0, .hi = 1, .vlo = -0.6f,
+                                    .vhi = 0.7f, .key = 8, .step = (uint64_t)s};
+        const int64_t n = (int64_t)d.n * d.h * d.w * d.c;
+        pair x = pair_rand(n, -1, 1), y = pair_rand(n, -1, 1), dy = pair_rand(n, -1, 1);
+        pair dx = pair_rand(n, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->sharpen_forward(be, &d, SIDE(x, k), SIDE(y, k));
+            be->ops->sharpen_backward(be, &d, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part("sharpen", "forward", &y, EXACT) +
+                            check_part("sharpen", "backward", &dx, EXACT), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [9, 8, 3]}\nlayers:\n"
+                "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - RandomPerspective: {factor: [0.5, 1], scale: 0.6}\n"
+                "  - RandomPerspective: {interpolation: nearest, fill_value: 0.5}\n"
+                "  - RandomSharpness: {factor: [0, 1], value_range: [-2, 2]}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 static void test_train_border(void)
 {
     train_steps(border_yaml, 8, 0, 1, 5e-4, 1e-5);
@@ -4955,6 +5005,7 @@ int main(int argc, char **argv)
         {"train_augment", test_train_augment},
         {"train_shear", test_train_shear},
         {"augment_region", test_augment_region},
+        {"augment_persp", test_augment_persp},
         {"train_border", test_train_border},
         {"train_token_position", test_train_token_position},
         {"train_position", test_train_position},
