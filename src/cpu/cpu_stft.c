@@ -3,6 +3,8 @@
  * its frames or its bands, in index order: the threads split the values, never a sum, so the
  * results do not depend on the thread count. MEL's top_db floor takes the batch's maximum,
  * found serially. */
+#include <stdlib.h>
+
 #include "core/stft.h"
 #include "cpu/cpu_internal.h"
 
@@ -28,32 +30,61 @@ static float mel_max(const tfc_stft_desc *d, const float *y)
     return m;
 }
 
+/* Row r's bins: the frame gathered once, then each kernel row added to every bin's sum in
+ * turn (u ascending, the order of tfc_stft_bin, so the same values), contiguous in f. acc:
+ * bins doubles, frame: frame floats of scratch. */
+static void frame_bins(const tfc_stft_desc *d, const float *w, const float *frame, double *acc,
+                       float *out)
+{
+    for (int f = 0; f < d->bins; f++) acc[f] = 0;
+    for (int u = 0; u < d->frame; u++) {
+        const double s = frame[u];
+        const float *wu = w + (int64_t)u * d->bins;
+        for (int f = 0; f < d->bins; f++) acc[f] += s * wu[f];
+    }
+    for (int f = 0; f < d->bins; f++) out[f] = (float)acc[f];
+}
+
 void tfc_cpu_stft_forward(tfc_backend *be, const tfc_stft_desc *d, const float *x,
                           const float *wr, const float *wi, const float *mel, float *re,
                           float *im, float *y)
 {
     const int64_t rows = rows_of(d);
     int nt = tfc_cpu_threads(be, rows * d->bins * d->frame);
-#pragma omp parallel for TFC_CPU_STATIC(rows, nt)
-    for (int64_t r = 0; r < rows; r++) {
-        const int64_t n = r / ((int64_t)d->c * d->frames);
-        const int c = (int)(r / d->frames % d->c), t = (int)(r % d->frames);
-        for (int f = 0; f < d->bins; f++) {
-            if (wr) re[r * d->bins + f] = tfc_stft_bin(d, x, wr, n, c, t, f);
-            if (wi) im[r * d->bins + f] = tfc_stft_bin(d, x, wi, n, c, t, f);
-        }
-        const float *rr = wr ? re + r * d->bins : NULL, *ri = wi ? im + r * d->bins : NULL;
-        if (d->mode == TFC_STFT_MEL) {
-            float *yr = y + n * d->sn + t * d->st;
-            for (int m = 0; m < d->mels; m++) {
-                const float p = tfc_mel_power(d, rr, ri, mel, m);
-                yr[m * d->sf] = d->db ? tfc_mel_db(d, p) : p;
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+    {
+        /* per thread: the frame, the sums, MEL's spectrum row */
+        float *frame = malloc(sizeof(float) * ((size_t)d->frame + d->bins));
+        double *acc = malloc(sizeof(double) * (size_t)d->bins);
+        TFC_ASSERT(frame && acc);
+        float *spec = frame + d->frame;
+#pragma omp for schedule(static, tfc_cpu_share(rows, nt))
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t n = r / ((int64_t)d->c * d->frames);
+            const int c = (int)(r / d->frames % d->c), t = (int)(r % d->frames);
+            for (int u = 0; u < d->frame; u++)
+                frame[u] = tfc_stft_sample(d, x, n, c, t * d->step + u);
+            if (wr) frame_bins(d, wr, frame, acc, re + r * d->bins);
+            if (wi) frame_bins(d, wi, frame, acc, im + r * d->bins);
+            const float *rr = wr ? re + r * d->bins : NULL, *ri = wi ? im + r * d->bins : NULL;
+            if (d->mode == TFC_STFT_MEL) {
+                /* tfc_mel_power's sums with the spectrum row computed once */
+                for (int f = 0; f < d->bins; f++) spec[f] = tfc_mel_spec(d, rr, ri, f);
+                float *yr = y + n * d->sn + t * d->st;
+                for (int m = 0; m < d->mels; m++) {
+                    double s = 0;
+                    for (int f = 0; f < d->bins; f++)
+                        s += (double)spec[f] * mel[(int64_t)f * d->mels + m];
+                    yr[m * d->sf] = d->db ? tfc_mel_db(d, (float)s) : (float)s;
+                }
+            } else {
+                float *yr = y + n * d->sn + c * d->sc + t * d->st;
+                const int k_end = d->mode == TFC_STFT_STFT ? 2 * d->bins : d->bins;
+                for (int k = 0; k < k_end; k++) yr[k * d->sf] = tfc_stft_value(d, rr, ri, k);
             }
-        } else {
-            float *yr = y + n * d->sn + c * d->sc + t * d->st;
-            const int k_end = d->mode == TFC_STFT_STFT ? 2 * d->bins : d->bins;
-            for (int k = 0; k < k_end; k++) yr[k * d->sf] = tfc_stft_value(d, rr, ri, k);
         }
+        free(frame);
+        free(acc);
     }
     if (d->mode == TFC_STFT_MEL && d->db) {
         const int64_t total = (int64_t)d->n * d->mels * d->frames;
