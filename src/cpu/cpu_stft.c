@@ -186,12 +186,29 @@ void tfc_cpu_stft_backward(tfc_backend *be, const tfc_stft_desc *d, const float 
                 dx[tfc_stft_x_at(d, s / d->c, (int)(s % d->c), i)] +=
                     tfc_stft_dx(d, gr, gi, wr, wi, s / d->c, (int)(s % d->c), i);
     }
+    if (!(dwr && gr) && !(dwi && gi)) return;
+    /* the kernels' gradients: each thread owns a share of the kernel rows u and walks every
+     * frame in order, adding s[u] g[f] to its rows' sums (tfc_stft_dw's order: n, c, t) */
     const int64_t kernel = (int64_t)d->frame * d->bins;
+    double *acc = calloc((size_t)kernel * 2, sizeof(double));
+    TFC_ASSERT(acc);
     int nt = tfc_cpu_threads(be, kernel * rows);
-#pragma omp parallel for TFC_CPU_STATIC(kernel, nt)
-    for (int64_t k = 0; k < kernel; k++) {
-        const int u = (int)(k / d->bins), f = (int)(k % d->bins);
-        if (dwr && gr) dwr[k] += tfc_stft_dw(d, x, gr, u, f);
-        if (dwi && gi) dwi[k] += tfc_stft_dw(d, x, gi, u, f);
+#pragma omp parallel for TFC_CPU_STATIC(d->frame, nt)
+    for (int u = 0; u < d->frame; u++) {
+        double *ar = acc + (int64_t)u * d->bins, *ai = ar + kernel;
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t n = r / ((int64_t)d->c * d->frames);
+            const int c = (int)(r / d->frames % d->c), t = (int)(r % d->frames);
+            const double s = tfc_stft_sample(d, x, n, c, t * d->step + u);
+            if (dwr && gr)
+                for (int f = 0; f < d->bins; f++) ar[f] += s * gr[r * d->bins + f];
+            if (dwi && gi)
+                for (int f = 0; f < d->bins; f++) ai[f] += s * gi[r * d->bins + f];
+        }
     }
+    for (int64_t k = 0; k < kernel; k++) {
+        if (dwr && gr) dwr[k] += (float)acc[k];
+        if (dwi && gi) dwi[k] += (float)acc[kernel + k];
+    }
+    free(acc);
 }
