@@ -922,6 +922,42 @@ static const gc_case cases[] = {
                       "  - SpectralNormalization: {trainable: false, power_iterations: 30, "
                       "layer: {Dense: {units: 4, activation: tanh}}}\n"
                       "  - Dense: {units: 3}\n", 3},
+    /* STFTSpectrogram in each mode but angle (the input's and the kernels' gradients; near
+     * re = im = 0 atan2's curvature puts central differences off by 2e-3 and more: Keras's
+     * stft_angle fixture checks its gradients), channels last and first, valid and same
+     * padding, expand_dims;
+     * MelSpectrogram in decibels with the top_db floor active, and as magnitudes */
+    {"spectrogram", "input: {shape: [24, 2]}\nlayers:\n"
+                    "  - STFTSpectrogram: {name: a, frame_length: 16, frame_step: 8}\n"
+                    "  - STFTSpectrogram: {name: b, mode: magnitude, frame_length: 6, "
+                    "frame_step: 5, fft_length: 8, window: hamming, periodic: true, "
+                    "padding: same, inputs: input}\n"
+                    "  - Permute: {name: p, dims: [2, 1], inputs: input}\n"
+                    "  - STFTSpectrogram: {name: c, mode: psd, frame_length: 8, "
+                    "frame_step: 3, data_format: channels_first, expand_dims: true}\n"
+                    "  - STFTSpectrogram: {name: d, mode: psd, frame_length: 8, "
+                    "frame_step: 4, scaling: spectrum, inputs: input}\n"
+                    "  - STFTSpectrogram: {name: e, mode: stft, frame_length: 5, "
+                    "frame_step: 4, fft_length: 7, window: null, data_format: channels_first, "
+                    "inputs: p}\n"
+                    "  - STFTSpectrogram: {name: g, mode: real, frame_length: 8, "
+                    "frame_step: 4, expand_dims: true, inputs: input}\n"
+                    "  - STFTSpectrogram: {name: h, mode: imag, frame_length: 8, "
+                    "frame_step: 4, padding: same, inputs: input}\n"
+                    "  - Flatten: {name: f1, inputs: a}\n  - Flatten: {name: f2, inputs: b}\n"
+                    "  - Flatten: {name: f3, inputs: c}\n  - Flatten: {name: f4, inputs: d}\n"
+                    "  - Flatten: {name: f5, inputs: e}\n  - Flatten: {name: f6, inputs: g}\n"
+                    "  - Flatten: {name: f7, inputs: h}\n"
+                    "  - Concatenate: {inputs: [f1, f2, f3, f4, f5, f6, f7]}\n"
+                    "  - Dense: {units: 3}\n", 3},
+    {"mel_spectrogram", "input: {shape: [48]}\nlayers:\n"
+                        "  - MelSpectrogram: {name: m, fft_length: 16, sequence_stride: 8, "
+                        "sampling_rate: 4000, num_mel_bins: 4, top_db: 15.0}\n"
+                        "  - MelSpectrogram: {name: n, fft_length: 16, sequence_stride: 6, "
+                        "sequence_length: 12, sampling_rate: 4000, num_mel_bins: 3, "
+                        "power_to_db: false, mag_exp: 1.0, inputs: input}\n"
+                        "  - Flatten: {name: f8, inputs: m}\n  - Flatten: {name: f9, inputs: n}\n"
+                        "  - Concatenate: {inputs: [f8, f9]}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -661,6 +661,30 @@ typedef struct tfc_sharpen_desc {
     float vlo, vhi; /* value_range (sorted) */
     uint64_t key, step;
 } tfc_sharpen_desc;
+/* STFTSpectrogram and MelSpectrogram (core/stft.h): each frame t of a channel's signal,
+ * samples t step .. t step + frame - 1 of the signal padded with pad_left zeros before it
+ * (Keras's `same` padding; after it as many as the frames read) or, with reflect, pad_left
+ * mirrored samples each side (MelSpectrogram's center=True), against the DFT kernels:
+ *   re[n, c, t, f] = sum_u s[t step + u] wr[u, f],  im likewise with wi  (f < bins)
+ * then the output by mode: STFT's log, magnitude, psd, real, imag, angle or stft (re then
+ * im on the frequency axis), written at y[n sn + c sc + t st + k sf]; or MEL: the power
+ * spectrum |X|^mag_exp times mel [bins, mels], in decibels when db (10 log10 of it clamped
+ * at min_power, minus ref_db, then raised to at least the batch's maximum minus top_db). */
+typedef enum tfc_stft_mode {
+    TFC_STFT_LOG = 0, TFC_STFT_MAGNITUDE, TFC_STFT_PSD, TFC_STFT_REAL, TFC_STFT_IMAG,
+    TFC_STFT_ANGLE, TFC_STFT_STFT, TFC_STFT_MEL
+} tfc_stft_mode;
+typedef struct tfc_stft_desc {
+    int n, c, t;            /* examples, channels, samples per channel */
+    int channels_first;     /* x [n, c, t]; else [n, t, c] */
+    int frame, step, bins;  /* frame_length, frame_step, fft_length / 2 + 1 */
+    int frames, pad_left;
+    int reflect;            /* mirror pad_left samples each side (needs pad_left < t) */
+    tfc_stft_mode mode;
+    int64_t sn, sc, st, sf; /* the output's strides (MEL: c 1, y [n, mels, frames]) */
+    int mels, db;           /* MEL only */
+    float mag_exp, min_power, ref_db, top_db;
+} tfc_stft_desc;
 
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
@@ -1405,7 +1429,20 @@ typedef struct tfc_device_options {
                                     const float *x, float *y, int32_t *argmax))                    \
     X(void, adaptive_pool_backward, (tfc_backend *be, const tfc_adaptive_pool_desc *d,             \
                                      const float *dy, const int32_t *argmax, float *dx,            \
-                                     int assign))
+                                     int assign))                                                  \
+    /* STFTSpectrogram and MelSpectrogram (tfc_stft_desc): stft_forward overwrites re and im      \
+     * [n, c, frames, bins] (kept for backward; re NULL with wr NULL, im with wi: the mode        \
+     * IMAG has no real kernel, REAL no imaginary one) and y; mel [bins, mels] (MEL only).        \
+     * stft_backward from them and y: dx += the gradient of sum(y dy) (NULL: not needed),         \
+     * dwr, dwi += theirs (NULL: not needed); ws: stft_workspace(d) bytes. */                     \
+    X(size_t, stft_workspace, (tfc_backend *be, const tfc_stft_desc *d))                           \
+    X(void, stft_forward, (tfc_backend *be, const tfc_stft_desc *d, const float *x,                \
+                           const float *wr, const float *wi, const float *mel, float *re,          \
+                           float *im, float *y))                                                   \
+    X(void, stft_backward, (tfc_backend *be, const tfc_stft_desc *d, const float *x,               \
+                            const float *wr, const float *wi, const float *mel, const float *re,   \
+                            const float *im, const float *y, const float *dy, float *dx,           \
+                            float *dwr, float *dwi, void *ws))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

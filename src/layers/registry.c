@@ -53,6 +53,7 @@ extern const tfc_layer_ops tfc_adaptive_average_pooling1d_ops,
     tfc_adaptive_max_pooling1d_ops, tfc_adaptive_max_pooling2d_ops, tfc_adaptive_max_pooling3d_ops;
 extern const tfc_layer_ops tfc_conv3d_transpose_ops;
 extern const tfc_layer_ops tfc_spectral_normalization_ops;
+extern const tfc_layer_ops tfc_stft_spectrogram_ops, tfc_mel_spectrogram_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -108,6 +109,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_adaptive_max_pooling2d_ops, &tfc_adaptive_max_pooling3d_ops,
     &tfc_conv3d_transpose_ops,
     &tfc_spectral_normalization_ops,
+    &tfc_stft_spectrogram_ops, &tfc_mel_spectrogram_ops,
     NULL};
 
 /* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer

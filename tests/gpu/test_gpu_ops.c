@@ -3147,6 +3147,90 @@ static void test_augment_region(void)
     enable_layer_ops(0);
 }
 
+/* STFTSpectrogram's and MelSpectrogram's ops (gpu_stft.cu) against the CPU: each STFT mode
+ * (channels last and first, valid and same padding) and MEL with and without decibels (its
+ * floor active), the outputs and every gradient within 1e-5 (the same sums in double; the
+ * float functions may differ in their last bits); then a model with both layers trains on
+ * both backends */
+static int stft_case(const char *name, tfc_stft_desc d, int real, int imag, int mel)
+{
+    const int64_t nx = (int64_t)d.n * d.c * d.t, nw = (int64_t)d.frame * d.bins;
+    const int64_t rows = (int64_t)d.n * d.c * d.frames;
+    const int64_t ny = mel ? (int64_t)d.n * d.mels * d.frames
+                           : rows * (d.mode == TFC_STFT_STFT ? 2 : 1) * d.bins;
+    pair x = pair_rand(nx, -1, 1), wr = pair_rand(nw, -0.5, 0.5), wi = pair_rand(nw, -0.5, 0.5);
+    pair m = pair_rand(mel ? (int64_t)d.bins * d.mels : 1, 0, 1);
+    pair re = pair_new(rows * d.bins), im = pair_new(rows * d.bins), y = pair_new(ny);
+    pair dy = pair_rand(ny, -1, 1), dx = pair_rand(nx, -1, 1);
+    pair dwr = pair_rand(nw, -1, 1), dwi = pair_rand(nw, -1, 1);
+    void *ws[2] = {ref->ops->alloc(ref, ref->ops->stft_workspace(ref, &d)),
+                   dev->ops->alloc(dev, dev->ops->stft_workspace(dev, &d))};
+    for (int k = 0; k < 2; k++) {
+        tfc_backend *be = k ? dev : ref;
+        const float *kr = real ? SIDE(wr, k) : NULL, *ki = imag ? SIDE(wi, k) : NULL;
+        be->ops->stft_forward(be, &d, SIDE(x, k), kr, ki, mel ? SIDE(m, k) : NULL, SIDE(re, k),
+                              SIDE(im, k), SIDE(y, k));
+        be->ops->stft_backward(be, &d, SIDE(x, k), kr, ki, mel ? SIDE(m, k) : NULL,
+                               SIDE(re, k), SIDE(im, k), SIDE(y, k), SIDE(dy, k), SIDE(dx, k),
+                               mel ? NULL : SIDE(dwr, k), mel ? NULL : SIDE(dwi, k), ws[k]);
+    }
+    int bad = check_part(name, "forward", &y, 1e-5, 1e-5) +
+              check_part(name, "dx", &dx, 1e-5, 1e-5);
+    if (!mel && real) bad += check_part(name, "dreal_kernel", &dwr, 1e-5, 1e-5);
+    if (!mel && imag) bad += check_part(name, "dimag_kernel", &dwi, 1e-5, 1e-5);
+    ref->ops->free(ref, ws[0]);
+    dev->ops->free(dev, ws[1]);
+    pair_free(&x), pair_free(&wr), pair_free(&wi), pair_free(&m), pair_free(&re);
+    pair_free(&im), pair_free(&y), pair_free(&dy), pair_free(&dx), pair_free(&dwr);
+    pair_free(&dwi);
+    return bad;
+}
+
+static void test_stft(void)
+{
+    enable_layer_ops(1);
+    int bad = 0;
+    for (int mode = TFC_STFT_LOG; mode <= TFC_STFT_STFT; mode++) {
+        /* 27 samples, frames of 8 every 3: valid 7 frames; same ceil(27 / 3) = 9 frames,
+         * (9 - 1) 3 + 8 - 27 = 5 zeros, 2 before */
+        const int cf = mode % 2, same = mode % 3 == 0, bins = 5;
+        const int fo = mode == TFC_STFT_STFT ? 2 * bins : bins;
+        tfc_stft_desc d = {.n = 3, .c = 2, .t = 27, .channels_first = cf, .frame = 8,
+                           .step = 3, .bins = bins, .frames = same ? 9 : 7,
+                           .pad_left = same ? 2 : 0, .mode = (tfc_stft_mode)mode};
+        d.sn = (int64_t)d.frames * d.c * fo;
+        if (!cf) d.st = (int64_t)d.c * fo, d.sc = fo, d.sf = 1;
+        else d.sc = (int64_t)fo * d.frames, d.sf = d.frames, d.st = 1;
+        char name[32];
+        snprintf(name, sizeof name, "stft mode %d", mode);
+        bad += stft_case(name, d, mode != TFC_STFT_IMAG, mode != TFC_STFT_REAL, 0);
+    }
+    for (int db = 0; db < 2; db++) {
+        tfc_stft_desc d = {.n = 3, .c = 1, .t = 60, .channels_first = 1, .frame = 16,
+                           .step = 6, .bins = 9, .pad_left = 8, .reflect = 1,
+                           .mode = TFC_STFT_MEL, .mels = 4, .db = db, .mag_exp = db ? 2 : 1,
+                           .min_power = 1e-3f, .ref_db = 1.0f, .top_db = 8.0f};
+        d.frames = (60 + 16 - 16) / 6 + 1;
+        d.sn = (int64_t)d.mels * d.frames, d.sf = d.frames, d.st = 1;
+        bad += stft_case(db ? "mel db" : "mel power", d, 1, 1, 1);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    check_status();
+    train_steps("input: {shape: [64, 2]}\nlayers:\n"
+                "  - STFTSpectrogram: {frame_length: 16, frame_step: 8, padding: same}\n"
+                "  - Conv1D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Flatten: {name: a}\n"
+                "  - Reshape: {target_shape: [128], inputs: input}\n"
+                "  - MelSpectrogram: {fft_length: 16, sequence_stride: 8, sampling_rate: 4000, "
+                "num_mel_bins: 4, top_db: 20.0}\n"
+                "  - Flatten: {name: b}\n"
+                "  - Concatenate: {inputs: [a, b]}\n"
+                "  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    enable_layer_ops(0);
+}
+
 /* RandomShear (cpu_first, on the warp ops) between convolutions, so its backward runs: a
  * few steps on both backends */
 static void test_train_shear(void)
@@ -5006,6 +5090,7 @@ int main(int argc, char **argv)
         {"train_shear", test_train_shear},
         {"augment_region", test_augment_region},
         {"augment_persp", test_augment_persp},
+        {"stft", test_stft},
         {"train_border", test_train_border},
         {"train_token_position", test_train_token_position},
         {"train_position", test_train_position},
