@@ -15,6 +15,7 @@
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "layers/layer.h"
 #include "solver/solver.h"
 #include "testutil.h"
@@ -86,32 +87,6 @@ static int uniform_in(const double *v, int n, double lo, double hi, double slack
 
 /* ---- Keras parity ----------------------------------------------------------------------- */
 
-/* The number of values of got off want by more than 1e-5 of |want| plus 1e-6 of want's
- * largest magnitude (float32 in Keras's order of operations); *worst the largest diff. */
-static int mismatches(const float *got, const float *want, int64_t n, double *worst)
-{
-    double scale = 0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
-    int bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const double d = fabs((double)got[i] - want[i]);
-        *worst = fmax(*worst, d);
-        bad += !(d <= 1e-5 * fabs(want[i]) + 1e-6 * scale);
-    }
-    return bad;
-}
-
-static float *tensor(const tfc_st_file *f, const char *prefix, const char *name, int64_t n)
-{
-    char key[96];
-    snprintf(key, sizeof key, "%s%s", prefix, name);
-    const tfc_st_tensor *t = tfc_st_find(f, key);
-    CU_ASSERT_FATAL(t && t->numel == n);
-    float *v = falloc(n);
-    tfc_st_tensor_to_f32(t, v);
-    return v;
-}
-
 /* Every case of tests/ref/color/color.safetensors: the op with the case's desc against
  * Keras's y and dx (dx from zero: the op accumulates), and, where the case has a YAML, the
  * layer in training against y. A RandomHue case's stream is one that draws its signs. */
@@ -134,8 +109,8 @@ static void test_parity_keras(void)
         const tfc_st_tensor *tx = tfc_st_find(f, xname);
         CU_ASSERT_PTR_NOT_NULL_FATAL(tx);
         const int64_t n = tx->numel;
-        float *x = tensor(f, "x_", name, n), *dy = tensor(f, "dy_", name, n);
-        float *want_y = tensor(f, "y_", name, n), *want_dx = tensor(f, "dx_", name, n);
+        float *x = tfc_test_tensor_at(f, "x_", name, n), *dy = tfc_test_tensor_at(f, "dy_", name, n);
+        float *want_y = tfc_test_tensor_at(f, "y_", name, n), *want_dx = tfc_test_tensor_at(f, "dx_", name, n);
         float *y = falloc(n), *dx = falloc(n);
         double v[7];
         CU_ASSERT_FATAL(sscanf(desc, "%lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3],
@@ -151,7 +126,7 @@ static void test_parity_keras(void)
             d.key++;
         be->ops->color_forward(be, &d, x, y);
         be->ops->color_backward(be, &d, x, dy, dx);
-        int bad_y = mismatches(y, want_y, n, &worst), bad_dx = mismatches(dx, want_dx, n, &worst);
+        int bad_y = tfc_test_mismatches(y, want_y, n, &worst), bad_dx = tfc_test_mismatches(dx, want_dx, n, &worst);
         int bad_layer = 0;
         char yname[96];
         snprintf(yname, sizeof yname, "yaml_%s", name);
@@ -168,7 +143,7 @@ static void test_parity_keras(void)
             CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, d.n, &err), TFC_OK);
             CU_ASSERT_EQUAL(tfc_model_forward(m, x, d.n, 1, 1, 1, &err), TFC_OK);
             tfc_model_get_output(m, y);
-            bad_layer = mismatches(y, want_y, n, &worst);
+            bad_layer = tfc_test_mismatches(y, want_y, n, &worst);
             tfc_model_free(m);
             layers++;
         }
@@ -205,7 +180,7 @@ static void test_jitter_parity_keras(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(tx);
         const int64_t n = tx->numel;
         const int batch = (int)tx->shape.dim[0];
-        float *x = tensor(f, "x_", key + 7, n), *want = tensor(f, "y_", key + 7, n);
+        float *x = tfc_test_tensor_at(f, "x_", key + 7, n), *want = tfc_test_tensor_at(f, "y_", key + 7, n);
         float *y = falloc(n);
         tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), key, &err);
         if (!m) fprintf(stderr, "\n%s", err.text);
@@ -213,7 +188,7 @@ static void test_jitter_parity_keras(void)
         CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, batch, &err), TFC_OK);
         CU_ASSERT_EQUAL(tfc_model_forward(m, x, batch, 1, 1, 1, &err), TFC_OK);
         tfc_model_get_output(m, y);
-        const int bad = mismatches(y, want, n, &worst);
+        const int bad = tfc_test_mismatches(y, want, n, &worst);
         if (bad) printf("\n  %s: %d MISMATCH", key + 7, bad);
         CU_ASSERT_EQUAL(bad, 0);
         tfc_model_free(m);

@@ -11,6 +11,7 @@
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "layers/layer.h"
 #include "testutil.h"
 #include "tfc.h"
@@ -20,32 +21,6 @@ static float *falloc(int64_t n)
     float *p = calloc((size_t)n, sizeof(float));
     TFC_ASSERT(p != NULL);
     return p;
-}
-
-/* The number of values of got off want by more than 1e-5 of |want| plus 1e-6 of want's
- * largest magnitude (float32 in Keras's order of operations); *worst the largest diff. */
-static int mismatches(const float *got, const float *want, int64_t n, double *worst)
-{
-    double scale = 0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
-    int bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const double d = fabs((double)got[i] - want[i]);
-        *worst = fmax(*worst, d);
-        bad += !(d <= 1e-5 * fabs(want[i]) + 1e-6 * scale);
-    }
-    return bad;
-}
-
-static float *tensor(const tfc_st_file *f, const char *prefix, const char *name, int64_t n)
-{
-    char key[96];
-    snprintf(key, sizeof key, "%s%s", prefix, name);
-    const tfc_st_tensor *t = tfc_st_find(f, key);
-    CU_ASSERT_FATAL(t && t->numel == n);
-    float *v = falloc(n);
-    tfc_st_tensor_to_f32(t, v);
-    return v;
 }
 
 /* y = the model's output for x, in training or not, on `threads` threads */
@@ -104,19 +79,19 @@ static void test_parity_keras(void)
         const char *name = key + 5;
         const int n = 2, hw = 12, c = 3;
         const int64_t numel = (int64_t)n * hw * c;
-        float *x = tensor(f, "x_", name, numel), *dy = tensor(f, "dy_", name, numel);
-        float *y = tensor(f, "y_", name, numel), *yi = tensor(f, "yi_", name, numel);
-        float *dx = tensor(f, "dx_", name, numel), *got = falloc(numel);
+        float *x = tfc_test_tensor_at(f, "x_", name, numel), *dy = tfc_test_tensor_at(f, "dy_", name, numel);
+        float *y = tfc_test_tensor_at(f, "y_", name, numel), *yi = tfc_test_tensor_at(f, "yi_", name, numel);
+        float *dx = tfc_test_tensor_at(f, "dx_", name, numel), *got = falloc(numel);
         model_run(yaml, x, n, 1, 2, got);
-        int bad = mismatches(got, y, numel, &worst);
+        int bad = tfc_test_mismatches(got, y, numel, &worst);
         model_run(yaml, x, n, 0, 2, got);
-        bad += mismatches(got, yi, numel, &worst);
+        bad += tfc_test_mismatches(got, yi, numel, &worst);
         /* the op itself, with the layer's desc (its value_range sorted, bins) */
         tfc_tone_desc d = {.n = n, .hw = hw, .c = c};
         if (!op_desc(name, &d)) CU_FAIL("a case without its desc");
         memset(got, 0, (size_t)numel * sizeof(float));
         be->ops->tone_backward(be, &d, x, dy, got);
-        const int bad_dx = mismatches(got, dx, numel, &worst);
+        const int bad_dx = tfc_test_mismatches(got, dx, numel, &worst);
         if (bad || bad_dx) printf("\n  %s: %d values off, %d gradients off", name, bad, bad_dx);
         CU_ASSERT_EQUAL(bad + bad_dx, 0);
         free(x), free(dy), free(y), free(yi), free(dx), free(got);
@@ -138,8 +113,8 @@ static void test_predictor(void)
     tfc_st_file *f = tfc_st_open("tests/ref/tone/tone.safetensors", &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     const int64_t numel = 2 * 12 * 3;
-    float *x = tensor(f, "x_", "autocontrast_range", numel);
-    float *yi = tensor(f, "yi_", "autocontrast_range", numel), *got = falloc(numel);
+    float *x = tfc_test_tensor_at(f, "x_", "autocontrast_range", numel);
+    float *yi = tfc_test_tensor_at(f, "yi_", "autocontrast_range", numel), *got = falloc(numel);
     const char *yaml = "input: {shape: [3, 4, 3]}\nlayers:\n"
                        "  - Equalization: {value_range: [-1, 1]}\n"
                        "  - AutoContrast: {value_range: [1, -1]}\n";
@@ -157,7 +132,7 @@ static void test_predictor(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(tfc_predictor_run(p, x, 2, got, msg, sizeof msg), 0);
     double worst = 0;
-    CU_ASSERT_EQUAL(mismatches(got, yi, numel, &worst), 0);
+    CU_ASSERT_EQUAL(tfc_test_mismatches(got, yi, numel, &worst), 0);
     tfc_predictor_close(p);
     free(x), free(yi), free(got);
     tfc_st_close(f);

@@ -60,6 +60,28 @@ void tfc_test_expect_refused(const char *yaml, void (*drop)(tfc_backend_ops *ops
     tfc_backend_free(be);
 }
 
+void tfc_test_expect_cpu_first(const char *yaml, const char *layer, const char *type)
+{
+    tfc_model *m = tfc_test_model(yaml);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    TFC_ASSERT(m && be);
+    char named[96], says[96];
+    snprintf(named, sizeof named, "layer '%s'", layer);
+    snprintf(says, sizeof says, "%s has not run on the", type);
+    tfc_error err;
+    tfc_error_clear(&err);
+    be->device = 0;
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_ERR_CONFIG);
+    if (!strstr(err.msg, named) || !strstr(err.msg, says)) fprintf(stderr, "\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, named));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, says));
+    be->device = -1;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_bind(m, be, 2, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed)
 {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;

@@ -21,6 +21,11 @@ void tfc_test_expect_model_error(const char *yaml, const char *want);
 void tfc_test_expect_refused(const char *yaml, void (*drop)(tfc_backend_ops *ops),
                              const char *layer, const char *op);
 
+/* The model of `yaml` (which must build) refused at bind by a CPU backend marked as a
+ * device (as a GPU's) while its layer is CPU-first: TFC_ERR_CONFIG, the message naming
+ * `layer` ("layer 'NAME'") and saying "TYPE has not run on the"; and then bound by the CPU. */
+void tfc_test_expect_cpu_first(const char *yaml, const char *layer, const char *type);
+
 /* Deterministic pseudo-random test data in [lo, hi). */
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed);
 

@@ -11,6 +11,32 @@
 #include "layers/layer.h"
 #include "testutil.h"
 
+float *tfc_test_tensor_at(const tfc_st_file *f, const char *prefix, const char *name,
+                          int64_t n)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s%s", prefix, name);
+    const tfc_st_tensor *t = tfc_st_find(f, key);
+    CU_ASSERT_FATAL(t && t->numel == n);
+    float *v = calloc((size_t)(n ? n : 1), sizeof(float));
+    TFC_ASSERT(v != NULL);
+    tfc_st_tensor_to_f32(t, v);
+    return v;
+}
+
+int tfc_test_mismatches(const float *got, const float *want, int64_t n, double *worst)
+{
+    double scale = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs((double)got[i] - want[i]);
+        *worst = fmax(*worst, d);
+        bad += !(d <= 1e-5 * fabs(want[i]) + 1e-6 * scale);
+    }
+    return bad;
+}
+
 float *tfc_test_tensor(const tfc_st_file *f, const char *name, int64_t *n)
 {
     const tfc_st_tensor *t = tfc_st_find(f, name);

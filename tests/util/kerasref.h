@@ -17,6 +17,16 @@
  * value count into *n (n may be NULL); NULL when f has no such tensor. */
 float *tfc_test_tensor(const tfc_st_file *f, const char *name, int64_t *n);
 
+/* Tensor `prefix``name` of f as float32 in a calloc'd buffer of n values, asserting (fatal)
+ * that it is there with n values. */
+float *tfc_test_tensor_at(const tfc_st_file *f, const char *prefix, const char *name,
+                          int64_t n);
+
+/* The number of values of got off want by more than 1e-5 of |want| plus 1e-6 of want's
+ * largest magnitude (float32 in Keras's order of operations); the largest |got - want|
+ * raises *worst. */
+int tfc_test_mismatches(const float *got, const float *want, int64_t n, double *worst);
+
 /* max |a - b| / max(floor, max |b|) over n values (1 in place of a zero denominator); the
  * largest |a - b| raises *abs_out (which may be NULL). Values where b (the reference) is
  * NaN are passed over (Keras's NaN gradient of an all-zero slice under JAX, where tfc's is
