@@ -507,6 +507,68 @@ static const char *resolved_at(const tfc_solver *s, const char *const *path, int
     return node && node->kind == TFC_NODE_SCALAR ? node->str : NULL;
 }
 
+/* A Keras schedule as the optimizer's learning_rate, in tfc's layer-like form and in Keras's
+ * serialized one: the solver's policy and base rate; and what is refused, where. */
+static void test_schedule_as_learning_rate(void)
+{
+    tfc_error err;
+    const char *layer_form[] = {"optimizer={type: sgd, learning_rate: {ExponentialDecay: "
+                                "{initial_learning_rate: 0.2, decay_steps: 30, "
+                                "decay_rate: 0.5}}}"};
+    tfc_solver *s = load_with(solver_yaml, layer_form, 1, &err);
+    if (!s) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const tfc_solver_config *c = tfc_solver_get_config(s);
+    CU_ASSERT_EQUAL(c->lr_policy.type, TFC_LR_EXPONENTIAL_DECAY);
+    CLOSE(c->optimizer.learning_rate, 0.2, 1e-15);
+    CLOSE(tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, 45, 100), 0.2 * pow(0.5, 1.5),
+          1e-12);
+    tfc_solver_free(s);
+    const char *serialized[] = {
+        "optimizer={type: adam, learning_rate: {module: keras.optimizers.schedules, "
+        "class_name: PiecewiseConstantDecay, config: {boundaries: [10], values: [0.01, 0.001], "
+        "name: PiecewiseConstantDecay}, registered_name: null}}"};
+    s = load_with(solver_yaml, serialized, 1, &err);
+    if (!s) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    c = tfc_solver_get_config(s);
+    CU_ASSERT_EQUAL(c->lr_policy.type, TFC_LR_PIECEWISE_CONSTANT_DECAY);
+    CLOSE(tfc_lr_at(&c->lr_policy, c->optimizer.learning_rate, 11, 100), 0.001, 1e-12);
+    CLOSE(c->optimizer.learning_rate, 0.01, 1e-15);
+    tfc_solver_free(s);
+    static const struct {
+        const char *set[2], *want;
+    } bad[] = {
+        {{"optimizer={type: sgd, learning_rate: {CosineDecay: {initial_learning_rate: 0.1, "
+          "decay_steps: 50}}}", "lr_policy={type: step, step_size: 5}"},
+         "lr_policy: optimizer.learning_rate is a schedule already"},
+        {{"optimizer={type: sgd, learning_rate: {ExponentialDecay: {decay_steps: 5, "
+          "decay_rate: 0.5}}}", NULL},
+         "optimizer.learning_rate.initial_learning_rate: missing required key"},
+        {{"optimizer={type: sgd, learning_rate: {step: {step_size: 5}}}", NULL},
+         "'step' is not one of Keras's schedules"},
+        {{"optimizer={type: sgd, learning_rate: {ExponentialDecay: {initial_learning_rate: 0.1, "
+          "decay_steps: 5, decay_rat: 0.5}}}", NULL},
+         "optimizer.learning_rate.decay_rat: unknown key 'decay_rat'; did you mean"},
+        {{"optimizer={type: sgd, learning_rate: {class_name: ExponentialDecay, config: {}, "
+          "modul: x}}", NULL},
+         "unknown key 'modul' in a serialized schedule"},
+        {{"optimizer={type: sgd, learning_rate: [0.1]}", NULL},
+         "optimizer.learning_rate: expected a number or a Keras schedule"},
+        {{"optimizer={type: sgd, learning_rate: -1}", NULL},
+         "optimizer.learning_rate: expected a number in [0, 1e+30]"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        const char *set[2] = {bad[k].set[0], bad[k].set[1]};
+        s = load_with(solver_yaml, set, set[1] ? 2 : 1, &err);
+        CU_ASSERT_PTR_NULL(s);
+        if (s) tfc_solver_free(s);
+        if (!strstr(err.text, bad[k].want)) printf("\nwanted \"%s\" in:\n%s", bad[k].want,
+                                                   err.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[k].want));
+    }
+}
+
 static void test_solver_defaults(void)
 {
     tfc_error err;
@@ -1332,6 +1394,7 @@ int main(int argc, char **argv)
         {"lr_policies", test_lr_policies},
         {"lr_errors", test_lr_errors},
         {"solver_defaults", test_solver_defaults},
+        {"schedule_as_learning_rate", test_schedule_as_learning_rate},
         {"set_overrides", test_set_overrides},
         {"set_errors", test_set_errors},
         {"solver_file_errors", test_solver_file_errors},

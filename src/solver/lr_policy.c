@@ -293,6 +293,81 @@ tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_pol
     return s;
 }
 
+tfc_status tfc_lr_schedule_read(const tfc_node *node, const char *path, tfc_lr_policy *out,
+                                double *base_lr, tfc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const tfc_node *type = NULL, *args = NULL;
+    const tfc_node *cls = tfc_node_get(node, "class_name");
+    if (cls) { /* Keras's serialized form */
+        type = cls;
+        args = tfc_node_get(node, "config");
+        for (int i = 0; i < node->n; i++) {
+            const char *k = node->keys[i]->str;
+            if (strcmp(k, "class_name") && strcmp(k, "config") && strcmp(k, "module") &&
+                strcmp(k, "registered_name"))
+                return tfc_node_error(err, TFC_ERR_CONFIG, node->keys[i], path,
+                                      "unknown key '%s' in a serialized schedule (known keys: "
+                                      "class_name, config, module, registered_name)", k);
+        }
+    } else if (node->n == 1) { /* {ExponentialDecay: {...}}, as a layer is written */
+        type = node->keys[0];
+        args = node->vals[0];
+    } else {
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, path,
+                              "expected a number or one Keras schedule such as "
+                              "{ExponentialDecay: {initial_learning_rate: 0.1, decay_steps: "
+                              "1000, decay_rate: 0.96}}, found a mapping of %d keys", node->n);
+    }
+    char tpath[320];
+    snprintf(tpath, sizeof tpath, "%s.type", path);
+    int t;
+    if (type->kind != TFC_NODE_SCALAR || read_policy_type(type, tpath, &t, err)) {
+        if (type->kind != TFC_NODE_SCALAR)
+            tfc_node_error(err, TFC_ERR_CONFIG, type, tpath, "expected a schedule's name");
+        return TFC_ERR_CONFIG;
+    }
+    if (t != TFC_LR_COSINE && t < TFC_LR_EXPONENTIAL_DECAY)
+        return tfc_node_error(err, TFC_ERR_CONFIG, type, tpath,
+                              "'%s' is not one of Keras's schedules (ExponentialDecay, "
+                              "InverseTimeDecay, PolynomialDecay, PiecewiseConstantDecay, "
+                              "CosineDecay, CosineDecayRestarts); tfc's own policies are "
+                              "lr_policy's", type->str);
+    if (args && !tfc_node_is_null(args) && args->kind != TFC_NODE_MAP)
+        return tfc_node_error(err, TFC_ERR_CONFIG, args, path,
+                              "expected the schedule's arguments as a mapping, found a %s",
+                              tfc_node_kind_name(args->kind));
+    /* the policy's mapping: type, and every argument but initial_learning_rate */
+    tfc_node *map = tfc_node_new_map(node->doc, node);
+    tfc_node_map_set(map, tfc_node_new_scalar(node->doc, type, "type", 0),
+                     tfc_node_new_scalar(node->doc, type, tfc_lr_policy_names[t], 0));
+    const tfc_node *initial = NULL;
+    for (int i = 0; args && args->kind == TFC_NODE_MAP && i < args->n; i++) {
+        if (!strcmp(args->keys[i]->str, "initial_learning_rate")) initial = args->vals[i];
+        else tfc_node_map_set(map, args->keys[i], args->vals[i]);
+    }
+    tfc_status s = tfc_lr_policy_read(map, path, out, err);
+    if (s) return s;
+    char ipath[320];
+    snprintf(ipath, sizeof ipath, "%s.initial_learning_rate", path);
+    if (t == TFC_LR_PIECEWISE_CONSTANT_DECAY) { /* Keras's takes none: its values are rates */
+        if (initial)
+            return tfc_node_error(err, TFC_ERR_CONFIG, initial, ipath,
+                                  "PiecewiseConstantDecay takes no initial_learning_rate: its "
+                                  "values are the rates");
+        *base_lr = out->values.v[0];
+        return TFC_OK;
+    }
+    if (!initial)
+        return tfc_node_error(err, TFC_ERR_CONFIG, args ? args : type, ipath,
+                              "missing required key 'initial_learning_rate'");
+    if (tfc_node_double(initial, ipath, base_lr, err)) return TFC_ERR_CONFIG;
+    if (!(*base_lr >= 0 && *base_lr <= 1e30))
+        return tfc_node_error(err, TFC_ERR_CONFIG, initial, ipath,
+                              "expected a number in [0, 1e+30], found \"%s\"", initial->str);
+    return TFC_OK;
+}
+
 double tfc_lr_at(const tfc_lr_policy *p, double base_lr, int64_t iter, int64_t max_iter)
 {
     double it = (double)iter, lr = base_lr;

@@ -21,9 +21,11 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
 #define TYPE_FIELD                                                                           \
     {"type", TFC_F_ENUM, OFF(type), "sgd", TFC_UNBOUNDED, tfc_optimizer_names,               \
      "the optimizer"}
+/* read by tfc_optimizer_config_read: a number, or a Keras schedule (a mapping) */
 #define LR_FIELD(def)                                                                        \
-    {"learning_rate", TFC_F_FLOAT, OFF(learning_rate), def, 0, 1e30, NULL,                   \
-     "base learning rate (the lr_policy scales it)"}
+    {"learning_rate", TFC_F_NODE, OFF(lr_node), def, 0, 1e30, NULL,                          \
+     "base learning rate (the lr_policy scales it), or a Keras schedule such as "            \
+     "{ExponentialDecay: {initial_learning_rate, decay_steps, decay_rate}}"}
 #define EPS_FIELD                                                                            \
     {"epsilon", TFC_F_FLOAT, OFF(epsilon), "1e-7", 0, 1e30, NULL,                            \
      "small constant for numerical stability"}
@@ -200,6 +202,36 @@ static tfc_status read_type(const tfc_node *node, const char *path, const char *
     return t && !tfc_node_is_null(t) ? tfc_node_enum(t, tpath, names, type, err) : TFC_OK;
 }
 
+/* learning_rate (lr_node): absent, the table's default; a number >= 0; or a mapping, a
+ * Keras schedule the solver reads (lr_schedule) */
+static tfc_status read_learning_rate(const tfc_field *fields, const char *path,
+                                     tfc_optimizer_config *out, tfc_error *err)
+{
+    const tfc_node *n = out->lr_node;
+    char lpath[320];
+    snprintf(lpath, sizeof lpath, "%s.learning_rate", path);
+    out->learning_rate = 0;
+    if (!n || tfc_node_is_null(n)) {
+        for (const tfc_field *f = fields; f->name; f++)
+            if (!strcmp(f->name, "learning_rate")) out->learning_rate = strtod(f->def, NULL);
+        return TFC_OK;
+    }
+    if (n->kind == TFC_NODE_MAP) {
+        out->lr_schedule = n;
+        return TFC_OK;
+    }
+    if (n->kind == TFC_NODE_SEQ)
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, lpath,
+                              "expected a number or a Keras schedule such as {ExponentialDecay: "
+                              "{initial_learning_rate: 0.1, decay_steps: 1000, decay_rate: 0.96}}, "
+                              "found a sequence");
+    if (tfc_node_double(n, lpath, &out->learning_rate, err)) return TFC_ERR_CONFIG;
+    if (!(out->learning_rate >= 0 && out->learning_rate <= 1e30))
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, lpath,
+                              "expected a number in [0, 1e+30], found \"%s\"", n->str);
+    return TFC_OK;
+}
+
 tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
                                      tfc_optimizer_config *out, tfc_error *err)
 {
@@ -215,6 +247,7 @@ tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
     const tfc_node *map = node && node->kind == TFC_NODE_MAP ? node : NULL;
     tfc_status s = tfc_schema_apply(optimizer_tables[type], map, path, out, err);
     out->type = type;
+    if (!s) s = read_learning_rate(optimizer_tables[type], path, out, err);
     if (!s && type == TFC_OPTIMIZER_LION && out->beta_1 <= 0) {
         char bpath[320];
         snprintf(bpath, sizeof bpath, "%s.beta_1", path);

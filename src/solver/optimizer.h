@@ -31,6 +31,10 @@ typedef struct tfc_optimizer_config {
     int centered;                      /* rmsprop */
     double initial_accumulator_value;  /* adagrad, ftrl */
     double lr_power, l1, l2, l2_shrinkage, ftrl_beta; /* ftrl: learning_rate_power, ... */
+    /* learning_rate as written: a number, or a Keras schedule (a mapping) that the solver
+     * reads as its lr_policy (tfc_lr_schedule_read), learning_rate then its initial rate */
+    const tfc_node *lr_node;
+    const tfc_node *lr_schedule; /* the mapping, or NULL */
 } tfc_optimizer_config;
 
 /* The field table of one optimizer type (its `type` key included), for help and docs. */
@@ -143,6 +147,16 @@ const tfc_field *tfc_lr_policy_fields(tfc_lr_type type);
  * boundaries must increase, its values be one more than its boundaries. */
 tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_policy *out,
                               tfc_error *err);
+
+/* A Keras schedule given as the optimizer's learning_rate (`node`, a mapping, at `path`):
+ * `{ExponentialDecay: {initial_learning_rate: 0.1, decay_steps: 1000, decay_rate: 0.96}}`
+ * or Keras's serialized `{class_name: ExponentialDecay, config: {...}}` (module and
+ * registered_name accepted). One of Keras's six schedules (by class name or tfc's policy
+ * name); its arguments but initial_learning_rate are the policy's keys (*out, as
+ * tfc_lr_policy_read reads them), and initial_learning_rate (PiecewiseConstantDecay: its
+ * first value) goes into *base_lr. */
+tfc_status tfc_lr_schedule_read(const tfc_node *node, const char *path, tfc_lr_policy *out,
+                                double *base_lr, tfc_error *err);
 
 /* The learning rate of iteration `iter` (0-based, the update about to be made), as Caffe's
  * SGDSolver::GetLearningRate computes it from base_lr, times the warm-up factor

@@ -370,6 +370,15 @@ static tfc_solver *load(tfc_solver *s, tfc_doc *sdoc, const char *path, tfc_erro
     if (tfc_optimizer_config_read(a.optimizer, "optimizer", &c->optimizer, err))
         status = TFC_ERR_CONFIG;
     if (tfc_lr_policy_read(a.lr_policy, "lr_policy", &c->lr_policy, err)) status = TFC_ERR_CONFIG;
+    /* a Keras schedule as the optimizer's learning_rate is the policy (and the base rate) */
+    if (c->optimizer.lr_schedule && a.lr_policy && !tfc_node_is_null(a.lr_policy))
+        status = tfc_node_error(err, TFC_ERR_CONFIG, a.lr_policy, "lr_policy",
+                                "optimizer.learning_rate is a schedule already: give the "
+                                "schedule there or an lr_policy here, not both");
+    else if (c->optimizer.lr_schedule &&
+             tfc_lr_schedule_read(c->optimizer.lr_schedule, "optimizer.learning_rate",
+                                  &c->lr_policy, &c->optimizer.learning_rate, err))
+        status = TFC_ERR_CONFIG;
     if (tfc_ema_config_read(a.ema, &c->ema, err)) status = TFC_ERR_CONFIG;
     if (tfc_rollback_config_read(a.rollback, &c->rollback, err)) status = TFC_ERR_CONFIG;
     summary_args su;
