@@ -181,24 +181,6 @@ static void test_perspective_keras(void)
     tfc_st_close(f);
 }
 
-/* y of `layer` on n images h x w x c of x in training (or not) at (seed, step). */
-static void run_layer(const char *layer, int h, int w, int c, int n, const float *x,
-                      int training, uint64_t seed, uint64_t step, float *y)
-{
-    char yaml[512];
-    snprintf(yaml, sizeof yaml, "input: {shape: [%d, %d, %d]}\nlayers:\n  - %s\n", h, w, c,
-             layer);
-    tfc_model *m = tfc_test_model(yaml);
-    tfc_backend *be = tfc_cpu_backend_create(2);
-    tfc_error err;
-    tfc_error_clear(&err);
-    TFC_ASSERT(m && be && tfc_model_bind(m, be, n, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_forward(m, x, n, training, seed, step, &err) == TFC_OK);
-    tfc_model_get_output(m, y);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-}
-
 /* RandomPerspective on ramps (each cell its own value, bilinear): a transformed image moves
  * some cell (its corners move by up to scale / 2 of the image). factor [0.3, 0.3]: about 30%
  * of the images transformed; the default factor 1 (p uniform in [0, 1]): about half; scale 0
@@ -220,7 +202,7 @@ static void test_perspective_statistics(void)
         {"RandomPerspective: {factor: 0}", 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        run_layer(cases[k].layer, h, w, 1, n, x, 1, 1, 3 + k, y);
+        tfc_test_run_image_layer(cases[k].layer, h, w, 1, n, 2, x, 1, 1, 3 + k, y);
         int changed = 0;
         for (int i = 0; i < n; i++)
             changed += memcmp(y + (int64_t)i * h * w, x, sizeof(float) * h * w) != 0;
@@ -251,8 +233,8 @@ static void test_sharpness_statistics(void)
     const int n = 3000, h = 5, w = 5;
     float *x = falloc((int64_t)n * h * w), *y = falloc((int64_t)n * h * w);
     for (int i = 0; i < n; i++) x[(int64_t)i * h * w + 12] = 1;
-    run_layer("RandomSharpness: {factor: [0.2, 0.7], value_range: [-10, 10]}", h, w, 1, n, x,
-              1, 1, 2, y);
+    tfc_test_run_image_layer("RandomSharpness: {factor: [0.2, 0.7], value_range: [-10, 10]}", h,
+                             w, 1, n, 2, x, 1, 1, 2, y);
     double lo = 1, hi = 0, mean = 0, var = 0;
     for (int i = 0; i < n; i++) {
         const double c = (1 - y[(int64_t)i * h * w + 12]) / (8.0 / 13.0), f = (1 - c) / 2;
@@ -278,17 +260,17 @@ static void test_determinism(void)
     tfc_test_fill(x, n * per, 0, 1, 5);
     for (int k = 0; k < 2; k++) {
         const char *layer = layers[k][0];
-        run_layer(layer, 8, 9, 3, n, x, 0, 1, 1, a);
+        tfc_test_run_image_layer(layer, 8, 9, 3, n, 2, x, 0, 1, 1, a);
         CU_ASSERT(memcmp(a, x, sizeof(float) * n * per) == 0);
-        run_layer(layer, 8, 9, 3, n, x, 1, 1, 1, a);
+        tfc_test_run_image_layer(layer, 8, 9, 3, n, 2, x, 1, 1, 1, a);
         CU_ASSERT(memcmp(a, x, sizeof(float) * n * per) != 0);
-        run_layer(layer, 8, 9, 3, n, x, 1, 1, 1, b);
+        tfc_test_run_image_layer(layer, 8, 9, 3, n, 2, x, 1, 1, 1, b);
         CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) == 0);
-        run_layer(layer, 8, 9, 3, n, x, 1, 1, 2, b);
+        tfc_test_run_image_layer(layer, 8, 9, 3, n, 2, x, 1, 1, 2, b);
         CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
-        run_layer(layer, 8, 9, 3, n, x, 1, 2, 1, b);
+        tfc_test_run_image_layer(layer, 8, 9, 3, n, 2, x, 1, 2, 1, b);
         CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
-        run_layer(layers[k][1], 8, 9, 3, n, x, 1, 1, 1, b);
+        tfc_test_run_image_layer(layers[k][1], 8, 9, 3, n, 2, x, 1, 1, 1, b);
         CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
     }
     free(x), free(a), free(b);

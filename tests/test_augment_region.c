@@ -222,24 +222,6 @@ static void test_erasing_keras(void)
     tfc_st_close(f);
 }
 
-/* y of `layer` on n images h x w x c of x in training (or not) at (seed, step). */
-static void run_layer(const char *layer, int h, int w, int c, int n, int threads,
-                      const float *x, int training, uint64_t seed, uint64_t step, float *y)
-{
-    char yaml[512];
-    snprintf(yaml, sizeof yaml, "input: {shape: [%d, %d, %d]}\nlayers:\n  - %s\n", h, w, c,
-             layer);
-    tfc_model *m = tfc_test_model(yaml);
-    tfc_backend *be = tfc_cpu_backend_create(threads);
-    tfc_error err;
-    tfc_error_clear(&err);
-    TFC_ASSERT(m && be && tfc_model_bind(m, be, n, &err) == TFC_OK);
-    TFC_ASSERT(tfc_model_forward(m, x, n, training, seed, step, &err) == TFC_OK);
-    tfc_model_get_output(m, y);
-    tfc_model_free(m);
-    tfc_backend_free(be);
-}
-
 /* RandomErasing with factor 1 (Keras: p uniform in [0, 1], so about half the images erased)
  * and scale [0.1, 0.4] on images 20 x 30 of 9s: each erased image's changed cells form one
  * rectangle, its columns' count has the mean of sqrt(U(0.1, 0.4)) 30 = 14.76 and its rows'
@@ -251,8 +233,9 @@ static void test_erasing_statistics(void)
     const int n = 4000, h = 20, w = 30;
     float *x = falloc((int64_t)n * h * w), *y = falloc((int64_t)n * h * w);
     for (int64_t i = 0; i < (int64_t)n * h * w; i++) x[i] = 9;
-    run_layer("RandomErasing: {scale: [0.1, 0.4], fill_value: 0.5, value_range: [0, 1]}", h,
-              w, 1, n, 2, x, 1, 3, 4, y);
+    tfc_test_run_image_layer(
+        "RandomErasing: {scale: [0.1, 0.4], fill_value: 0.5, value_range: [0, 1]}", h, w, 1, n,
+        2, x, 1, 3, 4, y);
     int erased = 0, rect = 1;
     double cols = 0, rows = 0, cx = 0, cy = 0;
     for (int i = 0; i < n; i++) {
@@ -293,8 +276,9 @@ static void test_erasing_noise(void)
     const int64_t total = (int64_t)n * h * w * c;
     float *x = falloc(total), *y = falloc(total);
     for (int64_t i = 0; i < total; i++) x[i] = 100;
-    run_layer("RandomErasing: {factor: [1, 1], scale: [0.5, 0.5], value_range: [-1, 3]}", h,
-              w, c, n, 1, x, 1, 8, 2, y);
+    tfc_test_run_image_layer(
+        "RandomErasing: {factor: [1, 1], scale: [0.5, 0.5], value_range: [-1, 3]}", h, w, c, n,
+        1, x, 1, 8, 2, y);
     int64_t filled = 0, low = 0, high = 0, repeats = 0;
     double mid = 0;
     for (int64_t i = 0; i < total; i++) {
@@ -323,17 +307,18 @@ static void test_erasing_determinism(void)
     float *x = falloc(n * per), *a = falloc(n * per), *b = falloc(n * per);
     tfc_test_fill(x, n * per, 0, 1, 5);
     const char *layer = "RandomErasing: {value_range: [0, 1]}";
-    run_layer(layer, 8, 9, 3, n, 1, x, 0, 1, 1, a);
+    tfc_test_run_image_layer(layer, 8, 9, 3, n, 1, x, 0, 1, 1, a);
     CU_ASSERT(memcmp(a, x, sizeof(float) * n * per) == 0);
-    run_layer(layer, 8, 9, 3, n, 1, x, 1, 1, 1, a);
+    tfc_test_run_image_layer(layer, 8, 9, 3, n, 1, x, 1, 1, 1, a);
     CU_ASSERT(memcmp(a, x, sizeof(float) * n * per) != 0);
-    run_layer(layer, 8, 9, 3, n, 2, x, 1, 1, 1, b);
+    tfc_test_run_image_layer(layer, 8, 9, 3, n, 2, x, 1, 1, 1, b);
     CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) == 0);
-    run_layer(layer, 8, 9, 3, n, 1, x, 1, 1, 2, b);
+    tfc_test_run_image_layer(layer, 8, 9, 3, n, 1, x, 1, 1, 2, b);
     CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
-    run_layer(layer, 8, 9, 3, n, 1, x, 1, 2, 1, b);
+    tfc_test_run_image_layer(layer, 8, 9, 3, n, 1, x, 1, 2, 1, b);
     CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
-    run_layer("RandomErasing: {value_range: [0, 1], seed: 4}", 8, 9, 3, n, 1, x, 1, 1, 1, b);
+    tfc_test_run_image_layer("RandomErasing: {value_range: [0, 1], seed: 4}", 8, 9, 3, n, 1, x,
+                             1, 1, 1, b);
     CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
     free(x), free(a), free(b);
 }
@@ -431,12 +416,12 @@ static void test_blur_determinism_errors(void)
     float *x = falloc(n * per), *a = falloc(n * per), *b = falloc(n * per);
     tfc_test_fill(x, n * per, -1, 2, 9);
     const char *layer = "RandomGaussianBlur: {value_range: [0, 1]}";
-    run_layer(layer, 7, 6, 2, n, 1, x, 0, 1, 1, a);
+    tfc_test_run_image_layer(layer, 7, 6, 2, n, 1, x, 0, 1, 1, a);
     CU_ASSERT(memcmp(a, x, sizeof(float) * n * per) == 0);
-    run_layer(layer, 7, 6, 2, n, 1, x, 1, 1, 1, a);
-    run_layer(layer, 7, 6, 2, n, 2, x, 1, 1, 1, b);
+    tfc_test_run_image_layer(layer, 7, 6, 2, n, 1, x, 1, 1, 1, a);
+    tfc_test_run_image_layer(layer, 7, 6, 2, n, 2, x, 1, 1, 1, b);
     CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) == 0);
-    run_layer(layer, 7, 6, 2, n, 1, x, 1, 1, 2, b);
+    tfc_test_run_image_layer(layer, 7, 6, 2, n, 1, x, 1, 1, 2, b);
     CU_ASSERT(memcmp(a, b, sizeof(float) * n * per) != 0);
     free(x), free(a), free(b);
     static const struct {

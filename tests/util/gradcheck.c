@@ -82,6 +82,24 @@ void tfc_test_expect_cpu_first(const char *yaml, const char *layer, const char *
     tfc_backend_free(be);
 }
 
+void tfc_test_run_image_layer(const char *layer, int h, int w, int c, int n, int threads,
+                              const float *x, int training, uint64_t seed, uint64_t step,
+                              float *y)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "input: {shape: [%d, %d, %d]}\nlayers:\n  - %s\n", h, w, c,
+             layer);
+    tfc_model *m = tfc_test_model(yaml);
+    tfc_backend *be = tfc_cpu_backend_create(threads);
+    tfc_error err;
+    tfc_error_clear(&err);
+    TFC_ASSERT(m && be && tfc_model_bind(m, be, n, &err) == TFC_OK);
+    TFC_ASSERT(tfc_model_forward(m, x, n, training, seed, step, &err) == TFC_OK);
+    tfc_model_get_output(m, y);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed)
 {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;

@@ -26,6 +26,13 @@ void tfc_test_expect_refused(const char *yaml, void (*drop)(tfc_backend_ops *ops
  * `layer` ("layer 'NAME'") and saying "TYPE has not run on the"; and then bound by the CPU. */
 void tfc_test_expect_cpu_first(const char *yaml, const char *layer, const char *type);
 
+/* y = the output of the model `input: {shape: [h, w, c]}` with the one layer `layer` (YAML
+ * text, "RandomShear: {x_factor: 0.2}") for the n images x, on `threads` CPU threads, in
+ * training or not, with the step's seed and number. Aborts when it does not build or run. */
+void tfc_test_run_image_layer(const char *layer, int h, int w, int c, int n, int threads,
+                              const float *x, int training, uint64_t seed, uint64_t step,
+                              float *y);
+
 /* Deterministic pseudo-random test data in [lo, hi). */
 void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed);
 
