@@ -264,6 +264,155 @@ static void test_keras_optimizers(void)
     tfc_st_close(f);
 }
 
+/* The per-variable rules (lamb, adafactor, muon) against Keras over six variables of ranks 1
+ * to 3 at once (tests/ref/optimizers/optimizer_vars.safetensors): the table of variables
+ * folds each Keras shape over its last two axes and marks the rank-2 ones, as
+ * tfc_model_optim_vars does, and names them by Keras path (muon's exclusions); after each
+ * update the weights, and after the last every slot in tfc's layout, must be Keras's. Then
+ * the same updates over a large arena on 1 and 2 threads must agree bit for bit. */
+static void test_keras_optimizer_vars(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/optimizers/optimizer_vars.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const int T = atoi(tfc_st_meta(f, "T")), N = atoi(tfc_st_meta(f, "N"));
+    const char *json = tfc_st_meta(f, "cases"), *shapes_json = tfc_st_meta(f, "shapes");
+    const char *paths_json = tfc_st_meta(f, "paths");
+    CU_ASSERT_FATAL(T > 0 && N > 0 && N <= 128 && json && shapes_json && paths_json);
+    tfc_doc *doc = tfc_doc_load_string(json, strlen(json), "cases", &err);
+    tfc_doc *sdoc = tfc_doc_load_string(shapes_json, strlen(shapes_json), "shapes", &err);
+    tfc_doc *pdoc = tfc_doc_load_string(paths_json, strlen(paths_json), "paths", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sdoc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pdoc);
+    const tfc_node *cases = tfc_doc_root(doc), *shapes = tfc_doc_root(sdoc);
+    tfc_optim_var vars[16];
+    const char *paths[16];
+    int nvars = shapes->n, folded = 0;
+    CU_ASSERT_FATAL(nvars <= 16 && tfc_doc_root(pdoc)->n == nvars);
+    for (int k = 0; k < nvars; k++) paths[k] = tfc_doc_root(pdoc)->vals[k]->str;
+    int64_t off = 0;
+    for (int k = 0; k < nvars; k++) {
+        const tfc_node *sh = shapes->vals[k];
+        int64_t numel = 1, dims[8];
+        for (int a = 0; a < sh->n; a++) numel *= dims[a] = atoll(sh->vals[a]->str);
+        int fold = sh->n >= 2;
+        vars[k] = (tfc_optim_var){off, numel, fold ? dims[sh->n - 2] : 0,
+                                  fold ? dims[sh->n - 1] : 0, sh->n == 2};
+        folded += fold;
+        off += numel;
+    }
+    CU_ASSERT_FATAL(off == N && folded >= 3);
+    float w0[128], w[128], ref[128];
+    float *g = malloc(sizeof(float) * (size_t)(T * N));
+    float *want = malloc(sizeof(float) * (size_t)(T * N));
+    tfc_st_tensor_to_f32(tfc_st_find(f, "w0"), w0);
+    tfc_st_tensor_to_f32(tfc_st_find(f, "g"), g);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    int covered[TFC_OPTIMIZER_COUNT] = {0};
+    for (int c = 0; c < cases->n; c++) {
+        const char *name = tfc_node_get(cases->vals[c], "name")->str;
+        const char *yaml = tfc_node_get(cases->vals[c], "yaml")->str;
+        char key[160];
+        snprintf(key, sizeof key, "%s/w", name);
+        tfc_st_tensor_to_f32(tfc_st_find(f, key), want);
+        tfc_optimizer_config cfg = config_of(yaml);
+        tfc_optimizer o;
+        CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&o, &cfg, be, N, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_optimizer_set_vars(&o, vars, nvars, paths, &err), TFC_OK);
+        covered[cfg.type] = 1;
+        memcpy(w, w0, sizeof(float) * (size_t)N);
+        double worst = 0;
+        for (int t = 0; t < T; t++) {
+            tfc_optimizer_step(&o, t, cfg.learning_rate, 1, 0, w, g + t * N);
+            for (int i = 0; i < N; i++)
+                worst = fmax(worst, fabs(w[i] - want[t * N + i]) / (1e-3 + fabs(want[t * N + i])));
+        }
+        if (worst > 1e-5) printf("\n%s (%s): weights off by %.3g\n", name, yaml, worst);
+        CU_ASSERT(worst <= 1e-5);
+        for (int k = 0; k < 3; k++) {
+            if (!o.slot_name[k]) continue;
+            snprintf(key, sizeof key, "%s/slot:%s", name, o.slot_name[k]);
+            const tfc_st_tensor *st = tfc_st_find(f, key);
+            CU_ASSERT_PTR_NOT_NULL(st);
+            if (!st) continue;
+            tfc_st_tensor_to_f32(st, ref);
+            double bad = 0;
+            for (int i = 0; i < N; i++)
+                bad = fmax(bad, fabs(o.slot[k][i] - ref[i]) / (1e-3 + fabs(ref[i])));
+            if (bad > 2e-5) printf("\n%s: slot %s off by %.3g\n", name, o.slot_name[k], bad);
+            CU_ASSERT(bad <= 2e-5);
+        }
+        tfc_optimizer_release(&o);
+    }
+    CU_ASSERT(covered[TFC_OPTIMIZER_LAMB] && covered[TFC_OPTIMIZER_ADAFACTOR] &&
+              covered[TFC_OPTIMIZER_MUON]);
+    /* A table that does not tile the arena is refused */
+    tfc_optimizer_config cfg = config_of("{type: lamb}");
+    tfc_optimizer o;
+    CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&o, &cfg, be, N, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_optimizer_set_vars(&o, vars + 1, nvars - 1, NULL, &err), TFC_ERR_USAGE);
+    tfc_optimizer_release(&o);
+    tfc_backend_free(be);
+
+    /* Adafactor where Keras's v underflows: a row and a column without gradient leave v 0
+     * at their crossing, and Keras's 0 / sqrt(0) makes the whole variable NaN; tfc's u is 0
+     * there, the weight stays, and the rest moves */
+    {
+        tfc_backend *b1 = tfc_cpu_backend_create(1);
+        cfg = config_of("{type: adafactor, learning_rate: 0.01}");
+        tfc_optim_var one = {0, 12, 4, 3, 1};
+        float kw[12], kg[12];
+        for (int i = 0; i < 12; i++) kw[i] = 0.1f, kg[i] = i < 3 || i % 3 == 0 ? 0 : 0.5f + i;
+        CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&o, &cfg, b1, 12, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(tfc_optimizer_set_vars(&o, &one, 1, NULL, &err), TFC_OK);
+        tfc_optimizer_step(&o, 0, cfg.learning_rate, 1, 0, kw, kg);
+        int finite = 1;
+        for (int i = 0; i < 12; i++) finite &= isfinite(kw[i]);
+        CU_ASSERT(finite && kw[0] == 0.1f && kw[4] < 0.1f);
+        tfc_optimizer_release(&o);
+        tfc_backend_free(b1);
+    }
+
+    /* Threads: two variables of 300 x 257 and 70001 floats, three updates */
+    const int64_t big = 300 * 257 + 70001;
+    tfc_optim_var bv[2] = {{0, 300 * 257, 300, 257, 1}, {300 * 257, 70001, 0, 0, 0}};
+    float *bw[2], *bg = malloc(sizeof(float) * (size_t)big);
+    for (int64_t i = 0; i < big; i++) bg[i] = (float)sin((double)i * 0.37) * (1 + i % 7);
+    static const char *const kinds[] = {"{type: lamb, weight_decay: 0.01}",
+                                        "{type: adafactor, learning_rate: 0.01}",
+                                        "{type: muon, learning_rate: 0.01}"};
+    for (int k = 0; k < 3; k++) {
+        cfg = config_of(kinds[k]);
+        for (int th = 0; th < 2; th++) {
+            tfc_backend *b = tfc_cpu_backend_create(th + 1);
+            bw[th] = malloc(sizeof(float) * (size_t)big);
+            for (int64_t i = 0; i < big; i++) bw[th][i] = (float)cos((double)i * 0.11);
+            CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&o, &cfg, b, big, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(tfc_optimizer_set_vars(&o, bv, 2, NULL, &err), TFC_OK);
+            for (int t = 0; t < 3; t++)
+                tfc_optimizer_step(&o, t, cfg.learning_rate, 1, 0, bw[th], bg);
+            tfc_optimizer_release(&o);
+            tfc_backend_free(b);
+        }
+        CU_ASSERT(memcmp(bw[0], bw[1], sizeof(float) * (size_t)big) == 0);
+        CU_ASSERT(bw[0][5] != (float)cos(5 * 0.11)); /* the weights moved */
+        int finite = 1;
+        for (int64_t i = 0; i < big; i++) finite &= isfinite(bw[0][i]);
+        CU_ASSERT(finite);
+        free(bw[0]);
+        free(bw[1]);
+    }
+    free(bg);
+    free(g);
+    free(want);
+    tfc_doc_free(pdoc);
+    tfc_doc_free(sdoc);
+    tfc_doc_free(doc);
+    tfc_st_close(f);
+}
+
 static void test_optimizer_registry(void)
 {
     /* Every registered optimizer has a case above. Run alone, this test runs those cases
@@ -310,7 +459,16 @@ static void test_optimizer_errors(void)
                         "optimizer.learning_rate_power: expected a number in [-1e+30, 0]");
     expect_config_error("{type: ftrl, l1_regularization_strength: -1}", 0,
                         "optimizer.l1_regularization_strength: expected a number in [0,");
-    expect_config_error("{type: lamb}", 0, "optimizer.type: unknown value \"lamb\"");
+    expect_config_error("{type: schedule_free_adamw}", 0,
+                        "optimizer.type: unknown value \"schedule_free_adamw\"");
+    /* muon's list of patterns and its rms_rate */
+    expect_config_error("{type: muon, exclude_layers: [\"(out\"]}", 0,
+                        "x.yaml:1:31: error: optimizer.exclude_layers: expected a regular "
+                        "expression");
+    expect_config_error("{type: muon, exclude_layers: out}", 0,
+                        "optimizer.exclude_layers: expected a list of at most 16");
+    expect_config_error("{type: muon, rms_rate: -1}", 0,
+                        "optimizer.rms_rate: expected a number in [0, 1e+30] or null");
     /* The CPU-first types on a GPU backend (a CPU one marked as a device here): refused,
      * naming the type; the others not. */
     tfc_backend *be = tfc_cpu_backend_create(1);
@@ -326,7 +484,8 @@ static void test_optimizer_errors(void)
                                                                              : TFC_OK);
         if (st) {
             char want[96];
-            snprintf(want, sizeof want, "optimizer %s has not run on", tfc_optimizer_names[t]);
+            snprintf(want, sizeof want, "optimizer %s has %s on", tfc_optimizer_names[t],
+                     t >= TFC_OPTIMIZER_LAMB ? "no kernel" : "not run under make test-gpu");
             CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
         } else {
             tfc_optimizer_release(&o);
@@ -1389,6 +1548,7 @@ int main(int argc, char **argv)
         {"rmsprop", test_rmsprop},
         {"adagrad", test_adagrad},
         {"keras_optimizers", test_keras_optimizers},
+        {"keras_optimizer_vars", test_keras_optimizer_vars},
         {"optimizer_registry", test_optimizer_registry},
         {"optimizer_errors", test_optimizer_errors},
         {"lr_policies", test_lr_policies},

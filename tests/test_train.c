@@ -647,6 +647,9 @@ static void test_resume_every_optimizer_and_schedule(void)
          "accumulated_grad accumulated_delta_var "},
         {"optimizer={type: ftrl, learning_rate: 0.05, l1_regularization_strength: 0.001}",
          "accumulator linear "},
+        {"optimizer={type: lamb, learning_rate: 0.01}", "momentum velocity "},
+        {"optimizer={type: adafactor, learning_rate: 0.05}", "r c velocity "},
+        {"optimizer={type: muon, learning_rate: 0.01}", "momentum velocity "},
     };
     static const char *const sched[] = {
         "lr_policy={type: cosine, alpha: 0.1}",
@@ -761,6 +764,9 @@ static void test_device_step(void)
         "optimizer={type: lion, learning_rate: 0.001}",
         "optimizer={type: adadelta, learning_rate: 1.0}",
         "optimizer={type: ftrl, learning_rate: 0.05, l2_shrinkage_regularization_strength: 0.01}",
+        "optimizer={type: lamb, learning_rate: 0.01, weight_decay: 0.01}",
+        "optimizer={type: adafactor, learning_rate: 0.05}",
+        "optimizer={type: muon, learning_rate: 0.01, exclude_layers: [^out]}",
     };
     static const char *const sched[][2] = {
         {"lr_policy={type: cosine, alpha: 0.1}", "iter_size=2"},
@@ -885,6 +891,9 @@ static void test_staged_step(void)
         "optimizer={type: adagrad, learning_rate: 0.05}",
         "optimizer={type: nadam, learning_rate: 0.01}", /* coef: per-step constants */
         "optimizer={type: ftrl, learning_rate: 0.05, beta: 0.5}",
+        /* per variable, coef from the step's rate: min(lr, 1/sqrt(t)); AdamW's alpha, decay */
+        "optimizer={type: adafactor, learning_rate: 0.05}",
+        "optimizer={type: muon, learning_rate: 0.01}",
     };
     static const char *const sched[][2] = {
         {"lr_policy={type: step, step_size: 10, gamma: 0.5, warmup_iters: 5}",

@@ -791,11 +791,26 @@ typedef enum tfc_optimizer_type {
     TFC_OPTIMIZER_LION,
     TFC_OPTIMIZER_ADADELTA,
     TFC_OPTIMIZER_FTRL,
+    TFC_OPTIMIZER_LAMB,
+    TFC_OPTIMIZER_ADAFACTOR,
+    TFC_OPTIMIZER_MUON,
     TFC_OPTIMIZER_COUNT
 } tfc_optimizer_type;
 
 /* The per-step constants of tfc_optim_desc.coef (TFC_OPTIM_COEFS of them) */
 #define TFC_OPTIM_COEFS 5
+
+/* One variable (one trainable weight) of the arena, for the rules that reduce over each
+ * variable (lamb's norms, adafactor's RMS and factored moments, muon's orthogonalised
+ * matrices): its floats are [offset, offset + numel), and Keras's shape folded over its
+ * last two axes to (numel / (rows cols), rows, cols), or rows = cols = 0 for a variable of
+ * rank < 2. matrix: muon's Newton-Schulz rule applies (a rank-2 weight that is not excluded;
+ * the others take its AdamW rule). */
+typedef struct tfc_optim_var {
+    int64_t offset, numel;
+    int64_t rows, cols;
+    int matrix;
+} tfc_optim_var;
 
 /* One optimizer step over the flat arenas of trainable parameters (tfc_model_params /
  * tfc_model_grads), fused so that a device reads and writes each float once. Every type
@@ -833,7 +848,28 @@ typedef enum tfc_optimizer_type {
  *            z += g + l2_shrinkage w - (n'^p - n^p) / lr w;  n = n'
  *            w = (clip(z, -l1, l1) - z) / (n'^p / lr + coef0),  coef0 = 2 (l2 + beta / (2 lr))
  *            slot0 n (accumulator, starting at initial_accumulator_value), slot1 z (linear)
- * Arithmetic is float32, element-wise, so the result does not depend on threads. */
+ * and per variable x (tfc_optim_var; vars NULL: the whole arena is one vector), with
+ * ||.|| its 2-norm and rms(.) = ||.|| / sqrt(numel):
+ *   lamb     m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2)
+ *            u = (m / coef0) / (sqrt(v / coef1) + epsilon),  coef0, coef1 = 1 - beta_{1,2}^t
+ *            r = ||w|| / ||u|| (1 where either is 0);  w -= r lr u   (||w|| after the decay)
+ *            slot0 m (momentum), slot1 v (velocity)
+ *   adafactor  G = g^2 + epsilon (Keras's epsilon_1);  b = coef1 = 1 - t^beta_2_decay
+ *            rank >= 2, per (row, column) matrix of the fold: R = b R + (1 - b) mean_cols(G),
+ *            C = b C + (1 - b) mean_rows(G),  v = R_i C_j / mean(R)
+ *            rank < 2: v = b v + (1 - b) G
+ *            u = g / sqrt(v);  w -= max(epsilon_2, rms(w)) coef0 u / max(1, rms(u) / clip)
+ *            coef0 = min(lr, 1 / sqrt(t));  slot0 R (at the variable's offset, one per row),
+ *            slot1 C (one per column), slot2 v
+ *   muon     a variable with `matrix` (rank 2, rows x cols):  m += g + (momentum - 1) m
+ *            o = g + momentum m (nesterov) or m;  X = o / (||o||_F + 1e-7), transposed when
+ *            rows > cols; ns_steps times  A = X X^T,  X = a X + (b A + c A A) X  (muon_a, _b,
+ *            _c);  w -= lr X sqrt(max(rows, cols)) rms_rate  (back in the variable's shape)
+ *            the others: Adam's rule, alpha from coef0 = lr' sqrt(1 - beta_2^t) / (1 -
+ *            beta_1^t) with lr' = lr adam_lr_ratio
+ *            slot0 m (momentum), slot1 v (velocity: the AdamW variables' only)
+ * Arithmetic is float32 (the per-variable sums in double, in blocks fixed by the size), so
+ * the result does not depend on threads. */
 typedef struct tfc_optim_desc {
     tfc_optimizer_type type;
     float lr;          /* this step's learning rate */
@@ -848,7 +884,13 @@ typedef struct tfc_optim_desc {
     float rho;         /* rmsprop, adadelta */
     int centered;      /* rmsprop */
     float lr_power, l1, l2_shrinkage; /* ftrl: learning_rate_power, l1 and 2 x l2 shrinkage */
-    float coef[TFC_OPTIM_COEFS];      /* nadam, adamax, ftrl: the step's constants (above) */
+    float coef[TFC_OPTIM_COEFS];      /* nadam, adamax, ftrl, lamb, adafactor: the step's
+                                       * constants (above) */
+    float epsilon_2, clip_threshold;  /* adafactor (epsilon_1 is epsilon) */
+    float ns_a, ns_b, ns_c, rms_rate; /* muon: muon_a, _b, _c and rms_rate (0: none) */
+    int ns_steps;                     /* muon */
+    const tfc_optim_var *vars;        /* lamb, adafactor: the variables, host memory */
+    int nvars;
     /* optimizer_update_at only: lr, alpha, decay and coef are read from the step state
      * (its lr, alpha, decay, coef) instead of from here, so a step replayed from a CUDA
      * graph, whose by-value arguments are the captured step's, takes each step's rates */

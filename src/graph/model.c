@@ -1031,6 +1031,29 @@ int64_t tfc_model_label_rows(const tfc_model *m) { return m->label_rows; }
 int64_t tfc_model_param_count(const tfc_model *m) { return m->param_count; }
 int64_t tfc_model_trainable_count(const tfc_model *m) { return m->trainable_count; }
 
+int tfc_model_optim_vars(const tfc_model *m, tfc_optim_var *out,
+                         char (*paths)[TFC_OPTIM_PATH])
+{
+    int n = 0;
+    int64_t off = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++) {
+            const tfc_param *pr = &m->layers[i].params[p];
+            if (!pr->trainable) continue;
+            if (out) {
+                const tfc_shape *s = &pr->shape;
+                const int folded = s->ndim >= 2;
+                out[n] = (tfc_optim_var){off, pr->numel, folded ? s->dim[s->ndim - 2] : 0,
+                                         folded ? s->dim[s->ndim - 1] : 0, s->ndim == 2};
+            }
+            if (paths)
+                snprintf(paths[n], TFC_OPTIM_PATH, "%s/%s", m->layers[i].name, pr->name);
+            off += pr->numel;
+            n++;
+        }
+    return n;
+}
+
 void tfc_model_backward_plan(const tfc_model *m, int input_grad, int *runs)
 {
     for (int i = 0; i < m->nlayers; i++) {

@@ -125,6 +125,14 @@ int64_t tfc_model_trainable_count(const tfc_model *m);
 int64_t tfc_model_param_count(const tfc_model *m);
 int64_t tfc_model_weight_count(const tfc_model *m);
 
+/* The trainable weights as the optimizer's variables (tfc_optim_var: offsets in the
+ * trainable range of the params arena, Keras's shapes folded over their last two axes,
+ * matrix for rank 2), in arena order, written to out and their Keras paths (`layer/weight`)
+ * to paths where those are not NULL; returns how many there are. */
+#define TFC_OPTIM_PATH 160
+int tfc_model_optim_vars(const tfc_model *m, tfc_optim_var *out,
+                         char (*paths)[TFC_OPTIM_PATH]);
+
 /* Whose backward passes a training step runs: runs[i] = 1 when layer i has a trainable
  * weight or reads the output of a layer whose backward runs, or the model input with
  * input_grad (a gradient check's). The others' gradients would reach nothing that reads

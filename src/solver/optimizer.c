@@ -4,7 +4,9 @@
  * float32, as Keras does, so a step matches Keras's to the rounding of the update itself. */
 #include "solver/optimizer.h"
 
+#include <ctype.h>
 #include <math.h>
+#include <regex.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,8 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
     [TFC_OPTIMIZER_ADAGRAD] = "adagrad",   [TFC_OPTIMIZER_NADAM] = "nadam",
     [TFC_OPTIMIZER_ADAMAX] = "adamax",     [TFC_OPTIMIZER_LION] = "lion",
     [TFC_OPTIMIZER_ADADELTA] = "adadelta", [TFC_OPTIMIZER_FTRL] = "ftrl",
-    [TFC_OPTIMIZER_COUNT] = NULL};
+    [TFC_OPTIMIZER_LAMB] = "lamb",         [TFC_OPTIMIZER_ADAFACTOR] = "adafactor",
+    [TFC_OPTIMIZER_MUON] = "muon",         [TFC_OPTIMIZER_COUNT] = NULL};
 
 #define OFF(member) offsetof(tfc_optimizer_config, member)
 #define TYPE_FIELD                                                                           \
@@ -173,12 +176,82 @@ static const tfc_field ftrl_fields[] = {
     KERAS_COMMON,
     {NULL}};
 
+/* Lamb: Adam's moments, the update scaled per variable by ||w|| / ||update|| */
+static const tfc_field lamb_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    BETA_FIELD("beta_1", beta_1, "0.9", 0.999999, "decay of the first-moment estimate"),
+    BETA_FIELD("beta_2", beta_2, "0.999", 0.999999, "decay of the second-moment estimate"),
+    EPS_FIELD,
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
+/* Adafactor: factored second moments; the step is relative to each variable's RMS */
+static const tfc_field adafactor_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    {"beta_2_decay", TFC_F_FLOAT, OFF(beta_2_decay), "-0.8", -1e30, 0, NULL,
+     "the second moments' decay at step t is 1 - t^beta_2_decay"},
+    {"epsilon_1", TFC_F_FLOAT, OFF(epsilon), "1e-30", 0, 1e30, NULL,
+     "added to the squared gradients"},
+    {"epsilon_2", TFC_F_FLOAT, OFF(epsilon_2), "1e-3", 0, 1e30, NULL,
+     "the smallest RMS of a variable that scales its step"},
+    {"clip_threshold", TFC_F_FLOAT, OFF(clip_threshold), "1.0", 1e-30, 1e30, NULL,
+     "the update's RMS is clipped to this"},
+    {"relative_step", TFC_F_BOOL, OFF(relative_step), "true", TFC_UNBOUNDED, NULL,
+     "the step is min(learning_rate, 1 / sqrt(t)); in Keras 3 that holds either way"},
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
+/* Muon: Newton-Schulz orthogonalised momentum for the rank-2 weights, AdamW for the rest
+ * (exclude_layers and rms_rate are read after the table: a list, and a number or null) */
+static const tfc_field muon_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.001"),
+    BETA_FIELD("adam_beta_1", beta_1, "0.9", 0.999999, "AdamW's first-moment decay"),
+    BETA_FIELD("adam_beta_2", beta_2, "0.999", 0.999999, "AdamW's second-moment decay"),
+    {"adam_weight_decay", TFC_F_FLOAT, OFF(adam_weight_decay), "0.004", 0, 1e30, NULL,
+     "the AdamW variables' decoupled decay (weight_decay is the others')"},
+    EPS_FIELD,
+    WEIGHT_DECAY_FIELD("0.004"),
+    {"exclude_layers", TFC_F_NODE, OFF(exclude_node), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "regular expressions: a weight whose path (layer/weight) one matches takes AdamW"},
+    {"exclude_embeddings", TFC_F_BOOL, OFF(exclude_embeddings), "true", TFC_UNBOUNDED, NULL,
+     "weights whose path holds \"embedding\" take AdamW"},
+    {"muon_a", TFC_F_FLOAT, OFF(muon_a), "3.4445", TFC_UNBOUNDED, NULL,
+     "Newton-Schulz coefficient a"},
+    {"muon_b", TFC_F_FLOAT, OFF(muon_b), "-4.7750", TFC_UNBOUNDED, NULL,
+     "Newton-Schulz coefficient b"},
+    {"muon_c", TFC_F_FLOAT, OFF(muon_c), "2.0315", TFC_UNBOUNDED, NULL,
+     "Newton-Schulz coefficient c"},
+    {"adam_lr_ratio", TFC_F_FLOAT, OFF(adam_lr_ratio), "1", 0, 1e30, NULL,
+     "the AdamW variables' learning rate is learning_rate times this"},
+    {"momentum", TFC_F_FLOAT, OFF(momentum), "0.95", 0, 1, NULL, "Muon's momentum"},
+    {"ns_steps", TFC_F_INT, OFF(ns_steps), "5", 0, 100, NULL, "Newton-Schulz iterations"},
+    {"nesterov", TFC_F_BOOL, OFF(nesterov), "true", TFC_UNBOUNDED, NULL,
+     "orthogonalise g + momentum m instead of m"},
+    {"rms_rate", TFC_F_NODE, OFF(rms_rate_node), "0.2", 0, 1e30, NULL,
+     "the update is scaled by sqrt(max(rows, cols)) rms_rate (null: not scaled)"},
+    KERAS_COMMON,
+    {NULL}};
+
 static const tfc_field *const optimizer_tables[TFC_OPTIMIZER_COUNT] = {
     [TFC_OPTIMIZER_SGD] = sgd_fields,           [TFC_OPTIMIZER_ADAM] = adam_fields,
     [TFC_OPTIMIZER_ADAMW] = adamw_fields,       [TFC_OPTIMIZER_RMSPROP] = rmsprop_fields,
     [TFC_OPTIMIZER_ADAGRAD] = adagrad_fields,   [TFC_OPTIMIZER_NADAM] = nadam_fields,
     [TFC_OPTIMIZER_ADAMAX] = adamax_fields,     [TFC_OPTIMIZER_LION] = lion_fields,
-    [TFC_OPTIMIZER_ADADELTA] = adadelta_fields, [TFC_OPTIMIZER_FTRL] = ftrl_fields};
+    [TFC_OPTIMIZER_ADADELTA] = adadelta_fields, [TFC_OPTIMIZER_FTRL] = ftrl_fields,
+    [TFC_OPTIMIZER_LAMB] = lamb_fields,         [TFC_OPTIMIZER_ADAFACTOR] = adafactor_fields,
+    [TFC_OPTIMIZER_MUON] = muon_fields};
+
+/* The rules that work per variable (tfc_optim_var), which the GPU has no kernel of */
+static int per_variable(int type)
+{
+    return type == TFC_OPTIMIZER_LAMB || type == TFC_OPTIMIZER_ADAFACTOR ||
+           type == TFC_OPTIMIZER_MUON;
+}
 
 int tfc_optimizer_cpu_first(tfc_optimizer_type type)
 {
@@ -232,6 +305,43 @@ static tfc_status read_learning_rate(const tfc_field *fields, const char *path,
     return TFC_OK;
 }
 
+/* Muon's rms_rate (absent 0.2, null none: 0) and exclude_layers (a list of regular
+ * expressions, each compiled here so that a bad one is an error at its line) */
+static tfc_status read_muon(const tfc_node *map, const char *path, tfc_optimizer_config *out,
+                            tfc_error *err)
+{
+    char kpath[320];
+    const tfc_node *r = tfc_node_get(map, "rms_rate"); /* the table's NULL for null too */
+    out->rms_rate = 0.2;
+    snprintf(kpath, sizeof kpath, "%s.rms_rate", path);
+    if (r && tfc_node_is_null(r)) out->rms_rate = 0;
+    else if (r && tfc_node_double(r, kpath, &out->rms_rate, err)) return TFC_ERR_CONFIG;
+    if (!(out->rms_rate >= 0 && out->rms_rate <= 1e30))
+        return tfc_node_error(err, TFC_ERR_CONFIG, r, kpath,
+                              "expected a number in [0, 1e+30] or null, found \"%s\"", r->str);
+    const tfc_node *e = out->exclude_node;
+    snprintf(kpath, sizeof kpath, "%s.exclude_layers", path);
+    if (!e || tfc_node_is_null(e)) return TFC_OK;
+    if (e->kind != TFC_NODE_SEQ || e->n > TFC_OPTIM_EXCLUDES)
+        return tfc_node_error(err, TFC_ERR_CONFIG, e, kpath,
+                              "expected a list of at most %d regular expressions",
+                              TFC_OPTIM_EXCLUDES);
+    for (int k = 0; k < e->n; k++) {
+        const tfc_node *p = e->vals[k];
+        regex_t re;
+        if (p->kind != TFC_NODE_SCALAR || strlen(p->str) >= sizeof out->exclude[0] ||
+            regcomp(&re, p->str, REG_EXTENDED | REG_NOSUB))
+            return tfc_node_error(err, TFC_ERR_CONFIG, p, kpath,
+                                  "expected a regular expression (POSIX extended, under %zu "
+                                  "characters) matched against layer/weight paths",
+                                  sizeof out->exclude[0]);
+        regfree(&re);
+        snprintf(out->exclude[k], sizeof out->exclude[k], "%s", p->str);
+    }
+    out->nexclude = e->n;
+    return TFC_OK;
+}
+
 tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
                                      tfc_optimizer_config *out, tfc_error *err)
 {
@@ -248,6 +358,7 @@ tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
     tfc_status s = tfc_schema_apply(optimizer_tables[type], map, path, out, err);
     out->type = type;
     if (!s) s = read_learning_rate(optimizer_tables[type], path, out, err);
+    if (!s && type == TFC_OPTIMIZER_MUON) s = read_muon(map, path, out, err);
     if (!s && type == TFC_OPTIMIZER_LION && out->beta_1 <= 0) {
         char bpath[320];
         snprintf(bpath, sizeof bpath, "%s.beta_1", path);
@@ -295,6 +406,19 @@ static void slot_names(const tfc_optimizer_config *c, const char *names[3])
         names[0] = "accumulator";
         names[1] = "linear";
         break;
+    case TFC_OPTIMIZER_LAMB:
+        names[0] = "momentum";
+        names[1] = "velocity";
+        break;
+    case TFC_OPTIMIZER_ADAFACTOR: /* Keras's _r, _c and _v */
+        names[0] = "r";
+        names[1] = "c";
+        names[2] = "velocity";
+        break;
+    case TFC_OPTIMIZER_MUON: /* velocity: the AdamW variables' (0 for the others) */
+        names[0] = "momentum";
+        names[1] = "velocity";
+        break;
     case TFC_OPTIMIZER_COUNT: break;
     }
 }
@@ -312,9 +436,12 @@ tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg,
     memset(o, 0, sizeof *o);
     if (be->device >= 0 && tfc_optimizer_cpu_first((tfc_optimizer_type)cfg->type))
         return tfc_error_set(err, TFC_ERR_CONFIG,
-                             "optimizer %s has not run on the %s backend under make test-gpu "
-                             "yet; train with it on --device cpu (docs/gpu.md)",
-                             tfc_optimizer_names[cfg->type], be->ops->name);
+                             "optimizer %s has %s on the %s backend yet; train with it on "
+                             "--device cpu (docs/gpu.md)",
+                             tfc_optimizer_names[cfg->type],
+                             per_variable(cfg->type) ? "no kernel"
+                                                     : "not run under make test-gpu",
+                             be->ops->name);
     o->cfg = *cfg;
     o->be = be;
     o->n = n;
@@ -356,6 +483,57 @@ void tfc_optimizer_release(tfc_optimizer *o)
         if (o->slot[k]) o->be->ops->free(o->be, o->slot[k]);
     memset(o->slot, 0, sizeof o->slot);
     o->nslots = 0;
+    free(o->vars);
+    o->vars = NULL;
+    o->nvars = 0;
+}
+
+/* Keras's Muon._should_use_adamw by name: "embedding" anywhere in the path (any case), with
+ * exclude_embeddings, or a match of an exclude_layers pattern */
+static int muon_excluded(const tfc_optimizer_config *c, const char *path)
+{
+    if (c->exclude_embeddings)
+        for (const char *p = path; *p; p++) {
+            const char *w = "embedding", *q = p;
+            while (*w && *q && tolower((unsigned char)*q) == *w) q++, w++;
+            if (!*w) return 1;
+        }
+    for (int k = 0; k < c->nexclude; k++) {
+        regex_t re;
+        if (regcomp(&re, c->exclude[k], REG_EXTENDED | REG_NOSUB)) continue;
+        int hit = regexec(&re, path, 0, NULL, 0) == 0;
+        regfree(&re);
+        if (hit) return 1;
+    }
+    return 0;
+}
+
+tfc_status tfc_optimizer_set_vars(tfc_optimizer *o, const tfc_optim_var *vars, int nvars,
+                                  const char *const *paths, tfc_error *err)
+{
+    int64_t end = 0;
+    for (int k = 0; k < nvars; k++) {
+        const tfc_optim_var *v = &vars[k];
+        int folded = v->rows > 0 && v->cols > 0 && v->numel % (v->rows * v->cols) == 0;
+        if (v->offset != end || v->numel < 0 || !(folded || (v->rows == 0 && v->cols == 0)))
+            return tfc_error_set(err, TFC_ERR_USAGE, "optimizer variable %d does not follow "
+                                 "the one before it or has a wrong fold", k);
+        end += v->numel;
+    }
+    if (end != o->n)
+        return tfc_error_set(err, TFC_ERR_USAGE, "the optimizer's variables hold %lld floats, "
+                             "not its %lld", (long long)end, (long long)o->n);
+    if (nvars < 0) return tfc_error_set(err, TFC_ERR_USAGE, "a negative count of variables");
+    tfc_optim_var *copy = nvars > 0 ? malloc((size_t)nvars * sizeof *copy) : NULL;
+    if (nvars > 0 && !copy) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    if (nvars > 0) memcpy(copy, vars, (size_t)nvars * sizeof *copy);
+    for (int k = 0; k < nvars; k++)
+        if (copy[k].matrix && paths && paths[k] && muon_excluded(&o->cfg, paths[k]))
+            copy[k].matrix = 0;
+    free(o->vars);
+    o->vars = copy;
+    o->nvars = nvars;
+    return TFC_OK;
 }
 
 /* Keras's Nadam momentum schedule u_t = beta_1 (1 - 0.5 0.96^t), in float32 */
@@ -442,8 +620,37 @@ static tfc_optim_desc describe(tfc_optimizer *o, int64_t iter, double lr, double
         /* Keras: quadratic's 2 * (l2 + beta / (2 lr)), in float32 */
         d.coef[0] = 2.0f * ((float)c->l2 + (float)c->ftrl_beta / (2.0f * d.lr));
         break;
+    case TFC_OPTIMIZER_LAMB:
+        d.beta_1 = (float)c->beta_1;
+        d.beta_2 = (float)c->beta_2;
+        d.coef[0] = 1.0f - powf(d.beta_1, t);
+        d.coef[1] = 1.0f - powf(d.beta_2, t);
+        break;
+    case TFC_OPTIMIZER_ADAFACTOR:
+        /* Keras: rho_t = min(lr, 1 / sqrt(t)), beta_2_t = 1 - t^beta_2_decay, float32 */
+        d.coef[0] = fminf(d.lr, 1.0f / sqrtf(t));
+        d.coef[1] = 1.0f - powf(t, (float)c->beta_2_decay);
+        d.epsilon_2 = (float)c->epsilon_2;
+        d.clip_threshold = (float)c->clip_threshold;
+        break;
+    case TFC_OPTIMIZER_MUON: {
+        d.momentum = (float)c->momentum;
+        d.nesterov = c->nesterov;
+        d.beta_1 = (float)c->beta_1;
+        d.beta_2 = (float)c->beta_2;
+        d.ns_a = (float)c->muon_a, d.ns_b = (float)c->muon_b, d.ns_c = (float)c->muon_c;
+        d.ns_steps = c->ns_steps;
+        d.rms_rate = (float)c->rms_rate;
+        /* the AdamW variables: Adam's alpha at lr adam_lr_ratio, and their own decay */
+        const float lr2 = d.lr * (float)c->adam_lr_ratio;
+        d.coef[0] = lr2 * sqrtf(1.0f - powf(d.beta_2, t)) / (1.0f - powf(d.beta_1, t));
+        d.coef[1] = (float)c->adam_weight_decay * d.lr;
+        break;
+    }
     case TFC_OPTIMIZER_COUNT: TFC_ASSERT(!"unknown optimizer type"); break;
     }
+    d.vars = o->vars;
+    d.nvars = o->nvars;
     return d;
 }
 

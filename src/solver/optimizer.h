@@ -17,6 +17,9 @@
  * configured type and the backend's update rule. */
 extern const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1]; /* NULL-terminated */
 
+/* The most patterns muon's exclude_layers holds */
+#define TFC_OPTIM_EXCLUDES 16
+
 /* Every hyperparameter any type takes; a type's table fills only its own. */
 typedef struct tfc_optimizer_config {
     int type;                          /* tfc_optimizer_type */
@@ -31,6 +34,14 @@ typedef struct tfc_optimizer_config {
     int centered;                      /* rmsprop */
     double initial_accumulator_value;  /* adagrad, ftrl */
     double lr_power, l1, l2, l2_shrinkage, ftrl_beta; /* ftrl: learning_rate_power, ... */
+    double beta_2_decay, epsilon_2, clip_threshold;   /* adafactor (epsilon: epsilon_1) */
+    int relative_step;                                /* adafactor: no effect (Keras 3's) */
+    /* muon (beta_1, beta_2: adam_beta_1, _2; momentum, nesterov, weight_decay its own) */
+    double adam_weight_decay, muon_a, muon_b, muon_c, adam_lr_ratio, rms_rate;
+    int ns_steps, exclude_embeddings;
+    const tfc_node *rms_rate_node, *exclude_node;      /* the table's; read after it */
+    int nexclude;                                      /* exclude_layers: regular expressions */
+    char exclude[TFC_OPTIM_EXCLUDES][96];
     /* learning_rate as written: a number, or a Keras schedule (a mapping) that the solver
      * reads as its lr_policy (tfc_lr_schedule_read), learning_rate then its initial rate */
     const tfc_node *lr_node;
@@ -58,6 +69,10 @@ typedef struct tfc_optimizer {
      * from 1 when a step is not the next one (a resumed run), so snapshots need not hold it */
     float u_product;
     int64_t u_iter;
+    /* the variables of the arena (tfc_optimizer_set_vars), for lamb's and adafactor's
+     * per-variable rules; NULL: the arena is one vector */
+    tfc_optim_var *vars;
+    int nvars;
 } tfc_optimizer;
 
 /* How many state vectors of n floats the configuration allocates (0 to 3). */
@@ -69,6 +84,16 @@ int tfc_optimizer_slot_count(const tfc_optimizer_config *cfg);
 tfc_status tfc_optimizer_init(tfc_optimizer *o, const tfc_optimizer_config *cfg, tfc_backend *be,
                               int64_t n, tfc_error *err);
 void tfc_optimizer_release(tfc_optimizer *o);
+
+/* Tells the optimizer how its n floats split into variables (one per trainable weight, in
+ * arena order, with Keras's shape folded as tfc_optim_var says, matrix set for a weight of
+ * rank 2), which lamb's, adafactor's and muon's rules work over; until then the arena is
+ * one vector of rank 1. paths (may be NULL): each variable's Keras path, `layer/weight`,
+ * which muon matches against exclude_layers and, with exclude_embeddings, "embedding" (as
+ * Keras's _should_use_adamw): a match clears matrix. The table is copied. TFC_ERR_USAGE
+ * when the variables do not tile [0, n) in order. */
+tfc_status tfc_optimizer_set_vars(tfc_optimizer *o, const tfc_optim_var *vars, int nvars,
+                                  const char *const *paths, tfc_error *err);
 
 /* Applies one update, the `iter`-th (0-based: Adam's bias correction uses t = iter + 1), with
  * learning rate `lr`. The applied gradient is grad_scale * grads + l2 * params (grads
@@ -92,7 +117,8 @@ void tfc_optimizer_rates(tfc_optimizer *o, int64_t iter, double lr, float rates[
                          float coef[TFC_OPTIM_COEFS]);
 
 /* 1 where the type's kernels have not yet run on a GPU under make test-gpu (nadam, adamax,
- * lion, adadelta, ftrl): tfc_optimizer_init refuses them on a GPU backend. */
+ * lion, adadelta, ftrl) or the GPU has none (lamb, adafactor): tfc_optimizer_init refuses
+ * them on a GPU backend. */
 int tfc_optimizer_cpu_first(tfc_optimizer_type type);
 
 /* ---- learning-rate policies ---------------------------------------------------------------- */

@@ -829,6 +829,28 @@ static int use_device_step(const run *r)
            ops->grad_sumsq && ops->step_scale && ops->optimizer_update_at;
 }
 
+/* Hands the optimizer the model's trainable weights as its variables, with their paths
+ * (lamb's, adafactor's and muon's per-variable rules read them) */
+static tfc_status set_optimizer_vars(tfc_optimizer *o, const tfc_model *m, tfc_error *err)
+{
+    int n = tfc_model_optim_vars(m, NULL, NULL);
+    tfc_optim_var *vars = malloc((size_t)(n > 0 ? n : 1) * sizeof *vars);
+    char(*paths)[TFC_OPTIM_PATH] = malloc((size_t)(n > 0 ? n : 1) * sizeof *paths);
+    const char **names = malloc((size_t)(n > 0 ? n : 1) * sizeof *names);
+    tfc_status st = TFC_OK;
+    if (!vars || !paths || !names) {
+        st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    } else {
+        tfc_model_optim_vars(m, vars, paths);
+        for (int k = 0; k < n; k++) names[k] = paths[k];
+        st = tfc_optimizer_set_vars(o, vars, n, names, err);
+    }
+    free(vars);
+    free(paths);
+    free(names);
+    return st;
+}
+
 static tfc_status start(run *r, tfc_error *err)
 {
     tfc_solver *s = r->s;
@@ -884,6 +906,7 @@ static tfc_status start(run *r, tfc_error *err)
     if (!st)
         st = tfc_optimizer_init(&r->opt, &c->optimizer, r->be, tfc_model_trainable_count(s->model),
                                 err);
+    if (!st) st = set_optimizer_vars(&r->opt, s->model, err);
     if (!st) st = tfc_model_init_weights(s->model, (uint64_t)c->seed, err);
     if (st) return st;
     tfc_rundir_choose(&r->dir, s);

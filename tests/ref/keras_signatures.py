@@ -45,7 +45,8 @@ for t in types:
 # the optimizers tfc has, as `@optimizer.<tfc's type>`
 for mine, cls in [("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
                   ("adagrad", "Adagrad"), ("nadam", "Nadam"), ("adamax", "Adamax"),
-                  ("lion", "Lion"), ("adadelta", "Adadelta"), ("ftrl", "Ftrl")]:
+                  ("lion", "Lion"), ("adadelta", "Adadelta"), ("ftrl", "Ftrl"),
+                  ("lamb", "Lamb"), ("adafactor", "Adafactor"), ("muon", "Muon")]:
     lines.append("\t".join([f"@optimizer.{mine}"] + signature(getattr(keras.optimizers, cls))))
 
 # the initializers tfc has, as `@initializer.<name>` (lstm_bias is tfc's own)
@@ -63,4 +64,7 @@ lines.append("\t".join(["@activations"] + [
 
 with open(os.path.join(HERE, "keras_signatures.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
-print(f"{len(lines) - 26} layers, 10 optimizers, 14 initializers, {len(acts)} activations")
+nopt = sum(line.startswith("@optimizer.") for line in lines)
+ninit = sum(line.startswith("@initializer.") for line in lines)
+print(f"{len(lines) - nopt - ninit - 2} layers, {nopt} optimizers, {ninit} initializers, "
+      f"{len(acts)} activations")
