@@ -858,7 +858,9 @@ typedef struct tfc_optim_var {
  *            rank >= 2, per (row, column) matrix of the fold: R = b R + (1 - b) mean_cols(G),
  *            C = b C + (1 - b) mean_rows(G),  v = R_i C_j / mean(R)
  *            rank < 2: v = b v + (1 - b) G
- *            u = g / sqrt(v);  w -= max(epsilon_2, rms(w)) coef0 u / max(1, rms(u) / clip)
+ *            u = g / sqrt(v) (folded: / (sqrt(R_i / mean(R)) sqrt(C_j)), which does not
+ *            underflow where Keras's root of the product does);
+ *            w -= max(epsilon_2, rms(w)) coef0 u / max(1, rms(u) / clip)
  *            coef0 = min(lr, 1 / sqrt(t));  slot0 R (at the variable's offset, one per row),
  *            slot1 C (one per column), slot2 v
  *   muon     a variable with `matrix` (rank 2, rows x cols):  m += g + (momentum - 1) m
