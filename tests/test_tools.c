@@ -166,7 +166,7 @@ static void test_train_keys_match_docs(void)
         CU_ASSERT(same);
         compared++;
     }
-    CU_ASSERT_EQUAL(sections, 26); /* 13 optimizers, 13 policies */
+    CU_ASSERT_EQUAL(sections, 27); /* 14 optimizers, 13 policies */
     CU_ASSERT(compared >= 15);
     free(docs);
     free(text);

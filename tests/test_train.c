@@ -647,6 +647,8 @@ static void test_resume_every_optimizer_and_schedule(void)
          "accumulated_grad accumulated_delta_var "},
         {"optimizer={type: ftrl, learning_rate: 0.05, l1_regularization_strength: 0.001}",
          "accumulator linear "},
+        {"optimizer={type: schedulefreeadamw, learning_rate: 0.01, warmup_steps: 10}",
+         "momentum velocity "},
         {"optimizer={type: lamb, learning_rate: 0.01}", "momentum velocity "},
         {"optimizer={type: adafactor, learning_rate: 0.05}", "r c velocity "},
         {"optimizer={type: muon, learning_rate: 0.01}", "momentum velocity "},
@@ -764,6 +766,7 @@ static void test_device_step(void)
         "optimizer={type: lion, learning_rate: 0.001}",
         "optimizer={type: adadelta, learning_rate: 1.0}",
         "optimizer={type: ftrl, learning_rate: 0.05, l2_shrinkage_regularization_strength: 0.01}",
+        "optimizer={type: schedulefreeadamw, learning_rate: 0.01, weight_decay: 0.01}",
         "optimizer={type: lamb, learning_rate: 0.01, weight_decay: 0.01}",
         "optimizer={type: adafactor, learning_rate: 0.05}",
         "optimizer={type: muon, learning_rate: 0.01, exclude_layers: [^out]}",
@@ -894,6 +897,7 @@ static void test_staged_step(void)
         /* per variable, coef from the step's rate: min(lr, 1/sqrt(t)); AdamW's alpha, decay */
         "optimizer={type: adafactor, learning_rate: 0.05}",
         "optimizer={type: muon, learning_rate: 0.01}",
+        "optimizer={type: schedulefreeadamw, warmup_steps: 5}", /* the first-update flag */
     };
     static const char *const sched[][2] = {
         {"lr_policy={type: step, step_size: 10, gamma: 0.5, warmup_iters: 5}",

@@ -791,6 +791,7 @@ typedef enum tfc_optimizer_type {
     TFC_OPTIMIZER_LION,
     TFC_OPTIMIZER_ADADELTA,
     TFC_OPTIMIZER_FTRL,
+    TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW,
     TFC_OPTIMIZER_LAMB,
     TFC_OPTIMIZER_ADAFACTOR,
     TFC_OPTIMIZER_MUON,
@@ -848,6 +849,12 @@ typedef struct tfc_optim_var {
  *            z += g + l2_shrinkage w - (n'^p - n^p) / lr w;  n = n'
  *            w = (clip(z, -l1, l1) - z) / (n'^p / lr + coef0),  coef0 = 2 (l2 + beta / (2 lr))
  *            slot0 n (accumulator, starting at initial_accumulator_value), slot1 z (linear)
+ *   schedulefreeadamw  v += (g^2 - v)(1 - beta_2);  z' = z - coef0 g / (sqrt(v / coef1) + eps)
+ *            x = (w - (1 - beta_1) z) / beta_1;  x' = (1 - coef2) x + coef2 z'
+ *            w = (1 - beta_1) z' + beta_1 x'
+ *            (coef0 = lr min(t / warmup_steps, 1), coef1 = 1 - beta_2^t, coef2 = 1 / t;
+ *            z starts as w: with coef3 = 1 (the first update) z is read as w before decay)
+ *            slot0 z (momentum), slot1 v (velocity)
  * and per variable x (tfc_optim_var; vars NULL: the whole arena is one vector), with
  * ||.|| its 2-norm and rms(.) = ||.|| / sqrt(numel):
  *   lamb     m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2)
@@ -886,8 +893,8 @@ typedef struct tfc_optim_desc {
     float rho;         /* rmsprop, adadelta */
     int centered;      /* rmsprop */
     float lr_power, l1, l2_shrinkage; /* ftrl: learning_rate_power, l1 and 2 x l2 shrinkage */
-    float coef[TFC_OPTIM_COEFS];      /* nadam, adamax, ftrl, lamb, adafactor: the step's
-                                       * constants (above) */
+    float coef[TFC_OPTIM_COEFS];      /* nadam, adamax, ftrl, schedulefreeadamw, lamb,
+                                       * adafactor, muon: the step's constants (above) */
     float epsilon_2, clip_threshold;  /* adafactor (epsilon_1 is epsilon) */
     float ns_a, ns_b, ns_c, rms_rate; /* muon: muon_a, _b, _c and rms_rate (0: none) */
     int ns_steps;                     /* muon */

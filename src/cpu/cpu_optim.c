@@ -415,6 +415,24 @@ void tfc_cpu_optimizer_update(tfc_backend *be, const tfc_optim_desc *d, int64_t 
         }
         break;
     }
+    case TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW: {
+        const float b1 = d->beta_1, b2 = d->beta_2, eps = d->epsilon, lr_t = d->coef[0],
+                    bc2 = d->coef[1], wt = d->coef[2];
+        const int first = d->coef[3] != 0.0f;
+#pragma omp parallel for simd TFC_CPU_STATIC(n, nt)
+        for (int64_t i = 0; i < n; i++) {
+            float z = first ? params[i] : slot0[i]; /* Keras's momentum starts as w */
+            float g = grad_and_decay(d, &params[i], grads[i]);
+            float v = slot1[i] + (g * g - slot1[i]) * (1.0f - b2);
+            slot1[i] = v;
+            float z_new = z - lr_t * g / (sqrtf(v / bc2) + eps);
+            slot0[i] = z_new;
+            float x = (params[i] - (1.0f - b1) * z) / b1;
+            x = (1.0f - wt) * x + wt * z_new;
+            params[i] = (1.0f - b1) * z_new + b1 * x;
+        }
+        break;
+    }
     case TFC_OPTIMIZER_LAMB:
     case TFC_OPTIMIZER_ADAFACTOR:
     case TFC_OPTIMIZER_MUON:

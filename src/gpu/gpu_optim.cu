@@ -124,6 +124,18 @@ static __global__ void optim_kernel(tfc_optim_desc d, const tfc_step_state *st, 
             w = (zc - z) / (pn / d.lr + d.coef[0]);
             break;
         }
+        case TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW: {
+            /* z starts as w before the decay (Keras builds momentum as a copy of w) */
+            float z = d.coef[3] != 0.0f ? params[i] : slot0[i];
+            float v = slot1[i] + (g * g - slot1[i]) * (1.0f - d.beta_2);
+            slot1[i] = v;
+            float z_new = z - d.coef[0] * g / (sqrtf(v / d.coef[1]) + d.epsilon);
+            slot0[i] = z_new;
+            float x = (w - (1.0f - d.beta_1) * z) / d.beta_1;
+            x = (1.0f - d.coef[2]) * x + d.coef[2] * z_new;
+            w = (1.0f - d.beta_1) * z_new + d.beta_1 * x;
+            break;
+        }
         default: break;
         }
         params[i] = w;

@@ -18,7 +18,8 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
     [TFC_OPTIMIZER_ADAMAX] = "adamax",     [TFC_OPTIMIZER_LION] = "lion",
     [TFC_OPTIMIZER_ADADELTA] = "adadelta", [TFC_OPTIMIZER_FTRL] = "ftrl",
     [TFC_OPTIMIZER_LAMB] = "lamb",         [TFC_OPTIMIZER_ADAFACTOR] = "adafactor",
-    [TFC_OPTIMIZER_MUON] = "muon",         [TFC_OPTIMIZER_COUNT] = NULL};
+    [TFC_OPTIMIZER_MUON] = "muon",         [TFC_OPTIMIZER_COUNT] = NULL,
+    [TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW] = "schedulefreeadamw"};
 
 #define OFF(member) offsetof(tfc_optimizer_config, member)
 #define TYPE_FIELD                                                                           \
@@ -176,6 +177,21 @@ static const tfc_field ftrl_fields[] = {
     KERAS_COMMON,
     {NULL}};
 
+/* ScheduleFreeAdamW: interpolation and averaging in place of a schedule */
+static const tfc_field schedule_free_fields[] = {
+    TYPE_FIELD,
+    LR_FIELD("0.0025"),
+    BETA_FIELD("beta_1", beta_1, "0.9", 0.999999,
+               "interpolation between the averaged and the gradient sequences"),
+    BETA_FIELD("beta_2", beta_2, "0.999", 0.999999, "decay of the second-moment estimate"),
+    {"epsilon", TFC_F_FLOAT, OFF(epsilon), "1e-8", 0, 1e30, NULL,
+     "small constant for numerical stability"},
+    {"warmup_steps", TFC_F_INT, OFF(warmup_steps), "0", 0, 1e9, NULL,
+     "the rate rises linearly to learning_rate over these updates"},
+    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
+    KERAS_COMMON,
+    {NULL}};
+
 /* Lamb: Adam's moments, the update scaled per variable by ||w|| / ||update|| */
 static const tfc_field lamb_fields[] = {
     TYPE_FIELD,
@@ -244,7 +260,8 @@ static const tfc_field *const optimizer_tables[TFC_OPTIMIZER_COUNT] = {
     [TFC_OPTIMIZER_ADAMAX] = adamax_fields,     [TFC_OPTIMIZER_LION] = lion_fields,
     [TFC_OPTIMIZER_ADADELTA] = adadelta_fields, [TFC_OPTIMIZER_FTRL] = ftrl_fields,
     [TFC_OPTIMIZER_LAMB] = lamb_fields,         [TFC_OPTIMIZER_ADAFACTOR] = adafactor_fields,
-    [TFC_OPTIMIZER_MUON] = muon_fields};
+    [TFC_OPTIMIZER_MUON] = muon_fields,
+    [TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW] = schedule_free_fields};
 
 /* The rules that work per variable (tfc_optim_var), which the GPU has no kernel of */
 static int per_variable(int type)
@@ -414,6 +431,10 @@ static void slot_names(const tfc_optimizer_config *c, const char *names[3])
         names[0] = "r";
         names[1] = "c";
         names[2] = "velocity";
+        break;
+    case TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW:
+        names[0] = "momentum";
+        names[1] = "velocity";
         break;
     case TFC_OPTIMIZER_MUON: /* velocity: the AdamW variables' (0 for the others) */
         names[0] = "momentum";
@@ -619,6 +640,16 @@ static tfc_optim_desc describe(tfc_optimizer *o, int64_t iter, double lr, double
         d.l2_shrinkage = (float)(2 * c->l2_shrinkage);
         /* Keras: quadratic's 2 * (l2 + beta / (2 lr)), in float32 */
         d.coef[0] = 2.0f * ((float)c->l2 + (float)c->ftrl_beta / (2.0f * d.lr));
+        break;
+    case TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW:
+        d.beta_1 = (float)c->beta_1;
+        d.beta_2 = (float)c->beta_2;
+        /* Keras, in float32: lr min(t / warmup_steps, 1), 1 - beta_2^t, 1 / t */
+        d.coef[0] = c->warmup_steps > 0 ? d.lr * fminf(t / (float)c->warmup_steps, 1.0f)
+                                        : d.lr;
+        d.coef[1] = 1.0f - powf(d.beta_2, t);
+        d.coef[2] = 1.0f / t;
+        d.coef[3] = iter == 0 ? 1.0f : 0.0f;
         break;
     case TFC_OPTIMIZER_LAMB:
         d.beta_1 = (float)c->beta_1;

@@ -36,6 +36,7 @@ typedef struct tfc_optimizer_config {
     double lr_power, l1, l2, l2_shrinkage, ftrl_beta; /* ftrl: learning_rate_power, ... */
     double beta_2_decay, epsilon_2, clip_threshold;   /* adafactor (epsilon: epsilon_1) */
     int relative_step;                                /* adafactor: no effect (Keras 3's) */
+    int warmup_steps;                                 /* schedulefreeadamw */
     /* muon (beta_1, beta_2: adam_beta_1, _2; momentum, nesterov, weight_decay its own) */
     double adam_weight_decay, muon_a, muon_b, muon_c, adam_lr_ratio, rms_rate;
     int ns_steps, exclude_embeddings;

@@ -1020,8 +1020,8 @@ static int optim_case(const char *name, tfc_optim_desc d)
     return bad;
 }
 
-/* Every optimizer kind and variant the kernel branches on: fills d[0..14) and name[0..14). */
-#define OPTIM_KINDS 14
+/* Every optimizer kind and variant the kernel branches on: fills d[0..16) and name[0..16). */
+#define OPTIM_KINDS 16
 static void optim_kinds(tfc_optim_desc d[OPTIM_KINDS], const char *name[OPTIM_KINDS])
 {
     const tfc_optim_desc base = {.lr = 0.01f, .grad_scale = 0.5f, .l2 = 1e-4f, .epsilon = 1e-7f};
@@ -1048,6 +1048,10 @@ static void optim_kinds(tfc_optim_desc d[OPTIM_KINDS], const char *name[OPTIM_KI
     d[12].type = TFC_OPTIMIZER_FTRL, d[12].lr_power = -0.5f, d[12].l1 = 1e-3f;
     d[12].l2_shrinkage = 2e-3f, d[12].coef[0] = 0.01f, name[12] = "ftrl";
     d[13] = d[12], d[13].lr_power = -0.7f, name[13] = "ftrl power 0.7"; /* powf, not sqrtf */
+    d[14].type = TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW, d[14].beta_1 = 0.9f, d[14].beta_2 = 0.999f;
+    d[14].epsilon = 1e-8f, d[14].coef[0] = 0.002f, d[14].coef[1] = 0.003f;
+    d[14].coef[2] = 1.0f / 3.0f, d[14].decay = 1e-4f, name[14] = "schedulefreeadamw";
+    d[15] = d[14], d[15].coef[3] = 1.0f, name[15] = "schedulefreeadamw first"; /* z = w */
 }
 
 static void test_optimizer(void)

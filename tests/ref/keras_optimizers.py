@@ -25,7 +25,7 @@ N, T = 24, 6
 CLASSES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop",
            "adagrad": "Adagrad", "nadam": "Nadam", "adamax": "Adamax", "lion": "Lion",
            "adadelta": "Adadelta", "ftrl": "Ftrl", "lamb": "Lamb", "adafactor": "Adafactor",
-           "muon": "Muon"}
+           "muon": "Muon", "schedulefreeadamw": "ScheduleFreeAdamW"}
 
 # (case name, tfc type, constructor arguments)
 CASES = [
@@ -58,6 +58,10 @@ CASES = [
                               "l1_regularization_strength": 0.01,
                               "l2_regularization_strength": 0.02,
                               "l2_shrinkage_regularization_strength": 0.03, "beta": 0.1}),
+    ("schedulefreeadamw", "schedulefreeadamw", {}),
+    ("schedulefreeadamw_options", "schedulefreeadamw",
+     {"learning_rate": 0.01, "beta_1": 0.8, "beta_2": 0.99, "epsilon": 1e-6,
+      "warmup_steps": 3, "weight_decay": 0.1}),
     ("lamb", "lamb", {}),
     ("lamb_options", "lamb", {"learning_rate": 0.01, "beta_1": 0.8, "beta_2": 0.99,
                               "epsilon": 1e-5, "weight_decay": 0.1}),

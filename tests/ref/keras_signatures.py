@@ -46,7 +46,8 @@ for t in types:
 for mine, cls in [("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
                   ("adagrad", "Adagrad"), ("nadam", "Nadam"), ("adamax", "Adamax"),
                   ("lion", "Lion"), ("adadelta", "Adadelta"), ("ftrl", "Ftrl"),
-                  ("lamb", "Lamb"), ("adafactor", "Adafactor"), ("muon", "Muon")]:
+                  ("lamb", "Lamb"), ("adafactor", "Adafactor"), ("muon", "Muon"),
+                  ("schedulefreeadamw", "ScheduleFreeAdamW")]:
     lines.append("\t".join([f"@optimizer.{mine}"] + signature(getattr(keras.optimizers, cls))))
 
 # the initializers tfc has, as `@initializer.<name>` (lstm_bias is tfc's own)
