@@ -326,22 +326,32 @@ static void test_deterministic(void)
 /* ---- configuration errors ----------------------------------------------------------------- */
 
 /* tfc-data on a solver file: exit 2 with the message (and FILE:LINE:COL) expected. */
-static void expect_config_error(const char *pipeline, const char *want1, const char *want2)
+static void expect_config_error_in(const char *features, const char *pipeline,
+                                  const char *want1, const char *want2)
 {
     const char *bin = tfc_test_bin("tfc-data");
     if (!bin) return;
     tfc_test_write_split("mx.npy", "my.npy", 12, 3);
     char yaml[1024];
-    snprintf(yaml, sizeof yaml, "data:\n  train:\n    source: {type: npy, features: mx.npy, "
-             "labels: my.npy}\n    pipeline:\n%s", pipeline);
+    snprintf(yaml, sizeof yaml, "data:\n  train:\n    source: {type: npy, features: %s, "
+             "labels: my.npy}\n    pipeline:\n%s", features, pipeline);
     tfc_test_write("mix.yaml", yaml, -1);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s/tfc-data mix.yaml --take 1", bin);
     tfc_test_sh_expect(2, cmd, want1, want2);
 }
 
+static void expect_config_error(const char *pipeline, const char *want1, const char *want2)
+{
+    expect_config_error_in("mx.npy", pipeline, want1, want2);
+}
+
 static void test_config_errors(void)
 {
+    /* a place before batch is found by the plan, before any file is opened */
+    expect_config_error_in("no_such.npy", "      - map: {op: mix_up}\n      - batch: "
+                           "{batch_size: 4}\n", "mix.yaml:5:14: error: data.train.pipeline[0]."
+                           "map: mix_up mixes the examples of a batch", NULL);
     /* before batch: found by the plan, before any data */
     expect_config_error("      - map: {op: mix_up}\n      - batch: {batch_size: 4}\n",
                         "mix.yaml:5:14: error: data.train.pipeline[0].map: mix_up mixes the "
