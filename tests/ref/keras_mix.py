@@ -65,10 +65,12 @@ def main():
         tensors.update({f"lam_{name}": f32(lam), f"perm_{name}": f32(perm),
                         f"y_{name}": y, f"z_{name}": z})
     cut_cases = {
-        # box edges fall between pixels; one box fills the image (lam ~ 0), one is empty
+        # box edges fall between pixels
         "cutmix": ([0.3, 0.7, 0.05, 0.95], [0.1, 0.5, 0.99, 0.0], [0.7, 0.2, 0.0, 0.4],
                    [1, 2, 3, 0]),
-        "cutmix_edges": ([0.0, 1.0, 0.5, 0.36], [0.0, 0.3, 1.0 - 2**-24, 0.5],
+        # lam 0: the whole image; 1: no box; 0.75: a box 3 pixels wide from 0, its end on a
+        # pixel (which the box leaves out)
+        "cutmix_edges": ([0.0, 1.0, 0.5, 0.75], [0.0, 0.3, 1.0 - 2**-24, 0.0],
                          [0.999, 0.0, 0.5, 0.25], [3, 3, 0, 2]),
     }
     for name, (lam, ux, uy, perm) in cut_cases.items():
