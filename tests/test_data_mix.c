@@ -17,7 +17,7 @@
 #include "solver/solver.h"
 #include "testutil.h"
 
-/* ---- Keras parity --------------------------------------------------------------------------- */
+/* ---- Keras parity ---------------------------------------------------------------------------- */
 
 /* Each case of tests/ref/mix/mix.safetensors: the batch x, labels, Keras's draws applied by
  * tfc_mix_apply, against Keras's images and labels. */
@@ -70,7 +70,7 @@ static void test_keras_parity(void)
     tfc_st_close(f);
 }
 
-/* ---- pipelines -------------------------------------------------------------------------------- */
+/* ---- pipelines ------------------------------------------------------------------------------- */
 
 /* n images (4, 4, 1) of distinct values and int32 labels i % classes, as a tensor pipeline. */
 static tfc_pipeline *images(int n, int classes, uint64_t seed)
@@ -323,7 +323,7 @@ static void test_deterministic(void)
     }
 }
 
-/* ---- configuration errors ----------------------------------------------------------------- */
+/* ---- configuration errors -------------------------------------------------------------------- */
 
 /* tfc-data on a solver file: exit 2 with the message (and FILE:LINE:COL) expected. */
 static void expect_config_error_in(const char *features, const char *pipeline,
@@ -397,7 +397,7 @@ static void test_layer_points_to_op(void)
     }
 }
 
-/* ---- training ---------------------------------------------------------------------------- */
+/* ---- training -------------------------------------------------------------------------------- */
 
 /* The synthetic 4-class set (16 features) trained with mix_up (features of rank 1 mix too)
  * and categorical_crossentropy on the soft labels: the test accuracy (one-hot test labels)
@@ -512,4 +512,5 @@ TFC_TEST_MAIN("data_mix", {"keras_parity", test_keras_parity},
               {"deterministic", test_deterministic}, {"config_errors", test_config_errors},
               {"layer_points_to_op", test_layer_points_to_op},
               {"trains_synthetic", test_trains_synthetic},
-              {"trains_fashion", test_trains_fashion}, {"tool_writes_mixed", test_tool_writes_mixed})
+              {"trains_fashion", test_trains_fashion},
+              {"tool_writes_mixed", test_tool_writes_mixed})

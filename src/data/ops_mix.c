@@ -18,7 +18,7 @@ enum { STEP_PERM = 1, STEP_BETA, STEP_ALPHA, STEP_BOX };
 /* The stream of an op's explicit `seed:`, like shuffle's (values are part of the results). */
 #define MIX_SEED_STREAM 0x4D49584D4958ull
 
-/* ---- draws ---------------------------------------------------------------------------------- */
+/* ---- draws ----------------------------------------------------------------------------------- */
 
 /* A sequential stream of doubles in (0, 1), 53 bits each, from Philox (key, step). */
 typedef struct mix_stream {
@@ -103,7 +103,7 @@ tfc_status tfc_mix_draw(uint64_t key, int cut, double lo, double hi, int64_t n,
     return TFC_OK;
 }
 
-/* ---- applying them ------------------------------------------------------------------------- */
+/* ---- applying them --------------------------------------------------------------------------- */
 
 /* CutMix's box of sample i, in pixel coordinates as Keras computes them (float32):
  * side = sqrt(1 - l) * size, start = u (size - side), end = start + side. */
@@ -191,7 +191,7 @@ tfc_status tfc_mix_apply(tfc_element *e, const tfc_mix_draws *d, int cut, tfc_er
     return TFC_OK;
 }
 
-/* ---- the ops ------------------------------------------------------------------------------- */
+/* ---- the ops --------------------------------------------------------------------------------- */
 
 typedef struct mix_args {
     map_common common;
