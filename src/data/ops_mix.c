@@ -170,12 +170,16 @@ tfc_status tfc_mix_apply(tfc_element *e, const tfc_mix_draws *d, int cut, tfc_er
             cut_bounds(d->lam[i], d->ux[i], W, &x0, &x1);
             cut_bounds(d->lam[i], d->uy[i], H, &y0, &y1);
             memcpy(yi, xi, sizeof *yi * (size_t)fper);
-            for (int64_t r = 0; r < H; r++) {
-                if (!((float)r >= y0 && (float)r < y1)) continue;
-                for (int64_t c = 0; c < W; c++)
-                    if ((float)c >= x0 && (float)c < x1)
-                        memcpy(yi + (r * W + c) * C, xp + (r * W + c) * C, sizeof *yi * (size_t)C);
-            }
+            /* Keras's mask, pixel (r, c) with y0 <= r < y1 and x0 <= c < x1, as index ranges:
+             * for an integer k and a bound b >= 0, k >= b and k < b are k >= ceil(b) and
+             * k < ceil(b) exactly */
+            int64_t c0 = (int64_t)ceilf(x0), c1 = (int64_t)ceilf(x1);
+            int64_t r0 = (int64_t)ceilf(y0), r1 = (int64_t)ceilf(y1);
+            c1 = c1 < W ? c1 : W;
+            r1 = r1 < H ? r1 : H;
+            for (int64_t r = r0; r < r1 && c0 < c1; r++)
+                memcpy(yi + (r * W + c0) * C, xp + (r * W + c0) * C,
+                       sizeof *yi * (size_t)((c1 - c0) * C));
             /* Keras weighs the labels by the box's own area (not the pixels it covers) */
             float area = (x1 - x0) * (y1 - y0);
             w = 1.0f - area / (float)(W * H);
