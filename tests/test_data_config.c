@@ -498,6 +498,10 @@ static const reg_case cases[] = {
     {"op", "decode_image", "{type: images, list: jpg.list, decode: false}",
      {"map: {op: decode_image}"}},
     {"op", "autoencode", IDX, {"map: {op: autoencode}"}},
+    {"op", "mix_up", IDX,
+     {"batch: {batch_size: 3}", "map: {op: one_hot, depth: 10}", "map: {op: mix_up, alpha: 1}"}},
+    {"op", "cut_mix", IDX,
+     {"batch: {batch_size: 3}", "map: {op: one_hot, depth: 10}", "map: {op: cut_mix}"}},
 };
 
 static const reg_case *find_case(const char *kind, const char *name)

@@ -196,6 +196,13 @@ static tfc_status plan_source_fields(const tfc_node *src, const tfc_node *whole,
     return st;
 }
 
+/* Whether a planned stage makes batches (its elements' axis 0 is then the batch). */
+static int batches(const stage_plan *pl)
+{
+    return tfc_stage_plan_batch_size((stage_plan *)pl) ||
+           !strcmp(pl->def->name, "bucket_by_sequence_length");
+}
+
 /* Plans a whole split, reporting every error. The key prefix is opt->key. */
 static tfc_status plan_split(const tfc_node *split, const tfc_data_options *opt, split_plan *sp,
                              tfc_error *err)
@@ -227,10 +234,20 @@ static tfc_status plan_split(const tfc_node *split, const tfc_data_options *opt,
     if (top[0] && plan_source(top[0], sp, err)) st = TFC_ERR_CONFIG;
     if (pipe && !tfc_node_is_null(pipe) && pipe->kind != TFC_NODE_SEQ)
         st = tfc_node_error(err, TFC_ERR_CONFIG, pipe, pkey, "expected a list of stages");
+    int batched = 0;
     for (int i = 0; i < nst; i++) {
         char ikey[340];
         snprintf(ikey, sizeof ikey, "%s[%d]", pkey, i);
-        if (plan_stage(pipe->vals[i], ikey, &sp->stages[sp->n++], err)) st = TFC_ERR_CONFIG;
+        stage_plan *pl = &sp->stages[sp->n++];
+        if (plan_stage(pipe->vals[i], ikey, pl, err)) {
+            st = TFC_ERR_CONFIG;
+            continue;
+        }
+        batched |= batches(pl);
+        if (pl->op && pl->op->needs_batch && !batched)
+            st = tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "%s mixes the examples of "
+                                "a batch: place it after `batch` (e.g. `- batch: {batch_size: "
+                                "128}` then `- map: {op: %s}`)", pl->op->name, pl->op->name);
     }
     return st;
 }

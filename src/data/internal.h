@@ -483,6 +483,9 @@ typedef struct op_def {
     void (*fini)(void *args); /* may be NULL */
     /* What the op tells the solver's plan (tokenize: a vocabulary); NULL: nothing. */
     void (*plan)(const void *args, tfc_data_plan *out);
+    /* 1: the op works on batches (mix_up, cut_mix): planning refuses it before any batching
+     * stage, and its init before a batched spec. */
+    int needs_batch;
 } op_def;
 
 #define MAP_COMMON_FIELDS(T)                                                                  \
@@ -496,6 +499,23 @@ tfc_status tfc_op_error(const op_build *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 #define TFC_VOCAB_MAX_TOKENS (1 << 24)
+
+/* The draws of mix_up and cut_mix for a batch of n (ops_mix.c): sample i is mixed with row
+ * perm[i] with weight lam[i] (Beta(a, a)); cut_mix's box starts at ux[i], uy[i] (uniform in
+ * [0, 1)) of the room left beside it. Keras's MixUp and CutMix draw the same quantities. */
+typedef struct tfc_mix_draws {
+    int64_t n;
+    int64_t *perm;
+    float *lam, *ux, *uy; /* one allocation: lam's */
+} tfc_mix_draws;
+/* Draws from `key`: mix_up a = lo (= hi); cut_mix a = U[lo, hi) + 1e-6 once. */
+tfc_status tfc_mix_draw(uint64_t key, int cut, double lo, double hi, int64_t n,
+                        tfc_mix_draws *d, tfc_error *err);
+void tfc_mix_draws_free(tfc_mix_draws *d);
+/* Mixes the batch e (features (n, ...), cut_mix (n, H, W, C); float labels (n, ...)) with
+ * the draws d, as Keras's transform_images and transform_labels do, in float32: both
+ * components become float32. */
+tfc_status tfc_mix_apply(tfc_element *e, const tfc_mix_draws *d, int cut, tfc_error *err);
 
 /* Builds a vocabulary from every record of `src` (text bytes): tokens by falling count,
  * at most max_tokens (0: no cap) of those seen min_count times. */

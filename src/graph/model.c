@@ -483,6 +483,17 @@ static tfc_status one_input_mask(const tfc_model *m, tfc_error *err)
     return TFC_OK;
 }
 
+/* Keras layers that tfc has as input-pipeline ops instead (they transform labels, which a
+ * model never sees): the op a model file naming one is pointed to, or NULL. */
+static const char *pipeline_op_of(const char *type)
+{
+    static const char *const pairs[][2] = {{"MixUp", "mix_up, alpha: 0.2"},
+                                           {"CutMix", "cut_mix, factor: 1.0"}};
+    for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++)
+        if (!strcmp(type, pairs[k][0])) return pairs[k][1];
+    return NULL;
+}
+
 static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
 {
     if (list->kind != TFC_NODE_SEQ || list->n == 0)
@@ -520,6 +531,19 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
             status = tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
                                     "%s gives the model's input: only as the first layer, and "
                                     "only without `input:`", types[i]->str);
+            types[i] = NULL;
+            continue;
+        }
+        const char *op = l->ops ? NULL : pipeline_op_of(types[i]->str);
+        if (op) {
+            char path[64];
+            snprintf(path, sizeof path, "layers[%d]", i);
+            tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
+                           "%s is not a model layer in tfc: it mixes the images and the labels "
+                           "of a batch, which tfc does in the input pipeline: add `- map: {op: "
+                           "%s}` to data.train.pipeline after `batch` and `one_hot` (docs/data.md, "
+                           "Map ops)", types[i]->str, op);
+            status = TFC_ERR_CONFIG;
             types[i] = NULL;
             continue;
         }

@@ -21,7 +21,8 @@ static long long int_arg(const tfc_node *args, const char *key, long long def)
 /* Whether a map op keeps the features' axis 0 as it is. */
 static int keeps_length(const tfc_node *map)
 {
-    static const char *const same[] = {"cast", "scale", "normalize", "one_hot", NULL};
+    static const char *const same[] = {"cast", "scale", "normalize", "one_hot", "mix_up",
+                                       "cut_mix", NULL};
     const tfc_node *comp = tfc_node_get(map, "component"), *op = tfc_node_get(map, "op");
     if (comp && comp->kind == TFC_NODE_SCALAR && !strcmp(comp->str, "labels")) return 1;
     for (int i = 0; op && op->kind == TFC_NODE_SCALAR && same[i]; i++)
