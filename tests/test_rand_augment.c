@@ -342,7 +342,8 @@ static void test_pick_statistics(void)
         twice += a == b;
     }
     chi = 0;
-    for (int k = 0; k < 121; k++) chi += (pairs[k] - n / 121.0) * (pairs[k] - n / 121.0) / (n / 121.0);
+    const double e = n / 121.0;
+    for (int k = 0; k < 121; k++) chi += (pairs[k] - e) * (pairs[k] - e) / e;
     printf("\n  pairs over %d steps: chi-square %.1f, the same operation twice %.4f (1/11 "
            "%.4f)", n, chi, (double)twice / n, 1 / 11.0);
     CU_ASSERT(chi < 180);

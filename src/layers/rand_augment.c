@@ -261,6 +261,6 @@ static const char *const *ra_needs(const tfc_layer *l)
 const tfc_layer_ops tfc_rand_augment_ops = {
     .type = "RandAugment", .schema = ra_fields, .args_size = sizeof(ra_args),
     .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .cpu_first = 1,
-    .host_choices = 1, .build = ra_build, .forward = ra_forward, .backward = ra_backward, .needs = ra_needs,
-    .free_state = ra_free,
+    .host_choices = 1, .build = ra_build, .forward = ra_forward, .backward = ra_backward,
+    .needs = ra_needs, .free_state = ra_free,
 };
