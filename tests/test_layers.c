@@ -670,6 +670,13 @@ static const gc_case cases[] = {
                             "  - RandomPerspective: {interpolation: nearest, fill_value: 0.5}\n"
                             "  - RandomSharpness: {factor: [0, 1], value_range: [-2, 2]}\n"
                             "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* RandAugment's operations chained backward through its kept inputs and its two gradient
+     * buffers: seed 37 picks, at the checker's step, the rotation, the contrast and the
+     * sharpness (differentiable; the clips of value_range far away) */
+    {"rand_augment", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                     "  - RandAugment: {num_ops: 3, factor: 0.3, value_range: [-20, 20],"
+                     " seed: 37}\n"
+                     "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* Masking passes real steps through and its mask on to the recurrent layers and the
      * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's
      * definition, is no derivative of the loss, so test_masking checks those) */

@@ -992,6 +992,11 @@ static void test_augmentation(void)
             "  - RandomPerspective: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - RandomSharpness: {factor: 0.7}\n  - RandomPerspective: {scale: 0.3}\n"
             "  - Flatten: {}\n", 0);
+    /* RandAugment (layers/rand_augment.c) likewise, at the input and after a convolution */
+    fixture("rand_augment",
+            "input: {shape: [6, 5, 3]}\nlayers:\n"
+            "  - RandAugment: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - RandAugment: {num_ops: 3, value_range: [-2, 2]}\n  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"

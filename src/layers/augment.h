@@ -24,4 +24,9 @@ tfc_status tfc_augment_same_shape(tfc_layer *l, tfc_error *err);
 /* The layer's stream: its seed, when set (non-zero), mixed into the run's. */
 uint64_t tfc_augment_key(const tfc_layer *l, int seed);
 
+/* RandAugment's operation (0 to 10, Keras's order) at pick s of step `step`, from the stream
+ * its forward at that step uses (layers/rand_augment.c); l a built RandAugment that has run
+ * a forward (which sets its stream). */
+int tfc_rand_augment_pick(const tfc_layer *l, uint64_t step, int s);
+
 #endif

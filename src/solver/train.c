@@ -851,6 +851,15 @@ static tfc_status set_optimizer_vars(tfc_optimizer *o, const tfc_model *m, tfc_e
     return st;
 }
 
+/* The type of a layer whose training forward chooses its ops on the host each step
+ * (tfc_layer_ops.host_choices), which a replayed CUDA graph would freeze; NULL: none. */
+static const char *host_choice_layer(tfc_model *m)
+{
+    for (int i = 0; i < tfc_model_nlayers(m); i++)
+        if (tfc_model_layer(m, i)->ops->host_choices) return tfc_model_layer(m, i)->ops->type;
+    return NULL;
+}
+
 static tfc_status start(run *r, tfc_error *err)
 {
     tfc_solver *s = r->s;
@@ -880,6 +889,7 @@ static tfc_status start(run *r, tfc_error *err)
         const char *why = !r->step_state ? "the step's host path (data-parallel, or host_step)"
                           : c->iter_size != 1 ? "iter_size above 1"
                           : tfc_model_max_length(s->model) ? "batches of varying length"
+                          : host_choice_layer(s->model) ? host_choice_layer(s->model)
                                                            : NULL;
         r->graphs_asked = s->opt.cuda_graphs > 0;
         if (r->graphs_asked) { /* asked for: says where it cannot be */

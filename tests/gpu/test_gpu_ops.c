@@ -3301,6 +3301,28 @@ static void test_augment_persp(void)
     enable_layer_ops(0);
 }
 
+/* RandAugment adds no op: its eleven operations are the layers above (warp, brightness,
+ * contrast, colour, sharpen and tone ops), picked on the host per step (so the solver
+ * captures no CUDA graph of it: tfc_layer_ops.host_choices). A model with two of it, three
+ * operations each and a value range the convolution's outputs keep within, trains on both
+ * backends (RandAugment cpu_first). */
+static void test_rand_augment(void)
+{
+    enable_layer_ops(1);
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [9, 8, 3]}\nlayers:\n"
+                "  - RandAugment: {num_ops: 3, factor: 0.4, value_range: [-1, 1]}\n"
+                "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - RandAugment: {num_ops: 2, interpolation: nearest, value_range: [-4, 4],"
+                " seed: 3}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 static void test_train_border(void)
 {
     train_steps(border_yaml, 8, 0, 1, 5e-4, 1e-5);
@@ -5094,6 +5116,7 @@ int main(int argc, char **argv)
         {"train_shear", test_train_shear},
         {"augment_region", test_augment_region},
         {"augment_persp", test_augment_persp},
+        {"rand_augment", test_rand_augment},
         {"stft", test_stft},
         {"train_border", test_train_border},
         {"train_token_position", test_train_token_position},
