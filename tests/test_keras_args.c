@@ -102,6 +102,8 @@ static const listed resolved_at_build[] = {
     {"AutoContrast.value_range", "[0, 255]"},
     {"Equalization.value_range", "[0, 255]"},
     {"RandomSharpness.value_range", "[0, 255]"},
+    {"ContrastLimitedAdaptiveHistogramEqualization.value_range", "[0, 255]"},
+    {"ContrastLimitedAdaptiveHistogramEqualization.tile_grid_size", "[8, 8]"},
     {NULL, NULL}};
 
 /* Keras's arguments tfc's schema does not take: an unknown key, so an error naming it */

@@ -633,6 +633,13 @@ static const gc_case cases[] = {
                      "  - Conv2D: {filters: 2, kernel_size: 2}\n"
                      "  - Equalization: {bins: 2, value_range: [-10, 10]}\n"
                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* ContrastLimitedAdaptiveHistogramEqualization: its gradient is zero (Keras's: the int32
+     * bins), so the input's is; value_range wide, so every input value keeps to one bin and
+     * no step crosses to another; the convolution after it gets its gradient */
+    {"clahe", IMG "  - ContrastLimitedAdaptiveHistogramEqualization: {value_range: [-1000, 1000],"
+              " tile_grid_size: [2, 3]}\n"
+              "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+              "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* RandomSaturation, RandomHue and RandomColorJitter (its four stages) through Keras's HSV
      * maps, on positive RGB values (a pixel's maximum near 0 is where the saturation jumps)
      * whose clips do not bind. The jitter's seed: with the run's stream alone a step moves a

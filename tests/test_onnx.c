@@ -954,6 +954,12 @@ static void test_vision_layers(void)
                    "  - ConvLSTM3D: {name: cl3, filters: 2, kernel_size: 2}\n"
                    "  - Flatten: {}\n",
                    "layer 'cl3' (ConvLSTM3D): no ONNX form for this layer type");
+    /* CLAHE, active at inference: its tiles' tables have no ONNX form here */
+    export_refused("eq", "input: {shape: [6, 5, 3]}\nlayers:\n"
+                   "  - ContrastLimitedAdaptiveHistogramEqualization: {name: eq}\n"
+                   "  - Flatten: {}\n",
+                   "layer 'eq' (ContrastLimitedAdaptiveHistogramEqualization): no ONNX form "
+                   "for this layer type");
 }
 
 /* The augmentation layers export as nothing (the identity at inference), between layers

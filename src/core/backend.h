@@ -644,12 +644,23 @@ typedef struct tfc_blur_desc {
  *                equalizing lookup table (a channel of at most one non-zero bin kept),
  *                back in [vlo, vhi] */
 enum { TFC_TONE_MAX_BINS = 4096 };
-typedef enum tfc_tone_kind { TFC_TONE_AUTOCONTRAST = 0, TFC_TONE_EQUALIZE } tfc_tone_kind;
+typedef enum tfc_tone_kind {
+    TFC_TONE_AUTOCONTRAST = 0,
+    TFC_TONE_EQUALIZE,
+    TFC_TONE_CLAHE /* ContrastLimitedAdaptiveHistogramEqualization (core/tone.h): each image's
+                    * channel in [0, 255] cut into grid_h x grid_w tiles (the image padded
+                    * symmetrically to whole tiles), each tile's 256-bin histogram clipped at
+                    * clip_limit (its excess spread evenly) and turned into a table; each
+                    * value the bilinear blend of the four nearest tiles' tables, back in
+                    * [vlo, vhi] (training and inference) */
+} tfc_tone_kind;
 typedef struct tfc_tone_desc {
     int n, hw, c;
     tfc_tone_kind kind;
     int bins;       /* EQUALIZE: in [1, TFC_TONE_MAX_BINS] */
-    float vlo, vhi; /* value_range, sorted */
+    float vlo, vhi; /* value_range, sorted (CLAHE: as given) */
+    int h, w, grid_h, grid_w; /* CLAHE only: hw = h w */
+    float clip_limit;         /* CLAHE only: <= 0 no clipping */
 } tfc_tone_desc;
 /* RandomSharpness in training (core/augment_sharp.h): image i's factor f = lo + u0 (hi - lo)
  * (u0 its draw, as tfc_augment_draw's) blends it with its smoothing s (Keras's 3 x 3 kernel,

@@ -3682,15 +3682,41 @@ static void test_augment_tone(void)
                             check_part(names[d], "backward", &dx, F32), 0);
         pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
     }
+    /* ContrastLimitedAdaptiveHistogramEqualization (TFC_TONE_CLAHE): grids that divide the
+     * image and ones that do not, clipped or not, a reversed range; its backward adds nothing */
+    const tfc_tone_desc clahe[] = {
+        {.kind = TFC_TONE_CLAHE, .vlo = 0, .vhi = 255, .grid_h = 4, .grid_w = 3,
+         .clip_limit = 4},
+        {.kind = TFC_TONE_CLAHE, .vlo = 1, .vhi = -1, .grid_h = 8, .grid_w = 8,
+         .clip_limit = 0},
+        {.kind = TFC_TONE_CLAHE, .vlo = 0, .vhi = 1, .grid_h = 3, .grid_w = 7,
+         .clip_limit = 1.5f}};
+    for (int d = 0; d < 3; d++) {
+        tfc_tone_desc t = clahe[d];
+        t.n = n, t.h = 20, t.w = 15, t.hw = hw, t.c = c;
+        pair x = pair_rand(nb, fminf(t.vlo, t.vhi), fmaxf(t.vlo, t.vhi)), y = pair_rand(nb, -1, 1);
+        pair dy = pair_rand(nb, -1, 1), dx = pair_rand(nb, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->tone_forward(be, &t, SIDE(x, k), SIDE(y, k));
+            be->ops->tone_backward(be, &t, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part("clahe", "forward", &y, EXACT) +
+                            check_part("clahe", "backward", &dx, EXACT), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
     check_status();
+    lift_cpu_first = 1; /* ContrastLimitedAdaptiveHistogramEqualization */
     train_steps("input: {shape: [6, 5, 3]}\nlayers:\n"
                 "  - AutoContrast: {value_range: [-1, 1]}\n"
                 "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu}\n"
                 "  - Equalization: {bins: 16, value_range: [0, 2]}\n"
                 "  - AutoContrast: {}\n"
+                "  - ContrastLimitedAdaptiveHistogramEqualization: {tile_grid_size: [2, 2]}\n"
                 "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
     enable_layer_ops(0);
 }
 
