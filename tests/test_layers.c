@@ -640,6 +640,13 @@ static const gc_case cases[] = {
               " tile_grid_size: [2, 3]}\n"
               "  - Conv2D: {filters: 2, kernel_size: 2}\n"
               "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* RandomElasticTransform: every image moved (factor [1, 1]), the transpose of its
+     * bilinear reads (reflect and constant fills), the clip far away */
+    {"elastic", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - RandomElasticTransform: {factor: [1, 1], value_range: [-50, 50], seed: 3}\n"
+                "  - RandomElasticTransform: {factor: [1, 1], fill_mode: constant,"
+                " fill_value: 0.5, value_range: [-50, 50], scale: [0.5, 1]}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* RandomSaturation, RandomHue and RandomColorJitter (its four stages) through Keras's HSV
      * maps, on positive RGB values (a pixel's maximum near 0 is where the saturation jumps)
      * whose clips do not bind. The jitter's seed: with the run's stream alone a step moves a

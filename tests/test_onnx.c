@@ -973,7 +973,8 @@ static void test_augmentation(void)
             "  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - RandomRotation: {factor: 0.1}\n  - RandomZoom: {height_factor: 0.2}\n"
             "  - RandomContrast: {factor: 0.3}\n  - RandomShear: {x_factor: 0.2}\n"
-            "  - RandomErasing: {}\n  - RandomGaussianBlur: {}\n  - Flatten: {}\n", 0);
+            "  - RandomErasing: {}\n  - RandomGaussianBlur: {}\n"
+            "  - RandomElasticTransform: {fill_mode: mirror}\n  - Flatten: {}\n", 0);
     /* the colour augmentations (layers/augment_color.c) likewise */
     fixture("augment_color",
             "input: {shape: [6, 5, 3]}\nlayers:\n"
