@@ -1,7 +1,8 @@
-/* AutoContrast and Equalization (layers/augment_tone.c, core/tone.h): outputs in training
- * and at inference and input gradients against Keras 3 (tests/ref/keras_tone.py), the op
- * against the same gradients, results the same for every thread count, config errors and
- * the refusal of a backend without the kernels. */
+/* AutoContrast, Equalization and ContrastLimitedAdaptiveHistogramEqualization
+ * (layers/augment_tone.c, core/tone.h): outputs in training and at inference and input
+ * gradients against Keras 3 (tests/ref/keras_tone.py, keras_clahe.py), the op against the
+ * same gradients, results the same for every thread count, config errors and the refusal of
+ * a backend without the kernels (and of a device for CLAHE, CPU-first). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,99 @@ static void test_config_errors(void)
     tfc_model_free(m);
 }
 
+/* Every case of tests/ref/clahe/clahe.safetensors: the layer in training and at inference
+ * (the same, as Keras's) against Keras's output; the op's backward adds nothing (Keras's
+ * gradient is zero). */
+static void test_clahe_parity_keras(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *f = tfc_st_open("tests/ref/clahe/clahe.safetensors", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int cases = 0;
+    double worst = 0;
+    for (int k = 0; k < tfc_st_meta_count(f); k++) {
+        const char *key, *yaml;
+        tfc_st_meta_at(f, k, &key, &yaml);
+        if (strncmp(key, "yaml_", 5)) continue;
+        const char *name = key + 5;
+        char xname[64];
+        snprintf(xname, sizeof xname, "x_%s", name);
+        const tfc_st_tensor *t = tfc_st_find(f, xname);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        const int n = (int)t->shape.dim[0];
+        const int64_t numel = t->numel;
+        float *x = tfc_test_tensor_at(f, "x_", name, numel);
+        float *y = tfc_test_tensor_at(f, "y_", name, numel), *got = falloc(numel);
+        int bad = 0;
+        for (int training = 0; training < 2; training++) {
+            model_run(yaml, x, n, training, 2, got);
+            bad += tfc_test_mismatches(got, y, numel, &worst);
+        }
+        /* the op's backward: dx stays as it was */
+        tfc_backend *be = tfc_cpu_backend_create(1);
+        tfc_tone_desc d = {.n = n, .hw = (int)(t->shape.dim[1] * t->shape.dim[2]),
+                           .c = (int)t->shape.dim[3], .kind = TFC_TONE_CLAHE};
+        for (int64_t i = 0; i < numel; i++) got[i] = 0.25f;
+        be->ops->tone_backward(be, &d, x, y, got);
+        int moved = 0;
+        for (int64_t i = 0; i < numel; i++) moved += got[i] != 0.25f;
+        if (bad || moved) printf("\n  %s: %d values off, %d gradients", name, bad, moved);
+        CU_ASSERT_EQUAL(bad + moved, 0);
+        tfc_backend_free(be);
+        free(x), free(y), free(got);
+        cases++;
+    }
+    printf("\n  %d cases, worst diff %.3g ", cases, worst);
+    CU_ASSERT_EQUAL(cases, 7);
+    tfc_st_close(f);
+}
+
+/* CLAHE the same on 1 and 3 threads; refused on a device (CPU-first); its config errors. */
+static void test_clahe_threads_and_errors(void)
+{
+    const int n = 3, h = 11, w = 9, c = 3;
+    const int64_t numel = (int64_t)n * h * w * c;
+    float *x = falloc(numel), *a = falloc(numel), *b = falloc(numel);
+    for (int64_t i = 0; i < numel; i++) x[i] = (float)((i * 7919) % 256);
+    const char *layer = "ContrastLimitedAdaptiveHistogramEqualization: {tile_grid_size: [3, 2]}";
+    tfc_test_run_image_layer(layer, h, w, c, n, 1, x, 1, 1, 0, a);
+    tfc_test_run_image_layer(layer, h, w, c, n, 3, x, 1, 1, 0, b);
+    CU_ASSERT(memcmp(a, b, (size_t)numel * sizeof(float)) == 0);
+    free(x), free(a), free(b);
+    tfc_test_expect_cpu_first("input: {shape: [4, 4, 1]}\nlayers:\n"
+                              "  - ContrastLimitedAdaptiveHistogramEqualization: {}\n",
+                              "contrast_limited_adaptive_histogram_equalization",
+                              "ContrastLimitedAdaptiveHistogramEqualization");
+    static const struct {
+        const char *args, *want;
+    } bad[] = {
+        {"{tile_grid_size: [8]}", "tile_grid_size: expected a pair"},
+        {"{tile_grid_size: [0, 2]}", "tile_grid_size: 0 is outside"},
+        {"{tile_grid_size: [2, 100]}", "tile_grid_size: 100 is outside"},
+        {"{value_range: [3, 3]}", "value_range: low and high must differ"},
+        {"{data_format: channels_first}", "data_format"},
+        {"{bins: 8}", "bins"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [4, 4, 3]}\nlayers:\n"
+                 "  - ContrastLimitedAdaptiveHistogramEqualization: %s\n", bad[k].args);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "bad.yaml", &err);
+        if (m) {
+            tfc_backend *be = tfc_cpu_backend_create(1);
+            CU_ASSERT(tfc_model_bind(m, be, 1, &err) != TFC_OK);
+            tfc_model_free(m);
+            tfc_backend_free(be);
+        }
+        const int ok = strstr(err.text, bad[k].want) && strstr(err.text, "bad.yaml:");
+        if (!ok) printf("\n%s: %s", bad[k].args, err.text);
+        CU_ASSERT(ok);
+    }
+}
+
 static void drop_tone_forward(tfc_backend_ops *ops)
 {
     ops->tone_forward = NULL;
@@ -222,4 +316,6 @@ static void test_missing_kernels_refused(void)
 TFC_TEST_MAIN("augment_tone", {"parity_keras", test_parity_keras}, {"predictor", test_predictor},
               {"threads", test_threads},
               {"config_errors", test_config_errors},
-              {"missing_kernels_refused", test_missing_kernels_refused})
+              {"missing_kernels_refused", test_missing_kernels_refused},
+              {"clahe_parity_keras", test_clahe_parity_keras},
+              {"clahe_threads_and_errors", test_clahe_threads_and_errors})

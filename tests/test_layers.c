@@ -633,6 +633,20 @@ static const gc_case cases[] = {
                      "  - Conv2D: {filters: 2, kernel_size: 2}\n"
                      "  - Equalization: {bins: 2, value_range: [-10, 10]}\n"
                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* ContrastLimitedAdaptiveHistogramEqualization: its gradient is zero (Keras's: the int32
+     * bins), so the input's is; value_range wide, so every input value keeps to one bin and
+     * no step crosses to another; the convolution after it gets its gradient */
+    {"clahe", IMG "  - ContrastLimitedAdaptiveHistogramEqualization: {value_range: [-1000, 1000],"
+              " tile_grid_size: [2, 3]}\n"
+              "  - Conv2D: {filters: 2, kernel_size: 2}\n"
+              "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* RandomElasticTransform: every image moved (factor [1, 1]), the transpose of its
+     * bilinear reads (reflect and constant fills), the clip far away */
+    {"elastic", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - RandomElasticTransform: {factor: [1, 1], value_range: [-50, 50], seed: 3}\n"
+                "  - RandomElasticTransform: {factor: [1, 1], fill_mode: constant,"
+                " fill_value: 0.5, value_range: [-50, 50], scale: [0.5, 1]}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* RandomSaturation, RandomHue and RandomColorJitter (its four stages) through Keras's HSV
      * maps, on positive RGB values (a pixel's maximum near 0 is where the saturation jumps)
      * whose clips do not bind. The jitter's seed: with the run's stream alone a step moves a

@@ -954,6 +954,12 @@ static void test_vision_layers(void)
                    "  - ConvLSTM3D: {name: cl3, filters: 2, kernel_size: 2}\n"
                    "  - Flatten: {}\n",
                    "layer 'cl3' (ConvLSTM3D): no ONNX form for this layer type");
+    /* CLAHE, active at inference: its tiles' tables have no ONNX form here */
+    export_refused("eq", "input: {shape: [6, 5, 3]}\nlayers:\n"
+                   "  - ContrastLimitedAdaptiveHistogramEqualization: {name: eq}\n"
+                   "  - Flatten: {}\n",
+                   "layer 'eq' (ContrastLimitedAdaptiveHistogramEqualization): no ONNX form "
+                   "for this layer type");
 }
 
 /* The augmentation layers export as nothing (the identity at inference), between layers
@@ -967,7 +973,8 @@ static void test_augmentation(void)
             "  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - RandomRotation: {factor: 0.1}\n  - RandomZoom: {height_factor: 0.2}\n"
             "  - RandomContrast: {factor: 0.3}\n  - RandomShear: {x_factor: 0.2}\n"
-            "  - RandomErasing: {}\n  - RandomGaussianBlur: {}\n  - Flatten: {}\n", 0);
+            "  - RandomErasing: {}\n  - RandomGaussianBlur: {}\n"
+            "  - RandomElasticTransform: {fill_mode: mirror}\n  - Flatten: {}\n", 0);
     /* the colour augmentations (layers/augment_color.c) likewise */
     fixture("augment_color",
             "input: {shape: [6, 5, 3]}\nlayers:\n"

@@ -138,6 +138,12 @@ TFC_HD int tfc_warp_place(int i, int n, tfc_fill_mode fill)
     }
     if (fill == TFC_FILL_WRAP) return (i % n + n) % n;
     if (fill == TFC_FILL_NEAREST) return i < 0 ? 0 : n - 1;
+    if (fill == TFC_FILL_MIRROR) { /* |(i + s) mod 2 s - s|, s = n - 1 (one cell: itself) */
+        const int s = n - 1;
+        if (s == 0) return 0;
+        const int m = ((i + s) % (2 * s) + 2 * s) % (2 * s) - s;
+        return m < 0 ? -m : m;
+    }
     return -1;
 }
 

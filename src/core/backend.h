@@ -536,12 +536,13 @@ typedef enum tfc_warp_kind {
 
 /* Where a warp reads outside the image (Keras's fill_mode, jax.scipy.ndimage's modes):
  * reflect (d c b a | a b c d | d c b a), wrap (a b c d | a b c d), constant (k k | a b c d |
- * k k, k = fill_value), nearest (a a | a b c d | d d). */
+ * k k, k = fill_value), nearest (a a | a b c d | d d), mirror (c b | a b c d | c b). */
 typedef enum tfc_fill_mode {
     TFC_FILL_REFLECT = 0,
     TFC_FILL_WRAP,
     TFC_FILL_CONSTANT,
-    TFC_FILL_NEAREST
+    TFC_FILL_NEAREST,
+    TFC_FILL_MIRROR /* (c b | a b c d | c b): RandomElasticTransform's only */
 } tfc_fill_mode;
 
 /* A geometric augmentation: output pixel (oy, ox) of image i reads the input at
@@ -644,13 +645,43 @@ typedef struct tfc_blur_desc {
  *                equalizing lookup table (a channel of at most one non-zero bin kept),
  *                back in [vlo, vhi] */
 enum { TFC_TONE_MAX_BINS = 4096 };
-typedef enum tfc_tone_kind { TFC_TONE_AUTOCONTRAST = 0, TFC_TONE_EQUALIZE } tfc_tone_kind;
+typedef enum tfc_tone_kind {
+    TFC_TONE_AUTOCONTRAST = 0,
+    TFC_TONE_EQUALIZE,
+    TFC_TONE_CLAHE /* ContrastLimitedAdaptiveHistogramEqualization (core/tone.h): each image's
+                    * channel in [0, 255] cut into grid_h x grid_w tiles (the image padded
+                    * symmetrically to whole tiles), each tile's 256-bin histogram clipped at
+                    * clip_limit (its excess spread evenly) and turned into a table; each
+                    * value the bilinear blend of the four nearest tiles' tables, back in
+                    * [vlo, vhi] (training and inference) */
+} tfc_tone_kind;
 typedef struct tfc_tone_desc {
     int n, hw, c;
     tfc_tone_kind kind;
     int bins;       /* EQUALIZE: in [1, TFC_TONE_MAX_BINS] */
-    float vlo, vhi; /* value_range, sorted */
+    float vlo, vhi; /* value_range, sorted (CLAHE: as given) */
+    int h, w, grid_h, grid_w; /* CLAHE only: hw = h w */
+    float clip_limit;         /* CLAHE only: <= 0 no clipping */
 } tfc_tone_desc;
+/* RandomElasticTransform in training (core/elastic.h): one displacement field per image, used
+ * for both axes (Keras's JAX elastic_transform draws dx and dy from one key): f = the SAME,
+ * zero-padded k x k Gaussian blur (sigma) of sigma z, z standard normals (the n h w of
+ * noise when set, else drawn from (key, step)). Image i, when its draw u1 < p (p = plo + u0
+ * (phi - plo)), reads output pixel (oy, ox) at (ox + alpha f, oy + alpha f), nearest or
+ * bilinear, cells outside placed by fill as tfc_warp_desc's; then every image is clipped:
+ *   y = clip(moved ? warp(x) : x, vlo, vhi) */
+typedef struct tfc_elastic_desc {
+    int n, h, w, c;
+    int k;              /* the blur's odd size, int(6 sigma) | 1 */
+    float alpha, sigma; /* sigma <= 0: no displacement */
+    float plo, phi;     /* factor: the probability's range */
+    tfc_fill_mode fill;
+    int bilinear;       /* 0: nearest */
+    float fill_value;
+    float vlo, vhi;     /* value_range (not sorted, as Keras clips) */
+    uint64_t key, step;
+    const float *noise; /* n h w normals in place of the draws (tests); NULL: drawn */
+} tfc_elastic_desc;
 /* RandomSharpness in training (core/augment_sharp.h): image i's factor f = lo + u0 (hi - lo)
  * (u0 its draw, as tfc_augment_draw's) blends it with its smoothing s (Keras's 3 x 3 kernel,
  * 1/13 around 5/13, zero-padded), then every image is clipped:
@@ -1493,7 +1524,14 @@ typedef struct tfc_device_options {
     X(void, stft_backward, (tfc_backend *be, const tfc_stft_desc *d, const float *x,               \
                             const float *wr, const float *wi, const float *mel, const float *re,   \
                             const float *im, const float *y, const float *dy, float *dx,           \
-                            float *dwr, float *dwi, void *ws))
+                            float *dwr, float *dwi, void *ws))                                     \
+    /* RandomElasticTransform in training (tfc_elastic_desc): elastic_forward overwrites y;        \
+     * elastic_backward adds to dx the warp's transpose where the clip passes (x the forward's     \
+     * input). */                                                                                  \
+    X(void, elastic_forward, (tfc_backend *be, const tfc_elastic_desc *d, const float *x,          \
+                              float *y))                                                           \
+    X(void, elastic_backward, (tfc_backend *be, const tfc_elastic_desc *d, const float *x,         \
+                               const float *dy, float *dx))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

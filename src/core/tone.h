@@ -1,7 +1,8 @@
-/* AutoContrast's and Equalization's per-value maps (tfc_tone_desc, core/backend.h):
- * header-only, as core/color.h, so the CPU and a CUDA kernel compute the same. They follow
- * Keras 3's auto_contrast.py and equalization.py in float32 and in their order of
- * operations (the constants Keras computes in Python, in double, rounded to float). */
+/* AutoContrast's, Equalization's and ContrastLimitedAdaptiveHistogramEqualization's per-value
+ * maps (tfc_tone_desc, core/backend.h): header-only, as core/color.h, so the CPU and a CUDA
+ * kernel compute the same. They follow Keras 3's auto_contrast.py, equalization.py and
+ * clahe.py in float32 and in their order of operations (the constants Keras computes in
+ * Python, in double, rounded to float). */
 #ifndef TFC_CORE_TONE_H
 #define TFC_CORE_TONE_H
 
@@ -81,6 +82,121 @@ TFC_HD int tfc_equalize_lut(int bins, int *hist, float *lut)
         lut[k] = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
     }
     return nonzero;
+}
+
+/* ---- ContrastLimitedAdaptiveHistogramEqualization (CLAHE) ---------------------------------- */
+
+/* Row (or column) i of an axis of n padded after its end by numpy's "symmetric" mode
+ * (d c b a after a b c d, and again reversed when the padding is longer than the axis). */
+TFC_HD int tfc_clahe_mirror(int i, int n)
+{
+    const int m = i % (2 * n);
+    return m < n ? m : 2 * n - 1 - m;
+}
+
+/* The bin of a value z in [0, 255]'s units: Keras's int32 cast clipped to [0, 255] (the
+ * cast truncates toward zero; NaN taken as 0, XLA's conversion of it). */
+TFC_HD int tfc_clahe_bin(float z)
+{
+    if (!(z > 0.0f)) return 0;
+    return z >= 255.0f ? 255 : (int)z;
+}
+
+/* One tile's table from its 256-bin histogram h (counts over area = tile_h tile_w pixels,
+ * overwritten by the table), as clahe.py: with clip_limit > 0 the bins clipped at
+ * limit = clip_limit area / 256 and their excess (summed in bin order) spread evenly; then
+ * the running sum cdf, and clip((cdf - min(cdf)) 255 / (area - min(cdf)), 0, 255), a zero
+ * denominator taken as 1. No rounding: the table is float. */
+TFC_HD void tfc_clahe_table(float clip_limit, int area, float *h)
+{
+    if (clip_limit > 0.0f) {
+        const float limit = (float)((double)clip_limit * area / 256.0);
+        float excess = 0.0f;
+        for (int k = 0; k < 256; k++) {
+            const float c = h[k] < limit ? h[k] : limit;
+            excess += h[k] - c;
+            h[k] = c;
+        }
+        const float redist = excess / 256.0f;
+        for (int k = 0; k < 256; k++) h[k] = h[k] + redist;
+    }
+    float run = 0.0f, lo = INFINITY;
+    for (int k = 0; k < 256; k++) {
+        run += h[k];
+        h[k] = run;
+        lo = run < lo ? run : lo;
+    }
+    float den = (float)area - lo;
+    if (den == 0.0f) den = 1.0f;
+    for (int k = 0; k < 256; k++) {
+        const float v = (h[k] - lo) * 255.0f / den;
+        h[k] = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+    }
+}
+
+/* Where row (or column) i of the padded image reads the tiles' grid (g tiles of t rows):
+ * the grid coordinate (i - t / 2) / t + 1 into the grid padded by one edge tile each side,
+ * its two tiles t0, t1 (in [0, g)) and the second one's weight *wt. */
+TFC_HD void tfc_clahe_axis(int i, int t, int g, int *t0, int *t1, float *wt)
+{
+    const float u = ((float)i - (float)(t / 2.0)) / (float)t + 1.0f;
+    const float f = floorf(u);
+    *wt = u - f;
+    int a = (int)f, b = a + 1;
+    a = a < 0 ? 0 : a > g + 1 ? g + 1 : a;
+    b = b < 0 ? 0 : b > g + 1 ? g + 1 : b;
+    a -= 1, b -= 1; /* the padded grid's edge tiles repeat the first and last */
+    *t0 = a < 0 ? 0 : a > g - 1 ? g - 1 : a;
+    *t1 = b < 0 ? 0 : b > g - 1 ? g - 1 : b;
+}
+
+/* The blend of the four tiles' table entries for one value: nw, ne (row t0), sw, se (row t1)
+ * weighted by wx (to the east) and wy (to the south), in clahe.py's order. */
+TFC_HD float tfc_clahe_blend(float nw, float ne, float sw, float se, float wx, float wy)
+{
+    const float top = nw * (1.0f - wx) + ne * wx;
+    const float bot = sw * (1.0f - wx) + se * wx;
+    return top * (1.0f - wy) + bot * wy;
+}
+
+/* CLAHE of one (image, channel) plane x[0], x[c], ... (h w values) into y likewise: each
+ * tile's histogram over the image padded symmetrically to whole tiles, its table
+ * (tables[grid_h][grid_w][256], scratch), then each value the blend of its four nearest
+ * tiles'. */
+TFC_HD void tfc_clahe_plane(const tfc_tone_desc *d, const float *x, float *y, float *tables)
+{
+    const int64_t c = d->c;
+    const int th = (d->h + d->grid_h - 1) / d->grid_h, tw = (d->w + d->grid_w - 1) / d->grid_w;
+    for (int ty = 0; ty < d->grid_h; ty++)
+        for (int tx = 0; tx < d->grid_w; tx++) {
+            float *hist = tables + ((int64_t)ty * d->grid_w + tx) * 256;
+            for (int k = 0; k < 256; k++) hist[k] = 0.0f;
+            for (int py = ty * th; py < (ty + 1) * th; py++) {
+                const int64_t row = (int64_t)tfc_clahe_mirror(py, d->h) * d->w;
+                for (int px = tx * tw; px < (tx + 1) * tw; px++) {
+                    const float v = x[(row + tfc_clahe_mirror(px, d->w)) * c];
+                    hist[tfc_clahe_bin(tfc_tone_range(d, v, 0))] += 1.0f;
+                }
+            }
+            tfc_clahe_table(d->clip_limit, th * tw, hist);
+        }
+    for (int py = 0; py < d->h; py++) {
+        int ty0, ty1;
+        float wy;
+        tfc_clahe_axis(py, th, d->grid_h, &ty0, &ty1, &wy);
+        const float *r0 = tables + (int64_t)ty0 * d->grid_w * 256;
+        const float *r1 = tables + (int64_t)ty1 * d->grid_w * 256;
+        for (int px = 0; px < d->w; px++) {
+            int tx0, tx1;
+            float wx;
+            tfc_clahe_axis(px, tw, d->grid_w, &tx0, &tx1, &wx);
+            const int64_t at = ((int64_t)py * d->w + px) * c;
+            const int b = tfc_clahe_bin(tfc_tone_range(d, x[at], 0));
+            const float r = tfc_clahe_blend(r0[tx0 * 256 + b], r0[tx1 * 256 + b],
+                                            r1[tx0 * 256 + b], r1[tx1 * 256 + b], wx, wy);
+            y[at] = tfc_tone_range(d, r, 1);
+        }
+    }
 }
 
 #endif

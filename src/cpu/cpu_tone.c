@@ -1,7 +1,8 @@
-/* CPU AutoContrast and Equalization (tfc_tone_desc), NHWC: AutoContrast one (image, channel)
- * at a time on a thread, Equalization one channel (over the batch) at a time; the per-value
- * maps from core/tone.h, so no result depends on the thread count. */
+/* CPU AutoContrast, Equalization and CLAHE (tfc_tone_desc), NHWC: AutoContrast and CLAHE one
+ * (image, channel) at a time on a thread, Equalization one channel (over the batch) at a
+ * time; the per-value maps from core/tone.h, so no result depends on the thread count. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/tone.h"
 #include "cpu/cpu_internal.h"
@@ -45,9 +46,30 @@ static void equalize_channel(const tfc_tone_desc *d, int ch, const float *x, con
     }
 }
 
+static void clahe_forward(tfc_backend *be, const tfc_tone_desc *d, const float *x, float *y)
+{
+    const int64_t hwc = (int64_t)d->hw * d->c, planes = (int64_t)d->n * d->c;
+    const size_t table_bytes = sizeof(float) * 256 * (size_t)d->grid_h * (size_t)d->grid_w;
+    int nt = tfc_cpu_threads(be, d->n * hwc);
+#pragma omp parallel num_threads(tfc_cpu_team(nt))
+    {
+        float *tables = malloc(table_bytes);
+#pragma omp for schedule(static, tfc_cpu_share(planes, nt))
+        for (int64_t q = 0; q < planes; q++) {
+            const int64_t base = (q / d->c) * hwc + q % d->c;
+            if (tables) tfc_clahe_plane(d, x + base, y + base, tables);
+        }
+        free(tables);
+    }
+}
+
 void tfc_cpu_tone_forward(tfc_backend *be, const tfc_tone_desc *d, const float *x, float *y)
 {
     const int64_t hwc = (int64_t)d->hw * d->c;
+    if (d->kind == TFC_TONE_CLAHE) {
+        clahe_forward(be, d, x, y);
+        return;
+    }
     if (d->kind == TFC_TONE_EQUALIZE) {
         int nt = tfc_cpu_threads(be, d->n * hwc);
 #pragma omp parallel for TFC_CPU_STATIC(d->c, nt)
@@ -106,6 +128,7 @@ void tfc_cpu_tone_backward(tfc_backend *be, const tfc_tone_desc *d, const float 
                            const float *dy, float *dx)
 {
     const int64_t hwc = (int64_t)d->hw * d->c;
+    if (d->kind == TFC_TONE_CLAHE) return; /* the int32 bins carry no gradient */
     if (d->kind == TFC_TONE_EQUALIZE) {
         int nt = tfc_cpu_threads(be, d->n * hwc);
 #pragma omp parallel for TFC_CPU_STATIC(d->c, nt)

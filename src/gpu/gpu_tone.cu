@@ -1,8 +1,8 @@
-/* AutoContrast and Equalization on the GPU (tfc_tone_desc), NHWC, with the CPU's per-value
- * maps (core/tone.h, the very functions cpu_tone.c calls): AutoContrast a block per (image,
- * channel), its extremes and gradient sums reduced in shared memory; Equalization a block
- * per channel over the batch, its histogram and lookup table in shared memory (bins at most
- * TFC_TONE_MAX_BINS, 32 KiB). Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS;
+/* AutoContrast, Equalization and CLAHE on the GPU (tfc_tone_desc), NHWC, with the CPU's
+ * per-value maps (core/tone.h, the very functions cpu_tone.c calls): AutoContrast a block per
+ * (image, channel), its extremes and gradient sums reduced in shared memory; Equalization a
+ * block per channel over the batch, its histogram and lookup table in shared memory (bins at
+ * most TFC_TONE_MAX_BINS, 32 KiB); CLAHE a thread per (image, channel). Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS;
  * test_gpu_ops's augment_tone case puts them in). */
 #include <math.h>
 
@@ -113,11 +113,34 @@ static __global__ void equalize_kernel(tfc_tone_desc d, const float *x, const fl
     }
 }
 
+/* CLAHE: one thread per (image, channel) plane running the CPU's tfc_clahe_plane, its tiles'
+ * tables in the scratch (a first kernel: a block per tile would spread the work) */
+static __global__ void clahe_kernel(tfc_tone_desc d, const float *x, float *y, float *tables)
+{
+    const int64_t planes = (int64_t)d.n * d.c, hwc = (int64_t)d.hw * d.c;
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < planes;
+         q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t base = (q / d.c) * hwc + q % d.c;
+        tfc_clahe_plane(&d, x + base, y + base,
+                        tables + q * (int64_t)d.grid_h * d.grid_w * 256);
+    }
+}
+
 static void tone_launch(tfc_backend *be, const tfc_tone_desc *d, const float *x,
                         const float *dy, float *out)
 {
     gpu_ctx *g = gpu_of(be);
     if ((int64_t)d->n * d->hw <= 0 || d->c <= 0) return;
+    if (d->kind == TFC_TONE_CLAHE) {
+        if (dy) return; /* the int32 bins carry no gradient */
+        const int64_t planes = (int64_t)d->n * d->c;
+        float *tables = (float *)tfc_gpu_scratch(
+            g, (size_t)planes * d->grid_h * d->grid_w * 256 * sizeof(float));
+        if (!tables) return;
+        clahe_kernel<<<gpu_blocks(g, planes), GPU_THREADS, 0, g->stream>>>(*d, x, out, tables);
+        TFC_LAUNCH_CHECK(g, clahe_kernel);
+        return;
+    }
     if (d->kind == TFC_TONE_EQUALIZE) {
         equalize_kernel<<<d->c, GPU_THREADS, 0, g->stream>>>(*d, x, dy, out);
         TFC_LAUNCH_CHECK(g, equalize_kernel);

@@ -583,7 +583,8 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
     for (int i = 0; i < list->n; i++) {
         tfc_layer *l = &m->layers[i];
         if (!types[i] || l->name[0]) continue;
-        char base[48];
+        char base[52]; /* room for contrast_limited_adaptive_histogram_equalization, and
+                        * for base_<int> in l->name */
         /* the class's name, as Keras: MaxPool2D is max_pooling2d, GroupQueryAttention's
          * class GroupedQueryAttention grouped_query_attention */
         tfc_snake_case(l->ops->class_name ? l->ops->class_name : l->ops->type, base, sizeof base);

@@ -1,5 +1,6 @@
-/* The tone layers (keras.layers.AutoContrast, Equalization): deterministic per-channel maps
- * of an image's values (core/tone.h, tfc_tone_desc in core/backend.h).
+/* The tone layers (keras.layers.AutoContrast, Equalization,
+ * ContrastLimitedAdaptiveHistogramEqualization): deterministic per-channel maps of an
+ * image's values (core/tone.h, tfc_tone_desc in core/backend.h).
  *   AutoContrast (training and inference, as Keras's):
  *     y = clip((x - lo) / (hi - lo), 0, 1) (value_range's width) + value_range's low,
  *         lo, hi the minimum and maximum of each image's channel (computed in [0, 255],
@@ -11,6 +12,14 @@
  *     in [0, 255], its bins-bin histogram equalized through a rounded lookup table, back
  *     in value_range; a channel of at most one non-zero bin is kept
  *     backward: none (the table is read at integer indices), dy where the channel is kept
+ *   ContrastLimitedAdaptiveHistogramEqualization (CLAHE; training and inference, as Keras's):
+ *     each image's channel, in [0, 255], padded symmetrically to a whole grid of
+ *     tile_grid_size tiles; each tile's 256-bin histogram (of the values' int32 casts)
+ *     clipped at clip_limit (tile area) / 256 with the excess spread over every bin (no
+ *     clipping when clip_limit <= 0), its running sum scaled to [0, 255] as a table; each
+ *     value the bilinear blend of the tables of the four tiles nearest its pixel, back in
+ *     value_range (as given: Keras does not sort it)
+ *     backward: none (Keras's gradient is zero: every path runs through the int32 cast)
  * Gradients accumulate into dx. Neither draws anything, so neither takes a seed. */
 #include "layers/augment.h"
 #include "layers/layer.h"
@@ -18,6 +27,8 @@
 typedef struct tone_args {
     tfc_float_list value_range;
     int bins, data_format;
+    tfc_int_list tile_grid_size; /* CLAHE */
+    double clip_limit;           /* CLAHE */
     float vlo, vhi; /* set by build: value_range sorted, as Keras sorts it */
 } tone_args;
 
@@ -31,6 +42,13 @@ static const tfc_field equalization_fields[] = {
     VALUE_RANGE_FIELD,
     {"bins", TFC_F_INT, offsetof(tone_args, bins), "256", 1, TFC_TONE_MAX_BINS, NULL,
      "the histogram's bins over [0, 255]"},
+    TFC_DATA_FORMAT_FIELD(tone_args, data_format), {NULL}};
+static const tfc_field clahe_fields[] = {
+    VALUE_RANGE_FIELD,
+    {"clip_limit", TFC_F_FLOAT, offsetof(tone_args, clip_limit), "4", TFC_UNBOUNDED, NULL,
+     "each bin of a tile's histogram held to clip_limit (tile area) / 256 (<= 0: no limit)"},
+    {"tile_grid_size", TFC_F_INT_LIST, offsetof(tone_args, tile_grid_size), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "[rows, columns] of tiles (none: [8, 8], Keras's default)"},
     TFC_DATA_FORMAT_FIELD(tone_args, data_format), {NULL}};
 
 /* value_range: a pair of distinct numbers (Keras's _set_value_range; equal ones would
@@ -55,15 +73,49 @@ static int is_equalization(const tfc_layer *l)
     return l->ops->type[0] == 'E';
 }
 
+static int is_clahe(const tfc_layer *l)
+{
+    return l->ops->type[0] == 'C';
+}
+
+/* CLAHE: value_range as tone_build checks it but kept in its order (Keras maps it as given);
+ * tile_grid_size a pair of positive numbers, each at most the image's side times 16 (more
+ * tiles than that are only padding) */
+static tfc_status clahe_build(tfc_layer *l, tfc_error *err)
+{
+    tone_args *a = l->args;
+    tfc_status st = tone_build(l, err);
+    if (st) return st;
+    a->vlo = (float)a->value_range.v[0], a->vhi = (float)a->value_range.v[1];
+    if (a->tile_grid_size.n == 0) a->tile_grid_size = (tfc_int_list){.n = 2, .v = {8, 8}};
+    if (a->tile_grid_size.n != 2)
+        return tfc_layer_error(err, l, "tile_grid_size: expected a pair [rows, columns], "
+                               "found %d value%s", a->tile_grid_size.n,
+                               a->tile_grid_size.n == 1 ? "" : "s");
+    for (int k = 0; k < 2; k++) {
+        const int64_t side = l->in_shape[0].dim[k];
+        if (a->tile_grid_size.v[k] < 1 || a->tile_grid_size.v[k] > 16 * side)
+            return tfc_layer_error(err, l, "tile_grid_size: %d is outside [1, %lld] (the "
+                                   "image's %s times 16)", a->tile_grid_size.v[k],
+                                   (long long)(16 * side), k ? "width" : "height");
+    }
+    return TFC_OK;
+}
+
 static tfc_tone_desc tone_desc(const tfc_layer *l, const tfc_exec *ex)
 {
     const tone_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
-    const int eq = is_equalization(l);
+    const int eq = is_equalization(l), clahe = is_clahe(l);
     return (tfc_tone_desc){.n = ex->batch, .hw = (int)(in->dim[0] * in->dim[1]),
                            .c = (int)in->dim[2],
-                           .kind = eq ? TFC_TONE_EQUALIZE : TFC_TONE_AUTOCONTRAST,
-                           .bins = eq ? a->bins : 0, .vlo = a->vlo, .vhi = a->vhi};
+                           .kind = clahe ? TFC_TONE_CLAHE
+                                   : eq ? TFC_TONE_EQUALIZE : TFC_TONE_AUTOCONTRAST,
+                           .bins = eq ? a->bins : 0, .vlo = a->vlo, .vhi = a->vhi,
+                           .h = (int)in->dim[0], .w = (int)in->dim[1],
+                           .grid_h = clahe ? a->tile_grid_size.v[0] : 0,
+                           .grid_w = clahe ? a->tile_grid_size.v[1] : 0,
+                           .clip_limit = (float)a->clip_limit};
 }
 
 static void tone_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
@@ -105,4 +157,11 @@ const tfc_layer_ops tfc_equalization_ops = {
     .type = "Equalization", .schema = equalization_fields, .args_size = sizeof(tone_args),
     .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .build = tone_build,
     .forward = tone_forward, .backward = tone_backward, .needs = tone_needs,
+};
+/* on the tone ops (gpu_tone.cu's CLAHE kernel compiled, not yet run under make test-gpu) */
+const tfc_layer_ops tfc_clahe_ops = {
+    .type = "ContrastLimitedAdaptiveHistogramEqualization", .schema = clahe_fields,
+    .args_size = sizeof(tone_args), .min_inputs = 1, .max_inputs = 1, .cpu_first = 1,
+    .build = clahe_build, .forward = tone_forward, .backward = tone_backward,
+    .needs = tone_needs,
 };

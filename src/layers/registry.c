@@ -44,7 +44,8 @@ extern const tfc_layer_ops tfc_random_grayscale_ops, tfc_random_invert_ops, tfc_
     tfc_random_hue_ops, tfc_random_color_jitter_ops;
 extern const tfc_layer_ops tfc_random_shear_ops, tfc_random_erasing_ops;
 extern const tfc_layer_ops tfc_random_gaussian_blur_ops;
-extern const tfc_layer_ops tfc_auto_contrast_ops, tfc_equalization_ops;
+extern const tfc_layer_ops tfc_auto_contrast_ops, tfc_equalization_ops, tfc_clahe_ops;
+extern const tfc_layer_ops tfc_random_elastic_transform_ops;
 extern const tfc_layer_ops tfc_random_perspective_ops, tfc_random_sharpness_ops;
 extern const tfc_layer_ops tfc_rand_augment_ops;
 extern const tfc_layer_ops tfc_group_query_attention_ops;
@@ -101,7 +102,8 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_random_posterization_ops, &tfc_random_color_degeneration_ops,
     &tfc_random_saturation_ops, &tfc_random_hue_ops, &tfc_random_color_jitter_ops,
     &tfc_random_shear_ops,   &tfc_random_erasing_ops,   &tfc_random_gaussian_blur_ops,
-    &tfc_auto_contrast_ops,  &tfc_equalization_ops,
+    &tfc_auto_contrast_ops,  &tfc_equalization_ops, &tfc_clahe_ops,
+    &tfc_random_elastic_transform_ops,
     &tfc_random_perspective_ops, &tfc_random_sharpness_ops, &tfc_rand_augment_ops,
     &tfc_group_query_attention_ops,
     &tfc_einsum_dense_ops,

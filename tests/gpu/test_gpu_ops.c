@@ -20,6 +20,7 @@
 #include "data/data.h"
 #include "graph/model.h"
 #include "solver/solver.h"
+#include "core/elastic.h"
 #include "core/rng.h"
 #include "util/testutil.h"
 #ifdef TFC_HAVE_CUDA
@@ -3708,15 +3709,85 @@ static void test_augment_tone(void)
                             check_part(names[d], "backward", &dx, F32), 0);
         pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
     }
+    /* ContrastLimitedAdaptiveHistogramEqualization (TFC_TONE_CLAHE): grids that divide the
+     * image and ones that do not, clipped or not, a reversed range; its backward adds nothing */
+    const tfc_tone_desc clahe[] = {
+        {.kind = TFC_TONE_CLAHE, .vlo = 0, .vhi = 255, .grid_h = 4, .grid_w = 3,
+         .clip_limit = 4},
+        {.kind = TFC_TONE_CLAHE, .vlo = 1, .vhi = -1, .grid_h = 8, .grid_w = 8,
+         .clip_limit = 0},
+        {.kind = TFC_TONE_CLAHE, .vlo = 0, .vhi = 1, .grid_h = 3, .grid_w = 7,
+         .clip_limit = 1.5f}};
+    for (int d = 0; d < 3; d++) {
+        tfc_tone_desc t = clahe[d];
+        t.n = n, t.h = 20, t.w = 15, t.hw = hw, t.c = c;
+        pair x = pair_rand(nb, fminf(t.vlo, t.vhi), fmaxf(t.vlo, t.vhi)), y = pair_rand(nb, -1, 1);
+        pair dy = pair_rand(nb, -1, 1), dx = pair_rand(nb, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            tfc_backend *be = k ? dev : ref;
+            be->ops->tone_forward(be, &t, SIDE(x, k), SIDE(y, k));
+            be->ops->tone_backward(be, &t, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+        }
+        CU_ASSERT_EQUAL(check_part("clahe", "forward", &y, EXACT) +
+                            check_part("clahe", "backward", &dx, EXACT), 0);
+        pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+    }
     check_status();
+    lift_cpu_first = 1; /* ContrastLimitedAdaptiveHistogramEqualization */
     train_steps("input: {shape: [6, 5, 3]}\nlayers:\n"
                 "  - AutoContrast: {value_range: [-1, 1]}\n"
                 "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu}\n"
                 "  - Equalization: {bins: 16, value_range: [0, 2]}\n"
                 "  - AutoContrast: {}\n"
+                "  - ContrastLimitedAdaptiveHistogramEqualization: {tile_grid_size: [2, 2]}\n"
                 "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
+/* RandomElasticTransform's ops (gpu_elastic.cu, put in the table for this case) against the
+ * CPU: drawn normals, both interpolations and every fill mode, some images kept (probability
+ * [0.3, 0.9]), values clipped; the field's blur in the same order on both (its exponential in
+ * double), so within float32 rounding. Then a model with two layers (cpu_first lifted) trains
+ * on both backends. */
+static void test_augment_elastic(void)
+{
+    static const int shapes[][4] = {{3, 12, 9, 3}, {2, 7, 16, 1}, {2, 20, 20, 2}};
+    enable_layer_ops(1);
+    for (int s = 0; s < 3; s++)
+        for (int m = 0; m < 5; m++) {
+            tfc_elastic_desc d = {.n = shapes[s][0], .h = shapes[s][1], .w = shapes[s][2],
+                                  .c = shapes[s][3], .plo = 0.3f, .phi = 0.9f,
+                                  .fill = (tfc_fill_mode)m, .bilinear = (m + s) % 2,
+                                  .fill_value = 0.25f, .vlo = -0.8f, .vhi = 0.9f,
+                                  .key = 0x51u + (uint64_t)s, .step = (uint64_t)m};
+            tfc_elastic_params(d.h, d.w, 0.4f + 0.2f * (float)m, &d.alpha, &d.sigma, &d.k);
+            d.alpha *= 4; /* reads past the edges */
+            const int64_t n = (int64_t)d.n * d.h * d.w * d.c;
+            pair x = pair_rand(n, -1, 1), y = pair_rand(n, -1, 1), dy = pair_rand(n, -1, 1);
+            pair dx = pair_rand(n, -1, 1);
+            for (int k = 0; k < 2; k++) {
+                tfc_backend *be = k ? dev : ref;
+                be->ops->elastic_forward(be, &d, SIDE(x, k), SIDE(y, k));
+                be->ops->elastic_backward(be, &d, SIDE(x, k), SIDE(dy, k), SIDE(dx, k));
+            }
+            CU_ASSERT_EQUAL(check_part("elastic", "forward", &y, F32) +
+                                check_part("elastic", "backward", &dx, F32), 0);
+            pair_free(&x), pair_free(&y), pair_free(&dy), pair_free(&dx);
+        }
+    check_status();
+    lift_cpu_first = 1; /* RandomElasticTransform */
+    train_steps("input: {shape: [12, 10, 3]}\nlayers:\n"
+                "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - RandomElasticTransform: {factor: [0.5, 1], value_range: [-5, 5]}\n"
+                "  - RandomElasticTransform: {interpolation: nearest, fill_mode: mirror}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
     enable_layer_ops(0);
 }
 
@@ -5112,6 +5183,7 @@ int main(int argc, char **argv)
         {"augment_inference", test_augment_inference},
         {"augment_color", test_augment_color},
         {"augment_tone", test_augment_tone},
+        {"augment_elastic", test_augment_elastic},
         {"train_augment", test_train_augment},
         {"train_shear", test_train_shear},
         {"augment_region", test_augment_region},
