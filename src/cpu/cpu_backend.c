@@ -462,6 +462,7 @@ static const tfc_backend_ops cpu_ops = {
     .stft_workspace = tfc_cpu_stft_workspace,
     .stft_forward = tfc_cpu_stft_forward,
     .stft_backward = tfc_cpu_stft_backward,
+    .encode_forward = tfc_cpu_encode_forward,
     .loss = tfc_cpu_loss,
     .accuracy = tfc_cpu_accuracy,
     .sumsq = tfc_cpu_sumsq,
