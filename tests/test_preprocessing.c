@@ -1,5 +1,6 @@
-/* CategoryEncoding, Discretization and IntegerLookup (src/layers/encoding.c, the backend's
- * encode_forward in cpu/cpu_encode.c): Keras 3 parity of outputs and of the gradients of
+/* CategoryEncoding, Discretization, IntegerLookup and Hashing (src/layers/encoding.c, the
+ * backend's encode_forward in cpu/cpu_encode.c, the per-row math in core/encode.h): Keras 3
+ * parity of outputs and of the gradients of
  * the layers after them (tests/ref/keras_preprocessing_numeric.py), the shapes Keras gives,
  * the argument errors, the run-time check of out-of-range token ids, the int32 indices
  * between layers (Embedding and CategoryEncoding read them, other layers refuse them),
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "api/onnx.h"
+#include "core/encode.h"
 #include "core/safetensors.h"
 #include "cpu/cpu.h"
 #include "data/data.h"
@@ -25,6 +27,7 @@ static const char *const cases[] = {
     "ce_float_count", "disc_int_embed", "disc_one_hot",      "disc_multi_hot",
     "disc_count",     "disc_ints",      "il_int_embed",      "il_oov2_multi_hot",
     "il_count_padded", "il_one_hot",    "il_then_ce",        "il_invert",
+    "hash_int_embed", "hash_mask_one_hot", "hash_salt_count", "hash_salt2_multi_hot",
     NULL};
 
 /* Keras 3 parity, exact: the encodings are small integers, so the outputs and gradients of
@@ -34,6 +37,35 @@ static void test_keras_parity(void)
     static const tfc_keras_parity p = {.dir = "preprocessing", .tol = 1e-6, .grad_floor = 1e-3,
                                        .all_grads = 1};
     tfc_test_keras_cases(&p, cases);
+}
+
+/* Hashing's hash, value by value, against TensorFlow's buckets (Keras's Hashing runs
+ * tf.strings.to_hash_bucket_fast, or _strong with a salt, on the values' decimal strings):
+ * 2602 int32 values (every one from -300 to 299, 2000 drawn over the whole range, both ends)
+ * and 306 float32 values up to 20 digits once cast to int64, into 16777213 buckets. */
+static void test_hash_table(void)
+{
+    tfc_st_file *f = tfc_test_fixture("preprocessing", "hash_table");
+    const tfc_st_tensor *xt = tfc_st_find(f, "x");
+    CU_ASSERT_FATAL(xt && xt->dtype == TFC_I32);
+    const int32_t *x = xt->data;
+    int64_t n = xt->numel, nf = 0;
+    float *fast = tfc_test_tensor_at(f, "", "fast", n);
+    float *strong = tfc_test_tensor_at(f, "", "strong", n);
+    float *xf = tfc_test_tensor(f, "xf", &nf), *fastf = tfc_test_tensor_at(f, "", "fastf", nf);
+    CU_ASSERT_FATAL(n == 2602 && nf == 306);
+    tfc_encode_desc d = {.map = TFC_ENCODE_HASH, .n = 16777213};
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += tfc_encode_index(&d, NULL, x[i]) != (int64_t)fast[i];
+    d.salted = 1, d.key[0] = 133, d.key[1] = 7;
+    for (int64_t i = 0; i < n; i++)
+        bad += tfc_encode_index(&d, NULL, x[i]) != (int64_t)strong[i];
+    d.salted = 0;
+    for (int64_t i = 0; i < nf; i++) bad += tfc_encode_index(&d, NULL, xf[i]) != (int64_t)fastf[i];
+    if (bad) fprintf(stderr, "\n%d hashes differ from TensorFlow's\n", bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(fast), free(strong), free(xf), free(fastf);
+    tfc_st_close(f);
 }
 
 /* The encodings themselves, value by value, on the CPU backend: Discretization's side at a
@@ -165,6 +197,15 @@ static void test_argument_errors(void)
                  "output_mode: count}\n", "larger than max_tokens");
     expect_error("[4], dtype: int32", "  - IntegerLookup: {vocabulary: [1, 2], oov_method: x, "
                  "output_mode: count}\n", "IntegerLookup.oov_method");
+    expect_error("[4], dtype: int32", "  - Hashing: {num_bins: 4, salt: [1, 2, 3], "
+                 "output_mode: count}\n", "Hashing.salt");
+    expect_error("[4], dtype: int32", "  - Hashing: {num_bins: 4, salt: -1, "
+                 "output_mode: count}\n", "Hashing.salt");
+    expect_error("[4], dtype: int32", "  - Hashing: {output_mode: count}\n", "num_bins");
+    expect_error("[4], dtype: int32", "  - Hashing: {num_bins: 4, mask_value: a, "
+                 "output_mode: count}\n", "Hashing.mask_value");
+    expect_error("[4], dtype: int32", "  - Hashing: {num_bins: 4, sparse: true, "
+                 "output_mode: count}\n", "Hashing.sparse");
     /* int32 indices: the model's output cannot be them, a Dense cannot read them, an
      * Embedding must cover them, mask_zero needs the model input */
     expect_error("[4], dtype: int32", "  - IntegerLookup: {vocabulary: [1, 2]}\n",
@@ -299,6 +340,9 @@ static void test_cpu_first(void)
     tfc_test_expect_cpu_first("input: {shape: [3], dtype: int32}\nlayers:\n"
                               "  - IntegerLookup: {name: v, vocabulary: [4], "
                               "output_mode: multi_hot}\n", "v", "IntegerLookup");
+    tfc_test_expect_cpu_first("input: {shape: [3], dtype: int32}\nlayers:\n"
+                              "  - Hashing: {name: h, num_bins: 4, output_mode: count}\n", "h",
+                              "Hashing");
 }
 
 /* No ONNX form yet: the export fails naming the layer, writing nothing. */
@@ -310,11 +354,13 @@ static void test_onnx_refused(void)
         "input: {shape: [3]}\nlayers:\n"
         "  - Discretization: {name: s, bin_boundaries: [0.0], output_mode: count}\n",
         "input: {shape: [3], dtype: int32}\nlayers:\n"
-        "  - IntegerLookup: {name: s, vocabulary: [4], output_mode: count}\n"};
+        "  - IntegerLookup: {name: s, vocabulary: [4], output_mode: count}\n",
+        "input: {shape: [3], dtype: int32}\nlayers:\n"
+        "  - Hashing: {name: s, num_bins: 4, output_mode: count}\n"};
     static const char *const types[] = {"(CategoryEncoding)", "(Discretization)",
-                                        "(IntegerLookup)"};
+                                        "(IntegerLookup)", "(Hashing)"};
     tfc_backend *be = tfc_cpu_backend_create(1);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         tfc_model *m = tfc_test_model(yamls[i]);
         tfc_error err;
         tfc_error_clear(&err);
@@ -335,7 +381,8 @@ static void test_onnx_refused(void)
 }
 
 TFC_TEST_MAIN("preprocessing", {"keras_parity", test_keras_parity},
-              {"encodings", test_encodings}, {"shapes", test_shapes},
+              {"hash_table", test_hash_table}, {"encodings", test_encodings},
+              {"shapes", test_shapes},
               {"argument_errors", test_argument_errors},
               {"out_of_range_ids", test_out_of_range_ids}, {"trains", test_trains},
               {"cpu_first", test_cpu_first}, {"onnx_refused", test_onnx_refused})

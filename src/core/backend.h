@@ -694,12 +694,17 @@ typedef struct tfc_stft_desc {
  *   LOOKUP: k = table[n + i] where table[i] == v, the n keys table[0, n) ascending; a value
  *           not there: oov + floormod(v, noov) (IntegerLookup's out-of-vocabulary indices);
  *   INVERT: k = table[v] for v in [0, n), else oov (IntegerLookup's invert: index to value);
+ *   HASH:   k = the 64-bit hash of v's decimal digits (a float truncated first) modulo n:
+ *           FarmHash's Fingerprint64 or, salted, SipHash-2-4 keyed by key (TensorFlow's
+ *           to_hash_bucket_fast and _strong); masked: v == mask_value gives 0, the others
+ *           1 + the hash modulo n - 1 (Keras's Hashing); no table;
  * then by mode: INT y[r, j] = k (int32 bits with out_ints, else a float); ONE_HOT
  * y[r, j, 0 .. depth) the one-hot of k; MULTI_HOT y[r, 0 .. depth) 1 where some k of row r
  * falls; COUNT how many do; an index outside [0, depth) marks nothing. With scale (a
  * [depth] table; NULL: none), the MULTI_HOT and COUNT values are multiplied by it. */
 typedef enum tfc_encode_map {
-    TFC_ENCODE_INDEX = 0, TFC_ENCODE_BUCKET, TFC_ENCODE_LOOKUP, TFC_ENCODE_INVERT
+    TFC_ENCODE_INDEX = 0, TFC_ENCODE_BUCKET, TFC_ENCODE_LOOKUP, TFC_ENCODE_INVERT,
+    TFC_ENCODE_HASH
 } tfc_encode_map;
 typedef enum tfc_encode_mode {
     TFC_ENCODE_INT = 0, TFC_ENCODE_ONE_HOT, TFC_ENCODE_MULTI_HOT, TFC_ENCODE_COUNT
@@ -711,6 +716,9 @@ typedef struct tfc_encode_desc {
     int n, oov, noov;
     tfc_encode_mode mode;
     int depth;
+    int salted, masked;  /* HASH */
+    uint64_t key[2];
+    double mask_value;
 } tfc_encode_desc;
 
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */

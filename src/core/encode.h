@@ -11,6 +11,117 @@
 #include "core/backend.h"
 #include "core/rng.h" /* TFC_HD */
 
+/* FarmHash's Fingerprint64 (farmhashna::Hash64) of the n <= 16 bytes s: TensorFlow's
+ * to_hash_bucket_fast of a string that short (a decimal int64 is at most 20 bytes: the
+ * longer branch below is HashLen17to32). */
+TFC_HD uint64_t tfc_encode_fetch(const unsigned char *s, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | s[i];
+    return v;
+}
+
+TFC_HD uint64_t tfc_encode_rot(uint64_t v, int k) { return k ? v >> k | v << (64 - k) : v; }
+
+TFC_HD uint64_t tfc_encode_len16(uint64_t u, uint64_t v, uint64_t mul)
+{
+    uint64_t a = (u ^ v) * mul;
+    a ^= a >> 47;
+    uint64_t b = (v ^ a) * mul;
+    b ^= b >> 47;
+    return b * mul;
+}
+
+TFC_HD uint64_t tfc_encode_farmhash(const unsigned char *s, int n)
+{
+    const uint64_t k0 = 0xc3a5c85c97cb3127ull, k1 = 0xb492b66fbe98f273ull,
+                   k2 = 0x9ae16a3b2f90404full;
+    if (n > 16) { /* HashLen17to32 */
+        const uint64_t mul = k2 + (uint64_t)n * 2;
+        const uint64_t a = tfc_encode_fetch(s, 8) * k1, b = tfc_encode_fetch(s + 8, 8);
+        const uint64_t c = tfc_encode_fetch(s + n - 8, 8) * mul;
+        const uint64_t d = tfc_encode_fetch(s + n - 16, 8) * k2;
+        return tfc_encode_len16(tfc_encode_rot(a + b, 43) + tfc_encode_rot(c, 30) + d,
+                                a + tfc_encode_rot(b + k2, 18) + c, mul);
+    }
+    if (n >= 8) {
+        const uint64_t mul = k2 + (uint64_t)n * 2;
+        const uint64_t a = tfc_encode_fetch(s, 8) + k2, b = tfc_encode_fetch(s + n - 8, 8);
+        const uint64_t c = tfc_encode_rot(b, 37) * mul + a;
+        const uint64_t d = (tfc_encode_rot(a, 25) + b) * mul;
+        return tfc_encode_len16(c, d, mul);
+    }
+    if (n >= 4) {
+        const uint64_t mul = k2 + (uint64_t)n * 2;
+        const uint64_t a = tfc_encode_fetch(s, 4);
+        return tfc_encode_len16((uint64_t)n + (a << 3), tfc_encode_fetch(s + n - 4, 4), mul);
+    }
+    if (n > 0) {
+        const uint32_t y = (uint32_t)s[0] + ((uint32_t)s[n >> 1] << 8);
+        const uint32_t z = (uint32_t)n + ((uint32_t)s[n - 1] << 2);
+        const uint64_t v = (uint64_t)y * k2 ^ (uint64_t)z * k0;
+        return (v ^ v >> 47) * k2;
+    }
+    return k2;
+}
+
+/* SipHash-2-4 of the n bytes s under key k: TensorFlow's to_hash_bucket_strong. */
+#define TFC_SIPROUND                                                                          \
+    do {                                                                                      \
+        v0 += v1, v1 = tfc_encode_rot(v1, 51), v1 ^= v0, v0 = tfc_encode_rot(v0, 32);         \
+        v2 += v3, v3 = tfc_encode_rot(v3, 48), v3 ^= v2;                                      \
+        v0 += v3, v3 = tfc_encode_rot(v3, 43), v3 ^= v0;                                      \
+        v2 += v1, v1 = tfc_encode_rot(v1, 47), v1 ^= v2, v2 = tfc_encode_rot(v2, 32);         \
+    } while (0)
+TFC_HD uint64_t tfc_encode_siphash(const uint64_t k[2], const unsigned char *s, int n)
+{
+    uint64_t v0 = k[0] ^ 0x736f6d6570736575ull, v1 = k[1] ^ 0x646f72616e646f6dull;
+    uint64_t v2 = k[0] ^ 0x6c7967656e657261ull, v3 = k[1] ^ 0x7465646279746573ull;
+    const int end = n - n % 8;
+    for (int i = 0; i < end; i += 8) {
+        const uint64_t m = tfc_encode_fetch(s + i, 8);
+        v3 ^= m;
+        TFC_SIPROUND;
+        TFC_SIPROUND;
+        v0 ^= m;
+    }
+    const uint64_t b = (uint64_t)(n & 0xff) << 56 | tfc_encode_fetch(s + end, n - end);
+    v3 ^= b;
+    TFC_SIPROUND;
+    TFC_SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    for (int r = 0; r < 4; r++) TFC_SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+#undef TFC_SIPROUND
+
+/* Keras's Hashing of v (HASH in tfc_encode_desc). */
+TFC_HD int64_t tfc_encode_hash(const tfc_encode_desc *d, double v)
+{
+    int bins = d->n;
+    if (d->masked && bins > 1) {
+        if (v == d->mask_value) return 0;
+        bins--;
+    }
+    /* tf.as_string of the value cast to int64 (a float truncated toward zero) */
+    const int64_t i = v != v                         ? 0
+                      : v >= 9223372036854775807.0   ? INT64_MAX /* 2^63 and beyond */
+                      : v < -9223372036854775808.0   ? INT64_MIN
+                                                     : (int64_t)v;
+    unsigned char digits[24], s[24];
+    uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
+    int nd = 0, n = 0;
+    do {
+        digits[nd++] = (unsigned char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (i < 0) s[n++] = '-';
+    while (nd) s[n++] = digits[--nd];
+    const uint64_t h = d->salted ? tfc_encode_siphash(d->key, s, n) : tfc_encode_farmhash(s, n);
+    return (int64_t)(h % (uint64_t)bins) + (bins < d->n);
+}
+
 /* The index of value v: see tfc_encode_desc. */
 TFC_HD int64_t tfc_encode_index(const tfc_encode_desc *d, const float *table, double v)
 {
@@ -41,6 +152,8 @@ TFC_HD int64_t tfc_encode_index(const tfc_encode_desc *d, const float *table, do
     }
     case TFC_ENCODE_INVERT:
         return v >= 0 && v < d->n ? (int64_t)table[(int64_t)v] : d->oov;
+    case TFC_ENCODE_HASH:
+        return tfc_encode_hash(d, v);
     }
     return -1;
 }

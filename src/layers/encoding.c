@@ -14,6 +14,9 @@
  *   indices first (num_oov_indices of them; a value not in the vocabulary gets
  *   floormod(value, num_oov_indices)), then the vocabulary's in order; invert maps indices
  *   back to values (out of range: oov_token).
+ * Hashing (keras.layers.Hashing): each value's bin among num_bins by a hash of its decimal
+ *   digits, as Keras's (TensorFlow's to_hash_bucket_fast, FarmHash's Fingerprint64; with a
+ *   salt to_hash_bucket_strong, SipHash-2-4), bin 0 kept for mask_value when one is given.
  *
  * Output mode int gives int32 indices (tfc_layer.out_dtype), which an Embedding, a
  * CategoryEncoding or an IntegerLookup may read; other layers take the encoded modes.
@@ -24,6 +27,7 @@
  * of a float layer) are truncated toward zero as Keras casts them, and one outside
  * [0, num_tokens) marks nothing, as Keras's JAX backend does. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,4 +406,67 @@ const tfc_layer_ops tfc_integer_lookup_ops = {
     .min_inputs = 1, .max_inputs = 1, .cpu_first = 1, .reads_ints = 1, .needs = enc_needs,
     .build = il_build, .forward = enc_forward, .backward = enc_backward,
     .free_state = enc_free_state, .fill_param = enc_fill_param,
+};
+
+/* ---- Hashing ----------------------------------------------------------------------------- */
+
+typedef struct hash_args {
+    int num_bins;
+    const tfc_node *mask_value, *salt;
+    int output_mode;
+} hash_args;
+
+static const tfc_field hash_fields[] = {
+    {"num_bins", TFC_F_INT, offsetof(hash_args, num_bins), NULL, 1, 1 << 24, NULL,
+     "the number of bins (bin 0 the mask's when mask_value is given)"},
+    {"mask_value", TFC_F_NODE, offsetof(hash_args, mask_value), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "an integer that goes to bin 0 (null: none)"},
+    {"salt", TFC_F_NODE, offsetof(hash_args, salt), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "an integer or a list of two: SipHash's key (null: FarmHash, unkeyed)"},
+    {"output_mode", TFC_F_ENUM, offsetof(hash_args, output_mode), "int", TFC_UNBOUNDED,
+     mode_names, "int, one_hot, multi_hot or count"},
+    SPARSE_FIELD,
+    {NULL}};
+
+static tfc_status hash_build(tfc_layer *l, tfc_error *err)
+{
+    const hash_args *a = l->args;
+    char path[128];
+    if (a->output_mode == TFC_ENCODE_COUNT + 1)
+        return tfc_layer_error(err, l, "output_mode tf_idf is not a Hashing mode");
+    enc_state *s = enc_new_state(l, err);
+    if (!s) return TFC_ERR_NOMEM;
+    s->d.map = TFC_ENCODE_HASH;
+    s->d.n = a->num_bins;
+    if (a->mask_value && !tfc_node_is_null(a->mask_value)) {
+        long long v;
+        snprintf(path, sizeof path, "layers[%d].%s.mask_value", l->index, l->ops->type);
+        if (tfc_node_int(a->mask_value, path, INT32_MIN, INT32_MAX, &v, err))
+            return TFC_ERR_CONFIG;
+        s->d.masked = 1;
+        s->d.mask_value = (double)v;
+    }
+    if (a->salt && !tfc_node_is_null(a->salt)) {
+        const tfc_node *n = a->salt;
+        const tfc_node *k[2] = {n, n}; /* Keras: an integer salt is [salt, salt] */
+        snprintf(path, sizeof path, "layers[%d].%s.salt", l->index, l->ops->type);
+        if (n->kind == TFC_NODE_SEQ && n->n == 2) k[0] = n->vals[0], k[1] = n->vals[1];
+        else if (n->kind != TFC_NODE_SCALAR)
+            return tfc_node_error(err, TFC_ERR_CONFIG, n, path,
+                                  "an integer or a list of two integers");
+        for (int i = 0; i < 2; i++) {
+            long long v;
+            if (tfc_node_int(k[i], path, 0, INT64_MAX, &v, err)) return TFC_ERR_CONFIG;
+            s->d.key[i] = (uint64_t)v;
+        }
+        s->d.salted = 1;
+    }
+    return enc_shape(l, (tfc_encode_mode)a->output_mode, a->num_bins, err);
+}
+
+const tfc_layer_ops tfc_hashing_ops = {
+    .type = "Hashing", .schema = hash_fields, .args_size = sizeof(hash_args),
+    .min_inputs = 1, .max_inputs = 1, .cpu_first = 1, .reads_ints = 1, .needs = enc_needs,
+    .build = hash_build, .forward = enc_forward, .backward = enc_backward,
+    .free_state = enc_free_state,
 };

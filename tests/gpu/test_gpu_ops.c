@@ -3233,7 +3233,7 @@ static void test_stft(void)
 
 /* The preprocessing layers' encode_forward (gpu_encode.cu) against the CPU, bit for bit:
  * every map (index, bucket with values on the boundaries and NaN, lookup with floormod OOV
- * indices, invert) in every mode, float and int32 values, int32 and float indices out; then
+ * indices, invert, hash: plain, salted and masked) in every mode, float and int32 values, int32 and float indices out; then
  * a model with the three layers (cpu_first lifted) trains on both backends */
 static int encode_case(const char *name, tfc_encode_desc d, const float *table, int ntable)
 {
@@ -3268,7 +3268,7 @@ static void test_encode(void)
     static const float lookup[] = {-3, 1, 2, 7, 3, 5, 2, 4}; /* keys, then their indices */
     static const float invert[] = {-1, -3, 7, 1, 2, 9};
     int bad = 0;
-    for (int map = TFC_ENCODE_INDEX; map <= TFC_ENCODE_INVERT; map++)
+    for (int map = TFC_ENCODE_INDEX; map <= TFC_ENCODE_HASH; map++)
         for (int mode = TFC_ENCODE_INT; mode <= TFC_ENCODE_COUNT; mode++)
             for (int ints = 0; ints < 2; ints++) {
                 tfc_encode_desc d = {.rows = 37, .width = mode == TFC_ENCODE_INT ? 5 : 3,
@@ -3278,8 +3278,14 @@ static void test_encode(void)
                 const float *table = map == TFC_ENCODE_BUCKET   ? bounds
                                      : map == TFC_ENCODE_LOOKUP ? lookup
                                                                 : invert;
-                d.n = map == TFC_ENCODE_BUCKET ? 4 : map == TFC_ENCODE_LOOKUP ? 4 : 6;
+                d.n = map == TFC_ENCODE_BUCKET   ? 4
+                      : map == TFC_ENCODE_LOOKUP ? 4
+                      : map == TFC_ENCODE_HASH   ? 7
+                                                 : 6;
                 d.oov = map == TFC_ENCODE_INVERT ? -1 : 0, d.noov = 2;
+                if (map == TFC_ENCODE_HASH) /* salted with int32 values, masked in one_hot */
+                    d.salted = ints, d.key[0] = 133, d.key[1] = 1ull << 40,
+                    d.masked = mode == TFC_ENCODE_ONE_HOT, d.mask_value = 2;
                 char name[48];
                 snprintf(name, sizeof name, "encode map %d mode %d ints %d", map, mode, ints);
                 bad += encode_case(name, d, table, map == TFC_ENCODE_LOOKUP ? 8 : 6);
@@ -3293,7 +3299,9 @@ static void test_encode(void)
                 "  - Flatten: {name: a}\n"
                 "  - CategoryEncoding: {num_tokens: 20, output_mode: count, inputs: input}\n"
                 "  - Dense: {units: 4, name: b}\n"
-                "  - Concatenate: {inputs: [a, b]}\n"
+                "  - Hashing: {num_bins: 5, salt: 3, output_mode: multi_hot, inputs: input}\n"
+                "  - Dense: {units: 2, name: c}\n"
+                "  - Concatenate: {inputs: [a, b, c]}\n"
                 "  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 1, 1, 5e-4, 1e-5);

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-# Writes the Keras parity fixtures of CategoryEncoding, Discretization and IntegerLookup
+# Writes the Keras parity fixtures of CategoryEncoding, Discretization, IntegerLookup and Hashing
 # (tests/test_preprocessing.c) into tests/ref/preprocessing/, in keras_group_norm.py's format
 # (its write_cases): per case the tfc YAML, the input x (int32 ids or float32 values), Keras
 # 3's output y, MSE targets, the gradients of the weights after the layer (Dense, Embedding)
 # and those weights under their Keras 3 paths. The inputs hit every edge: values equal to
-# bin boundaries, values out of the vocabulary, repeated values. Not run by `make test`. To
-# regenerate (Keras 3.15.1 + JAX, CPU):
+# bin boundaries, values out of the vocabulary, repeated values; and hash_table.safetensors,
+# TensorFlow's hash buckets (Keras's Hashing's) of 2602 int32 and 306 float32 values. Not run
+# by `make test`. To regenerate (Keras 3.15.1 + JAX, CPU; TensorFlow for the hash table):
 #   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_preprocessing_numeric.py
 import os
 import sys
@@ -152,7 +153,60 @@ CASES = {
                        "  - IntegerLookup: {name: v, vocabulary: [3, 9, 1, 14], invert: true}\n"
                        "  - CategoryEncoding: {name: c, num_tokens: 16, output_mode: count}\n"
                        + dense_yaml(2), ints(0, 7, (4,))),
+    # Hashing: int indices into an Embedding, masked one_hot, salted (an integer and a pair)
+    # count (float values, which Keras casts to int64, in hash_table below: JAX cannot take
+    # the gradient through the TensorFlow op Keras hashes them with)
+    "hash_int_embed": model((16,), "int32",
+                            [lambda: L.Hashing(num_bins=13, name="h"),
+                             lambda: L.Embedding(13, 2, name="e"), lambda: L.Flatten(name="f"),
+                             dense(2)],
+                            "  - Hashing: {name: h, num_bins: 13}\n"
+                            "  - Embedding: {name: e, input_dim: 13, output_dim: 2}\n"
+                            "  - Flatten: {name: f}\n" + dense_yaml(2), ints(-500, 500, (16,))),
+    "hash_mask_one_hot": model((3,), "int32",
+                               [lambda: L.Hashing(num_bins=5, mask_value=0,
+                                                  output_mode="one_hot", name="h"), dense(2)],
+                               "  - Hashing: {name: h, num_bins: 5, mask_value: 0, "
+                               "output_mode: one_hot}\n" + dense_yaml(2), ints(-2, 3, (3,))),
+    "hash_salt_count": model((8,), "int32",
+                             [lambda: L.Hashing(num_bins=7, salt=133, output_mode="count",
+                                                name="h"), dense(2)],
+                             "  - Hashing: {name: h, num_bins: 7, salt: 133, "
+                             "output_mode: count}\n" + dense_yaml(2), ints(-50, 50, (8,))),
+    "hash_salt2_multi_hot": model((8,), "int32",
+                                  [lambda: L.Hashing(num_bins=9, salt=[7, 2**40 + 3],
+                                                     output_mode="multi_hot", name="h"),
+                                   dense(2)],
+                                  "  - Hashing: {name: h, num_bins: 9, salt: [7, %d], "
+                                  "output_mode: multi_hot}\n" % (2**40 + 3) + dense_yaml(2),
+                                  ints(-50, 50, (8,))),
 }
+
+BIG = 16777213  # a prime below 2^24: the buckets hold in float32 exactly
+
+
+def hash_table():
+    """Every hash bucket TensorFlow gives (Keras's Hashing's ops) for many int32 values and
+    float32 values (cast to int64, up to 20 digits): x, fast, strong (key [133, 7]) and xf,
+    fastf, of BIG buckets."""
+    import tensorflow as tf
+    from safetensors.numpy import save_file
+    rng = np.random.default_rng(5)
+    x = np.concatenate([np.arange(-300, 300), rng.integers(-2**31, 2**31, 2000),
+                        [2**31 - 1, -2**31]]).astype("int32")
+    xf = np.concatenate([rng.normal(size=300) * 10.0 ** rng.integers(0, 19, 300),
+                         [1e18, -9.2e18, 123456789012345678.0, 0.5, -0.5, -1.5]]).astype("float32")
+
+    def buckets(v, strong=False):
+        s = tf.strings.as_string(tf.cast(v, "int64"))
+        h = (tf.strings.to_hash_bucket_strong(s, BIG, [133, 7]) if strong
+             else tf.strings.to_hash_bucket_fast(s, BIG))
+        return h.numpy().astype("float32")
+    tensors = {"x": x, "fast": buckets(x), "strong": buckets(x, True), "xf": xf,
+               "fastf": buckets(xf)}
+    save_file(tensors, os.path.join(OUT, "hash_table.safetensors"),
+              metadata={"keras": keras.__version__, "buckets": str(BIG)})
+    print("hash_table", {k: list(v.shape) for k, v in tensors.items()})
 
 
 def draw(rng, model, draw_x):
@@ -163,3 +217,4 @@ def draw(rng, model, draw_x):
 
 if __name__ == "__main__":
     write_cases(CASES, OUT, 43, draw)
+    hash_table()
