@@ -979,6 +979,20 @@ static const gc_case cases[] = {
                         "power_to_db: false, mag_exp: 1.0, inputs: input}\n"
                         "  - Flatten: {name: f8, inputs: m}\n  - Flatten: {name: f9, inputs: n}\n"
                         "  - Concatenate: {inputs: [f8, f9]}\n  - Dense: {units: 3}\n", 3},
+    /* the preprocessing layers (no weights, no gradient to their input): the weights after
+     * them, IntegerLookup's int32 indices into an Embedding, CategoryEncoding's counts and
+     * Hashing's multi-hot of the token ids; Discretization's one-hot of float values */
+    {"preprocessing_ids", SEQ "  - IntegerLookup: {name: v, vocabulary: [1, 3, 5, 7, 9]}\n"
+                          "  - Embedding: {input_dim: 6, output_dim: 3}\n"
+                          "  - Flatten: {name: p1}\n"
+                          "  - CategoryEncoding: {num_tokens: 10, output_mode: count, "
+                          "inputs: input}\n  - Dense: {units: 2, name: p2}\n"
+                          "  - Hashing: {num_bins: 5, output_mode: multi_hot, inputs: input}\n"
+                          "  - Dense: {units: 2, name: p3}\n"
+                          "  - Concatenate: {inputs: [p1, p2, p3]}\n  - Dense: {units: 3}\n", 3},
+    {"discretization", "input: {shape: [5]}\nlayers:\n"
+                       "  - Discretization: {bin_boundaries: [-0.5, 0.1, 0.6], "
+                       "output_mode: one_hot}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

@@ -717,6 +717,41 @@ typedef struct tfc_stft_desc {
     float mag_exp, min_power, ref_db, top_db;
 } tfc_stft_desc;
 
+/* The numeric preprocessing layers (CategoryEncoding, Discretization, IntegerLookup): each of
+ * the rows x width input values v (int32 when ints, else float) maps to an index k:
+ *   INDEX:  k = v (a float truncated toward zero, as Keras casts it);
+ *   BUCKET: k = how many of the n ascending boundaries table[0, n) are <= v (a value equal to
+ *           a boundary goes to the bin above it, as Keras's Discretization);
+ *   LOOKUP: k = table[n + i] where table[i] == v, the n keys table[0, n) ascending; a value
+ *           not there: oov + floormod(v, noov) (IntegerLookup's out-of-vocabulary indices);
+ *   INVERT: k = table[v] for v in [0, n), else oov (IntegerLookup's invert: index to value);
+ *   HASH:   k = the 64-bit hash of v's decimal digits (a float truncated first) modulo n:
+ *           FarmHash's Fingerprint64 or, salted, SipHash-2-4 keyed by key (TensorFlow's
+ *           to_hash_bucket_fast and _strong); masked: v == mask_value gives 0, the others
+ *           1 + the hash modulo n - 1 (Keras's Hashing); no table;
+ * then by mode: INT y[r, j] = k (int32 bits with out_ints, else a float); ONE_HOT
+ * y[r, j, 0 .. depth) the one-hot of k; MULTI_HOT y[r, 0 .. depth) 1 where some k of row r
+ * falls; COUNT how many do; an index outside [0, depth) marks nothing. With scale (a
+ * [depth] table; NULL: none), the MULTI_HOT and COUNT values are multiplied by it. */
+typedef enum tfc_encode_map {
+    TFC_ENCODE_INDEX = 0, TFC_ENCODE_BUCKET, TFC_ENCODE_LOOKUP, TFC_ENCODE_INVERT,
+    TFC_ENCODE_HASH
+} tfc_encode_map;
+typedef enum tfc_encode_mode {
+    TFC_ENCODE_INT = 0, TFC_ENCODE_ONE_HOT, TFC_ENCODE_MULTI_HOT, TFC_ENCODE_COUNT
+} tfc_encode_mode;
+typedef struct tfc_encode_desc {
+    int64_t rows;
+    int width, ints, out_ints;
+    tfc_encode_map map;
+    int n, oov, noov;
+    tfc_encode_mode mode;
+    int depth;
+    int salted, masked;  /* HASH */
+    uint64_t key[2];
+    double mask_value;
+} tfc_encode_desc;
+
 /* How Bidirectional joins its two directions' outputs (Keras's merge_mode). */
 typedef enum tfc_merge_mode {
     TFC_MERGE_CONCAT = 0,
@@ -1531,7 +1566,11 @@ typedef struct tfc_device_options {
     X(void, elastic_forward, (tfc_backend *be, const tfc_elastic_desc *d, const float *x,          \
                               float *y))                                                           \
     X(void, elastic_backward, (tfc_backend *be, const tfc_elastic_desc *d, const float *x,         \
-                               const float *dy, float *dx))
+                               const float *dy, float *dx))                                        \
+    /* The preprocessing layers' encoding (tfc_encode_desc): overwrites y. No backward: the      \
+     * layers pass no gradient to their input. */                                                  \
+    X(void, encode_forward, (tfc_backend *be, const tfc_encode_desc *d, const void *x,             \
+                             const float *table, const float *scale, float *y))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

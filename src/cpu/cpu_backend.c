@@ -464,6 +464,7 @@ static const tfc_backend_ops cpu_ops = {
     .stft_backward = tfc_cpu_stft_backward,
     .elastic_forward = tfc_cpu_elastic_forward,
     .elastic_backward = tfc_cpu_elastic_backward,
+    .encode_forward = tfc_cpu_encode_forward,
     .loss = tfc_cpu_loss,
     .accuracy = tfc_cpu_accuracy,
     .sumsq = tfc_cpu_sumsq,

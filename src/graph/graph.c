@@ -373,7 +373,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
         int j = sole_consumer(m, i);
-        if (!l->ops->looks_up || j == i || !m->layers[j].ops->takes_ids ||
+        if (!l->ops->looks_up || l->inputs[0] >= 0 || j == i || !m->layers[j].ops->takes_ids ||
             m->layers[j].ninputs != 1 ||
             !m->layers[j].ops->takes_ids(&m->layers[j], be, l->id_limit, max_batch))
             continue;
@@ -856,9 +856,10 @@ static tfc_status check_ids(tfc_model *m, const int32_t *ids, int batch, tfc_err
             if (ids[k] < 0 || ids[k] >= l->id_limit)
                 return tfc_error_set(err, TFC_ERR_DATA,
                                      "example %lld of the batch: token id %d at position %lld is "
-                                     "outside [0, %lld), the input_dim of layer '%s'",
+                                     "outside [0, %lld), the %s of layer '%s'",
                                      (long long)(k / per), ids[k], (long long)(k % per),
-                                     (long long)l->id_limit, l->name);
+                                     (long long)l->id_limit,
+                                     l->ops->looks_up ? "input_dim" : "num_tokens", l->name);
     }
     return TFC_OK;
 }
@@ -970,6 +971,7 @@ tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int tra
 static void round_outputs(tfc_model *m, int i)
 {
     const tfc_bound *b = &m->bound[i];
+    if (m->layers[i].out_dtype == TFC_I32) return; /* indices, not values */
     int64_t n = (int64_t)m->ex.batch * tfc_layer_out_numel(&m->layers[i]);
     round_to(m, n, b->y, b->y);
     if (b->z != b->y && !b->z_unset) round_to(m, n, b->z, b->z);

@@ -435,9 +435,16 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
         l->in_shape[j] = p < 0 ? m->input_shape : m->layers[p].out_shape;
-        l->in_dtype[j] = p < 0 ? m->input_dtype : TFC_F32;
+        l->in_dtype[j] = p < 0 ? m->input_dtype : m->layers[p].out_dtype;
         if (p >= 0 && m->layers[p].mask_out) mask |= 1u << j;
+        if (p >= 0 && l->in_dtype[j] == TFC_I32 && !l->ops->reads_ints)
+            return tfc_layer_error(err, l, "reads the int32 indices of layer '%s' (its "
+                                   "output_mode int), which it cannot take: give that layer "
+                                   "another output_mode or put an Embedding or a "
+                                   "CategoryEncoding between", m->layers[p].name);
     }
+    l->out_dtype = TFC_F32;
+    l->out_id_limit = 0;
     l->mask_inputs = mask;
     l->mask_in = mask != 0;
     l->mask_out = mask && l->ops->keeps_mask;
@@ -450,6 +457,12 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
         l->params[p].trainable = 0;
     }
     if (attach_regularizers(l, err)) return TFC_ERR_CONFIG;
+    const tfc_layer *from = l->inputs[0] >= 0 ? &m->layers[l->inputs[0]] : NULL;
+    if (from && l->id_limit && from->out_dtype == TFC_I32 && from->out_id_limit > l->id_limit)
+        return tfc_layer_error(err, l, "takes indices up to %lld from layer '%s', beyond its "
+                               "limit of %lld (input_dim or num_tokens)",
+                               (long long)from->out_id_limit - 1, from->name,
+                               (long long)l->id_limit);
     if (tfc_layer_out_numel(l) <= 0 || tfc_layer_out_numel(l) > (1ll << 31)) {
         char buf[96];
         return tfc_layer_error(err, l, "output shape %s is empty or too large",
@@ -664,6 +677,10 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
         l->max_batch = 1;
         if (tfc_model_derive_layer(m, l, err)) status = TFC_ERR_CONFIG;
     }
+    if (!status && m->layers[m->nlayers - 1].out_dtype == TFC_I32)
+        return tfc_layer_error(err, &m->layers[m->nlayers - 1], "gives int32 indices "
+                               "(output_mode int), which a model's output cannot be: give it "
+                               "another output_mode or a layer after it (an Embedding)");
     return status ? status : one_input_mask(m, err);
 }
 

@@ -1,6 +1,9 @@
 /* Embedding (keras.layers.Embedding): token ids to vectors.
  *   y[..., :] = E[id, :]              E [input_dim, output_dim]
  *   backward: dE[id, :] += dy[..., :]  (no gradient flows to integer ids)
+ * The ids are the model input's (int32) or the int32 indices of a layer before it
+ * (IntegerLookup, Discretization with output_mode int), whose limit the graph checks against
+ * input_dim when the model is built.
  * With mask_zero, id 0 is padding: the graph derives a mask [batch, T] from the ids and
  * hands it to the layers downstream (LSTM keeps state over masked steps, losses skip them). */
 #include "layers/layer.h"
@@ -33,9 +36,13 @@ static tfc_status embedding_build(tfc_layer *l, tfc_error *err)
     const embedding_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    if (l->in_dtype[0] != TFC_I32 || l->inputs[0] >= 0)
+    if (l->in_dtype[0] != TFC_I32)
         return tfc_layer_error(err, l, "reads token ids: it must take the model input, declared "
-                                       "as input: {shape: [...], dtype: int32}");
+                                       "as input: {shape: [...], dtype: int32}, or the int32 "
+                                       "indices of a layer (IntegerLookup, Discretization)");
+    if (a->mask_zero && l->inputs[0] >= 0)
+        return tfc_layer_error(err, l, "mask_zero needs the model input's token ids, not the "
+                                       "indices of another layer");
     if (a->mask_zero && in->ndim != 1)
         return tfc_layer_error(err, l, "mask_zero needs a sequence input of shape (steps), got %s",
                                tfc_shape_str(in, buf, sizeof buf));
@@ -70,6 +77,6 @@ static void embedding_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
 
 const tfc_layer_ops tfc_embedding_ops = {
     .type = "Embedding", .schema = embedding_fields, .args_size = sizeof(embedding_args),
-    .min_inputs = 1, .max_inputs = 1, .looks_up = 1,
+    .min_inputs = 1, .max_inputs = 1, .looks_up = 1, .reads_ints = 1,
     .build = embedding_build, .forward = embedding_forward, .backward = embedding_backward,
 };

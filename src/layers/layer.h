@@ -110,6 +110,8 @@ typedef struct tfc_layer_ops {
      * a real GPU: a backend other than the CPU refuses it at bind, naming it, until it has
      * (then the flag goes). */
     int cpu_first;
+    int reads_ints;            /* may read a layer's int32 output (tfc_layer.out_dtype):
+                                * Embedding, the preprocessing layers */
     int writes_params;         /* a training forward writes the layer's trainable parameters
                                 * (SpectralNormalization's kernel): bf16 and float16, whose
                                 * layers read 16-bit copies of them, refuse it */
@@ -214,6 +216,13 @@ struct tfc_layer {
      * build: ActivityRegularization); 0, 0: none */
     float activity_l1, activity_l2;
     int64_t id_limit;              /* token inputs must lie in [0, id_limit); 0: no check */
+    tfc_dtype out_dtype;           /* set by build: TFC_I32 for an output of int32 indices
+                                      (IntegerLookup's and Discretization's output_mode int),
+                                      which only a layer with ops->reads_ints may read;
+                                      TFC_F32 (the graph's default before build) otherwise */
+    int64_t out_id_limit;          /* out_dtype TFC_I32: its values lie in [0, out_id_limit),
+                                      checked against a reader's id_limit when the model is
+                                      built */
     int64_t ids_vocab;             /* takes_ids: set by the graph before plan when this layer
                                       takes the ids of the Embedding that alone feeds it (its
                                       input_dim; tfc_exec.ids); 0: it reads its input */

@@ -56,6 +56,8 @@ extern const tfc_layer_ops tfc_adaptive_average_pooling1d_ops,
 extern const tfc_layer_ops tfc_conv3d_transpose_ops;
 extern const tfc_layer_ops tfc_spectral_normalization_ops;
 extern const tfc_layer_ops tfc_stft_spectrogram_ops, tfc_mel_spectrogram_ops;
+extern const tfc_layer_ops tfc_category_encoding_ops, tfc_discretization_ops,
+    tfc_integer_lookup_ops, tfc_hashing_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -113,6 +115,8 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_conv3d_transpose_ops,
     &tfc_spectral_normalization_ops,
     &tfc_stft_spectrogram_ops, &tfc_mel_spectrogram_ops,
+    &tfc_category_encoding_ops, &tfc_discretization_ops, &tfc_integer_lookup_ops,
+    &tfc_hashing_ops,
     NULL};
 
 /* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer

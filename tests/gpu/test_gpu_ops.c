@@ -3236,6 +3236,90 @@ static void test_stft(void)
     enable_layer_ops(0);
 }
 
+/* The preprocessing layers' encode_forward (gpu_encode.cu) against the CPU, bit for bit:
+ * every map (index, bucket with values on the boundaries and NaN, lookup with floormod OOV
+ * indices, invert, hash: plain, salted and masked) in every mode, float and int32 values, int32 and float indices out; then
+ * a model with the three layers (cpu_first lifted) trains on both backends */
+static int encode_case(const char *name, tfc_encode_desc d, const float *table, int ntable)
+{
+    const int64_t nx = d.rows * d.width;
+    const int64_t per = d.mode == TFC_ENCODE_INT       ? d.width
+                        : d.mode == TFC_ENCODE_ONE_HOT ? (int64_t)d.width * d.depth
+                                                       : d.depth;
+    pair x = pair_new(nx), t = pair_new(ntable), y = pair_rand(d.rows * per, -1, 1);
+    pair sc = pair_rand(d.depth, 0.5, 2);
+    for (int64_t i = 0; i < nx; i++) {
+        const int v = irand(13) - 4; /* -4 .. 8 */
+        if (d.ints) ((int32_t *)x.h)[i] = v;
+        else x.h[i] = i % 11 == 5 ? NAN : (float)v * 0.5f;
+    }
+    memcpy(t.h, table, (size_t)ntable * 4);
+    pair_push(&x), pair_push(&t);
+    const int scaled = d.mode == TFC_ENCODE_COUNT;
+    for (int k = 0; k < 2; k++) {
+        tfc_backend *be = k ? dev : ref;
+        be->ops->encode_forward(be, &d, SIDE(x, k), SIDE(t, k), scaled ? SIDE(sc, k) : NULL,
+                                SIDE(y, k));
+    }
+    int bad = check_part(name, "forward", &y, EXACT);
+    pair_free(&x), pair_free(&t), pair_free(&y), pair_free(&sc);
+    return bad;
+}
+
+static void test_encode(void)
+{
+    enable_layer_ops(1);
+    static const float bounds[] = {-1.0f, 0.0f, 0.5f, 2.0f};
+    static const float lookup[] = {-3, 1, 2, 7, 3, 5, 2, 4}; /* keys, then their indices */
+    static const float invert[] = {-1, -3, 7, 1, 2, 9};
+    int bad = 0;
+    for (int map = TFC_ENCODE_INDEX; map <= TFC_ENCODE_HASH; map++)
+        for (int mode = TFC_ENCODE_INT; mode <= TFC_ENCODE_COUNT; mode++)
+            for (int ints = 0; ints < 2; ints++) {
+                tfc_encode_desc d = {.rows = 37, .width = mode == TFC_ENCODE_INT ? 5 : 3,
+                                     .ints = ints, .out_ints = mode == TFC_ENCODE_INT && ints,
+                                     .map = (tfc_encode_map)map,
+                                     .mode = (tfc_encode_mode)mode, .depth = 8};
+                const float *table = map == TFC_ENCODE_BUCKET   ? bounds
+                                     : map == TFC_ENCODE_LOOKUP ? lookup
+                                                                : invert;
+                d.n = map == TFC_ENCODE_BUCKET   ? 4
+                      : map == TFC_ENCODE_LOOKUP ? 4
+                      : map == TFC_ENCODE_HASH   ? 7
+                                                 : 6;
+                d.oov = map == TFC_ENCODE_INVERT ? -1 : 0, d.noov = 2;
+                if (map == TFC_ENCODE_HASH) /* salted with int32 values, masked in one_hot */
+                    d.salted = ints, d.key[0] = 133, d.key[1] = 1ull << 40,
+                    d.masked = mode == TFC_ENCODE_ONE_HOT, d.mask_value = 2;
+                char name[48];
+                snprintf(name, sizeof name, "encode map %d mode %d ints %d", map, mode, ints);
+                bad += encode_case(name, d, table, map == TFC_ENCODE_LOOKUP ? 8 : 6);
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [6], dtype: int32}\nlayers:\n"
+                "  - IntegerLookup: {vocabulary: [1, 2, 3, 5, 8, 13]}\n"
+                "  - Embedding: {input_dim: 7, output_dim: 3}\n"
+                "  - Flatten: {name: a}\n"
+                "  - CategoryEncoding: {num_tokens: 20, output_mode: count, inputs: input}\n"
+                "  - Dense: {units: 4, name: b}\n"
+                "  - Hashing: {num_bins: 5, salt: 3, output_mode: multi_hot, inputs: input}\n"
+                "  - Dense: {units: 2, name: c}\n"
+                "  - Concatenate: {inputs: [a, b, c]}\n"
+                "  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 1, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [4]}\nlayers:\n"
+                "  - Discretization: {bin_boundaries: [0.25, 0.5, 0.75], output_mode: one_hot}\n"
+                "  - Flatten: {}\n"
+                "  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* RandomShear (cpu_first, on the warp ops) between convolutions, so its backward runs: a
  * few steps on both backends */
 static void test_train_shear(void)
@@ -5190,6 +5274,7 @@ int main(int argc, char **argv)
         {"augment_persp", test_augment_persp},
         {"rand_augment", test_rand_augment},
         {"stft", test_stft},
+        {"encode", test_encode},
         {"train_border", test_train_border},
         {"train_token_position", test_train_token_position},
         {"train_position", test_train_position},

@@ -1,0 +1,14 @@
+/* The preprocessing layers' encoding (tfc_encode_desc in core/backend.h): CategoryEncoding,
+ * Discretization and IntegerLookup, a row at a time by core/encode.h. */
+#include <math.h>
+
+#include "core/encode.h"
+#include "cpu/cpu_internal.h"
+
+void tfc_cpu_encode_forward(tfc_backend *be, const tfc_encode_desc *d, const void *x,
+                            const float *table, const float *scale, float *y)
+{
+    (void)be;
+    const int64_t per = tfc_encode_row(d);
+    for (int64_t r = 0; r < d->rows; r++) tfc_encode_one(d, r, x, table, scale, y + r * per);
+}
