@@ -121,5 +121,6 @@ const tfc_layer_ops tfc_random_elastic_transform_ops = {
     .type = "RandomElasticTransform", .schema = elastic_fields,
     .args_size = sizeof(elastic_args), .min_inputs = 1, .max_inputs = 1,
     .copies_at_inference = 1, .cpu_first = 1, .build = elastic_build,
+    .host_choices = 1, /* the batch's distortion factor is drawn on the host each step */
     .forward = elastic_forward, .backward = elastic_backward, .needs = elastic_needs,
 };

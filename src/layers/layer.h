@@ -118,8 +118,9 @@ typedef struct tfc_layer_ops {
     int copies_at_inference;   /* inference forward copies x to y (Flatten, Reshape, Dropout):
                                 * the inference layout gives y x's memory, the copy a no-op */
     int host_choices;          /* a training forward decides on the host, each step, which ops
-                                * it queues (RandAugment's picks): a CUDA graph would replay
-                                * the captured step's choice, so the solver captures none */
+                                * it queues or with what (RandAugment's picks,
+                                * RandomElasticTransform's distortion factor): a CUDA graph
+                                * would replay the captured step's, so the solver captures none */
     /* Checks l->in_shape against the arguments (l->args), sets l->out_shape, l->act,
      * parameters (tfc_layer_add_param), l->saved_floats (floats per example kept from
      * forward for backward) and, for token inputs, l->id_limit. Errors name the layer via

@@ -119,7 +119,8 @@ static const tfc_field adagrad_fields[] = {
     KERAS_COMMON,
     {NULL}};
 
-/* Nadam and Adamax: Adam's betas and epsilon (no amsgrad) */
+/* Nadam, Adamax and Lamb: Adam's betas and epsilon (no amsgrad); Lamb's update is scaled
+ * per variable by ||w|| / ||update||, and its keys are Nadam's */
 static const tfc_field nadam_fields[] = {
     TYPE_FIELD,
     LR_FIELD("0.001"),
@@ -192,17 +193,6 @@ static const tfc_field schedule_free_fields[] = {
     KERAS_COMMON,
     {NULL}};
 
-/* Lamb: Adam's moments, the update scaled per variable by ||w|| / ||update|| */
-static const tfc_field lamb_fields[] = {
-    TYPE_FIELD,
-    LR_FIELD("0.001"),
-    BETA_FIELD("beta_1", beta_1, "0.9", 0.999999, "decay of the first-moment estimate"),
-    BETA_FIELD("beta_2", beta_2, "0.999", 0.999999, "decay of the second-moment estimate"),
-    EPS_FIELD,
-    WEIGHT_DECAY_FIELD(TFC_NO_DEFAULT),
-    KERAS_COMMON,
-    {NULL}};
-
 /* Adafactor: factored second moments; the step is relative to each variable's RMS */
 static const tfc_field adafactor_fields[] = {
     TYPE_FIELD,
@@ -259,7 +249,7 @@ static const tfc_field *const optimizer_tables[TFC_OPTIMIZER_COUNT] = {
     [TFC_OPTIMIZER_ADAGRAD] = adagrad_fields,   [TFC_OPTIMIZER_NADAM] = nadam_fields,
     [TFC_OPTIMIZER_ADAMAX] = adamax_fields,     [TFC_OPTIMIZER_LION] = lion_fields,
     [TFC_OPTIMIZER_ADADELTA] = adadelta_fields, [TFC_OPTIMIZER_FTRL] = ftrl_fields,
-    [TFC_OPTIMIZER_LAMB] = lamb_fields,         [TFC_OPTIMIZER_ADAFACTOR] = adafactor_fields,
+    [TFC_OPTIMIZER_LAMB] = nadam_fields,        [TFC_OPTIMIZER_ADAFACTOR] = adafactor_fields,
     [TFC_OPTIMIZER_MUON] = muon_fields,
     [TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW] = schedule_free_fields};
 
