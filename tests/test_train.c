@@ -1896,6 +1896,32 @@ static void test_file_size_limit(void)
     CU_ASSERT_EQUAL(run_tool(args3, log, 0), 0);
 }
 
+/* Labels of the other cross-entropy: one-hot rows for the sparse loss, class indices for
+ * the categorical one (mix_up's and cut_mix's users meet both), each an error whose hint
+ * says which loss or which map. */
+static void test_label_hints(void)
+{
+    static const struct {
+        const char *set, *want;
+    } c[] = {
+        {"data.train.pipeline.0={map: {op: one_hot, depth: 4}}",
+         "these look like one-hot (or mixed) rows: train with loss: categorical_crossentropy"},
+        {"model.loss=categorical_crossentropy",
+         "these look like class indices: add - map: {op: one_hot, depth: 4} to this split's"},
+    };
+    tfc_train_result *res = calloc(1, sizeof *res);
+    for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+        const char *sets[] = {"max_iter=5", c[k].set};
+        tfc_error err;
+        tfc_error_clear(&err);
+        CU_ASSERT_EQUAL(train("label_hints", sets, 2, NULL, NULL, NULL, res, &err),
+                        TFC_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, c[k].want));
+        if (!strstr(err.text, c[k].want)) printf("\nwanted \"%s\" in:\n%s\n", c[k].want, err.text);
+    }
+    free(res);
+}
+
 static void test_tool_errors(void)
 {
     if (!have_tool()) return;
@@ -1962,7 +1988,7 @@ static void test_tool_errors(void)
 
 int main(int argc, char **argv)
 {
-    tfc_test_case cases[24] = {
+    tfc_test_case cases[32] = {
         {"end_to_end", test_end_to_end},
         {"resume_bit_exact", test_resume_bit_exact},
         {"resume_every_optimizer_and_schedule", test_resume_every_optimizer_and_schedule},
@@ -1989,6 +2015,7 @@ int main(int argc, char **argv)
     cases[n++] = (tfc_test_case){"kill9", test_kill9};
     cases[n++] = (tfc_test_case){"file_size_limit", test_file_size_limit};
     cases[n++] = (tfc_test_case){"tool_errors", test_tool_errors};
+    cases[n++] = (tfc_test_case){"label_hints", test_label_hints};
     cases[n] = (tfc_test_case){NULL, NULL};
     return tfc_test_main("train", cases, argc, argv);
 }

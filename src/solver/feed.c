@@ -95,12 +95,24 @@ static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
         if (c->shape.dim[i] < 0) known = 0;
         else per *= c->shape.dim[i];
     }
-    if (known && per != f->label_numel)
-        return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
-                              "yields labels %s (%lld values per example), but the model's output "
-                              "and loss %s need %lld per example",
-                              got, (long long)per, loss, (long long)f->label_numel);
-    return TFC_OK;
+    if (!known || per == f->label_numel) return TFC_OK;
+    tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                   "yields labels %s (%lld values per example), but the model's output and loss "
+                   "%s need %lld per example",
+                   got, (long long)per, loss, (long long)f->label_numel);
+    /* the two cross-entropies' labels swapped: one-hot or mixed (mix_up, cut_mix) rows for
+     * the sparse loss, class indices for the categorical one */
+    const int classes = tfc_model_classes(f->model);
+    const tfc_loss_kind kind = tfc_model_loss_kind(f->model);
+    if (kind == TFC_LOSS_SPARSE_CCE && classes > 1 && per == (int64_t)classes)
+        tfc_error_hint(err, "these look like one-hot (or mixed) rows: train with loss: "
+                            "categorical_crossentropy, and give every split such labels "
+                            "(- map: {op: one_hot, depth: %d})", classes);
+    else if (kind == TFC_LOSS_CCE && per == 1 && f->label_numel == classes)
+        tfc_error_hint(err, "these look like class indices: add - map: {op: one_hot, depth: %d} "
+                            "to this split's pipeline, or train "
+                            "with loss: sparse_categorical_crossentropy", classes);
+    return TFC_ERR_CONFIG;
 }
 
 /* A class label outside the model's classes, at `at` ("FILE record N"). */
