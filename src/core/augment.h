@@ -155,6 +155,33 @@ typedef struct tfc_warp_taps {
     float wt[4];
 } tfc_warp_taps;
 
+/* The taps of the source point (sy, sx) in an h x w image: the nearest cell, or the four
+ * around it with bilinear weights, each placed by the fill mode. */
+TFC_HD tfc_warp_taps tfc_warp_taps_of(float sy, float sx, int h, int w, tfc_fill_mode fill,
+                                      int bilinear)
+{
+    tfc_warp_taps t;
+    if (!bilinear) {
+        const int iy = tfc_warp_place((int)roundf(sy), h, fill);
+        const int ix = tfc_warp_place((int)roundf(sx), w, fill);
+        t.n = 1;
+        t.off[0] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * w + ix;
+        t.wt[0] = 1;
+        return t;
+    }
+    const float fy0 = floorf(sy), fx0 = floorf(sx);
+    const float wy[2] = {1 - (sy - fy0), sy - fy0}, wx[2] = {1 - (sx - fx0), sx - fx0};
+    t.n = 4;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const int iy = tfc_warp_place((int)fy0 + a, h, fill);
+            const int ix = tfc_warp_place((int)fx0 + b, w, fill);
+            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * w + ix;
+            t.wt[2 * a + b] = wy[a] * wx[b];
+        }
+    return t;
+}
+
 /* The taps of output pixel (oy, ox) under matrix m. A perspective's point (always read in
  * constant mode) is held within [-2, n + 1] of each axis, where every tap past the image
  * reads fill_value as before, so a point near its vanishing line (or NaN) keeps to ints. */
@@ -167,26 +194,7 @@ TFC_HD tfc_warp_taps tfc_warp_taps_at(const tfc_warp_desc *d, const float m[8], 
         sx = fminf(fmaxf(sx / q, -2.0f), (float)d->w + 1);
         sy = fminf(fmaxf(sy / q, -2.0f), (float)d->h + 1);
     }
-    tfc_warp_taps t;
-    if (!d->bilinear) {
-        const int iy = tfc_warp_place((int)roundf(sy), d->h, d->fill);
-        const int ix = tfc_warp_place((int)roundf(sx), d->w, d->fill);
-        t.n = 1;
-        t.off[0] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
-        t.wt[0] = 1;
-        return t;
-    }
-    const float fy0 = floorf(sy), fx0 = floorf(sx);
-    const float wy[2] = {1 - (sy - fy0), sy - fy0}, wx[2] = {1 - (sx - fx0), sx - fx0};
-    t.n = 4;
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++) {
-            const int iy = tfc_warp_place((int)fy0 + a, d->h, d->fill);
-            const int ix = tfc_warp_place((int)fx0 + b, d->w, d->fill);
-            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
-            t.wt[2 * a + b] = wy[a] * wx[b];
-        }
-    return t;
+    return tfc_warp_taps_of(sy, sx, d->h, d->w, (tfc_fill_mode)d->fill, d->bilinear);
 }
 
 #endif

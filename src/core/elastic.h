@@ -91,26 +91,7 @@ TFC_HD tfc_warp_taps tfc_elastic_taps(const tfc_elastic_desc *d, float f, int oy
 {
     const float dsp = d->alpha * f;
     const float sx = (float)ox + dsp, sy = (float)oy + dsp;
-    tfc_warp_taps t;
-    if (!d->bilinear) {
-        const int iy = tfc_warp_place((int)roundf(sy), d->h, d->fill);
-        const int ix = tfc_warp_place((int)roundf(sx), d->w, d->fill);
-        t.n = 1;
-        t.off[0] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
-        t.wt[0] = 1;
-        return t;
-    }
-    const float fy0 = floorf(sy), fx0 = floorf(sx);
-    const float wy[2] = {1 - (sy - fy0), sy - fy0}, wx[2] = {1 - (sx - fx0), sx - fx0};
-    t.n = 4;
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++) {
-            const int iy = tfc_warp_place((int)fy0 + a, d->h, d->fill);
-            const int ix = tfc_warp_place((int)fx0 + b, d->w, d->fill);
-            t.off[2 * a + b] = iy < 0 || ix < 0 ? -1 : (int64_t)iy * d->w + ix;
-            t.wt[2 * a + b] = wy[a] * wx[b];
-        }
-    return t;
+    return tfc_warp_taps_of(sy, sx, d->h, d->w, d->fill, d->bilinear);
 }
 
 /* Keras's final clip: min(max(v, vlo), vhi) (jnp.clip, value_range as given), and whether
