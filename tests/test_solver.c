@@ -226,6 +226,19 @@ static void test_keras_optimizers(void)
         }
         if (worst > 1e-5) printf("\n%s (%s): weights off by %.3g\n", name, yaml, worst);
         CU_ASSERT(worst <= 1e-5);
+        /* keras.optimizers.serialize's form of the same optimizer: the same updates */
+        tfc_optimizer_config sc = config_of(tfc_node_get(cases->vals[c], "serialized")->str);
+        tfc_optimizer so;
+        CU_ASSERT_EQUAL(sc.type, cfg.type);
+        CU_ASSERT_EQUAL_FATAL(tfc_optimizer_init(&so, &sc, be, N, &err), TFC_OK);
+        float ws[64];
+        memcpy(ws, w0, sizeof(float) * (size_t)N);
+        for (int t = 0; t < T; t++)
+            tfc_optimizer_step(&so, t, sc.learning_rate, 1, 0, ws, g + t * N);
+        const int same = memcmp(w, ws, sizeof(float) * (size_t)N) == 0;
+        if (!same) printf("\n%s: serialized form differs\n", name);
+        CU_ASSERT(same);
+        tfc_optimizer_release(&so);
         for (int k = 0; k < 3; k++) {
             if (!o.slot_name[k]) continue;
             snprintf(key, sizeof key, "%s/slot:%s", name, o.slot_name[k]);
@@ -446,12 +459,24 @@ static void expect_config_error(const char *yaml, int policy, const char *needle
 
 static void test_optimizer_errors(void)
 {
+    tfc_optimizer_config k = config_of("RMSprop");
+    CU_ASSERT_EQUAL(k.type, TFC_OPTIMIZER_RMSPROP);
+    k = config_of("{type: ScheduleFreeAdamW, learning_rate: 0.5}");
+    CU_ASSERT(k.type == TFC_OPTIMIZER_SCHEDULE_FREE_ADAMW && k.learning_rate == 0.5);
+    k = config_of("{class_name: SGD, config: {name: SGD, learning_rate: 0.5, momentum: 0.9}}");
+    CU_ASSERT(k.type == TFC_OPTIMIZER_SGD && k.learning_rate == 0.5 && k.momentum == 0.9);
     expect_config_error("{type: adamm}", 0,
                         "x.yaml:1:8: error: optimizer.type: unknown value \"adamm\"; did you "
                         "mean \"adam\"?");
     expect_config_error("{type: adam, momentum: 0.9}", 0,
                         "optimizer.momentum: unknown key 'momentum' (known keys: type, "
-                        "learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay)");
+                        "learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay, name)");
+    /* Keras's class names, in any case, and its serialized form's keys */
+    expect_config_error("{type: Adamm}", 0, "optimizer.type: unknown value \"Adamm\"");
+    expect_config_error("{class_name: Adam, config: {learning_rate: 0.1}, extra: 1}", 0,
+                        "unknown key 'extra' in a serialized optimizer");
+    expect_config_error("{class_name: Adam, config: {momentum: 0.9}}", 0,
+                        "optimizer.momentum: unknown key 'momentum'");
     /* Keras's own refusals: Lion's beta_1 of 0, FTRL's positive learning_rate_power */
     expect_config_error("{type: lion,\n beta_1: 0}", 0,
                         "x.yaml:2:10: error: optimizer.beta_1: lion's beta_1 must be in (0, 1]");

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
     [TFC_OPTIMIZER_SGD] = "sgd",           [TFC_OPTIMIZER_ADAM] = "adam",
@@ -23,8 +24,8 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
 
 #define OFF(member) offsetof(tfc_optimizer_config, member)
 #define TYPE_FIELD                                                                           \
-    {"type", TFC_F_ENUM, OFF(type), "sgd", TFC_UNBOUNDED, tfc_optimizer_names,               \
-     "the optimizer"}
+    {"type", TFC_F_NODE, OFF(type_node), "sgd", TFC_UNBOUNDED, NULL,                         \
+     "the optimizer: its name, or Keras's class name (Adam, RMSprop, ...)"}
 /* read by tfc_optimizer_config_read: a number, or a Keras schedule (a mapping) */
 #define LR_FIELD(def)                                                                        \
     {"learning_rate", TFC_F_NODE, OFF(lr_node), def, 0, 1e30, NULL,                          \
@@ -41,7 +42,9 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
     "global_clipnorm)"
 #define EMA_HINT "the solver's ema: {decay} keeps a moving average of the weights"
 #define KERAS_COMMON                                                                         \
-    TFC_FIXED_FIELD("clipnorm", TFC_NO_DEFAULT, CLIP_HINT),                                  \
+    {"name", TFC_F_STRING, OFF(name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                   \
+     "Keras's name of the optimizer object (kept in the resolved config, nothing else)"},    \
+        TFC_FIXED_FIELD("clipnorm", TFC_NO_DEFAULT, CLIP_HINT),                              \
         TFC_FIXED_FIELD("clipvalue", TFC_NO_DEFAULT, CLIP_HINT),                             \
         TFC_FIXED_FIELD("global_clipnorm", TFC_NO_DEFAULT, CLIP_HINT),                       \
         TFC_FIXED_FIELD("use_ema", "false", EMA_HINT),                                       \
@@ -270,16 +273,53 @@ const tfc_field *tfc_optimizer_fields(tfc_optimizer_type type)
     return (unsigned)type < TFC_OPTIMIZER_COUNT ? optimizer_tables[type] : NULL;
 }
 
-/* The `type` of a mapping (or a bare name), checked against `names`; def when absent. */
-static tfc_status read_type(const tfc_node *node, const char *path, const char *const *names,
-                            int def, int *type, tfc_error *err)
+/* An optimizer's name, or Keras's class name of it in any case (Adam, RMSprop, SGD,
+ * ScheduleFreeAdamW are tfc's names in lower case, as keras.optimizers.get takes them) */
+static tfc_status read_type_name(const tfc_node *n, const char *path, int *type,
+                                 tfc_error *err)
+{
+    if (n->kind == TFC_NODE_SCALAR)
+        for (int k = 0; k < TFC_OPTIMIZER_COUNT; k++)
+            if (!strcasecmp(n->str, tfc_optimizer_names[k])) {
+                *type = k;
+                return TFC_OK;
+            }
+    return tfc_node_enum(n, path, tfc_optimizer_names, type, err);
+}
+
+/* The type of an `optimizer:` value: a bare name, a mapping's `type` (sgd when absent), or
+ * the class_name of Keras's serialized form; *args gets the mapping of its keys (the
+ * mapping itself, or the serialized form's config; NULL for a bare name). */
+static tfc_status read_type(const tfc_node *node, const char *path, int *type,
+                            const tfc_node **args, tfc_error *err)
 {
     char tpath[320];
-    *type = def;
-    if (node->kind == TFC_NODE_SCALAR) return tfc_node_enum(node, path, names, type, err);
+    *type = TFC_OPTIMIZER_SGD;
+    *args = NULL;
+    if (node->kind == TFC_NODE_SCALAR) return read_type_name(node, path, type, err);
+    const tfc_node *cls = tfc_node_get(node, "class_name");
+    if (cls) { /* keras.optimizers.serialize's {module, class_name, config, registered_name} */
+        for (int i = 0; i < node->n; i++) {
+            const char *k = node->keys[i]->str;
+            if (strcmp(k, "class_name") && strcmp(k, "config") && strcmp(k, "module") &&
+                strcmp(k, "registered_name"))
+                return tfc_node_error(err, TFC_ERR_CONFIG, node->keys[i], path,
+                                      "unknown key '%s' in a serialized optimizer (known keys: "
+                                      "class_name, config, module, registered_name)", k);
+        }
+        const tfc_node *config = tfc_node_get(node, "config");
+        snprintf(tpath, sizeof tpath, "%s.config", path);
+        if (config && !tfc_node_is_null(config) && config->kind != TFC_NODE_MAP)
+            return tfc_node_error(err, TFC_ERR_CONFIG, config, tpath,
+                                  "expected the optimizer's arguments as a mapping");
+        *args = config && !tfc_node_is_null(config) ? config : NULL;
+        snprintf(tpath, sizeof tpath, "%s.class_name", path);
+        return read_type_name(cls, tpath, type, err);
+    }
+    *args = node;
     const tfc_node *t = tfc_node_get(node, "type");
     snprintf(tpath, sizeof tpath, "%s.type", path);
-    return t && !tfc_node_is_null(t) ? tfc_node_enum(t, tpath, names, type, err) : TFC_OK;
+    return t && !tfc_node_is_null(t) ? read_type_name(t, tpath, type, err) : TFC_OK;
 }
 
 /* learning_rate (lr_node): absent, the table's default; a number >= 0; or a mapping, a
@@ -359,9 +399,8 @@ tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
                               "expected a mapping such as {type: adam, learning_rate: 0.001} or "
                               "an optimizer name, found a sequence");
     int type = TFC_OPTIMIZER_SGD;
-    if (node && read_type(node, path, tfc_optimizer_names, TFC_OPTIMIZER_SGD, &type, err))
-        return TFC_ERR_CONFIG;
-    const tfc_node *map = node && node->kind == TFC_NODE_MAP ? node : NULL;
+    const tfc_node *map = NULL;
+    if (node && read_type(node, path, &type, &map, err)) return TFC_ERR_CONFIG;
     tfc_status s = tfc_schema_apply(optimizer_tables[type], map, path, out, err);
     out->type = type;
     if (!s) s = read_learning_rate(optimizer_tables[type], path, out, err);

@@ -23,6 +23,8 @@ extern const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1]; /* NULL-t
 /* Every hyperparameter any type takes; a type's table fills only its own. */
 typedef struct tfc_optimizer_config {
     int type;                          /* tfc_optimizer_type */
+    const tfc_node *type_node;         /* the table's `type` (read before the table) */
+    const char *name;                  /* Keras's `name`, or NULL */
     double learning_rate;
     double momentum;                   /* sgd, rmsprop */
     int nesterov;                      /* sgd */
@@ -52,8 +54,10 @@ typedef struct tfc_optimizer_config {
 /* The field table of one optimizer type (its `type` key included), for help and docs. */
 const tfc_field *tfc_optimizer_fields(tfc_optimizer_type type);
 
-/* Reads an `optimizer:` value: a mapping with `type` (default sgd) and that type's keys, or
- * a bare type name (`optimizer: adam`). Errors name `path` and point at the YAML. */
+/* Reads an `optimizer:` value: a mapping with `type` (default sgd) and that type's keys, a
+ * bare type name (`optimizer: adam`), or Keras's serialized optimizer ({class_name: Adam,
+ * config: {...}}, with module and registered_name); a name is tfc's or Keras's class name,
+ * in any case. Errors name `path` and point at the YAML. */
 tfc_status tfc_optimizer_config_read(const tfc_node *node, const char *path,
                                      tfc_optimizer_config *out, tfc_error *err);
 

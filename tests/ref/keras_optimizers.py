@@ -3,7 +3,8 @@
 # into tests/ref/optimizers/optimizers.safetensors: for each case, a vector of weights w0,
 # T gradients g (one per update), Keras 3's weights after each update ("w") and its slot
 # variables after the last ("slot:<name>"), under "<case>/..."; the metadata "cases" holds
-# each case's name and its tfc `optimizer:` YAML, which is the Keras optimizer's constructor.
+# each case's name, its tfc `optimizer:` YAML, which is the Keras optimizer's constructor,
+# and keras.optimizers.serialize's JSON of that optimizer (tfc reads that form too).
 # The gradients include exact zeros (Lion's sign(0) = 0) and span magnitudes from 1e-4 to 10.
 # A second file, optimizer_vars.safetensors, holds the per-variable rules (lamb, adafactor)
 # over several variables of different shapes at once (a zero weight, a zero gradient, ranks
@@ -190,7 +191,9 @@ def main():
             elif kind == "nadam":  # Nadam's scalar product of the momentum schedule
                 vname = "u_product"
             tensors[f"{name}/slot:{vname}"] = np.asarray(v.value, np.float32).reshape(-1)
-        meta.append({"name": name, "yaml": yaml_of(kind, args)})
+        # Keras's own serialized form of the optimizer, which tfc reads as well
+        meta.append({"name": name, "yaml": yaml_of(kind, args),
+                     "serialized": json.dumps(keras.optimizers.serialize(opt))})
     tensors["w0"] = w0
     tensors["g"] = g
     os.makedirs(OUT, exist_ok=True)
