@@ -371,8 +371,10 @@ static tfc_status read_muon(const tfc_node *map, const char *path, tfc_optimizer
     if (!e || tfc_node_is_null(e)) return TFC_OK;
     if (e->kind != TFC_NODE_SEQ || e->n > TFC_OPTIM_EXCLUDES)
         return tfc_node_error(err, TFC_ERR_CONFIG, e, kpath,
-                              "expected a list of at most %d regular expressions",
-                              TFC_OPTIM_EXCLUDES);
+                              "expected a list of at most %d regular expressions, such as "
+                              "[%s] (Keras would take a string's characters one by one)",
+                              TFC_OPTIM_EXCLUDES,
+                              e->kind == TFC_NODE_SCALAR ? e->str : "^out/");
     for (int k = 0; k < e->n; k++) {
         const tfc_node *p = e->vals[k];
         regex_t re;
