@@ -470,7 +470,8 @@ static void test_optimizer_errors(void)
                         "mean \"adam\"?");
     expect_config_error("{type: adam, momentum: 0.9}", 0,
                         "optimizer.momentum: unknown key 'momentum' (known keys: type, "
-                        "learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay, name)");
+                        "learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay, name, "
+                        "clipvalue)");
     /* Keras's class names, in any case, and its serialized form's keys */
     expect_config_error("{type: Adamm}", 0, "optimizer.type: unknown value \"Adamm\"");
     expect_config_error("{class_name: Adam, config: {learning_rate: 0.1}, extra: 1}", 0,

@@ -883,6 +883,7 @@ typedef struct tfc_optim_var {
  * tfc_model_grads), fused so that a device reads and writes each float once. Every type
  * first forms the gradient it applies from the accumulated one, and decays the weight:
  *   g = grad_scale * grad + l2 * w      (1/iter_size and global-norm clipping; L2 decay)
+ *   g = min(max(g, -clipvalue), clipvalue)   (Keras's clipvalue, where it is not 0)
  *   w = w - decay * w                   (decoupled decay, AdamW: lr * weight_decay)
  * then, with slots as named (Keras's formulas and variable names):
  *   sgd      momentum == 0: w -= lr g
@@ -961,6 +962,7 @@ typedef struct tfc_optim_desc {
     float lr_power, l1, l2_shrinkage; /* ftrl: learning_rate_power, l1 and 2 x l2 shrinkage */
     float coef[TFC_OPTIM_COEFS];      /* nadam, adamax, ftrl, schedulefreeadamw, lamb,
                                        * adafactor, muon: the step's constants (above) */
+    float clipvalue;                  /* Keras's clipvalue: g clipped to [-it, it]; 0: none */
     float epsilon_2, clip_threshold;  /* adafactor (epsilon_1 is epsilon) */
     float ns_a, ns_b, ns_c, rms_rate; /* muon: muon_a, _b, _c and rms_rate (0: none) */
     int ns_steps;                     /* muon */

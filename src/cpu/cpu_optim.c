@@ -10,10 +10,13 @@
 
 #include "cpu/cpu_internal.h"
 
-/* g = grad_scale * grad + l2 * w, then the decoupled decay w -= decay * w (AdamW). */
+/* g = grad_scale * grad + l2 * w, clipped to [-clipvalue, clipvalue] where that is set,
+ * then the decoupled decay w -= decay * w (AdamW). */
 static inline float grad_and_decay(const tfc_optim_desc *d, float *w, float grad)
 {
     float g = d->grad_scale * grad + d->l2 * *w;
+    const float c = d->clipvalue;
+    g = c > 0.0f ? fminf(fmaxf(g, -c), c) : g;
     *w -= d->decay * *w;
     return g;
 }
@@ -190,6 +193,7 @@ static void muon_adamw_var(tfc_backend *be, const tfc_optim_desc *d, int64_t n, 
     const float decay = d->coef[1];
     TFC_CPU_FOR_SIMD(n, tfc_cpu_threads(be, n), for (int64_t i = 0; i < n; i++) {
         float g = d->grad_scale * grad[i] + d->l2 * w[i];
+        g = d->clipvalue > 0.0f ? fminf(fmaxf(g, -d->clipvalue), d->clipvalue) : g;
         w[i] -= decay * w[i];
         m[i] = m[i] + (g - m[i]) * (1.0f - b1);
         v[i] = v[i] + (g * g - v[i]) * (1.0f - b2);

@@ -9,11 +9,13 @@
 
 #include "gpu/gpu_internal.cuh"
 
-/* g = grad_scale * grad + l2 * w, then the decoupled decay w -= decay * w (AdamW). */
+/* g = grad_scale * grad + l2 * w, clipped to [-clipvalue, clipvalue] where that is set,
+ * then the decoupled decay w -= decay * w (AdamW). */
 static __device__ __forceinline__ float grad_and_decay(const tfc_optim_desc &d, float grad_scale,
                                                        float &w, float grad)
 {
     float g = grad_scale * grad + d.l2 * w;
+    g = d.clipvalue > 0.0f ? fminf(fmaxf(g, -d.clipvalue), d.clipvalue) : g;
     w -= d.decay * w;
     return g;
 }

@@ -45,7 +45,8 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
     {"name", TFC_F_STRING, OFF(name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                   \
      "Keras's name of the optimizer object (kept in the resolved config, nothing else)"},    \
         TFC_FIXED_FIELD("clipnorm", TFC_NO_DEFAULT, CLIP_HINT),                              \
-        TFC_FIXED_FIELD("clipvalue", TFC_NO_DEFAULT, CLIP_HINT),                             \
+        {"clipvalue", TFC_F_FLOAT, OFF(clipvalue), TFC_NO_DEFAULT, 1e-30, 1e30, NULL,          \
+         "each gradient value is clipped to [-clipvalue, clipvalue] (null: not clipped)"},     \
         TFC_FIXED_FIELD("global_clipnorm", TFC_NO_DEFAULT, CLIP_HINT),                       \
         TFC_FIXED_FIELD("use_ema", "false", EMA_HINT),                                       \
         TFC_FIXED_FIELD("ema_momentum", "0.99", EMA_HINT),                                   \
@@ -618,6 +619,7 @@ static tfc_optim_desc describe(tfc_optimizer *o, int64_t iter, double lr, double
     d.l2 = (float)l2;
     d.epsilon = (float)c->epsilon;
     d.type = (tfc_optimizer_type)c->type;
+    d.clipvalue = (float)c->clipvalue;
     /* Keras applies the decay with the current learning rate: w -= w * wd * lr. */
     d.decay = (float)c->weight_decay * (float)lr;
     const float t = (float)(iter + 1);

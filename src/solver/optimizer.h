@@ -32,6 +32,7 @@ typedef struct tfc_optimizer_config {
                                         * epsilon also rmsprop, adagrad, adadelta */
     int amsgrad;                       /* adam, adamw */
     double weight_decay;               /* any type: Keras 3's decoupled decay (0: none) */
+    double clipvalue;                  /* any type: Keras's clipvalue (0: none) */
     double rho;                        /* rmsprop, adadelta */
     int centered;                      /* rmsprop */
     double initial_accumulator_value;  /* adagrad, ftrl */

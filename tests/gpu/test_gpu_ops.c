@@ -1021,8 +1021,8 @@ static int optim_case(const char *name, tfc_optim_desc d)
     return bad;
 }
 
-/* Every optimizer kind and variant the kernel branches on: fills d[0..16) and name[0..16). */
-#define OPTIM_KINDS 16
+/* Every optimizer kind and variant the kernel branches on: fills d[0..17) and name[0..17). */
+#define OPTIM_KINDS 17
 static void optim_kinds(tfc_optim_desc d[OPTIM_KINDS], const char *name[OPTIM_KINDS])
 {
     const tfc_optim_desc base = {.lr = 0.01f, .grad_scale = 0.5f, .l2 = 1e-4f, .epsilon = 1e-7f};
@@ -1053,6 +1053,7 @@ static void optim_kinds(tfc_optim_desc d[OPTIM_KINDS], const char *name[OPTIM_KI
     d[14].epsilon = 1e-8f, d[14].coef[0] = 0.002f, d[14].coef[1] = 0.003f;
     d[14].coef[2] = 1.0f / 3.0f, d[14].decay = 1e-4f, name[14] = "schedulefreeadamw";
     d[15] = d[14], d[15].coef[3] = 1.0f, name[15] = "schedulefreeadamw first"; /* z = w */
+    d[16] = d[3], d[16].clipvalue = 0.3f, name[16] = "adam clipvalue"; /* Keras's clipvalue */
 }
 
 static void test_optimizer(void)
