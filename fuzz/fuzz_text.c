@@ -1,7 +1,9 @@
 /* libFuzzer target for the text source and tokenizers: the first byte picks the record
  * format, the split and the tokenizer; the rest is split into records, a vocabulary is built
- * from them and every record is encoded (each id must be inside the vocabulary). With the
- * top bit set the input is instead read back as a vocabulary file. */
+ * from them and every record is encoded (each id must be inside the vocabulary); a Keras
+ * TextVectorization vocabulary (settings from the same byte) is adapted on them too and
+ * every record vectorized. With the top bit set the input is instead read back as a
+ * vocabulary file. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +23,45 @@ static void vocab_file(const uint8_t *data, size_t size)
     tfc_error_clear(&err);
     tfc_vocab *v = tfc_vocab_load(path, &err);
     if (v) {
-        TFC_ASSERT(tfc_vocab_size(v) >= 2);
+        int keras = tfc_vocab_text_spec(v) != NULL;
+        TFC_ASSERT(tfc_vocab_size(v) >= (keras ? 1 : 2));
         int32_t ids[64];
         int64_t n = tfc_vocab_encode(v, (const char *)data, size < 64 ? size : 64, ids, 64);
-        for (int64_t i = 0; i < n && i < 64; i++) TFC_ASSERT(ids[i] >= 1 && ids[i] < tfc_vocab_size(v));
+        for (int64_t i = 0; i < n && i < 64; i++)
+            TFC_ASSERT(ids[i] >= (keras ? 0 : 1) && ids[i] < tfc_vocab_size(v));
         tfc_vocab_free(v);
     }
+}
+
+/* The Keras vocabulary of settings `o` adapted on s, and every record vectorized. */
+static void keras_vocab(unsigned o, source *s)
+{
+    tfc_text_spec ts = {.standardize = (int)(o & 3), .split = (int)((o >> 2) % 3),
+                        .output_mode = (int)((o >> 4) % TFC_TEXT_OUTPUT_COUNT),
+                        .nngrams = (o & 8) ? 2 : 0, .ngrams = {1, 3}};
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_vocab *v = tfc_vocab_keras_build(&ts, (o & 64) ? 12 : 0, s, &err);
+    TFC_ASSERT(v != NULL);
+    int64_t nv = tfc_vocab_size(v);
+    TFC_ASSERT(nv >= 1 && (!(o & 64) || nv <= 12));
+    for (int64_t i = 0; i < s->count; i++) {
+        tfc_element e = {0};
+        TFC_ASSERT(s->ops->get(s, i, &e, &err) == TFC_OK);
+        const tfc_tensor *t = &e.comp[TFC_COMP_FEATURES];
+        size_t len = (size_t)t->shape.dim[0];
+        float *y = malloc((size_t)nv * 4 + 4);
+        int64_t n = tfc_vocab_vectorize(v, t->data, len, y, ts.output_mode ? nv : 1);
+        TFC_ASSERT(n >= 0);
+        for (int64_t k = 0; ts.output_mode && k < nv; k++) TFC_ASSERT(y[k] >= 0 && y[k] <= n * 100.0f);
+        int32_t *ids = malloc((size_t)(n + 1) * 4);
+        TFC_ASSERT(tfc_vocab_encode(v, t->data, len, ids, n) == n);
+        for (int64_t k = 0; k < n; k++) TFC_ASSERT(ids[k] >= 0 && ids[k] < nv);
+        free(ids);
+        free(y);
+        for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
+    }
+    tfc_vocab_free(v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -61,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
     }
     tfc_vocab_free(v);
+    keras_vocab(o, s);
     tfc_source_free(s);
     return 0;
 }

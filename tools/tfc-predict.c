@@ -197,31 +197,44 @@ static tfc_status load_images(const tfc_shape *in, examples *ex, tfc_error *err)
     return TFC_OK;
 }
 
-/* Lines of text as int32 token ids, padded with 0 or truncated to the input length. */
+/* Lines of text as int32 token ids, padded with 0 or truncated to the input length; with a
+ * text_vectorization vocabulary of a vector mode, as its float32 vectors of the input's
+ * width (multi_hot, count, tf_idf, one_hot). */
 static tfc_status load_text(const tfc_shape *in, const tfc_vocab *v, examples *ex,
                             tfc_error *err)
 {
+    const tfc_text_spec *ts = tfc_vocab_text_spec(v);
+    int vectors = ts && ts->output_mode != TFC_TEXT_INT;
     if (in->ndim != 1)
-        return tfc_error_set(err, TFC_ERR_USAGE, "--text needs a model input of shape (steps)");
+        return tfc_error_set(err, TFC_ERR_USAGE, "--text needs a model input of shape (%s)",
+                             vectors ? "vocabulary size" : "steps");
+    if (vectors && in->dim[0] < tfc_vocab_size(v))
+        return tfc_error_set(err, TFC_ERR_USAGE, "--text: the model input has %lld values but "
+                             "the vocabulary %lld ids", (long long)in->dim[0],
+                             (long long)tfc_vocab_size(v));
     char *buf;
     size_t len;
     tfc_status s = tfc_file_read_all(args.text, 1u << 30, &buf, &len, err);
     if (s) return s;
     int64_t lines = 0, steps = in->dim[0];
     for (size_t i = 0; i < len; i++) lines += buf[i] == '\n' || (i + 1 == len);
-    int32_t *ids = calloc((size_t)((lines ? lines : 1) * steps), 4);
+    char *x = calloc((size_t)((lines ? lines : 1) * steps), 4);
     int64_t row = 0;
-    for (char *p = buf; ids && p < buf + len && row < lines; row++) {
+    for (char *p = buf; x && p < buf + len && row < lines; row++) {
         char *end = memchr(p, '\n', (size_t)(buf + len - p));
         size_t l = end ? (size_t)(end - p) : (size_t)(buf + len - p);
-        tfc_vocab_encode(v, p, l, ids + row * steps, steps);
+        if (tfc_vocab_vectorize(v, p, l, x + row * steps * 4, steps) == -1) {
+            free(x);
+            x = NULL;
+        }
         p += l + 1;
     }
     free(buf);
-    if (!ids) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    ex->x = (tfc_tensor){TFC_I32, {2, {row, steps}}, ids, -1};
+    if (!x) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    ex->x = (tfc_tensor){vectors ? TFC_F32 : TFC_I32, {2, {row, steps}}, x, -1};
     char sh[96];
-    snprintf(ex->what, sizeof ex->what, "%s: lines tokenized to shape %s", args.text,
+    snprintf(ex->what, sizeof ex->what, "%s: lines %s shape %s", args.text,
+             vectors ? "vectorized to" : "tokenized to",
              tfc_shape_str(&(tfc_shape){1, {steps}}, sh, sizeof sh));
     return TFC_OK;
 }

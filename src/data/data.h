@@ -389,11 +389,50 @@ tfc_status tfc_image_encode_png(const void *pixels, int width, int height, int c
 
 /* ---- text vocabularies --------------------------------------------------------------------- */
 
-typedef enum tfc_tokenizer { TFC_TOKENIZER_CHAR = 0, TFC_TOKENIZER_WORD } tfc_tokenizer;
+typedef enum tfc_tokenizer {
+    TFC_TOKENIZER_CHAR = 0,
+    TFC_TOKENIZER_WORD,
+    TFC_TOKENIZER_KERAS /* Keras's TextVectorization (the text_vectorization op) */
+} tfc_tokenizer;
 
-/* Id 0 is padding ("<pad>"), id 1 unknown ("<unk>"); tokens follow by falling count, ties
- * in byte order. A vocabulary file holds a header line (tokenizer, lowercase) and one
- * escaped token per line; line i + 2 is id i. */
+/* The settings of Keras's TextVectorization that decide a vocabulary's ids (docs/data.md,
+ * "text_vectorization"). */
+typedef enum tfc_standardize {
+    TFC_STANDARDIZE_NONE = 0,
+    TFC_STANDARDIZE_LOWER_AND_STRIP_PUNCTUATION,
+    TFC_STANDARDIZE_LOWER,
+    TFC_STANDARDIZE_STRIP_PUNCTUATION,
+    TFC_STANDARDIZE_COUNT
+} tfc_standardize;
+typedef enum tfc_text_split {
+    TFC_TEXT_SPLIT_NONE = 0,
+    TFC_TEXT_SPLIT_WHITESPACE,
+    TFC_TEXT_SPLIT_CHARACTER,
+    TFC_TEXT_SPLIT_COUNT
+} tfc_text_split;
+typedef enum tfc_text_output {
+    TFC_TEXT_INT = 0,
+    TFC_TEXT_ONE_HOT,
+    TFC_TEXT_MULTI_HOT,
+    TFC_TEXT_COUNT,
+    TFC_TEXT_TF_IDF,
+    TFC_TEXT_OUTPUT_COUNT
+} tfc_text_output;
+#define TFC_TEXT_MAX_NGRAMS 8
+typedef struct tfc_text_spec {
+    int standardize; /* tfc_standardize */
+    int split;       /* tfc_text_split */
+    int output_mode; /* tfc_text_output */
+    int nngrams;     /* 0: the tokens as split; else n-grams of each width in order */
+    int ngrams[TFC_TEXT_MAX_NGRAMS];
+} tfc_text_spec;
+
+/* char and word: id 0 is padding ("<pad>"), id 1 unknown ("<unk>"); tokens follow by
+ * falling count, ties in byte order. Keras (TextVectorization): output_mode int starts with
+ * "" (padding, the mask) and "[UNK]", the other modes with "[UNK]" alone; tokens follow by
+ * falling count, ties in falling byte order (Keras's adapt). A vocabulary file holds a
+ * header line (tokenizer and its settings) and one escaped token per line (tf_idf: a tab
+ * and its idf weight after it); line i + 2 is id i. */
 tfc_vocab *tfc_vocab_load(const char *path, tfc_error *err);
 tfc_status tfc_vocab_save(const tfc_vocab *v, const char *path, tfc_error *err);
 /* The vocabulary's fingerprint: 16 hex digits of the 64-bit FNV-1a hash of the file
@@ -410,6 +449,22 @@ const char *tfc_vocab_token(const tfc_vocab *v, int64_t id);
  * most `cap` of them into `ids` (ids may be NULL to count). */
 int64_t tfc_vocab_encode(const tfc_vocab *v, const char *text, size_t len, int32_t *ids,
                          int64_t cap);
+/* A Keras vocabulary's settings, or NULL for char and word. */
+const tfc_text_spec *tfc_vocab_text_spec(const tfc_vocab *v);
+/* tf_idf: the idf weight of each id (tfc_vocab_size of them), else NULL. */
+const float *tfc_vocab_idf(const tfc_vocab *v);
+/* TextVectorization's output for one text into `out`, `width` values: output_mode int gives
+ * int32 ids, zero-padded or cut to width (output_sequence_length); the other modes float32
+ * (one_hot, multi_hot, count, tf_idf) over width >= tfc_vocab_size ids (pad_to_max_tokens:
+ * width max_tokens). Returns the number of tokens the text has, -1 out of memory, -2 width
+ * below the vocabulary's size. */
+int64_t tfc_vocab_vectorize(const tfc_vocab *v, const char *text, size_t len, void *out,
+                            int64_t width);
+/* A Keras vocabulary of n tokens in id order (with its special tokens), lens[i] bytes each;
+ * idf: n weights (tf_idf), else NULL. *dup is the index of a repeated token (or -1). */
+tfc_vocab *tfc_vocab_keras(const tfc_text_spec *ts, const char *const *tokens,
+                           const size_t *lens, int64_t n, const float *idf, int64_t *dup,
+                           tfc_error *err);
 void tfc_vocab_free(tfc_vocab *v);
 
 #endif

@@ -521,6 +521,15 @@ tfc_status tfc_mix_apply(tfc_element *e, const tfc_mix_draws *d, int cut, tfc_er
  * at most max_tokens (0: no cap) of those seen min_count times. */
 tfc_vocab *tfc_vocab_build(tfc_tokenizer tok, int lowercase, int max_tokens, int min_count,
                            source *src, tfc_error *err);
+/* Names of the text_vectorization settings, NULL-terminated, in enum order ("null" for
+ * Keras's None). */
+extern const char *const tfc_standardize_names[], *const tfc_text_split_names[],
+    *const tfc_text_output_names[];
+/* Keras's TextVectorization.adapt over every record of `src`: tokens by falling count, ties
+ * in falling byte order, at most max_tokens ids in all (0: no cap); tf_idf: each token's
+ * idf log(1 + documents / (1 + its documents)), the mean of those for [UNK]. */
+tfc_vocab *tfc_vocab_keras_build(const tfc_text_spec *ts, int max_tokens, source *src,
+                                 tfc_error *err);
 
 /* gzip (gunzip.c). tfc_gunzip inflates a whole gzip file image (one or more members) into a
  * malloc'd *out, checking each member's CRC-32 and length; a truncated stream, trailing bytes

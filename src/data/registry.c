@@ -15,7 +15,7 @@ extern const op_def tfc_op_scale, tfc_op_normalize, tfc_op_cast, tfc_op_reshape,
     tfc_op_one_hot, tfc_op_pad, tfc_op_truncate, tfc_op_window, tfc_op_tokenize,
     tfc_op_random_flip, tfc_op_random_crop, tfc_op_resize, tfc_op_decode_png,
     tfc_op_decode_jpeg, tfc_op_decode_image, tfc_op_autoencode, tfc_op_mix_up,
-    tfc_op_cut_mix;
+    tfc_op_cut_mix, tfc_op_text_vectorization;
 
 static const source_def *const sources[] = {
     &tfc_source_idx, &tfc_source_npy, &tfc_source_csv, &tfc_source_images, &tfc_source_text,
@@ -34,7 +34,7 @@ static const op_def *const ops[] = {
     &tfc_op_one_hot,     &tfc_op_pad,         &tfc_op_truncate,    &tfc_op_window,
     &tfc_op_tokenize,    &tfc_op_random_flip, &tfc_op_random_crop, &tfc_op_resize,
     &tfc_op_decode_png,  &tfc_op_decode_jpeg, &tfc_op_decode_image, &tfc_op_autoencode,
-    &tfc_op_mix_up,      &tfc_op_cut_mix,     NULL,
+    &tfc_op_mix_up,      &tfc_op_cut_mix,     &tfc_op_text_vectorization, NULL,
 };
 
 /* Each definition starts with its name: the name lists are views of the arrays. */

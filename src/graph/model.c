@@ -496,14 +496,24 @@ static tfc_status one_input_mask(const tfc_model *m, tfc_error *err)
     return TFC_OK;
 }
 
-/* Keras layers that tfc has as input-pipeline ops instead (they transform labels, which a
- * model never sees): the op a model file naming one is pointed to, or NULL. */
-static const char *pipeline_op_of(const char *type)
+/* Keras layers that tfc has as input-pipeline ops instead: the op a model file naming one
+ * is pointed to and why, or NULL. */
+static const char *pipeline_op_of(const char *type, const char **why)
 {
-    static const char *const pairs[][2] = {{"MixUp", "mix_up, alpha: 0.2"},
-                                           {"CutMix", "cut_mix, factor: 1.0"}};
+    static const char *const mix = "it mixes the images and the labels of a batch, which tfc "
+                                   "does in the input pipeline: add `- map: {op: %s}` to "
+                                   "data.train.pipeline after `batch` and `one_hot`";
+    static const char *const text = "its input is text, which tfc turns into ids or vectors "
+                                    "in the input pipeline: add `- map: {op: %s}` right after "
+                                    "the text source of data.train and data.test (the train "
+                                    "split adapts the vocabulary, the test split loads it)";
+    static const char *const pairs[][3] = {
+        {"MixUp", "mix_up, alpha: 0.2", mix},
+        {"CutMix", "cut_mix, factor: 1.0", mix},
+        {"TextVectorization", "text_vectorization, max_tokens: 20000, output_sequence_length: "
+                              "200", text}};
     for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++)
-        if (!strcmp(type, pairs[k][0])) return pairs[k][1];
+        if (!strcmp(type, pairs[k][0])) return *why = pairs[k][2], pairs[k][1];
     return NULL;
 }
 
@@ -547,15 +557,13 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
             types[i] = NULL;
             continue;
         }
-        const char *op = l->ops ? NULL : pipeline_op_of(types[i]->str);
+        const char *why = NULL, *op = l->ops ? NULL : pipeline_op_of(types[i]->str, &why);
         if (op) {
-            char path[64];
+            char path[64], reason[512];
             snprintf(path, sizeof path, "layers[%d]", i);
-            tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
-                           "%s is not a model layer in tfc: it mixes the images and the labels "
-                           "of a batch, which tfc does in the input pipeline: add `- map: {op: "
-                           "%s}` to data.train.pipeline after `batch` and `one_hot` (docs/data.md, "
-                           "Map ops)", types[i]->str, op);
+            snprintf(reason, sizeof reason, why, op);
+            tfc_node_error(err, TFC_ERR_CONFIG, types[i], path, "%s is not a model layer in "
+                           "tfc: %s (docs/data.md, Map ops)", types[i]->str, reason);
             status = TFC_ERR_CONFIG;
             types[i] = NULL;
             continue;
