@@ -1,6 +1,7 @@
 /* libFuzzer target for the CSV source: the first input byte picks the options (header,
- * delimiter, label column, skipping bad rows, label dtype), the rest is the file. Every record
- * of an accepted file is read back. */
+ * delimiter, label column, skipping bad rows, label dtype), the input's length string labels
+ * and a text column, the rest is the file. Every record of an accepted file is read back
+ * (string labels inside the class names). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   .num_classes = (o & 16) ? 5 : 0};
     if (o & 32) a.label_column = opts->vals[(o >> 6) % 3];
     if ((o & 0xc0) == 0xc0) a.feature_columns = opts->vals[3];
+    /* The input's length picks string labels (class names) and a text column. */
+    if (size % 3 == 0 && a.label_dtype) a.label_dtype = CSV_LABEL_STRING;
+    if (size % 5 == 0) a.feature_columns = NULL, a.text_column = opts->vals[(o >> 4) % 3];
     source *s;
     if (tfc_source_csv_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.csv", &err) == TFC_OK) {
         for (int64_t i = 0; i < s->count; i++) {
             tfc_element e = {0};
             TFC_ASSERT(s->ops->get(s, i, &e, &err) == TFC_OK);
+            if (a.label_dtype == CSV_LABEL_STRING && e.comp[TFC_COMP_LABELS].data) {
+                int32_t l = *(int32_t *)e.comp[TFC_COMP_LABELS].data;
+                TFC_ASSERT(l >= 0 && l < s->nclasses);
+            }
             for (int c = 0; c < TFC_COMP_COUNT; c++) free(e.comp[c].data);
         }
         tfc_source_free(s);

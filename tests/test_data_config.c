@@ -502,6 +502,8 @@ static const reg_case cases[] = {
      {"batch: {batch_size: 3}", "map: {op: one_hot, depth: 10}", "map: {op: mix_up, alpha: 1}"}},
     {"op", "cut_mix", IDX,
      {"batch: {batch_size: 3}", "map: {op: one_hot, depth: 10}", "map: {op: cut_mix}"}},
+    {"op", "text_vectorization", TEXT,
+     {"map: {op: text_vectorization, ngrams: 2, output_mode: count}", "batch: {batch_size: 2}"}},
 };
 
 static const reg_case *find_case(const char *kind, const char *name)

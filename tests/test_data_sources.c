@@ -313,10 +313,123 @@ static void test_csv(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a row of 1 cells, expected 2"));
 }
 
+/* String labels are class names: their sorted distinct values, or their place in
+ * `classes:`; a label not in that list is an error at its cell (or a skipped row). */
+static void test_csv_string_labels(void)
+{
+    tfc_test_write("iris.csv", "sepal,petal,species\n5.1,1.4,setosa\n7.0,4.7,versicolor\n"
+                   "6.3,6.0,virginica\n4.9,1.4,\"setosa\"\n", -1);
+    tfc_error err;
+    tfc_pipeline *p = open_yaml("{type: csv, file: iris.csv, label_column: species, "
+                                "label_dtype: string}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int n;
+    const char *const *names = tfc_pipeline_class_names(p, &n);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT_STRING_EQUAL(names[0], "setosa");
+    CU_ASSERT_STRING_EQUAL(names[2], "virginica");
+    int want[] = {0, 1, 2, 0};
+    for (int i = 0; i < 4; i++) {
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL(b.labels.dtype, TFC_I32);
+        CU_ASSERT_EQUAL(*(int32_t *)b.labels.data, want[i]);
+    }
+    tfc_pipeline_free(p);
+    /* `classes:` orders them (and names them in the weights). */
+    p = open_yaml("{type: csv, file: iris.csv, label_column: species, label_dtype: string, "
+                  "classes: [virginica, versicolor, setosa]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    names = tfc_pipeline_class_names(p, &n);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT_STRING_EQUAL(names[0], "virginica");
+    tfc_batch b;
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(*(int32_t *)b.labels.data, 2);
+    tfc_pipeline_free(p);
+    p = open_yaml("{type: csv, file: iris.csv, label_column: species, label_dtype: string, "
+                  "classes: [setosa, versicolor]}", &err);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(err.line, 4);
+    CU_ASSERT_EQUAL(err.col, 9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "\"virginica\" is not one of `classes:`"));
+    p = open_yaml("{type: csv, file: iris.csv, label_column: species, label_dtype: string, "
+                  "classes: [setosa, versicolor], on_error: skip}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 3);
+    tfc_pipeline_free(p);
+    p = open_yaml("{type: csv, file: iris.csv, label_column: species, label_dtype: string, "
+                  "classes: [setosa, setosa, virginica]}", &err);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "named twice"));
+    /* More distinct names than the model's classes. */
+    p = open_yaml("{type: csv, file: iris.csv, label_column: species, label_dtype: string, "
+                  "num_classes: 2}", &err);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "3 distinct labels"));
+    /* A class name where a number is expected points to label_dtype: string. */
+    p = open_yaml("{type: csv, file: iris.csv, label_column: species}", &err);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "label_dtype: string"));
+    /* `classes:` still names integer labels. */
+    tfc_test_write("ints.csv", "x,y\n1,0\n2,1\n", -1);
+    p = open_yaml("{type: csv, file: ints.csv, label_column: y, classes: [no, yes]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    names = tfc_pipeline_class_names(p, &n);
+    CU_ASSERT(n == 2 && !strcmp(names[1], "yes"));
+    tfc_pipeline_free(p);
+}
+
+/* A text column: each record's features are its cell's text (quoted cells may hold commas
+ * and newlines), for tokenize or text_vectorization. */
+static void test_csv_text(void)
+{
+    tfc_test_write("sms.csv", "label,message\nham,Ok lar... Joking wif u oni\n"
+                   "spam,\"WINNER!! Claim your prize, call now\nT&C apply\"\nham,\n", -1);
+    tfc_error err;
+    tfc_pipeline *p = open_yaml("{type: csv, file: sms.csv, text_column: message, "
+                                "label_column: label, label_dtype: string}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const tfc_element_spec *s = tfc_pipeline_element_spec(p);
+    CU_ASSERT_EQUAL(s->comp[0].dtype, TFC_U8);
+    CU_ASSERT_EQUAL(s->comp[0].shape.ndim, 1);
+    const char *want[] = {"Ok lar... Joking wif u oni", "WINNER!! Claim your prize, call now\n"
+                          "T&C apply", ""};
+    int labels[] = {0, 1, 0};
+    for (int i = 0; i < 3; i++) {
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL(b.features.shape.dim[0], (int64_t)strlen(want[i]));
+        CU_ASSERT(!memcmp(b.features.data, want[i], strlen(want[i])));
+        CU_ASSERT_EQUAL(*(int32_t *)b.labels.data, labels[i]);
+    }
+    tfc_pipeline_free(p);
+    /* Tokenized straight away by the text_vectorization op. */
+    p = open_yaml("{type: csv, file: sms.csv, text_column: 1, label_column: 0, "
+                  "label_dtype: string}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_add_yaml(p, "map: {op: text_vectorization, "
+                                          "output_sequence_length: 4}", &err), TFC_OK);
+    tfc_batch b;
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL(b.features.dtype, TFC_I32);
+    CU_ASSERT_EQUAL(b.features.shape.dim[0], 4);
+    tfc_pipeline_free(p);
+    p = open_yaml("{type: csv, file: sms.csv, text_column: message, feature_columns: [0]}", &err);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not both"));
+    p = open_yaml("{type: csv, file: sms.csv, text_column: mesage}", &err);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "did you mean 'message'"));
+    p = open_yaml("{type: csv, file: sms.csv, text_column: label, label_column: label}", &err);
+    CU_ASSERT_PTR_NULL(p);
+}
+
 TFC_TEST_MAIN("data_sources",
               {"idx_plain_and_gzip", test_idx_plain_and_gzip},
               {"idx_big_endian_types", test_idx_big_endian_types},
               {"idx_bad_data", test_idx_bad_data},
               {"npy_dtypes_round_trip", test_npy_dtypes_round_trip},
               {"npy_headers", test_npy_headers},
-              {"csv", test_csv})
+              {"csv", test_csv}, {"csv_string_labels", test_csv_string_labels},
+              {"csv_text", test_csv_text})

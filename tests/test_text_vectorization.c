@@ -397,8 +397,79 @@ static void test_trains_topics(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "line 3\ttopic_2"));
 }
 
+/* Writes a CSV `name` of n rows "label,message": spam rows use sales words, ham rows chat
+ * words, both with common filler; `only_spam` leaves ham out. */
+static void write_messages(const char *name, int n, uint64_t seed, int only_spam)
+{
+    static const char *const spam[] = {"win", "prize", "free", "cash", "claim", "offer", "call"};
+    static const char *const ham[] = {"lunch", "later", "home", "mum", "movie", "tonight", "ok"};
+    static const char *const filler[] = {"the", "you", "now", "to", "a", "for", "is"};
+    char *text = malloc((size_t)n * 96 + 32), *o = text;
+    o += sprintf(o, "label,message\n");
+    for (int r = 0; r < n; r++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        int is_spam = only_spam || (seed >> 60) < 6;
+        o += sprintf(o, "%s,\"", is_spam ? "spam" : "ham");
+        for (int w = 0; w < 8; w++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            const char *const *bag = (seed >> 61) < 3 ? (is_spam ? spam : ham) : filler;
+            o += sprintf(o, "%s%s%s", w ? " " : "", bag[(seed >> 40) % 7], w == 3 ? "," : "");
+        }
+        o += sprintf(o, "%s\"\n", is_spam ? "!!" : ".");
+    }
+    tfc_test_write(name, text, o - text);
+    free(text);
+}
+
+/* A CSV of labelled messages (class names, a text column) trains a bag-of-words classifier
+ * through text_vectorization (tf_idf); a test file whose class names are not the train
+ * file's is refused before training. */
+static void test_trains_csv(void)
+{
+    write_messages("sms_train.csv", 600, 1, 0);
+    write_messages("sms_test.csv", 200, 2, 0);
+    write_messages("sms_spam.csv", 50, 3, 1);
+    const char *solver =
+        "model:\n  name: sms\n  input: {shape: [30]}\n  layers:\n"
+        "    - Dense: {units: 2, activation: softmax}\n"
+        "  loss: sparse_categorical_crossentropy\n  metrics: [accuracy]\n"
+        "data:\n  train:\n"
+        "    source: {type: csv, file: sms_train.csv, text_column: message, "
+        "label_column: label, label_dtype: string}\n"
+        "    pipeline:\n"
+        "      - map: {op: text_vectorization, max_tokens: 30, output_mode: tf_idf, "
+        "pad_to_max_tokens: true}\n"
+        "      - shuffle: {buffer_size: 600}\n      - repeat: {}\n"
+        "      - batch: {batch_size: 32}\n"
+        "  test:\n"
+        "    source: {type: csv, file: %s, text_column: message, "
+        "label_column: label, label_dtype: string}\n"
+        "    pipeline:\n"
+        "      - map: {op: text_vectorization, max_tokens: 30, output_mode: tf_idf, "
+        "pad_to_max_tokens: true}\n"
+        "      - batch: {batch_size: 50}\n"
+        "optimizer: {type: adam, learning_rate: 0.05}\n"
+        "max_iter: 100\ntest_interval: 100\ndisplay: 50\nseed: 3\n";
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml, solver, "sms_test.csv");
+    tfc_error err;
+    tfc_train_result res;
+    tfc_status st = tfc_test_train_result(yaml, "sms.yaml", "sms", &res, &err);
+    if (st) fprintf(stderr, "\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+    printf("\n  spam or ham from a CSV (tf_idf): test accuracy %.3f", res.test.metric[0]);
+    CU_ASSERT(res.have_test && res.test.metric[0] > 0.9);
+    snprintf(yaml, sizeof yaml, solver, "sms_spam.csv"); /* its class 0 is spam */
+    st = tfc_test_train_result(yaml, "sms_spam.yaml", "sms_spam", &res, &err);
+    printf("\n  %s", err.text);
+    CU_ASSERT_EQUAL(st, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "data.train has 2 classes (ham, spam) and "
+                                            "data.test 1 (spam)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "`classes:`"));
+}
+
 TFC_TEST_MAIN("text_vectorization", {"keras_parity", test_keras_parity},
               {"vocabulary_file", test_vocabulary_file}, {"config_errors", test_config_errors},
               {"settings_must_match", test_settings_must_match},
               {"layer_points_to_op", test_layer_points_to_op},
-              {"trains_topics", test_trains_topics})
+              {"trains_topics", test_trains_topics}, {"trains_csv", test_trains_csv})

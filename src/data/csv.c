@@ -1,7 +1,10 @@
 /* The CSV source: a header row (optional), cells separated by one delimiter character,
  * "quoted" cells with "" for a quote, feature and label columns chosen by name or index.
  * Every number is parsed strictly; a cell that is not one is an error at FILE:LINE:COL
- * naming the column (or, with on_error: skip, the row is counted and left out). */
+ * naming the column (or, with on_error: skip, the row is counted and left out). A text
+ * column instead gives each record's text as its features (for tokenize or
+ * text_vectorization), and string labels are class names: the class is the name's place in
+ * `classes:`, or among the column's distinct names sorted. */
 #include <ctype.h>
 #include <float.h>
 #include <math.h>
@@ -191,6 +194,7 @@ typedef struct grow {
 
 static int grow_push(grow *g, const void *v, size_t n)
 {
+    if (n == 0) return 0; /* an empty text cell */
     if (g->len + n > g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 4096;
         while (cap < g->len + n) cap *= 2;
@@ -204,6 +208,94 @@ static int grow_push(grow *g, const void *v, size_t n)
     return 0;
 }
 
+/* ---- text features: a record's text column as bytes ------------------------------------ */
+
+typedef struct csv_text_source {
+    source base;
+    char *buf;       /* every record's text, back to back */
+    int64_t *off;    /* n + 1 offsets into buf */
+    void *labels;    /* n int32 or float32, or NULL */
+    int32_t *line;   /* the record's first line */
+    char *name;
+} csv_text_source;
+
+static tfc_status csv_text_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
+{
+    csv_text_source *t = (csv_text_source *)s;
+    tfc_shape sh = {.ndim = 1, .dim = {t->off[i + 1] - t->off[i]}};
+    void *d = tfc_element_alloc(e, TFC_COMP_FEATURES, TFC_U8, &sh);
+    if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    memcpy(d, t->buf + t->off[i], (size_t)sh.dim[0]);
+    if (t->labels) {
+        tfc_shape ls = {0};
+        tfc_dtype dt = s->spec.comp[TFC_COMP_LABELS].dtype;
+        void *l = tfc_element_alloc(e, TFC_COMP_LABELS, dt, &ls);
+        if (!l) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        memcpy(l, (const char *)t->labels + 4 * i, 4);
+    }
+    return TFC_OK;
+}
+
+static void csv_text_describe(const source *s, int64_t i, char *buf, size_t size)
+{
+    const csv_text_source *t = (const csv_text_source *)s;
+    snprintf(buf, size, "%s:%d", t->name, t->line[i]);
+}
+
+static int64_t csv_text_label(const source *s, int64_t i)
+{
+    const csv_text_source *t = (const csv_text_source *)s;
+    return t->labels && s->spec.comp[TFC_COMP_LABELS].dtype == TFC_I32
+               ? ((const int32_t *)t->labels)[i] : -1;
+}
+
+static void csv_text_free(source *s)
+{
+    csv_text_source *t = (csv_text_source *)s;
+    free(t->buf);
+    free(t->off);
+    free(t->labels);
+    free(t->line);
+    free(t->name);
+    free(t);
+}
+
+static const source_ops csv_text_ops = {
+    .type = "csv",
+    .get = csv_text_get,
+    .describe = csv_text_describe,
+    .label = csv_text_label,
+    .free = csv_text_free,
+};
+
+/* ---- string labels ------------------------------------------------------------------------ */
+
+typedef struct name_ref {
+    const char *s;
+    size_t len;
+    int32_t id;
+} name_ref;
+
+static int by_name(const void *a, const void *b)
+{
+    const name_ref *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* The id of label text s in the sorted table (n entries), or -1. */
+static int32_t find_name(const name_ref *t, int n, const char *s, size_t len)
+{
+    name_ref key = {s, len, 0};
+    const name_ref *f = bsearch(&key, t, (size_t)n, sizeof *t, by_name);
+    return f ? f->id : -1;
+}
+
+/* Row r's label text in the string-label buffers. */
+#define LABEL_TEXT(r) ((const char *)lstr.p + ((const int64_t *)loff.p)[r])
+#define LABEL_LEN(r) ((size_t)(((const int64_t *)loff.p)[(r) + 1] - ((const int64_t *)loff.p)[r]))
+
 tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text, size_t len,
                               const char *name, tfc_error *err)
 {
@@ -211,20 +303,36 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
     csv_reader r = {.p = text, .end = text + len, .delim = a->delimiter ? a->delimiter[0] : ',',
                     .line = 1, .line_start = text};
     char **names = NULL;
-    int *fcols = NULL, ncols = -1, nf = 0, lcol = -1;
-    grow feats = {0}, labs = {0};
+    int *fcols = NULL, ncols = -1, nf = 0, lcol = -1, tcol = -1, nclasses = 0;
+    grow feats = {0}, labs = {0}, texts = {0}, toff = {0}, lines = {0}, lstr = {0}, loff = {0};
+    name_ref *table = NULL; /* string labels: `classes:` sorted, or the distinct labels */
     float *row = NULL;
-    int64_t nrows = 0, skipped = 0;
+    int64_t nrows = 0, skipped = 0, zero = 0;
     char where[TFC_SKIP_NAMES][300]; /* the first skipped rows, FILE:LINE */
     tfc_status st = TFC_OK;
     const char *why = NULL;
-    int class_labels = a->label_dtype == CSV_LABEL_INT32; /* else float32 targets */
-    char kf[352], kl[352];
+    int class_labels = a->label_dtype != CSV_LABEL_FLOAT32; /* else float32 targets */
+    int strings = a->label_dtype == CSV_LABEL_STRING;
+    char kf[352], kl[352], kt[352];
     snprintf(kf, sizeof kf, "%s.feature_columns", a->key ? a->key : "csv");
     snprintf(kl, sizeof kl, "%s.label_column", a->key ? a->key : "csv");
+    snprintf(kt, sizeof kt, "%s.text_column", a->key ? a->key : "csv");
     if (memchr(text, 0, len)) {
         st = tfc_error_set(err, TFC_ERR_DATA, "%s: binary file (holds NUL bytes), not CSV", name);
         goto done;
+    }
+    if (strings && a->classes) { /* `classes:` is the labels' order */
+        nclasses = a->classes->n;
+        if (!(table = malloc((size_t)nclasses * sizeof *table))) goto nomem;
+        for (int i = 0; i < nclasses; i++)
+            table[i] = (name_ref){a->classes->vals[i]->str, strlen(a->classes->vals[i]->str), i};
+        qsort(table, (size_t)nclasses, sizeof *table, by_name);
+        for (int i = 1; i < nclasses; i++)
+            if (!by_name(&table[i - 1], &table[i])) {
+                st = tfc_node_error(err, TFC_ERR_CONFIG, a->classes, a->key ? a->key : "csv",
+                                    "classes: '%s' is named twice", table[i].s);
+                goto done;
+            }
     }
     /* The first non-blank row fixes the column count (and names, with a header). */
     int rr;
@@ -253,9 +361,23 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             goto done;
         }
     }
+    if (a->text_column && !tfc_node_is_null(a->text_column)) {
+        tcol = resolve_column(a->text_column, kt, names, ncols, err);
+        if (tcol < 0 || tcol == lcol) {
+            if (tcol >= 0)
+                tfc_node_error(err, TFC_ERR_CONFIG, a->text_column, kt, "the text column is "
+                               "the label column");
+            st = TFC_ERR_CONFIG;
+            goto done;
+        }
+        if (grow_push(&toff, &zero, sizeof zero)) goto nomem;
+    }
+    if (strings && lcol >= 0 && grow_push(&loff, &zero, sizeof zero)) goto nomem;
     fcols = malloc((size_t)ncols * sizeof *fcols + sizeof *fcols);
     if (!fcols) goto nomem;
-    if (a->feature_columns && !tfc_node_is_null(a->feature_columns)) {
+    if (tcol >= 0) {
+        /* the text column alone */
+    } else if (a->feature_columns && !tfc_node_is_null(a->feature_columns)) {
         const tfc_node *fc = a->feature_columns;
         int n = fc->kind == TFC_NODE_SEQ ? fc->n : 1;
         if (n > ncols) {
@@ -276,11 +398,11 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         for (int i = 0; i < ncols; i++)
             if (i != lcol) fcols[nf++] = i;
     }
-    if (nf == 0) {
+    if (nf == 0 && tcol < 0) {
         st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: no feature columns", name);
         goto done;
     }
-    row = malloc((size_t)nf * sizeof *row);
+    row = malloc((size_t)nf * sizeof *row + sizeof *row);
     if (!row) goto nomem;
     if (a->header) rr = read_row(&r, &why);
     for (; rr != 0; rr = read_row(&r, &why)) {
@@ -311,12 +433,23 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             row[i] = (float)v;
         }
         double lv = 0;
-        if (!bad && lcol >= 0) {
+        int32_t li = 0;
+        if (!bad && lcol >= 0 && strings) {
+            const cell *c = &r.cells[lcol];
+            li = table ? find_name(table, nclasses, c->s, c->len) : 0;
+            if (li < 0) {
+                bc = c;
+                snprintf(msg, sizeof msg, "label \"%.*s\" is not one of `classes:`",
+                         (int)(c->len > 60 ? 60 : c->len), c->s);
+                bad = msg;
+            }
+        } else if (!bad && lcol >= 0) {
             const cell *c = &r.cells[lcol];
             bc = c;
             if (!parse_number(c, &lv)) {
-                snprintf(msg, sizeof msg, "label is not a number: \"%.*s\"",
-                         (int)(c->len > 60 ? 60 : c->len), c->s);
+                snprintf(msg, sizeof msg, "label is not a number: \"%.*s\"%s",
+                         (int)(c->len > 60 ? 60 : c->len), c->s,
+                         class_labels ? " (class names: label_dtype: string)" : "");
                 bad = msg;
             } else if (class_labels && (lv != floor(lv) || fabs(lv) > 2147483647.0)) {
                 snprintf(msg, sizeof msg, "label %g is not an integer class index", lv);
@@ -337,15 +470,78 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             st = tfc_error_at(err, TFC_ERR_DATA, name, bc->line, bc->col, NULL, NULL, "%s", bad);
             goto done;
         }
-        if (grow_push(&feats, row, (size_t)nf * sizeof *row)) goto nomem;
+        if (tcol >= 0) {
+            const cell *c = &r.cells[tcol];
+            int64_t end = (int64_t)(texts.len + c->len);
+            int32_t line = r.cells[0].line;
+            if (grow_push(&texts, c->s, c->len) || grow_push(&toff, &end, sizeof end) ||
+                grow_push(&lines, &line, sizeof line))
+                goto nomem;
+        } else if (grow_push(&feats, row, (size_t)nf * sizeof *row)) {
+            goto nomem;
+        }
+        if (lcol >= 0 && strings && !table) { /* ids once every distinct label is known */
+            const cell *c = &r.cells[lcol];
+            int64_t end = (int64_t)(lstr.len + c->len);
+            if (grow_push(&lstr, c->s, c->len) || grow_push(&loff, &end, sizeof end)) goto nomem;
+        }
         if (lcol >= 0) {
-            int32_t li = class_labels ? (int32_t)lv : 0;
+            if (!strings) li = class_labels ? (int32_t)lv : 0;
             float lf = class_labels ? 0 : (float)lv;
             if (grow_push(&labs, class_labels ? (void *)&li : (void *)&lf, 4)) goto nomem;
         }
         nrows++;
     }
-    {
+    if (strings && lcol >= 0 && !table) {
+        /* The distinct labels in byte order are the classes (like Keras's
+         * text_dataset_from_directory with its sorted folder names). */
+        if (!(table = malloc((size_t)(nrows ? nrows : 1) * sizeof *table))) goto nomem;
+        if (!lstr.p && !(lstr.p = malloc(1))) goto nomem; /* every name empty */
+        for (int64_t i = 0; i < nrows; i++) table[i] = (name_ref){LABEL_TEXT(i), LABEL_LEN(i), 0};
+        qsort(table, (size_t)nrows, sizeof *table, by_name);
+        int64_t n = 0;
+        for (int64_t i = 0; i < nrows; i++)
+            if (!n || by_name(&table[n - 1], &table[i])) table[n++] = table[i];
+        if (n > 1 << 20) {
+            st = tfc_error_set(err, TFC_ERR_DATA, "%s: %lld distinct labels: too many classes",
+                               name, (long long)n);
+            goto done;
+        }
+        nclasses = (int)n;
+        for (int i = 0; i < nclasses; i++) table[i].id = i;
+        if (a->num_classes > 0 && nclasses > a->num_classes) {
+            st = tfc_error_set(err, TFC_ERR_DATA, "%s: %d distinct labels in column %d, but the "
+                               "model has %d classes", name, nclasses, lcol, a->num_classes);
+            goto done;
+        }
+        for (int64_t i = 0; i < nrows; i++)
+            ((int32_t *)labs.p)[i] = find_name(table, nclasses, LABEL_TEXT(i), LABEL_LEN(i));
+    }
+    if (tcol >= 0) {
+        csv_text_source *t = calloc(1, sizeof *t);
+        if (!t || !(t->name = strdup(name))) {
+            free(t);
+            goto nomem;
+        }
+        t->base.ops = &csv_text_ops;
+        t->base.count = nrows;
+        t->base.spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, TFC_U8, {1, {-1}}};
+        if (lcol >= 0)
+            t->base.spec.comp[TFC_COMP_LABELS] =
+                (tfc_component_spec){1, class_labels ? TFC_I32 : TFC_F32, {0, {0}}};
+        t->buf = texts.p ? texts.p : malloc(1);
+        t->off = toff.p;
+        t->labels = labs.p;
+        t->line = lines.p ? lines.p : malloc(4);
+        texts.p = toff.p = labs.p = lines.p = NULL;
+        t->base.skipped = skipped;
+        *out = &t->base;
+        if (!t->buf || !t->line) {
+            tfc_source_free(*out);
+            *out = NULL;
+            goto nomem;
+        }
+    } else {
         tfc_tensor f = {TFC_F32, {.ndim = 2, .dim = {nrows, nf}}, feats.p, -1};
         tfc_tensor l = {class_labels ? TFC_I32 : TFC_F32, {.ndim = 1, .dim = {nrows}}, labs.p, -1};
         if (!f.data && !(f.data = malloc(1))) goto nomem;
@@ -354,8 +550,36 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         st = tfc_source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
                               ON_ERROR_FAIL, err);
         if (!st) (*out)->skipped = skipped;
-        for (int64_t i = 0; !st && i < skipped && i < TFC_SKIP_NAMES; i++)
-            tfc_source_name_skip(*out, where[i]);
+    }
+    for (int64_t i = 0; !st && i < skipped && i < TFC_SKIP_NAMES; i++)
+        tfc_source_name_skip(*out, where[i]);
+    if (!st && !strings && a->classes) { /* `classes:` names integer labels */
+        const char **cn = malloc((size_t)a->classes->n * sizeof *cn);
+        for (int i = 0; cn && i < a->classes->n; i++) cn[i] = a->classes->vals[i]->str;
+        st = cn ? tfc_source_set_classes(*out, cn, a->classes->n, err)
+                : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        free(cn);
+        if (st) {
+            tfc_source_free(*out);
+            *out = NULL;
+        }
+    }
+    if (!st && strings && lcol >= 0) { /* the class names, in id order */
+        const char **cn = malloc((size_t)(nclasses ? nclasses : 1) * sizeof *cn);
+        char **owned = calloc((size_t)(nclasses ? nclasses : 1), sizeof *owned);
+        for (int i = 0; cn && owned && i < nclasses; i++)
+            if ((owned[i] = strndup(table[i].s, table[i].len))) cn[table[i].id] = owned[i];
+            else nclasses = -1;
+        st = !cn || !owned || nclasses < 0
+                 ? tfc_error_set(err, TFC_ERR_NOMEM, "out of memory")
+                 : tfc_source_set_classes(*out, cn, nclasses, err);
+        for (int i = 0; owned && i < nclasses; i++) free(owned[i]);
+        free(owned);
+        free(cn);
+        if (st) {
+            tfc_source_free(*out);
+            *out = NULL;
+        }
     }
     goto done;
 nomem:
@@ -365,8 +589,14 @@ done:
     free(names);
     free(fcols);
     free(row);
+    free(table);
     free(feats.p);
     free(labs.p);
+    free(texts.p);
+    free(toff.p);
+    free(lines.p);
+    free(lstr.p);
+    free(loff.p);
     free(r.cells);
     free(r.unq);
     return st;
@@ -375,7 +605,8 @@ done:
 /* ---- the source ------------------------------------------------------------------------ */
 
 static const char *const label_dtype_choices[] = {
-    [CSV_LABEL_INT32] = "int32", [CSV_LABEL_FLOAT32] = "float32", [CSV_LABEL_COUNT] = NULL};
+    [CSV_LABEL_INT32] = "int32", [CSV_LABEL_FLOAT32] = "float32", [CSV_LABEL_STRING] = "string",
+    [CSV_LABEL_COUNT] = NULL};
 
 static const tfc_field csv_fields[] = {
     SOURCE_TYPE_FIELD(csv_args),
@@ -389,8 +620,11 @@ static const tfc_field csv_fields[] = {
      "column name or 0-based index of the label (-1: the last); none: no labels"},
     {"feature_columns", TFC_F_NODE, offsetof(csv_args, feature_columns), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "list of column names or indices (default: every other column)"},
+    {"text_column", TFC_F_NODE, offsetof(csv_args, text_column), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "column name or index: the features are its text (bytes), not numbers"},
     {"label_dtype", TFC_F_ENUM, offsetof(csv_args, label_dtype), "int32", TFC_UNBOUNDED,
-     label_dtype_choices, "class indices (int32) or regression targets (float32)"},
+     label_dtype_choices, "class indices (int32), regression targets (float32) or class names "
+     "(string: in `classes:` order, else sorted)"},
     SOURCE_NUM_CLASSES_FIELD(csv_args),
     SOURCE_ON_ERROR_FIELD(csv_args),
     {NULL},
@@ -408,6 +642,13 @@ static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc
     if (a->label_column && !tfc_node_is_null(a->label_column)) {
         snprintf(ckey, sizeof ckey, "%s.label_column", key);
         if (column_node(a->label_column, ckey, err)) st = TFC_ERR_CONFIG;
+    }
+    if (a->text_column && !tfc_node_is_null(a->text_column)) {
+        snprintf(ckey, sizeof ckey, "%s.text_column", key);
+        if (column_node(a->text_column, ckey, err)) st = TFC_ERR_CONFIG;
+        if (a->feature_columns && !tfc_node_is_null(a->feature_columns))
+            st = tfc_node_error(err, TFC_ERR_CONFIG, a->feature_columns, key, "give "
+                                "text_column or feature_columns, not both");
     }
     const tfc_node *fc = a->feature_columns;
     if (fc && !tfc_node_is_null(fc)) {
@@ -440,9 +681,10 @@ static tfc_status csv_open(const void *args, const tfc_data_options *opt, const 
 
 const source_def tfc_source_csv = {
     .name = "csv",
-    .help = "a CSV file of numbers",
+    .help = "a CSV file of numbers (or of text and class names)",
     .fields = csv_fields,
     .args_size = sizeof(csv_args),
     .check = csv_check,
     .open = csv_open,
+    .classes_offset = offsetof(csv_args, classes),
 };

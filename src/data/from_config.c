@@ -318,8 +318,11 @@ static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_erro
 {
     int batch = -1, at = shard_point(sp, opt, &batch);
     source *src;
+    if (sp->source->classes_offset)
+        memcpy((char *)sp->source_args + sp->source->classes_offset, &sp->classes,
+               sizeof sp->classes);
     if (sp->source->open(sp->source_args, opt, sp->source_key, &src, err)) return NULL;
-    if (sp->classes && set_classes(src, sp, err)) {
+    if (sp->classes && !sp->source->classes_offset && set_classes(src, sp, err)) {
         tfc_source_free(src);
         return NULL;
     }

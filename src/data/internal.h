@@ -186,7 +186,7 @@ extern const char *const tfc_data_on_error_names[];
      "> 0: integer labels must lie in [0, num_classes)"}
 
 /* The arguments of the CSV and text sources, which the fuzzers build directly. */
-enum { CSV_LABEL_INT32 = 0, CSV_LABEL_FLOAT32, CSV_LABEL_COUNT };
+enum { CSV_LABEL_INT32 = 0, CSV_LABEL_FLOAT32, CSV_LABEL_STRING, CSV_LABEL_COUNT };
 typedef struct csv_args {
     const char *type;
     const char *file;
@@ -194,7 +194,10 @@ typedef struct csv_args {
     const char *delimiter;
     const tfc_node *label_column;    /* name or index; NULL: none */
     const tfc_node *feature_columns; /* list of names or indices; NULL: all but the label */
+    const tfc_node *text_column;     /* name or index: features are its text; NULL: numbers */
     int label_dtype;                 /* CSV_LABEL_* */
+    const tfc_node *classes;         /* the source's `classes:` (not a field): string labels'
+                                        order; NULL: their sorted distinct values */
     int num_classes;
     int on_error;
     const char *key;                 /* key path of column errors (not a field) */
@@ -574,6 +577,9 @@ typedef struct source_def {
      * reads them; opt->num_classes, when set, replaces the source's `num_classes`. */
     tfc_status (*open)(const void *args, const tfc_data_options *opt, const char *key,
                        source **out, tfc_error *err);
+    /* > 0: the source takes `classes:` itself (a const tfc_node * at this offset of its
+     * arguments, set before open) rather than having its class names replaced after. */
+    size_t classes_offset;
 } source_def;
 
 /* A stage name of `pipeline:`. */

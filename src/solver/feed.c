@@ -115,6 +115,27 @@ static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
     return TFC_ERR_CONFIG;
 }
 
+/* Two class-name lists that must agree, since a label means the class of its place: a test
+ * split whose folders, files or label names are not the train split's (one may have more
+ * classes after the other's last). */
+static tfc_status same_classes(const char *a, const char *const *x, int nx, const char *b,
+                               const char *const *y, int ny, tfc_error *err)
+{
+    int k = 0;
+    while (k < nx && k < ny && !strcmp(x[k], y[k])) k++;
+    if (k == nx || k == ny) return TFC_OK; /* one has more classes at the end: the labels agree */
+    char one[1024] = "", two[1024] = "";
+    for (int i = 0; i < nx; i++)
+        snprintf(one + strlen(one), sizeof one - strlen(one), "%s%s", i ? ", " : "", x[i]);
+    for (int i = 0; i < ny; i++)
+        snprintf(two + strlen(two), sizeof two - strlen(two), "%s%s", i ? ", " : "", y[i]);
+    tfc_error_set(err, TFC_ERR_CONFIG, "%s has %d classes (%s) and %s %d (%s): class %d is "
+                  "'%s' in one and '%s' in the other, so the labels would mean other classes",
+                  a, nx, one, b, ny, two, k, x[k], y[k]);
+    tfc_error_hint(err, "give both sources the same `classes:` list (docs/data.md, Sources)");
+    return TFC_ERR_CONFIG;
+}
+
 /* A class label outside the model's classes, at `at` ("FILE record N"). */
 static tfc_status label_range_error(const char *key, const char *at, int64_t label, int classes,
                                     tfc_error *err)
@@ -257,9 +278,13 @@ tfc_status tfc_feed_for_training(tfc_feed *f, const tfc_solver *s, tfc_backend *
     if (st) return st;
     /* The weights the run writes carry the class names of the training source (else the
      * test source's), SPEC §4. */
-    int n = 0;
+    int n = 0, nt = 0;
     const char *const *names = tfc_pipeline_class_names(f->train, &n);
-    if (!names && f->test) names = tfc_pipeline_class_names(f->test, &n);
+    const char *const *tnames = f->test ? tfc_pipeline_class_names(f->test, &nt) : NULL;
+    if (names && tnames && (st = same_classes("data.train", names, n, "data.test", tnames, nt,
+                                              err)))
+        return st;
+    if (!names) names = tnames, n = nt;
     if (tfc_model_set_class_names(s->model, names, n, err)) return err->code;
     /* ... and the hash of the vocabulary that tokenized it, which prediction checks */
     const tfc_vocab *vocab = tfc_pipeline_vocab(f->train);
@@ -300,6 +325,11 @@ tfc_status tfc_feed_for_evaluation(tfc_feed *f, const tfc_solver *s, tfc_backend
     f->test = tfc_pipeline_from_config(s->cfg.test, &o, err);
     if (!f->test) return err->code;
     tfc_status st = check_label_set(f, f->test, "data.test", err);
+    int n = 0, nt = 0;
+    const char *const *names = tfc_model_class_names(s->model, &n);
+    const char *const *tnames = tfc_pipeline_class_names(f->test, &nt);
+    if (!st && names && tnames)
+        st = same_classes("the weights", names, n, "data.test", tnames, nt, err);
     /* a split whose stages leave nothing is said as tfc-train says it, not tested as empty */
     if (!st) st = tfc_pipeline_check_yields(f->test, err);
     return st ? st : bind(f, s, be, err);
