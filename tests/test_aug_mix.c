@@ -438,6 +438,14 @@ static void test_config_errors(void)
                                        "AugMix: {factor: 0, num_chains: 0, chain_depth: 0}",
                                        "AugMix: {value_range: [1, -1], factor: 1, alpha: 3}"};
     for (size_t k = 0; k < sizeof good / sizeof *good; k++) unbind(bind(good[k], 4, 4, 1, 1, 1));
+    /* without the colour operations, any number of channels (Keras's seven take them; with
+     * them, its RandomColorDegeneration fails on 2 channels when picked) */
+    bound b = bind("AugMix: {all_ops: false, chain_depth: 8}", 4, 4, 2, 2, 1);
+    float x[64], y[64];
+    tfc_test_fill(x, 64, 0, 255, 1);
+    run(b, x, 2, 1, 1, 1, y);
+    CU_ASSERT(memcmp(x, y, sizeof x) != 0);
+    unbind(b);
 }
 
 static void drop_tone(tfc_backend_ops *ops)

@@ -92,7 +92,8 @@ static tfc_status am_build(tfc_layer *l, tfc_error *err)
 {
     am_args *a = l->args;
     double lo, hi;
-    if (tfc_augment_policy_check(l, &a->factor, &a->value_range, &lo, &hi, err))
+    if (tfc_augment_policy_check(l, &a->factor, &a->value_range, a->all_ops, &lo, &hi,
+                                 err))
         return TFC_ERR_CONFIG;
     if (!(a->alpha > 0))
         return tfc_layer_error(err, l, "alpha: must be positive (the Dirichlet's and the "

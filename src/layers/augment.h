@@ -37,10 +37,11 @@ int tfc_rand_augment_pick(const tfc_layer *l, uint64_t step, int s);
 
 /* The checks the policies share, as Keras's sub-layers make them: factor in [0, 1] (a number
  * f: [0, f]) gives [*lo, *hi]; value_range (none: [0, 255], set) a pair of distinct numbers;
- * an image of 3 channels or 1. Errors name l. */
+ * an image, of 3 channels or 1 when `luma` (RandomColorDegeneration among the operations).
+ * Errors name l. */
 tfc_status tfc_augment_policy_check(tfc_layer *l, const tfc_float_list *factor,
-                                    tfc_float_list *value_range, double *lo, double *hi,
-                                    tfc_error *err);
+                                    tfc_float_list *value_range, int luma, double *lo,
+                                    double *hi, tfc_error *err);
 
 /* Builds into d (overwritten; d->args allocated, the caller frees them) the tfc layer of
  * operation j as Keras's policies build it from the range [lo, hi], value_range and

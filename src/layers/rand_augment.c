@@ -144,10 +144,10 @@ tfc_status tfc_augment_policy_op(tfc_layer *l, int j, double lo, double hi,
 
 /* factor: Keras's check (_FACTOR_BOUNDS (0, 1)) as RandomShear, the first layer it is handed
  * to, makes it: each number in [0, 1]; value_range a pair of distinct numbers (AutoContrast's
- * check); 3 channels or 1 (RandomColorDegeneration's luma). */
+ * check); 3 channels or 1 where RandomColorDegeneration is among the operations (its luma). */
 tfc_status tfc_augment_policy_check(tfc_layer *l, const tfc_float_list *factor,
-                                    tfc_float_list *value_range, double *lo, double *hi,
-                                    tfc_error *err)
+                                    tfc_float_list *value_range, int luma, double *lo,
+                                    double *hi, tfc_error *err)
 {
     float flo, fhi;
     const tfc_factor_rule unit_rule = {0, 1, 0, 0};
@@ -165,7 +165,7 @@ tfc_status tfc_augment_policy_check(tfc_layer *l, const tfc_float_list *factor,
                                value_range->v[0], value_range->v[1]);
     if (tfc_augment_same_shape(l, err)) return TFC_ERR_CONFIG;
     const long long c = (long long)l->in_shape[0].dim[2];
-    if (c != 1 && c != 3)
+    if (luma && c != 1 && c != 3)
         return tfc_layer_error(err, l, "needs 3 channels (RGB) or 1 (grayscale), as "
                                "RandomColorDegeneration's luma, got %lld", c);
     return TFC_OK;
@@ -176,7 +176,7 @@ static tfc_status ra_build(tfc_layer *l, tfc_error *err)
 {
     ra_args *a = l->args;
     double lo, hi;
-    if (tfc_augment_policy_check(l, &a->factor, &a->value_range, &lo, &hi, err))
+    if (tfc_augment_policy_check(l, &a->factor, &a->value_range, 1, &lo, &hi, err))
         return TFC_ERR_CONFIG;
     ra_free(l);
     ra_state *st = calloc(1, sizeof *st);
