@@ -103,6 +103,7 @@ static const listed resolved_at_build[] = {
     {"Equalization.value_range", "[0, 255]"},
     {"RandomSharpness.value_range", "[0, 255]"},
     {"RandAugment.value_range", "[0, 255]"},
+    {"AugMix.value_range", "[0, 255]"},
     {"ContrastLimitedAdaptiveHistogramEqualization.value_range", "[0, 255]"},
     {"ContrastLimitedAdaptiveHistogramEqualization.tile_grid_size", "[8, 8]"},
     {"RandomElasticTransform.value_range", "[0, 255]"},

@@ -691,6 +691,12 @@ static const gc_case cases[] = {
                      "  - RandAugment: {num_ops: 3, factor: 0.3, value_range: [-20, 20],"
                      " seed: 37}\n"
                      "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
+    /* AugMix's chains backward through their recomputed inputs, mixed: seed 26 picks, at the
+     * checker's step, the colour degeneration, rotation and contrast in one chain, the
+     * translation, shear and brightness in the other (weights 0.92 and 0.08, w 0.61) */
+    {"aug_mix", IMG "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - AugMix: {num_chains: 2, factor: 0.3, value_range: [-20, 20], seed: 26}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3}\n", 4},
     /* Masking passes real steps through and its mask on to the recurrent layers and the
      * pooling (random inputs mask no step: a masked step's input gradient, 0 by Keras's
      * definition, is no derivative of the loss, so test_masking checks those) */

@@ -1004,6 +1004,11 @@ static void test_augmentation(void)
             "input: {shape: [6, 5, 3]}\nlayers:\n"
             "  - RandAugment: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - RandAugment: {num_ops: 3, value_range: [-2, 2]}\n  - Flatten: {}\n", 0);
+    /* AugMix (layers/aug_mix.c) likewise */
+    fixture("aug_mix",
+            "input: {shape: [6, 5, 3]}\nlayers:\n"
+            "  - AugMix: {}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
+            "  - AugMix: {num_chains: 2, value_range: [-2, 2]}\n  - Flatten: {}\n", 0);
     /* RepeatVector (an Expand) and Identity (removed): an LSTM autoencoder */
     fixture("repeat",
             "input: {shape: [5, 3]}\nlayers:\n  - LSTM: {units: 4}\n"

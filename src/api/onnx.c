@@ -2480,9 +2480,10 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
                !strcmp(type, "ActivityRegularization") || !strcmp(type, "Identity") ||
                !strncmp(type, "Random", 6) || !strcmp(type, "Solarization") ||
-               !strcmp(type, "Equalization") || !strcmp(type, "RandAugment")) {
+               !strcmp(type, "Equalization") || !strcmp(type, "RandAugment") ||
+               !strcmp(type, "AugMix")) {
         /* inference: the dropouts, GaussianNoise, ActivityRegularization, Identity and the
-         * augmentation layers (RandomFlip, ..., Solarization, Equalization, RandAugment) are
+         * augmentation layers (RandomFlip, ..., Equalization, RandAugment, AugMix) are
          * the identity; Activation (and ReLU, Softmax, ... as one) is its fused activation
          * alone */
     } else if (!strcmp(type, "Flatten")) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/rng_draw.h"
 #include "data/internal.h"
 
 /* Philox steps of the draws (one stream each). */
@@ -19,50 +20,6 @@ enum { STEP_PERM = 1, STEP_BETA, STEP_ALPHA, STEP_BOX };
 #define MIX_SEED_STREAM 0x4D49584D4958ull
 
 /* ---- draws ----------------------------------------------------------------------------------- */
-
-/* A sequential stream of doubles in (0, 1), 53 bits each, from Philox (key, step). */
-typedef struct mix_stream {
-    uint64_t key, step, n;
-} mix_stream;
-
-static double stream_uniform(mix_stream *s)
-{
-    tfc_u32x4 r = tfc_philox(s->key, s->n++, s->step);
-    uint64_t x = ((uint64_t)r.v[0] << 21) | (r.v[1] >> 11);
-    return ((double)x + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-static double stream_normal(mix_stream *s)
-{
-    double u1 = stream_uniform(s), u2 = stream_uniform(s);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-/* log of a Gamma(a, 1) draw (Marsaglia and Tsang; a < 1 by G(a) = G(a + 1) U^(1/a)), in
- * logs so that a tiny a (CutMix's 1e-6) does not underflow to 0. */
-static double log_gamma_draw(mix_stream *s, double a)
-{
-    double boost = 0.0;
-    if (a < 1.0) {
-        boost = log(stream_uniform(s)) / a;
-        a += 1.0;
-    }
-    const double d = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
-    for (;;) {
-        double x = stream_normal(s), v = 1.0 + c * x;
-        if (v <= 0.0) continue;
-        v = v * v * v;
-        double u = stream_uniform(s);
-        if (log(u) < 0.5 * x * x + d - d * v + d * log(v)) return log(d * v) + boost;
-    }
-}
-
-/* A Beta(a, a) draw: X / (X + Y) for X, Y ~ Gamma(a), from their logs. */
-static double beta_draw(mix_stream *s, double a)
-{
-    double lx = log_gamma_draw(s, a), ly = log_gamma_draw(s, a);
-    return 1.0 / (1.0 + exp(ly - lx));
-}
 
 void tfc_mix_draws_free(tfc_mix_draws *d)
 {
@@ -94,8 +51,8 @@ tfc_status tfc_mix_draw(uint64_t key, int cut, double lo, double hi, int64_t n,
     double alpha = lo;
     if (cut) /* Keras: uniform in [factor) + 1e-6, one a batch */
         alpha = (float)(lo + (hi - lo) * tfc_rng_uniform(key, STEP_ALPHA, 0)) + 1e-6f;
-    mix_stream s = {key, STEP_BETA, 0};
-    for (int64_t i = 0; i < n; i++) d->lam[i] = (float)beta_draw(&s, alpha);
+    tfc_draw_stream s = {key, STEP_BETA, 0};
+    for (int64_t i = 0; i < n; i++) d->lam[i] = (float)tfc_draw_beta(&s, alpha);
     for (int64_t i = 0; i < n && cut; i++) {
         d->ux[i] = tfc_rng_uniform(key, STEP_BOX, (uint64_t)(2 * i));
         d->uy[i] = tfc_rng_uniform(key, STEP_BOX, (uint64_t)(2 * i + 1));

@@ -29,7 +29,7 @@
 #include "layers/augment.h"
 #include "layers/layer.h"
 
-#define RA_NOPS 11
+#define RA_NOPS TFC_POLICY_NOPS
 #define RA_MAX_NUM_OPS 64
 
 extern const tfc_layer_ops tfc_random_shear_ops, tfc_random_translation_ops,
@@ -81,13 +81,15 @@ static void ra_free(tfc_layer *l)
     l->state = NULL;
 }
 
-/* Operation j's arguments as Keras's RandAugment gives them, as YAML flow mapping text. */
-static void op_args_text(const ra_args *a, int j, double lo, double hi, char *buf, size_t size)
+/* Operation j's arguments as Keras's RandAugment and AugMix give them, as YAML flow mapping
+ * text. */
+static void op_args_text(int j, double lo, double hi, const tfc_float_list *value_range,
+                         int interpolation, char *buf, size_t size)
 {
-    const char *interp = interpolation_names[a->interpolation];
+    const char *interp = interpolation_names[interpolation];
     char vr[96], pair[96];
-    snprintf(vr, sizeof vr, "value_range: [%.17g, %.17g]", a->value_range.v[0],
-             a->value_range.v[1]);
+    snprintf(vr, sizeof vr, "value_range: [%.17g, %.17g]", value_range->v[0],
+             value_range->v[1]);
     snprintf(pair, sizeof pair, "[%.17g, %.17g]", lo, hi);
     switch (j) {
     case 0: snprintf(buf, size, "{x_factor: %s, y_factor: %s, interpolation: %s}", pair, pair,
@@ -108,16 +110,14 @@ static void op_args_text(const ra_args *a, int j, double lo, double hi, char *bu
     }
 }
 
-/* Builds operation j into d: its schema applied to its arguments, then its build (whose
- * errors name this layer by its name). */
-static tfc_status op_build(tfc_layer *l, int j, double lo, double hi, tfc_layer *d,
-                           tfc_error *err)
+tfc_status tfc_augment_policy_op(tfc_layer *l, int j, double lo, double hi,
+                                 const tfc_float_list *value_range, int interpolation,
+                                 tfc_layer *d, tfc_error *err)
 {
-    const ra_args *a = l->args;
     const tfc_layer_ops *ops = ra_ops[j];
     char text[512], path[128];
-    op_args_text(a, j, lo, hi, text, sizeof text);
-    snprintf(path, sizeof path, "layers[%d].RandAugment.%s", l->index, ops->type);
+    op_args_text(j, lo, hi, value_range, interpolation, text, sizeof text);
+    snprintf(path, sizeof path, "layers[%d].%s.%s", l->index, l->ops->type, ops->type);
     memset(d, 0, sizeof *d);
     d->args = calloc(1, ops->args_size);
     if (!d->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -144,36 +144,48 @@ static tfc_status op_build(tfc_layer *l, int j, double lo, double hi, tfc_layer 
 
 /* factor: Keras's check (_FACTOR_BOUNDS (0, 1)) as RandomShear, the first layer it is handed
  * to, makes it: each number in [0, 1]; value_range a pair of distinct numbers (AutoContrast's
- * check); 3 channels or 1 (RandomColorDegeneration's luma); then the eleven layers. */
+ * check); 3 channels or 1 where RandomColorDegeneration is among the operations (its luma). */
+tfc_status tfc_augment_policy_check(tfc_layer *l, const tfc_float_list *factor,
+                                    tfc_float_list *value_range, int luma, double *lo,
+                                    double *hi, tfc_error *err)
+{
+    float flo, fhi;
+    const tfc_factor_rule unit_rule = {0, 1, 0, 0};
+    if (tfc_augment_factor_range(l, "factor", factor, unit_rule, &flo, &fhi, err))
+        return TFC_ERR_CONFIG;
+    /* the range in double, as Keras hands it on (a number f: [0, f]) */
+    *lo = factor->n == 1 ? 0.0 : fmin(factor->v[0], factor->v[1]);
+    *hi = factor->n == 1 ? factor->v[0] : fmax(factor->v[0], factor->v[1]);
+    if (value_range->n == 0) *value_range = (tfc_float_list){.n = 2, .v = {0, 255}};
+    if (value_range->n != 2)
+        return tfc_layer_error(err, l, "value_range: expected a pair [low, high], found %d "
+                               "value%s", value_range->n, value_range->n == 1 ? "" : "s");
+    if (value_range->v[0] == value_range->v[1])
+        return tfc_layer_error(err, l, "value_range: low and high must differ, got [%g, %g]",
+                               value_range->v[0], value_range->v[1]);
+    if (tfc_augment_same_shape(l, err)) return TFC_ERR_CONFIG;
+    const long long c = (long long)l->in_shape[0].dim[2];
+    if (luma && c != 1 && c != 3)
+        return tfc_layer_error(err, l, "needs 3 channels (RGB) or 1 (grayscale), as "
+                               "RandomColorDegeneration's luma, got %lld", c);
+    return TFC_OK;
+}
+
+/* The checks, then the eleven layers. */
 static tfc_status ra_build(tfc_layer *l, tfc_error *err)
 {
     ra_args *a = l->args;
-    float lo, hi;
-    const tfc_factor_rule unit_rule = {0, 1, 0, 0};
-    if (tfc_augment_factor_range(l, "factor", &a->factor, unit_rule, &lo, &hi, err))
+    double lo, hi;
+    if (tfc_augment_policy_check(l, &a->factor, &a->value_range, 1, &lo, &hi, err))
         return TFC_ERR_CONFIG;
-    /* the range in double, as Keras hands it on (a number f: [0, f]) */
-    const tfc_float_list *f = &a->factor;
-    const double dlo = f->n == 1 ? 0.0 : fmin(f->v[0], f->v[1]);
-    const double dhi = f->n == 1 ? f->v[0] : fmax(f->v[0], f->v[1]);
-    if (a->value_range.n == 0) a->value_range = (tfc_float_list){.n = 2, .v = {0, 255}};
-    if (a->value_range.n != 2)
-        return tfc_layer_error(err, l, "value_range: expected a pair [low, high], found %d "
-                               "value%s", a->value_range.n, a->value_range.n == 1 ? "" : "s");
-    if (a->value_range.v[0] == a->value_range.v[1])
-        return tfc_layer_error(err, l, "value_range: low and high must differ, got [%g, %g]",
-                               a->value_range.v[0], a->value_range.v[1]);
-    if (tfc_augment_same_shape(l, err)) return TFC_ERR_CONFIG;
-    const long long c = (long long)l->in_shape[0].dim[2];
-    if (c != 1 && c != 3)
-        return tfc_layer_error(err, l, "needs 3 channels (RGB) or 1 (grayscale), as "
-                               "RandomColorDegeneration's luma, got %lld", c);
     ra_free(l);
     ra_state *st = calloc(1, sizeof *st);
     if (!st) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     l->state = st;
     for (int j = 0; j < RA_NOPS; j++)
-        if (op_build(l, j, dlo, dhi, &st->op[j], err)) return TFC_ERR_CONFIG;
+        if (tfc_augment_policy_op(l, j, lo, hi, &a->value_range, a->interpolation, &st->op[j],
+                                  err))
+            return TFC_ERR_CONFIG;
     /* the inputs of the operations after the first, and one or two gradient buffers */
     const int64_t numel = tfc_shape_numel(&l->out_shape);
     l->saved_floats = a->num_ops > 1 ? (a->num_ops - 1 + (a->num_ops > 2 ? 2 : 1)) * numel : 0;
@@ -247,7 +259,7 @@ static void ra_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const 
     }
 }
 
-static const char *const *ra_needs(const tfc_layer *l)
+const char *const *tfc_augment_policy_needs(const tfc_layer *l)
 {
     (void)l;
     static const char *const ops[] = {
@@ -262,5 +274,5 @@ const tfc_layer_ops tfc_rand_augment_ops = {
     .type = "RandAugment", .schema = ra_fields, .args_size = sizeof(ra_args),
     .min_inputs = 1, .max_inputs = 1, .copies_at_inference = 1, .cpu_first = 1,
     .host_choices = 1, .build = ra_build, .forward = ra_forward, .backward = ra_backward,
-    .needs = ra_needs, .free_state = ra_free,
+    .needs = tfc_augment_policy_needs, .free_state = ra_free,
 };

@@ -48,6 +48,7 @@ extern const tfc_layer_ops tfc_auto_contrast_ops, tfc_equalization_ops, tfc_clah
 extern const tfc_layer_ops tfc_random_elastic_transform_ops;
 extern const tfc_layer_ops tfc_random_perspective_ops, tfc_random_sharpness_ops;
 extern const tfc_layer_ops tfc_rand_augment_ops;
+extern const tfc_layer_ops tfc_aug_mix_ops;
 extern const tfc_layer_ops tfc_group_query_attention_ops;
 extern const tfc_layer_ops tfc_einsum_dense_ops;
 extern const tfc_layer_ops tfc_adaptive_average_pooling1d_ops,
@@ -107,6 +108,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_auto_contrast_ops,  &tfc_equalization_ops, &tfc_clahe_ops,
     &tfc_random_elastic_transform_ops,
     &tfc_random_perspective_ops, &tfc_random_sharpness_ops, &tfc_rand_augment_ops,
+    &tfc_aug_mix_ops,
     &tfc_group_query_attention_ops,
     &tfc_einsum_dense_ops,
     &tfc_adaptive_average_pooling1d_ops, &tfc_adaptive_average_pooling2d_ops,

@@ -3409,6 +3409,27 @@ static void test_rand_augment(void)
     enable_layer_ops(0);
 }
 
+/* AugMix adds no op either: RandAugment's operations in chains, mixed with zero, copy, scale
+ * and axpy, clipped by brightness with a zero delta; its picks and weights drawn on the host
+ * per step (host_choices). A model with two of it trains on both backends (AugMix
+ * cpu_first). */
+static void test_aug_mix(void)
+{
+    enable_layer_ops(1);
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [9, 8, 3]}\nlayers:\n"
+                "  - AugMix: {num_chains: 2, factor: 0.4, value_range: [-1, 1]}\n"
+                "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+                "  - AugMix: {chain_depth: 2, interpolation: nearest, value_range: [-4, 4],"
+                " all_ops: false, seed: 3}\n"
+                "  - Conv2D: {filters: 4, kernel_size: 3, activation: relu}\n"
+                "  - Flatten: {}\n  - Dense: {units: 5, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 static void test_train_border(void)
 {
     train_steps(border_yaml, 8, 0, 1, 5e-4, 1e-5);
@@ -5274,6 +5295,7 @@ int main(int argc, char **argv)
         {"augment_region", test_augment_region},
         {"augment_persp", test_augment_persp},
         {"rand_augment", test_rand_augment},
+        {"aug_mix", test_aug_mix},
         {"stft", test_stft},
         {"encode", test_encode},
         {"train_border", test_train_border},
