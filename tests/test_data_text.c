@@ -246,6 +246,68 @@ static void test_vocabulary_escapes(void)
     CU_ASSERT_PTR_NULL(tfc_vocab_load(tfc_test_path("notvocab.txt"), &err));
 }
 
+/* `directory:` as Keras's text_dataset_from_directory: class folders in byte order, each
+ * .txt file one record labelled with its folder; other files and hidden ones left out. */
+static void test_directory(void)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p reviews/pos reviews/neg reviews/.hidden "
+             "reviews/empty", tfc_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    tfc_test_write("reviews/pos/b.txt", "Loved it.\nWould watch again.\n", -1);
+    tfc_test_write("reviews/pos/a.TXT", "Great film", -1);
+    tfc_test_write("reviews/neg/1.txt", "Dull.", -1);
+    tfc_test_write("reviews/neg/notes.md", "not a review", -1);
+    tfc_test_write("reviews/neg/.swap.txt", "hidden", -1);
+    tfc_test_write("reviews/.hidden/x.txt", "hidden", -1);
+    tfc_error err;
+    tfc_pipeline *p = open_yaml("{type: text, directory: reviews}", NULL, 0, &err);
+    if (!p) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 3);
+    int n;
+    const char *const *names = tfc_pipeline_class_names(p, &n);
+    CU_ASSERT_EQUAL_FATAL(n, 3); /* empty, neg, pos: an empty folder is still a class */
+    CU_ASSERT_STRING_EQUAL(names[1], "neg");
+    CU_ASSERT_STRING_EQUAL(names[2], "pos");
+    const char *want[] = {"Dull.", "Great film", "Loved it.\nWould watch again.\n"};
+    int labels[] = {1, 2, 2};
+    for (int i = 0; i < 3; i++) {
+        char buf[128];
+        int label;
+        CU_ASSERT_FATAL(next_text(p, buf, sizeof buf, &label));
+        CU_ASSERT_STRING_EQUAL(buf, want[i]);
+        CU_ASSERT_EQUAL(label, labels[i]);
+    }
+    tfc_pipeline_free(p);
+    /* Lines of the files instead, without labels; and the split by record index. */
+    p = open_yaml("{type: text, directory: reviews, format: lines, label: none}", NULL, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 4);
+    CU_ASSERT_PTR_NULL(tfc_pipeline_class_names(p, &n));
+    tfc_pipeline_free(p);
+    p = open_yaml("{type: text, directory: reviews, split: {every: 3, part: test}}", NULL, 0,
+                  &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 1);
+    tfc_pipeline_free(p);
+    const char *bad[][2] = {
+        {"{type: text, directory: reviews, files: x.txt}", "not both"},
+        {"{type: text}", "give `files` or `directory`"},
+        {"{type: text, directory: reviews, label: file}", "label is the folder"},
+        {"{type: text, files: lines.txt, label: folder}", "needs `directory`"},
+        {"{type: text, directory: reviews/empty}", "no class sub-folders"},
+        {"{type: text, directory: nowhere}", "nowhere"},
+    };
+    for (int k = 0; k < 6; k++) {
+        p = open_yaml(bad[k][0], NULL, 0, &err);
+        CU_ASSERT_PTR_NULL(p);
+        if (!strstr(err.text, bad[k][1])) printf("\n%s: %s", bad[k][0], err.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[k][1]));
+        tfc_pipeline_free(p);
+    }
+}
+
 static void test_window(void)
 {
     tfc_test_write("lm.txt", "abcdefghij\nab\n", -1);
@@ -302,4 +364,4 @@ TFC_TEST_MAIN("data_text",
               {"char_vocabulary", test_char_vocabulary},
               {"word_vocabulary_and_files", test_word_vocabulary_and_files},
               {"vocabulary_escapes", test_vocabulary_escapes},
-              {"window", test_window})
+              {"window", test_window}, {"directory", test_directory})

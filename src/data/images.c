@@ -198,11 +198,6 @@ static tfc_status read_list(images_source *im, const images_args *a, tfc_error *
     return st;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int image_name(const char *n)
 {
     const char *dot = strrchr(n, '.');
@@ -210,60 +205,10 @@ static int image_name(const char *n)
                                   !strcasecmp(dot, ".jpeg"));
 }
 
-/* Sorted entries of `dir` for which keep(dir, name) holds; NULL on error (err filled). */
-static char **list_dir(const char *dir, int want_dirs, int *n, tfc_error *err)
-{
-    DIR *d = opendir(dir);
-    *n = 0;
-    if (!d) {
-        tfc_error_set(err, tfc_open_status(errno), "cannot open folder %s: %m", dir);
-        return NULL;
-    }
-    char **v = NULL;
-    int cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.') continue;
-        size_t dl = strlen(dir), nl = strlen(de->d_name);
-        char *full = malloc(dl + nl + 2);
-        if (!full) goto nomem;
-        snprintf(full, dl + nl + 2, "%s/%s", dir, de->d_name);
-        struct stat sb;
-        int ok = stat(full, &sb) == 0 &&
-                 (want_dirs ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode) && image_name(de->d_name));
-        free(full);
-        if (!ok) continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv) goto nomem;
-            v = nv;
-        }
-        if (!(v[*n] = malloc(nl + 1))) goto nomem;
-        memcpy(v[(*n)++], de->d_name, nl + 1);
-    }
-    closedir(d);
-    if (*n) qsort(v, (size_t)*n, sizeof *v, cmp_str);
-    if (!v) v = calloc(1, sizeof *v);
-    return v;
-nomem:
-    closedir(d);
-    for (int i = 0; i < *n; i++) free(v[i]);
-    free(v);
-    tfc_error_set(err, TFC_ERR_NOMEM, "out of memory listing %s", dir);
-    return NULL;
-}
-
-static void free_names(char **v, int n)
-{
-    for (int i = 0; v && i < n; i++) free(v[i]);
-    free(v);
-}
-
 static tfc_status read_dir(images_source *im, const images_args *a, tfc_error *err)
 {
     int nc;
-    char **classes = list_dir(a->directory, 1, &nc, err);
+    char **classes = tfc_data_list_dir(a->directory, NULL, &nc, err);
     if (!classes) return err && err->code ? err->code : TFC_ERR_IO;
     tfc_status st = TFC_OK;
     if (nc == 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: no class sub-folders", a->directory);
@@ -279,19 +224,19 @@ static tfc_status read_dir(images_source *im, const images_args *a, tfc_error *e
         }
         snprintf(sub, dl, "%s/%s", a->directory, classes[c]);
         int nf;
-        char **files = list_dir(sub, 0, &nf, err);
+        char **files = tfc_data_list_dir(sub, image_name, &nf, err);
         if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
         for (int i = 0; i < nf && !st; i++)
             if (add_item(im, sub, files[i], strlen(files[i]), c))
                 st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        free_names(files, nf);
+        tfc_data_free_names(files, nf);
         free(sub);
     }
     if (!st && im->n == 0)
         st = tfc_error_set(err, TFC_ERR_DATA, "%s: no .png/.jpg/.jpeg files in its class folders",
                            a->directory);
     if (!st) st = tfc_source_set_classes(&im->base, (const char *const *)classes, nc, err);
-    free_names(classes, nc);
+    tfc_data_free_names(classes, nc);
     return st;
 }
 

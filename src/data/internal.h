@@ -148,6 +148,12 @@ tfc_status tfc_data_expand_files(const tfc_node *files, const tfc_node *exclude,
                                  const tfc_data_options *opt, const char *key,
                                  tfc_path_list *out, tfc_error *err);
 void tfc_path_list_free(tfc_path_list *l);
+/* The entries of folder `dir` in byte order, hidden ones left out: its sub-folders
+ * (keep_file NULL), else its regular files whose names keep_file accepts. NULL on error (err
+ * set); free with tfc_data_free_names. */
+char **tfc_data_list_dir(const char *dir, int (*keep_file)(const char *name), int *n,
+                         tfc_error *err);
+void tfc_data_free_names(char **v, int n);
 
 /* The array source behind tensors, idx and npy: takes ownership of the tensors' data
  * (features (N, ...), labels (N, ...) or data NULL). `record_shape` (ndim >= 0) reshapes
@@ -203,8 +209,8 @@ typedef struct csv_args {
     const char *key;                 /* key path of column errors (not a field) */
 } csv_args;
 
-enum { TEXT_FORMAT_LINES = 0, TEXT_FORMAT_FORTUNE, TEXT_FORMAT_COUNT };
-enum { TEXT_LABEL_NONE = 0, TEXT_LABEL_FILE, TEXT_LABEL_COUNT };
+enum { TEXT_FORMAT_LINES = 0, TEXT_FORMAT_FORTUNE, TEXT_FORMAT_FILE, TEXT_FORMAT_COUNT };
+enum { TEXT_LABEL_NONE = 0, TEXT_LABEL_FILE, TEXT_LABEL_FOLDER, TEXT_LABEL_COUNT };
 enum { TEXT_TOKENIZER_NONE = 0, TEXT_TOKENIZER_CHAR, TEXT_TOKENIZER_WORD, TEXT_TOKENIZER_COUNT };
 enum { SPLIT_PART_TRAIN = 0, SPLIT_PART_TEST, SPLIT_PART_COUNT };
 /* `lowercase:` of the text source and the tokenize op. */
@@ -212,6 +218,7 @@ enum { LOWERCASE_AUTO = 0, LOWERCASE_TRUE, LOWERCASE_FALSE, LOWERCASE_COUNT };
 typedef struct text_args {
     const char *type;
     const tfc_node *files;
+    const char *directory; /* one sub-folder of .txt files per class, instead of files */
     const tfc_node *exclude;
     int format; /* TEXT_FORMAT_* */
     int label;  /* TEXT_LABEL_* */

@@ -1,12 +1,16 @@
 /* What every source shares: freeing (with its class names), class names, the label range
  * check, the `on_error` choices, resolving a source's files against the solver's folder, and
  * expanding a `files:` list of paths and globs. */
+#include <dirent.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "core/fileio.h"
 #include "data/internal.h"
 
 const char *const tfc_data_on_error_names[] = {
@@ -167,4 +171,59 @@ tfc_status tfc_data_expand_files(const tfc_node *files, const tfc_node *exclude,
     if (out->n == 0)
         return tfc_node_error(err, TFC_ERR_CONFIG, f, key, "no files left after `exclude`");
     return TFC_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **tfc_data_list_dir(const char *dir, int (*keep_file)(const char *name), int *n,
+                         tfc_error *err)
+{
+    DIR *d = opendir(dir);
+    *n = 0;
+    if (!d) {
+        tfc_error_set(err, tfc_open_status(errno), "cannot open folder %s: %m", dir);
+        return NULL;
+    }
+    char **v = NULL;
+    int cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        size_t dl = strlen(dir), nl = strlen(de->d_name);
+        char *full = malloc(dl + nl + 2);
+        if (!full) goto nomem;
+        snprintf(full, dl + nl + 2, "%s/%s", dir, de->d_name);
+        struct stat sb;
+        int ok = stat(full, &sb) == 0 && (!keep_file ? S_ISDIR(sb.st_mode)
+                                                     : S_ISREG(sb.st_mode) && keep_file(de->d_name));
+        free(full);
+        if (!ok) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv) goto nomem;
+            v = nv;
+        }
+        if (!(v[*n] = malloc(nl + 1))) goto nomem;
+        memcpy(v[(*n)++], de->d_name, nl + 1);
+    }
+    closedir(d);
+    if (*n) qsort(v, (size_t)*n, sizeof *v, cmp_str);
+    if (!v) v = calloc(1, sizeof *v);
+    return v;
+nomem:
+    closedir(d);
+    for (int i = 0; i < *n; i++) free(v[i]);
+    free(v);
+    tfc_error_set(err, TFC_ERR_NOMEM, "out of memory listing %s", dir);
+    return NULL;
+}
+
+void tfc_data_free_names(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++) free(v[i]);
+    free(v);
 }

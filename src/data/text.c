@@ -30,6 +30,7 @@ typedef struct text_source {
     char **files;
     int nfiles;
     int labels;
+    int32_t *file_class; /* `directory:`: each file's class folder (NULL: the file's index) */
 } text_source;
 
 static tfc_status text_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
@@ -44,7 +45,7 @@ static tfc_status text_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
         tfc_shape ls = {0};
         int32_t *l = tfc_element_alloc(e, TFC_COMP_LABELS, TFC_I32, &ls);
         if (!l) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        *l = r->file;
+        *l = t->file_class ? t->file_class[r->file] : r->file;
     }
     return TFC_OK;
 }
@@ -59,7 +60,7 @@ static void text_describe(const source *s, int64_t i, char *buf, size_t size)
 static int64_t text_label(const source *s, int64_t i)
 {
     const text_source *t = (const text_source *)s;
-    return t->labels ? t->rec[i].file : -1;
+    return !t->labels ? -1 : t->file_class ? t->file_class[t->rec[i].file] : t->rec[i].file;
 }
 
 static void text_free(source *s)
@@ -67,6 +68,7 @@ static void text_free(source *s)
     text_source *t = (text_source *)s;
     for (int i = 0; i < t->nfiles; i++) free(t->files[i]);
     free(t->files);
+    free(t->file_class);
     free(t->buf);
     free(t->rec);
     free(t);
@@ -150,6 +152,7 @@ static tfc_status split_text(splitter *sp, const char *text, size_t len, int fil
         tfc_error_hint(sp->err, "leave it out, e.g. exclude: [\"*.dat\"]");
         return TFC_ERR_DATA;
     }
+    if (a->format == TEXT_FORMAT_FILE) return add_record(sp, text, len, file, 1);
     const char *p = text, *end = text + len;
     int line = 1, rec_line = 1;
     const char *rec_start = p;
@@ -203,7 +206,7 @@ static text_source *text_new(const text_args *a, const char *const *names, int n
         memcpy(t->files[i], names[i], l);
         t->nfiles = i + 1;
     }
-    t->labels = a->label == TEXT_LABEL_FILE;
+    t->labels = a->label != TEXT_LABEL_NONE;
     return t;
 }
 
@@ -216,9 +219,9 @@ static tfc_status text_finish(text_source *t, tfc_error *err)
                              t->nfiles > 1 ? " and the other files" : "",
                              s->skipped ? "every record was skipped" : "empty or blank");
     s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, TFC_U8, {.ndim = 1, .dim = {-1}}};
-    if (t->labels) {
-        s->spec.comp[TFC_COMP_LABELS] = (tfc_component_spec){1, TFC_I32, {.ndim = 0}};
-        /* Class names: the files' base names. */
+    if (t->labels) s->spec.comp[TFC_COMP_LABELS] = (tfc_component_spec){1, TFC_I32, {.ndim = 0}};
+    if (t->labels && !t->file_class) {
+        /* Class names: the files' base names (`directory:`: its folders, set by the caller). */
         const char **names = malloc((size_t)t->nfiles * sizeof *names + 1);
         if (!names) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         for (int i = 0; i < t->nfiles; i++) {
@@ -232,13 +235,19 @@ static tfc_status text_finish(text_source *t, tfc_error *err)
     return TFC_OK;
 }
 
-/* Reads the files `paths` (resolved, in label order) into a text source. */
+/* Reads the files `paths` (resolved, in label order) into a text source; with `directory:`,
+ * file_class (owned from here on) gives each file's class, named `classes`. */
 static tfc_status load_text(source **out, const text_args *a, char *const *paths, int npaths,
+                            int32_t *file_class, char *const *classes, int nclasses,
                             tfc_error *err)
 {
     *out = NULL;
     text_source *t = text_new(a, (const char *const *)paths, npaths, err);
-    if (!t) return TFC_ERR_NOMEM;
+    if (!t) {
+        free(file_class);
+        return TFC_ERR_NOMEM;
+    }
+    t->file_class = file_class;
     splitter sp = {t, a, 0, err};
     for (int i = 0; i < npaths; i++) {
         char *text;
@@ -254,12 +263,78 @@ static tfc_status load_text(source **out, const text_args *a, char *const *paths
         }
     }
     tfc_status st = text_finish(t, err);
+    if (!st && file_class)
+        st = tfc_source_set_classes(&t->base, (const char *const *)classes, nclasses, err);
     if (st) {
         text_free(&t->base);
         return st;
     }
     *out = &t->base;
     return TFC_OK;
+}
+
+static int txt_name(const char *n)
+{
+    const char *dot = strrchr(n, '.');
+    return dot && !strcasecmp(dot, ".txt");
+}
+
+/* `directory:` as Keras's text_dataset_from_directory reads it: its sub-folders, in byte
+ * order, are the classes, and each one's .txt files (in byte order) its records' files. */
+static tfc_status load_directory(source **out, const text_args *a, const char *dir, int want,
+                                 tfc_error *err)
+{
+    int nc, n = 0, cap = 0;
+    char **classes = tfc_data_list_dir(dir, NULL, &nc, err), **paths = NULL;
+    int32_t *fc = NULL;
+    tfc_status st = classes ? TFC_OK : err && err->code ? err->code : TFC_ERR_IO;
+    if (!st && nc == 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: no class sub-folders", dir);
+    if (!st && want > 0 && a->label != TEXT_LABEL_NONE && nc > want)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: %d class folders but the model has %d "
+                           "classes", dir, nc, want);
+    for (int c = 0; !st && c < nc; c++) {
+        size_t dl = strlen(dir) + strlen(classes[c]) + 2;
+        char *sub = malloc(dl);
+        int nf = 0;
+        char **files = sub ? (snprintf(sub, dl, "%s/%s", dir, classes[c]),
+                              tfc_data_list_dir(sub, txt_name, &nf, err))
+                           : NULL;
+        if (!files) st = err && err->code ? err->code : TFC_ERR_NOMEM;
+        for (int i = 0; !st && i < nf; i++) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 256;
+                char **np = realloc(paths, (size_t)cap * sizeof *np);
+                int32_t *nfc = realloc(fc, (size_t)cap * sizeof *nfc);
+                if (np) paths = np;
+                if (nfc) fc = nfc;
+                if (!np || !nfc) {
+                    st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+                    break;
+                }
+            }
+            size_t pl = dl + strlen(files[i]) + 1;
+            if (!(paths[n] = malloc(pl))) {
+                st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+                break;
+            }
+            snprintf(paths[n], pl, "%s/%s", sub, files[i]);
+            fc[n++] = c;
+        }
+        tfc_data_free_names(files, nf);
+        free(sub);
+    }
+    if (!st && n == 0)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: no .txt files in its class folders", dir);
+    if (!st) {
+        st = load_text(out, a, paths, n, a->label == TEXT_LABEL_NONE ? NULL : fc, classes, nc,
+                       err);
+        if (a->label == TEXT_LABEL_NONE) free(fc);
+        fc = NULL;
+    }
+    free(fc);
+    tfc_data_free_names(paths, n);
+    tfc_data_free_names(classes, nc);
+    return st;
 }
 
 tfc_status tfc_source_text_mem(source **out, const text_args *a, const char *text, size_t len,
@@ -421,9 +496,11 @@ const op_def tfc_op_tokenize = {
 /* ---- the source's configuration -------------------------------------------------------- */
 
 static const char *const format_choices[] = {
-    [TEXT_FORMAT_LINES] = "lines", [TEXT_FORMAT_FORTUNE] = "fortune", [TEXT_FORMAT_COUNT] = NULL};
+    [TEXT_FORMAT_LINES] = "lines", [TEXT_FORMAT_FORTUNE] = "fortune",
+    [TEXT_FORMAT_FILE] = "file", [TEXT_FORMAT_COUNT] = NULL};
 static const char *const label_choices[] = {
-    [TEXT_LABEL_NONE] = "none", [TEXT_LABEL_FILE] = "file", [TEXT_LABEL_COUNT] = NULL};
+    [TEXT_LABEL_NONE] = "none", [TEXT_LABEL_FILE] = "file", [TEXT_LABEL_FOLDER] = "folder",
+    [TEXT_LABEL_COUNT] = NULL};
 static const char *const source_tokenizer_choices[] = {
     [TEXT_TOKENIZER_NONE] = "none", [TEXT_TOKENIZER_CHAR] = "char",
     [TEXT_TOKENIZER_WORD] = "word", [TEXT_TOKENIZER_COUNT] = NULL};
@@ -432,14 +509,19 @@ static const char *const part_choices[] = {
 
 static const tfc_field text_fields[] = {
     SOURCE_TYPE_FIELD(text_args),
-    {"files", TFC_F_NODE, offsetof(text_args, files), NULL, TFC_UNBOUNDED, NULL,
+    {"files", TFC_F_NODE, offsetof(text_args, files), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "a path or list of paths; glob patterns are expanded (sorted)"},
+    {"directory", TFC_F_STRING, offsetof(text_args, directory), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "instead of files: one sub-folder of .txt files per class (Keras's "
+     "text_dataset_from_directory)"},
     {"exclude", TFC_F_NODE, offsetof(text_args, exclude), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "glob patterns of base names to leave out, e.g. [\"*.dat\", \"*.u8\"]"},
     {"format", TFC_F_ENUM, offsetof(text_args, format), "lines", TFC_UNBOUNDED, format_choices,
-     "lines: one record per line; fortune: records between lines holding %"},
+     "lines: one record per line; fortune: records between lines holding %; file: one record "
+     "per file (directory's default)"},
     {"label", TFC_F_ENUM, offsetof(text_args, label), "none", TFC_UNBOUNDED, label_choices,
-     "file: the label is the index of the record's file in `files` (its category)"},
+     "file: the index of the record's file in `files`; folder: its class folder in "
+     "`directory` (directory's default)"},
     {"split", TFC_F_NODE, offsetof(text_args, split), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "{every: N, part: train|test, offset: K}: record r is test when r % N == K"},
     {"max_record_bytes", TFC_F_INT, offsetof(text_args, max_record_bytes), "1048576", 1,
@@ -499,9 +581,25 @@ static tfc_status text_check(void *args, const tfc_node *at, const char *key, tf
     if (a->tokenizer == TEXT_TOKENIZER_NONE && tokenizer_keys)
         st = tfc_node_error(err, TFC_ERR_CONFIG, at, key, "vocabulary, max_tokens and min_count "
                             "need a tokenizer (char or word)");
+    /* `directory:` reads one record per file and labels it with its folder unless told. */
+    if (a->directory && !tfc_node_get(at, "format")) a->format = TEXT_FORMAT_FILE;
+    if (a->directory && !tfc_node_get(at, "label")) a->label = TEXT_LABEL_FOLDER;
+    if (!a->files == !a->directory)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "give `files` or `directory` (one "
+                              "sub-folder of .txt files per class)%s",
+                              a->files ? ", not both" : "");
+    if (a->label == TEXT_LABEL_FOLDER && !a->directory)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(at, "label"), key,
+                            "label: folder needs `directory`");
+    if (a->label == TEXT_LABEL_FILE && a->directory)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(at, "label"), key,
+                            "with `directory` the label is the folder (label: folder) or none");
+    if (a->directory && a->exclude)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, a->exclude, key, "exclude goes with `files`; "
+                            "`directory` reads the .txt files of its sub-folders");
     char fkey[352];
     snprintf(fkey, sizeof fkey, "%s.files", key);
-    if (tfc_data_check_files(a->files, fkey, err)) st = TFC_ERR_CONFIG;
+    if (a->files && tfc_data_check_files(a->files, fkey, err)) st = TFC_ERR_CONFIG;
     return st;
 }
 
@@ -536,18 +634,26 @@ static tfc_status text_open(const void *args, const tfc_data_options *opt, const
     char fkey[352];
     snprintf(fkey, sizeof fkey, "%s.files", key);
     *out = NULL;
+    if (a->directory) {
+        const char *dir = a->directory;
+        char *owned = NULL;
+        tfc_status st = tfc_data_resolve(opt, &dir, &owned, err);
+        if (!st) st = load_directory(out, a, dir, want, err);
+        free(owned);
+        return st;
+    }
     tfc_status st = tfc_data_expand_files(a->files, a->exclude, opt, fkey, &pl, err);
     if (!st && want > 0 && a->label == TEXT_LABEL_FILE && pl.n > want)
         st = tfc_node_error(err, TFC_ERR_CONFIG, a->files, fkey, "%d files give %d classes "
                             "(label: file) but the model has %d", pl.n, pl.n, want);
-    if (!st) st = load_text(out, a, pl.v, pl.n, err);
+    if (!st) st = load_text(out, a, pl.v, pl.n, NULL, NULL, 0, err);
     tfc_path_list_free(&pl);
     return st;
 }
 
 const source_def tfc_source_text = {
     .name = "text",
-    .help = "lines or %-separated records of text files",
+    .help = "lines, %-separated records or whole files of text (files, or class folders)",
     .fields = text_fields,
     .args_size = sizeof(text_args),
     .check = text_check,
