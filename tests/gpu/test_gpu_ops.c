@@ -21,6 +21,7 @@
 #include "graph/model.h"
 #include "solver/solver.h"
 #include "core/elastic.h"
+#include "core/encode.h"
 #include "core/rng.h"
 #include "util/testutil.h"
 #ifdef TFC_HAVE_CUDA
@@ -3267,6 +3268,30 @@ static int encode_case(const char *name, tfc_encode_desc d, const float *table, 
     return bad;
 }
 
+/* HashedCrossing's hash_cross_forward: k int32 inputs over the whole int32 range crossed
+ * into bins, int32 ids or one-hot, against the CPU bit for bit */
+static int cross_case(const char *name, tfc_encode_desc d, int k)
+{
+    const int64_t nx = d.rows * d.width, per = tfc_encode_row(&d);
+    pair x[TFC_ENCODE_MAX_CROSS], y = pair_rand(d.rows * per, -1, 1);
+    const int32_t *xs[2][TFC_ENCODE_MAX_CROSS];
+    for (int i = 0; i < k; i++) {
+        x[i] = pair_new(nx);
+        for (int64_t j = 0; j < nx; j++)
+            ((int32_t *)x[i].h)[j] = (int32_t)(uint32_t)(urand() * 4294967296.0);
+        pair_push(&x[i]);
+        xs[0][i] = (const int32_t *)x[i].h, xs[1][i] = (const int32_t *)x[i].d;
+    }
+    for (int s = 0; s < 2; s++) {
+        tfc_backend *be = s ? dev : ref;
+        be->ops->hash_cross_forward(be, &d, k, xs[s], SIDE(y, s));
+    }
+    int bad = check_part(name, "forward", &y, EXACT);
+    for (int i = 0; i < k; i++) pair_free(&x[i]);
+    pair_free(&y);
+    return bad;
+}
+
 static void test_encode(void)
 {
     enable_layer_ops(1);
@@ -3296,6 +3321,15 @@ static void test_encode(void)
                 snprintf(name, sizeof name, "encode map %d mode %d ints %d", map, mode, ints);
                 bad += encode_case(name, d, table, map == TFC_ENCODE_LOOKUP ? 8 : 6);
             }
+    for (int k = 2; k <= 3; k++)
+        for (int mode = TFC_ENCODE_INT; mode <= TFC_ENCODE_ONE_HOT; mode++) {
+            tfc_encode_desc d = {.rows = 41, .width = 1, .ints = 1,
+                                 .out_ints = mode == TFC_ENCODE_INT,
+                                 .mode = (tfc_encode_mode)mode, .n = 11, .depth = 11};
+            char name[48];
+            snprintf(name, sizeof name, "hash_cross k %d mode %d", k, mode);
+            bad += cross_case(name, d, k);
+        }
     CU_ASSERT_EQUAL(bad, 0);
     check_status();
     lift_cpu_first = 1;
