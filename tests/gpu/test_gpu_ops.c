@@ -3241,7 +3241,8 @@ static void test_stft(void)
 /* The preprocessing layers' encode_forward (gpu_encode.cu) against the CPU, bit for bit:
  * every map (index, bucket with values on the boundaries and NaN, lookup with floormod OOV
  * indices, invert, hash: plain, salted and masked) in every mode, float and int32 values, int32 and float indices out; then
- * a model with the three layers (cpu_first lifted) trains on both backends */
+ * a model with the three layers (cpu_first lifted) trains on both backends, and one with a
+ * HashedCrossing */
 static int encode_case(const char *name, tfc_encode_desc d, const float *table, int ntable)
 {
     const int64_t nx = d.rows * d.width;
@@ -3351,6 +3352,12 @@ static void test_encode(void)
                 "  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [1], dtype: int32}\nlayers:\n"
+                "  - Hashing: {name: h, num_bins: 9, inputs: input}\n"
+                "  - HashedCrossing: {num_bins: 6, output_mode: one_hot, inputs: [input, h]}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 1, 1, 5e-4, 1e-5);
     lift_cpu_first = 0;
     enable_layer_ops(0);
 }
