@@ -140,12 +140,13 @@ static void test_inputs(void)
     tfc_model *m = tfc_test_model("input: {shape: [4]}\nlayers:\n"
                                   "  - Dense: {name: a, units: 4}\n"
                                   "  - Dense: {name: b, units: 3}\n"
-                                  "  - Pipeline: {name: p, inputs: a, layers: [{Dense: {units: 3}},"
-                                  " {Rescaling: {scale: 0.5}}]}\n"
+                                  "  - Pipeline: {name: p, inputs: a, layers: [{Dense: "
+                                  "{name: d, units: 3}}, {Rescaling: {scale: 0.5}}]}\n"
                                   "  - Add: {inputs: [b, p]}\n"
                                   "loss: mse\n");
     TFC_ASSERT(m != NULL);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 2)->inputs[0], 0);
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 2)->name, "p/d");
     CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 3)->name, "p/rescaling");
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->inputs[0], 1);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 4)->inputs[1], 3);
@@ -184,6 +185,12 @@ static void test_errors(void)
            "  - Dense: {units: 2, inputs: p/dense}\n", "no earlier layer is named 'p/dense'", 4);
     expect("  - Dense: {units: 2, inputs: p}\n  - Pipeline: {name: p, layers: [Flatten]}\n",
            "from layers above it", 3);
+    char deep[1024] = "  - Pipeline: {layers: [";
+    for (int i = 0; i < 16; i++) strcat(deep, "{Pipeline: {layers: [");
+    strcat(deep, "Flatten");
+    for (int i = 0; i < 16; i++) strcat(deep, "]}}");
+    strcat(deep, "]}\n");
+    expect(deep, "nested more than 16 deep", 3);
 }
 
 TFC_TEST_MAIN("pipeline", {"keras_paths", test_keras_paths},

@@ -53,9 +53,11 @@ static tfc_status expand(tfc_pipelines *ps, const tfc_node *list, int parent, co
             return tfc_node_error(err, TFC_ERR_CONFIG, a ? a : item, here,
                                   "expected `{layers: [...]}`, the Pipeline's list of layers "
                                   "(Keras's Pipeline(layers, name=None))");
-        if (depth >= MAX_NESTING)
-            return tfc_node_error(err, TFC_ERR_CONFIG, item, here, "Pipelines nested more "
-                                  "than %d deep", MAX_NESTING);
+        if (depth >= MAX_NESTING || ps->n >= TFC_MAX_LAYERS)
+            return tfc_node_error(err, TFC_ERR_CONFIG, item, here, depth >= MAX_NESTING ?
+                                  "Pipelines nested more than %d deep" : "more than %d "
+                                  "Pipelines", depth >= MAX_NESTING ? MAX_NESTING
+                                  : TFC_MAX_LAYERS);
         tfc_pipeline p = {.item = item, .parent = parent};
         for (int k = 0; k < a->n; k++) {
             const char *key = a->keys[k]->str;

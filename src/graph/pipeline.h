@@ -28,8 +28,8 @@ typedef struct tfc_pipelines {
 
 /* Expands the model's `layers:` list into ps (nodes made in doc, the rest malloc'd: free with
  * tfc_pipelines_free, also after an error). A Pipeline without a non-empty `layers:` list,
- * with another argument than layers, name and inputs, or nested more than 16 deep is an
- * error at its YAML. */
+ * with another argument than layers, name and inputs, nested more than 16 deep or beyond
+ * TFC_MAX_LAYERS Pipelines (or layers) is an error at its YAML. */
 tfc_status tfc_pipelines_expand(tfc_doc *doc, const tfc_node *list, tfc_pipelines *ps,
                                 tfc_error *err);
 void tfc_pipelines_free(tfc_pipelines *ps);
