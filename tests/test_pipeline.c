@@ -12,6 +12,7 @@
 #include "cpu/cpu.h"
 #include "graph/model.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "layers/layer.h"
 #include "testutil.h"
 
@@ -69,6 +70,17 @@ static void test_keras_paths(void)
     CU_ASSERT_EQUAL(tfc_model_layer(m, 5)->inputs[0], 4);
     tfc_model_free(m);
     free(want);
+}
+
+/* Keras 3 parity of a model with nested Pipelines (tests/ref/pipeline/model.safetensors):
+ * Keras's weights loaded by their paths, the inference output, the gradients of the weights
+ * and the input in training mode, BatchNormalization's moved statistics. */
+static void test_keras_parity(void)
+{
+    static const tfc_keras_parity p = {.dir = "pipeline", .tol = 1e-5, .grad_floor = 1e-3,
+                                       .all_grads = 1};
+    static const char *const names[] = {"model", NULL};
+    tfc_test_keras_cases(&p, names);
 }
 
 /* Runs a batch through m (weights `params`, copied in): its output into y, and with
@@ -193,6 +205,6 @@ static void test_errors(void)
     expect(deep, "nested more than 16 deep", 3);
 }
 
-TFC_TEST_MAIN("pipeline", {"keras_paths", test_keras_paths},
+TFC_TEST_MAIN("pipeline", {"keras_paths", test_keras_paths}, {"keras_parity", test_keras_parity},
               {"equals_inline", test_equals_inline}, {"inputs", test_inputs},
               {"errors", test_errors})
