@@ -76,7 +76,7 @@ static void test_keras_one_hot(void)
         const void *x[3] = {xt->data, xt->data, xt->data};
         float y[64 * 5];
         l->ops->forward(l, &ex, x, y);
-        double worst;
+        double worst = 0;
         CU_ASSERT_EQUAL(tfc_test_mismatches(y, want, 64 * 5, &worst), 0);
         CU_ASSERT(worst == 0);
         free(want);
