@@ -999,6 +999,14 @@ static const gc_case cases[] = {
     {"discretization", "input: {shape: [5]}\nlayers:\n"
                        "  - Discretization: {bin_boundaries: [-0.5, 0.1, 0.6], "
                        "output_mode: one_hot}\n  - Flatten: {}\n  - Dense: {units: 3}\n", 3},
+    /* HashedCrossing's int32 bin ids into an Embedding and its one-hot of three inputs */
+    {"hashed_crossing", "input: {shape: [1], dtype: int32}\nlayers:\n"
+                        "  - Hashing: {name: h, num_bins: 7, inputs: input}\n"
+                        "  - HashedCrossing: {num_bins: 6, inputs: [input, h]}\n"
+                        "  - Embedding: {input_dim: 6, output_dim: 3}\n  - Flatten: {name: q1}\n"
+                        "  - HashedCrossing: {num_bins: 5, output_mode: one_hot, "
+                        "inputs: [input, h, input]}\n  - Dense: {units: 2, name: q2}\n"
+                        "  - Concatenate: {inputs: [q1, q2]}\n  - Dense: {units: 3}\n", 4},
 };
 
 /* Token ids 1..9 with trailing padding (0) of 0, 1 or 2 steps per example. */

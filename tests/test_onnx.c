@@ -762,6 +762,17 @@ static void test_add_concatenate(void)
             "  - Dense: {units: 3}\n", 0);
 }
 
+/* Pipelines (expanded into their layers, named under theirs: pipeline/in/dense_1/kernel) */
+static void test_pipeline(void)
+{
+    if (!ready()) return;
+    fixture("pipeline",
+            "input: {shape: [5]}\nlayers:\n"
+            "  - Pipeline: {layers: [{Dense: {units: 4}}, {Pipeline: {name: in, layers: "
+            "[BatchNormalization, {Dense: {units: 3}}]}}]}\n"
+            "  - Dense: {units: 2, inputs: pipeline}\n", 0);
+}
+
 static void test_activations(void)
 {
     if (!ready()) return;
@@ -1072,4 +1083,5 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"augmentation", test_augmentation}, {"options", test_options},
               {"time_distributed", test_time_distributed},
-              {"spectral_normalization", test_spectral_normalization})
+              {"spectral_normalization", test_spectral_normalization},
+              {"pipeline", test_pipeline})

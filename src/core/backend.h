@@ -1572,7 +1572,12 @@ typedef struct tfc_device_options {
     /* The preprocessing layers' encoding (tfc_encode_desc): overwrites y. No backward: the      \
      * layers pass no gradient to their input. */                                                  \
     X(void, encode_forward, (tfc_backend *be, const tfc_encode_desc *d, const void *x,             \
-                             const float *table, const float *scale, float *y))
+                             const float *table, const float *scale, float *y))                    \
+    /* HashedCrossing: the k int32 inputs x[0 .. k), each d->rows x d->width values, crossed       \
+     * value by value into d->n bins (core/encode.h, tfc_encode_cross), then d->mode INT or        \
+     * ONE_HOT as encode_forward's; overwrites y. */                                               \
+    X(void, hash_cross_forward, (tfc_backend *be, const tfc_encode_desc *d, int k,                 \
+                                 const int32_t *const *x, float *y))
 
 /* The trainer's step without a host round trip (solver/train.c, docs/solver.md): the
  * gradient norm, the clipping factor and the "skip this update" flag kept on the device

@@ -122,6 +122,31 @@ TFC_HD int64_t tfc_encode_hash(const tfc_encode_desc *d, double v)
     return (int64_t)(h % (uint64_t)bins) + (bins < d->n);
 }
 
+/* TensorFlow's FingerprintCat64 (tensorflow/core/platform/fingerprint.h): fp2 folded into
+ * fp1, each ShiftMix(v) = v ^ v >> 47. */
+TFC_HD uint64_t tfc_encode_fingerprint_cat(uint64_t fp1, uint64_t fp2)
+{
+    const uint64_t mul = 0xc6a4a7935bd1e995ull;
+    uint64_t r = fp1 ^ mul, m = fp2 * mul;
+    r ^= (m ^ m >> 47) * mul;
+    r *= mul;
+    r = (r ^ r >> 47) * mul;
+    return r ^ r >> 47;
+}
+
+#define TFC_ENCODE_MAX_CROSS 8 /* HashedCrossing's inputs at most (TFC_LAYER_MAX_INPUTS) */
+
+/* Keras's HashedCrossing of the k int32 values x[i][at] into n bins: TensorFlow's
+ * sparse_cross_hashed (HashCrosser), which folds each int64 value itself (an integer
+ * feature is its own hash; only strings go through Fingerprint64) into the default hash
+ * key 0xDECAFCAFFE by FingerprintCat64, the unsigned result modulo n. */
+TFC_HD int64_t tfc_encode_cross(int n, int k, const int32_t *const *x, int64_t at)
+{
+    uint64_t h = 0xDECAFCAFFEull; /* SPARSE_CROSS_DEFAULT_HASH_KEY */
+    for (int i = 0; i < k; i++) h = tfc_encode_fingerprint_cat(h, (uint64_t)(int64_t)x[i][at]);
+    return (int64_t)(h % (uint64_t)n);
+}
+
 /* The index of value v: see tfc_encode_desc. */
 TFC_HD int64_t tfc_encode_index(const tfc_encode_desc *d, const float *table, double v)
 {
@@ -166,6 +191,20 @@ TFC_HD int64_t tfc_encode_row(const tfc_encode_desc *d)
                                            : d->depth;
 }
 
+/* Index k of value j into its output row yr (zeroed before), by d->mode. */
+TFC_HD void tfc_encode_put(const tfc_encode_desc *d, int j, int64_t k, float *yr)
+{
+    if (d->mode == TFC_ENCODE_INT) {
+        if (d->out_ints) ((int32_t *)yr)[j] = (int32_t)k;
+        else yr[j] = (float)k;
+        return;
+    }
+    if (k < 0 || k >= d->depth) return;
+    if (d->mode == TFC_ENCODE_ONE_HOT) yr[(int64_t)j * d->depth + k] = 1.f;
+    else if (d->mode == TFC_ENCODE_MULTI_HOT) yr[k] = 1.f;
+    else yr[k] += 1.f;
+}
+
 /* Row r of the output into yr (tfc_encode_row(d) values, overwritten). */
 TFC_HD void tfc_encode_one(const tfc_encode_desc *d, int64_t r, const void *x,
                            const float *table, const float *scale, float *yr)
@@ -176,19 +215,20 @@ TFC_HD void tfc_encode_one(const tfc_encode_desc *d, int64_t r, const void *x,
         const int64_t at = r * d->width + j;
         const double v = d->ints ? (double)((const int32_t *)x)[at]
                                  : (double)((const float *)x)[at];
-        const int64_t k = tfc_encode_index(d, table, v);
-        if (d->mode == TFC_ENCODE_INT) {
-            if (d->out_ints) ((int32_t *)yr)[j] = (int32_t)k;
-            else yr[j] = (float)k;
-            continue;
-        }
-        if (k < 0 || k >= d->depth) continue;
-        if (d->mode == TFC_ENCODE_ONE_HOT) yr[(int64_t)j * d->depth + k] = 1.f;
-        else if (d->mode == TFC_ENCODE_MULTI_HOT) yr[k] = 1.f;
-        else yr[k] += 1.f;
+        tfc_encode_put(d, j, tfc_encode_index(d, table, v), yr);
     }
     if (scale && (d->mode == TFC_ENCODE_MULTI_HOT || d->mode == TFC_ENCODE_COUNT))
         for (int k = 0; k < d->depth; k++) yr[k] *= scale[k];
+}
+
+/* Row r of HashedCrossing's output (hash_cross_forward) into yr, overwritten. */
+TFC_HD void tfc_encode_cross_one(const tfc_encode_desc *d, int64_t r, int k,
+                                 const int32_t *const *x, float *yr)
+{
+    const int64_t per = tfc_encode_row(d);
+    for (int64_t i = 0; i < per; i++) yr[i] = 0.f;
+    for (int j = 0; j < d->width; j++)
+        tfc_encode_put(d, j, tfc_encode_cross(d->n, k, x, r * d->width + j), yr);
 }
 
 #endif

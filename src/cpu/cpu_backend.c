@@ -465,6 +465,7 @@ static const tfc_backend_ops cpu_ops = {
     .elastic_forward = tfc_cpu_elastic_forward,
     .elastic_backward = tfc_cpu_elastic_backward,
     .encode_forward = tfc_cpu_encode_forward,
+    .hash_cross_forward = tfc_cpu_hash_cross_forward,
     .loss = tfc_cpu_loss,
     .accuracy = tfc_cpu_accuracy,
     .sumsq = tfc_cpu_sumsq,

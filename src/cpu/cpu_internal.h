@@ -508,7 +508,8 @@ int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]
  * cpu_attention.c; gru_* in cpu_gru.c; rnn_input_* and bidir_* in cpu_rnn.c; groupnorm_* in
  * cpu_groupnorm.c; permute in cpu_permute.c; l2norm_* in cpu_l2norm.c; extremum_* in
  * cpu_extremum.c; conv3d_* in cpu_conv3d.c; pool3d_* in cpu_pool3d.c; adaptive_pool_* in
- * cpu_adaptive_pool.c; stft_* in cpu_stft.c; encode_forward in cpu_encode.c. */
+ * cpu_adaptive_pool.c; stft_* in cpu_stft.c; encode_forward and hash_cross_forward in
+ * cpu_encode.c. */
 #define TFC_CPU_DECLARE(ret, op, params) ret tfc_cpu_##op params;
 TFC_BACKEND_MATH_OPS(TFC_CPU_DECLARE)
 TFC_BACKEND_LAYER_OPS(TFC_CPU_DECLARE)

@@ -3,6 +3,7 @@
  * on that description. Every error points at the YAML; the whole file is checked before
  * anything is allocated on a device (graph.c binds and runs the model). */
 #include "graph/model_internal.h"
+#include "graph/pipeline.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -287,9 +288,10 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
     return TFC_OK;
 }
 
-/* Resolves `inputs:` (a name or a list of names) to producer indices. */
-static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inputs,
-                                 const char *path, tfc_error *err)
+/* Resolves `inputs:` (a name or a list of names) to producer indices: a Pipeline's name is
+ * its last layer; the layers inside a Pipeline have no name of their own there. */
+static tfc_status resolve_inputs(tfc_model *m, const tfc_pipelines *ps, tfc_layer *l,
+                                 const tfc_node *inputs, const char *path, tfc_error *err)
 {
     int n = inputs->kind == TFC_NODE_SEQ ? inputs->n : 1;
     if (inputs->kind == TFC_NODE_MAP || n == 0)
@@ -306,18 +308,24 @@ static tfc_status resolve_inputs(tfc_model *m, tfc_layer *l, const tfc_node *inp
         if (!strcmp(nm->str, "input") || (m->input_name[0] && !strcmp(nm->str, m->input_name)))
             found = -1;
         for (int j = 0; j < l->index && found == -2; j++)
-            if (strcmp(m->layers[j].name, nm->str) == 0) found = j;
+            if (ps->owner[j] < 0 && strcmp(m->layers[j].name, nm->str) == 0) found = j;
+        const int pipe = found == -2 ? tfc_pipelines_find(ps, nm->str) : -1;
+        if (pipe >= 0 && ps->p[pipe].last < l->index) found = ps->p[pipe].last;
         if (found == -2) {
-            const char *names[TFC_MAX_LAYERS + 3];
+            const char *names[2 * TFC_MAX_LAYERS + 3];
             int k = 0;
             names[k++] = "input";
             if (m->input_name[0]) names[k++] = m->input_name;
-            for (int j = 0; j < l->index; j++) names[k++] = m->layers[j].name;
+            for (int j = 0; j < l->index; j++)
+                if (ps->owner[j] < 0) names[k++] = m->layers[j].name;
+            for (int p = 0; p < ps->n; p++)
+                if (ps->p[p].last < l->index) names[k++] = ps->p[p].label;
             names[k] = NULL;
             const char *guess = tfc_did_you_mean(nm->str, names);
             int later = 0;
             for (int j = l->index; j < m->nlayers; j++)
                 later |= strcmp(m->layers[j].name, nm->str) == 0;
+            later |= pipe >= 0;
             return tfc_node_error(err, TFC_ERR_CONFIG, nm, path,
                                   "no earlier layer is named '%s'%s%s%s%s", nm->str,
                                   later ? " (a layer may only take inputs from layers above it)"
@@ -517,16 +525,10 @@ static const char *pipeline_op_of(const char *type, const char **why)
     return NULL;
 }
 
-static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
+/* The layers of list, the model's with each Pipeline expanded (ps). */
+static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipelines *ps,
+                                   tfc_error *err)
 {
-    if (list->kind != TFC_NODE_SEQ || list->n == 0)
-        return tfc_node_error(err, TFC_ERR_CONFIG, list, "layers",
-                              "expected a non-empty list of layers, found %s",
-                              list->kind == TFC_NODE_SEQ ? "an empty list"
-                                                         : tfc_node_kind_name(list->kind));
-    if (list->n > TFC_MAX_LAYERS)
-        return tfc_node_error(err, TFC_ERR_CONFIG, list, "layers", "at most %d layers, found %d",
-                              TFC_MAX_LAYERS, list->n);
     m->layers = calloc((size_t)list->n, sizeof *m->layers);
     if (!m->layers) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     m->nlayers = list->n;
@@ -618,6 +620,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
             if (!clash) break;
         }
     }
+    if (ps->n && tfc_pipelines_name(ps, m, err)) status = TFC_ERR_CONFIG;
     /* Pass 2: arguments, inputs and shapes, layer by layer. A layer of an unknown type is
      * skipped, so the other layers' arguments are still checked in this run; shapes stop at
      * the first error (after it they would only echo it). */
@@ -654,10 +657,19 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
             }
             l->frozen = !on;
         }
+        const int pipe = tfc_pipelines_outermost_at(ps, i);
+        if (inputs[i] && ps->owner[i] >= 0) {
+            tfc_node_error(err, TFC_ERR_CONFIG, inputs[i], path, "a layer inside a Pipeline "
+                           "takes the output of the layer before it (Keras's Pipeline is a "
+                           "sequence): give `inputs:` to the Pipeline");
+            status = TFC_ERR_CONFIG;
+            continue;
+        }
+        if (pipe >= 0 && ps->p[pipe].inputs) inputs[i] = ps->p[pipe].inputs;
         if (inputs[i]) {
             char ipath[112];
             snprintf(ipath, sizeof ipath, "%s.inputs", path);
-            if (resolve_inputs(m, l, inputs[i], ipath, err)) {
+            if (resolve_inputs(m, ps, l, inputs[i], ipath, err)) {
                 status = TFC_ERR_CONFIG;
                 continue;
             }
@@ -690,6 +702,23 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
                                "(output_mode int), which a model's output cannot be: give it "
                                "another output_mode or a layer after it (an Embedding)");
     return status ? status : one_input_mask(m, err);
+}
+
+static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
+{
+    if (list->kind != TFC_NODE_SEQ || list->n == 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, list, "layers",
+                              "expected a non-empty list of layers, found %s",
+                              list->kind == TFC_NODE_SEQ ? "an empty list"
+                                                         : tfc_node_kind_name(list->kind));
+    if (list->n > TFC_MAX_LAYERS)
+        return tfc_node_error(err, TFC_ERR_CONFIG, list, "layers", "at most %d layers, found %d",
+                              TFC_MAX_LAYERS, list->n);
+    tfc_pipelines ps;
+    tfc_status status = tfc_pipelines_expand(m->doc_scratch, list, &ps, err);
+    if (!status) status = build_layer_list(m, ps.list, &ps, err);
+    tfc_pipelines_free(&ps);
+    return status;
 }
 
 /* Output rows and classes for the loss: (classes) or (steps, classes); BCE and MSE take

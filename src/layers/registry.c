@@ -59,6 +59,7 @@ extern const tfc_layer_ops tfc_spectral_normalization_ops;
 extern const tfc_layer_ops tfc_stft_spectrogram_ops, tfc_mel_spectrogram_ops;
 extern const tfc_layer_ops tfc_category_encoding_ops, tfc_discretization_ops,
     tfc_integer_lookup_ops, tfc_hashing_ops;
+extern const tfc_layer_ops tfc_hashed_crossing_ops;
 
 const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_dense_ops,          &tfc_conv2d_ops,           &tfc_lstm_ops,
@@ -119,6 +120,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_stft_spectrogram_ops, &tfc_mel_spectrogram_ops,
     &tfc_category_encoding_ops, &tfc_discretization_ops, &tfc_integer_lookup_ops,
     &tfc_hashing_ops,
+    &tfc_hashed_crossing_ops,
     NULL};
 
 /* Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D): a layer

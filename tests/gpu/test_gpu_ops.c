@@ -21,6 +21,7 @@
 #include "graph/model.h"
 #include "solver/solver.h"
 #include "core/elastic.h"
+#include "core/encode.h"
 #include "core/rng.h"
 #include "util/testutil.h"
 #ifdef TFC_HAVE_CUDA
@@ -3240,7 +3241,8 @@ static void test_stft(void)
 /* The preprocessing layers' encode_forward (gpu_encode.cu) against the CPU, bit for bit:
  * every map (index, bucket with values on the boundaries and NaN, lookup with floormod OOV
  * indices, invert, hash: plain, salted and masked) in every mode, float and int32 values, int32 and float indices out; then
- * a model with the three layers (cpu_first lifted) trains on both backends */
+ * a model with the three layers (cpu_first lifted) trains on both backends, and one with a
+ * HashedCrossing */
 static int encode_case(const char *name, tfc_encode_desc d, const float *table, int ntable)
 {
     const int64_t nx = d.rows * d.width;
@@ -3264,6 +3266,30 @@ static int encode_case(const char *name, tfc_encode_desc d, const float *table, 
     }
     int bad = check_part(name, "forward", &y, EXACT);
     pair_free(&x), pair_free(&t), pair_free(&y), pair_free(&sc);
+    return bad;
+}
+
+/* HashedCrossing's hash_cross_forward: k int32 inputs over the whole int32 range crossed
+ * into bins, int32 ids or one-hot, against the CPU bit for bit */
+static int cross_case(const char *name, tfc_encode_desc d, int k)
+{
+    const int64_t nx = d.rows * d.width, per = tfc_encode_row(&d);
+    pair x[TFC_ENCODE_MAX_CROSS], y = pair_rand(d.rows * per, -1, 1);
+    const int32_t *xs[2][TFC_ENCODE_MAX_CROSS];
+    for (int i = 0; i < k; i++) {
+        x[i] = pair_new(nx);
+        for (int64_t j = 0; j < nx; j++)
+            ((int32_t *)x[i].h)[j] = (int32_t)(uint32_t)(urand() * 4294967296.0);
+        pair_push(&x[i]);
+        xs[0][i] = (const int32_t *)x[i].h, xs[1][i] = (const int32_t *)x[i].d;
+    }
+    for (int s = 0; s < 2; s++) {
+        tfc_backend *be = s ? dev : ref;
+        be->ops->hash_cross_forward(be, &d, k, xs[s], SIDE(y, s));
+    }
+    int bad = check_part(name, "forward", &y, EXACT);
+    for (int i = 0; i < k; i++) pair_free(&x[i]);
+    pair_free(&y);
     return bad;
 }
 
@@ -3296,6 +3322,15 @@ static void test_encode(void)
                 snprintf(name, sizeof name, "encode map %d mode %d ints %d", map, mode, ints);
                 bad += encode_case(name, d, table, map == TFC_ENCODE_LOOKUP ? 8 : 6);
             }
+    for (int k = 2; k <= 3; k++)
+        for (int mode = TFC_ENCODE_INT; mode <= TFC_ENCODE_ONE_HOT; mode++) {
+            tfc_encode_desc d = {.rows = 41, .width = 1, .ints = 1,
+                                 .out_ints = mode == TFC_ENCODE_INT,
+                                 .mode = (tfc_encode_mode)mode, .n = 11, .depth = 11};
+            char name[48];
+            snprintf(name, sizeof name, "hash_cross k %d mode %d", k, mode);
+            bad += cross_case(name, d, k);
+        }
     CU_ASSERT_EQUAL(bad, 0);
     check_status();
     lift_cpu_first = 1;
@@ -3317,6 +3352,12 @@ static void test_encode(void)
                 "  - Dense: {units: 5, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [1], dtype: int32}\nlayers:\n"
+                "  - Hashing: {name: h, num_bins: 9, inputs: input}\n"
+                "  - HashedCrossing: {num_bins: 6, output_mode: one_hot, inputs: [input, h]}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 1, 1, 5e-4, 1e-5);
     lift_cpu_first = 0;
     enable_layer_ops(0);
 }
