@@ -12,6 +12,7 @@
 
 #include "core/safetensors.h"
 #include "data/data.h"
+#include "graph/model.h"
 #include "gradcheck.h"
 #include "kerasref.h"
 #include "solver/solver.h"
@@ -310,9 +311,16 @@ static void test_settings_must_match(void)
     CU_ASSERT_EQUAL(err.line, 1);
 }
 
-/* A model naming TextVectorization is pointed to the op. */
+/* A model naming TextVectorization is pointed to the op; one whose input is Keras's int64
+ * ids (the dtype TextVectorization gives) reads them as int32. */
 static void test_layer_points_to_op(void)
 {
+    tfc_model *m = tfc_test_model("input: {shape: [8], dtype: int64}\nlayers:\n"
+                                  "  - Embedding: {input_dim: 50, output_dim: 4}\n"
+                                  "  - GlobalAveragePooling1D: {}\n  - Dense: {units: 2}\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(tfc_model_input_dtype(m), TFC_I32);
+    tfc_model_free(m);
     tfc_error err = tfc_test_model_error("input: {shape: [1]}\nlayers:\n"
                                          "  - TextVectorization: {max_tokens: 100}\n"
                                          "  - Dense: {units: 2}\n");

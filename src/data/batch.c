@@ -79,7 +79,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
                               "the first has %s", b->key, i,
                               tfc_data_component_name(comp), s2, s1);
                 tfc_error_hint(err, "use padded_batch for variable shapes, or map ops resize / "
-                               "pad / truncate");
+                               "pad / truncate (text_vectorization: output_sequence_length)");
                 return TFC_ERR_DATA;
             }
             if (t->shape.dim[d] > slot.dim[d]) slot.dim[d] = t->shape.dim[d];

@@ -39,9 +39,10 @@ static const char *const metric_names[TFC_METRIC_COUNT + 1] = {
     [TFC_METRIC_COUNT] = NULL,
 };
 
-/* input.dtype: the names the schema accepts and the dtype each stands for, index by index. */
-static const char *const dtype_choices[] = {"float32", "int32", NULL};
-static const tfc_dtype dtype_values[] = {TFC_F32, TFC_I32};
+/* input.dtype: the names the schema accepts and the dtype each stands for, index by index
+ * (Keras's int64 token ids, as TextVectorization gives them, are int32 ids in tfc). */
+static const char *const dtype_choices[] = {"float32", "int32", "int64", NULL};
+static const tfc_dtype dtype_values[] = {TFC_F32, TFC_I32, TFC_I32};
 
 typedef struct model_args {
     const char *name;
@@ -73,7 +74,7 @@ static const tfc_field input_fields[] = {
     {"shape", TFC_F_INT_LIST, offsetof(input_args, shape), NULL, 1, 1 << 30, NULL,
      "one example's shape, channels last; the first (time) axis may be null: any length"},
     {"dtype", TFC_F_ENUM, offsetof(input_args, dtype), "float32", TFC_UNBOUNDED, dtype_choices,
-     "float32, or int32 for token ids"},
+     "float32, or int32 for token ids (int64, Keras's, is read as int32)"},
     {"max_length", TFC_F_INT, offsetof(input_args, max_length), TFC_NO_DEFAULT, 1, 1 << 24,
      NULL, "with a null first axis: the longest sequence a batch may hold (memory is planned "
      "for it)"},
