@@ -1,6 +1,6 @@
 /* libFuzzer target for the CSV source: the first input byte picks the options (header,
- * delimiter, label column, skipping bad rows, label dtype), the input's length string labels
- * and a text column, the rest is the file. Every record of an accepted file is read back
+ * delimiter, label column, skipping bad rows, label dtype), the input's length string labels,
+ * a text column or a string_lookup column, the rest is the file. Every record of an accepted file is read back
  * (string labels inside the class names). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static tfc_doc *doc;
     tfc_error err;
     tfc_error_clear(&err);
-    if (!doc) doc = tfc_doc_load_string("[-1, 0, label, [0, 1]]", 22, "fuzz", &err);
+    static const char opt_yaml[] = "[-1, 0, label, [0, 1], {0: [a, \"1\", \"\"]}]";
+    if (!doc) doc = tfc_doc_load_string(opt_yaml, sizeof opt_yaml - 1, "fuzz", &err);
     if (!doc || size < 1) return 0;
     const tfc_node *opts = tfc_doc_root(doc);
     unsigned o = data[0];
@@ -25,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The input's length picks string labels (class names) and a text column. */
     if (size % 3 == 0 && a.label_dtype) a.label_dtype = CSV_LABEL_STRING;
     if (size % 5 == 0) a.feature_columns = NULL, a.text_column = opts->vals[(o >> 4) % 3];
+    else if (size % 7 == 0) a.string_lookup = opts->vals[4]; /* column 0 one-hot */
     source *s;
     if (tfc_source_csv_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.csv", &err) == TFC_OK) {
         for (int64_t i = 0; i < s->count; i++) {

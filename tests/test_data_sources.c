@@ -425,6 +425,58 @@ static void test_csv_text(void)
     CU_ASSERT_PTR_NULL(p);
 }
 
+/* Feature columns of names as Keras's StringLookup(vocabulary, output_mode="one_hot"): [UNK]
+ * first, then the terms, expanded in the column's place among the features. */
+static void test_csv_string_lookup(void)
+{
+    tfc_test_write("titanic.csv", "survived,pclass,sex,fare,embarked\n0,3,male,7.25,S\n"
+                   "1,1,female,71.28,C\n1,3,female,7.92,\n0,2,Male,13,Q\n", -1);
+    tfc_error err;
+    tfc_pipeline *p = open_yaml("{type: csv, file: titanic.csv, label_column: survived, "
+                                "string_lookup: {sex: [male, female], embarked: [S, C, Q]}}",
+                                &err);
+    if (!p) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_element_spec(p)->comp[0].shape.dim[0], 1 + 3 + 1 + 4);
+    /* pclass, [UNK] male female, fare, [UNK] S C Q */
+    const float want[4][9] = {{3, 0, 1, 0, 7.25f, 0, 1, 0, 0},
+                              {1, 0, 0, 1, 71.28f, 0, 0, 1, 0},
+                              {3, 0, 0, 1, 7.92f, 1, 0, 0, 0},
+                              {2, 1, 0, 0, 13, 0, 0, 0, 1}};
+    for (int r = 0; r < 4; r++) {
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL_FATAL(b.features.shape.dim[0], 9);
+        CU_ASSERT(!memcmp(b.features.data, want[r], sizeof want[r]));
+    }
+    tfc_pipeline_free(p);
+    /* Keras's [UNK] leading the vocabulary is its own first slot, not a second one. */
+    p = open_yaml("{type: csv, file: titanic.csv, label_column: 0, feature_columns: [sex], "
+                  "string_lookup: {sex: [\"[UNK]\", male, female]}}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_element_spec(p)->comp[0].shape.dim[0], 3);
+    tfc_pipeline_free(p);
+    const char *bad[][2] = {
+        {"{type: csv, file: titanic.csv, label_column: 0, string_lookup: {sex: [m, m]}}",
+         "twice"},
+        {"{type: csv, file: titanic.csv, label_column: 0, string_lookup: {sex: []}}",
+         "non-empty list"},
+        {"{type: csv, file: titanic.csv, label_column: 0, string_lookup: {sx: [m]}}",
+         "did you mean 'sex'"},
+        {"{type: csv, file: titanic.csv, label_column: 0, feature_columns: [fare], "
+         "string_lookup: {sex: [m]}}", "not a feature column"},
+        {"{type: csv, file: titanic.csv, label_column: 0, string_lookup: [sex]}", "mapping"},
+        {"{type: csv, file: titanic.csv, label_column: 0}", "a column of names: string_lookup"},
+    };
+    for (int k = 0; k < 6; k++) {
+        p = open_yaml(bad[k][0], &err);
+        CU_ASSERT_PTR_NULL(p);
+        tfc_pipeline_free(p);
+        if (!strstr(err.text, bad[k][1])) printf("\n%s: %s", bad[k][0], err.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[k][1]));
+    }
+}
+
 TFC_TEST_MAIN("data_sources",
               {"idx_plain_and_gzip", test_idx_plain_and_gzip},
               {"idx_big_endian_types", test_idx_big_endian_types},
@@ -432,4 +484,4 @@ TFC_TEST_MAIN("data_sources",
               {"npy_dtypes_round_trip", test_npy_dtypes_round_trip},
               {"npy_headers", test_npy_headers},
               {"csv", test_csv}, {"csv_string_labels", test_csv_string_labels},
-              {"csv_text", test_csv_text})
+              {"csv_text", test_csv_text}, {"csv_string_lookup", test_csv_string_lookup})

@@ -292,6 +292,48 @@ static int32_t find_name(const name_ref *t, int n, const char *s, size_t len)
     return f ? f->id : -1;
 }
 
+/* A feature column given as StringLookup's one_hot of its vocabulary: 1 + n values, [UNK]
+ * (any other text) first, then the vocabulary's terms in their order. */
+typedef struct column_lookup {
+    name_ref *terms; /* sorted; id = 1 + the term's place */
+    int n;
+} column_lookup;
+
+/* The `string_lookup:` mapping resolved against the feature columns into look[] (one per
+ * feature column, n = 0 for numbers); the row width into *width. */
+static tfc_status resolve_lookups(const csv_args *a, char **names, int ncols, const int *fcols,
+                                  int nf, column_lookup *look, int *width, tfc_error *err)
+{
+    const tfc_node *m = a->string_lookup;
+    char key[400];
+    snprintf(key, sizeof key, "%s.string_lookup", a->key ? a->key : "csv");
+    *width = nf;
+    for (int k = 0; m && k < m->n; k++) {
+        int c = resolve_column(m->keys[k], key, names, ncols, err), i = 0;
+        if (c < 0) return TFC_ERR_CONFIG;
+        while (i < nf && fcols[i] != c) i++;
+        if (i == nf)
+            return tfc_node_error(err, TFC_ERR_CONFIG, m->keys[k], key, "column '%s' is not a "
+                                  "feature column", m->keys[k]->str);
+        const tfc_node *v = m->vals[k];
+        int skip = v->n > 0 && !strcmp(v->vals[0]->str, "[UNK]"); /* Keras's special token */
+        look[i].n = v->n - skip;
+        look[i].terms = malloc((size_t)(look[i].n ? look[i].n : 1) * sizeof *look[i].terms);
+        if (!look[i].terms) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        for (int t = 0; t < look[i].n; t++) {
+            const char *term = v->vals[t + skip]->str;
+            look[i].terms[t] = (name_ref){term, strlen(term), t + 1};
+        }
+        qsort(look[i].terms, (size_t)look[i].n, sizeof *look[i].terms, by_name);
+        for (int t = 1; t < look[i].n; t++)
+            if (!by_name(&look[i].terms[t - 1], &look[i].terms[t]))
+                return tfc_node_error(err, TFC_ERR_CONFIG, v, key, "'%s' is in the vocabulary "
+                                      "twice (Keras wants unique terms)", look[i].terms[t].s);
+        *width += look[i].n;
+    }
+    return TFC_OK;
+}
+
 /* Row r's label text in the string-label buffers. */
 #define LABEL_TEXT(r) ((const char *)lstr.p + ((const int64_t *)loff.p)[r])
 #define LABEL_LEN(r) ((size_t)(((const int64_t *)loff.p)[(r) + 1] - ((const int64_t *)loff.p)[r]))
@@ -306,6 +348,8 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
     int *fcols = NULL, ncols = -1, nf = 0, lcol = -1, tcol = -1, nclasses = 0;
     grow feats = {0}, labs = {0}, texts = {0}, toff = {0}, lines = {0}, lstr = {0}, loff = {0};
     name_ref *table = NULL; /* string labels: `classes:` sorted, or the distinct labels */
+    column_lookup *look = NULL;
+    int width = 0; /* features per row, one-hot columns expanded */
     float *row = NULL;
     int64_t nrows = 0, skipped = 0, zero = 0;
     char where[TFC_SKIP_NAMES][300]; /* the first skipped rows, FILE:LINE */
@@ -402,7 +446,9 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: no feature columns", name);
         goto done;
     }
-    row = malloc((size_t)nf * sizeof *row + sizeof *row);
+    if (!(look = calloc((size_t)nf + 1, sizeof *look))) goto nomem;
+    if ((st = resolve_lookups(a, names, ncols, fcols, nf, look, &width, err))) goto done;
+    row = malloc((size_t)width * sizeof *row + sizeof *row);
     if (!row) goto nomem;
     if (a->header) rr = read_row(&r, &why);
     for (; rr != 0; rr = read_row(&r, &why)) {
@@ -418,19 +464,27 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             snprintf(msg, sizeof msg, "a row of %d cells, expected %d", r.ncells, ncols);
             bad = msg;
         }
-        for (int i = 0; !bad && i < nf; i++) {
+        for (int i = 0, o = 0; !bad && i < nf; i++) {
             double v;
             const cell *c = &r.cells[fcols[i]];
+            if (look[i].terms) { /* StringLookup's one_hot: [UNK], then the vocabulary */
+                int32_t id = find_name(look[i].terms, look[i].n, c->s, c->len);
+                memset(row + o, 0, (size_t)(look[i].n + 1) * sizeof *row);
+                row[o + (id < 0 ? 0 : id)] = 1.0f;
+                o += look[i].n + 1;
+                continue;
+            }
             if (!parse_number(c, &v)) {
                 char colname[96];
                 if (names) snprintf(colname, sizeof colname, "'%.80s'", names[fcols[i]]);
                 else snprintf(colname, sizeof colname, "%d", fcols[i]);
-                snprintf(msg, sizeof msg, "not a number: \"%.*s\" (column %s)",
-                         (int)(c->len > 60 ? 60 : c->len), c->s, colname);
+                snprintf(msg, sizeof msg, "not a number: \"%.*s\" (column %s%s)",
+                         (int)(c->len > 60 ? 60 : c->len), c->s, colname,
+                         nrows || !names ? "" : "; a column of names: string_lookup");
                 bad = msg;
                 bc = c;
             }
-            row[i] = (float)v;
+            row[o++] = (float)v;
         }
         double lv = 0;
         int32_t li = 0;
@@ -477,7 +531,7 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             if (grow_push(&texts, c->s, c->len) || grow_push(&toff, &end, sizeof end) ||
                 grow_push(&lines, &line, sizeof line))
                 goto nomem;
-        } else if (grow_push(&feats, row, (size_t)nf * sizeof *row)) {
+        } else if (grow_push(&feats, row, (size_t)width * sizeof *row)) {
             goto nomem;
         }
         if (lcol >= 0 && strings && !table) { /* ids once every distinct label is known */
@@ -542,7 +596,7 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             goto nomem;
         }
     } else {
-        tfc_tensor f = {TFC_F32, {.ndim = 2, .dim = {nrows, nf}}, feats.p, -1};
+        tfc_tensor f = {TFC_F32, {.ndim = 2, .dim = {nrows, width}}, feats.p, -1};
         tfc_tensor l = {class_labels ? TFC_I32 : TFC_F32, {.ndim = 1, .dim = {nrows}}, labs.p, -1};
         if (!f.data && !(f.data = malloc(1))) goto nomem;
         if (lcol >= 0 && !l.data && !(l.data = malloc(1))) goto nomem;
@@ -590,6 +644,8 @@ done:
     free(fcols);
     free(row);
     free(table);
+    for (int i = 0; look && i < nf; i++) free(look[i].terms);
+    free(look);
     free(feats.p);
     free(labs.p);
     free(texts.p);
@@ -622,6 +678,9 @@ static const tfc_field csv_fields[] = {
      TFC_UNBOUNDED, NULL, "list of column names or indices (default: every other column)"},
     {"text_column", TFC_F_NODE, offsetof(csv_args, text_column), TFC_NO_DEFAULT, TFC_UNBOUNDED,
      NULL, "column name or index: the features are its text (bytes), not numbers"},
+    {"string_lookup", TFC_F_NODE, offsetof(csv_args, string_lookup), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "{column: [term, ...]}: feature columns of names, each as Keras's "
+     "StringLookup(vocabulary, output_mode='one_hot'): [UNK] first, then the terms"},
     {"label_dtype", TFC_F_ENUM, offsetof(csv_args, label_dtype), "int32", TFC_UNBOUNDED,
      label_dtype_choices, "class indices (int32), regression targets (float32) or class names "
      "(string: in `classes:` order, else sorted)"},
@@ -649,6 +708,24 @@ static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc
         if (a->feature_columns && !tfc_node_is_null(a->feature_columns))
             st = tfc_node_error(err, TFC_ERR_CONFIG, a->feature_columns, key, "give "
                                 "text_column or feature_columns, not both");
+    }
+    const tfc_node *sl = a->string_lookup;
+    if (sl && !tfc_node_is_null(sl)) {
+        snprintf(ckey, sizeof ckey, "%s.string_lookup", key);
+        if (sl->kind != TFC_NODE_MAP || sl->n == 0)
+            st = tfc_node_error(err, TFC_ERR_CONFIG, sl, ckey, "expected a mapping {column: "
+                                "[term, ...]}");
+        for (int i = 0; sl->kind == TFC_NODE_MAP && i < sl->n; i++) {
+            const tfc_node *v = sl->vals[i];
+            int ok = v->kind == TFC_NODE_SEQ && v->n > 0;
+            for (int t = 0; ok && t < v->n; t++) ok = v->vals[t]->kind == TFC_NODE_SCALAR;
+            if (!ok)
+                st = tfc_node_error(err, TFC_ERR_CONFIG, v, ckey, "column '%s': expected a "
+                                    "non-empty list of terms", sl->keys[i]->str);
+        }
+        if (a->text_column && !tfc_node_is_null(a->text_column))
+            st = tfc_node_error(err, TFC_ERR_CONFIG, sl, ckey, "goes with numeric features, "
+                                "not text_column");
     }
     const tfc_node *fc = a->feature_columns;
     if (fc && !tfc_node_is_null(fc)) {

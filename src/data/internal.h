@@ -201,6 +201,7 @@ typedef struct csv_args {
     const tfc_node *label_column;    /* name or index; NULL: none */
     const tfc_node *feature_columns; /* list of names or indices; NULL: all but the label */
     const tfc_node *text_column;     /* name or index: features are its text; NULL: numbers */
+    const tfc_node *string_lookup;   /* {column: [vocabulary]}: those feature columns one-hot */
     int label_dtype;                 /* CSV_LABEL_* */
     const tfc_node *classes;         /* the source's `classes:` (not a field): string labels'
                                         order; NULL: their sorted distinct values */

@@ -332,8 +332,10 @@ static tfc_status tv_init(void *args, const op_build *b, const tfc_element_spec 
     const tfc_component_spec *c = &in->comp[TFC_COMP_FEATURES];
     if (!c->present || c->dtype != TFC_U8 || (c->shape.ndim >= 0 && c->shape.ndim != 1)) {
         char sh[160];
-        return tfc_op_error(b, "needs text bytes (uint8 of rank 1), found %s",
-                            tfc_data_spec_str(c, sh, sizeof sh));
+        return tfc_op_error(b, "needs text bytes (uint8 of rank 1), found %s%s",
+                            tfc_data_spec_str(c, sh, sizeof sh),
+                            c->present && c->dtype == TFC_U8 && c->shape.ndim > 1
+                                ? ": it takes each text, so it goes before batch" : "");
     }
     if (*b->vocab) return tfc_op_error(b, "a pipeline has at most one tokenizer");
     const tfc_vocab *v = NULL;
