@@ -43,7 +43,8 @@ static const cli_option options[] = {
              "the input's channels, all of one size"},
     {"text", 0, CLI_STRING, &args.text, "FILE",
      .help = "one example per line, tokenized with --vocabulary, padded with 0\n"
-             "or truncated to the input length"},
+             "or truncated to the input length (a text_vectorization vocabulary\n"
+             "of a vector mode: vectorized to the input's width)"},
     {"vocabulary", 0, CLI_STRING, &args.vocabulary, "VOCAB",
      .help = "the vocabulary.txt that the text model's training run wrote\n"
              "(default: the one in MODEL.yaml's folder, a run's config.yaml's);\n"
