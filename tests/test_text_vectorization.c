@@ -328,6 +328,19 @@ static void test_layer_points_to_op(void)
     CU_ASSERT_EQUAL(err.code, TFC_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "op: text_vectorization"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "layers[0]"));
+    /* Keras layers left out on purpose say why and what to write instead. */
+    const char *left_out[][2] = {{"StringLookup", "string_lookup"}, {"Lambda", "Python"},
+                                 {"TFSMLayer", "SavedModel"}, {"ReversibleEmbedding", "Dense"}};
+    for (int k = 0; k < 4; k++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [4]}\nlayers:\n  - Dense: {units: 3}\n"
+                 "  - %s: {}\n", left_out[k][0]);
+        err = tfc_test_model_error(yaml);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "layers[1]"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "is not in tfc"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, left_out[k][1]));
+        CU_ASSERT_PTR_NULL(strstr(err.text, "known:"));
+    }
 }
 
 /* Which of three made-up topics a line is about, from its words (label: file): multi_hot

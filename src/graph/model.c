@@ -505,6 +505,31 @@ static tfc_status one_input_mask(const tfc_model *m, tfc_error *err)
     return TFC_OK;
 }
 
+/* Keras layers tfc leaves out on purpose: why, and what to write instead; NULL for others. */
+static const char *left_out_because(const char *type)
+{
+    static const char *const why[][2] = {
+        {"StringLookup", "its input is text and tfc's models take numbers: a CSV column of "
+                         "names is the csv source's `string_lookup: {column: [terms]}` (Keras's "
+                         "StringLookup one_hot) or, for labels, `label_dtype: string`; a whole "
+                         "text is the text_vectorization map op (split: null) (docs/data.md)"},
+        {"Lambda", "it runs Python code, which a model file cannot hold: write its computation "
+                   "with tfc's layers (Activation, Rescaling, Reshape, Permute, Add, Multiply, "
+                   "Dot, EinsumDense, ...)"},
+        {"TFSMLayer", "it wraps a TensorFlow SavedModel: tfc runs its own layers only"},
+        {"TorchModuleWrapper", "it wraps a PyTorch module: tfc runs its own layers only"},
+        {"JaxLayer", "it wraps a JAX function: tfc runs its own layers only"},
+        {"FlaxLayer", "it wraps a Flax module: tfc runs its own layers only"},
+        {"MaxNumBoundingBoxes", "it pads bounding boxes, which tfc's pipeline does not carry"},
+        {"ReversibleEmbedding", "its reverse call shares the embedding matrix with an output "
+                                "projection, and tfc's model files do not call a layer twice: "
+                                "use Embedding, and a Dense for the logits"},
+    };
+    for (size_t k = 0; k < sizeof why / sizeof *why; k++)
+        if (!strcmp(type, why[k][0])) return why[k][1];
+    return NULL;
+}
+
 /* Keras layers that tfc has as input-pipeline ops instead: the op a model file naming one
  * is pointed to and why, or NULL. */
 static const char *pipeline_op_of(const char *type, const char **why)
@@ -567,6 +592,15 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
             snprintf(reason, sizeof reason, why, op);
             tfc_node_error(err, TFC_ERR_CONFIG, types[i], path, "%s is not a model layer in "
                            "tfc: %s (docs/data.md, Map ops)", types[i]->str, reason);
+            status = TFC_ERR_CONFIG;
+            types[i] = NULL;
+            continue;
+        }
+        if (!l->ops && left_out_because(types[i]->str)) {
+            char path[64];
+            snprintf(path, sizeof path, "layers[%d]", i);
+            tfc_node_error(err, TFC_ERR_CONFIG, types[i], path, "%s is not in tfc: %s",
+                           types[i]->str, left_out_because(types[i]->str));
             status = TFC_ERR_CONFIG;
             types[i] = NULL;
             continue;
