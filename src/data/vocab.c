@@ -426,13 +426,19 @@ static int count_one(const char *t, size_t n, void *user)
     return 0;
 }
 
+/* Byte order of two tokens; then falling count first, ties in byte order. */
+static int bytes_order(const strmap_entry *x, const strmap_entry *y)
+{
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
 static int by_count(const void *a, const void *b)
 {
     const strmap_entry *x = *(strmap_entry *const *)a, *y = *(strmap_entry *const *)b;
     if (x->val != y->val) return x->val > y->val ? -1 : 1;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->s, y->s, n);
-    return c ? c : (x->len > y->len) - (x->len < y->len);
+    return bytes_order(x, y);
 }
 
 tfc_vocab *tfc_vocab_build(tfc_tokenizer tok, int lowercase, int max_tokens, int min_count,
@@ -517,9 +523,7 @@ static int by_count_keras(const void *a, const void *b)
 {
     const strmap_entry *x = *(strmap_entry *const *)a, *y = *(strmap_entry *const *)b;
     if (x->val != y->val) return x->val > y->val ? -1 : 1;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->s, y->s, n);
-    return -(c ? c : (x->len > y->len) - (x->len < y->len));
+    return -bytes_order(x, y);
 }
 
 static int keras_special(const char *s, size_t n)
