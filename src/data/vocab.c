@@ -426,7 +426,7 @@ static int count_one(const char *t, size_t n, void *user)
     return 0;
 }
 
-/* Byte order of two tokens; then falling count first, ties in byte order. */
+/* The byte order of two tokens. */
 static int bytes_order(const strmap_entry *x, const strmap_entry *y)
 {
     size_t n = x->len < y->len ? x->len : y->len;
@@ -434,6 +434,7 @@ static int bytes_order(const strmap_entry *x, const strmap_entry *y)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
+/* Falling count, ties in byte order. */
 static int by_count(const void *a, const void *b)
 {
     const strmap_entry *x = *(strmap_entry *const *)a, *y = *(strmap_entry *const *)b;
