@@ -397,6 +397,17 @@ static void test_trains_topics(void)
     CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
     printf("\n  topics from words (multi_hot): test accuracy %.3f", res.test.metric[0]);
     CU_ASSERT(res.have_test && res.test.metric[0] > 0.9);
+    /* Without pad_to_max_tokens the vectors are the adapted vocabulary's width (25 here),
+     * not the model's 40: the error says which setting makes them 40. */
+    char *nopad = strdup(yaml);
+    for (char *q; (q = strstr(nopad, ", pad_to_max_tokens: true"));)
+        memmove(q, q + 25, strlen(q + 25) + 1);
+    tfc_status st2 = tfc_test_train_result(nopad, "topics_nopad.yaml", "topics_nopad", &res,
+                                           &err);
+    free(nopad);
+    CU_ASSERT_EQUAL(st2, TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "(-1, 25)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "pad_to_max_tokens: true"));
     /* The run wrote the adapted vocabulary beside its weights, and tfc-predict --text
      * vectorizes lines with it: one line per topic, of that topic's words only. */
     CU_ASSERT_EQUAL(access(tfc_test_path("topics/vocabulary.txt"), R_OK), 0);

@@ -38,9 +38,10 @@ static int usable_dtype(tfc_dtype dt)
     return dt != TFC_F16 && dt != TFC_BF16 && (unsigned)dt < TFC_DTYPE_COUNT;
 }
 
-static tfc_status check_features(const tfc_feed *f, const tfc_element_spec *es,
+static tfc_status check_features(const tfc_feed *f, const tfc_pipeline *p,
                                  const tfc_node *split, const char *key, tfc_error *err)
 {
+    const tfc_element_spec *es = tfc_pipeline_element_spec(p);
     const tfc_component_spec *c = &es->comp[TFC_COMP_FEATURES];
     const tfc_shape *in = tfc_model_input_shape(f->model);
     char want[96], got[160];
@@ -72,8 +73,16 @@ static tfc_status check_features(const tfc_feed *f, const tfc_element_spec *es,
     tfc_node_error(err, TFC_ERR_CONFIG, split, key,
                    "yields features %s%s, but the model's input is %s per example", got,
                    es->batched ? " (batch first)" : "", want);
-    tfc_error_hint(err, "match input.shape in the model, or add a reshape map "
-                        "(- map: {op: reshape, shape: [...]})");
+    const tfc_vocab *v = tfc_pipeline_vocab(p);
+    const tfc_text_spec *ts = v ? tfc_vocab_text_spec(v) : NULL;
+    if (ts && ts->output_mode != TFC_TEXT_INT)
+        tfc_error_hint(err, "text_vectorization's vectors are as wide as the vocabulary it "
+                       "adapted (%lld here) unless pad_to_max_tokens: true makes them "
+                       "max_tokens wide: set that, or input.shape to the width",
+                       (long long)tfc_vocab_size(v));
+    else
+        tfc_error_hint(err, "match input.shape in the model, or add a reshape map "
+                            "(- map: {op: reshape, shape: [...]})");
     return TFC_ERR_CONFIG;
 }
 
@@ -207,7 +216,7 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     for (int k = 0; k < 2 && !st; k++) {
         if (!split[k]) continue;
         const tfc_element_spec *es = tfc_pipeline_element_spec(split[k]);
-        st = check_features(f, es, node[k], key[k], err);
+        st = check_features(f, split[k], node[k], key[k], err);
         if (!st) st = check_labels(f, es, node[k], key[k], err);
     }
     int sizes[2] = {1, 1};
