@@ -210,7 +210,7 @@ static void test_zoo_models(void)
                                    "fashion_resnet", "fashion_mobilenet", "fortunes_bigru",
                                    "fortunes_char_gru", "fortunes_char_lstm",
                                    "fortunes_classify", "fortunes_conv_bigru",
-                                   "fortunes_encoder", "fortunes_gpt"};
+                                   "fortunes_encoder", "fortunes_gpt", "fortunes_bag_of_bigrams"};
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         char path[256];
         snprintf(path, sizeof path, "model_zoo/%s/model.yaml", models[i]);

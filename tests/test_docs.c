@@ -234,7 +234,7 @@ static void test_zoo_figures(void)
                                       "fortunes_classify",  "fortunes_char_lstm", "fashion_resnet",
                                       "fortunes_bigru",     "fortunes_char_gru", "fortunes_gpt",
                                       "fashion_mobilenet",  "fortunes_encoder",
-                                      "fortunes_conv_bigru"};
+                                      "fortunes_conv_bigru", "fortunes_bag_of_bigrams"};
     for (int i = 0; i < (int)(sizeof zoo / sizeof *zoo); i++) {
         char path[256], metric[256], time[256], four[32], three[32], secs[64], start[96];
         snprintf(path, sizeof path, "model_zoo/%s/README.md", zoo[i]);

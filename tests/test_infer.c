@@ -24,7 +24,8 @@
 static const char *const zoo[] = {"fashion_mlp",        "fashion_cnn",       "fashion_cnn_bn",
                                   "fashion_resnet",     "fashion_mobilenet", "fortunes_classify",
                                   "fortunes_char_lstm", "fortunes_char_gru", "fortunes_gpt",
-                                  "fortunes_bigru",     "fortunes_encoder",  "fortunes_conv_bigru"};
+                                  "fortunes_bigru",     "fortunes_encoder",  "fortunes_conv_bigru",
+                                  "fortunes_bag_of_bigrams"};
 #define NZOO (int)(sizeof zoo / sizeof *zoo)
 
 static void paths(const char *name, char *model, char *weights, size_t size)
