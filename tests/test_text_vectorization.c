@@ -189,7 +189,7 @@ static void test_vocabulary_file(void)
 {
     tfc_test_write("few.txt", "the cat\nzebra the dog\n", -1);
     tfc_test_write("keras_vocab.txt", "the\ncat\ndog\n\n", -1);
-    tfc_test_write("keras_vocab_full.txt", "\n[UNK]\nthe\ncat\ndog\n", -1);
+    tfc_test_write("keras_vocab_full.txt", "\r\n[UNK]\r\nthe\r\ncat\r\ndog\r\n", -1);
     const char *forms[] = {"{vocabulary: [the, cat, dog]}", "{vocabulary: keras_vocab.txt}",
                            "{vocabulary: keras_vocab_full.txt}",
                            "{vocabulary: [\"\", \"[UNK]\", the, cat, dog]}"};

@@ -211,8 +211,10 @@ static tfc_status given_tokens(const tv_args *a, const op_build *b, const char *
     for (char *p = *text, *end = *text + len; p < end;) {
         char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl) nl = end;
+        size_t l = (size_t)(nl - p);
+        if (l && p[l - 1] == '\r') p[--l] = 0; /* a line ending in \r\n, as TensorFlow reads it */
         (*tokens)[*n] = p;
-        (*lens)[(*n)++] = (size_t)(nl - p);
+        (*lens)[(*n)++] = l;
         *nl = 0;
         p = nl + 1;
     }
