@@ -403,9 +403,10 @@ static void test_trains(void)
     tfc_status st = tfc_test_train_result(yaml, "sine.yaml", "sine", &res, &err);
     if (st) fprintf(stderr, "\n%s", err.text);
     CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
-    printf("\n  %d test windows: mse %.4f; predicting the mean %.4f, the last value %.4f",
-           nt, res.test.loss, var, last);
-    CU_ASSERT(res.have_test && res.test.examples == nt);
+    printf("\n  %lld steps in %.2f s; %d test windows: mse %.4f; predicting the mean %.4f, "
+           "the last value %.4f", (long long)res.iterations, res.wall_seconds, nt, res.test.loss,
+           var, last);
+    CU_ASSERT(res.iterations == 500 && res.have_test && res.test.examples == nt);
     CU_ASSERT(res.test.loss < 0.1 * var && res.test.loss < 0.1 * last);
 }
 
