@@ -1,8 +1,7 @@
 /* libFuzzer target for the CSV source: the first input byte picks the options (header,
- * delimiter, label column, skipping bad rows, label dtype), the input's length string labels,
- * a text column and windows of rows (timeseries, set by the last byte), the rest is the
- * file. Every record of an accepted file is read back (string labels inside the class
- * names; windows of the sequence length). */
+ * delimiter, label column, skipping bad rows, label dtype), the input's length string labels
+ * and a text column, the rest is the file. Every record of an accepted file is read back
+ * (string labels inside the class names). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     csv_args a = {.type = "csv", .header = o & 1, .delimiter = (o & 2) ? ";" : ",",
                   .label_dtype = (o >> 2) & 1, .on_error = (o >> 3) & 1,
                   .num_classes = (o & 16) ? 5 : 0};
-    if (o & 32) a.label_column = opts->vals[(o >> 6) % 3];
-    if ((o & 0xc0) == 0xc0) a.feature_columns = opts->vals[3];
-    /* The input's length picks string labels (class names) and a text column. */
-    if (size % 3 == 0 && a.label_dtype) a.label_dtype = CSV_LABEL_STRING;
-    if (size % 5 == 0) a.feature_columns = NULL, a.text_column = opts->vals[(o >> 4) % 3];
-    /* Lengths divisible by 7 read windows of the rows (`timeseries:`), the settings from the
-     * last byte; a text column or skipped rows are then refused. */
-    if (size % 7 == 0 && size > 1) {
+    /* Lengths divisible by 11 read windows of the rows (`timeseries:`, each read back of the
+     * sequence length), the settings from the last byte; a text column or skipped rows are
+     * then refused. */
+    if (size % 11 == 0) {
         unsigned t = data[size - 1];
         a.ts = (ts_args){.sequence_length = 1 + (t & 7), .sequence_stride = 1 + ((t >> 3) & 3),
                          .sampling_rate = 1 + ((t >> 5) & 1), .start_index = (t >> 6) & 1,
                          .end_index = t >> 7 ? 5 : 0, .target_offset = (t >> 2) & 3};
     }
+    if (o & 32) a.label_column = opts->vals[(o >> 6) % 3];
+    if ((o & 0xc0) == 0xc0) a.feature_columns = opts->vals[3];
+    /* The input's length picks string labels (class names) and a text column. */
+    if (size % 3 == 0 && a.label_dtype) a.label_dtype = CSV_LABEL_STRING;
+    if (size % 5 == 0) a.feature_columns = NULL, a.text_column = opts->vals[(o >> 4) % 3];
     source *s;
     if (tfc_source_csv_mem(&s, &a, (const char *)data + 1, size - 1, "fuzz.csv", &err) == TFC_OK) {
         for (int64_t i = 0; i < s->count; i++) {

@@ -152,6 +152,12 @@ static tfc_status column_node(const tfc_node *n, const char *key, tfc_error *err
     return tfc_node_error(err, TFC_ERR_CONFIG, n, key, "expected a column name or index");
 }
 
+/* Whether the source reads a text column (its features are that column's text). */
+static int tcol_given(const csv_args *a)
+{
+    return a->text_column && !tfc_node_is_null(a->text_column);
+}
+
 /* Resolves a column given by a node (integer index, negative from the end, or header
  * name) against the header; -1 with a config error when it does not exist. */
 static int resolve_column(const tfc_node *n, const char *key, char **names, int ncols,
@@ -290,11 +296,6 @@ static int32_t find_name(const name_ref *t, int n, const char *s, size_t len)
     name_ref key = {s, len, 0};
     const name_ref *f = bsearch(&key, t, (size_t)n, sizeof *t, by_name);
     return f ? f->id : -1;
-}
-
-static int tcol_given(const csv_args *a)
-{
-    return a->text_column && !tfc_node_is_null(a->text_column);
 }
 
 /* Row r's label text in the string-label buffers. */
@@ -668,6 +669,13 @@ static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc
             st = tfc_node_error(err, TFC_ERR_CONFIG, a->feature_columns, key, "give "
                                 "text_column or feature_columns, not both");
     }
+    const tfc_node *fc = a->feature_columns;
+    if (fc && !tfc_node_is_null(fc)) {
+        snprintf(ckey, sizeof ckey, "%s.feature_columns", key);
+        for (int i = 0; i < (fc->kind == TFC_NODE_SEQ ? fc->n : 1); i++)
+            if (column_node(fc->kind == TFC_NODE_SEQ ? fc->vals[i] : fc, ckey, err))
+                st = TFC_ERR_CONFIG;
+    }
     if (tfc_timeseries_check(a->timeseries, key, &a->ts, err)) st = TFC_ERR_CONFIG;
     snprintf(ckey, sizeof ckey, "%s.timeseries", key);
     if (a->ts.sequence_length && (tcol_given(a) || a->on_error == ON_ERROR_SKIP))
@@ -680,13 +688,6 @@ static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc
         st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(a->timeseries, "target_offset"),
                             ckey, "target_offset without targets: give label_column, the "
                             "column the targets are read from");
-    }
-    const tfc_node *fc = a->feature_columns;
-    if (fc && !tfc_node_is_null(fc)) {
-        snprintf(ckey, sizeof ckey, "%s.feature_columns", key);
-        for (int i = 0; i < (fc->kind == TFC_NODE_SEQ ? fc->n : 1); i++)
-            if (column_node(fc->kind == TFC_NODE_SEQ ? fc->vals[i] : fc, ckey, err))
-                st = TFC_ERR_CONFIG;
     }
     return st;
 }
