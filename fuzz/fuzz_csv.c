@@ -21,6 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     csv_args a = {.type = "csv", .header = o & 1, .delimiter = (o & 2) ? ";" : ",",
                   .label_dtype = (o >> 2) & 1, .on_error = (o >> 3) & 1,
                   .num_classes = (o & 16) ? 5 : 0};
+    /* Lengths divisible by 11 read windows of the rows (`timeseries:`, each read back of the
+     * sequence length), the settings from the last byte; a text column or skipped rows are
+     * then refused. */
+    if (size % 11 == 0) {
+        unsigned t = data[size - 1];
+        a.ts = (ts_args){.sequence_length = 1 + (t & 7), .sequence_stride = 1 + ((t >> 3) & 3),
+                         .sampling_rate = 1 + ((t >> 5) & 1), .start_index = (t >> 6) & 1,
+                         .end_index = t >> 7 ? 5 : 0, .target_offset = (t >> 2) & 3};
+    }
     if (o & 32) a.label_column = opts->vals[(o >> 6) % 3];
     if ((o & 0xc0) == 0xc0) a.feature_columns = opts->vals[3];
     /* The input's length picks string labels (class names) and a text column. */
@@ -32,6 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int64_t i = 0; i < s->count; i++) {
             tfc_element e = {0};
             TFC_ASSERT(s->ops->get(s, i, &e, &err) == TFC_OK);
+            if (a.ts.sequence_length)
+                TFC_ASSERT(e.comp[TFC_COMP_FEATURES].shape.dim[0] == a.ts.sequence_length);
             if (a.label_dtype == CSV_LABEL_STRING && e.comp[TFC_COMP_LABELS].data) {
                 int32_t l = *(int32_t *)e.comp[TFC_COMP_LABELS].data;
                 TFC_ASSERT(l >= 0 && l < s->nclasses);

@@ -152,6 +152,12 @@ static tfc_status column_node(const tfc_node *n, const char *key, tfc_error *err
     return tfc_node_error(err, TFC_ERR_CONFIG, n, key, "expected a column name or index");
 }
 
+/* Whether the source reads a text column (its features are that column's text). */
+static int tcol_given(const csv_args *a)
+{
+    return a->text_column && !tfc_node_is_null(a->text_column);
+}
+
 /* Resolves a column given by a node (integer index, negative from the end, or header
  * name) against the header; -1 with a config error when it does not exist. */
 static int resolve_column(const tfc_node *n, const char *key, char **names, int ncols,
@@ -361,6 +367,11 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
     snprintf(kf, sizeof kf, "%s.feature_columns", a->key ? a->key : "csv");
     snprintf(kl, sizeof kl, "%s.label_column", a->key ? a->key : "csv");
     snprintf(kt, sizeof kt, "%s.text_column", a->key ? a->key : "csv");
+    if (a->ts.sequence_length && (tcol_given(a) || a->on_error == ON_ERROR_SKIP)) {
+        st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: timeseries: windows need every row of "
+                           "numbers (no text_column, no on_error: skip)", name);
+        goto done;
+    }
     if (memchr(text, 0, len)) {
         st = tfc_error_set(err, TFC_ERR_DATA, "%s: binary file (holds NUL bytes), not CSV", name);
         goto done;
@@ -506,7 +517,8 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
                          class_labels ? " (class names: label_dtype: string)" : "");
                 bad = msg;
             } else if (class_labels && (lv != floor(lv) || fabs(lv) > 2147483647.0)) {
-                snprintf(msg, sizeof msg, "label %g is not an integer class index", lv);
+                snprintf(msg, sizeof msg, "label %g is not an integer class index (regression "
+                         "targets: label_dtype: float32)", lv);
                 bad = msg;
             } else if (class_labels && a->num_classes > 0 &&
                        (lv < 0 || lv >= a->num_classes)) {
@@ -601,8 +613,12 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         if (!f.data && !(f.data = malloc(1))) goto nomem;
         if (lcol >= 0 && !l.data && !(l.data = malloc(1))) goto nomem;
         feats.p = labs.p = NULL;
-        st = tfc_source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
-                              ON_ERROR_FAIL, err);
+        if (a->ts.sequence_length)
+            st = tfc_source_timeseries(out, "csv", &f, lcol >= 0 ? &l : NULL, &a->ts, name, name,
+                                       0, a->key, err);
+        else
+            st = tfc_source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
+                                  ON_ERROR_FAIL, err);
         if (!st) (*out)->skipped = skipped;
     }
     for (int64_t i = 0; !st && i < skipped && i < TFC_SKIP_NAMES; i++)
@@ -684,6 +700,9 @@ static const tfc_field csv_fields[] = {
     {"label_dtype", TFC_F_ENUM, offsetof(csv_args, label_dtype), "int32", TFC_UNBOUNDED,
      label_dtype_choices, "class indices (int32), regression targets (float32) or class names "
      "(string: in `classes:` order, else sorted)"},
+    {"timeseries", TFC_F_NODE, offsetof(csv_args, timeseries), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, "{sequence_length, sequence_stride, sampling_rate, start_index, end_index, "
+     "target_offset}: records are windows of rows (Keras's timeseries_dataset_from_array)"},
     SOURCE_NUM_CLASSES_FIELD(csv_args),
     SOURCE_ON_ERROR_FIELD(csv_args),
     {NULL},
@@ -692,7 +711,7 @@ static const tfc_field csv_fields[] = {
 /* The delimiter, and columns given as scalars (which ones exist, the file tells). */
 static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
 {
-    const csv_args *a = args;
+    csv_args *a = args;
     tfc_status st = TFC_OK;
     if (strlen(a->delimiter) != 1)
         st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(at, "delimiter"), key,
@@ -733,6 +752,19 @@ static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc
         for (int i = 0; i < (fc->kind == TFC_NODE_SEQ ? fc->n : 1); i++)
             if (column_node(fc->kind == TFC_NODE_SEQ ? fc->vals[i] : fc, ckey, err))
                 st = TFC_ERR_CONFIG;
+    }
+    if (tfc_timeseries_check(a->timeseries, key, &a->ts, err)) st = TFC_ERR_CONFIG;
+    snprintf(ckey, sizeof ckey, "%s.timeseries", key);
+    if (a->ts.sequence_length && (tcol_given(a) || a->on_error == ON_ERROR_SKIP))
+        st = tfc_node_error(err, TFC_ERR_CONFIG, a->timeseries, ckey, "timeseries: windows need "
+                            "every row, of numbers: %s", tcol_given(a) ? "give feature_columns, "
+                            "not text_column" : "on_error: skip would join the rows around a "
+                            "bad one (fix the file)");
+    if (a->ts.target_offset && (!a->label_column || tfc_node_is_null(a->label_column))) {
+        snprintf(ckey, sizeof ckey, "%s.timeseries.target_offset", key);
+        st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(a->timeseries, "target_offset"),
+                            ckey, "target_offset without targets: give label_column, the "
+                            "column the targets are read from");
     }
     return st;
 }

@@ -164,6 +164,31 @@ tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features
                             const char *fname, const char *lname, int num_classes, int on_error,
                             tfc_error *err);
 
+/* `timeseries:` of the csv and npy sources (timeseries.c): the table's rows are not the
+ * records; windows of sequence_length rows, sampling_rate apart, are, one starting every
+ * sequence_stride rows from start_index, wholly before end_index (0: the table's end), as
+ * Keras's timeseries_dataset_from_array makes them. A window starting at row r has the labels
+ * row r + target_offset as its target (Keras's targets=labels[target_offset:]). */
+typedef struct ts_args {
+    int sequence_length; /* 0: the source is not windowed */
+    int sequence_stride, sampling_rate, start_index, end_index, target_offset;
+    const tfc_node *at;  /* the mapping (errors found once the table is read point into it;
+                            may be NULL) */
+} ts_args;
+/* Reads the `timeseries:` mapping n (NULL or null: not windowed) into *ts; key is the
+ * source's key path. Reports what the mapping alone shows (unknown and refused keys,
+ * end_index <= start_index). */
+tfc_status tfc_timeseries_check(const tfc_node *n, const char *key, ts_args *ts, tfc_error *err);
+/* The windowed source over a table (N, ...) and optional labels (M, ...), taking the tensors'
+ * data; errors that depend on the table's length (a window longer than the rows, indices
+ * past the end) are configuration errors at the mapping's keys (key: the source's key path).
+ * Integer labels outside [0, num_classes) (num_classes > 0) are an error naming the file and
+ * record. */
+tfc_status tfc_source_timeseries(source **out, const char *type, tfc_tensor *table,
+                                 tfc_tensor *labels, const ts_args *ts, const char *fname,
+                                 const char *lname, int num_classes, const char *key,
+                                 tfc_error *err);
+
 /* The arguments of the sources reading a features file and an optional labels file into
  * the array source (idx calls its features `images`). */
 typedef struct file_pair_args {
@@ -171,6 +196,9 @@ typedef struct file_pair_args {
     const char *features, *labels;
     int num_classes;
     int on_error;
+    const tfc_node *timeseries; /* npy: windows of the features' rows (NULL: records) */
+    ts_args ts;                 /* read from it by the check */
+    const char *key;            /* the source's key path (set by open) */
 } file_pair_args;
 typedef tfc_status (*file_pair_load)(source **out, const file_pair_args *a, tfc_error *err);
 /* The open of those sources: resolves both files, applies opt->num_classes, calls load. */
@@ -208,6 +236,8 @@ typedef struct csv_args {
     int num_classes;
     int on_error;
     const char *key;                 /* key path of column errors (not a field) */
+    const tfc_node *timeseries;      /* windows of the rows (NULL: one record a row) */
+    ts_args ts;                      /* read from it by the check */
 } csv_args;
 
 enum { TEXT_FORMAT_LINES = 0, TEXT_FORMAT_FORTUNE, TEXT_FORMAT_FILE, TEXT_FORMAT_COUNT };

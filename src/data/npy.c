@@ -294,6 +294,9 @@ static tfc_status load_npy(source **out, const file_pair_args *a, tfc_error *err
         free(f.data);
         return st;
     }
+    if (a->ts.sequence_length)
+        return tfc_source_timeseries(out, "npy", &f, a->labels ? &l : NULL, &a->ts,
+                                     a->features, a->labels, a->num_classes, a->key, err);
     return tfc_source_array(out, "npy", &f, a->labels ? &l : NULL, NULL, a->features,
                             a->labels, a->num_classes, a->on_error, err);
 }
@@ -304,15 +307,40 @@ static const tfc_field npy_fields[] = {
      ".npy array (N, ...) sliced along axis 0"},
     {"labels", TFC_F_STRING, offsetof(file_pair_args, labels), TFC_NO_DEFAULT, TFC_UNBOUNDED,
      NULL, ".npy array (N, ...) of labels"},
+    {"timeseries", TFC_F_NODE, offsetof(file_pair_args, timeseries), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "{sequence_length, sequence_stride, sampling_rate, start_index, "
+     "end_index, target_offset}: records are windows of the features' rows, their targets "
+     "rows of labels (Keras's timeseries_dataset_from_array)"},
     SOURCE_NUM_CLASSES_FIELD(file_pair_args),
     SOURCE_ON_ERROR_FIELD(file_pair_args),
     {NULL},
 };
 
+/* `timeseries:` (without on_error: skip, which would leave rows out of the series). */
+static tfc_status npy_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
+{
+    file_pair_args *a = args;
+    tfc_status st = tfc_timeseries_check(a->timeseries, key, &a->ts, err);
+    char k[352];
+    snprintf(k, sizeof k, "%s.on_error", key);
+    if (a->ts.sequence_length && a->on_error == ON_ERROR_SKIP)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(at, "on_error"), k,
+                            "timeseries: windows need every row: on_error: skip would leave out "
+                            "the rows whose labels are out of range");
+    snprintf(k, sizeof k, "%s.timeseries.target_offset", key);
+    if (a->ts.sequence_length && a->ts.target_offset && !a->labels)
+        st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(a->timeseries, "target_offset"),
+                            k, "timeseries: target_offset without labels (give `labels:`, the "
+                            "targets' .npy file)");
+    return st;
+}
+
 static tfc_status npy_open(const void *args, const tfc_data_options *opt, const char *key,
                            source **out, tfc_error *err)
 {
-    return tfc_source_open_pair(args, opt, load_npy, out, err);
+    file_pair_args a = *(const file_pair_args *)args;
+    a.key = key;
+    return tfc_source_open_pair(&a, opt, load_npy, out, err);
 }
 
 const source_def tfc_source_npy = {
@@ -320,6 +348,7 @@ const source_def tfc_source_npy = {
     .help = "NumPy .npy arrays",
     .fields = npy_fields,
     .args_size = sizeof(file_pair_args),
+    .check = npy_check,
     .open = npy_open,
 };
 

@@ -114,10 +114,11 @@ static int is(const stage *s, const char *name)
     return !strcmp(s->ops->name, name);
 }
 
-/* Sources that hold their records in memory: caching them gains nothing. */
+/* Sources that hold their records in memory (arrays, windows of a table): caching them
+ * gains nothing. */
 static int in_memory(const source *src)
 {
-    return !strcmp(src->ops->type, "array");
+    return !strcmp(src->ops->type, "array") || !strcmp(src->ops->type, "timeseries");
 }
 
 /* A prefetch does no work of its own: its consumer's time in it is the hand-over and, while
