@@ -177,6 +177,9 @@ static void test_damaged(void)
                       "entry 'config.json': its data's CRC-32 is ");
     expect_read_error("bomb.zip", "lines.txt", 1 << 20, TFC_ERR_FORMAT,
                       "entry 'lines.txt': inflates past its declared size of 1000 bytes");
+    expect_read_error("huge.zip", "lines.txt", SIZE_MAX, TFC_ERR_FORMAT,
+                      "entry 'lines.txt' declares 4294967280 bytes uncompressed, more than "
+                      "its 470 bytes of deflate data can hold");
     expect_read_error("short.zip", "lines.txt", 1 << 20, TFC_ERR_FORMAT,
                       "entry 'lines.txt': inflates to 4890 bytes, its declared size is 4990");
     expect_read_error("bad_deflate.zip", "lines.txt", 1 << 20, TFC_ERR_FORMAT,

@@ -32,6 +32,9 @@
 #define ZIP64_EXTRA 0x0001u
 
 #define ZCHUNK ((size_t)1 << 30) /* zlib counts in uInt */
+/* Deflate expands at most 1032:1 (zlib's technical notes); an entry declaring more than its
+ * compressed size allows is damaged, and refusing it bounds the allocation by the input. */
+#define DEFLATE_MAX_RATIO 1032
 
 typedef struct entry {
     char *name;
@@ -514,6 +517,10 @@ tfc_status tfc_zip_read(const tfc_zip *z, int i, size_t max_size, void **data, s
         return FORMAT_ERROR(err, z, "entry '%s' uses compression method %u%s; tfc reads stored "
                             "(0) and deflated (8) entries only", nm, e->method,
                             method_name(e->method));
+    if (e->method == 8 && e->usize / DEFLATE_MAX_RATIO > e->csize)
+        return FORMAT_ERROR(err, z, "entry '%s' declares %llu bytes uncompressed, more than "
+                            "its %llu bytes of deflate data can hold", nm,
+                            (unsigned long long)e->usize, (unsigned long long)e->csize);
     if (e->usize > max_size)
         return tfc_error_at(err, TFC_ERR_DATA, z->file, 0, 0, NULL, NULL,
                             "entry '%s' is %llu bytes uncompressed, more than the limit of %zu "

@@ -51,8 +51,10 @@ int tfc_zip_find(const tfc_zip *z, const char *entry);
  * used as C strings). The declared size is checked against `max_size` before anything is
  * allocated: larger is TFC_ERR_DATA (the message says both sizes). TFC_ERR_FORMAT, naming the
  * entry: encrypted, a method other than stored or deflate, a stored entry whose sizes
- * differ, deflate data that is damaged, ends early, or inflates to more or fewer bytes than
- * declared, a CRC-32 mismatch. TFC_ERR_NOMEM. On error *data is NULL and *len 0. */
+ * differ, a deflated one declaring more than 1032 times its compressed size (deflate's
+ * limit: so a small archive never makes a large allocation, whatever the limit), deflate
+ * data that is damaged, ends early, or inflates to more or fewer bytes than declared, a
+ * CRC-32 mismatch. TFC_ERR_NOMEM. On error *data is NULL and *len 0. */
 tfc_status tfc_zip_read(const tfc_zip *z, int i, size_t max_size, void **data, size_t *len,
                         tfc_error *err);
 

@@ -144,6 +144,11 @@ def main():
     struct.pack_into("<I", b, local(b, 0) + 22, 1000)
     struct.pack_into("<I", b, central(b, 0) + 24, 1000)
     write("bomb.zip", b)
+    # lines.txt declares 4 GiB - 16 bytes, more than 470 bytes of deflate data can hold
+    b = bytearray(deflated)
+    struct.pack_into("<I", b, local(b, 0) + 22, 0xFFFFFFF0)
+    struct.pack_into("<I", b, central(b, 0) + 24, 0xFFFFFFF0)
+    write("huge.zip", b)
     # lines.txt declares 100 bytes more than it inflates to
     b = bytearray(deflated)
     struct.pack_into("<I", b, local(b, 0) + 22, len(LINES) + 100)
