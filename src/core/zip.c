@@ -129,8 +129,9 @@ static tfc_status read_zip64_end(const tfc_zip *z, size_t eocd, dir_info *d, tfc
     uint64_t off = rd64(loc + 8);
     size_t limit = eocd - LOCATOR_SIZE;
     if (disk != 0 || ndisks > 1)
-        return FORMAT_ERROR(err, z, "the archive spans %u disks; tfc reads single-file "
-                            "archives only", ndisks > 1 ? ndisks : disk + 1);
+        return FORMAT_ERROR(err, z, "the archive spans several disks (its zip64 end record "
+                            "is on disk %u of %u); tfc reads single-file archives only", disk,
+                            ndisks);
     if (off > limit || limit - off < EOCD64_SIZE)
         return FORMAT_ERROR(err, z, "the zip64 end record's offset %llu is outside the "
                             "archive (the locator is at %zu)", (unsigned long long)off, limit);
