@@ -261,8 +261,8 @@ test: all tests
 	    tests/run_tests.sh $(BUILD)/tests $(BIN)
 
 # ---- fuzzing: clang libFuzzer with ASan+UBSan, objects built separately -------------------
-# The fuzzers feed untrusted bytes to the parsers (model YAML and its loader, safetensors, IDX,
-# NPY, CSV, images, text, TFRecord), none of which runs a compute kernel. So the fuzz build
+# The fuzzers feed untrusted bytes to the parsers (model YAML and its loader, safetensors, zip,
+# IDX, NPY, CSV, images, text, TFRecord), none of which runs a compute kernel. So the fuzz build
 # compiles src/ minus the compute code (FUZZ_COMPUTE): src/cpu/, the CPU kernels (cpu_panel.c
 # alone took 17 minutes of CPU under clang's instrumentation), and src/device/, which only
 # creates the backends; src/gpu/ is CUDA, never built here. The kernels stay checked by

@@ -7,6 +7,7 @@
  *   values       core/tensor.h       tfc_dtype, tfc_value_get/set, tfc_values_convert, halves
  *   files        core/fileio.h       tfc_file_read_all, tfc_file_write_atomic, tfc_mkdir_p
  *                core/safetensors.h  tfc_safetensors_* (read, write, metadata)
+ *                core/zip.h          tfc_zip_* (zip archives, Keras's .keras files: read)
  *   ranks        comm/comm.h         tfc_comm_world, the collectives of a data-parallel run
  *   utilities    core/timing.h       tfc_now, tfc_median;  core/rng.h  Philox4x32-10 draws
  *   backends     core/backend.h      the op table, tfc_backend_configure/_status/_free
@@ -43,6 +44,7 @@ extern "C" {
 #include "core/tensor.h"
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "core/zip.h"
 #include "core/timing.h"
 #include "core/rng.h"
 #include "core/backend.h"
