@@ -723,8 +723,8 @@ static int symbol_node(reader *r, uint64_t addr, members *ms)
         take(&c, 20); /* reserved, scratch pad */
         if (c.bad || spend(r, 40) < 0) break;
         if (cache == 2) continue; /* a soft link: its value is in the scratch pad */
-        const uint8_t *s = ms->names + name, *z = NULL;
-        if (name < ms->names_size) z = memchr(s, 0, (size_t)(ms->names_size - name));
+        const uint8_t *s = name < ms->names_size ? ms->names + name : NULL;
+        const uint8_t *z = s ? memchr(s, 0, (size_t)(ms->names_size - name)) : NULL;
         if (!z) return fail(r, "symbol table node at %llu: name offset %llu is outside the "
                                "local heap", (unsigned long long)addr,
                             (unsigned long long)name);
@@ -1012,7 +1012,7 @@ tfc_h5_file *tfc_h5_parse(const void *buf, size_t len, const char *name, tfc_err
     }
     reader r = {.buf = buf, .len = len, .name = name, .err = err, .f = f};
     r.budget = len > (UINT64_MAX >> 5) ? UINT64_MAX : 16 * (uint64_t)len + (1u << 20);
-    uint64_t root;
+    uint64_t root = UNDEF;
     int rc = superblock(&r, (size_t)at, &root);
     if (rc == 0) rc = visit(&r, root, "", 0);
     if (rc == 0) rc = finish(&r);
