@@ -71,6 +71,7 @@ def expect_error(name, code, needle):
 
 def keras_files():
     import keras
+    keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, name="dense"),
                               keras.layers.BatchNormalization(name="bn"),
                               keras.layers.Dense(2, name="out")])
@@ -180,6 +181,9 @@ def other_files():
         f.create_group("a/b")
         f["a/b/up"] = f["a"]
     expect_error("cycle.h5", "FORMAT", "reached twice")
+    with h5py.File(path_of("deep.h5"), "w", libver="latest") as f:
+        f.create_group("/".join(["g"] * 65))
+    expect_error("deep.h5", "FORMAT", "groups nest deeper than 64")
     with open(path_of("not_hdf5.h5"), "wb") as out:
         out.write(b"\x89PNG\r\n\x1a\n" + bytes(600))
     expect_error("not_hdf5.h5", "USAGE", "not an HDF5 file")
