@@ -79,6 +79,13 @@ typedef struct addr_set {
     size_t cap, n;
 } addr_set;
 
+/* An object of a global heap collection. */
+typedef struct heap_obj {
+    uint64_t index;
+    const uint8_t *p;
+    uint64_t n;
+} heap_obj;
+
 typedef struct reader {
     const uint8_t *buf;
     size_t len;
@@ -89,6 +96,9 @@ typedef struct reader {
     int so, sl;        /* sizes of offsets and lengths (2, 4 or 8 bytes) */
     uint64_t budget;   /* bytes left to read or allocate */
     addr_set seen;
+    uint64_t heap_addr; /* the global heap collection listed in objects (UNDEF: none) */
+    heap_obj *objects;
+    size_t nobjects, capobjects;
     const char *path;  /* the object being read, in errors; NULL before the root */
     int failed;
 } reader;
@@ -493,11 +503,20 @@ static int info_message(reader *r, header *h, int type, cursor c)
 
 /* ---- attributes (IV.A.2.m) and the global heap (III.E) ------------------------------------ */
 
-/* Object `index` of the global heap collection at `addr`: its bytes and size. */
-static int heap_object(reader *r, uint64_t addr, uint64_t index, const uint8_t **data,
-                       uint64_t *size)
+static int by_index(const void *a, const void *b)
+{
+    const heap_obj *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Lists the objects of the global heap collection at `addr` in r->objects, sorted by
+ * index. Strings of one attribute lie in one collection or in consecutive ones, so keeping
+ * the last collection read reads each once; a file that alternates pays for it. */
+static int heap_collection(reader *r, uint64_t addr)
 {
     cursor c;
+    r->heap_addr = UNDEF;
+    r->nobjects = 0;
     if (locate(r, addr, 8, "global heap collection", &c, NULL) < 0) return -1;
     cursor h = c;
     int ok = signature(&h, "GCOL") && get(&h, 1) == 1;
@@ -511,22 +530,35 @@ static int heap_object(reader *r, uint64_t addr, uint64_t index, const uint8_t *
                              (unsigned long long)total);
     take(&all, 8 + (uint64_t)r->sl);
     while (all.left >= 8 + (size_t)r->sl) {
-        if (spend(r, 16) < 0) return -1;
-        uint64_t i = get(&all, 2);
-        take(&all, 6);
+        uint64_t index = get(&all, 2);
+        take(&all, 6); /* reference count, reserved */
         uint64_t n = get_len(r, &all);
-        if (i == 0) break; /* the free space, last */
         const uint8_t *p = take(&all, n);
-        if (!p) break;
-        if (i == index) {
-            *data = p;
-            *size = n;
-            return 0;
-        }
-        take(&all, (8 - n % 8) % 8 < all.left ? (8 - n % 8) % 8 : all.left);
+        if (index == 0 || !p) break; /* the free space, last */
+        take(&all, (8 - n % 8) % 8 < all.left ? (8 - n % 8) % 8 : all.left); /* padding */
+        if (grow(r, (void **)&r->objects, &r->capobjects, r->nobjects, sizeof *r->objects) < 0)
+            return -1;
+        r->objects[r->nobjects++] = (heap_obj){index, p, n};
     }
-    return fail(r, "global heap collection at %llu has no object %llu",
-                (unsigned long long)addr, (unsigned long long)index);
+    if (spend(r, 16 * r->nobjects) < 0) return -1;
+    qsort(r->objects, r->nobjects, sizeof *r->objects, by_index);
+    r->heap_addr = addr;
+    return 0;
+}
+
+/* Object `index` of the global heap collection at `addr`: its bytes and size. */
+static int heap_object(reader *r, uint64_t addr, uint64_t index, const uint8_t **data,
+                       uint64_t *size)
+{
+    if (addr != r->heap_addr && heap_collection(r, addr) < 0) return -1;
+    heap_obj key = {index, NULL, 0};
+    const heap_obj *o = bsearch(&key, r->objects, r->nobjects, sizeof key, by_index);
+    if (!o)
+        return fail(r, "global heap collection at %llu has no object %llu",
+                    (unsigned long long)addr, (unsigned long long)index);
+    *data = o->p;
+    *size = o->n;
+    return 0;
 }
 
 /* A string kept with the file: n bytes, cut at the first NUL (and trailing spaces). */
@@ -873,9 +905,11 @@ static int group_members(reader *r, const header *h, const char *path, int depth
         const member *m = &ms.m[i];
         if (m->len == 0 || memchr(m->name, '/', m->len) || memchr(m->name, 0, m->len))
             rc = fail(r, "a member's name is empty or holds '/' or NUL");
-        else if (i > 0 && by_name(m, m - 1) == 0)
-            rc = fail(r, "two members are called '%.*s'", (int)(m->len < 100 ? m->len : 100),
-                      m->name);
+        else if (i > 0 && by_name(m, m - 1) == 0) {
+            char name[100], sn[100];
+            snprintf(name, sizeof name, "%.*s", (int)(m->len < 99 ? m->len : 99), m->name);
+            rc = fail(r, "two members are called '%s'", shown(name, sn, sizeof sn));
+        }
         if (rc) break;
         char *child = keep(r, plen + m->len + 2);
         if (!child) rc = -1;
@@ -1010,13 +1044,14 @@ tfc_h5_file *tfc_h5_parse(const void *buf, size_t len, const char *name, tfc_err
         tfc_error_at(err, TFC_ERR_NOMEM, name, 0, 0, NULL, NULL, "cannot allocate a file");
         return NULL;
     }
-    reader r = {.buf = buf, .len = len, .name = name, .err = err, .f = f};
+    reader r = {.buf = buf, .len = len, .name = name, .err = err, .f = f, .heap_addr = UNDEF};
     r.budget = len > (UINT64_MAX >> 5) ? UINT64_MAX : 16 * (uint64_t)len + (1u << 20);
     uint64_t root = UNDEF;
     int rc = superblock(&r, (size_t)at, &root);
     if (rc == 0) rc = visit(&r, root, "", 0);
     if (rc == 0) rc = finish(&r);
     free(r.seen.slot);
+    free(r.objects);
     if (rc == 0) return f;
     tfc_h5_close(f);
     return NULL;
