@@ -541,7 +541,7 @@ static int heap_collection(reader *r, uint64_t addr)
         r->objects[r->nobjects++] = (heap_obj){index, p, n};
     }
     if (spend(r, 16 * r->nobjects) < 0) return -1;
-    qsort(r->objects, r->nobjects, sizeof *r->objects, by_index);
+    if (r->nobjects > 1) qsort(r->objects, r->nobjects, sizeof *r->objects, by_index);
     r->heap_addr = addr;
     return 0;
 }
@@ -552,7 +552,8 @@ static int heap_object(reader *r, uint64_t addr, uint64_t index, const uint8_t *
 {
     if (addr != r->heap_addr && heap_collection(r, addr) < 0) return -1;
     heap_obj key = {index, NULL, 0};
-    const heap_obj *o = bsearch(&key, r->objects, r->nobjects, sizeof key, by_index);
+    const heap_obj *o =
+        r->nobjects ? bsearch(&key, r->objects, r->nobjects, sizeof key, by_index) : NULL;
     if (!o)
         return fail(r, "global heap collection at %llu has no object %llu",
                     (unsigned long long)addr, (unsigned long long)index);
