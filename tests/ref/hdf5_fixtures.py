@@ -6,10 +6,11 @@ either what h5py reads in it (objects in the reader's order: depth-first, a grou
 members, members in bytewise name order; each dataset's dtype, shape and little-endian bytes
 in hex; each attribute's strings, or null for a non-string attribute) or the error the
 reader must give (code and a substring of the message). The files: Keras 3's own weights
-file and legacy .h5 of a small model, h5py files covering every dtype, scalar, empty,
-unwritten and compact datasets, string and numeric attributes, multi-level B-trees (a small
-group K patched into the superblock), object header continuations, a user block, libver='latest' (superblock 3, link
-messages), and refused or damaged files made by patching bytes.
+file and legacy .h5 of a small model; h5py files covering every dtype (bfloat16 too),
+scalar, empty, unwritten and compact datasets, string and numeric attributes, multi-level
+B-trees (a small group K patched into the superblock), object header continuations, a user
+block, libver='latest' (superblock 3, link messages); and refused or damaged files, some
+made by patching bytes.
 """
 import json
 import os
@@ -111,6 +112,25 @@ def types_file():
         f.attrs["floats"] = np.arange(4, dtype="f8")
         f["t"].attrs["name"] = "t"
     describe(name)
+
+
+def bfloat16_file():
+    """A 2-byte float type with bfloat16's fields (h5py reads it as float32, so the expected
+    bytes are the raw ones written)."""
+    name = "bfloat16.h5"
+    t = h5py.h5t.IEEE_F32LE.copy()
+    t.set_fields(15, 7, 8, 0, 7)
+    t.set_offset(0)
+    t.set_precision(16)
+    t.set_size(2)
+    raw = np.array([0x3F80, 0xC000, 0x0000, 0x4049], dtype="<u2")  # 1, -2, 0, 3.14
+    with h5py.File(path_of(name), "w") as f:
+        d = h5py.h5d.create(f.id, b"bf16", t, h5py.h5s.create_simple((4,)))
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=t)
+        assert np.allclose(f["bf16"][()], [1, -2, 0, 3.140625])
+    EXPECTED[name] = {"objects": [
+        {"path": "", "attrs": {}},
+        {"path": "bf16", "attrs": {}, "dtype": "BF16", "shape": [4], "hex": raw.tobytes().hex()}]}
 
 
 def many_members_file():
@@ -230,6 +250,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     keras_files()
     types_file()
+    bfloat16_file()
     many_members_file()
     continuation_file()
     other_files()
