@@ -133,7 +133,7 @@ static void test_fixtures(void)
         check_file(name, want);
         files++;
     }
-    CU_ASSERT(files >= 20);
+    CU_ASSERT(files >= 21);
     json_decref(root);
 }
 

@@ -984,10 +984,11 @@ static int superblock(reader *r, size_t at, uint64_t *root)
         take(&c, 4);
     }
     if (c.bad) return fail(r, "the superblock is truncated");
-    if (base > r->len) return fail(r, "superblock: base address %llu is past the end of the "
-                                      "file", (unsigned long long)base);
-    r->base = base;
-    /* libhdf5 writes the end-of-file address as an absolute offset, user block included */
+    /* As libhdf5 does, addresses count from the signature whatever the base address says
+     * (a file copied behind a user block), and the end-of-file address moves with it. It
+     * is absolute (libhdf5 compares it with the file's size), user block included. */
+    r->base = at;
+    if (eof != UNDEF) eof = eof - base + at;
     if (eof == UNDEF || eof > r->len)
         return fail(r, "truncated: the superblock puts the end of the file at byte %llu but "
                        "the file has %zu bytes", (unsigned long long)eof, r->len);

@@ -172,6 +172,14 @@ def other_files():
         f["x"] = np.arange(3, dtype="i4")
         f.attrs["s"] = "in a file with a user block"
     describe("userblock.h5")
+    # A file moved behind 1024 bytes of something else: its base address still says 0, but
+    # libhdf5 (and the reader) count addresses from the signature.
+    with h5py.File(path_of("moved.h5"), "w") as f:
+        f["x"] = np.arange(3, dtype="i2")
+        f.attrs["s"] = "moved"
+    data = open(path_of("moved.h5"), "rb").read()
+    open(path_of("moved.h5"), "wb").write(b"#" * 1024 + data)
+    describe("moved.h5")
     with h5py.File(path_of("latest.h5"), "w", libver="latest") as f:
         f["a/x"] = np.arange(3, dtype="f4")
         f["b"] = np.float64(-1.5)
