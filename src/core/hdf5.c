@@ -587,10 +587,12 @@ static int attr_strings(reader *r, tfc_h5_attr *a, const dtype_info *t, uint64_t
             const uint8_t *p = NULL;
             uint64_t size = 0;
             if (len && heap_object(r, addr, index, &p, &size) < 0) return -1;
+            char sn[100];
             if (len > size)
                 return fail(r, "attribute '%s': string %llu holds %llu bytes but its heap "
-                               "object only %llu", a->name, (unsigned long long)i,
-                            (unsigned long long)len, (unsigned long long)size);
+                               "object only %llu", shown(a->name, sn, sizeof sn),
+                            (unsigned long long)i, (unsigned long long)len,
+                            (unsigned long long)size);
             s[i] = keep_string(r, p, (size_t)len, 0);
         }
         if (!s[i]) return -1;
@@ -623,9 +625,10 @@ static int attribute(reader *r, header *h, cursor c)
     dtype_info t;
     space s;
     uint64_t n;
-    if (parse_type(r, tc, &t, what) < 0 || parse_space(r, sc, &s, what) < 0) return -1;
-    if (t.kind != K_FIXED_STRING && t.kind != K_VLEN_STRING) return 0;
-    if (count_elements(r, &s, t.size, c.left, what, &n) < 0) return -1;
+    if (parse_type(r, tc, &t, what) < 0) return -1;
+    if (t.kind != K_FIXED_STRING && t.kind != K_VLEN_STRING) return 0; /* listed, not read */
+    if (parse_space(r, sc, &s, what) < 0 || count_elements(r, &s, t.size, c.left, what, &n) < 0)
+        return -1;
     return attr_strings(r, a, &t, n, c);
 }
 
