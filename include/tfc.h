@@ -8,6 +8,7 @@
  *   files        core/fileio.h       tfc_file_read_all, tfc_file_write_atomic, tfc_mkdir_p
  *                core/safetensors.h  tfc_safetensors_* (read, write, metadata)
  *                core/zip.h          tfc_zip_* (zip archives, Keras's .keras files: read)
+ *                core/hdf5.h         tfc_h5_* (the HDF5 files of Keras's weights: read)
  *   ranks        comm/comm.h         tfc_comm_world, the collectives of a data-parallel run
  *   utilities    core/timing.h       tfc_now, tfc_median;  core/rng.h  Philox4x32-10 draws
  *   backends     core/backend.h      the op table, tfc_backend_configure/_status/_free
@@ -22,6 +23,7 @@
  *   inference    (below)             tfc_predictor_* : the stable part (SPEC §5c,
  *                                    docs/embedding.md), plain C types only
  *   export       api/onnx.h          tfc_onnx_export (SPEC §5d)
+ *   import       api/keras_import.h  tfc_keras_import (Keras models, SPEC §3 tfc-import)
  *
  * Internal headers (graph/model_internal.h, cpu/cpu_internal.h, data/internal.h,
  * solver/internal.h, gpu/gpu_internal.cuh) are not reachable from here. Installed (`make
@@ -45,6 +47,7 @@ extern "C" {
 #include "core/fileio.h"
 #include "core/safetensors.h"
 #include "core/zip.h"
+#include "core/hdf5.h"
 #include "core/timing.h"
 #include "core/rng.h"
 #include "core/backend.h"
@@ -56,6 +59,7 @@ extern "C" {
 #include "solver/solver.h"
 #include "solver/asha.h"
 #include "api/onnx.h"
+#include "api/keras_import.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -33,3 +33,11 @@ KERAS_PY ?= /work/venv-keras/bin/python
 ref-zoo: tools
 	$(Q)KERAS_BACKEND=jax $(KERAS_PY) tests/ref/keras_fixtures_reverse.py
 	$(Q)KERAS_BACKEND=jax TFC_BIN=$(abspath $(BIN)) $(KERAS_PY) tests/ref/keras_zoo_reverse.py
+
+# make ref-import: tfc-import against Keras (tests/ref/keras_import_check.py): every model
+# ref-zoo builds, saved by Keras as a .keras archive, as JSON with a .weights.h5 and as a
+# legacy .h5, imports to the weights Keras held (bit for bit) and its outputs. Needs the same
+# Python as ref-zoo. Not in make test: CI has no Keras (test_import checks committed files).
+.PHONY: ref-import
+ref-import: tools
+	$(Q)KERAS_BACKEND=jax TFC_BIN=$(abspath $(BIN)) $(KERAS_PY) tests/ref/keras_import_check.py

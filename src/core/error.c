@@ -22,7 +22,8 @@ static void append(tfc_error *err, const char *fmt, ...)
 }
 
 /* Appends line `line` of `source` and a caret under column `col`. Tabs are kept so the
- * caret lines up in a terminal. */
+ * caret lines up in a terminal. Of a long line (Keras's one-line JSON) a window around the
+ * column is shown, "..." before it. */
 static void append_source_line(tfc_error *err, const char *source, int line, int col)
 {
     const char *p = source;
@@ -33,13 +34,20 @@ static void append_source_line(tfc_error *err, const char *source, int line, int
     if (!p || !*p) return;
     const char *end = strchr(p, '\n');
     int len = end ? (int)(end - p) : (int)strlen(p);
+    int from = col - 1 > 150 ? col - 1 - 80 : 0;
+    if (from > len) from = len;
+    const char *lead = from ? "..." : "";
+    p += from;
+    len -= from;
     if (len > 200) len = 200;
     char caret[256];
-    int n = 0;
-    for (int i = 0; i < col - 1 && i < len && n < 250; i++) caret[n++] = p[i] == '\t' ? '\t' : ' ';
+    int n = (int)strlen(lead);
+    memset(caret, ' ', (size_t)n);
+    for (int i = 0; i < col - 1 - from && i < len && n < 250; i++)
+        caret[n++] = p[i] == '\t' ? '\t' : ' ';
     caret[n++] = '^';
     caret[n] = 0;
-    append(err, "  %.*s\n  %s\n", len, p, caret);
+    append(err, "  %s%.*s\n  %s\n", lead, len, p, caret);
 }
 
 static tfc_status vreport(tfc_error *err, tfc_status code, const char *file, int line, int col,

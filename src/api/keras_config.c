@@ -1,0 +1,712 @@
+/* Keras's model configuration into tfc's model file (SPEC §3 tfc-import), the first half of
+ * keras_import.c's work. Keras's configuration (config.json of a `.keras` archive,
+ * `model.to_json()`, the `model_config` attribute of a Keras 2 `.h5`) is JSON, which tfc's
+ * YAML reader parses with positions, so every complaint points at FILE:LINE:COL of the JSON.
+ * It becomes tfc's model file with little change, because a tfc layer's YAML is its Keras
+ * constructor: each layer `{Type: its config}` without what is Keras's bookkeeping (the
+ * dtype policy, `trainable: true`, names tfc gives itself, arguments at their defaults),
+ * serialized initializers and the like shortened to their class name when their config is
+ * all defaults, a functional model's call edges as `inputs:`, the compiled loss and metrics
+ * as `loss:` and `metrics:`. No compute code: the fuzz build links it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/keras_config.h"
+#include "layers/layer.h"
+
+/* ---- the conversion's state -------------------------------------------------------------- */
+
+typedef struct conv {
+    tfc_doc *out;           /* the model file's tree */
+    tfc_error *err;
+    tfc_import_report *rep;
+    int keras2;             /* a Keras 2 config: no `module` keys, `batch_input_shape` */
+    const char *masks[64];  /* functional graphs: the NotEqual(ids, 0) nodes that compute an
+                               Embedding's mask, which tfc propagates itself */
+    int nmasks;
+} conv;
+
+static int is_mask_node(const conv *c, const char *name)
+{
+    for (int i = 0; i < c->nmasks; i++)
+        if (!strcmp(c->masks[i], name)) return 1;
+    return 0;
+}
+
+static void note(tfc_import_report *rep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void note(tfc_import_report *rep, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(rep->notes), n = strlen(line);
+    if (strstr(rep->notes, line) || len + n + 2 > sizeof rep->notes) return;
+    memcpy(rep->notes + len, line, n);
+    memcpy(rep->notes + len + n, "\n", 2);
+}
+
+/* A string scalar's text, or NULL when `key` is absent or not a scalar. */
+static const char *sval(const tfc_node *map, const char *key)
+{
+    const tfc_node *v = tfc_node_get(map, key);
+    return v && v->kind == TFC_NODE_SCALAR ? v->str : NULL;
+}
+
+const char *tfc_keras_str(const tfc_node *map, const char *key)
+{
+    return sval(map, key);
+}
+
+static int is_null(const tfc_node *v)
+{
+    return !v || (v->kind == TFC_NODE_SCALAR && !v->quoted &&
+                  (!strcmp(v->str, "null") || !strcmp(v->str, "~") || !v->str[0]));
+}
+
+static int is_true(const tfc_node *v)
+{
+    return v && v->kind == TFC_NODE_SCALAR && !v->quoted && !strcmp(v->str, "true");
+}
+
+static tfc_node *scalar(conv *c, const char *text, int quoted)
+{
+    return tfc_node_new_scalar(c->out, NULL, text, quoted);
+}
+
+static void put(conv *c, tfc_node *map, const char *key, tfc_node *val)
+{
+    tfc_node_map_set(map, scalar(c, key, 0), val);
+}
+
+static tfc_node *new_seq(conv *c)
+{
+    tfc_doc *d = tfc_doc_load_string("[]", 2, "import", NULL);
+    tfc_node *s = tfc_node_copy(c->out, tfc_doc_root(d));
+    tfc_doc_free(d);
+    return s;
+}
+
+/* Keras's serialized object: {module, class_name, config, registered_name}, or Keras 2's
+ * {class_name, config}. */
+static int is_serialized(const tfc_node *v)
+{
+    return v && v->kind == TFC_NODE_MAP && sval(v, "class_name") && tfc_node_get(v, "config");
+}
+
+/* ---- values: initializers, regularizers, constraints, losses ------------------------------ */
+
+static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node **out);
+
+/* A serialized non-layer object: its class name alone when its config is empty or all null
+ * (GlorotUniform(seed=None)), else {class_name, config}. A DTypePolicy is its name. */
+static tfc_node *convert_object(conv *c, const tfc_node *v)
+{
+    const tfc_node *cfg = tfc_node_get(v, "config");
+    const char *cls = sval(v, "class_name");
+    if (!strcmp(cls, "DTypePolicy") || !strcmp(cls, "FloatDTypePolicy"))
+        return tfc_node_copy(c->out, tfc_node_get(cfg, "name"));
+    int plain = cfg->kind == TFC_NODE_MAP;
+    for (int i = 0; plain && i < cfg->n; i++) plain = is_null(cfg->vals[i]);
+    if (plain) return scalar(c, cls, 0);
+    tfc_node *m = tfc_node_new_map(c->out, NULL);
+    put(c, m, "class_name", scalar(c, cls, 0));
+    put(c, m, "config", tfc_node_copy(c->out, cfg));
+    return m;
+}
+
+static tfc_node *convert_value(conv *c, const tfc_node *v)
+{
+    if (is_serialized(v)) return convert_object(c, v);
+    if (v->kind == TFC_NODE_SCALAR) return tfc_node_copy(c->out, v);
+    tfc_node *o = v->kind == TFC_NODE_MAP ? tfc_node_new_map(c->out, NULL) : new_seq(c);
+    for (int i = 0; i < v->n; i++) {
+        tfc_node *x = convert_value(c, v->vals[i]);
+        if (v->kind == TFC_NODE_MAP) tfc_node_map_set(o, tfc_node_copy(c->out, v->keys[i]), x);
+        else tfc_node_seq_push(o, x);
+    }
+    return o;
+}
+
+/* Keras's class names that tfc's YAML spells as Keras exports them. */
+const char *tfc_keras_type(const char *cls)
+{
+    if (!strcmp(cls, "GroupedQueryAttention")) return "GroupQueryAttention";
+    return cls;
+}
+
+/* Whether tfc's layer `type` has the argument `key`. */
+static int schema_has(const char *type, const char *key)
+{
+    const tfc_layer_ops *ops = tfc_layer_lookup(tfc_keras_type(type));
+    for (const tfc_field *x = ops ? ops->schema : NULL; x && x->name; x++)
+        if (!strcmp(x->name, key)) return 1;
+    return 0;
+}
+
+/* Keras's bookkeeping beyond a layer's constructor arguments, where tfc's layer has no such
+ * argument, at the value that changes nothing: Layer's activity_regularizer (None), RNN's
+ * unroll, stateful, return_state and zero_output_for_mask (False), the base preprocessing
+ * layer's data_format (channels_last, which is tfc's), and a lookup's vocabulary_size (its
+ * vocabulary's length). */
+static int is_bookkeeping(const char *type, const char *key, const tfc_node *v)
+{
+    if (schema_has(type, key)) return 0;
+    if (!strcmp(key, "activity_regularizer")) return is_null(v);
+    if (!strcmp(key, "unroll") || !strcmp(key, "stateful") || !strcmp(key, "return_state") ||
+        !strcmp(key, "zero_output_for_mask"))
+        return v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "false");
+    if (!strcmp(key, "data_format"))
+        return is_null(v) || (v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "channels_last"));
+    return !strcmp(key, "vocabulary_size") &&
+           (!strcmp(type, "IntegerLookup") || !strcmp(type, "StringLookup"));
+}
+
+/* ---- arguments at their defaults ------------------------------------------------------------ */
+
+/* Keras's default initializer of an argument, where every Keras layer that has the argument
+ * agrees (Embedding's embeddings_initializer does not: it is left alone). */
+static const char *default_initializer(const char *key)
+{
+    static const char *const table[][2] = {
+        {"kernel_initializer", "GlorotUniform"}, {"bias_initializer", "Zeros"},
+        {"depthwise_initializer", "GlorotUniform"}, {"pointwise_initializer", "GlorotUniform"},
+        {"gamma_initializer", "Ones"}, {"beta_initializer", "Zeros"},
+        {"moving_mean_initializer", "Zeros"}, {"moving_variance_initializer", "Ones"},
+        {"alpha_initializer", "Zeros"}};
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (!strcmp(table[i][0], key)) return table[i][1];
+    return NULL;
+}
+
+/* Whether scalar `v` is the default's text `d`: numbers by value, the rest by text. */
+static int same_scalar(const tfc_node *v, const char *d)
+{
+    if (v->kind != TFC_NODE_SCALAR) return 0;
+    if (!strcmp(v->str, d)) return 1;
+    if (v->quoted) return 0;
+    char *e1, *e2;
+    double a = strtod(v->str, &e1), b = strtod(d, &e2);
+    return e1 != v->str && !*e1 && e2 != d && !*e2 && a == b;
+}
+
+/* Whether `v` is the field's default text `def` (YAML): a scalar, a list of scalars, or a
+ * list each of whose items is the default number (kernel_size [3, 3] for 3). */
+static int is_default_value(const tfc_node *v, const char *def)
+{
+    if (v->kind == TFC_NODE_SCALAR) return same_scalar(v, def);
+    if (v->kind != TFC_NODE_SEQ || !v->n) return 0;
+    tfc_doc *d = tfc_doc_load_string(def, strlen(def), "default", NULL);
+    const tfc_node *dn = d ? tfc_doc_root(d) : NULL;
+    int same = dn != NULL;
+    if (same && dn->kind == TFC_NODE_SCALAR) {
+        for (int i = 0; same && i < v->n; i++) same = same_scalar(v->vals[i], dn->str);
+    } else if (same) {
+        same = dn->kind == TFC_NODE_SEQ && dn->n == v->n;
+        for (int i = 0; same && i < v->n; i++)
+            same = dn->vals[i]->kind == TFC_NODE_SCALAR && same_scalar(v->vals[i],
+                                                                     dn->vals[i]->str);
+    }
+    tfc_doc_free(d);
+    return same;
+}
+
+/* Whether argument `key` of layer `type`, converted to `v`, says what leaving it out says in
+ * tfc (its schema's default, which is Keras's), so the model file need not repeat it. */
+static int is_default(const char *type, const char *key, const tfc_node *v)
+{
+    const char *init = default_initializer(key);
+    if (init && v->kind == TFC_NODE_SCALAR && !strcmp(v->str, init)) return 1;
+    if (!strcmp(key, "recurrent_initializer") && is_serialized(v) &&
+        !strcmp(sval(v, "class_name"), "Orthogonal")) { /* Orthogonal(gain=1, seed=None) */
+        const tfc_node *cfg = tfc_node_get(v, "config"), *gain = tfc_node_get(cfg, "gain");
+        return is_null(tfc_node_get(cfg, "seed")) && (!gain || same_scalar(gain, "1"));
+    }
+    if (!strcmp(key, "seed") && is_null(v)) return 1; /* Keras's None; tfc's runs are seeded */
+    if (!strcmp(type, "InputLayer"))
+        return (!strcmp(key, "sparse") || !strcmp(key, "ragged") || !strcmp(key, "optional")) &&
+               v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "false");
+    static const char *const cells[][2] = {
+        {"LSTMCell", "LSTM"}, {"GRUCell", "GRU"}, {"SimpleRNNCell", "SimpleRNN"}};
+    for (size_t i = 0; i < sizeof cells / sizeof *cells; i++)
+        if (!strcmp(type, cells[i][0])) type = cells[i][1];
+    const tfc_layer_ops *ops = tfc_layer_lookup(tfc_keras_type(type));
+    const tfc_field *f = NULL;
+    for (const tfc_field *x = ops ? ops->schema : NULL; x && x->name && !f; x++)
+        if (!strcmp(x->name, key)) f = x;
+    if (!f || !f->def || f->type == TFC_F_REFUSED) return 0;
+    if (!strcmp(f->def, TFC_NO_DEFAULT)) return is_null(v);
+    return !is_null(v) && is_default_value(v, f->def);
+}
+
+/* ---- layers -------------------------------------------------------------------------------- */
+
+/* Where a layer's config sits, which decides what of Keras's bookkeeping goes. */
+enum {
+    ROLE_TOP,     /* a layer of the model: its name stays (tfc's weights are named by it) */
+    ROLE_WRAPPED, /* inside TimeDistributed, SpectralNormalization or a Pipeline: as a top one */
+    ROLE_BIDI,    /* Bidirectional's layer: tfc names it forward_<type> itself */
+    ROLE_CELL,    /* an RNN's cell: tfc drops its segment or names it by type itself */
+};
+
+/* Bidirectional's backward_layer, as get_config writes it: a copy of `layer` going
+ * backwards, which is what tfc builds; anything else it cannot express. */
+static tfc_status check_backward(conv *c, const tfc_node *layer, const tfc_node *back)
+{
+    const tfc_node *fc = tfc_node_get(layer, "config"), *bc = tfc_node_get(back, "config");
+    int same = is_serialized(back) && is_serialized(layer) &&
+               !strcmp(sval(back, "class_name"), sval(layer, "class_name"));
+    for (int i = 0; same && bc->kind == TFC_NODE_MAP && i < bc->n; i++) {
+        const char *k = bc->keys[i]->str;
+        if (!strcmp(k, "name") || !strcmp(k, "go_backwards")) continue;
+        const tfc_node *a = tfc_node_get(fc, k), *b = bc->vals[i];
+        if (b->kind == TFC_NODE_SCALAR && (!a || a->kind != TFC_NODE_SCALAR ||
+                                           strcmp(a->str, b->str)))
+            same = 0;
+    }
+    if (same) return TFC_OK;
+    return tfc_node_error(c->err, TFC_ERR_USAGE, back, "backward_layer",
+                          "a backward layer of its own is not supported: tfc's backward "
+                          "direction is a copy of `layer` going backwards");
+}
+
+/* StackedRNNCells' cells, each a cell. */
+static tfc_status convert_cells(conv *c, const tfc_node *cfg, tfc_node *args)
+{
+    const tfc_node *cells = tfc_node_get(cfg, "cells");
+    if (!cells || cells->kind != TFC_NODE_SEQ)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "cells", "expected a list of cells");
+    tfc_node *seq = new_seq(c);
+    for (int i = 0; i < cells->n; i++) {
+        tfc_node *x;
+        tfc_status s = convert_layer(c, cells->vals[i], ROLE_CELL, &x);
+        if (s) return s;
+        tfc_node_seq_push(seq, x);
+    }
+    put(c, args, "cells", seq);
+    return TFC_OK;
+}
+
+/* A Pipeline's (or a Sequential's inside the model) layers, its InputLayer left out. */
+static tfc_status convert_layer_list(conv *c, const tfc_node *layers, tfc_node *args)
+{
+    if (!layers || layers->kind != TFC_NODE_SEQ)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, layers, "layers", "expected a list");
+    tfc_node *seq = new_seq(c);
+    for (int i = 0; i < layers->n; i++) {
+        const char *cls = sval(layers->vals[i], "class_name");
+        if (cls && !strcmp(cls, "InputLayer")) continue;
+        tfc_node *x;
+        tfc_status s = convert_layer(c, layers->vals[i], ROLE_WRAPPED, &x);
+        if (s) return s;
+        tfc_node_seq_push(seq, x);
+    }
+    put(c, args, "layers", seq);
+    return TFC_OK;
+}
+
+/* The arguments of one layer from its config. */
+static tfc_status convert_args(conv *c, const char *type, const tfc_node *cfg, int role,
+                               tfc_node *args)
+{
+    int bidi = !strcmp(type, "Bidirectional");
+    for (int i = 0; i < cfg->n; i++) {
+        const char *k = cfg->keys[i]->str;
+        const tfc_node *v = cfg->vals[i];
+        tfc_node *x = NULL;
+        tfc_status s = TFC_OK;
+        if (!strcmp(k, "dtype")) {
+            const char *policy = is_serialized(v) ? sval(tfc_node_get(v, "config"), "name")
+                                 : v->kind == TFC_NODE_SCALAR ? v->str : NULL;
+            if (!strcmp(type, "InputLayer")) {
+                if (policy) put(c, args, k, scalar(c, policy, 0));
+            } else if (policy && strcmp(policy, "float32")) {
+                note(c->rep, "the model computed in Keras's dtype policy %s: tfc sets the "
+                     "precision in the solver (precision: float16 or bfloat16)", policy);
+            }
+            continue;
+        }
+        if (!strcmp(k, "trainable") && is_true(v)) continue;
+        if (!strcmp(k, "name") && (role == ROLE_BIDI || role == ROLE_CELL)) continue;
+        /* Bidirectional sets zero_output_for_mask on its layers, as tfc's does */
+        if (role == ROLE_BIDI && !strcmp(k, "zero_output_for_mask")) continue;
+        if (is_bookkeeping(type, k, v)) continue;
+        if (!strcmp(type, "Normalization") && !strcmp(k, "axis") && v->kind == TFC_NODE_SEQ &&
+            !v->n) { /* Keras writes axis=None as () */
+            put(c, args, k, scalar(c, "null", 0));
+            continue;
+        }
+        if (!strcmp(type, "RandomShear") && (!strcmp(k, "x_factor") || !strcmp(k, "y_factor")) &&
+            v->kind == TFC_NODE_SEQ && v->n == 2 && v->vals[0]->str[0] == '-' &&
+            !strcmp(v->vals[0]->str + 1, v->vals[1]->str)) {
+            /* Keras writes RandomShear(f)'s range (-f, f), which its own constructor
+             * refuses; tfc reads f as Keras's constructor does */
+            put(c, args, k, tfc_node_copy(c->out, v->vals[1]));
+            continue;
+        }
+        if (!strcmp(k, "batch_input_shape") && !strcmp(type, "InputLayer")) {
+            put(c, args, "batch_shape", tfc_node_copy(c->out, v));
+            continue;
+        }
+        if (bidi && !strcmp(k, "backward_layer")) {
+            if (is_null(v)) continue;
+            s = check_backward(c, tfc_node_get(cfg, "layer"), v);
+        } else if (!strcmp(k, "layer") && is_serialized(v)) {
+            s = convert_layer(c, v, bidi ? ROLE_BIDI : ROLE_WRAPPED, &x);
+        } else if (!strcmp(k, "cell") && is_serialized(v)) {
+            s = convert_layer(c, v, ROLE_CELL, &x);
+        } else if (!strcmp(k, "cells") && !strcmp(type, "StackedRNNCells")) {
+            s = convert_cells(c, cfg, args);
+        } else if (!strcmp(k, "layers") && (!strcmp(type, "Pipeline") ||
+                                            !strcmp(type, "Sequential"))) {
+            s = convert_layer_list(c, v, args);
+        } else {
+            x = convert_value(c, v);
+        }
+        if (s) return s;
+        if (x && !is_default(type, k, x)) put(c, args, k, x);
+    }
+    return TFC_OK;
+}
+
+/* One serialized layer into `{Type: {args}}`. A Sequential inside the model is tfc's
+ * Pipeline (Keras saves both the same way); a functional model inside one is refused. */
+static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node **out)
+{
+    if (!is_serialized(ser))
+        return tfc_node_error(c->err, TFC_ERR_USAGE, ser, NULL,
+                              "expected a serialized layer {class_name, config}");
+    const char *cls = sval(ser, "class_name"), *module = sval(ser, "module");
+    const char *registered = sval(ser, "registered_name");
+    const tfc_node *cfg = tfc_node_get(ser, "config");
+    if (cfg->kind != TFC_NODE_MAP)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "config", "expected a mapping");
+    int keras = !module || !strncmp(module, "keras.layers", 12) ||
+                !strncmp(module, "keras_hub", 9) || !strcmp(module, "keras") ||
+                !strncmp(module, "keras.src.models", 16);
+    if (registered && !is_null(tfc_node_get(ser, "registered_name")) &&
+        strncmp(registered, "keras_hub>", 10) && strcmp(registered, cls) &&
+        strcmp(registered, "Functional"))
+        keras = 0;
+    if (module && !strncmp(module, "keras.src.ops", 13))
+        return tfc_node_error(c->err, TFC_ERR_USAGE, ser, "class_name",
+                              "'%s' is a keras.ops operation called on tensors in the graph: "
+                              "tfc's graphs hold layers (a layer that does it, or a Lambda's "
+                              "work, has to be one of tfc's)", cls);
+    if (!keras)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, ser, "class_name",
+                              "'%s' is not a Keras layer (module %s, registered as %s): tfc "
+                              "has no custom layers", cls, module ? module : "?",
+                              registered ? registered : "?");
+    if (!strcmp(cls, "Functional") || !strcmp(cls, "Model"))
+        return tfc_node_error(c->err, TFC_ERR_USAGE, ser, "class_name",
+                              "a functional model inside the model is not supported (a "
+                              "Sequential one is, as a Pipeline)");
+    const char *type = !strcmp(cls, "Sequential") ? "Pipeline" : tfc_keras_type(cls);
+    tfc_node *args = tfc_node_new_map(c->out, NULL);
+    tfc_status s = convert_args(c, cls, cfg, role, args);
+    if (s) return s;
+    for (int i = 1; i < args->n; i++) { /* the name first, as Keras's configs mostly have it */
+        if (strcmp(args->keys[i]->str, "name")) continue;
+        tfc_node *k = args->keys[i], *v = args->vals[i];
+        memmove(args->keys + 1, args->keys, (size_t)i * sizeof *args->keys);
+        memmove(args->vals + 1, args->vals, (size_t)i * sizeof *args->vals);
+        args->keys[0] = k;
+        args->vals[0] = v;
+    }
+    *out = tfc_node_new_map(c->out, NULL);
+    put(c, *out, type, args);
+    return TFC_OK;
+}
+
+/* ---- the model: Sequential or functional ---------------------------------------------------- */
+
+/* Keras 3 records an Embedding's mask_zero in a functional graph as an operation,
+ * not_equal(ids, 0), whose output later layers take as their `mask` (its `module` is
+ * keras.src.ops.numpy, or absent in the model_config of a legacy .h5). */
+static int is_mask_op(const tfc_node *l)
+{
+    const char *cls = sval(l, "class_name"), *module = sval(l, "module");
+    const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
+    if (!cls || strcmp(cls, "NotEqual") || (module && strncmp(module, "keras.src.ops", 13)) ||
+        !nodes || nodes->kind != TFC_NODE_SEQ || nodes->n != 1)
+        return 0;
+    const tfc_node *a = tfc_node_get(nodes->vals[0], "args");
+    return a && a->kind == TFC_NODE_SEQ && a->n == 2 && a->vals[1]->kind == TFC_NODE_SCALAR &&
+           !strcmp(a->vals[1]->str, "0") && sval(a->vals[0], "class_name") &&
+           !strcmp(sval(a->vals[0], "class_name"), "__keras_tensor__");
+}
+
+/* The producing layers of a functional call's tensors, in order: Keras 3's
+ * {class_name: __keras_tensor__, config: {keras_history: [layer, node, index]}} anywhere in
+ * args, and Keras 2's [layer, node, index, kwargs] lists. */
+static tfc_status collect_inputs(conv *c, const tfc_node *v, const char *layer, tfc_node *names)
+{
+    if (v->kind == TFC_NODE_MAP) {
+        const char *cls = sval(v, "class_name");
+        if (!cls || strcmp(cls, "__keras_tensor__")) {
+            for (int i = 0; i < v->n; i++) {
+                tfc_status s = collect_inputs(c, v->vals[i], layer, names);
+                if (s) return s;
+            }
+            return TFC_OK;
+        }
+        const tfc_node *h = tfc_node_get(tfc_node_get(v, "config"), "keras_history");
+        if (!h || h->kind != TFC_NODE_SEQ || h->n != 3 || h->vals[0]->kind != TFC_NODE_SCALAR)
+            return tfc_node_error(c->err, TFC_ERR_USAGE, v, "keras_history",
+                                  "expected [layer, node index, tensor index]");
+        if (strcmp(h->vals[1]->str, "0") || strcmp(h->vals[2]->str, "0"))
+            return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
+                                  "layer '%s' reads output %s of call %s of '%s': tfc's layers "
+                                  "have one output and are called once", layer,
+                                  h->vals[2]->str, h->vals[1]->str, h->vals[0]->str);
+        if (is_mask_node(c, h->vals[0]->str))
+            return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
+                                  "layer '%s' reads the mask '%s' as data: tfc passes masks "
+                                  "from layer to layer itself", layer, h->vals[0]->str);
+        tfc_node_seq_push(names, tfc_node_copy(c->out, h->vals[0]));
+        return TFC_OK;
+    }
+    if (v->kind != TFC_NODE_SEQ) return TFC_OK;
+    /* Keras 2: [name, node, tensor, {kwargs}] */
+    if (c->keras2 && v->n >= 3 && v->vals[0]->kind == TFC_NODE_SCALAR && v->vals[0]->quoted) {
+        if (strcmp(v->vals[1]->str, "0") || strcmp(v->vals[2]->str, "0"))
+            return tfc_node_error(c->err, TFC_ERR_USAGE, v, NULL,
+                                  "layer '%s' reads output %s of call %s of '%s': tfc's layers "
+                                  "have one output and are called once", layer,
+                                  v->vals[2]->str, v->vals[1]->str, v->vals[0]->str);
+        tfc_node_seq_push(names, tfc_node_copy(c->out, v->vals[0]));
+        return TFC_OK;
+    }
+    for (int i = 0; i < v->n; i++) {
+        tfc_status s = collect_inputs(c, v->vals[i], layer, names);
+        if (s) return s;
+    }
+    return TFC_OK;
+}
+
+/* Call arguments tfc writes as layer arguments (SPEC §1: use_causal_mask), and the call
+ * arguments that change nothing when they are null or false. */
+static tfc_status convert_call_kwargs(conv *c, const tfc_node *kw, const char *layer,
+                                      tfc_node *args, tfc_node *names)
+{
+    static const char *const tensors[] = {"query", "value", "key", "inputs", NULL};
+    for (int t = 0; tensors[t]; t++) {
+        const tfc_node *v = tfc_node_get(kw, tensors[t]);
+        if (v && !is_null(v)) {
+            tfc_status s = collect_inputs(c, v, layer, names);
+            if (s) return s;
+        }
+    }
+    for (int i = 0; i < kw->n; i++) {
+        const char *k = kw->keys[i]->str;
+        const tfc_node *v = kw->vals[i];
+        int tensor = 0;
+        for (int t = 0; tensors[t]; t++) tensor |= !strcmp(k, tensors[t]);
+        /* Keras records the training flag of the call that built the graph; a call of the
+         * model passes its own to every layer */
+        if (tensor || !strcmp(k, "training")) continue;
+        if (!strcmp(k, "use_causal_mask")) {
+            if (is_true(v)) put(c, args, k, scalar(c, "true", 0));
+            continue;
+        }
+        if (is_null(v) || (v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "false"))) continue;
+        if (!strcmp(k, "mask")) { /* an Embedding's mask, which tfc's layers pass on too */
+            const tfc_node *h = tfc_node_get(tfc_node_get(v, "config"), "keras_history");
+            if (h && h->kind == TFC_NODE_SEQ && h->n == 3 && is_mask_node(c, h->vals[0]->str))
+                continue;
+        }
+        return tfc_node_error(c->err, TFC_ERR_USAGE, v, k,
+                              "layer '%s' is called with %s: tfc's layers take no such call "
+                              "argument", layer, k);
+    }
+    return TFC_OK;
+}
+
+/* The one input or output of a functional model: ["name", 0, 0] or [["name", 0, 0]]. */
+static const char *endpoint(conv *c, const tfc_node *cfg, const char *key)
+{
+    const tfc_node *v = tfc_node_get(cfg, key);
+    if (v && v->kind == TFC_NODE_SEQ && v->n == 1 && v->vals[0]->kind == TFC_NODE_SEQ)
+        v = v->vals[0];
+    if (v && v->kind == TFC_NODE_SEQ && v->n == 3 && v->vals[0]->kind == TFC_NODE_SCALAR)
+        return v->vals[0]->str;
+    tfc_node_error(c->err, TFC_ERR_USAGE, v ? v : cfg, key,
+                   "tfc's models have one %s; this one has %d", !strcmp(key, "input_layers")
+                   ? "input" : "output", v && v->kind == TFC_NODE_SEQ ? v->n : 0);
+    return NULL;
+}
+
+/* One layer of a functional model, its call's inputs as `inputs:` unless it reads just the
+ * layer before it. */
+static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *prev,
+                                      tfc_node **out)
+{
+    tfc_status s = convert_layer(c, l, ROLE_TOP, out);
+    if (s) return s;
+    tfc_node *args = (*out)->vals[0];
+    const char *name = sval(tfc_node_get(l, "config"), "name");
+    const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
+    if (!nodes || nodes->kind != TFC_NODE_SEQ || nodes->n == 0)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, l, "inbound_nodes",
+                              "layer '%s' is never called", name);
+    if (nodes->n > 1)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, nodes->vals[1], "inbound_nodes",
+                              "layer '%s' is called %d times (a shared layer): tfc's layers "
+                              "are called once", name, nodes->n);
+    tfc_node *names = new_seq(c);
+    const tfc_node *node = nodes->vals[0];
+    if (node->kind == TFC_NODE_MAP) {
+        const tfc_node *a = tfc_node_get(node, "args"), *kw = tfc_node_get(node, "kwargs");
+        if (a) s = collect_inputs(c, a, name, names);
+        if (!s && kw && kw->kind == TFC_NODE_MAP)
+            s = convert_call_kwargs(c, kw, name, args, names);
+    } else {
+        s = collect_inputs(c, node, name, names);
+        for (int i = 0; !s && i < node->n; i++) {  /* Keras 2's kwargs, each input's 4th */
+            const tfc_node *e = node->vals[i];
+            if (e->kind == TFC_NODE_SEQ && e->n == 4 && e->vals[3]->kind == TFC_NODE_MAP)
+                s = convert_call_kwargs(c, e->vals[3], name, args, names);
+        }
+    }
+    if (s) return s;
+    if (names->n == 0)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, node, "inbound_nodes",
+                              "layer '%s' reads no tensor", name);
+    if (!(names->n == 1 && prev && !strcmp(names->vals[0]->str, prev)))
+        put(c, args, "inputs", names);
+    return TFC_OK;
+}
+
+static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *root)
+{
+    const tfc_node *loss = tfc_node_get(compile, "loss");
+    if (loss && !is_null(loss)) {
+        if (loss->kind == TFC_NODE_SCALAR || is_serialized(loss))
+            put(c, root, "loss", convert_value(c, loss));
+        else
+            note(c->rep, "the model was compiled with several losses; tfc's model file has "
+                 "one: no loss: written");
+    }
+    const tfc_node *metrics = tfc_node_get(compile, "metrics");
+    if (metrics && metrics->kind == TFC_NODE_SEQ && metrics->n) {
+        tfc_node *seq = new_seq(c);
+        for (int i = 0; i < metrics->n; i++) {
+            const tfc_node *m = metrics->vals[i];
+            const char *name = m->kind == TFC_NODE_SCALAR ? m->str
+                               : is_serialized(m) ? sval(tfc_node_get(m, "config"), "name")
+                               : NULL;
+            if (name) tfc_node_seq_push(seq, scalar(c, name, 0));
+        }
+        if (seq->n) put(c, root, "metrics", seq);
+    }
+    const tfc_node *opt = tfc_node_get(compile, "optimizer");
+    if (is_serialized(opt))
+        note(c->rep, "compiled with the optimizer %s: a solver file's optimizer: takes Keras's "
+             "arguments (docs/solver.md)", sval(opt, "class_name"));
+    return TFC_OK;
+}
+
+/* The whole configuration into the model file's root mapping. */
+static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
+{
+    if (!is_serialized(top))
+        return tfc_node_error(c->err, TFC_ERR_USAGE, top, NULL,
+                              "expected a Keras model's configuration {class_name, config}");
+    const char *cls = sval(top, "class_name");
+    const tfc_node *cfg = tfc_node_get(top, "config");
+    c->keras2 = !tfc_node_get(top, "module");
+    int functional = !strcmp(cls, "Functional") || !strcmp(cls, "Model");
+    if (!functional && strcmp(cls, "Sequential"))
+        return tfc_node_error(c->err, TFC_ERR_USAGE, top, "class_name",
+                              "'%s': tfc imports Sequential and functional models (a "
+                              "subclassed model's code is not in its file)", cls);
+    const char *name = sval(cfg, "name");
+    snprintf(c->rep->model, sizeof c->rep->model, "%s", name ? name : "model");
+    put(c, root, "name", scalar(c, c->rep->model, 0));
+    const tfc_node *layers = tfc_node_get(cfg, "layers");
+    if (!layers || layers->kind != TFC_NODE_SEQ)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "layers", "expected a list");
+    const char *input = functional ? endpoint(c, cfg, "input_layers") : NULL;
+    const char *output = functional ? endpoint(c, cfg, "output_layers") : NULL;
+    if (functional && (!input || !output)) return c->err->code;
+    for (int i = 0; functional && i < layers->n; i++)
+        if (is_mask_op(layers->vals[i]) && c->nmasks < 64)
+            c->masks[c->nmasks++] = sval(tfc_node_get(layers->vals[i], "config"), "name");
+    tfc_node *seq = new_seq(c);
+    const char *prev = NULL;
+    for (int i = 0; i < layers->n; i++) {
+        const tfc_node *l = layers->vals[i];
+        const char *lc = sval(l, "class_name");
+        tfc_node *x;
+        tfc_status s;
+        if (functional && is_mask_op(l)) continue;
+        if (lc && !strcmp(lc, "InputLayer")) {
+            if (i) return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
+                                         "a second input: tfc's models have one");
+            s = convert_layer(c, l, ROLE_TOP, &x);
+        } else if (functional) {
+            s = convert_graph_layer(c, l, prev, &x);
+        } else {
+            s = convert_layer(c, l, ROLE_TOP, &x);
+        }
+        if (s) return s;
+        prev = sval(tfc_node_get(l, "config"), "name");
+        tfc_node_seq_push(seq, x);
+        if (!(lc && !strcmp(lc, "InputLayer"))) c->rep->layers++;
+    }
+    if (functional && (!prev || strcmp(prev, output)))
+        return tfc_node_error(c->err, TFC_ERR_USAGE, tfc_node_get(cfg, "output_layers"),
+                              "output_layers", "the output '%s' is not the last layer ('%s'): "
+                              "tfc's model ends at its output", output, prev ? prev : "");
+    const char *first = layers->n ? sval(layers->vals[0], "class_name") : NULL;
+    if (!first || strcmp(first, "InputLayer")) {
+        /* a Sequential built without keras.Input: its build_config has the shape */
+        const tfc_node *shape = tfc_node_get(tfc_node_get(top, "build_config"), "input_shape");
+        if (!shape) shape = tfc_node_get(cfg, "build_input_shape");
+        if (!shape || shape->kind != TFC_NODE_SEQ || shape->n < 2)
+            return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "layers",
+                                  "the model has no InputLayer and was never built: its "
+                                  "input shape is unknown");
+        tfc_node *in = tfc_node_new_map(c->out, NULL), *dims = new_seq(c);
+        for (int i = 1; i < shape->n; i++)
+            tfc_node_seq_push(dims, tfc_node_copy(c->out, shape->vals[i]));
+        put(c, in, "shape", dims);
+        put(c, root, "input", in);
+    }
+    put(c, root, "layers", seq);
+    const tfc_node *compile = tfc_node_get(top, "compile_config");
+    if (compile && compile->kind == TFC_NODE_MAP) convert_compile(c, compile, root);
+    return TFC_OK;
+}
+
+/* The model file's text: a comment saying where it came from, then the tree. */
+static tfc_status emit_model(const tfc_node *root, const char *path,
+                             const tfc_import_report *rep, char **text, size_t *len,
+                             tfc_error *err)
+{
+    FILE *f = open_memstream(text, len);
+    if (!f) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    const char *base = strrchr(path, '/');
+    fprintf(f, "# Imported by tfc-import from %s%s%s%s.\n", base ? base + 1 : path,
+            rep->source[0] ? " (" : "", rep->source, rep->source[0] ? ")" : "");
+    tfc_node_emit(f, root);
+    return fclose(f) ? tfc_error_set(err, TFC_ERR_NOMEM, "out of memory") : TFC_OK;
+}
+
+tfc_status tfc_keras_convert(const tfc_node *config, const char *from, tfc_import_report *rep,
+                             char **yaml, size_t *len, tfc_error *err)
+{
+    tfc_doc *out = tfc_doc_load_string("{}", 2, "model.yaml", err);
+    if (!out) return err->code;
+    conv c = {.out = out, .err = err, .rep = rep};
+    tfc_node *root = tfc_doc_root(out);
+    tfc_status s = convert_model(&c, config, root);
+    if (!s) s = emit_model(root, from, rep, yaml, len, err);
+    tfc_doc_free(out);
+    return s;
+}

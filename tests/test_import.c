@@ -1,0 +1,361 @@
+/* tfc-import (tfc_keras_import) on Keras's own files: tests/ref/import/ holds nine models a
+ * Keras user builds and saves (tests/ref/keras_import.py), each with Keras's predictions and
+ * its variables under tfc's names. Each archive must import to exactly those weights and the
+ * model file must predict what Keras predicted; the same model saved as JSON with a
+ * .weights.h5 and as a legacy .h5 must import to the same weights; the YAML must read as a
+ * user would write it; and what tfc cannot express must be an error at the JSON's line. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tfc.h"
+#include "data/data.h"
+#include "util/testutil.h"
+
+#define DIR "tests/ref/import/"
+
+static const char *const cases[] = {"mlp",         "cnn",       "resnet", "text",     "transformer",
+                                    "recurrent",   "misc",      "volume", "attention", NULL};
+
+/* tfc_keras_import of `src` (with `weights`) into the test folder as NAME.yaml and
+ * NAME.safetensors; returns the status, err filled. */
+static tfc_status import(const char *src, const char *weights, const char *name,
+                         tfc_import_report *rep, tfc_error *err)
+{
+    char model[512], out[512];
+    snprintf(model, sizeof model, "%s/%s.yaml", tfc_test_tmpdir(), name);
+    snprintf(out, sizeof out, "%s/%s.safetensors", tfc_test_tmpdir(), name);
+    tfc_error_clear(err);
+    return tfc_keras_import(src, weights, NULL, model, out, rep, err);
+}
+
+/* Every tensor of `want` in `path`, bit for bit, and nothing else. */
+static void expect_same_weights(const char *path, const char *want_path)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_st_file *got = tfc_st_open(path, &err), *want = tfc_st_open(want_path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+    CU_ASSERT_EQUAL(tfc_st_count(got), tfc_st_count(want));
+    for (int i = 0; i < tfc_st_count(want); i++) {
+        const tfc_st_tensor *w = tfc_st_tensor_at(want, i), *g = tfc_st_find(got, w->name);
+        if (!g) printf("\n  %s: no %s\n", path, w->name);
+        CU_ASSERT_PTR_NOT_NULL(g);
+        if (!g) continue;
+        CU_ASSERT(tfc_shape_equal(&g->shape, &w->shape));
+        CU_ASSERT_EQUAL(g->dtype, TFC_F32);
+        float *a = malloc((size_t)g->numel * 4 + 4), *b = malloc((size_t)w->numel * 4 + 4);
+        tfc_st_tensor_to_f32(g, a);
+        tfc_st_tensor_to_f32(w, b);
+        int same = g->numel == w->numel && !memcmp(a, b, (size_t)w->numel * 4);
+        if (!same) printf("\n  %s: %s differs\n", path, w->name);
+        CU_ASSERT(same);
+        free(a);
+        free(b);
+    }
+    tfc_st_close(got);
+    tfc_st_close(want);
+}
+
+/* The model file and weights predict Keras's outputs for the case's inputs. */
+static double worst_prediction(const char *name)
+{
+    char model[512], weights[512], xp[256], yp[256];
+    snprintf(model, sizeof model, "%s/%s.yaml", tfc_test_tmpdir(), name);
+    snprintf(weights, sizeof weights, "%s/%s.safetensors", tfc_test_tmpdir(), name);
+    snprintf(xp, sizeof xp, DIR "%s.x.npy", name);
+    snprintf(yp, sizeof yp, DIR "%s.y.npy", name);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_tensor x, y;
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(xp, &x, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(yp, &y, &err), TFC_OK);
+    int n = (int)x.shape.dim[0];
+    tfc_model *m = tfc_model_load(model, &err);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, n, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_load_weights(m, weights, NULL, &err), TFC_OK);
+    const tfc_dtype in = tfc_model_input_dtype(m);
+    void *xin = x.data;
+    int32_t *ids = NULL;
+    if (in == TFC_I32 && x.dtype != TFC_I32) {
+        int64_t k = tfc_shape_numel(&x.shape);
+        ids = malloc((size_t)k * 4);
+        tfc_values_convert(ids, TFC_I32, x.data, x.dtype, k);
+        xin = ids;
+    }
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, xin, n, 0, 0, 0, &err), TFC_OK);
+    int64_t k = tfc_shape_numel(&y.shape);
+    CU_ASSERT_FATAL(k > 0);
+    float *out = malloc((size_t)(k > 0 ? k : 1) * 4);
+    tfc_model_get_output(m, out);
+    double big = 0, worst = 0;
+    for (int64_t i = 0; i < k; i++) big = fmax(big, fabs(((float *)y.data)[i]));
+    for (int64_t i = 0; i < k; i++) worst = fmax(worst, fabs(out[i] - ((float *)y.data)[i]));
+    free(out);
+    free(ids);
+    free(x.data);
+    free(y.data);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+    return worst / fmax(big, 1e-30);
+}
+
+static void test_archives(void)
+{
+    for (const char *const *c = cases; *c; c++) {
+        char src[256], want[256], got[512];
+        snprintf(src, sizeof src, DIR "%s.keras", *c);
+        snprintf(want, sizeof want, DIR "%s.expect.safetensors", *c);
+        snprintf(got, sizeof got, "%s/%s.safetensors", tfc_test_tmpdir(), *c);
+        tfc_import_report rep;
+        tfc_error err;
+        tfc_status s = import(src, NULL, *c, &rep, &err);
+        if (s) printf("\n  %s: %s", src, err.text);
+        CU_ASSERT_EQUAL_FATAL(s, TFC_OK);
+        CU_ASSERT_STRING_EQUAL(rep.source, "Keras 3.15.1");
+        CU_ASSERT(rep.tensors > 0 && rep.layers > 0);
+        expect_same_weights(got, want);
+        double worst = worst_prediction(*c);
+        printf("\n  %-12s %2d layers %3d tensors, outputs within %.2g of Keras's", *c,
+               rep.layers, rep.tensors, worst);
+        CU_ASSERT(worst < 1e-5);
+    }
+}
+
+/* The same model as JSON plus model.save_weights' file, and as Keras's legacy .h5. */
+static void test_other_forms(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_zip *z = tfc_zip_open(DIR "mlp.keras", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+    void *json = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL_FATAL(tfc_zip_read(z, tfc_zip_find(z, "config.json"), 1 << 20, &json, &len,
+                                       &err), TFC_OK);
+    tfc_zip_close(z);
+    const char *path = tfc_test_write("mlp_config.json", json, (long)len);
+    free(json);
+    tfc_import_report rep;
+    char got[512];
+    CU_ASSERT_EQUAL(import(path, DIR "mlp.weights.h5", "mlp_json", &rep, &err), TFC_OK);
+    snprintf(got, sizeof got, "%s/mlp_json.safetensors", tfc_test_tmpdir());
+    expect_same_weights(got, DIR "mlp.expect.safetensors");
+    CU_ASSERT_EQUAL(import(DIR "mlp.h5", NULL, "mlp_h5", &rep, &err), TFC_OK);
+    snprintf(got, sizeof got, "%s/mlp_h5.safetensors", tfc_test_tmpdir());
+    expect_same_weights(got, DIR "mlp.expect.safetensors");
+    /* JSON alone: the model file, no weights */
+    CU_ASSERT_EQUAL(import(path, NULL, "mlp_alone", &rep, &err), TFC_OK);
+    CU_ASSERT_EQUAL(rep.tensors, 0);
+    snprintf(got, sizeof got, "%s/mlp_alone.safetensors", tfc_test_tmpdir());
+    FILE *f = fopen(got, "rb");
+    CU_ASSERT_PTR_NULL(f);
+    if (f) fclose(f);
+    /* a weights file of another model: the first tensor that does not fit, named */
+    CU_ASSERT_EQUAL(import(DIR "cnn.keras", DIR "mlp.weights.h5", "mixed", &rep, &err),
+                    TFC_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "mlp.weights.h5"));
+}
+
+/* The model file reads as a user would write it: Keras's defaults and bookkeeping left
+ * out, the graph's edges only where a layer does not read the one before it. */
+static void test_yaml(void)
+{
+    tfc_import_report rep;
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(import(DIR "mlp.keras", NULL, "mlp_text", &rep, &err), TFC_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/mlp_text.yaml", tfc_test_tmpdir());
+    char *text = tfc_test_read(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# Imported by tfc-import from mlp.keras (Keras 3.15.1)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- Dense: {name: dense, units: 16, activation: relu}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- BatchNormalization: {name: batch_normalization}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "loss: sparse_categorical_crossentropy"));
+    CU_ASSERT_PTR_NULL(strstr(text, "dtype: {"));
+    CU_ASSERT_PTR_NULL(strstr(text, "kernel_initializer"));
+    CU_ASSERT_PTR_NULL(strstr(text, "trainable"));
+    CU_ASSERT_PTR_NULL(strstr(text, "inputs:"));
+    free(text);
+    /* a functional graph: the merge names its inputs; the Embedding's mask operation
+     * (not_equal) is gone, tfc's layers passing the mask on */
+    CU_ASSERT_EQUAL_FATAL(import(DIR "resnet.keras", NULL, "resnet_text", &rep, &err), TFC_OK);
+    snprintf(path, sizeof path, "%s/resnet_text.yaml", tfc_test_tmpdir());
+    text = tfc_test_read(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "inputs: ["));
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(import(DIR "text.keras", NULL, "text_text", &rep, &err), TFC_OK);
+    snprintf(path, sizeof path, "%s/text_text.yaml", tfc_test_tmpdir());
+    text = tfc_test_read(path, NULL);
+    CU_ASSERT_PTR_NULL(text && strstr(text, "not_equal"));
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "mask_zero: true"));
+    CU_ASSERT_PTR_NULL(text && strstr(text, "backward_layer"));
+    free(text);
+}
+
+#define LAYER(cls, cfg, inbound)                                                              \
+    "{\"module\": \"keras.layers\", \"class_name\": \"" cls "\", \"config\": " cfg            \
+    ", \"name\": \"x\", \"inbound_nodes\": " inbound "}"
+#define INPUT LAYER("InputLayer", "{\"batch_shape\": [null, 4], \"name\": \"in\"}", "[]")
+#define TENSOR(layer) \
+    "{\"class_name\": \"__keras_tensor__\", \"config\": {\"keras_history\": [\"" layer "\", 0, 0]}}"
+#define CALL(t) "[{\"args\": [" t "], \"kwargs\": {}}]"
+#define MODEL(layers, in, out)                                                                \
+    "{\"module\": \"keras.src.models.functional\", \"class_name\": \"Functional\",\n"        \
+    "\"config\": {\"name\": \"m\", \"layers\": [" layers "],\n\"input_layers\": " in          \
+    ", \"output_layers\": " out "}}"
+
+/* Writes `json` and imports it: the status, and the error's text checked for `want`. */
+static void expect_refused(const char *json, tfc_status code, const char *want)
+{
+    const char *path = tfc_test_write("refused.json", json, (long)strlen(json));
+    tfc_import_report rep;
+    tfc_error err;
+    tfc_status s = import(path, NULL, "refused", &rep, &err);
+    if (s != code || !strstr(err.text, want))
+        printf("\n  want %d '%s', got %d: %s", code, want, s, err.text);
+    CU_ASSERT_EQUAL(s, code);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
+}
+
+static void test_refused(void)
+{
+    /* a custom layer, at the JSON's line and column */
+    expect_refused(MODEL(INPUT ",\n{\"module\": \"my_layers\", \"class_name\": \"Mine\", "
+                         "\"config\": {\"name\": \"mine\"}, \"registered_name\": \"Custom>Mine\", "
+                         "\"inbound_nodes\": " CALL(TENSOR("in")) "}",
+                         "[\"in\", 0, 0]", "[\"mine\", 0, 0]"),
+                   TFC_ERR_USAGE,
+                   "refused.json:3:1: error: class_name: 'Mine' is not a Keras layer");
+    /* a layer called twice */
+    expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
+                                           "[{\"args\": [" TENSOR("in") "], \"kwargs\": {}}, "
+                                           "{\"args\": [" TENSOR("in") "], \"kwargs\": {}}]"),
+                         "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
+                   TFC_ERR_USAGE, "is called 2 times (a shared layer)");
+    /* two outputs */
+    expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
+                                           CALL(TENSOR("in"))),
+                         "[\"in\", 0, 0]", "[[\"d\", 0, 0], [\"in\", 0, 0]]"),
+                   TFC_ERR_USAGE, "tfc's models have one output; this one has 2");
+    /* an operation in the graph */
+    expect_refused(MODEL(INPUT ",\n{\"module\": \"keras.src.ops.numpy\", \"class_name\": "
+                         "\"Add\", \"config\": {\"name\": \"add\"}, \"inbound_nodes\": "
+                         CALL(TENSOR("in") ", 1") "}",
+                         "[\"in\", 0, 0]", "[\"add\", 0, 0]"),
+                   TFC_ERR_USAGE, "'Add' is a keras.ops operation");
+    /* a call argument tfc has no use for */
+    expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
+                                           "[{\"args\": [" TENSOR("in") "], \"kwargs\": "
+                                           "{\"attention_mask\": " TENSOR("in") "}}]"),
+                         "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
+                   TFC_ERR_USAGE, "is called with attention_mask");
+    /* a backward layer of its own */
+    expect_refused(MODEL(INPUT ",\n" LAYER("Bidirectional", "{\"name\": \"b\", \"layer\": "
+                         "{\"class_name\": \"LSTM\", \"config\": {\"units\": 2}}, "
+                         "\"backward_layer\": {\"class_name\": \"GRU\", \"config\": "
+                         "{\"units\": 2, \"go_backwards\": true}}}", CALL(TENSOR("in"))),
+                         "[\"in\", 0, 0]", "[\"b\", 0, 0]"),
+                   TFC_ERR_USAGE, "a backward layer of its own is not supported");
+    /* what tfc's layer cannot take: its own error at model.yaml's line; the file stays */
+    expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4, "
+                                           "\"lora_rank\": 2}", CALL(TENSOR("in"))),
+                         "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
+                   TFC_ERR_CONFIG, "refused.yaml:");
+    char path[512];
+    snprintf(path, sizeof path, "%s/refused.yaml", tfc_test_tmpdir());
+    char *text = tfc_test_read(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "lora_rank: 2"));
+    free(text);
+    /* a subclassed model; not JSON at all */
+    expect_refused("{\"class_name\": \"MyModel\", \"config\": {}}", TFC_ERR_USAGE,
+                   "tfc imports Sequential and functional models");
+    expect_refused("[1, 2", TFC_ERR_CONFIG, "refused.json:");
+}
+
+/* A model file tfc cannot build is written and kept; the user edits it and imports the
+ * weights into the edited file (`model`). */
+static void test_edited(void)
+{
+    /* Keras's variable-length input: tfc needs the longest sequence */
+    const char *json =
+        "{\"class_name\": \"Sequential\", \"config\": {\"name\": \"v\", \"layers\": [\n"
+        "{\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, null],"
+        " \"dtype\": \"int32\", \"name\": \"ids\"}},\n"
+        "{\"class_name\": \"Embedding\", \"config\": {\"name\": \"embedding\", "
+        "\"input_dim\": 20, \"output_dim\": 4, \"mask_zero\": true}},\n"
+        "{\"class_name\": \"GRU\", \"config\": {\"name\": \"gru\", \"units\": 3}}]}}";
+    const char *path = tfc_test_write("varlen.json", json, (long)strlen(json));
+    tfc_import_report rep;
+    tfc_error err;
+    CU_ASSERT_EQUAL(import(path, NULL, "varlen", &rep, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "varlen.yaml:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "max_length"));
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "%s/varlen.yaml", tfc_test_tmpdir());
+    char *text = tfc_test_read(yaml, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    const char *at = strstr(text, "batch_shape: [null, null]");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    char edited[4096];
+    snprintf(edited, sizeof edited, "%.*smax_length: 12\n      %s", (int)(at - text), text, at);
+    free(text);
+    const char *fixed = tfc_test_write("varlen_fixed.yaml", edited, (long)strlen(edited));
+    char out[512];
+    snprintf(out, sizeof out, "%s/varlen_fixed.safetensors", tfc_test_tmpdir());
+    tfc_error_clear(&err);
+    tfc_status s = tfc_keras_import(path, NULL, fixed, NULL, out, &rep, &err);
+    if (s) printf("\n  %s", err.text);
+    CU_ASSERT_EQUAL(s, TFC_OK);
+    CU_ASSERT_EQUAL(rep.tensors, 0);
+    /* weights into a given model file: the same tensors as the conversion's own */
+    CU_ASSERT_EQUAL_FATAL(import(DIR "mlp.keras", NULL, "mlp_given", &rep, &err), TFC_OK);
+    snprintf(yaml, sizeof yaml, "%s/mlp_given.yaml", tfc_test_tmpdir());
+    snprintf(out, sizeof out, "%s/mlp_given2.safetensors", tfc_test_tmpdir());
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_keras_import(DIR "mlp.keras", NULL, yaml, NULL, out, &rep, &err), TFC_OK);
+    expect_same_weights(out, DIR "mlp.expect.safetensors");
+    /* ...and into one whose layers differ: the tensor that has no weight, named */
+    const char *other = "layers:\n  - InputLayer: {batch_shape: [null, 8]}\n"
+                        "  - Dense: {name: dense, units: 16}\n"
+                        "  - Dense: {name: dense_1, units: 3}\n";
+    const char *op = tfc_test_write("other.yaml", other, (long)strlen(other));
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_keras_import(DIR "mlp.keras", NULL, op, NULL, out, &rep, &err),
+                    TFC_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "batch_normalization"));
+}
+
+/* The tool: its default folder, its refusal to overwrite, its summary line. */
+static void test_tool(void)
+{
+    char cmd[1024];
+    const char *bin = tfc_test_bin("tfc-import");
+    if (!bin) return;
+    char cwd[512];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+    snprintf(cmd, sizeof cmd, "cd %s && %s/tfc-import %s/" DIR "text.keras", tfc_test_tmpdir(),
+             bin, cwd);
+    tfc_test_sh_expect(0, cmd, "Keras 3.15.1 \"", "text/weights.safetensors");
+    tfc_test_sh_expect(2, cmd, "already holds model.yaml", "--overwrite");
+    snprintf(cmd, sizeof cmd, "cd %s && %s/tfc-import %s/" DIR "text.keras --model text/model.yaml "
+             "--out text", tfc_test_tmpdir(), bin, cwd);
+    tfc_test_sh_expect(2, cmd, "already holds weights.safetensors", NULL);
+    snprintf(cmd, sizeof cmd, "cd %s && %s/tfc-import %s/" DIR "text.keras --overwrite --out t2",
+             tfc_test_tmpdir(), bin, cwd);
+    tfc_test_sh_expect(0, cmd, "t2/model.yaml", "parameters)");
+    snprintf(cmd, sizeof cmd, "%s/tfc-import --help", bin);
+    tfc_test_sh_expect(0, cmd, "MODEL.keras|MODEL.json|MODEL.h5", "--weights");
+    snprintf(cmd, sizeof cmd, "%s/tfc-import /nonexistent.keras --out %s/none", bin,
+             tfc_test_tmpdir());
+    tfc_test_sh_expect(2, cmd, "/nonexistent.keras", NULL);
+}
+
+TFC_TEST_MAIN("import", {"archives", test_archives}, {"other_forms", test_other_forms},
+              {"yaml", test_yaml}, {"refused", test_refused}, {"edited", test_edited},
+              {"tool", test_tool})
