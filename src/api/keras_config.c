@@ -23,14 +23,14 @@ typedef struct conv {
     tfc_error *err;
     tfc_import_report *rep;
     int keras2;             /* a Keras 2 config: no `module` keys, `batch_input_shape` */
-    const char *masks[64];  /* functional graphs: the NotEqual(ids, 0) nodes that compute an
-                               Embedding's mask, which tfc propagates itself */
+    const char *masks[256]; /* functional graphs: the operations that compute the mask of an
+                               Embedding or a Masking layer, which tfc propagates itself */
     int nmasks;
 } conv;
 
 static int is_mask_node(const conv *c, const char *name)
 {
-    for (int i = 0; i < c->nmasks; i++)
+    for (int i = 0; name && i < c->nmasks; i++)
         if (!strcmp(c->masks[i], name)) return 1;
     return 0;
 }
@@ -60,6 +60,14 @@ static const char *sval(const tfc_node *map, const char *key)
 const char *tfc_keras_str(const tfc_node *map, const char *key)
 {
     return sval(map, key);
+}
+
+/* The text of item i of a sequence when it is a scalar, else "" (hostile input may put a
+ * mapping where Keras writes a number). */
+static const char *item_text(const tfc_node *seq, int i)
+{
+    const tfc_node *v = seq->vals[i];
+    return v->kind == TFC_NODE_SCALAR ? v->str : "";
 }
 
 static int is_null(const tfc_node *v)
@@ -108,7 +116,7 @@ static tfc_node *convert_object(conv *c, const tfc_node *v)
 {
     const tfc_node *cfg = tfc_node_get(v, "config");
     const char *cls = sval(v, "class_name");
-    if (!strcmp(cls, "DTypePolicy") || !strcmp(cls, "FloatDTypePolicy"))
+    if ((!strcmp(cls, "DTypePolicy") || !strcmp(cls, "FloatDTypePolicy")) && sval(cfg, "name"))
         return tfc_node_copy(c->out, tfc_node_get(cfg, "name"));
     int plain = cfg->kind == TFC_NODE_MAP;
     for (int i = 0; plain && i < cfg->n; i++) plain = is_null(cfg->vals[i]);
@@ -227,6 +235,13 @@ static int is_default(const char *type, const char *key, const tfc_node *v)
         return is_null(tfc_node_get(cfg, "seed")) && (!gain || same_scalar(gain, "1"));
     }
     if (!strcmp(key, "seed") && is_null(v)) return 1; /* Keras's None; tfc's runs are seeded */
+    if (!strcmp(key, "embeddings_initializer") && is_serialized(v) &&
+        !strcmp(sval(v, "class_name"), "RandomUniform")) { /* Embedding's "uniform" */
+        const tfc_node *cfg = tfc_node_get(v, "config");
+        const tfc_node *lo = tfc_node_get(cfg, "minval"), *hi = tfc_node_get(cfg, "maxval");
+        return is_null(tfc_node_get(cfg, "seed")) && lo && hi && same_scalar(lo, "-0.05") &&
+               same_scalar(hi, "0.05");
+    }
     if (!strcmp(type, "InputLayer"))
         return (!strcmp(key, "sparse") || !strcmp(key, "ragged") || !strcmp(key, "optional")) &&
                v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "false");
@@ -341,8 +356,8 @@ static tfc_status convert_args(conv *c, const char *type, const tfc_node *cfg, i
             continue;
         }
         if (!strcmp(type, "RandomShear") && (!strcmp(k, "x_factor") || !strcmp(k, "y_factor")) &&
-            v->kind == TFC_NODE_SEQ && v->n == 2 && v->vals[0]->str[0] == '-' &&
-            !strcmp(v->vals[0]->str + 1, v->vals[1]->str)) {
+            v->kind == TFC_NODE_SEQ && v->n == 2 && item_text(v, 0)[0] == '-' &&
+            !strcmp(item_text(v, 0) + 1, item_text(v, 1))) {
             /* Keras writes RandomShear(f)'s range (-f, f), which its own constructor
              * refuses; tfc reads f as Keras's constructor does */
             put(c, args, k, tfc_node_copy(c->out, v->vals[1]));
@@ -425,20 +440,118 @@ static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node
 
 /* ---- the model: Sequential or functional ---------------------------------------------------- */
 
-/* Keras 3 records an Embedding's mask_zero in a functional graph as an operation,
- * not_equal(ids, 0), whose output later layers take as their `mask` (its `module` is
- * keras.src.ops.numpy, or absent in the model_config of a legacy .h5). */
-static int is_mask_op(const tfc_node *l)
+/* ---- the mask operations of a functional graph ---------------------------------------------- */
+
+/* Keras 3 records the mask of an Embedding with mask_zero, or of a Masking layer, in a
+ * functional graph as operations on that layer's input (not_equal(ids, 0); not_equal(x,
+ * mask_value) then any(axis=-1)), whose output later layers take as their `mask` call
+ * argument. tfc's layers pass those masks on themselves, so the operations go: each one
+ * whose output only masks or feeds another such operation, and whose graph starts at a
+ * tensor an Embedding with mask_zero or a Masking layer reads. Any other operation stays and
+ * is refused as such. */
+
+#define MAX_REFS 4096
+
+typedef struct graph_refs {
+    const tfc_node *layers;
+    int n;                     /* refs */
+    int consumer[MAX_REFS];    /* layer index */
+    const char *producer[MAX_REFS];
+    unsigned char via_mask[MAX_REFS];
+} graph_refs;
+
+/* A keras.ops operation in the graph (a legacy .h5's config has no module: the operations
+ * masks use, by name). */
+static int is_op(const tfc_node *l)
 {
-    const char *cls = sval(l, "class_name"), *module = sval(l, "module");
-    const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
-    if (!cls || strcmp(cls, "NotEqual") || (module && strncmp(module, "keras.src.ops", 13)) ||
-        !nodes || nodes->kind != TFC_NODE_SEQ || nodes->n != 1)
-        return 0;
-    const tfc_node *a = tfc_node_get(nodes->vals[0], "args");
-    return a && a->kind == TFC_NODE_SEQ && a->n == 2 && a->vals[1]->kind == TFC_NODE_SCALAR &&
-           !strcmp(a->vals[1]->str, "0") && sval(a->vals[0], "class_name") &&
-           !strcmp(sval(a->vals[0], "class_name"), "__keras_tensor__");
+    static const char *const mask_ops[] = {"NotEqual", "Any", "All", "Equal", "LogicalAnd",
+                                           "LogicalOr", "LogicalNot", NULL};
+    const char *module = sval(l, "module"), *cls = sval(l, "class_name");
+    if (module) return !strncmp(module, "keras.src.ops", 13);
+    for (int i = 0; cls && mask_ops[i]; i++)
+        if (!strcmp(cls, mask_ops[i])) return 1;
+    return 0;
+}
+
+static void collect_refs(graph_refs *g, int consumer, const tfc_node *v, int via_mask)
+{
+    if (v->kind == TFC_NODE_SCALAR) return;
+    if (v->kind == TFC_NODE_MAP) {
+        const char *cls = sval(v, "class_name");
+        const tfc_node *h = tfc_node_get(tfc_node_get(v, "config"), "keras_history");
+        if (cls && !strcmp(cls, "__keras_tensor__") && h && h->kind == TFC_NODE_SEQ && h->n &&
+            h->vals[0]->kind == TFC_NODE_SCALAR) {
+            if (g->n < MAX_REFS) {
+                g->consumer[g->n] = consumer;
+                g->producer[g->n] = h->vals[0]->str;
+                g->via_mask[g->n++] = (unsigned char)via_mask;
+            }
+            return;
+        }
+        for (int i = 0; i < v->n; i++)
+            collect_refs(g, consumer, v->vals[i], via_mask || !strcmp(v->keys[i]->str, "mask"));
+        return;
+    }
+    for (int i = 0; i < v->n; i++) collect_refs(g, consumer, v->vals[i], via_mask);
+}
+
+static int layer_index(const tfc_node *layers, const char *name)
+{
+    for (int i = 0; i < layers->n; i++) {
+        const char *n = sval(tfc_node_get(layers->vals[i], "config"), "name");
+        if (n && !strcmp(n, name)) return i;
+    }
+    return -1;
+}
+
+/* Whether layer i computes a mask tfc's layers pass on themselves. */
+static int is_mask_source(const tfc_node *l)
+{
+    const char *cls = sval(l, "class_name");
+    const tfc_node *cfg = tfc_node_get(l, "config");
+    if (!cls) return 0;
+    if (!strcmp(cls, "Masking")) return 1;
+    return (!strcmp(cls, "Embedding") || !strcmp(cls, "TokenAndPositionEmbedding")) &&
+           is_true(tfc_node_get(cfg, "mask_zero"));
+}
+
+static void find_mask_ops(conv *c, const tfc_node *layers)
+{
+    int n = layers->n;
+    if (n > 4096) return;
+    graph_refs *g = calloc(1, sizeof *g);
+    unsigned char *mask = calloc((size_t)n + 1, 1);
+    if (!g || !mask) goto done;
+    for (int i = 0; i < n; i++) {
+        mask[i] = (unsigned char)is_op(layers->vals[i]);
+        const tfc_node *nodes = tfc_node_get(layers->vals[i], "inbound_nodes");
+        if (nodes && nodes->kind != TFC_NODE_SCALAR) collect_refs(g, i, nodes, 0);
+    }
+    for (int changed = 1; changed;) { /* an operation whose output is data is no mask's */
+        changed = 0;
+        for (int r = 0; r < g->n; r++) {
+            int p = layer_index(layers, g->producer[r]), k = g->consumer[r];
+            if (p < 0 || !mask[p] || g->via_mask[r] || mask[k]) continue;
+            mask[p] = 0;
+            changed = 1;
+        }
+    }
+    for (int r = 0; r < g->n; r++) { /* and each starts at a mask source's input */
+        int p = layer_index(layers, g->producer[r]), k = g->consumer[r];
+        if (!mask[k] || (p >= 0 && mask[p])) continue;
+        int sourced = 0;
+        for (int q = 0; q < g->n && !sourced; q++)
+            sourced = !g->via_mask[q] && !strcmp(g->producer[q], g->producer[r]) &&
+                      is_mask_source(layers->vals[g->consumer[q]]);
+        if (!sourced) mask[k] = 0;
+    }
+    for (int i = 0; i < n && c->nmasks < 256; i++) {
+        const char *name = sval(tfc_node_get(layers->vals[i], "config"), "name");
+        if (mask[i] && name) c->masks[c->nmasks++] = name;
+    }
+done:
+    free(g);
+    free(mask);
 }
 
 /* The producing layers of a functional call's tensors, in order: Keras 3's
@@ -459,11 +572,11 @@ static tfc_status collect_inputs(conv *c, const tfc_node *v, const char *layer, 
         if (!h || h->kind != TFC_NODE_SEQ || h->n != 3 || h->vals[0]->kind != TFC_NODE_SCALAR)
             return tfc_node_error(c->err, TFC_ERR_USAGE, v, "keras_history",
                                   "expected [layer, node index, tensor index]");
-        if (strcmp(h->vals[1]->str, "0") || strcmp(h->vals[2]->str, "0"))
+        if (strcmp(item_text(h, 1), "0") || strcmp(item_text(h, 2), "0"))
             return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
                                   "layer '%s' reads output %s of call %s of '%s': tfc's layers "
                                   "have one output and are called once", layer,
-                                  h->vals[2]->str, h->vals[1]->str, h->vals[0]->str);
+                                  item_text(h, 2), item_text(h, 1), item_text(h, 0));
         if (is_mask_node(c, h->vals[0]->str))
             return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
                                   "layer '%s' reads the mask '%s' as data: tfc passes masks "
@@ -474,11 +587,11 @@ static tfc_status collect_inputs(conv *c, const tfc_node *v, const char *layer, 
     if (v->kind != TFC_NODE_SEQ) return TFC_OK;
     /* Keras 2: [name, node, tensor, {kwargs}] */
     if (c->keras2 && v->n >= 3 && v->vals[0]->kind == TFC_NODE_SCALAR && v->vals[0]->quoted) {
-        if (strcmp(v->vals[1]->str, "0") || strcmp(v->vals[2]->str, "0"))
+        if (strcmp(item_text(v, 1), "0") || strcmp(item_text(v, 2), "0"))
             return tfc_node_error(c->err, TFC_ERR_USAGE, v, NULL,
                                   "layer '%s' reads output %s of call %s of '%s': tfc's layers "
                                   "have one output and are called once", layer,
-                                  v->vals[2]->str, v->vals[1]->str, v->vals[0]->str);
+                                  item_text(v, 2), item_text(v, 1), item_text(v, 0));
         tfc_node_seq_push(names, tfc_node_copy(c->out, v->vals[0]));
         return TFC_OK;
     }
@@ -517,7 +630,7 @@ static tfc_status convert_call_kwargs(conv *c, const tfc_node *kw, const char *l
         if (is_null(v) || (v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "false"))) continue;
         if (!strcmp(k, "mask")) { /* an Embedding's mask, which tfc's layers pass on too */
             const tfc_node *h = tfc_node_get(tfc_node_get(v, "config"), "keras_history");
-            if (h && h->kind == TFC_NODE_SEQ && h->n == 3 && is_mask_node(c, h->vals[0]->str))
+            if (h && h->kind == TFC_NODE_SEQ && h->n == 3 && is_mask_node(c, item_text(h, 0)))
                 continue;
         }
         return tfc_node_error(c->err, TFC_ERR_USAGE, v, k,
@@ -550,6 +663,7 @@ static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *pr
     if (s) return s;
     tfc_node *args = (*out)->vals[0];
     const char *name = sval(tfc_node_get(l, "config"), "name");
+    if (!name) name = "?";
     const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
     if (!nodes || nodes->kind != TFC_NODE_SEQ || nodes->n == 0)
         return tfc_node_error(c->err, TFC_ERR_USAGE, l, "inbound_nodes",
@@ -582,11 +696,38 @@ static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *pr
     return TFC_OK;
 }
 
+/* A serialized Keras loss as tfc's `{type, from_logits, label_smoothing}` (or its name
+ * alone) when the rest of its config is Keras's defaults; NULL to keep Keras's form. */
+static tfc_node *convert_loss(conv *c, const tfc_node *loss)
+{
+    const tfc_node *cfg = tfc_node_get(loss, "config");
+    const char *name = sval(cfg, "name");
+    if (!name || cfg->kind != TFC_NODE_MAP) return NULL;
+    tfc_node *m = tfc_node_new_map(c->out, NULL);
+    put(c, m, "type", scalar(c, name, 0));
+    for (int i = 0; i < cfg->n; i++) {
+        const char *k = cfg->keys[i]->str;
+        const tfc_node *v = cfg->vals[i];
+        if (!strcmp(k, "name") || is_null(v)) continue;
+        if (!strcmp(k, "reduction") && same_scalar(v, "sum_over_batch_size")) continue;
+        if (!strcmp(k, "axis") && same_scalar(v, "-1")) continue;
+        if ((!strcmp(k, "label_smoothing") && same_scalar(v, "0")) ||
+            (!strcmp(k, "from_logits") && same_scalar(v, "false")))
+            continue;
+        if (strcmp(k, "from_logits") && strcmp(k, "label_smoothing")) return NULL;
+        put(c, m, k, tfc_node_copy(c->out, v));
+    }
+    return m->n == 1 ? scalar(c, name, 0) : m;
+}
+
 static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *root)
 {
     const tfc_node *loss = tfc_node_get(compile, "loss");
     if (loss && !is_null(loss)) {
-        if (loss->kind == TFC_NODE_SCALAR || is_serialized(loss))
+        tfc_node *short_form = is_serialized(loss) ? convert_loss(c, loss) : NULL;
+        if (short_form)
+            put(c, root, "loss", short_form);
+        else if (loss->kind == TFC_NODE_SCALAR || is_serialized(loss))
             put(c, root, "loss", convert_value(c, loss));
         else
             note(c->rep, "the model was compiled with several losses; tfc's model file has "
@@ -634,9 +775,7 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
     const char *input = functional ? endpoint(c, cfg, "input_layers") : NULL;
     const char *output = functional ? endpoint(c, cfg, "output_layers") : NULL;
     if (functional && (!input || !output)) return c->err->code;
-    for (int i = 0; functional && i < layers->n; i++)
-        if (is_mask_op(layers->vals[i]) && c->nmasks < 64)
-            c->masks[c->nmasks++] = sval(tfc_node_get(layers->vals[i], "config"), "name");
+    if (functional) find_mask_ops(c, layers);
     tfc_node *seq = new_seq(c);
     const char *prev = NULL;
     for (int i = 0; i < layers->n; i++) {
@@ -644,7 +783,7 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
         const char *lc = sval(l, "class_name");
         tfc_node *x;
         tfc_status s;
-        if (functional && is_mask_op(l)) continue;
+        if (functional && is_mask_node(c, sval(tfc_node_get(l, "config"), "name"))) continue;
         if (lc && !strcmp(lc, "InputLayer")) {
             if (i) return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
                                          "a second input: tfc's models have one");
