@@ -289,38 +289,23 @@ static tfc_status check_backward(conv *c, const tfc_node *layer, const tfc_node 
                           "direction is a copy of `layer` going backwards");
 }
 
-/* StackedRNNCells' cells, each a cell. */
-static tfc_status convert_cells(conv *c, const tfc_node *cfg, tfc_node *args)
+/* A list of serialized layers under `key` of args, each in `role`: StackedRNNCells' cells,
+ * a Pipeline's (or an inner Sequential's) layers, an InputLayer left out. */
+static tfc_status convert_list(conv *c, const tfc_node *list, const char *key, int role,
+                               tfc_node *args)
 {
-    const tfc_node *cells = tfc_node_get(cfg, "cells");
-    if (!cells || cells->kind != TFC_NODE_SEQ)
-        return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "cells", "expected a list of cells");
+    if (list->kind != TFC_NODE_SEQ)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, list, key, "expected a list of layers");
     tfc_node *seq = new_seq(c);
-    for (int i = 0; i < cells->n; i++) {
-        tfc_node *x;
-        tfc_status s = convert_layer(c, cells->vals[i], ROLE_CELL, &x);
-        if (s) return s;
-        tfc_node_seq_push(seq, x);
-    }
-    put(c, args, "cells", seq);
-    return TFC_OK;
-}
-
-/* A Pipeline's (or a Sequential's inside the model) layers, its InputLayer left out. */
-static tfc_status convert_layer_list(conv *c, const tfc_node *layers, tfc_node *args)
-{
-    if (!layers || layers->kind != TFC_NODE_SEQ)
-        return tfc_node_error(c->err, TFC_ERR_USAGE, layers, "layers", "expected a list");
-    tfc_node *seq = new_seq(c);
-    for (int i = 0; i < layers->n; i++) {
-        const char *cls = sval(layers->vals[i], "class_name");
+    for (int i = 0; i < list->n; i++) {
+        const char *cls = sval(list->vals[i], "class_name");
         if (cls && !strcmp(cls, "InputLayer")) continue;
         tfc_node *x;
-        tfc_status s = convert_layer(c, layers->vals[i], ROLE_WRAPPED, &x);
+        tfc_status s = convert_layer(c, list->vals[i], role, &x);
         if (s) return s;
         tfc_node_seq_push(seq, x);
     }
-    put(c, args, "layers", seq);
+    put(c, args, key, seq);
     return TFC_OK;
 }
 
@@ -375,10 +360,10 @@ static tfc_status convert_args(conv *c, const char *type, const tfc_node *cfg, i
         } else if (!strcmp(k, "cell") && is_serialized(v)) {
             s = convert_layer(c, v, ROLE_CELL, &x);
         } else if (!strcmp(k, "cells") && !strcmp(type, "StackedRNNCells")) {
-            s = convert_cells(c, cfg, args);
+            s = convert_list(c, v, k, ROLE_CELL, args);
         } else if (!strcmp(k, "layers") && (!strcmp(type, "Pipeline") ||
                                             !strcmp(type, "Sequential"))) {
-            s = convert_layer_list(c, v, args);
+            s = convert_list(c, v, k, ROLE_WRAPPED, args);
         } else {
             x = convert_value(c, v);
         }
@@ -442,13 +427,14 @@ static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node
 
 /* ---- the mask operations of a functional graph ---------------------------------------------- */
 
-/* Keras 3 records the mask of an Embedding with mask_zero, or of a Masking layer, in a
- * functional graph as operations on that layer's input (not_equal(ids, 0); not_equal(x,
- * mask_value) then any(axis=-1)), whose output later layers take as their `mask` call
- * argument. tfc's layers pass those masks on themselves, so the operations go: each one
- * whose output only masks or feeds another such operation, and whose graph starts at a
- * tensor an Embedding with mask_zero or a Masking layer reads. Any other operation stays and
- * is refused as such. */
+/* Keras 3 records the masks of a functional graph as operations: an Embedding's mask_zero as
+ * not_equal(ids, 0), a Masking layer's as not_equal(x, mask_value) then any(axis=-1), and a
+ * Concatenate's join of masks as expand_dims, zeros_like, ones_like, logical_or,
+ * concatenate and any; later layers take the result as their `mask` call argument. tfc's
+ * layers make and pass those masks themselves, so the operations go: each one whose output
+ * only masks or feeds another such operation, in a graph with a layer that makes masks
+ * (Embedding with mask_zero, Masking, TokenAndPositionEmbedding). Any other operation stays
+ * and is refused as such. */
 
 #define MAX_REFS 4096
 
@@ -460,17 +446,16 @@ typedef struct graph_refs {
     unsigned char via_mask[MAX_REFS];
 } graph_refs;
 
-/* A keras.ops operation in the graph (a legacy .h5's config has no module: the operations
- * masks use, by name). */
+/* A keras.ops operation in the graph. The config in a legacy .h5 has no module: there an
+ * operation is what lacks the `trainable` every layer's config has but InputLayer's (an
+ * operation's config is its name and its arguments). */
 static int is_op(const tfc_node *l)
 {
-    static const char *const mask_ops[] = {"NotEqual", "Any", "All", "Equal", "LogicalAnd",
-                                           "LogicalOr", "LogicalNot", NULL};
     const char *module = sval(l, "module"), *cls = sval(l, "class_name");
+    const tfc_node *cfg = tfc_node_get(l, "config");
     if (module) return !strncmp(module, "keras.src.ops", 13);
-    for (int i = 0; cls && mask_ops[i]; i++)
-        if (!strcmp(cls, mask_ops[i])) return 1;
-    return 0;
+    return cls && strcmp(cls, "InputLayer") && cfg && cfg->kind == TFC_NODE_MAP &&
+           !tfc_node_get(cfg, "trainable");
 }
 
 static void collect_refs(graph_refs *g, int consumer, const tfc_node *v, int via_mask)
@@ -536,18 +521,11 @@ static void find_mask_ops(conv *c, const tfc_node *layers)
             changed = 1;
         }
     }
-    for (int r = 0; r < g->n; r++) { /* and each starts at a mask source's input */
-        int p = layer_index(layers, g->producer[r]), k = g->consumer[r];
-        if (!mask[k] || (p >= 0 && mask[p])) continue;
-        int sourced = 0;
-        for (int q = 0; q < g->n && !sourced; q++)
-            sourced = !g->via_mask[q] && !strcmp(g->producer[q], g->producer[r]) &&
-                      is_mask_source(layers->vals[g->consumer[q]]);
-        if (!sourced) mask[k] = 0;
-    }
+    int sourced = 0; /* and only where a layer makes masks (Keras's masks start there) */
+    for (int i = 0; i < n; i++) sourced |= is_mask_source(layers->vals[i]);
     for (int i = 0; i < n && c->nmasks < 256; i++) {
         const char *name = sval(tfc_node_get(layers->vals[i], "config"), "name");
-        if (mask[i] && name) c->masks[c->nmasks++] = name;
+        if (sourced && mask[i] && name) c->masks[c->nmasks++] = name;
     }
 done:
     free(g);
