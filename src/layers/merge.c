@@ -3,7 +3,7 @@
  *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy; masked only if
  *                every input is (Keras: an input without a mask drops it)
  *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy;
- *                under a sequence mask, along the steps (axis 0 of sequences) the output's
+ *                under a sequence mask, along the steps (axis 1 of sequences) the output's
  *                mask is the inputs' masks joined, ones for an input without one; along
  *                another axis the output is masked only if every input is (Keras: a step
  *                is valid if it is in any input, an unmasked one making every step valid)
@@ -32,7 +32,7 @@ typedef struct concat_args {
 static const tfc_field add_fields[] = {{NULL}};
 static const tfc_field concat_fields[] = {
     {"axis", TFC_F_INT, offsetof(concat_args, axis), "-1", TFC_UNBOUNDED, NULL,
-     "the axis to join along (of one example; -1 = last)"},
+     "the axis to join along, Keras's (1 = an example's first, -1 = last)"},
     {NULL}};
 
 static tfc_status add_build(tfc_layer *l, tfc_error *err)
@@ -125,10 +125,12 @@ const tfc_layer_ops tfc_average_ops = {
     .forward = average_forward, .backward = average_backward,
 };
 
+/* The joined axis among one example's: Keras counts the batch axis (axis 1 is an example's
+ * first), a negative one from the end. */
 static int concat_axis(const tfc_layer *l)
 {
     const concat_args *a = l->args;
-    return a->axis < 0 ? l->in_shape[0].ndim + a->axis : a->axis;
+    return a->axis < 0 ? l->in_shape[0].ndim + a->axis : a->axis - 1;
 }
 
 static tfc_status concat_build(tfc_layer *l, tfc_error *err)
@@ -136,9 +138,12 @@ static tfc_status concat_build(tfc_layer *l, tfc_error *err)
     const concat_args *a = l->args;
     int nd = l->in_shape[0].ndim, ax = concat_axis(l);
     char b1[96], b2[96];
+    if (a->axis == 0)
+        return tfc_layer_error(err, l, "axis 0 is the batch axis, which cannot be joined (Keras "
+                               "counts it: an example's first axis is 1, its last -1)");
     if (ax < 0 || ax >= nd)
-        return tfc_layer_error(err, l, "axis %d is outside the %d axes of one example (the batch "
-                               "axis cannot be joined)", a->axis, nd);
+        return tfc_layer_error(err, l, "axis %d is outside the input's %d axes (the batch's and "
+                               "%d of one example)", a->axis, nd + 1, nd);
     l->out_shape = l->in_shape[0];
     for (int i = 1; i < l->ninputs; i++) {
         const tfc_shape *s = &l->in_shape[i];
