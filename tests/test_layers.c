@@ -151,18 +151,18 @@ static const gc_case cases[] = {
     {"concatenate", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1}\n"
                     "  - Conv2D: {name: b, filters: 3, kernel_size: 1, inputs: input}\n"
                     "  - Concatenate: {inputs: [a, b, input]}\n  - Flatten: {}\n"
-                    "  - Concatenate: {name: c2, inputs: [flatten, flatten], axis: 0}\n"
+                    "  - Concatenate: {name: c2, inputs: [flatten, flatten], axis: 1}\n"
                     "  - Dense: {units: 3}\n", 2},
-    /* 3-D branches (5, 6, 2) joined on tfc's axis 0 and 1: per example, so Keras's axis 1
-     * and 2 (Keras counts the batch axis) */
+    /* 3-D branches (5, 6, 2) joined on their rows and columns: axis 1 and 2 (Keras counts
+     * the batch axis) */
     {"concat_axis0_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
                         "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, inputs: input}\n"
-                        "  - Concatenate: {inputs: [a, b, input], axis: 0}\n"
+                        "  - Concatenate: {inputs: [a, b, input], axis: 1}\n"
                         "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"
                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"concat_axis1_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
                         "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, inputs: input}\n"
-                        "  - Concatenate: {inputs: [a, b], axis: 1}\n"
+                        "  - Concatenate: {inputs: [a, b], axis: 2}\n"
                         "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"
                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
     {"add_three", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 3, padding: same, activation: tanh}\n"

@@ -758,7 +758,7 @@ static void test_add_concatenate(void)
             "  - Conv2D: {name: b, filters: 3, kernel_size: 1, inputs: input}\n"
             "  - Add: {name: s, inputs: [a, b]}\n"
             "  - Concatenate: {name: c, inputs: [s, input]}\n"
-            "  - Concatenate: {name: c2, axis: 0, inputs: [c, c]}\n"
+            "  - Concatenate: {name: c2, axis: 1, inputs: [c, c]}\n"
             "  - Flatten: {}\n  - Dense: {units: 8}\n  - Reshape: {target_shape: [2, 4]}\n"
             "  - Dense: {units: 3}\n", 0);
 }

@@ -521,7 +521,7 @@ static void test_concatenate_joins_masks(void)
         "layers:\n"
         "  - Embedding: {name: e, input_dim: 9, output_dim: 3, mask_zero: true}\n"
         "  - Conv1D: {name: c, filters: 3, kernel_size: 1, inputs: e}\n"
-        "  - Concatenate: {axis: 0, inputs: [e, c]}\n"
+        "  - Concatenate: {axis: 1, inputs: [e, c]}\n"
         "  - GlobalAveragePooling1D: {}\n";
     tfc_backend *be = tfc_cpu_backend_create(1);
     tfc_model *m = tfc_test_bound_model(yaml, be, 2);
@@ -637,7 +637,7 @@ static void test_onnx_export(void)
     m = tfc_test_bound_model("input: {shape: [null], dtype: int32, max_length: 8}\n"
                     "layers:\n"
                     "  - Embedding: {name: e, input_dim: 9, output_dim: 3, mask_zero: true}\n"
-                    "  - Concatenate: {name: join, axis: 0, inputs: [e, e]}\n"
+                    "  - Concatenate: {name: join, axis: 1, inputs: [e, e]}\n"
                     "  - GlobalAveragePooling1D: {}\n",
                     be, 1);
     CU_ASSERT_NOT_EQUAL(tfc_onnx_export(m, NULL, tfc_test_path("join.onnx"), &err), TFC_OK);

@@ -2287,8 +2287,8 @@ static tref score_attention(exporter *x, const tfc_layer *l)
     return r;
 }
 
-/* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis of
- * one example + 1 for the batch). */
+/* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis,
+ * which counts the batch axis as ONNX's does). */
 /* Add (Sum), Concatenate (Concat), Subtract (Sub), Average (Sum, then Div by k as Keras),
  * Maximum (Max), Minimum (Min): Max and Min fold their inputs as Keras does */
 static tref merge(exporter *x, const tfc_layer *l, int concat)
@@ -2306,7 +2306,7 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
     tfc_pb a = {0};
     if (concat) {
         int ax = arg_int(l, "axis", -1);
-        attr_int(&a, "axis", ax < 0 ? ax : ax + 1);
+        attr_int(&a, "axis", ax);
     }
     const int sub = !strcmp(l->ops->type, "Subtract"), avg = !strcmp(l->ops->type, "Average");
     const char *op = concat                              ? "Concat"

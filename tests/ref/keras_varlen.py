@@ -77,7 +77,7 @@ case("concat_joins_masks",
      "layers:\n"
      "  - Embedding: {name: e, input_dim: 9, output_dim: 3, mask_zero: true}\n"
      "  - Conv1D: {name: c, filters: 3, kernel_size: 2, padding: causal, inputs: e}\n"
-     "  - Concatenate: {name: join, axis: 0, inputs: [e, c]}\n"
+     "  - Concatenate: {name: join, axis: 1, inputs: [e, c]}\n"
      "  - GlobalAveragePooling1D: {name: mean, inputs: join}\n"
      "  - LSTM: {name: lstm, units: 4, inputs: join}\n"
      "  - Concatenate: {name: out, inputs: [mean, lstm]}\n",
