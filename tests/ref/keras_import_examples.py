@@ -482,6 +482,99 @@ def structured_normalization(rng):
         np.float32), dict(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
 
 
+def unet_segmentation(rng):
+    """keras.io/examples/vision/oxford_pets_image_segmentation: a per-pixel softmax."""
+    inputs = keras.Input(shape=(16, 16, 3))
+    x = L.Conv2D(8, 3, strides=2, padding="same")(inputs)
+    x = L.BatchNormalization()(x)
+    x = L.Activation("relu")(x)
+    previous_block_activation = x
+    for filters in [8, 16]:
+        x = L.Activation("relu")(x)
+        x = L.SeparableConv2D(filters, 3, padding="same")(x)
+        x = L.BatchNormalization()(x)
+        x = L.Activation("relu")(x)
+        x = L.SeparableConv2D(filters, 3, padding="same")(x)
+        x = L.BatchNormalization()(x)
+        x = L.MaxPooling2D(3, strides=2, padding="same")(x)
+        residual = L.Conv2D(filters, 1, strides=2, padding="same")(previous_block_activation)
+        x = L.add([x, residual])
+        previous_block_activation = x
+    for filters in [16, 8, 8]:
+        x = L.Activation("relu")(x)
+        x = L.Conv2DTranspose(filters, 3, padding="same")(x)
+        x = L.BatchNormalization()(x)
+        x = L.Activation("relu")(x)
+        x = L.Conv2DTranspose(filters, 3, padding="same")(x)
+        x = L.BatchNormalization()(x)
+        x = L.UpSampling2D(2)(x)
+        residual = L.UpSampling2D(2)(previous_block_activation)
+        residual = L.Conv2D(filters, 1, padding="same")(residual)
+        x = L.add([x, residual])
+        previous_block_activation = x
+    outputs = L.Conv2D(3, 3, activation="softmax", padding="same")(x)
+    return keras.Model(inputs, outputs), normal(rng, N, 16, 16, 3), dict(
+        optimizer=keras.optimizers.Adam(1e-4), loss="sparse_categorical_crossentropy")
+
+
+def anomaly_autoencoder(rng):
+    """keras.io/examples/timeseries/timeseries_anomaly_detection: Conv1DTranspose."""
+    model = keras.Sequential([
+        L.Input(shape=(16, 1)),
+        L.Conv1D(filters=8, kernel_size=7, padding="same", strides=2, activation="relu"),
+        L.Dropout(rate=0.2),
+        L.Conv1D(filters=4, kernel_size=7, padding="same", strides=2, activation="relu"),
+        L.Conv1DTranspose(filters=4, kernel_size=7, padding="same", strides=2,
+                          activation="relu"),
+        L.Dropout(rate=0.2),
+        L.Conv1DTranspose(filters=8, kernel_size=7, padding="same", strides=2,
+                          activation="relu"),
+        L.Conv1DTranspose(filters=1, kernel_size=7, padding="same"),
+    ])
+    return model, normal(rng, N, 16, 1), dict(
+        optimizer=keras.optimizers.Adam(learning_rate=0.001), loss="mse")
+
+
+def speaker_residual(rng):
+    """keras.io/examples/audio/speaker_recognition_using_cnn: its residual_block."""
+    def residual_block(x, filters, conv_num=3, activation="relu"):
+        s = keras.layers.Conv1D(filters, 1, padding="same")(x)
+        for i in range(conv_num - 1):
+            x = keras.layers.Conv1D(filters, 3, padding="same")(x)
+            x = keras.layers.Activation(activation)(x)
+        x = keras.layers.Conv1D(filters, 3, padding="same")(x)
+        x = keras.layers.Add()([x, s])
+        x = keras.layers.Activation(activation)(x)
+        return keras.layers.MaxPool1D(pool_size=2, strides=2)(x)
+    inputs = keras.layers.Input(shape=(32, 1), name="input")
+    x = residual_block(inputs, 4, 2)
+    x = residual_block(x, 8, 3)
+    x = keras.layers.AveragePooling1D(pool_size=3, strides=3)(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(16, activation="relu")(x)
+    outputs = keras.layers.Dense(3, activation="softmax", name="output")(x)
+    return keras.models.Model(inputs=inputs, outputs=outputs), normal(rng, N, 32, 1), dict(
+        optimizer="Adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+
+def transfer_learning(rng):
+    """keras.io/guides/transfer_learning: a frozen application inside a functional model."""
+    base_model = keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3),
+                                                include_top=False, alpha=0.35)
+    base_model.trainable = False
+    inputs = keras.Input(shape=(32, 32, 3))
+    x = L.RandomFlip("horizontal")(inputs)
+    x = L.Rescaling(scale=1 / 127.5, offset=-1)(x)
+    x = base_model(x, training=False)
+    x = L.GlobalAveragePooling2D()(x)
+    x = L.Dropout(0.2)(x)
+    outputs = L.Dense(1)(x)
+    return keras.Model(inputs, outputs), rng.uniform(0, 255, size=(2, 32, 32, 3)).astype(
+        np.float32), dict(optimizer=keras.optimizers.Adam(),
+                          loss=keras.losses.BinaryCrossentropy(from_logits=True),
+                          metrics=[keras.metrics.BinaryAccuracy()])
+
+
 # One layer as examples write it, between a Dense-free input and a Flatten + Dense head:
 # (case name, input shape, the layers).
 FORMS = [
@@ -528,6 +621,28 @@ FORMS = [
     ("conv_groups", (6, 6, 4), lambda: [L.Conv2D(4, 3, groups=2)]),
     ("spatial_dropout", (6, 6, 2), lambda: [L.SpatialDropout2D(0.2)]),
     ("resizing", (6, 6, 2), lambda: [L.Resizing(4, 4)]),
+    ("augment", (8, 8, 3), lambda: [L.RandomFlip("horizontal"), L.RandomRotation(0.1),
+                                    L.RandomZoom(0.1), L.RandomTranslation(0.1, 0.1),
+                                    L.RandomContrast(0.2)]),
+    ("bn_axis1_dense", (8,), lambda: [L.Dense(6), L.BatchNormalization(axis=1)]),
+    ("layernorm_axis2", (4, 5), lambda: [L.LayerNormalization(axis=2)]),
+    ("cropping_tuple", (8, 8, 2), lambda: [L.Cropping2D(cropping=((2, 1), (1, 2)))]),
+    ("gmp_keepdims", (6, 6, 2), lambda: [L.GlobalMaxPooling2D(keepdims=True)]),
+    ("bidir_sum", (5, 3), lambda: [L.Bidirectional(L.GRU(4, return_sequences=True),
+                                                         merge_mode="sum")]),
+    ("simple_rnn_relu", (5, 3), lambda: [L.SimpleRNN(4, activation="relu")]),
+    ("mha_cross_output_shape", (4, 5), None),
+    ("normalization_given", (5,), lambda: [L.Normalization(mean=[1.0, 2, 3, 4, 5],
+                                                           variance=[1.0, 4, 9, 16, 25])]),
+    ("dilated_conv", (8, 8, 2), lambda: [L.Conv2D(3, 3, dilation_rate=2, padding="same")]),
+    ("avgpool_same", (7, 7, 2), lambda: [L.AveragePooling2D(3, strides=2, padding="same")]),
+    ("conv1d_channels_dense", (6, 4), lambda: [L.Conv1D(4, 3, activation="gelu"),
+                                               L.MaxPooling1D(2, padding="same")]),
+    ("upsampling1d", (4, 3), lambda: [L.UpSampling1D(2)]),
+    ("repeat_vector", (3,), lambda: [L.RepeatVector(4), L.LSTM(2, return_sequences=True),
+                                     L.TimeDistributed(L.Dense(2))]),
+    ("activity_reg", (8,), lambda: [L.Dense(4, activity_regularizer=keras.regularizers.l1(1e-5))]),
+    ("constraint", (8,), lambda: [L.Dense(4, kernel_constraint=keras.constraints.MaxNorm(3))]),
 ]
 
 
@@ -540,6 +655,10 @@ def form_case(name, shape, make):
         elif name == "mha_attention_axes":
             inp = keras.Input(shape)
             h = L.MultiHeadAttention(2, 3, attention_axes=(1,))(inp, inp)
+        elif name == "mha_cross_output_shape":
+            inp = keras.Input(shape)
+            q = L.Dense(6)(inp)
+            h = L.MultiHeadAttention(2, 3, output_shape=(7,))(q, inp, key=inp)
         elif name == "embedding_init":
             inp = keras.Input((6,), dtype="int32")
             h = L.Embedding(20, 4, embeddings_initializer="uniform")(inp)
@@ -557,10 +676,10 @@ def form_case(name, shape, make):
     return case
 
 
-def application(make, **kw):
+def application(make, size=32, **kw):
     def case(rng):
-        model = make(weights=None, input_shape=(32, 32, 3), classes=4, **kw)
-        return model, rng.uniform(0, 255, size=(2, 32, 32, 3)).astype(np.float32), dict(
+        model = make(weights=None, input_shape=(size, size, 3), classes=4, **kw)
+        return model, rng.uniform(0, 255, size=(2, size, size, 3)).astype(np.float32), dict(
             optimizer="adam", loss="sparse_categorical_crossentropy")
     case.__name__ = "app_" + make.__name__.lower()
     return case
@@ -574,7 +693,11 @@ APPS = [application(keras.applications.MobileNetV2, alpha=0.35),
         application(keras.applications.VGG16),
         application(keras.applications.NASNetMobile),
         application(keras.applications.EfficientNetV2B0),
-        application(keras.applications.ConvNeXtTiny)]
+        application(keras.applications.ConvNeXtTiny),
+        application(keras.applications.MobileNet, alpha=0.25),
+        application(keras.applications.ResNet50V2),
+        application(keras.applications.InceptionV3, size=75),
+        application(keras.applications.Xception, size=71)]
 
 
 CASES = [mnist_convnet, image_classification, transformer_text, transformer_text_subclassed,
@@ -583,7 +706,8 @@ CASES = [mnist_convnet, image_classification, transformer_text, transformer_text
          keras2_sequential, sequential_built_by_call, compiled_objects, compiled_topk,
          compiled_regression, imbalanced, regularized, dcgan_discriminator, dcgan_generator,
          activations, mixed_precision, next_frame, video_time_distributed,
-         structured_normalization] + [form_case(*f) for f in FORMS] + APPS
+         structured_normalization, unet_segmentation, anomaly_autoencoder, speaker_residual,
+         transfer_learning] + [form_case(*f) for f in FORMS] + APPS
 
 
 # ---- running tfc ---------------------------------------------------------------------------
