@@ -153,13 +153,14 @@ static const gc_case cases[] = {
                     "  - Concatenate: {inputs: [a, b, input]}\n  - Flatten: {}\n"
                     "  - Concatenate: {name: c2, inputs: [flatten, flatten], axis: 1}\n"
                     "  - Dense: {units: 3}\n", 2},
-    /* 3-D branches (5, 6, 2) joined on axis 1 and 2 (Keras's axes count the batch's) */
-    {"concat_axis1_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
+    /* 3-D branches (5, 6, 2) joined on their rows and columns: axis 1 and 2 (Keras counts
+     * the batch axis) */
+    {"concat_axis0_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
                         "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, inputs: input}\n"
                         "  - Concatenate: {inputs: [a, b, input], axis: 1}\n"
                         "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"
                         "  - Flatten: {}\n  - Dense: {units: 3}\n", 2},
-    {"concat_axis2_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
+    {"concat_axis1_3d", IMG "  - Conv2D: {name: a, filters: 2, kernel_size: 1, activation: tanh}\n"
                         "  - Conv2D: {name: b, filters: 2, kernel_size: 3, padding: same, inputs: input}\n"
                         "  - Concatenate: {inputs: [a, b], axis: 2}\n"
                         "  - Conv2D: {filters: 2, kernel_size: 3, strides: 2}\n"

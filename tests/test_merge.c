@@ -143,6 +143,45 @@ static void test_dot_values(void)
     tfc_backend_free(be);
 }
 
+/* Concatenate's `axis` counted as Keras counts it, the batch axis 0: the image x (2, 2, 1)
+ * joined with 10 + x along axis 1 (rows), 2 (columns), 3 and -1 (channels), against the
+ * values by hand; DenseNet's Concatenate(axis=3) is the channels' join. */
+static void test_concat_axes(void)
+{
+    static const struct {
+        const char *axis;
+        int shape[3];
+        float want[8];
+    } cases[] = {
+        {"1", {4, 2, 1}, {1, 2, 3, 4, 11, 12, 13, 14}},
+        {"2", {2, 4, 1}, {1, 2, 11, 12, 3, 4, 13, 14}},
+        {"3", {2, 2, 2}, {1, 11, 2, 12, 3, 13, 4, 14}},
+        {"-1", {2, 2, 2}, {1, 11, 2, 12, 3, 13, 4, 14}},
+        {"-3", {4, 2, 1}, {1, 2, 3, 4, 11, 12, 13, 14}},
+    };
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml, "input: {shape: [2, 2, 1]}\nlayers:\n"
+                 "  - Rescaling: {name: r, scale: 1, offset: 10}\n"
+                 "  - Concatenate: {axis: %s, inputs: [input, r]}\n", cases[c].axis);
+        tfc_model *m = tfc_test_model(yaml);
+        tfc_error err;
+        tfc_error_clear(&err);
+        TFC_ASSERT(m && tfc_model_bind_inference(m, be, 1, &err) == TFC_OK);
+        const tfc_shape *s = &tfc_model_layer(m, 1)->out_shape;
+        CU_ASSERT(s->ndim == 3 && s->dim[0] == cases[c].shape[0] &&
+                  s->dim[1] == cases[c].shape[1] && s->dim[2] == cases[c].shape[2]);
+        const float x[4] = {1, 2, 3, 4};
+        float y[8];
+        TFC_ASSERT(tfc_model_forward(m, x, 1, 0, 1, 0, &err) == TFC_OK);
+        tfc_model_get_output(m, y);
+        for (int i = 0; i < 8; i++) CU_ASSERT_DOUBLE_EQUAL(y[i], cases[c].want[i], 0);
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+}
+
 /* ---- errors and refusals ----------------------------------------------------------------- */
 
 static void expect_error(const char *yaml, int line, const char *what)
@@ -184,6 +223,15 @@ static void test_argument_errors(void)
         snprintf(yaml, sizeof yaml, "%s%s", dot, bad[i].layer);
         expect_error(yaml, 4, bad[i].what);
     }
+    /* Concatenate: Keras's axes of a (5, 4) example are 1, 2 (or -2, -1); 0 is the batch */
+    expect_error("input: {shape: [5, 3]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
+                 "  - Concatenate: {inputs: [a, a], axis: 0}\n", 4,
+                 "axis 0 is the batch axis, which cannot be joined");
+    expect_error("input: {shape: [5, 3]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
+                 "  - Concatenate: {inputs: [a, a], axis: 3}\n", 4,
+                 "axis 3 is outside the inputs' axes: the batch axis 0 and an example's 1 to 2");
+    expect_error("input: {shape: [5, 3]}\nlayers:\n  - Dense: {name: a, units: 4}\n"
+                 "  - Concatenate: {inputs: [a, a], axis: -3}\n", 4, "axis -3 is outside");
 }
 
 static void drop_extremum(tfc_backend_ops *ops)
@@ -250,4 +298,4 @@ TFC_TEST_MAIN("merge", {"op_values", test_op_values}, {"keras_parity", test_kera
               {"missing_kernel_refused", test_missing_kernel_refused},
               {"onnx_masked_refused", test_onnx_masked_refused},
               {"dot_keras_parity", test_dot_keras_parity}, {"dot_values", test_dot_values},
-              {"dot_refused", test_dot_refused})
+              {"dot_refused", test_dot_refused}, {"concat_axes", test_concat_axes})

@@ -2288,7 +2288,7 @@ static tref score_attention(exporter *x, const tfc_layer *l)
 }
 
 /* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis,
- * which counts the batch's, as ONNX's). */
+ * which counts the batch axis as ONNX's does). */
 /* Add (Sum), Concatenate (Concat), Subtract (Sub), Average (Sum, then Div by k as Keras),
  * Maximum (Max), Minimum (Min): Max and Min fold their inputs as Keras does */
 static tref merge(exporter *x, const tfc_layer *l, int concat)

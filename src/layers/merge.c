@@ -2,7 +2,8 @@
  * layers that make residual, multi-branch and gated graphs; list their producers in `inputs:`.
  *   Add:         y = x_1 + ... + x_k (equal shapes);            dx_i += dy; masked only if
  *                every input is (Keras: an input without a mask drops it)
- *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal); dx_i += its slice of dy;
+ *   Concatenate: y = [x_1, ..., x_k] along `axis` (other axes equal; counted as Keras counts
+ *                it, the batch axis 0); dx_i += its slice of dy;
  *                under a sequence mask, along the steps (axis 1 of sequences) the output's
  *                mask is the inputs' masks joined, ones for an input without one; along
  *                another axis the output is masked only if every input is (Keras: a step
@@ -21,7 +22,8 @@
  *                Add's; under a mask a padding step follows Keras's Merge (core/backend.h,
  *                tfc_extremum_desc): y = x_1 there where every input carries the mask.
  *                On the new extremum op pair (cpu_extremum.c, gpu_extremum.cu).
- * Concatenation along axis a is a strided 2-D copy: rows = batch * prod(dims before a),
+ * Concatenation along an example's axis a (Keras's a + 1) is a strided 2-D copy:
+ * rows = batch * prod(dims before a),
  * each input contributing prod(dims from a) columns. */
 #include "layers/layer.h"
 
@@ -32,7 +34,7 @@ typedef struct concat_args {
 static const tfc_field add_fields[] = {{NULL}};
 static const tfc_field concat_fields[] = {
     {"axis", TFC_F_INT, offsetof(concat_args, axis), "-1", TFC_UNBOUNDED, NULL,
-     "the axis to join along, Keras's (1 = an example's first, -1 = last)"},
+     "the axis to join along, counted as Keras counts it (the batch axis is 0; -1 = last)"},
     {NULL}};
 
 static tfc_status add_build(tfc_layer *l, tfc_error *err)
@@ -125,8 +127,7 @@ const tfc_layer_ops tfc_average_ops = {
     .forward = average_forward, .backward = average_backward,
 };
 
-/* The joined axis among one example's: Keras counts the batch axis (axis 1 is an example's
- * first), a negative one from the end. */
+/* The joined axis of one example: Keras's `axis` counts the batch axis as 0. */
 static int concat_axis(const tfc_layer *l)
 {
     const concat_args *a = l->args;
@@ -139,11 +140,13 @@ static tfc_status concat_build(tfc_layer *l, tfc_error *err)
     int nd = l->in_shape[0].ndim, ax = concat_axis(l);
     char b1[96], b2[96];
     if (a->axis == 0)
-        return tfc_layer_error(err, l, "axis 0 is the batch axis, which cannot be joined (Keras "
-                               "counts it: an example's first axis is 1, its last -1)");
+        return tfc_layer_error(err, l, "axis 0 is the batch axis, which cannot be joined: an "
+                               "example's axes are 1 to %d (-1 the last), as Keras counts them",
+                               nd);
     if (ax < 0 || ax >= nd)
-        return tfc_layer_error(err, l, "axis %d is outside the input's %d axes (the batch's and "
-                               "%d of one example)", a->axis, nd + 1, nd);
+        return tfc_layer_error(err, l, "axis %d is outside the inputs' axes: the batch axis 0 "
+                               "and an example's 1 to %d (-%d to -1 from the last), as Keras "
+                               "counts them", a->axis, nd, nd);
     l->out_shape = l->in_shape[0];
     for (int i = 1; i < l->ninputs; i++) {
         const tfc_shape *s = &l->in_shape[i];
