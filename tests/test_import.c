@@ -127,6 +127,30 @@ static void test_archives(void)
     }
 }
 
+/* Genuine Keras 2 files (tf_keras 2.21's model.save("x.h5"), tests/ref/keras2_import.py): a
+ * Sequential MLP with BatchNormalization and an Embedding + Bidirectional(LSTM) model import
+ * (Keras 2's config as Keras 3's legacy loader reads it: batch_input_shape, a list `axis`,
+ * Embedding's input_length, the LSTM's implementation and time_major) and predict
+ * tf_keras's outputs. */
+static void test_keras2(void)
+{
+    static const char *const k2[] = {"keras2_mlp", "keras2_bilstm", NULL};
+    for (const char *const *c = k2; *c; c++) {
+        char src[256];
+        snprintf(src, sizeof src, DIR "%s.h5", *c);
+        tfc_import_report rep;
+        tfc_error err;
+        tfc_status s = import(src, NULL, *c, &rep, &err);
+        if (s) printf("\n  %s: %s", src, err.text);
+        CU_ASSERT_EQUAL_FATAL(s, TFC_OK);
+        CU_ASSERT_STRING_EQUAL(rep.source, "Keras 2.21.0");
+        double worst = worst_prediction(*c);
+        printf("\n  %-13s %2d layers %3d tensors, outputs within %.2g of tf_keras's", *c,
+               rep.layers, rep.tensors, worst);
+        CU_ASSERT(worst < 1e-5);
+    }
+}
+
 /* The same model as JSON plus model.save_weights' file, and as Keras's legacy .h5. */
 static void test_other_forms(void)
 {
@@ -210,6 +234,58 @@ static void test_yaml(void)
     "\"config\": {\"name\": \"m\", \"layers\": [" layers "],\n\"input_layers\": " in          \
     ", \"output_layers\": " out "}}"
 
+#define OP(cls, name, args)                                                                \
+    "{\"module\": \"keras.src.ops.numpy\", \"class_name\": \"" cls "\", \"config\": "          \
+    "{\"name\": \"" name "\"}, \"inbound_nodes\": [{\"args\": [" args "], \"kwargs\": {}}]}"
+
+/* Elementwise keras.ops operations (MobileNetV3's x + 3.0 and x * (1 / 6), a residual
+ * x + y written with `+`) become the layers that compute them exactly. */
+static void test_ops(void)
+{
+    const char *json = MODEL(INPUT ",\n" OP("Add", "add", TENSOR("in") ", 3.0") ",\n"
+                             OP("Subtract", "sub", TENSOR("add") ", 1.5") ",\n"
+                             OP("Subtract", "rsub", "2, " TENSOR("sub")) ",\n"
+                             OP("Multiply", "mul", TENSOR("rsub") ", 0.16666666666666666") ",\n"
+                             OP("Multiply", "square", TENSOR("mul") ", " TENSOR("mul")) ",\n"
+                             OP("Add", "residual", TENSOR("square") ", " TENSOR("in")),
+                             "[\"in\", 0, 0]", "[\"residual\", 0, 0]");
+    const char *path = tfc_test_write("ops.json", json, (long)strlen(json));
+    tfc_import_report rep;
+    tfc_error err;
+    tfc_status s = import(path, NULL, "ops", &rep, &err);
+    if (s) printf("\n  %s", err.text);
+    CU_ASSERT_EQUAL_FATAL(s, TFC_OK);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "%s/ops.yaml", tfc_test_tmpdir());
+    char *text = tfc_test_read(yaml, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- Rescaling: {name: add, scale: 1, offset: 3.0}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- Rescaling: {name: sub, scale: 1, offset: -1.5}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- Rescaling: {name: rsub, scale: -1, offset: 2}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- Rescaling: {name: mul, scale: 0.16666666666666666}"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(text, "- Multiply:\n      name: square\n      inputs: [mul, mul]"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(text, "- Add:\n      name: residual\n      inputs: [square, in]"));
+    free(text);
+    /* and it computes ((2 - (x + 3 - 1.5)) / 6)^2 + x */
+    tfc_error_clear(&err);
+    tfc_model *m = tfc_model_load(yaml, &err);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, 1, &err), TFC_OK);
+    const float x[4] = {0, 1, -2, 0.5f};
+    float y[4];
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward(m, x, 1, 0, 0, 0, &err), TFC_OK);
+    tfc_model_get_output(m, y);
+    for (int i = 0; i < 4; i++) {
+        float r = (2 - ((x[i] + 3.0f) - 1.5f)) * (float)(1.0 / 6), want = r * r + x[i];
+        CU_ASSERT_DOUBLE_EQUAL(y[i], want, 1e-6);
+    }
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
 /* Writes `json` and imports it: the status, and the error's text checked for `want`. */
 static void expect_refused(const char *json, tfc_status code, const char *want)
 {
@@ -243,12 +319,12 @@ static void test_refused(void)
                                            CALL(TENSOR("in"))),
                          "[\"in\", 0, 0]", "[[\"d\", 0, 0], [\"in\", 0, 0]]"),
                    TFC_ERR_USAGE, "tfc's models have one output; this one has 2");
-    /* an operation in the graph */
+    /* an operation in the graph that no layer of tfc's computes */
     expect_refused(MODEL(INPUT ",\n{\"module\": \"keras.src.ops.numpy\", \"class_name\": "
-                         "\"Add\", \"config\": {\"name\": \"add\"}, \"inbound_nodes\": "
-                         CALL(TENSOR("in") ", 1") "}",
-                         "[\"in\", 0, 0]", "[\"add\", 0, 0]"),
-                   TFC_ERR_USAGE, "'Add' is a keras.ops operation");
+                         "\"Exp\", \"config\": {\"name\": \"exp\"}, \"inbound_nodes\": "
+                         CALL(TENSOR("in")) "}",
+                         "[\"in\", 0, 0]", "[\"exp\", 0, 0]"),
+                   TFC_ERR_USAGE, "'Exp' is a keras.ops operation");
     /* a call argument tfc has no use for */
     expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
                                            "[{\"args\": [" TENSOR("in") "], \"kwargs\": "
@@ -357,5 +433,7 @@ static void test_tool(void)
 }
 
 TFC_TEST_MAIN("import", {"archives", test_archives}, {"other_forms", test_other_forms},
-              {"yaml", test_yaml}, {"refused", test_refused}, {"edited", test_edited},
+              {"keras2", test_keras2},
+              {"yaml", test_yaml}, {"refused", test_refused}, {"ops", test_ops},
+              {"edited", test_edited},
               {"tool", test_tool})

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api/keras_config.h"
+#include "graph/model.h"
 #include "layers/layer.h"
 
 /* ---- the conversion's state -------------------------------------------------------------- */
@@ -119,11 +120,20 @@ static tfc_node *convert_object(conv *c, const tfc_node *v)
     if ((!strcmp(cls, "DTypePolicy") || !strcmp(cls, "FloatDTypePolicy")) && sval(cfg, "name"))
         return tfc_node_copy(c->out, tfc_node_get(cfg, "name"));
     int plain = cfg->kind == TFC_NODE_MAP;
-    for (int i = 0; plain && i < cfg->n; i++) plain = is_null(cfg->vals[i]);
+    for (int i = 0; plain && i < cfg->n; i++)
+        plain = is_null(cfg->vals[i]) || !strcmp(cfg->keys[i]->str, "seed");
+    const tfc_node *seed = tfc_node_get(cfg, "seed");
+    if (seed && !is_null(seed)) /* an initializer's: tfc's weights follow the solver's seed */
+        note(c->rep, "initializer seeds are left out: tfc draws every weight from the "
+             "solver's seed (the imported weights are Keras's either way)");
     if (plain) return scalar(c, cls, 0);
-    tfc_node *m = tfc_node_new_map(c->out, NULL);
+    tfc_node *m = tfc_node_new_map(c->out, NULL), *copy = tfc_node_new_map(c->out, NULL);
     put(c, m, "class_name", scalar(c, cls, 0));
-    put(c, m, "config", tfc_node_copy(c->out, cfg));
+    for (int i = 0; cfg->kind == TFC_NODE_MAP && i < cfg->n; i++)
+        if (strcmp(cfg->keys[i]->str, "seed") || is_null(cfg->vals[i]))
+            tfc_node_map_set(copy, tfc_node_copy(c->out, cfg->keys[i]),
+                             tfc_node_copy(c->out, cfg->vals[i]));
+    put(c, m, "config", cfg->kind == TFC_NODE_MAP ? copy : tfc_node_copy(c->out, cfg));
     return m;
 }
 
@@ -309,6 +319,17 @@ static tfc_status convert_list(conv *c, const tfc_node *list, const char *key, i
     return TFC_OK;
 }
 
+/* Keras 2's arguments Keras 3's legacy loader drops (saving_utils.model_from_config):
+ * Embedding's input_length, the recurrent layers' implementation and time_major. */
+static int is_keras2_only(const char *type, const char *key)
+{
+    if (!strcmp(type, "Embedding")) return !strcmp(key, "input_length");
+    return (!strcmp(key, "implementation") || !strcmp(key, "time_major")) &&
+           (!strcmp(type, "LSTM") || !strcmp(type, "GRU") || !strcmp(type, "SimpleRNN") ||
+            !strcmp(type, "LSTMCell") || !strcmp(type, "GRUCell") ||
+            !strcmp(type, "SimpleRNNCell"));
+}
+
 /* The arguments of one layer from its config. */
 static tfc_status convert_args(conv *c, const char *type, const tfc_node *cfg, int role,
                                tfc_node *args)
@@ -335,6 +356,14 @@ static tfc_status convert_args(conv *c, const char *type, const tfc_node *cfg, i
         /* Bidirectional sets zero_output_for_mask on its layers, as tfc's does */
         if (role == ROLE_BIDI && !strcmp(k, "zero_output_for_mask")) continue;
         if (is_bookkeeping(type, k, v)) continue;
+        if (!strcmp(k, "build_input_shape") && !strcmp(type, "Sequential")) continue;
+        if (c->keras2 && is_keras2_only(type, k)) continue;
+        if (c->keras2 && !strcmp(k, "batch_input_shape") && strcmp(type, "InputLayer"))
+            continue; /* the model's input, read by convert_model */
+        if (c->keras2 && !strcmp(k, "axis") && v->kind == TFC_NODE_SEQ && v->n == 1) {
+            put(c, args, k, tfc_node_copy(c->out, v->vals[0])); /* Keras 2's [3] is 3 */
+            continue;
+        }
         if (!strcmp(type, "Normalization") && !strcmp(k, "axis") && v->kind == TFC_NODE_SEQ &&
             !v->n) { /* Keras writes axis=None as () */
             put(c, args, k, scalar(c, "null", 0));
@@ -348,8 +377,12 @@ static tfc_status convert_args(conv *c, const char *type, const tfc_node *cfg, i
             put(c, args, k, tfc_node_copy(c->out, v->vals[1]));
             continue;
         }
-        if (!strcmp(k, "batch_input_shape") && !strcmp(type, "InputLayer")) {
-            put(c, args, "batch_shape", tfc_node_copy(c->out, v));
+        if ((!strcmp(k, "batch_input_shape") || !strcmp(k, "batch_shape")) &&
+            !strcmp(type, "InputLayer") && v->kind == TFC_NODE_SEQ && v->n) {
+            /* any batch size: a model built by calling it on a batch records that batch's */
+            tfc_node *shape = tfc_node_copy(c->out, v);
+            shape->vals[0] = scalar(c, "null", 0);
+            put(c, args, "batch_shape", shape);
             continue;
         }
         if (bidi && !strcmp(k, "backward_layer")) {
@@ -632,12 +665,68 @@ static const char *endpoint(conv *c, const tfc_node *cfg, const char *key)
     return NULL;
 }
 
+/* Whether `v` is a functional call's tensor argument. */
+static int is_tensor(const tfc_node *v)
+{
+    const char *cls = sval(v, "class_name");
+    return cls && !strcmp(cls, "__keras_tensor__");
+}
+
+/* Whether `v` is a plain number: its text, else NULL. */
+static const char *number_text(const tfc_node *v)
+{
+    if (v->kind != TFC_NODE_SCALAR || v->quoted || !v->str[0]) return NULL;
+    char *end;
+    strtod(v->str, &end);
+    return *end ? NULL : v->str;
+}
+
+/* An elementwise keras.ops operation as the layer that computes it exactly: of a tensor and
+ * a number (x + 3.0 and x * (1 / 6), MobileNetV3's hard sigmoid) a Rescaling, of two
+ * tensors an Add, Subtract or Multiply layer. Anything else is refused as an operation. */
+static tfc_status convert_op(conv *c, const tfc_node *l, tfc_node **out)
+{
+    const char *cls = sval(l, "class_name"), *name = sval(tfc_node_get(l, "config"), "name");
+    const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
+    const tfc_node *node = nodes && nodes->kind == TFC_NODE_SEQ && nodes->n == 1
+                               ? nodes->vals[0] : NULL;
+    const tfc_node *a = node ? tfc_node_get(node, "args") : NULL;
+    const tfc_node *kw = node ? tfc_node_get(node, "kwargs") : NULL;
+    int add = !strcmp(cls, "Add"), sub = !strcmp(cls, "Subtract"), mul = !strcmp(cls, "Multiply");
+    if (name && (add || sub || mul) && a && a->kind == TFC_NODE_SEQ && a->n == 2 &&
+        (!kw || kw->kind != TFC_NODE_MAP || !kw->n)) {
+        int t0 = is_tensor(a->vals[0]), t1 = is_tensor(a->vals[1]);
+        const char *n = !t0 ? number_text(a->vals[0]) : !t1 ? number_text(a->vals[1]) : NULL;
+        tfc_node *args = tfc_node_new_map(c->out, NULL);
+        put(c, args, "name", scalar(c, name, 0));
+        *out = tfc_node_new_map(c->out, NULL);
+        if (t0 && t1) {
+            put(c, *out, add ? "Add" : sub ? "Subtract" : "Multiply", args);
+            return TFC_OK;
+        }
+        if ((t0 || t1) && n) {
+            char neg[64];
+            snprintf(neg, sizeof neg, "%s%s", n[0] == '-' ? "" : "-", n + (n[0] == '-'));
+            /* x + n; x - n; n - x = -x + n; x * n */
+            put(c, args, "scale", scalar(c, mul ? n : sub && t1 ? "-1" : "1", 0));
+            if (!mul) put(c, args, "offset", scalar(c, sub && t0 ? neg : n, 0));
+            put(c, *out, "Rescaling", args);
+            return TFC_OK;
+        }
+    }
+    return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
+                          "'%s' is a keras.ops operation called on tensors in the graph: "
+                          "tfc's graphs hold layers (of the operations, elementwise add, "
+                          "subtract and multiply of two tensors or of a tensor and a number "
+                          "become layers)", cls);
+}
+
 /* One layer of a functional model, its call's inputs as `inputs:` unless it reads just the
  * layer before it. */
 static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *prev,
                                       tfc_node **out)
 {
-    tfc_status s = convert_layer(c, l, ROLE_TOP, out);
+    tfc_status s = is_op(l) ? convert_op(c, l, out) : convert_layer(c, l, ROLE_TOP, out);
     if (s) return s;
     tfc_node *args = (*out)->vals[0];
     const char *name = sval(tfc_node_get(l, "config"), "name");
@@ -701,6 +790,9 @@ static tfc_node *convert_loss(conv *c, const tfc_node *loss)
 static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *root)
 {
     const tfc_node *loss = tfc_node_get(compile, "loss");
+    if (is_serialized(loss) && !strcmp(sval(loss, "class_name"), "function") &&
+        sval(loss, "config")) /* loss=keras.losses.binary_crossentropy: its name */
+        loss = tfc_node_get(loss, "config");
     if (loss && !is_null(loss)) {
         tfc_node *short_form = is_serialized(loss) ? convert_loss(c, loss) : NULL;
         if (short_form)
@@ -716,10 +808,18 @@ static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *ro
         tfc_node *seq = new_seq(c);
         for (int i = 0; i < metrics->n; i++) {
             const tfc_node *m = metrics->vals[i];
-            const char *name = m->kind == TFC_NODE_SCALAR ? m->str
-                               : is_serialized(m) ? sval(tfc_node_get(m, "config"), "name")
-                               : NULL;
-            if (name) tfc_node_seq_push(seq, scalar(c, name, 0));
+            const char *name = m->kind == TFC_NODE_SCALAR ? m->str : NULL;
+            char snake[96] = "";
+            if (is_serialized(m)) { /* its name, else its class's */
+                name = sval(tfc_node_get(m, "config"), "name");
+                tfc_snake_case(sval(m, "class_name"), snake, sizeof snake);
+                if (!name || !tfc_metric_known(name)) name = snake;
+            }
+            if (name && tfc_metric_known(name))
+                tfc_node_seq_push(seq, scalar(c, name, 0));
+            else
+                note(c->rep, "the metric %s is not tfc's: left out of metrics:",
+                     name ? name : "(unnamed)");
         }
         if (seq->n) put(c, root, "metrics", seq);
     }
@@ -785,6 +885,8 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
         /* a Sequential built without keras.Input: its build_config has the shape */
         const tfc_node *shape = tfc_node_get(tfc_node_get(top, "build_config"), "input_shape");
         if (!shape) shape = tfc_node_get(cfg, "build_input_shape");
+        if (!shape && layers->n) /* Keras 2: the first layer's batch_input_shape */
+            shape = tfc_node_get(tfc_node_get(layers->vals[0], "config"), "batch_input_shape");
         if (!shape || shape->kind != TFC_NODE_SEQ || shape->n < 2)
             return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "layers",
                                   "the model has no InputLayer and was never built: its "

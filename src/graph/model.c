@@ -148,6 +148,15 @@ double tfc_metric_of_mean(tfc_metric_kind k, double mean)
     return k == TFC_METRIC_RMSE ? sqrt(mean) : mean;
 }
 
+int tfc_metric_known(const char *name)
+{
+    for (int k = 0; k < TFC_METRIC_COUNT; k++)
+        if (metric_names[k] && !strcmp(name, metric_names[k])) return 1;
+    for (size_t a = 0; a < sizeof metric_aliases / sizeof *metric_aliases; a++)
+        if (!strcmp(name, metric_aliases[a].name)) return 1;
+    return 0;
+}
+
 int tfc_metric_name_lower_is_better(const char *name)
 {
     static const char *const lower[] = {"loss", "mae", "mse", "mean_absolute_error",

@@ -36,6 +36,8 @@ typedef enum tfc_metric_kind {
  * summary. */
 int tfc_metric_lower_is_better(tfc_metric_kind k);
 int tfc_metric_name_lower_is_better(const char *name);
+/* Whether `metrics:` takes `name` (tfc's names and Keras's other ones). */
+int tfc_metric_known(const char *name);
 
 /* Means of a metric over batches (a display's, an evaluation's, over ranks): each batch's
  * value v of `rows` rows adds tfc_metric_summand(k, v) rows to a row-weighted sum, whose
