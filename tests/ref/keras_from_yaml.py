@@ -78,8 +78,6 @@ def keras_args(kind, args):
             continue
         if key.endswith("_initializer") or (kind == "PositionEmbedding" and key == "initializer"):
             value = initializer(value)
-        if kind == "Concatenate" and key == "axis" and value >= 0:
-            value += 1  # tfc counts the axes of one example (docs/layers.md), Keras the batch's
         out[key] = value
     return out
 
