@@ -2518,9 +2518,12 @@ static void test_lstm_threads(void)
  * one-thread pass's bit for bit. With x fused into the step's GEMM (32 inputs), apart (160),
  * and as ids (a table of 4 rows); with a mask that ends the first sequence early and masks
  * every sequence's last two steps; through the AVX-512 cells where the CPU has them, and
- * through the plain ones. */
+ * through the plain ones. x·K apart is a library GEMM, cut into 4 blocks on every thread
+ * count (tfc_cpu_gemm_blocks_force): cut by the threads, its bits change with the count on
+ * AVX2 (oneDNN's kernels there: 3 threads' 6 blocks of 85 columns). */
 static void test_lstm_columns(void)
 {
+    tfc_cpu_gemm_blocks_force(4);
     for (int k = 0; k < 12; k++) {
         if (k == 6 && !tfc_cpu_lstm_cells_isa(0)) break; /* then the plain cells (AVX2 hosts') */
         const int n = k % 2 ? 3 : 1, ids = k % 6 / 2 == 2, T = 9, u = 128, G = 4 * u;
@@ -2567,6 +2570,7 @@ static void test_lstm_columns(void)
         free(x), free(K), free(R), free(b), free(mask), free(tok);
     }
     tfc_cpu_lstm_cells_isa(-1);
+    tfc_cpu_gemm_blocks_force(0);
 }
 
 /* A batch of at most four sequences takes x·K out of the recurrence (cpu_lstm.c,

@@ -214,9 +214,12 @@ static float *step_results(const char *yaml, int n, int threads, const float *x,
 
 /* Large enough that the recurrence runs on two threads (tfc_cpu_rnn_split; SimpleRNN's
  * GEMMs over all steps, x·K, the weight gradients and dx, split into blocks): the output
- * and every gradient equal those of one thread, bit for bit. */
+ * and every gradient equal those of one thread, bit for bit. The library GEMMs are cut into
+ * 4 blocks on both (tfc_cpu_gemm_blocks_force): cut by the threads, their bits change with
+ * the count on AVX2 (OpenBLAS's Haswell kernels: any cut of a GEMM changes them). */
 static void test_threads_same_bits(void)
 {
+    tfc_cpu_gemm_blocks_force(4);
     static const char *const yamls[] = {
         "input: {shape: [8, 24]}\nlayers:\n  - GRU: {units: 64, return_sequences: true,"
         " dropout: 0.2}\n  - GRU: {units: 48, reset_after: false, go_backwards: true}\n"
@@ -245,6 +248,7 @@ static void test_threads_same_bits(void)
             }
         free(a), free(b);
     }
+    tfc_cpu_gemm_blocks_force(0);
     free(x);
 }
 

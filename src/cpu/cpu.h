@@ -39,6 +39,13 @@ const char *tfc_cpu_blas_fallback(void);
  * split by each backend's thread count, so results do not change), or 0: as many as the
  * machine gives the process (cpu_team.c, docs/cpu.md). For the tests. */
 void tfc_cpu_team_force(int team);
+/* For the tests: every CPU backend's GEMMs (and one-row GEMVs) big enough to split are cut
+ * into `blocks` blocks, on any thread count, or 0: as each backend's threads say (two blocks
+ * per thread). A block is one single-threaded library call, and OpenBLAS's Haswell kernels
+ * and oneDNN's AVX2 ones give an element other bits when the call's shape changes, so a GEMM
+ * cut by the thread count repeats its bits at that count only (docs/cpu.md, Determinism);
+ * held fixed, a test compares tfc's own splits on 1 and N threads bit for bit on any CPU. */
+void tfc_cpu_gemm_blocks_force(int blocks);
 /* Every parallel region the calling thread starts on at most `team` threads (0: no cap), with
  * the same results, as tfc_cpu_team_force's (per thread, where that is per process): an
  * inference pass on its thread alone, beside another thread's (tfc_predictor_run). */

@@ -139,12 +139,22 @@ static void cpu_sync(tfc_backend *be)
 #define GEMM_BLOCK_MIN 32
 #define GEMM_PAR_MIN ((int64_t)1 << 21)
 
+static _Atomic int gemm_blocks_forced; /* tfc_cpu_gemm_blocks_force; 0: by the threads */
+
+void tfc_cpu_gemm_blocks_force(int blocks)
+{
+    gemm_blocks_forced = blocks > 0 ? blocks : 0;
+}
+
 static int gemm_blocks(const tfc_backend *be, int m, int n, int k)
 {
-    if (be->threads <= 1 || (int64_t)m * n * k < GEMM_PAR_MIN || omp_get_level() > 0) return 1;
-    int blocks = 2 * be->threads, side = m >= n ? m : n;
+    const int forced = gemm_blocks_forced, want = forced ? forced : 2 * be->threads;
+    if ((!forced && be->threads <= 1) || (int64_t)m * n * k < GEMM_PAR_MIN ||
+        omp_get_level() > 0)
+        return 1;
+    int blocks = want, side = m >= n ? m : n;
     if (blocks > side / GEMM_BLOCK_MIN) blocks = side / GEMM_BLOCK_MIN;
-    return blocks >= 2 * be->threads ? blocks : 1;
+    return blocks >= want ? blocks : 1;
 }
 
 /* One row of C (m == 1 and A not transposed: a Dense layer, or an attention projection, on
@@ -172,11 +182,14 @@ static void gemv_block(int trans_b, int j0, int j1, int k, float alpha, const fl
 static void gemv_row(tfc_backend *be, int trans_b, int n, int k, float alpha, const float *a,
                      const float *b, int ldb, float beta, float *c)
 {
-    int blocks = (int64_t)n * k >= GEMV_PAR_MIN && omp_get_level() == 0 ? be->threads : 1;
+    const int forced = gemm_blocks_forced, want = forced ? forced : be->threads;
+    int blocks = (int64_t)n * k >= GEMV_PAR_MIN && omp_get_level() == 0 ? want : 1;
     if (blocks > n / GEMV_BLOCK_MIN) blocks = n / GEMV_BLOCK_MIN;
     if (blocks < 1) blocks = 1;
     if (be->threads == 1 || omp_get_level() > 0) { /* no region: OpenBLAS runs on one thread */
-        gemv_block(trans_b, 0, n, k, alpha, a, b, ldb, beta, c);
+        for (int q = 0; q < blocks; q++) /* (more than one only as tfc_cpu_gemm_blocks_force) */
+            gemv_block(trans_b, (int)((int64_t)n * q / blocks),
+                       (int)((int64_t)n * (q + 1) / blocks), k, alpha, a, b, ldb, beta, c);
         return;
     }
     /* Several backend threads: the blocks in a region, even a one-thread one (blocks 1). Out
