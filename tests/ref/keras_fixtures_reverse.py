@@ -23,6 +23,19 @@ NOT_INFERENCE = {
     "augment/augment": "outputs of augmentation layers with fixed parameters (training mode)",
     "norm/block": "Dropout in training mode (block_nodrop is its inference twin)",
 }
+# Fixtures of what Keras's documentation says where Keras's layer does otherwise
+# (docs/layers.md): Keras 3.15's RandomCrop returns its input unchanged at inference, against
+# its docstring and its own output shape; tfc and its fixtures resize and crop.
+KERAS_DIVERGES = {
+    "preprocess/rc_equal_rows": "RandomCrop at inference",
+    "preprocess/rc_infer": "RandomCrop at inference",
+    "preprocess/rc_small": "RandomCrop at inference",
+}
+# Weights a fixture records before and after its training steps (after/<layer>/<variable>),
+# beside those its outputs were made with; and the fixtures whose outputs were made with the
+# weights after the steps (keras_spectral_norm.py: Keras's inference output after them).
+STATES = ("after/", "before/")
+OUTPUTS_AFTER = {"spectral_norm/image", "spectral_norm/sequence"}
 
 
 def read(path):
@@ -46,16 +59,25 @@ def fixtures():
             tensors.update(read(side + ".io.safetensors")[0])
         if text is None or name in NOT_INFERENCE:
             continue
-        weights = {k: v for k, v in tensors.items() if "/" in k and ":" not in k}
+        if name in OUTPUTS_AFTER:
+            weights = {k[len("after/"):]: v for k, v in tensors.items()
+                       if k.startswith("after/")}
+        else:
+            weights = {k: v for k, v in tensors.items()
+                       if "/" in k and ":" not in k and not k.startswith(STATES)}
         pairs = [(tensors[k], tensors["y" + k[1:]]) for k in sorted(tensors)
                  if k.startswith("x") and "y" + k[1:] in tensors]
         yield name, text, weights, pairs
 
 
 def main():
-    failed, seen = [], 0
+    failed, seen, skipped = [], 0, 0
     for name, text, weights, pairs in fixtures():
         seen += 1
+        if name in KERAS_DIVERGES:
+            print("%-40s skipped: %s" % (name, KERAS_DIVERGES[name]), flush=True)
+            skipped += 1
+            continue
         try:
             keras_from_yaml.keras.utils.clear_session()
             model = keras_from_yaml.build_text(text)
@@ -72,12 +94,13 @@ def main():
             print("%-40s FAILED: %s" % (name, e), flush=True)
             failed.append(name)
             continue
-        ok = worst <= TOLERANCE and pairs
+        ok = worst <= TOLERANCE  # no inputs recorded: built and loaded by name
         print("%-40s %d input(s)  max rel %.3e  %s" % (name, len(pairs), worst,
                                                         "ok" if ok else "ABOVE"), flush=True)
         if not ok:
             failed.append(name)
-    print("%d fixtures, %d failed %s" % (seen, len(failed), " ".join(failed)))
+    print("%d fixtures, %d skipped, %d failed %s" % (seen, skipped, len(failed),
+                                                     " ".join(failed)))
     return 1 if failed else 0
 
 

@@ -20,7 +20,13 @@ from safetensors.numpy import load_file
 HUB_LAYERS = ("PositionEmbedding", "TokenAndPositionEmbedding")
 # Keras's `call` arguments that tfc's YAML writes as layer arguments (docs/layers.md).
 CALL_ARGS = {"MultiHeadAttention": ("use_causal_mask",),
-             "GroupQueryAttention": ("use_causal_mask",)}
+             "GroupQueryAttention": ("use_causal_mask",),
+             "Attention": ("use_causal_mask",),
+             "AdditiveAttention": ("use_causal_mask",)}
+# Arguments whose value is a layer ({Type: {args}}) or a list of them: an RNN's cell,
+# StackedRNNCells' cells, a wrapper's layer (Bidirectional and TimeDistributed name theirs in
+# construct). An inner layer without a `name` takes Keras's default, as in tfc (model.c).
+NESTED_ARGS = ("cell", "cells", "layer", "backward_layer")
 # tfc's `input:` keys that Keras's Input has no use for: the longest sequence of a
 # variable-length input (SPEC §1), which only sizes tfc's buffers.
 TFC_INPUT_KEYS = ("max_length",)
@@ -69,6 +75,34 @@ def initializer(value):
     return keras.initializers.get(value)
 
 
+def regularizer_or_constraint(value, module):
+    """tfc's regularizer and constraint forms (docs/layers.md) as a Keras object: a name;
+    {type: name, args}; Keras's own {class_name, config}; or a regularizer's bare {l1, l2},
+    which is Keras's L1L2."""
+    if not isinstance(value, dict):
+        return module.get(value)
+    if "class_name" in value:
+        return module.get(value)
+    args = dict(value)
+    kind = args.pop("type", None)
+    if kind is None:
+        return keras.regularizers.L1L2(**args)
+    return type(module.get(kind))(**args)
+
+
+def nested_layer(value):
+    """A YAML layer inside another's arguments ({Type: {args}}, or a list of them) as a Keras
+    layer; any other value as it is."""
+    if isinstance(value, list):
+        return [nested_layer(v) for v in value]
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, args), = value.items()
+        if isinstance(kind, str) and hasattr(keras.layers, kind):
+            args = dict(args or {})
+            return construct(kind, keras_args(kind, args), args.get("name"))
+    return value
+
+
 def keras_args(kind, args):
     """The constructor arguments of one YAML layer (nothing renamed: the contract is that the
     names are Keras's); `name`, `inputs` and Keras's call arguments are taken out."""
@@ -78,6 +112,12 @@ def keras_args(kind, args):
             continue
         if key.endswith("_initializer") or (kind == "PositionEmbedding" and key == "initializer"):
             value = initializer(value)
+        elif key.endswith("_regularizer"):
+            value = regularizer_or_constraint(value, keras.regularizers)
+        elif key.endswith("_constraint"):
+            value = regularizer_or_constraint(value, keras.constraints)
+        elif key in NESTED_ARGS and kind not in ("Bidirectional", "TimeDistributed"):
+            value = nested_layer(value)
         out[key] = value
     return out
 
@@ -110,6 +150,54 @@ def construct(kind, args, name):
                             % (kind, ", ".join(sorted(args)), e)) from e
 
 
+def item_of(item):
+    """(type, args) of one `layers:` item: `- Type: {args}`, or a bare `- Type`."""
+    if isinstance(item, str):
+        return item, {}
+    (kind, args), = item.items()
+    return kind, dict(args or {})
+
+
+def pipeline_names(layers):
+    """Every layer's name by id() of its args, Pipelines' layers among them: tfc expands a
+    Pipeline into its layers (src/graph/pipeline.h), which take their names as the model's
+    own in the order written; each Pipeline then its `name` or Keras's default, inner ones
+    first as Keras makes them (pipeline, pipeline_1, ...), skipping names taken. Pipeline's
+    own `layers:` items are normalized in place to (type, args)."""
+    flat, pipes = [], []
+
+    def walk(kind, args):
+        if kind != "Pipeline":
+            flat.append((kind, args))
+            return
+        args["layers"] = [item_of(item) for item in args["layers"]]
+        for inner in args["layers"]:
+            walk(*inner)
+        pipes.append(args)
+
+    for kind, args in layers:
+        walk(kind, args)
+    names = {id(args): name for (_, args), name in zip(flat, layer_names(flat))}
+    taken = set(names.values()) | {p["name"] for p in pipes if p.get("name")}
+    for p in pipes:
+        name, k = p.get("name"), 0
+        while not name:
+            cand = "pipeline" if k == 0 else "pipeline_%d" % k
+            name = None if cand in taken else cand
+            k += 1
+        taken.add(name)
+        names[id(p)] = name
+    return names
+
+
+def make(kind, args, names):
+    """The Keras layer of one (type, args), a Pipeline with its layers, named as `names`."""
+    if kind == "Pipeline":
+        return keras.layers.Pipeline([make(k, a, names) for k, a in args["layers"]],
+                                     name=names[id(args)])
+    return construct(kind, keras_args(kind, args), names[id(args)])
+
+
 def build(model_cfg):
     """A functional Keras model of a tfc model mapping (the YAML's top level): its `input:`,
     or a first `- InputLayer:` / `- Input:` item (Keras's Sequential form, SPEC §1); a bare
@@ -134,27 +222,27 @@ def build(model_cfg):
     if inp:
         raise ContractError("input keys not translated to Keras: %s" % sorted(inp))
     x = keras.Input(shape=shape, dtype=dtype, name="input")
-    layers = [next(iter(item.items())) for item in items]
-    layers = [(kind, args or {}) for kind, args in layers]
-    names = layer_names(layers)
+    layers = [item_of(item) for item in items]
+    names = pipeline_names(layers)
     outputs = {"input": x}
     if input_name:
         outputs[input_name] = x
     prev = x
-    for (kind, args), name in zip(layers, names):
+    for kind, args in layers:
+        name = names[id(args)]
         inputs = args.get("inputs")
         if inputs is None:
             srcs = [prev]
         else:
             srcs = [outputs[n] for n in ([inputs] if isinstance(inputs, str) else inputs)]
-        layer = construct(kind, keras_args(kind, args), name)
+        layer = make(kind, args, names)
         call_kw = {k: args[k] for k in CALL_ARGS.get(kind, ()) if k in args}
         if kind in ("MultiHeadAttention", "GroupQueryAttention"):
             # [query, value] or [query, value, key]; alone: self-attention.
             q, v, k = (srcs * 3)[:3] if len(srcs) == 1 else (srcs + srcs[1:2])[:3]
             y = layer(q, v, key=k, **call_kw)
-        elif kind in ("Add", "Multiply", "Concatenate", "Dot"):
-            y = layer(srcs)
+        elif len(srcs) > 1 or kind in ("Add", "Multiply", "Concatenate", "Dot"):
+            y = layer(srcs, **call_kw)  # the merges, Attention's [query, value(, key)]
         else:
             (src,) = srcs
             y = layer(src, **call_kw)
@@ -169,8 +257,14 @@ def build_text(text):
 
 def tfc_name(path):
     """Keras 3's variable path without the recurrent cell's segment (SPEC §5):
-    bidirectional/forward_gru/gru_cell/kernel -> bidirectional/forward_gru/kernel."""
-    return "/".join(p for p in path.split("/") if not re.fullmatch(r"\w*_cell(_\d+)?", p))
+    bidirectional/forward_gru/gru_cell/kernel -> bidirectional/forward_gru/kernel; of
+    StackedRNNCells, its own segment goes and each cell's stays (rnn/stacked_rnn_cells/
+    gru_cell_1/kernel -> rnn/gru_cell_1/kernel)."""
+    parts = path.split("/")
+    stacked = [p for p in parts if re.fullmatch(r"stacked_rnn_cells(_\d+)?", p)]
+    if stacked:
+        return "/".join(p for p in parts if p not in stacked)
+    return "/".join(p for p in parts if not re.fullmatch(r"\w*_cell(_\d+)?", p))
 
 
 def load_weights(model, path, tensors=None):
