@@ -173,6 +173,13 @@ static void test_other_forms(void)
     CU_ASSERT_EQUAL(import(DIR "mlp.h5", NULL, "mlp_h5", &rep, &err), TFC_OK);
     snprintf(got, sizeof got, "%s/mlp_h5.safetensors", tfc_test_tmpdir());
     expect_same_weights(got, DIR "mlp.expect.safetensors");
+    /* a legacy .h5's StackedRNNCells: rnn/stacked_rnn_cells/lstm_cell/kernel is tfc's
+     * rnn/lstm_cell/kernel, as in the .keras archive */
+    tfc_status s = import(DIR "recurrent.h5", NULL, "recurrent_h5", &rep, &err);
+    if (s) printf("\n  %s", err.text);
+    CU_ASSERT_EQUAL(s, TFC_OK);
+    snprintf(got, sizeof got, "%s/recurrent_h5.safetensors", tfc_test_tmpdir());
+    expect_same_weights(got, DIR "recurrent.expect.safetensors");
     /* JSON alone: the model file, no weights */
     CU_ASSERT_EQUAL(import(path, NULL, "mlp_alone", &rep, &err), TFC_OK);
     CU_ASSERT_EQUAL(rep.tensors, 0);
@@ -284,6 +291,42 @@ static void test_ops(void)
     }
     tfc_model_free(m);
     tfc_backend_free(be);
+}
+
+/* A legacy .h5's model_config (Keras 3's model.save("m.h5")) names no module: a layer whose
+ * config has no `trainable` (Discretization: only its dtype; Pipeline: neither) is still a
+ * layer, an operation's config (only its name) is still an operation, and a KerasHub layer
+ * is named by its registered name (keras_hub>PositionEmbedding). */
+#define LEGACY(cls, name, cfg, inbound)                                                       \
+    "{\"class_name\": \"" cls "\", \"config\": {\"name\": \"" name "\"" cfg "}, \"name\": \"" \
+    name "\", \"inbound_nodes\": " inbound "}"
+static void test_legacy_config(void)
+{
+    const char *json = MODEL(
+        LEGACY("InputLayer", "in", ", \"batch_shape\": [null, 5, 4], \"dtype\": \"float32\"", "[]")
+        ",\n" LEGACY("keras_hub>PositionEmbedding", "pos", ", \"trainable\": true, \"dtype\": "
+               "\"float32\", \"sequence_length\": 5", CALL(TENSOR("in"))) ",\n"
+        LEGACY("Add", "sum", "", "[{\"args\": [" TENSOR("in") ", " TENSOR("pos")
+               "], \"kwargs\": {}}]") ",\n"
+        LEGACY("Discretization", "disc", ", \"bin_boundaries\": [0.0, 0.5], \"output_mode\": "
+               "\"one_hot\", \"dtype\": \"float32\"", CALL(TENSOR("sum"))),
+        "[\"in\", 0, 0]", "[\"disc\", 0, 0]");
+    const char *path = tfc_test_write("legacy.json", json, (long)strlen(json));
+    tfc_import_report rep;
+    tfc_error err;
+    tfc_status s = import(path, NULL, "legacy", &rep, &err);
+    if (s) printf("\n  %s", err.text);
+    CU_ASSERT_EQUAL_FATAL(s, TFC_OK);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "%s/legacy.yaml", tfc_test_tmpdir());
+    char *text = tfc_test_read(yaml, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- Discretization:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- PositionEmbedding:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- Add:")); /* the operation x + y, as a layer */
+    if (!strstr(text, "- Discretization:") || !strstr(text, "- PositionEmbedding:"))
+        printf("\n%s", text);
+    free(text);
 }
 
 /* Writes `json` and imports it: the status, and the error's text checked for `want`. */
@@ -433,7 +476,7 @@ static void test_tool(void)
 }
 
 TFC_TEST_MAIN("import", {"archives", test_archives}, {"other_forms", test_other_forms},
-              {"keras2", test_keras2},
+              {"keras2", test_keras2}, {"legacy_config", test_legacy_config},
               {"yaml", test_yaml}, {"refused", test_refused}, {"ops", test_ops},
               {"edited", test_edited},
               {"tool", test_tool})

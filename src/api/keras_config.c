@@ -416,6 +416,8 @@ static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node
     const char *cls = sval(ser, "class_name"), *module = sval(ser, "module");
     const char *registered = sval(ser, "registered_name");
     const tfc_node *cfg = tfc_node_get(ser, "config");
+    if (!module && cls && !strncmp(cls, "keras_hub>", 10)) /* a legacy .h5: the registered name */
+        cls += 10;
     if (cfg->kind != TFC_NODE_MAP)
         return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "config", "expected a mapping");
     int keras = !module || !strncmp(module, "keras.layers", 12) ||
@@ -487,8 +489,11 @@ static int is_op(const tfc_node *l)
     const char *module = sval(l, "module"), *cls = sval(l, "class_name");
     const tfc_node *cfg = tfc_node_get(l, "config");
     if (module) return !strncmp(module, "keras.src.ops", 13);
-    return cls && strcmp(cls, "InputLayer") && cfg && cfg->kind == TFC_NODE_MAP &&
-           !tfc_node_get(cfg, "trainable");
+    /* a legacy .h5 names no module: an operation's config has neither a layer's trainable
+     * nor its dtype (Discretization's has only dtype); Pipeline's has neither either */
+    return cls && strcmp(cls, "InputLayer") && strcmp(cls, "Pipeline") &&
+           strcmp(cls, "Sequential") && cfg && cfg->kind == TFC_NODE_MAP &&
+           !tfc_node_get(cfg, "trainable") && !tfc_node_get(cfg, "dtype");
 }
 
 static void collect_refs(graph_refs *g, int consumer, const tfc_node *v, int via_mask)
@@ -528,6 +533,7 @@ static int is_mask_source(const tfc_node *l)
     const char *cls = sval(l, "class_name");
     const tfc_node *cfg = tfc_node_get(l, "config");
     if (!cls) return 0;
+    if (!strncmp(cls, "keras_hub>", 10)) cls += 10; /* a legacy .h5's registered name */
     if (!strcmp(cls, "Masking")) return 1;
     return (!strcmp(cls, "Embedding") || !strcmp(cls, "TokenAndPositionEmbedding")) &&
            is_true(tfc_node_get(cfg, "mask_zero"));

@@ -329,16 +329,33 @@ static int is_cell_segment(const char *seg, size_t len)
     return 0;
 }
 
-/* tfc's name of a Keras 2 weight: `lstm/lstm_cell/kernel:0` -> lstm/kernel. */
+/* StackedRNNCells' own segment: stacked_rnn_cells, stacked_rnn_cells_1. */
+static int is_stacked_segment(const char *seg, size_t len)
+{
+    if (len < 17 || memcmp(seg, "stacked_rnn_cells", 17)) return 0;
+    if (len == 17) return 1;
+    if (seg[17] != '_' || len == 18) return 0;
+    for (size_t j = 18; j < len; j++)
+        if (seg[j] < '0' || seg[j] > '9') return 0;
+    return 1;
+}
+
+/* tfc's name of a Keras 2 weight (and of a Keras 3 legacy .h5's): `lstm/lstm_cell/kernel:0`
+ * -> lstm/kernel; of StackedRNNCells, its own segment goes and each cell's stays, as in a
+ * .keras file: `rnn/stacked_rnn_cells/gru_cell_1/kernel` -> rnn/gru_cell_1/kernel. */
 static void keras2_name(const char *s, char *name, size_t size)
 {
     size_t o = 0;
+    int stacked = 0;
     while (*s) {
         const char *e = strchr(s, '/');
         size_t len = e ? (size_t)(e - s) : strlen(s);
         const char *colon = memchr(s, ':', len);
         size_t keep = colon ? (size_t)(colon - s) : len;
-        if (!(e && is_cell_segment(s, keep)) && o + keep + 2 < size) {
+        int drop = 0;
+        if (e && is_stacked_segment(s, keep)) drop = stacked = 1;
+        else if (e && !stacked && is_cell_segment(s, keep)) drop = 1;
+        if (!drop && o + keep + 2 < size) {
             if (o) name[o++] = '/';
             memcpy(name + o, s, keep);
             o += keep;
