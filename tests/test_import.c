@@ -327,6 +327,15 @@ static void test_legacy_config(void)
     if (!strstr(text, "- Discretization:") || !strstr(text, "- PositionEmbedding:"))
         printf("\n%s", text);
     free(text);
+    /* an operation whose config has a dtype (zeros_like) is still an operation */
+    const char *op = MODEL(
+        LEGACY("InputLayer", "in", ", \"batch_shape\": [null, 4], \"dtype\": \"float32\"", "[]")
+        ",\n" LEGACY("ZerosLike", "zeros", ", \"dtype\": \"float32\"", CALL(TENSOR("in"))),
+        "[\"in\", 0, 0]", "[\"zeros\", 0, 0]");
+    path = tfc_test_write("legacy_op.json", op, (long)strlen(op));
+    s = import(path, NULL, "legacy_op", &rep, &err);
+    CU_ASSERT_EQUAL(s, TFC_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "'ZerosLike' is a keras.ops operation"));
 }
 
 /* Writes `json` and imports it: the status, and the error's text checked for `want`. */

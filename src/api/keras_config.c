@@ -489,11 +489,14 @@ static int is_op(const tfc_node *l)
     const char *module = sval(l, "module"), *cls = sval(l, "class_name");
     const tfc_node *cfg = tfc_node_get(l, "config");
     if (module) return !strncmp(module, "keras.src.ops", 13);
-    /* a legacy .h5 names no module: an operation's config has neither a layer's trainable
-     * nor its dtype (Discretization's has only dtype); Pipeline's has neither either */
-    return cls && strcmp(cls, "InputLayer") && strcmp(cls, "Pipeline") &&
-           strcmp(cls, "Sequential") && cfg && cfg->kind == TFC_NODE_MAP &&
-           !tfc_node_get(cfg, "trainable") && !tfc_node_get(cfg, "dtype");
+    /* a legacy .h5 names no module: an operation's config has no `trainable`, a layer's
+     * mostly does; Discretization's has only its dtype (as do the operations ZerosLike,
+     * OnesLike and ConvertToTensor, which are no layer of tfc's), Pipeline's neither */
+    if (!cls || !strcmp(cls, "InputLayer") || !strcmp(cls, "Pipeline") ||
+        !strcmp(cls, "Sequential") || !cfg || cfg->kind != TFC_NODE_MAP ||
+        tfc_node_get(cfg, "trainable"))
+        return 0;
+    return !(tfc_node_get(cfg, "dtype") && tfc_layer_lookup(tfc_keras_type(cls)));
 }
 
 static void collect_refs(graph_refs *g, int consumer, const tfc_node *v, int via_mask)
