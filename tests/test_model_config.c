@@ -281,8 +281,8 @@ static const bad_case bad_cases[] = {
     {"a: &x [1, *x]\n", 1, 11, "", "refers to no complete anchor (undefined, or a cycle)"},
     {"input: {shape: [28]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n", 3, 5,
      "layers[0].Conv2D", "layer 'conv2d': needs an input of shape (height, width, channels), got (28,)"},
-    {HDR "  - Dense: {units: 10}\nloss: sparse_categorical_crossentropy\n", 4, 7, "loss",
-     "needs an output of shape (classes) or (steps, classes); the last layer 'dense' gives (28, 28, 10)"},
+    {HDR "  - Dense: {units: 1}\nloss: sparse_categorical_crossentropy\n", 4, 7, "loss",
+     "needs at least 2 output classes; the last layer 'dense' gives (28, 28, 1)"},
     {HDR "  - Conv2D: {name: a, filters: 3, kernel_size: 3}\n"
          "  - Conv2D: {name: b, filters: 4, kernel_size: 3, inputs: input}\n"
          "  - Add: {inputs: [a, b]}\n", 5, 5, "layers[2].Add",

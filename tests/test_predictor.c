@@ -470,22 +470,23 @@ static const char *small_model(const char *name, const char *yaml, tfc_model **m
     return path;
 }
 
-/* A model file without `loss:` whose last layer is a Conv2D (output (H, W, C)) loads for
- * inference; its loss is refused only where it is used (a solver, tfc_model_loss). */
+/* A model file without `loss:` whose output (H, W, 1) cannot take the default loss (sparse
+ * cross-entropy per pixel needs 2 classes or more) loads for inference; its loss is refused
+ * only where it is used (a solver, tfc_model_loss). */
 static void test_conv_output_without_loss(void)
 {
     tfc_model *m;
     tfc_backend *be;
     const char *path = small_model("seg",
                                    "input: {shape: [6, 6, 2]}\nlayers:\n"
-                                   "  - Conv2D: {filters: 3, kernel_size: 3, padding: same}\n"
+                                   "  - Conv2D: {filters: 1, kernel_size: 3, padding: same}\n"
                                    "  - MaxPooling2D: {pool_size: 2}\n",
                                    &m, &be);
     tfc_error e;
     tfc_error_clear(&e);
     CU_ASSERT_EQUAL(tfc_model_check_loss(m, &e), TFC_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "seg.yaml:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "needs an output of shape (classes)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "needs at least 2 output classes"));
     float x[72] = {0};
     int32_t labels[8] = {0};
     tfc_batch_result r;
@@ -504,14 +505,15 @@ static void test_conv_output_without_loss(void)
     CU_ASSERT_EQUAL(tfc_predictor_shape(p, 1, dims, NULL), 3);
     CU_ASSERT_EQUAL(dims[0], 3);
     CU_ASSERT_EQUAL(dims[1], 3);
-    CU_ASSERT_EQUAL(dims[2], 3);
-    float y[27];
+    CU_ASSERT_EQUAL(dims[2], 1);
+    float y[9];
     CU_ASSERT_EQUAL(tfc_predictor_run(p, x, 1, y, err, sizeof err), 0);
     tfc_predictor_close(p);
 
     /* with `loss:` given, the mismatch is still an error at load */
     tfc_test_write("seg_loss.yaml", "input: {shape: [6, 6, 2]}\nlayers:\n"
-                   "  - Conv2D: {filters: 3, kernel_size: 3}\nloss: categorical_crossentropy\n", -1);
+                   "  - Conv2D: {filters: 1, kernel_size: 3}\nloss: sparse_categorical_crossentropy\n",
+                   -1);
     tfc_error_clear(&e);
     CU_ASSERT_PTR_NULL(tfc_model_load(tfc_test_path("seg_loss.yaml"), &e));
     CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "seg_loss.yaml:4:7: error: loss:"));

@@ -33,6 +33,72 @@ static tfc_status check_rank3(const tfc_tensor *t, const char *op, tfc_error *er
                          tfc_shape_str(&t->shape, sh, sizeof sh));
 }
 
+/* ---- segmentation masks ---------------------------------------------------------------------
+ * random_flip, random_crop and resize take `segmentation_masks: true` (Keras 3's
+ * augmentation layers given {"images", "segmentation_masks"}): the labels, one class per
+ * pixel (H, W) or (H, W, k) of the image's H × W, get the image's flip or crop, and a resize
+ * by nearest neighbour. Without it, integer labels of the image's H × W are refused: the op
+ * would move the pixels away from their labels. */
+
+#define MASKS_FIELD(type)                                                                      \
+    {"segmentation_masks", TFC_F_BOOL, offsetof(type, masks), "false", TFC_UNBOUNDED, NULL,   \
+     "also move the labels, a class per pixel (H, W) or (H, W, k), with the image"}
+
+/* Whether label spec l has the height and width of feature spec f (known in both) */
+static int same_plane(const tfc_component_spec *f, const tfc_component_spec *l)
+{
+    return f->shape.ndim == 3 && (l->shape.ndim == 2 || l->shape.ndim == 3) &&
+           f->shape.dim[0] >= 0 && f->shape.dim[0] == l->shape.dim[0] && f->shape.dim[1] >= 0 &&
+           f->shape.dim[1] == l->shape.dim[1];
+}
+
+static tfc_status check_masks(const op_build *b, const tfc_element_spec *in, int masks)
+{
+    const tfc_component_spec *f = &in->comp[TFC_COMP_FEATURES], *l = &in->comp[TFC_COMP_LABELS];
+    char sh[160];
+    if (!masks) {
+        if (l->present && tfc_dtype_is_int(l->dtype) && same_plane(f, l))
+            return tfc_op_error(b, "the labels %s look like segmentation masks (a class per "
+                                "pixel of the images): this op would move the pixels away from "
+                                "their labels; add segmentation_masks: true to move both",
+                                tfc_data_spec_str(l, sh, sizeof sh));
+        return TFC_OK;
+    }
+    if (!l->present) return tfc_op_error(b, "segmentation_masks: the elements have no labels");
+    if (l->shape.ndim >= 0 && l->shape.ndim != 2 && l->shape.ndim != 3)
+        return tfc_op_error(b, "segmentation_masks: needs labels of shape (height, width) or "
+                            "(height, width, k), found %s", tfc_data_spec_str(l, sh, sizeof sh));
+    for (int k = 0; k < 2 && f->shape.ndim == 3 && l->shape.ndim >= 2; k++)
+        if (f->shape.dim[k] >= 0 && l->shape.dim[k] >= 0 && f->shape.dim[k] != l->shape.dim[k])
+            return tfc_op_error(b, "segmentation_masks: the labels %s are not of the images' "
+                                "height and width (%lld x %lld)",
+                                tfc_data_spec_str(l, sh, sizeof sh), (long long)f->shape.dim[0],
+                                (long long)f->shape.dim[1]);
+    return TFC_OK;
+}
+
+/* The labels' spec after an op that makes images h × w (h or w -1: unknown) */
+static void masks_resized(tfc_element_spec *out, int64_t h, int64_t w)
+{
+    tfc_shape *s = &out->comp[TFC_COMP_LABELS].shape;
+    if (s->ndim >= 2) s->dim[0] = h, s->dim[1] = w;
+}
+
+/* Element e's labels as a mask of its image (H, W): *k gets the values per pixel. */
+static tfc_status mask_of(const tfc_element *e, const char *op, int64_t H, int64_t W, int64_t *k,
+                          tfc_error *err)
+{
+    const tfc_tensor *m = &e->comp[TFC_COMP_LABELS];
+    char sh[160];
+    if (!m->data || (m->shape.ndim != 2 && m->shape.ndim != 3) || m->shape.dim[0] != H ||
+        m->shape.dim[1] != W)
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: segmentation_masks: labels of shape %s do "
+                             "not fit an image of %lld x %lld", op,
+                             tfc_shape_str(&m->shape, sh, sizeof sh), (long long)H, (long long)W);
+    *k = m->shape.ndim == 3 ? m->shape.dim[2] : 1;
+    return TFC_OK;
+}
+
 /* ---- decode ------------------------------------------------------------------------------- */
 
 /* Which formats a decode op takes. */
@@ -162,6 +228,7 @@ typedef struct flip_args {
     map_common common;
     int mode; /* FLIP_* */
     double probability;
+    int masks;
 } flip_args;
 
 static const char *const flip_modes[] = {[FLIP_HORIZONTAL] = "horizontal",
@@ -175,13 +242,16 @@ static const tfc_field flip_fields[] = {
      "which flips (each made independently)"},
     {"probability", TFC_F_FLOAT, offsetof(flip_args, probability), "0.5", 0, 1, NULL,
      "chance of each flip"},
+    MASKS_FIELD(flip_args),
     {NULL},
 };
 
 static tfc_status flip_init(void *args, const op_build *b, const tfc_element_spec *in,
                             tfc_element_spec *out, tfc_error *err)
 {
-    return need_image(b, in);
+    const flip_args *a = args;
+    tfc_status st = need_image(b, in);
+    return st ? st : check_masks(b, in, a->masks);
 }
 
 /* Swaps n bytes between a and b (n small: a pixel or a row). */
@@ -273,6 +343,17 @@ static void reverse_row(char *r, int64_t w, size_t px)
     }
 }
 
+/* Flips an h × w plane of pixels of px bytes left-right and/or up-down. */
+static void flip_plane(char *d, int64_t h, int64_t w, size_t px, int hflip, int vflip)
+{
+    const size_t row = (size_t)w * px;
+    if (hflip && w > 1)
+        for (int64_t y = 0; y < h; y++) reverse_row(d + (size_t)y * row, w, px);
+    if (vflip)
+        for (int64_t y = 0; y < h / 2; y++)
+            swap_blocks(d + (size_t)y * row, d + (size_t)(h - 1 - y) * row, row);
+}
+
 static tfc_status flip_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
                              tfc_error *err)
 {
@@ -280,16 +361,15 @@ static tfc_status flip_apply(const void *args, tfc_element *e, const tfc_map_ctx
     tfc_tensor *t = &e->comp[TFC_COMP_FEATURES];
     tfc_status st = check_rank3(t, "random_flip", err);
     if (st) return st;
-    int64_t h = t->shape.dim[0], w = t->shape.dim[1];
-    size_t px = (size_t)t->shape.dim[2] * tfc_dtype_size(t->dtype), row = (size_t)w * px;
-    char *d = t->data;
+    int64_t h = t->shape.dim[0], w = t->shape.dim[1], k = 0;
+    if (a->masks && (st = mask_of(e, "random_flip", h, w, &k, err))) return st;
     int hflip = a->mode != FLIP_VERTICAL && tfc_rng_uniform(ctx->key, 1, 0) < a->probability;
     int vflip = a->mode != FLIP_HORIZONTAL && tfc_rng_uniform(ctx->key, 1, 1) < a->probability;
-    if (hflip && w > 1)
-        for (int64_t y = 0; y < h; y++) reverse_row(d + (size_t)y * row, w, px);
-    if (vflip)
-        for (int64_t y = 0; y < h / 2; y++)
-            swap_blocks(d + (size_t)y * row, d + (size_t)(h - 1 - y) * row, row);
+    flip_plane(t->data, h, w, (size_t)t->shape.dim[2] * tfc_dtype_size(t->dtype), hflip, vflip);
+    if (a->masks) {
+        const tfc_tensor *m = &e->comp[TFC_COMP_LABELS];
+        flip_plane(m->data, h, w, (size_t)k * tfc_dtype_size(m->dtype), hflip, vflip);
+    }
     return TFC_OK;
 }
 
@@ -308,6 +388,7 @@ typedef struct crop_args {
     map_common common;
     int size[2];
     int padding;
+    int masks;
 } crop_args;
 
 static const tfc_field crop_fields[] = {
@@ -316,6 +397,7 @@ static const tfc_field crop_fields[] = {
      "[height, width] of the crop (or one number for a square)"},
     {"padding", TFC_F_INT, offsetof(crop_args, padding), "0", 0, 1 << 16, NULL,
      "zero pixels added on every side before cropping"},
+    MASKS_FIELD(crop_args),
     {NULL},
 };
 
@@ -324,7 +406,9 @@ static tfc_status crop_init(void *args, const op_build *b, const tfc_element_spe
 {
     crop_args *a = args;
     tfc_status st = need_image(b, in);
+    if (!st) st = check_masks(b, in, a->masks);
     if (st) return st;
+    if (a->masks) masks_resized(out, a->size[0], a->size[1]);
     tfc_shape *s = &out->comp[TFC_COMP_FEATURES].shape;
     if (s->ndim == 3) {
         for (int k = 0; k < 2; k++)
@@ -340,31 +424,30 @@ static tfc_status crop_init(void *args, const op_build *b, const tfc_element_spe
     return TFC_OK;
 }
 
-/* out(y, x) = in(y + oy - p, x + ox - p), zero outside, with oy uniform in
- * [0, H + 2p - h] and ox in [0, W + 2p - w]. */
-static tfc_status crop_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+/* Replaces component comp of e (H, W its first axes) by an uninitialised h × w plane of the
+ * same dtype and other axes, returned; *old gets the component as it was (its data the
+ * caller's to free). NULL, the old data freed, when out of memory. */
+static char *new_plane(tfc_element *e, int comp, int64_t h, int64_t w, tfc_tensor *old)
+{
+    *old = e->comp[comp];
+    tfc_shape s = old->shape;
+    s.dim[0] = h, s.dim[1] = w;
+    e->comp[comp].data = NULL;
+    char *d = tfc_elem_alloc_uninit(e, comp, old->dtype, &s);
+    if (!d) free(old->data);
+    return d;
+}
+
+/* Component comp of e, an H × W plane of pixels of px bytes (H, W the first axes of its
+ * shape), cropped: out(y, x) = in(y + oy - p, x + ox - p), zero outside, h × w. */
+static tfc_status crop_plane(tfc_element *e, int comp, int64_t H, int64_t W, size_t px,
+                             int64_t h, int64_t w, int64_t oy, int64_t ox, int64_t p,
                              tfc_error *err)
 {
-    const crop_args *a = args;
-    tfc_tensor old = e->comp[TFC_COMP_FEATURES];
-    tfc_status st = check_rank3(&old, "random_crop", err);
-    if (st) return st;
-    int64_t H = old.shape.dim[0], W = old.shape.dim[1], C = old.shape.dim[2];
-    int64_t h = a->size[0], w = a->size[1], p = a->padding;
-    if (H + 2 * p < h || W + 2 * p < w)
-        return tfc_error_set(err, TFC_ERR_DATA, "random_crop: a crop of %lld x %lld does not "
-                             "fit in an image of %lld x %lld with padding %lld", (long long)h,
-                             (long long)w, (long long)H, (long long)W, (long long)p);
-    int64_t oy = (int64_t)tfc_rng_below(ctx->key, 2, 0, (uint64_t)(H + 2 * p - h + 1));
-    int64_t ox = (int64_t)tfc_rng_below(ctx->key, 2, 1, (uint64_t)(W + 2 * p - w + 1));
-    tfc_shape s = {.ndim = 3, .dim = {h, w, C}};
-    e->comp[TFC_COMP_FEATURES].data = NULL;
-    char *d = tfc_elem_alloc_uninit(e, TFC_COMP_FEATURES, old.dtype, &s);
-    if (!d) {
-        free(old.data);
-        return tfc_error_set(err, TFC_ERR_NOMEM, "random_crop: out of memory");
-    }
-    size_t px = (size_t)C * tfc_dtype_size(old.dtype), row = (size_t)w * px;
+    tfc_tensor old;
+    char *d = new_plane(e, comp, h, w, &old);
+    if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "random_crop: out of memory");
+    const size_t row = (size_t)w * px;
     int64_t x0 = p - ox > 0 ? p - ox : 0;          /* first output column inside the image */
     int64_t x1 = W + p - ox < w ? W + p - ox : w;  /* one past the last */
     if (x1 < x0) x1 = x0;
@@ -385,6 +468,33 @@ static tfc_status crop_apply(const void *args, tfc_element *e, const tfc_map_ctx
     return TFC_OK;
 }
 
+/* The window at oy uniform in [0, H + 2p - h] and ox in [0, W + 2p - w] of the padded
+ * image; with masks, of the labels too (padded with class 0). */
+static tfc_status crop_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
+                             tfc_error *err)
+{
+    const crop_args *a = args;
+    const tfc_tensor *t = &e->comp[TFC_COMP_FEATURES];
+    tfc_status st = check_rank3(t, "random_crop", err);
+    if (st) return st;
+    int64_t H = t->shape.dim[0], W = t->shape.dim[1], C = t->shape.dim[2], k = 0;
+    int64_t h = a->size[0], w = a->size[1], p = a->padding;
+    if (H + 2 * p < h || W + 2 * p < w)
+        return tfc_error_set(err, TFC_ERR_DATA, "random_crop: a crop of %lld x %lld does not "
+                             "fit in an image of %lld x %lld with padding %lld", (long long)h,
+                             (long long)w, (long long)H, (long long)W, (long long)p);
+    if (a->masks && (st = mask_of(e, "random_crop", H, W, &k, err))) return st;
+    int64_t oy = (int64_t)tfc_rng_below(ctx->key, 2, 0, (uint64_t)(H + 2 * p - h + 1));
+    int64_t ox = (int64_t)tfc_rng_below(ctx->key, 2, 1, (uint64_t)(W + 2 * p - w + 1));
+    st = crop_plane(e, TFC_COMP_FEATURES, H, W, (size_t)C * tfc_dtype_size(t->dtype), h, w, oy,
+                    ox, p, err);
+    if (!st && a->masks)
+        st = crop_plane(e, TFC_COMP_LABELS, H, W,
+                        (size_t)k * tfc_dtype_size(e->comp[TFC_COMP_LABELS].dtype), h, w, oy, ox,
+                        p, err);
+    return st;
+}
+
 const op_def tfc_op_random_crop = {
     .name = "random_crop",
     .fields = crop_fields,
@@ -402,6 +512,7 @@ typedef struct resize_args {
     map_common common;
     int size[2];
     int method; /* RESIZE_* */
+    int masks;
 } resize_args;
 
 static const char *const resize_methods[] = {
@@ -413,6 +524,7 @@ static const tfc_field resize_fields[] = {
      "[height, width] after resizing"},
     {"method", TFC_F_ENUM, offsetof(resize_args, method), "bilinear", TFC_UNBOUNDED,
      resize_methods, "bilinear gives float32; nearest keeps the dtype"},
+    MASKS_FIELD(resize_args),
     {NULL},
 };
 
@@ -421,7 +533,9 @@ static tfc_status resize_init(void *args, const op_build *b, const tfc_element_s
 {
     resize_args *a = args;
     tfc_status st = need_image(b, in);
+    if (!st) st = check_masks(b, in, a->masks);
     if (st) return st;
+    if (a->masks) masks_resized(out, a->size[0], a->size[1]);
     tfc_component_spec *c = &out->comp[TFC_COMP_FEATURES];
     int64_t ch = c->shape.ndim == 3 ? c->shape.dim[2] : -1;
     c->shape = (tfc_shape){.ndim = 3, .dim = {a->size[0], a->size[1], ch}};
@@ -429,7 +543,31 @@ static tfc_status resize_init(void *args, const op_build *b, const tfc_element_s
     return TFC_OK;
 }
 
-/* Half-pixel centres: output pixel i samples input coordinate (i + 0.5) * in / out - 0.5. */
+/* Component comp of e, an H × W plane of pixels of px bytes (H, W the first axes of its
+ * shape), resized to h × w by the nearest pixel: output pixel i takes input pixel
+ * floor((i + 0.5) * in / out). */
+static tfc_status nearest_plane(tfc_element *e, int comp, int64_t H, int64_t W, size_t px,
+                                int64_t h, int64_t w, tfc_error *err)
+{
+    tfc_tensor old;
+    char *d = new_plane(e, comp, h, w, &old);
+    if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "resize: out of memory");
+    for (int64_t y = 0; y < h; y++) {
+        int64_t sy = (int64_t)floor(((double)y + 0.5) * (double)H / (double)h);
+        if (sy >= H) sy = H - 1;
+        for (int64_t x = 0; x < w; x++) {
+            int64_t sx = (int64_t)floor(((double)x + 0.5) * (double)W / (double)w);
+            if (sx >= W) sx = W - 1;
+            memcpy(d + (size_t)(y * w + x) * px, (char *)old.data + (size_t)(sy * W + sx) * px,
+                   px);
+        }
+    }
+    free(old.data);
+    return TFC_OK;
+}
+
+/* Half-pixel centres: output pixel i samples input coordinate (i + 0.5) * in / out - 0.5;
+ * nearest takes the pixel around that coordinate, and so do the masks. */
 static tfc_status resize_apply(const void *args, tfc_element *e, const tfc_map_ctx *ctx,
                                tfc_error *err)
 {
@@ -440,25 +578,17 @@ static tfc_status resize_apply(const void *args, tfc_element *e, const tfc_map_c
     int64_t H = old.shape.dim[0], W = old.shape.dim[1], C = old.shape.dim[2];
     int64_t h = a->size[0], w = a->size[1];
     if (H < 1 || W < 1) return tfc_error_set(err, TFC_ERR_DATA, "resize: empty image");
+    int64_t k = 0;
+    if (a->masks && (st = mask_of(e, "resize", H, W, &k, err))) return st;
+    if (a->masks && (st = nearest_plane(e, TFC_COMP_LABELS, H, W,
+                                        (size_t)k * tfc_dtype_size(e->comp[TFC_COMP_LABELS].dtype),
+                                        h, w, err)))
+        return st;
+    if (a->method == RESIZE_NEAREST)
+        return nearest_plane(e, TFC_COMP_FEATURES, H, W, (size_t)C * tfc_dtype_size(old.dtype), h,
+                             w, err);
     tfc_shape s = {.ndim = 3, .dim = {h, w, C}};
     e->comp[TFC_COMP_FEATURES].data = NULL;
-    if (a->method == RESIZE_NEAREST) {
-        size_t px = (size_t)C * tfc_dtype_size(old.dtype);
-        char *d = tfc_element_alloc(e, TFC_COMP_FEATURES, old.dtype, &s);
-        if (!d) goto nomem;
-        for (int64_t y = 0; y < h; y++) {
-            int64_t sy = (int64_t)floor(((double)y + 0.5) * (double)H / (double)h);
-            if (sy >= H) sy = H - 1;
-            for (int64_t x = 0; x < w; x++) {
-                int64_t sx = (int64_t)floor(((double)x + 0.5) * (double)W / (double)w);
-                if (sx >= W) sx = W - 1;
-                memcpy(d + (size_t)(y * w + x) * px, (char *)old.data + (size_t)(sy * W + sx) * px,
-                       px);
-            }
-        }
-        free(old.data);
-        return TFC_OK;
-    }
     float *d = tfc_element_alloc(e, TFC_COMP_FEATURES, TFC_F32, &s);
     if (!d) goto nomem;
     for (int64_t y = 0; y < h; y++) {

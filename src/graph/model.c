@@ -780,14 +780,6 @@ static tfc_status check_loss(const tfc_model *m, const tfc_node *root, tfc_error
     const tfc_shape *s = &last->out_shape;
     char buf[96];
     int categorical = m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
-    if (categorical && s->ndim > 2) {
-        const tfc_node *at = tfc_node_get(root, "loss");
-        return tfc_node_error(err, TFC_ERR_CONFIG, at ? at : last->node, "loss",
-                              "%s needs an output of shape (classes) or (steps, classes); the "
-                              "last layer '%s' gives %s (add Flatten or GlobalAveragePooling2D)",
-                              tfc_loss_names[m->loss], last->name,
-                              tfc_shape_str(s, buf, sizeof buf));
-    }
     if (categorical && m->classes < 2 && m->loss == TFC_LOSS_SPARSE_CCE) {
         const tfc_node *at = tfc_node_get(root, "loss");
         return tfc_node_error(err, TFC_ERR_CONFIG, at ? at : last->node, "loss",

@@ -72,7 +72,8 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc
         if (outputs) {
             tfc_model_get_output(m, outputs);
             tfc_confusion_add(cm, outputs, (char *)f->y + (size_t)at * (size_t)f->label_numel * 4,
-                              tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE, k);
+                              tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE,
+                              (int64_t)k * cm->rows);
         }
         sums[0] += br.loss * (double)br.count;
         for (int i = 0; i < tfc_model_nmetrics(m); i++)
@@ -107,7 +108,8 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_con
     float *outputs = NULL;
     if (cm && cm->classes) {
         tfc_confusion_reset(cm);
-        outputs = malloc((size_t)f->bind_batch * (size_t)cm->classes * sizeof *outputs);
+        outputs = malloc((size_t)f->bind_batch * (size_t)cm->rows * (size_t)cm->classes *
+                         sizeof *outputs);
         if (!outputs) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
     for (;;) {
@@ -196,8 +198,10 @@ void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t 
 {
     tfc_model *m = s->model;
     size_t n = (size_t)snprintf(buf, size, "loss %.4f", e->loss);
-    /* A sequence model's cross-entropy per step, in bits (bits per character). */
-    if (tfc_model_label_rows(m) > 1 && tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE && n < size)
+    /* A sequence model's cross-entropy per step, in bits (bits per character); not an
+     * image's per pixel. */
+    if (tfc_model_label_rows(m) > 1 && tfc_model_output_shape(m)->ndim == 2 &&
+        tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE && n < size)
         n += (size_t)snprintf(buf + n, size - n, " (%.4f bits/step)", e->loss / log(2.0));
     for (int i = 0; i < tfc_model_nmetrics(m) && n < size; i++)
         if (tfc_model_metric(m, i)->kind != TFC_METRIC_LOSS)

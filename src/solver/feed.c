@@ -117,6 +117,12 @@ static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
         tfc_error_hint(err, "these look like one-hot (or mixed) rows: train with loss: "
                             "categorical_crossentropy, and give every split such labels "
                             "(- map: {op: one_hot, depth: %d})", classes);
+    else if (kind == TFC_LOSS_SPARSE_CCE && per == 1 &&
+             tfc_model_output_shape(f->model)->ndim >= 3)
+        tfc_error_hint(err, "the loss is per pixel here (the output is an image of classes): "
+                            "give one class id per pixel, labels of the features' height and "
+                            "width; or, for one class per image, end the model in "
+                            "GlobalAveragePooling2D or Flatten and Dense");
     else if (kind == TFC_LOSS_CCE && per == 1 && f->label_numel == classes)
         tfc_error_hint(err, "these look like class indices: add - map: {op: one_hot, depth: %d} "
                             "to this split's pipeline, or train "

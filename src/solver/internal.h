@@ -278,7 +278,7 @@ void tfc_confusion_reset(tfc_confusion *cm);
 /* Adds `rows` rows: the argmax of each output row against its label (int32 when sparse,
  * else the argmax of a one-hot row). */
 void tfc_confusion_add(tfc_confusion *cm, const float *outputs, const void *labels, int sparse,
-                       int rows);
+                       int64_t rows);
 /* The JSON object of summary.json's final.test additions (a json_t *, new reference). */
 void *tfc_confusion_json(const tfc_confusion *cm);
 

@@ -198,17 +198,21 @@ typedef struct tfc_eval {
 } tfc_eval;
 
 /* The confusion matrix of a test pass, for single-label classifiers (sparse or one-hot
- * categorical cross-entropy, one row per example); classes 0 otherwise. */
+ * categorical cross-entropy, one row per example) and per-pixel ones (an output of images or
+ * volumes of classes: one row per pixel, `rows` of them an example); classes 0 otherwise. */
 typedef struct tfc_confusion {
     int classes;
+    int64_t rows;      /* rows an example: 1, or its pixels */
     int64_t *counts;   /* [classes * classes]: row the true class, column the predicted */
     char **names;      /* the test source's class names, or NULL (indices are shown) */
 } tfc_confusion;
 
 /* Per class (or macro-averaged over all classes): precision, recall, F1 (0 where undefined,
- * scikit-learn's zero_division=0) and support (true rows; macro: all rows). */
+ * scikit-learn's zero_division=0), support (true rows; macro: all rows) and the intersection
+ * over union TP / (TP + FP + FN) (0 where undefined; macro: Keras's MeanIoU, the mean over
+ * the classes that occur as truth or prediction). */
 typedef struct tfc_class_stats {
-    double precision, recall, f1;
+    double precision, recall, f1, iou;
     int64_t support;
 } tfc_class_stats;
 
