@@ -16,6 +16,7 @@
 #include "graph/model_internal.h"
 #include "layers/rnn.h"
 #include "gradcheck.h"
+#include "kerasref.h"
 #include "testutil.h"
 
 typedef struct bound {
@@ -306,6 +307,52 @@ static void test_keras_parity(void)
     printf("\n  keras parity: max abs %.3g, max rel %.3g ", worst_abs, worst_rel);
 }
 
+/* ---- recurrent dropout ---------------------------------------------------------------------- */
+
+/* Keras 3's recurrent_dropout (its cells' implementation 1: a mask per gate on the state and,
+ * LSTM and GRU, on the input), given the masks tfc draws (tests/ref/keras_recurrent_dropout.py):
+ * a training pass's input and weight gradients, and the inference output, which dropout
+ * leaves alone; LSTM, GRU with the reset gate after and before R_h, SimpleRNN with its one
+ * input mask, and masked steps going backwards under a second layer. */
+static void test_recurrent_dropout_keras(void)
+{
+    static const tfc_keras_parity p = {.dir = "recurrent_dropout", .tol = 1e-5, .all_grads = 1};
+    static const char *const names[] = {"lstm",       "gru", "gru_reset_before",
+                                        "simple_rnn", "masked_backwards", NULL};
+    tfc_test_keras_cases(&p, names);
+}
+
+/* The gradients under recurrent dropout against central differences (the masks are the
+ * pass's: fixed by its seed and step), every cell, with and without input dropout, masked
+ * steps and a Bidirectional among them. */
+static void test_recurrent_dropout_gradients(void)
+{
+    static const char *const layers[] = {
+        "LSTM: {units: 4, recurrent_dropout: 0.3, dropout: 0.2, return_sequences: true}",
+        "GRU: {units: 4, recurrent_dropout: 0.4, return_sequences: true}",
+        "GRU: {units: 3, reset_after: false, recurrent_dropout: 0.3, dropout: 0.25}",
+        "SimpleRNN: {units: 4, recurrent_dropout: 0.3, dropout: 0.2, activation: relu}",
+        "Bidirectional: {layer: {GRU: {units: 3, recurrent_dropout: 0.3, dropout: 0.1}}}",
+    };
+    for (size_t k = 0; k < sizeof layers / sizeof *layers; k++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "input: {shape: [5, 3]}\nlayers:\n  - %s\n"
+                 "  - Flatten\n  - Dense: {units: 3}\nloss: sparse_categorical_crossentropy\n",
+                 layers[k]);
+        tfc_model *m = tfc_test_model(yaml);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        float x[4 * 15];
+        int32_t labels[4] = {0, 2, 1, 1};
+        tfc_test_fill(x, 4 * 15, -1, 1, 11);
+        gradcheck_result r = tfc_gradcheck(m, 4, x, labels, 48, 5);
+        printf("\n  %.40s  max error %.3g at %s (%d checked)", layers[k], r.max_err, r.worst,
+               r.checked);
+        CU_ASSERT(r.max_err < TFC_GRADCHECK_BOUND);
+        CU_ASSERT(r.checked > 40);
+        tfc_model_free(m);
+    }
+}
+
 /* ---- a backend without the kernels -------------------------------------------------------- */
 
 /* Binding fails naming the layer where the backend lacks its op (the recurrent ops taken
@@ -329,6 +376,11 @@ static void test_missing_kernels_refused(void)
         {"input: {shape: [4, 3]}\nlayers:\n"
          "  - Bidirectional: {name: b, layer: {SimpleRNN: {units: 2}}}\n",
          "layer 'b'", "no kernel for Bidirectional yet (op 'bidir_forward')"},
+        {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, recurrent_dropout: "
+         "0.2}\n", "layer 'l'", "no kernel for LSTM yet (op 'rnn_dropout_workspace')"},
+        {"input: {shape: [4, 3]}\nlayers:\n"
+         "  - RNN: {name: r, cell: {LSTMCell: {units: 2, recurrent_dropout: 0.2}}}\n",
+         "layer 'r'", "(op 'rnn_dropout_workspace')"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2}\n", NULL, NULL},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -342,6 +394,8 @@ static void test_missing_kernels_refused(void)
         lacking.bidir_forward = NULL, lacking.bidir_backward = NULL;
         lacking.simple_rnn_workspace = NULL, lacking.simple_rnn_forward = NULL;
         lacking.simple_rnn_backward = NULL;
+        lacking.rnn_dropout_workspace = NULL, lacking.rnn_dropout_forward = NULL;
+        lacking.rnn_dropout_backward = NULL;
         be->ops = &lacking;
         tfc_error err;
         tfc_error_clear(&err);
@@ -367,7 +421,7 @@ static void test_unsupported_arguments(void)
     static const struct {
         const char *layer, *msg;
     } cases[] = {
-        {"GRU: {units: 2, recurrent_dropout: 0.1}", "recurrent_dropout"},
+        {"GRU: {units: 2, recurrent_dropout: 1.0}", "recurrent_dropout"},
         {"GRU: {units: 2, return_state: true}", "return_state"},
         {"LSTM: {units: 2, stateful: true}", "stateful"},
         {"GRU: {units: 2, activation: relu}", "activation"},
@@ -380,7 +434,7 @@ static void test_unsupported_arguments(void)
         {"Bidirectional: {layer: {GRU: {units: 2, go_backwards: true}}}",
          "layer.GRU.go_backwards: must be false"},
         {"Bidirectional: {layer: {GRU: {units: 2, stateful: true}}}", "stateful"},
-        {"SimpleRNN: {units: 2, recurrent_dropout: 0.1}", "recurrent_dropout"},
+        {"SimpleRNN: {units: 2, recurrent_dropout: -0.1}", "recurrent_dropout"},
         {"SimpleRNN: {units: 2, return_state: true}", "return_state"},
         {"SimpleRNN: {units: 2, stateful: true}", "stateful"},
         {"SimpleRNN: {units: 2, activation: celu}", "activation"},
@@ -459,6 +513,8 @@ TFC_TEST_MAIN("rnn", {"gru_values", test_gru_values},
               {"gru_dropout_values", test_gru_dropout_values},
               {"threads_same_bits", test_threads_same_bits},
               {"keras_parity", test_keras_parity},
+              {"recurrent_dropout_keras", test_recurrent_dropout_keras},
+              {"recurrent_dropout_gradients", test_recurrent_dropout_gradients},
               {"missing_kernels_refused", test_missing_kernels_refused},
               {"unsupported_arguments", test_unsupported_arguments},
               {"simple_rnn_null_activation", test_simple_rnn_null_activation},

@@ -88,7 +88,7 @@ static float *forward(bound b, int training, int64_t n)
 }
 
 /* An RNN of one cell is the recurrent layer of the cell's arguments (going backwards, with
- * dropout in training, the same draws), and a StackedRNNCells the layers one after another,
+ * dropout or recurrent dropout in training, the same draws), and a StackedRNNCells the layers one after another,
  * every one returning sequences: the same output bits for the same weights */
 static void test_same_as_layers(void)
 {
@@ -99,6 +99,10 @@ static void test_same_as_layers(void)
         {"  - RNN: {cell: {LSTMCell: {units: 3, dropout: 0.3}}, go_backwards: true,"
          " return_sequences: true}\n",
          "  - LSTM: {units: 3, dropout: 0.3, go_backwards: true, return_sequences: true}\n",
+         4 * 6 * 3},
+        {"  - RNN: {cell: {GRUCell: {units: 3, recurrent_dropout: 0.4, dropout: 0.2}},"
+         " return_sequences: true}\n",
+         "  - GRU: {units: 3, recurrent_dropout: 0.4, dropout: 0.2, return_sequences: true}\n",
          4 * 6 * 3},
         {"  - RNN: {cell: {GRUCell: {units: 2, reset_after: false}}}\n",
          "  - GRU: {units: 2, reset_after: false}\n", 4 * 2},
@@ -177,9 +181,8 @@ static void test_errors(void)
                  "t.yaml:3:5: error: layers[0].RNN: layer 'rnn': stateful: not supported");
     expect_error("RNN: {cell: {Dense: {units: 2}}}",
                  "t.yaml:3:18: error: layers[0].RNN.cell.Dense: Dense is not a recurrent cell");
-    expect_error("RNN: {cell: {LSTMCell: {units: 2, recurrent_dropout: 0.5}}}",
-                 "t.yaml:3:58: error: layers[0].RNN.cell.LSTMCell: recurrent_dropout: not "
-                 "supported");
+    expect_error("RNN: {cell: {LSTMCell: {units: 2, recurrent_dropout: 1}}}",
+                 "t.yaml:3:58: error: layers[0].RNN.cell.LSTMCell.recurrent_dropout:");
     expect_error("RNN: {cell: {LSTMCell: {units: 2, return_sequences: true}}}",
                  "unknown key 'return_sequences'");
     expect_error("RNN: {cell: {GRUCell: {units: 2, use_cudnn: auto}}}", "unknown key 'use_cudnn'");

@@ -517,6 +517,34 @@ typedef struct tfc_simple_rnn_desc {
     tfc_act act;
 } tfc_simple_rnn_desc;
 
+/* The recurrence of an LSTM, GRU or SimpleRNN in a training pass with Keras 3's
+ * recurrent_dropout (its cells' implementation 1): keep masks drawn once per sequence, the
+ * same at every step, multiply the previous state where it meets each gate's recurrent
+ * kernel and, for the LSTM's and GRU's gates, the input where it meets each gate's kernel:
+ *   LSTM (gates i, f, c, o), GRU (z, r, h): gate g's sum is
+ *       (x_t ⊙ dk_g) K_g + b_g + (h_{t-1} ⊙ rk_g) R_g
+ *     with one input mask dk_g [in] and one recurrent mask rk_g [u] per gate and sequence;
+ *     the GRU as gru_forward's (bias [2, 3u] with reset_after: r ((h ⊙ rk_h) R_h + b'_h);
+ *     without: (r ⊙ h ⊙ rk_h) R_h), h_t = z h_{t-1} + (1 - z) hh with h_{t-1} unmasked;
+ *   SimpleRNN: a_t = x_t K + b + (h_{t-1} ⊙ rk) R, h_t = act(a_t): one recurrent mask, its
+ *     input dropout the one rnn_input gives it (x prepared; `rate` 0).
+ * keep = (v >= rate) / (1 - rate) with v = uniform(key', step, (i G + g) f + c) (core/rng.h),
+ * key' = tfc_rng_key(key, 1) for the input masks and tfc_rng_key(key, 2) for the recurrent
+ * ones; a rate of 0 keeps everything. A masked step (mask [n, t]) keeps the state, as the
+ * other recurrences. */
+typedef enum { TFC_RNN_CELL_LSTM = 0, TFC_RNN_CELL_GRU, TFC_RNN_CELL_SIMPLE } tfc_rnn_cell;
+
+typedef struct tfc_rnn_dropout_desc {
+    tfc_rnn_cell cell;
+    int n, t, in, units;
+    int return_sequences; /* y is [n, t, u] when set, else [n, u] (the last h) */
+    int reset_after;      /* GRU */
+    tfc_act act;          /* SimpleRNN */
+    float rate;           /* the input masks' (LSTM, GRU) */
+    float recurrent_rate; /* the recurrent masks' */
+    uint64_t key, step;
+} tfc_rnn_dropout_desc;
+
 /* Random augmentation of NHWC images, one random transform per image, active in training
  * (the augmentation layers). Image i's draws are u_k = tfc_rng_uniform(key, step, 4 i + k)
  * (core/rng.h, k < 4), so its transform is a function of (key, step, i) alone: the same on
@@ -1379,7 +1407,8 @@ typedef struct tfc_device_options {
  * of crashing in it. An op moves to TFC_BACKEND_MATH_OPS once every backend has it (and
  * `make test-gpu` has passed on a real GPU): Keras's parametrised activation layers, weight
  * regularizers and constraints, noise layers, GroupNormalization, SimpleRNN, Permute and
- * UnitNormalization, on the CPU since 2026-11-30 (docs/gpu.md). */
+ * UnitNormalization, on the CPU since 2026-11-30, and recurrent dropout since 2026-12-02
+ * (docs/gpu.md). */
 #define TFC_BACKEND_LAYER_OPS(X)                                                                   \
     /* The parametrised activations (tfc_pact_desc) of n floats: pact_forward overwrites y (y     \
      * may alias x); pact_backward: dx += f'(x) dy, where f' is 1 or 0 above the threshold        \
@@ -1436,6 +1465,23 @@ typedef struct tfc_device_options {
                                   const float *kernel, const float *rkernel, const float *mask,    \
                                   const float *hseq, const float *pre, const float *dy, float *dx, \
                                   float *dkernel, float *drkernel, float *dbias, void *ws))        \
+    /* Recurrent dropout (tfc_rnn_dropout_desc): the cell's recurrence in a training pass.       \
+     * Saved for backward: hseq [n, t, u] and state [n, t, S]: the LSTM's c then its gates i, f, \
+     * g, o after their activations (S 5u), the GRU's z, r, hh and (reset_after) its            \
+     * (h ⊙ rk_h) R_h + b'_h (S 4u), the SimpleRNN's pre-activation a (S u); those of masked     \
+     * steps unspecified. bias as the cell's own op; ws: rnn_dropout_workspace bytes. y may be   \
+     * hseq itself when return_sequences is set. Backward draws the same masks: dx, dkernel,     \
+     * drkernel, dbias += ... (dbias NULL without bias; dx may be NULL). */                      \
+    X(size_t, rnn_dropout_workspace, (tfc_backend *be, const tfc_rnn_dropout_desc *d))          \
+    X(void, rnn_dropout_forward, (tfc_backend *be, const tfc_rnn_dropout_desc *d,               \
+                                  const float *x, const float *kernel, const float *rkernel,    \
+                                  const float *bias, const float *mask, float *y, float *hseq,  \
+                                  float *state, void *ws))                                      \
+    X(void, rnn_dropout_backward, (tfc_backend *be, const tfc_rnn_dropout_desc *d,              \
+                                   const float *x, const float *kernel, const float *rkernel,   \
+                                   const float *mask, const float *hseq, const float *state,    \
+                                   const float *dy, float *dx, float *dkernel, float *drkernel, \
+                                   float *dbias, void *ws))                                     \
     /* Attention and AdditiveAttention (tfc_score_attn_desc): score_attention_forward          \
      * overwrites o and p [n, tq, tv] (the softmax, before dropout, kept for backward). scale    \
      * (dot, concat: [1]; additive: [dim]) and cw ([1], concat only) may be NULL (none).         \

@@ -505,7 +505,8 @@ int tfc_cpu_philox16(uint64_t key, uint64_t first, uint64_t step, uint32_t r[64]
  * optimizer_update_at) and loss_scale_at in cpu_step.c; grouped_conv_*, conv1d_* and
  * masked_mean_* in cpu_conv1d.c; depthwise_* in cpu_depthwise.c; upsample_* in cpu_resize.c; mul and
  * mul_reduce in cpu_mul.c; layernorm_* in cpu_layernorm.c; attention_* in
- * cpu_attention.c; gru_* in cpu_gru.c; rnn_input_* and bidir_* in cpu_rnn.c; groupnorm_* in
+ * cpu_attention.c; gru_* in cpu_gru.c; rnn_input_* and bidir_* in cpu_rnn.c; rnn_dropout_*
+ * in cpu_rnn_dropout.c; groupnorm_* in
  * cpu_groupnorm.c; permute in cpu_permute.c; l2norm_* in cpu_l2norm.c; extremum_* in
  * cpu_extremum.c; conv3d_* in cpu_conv3d.c; pool3d_* in cpu_pool3d.c; adaptive_pool_* in
  * cpu_adaptive_pool.c; stft_* in cpu_stft.c; encode_forward and hash_cross_forward in

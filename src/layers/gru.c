@@ -39,7 +39,8 @@ static int64_t kernel_saved(const tfc_layer *l)
 
 static tfc_status gru_build(tfc_layer *l, tfc_error *err)
 {
-    const gru_args *a = l->args;
+    gru_args *a = l->args;
+    a->rnn.gate_masks = 1;
     if (tfc_rnn_build(l, &a->rnn, err)) return TFC_ERR_CONFIG;
     const int64_t in = l->in_shape[0].dim[1], u = a->rnn.units;
     l->saved_floats = kernel_saved(l) + tfc_rnn_saved_floats(l, &a->rnn);
@@ -56,18 +57,23 @@ static tfc_status gru_build(tfc_layer *l, tfc_error *err)
 
 static const char *const *gru_needs(const tfc_layer *l)
 {
-    static const char *const plain[] = {"gru_workspace", "gru_forward", "gru_backward", NULL};
-    static const char *const prepared[] = {"gru_workspace",     "gru_forward",
-                                           "gru_backward",      "rnn_input_forward",
-                                           "rnn_input_backward", NULL};
+#define GRU_OPS "gru_workspace", "gru_forward", "gru_backward"
+    static const char *const lists[4][9] = {
+        {GRU_OPS, NULL},
+        {GRU_OPS, TFC_RNN_INPUT_OPS, NULL},
+        {GRU_OPS, TFC_RNN_DROPOUT_OPS, NULL},
+        {GRU_OPS, TFC_RNN_INPUT_OPS, TFC_RNN_DROPOUT_OPS, NULL}};
+#undef GRU_OPS
     const gru_args *a = l->args;
-    return *tfc_rnn_needs(&a->rnn) ? prepared : plain;
+    return lists[tfc_rnn_needs_index(&a->rnn)];
 }
 
 static size_t kernel_ws(const tfc_layer *l, tfc_backend *be)
 {
+    const gru_args *a = l->args;
     tfc_gru_desc d = gru_desc(l, l->max_batch);
-    return be->ops->gru_workspace(be, &d);
+    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_GRU, a->reset_after, TFC_ACT_LINEAR,
+                             be->ops->gru_workspace(be, &d));
 }
 
 static void gru_plan(tfc_layer *l, tfc_backend *be)
@@ -94,6 +100,14 @@ static void gru_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float 
     saved_parts(l, &h, &g, &extra);
     const float *mask;
     const float *in = tfc_rnn_forward_input(l, &a->rnn, ex, x[0], extra, &mask);
+    if (tfc_rnn_recurrent(&a->rnn, ex)) { /* the four gate rows: the same floats */
+        tfc_rnn_dropout_desc dd = tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_GRU,
+                                                          a->reset_after, TFC_ACT_LINEAR);
+        ex->be->ops->rnn_dropout_forward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
+                                         a->rnn.use_bias ? l->params[2].data : NULL, mask, y,
+                                         h, g, ex->ws);
+        return;
+    }
     ex->be->ops->gru_forward(ex->be, &d, in, l->params[0].data, l->params[1].data,
                              a->rnn.use_bias ? l->params[2].data : NULL, mask, y, h, g, ex->ws);
 }
@@ -106,6 +120,17 @@ static void gru_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const
     float *h, *g, *extra;
     saved_parts(l, &h, &g, &extra);
     float *din = tfc_rnn_dx(l, &a->rnn, ex, kernel_ws(l, ex->be), dx[0]);
+    if (tfc_rnn_recurrent(&a->rnn, ex)) {
+        tfc_rnn_dropout_desc dd = tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_GRU,
+                                                          a->reset_after, TFC_ACT_LINEAR);
+        ex->be->ops->rnn_dropout_backward(
+            ex->be, &dd, tfc_rnn_input(l, &a->rnn, ex, x[0], extra), l->params[0].data,
+            l->params[1].data, tfc_rnn_mask(l, &a->rnn, extra), h, g, dy, din,
+            l->params[0].grad, l->params[1].grad, a->rnn.use_bias ? l->params[2].grad : NULL,
+            ex->ws);
+        tfc_rnn_input_done(l, &a->rnn, ex, din, dx[0]);
+        return;
+    }
     ex->be->ops->gru_backward(ex->be, &d, tfc_rnn_input(l, &a->rnn, ex, x[0], extra),
                               l->params[0].data, l->params[1].data,
                               tfc_rnn_mask(l, &a->rnn, extra), h, g, dy, din, l->params[0].grad,

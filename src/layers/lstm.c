@@ -34,7 +34,8 @@ static tfc_lstm_desc lstm_desc(const tfc_layer *l, int n)
 
 static tfc_status lstm_build(tfc_layer *l, tfc_error *err)
 {
-    const lstm_args *a = l->args;
+    lstm_args *a = l->args;
+    a->rnn.gate_masks = 1;
     if (tfc_rnn_build(l, &a->rnn, err)) return TFC_ERR_CONFIG;
     const int64_t t = l->in_shape[0].dim[0], in = l->in_shape[0].dim[1], u = a->rnn.units;
     /* h and c per step, and the four gates; then the input's (rnn.h) */
@@ -66,8 +67,10 @@ static const char *const *lstm_needs(const tfc_layer *l)
 
 static size_t kernel_ws(const tfc_layer *l, tfc_backend *be)
 {
+    const lstm_args *a = l->args;
     tfc_lstm_desc d = lstm_desc(l, l->max_batch);
-    return be->ops->lstm_workspace(be, &d);
+    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_LSTM, 0, TFC_ACT_LINEAR,
+                             be->ops->lstm_workspace(be, &d));
 }
 
 static void lstm_plan(tfc_layer *l, tfc_backend *be)
@@ -96,6 +99,14 @@ static void lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float
     saved_parts(l, &d, &h, &c, &g, &extra);
     const float *mask;
     const float *in = tfc_rnn_forward_input(l, &a->rnn, ex, x[0], extra, &mask);
+    if (tfc_rnn_recurrent(&a->rnn, ex)) { /* c then the gates: the same floats */
+        tfc_rnn_dropout_desc dd =
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_LSTM, 0, TFC_ACT_LINEAR);
+        ex->be->ops->rnn_dropout_forward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
+                                         a->rnn.use_bias ? l->params[2].data : NULL, mask, y,
+                                         h, c, ex->ws);
+        return;
+    }
     if (d.vocab) d.ids = ex->ids, in = ex->ids_table->data;
     ex->be->ops->lstm_forward(ex->be, &d, in, l->params[0].data, l->params[1].data,
                               a->rnn.use_bias ? l->params[2].data : NULL, mask, y, h, c, g,
@@ -111,6 +122,16 @@ static void lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
     saved_parts(l, &d, &h, &c, &g, &extra);
     const float *in = tfc_rnn_input(l, &a->rnn, ex, x[0], extra);
     float *din = tfc_rnn_dx(l, &a->rnn, ex, kernel_ws(l, ex->be), dx[0]);
+    if (tfc_rnn_recurrent(&a->rnn, ex)) {
+        tfc_rnn_dropout_desc dd =
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_LSTM, 0, TFC_ACT_LINEAR);
+        ex->be->ops->rnn_dropout_backward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
+                                          tfc_rnn_mask(l, &a->rnn, extra), h, c, dy, din,
+                                          l->params[0].grad, l->params[1].grad,
+                                          a->rnn.use_bias ? l->params[2].grad : NULL, ex->ws);
+        tfc_rnn_input_done(l, &a->rnn, ex, din, dx[0]);
+        return;
+    }
     if (d.vocab) d.ids = ex->ids, in = ex->ids_table->data, din = ex->ids_table->grad;
     ex->be->ops->lstm_backward(ex->be, &d, in, l->params[0].data, l->params[1].data,
                                tfc_rnn_mask(l, &a->rnn, extra), h, c, g, dy, din,

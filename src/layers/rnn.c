@@ -16,9 +16,6 @@ tfc_status tfc_rnn_build(tfc_layer *l, const tfc_rnn_args *a, tfc_error *err)
     if (in->ndim != 2)
         return tfc_layer_error(err, l, "needs a sequence input of shape (steps, features), got %s",
                                tfc_shape_str(in, buf, sizeof buf));
-    if (a->recurrent_dropout != 0)
-        return tfc_layer_error(err, l, "recurrent_dropout: not supported (0 only); dropout "
-                                       "drops the inputs");
     if (a->return_state)
         return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
     if (a->stateful) return tfc_layer_error(err, l, "stateful: not supported");
@@ -75,11 +72,19 @@ size_t tfc_rnn_workspace(const tfc_layer *l, const tfc_rnn_args *a, size_t kerne
     return aligned(kernel_ws) + (size_t)l->max_batch * steps(l) * features(l) * sizeof(float);
 }
 
+int tfc_rnn_needs_index(const tfc_rnn_args *a)
+{
+    return (a->go_backwards || a->dropout > 0 ? 1 : 0) | (a->recurrent_dropout > 0 ? 2 : 0);
+}
+
 const char *const *tfc_rnn_needs(const tfc_rnn_args *a)
 {
-    static const char *const none[] = {NULL};
-    static const char *const input[] = {"rnn_input_forward", "rnn_input_backward", NULL};
-    return a->go_backwards || a->dropout > 0 ? input : none;
+    static const char *const lists[4][6] = {
+        {NULL},
+        {TFC_RNN_INPUT_OPS, NULL},
+        {TFC_RNN_DROPOUT_OPS, NULL},
+        {TFC_RNN_INPUT_OPS, TFC_RNN_DROPOUT_OPS, NULL}};
+    return lists[tfc_rnn_needs_index(a)];
 }
 
 static uint64_t key_of(const tfc_layer *l, const tfc_rnn_args *a)
@@ -87,11 +92,42 @@ static uint64_t key_of(const tfc_layer *l, const tfc_rnn_args *a)
     return a->seed ? tfc_rng_key(l->rng_key, (uint64_t)a->seed) : l->rng_key;
 }
 
-/* The dropout rate of this pass (0 at inference) */
+/* The dropout rate of this pass's input preparation (0 at inference, and where the cell
+ * drops its input per gate itself) */
 static float rate_of(const tfc_rnn_args *a, const tfc_exec *ex)
 {
+    if (a->gate_masks && tfc_rnn_recurrent(a, ex)) return 0.0f;
     return ex->training ? (float)a->dropout : 0.0f;
 }
+
+int tfc_rnn_recurrent(const tfc_rnn_args *a, const tfc_exec *ex)
+{
+    return ex->training && a->recurrent_dropout > 0;
+}
+
+tfc_rnn_dropout_desc tfc_rnn_dropout_desc_of(const tfc_layer *l, const tfc_rnn_args *a,
+                                             const tfc_exec *ex, tfc_rnn_cell cell,
+                                             int reset_after, tfc_act act)
+{
+    tfc_rnn_dropout_desc d = {
+        .cell = cell, .n = ex ? ex->batch : l->max_batch, .t = (int)steps(l),
+        .in = (int)features(l), .units = a->units, .return_sequences = a->return_sequences,
+        .reset_after = reset_after, .act = act,
+        .rate = a->gate_masks ? (float)a->dropout : 0.0f,
+        .recurrent_rate = (float)a->recurrent_dropout, .key = key_of(l, a),
+        .step = ex ? ex->step : 0};
+    return d;
+}
+
+size_t tfc_rnn_kernel_ws(const tfc_layer *l, const tfc_rnn_args *a, tfc_backend *be,
+                         tfc_rnn_cell cell, int reset_after, tfc_act act, size_t own)
+{
+    if (a->recurrent_dropout <= 0 || !be->ops->rnn_dropout_workspace) return own;
+    tfc_rnn_dropout_desc d = tfc_rnn_dropout_desc_of(l, a, NULL, cell, reset_after, act);
+    size_t ws = be->ops->rnn_dropout_workspace(be, &d);
+    return ws > own ? ws : own;
+}
+
 
 const float *tfc_rnn_input(const tfc_layer *l, const tfc_rnn_args *a, const tfc_exec *ex,
                            const float *x, float *extra)

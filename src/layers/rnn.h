@@ -18,6 +18,8 @@ typedef struct tfc_rnn_args {
         go_backwards, stateful, unroll, seed, use_cudnn;
     double dropout, recurrent_dropout;
     const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
+    int gate_masks; /* set by build: the cell drops its input per gate under recurrent
+                     * dropout (LSTM, GRU: Keras's implementation 1), not through rnn_input */
 } tfc_rnn_args;
 
 extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
@@ -44,8 +46,9 @@ extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
      "add a bias"},                                                                            \
     {"dropout", TFC_F_FLOAT, offsetof(type, rnn.dropout), "0", 0, 0.999999, NULL,              \
      "fraction of the inputs to drop (one mask per sequence)"},                                \
-    {"recurrent_dropout", TFC_F_FLOAT, offsetof(type, rnn.recurrent_dropout), "0", 0, 1, NULL, \
-     "0 only (not supported)"},                                                                \
+    {"recurrent_dropout", TFC_F_FLOAT, offsetof(type, rnn.recurrent_dropout), "0", 0,          \
+     0.999999, NULL, "fraction of the state to drop where it meets each gate (a mask per "    \
+     "sequence; training, CPU)"},                                                              \
     {"seed", TFC_F_INT, offsetof(type, rnn.seed), "0", 0, 2147483647, NULL,                    \
      "mixed into the run's seed for the dropout masks"},                                       \
     {"return_sequences", TFC_F_BOOL, offsetof(type, rnn.return_sequences), "false",            \
@@ -81,8 +84,15 @@ int64_t tfc_rnn_saved_floats(const tfc_layer *l, const tfc_rnn_args *a);
 /* Workspace bytes: the kernel's (kernel_ws) and the prepared input's gradient after it. */
 size_t tfc_rnn_workspace(const tfc_layer *l, const tfc_rnn_args *a, size_t kernel_ws);
 
-/* The ops of TFC_BACKEND_LAYER_OPS the input needs (NULL-terminated; none: an empty list). */
+/* The ops of TFC_BACKEND_LAYER_OPS the input and the recurrent dropout need
+ * (NULL-terminated; none: an empty list); tfc_rnn_needs_index tells which of the four lists
+ * that is (bit 0: the input's rnn_input ops, bit 1: rnn_dropout's), for a layer that lists
+ * its own ops with them. A backend without rnn_dropout (the GPU's, so far) refuses a layer
+ * with recurrent_dropout, naming it. */
+#define TFC_RNN_INPUT_OPS "rnn_input_forward", "rnn_input_backward"
+#define TFC_RNN_DROPOUT_OPS "rnn_dropout_workspace", "rnn_dropout_forward", "rnn_dropout_backward"
 const char *const *tfc_rnn_needs(const tfc_rnn_args *a);
+int tfc_rnn_needs_index(const tfc_rnn_args *a);
 
 /* What the kernel reads, from the layer's input x and `extra` (its saved floats past the
  * kernel's, tfc_rnn_saved_floats of them per example): the input (x itself, or prepared
@@ -101,6 +111,23 @@ float *tfc_rnn_dx(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, size_
                   float *dx);
 void tfc_rnn_input_done(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, float *dxp,
                         float *dx);
+
+/* Recurrent dropout (Keras 3's recurrent_dropout > 0): a training pass runs the backend's
+ * rnn_dropout_forward/backward (core/backend.h) in place of the cell's own op, with the same
+ * saved floats (h, then the cell's state); inference runs the cell's own op, which dropout
+ * leaves alone. Under it the LSTM and GRU drop their input with one mask per gate
+ * (gate_masks), inside that op, so rnn_input only reverses it.
+ * tfc_rnn_recurrent: whether pass ex is such a pass. */
+int tfc_rnn_recurrent(const tfc_rnn_args *a, const tfc_exec *ex);
+/* The pass's description for `cell` (reset_after: the GRU's; act: the SimpleRNN's), for
+ * ex->batch sequences (max_batch when ex is NULL, for the workspace). */
+tfc_rnn_dropout_desc tfc_rnn_dropout_desc_of(const tfc_layer *l, const tfc_rnn_args *a,
+                                             const tfc_exec *ex, tfc_rnn_cell cell,
+                                             int reset_after, tfc_act act);
+/* The kernel's workspace `own`, or rnn_dropout_workspace's where that is larger (a layer with
+ * recurrent dropout, on a backend with the op) */
+size_t tfc_rnn_kernel_ws(const tfc_layer *l, const tfc_rnn_args *a, tfc_backend *be,
+                         tfc_rnn_cell cell, int reset_after, tfc_act act, size_t own);
 
 /* A built Bidirectional's direction k (0 forward, 1 backward): the inner layer it runs, whose
  * arguments and parameter names (without the forward_<inner>/ prefix) it has. */

@@ -152,11 +152,6 @@ static tfc_status build_cell(tfc_layer *l, int k, int last, const tfc_node *type
     st->ncells = k + 1;
     if (tfc_schema_apply(schema, args, path, d->args, err)) return TFC_ERR_CONFIG;
     tfc_rnn_args *r = d->args; /* LSTM's, GRU's and SimpleRNN's arguments start with it */
-    if (r->recurrent_dropout != 0) {
-        const tfc_node *n = tfc_node_get(args, "recurrent_dropout");
-        return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "recurrent_dropout: not supported "
-                              "(0 only); dropout drops the inputs");
-    }
     r->return_sequences = last ? a->rnn.return_sequences : 1;
     r->go_backwards = k == 0 ? a->rnn.go_backwards : 0;
     r->unroll = a->rnn.unroll;

@@ -58,19 +58,23 @@ static tfc_status simple_rnn_build(tfc_layer *l, tfc_error *err)
 
 static const char *const *simple_rnn_needs(const tfc_layer *l)
 {
-    static const char *const plain[] = {"simple_rnn_workspace", "simple_rnn_forward",
-                                        "simple_rnn_backward", NULL};
-    static const char *const prepared[] = {"simple_rnn_workspace", "simple_rnn_forward",
-                                           "simple_rnn_backward",  "rnn_input_forward",
-                                           "rnn_input_backward",   NULL};
+#define SIMPLE_OPS "simple_rnn_workspace", "simple_rnn_forward", "simple_rnn_backward"
+    static const char *const lists[4][9] = {
+        {SIMPLE_OPS, NULL},
+        {SIMPLE_OPS, TFC_RNN_INPUT_OPS, NULL},
+        {SIMPLE_OPS, TFC_RNN_DROPOUT_OPS, NULL},
+        {SIMPLE_OPS, TFC_RNN_INPUT_OPS, TFC_RNN_DROPOUT_OPS, NULL}};
+#undef SIMPLE_OPS
     const simple_rnn_args *a = l->args;
-    return *tfc_rnn_needs(&a->rnn) ? prepared : plain;
+    return lists[tfc_rnn_needs_index(&a->rnn)];
 }
 
 static size_t kernel_ws(const tfc_layer *l, tfc_backend *be)
 {
+    const simple_rnn_args *a = l->args;
     tfc_simple_rnn_desc d = simple_rnn_desc(l, l->max_batch);
-    return be->ops->simple_rnn_workspace(be, &d);
+    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_SIMPLE, 0, d.act,
+                             be->ops->simple_rnn_workspace(be, &d));
 }
 
 static void simple_rnn_plan(tfc_layer *l, tfc_backend *be)
@@ -97,6 +101,14 @@ static void simple_rnn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x,
     saved_parts(l, &h, &pre, &extra);
     const float *mask;
     const float *in = tfc_rnn_forward_input(l, &a->rnn, ex, x[0], extra, &mask);
+    if (tfc_rnn_recurrent(&a->rnn, ex)) { /* the pre-activations: the same floats */
+        tfc_rnn_dropout_desc dd =
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_SIMPLE, 0, d.act);
+        ex->be->ops->rnn_dropout_forward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
+                                         a->rnn.use_bias ? l->params[2].data : NULL, mask, y,
+                                         h, pre, ex->ws);
+        return;
+    }
     ex->be->ops->simple_rnn_forward(ex->be, &d, in, l->params[0].data, l->params[1].data,
                                     a->rnn.use_bias ? l->params[2].data : NULL, mask, y, h, pre,
                                     ex->ws);
@@ -111,6 +123,17 @@ static void simple_rnn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x
     float *h, *pre, *extra;
     saved_parts(l, &h, &pre, &extra);
     float *din = tfc_rnn_dx(l, &a->rnn, ex, kernel_ws(l, ex->be), dx[0]);
+    if (tfc_rnn_recurrent(&a->rnn, ex)) {
+        tfc_rnn_dropout_desc dd =
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_SIMPLE, 0, d.act);
+        ex->be->ops->rnn_dropout_backward(
+            ex->be, &dd, tfc_rnn_input(l, &a->rnn, ex, x[0], extra), l->params[0].data,
+            l->params[1].data, tfc_rnn_mask(l, &a->rnn, extra), h, pre, dy, din,
+            l->params[0].grad, l->params[1].grad, a->rnn.use_bias ? l->params[2].grad : NULL,
+            ex->ws);
+        tfc_rnn_input_done(l, &a->rnn, ex, din, dx[0]);
+        return;
+    }
     ex->be->ops->simple_rnn_backward(
         ex->be, &d, tfc_rnn_input(l, &a->rnn, ex, x[0], extra), l->params[0].data,
         l->params[1].data, tfc_rnn_mask(l, &a->rnn, extra), h, pre, dy, din, l->params[0].grad,

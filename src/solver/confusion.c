@@ -90,7 +90,8 @@ void tfc_confusion_class(const tfc_confusion *cm, int c, tfc_class_stats *out)
 static int64_t column_sum(const tfc_confusion *cm, int c)
 {
     int64_t n = 0;
-    for (int i = 0; i < cm->classes; i++) n += cm->counts[(size_t)i * (size_t)cm->classes + (size_t)c];
+    for (int i = 0; i < cm->classes; i++)
+        n += cm->counts[(size_t)i * (size_t)cm->classes + (size_t)c];
     return n;
 }
 

@@ -2377,6 +2377,103 @@ static void test_simple_rnn(void)
     enable_layer_ops(0);
 }
 
+/* Recurrent dropout's ops (gpu_rnn_dropout.cu, put in the table for this case) against the
+ * CPU's: the same Philox masks, so the same outputs and gradients within float tolerance;
+ * each cell (the GRU with the reset gate after and before R_h), with input dropout and
+ * without, masked and not, every step and the last, without bias or dx; then training steps
+ * of a model with all three (a Bidirectional among them). */
+static int rnn_dropout_case(const char *name, tfc_rnn_dropout_desc d, int with_mask,
+                            int with_bias, int with_dx)
+{
+    const int G = d.cell == TFC_RNN_CELL_LSTM ? 4 : d.cell == TFC_RNN_CELL_GRU ? 3 : 1;
+    const int64_t nt = (int64_t)d.n * d.t, u = d.units, GU = G * u;
+    const int64_t S = d.cell == TFC_RNN_CELL_LSTM ? 5 * u : d.cell == TFC_RNN_CELL_GRU ? 4 * u
+                                                                                      : u;
+    const int64_t nb = d.cell == TFC_RNN_CELL_GRU && d.reset_after ? 2 * GU : GU;
+    pair x = pair_rand(nt * d.in, -1, 1), k = pair_rand(d.in * GU, -0.4, 0.4);
+    pair r = pair_rand(u * GU, -0.4, 0.4), b = pair_rand(nb, -0.3, 0.3);
+    pair mask = seq_mask(d.n, d.t, with_mask);
+    const int64_t ny = d.return_sequences ? nt * u : (int64_t)d.n * u;
+    pair y = pair_new(ny), hs = pair_new(nt * u), st = pair_new(nt * S);
+    pair dy = pair_rand(ny, -1, 1), dx = pair_rand(nt * d.in, -1, 1);
+    pair dk = pair_rand(d.in * GU, -1, 1), dr = pair_rand(u * GU, -1, 1);
+    pair db = pair_rand(nb, -1, 1);
+    size_t wr = ref->ops->rnn_dropout_workspace(ref, &d);
+    size_t wd = dev->ops->rnn_dropout_workspace(dev, &d);
+    void *wsr = ref->ops->alloc(ref, wr), *wsd = dev->ops->alloc(dev, wd);
+    const float *mh = with_mask ? mask.h : NULL, *md = with_mask ? mask.d : NULL;
+    ref->ops->rnn_dropout_forward(ref, &d, x.h, k.h, r.h, with_bias ? b.h : NULL, mh, y.h, hs.h,
+                                  st.h, wsr);
+    dev->ops->rnn_dropout_forward(dev, &d, x.d, k.d, r.d, with_bias ? b.d : NULL, md, y.d, hs.d,
+                                  st.d, wsd);
+    char what[96];
+    int bad = 0;
+    snprintf(what, sizeof what, "%s y", name);
+    bad += pair_check(what, &y, 1e-4, 1e-5);
+    snprintf(what, sizeof what, "%s hseq", name);
+    bad += pair_check(what, &hs, 1e-4, 1e-5);
+    pair_push(&hs), pair_push(&st); /* the CPU's saved values on both (masked steps' too) */
+    ref->ops->rnn_dropout_backward(ref, &d, x.h, k.h, r.h, mh, hs.h, st.h, dy.h,
+                                   with_dx ? dx.h : NULL, dk.h, dr.h, with_bias ? db.h : NULL,
+                                   wsr);
+    dev->ops->rnn_dropout_backward(dev, &d, x.d, k.d, r.d, md, hs.d, st.d, dy.d,
+                                   with_dx ? dx.d : NULL, dk.d, dr.d, with_bias ? db.d : NULL,
+                                   wsd);
+    pair *grads[] = {&dx, &dk, &dr, &db};
+    const char *gname[] = {"dx", "dkernel", "drkernel", "dbias"};
+    for (int q = 0; q < 4; q++) {
+        snprintf(what, sizeof what, "%s %s", name, gname[q]);
+        bad += pair_check(what, grads[q], 1e-4, q ? 1e-4 : 1e-5);
+    }
+    pair *all[] = {&x, &k, &r, &b, &mask, &y, &hs, &st, &dy, &dx, &dk, &dr, &db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    ref->ops->free(ref, wsr);
+    dev->ops->free(dev, wsd);
+    return bad;
+}
+
+static void test_rnn_dropout(void)
+{
+    enable_layer_ops(1);
+    static const struct {
+        const char *name;
+        tfc_rnn_cell cell;
+        int reset_after;
+    } cells[] = {{"lstm", TFC_RNN_CELL_LSTM, 0},
+                 {"gru after", TFC_RNN_CELL_GRU, 1},
+                 {"gru before", TFC_RNN_CELL_GRU, 0},
+                 {"simple_rnn tanh", TFC_RNN_CELL_SIMPLE, 0}};
+    for (size_t c = 0; c < sizeof cells / sizeof *cells; c++)
+        for (int form = 0; form < 3; form++) {
+            tfc_rnn_dropout_desc d = {.cell = cells[c].cell, .n = 5, .t = 9, .in = 7,
+                                      .units = 13, .return_sequences = form < 2,
+                                      .reset_after = cells[c].reset_after,
+                                      .act = TFC_ACT_TANH, .recurrent_rate = 0.3f,
+                                      .key = 77 + c, .step = 5};
+            if (form == 1 && cells[c].cell != TFC_RNN_CELL_SIMPLE) d.rate = 0.25f;
+            if (form == 2) d.n = 4, d.t = 11, d.units = 33;
+            char name[96];
+            snprintf(name, sizeof name, "rnn_dropout %s%s%s", cells[c].name,
+                     form == 1 ? " input dropout masked" : "",
+                     form == 2 ? " last masked, no bias, no dx" : "");
+            CU_ASSERT_EQUAL(rnn_dropout_case(name, d, form > 0, form < 2, form < 2), 0);
+        }
+    check_status();
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
+                "  - Embedding: {input_dim: 20, output_dim: 6, mask_zero: true}\n"
+                "  - LSTM: {units: 5, return_sequences: true, recurrent_dropout: 0.3,"
+                " dropout: 0.2}\n"
+                "  - Bidirectional: {layer: {GRU: {units: 4, recurrent_dropout: 0.25,"
+                " return_sequences: true}}}\n"
+                "  - SimpleRNN: {units: 4, recurrent_dropout: 0.2}\n"
+                "  - Dense: {units: 4, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 1, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+    enable_layer_ops(0);
+}
+
 /* Deterministic mode: the GRU's gradients (GEMMs and column sums) the same bits twice. */
 static void test_gru_deterministic(void)
 {
@@ -5303,6 +5400,7 @@ int main(int argc, char **argv)
         {"gru", test_gru},
         {"gru_deterministic", test_gru_deterministic},
         {"simple_rnn", test_simple_rnn},
+        {"rnn_dropout", test_rnn_dropout},
         {"rnn_input", test_rnn_input},
         {"bidir", test_bidir},
         {"train_bidir_rnn", test_train_bidir_rnn},

@@ -163,6 +163,21 @@ def imdb_bidirectional_lstm(rng):
         optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
 
 
+def imdb_lstm_recurrent_dropout(rng):
+    """keras-team/keras examples/imdb_lstm.py (Keras 2's): LSTM(dropout, recurrent_dropout),
+    and a GRU and a SimpleRNN with recurrent dropout after it."""
+    model = keras.Sequential([
+        keras.Input(shape=(12,), dtype="int32"),
+        L.Embedding(60, 8),
+        L.LSTM(6, dropout=0.2, recurrent_dropout=0.2, return_sequences=True),
+        L.GRU(5, recurrent_dropout=0.3, return_sequences=True),
+        L.SimpleRNN(4, dropout=0.1, recurrent_dropout=0.25),
+        L.Dense(1, activation="sigmoid"),
+    ])
+    return model, ids(rng, 60, N, 12), dict(optimizer="adam", loss="binary_crossentropy",
+                                            metrics=["accuracy"])
+
+
 def imdb_masked(rng):
     """The same with mask_zero=True and right-padded reviews, the length fixed."""
     max_features = 60
@@ -701,7 +716,7 @@ APPS = [application(keras.applications.MobileNetV2, alpha=0.35),
 
 
 CASES = [mnist_convnet, image_classification, transformer_text, transformer_text_subclassed,
-         imdb_bidirectional_lstm, imdb_masked, text_conv1d, char_lstm, timeseries_conv1d,
+         imdb_bidirectional_lstm, imdb_lstm_recurrent_dropout, imdb_masked, text_conv1d, char_lstm, timeseries_conv1d,
          weather_lstm, denoising_autoencoder, timeseries_transformer, timeseries_transformer_add,
          keras2_sequential, sequential_built_by_call, compiled_objects, compiled_topk,
          compiled_regression, imbalanced, regularized, dcgan_discriminator, dcgan_generator,
