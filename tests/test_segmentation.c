@@ -376,8 +376,120 @@ static void shapes(int n, int h, int w, uint64_t seed, float *x, int32_t *y)
     }
 }
 
-/* A small encoder-decoder learns to segment the shapes: pixel accuracy on held-out images
- * well above the background's share. */
+/* Images i0 .. i(n-1) of shapes() as PNG files in tmp/<dir>/images (grey; the pixel
+ * 255 * clamp(x)) and their masks, class + 1, in tmp/<dir>/masks as PNG files of the same
+ * name; the first one's image a JPEG (any image with a PNG mask). */
+static void write_pngs(const char *dir, int n, int h, int w, const float *x, const int32_t *y)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "mkdir -p %s/%s/images %s/%s/masks", tfc_test_tmpdir(), dir,
+             tfc_test_tmpdir(), dir);
+    CU_ASSERT_EQUAL_FATAL(system(path), 0);
+    uint8_t *px = malloc((size_t)h * w), *mk = malloc((size_t)h * w);
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < h * w; k++) {
+            const float v = x[(int64_t)i * h * w + k];
+            px[k] = (uint8_t)(v < 0 ? 0 : v > 1 ? 255 : v * 255.0f + 0.5f);
+            mk[k] = (uint8_t)(y[(int64_t)i * h * w + k] + 1);
+        }
+        tfc_error err;
+        tfc_error_clear(&err);
+        snprintf(path, sizeof path, "%s/%s/images/i%03d.%s", tfc_test_tmpdir(), dir, i,
+                 i ? "png" : "jpg");
+        const tfc_status st = i ? tfc_image_write_png(path, px, w, h, 1, 8, &err)
+                                : tfc_image_write_jpeg(path, px, w, h, 1, 95, &err);
+        CU_ASSERT_EQUAL(st, TFC_OK);
+        snprintf(path, sizeof path, "%s/%s/masks/i%03d.png", tfc_test_tmpdir(), dir, i);
+        CU_ASSERT_EQUAL(tfc_image_write_png(path, mk, w, h, 1, 8, &err), TFC_OK);
+    }
+    free(px), free(mk);
+}
+
+/* The images source with masks: each image's labels are its mask's classes (value + offset),
+ * int32 (H, W), in the images' sorted order; a missing mask, one of another size and a class
+ * outside num_classes are errors naming the file; masks need a directory, mask_offset masks. */
+static void shapes(int n, int h, int w, uint64_t seed, float *x, int32_t *y);
+
+static void test_images_masks(void)
+{
+    enum { N = 4, H = 9, W = 11 };
+    float x[N * H * W];
+    int32_t y[N * H * W];
+    shapes(N, H, W, 3, x, y);
+    write_pngs("segm", N, H, W, x, y);
+    char src[2048];
+    snprintf(src, sizeof src, "{type: images, directory: %s/segm/images, masks: %s/segm/masks, "
+             "mask_offset: -1, channels: 1, num_classes: 3}", tfc_test_tmpdir(),
+             tfc_test_tmpdir());
+    tfc_data_options opt = {.seed = 1};
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_pipeline *p = tfc_pipeline_from_yaml(src, &opt, &err);
+    if (!p) printf("\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const tfc_component_spec *ls = &tfc_pipeline_element_spec(p)->comp[TFC_COMP_LABELS];
+    CU_ASSERT(ls->dtype == TFC_I32 && ls->shape.ndim == 2);
+    for (int i = 0; i < N; i++) {
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT(b.labels.shape.ndim == 2 && b.labels.shape.dim[0] == H &&
+                  b.labels.shape.dim[1] == W);
+        CU_ASSERT(b.features.shape.ndim == 3 && b.features.shape.dim[2] == 1);
+        CU_ASSERT_EQUAL(memcmp(b.labels.data, y + i * H * W, sizeof(int32_t) * H * W), 0);
+    }
+    tfc_pipeline_free(p);
+    /* sizes unknown before the data: a spatial op without segmentation_masks still refused */
+    p = tfc_pipeline_from_yaml(src, &opt, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_NOT_EQUAL(tfc_pipeline_add_yaml(p, "map: {op: resize, size: 4}", &err), TFC_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "look like segmentation masks"));
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_pipeline_add_yaml(p, "map: {op: resize, size: 4, segmentation_masks: "
+                                             "true}", &err), TFC_OK);
+    tfc_pipeline_free(p);
+    /* a class outside num_classes: the file and the pixel */
+    snprintf(src, sizeof src, "{type: images, directory: %s/segm/images, masks: %s/segm/masks, "
+             "num_classes: 3}", tfc_test_tmpdir(), tfc_test_tmpdir());
+    p = tfc_pipeline_from_yaml(src, &opt, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    tfc_batch b;
+    tfc_status st = TFC_OK;
+    for (int i = 0; i < N && !st; i++) st = tfc_pipeline_next(p, &b, &err);
+    CU_ASSERT_EQUAL(st, TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "masks/i00"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "outside [0, 3)"));
+    tfc_pipeline_free(p);
+    /* a mask of another size */
+    char path[1200];
+    uint8_t small[4] = {1, 1, 1, 1};
+    snprintf(path, sizeof path, "%s/segm/masks/i002.png", tfc_test_tmpdir());
+    CU_ASSERT_EQUAL(tfc_image_write_png(path, small, 2, 2, 1, 8, &err), TFC_OK);
+    snprintf(src, sizeof src, "{type: images, directory: %s/segm/images, masks: %s/segm/masks}",
+             tfc_test_tmpdir(), tfc_test_tmpdir());
+    p = tfc_pipeline_from_yaml(src, &opt, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    st = TFC_OK;
+    for (int i = 0; i < N && !st; i++) st = tfc_pipeline_next(p, &b, &err);
+    CU_ASSERT_EQUAL(st, TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "i002.png: a mask of 2 x 2 for an image of 9 x 11"));
+    tfc_pipeline_free(p);
+    /* a missing mask, at opening */
+    CU_ASSERT_EQUAL(remove(path), 0);
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_pipeline_from_yaml(src, &opt, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "i002.png: no mask"));
+    snprintf(src, sizeof src, "{type: images, list: l.txt, masks: m}");
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_pipeline_from_yaml(src, &opt, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "masks: takes a `directory`"));
+    snprintf(src, sizeof src, "{type: images, directory: d, mask_offset: -1}");
+    tfc_error_clear(&err);
+    CU_ASSERT_PTR_NULL(tfc_pipeline_from_yaml(src, &opt, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "mask_offset: needs `masks`"));
+}
+
+/* A small U-Net learns to segment the shapes, trained from PNG images and masks flipped
+ * together: pixel accuracy on held-out images (.npy) well above the background's share. */
 static void test_trains(void)
 {
     enum { N = 384, T = 128, H = 12, W = 12 };
@@ -388,14 +500,12 @@ static void test_trains(void)
     for (int i = N * H * W; i < (N + T) * H * W; i++) background += y[i] == 0;
     tfc_error err;
     tfc_error_clear(&err);
-    const char *names[4] = {"seg_tx.npy", "seg_ty.npy", "seg_vx.npy", "seg_vy.npy"};
-    for (int k = 0; k < 2; k++) {
-        const int64_t n = k ? T : N, off = k ? (int64_t)N * H * W : 0;
-        tfc_tensor tx = {TFC_F32, {.ndim = 4, .dim = {n, H, W, 1}}, x + off, -1};
-        tfc_tensor ty = {TFC_I32, {.ndim = 3, .dim = {n, H, W}}, y + off, -1};
-        CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(names[2 * k]), &tx, &err), TFC_OK);
-        CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path(names[2 * k + 1]), &ty, &err), TFC_OK);
-    }
+    /* the test split as arrays, the training split as image files */
+    tfc_tensor tx = {TFC_F32, {.ndim = 4, .dim = {T, H, W, 1}}, x + (int64_t)N * H * W, -1};
+    tfc_tensor ty = {TFC_I32, {.ndim = 3, .dim = {T, H, W}}, y + (int64_t)N * H * W, -1};
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("seg_vx.npy"), &tx, &err), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("seg_vy.npy"), &ty, &err), TFC_OK);
+    write_pngs("segt", N, H, W, x, y);
     static const char solver[] =
         "model:\n  input: {shape: [12, 12, 1]}\n  layers:\n"
         "    - Conv2D: {name: c1, filters: 8, kernel_size: 3, padding: same, activation: relu}\n"
@@ -406,8 +516,11 @@ static void test_trains(void)
         "    - Concatenate: {inputs: [up, c1]}\n"
         "    - Conv2D: {filters: 3, kernel_size: 1, activation: softmax}\n"
         "  loss: sparse_categorical_crossentropy\n  metrics: [accuracy]\n"
-        "data:\n  train:\n    source: {type: npy, features: seg_tx.npy, labels: seg_ty.npy}\n"
-        "    pipeline: [{shuffle: {buffer_size: 384}}, {repeat: {}}, {batch: {batch_size: 32}}]\n"
+        "data:\n  train:\n    source: {type: images, directory: segt/images, masks: segt/masks,"
+        " mask_offset: -1, channels: 1, num_classes: 3}\n"
+        "    pipeline: [{map: {op: scale, factor: 0.00392156862745098}},"
+        " {map: {op: random_flip, mode: horizontal_and_vertical, segmentation_masks: true}},"
+        " {shuffle: {buffer_size: 384}}, {repeat: {}}, {batch: {batch_size: 32}}]\n"
         "  test:\n    source: {type: npy, features: seg_vx.npy, labels: seg_vy.npy}\n"
         "    pipeline: [{batch: {batch_size: 64}}]\n"
         "optimizer: {type: adam, learning_rate: 0.01}\nmax_iter: 240\ntest_interval: 240\n"
@@ -427,4 +540,5 @@ TFC_TEST_MAIN("segmentation", {"keras_evaluate", test_keras_evaluate},
               {"keras_mean_iou", test_keras_mean_iou}, {"mean_iou_classes", test_mean_iou_classes},
               {"keras_steps", test_keras_steps}, {"gradients", test_gradients},
               {"label_errors", test_label_errors}, {"masks_move", test_masks_move},
-              {"masks_errors", test_masks_errors}, {"trains", test_trains})
+              {"masks_errors", test_masks_errors}, {"images_masks", test_images_masks},
+              {"trains", test_trains})

@@ -1,8 +1,10 @@
 /* The images source: PNG and JPEG files listed in a file of `path label` lines (paths
  * relative to the list) or found in a folder with one sub-folder per class (sorted names
- * give the class indices, like Keras's image_dataset_from_directory). Files are read, and
- * decoded unless `decode: false`, when a record is requested, so a parallel map over this
- * source reads and decodes in parallel. */
+ * give the class indices, like Keras's image_dataset_from_directory); or, with `masks`, a
+ * folder of images whose labels are segmentation masks, one PNG per image of the same name
+ * in the masks folder (a class per pixel, as the Oxford-IIIT Pets' trimaps). Files are
+ * read, and decoded unless `decode: false`, when a record is requested, so a parallel map
+ * over this source reads and decodes in parallel. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -25,11 +27,14 @@ typedef struct images_args {
     double max_pixels;
     int num_classes;
     int on_error;
+    const char *masks;
+    int mask_offset;
 } images_args;
 
 typedef struct image_item {
     char *path;
     int32_t label;
+    char *mask; /* the mask's path (masks), else NULL */
 } image_item;
 
 typedef struct images_source {
@@ -40,7 +45,52 @@ typedef struct images_source {
     tfc_image_limits lim;
     tfc_image_pool *pool;
     size_t last_len; /* the size of a file read lately: the next read's first guess */
+    int mask_offset, num_classes;
 } images_source;
+
+/* Item i's mask as its labels: int32 (H, W), each pixel's value plus the offset, in
+ * [0, num_classes) when that is given; the image's height and width when it is decoded. */
+static tfc_status mask_labels(images_source *im, const image_item *it, tfc_element *e,
+                              tfc_error *err)
+{
+    char *buf;
+    size_t len;
+    tfc_status st = tfc_file_read_guess(it->mask, IMAGE_MAX_FILE_BYTES, 4096, &buf, &len, err);
+    if (st) return st;
+    tfc_tensor m;
+    st = tfc_image_decode_with(im->pool, buf, len, it->mask, 1, &im->lim, &m, err);
+    free(buf);
+    if (st) return st;
+    const tfc_tensor *f = &e->comp[TFC_COMP_FEATURES];
+    const int64_t h = m.shape.dim[0], w = m.shape.dim[1];
+    if (im->decode && (f->shape.dim[0] != h || f->shape.dim[1] != w)) {
+        free(m.data);
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: a mask of %lld x %lld for an image of "
+                             "%lld x %lld (%s)", it->mask, (long long)h, (long long)w,
+                             (long long)f->shape.dim[0], (long long)f->shape.dim[1], it->path);
+    }
+    tfc_shape ls = {.ndim = 2, .dim = {h, w}};
+    int32_t *l = tfc_element_alloc(e, TFC_COMP_LABELS, TFC_I32, &ls);
+    if (!l) {
+        free(m.data);
+        return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    const uint8_t *px = m.data;
+    for (int64_t k = 0; k < h * w; k++) {
+        const int32_t v = (int32_t)px[k] + im->mask_offset;
+        if (v < 0 || (im->num_classes > 0 && v >= im->num_classes)) {
+            const int value = px[k];
+            free(m.data);
+            return tfc_error_set(err, TFC_ERR_DATA, "%s: pixel (%lld, %lld) is class %d "
+                                 "(value %d%+d), outside [0, %d)", it->mask,
+                                 (long long)(k / w), (long long)(k % w), v, value,
+                                 im->mask_offset, im->num_classes > 0 ? im->num_classes : 256);
+        }
+        l[k] = v;
+    }
+    free(m.data);
+    return TFC_OK;
+}
 
 static tfc_status images_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
 {
@@ -67,6 +117,7 @@ static tfc_status images_get(source *s, int64_t i, tfc_element *e, tfc_error *er
         free(t->data);
         *t = (tfc_tensor){TFC_U8, {.ndim = 1, .dim = {(int64_t)len}}, buf, -1};
     }
+    if (it->mask) return mask_labels(im, it, e, err);
     tfc_shape ls = {0};
     int32_t *l = tfc_element_alloc(e, TFC_COMP_LABELS, TFC_I32, &ls);
     if (!l) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -87,7 +138,7 @@ static int64_t images_label(const source *s, int64_t i)
 static void images_free(source *s)
 {
     images_source *im = (images_source *)s;
-    for (int64_t i = 0; i < im->n; i++) free(im->items[i].path);
+    for (int64_t i = 0; i < im->n; i++) free(im->items[i].path), free(im->items[i].mask);
     free(im->items);
     tfc_image_pool_free(im->pool);
     free(im);
@@ -98,6 +149,14 @@ static const source_ops images_ops = {
     .get = images_get,
     .describe = images_describe,
     .label = images_label,
+    .free = images_free,
+};
+
+/* With masks: no single label per record to count or check */
+static const source_ops images_masks_ops = {
+    .type = "images",
+    .get = images_get,
+    .describe = images_describe,
     .free = images_free,
 };
 
@@ -123,7 +182,7 @@ static int add_item(images_source *im, const char *dir, const char *name, size_t
         memcpy(p, name, nlen);
         p[nlen] = 0;
     }
-    im->items[im->n++] = (image_item){p, label};
+    im->items[im->n++] = (image_item){p, label, NULL};
     return 0;
 }
 
@@ -240,23 +299,67 @@ static tfc_status read_dir(images_source *im, const images_args *a, tfc_error *e
     return st;
 }
 
+/* masks: every image of the flat folder `directory` (sorted names) with the mask of its
+ * name in `masks`: STEM.png (the image's own extension also taken, and .PNG) */
+static tfc_status read_masks(images_source *im, const images_args *a, tfc_error *err)
+{
+    int nf;
+    char **files = tfc_data_list_dir(a->directory, image_name, &nf, err);
+    if (!files) return err && err->code ? err->code : TFC_ERR_IO;
+    tfc_status st = TFC_OK;
+    for (int i = 0; i < nf && !st; i++) {
+        const char *dot = strrchr(files[i], '.');
+        const int stem = (int)(dot - files[i]);
+        const char *const exts[] = {".png", ".PNG", dot};
+        char path[4096] = "";
+        struct stat sb;
+        int found = 0;
+        for (int k = 0; k < 3 && !found; k++) {
+            snprintf(path, sizeof path, "%s/%.*s%s", a->masks, stem, files[i], exts[k]);
+            found = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+        }
+        if (!found) {
+            snprintf(path, sizeof path, "%s/%.*s.png", a->masks, stem, files[i]);
+            if (a->on_error == ON_ERROR_SKIP) {
+                tfc_source_name_skip(&im->base, files[i]);
+                im->base.skipped++;
+                continue;
+            }
+            st = tfc_error_set(err, TFC_ERR_DATA, "%s/%s: no mask %s", a->directory, files[i],
+                               path);
+            break;
+        }
+        if (add_item(im, a->directory, files[i], strlen(files[i]), -1) ||
+            !(im->items[im->n - 1].mask = strdup(path)))
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    tfc_data_free_names(files, nf);
+    if (!st && im->n == 0)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: no .png/.jpg/.jpeg files", a->directory);
+    return st;
+}
+
 static tfc_status load_images(source **out, const images_args *a, tfc_error *err)
 {
     *out = NULL;
     images_source *im = calloc(1, sizeof *im);
     if (!im) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    im->base.ops = &images_ops;
+    im->base.ops = a->masks ? &images_masks_ops : &images_ops;
+    im->mask_offset = a->mask_offset;
+    im->num_classes = a->num_classes;
     im->base.get_may_fail = 1;
     im->base.skip_errors = a->on_error == ON_ERROR_SKIP;
     im->decode = a->decode;
     im->channels = a->channels;
     im->lim.max_side = a->max_side;
     im->lim.max_pixels = (int64_t)a->max_pixels;
-    if (a->decode && !(im->pool = tfc_image_pool_new())) {
+    if ((a->decode || a->masks) && !(im->pool = tfc_image_pool_new())) {
         tfc_source_free(&im->base);
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
-    tfc_status st = a->list ? read_list(im, a, err) : read_dir(im, a, err);
+    tfc_status st = a->list    ? read_list(im, a, err)
+                    : a->masks ? read_masks(im, a, err)
+                               : read_dir(im, a, err);
     if (st) {
         tfc_source_free(&im->base);
         return st;
@@ -268,7 +371,8 @@ static tfc_status load_images(source **out, const images_args *a, tfc_error *err
             1, TFC_U8, {.ndim = 3, .dim = {-1, -1, a->channels ? a->channels : -1}}};
     else
         s->spec.comp[TFC_COMP_FEATURES] = (tfc_component_spec){1, TFC_U8, {.ndim = 1, .dim = {-1}}};
-    s->spec.comp[TFC_COMP_LABELS] = (tfc_component_spec){1, TFC_I32, {.ndim = 0}};
+    s->spec.comp[TFC_COMP_LABELS] =
+        (tfc_component_spec){1, TFC_I32, {.ndim = a->masks ? 2 : 0, .dim = {-1, -1}}};
     *out = s;
     return TFC_OK;
 }
@@ -291,6 +395,11 @@ static const tfc_field images_fields[] = {
      "largest width x height accepted"},
     SOURCE_NUM_CLASSES_FIELD(images_args),
     SOURCE_ON_ERROR_FIELD(images_args),
+    {"masks", TFC_F_STRING, offsetof(images_args, masks), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "a folder of segmentation masks, one PNG per image of `directory` (then a flat folder) "
+     "under its name: the labels, a class per pixel"},
+    {"mask_offset", TFC_F_INT, offsetof(images_args, mask_offset), "0", -255, 255, NULL,
+     "added to every mask value (-1 for masks whose classes start at 1)"},
     {NULL},
 };
 
@@ -300,6 +409,11 @@ static tfc_status images_check(void *args, const tfc_node *at, const char *key, 
     if (!a->list == !a->directory)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "give exactly one of `list` and "
                               "`directory`");
+    if (a->masks && a->list)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "masks: takes a `directory` of "
+                              "images (a flat folder), not a `list`");
+    if (a->mask_offset && !a->masks)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "mask_offset: needs `masks`");
     return TFC_OK;
 }
 
@@ -307,13 +421,15 @@ static tfc_status images_open(const void *args, const tfc_data_options *opt, con
                               source **out, tfc_error *err)
 {
     images_args a = *(const images_args *)args;
-    char *list, *directory = NULL;
+    char *list, *directory = NULL, *masks = NULL;
     tfc_status st = tfc_data_resolve(opt, &a.list, &list, err);
     if (!st) st = tfc_data_resolve(opt, &a.directory, &directory, err);
+    if (!st) st = tfc_data_resolve(opt, &a.masks, &masks, err);
     if (opt && opt->num_classes) a.num_classes = opt->num_classes;
     if (!st) st = load_images(out, &a, err);
     free(list);
     free(directory);
+    free(masks);
     return st;
 }
 

@@ -37,19 +37,23 @@ static tfc_status check_rank3(const tfc_tensor *t, const char *op, tfc_error *er
  * random_flip, random_crop and resize take `segmentation_masks: true` (Keras 3's
  * augmentation layers given {"images", "segmentation_masks"}): the labels, one class per
  * pixel (H, W) or (H, W, k) of the image's H × W, get the image's flip or crop, and a resize
- * by nearest neighbour. Without it, integer labels of the image's H × W are refused: the op
- * would move the pixels away from their labels. */
+ * by nearest neighbour. Without it, integer labels that may be of the image's H × W (sizes
+ * unknown before the data count as equal) are refused: the op would move the pixels away
+ * from their labels. */
 
 #define MASKS_FIELD(type)                                                                      \
     {"segmentation_masks", TFC_F_BOOL, offsetof(type, masks), "false", TFC_UNBOUNDED, NULL,   \
      "also move the labels, a class per pixel (H, W) or (H, W, k), with the image"}
 
-/* Whether label spec l has the height and width of feature spec f (known in both) */
+/* Whether label spec l may have the height and width of feature spec f: (H, W) or (H, W, k)
+ * beside (H, W, C), each size the same where both are known */
 static int same_plane(const tfc_component_spec *f, const tfc_component_spec *l)
 {
-    return f->shape.ndim == 3 && (l->shape.ndim == 2 || l->shape.ndim == 3) &&
-           f->shape.dim[0] >= 0 && f->shape.dim[0] == l->shape.dim[0] && f->shape.dim[1] >= 0 &&
-           f->shape.dim[1] == l->shape.dim[1];
+    if (f->shape.ndim != 3 || (l->shape.ndim != 2 && l->shape.ndim != 3)) return 0;
+    for (int k = 0; k < 2; k++)
+        if (f->shape.dim[k] >= 0 && l->shape.dim[k] >= 0 && f->shape.dim[k] != l->shape.dim[k])
+            return 0;
+    return 1;
 }
 
 static tfc_status check_masks(const op_build *b, const tfc_element_spec *in, int masks)
@@ -68,12 +72,11 @@ static tfc_status check_masks(const op_build *b, const tfc_element_spec *in, int
     if (l->shape.ndim >= 0 && l->shape.ndim != 2 && l->shape.ndim != 3)
         return tfc_op_error(b, "segmentation_masks: needs labels of shape (height, width) or "
                             "(height, width, k), found %s", tfc_data_spec_str(l, sh, sizeof sh));
-    for (int k = 0; k < 2 && f->shape.ndim == 3 && l->shape.ndim >= 2; k++)
-        if (f->shape.dim[k] >= 0 && l->shape.dim[k] >= 0 && f->shape.dim[k] != l->shape.dim[k])
-            return tfc_op_error(b, "segmentation_masks: the labels %s are not of the images' "
-                                "height and width (%lld x %lld)",
-                                tfc_data_spec_str(l, sh, sizeof sh), (long long)f->shape.dim[0],
-                                (long long)f->shape.dim[1]);
+    if (f->shape.ndim == 3 && l->shape.ndim >= 2 && !same_plane(f, l))
+        return tfc_op_error(b, "segmentation_masks: the labels %s are not of the images' "
+                            "height and width (%lld x %lld)",
+                            tfc_data_spec_str(l, sh, sizeof sh), (long long)f->shape.dim[0],
+                            (long long)f->shape.dim[1]);
     return TFC_OK;
 }
 
