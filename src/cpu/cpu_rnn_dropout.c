@@ -4,7 +4,7 @@
  * Keras itself leaves its fused kernels (cuDNN's among them) for this, and so does tfc: the
  * gates' sums are library GEMMs per gate, the input's over all steps at once and the
  * recurrent ones per step over the batch's rows, each against a masked copy of its operand;
- * the cells are plain loops. Backward walks the steps in reverse keeping each step's
+ * the cells are vector loops a row at a time. Backward walks the steps in reverse keeping each step's
  * pre-activation gradients, then forms the weight gradients as GEMMs over all n t rows, gate
  * by gate, and dbias as column sums in double in row order. Training passes only: inference
  * runs the cell's own fused op (dropout does nothing there). */
