@@ -417,10 +417,57 @@ static void test_comm_choice(void)
     CU_ASSERT(same_bytes(a, b));
 }
 
+/* Counted metrics (MeanIoU here) over ranks: each rank counts its own rows, and the display
+ * and the test pass sum the counts before the ratio, so 2 ranks log what one process with
+ * iter_size 2 logs: the same metrics in every train and test row of log.csv. */
+static void test_counted_metrics(void)
+{
+    if (!have_mpirun()) return;
+    char one[512], two[512];
+    snprintf(one, sizeof one, "%s", out("cm_one"));
+    snprintf(two, sizeof two, "%s", out("cm_two"));
+    const char *set = "--set deterministic=true --set 'model.metrics=[accuracy, {MeanIoU: "
+                      "{num_classes: 4, sparse_y_pred: false}}, {MeanIoU: {num_classes: 4, "
+                      "sparse_y_pred: false, ignore_class: 0, name: miou_no_0}}]'";
+    CU_ASSERT_EQUAL(run("%s/tfc-train %s --device cpu --threads 1 %s --set iter_size=2 --set "
+                        "data.train.pipeline.2.batch.batch_size=16 --out %s --quiet >/dev/null",
+                        bin(), solver(), set, one), 0);
+    CU_ASSERT_EQUAL(run("%s/tfc-train %s --nprocs 2 --device cpu %s --out %s --quiet >/dev/null",
+                        bin(), solver(), set, two), 0);
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/log.csv", one);
+    snprintf(pb, sizeof pb, "%s/log.csv", two);
+    char *la = tfc_test_read(pa, NULL), *lb = tfc_test_read(pb, NULL);
+    CU_ASSERT_FATAL(la && lb);
+    CU_ASSERT_PTR_NOT_NULL(strstr(la, "mean_io_u,miou_no_0"));
+    /* the rows without their last column */
+    int rows = 0;
+    for (char *a = la, *b = lb; a && b && *a && *b; rows++) {
+        char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+        if (!ea || !eb) break;
+        *ea = *eb = 0;
+        char *ca = strrchr(a, ','), *cb = strrchr(b, ',');
+        if (ca) *ca = 0;
+        if (cb) *cb = 0;
+        /* iteration and phase, then the metrics: not the loss (a test pass sums the ranks'
+         * losses in another order, so its last digit may differ) */
+        char *pa2 = strchr(a, ','), *pb2 = strchr(b, ',');
+        pa2 = pa2 ? strchr(pa2 + 1, ',') : NULL, pb2 = pb2 ? strchr(pb2 + 1, ',') : NULL;
+        char *ma = pa2 ? strchr(pa2 + 1, ',') : NULL, *mb = pb2 ? strchr(pb2 + 1, ',') : NULL;
+        CU_ASSERT_FATAL(ma && mb);
+        CU_ASSERT(pa2 - a == pb2 - b && !strncmp(a, b, (size_t)(pa2 - a)));
+        CU_ASSERT_STRING_EQUAL(ma, mb);
+        a = ea + 1, b = eb + 1;
+    }
+    CU_ASSERT(rows >= 30); /* a header, 30 train rows, 3 test rows */
+    free(la);
+    free(lb);
+}
+
 TFC_TEST_MAIN("distributed", {"two_ranks_equal_one_process", test_two_ranks_equal_one_process},
               {"deterministic_bit_identical", test_deterministic_bit_identical},
               {"resume_and_refusals", test_resume_and_refusals},
               {"sigint_snapshots", test_sigint_snapshots},
               {"killed_rank_ends_job", test_killed_rank_ends_job},
               {"plain_lines_into_a_file", test_plain_lines_into_a_file},
-              {"comm_choice", test_comm_choice})
+              {"comm_choice", test_comm_choice}, {"counted_metrics", test_counted_metrics})

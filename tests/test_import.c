@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "tfc.h"
 #include "data/data.h"
 #include "util/testutil.h"
@@ -152,17 +154,28 @@ static void test_keras2(void)
 }
 
 /* The same model as JSON plus model.save_weights' file, and as Keras's legacy .h5. */
-static void test_other_forms(void)
+/* The config.json of mlp.keras (malloc'd, *len bytes). */
+static void *mlp_config(size_t *len)
 {
     tfc_error err;
     tfc_error_clear(&err);
     tfc_zip *z = tfc_zip_open(DIR "mlp.keras", &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(z);
     void *json = NULL;
-    size_t len = 0;
-    CU_ASSERT_EQUAL_FATAL(tfc_zip_read(z, tfc_zip_find(z, "config.json"), 1 << 20, &json, &len,
-                                       &err), TFC_OK);
+    *len = 0;
+    CU_ASSERT_EQUAL(tfc_zip_read(z, tfc_zip_find(z, "config.json"), 1 << 20, &json, len, &err),
+                    TFC_OK);
     tfc_zip_close(z);
+    return json;
+}
+
+static void test_other_forms(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    size_t len;
+    void *json = mlp_config(&len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
     const char *path = tfc_test_write("mlp_config.json", json, (long)len);
     free(json);
     tfc_import_report rep;
@@ -484,8 +497,66 @@ static void test_tool(void)
     tfc_test_sh_expect(2, cmd, "/nonexistent.keras", NULL);
 }
 
+/* A model compiled with Keras's counted metrics (the serialized objects of its
+ * compile_config, as Keras 3 writes them) imports with each metric's arguments, under the
+ * names Keras gave them. */
+static void test_metrics(void)
+{
+    tfc_error err;
+    tfc_error_clear(&err);
+    size_t len;
+    void *json = mlp_config(&len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    json_t *root = json_loadb(json, len, 0, NULL);
+    free(json);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    static const char metrics[] =
+        "[\"accuracy\", {\"module\": \"keras.metrics\", \"class_name\": \"AUC\", \"config\": "
+        "{\"name\": \"pr\", \"dtype\": \"float32\", \"num_thresholds\": 200, \"curve\": \"PR\", "
+        "\"summation_method\": \"interpolation\", \"multi_label\": false, \"num_labels\": null, "
+        "\"label_weights\": null, \"from_logits\": false}, \"registered_name\": null}, "
+        "\"recall\", {\"module\": \"keras.metrics\", \"class_name\": \"OneHotMeanIoU\", "
+        "\"config\": {\"num_classes\": 3, \"name\": \"one_hot_mean_io_u\", \"dtype\": \"int32\", "
+        "\"ignore_class\": null, \"sparse_y_pred\": false, \"axis\": -1}, "
+        "\"registered_name\": null}, {\"module\": \"keras.metrics\", \"class_name\": "
+        "\"F1Score\", \"config\": {\"name\": \"f1_score\", \"dtype\": \"float32\", "
+        "\"average\": \"macro\", \"threshold\": null}, \"registered_name\": null}, "
+        "{\"module\": \"keras.metrics\", \"class_name\": \"Precision\", \"config\": "
+        "{\"name\": \"precision\", \"dtype\": \"float32\", \"thresholds\": [0.3], "
+        "\"top_k\": null, \"class_id\": null}, \"registered_name\": null}]";
+    json_t *compile = json_object();
+    json_object_set_new(compile, "loss", json_string("categorical_crossentropy"));
+    json_object_set_new(compile, "metrics", json_loads(metrics, 0, NULL));
+    json_object_set_new(root, "compile_config", compile);
+    char *text = json_dumps(root, JSON_INDENT(1));
+    json_decref(root);
+    const char *path = tfc_test_write("mlp_metrics.json", text, -1);
+    free(text);
+    tfc_import_report rep;
+    tfc_status s = import(path, NULL, "mlp_metrics", &rep, &err);
+    if (s) printf("\n  %s", err.text);
+    CU_ASSERT_EQUAL_FATAL(s, TFC_OK);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "%s/mlp_metrics.yaml", tfc_test_tmpdir());
+    char *written = tfc_test_read(yaml, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(written);
+    CU_ASSERT_PTR_NOT_NULL(strstr(written, "AUC"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(written, "curve: PR"));
+    CU_ASSERT_PTR_NULL(strstr(written, "is not tfc's"));
+    free(written);
+    tfc_model *m = tfc_model_load(yaml, &err);
+    if (!m) printf("\n  %s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    static const char *const names[] = {"accuracy", "pr", "recall", "one_hot_mean_io_u",
+                                        "f1_score", "precision"};
+    CU_ASSERT_EQUAL(tfc_model_nmetrics(m), 6);
+    for (int i = 0; i < 6 && i < tfc_model_nmetrics(m); i++)
+        CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, i)->name, names[i]);
+    tfc_model_free(m);
+}
+
 TFC_TEST_MAIN("import", {"archives", test_archives}, {"other_forms", test_other_forms},
               {"keras2", test_keras2}, {"legacy_config", test_legacy_config},
               {"yaml", test_yaml}, {"refused", test_refused}, {"ops", test_ops},
-              {"edited", test_edited},
+              {"edited", test_edited}, {"metrics", test_metrics},
               {"tool", test_tool})

@@ -3,6 +3,7 @@
  * pre-activations and saved buffers are kept from forward to backward; activation gradients
  * live only from the backward step of a layer's last consumer to the layer's own, so layers
  * whose gradient lifetimes do not overlap share memory (plan_grads). */
+#include "graph/metric_counts.h"
 #include "graph/model_internal.h"
 
 #include <stdlib.h>
@@ -26,6 +27,12 @@ void tfc_model_unbind(tfc_model *m)
     free(m->host_mask);
     free(m->host_target);
     free(m->host_weight);
+    free(m->count_labels);
+    free(m->count_weight);
+    free(m->count_out);
+    free(m->counts);
+    m->count_labels = m->count_weight = m->count_out = NULL;
+    m->counts = NULL;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
         l->saved = NULL;
@@ -693,8 +700,16 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     m->host_mask = m->mask_layer >= 0 ? malloc(B * (size_t)mask_steps(m) * 4) : NULL;
     m->host_target = smooth ? malloc(loss_rows * (size_t)m->classes * 4) : NULL;
     m->host_weight = weighted ? malloc(loss_rows * 4) : NULL;
+    if (m->ncounts) { /* counted metrics: the host's copies of a batch */
+        const size_t label_cols = m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes;
+        m->count_labels = malloc(loss_rows * label_cols * 4);
+        m->count_weight = malloc(loss_rows * 4);
+        m->count_out = malloc(loss_rows * (size_t)m->classes * 4);
+        m->counts = malloc((size_t)m->ncounts * sizeof *m->counts);
+    }
     if (!m->arena || (m->mask_layer >= 0 && !m->host_mask) || (smooth && !m->host_target) ||
-        (weighted && !m->host_weight)) {
+        (weighted && !m->host_weight) ||
+        (m->ncounts && (!m->count_labels || !m->count_weight || !m->count_out || !m->counts))) {
         free(L.y);
         tfc_model_unbind(m);
         return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -1090,6 +1105,13 @@ tfc_status tfc_model_stage_labels(tfc_model *m, const void *labels, tfc_error *e
         for (int64_t r = 0; r < rows; r++) counted += host_weight[r] != 0;
     }
     c->scale = counted ? 1.0f / (float)counted : 0.f;
+    if (m->ncounts) { /* what tfc_model_loss_result counts */
+        memcpy(m->count_labels, labels,
+               (size_t)rows * 4 * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes));
+        m->count_weighted = host_weight != NULL;
+        if (host_weight) memcpy(m->count_weight, host_weight, (size_t)rows * 4);
+        m->count_rows = rows;
+    }
     /* loss options: smoothed targets (a sparse label becomes a categorical target) and,
      * after a training-mode forward only (Keras's fit(class_weight); evaluation is
      * unweighted), the rows' class weights; the mean still divides by the counted rows.
@@ -1147,7 +1169,7 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
             be->ops->loss(be, k == TFC_METRIC_MAE ? TFC_LOSS_MAE : TFC_LOSS_MSE, 0, 1.0f,
                           rows, m->classes, x, m->labels, c->weight, 1.0f, m->scalars + 1 + i,
                           NULL);
-        else if (k != TFC_METRIC_LOSS)
+        else if (k != TFC_METRIC_LOSS && k != TFC_METRIC_COUNTED)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
                               m->labels, c->weight, m->scalars + 1 + i);
     }
@@ -1167,11 +1189,27 @@ void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)
     m->be->ops->download(m->be, s, m->scalars, (size_t)(1 + m->nmetrics) * 4);
     out->loss = s[0];
     out->count = counted;
-    for (int i = 0; i < m->nmetrics; i++)
-        out->metric[i] = m->metrics[i].kind == TFC_METRIC_LOSS ? s[0]
-                         : counted ? tfc_metric_of_mean(m->metrics[i].kind,
-                                                        s[1 + i] / (double)counted)
-                                   : 0;
+    out->counts = NULL;
+    if (m->ncounts) { /* the counted metrics, from the outputs read back */
+        const tfc_layer *last = &m->layers[m->nlayers - 1];
+        m->be->ops->download(m->be, m->count_out, m->bound[m->nlayers - 1].y,
+                             (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(last) * 4);
+        memset(m->counts, 0, (size_t)m->ncounts * sizeof *m->counts);
+        out->counts = m->counts;
+    }
+    for (int i = 0; i < m->nmetrics; i++) {
+        const tfc_metric *mt = &m->metrics[i];
+        if (mt->kind == TFC_METRIC_COUNTED) {
+            tfc_counted_add(mt->counted, m->count_out, m->count_labels,
+                            m->count_weighted ? m->count_weight : NULL, m->count_rows,
+                            m->counts + mt->at);
+            out->metric[i] = tfc_counted_value(mt->counted, m->counts + mt->at);
+        } else {
+            out->metric[i] = mt->kind == TFC_METRIC_LOSS ? s[0]
+                             : counted ? tfc_metric_of_mean(mt->kind, s[1 + i] / (double)counted)
+                                       : 0;
+        }
+    }
 }
 
 const float *tfc_model_loss_scalar(const tfc_model *m) { return m->scalars; }

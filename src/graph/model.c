@@ -2,6 +2,7 @@
  * inputs), shape inference through every layer, the loss/metric settings, and the queries
  * on that description. Every error points at the YAML; the whole file is checked before
  * anything is allocated on a device (graph.c binds and runs the model). */
+#include "graph/metric_counts.h"
 #include "graph/model_internal.h"
 #include "graph/pipeline.h"
 
@@ -132,8 +133,10 @@ static const struct {
     {"RootMeanSquaredError", TFC_METRIC_RMSE, -1},
 };
 
-int tfc_metric_lower_is_better(tfc_metric_kind k)
+int tfc_metric_lower_is_better(const tfc_metric *mt)
 {
+    const tfc_metric_kind k = mt->kind;
+    if (k == TFC_METRIC_COUNTED) return tfc_counted_lower_is_better(mt->counted);
     return k == TFC_METRIC_LOSS || k == TFC_METRIC_MAE || k == TFC_METRIC_MSE ||
            k == TFC_METRIC_RMSE;
 }
@@ -154,14 +157,16 @@ int tfc_metric_known(const char *name)
         if (metric_names[k] && !strcmp(name, metric_names[k])) return 1;
     for (size_t a = 0; a < sizeof metric_aliases / sizeof *metric_aliases; a++)
         if (!strcmp(name, metric_aliases[a].name)) return 1;
-    return 0;
+    return tfc_counted_default_name(name) != NULL;
 }
 
 int tfc_metric_name_lower_is_better(const char *name)
 {
     static const char *const lower[] = {"loss", "mae", "mse", "mean_absolute_error",
                                         "mean_squared_error", "root_mean_squared_error",
-                                        "RootMeanSquaredError"};
+                                        "RootMeanSquaredError", "false_positives",
+                                        "false_negatives", "FalsePositives",
+                                        "FalseNegatives"};
     for (size_t i = 0; i < sizeof lower / sizeof *lower; i++)
         if (!strcmp(name, lower[i])) return 1;
     return 0;
@@ -190,6 +195,25 @@ static tfc_status metric_kind(const tfc_model *m, const tfc_node *item, const ch
     return tfc_node_enum(item, path, metric_names, kind, err);
 }
 
+/* A counted metric (Precision, {AUC: {curve: PR}}): its arguments, kept by the model. */
+static tfc_status counted_metric(tfc_model *m, const tfc_node *item, const tfc_node *args,
+                                 const char *path, tfc_error *err)
+{
+    tfc_counted *c = calloc(1, sizeof *c);
+    if (!c) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    tfc_metric *mt = &m->metrics[m->nmetrics];
+    if (tfc_counted_parse(c, item, args, path, mt->name, sizeof mt->name, err)) {
+        tfc_counted_free(c);
+        free(c);
+        return TFC_ERR_CONFIG;
+    }
+    mt->kind = TFC_METRIC_COUNTED;
+    mt->counted = c;
+    mt->k = 1;
+    m->nmetrics++;
+    return TFC_OK;
+}
+
 /* Metrics: a list of names or one-key mappings ({top_k_accuracy: {k: 3}}). */
 static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *err)
 {
@@ -207,16 +231,20 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
             args = item->vals[0];
             item = item->keys[0];
         }
+        if (m->nmetrics == TFC_MAX_METRICS) {
+            status = tfc_node_error(err, TFC_ERR_CONFIG, item, path, "at most %d metrics",
+                                    TFC_MAX_METRICS);
+            break;
+        }
+        if (item->kind == TFC_NODE_SCALAR && tfc_counted_default_name(item->str)) {
+            if (counted_metric(m, item, args, path, err)) status = TFC_ERR_CONFIG;
+            continue;
+        }
         int kind;
         const char *alias;
         if (metric_kind(m, item, path, &kind, &alias, err)) {
             status = TFC_ERR_CONFIG;
             continue;
-        }
-        if (m->nmetrics == TFC_MAX_METRICS) {
-            status = tfc_node_error(err, TFC_ERR_CONFIG, item, path, "at most %d metrics",
-                                    TFC_MAX_METRICS);
-            break;
         }
         if ((kind == TFC_METRIC_MAE || kind == TFC_METRIC_MSE || kind == TFC_METRIC_RMSE) &&
             !tfc_loss_is_regression(m->loss)) {
@@ -791,10 +819,39 @@ static tfc_status check_loss(const tfc_model *m, const tfc_node *root, tfc_error
     return TFC_OK;
 }
 
-/* top_k_accuracy's k against the classes that check_loss found; binary_accuracy (Keras's:
- * each output thresholded) is tfc's accuracy for one output only. */
-static tfc_status check_metrics(const tfc_model *m, const tfc_node *root, tfc_error *err)
+/* The metrics against the output that check_loss found: one name each (the logs key them
+ * by it); a counted metric checked against the output and the labels, its counts placed in
+ * the model's; top_k_accuracy's k within the classes; binary_accuracy (Keras's: each output
+ * thresholded) is tfc's accuracy for one output only. */
+static tfc_status check_metrics(tfc_model *m, const tfc_node *root, tfc_error *err)
 {
+    const tfc_node *list = tfc_node_get(root, "metrics");
+    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    const int ce = m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE ||
+                   m->loss == TFC_LOSS_BCE;
+    const int logits = ce && last->act != TFC_ACT_SOFTMAX && last->act != TFC_ACT_SIGMOID;
+    int64_t at = 0;
+    for (int i = 0; i < m->nmetrics; i++) {
+        tfc_metric *mt = &m->metrics[i];
+        char path[32];
+        snprintf(path, sizeof path, "metrics[%d]", i);
+        const tfc_node *item = list && list->kind == TFC_NODE_SEQ && i < list->n ? list->vals[i]
+                                                                               : list;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(m->metrics[j].name, mt->name))
+                return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
+                                      "a second metric named %s: the logs key metrics by name "
+                                      "(give it another with name:)", mt->name);
+        if (mt->kind != TFC_METRIC_COUNTED) continue;
+        if (tfc_counted_check(mt->counted, m->classes, m->label_rows,
+                              m->loss == TFC_LOSS_SPARSE_CCE ? TFC_LABELS_SPARSE
+                                                             : TFC_LABELS_DENSE,
+                              logits, tfc_loss_names[m->loss], item, path, err))
+            return TFC_ERR_CONFIG;
+        mt->at = at;
+        at += mt->counted->ncounts;
+    }
+    m->ncounts = at;
     for (int i = 0; i < m->nmetrics; i++)
         if (!strcmp(m->metrics[i].name, "binary_accuracy") && m->classes != 1)
             return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",
@@ -1114,6 +1171,10 @@ void tfc_model_free(tfc_model *m)
     }
     free(m->layers);
     free(m->caps);
+    for (int i = 0; i < m->nmetrics; i++) {
+        if (m->metrics[i].counted) tfc_counted_free(m->metrics[i].counted);
+        free(m->metrics[i].counted);
+    }
     tfc_model_set_class_names(m, NULL, 0, NULL);
     tfc_loss_options_free(&m->loss_opt);
     tfc_doc_free(m->doc_scratch);
@@ -1140,6 +1201,13 @@ const tfc_shape *tfc_model_output_shape(const tfc_model *m)
 tfc_loss_kind tfc_model_loss_kind(const tfc_model *m) { return m->loss; }
 int tfc_model_nmetrics(const tfc_model *m) { return m->nmetrics; }
 const tfc_metric *tfc_model_metric(const tfc_model *m, int i) { return &m->metrics[i]; }
+int64_t tfc_model_ncounts(const tfc_model *m) { return m->ncounts; }
+
+double tfc_model_counted_value(const tfc_model *m, int i, const double *counts)
+{
+    const tfc_metric *mt = &m->metrics[i];
+    return tfc_counted_value(mt->counted, counts + mt->at);
+}
 int tfc_model_classes(const tfc_model *m) { return m->classes; }
 int64_t tfc_model_label_rows(const tfc_model *m) { return m->label_rows; }
 

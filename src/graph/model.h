@@ -27,14 +27,17 @@ typedef enum tfc_metric_kind {
     TFC_METRIC_MSE,  /* mean squared error, likewise */
     TFC_METRIC_RMSE, /* its square root, of the mean over every row seen (Keras's
                       * root_mean_squared_error: not the mean of the batches' roots) */
+    TFC_METRIC_COUNTED, /* a ratio of counts summed over batches: Precision, AUC, MeanIoU
+                         * ... (tfc_metric.counted; graph/metric_counts.h) */
     TFC_METRIC_COUNT
 } tfc_metric_kind;
 
 /* Whether a lower value of the metric is better: the loss and the errors (mae, mse,
- * root_mean_squared_error); the accuracies are better higher. By kind, or by the name a
- * model reports it under (Keras's long names too), for callers that only have a run's
- * summary. */
-int tfc_metric_lower_is_better(tfc_metric_kind k);
+ * root_mean_squared_error, FalsePositives, FalseNegatives); the others are better higher.
+ * By the metric, or by the name a model reports it under (Keras's long names too), for
+ * callers that only have a run's summary. */
+typedef struct tfc_metric tfc_metric;
+int tfc_metric_lower_is_better(const tfc_metric *mt);
 int tfc_metric_name_lower_is_better(const char *name);
 /* Whether `metrics:` takes `name` (tfc's names and Keras's other ones). */
 int tfc_metric_known(const char *name);
@@ -48,19 +51,27 @@ double tfc_metric_of_mean(tfc_metric_kind k, double mean);
 
 #define TFC_MAX_METRICS 8
 
+struct tfc_counted;
+
 typedef struct tfc_metric {
     tfc_metric_kind kind;
     int k;           /* top_k_accuracy */
     char name[48];   /* as reported, the name the model file gives: accuracy, loss,
                       * sparse_top_k_categorical_accuracy */
+    struct tfc_counted *counted; /* TFC_METRIC_COUNTED: its arguments (owned) */
+    int64_t at;      /* ... and where its counts start in the model's (tfc_model_ncounts) */
 } tfc_metric;
 
 /* One batch's results. `count` is the number of rows (examples, or unmasked steps) that the
- * loss and metrics averaged over, so callers can weight batches when accumulating. */
+ * loss and metrics averaged over, so callers can weight batches when accumulating. A model
+ * with counted metrics also gives the batch's counts (tfc_model_ncounts of them, valid
+ * until its next loss), which add over batches and ranks: tfc_model_counted_value turns
+ * the sums into the metrics' values. */
 typedef struct tfc_batch_result {
     double loss;
     double metric[TFC_MAX_METRICS];
     int64_t count;
+    const double *counts;
 } tfc_batch_result;
 
 /* Builds a model from a parsed model mapping. `name` is the default model name (the file's
@@ -103,6 +114,10 @@ const tfc_shape *tfc_model_output_shape(const tfc_model *m);
 tfc_loss_kind tfc_model_loss_kind(const tfc_model *m);
 int tfc_model_nmetrics(const tfc_model *m);
 const tfc_metric *tfc_model_metric(const tfc_model *m, int i);
+/* The counts of the model's counted metrics, all of them (0: none), and metric i's value
+ * from their sums over batches (counts: tfc_model_ncounts of them). */
+int64_t tfc_model_ncounts(const tfc_model *m);
+double tfc_model_counted_value(const tfc_model *m, int i, const double *counts);
 /* Output classes per row (the last axis of the output). */
 int tfc_model_classes(const tfc_model *m);
 /* Rows of labels per example: 1, or T for sequence outputs. */

@@ -114,6 +114,7 @@ struct tfc_model {
     tfc_loss_options loss_opt;
     tfc_metric metrics[TFC_MAX_METRICS];
     int nmetrics;
+    int64_t ncounts;       /* the counted metrics' counts, all of them (tfc_metric.at) */
     int classes;
     int64_t label_rows;
     int fused_loss;        /* the last layer's softmax/sigmoid is folded into the loss */
@@ -150,6 +151,14 @@ struct tfc_model {
     float *target, *row_weight; /* device: smoothed targets, class weights (loss_opt) */
     float *host_target, *host_weight; /* their host staging */
     float *scalars;        /* device: loss, then one per metric */
+    /* counted metrics (ncounts > 0): the batch's labels and row weights as staged, the
+     * outputs read back, and the batch's counts (tfc_model_loss_result) */
+    void *count_labels;
+    float *count_weight;
+    int count_weighted;    /* count_weight holds the last batch's (else every row counts) */
+    int64_t count_rows;
+    float *count_out;
+    double *counts;
     int64_t loss_counted;  /* the rows the last tfc_model_loss_launch averaged over */
     tfc_loss_call loss_call; /* what tfc_model_stage_labels set up for tfc_model_loss_compute */
     void *ws;

@@ -55,9 +55,10 @@ int tfc_solver_stop_requested(const tfc_solver *s) { return s->opt.stop && *s->o
 
 /* Runs the n examples staged in `f` through the model in slices of its bound batch (a test
  * batch may be larger: inference is per example, so only the summation order changes) and
- * adds their row-weighted loss and metrics to sums[0] and sums[1 + i]. */
-static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc_eval *out,
-                            tfc_confusion *cm, float *outputs, tfc_error *err)
+ * adds their row-weighted loss and metrics to sums[0] and sums[1 + i], their counted
+ * metrics' counts to counts[]. */
+static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, double *counts,
+                            tfc_eval *out, tfc_confusion *cm, float *outputs, tfc_error *err)
 {
     tfc_model *m = f->model;
     for (int at = 0; at < n; at += f->bind_batch) {
@@ -76,6 +77,7 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, tfc
                               (int64_t)k * cm->rows);
         }
         sums[0] += br.loss * (double)br.count;
+        for (int64_t j = 0; br.counts && j < tfc_model_ncounts(m); j++) counts[j] += br.counts[j];
         for (int i = 0; i < tfc_model_nmetrics(m); i++)
             sums[1 + i] += tfc_metric_summand(tfc_model_metric(m, i)->kind, br.metric[i]) *
                            (double)br.count;
@@ -98,6 +100,39 @@ static tfc_status reduce_confusion(tfc_comm *c, tfc_confusion *cm, tfc_error *er
     return st;
 }
 
+/* The pass's sums (over the ranks of a data-parallel run) into its result. */
+static tfc_status finish(tfc_feed *f, double *sums, double *counts, tfc_eval *out,
+                         tfc_confusion *cm, int stopped, tfc_error *err)
+{
+    out->skipped = tfc_pipeline_skipped(f->test);
+    snprintf(out->skipped_names, sizeof out->skipped_names, "%s",
+             tfc_pipeline_skipped_names(f->test));
+    if (stopped) return TFC_OK;
+    const int64_t ncounts = tfc_model_ncounts(f->model);
+    if (f->nranks > 1) {
+        /* Exact over ranks: the row-weighted sums and the counts, not means of means. */
+        int nm = tfc_model_nmetrics(f->model);
+        sums[1 + nm] = (double)out->rows;
+        sums[2 + nm] = (double)out->examples;
+        tfc_comm *c = tfc_comm_world(err);
+        tfc_status st = c ? c->ops->allreduce(c, sums, 3 + nm, 1, 1, err) : err->code;
+        if (!st && ncounts) st = c->ops->allreduce(c, counts, ncounts, 1, 1, err);
+        if (!st && cm && cm->classes) st = reduce_confusion(c, cm, err);
+        if (st) return st;
+        out->rows = (int64_t)sums[1 + nm];
+        out->examples = (int64_t)sums[2 + nm];
+    }
+    if (out->rows > 0) {
+        out->loss = sums[0] / (double)out->rows;
+        for (int i = 0; i < tfc_model_nmetrics(f->model); i++)
+            out->metric[i] = tfc_model_metric(f->model, i)->kind == TFC_METRIC_COUNTED
+                                 ? tfc_model_counted_value(f->model, i, counts)
+                                 : tfc_metric_of_mean(tfc_model_metric(f->model, i)->kind,
+                                                      sums[1 + i] / (double)out->rows);
+    }
+    return TFC_OK;
+}
+
 tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_confusion *cm,
                         int *stopped, tfc_error *err)
 {
@@ -106,11 +141,17 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_con
     *stopped = 0;
     tfc_pipeline_reset(f->test);
     float *outputs = NULL;
+    const int64_t ncounts = tfc_model_ncounts(f->model);
+    double *counts = calloc((size_t)(ncounts ? ncounts : 1), sizeof *counts);
+    if (!counts) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     if (cm && cm->classes) {
         tfc_confusion_reset(cm);
         outputs = malloc((size_t)f->bind_batch * (size_t)cm->rows * (size_t)cm->classes *
                          sizeof *outputs);
-        if (!outputs) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        if (!outputs) {
+            free(counts);
+            return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        }
     }
     for (;;) {
         /* Ranks of a data-parallel run finish the pass together (the sums below are
@@ -123,36 +164,18 @@ tfc_status tfc_evaluate(tfc_feed *f, const tfc_solver *s, tfc_eval *out, tfc_con
         int n, more;
         tfc_status st = tfc_feed_test_batch(f, &n, &more, err);
         if (!st && !more) break;
-        if (!st && n > 0) st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, out, cm, outputs, err);
+        if (!st && n > 0)
+            st = add_batch(f, n, (uint64_t)s->cfg.seed, sums, counts, out, cm, outputs, err);
         if (st) {
             free(outputs);
+            free(counts);
             return st;
         }
     }
     free(outputs);
-    out->skipped = tfc_pipeline_skipped(f->test);
-    snprintf(out->skipped_names, sizeof out->skipped_names, "%s",
-             tfc_pipeline_skipped_names(f->test));
-    if (*stopped) return TFC_OK;
-    if (f->nranks > 1) {
-        /* Exact over ranks: the row-weighted sums and the counts, not means of means. */
-        int nm = tfc_model_nmetrics(f->model);
-        sums[1 + nm] = (double)out->rows;
-        sums[2 + nm] = (double)out->examples;
-        tfc_comm *c = tfc_comm_world(err);
-        tfc_status st = c ? c->ops->allreduce(c, sums, 3 + nm, 1, 1, err) : err->code;
-        if (!st && cm && cm->classes) st = reduce_confusion(c, cm, err);
-        if (st) return st;
-        out->rows = (int64_t)sums[1 + nm];
-        out->examples = (int64_t)sums[2 + nm];
-    }
-    if (out->rows > 0) {
-        out->loss = sums[0] / (double)out->rows;
-        for (int i = 0; i < tfc_model_nmetrics(f->model); i++)
-            out->metric[i] = tfc_metric_of_mean(tfc_model_metric(f->model, i)->kind,
-                                                sums[1 + i] / (double)out->rows);
-    }
-    return TFC_OK;
+    tfc_status st = finish(f, sums, counts, out, cm, *stopped, err);
+    free(counts);
+    return st;
 }
 
 tfc_status tfc_solver_evaluate(tfc_solver *s, const char *weights, tfc_eval *out, tfc_error *err)

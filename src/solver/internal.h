@@ -138,6 +138,10 @@ typedef struct tfc_snapshot_extra {
     double loss_scale[3];
     int have_train;             /* the latest display's train result: loss, then metrics */
     double train[1 + TFC_MAX_METRICS];
+    double *counts;             /* the display's counted-metric counts, [ncounts] (write and
+                                   read: the caller's; read: zeros where the state has none
+                                   of that length, as a state written before they were) */
+    int64_t ncounts;
 } tfc_snapshot_extra;
 
 /* The identity a state file must match to be resumed. */
@@ -298,6 +302,8 @@ typedef struct tfc_progress {
     double *losses;              /* their ring */
     int64_t losses_seen;
     double disp[2 + TFC_MAX_METRICS]; /* since the last display: iterations, rows, metric sums */
+    double *counts;              /* ... and the counted metrics' counts (tfc_model_ncounts) */
+    int64_t ncounts;
     double input_wait;           /* seconds the steps waited for training batches since rate_t */
     double input_wait_run;       /* ... since the loop's start */
 } tfc_progress;

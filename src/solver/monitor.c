@@ -23,7 +23,7 @@ tfc_status tfc_monitor_resolve(tfc_monitor *m, const tfc_model *model, const tfc
             if (!strcmp(slash + 1, tfc_model_metric(model, i)->name)) {
                 found = 1;
                 m->metric = i;
-                loss = tfc_metric_lower_is_better(tfc_model_metric(model, i)->kind);
+                loss = tfc_metric_lower_is_better(tfc_model_metric(model, i));
             }
     }
     if (!found) {

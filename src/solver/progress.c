@@ -19,7 +19,9 @@ tfc_status tfc_progress_init(tfc_progress *p, const tfc_solver *s, tfc_error *er
     p->live = con && (s->opt.live > 0 || (s->opt.live < 0 && isatty(fileno(con))));
     p->window = c->average_loss > 0 ? c->average_loss : c->display > 0 ? c->display : 1;
     p->losses = calloc((size_t)p->window, sizeof *p->losses);
-    return p->losses ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    p->ncounts = tfc_model_ncounts(s->model);
+    p->counts = calloc((size_t)(p->ncounts ? p->ncounts : 1), sizeof *p->counts);
+    return p->losses && p->counts ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
 }
 
 /* Flushes the console; after a failed write (the reader of a pipe gone) it is dropped. */
@@ -46,6 +48,7 @@ void tfc_progress_batch(tfc_progress *p, const tfc_batch_result *br)
     for (int i = 0; i < tfc_model_nmetrics(p->s->model); i++)
         p->disp[2 + i] += tfc_metric_summand(tfc_model_metric(p->s->model, i)->kind,
                                              br->metric[i]) * (double)br->count;
+    for (int64_t k = 0; br->counts && k < p->ncounts; k++) p->counts[k] += br->counts[k];
 }
 
 void tfc_progress_iteration(tfc_progress *p, double loss)
@@ -72,6 +75,8 @@ void tfc_progress_train_result(const tfc_progress *p, tfc_eval *e)
     memset(e->metric, 0, sizeof e->metric);
     for (int i = 0; i < tfc_model_nmetrics(m); i++) {
         if (!strcmp(tfc_model_metric(m, i)->name, "loss")) e->metric[i] = e->loss;
+        else if (tfc_model_metric(m, i)->kind == TFC_METRIC_COUNTED)
+            e->metric[i] = tfc_model_counted_value(m, i, p->counts);
         else if (p->disp[1] > 0)
             e->metric[i] = tfc_metric_of_mean(tfc_model_metric(m, i)->kind,
                                               p->disp[2 + i] / p->disp[1]);
@@ -123,6 +128,7 @@ void tfc_progress_display(tfc_progress *p, int64_t iter, double lr, tfc_eval *e)
     progress_line(p, iter, lr, e, line, sizeof line);
     tfc_progress_say(p, "%s\n", line);
     memset(p->disp, 0, sizeof p->disp);
+    memset(p->counts, 0, (size_t)p->ncounts * sizeof *p->counts);
     p->rate_t = tfc_now();
     p->rate_i = iter;
     p->input_wait = 0;
@@ -177,6 +183,8 @@ void tfc_progress_save(const tfc_progress *p, tfc_snapshot_extra *x)
     x->losses = p->losses;
     x->losses_seen = p->losses_seen;
     memcpy(x->display, p->disp, sizeof x->display);
+    x->counts = p->counts;
+    x->ncounts = p->ncounts;
 }
 
 void tfc_progress_restore(tfc_progress *p, const tfc_snapshot_extra *x)
@@ -187,4 +195,8 @@ void tfc_progress_restore(tfc_progress *p, const tfc_snapshot_extra *x)
     memcpy(p->disp, x->display, sizeof p->disp);
 }
 
-void tfc_progress_free(tfc_progress *p) { free(p->losses); }
+void tfc_progress_free(tfc_progress *p)
+{
+    free(p->losses);
+    free(p->counts);
+}

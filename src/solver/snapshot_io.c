@@ -210,6 +210,8 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
     add(&sw, "solver/last_test", TFC_I64, 1, &one, &x->last_test);
     int64_t ntrain = 1 + TFC_MAX_METRICS;
     if (x->have_train) add(&sw, "solver/train_result", TFC_F64, 1, &ntrain, x->train);
+    int64_t ncounts = x->ncounts;
+    if (ncounts) add(&sw, "solver/display_counts", TFC_F64, 1, &ncounts, x->counts);
     if (x->ema) add(&sw, "ema/params", TFC_F32, 1, &x->ema_n, x->ema);
     if (x->have_loss_scale) add(&sw, "solver/loss_scale", TFC_F64, 1, &three, x->loss_scale);
     int64_t plen = (int64_t)x->pipeline_len;
@@ -518,6 +520,14 @@ static tfc_status read_counters(const tfc_st_file *f, const char *state_path,
     if (tlt) memcpy(&x->last_test, tlt->data, sizeof x->last_test);
     x->have_train = ttr != NULL;
     if (ttr) memcpy(x->train, ttr->data, sizeof x->train);
+    /* Optional: the display's counted-metric counts (a model with other metrics has other
+     * counts: the display then starts from none). */
+    const tfc_st_tensor *tdc = tfc_st_find(f, "solver/display_counts");
+    if (x->ncounts) {
+        const int fits = tdc && tdc->dtype == TFC_F64 && tdc->numel == x->ncounts;
+        if (fits) memcpy(x->counts, tdc->data, (size_t)x->ncounts * sizeof *x->counts);
+        else memset(x->counts, 0, (size_t)x->ncounts * sizeof *x->counts);
+    }
     /* Optional: the tfc-ctl sets of the run so far. */
     const tfc_st_tensor *tctl = tfc_st_find(f, "solver/control");
     if (tctl) {

@@ -566,8 +566,11 @@ static tfc_status train_step(run *r, tfc_error *err)
 static tfc_status reduce_train_metrics(run *r, tfc_error *err)
 {
     if (r->comm->size == 1) return TFC_OK;
-    return r->comm->ops->allreduce(r->comm, &r->prog.disp[1], 1 + tfc_model_nmetrics(r->s->model),
-                                   1, 1, err);
+    tfc_status s = r->comm->ops->allreduce(r->comm, &r->prog.disp[1],
+                                           1 + tfc_model_nmetrics(r->s->model), 1, 1, err);
+    if (!s && r->prog.ncounts)
+        s = r->comm->ops->allreduce(r->comm, r->prog.counts, r->prog.ncounts, 1, 1, err);
+    return s;
 }
 
 static tfc_status display(run *r, tfc_error *err)
@@ -595,7 +598,7 @@ static tfc_status record_test(run *r, const tfc_eval *e, tfc_error *err)
     res->have_test = 1;
     res->test = *e;
     const int lower =
-        rank < 0 || tfc_metric_lower_is_better(tfc_model_metric(r->s->model, rank)->kind);
+        rank < 0 || tfc_metric_lower_is_better(tfc_model_metric(r->s->model, rank));
     int better = !res->have_best || (lower ? value < res->best_value : value > res->best_value);
     if (!better || !isfinite(value)) return TFC_OK;
     res->have_best = 1;
@@ -685,6 +688,8 @@ static tfc_status load_state(run *r, const char *state, int *differs, tfc_error 
     x.window = r->prog.window;
     x.ema_n = tfc_model_param_count(r->s->model);
     x.rank = r->comm->rank;
+    x.counts = r->prog.counts; /* read straight into the display's */
+    x.ncounts = r->prog.ncounts;
     tfc_snapshot_id id = snapshot_id(r);
     tfc_status st = tfc_snapshot_read(r->s->model, &r->opt, &id, state, &x, differs, err);
     if (!st) st = tfc_pipeline_restore_state(r->feed.train, x.pipeline, x.pipeline_len, err);
