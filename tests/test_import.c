@@ -497,9 +497,9 @@ static void test_tool(void)
     tfc_test_sh_expect(2, cmd, "/nonexistent.keras", NULL);
 }
 
-/* A model compiled with Keras's counted metrics (the serialized objects of its
- * compile_config, as Keras 3 writes them) imports with each metric's arguments, under the
- * names Keras gave them. */
+/* A model compiled with Keras's metric objects (the serialized ones of its compile_config,
+ * as Keras 3 writes them: counted metrics, loss functions' means) imports with each
+ * metric's arguments off Keras's defaults, under the names Keras gave them. */
 static void test_metrics(void)
 {
     tfc_error err;
@@ -523,7 +523,12 @@ static void test_metrics(void)
         "\"average\": \"macro\", \"threshold\": null}, \"registered_name\": null}, "
         "{\"module\": \"keras.metrics\", \"class_name\": \"Precision\", \"config\": "
         "{\"name\": \"precision\", \"dtype\": \"float32\", \"thresholds\": [0.3], "
-        "\"top_k\": null, \"class_id\": null}, \"registered_name\": null}]";
+        "\"top_k\": null, \"class_id\": null}, \"registered_name\": null}, {\"module\": "
+        "\"keras.metrics\", \"class_name\": \"CategoricalCrossentropy\", \"config\": {\"name\": "
+        "\"cce\", \"dtype\": \"float32\", \"from_logits\": false, \"label_smoothing\": 0, "
+        "\"axis\": -1}, \"registered_name\": null}, {\"module\": \"keras.metrics\", "
+        "\"class_name\": \"KLDivergence\", \"config\": {\"name\": \"kl_divergence\", "
+        "\"dtype\": \"float32\"}, \"registered_name\": null}]";
     json_t *compile = json_object();
     json_object_set_new(compile, "loss", json_string("categorical_crossentropy"));
     json_object_set_new(compile, "metrics", json_loads(metrics, 0, NULL));
@@ -542,15 +547,17 @@ static void test_metrics(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(written);
     CU_ASSERT_PTR_NOT_NULL(strstr(written, "AUC"));
     CU_ASSERT_PTR_NOT_NULL(strstr(written, "curve: PR"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(written, "CategoricalCrossentropy: {name: cce}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(written, "- kl_divergence"));
     CU_ASSERT_PTR_NULL(strstr(written, "is not tfc's"));
     free(written);
     tfc_model *m = tfc_model_load(yaml, &err);
     if (!m) printf("\n  %s", err.text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     static const char *const names[] = {"accuracy", "pr", "recall", "one_hot_mean_io_u",
-                                        "f1_score", "precision"};
-    CU_ASSERT_EQUAL(tfc_model_nmetrics(m), 6);
-    for (int i = 0; i < 6 && i < tfc_model_nmetrics(m); i++)
+                                        "f1_score", "precision", "cce", "kl_divergence"};
+    CU_ASSERT_EQUAL(tfc_model_nmetrics(m), 8);
+    for (int i = 0; i < 8 && i < tfc_model_nmetrics(m); i++)
         CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, i)->name, names[i]);
     tfc_model_free(m);
 }

@@ -11,13 +11,17 @@
  *   batch_sizes   a trained binary classifier's test metrics are ratios of counts over the
  *                 whole split: the same bits whatever the test batch size;
  *   resume        the display's counts are in the snapshot: a run paused and resumed between
- *                 two displays logs the same train metrics as the run that never paused. */
+ *                 two displays logs the same train metrics as the run that never paused;
+ *   loss_functions  Keras's metrics that are a loss function's mean (msle, poisson,
+ *                 cosine_similarity, the cross-entropies, ...) on a model's output, against
+ *                 Keras's on the same output (tests/ref/metrics/loss_functions.json). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu.h"
 #include "data/data.h"
 #include "graph/metric_counts.h"
 #include "graph/model.h"
@@ -360,6 +364,83 @@ static void test_resume(void)
     }
 }
 
+static void test_loss_functions(void)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file("tests/ref/metrics/loss_functions.json", 0, &jerr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    json_t *models = json_object_get(root, "models");
+    CU_ASSERT_FATAL(json_array_size(models) >= 7);
+    tfc_backend *be = tfc_cpu_backend_create(1);
+    for (size_t k = 0; k < json_array_size(models); k++) {
+        json_t *c = json_array_get(models, k);
+        const char *yaml = json_string_value(json_object_get(c, "model"));
+        const int sparse = !strcmp(json_string_value(json_object_get(c, "labels")), "sparse");
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_model *m = tfc_model_from_string(yaml, strlen(yaml), "m.yaml", &err);
+        if (!m) printf("\n  %s%s", yaml, err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        json_t *jx = json_object_get(c, "x");
+        const int classes = (int)json_integer_value(json_object_get(c, "classes"));
+        const int rows = (int)json_array_size(jx) / classes;
+        float *x = array_of(jx, 0);
+        void *t = array_of(json_object_get(c, "true"), sparse);
+        tfc_batch_result r;
+        CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, rows, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_model_forward(m, x, rows, 0, 0, 0, &err), TFC_OK);
+        CU_ASSERT_EQUAL(tfc_model_loss(m, t, 0, &r, &err), TFC_OK);
+        json_t *names = json_object_get(c, "names"), *values = json_object_get(c, "values");
+        CU_ASSERT_EQUAL(tfc_model_nmetrics(m), (int)json_array_size(names));
+        for (int i = 0; i < tfc_model_nmetrics(m); i++) {
+            const char *name = json_string_value(json_array_get(names, (size_t)i));
+            const double want = json_number_value(json_array_get(values, (size_t)i));
+            CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, i)->name, name);
+            const int ok = fabs(r.metric[i] - want) <= 2e-6 * fmax(1.0, fabs(want));
+            CU_ASSERT(ok);
+            if (!ok) printf("\n  %s: %.8f, Keras %.8f", name, r.metric[i], want);
+        }
+        free(x), free(t);
+        tfc_model_free(m);
+    }
+    tfc_backend_free(be);
+    json_decref(root);
+    /* the labels a metric reads, and what the output holds */
+    static const struct { const char *metrics, *act, *loss, *want; } bad[] = {
+        {"[sparse_categorical_crossentropy]", "softmax", "categorical_crossentropy",
+         "write categorical_crossentropy"},
+        {"[categorical_crossentropy]", "softmax", "sparse_categorical_crossentropy",
+         "or write sparse_categorical_crossentropy"},
+        {"[msle]", "softmax", "sparse_categorical_crossentropy", "one_hot, depth: 4"},
+        {"[binary_crossentropy]", "linear", "{type: binary_crossentropy, from_logits: true}",
+         "{binary_crossentropy: {from_logits: true}}"},
+        {"[{BinaryCrossentropy: {from_logits: true}}]", "sigmoid", "binary_crossentropy",
+         "they are probabilities"},
+        {"[{BinaryCrossentropy: {label_smoothing: 0.1}}]", "sigmoid", "binary_crossentropy",
+         "label_smoothing"},
+        {"[{R2Score: {class_aggregation: null}}]", "linear", "mse", "one value per output"},
+        {"[R2Score]", "softmax", "sparse_categorical_crossentropy", "one class id per row"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        tfc_error err;
+        tfc_model *m = model_with(bad[k].metrics, 4, bad[k].act, bad[k].loss, &err);
+        CU_ASSERT_PTR_NULL(m);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, bad[k].want));
+        if (m || !strstr(err.text, bad[k].want))
+            printf("\n  %s: %s", bad[k].metrics, m ? "(loaded)" : err.text);
+        tfc_model_free(m);
+    }
+    /* cosine similarity is better higher, the losses lower */
+    tfc_error err;
+    tfc_model *m = model_with("[cosine_similarity, msle]", 4, "linear", "mse", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT(!tfc_metric_lower_is_better(tfc_model_metric(m, 0)));
+    CU_ASSERT(tfc_metric_lower_is_better(tfc_model_metric(m, 1)));
+    CU_ASSERT(!tfc_metric_name_lower_is_better("cosine_similarity"));
+    CU_ASSERT(tfc_metric_name_lower_is_better("msle"));
+    tfc_model_free(m);
+}
+
 TFC_TEST_MAIN("metrics", {"keras_values", test_keras_values}, {"names", test_names},
               {"model_errors", test_model_errors}, {"batch_sizes", test_batch_sizes},
-              {"resume", test_resume})
+              {"resume", test_resume}, {"loss_functions", test_loss_functions})

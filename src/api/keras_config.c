@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "api/keras_config.h"
-#include "graph/metric_counts.h"
 #include "graph/model.h"
 #include "layers/layer.h"
 
@@ -818,19 +817,19 @@ static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *ro
         tfc_node *seq = new_seq(c);
         for (int i = 0; i < metrics->n; i++) {
             const tfc_node *m = metrics->vals[i];
-            if (is_serialized(m) && tfc_counted_default_name(sval(m, "class_name"))) {
-                /* a counted metric with the arguments not at Keras's defaults: {AUC: {curve:
+            if (is_serialized(m) && tfc_metric_class_name(sval(m, "class_name"))) {
+                /* a metric class with the arguments not at Keras's defaults: {AUC: {curve:
                  * PR}}, or the name it reports alone (precision) */
                 const char *cls = sval(m, "class_name");
                 const tfc_node *cfg = tfc_node_get(m, "config");
                 tfc_node *args = tfc_node_new_map(c->out, NULL);
                 for (int k = 0; cfg->kind == TFC_NODE_MAP && k < cfg->n; k++)
-                    if (!tfc_counted_default_arg(cls, cfg->keys[k]->str, cfg->vals[k]))
+                    if (!tfc_metric_default_arg(cls, cfg->keys[k]->str, cfg->vals[k]))
                         put(c, args, cfg->keys[k]->str, convert_value(c, cfg->vals[k]));
-                const char *plain = tfc_counted_default_name(cls); /* precision */
+                const char *plain = tfc_metric_class_name(cls); /* precision */
                 tfc_node *item = tfc_node_new_map(c->out, NULL);
                 put(c, item, cls, args);
-                tfc_node_seq_push(seq, args->n || !tfc_counted_default_name(plain)
+                tfc_node_seq_push(seq, args->n || !tfc_metric_class_name(plain)
                                            ? item : scalar(c, plain, 0));
                 continue;
             }

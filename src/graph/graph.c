@@ -620,7 +620,7 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
                              "the %s backend has no kernel for the loss '%s' yet; run this model "
                              "with --device cpu", be->ops->name, tfc_loss_names[m->loss]);
     for (int i = 0; i < m->nmetrics && !inference; i++)
-        if (m->metrics[i].kind == TFC_METRIC_MAE && !(be->losses >> TFC_LOSS_MAE & 1))
+        if (m->metrics[i].fn >= 0 && !(be->losses >> m->metrics[i].fn & 1))
             return tfc_error_set(err, TFC_ERR_CONFIG,
                                  "the %s backend has no kernel for the metric '%s' yet; run this "
                                  "model with --device cpu", be->ops->name, m->metrics[i].name);
@@ -1164,11 +1164,12 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
     else if (dx && m->loss_scale != 1.0f)
         be->ops->scale(be, ndx, m->loss_scale, dx);
     for (int i = 0; i < m->nmetrics; i++) {
-        const tfc_metric_kind k = m->metrics[i].kind;
-        if (k == TFC_METRIC_MAE || k == TFC_METRIC_MSE || k == TFC_METRIC_RMSE) /* rows' sum */
-            be->ops->loss(be, k == TFC_METRIC_MAE ? TFC_LOSS_MAE : TFC_LOSS_MSE, 0, 1.0f,
-                          rows, m->classes, x, m->labels, c->weight, 1.0f, m->scalars + 1 + i,
-                          NULL);
+        const tfc_metric *mt = &m->metrics[i];
+        const tfc_metric_kind k = mt->kind;
+        if (mt->fn >= 0) /* the rows' sum of a loss function, on the output as Keras's metric
+                          * sees it (a fused softmax's probabilities, not its logits) */
+            be->ops->loss(be, (tfc_loss_kind)mt->fn, mt->fn_logits, 1.0f, rows, m->classes, b->y,
+                          m->labels, c->weight, 1.0f, m->scalars + 1 + i, NULL);
         else if (k != TFC_METRIC_LOSS && k != TFC_METRIC_COUNTED)
             be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
                               m->labels, c->weight, m->scalars + 1 + i);
@@ -1206,7 +1207,8 @@ void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)
             out->metric[i] = tfc_counted_value(mt->counted, m->counts + mt->at);
         } else {
             out->metric[i] = mt->kind == TFC_METRIC_LOSS ? s[0]
-                             : counted ? tfc_metric_of_mean(mt->kind, s[1 + i] / (double)counted)
+                             : counted ? mt->sign * tfc_metric_of_mean(mt->kind, s[1 + i] /
+                                                                                 (double)counted)
                                        : 0;
         }
     }

@@ -49,6 +49,7 @@ static const struct {
     {"OneHotIoU", "one_hot_io_u", "one_hot_io_u", TFC_CM_IOU, "num_classes"},
     {"OneHotMeanIoU", "one_hot_mean_io_u", "one_hot_mean_io_u", TFC_CM_IOU, "num_classes"},
     {"BinaryIoU", "binary_io_u", "binary_io_u", TFC_CM_IOU, NULL},
+    {"R2Score", "r2_score", "r2_score", TFC_CM_R2, NULL},
 };
 #define NCLASSES (int)(sizeof metric_classes / sizeof *metric_classes)
 
@@ -70,10 +71,10 @@ const char *tfc_counted_default_name(const char *name)
 
 typedef struct margs {
     const tfc_node *thresholds, *top_k, *class_id, *dtype, *num_labels, *label_weights;
-    const tfc_node *average, *threshold, *target_ids, *ignore_class;
+    const tfc_node *average, *threshold, *target_ids, *ignore_class, *aggregation;
     const char *name;
     int num_thresholds, curve, summation, multi_label, from_logits;
-    int num_classes, sparse_y_true, sparse_y_pred;
+    int num_classes, sparse_y_true, sparse_y_pred, num_regressors;
     double value, beta;
 } margs;
 
@@ -165,6 +166,13 @@ static const tfc_field binary_iou_fields[] = {
      "outputs at or above it are class 1 (0.5)"},
     F_NAME, F_DTYPE, {NULL}};
 
+static const tfc_field r2_fields[] = {
+    {"class_aggregation", TFC_F_NODE, offsetof(margs, aggregation), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "uniform_average (the default) or variance_weighted_average"},
+    {"num_regressors", TFC_F_INT, offsetof(margs, num_regressors), "0", 0, 1 << 30, NULL,
+     "independent variables: the adjusted R2 where above 0"},
+    F_NAME, F_DTYPE, {NULL}};
+
 static const tfc_field *fields_of(const char *cls)
 {
     static const struct { const char *cls; const tfc_field *f; } t[] = {
@@ -175,7 +183,8 @@ static const tfc_field *fields_of(const char *cls)
         {"SpecificityAtSensitivity", at_sensitivity_fields},
         {"F1Score", f1_fields}, {"FBetaScore", fbeta_fields}, {"IoU", iou_fields},
         {"MeanIoU", mean_iou_fields}, {"OneHotIoU", one_hot_iou_fields},
-        {"OneHotMeanIoU", one_hot_mean_iou_fields}, {"BinaryIoU", binary_iou_fields}};
+        {"OneHotMeanIoU", one_hot_mean_iou_fields}, {"BinaryIoU", binary_iou_fields},
+        {"R2Score", r2_fields}};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (!strcmp(cls, t[i].cls)) return t[i].f;
     return count_fields; /* TruePositives ... FalseNegatives */
@@ -418,6 +427,20 @@ static tfc_status parse_args(tfc_counted *c, const margs *a, const tfc_node *at,
         }
         return TFC_OK;
     }
+    case TFC_CM_R2: {
+        static const char *const aggregations[] = {"uniform_average",
+                                                   "variance_weighted_average", NULL};
+        snprintf(p, sizeof p, "%s.class_aggregation", path);
+        c->num_regressors = a->num_regressors;
+        const tfc_node *given = tfc_node_get(at, "class_aggregation");
+        if (given && tfc_node_is_null(given))
+            return tfc_node_error(err, TFC_ERR_CONFIG, given, p,
+                                  "class_aggregation: null gives one value per output, and a "
+                                  "metric in tfc's logs is one number: write uniform_average "
+                                  "or variance_weighted_average");
+        if (!a->aggregation) return TFC_OK; /* Keras's default: uniform_average */
+        return tfc_node_enum(a->aggregation, p, aggregations, &c->variance_weighted, err);
+    }
     case TFC_CM_IOU: {
         c->binary = !strcmp(c->cls, "BinaryIoU");
         c->num_classes = c->binary ? 2 : a->num_classes;
@@ -521,6 +544,7 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
     c->classes = classes;
     c->labels = labels;
     const int dense_needed = uses_thresholds(c) || c->kind == TFC_CM_FBETA ||
+                             c->kind == TFC_CM_R2 ||
                              (c->kind == TFC_CM_IOU && (!c->sparse_y_true || c->binary));
     if (dense_needed && labels == TFC_LABELS_SPARSE)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
@@ -536,7 +560,7 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
     if (c->top_k > classes)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
                               "top_k %d exceeds the %d outputs", c->top_k, classes);
-    if ((c->kind == TFC_CM_FBETA || c->multi_label) && label_rows != 1)
+    if ((c->kind == TFC_CM_FBETA || c->kind == TFC_CM_R2 || c->multi_label) && label_rows != 1)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
                               "%s%s takes outputs of rank 2 (batch, outputs), as Keras's; this "
                               "model's output has %lld rows an example", c->cls,
@@ -584,6 +608,8 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
         c->ncounts = 2 * (int64_t)c->nthresholds * L + 2 * L;
     } else if (c->kind == TFC_CM_FBETA) {
         c->ncounts = 4 * (int64_t)classes;
+    } else if (c->kind == TFC_CM_R2) {
+        c->ncounts = 4 * (int64_t)classes + 1;
     } else {
         c->ncounts = (int64_t)c->num_classes * c->num_classes;
     }
@@ -715,11 +741,30 @@ static void count_iou(const tfc_counted *c, const float *out, const void *labels
     }
 }
 
+/* R2: per output the labels' sum, their squares' sum, the squared residuals' sum and the
+ * rows; then every value seen (Keras's num_samples, for the adjusted score). */
+static void count_r2(const tfc_counted *c, const float *out, const float *lab, int64_t rows,
+                     double *counts)
+{
+    const int C = c->classes;
+    double *sum = counts, *sq = counts + C, *res = counts + 2 * C, *n = counts + 3 * C;
+    for (int64_t r = 0; r < rows; r++)
+        for (int j = 0; j < C; j++) {
+            const double t = lab[r * C + j], e = t - out[r * C + j];
+            sum[j] += t;
+            sq[j] += t * t;
+            res[j] += e * e;
+            n[j] += 1;
+        }
+    counts[4 * C] += (double)rows * C;
+}
+
 void tfc_counted_add(const tfc_counted *c, const float *out, const void *labels,
                      const float *weight, int64_t rows, double *counts)
 {
     if (uses_thresholds(c)) count_thresholds(c, out, labels, weight, rows, counts);
     else if (c->kind == TFC_CM_FBETA) count_fbeta(c, out, labels, rows, counts);
+    else if (c->kind == TFC_CM_R2) count_r2(c, out, labels, rows, counts);
     else count_iou(c, out, labels, weight, rows, counts);
 }
 
@@ -863,10 +908,32 @@ static double iou_value(const tfc_counted *c, const double *cm)
     return sum / (valid + KERAS_EPSILON);
 }
 
+/* Keras's R2Score.result: 1 - residuals / total per output (0 where that is infinite),
+ * their mean or variance-weighted mean, adjusted for num_regressors where Keras does. */
+static double r2_value(const tfc_counted *c, const double *counts)
+{
+    const int C = c->classes;
+    const double *sum = counts, *sq = counts + C, *res = counts + 2 * C, *n = counts + 3 * C;
+    double mean_score = 0, weighted = 0, weights = 0;
+    for (int j = 0; j < C; j++) {
+        const double total = sq[j] - sum[j] * (sum[j] / n[j]);
+        double score = 1.0 - res[j] / total;
+        if (isinf(score)) score = 0;
+        mean_score += score / C;
+        weighted += total * score;
+        weights += total;
+    }
+    double r2 = c->variance_weighted ? weighted / weights : mean_score;
+    const double samples = counts[4 * C], p = c->num_regressors;
+    if (p != 0 && p < samples - 1) r2 = 1.0 - (1.0 - r2) * (samples - 1.0) / (samples - p - 1.0);
+    return r2;
+}
+
 double tfc_counted_value(const tfc_counted *c, const double *counts)
 {
     if (uses_thresholds(c)) return thresholds_value(c, counts);
     if (c->kind == TFC_CM_FBETA) return fbeta_value(c, counts);
+    if (c->kind == TFC_CM_R2) return r2_value(c, counts);
     return iou_value(c, counts);
 }
 

@@ -1,6 +1,6 @@
-/* Counted metrics: Keras 3's classification metrics whose value is a ratio of counts
- * summed over every batch seen (Precision, Recall, AUC, F1Score, MeanIoU, ...), not a mean
- * of the batches' values. Each keeps a vector of counts (its "state", Keras's variables):
+/* Counted metrics: Keras 3's metrics whose value is a ratio of counts summed over every
+ * batch seen (Precision, Recall, AUC, F1Score, MeanIoU, ..., and the regression's R2Score),
+ * not a mean of the batches' values. Each keeps a vector of counts (its "state", Keras's variables):
  * a batch adds its own, the sums of batches and of ranks add, and the value is computed
  * from the sums once (SPEC §1, Metrics). The counts are taken on the host, from the model's
  * output and the batch's labels as the loss reads them, so every backend has them.
@@ -31,6 +31,7 @@ typedef enum tfc_counted_kind {
     TFC_CM_SPECIFICITY_AT_SENSITIVITY,
     TFC_CM_FBETA,   /* FBetaScore and F1Score */
     TFC_CM_IOU,     /* IoU, MeanIoU, OneHotIoU, OneHotMeanIoU, BinaryIoU */
+    TFC_CM_R2,      /* R2Score */
 } tfc_counted_kind;
 
 /* What a batch's labels are, as the loss reads them. */
@@ -68,6 +69,9 @@ typedef struct tfc_counted {
     int have_ignore;
     int ignore_class;
     int sparse_y_true, sparse_y_pred, binary; /* BinaryIoU: outputs >= threshold are 1 */
+    /* R2Score */
+    int variance_weighted; /* class_aggregation variance_weighted_average (else uniform) */
+    int num_regressors;
     /* set by tfc_counted_check */
     int classes;          /* the model's outputs per row */
     int labels;           /* tfc_counted_labels */

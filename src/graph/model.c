@@ -131,12 +131,81 @@ static const struct {
     {"mean_absolute_error", TFC_METRIC_MAE, -1},
     {"mean_squared_error", TFC_METRIC_MSE, -1},
     {"RootMeanSquaredError", TFC_METRIC_RMSE, -1},
+    {"MeanAbsoluteError", TFC_METRIC_MAE, -1},
+    {"MeanSquaredError", TFC_METRIC_MSE, -1},
 };
+
+/* Keras's metrics that are a loss function's mean over the rows seen (MeanMetricWrapper):
+ * each name keras.metrics.get takes, the loss op that computes it, and the name Keras's
+ * instance reports (a metric with arguments is reported under it; one given by its name
+ * alone, under that name, as Keras's history keys a string). */
+static const struct {
+    const char *name;
+    tfc_loss_kind fn;
+    const char *report;
+} loss_metrics[] = {
+    {"msle", TFC_LOSS_MSLE, "mean_squared_logarithmic_error"},
+    {"mean_squared_logarithmic_error", TFC_LOSS_MSLE, "mean_squared_logarithmic_error"},
+    {"MeanSquaredLogarithmicError", TFC_LOSS_MSLE, "mean_squared_logarithmic_error"},
+    {"mape", TFC_LOSS_MAPE, "mean_absolute_percentage_error"},
+    {"mean_absolute_percentage_error", TFC_LOSS_MAPE, "mean_absolute_percentage_error"},
+    {"MeanAbsolutePercentageError", TFC_LOSS_MAPE, "mean_absolute_percentage_error"},
+    {"log_cosh_error", TFC_LOSS_LOG_COSH, "logcosh"},
+    {"LogCoshError", TFC_LOSS_LOG_COSH, "logcosh"},
+    {"poisson", TFC_LOSS_POISSON, "poisson"},
+    {"Poisson", TFC_LOSS_POISSON, "poisson"},
+    {"kl_divergence", TFC_LOSS_KLD, "kl_divergence"},
+    {"KLDivergence", TFC_LOSS_KLD, "kl_divergence"},
+    {"hinge", TFC_LOSS_HINGE, "hinge"},
+    {"Hinge", TFC_LOSS_HINGE, "hinge"},
+    {"squared_hinge", TFC_LOSS_SQUARED_HINGE, "squared_hinge"},
+    {"SquaredHinge", TFC_LOSS_SQUARED_HINGE, "squared_hinge"},
+    {"categorical_hinge", TFC_LOSS_CATEGORICAL_HINGE, "categorical_hinge"},
+    {"CategoricalHinge", TFC_LOSS_CATEGORICAL_HINGE, "categorical_hinge"},
+    {"cosine_similarity", TFC_LOSS_COSINE_SIMILARITY, "cosine_similarity"},
+    {"CosineSimilarity", TFC_LOSS_COSINE_SIMILARITY, "cosine_similarity"},
+    {"binary_crossentropy", TFC_LOSS_BCE, "binary_crossentropy"},
+    {"bce", TFC_LOSS_BCE, "binary_crossentropy"},
+    {"BinaryCrossentropy", TFC_LOSS_BCE, "binary_crossentropy"},
+    {"categorical_crossentropy", TFC_LOSS_CCE, "categorical_crossentropy"},
+    {"CategoricalCrossentropy", TFC_LOSS_CCE, "categorical_crossentropy"},
+    {"sparse_categorical_crossentropy", TFC_LOSS_SPARSE_CCE, "sparse_categorical_crossentropy"},
+    {"SparseCategoricalCrossentropy", TFC_LOSS_SPARSE_CCE, "sparse_categorical_crossentropy"},
+};
+
+static int loss_metric(const char *name)
+{
+    for (size_t i = 0; i < sizeof loss_metrics / sizeof *loss_metrics; i++)
+        if (!strcmp(name, loss_metrics[i].name)) return (int)i;
+    return -1;
+}
+
+const char *tfc_metric_class_name(const char *cls)
+{
+    const int f = loss_metric(cls);
+    return f >= 0 ? loss_metrics[f].report : tfc_counted_default_name(cls);
+}
+
+int tfc_metric_default_arg(const char *cls, const char *key, const tfc_node *v)
+{
+    const int f = loss_metric(cls);
+    if (f < 0) return tfc_counted_default_arg(cls, key, v);
+    if (!strcmp(key, "name"))
+        return v->kind == TFC_NODE_SCALAR && !strcmp(v->str, loss_metrics[f].report);
+    if (!strcmp(key, "dtype"))
+        return tfc_node_is_null(v) || (v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "float32"));
+    if (tfc_node_is_null(v)) return !strcmp(key, "ignore_class");
+    if (v->kind != TFC_NODE_SCALAR) return 0;
+    if (!strcmp(key, "from_logits")) return !strcmp(v->str, "false");
+    if (!strcmp(key, "label_smoothing")) return strtod(v->str, NULL) == 0;
+    return !strcmp(key, "axis") && !strcmp(v->str, "-1");
+}
 
 int tfc_metric_lower_is_better(const tfc_metric *mt)
 {
     const tfc_metric_kind k = mt->kind;
     if (k == TFC_METRIC_COUNTED) return tfc_counted_lower_is_better(mt->counted);
+    if (k == TFC_METRIC_LOSS_FN) return mt->sign > 0; /* a loss, not cosine_similarity */
     return k == TFC_METRIC_LOSS || k == TFC_METRIC_MAE || k == TFC_METRIC_MSE ||
            k == TFC_METRIC_RMSE;
 }
@@ -157,7 +226,7 @@ int tfc_metric_known(const char *name)
         if (metric_names[k] && !strcmp(name, metric_names[k])) return 1;
     for (size_t a = 0; a < sizeof metric_aliases / sizeof *metric_aliases; a++)
         if (!strcmp(name, metric_aliases[a].name)) return 1;
-    return tfc_counted_default_name(name) != NULL;
+    return tfc_counted_default_name(name) != NULL || loss_metric(name) >= 0;
 }
 
 int tfc_metric_name_lower_is_better(const char *name)
@@ -169,7 +238,8 @@ int tfc_metric_name_lower_is_better(const char *name)
                                         "FalseNegatives"};
     for (size_t i = 0; i < sizeof lower / sizeof *lower; i++)
         if (!strcmp(name, lower[i])) return 1;
-    return 0;
+    const int f = loss_metric(name);
+    return f >= 0 && loss_metrics[f].fn != TFC_LOSS_COSINE_SIMILARITY;
 }
 
 /* The metric `item` names (*kind), by tfc's name or Keras's other one (*alias, else NULL);
@@ -210,7 +280,47 @@ static tfc_status counted_metric(tfc_model *m, const tfc_node *item, const tfc_n
     mt->kind = TFC_METRIC_COUNTED;
     mt->counted = c;
     mt->k = 1;
+    mt->fn = -1;
     m->nmetrics++;
+    return TFC_OK;
+}
+
+/* A loss function's mean as a metric (msle, {BinaryCrossentropy: {from_logits: true}}):
+ * Keras's arguments of its metric class (a cross-entropy's from_logits; label_smoothing,
+ * axis and ignore_class at their defaults only). */
+static tfc_status loss_fn_metric(tfc_model *m, int f, const tfc_node *item, const tfc_node *args,
+                                 const char *path, tfc_error *err)
+{
+    const tfc_loss_kind fn = loss_metrics[f].fn;
+    struct { const char *name; const tfc_node *dtype; int from_logits; } a = {0};
+    static const tfc_field ce_fields[] = {
+        {"name", TFC_F_STRING, offsetof(__typeof__(a), name), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+         NULL, "the name the logs report it under"},
+        TFC_FIXED_FIELD("dtype", TFC_NO_DEFAULT, "metrics are float32"),
+        {"from_logits", TFC_F_BOOL, offsetof(__typeof__(a), from_logits), "false",
+         TFC_UNBOUNDED, NULL, "the outputs are logits (checked against the last layer)"},
+        TFC_FIXED_FIELD("label_smoothing", "0", "the loss's label_smoothing smooths the "
+                        "targets of the loss; the metric reads the labels as they are"),
+        TFC_FIXED_FIELD("axis", "-1", "the classes are the last axis"),
+        TFC_FIXED_FIELD("ignore_class", TFC_NO_DEFAULT, "mask the steps to ignore instead"),
+        {NULL}};
+    static const tfc_field fields[] = {
+        {"name", TFC_F_STRING, offsetof(__typeof__(a), name), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+         NULL, "the name the logs report it under"},
+        TFC_FIXED_FIELD("dtype", TFC_NO_DEFAULT, "metrics are float32"),
+        TFC_FIXED_FIELD("axis", "-1", "the outputs are the last axis"),
+        {NULL}};
+    const int ce = fn == TFC_LOSS_BCE || fn == TFC_LOSS_CCE || fn == TFC_LOSS_SPARSE_CCE;
+    if (args && tfc_node_is_null(args)) args = NULL;
+    if (tfc_schema_apply(ce ? ce_fields : fields, args, path, &a, err)) return TFC_ERR_CONFIG;
+    tfc_metric *mt = &m->metrics[m->nmetrics++];
+    mt->kind = TFC_METRIC_LOSS_FN;
+    mt->k = 1;
+    mt->fn = (int)fn;
+    mt->fn_logits = a.from_logits;
+    mt->sign = fn == TFC_LOSS_COSINE_SIMILARITY ? -1 : 1;
+    snprintf(mt->name, sizeof mt->name, "%s",
+             a.name ? a.name : args ? loss_metrics[f].report : item->str);
     return TFC_OK;
 }
 
@@ -240,22 +350,22 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
             if (counted_metric(m, item, args, path, err)) status = TFC_ERR_CONFIG;
             continue;
         }
+        const int f = item->kind == TFC_NODE_SCALAR ? loss_metric(item->str) : -1;
+        if (f >= 0) {
+            if (loss_fn_metric(m, f, item, args, path, err)) status = TFC_ERR_CONFIG;
+            continue;
+        }
         int kind;
         const char *alias;
         if (metric_kind(m, item, path, &kind, &alias, err)) {
             status = TFC_ERR_CONFIG;
             continue;
         }
-        if ((kind == TFC_METRIC_MAE || kind == TFC_METRIC_MSE || kind == TFC_METRIC_RMSE) &&
-            !tfc_loss_is_regression(m->loss)) {
-            status = tfc_node_error(err, TFC_ERR_CONFIG, item, path,
-                                    "%s compares the outputs with float targets of their shape: "
-                                    "it needs an element-wise loss (mse, mae, huber, ...), "
-                                    "and the loss is %s", item->str, tfc_loss_names[m->loss]);
-            continue;
-        }
         tfc_metric *mt = &m->metrics[m->nmetrics++];
         mt->kind = (tfc_metric_kind)kind;
+        mt->fn = kind == TFC_METRIC_MAE ? (int)TFC_LOSS_MAE
+                 : kind == TFC_METRIC_MSE || kind == TFC_METRIC_RMSE ? (int)TFC_LOSS_MSE : -1;
+        mt->sign = 1;
         snprintf(mt->name, sizeof mt->name, "%s", alias ? alias : metric_names[kind]);
         struct { int k; } targs = {5};
         static const tfc_field k_field[] = {
@@ -819,6 +929,46 @@ static tfc_status check_loss(const tfc_model *m, const tfc_node *root, tfc_error
     return TFC_OK;
 }
 
+/* A loss function's metric against the labels and the output: the labels it reads are
+ * the loss's (class ids for sparse_categorical_crossentropy alone, float targets of the
+ * output's shape for the others), and a cross-entropy's from_logits says what the output
+ * holds: probabilities where the last layer ends in softmax or sigmoid, else logits. */
+static tfc_status loss_fn_check(const tfc_model *m, const tfc_metric *mt, const tfc_node *at,
+                                const char *path, tfc_error *err)
+{
+    const int act = m->layers[m->nlayers - 1].act;
+    const int logits = act != TFC_ACT_SOFTMAX && act != TFC_ACT_SIGMOID;
+    const tfc_loss_kind fn = (tfc_loss_kind)mt->fn;
+    const int sparse = m->loss == TFC_LOSS_SPARSE_CCE;
+    if (fn == TFC_LOSS_SPARSE_CCE && !sparse)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
+                              "%s reads one class id per row, and %s's labels are float "
+                              "targets of the output's shape: write categorical_crossentropy",
+                              mt->name, tfc_loss_names[m->loss]);
+    if (fn != TFC_LOSS_SPARSE_CCE && sparse)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
+                              "%s compares the outputs with float targets of their shape, and "
+                              "sparse_categorical_crossentropy reads one class id per row: "
+                              "train with one-hot labels (a pipeline stage map: {op: one_hot, "
+                              "depth: %d}) and categorical_crossentropy%s", mt->name,
+                              m->classes,
+                              fn == TFC_LOSS_CCE ? ", or write sparse_categorical_crossentropy"
+                                                 : "");
+    const int ce = fn == TFC_LOSS_BCE || fn == TFC_LOSS_CCE || fn == TFC_LOSS_SPARSE_CCE;
+    if (ce && logits && !mt->fn_logits)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
+                              "%s takes the outputs as probabilities, and the model's last "
+                              "layer has no softmax or sigmoid: write {%s: {from_logits: "
+                              "true}} for logits", mt->name, mt->name);
+    if (ce && !logits && mt->fn_logits)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
+                              "%s with from_logits: true takes the outputs as logits, and the "
+                              "model's last layer ends in its %s: they are probabilities",
+                              mt->name, m->layers[m->nlayers - 1].act == TFC_ACT_SOFTMAX
+                                            ? "softmax" : "sigmoid");
+    return TFC_OK;
+}
+
 /* The metrics against the output that check_loss found: one name each (the logs key them
  * by it); a counted metric checked against the output and the labels, its counts placed in
  * the model's; top_k_accuracy's k within the classes; binary_accuracy (Keras's: each output
@@ -842,6 +992,7 @@ static tfc_status check_metrics(tfc_model *m, const tfc_node *root, tfc_error *e
                 return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
                                       "a second metric named %s: the logs key metrics by name "
                                       "(give it another with name:)", mt->name);
+        if (mt->fn >= 0 && loss_fn_check(m, mt, item, path, err)) return TFC_ERR_CONFIG;
         if (mt->kind != TFC_METRIC_COUNTED) continue;
         if (tfc_counted_check(mt->counted, m->classes, m->label_rows,
                               m->loss == TFC_LOSS_SPARSE_CCE ? TFC_LABELS_SPARSE

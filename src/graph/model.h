@@ -29,6 +29,9 @@ typedef enum tfc_metric_kind {
                       * root_mean_squared_error: not the mean of the batches' roots) */
     TFC_METRIC_COUNTED, /* a ratio of counts summed over batches: Precision, AUC, MeanIoU
                          * ... (tfc_metric.counted; graph/metric_counts.h) */
+    TFC_METRIC_LOSS_FN, /* a loss function's mean over the rows seen, as Keras's
+                         * MeanMetricWrapper: msle, poisson, cosine_similarity,
+                         * binary_crossentropy, ... (tfc_metric.fn) */
     TFC_METRIC_COUNT
 } tfc_metric_kind;
 
@@ -41,6 +44,12 @@ int tfc_metric_lower_is_better(const tfc_metric *mt);
 int tfc_metric_name_lower_is_better(const char *name);
 /* Whether `metrics:` takes `name` (tfc's names and Keras's other ones). */
 int tfc_metric_known(const char *name);
+/* For a Keras metric class that takes arguments (Precision, AUC, BinaryCrossentropy, ...):
+ * the name its instance reports at Keras's defaults (precision, binary_crossentropy), else
+ * NULL; and whether its config's `key` holds Keras's default, so that tfc-import can leave
+ * it out. */
+const char *tfc_metric_class_name(const char *cls);
+int tfc_metric_default_arg(const char *cls, const char *key, const tfc_node *v);
 
 /* Means of a metric over batches (a display's, an evaluation's, over ranks): each batch's
  * value v of `rows` rows adds tfc_metric_summand(k, v) rows to a row-weighted sum, whose
@@ -59,6 +68,10 @@ typedef struct tfc_metric {
     char name[48];   /* as reported, the name the model file gives: accuracy, loss,
                       * sparse_top_k_categorical_accuracy */
     struct tfc_counted *counted; /* TFC_METRIC_COUNTED: its arguments (owned) */
+    int fn;          /* the loss op that sums the rows' values (a tfc_loss_kind: mae, mse,
+                      * root_mean_squared_error and TFC_METRIC_LOSS_FN), else -1 */
+    int fn_logits;   /* ... reading the outputs as logits (a cross-entropy's from_logits) */
+    int sign;        /* ... whose value is sign * the loss (cosine_similarity: -1) */
     int64_t at;      /* ... and where its counts start in the model's (tfc_model_ncounts) */
 } tfc_metric;
 

@@ -7,7 +7,7 @@ dense floats of the output's shape, or sparse class ids), the outputs per row (`
 rows an example (`steps`: 1, or a sequence's), three batches of outputs `pred`, labels `true`
 and, where a mask is at work, per-row weights `weight` (0: a masked step, 1 else), and the
 metric's value after Keras's update_state of every batch in turn (`value`) and after the
-first one alone (`first`).
+first one alone (`first`); then tests/ref/metrics/loss_functions.json (loss_functions()).
 """
 import json
 import os
@@ -35,6 +35,8 @@ def batches(rng, classes, steps, labels, n=3, rows=12, kind="prob", weighted=Fal
             true = rng.integers(0, classes, shape[:-1]).astype(np.int32)
         elif labels == "onehot":
             true = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, shape[:-1])]
+        elif labels == "real":
+            true = rng.normal(0.5, 1.5, shape).astype(np.float32)
         else:
             true = (rng.uniform(0, 1, shape) < 0.4).astype(np.float32)
             if soft:  # a soft label: any non-zero value is a positive
@@ -136,9 +138,72 @@ def main():
         kind="softmax")
     add({"BinaryIoU": {}}, classes=1)
     add({"BinaryIoU": {"threshold": 0.3, "target_class_ids": [1]}}, classes=3)
+    # R2
+    add("R2Score", classes=3, kind="logits", labels="real")
+    add({"R2Score": {"class_aggregation": "variance_weighted_average"}}, classes=3,
+        kind="logits", labels="real")
+    add({"R2Score": {"num_regressors": 2}}, classes=1, kind="logits", labels="real")
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump({"keras": keras.__version__, "backend": keras.backend.backend(),
                    "cases": cases}, f)
+        f.write("\n")
+    loss_functions(np.random.default_rng(12))
+
+
+def loss_functions(rng):
+    """tests/ref/metrics/loss_functions.json: Keras's metrics that are a loss function's
+    mean (MeanMetricWrapper), each model one Activation layer over `classes` inputs (its
+    output `act(x)`, which Keras's metric reads), with the loss whose labels it reads; for
+    each the metric's value after update_state on the 12 rows."""
+    models = [
+        ("linear", "mse", "real", 4,
+         ["msle", "mape", "log_cosh_error", "poisson", "mae", "MeanSquaredError",
+          "cosine_similarity", {"CosineSimilarity": {"name": "cos"}}]),
+        ("softmax", "categorical_crossentropy", "onehot", 5,
+         ["kl_divergence", "categorical_hinge", "cosine_similarity", "categorical_crossentropy",
+          {"CategoricalCrossentropy": {"name": "cce"}}, "mse", "mae"]),
+        ("sigmoid", "binary_crossentropy", "binary", 3,
+         ["binary_crossentropy", "bce", "hinge", "squared_hinge", "mae", "poisson"]),
+        ("linear", "{type: binary_crossentropy, from_logits: true}", "binary", 2,
+         [{"BinaryCrossentropy": {"from_logits": True}}, "hinge", "squared_hinge"]),
+        ("softmax", "sparse_categorical_crossentropy", "sparse", 4,
+         ["sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"]),
+        ("linear", "{type: sparse_categorical_crossentropy, from_logits: true}", "sparse", 4,
+         [{"SparseCategoricalCrossentropy": {"from_logits": True, "name": "scce"}}]),
+        ("linear", "{type: categorical_crossentropy, from_logits: true}", "onehot", 3,
+         [{"CategoricalCrossentropy": {"from_logits": True}}, "categorical_hinge",
+          "kl_divergence"]),
+    ]
+    out = []
+    for act, loss, labels, classes, metrics in models:
+        rows = 12
+        lo = 0.1 if act == "linear" and loss == "mse" else -3
+        x = rng.uniform(lo, 3, (rows, classes)).astype(np.float32)
+        if labels == "real":
+            t = rng.uniform(0, 2, (rows, classes)).astype(np.float32)
+            t[0, 0] = 0.0  # MAPE's and MSLE's epsilons
+        elif labels == "onehot":
+            t = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, rows)]
+        elif labels == "sparse":
+            t = rng.integers(0, classes, rows).astype(np.int32)
+        else:
+            t = (rng.uniform(0, 1, (rows, classes)) < 0.5).astype(np.float32)
+        y = np.asarray(keras.activations.get(act)(x), np.float32)
+        values, names = [], []
+        for spec in metrics:
+            m = make(spec)
+            m.update_state(t, y)
+            values.append(float(m.result()))
+            names.append(m.name if not isinstance(spec, str) else spec)
+        yaml = (f"input: {{shape: [{classes}]}}\nlayers:\n  - Activation: {{activation: {act}}}"
+                f"\nloss: {loss}\nmetrics: [{', '.join(json.dumps(sp) for sp in metrics)}]\n")
+        print(act, loss, dict(zip(names, values)))
+        out.append({"model": yaml, "labels": "sparse" if labels == "sparse" else "dense",
+                    "classes": classes, "x": x.reshape(-1).tolist(),
+                    "true": t.reshape(-1).tolist(), "names": names, "values": values})
+    with open(os.path.join(OUT, "loss_functions.json"), "w") as f:
+        json.dump({"keras": keras.__version__, "backend": keras.backend.backend(),
+                   "models": out}, f)
         f.write("\n")
 
 
