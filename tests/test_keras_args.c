@@ -601,19 +601,37 @@ static void test_metric_names(void)
     CU_ASSERT_PTR_NOT_NULL(m);
     CU_ASSERT(m && tfc_model_metric(m, 1)->k == 5); /* Keras's default */
     tfc_model_free(m);
-    m = metric_model(1, "binary_crossentropy", "[binary_accuracy]", &err);
+    /* binary_accuracy thresholds every output (Keras's BinaryAccuracy), beside any float
+     * targets */
+    m = metric_model(3, "binary_crossentropy", "[binary_accuracy]", &err);
     CU_ASSERT_PTR_NOT_NULL(m);
+    tfc_model_free(m);
+    m = metric_model(1, "mse", "[binary_accuracy]", &err);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    tfc_model_free(m);
+    /* the classes: a name given alone is reported as written, one with arguments under the
+     * instance's default name (Keras's) or its name: */
+    m = metric_model(6, "categorical_crossentropy",
+                     "[CategoricalAccuracy, {TopKCategoricalAccuracy: {k: 2}}, "
+                     "{CategoricalAccuracy: {name: ca}}]", &err);
+    if (!m) fprintf(stderr, "\n%s", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 0)->name, "CategoricalAccuracy");
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 1)->name, "top_k_categorical_accuracy");
+    CU_ASSERT_EQUAL(tfc_model_metric(m, 1)->k, 2);
+    CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 2)->name, "ca");
+    CU_ASSERT_EQUAL(tfc_model_metric(m, 2)->kind, TFC_METRIC_ACCURACY);
     tfc_model_free(m);
     const struct { int out; const char *loss, *metrics, *want; } bad[] = {
         {6, "categorical_crossentropy", "[sparse_categorical_accuracy]",
          "m.yaml:5:11: error: metrics[0]: sparse_categorical_accuracy reads the labels of "
          "sparse_categorical_crossentropy, but the loss is categorical_crossentropy; write "
          "accuracy"},
-        {1, "mse", "[binary_accuracy]", "binary_accuracy reads the labels of "
-                                        "binary_crossentropy, but the loss is mse"},
+        {6, "sparse_categorical_crossentropy", "[binary_accuracy]", "one class id per row"},
+        {6, "sparse_categorical_crossentropy", "[CategoricalAccuracy]",
+         "CategoricalAccuracy reads the labels of categorical_crossentropy"},
         {6, "sparse_categorical_crossentropy", "[top_k_categorical_accuracy]",
          "write top_k_accuracy"},
-        {3, "binary_crossentropy", "[binary_accuracy]", "binary_accuracy over 3 outputs"},
         {6, "sparse_categorical_crossentropy", "[accuracy_top]", "unknown value"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         m = metric_model(bad[i].out, bad[i].loss, bad[i].metrics, &err);

@@ -50,6 +50,7 @@ static const struct {
     {"OneHotMeanIoU", "one_hot_mean_io_u", "one_hot_mean_io_u", TFC_CM_IOU, "num_classes"},
     {"BinaryIoU", "binary_io_u", "binary_io_u", TFC_CM_IOU, NULL},
     {"R2Score", "r2_score", "r2_score", TFC_CM_R2, NULL},
+    {"BinaryAccuracy", "binary_accuracy", "binary_accuracy", TFC_CM_BINARY_ACCURACY, NULL},
 };
 #define NCLASSES (int)(sizeof metric_classes / sizeof *metric_classes)
 
@@ -173,6 +174,12 @@ static const tfc_field r2_fields[] = {
      "independent variables: the adjusted R2 where above 0"},
     F_NAME, F_DTYPE, {NULL}};
 
+static const tfc_field binary_accuracy_fields[] = {
+    F_NAME, F_DTYPE,
+    {"threshold", TFC_F_NODE, offsetof(margs, threshold), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "outputs above it are 1 (0.5; 0 where the output holds logits)"},
+    {NULL}};
+
 static const tfc_field *fields_of(const char *cls)
 {
     static const struct { const char *cls; const tfc_field *f; } t[] = {
@@ -184,7 +191,7 @@ static const tfc_field *fields_of(const char *cls)
         {"F1Score", f1_fields}, {"FBetaScore", fbeta_fields}, {"IoU", iou_fields},
         {"MeanIoU", mean_iou_fields}, {"OneHotIoU", one_hot_iou_fields},
         {"OneHotMeanIoU", one_hot_mean_iou_fields}, {"BinaryIoU", binary_iou_fields},
-        {"R2Score", r2_fields}};
+        {"R2Score", r2_fields}, {"BinaryAccuracy", binary_accuracy_fields}};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (!strcmp(cls, t[i].cls)) return t[i].f;
     return count_fields; /* TruePositives ... FalseNegatives */
@@ -427,6 +434,17 @@ static tfc_status parse_args(tfc_counted *c, const margs *a, const tfc_node *at,
         }
         return TFC_OK;
     }
+    case TFC_CM_BINARY_ACCURACY:
+        c->threshold = 0.5;
+        if (a->threshold && !tfc_node_is_null(a->threshold)) {
+            snprintf(p, sizeof p, "%s.threshold", path);
+            if (tfc_node_double(a->threshold, p, &c->threshold, err)) return TFC_ERR_CONFIG;
+            if (!(fabs(c->threshold) <= FLT_MAX))
+                return tfc_node_error(err, TFC_ERR_CONFIG, a->threshold, p,
+                                      "the threshold is not a float32 number");
+            c->have_threshold = 1;
+        }
+        return TFC_OK;
     case TFC_CM_R2: {
         static const char *const aggregations[] = {"uniform_average",
                                                    "variance_weighted_average", NULL};
@@ -544,7 +562,7 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
     c->classes = classes;
     c->labels = labels;
     const int dense_needed = uses_thresholds(c) || c->kind == TFC_CM_FBETA ||
-                             c->kind == TFC_CM_R2 ||
+                             c->kind == TFC_CM_R2 || c->kind == TFC_CM_BINARY_ACCURACY ||
                              (c->kind == TFC_CM_IOU && (!c->sparse_y_true || c->binary));
     if (dense_needed && labels == TFC_LABELS_SPARSE)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
@@ -610,6 +628,9 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
         c->ncounts = 4 * (int64_t)classes;
     } else if (c->kind == TFC_CM_R2) {
         c->ncounts = 4 * (int64_t)classes + 1;
+    } else if (c->kind == TFC_CM_BINARY_ACCURACY) {
+        if (logits && !c->have_threshold) c->threshold = 0.0; /* a probability of 0.5 */
+        c->ncounts = 2;
     } else {
         c->ncounts = (int64_t)c->num_classes * c->num_classes;
     }
@@ -759,9 +780,29 @@ static void count_r2(const tfc_counted *c, const float *out, const float *lab, i
     counts[4 * C] += (double)rows * C;
 }
 
+/* Binary accuracy: the outputs whose thresholded value equals the label, and the outputs. */
+static void count_binary_accuracy(const tfc_counted *c, const float *out, const float *lab,
+                                  const float *weight, int64_t rows, double *counts)
+{
+    const int C = c->classes;
+    const float thr = (float)c->threshold;
+    for (int64_t r = 0; r < rows; r++) {
+        const double w = weight ? weight[r] : 1.0;
+        if (w == 0) continue;
+        double right = 0;
+        for (int j = 0; j < C; j++) right += (float)(out[r * C + j] > thr) == lab[r * C + j];
+        counts[0] += w * right;
+        counts[1] += w * C;
+    }
+}
+
 void tfc_counted_add(const tfc_counted *c, const float *out, const void *labels,
                      const float *weight, int64_t rows, double *counts)
 {
+    if (c->kind == TFC_CM_BINARY_ACCURACY) {
+        count_binary_accuracy(c, out, labels, weight, rows, counts);
+        return;
+    }
     if (uses_thresholds(c)) count_thresholds(c, out, labels, weight, rows, counts);
     else if (c->kind == TFC_CM_FBETA) count_fbeta(c, out, labels, rows, counts);
     else if (c->kind == TFC_CM_R2) count_r2(c, out, labels, rows, counts);
@@ -934,6 +975,7 @@ double tfc_counted_value(const tfc_counted *c, const double *counts)
     if (uses_thresholds(c)) return thresholds_value(c, counts);
     if (c->kind == TFC_CM_FBETA) return fbeta_value(c, counts);
     if (c->kind == TFC_CM_R2) return r2_value(c, counts);
+    if (c->kind == TFC_CM_BINARY_ACCURACY) return div_no_nan(counts[0], counts[1]);
     return iou_value(c, counts);
 }
 

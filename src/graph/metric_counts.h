@@ -1,12 +1,13 @@
 /* Counted metrics: Keras 3's metrics whose value is a ratio of counts summed over every
  * batch seen (Precision, Recall, AUC, F1Score, MeanIoU, ..., and the regression's R2Score),
- * not a mean of the batches' values. Each keeps a vector of counts (its "state", Keras's variables):
- * a batch adds its own, the sums of batches and of ranks add, and the value is computed
- * from the sums once (SPEC §1, Metrics). The counts are taken on the host, from the model's
+ * not a mean of the batches' values. Each keeps a vector of counts (its "state", Keras's
+ * variables): a batch adds its own, the sums of batches and of ranks add, and the value is
+ * computed from the sums once (SPEC §1, Metrics). The counts are taken on the host, from the model's
  * output and the batch's labels as the loss reads them, so every backend has them.
  *
  * The arithmetic follows keras/src/metrics (confusion_metrics.py, f_score_metrics.py,
- * iou_metrics.py and metrics_utils.update_confusion_matrix_variables): which element is a
+ * iou_metrics.py, regression_metrics.py's R2Score and
+ * metrics_utils.update_confusion_matrix_variables): which element is a
  * positive, the bucket each prediction falls in when the thresholds are evenly spaced,
  * Keras's epsilons in the quotients. No compute kernel: the fuzz build links it. */
 #ifndef TFC_GRAPH_METRIC_COUNTS_H
@@ -32,6 +33,7 @@ typedef enum tfc_counted_kind {
     TFC_CM_FBETA,   /* FBetaScore and F1Score */
     TFC_CM_IOU,     /* IoU, MeanIoU, OneHotIoU, OneHotMeanIoU, BinaryIoU */
     TFC_CM_R2,      /* R2Score */
+    TFC_CM_BINARY_ACCURACY, /* BinaryAccuracy: every output thresholded, the share right */
 } tfc_counted_kind;
 
 /* What a batch's labels are, as the loss reads them. */
@@ -61,7 +63,8 @@ typedef struct tfc_counted {
     /* FBetaScore */
     int average;          /* 0 micro, 1 macro, 2 weighted */
     int have_threshold;
-    double threshold;     /* FBetaScore's (else each row's largest output), BinaryIoU's */
+    double threshold;     /* FBetaScore's (else each row's largest output), BinaryIoU's,
+                           * BinaryAccuracy's (0.5; 0 on logits unless given) */
     /* IoU */
     int num_classes;
     int *target_ids;      /* [ntargets] */

@@ -125,9 +125,12 @@ static const struct {
     {"acc", TFC_METRIC_ACCURACY, -1},
     {"sparse_categorical_accuracy", TFC_METRIC_ACCURACY, TFC_LOSS_SPARSE_CCE},
     {"categorical_accuracy", TFC_METRIC_ACCURACY, TFC_LOSS_CCE},
-    {"binary_accuracy", TFC_METRIC_ACCURACY, TFC_LOSS_BCE},
     {"sparse_top_k_categorical_accuracy", TFC_METRIC_TOP_K, TFC_LOSS_SPARSE_CCE},
     {"top_k_categorical_accuracy", TFC_METRIC_TOP_K, TFC_LOSS_CCE},
+    {"SparseCategoricalAccuracy", TFC_METRIC_ACCURACY, TFC_LOSS_SPARSE_CCE},
+    {"CategoricalAccuracy", TFC_METRIC_ACCURACY, TFC_LOSS_CCE},
+    {"SparseTopKCategoricalAccuracy", TFC_METRIC_TOP_K, TFC_LOSS_SPARSE_CCE},
+    {"TopKCategoricalAccuracy", TFC_METRIC_TOP_K, TFC_LOSS_CCE},
     {"mean_absolute_error", TFC_METRIC_MAE, -1},
     {"mean_squared_error", TFC_METRIC_MSE, -1},
     {"RootMeanSquaredError", TFC_METRIC_RMSE, -1},
@@ -367,14 +370,23 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
                  : kind == TFC_METRIC_MSE || kind == TFC_METRIC_RMSE ? (int)TFC_LOSS_MSE : -1;
         mt->sign = 1;
         snprintf(mt->name, sizeof mt->name, "%s", alias ? alias : metric_names[kind]);
-        struct { int k; } targs = {5};
-        static const tfc_field k_field[] = {
-            {"k", TFC_F_INT, 0, "5", 1, 1 << 20, NULL, "how many top outputs count"}, {NULL}};
-        static const tfc_field no_fields[] = {{NULL}};
-        if (tfc_schema_apply(kind == TFC_METRIC_TOP_K ? k_field : no_fields, args, path, &targs,
-                             err))
+        /* Keras's class arguments: a name (a class with arguments reports its default one,
+         * as Keras's instance: CategoricalAccuracy's categorical_accuracy) and top-k's k */
+        struct { int k; const char *name; } targs = {5, NULL};
+        static const tfc_field k_fields[] = {
+            {"k", TFC_F_INT, offsetof(__typeof__(targs), k), "5", 1, 1 << 20, NULL,
+             "how many top outputs count"},
+            {"name", TFC_F_STRING, offsetof(__typeof__(targs), name), TFC_NO_DEFAULT,
+             TFC_UNBOUNDED, NULL, "the name the logs report it under"},
+            TFC_FIXED_FIELD("dtype", TFC_NO_DEFAULT, "metrics are float32"),
+            {NULL}};
+        if (tfc_schema_apply(kind == TFC_METRIC_TOP_K ? k_fields : k_fields + 1, args, path,
+                             &targs, err))
             status = TFC_ERR_CONFIG;
         mt->k = kind == TFC_METRIC_TOP_K ? targs.k : 1;
+        if (targs.name) snprintf(mt->name, sizeof mt->name, "%s", targs.name);
+        else if (args && alias && isupper((unsigned char)alias[0]))
+            tfc_snake_case(alias, mt->name, sizeof mt->name);
     }
     return status;
 }
@@ -971,8 +983,7 @@ static tfc_status loss_fn_check(const tfc_model *m, const tfc_metric *mt, const 
 
 /* The metrics against the output that check_loss found: one name each (the logs key them
  * by it); a counted metric checked against the output and the labels, its counts placed in
- * the model's; top_k_accuracy's k within the classes; binary_accuracy (Keras's: each output
- * thresholded) is tfc's accuracy for one output only. */
+ * the model's; top_k_accuracy's k within the classes. */
 static tfc_status check_metrics(tfc_model *m, const tfc_node *root, tfc_error *err)
 {
     const tfc_node *list = tfc_node_get(root, "metrics");
@@ -1003,12 +1014,6 @@ static tfc_status check_metrics(tfc_model *m, const tfc_node *root, tfc_error *e
         at += mt->counted->ncounts;
     }
     m->ncounts = at;
-    for (int i = 0; i < m->nmetrics; i++)
-        if (!strcmp(m->metrics[i].name, "binary_accuracy") && m->classes != 1)
-            return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",
-                                  "binary_accuracy over %d outputs: tfc's accuracy thresholds "
-                                  "one output only (over several it takes their argmax)",
-                                  m->classes);
     for (int i = 0; i < m->nmetrics; i++)
         if (m->metrics[i].kind == TFC_METRIC_TOP_K && m->metrics[i].k > m->classes)
             return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",

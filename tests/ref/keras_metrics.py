@@ -138,6 +138,9 @@ def main():
         kind="softmax")
     add({"BinaryIoU": {}}, classes=1)
     add({"BinaryIoU": {"threshold": 0.3, "target_class_ids": [1]}}, classes=3)
+    # binary accuracy over every output
+    add("binary_accuracy", classes=3)
+    add({"BinaryAccuracy": {"threshold": 0.3}}, classes=2, steps=3, weighted=True)
     # R2
     add("R2Score", classes=3, kind="logits", labels="real")
     add({"R2Score": {"class_aggregation": "variance_weighted_average"}}, classes=3,
