@@ -221,6 +221,8 @@ static void test_model_errors(void)
          "a second metric named precision", "name:"},
         {"[{AUC: {dtype: float16}}]", 1, "sigmoid", "binary_crossentropy", "dtype",
          "float16"},
+        {"[{AUC: {name: loss}}]", 1, "sigmoid", "binary_crossentropy", "a metric named loss",
+         "another name"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         tfc_error err;

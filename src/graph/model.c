@@ -998,6 +998,10 @@ static tfc_status check_metrics(tfc_model *m, const tfc_node *root, tfc_error *e
         snprintf(path, sizeof path, "metrics[%d]", i);
         const tfc_node *item = list && list->kind == TFC_NODE_SEQ && i < list->n ? list->vals[i]
                                                                                : list;
+        if (!strcmp(mt->name, "loss") && mt->kind != TFC_METRIC_LOSS)
+            return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
+                                  "a metric named loss: the logs' loss is the model's loss "
+                                  "(give this one another name)");
         for (int j = 0; j < i; j++)
             if (!strcmp(m->metrics[j].name, mt->name))
                 return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
