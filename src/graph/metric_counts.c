@@ -682,17 +682,20 @@ static void count_thresholds(const tfc_counted *c, const float *out, const float
             const int64_t l = c->multi_label ? j : 0;
             const int positive = t[j] != 0;
             float p = buf[j];
-            (positive ? pos : neg)[l] += w;
+            /* flattened, AUC's label weights weigh each output's points (multi_label: the
+             * curves' mean) */
+            const double we = c->label_weights && !c->multi_label ? w * c->label_weights[j] : w;
+            (positive ? pos : neg)[l] += we;
             if (p != p) continue; /* NaN: above no threshold */
             double *dst = (positive ? tp : fp) + l * T;
             if (c->even) {
                 p = p < 0 ? 0 : p > 1 ? 1 : p;
                 int b = (int)ceilf(p * (float)(T - 1)) - 1;
                 if (c->epsilon && b < 0) b = 0;
-                if (b >= 0) dst[b] += w;
+                if (b >= 0) dst[b] += we;
             } else {
                 for (int k = 0; k < T; k++)
-                    if (p > c->thresholds[k]) dst[k] += w;
+                    if (p > c->thresholds[k]) dst[k] += we;
             }
         }
     }
@@ -887,18 +890,20 @@ static double thresholds_value(const tfc_counted *c, const double *counts)
         case TFC_CM_TRUE_NEGATIVES: value = tn[0]; break;
         case TFC_CM_FALSE_NEGATIVES: value = fn[0]; break;
         case TFC_CM_AUC: value = auc_of(c, tp, fp, tn, fn); break;
-        default: /* the largest dependent value where the constraint holds (0 if none) */
+        default: /* the largest dependent value where the constraint holds (0 if none);
+                  * the ratios in float32, as Keras compares them with the constraint (4/5
+                  * meets a recall of 0.8 there, and not in double) */
             for (int k = 0; k < T; k++) {
-                const double rec = div_no_nan(tp[k], tp[k] + fn[k]);
-                const double prec = div_no_nan(tp[k], tp[k] + fp[k]);
-                const double spec = div_no_nan(tn[k], tn[k] + fp[k]);
-                double constrained, dependent;
+                const float rec = (float)div_no_nan(tp[k], tp[k] + fn[k]);
+                const float prec = (float)div_no_nan(tp[k], tp[k] + fp[k]);
+                const float spec = (float)div_no_nan(tn[k], tn[k] + fp[k]);
+                float constrained, dependent;
                 if (c->kind == TFC_CM_PRECISION_AT_RECALL) constrained = rec, dependent = prec;
                 else if (c->kind == TFC_CM_RECALL_AT_PRECISION) constrained = prec, dependent = rec;
                 else if (c->kind == TFC_CM_SENSITIVITY_AT_SPECIFICITY)
                     constrained = spec, dependent = rec;
                 else constrained = rec, dependent = spec;
-                if (constrained >= (double)(float)c->value && dependent > value) value = dependent;
+                if (constrained >= (float)c->value && dependent > value) value = dependent;
             }
         }
         const double w = c->label_weights && c->multi_label ? c->label_weights[l] : 1.0;

@@ -112,6 +112,8 @@ def main():
     add({"AUC": {"multi_label": True, "label_weights": [1.0, 0.0, 2.0], "curve": "PR"}},
         classes=3)
     add({"AUC": {"from_logits": True}}, classes=2, kind="logits")
+    add({"AUC": {"label_weights": [1.0, 0.5, 2.0]}}, classes=3)
+    add({"AUC": {"label_weights": [0.0, 3.0], "thresholds": [0.3, 0.6]}}, classes=2)
     add("AUC", classes=2, steps=5, weighted=True)
     # constraints at thresholds
     add({"PrecisionAtRecall": {"recall": 0.7}}, classes=2)
