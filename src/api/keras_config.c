@@ -813,6 +813,8 @@ static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *ro
                  "one: no loss: written");
     }
     const tfc_node *metrics = tfc_node_get(compile, "metrics");
+    const int loss_logits = is_serialized(loss) &&
+                            is_true(tfc_node_get(tfc_node_get(loss, "config"), "from_logits"));
     if (metrics && metrics->kind == TFC_NODE_SEQ && metrics->n) {
         tfc_node *seq = new_seq(c);
         for (int i = 0; i < metrics->n; i++) {
@@ -826,6 +828,10 @@ static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *ro
                 for (int k = 0; cfg->kind == TFC_NODE_MAP && k < cfg->n; k++)
                     if (!tfc_metric_default_arg(cls, cfg->keys[k]->str, cfg->vals[k]))
                         put(c, args, cfg->keys[k]->str, convert_value(c, cfg->vals[k]));
+                if (loss_logits && !strcmp(cls, "BinaryAccuracy"))
+                    note(c->rep, "BinaryAccuracy thresholds the logits of a from_logits loss at "
+                         "its threshold, as Keras's (0.5: a probability of 0.62); without "
+                         "threshold: tfc's binary_accuracy reads logits at 0");
                 const char *plain = tfc_metric_class_name(cls); /* precision */
                 tfc_node *item = tfc_node_new_map(c->out, NULL);
                 put(c, item, cls, args);
