@@ -551,6 +551,7 @@ static void test_metrics(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(written, "- kl_divergence"));
     CU_ASSERT_PTR_NULL(strstr(written, "is not tfc's"));
     free(written);
+    CU_ASSERT_PTR_NULL(strstr(rep.notes, "BinaryAccuracy"));
     tfc_model *m = tfc_model_load(yaml, &err);
     if (!m) printf("\n  %s", err.text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
@@ -559,6 +560,36 @@ static void test_metrics(void)
     CU_ASSERT_EQUAL(tfc_model_nmetrics(m), 8);
     for (int i = 0; i < 8 && i < tfc_model_nmetrics(m); i++)
         CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, i)->name, names[i]);
+    tfc_model_free(m);
+    /* BinaryAccuracy beside a from_logits loss (the last Dense made linear) keeps Keras's
+     * threshold on the logits, with a note saying what that means */
+    json = mlp_config(&len);
+    root = json_loadb(json, len, 0, NULL);
+    free(json);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    json_t *layers = json_object_get(json_object_get(root, "config"), "layers");
+    json_t *last = json_object_get(json_array_get(layers, json_array_size(layers) - 1), "config");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(last);
+    json_object_set_new(last, "activation", json_string("linear"));
+    static const char logits[] =
+        "{\"loss\": {\"module\": \"keras.losses\", \"class_name\": \"BinaryCrossentropy\", "
+        "\"config\": {\"from_logits\": true}, \"registered_name\": null}, \"metrics\": "
+        "[{\"module\": \"keras.metrics\", \"class_name\": \"BinaryAccuracy\", \"config\": "
+        "{\"name\": \"acc\", \"dtype\": \"float32\", \"threshold\": 0.5}, "
+        "\"registered_name\": null}]}";
+    json_object_set_new(root, "compile_config", json_loads(logits, 0, NULL));
+    text = json_dumps(root, JSON_INDENT(1));
+    json_decref(root);
+    path = tfc_test_write("mlp_logits.json", text, -1);
+    free(text);
+    s = import(path, NULL, "mlp_logits", &rep, &err);
+    if (s) printf("\n  %s", err.text);
+    CU_ASSERT_EQUAL(s, TFC_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep.notes, "BinaryAccuracy thresholds the logits"));
+    snprintf(yaml, sizeof yaml, "%s/mlp_logits.yaml", tfc_test_tmpdir());
+    m = tfc_model_load(yaml, &err);
+    CU_ASSERT_PTR_NOT_NULL(m);
+    if (m) CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 0)->name, "acc");
     tfc_model_free(m);
 }
 
