@@ -1,4 +1,4 @@
-/* tfc-import (tfc_keras_import) on Keras's own files: tests/ref/import/ holds nine models a
+/* tfc-import (tfc_keras_import) on Keras's own files: tests/ref/import/ holds eleven models a
  * Keras user builds and saves (tests/ref/keras_import.py), each with Keras's predictions and
  * its variables under tfc's names. Each archive must import to exactly those weights and the
  * model file must predict what Keras predicted; the same model saved as JSON with a
@@ -18,8 +18,9 @@
 
 #define DIR "tests/ref/import/"
 
-static const char *const cases[] = {"mlp",         "cnn",       "resnet", "text",     "transformer",
-                                    "recurrent",   "misc",      "volume", "attention", NULL};
+static const char *const cases[] = {"mlp",       "cnn",    "resnet",    "text",   "transformer",
+                                    "recurrent", "misc",   "volume",    "attention",
+                                    "nested",    "nested_seq", NULL};
 
 /* tfc_keras_import of `src` (with `weights`) into the test folder as NAME.yaml and
  * NAME.safetensors; returns the status, err filled. */
@@ -130,13 +131,13 @@ static void test_archives(void)
 }
 
 /* Genuine Keras 2 files (tf_keras 2.21's model.save("x.h5"), tests/ref/keras2_import.py): a
- * Sequential MLP with BatchNormalization and an Embedding + Bidirectional(LSTM) model import
- * (Keras 2's config as Keras 3's legacy loader reads it: batch_input_shape, a list `axis`,
- * Embedding's input_length, the LSTM's implementation and time_major) and predict
- * tf_keras's outputs. */
+ * Sequential MLP with BatchNormalization, an Embedding + Bidirectional(LSTM) model and a
+ * frozen functional model inside a functional one (read at its call 1) import (Keras 2's
+ * config as Keras 3's legacy loader reads it: batch_input_shape, a list `axis`, Embedding's
+ * input_length, the LSTM's implementation and time_major) and predict tf_keras's outputs. */
 static void test_keras2(void)
 {
-    static const char *const k2[] = {"keras2_mlp", "keras2_bilstm", NULL};
+    static const char *const k2[] = {"keras2_mlp", "keras2_bilstm", "keras2_nested", NULL};
     for (const char *const *c = k2; *c; c++) {
         char src[256];
         snprintf(src, sizeof src, DIR "%s.h5", *c);
@@ -240,6 +241,25 @@ static void test_yaml(void)
     CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "mask_zero: true"));
     CU_ASSERT_PTR_NULL(text && strstr(text, "backward_layer"));
     free(text);
+    /* a frozen functional model inside a functional model, and inside it another: their
+     * layers in place, frozen; a layer reading the inner model's input reads what the model
+     * was called on; the training=False of the call noted (Keras 3's fit overrides it) */
+    CU_ASSERT_EQUAL_FATAL(import(DIR "nested.keras", NULL, "nested_text", &rep, &err), TFC_OK);
+    snprintf(path, sizeof path, "%s/nested_text.yaml", tfc_test_tmpdir());
+    text = tfc_test_read(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "- BatchNormalization: {name: batch_normalization, "
+                                        "trainable: false}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "      inputs: [rescaling]\n  - Add:\n"
+                                        "      name: add\n      trainable: false\n"
+                                        "      inputs: [re_lu, conv2d_1]\n"
+                                        "  - GlobalAveragePooling2D: {name: "
+                                        "global_average_pooling2d}\n"));
+    CU_ASSERT_PTR_NULL(strstr(text, "base"));
+    CU_ASSERT_PTR_NULL(strstr(text, "block"));
+    CU_ASSERT_PTR_NULL(strstr(text, "input_layer:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep.notes, "calls 'base' with training=False"));
+    free(text);
 }
 
 #define LAYER(cls, cfg, inbound)                                                              \
@@ -253,6 +273,14 @@ static void test_yaml(void)
     "{\"module\": \"keras.src.models.functional\", \"class_name\": \"Functional\",\n"        \
     "\"config\": {\"name\": \"m\", \"layers\": [" layers "],\n\"input_layers\": " in          \
     ", \"output_layers\": " out "}}"
+
+/* A functional model called as a layer, its layers, one input and one output. */
+#define NESTED(name, trainable, layers, in, out, inbound)                                     \
+    "{\"module\": \"keras.src.models.functional\", \"class_name\": \"Functional\", "       \
+    "\"config\": {\"name\": \"" name "\", \"trainable\": " trainable ", \"layers\": ["    \
+    layers "], \"input_layers\": " in ", \"output_layers\": " out "}, \"inbound_nodes\": " \
+    inbound "}"
+#define BASE_IN LAYER("InputLayer", "{\"batch_shape\": [null, 4], \"name\": \"bin\"}", "[]")
 
 #define OP(cls, name, args)                                                                \
     "{\"module\": \"keras.src.ops.numpy\", \"class_name\": \"" cls "\", \"config\": "          \
@@ -413,6 +441,41 @@ static void test_refused(void)
     char *text = tfc_test_read(path, NULL);
     CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "lora_rank: 2"));
     free(text);
+    /* a functional model inside: called twice (a Siamese network's shared tower), on two
+     * tensors, of two inputs; a layer inside named as one outside; inside a Sequential
+     * inside the model */
+    expect_refused(MODEL(INPUT ",\n" NESTED("tower", "true", BASE_IN ",\n" LAYER("Dense",
+                         "{\"name\": \"bd\", \"units\": 4}", CALL(TENSOR("bin"))),
+                         "[\"bin\", 0, 0]", "[\"bd\", 0, 0]", "[{\"args\": [" TENSOR("in")
+                         "], \"kwargs\": {}}, {\"args\": [" TENSOR("in") "], \"kwargs\": {}}]"),
+                         "[\"in\", 0, 0]", "[\"tower\", 0, 0]"),
+                   TFC_ERR_USAGE, "model 'tower' is called 2 times (a shared model)");
+    expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
+                                           CALL(TENSOR("in"))) ",\n"
+                         NESTED("two", "true", BASE_IN ",\n" LAYER("Dense",
+                         "{\"name\": \"bd\", \"units\": 4}", CALL(TENSOR("bin"))),
+                         "[\"bin\", 0, 0]", "[\"bd\", 0, 0]", "[{\"args\": [[" TENSOR("in")
+                         ", " TENSOR("d") "]], \"kwargs\": {}}]"),
+                         "[\"in\", 0, 0]", "[\"two\", 0, 0]"),
+                   TFC_ERR_USAGE, "model 'two' is called on 2 tensors");
+    expect_refused(MODEL(INPUT ",\n" NESTED("pair", "true", BASE_IN ",\n" LAYER("Dense",
+                         "{\"name\": \"bd\", \"units\": 4}", CALL(TENSOR("bin"))),
+                         "[[\"bin\", 0, 0], [\"bd\", 0, 0]]", "[\"bd\", 0, 0]",
+                         CALL(TENSOR("in"))), "[\"in\", 0, 0]", "[\"pair\", 0, 0]"),
+                   TFC_ERR_USAGE, "tfc's models have one input; this one has 2");
+    expect_refused(MODEL(INPUT ",\n" NESTED("base", "true", BASE_IN ",\n" LAYER("Dense",
+                         "{\"name\": \"d\", \"units\": 4}", CALL(TENSOR("bin"))),
+                         "[\"bin\", 0, 0]", "[\"d\", 0, 0]", CALL(TENSOR("in"))) ",\n"
+                         LAYER("Dense", "{\"name\": \"d\", \"units\": 2}",
+                               CALL(TENSOR("base"))),
+                         "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
+                   TFC_ERR_USAGE, "two layers are named 'd' (a functional model's layers are "
+                                  "written in place");
+    expect_refused(MODEL(INPUT ",\n" LAYER("Sequential", "{\"name\": \"s\", \"layers\": ["
+                         NESTED("base", "true", BASE_IN, "[\"bin\", 0, 0]",
+                                "[\"bin\", 0, 0]", "[]") "]}", CALL(TENSOR("in"))),
+                         "[\"in\", 0, 0]", "[\"s\", 0, 0]"),
+                   TFC_ERR_USAGE, "a functional model inside a Sequential inside the model");
     /* a subclassed model; not JSON at all */
     expect_refused("{\"class_name\": \"MyModel\", \"config\": {}}", TFC_ERR_USAGE,
                    "tfc imports Sequential and functional models");

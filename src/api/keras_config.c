@@ -19,6 +19,8 @@
 
 /* ---- the conversion's state -------------------------------------------------------------- */
 
+#define MAX_ALIASES 256
+
 typedef struct conv {
     tfc_doc *out;           /* the model file's tree */
     tfc_error *err;
@@ -27,7 +29,29 @@ typedef struct conv {
     const char *masks[256]; /* functional graphs: the operations that compute the mask of an
                                Embedding or a Masking layer, which tfc propagates itself */
     int nmasks;
+    /* functional models inside the model, written as their layers in place: a reference to
+     * a nested model's name reads its output layer, one to its InputLayer (while its layers
+     * are written) what the model is called on */
+    const char *alias_from[MAX_ALIASES], *alias_to[MAX_ALIASES];
+    int naliases;
+    int frozen;             /* inside a nested model with trainable: false */
+    int depth;              /* nested models around the layers being written */
+    struct claimed { const char *name; int nested; } *names; /* every layer's name written
+                               so far (each once in a model), and whether from a nested one */
+    int nnames, cap_names;
 } conv;
+
+/* What a functional call's reference to `name` reads (the conv comment). */
+static const char *resolve(const conv *c, const char *name)
+{
+    for (int hop = 0; name && hop < MAX_ALIASES; hop++) {
+        int i = c->naliases - 1;
+        while (i >= 0 && strcmp(c->alias_from[i], name)) i--;
+        if (i < 0) break;
+        name = c->alias_to[i];
+    }
+    return name;
+}
 
 static int is_mask_node(const conv *c, const char *name)
 {
@@ -407,7 +431,8 @@ static tfc_status convert_args(conv *c, const char *type, const tfc_node *cfg, i
 }
 
 /* One serialized layer into `{Type: {args}}`. A Sequential inside the model is tfc's
- * Pipeline (Keras saves both the same way); a functional model inside one is refused. */
+ * Pipeline (Keras saves both the same way); a functional model here is refused (one among
+ * the model's layers is written in place by convert_layers, not here). */
 static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node **out)
 {
     if (!is_serialized(ser))
@@ -439,8 +464,9 @@ static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node
                               registered ? registered : "?");
     if (!strcmp(cls, "Functional") || !strcmp(cls, "Model"))
         return tfc_node_error(c->err, TFC_ERR_USAGE, ser, "class_name",
-                              "a functional model inside the model is not supported (a "
-                              "Sequential one is, as a Pipeline)");
+                              "a functional model inside a Sequential inside the model, or "
+                              "inside a wrapper, is not supported (one among the model's "
+                              "layers is written in place, a Sequential one as a Pipeline)");
     const char *type = !strcmp(cls, "Sequential") ? "Pipeline" : tfc_keras_type(cls);
     tfc_node *args = tfc_node_new_map(c->out, NULL);
     tfc_status s = convert_args(c, cls, cfg, role, args);
@@ -574,6 +600,22 @@ done:
     free(mask);
 }
 
+/* Whether `name` is a functional model inside the model, written in place: Keras 2 numbers
+ * its call in the model 1 (its call 0 made it), and it is called once (read_call). */
+static int is_nested_model(const conv *c, const char *name)
+{
+    for (int i = 0; i < c->naliases; i++)
+        if (!strcmp(c->alias_from[i], name)) return resolve(c, name) != name;
+    return 0;
+}
+
+/* A reference to a layer by name as tfc's model file reads it. */
+static tfc_node *ref_node(conv *c, const tfc_node *name)
+{
+    const char *to = resolve(c, name->str);
+    return to == name->str ? tfc_node_copy(c->out, name) : scalar(c, to, name->quoted);
+}
+
 /* The producing layers of a functional call's tensors, in order: Keras 3's
  * {class_name: __keras_tensor__, config: {keras_history: [layer, node, index]}} anywhere in
  * args, and Keras 2's [layer, node, index, kwargs] lists. */
@@ -592,7 +634,8 @@ static tfc_status collect_inputs(conv *c, const tfc_node *v, const char *layer, 
         if (!h || h->kind != TFC_NODE_SEQ || h->n != 3 || h->vals[0]->kind != TFC_NODE_SCALAR)
             return tfc_node_error(c->err, TFC_ERR_USAGE, v, "keras_history",
                                   "expected [layer, node index, tensor index]");
-        if (strcmp(item_text(h, 1), "0") || strcmp(item_text(h, 2), "0"))
+        if ((strcmp(item_text(h, 1), "0") && !is_nested_model(c, item_text(h, 0))) ||
+            strcmp(item_text(h, 2), "0"))
             return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
                                   "layer '%s' reads output %s of call %s of '%s': tfc's layers "
                                   "have one output and are called once", layer,
@@ -601,18 +644,19 @@ static tfc_status collect_inputs(conv *c, const tfc_node *v, const char *layer, 
             return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
                                   "layer '%s' reads the mask '%s' as data: tfc passes masks "
                                   "from layer to layer itself", layer, h->vals[0]->str);
-        tfc_node_seq_push(names, tfc_node_copy(c->out, h->vals[0]));
+        tfc_node_seq_push(names, ref_node(c, h->vals[0]));
         return TFC_OK;
     }
     if (v->kind != TFC_NODE_SEQ) return TFC_OK;
     /* Keras 2: [name, node, tensor, {kwargs}] */
     if (c->keras2 && v->n >= 3 && v->vals[0]->kind == TFC_NODE_SCALAR && v->vals[0]->quoted) {
-        if (strcmp(item_text(v, 1), "0") || strcmp(item_text(v, 2), "0"))
+        if ((strcmp(item_text(v, 1), "0") && !is_nested_model(c, item_text(v, 0))) ||
+            strcmp(item_text(v, 2), "0"))
             return tfc_node_error(c->err, TFC_ERR_USAGE, v, NULL,
                                   "layer '%s' reads output %s of call %s of '%s': tfc's layers "
                                   "have one output and are called once", layer,
                                   item_text(v, 2), item_text(v, 1), item_text(v, 0));
-        tfc_node_seq_push(names, tfc_node_copy(c->out, v->vals[0]));
+        tfc_node_seq_push(names, ref_node(c, v->vals[0]));
         return TFC_OK;
     }
     for (int i = 0; i < v->n; i++) {
@@ -730,26 +774,25 @@ static tfc_status convert_op(conv *c, const tfc_node *l, tfc_node **out)
                           "become layers)", cls);
 }
 
-/* One layer of a functional model, its call's inputs as `inputs:` unless it reads just the
- * layer before it. */
-static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *prev,
-                                      tfc_node **out)
+/* The one call of layer `l` in a functional graph: the layers it reads into `names` (as
+ * references resolve), the call arguments tfc writes as layer arguments into `args`. */
+static tfc_status read_call(conv *c, const tfc_node *l, const char *name, tfc_node *args,
+                           tfc_node *names, const tfc_node **call)
 {
-    tfc_status s = is_op(l) ? convert_op(c, l, out) : convert_layer(c, l, ROLE_TOP, out);
-    if (s) return s;
-    tfc_node *args = (*out)->vals[0];
-    const char *name = sval(tfc_node_get(l, "config"), "name");
-    if (!name) name = "?";
+    tfc_status s = TFC_OK;
     const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
+    const char *what = sval(l, "class_name") && (!strcmp(sval(l, "class_name"), "Functional") ||
+                                                 !strcmp(sval(l, "class_name"), "Model"))
+                           ? "model" : "layer";
     if (!nodes || nodes->kind != TFC_NODE_SEQ || nodes->n == 0)
         return tfc_node_error(c->err, TFC_ERR_USAGE, l, "inbound_nodes",
-                              "layer '%s' is never called", name);
+                              "%s '%s' is never called", what, name);
     if (nodes->n > 1)
         return tfc_node_error(c->err, TFC_ERR_USAGE, nodes->vals[1], "inbound_nodes",
-                              "layer '%s' is called %d times (a shared layer): tfc's layers "
-                              "are called once", name, nodes->n);
-    tfc_node *names = new_seq(c);
+                              "%s '%s' is called %d times (a shared %s): tfc's layers "
+                              "are called once", what, name, nodes->n, what);
     const tfc_node *node = nodes->vals[0];
+    *call = node;
     if (node->kind == TFC_NODE_MAP) {
         const tfc_node *a = tfc_node_get(node, "args"), *kw = tfc_node_get(node, "kwargs");
         if (a) s = collect_inputs(c, a, name, names);
@@ -766,7 +809,23 @@ static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *pr
     if (s) return s;
     if (names->n == 0)
         return tfc_node_error(c->err, TFC_ERR_USAGE, node, "inbound_nodes",
-                              "layer '%s' reads no tensor", name);
+                              "%s '%s' reads no tensor", what, name);
+    return TFC_OK;
+}
+
+/* One layer of a functional model, its call's inputs as `inputs:` unless it reads just the
+ * layer before it. */
+static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *prev,
+                                      tfc_node **out)
+{
+    tfc_status s = is_op(l) ? convert_op(c, l, out) : convert_layer(c, l, ROLE_TOP, out);
+    if (s) return s;
+    tfc_node *args = (*out)->vals[0];
+    const char *name = sval(tfc_node_get(l, "config"), "name");
+    tfc_node *names = new_seq(c);
+    const tfc_node *call;
+    s = read_call(c, l, name ? name : "?", args, names, &call);
+    if (s) return s;
     if (!(names->n == 1 && prev && !strcmp(names->vals[0]->str, prev)))
         put(c, args, "inputs", names);
     return TFC_OK;
@@ -861,6 +920,163 @@ static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *ro
     return TFC_OK;
 }
 
+/* ---- the layers of a model, a functional one inside in place ----------------------------------- */
+
+static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional,
+                                 const char *feed, tfc_node *seq, const char **prev,
+                                 const char **last);
+
+static int is_model_class(const char *cls)
+{
+    return cls && (!strcmp(cls, "Functional") || !strcmp(cls, "Model"));
+}
+
+/* Records a layer's name, which must be the only one of its name in the model file. */
+static tfc_status claim_name(conv *c, const tfc_node *l, const char *name)
+{
+    for (int i = 0; name && i < c->nnames; i++)
+        if (!strcmp(c->names[i].name, name))
+            return tfc_node_error(c->err, TFC_ERR_USAGE, l, "name", "two layers are named "
+                                  "'%s'%s: rename one in Keras", name,
+                                  c->depth || c->names[i].nested
+                                  ? " (a functional model's layers are written in place among "
+                                    "the model's)" : "");
+    if (!name) return TFC_OK;
+    if (c->nnames == c->cap_names) {
+        int cap = c->cap_names ? 2 * c->cap_names : 256;
+        struct claimed *n = realloc(c->names, (size_t)cap * sizeof *n);
+        if (!n) return tfc_error_set(c->err, TFC_ERR_NOMEM, "out of memory");
+        c->names = n;
+        c->cap_names = cap;
+    }
+    c->names[c->nnames++] = (struct claimed){name, c->depth > 0};
+    return TFC_OK;
+}
+
+/* A functional model among the model's layers (keras.io's transfer learning: a frozen
+ * application called on the input): its layers in place, its InputLayer read as `feed` (what
+ * it is called on), and a reference to it later as one to its output layer. Keras 3's
+ * Functional.call passes its own training flag to every operation, so the `training=False`
+ * of such a call changes nothing in fit, in Keras as in tfc; `trainable: false` on the model
+ * freezes each of its layers (Keras's setter sets theirs). */
+static tfc_status inline_model(conv *c, const tfc_node *l, const char *feed, tfc_node *seq,
+                               const char **prev, const char **last)
+{
+    const tfc_node *cfg = tfc_node_get(l, "config");
+    const char *name = sval(cfg, "name");
+    const tfc_node *layers = tfc_node_get(cfg, "layers");
+    if (!name || cfg->kind != TFC_NODE_MAP)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "config", "expected a functional "
+                              "model's config {name, layers, input_layers, output_layers}");
+    if (!layers || layers->kind != TFC_NODE_SEQ)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "layers", "expected a list");
+    if (c->depth >= 16)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
+                              "models nested more than 16 deep");
+    const char *in = endpoint(c, cfg, "input_layers"), *out = endpoint(c, cfg, "output_layers");
+    if (!in || !out) return c->err->code;
+    if (c->naliases + 2 > MAX_ALIASES)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
+                              "more than %d functional models inside the model",
+                              MAX_ALIASES / 2);
+    const tfc_node *t = tfc_node_get(cfg, "trainable");
+    const int frozen = t && !is_null(t) && !is_true(t);
+    const int saved = c->naliases;
+    c->alias_from[c->naliases] = in;
+    c->alias_to[c->naliases++] = feed;
+    c->frozen += frozen;
+    c->depth++;
+    find_mask_ops(c, layers);
+    const char *inner_last = NULL;
+    tfc_status s = convert_layers(c, layers, 1, in, seq, prev, &inner_last);
+    const char *output = resolve(c, out);
+    c->frozen -= frozen;
+    c->depth--;
+    c->naliases = saved; /* the names inside mean nothing outside */
+    if (s) return s;
+    c->alias_from[c->naliases] = name;
+    c->alias_to[c->naliases++] = output;
+    *last = output;
+    return TFC_OK;
+}
+
+/* The layers of a model into `seq`, `prev` the last one written (NULL: none yet), `last` what
+ * the model's last layer stands for (a nested model's output layer). `feed`: in a functional
+ * model inside, the name of its InputLayer (read as what the model is called on), which is
+ * not written; NULL at the top, whose InputLayer is. */
+static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional,
+                                 const char *feed, tfc_node *seq, const char **prev,
+                                 const char **last)
+{
+    const char *want = NULL; /* a Sequential's: the nested model's output its next layer reads */
+    if (functional && !feed) find_mask_ops(c, layers);
+    for (int i = 0; i < layers->n; i++) {
+        const tfc_node *l = layers->vals[i];
+        const char *lc = sval(l, "class_name");
+        const char *name = sval(tfc_node_get(l, "config"), "name");
+        tfc_node *x;
+        tfc_status s;
+        if (functional && is_mask_node(c, name)) continue;
+        if (lc && !strcmp(lc, "InputLayer")) {
+            if (feed && name && !strcmp(name, feed)) continue;
+            if (i || feed) return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
+                                                 "a second input: tfc's models have one");
+            s = convert_layer(c, l, ROLE_TOP, &x);
+        } else if (is_model_class(lc) && tfc_node_get(l, "config") &&
+                   tfc_node_get(tfc_node_get(l, "config"), "layers")) {
+            /* what it is called on: its call's one tensor, or a Sequential's layer before */
+            const char *on = *prev ? *prev : "input";
+            if (functional) {
+                tfc_node *names = new_seq(c), *scratch = tfc_node_new_map(c->out, NULL);
+                const tfc_node *call;
+                s = read_call(c, l, name ? name : "?", scratch, names, &call);
+                if (s) return s;
+                if (names->n != 1 || scratch->n)
+                    return tfc_node_error(c->err, TFC_ERR_USAGE, call, "inbound_nodes",
+                                          "model '%s' is called on %d tensors%s: tfc's models "
+                                          "have one input", name ? name : "?", names->n,
+                                          scratch->n ? " with call arguments" : "");
+                on = names->vals[0]->str;
+                const tfc_node *kw = call->kind == TFC_NODE_MAP ? tfc_node_get(call, "kwargs")
+                                                                : NULL;
+                const tfc_node *tr = kw && kw->kind == TFC_NODE_MAP
+                                         ? tfc_node_get(kw, "training") : NULL;
+                if (tr && !is_null(tr) && !is_true(tr))
+                    note(c->rep, "the model calls '%s' with training=False, which Keras 3's fit "
+                         "overrides with its own flag (Functional.call passes it to every "
+                         "layer), as tfc does: a BatchNormalization inside runs in inference "
+                         "mode in training when it has trainable: false", name ? name : "?");
+            } else if (want) {
+                on = want;
+            }
+            s = inline_model(c, l, on, seq, prev, &want);
+            if (s) return s;
+            if (!functional && *prev && !strcmp(want, *prev)) want = NULL;
+            continue;
+        } else if (functional) {
+            s = convert_graph_layer(c, l, *prev, &x);
+        } else {
+            s = convert_layer(c, l, ROLE_TOP, &x);
+            if (!s && want) { /* after a nested model whose output is not its last layer */
+                tfc_node *names = new_seq(c);
+                tfc_node_seq_push(names, scalar(c, want, 1));
+                put(c, x->vals[0], "inputs", names);
+            }
+            want = NULL;
+        }
+        if (!s) s = claim_name(c, l, name);
+        if (s) return s;
+        if (c->frozen && !(lc && !strcmp(lc, "InputLayer")) &&
+            !tfc_node_get(x->vals[0], "trainable"))
+            put(c, x->vals[0], "trainable", scalar(c, "false", 0));
+        *prev = name;
+        tfc_node_seq_push(seq, x);
+        if (!(lc && !strcmp(lc, "InputLayer"))) c->rep->layers++;
+    }
+    *last = want ? want : *prev;
+    return TFC_OK;
+}
+
 /* The whole configuration into the model file's root mapping. */
 static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
 {
@@ -884,33 +1100,18 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
     const char *input = functional ? endpoint(c, cfg, "input_layers") : NULL;
     const char *output = functional ? endpoint(c, cfg, "output_layers") : NULL;
     if (functional && (!input || !output)) return c->err->code;
-    if (functional) find_mask_ops(c, layers);
     tfc_node *seq = new_seq(c);
-    const char *prev = NULL;
-    for (int i = 0; i < layers->n; i++) {
-        const tfc_node *l = layers->vals[i];
-        const char *lc = sval(l, "class_name");
-        tfc_node *x;
-        tfc_status s;
-        if (functional && is_mask_node(c, sval(tfc_node_get(l, "config"), "name"))) continue;
-        if (lc && !strcmp(lc, "InputLayer")) {
-            if (i) return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
-                                         "a second input: tfc's models have one");
-            s = convert_layer(c, l, ROLE_TOP, &x);
-        } else if (functional) {
-            s = convert_graph_layer(c, l, prev, &x);
-        } else {
-            s = convert_layer(c, l, ROLE_TOP, &x);
-        }
-        if (s) return s;
-        prev = sval(tfc_node_get(l, "config"), "name");
-        tfc_node_seq_push(seq, x);
-        if (!(lc && !strcmp(lc, "InputLayer"))) c->rep->layers++;
-    }
-    if (functional && (!prev || strcmp(prev, output)))
-        return tfc_node_error(c->err, TFC_ERR_USAGE, tfc_node_get(cfg, "output_layers"),
-                              "output_layers", "the output '%s' is not the last layer ('%s'): "
-                              "tfc's model ends at its output", output, prev ? prev : "");
+    const char *prev = NULL, *last = NULL;
+    tfc_status s = convert_layers(c, layers, functional, NULL, seq, &prev, &last);
+    if (s) return s;
+    if (functional) output = resolve(c, output);
+    if ((functional && (!prev || strcmp(prev, output))) ||
+        (!functional && last && prev && strcmp(last, prev)))
+        return tfc_node_error(c->err, TFC_ERR_USAGE, tfc_node_get(cfg, functional
+                                                                  ? "output_layers" : "layers"),
+                              functional ? "output_layers" : "layers",
+                              "the output '%s' is not the last layer ('%s'): tfc's model ends "
+                              "at its output", functional ? output : last, prev ? prev : "");
     const char *first = layers->n ? sval(layers->vals[0], "class_name") : NULL;
     if (!first || strcmp(first, "InputLayer")) {
         /* a Sequential built without keras.Input: its build_config has the shape */
@@ -957,6 +1158,7 @@ tfc_status tfc_keras_convert(const tfc_node *config, const char *from, tfc_impor
     tfc_node *root = tfc_doc_root(out);
     tfc_status s = convert_model(&c, config, root);
     if (!s) s = emit_model(root, from, rep, yaml, len, err);
+    free(c.names);
     tfc_doc_free(out);
     return s;
 }

@@ -236,6 +236,58 @@ static tfc_status assign_vars(wmap *w, const char *dir, const char *prefix, cons
 
 static tfc_status walk_layer(wmap *w, const char *dir, const char *prefix,
                              const tfc_node *cfg, const char *top, int depth);
+static tfc_status walk_members(wmap *w, const char *dir, const char *prefix,
+                               const tfc_node *layers, int by_group, const char *top,
+                               int depth);
+
+/* A functional model among a model's layers: Keras saves it as `functional` (`functional_1`,
+ * ... in the order of the layers), its `vars` empty and named as the model, its layers under
+ * `layers`; tfc writes its layers in place (keras_config.c), named as Keras's variable paths
+ * name them (a functional model's layers are built outside any scope of its own). Its config
+ * among `layers`, or NULL when `dir` is no such group. */
+static int is_model(const tfc_node *l)
+{
+    const char *cls = sval(l, "class_name");
+    return cls && (!strcmp(cls, "Functional") || !strcmp(cls, "Model"));
+}
+
+static const tfc_node *nested_model(const wmap *w, const char *dir, const char *group,
+                                    const tfc_node *layers)
+{
+    if (strncmp(group, "functional", 10) || child(w->h5, dir, "vars/0") ||
+        !child(w->h5, dir, "layers"))
+        return NULL;
+    const char *name = vars_name(w->h5, dir);
+    for (int i = 0; name && layers && layers->kind == TFC_NODE_SEQ && i < layers->n; i++) {
+        const tfc_node *cfg = tfc_node_get(layers->vals[i], "config");
+        const char *n = sval(cfg, "name");
+        if (is_model(layers->vals[i]) && n && !strcmp(n, name)) return cfg;
+    }
+    int k = 0; /* else functional_k is the (k+1)th functional model of the list */
+    if (group[10]) {
+        if (group[10] != '_' || !group[11]) return NULL;
+        char *end;
+        long v = strtol(group + 11, &end, 10);
+        if (*end || v < 1 || v > 1 << 20) return NULL;
+        k = (int)v;
+    }
+    for (int i = 0; layers && layers->kind == TFC_NODE_SEQ && i < layers->n; i++)
+        if (is_model(layers->vals[i]) && k-- == 0)
+            return tfc_node_get(layers->vals[i], "config");
+    return NULL;
+}
+
+/* The layers of a functional model among `layers` when `dir` is its group: walked under
+ * `prefix`, the model's own (1), else 0. */
+static int walk_nested(wmap *w, const tfc_h5_object *o, const char *group, const char *prefix,
+                       const tfc_node *layers, const char *top, int depth, tfc_status *s)
+{
+    const tfc_node *cfg = nested_model(w, o->path, group, layers);
+    if (!cfg) return 0;
+    *s = walk_members(w, child(w->h5, o->path, "layers")->path, prefix,
+                      tfc_node_get(cfg, "layers"), 0, top, depth + 1);
+    return 1;
+}
 
 /* The members of `dir` each under its Keras name (vars attribute), or its group name when
  * `by_group` (StackedRNNCells' cells, which tfc names by type and place as Keras's groups). */
@@ -251,7 +303,12 @@ static tfc_status walk_members(wmap *w, const char *dir, const char *prefix,
         if (!name) name = g;
         char p[1024];
         snprintf(p, sizeof p, "%s%s%s", prefix, prefix[0] ? "/" : "", name);
-        tfc_status s = walk_layer(w, o->path, p, layer_config(layers, name), top, depth + 1);
+        tfc_status s = TFC_OK;
+        if (depth > 32)
+            return tfc_error_set(w->err, TFC_ERR_FORMAT, "%s: '%s': layers nested too deep",
+                                 w->file, o->path);
+        if (!(!by_group && walk_nested(w, o, g, prefix, layers, top, depth, &s)))
+            s = walk_layer(w, o->path, p, layer_config(layers, name), top, depth + 1);
         if (s) return s;
     }
     return TFC_OK;
@@ -309,7 +366,9 @@ static tfc_status map_keras3(wmap *w)
         if (!member(o, "layers") || o->is_dataset) continue;
         const char *name = vars_name(w->h5, o->path);
         if (!name) name = member(o, "layers");
-        tfc_status s = walk_layer(w, o->path, name, layer_config(w->layers, name), o->path, 0);
+        tfc_status s = TFC_OK;
+        if (!walk_nested(w, o, member(o, "layers"), "", w->layers, o->path, 0, &s))
+            s = walk_layer(w, o->path, name, layer_config(w->layers, name), o->path, 0);
         if (s) return s;
     }
     return TFC_OK;

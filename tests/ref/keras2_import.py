@@ -4,13 +4,15 @@
 Writes into tests/ref/import/:
   keras2_mlp.h5      a Sequential MLP with BatchNormalization (model.save("x.h5"))
   keras2_bilstm.h5   a functional Embedding + Bidirectional(LSTM) + Dense model
+  keras2_nested.h5   a frozen functional model called with training=False inside a
+                     functional model (Keras 2 numbers its call there 1)
 and for each CASE.x.npy (inputs) and CASE.y.npy (tf_keras's model.predict on them).
 Weights are seeded and moved off their constant initial values (biases, gammas, betas;
 BatchNormalization's moving statistics off 0 and 1), no training.
 
 Not run by `make test`. To regenerate (tf_keras 2.21 beside TensorFlow 2.21):
   /tmp/kvenv/bin/pip install tf_keras==2.21.*
-  /tmp/kvenv/bin/python tests/ref/keras2_import.py
+  /tmp/kvenv/bin/python tests/ref/keras2_import.py [CASE...]   (CASE: mlp, bilstm, nested)
 The .npy files are the same at every run; the .h5 files differ in HDF5's timestamps.
 """
 import os
@@ -52,6 +54,21 @@ def bilstm(rng):
     return model, ids
 
 
+def nested(rng):
+    bi = keras.Input(shape=(6, 6, 3))
+    b = L.Conv2D(4, 3, padding="same")(bi)
+    b = L.BatchNormalization()(b)
+    base = keras.Model(bi, L.ReLU()(b), name="base")
+    base.trainable = False
+    inputs = keras.Input(shape=(6, 6, 3))
+    x = base(inputs, training=False)
+    x = L.GlobalAveragePooling2D()(x)
+    outputs = L.Dense(2)(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse")
+    return model, rng.normal(size=(N, 6, 6, 3)).astype(np.float32)
+
+
 def perturb(model, rng):
     for v in model.weights:
         a = v.numpy()
@@ -69,7 +86,11 @@ def perturb(model, rng):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for k, case in enumerate((mlp, bilstm)):
+    import sys
+    only = sys.argv[1:]  # case names: write those alone (each keeps its seed)
+    for k, case in enumerate((mlp, bilstm, nested)):
+        if only and case.__name__ not in only:
+            continue
         keras.backend.clear_session()
         tf.random.set_seed(100 + k)
         rng = np.random.default_rng(100 + k)

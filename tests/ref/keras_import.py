@@ -28,7 +28,8 @@ outputs exactly, and so does keras.saving.load_model of the saved archive.
 
 Not run by `make test` (Keras is not a CI dependency). To regenerate (Keras 3.15.1, JAX, CPU):
   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_import.py
-The .npy and .safetensors files are the same at every run. The .keras archives and the .h5
+or only the cases named (`... keras_import.py nested nested_seq`). The .npy and .safetensors
+files are the same at every run. The .keras archives and the .h5
 files are not, byte for byte: metadata.json's date_saved, model.weights.h5's zip timestamp
 and HDF5's own, and config.json's "shared_object_id"s (Python object ids, of initializers)
 change; config.json is otherwise the same, and so are the weights.
@@ -178,7 +179,43 @@ def attention(rng):
     return keras.Model(x, y), normal(rng, N, 5, 8)
 
 
-CASES = [mlp, cnn, resnet, text, transformer, recurrent, misc, volume, attention]
+def nested(rng):
+    """keras.io's transfer learning: a frozen functional base called with training=False
+    (which Keras 3's fit overrides with its own) inside a functional model; inside the base,
+    a functional block of its own, and a layer reading the base's input past the block."""
+    bi = keras.Input((6, 6, 3))
+    b = L.Conv2D(4, 3, padding="same", use_bias=False)(bi)
+    b = L.BatchNormalization()(b)
+    b = L.ReLU()(b)
+    block = keras.Model(bi, b, name="block")
+    ci = keras.Input((6, 6, 3))
+    c = block(ci)
+    s = L.Conv2D(4, 1)(ci)
+    c = L.Add()([c, s])
+    base = keras.Model(ci, c, name="base")
+    base.trainable = False
+    x = keras.Input((6, 6, 3))
+    h = L.Rescaling(1 / 127.5, offset=-1)(x)
+    h = base(h, training=False)
+    h = L.GlobalAveragePooling2D()(h)
+    h = L.Dropout(0.2)(h)
+    y = L.Dense(2)(h)
+    return keras.Model(x, y), rng.uniform(0, 255, size=(N, 6, 6, 3)).astype(np.float32)
+
+
+def nested_seq(rng):
+    """A functional model of two branches as a Sequential's layer."""
+    bi = keras.Input((5,))
+    a = L.Dense(4, activation="relu")(bi)
+    b = L.Dense(4)(bi)
+    o = L.Add()([a, b])
+    base = keras.Model(bi, o)
+    model = keras.Sequential([keras.Input((5,)), base, L.BatchNormalization(), L.Dense(2)])
+    return model, normal(rng, N, 5)
+
+
+CASES = [mlp, cnn, resnet, text, transformer, recurrent, misc, volume, attention, nested,
+         nested_seq]
 # What each model is compiled with, as its user would (the archive's compile_config).
 LOSSES = {
     "mlp": lambda: dict(optimizer="adam", loss="sparse_categorical_crossentropy",
@@ -200,7 +237,10 @@ def layer_paths(model):
     for layer in model.layers:
         for v in layer.weights:
             parts = v.path.split("/")
-            rel[v.path] = "/".join(parts[parts.index(layer.name):])
+            # a functional model inside: its layers were built outside any scope of its own
+            # (conv2d/kernel), and tfc writes them in place among the model's
+            nested = isinstance(layer, keras.Model) and not isinstance(layer, keras.Sequential)
+            rel[v.path] = v.path if nested else "/".join(parts[parts.index(layer.name):])
     return rel
 
 
@@ -295,8 +335,11 @@ LEGACY_H5 = ("mlp", "recurrent")  # the cases also saved as a legacy .h5
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    only = sys.argv[1:]  # case names: write those alone (each keeps its seed)
     for k, case in enumerate(CASES):
         name = case.__name__
+        if only and name not in only:
+            continue
         path = os.path.join(OUT, name)
         model, x, rng = build(case, 1000 + k)
         perturb(model, rng)
