@@ -482,6 +482,33 @@ static void test_refused(void)
     expect_refused("[1, 2", TFC_ERR_CONFIG, "refused.json:");
 }
 
+/* A float32 input into an Embedding (keras.io's transformer example: Keras casts the floats
+ * to ids) is tfc's int32 input; into an Embedding and a Dense it stays float32, the
+ * Embedding's error. */
+static void test_input_ids(void)
+{
+    const char *ids = MODEL(INPUT ",\n" LAYER("Embedding", "{\"name\": \"e\", \"input_dim\": "
+                            "10, \"output_dim\": 3}", CALL(TENSOR("in"))),
+                            "[\"in\", 0, 0]", "[\"e\", 0, 0]");
+    const char *path = tfc_test_write("ids.json", ids, (long)strlen(ids));
+    tfc_import_report rep;
+    tfc_error err;
+    CU_ASSERT_EQUAL(import(path, NULL, "ids", &rep, &err), TFC_OK);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "%s/ids.yaml", tfc_test_tmpdir());
+    char *text = tfc_test_read(yaml, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "batch_shape: [null, 4]\n      dtype: int32"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep.notes, "the model's input is float32 in Keras"));
+    free(text);
+    expect_refused(MODEL(INPUT ",\n" LAYER("Embedding", "{\"name\": \"e\", \"input_dim\": "
+                         "10, \"output_dim\": 3}", CALL(TENSOR("in"))) ",\n"
+                         LAYER("Dense", "{\"name\": \"d\", \"units\": 3}", CALL(TENSOR("in")))
+                         ",\n" LAYER("Add", "{\"name\": \"a\"}", "[{\"args\": [["
+                         TENSOR("e") ", " TENSOR("d") "]], \"kwargs\": {}}]"),
+                         "[\"in\", 0, 0]", "[\"a\", 0, 0]"),
+                   TFC_ERR_CONFIG, "reads token ids");
+}
+
 /* A model file tfc cannot build is written and kept; the user edits it and imports the
  * weights into the edited file (`model`). */
 static void test_edited(void)
@@ -658,6 +685,7 @@ static void test_metrics(void)
 
 TFC_TEST_MAIN("import", {"archives", test_archives}, {"other_forms", test_other_forms},
               {"keras2", test_keras2}, {"legacy_config", test_legacy_config},
-              {"yaml", test_yaml}, {"refused", test_refused}, {"ops", test_ops},
+              {"yaml", test_yaml}, {"refused", test_refused},
+              {"input_ids", test_input_ids}, {"ops", test_ops},
               {"edited", test_edited}, {"metrics", test_metrics},
               {"tool", test_tool})

@@ -920,7 +920,7 @@ static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *ro
     return TFC_OK;
 }
 
-/* ---- the layers of a model, a functional one inside in place ----------------------------------- */
+/* ---- the layers of a model, a functional one inside in place ------------------------------- */
 
 static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional,
                                  const char *feed, tfc_node *seq, const char **prev,
@@ -929,6 +929,46 @@ static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional
 static int is_model_class(const char *cls)
 {
     return cls && (!strcmp(cls, "Functional") || !strcmp(cls, "Model"));
+}
+
+/* Whether a layer reads token ids (an Embedding's kind), which Keras casts to int32. */
+static int reads_ids(const tfc_node *l)
+{
+    const char *cls = sval(l, "class_name");
+    if (cls && !strncmp(cls, "keras_hub>", 10)) cls += 10;
+    return cls && (!strcmp(cls, "Embedding") || !strcmp(cls, "TokenAndPositionEmbedding"));
+}
+
+/* Whether the model's input `name` goes only to layers that read token ids: in a functional
+ * graph every layer that reads it, in a Sequential the first. keras.io's transformer example
+ * declares `keras.Input(shape=(maxlen,))`, float32, and its Embedding casts the floats to int32
+ * ids; tfc's Embedding takes the model's int32 input. */
+static int input_feeds_ids(const tfc_node *layers, int functional, const char *name)
+{
+    if (!functional) {
+        for (int i = 0; i < layers->n; i++) {
+            const char *cls = sval(layers->vals[i], "class_name");
+            if (!cls || strcmp(cls, "InputLayer")) return reads_ids(layers->vals[i]);
+        }
+        return 0;
+    }
+    graph_refs *g = calloc(1, sizeof *g);
+    if (!g || !name) {
+        free(g);
+        return 0;
+    }
+    for (int i = 0; i < layers->n && i < MAX_REFS; i++) {
+        const tfc_node *nodes = tfc_node_get(layers->vals[i], "inbound_nodes");
+        if (nodes && nodes->kind != TFC_NODE_SCALAR) collect_refs(g, i, nodes, 0);
+    }
+    int ids = 0, other = 0;
+    for (int r = 0; r < g->n; r++) {
+        if (strcmp(g->producer[r], name)) continue;
+        if (reads_ids(layers->vals[g->consumer[r]])) ids = 1;
+        else other = 1;
+    }
+    free(g);
+    return ids && !other;
 }
 
 /* Records a layer's name, which must be the only one of its name in the model file. */
@@ -1022,6 +1062,15 @@ static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional
             if (i || feed) return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
                                                  "a second input: tfc's models have one");
             s = convert_layer(c, l, ROLE_TOP, &x);
+            const tfc_node *dt = s ? NULL : tfc_node_get(x->vals[0], "dtype");
+            const int floats = !dt || (dt->kind == TFC_NODE_SCALAR && !strcmp(dt->str,
+                                                                             "float32"));
+            if (!s && floats && input_feeds_ids(layers, functional, name)) {
+                put(c, x->vals[0], "dtype", scalar(c, "int32", 0));
+                note(c->rep, "the model's input is float32 in Keras, whose Embedding casts it "
+                     "to int32 token ids: tfc's input is int32 (dtype: int32), the data's "
+                     "values read as ids");
+            }
         } else if (is_model_class(lc) && tfc_node_get(l, "config") &&
                    tfc_node_get(tfc_node_get(l, "config"), "layers")) {
             /* what it is called on: its call's one tensor, or a Sequential's layer before */
@@ -1127,6 +1176,7 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
         for (int i = 1; i < shape->n; i++)
             tfc_node_seq_push(dims, tfc_node_copy(c->out, shape->vals[i]));
         put(c, in, "shape", dims);
+        if (input_feeds_ids(layers, 0, NULL)) put(c, in, "dtype", scalar(c, "int32", 0));
         put(c, root, "input", in);
     }
     put(c, root, "layers", seq);
