@@ -27,7 +27,7 @@ static void test_keras_parity(void)
                                         "backwards_last_dilated", "conv1d_seq_same",
                                         "conv1d_last_stride_backwards", "conv3d_seq_same",
                                         "conv3d_last_stride_backwards", "conv3d_dilated_nobias",
-                                        NULL};
+                                        "relu", "conv1d_gelu_hard_sigmoid", NULL};
     tfc_test_keras_cases(&p, names);
 }
 
@@ -50,9 +50,13 @@ static void test_errors(void)
     expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, stateful: true}",
                  "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': stateful: not "
                  "supported");
-    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, activation: relu}", "activation");
-    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, recurrent_activation: tanh}",
-                 "recurrent_activation");
+    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, activation: softmax}",
+                 "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': activation "
+                 "softmax is not supported");
+    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, recurrent_activation: softmax}",
+                 "recurrent_activation softmax is not supported");
+    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, activation: rectifier}",
+                 "activation");
     expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, data_format: channels_first}",
                  "data_format");
     expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, unroll: true}", "unknown key 'unroll'");
@@ -80,8 +84,8 @@ static void test_errors(void)
         {"recurrent_dropout: 0.1", "recurrent_dropout: not supported"},
         {"return_state: true", "return_state: not supported"},
         {"stateful: true", "stateful: not supported"},
-        {"activation: relu", "activation"},
-        {"recurrent_activation: tanh", "recurrent_activation"},
+        {"activation: softmax", "activation softmax is not supported"},
+        {"recurrent_activation: softmax", "recurrent_activation softmax is not supported"},
         {"data_format: channels_first", "data_format"},
         {"dropout: 1", "dropout"},
         {"unroll: true", "unknown key 'unroll'"},

@@ -538,6 +538,13 @@ static const gc_case cases[] = {
                     "  - ConvLSTM1D: {filters: 2, kernel_size: 2, strides: 2,"
                     " go_backwards: true}\n"
                     "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    /* other activations: the derivatives from the kept pre-activations (smooth ones, so
+     * that the difference quotient holds) */
+    {"conv_lstm2d_activations", "input: {shape: [3, 4, 4, 2]}\nlayers:\n"
+                                "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
+                                " activation: swish, recurrent_activation: softsign,"
+                                " return_sequences: true}\n"
+                                "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
     {"conv_lstm2d_dropout", "input: {shape: [3, 4, 4, 2]}\nlayers:\n"
                             "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
                             " dropout: 0.4, seed: 3, go_backwards: true}\n"

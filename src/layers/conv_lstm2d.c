@@ -2,6 +2,8 @@
  * input and recurrent products are convolutions, gates in Keras's order i, f, c, o:
  *   z_t = conv(x_t, K; strides, padding, dilation) + conv(h_{t-1}, R; stride 1, same) + b
  *   i, f, o = sigmoid(z_i, z_f, z_o),  g = tanh(z_c),  c_t = f c_{t-1} + i g,  h_t = o tanh(c_t)
+ * (sigmoid: recurrent_activation, tanh: activation, any of Keras's elementwise activations:
+ * keras.io's next-frame example's relu)
  * K [kh, kw, C, 4F], R [kh, kw, F, 4F], b [4F] (Keras's layouts; the gate of channel j is
  * j / F), h and c (oh, ow, F) starting at zero. Output: h_T (oh, ow, F), or every h_t
  * (T, oh, ow, F) with return_sequences; go_backwards runs over the reversed sequence and
@@ -45,8 +47,6 @@ typedef struct conv_lstm_args {
     const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
 } conv_lstm_args;
 
-static const char *const tanh_only[] = {"tanh", NULL}, *const sigmoid_only[] = {"sigmoid", NULL};
-
 #define OFF(m) offsetof(conv_lstm_args, m)
 /* Every argument but the window's (kernel_size, strides, dilation_rate) */
 #define CONV_LSTM_COMMON_FIELDS                                                                 \
@@ -54,10 +54,10 @@ static const char *const tanh_only[] = {"tanh", NULL}, *const sigmoid_only[] = {
     {"padding", TFC_F_ENUM, OFF(padding), "valid", TFC_UNBOUNDED, tfc_padding_names,           \
      "the input convolution's: valid or same (the recurrent one's is same)"},                  \
     TFC_IMAGE_DATA_FORMAT_FIELD,                                                               \
-    {"activation", TFC_F_ENUM, OFF(activation), "tanh", TFC_UNBOUNDED, tanh_only,               \
-     "state activation (tanh only)"},                                                           \
+    {"activation", TFC_F_ENUM, OFF(activation), "tanh", TFC_UNBOUNDED, tfc_act_names,           \
+     "the candidate's and the output's activation (not softmax)"},                              \
     {"recurrent_activation", TFC_F_ENUM, OFF(recurrent_activation), "sigmoid", TFC_UNBOUNDED,   \
-     sigmoid_only, "gate activation (sigmoid only)"},                                           \
+     tfc_act_names, "the gates' activation (not softmax)"},                                     \
     {"use_bias", TFC_F_BOOL, OFF(use_bias), "true", TFC_UNBOUNDED, NULL, "add a bias"},         \
     {"kernel_initializer", TFC_F_NODE, OFF(kernel_initializer), TFC_NO_DEFAULT, TFC_UNBOUNDED,  \
      NULL, "default glorot_uniform"},                                                           \
@@ -112,6 +112,14 @@ static const tfc_field conv_lstm3d_fields[] = {
     CONV_LSTM_COMMON_FIELDS,
     {NULL}};
 #undef OFF
+
+/* Whether the gates' pre-activations are kept for backward: tanh's and sigmoid's derivatives
+ * are taken from their outputs (the defaults keep what they always did), any other
+ * activation's from its input. */
+static int keeps_pre(const conv_lstm_args *a)
+{
+    return a->activation != TFC_ACT_TANH || a->recurrent_activation != TFC_ACT_SIGMOID;
+}
 
 /* The sizes of a built layer: T steps of (d, h, w, c) volumes, states (od, oh, ow, f). */
 typedef struct dims {
@@ -306,8 +314,13 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
     for (int ax = 3 - a->rank; ax < 3; ax++) shape[nd++] = out[ax];
     shape[nd++] = f;
     l->out_shape = tfc_shape_make(nd, shape);
-    /* per step: the four gates after their activations, c_t and h_t */
-    l->saved_floats = t * 6 * (int64_t)out[0] * out[1] * out[2] * f;
+    if (a->activation == TFC_ACT_SOFTMAX || a->recurrent_activation == TFC_ACT_SOFTMAX)
+        return tfc_layer_error(err, l, "%s softmax is not supported (an activation of each "
+                               "state channel alone is)", a->activation == TFC_ACT_SOFTMAX
+                                                          ? "activation" : "recurrent_activation");
+    /* per step: the four gates after their activations, c_t and h_t; with activations other
+     * than Keras's defaults also the gates' pre-activations (saved_parts) */
+    l->saved_floats = t * (keeps_pre(a) ? 10 : 6) * (int64_t)out[0] * out[1] * out[2] * f;
     tfc_init ki, ri, bi;
     if (tfc_layer_init_arg(l, a->kernel_initializer, "kernel_initializer",
                            TFC_INIT_GLOROT_UNIFORM, &ki, err) ||
@@ -460,14 +473,16 @@ static void conv_lstm_plan(tfc_layer *l, tfc_backend *be)
 }
 
 /* Saved, for a batch of n: gates [T, 4, n, p, f] (i, f, g, o after their activations), then
- * c [T, n, p, f] and h [T, n, p, f], each part at its offset for l->max_batch. */
-static void saved_parts(const tfc_layer *l, float **g, float **c, float **h)
+ * c [T, n, p, f] and h [T, n, p, f], each part at its offset for l->max_batch; with
+ * keeps_pre, then the gates before their activations [T, 4, n, p, f] (else *pre is NULL). */
+static void saved_parts(const tfc_layer *l, float **g, float **c, float **h, float **pre)
 {
     dims d = dims_of(l);
     const int64_t part = d.t * l->max_batch * d.p * d.f;
     *g = l->saved;
     *c = l->saved + 4 * part;
     *h = l->saved + 5 * part;
+    *pre = keeps_pre(l->args) ? l->saved + 6 * part : NULL;
 }
 
 /* Gate k's dropout key: the layer's, its seed mixed in, then the gate */
@@ -550,8 +565,9 @@ static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
     dims d = dims_of(l);
     const int64_t rows = n * d.p, q = rows * d.f; /* q: one gate's (one state's) floats */
     scratch s = scratch_of(l, ex);
-    float *gates, *cs, *hs;
-    saved_parts(l, &gates, &cs, &hs);
+    float *gates, *cs, *hs, *pre;
+    saved_parts(l, &gates, &cs, &hs, &pre);
+    const tfc_act act = (tfc_act)a->activation, ract = (tfc_act)a->recurrent_activation;
     const float *in = x[0], *kernel = l->params[0].data, *rkernel = l->params[1].data;
     for (int64_t t = 0; t < d.t; t++)
         op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
@@ -571,13 +587,14 @@ static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
         }
         for (int k = 0; k < 4; k++)
             op->copy2d(be, rows, (int)d.f, z + k * d.f, (int)(4 * d.f), g + k * q, (int)d.f, 0);
-        op->act_forward(be, TFC_ACT_SIGMOID, 2 * q, (int)d.f, g, g); /* i, f */
-        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, g + 2 * q, g + 2 * q);
-        op->act_forward(be, TFC_ACT_SIGMOID, q, (int)d.f, g + 3 * q, g + 3 * q);
+        if (pre) op->copy(be, pre + t * 4 * q, g, (size_t)(4 * q) * sizeof(float));
+        op->act_forward(be, ract, 2 * q, (int)d.f, g, g); /* i, f */
+        op->act_forward(be, act, q, (int)d.f, g + 2 * q, g + 2 * q);
+        op->act_forward(be, ract, q, (int)d.f, g + 3 * q, g + 3 * q);
         op->mul(be, 1, rows, (int)d.f, g, g + 2 * q, 0, c, 0); /* c = i g (+ f c_{t-1}) */
         if (t > 0) op->mul(be, 1, rows, (int)d.f, g + q, c - q, 0, c, 1);
-        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, c, s.tc);
-        op->mul(be, 1, rows, (int)d.f, g + 3 * q, s.tc, 0, h, 0); /* h = o tanh(c) */
+        op->act_forward(be, act, q, (int)d.f, c, s.tc);
+        op->mul(be, 1, rows, (int)d.f, g + 3 * q, s.tc, 0, h, 0); /* h = o act(c) */
         if (a->return_sequences)
             op->copy2d(be, n, (int)(d.p * d.f), h, (int)(d.p * d.f), y + t * d.p * d.f,
                        (int)(d.t * d.p * d.f), 0);
@@ -596,8 +613,9 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
     dims d = dims_of(l);
     const int64_t rows = n * d.p, q = rows * d.f, pf = d.p * d.f;
     scratch s = scratch_of(l, ex);
-    float *gates, *cs, *hs;
-    saved_parts(l, &gates, &cs, &hs);
+    float *gates, *cs, *hs, *pre;
+    saved_parts(l, &gates, &cs, &hs, &pre);
+    const tfc_act act = (tfc_act)a->activation, ract = (tfc_act)a->recurrent_activation;
     const float *in = x[0];
     conv di = input_conv(l, n * (int)d.t), dr = recurrent_conv(l, n);
     op->zero(be, s.dc, (size_t)q * sizeof(float));
@@ -614,22 +632,23 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
         if (t < d.t - 1)
             conv_data(be, &dr, hs + t * q, dz + rows * 4 * d.f, l->params[1].data, s.dh, 0,
                       ex->ws);
-        op->act_forward(be, TFC_ACT_TANH, q, (int)d.f, c, s.tc);
-        /* o: dz_o = sigmoid'(o) dh tanh(c); c: dc += tanh'(c) dh o (the activations'
-         * derivatives from their outputs: x is not read) */
+        op->act_forward(be, act, q, (int)d.f, c, s.tc);
+        /* o: dz_o = ract'(o) dh act(c); c: dc += act'(c) dh o (tanh's and sigmoid's
+         * derivatives from their outputs, any other's from the kept pre-activations) */
         const float *ig = g, *fg = g + q, *gg = g + 2 * q, *og = g + 3 * q;
+        const float *zp = pre ? pre + t * 4 * q : g; /* z_i, z_f, z_c, z_o */
         op->mul(be, 1, rows, (int)d.f, s.dh, s.tc, 0, s.tmp, 0);
-        op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, og, og, s.tmp, dg + 3 * q, 1);
+        op->act_backward(be, ract, q, (int)d.f, zp + 3 * q, og, s.tmp, dg + 3 * q, 1);
         op->mul(be, 1, rows, (int)d.f, s.dh, og, 0, s.tmp, 0);
-        op->act_backward(be, TFC_ACT_TANH, q, (int)d.f, s.tc, s.tc, s.tmp, s.dc, 0);
+        op->act_backward(be, act, q, (int)d.f, pre ? c : s.tc, s.tc, s.tmp, s.dc, 0);
         /* i: dc g; g: dc i; f: dc c_{t-1} (0 at the first step) */
         op->mul(be, 1, rows, (int)d.f, s.dc, gg, 0, s.tmp, 0);
-        op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, ig, ig, s.tmp, dg, 1);
+        op->act_backward(be, ract, q, (int)d.f, zp, ig, s.tmp, dg, 1);
         op->mul(be, 1, rows, (int)d.f, s.dc, ig, 0, s.tmp, 0);
-        op->act_backward(be, TFC_ACT_TANH, q, (int)d.f, gg, gg, s.tmp, dg + 2 * q, 1);
+        op->act_backward(be, act, q, (int)d.f, zp + 2 * q, gg, s.tmp, dg + 2 * q, 1);
         if (t > 0) {
             op->mul(be, 1, rows, (int)d.f, s.dc, c - q, 0, s.tmp, 0);
-            op->act_backward(be, TFC_ACT_SIGMOID, q, (int)d.f, fg, fg, s.tmp, dg + q, 1);
+            op->act_backward(be, ract, q, (int)d.f, zp + q, fg, s.tmp, dg + q, 1);
         } else {
             op->zero(be, dg + q, (size_t)q * sizeof(float));
         }

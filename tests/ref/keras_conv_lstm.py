@@ -95,6 +95,17 @@ CASES = {
                                                                     dilation_rate=[2, 1, 1],
                                                                     use_bias=False,
                                                                     return_sequences=True))]),
+    # keras.io's next-frame example: activation relu (derivatives from the kept
+    # pre-activations), every step
+    "relu": ((3, 5, 5, 2), [("ConvLSTM2D", dict(name="cl", filters=3, kernel_size=3,
+                                                padding="same", activation="relu",
+                                                return_sequences=True))]),
+    # activations whose derivatives need their inputs, gates hard_sigmoid (Keras 2's default)
+    "conv1d_gelu_hard_sigmoid": ((4, 6, 2), [("ConvLSTM1D", dict(name="cl", filters=2,
+                                                                 kernel_size=3,
+                                                                 activation="gelu",
+                                                                 recurrent_activation=
+                                                                 "hard_sigmoid"))]),
 }
 
 
