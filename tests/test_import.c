@@ -509,6 +509,33 @@ static void test_input_ids(void)
                    TFC_ERR_CONFIG, "reads token ids");
 }
 
+/* keras.applications' own layers: ConvNeXt's LayerScale (module keras.src.applications.
+ * convnext) is tfc's; another class of that module is no Keras layer. */
+static void test_applications_layer(void)
+{
+#define APP_LAYER(cls, cfg)                                                                   \
+    "{\"module\": \"keras.src.applications.convnext\", \"class_name\": \"" cls "\", "       \
+    "\"config\": " cfg ", \"registered_name\": \"" cls "\", \"inbound_nodes\": "            \
+    CALL(TENSOR("in")) "}"
+    const char *json = MODEL(INPUT ",\n" APP_LAYER("LayerScale", "{\"name\": \"ls\", "
+                             "\"init_values\": 1e-06, \"projection_dim\": 4}"),
+                             "[\"in\", 0, 0]", "[\"ls\", 0, 0]");
+    const char *path = tfc_test_write("app.json", json, (long)strlen(json));
+    tfc_import_report rep;
+    tfc_error err;
+    CU_ASSERT_EQUAL(import(path, NULL, "app", &rep, &err), TFC_OK);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "%s/app.yaml", tfc_test_tmpdir());
+    char *text = tfc_test_read(yaml, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "- LayerScale: {name: ls, init_values: 1e-06, "
+                                                "projection_dim: 4}"));
+    free(text);
+    expect_refused(MODEL(INPUT ",\n" APP_LAYER("StochasticDepth", "{\"name\": \"sd\", "
+                         "\"drop_path_rate\": 0.1}"), "[\"in\", 0, 0]", "[\"sd\", 0, 0]"),
+                   TFC_ERR_USAGE, "'StochasticDepth' is not a Keras layer");
+#undef APP_LAYER
+}
+
 /* A model file tfc cannot build is written and kept; the user edits it and imports the
  * weights into the edited file (`model`). */
 static void test_edited(void)
@@ -686,6 +713,7 @@ static void test_metrics(void)
 TFC_TEST_MAIN("import", {"archives", test_archives}, {"other_forms", test_other_forms},
               {"keras2", test_keras2}, {"legacy_config", test_legacy_config},
               {"yaml", test_yaml}, {"refused", test_refused},
-              {"input_ids", test_input_ids}, {"ops", test_ops},
+              {"input_ids", test_input_ids}, {"applications_layer", test_applications_layer},
+              {"ops", test_ops},
               {"edited", test_edited}, {"metrics", test_metrics},
               {"tool", test_tool})

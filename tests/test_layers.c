@@ -538,6 +538,11 @@ static const gc_case cases[] = {
                     "  - ConvLSTM1D: {filters: 2, kernel_size: 2, strides: 2,"
                     " go_backwards: true}\n"
                     "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    /* LayerScale first (the input's gradient) and after a Dense (its factors' gradient) */
+    {"layer_scale", "input: {shape: [3, 4]}\nlayers:\n"
+                    "  - LayerScale: {init_values: 0.7, projection_dim: 4}\n"
+                    "  - Dense: {units: 3}\n"
+                    "  - LayerScale: {init_values: -1.5, projection_dim: 3}\n", 2},
     /* other activations: the derivatives from the kept pre-activations (smooth ones, so
      * that the difference quotient holds) */
     {"conv_lstm2d_activations", "input: {shape: [3, 4, 4, 2]}\nlayers:\n"

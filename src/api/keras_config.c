@@ -445,9 +445,12 @@ static tfc_status convert_layer(conv *c, const tfc_node *ser, int role, tfc_node
         cls += 10;
     if (cfg->kind != TFC_NODE_MAP)
         return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "config", "expected a mapping");
+    /* keras.applications' own layers where tfc has them (ConvNeXt's LayerScale) */
     int keras = !module || !strncmp(module, "keras.layers", 12) ||
                 !strncmp(module, "keras_hub", 9) || !strcmp(module, "keras") ||
-                !strncmp(module, "keras.src.models", 16);
+                !strncmp(module, "keras.src.models", 16) ||
+                (!strncmp(module, "keras.src.applications.", 23) && cls &&
+                 tfc_layer_lookup(tfc_keras_type(cls)));
     if (registered && !is_null(tfc_node_get(ser, "registered_name")) &&
         strncmp(registered, "keras_hub>", 10) && strcmp(registered, cls) &&
         strcmp(registered, "Functional"))

@@ -35,9 +35,14 @@ def signature(cls):
     return args
 
 
+# keras.applications' own layers tfc has (ConvNeXt's)
+from keras.src.applications.convnext import LayerScale  # noqa: E402
+
+APPLICATIONS = {"LayerScale": LayerScale}
+
 lines = [f"# keras {keras.__version__}: written by tests/ref/keras_signatures.py"]
 for t in types:
-    cls = getattr(keras.layers, t, None)
+    cls = getattr(keras.layers, t, None) or APPLICATIONS.get(t)
     if cls is None:
         continue  # KerasHub's layers (PositionEmbedding, ...): not in keras.layers
     lines.append("\t".join([t] + signature(cls)))
