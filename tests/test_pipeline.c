@@ -176,6 +176,9 @@ static void expect(const char *layers, const char *what, int line)
     CU_ASSERT_EQUAL(err.line, line);
 }
 
+#define LONG50 "a_pipeline_name_of_fifty_characters_xxxxxxxxxxxxxx"
+#define LONG60 "a_name_of_sixty_characters_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+
 static void test_errors(void)
 {
     expect("  - Pipeline: {layers: []}\n", "an empty list", 3);
@@ -203,8 +206,27 @@ static void test_errors(void)
     for (int i = 0; i < 16; i++) strcat(deep, "]}}");
     strcat(deep, "]}\n");
     expect(deep, "nested more than 16 deep", 3);
+    /* a path past 127 characters: Pipeline names of 60 and 50, a layer's of 20 */
+    expect("  - Pipeline:\n      name: " LONG60 "\n      layers:\n"
+           "        - Pipeline:\n            name: " LONG50 "\n            layers:\n"
+           "              - Dense: {name: dense_of_twenty_char, units: 2}\n",
+           "is longer than 127 characters", 9);
+}
+
+/* keras.applications' ConvNeXt names a LayerNormalization in a Sequential
+ * convnext_tiny_downsampling_block_0/convnext_tiny_downsampling_layernorm_0 (74 characters):
+ * such paths, up to 127 characters, name the layer and its weights */
+static void test_long_paths(void)
+{
+    tfc_model *m = tfc_test_model("input: {shape: [4]}\nlayers:\n"
+                                  "  - Pipeline:\n      name: " LONG60 "\n      layers:\n"
+                                  "        - Dense: {name: " LONG50 ", units: 2}\n");
+    TFC_ASSERT(m != NULL);
+    const tfc_layer *l = tfc_model_layer(m, 0);
+    CU_ASSERT_STRING_EQUAL(l->name, LONG60 "/" LONG50);
+    tfc_model_free(m);
 }
 
 TFC_TEST_MAIN("pipeline", {"keras_paths", test_keras_paths}, {"keras_parity", test_keras_parity},
               {"equals_inline", test_equals_inline}, {"inputs", test_inputs},
-              {"errors", test_errors})
+              {"errors", test_errors}, {"long_paths", test_long_paths})

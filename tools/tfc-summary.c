@@ -229,7 +229,7 @@ int main(int argc, char **argv)
                               "kept_bytes", (json_int_t)kept, "workspace_bytes",
                               (json_int_t)l->workspace));
         } else {
-            char name[128];
+            char name[160];
             snprintf(name, sizeof name, "%s (%s)", l->name, l->ops->type);
             printf("%-34s %-20s %11lld %12s %12s %12s\n", name, sh, (long long)np,
                    flops((double)fw, a, sizeof a), flops((double)bw, b, sizeof b),

@@ -159,7 +159,7 @@ int64_t tfc_model_weight_count(const tfc_model *m);
  * trainable range of the params arena, Keras's shapes folded over their last two axes,
  * matrix for rank 2), in arena order, written to out and their Keras paths (`layer/weight`)
  * to paths where those are not NULL; returns how many there are. */
-#define TFC_OPTIM_PATH 160
+#define TFC_OPTIM_PATH 192
 int tfc_model_optim_vars(const tfc_model *m, tfc_optim_var *out,
                          char (*paths)[TFC_OPTIM_PATH]);
 

@@ -16,7 +16,7 @@ typedef struct tfc_pipeline {
     const tfc_node *inputs; /* its `inputs:`, which its first layer takes; NULL: none */
     int first, last;        /* its layers in the expanded list, first to last */
     int parent;             /* the Pipeline around it, -1: none */
-    char label[64];         /* its name (tfc_pipelines_name) */
+    char label[128];        /* its name (tfc_pipelines_name) */
 } tfc_pipeline;
 
 typedef struct tfc_pipelines {

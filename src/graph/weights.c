@@ -106,7 +106,7 @@ tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err
         tfc_layer *l = &m->layers[i];
         for (int p = 0; p < l->nparams && !s; p++) {
             if (l->params[p].constant) continue; /* no variable of Keras's */
-            char name[128];
+            char name[192];
             param_name(l, &l->params[p], name, sizeof name);
             tfc_model_param_download(m, &l->params[p], host + off);
             s = tfc_st_writer_add(w, name, TFC_F32, &l->params[p].shape, host + off, err);
@@ -173,7 +173,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
         for (int p = 0; p < l->nparams && !s; p++) {
             tfc_param *pr = &l->params[p];
             if (pr->constant) continue; /* its value is the layer's, never a file's */
-            char name[128], want[96], got[96];
+            char name[192], want[96], got[96];
             param_name(l, pr, name, sizeof name);
             tfc_shape_str(&pr->shape, want, sizeof want);
             const tfc_st_tensor *t = tfc_st_find(f, name);

@@ -176,7 +176,7 @@ typedef struct tfc_layer_ops {
 
 struct tfc_layer {
     const tfc_layer_ops *ops;
-    char name[64];
+    char name[128];                /* a Pipeline's layers: pipeline/inner/dense, Keras's path */
     int index;                     /* position in the model's layer list */
     const tfc_node *node;          /* the layer's YAML (errors point here) */
     const tfc_node *args_node;     /* its arguments' mapping (NULL: none) */

@@ -16,7 +16,7 @@
 static int weights_hold(const tfc_st_file *f, const tfc_layer *l)
 {
     for (int p = 0; f && p < l->nparams; p++) {
-        char name[160];
+        char name[192];
         snprintf(name, sizeof name, "%s/%s", l->name, l->params[p].name);
         if (!l->params[p].constant && !tfc_st_find(f, name)) return 0;
     }

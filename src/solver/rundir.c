@@ -305,7 +305,7 @@ tfc_status tfc_rundir_histograms(tfc_rundir *d, int64_t iter, double grad_scale,
         for (int p = 0; p < l->nparams && !s; p++) {
             tfc_param *pa = &l->params[p];
             if (pa->constant) continue;
-            char tag[160];
+            char tag[208];
             snprintf(tag, sizeof tag, "weights/%s/%s", l->name, pa->name);
             tfc_model_param_download(m, pa, host);
             s = tfc_events_histogram(d->ev, iter, tag, host, pa->numel, err);
