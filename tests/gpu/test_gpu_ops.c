@@ -4472,6 +4472,14 @@ static void test_train_conv_lstm(void)
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
+    /* other activations: the gates' pre-activations kept, their derivatives from them */
+    train_steps("input: {shape: [3, 5, 5, 2]}\nlayers:\n"
+                "  - ConvLSTM2D: {filters: 3, kernel_size: 3, padding: same, activation: relu, "
+                "recurrent_activation: hard_sigmoid, return_sequences: true}\n"
+                "  - ConvLSTM2D: {filters: 2, kernel_size: 3, activation: gelu}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
     enable_layer_ops(1);
     train_steps("input: {shape: [3, 3, 5, 4, 2]}\nlayers:\n"
                 "  - ConvLSTM3D: {filters: 3, kernel_size: [2, 3, 1], padding: same, "
@@ -4482,6 +4490,24 @@ static void test_train_conv_lstm(void)
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
     enable_layer_ops(0);
+    lift_cpu_first = 0;
+}
+
+/* LayerScale (CPU-first, lifted here): the Multiply ops mul (a broadcast factor) and
+ * mul_reduce on the GPU; training steps of ConvNeXt's block end (a pointwise Dense, then
+ * LayerScale) on an image and of one on a vector, on both backends */
+static void test_train_layer_scale(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [4, 4, 6]}\nlayers:\n"
+                "  - LayerScale: {init_values: 0.5, projection_dim: 6}\n"
+                "  - Dense: {units: 8, activation: gelu}\n"
+                "  - LayerScale: {init_values: 1.0e-6, projection_dim: 8}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3}\n"
+                "  - LayerScale: {init_values: 2, projection_dim: 3}\n"
+                "  - Activation: {activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
     lift_cpu_first = 0;
 }
 
@@ -5449,6 +5475,7 @@ int main(int argc, char **argv)
         {"einsum_dense", test_einsum_dense},
         {"train_volume", test_train_volume},
         {"train_conv_lstm", test_train_conv_lstm},
+        {"train_layer_scale", test_train_layer_scale},
         {"train_rnn_cell", test_train_rnn_cell},
         {"conv3d", test_conv3d},
         {"conv3d_transpose", test_conv3d_transpose},
