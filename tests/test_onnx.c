@@ -686,6 +686,30 @@ static void test_simple_rnn(void)
                    "layer 'sm' (SimpleRNN): activation softmax");
 }
 
+/* LSTMs and GRUs with other activations than tanh and sigmoid: ONNX's activations list (an
+ * LSTM's f, g, h; a GRU's f, g) with the alphas and betas of those that take them (masked,
+ * going backwards, both GRU forms, in a Bidirectional); one ONNX lacks is refused naming the
+ * layer and the argument. */
+static void test_recurrent_activations(void)
+{
+    if (!ready()) return;
+    fixture("recurrent_activations",
+            "input: {shape: [12], dtype: int32}\nlayers:\n"
+            "  - Embedding: {input_dim: 30, output_dim: 5, mask_zero: true}\n"
+            "  - LSTM: {units: 4, return_sequences: true, activation: relu}\n"
+            "  - LSTM: {units: 3, return_sequences: true, go_backwards: true,"
+            " activation: elu, recurrent_activation: hard_sigmoid}\n"
+            "  - GRU: {units: 3, return_sequences: true, activation: leaky_relu,"
+            " recurrent_activation: hard_sigmoid}\n"
+            "  - GRU: {units: 3, return_sequences: true, reset_after: false, activation: null,"
+            " recurrent_activation: softsign}\n"
+            "  - Bidirectional: {layer: {LSTM: {units: 2, activation: softplus,"
+            " recurrent_activation: hard_sigmoid}}, merge_mode: sum}\n", 30);
+    export_refused("lstm_gelu", "input: {shape: [4, 3]}\nlayers:\n"
+                   "  - LSTM: {name: lg, units: 2, recurrent_activation: gelu}\n",
+                   "layer 'lg' (LSTM): recurrent_activation gelu");
+}
+
 /* RNN with a cell: its layer's node (masked, going backwards, in a Bidirectional), a
  * StackedRNNCells as a node per cell; a stack going backwards under a mask,
  * zero_output_for_mask under one and a Bidirectional around a stack are refused naming the
@@ -1081,6 +1105,7 @@ TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"normalizations", test_normalizations}, {"group_norm", test_group_norm},
               {"permute_unit_norm", test_permute_unit_norm},
               {"gru_bidirectional", test_gru_bidirectional}, {"simple_rnn", test_simple_rnn},
+              {"recurrent_activations", test_recurrent_activations},
               {"add_concatenate", test_add_concatenate}, {"activations", test_activations},
               {"augmentation", test_augmentation}, {"options", test_options},
               {"time_distributed", test_time_distributed},

@@ -313,13 +313,40 @@ static void test_keras_parity(void)
  * LSTM and GRU, on the input), given the masks tfc draws (tests/ref/keras_recurrent_dropout.py):
  * a training pass's input and weight gradients, and the inference output, which dropout
  * leaves alone; LSTM, GRU with the reset gate after and before R_h, SimpleRNN with its one
- * input mask, and masked steps going backwards under a second layer. */
+ * input mask, and masked steps going backwards under a second layer. Then LSTMs and GRUs
+ * with other activations than tanh and sigmoid (stepped in every pass: with recurrent dropout,
+ * without any dropout, with rnn_input's one input mask, masked going backwards). */
 static void test_recurrent_dropout_keras(void)
 {
     static const tfc_keras_parity p = {.dir = "recurrent_dropout", .tol = 1e-5, .all_grads = 1};
-    static const char *const names[] = {"lstm",       "gru", "gru_reset_before",
-                                        "simple_rnn", "masked_backwards", NULL};
+    static const char *const names[] = {"lstm",       "gru",       "gru_reset_before",
+                                        "simple_rnn", "masked_backwards", "lstm_relu",
+                                        "gru_gelu",   "gru_before_swish", "masked_any",
+                                        NULL};
     tfc_test_keras_cases(&p, names);
+}
+
+/* Each layer (YAML) over a [5, 3] input, then Flatten and a Dense of 3: its gradients
+ * against central differences on a batch of 4 filled from `seed` */
+static void gradcheck_layers(const char *const *layers, size_t count, unsigned seed)
+{
+    for (size_t k = 0; k < count; k++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "input: {shape: [5, 3]}\nlayers:\n  - %s\n"
+                 "  - Flatten\n  - Dense: {units: 3}\nloss: sparse_categorical_crossentropy\n",
+                 layers[k]);
+        tfc_model *m = tfc_test_model(yaml);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        float x[4 * 15];
+        int32_t labels[4] = {0, 2, 1, 1};
+        tfc_test_fill(x, 4 * 15, -1, 1, seed);
+        gradcheck_result r = tfc_gradcheck(m, 4, x, labels, 48, 5);
+        printf("\n  %.48s  max error %.3g at %s (%d checked)", layers[k], r.max_err, r.worst,
+               r.checked);
+        CU_ASSERT(r.max_err < TFC_GRADCHECK_BOUND);
+        CU_ASSERT(r.checked > 40);
+        tfc_model_free(m);
+    }
 }
 
 /* The gradients under recurrent dropout against central differences (the masks are the
@@ -334,30 +361,39 @@ static void test_recurrent_dropout_gradients(void)
         "SimpleRNN: {units: 4, recurrent_dropout: 0.3, dropout: 0.2, activation: relu}",
         "Bidirectional: {layer: {GRU: {units: 3, recurrent_dropout: 0.3, dropout: 0.1}}}",
     };
-    for (size_t k = 0; k < sizeof layers / sizeof *layers; k++) {
-        char yaml[512];
-        snprintf(yaml, sizeof yaml, "input: {shape: [5, 3]}\nlayers:\n  - %s\n"
-                 "  - Flatten\n  - Dense: {units: 3}\nloss: sparse_categorical_crossentropy\n",
-                 layers[k]);
-        tfc_model *m = tfc_test_model(yaml);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-        float x[4 * 15];
-        int32_t labels[4] = {0, 2, 1, 1};
-        tfc_test_fill(x, 4 * 15, -1, 1, 11);
-        gradcheck_result r = tfc_gradcheck(m, 4, x, labels, 48, 5);
-        printf("\n  %.40s  max error %.3g at %s (%d checked)", layers[k], r.max_err, r.worst,
-               r.checked);
-        CU_ASSERT(r.max_err < TFC_GRADCHECK_BOUND);
-        CU_ASSERT(r.checked > 40);
-        tfc_model_free(m);
-    }
+    gradcheck_layers(layers, sizeof layers / sizeof *layers, 11);
+}
+
+/* ---- other activations --------------------------------------------------------------------- */
+
+/* An LSTM's and GRU's activation and recurrent_activation other than tanh and sigmoid (the
+ * stepped ops, their gates' sums kept): gradients against central differences, with and
+ * without recurrent dropout, both GRU forms, going backwards, in a Bidirectional and as an
+ * RNN's cell. */
+static void test_activations_gradients(void)
+{
+    static const char *const layers[] = {
+        "LSTM: {units: 4, activation: relu, return_sequences: true, dropout: 0.2}",
+        "LSTM: {units: 3, activation: gelu, recurrent_activation: hard_sigmoid, "
+        "recurrent_dropout: 0.3, go_backwards: true}",
+        "LSTM: {units: 3, activation: null, recurrent_activation: softsign}",
+        "GRU: {units: 4, activation: swish, recurrent_activation: hard_sigmoid, "
+        "return_sequences: true}",
+        "GRU: {units: 3, reset_after: false, activation: elu, recurrent_activation: softplus}",
+        "GRU: {units: 3, reset_after: false, activation: softsign, recurrent_dropout: 0.3, "
+        "dropout: 0.25}",
+        "Bidirectional: {layer: {GRU: {units: 3, activation: relu, use_bias: false}}}",
+        "RNN: {cell: {LSTMCell: {units: 3, activation: mish, recurrent_activation: tanh}}}",
+    };
+    gradcheck_layers(layers, sizeof layers / sizeof *layers, 13);
 }
 
 /* ---- a backend without the kernels -------------------------------------------------------- */
 
 /* Binding fails naming the layer where the backend lacks its op (the recurrent ops taken
  * out of a CPU table), and binds where it has it: a GRU needs the gru ops, a Bidirectional
- * the merge (and its directions' ops), an LSTM going backwards rnn_input_forward, a plain
+ * the merge (and its directions' ops), an LSTM going backwards rnn_input_forward, one with
+ * recurrent dropout or another activation than tanh the stepped rnn_dropout ops, a plain
  * one nothing beyond the other math ops. */
 static void test_missing_kernels_refused(void)
 {
@@ -380,6 +416,11 @@ static void test_missing_kernels_refused(void)
          "0.2}\n", "layer 'l'", "no kernel for LSTM yet (op 'rnn_dropout_workspace')"},
         {"input: {shape: [4, 3]}\nlayers:\n"
          "  - RNN: {name: r, cell: {LSTMCell: {units: 2, recurrent_dropout: 0.2}}}\n",
+         "layer 'r'", "(op 'rnn_dropout_workspace')"},
+        {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2, activation: relu}\n",
+         "layer 'l'", "no kernel for LSTM yet (op 'rnn_dropout_workspace')"},
+        {"input: {shape: [4, 3]}\nlayers:\n"
+         "  - RNN: {name: r, cell: {LSTMCell: {units: 2, recurrent_activation: relu}}}\n",
          "layer 'r'", "(op 'rnn_dropout_workspace')"},
         {"input: {shape: [4, 3]}\nlayers:\n  - LSTM: {name: l, units: 2}\n", NULL, NULL},
     };
@@ -424,7 +465,7 @@ static void test_unsupported_arguments(void)
         {"GRU: {units: 2, recurrent_dropout: 1.0}", "recurrent_dropout"},
         {"GRU: {units: 2, return_state: true}", "return_state"},
         {"LSTM: {units: 2, stateful: true}", "stateful"},
-        {"GRU: {units: 2, activation: relu}", "activation"},
+        {"GRU: {units: 2, recurrent_activation: softmax}", "recurrent_activation softmax"},
         {"Bidirectional: {layer: {GRU: {units: 2, activity_regularizer: l2}}}",
          "activity_regularizer inside Bidirectional is not supported"},
         {"Bidirectional: {layer: {LSTM: {units: 2}}, backward_layer: {LSTM: {units: 2}}}",
@@ -515,6 +556,7 @@ TFC_TEST_MAIN("rnn", {"gru_values", test_gru_values},
               {"keras_parity", test_keras_parity},
               {"recurrent_dropout_keras", test_recurrent_dropout_keras},
               {"recurrent_dropout_gradients", test_recurrent_dropout_gradients},
+              {"activations_gradients", test_activations_gradients},
               {"missing_kernels_refused", test_missing_kernels_refused},
               {"unsupported_arguments", test_unsupported_arguments},
               {"simple_rnn_null_activation", test_simple_rnn_null_activation},

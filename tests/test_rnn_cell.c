@@ -186,7 +186,7 @@ static void test_errors(void)
     expect_error("RNN: {cell: {LSTMCell: {units: 2, return_sequences: true}}}",
                  "unknown key 'return_sequences'");
     expect_error("RNN: {cell: {GRUCell: {units: 2, use_cudnn: auto}}}", "unknown key 'use_cudnn'");
-    expect_error("RNN: {cell: {LSTMCell: {units: 2, activation: relu}}}", "activation");
+    expect_error("RNN: {cell: {LSTMCell: {units: 2, activation: softmax}}}", "activation softmax");
     expect_error("RNN: {cell: {SimpleRNNCell: {}}}", "units");
     expect_error("RNN: {return_sequences: true}", "cell: required");
     expect_error("RNN: {cell: {LSTMCell: {units: 2}, GRUCell: {units: 2}}}", "expected one cell");

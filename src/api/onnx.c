@@ -1666,12 +1666,14 @@ typedef struct rnn_form {
                        * 1 for SimpleRNN (ONNX's RNN) */
     int reset_after;  /* GRU: linear_before_reset */
     int64_t F, u;
-    int act;          /* SimpleRNN: its activation (a tfc_act) */
+    int act;          /* its activation (a tfc_act) */
+    int ract;         /* the LSTM's and GRU's recurrent_activation */
 } rnn_form;
 
-/* SimpleRNN's activations as ONNX's RNN names them, with the alpha and beta they take (0:
- * none): Keras's leaky_relu has slope 0.2, its hard_sigmoid is relu6(x + 3) / 6 = max(0,
- * min(1, x / 6 + 1 / 2)), linear is Affine(1, 0). The others have no ONNX form (NULL). */
+/* The activations of the recurrent nodes (SimpleRNN's, the LSTM's and GRU's) as ONNX names
+ * them, with the alpha and beta they take (0: none): Keras's leaky_relu has slope 0.2, its
+ * hard_sigmoid is relu6(x + 3) / 6 = max(0, min(1, x / 6 + 1 / 2)), linear is Affine(1, 0).
+ * The others have no ONNX form (NULL). */
 static const char *onnx_rnn_act(int act, int *nab, float ab[2])
 {
     *nab = 0;
@@ -1744,15 +1746,26 @@ static void rnn_node(exporter *x, const tfc_layer *l, const tref *in, const rnn_
     if (D == 2) attr_string(&a, "direction", "bidirectional");
     else if (arg_int(l, "go_backwards", 0)) attr_string(&a, "direction", "reverse");
     if (f->gates == 3) attr_int(&a, "linear_before_reset", f->reset_after);
-    if (f->gates == 1) { /* the activation of each direction */
-        int nab;
-        float ab[2];
-        const char *an = onnx_rnn_act(f->act, &nab, ab);
-        const char *const acts[2] = {an, an};
-        const float alpha[2] = {ab[0], ab[0]}, beta[2] = {ab[1], ab[1]};
-        attr_strings(&a, "activations", acts, D);
-        if (nab > 0) attr_floats(&a, "activation_alpha", alpha, D);
-        if (nab > 1) attr_floats(&a, "activation_beta", beta, D);
+    if (f->gates == 1 || f->act != TFC_ACT_TANH || f->ract != TFC_ACT_SIGMOID) {
+        /* each direction's: the RNN's f, the GRU's f (gates) and g, the LSTM's f, g and h
+         * (the output's: Keras's activation again); an alpha or beta for each that takes
+         * one, in that order */
+        const int per = f->gates == 1 ? 1 : f->lstm ? 3 : 2;
+        const char *acts[6];
+        float alpha[6], beta[6];
+        int na = 0, nb = 0;
+        for (int d = 0; d < D; d++)
+            for (int k = 0; k < per; k++) {
+                int nab;
+                float ab[2];
+                acts[d * per + k] = onnx_rnn_act(f->gates > 1 && k == 0 ? f->ract : f->act,
+                                                 &nab, ab);
+                if (nab > 0) alpha[na++] = ab[0];
+                if (nab > 1) beta[nb++] = ab[1];
+            }
+        attr_strings(&a, "activations", acts, D * per);
+        if (na > 0) attr_floats(&a, "activation_alpha", alpha, na);
+        if (nb > 0) attr_floats(&a, "activation_beta", beta, nb);
     }
     fresh(x, yo, "Y");
     fresh(x, yho, "Y_h");
@@ -1774,25 +1787,29 @@ static void rnn_node(exporter *x, const tfc_layer *l, const tref *in, const rnn_
     unary(x, "Transpose", yho, yh->name, &a); /* [N, D, u] */
 }
 
-/* The form of an LSTM, GRU or SimpleRNN layer l over in; a SimpleRNN whose activation ONNX's
- * RNN lacks is refused (x->st set). */
+/* The form of an LSTM, GRU or SimpleRNN layer l over in; an activation that ONNX's
+ * recurrent nodes lack is refused (x->st set). */
 static rnn_form form_of(exporter *x, const tfc_layer *l, const tref *in)
 {
     int lstm = !strcmp(l->ops->type, "LSTM"), simple = !strcmp(l->ops->type, "SimpleRNN");
     rnn_form f = {lstm, lstm ? 4 : simple ? 1 : 3,
-                  lstm || simple ? 0 : arg_int(l, "reset_after", 1), in->shape.dim[1], 0, 0};
+                  lstm || simple ? 0 : arg_int(l, "reset_after", 1), in->shape.dim[1], 0, 0,
+                  TFC_ACT_SIGMOID};
     f.u = l->params[1].shape.dim[0];
-    if (simple) {
+    f.act = arg_int(l, "activation", TFC_ACT_TANH);
+    if (!simple) f.ract = arg_int(l, "recurrent_activation", TFC_ACT_SIGMOID);
+    const char *const keys[2] = {"activation", "recurrent_activation"};
+    const int acts[2] = {f.act, f.ract};
+    for (int k = 0; k < 2; k++) {
         int nab;
         float ab[2];
-        f.act = arg_int(l, "activation", TFC_ACT_TANH);
-        if (!onnx_rnn_act(f.act, &nab, ab)) {
-            char why[160];
-            snprintf(why, sizeof why, "activation %s: ONNX's RNN has no such activation (tanh, "
-                     "relu, sigmoid, softsign, softplus, elu, leaky_relu, hard_sigmoid, linear)",
-                     tfc_act_names[f.act]);
-            unsupported(x, l, why);
-        }
+        if (onnx_rnn_act(acts[k], &nab, ab)) continue;
+        char why[200];
+        snprintf(why, sizeof why, "%s %s: ONNX's %s has no such activation (tanh, relu, "
+                 "sigmoid, softsign, softplus, elu, leaky_relu, hard_sigmoid, linear)", keys[k],
+                 tfc_act_names[acts[k]], simple ? "RNN" : l->ops->type);
+        unsupported(x, l, why);
+        break;
     }
     return f;
 }

@@ -517,8 +517,10 @@ typedef struct tfc_simple_rnn_desc {
     tfc_act act;
 } tfc_simple_rnn_desc;
 
-/* The recurrence of an LSTM, GRU or SimpleRNN in a training pass with Keras 3's
- * recurrent_dropout (its cells' implementation 1): keep masks drawn once per sequence, the
+/* The recurrence of an LSTM, GRU or SimpleRNN stepped cell by cell: in a training pass with
+ * Keras 3's recurrent_dropout (its cells' implementation 1), and in every pass of an LSTM or
+ * GRU whose activations are not tanh and sigmoid (tfc_rnn_dropout_any_acts; rates 0 outside
+ * such a training pass). Keep masks drawn once per sequence, the
  * same at every step, multiply the previous state where it meets each gate's recurrent
  * kernel and, for the LSTM's and GRU's gates, the input where it meets each gate's kernel:
  *   LSTM (gates i, f, c, o), GRU (z, r, h): gate g's sum is
@@ -539,11 +541,20 @@ typedef struct tfc_rnn_dropout_desc {
     int n, t, in, units;
     int return_sequences; /* y is [n, t, u] when set, else [n, u] (the last h) */
     int reset_after;      /* GRU */
-    tfc_act act;          /* SimpleRNN */
-    float rate;           /* the input masks' (LSTM, GRU) */
+    tfc_act act;           /* SimpleRNN's; the LSTM's and GRU's `activation` (tanh) */
+    tfc_act recurrent_act; /* the LSTM's and GRU's gates' (sigmoid) */
+    float rate;            /* the input masks' (LSTM, GRU) */
     float recurrent_rate; /* the recurrent masks' */
     uint64_t key, step;
 } tfc_rnn_dropout_desc;
+
+/* Whether d is an LSTM's or GRU's with activations other than Keras's defaults (tanh and
+ * sigmoid): its state then keeps the gates' pre-activations too (rnn_dropout_forward). */
+static inline int tfc_rnn_dropout_any_acts(const tfc_rnn_dropout_desc *d)
+{
+    return d->cell != TFC_RNN_CELL_SIMPLE &&
+           (d->act != TFC_ACT_TANH || d->recurrent_act != TFC_ACT_SIGMOID);
+}
 
 /* Random augmentation of NHWC images, one random transform per image, active in training
  * (the augmentation layers). Image i's draws are u_k = tfc_rng_uniform(key, step, 4 i + k)
@@ -1465,13 +1476,16 @@ typedef struct tfc_device_options {
                                   const float *kernel, const float *rkernel, const float *mask,    \
                                   const float *hseq, const float *pre, const float *dy, float *dx, \
                                   float *dkernel, float *drkernel, float *dbias, void *ws))        \
-    /* Recurrent dropout (tfc_rnn_dropout_desc): the cell's recurrence in a training pass.       \
-     * Saved for backward: hseq [n, t, u] and state [n, t, S]: the LSTM's c then its gates i, f, \
-     * g, o after their activations (S 5u), the GRU's z, r, hh and (reset_after) its            \
-     * (h ⊙ rk_h) R_h + b'_h (S 4u), the SimpleRNN's pre-activation a (S u); those of masked     \
-     * steps unspecified. bias as the cell's own op; ws: rnn_dropout_workspace bytes. y may be   \
-     * hseq itself when return_sequences is set. Backward draws the same masks: dx, dkernel,     \
-     * drkernel, dbias += ... (dbias NULL without bias; dx may be NULL). */                      \
+    /* Recurrent dropout (tfc_rnn_dropout_desc): the cell's recurrence stepped, in a               \
+     * training pass with recurrent_dropout (or any pass under tfc_rnn_dropout_any_acts).          \
+     * Saved for backward: hseq [n, t, u] and state [n, t, S]: the LSTM's c then its gates         \
+     * i, f, g, o after their activations (S 5u), the GRU's z, r, hh and (reset_after) its         \
+     * (h ⊙ rk_h) R_h + b'_h (S 4u), the SimpleRNN's pre-activation a (S u); under                 \
+     * tfc_rnn_dropout_any_acts the gates' sums before their activations follow (the LSTM's        \
+     * four, S 9u; the GRU's z, r and hh, S 7u). Those of masked steps unspecified. bias as        \
+     * the cell's own op; ws: rnn_dropout_workspace bytes. y may be hseq itself when               \
+     * return_sequences is set. Backward draws the same masks: dx, dkernel, drkernel, dbias        \
+     * += ... (dbias NULL without bias; dx may be NULL). */                                        \
     X(size_t, rnn_dropout_workspace, (tfc_backend *be, const tfc_rnn_dropout_desc *d))          \
     X(void, rnn_dropout_forward, (tfc_backend *be, const tfc_rnn_dropout_desc *d,               \
                                   const float *x, const float *kernel, const float *rkernel,    \

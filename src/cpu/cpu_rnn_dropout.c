@@ -6,8 +6,12 @@
  * recurrent ones per step over the batch's rows, each against a masked copy of its operand;
  * the cells are vector loops a row at a time. Backward walks the steps in reverse keeping each step's
  * pre-activation gradients, then forms the weight gradients as GEMMs over all n t rows, gate
- * by gate, and dbias as column sums in double in row order. Training passes only: inference
- * runs the cell's own fused op (dropout does nothing there). */
+ * by gate, and dbias as column sums in double in row order. Recurrent dropout's training
+ * passes run these (inference runs the cell's own fused op: dropout does nothing there), and
+ * every pass of an LSTM or GRU with other activations than tanh and sigmoid
+ * (tfc_rnn_dropout_any_acts), all its masks then 1: its cells apply the activations a row at
+ * a time through act_forward's and act_backward's loops, the gates' sums kept in the state
+ * for the derivatives that need them (gelu's, swish's). */
 #include "cpu/cpu_internal.h"
 
 #include "core/rng.h"
@@ -18,11 +22,11 @@ static int gates_of(const tfc_rnn_dropout_desc *d)
     return d->cell == TFC_RNN_CELL_LSTM ? 4 : d->cell == TFC_RNN_CELL_GRU ? 3 : 1;
 }
 
-/* Floats of a row of the saved state */
+/* Floats of a row of the saved state (backend.h): the pre-activations last, any_acts */
 static int64_t state_of(const tfc_rnn_dropout_desc *d)
 {
-    const int64_t u = d->units;
-    return d->cell == TFC_RNN_CELL_LSTM ? 5 * u : d->cell == TFC_RNN_CELL_GRU ? 4 * u : u;
+    const int64_t u = d->units, pre = tfc_rnn_dropout_any_acts(d) ? gates_of(d) * u : 0;
+    return (d->cell == TFC_RNN_CELL_LSTM ? 5 * u : d->cell == TFC_RNN_CELL_GRU ? 4 * u : u) + pre;
 }
 
 /* Workspace, floats unless said (NT = n t, G gates, GU = G u): dk [n, G, in] (input masks),
@@ -68,12 +72,17 @@ size_t tfc_cpu_rnn_dropout_workspace(tfc_backend *be, const tfc_rnn_dropout_desc
     return floats * sizeof(float) + (size_t)(2 * gates_of(d) * d->units) * sizeof(double);
 }
 
-/* keep[i, g, c] for n sequences, g gates, f columns: (v >= rate) / (1 - rate) */
+/* keep[i, g, c] for n sequences, g gates, f columns: (v >= rate) / (1 - rate); all 1 at a
+ * rate of 0 (a pass of any_acts without recurrent dropout), without drawing */
 static void draw(const tfc_backend *be, uint64_t key, uint64_t step, int n, int g, int f,
                  float rate, float *keep)
 {
     const float scale = 1.0f / (1.0f - rate);
     const int64_t count = (int64_t)n * g * f;
+    if (rate <= 0.0f) {
+        for (int64_t k = 0; k < count; k++) keep[k] = 1.0f;
+        return;
+    }
     TFC_CPU_FOR(count, tfc_cpu_threads(be, count), for (int64_t k = 0; k < count; k++)
         keep[k] = tfc_rng_uniform(key, step, (uint64_t)k) >= rate ? scale : 0.0f;);
 }
@@ -171,6 +180,37 @@ static void gru_cells(int u, int reset_after, float *st, const float *ph, const 
     }
 }
 
+/* lstm_cells under other activations (any_acts): the sums kept in pre [4u] first; ra is
+ * the gates' activation, act the candidate's and the output's */
+static void lstm_cells_any(int u, tfc_act act, tfc_act ra, float *z, float *pre,
+                           const float *cp, float *c, float *h)
+{
+    memcpy(pre, z, (size_t)(4 * u) * sizeof(float));
+    tfc_cpu_act_forward_serial(ra, 2 * u, 2 * u, pre, z); /* i, f */
+    tfc_cpu_act_forward_serial(act, u, u, pre + 2 * u, z + 2 * u);
+    tfc_cpu_act_forward_serial(ra, u, u, pre + 3 * u, z + 3 * u);
+    for (int j = 0; j < u; j++) c[j] = z[u + j] * (cp ? cp[j] : 0.0f) + z[j] * z[2 * u + j];
+    tfc_cpu_act_forward_serial(act, u, u, c, h);
+    for (int j = 0; j < u; j++) h[j] *= z[3 * u + j];
+}
+
+/* gru_cells under other activations (any_acts): z, r and hh's sums kept in pre [3u] */
+static void gru_cells_any(int u, int reset_after, tfc_act act, tfc_act ra, float *st,
+                          float *pre, const float *ph, const float *rb, const float *hp,
+                          float *h)
+{
+    for (int j = 0; j < 2 * u; j++) pre[j] = st[j] + (rb ? rb[j] : 0.0f);
+    tfc_cpu_act_forward_serial(ra, 2 * u, 2 * u, pre, st); /* z, r */
+    for (int j = 0; j < u; j++) {
+        const float p = ph[j] + (rb ? rb[2 * u + j] : 0.0f);
+        pre[2 * u + j] = st[2 * u + j] + (reset_after ? st[u + j] * p : p);
+        st[3 * u + j] = p;
+    }
+    tfc_cpu_act_forward_serial(act, u, u, pre + 2 * u, st + 2 * u);
+    for (int j = 0; j < u; j++)
+        h[j] = st[j] * (hp ? hp[j] : 0.0f) + (1.0f - st[j]) * st[2 * u + j];
+}
+
 /* The state rows of step s that a masked sequence keeps: h (and c) from the step before */
 static void keep_state(const tfc_rnn_dropout_desc *d, int64_t row, int s, float *hseq,
                        float *c, int64_t cld)
@@ -194,6 +234,8 @@ void tfc_cpu_rnn_dropout_forward(tfc_backend *be, const tfc_rnn_dropout_desc *d,
     const float *dk = masks(be, d, &w);
     const int64_t S = state_of(d), ld = (int64_t)T * S; /* a step's rows are ld apart */
     const int lstm = d->cell == TFC_RNN_CELL_LSTM, gru = d->cell == TFC_RNN_CELL_GRU;
+    const int any = tfc_rnn_dropout_any_acts(d);
+    const tfc_act act = d->act, ra = d->recurrent_act;
     float *pre = state + (lstm ? u : 0); /* the gates' sums, activated in place */
     /* the GRU's input bias is its bias's first row; its recurrent one the second */
     const float *rb = gru && d->reset_after && bias ? bias + 3 * u : NULL;
@@ -214,8 +256,14 @@ void tfc_cpu_rnn_dropout_forward(tfc_backend *be, const tfc_rnn_dropout_desc *d,
             if (!d->reset_after && hm) { /* hm = r ⊙ h ⊙ rk_h */
                 for (int i = 0; i < n; i++) {
                     const float *zr = ps + (int64_t)i * ld;
-                    for (int j = 0; j < u; j++) /* rb NULL: no recurrent bias here */
-                        w.hm[(int64_t)i * u + j] *= tfc_cpu_sigmoidf(zr[u + j]);
+                    float *r = w.tmp + (int64_t)i * u, *hr = w.hm + (int64_t)i * u;
+                    if (any) { /* r into tmp, which the product below then takes */
+                        tfc_cpu_act_forward_serial(ra, u, u, zr + u, r);
+                        for (int j = 0; j < u; j++) hr[j] *= r[j];
+                    } else {
+                        for (int j = 0; j < u; j++) /* rb NULL: no recurrent bias here */
+                            hr[j] *= tfc_cpu_sigmoidf(zr[u + j]);
+                    }
                 }
             }
             if (hm)
@@ -234,7 +282,11 @@ void tfc_cpu_rnn_dropout_forward(tfc_backend *be, const tfc_rnn_dropout_desc *d,
             }
             if (lstm) {
                 float *c = state + row * S;
-                lstm_cells(u, z, s > 0 ? c - S : NULL, c, h);
+                if (any) lstm_cells_any(u, act, ra, z, c + 5 * u, s > 0 ? c - S : NULL, c, h);
+                else lstm_cells(u, z, s > 0 ? c - S : NULL, c, h);
+            } else if (gru && any) {
+                gru_cells_any(u, d->reset_after, act, ra, z, z + 4 * u, w.tmp + (int64_t)i * u,
+                              rb, hp, h);
             } else if (gru) {
                 gru_cells(u, d->reset_after, z, w.tmp + (int64_t)i * u, rb, hp, h);
             } else {
@@ -286,6 +338,50 @@ static void gru_cells_back(int u, int reset_after, const float *st, const float 
     }
 }
 
+/* lstm_cells_back under other activations (any_acts): st also holds the sums [4u] after the
+ * gates; dz's own rows serve as scratch until they are written, dh once consumed. */
+static void lstm_cells_back_any(tfc_backend *be, int u, tfc_act act, tfc_act ra,
+                                const float *st, const float *cp, float *dh, float *dc,
+                                float *dz)
+{
+    const float *c = st, *g = st + u, *pre = st + 5 * u;
+    float *dzi = dz, *dzf = dz + u, *dzc = dz + 2 * u, *dzo = dz + 3 * u;
+    tfc_cpu_act_forward_serial(act, u, u, c, dzi); /* act(c) */
+    for (int j = 0; j < u; j++) dzf[j] = dh[j] * g[3 * u + j];
+    tfc_cpu_act_backward(be, act, u, u, c, dzi, dzf, dzc, 1);
+    for (int j = 0; j < u; j++) dc[j] += dzc[j], dzf[j] = dh[j] * dzi[j];
+    tfc_cpu_act_backward(be, ra, u, u, pre + 3 * u, g + 3 * u, dzf, dzo, 1);
+    for (int j = 0; j < u; j++) dh[j] = dc[j] * g[2 * u + j];
+    tfc_cpu_act_backward(be, ra, u, u, pre, g, dh, dzi, 1);
+    for (int j = 0; j < u; j++) dh[j] = dc[j] * (cp ? cp[j] : 0.0f);
+    tfc_cpu_act_backward(be, ra, u, u, pre + u, g + u, dh, dzf, 1);
+    for (int j = 0; j < u; j++) dh[j] = dc[j] * g[j];
+    tfc_cpu_act_backward(be, act, u, u, pre + 2 * u, g + 2 * u, dh, dzc, 1);
+    for (int j = 0; j < u; j++) dc[j] *= g[u + j], dh[j] = 0.0f;
+}
+
+/* gru_cells_back under other activations (any_acts): st also holds z's, r's and hh's sums
+ * [3u] after p; dz's r row serves as scratch until written. */
+static void gru_cells_back_any(tfc_backend *be, int u, int reset_after, tfc_act act,
+                               tfc_act ra, const float *st, const float *hp, float *dh,
+                               float *dz, float *dph)
+{
+    const float *pre = st + 4 * u;
+    float *t = dz + u;
+    for (int j = 0; j < u; j++) t[j] = dh[j] * (1.0f - st[j]);
+    tfc_cpu_act_backward(be, act, u, u, pre + 2 * u, st + 2 * u, t, dz + 2 * u, 1); /* dah */
+    for (int j = 0; j < u; j++) t[j] = dh[j] * ((hp ? hp[j] : 0.0f) - st[2 * u + j]);
+    tfc_cpu_act_backward(be, ra, u, u, pre, st, t, dz, 1);
+    for (int j = 0; j < u; j++) {
+        const float dah = dz[2 * u + j];
+        t[j] = dah * st[3 * u + j]; /* reset_after: r's before its derivative */
+        dph[j] = reset_after ? dah * st[u + j] : dah;
+        dh[j] *= st[j];
+    }
+    if (reset_after) tfc_cpu_act_backward(be, ra, u, u, pre + u, st + u, t, t, 1);
+    else memset(t, 0, (size_t)u * sizeof(float));
+}
+
 /* Step s's cells in reverse: each unmasked row's pre-activation gradients into dzi (and the
  * GRU's dph into dzr), dh left holding what passes to h_{s-1} directly (the GRU's z dh; 0
  * for the others), dc to c_{s-1}. A masked row's dh and dc pass on unchanged, its dz 0. */
@@ -296,6 +392,7 @@ static void cells_backward(tfc_backend *be, const tfc_rnn_dropout_desc *d, const
     const int n = d->n, T = d->t, u = d->units, GU = gates_of(d) * u;
     const int64_t S = state_of(d);
     const int lstm = d->cell == TFC_RNN_CELL_LSTM, gru = d->cell == TFC_RNN_CELL_GRU;
+    const int any = tfc_rnn_dropout_any_acts(d);
     TFC_CPU_FOR(n, tfc_cpu_threads(be, (int64_t)n * GU), for (int i = 0; i < n; i++) {
         const int64_t row = (int64_t)i * T + s;
         float *dh = w->dh + (int64_t)i * u, *dz = w->dzi + row * GU;
@@ -306,8 +403,14 @@ static void cells_backward(tfc_backend *be, const tfc_rnn_dropout_desc *d, const
             continue;
         }
         const float *st = state + row * S, *h = hseq + row * u;
-        if (lstm)
+        if (lstm && any)
+            lstm_cells_back_any(be, u, d->act, d->recurrent_act, st, s > 0 ? st - S : NULL, dh,
+                                w->dc + (int64_t)i * u, dz);
+        else if (lstm)
             lstm_cells_back(u, st, s > 0 ? st - S : NULL, dh, w->dc + (int64_t)i * u, dz);
+        else if (gru && any)
+            gru_cells_back_any(be, u, d->reset_after, d->act, d->recurrent_act, st,
+                               s > 0 ? h - u : NULL, dh, dz, w->dzr + row * u);
         else if (gru)
             gru_cells_back(u, d->reset_after, st, s > 0 ? h - u : NULL, dh, dz,
                            w->dzr + row * u);
@@ -319,26 +422,31 @@ static void cells_backward(tfc_backend *be, const tfc_rnn_dropout_desc *d, const
 }
 
 /* reset_after false: hh = tanh(x_h + q R_h), q = r ⊙ h_{s-1} ⊙ rk_h. With dq = dah R_hᵀ:
- * r's pre-activation gradient (dq ⊙ h ⊙ rk_h) r (1 - r), and dh_{s-1} += dq ⊙ r ⊙ rk_h. */
+ * r's pre-activation gradient (dq ⊙ h ⊙ rk_h) r (1 - r) (any_acts: times the gates'
+ * activation's derivative at r's sum), and dh_{s-1} += dq ⊙ r ⊙ rk_h. */
 static void gru_reset_before(tfc_backend *be, const tfc_rnn_dropout_desc *d,
                              const float *rkernel, const float *mask, const float *hseq,
                              const float *state, int s, drop_ws *w)
 {
-    const int n = d->n, T = d->t, u = d->units;
+    const int n = d->n, T = d->t, u = d->units, any = tfc_rnn_dropout_any_acts(d);
+    const int64_t S = state_of(d);
     if (s == 0) return; /* h_{-1} = 0: no q, r's gradient stays 0 */
     tfc_cpu_gemm(be, 0, 1, n, u, u, 1.0f, w->dzr + (int64_t)s * u, T * u, rkernel + 2 * u,
                  3 * u, 0.0f, w->tmp, u);
     for (int i = 0; i < n; i++) {
         const int64_t row = (int64_t)i * T + s;
         if (mask && mask[row] == 0.0f) continue; /* its dz 0, its dh passed on */
-        const float *st = state + row * 4 * u, *hp = hseq + (row - 1) * u,
+        const float *st = state + row * S, *hp = hseq + (row - 1) * u,
                     *rk = w->rk + ((int64_t)i * 3 + 2) * u, *dq = w->tmp + (int64_t)i * u;
         float *dz = w->dzi + row * 3 * u, *dh = w->dh + (int64_t)i * u;
         for (int j = 0; j < u; j++) {
             const float rg = st[u + j];
-            dz[u + j] = dq[j] * hp[j] * rk[j] * rg * (1.0f - rg);
+            dz[u + j] = dq[j] * hp[j] * rk[j] * (any ? 1.0f : rg * (1.0f - rg));
             dh[j] += dq[j] * rg * rk[j];
         }
+        if (any) /* in place: elementwise */
+            tfc_cpu_act_backward(be, d->recurrent_act, u, u, st + 5 * u, st + u, dz + u, dz + u,
+                                 1);
     }
 }
 
@@ -374,6 +482,7 @@ static void weight_grads(tfc_backend *be, const tfc_rnn_dropout_desc *d, const f
     const int n = d->n, T = d->t, u = d->units, in = d->in, g = gates_of(d), GU = g * u;
     const int nt = n * T;
     const int gru = d->cell == TFC_RNN_CELL_GRU;
+    const int64_t S = state_of(d);
     for (int q = 0; q < g; q++) {
         const float *dz = w->dzi + q * u;
         const float *a = x;
@@ -396,7 +505,7 @@ static void weight_grads(tfc_backend *be, const tfc_rnn_dropout_desc *d, const f
         TFC_CPU_FOR(nt, tfc_cpu_threads(be, (int64_t)nt * u), for (int r = 0; r < nt; r++) {
             const float *hp = prev_row(hseq, zero, T, u, r);
             const float *rk = w->rk + ((int64_t)(r / T) * g + q) * u;
-            const float *rg = state + (int64_t)r * 4 * u + u;
+            const float *rg = state + (int64_t)r * S + u;
             float *o = w->hp + (int64_t)r * u;
             for (int j = 0; j < u; j++) o[j] = hp[j] * rk[j] * (q_gate ? rg[j] : 1.0f);
         });

@@ -4,8 +4,10 @@
  * backward pass step by step in reverse, then the weight gradients over all n t rows gate by
  * gate. Not in the GPU's op table yet (TFC_BACKEND_LAYER_OPS): tfc_gpu_test_enable_layer_ops
  * puts it in for `make test-gpu`'s case against the CPU; until that has passed on a GPU, a
- * layer with recurrent_dropout is refused there. */
+ * layer with recurrent_dropout, or an LSTM or GRU with other activations than tanh and
+ * sigmoid (which runs these ops in every pass, the gates' sums kept), is refused there. */
 #include "core/rng.h"
+#include "gpu/gpu_act.cuh"
 #include "gpu/gpu_internal.cuh"
 
 #define GRID_LOOP(i, n)                                                              \
@@ -23,10 +25,15 @@ static int gates_of(const tfc_rnn_dropout_desc *d)
     return d->cell == TFC_RNN_CELL_LSTM ? 4 : d->cell == TFC_RNN_CELL_GRU ? 3 : 1;
 }
 
-static int64_t state_of(const tfc_rnn_dropout_desc *d)
+/* Floats of a row of the saved state (backend.h): the gates' sums last under any_acts */
+static __host__ __device__ int64_t state_of(const tfc_rnn_dropout_desc *d)
 {
     const int64_t u = d->units;
-    return d->cell == TFC_RNN_CELL_LSTM ? 5 * u : d->cell == TFC_RNN_CELL_GRU ? 4 * u : u;
+    const int any = d->cell != TFC_RNN_CELL_SIMPLE &&
+                    (d->act != TFC_ACT_TANH || d->recurrent_act != TFC_ACT_SIGMOID);
+    return d->cell == TFC_RNN_CELL_LSTM ? (any ? 9 : 5) * u
+           : d->cell == TFC_RNN_CELL_GRU ? (any ? 7 : 4) * u
+                                         : u;
 }
 
 /* Workspace as the CPU's (cpu_rnn_dropout.c), each part padded to 64 floats: dk, rk, hm,
@@ -84,11 +91,6 @@ static void draw_masks(gpu_ctx *g, const tfc_rnn_dropout_desc *d, drop_ws *w)
         LAUNCH(g, nx, draw_kernel, nx, tfc_rng_key(d->key, 1), d->step, d->rate, w->dk);
 }
 
-static __device__ float sigmoid_d(float v)
-{
-    return 1.0f / (1.0f + expf(-v));
-}
-
 static __global__ void draw_kernel(int64_t count, uint64_t key, uint64_t step, float rate,
                                    float *keep)
 {
@@ -114,23 +116,25 @@ static __global__ void bias_ld_kernel(int64_t rows, int cols, int64_t ld, const 
     GRID_LOOP(e, rows * cols) y[(e / cols) * ld + e % cols] += b[e % cols];
 }
 
-/* hm[i, j] *= sigmoid(r's sum + b'_r): the GRU's r ⊙ h ⊙ rk_h (reset_after false) */
-static __global__ void reset_kernel(int n, int u, const float *ps, int64_t ld, const float *rb,
-                                    float *hm)
+/* hm[i, j] *= ra(r's sum + b'_r): the GRU's r ⊙ h ⊙ rk_h (reset_after false) */
+static __global__ void reset_kernel(int n, int u, int ra, const float *ps, int64_t ld,
+                                    const float *rb, float *hm)
 {
     GRID_LOOP(e, (int64_t)n * u)
     {
         const int64_t i = e / u, j = e % u;
-        hm[e] *= sigmoid_d(ps[i * ld + u + j] + (rb ? rb[u + j] : 0.0f));
+        hm[e] *= act_value(ra, ps[i * ld + u + j] + (rb ? rb[u + j] : 0.0f));
     }
 }
 
-/* Step s's LSTM or GRU cells, one thread per (sequence, unit); a masked row keeps h (and c) */
+/* Step s's LSTM or GRU cells, one thread per (sequence, unit); a masked row keeps h (and c).
+ * Under any_acts the gates' sums go to the state's end (pre) before their activations. */
 static __global__ void cells_kernel(tfc_rnn_dropout_desc d, int s, const float *mask,
                                     const float *rb, const float *ph, float *hseq, float *state)
 {
     const int u = d.units, T = d.t, lstm = d.cell == TFC_RNN_CELL_LSTM;
-    const int64_t S = lstm ? 5 * u : 4 * u;
+    const int64_t S = state_of(&d), P = lstm ? 5 * u : 4 * u; /* pre's offset */
+    const int any = S > P, act = d.act, ra = d.recurrent_act;
     GRID_LOOP(e, (int64_t)d.n * u)
     {
         const int64_t i = e / u, j = e % u, row = i * T + s;
@@ -143,16 +147,20 @@ static __global__ void cells_kernel(tfc_rnn_dropout_desc d, int s, const float *
         }
         if (lstm) {
             float *z = st + u;
-            const float ig = sigmoid_d(z[j]), fg = sigmoid_d(z[u + j]),
-                        gg = tanhf(z[2 * u + j]), og = sigmoid_d(z[3 * u + j]);
+            if (any)
+                for (int q = 0; q < 4; q++) st[P + q * u + j] = z[q * u + j];
+            const float ig = act_value(ra, z[j]), fg = act_value(ra, z[u + j]),
+                        gg = act_value(act, z[2 * u + j]), og = act_value(ra, z[3 * u + j]);
             z[j] = ig, z[u + j] = fg, z[2 * u + j] = gg, z[3 * u + j] = og;
             st[j] = fg * (s > 0 ? st[j - S] : 0.0f) + ig * gg;
-            h[j] = og * tanhf(st[j]);
+            h[j] = og * act_value(act, st[j]);
         } else {
-            const float zg = sigmoid_d(st[j] + (rb ? rb[j] : 0.0f));
-            const float rg = sigmoid_d(st[u + j] + (rb ? rb[u + j] : 0.0f));
+            const float pz = st[j] + (rb ? rb[j] : 0.0f), pr = st[u + j] + (rb ? rb[u + j] : 0.0f);
+            const float zg = act_value(ra, pz), rg = act_value(ra, pr);
             const float p = ph[e] + (rb ? rb[2 * u + j] : 0.0f);
-            const float hh = tanhf(st[2 * u + j] + (d.reset_after ? rg * p : p));
+            const float ph_ = st[2 * u + j] + (d.reset_after ? rg * p : p);
+            const float hh = act_value(act, ph_);
+            if (any) st[P + j] = pz, st[P + u + j] = pr, st[P + 2 * u + j] = ph_;
             st[j] = zg, st[u + j] = rg, st[2 * u + j] = hh, st[3 * u + j] = p;
             h[j] = zg * hp + (1.0f - zg) * hh;
         }
@@ -210,7 +218,8 @@ extern "C" void tfc_gpu_rnn_dropout_forward(tfc_backend *be, const tfc_rnn_dropo
             if (s > 0) {
                 LAUNCH(g, nu, masked_kernel, (int64_t)n, 1, u, hprev, (int64_t)T * u, w.rk, 2,
                        G, w.hm);
-                if (!d->reset_after) LAUNCH(g, nu, reset_kernel, n, u, ps, ld, rb, w.hm);
+                if (!d->reset_after)
+                    LAUNCH(g, nu, reset_kernel, n, u, (int)d->recurrent_act, ps, ld, rb, w.hm);
                 tfc_gpu_gemm(be, 0, 0, n, u, u, 1.0f, w.hm, u, rkernel + 2 * u, 3 * u, 0.0f,
                              w.tmp, u);
             } else {
@@ -234,10 +243,9 @@ static __global__ void cells_back_kernel(tfc_rnn_dropout_desc d, int s, const fl
                                          const float *hseq, const float *state, const float *gr,
                                          float *dh, float *dc, float *dzi, float *dzr)
 {
-    const int u = d.units, T = d.t;
+    const int u = d.units, T = d.t, act = d.act, ra = d.recurrent_act;
     const int G = d.cell == TFC_RNN_CELL_LSTM ? 4 : d.cell == TFC_RNN_CELL_GRU ? 3 : 1;
-    const int64_t S = d.cell == TFC_RNN_CELL_LSTM ? 5 * u : d.cell == TFC_RNN_CELL_GRU ? 4 * u
-                                                                                      : u;
+    const int64_t S = state_of(&d), P = d.cell == TFC_RNN_CELL_LSTM ? 5 * u : 4 * u;
     GRID_LOOP(e, (int64_t)d.n * u)
     {
         const int64_t i = e / u, j = e % u, row = i * T + s;
@@ -248,24 +256,27 @@ static __global__ void cells_back_kernel(tfc_rnn_dropout_desc d, int s, const fl
             continue;
         }
         const float *st = state + row * S;
+        /* the sums before the activations (any_acts), else the outputs: tanh's and
+         * sigmoid's derivatives read only those */
+        const float *pre = S > P ? st + P : NULL;
         if (d.cell == TFC_RNN_CELL_LSTM) {
-            const float *gt = st + u;
+            const float *gt = st + u, *pv = pre ? pre : gt;
             const float ig = gt[j], fg = gt[u + j], gg = gt[2 * u + j], og = gt[3 * u + j];
-            const float tc = tanhf(st[j]), cp = s > 0 ? st[j - S] : 0.0f;
-            const float dcj = dc[e] + dh[e] * og * (1.0f - tc * tc);
-            dz[j] = dcj * gg * ig * (1.0f - ig);
-            dz[u + j] = dcj * cp * fg * (1.0f - fg);
-            dz[2 * u + j] = dcj * ig * (1.0f - gg * gg);
-            dz[3 * u + j] = dh[e] * tc * og * (1.0f - og);
+            const float tc = act_value(act, st[j]), cp = s > 0 ? st[j - S] : 0.0f;
+            const float dcj = dc[e] + dh[e] * og * act_deriv(act, st[j], tc);
+            dz[j] = dcj * gg * act_deriv(ra, pv[j], ig);
+            dz[u + j] = dcj * cp * act_deriv(ra, pv[u + j], fg);
+            dz[2 * u + j] = dcj * ig * act_deriv(act, pv[2 * u + j], gg);
+            dz[3 * u + j] = dh[e] * tc * act_deriv(ra, pv[3 * u + j], og);
             dc[e] = dcj * fg;
             dh[e] = 0.0f;
         } else if (d.cell == TFC_RNN_CELL_GRU) {
-            const float hp = s > 0 ? hseq[(row - 1) * u + j] : 0.0f;
+            const float hp = s > 0 ? hseq[(row - 1) * u + j] : 0.0f, *pv = pre ? pre : st;
             const float zg = st[j], rg = st[u + j], hh = st[2 * u + j], p = st[3 * u + j];
-            const float dah = dh[e] * (1.0f - zg) * (1.0f - hh * hh);
-            dz[j] = dh[e] * (hp - hh) * zg * (1.0f - zg);
+            const float dah = dh[e] * (1.0f - zg) * act_deriv(act, pv[2 * u + j], hh);
+            dz[j] = dh[e] * (hp - hh) * act_deriv(ra, pv[j], zg);
             dz[2 * u + j] = dah;
-            dz[u + j] = d.reset_after ? dah * p * rg * (1.0f - rg) : 0.0f;
+            dz[u + j] = d.reset_after ? dah * p * act_deriv(ra, pv[u + j], rg) : 0.0f;
             dzr[row * u + j] = d.reset_after ? dah * rg : dah;
             dh[e] *= zg;
         } else {
@@ -276,16 +287,21 @@ static __global__ void cells_back_kernel(tfc_rnn_dropout_desc d, int s, const fl
 }
 
 /* reset_after false, with dq = dah R_hᵀ in dq: r's gradient and dh += dq ⊙ r ⊙ rk_h */
-static __global__ void reset_back_kernel(int n, int T, int u, int s, const float *mask,
+static __global__ void reset_back_kernel(tfc_rnn_dropout_desc d, int s, const float *mask,
                                          const float *hseq, const float *state, const float *rk,
                                          const float *dq, float *dzi, float *dh)
 {
-    GRID_LOOP(e, (int64_t)n * u)
+    const int u = d.units, T = d.t, ra = d.recurrent_act;
+    const int64_t S = state_of(&d);
+    GRID_LOOP(e, (int64_t)d.n * u)
     {
         const int64_t i = e / u, j = e % u, row = i * T + s;
         if (mask && mask[row] == 0.0f) continue;
-        const float rg = state[row * 4 * u + u + j], k = rk[(i * 3 + 2) * u + j];
-        dzi[row * 3 * u + u + j] = dq[e] * hseq[(row - 1) * u + j] * k * rg * (1.0f - rg);
+        const float *st = state + row * S;
+        const float rg = st[u + j], pr = S > 4 * u ? st[5 * u + j] : rg;
+        const float k = rk[(i * 3 + 2) * u + j];
+        dzi[row * 3 * u + u + j] =
+            dq[e] * hseq[(row - 1) * u + j] * k * act_deriv(ra, pr, rg);
         dh[e] += dq[e] * rg * k;
     }
 }
@@ -311,15 +327,15 @@ static __global__ void dx_add_kernel(int64_t nt, int T, int in, int q, int G, co
 /* hp[r, j] = h_prev[r, j] rk[(r / T) G + q, j] (times r[r, j] for the GRU's h gate without
  * reset_after) */
 static __global__ void prev_kernel(int64_t nt, int T, int u, int q, int G, int with_r,
-                                   const float *hseq, const float *state, const float *rk,
-                                   float *hp)
+                                   int64_t S, const float *hseq, const float *state,
+                                   const float *rk, float *hp)
 {
     GRID_LOOP(e, nt * u)
     {
         const int64_t r = e / u, j = e % u;
         const float h = r % T ? hseq[(r - 1) * u + j] : 0.0f;
         const float k = rk[((r / T) * G + q) * u + j];
-        hp[e] = h * k * (with_r ? state[r * 4 * u + u + j] : 1.0f);
+        hp[e] = h * k * (with_r ? state[r * S + u + j] : 1.0f);
     }
 }
 
@@ -355,8 +371,7 @@ extern "C" void tfc_gpu_rnn_dropout_backward(tfc_backend *be, const tfc_rnn_drop
         if (gru && !d->reset_after && s > 0) {
             tfc_gpu_gemm(be, 0, 1, n, u, u, 1.0f, w.dzr + (int64_t)s * u, T * u, rkernel + 2 * u,
                          3 * u, 0.0f, w.tmp, u);
-            LAUNCH(g, nu, reset_back_kernel, n, T, u, s, mask, hseq, state, w.rk, w.tmp, w.dzi,
-                   w.dh);
+            LAUNCH(g, nu, reset_back_kernel, *d, s, mask, hseq, state, w.rk, w.tmp, w.dzi, w.dh);
         }
         for (int q = 0; q < G && s > 0; q++) { /* dh_{s-1} += (dz_q R_qᵀ) ⊙ rk_q */
             if (gru && q == 2 && !d->reset_after) continue;
@@ -381,8 +396,8 @@ extern "C" void tfc_gpu_rnn_dropout_backward(tfc_backend *be, const tfc_rnn_drop
         } else if (dx) {
             tfc_gpu_gemm(be, 0, 1, (int)nt, in, u, 1.0f, dz, GU, kernel + q * u, GU, 1.0f, dx, in);
         }
-        LAUNCH(g, nt * u, prev_kernel, nt, T, u, q, G, gru && q == 2 && !d->reset_after, hseq,
-               state, w.rk, w.hp);
+        LAUNCH(g, nt * u, prev_kernel, nt, T, u, q, G, gru && q == 2 && !d->reset_after, S,
+               hseq, state, w.rk, w.hp);
         const int from_dzr = gru && q == 2 && d->reset_after;
         tfc_gpu_gemm(be, 1, 0, u, u, (int)nt, 1.0f, w.hp, u, from_dzr ? w.dzr : dz,
                      from_dzr ? u : GU, 1.0f, drkernel + q * u, GU);

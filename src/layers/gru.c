@@ -3,6 +3,8 @@
  *   hh = tanh(x_t K_h + b_h + r (h_{t-1} R_h + b'_h))   (reset_after, Keras's default)
  *   hh = tanh(x_t K_h + b_h + (r h_{t-1}) R_h)          (reset_after: false)
  *   h_t = z h_{t-1} + (1 - z) hh
+ * (sigmoid: recurrent_activation; tanh: activation. Other activations than these two run
+ * the backend's stepped rnn_dropout ops in every pass, rnn.h's tfc_rnn_any_acts.)
  * Output: h_T (units), or every h_t (T, units) with return_sequences. Under a mask from an
  * Embedding with mask_zero, masked steps keep the previous state. go_backwards and dropout
  * as every recurrent layer (rnn.h). The recurrence is the backend's gru_forward/backward. */
@@ -30,11 +32,13 @@ static tfc_gru_desc gru_desc(const tfc_layer *l, int n)
     return d;
 }
 
-/* Floats per example of the kernel's saved part: h and the four rows of gates per step */
+/* Floats per example of the kernel's saved part: h and the four rows of gates per step (and
+ * the three gates' sums, tfc_rnn_any_acts) */
 static int64_t kernel_saved(const tfc_layer *l)
 {
     const gru_args *a = l->args;
-    return l->in_shape[0].dim[0] * 5 * a->rnn.units;
+    const int64_t u = a->rnn.units;
+    return l->in_shape[0].dim[0] * (u + tfc_rnn_state_floats(&a->rnn, 3, 4 * u));
 }
 
 static tfc_status gru_build(tfc_layer *l, tfc_error *err)
@@ -72,7 +76,7 @@ static size_t kernel_ws(const tfc_layer *l, tfc_backend *be)
 {
     const gru_args *a = l->args;
     tfc_gru_desc d = gru_desc(l, l->max_batch);
-    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_GRU, a->reset_after, TFC_ACT_LINEAR,
+    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_GRU, a->reset_after,
                              be->ops->gru_workspace(be, &d));
 }
 
@@ -82,14 +86,15 @@ static void gru_plan(tfc_layer *l, tfc_backend *be)
     l->workspace = tfc_rnn_workspace(l, &a->rnn, kernel_ws(l, be));
 }
 
-/* Saved layout per batch: hseq [n, t, u], gates [n, t, 4u], then the input's (rnn.h). */
+/* Saved layout per batch: hseq [n, t, u], gates [n, t, 4u or 7u], then the input's
+ * (rnn.h). */
 static void saved_parts(const tfc_layer *l, float **h, float **g, float **extra)
 {
     const gru_args *a = l->args;
     const int64_t hu = (int64_t)l->max_batch * l->in_shape[0].dim[0] * a->rnn.units;
     *h = l->saved;
     *g = l->saved + hu;
-    *extra = l->saved + 5 * hu;
+    *extra = l->saved + (int64_t)l->max_batch * kernel_saved(l);
 }
 
 static void gru_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
@@ -100,9 +105,9 @@ static void gru_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float 
     saved_parts(l, &h, &g, &extra);
     const float *mask;
     const float *in = tfc_rnn_forward_input(l, &a->rnn, ex, x[0], extra, &mask);
-    if (tfc_rnn_recurrent(&a->rnn, ex)) { /* the four gate rows: the same floats */
-        tfc_rnn_dropout_desc dd = tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_GRU,
-                                                          a->reset_after, TFC_ACT_LINEAR);
+    if (tfc_rnn_stepped(&a->rnn, ex)) { /* the four gate rows: the same floats */
+        tfc_rnn_dropout_desc dd =
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_GRU, a->reset_after);
         ex->be->ops->rnn_dropout_forward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
                                          a->rnn.use_bias ? l->params[2].data : NULL, mask, y,
                                          h, g, ex->ws);
@@ -120,9 +125,9 @@ static void gru_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, const
     float *h, *g, *extra;
     saved_parts(l, &h, &g, &extra);
     float *din = tfc_rnn_dx(l, &a->rnn, ex, kernel_ws(l, ex->be), dx[0]);
-    if (tfc_rnn_recurrent(&a->rnn, ex)) {
-        tfc_rnn_dropout_desc dd = tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_GRU,
-                                                          a->reset_after, TFC_ACT_LINEAR);
+    if (tfc_rnn_stepped(&a->rnn, ex)) {
+        tfc_rnn_dropout_desc dd =
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_GRU, a->reset_after);
         ex->be->ops->rnn_dropout_backward(
             ex->be, &dd, tfc_rnn_input(l, &a->rnn, ex, x[0], extra), l->params[0].data,
             l->params[1].data, tfc_rnn_mask(l, &a->rnn, extra), h, g, dy, din,

@@ -1,6 +1,8 @@
 /* LSTM (keras.layers.LSTM) over a sequence (T, in), gates in Keras's order i, f, c, o:
  *   z_t = x_t K + h_{t-1} R + b,  i, f, o = sigmoid(z_i, z_f, z_o),  g = tanh(z_c)
  *   c_t = f c_{t-1} + i g,  h_t = o tanh(c_t)
+ * (sigmoid: recurrent_activation; tanh: activation. Other activations than these two run
+ * the backend's stepped rnn_dropout ops in every pass, rnn.h's tfc_rnn_any_acts.)
  * Output: h_T (units), or every h_t (T, units) with return_sequences. Under a mask from an
  * Embedding with mask_zero, masked steps keep the previous state; go_backwards and dropout
  * as every recurrent layer (rnn.h). The recurrence itself is
@@ -38,8 +40,10 @@ static tfc_status lstm_build(tfc_layer *l, tfc_error *err)
     a->rnn.gate_masks = 1;
     if (tfc_rnn_build(l, &a->rnn, err)) return TFC_ERR_CONFIG;
     const int64_t t = l->in_shape[0].dim[0], in = l->in_shape[0].dim[1], u = a->rnn.units;
-    /* h and c per step, and the four gates; then the input's (rnn.h) */
-    l->saved_floats = t * 6 * u + tfc_rnn_saved_floats(l, &a->rnn);
+    /* h and c per step, and the four gates (and their sums, tfc_rnn_any_acts); then the
+     * input's (rnn.h) */
+    l->saved_floats = t * (u + tfc_rnn_state_floats(&a->rnn, 4, 5 * u)) +
+                      tfc_rnn_saved_floats(l, &a->rnn);
     tfc_init ki, ri, bi;
     if (tfc_rnn_initializers(l, &a->rnn, &ki, &ri, &bi, err)) return TFC_ERR_CONFIG;
     if (a->unit_forget_bias && !a->rnn.bias_initializer) bi = tfc_init_make(TFC_INIT_LSTM_BIAS);
@@ -69,7 +73,7 @@ static size_t kernel_ws(const tfc_layer *l, tfc_backend *be)
 {
     const lstm_args *a = l->args;
     tfc_lstm_desc d = lstm_desc(l, l->max_batch);
-    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_LSTM, 0, TFC_ACT_LINEAR,
+    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_LSTM, 0,
                              be->ops->lstm_workspace(be, &d));
 }
 
@@ -80,15 +84,16 @@ static void lstm_plan(tfc_layer *l, tfc_backend *be)
 }
 
 /* Saved layout per batch: hseq [n, t, u], cseq [n, t, u], gates [n, t, 4u], then the
- * input's (rnn.h). */
+ * input's (rnn.h); the stepped ops' state [n, t, 5u or 9u] (c then the gates) from c. */
 static void saved_parts(const tfc_layer *l, const tfc_lstm_desc *d, float **h, float **c,
                         float **g, float **extra)
 {
-    size_t hu = (size_t)l->max_batch * (size_t)d->t * (size_t)d->units;
+    const lstm_args *a = l->args;
+    size_t nt = (size_t)l->max_batch * (size_t)d->t, hu = nt * (size_t)d->units;
     *h = l->saved;
     *c = l->saved + hu;
     *g = l->saved + 2 * hu;
-    *extra = l->saved + 6 * hu;
+    *extra = l->saved + hu + nt * (size_t)tfc_rnn_state_floats(&a->rnn, 4, 5 * d->units);
 }
 
 static void lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float *y)
@@ -99,9 +104,8 @@ static void lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, float
     saved_parts(l, &d, &h, &c, &g, &extra);
     const float *mask;
     const float *in = tfc_rnn_forward_input(l, &a->rnn, ex, x[0], extra, &mask);
-    if (tfc_rnn_recurrent(&a->rnn, ex)) { /* c then the gates: the same floats */
-        tfc_rnn_dropout_desc dd =
-            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_LSTM, 0, TFC_ACT_LINEAR);
+    if (tfc_rnn_stepped(&a->rnn, ex)) { /* c then the gates: the same floats */
+        tfc_rnn_dropout_desc dd = tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_LSTM, 0);
         ex->be->ops->rnn_dropout_forward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
                                          a->rnn.use_bias ? l->params[2].data : NULL, mask, y,
                                          h, c, ex->ws);
@@ -122,9 +126,8 @@ static void lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x, cons
     saved_parts(l, &d, &h, &c, &g, &extra);
     const float *in = tfc_rnn_input(l, &a->rnn, ex, x[0], extra);
     float *din = tfc_rnn_dx(l, &a->rnn, ex, kernel_ws(l, ex->be), dx[0]);
-    if (tfc_rnn_recurrent(&a->rnn, ex)) {
-        tfc_rnn_dropout_desc dd =
-            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_LSTM, 0, TFC_ACT_LINEAR);
+    if (tfc_rnn_stepped(&a->rnn, ex)) {
+        tfc_rnn_dropout_desc dd = tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_LSTM, 0);
         ex->be->ops->rnn_dropout_backward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
                                           tfc_rnn_mask(l, &a->rnn, extra), h, c, dy, din,
                                           l->params[0].grad, l->params[1].grad,

@@ -5,14 +5,30 @@
 
 #include "core/rng.h"
 
-const char *const tfc_rnn_tanh_only[] = {"tanh", NULL};
 const char *const tfc_rnn_use_cudnn_names[] = {"auto", "false", NULL};
-const char *const tfc_rnn_sigmoid_only[] = {"sigmoid", NULL};
 
-tfc_status tfc_rnn_build(tfc_layer *l, const tfc_rnn_args *a, tfc_error *err)
+/* Whether the YAML sets argument `key` to null: l->node is {TYPE: {...}}, or the arguments
+ * themselves (a Bidirectional's direction, an RNN's cell) */
+static int null_arg(const tfc_layer *l, const char *key)
+{
+    const tfc_node *own = l->node ? tfc_node_get(l->node, l->ops->type) : NULL;
+    if (!own) own = l->node;
+    const tfc_node *n = own && own->kind == TFC_NODE_MAP ? tfc_node_get(own, key) : NULL;
+    return n && tfc_node_is_null(n);
+}
+
+tfc_status tfc_rnn_build(tfc_layer *l, tfc_rnn_args *a, tfc_error *err)
 {
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
+    if (null_arg(l, "activation")) a->activation = TFC_ACT_LINEAR;
+    if (a->gate_masks && null_arg(l, "recurrent_activation"))
+        a->recurrent_activation = TFC_ACT_LINEAR;
+    if (a->gate_masks && (a->activation == TFC_ACT_SOFTMAX ||
+                          a->recurrent_activation == TFC_ACT_SOFTMAX))
+        return tfc_layer_error(err, l, "%s softmax is not supported (an activation of each "
+                               "unit alone is)", a->activation == TFC_ACT_SOFTMAX
+                                                     ? "activation" : "recurrent_activation");
     if (in->ndim != 2)
         return tfc_layer_error(err, l, "needs a sequence input of shape (steps, features), got %s",
                                tfc_shape_str(in, buf, sizeof buf));
@@ -74,7 +90,8 @@ size_t tfc_rnn_workspace(const tfc_layer *l, const tfc_rnn_args *a, size_t kerne
 
 int tfc_rnn_needs_index(const tfc_rnn_args *a)
 {
-    return (a->go_backwards || a->dropout > 0 ? 1 : 0) | (a->recurrent_dropout > 0 ? 2 : 0);
+    return (a->go_backwards || a->dropout > 0 ? 1 : 0) |
+           (a->recurrent_dropout > 0 || tfc_rnn_any_acts(a) ? 2 : 0);
 }
 
 const char *const *tfc_rnn_needs(const tfc_rnn_args *a)
@@ -105,25 +122,44 @@ int tfc_rnn_recurrent(const tfc_rnn_args *a, const tfc_exec *ex)
     return ex->training && a->recurrent_dropout > 0;
 }
 
+int tfc_rnn_any_acts(const tfc_rnn_args *a)
+{
+    return a->gate_masks &&
+           (a->activation != TFC_ACT_TANH || a->recurrent_activation != TFC_ACT_SIGMOID);
+}
+
+int tfc_rnn_stepped(const tfc_rnn_args *a, const tfc_exec *ex)
+{
+    return tfc_rnn_recurrent(a, ex) || tfc_rnn_any_acts(a);
+}
+
+int64_t tfc_rnn_state_floats(const tfc_rnn_args *a, int gates, int64_t fused)
+{
+    return fused + (tfc_rnn_any_acts(a) ? gates * (int64_t)a->units : 0);
+}
+
 tfc_rnn_dropout_desc tfc_rnn_dropout_desc_of(const tfc_layer *l, const tfc_rnn_args *a,
                                              const tfc_exec *ex, tfc_rnn_cell cell,
-                                             int reset_after, tfc_act act)
+                                             int reset_after)
 {
+    const int drop = !ex || tfc_rnn_recurrent(a, ex);
     tfc_rnn_dropout_desc d = {
         .cell = cell, .n = ex ? ex->batch : l->max_batch, .t = (int)steps(l),
         .in = (int)features(l), .units = a->units, .return_sequences = a->return_sequences,
-        .reset_after = reset_after, .act = act,
-        .rate = a->gate_masks ? (float)a->dropout : 0.0f,
-        .recurrent_rate = (float)a->recurrent_dropout, .key = key_of(l, a),
+        .reset_after = reset_after, .act = (tfc_act)a->activation,
+        .recurrent_act = a->gate_masks ? (tfc_act)a->recurrent_activation : TFC_ACT_SIGMOID,
+        .rate = drop && a->gate_masks ? (float)a->dropout : 0.0f,
+        .recurrent_rate = drop ? (float)a->recurrent_dropout : 0.0f, .key = key_of(l, a),
         .step = ex ? ex->step : 0};
     return d;
 }
 
 size_t tfc_rnn_kernel_ws(const tfc_layer *l, const tfc_rnn_args *a, tfc_backend *be,
-                         tfc_rnn_cell cell, int reset_after, tfc_act act, size_t own)
+                         tfc_rnn_cell cell, int reset_after, size_t own)
 {
-    if (a->recurrent_dropout <= 0 || !be->ops->rnn_dropout_workspace) return own;
-    tfc_rnn_dropout_desc d = tfc_rnn_dropout_desc_of(l, a, NULL, cell, reset_after, act);
+    if ((a->recurrent_dropout <= 0 && !tfc_rnn_any_acts(a)) || !be->ops->rnn_dropout_workspace)
+        return own;
+    tfc_rnn_dropout_desc d = tfc_rnn_dropout_desc_of(l, a, NULL, cell, reset_after);
     size_t ws = be->ops->rnn_dropout_workspace(be, &d);
     return ws > own ? ws : own;
 }

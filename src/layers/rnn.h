@@ -12,7 +12,7 @@
 #include "layers/layer.h"
 
 /* The arguments' struct of LSTM, GRU and SimpleRNN starts with this (member `rnn`); its
- * activation indexes tfc_rnn_tanh_only (LSTM, GRU) or tfc_act_names (SimpleRNN). */
+ * activation and recurrent_activation (LSTM, GRU) are tfc_acts (tfc_act_names). */
 typedef struct tfc_rnn_args {
     int units, activation, recurrent_activation, use_bias, return_sequences, return_state,
         go_backwards, stateful, unroll, seed, use_cudnn;
@@ -22,17 +22,17 @@ typedef struct tfc_rnn_args {
                      * dropout (LSTM, GRU: Keras's implementation 1), not through rnn_input */
 } tfc_rnn_args;
 
-extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
-    *const tfc_rnn_use_cudnn_names[];
+extern const char *const tfc_rnn_use_cudnn_names[];
 
-/* The schema entries of tfc_rnn_args in an arguments struct `type`: LSTM's and GRU's (tanh and
- * sigmoid only, use_cudnn) */
+/* The schema entries of tfc_rnn_args in an arguments struct `type`: LSTM's and GRU's (any
+ * elementwise activations, use_cudnn) */
 #define TFC_RNN_FIELDS(type)                                                                    \
     TFC_RNN_UNITS_FIELD(type),                                                                  \
     {"activation", TFC_F_ENUM, offsetof(type, rnn.activation), "tanh", TFC_UNBOUNDED,          \
-     tfc_rnn_tanh_only, "state activation (tanh only)"},                                       \
+     tfc_act_names, "the candidate's and the output's activation (null: linear; not "         \
+     "softmax)"},                                                                              \
     {"recurrent_activation", TFC_F_ENUM, offsetof(type, rnn.recurrent_activation), "sigmoid",  \
-     TFC_UNBOUNDED, tfc_rnn_sigmoid_only, "gate activation (sigmoid only)"},                   \
+     TFC_UNBOUNDED, tfc_act_names, "the gates' activation (null: linear; not softmax)"},       \
     TFC_RNN_COMMON_FIELDS(type),                                                                \
     {"use_cudnn", TFC_F_ENUM, offsetof(type, rnn.use_cudnn), "auto", TFC_UNBOUNDED,            \
      tfc_rnn_use_cudnn_names, "accepted: tfc runs its own kernels, never cuDNN's RNN"}
@@ -69,8 +69,10 @@ extern const char *const tfc_rnn_tanh_only[], *const tfc_rnn_sigmoid_only[],
     TFC_CONSTRAINT_FIELD("recurrent_constraint")
 
 /* Checks the input (steps, features) and the arguments tfc does not support (return_state,
- * stateful), naming them; sets l->out_shape and l->mask_out. */
-tfc_status tfc_rnn_build(tfc_layer *l, const tfc_rnn_args *a, tfc_error *err);
+ * stateful; the LSTM's and GRU's softmax), naming them; takes the YAML's `activation: null`
+ * and `recurrent_activation: null` as Keras's None, linear (where a null argument elsewhere
+ * takes the default); sets l->out_shape and l->mask_out. */
+tfc_status tfc_rnn_build(tfc_layer *l, tfc_rnn_args *a, tfc_error *err);
 
 /* Reads kernel_initializer (default glorot_uniform), recurrent_initializer (orthogonal) and
  * bias_initializer (zeros). */
@@ -88,7 +90,7 @@ size_t tfc_rnn_workspace(const tfc_layer *l, const tfc_rnn_args *a, size_t kerne
  * (NULL-terminated; none: an empty list); tfc_rnn_needs_index tells which of the four lists
  * that is (bit 0: the input's rnn_input ops, bit 1: rnn_dropout's), for a layer that lists
  * its own ops with them. A backend without rnn_dropout (the GPU's, so far) refuses a layer
- * with recurrent_dropout, naming it. */
+ * with recurrent_dropout or tfc_rnn_any_acts, naming it. */
 #define TFC_RNN_INPUT_OPS "rnn_input_forward", "rnn_input_backward"
 #define TFC_RNN_DROPOUT_OPS "rnn_dropout_workspace", "rnn_dropout_forward", "rnn_dropout_backward"
 const char *const *tfc_rnn_needs(const tfc_rnn_args *a);
@@ -119,15 +121,26 @@ void tfc_rnn_input_done(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex,
  * (gate_masks), inside that op, so rnn_input only reverses it.
  * tfc_rnn_recurrent: whether pass ex is such a pass. */
 int tfc_rnn_recurrent(const tfc_rnn_args *a, const tfc_exec *ex);
-/* The pass's description for `cell` (reset_after: the GRU's; act: the SimpleRNN's), for
- * ex->batch sequences (max_batch when ex is NULL, for the workspace). */
+/* An LSTM or GRU whose activations are not Keras's defaults (tanh, sigmoid), which the fused
+ * ops do not compute: every pass runs rnn_dropout_forward/backward (rates 0 outside a
+ * recurrent-dropout training pass), whose state then keeps the gates' pre-activations too
+ * (tfc_rnn_dropout_any_acts; tfc_rnn_state_floats). tfc_rnn_stepped: whether pass ex runs
+ * those ops, for either reason. */
+int tfc_rnn_any_acts(const tfc_rnn_args *a);
+int tfc_rnn_stepped(const tfc_rnn_args *a, const tfc_exec *ex);
+/* Floats per step of the cell's saved state besides h: `fused`, the fused op's (which
+ * rnn_dropout_forward's share), or with tfc_rnn_any_acts the pre-activations' gates u more */
+int64_t tfc_rnn_state_floats(const tfc_rnn_args *a, int gates, int64_t fused);
+/* The pass's description for `cell` (reset_after: the GRU's), its activations a's, for
+ * ex->batch sequences (max_batch when ex is NULL, for the workspace); its rates 0 unless ex is
+ * a recurrent-dropout training pass. */
 tfc_rnn_dropout_desc tfc_rnn_dropout_desc_of(const tfc_layer *l, const tfc_rnn_args *a,
                                              const tfc_exec *ex, tfc_rnn_cell cell,
-                                             int reset_after, tfc_act act);
+                                             int reset_after);
 /* The kernel's workspace `own`, or rnn_dropout_workspace's where that is larger (a layer with
- * recurrent dropout, on a backend with the op) */
+ * recurrent dropout or tfc_rnn_any_acts, on a backend with the op) */
 size_t tfc_rnn_kernel_ws(const tfc_layer *l, const tfc_rnn_args *a, tfc_backend *be,
-                         tfc_rnn_cell cell, int reset_after, tfc_act act, size_t own);
+                         tfc_rnn_cell cell, int reset_after, size_t own);
 
 /* A built Bidirectional's direction k (0 forward, 1 backward): the inner layer it runs, whose
  * arguments and parameter names (without the forward_<inner>/ prefix) it has. */

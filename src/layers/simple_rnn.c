@@ -29,21 +29,9 @@ static tfc_simple_rnn_desc simple_rnn_desc(const tfc_layer *l, int n)
     return d;
 }
 
-/* Keras's activation=None is linear, where a null argument elsewhere takes the default
- * (tanh): the YAML's own `activation: null` read here. node: {SimpleRNN: {...}}, or the
- * arguments themselves (a Bidirectional's direction). */
-static int null_activation(const tfc_layer *l)
-{
-    const tfc_node *own = l->node ? tfc_node_get(l->node, "SimpleRNN") : NULL;
-    if (!own) own = l->node;
-    const tfc_node *n = own && own->kind == TFC_NODE_MAP ? tfc_node_get(own, "activation") : NULL;
-    return n && tfc_node_is_null(n);
-}
-
 static tfc_status simple_rnn_build(tfc_layer *l, tfc_error *err)
 {
     simple_rnn_args *a = l->args;
-    if (null_activation(l)) a->rnn.activation = TFC_ACT_LINEAR;
     if (tfc_rnn_build(l, &a->rnn, err)) return TFC_ERR_CONFIG;
     const int64_t t = l->in_shape[0].dim[0], in = l->in_shape[0].dim[1], u = a->rnn.units;
     /* h and the pre-activation per step; then the input's (rnn.h) */
@@ -73,7 +61,7 @@ static size_t kernel_ws(const tfc_layer *l, tfc_backend *be)
 {
     const simple_rnn_args *a = l->args;
     tfc_simple_rnn_desc d = simple_rnn_desc(l, l->max_batch);
-    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_SIMPLE, 0, d.act,
+    return tfc_rnn_kernel_ws(l, &a->rnn, be, TFC_RNN_CELL_SIMPLE, 0,
                              be->ops->simple_rnn_workspace(be, &d));
 }
 
@@ -103,7 +91,7 @@ static void simple_rnn_forward(tfc_layer *l, tfc_exec *ex, const void *const *x,
     const float *in = tfc_rnn_forward_input(l, &a->rnn, ex, x[0], extra, &mask);
     if (tfc_rnn_recurrent(&a->rnn, ex)) { /* the pre-activations: the same floats */
         tfc_rnn_dropout_desc dd =
-            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_SIMPLE, 0, d.act);
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_SIMPLE, 0);
         ex->be->ops->rnn_dropout_forward(ex->be, &dd, in, l->params[0].data, l->params[1].data,
                                          a->rnn.use_bias ? l->params[2].data : NULL, mask, y,
                                          h, pre, ex->ws);
@@ -125,7 +113,7 @@ static void simple_rnn_backward(tfc_layer *l, tfc_exec *ex, const void *const *x
     float *din = tfc_rnn_dx(l, &a->rnn, ex, kernel_ws(l, ex->be), dx[0]);
     if (tfc_rnn_recurrent(&a->rnn, ex)) {
         tfc_rnn_dropout_desc dd =
-            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_SIMPLE, 0, d.act);
+            tfc_rnn_dropout_desc_of(l, &a->rnn, ex, TFC_RNN_CELL_SIMPLE, 0);
         ex->be->ops->rnn_dropout_backward(
             ex->be, &dd, tfc_rnn_input(l, &a->rnn, ex, x[0], extra), l->params[0].data,
             l->params[1].data, tfc_rnn_mask(l, &a->rnn, extra), h, pre, dy, din,

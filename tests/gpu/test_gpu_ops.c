@@ -2387,8 +2387,9 @@ static int rnn_dropout_case(const char *name, tfc_rnn_dropout_desc d, int with_m
 {
     const int G = d.cell == TFC_RNN_CELL_LSTM ? 4 : d.cell == TFC_RNN_CELL_GRU ? 3 : 1;
     const int64_t nt = (int64_t)d.n * d.t, u = d.units, GU = G * u;
-    const int64_t S = d.cell == TFC_RNN_CELL_LSTM ? 5 * u : d.cell == TFC_RNN_CELL_GRU ? 4 * u
-                                                                                      : u;
+    const int64_t S = (d.cell == TFC_RNN_CELL_LSTM ? 5 * u : d.cell == TFC_RNN_CELL_GRU ? 4 * u
+                                                                                       : u) +
+                      (tfc_rnn_dropout_any_acts(&d) ? GU : 0);
     const int64_t nb = d.cell == TFC_RNN_CELL_GRU && d.reset_after ? 2 * GU : GU;
     pair x = pair_rand(nt * d.in, -1, 1), k = pair_rand(d.in * GU, -0.4, 0.4);
     pair r = pair_rand(u * GU, -0.4, 0.4), b = pair_rand(nb, -0.3, 0.3);
@@ -2448,7 +2449,8 @@ static void test_rnn_dropout(void)
             tfc_rnn_dropout_desc d = {.cell = cells[c].cell, .n = 5, .t = 9, .in = 7,
                                       .units = 13, .return_sequences = form < 2,
                                       .reset_after = cells[c].reset_after,
-                                      .act = TFC_ACT_TANH, .recurrent_rate = 0.3f,
+                                      .act = TFC_ACT_TANH, .recurrent_act = TFC_ACT_SIGMOID,
+                                      .recurrent_rate = 0.3f,
                                       .key = 77 + c, .step = 5};
             if (form == 1 && cells[c].cell != TFC_RNN_CELL_SIMPLE) d.rate = 0.25f;
             if (form == 2) d.n = 4, d.t = 11, d.units = 33;
@@ -2458,6 +2460,30 @@ static void test_rnn_dropout(void)
                      form == 2 ? " last masked, no bias, no dx" : "");
             CU_ASSERT_EQUAL(rnn_dropout_case(name, d, form > 0, form < 2, form < 2), 0);
         }
+    /* other activations than tanh and sigmoid (the gates' sums kept): with recurrent dropout
+     * and without (every pass of such a layer) */
+    static const struct {
+        const char *name;
+        tfc_rnn_cell cell;
+        int reset_after;
+        tfc_act act, ra;
+        float rate;
+    } any[] = {{"lstm relu hard_sigmoid", TFC_RNN_CELL_LSTM, 0, TFC_ACT_RELU,
+                TFC_ACT_HARD_SIGMOID, 0.3f},
+               {"lstm gelu softsign no dropout", TFC_RNN_CELL_LSTM, 0, TFC_ACT_GELU,
+                TFC_ACT_SOFTSIGN, 0.0f},
+               {"gru after swish", TFC_RNN_CELL_GRU, 1, TFC_ACT_SWISH, TFC_ACT_SIGMOID, 0.3f},
+               {"gru before elu softplus", TFC_RNN_CELL_GRU, 0, TFC_ACT_ELU, TFC_ACT_SOFTPLUS,
+                0.0f}};
+    for (size_t c = 0; c < sizeof any / sizeof *any; c++) {
+        tfc_rnn_dropout_desc d = {.cell = any[c].cell, .n = 5, .t = 9, .in = 7, .units = 13,
+                                  .return_sequences = 1, .reset_after = any[c].reset_after,
+                                  .act = any[c].act, .recurrent_act = any[c].ra,
+                                  .recurrent_rate = any[c].rate, .key = 91 + c, .step = 3};
+        char name[96];
+        snprintf(name, sizeof name, "rnn_dropout %s masked", any[c].name);
+        CU_ASSERT_EQUAL(rnn_dropout_case(name, d, 1, 1, 1), 0);
+    }
     check_status();
     lift_cpu_first = 1;
     train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
@@ -2467,6 +2493,15 @@ static void test_rnn_dropout(void)
                 "  - Bidirectional: {layer: {GRU: {units: 4, recurrent_dropout: 0.25,"
                 " return_sequences: true}}}\n"
                 "  - SimpleRNN: {units: 4, recurrent_dropout: 0.2}\n"
+                "  - Dense: {units: 4, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
+                8, 1, 1, 5e-4, 1e-5);
+    train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
+                "  - Embedding: {input_dim: 20, output_dim: 6, mask_zero: true}\n"
+                "  - LSTM: {units: 5, return_sequences: true, activation: relu,"
+                " recurrent_activation: hard_sigmoid, dropout: 0.2}\n"
+                "  - Bidirectional: {layer: {GRU: {units: 4, activation: gelu,"
+                " recurrent_dropout: 0.25}}}\n"
                 "  - Dense: {units: 4, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\nmetrics: [accuracy]\n",
                 8, 1, 1, 5e-4, 1e-5);

@@ -11,8 +11,15 @@ keep = (uniform(tfc_rng_key(key, 1 or 2), 0, (i G + g) f + c) >= rate) / (1 - ra
 SimpleRNN's input mask is rnn_input's, uniform(key, 0, i f + c). Keras's cells are handed
 those masks (their get_dropout_mask and get_recurrent_dropout_mask), so tfc's training
 pass must give Keras's numbers; Keras's own draws differ from tfc's in any case.
+
+The cases after masked_backwards give an LSTM or GRU activations other than tanh and
+sigmoid, which tfc runs through the same stepped ops in every pass; one without recurrent
+dropout drops its input with rnn_input's one mask (Keras's implementation 2: one mask for all
+gates). Arguments name the cases to write (all are computed, so that the shared random
+stream gives every case the same values either way); none: all.
 """
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -57,7 +64,10 @@ def hand_masks(layer, index):
     key = rng_key(1, 0x100000 + index)
     gates = {"LSTMCell": 4, "GRUCell": 3}.get(type(cell).__name__, 1)
     units, f = cell.units, cell.kernel.shape[0]
-    if gates > 1:
+    if gates > 1 and not cell.recurrent_dropout:  # implementation 2: one input mask
+        rec = None
+        inp = jnp.asarray(keep(key, BATCH, f, cell.dropout)) if cell.dropout else None
+    elif gates > 1:
         rec = gate_masks(rng_key(key, 2), BATCH, gates, units, cell.recurrent_dropout)
         inp = gate_masks(rng_key(key, 1), BATCH, gates, f, cell.dropout) if cell.dropout else None
     else:
@@ -96,6 +106,35 @@ CASES = {
                                   L.GRU(4, recurrent_dropout=0.3, go_backwards=True,
                                         return_sequences=True),
                                   L.LSTM(3, dropout=0.2, recurrent_dropout=0.35)]),
+    # other activations (the stepped ops in every pass)
+    "lstm_relu": ("input: {shape: [6, 4]}\nlayers:\n  - LSTM: {units: 5, activation: relu, "
+                  "recurrent_activation: hard_sigmoid, dropout: 0.25, recurrent_dropout: 0.3, "
+                  "return_sequences: true}\n",
+                  lambda: [keras.Input((6, 4)),
+                           L.LSTM(5, activation="relu", recurrent_activation="hard_sigmoid",
+                                  dropout=0.25, recurrent_dropout=0.3, return_sequences=True)]),
+    "gru_gelu": ("input: {shape: [6, 4]}\nlayers:\n  - GRU: {units: 4, activation: gelu, "
+                 "return_sequences: true}\n",
+                 lambda: [keras.Input((6, 4)),
+                          L.GRU(4, activation="gelu", return_sequences=True)]),
+    "gru_before_swish": ("input: {shape: [5, 3]}\nlayers:\n  - GRU: {units: 4, reset_after: "
+                         "false, activation: swish, recurrent_activation: softsign, "
+                         "dropout: 0.2}\n",
+                         lambda: [keras.Input((5, 3)),
+                                  L.GRU(4, reset_after=False, activation="swish",
+                                        recurrent_activation="softsign", dropout=0.2)]),
+    "masked_any": ("input: {shape: [7], dtype: int32}\nlayers:\n"
+                   "  - Embedding: {input_dim: 10, output_dim: 3, mask_zero: true}\n"
+                   "  - LSTM: {units: 4, activation: elu, go_backwards: true, "
+                   "return_sequences: true}\n"
+                   "  - GRU: {units: 3, activation: null, recurrent_activation: relu, "
+                   "recurrent_dropout: 0.25}\n",
+                   lambda: [keras.Input((7,), dtype="int32"),
+                            L.Embedding(10, 3, mask_zero=True),
+                            L.LSTM(4, activation="elu", go_backwards=True,
+                                   return_sequences=True),
+                            L.GRU(3, activation=None, recurrent_activation="relu",
+                                  recurrent_dropout=0.25)]),
 }
 
 
@@ -144,6 +183,8 @@ def main():
             tensors["grad:" + path(v)] = np.asarray(g)
         meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
                 "backend": keras.backend.backend()}
+        if len(sys.argv) > 1 and name not in sys.argv[1:]:
+            continue
         save_file(tensors, os.path.join(OUT, name + ".safetensors"), metadata=meta)
         print(name, sorted(tensors))
 
