@@ -121,6 +121,14 @@ static const float *prev_masked(const tfc_backend *be, const tfc_rnn_dropout_des
     return w->hm;
 }
 
+/* Whether d's pass has no masks (any_acts outside a recurrent-dropout training pass): its
+ * gates then share each product with the input, the state and their gradients, one GEMM
+ * for all of them (the GRU's h gate apart where the reset gate or dph comes between). */
+static int plain(const tfc_rnn_dropout_desc *d)
+{
+    return d->rate <= 0.0f && d->recurrent_rate <= 0.0f;
+}
+
 /* The input's part of every gate over all steps: pre[:, g u .. (g + 1) u) (rows n t, leading
  * dimension ld) = (x ⊙ dk_g) K_g + b_g */
 static void input_parts(tfc_backend *be, const tfc_rnn_dropout_desc *d, const float *x,
@@ -128,7 +136,9 @@ static void input_parts(tfc_backend *be, const tfc_rnn_dropout_desc *d, const fl
                         int64_t ld, drop_ws *w)
 {
     const int g = gates_of(d), u = d->units, in = d->in, nt = d->n * d->t;
-    for (int q = 0; q < g; q++) {
+    if (plain(d)) /* one product for all the gates */
+        tfc_cpu_gemm(be, 0, 0, nt, g * u, in, 1.0f, x, in, kernel, g * u, 0.0f, pre, (int)ld);
+    for (int q = 0; q < g && !plain(d); q++) {
         const float *a = x;
         if (dk) masked(be, nt, d->t, in, x, in, dk, q, g, w->xm), a = w->xm;
         tfc_cpu_gemm(be, 0, 0, nt, u, in, 1.0f, a, in, kernel + q * u, g * u, 0.0f, pre + q * u,
@@ -245,7 +255,10 @@ void tfc_cpu_rnn_dropout_forward(tfc_backend *be, const tfc_rnn_dropout_desc *d,
         float *ps = pre + (int64_t)s * S;
         /* the recurrent parts of the gates the state meets before the cell: all but the
          * GRU's h gate */
-        for (int q = 0; q < (gru ? 2 : g); q++) {
+        if (plain(d) && s > 0)
+            tfc_cpu_gemm(be, 0, 0, n, (gru ? 2 : g) * u, u, 1.0f, hseq + (int64_t)(s - 1) * u,
+                         T * u, rkernel, g * u, 1.0f, ps, (int)ld);
+        for (int q = 0; q < (gru ? 2 : g) && !plain(d); q++) {
             const float *hm = prev_masked(be, d, hseq, s, q, &w);
             if (hm)
                 tfc_cpu_gemm(be, 0, 0, n, u, u, 1.0f, hm, u, rkernel + q * u, g * u, 1.0f,
@@ -456,8 +469,11 @@ static void state_grad(tfc_backend *be, const tfc_rnn_dropout_desc *d, const flo
                        int s, drop_ws *w)
 {
     const int n = d->n, T = d->t, u = d->units, g = gates_of(d);
-    const int gru = d->cell == TFC_RNN_CELL_GRU;
-    for (int q = 0; q < g; q++) {
+    const int gru = d->cell == TFC_RNN_CELL_GRU, whole = plain(d) ? (gru ? 2 : g) : 0;
+    if (whole) /* the gates but the GRU's h at once, straight into dh */
+        tfc_cpu_gemm(be, 0, 1, n, u, whole * u, 1.0f, w->dzi + (int64_t)s * g * u, T * g * u,
+                     rkernel, g * u, 1.0f, w->dh, u);
+    for (int q = whole; q < g; q++) {
         if (gru && q == 2 && !d->reset_after) continue; /* gru_reset_before's */
         const float *dz =
             gru && q == 2 ? w->dzr + (int64_t)s * u : w->dzi + (int64_t)s * g * u + q * u;
@@ -468,6 +484,28 @@ static void state_grad(tfc_backend *be, const tfc_rnn_dropout_desc *d, const flo
             float *dh = w->dh + (int64_t)i * u;
             for (int j = 0; j < u; j++) dh[j] += t[j] * rk[j];
         }
+    }
+}
+
+/* Gate q's input gradients over all n t rows: dkernel += (x ⊙ dk_q)ᵀ dz_q,
+ * dx += (dz_q K_qᵀ) ⊙ dk_q (dk NULL: x and dx unmasked) */
+static void input_grads(tfc_backend *be, const tfc_rnn_dropout_desc *d, const float *x,
+                        const float *kernel, const float *dk, int q, float *dx, float *dkernel,
+                        drop_ws *w)
+{
+    const int T = d->t, u = d->units, in = d->in, g = gates_of(d), GU = g * u, nt = d->n * T;
+    const float *dz = w->dzi + q * u, *a = x;
+    if (dk) masked(be, nt, T, in, x, in, dk, q, g, w->xm), a = w->xm;
+    tfc_cpu_gemm(be, 1, 0, in, u, nt, 1.0f, a, in, dz, GU, 1.0f, dkernel + q * u, GU);
+    if (dx && dk) {
+        tfc_cpu_gemm(be, 0, 1, nt, in, u, 1.0f, dz, GU, kernel + q * u, GU, 0.0f, w->xm, in);
+        TFC_CPU_FOR(nt, tfc_cpu_threads(be, (int64_t)nt * in), for (int r = 0; r < nt; r++) {
+            const float *k = dk + ((int64_t)(r / T) * g + q) * in, *v = w->xm + (int64_t)r * in;
+            float *o = dx + (int64_t)r * in;
+            for (int c = 0; c < in; c++) o[c] += v[c] * k[c];
+        });
+    } else if (dx) {
+        tfc_cpu_gemm(be, 0, 1, nt, in, u, 1.0f, dz, GU, kernel + q * u, GU, 1.0f, dx, in);
     }
 }
 
@@ -483,21 +521,22 @@ static void weight_grads(tfc_backend *be, const tfc_rnn_dropout_desc *d, const f
     const int nt = n * T;
     const int gru = d->cell == TFC_RNN_CELL_GRU;
     const int64_t S = state_of(d);
-    for (int q = 0; q < g; q++) {
+    /* a plain pass: the input's products of all gates at once, and the recurrent ones of
+     * the gates the state meets unmasked (all but the GRU's h) */
+    const int whole = plain(d) ? (gru ? 2 : g) : 0;
+    if (whole) {
+        tfc_cpu_gemm(be, 1, 0, in, GU, nt, 1.0f, x, in, w->dzi, GU, 1.0f, dkernel, GU);
+        if (dx) tfc_cpu_gemm(be, 0, 1, nt, in, GU, 1.0f, w->dzi, GU, kernel, GU, 1.0f, dx, in);
+        memset(w->tmp, 0, (size_t)u * sizeof(float));
+        const float *zero = w->tmp;
+        TFC_CPU_FOR(nt, tfc_cpu_threads(be, (int64_t)nt * u), for (int r = 0; r < nt; r++)
+            memcpy(w->hp + (int64_t)r * u, prev_row(hseq, zero, T, u, r),
+                   (size_t)u * sizeof(float)););
+        tfc_cpu_gemm(be, 1, 0, u, whole * u, nt, 1.0f, w->hp, u, w->dzi, GU, 1.0f, drkernel, GU);
+    }
+    for (int q = whole; q < g; q++) {
         const float *dz = w->dzi + q * u;
-        const float *a = x;
-        if (dk) masked(be, nt, T, in, x, in, dk, q, g, w->xm), a = w->xm;
-        tfc_cpu_gemm(be, 1, 0, in, u, nt, 1.0f, a, in, dz, GU, 1.0f, dkernel + q * u, GU);
-        if (dx && dk) {
-            tfc_cpu_gemm(be, 0, 1, nt, in, u, 1.0f, dz, GU, kernel + q * u, GU, 0.0f, w->xm, in);
-            TFC_CPU_FOR(nt, tfc_cpu_threads(be, (int64_t)nt * in), for (int r = 0; r < nt; r++) {
-                const float *k = dk + ((int64_t)(r / T) * g + q) * in, *v = w->xm + (int64_t)r * in;
-                float *o = dx + (int64_t)r * in;
-                for (int c = 0; c < in; c++) o[c] += v[c] * k[c];
-            });
-        } else if (dx) {
-            tfc_cpu_gemm(be, 0, 1, nt, in, u, 1.0f, dz, GU, kernel + q * u, GU, 1.0f, dx, in);
-        }
+        if (!whole) input_grads(be, d, x, kernel, dk, q, dx, dkernel, w);
         /* the masked previous states, for drkernel */
         const float *zero = w->tmp;
         memset(w->tmp, 0, (size_t)u * sizeof(float));
