@@ -11,7 +11,7 @@
  * its gate and one key/value head), Attention and AdditiveAttention
  * (padded, causal, concat, a key of its own), TokenAndPositionEmbedding in a
  * transformer block and PositionEmbedding, EinsumDense (Einsum; '...', a broadcast bias, after
- * a convolution), an Add/Concatenate/Reshape graph, every activation
+ * a convolution), LayerScale, an Add/Concatenate/Reshape graph, every activation
  * and the augmentation layers (the identity); a layer without an ONNX form is refused.
  * Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
@@ -911,6 +911,13 @@ static void test_activations(void)
             "  - Conv2D: {filters: 4, kernel_size: 3, padding: same}\n"
             "  - PReLU: {shared_axes: [1, 2]}\n  - Conv2D: {filters: 3, kernel_size: 3}\n"
             "  - PReLU: {}\n  - ReLU: {}\n  - GlobalAveragePooling2D: {}\n", 0);
+    fixture("layer_scale",
+            "input: {shape: [5, 6, 3]}\nlayers:\n"
+            "  - LayerScale: {init_values: 0.5, projection_dim: 3}\n"
+            "  - Conv2D: {filters: 4, kernel_size: 3, padding: same}\n"
+            "  - LayerScale: {init_values: 1.0e-6, projection_dim: 4}\n"
+            "  - GlobalAveragePooling2D: {}\n  - Dense: {units: 5}\n"
+            "  - LayerScale: {init_values: 2.0, projection_dim: 5}\n", 0);
 }
 
 /* The vision layers' export (GlobalMaxPooling2D and keepdims, DepthwiseConv2D,

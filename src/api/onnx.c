@@ -404,20 +404,22 @@ static tref pact(exporter *x, const tfc_pact_desc *d, const tref *in)
     return r;
 }
 
-/* PReLU: ONNX's PRelu with Keras's alpha as the slope, broadcast against the channels-last
- * input (the batch axis before it). */
-static tref prelu(exporter *x, const tfc_layer *l, const tref *in)
+/* ONNX's `op` of the input and l's weight `name`, broadcast against the channels-last input
+ * (the batch axis before it): PReLU's PRelu with Keras's alpha as the slope, LayerScale's
+ * Mul by gamma (Keras's x * gamma). */
+static tref with_weight(exporter *x, const tfc_layer *l, const tref *in, const char *name,
+                        const char *op)
 {
     tref r = nhwc(x, in);
     const tfc_param *p = NULL;
-    float *alpha = param(x, l, "alpha", &p);
-    if (!alpha) return r;
-    char slope[96], src[96];
-    init_f32(x, slope, "alpha", p->shape.dim, p->shape.ndim, alpha);
-    free(alpha);
+    float *w = param(x, l, name, &p);
+    if (!w) return r;
+    char wn[96], src[96];
+    init_f32(x, wn, name, p->shape.dim, p->shape.ndim, w);
+    free(w);
     snprintf(src, sizeof src, "%s", r.name);
-    fresh(x, r.name, "PRelu");
-    node(x, "PRelu", (const char *[]){src, slope, NULL}, r.name, NULL);
+    fresh(x, r.name, op);
+    node(x, op, (const char *[]){src, wn, NULL}, r.name, NULL);
     return r;
 }
 
@@ -2487,9 +2489,11 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
     } else if (tfc_layer_pact(l, &pd)) {
         r = pact(x, &pd, in);
     } else if (!strcmp(type, "PReLU")) {
-        r = prelu(x, l, in);
+        r = with_weight(x, l, in, "alpha", "PRelu");
     } else if (!strcmp(type, "Rescaling")) {
         r = rescaling(x, l, in);
+    } else if (!strcmp(type, "LayerScale")) {
+        r = with_weight(x, l, in, "gamma", "Mul");
     } else if (!strcmp(type, "Normalization")) {
         r = normalization(x, l, in);
     } else if (!strcmp(type, "AutoContrast")) {
