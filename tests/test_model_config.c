@@ -387,6 +387,46 @@ static void test_bad_models(void)
     }
 }
 
+/* A layer given an input of the wrong rank: the hint names the reshape a Keras user most
+ * likely meant, as input.shape for a layer reading the model input, else as a Reshape. */
+static void test_rank_hints(void)
+{
+    static const struct {
+        const char *yaml, *hint;
+    } cases[] = {
+        {"input: {shape: [28, 28]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n",
+         "hint: as one channel, (28, 28, 1): give the model input: {shape: [28, 28, 1]}, or "
+         "put - Reshape: {target_shape: [28, 28, 1]} before this layer\n"},
+        {"input: {shape: [784]}\nlayers:\n  - Dense: {units: 8}\n"
+         "  - MaxPooling2D: {pool_size: 2}\n",
+         "got (8,)\n"},
+        {"input: {shape: [784]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n",
+         "hint: as a flattened square image of one channel, (28, 28, 1)"},
+        {"input: {shape: [3072]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n",
+         "hint: as a flattened square image of three channels, (32, 32, 3)"},
+        {"input: {shape: [40]}\nlayers:\n  - LSTM: {units: 4}\n",
+         "hint: as steps of one feature, (40, 1): give the model input: {shape: [40, 1]}, or put "
+         "- Reshape: {target_shape: [40, 1]} before this layer (token ids go through an "
+         "Embedding first"},
+        {HDR "  - Conv2D: {filters: 3, kernel_size: 3}\n  - GRU: {units: 4}\n",
+         "hint: as each row a step, (26, 78): put - Reshape: {target_shape: [26, 78]} before "
+         "this layer\n"},
+        {"input: {shape: [40]}\nlayers:\n  - Conv1D: {filters: 3, kernel_size: 3}\n",
+         "hint: as steps of one feature, (40, 1)"},
+        {"input: {shape: [50]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n",
+         "got (50,)\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tfc_error err;
+        tfc_model *m = load(cases[i].yaml, &err);
+        const int ok = !m && strstr(err.text, cases[i].hint) &&
+                       (strstr(cases[i].hint, "hint:") || !strstr(err.text, "hint:"));
+        if (!ok) fprintf(stderr, "\ncase %zu: expected '%s' in:\n%s\n", i, cases[i].hint, err.text);
+        CU_ASSERT(ok);
+        tfc_model_free(m);
+    }
+}
+
 static void test_errors_collected(void)
 {
     tfc_error err;
@@ -607,6 +647,7 @@ static void test_load_file_errors(void)
 
 TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
+              {"rank_hints", test_rank_hints},
               {"errors_collected", test_errors_collected},
               {"all_mistakes_at_once", test_all_mistakes_at_once}, {"error_sort", test_error_sort},
               {"anchor_keys", test_anchor_keys}, {"deep_nesting", test_deep_nesting},

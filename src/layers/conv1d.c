@@ -73,9 +73,8 @@ static tfc_status conv1d_build(tfc_layer *l, tfc_error *err)
         tfc_layer_one_int(l, "strides", &a->strides, err) ||
         tfc_layer_one_int(l, "dilation_rate", &a->dilation_rate, err))
         return TFC_ERR_CONFIG;
-    if (in->ndim != 2)
-        return tfc_layer_error(err, l, "needs an input of shape (steps, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_rank(l, 2, "an input of shape (steps, channels)", err))
+        return TFC_ERR_CONFIG;
     if (a->strides.v[0] > 1 && a->dilation_rate.v[0] > 1)
         return tfc_layer_error(err, l, "strides > 1 is not supported with dilation_rate > 1 "
                                        "(strides %d, dilation_rate %d; as in Keras)",

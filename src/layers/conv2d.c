@@ -55,9 +55,7 @@ static tfc_status conv_build(tfc_layer *l, tfc_error *err)
     const conv_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
     char buf[96];
-    if (in->ndim != 3)
-        return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_image(l, err)) return TFC_ERR_CONFIG;
     if ((a->strides[0] > 1 || a->strides[1] > 1) &&
         (a->dilation_rate[0] > 1 || a->dilation_rate[1] > 1))
         return tfc_layer_error(err, l, "strides > 1 with dilation_rate > 1 is not supported "

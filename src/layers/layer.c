@@ -2,6 +2,7 @@
 #include "layers/layer.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,12 +155,69 @@ void tfc_conv_axis(int in, int k, int s, int d, int same, int *out, int *pad_bef
     }
 }
 
+/* The shape a Keras user most likely meant when a layer wanting `want` dimensions gets `in`:
+ * an image without its channel axis or flattened, a vector as steps of one feature, an image's
+ * rows as steps. 0 when there is no such guess. */
+static int meant_shape(const tfc_shape *in, int want, int64_t out[3], const char **why,
+                       const char **note)
+{
+    const int64_t *d = in->dim;
+    *note = "";
+    if (want == 3 && in->ndim == 2) {
+        out[0] = d[0], out[1] = d[1], out[2] = 1, *why = "one channel";
+        return 3;
+    }
+    if (want == 3 && in->ndim == 1)
+        for (int64_t c = 1; c <= 3; c += 2) {
+            int64_t s = (int64_t)(sqrt((double)(d[0] / c)) + 0.5);
+            if (s > 1 && s * s * c == d[0]) {
+                out[0] = out[1] = s, out[2] = c;
+                *why = c == 1 ? "a flattened square image of one channel"
+                              : "a flattened square image of three channels";
+                return 3;
+            }
+        }
+    if (want == 2 && in->ndim == 1) {
+        out[0] = d[0], out[1] = 1;
+        *why = "steps of one feature";
+        *note = " (token ids go through an Embedding first, which gives (steps, output_dim))";
+        return 2;
+    }
+    if (want == 2 && in->ndim == 3) {
+        out[0] = d[0], out[1] = d[1] * d[2], *why = "each row a step";
+        return 2;
+    }
+    return 0;
+}
+
+tfc_status tfc_layer_need_rank(const tfc_layer *l, int ndim, const char *what, tfc_error *err)
+{
+    const tfc_shape *in = &l->in_shape[0];
+    char buf[96];
+    if (in->ndim == ndim) return TFC_OK;
+    tfc_status st = tfc_layer_error(err, l, "needs %s, got %s", what,
+                                    tfc_shape_str(in, buf, sizeof buf));
+    int64_t out[3];
+    const char *why, *note;
+    const int n = meant_shape(in, ndim, out, &why, &note);
+    if (!n) return st;
+    char list[64];
+    int len = 0;
+    for (int i = 0; i < n; i++)
+        len += snprintf(list + len, sizeof list - len, "%s%lld", i ? ", " : "",
+                        (long long)out[i]);
+    if (l->ninputs > 0 && l->inputs[0] == -1)
+        tfc_error_hint(err, "as %s, (%s): give the model input: {shape: [%s]}, or put - Reshape: "
+                       "{target_shape: [%s]} before this layer%s", why, list, list, list, note);
+    else
+        tfc_error_hint(err, "as %s, (%s): put - Reshape: {target_shape: [%s]} before this "
+                       "layer%s", why, list, list, note);
+    return st;
+}
+
 tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err)
 {
-    char buf[96];
-    if (l->in_shape[0].ndim == 3) return TFC_OK;
-    return tfc_layer_error(err, l, "needs an input of shape (height, width, channels), got %s",
-                           tfc_shape_str(&l->in_shape[0], buf, sizeof buf));
+    return tfc_layer_need_rank(l, 3, "an input of shape (height, width, channels)", err);
 }
 
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
@@ -252,13 +310,11 @@ tfc_status tfc_layer_window1d(const tfc_layer *l, const tfc_int_list *k, const t
                               const tfc_int_list *d, int k2[2], int s2[2], int d2[2],
                               tfc_error *err)
 {
-    char buf[96];
     if (tfc_layer_one_int(l, "kernel_size", k, err) || tfc_layer_one_int(l, "strides", s, err) ||
         tfc_layer_one_int(l, "dilation_rate", d, err))
         return TFC_ERR_CONFIG;
-    if (l->in_shape[0].ndim != 2)
-        return tfc_layer_error(err, l, "needs an input of shape (steps, channels), got %s",
-                               tfc_shape_str(&l->in_shape[0], buf, sizeof buf));
+    if (tfc_layer_need_rank(l, 2, "an input of shape (steps, channels)", err))
+        return TFC_ERR_CONFIG;
     k2[0] = s2[0] = d2[0] = 1;
     k2[1] = k->v[0], s2[1] = s->v[0], d2[1] = d->v[0];
     return TFC_OK;

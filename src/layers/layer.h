@@ -394,6 +394,11 @@ tfc_status tfc_layer_check_groups(const tfc_layer *l, int groups, int64_t channe
  * positioned error naming the shape found. */
 tfc_status tfc_layer_need_image(const tfc_layer *l, tfc_error *err);
 
+/* TFC_OK when l's input has ndim dimensions, else a positioned error "needs WHAT, got SHAPE"
+ * with a hint of the reshape most likely meant (an image's channel axis, a vector's steps of
+ * one feature, an image's rows as steps), where there is one. */
+tfc_status tfc_layer_need_rank(const tfc_layer *l, int ndim, const char *what, tfc_error *err);
+
 /* Reads an initializer argument of layer l (`node` may be NULL: `def`). */
 tfc_status tfc_layer_init_arg(const tfc_layer *l, const tfc_node *node, const char *arg,
                               tfc_init_kind def, tfc_init *out, tfc_error *err);

@@ -84,9 +84,8 @@ static tfc_status pool1d_build(tfc_layer *l, tfc_error *err)
     if (a && (tfc_layer_one_int(l, "pool_size", &a->pool_size, err) ||
               (a->strides.n && tfc_layer_one_int(l, "strides", &a->strides, err))))
         return TFC_ERR_CONFIG;
-    if (in->ndim != 2)
-        return tfc_layer_error(err, l, "needs an input of shape (steps, channels), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_rank(l, 2, "an input of shape (steps, channels)", err))
+        return TFC_ERR_CONFIG;
     tfc_pool_desc d = pool1d_desc(l, 1);
     if (d.ow < 1)
         return tfc_layer_error(err, l, "input %s is shorter than the window (%d) with valid "

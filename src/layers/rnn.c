@@ -20,7 +20,6 @@ static int null_arg(const tfc_layer *l, const char *key)
 tfc_status tfc_rnn_build(tfc_layer *l, tfc_rnn_args *a, tfc_error *err)
 {
     const tfc_shape *in = &l->in_shape[0];
-    char buf[96];
     if (null_arg(l, "activation")) a->activation = TFC_ACT_LINEAR;
     if (a->gate_masks && null_arg(l, "recurrent_activation"))
         a->recurrent_activation = TFC_ACT_LINEAR;
@@ -29,9 +28,8 @@ tfc_status tfc_rnn_build(tfc_layer *l, tfc_rnn_args *a, tfc_error *err)
         return tfc_layer_error(err, l, "%s softmax is not supported (an activation of each "
                                "unit alone is)", a->activation == TFC_ACT_SOFTMAX
                                                      ? "activation" : "recurrent_activation");
-    if (in->ndim != 2)
-        return tfc_layer_error(err, l, "needs a sequence input of shape (steps, features), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_rank(l, 2, "a sequence input of shape (steps, features)", err))
+        return TFC_ERR_CONFIG;
     if (a->return_state)
         return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
     if (a->stateful) return tfc_layer_error(err, l, "stateful: not supported");

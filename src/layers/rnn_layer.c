@@ -270,10 +270,8 @@ static tfc_status rnn_layer_build(tfc_layer *l, tfc_error *err)
 {
     const rnn_layer_args *a = l->args;
     const tfc_shape *in = &l->in_shape[0];
-    char buf[96];
-    if (in->ndim != 2)
-        return tfc_layer_error(err, l, "needs a sequence input of shape (steps, features), got %s",
-                               tfc_shape_str(in, buf, sizeof buf));
+    if (tfc_layer_need_rank(l, 2, "a sequence input of shape (steps, features)", err))
+        return TFC_ERR_CONFIG;
     if (a->rnn.return_state)
         return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
     if (a->rnn.stateful) return tfc_layer_error(err, l, "stateful: not supported");
