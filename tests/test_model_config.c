@@ -427,6 +427,34 @@ static void test_rank_hints(void)
     }
 }
 
+/* libyaml's problems come with a hint in a config's terms. */
+static void test_yaml_hints(void)
+{
+    static const struct {
+        const char *yaml, *hint;
+    } cases[] = {
+        {HDR "  - Dense: {units: 10 activation: relu}\n",
+         "hint: the entries of a {...} mapping are separated by commas"},
+        {"input: {shape: [28, 28, 1}\n", "hint: the items of a [...] list are separated by"},
+        {"input: {shape: [5]}\nloss: sparse: x\n", "hint: a ':' where no key may start"},
+        {"input: {shape: [5]}\n loss: mse\n", "hint: this line lines up with no key"},
+        {"name: t\n input: {shape: [5]}\n", "hint: a ':' where no key may start"},
+        {HDR "  - Flatten\n  Dense: {units: 3}\n", "hint: a line of a list begins with '- '"},
+        {HDR "- Flatten: {}\n  - Dense: {units: 3}\n", "hint: this line lines up with no key"},
+        {HDR "\t- Flatten: {}\n", "hint: YAML indents with spaces: a tab is not allowed here"},
+        {HDR "  - Dense: {units: 3, activation: \"relu}\n",
+         "hint: the quote at line 3, column 35 is never closed"},
+        {"input: {shape: [5]}\nlayers\n  - Flatten: {}\n", "hint: a key is followed by ': '"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tfc_error err;
+        tfc_model *m = load(cases[i].yaml, &err);
+        const int ok = !m && strstr(err.text, "invalid YAML") && strstr(err.text, cases[i].hint);
+        if (!ok) fprintf(stderr, "\ncase %zu: expected '%s' in:\n%s\n", i, cases[i].hint, err.text);
+        CU_ASSERT(ok);
+    }
+}
+
 static void test_errors_collected(void)
 {
     tfc_error err;
@@ -648,6 +676,7 @@ static void test_load_file_errors(void)
 TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
               {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
               {"rank_hints", test_rank_hints},
+              {"yaml_hints", test_yaml_hints},
               {"errors_collected", test_errors_collected},
               {"all_mistakes_at_once", test_all_mistakes_at_once}, {"error_sort", test_error_sort},
               {"anchor_keys", test_anchor_keys}, {"deep_nesting", test_deep_nesting},

@@ -185,10 +185,51 @@ static void fail_at(builder *b, int line, int col, const char *fmt, ...)
     b->failed = 1;
 }
 
+/* What a libyaml problem most often means in a hand-written config, said in its terms. */
+static void yaml_hint(builder *b, const yaml_parser_t *p)
+{
+    static const struct {
+        const char *problem, *hint;
+    } hints[] = {
+        {"expected ',' or '}'", "the entries of a {...} mapping are separated by commas, "
+                                "{units: 10, activation: relu}, and it ends in '}'"},
+        {"expected ',' or ']'", "the items of a [...] list are separated by commas, "
+                                "[28, 28, 1], and it ends in ']'"},
+        {"mapping values are not allowed",
+         "a ':' where no key may start: is this line indented deeper than the key above it, "
+         "or does a value hold ': ' (then quote it)?"},
+        {"expected '-' indicator", "a line of a list begins with '- ' in the column of the "
+                                   "items above it"},
+        {"did not find expected key",
+         "this line lines up with no key above it (the keys of one mapping, and the '- ' items "
+         "of one list, each start in one column), or a key before it lacks the space after its "
+         "':'"},
+        {"could not find expected ':'", "a key is followed by ': ' (a colon and a space)"},
+    };
+    const char *problem = p->problem ? p->problem : "";
+    const size_t at = p->problem_mark.index;
+    if (strstr(problem, "cannot start any token") && at < b->doc->len &&
+        b->doc->text[at] == '\t') {
+        tfc_error_hint(b->err, "YAML indents with spaces: a tab is not allowed here");
+        return;
+    }
+    if (strstr(problem, "end of stream") && p->context && strstr(p->context, "quoted scalar")) {
+        tfc_error_hint(b->err, "the quote at line %d, column %d is never closed",
+                       (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
+        return;
+    }
+    for (size_t i = 0; i < sizeof hints / sizeof *hints; i++)
+        if (strstr(problem, hints[i].problem)) {
+            tfc_error_hint(b->err, "%s", hints[i].hint);
+            return;
+        }
+}
+
 static int next_event(builder *b, yaml_event_t *ev)
 {
     if (yaml_parser_parse(&b->parser, ev)) return 1;
     const yaml_parser_t *p = &b->parser;
+    const int first = !b->failed;
     int line = (int)p->problem_mark.line + 1, col = (int)p->problem_mark.column + 1;
     if (p->error == YAML_READER_ERROR) { /* a byte offset, not a mark */
         line = 1;
@@ -201,6 +242,7 @@ static int next_event(builder *b, yaml_event_t *ev)
     }
     fail_at(b, line, col, "invalid YAML: %s%s%s", p->problem ? p->problem : "syntax error",
             p->context ? " " : "", p->context ? p->context : "");
+    if (first && p->error != YAML_READER_ERROR) yaml_hint(b, p);
     return 0;
 }
 
