@@ -625,6 +625,33 @@ static void test_dealt_among_ranks(void)
     tfc_pipeline_free(p);
 }
 
+/* A source's file that is missing: the error names the path tried, the hint the key that gave
+ * it at its FILE:LINE:COL and the folder a relative path was read from. */
+static void test_missing_file_hint(void)
+{
+    write_idx();
+    tfc_error err;
+    char want[512];
+    tfc_pipeline *p = build("data:\n  train:\n"
+                            "    source: {type: idx, images: img.idx, labels: nope.idx}\n",
+                            "train", NULL, 0, &err);
+    CU_ASSERT_PTR_NULL(p);
+    snprintf(want, sizeof want, "%s/nope.idx: error: cannot open", tfc_test_tmpdir());
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
+    snprintf(want, sizeof want, "hint: data.train.source.labels at %s/solver.yaml:3:50 names it; "
+             "a relative path is read from %s, the solver's folder", tfc_test_tmpdir(),
+             tfc_test_tmpdir());
+    if (!strstr(err.text, want)) printf("\nexpected '%s' in:\n%s", want, err.text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
+    p = build("data:\n  train:\n    source: {type: npy, features: /nope/x.npy}\n", "train",
+              NULL, 0, &err);
+    CU_ASSERT_PTR_NULL(p);
+    snprintf(want, sizeof want, "hint: data.train.source.features at %s/solver.yaml:3:35 names it\n",
+             tfc_test_tmpdir());
+    if (!strstr(err.text, want)) printf("\nexpected '%s' in:\n%s", want, err.text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
+}
+
 TFC_TEST_MAIN("data_config",
               {"spec_pipeline", test_spec_pipeline},
               {"fortune_language_model", test_fortune_language_model},
@@ -634,4 +661,5 @@ TFC_TEST_MAIN("data_config",
               {"plan_errors", test_plan_errors},
               {"solver_load_reports_all", test_solver_load_reports_all},
               {"registry_walk", test_registry_walk},
-              {"dealt_among_ranks", test_dealt_among_ranks})
+              {"dealt_among_ranks", test_dealt_among_ranks},
+              {"missing_file_hint", test_missing_file_hint})

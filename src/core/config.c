@@ -142,6 +142,11 @@ tfc_node *tfc_node_copy(tfc_doc *doc, const tfc_node *src)
     return n;
 }
 
+const char *tfc_node_file(const tfc_node *node)
+{
+    return node && node->src && node->src->path ? node->src->path : "";
+}
+
 tfc_node *tfc_node_get(const tfc_node *map, const char *key)
 {
     if (!map || map->kind != TFC_NODE_MAP) return NULL;

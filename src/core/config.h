@@ -47,6 +47,9 @@ tfc_node *tfc_doc_root(const tfc_doc *doc);
 tfc_status tfc_node_error(tfc_error *err, tfc_status code, const tfc_node *node, const char *key,
                           const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* The file name of the document `node`'s position refers to ("" when none). */
+const char *tfc_node_file(const tfc_node *node);
+
 /* MAP lookup by key; NULL when absent or when `map` is not a mapping. */
 tfc_node *tfc_node_get(const tfc_node *map, const char *key);
 

@@ -13,6 +13,7 @@ typedef struct split_plan {
     const source_def *source;
     void *source_args;
     const tfc_node *classes; /* `classes:` of the source, or NULL */
+    const tfc_node *source_node; /* the `source:` mapping */
     char source_key[320];
     stage_plan *stages;
     int n;
@@ -156,6 +157,7 @@ static tfc_status plan_source(const tfc_node *src, split_plan *sp, tfc_error *er
         return tfc_node_error(err, TFC_ERR_CONFIG, src, key, "expected a mapping like {type: idx, "
                               "images: FILE, labels: FILE}, found %s", found);
     }
+    sp->source_node = src;
     tfc_node rest;
     tfc_status st = take_classes(src, key, &rest, sp, err);
     if (st) return st;
@@ -313,6 +315,35 @@ static void label_stages(tfc_pipeline *p, int from, const char *key)
     }
 }
 
+/* A source's file that cannot be opened: the hint names the key that gave its path, and where
+ * a relative path was looked for. */
+static void missing_file_hint(const split_plan *sp, const tfc_data_options *opt, tfc_error *err)
+{
+    const tfc_node *src = sp->source_node;
+    if (!src || src->kind != TFC_NODE_MAP || !err || err->count != 1 || !err->file[0] ||
+        (err->code != TFC_ERR_USAGE && err->code != TFC_ERR_IO))
+        return;
+    for (int i = 0; i < src->n; i++) {
+        const tfc_node *v = src->vals[i];
+        for (int j = 0; j < (v->kind == TFC_NODE_SEQ ? v->n : 1); j++) {
+            const tfc_node *item = v->kind == TFC_NODE_SEQ ? v->vals[j] : v;
+            if (item->kind != TFC_NODE_SCALAR || !*item->str) continue;
+            char *path = tfc_data_path_join(opt ? opt->base_dir : NULL, item->str);
+            const int same = path && !strcmp(path, err->file);
+            free(path);
+            if (!same) continue;
+            if (item->str[0] != '/' && opt && opt->base_dir)
+                tfc_error_hint(err, "%s.%s at %s:%d:%d names it; a relative path is read from "
+                               "%s, the solver's folder", sp->source_key, src->keys[i]->str,
+                               tfc_node_file(item), item->line, item->col, opt->base_dir);
+            else
+                tfc_error_hint(err, "%s.%s at %s:%d:%d names it", sp->source_key,
+                               src->keys[i]->str, tfc_node_file(item), item->line, item->col);
+            return;
+        }
+    }
+}
+
 /* Opens the planned source and pushes its stages (phase 2). */
 static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_error *err)
 {
@@ -321,7 +352,10 @@ static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_erro
     if (sp->source->classes_offset)
         memcpy((char *)sp->source_args + sp->source->classes_offset, &sp->classes,
                sizeof sp->classes);
-    if (sp->source->open(sp->source_args, opt, sp->source_key, &src, err)) return NULL;
+    if (sp->source->open(sp->source_args, opt, sp->source_key, &src, err)) {
+        missing_file_hint(sp, opt, err);
+        return NULL;
+    }
     if (sp->classes && !sp->source->classes_offset && set_classes(src, sp, err)) {
         tfc_source_free(src);
         return NULL;
