@@ -1655,6 +1655,42 @@ static const char *replaced(const char *text, const char *from, const char *to)
     return buf;
 }
 
+/* `text` with its labels filtered to `labels` (a YAML list) in both splits */
+static const char *filtered(const char *text, const char *labels)
+{
+    static char with[4096];
+    char line[128];
+    snprintf(line, sizeof line, "      - filter: {labels: %s}\n      - shuffle:", labels);
+    snprintf(with, sizeof with, "%s", replaced(text, "      - shuffle:", line));
+    snprintf(line, sizeof line, "      - filter: {labels: %s}\n      - batch: {batch_size: 50}",
+             labels);
+    snprintf(with, sizeof with, "%s", replaced(with, "      - batch: {batch_size: 50}", line));
+    return with;
+}
+
+/* Trains the solver `text` (written as NAME.yaml, run in NAME/) for 20 iterations on one
+ * thread; `res` may be NULL. */
+static tfc_status train_text(const char *name, const char *text, tfc_train_result *res,
+                             tfc_error *err)
+{
+    char file[64];
+    snprintf(file, sizeof file, "%s.yaml", name);
+    tfc_solver_options o = {0};
+    o.out_dir = tfc_test_path(name);
+    o.threads = 1;
+    const char *sets[] = {"max_iter=20"};
+    o.sets = sets;
+    o.nsets = 1;
+    tfc_error_clear(err);
+    tfc_solver *s = tfc_solver_load(tfc_test_write(file, text, -1), &o, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tfc_train_result *own = res ? NULL : calloc(1, sizeof *own);
+    tfc_status st = tfc_solver_train(s, res ? res : own, err);
+    tfc_solver_free(s);
+    free(own);
+    return st;
+}
+
 /* Fine-tuning on a subset of classes (issue 19): a `filter` on labels between the source and
  * a 3-class model trains, because labels are checked where they reach the loss; without the
  * filter the error names the label and the model's class count. */
@@ -1663,34 +1699,35 @@ static void test_subset_of_classes(void)
     solver_path(); /* the data files */
     char text[4096];
     snprintf(text, sizeof text, "%s", replaced(solver_text, "units: 4", "units: 3"));
-    char with[4096];
-    snprintf(with, sizeof with, "%s",
-             replaced(text, "      - shuffle:", "      - filter: {labels: [0, 1, 2]}\n      - shuffle:"));
-    snprintf(with, sizeof with, "%s",
-             replaced(with, "      - batch: {batch_size: 50}",
-                      "      - filter: {labels: [0, 1, 2]}\n      - batch: {batch_size: 50}"));
     tfc_error err;
-    tfc_solver_options o = {0};
-    o.out_dir = tfc_test_path("subset");
-    o.threads = 1;
-    const char *sets[] = {"max_iter=20"};
-    o.sets = sets;
-    o.nsets = 1;
-    tfc_error_clear(&err);
-    tfc_solver *s = tfc_solver_load(tfc_test_write("subset.yaml", with, -1), &o, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     tfc_train_result *res = calloc(1, sizeof *res);
-    CU_ASSERT_EQUAL(tfc_solver_train(s, res, &err), TFC_OK);
+    CU_ASSERT_EQUAL(train_text("subset", filtered(text, "[0, 1, 2]"), res, &err), TFC_OK);
     if (err.count) printf("\n%s", err.text);
     CU_ASSERT(res->have_test && res->test.examples > 0 && res->test.examples < 200);
-    tfc_solver_free(s);
-    o.out_dir = tfc_test_path("subset_nofilter");
-    tfc_error_clear(&err);
-    s = tfc_solver_load(tfc_test_write("nofilter.yaml", text, -1), &o, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(tfc_solver_train(s, res, &err), TFC_ERR_DATA);
+    CU_ASSERT_EQUAL(train_text("subset_nofilter", text, NULL, &err), TFC_ERR_DATA);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "label 3 is out of range [0, 3) (the model's output has 3 classes)"));
-    tfc_solver_free(s);
+    free(res);
+}
+
+/* binary_crossentropy's targets are 0 or 1 (or a probability between): class ids 0..3 are a
+ * data error at their record with the hint to train a softmax classifier; filtered to 0 and 1
+ * the same data trains. */
+static void test_bce_labels(void)
+{
+    solver_path(); /* the data files */
+    char text[4096];
+    snprintf(text, sizeof text, "%s",
+             replaced(solver_text, "units: 4}", "units: 1, activation: sigmoid}\n"
+                      "  loss: binary_crossentropy"));
+    tfc_error err;
+    CU_ASSERT_EQUAL(train_text("bce_ids", text, NULL, &err), TFC_ERR_DATA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "train_y.npy record "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "is outside [0, 1], binary_crossentropy's targets"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "hint: these look like class ids"));
+    tfc_train_result *res = calloc(1, sizeof *res);
+    CU_ASSERT_EQUAL(train_text("bce_01", filtered(text, "[0, 1]"), res, &err), TFC_OK);
+    if (err.count) printf("\n%s", err.text);
+    CU_ASSERT(res->have_test && res->test.examples > 0);
     free(res);
 }
 
@@ -2005,7 +2042,7 @@ int main(int argc, char **argv)
         {"device_step", test_device_step},
         {"staged_step", test_staged_step},
         {"live_progress", test_live_progress},
-        {"subset_of_classes", test_subset_of_classes},
+        {"subset_of_classes", test_subset_of_classes}, {"bce_labels", test_bce_labels},
     };
     int n = 0;
     while (cases[n].name) n++;

@@ -164,6 +164,23 @@ static tfc_status label_range_error(const char *key, const char *at, int64_t lab
     return TFC_ERR_DATA;
 }
 
+/* A binary_crossentropy target outside [0, 1] (Keras's: "either 0 or 1"; a probability between
+ * is a soft target): its loss would be unbounded below, its metrics meaningless. */
+static tfc_status bce_label_error(const tfc_feed *f, const char *key, const char *at, float v,
+                                  tfc_error *err)
+{
+    tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label %g is outside [0, 1], binary_crossentropy's "
+                  "targets (0 or 1, or a probability between)", key, at, (double)v);
+    if (f->label_numel == 1 && v >= 2 && v == floorf(v))
+        tfc_error_hint(err, "these look like class ids: for one class of N, end the model in "
+                            "Dense(N) with softmax and train with loss: "
+                            "sparse_categorical_crossentropy");
+    else
+        tfc_error_hint(err, "scale the labels into [0, 1] (`autoencode` copies the features "
+                            "as they are where it stands: put it after the scale map)");
+    return TFC_ERR_DATA;
+}
+
 /* A class label of a sparse classifier's split outside its classes, found before any work
  * where the source reads its labels cheaply and every record's label reaches the model
  * (tfc_pipeline_find_label_outside); check_values finds the others as their batch comes. */
@@ -474,6 +491,14 @@ static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const c
         return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label value %g is not finite", key,
                              row_origin(p, TFC_COMP_LABELS, lo + k, k, at, sizeof at),
                              (double)((const float *)f->y)[bad]);
+    }
+    if (tfc_model_loss_kind(f->model) == TFC_LOSS_BCE) {
+        const float *t = f->y;
+        for (int64_t i = 0; i < lnum; i++)
+            if (t[i] < -1e-5f || t[i] > 1 + 1e-5f) /* a scale map's 255 / 255 may round up */
+                return bce_label_error(f, key, row_origin(p, TFC_COMP_LABELS, lo + i /
+                                       f->label_numel, i / f->label_numel, at, sizeof at),
+                                       t[i], err);
     }
     /* Class indices are checked here, where they reach the loss, not at the source: a
      * `filter` between the two may drop the classes this model does not have. */
