@@ -180,6 +180,7 @@ static void check_fields(const char *type, const tfc_field *fields, const keras_
         int k = -1;
         for (int j = 0; j < s->n; j++)
             if (!strcmp(s->name[j], f->name)) k = j;
+        if (k < 0 && f->type == TFC_F_REFUSED) continue; /* an old name, refused with a hint */
         if (k < 0) {
             const char *why = find_listed(tfc_only, type, f->name);
             if (!why) fprintf(stderr, "\n%s.%s: not Keras's argument\n", type, f->name);

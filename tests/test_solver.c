@@ -923,6 +923,32 @@ static void test_solver_file_errors(void)
     CU_ASSERT(err.count >= 5); /* every error of the file in one run */
     if (err.count < 5) printf("\n%s", err.text);
     tfc_solver_free(s);
+    /* Keras's other fit arguments, and Keras 2's lr: each says where tfc has it */
+    static const char *const fit[][2] = {
+        {"batch_size: 64", "batch_size: the batch size is a stage of each split's pipeline: "
+                           "- batch: {batch_size: 64}"},
+        {"validation_split: 0.1", "validation_split: tfc tests on the split data.test"},
+        {"validation_data: x", "validation_data: the test split is data.test"},
+        {"callbacks: [EarlyStopping]", "callbacks: Keras's callbacks are solver keys: "
+                                       "EarlyStopping is early_stopping"},
+        {"shuffle: true", "shuffle: shuffling is a stage of the pipeline"},
+        {"verbose: 2", "verbose: display: N prints progress every N updates"},
+        {"class_weight: {0: 2}", "class_weight: class weights belong to the model's loss"},
+        {"initial_epoch: 3", "initial_epoch: tfc-train --resume"},
+        {"optimizer: {type: adam, lr: 0.1}", "optimizer.lr: Keras 2's name: write learning_rate"},
+    };
+    for (size_t i = 0; i < sizeof fit / sizeof *fit; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "model:\n  input: {shape: [4]}\n  layers:\n"
+                 "    - Dense: {units: 3}\ndata: {train: {source: {type: npy, features: x.npy}}}"
+                 "\nmax_iter: 1\n%s\n", fit[i][0]);
+        s = load_with(text, NULL, 0, &err);
+        const int ok = !s && strstr(err.text, "solver.yaml:7:") && strstr(err.text, fit[i][1]) &&
+                       !strstr(err.text, "unknown key");
+        if (!ok) printf("\nexpected '%s' in:\n%s", fit[i][1], err.text);
+        CU_ASSERT(ok);
+        tfc_solver_free(s);
+    }
     /* A model file that does not exist. */
     s = load_with("model: nothere.yaml\ndata: {train: {}}\nmax_iter: 1\n", NULL, 0, &err);
     CU_ASSERT_PTR_NULL(s);

@@ -55,7 +55,9 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
                         "the solver's precision: float16 scales the loss dynamically "       \
                         "(loss_scale)"),                                                     \
         TFC_FIXED_FIELD("gradient_accumulation_steps", TFC_NO_DEFAULT,                       \
-                        "the solver's iter_size accumulates that many batches' gradients")
+                        "the solver's iter_size accumulates that many batches' gradients"),  \
+        {"lr", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                         \
+         "Keras 2's name: write learning_rate (Keras 3 refuses lr too)"}
 /* Keras 3's weight_decay, which every optimizer takes (AdamW's default 0.004, the others'
  * None): decoupled, w -= lr * weight_decay * w before the update, as Keras's
  * _apply_weight_decay. Not the solver's weight_decay, Caffe's L2 term in the gradient. */

@@ -58,6 +58,30 @@ static const tfc_field solver_fields[] = {
     {"steps_per_epoch", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "tfc counts updates, not epochs: test_interval is the updates between two tests (Keras's "
      "steps_per_epoch with validation every epoch), max_iter the updates of the whole run"},
+    /* the rest of Keras's fit arguments, each where tfc has it */
+    {"batch_size", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "the batch size is a stage of each split's pipeline: - batch: {batch_size: 64} in "
+     "data.train.pipeline (and data.test.pipeline), as tf.data batches (docs/data.md)"},
+    {"validation_split", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "tfc tests on the split data.test: {source, pipeline}: another file, or the same source "
+     "with a `split:` that holds out every N-th record where the source has one (docs/data.md)"},
+    {"validation_data", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "the test split is data.test: {source, pipeline}, run every test_interval updates"},
+    {"callbacks", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "Keras's callbacks are solver keys: EarlyStopping is early_stopping, ModelCheckpoint "
+     "snapshot (and best.safetensors), ReduceLROnPlateau lr_policy: {type: plateau}, "
+     "LearningRateScheduler lr_policy, TerminateOnNaN rollback or the default stop, "
+     "BackupAndRestore snapshot with --resume; TensorBoard and CSVLogger always write "
+     "(docs/solver.md)"},
+    {"shuffle", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "shuffling is a stage of the pipeline: - shuffle: {buffer_size: N} in "
+     "data.train.pipeline, before batch"},
+    {"verbose", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "display: N prints progress every N updates (0: never); tfc-train --quiet prints none"},
+    {"class_weight", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "class weights belong to the model's loss: loss: {type: ..., class_weight: [w0, w1, ...]}"},
+    {"initial_epoch", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "tfc-train --resume RUN/snapshots/NAME_iter_N.state continues a run where it stopped"},
     {"test_interval", TFC_F_INT, ARG(test_interval), "0", 0, INT_MAX, NULL,
      "run the whole test pipeline every N iterations; 0 = only at the end"},
     {"display", TFC_F_INT, ARG(display), "100", 0, INT_MAX, NULL,
