@@ -295,6 +295,8 @@ static const bad_case bad_cases[] = {
      "layers[1].Dense.name", "the name 'x' is already used"},
     {"input: {shape: [5]}\nlayers:\n  - Embedding: {input_dim: 9, output_dim: 2}\n", 3, 5,
      "layers[0].Embedding", "reads token ids"},
+    {HDR "  - Flatten: {}\noptimizer: adam\n", 4, 12, "optimizer",
+     "the optimizer is a key of the solver file, beside max_iter"},
     {HDR "  - [Dense]\n", 3, 5, "layers[0]", "expected a mapping with one key, the layer type"},
     {HDR "  - Dense\n", 3, 5, "layers[0].Dense.units", "missing required key 'units'"},
     {"layers: [{Dense: {units: 2}}]\n", 1, 1, "input",

@@ -63,6 +63,9 @@ static const tfc_field model_fields[] = {
      "label_smoothing, class_weight}"},
     {"metrics", TFC_F_NODE, offsetof(model_args, metrics), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "accuracy, top_k_accuracy, loss"},
+    {"optimizer", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "the optimizer is a key of the solver file, beside max_iter (optimizer: adam); of "
+     "Keras's compile arguments the model holds loss and metrics"},
     {NULL}};
 
 typedef struct input_args {
