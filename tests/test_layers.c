@@ -543,6 +543,14 @@ static const gc_case cases[] = {
                     "  - LayerScale: {init_values: 0.7, projection_dim: 4}\n"
                     "  - Dense: {units: 3}\n"
                     "  - LayerScale: {init_values: -1.5, projection_dim: 3}\n", 2},
+    /* CustomScaleLayer: the model input and a branch of it (both gradients into the input)
+     * and two Dense branches (the second one's weights through the scale) */
+    {"custom_scale", "input: {shape: [3, 4]}\nlayers:\n"
+                     "  - Dense: {name: b, units: 4}\n"
+                     "  - CustomScaleLayer: {scale: 0.17, inputs: [input, b]}\n"
+                     "  - Dense: {name: c, units: 3}\n"
+                     "  - Dense: {name: e, units: 3, inputs: b}\n"
+                     "  - CustomScaleLayer: {scale: -2.5, inputs: [c, e]}\n", 2},
     /* other activations: the derivatives from the kept pre-activations (smooth ones, so
      * that the difference quotient holds) */
     {"conv_lstm2d_activations", "input: {shape: [3, 4, 4, 2]}\nlayers:\n"

@@ -918,6 +918,17 @@ static void test_activations(void)
             "  - LayerScale: {init_values: 1.0e-6, projection_dim: 4}\n"
             "  - GlobalAveragePooling2D: {}\n  - Dense: {units: 5}\n"
             "  - LayerScale: {init_values: 2.0, projection_dim: 5}\n", 0);
+    /* CustomScaleLayer: an image (channels last) joined with its convolution's branch (NCHW),
+     * then two Dense branches */
+    fixture("custom_scale",
+            "input: {shape: [5, 6, 3]}\nlayers:\n"
+            "  - Conv2D: {name: b, filters: 3, kernel_size: 3, padding: same}\n"
+            "  - CustomScaleLayer: {scale: 0.17, inputs: [input, b]}\n"
+            "  - Conv2D: {name: c, filters: 4, kernel_size: 1}\n"
+            "  - CustomScaleLayer: {scale: -1.5, inputs: [c, c]}\n"
+            "  - GlobalAveragePooling2D: {name: g}\n  - Dense: {name: d, units: 5}\n"
+            "  - Dense: {name: e, units: 5, inputs: g}\n"
+            "  - CustomScaleLayer: {scale: 0.2, inputs: [d, e]}\n", 0);
 }
 
 /* The vision layers' export (GlobalMaxPooling2D and keepdims, DepthwiseConv2D,

@@ -2309,7 +2309,8 @@ static tref score_attention(exporter *x, const tfc_layer *l)
 /* Add (every input in the first one's layout) or Concatenate (channels-last, Keras's axis,
  * which counts the batch axis as ONNX's does). */
 /* Add (Sum), Concatenate (Concat), Subtract (Sub), Average (Sum, then Div by k as Keras),
- * Maximum (Max), Minimum (Min): Max and Min fold their inputs as Keras does */
+ * Maximum (Max), Minimum (Min): Max and Min fold their inputs as Keras does; CustomScaleLayer
+ * (Mul of the second by scale, then Add) */
 static tref merge(exporter *x, const tfc_layer *l, int concat)
 {
     const char *ins[TFC_LAYER_MAX_INPUTS + 1] = {NULL};
@@ -2326,6 +2327,16 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
     if (concat) {
         int ax = arg_int(l, "axis", -1);
         attr_int(&a, "axis", ax);
+    }
+    if (!strcmp(l->ops->type, "CustomScaleLayer")) { /* x_1 + x_2 scale, as Keras's order */
+        const float s = (float)*(const double *)arg(l, "scale");
+        char c[96], prod[sizeof r.name];
+        init_f32(x, c, "scale", NULL, 0, &s);
+        fresh(x, prod, "Mul");
+        node(x, "Mul", (const char *[]){ins[1], c, NULL}, prod, NULL);
+        fresh(x, r.name, "Add");
+        node(x, "Add", (const char *[]){ins[0], prod, NULL}, r.name, NULL);
+        return r;
     }
     const int sub = !strcmp(l->ops->type, "Subtract"), avg = !strcmp(l->ops->type, "Average");
     const char *op = concat                              ? "Concat"
@@ -2523,7 +2534,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
                           "form yet");
     } else if (!strcmp(type, "Add") || !strcmp(type, "Concatenate") ||
                !strcmp(type, "Subtract") || !strcmp(type, "Average") ||
-               !strcmp(type, "Maximum") || !strcmp(type, "Minimum")) {
+               !strcmp(type, "Maximum") || !strcmp(type, "Minimum") ||
+               !strcmp(type, "CustomScaleLayer")) {
         r = merge(x, l, type[0] == 'C');
     } else if (!strcmp(type, "Dot")) {
         r = dot(x, l);

@@ -31,7 +31,8 @@ extern const tfc_layer_ops tfc_time_distributed_ops;
 extern const tfc_layer_ops tfc_attention_ops, tfc_additive_attention_ops;
 extern const tfc_layer_ops tfc_conv1d_transpose_ops, tfc_separable_conv1d_ops,
     tfc_depthwise_conv1d_ops;
-extern const tfc_layer_ops tfc_permute_ops, tfc_unit_normalization_ops, tfc_layer_scale_ops;
+extern const tfc_layer_ops tfc_permute_ops, tfc_unit_normalization_ops, tfc_layer_scale_ops,
+    tfc_custom_scale_ops;
 extern const tfc_layer_ops tfc_maximum_ops, tfc_minimum_ops;
 extern const tfc_layer_ops tfc_dot_ops;
 extern const tfc_layer_ops tfc_zero_padding3d_ops, tfc_cropping3d_ops, tfc_up_sampling3d_ops;
@@ -95,6 +96,7 @@ const tfc_layer_ops *const tfc_layer_registry[] = {
     &tfc_time_distributed_ops,
     &tfc_conv1d_transpose_ops, &tfc_separable_conv1d_ops, &tfc_depthwise_conv1d_ops,
     &tfc_permute_ops,        &tfc_unit_normalization_ops, &tfc_layer_scale_ops,
+    &tfc_custom_scale_ops,
     &tfc_maximum_ops,        &tfc_minimum_ops,
     &tfc_dot_ops,
     &tfc_zero_padding3d_ops, &tfc_cropping3d_ops,     &tfc_up_sampling3d_ops,

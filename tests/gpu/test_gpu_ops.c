@@ -4546,6 +4546,25 @@ static void test_train_layer_scale(void)
     lift_cpu_first = 0;
 }
 
+/* CustomScaleLayer (CPU-first, lifted here; on copy and axpy, in the GPU's table): training
+ * steps of Inception-ResNet's join of a convolution's input and its branch, then of two Dense
+ * branches under a negative scale, on both backends */
+static void test_train_custom_scale(void)
+{
+    lift_cpu_first = 1;
+    train_steps("input: {shape: [4, 4, 6]}\nlayers:\n"
+                "  - Conv2D: {name: b, filters: 6, kernel_size: 3, padding: same}\n"
+                "  - CustomScaleLayer: {scale: 0.17, inputs: [input, b]}\n"
+                "  - Activation: {activation: relu}\n"
+                "  - Flatten: {name: f}\n  - Dense: {name: c, units: 5}\n"
+                "  - Dense: {name: e, units: 5, inputs: f}\n"
+                "  - CustomScaleLayer: {scale: -1.5, inputs: [c, e]}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    lift_cpu_first = 0;
+}
+
 /* RNN with a cell (CPU-first, lifted here): its cells' kernels (the LSTM's, the GRU's and
  * the SimpleRNN's, enabled here), rnn_input and mul on the GPU; training steps of an RNN of a
  * StackedRNNCells going backwards under a mask with zero_output_for_mask, into a
@@ -5511,6 +5530,7 @@ int main(int argc, char **argv)
         {"train_volume", test_train_volume},
         {"train_conv_lstm", test_train_conv_lstm},
         {"train_layer_scale", test_train_layer_scale},
+        {"train_custom_scale", test_train_custom_scale},
         {"train_rnn_cell", test_train_rnn_cell},
         {"conv3d", test_conv3d},
         {"conv3d_transpose", test_conv3d_transpose},

@@ -712,7 +712,8 @@ APPS = [application(keras.applications.MobileNetV2, alpha=0.35),
         application(keras.applications.MobileNet, alpha=0.25),
         application(keras.applications.ResNet50V2),
         application(keras.applications.InceptionV3, size=75),
-        application(keras.applications.Xception, size=71)]
+        application(keras.applications.Xception, size=71),
+        application(keras.applications.InceptionResNetV2, size=75)]
 
 
 CASES = [mnist_convnet, image_classification, transformer_text, transformer_text_subclassed,

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-# Writes the Keras parity fixtures of LayerScale (keras.applications.convnext.LayerScale,
-# tests/test_layer_scale.c) into tests/ref/layer_scale/, in keras_group_norm.py's format: one
+# Writes the Keras parity fixtures of keras.applications' own layers that tfc has: LayerScale
+# (keras.applications.convnext.LayerScale, tests/test_layer_scale.c) into
+# tests/ref/layer_scale/ and CustomScaleLayer
+# (keras.applications.inception_resnet_v2.CustomScaleLayer, tests/test_custom_scale.c) into
+# tests/ref/custom_scale/, in keras_group_norm.py's format: one
 # safetensors file per case holding its tfc YAML (metadata "yaml"), the input x, Keras 3's
 # inference output y, MSE targets t, the gradients of Keras's MSE loss (training mode) with
 # respect to x ("dx") and each weight ("grad:<path>"), and every weight under its Keras 3
@@ -18,9 +21,10 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 from keras.src.applications.convnext import LayerScale
+from keras.src.applications.inception_resnet_v2 import CustomScaleLayer
 from safetensors.numpy import save_file
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layer_scale")
+REF = os.path.dirname(os.path.abspath(__file__))
 L = keras.layers
 
 
@@ -50,18 +54,47 @@ def vector():
     return keras.Model(x, y), yaml
 
 
+def join_image():
+    """Inception-ResNet's residual join: the block's input plus its branch times scale, then
+    the activation (tanh here, smooth for the gradients); the model input is both the first
+    input and, through the branch, the second."""
+    x = keras.Input((3, 4, 5))
+    c = L.Conv2D(5, 1, name="c")(x)
+    s = CustomScaleLayer(0.17, name="s")([x, c])
+    y = L.Activation("tanh", name="a")(s)
+    yaml = ("input: {shape: [3, 4, 5]}\nlayers:\n"
+            "  - Conv2D: {name: c, filters: 5, kernel_size: 1}\n"
+            "  - CustomScaleLayer: {name: s, scale: 0.17, inputs: [input, c]}\n"
+            "  - Activation: {name: a, activation: tanh}\n")
+    return keras.Model(x, y), yaml
+
+
+def join_vector():
+    """Two Dense branches, a negative scale, then a Dense (both inputs' gradients)."""
+    x = keras.Input((7,))
+    d0 = L.Dense(4, name="d0")(x)
+    d1 = L.Dense(4, name="d1")(x)
+    s = CustomScaleLayer(-1.5, name="s")([d0, d1])
+    y = L.Dense(3, name="d2")(s)
+    yaml = ("input: {shape: [7]}\nlayers:\n  - Dense: {name: d0, units: 4}\n"
+            "  - Dense: {name: d1, units: 4, inputs: input}\n"
+            "  - CustomScaleLayer: {name: s, scale: -1.5, inputs: [d0, d1]}\n"
+            "  - Dense: {name: d2, units: 3}\n")
+    return keras.Model(x, y), yaml
+
+
 def tfc_path(path):
     """s0/variable_1 -> s0/gamma (above)"""
     layer, leaf = path.split("/")
     return layer + "/gamma" if leaf.startswith("variable") else path
 
 
-CASES = {"image": image, "vector": vector}
+CASES = {"layer_scale/image": image, "layer_scale/vector": vector,
+         "custom_scale/image": join_image, "custom_scale/vector": join_vector}
 BATCH = 3
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(47)
     for name, make in CASES.items():
         model, yaml = make()
@@ -86,7 +119,9 @@ def main():
             tensors["grad:" + tfc_path(v.path)] = np.asarray(g)
         meta = {"yaml": yaml + "loss: mse\n", "keras": keras.__version__,
                 "backend": keras.backend.backend()}
-        save_file(tensors, os.path.join(OUT, name + ".safetensors"), metadata=meta)
+        path = os.path.join(REF, name + ".safetensors")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        save_file(tensors, path, metadata=meta)
         print(name, json.dumps({k: list(v.shape) for k, v in tensors.items()}))
 
 

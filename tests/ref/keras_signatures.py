@@ -37,8 +37,9 @@ def signature(cls):
 
 # keras.applications' own layers tfc has (ConvNeXt's)
 from keras.src.applications.convnext import LayerScale  # noqa: E402
+from keras.src.applications.inception_resnet_v2 import CustomScaleLayer  # noqa: E402
 
-APPLICATIONS = {"LayerScale": LayerScale}
+APPLICATIONS = {"LayerScale": LayerScale, "CustomScaleLayer": CustomScaleLayer}
 
 lines = [f"# keras {keras.__version__}: written by tests/ref/keras_signatures.py"]
 for t in types:
