@@ -501,6 +501,8 @@ static void test_open_errors(void)
     CU_ASSERT_PTR_NULL(tfc_st_open(tfc_test_tmpdir(), &err));
     CU_ASSERT_EQUAL(err.code, TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "Is a directory"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "hint: give a .safetensors file, such as a run's "
+                                            "final.safetensors"));
 
     /* A file whose data was cut short: the header is checked against the real size. */
     size_t len;

@@ -71,6 +71,8 @@ static void test_exit_code_rule(void)
     check(2, "matches a variable of this model", "tfc-train tiny.yaml --out t1 --weights %s",
           theirs);
     check(2, "no tensor 'hidden/kernel'", "tfc-test tiny.yaml --weights %s", theirs);
+    check(2, "hint: the file holds the weights of model 'other' (its metadata), this is model "
+          "'tiny'", "tfc-test tiny.yaml --weights %s", theirs);
     check(2, "no tensor 'hidden/kernel'", "tfc-predict tiny.yaml --weights %s --input x.npy "
           "--output p.npy", theirs);
     check(2, "no tensor 'hidden/kernel'", "tfc-export tiny.yaml --weights %s --onnx m.onnx",

@@ -83,6 +83,20 @@ static void test_strict_and_by_name(void)
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL(tfc_model_load_weights(b, path, NULL, &err), TFC_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no tensor 'extra/kernel' (48, 5) for layer 'extra'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "hint: the file holds the weights of model "
+                                            "'small_cnn' (its metadata), this is model 'test'"));
+    /* the same model with another head: its configuration changed, not the model */
+    tfc_model *c = bound_model("name: small_cnn\ninput: {shape: [6, 6, 1]}\nlayers:\n"
+                               "  - Conv2D: {filters: 3, kernel_size: 3, activation: relu}\n"
+                               "  - BatchNormalization: {}\n  - Flatten: {}\n"
+                               "  - Dense: {name: head, units: 7}\n", be, 4);
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL(tfc_model_load_weights(c, path, NULL, &err), TFC_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tensor 'head/kernel' has shape (48, 4), the model "
+                                           "needs (48, 7)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "hint: the model's configuration is not the one "
+                                            "that wrote the file"));
+    tfc_model_free(c);
     tfc_weights_report rep;
     tfc_error_clear(&err);
     CU_ASSERT_EQUAL_FATAL(tfc_model_load_weights(b, path, &rep, &err), TFC_OK);

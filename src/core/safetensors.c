@@ -443,8 +443,13 @@ tfc_st_file *tfc_st_open(const char *path, tfc_error *err)
     }
     struct stat st;
     if (fstat(fd, &st) != 0) return open_fail(fd, NULL, path, "cannot stat", errno, err);
-    if (!S_ISREG(st.st_mode))
-        return open_fail(fd, NULL, path, "cannot read", S_ISDIR(st.st_mode) ? EISDIR : EINVAL, err);
+    if (S_ISDIR(st.st_mode)) {
+        open_fail(fd, NULL, path, "cannot read", EISDIR, err);
+        tfc_error_hint(err, "give a .safetensors file, such as a run's final.safetensors, "
+                            "best.safetensors or snapshots/NAME_iter_N.safetensors");
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) return open_fail(fd, NULL, path, "cannot read", EINVAL, err);
     uint64_t size = (uint64_t)st.st_size;
     unsigned char prefix[8] = {0};
     if (size >= 8 && pread_full(fd, prefix, 8, 0) != 0)

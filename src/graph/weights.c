@@ -146,6 +146,35 @@ static void report_line(tfc_weights_report *rep, size_t *len, const char *fmt, .
     t[*len] = 0;
 }
 
+/* A weights file that lacks a variable the model needs (misfit: has it in another shape):
+ * whose weights the file holds, as its metadata records it; or, this model's in another
+ * configuration, the way to start from them; or else the first of its tensors' names. */
+static void other_model_hint(const tfc_model *m, tfc_st_file *f, const char *path, int misfit,
+                             tfc_error *err)
+{
+    const char *model = tfc_st_meta(f, "model");
+    if (model && strcmp(model, tfc_model_name(m))) {
+        tfc_error_hint(err, "the file holds the weights of model '%s' (its metadata), this is "
+                            "model '%s': give that model's file, or train this one", model,
+                       tfc_model_name(m));
+        return;
+    }
+    if (misfit) {
+        tfc_error_hint(err, "the model's configuration is not the one that wrote the file (a "
+                            "layer's units or filters, or the input's shape?): tfc-train "
+                            "--weights %s starts from what fits and initialises the rest", path);
+        return;
+    }
+    char names[256] = "";
+    size_t len = 0;
+    const int n = tfc_st_count(f);
+    for (int i = 0; i < n && i < 4 && len < sizeof names; i++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                                tfc_st_tensor_at(f, i)->name);
+    tfc_error_hint(err, "the file's %d tensors (%s%s) are named <layer name>/<variable>: "
+                        "tfc-inspect %s lists them", n, names, n > 4 ? ", ..." : "", path);
+}
+
 tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_report *rep,
                                   tfc_error *err)
 {
@@ -181,6 +210,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
                 if (!rep) {
                     s = tfc_error_set(err, TFC_ERR_USAGE, "%s: no tensor '%s' %s for layer '%s'",
                                       path, name, want, l->name);
+                    other_model_hint(m, f, path, 0, err);
                     break;
                 }
                 rep->missing++;
@@ -194,6 +224,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
                     s = tfc_error_set(err, TFC_ERR_USAGE,
                                       "%s: tensor '%s' has shape %s, the model needs %s", path,
                                       name, got, want);
+                    other_model_hint(m, f, path, 1, err);
                     break;
                 }
                 rep->mismatched++;
