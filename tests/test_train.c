@@ -1731,6 +1731,24 @@ static void test_bce_labels(void)
     free(res);
 }
 
+/* One class id per example beside a sequence output (a Dense on each step): the error gives
+ * both sizes and the hint says the loss is per step, and how to get one class per sequence. */
+static void test_sequence_output_labels(void)
+{
+    solver_path(); /* the data files */
+    char text[4096];
+    snprintf(text, sizeof text, "%s",
+             replaced(solver_text, "    - Dense: {name: hidden,",
+                      "    - Reshape: {target_shape: [8, 2]}\n    - Dense: {name: hidden,"));
+    tfc_error err;
+    CU_ASSERT_EQUAL(train_text("per_step", text, NULL, &err), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "(1 values per example), but the model's output and "
+                                            "loss sparse_categorical_crossentropy need 8 per "
+                                            "example"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "hint: the loss is per step here"));
+    if (!strstr(err.text, "hint: the loss is per step here")) printf("\n%s", err.text);
+}
+
 /* Counts DIR's entries whose names start with `prefix`. */
 static int count_prefixed(const char *dir, const char *prefix)
 {
@@ -2042,7 +2060,7 @@ int main(int argc, char **argv)
         {"device_step", test_device_step},
         {"staged_step", test_staged_step},
         {"live_progress", test_live_progress},
-        {"subset_of_classes", test_subset_of_classes}, {"bce_labels", test_bce_labels},
+        {"subset_of_classes", test_subset_of_classes}, {"bce_labels", test_bce_labels}, {"sequence_output_labels", test_sequence_output_labels},
     };
     int n = 0;
     while (cases[n].name) n++;

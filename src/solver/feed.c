@@ -123,6 +123,12 @@ static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
                             "give one class id per pixel, labels of the features' height and "
                             "width; or, for one class per image, end the model in "
                             "GlobalAveragePooling2D or Flatten and Dense");
+    else if (kind == TFC_LOSS_SPARSE_CCE && per == 1 &&
+             tfc_model_output_shape(f->model)->ndim == 2)
+        tfc_error_hint(err, "the loss is per step here (the output is a sequence of classes): "
+                            "give one class id per step; or, for one class per sequence, end "
+                            "the last recurrent layer without return_sequences, or pool the "
+                            "steps (GlobalAveragePooling1D) before the last Dense");
     else if (kind == TFC_LOSS_CCE && per == 1 && f->label_numel == classes)
         tfc_error_hint(err, "these look like class indices: add - map: {op: one_hot, depth: %d} "
                             "to this split's pipeline, or train "
