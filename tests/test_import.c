@@ -534,6 +534,23 @@ static void test_applications_layer(void)
                          "\"drop_path_rate\": 0.1}"), "[\"in\", 0, 0]", "[\"sd\", 0, 0]"),
                    TFC_ERR_USAGE, "'StochasticDepth' is not a Keras layer");
 #undef APP_LAYER
+    /* Inception-ResNet's CustomScaleLayer, called on a list of two tensors (the input and a
+     * Dense branch of it) */
+    const char *join =
+        MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"b\", \"units\": 4}", CALL(TENSOR("in")))
+              ",\n{\"module\": \"keras.src.applications.inception_resnet_v2\", \"class_name\": "
+              "\"CustomScaleLayer\", \"config\": {\"name\": \"s\", \"scale\": 0.17}, "
+              "\"registered_name\": \"CustomScaleLayer\", \"inbound_nodes\": "
+              "[{\"args\": [[" TENSOR("in") ", " TENSOR("b") "]], \"kwargs\": {}}]}",
+              "[\"in\", 0, 0]", "[\"s\", 0, 0]");
+    path = tfc_test_write("join.json", join, (long)strlen(join));
+    CU_ASSERT_EQUAL(import(path, NULL, "join", &rep, &err), TFC_OK);
+    if (err.count) printf("\n%s", err.text);
+    snprintf(yaml, sizeof yaml, "%s/join.yaml", tfc_test_tmpdir());
+    text = tfc_test_read(yaml, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "  - CustomScaleLayer:\n      name: s\n"
+                                                "      scale: 0.17\n      inputs: [in, b]\n"));
+    free(text);
 }
 
 /* A model file tfc cannot build is written and kept; the user edits it and imports the
