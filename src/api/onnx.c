@@ -2323,11 +2323,6 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
         ins[i] = t[i].name;
     }
     tref r = {.shape = l->out_shape, .nchw = first_nchw};
-    tfc_pb a = {0};
-    if (concat) {
-        int ax = arg_int(l, "axis", -1);
-        attr_int(&a, "axis", ax);
-    }
     if (!strcmp(l->ops->type, "CustomScaleLayer")) { /* x_1 + x_2 scale, as Keras's order */
         const float s = (float)*(const double *)arg(l, "scale");
         char c[96], prod[sizeof r.name];
@@ -2337,6 +2332,11 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
         fresh(x, r.name, "Add");
         node(x, "Add", (const char *[]){ins[0], prod, NULL}, r.name, NULL);
         return r;
+    }
+    tfc_pb a = {0};
+    if (concat) {
+        int ax = arg_int(l, "axis", -1);
+        attr_int(&a, "axis", ax);
     }
     const int sub = !strcmp(l->ops->type, "Subtract"), avg = !strcmp(l->ops->type, "Average");
     const char *op = concat                              ? "Concat"
@@ -2536,7 +2536,7 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
                !strcmp(type, "Subtract") || !strcmp(type, "Average") ||
                !strcmp(type, "Maximum") || !strcmp(type, "Minimum") ||
                !strcmp(type, "CustomScaleLayer")) {
-        r = merge(x, l, type[0] == 'C');
+        r = merge(x, l, !strcmp(type, "Concatenate"));
     } else if (!strcmp(type, "Dot")) {
         r = dot(x, l);
     } else if (!strcmp(type, "MultiHeadAttention") || !strcmp(type, "GroupQueryAttention")) {
