@@ -6,6 +6,7 @@
  * regions run on fewer threads (a busy machine, cpu_team.c); and that team shrinking with
  * the machine's load and growing back. */
 #include <math.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -288,9 +289,45 @@ static void *spin(void *arg)
     return (void *)(uintptr_t)x;
 }
 
+/* Nanoseconds this process's threads have waited for a CPU, summed (their schedstat's second
+ * field): what the team itself reads. */
+static long long process_wait_ns(void)
+{
+    long long sum = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        long long run, wait;
+        if (f && fscanf(f, "%lld %lld", &run, &wait) == 2) sum += wait;
+        if (f) fclose(f);
+    }
+    if (d) closedir(d);
+    return sum;
+}
+
+/* Any cut needs the process's threads to have waited a quarter of a thread for two 40 ms
+ * windows (cpu_team.c's BUSY and WINDOW_NS), or for a whole turn: 20 ms at least. Less
+ * than that is a quiet machine, where a cut is a fault of the team's; more, and the
+ * machine (shared, in CI) was busy, and a cut says nothing. */
+#define QUIET_WAIT_NS (20 * 1000000LL)
+
+/* Waits up to `secs` for every thread (twice in a row). */
+static int team_back(double secs)
+{
+    int back = 0;
+    for (double t0 = tfc_now(); !back && tfc_now() - t0 < secs; usleep(1000))
+        back = tfc_cpu_team(2) == 2 && tfc_cpu_team(2) == 2;
+    return back;
+}
+
 /* Live: with twice as many busy threads as cores the process's threads wait for a CPU
  * (schedstat), and a duel starts with the cut's turn: regions of two threads run on one
- * within seconds. When the busy threads end, every thread again, for good. */
+ * within seconds. When the busy threads end, every thread again, for good. The machine
+ * may be busy for reasons of its own: a cut or a team that stays cut then is retried,
+ * and only one the process's waits do not explain fails. */
 static void test_team_follows_load(void)
 {
     tfc_cpu_team_force(0);
@@ -319,21 +356,29 @@ static void test_team_follows_load(void)
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
     if (!shrank) printf("\nwith %d busy threads on %ld cores the team stayed 2\n", n, cores);
     CU_ASSERT(shrank);
-    int back = 0;
-    t0 = tfc_now();
-    while (!back && tfc_now() - t0 < 20.0) {
-        back = tfc_cpu_team(2) == 2 && tfc_cpu_team(2) == 2;
-        usleep(1000);
+    /* from here the machine should be quiet: each try measures whether it was */
+    int verdict = 0;
+    for (int try = 0; shrank && try < 3 && !verdict; try++) {
+        const long long w0 = process_wait_ns();
+        const int back = team_back(20.0);
+        /* the full team's turn saw the machine quiet: no more cuts */
+        int again = 0;
+        for (t0 = tfc_now(); back && !again && tfc_now() - t0 < 3.0; usleep(1000))
+            again = tfc_cpu_team(2) == 1;
+        const long long waited = process_wait_ns() - w0;
+        if (back && !again) {
+            verdict = 1;
+        } else if (waited < QUIET_WAIT_NS) {
+            printf("\n%s on a quiet machine (its threads waited %.1f ms)\n",
+                   back ? "a cut again" : "the team stayed 1", waited / 1e6);
+            CU_FAIL("the team cut threads on a quiet machine");
+            verdict = 1;
+        } else {
+            printf("\n(the machine was busy, %.0f ms of waits: try again) ", waited / 1e6);
+        }
     }
-    if (!back) printf("\nthe team stayed 1 after the busy threads ended\n");
-    CU_ASSERT(back);
-    /* the full team's turn saw the machine quiet: no more cuts */
-    int again = 0;
-    for (t0 = tfc_now(); back && !again && tfc_now() - t0 < 3.0; usleep(1000))
-        again = tfc_cpu_team(2) == 1;
-    if (again) printf("\na cut again on a quiet machine\n");
-    CU_ASSERT(!again);
     tfc_cpu_team_feed(-1, 0, 0);
+    if (shrank && !verdict) tfc_test_skip("the machine stayed busy after the busy threads ended");
 }
 
 TFC_TEST_MAIN("threads", {"ops_sweep", test_ops_sweep}, {"cnn_step", test_cnn_step},
