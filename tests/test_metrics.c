@@ -71,7 +71,7 @@ static void test_keras_values(void)
     json_t *root = json_load_file("tests/ref/metrics/cases.json", 0, &jerr);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
     json_t *cases = json_object_get(root, "cases");
-    CU_ASSERT_FATAL(json_array_size(cases) >= 40);
+    CU_ASSERT_FATAL(json_array_size(cases) >= 53);
     for (size_t k = 0; k < json_array_size(cases); k++) {
         json_t *cs = json_array_get(cases, k);
         const char *spec = json_string_value(json_object_get(cs, "spec"));
@@ -143,6 +143,8 @@ static void test_names(void)
          {"auc", "roc", "fbeta_score"}},
         {"[{F1Score: {average: macro, name: f1}}, true_positives, {BinaryIoU: {}}]",
          {"f1", "true_positives", "binary_io_u"}},
+        {"[PearsonCorrelation, {ConcordanceCorrelation: {}}, {PearsonCorrelation: {name: r}}]",
+         {"PearsonCorrelation", "concordance_correlation", "r"}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         tfc_error err;
@@ -172,6 +174,7 @@ static void test_names(void)
     CU_ASSERT(tfc_metric_lower_is_better(tfc_model_metric(m, 2)));
     CU_ASSERT(tfc_metric_name_lower_is_better("false_positives"));
     CU_ASSERT(!tfc_metric_name_lower_is_better("auc"));
+    CU_ASSERT(!tfc_metric_name_lower_is_better("pearson_correlation"));
     CU_ASSERT(tfc_metric_known("MeanIoU") && tfc_metric_known("precision_at_recall"));
     tfc_model_free(m);
 }
@@ -223,6 +226,10 @@ static void test_model_errors(void)
          "float16"},
         {"[{AUC: {name: loss}}]", 1, "sigmoid", "binary_crossentropy", "a metric named loss",
          "another name"},
+        {"[pearson_correlation]", 1, "linear", "mse", "one output a row", "R2Score"},
+        {"[{ConcordanceCorrelation: {axis: 0}}]", 3, "linear", "mse", "axis", "-1"},
+        {"[PearsonCorrelation]", 4, "softmax", "sparse_categorical_crossentropy",
+         "metrics[0]", "one-hot labels"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         tfc_error err;

@@ -1,5 +1,6 @@
 /* Counted metrics (metric_counts.h): Keras 3's Precision, Recall, TruePositives ...
- * FalseNegatives, AUC, the four *At* metrics, F1Score/FBetaScore and the IoU family, read
+ * FalseNegatives, AUC, the four *At* metrics, F1Score/FBetaScore, the IoU family, R2Score,
+ * BinaryAccuracy and the two correlations, read
  * from a model file's `metrics:`, checked against the model's output, counted per batch and
  * evaluated from the summed counts. */
 #include "graph/metric_counts.h"
@@ -51,6 +52,10 @@ static const struct {
     {"BinaryIoU", "binary_io_u", "binary_io_u", TFC_CM_IOU, NULL},
     {"R2Score", "r2_score", "r2_score", TFC_CM_R2, NULL},
     {"BinaryAccuracy", "binary_accuracy", "binary_accuracy", TFC_CM_BINARY_ACCURACY, NULL},
+    {"PearsonCorrelation", "pearson_correlation", "pearson_correlation", TFC_CM_CORRELATION,
+     NULL},
+    {"ConcordanceCorrelation", "concordance_correlation", "concordance_correlation",
+     TFC_CM_CORRELATION, NULL},
 };
 #define NCLASSES (int)(sizeof metric_classes / sizeof *metric_classes)
 
@@ -180,6 +185,9 @@ static const tfc_field binary_accuracy_fields[] = {
      "outputs above it are 1 (0.5; 0 where the output holds logits)"},
     {NULL}};
 
+static const tfc_field correlation_fields[] = {
+    F_NAME, F_DTYPE, TFC_FIXED_FIELD("axis", "-1", "each row's outputs are correlated"), {NULL}};
+
 static const tfc_field *fields_of(const char *cls)
 {
     static const struct { const char *cls; const tfc_field *f; } t[] = {
@@ -191,7 +199,9 @@ static const tfc_field *fields_of(const char *cls)
         {"F1Score", f1_fields}, {"FBetaScore", fbeta_fields}, {"IoU", iou_fields},
         {"MeanIoU", mean_iou_fields}, {"OneHotIoU", one_hot_iou_fields},
         {"OneHotMeanIoU", one_hot_mean_iou_fields}, {"BinaryIoU", binary_iou_fields},
-        {"R2Score", r2_fields}, {"BinaryAccuracy", binary_accuracy_fields}};
+        {"R2Score", r2_fields}, {"BinaryAccuracy", binary_accuracy_fields},
+        {"PearsonCorrelation", correlation_fields},
+        {"ConcordanceCorrelation", correlation_fields}};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (!strcmp(cls, t[i].cls)) return t[i].f;
     return count_fields; /* TruePositives ... FalseNegatives */
@@ -363,6 +373,9 @@ static tfc_status parse_args(tfc_counted *c, const margs *a, const tfc_node *at,
         if (tfc_node_enum(a->dtype, p, ok, &k, err)) return TFC_ERR_CONFIG;
     }
     switch (c->kind) {
+    case TFC_CM_CORRELATION:
+        c->concordance = !strcmp(c->cls, "ConcordanceCorrelation");
+        return TFC_OK;
     case TFC_CM_PRECISION:
     case TFC_CM_RECALL:
         snprintf(p, sizeof p, "%s.top_k", path);
@@ -563,6 +576,7 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
     c->labels = labels;
     const int dense_needed = uses_thresholds(c) || c->kind == TFC_CM_FBETA ||
                              c->kind == TFC_CM_R2 || c->kind == TFC_CM_BINARY_ACCURACY ||
+                             c->kind == TFC_CM_CORRELATION ||
                              (c->kind == TFC_CM_IOU && (!c->sparse_y_true || c->binary));
     if (dense_needed && labels == TFC_LABELS_SPARSE)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
@@ -610,6 +624,12 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
                               "%s without a threshold takes each row's largest output as its "
                               "prediction, and with one output every row is then positive "
                               "(Keras computes that too): give threshold: 0.5", c->cls);
+    if (c->kind == TFC_CM_CORRELATION && classes == 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
+                              "%s correlates the outputs of each row (the last axis) with its "
+                              "targets, and this model has one output a row: each row's "
+                              "value is 0/0 (Keras reports %s): use R2Score, or mae",
+                              c->cls, c->concordance ? "0" : "nan");
     const int probabilities = uses_thresholds(c) || c->binary ||
                               (c->kind == TFC_CM_FBETA && c->have_threshold);
     if (logits && probabilities && !c->from_logits &&
@@ -628,6 +648,8 @@ tfc_status tfc_counted_check(tfc_counted *c, int classes, int64_t label_rows,
         c->ncounts = 4 * (int64_t)classes;
     } else if (c->kind == TFC_CM_R2) {
         c->ncounts = 4 * (int64_t)classes + 1;
+    } else if (c->kind == TFC_CM_CORRELATION) {
+        c->ncounts = 2;
     } else if (c->kind == TFC_CM_BINARY_ACCURACY) {
         if (logits && !c->have_threshold) c->threshold = 0.0; /* a probability of 0.5 */
         c->ncounts = 2;
@@ -799,9 +821,44 @@ static void count_binary_accuracy(const tfc_counted *c, const float *out, const 
     }
 }
 
+/* Keras's pearson_correlation and concordance_correlation of each row (its C outputs and
+ * targets; population moments), their weighted sum and the weights. Pearson's is
+ * cov / (sd_t sd_p), NaN where a row's targets or outputs are all equal, as Keras's;
+ * concordance's is 2 cov / (var_t + var_p + (mean_t - mean_p)^2 + epsilon). Keras writes
+ * that covariance as mean((t - mean_p)(p - mean_p)), which is the same number: the
+ * outputs' deviations sum to zero. */
+static void count_correlation(const tfc_counted *c, const float *out, const float *lab,
+                              const float *weight, int64_t rows, double *counts)
+{
+    const int C = c->classes;
+    for (int64_t r = 0; r < rows; r++) {
+        const double w = weight ? weight[r] : 1.0;
+        if (w == 0) continue;
+        const float *o = out + r * C, *t = lab + r * C;
+        double mt = 0, mp = 0;
+        for (int j = 0; j < C; j++) mt += t[j], mp += o[j];
+        mt /= C, mp /= C;
+        double cov = 0, vt = 0, vp = 0;
+        for (int j = 0; j < C; j++) {
+            const double dt = t[j] - mt, dp = o[j] - mp;
+            cov += dt * dp, vt += dt * dt, vp += dp * dp;
+        }
+        cov /= C, vt /= C, vp /= C;
+        const double v = c->concordance
+                             ? 2 * cov / (vt + vp + (mt - mp) * (mt - mp) + KERAS_EPSILON)
+                             : cov / (sqrt(vt) * sqrt(vp));
+        counts[0] += w * v;
+        counts[1] += w;
+    }
+}
+
 void tfc_counted_add(const tfc_counted *c, const float *out, const void *labels,
                      const float *weight, int64_t rows, double *counts)
 {
+    if (c->kind == TFC_CM_CORRELATION) {
+        count_correlation(c, out, labels, weight, rows, counts);
+        return;
+    }
     if (c->kind == TFC_CM_BINARY_ACCURACY) {
         count_binary_accuracy(c, out, labels, weight, rows, counts);
         return;
@@ -980,7 +1037,8 @@ double tfc_counted_value(const tfc_counted *c, const double *counts)
     if (uses_thresholds(c)) return thresholds_value(c, counts);
     if (c->kind == TFC_CM_FBETA) return fbeta_value(c, counts);
     if (c->kind == TFC_CM_R2) return r2_value(c, counts);
-    if (c->kind == TFC_CM_BINARY_ACCURACY) return div_no_nan(counts[0], counts[1]);
+    if (c->kind == TFC_CM_BINARY_ACCURACY || c->kind == TFC_CM_CORRELATION)
+        return div_no_nan(counts[0], counts[1]);
     return iou_value(c, counts);
 }
 

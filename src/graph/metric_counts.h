@@ -1,12 +1,12 @@
 /* Counted metrics: Keras 3's metrics whose value is a ratio of counts summed over every
  * batch seen (Precision, Recall, AUC, F1Score, MeanIoU, ..., and the regression's R2Score),
- * not a mean of the batches' values. Each keeps a vector of counts (its "state", Keras's
+ * not a mean of the batches' values (a mean over rows too: the correlations' sum and rows). Each keeps a vector of counts (its "state", Keras's
  * variables): a batch adds its own, the sums of batches and of ranks add, and the value is
  * computed from the sums once (SPEC §1, Metrics). The counts are taken on the host, from the model's
  * output and the batch's labels as the loss reads them, so every backend has them.
  *
  * The arithmetic follows keras/src/metrics (confusion_metrics.py, f_score_metrics.py,
- * iou_metrics.py, regression_metrics.py's R2Score and
+ * iou_metrics.py, regression_metrics.py's R2Score, correlation_metrics.py and
  * metrics_utils.update_confusion_matrix_variables): which element is a
  * positive, the bucket each prediction falls in when the thresholds are evenly spaced,
  * Keras's epsilons in the quotients. No compute kernel: the fuzz build links it. */
@@ -34,6 +34,7 @@ typedef enum tfc_counted_kind {
     TFC_CM_IOU,     /* IoU, MeanIoU, OneHotIoU, OneHotMeanIoU, BinaryIoU */
     TFC_CM_R2,      /* R2Score */
     TFC_CM_BINARY_ACCURACY, /* BinaryAccuracy: every output thresholded, the share right */
+    TFC_CM_CORRELATION, /* PearsonCorrelation, ConcordanceCorrelation: each row's, averaged */
 } tfc_counted_kind;
 
 /* What a batch's labels are, as the loss reads them. */
@@ -75,6 +76,8 @@ typedef struct tfc_counted {
     /* R2Score */
     int variance_weighted; /* class_aggregation variance_weighted_average (else uniform) */
     int num_regressors;
+    /* PearsonCorrelation (0) or ConcordanceCorrelation (1) */
+    int concordance;
     /* set by tfc_counted_check */
     int classes;          /* the model's outputs per row */
     int labels;           /* tfc_counted_labels */

@@ -50,7 +50,10 @@ def batches(rng, classes, steps, labels, n=3, rows=12, kind="prob", weighted=Fal
 
 def make(spec):
     if isinstance(spec, str):
-        return keras.metrics.get(spec)
+        m = keras.metrics.get(spec)
+        # a function (pearson_correlation): compile wraps it so
+        return m if isinstance(m, keras.metrics.Metric) else \
+            keras.metrics.MeanMetricWrapper(m, name=spec)
     (cls, args), = spec.items()
     return getattr(keras.metrics, cls)(**args)
 
@@ -148,6 +151,13 @@ def main():
     add({"R2Score": {"class_aggregation": "variance_weighted_average"}}, classes=3,
         kind="logits", labels="real")
     add({"R2Score": {"num_regressors": 2}}, classes=1, kind="logits", labels="real")
+    # correlations of each row's outputs with its targets, averaged over the rows
+    add("pearson_correlation", classes=4, kind="logits", labels="real")
+    add({"PearsonCorrelation": {"name": "pcc"}}, classes=3, steps=4, kind="logits",
+        labels="real", weighted=True)
+    add("ConcordanceCorrelation", classes=5, kind="logits", labels="real")
+    add("concordance_correlation", classes=3, steps=3, kind="logits", labels="real",
+        weighted=True)
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump({"keras": keras.__version__, "backend": keras.backend.backend(),
                    "cases": cases}, f)
