@@ -417,6 +417,16 @@ static void test_rank_hints(void)
          "hint: as steps of one feature, (40, 1)"},
         {"input: {shape: [50]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n",
          "got (50,)\n"},
+        /* not square: a sequence is as likely, and the 1-D twin takes it */
+        {"input: {shape: [30, 3]}\nlayers:\n  - Conv2D: {filters: 3, kernel_size: 3}\n",
+         "hint: as one channel, (30, 3, 1): give the model input: {shape: [30, 3, 1]}, or put - "
+         "Reshape: {target_shape: [30, 3, "
+         "1]} before this layer; or, if each of the 30 rows is a step of 3 features, Conv1D "
+         "takes the sequence as it is\n"},
+        {"input: {shape: [30, 3]}\nlayers:\n  - Dense: {units: 8}\n  - MaxPooling2D: {}\n",
+         "hint: as one channel, (30, 8, 1): put - Reshape: {target_shape: [30, 8, 1]} before "
+         "this layer; or, if each of the 30 "
+         "rows is a step of 8 features, MaxPooling1D takes the sequence as it is\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tfc_error err;

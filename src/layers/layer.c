@@ -206,12 +206,22 @@ tfc_status tfc_layer_need_rank(const tfc_layer *l, int ndim, const char *what, t
     for (int i = 0; i < n; i++)
         len += snprintf(list + len, sizeof list - len, "%s%lld", i ? ", " : "",
                         (long long)out[i]);
+    /* (steps, features) not square before an image layer: more likely a sequence, which
+     * the layer's 1-D twin takes as it is (Conv2D's Conv1D, MaxPooling2D's MaxPooling1D) */
+    char seq[160] = "", twin[48];
+    const char *type = l->ops->type, *two = strstr(type, "2D");
+    snprintf(twin, sizeof twin, "%.*s1D%s", two ? (int)(two - type) : 0, type, two ? two + 2 : "");
+    if (ndim == 3 && in->ndim == 2 && in->dim[0] != in->dim[1] && two && tfc_layer_lookup(twin))
+        snprintf(seq, sizeof seq, "; or, if each of the %lld rows is a step of %lld features, "
+                 "%s takes the sequence as it is", (long long)in->dim[0],
+                 (long long)in->dim[1], twin);
     if (l->ninputs > 0 && l->inputs[0] == -1)
         tfc_error_hint(err, "as %s, (%s): give the model input: {shape: [%s]}, or put - Reshape: "
-                       "{target_shape: [%s]} before this layer%s", why, list, list, list, note);
+                       "{target_shape: [%s]} before this layer%s%s", why, list, list, list, note,
+                       seq);
     else
         tfc_error_hint(err, "as %s, (%s): put - Reshape: {target_shape: [%s]} before this "
-                       "layer%s", why, list, list, note);
+                       "layer%s%s", why, list, list, note, seq);
     return st;
 }
 
