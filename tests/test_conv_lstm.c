@@ -27,7 +27,9 @@ static void test_keras_parity(void)
                                         "backwards_last_dilated", "conv1d_seq_same",
                                         "conv1d_last_stride_backwards", "conv3d_seq_same",
                                         "conv3d_last_stride_backwards", "conv3d_dilated_nobias",
-                                        "relu", "conv1d_gelu_hard_sigmoid", NULL};
+                                        "relu", "conv1d_gelu_hard_sigmoid",
+                                        "dropout_recurrent", "conv1d_recurrent_backwards",
+                                        "conv3d_recurrent_last", NULL};
     tfc_test_keras_cases(&p, names);
 }
 
@@ -41,9 +43,8 @@ static void expect_error(const char *layer, const char *what)
 static void test_errors(void)
 {
     expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, dropout: 1}", "dropout");
-    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, recurrent_dropout: 0.1}",
-                 "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': "
-                 "recurrent_dropout: not supported");
+    expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, recurrent_dropout: 1}",
+                 "recurrent_dropout");
     expect_error("ConvLSTM2D: {filters: 2, kernel_size: 3, return_state: true}",
                  "t.yaml:3:5: error: layers[0].ConvLSTM2D: layer 'conv_lstm2d': return_state: "
                  "not supported");
@@ -81,7 +82,7 @@ static void test_errors(void)
                                 "needs a sequence of images");
     /* ConvLSTM3D refuses what ConvLSTM2D refuses, and its windows are one or three integers */
     static const char *const refused3[][2] = {
-        {"recurrent_dropout: 0.1", "recurrent_dropout: not supported"},
+        {"recurrent_dropout: 1", "recurrent_dropout"},
         {"return_state: true", "return_state: not supported"},
         {"stateful: true", "stateful: not supported"},
         {"activation: softmax", "activation softmax is not supported"},

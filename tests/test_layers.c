@@ -562,6 +562,15 @@ static const gc_case cases[] = {
                             "  - ConvLSTM2D: {filters: 2, kernel_size: 3, padding: same,"
                             " dropout: 0.4, seed: 3, go_backwards: true}\n"
                             "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
+    /* recurrent_dropout: each gate's recurrent convolution of the state under its own mask
+     * (with the input's masks too in the second layer) */
+    {"conv_lstm_recurrent_dropout", "input: {shape: [4, 4, 4, 2]}\nlayers:\n"
+                                    "  - ConvLSTM2D: {filters: 2, kernel_size: 3,"
+                                    " padding: same, recurrent_dropout: 0.5,"
+                                    " return_sequences: true}\n"
+                                    "  - ConvLSTM2D: {filters: 2, kernel_size: 2, dropout: 0.3,"
+                                    " recurrent_dropout: 0.4, seed: 7, go_backwards: true}\n"
+                                    "  - Flatten: {}\n  - Dense: {units: 2}\n", 2},
     /* ConvLSTM3D: every step with same padding and an even kernel into a second one going
      * backwards with strides (2, 1, 1), valid padding and dropout; then dilation, no bias
      * (each window argument unequal along its axes) */

@@ -28,7 +28,13 @@
  *   z_k += conv(x_t m_k, K_k),  m_k = keep / (1 - rate) from dropout_forward at the gate's key
  * (the layer's, `seed` mixed in, then the gate) and the training step: element i of every
  * step's [n, h, w, c] image draws the same uniform. The four convolutions then run one gate at
- * a time (K_k copied out of K's columns) instead of one over 4F filters. */
+ * a time (K_k copied out of K's columns) instead of one over 4F filters.
+ *
+ * recurrent_dropout the same on the state (Keras's cell: four more masks, one per gate, the
+ * same at every step), each gate's recurrent convolution reading h_{t-1} under its own mask
+ *   z_k += conv(h_{t-1} r_k, R_k),  r_k from dropout_forward at the key's stream 5 + k
+ * element i of [n, oh, ow, f] drawing the same uniform at every step; the four recurrent
+ * convolutions then run one gate at a time (R_k copied out of R's columns once a pass). */
 #include "layers/layer.h"
 
 #include "core/rng.h"
@@ -71,8 +77,8 @@ typedef struct conv_lstm_args {
     TFC_CONSTRAINT_FIELD("recurrent_constraint"),                                               \
     {"dropout", TFC_F_FLOAT, OFF(dropout), "0", 0, 0.999999, NULL,                              \
      "fraction of the inputs to drop: four masks per sequence, one per gate"},                  \
-    {"recurrent_dropout", TFC_F_FLOAT, OFF(recurrent_dropout), "0", 0, 1, NULL,                 \
-     "0 only (not supported)"},                                                                 \
+    {"recurrent_dropout", TFC_F_FLOAT, OFF(recurrent_dropout), "0", 0, 0.999999, NULL,          \
+     "fraction of the state to drop: four masks per sequence, one per gate"},                   \
     {"seed", TFC_F_INT, OFF(seed), "0", 0, 2147483647, NULL,                                    \
      "mixed into the run's seed for the dropout masks"},                                        \
     {"return_sequences", TFC_F_BOOL, OFF(return_sequences), "false", TFC_UNBOUNDED, NULL,       \
@@ -239,15 +245,21 @@ static conv input_conv(const tfc_layer *l, int n)
     return input_conv_f(l, n, 4);
 }
 
-/* The recurrent convolution of n states: stride 1, same padding, no dilation (Keras's) */
-static conv recurrent_conv(const tfc_layer *l, int n)
+/* The recurrent convolution of n states: stride 1, same padding, no dilation (Keras's), of
+ * gates gates' filters (4; 1 for one gate's) */
+static conv recurrent_conv_f(const tfc_layer *l, int n, int gates)
 {
     const conv_lstm_args *a = l->args;
     conv in = input_conv(l, 1);
     int out[3];
     conv_out(&in, out);
-    return conv_make(a->rank == 3, n, out, a->filters, 4 * a->filters, a->k,
+    return conv_make(a->rank == 3, n, out, a->filters, gates * a->filters, a->k,
                      (const int[3]){1, 1, 1}, (const int[3]){1, 1, 1}, 1);
+}
+
+static conv recurrent_conv(const tfc_layer *l, int n)
+{
+    return recurrent_conv_f(l, n, 4);
 }
 
 static dims dims_of(const tfc_layer *l)
@@ -278,8 +290,6 @@ static tfc_status conv_lstm_build(tfc_layer *l, tfc_error *err)
     if (l->mask_in)
         return tfc_layer_error(err, l, "a sequence mask (Masking, Embedding's mask_zero) is not "
                                        "supported");
-    if (a->recurrent_dropout != 0)
-        return tfc_layer_error(err, l, "recurrent_dropout: not supported (0 only)");
     if (a->return_state)
         return tfc_layer_error(err, l, "return_state: not supported (a layer has one output)");
     if (a->stateful) return tfc_layer_error(err, l, "stateful: not supported");
@@ -403,14 +413,23 @@ static int dropped(const conv_lstm_args *a, const tfc_exec *ex)
     return ex->training && a->dropout > 0;
 }
 
+/* Whether this pass drops the state out */
+static int rdropped(const conv_lstm_args *a, const tfc_exec *ex)
+{
+    return ex->training && a->recurrent_dropout > 0;
+}
+
 static size_t conv_ws(const tfc_layer *l, tfc_backend *be)
 {
     const conv_lstm_args *a = l->args;
     const int b = l->max_batch, t = (int)dims_of(l).t;
-    conv di = input_conv(l, b * t), dr = recurrent_conv(l, b), dg = input_conv_f(l, b * t, 1);
+    conv di = input_conv(l, b * t), dr = recurrent_conv(l, b), dg = input_conv_f(l, b * t, 1),
+         drg = recurrent_conv_f(l, b, 1);
     size_t ws = conv_workspace_of(be, &di), wr = conv_workspace_of(be, &dr);
     if (wr > ws) ws = wr;
     if (a->dropout > 0 && conv_workspace_of(be, &dg) > ws) ws = conv_workspace_of(be, &dg);
+    if (a->recurrent_dropout > 0 && conv_workspace_of(be, &drg) > ws)
+        ws = conv_workspace_of(be, &drg);
     return aligned(ws);
 }
 
@@ -422,9 +441,11 @@ static size_t conv_ws(const tfc_layer *l, tfc_backend *be)
  * four [n, p, f] buffers: tanh(c_t), and in backward dh, dc and a product;
  * with dropout: xd [T, n, hwc] (the input under one gate's mask, then its gradient), dxt
  * [T, n, hwc] (the time-major input's gradient), kg and dkg [kh, kw, c, f] (one gate's
- * kernel and its gradient) and zk [T, n, p, f] (one gate's pre-activations or gradient). */
+ * kernel and its gradient) and zk [T, n, p, f] (one gate's pre-activations or gradient);
+ * with recurrent_dropout: rk and drk [4][kh, kw, f, f] (the gates' recurrent kernels and
+ * their gradients), ra and rb [n, p, f] (a state under one gate's mask, one gate's part). */
 typedef struct scratch {
-    float *xt, *z, *s, *tc, *dh, *dc, *tmp, *xd, *dxt, *kg, *dkg, *zk;
+    float *xt, *z, *s, *tc, *dh, *dc, *tmp, *xd, *dxt, *kg, *dkg, *zk, *rk, *drk, *ra, *rb;
 } scratch;
 
 static int64_t gate_kernel_floats(const tfc_layer *l)
@@ -433,6 +454,13 @@ static int64_t gate_kernel_floats(const tfc_layer *l)
     int in[3], c;
     volume_of(l, in, &c);
     return (int64_t)a->k[0] * a->k[1] * a->k[2] * c * a->filters;
+}
+
+/* One gate's recurrent kernel: [kd, kh, kw, f, f] */
+static int64_t rgate_kernel_floats(const tfc_layer *l)
+{
+    const conv_lstm_args *a = l->args;
+    return (int64_t)a->k[0] * a->k[1] * a->k[2] * a->filters * a->filters;
 }
 
 static size_t scratch_floats(const tfc_layer *l)
@@ -444,11 +472,13 @@ static size_t scratch_floats(const tfc_layer *l)
                      4 * b * d.p * d.f;
     if (a->dropout > 0)
         floats += 2 * d.t * b * d.hwc + 2 * gate_kernel_floats(l) + d.t * b * d.p * d.f;
+    if (a->recurrent_dropout > 0) floats += 8 * rgate_kernel_floats(l) + 2 * b * d.p * d.f;
     return (size_t)floats;
 }
 
 static scratch scratch_of(const tfc_layer *l, tfc_exec *ex)
 {
+    const conv_lstm_args *a = l->args;
     dims d = dims_of(l);
     const int64_t b = l->max_batch;
     scratch s;
@@ -464,6 +494,10 @@ static scratch scratch_of(const tfc_layer *l, tfc_exec *ex)
     s.kg = s.dxt + d.t * b * d.hwc;
     s.dkg = s.kg + gate_kernel_floats(l);
     s.zk = s.dkg + gate_kernel_floats(l);
+    s.rk = a->dropout > 0 ? s.zk + d.t * b * d.p * d.f : s.xd; /* past what dropout uses */
+    s.drk = s.rk + 4 * rgate_kernel_floats(l);
+    s.ra = s.drk + 4 * rgate_kernel_floats(l);
+    s.rb = s.ra + b * d.p * d.f;
     return s;
 }
 
@@ -550,6 +584,63 @@ static void dropped_backward(const tfc_layer *l, tfc_exec *ex, const scratch *s,
     }
 }
 
+/* Gate k's recurrent dropout key: the layer's, its seed mixed in, then stream 5 + k */
+static uint64_t rgate_key(const tfc_layer *l, int k)
+{
+    return gate_key(l, k + 4);
+}
+
+/* s->rk = the gates' columns of R, gate by gate */
+static void gate_rkernels(const tfc_layer *l, tfc_backend *be, const scratch *s)
+{
+    const int64_t f = ((const conv_lstm_args *)l->args)->filters, rkf = rgate_kernel_floats(l);
+    for (int k = 0; k < 4; k++)
+        be->ops->copy2d(be, rkf / f, (int)f, l->params[1].data + k * f, (int)(4 * f),
+                        s->rk + k * rkf, (int)f, 0);
+}
+
+/* z (one step's [rows, 4f]) += conv(h r_k, R_k) gate by gate: the state h under gate k's
+ * recurrent mask */
+static void dropped_recurrent(const tfc_layer *l, tfc_exec *ex, const scratch *s,
+                              const float *h, float *z)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t rows = ex->batch * d.p, q = rows * d.f, rkf = rgate_kernel_floats(l);
+    conv drg = recurrent_conv_f(l, ex->batch, 1);
+    for (int k = 0; k < 4; k++) {
+        be->ops->dropout_forward(be, q, (float)a->recurrent_dropout, rgate_key(l, k), ex->step,
+                                 h, s->ra);
+        conv_run(be, &drg, s->ra, s->rk + k * rkf, NULL, NULL, s->rb, ex->ws);
+        be->ops->copy2d(be, rows, (int)d.f, s->rb, (int)d.f, z + k * d.f, (int)(4 * d.f), 1);
+    }
+}
+
+/* The recurrent convolution's gradients with recurrent dropout, gate by gate, from dz (one
+ * step's pre-activation gradients [rows, 4f]): dh += r_k (dz_k (*)^T R_k) when dh is given,
+ * and s->drk[k] += (h r_k) (*) dz_k when h (the state the step read) is */
+static void dropped_recurrent_backward(const tfc_layer *l, tfc_exec *ex, const scratch *s,
+                                       const float *h, const float *dz, float *dh)
+{
+    const conv_lstm_args *a = l->args;
+    tfc_backend *be = ex->be;
+    dims d = dims_of(l);
+    const int64_t rows = ex->batch * d.p, q = rows * d.f, rkf = rgate_kernel_floats(l);
+    const float rate = (float)a->recurrent_dropout;
+    conv drg = recurrent_conv_f(l, ex->batch, 1);
+    for (int k = 0; k < 4; k++) {
+        be->ops->copy2d(be, rows, (int)d.f, dz + k * d.f, (int)(4 * d.f), s->rb, (int)d.f, 0);
+        if (dh) { /* h stands for the masked state: the data gradient reads its shape only */
+            conv_data(be, &drg, h, s->rb, s->rk + k * rkf, s->ra, 1, ex->ws);
+            be->ops->dropout_backward(be, q, rate, rgate_key(l, k), ex->step, s->ra, dh);
+        } else {
+            be->ops->dropout_forward(be, q, rate, rgate_key(l, k), ex->step, h, s->ra);
+            conv_filter(be, &drg, s->ra, s->rb, s->drk + k * rkf, ex->ws);
+        }
+    }
+}
+
 /* The input's step that runs s-th */
 static int64_t source_step(const conv_lstm_args *a, int64_t t, int64_t s)
 {
@@ -573,6 +664,8 @@ static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
         op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),
                    s.xt + t * n * d.hwc, (int)d.hwc, 0);
     conv di = input_conv(l, n * (int)d.t), dr = recurrent_conv(l, n);
+    const int rdrop = rdropped(a, ex);
+    if (rdrop) gate_rkernels(l, be, &s);
     if (dropped(a, ex))
         dropped_forward(l, ex, &s);
     else
@@ -581,7 +674,11 @@ static void conv_lstm_forward(tfc_layer *l, tfc_exec *ex, const void *const *x, 
     for (int64_t t = 0; t < d.t; t++) {
         float *z = s.z + t * rows * 4 * d.f, *g = gates + t * 4 * q, *c = cs + t * q,
               *h = hs + t * q;
-        if (t > 0) { /* z += conv(h_{t-1}, R) */
+        if (t > 0 && rdrop) { /* z += conv(h_{t-1} r_k, R_k), gate by gate */
+            op->copy(be, s.s, z, (size_t)(4 * q) * sizeof(float));
+            dropped_recurrent(l, ex, &s, h - q, s.s);
+            z = s.s;
+        } else if (t > 0) { /* z += conv(h_{t-1}, R) */
             conv_run(be, &dr, h - q, rkernel, NULL, z, s.s, ex->ws);
             z = s.s;
         }
@@ -618,6 +715,11 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
     const tfc_act act = (tfc_act)a->activation, ract = (tfc_act)a->recurrent_activation;
     const float *in = x[0];
     conv di = input_conv(l, n * (int)d.t), dr = recurrent_conv(l, n);
+    const int rdrop = rdropped(a, ex);
+    if (rdrop) {
+        gate_rkernels(l, be, &s);
+        op->zero(be, s.drk, (size_t)(4 * rgate_kernel_floats(l)) * sizeof(float));
+    }
     op->zero(be, s.dc, (size_t)q * sizeof(float));
     for (int64_t t = d.t - 1; t >= 0; t--) {
         const float *g = gates + t * 4 * q, *c = cs + t * q;
@@ -629,7 +731,9 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
             op->copy(be, s.dh, dy, (size_t)q * sizeof(float));
         else
             op->zero(be, s.dh, (size_t)q * sizeof(float));
-        if (t < d.t - 1)
+        if (t < d.t - 1 && rdrop)
+            dropped_recurrent_backward(l, ex, &s, hs + t * q, dz + rows * 4 * d.f, s.dh);
+        else if (t < d.t - 1)
             conv_data(be, &dr, hs + t * q, dz + rows * 4 * d.f, l->params[1].data, s.dh, 0,
                       ex->ws);
         op->act_forward(be, act, q, (int)d.f, c, s.tc);
@@ -655,9 +759,16 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
         op->mul(be, 1, rows, (int)d.f, s.dc, fg, 0, s.dc, 0); /* dc_{t-1} = dc f */
         for (int k = 0; k < 4; k++)
             op->copy2d(be, rows, (int)d.f, dg + k * q, (int)d.f, dz + k * d.f, (int)(4 * d.f), 0);
-        if (t > 0) /* dR += h_{t-1} (*) dz_t */
+        if (t > 0 && rdrop) /* dR_k += (h_{t-1} r_k) (*) dz_t,k */
+            dropped_recurrent_backward(l, ex, &s, hs + (t - 1) * q, dz, NULL);
+        else if (t > 0) /* dR += h_{t-1} (*) dz_t */
             conv_filter(be, &dr, hs + (t - 1) * q, dz, l->params[1].grad, ex->ws);
     }
+    if (rdrop) /* the gates' kernels' gradients into R's columns */
+        for (int k = 0; k < 4; k++)
+            op->copy2d(be, rgate_kernel_floats(l) / d.f, (int)d.f,
+                       s.drk + k * rgate_kernel_floats(l), (int)d.f,
+                       l->params[1].grad + k * d.f, (int)(4 * d.f), 1);
     /* The input's convolution, for all steps at once: its input time-major again */
     for (int64_t t = 0; t < d.t; t++)
         op->copy2d(be, n, (int)d.hwc, in + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc),

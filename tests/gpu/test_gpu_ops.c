@@ -4488,9 +4488,10 @@ static void test_train_volume(void)
 /* ConvLSTM2D and ConvLSTM1D (CPU-first, lifted here): the convolution ops over T n images and n states per
  * step, copy2d, act_forward/backward, mul and dropout on the GPU; training steps of a model
  * with one over every step (same padding, dropout) into one going backwards (strides 2,
- * valid) on both backends, and a ConvLSTM1D; then a ConvLSTM3D model (the conv3d ops, put in
- * the table for it, and add): one over every step (same padding, an even kernel, dropout)
- * into one going backwards (strides (2, 1, 1), valid) */
+ * valid) on both backends, one with recurrent_dropout, and a ConvLSTM1D; then a ConvLSTM3D
+ * model (the conv3d ops, put in the table for it, and add): one over every step (same
+ * padding, an even kernel, dropout) into one going backwards (strides (2, 1, 1), valid,
+ * recurrent_dropout) */
 static void test_train_conv_lstm(void)
 {
     lift_cpu_first = 1;
@@ -4499,6 +4500,16 @@ static void test_train_conv_lstm(void)
                 "return_sequences: true, dropout: 0.25}\n"
                 "  - ConvLSTM2D: {filters: 2, kernel_size: [2, 3], strides: 2, "
                 "go_backwards: true, use_bias: false}\n"
+                "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
+    /* recurrent_dropout: each gate's recurrent convolution (one gate's filters) over the
+     * state under its own mask */
+    train_steps("input: {shape: [3, 5, 5, 2]}\nlayers:\n"
+                "  - ConvLSTM2D: {filters: 3, kernel_size: 3, padding: same, "
+                "return_sequences: true, recurrent_dropout: 0.3}\n"
+                "  - ConvLSTM2D: {filters: 2, kernel_size: 2, dropout: 0.2, "
+                "recurrent_dropout: 0.4, go_backwards: true}\n"
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);
@@ -4520,7 +4531,7 @@ static void test_train_conv_lstm(void)
                 "  - ConvLSTM3D: {filters: 3, kernel_size: [2, 3, 1], padding: same, "
                 "return_sequences: true, dropout: 0.25}\n"
                 "  - ConvLSTM3D: {filters: 2, kernel_size: [2, 2, 3], strides: [2, 1, 1], "
-                "go_backwards: true}\n"
+                "go_backwards: true, recurrent_dropout: 0.3}\n"
                 "  - Flatten: {}\n  - Dense: {units: 3, activation: softmax}\n"
                 "loss: sparse_categorical_crossentropy\n",
                 8, 0, 1, 5e-4, 1e-5);

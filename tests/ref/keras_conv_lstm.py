@@ -8,6 +8,7 @@
 #   KERAS_BACKEND=jax /tmp/kvenv/bin/python tests/ref/keras_conv_lstm.py
 import json
 import os
+import sys
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 import jax
@@ -17,6 +18,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conv_lstm")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 L = keras.layers
 BATCH = 3
 
@@ -106,7 +108,46 @@ CASES = {
                                                                  activation="gelu",
                                                                  recurrent_activation=
                                                                  "hard_sigmoid"))]),
+    # dropout and recurrent_dropout, trained with the masks tfc draws (hand_masks)
+    "dropout_recurrent": ((4, 5, 5, 2), [("ConvLSTM2D", dict(name="cl", filters=3,
+                                                              kernel_size=3, padding="same",
+                                                              dropout=0.25,
+                                                              recurrent_dropout=0.4,
+                                                              return_sequences=True))]),
+    "conv1d_recurrent_backwards": ((5, 6, 2), [("ConvLSTM1D", dict(name="cl", filters=2,
+                                                                    kernel_size=3,
+                                                                    recurrent_dropout=0.3,
+                                                                    go_backwards=True,
+                                                                    activation="relu",
+                                                                    return_sequences=True))]),
+    "conv3d_recurrent_last": ((3, 3, 4, 3, 2), [("ConvLSTM3D", dict(name="cl", filters=2,
+                                                                     kernel_size=[2, 3, 1],
+                                                                     padding="same",
+                                                                     dropout=0.2,
+                                                                     recurrent_dropout=0.5)),
+                                                 ("Flatten", dict(name="fl")),
+                                                 ("Dense", dict(name="d", units=3))]),
 }
+
+
+def mask(key, shape, rate):
+    """dropout_forward's mask of a tensor of `shape` at (key, step 0), float32 as tfc's"""
+    from keras_recurrent_dropout import keep
+    return jnp.asarray(keep(key, shape[0], int(np.prod(shape[1:])), rate).reshape(shape))
+
+
+def hand_masks(layer, index, step_shape, state_shape):
+    """Gives the layer's cell the masks tfc's training pass draws for a batch of BATCH (layer
+    `index` of the model, the harness's seed 1 at step 0): gate k's input mask from the
+    layer's key's stream k + 1, its state mask from stream k + 5 (conv_lstm2d.c)"""
+    from keras_recurrent_dropout import rng_key
+    cell = layer.cell
+    key = rng_key(1, 0x100000 + index)
+    inp = [mask(rng_key(key, k + 1), (BATCH,) + step_shape, cell.dropout) for k in range(4)]
+    rec = [mask(rng_key(key, k + 5), (BATCH,) + state_shape, cell.recurrent_dropout)
+           for k in range(4)]
+    cell.get_dropout_mask = lambda x: inp if cell.dropout else None
+    cell.get_recurrent_dropout_mask = lambda h: rec if cell.recurrent_dropout else None
 
 
 def main():
@@ -122,6 +163,9 @@ def main():
         tensors = {"x": x, "y": y, "t": t}
         for v in model.weights:
             tensors[tfc_path(v.path)] = np.asarray(v.value)
+        for i, layer in enumerate(model.layers[1:]):
+            if getattr(layer, "recurrent_dropout", 0) or getattr(layer, "dropout", 0):
+                hand_masks(layer, i, shape[1:], tuple(layer.output.shape[-layer.cell.rank - 1:]))
         tv = [v.value for v in model.trainable_variables]
         ntv = [v.value for v in model.non_trainable_variables]
 
