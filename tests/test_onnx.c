@@ -11,8 +11,10 @@
  * its gate and one key/value head), Attention and AdditiveAttention
  * (padded, causal, concat, a key of its own), TokenAndPositionEmbedding in a
  * transformer block and PositionEmbedding, EinsumDense (Einsum; '...', a broadcast bias, after
- * a convolution), LayerScale, an Add/Concatenate/Reshape graph, every activation
- * and the augmentation layers (the identity); a layer without an ONNX form is refused.
+ * a convolution), LayerScale, an Add/Concatenate/Reshape graph, every activation,
+ * the augmentation layers (the identity) and the numeric preprocessing layers
+ * (Discretization, CategoryEncoding, IntegerLookup); a layer without an ONNX form is
+ * refused.
  * Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1016,6 +1018,48 @@ static void test_vision_layers(void)
                    "for this layer type");
 }
 
+/* The numeric preprocessing layers: Discretization's buckets (int into an Embedding, one_hot,
+ * count), CategoryEncoding over padded token ids (multi_hot, count, one_hot), IntegerLookup
+ * (in-vocabulary values and two OOV indices into an Embedding, multi_hot, invert back to
+ * values); Hashing is refused. */
+static void test_preprocessing(void)
+{
+    if (!ready()) {
+        tfc_test_skip("python3 lacks onnx, onnxruntime or numpy");
+        return;
+    }
+    fixture("discretization",
+            "input: {shape: [6]}\nlayers:\n"
+            "  - Discretization: {name: b, bin_boundaries: [0.2, 0.5, 0.8]}\n"
+            "  - Embedding: {input_dim: 4, output_dim: 3}\n  - Flatten: {name: f}\n"
+            "  - Discretization: {name: h, bin_boundaries: [0.1, 0.3, 0.6],"
+            " output_mode: one_hot, inputs: input}\n  - Flatten: {name: g}\n"
+            "  - Discretization: {name: c, bin_boundaries: [0.25, 0.5, 0.75],"
+            " output_mode: count, inputs: input}\n"
+            "  - Concatenate: {inputs: [f, g, c]}\n  - Dense: {units: 3}\n", 0);
+    fixture("category_encoding",
+            "input: {shape: [8], dtype: int32}\nlayers:\n"
+            "  - CategoryEncoding: {name: m, num_tokens: 12}\n"
+            "  - CategoryEncoding: {name: c, num_tokens: 12, output_mode: count,"
+            " inputs: input}\n"
+            "  - CategoryEncoding: {name: o, num_tokens: 12, output_mode: one_hot,"
+            " inputs: input}\n  - Flatten: {name: f}\n"
+            "  - Concatenate: {inputs: [m, c, f]}\n  - Dense: {units: 4}\n", 12);
+    fixture("integer_lookup",
+            "input: {shape: [8], dtype: int32}\nlayers:\n"
+            "  - IntegerLookup: {name: l, vocabulary: [7, 3, 11, 1, 5], num_oov_indices: 2}\n"
+            "  - Embedding: {input_dim: 7, output_dim: 3}\n  - Flatten: {name: f}\n"
+            "  - IntegerLookup: {name: m, vocabulary: [2, 4, 6, 8], output_mode: multi_hot,"
+            " inputs: input}\n"
+            "  - IntegerLookup: {name: v, vocabulary: [30, 10, 20, 40, 50, 60, 70, 80, 90],"
+            " invert: true, inputs: input}\n"
+            "  - Concatenate: {inputs: [f, m, v]}\n  - Dense: {units: 3}\n", 12);
+    export_refused("hash", "input: {shape: [4], dtype: int32}\nlayers:\n"
+                   "  - Hashing: {name: hs, num_bins: 8, output_mode: one_hot}\n"
+                   "  - Flatten: {}\n",
+                   "layer 'hs' (Hashing): its hash of each value's decimal digits");
+}
+
 /* The augmentation layers export as nothing (the identity at inference), between layers
  * and at the input. */
 static void test_augmentation(void)
@@ -1111,6 +1155,7 @@ static void test_options(void)
 }
 
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
+              {"preprocessing", test_preprocessing},
               {"adaptive_pooling", test_adaptive_pooling},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},

@@ -471,6 +471,163 @@ static tref normalization(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* Cast to a TensorProto dtype into a fresh name */
+static void cast_to(exporter *x, const char *in, int dtype, char *out)
+{
+    tfc_pb a = {0};
+    attr_int(&a, "to", dtype);
+    unary(x, "Cast", in, out, &a);
+}
+
+/* ReduceSum or ReduceMax over one axis, not kept (ReduceSum's axes an input since opset 13,
+ * ReduceMax's an attribute before opset 18) */
+static void reduce_axis(exporter *x, const char *op, const char *in, int64_t axis, char *out)
+{
+    char src[96], ax[96];
+    snprintf(src, sizeof src, "%s", in);
+    tfc_pb a = {0};
+    attr_int(&a, "keepdims", 0);
+    if (!strcmp(op, "ReduceSum") || x->opset >= 18) {
+        init_i64(x, ax, "axes", &axis, 1);
+        fresh(x, out, op);
+        node(x, op, (const char *[]){src, ax, NULL}, out, &a);
+    } else {
+        attr_ints(&a, "axes", &axis, 1);
+        fresh(x, out, op);
+        node(x, op, (const char *[]){src, NULL}, out, &a);
+    }
+}
+
+/* An int64 scalar initializer */
+static void init_i64_scalar(exporter *x, char *name, const char *hint, int64_t v)
+{
+    fresh(x, name, hint);
+    initializer(x, name, T_INT64, NULL, 0, &v, 8);
+}
+
+/* The numeric preprocessing layers (layers/encoding.c; core/backend.h's tfc_encode_desc):
+ * each value v to an int64 index k, then k encoded.
+ *   INDEX (CategoryEncoding): k = Cast(v) (a float truncated toward zero, as Keras casts);
+ *   BUCKET (Discretization): k = ReduceSum(v >= boundaries) over the boundaries;
+ *   LOOKUP (IntegerLookup): k = the index of the key equal to v (Equal against the keys,
+ *     the matches' indices summed), else oov + Mod(v, num_oov_indices) (fmod 0: floormod);
+ *   INVERT (IntegerLookup's invert): k = Gather(values, v) for v in [0, n), else oov_token;
+ * then int: k as int32 (float for invert's values); one_hot: Equal(k, 0 .. depth - 1) as
+ * float, an index outside marking nothing (Keras's JAX backend; the staged input is checked
+ * anyway), reshaped as the layer's output (a last axis of 1 replaced); multi_hot and count:
+ * that one-hot's ReduceMax or ReduceSum over the values. Hashing's hash has no form. */
+static tref encode(exporter *x, const tfc_layer *l, const tref *in)
+{
+    const tfc_encode_desc *d = tfc_layer_encode_desc(l);
+    tref r = nhwc(x, in);
+    if (!d || d->map == TFC_ENCODE_HASH) {
+        unsupported(x, l, "its hash of each value's decimal digits (FarmHash, SipHash) has no "
+                          "ONNX form");
+        return r;
+    }
+    float *table = d->map == TFC_ENCODE_INDEX ? NULL : param(x, l, "table", NULL);
+    if (d->map != TFC_ENCODE_INDEX && !table) {
+        if (!x->st) unsupported(x, l, "its table is missing");
+        return r;
+    }
+    char src[96], vf[96], vi[96], k[96], ax[96], t1[96], t2[96], t3[96], c[96], c2[96];
+    snprintf(src, sizeof src, "%s", r.name);
+    const int64_t last = -1, n = d->n;
+    if (d->map == TFC_ENCODE_BUCKET || d->map == TFC_ENCODE_LOOKUP || d->mode != TFC_ENCODE_INT)
+        init_i64(x, ax, "axes", &last, 1); /* Unsqueeze's */
+    /* the values as floats (compared with boundaries and keys) and as int64 (indices) */
+    const int by_value = d->map == TFC_ENCODE_BUCKET || d->map == TFC_ENCODE_LOOKUP;
+    snprintf(vf, sizeof vf, "%s", src);
+    if (d->ints && by_value) cast_to(x, src, T_FLOAT, vf);
+    if (d->map != TFC_ENCODE_BUCKET) cast_to(x, src, T_INT64, vi);
+    int64_t *ints = NULL;
+    if (d->map == TFC_ENCODE_LOOKUP || d->map == TFC_ENCODE_INVERT) {
+        ints = malloc((size_t)n * sizeof *ints);
+        if (!ints) {
+            free(table);
+            x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+            return r;
+        }
+        for (int64_t i = 0; i < n; i++) /* LOOKUP: the indices after the keys */
+            ints[i] = (int64_t)table[d->map == TFC_ENCODE_LOOKUP ? n + i : i];
+    }
+    switch (d->map) {
+    case TFC_ENCODE_BUCKET:
+        binary(x, "Unsqueeze", vf, ax, t1);
+        init_f32(x, c, "boundaries", &n, 1, table);
+        binary(x, "GreaterOrEqual", t1, c, t2);
+        cast_to(x, t2, T_INT64, t3);
+        reduce_axis(x, "ReduceSum", t3, -1, k);
+        break;
+    case TFC_ENCODE_LOOKUP: {
+        char eq[96], found[96], cnt[96], oov[96];
+        binary(x, "Unsqueeze", vf, ax, t1);
+        init_f32(x, c, "keys", &n, 1, table);
+        binary(x, "Equal", t1, c, t2);
+        cast_to(x, t2, T_INT64, eq);
+        init_i64(x, c2, "indices", ints, (int)n);
+        binary(x, "Mul", eq, c2, t3);
+        reduce_axis(x, "ReduceSum", t3, -1, found);
+        reduce_axis(x, "ReduceSum", eq, -1, cnt);
+        init_i64_scalar(x, c, "zero", 0);
+        binary(x, "Greater", cnt, c, t1);
+        init_i64_scalar(x, c2, "num_oov", d->noov);
+        binary(x, "Mod", vi, c2, t2);
+        init_i64_scalar(x, c, "oov", d->oov);
+        binary(x, "Add", t2, c, oov);
+        fresh(x, k, "Where");
+        node(x, "Where", (const char *[]){t1, found, oov, NULL}, k, NULL);
+        break;
+    }
+    case TFC_ENCODE_INVERT: {
+        char valid[96], at[96];
+        init_i64_scalar(x, c, "zero", 0);
+        binary(x, "GreaterOrEqual", vi, c, t1);
+        init_i64_scalar(x, c2, "size", n);
+        binary(x, "Less", vi, c2, t2);
+        binary(x, "And", t1, t2, valid);
+        fresh(x, at, "Where");
+        node(x, "Where", (const char *[]){valid, vi, c, NULL}, at, NULL);
+        init_i64(x, c2, "values", ints, (int)n);
+        tfc_pb a = {0};
+        attr_int(&a, "axis", 0);
+        fresh(x, t3, "Gather");
+        node(x, "Gather", (const char *[]){c2, at, NULL}, t3, &a);
+        init_i64_scalar(x, c, "oov_token", d->oov);
+        fresh(x, k, "Where");
+        node(x, "Where", (const char *[]){valid, t3, c, NULL}, k, NULL);
+        break;
+    }
+    default: /* INDEX */
+        snprintf(k, sizeof k, "%s", vi);
+    }
+    free(table);
+    free(ints);
+    if (d->mode == TFC_ENCODE_INT) {
+        cast_to(x, k, d->out_ints ? T_INT32 : T_FLOAT, r.name);
+        r.shape = l->out_shape;
+        return r;
+    }
+    int64_t *range = malloc((size_t)d->depth * sizeof *range);
+    if (!range) {
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    for (int i = 0; i < d->depth; i++) range[i] = i;
+    binary(x, "Unsqueeze", k, ax, t1);
+    init_i64(x, c, "tokens", range, d->depth);
+    free(range);
+    binary(x, "Equal", t1, c, t2);
+    tref hot = {.shape = l->out_shape};
+    cast_to(x, t2, T_FLOAT, hot.name);
+    if (d->mode == TFC_ENCODE_ONE_HOT) return reshape(x, &hot, &l->out_shape);
+    /* multi_hot, count: over the example's values, axis 1 of [N, values, depth] */
+    reduce_axis(x, d->mode == TFC_ENCODE_COUNT ? "ReduceSum" : "ReduceMax", hot.name, 1,
+                r.name);
+    r.shape = l->out_shape;
+    return r;
+}
+
 /* ---- layers ------------------------------------------------------------------------------- */
 
 /* TensorFlow's SAME/VALID padding of one axis as ONNX's pads before and after it: the odd
@@ -2509,6 +2666,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = normalization(x, l, in);
     } else if (!strcmp(type, "AutoContrast")) {
         r = auto_contrast(x, l, in);
+    } else if (tfc_layer_encode_desc(l)) {
+        r = encode(x, l, in);
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
                !strcmp(type, "ActivityRegularization") || !strcmp(type, "Identity") ||
                !strncmp(type, "Random", 6) || !strcmp(type, "Solarization") ||

@@ -470,3 +470,12 @@ const tfc_layer_ops tfc_hashing_ops = {
     .build = hash_build, .forward = enc_forward, .backward = enc_backward,
     .free_state = enc_free_state,
 };
+
+const tfc_encode_desc *tfc_layer_encode_desc(const tfc_layer *l)
+{
+    const tfc_layer_ops *o = l->ops;
+    if (o != &tfc_category_encoding_ops && o != &tfc_discretization_ops &&
+        o != &tfc_integer_lookup_ops && o != &tfc_hashing_ops)
+        return NULL;
+    return l->state ? &((const enc_state *)l->state)->d : NULL;
+}

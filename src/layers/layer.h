@@ -351,6 +351,11 @@ const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);
  * as at inference): built, its parameters the wrapper's first ones in order. */
 const tfc_layer *tfc_spectral_normalization_inner(const tfc_layer *l);
 
+/* A numeric preprocessing layer's map and encoding (encoding.c: CategoryEncoding,
+ * Discretization, IntegerLookup, Hashing; rows unset; for the ONNX export), its table the
+ * layer's constant parameter `table`; NULL for any other layer. */
+const tfc_encode_desc *tfc_layer_encode_desc(const tfc_layer *l);
+
 /* Conv2DTranspose's convolution D, for one image (conv2d_transpose.c; for the ONNX export):
  * the layer's output is D's input, its input D's output. */
 tfc_conv_desc tfc_layer_transposed_conv(const tfc_layer *l);
