@@ -72,6 +72,8 @@ static const listed tfc_only[] = {
     {"RNN.activity_regularizer", "the base Layer's keyword, which RNN takes in its kwargs"},
     {"AutoContrast.data_format", "BaseImagePreprocessingLayer's keyword, which AutoContrast "
      "takes in its kwargs; channels_last only"},
+    {"Embedding.input_length", "Keras 2's argument, which Keras 3 pops from its kwargs with a "
+     "deprecation warning; checked against the steps"},
     {NULL, NULL}};
 
 /* tfc defaults of "~" that the layer resolves to Keras's default when it builds */

@@ -132,8 +132,10 @@ static void test_sequential_input(void)
 }
 
 /* Keras's input_shape (or input_dim) on a Sequential model's first layer gives the input:
- * the same model as with `input:`; into an Embedding (whose input_dim is its own) token ids;
- * given with `input:`, or on another layer (where Keras ignores it), an error. */
+ * the same model as with `input:`; into an Embedding (whose input_dim is its own) token ids,
+ * as Keras 2's Embedding input_length does; given with `input:`, or on another layer (where
+ * Keras ignores it), an error (input_length: checked against the steps). Keras's Layer
+ * argument dtype. */
 static void test_input_shape_arg(void)
 {
     static const char *const forms[] = {
@@ -141,10 +143,13 @@ static void test_input_shape_arg(void)
         "  - Dense: {units: 2}\n",
         "layers:\n  - Dense: {units: 3, input_dim: 2}\n  - Dense: {units: 2}\n",
         "layers:\n  - Embedding: {input_dim: 20, output_dim: 3, input_shape: [6]}\n"
+        "  - Flatten\n  - Dense: {units: 2}\n",
+        /* Keras 2's Embedding(20, 3, input_length=6) first in a Sequential */
+        "layers:\n  - Embedding: {input_dim: 20, output_dim: 3, input_length: 6}\n"
         "  - Flatten\n  - Dense: {units: 2}\n"};
     const int64_t params[] = {2 * 3 + 3 + 18 * 2 + 2, 2 * 3 + 3 + 3 * 2 + 2,
-                              20 * 3 + 18 * 2 + 2};
-    for (int f = 0; f < 3; f++) {
+                              20 * 3 + 18 * 2 + 2, 20 * 3 + 18 * 2 + 2};
+    for (int f = 0; f < 4; f++) {
         tfc_error err;
         tfc_error_clear(&err);
         tfc_doc *doc = tfc_doc_load_string(forms[f], strlen(forms[f]), "is.yaml", &err);
@@ -153,7 +158,7 @@ static void test_input_shape_arg(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(m);
         CU_ASSERT_EQUAL(tfc_model_input_shape(m)->ndim, f == 1 ? 1 : f == 0 ? 2 : 1);
         CU_ASSERT_EQUAL(tfc_model_input_shape(m)->dim[0], f == 1 ? 2 : 6);
-        CU_ASSERT_EQUAL(tfc_model_input_dtype(m), f == 2 ? TFC_I32 : TFC_F32);
+        CU_ASSERT_EQUAL(tfc_model_input_dtype(m), f >= 2 ? TFC_I32 : TFC_F32);
         CU_ASSERT_EQUAL(tfc_model_param_count(m), params[f]);
         tfc_model_free(m);
         tfc_doc_free(doc);
@@ -167,6 +172,32 @@ static void test_input_shape_arg(void)
                                 "model's input on the first layer only");
     tfc_test_expect_model_error("layers:\n  - Dense: {units: 3, input_dim: [4, 2]}\n",
                                 "layers[0].Dense.input_dim: expected an integer");
+    /* input_length beside input: (or on a later Embedding) is checked against the steps */
+    tfc_test_expect_model_error("input: {shape: [8], dtype: int32}\nlayers:\n"
+                                "  - Embedding: {input_dim: 9, output_dim: 2, input_length: 6}\n",
+                                "input_length 6 is not the input's (8,)");
+    tfc_test_expect_model_error("layers:\n  - Embedding: {input_dim: 9, output_dim: 2, "
+                                "input_length: [6]}\n",
+                                "layers[0].Embedding.input_length: expected an integer");
+    tfc_model *m = tfc_test_model("input: {shape: [8], dtype: int32}\nlayers:\n"
+                                  "  - Embedding: {input_dim: 9, output_dim: 2, input_length: 8}\n"
+                                  "  - Flatten\n");
+    CU_ASSERT_PTR_NOT_NULL(m);
+    tfc_model_free(m);
+    /* Keras's Layer argument dtype: float32 (or null) is tfc's; a 16-bit policy is the
+     * solver's precision; another type an error naming it */
+    m = tfc_test_model("input: {shape: [4]}\nlayers:\n  - Dense: {units: 3, dtype: float32}\n"
+                       "  - Dense: {units: 2, dtype: null}\n");
+    CU_ASSERT_PTR_NOT_NULL(m);
+    tfc_model_free(m);
+    tfc_test_expect_model_error("input: {shape: [4]}\nlayers:\n  - Dense: {units: 3, dtype: "
+                                "mixed_bfloat16}\n",
+                                "layers[0].Dense.dtype: mixed_bfloat16: tfc's layers compute in "
+                                "float32 and the solver picks the 16-bit training: write "
+                                "precision: bf16");
+    tfc_test_expect_model_error("input: {shape: [4]}\nlayers:\n  - Dense: {units: 3, dtype: "
+                                "float64}\n",
+                                "layers[0].Dense.dtype: float64: tfc's layers compute in float32");
 }
 
 /* Keras's other names for a class (keras.layers.MaxPool2D is MaxPooling2D) are the same

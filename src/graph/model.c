@@ -406,6 +406,36 @@ static int is_input_shape_arg(const char *type, const char *key)
     return 1;
 }
 
+/* Whether the layer type's schema has its own `dtype` (the preprocessing layers' output
+ * type); the others take Keras's Layer argument, which parse_layer_item checks. */
+static int has_own_dtype(const char *type)
+{
+    const tfc_layer_ops *ops = tfc_layer_lookup(type);
+    for (const tfc_field *f = ops ? ops->schema : NULL; f && f->name; f++)
+        if (!strcmp(f->name, "dtype")) return 1;
+    return 0;
+}
+
+/* Keras's Layer argument `dtype` (its dtype policy): float32 (or null, the default policy)
+ * is what tfc computes in; a 16-bit policy is the solver's `precision`; anything else is an
+ * error naming it. */
+static tfc_status layer_dtype(const tfc_node *v, const char *path, tfc_error *err)
+{
+    if (tfc_node_is_null(v) || (v->kind == TFC_NODE_SCALAR && !strcmp(v->str, "float32")))
+        return TFC_OK;
+    const char *s = v->kind == TFC_NODE_SCALAR ? v->str : "";
+    if (strstr(s, "float16"))
+        return tfc_node_error(err, TFC_ERR_CONFIG, v, path,
+                              "%s: tfc's layers compute in float32 and the solver picks the "
+                              "16-bit training: write precision: %s in the solver file (Keras's "
+                              "mixed precision: float32 weights, 16-bit values between layers)",
+                              s, strstr(s, "bfloat16") ? "bf16" : "float16");
+    return tfc_node_error(err, TFC_ERR_CONFIG, v, path,
+                          "%s: tfc's layers compute in float32 (dtype: float32, or leave it "
+                          "out); the model input's dtype is input: {dtype: ...}",
+                          v->kind == TFC_NODE_SCALAR ? s : "a dtype policy");
+}
+
 /* Splits a layer item `- Type: {args}` into its type and a mapping of arguments without
  * `name` and `inputs`, which the graph handles for every layer. A bare `- Flatten` is
  * `- Flatten: {}`. */
@@ -443,6 +473,10 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
         if (strcmp(a->keys[i]->str, "name") == 0) *name = a->vals[i];
         else if (strcmp(a->keys[i]->str, "inputs") == 0) *inputs = a->vals[i];
         else if (strcmp(a->keys[i]->str, "trainable") == 0) *trainable = a->vals[i];
+        else if (strcmp(a->keys[i]->str, "dtype") == 0 && !has_own_dtype(item->keys[0]->str)) {
+            snprintf(path, sizeof path, "layers[%d].%s.dtype", index, item->keys[0]->str);
+            if (layer_dtype(a->vals[i], path, err)) return TFC_ERR_CONFIG;
+        }
         else if (index == 0 && m->input_from_layer &&
                  is_input_shape_arg(item->keys[0]->str, a->keys[i]->str))
             continue; /* the model's input (keras_input_layer) */
@@ -1105,6 +1139,9 @@ static const tfc_node *first_layer_input_shape(const tfc_node *first)
     const tfc_node *a = first->vals[0];
     for (int i = 0; i < a->n; i++)
         if (is_input_shape_arg(first->keys[0]->str, a->keys[i]->str)) return a->keys[i];
+    /* Keras 2's Embedding(input_dim, output_dim, input_length=T) first in a Sequential */
+    for (int i = 0; i < a->n && !strcmp(first->keys[0]->str, "Embedding"); i++)
+        if (!strcmp(a->keys[i]->str, "input_length")) return a->keys[i];
     return NULL;
 }
 
@@ -1119,6 +1156,8 @@ static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tf
     const tfc_node *first = list && list->kind == TFC_NODE_SEQ && list->n ? list->vals[0] : NULL;
     if (!tfc_model_is_input_layer(first)) {
         const tfc_node *given = first_layer_input_shape(first), *dim = NULL;
+        if (given && *input && !strcmp(given->str, "input_length"))
+            return TFC_OK; /* the Embedding checks it against the input */
         if (given && *input) {
             m->input_from_layer = 1; /* the one error for it */
             snprintf(ipath, 64, "layers[0].%s.%s", first->keys[0]->str, given->str);
@@ -1139,9 +1178,11 @@ static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tf
         tfc_node *k = tfc_node_new_scalar(m->doc_scratch, given, "shape", 0);
         if (!in || !k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         dim = tfc_node_get(first->vals[0], given->str);
-        if (!strcmp(given->str, "input_dim") && dim->kind != TFC_NODE_SCALAR)
-            return tfc_node_error(err, TFC_ERR_CONFIG, dim, ipath,
-                                  "expected an integer: the features of a flat input");
+        if ((!strcmp(given->str, "input_dim") || !strcmp(given->str, "input_length")) &&
+            dim->kind != TFC_NODE_SCALAR)
+            return tfc_node_error(err, TFC_ERR_CONFIG, dim, ipath, "expected an integer: %s",
+                                  given->str[6] == 'd' ? "the features of a flat input"
+                                                       : "the steps of the token ids");
         tfc_node_map_set(in, k, (tfc_node *)dim);
         if (!strcmp(first->keys[0]->str, "Embedding")) {
             tfc_node *dk = tfc_node_new_scalar(m->doc_scratch, given, "dtype", 0);

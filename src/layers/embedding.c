@@ -10,7 +10,7 @@
 
 typedef struct embedding_args {
     int input_dim, output_dim, mask_zero;
-    const tfc_node *embeddings_initializer;
+    const tfc_node *embeddings_initializer, *input_length;
 } embedding_args;
 
 static const tfc_field embedding_fields[] = {
@@ -23,6 +23,9 @@ static const tfc_field embedding_fields[] = {
     {"embeddings_initializer", TFC_F_NODE, offsetof(embedding_args, embeddings_initializer),
      TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "default random_uniform(-0.05, 0.05)"},
     TFC_REGULARIZER_FIELD("embeddings_regularizer"), TFC_CONSTRAINT_FIELD("embeddings_constraint"),
+    {"input_length", TFC_F_NODE, offsetof(embedding_args, input_length), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "Keras 2's sequence length: the input's steps (first layer: the "
+     "model input's)"},
     TFC_FIXED_FIELD("weights", TFC_NO_DEFAULT, "initial weights come from --weights FILE "
                     "(tfc-train) or the layer's embeddings_initializer"),
     TFC_FIXED_FIELD("lora_rank", TFC_NO_DEFAULT, "tfc has no LoRA; leave this argument out"),
@@ -48,6 +51,18 @@ static tfc_status embedding_build(tfc_layer *l, tfc_error *err)
                                tfc_shape_str(in, buf, sizeof buf));
     if (in->ndim >= TFC_MAX_DIMS - 1)
         return tfc_layer_error(err, l, "input has too many axes");
+    if (a->input_length && !tfc_node_is_null(a->input_length)) {
+        /* Keras 2 checked it against the input's first axis; Keras 3 ignores it */
+        char path[96];
+        long long steps;
+        snprintf(path, sizeof path, "layers[%d].Embedding.input_length", l->index);
+        if (tfc_node_int(a->input_length, path, 1, INT32_MAX, &steps, err)) return err->code;
+        if (in->ndim < 1 || steps != in->dim[0])
+            return tfc_layer_error(err, l, "input_length %lld is not the input's %s (Keras 2 "
+                                   "refused that too; Keras 3 ignores input_length: leave it "
+                                   "out)", steps, in->ndim < 1 ? "shape"
+                                   : tfc_shape_str(in, buf, sizeof buf));
+    }
     l->out_shape = *in;
     l->out_shape.dim[l->out_shape.ndim++] = a->output_dim;
     l->id_limit = a->input_dim;
