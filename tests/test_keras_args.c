@@ -74,6 +74,10 @@ static const listed tfc_only[] = {
      "takes in its kwargs; channels_last only"},
     {"Embedding.input_length", "Keras 2's argument, which Keras 3 pops from its kwargs with a "
      "deprecation warning; checked against the steps"},
+    {"LSTM.implementation", "the cell's keyword, which Keras 3 pops from its kwargs"},
+    {"GRU.implementation", "the cell's keyword, which Keras 3 pops from its kwargs"},
+    {"LSTMCell.implementation", "Keras 3 pops it from its kwargs"},
+    {"GRUCell.implementation", "Keras 3 pops it from its kwargs"},
     {NULL, NULL}};
 
 /* tfc defaults of "~" that the layer resolves to Keras's default when it builds */

@@ -322,6 +322,7 @@ static void test_recurrent_dropout_keras(void)
     static const char *const names[] = {"lstm",       "gru",       "gru_reset_before",
                                         "simple_rnn", "masked_backwards", "lstm_relu",
                                         "gru_gelu",   "gru_before_swish", "masked_any",
+                                        "lstm_implementation1", "gru_implementation1",
                                         NULL};
     tfc_test_keras_cases(&p, names);
 }

@@ -86,10 +86,18 @@ size_t tfc_rnn_workspace(const tfc_layer *l, const tfc_rnn_args *a, size_t kerne
     return aligned(kernel_ws) + (size_t)l->max_batch * steps(l) * features(l) * sizeof(float);
 }
 
+/* Whether a training pass drops out inside the stepped cell: recurrent dropout, or an LSTM's
+ * or GRU's input dropout with a mask per gate (Keras 3's implementation 1, which its
+ * recurrent_dropout forces) */
+static int gate_dropout(const tfc_rnn_args *a)
+{
+    return a->recurrent_dropout > 0 || (a->gate_masks && a->implementation == 1 && a->dropout > 0);
+}
+
 int tfc_rnn_needs_index(const tfc_rnn_args *a)
 {
     return (a->go_backwards || a->dropout > 0 ? 1 : 0) |
-           (a->recurrent_dropout > 0 || tfc_rnn_any_acts(a) ? 2 : 0);
+           (gate_dropout(a) || tfc_rnn_any_acts(a) ? 2 : 0);
 }
 
 const char *const *tfc_rnn_needs(const tfc_rnn_args *a)
@@ -117,7 +125,7 @@ static float rate_of(const tfc_rnn_args *a, const tfc_exec *ex)
 
 int tfc_rnn_recurrent(const tfc_rnn_args *a, const tfc_exec *ex)
 {
-    return ex->training && a->recurrent_dropout > 0;
+    return ex->training && gate_dropout(a);
 }
 
 int tfc_rnn_any_acts(const tfc_rnn_args *a)
@@ -155,7 +163,7 @@ tfc_rnn_dropout_desc tfc_rnn_dropout_desc_of(const tfc_layer *l, const tfc_rnn_a
 size_t tfc_rnn_kernel_ws(const tfc_layer *l, const tfc_rnn_args *a, tfc_backend *be,
                          tfc_rnn_cell cell, int reset_after, size_t own)
 {
-    if ((a->recurrent_dropout <= 0 && !tfc_rnn_any_acts(a)) || !be->ops->rnn_dropout_workspace)
+    if ((!gate_dropout(a) && !tfc_rnn_any_acts(a)) || !be->ops->rnn_dropout_workspace)
         return own;
     tfc_rnn_dropout_desc d = tfc_rnn_dropout_desc_of(l, a, NULL, cell, reset_after);
     size_t ws = be->ops->rnn_dropout_workspace(be, &d);

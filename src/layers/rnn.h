@@ -15,11 +15,12 @@
  * activation and recurrent_activation (LSTM, GRU) are tfc_acts (tfc_act_names). */
 typedef struct tfc_rnn_args {
     int units, activation, recurrent_activation, use_bias, return_sequences, return_state,
-        go_backwards, stateful, unroll, seed, use_cudnn;
+        go_backwards, stateful, unroll, seed, use_cudnn, implementation;
     double dropout, recurrent_dropout;
     const tfc_node *kernel_initializer, *recurrent_initializer, *bias_initializer;
     int gate_masks; /* set by build: the cell drops its input per gate under recurrent
-                     * dropout (LSTM, GRU: Keras's implementation 1), not through rnn_input */
+                     * dropout or with implementation 1 (LSTM, GRU: Keras's implementation 1),
+                     * not through rnn_input */
 } tfc_rnn_args;
 
 extern const char *const tfc_rnn_use_cudnn_names[];
@@ -35,7 +36,10 @@ extern const char *const tfc_rnn_use_cudnn_names[];
      TFC_UNBOUNDED, tfc_act_names, "the gates' activation (null: linear; not softmax)"},       \
     TFC_RNN_COMMON_FIELDS(type),                                                                \
     {"use_cudnn", TFC_F_ENUM, offsetof(type, rnn.use_cudnn), "auto", TFC_UNBOUNDED,            \
-     tfc_rnn_use_cudnn_names, "accepted: tfc runs its own kernels, never cuDNN's RNN"}
+     tfc_rnn_use_cudnn_names, "accepted: tfc runs its own kernels, never cuDNN's RNN"},        \
+    {"implementation", TFC_F_INT, offsetof(type, rnn.implementation), "2", 1, 2, NULL,         \
+     "Keras 3's cell mode: 1 drops the input with a mask per gate (as under "                 \
+     "recurrent_dropout); the same numbers without dropout"}
 
 #define TFC_RNN_UNITS_FIELD(type)                                                               \
     {"units", TFC_F_INT, offsetof(type, rnn.units), NULL, 1, 1 << 16, NULL, "state size"}
@@ -114,7 +118,8 @@ float *tfc_rnn_dx(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, size_
 void tfc_rnn_input_done(const tfc_layer *l, const tfc_rnn_args *a, tfc_exec *ex, float *dxp,
                         float *dx);
 
-/* Recurrent dropout (Keras 3's recurrent_dropout > 0): a training pass runs the backend's
+/* Recurrent dropout (Keras 3's recurrent_dropout > 0; and an LSTM's or GRU's dropout with
+ * implementation 1, Keras's per-gate input masks): a training pass runs the backend's
  * rnn_dropout_forward/backward (core/backend.h) in place of the cell's own op, with the same
  * saved floats (h, then the cell's state); inference runs the cell's own op, which dropout
  * leaves alone. Under it the LSTM and GRU drop their input with one mask per gate

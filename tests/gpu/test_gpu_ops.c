@@ -2486,6 +2486,14 @@ static void test_rnn_dropout(void)
     }
     check_status();
     lift_cpu_first = 1;
+    /* implementation 1: the input dropped per gate inside the stepped cell, no recurrent
+     * dropout (recurrent_rate 0) */
+    train_steps("input: {shape: [6, 4]}\nlayers:\n"
+                "  - LSTM: {units: 5, dropout: 0.3, implementation: 1, return_sequences: true}\n"
+                "  - GRU: {units: 4, dropout: 0.25, implementation: 1, go_backwards: true}\n"
+                "  - Dense: {units: 3, activation: softmax}\n"
+                "loss: sparse_categorical_crossentropy\n",
+                8, 0, 1, 5e-4, 1e-5);
     train_steps("input: {shape: [7], dtype: int32}\nlayers:\n"
                 "  - Embedding: {input_dim: 20, output_dim: 6, mask_zero: true}\n"
                 "  - LSTM: {units: 5, return_sequences: true, recurrent_dropout: 0.3,"

@@ -15,7 +15,7 @@ pass must give Keras's numbers; Keras's own draws differ from tfc's in any case.
 The cases after masked_backwards give an LSTM or GRU activations other than tanh and
 sigmoid, which tfc runs through the same stepped ops in every pass; one without recurrent
 dropout drops its input with rnn_input's one mask (Keras's implementation 2: one mask for all
-gates). Arguments name the cases to write (all are computed, so that the shared random
+gates). The last two take implementation 1, whose dropout has a mask per gate. Arguments name the cases to write (all are computed, so that the shared random
 stream gives every case the same values either way); none: all.
 """
 import os
@@ -64,7 +64,7 @@ def hand_masks(layer, index):
     key = rng_key(1, 0x100000 + index)
     gates = {"LSTMCell": 4, "GRUCell": 3}.get(type(cell).__name__, 1)
     units, f = cell.units, cell.kernel.shape[0]
-    if gates > 1 and not cell.recurrent_dropout:  # implementation 2: one input mask
+    if gates > 1 and cell.implementation == 2:  # one input mask (no recurrent_dropout)
         rec = None
         inp = jnp.asarray(keep(key, BATCH, f, cell.dropout)) if cell.dropout else None
     elif gates > 1:
@@ -135,6 +135,21 @@ CASES = {
                                    return_sequences=True),
                             L.GRU(3, activation=None, recurrent_activation="relu",
                                   recurrent_dropout=0.25)]),
+    # implementation 1 (Keras 3 pops it from its kwargs): dropout with a mask per gate
+    # without recurrent_dropout; Keras 3.15 trains it only with use_cudnn=False (its default
+    # "auto" tries the fused path, which broadcasts the four masks as one and fails)
+    "lstm_implementation1": ("input: {shape: [6, 4]}\nlayers:\n  - LSTM: {units: 5, "
+                             "dropout: 0.3, implementation: 1, use_cudnn: false, "
+                             "return_sequences: true}\n",
+                             lambda: [keras.Input((6, 4)),
+                                      L.LSTM(5, dropout=0.3, implementation=1,
+                                             use_cudnn=False, return_sequences=True)]),
+    "gru_implementation1": ("input: {shape: [6, 4]}\nlayers:\n  - GRU: {units: 4, "
+                            "dropout: 0.35, implementation: 1, use_cudnn: false, "
+                            "go_backwards: true}\n",
+                            lambda: [keras.Input((6, 4)),
+                                     L.GRU(4, dropout=0.35, implementation=1,
+                                           use_cudnn=False, go_backwards=True)]),
 }
 
 
