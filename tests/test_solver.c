@@ -578,7 +578,7 @@ static void keras_schedules(void)
         if (worst > 2e-6) printf("\n%s (%s): off by %.3g\n", name, yaml, worst);
         CU_ASSERT(worst <= 2e-6);
     }
-    CU_ASSERT(cases->n >= 12);
+    CU_ASSERT(cases->n >= 15);
     free(want);
     tfc_doc_free(doc);
     tfc_st_close(f);
@@ -651,7 +651,11 @@ static void test_lr_errors(void)
                         "decay_rate: 0.5}", 1, "optimizer's learning_rate");
     expect_config_error("{type: exponential_decay, decay_steps: 0, decay_rate: 0.5}", 1,
                         "lr_policy.decay_steps: expected an integer in [1,");
-    expect_config_error("{type: CosineDecay, warmup_target: 0.1}", 1, "warmup_iters");
+    expect_config_error("{type: CosineDecay, warmup_steps: 10}", 1,
+                        "lr_policy.warmup_steps: warmup_steps climbs to warmup_target, which "
+                        "is not given");
+    expect_config_error("{type: CosineDecay, warmup_target: fast}", 1,
+                        "lr_policy.warmup_target");
     expect_config_error("{type: step, step_siz: 3}", 1, "did you mean 'step_size'?");
 }
 
@@ -936,6 +940,9 @@ static void test_solver_file_errors(void)
         {"class_weight: {0: 2}", "class_weight: class weights belong to the model's loss"},
         {"initial_epoch: 3", "initial_epoch: tfc-train --resume"},
         {"optimizer: {type: adam, lr: 0.1}", "optimizer.lr: Keras 2's name: write learning_rate"},
+        {"optimizer: {type: sgd, decay: 0.001}",
+         "optimizer.decay: Keras 2's lr / (1 + decay * iterations), which Keras 3 ignores with a "
+         "warning: write the solver's lr_policy: {type: inv, gamma: <decay>, power: 1}"},
     };
     for (size_t i = 0; i < sizeof fit / sizeof *fit; i++) {
         char text[512];

@@ -104,16 +104,18 @@ static const tfc_field poly_fields[] = {
 #define DECAY_STEPS_FIELD(key, what)                                                         \
     {key, TFC_F_INT, OFF(decay_steps), NULL, 1, 2147483647, NULL, what}
 
-/* Keras's CosineDecay, its own warm-up (warmup_target, warmup_steps) only at its default */
-#define COSINE_WARMUP_HINT "tfc's warm-up is warmup_iters: a linear climb from 0 to the rate"
+/* Keras's CosineDecay, with its own warm-up (warmup_target, warmup_steps) */
 static const tfc_field cosine_fields[] = {
     TYPE_FIELD,
     {"decay_steps", TFC_F_INT, OFF(max_iter), "0", 0, 2147483647, NULL,
      "iterations of the decay (then constant); 0 = the solver's max_iter"},
     {"alpha", TFC_F_FLOAT, OFF(alpha), "0.0", 0, 1, NULL,
-     "the final rate as a fraction of base_lr"},
-    TFC_FIXED_FIELD("warmup_target", TFC_NO_DEFAULT, COSINE_WARMUP_HINT),
-    TFC_FIXED_FIELD("warmup_steps", "0", COSINE_WARMUP_HINT),
+     "the final rate as a fraction of the rate the decay starts from"},
+    {"warmup_target", TFC_F_NODE, OFF(warmup_target_node), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "Keras's warm-up: the rate climbs linearly from base_lr to this rate over warmup_steps, "
+     "then decays from it (null: no climb)"},
+    {"warmup_steps", TFC_F_INT, OFF(warmup_steps), "0", 0, 2147483647, NULL,
+     "iterations of warmup_target's climb"},
     INITIAL_LR_FIELD,
     NAME_FIELD,
     WARMUP_FIELD,
@@ -283,6 +285,27 @@ tfc_status tfc_lr_policy_read(const tfc_node *node, const char *path, tfc_lr_pol
                                   out->values.n);
         }
     }
+    if (s == TFC_OK && type == TFC_LR_COSINE && out->warmup_target_node &&
+        tfc_node_is_null(out->warmup_target_node))
+        out->warmup_target_node = NULL;
+    if (s == TFC_OK && out->warmup_target_node) {
+        char wpath[320];
+        snprintf(wpath, sizeof wpath, "%s.warmup_target", path);
+        s = tfc_node_double(out->warmup_target_node, wpath, &out->warmup_target, err);
+        if (!s && !(out->warmup_target >= 0 && out->warmup_target < 1e30))
+            return tfc_node_error(err, TFC_ERR_CONFIG, out->warmup_target_node, wpath,
+                                  "expected a learning rate of 0 or more, found %g",
+                                  out->warmup_target);
+    }
+    if (s == TFC_OK && type == TFC_LR_COSINE && out->warmup_steps > 0 &&
+        !out->warmup_target_node) {
+        char wpath[320];
+        snprintf(wpath, sizeof wpath, "%s.warmup_steps", path);
+        return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(map, "warmup_steps"), wpath,
+                              "warmup_steps climbs to warmup_target, which is not given "
+                              "(Keras ignores warmup_steps then): give warmup_target, or "
+                              "warmup_iters for a climb from 0 to the base rate");
+    }
     if (s == TFC_OK && type == TFC_LR_PLATEAU && out->plateau.factor >= 1.0) {
         char fpath[320];
         snprintf(fpath, sizeof fpath, "%s.factor", path);
@@ -390,11 +413,24 @@ double tfc_lr_at(const tfc_lr_policy *p, double base_lr, int64_t iter, int64_t m
         break;
     }
     case TFC_LR_COSINE: {
-        /* Keras CosineDecay: decayed = (1 - alpha) * 0.5 (1 + cos(pi t / T)) + alpha. */
-        double horizon = (double)(p->max_iter > 0 ? p->max_iter : max_iter);
-        double frac = horizon > 0 ? fmin(it / horizon, 1.0) : 1.0;
+        /* Keras CosineDecay: decayed = (1 - alpha) * 0.5 (1 + cos(pi t / T)) + alpha; with
+         * warmup_target first its climb from base_lr over warmup_steps (W), then the decay
+         * from warmup_target at t = iter - W */
+        double horizon = (double)(p->max_iter > 0 ? p->max_iter : max_iter), t = it;
+        double from = base_lr;
+        if (p->warmup_target_node) {
+            const double w = p->warmup_steps;
+            t = fmin(it, horizon + w);
+            if (t < w) {
+                lr = base_lr + (p->warmup_target - base_lr) * (t / w);
+                break;
+            }
+            t -= w;
+            from = p->warmup_target;
+        }
+        double frac = horizon > 0 ? fmin(t / horizon, 1.0) : 1.0;
         double cosine = 0.5 * (1.0 + cos(3.14159265358979323846 * frac));
-        lr = base_lr * ((1.0 - p->alpha) * cosine + p->alpha);
+        lr = from * ((1.0 - p->alpha) * cosine + p->alpha);
         break;
     }
     case TFC_LR_EXPONENTIAL_DECAY:

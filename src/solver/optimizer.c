@@ -57,7 +57,10 @@ const char *const tfc_optimizer_names[TFC_OPTIMIZER_COUNT + 1] = {
         TFC_FIXED_FIELD("gradient_accumulation_steps", TFC_NO_DEFAULT,                       \
                         "the solver's iter_size accumulates that many batches' gradients"),  \
         {"lr", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                         \
-         "Keras 2's name: write learning_rate (Keras 3 refuses lr too)"}
+         "Keras 2's name: write learning_rate (Keras 3 refuses lr too)"},                      \
+        {"decay", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                      \
+         "Keras 2's lr / (1 + decay * iterations), which Keras 3 ignores with a warning: "      \
+         "write the solver's lr_policy: {type: inv, gamma: <decay>, power: 1}, the same rates"}
 /* Keras 3's weight_decay, which every optimizer takes (AdamW's default 0.004, the others'
  * None): decoupled, w -= lr * weight_decay * w before the update, as Keras's
  * _apply_weight_decay. Not the solver's weight_decay, Caffe's L2 term in the gradient. */

@@ -165,6 +165,11 @@ typedef struct tfc_lr_policy {
      * (restarts); name, Keras's, accepted and unused */
     int decay_steps, staircase, cycle;
     double decay_rate, end_lr, t_mul, m_mul;
+    /* cosine: Keras's CosineDecay warm-up, a linear climb from the base rate to
+     * warmup_target over warmup_steps, the decay then from warmup_target (NULL: none) */
+    const tfc_node *warmup_target_node;
+    double warmup_target;
+    int warmup_steps;
     tfc_int_list boundaries;
     tfc_float_list values;
     const char *name;
