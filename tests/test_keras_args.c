@@ -3,7 +3,8 @@
  * tests/ref/keras_signatures.txt (so this runs without Keras). Each argument tfc takes is one
  * of Keras's, with Keras's default; each of Keras's arguments is one tfc takes, or is listed
  * below with what tfc does instead (so a new gap, or a closed one, fails here). Then the
- * arguments tfc accepts only at Keras's default (TFC_F_FIXED) and Conv2D's groups. */
+ * arguments tfc accepts only at Keras's default (TFC_F_FIXED) and Conv2D's groups. A layer's
+ * first field is Keras's first parameter, which a scalar item gives (`- Dense: 64`). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +260,13 @@ static void test_signatures(void)
             continue;
         }
         layers++;
+        /* a scalar item (`- Dense: 64`) is the schema's first field: Keras's first parameter */
+        const char *mine = o->schema && o->schema[0].name ? o->schema[0].name : NULL;
+        const int first = mine ? s->n && !strcmp(mine, s->name[0]) : !s->n;
+        if (!first)
+            fprintf(stderr, "\n%s: the first field is %s, Keras's first parameter %s\n", o->type,
+                    mine ? mine : "none", s->n ? s->name[0] : "none");
+        CU_ASSERT(first);
         check_fields(o->type, o->schema, s, &t);
     }
     /* an RNN's cells: their layers' schemas without the RNN's arguments (rnn_layer.c) */

@@ -200,6 +200,43 @@ static void test_input_shape_arg(void)
                                 "layers[0].Dense.dtype: float64: tfc's layers compute in float32");
 }
 
+/* A scalar item is the layer's first argument, Keras's first positional one: `- Dense: 64`
+ * is `- Dense: {units: 64}`; the other required arguments are still required. Keras 2's
+ * InputLayer input_shape and batch_input_shape (which Keras 3 takes) are shape and
+ * batch_shape. */
+static void test_positional_argument(void)
+{
+    static const char *const forms[] = {
+        "input: {shape: [8, 8, 1]}\nlayers:\n  - Conv2D: {filters: 4, kernel_size: 3}\n"
+        "  - MaxPooling2D: {pool_size: 2}\n  - Flatten\n  - Dense: {units: 16}\n"
+        "  - Dropout: {rate: 0.5}\n  - Activation: {activation: relu}\n"
+        "  - Dense: {units: 3}\n",
+        "layers:\n  - InputLayer: {input_shape: [8, 8, 1]}\n"
+        "  - Conv2D: {filters: 4, kernel_size: 3}\n  - MaxPooling2D: 2\n  - Flatten\n"
+        "  - Dense: 16\n  - Dropout: 0.5\n  - Activation: relu\n  - Dense: 3\n",
+        "layers:\n  - InputLayer: {batch_input_shape: [null, 8, 8, 1]}\n"
+        "  - Conv2D: {filters: 4, kernel_size: 3}\n  - MaxPool2D: 2\n  - Flatten\n"
+        "  - Dense: 16\n  - Dropout: 0.5\n  - Activation: \"relu\"\n  - Dense: 3\n"};
+    for (int f = 0; f < 3; f++) {
+        tfc_model *m = tfc_test_model(forms[f]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL(tfc_model_param_count(m), 4 * 9 + 4 + 36 * 16 + 16 + 16 * 3 + 3);
+        CU_ASSERT_EQUAL(tfc_model_nlayers(m), 7);
+        CU_ASSERT_EQUAL(tfc_model_input_shape(m)->ndim, 3);
+        const tfc_layer *act = tfc_model_layer(m, 5);
+        CU_ASSERT_EQUAL(act->act, TFC_ACT_RELU);
+        tfc_model_free(m);
+    }
+    tfc_test_expect_model_error("input: {shape: [8, 8, 1]}\nlayers:\n  - Conv2D: 8\n",
+                                "t.yaml:3:13: error: layers[0].Conv2D.kernel_size: missing "
+                                "required key 'kernel_size'");
+    tfc_test_expect_model_error("input: {shape: [4]}\nlayers:\n  - Dense: two\n",
+                                "layers[0].Dense.units: expected an integer");
+    tfc_test_expect_model_error("layers:\n  - Input: {input_shape: [4], shape: [4]}\n",
+                                "layers[0].Input.input_shape: input_shape is Keras 2's name of "
+                                "shape, given too");
+}
+
 /* Keras's other names for a class (keras.layers.MaxPool2D is MaxPooling2D) are the same
  * layer: the class's type, Keras's default name from the class (max_pooling2d), the same
  * shapes and parameters as the model written with the class names. */
@@ -716,7 +753,8 @@ static void test_load_file_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "binary.yaml: error: not a text file (NUL byte at offset 6)"));
 }
 
-TFC_TEST_MAIN("model_config", {"valid_cnn", test_valid_cnn},
+TFC_TEST_MAIN("model_config", {"positional_argument", test_positional_argument},
+              {"valid_cnn", test_valid_cnn},
               {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
               {"rank_hints", test_rank_hints},
               {"yaml_hints", test_yaml_hints},

@@ -462,7 +462,19 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
     const tfc_node *a = item->vals[0];
     *name = *inputs = *trainable = NULL;
     *args = tfc_node_new_map(m->doc_scratch, a);
+    if (!*args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     if (tfc_node_is_null(a)) return TFC_OK;
+    /* a scalar is the first argument, as Keras's first positional one: `- Dense: 64`,
+     * `- Dropout: 0.5`, `- Activation: relu` (test_keras_args holds each schema's first field
+     * to Keras's first parameter) */
+    const tfc_layer_ops *ops = a->kind == TFC_NODE_SCALAR ? tfc_layer_lookup(item->keys[0]->str)
+                                                          : NULL;
+    if (ops && ops->schema && ops->schema[0].name) {
+        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, a, ops->schema[0].name, 0);
+        if (!k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        tfc_node_map_set(*args, k, item->vals[0]);
+        return TFC_OK;
+    }
     if (a->kind != TFC_NODE_MAP) {
         snprintf(path, sizeof path, "layers[%d].%s", index, item->keys[0]->str);
         return tfc_node_error(err, TFC_ERR_CONFIG, a, path,
@@ -1099,6 +1111,7 @@ static void count_params(tfc_model *m)
  * false, ragged: false, name: input_layer, optional: false}). */
 typedef struct input_layer_args {
     const tfc_node *shape, *batch_shape, *batch_size, *dtype, *max_length;
+    const tfc_node *input_shape, *batch_input_shape; /* Keras 2's names, which Keras 3 takes */
     const char *name;
 } input_layer_args;
 
@@ -1115,6 +1128,10 @@ static const tfc_field input_layer_fields[] = {
      TFC_UNBOUNDED, NULL, "tfc's input.max_length, with a null time axis"},
     {"name", TFC_F_STRING, offsetof(input_layer_args, name), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "another name for `input` in the layers' inputs: (Keras's default input_layer)"},
+    {"input_shape", TFC_F_NODE, offsetof(input_layer_args, input_shape), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "Keras 2's name of shape (Keras 3 takes it, deprecated)"},
+    {"batch_input_shape", TFC_F_NODE, offsetof(input_layer_args, batch_input_shape),
+     TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL, "Keras 2's name of batch_shape"},
     TFC_FIXED_FIELD("sparse", "false", "tfc's inputs are dense"),
     TFC_FIXED_FIELD("ragged", "false", "a null time axis takes sequences of any length"),
     TFC_FIXED_FIELD("optional", "false", "the model's one input is always given"),
@@ -1216,6 +1233,20 @@ static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tf
         snprintf(key, sizeof key, "%s.batch_size", path);
         return tfc_node_error(err, TFC_ERR_CONFIG, a.batch_size, key,
                               "the solver's batch_size sets the batch; write null or drop it");
+    }
+    /* Keras 2's input_shape and batch_input_shape: shape and batch_shape under other names */
+    const struct { const tfc_node *old, **now; const char *name, *new_name; } renamed[] = {
+        {a.input_shape, &a.shape, "input_shape", "shape"},
+        {a.batch_input_shape, &a.batch_shape, "batch_input_shape", "batch_shape"}};
+    for (int i = 0; i < 2; i++) {
+        if (!renamed[i].old || tfc_node_is_null(renamed[i].old)) continue;
+        if (*renamed[i].now && !tfc_node_is_null(*renamed[i].now)) {
+            snprintf(key, sizeof key, "%s.%s", path, renamed[i].name);
+            return tfc_node_error(err, TFC_ERR_CONFIG, renamed[i].old, key,
+                                  "%s is Keras 2's name of %s, given too: keep one",
+                                  renamed[i].name, renamed[i].new_name);
+        }
+        *renamed[i].now = renamed[i].old;
     }
     const int has_shape = a.shape && !tfc_node_is_null(a.shape);
     const int has_batch = a.batch_shape && !tfc_node_is_null(a.batch_shape);

@@ -55,8 +55,10 @@ typedef struct conv_lstm_args {
 
 #define OFF(m) offsetof(conv_lstm_args, m)
 /* Every argument but the window's (kernel_size, strides, dilation_rate) */
+/* first, as Keras's first parameter (a scalar item is it: `- ConvLSTM2D: 8` is filters) */
+#define FILTERS_FIELD                                                                           \
+    {"filters", TFC_F_INT, OFF(filters), NULL, 1, 1 << 16, NULL, "state channels"}
 #define CONV_LSTM_COMMON_FIELDS                                                                 \
-    {"filters", TFC_F_INT, OFF(filters), NULL, 1, 1 << 16, NULL, "state channels"},            \
     {"padding", TFC_F_ENUM, OFF(padding), "valid", TFC_UNBOUNDED, tfc_padding_names,           \
      "the input convolution's: valid or same (the recurrent one's is same)"},                  \
     TFC_IMAGE_DATA_FORMAT_FIELD,                                                               \
@@ -91,6 +93,7 @@ typedef struct conv_lstm_args {
      "false only (not supported)"}
 
 static const tfc_field conv_lstm_fields[] = {
+    FILTERS_FIELD,
     {"kernel_size", TFC_F_INT_PAIR, OFF(kernel_size), NULL, 1, 4096, NULL,
      "kernel height and width (of both convolutions)"},
     {"strides", TFC_F_INT_PAIR, OFF(strides), "1", 1, 4096, NULL,
@@ -101,6 +104,7 @@ static const tfc_field conv_lstm_fields[] = {
     {NULL}};
 
 static const tfc_field conv_lstm1d_fields[] = {
+    FILTERS_FIELD,
     {"kernel_size", TFC_F_INT_LIST, OFF(kl), NULL, 1, 4096, NULL,
      "window length (of both convolutions)"},
     {"strides", TFC_F_INT_LIST, OFF(sl), "1", 1, 4096, NULL, "the input convolution's stride"},
@@ -110,6 +114,7 @@ static const tfc_field conv_lstm1d_fields[] = {
     {NULL}};
 
 static const tfc_field conv_lstm3d_fields[] = {
+    FILTERS_FIELD,
     {"kernel_size", TFC_F_INT_LIST, OFF(kl), NULL, 1, 4096, NULL,
      "window depth, height and width (of both convolutions)"},
     {"strides", TFC_F_INT_LIST, OFF(sl), "1", 1, 4096, NULL, "the input convolution's stride"},
@@ -117,6 +122,7 @@ static const tfc_field conv_lstm3d_fields[] = {
      "the input convolution's dilation"},
     CONV_LSTM_COMMON_FIELDS,
     {NULL}};
+#undef FILTERS_FIELD
 #undef OFF
 
 /* Whether the gates' pre-activations are kept for backward: tanh's and sigmoid's derivatives
