@@ -12,8 +12,9 @@
  * (padded, causal, concat, a key of its own), TokenAndPositionEmbedding in a
  * transformer block and PositionEmbedding, EinsumDense (Einsum; '...', a broadcast bias, after
  * a convolution), LayerScale, an Add/Concatenate/Reshape graph, every activation,
- * the augmentation layers (the identity) and the numeric preprocessing layers
- * (Discretization, CategoryEncoding, IntegerLookup); a layer without an ONNX form is
+ * the augmentation layers (the identity), the numeric preprocessing layers
+ * (Discretization, CategoryEncoding, IntegerLookup) and the spectrograms (every
+ * STFTSpectrogram mode, MelSpectrogram in decibels and power); a layer without an ONNX form is
  * refused.
  * Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
@@ -1060,6 +1061,48 @@ static void test_preprocessing(void)
                    "layer 'hs' (Hashing): its hash of each value's decimal digits");
 }
 
+/* STFTSpectrogram in every mode (log, magnitude, psd, real, imag, angle, stft), valid and
+ * same padding, channels last and first, expand_dims, one and two channels; MelSpectrogram
+ * in decibels (the batch's maximum less top_db) and as power, hamming and no window. */
+static void test_spectrograms(void)
+{
+    if (!ready()) {
+        tfc_test_skip("python3 lacks onnx, onnxruntime or numpy");
+        return;
+    }
+    static const char *const stft[] = {
+        "{frame_length: 32, frame_step: 12, fft_length: 64}",
+        "{mode: magnitude, frame_length: 24, frame_step: 10, padding: same, expand_dims: true}",
+        "{mode: psd, frame_length: 16, fft_length: 32, data_format: channels_first}",
+        "{mode: real, frame_length: 20, frame_step: 7, window: hamming, periodic: true}",
+        "{mode: imag, frame_length: 20, scaling: spectrum, data_format: channels_first, "
+        "expand_dims: true}",
+        "{mode: angle, frame_length: 16, frame_step: 8, window: null}",
+        "{mode: stft, frame_length: 16, frame_step: 9, padding: same, scaling: null}"};
+    for (size_t i = 0; i < sizeof stft / sizeof *stft; i++) {
+        char yaml[512], name[32];
+        snprintf(yaml, sizeof yaml, "input: {shape: [%s]}\nlayers:\n"
+                 "  - STFTSpectrogram: %s\n", i == 2 || i == 4 ? "2, 90" : i % 2 ? "90, 2"
+                 : "100, 1", stft[i]);
+        snprintf(name, sizeof name, "stft_%zu", i);
+        fixture(name, yaml, 0);
+    }
+    fixture("stft_dense", "input: {shape: [120, 1]}\nlayers:\n"
+            "  - STFTSpectrogram: {frame_length: 32, frame_step: 16}\n  - Flatten: {}\n"
+            "  - Dense: {units: 3}\n", 0);
+    fixture("mel_db", "input: {shape: [400]}\nlayers:\n"
+            "  - MelSpectrogram: {fft_length: 64, sequence_stride: 16, num_mel_bins: 12,"
+            " sampling_rate: 8000}\n", 0);
+    fixture("mel_power", "input: {shape: [300]}\nlayers:\n"
+            "  - MelSpectrogram: {fft_length: 32, sequence_stride: 10, sequence_length: 24,"
+            " num_mel_bins: 8, sampling_rate: 4000, power_to_db: false, mag_exp: 1.0,"
+            " window: hamming, min_freq: 100.0, max_freq: 1500.0}\n", 0);
+    fixture("mel_top_db", "input: {shape: [256]}\nlayers:\n"
+            "  - MelSpectrogram: {fft_length: 32, sequence_stride: 8, num_mel_bins: 10,"
+            " sampling_rate: 8000, top_db: 20.0, ref_power: 0.01, window: null}\n"
+            "  - Flatten: {}\n  - Dense: {units: 4}\n", 0);
+}
+
 /* The augmentation layers export as nothing (the identity at inference), between layers
  * and at the input. */
 static void test_augmentation(void)
@@ -1155,7 +1198,7 @@ static void test_options(void)
 }
 
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
-              {"preprocessing", test_preprocessing},
+              {"preprocessing", test_preprocessing}, {"spectrograms", test_spectrograms},
               {"adaptive_pooling", test_adaptive_pooling},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},

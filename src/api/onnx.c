@@ -15,6 +15,7 @@
 #include "core/adaptive_pool.h"
 #include "core/fileio.h"
 #include "core/protobuf.h"
+#include "core/stft.h"
 #include "layers/rnn.h"
 
 #ifndef TFC_VERSION
@@ -625,6 +626,220 @@ static tref encode(exporter *x, const tfc_layer *l, const tref *in)
     reduce_axis(x, d->mode == TFC_ENCODE_COUNT ? "ReduceSum" : "ReduceMax", hot.name, 1,
                 r.name);
     r.shape = l->out_shape;
+    return r;
+}
+
+/* A float32 scalar initializer */
+static void init_f32_scalar(exporter *x, char *name, const char *hint, float v)
+{
+    init_f32(x, name, hint, NULL, 0, &v);
+}
+
+/* Axis 1's channels [lo, hi) of in */
+static void slice_channels(exporter *x, const char *in, int64_t lo, int64_t hi, char *out)
+{
+    char src[96], a[96], b[96], c[96];
+    const int64_t one = 1;
+    snprintf(src, sizeof src, "%s", in);
+    init_i64(x, a, "starts", &lo, 1);
+    init_i64(x, b, "ends", &hi, 1);
+    init_i64(x, c, "axes", &one, 1);
+    fresh(x, out, "Slice");
+    node(x, "Slice", (const char *[]){src, a, b, c, NULL}, out, NULL);
+}
+
+/* Transpose by perm (k axes) into a fresh name */
+static void transpose(exporter *x, const char *in, const int64_t *perm, int k, char *out)
+{
+    tfc_pb a = {0};
+    attr_ints(&a, "perm", perm, k);
+    unary(x, "Transpose", in, out, &a);
+}
+
+/* Reshape to the dims given (-1: the rest) into a fresh name */
+static void reshape_to(exporter *x, const char *in, const int64_t *dims, int k, char *out)
+{
+    char shape[96];
+    init_i64(x, shape, "shape", dims, k);
+    binary(x, "Reshape", in, shape, out);
+}
+
+/* atan2(y, x) from ONNX's Atan (which has no atan2): atan(y / x), plus pi (y >= 0) or minus
+ * pi (y < 0) where x < 0, and 0 where both are 0 (atan2f's, for +0) */
+static void atan2_of(exporter *x, const char *y, const char *xv, char *out)
+{
+    char q[96], at[96], zero[96], pi[96], npi[96], xneg[96], yneg[96], shift[96], moved[96];
+    char turned[96], yz[96], xz[96], both[96];
+    binary(x, "Div", y, xv, q);
+    unary(x, "Atan", q, at, NULL);
+    init_f32_scalar(x, zero, "zero", 0.0f);
+    init_f32_scalar(x, pi, "pi", (float)M_PI);
+    init_f32_scalar(x, npi, "minus_pi", (float)-M_PI);
+    binary(x, "Less", xv, zero, xneg);
+    binary(x, "Less", y, zero, yneg);
+    fresh(x, shift, "Where");
+    node(x, "Where", (const char *[]){yneg, npi, pi, NULL}, shift, NULL);
+    binary(x, "Add", at, shift, moved);
+    fresh(x, turned, "Where");
+    node(x, "Where", (const char *[]){xneg, moved, at, NULL}, turned, NULL);
+    binary(x, "Equal", y, zero, yz);
+    binary(x, "Equal", xv, zero, xz);
+    binary(x, "And", yz, xz, both);
+    fresh(x, out, "Where");
+    node(x, "Where", (const char *[]){both, zero, turned, NULL}, out, NULL);
+}
+
+/* STFTSpectrogram and MelSpectrogram (layers/spectrogram.c, core/stft.h): every channel's
+ * signal a row [N c, 1, t], padded (zeros for same; MelSpectrogram's center mirrored by Pad's
+ * reflect mode), framed and transformed by one Conv of stride step over the DFT kernels (the
+ * real bins, then the imaginary ones, as output channels), then the mode's values; laid out
+ * as the layer's output (channels last or first, expand_dims). MelSpectrogram: |X|^mag_exp
+ * (Pow of the magnitude), MatMul by the transposed mel matrix and, in decibels, 10 log10 of
+ * it clamped at min_power less ref_db, raised to the batch's maximum (ReduceMax over every
+ * axis) less top_db. */
+static tref spectrogram(exporter *x, const tfc_layer *l, const tref *in)
+{
+    tfc_stft_desc d;
+    tfc_layer_stft_desc(l, 1, &d);
+    tref r = nhwc(x, in);
+    const int mel = d.mode == TFC_STFT_MEL;
+    float *re_k = param(x, l, mel ? "stft_real" : "real_kernel", NULL);
+    float *im_k = param(x, l, mel ? "stft_imag" : "imag_kernel", NULL);
+    float *mel_h = mel ? param(x, l, "mel_matrix", NULL) : NULL;
+    const int64_t bins = d.bins, K = (re_k ? bins : 0) + (im_k ? bins : 0);
+    float *w = K && !x->st ? malloc((size_t)(K * d.frame) * sizeof *w) : NULL;
+    if (!w || (mel && !mel_h)) {
+        free(re_k), free(im_k), free(mel_h), free(w);
+        if (!x->st) x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    /* W [K, 1, frame]: kernel [frame, bins] (STFT's [frame, 1, bins]) transposed */
+    for (int64_t k = 0; k < K; k++) {
+        const float *src = k < bins && re_k ? re_k : im_k;
+        const int64_t f = k < bins && re_k ? k : k - (re_k ? bins : 0);
+        for (int u = 0; u < d.frame; u++) w[k * d.frame + u] = src[(int64_t)u * bins + f];
+    }
+    free(re_k), free(im_k);
+    char src[96], t1[96], sig[96], c1[96], conv[96], re[96], im[96], p[96], v[96];
+    snprintf(src, sizeof src, "%s", r.name);
+    /* [N c, 1, t] */
+    if (!d.channels_first) transpose(x, src, (const int64_t[]){0, 2, 1}, 3, t1);
+    else snprintf(t1, sizeof t1, "%s", src);
+    reshape_to(x, t1, (const int64_t[]){-1, 1, d.t}, 3, sig);
+    const int64_t before = d.pad_left;
+    const int64_t after = d.reflect ? d.pad_left : tfc_stft_padded(&d) - d.t - d.pad_left;
+    if (before > 0 || after > 0) {
+        const int64_t pads[6] = {0, 0, before, 0, 0, after > 0 ? after : 0};
+        tfc_pb a = {0};
+        if (d.reflect) attr_string(&a, "mode", "reflect");
+        init_i64(x, c1, "pads", pads, 6);
+        snprintf(t1, sizeof t1, "%s", sig);
+        fresh(x, sig, "Pad");
+        node(x, "Pad", (const char *[]){t1, c1, NULL}, sig, &a);
+    }
+    init_f32(x, c1, "dft", (const int64_t[]){K, 1, d.frame}, 3, w);
+    free(w);
+    tfc_pb a = {0};
+    attr_ints(&a, "strides", (const int64_t[]){d.step}, 1);
+    fresh(x, conv, "Conv");
+    node(x, "Conv", (const char *[]){sig, c1, NULL}, conv, &a);
+    /* the values [N c, F, frames] */
+    if (K == 2 * bins && d.mode != TFC_STFT_STFT) {
+        slice_channels(x, conv, 0, bins, re);
+        slice_channels(x, conv, bins, 2 * bins, im);
+    }
+    if (d.mode == TFC_STFT_REAL || d.mode == TFC_STFT_IMAG || d.mode == TFC_STFT_STFT) {
+        snprintf(v, sizeof v, "%s", conv);
+    } else if (d.mode == TFC_STFT_ANGLE) {
+        atan2_of(x, im, re, v);
+    } else {
+        char r2[96], i2[96];
+        binary(x, "Mul", re, re, r2);
+        binary(x, "Mul", im, im, i2);
+        binary(x, "Add", r2, i2, p);
+        char e[96], m1[96], s1[96];
+        switch ((int)d.mode) {
+        case TFC_STFT_PSD: { /* the bins between the first and last count twice */
+            float *two = malloc((size_t)bins * sizeof *two);
+            if (!two) {
+                free(mel_h);
+                x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+                return r;
+            }
+            for (int64_t k = 0; k < bins; k++) two[k] = k >= 1 && k <= bins - 2 ? 2.0f : 1.0f;
+            init_f32(x, c1, "psd_scale", (const int64_t[]){bins, 1}, 2, two);
+            free(two);
+            binary(x, "Mul", p, c1, v);
+            break;
+        }
+        case TFC_STFT_MAGNITUDE:
+        case TFC_STFT_LOG:
+            init_f32_scalar(x, e, "epsilon", TFC_STFT_EPSILON);
+            binary(x, "Max", p, e, m1);
+            unary(x, "Sqrt", m1, s1, NULL);
+            if (d.mode == TFC_STFT_MAGNITUDE) {
+                snprintf(v, sizeof v, "%s", s1);
+            } else {
+                binary(x, "Max", s1, e, m1);
+                unary(x, "Log", m1, v, NULL);
+            }
+            break;
+        default: { /* MEL */
+            unary(x, "Sqrt", p, s1, NULL);
+            init_f32_scalar(x, e, "mag_exp", d.mag_exp);
+            binary(x, "Pow", s1, e, m1);
+            float *mt = malloc((size_t)(bins * d.mels) * sizeof *mt);
+            if (!mt) {
+                free(mel_h);
+                x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+                return r;
+            }
+            for (int64_t f = 0; f < bins; f++)
+                for (int m = 0; m < d.mels; m++) mt[m * bins + f] = mel_h[f * d.mels + m];
+            init_f32(x, c1, "mel", (const int64_t[]){d.mels, bins}, 2, mt);
+            free(mt);
+            binary(x, "MatMul", c1, m1, v); /* [N, mels, frames] */
+            if (d.db) {
+                char lg[96], db[96], mx[96], fl[96], k10[96], ref[96], top[96];
+                init_f32_scalar(x, e, "min_power", d.min_power);
+                binary(x, "Max", v, e, m1);
+                unary(x, "Log", m1, lg, NULL);
+                init_f32_scalar(x, k10, "ten_over_ln10", (float)(10.0 / M_LN10));
+                binary(x, "Mul", lg, k10, s1);
+                init_f32_scalar(x, ref, "ref_db", d.ref_db);
+                binary(x, "Sub", s1, ref, db);
+                tfc_pb ra = {0};
+                attr_int(&ra, "keepdims", 0);
+                unary(x, "ReduceMax", db, mx, &ra); /* every axis: the batch's maximum */
+                init_f32_scalar(x, top, "top_db", d.top_db);
+                binary(x, "Sub", mx, top, fl);
+                binary(x, "Max", db, fl, v);
+            }
+        }
+        }
+    }
+    free(mel_h);
+    /* the layer's layout */
+    const int64_t c = d.c, F = d.mode == TFC_STFT_STFT ? 2 * bins : bins, T = d.frames;
+    const int expand = l->out_shape.ndim == 3;
+    if (mel) {
+        snprintf(r.name, sizeof r.name, "%s", v);
+    } else {
+        char v4[96], t4[96];
+        reshape_to(x, v, (const int64_t[]){-1, c, F, T}, 4, v4);
+        if (d.channels_first && !expand) {
+            reshape_to(x, v4, (const int64_t[]){-1, c * F, T}, 3, r.name);
+        } else if (d.channels_first) {
+            transpose(x, v4, (const int64_t[]){0, 1, 3, 2}, 4, r.name);
+        } else if (!expand) {
+            transpose(x, v4, (const int64_t[]){0, 3, 1, 2}, 4, t4);
+            reshape_to(x, t4, (const int64_t[]){-1, T, c * F}, 3, r.name);
+        } else {
+            transpose(x, v4, (const int64_t[]){0, 3, 2, 1}, 4, r.name);
+        }
+    }
+    r.shape = l->out_shape;
+    r.nchw = 0;
     return r;
 }
 
@@ -2668,6 +2883,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = auto_contrast(x, l, in);
     } else if (tfc_layer_encode_desc(l)) {
         r = encode(x, l, in);
+    } else if (!strcmp(type, "STFTSpectrogram") || !strcmp(type, "MelSpectrogram")) {
+        r = spectrogram(x, l, in);
     } else if (strstr(type, "Dropout") || !strcmp(type, "GaussianNoise") || l->pure_act ||
                !strcmp(type, "ActivityRegularization") || !strcmp(type, "Identity") ||
                !strncmp(type, "Random", 6) || !strcmp(type, "Solarization") ||

@@ -351,6 +351,10 @@ const tfc_layer *tfc_time_distributed_inner(const tfc_layer *l);
  * as at inference): built, its parameters the wrapper's first ones in order. */
 const tfc_layer *tfc_spectral_normalization_inner(const tfc_layer *l);
 
+/* STFTSpectrogram's or MelSpectrogram's tfc_stft_desc for n examples (spectrogram.c; for
+ * the ONNX export); its mode TFC_STFT_MEL for MelSpectrogram. 0 for another layer. */
+int tfc_layer_stft_desc(const tfc_layer *l, int n, tfc_stft_desc *d);
+
 /* A numeric preprocessing layer's map and encoding (encoding.c: CategoryEncoding,
  * Discretization, IntegerLookup, Hashing; rows unset; for the ONNX export), its table the
  * layer's constant parameter `table`; NULL for any other layer. */

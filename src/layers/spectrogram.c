@@ -429,3 +429,11 @@ const tfc_layer_ops tfc_mel_spectrogram_ops = {
     .plan = mel_plan, .forward = mel_forward, .backward = mel_backward,
     .fill_param = mel_fill_param,
 };
+
+int tfc_layer_stft_desc(const tfc_layer *l, int n, tfc_stft_desc *d)
+{
+    if (l->ops == &tfc_stft_spectrogram_ops) *d = stft_desc(l, n);
+    else if (l->ops == &tfc_mel_spectrogram_ops) *d = mel_desc(l, n);
+    else return 0;
+    return 1;
+}
