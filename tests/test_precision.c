@@ -964,9 +964,8 @@ static void key_errors(void)
                              "  - Dense: {units: 3, dtype: mixed_bfloat16}\nloss: mse\n";
     tfc_error_clear(&err);
     CU_ASSERT_PTR_NULL(tfc_model_from_string(dtype_yaml, strlen(dtype_yaml), "m.yaml", &err));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "unknown key 'dtype'"));
-    CU_ASSERT_PTR_NOT_NULL(
-        strstr(err.text, "hint: a layer's dtype policy is the solver's `precision:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "layers[0].Dense.dtype: mixed_bfloat16"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "write precision: bf16 in the solver file"));
     const char *odd[] = {"precision=float16", "loss_scale={initial_scale: 3000}"};
     o.sets = odd;
     tfc_error_clear(&err);
