@@ -348,7 +348,7 @@ static void test_cpu_first(void)
 /* The export: CategoryEncoding, Discretization and IntegerLookup write a file (test_onnx
  * checks its values against onnxruntime); Hashing has no ONNX form: the export fails naming
  * the layer, writing nothing. */
-static void test_onnx_refused(void)
+static void test_onnx_export(void)
 {
     static const char *const yamls[] = {
         "input: {shape: [3], dtype: int32}\nlayers:\n"
@@ -390,4 +390,4 @@ TFC_TEST_MAIN("preprocessing", {"keras_parity", test_keras_parity},
               {"shapes", test_shapes},
               {"argument_errors", test_argument_errors},
               {"out_of_range_ids", test_out_of_range_ids}, {"trains", test_trains},
-              {"cpu_first", test_cpu_first}, {"onnx_refused", test_onnx_refused})
+              {"cpu_first", test_cpu_first}, {"onnx_export", test_onnx_export})
