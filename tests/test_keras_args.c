@@ -479,10 +479,13 @@ static void test_initializers(void)
               in.kind == TFC_INIT_HE_NORMAL);
     CU_ASSERT(!init_of("{type: glorot_uniform, minval: -1}", &in, &err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.minval: unknown key 'minval' "
-                                            "(known keys: type)"));
-    CU_ASSERT(!init_of("{type: random_normal, seed: 42}", &in, &err));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.seed: not supported by tfc"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "the solver's seed"));
+                                            "(known keys: type, seed)"));
+    /* Keras's seed: the weight drawn from it alone (test_layers seeded_initializers) */
+    CU_ASSERT(init_of("{type: random_normal, seed: 42}", &in, &err) && in.seeded &&
+              in.seed == 42);
+    CU_ASSERT(init_of("{type: random_normal}", &in, &err) && !in.seeded);
+    CU_ASSERT(!init_of("{type: random_normal, seed: 4.5}", &in, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.seed"));
     CU_ASSERT(init_of("{type: variance_scaling, scale: 2, mode: fan_avg, distribution: uniform}",
                       &in, &err));
     CU_ASSERT(in.kind == TFC_INIT_VARIANCE_SCALING && in.a == 2 && in.mode == TFC_FAN_AVG &&
@@ -535,8 +538,8 @@ static void test_initializers(void)
                       "fan_out, distribution: uniform}}", &in, &err) &&
               in.kind == TFC_INIT_VARIANCE_SCALING && in.a == 2 && in.mode == TFC_FAN_OUT);
     CU_ASSERT(init_of("{class_name: Zeros, config: {}}", &in, &err) && in.kind == TFC_INIT_ZEROS);
-    CU_ASSERT(!init_of("{class_name: HeNormal, config: {seed: 3}}", &in, &err));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "kernel_initializer.config.seed: not supported"));
+    CU_ASSERT(init_of("{class_name: HeNormal, config: {seed: 3}}", &in, &err) &&
+              in.kind == TFC_INIT_HE_NORMAL && in.seeded && in.seed == 3);
     CU_ASSERT(!init_of("{class_name: RandomUniform, config: {stddev: 1}}", &in, &err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "config.stddev: unknown key"));
     CU_ASSERT(!init_of("{class_name: HeNormall}", &in, &err));

@@ -1422,6 +1422,57 @@ static void test_masked_loss_values(void)
 
 /* Initializers: same seed same weights, another seed others; Glorot's limit; orthogonal
  * recurrent kernels have orthonormal rows. */
+/* Keras's initializer seed: a seeded weight is drawn from its seed alone, the same whatever
+ * the solver's seed and for two weights of one shape and one seed (as Keras's seeded
+ * initializer gives); another seed draws other values; an unseeded weight follows the solver's
+ * seed. In both of Keras's forms, and a seed that is no integer is an error naming it. */
+static void test_seeded_initializers(void)
+{
+    const char *y = "input: {shape: [8]}\nlayers:\n"
+                    "  - Dense: {units: 4, kernel_initializer: {class_name: RandomNormal,"
+                    " config: {stddev: 0.02, seed: 42}}}\n"
+                    "  - Dense: {units: 4, kernel_initializer: {type: random_normal,"
+                    " stddev: 0.02, seed: 42}}\n"
+                    "  - Dense: {units: 4, kernel_initializer: {type: he_normal, seed: -3}}\n"
+                    "  - Dense: {units: 4, kernel_initializer: {type: random_normal,"
+                    " stddev: 0.02, seed: 43}}\n"
+                    "  - Dense: {units: 4, kernel_initializer: {type: random_normal,"
+                    " stddev: 0.02}}\n";
+    float *k[2][5];
+    for (int run = 0; run < 2; run++) {
+        bound b = {tfc_test_model(y), tfc_cpu_backend_create(1)};
+        tfc_error err;
+        tfc_error_clear(&err);
+        TFC_ASSERT(b.m && tfc_model_bind(b.m, b.be, 1, &err) == TFC_OK);
+        TFC_ASSERT(tfc_model_init_weights(b.m, run ? 99 : 5, &err) == TFC_OK);
+        for (int i = 0; i < 5; i++) k[run][i] = param(b, i, 0);
+        unbind(b);
+    }
+    const size_t bytes = 16 * sizeof(float); /* the 4 x 4 kernels after the first */
+    CU_ASSERT(memcmp(k[0][1], k[1][1], bytes) == 0); /* the solver's seed changes nothing */
+    CU_ASSERT(memcmp(k[0][2], k[1][2], bytes) == 0);
+    CU_ASSERT(memcmp(k[0][3], k[1][3], bytes) == 0);
+    CU_ASSERT(memcmp(k[0][1], k[0][3], bytes) != 0); /* seed 43 is another draw */
+    CU_ASSERT(memcmp(k[0][4], k[1][4], bytes) != 0); /* unseeded: the solver's seed */
+    CU_ASSERT(memcmp(k[0][0], k[1][0], 32 * sizeof(float)) == 0);
+    for (int run = 0; run < 2; run++)
+        for (int i = 0; i < 5; i++) free(k[run][i]);
+    /* one seed and one shape: the same values in two layers, as Keras's */
+    const char *twice = "input: {shape: [4]}\nlayers:\n"
+                        "  - Dense: {units: 4, kernel_initializer: {type: glorot_uniform,"
+                        " seed: 7}}\n"
+                        "  - Dense: {units: 4, kernel_initializer: {class_name: GlorotUniform,"
+                        " config: {seed: 7}}}\n";
+    bound b = bind(twice, 1);
+    float *a = param(b, 0, 0), *c = param(b, 1, 0);
+    CU_ASSERT(memcmp(a, c, bytes) == 0);
+    free(a), free(c);
+    unbind(b);
+    tfc_test_expect_model_error("input: {shape: [4]}\nlayers:\n  - Dense: {units: 2,"
+                                " kernel_initializer: {type: he_normal, seed: lucky}}\n",
+                                "layers[0].Dense.kernel_initializer.seed");
+}
+
 static void test_initializers(void)
 {
     const char *y = "input: {shape: [6, 8]}\nlayers:\n  - LSTM: {units: 5}\n  - Dense: {units: 3}\n";
@@ -2030,6 +2081,7 @@ TFC_TEST_MAIN("layers", {"gradients", test_gradients},
               {"dense_embedding_values", test_dense_embedding_values},
               {"masked_loss_values", test_masked_loss_values},
               {"initializers", test_initializers},
+              {"seeded_initializers", test_seeded_initializers},
               {"inference_chains", test_inference_chains},
               {"training_relu_folds", test_training_relu_folds},
               {"training_pool_relu_folds", test_training_pool_relu_folds},

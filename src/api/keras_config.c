@@ -147,9 +147,9 @@ static tfc_node *convert_object(conv *c, const tfc_node *v)
     for (int i = 0; plain && i < cfg->n; i++)
         plain = is_null(cfg->vals[i]) || !strcmp(cfg->keys[i]->str, "seed");
     const tfc_node *seed = tfc_node_get(cfg, "seed");
-    if (seed && !is_null(seed)) /* an initializer's: tfc's weights follow the solver's seed */
-        note(c->rep, "initializer seeds are left out: tfc draws every weight from the "
-             "solver's seed (the imported weights are Keras's either way)");
+    if (seed && !is_null(seed)) /* an initializer's: the weights come from Keras's file */
+        note(c->rep, "initializer seeds are left out: the imported weights are Keras's, and "
+             "a fresh run draws from the solver's seed");
     if (plain) return scalar(c, cls, 0);
     tfc_node *m = tfc_node_new_map(c->out, NULL), *copy = tfc_node_new_map(c->out, NULL);
     put(c, m, "class_name", scalar(c, cls, 0));

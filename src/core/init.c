@@ -2,6 +2,7 @@
 #include "core/init.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,18 +50,20 @@ typedef struct init_args {
     int type, mode, distribution;
     double value, minval, maxval, mean, stddev, gain, scale;
     const tfc_node *type_node; /* read by init_name: tfc's names or Keras's class names */
+    const tfc_node *seed;      /* Keras's seed: an integer or null */
 } init_args;
 
 /* Each type's arguments, Keras's names and defaults (keras.initializers): another type's is
- * an unknown key. Keras's seed is fixed at null: a weight's stream is (the solver's seed,
- * the layer, the variable), the same on every device. */
+ * an unknown key. Without Keras's seed a weight's stream is (the solver's seed, the layer,
+ * the variable), the same on every device; with one, the seed alone (tfc_init_key). */
 #define IOFF(m) offsetof(init_args, m)
 #define TYPE_FIELD                                                                           \
     {"type", TFC_F_NODE, IOFF(type_node), NULL, TFC_UNBOUNDED, NULL,                          \
      "initializer name (tfc's, or Keras's class name: HeNormal)"}
 #define SEED_FIELD                                                                           \
-    TFC_FIXED_FIELD("seed", TFC_NO_DEFAULT, "tfc draws each weight from the solver's seed, "  \
-                    "the layer and the variable (the same on every device)")
+    {"seed", TFC_F_NODE, IOFF(seed), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,                     \
+     "an integer: the weight drawn from it alone (null: from the solver's seed, the layer "   \
+     "and the variable)"}
 #define AXES_FIELDS                                                                          \
     TFC_FIXED_FIELD("input_axes", TFC_NO_DEFAULT, "tfc's fans are Keras's defaults: the "     \
                     "last axis is fan_out, the one before fan_in"),                          \
@@ -188,7 +191,7 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
         snprintf(kpath, sizeof kpath, "%s.class_name", path);
         if (init_name(f.class_name, kpath, &kind, err)) return TFC_ERR_CONFIG;
         snprintf(kpath, sizeof kpath, "%s.config", path);
-        init_args a;
+        init_args a = {0};
         /* the type's arguments but `type` (the first field) */
         if (tfc_schema_apply(tfc_init_fields((tfc_init_kind)kind) + 1, f.config, kpath, &a, err))
             return TFC_ERR_CONFIG;
@@ -202,7 +205,7 @@ tfc_status tfc_init_parse(const tfc_node *node, const char *path, tfc_init def, 
     snprintf(tpath, sizeof tpath, "%s.type", path);
     kind = TFC_INIT_ZEROS;
     if (t && !tfc_node_is_null(t) && init_name(t, tpath, &kind, err)) return TFC_ERR_CONFIG;
-    init_args a;
+    init_args a = {0};
     tfc_status s = tfc_schema_apply(tfc_init_fields((tfc_init_kind)kind), node, path, &a, err);
     if (s) return s;
     a.type = kind; /* as init_name read it (a class name too) */
@@ -215,6 +218,14 @@ static tfc_status init_from_args(const init_args *a0, const tfc_node *node, cons
 {
     init_args a = *a0;
     *out = tfc_init_make((tfc_init_kind)a.type);
+    if (a.seed && !tfc_node_is_null(a.seed)) {
+        char spath[340];
+        long long v;
+        snprintf(spath, sizeof spath, "%s.seed", path);
+        if (tfc_node_int(a.seed, spath, -INT64_MAX, INT64_MAX, &v, err)) return TFC_ERR_CONFIG;
+        out->seeded = 1;
+        out->seed = v;
+    }
     switch (out->kind) {
     case TFC_INIT_CONSTANT: out->a = a.value; break;
     case TFC_INIT_RANDOM_UNIFORM:
@@ -589,4 +600,11 @@ tfc_status tfc_init_fill(const tfc_init *init, const tfc_shape *shape, uint64_t 
         for (int64_t i = 0; i < n; i++) out[i] = (float)(stddev * truncated(key, (uint64_t)i));
     }
     return TFC_OK;
+}
+
+uint64_t tfc_init_key(const tfc_init *in, uint64_t unseeded)
+{
+    /* a stream of its own: no solver seed's key (tfc_rng_key(seed, 16 i + p)) is this one
+     * but by chance */
+    return in->seeded ? tfc_rng_key(0x5EED5EED5EED5EEDULL, (uint64_t)in->seed) : unseeded;
 }

@@ -3,7 +3,7 @@
  * In YAML an initializer is a name (`he_normal`; Keras's `uniform`, `normal`, `one` and
  * `zero` too) or a mapping with `type` and that type's arguments (`{type: constant, value:
  * 0.1}`, `{type: random_normal, stddev: 0.01}`): another type's argument is an error, and
- * Keras's `seed` is accepted as null only (the weights follow the solver's seed). */
+ * Keras's `seed` draws a weight from it alone (tfc_init_key). */
 #ifndef TFC_CORE_INIT_H
 #define TFC_CORE_INIT_H
 
@@ -47,7 +47,16 @@ typedef struct tfc_init {
     /* > 0: the fans of Keras's input_axes / output_axes (EinsumDense sets them for its
      * kernel), in place of those tfc_init_fill reads off the shape */
     double fan_in, fan_out;
+    /* Keras's seed: the weight is drawn from it alone (tfc_init_key), the same whatever the
+     * solver's seed and for every weight of one shape and one seed, as Keras's seeded
+     * initializer gives (its values are tfc's draws, not Keras's) */
+    int seeded;
+    int64_t seed;
 } tfc_init;
+
+/* The stream a weight is drawn from: from its initializer's seed when it has one, else
+ * `unseeded` (the solver's seed, the layer and the variable) */
+uint64_t tfc_init_key(const tfc_init *in, uint64_t unseeded);
 
 extern const char *const tfc_init_names[TFC_INIT_COUNT + 1];
 

@@ -833,8 +833,9 @@ tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
             tfc_param *pr = &m->layers[i].params[p];
             float *host = malloc((size_t)pr->numel * 4 + 1);
             if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-            tfc_status s = tfc_init_fill(&pr->init, &pr->shape,
-                                         tfc_rng_key(seed, (uint64_t)i * 16 + (uint64_t)p), host, err);
+            const uint64_t key = tfc_rng_key(seed, (uint64_t)i * 16 + (uint64_t)p);
+            tfc_status s = tfc_init_fill(&pr->init, &pr->shape, tfc_init_key(&pr->init, key),
+                                         host, err);
             if (s == TFC_OK && m->layers[i].ops->fill_param)
                 m->layers[i].ops->fill_param(&m->layers[i], p, host);
             if (s == TFC_OK) m->be->ops->upload(m->be, master(m, pr), host, (size_t)pr->numel * 4);
