@@ -743,6 +743,9 @@ static const char *number_text(const tfc_node *v)
 static tfc_status convert_op(conv *c, const tfc_node *l, tfc_node **out)
 {
     const char *cls = sval(l, "class_name"), *name = sval(tfc_node_get(l, "config"), "name");
+    if (!cls) /* an operation's module without its class (a broken file) */
+        return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
+                              "missing: a keras.ops operation names its class");
     const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
     const tfc_node *node = nodes && nodes->kind == TFC_NODE_SEQ && nodes->n == 1
                                ? nodes->vals[0] : NULL;
