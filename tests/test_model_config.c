@@ -237,6 +237,57 @@ static void test_positional_argument(void)
                                 "shape, given too");
 }
 
+/* The shorthand holds inside wrappers too: a wrapped layer's or a cell's scalar is its first
+ * argument, down through Bidirectional's RNN's cells; the model equals the one written out. */
+static void test_positional_wrapped(void)
+{
+    static const char *const forms[] = {
+        "input: {shape: [5, 3]}\nlayers:\n"
+        "  - TimeDistributed: {layer: {Dense: {units: 4}}}\n"
+        "  - Bidirectional: {layer: {LSTM: {units: 4}}}\n  - RepeatVector: {n: 3}\n"
+        "  - RNN: {cell: [{GRUCell: {units: 5}}, {LSTMCell: {units: 6}}], "
+        "return_sequences: true}\n"
+        "  - Bidirectional: {layer: {RNN: {cell: {SimpleRNNCell: {units: 2}}, "
+        "return_sequences: true}}}\n"
+        "  - RNN: {cell: {StackedRNNCells: {cells: [{GRUCell: {units: 5}}]}}}\n"
+        "  - SpectralNormalization: {layer: {Dense: {units: 2}}}\n",
+        "input: {shape: [5, 3]}\nlayers:\n"
+        "  - TimeDistributed: {layer: {Dense: 4}}\n"
+        "  - Bidirectional: {layer: {LSTM: 4}}\n  - RepeatVector: 3\n"
+        "  - RNN: {cell: [{GRUCell: 5}, {LSTMCell: 6}], return_sequences: true}\n"
+        "  - Bidirectional: {layer: {RNN: {cell: {SimpleRNNCell: 2}, "
+        "return_sequences: true}}}\n"
+        "  - RNN: {cell: {StackedRNNCells: {cells: [{GRUCell: 5}]}}}\n"
+        "  - SpectralNormalization: {layer: {Dense: 2}}\n"};
+    int64_t params[2];
+    for (int f = 0; f < 2; f++) {
+        tfc_model *m = tfc_test_model(forms[f]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        params[f] = tfc_model_param_count(m);
+        CU_ASSERT_EQUAL(tfc_model_nlayers(m), 7);
+        CU_ASSERT_EQUAL(tfc_model_layer(m, 6)->out_shape.dim[0], 2);
+        tfc_model_free(m);
+    }
+    CU_ASSERT_EQUAL(params[0], params[1]);
+    CU_ASSERT_EQUAL(params[1], 16 + 2 * 4 * 4 * (4 + 4 + 1) + 3 * 5 * (8 + 5 + 2) +
+                                   4 * 6 * (5 + 6 + 1) + 2 * 2 * (6 + 2 + 1) +
+                                   3 * 5 * (4 + 5 + 2) + 5 * 2 + 2 + 2 /* and u */);
+    tfc_test_expect_model_error("input: {shape: [5, 3]}\nlayers:\n"
+                                "  - TimeDistributed: {layer: {Dense: relu}}\n",
+                                "t.yaml:3:38: error: layers[0].TimeDistributed.layer.Dense.units: "
+                                "expected an integer");
+    tfc_test_expect_model_error("input: {shape: [5, 3]}\nlayers:\n"
+                                "  - TimeDistributed: {layer: {Dens: 3}}\n",
+                                "layer: Dens cannot be wrapped by TimeDistributed");
+    tfc_test_expect_model_error("input: {shape: [5, 3]}\nlayers:\n"
+                                "  - TimeDistributed: {layer: {Identity: 3}}\n",
+                                "layer.Identity: expected a mapping of its arguments, found a "
+                                "scalar");
+    tfc_test_expect_model_error("input: {shape: [5, 3]}\nlayers:\n"
+                                "  - RNN: {cell: {GRUCell: -2}}\n",
+                                "units: expected an integer in [1");
+}
+
 /* Keras's other names for a class (keras.layers.MaxPool2D is MaxPooling2D) are the same
  * layer: the class's type, Keras's default name from the class (max_pooling2d), the same
  * shapes and parameters as the model written with the class names. */
@@ -754,6 +805,7 @@ static void test_load_file_errors(void)
 }
 
 TFC_TEST_MAIN("model_config", {"positional_argument", test_positional_argument},
+              {"positional_wrapped", test_positional_wrapped},
               {"valid_cnn", test_valid_cnn},
               {"same_padding_shapes", test_same_padding_shapes}, {"bad_models", test_bad_models},
               {"rank_hints", test_rank_hints},

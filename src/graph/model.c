@@ -5,6 +5,7 @@
 #include "graph/metric_counts.h"
 #include "graph/model_internal.h"
 #include "graph/pipeline.h"
+#include "layers/rnn.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -436,6 +437,46 @@ static tfc_status layer_dtype(const tfc_node *v, const char *path, tfc_error *er
                           v->kind == TFC_NODE_SCALAR ? s : "a dtype policy");
 }
 
+/* Keras's first positional parameter of layer or cell type `type`, NULL: none known */
+static const char *first_param(const char *type)
+{
+    const tfc_layer_ops *ops = tfc_layer_lookup(type);
+    if (ops && ops->schema && ops->schema[0].name) return ops->schema[0].name;
+    tfc_field cell[64];
+    return tfc_rnn_cell_schema(type, cell, 64) > 0 ? cell[0].name : NULL;
+}
+
+/* The positional shorthand inside a wrapper, in place in `v` (a copy in the scratch document):
+ * `layer: {Dense: 64}` (TimeDistributed, SpectralNormalization), `layer: {LSTM: 32}`
+ * (Bidirectional), `cell: {GRUCell: 16}`, a list of cells, a StackedRNNCells' `cells`, and
+ * so on down (Bidirectional: {layer: {RNN: {cell: ...}}}). A type it does not know is left as
+ * written for the wrapper to report. */
+static tfc_status expand_wrapped(tfc_doc *doc, tfc_node *v, int depth)
+{
+    if (depth > 8) return TFC_OK;
+    if (v->kind == TFC_NODE_SEQ) {
+        for (int i = 0; i < v->n; i++)
+            if (expand_wrapped(doc, v->vals[i], depth + 1)) return TFC_ERR_NOMEM;
+        return TFC_OK;
+    }
+    if (v->kind != TFC_NODE_MAP || v->n != 1) return TFC_OK;
+    tfc_node *a = v->vals[0];
+    const char *first = a->kind == TFC_NODE_SCALAR && !tfc_node_is_null(a)
+                            ? first_param(v->keys[0]->str) : NULL;
+    if (first) {
+        tfc_node *m = tfc_node_new_map(doc, a), *k = tfc_node_new_scalar(doc, a, first, 0);
+        if (!m || !k) return TFC_ERR_NOMEM;
+        tfc_node_map_set(m, k, a);
+        v->vals[0] = m;
+        return TFC_OK;
+    }
+    for (int i = 0; a->kind == TFC_NODE_MAP && i < a->n; i++)
+        if (!strcmp(a->keys[i]->str, "layer") || !strcmp(a->keys[i]->str, "cell") ||
+            !strcmp(a->keys[i]->str, "cells"))
+            if (expand_wrapped(doc, a->vals[i], depth + 1)) return TFC_ERR_NOMEM;
+    return TFC_OK;
+}
+
 /* Splits a layer item `- Type: {args}` into its type and a mapping of arguments without
  * `name` and `inputs`, which the graph handles for every layer. A bare `- Flatten` is
  * `- Flatten: {}`. */
@@ -492,6 +533,12 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
         else if (index == 0 && m->input_from_layer &&
                  is_input_shape_arg(item->keys[0]->str, a->keys[i]->str))
             continue; /* the model's input (keras_input_layer) */
+        else if (!strcmp(a->keys[i]->str, "layer") || !strcmp(a->keys[i]->str, "cell")) {
+            tfc_node *v = tfc_node_copy(m->doc_scratch, a->vals[i]);
+            if (!v || expand_wrapped(m->doc_scratch, v, 0))
+                return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            tfc_node_map_set(*args, a->keys[i], v);
+        }
         else tfc_node_map_set(*args, a->keys[i], a->vals[i]);
     }
     return TFC_OK;

@@ -82,6 +82,9 @@ tfc_status tfc_layer_parse_inner(const tfc_layer *l, const tfc_layer_ops *ops,
                                  const char *act_reg_msg, tfc_error *err)
 {
     const tfc_node *name_node = NULL;
+    if (inner->kind != TFC_NODE_MAP && !tfc_node_is_null(inner))
+        return tfc_layer_error(err, l, "layer.%s: expected a mapping of its arguments, found %s",
+                               ops->type, tfc_node_kind_name(inner->kind));
     ia->args = *inner;
     ia->args.kind = TFC_NODE_MAP;
     ia->args.n = 0;

@@ -68,7 +68,7 @@ static tfc_status sn_build(tfc_layer *l, tfc_error *err)
     const sn_args *a = l->args;
     const tfc_node *n = a->layer;
     if (!n || n->kind != TFC_NODE_MAP || n->n != 1 ||
-        (n->vals[0]->kind != TFC_NODE_MAP && !tfc_node_is_null(n->vals[0])))
+        n->vals[0]->kind == TFC_NODE_SEQ)
         return tfc_layer_error(err, l, "layer: expected one layer with its arguments, "
                                        "{Dense: {units: 4}}, {Conv2D: {...}}, ...");
     const char *type = n->keys[0]->str;
