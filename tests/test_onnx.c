@@ -13,9 +13,9 @@
  * transformer block and PositionEmbedding, EinsumDense (Einsum; '...', a broadcast bias, after
  * a convolution), LayerScale, an Add/Concatenate/Reshape graph, every activation,
  * the augmentation layers (the identity), the numeric preprocessing layers
- * (Discretization, CategoryEncoding, IntegerLookup) and the spectrograms (every
- * STFTSpectrogram mode, MelSpectrogram in decibels and power); a layer without an ONNX form is
- * refused.
+ * (Discretization, CategoryEncoding, IntegerLookup), the spectrograms (every
+ * STFTSpectrogram mode, MelSpectrogram in decibels and power) and ConvLSTM1D/2D/3D unrolled;
+ * a layer without an ONNX form is refused.
  * Skipped when python3 lacks onnx, onnxruntime or numpy. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1002,21 +1002,48 @@ static void test_vision_layers(void)
                    "  - BatchNormalization: {name: dw}\n"
                    "  - Flatten: {}\n",
                    "layer 'dw' (BatchNormalization)");
-    /* ConvLSTM2D, ConvLSTM3D: ONNX has no convolutional LSTM */
-    export_refused("cl", "input: {shape: [3, 5, 5, 2]}\nlayers:\n"
-                   "  - ConvLSTM2D: {name: cl, filters: 2, kernel_size: 3}\n"
-                   "  - Flatten: {}\n",
-                   "layer 'cl' (ConvLSTM2D): no ONNX form for this layer type");
-    export_refused("cl3", "input: {shape: [3, 2, 4, 4, 2]}\nlayers:\n"
-                   "  - ConvLSTM3D: {name: cl3, filters: 2, kernel_size: 2}\n"
-                   "  - Flatten: {}\n",
-                   "layer 'cl3' (ConvLSTM3D): no ONNX form for this layer type");
     /* CLAHE, active at inference: its tiles' tables have no ONNX form here */
     export_refused("eq", "input: {shape: [6, 5, 3]}\nlayers:\n"
                    "  - ContrastLimitedAdaptiveHistogramEqualization: {name: eq}\n"
                    "  - Flatten: {}\n",
                    "layer 'eq' (ContrastLimitedAdaptiveHistogramEqualization): no ONNX form "
                    "for this layer type");
+}
+
+/* ConvLSTM1D, ConvLSTM2D and ConvLSTM3D unrolled over their steps: strided same padding
+ * (odd and even sizes, an even kernel), dilation, the last output and every step's, going
+ * backwards (its outputs in that order), other activations (relu, hard_sigmoid), no bias,
+ * stacked, after a Conv2D (its NCHW output laid back) and after a TimeDistributed
+ * convolution; dropout is the identity at inference. */
+static void test_conv_lstm(void)
+{
+    if (!ready()) {
+        tfc_test_skip("python3 lacks onnx, onnxruntime or numpy");
+        return;
+    }
+    fixture("conv_lstm2d",
+            "input: {shape: [4, 7, 6, 3]}\nlayers:\n"
+            "  - ConvLSTM2D: {filters: 4, kernel_size: [3, 2], strides: 2, padding: same, "
+            "return_sequences: true, dropout: 0.3, recurrent_dropout: 0.2}\n"
+            "  - ConvLSTM2D: {filters: 3, kernel_size: 2, go_backwards: true, "
+            "return_sequences: true, activation: relu, recurrent_activation: hard_sigmoid}\n"
+            "  - ConvLSTM2D: {filters: 2, kernel_size: 1, use_bias: false, go_backwards: true}\n"
+            "  - Flatten: {}\n  - Dense: {units: 3}\n", 0);
+    fixture("conv_lstm1d",
+            "input: {shape: [5, 9, 2]}\nlayers:\n"
+            "  - Conv2D: {filters: 3, kernel_size: 2, padding: same}\n"
+            "  - ConvLSTM1D: {filters: 3, kernel_size: 3, dilation_rate: 2, "
+            "return_sequences: true}\n"
+            "  - ConvLSTM1D: {filters: 2, kernel_size: 2, strides: 2, padding: same, "
+            "go_backwards: true}\n"
+            "  - Flatten: {}\n", 0);
+    fixture("conv_lstm3d",
+            "input: {shape: [3, 4, 5, 4, 2]}\nlayers:\n"
+            "  - TimeDistributed: {layer: {Conv3D: {filters: 2, kernel_size: 1}}}\n"
+            "  - ConvLSTM3D: {filters: 2, kernel_size: [2, 3, 2], padding: same, "
+            "return_sequences: true, go_backwards: true}\n"
+            "  - ConvLSTM3D: {filters: 3, kernel_size: 2, strides: [1, 2, 1]}\n"
+            "  - Flatten: {}\n", 0);
 }
 
 /* The numeric preprocessing layers: Discretization's buckets (int into an Embedding, one_hot,
@@ -1199,6 +1226,7 @@ static void test_options(void)
 
 TFC_TEST_MAIN("onnx", {"zoo", test_zoo}, {"vision_layers", test_vision_layers},
               {"preprocessing", test_preprocessing}, {"spectrograms", test_spectrograms},
+              {"conv_lstm", test_conv_lstm},
               {"adaptive_pooling", test_adaptive_pooling},
               {"strided_same_conv_and_pooling", test_strided_same_conv_and_pooling},
               {"batch_norm", test_batch_norm}, {"masked_lstm", test_masked_lstm},

@@ -1821,6 +1821,198 @@ static tref conv3d(exporter *x, const tfc_layer *l, const tref *in)
     return volume_layout(x, &c, 0);
 }
 
+/* A ConvLSTM's kernel `name`, Keras's (window..., cin, 4F), as ONNX's Conv weight (4F, cin,
+ * window...) of `rank` spatial axes, its initializer's name into wn; 0 when it failed. */
+static int conv_lstm_weight(exporter *x, const tfc_layer *l, const char *name, int rank,
+                            char *wn)
+{
+    const tfc_param *kp;
+    float *kern = param(x, l, name, &kp);
+    if (!kern) return 0;
+    const int nd = kp->shape.ndim;
+    const int64_t CI = kp->shape.dim[nd - 2], CO = kp->shape.dim[nd - 1],
+                  R = kp->numel / (CI * CO);
+    float *w = malloc((size_t)kp->numel * 4);
+    if (!w) {
+        free(kern);
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    for (int64_t u = 0; u < R; u++)
+        for (int64_t i = 0; i < CI; i++)
+            for (int64_t o = 0; o < CO; o++) w[(o * CI + i) * R + u] = kern[(u * CI + i) * CO + o];
+    int64_t wd[5] = {CO, CI};
+    for (int a = 0; a < rank; a++) wd[2 + a] = kp->shape.dim[a];
+    init_f32(x, wn, "W", wd, rank + 2, w);
+    free(w), free(kern);
+    return 1;
+}
+
+/* An ONNX Conv of `rank` spatial axes: window k, strides s, dilation d and pads (before
+ * then after) the last `rank` of the (depth, height, width) triples; the bias bn or none. */
+static void conv_lstm_conv(exporter *x, const char *in, const char *wn, const char *bn,
+                           int rank, const int k[3], const int s[3], const int d[3],
+                           const int64_t pads[6], char *out)
+{
+    int64_t ks[3], st[3], dl[3], pd[6];
+    for (int a = 0; a < rank; a++) {
+        ks[a] = k[3 - rank + a], st[a] = s[3 - rank + a], dl[a] = d[3 - rank + a];
+        pd[a] = pads[3 - rank + a], pd[rank + a] = pads[6 - rank + a];
+    }
+    tfc_pb a = {0};
+    attr_ints(&a, "kernel_shape", ks, rank);
+    attr_ints(&a, "strides", st, rank);
+    attr_ints(&a, "dilations", dl, rank);
+    attr_ints(&a, "pads", pd, 2 * rank);
+    char src[96];
+    snprintf(src, sizeof src, "%s", in);
+    fresh(x, out, "Conv");
+    node(x, "Conv", (const char *[]){src, wn, bn && bn[0] ? bn : NULL, NULL}, out, &a);
+}
+
+/* ConvLSTM1D, ConvLSTM2D and ConvLSTM3D unrolled over their T steps (ONNX has no
+ * convolutional LSTM): the input [N, T, S..., C] laid out [T N, C, S...] and its convolution
+ * (with the bias) taken for every step at once, then at each step (in reverse order going
+ * backwards) that step's Gather plus the recurrent Conv of h (same padding, stride 1; none
+ * at the first step, whose state is zero), the four gates sliced off the channels in Keras's
+ * order i, f, c, o, and c = f c + i act(g) (i act(g) at the first), h = o act(c). The last h,
+ * or every h in the order computed (return_sequences; Keras's go_backwards returns them so),
+ * back to channels last. */
+static tref conv_lstm(exporter *x, const tfc_layer *l, const tref *given)
+{
+    tref r = {.shape = l->out_shape}, xin = nhwc(x, given), *in = &xin;
+    tfc_conv_lstm_desc d;
+    tfc_layer_conv_lstm_desc(l, &d);
+    const int rank = d.rank;
+    const int64_t T = in->shape.dim[0], C = in->shape.dim[rank + 1], F = d.filters;
+    int64_t sp[3] = {1, 1, 1}, osp[3] = {1, 1, 1}; /* (depth, height, width) in and out */
+    for (int a = 0; a < rank; a++) sp[3 - rank + a] = in->shape.dim[1 + a];
+    int64_t ipads[6], rpads[6];
+    const int one[3] = {1, 1, 1};
+    for (int a = 0; a < 3; a++) {
+        int o, b;
+        tfc_conv_axis((int)sp[a], d.k[a], d.s[a], d.dil[a], d.same, &o, &b);
+        osp[a] = o;
+        tf_axis_pads((int)sp[a], d.k[a], d.s[a], d.dil[a], d.same, &ipads[a], &ipads[a + 3]);
+    }
+    for (int a = 0; a < 3; a++)
+        tf_axis_pads((int)osp[a], d.k[a], 1, 1, 1, &rpads[a], &rpads[a + 3]);
+    char wk[96], wr[96], bn[96] = "";
+    if (!conv_lstm_weight(x, l, "kernel", rank, wk) ||
+        !conv_lstm_weight(x, l, "recurrent_kernel", rank, wr))
+        return r;
+    float *bias = d.use_bias ? param(x, l, "bias", NULL) : NULL;
+    if (bias) {
+        const int64_t G = 4 * F;
+        init_f32(x, bn, "B", &G, 1, bias);
+        free(bias);
+    }
+    if (x->st) return r;
+    /* [N, T, S..., C] -> [T, N, C, S...] -> [T N, C, S...] */
+    int64_t perm[6] = {1, 0, rank + 2};
+    for (int a = 0; a < rank; a++) perm[3 + a] = 2 + a;
+    tfc_pb a = {0};
+    attr_ints(&a, "perm", perm, rank + 3);
+    char t[96], shp[96], xs[96], z[96];
+    unary(x, "Transpose", in->name, t, &a);
+    int64_t dims[6] = {-1, C};
+    for (int k = 0; k < rank; k++) dims[2 + k] = sp[3 - rank + k];
+    init_i64(x, shp, "shape", dims, rank + 2);
+    fresh(x, xs, "Reshape");
+    node(x, "Reshape", (const char *[]){t, shp, NULL}, xs, NULL);
+    conv_lstm_conv(x, xs, wk, bn, rank, d.k, d.s, d.dil, ipads, z);
+    /* [T N, 4F, O...] -> [T, N, 4F, O...] */
+    int64_t zd[6] = {T, -1, 4 * F};
+    for (int k = 0; k < rank; k++) zd[3 + k] = osp[3 - rank + k];
+    init_i64(x, shp, "shape", zd, rank + 3);
+    char zs[96], h[96] = "", c[96] = "";
+    char(*hs)[96] = d.return_sequences ? calloc((size_t)T, sizeof *hs) : NULL;
+    const char **ins = d.return_sequences ? calloc((size_t)T + 1, sizeof *ins) : NULL;
+    if (d.return_sequences && (!hs || !ins)) {
+        free(hs), free(ins);
+        x->st = tfc_error_set(x->err, TFC_ERR_NOMEM, "out of memory");
+        return r;
+    }
+    fresh(x, zs, "Reshape");
+    node(x, "Reshape", (const char *[]){z, shp, NULL}, zs, NULL);
+    char axis1[96], gate_at[5][96];
+    const int64_t ax1 = 1;
+    init_i64(x, axis1, "axes", &ax1, 1);
+    for (int g = 0; g <= 4; g++) {
+        const int64_t at = g * F;
+        init_i64(x, gate_at[g], "gate", &at, 1);
+    }
+    for (int64_t step = 0; step < T && !x->st; step++) {
+        char idx[96], zt[96], gate[4][96];
+        init_i64_scalar(x, idx, "step", d.go_backwards ? T - 1 - step : step);
+        tfc_pb ga = {0};
+        attr_int(&ga, "axis", 0);
+        fresh(x, zt, "Gather");
+        node(x, "Gather", (const char *[]){zs, idx, NULL}, zt, &ga);
+        if (step) {
+            char rz[96];
+            conv_lstm_conv(x, h, wr, NULL, rank, d.k, one, one, rpads, rz);
+            binary(x, "Add", zt, rz, zt);
+        }
+        for (int g = 0; g < 4; g++) {
+            if (step == 0 && g == 1) continue; /* f multiplies the zero state */
+            fresh(x, gate[g], "Slice");
+            node(x, "Slice", (const char *[]){zt, gate_at[g], gate_at[g + 1], axis1, NULL},
+                 gate[g], NULL);
+            tref gt = {.shape = {1, {F}}};
+            snprintf(gt.name, sizeof gt.name, "%s", gate[g]);
+            gt = activation(x, l, g == 2 ? (tfc_act)d.act : (tfc_act)d.ract, &gt);
+            snprintf(gate[g], sizeof gate[g], "%s", gt.name);
+        }
+        char ig[96], ct[96];
+        binary(x, "Mul", gate[0], gate[2], ig);
+        if (step) {
+            char fc[96];
+            binary(x, "Mul", gate[1], c, fc);
+            binary(x, "Add", fc, ig, ct);
+        } else {
+            snprintf(ct, sizeof ct, "%s", ig);
+        }
+        snprintf(c, sizeof c, "%s", ct);
+        tref cact = {.shape = {1, {F}}};
+        snprintf(cact.name, sizeof cact.name, "%s", c);
+        cact = activation(x, l, (tfc_act)d.act, &cact);
+        binary(x, "Mul", gate[3], cact.name, h);
+        if (hs) snprintf(hs[step], sizeof hs[step], "%s", h);
+    }
+    if (x->st) {
+        free(hs), free(ins);
+        return r;
+    }
+    /* channels last: [N, F, O...] -> [N, O..., F]; every step's h joined [N, T F, O...] ->
+     * [N, T, F, O...] -> [N, T, O..., F] */
+    int64_t back[6] = {0};
+    const int seq = d.return_sequences, nd = rank + 2 + seq;
+    if (seq) back[1] = 1;
+    for (int k = 0; k < rank; k++) back[1 + seq + k] = 2 + seq + k;
+    back[nd - 1] = 1 + seq;
+    char last[96];
+    snprintf(last, sizeof last, "%s", h);
+    if (seq) {
+        for (int64_t k = 0; k < T; k++) ins[k] = hs[k];
+        tfc_pb ca = {0};
+        attr_int(&ca, "axis", 1);
+        char cat[96];
+        fresh(x, cat, "Concat");
+        node(x, "Concat", ins, cat, &ca);
+        int64_t sd[6] = {0, T, F};
+        for (int k = 0; k < rank; k++) sd[3 + k] = osp[3 - rank + k];
+        init_i64(x, shp, "shape", sd, rank + 3);
+        fresh(x, last, "Reshape");
+        node(x, "Reshape", (const char *[]){cat, shp, NULL}, last, NULL);
+    }
+    free(hs), free(ins);
+    tfc_pb ta = {0};
+    attr_ints(&ta, "perm", back, nd);
+    unary(x, "Transpose", last, r.name, &ta);
+    return r;
+}
+
 /* Conv3DTranspose as a 3-D ConvTranspose on [N, C, D, H, W]: Keras's kernel (KD, KH, KW, F,
  * C) is ONNX's (C, F, KD, KH, KW); the pads are those of the layer's convolution D, and
  * planes past the last a kernel tap reaches are output_padding (Conv2DTranspose's rule). */
@@ -2831,6 +3023,8 @@ static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
         r = conv3d(x, l, in);
     } else if (!strcmp(type, "Conv3DTranspose")) {
         r = conv3d_transpose(x, l, in);
+    } else if (!strncmp(type, "ConvLSTM", 8)) {
+        r = conv_lstm(x, l, in);
     } else if (!strcmp(type, "MaxPooling3D") || !strcmp(type, "AveragePooling3D")) {
         r = pool3d(x, l, in, type[0] == 'M');
     } else if (!strcmp(type, "GlobalAveragePooling3D") || !strcmp(type, "GlobalMaxPooling3D")) {

@@ -39,6 +39,8 @@
 
 #include "core/rng.h"
 
+extern const tfc_layer_ops tfc_conv_lstm1d_ops, tfc_conv_lstm2d_ops, tfc_conv_lstm3d_ops;
+
 /* ConvLSTM1D's and ConvLSTM3D's kernel_size, strides and dilation_rate (kl, sl, dl: an
  * integer or a list of one or three, as Conv1D's and Conv3D's), and ConvLSTM2D's pairs, become
  * the triples k, s, dil (depth, height, width; 1 on the axes a lower rank lacks) at build;
@@ -792,6 +794,22 @@ static void conv_lstm_backward(tfc_layer *l, tfc_exec *ex, const void *const *x,
     for (int64_t t = 0; t < d.t; t++)
         op->copy2d(be, n, (int)d.hwc, dxt + t * n * d.hwc, (int)d.hwc,
                    dx[0] + source_step(a, d.t, t) * d.hwc, (int)(d.t * d.hwc), 1);
+}
+
+int tfc_layer_conv_lstm_desc(const tfc_layer *l, tfc_conv_lstm_desc *d)
+{
+    if (l->ops != &tfc_conv_lstm1d_ops && l->ops != &tfc_conv_lstm2d_ops &&
+        l->ops != &tfc_conv_lstm3d_ops)
+        return 0;
+    const conv_lstm_args *a = l->args;
+    *d = (tfc_conv_lstm_desc){.rank = a->rank, .filters = a->filters,
+                              .same = a->padding == TFC_PADDING_SAME, .act = a->activation,
+                              .ract = a->recurrent_activation, .use_bias = a->use_bias,
+                              .go_backwards = a->go_backwards,
+                              .return_sequences = a->return_sequences};
+    for (int ax = 0; ax < 3; ax++)
+        d->k[ax] = a->k[ax], d->s[ax] = a->s[ax], d->dil[ax] = a->dil[ax];
+    return 1;
 }
 
 const tfc_layer_ops tfc_conv_lstm2d_ops = {

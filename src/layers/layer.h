@@ -355,6 +355,16 @@ const tfc_layer *tfc_spectral_normalization_inner(const tfc_layer *l);
  * the ONNX export); its mode TFC_STFT_MEL for MelSpectrogram. 0 for another layer. */
 int tfc_layer_stft_desc(const tfc_layer *l, int n, tfc_stft_desc *d);
 
+/* A ConvLSTM1D's, ConvLSTM2D's or ConvLSTM3D's form (conv_lstm2d.c; for the ONNX export):
+ * rank 1, 2 or 3, the window k, strides s and dilation dil as (depth, height, width), 1 on
+ * the axes a lower rank lacks; same (else valid) padding of the input convolution; the
+ * activations; use_bias, go_backwards, return_sequences. 0 for any other layer. */
+typedef struct tfc_conv_lstm_desc {
+    int rank, filters, k[3], s[3], dil[3], same, act, ract, use_bias, go_backwards,
+        return_sequences;
+} tfc_conv_lstm_desc;
+int tfc_layer_conv_lstm_desc(const tfc_layer *l, tfc_conv_lstm_desc *d);
+
 /* A numeric preprocessing layer's map and encoding (encoding.c: CategoryEncoding,
  * Discretization, IntegerLookup, Hashing; rows unset; for the ONNX export), its table the
  * layer's constant parameter `table`; NULL for any other layer. */
