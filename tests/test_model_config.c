@@ -235,6 +235,35 @@ static void test_positional_argument(void)
     tfc_test_expect_model_error("layers:\n  - Input: {input_shape: [4], shape: [4]}\n",
                                 "layers[0].Input.input_shape: input_shape is Keras 2's name of "
                                 "shape, given too");
+    /* a list is the first argument where that takes one: MaxPooling2D((2, 2)),
+     * ZeroPadding2D(((1, 1), (2, 2))), Reshape((13, 26, 32)), Permute((2, 1, 3)) */
+    static const char *const lists[] = {
+        "input: {shape: [28, 28, 1]}\nlayers:\n  - Conv2D: {filters: 2, kernel_size: 3}\n"
+        "  - MaxPooling2D: {pool_size: [2, 2]}\n"
+        "  - ZeroPadding2D: {padding: [[1, 1], [2, 2]]}\n"
+        "  - Cropping2D: {cropping: [[1, 1], [2, 2]]}\n  - UpSampling2D: {size: [2, 1]}\n"
+        "  - Reshape: {target_shape: [13, 26, 2]}\n  - Permute: {dims: [2, 1, 3]}\n"
+        "  - TimeDistributed: {layer: {MaxPooling1D: {pool_size: [2]}}}\n",
+        "input: {shape: [28, 28, 1]}\nlayers:\n  - Conv2D: {filters: 2, kernel_size: 3}\n"
+        "  - MaxPooling2D: [2, 2]\n  - ZeroPadding2D: [[1, 1], [2, 2]]\n"
+        "  - Cropping2D: [[1, 1], [2, 2]]\n  - UpSampling2D: [2, 1]\n"
+        "  - Reshape: [13, 26, 2]\n  - Permute: [2, 1, 3]\n"
+        "  - TimeDistributed: {layer: {MaxPooling1D: [2]}}\n"};
+    for (int f = 0; f < 2; f++) {
+        tfc_model *m = tfc_test_model(lists[f]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        const tfc_shape *s1 = &tfc_model_layer(m, 2)->out_shape,
+                        *s4 = &tfc_model_layer(m, 4)->out_shape,
+                        *s7 = &tfc_model_layer(m, 7)->out_shape;
+        CU_ASSERT(s1->dim[0] == 15 && s1->dim[1] == 17);
+        CU_ASSERT(s4->dim[0] == 26 && s4->dim[1] == 13);
+        CU_ASSERT(s7->ndim == 3 && s7->dim[0] == 26 && s7->dim[1] == 6 && s7->dim[2] == 2);
+        tfc_model_free(m);
+    }
+    tfc_test_expect_model_error("input: {shape: [4]}\nlayers:\n  - Dense: [64, relu]\n",
+                                "t.yaml:3:12: error: layers[0].Dense: expected a mapping of "
+                                "arguments, found a sequence (a list stands for the first "
+                                "argument alone where that takes a list");
 }
 
 /* The shorthand holds inside wrappers too: a wrapped layer's or a cell's scalar is its first

@@ -16,7 +16,8 @@
 #include "layers/layer.h"
 #include "testutil.h"
 
-/* tests/ref/keras_pipeline.py's model */
+/* tests/ref/keras_pipeline.py's model (the inner Pipeline's layers positionally, the list
+ * alone, its Dense's units too) */
 static const char *const MODEL =
     "input: {shape: [4]}\nlayers:\n"
     "  - Pipeline:\n"
@@ -24,7 +25,7 @@ static const char *const MODEL =
     "        - Rescaling: {scale: 2.0}\n"
     "        - Dense: {units: 3}\n"
     "        - Normalization: {}\n"
-    "        - Pipeline: {layers: [{Dense: {units: 2}}, BatchNormalization]}\n"
+    "        - Pipeline: [Dense: 2, BatchNormalization]\n" /* Pipeline(layers) */
     "  - Pipeline: {name: head, layers: [{Dense: {units: 2}}]}\n"
     "  - Dense: {units: 1}\n"
     "loss: mse\n";

@@ -437,13 +437,22 @@ static tfc_status layer_dtype(const tfc_node *v, const char *path, tfc_error *er
                           v->kind == TFC_NODE_SCALAR ? s : "a dtype policy");
 }
 
-/* Keras's first positional parameter of layer or cell type `type`, NULL: none known */
-static const char *first_param(const char *type)
+/* The parameter that `a`, written in place of a layer's or a cell's arguments, stands for:
+ * Keras's first positional one, for a scalar (`- Dense: 64`) or, where that parameter takes
+ * a list, for a sequence (`- MaxPooling2D: [2, 2]`, `- Reshape: [7, 7, 64]`); NULL: none
+ * (test_keras_args holds each schema's first field to Keras's first parameter). */
+static const char *positional(const char *type, const tfc_node *a)
 {
+    if (a->kind == TFC_NODE_MAP || tfc_node_is_null(a)) return NULL;
     const tfc_layer_ops *ops = tfc_layer_lookup(type);
-    if (ops && ops->schema && ops->schema[0].name) return ops->schema[0].name;
     tfc_field cell[64];
-    return tfc_rnn_cell_schema(type, cell, 64) > 0 ? cell[0].name : NULL;
+    const tfc_field *f = ops ? ops->schema : tfc_rnn_cell_schema(type, cell, 64) > 0 ? cell : NULL;
+    if (!f || !f->name) return NULL;
+    if (a->kind == TFC_NODE_SCALAR) return f->name;
+    return f->type == TFC_F_INT_PAIR || f->type == TFC_F_INT_LIST ||
+                   f->type == TFC_F_FLOAT_LIST || f->type == TFC_F_NODE
+               ? f->name
+               : NULL;
 }
 
 /* The positional shorthand inside a wrapper, in place in `v` (a copy in the scratch document):
@@ -461,8 +470,7 @@ static tfc_status expand_wrapped(tfc_doc *doc, tfc_node *v, int depth)
     }
     if (v->kind != TFC_NODE_MAP || v->n != 1) return TFC_OK;
     tfc_node *a = v->vals[0];
-    const char *first = a->kind == TFC_NODE_SCALAR && !tfc_node_is_null(a)
-                            ? first_param(v->keys[0]->str) : NULL;
+    const char *first = positional(v->keys[0]->str, a);
     if (first) {
         tfc_node *m = tfc_node_new_map(doc, a), *k = tfc_node_new_scalar(doc, a, first, 0);
         if (!m || !k) return TFC_ERR_NOMEM;
@@ -505,13 +513,11 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
     *args = tfc_node_new_map(m->doc_scratch, a);
     if (!*args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     if (tfc_node_is_null(a)) return TFC_OK;
-    /* a scalar is the first argument, as Keras's first positional one: `- Dense: 64`,
-     * `- Dropout: 0.5`, `- Activation: relu` (test_keras_args holds each schema's first field
-     * to Keras's first parameter) */
-    const tfc_layer_ops *ops = a->kind == TFC_NODE_SCALAR ? tfc_layer_lookup(item->keys[0]->str)
-                                                          : NULL;
-    if (ops && ops->schema && ops->schema[0].name) {
-        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, a, ops->schema[0].name, 0);
+    /* the first argument alone, as Keras's first positional one: `- Dense: 64`,
+     * `- Dropout: 0.5`, `- Activation: relu`, `- MaxPooling2D: [2, 2]` */
+    const char *first = positional(item->keys[0]->str, a);
+    if (first) {
+        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, a, first, 0);
         if (!k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         tfc_node_map_set(*args, k, item->vals[0]);
         return TFC_OK;
@@ -520,7 +526,11 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
         snprintf(path, sizeof path, "layers[%d].%s", index, item->keys[0]->str);
         return tfc_node_error(err, TFC_ERR_CONFIG, a, path,
                               "expected a mapping of arguments, found %s",
-                              a->kind == TFC_NODE_SEQ ? "a sequence" : "a scalar");
+                              a->kind != TFC_NODE_SEQ ? "a scalar"
+                              : "a sequence (a list stands for the first argument alone where "
+                                "that takes a list, as MaxPooling2D's pool_size; Keras's other "
+                                "positional arguments go by name: {units: 64, activation: "
+                                "relu})");
     }
     for (int i = 0; i < a->n; i++) {
         if (strcmp(a->keys[i]->str, "name") == 0) *name = a->vals[i];

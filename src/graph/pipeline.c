@@ -49,7 +49,11 @@ static tfc_status expand(tfc_pipelines *ps, const tfc_node *list, int parent, co
         char here[160];
         snprintf(here, sizeof here, "%s[%d].Pipeline", path, i);
         const tfc_node *a = item->kind == TFC_NODE_MAP ? item->vals[0] : NULL;
-        if (!a || tfc_node_is_null(a) || a->kind != TFC_NODE_MAP || !tfc_node_get(a, "layers"))
+        tfc_pipeline p = {.item = item, .parent = parent};
+        if (a && a->kind == TFC_NODE_SEQ) /* Pipeline(layers) positionally: the list alone */
+            p.layers = a;
+        else if (!a || tfc_node_is_null(a) || a->kind != TFC_NODE_MAP ||
+                 !tfc_node_get(a, "layers"))
             return tfc_node_error(err, TFC_ERR_CONFIG, a ? a : item, here,
                                   "expected `{layers: [...]}`, the Pipeline's list of layers "
                                   "(Keras's Pipeline(layers, name=None))");
@@ -58,8 +62,7 @@ static tfc_status expand(tfc_pipelines *ps, const tfc_node *list, int parent, co
                                   "Pipelines nested more than %d deep" : "more than %d "
                                   "Pipelines", depth >= MAX_NESTING ? MAX_NESTING
                                   : TFC_MAX_LAYERS);
-        tfc_pipeline p = {.item = item, .parent = parent};
-        for (int k = 0; k < a->n; k++) {
+        for (int k = 0; a->kind == TFC_NODE_MAP && k < a->n; k++) {
             const char *key = a->keys[k]->str;
             if (!strcmp(key, "layers")) p.layers = a->vals[k];
             else if (!strcmp(key, "name")) p.name = a->vals[k];
