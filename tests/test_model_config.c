@@ -510,6 +510,31 @@ static const bad_case bad_cases[] = {
     {"input: {shape: [4]}\nlayers: [{Dense: {units: 2, kernel_initializer: {type: random_uniform, "
      "minval: 1, maxval: 0}}}]\n", 2, 49, "layers[0].Dense.kernel_initializer",
      "minval 1 exceeds maxval 0"},
+    /* Python's spellings, copied from Keras code: what YAML writes instead */
+    {HDR "  - Flatten\n  - Dense: {units: 3, kernel_initializer: HeNormal()}\n", 4, 43,
+     "layers[1].Dense.kernel_initializer",
+     "\"HeNormal()\" is Python; write he_normal (tfc's name, without the call)"},
+    {HDR "  - Flatten\n  - Dense: {units: 3, kernel_regularizer: keras.regularizers.L2(0.01)}\n",
+     4, 43, "layers[1].Dense.kernel_regularizer",
+     "is a Python call: write l2, and the arguments by name in a mapping where this key takes "
+     "one, {type: l2, ...}"},
+    {HDR "  - Flatten\n  - Dense: {units: 3, activation: tf.nn.relu}\n", 4, 35,
+     "layers[1].Dense.activation", "\"tf.nn.relu\" is Python; write relu (tfc's name, without "
+     "a module)"},
+    {HDR "  - Flatten\n  - Dense: {units: 3, activation: LeakyReLU(0.2)}\n", 4, 35,
+     "layers[1].Dense.activation", "an activation here is its name alone (leaky_relu, at "
+     "Keras's defaults); one with arguments is a layer of its own after this one, "
+     "- LeakyReLU: {...}"},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nloss: "
+     "SparseCategoricalCrossentropy(from_logits=True)\n", 3, 7, "loss",
+     "is a Python call: write sparse_categorical_crossentropy, and the arguments by name"},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: "
+     "[\"keras.metrics.SparseCategoricalAccuracy()\"]\n", 3, 11, "metrics[0]",
+     "is Python: write SparseCategoricalAccuracy"},
+    {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: [\"Precision(top_k=2)\"]\n",
+     3, 11, "metrics[0]", "is a Python call: write {Precision: {...}}, the arguments by name"},
+    {HDR "  - Flatten\n  - Dense: {units: 3, activation: Foo(1)}\n", 4, 35,
+     "layers[1].Dense.activation", "unknown value \"Foo(1)\" (one of:"},
 };
 
 static void test_bad_models(void)

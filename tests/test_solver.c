@@ -642,6 +642,18 @@ static void test_lr_errors(void)
     expect_config_error("{type: multistep, steps: [10, 5]}", 1,
                         "x.yaml:1:31: error: lr_policy.steps: steps must increase: 5 follows 10");
     expect_config_error("{type: cosin}", 1, "did you mean \"cosine\"?");
+    /* Python's spelling of a schedule: how YAML writes it */
+    expect_config_error("CosineDecay(0.001, 1000)", 1,
+                        "x.yaml:1:1: error: lr_policy: \"CosineDecay(0.001, 1000)\" is a Python "
+                        "call: write {type: CosineDecay, ...}, the arguments by name");
+    expect_config_error("keras.optimizers.schedules.ExponentialDecay", 1,
+                        "is Python: write ExponentialDecay");
+    expect_config_error("Adam(learning_rate=0.001)", 0,
+                        "optimizer: \"Adam(learning_rate=0.001)\" is a Python call: write adam, "
+                        "and the arguments by name in a mapping where this key takes one, "
+                        "{type: adam, ...}");
+    expect_config_error("keras.optimizers.RMSprop()", 0, "is Python; write rmsprop (tfc's name, "
+                        "without the call)");
     expect_config_error("{type: piecewise_constant_decay, boundaries: [10, 20], values: [1, 2]}",
                         1, "lr_policy.values: expected 3 values, one more than the 2 "
                            "boundaries; found 2");

@@ -3,8 +3,10 @@
  * FILE:LINE:COL with the key path. Defaults are YAML text run through the same converters. */
 #include "core/schema.h"
 
+#include "core/backend.h"
 #include "core/init.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -95,6 +97,64 @@ static const char *const enum_aliases[][2] = {{"swish", "silu"},
                                               {"ones", "one"},
                                               {"zeros", "zero"}};
 
+/* Whether name[0, len) is `choice` but for case and underscores (HeNormal, he_normal) */
+static int loosely(const char *name, size_t len, const char *choice)
+{
+    size_t i = 0;
+    for (const char *c = choice; *c; c++) {
+        if (*c == '_') continue;
+        while (i < len && name[i] == '_') i++;
+        if (i == len || tolower((unsigned char)name[i]) != tolower((unsigned char)*c)) return 0;
+        i++;
+    }
+    while (i < len && name[i] == '_') i++;
+    return i == len;
+}
+
+int tfc_python_name(const char *s, const char **name, int *len, int *args)
+{
+    const char *open = strchr(s, '(');
+    const size_t n = strlen(s);
+    if (open && s[n - 1] != ')') return 0;
+    const char *end = open ? open : s + n, *at = end;
+    while (at > s && (isalnum((unsigned char)at[-1]) || at[-1] == '_')) at--;
+    for (const char *p = s; p < at; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.') return 0;
+    if (at == end || (!open && at == s)) return 0; /* a bare name is no Python of its own */
+    *name = at;
+    *len = (int)(end - at);
+    *args = 0;
+    for (const char *p = open ? open + 1 : end; p < s + n - 1; p++)
+        *args |= !isspace((unsigned char)*p);
+    return 1;
+}
+
+/* A value written as Python writes it that stands for one of `choices` (HeNormal(), L2(0.01),
+ * keras.activations.relu, tf.nn.relu): an error naming the choice and how YAML writes it;
+ * TFC_OK otherwise. */
+static tfc_status python_form(const tfc_node *n, const char *path, const char *const *choices,
+                              tfc_error *err)
+{
+    const char *s = n->str, *name, *choice = NULL;
+    int len, args;
+    if (!tfc_python_name(s, &name, &len, &args)) return TFC_OK;
+    for (int i = 0; choices[i] && !choice; i++)
+        if (loosely(name, (size_t)len, choices[i])) choice = choices[i];
+    if (!choice) return TFC_OK;
+    if (!args)
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "\"%s\" is Python; write %s (tfc's "
+                              "name, %s)", s, choice, strchr(s, '(') ? "without the call"
+                              : "without a module");
+    if (choices == tfc_act_names)
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "\"%s\" is a Python call: an "
+                              "activation here is its name alone (%s, at Keras's defaults); "
+                              "one with arguments is a layer of its own after this one, "
+                              "- %.*s: {...}", s, choice, len, name);
+    return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "\"%s\" is a Python call: write %s, "
+                          "and the arguments by name in a mapping where this key takes one, "
+                          "{type: %s, ...}", s, choice, choice);
+}
+
 tfc_status tfc_node_enum(const tfc_node *n, const char *path, const char *const *choices,
                          int *out, tfc_error *err)
 {
@@ -116,6 +176,7 @@ tfc_status tfc_node_enum(const tfc_node *n, const char *path, const char *const 
                 *out = i;
                 return TFC_OK;
             }
+    if (python_form(n, path, choices, err)) return TFC_ERR_CONFIG;
     const char *guess = tfc_did_you_mean(n->str, choices);
     if (guess)
         return tfc_node_error(err, TFC_ERR_CONFIG, n, path,

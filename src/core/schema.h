@@ -77,6 +77,10 @@ tfc_status tfc_node_double(const tfc_node *n, const char *path, double *out, tfc
 tfc_status tfc_node_bool(const tfc_node *n, const char *path, int *out, tfc_error *err);
 tfc_status tfc_node_enum(const tfc_node *n, const char *path, const char *const *choices,
                          int *out, tfc_error *err);
+/* Whether `s` is written as Python writes a value: `[module.]name(args)` or `module.name`
+ * (HeNormal(), L2(0.01), tf.nn.relu); *name, *len: the name without module or call, *args:
+ * whether the call passes anything. Callers say how YAML writes it instead. */
+int tfc_python_name(const char *s, const char **name, int *len, int *args);
 
 /* True for YAML's null spellings: plain `null`, `Null`, `NULL`, `~` or empty. */
 int tfc_node_is_null(const tfc_node *n);

@@ -269,6 +269,19 @@ static tfc_status metric_kind(const tfc_model *m, const tfc_node *item, const ch
         *alias = metric_aliases[a].name;
         return TFC_OK;
     }
+    const char *name;
+    int len, args;
+    char bare[64];
+    if (item->kind == TFC_NODE_SCALAR && tfc_python_name(item->str, &name, &len, &args) &&
+        len < (int)sizeof bare) {
+        snprintf(bare, sizeof bare, "%.*s", len, name);
+        if (tfc_metric_known(bare))
+            return args ? tfc_node_error(err, TFC_ERR_CONFIG, item, path, "\"%s\" is a Python "
+                                         "call: write {%s: {...}}, the arguments by name",
+                                         item->str, bare)
+                        : tfc_node_error(err, TFC_ERR_CONFIG, item, path, "\"%s\" is Python: "
+                                         "write %s", item->str, bare);
+    }
     return tfc_node_enum(item, path, metric_names, kind, err);
 }
 

@@ -230,6 +230,19 @@ static tfc_status read_policy_type(const tfc_node *t, const char *path, int *typ
             *type = (int)keras_schedules[k].type;
             return TFC_OK;
         }
+    const char *name;
+    int len, args;
+    const int python = t->kind == TFC_NODE_SCALAR && tfc_python_name(t->str, &name, &len, &args);
+    for (size_t k = 0; python && k < sizeof keras_schedules / sizeof *keras_schedules; k++)
+        if ((int)strlen(keras_schedules[k].keras) == len &&
+            !strncmp(name, keras_schedules[k].keras, (size_t)len))
+            return args ? tfc_node_error(err, TFC_ERR_CONFIG, t, path, "\"%s\" is a Python "
+                                         "call: write {type: %s, ...}, the arguments by name "
+                                         "as Keras names them (initial_learning_rate is the "
+                                         "optimizer's learning_rate)", t->str,
+                                         keras_schedules[k].keras)
+                        : tfc_node_error(err, TFC_ERR_CONFIG, t, path, "\"%s\" is Python: "
+                                         "write %s", t->str, keras_schedules[k].keras);
     return tfc_node_enum(t, path, tfc_lr_policy_names, type, err);
 }
 
