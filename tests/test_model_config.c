@@ -533,6 +533,17 @@ static const bad_case bad_cases[] = {
      "is Python: write SparseCategoricalAccuracy"},
     {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: [\"Precision(top_k=2)\"]\n",
      3, 11, "metrics[0]", "is a Python call: write {Precision: {...}}, the arguments by name"},
+    {HDR "  - Dense(64, activation=\"relu\")\n", 3, 5, "layers[0]",
+     "'Dense(64, activation=\"relu\")' is a Python call: write - Dense: {...}, the arguments by "
+     "name (the first may stand alone: - Dense: 64)"},
+    {HDR "  - layers.MaxPooling2D((2, 2))\n", 3, 5, "layers[0]",
+     "(the first may stand alone: - MaxPooling2D: [2, 2])"},
+    {HDR "  - Dropout(rate=0.5)\n", 3, 5, "layers[0]",
+     "'Dropout(rate=0.5)' is a Python call: write - Dropout: {...}, the arguments by name"},
+    {HDR "  - keras.layers.Flatten: 3\n", 3, 5, "layers[0]",
+     "'keras.layers.Flatten' is Python: write Flatten (the layer's name, without a module)"},
+    {HDR "  - Flaten: 3\n", 3, 5, "layers[0]",
+     "unknown layer type 'Flaten'; did you mean 'Flatten'?"},
     {HDR "  - Flatten\n  - Dense: {units: 3, activation: Foo(1)}\n", 4, 35,
      "layers[1].Dense.activation", "unknown value \"Foo(1)\" (one of:"},
 };

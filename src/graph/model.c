@@ -498,6 +498,24 @@ static tfc_status expand_wrapped(tfc_doc *doc, tfc_node *v, int depth)
     return TFC_OK;
 }
 
+/* The first argument of a Python call `(args)` as YAML writes it (64; 'relu' as relu; a
+ * tuple (2, 2) as [2, 2]) into out; 0 when it is passed by name or does not fit. */
+static int python_first_arg(const char *call, char *out, size_t size)
+{
+    if (*call != '(') return 0;
+    const char *a = call + 1, *e = a;
+    for (int depth = 0; *e && (depth > 0 || (*e != ',' && *e != ')')); e++)
+        depth += (*e == '(' || *e == '[') - (*e == ')' || *e == ']');
+    while (a < e && isspace((unsigned char)*a)) a++;
+    while (e > a && isspace((unsigned char)e[-1])) e--;
+    if (e - a >= 2 && (*a == '\'' || *a == '"') && e[-1] == *a) a++, e--;
+    if (a == e || (size_t)(e - a) >= size || memchr(a, '=', (size_t)(e - a))) return 0;
+    for (size_t i = 0; a + i < e; i++)
+        out[i] = a[i] == '(' ? '[' : a[i] == ')' ? ']' : a[i];
+    out[e - a] = 0;
+    return 1;
+}
+
 /* Splits a layer item `- Type: {args}` into its type and a mapping of arguments without
  * `name` and `inputs`, which the graph handles for every layer. A bare `- Flatten` is
  * `- Flatten: {}`. */
@@ -535,6 +553,8 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
         tfc_node_map_set(*args, k, item->vals[0]);
         return TFC_OK;
     }
+    if (a->kind != TFC_NODE_MAP && !tfc_layer_lookup(item->keys[0]->str))
+        return TFC_OK; /* the unknown type is the error, reported with the others' */
     if (a->kind != TFC_NODE_MAP) {
         snprintf(path, sizeof path, "layers[%d].%s", index, item->keys[0]->str);
         return tfc_node_error(err, TFC_ERR_CONFIG, a, path,
@@ -882,6 +902,33 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
             status = TFC_ERR_CONFIG;
             types[i] = NULL;
             continue;
+        }
+        const char *pname;
+        int plen, pargs;
+        char bare[64];
+        if (!l->ops && tfc_python_name(types[i]->str, &pname, &plen, &pargs) &&
+            plen < (int)sizeof bare) { /* Dense(64, activation="relu"), keras.layers.Dense */
+            snprintf(bare, sizeof bare, "%.*s", plen, pname);
+            const tfc_layer_ops *ops = tfc_layer_lookup(bare);
+            char path[64];
+            snprintf(path, sizeof path, "layers[%d]", i);
+            char first[64];
+            if (ops && pargs && python_first_arg(pname + plen, first, sizeof first))
+                tfc_node_error(err, TFC_ERR_CONFIG, types[i], path, "'%s' is a Python call: "
+                               "write - %s: {...}, the arguments by name (the first may stand "
+                               "alone: - %s: %s)", types[i]->str, bare, bare, first);
+            else if (ops && pargs)
+                tfc_node_error(err, TFC_ERR_CONFIG, types[i], path, "'%s' is a Python call: "
+                               "write - %s: {...}, the arguments by name", types[i]->str, bare);
+            else if (ops)
+                tfc_node_error(err, TFC_ERR_CONFIG, types[i], path, "'%s' is Python: write %s "
+                               "(the layer's name, without %s)", types[i]->str, bare,
+                               strchr(types[i]->str, '(') ? "the call" : "a module");
+            if (ops) {
+                status = TFC_ERR_CONFIG;
+                types[i] = NULL;
+                continue;
+            }
         }
         if (!l->ops) {
             char path[64], known[1024];
