@@ -2,7 +2,8 @@
  * and onnxruntime's CPU outputs equal tfc-predict's (tests/onnx_check.py: within 1e-5
  * relative, plus 1e-6 of the output's largest magnitude) on every zoo model and on per-layer
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
- * dilation), pooling (global max and average, keepdims), BatchNormalization, masked LSTMs,
+ * dilation), pooling (global max and average, keepdims), BatchNormalization (images,
+ * sequences, vectors, volumes), masked LSTMs,
  * GRUs and Bidirectionals, LSTMs and GRUs with go_backwards (masked and not), SimpleRNN
  * (ONNX's RNN, each activation it has; softmax refused), Conv1D (causal, dilated, strided,
  * grouped), DepthwiseConv1D, SeparableConv1D and Conv1DTranspose (as the 2-D nodes over a
@@ -214,6 +215,14 @@ static void test_batch_norm(void)
             "  - Flatten: {}\n  - Dense: {units: 7}\n"
             "  - BatchNormalization: {center: false}\n"
             "  - BatchNormalization: {center: false, scale: false}\n", 0);
+    /* more axes per example: after a Conv3D, on a sequence of images, on a vector */
+    fixture("bn_volume",
+            "input: {shape: [3, 4, 5, 2]}\nlayers:\n"
+            "  - Conv3D: {filters: 3, kernel_size: 2, padding: same}\n"
+            "  - BatchNormalization: {epsilon: 0.01}\n"
+            "  - ConvLSTM2D: {filters: 2, kernel_size: 2, return_sequences: true}\n"
+            "  - BatchNormalization: {center: false}\n"
+            "  - Flatten: {}\n  - Dense: {units: 4}\n  - BatchNormalization: {}\n", 0);
 }
 
 /* LayerNormalization (opset 17's operator; axis lists, center or scale off; rms_scaling
@@ -998,10 +1007,6 @@ static void test_vision_layers(void)
             "  - RandomCrop: {height: 6, width: 4}\n"
             "  - Resizing: {height: 3, width: 2, crop_to_aspect_ratio: true}\n"
             "  - Flatten: {}\n", 0);
-    export_refused("dw", "input: {shape: [2, 3, 4, 2]}\nlayers:\n"
-                   "  - BatchNormalization: {name: dw}\n"
-                   "  - Flatten: {}\n",
-                   "layer 'dw' (BatchNormalization)");
     /* CLAHE, active at inference: its tiles' tables have no ONNX form here */
     export_refused("eq", "input: {shape: [6, 5, 3]}\nlayers:\n"
                    "  - ContrastLimitedAdaptiveHistogramEqualization: {name: eq}\n"

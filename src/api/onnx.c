@@ -1368,25 +1368,25 @@ static tref batch_norm(exporter *x, const tfc_layer *l, const tref *in)
         init_f32(x, pn[i], names[i], &c, 1, v);
         free(v);
     }
-    /* ONNX normalizes axis 1: channels of an image in NCHW; a (T, C) tensor is transposed */
+    /* ONNX normalizes axis 1: channels of an image in NCHW; a sequence (T, C) or a tensor
+     * of more axes (a volume, a sequence of images) is transposed to [N, C, ...] and back */
     tref xin = nchw(x, in);
-    int seq = in->shape.ndim == 2;
-    static const int64_t swap[3] = {0, 2, 1};
+    const int nd = in->shape.ndim, moved = nd == 2 || nd > 3;
+    int64_t to[TFC_MAX_DIMS + 1] = {0, nd}, back[TFC_MAX_DIMS + 1] = {0};
+    for (int i = 1; i < nd; i++) to[i + 1] = i, back[i] = i + 1;
+    back[nd] = 1;
     tfc_pb a = {0};
-    if (seq) {
-        attr_ints(&a, "perm", swap, 3);
+    if (moved) {
+        attr_ints(&a, "perm", to, nd + 1);
         unary(x, "Transpose", in->name, xin.name, &a);
-    } else if (in->shape.ndim > 3) {
-        unsupported(x, l, "BatchNormalization of a tensor of more than 3 axes per example");
-        return r;
     }
     attr_float(&a, "epsilon", (float)*(const double *)arg(l, "epsilon"));
     r.nchw = xin.nchw;
     fresh(x, r.name, "BatchNormalization");
     node(x, "BatchNormalization", (const char *[]){xin.name, pn[0], pn[1], pn[2], pn[3], NULL},
          r.name, &a);
-    if (seq) {
-        attr_ints(&a, "perm", swap, 3);
+    if (moved) {
+        attr_ints(&a, "perm", back, nd + 1);
         unary(x, "Transpose", r.name, r.name, &a);
     }
     return r;
