@@ -6,6 +6,7 @@
  * that runs every source, stage and map op from YAML, so a new one without a case fails. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data/data.h"
 #include "solver/solver.h"
@@ -455,6 +456,21 @@ static void write_all_fixtures(void)
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(tfc_tfrecord_write(w, 2, keys, (tfc_tensor[2]){tf, tl}, &err), TFC_OK);
     CU_ASSERT_EQUAL(tfc_tfrecord_writer_close(w, &err), TFC_OK);
+    /* two classes of WAV files, one mono, one stereo (tests/ref/audio_source's) */
+    static const char *const wavs[2][2] = {{"bird/a.wav", "wav/bird/a.wav"},
+                                           {"cat/c.wav", "wav/cat/c.wav"}};
+    mkdir(tfc_test_path("wav"), 0777);
+    mkdir(tfc_test_path("wav/bird"), 0777);
+    mkdir(tfc_test_path("wav/cat"), 0777);
+    for (int i = 0; i < 2; i++) {
+        char from[128];
+        snprintf(from, sizeof from, "tests/ref/audio_source/wavs/%s", wavs[i][0]);
+        size_t len;
+        char *b = tfc_test_read(from, &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        tfc_test_write(wavs[i][1], b, (long)len);
+        free(b);
+    }
 }
 
 #define IDX "{type: idx, images: img.idx, labels: lab.idx}"
@@ -464,6 +480,7 @@ static const reg_case cases[] = {
     {"source", "npy", "{type: npy, features: f.npy, labels: l.npy}", {NULL}},
     {"source", "csv", "{type: csv, file: t.csv, label_column: y}", {NULL}},
     {"source", "images", "{type: images, list: png.list}", {NULL}},
+    {"source", "audio", "{type: audio, directory: wav}", {NULL}},
     {"source", "text", TEXT, {NULL}},
     {"source", "tfrecord", "{type: tfrecord, files: t.tfrecord, features: {key: x, shape: "
      "[3, 2]}, labels: {key: y, shape: [3]}}", {NULL}},

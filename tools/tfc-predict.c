@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -40,7 +41,8 @@ static const cli_option options[] = {
     {"input", 0, CLI_VALUES, &args.inputs, "FILE",
      .help = "one .npy array of examples [N, input shape...] (or one example of\n"
              "the input shape), taken as it is; or PNG/JPEG images, decoded to\n"
-             "the input's channels, all of one size"},
+             "the input's channels, all of one size; or WAV files, decoded to\n"
+             "the input's channels and cropped or zero-padded to its steps"},
     {"text", 0, CLI_STRING, &args.text, "FILE",
      .help = "one example per line, tokenized with --vocabulary, padded with 0\n"
              "or truncated to the input length (a text_vectorization vocabulary\n"
@@ -196,6 +198,60 @@ static tfc_status load_images(const tfc_shape *in, examples *ex, tfc_error *err)
         free(img.data);
     }
     return TFC_OK;
+}
+
+/* Whether path names a WAV file (.wav, any case) */
+static int wav_path(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot && !strcasecmp(dot, ".wav");
+}
+
+/* WAV files as the audio source reads them (docs/data.md), decoded to the model input's
+ * channels and stacked: cropped or zero-padded to its steps, or, for a model of variable
+ * length, zero-padded to the longest file (as padded_batch pads a batch; at most
+ * input.max_length steps). */
+static tfc_status load_audio(const tfc_model *model, examples *ex, tfc_error *err)
+{
+    const tfc_shape *in = tfc_model_input_shape(model);
+    const int64_t max_len = tfc_model_max_length(model);
+    if (in->ndim != 2 || tfc_model_input_dtype(model) != TFC_F32)
+        return tfc_error_set(err, TFC_ERR_USAGE, "WAV inputs need a float model input of shape "
+                             "(steps, channels)");
+    tfc_tensor *w = calloc((size_t)args.inputs.n, sizeof *w);
+    if (!w) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    tfc_status s = TFC_OK;
+    int64_t steps = max_len ? 0 : in->dim[0];
+    for (int i = 0; i < args.inputs.n && !s; i++) {
+        const char *path = args.inputs.v[i];
+        char *buf;
+        size_t len;
+        s = tfc_file_read_all(path, 1u << 30, &buf, &len, err);
+        if (s) break;
+        s = tfc_wav_decode(buf, len, path, (int)in->dim[1], max_len ? -1 : in->dim[0], NULL,
+                           &w[i], err);
+        free(buf);
+        if (!s && max_len && w[i].shape.dim[0] > max_len)
+            s = tfc_error_set(err, TFC_ERR_DATA, "%s: %lld steps, more than the model's "
+                              "input.max_length %lld", path, (long long)w[i].shape.dim[0],
+                              (long long)max_len);
+        if (!s && w[i].shape.dim[0] > steps) steps = w[i].shape.dim[0];
+    }
+    const int64_t c = in->dim[1], per = steps * c;
+    if (!s) {
+        ex->x = (tfc_tensor){TFC_F32, {3, {args.inputs.n, steps, c}},
+                             calloc((size_t)(per * args.inputs.n + 1), 4), -1};
+        if (!ex->x.data) s = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        snprintf(ex->what, sizeof ex->what, "%s: audio of %lld steps", args.inputs.v[0],
+                 (long long)(w[0].shape.dim[0]));
+    }
+    for (int i = 0; i < args.inputs.n; i++) {
+        if (!s) memcpy((float *)ex->x.data + i * per, w[i].data,
+                       (size_t)tfc_shape_numel(&w[i].shape) * 4);
+        free(w[i].data);
+    }
+    free(w);
+    return s;
 }
 
 /* Lines of text as int32 token ids, padded with 0 or truncated to the input length; with a
@@ -548,16 +604,18 @@ int main(int argc, char **argv)
     }
     const tfc_shape *in = tfc_model_input_shape(m);
     examples ex = {0};
-    tfc_status s = npy ? load_npy(args.inputs.v[0], m, &ex, &err)
-                 : args.text ? load_text(in, vocab, &ex, &err)
-                             : load_images(in, &ex, &err);
+    const int audio = args.inputs.n && wav_path(args.inputs.v[0]);
+    tfc_status s = npy         ? load_npy(args.inputs.v[0], m, &ex, &err)
+                   : args.text ? load_text(in, vocab, &ex, &err)
+                   : audio     ? load_audio(m, &ex, &err)
+                               : load_images(in, &ex, &err);
     int64_t n = s ? 0 : ex.x.shape.dim[0];
     tfc_backend *be = s ? NULL : tfc_backend_open(args.device, (int)args.threads, &err);
     if (!s && !be) s = err.code;
     /* the predictor's passes (tfc_predictor_run), unless --batch says otherwise */
     const long pass = args.batch ? args.batch : be ? tfc_model_inference_pass(m, be->device < 0) : 1;
     int batch = n < pass ? (int)(n ? n : 1) : (int)pass;
-    tfc_pipeline *p = s ? NULL : make_pipeline(&ex, batch, !npy && !args.text, &err);
+    tfc_pipeline *p = s ? NULL : make_pipeline(&ex, batch, !npy && !args.text && !audio, &err);
     if (!s && !p) s = err.code;
     free(ex.x.data); /* the pipeline holds a copy */
     if (!s) s = tfc_model_bind_inference(m, be, batch, &err);

@@ -377,6 +377,23 @@ tfc_status tfc_image_decode_with(tfc_image_pool *pool, const void *buf, size_t l
                                  const char *name, int channels, const tfc_image_limits *lim,
                                  tfc_tensor *t, tfc_error *err);
 
+/* A WAV file's own description: its sampling rate, channels and frames. */
+typedef struct tfc_wav_info {
+    uint32_t rate;
+    int channels;
+    int64_t frames;
+} tfc_wav_info;
+
+/* Decodes the RIFF WAVE file buf[0, len) (data/wav.c: PCM of 8, 16, 24 or 32 bits, IEEE float
+ * of 32 or 64, WAVE_FORMAT_EXTENSIBLE of those) into *out, F32 (frames, channels), samples
+ * v / 2^(bits - 1) as tf.audio.decode_wav scales 16-bit ones (8-bit unsigned: (v - 128) /
+ * 128). channels > 0 keeps the file's first channels or repeats its last (decode_wav's
+ * desired_channels; 0: the file's); frames >= 0 crops or pads with zeros to that many
+ * (desired_samples; -1: the file's). *info (may be NULL) gets the file's own description.
+ * Errors name `name` (TFC_ERR_DATA). */
+tfc_status tfc_wav_decode(const void *buf, size_t len, const char *name, int channels,
+                          int64_t frames, tfc_wav_info *info, tfc_tensor *out, tfc_error *err);
+
 /* Encoders used by tests, benchmarks and tools: U8 (H, W, C) pixels, C in 1..4 (PNG; with
  * bit_depth 16 the samples are u16) or C 1 or 3 (JPEG, quality 1..100). */
 tfc_status tfc_image_write_png(const char *path, const void *pixels, int width, int height,

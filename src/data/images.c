@@ -264,39 +264,15 @@ static int image_name(const char *n)
                                   !strcasecmp(dot, ".jpeg"));
 }
 
+static int add_class_item(source *s, const char *dir, const char *name, int32_t label)
+{
+    return add_item((images_source *)s, dir, name, strlen(name), label);
+}
+
 static tfc_status read_dir(images_source *im, const images_args *a, tfc_error *err)
 {
-    int nc;
-    char **classes = tfc_data_list_dir(a->directory, NULL, &nc, err);
-    if (!classes) return err && err->code ? err->code : TFC_ERR_IO;
-    tfc_status st = TFC_OK;
-    if (nc == 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: no class sub-folders", a->directory);
-    if (!st && a->num_classes > 0 && nc > a->num_classes)
-        st = tfc_error_set(err, TFC_ERR_DATA, "%s: %d class folders but num_classes is %d",
-                           a->directory, nc, a->num_classes);
-    for (int c = 0; c < nc && !st; c++) {
-        size_t dl = strlen(a->directory) + strlen(classes[c]) + 2;
-        char *sub = malloc(dl);
-        if (!sub) {
-            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-            break;
-        }
-        snprintf(sub, dl, "%s/%s", a->directory, classes[c]);
-        int nf;
-        char **files = tfc_data_list_dir(sub, image_name, &nf, err);
-        if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
-        for (int i = 0; i < nf && !st; i++)
-            if (add_item(im, sub, files[i], strlen(files[i]), c))
-                st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        tfc_data_free_names(files, nf);
-        free(sub);
-    }
-    if (!st && im->n == 0)
-        st = tfc_error_set(err, TFC_ERR_DATA, "%s: no .png/.jpg/.jpeg files in its class folders",
-                           a->directory);
-    if (!st) st = tfc_source_set_classes(&im->base, (const char *const *)classes, nc, err);
-    tfc_data_free_names(classes, nc);
-    return st;
+    return tfc_data_class_folders(&im->base, a->directory, image_name, ".png/.jpg/.jpeg",
+                                  a->num_classes, add_class_item, err);
 }
 
 /* masks: every image of the flat folder `directory` (sorted names) with the mask of its

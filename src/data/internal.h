@@ -154,6 +154,18 @@ void tfc_path_list_free(tfc_path_list *l);
 char **tfc_data_list_dir(const char *dir, int (*keep_file)(const char *name), int *n,
                          tfc_error *err);
 void tfc_data_free_names(char **v, int n);
+/* A folder of class folders, as Keras's *_dataset_from_directory reads one: its sub-folders
+ * in byte order are the classes (their names the source's class names; more than
+ * num_classes, when > 0, is an error), and each one's files that keep_file accepts, in byte
+ * order, go to add(s, class folder, file name, class index) (nonzero: out of memory). No
+ * sub-folder, or no file (`kind` names the files wanted: ".wav"), is an error naming the
+ * folder. */
+tfc_status tfc_data_class_folders(source *s, const char *directory,
+                                  int (*keep_file)(const char *name), const char *kind,
+                                  int num_classes,
+                                  int (*add)(source *s, const char *dir, const char *name,
+                                             int32_t label),
+                                  tfc_error *err);
 
 /* The array source behind tensors, idx and npy: takes ownership of the tensors' data
  * (features (N, ...), labels (N, ...) or data NULL). `record_shape` (ndim >= 0) reshapes

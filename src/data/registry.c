@@ -7,7 +7,7 @@
 #include "data/internal.h"
 
 extern const source_def tfc_source_idx, tfc_source_npy, tfc_source_csv, tfc_source_images,
-    tfc_source_text, tfc_source_tfrecord;
+    tfc_source_text, tfc_source_tfrecord, tfc_source_audio;
 extern const stage_def tfc_stage_filter, tfc_stage_shuffle, tfc_stage_repeat, tfc_stage_batch,
     tfc_stage_padded_batch, tfc_stage_cache, tfc_stage_take, tfc_stage_skip, tfc_stage_prefetch,
     tfc_stage_shard, tfc_stage_bucket_by_sequence_length;
@@ -19,7 +19,7 @@ extern const op_def tfc_op_scale, tfc_op_normalize, tfc_op_cast, tfc_op_reshape,
 
 static const source_def *const sources[] = {
     &tfc_source_idx, &tfc_source_npy, &tfc_source_csv, &tfc_source_images, &tfc_source_text,
-    &tfc_source_tfrecord, NULL,
+    &tfc_source_tfrecord, &tfc_source_audio, NULL,
 };
 
 static const stage_def *const stages[] = {

@@ -227,3 +227,43 @@ void tfc_data_free_names(char **v, int n)
     for (int i = 0; v && i < n; i++) free(v[i]);
     free(v);
 }
+
+tfc_status tfc_data_class_folders(source *s, const char *directory,
+                                  int (*keep_file)(const char *name), const char *kind,
+                                  int num_classes,
+                                  int (*add)(source *s, const char *dir, const char *name,
+                                             int32_t label),
+                                  tfc_error *err)
+{
+    int nc;
+    char **classes = tfc_data_list_dir(directory, NULL, &nc, err);
+    if (!classes) return err && err->code ? err->code : TFC_ERR_IO;
+    tfc_status st = TFC_OK;
+    int64_t added = 0;
+    if (nc == 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: no class sub-folders", directory);
+    if (!st && num_classes > 0 && nc > num_classes)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: %d class folders but num_classes is %d",
+                           directory, nc, num_classes);
+    for (int c = 0; c < nc && !st; c++) {
+        size_t dl = strlen(directory) + strlen(classes[c]) + 2;
+        char *sub = malloc(dl);
+        if (!sub) {
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(sub, dl, "%s/%s", directory, classes[c]);
+        int nf;
+        char **files = tfc_data_list_dir(sub, keep_file, &nf, err);
+        if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
+        for (int i = 0; i < nf && !st; i++, added++)
+            if (add(s, sub, files[i], c)) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        tfc_data_free_names(files, nf);
+        free(sub);
+    }
+    if (!st && added == 0)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: no %s files in its class folders", directory,
+                           kind);
+    if (!st) st = tfc_source_set_classes(s, (const char *const *)classes, nc, err);
+    tfc_data_free_names(classes, nc);
+    return st;
+}
