@@ -361,6 +361,44 @@ static void test_plan_errors(void)
     CU_ASSERT_EQUAL(err.count, 1);
 }
 
+/* tf.data's spelling: a stage without arguments bare (`- repeat`), a scalar its first
+ * argument (`- batch: 4`, `- shuffle: 10`); the pipeline yields what the mappings do. */
+static void test_stage_shorthand(void)
+{
+    write_idx();
+    static const char *const forms[2] = {
+        "data:\n  train:\n    source: {type: idx, images: img.idx, labels: lab.idx}\n"
+        "    pipeline:\n      - shuffle: {buffer_size: 10}\n      - repeat: {}\n"
+        "      - batch: {batch_size: 4}\n      - prefetch: {buffer_size: 2}\n",
+        "data:\n  train:\n    source: {type: idx, images: img.idx, labels: lab.idx}\n"
+        "    pipeline: [shuffle: 10, repeat, batch: 4, prefetch: 2]\n"};
+    int32_t labels[2][20];
+    for (int f = 0; f < 2; f++) {
+        tfc_error err;
+        tfc_pipeline *p = build(forms[f], "train", NULL, 0, &err);
+        if (!p) printf("%s", err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        for (int k = 0; k < 5; k++) {
+            tfc_batch b;
+            CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+            CU_ASSERT_EQUAL_FATAL(b.features.shape.dim[0], 4);
+            memcpy(labels[f] + 4 * k, b.labels.data, 16);
+        }
+        tfc_pipeline_free(p);
+    }
+    CU_ASSERT_EQUAL(memcmp(labels[0], labels[1], sizeof labels[0]), 0);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_data_plan pl;
+    CU_ASSERT_EQUAL(plan_of("data:\n  train:\n    source: {type: idx, images: a, labels: b}\n"
+                            "    pipeline: [batch: two, repeats, \"repeat\"]\n",
+                            "train", &pl, &err), TFC_ERR_CONFIG);
+    expect_report(&err, "4:23", "data.train.pipeline[0].batch.batch_size: expected an integer");
+    expect_report(&err, "4:28", "data.train.pipeline[1]: unknown stage 'repeats'; did you mean "
+                                "'repeat'?");
+    expect_report(&err, "4:37", "data.train.pipeline[2]: expected one stage as a mapping");
+}
+
 /* A solver with a typo in its model, in a data stage and in a solver key: one load reports
  * all three at their places, before any device opens or any data file is read (the data
  * files do not exist). */
@@ -669,7 +707,7 @@ static void test_missing_file_hint(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
 }
 
-TFC_TEST_MAIN("data_config",
+TFC_TEST_MAIN("data_config", {"stage_shorthand", test_stage_shorthand},
               {"spec_pipeline", test_spec_pipeline},
               {"fortune_language_model", test_fortune_language_model},
               {"fortune_classification", test_fortune_classification},

@@ -79,18 +79,32 @@ static tfc_status plan_stage(const tfc_node *item, const char *key, stage_plan *
 {
     memset(pl, 0, sizeof *pl);
     snprintf(pl->key, sizeof pl->key, "%s", key);
-    if (item->kind != TFC_NODE_MAP || item->n != 1) {
+    /* `- repeat` is the stage at its defaults, as tf.data's repeat() */
+    const int bare = item->kind == TFC_NODE_SCALAR && !item->quoted && item->str[0];
+    if (!bare && (item->kind != TFC_NODE_MAP || item->n != 1)) {
         char found[128];
         tfc_node_describe(item, found, sizeof found);
         return tfc_node_error(err, TFC_ERR_CONFIG, item, key, "expected one stage as a mapping "
                               "like `- batch: {batch_size: 32}`, found %s", found);
     }
-    const char *name = item->keys[0]->str;
+    const tfc_node *name_node = bare ? item : item->keys[0];
+    const char *name = name_node->str;
     pl->def = tfc_data_stage_find(name);
     if (!pl->def)
-        return unknown_name(item->keys[0], key, "stage", name, tfc_data_stage_names(), err);
-    pl->node = item->vals[0];
+        return unknown_name(name_node, key, "stage", name, tfc_data_stage_names(), err);
+    pl->node = bare ? NULL : item->vals[0];
     pl->at = tfc_node_is_null(pl->node) ? item : pl->node;
+    /* a scalar is the first argument, tf.data's first positional one: `- batch: 32`,
+     * `- shuffle: 1000`, `- repeat: 2` */
+    const tfc_node *a = pl->node;
+    if (a && a->kind == TFC_NODE_SCALAR && !tfc_node_is_null(a) && !pl->def->runs_op &&
+        pl->def->fields && pl->def->fields[0].name) {
+        tfc_node *m = tfc_node_new_map(a->doc, a),
+                 *k = tfc_node_new_scalar(a->doc, a, pl->def->fields[0].name, 0);
+        if (!m || !k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        tfc_node_map_set(m, k, (tfc_node *)a);
+        pl->node = m;
+    }
     snprintf(pl->key, sizeof pl->key, "%s.%s", key, name);
     tfc_status st;
     if (pl->def->runs_op) {
