@@ -544,6 +544,14 @@ static const bad_case bad_cases[] = {
      "'keras.layers.Flatten' is Python: write Flatten (the layer's name, without a module)"},
     {HDR "  - Flaten: 3\n", 3, 5, "layers[0]",
      "unknown layer type 'Flaten'; did you mean 'Flatten'?"},
+    /* the tuple's commas split it: "(28", then keys 28 and "1)"; the first and last noted */
+    {"input: {shape: (28, 28, 1)}\nlayers: [Flatten]\n", 1, 16, "input.shape[0]",
+     "unknown key '28' (a Python tuple? YAML writes a list in brackets, [28, 28, 1])"},
+    {"input: {shape: [4]}\nlayers:\n  - Dense: {units: 3, bias_initializer: None}\n", 3, 41,
+     "layers[0].Dense.bias_initializer", "unknown value \"None\" (Python's None: YAML writes "
+     "null, or ~)"},
+    {"input: {shape: [None, 4], max_length: 5}\nlayers: [Flatten]\n", 1, 17, "input.shape[0]",
+     "found \"None\" (Python's None: YAML writes null, or ~)"},
     {HDR "  - Flatten\n  - Dense: {units: 3, activation: Foo(1)}\n", 4, 35,
      "layers[1].Dense.activation", "unknown value \"Foo(1)\" (one of:"},
 };
@@ -567,8 +575,8 @@ static void test_bad_models(void)
                  strncmp(err.text, expect_prefix, strlen(expect_prefix)) == 0 &&
                  strstr(err.msg, c->message) != NULL;
         if (!ok)
-            fprintf(stderr, "\ncase %d: expected '%s...%s'\n  got (code %d): %s\n", i,
-                    expect_prefix, c->message, err.code, err.text);
+            fprintf(stderr, "\ncase %d: expected '%s...%s'\n  got (code %d, message '%s'): %s\n",
+                    i, expect_prefix, c->message, err.code, err.msg, err.text);
         CU_ASSERT(ok);
     }
 }

@@ -31,6 +31,22 @@ void tfc_node_describe(const tfc_node *n, char *buf, size_t size)
     else snprintf(buf, size, "\"%s\"", n->str);
 }
 
+/* What a value written as Python writes it stands for in YAML, as a note after an error:
+ * None, a tuple (whose commas split it inside a flow mapping: `(28`, then the keys `28` and
+ * `1)`, a number or a closing parenthesis); "" for anything else. `key`: n is a mapping's
+ * key. */
+static const char *python_note(const tfc_node *n, int key)
+{
+    if (!n || n->kind != TFC_NODE_SCALAR || n->quoted) return "";
+    const char *s = n->str;
+    const size_t len = strlen(s);
+    if (!key && !strcmp(s, "None")) return " (Python's None: YAML writes null, or ~)";
+    if ((!key && s[0] == '(') ||
+        (key && len && (s[len - 1] == ')' || strspn(s, "0123456789.- ") == len)))
+        return " (a Python tuple? YAML writes a list in brackets, [28, 28, 1])";
+    return "";
+}
+
 static tfc_status expected(const tfc_node *n, const char *path, const char *what, tfc_error *err)
 {
     char found[64];
@@ -38,7 +54,8 @@ static tfc_status expected(const tfc_node *n, const char *path, const char *what
     if (n && n->kind == TFC_NODE_SCALAR && n->quoted)
         return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "expected %s, found the string %s",
                               what, found);
-    return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "expected %s, found %s", what, found);
+    return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "expected %s, found %s%s", what, found,
+                          python_note(n, 0));
 }
 
 tfc_status tfc_node_int(const tfc_node *n, const char *path, long long lo, long long hi,
@@ -177,6 +194,9 @@ tfc_status tfc_node_enum(const tfc_node *n, const char *path, const char *const 
                 return TFC_OK;
             }
     if (python_form(n, path, choices, err)) return TFC_ERR_CONFIG;
+    if (*python_note(n, 0))
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, path, "unknown value \"%s\"%s", n->str,
+                              python_note(n, 0));
     const char *guess = tfc_did_you_mean(n->str, choices);
     if (guess)
         return tfc_node_error(err, TFC_ERR_CONFIG, n, path,
@@ -407,7 +427,10 @@ tfc_status tfc_schema_apply(const tfc_field *fields, const tfc_node *map, const 
         char list[1024];
         tfc_join_names(list, sizeof list, settable);
         if (guess && nsuggested < 128) suggested[nsuggested++] = guess;
-        if (guess)
+        if (*python_note(map->keys[i], 1))
+            tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], kpath, "unknown key '%s'%s", key,
+                           python_note(map->keys[i], 1));
+        else if (guess)
             tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], kpath,
                            "unknown key '%s'; did you mean '%s'?", key, guess);
         else
