@@ -104,6 +104,9 @@ static void test_argument_errors(void)
                  "fft_length (64) must be greater than or equal to sequence_length (65)");
     expect_error("[4000]", "MelSpectrogram: {window: kaiser}", "MelSpectrogram.window");
     expect_error("[4000, 1]", "MelSpectrogram: {}", "(samples,)");
+    /* the audio source's mono records: the hint says how to squeeze them */
+    expect_error("[4000, 1]", "MelSpectrogram: {}", "hint: a mono recording's (4000, 1): put "
+                 "- Reshape: [4000] before this layer");
     expect_error("[1000]", "MelSpectrogram: {}", "reflection padding");
     expect_error("[4000]", "MelSpectrogram: {num_mel_bins: 0}", "num_mel_bins");
     /* the error points at the argument's position */

@@ -320,9 +320,15 @@ static tfc_status mel_build(tfc_layer *l, tfc_error *err)
         return tfc_layer_error(err, l, "fft_length (%d) must be greater than or equal to "
                                "sequence_length (%d)", a->fft_length, a->sequence_length);
     if (!a->max_freq) a->max_freq = (int)(a->sampling_rate / 2.0); /* Keras's `or` */
-    if (in->ndim != 1)
-        return tfc_layer_error(err, l, "needs an input of shape (samples,) (Keras's (batch, "
-                               "samples)), got %s", tfc_shape_str(in, buf, sizeof buf));
+    if (in->ndim != 1) {
+        tfc_layer_error(err, l, "needs an input of shape (samples,) (Keras's (batch, samples)), "
+                        "got %s", tfc_shape_str(in, buf, sizeof buf));
+        if (in->ndim == 2 && in->dim[1] == 1 && in->dim[0] > 0) /* the audio source's mono */
+            tfc_error_hint(err, "a mono recording's (%lld, 1): put - Reshape: [%lld] before "
+                           "this layer (Keras's tutorials squeeze the channel axis)",
+                           (long long)in->dim[0], (long long)in->dim[0]);
+        return TFC_ERR_CONFIG;
+    }
     const int t = (int)in->dim[0], pad = a->fft_length / 2;
     if (pad >= t)
         return tfc_layer_error(err, l, "input %s is too short: its reflection padding of "
