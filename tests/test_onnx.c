@@ -4,7 +4,8 @@
  * fixtures with random weights: strided SAME convolutions (odd and even sizes, even kernels,
  * dilation), pooling (global max and average, keepdims), BatchNormalization (images,
  * sequences, vectors, volumes), masked LSTMs,
- * GRUs and Bidirectionals, LSTMs and GRUs with go_backwards (masked and not), SimpleRNN
+ * GRUs and Bidirectionals (around a StackedRNNCells too), LSTMs and GRUs with go_backwards
+ * (masked and not), SimpleRNN
  * (ONNX's RNN, each activation it has; softmax refused), Conv1D (causal, dilated, strided,
  * grouped), DepthwiseConv1D, SeparableConv1D and Conv1DTranspose (as the 2-D nodes over a
  * 1 x steps image) and the 1-D poolings (the masked average after an Embedding),
@@ -746,6 +747,15 @@ static void test_rnn_cell(void)
             "  - Bidirectional: {layer: {RNN: {cell: {SimpleRNNCell: {units: 2}},"
             " return_sequences: true}}, merge_mode: sum}\n"
             "  - RNN: {name: last, cell: {LSTMCell: {units: 2}}}\n", 0);
+    /* a Bidirectional around a StackedRNNCells, unmasked: each direction its stack */
+    fixture("bidirectional_stack",
+            "input: {shape: [6, 3]}\nlayers:\n"
+            "  - Bidirectional: {layer: {RNN: {cell: [GRUCell: 4, LSTMCell: 3],"
+            " return_sequences: true}}}\n"
+            "  - Bidirectional: {layer: {RNN: {cell: [SimpleRNNCell: 3, GRUCell: 2],"
+            " return_sequences: true}}, merge_mode: ave}\n"
+            "  - Bidirectional: {layer: {RNN: {cell: {StackedRNNCells: {cells: [LSTMCell: 2,"
+            " LSTMCell: 2]}}}}, merge_mode: mul}\n", 0);
     static const char *const refused[][2] = {
         {"  - RNN: {name: st, cell: {StackedRNNCells: {cells: [{GRUCell: {units: 2}},"
          " {GRUCell: {units: 2}}]}}, go_backwards: true}\n",
@@ -754,7 +764,7 @@ static void test_rnn_cell(void)
          "layer 'z' (RNN): zero_output_for_mask under a mask"},
         {"  - Bidirectional: {name: bs, layer: {RNN: {cell: {StackedRNNCells: {cells: "
          "[{GRUCell: {units: 2}}, {GRUCell: {units: 2}}]}}}}}\n",
-         "layer 'bs' (Bidirectional): a Bidirectional around a StackedRNNCells"}};
+         "layer 'bs' (Bidirectional): a Bidirectional around a StackedRNNCells under a mask"}};
     for (int k = 0; k < 3; k++) {
         char yaml[1024];
         snprintf(yaml, sizeof yaml, "input: {shape: [6], dtype: int32}\nlayers:\n"

@@ -2457,6 +2457,50 @@ static tref rnn_layer(exporter *x, const tfc_layer *l, const tref *in)
     return r;
 }
 
+/* Bidirectional around a StackedRNNCells, without a mask: each direction its RNN's nodes
+ * (rnn_layer: the backward one's first cell going backwards, its outputs in that order), the
+ * backward outputs' steps put back in order (Keras flips them with return_sequences), then
+ * merged as Keras merges: concat on the last axis, sum, mul or ave. Under a mask the
+ * backward stack's later cells would run over the reversed padded sequence, which ONNX's
+ * sequence_lens cannot say (as a StackedRNNCells going backwards). */
+static tref bidirectional_stack(exporter *x, const tfc_layer *l, const tfc_layer *const inner[2],
+                                const tref *in)
+{
+    tref r = {.shape = l->out_shape}, y[2];
+    if (l->mask_in) {
+        unsupported(x, l, "a Bidirectional around a StackedRNNCells under a mask has no ONNX "
+                          "form here (ONNX's sequence_lens counts from the front)");
+        return r;
+    }
+    for (int k = 0, p0 = 0; k < 2 && !x->st; k++) {
+        tfc_layer d = *inner[k]; /* its weights are this layer's, forward's then backward's */
+        for (int p = 0; p < d.nparams; p++, p0++) {
+            d.params[p].data = l->params[p0].data;
+            d.params[p].grad = l->params[p0].grad;
+        }
+        y[k] = rnn_layer(x, &d, in);
+    }
+    if (x->st) return r;
+    const int seqs = l->out_shape.ndim == 2;
+    if (seqs) y[1] = reverse_steps(x, &y[1]);
+    const int mode = arg_int(l, "merge_mode", 0);
+    static const char *const ops[4] = {"Concat", "Add", "Mul", "Add"};
+    tfc_pb a = {0};
+    if (mode == 0) attr_int(&a, "axis", -1);
+    fresh(x, r.name, ops[mode]);
+    node(x, ops[mode], (const char *[]){y[0].name, y[1].name, NULL}, r.name, mode ? NULL : &a);
+    if (mode == 3) { /* ave */
+        char half[96], sum[96];
+        float h = 0.5f;
+        fresh(x, half, "half");
+        initializer(x, half, T_FLOAT, NULL, 0, &h, 4);
+        snprintf(sum, sizeof sum, "%s", r.name);
+        fresh(x, r.name, "Mul");
+        node(x, "Mul", (const char *[]){sum, half, NULL}, r.name, NULL);
+    }
+    return r;
+}
+
 /* Bidirectional: one bidirectional node (ONNX's reverse direction runs over each sequence's
  * sequence_lens steps, Keras's over the reversed padded sequence: the same for right-padded
  * sequences, and both give zeros past the length), its two directions then merged: concat
@@ -2470,10 +2514,7 @@ static tref bidirectional(exporter *x, const tfc_layer *l, const tref *in)
     if (!strcmp(inner[0]->ops->type, "RNN")) { /* its cell's layer; weights forward_rnn/... */
         int n;
         form_layer = tfc_rnn_layer_cell(inner[0], 0, &n);
-        if (n > 1) {
-            unsupported(x, l, "a Bidirectional around a StackedRNNCells has no ONNX form here");
-            return r;
-        }
+        if (n > 1) return bidirectional_stack(x, l, inner, in);
     }
     rnn_form f = form_of(x, form_layer, in);
     if (x->st) return r;
