@@ -156,8 +156,10 @@ char **tfc_data_list_dir(const char *dir, int (*keep_file)(const char *name), in
 void tfc_data_free_names(char **v, int n);
 /* A folder of class folders, as Keras's *_dataset_from_directory reads one: its sub-folders
  * in byte order are the classes (their names the source's class names; more than
- * num_classes, when > 0, is an error), and each one's files that keep_file accepts, in byte
- * order, go to add(s, class folder, file name, class index) (nonzero: out of memory). No
+ * num_classes, when > 0, is an error), and the files that keep_file accepts in each one and
+ * in the folders under it (hidden ones and symbolic links to folders left out), folder by
+ * folder in the byte order of their paths and in byte order within one, go to add(s, their
+ * folder, file name, class index) (nonzero: out of memory). No
  * sub-folder, or no file (`kind` names the files wanted: ".wav"), is an error naming the
  * folder. */
 tfc_status tfc_data_class_folders(source *s, const char *directory,

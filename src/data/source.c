@@ -228,6 +228,34 @@ void tfc_data_free_names(char **v, int n)
     free(v);
 }
 
+/* `dir` and the folders under it (hidden ones left out, symbolic links not followed, as
+ * os.walk walks), appended to out; deeper than 64 is an error. */
+static tfc_status walk_dirs(const char *dir, int depth, tfc_path_list *out, tfc_error *err)
+{
+    if (depth > 64)
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: folders nested more than 64 deep", dir);
+    if (path_push(out, dir)) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    if (!d) return tfc_error_set(err, tfc_open_status(errno), "cannot open folder %s: %m", dir);
+    tfc_status st = TFC_OK;
+    struct dirent *de;
+    while (!st && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        size_t n = strlen(dir) + strlen(de->d_name) + 2;
+        char *full = malloc(n);
+        if (!full) {
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(full, n, "%s/%s", dir, de->d_name);
+        struct stat sb;
+        if (lstat(full, &sb) == 0 && S_ISDIR(sb.st_mode)) st = walk_dirs(full, depth + 1, out, err);
+        free(full);
+    }
+    closedir(d);
+    return st;
+}
+
 tfc_status tfc_data_class_folders(source *s, const char *directory,
                                   int (*keep_file)(const char *name), const char *kind,
                                   int num_classes,
@@ -252,12 +280,21 @@ tfc_status tfc_data_class_folders(source *s, const char *directory,
             break;
         }
         snprintf(sub, dl, "%s/%s", directory, classes[c]);
-        int nf;
-        char **files = tfc_data_list_dir(sub, keep_file, &nf, err);
-        if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
-        for (int i = 0; i < nf && !st; i++, added++)
-            if (add(s, sub, files[i], c)) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        tfc_data_free_names(files, nf);
+        /* the class folder's files, then its sub-folders' in the byte order of their paths,
+         * as Keras sorts os.walk's folders */
+        tfc_path_list dirs = {0};
+        st = walk_dirs(sub, 0, &dirs, err);
+        if (!st) qsort(dirs.v, (size_t)dirs.n, sizeof *dirs.v, cmp_str);
+        for (int k = 0; k < dirs.n && !st; k++) {
+            int nf;
+            char **files = tfc_data_list_dir(dirs.v[k], keep_file, &nf, err);
+            if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
+            for (int i = 0; i < nf && !st; i++, added++)
+                if (add(s, dirs.v[k], files[i], c))
+                    st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            tfc_data_free_names(files, nf);
+        }
+        tfc_path_list_free(&dirs);
         free(sub);
     }
     if (!st && added == 0)

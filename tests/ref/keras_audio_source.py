@@ -3,8 +3,9 @@
 # in three class folders (`bird` mono, `cat` stereo, `dog` mono; lengths 37 to 80 frames,
 # rates 8000 and 16000 Hz; a LIST chunk before the data of one file, a `junk` chunk before
 # another's (even-sized: TensorFlow's decode_wav skips a chunk without RIFF's pad byte, so it
-# finds no data after an odd one); an upper-case .WAV and a .txt file left out), and what
-# Keras 3's
+# finds no data after an odd one); an upper-case .WAV and a .txt file left out; files in
+# nested folders of `dog`, a, a-b and a/c, which Keras reads folder by folder in the byte
+# order of their paths: a, a-b, a/c), and what Keras 3's
 # keras.utils.audio_dataset_from_directory (shuffle=False, batch_size=None) yields from it:
 # full_K.npy each file at its own length, len50_K.npy with output_sequence_length=50 (cropped
 # or zero-padded), labels.npy and class_names.txt. Not run by `make test`. To regenerate
@@ -50,11 +51,12 @@ def main():
     files = {
         "bird": [("a.wav", 1, 37, 8000, None), ("b.WAV", 1, 64, 8000, (b"LIST", b"INFOtest"))],
         "cat": [("c.wav", 2, 50, 16000, None), ("d.wav", 2, 80, 16000, (b"junk", b"even"))],
-        "dog": [("e.wav", 1, 45, 8000, None)],
+        "dog": [("e.wav", 1, 45, 8000, None), ("a/x.wav", 1, 20, 8000, None),
+                ("a-b/y.wav", 1, 21, 8000, None), ("a/c/z.wav", 1, 22, 8000, None)],
     }
     for cls, items in files.items():
-        os.makedirs(os.path.join(wavs, cls))
         for name, ch, n, rate, extra in items:
+            os.makedirs(os.path.dirname(os.path.join(wavs, cls, name)), exist_ok=True)
             frames = rng.randint(-32768, 32768, size=(n, ch))
             frames[0] = 32767
             frames[1] = -32768
