@@ -247,12 +247,13 @@ static void test_vocabulary_escapes(void)
 }
 
 /* `directory:` as Keras's text_dataset_from_directory: class folders in byte order, each
- * .txt file one record labelled with its folder; other files and hidden ones left out. */
+ * .txt file one record labelled with its folder, the files of the folders under a class
+ * folder after its own; other files and hidden ones (and hidden folders) left out. */
 static void test_directory(void)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p reviews/pos reviews/neg reviews/.hidden "
-             "reviews/empty", tfc_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p reviews/pos reviews/neg/sub "
+             "reviews/neg/.cache reviews/.hidden reviews/empty", tfc_test_tmpdir());
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
     tfc_test_write("reviews/pos/b.txt", "Loved it.\nWould watch again.\n", -1);
     tfc_test_write("reviews/pos/a.TXT", "Great film", -1);
@@ -260,19 +261,21 @@ static void test_directory(void)
     tfc_test_write("reviews/neg/notes.md", "not a review", -1);
     tfc_test_write("reviews/neg/.swap.txt", "hidden", -1);
     tfc_test_write("reviews/.hidden/x.txt", "hidden", -1);
+    tfc_test_write("reviews/neg/sub/2.txt", "Meh.", -1);
+    tfc_test_write("reviews/neg/.cache/3.txt", "hidden", -1);
     tfc_error err;
     tfc_pipeline *p = open_yaml("{type: text, directory: reviews}", NULL, 0, &err);
     if (!p) printf("\n%s", err.text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 3);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 4);
     int n;
     const char *const *names = tfc_pipeline_class_names(p, &n);
     CU_ASSERT_EQUAL_FATAL(n, 3); /* empty, neg, pos: an empty folder is still a class */
     CU_ASSERT_STRING_EQUAL(names[1], "neg");
     CU_ASSERT_STRING_EQUAL(names[2], "pos");
-    const char *want[] = {"Dull.", "Great film", "Loved it.\nWould watch again.\n"};
-    int labels[] = {1, 2, 2};
-    for (int i = 0; i < 3; i++) {
+    const char *want[] = {"Dull.", "Meh.", "Great film", "Loved it.\nWould watch again.\n"};
+    int labels[] = {1, 1, 2, 2};
+    for (int i = 0; i < 4; i++) {
         char buf[128];
         int label;
         CU_ASSERT_FATAL(next_text(p, buf, sizeof buf, &label));
@@ -283,13 +286,13 @@ static void test_directory(void)
     /* Lines of the files instead, without labels; and the split by record index. */
     p = open_yaml("{type: text, directory: reviews, format: lines, label: none}", NULL, 0, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 4);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 5);
     CU_ASSERT_PTR_NULL(tfc_pipeline_class_names(p, &n));
     tfc_pipeline_free(p);
     p = open_yaml("{type: text, directory: reviews, split: {every: 3, part: test}}", NULL, 0,
                   &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 1);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 2); /* records 0 and 3 */
     tfc_pipeline_free(p);
     const char *bad[][2] = {
         {"{type: text, directory: reviews, files: x.txt}", "not both"},

@@ -154,12 +154,17 @@ void tfc_path_list_free(tfc_path_list *l);
 char **tfc_data_list_dir(const char *dir, int (*keep_file)(const char *name), int *n,
                          tfc_error *err);
 void tfc_data_free_names(char **v, int n);
+/* The files keep_file accepts in folder `dir` and in the folders under it (hidden ones and
+ * symbolic links to folders left out), as Keras's *_dataset_from_directory walks a class
+ * folder: folder by folder in the byte order of their paths, in byte order within one;
+ * their paths (dir/...) appended to out. */
+tfc_status tfc_data_walk_files(const char *dir, int (*keep_file)(const char *name),
+                               tfc_path_list *out, tfc_error *err);
 /* A folder of class folders, as Keras's *_dataset_from_directory reads one: its sub-folders
  * in byte order are the classes (their names the source's class names; more than
  * num_classes, when > 0, is an error), and the files that keep_file accepts in each one and
- * in the folders under it (hidden ones and symbolic links to folders left out), folder by
- * folder in the byte order of their paths and in byte order within one, go to add(s, their
- * folder, file name, class index) (nonzero: out of memory). No
+ * in the folders under it (tfc_data_walk_files) go to add(s, NULL, the file's path, class
+ * index) (nonzero: out of memory). No
  * sub-folder, or no file (`kind` names the files wanted: ".wav"), is an error naming the
  * folder. */
 tfc_status tfc_data_class_folders(source *s, const char *directory,

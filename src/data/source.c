@@ -256,6 +256,31 @@ static tfc_status walk_dirs(const char *dir, int depth, tfc_path_list *out, tfc_
     return st;
 }
 
+tfc_status tfc_data_walk_files(const char *dir, int (*keep_file)(const char *name),
+                               tfc_path_list *out, tfc_error *err)
+{
+    /* the folder's files, then its sub-folders' in the byte order of their paths, as Keras
+     * sorts os.walk's folders */
+    tfc_path_list dirs = {0};
+    tfc_status st = walk_dirs(dir, 0, &dirs, err);
+    if (!st) qsort(dirs.v, (size_t)dirs.n, sizeof *dirs.v, cmp_str);
+    for (int k = 0; k < dirs.n && !st; k++) {
+        int nf;
+        char **files = tfc_data_list_dir(dirs.v[k], keep_file, &nf, err);
+        if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
+        for (int i = 0; i < nf && !st; i++) {
+            size_t n = strlen(dirs.v[k]) + strlen(files[i]) + 2;
+            char *p = malloc(n);
+            if (p) snprintf(p, n, "%s/%s", dirs.v[k], files[i]);
+            if (!p || path_push(out, p)) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            free(p);
+        }
+        tfc_data_free_names(files, nf);
+    }
+    tfc_path_list_free(&dirs);
+    return st;
+}
+
 tfc_status tfc_data_class_folders(source *s, const char *directory,
                                   int (*keep_file)(const char *name), const char *kind,
                                   int num_classes,
@@ -280,21 +305,12 @@ tfc_status tfc_data_class_folders(source *s, const char *directory,
             break;
         }
         snprintf(sub, dl, "%s/%s", directory, classes[c]);
-        /* the class folder's files, then its sub-folders' in the byte order of their paths,
-         * as Keras sorts os.walk's folders */
-        tfc_path_list dirs = {0};
-        st = walk_dirs(sub, 0, &dirs, err);
-        if (!st) qsort(dirs.v, (size_t)dirs.n, sizeof *dirs.v, cmp_str);
-        for (int k = 0; k < dirs.n && !st; k++) {
-            int nf;
-            char **files = tfc_data_list_dir(dirs.v[k], keep_file, &nf, err);
-            if (!files) st = err && err->code ? err->code : TFC_ERR_IO;
-            for (int i = 0; i < nf && !st; i++, added++)
-                if (add(s, dirs.v[k], files[i], c))
-                    st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-            tfc_data_free_names(files, nf);
-        }
-        tfc_path_list_free(&dirs);
+        tfc_path_list files = {0};
+        st = tfc_data_walk_files(sub, keep_file, &files, err);
+        for (int i = 0; i < files.n && !st; i++, added++)
+            if (add(s, NULL, files.v[i], c))
+                st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        tfc_path_list_free(&files);
         free(sub);
     }
     if (!st && added == 0)

@@ -280,7 +280,8 @@ static int txt_name(const char *n)
 }
 
 /* `directory:` as Keras's text_dataset_from_directory reads it: its sub-folders, in byte
- * order, are the classes, and each one's .txt files (in byte order) its records' files. */
+ * order, are the classes, and the .txt files of each one and of the folders under it
+ * (tfc_data_walk_files) its records' files. */
 static tfc_status load_directory(source **out, const text_args *a, const char *dir, int want,
                                  tfc_error *err)
 {
@@ -295,12 +296,11 @@ static tfc_status load_directory(source **out, const text_args *a, const char *d
     for (int c = 0; !st && c < nc; c++) {
         size_t dl = strlen(dir) + strlen(classes[c]) + 2;
         char *sub = malloc(dl);
-        int nf = 0;
-        char **files = sub ? (snprintf(sub, dl, "%s/%s", dir, classes[c]),
-                              tfc_data_list_dir(sub, txt_name, &nf, err))
-                           : NULL;
-        if (!files) st = err && err->code ? err->code : TFC_ERR_NOMEM;
-        for (int i = 0; !st && i < nf; i++) {
+        tfc_path_list files = {0};
+        if (sub) snprintf(sub, dl, "%s/%s", dir, classes[c]);
+        st = sub ? tfc_data_walk_files(sub, txt_name, &files, err)
+                 : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        for (int i = 0; !st && i < files.n; i++) {
             if (n == cap) {
                 cap = cap ? cap * 2 : 256;
                 char **np = realloc(paths, (size_t)cap * sizeof *np);
@@ -312,15 +312,11 @@ static tfc_status load_directory(source **out, const text_args *a, const char *d
                     break;
                 }
             }
-            size_t pl = dl + strlen(files[i]) + 1;
-            if (!(paths[n] = malloc(pl))) {
-                st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-                break;
-            }
-            snprintf(paths[n], pl, "%s/%s", sub, files[i]);
+            paths[n] = files.v[i]; /* taken from the list */
+            files.v[i] = NULL;
             fc[n++] = c;
         }
-        tfc_data_free_names(files, nf);
+        tfc_path_list_free(&files);
         free(sub);
     }
     if (!st && n == 0)
