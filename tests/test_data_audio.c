@@ -401,6 +401,15 @@ static void test_predict(void)
              tfc_test_tmpdir(), tfc_test_tmpdir(), tfc_test_tmpdir());
     tfc_test_sh_expect(1, cmd, "p0.wav: 6 steps, more than the model's input.max_length 5",
                        NULL);
+    size_t len;
+    unsigned char *b = wav_bytes(1, 1, 8000, 16, s16, 0, 0, 0, &len); /* no frames */
+    tfc_test_write("p_empty.wav", b, (long)len);
+    free(b);
+    snprintf(cmd, sizeof cmd, "%s/tfc-predict %s/pm.yaml --weights %s/pm.safetensors "
+             "--input %s/p_empty.wav --device cpu", bin, tfc_test_tmpdir(), tfc_test_tmpdir(),
+             tfc_test_tmpdir());
+    tfc_test_sh_expect(1, cmd, "p_empty.wav: no samples (a model of variable length runs at "
+                       "least one step)", NULL);
     tfc_test_write("pimg.yaml", "input: {shape: [4, 4, 1]}\nlayers: [Flatten, Dense: 2]\n", -1);
     snprintf(cmd, sizeof cmd, "%s/tfc-predict %s/pimg.yaml --weights %s/pm.safetensors "
              "--input %s/p0.wav --device cpu", bin, tfc_test_tmpdir(), tfc_test_tmpdir(),

@@ -238,6 +238,10 @@ static tfc_status load_audio(const tfc_model *model, examples *ex, tfc_error *er
         if (!s && w[i].shape.dim[0] > steps) steps = w[i].shape.dim[0];
     }
     const int64_t c = in->dim[1], per = steps * c;
+    if (!s && steps == 0)
+        s = tfc_error_set(err, TFC_ERR_DATA, "%s%s: no samples (a model of variable length runs "
+                          "at least one step)", args.inputs.v[0],
+                          args.inputs.n > 1 ? " and the other files" : "");
     if (!s) {
         ex->x = (tfc_tensor){TFC_F32, {3, {args.inputs.n, steps, c}},
                              calloc((size_t)(per * args.inputs.n + 1), 4), -1};
