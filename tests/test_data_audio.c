@@ -301,6 +301,21 @@ static void test_source(void)
     }
     CU_ASSERT_EQUAL(n, 3);
     tfc_pipeline_free(p);
+    /* split: the train and test parts partition the files, in order */
+    int sizes[2];
+    for (int k = 0; k < 2; k++) {
+        p = open_yaml(k ? "source: {type: audio, files: \"au/[abc].wav\", split: {every: 3, "
+                          "part: test}}\n"
+                        : "source: {type: audio, files: \"au/[abc].wav\", split: {every: 3, "
+                          "part: train}}\n",
+                      tfc_test_tmpdir(), &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        sizes[k] = (int)tfc_pipeline_source_size(p);
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL(b.features.shape.dim[0], k ? 2 : 4); /* a.wav test; b.wav train */
+        tfc_pipeline_free(p);
+    }
+    CU_ASSERT(sizes[0] == 2 && sizes[1] == 1);
     static const struct {
         const char *yaml, *want;
     } bad[] = {

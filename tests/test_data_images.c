@@ -253,6 +253,27 @@ static void test_directory_and_list_sources(void)
     CU_ASSERT_EQUAL(labels[1], 1);
     CU_ASSERT_EQUAL(labels[2], 1);
     tfc_pipeline_free(p);
+    /* split: image 1 of every 2 is test (the dog's first), the others train; both keep the
+     * class names */
+    static const char *const parts[2] = {"train", "test"};
+    for (int k = 0; k < 2; k++) {
+        char yaml[128];
+        snprintf(yaml, sizeof yaml, "{type: images, directory: classes, split: {every: 2, part: "
+                 "%s, offset: 1}}", parts[k]);
+        p = open_yaml(yaml, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), k ? 1 : 2);
+        CU_ASSERT_PTR_NOT_NULL(tfc_pipeline_class_names(p, &n));
+        CU_ASSERT_EQUAL(n, 2);
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL(*(int32_t *)b.labels.data, k); /* cat first in train, a dog in test */
+        tfc_pipeline_free(p);
+    }
+    p = open_yaml("{type: images, directory: classes, split: {every: 2, part: test, "
+                  "offset: 2}}", &err);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "split: offset 2 must be below every (2)"));
     p = open_yaml("{type: images, list: list.txt, channels: 1}", &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 3);

@@ -26,6 +26,8 @@ typedef struct audio_args {
     int sampling_rate; /* 0: any */
     int num_classes;
     int on_error;
+    const tfc_node *split;
+    tfc_split_rule rule; /* from split (audio_check) */
 } audio_args;
 
 typedef struct audio_item {
@@ -151,12 +153,15 @@ static const tfc_field audio_fields[] = {
      "> 0: every file must be sampled at this rate, in Hz (tfc does not resample)"},
     SOURCE_NUM_CLASSES_FIELD(audio_args),
     SOURCE_ON_ERROR_FIELD(audio_args),
+    {"split", TFC_F_NODE, offsetof(audio_args, split), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{every: N, part: train|test, offset: K}: file r is test when r % N == K"},
     {NULL},
 };
 
 static tfc_status audio_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
 {
-    const audio_args *a = args;
+    audio_args *a = args;
+    if (tfc_data_split_read(a->split, key, &a->rule, err)) return TFC_ERR_CONFIG;
     const int files = a->files && !tfc_node_is_null(a->files);
     if (!a->directory == !files)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "give exactly one of `directory` "
@@ -205,6 +210,15 @@ static tfc_status audio_open(const void *args, const tfc_data_options *opt, cons
             st = tfc_data_class_folders(&au->base, dir, wav_name, ".wav", classes, add_item, err);
         free(owned);
     }
+    int64_t kept = 0; /* split: the files of this part, in order */
+    for (int64_t i = 0; !st && i < au->n; i++) {
+        if (tfc_data_split_keeps(&a->rule, i)) au->items[kept++] = au->items[i];
+        else free(au->items[i].path);
+    }
+    if (!st) au->n = kept;
+    if (!st && kept == 0)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: the split leaves no files",
+                           files ? "files" : a->directory);
     if (st) {
         tfc_source_free(&au->base);
         return st;

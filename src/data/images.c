@@ -29,6 +29,8 @@ typedef struct images_args {
     int on_error;
     const char *masks;
     int mask_offset;
+    const tfc_node *split;
+    tfc_split_rule rule; /* from split (images_check) */
 } images_args;
 
 typedef struct image_item {
@@ -336,6 +338,15 @@ static tfc_status load_images(source **out, const images_args *a, tfc_error *err
     tfc_status st = a->list    ? read_list(im, a, err)
                     : a->masks ? read_masks(im, a, err)
                                : read_dir(im, a, err);
+    int64_t kept = 0; /* split: the records of this part, in order */
+    for (int64_t i = 0; !st && i < im->n; i++) {
+        if (tfc_data_split_keeps(&a->rule, i)) im->items[kept++] = im->items[i];
+        else free(im->items[i].path), free(im->items[i].mask);
+    }
+    if (!st) im->n = kept;
+    if (!st && kept == 0)
+        st = tfc_error_set(err, TFC_ERR_DATA, "%s: the split leaves no images",
+                           a->list ? a->list : a->directory);
     if (st) {
         tfc_source_free(&im->base);
         return st;
@@ -376,12 +387,15 @@ static const tfc_field images_fields[] = {
      "under its name: the labels, a class per pixel"},
     {"mask_offset", TFC_F_INT, offsetof(images_args, mask_offset), "0", -255, 255, NULL,
      "added to every mask value (-1 for masks whose classes start at 1)"},
+    {"split", TFC_F_NODE, offsetof(images_args, split), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "{every: N, part: train|test, offset: K}: image r is test when r % N == K"},
     {NULL},
 };
 
 static tfc_status images_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
 {
-    const images_args *a = args;
+    images_args *a = args;
+    if (tfc_data_split_read(a->split, key, &a->rule, err)) return TFC_ERR_CONFIG;
     if (!a->list == !a->directory)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, key, "give exactly one of `list` and "
                               "`directory`");

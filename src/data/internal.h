@@ -263,6 +263,18 @@ enum { TEXT_FORMAT_LINES = 0, TEXT_FORMAT_FORTUNE, TEXT_FORMAT_FILE, TEXT_FORMAT
 enum { TEXT_LABEL_NONE = 0, TEXT_LABEL_FILE, TEXT_LABEL_FOLDER, TEXT_LABEL_COUNT };
 enum { TEXT_TOKENIZER_NONE = 0, TEXT_TOKENIZER_CHAR, TEXT_TOKENIZER_WORD, TEXT_TOKENIZER_COUNT };
 enum { SPLIT_PART_TRAIN = 0, SPLIT_PART_TEST, SPLIT_PART_COUNT };
+/* `split: {every: N, part: train|test, offset: K}` of the text, images and audio sources:
+ * record r (of the source's whole ordered list) is in the test part when r % N == K. every
+ * 0: no split (every record kept). */
+typedef struct tfc_split_rule {
+    int every, part, offset;
+} tfc_split_rule;
+/* Reads `split` (NULL or null: no split) at key path KEY.split; errors are configuration
+ * errors there. */
+tfc_status tfc_data_split_read(const tfc_node *split, const char *key, tfc_split_rule *out,
+                               tfc_error *err);
+/* Whether the rule keeps record r */
+int tfc_data_split_keeps(const tfc_split_rule *rule, int64_t r);
 /* `lowercase:` of the text source and the tokenize op. */
 enum { LOWERCASE_AUTO = 0, LOWERCASE_TRUE, LOWERCASE_FALSE, LOWERCASE_COUNT };
 typedef struct text_args {

@@ -320,3 +320,39 @@ tfc_status tfc_data_class_folders(source *s, const char *directory,
     tfc_data_free_names(classes, nc);
     return st;
 }
+
+static const char *const split_parts[] = {
+    [SPLIT_PART_TRAIN] = "train", [SPLIT_PART_TEST] = "test", [SPLIT_PART_COUNT] = NULL};
+
+static const tfc_field split_fields[] = {
+    {"every", TFC_F_INT, offsetof(tfc_split_rule, every), NULL, 2, 1 << 30, NULL,
+     "one record in `every` goes to the test part"},
+    {"part", TFC_F_ENUM, offsetof(tfc_split_rule, part), NULL, TFC_UNBOUNDED, split_parts,
+     "which part this pipeline reads"},
+    {"offset", TFC_F_INT, offsetof(tfc_split_rule, offset), "0", 0, 1 << 30, NULL,
+     "record r is test when r % every == offset"},
+    {NULL},
+};
+
+tfc_status tfc_data_split_read(const tfc_node *split, const char *key, tfc_split_rule *out,
+                               tfc_error *err)
+{
+    *out = (tfc_split_rule){0};
+    if (!split || tfc_node_is_null(split)) return TFC_OK;
+    char skey[352];
+    snprintf(skey, sizeof skey, "%s.split", key);
+    tfc_split_rule r;
+    if (tfc_schema_apply(split_fields, split, skey, &r, err)) return TFC_ERR_CONFIG;
+    if (r.offset >= r.every)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, skey, "offset %d must be below every "
+                              "(%d)", r.offset, r.every);
+    *out = r;
+    return TFC_OK;
+}
+
+int tfc_data_split_keeps(const tfc_split_rule *rule, int64_t r)
+{
+    if (rule->every <= 0) return 1;
+    const int in_test = r % rule->every == rule->offset;
+    return rule->part == SPLIT_PART_TEST ? in_test : !in_test;
+}

@@ -91,9 +91,8 @@ typedef struct splitter {
 
 static int split_keeps(const text_args *a, int64_t r)
 {
-    if (a->split_every <= 0) return 1;
-    int in_test = r % a->split_every == a->split_offset;
-    return a->split_part == SPLIT_PART_TEST ? in_test : !in_test;
+    const tfc_split_rule rule = {a->split_every, a->split_part, a->split_offset};
+    return tfc_data_split_keeps(&rule, r);
 }
 
 /* Adds one record (text[0..len), from `file` starting at `line`) if the split keeps it. */
@@ -500,8 +499,6 @@ static const char *const label_choices[] = {
 static const char *const source_tokenizer_choices[] = {
     [TEXT_TOKENIZER_NONE] = "none", [TEXT_TOKENIZER_CHAR] = "char",
     [TEXT_TOKENIZER_WORD] = "word", [TEXT_TOKENIZER_COUNT] = NULL};
-static const char *const part_choices[] = {
-    [SPLIT_PART_TRAIN] = "train", [SPLIT_PART_TEST] = "test", [SPLIT_PART_COUNT] = NULL};
 
 static const tfc_field text_fields[] = {
     SOURCE_TYPE_FIELD(text_args),
@@ -538,40 +535,19 @@ static const tfc_field text_fields[] = {
     {NULL},
 };
 
-typedef struct split_rule {
-    int every, part, offset;
-} split_rule;
-
-static const tfc_field split_fields[] = {
-    {"every", TFC_F_INT, offsetof(split_rule, every), NULL, 2, 1 << 30, NULL,
-     "one record in `every` goes to the test part"},
-    {"part", TFC_F_ENUM, offsetof(split_rule, part), NULL, TFC_UNBOUNDED, part_choices,
-     "which part this pipeline reads"},
-    {"offset", TFC_F_INT, offsetof(split_rule, offset), "0", 0, 1 << 30, NULL,
-     "record r is test when r % every == offset"},
-    {NULL},
-};
-
 /* The split rule (into split_every, split_part, split_offset), the tokenizer's keys without
  * a tokenizer, and the shape of `files`. */
 static tfc_status text_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
 {
     text_args *a = args;
     tfc_status st = TFC_OK;
-    if (a->split) {
-        split_rule r;
-        char skey[352];
-        snprintf(skey, sizeof skey, "%s.split", key);
-        if (tfc_schema_apply(split_fields, a->split, skey, &r, err)) {
-            st = TFC_ERR_CONFIG;
-        } else if (r.offset >= r.every) {
-            st = tfc_node_error(err, TFC_ERR_CONFIG, a->split, skey, "offset %d must be below "
-                                "every (%d)", r.offset, r.every);
-        } else {
-            a->split_every = r.every;
-            a->split_part = r.part;
-            a->split_offset = r.offset;
-        }
+    tfc_split_rule r;
+    if (tfc_data_split_read(a->split, key, &r, err)) {
+        st = TFC_ERR_CONFIG;
+    } else {
+        a->split_every = r.every;
+        a->split_part = r.part;
+        a->split_offset = r.offset;
     }
     int tokenizer_keys = a->vocabulary || a->max_tokens || a->min_count != 1;
     if (a->tokenizer == TEXT_TOKENIZER_NONE && tokenizer_keys)
