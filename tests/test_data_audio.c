@@ -269,7 +269,8 @@ static void test_source(void)
     CU_ASSERT(b.labels.data == NULL && b.lengths.data != NULL);
     const float *f = b.features.data;
     CU_ASSERT(f[0] == 100.0f / 32768 && f[2] == 0.0f && f[7] == 400.0f / 32768);
-    CU_ASSERT(((const int32_t *)b.lengths.data)[0] == 2 && ((const int32_t *)b.lengths.data)[1] == 4);
+    const int32_t *lengths = b.lengths.data;
+    CU_ASSERT(lengths[0] == 2 && lengths[1] == 4);
     tfc_pipeline_free(p);
     /* c.wav at 16000 Hz against sampling_rate: 8000 */
     p = open_yaml("source: {type: audio, files: \"au/[abc].wav\", sampling_rate: 8000}\n",

@@ -1,10 +1,10 @@
-/* The input pipeline: tf.data in C. A pipeline is a source (idx, npy, csv, images, text or
- * in-memory tensors) followed by stages run in the order written (map, filter, shuffle,
- * repeat, batch, padded_batch, cache, take, skip, prefetch). It is planned (checked without
- * reading data) and built from the `data.train` / `data.test` mapping of a solver file, or
- * built in code; it yields elements whose components are features, labels and (after
- * padded_batch) lengths, and can save and restore its exact position. All randomness is a
- * function of (seed, epoch, element index). */
+/* The input pipeline: tf.data in C. A pipeline is a source (idx, npy, csv, images, text,
+ * tfrecord, audio or in-memory tensors) followed by stages run in the order written (map,
+ * filter, shuffle, repeat, batch, padded_batch, cache, take, skip, prefetch). It is planned
+ * (checked without reading data) and built from the `data.train` / `data.test` mapping of a
+ * solver file, or built in code; it yields elements whose components are features, labels
+ * and (after padded_batch) lengths, and can save and restore its exact position. All
+ * randomness is a function of (seed, epoch, element index). */
 #ifndef TFC_DATA_DATA_H
 #define TFC_DATA_DATA_H
 
@@ -272,7 +272,7 @@ const char *const *tfc_pipeline_class_names(const tfc_pipeline *p, int *n);
 /* How many of the source's records (one epoch, before any stage: filters and maps are not
  * applied) carry each class label in [0, classes), into counts[classes]; labels outside
  * are not counted. TFC_ERR_CONFIG when the source has no integer label per record. Reads
- * no features (idx, npy, csv, tensors, images, text with `label: file`). */
+ * no features (idx, npy, csv, tensors, images, audio, text with `label: file`). */
 tfc_status tfc_pipeline_label_counts(const tfc_pipeline *p, int classes, int64_t *counts,
                                      tfc_error *err);
 
