@@ -164,6 +164,30 @@ static void test_names(void)
         CU_ASSERT(tfc_model_ncounts(m) > 0);
         tfc_model_free(m);
     }
+    /* keras.metrics.serialize's form, as Keras 3.15 writes it (dtype float32 included) */
+    {
+        tfc_error err;
+        tfc_model *m = model_with(
+            "[{module: keras.metrics, class_name: AUC, config: {name: auc, dtype: float32, "
+            "num_thresholds: 200, curve: PR, summation_method: interpolation, multi_label: "
+            "false, num_labels: null, label_weights: null, from_logits: false}, "
+            "registered_name: null}, {module: keras.metrics, class_name: Precision, config: "
+            "{name: prec, dtype: float32, thresholds: 0.6, top_k: null, class_id: null}, "
+            "registered_name: null}, {class_name: BinaryAccuracy, config: {name: "
+            "binary_accuracy, dtype: float32}}]", 3, "sigmoid", "binary_crossentropy", &err);
+        if (!m) printf("\n  %s", err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 0)->name, "auc");
+        CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 1)->name, "prec");
+        CU_ASSERT_STRING_EQUAL(tfc_model_metric(m, 2)->name, "binary_accuracy");
+        CU_ASSERT_EQUAL(tfc_model_metric(m, 1)->kind, TFC_METRIC_COUNTED);
+        tfc_model_free(m);
+        m = model_with("[{class_name: AUC, config: {curve: PR}, modul: x}]", 3, "sigmoid",
+                       "binary_crossentropy", &err);
+        CU_ASSERT_PTR_NULL(m);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "metrics[0].modul: unknown key 'modul' in a "
+                                                "serialized metric"));
+    }
     /* lower is better for the error counts only; by name too, for a run's summary */
     tfc_error err;
     tfc_model *m = model_with("[FalseNegatives, TruePositives, {FalsePositives: {}}]", 1,

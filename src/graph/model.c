@@ -316,7 +316,7 @@ static tfc_status loss_fn_metric(tfc_model *m, int f, const tfc_node *item, cons
     static const tfc_field ce_fields[] = {
         {"name", TFC_F_STRING, offsetof(__typeof__(a), name), TFC_NO_DEFAULT, TFC_UNBOUNDED,
          NULL, "the name the logs report it under"},
-        TFC_FIXED_FIELD("dtype", TFC_NO_DEFAULT, "metrics are float32"),
+        TFC_FIXED_FIELD("dtype", "float32", "metrics are float32"),
         {"from_logits", TFC_F_BOOL, offsetof(__typeof__(a), from_logits), "false",
          TFC_UNBOUNDED, NULL, "the outputs are logits (checked against the last layer)"},
         TFC_FIXED_FIELD("label_smoothing", "0", "the loss's label_smoothing smooths the "
@@ -327,7 +327,7 @@ static tfc_status loss_fn_metric(tfc_model *m, int f, const tfc_node *item, cons
     static const tfc_field fields[] = {
         {"name", TFC_F_STRING, offsetof(__typeof__(a), name), TFC_NO_DEFAULT, TFC_UNBOUNDED,
          NULL, "the name the logs report it under"},
-        TFC_FIXED_FIELD("dtype", TFC_NO_DEFAULT, "metrics are float32"),
+        TFC_FIXED_FIELD("dtype", "float32", "metrics are float32"),
         TFC_FIXED_FIELD("axis", "-1", "the outputs are the last axis"),
         {NULL}};
     const int ce = fn == TFC_LOSS_BCE || fn == TFC_LOSS_CCE || fn == TFC_LOSS_SPARSE_CCE;
@@ -357,7 +357,27 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
         const tfc_node *item = node->vals[i], *args = NULL;
         char path[64];
         snprintf(path, sizeof path, "metrics[%d]", i);
-        if (item->kind == TFC_NODE_MAP && item->n == 1) {
+        const tfc_node *cls = item->kind == TFC_NODE_MAP ? tfc_node_get(item, "class_name")
+                                                          : NULL;
+        if (cls) { /* keras.metrics.serialize's {module, class_name, config, registered_name} */
+            int bad = 0;
+            for (int k = 0; k < item->n && !bad; k++) {
+                const char *key = item->keys[k]->str;
+                if (strcmp(key, "class_name") && strcmp(key, "config") && strcmp(key, "module") &&
+                    strcmp(key, "registered_name")) {
+                    char kpath[128];
+                    snprintf(kpath, sizeof kpath, "%s.%s", path, key);
+                    status = tfc_node_error(err, TFC_ERR_CONFIG, item->keys[k], kpath,
+                                            "unknown key '%s' in a serialized metric (known "
+                                            "keys: class_name, config, module, "
+                                            "registered_name)", key);
+                    bad = 1;
+                }
+            }
+            if (bad) continue;
+            args = tfc_node_get(item, "config");
+            item = cls;
+        } else if (item->kind == TFC_NODE_MAP && item->n == 1) {
             args = item->vals[0];
             item = item->keys[0];
         }
@@ -395,7 +415,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
              "how many top outputs count"},
             {"name", TFC_F_STRING, offsetof(__typeof__(targs), name), TFC_NO_DEFAULT,
              TFC_UNBOUNDED, NULL, "the name the logs report it under"},
-            TFC_FIXED_FIELD("dtype", TFC_NO_DEFAULT, "metrics are float32"),
+            TFC_FIXED_FIELD("dtype", "float32", "metrics are float32"),
             {NULL}};
         if (tfc_schema_apply(kind == TFC_METRIC_TOP_K ? k_fields : k_fields + 1, args, path,
                              &targs, err))
