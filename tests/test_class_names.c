@@ -139,7 +139,8 @@ static void test_images_folders_predict(void)
     free(out);
 }
 
-/* `classes:` that is not a list, or whose count differs from the folders: errors at its line. */
+/* `classes:` that is not a list, or that names no folder (a folder source's classes pick and
+ * order its folders, as Keras's class_names): errors at its line. */
 static void test_bad_classes(void)
 {
     const char *head = "model:\n  input: {shape: [4, 4, 3]}\n  layers:\n    - Flatten: {}\n"
@@ -155,9 +156,15 @@ static void test_bad_classes(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "cn_solver.yaml:8:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "data.train.source.classes: expected a list of class names"));
     snprintf(yaml, sizeof yaml,
-             "%s    source: {type: images, directory: cn_img, classes: [a, b, c]}\n%s", head, tail);
+             "%s    source: {type: images, directory: cn_img, classes: [dog, a]}\n%s", head, tail);
     CU_ASSERT_EQUAL(train(yaml, "cn_bad2", &e), TFC_ERR_CONFIG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "classes: 3 names, but the source has 2 classes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "data.train.source.classes: 'a' is no class folder of "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "(its folders: cat, dog)"));
+    snprintf(yaml, sizeof yaml,
+             "%s    source: {type: images, directory: cn_img, classes: [dog, dog]}\n%s", head,
+             tail);
+    CU_ASSERT_EQUAL(train(yaml, "cn_bad4", &e), TFC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "'dog' is named twice"));
     /* the other keys are still checked */
     snprintf(yaml, sizeof yaml,
              "%s    source: {type: images, directory: cn_img, classes: [a, b], colour: 3}\n%s",

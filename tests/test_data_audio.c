@@ -129,6 +129,16 @@ static void test_keras_parity(void)
         tfc_pipeline_free(p);
     }
     free(labels.data);
+    /* classes: picks and orders the folders, as Keras's class_names ([dog, bird]: dog's 4
+     * files as class 0, then bird's 2) */
+    tfc_pipeline *p = open_yaml("source: {type: audio, directory: tests/ref/audio_source/wavs, "
+                                "classes: [dog, bird]}\n", ".", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 6);
+    tfc_batch b;
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT(*(const int32_t *)b.labels.data == 0 && b.features.shape.dim[0] == 45);
+    tfc_pipeline_free(p);
 }
 
 /* Every sample format against the values written */

@@ -270,6 +270,21 @@ static void test_directory_and_list_sources(void)
         CU_ASSERT_EQUAL(*(int32_t *)b.labels.data, k); /* cat first in train, a dog in test */
         tfc_pipeline_free(p);
     }
+    /* classes: picks and orders the folders, as Keras's class_names: dog is class 0 */
+    p = open_yaml("{type: images, directory: classes, classes: [dog, cat]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    names = tfc_pipeline_class_names(p, &n);
+    CU_ASSERT(n == 2 && !strcmp(names[0], "dog") && !strcmp(names[1], "cat"));
+    for (int i = 0; i < 3; i++) {
+        tfc_batch b;
+        CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+        CU_ASSERT_EQUAL(*(int32_t *)b.labels.data, i < 2 ? 0 : 1); /* dog's two, then cat's */
+    }
+    tfc_pipeline_free(p);
+    p = open_yaml("{type: images, directory: classes, classes: [dog]}", &err); /* a subset */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 2);
+    tfc_pipeline_free(p);
     p = open_yaml("{type: images, directory: classes, split: {every: 2, part: test, "
                   "offset: 2}}", &err);
     CU_ASSERT_PTR_NULL(p);

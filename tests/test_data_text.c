@@ -289,6 +289,18 @@ static void test_directory(void)
     CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 5);
     CU_ASSERT_PTR_NULL(tfc_pipeline_class_names(p, &n));
     tfc_pipeline_free(p);
+    /* classes: picks and orders the folders, as Keras's class_names: pos is class 0 */
+    p = open_yaml("{type: text, directory: reviews, classes: [pos, neg]}", NULL, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tfc_pipeline_source_size(p), 4);
+    {
+        char buf[128];
+        int label;
+        CU_ASSERT_FATAL(next_text(p, buf, sizeof buf, &label));
+        CU_ASSERT_STRING_EQUAL(buf, "Great film");
+        CU_ASSERT_EQUAL(label, 0);
+    }
+    tfc_pipeline_free(p);
     p = open_yaml("{type: text, directory: reviews, split: {every: 3, part: test}}", NULL, 0,
                   &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);

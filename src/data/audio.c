@@ -27,7 +27,8 @@ typedef struct audio_args {
     int num_classes;
     int on_error;
     const tfc_node *split;
-    tfc_split_rule rule; /* from split (audio_check) */
+    tfc_split_rule rule;     /* from split (audio_check) */
+    const tfc_node *classes; /* `classes:` (from_config): with directory, the folders */
 } audio_args;
 
 typedef struct audio_item {
@@ -207,7 +208,8 @@ static tfc_status audio_open(const void *args, const tfc_data_options *opt, cons
         st = tfc_data_resolve(opt, &dir, &owned, err);
         const int classes = opt && opt->num_classes > 0 ? opt->num_classes : a->num_classes;
         if (!st)
-            st = tfc_data_class_folders(&au->base, dir, wav_name, ".wav", classes, add_item, err);
+            st = tfc_data_class_folders(&au->base, dir, wav_name, ".wav", classes, a->classes,
+                                        key, add_item, err);
         free(owned);
     }
     int64_t kept = 0; /* split: the files of this part, in order */
@@ -219,6 +221,8 @@ static tfc_status audio_open(const void *args, const tfc_data_options *opt, cons
     if (!st && kept == 0)
         st = tfc_error_set(err, TFC_ERR_DATA, "%s: the split leaves no files",
                            files ? "files" : a->directory);
+    if (!st && files && a->classes) /* names only, as for any source */
+        st = tfc_source_rename_classes(&au->base, a->classes, key, err);
     if (st) {
         tfc_source_free(&au->base);
         return st;
@@ -240,4 +244,5 @@ const source_def tfc_source_audio = {
     .args_size = sizeof(audio_args),
     .check = audio_check,
     .open = audio_open,
+    .classes_offset = offsetof(audio_args, classes),
 };

@@ -268,13 +268,11 @@ static tfc_status plan_split(const tfc_node *split, const tfc_data_options *opt,
     return st;
 }
 
-/* `classes:` replaces the names the source found (an images source's folders), keeping
- * their count. */
-static tfc_status set_classes(source *src, const split_plan *sp, tfc_error *err)
+tfc_status tfc_source_rename_classes(source *src, const tfc_node *c, const char *key,
+                                     tfc_error *err)
 {
-    const tfc_node *c = sp->classes;
     if (src->nclasses && src->nclasses != c->n)
-        return tfc_node_error(err, TFC_ERR_CONFIG, c, sp->source_key,
+        return tfc_node_error(err, TFC_ERR_CONFIG, c, key,
                               "classes: %d names, but the source has %d classes", c->n,
                               src->nclasses);
     const char **names = malloc(sizeof *names * (size_t)c->n);
@@ -370,7 +368,8 @@ static tfc_pipeline *build(split_plan *sp, const tfc_data_options *opt, tfc_erro
         missing_file_hint(sp, opt, err);
         return NULL;
     }
-    if (sp->classes && !sp->source->classes_offset && set_classes(src, sp, err)) {
+    if (sp->classes && !sp->source->classes_offset &&
+        tfc_source_rename_classes(src, sp->classes, sp->source_key, err)) {
         tfc_source_free(src);
         return NULL;
     }

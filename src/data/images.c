@@ -31,6 +31,8 @@ typedef struct images_args {
     int mask_offset;
     const tfc_node *split;
     tfc_split_rule rule; /* from split (images_check) */
+    const tfc_node *classes; /* `classes:` (from_config): with directory, the folders */
+    const char *key;         /* the source's key path (images_open) */
 } images_args;
 
 typedef struct image_item {
@@ -274,7 +276,7 @@ static int add_class_item(source *s, const char *dir, const char *name, int32_t 
 static tfc_status read_dir(images_source *im, const images_args *a, tfc_error *err)
 {
     return tfc_data_class_folders(&im->base, a->directory, image_name, ".png/.jpg/.jpeg",
-                                  a->num_classes, add_class_item, err);
+                                  a->num_classes, a->classes, a->key, add_class_item, err);
 }
 
 /* masks: every image of the flat folder `directory` (sorted names) with the mask of its
@@ -347,6 +349,9 @@ static tfc_status load_images(source **out, const images_args *a, tfc_error *err
     if (!st && kept == 0)
         st = tfc_error_set(err, TFC_ERR_DATA, "%s: the split leaves no images",
                            a->list ? a->list : a->directory);
+    /* a list's or masks' classes: new names for its labels, as for any source */
+    if (!st && a->classes && (a->list || a->masks))
+        st = tfc_source_rename_classes(&im->base, a->classes, a->key, err);
     if (st) {
         tfc_source_free(&im->base);
         return st;
@@ -416,6 +421,7 @@ static tfc_status images_open(const void *args, const tfc_data_options *opt, con
     if (!st) st = tfc_data_resolve(opt, &a.directory, &directory, err);
     if (!st) st = tfc_data_resolve(opt, &a.masks, &masks, err);
     if (opt && opt->num_classes) a.num_classes = opt->num_classes;
+    a.key = key;
     if (!st) st = load_images(out, &a, err);
     free(list);
     free(directory);
@@ -430,4 +436,5 @@ const source_def tfc_source_images = {
     .args_size = sizeof(images_args),
     .check = images_check,
     .open = images_open,
+    .classes_offset = offsetof(images_args, classes),
 };

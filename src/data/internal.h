@@ -122,6 +122,10 @@ void tfc_source_free(source *s);
 /* Notes where a skipped record was ("FILE record 17", "FILE:LINE"), when it is one of the
  * first TFC_SKIP_NAMES; counting it is the caller's. */
 void tfc_source_name_skip(source *s, const char *where);
+/* `classes:` (a list of names, checked) as new names of the classes the source has (its
+ * labels unchanged), keeping their count, else an error at the list (key: the source's). */
+tfc_status tfc_source_rename_classes(source *src, const tfc_node *classes, const char *key,
+                                     tfc_error *err);
 /* Sets class names from an array of strings (copied). */
 tfc_status tfc_source_set_classes(source *s, const char *const *names, int n, tfc_error *err);
 /* Checks integer labels against [0, num_classes) (num_classes > 0); 0 with *bad_value set
@@ -169,10 +173,16 @@ tfc_status tfc_data_walk_files(const char *dir, int (*keep_file)(const char *nam
  * folder. */
 tfc_status tfc_data_class_folders(source *s, const char *directory,
                                   int (*keep_file)(const char *name), const char *kind,
-                                  int num_classes,
+                                  int num_classes, const tfc_node *classes, const char *key,
                                   int (*add)(source *s, const char *dir, const char *name,
                                              int32_t label),
                                   tfc_error *err);
+/* The class folders of `directory`: its sub-folders in byte order (hidden ones left out), or,
+ * with `classes:` (not NULL), those it names in its order, as Keras's class_names picks and
+ * orders them (a subset; a name that is no sub-folder is an error at the list, key the
+ * source's). NULL on error; free with tfc_data_free_names. */
+char **tfc_data_class_dirs(const char *directory, const tfc_node *classes, const char *key,
+                           int *n, tfc_error *err);
 
 /* The array source behind tensors, idx and npy: takes ownership of the tensors' data
  * (features (N, ...), labels (N, ...) or data NULL). `record_shape` (ndim >= 0) reshapes
@@ -286,6 +296,7 @@ typedef struct text_args {
     int label;  /* TEXT_LABEL_* */
     const tfc_node *split;
     int split_every, split_offset, split_part; /* filled from `split` (SPLIT_PART_*) */
+    const tfc_node *classes; /* `classes:` (from_config): with directory, the folders */
     int max_record_bytes;
     int skip_empty;
     /* tokenization done right after the source (a tokenize map op it implies) */

@@ -281,15 +281,57 @@ tfc_status tfc_data_walk_files(const char *dir, int (*keep_file)(const char *nam
     return st;
 }
 
+char **tfc_data_class_dirs(const char *directory, const tfc_node *classes, const char *key,
+                           int *n, tfc_error *err)
+{
+    int nd;
+    char **dirs = tfc_data_list_dir(directory, NULL, &nd, err);
+    if (!dirs || !classes) {
+        *n = nd;
+        return dirs;
+    }
+    char **picked = calloc((size_t)classes->n + 1, sizeof *picked);
+    tfc_status st = picked ? TFC_OK : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < classes->n && !st; i++) {
+        const char *name = classes->vals[i]->str;
+        int found = 0, twice = 0;
+        for (int k = 0; k < nd; k++) found |= !strcmp(dirs[k], name);
+        for (int k = 0; k < i; k++) twice |= !strcmp(picked[k], name);
+        if (!found || twice) {
+            char list[1024] = "";
+            const char **names = calloc((size_t)nd + 1, sizeof *names); /* NULL-ended */
+            for (int k = 0; names && k < nd; k++) names[k] = dirs[k];
+            if (names) tfc_join_names(list, sizeof list, names);
+            free(names);
+            char ckey[352];
+            snprintf(ckey, sizeof ckey, "%s.classes", key);
+            st = tfc_node_error(err, TFC_ERR_CONFIG, classes->vals[i], ckey, twice
+                                ? "'%s' is named twice" : "'%s' is no class folder of %s (its "
+                                "folders: %s); classes picks and orders the folders, as Keras's "
+                                "class_names", name, directory, nd ? list : "none");
+        } else if (!(picked[i] = strdup(name))) {
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        }
+    }
+    tfc_data_free_names(dirs, nd);
+    if (st) {
+        tfc_data_free_names(picked, classes->n);
+        return NULL;
+    }
+    *n = classes->n;
+    return picked;
+}
+
 tfc_status tfc_data_class_folders(source *s, const char *directory,
                                   int (*keep_file)(const char *name), const char *kind,
-                                  int num_classes,
+                                  int num_classes, const tfc_node *classes_node,
+                                  const char *key,
                                   int (*add)(source *s, const char *dir, const char *name,
                                              int32_t label),
                                   tfc_error *err)
 {
     int nc;
-    char **classes = tfc_data_list_dir(directory, NULL, &nc, err);
+    char **classes = tfc_data_class_dirs(directory, classes_node, key, &nc, err);
     if (!classes) return err && err->code ? err->code : TFC_ERR_IO;
     tfc_status st = TFC_OK;
     int64_t added = 0;

@@ -282,10 +282,10 @@ static int txt_name(const char *n)
  * order, are the classes, and the .txt files of each one and of the folders under it
  * (tfc_data_walk_files) its records' files. */
 static tfc_status load_directory(source **out, const text_args *a, const char *dir, int want,
-                                 tfc_error *err)
+                                 const char *key, tfc_error *err)
 {
     int nc, n = 0, cap = 0;
-    char **classes = tfc_data_list_dir(dir, NULL, &nc, err), **paths = NULL;
+    char **classes = tfc_data_class_dirs(dir, a->classes, key, &nc, err), **paths = NULL;
     int32_t *fc = NULL;
     tfc_status st = classes ? TFC_OK : err && err->code ? err->code : TFC_ERR_IO;
     if (!st && nc == 0) st = tfc_error_set(err, TFC_ERR_DATA, "%s: no class sub-folders", dir);
@@ -610,7 +610,7 @@ static tfc_status text_open(const void *args, const tfc_data_options *opt, const
         const char *dir = a->directory;
         char *owned = NULL;
         tfc_status st = tfc_data_resolve(opt, &dir, &owned, err);
-        if (!st) st = load_directory(out, a, dir, want, err);
+        if (!st) st = load_directory(out, a, dir, want, key, err);
         free(owned);
         return st;
     }
@@ -620,6 +620,11 @@ static tfc_status text_open(const void *args, const tfc_data_options *opt, const
                             "(label: file) but the model has %d", pl.n, pl.n, want);
     if (!st) st = load_text(out, a, pl.v, pl.n, NULL, NULL, 0, err);
     tfc_path_list_free(&pl);
+    /* files' classes: new names for the labels, as for any source */
+    if (!st && a->classes && (st = tfc_source_rename_classes(*out, a->classes, key, err))) {
+        tfc_source_free(*out);
+        *out = NULL;
+    }
     return st;
 }
 
@@ -631,4 +636,5 @@ const source_def tfc_source_text = {
     .check = text_check,
     .implies = text_implies,
     .open = text_open,
+    .classes_offset = offsetof(text_args, classes),
 };
