@@ -104,6 +104,15 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
  * each output axis that follows it (tfc_predictor_run_length). */
 int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], const char **dtype);
 
+/* A model of several inputs (a functional model's InputLayers, SPEC §5c): tfc_predictor_inputs
+ * is their count (1 for a model of one input; -1 for a NULL p); tfc_predictor_input writes
+ * input k's per-example shape as tfc_predictor_shape does (which 0 is input 0's) and returns
+ * its rank, *dtype and *name (may be NULL) getting its dtype and its name ("input", or its
+ * InputLayer's), valid until tfc_predictor_close; -1 for a k out of range. */
+int tfc_predictor_inputs(const tfc_predictor *p);
+int tfc_predictor_input(const tfc_predictor *p, int k, int64_t dims[8], const char **dtype,
+                        const char **name);
+
 /* The longest length a model of variable length takes (its input.max_length: the -1 axes of
  * tfc_predictor_shape at their largest, to size buffers for tfc_predictor_run_length), 0 for
  * a model of fixed shape (tfc_predictor_shape's dims are all of it), -1 for a NULL p. */
@@ -130,6 +139,13 @@ int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *out
  * written. tfc_predictor_run is this with length 0. */
 int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
                              float *output, char *err, size_t err_size);
+
+/* tfc_predictor_run_length for a model of several inputs: inputs[k] holds the n examples of
+ * input k (contiguous, its shape and dtype); ninputs must be tfc_predictor_inputs's. The
+ * other calls take a model of one input only, and refuse another naming this one. */
+int tfc_predictor_run_inputs(tfc_predictor *p, const void *const *inputs, int ninputs,
+                             int64_t n, int64_t length, float *output, char *err,
+                             size_t err_size);
 
 /* For the tests: passes run side by side, each on one thread, in this process so far (a CPU
  * predictor of several threads, a call of as many passes or more, a small model). */

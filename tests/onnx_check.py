@@ -5,8 +5,9 @@ it on onnxruntime's CPU provider with X.npy and compares with tfc-predict's Y.np
 that are sums cancelling to near zero (logits of a Dense without softmax), where the two
 runtimes' different summation orders leave differences of the size of the large terms'
 rounding, not of the result's. Prints the largest differences; exit 0 when within, 1
-otherwise (tests/test_onnx.c runs it).
-Usage: onnx_check.py MODEL.onnx X.npy Y.npy [RTOL]"""
+otherwise (tests/test_onnx.c and tests/test_multi_input.c run it).
+Usage: onnx_check.py MODEL.onnx X.npy|NAME=X.npy,NAME=X.npy,... Y.npy [RTOL]
+(the second form: a model of several inputs, one array per graph input)"""
 import sys
 
 import numpy as np
@@ -19,8 +20,12 @@ def main():
     rtol = float(sys.argv[4]) if len(sys.argv) > 4 else 1e-5
     onnx.checker.check_model(onnx.load(path), full_check=True)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    x, want = np.load(xpath), np.load(ypath)
-    got = sess.run(["output"], {"input": x})[0]
+    if "=" in xpath:
+        feeds = {k: np.load(v) for k, v in (f.split("=", 1) for f in xpath.split(","))}
+    else:
+        feeds = {"input": np.load(xpath)}
+    want = np.load(ypath)
+    got = sess.run(["output"], feeds)[0]
     if got.shape != want.shape:
         print(f"shape {got.shape}, tfc-predict {want.shape}")
         return 1

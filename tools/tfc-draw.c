@@ -30,6 +30,12 @@ static const cli_tool tool = {
     .operand_list = &args.model,
 };
 
+/* "input" for a model of one input; else each input's name */
+static const char *input_label(const tfc_model *m, int k)
+{
+    return tfc_model_ninputs(m) > 1 ? tfc_model_input_name(m, k) : "input";
+}
+
 int main(int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
@@ -51,9 +57,11 @@ int main(int argc, char **argv)
     char shape[96];
     fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=record, fontname=\"Helvetica\"];\n",
             tfc_model_name(m));
-    fprintf(f, "  input [label=\"{input|%s %s}\", style=filled, fillcolor=\"#e8e8e8\"];\n",
-            tfc_shape_str(tfc_model_input_shape(m), shape, sizeof shape),
-            tfc_model_input_dtype(m) == TFC_I32 ? "int32" : "float32");
+    for (int k = 0; k < tfc_model_ninputs(m); k++) /* a functional model's several */
+        fprintf(f, "  \"%s\" [label=\"{%s|%s %s}\", style=filled, fillcolor=\"#e8e8e8\"];\n",
+                input_label(m, k), input_label(m, k),
+                tfc_shape_str(tfc_model_input_shape_at(m, k), shape, sizeof shape),
+                tfc_model_input_dtype_at(m, k) == TFC_I32 ? "int32" : "float32");
     for (int i = 0; i < tfc_model_nlayers(m); i++) {
         tfc_layer *l = tfc_model_layer(m, i);
         int64_t params = 0;
@@ -65,7 +73,8 @@ int main(int argc, char **argv)
         fprintf(f, "}\"];\n");
         for (int j = 0; j < l->ninputs; j++) {
             int p = l->inputs[j];
-            fprintf(f, "  \"%s\" -> \"%s\";\n", p < 0 ? "input" : tfc_model_layer(m, p)->name,
+            fprintf(f, "  \"%s\" -> \"%s\";\n",
+                    p < 0 ? input_label(m, -1 - p) : tfc_model_layer(m, p)->name,
                     l->name);
         }
     }

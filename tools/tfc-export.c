@@ -34,7 +34,8 @@ static const cli_tool tool = {
     .name = "tfc-export",
     .operands = CLI_MODEL_OPERAND,
     .about = "Writes the model and its weights as an ONNX file: input \"input\" [N, input shape]\n"
-             "(channels last, as the model file; float32 or int32 token ids) and output\n"
+             "(channels last, as the model file; float32 or int32 token ids; a model of\n"
+             "several inputs has one graph input each, named as its InputLayers) and output\n"
              "\"output\" [N, output shape], the model in inference mode.",
     .options = options,
     .notes = CLI_MODEL_NOTE "\n\n"

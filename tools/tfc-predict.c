@@ -42,7 +42,9 @@ static const cli_option options[] = {
      .help = "one .npy array of examples [N, input shape...] (or one example of\n"
              "the input shape), taken as it is; or PNG/JPEG images, decoded to\n"
              "the input's channels, all of one size; or WAV files, decoded to\n"
-             "the input's channels and cropped or zero-padded to its steps"},
+             "the input's channels and cropped or zero-padded to its steps.\n"
+             "A model of several inputs: one .npy array each, NAME=X.npy or\n"
+             "in the inputs' order"},
     {"text", 0, CLI_STRING, &args.text, "FILE",
      .help = "one example per line, tokenized with --vocabulary, padded with 0\n"
              "or truncated to the input length (a text_vectorization vocabulary\n"
@@ -561,6 +563,103 @@ static tfc_status check_vocabulary(const tfc_model *m, const tfc_vocab *v, const
     return tfc_model_check_vocabulary(m, got, path, args.weights, err);
 }
 
+/* A model of several inputs (a functional model's InputLayers): --input gives one .npy array
+ * per input, `NAME=FILE.npy` or in the inputs' order, each of N examples of its input's shape
+ * (or one example); they go to the model as they are, converted to each input's dtype. */
+static tfc_status predict_inputs(tfc_model *m, tfc_error *err)
+{
+    const int ni = tfc_model_ninputs(m);
+    if (args.inputs.n != ni)
+        return tfc_error_set(err, TFC_ERR_USAGE, "the model takes %d inputs (%s, %s%s): give "
+                             "--input one .npy array each, NAME=FILE.npy or in that order "
+                             "(%d given)", ni, tfc_model_input_name(m, 0),
+                             tfc_model_input_name(m, 1), ni > 2 ? ", ..." : "", args.inputs.n);
+    if (args.text || args.solver || maps.n)
+        return tfc_error_set(err, TFC_ERR_USAGE, "a model of several inputs takes .npy arrays "
+                             "as they are: --text, --solver and --map do not apply to it yet");
+    if (!args.output)
+        return tfc_error_set(err, TFC_ERR_USAGE, "an .npy input needs --output Y.npy");
+    tfc_tensor x[TFC_MODEL_MAX_INPUTS] = {0};
+    void *conv[TFC_MODEL_MAX_INPUTS] = {0};
+    const char *path[TFC_MODEL_MAX_INPUTS] = {0};
+    tfc_status st = TFC_OK;
+    for (int i = 0; i < ni && !st; i++) { /* NAME=FILE, or the i-th input */
+        const char *a = args.inputs.v[i], *eq = strchr(a, '=');
+        int k = i;
+        if (eq) {
+            for (k = 0; k < ni; k++)
+                if (strlen(tfc_model_input_name(m, k)) == (size_t)(eq - a) &&
+                    !strncmp(a, tfc_model_input_name(m, k), (size_t)(eq - a)))
+                    break;
+            if (k == ni)
+                st = tfc_error_set(err, TFC_ERR_USAGE, "--input %s: the model has no input "
+                                   "'%.*s' (its inputs: %s, %s%s)", a, (int)(eq - a), a,
+                                   tfc_model_input_name(m, 0), tfc_model_input_name(m, 1),
+                                   ni > 2 ? ", ..." : "");
+        }
+        if (!st && path[k])
+            st = tfc_error_set(err, TFC_ERR_USAGE, "--input %s: input '%s' is given twice", a,
+                               tfc_model_input_name(m, k));
+        if (!st) path[k] = eq ? eq + 1 : a;
+    }
+    for (int k = 0; k < ni && !st; k++) {
+        st = tfc_npy_read(path[k], &x[k], err);
+        if (st) break;
+        const tfc_shape *in = tfc_model_input_shape_at(m, k);
+        tfc_shape *sh = &x[k].shape;
+        if (tfc_shape_equal(sh, in) && sh->ndim < TFC_MAX_DIMS) { /* one example */
+            for (int d = sh->ndim; d > 0; d--) sh->dim[d] = sh->dim[d - 1];
+            sh->dim[0] = 1;
+            sh->ndim++;
+        }
+        tfc_shape one = *sh;
+        one.ndim = sh->ndim ? sh->ndim - 1 : 0;
+        memmove(one.dim, sh->dim + 1, sizeof one.dim[0] * (size_t)one.ndim);
+        char a[96], b[96];
+        if (!sh->ndim || !tfc_shape_equal(&one, in))
+            st = tfc_error_set(err, TFC_ERR_DATA, "%s: array of shape %s does not hold examples "
+                               "of input '%s''s shape %s", path[k], tfc_shape_str(sh, a, sizeof a),
+                               tfc_model_input_name(m, k), tfc_shape_str(in, b, sizeof b));
+        else if (k && sh->dim[0] != x[0].shape.dim[0])
+            st = tfc_error_set(err, TFC_ERR_DATA, "%s: %lld examples, %s %lld: every input needs "
+                               "as many", path[k], (long long)sh->dim[0], path[0],
+                               (long long)x[0].shape.dim[0]);
+        conv[k] = st ? NULL : malloc((size_t)tfc_shape_numel(sh) * 4 + 1);
+        if (!st && !conv[k]) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        if (!st)
+            tfc_values_convert(conv[k], tfc_model_input_dtype_at(m, k), x[k].data, x[k].dtype,
+                               tfc_shape_numel(sh));
+    }
+    const int64_t n = st ? 0 : x[0].shape.dim[0];
+    tfc_backend *be = st ? NULL : tfc_backend_open(args.device, (int)args.threads, err);
+    if (!st && !be) st = err->code;
+    const long pass = args.batch ? args.batch
+                      : be       ? tfc_model_inference_pass(m, be->device < 0)
+                                 : 1;
+    const int batch = n < pass ? (int)(n ? n : 1) : (int)pass;
+    if (!st) st = tfc_model_bind_inference(m, be, batch, err);
+    if (!st) st = tfc_model_load_weights(m, args.weights, NULL, err);
+    const int64_t per_out = tfc_shape_numel(tfc_model_output_shape(m));
+    float *y = st ? NULL : malloc((size_t)((n ? n : 1) * per_out) * 4);
+    if (!st && !y) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int64_t done = 0; !st && done < n; done += batch) {
+        const int cnt = n - done < batch ? (int)(n - done) : batch;
+        const void *xs[TFC_MODEL_MAX_INPUTS];
+        for (int k = 0; k < ni; k++)
+            xs[k] = (char *)conv[k] + done * tfc_shape_numel(tfc_model_input_shape_at(m, k)) * 4;
+        st = tfc_model_forward_inputs(m, xs, cnt, 0, 0, 0, err);
+        if (!st) tfc_model_get_output(m, y + done * per_out);
+    }
+    if (!st) st = write_output(m, y, n, err);
+    free(y);
+    for (int k = 0; k < ni; k++) free(x[k].data), free(conv[k]);
+    if (be) {
+        tfc_model_unbind(m);
+        tfc_backend_free(be);
+    }
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     int rc = cli_parse(&tool, argc, argv);
@@ -587,6 +686,13 @@ int main(int argc, char **argv)
         fputs(err.text, stderr);
         tfc_model_free(m);
         return tfc_exit_code(err.code);
+    }
+    if (tfc_model_ninputs(m) > 1) {
+        tfc_status s = predict_inputs(m, &err);
+        if (s) fputs(err.text, stderr);
+        tfc_model_free(m);
+        tfc_vocab_free(vocab);
+        return tfc_exit_code(s);
     }
     if (predicts_next_tokens(m)) {
         if (args.solver || maps.n) {

@@ -57,22 +57,31 @@ int main(int argc, char **argv)
         if (be) tfc_backend_free(be);
         return tfc_exit_code(err.code);
     }
-    int64_t nin = (int64_t)batch * tfc_shape_numel(tfc_model_input_shape(m));
+    const int ni = tfc_model_ninputs(m); /* a functional model's several */
     int64_t nlab = (int64_t)batch * tfc_model_label_rows(m) *
                    (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
-    void *x = malloc((size_t)nin * 4), *labels = malloc((size_t)nlab * 4);
+    void *xs[TFC_MODEL_MAX_INPUTS] = {0}, *labels = malloc((size_t)nlab * 4);
     int nl = tfc_model_nlayers(m);
     double *fw = malloc(sizeof(double) * (size_t)(nl * iters)),
            *bw = malloc(sizeof(double) * (size_t)(nl * iters)),
            *step = malloc(sizeof(double) * (size_t)iters);
     uint64_t s = 88172645463325252ull;
-    int vocab = 0;
-    for (int i = 0; i < nl; i++)
-        if (tfc_model_layer(m, i)->id_limit) vocab = (int)tfc_model_layer(m, i)->id_limit;
-    for (int64_t i = 0; i < nin; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        if (tfc_model_input_dtype(m) == TFC_I32) ((int32_t *)x)[i] = vocab ? (int32_t)(s % (uint64_t)vocab) : 0;
-        else ((float *)x)[i] = (float)((double)(s >> 11) / 9007199254740992.0);
+    for (int k = 0; k < ni; k++) {
+        int64_t vocab = 0; /* the smallest id limit of the layers reading input k */
+        for (int i = 0; i < nl; i++) {
+            const tfc_layer *l = tfc_model_layer(m, i);
+            if (l->id_limit && l->inputs[0] == -1 - k && (!vocab || l->id_limit < vocab))
+                vocab = l->id_limit;
+        }
+        const int64_t nin = (int64_t)batch * tfc_shape_numel(tfc_model_input_shape_at(m, k));
+        void *x = xs[k] = malloc((size_t)nin * 4);
+        for (int64_t i = 0; i < nin; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            if (tfc_model_input_dtype_at(m, k) == TFC_I32)
+                ((int32_t *)x)[i] = vocab ? (int32_t)(s % (uint64_t)vocab) : 0;
+            else
+                ((float *)x)[i] = (float)((double)(s >> 11) / 9007199254740992.0);
+        }
     }
     for (int64_t i = 0; i < nlab; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -84,7 +93,9 @@ int main(int argc, char **argv)
     tfc_batch_result r;
     for (int it = -5; it < iters; it++) {
         double t0 = tfc_now();
-        if (tfc_model_forward(m, x, batch, 1, 1, (uint64_t)(it + 5), &err)) break;
+        if (tfc_model_forward_inputs(m, (const void *const *)xs, batch, 1, 1, (uint64_t)(it + 5),
+                                     &err))
+            break;
         be->ops->sync(be);
         double t1 = tfc_now();
         /* Per-layer: run each layer again alone, timed (the forward above set up inputs). */
@@ -122,7 +133,7 @@ int main(int argc, char **argv)
     }
     printf("%-51s %10.3f %10.3f\n", "sum of layers", tf, tbk);
     printf("whole step (forward + loss + backward, one pass): %.3f ms\n", tfc_median(step, iters) * 1e3);
-    free(x);
+    for (int k = 0; k < ni; k++) free(xs[k]);
     free(labels);
     free(fw);
     free(bw);

@@ -39,6 +39,11 @@ typedef struct conv {
     struct claimed { const char *name; int nested; } *names; /* every layer's name written
                                so far (each once in a model), and whether from a nested one */
     int nnames, cap_names;
+    /* a functional model's several inputs (input_layers, in order): their InputLayers are
+     * written first, in that order (tfc's model starts with them) */
+    const char *inputs[TFC_MODEL_MAX_INPUTS];
+    tfc_node *input_items[TFC_MODEL_MAX_INPUTS];
+    int ninputs;
 } conv;
 
 /* What a functional call's reference to `name` reads (the conv comment). */
@@ -721,6 +726,33 @@ static const char *endpoint(conv *c, const tfc_node *cfg, const char *key)
     return NULL;
 }
 
+/* A functional model's inputs, input_layers [["name", 0, 0], ...] (or one ["name", 0, 0]),
+ * into c->inputs; the first one's name, or NULL with the error set. */
+static const char *input_endpoints(conv *c, const tfc_node *cfg)
+{
+    const tfc_node *v = tfc_node_get(cfg, "input_layers");
+    if (v && v->kind == TFC_NODE_SEQ && v->n > 1 && v->n <= TFC_MODEL_MAX_INPUTS &&
+        v->vals[0]->kind == TFC_NODE_SEQ) {
+        for (int i = 0; i < v->n; i++) {
+            const tfc_node *e = v->vals[i];
+            if (e->kind != TFC_NODE_SEQ || e->n != 3 || e->vals[0]->kind != TFC_NODE_SCALAR) {
+                tfc_node_error(c->err, TFC_ERR_USAGE, e, "input_layers",
+                               "expected [\"name\", 0, 0]");
+                return NULL;
+            }
+            c->inputs[i] = e->vals[0]->str;
+        }
+        c->ninputs = v->n;
+        return c->inputs[0];
+    }
+    if (v && v->kind == TFC_NODE_SEQ && v->n > TFC_MODEL_MAX_INPUTS) {
+        tfc_node_error(c->err, TFC_ERR_USAGE, v, "input_layers", "tfc's models have at most %d "
+                       "inputs; this one has %d", TFC_MODEL_MAX_INPUTS, v->n);
+        return NULL;
+    }
+    return endpoint(c, cfg, "input_layers");
+}
+
 /* Whether `v` is a functional call's tensor argument. */
 static int is_tensor(const tfc_node *v)
 {
@@ -1065,8 +1097,13 @@ static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional
         if (functional && is_mask_node(c, name)) continue;
         if (lc && !strcmp(lc, "InputLayer")) {
             if (feed && name && !strcmp(name, feed)) continue;
-            if (i || feed) return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name",
-                                                 "a second input: tfc's models have one");
+            int at = -1; /* its place among several inputs */
+            for (int k = 0; k < c->ninputs && !feed; k++)
+                if (name && !strcmp(name, c->inputs[k])) at = k;
+            if ((i || feed) && at < 0)
+                return tfc_node_error(c->err, TFC_ERR_USAGE, l, "class_name", "a second input%s",
+                                      feed ? " of a model inside: tfc's models inside have one"
+                                           : ", not among the model's input_layers");
             s = convert_layer(c, l, ROLE_TOP, &x);
             const tfc_node *dt = s ? NULL : tfc_node_get(x->vals[0], "dtype");
             const int floats = !dt || (dt->kind == TFC_NODE_SCALAR && !strcmp(dt->str,
@@ -1076,6 +1113,13 @@ static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional
                 note(c->rep, "the model's input is float32 in Keras, whose Embedding casts it "
                      "to int32 token ids: tfc's input is int32 (dtype: int32), the data's "
                      "values read as ids");
+            }
+            if (!s && at >= 0) { /* written first (convert_model); what follows names it */
+                s = claim_name(c, l, name);
+                if (s) return s;
+                c->input_items[at] = x;
+                *prev = NULL;
+                continue;
             }
         } else if (is_model_class(lc) && tfc_node_get(l, "config") &&
                    tfc_node_get(tfc_node_get(l, "config"), "layers")) {
@@ -1152,13 +1196,25 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
     const tfc_node *layers = tfc_node_get(cfg, "layers");
     if (!layers || layers->kind != TFC_NODE_SEQ)
         return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "layers", "expected a list");
-    const char *input = functional ? endpoint(c, cfg, "input_layers") : NULL;
+    const char *input = functional ? input_endpoints(c, cfg) : NULL;
     const char *output = functional ? endpoint(c, cfg, "output_layers") : NULL;
     if (functional && (!input || !output)) return c->err->code;
     tfc_node *seq = new_seq(c);
     const char *prev = NULL, *last = NULL;
     tfc_status s = convert_layers(c, layers, functional, NULL, seq, &prev, &last);
     if (s) return s;
+    if (c->ninputs > 1) { /* the InputLayers first, in input_layers' order */
+        tfc_node *all = new_seq(c);
+        for (int k = 0; k < c->ninputs; k++) {
+            if (!c->input_items[k])
+                return tfc_node_error(c->err, TFC_ERR_USAGE, tfc_node_get(cfg, "input_layers"),
+                                      "input_layers", "no InputLayer is named '%s'",
+                                      c->inputs[k]);
+            tfc_node_seq_push(all, c->input_items[k]);
+        }
+        for (int i = 0; i < seq->n; i++) tfc_node_seq_push(all, seq->vals[i]);
+        seq = all;
+    }
     if (functional) output = resolve(c, output);
     if ((functional && (!prev || strcmp(prev, output))) ||
         (!functional && last && prev && strcmp(last, prev)))

@@ -43,8 +43,9 @@ typedef struct exporter {
     tfc_pb graph;
     int counter;
     tref *out;             /* per layer */
-    tref input;
-    char mask[96];         /* bool [N, T]: ids != 0 of the model input, once made */
+    tref in[TFC_MODEL_MAX_INPUTS]; /* the model's inputs: "input", or each one's name */
+    int mask_input;        /* the input whose ids != 0 make the sequence mask */
+    char mask[96];         /* bool [N, T]: ids != 0 of that input, once made */
     char lens[96];         /* int32 [N]: unmasked steps per example */
     tfc_error *err;
     tfc_status st;
@@ -1105,7 +1106,7 @@ static tref multiply(exporter *x, const tfc_layer *l)
     const tref *src[TFC_LAYER_MAX_INPUTS];
     int full = -1;
     for (int i = 0; i < l->ninputs; i++) {
-        src[i] = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        src[i] = l->inputs[i] < 0 ? &x->in[-1 - l->inputs[i]] : &x->out[l->inputs[i]];
         if (full < 0 && tfc_shape_equal(&l->in_shape[i], &l->out_shape)) full = i;
     }
     const int as_nchw = src[full]->nchw;
@@ -1324,7 +1325,7 @@ static tref dot(exporter *x, const tfc_layer *l)
     int64_t mk[2] = {1, 1};
     tref t[2];
     for (int i = 0; i < 2; i++) {
-        const tref *src = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        const tref *src = l->inputs[i] < 0 ? &x->in[-1 - l->inputs[i]] : &x->out[l->inputs[i]];
         const tfc_shape *s = &l->in_shape[i];
         const int rank = s->ndim + 1, ax = axes[i] < 0 ? axes[i] + rank : axes[i];
         t[i] = nhwc(x, src);
@@ -1678,7 +1679,7 @@ static void sequence_mask(exporter *x)
     fresh(x, z, "zero");
     initializer(x, z, T_INT32, NULL, 0, &zero, 4);
     fresh(x, eq, "Equal");
-    node(x, "Equal", (const char *[]){x->input.name, z, NULL}, eq, NULL);
+    node(x, "Equal", (const char *[]){x->in[x->mask_input].name, z, NULL}, eq, NULL);
     unary(x, "Not", eq, x->mask, NULL);
     tfc_pb a = {0};
     attr_int(&a, "to", T_INT32);
@@ -2732,7 +2733,7 @@ static tref attention(exporter *x, const tfc_layer *l)
     const int vi = l->ninputs > 1, ki = l->ninputs > 2 ? 2 : vi;
     const tref *src[3];
     for (int i = 0; i < 3 && i < l->ninputs; i++)
-        src[i] = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        src[i] = l->inputs[i] < 0 ? &x->in[-1 - l->inputs[i]] : &x->out[l->inputs[i]];
     const int64_t tq = src[0]->shape.dim[0], tk = src[vi]->shape.dim[0];
     static const int64_t bhtw[] = {0, 2, 1, 3}, bhwt[] = {0, 2, 3, 1};
     const int *hq = arg(l, "num_query_heads"), *hkv = arg(l, "num_key_value_heads");
@@ -2827,7 +2828,7 @@ static tref score_attention(exporter *x, const tfc_layer *l)
 {
     const tref *src[3];
     for (int i = 0; i < 3 && i < l->ninputs; i++)
-        src[i] = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        src[i] = l->inputs[i] < 0 ? &x->in[-1 - l->inputs[i]] : &x->out[l->inputs[i]];
     const tref *q = src[0], *v = src[1], *k = src[l->ninputs > 2 ? 2 : 1];
     const int64_t tq = q->shape.dim[0], tv = v->shape.dim[0];
     const int *mode = arg(l, "score_mode"), causal = *(const int *)arg(l, "use_causal_mask");
@@ -2922,7 +2923,7 @@ static tref merge(exporter *x, const tfc_layer *l, int concat)
     tref t[TFC_LAYER_MAX_INPUTS];
     int first_nchw = 0;
     for (int i = 0; i < l->ninputs; i++) {
-        tref *src = l->inputs[i] < 0 ? &x->input : &x->out[l->inputs[i]];
+        tref *src = l->inputs[i] < 0 ? &x->in[-1 - l->inputs[i]] : &x->out[l->inputs[i]];
         if (i == 0) first_nchw = src->nchw && !concat;
         t[i] = to_layout(x, src, first_nchw);
         ins[i] = t[i].name;
@@ -3011,7 +3012,7 @@ static tref spectral_normalization(exporter *x, const tfc_layer *l, const tref *
 
 static tref layer(exporter *x, const tfc_layer *l)
 {
-    return layer_on(x, l, l->inputs[0] < 0 ? &x->input : &x->out[l->inputs[0]]);
+    return layer_on(x, l, l->inputs[0] < 0 ? &x->in[-1 - l->inputs[0]] : &x->out[l->inputs[0]]);
 }
 
 static tref layer_on(exporter *x, const tfc_layer *l, const tref *in)
@@ -3203,15 +3204,26 @@ tfc_status tfc_onnx_export(tfc_model *m, const tfc_onnx_options *o, const char *
     exporter x = {.m = m, .opset = opset, .err = err};
     x.out = calloc((size_t)n, sizeof *x.out);
     if (!x.out) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    snprintf(x.input.name, sizeof x.input.name, "input");
-    x.input.shape = *tfc_model_input_shape(m);
+    const int ni = tfc_model_ninputs(m);
+    for (int k = 0; k < ni; k++) { /* "input", as always, for a model of one */
+        snprintf(x.in[k].name, sizeof x.in[k].name, "%s",
+                 ni > 1 ? tfc_model_input_name(m, k) : "input");
+        x.in[k].shape = *tfc_model_input_shape_at(m, k);
+    }
+    for (int i = n - 1; i >= 0; i--) { /* as the graph's mask_layer, the first */
+        const tfc_layer *l = tfc_model_layer(m, i);
+        if (l->mask_out && !l->mask_in && l->ninputs && l->inputs[0] < 0)
+            x.mask_input = -1 - l->inputs[0];
+    }
     tfc_pb_string(&x.graph, 2, tfc_model_name(m));
     for (int i = 0; i < n && !x.st; i++) x.out[i] = layer(&x, tfc_model_layer(m, i));
     if (!x.st) {
         tref last = nhwc(&x, &x.out[n - 1]);
         node(&x, "Identity", (const char *[]){last.name, NULL}, "output", NULL);
-        value_info(&x.graph, 11, "input", tfc_model_input_dtype(m) == TFC_I32 ? T_INT32 : T_FLOAT,
-                   batch, tfc_model_input_shape(m));
+        for (int k = 0; k < ni; k++)
+            value_info(&x.graph, 11, x.in[k].name,
+                       tfc_model_input_dtype_at(m, k) == TFC_I32 ? T_INT32 : T_FLOAT, batch,
+                       tfc_model_input_shape_at(m, k));
         value_info(&x.graph, 12, "output", T_FLOAT, batch, tfc_model_output_shape(m));
     }
     tfc_pb model = {0}, ops = {0};

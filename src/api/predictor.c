@@ -87,9 +87,9 @@ typedef struct crew {
     int busy;                   /* crew threads still on the job */
     int quit;
     /* the job */
-    const void *input;
+    const void *const *inputs;  /* one per model input */
     float *output;
-    int64_t n, length, in_per, out_per;
+    int64_t n, length, out_per;
     int batch;
     _Atomic int64_t next;       /* the next pass's first example */
     _Atomic int64_t failed_at;  /* the first failed pass's first example (INT64_MAX: none) */
@@ -113,6 +113,11 @@ struct tfc_predictor {
                            (OpenBLAS may take another kernel for another row count: the last
                            bits of an output can depend on the batch it ran in) */
     tfc_dtype in_dtype;
+    /* a model of several inputs (in_shape, in_dtype: input 0's): each one's, as reported */
+    int ninputs;
+    tfc_shape in_shapes[TFC_MODEL_MAX_INPUTS];
+    tfc_dtype in_dtypes[TFC_MODEL_MAX_INPUTS];
+    char in_names[TFC_MODEL_MAX_INPUTS][128];
     const tfc_model *named; /* the first worker's model: the weights' class names */
     pthread_mutex_t lock; /* guards idle and all */
     worker *idle, *all;
@@ -208,13 +213,19 @@ static tfc_status axes(tfc_predictor *p, tfc_model *m, tfc_error *e)
 {
     p->in_shape = *tfc_model_input_shape(m);
     p->out_shape = *tfc_model_output_shape(m);
+    p->ninputs = tfc_model_ninputs(m);
+    for (int k = 0; k < p->ninputs; k++) {
+        p->in_shapes[k] = *tfc_model_input_shape_at(m, k);
+        p->in_dtypes[k] = tfc_model_input_dtype_at(m, k);
+        snprintf(p->in_names[k], sizeof p->in_names[k], "%s", tfc_model_input_name(m, k));
+    }
     const int64_t max = tfc_model_max_length(m);
     p->max_length = max;
     if (max < 2) return TFC_OK;
     tfc_status s = tfc_model_set_length(m, max - 1, e);
     for (int i = 0; !s && i < p->out_shape.ndim; i++)
         if (tfc_model_output_shape(m)->dim[i] != p->out_shape.dim[i]) p->out_shape.dim[i] = -1;
-    p->in_shape.dim[0] = -1;
+    p->in_shape.dim[0] = p->in_shapes[0].dim[0] = -1;
     return s ? s : tfc_model_set_length(m, max, e);
 }
 
@@ -288,6 +299,19 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
         return NULL;
     }
     return p;
+}
+
+int tfc_predictor_inputs(const tfc_predictor *p) { return p ? p->ninputs : -1; }
+
+int tfc_predictor_input(const tfc_predictor *p, int k, int64_t dims[8], const char **dtype,
+                        const char **name)
+{
+    if (!p || !dims || k < 0 || k >= p->ninputs) return -1;
+    const tfc_shape *s = &p->in_shapes[k];
+    for (int i = 0; i < 8; i++) dims[i] = i < s->ndim ? s->dim[i] : 0;
+    if (dtype) *dtype = p->in_dtypes[k] == TFC_I32 ? "int32" : "float32";
+    if (name) *name = p->in_names[k];
+    return s->ndim;
 }
 
 int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], const char **dtype)
@@ -391,11 +415,17 @@ static race *race_for(worker *w, int batch)
     return r;
 }
 
-/* One pass of cnt examples on w: on its team, or with lone on the calling thread alone. */
-static tfc_status pass(worker *w, const void *in, int cnt, float *out, int lone, tfc_error *e)
+/* One pass of cnt examples on w, from example `at` of each input: on its team, or with lone
+ * on the calling thread alone. */
+static tfc_status pass(worker *w, const void *const *inputs, int64_t at, int cnt, float *out,
+                       int lone, tfc_error *e)
 {
+    const void *in[TFC_MODEL_MAX_INPUTS];
+    for (int k = 0; k < tfc_model_ninputs(w->m); k++)
+        in[k] = (const char *)inputs[k] +
+                at * tfc_shape_numel(tfc_model_input_shape_at(w->m, k)) * 4;
     if (lone) tfc_cpu_team_cap(1);
-    tfc_status s = tfc_model_forward(w->m, in, cnt, 0, 0, 0, e);
+    tfc_status s = tfc_model_forward_inputs(w->m, in, cnt, 0, 0, 0, e);
     if (!s) tfc_model_get_output(w->m, out);
     if (lone) tfc_cpu_team_cap(0);
     return s;
@@ -421,8 +451,7 @@ static void claim(crew *c, worker *w)
         const int cnt = c->n - at < c->batch ? (int)(c->n - at) : c->batch;
         atomic_fetch_add_explicit(&side_passes, 1, memory_order_relaxed);
         tfc_error_clear(&e);
-        if (!pass(w, (const char *)c->input + at * c->in_per * 4, cnt, c->output + at * c->out_per,
-                  1, &e))
+        if (!pass(w, c->inputs, at, cnt, c->output + at * c->out_per, 1, &e))
             continue;
         pthread_mutex_lock(&c->lock);
         if (at < atomic_load(&c->failed_at)) {
@@ -501,13 +530,13 @@ static void crew_end(crew *c)
 }
 
 /* n examples in passes of `batch` side by side: the caller's on w, the crew's on theirs. */
-static tfc_status side_by_side(crew *c, worker *w, const void *input, int64_t n, int64_t length,
-                               int batch, int64_t in_per, int64_t out_per, float *output,
+static tfc_status side_by_side(crew *c, worker *w, const void *const *inputs, int64_t n,
+                               int64_t length, int batch, int64_t out_per, float *output,
                                tfc_error *e)
 {
     pthread_mutex_lock(&c->lock);
-    c->input = input, c->output = output;
-    c->n = n, c->length = length, c->in_per = in_per, c->out_per = out_per;
+    c->inputs = inputs, c->output = output;
+    c->n = n, c->length = length, c->out_per = out_per;
     c->batch = batch;
     atomic_store(&c->next, 0);
     atomic_store(&c->failed_at, INT64_MAX);
@@ -524,12 +553,10 @@ static tfc_status side_by_side(crew *c, worker *w, const void *input, int64_t n,
     return e->code ? e->code : TFC_ERR_USAGE;
 }
 
-int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
-                             float *output, char *err, size_t err_size)
+/* tfc_predictor_run_inputs, its arguments checked. */
+static int run(tfc_predictor *p, const void *const *inputs, int64_t n, int64_t length,
+               float *output, char *err, size_t err_size)
 {
-    if (!p) return fail(err, err_size, "tfc_predictor_run: no predictor (NULL)");
-    if (!input || !output)
-        return fail(err, err_size, "tfc_predictor_run: input and output are needed (NULL given)");
     if (n < 1) {
         if (err && err_size)
             snprintf(err, err_size, "tfc_predictor_run: n is %lld; at least 1 example is needed",
@@ -543,7 +570,6 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
     worker *w = NULL;
     int is_new = 0;
     tfc_status s = take(p, batch, length, &w, &is_new, &e);
-    int64_t in_per = s ? 0 : tfc_shape_numel(tfc_model_input_shape(w->m));
     int64_t out_per = s ? 0 : tfc_shape_numel(tfc_model_output_shape(w->m));
     const int cpu = w && w->be->device < 0, turn = cpu && w->be->threads > 1;
     if (turn) pthread_mutex_lock(&cpu_turn);
@@ -555,14 +581,14 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
                   ? crew_get(p, w->be->threads)
                   : NULL;
     if (c) {
-        s = side_by_side(c, w, input, n, length, batch, in_per, out_per, output, &e);
+        s = side_by_side(c, w, inputs, n, length, batch, out_per, output, &e);
     } else if (!s && turn && n == batch) {
         race *r = race_for(w, batch);
         const long long k = r->calls - WARM;
         const int at = k < DUEL ? -1 : (int)((k - DUEL) % EXPLORE) - (EXPLORE - BURST);
         const int lone = k < 0 ? 0 : k < DUEL ? (int)(k & 1) : at >= 0 ? !r->best : r->best;
         const long long t0 = k >= 0 ? now_ns() : 0;
-        s = pass(w, input, batch, output, lone, &e);
+        s = pass(w, inputs, 0, batch, output, lone, &e);
         if (!s && k >= 0) {
             const long long ns = now_ns() - t0;
             if (k < DUEL) {
@@ -583,8 +609,7 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
     } else {
         for (int64_t done = 0; !s && done < n; done += batch) {
             int cnt = n - done < batch ? (int)(n - done) : batch;
-            s = pass(w, (const char *)input + done * in_per * 4, cnt, output + done * out_per, 0,
-                     &e);
+            s = pass(w, inputs, done, cnt, output + done * out_per, 0, &e);
         }
     }
     if (omp_get_max_threads() != saved) omp_set_num_threads(saved);
@@ -595,6 +620,37 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
         return -1;
     }
     return 0;
+}
+
+int tfc_predictor_run_inputs(tfc_predictor *p, const void *const *inputs, int ninputs,
+                             int64_t n, int64_t length, float *output, char *err,
+                             size_t err_size)
+{
+    if (!p) return fail(err, err_size, "tfc_predictor_run: no predictor (NULL)");
+    if (!inputs || !output)
+        return fail(err, err_size, "tfc_predictor_run: input and output are needed (NULL given)");
+    if (ninputs != p->ninputs) {
+        if (err && err_size)
+            snprintf(err, err_size, "tfc_predictor_run: the model takes %d input%s, given %d%s",
+                     p->ninputs, p->ninputs == 1 ? "" : "s", ninputs,
+                     p->ninputs > 1 ? " (tfc_predictor_run_inputs, one buffer each)" : "");
+        return -1;
+    }
+    for (int k = 0; k < ninputs; k++)
+        if (!inputs[k]) {
+            if (err && err_size)
+                snprintf(err, err_size, "tfc_predictor_run: input %d ('%s') is NULL", k,
+                         p->in_names[k]);
+            return -1;
+        }
+    return run(p, inputs, n, length, output, err, err_size);
+}
+
+int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,
+                             float *output, char *err, size_t err_size)
+{
+    const void *in[1] = {input};
+    return tfc_predictor_run_inputs(p, in, 1, n, length, output, err, err_size);
 }
 
 int tfc_predictor_run(tfc_predictor *p, const void *input, int64_t n, float *output,

@@ -190,6 +190,7 @@ static size_t plan_grads(tfc_model *m, size_t *off)
  * workspace); allocates only the host array y. */
 typedef struct layout {
     size_t x, dx, mask, labels, scalars, target, weight, ws, grads;
+    size_t xk[TFC_MODEL_MAX_INPUTS], dxk[TFC_MODEL_MAX_INPUTS]; /* inputs 1..: x and dx */
     size_t *y;
     tfc_memory_plan plan;
 } layout;
@@ -228,11 +229,16 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     for (int i = 0; i < m->nlayers && m->mask_layer < 0; i++)
         if (m->layers[i].mask_out && !m->layers[i].mask_in && m->layers[i].inputs[0] < 0)
             m->mask_layer = i;
+    m->mask_input = m->mask_layer >= 0 ? -1 - m->layers[m->mask_layer].inputs[0] : 0;
     size_t loss_rows = B * (size_t)m->label_rows, target_elems = loss_rows * (size_t)m->classes;
     int smooth = m->loss_opt.label_smoothing > 0, weighted = m->loss_opt.class_weight != NULL;
     size_t label_elems = (size_t)m->label_rows * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
     size_t o = 0;
     L->x = o; o = align_up(o + in_bytes);
+    for (int k = 1; k < m->ninputs; k++) {
+        L->xk[k] = o;
+        o = align_up(o + B * (size_t)tfc_shape_numel(&m->more[k - 1].shape) * 4);
+    }
     if (m->mask_layer >= 0) { L->mask = o; o = align_up(o + B * (size_t)mask_steps(m) * 4); }
     for (int i = 0; i < m->nlayers; i++)
         if (m->layers[i].joins_mask) {
@@ -268,6 +274,12 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
     L->ws = o; o = align_up(o + m->ws_bytes);
     P->workspace = o - L->ws;
     if (m->input_dtype == TFC_F32) { L->dx = o; o = align_up(o + in_bytes); P->io += o - L->dx; }
+    for (int k = 1; k < m->ninputs; k++) {
+        if (m->more[k - 1].dtype != TFC_F32) continue;
+        L->dxk[k] = o;
+        o = align_up(o + B * (size_t)tfc_shape_numel(&m->more[k - 1].shape) * 4);
+        P->io += o - L->dxk[k];
+    }
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
         size_t bytes = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
@@ -717,6 +729,13 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     char *base = m->arena;
     m->x = base + L.x;
     m->dx = m->input_dtype == TFC_F32 && !inference ? (float *)(base + L.dx) : NULL;
+    m->xs[0] = m->x;
+    m->dxs[0] = m->dx;
+    for (int k = 1; k < m->ninputs; k++) {
+        m->xs[k] = base + L.xk[k];
+        m->dxs[k] = m->more[k - 1].dtype == TFC_F32 && !inference ? (float *)(base + L.dxk[k])
+                                                                   : NULL;
+    }
     m->mask = m->mask_layer >= 0 ? (float *)(base + L.mask) : NULL;
     m->labels = base + L.labels;
     m->scalars = (float *)(base + L.scalars);
@@ -812,6 +831,7 @@ float *tfc_model_grads(tfc_model *m)
     return m->grads;
 }
 float *tfc_model_input_grad(tfc_model *m) { return m->dx; }
+float *tfc_model_input_grad_at(tfc_model *m, int k) { return m->dxs[k]; }
 void tfc_model_want_input_grad(tfc_model *m, int on)
 {
     m->want_input_grad = on;
@@ -861,19 +881,19 @@ void tfc_model_param_upload(tfc_model *m, tfc_param *p, const float *host)
     m->be->ops->upload(m->be, master(m, p), host, (size_t)p->numel * 4);
 }
 
-/* Token ids must index every Embedding that reads them. */
-static tfc_status check_ids(tfc_model *m, const int32_t *ids, int batch, tfc_error *err)
+/* Input k's token ids must index every Embedding that reads them. */
+static tfc_status check_ids(tfc_model *m, int k, const int32_t *ids, int batch, tfc_error *err)
 {
-    int64_t per = tfc_shape_numel(&m->input_shape);
+    int64_t per = tfc_shape_numel(tfc_model_input_shape_at(m, k));
     for (int i = 0; i < m->nlayers; i++) {
         const tfc_layer *l = &m->layers[i];
-        if (!l->id_limit || l->inputs[0] >= 0) continue;
-        for (int64_t k = 0; k < (int64_t)batch * per; k++)
-            if (ids[k] < 0 || ids[k] >= l->id_limit)
+        if (!l->id_limit || l->inputs[0] != -1 - k) continue;
+        for (int64_t e = 0; e < (int64_t)batch * per; e++)
+            if (ids[e] < 0 || ids[e] >= l->id_limit)
                 return tfc_error_set(err, TFC_ERR_DATA,
                                      "example %lld of the batch: token id %d at position %lld is "
                                      "outside [0, %lld), the %s of layer '%s'",
-                                     (long long)(k / per), ids[k], (long long)(k % per),
+                                     (long long)(e / per), ids[e], (long long)(e % per),
                                      (long long)l->id_limit,
                                      l->ops->looks_up ? "input_dim" : "num_tokens", l->name);
     }
@@ -884,9 +904,9 @@ static void gather_inputs(tfc_model *m, const tfc_layer *l, const void **xs, flo
 {
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
-        xs[j] = p < 0 ? m->x : m->bound[p].y;
+        xs[j] = p < 0 ? m->xs[-1 - p] : m->bound[p].y;
         if (dxs)
-            dxs[j] = p < 0 ? (m->want_input_grad ? m->dx : NULL)
+            dxs[j] = p < 0 ? (m->want_input_grad ? m->dxs[-1 - p] : NULL)
                            : m->bound[p].no_backward ? NULL : m->bound[p].dy;
     }
 }
@@ -902,7 +922,7 @@ void tfc_model_layer_forward(tfc_model *m, int i)
         return;
     }
     gather_inputs(m, l, xs, NULL);
-    m->ex.ids = b->ids_from >= 0 ? m->x : NULL;
+    m->ex.ids = b->ids_from >= 0 ? m->xs[-1 - m->layers[b->ids_from].inputs[0]] : NULL;
     m->ex.ids_table = b->ids_from >= 0 ? &m->layers[b->ids_from].params[0] : NULL;
     if (m->ex.training && b->relu_into >= 0) {
         l->ops->forward_relu(l, &m->ex, xs, m->bound[b->relu_into].y);
@@ -946,16 +966,16 @@ void tfc_model_layer_forward(tfc_model *m, int i)
     }
 }
 
-tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int training,
-                                 uint64_t seed, uint64_t step, tfc_error *err)
+tfc_status tfc_model_stage_inputs(tfc_model *m, const void *const *xs, int batch, int training,
+                                  uint64_t seed, uint64_t step, tfc_error *err)
 {
     TFC_ASSERT(m->be);
     if (batch < 1 || batch > m->max_batch)
         return tfc_error_set(err, TFC_ERR_USAGE, "batch of %d examples, bound for 1 to %d", batch,
                              m->max_batch);
-    int64_t per = tfc_shape_numel(&m->input_shape);
-    if (m->input_dtype == TFC_I32) {
-        tfc_status s = check_ids(m, x, batch, err);
+    for (int k = 0; k < m->ninputs; k++) {
+        if (tfc_model_input_dtype_at(m, k) != TFC_I32) continue;
+        tfc_status s = check_ids(m, k, xs[k], batch, err);
         if (s) return s;
     }
     if (training && m->inference_only)
@@ -965,10 +985,15 @@ tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int tra
     m->ex.training = training;
     m->ex.seed = seed;
     m->ex.step = step;
-    m->be->ops->upload(m->be, m->x, x, (size_t)batch * (size_t)per * 4);
-    if (m->precision && m->input_dtype == TFC_F32) round_to(m, (int64_t)batch * per, m->x, m->x);
+    for (int k = 0; k < m->ninputs; k++) {
+        int64_t n = (int64_t)batch * tfc_shape_numel(tfc_model_input_shape_at(m, k));
+        m->be->ops->upload(m->be, m->xs[k], xs[k], (size_t)n * 4);
+        if (m->precision && tfc_model_input_dtype_at(m, k) == TFC_F32)
+            round_to(m, n, m->xs[k], m->xs[k]);
+    }
     if (m->mask_layer >= 0) {
         const tfc_layer *ml = &m->layers[m->mask_layer];
+        const void *x = xs[m->mask_input];
         const int32_t *ids = x;
         int64_t n = (int64_t)batch * mask_steps(m);
         if (ml->ops->host_mask)
@@ -979,6 +1004,17 @@ tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int tra
         join_masks(m, batch);
     }
     return TFC_OK;
+}
+
+tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int training,
+                                 uint64_t seed, uint64_t step, tfc_error *err)
+{
+    if (m->ninputs > 1)
+        return tfc_error_set(err, TFC_ERR_USAGE, "model '%s' takes %d inputs (%s, %s%s): "
+                             "give each its batch", m->name, m->ninputs,
+                             tfc_model_input_name(m, 0), tfc_model_input_name(m, 1),
+                             m->ninputs > 2 ? ", ..." : "");
+    return tfc_model_stage_inputs(m, &x, batch, training, seed, step, err);
 }
 
 /* bf16 and float16 (docs/solver.md, "Precision"): what a layer hands on holds 16-bit
@@ -1012,6 +1048,14 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
                              uint64_t seed, uint64_t step, tfc_error *err)
 {
     tfc_status s = tfc_model_stage_input(m, x, batch, training, seed, step, err);
+    if (!s) tfc_model_forward_launch(m);
+    return s;
+}
+
+tfc_status tfc_model_forward_inputs(tfc_model *m, const void *const *xs, int batch,
+                                    int training, uint64_t seed, uint64_t step, tfc_error *err)
+{
+    tfc_status s = tfc_model_stage_inputs(m, xs, batch, training, seed, step, err);
     if (!s) tfc_model_forward_launch(m);
     return s;
 }
@@ -1150,8 +1194,10 @@ void tfc_model_loss_compute(tfc_model *m, int want_grad)
     float *dx = NULL;
     if (want_grad) { /* the blocks the loss and the input's consumers accumulate into */
         be->ops->zero(be, b->dy, b->grad_bytes);
-        if (m->dx && m->want_input_grad) /* else no backward writes it */
-            be->ops->zero(be, m->dx, (size_t)m->max_batch * (size_t)tfc_shape_numel(&m->input_shape) * 4);
+        for (int k = 0; k < m->ninputs && m->want_input_grad; k++) /* else nothing writes it */
+            if (m->dxs[k])
+                be->ops->zero(be, m->dxs[k], (size_t)m->max_batch *
+                              (size_t)tfc_shape_numel(tfc_model_input_shape_at(m, k)) * 4);
         dx = m->fused_loss ? b->dz : b->dy;
     }
     be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
@@ -1344,7 +1390,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     m->ex.fresh = fresh;
     m->ex.params_fresh = b->grads_unset && l->ops->assigns_param_grads;
     m->ex.relu_x = b->pool_relu_of >= 0 ? m->bound[b->pool_relu_of].y : NULL;
-    m->ex.ids = b->ids_from >= 0 ? m->x : NULL;
+    m->ex.ids = b->ids_from >= 0 ? m->xs[-1 - m->layers[b->ids_from].inputs[0]] : NULL;
     m->ex.ids_table = b->ids_from >= 0 ? &m->layers[b->ids_from].params[0] : NULL;
     if (b->ids_from >= 0) settle_grads(m, b->ids_from); /* the table's gradient adds */
     if (m->ex.params_fresh) b->grads_unset = 0;

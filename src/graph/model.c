@@ -111,6 +111,14 @@ static tfc_status null_time_axis(tfc_model *m, const tfc_node *input, const tfc_
     return TFC_OK;
 }
 
+/* Whether an input (input 0's InputLayer name, or a further input's) is named `name`. */
+static int input_named(const tfc_model *m, const char *name)
+{
+    for (int k = 0; k < m->ninputs; k++)
+        if (!strcmp(name, k ? m->more[k - 1].name : m->input_name)) return 1;
+    return 0;
+}
+
 static int name_taken(tfc_model *m, const char *name, int upto)
 {
     for (int i = 0; i < upto; i++)
@@ -612,6 +620,7 @@ static tfc_status parse_layer_item(tfc_model *m, int index, const tfc_node *item
 static tfc_status resolve_inputs(tfc_model *m, const tfc_pipelines *ps, tfc_layer *l,
                                  const tfc_node *inputs, const char *path, tfc_error *err)
 {
+    enum { NOT_FOUND = -1 - TFC_MODEL_MAX_INPUTS };
     int n = inputs->kind == TFC_NODE_SEQ ? inputs->n : 1;
     if (inputs->kind == TFC_NODE_MAP || n == 0)
         return tfc_node_error(err, TFC_ERR_CONFIG, inputs, path,
@@ -623,18 +632,21 @@ static tfc_status resolve_inputs(tfc_model *m, const tfc_pipelines *ps, tfc_laye
         const tfc_node *nm = inputs->kind == TFC_NODE_SEQ ? inputs->vals[i] : inputs;
         if (nm->kind != TFC_NODE_SCALAR)
             return tfc_node_error(err, TFC_ERR_CONFIG, nm, path, "expected a layer name");
-        int found = -2;
+        int found = NOT_FOUND;
         if (!strcmp(nm->str, "input") || (m->input_name[0] && !strcmp(nm->str, m->input_name)))
             found = -1;
-        for (int j = 0; j < l->index && found == -2; j++)
+        for (int k = 1; k < m->ninputs && found == NOT_FOUND; k++)
+            if (!strcmp(nm->str, m->more[k - 1].name)) found = -1 - k;
+        for (int j = 0; j < l->index && found == NOT_FOUND; j++)
             if (ps->owner[j] < 0 && strcmp(m->layers[j].name, nm->str) == 0) found = j;
-        const int pipe = found == -2 ? tfc_pipelines_find(ps, nm->str) : -1;
+        const int pipe = found == NOT_FOUND ? tfc_pipelines_find(ps, nm->str) : -1;
         if (pipe >= 0 && ps->p[pipe].last < l->index) found = ps->p[pipe].last;
-        if (found == -2) {
+        if (found == NOT_FOUND) {
             const char *names[2 * TFC_MAX_LAYERS + 3];
             int k = 0;
             names[k++] = "input";
             if (m->input_name[0]) names[k++] = m->input_name;
+            for (int q = 1; q < m->ninputs; q++) names[k++] = m->more[q - 1].name;
             for (int j = 0; j < l->index; j++)
                 if (ps->owner[j] < 0) names[k++] = m->layers[j].name;
             for (int p = 0; p < ps->n; p++)
@@ -761,8 +773,8 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
     unsigned mask = 0;
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
-        l->in_shape[j] = p < 0 ? m->input_shape : m->layers[p].out_shape;
-        l->in_dtype[j] = p < 0 ? m->input_dtype : m->layers[p].out_dtype;
+        l->in_shape[j] = p < 0 ? *tfc_model_input_shape_at(m, -1 - p) : m->layers[p].out_shape;
+        l->in_dtype[j] = p < 0 ? tfc_model_input_dtype_at(m, -1 - p) : m->layers[p].out_dtype;
         if (p >= 0 && m->layers[p].mask_out) mask |= 1u << j;
         if (p >= 0 && l->in_dtype[j] == TFC_I32 && !l->ops->reads_ints)
             return tfc_layer_error(err, l, "reads the int32 indices of layer '%s' (its "
@@ -806,6 +818,24 @@ static int makes_input_mask(const tfc_layer *l)
     return l->mask_out && !l->mask_in && l->ninputs > 0 && l->inputs[0] < 0;
 }
 
+/* A model of several inputs: each is read by some layer (Keras's functional model would
+ * leave one out unconnected; here it is a mistake in `inputs:`). */
+static tfc_status every_input_read(const tfc_model *m, tfc_error *err)
+{
+    for (int k = -m->ninputs; k < 0 && m->ninputs > 1; k++) {
+        int read = 0;
+        for (int i = 0; i < m->nlayers && !read; i++)
+            for (int j = 0; j < m->layers[i].ninputs; j++) read |= m->layers[i].inputs[j] == k;
+        char path[64];
+        snprintf(path, sizeof path, "layers[%d].InputLayer", -1 - k);
+        if (!read)
+            return tfc_node_error(err, TFC_ERR_CONFIG, m->input_item[-1 - k], path, "input "
+                                  "'%s' is read by no layer: name it in a layer's inputs:",
+                                  tfc_model_input_name(m, -1 - k));
+    }
+    return TFC_OK;
+}
+
 static tfc_status one_input_mask(const tfc_model *m, tfc_error *err)
 {
     int first = -1;
@@ -814,6 +844,13 @@ static tfc_status one_input_mask(const tfc_model *m, tfc_error *err)
         if (!makes_input_mask(l)) continue;
         if (first < 0) {
             first = i;
+        } else if (l->inputs[0] != m->layers[first].inputs[0]) {
+            return tfc_layer_error(err, l, "makes a sequence mask from input '%s', and layer "
+                                   "'%s' one from input '%s': masks from two inputs are not "
+                                   "in tfc yet (one input's mask per model)",
+                                   tfc_model_input_name(m, -1 - l->inputs[0]),
+                                   m->layers[first].name,
+                                   tfc_model_input_name(m, -1 - m->layers[first].inputs[0]));
         } else if (l->ops->host_mask || m->layers[first].ops->host_mask) {
             return tfc_layer_error(err, l, "a second layer making the sequence mask from the "
                                            "model input (after layer '%s'): tfc makes one mask "
@@ -898,8 +935,9 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
             char path[64];
             snprintf(path, sizeof path, "layers[%d]", i);
             status = tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
-                                    "%s gives the model's input: only as the first layer, and "
-                                    "only without `input:`", types[i]->str);
+                                    "%s gives the model's input: only as the first layer (a "
+                                    "run of them first: the model's inputs), and only without "
+                                    "`input:`", types[i]->str);
             types[i] = NULL;
             continue;
         }
@@ -975,7 +1013,7 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
                                         "expected a name of 1 to %zu characters without '/'",
                                         sizeof l->name - 1);
             } else if (name_taken(m, names[i]->str, i) || !strcmp(names[i]->str, "input") ||
-                       !strcmp(names[i]->str, m->input_name)) {
+                       input_named(m, names[i]->str)) {
                 status = tfc_node_error(err, TFC_ERR_CONFIG, names[i], path,
                                         "the name '%s' is already used", names[i]->str);
             } else {
@@ -1053,6 +1091,12 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
                 status = TFC_ERR_CONFIG;
                 continue;
             }
+        } else if (i == 0 && m->ninputs > 1) {
+            tfc_node_error(err, TFC_ERR_CONFIG, types[i], path, "the model has %d inputs: "
+                           "name the ones this layer reads in inputs: [%s, ...]", m->ninputs,
+                           tfc_model_input_name(m, 0));
+            status = TFC_ERR_CONFIG;
+            continue;
         } else {
             l->ninputs = 1;
             l->inputs[0] = i - 1;
@@ -1081,7 +1125,7 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
         return tfc_layer_error(err, &m->layers[m->nlayers - 1], "gives int32 indices "
                                "(output_mode int), which a model's output cannot be: give it "
                                "another output_mode or a layer after it (an Embedding)");
-    return status ? status : one_input_mask(m, err);
+    return status ? status : every_input_read(m, err) ? TFC_ERR_CONFIG : one_input_mask(m, err);
 }
 
 static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
@@ -1299,68 +1343,12 @@ static const tfc_node *first_layer_input_shape(const tfc_node *first)
     return NULL;
 }
 
-/* The model's input given as Keras's Sequential models give it, by a first layer
- * `- InputLayer: {...}` (or `- Input:`): *input becomes the equivalent `input:` mapping and
- * *layers the rest of the list (model.layers in Keras has no InputLayer either). Both forms
- * at once, or neither, is an error. */
-static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tfc_node **input,
-                                    const tfc_node **layers, char ipath[64], tfc_error *err)
+/* The k-th InputLayer item (`- InputLayer: {...}`) as the equivalent `input:` mapping *out,
+ * its name into name[128] (Keras's defaults: input_layer, input_layer_1, ...). */
+static tfc_status input_layer_map(tfc_model *m, const tfc_node *item, int k, const char *path,
+                                  const tfc_node **out, char *name, tfc_error *err)
 {
-    const tfc_node *list = *layers;
-    const tfc_node *first = list && list->kind == TFC_NODE_SEQ && list->n ? list->vals[0] : NULL;
-    if (!tfc_model_is_input_layer(first)) {
-        const tfc_node *given = first_layer_input_shape(first), *dim = NULL;
-        if (given && *input && !strcmp(given->str, "input_length"))
-            return TFC_OK; /* the Embedding checks it against the input */
-        if (given && *input) {
-            m->input_from_layer = 1; /* the one error for it */
-            snprintf(ipath, 64, "layers[0].%s.%s", first->keys[0]->str, given->str);
-            return tfc_node_error(err, TFC_ERR_CONFIG, given, ipath,
-                                  "gives the input that `input:` (line %d) gives already; keep "
-                                  "one", (*input)->line);
-        }
-        if (*input) return TFC_OK;
-        if (!given)
-            return tfc_node_error(err, TFC_ERR_CONFIG, root, "input",
-                                  "missing: the model's input, `input: {shape: [28, 28, 1]}`, "
-                                  "or a first layer `- InputLayer: {shape: [28, 28, 1]}` as "
-                                  "Keras's Sequential models write it");
-        /* Keras's Sequential: the first layer's input_shape (or input_dim: [input_dim]) is
-         * the input, float32, or int32 token ids into an Embedding (which casts them so) */
-        snprintf(ipath, 64, "layers[0].%s.%s", first->keys[0]->str, given->str);
-        tfc_node *in = tfc_node_new_map(m->doc_scratch, given);
-        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, given, "shape", 0);
-        if (!in || !k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        dim = tfc_node_get(first->vals[0], given->str);
-        if ((!strcmp(given->str, "input_dim") || !strcmp(given->str, "input_length")) &&
-            dim->kind != TFC_NODE_SCALAR)
-            return tfc_node_error(err, TFC_ERR_CONFIG, dim, ipath, "expected an integer: %s",
-                                  given->str[6] == 'd' ? "the features of a flat input"
-                                                       : "the steps of the token ids");
-        tfc_node_map_set(in, k, (tfc_node *)dim);
-        if (!strcmp(first->keys[0]->str, "Embedding")) {
-            tfc_node *dk = tfc_node_new_scalar(m->doc_scratch, given, "dtype", 0);
-            tfc_node *dv = tfc_node_new_scalar(m->doc_scratch, given, "int32", 0);
-            if (!dk || !dv) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-            tfc_node_map_set(in, dk, dv);
-        }
-        m->input_from_layer = 1;
-        *input = in;
-        return TFC_OK;
-    }
-    const tfc_node *type = first->keys[0], *args = first->vals[0];
-    tfc_node *rest = tfc_node_copy(m->doc_scratch, list); /* a list of the file's own items */
-    if (!rest) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    for (int i = 1; i < list->n; i++) rest->vals[i - 1] = list->vals[i];
-    rest->n--;
-    *layers = rest; /* the other layers' errors are reported whatever this one's are */
-    char path[64];
-    snprintf(path, sizeof path, "layers[0].%s", type->str);
-    snprintf(ipath, 64, "%s", path); /* where the input's arguments are, for their errors */
-    if (*input)
-        return tfc_node_error(err, TFC_ERR_CONFIG, type, path,
-                              "gives the input that `input:` (line %d) gives already; keep one",
-                              (*input)->line);
+    const tfc_node *type = item->keys[0], *args = item->vals[0];
     if (!tfc_node_is_null(args) && args->kind != TFC_NODE_MAP)
         return tfc_node_error(err, TFC_ERR_CONFIG, args, path, "expected a mapping of arguments");
     input_layer_args a;
@@ -1413,20 +1401,139 @@ static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tf
         {"shape", shape}, {"dtype", a.dtype}, {"max_length", a.max_length}};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         if (!keys[i].val || tfc_node_is_null(keys[i].val)) continue;
-        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, keys[i].val, keys[i].key, 0);
-        if (!k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-        tfc_node_map_set(in, k, (tfc_node *)keys[i].val);
+        tfc_node *kn = tfc_node_new_scalar(m->doc_scratch, keys[i].val, keys[i].key, 0);
+        if (!kn) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        tfc_node_map_set(in, kn, (tfc_node *)keys[i].val);
     }
-    snprintf(m->input_name, sizeof m->input_name, "input_layer"); /* Keras's default */
+    if (k) snprintf(name, 128, "input_layer_%d", k); /* Keras's defaults */
+    else snprintf(name, 128, "input_layer");
     if (a.name) {
         snprintf(key, sizeof key, "%s.name", path);
-        if (!*a.name || strlen(a.name) >= sizeof m->input_name || strchr(a.name, '/'))
+        if (!*a.name || strlen(a.name) >= 128 || strchr(a.name, '/'))
             return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(args, "name"), key,
-                                  "expected a name of 1 to %zu characters without '/'",
-                                  sizeof m->input_name - 1);
-        snprintf(m->input_name, sizeof m->input_name, "%s", a.name);
+                                  "expected a name of 1 to 127 characters without '/'");
+        snprintf(name, 128, "%s", a.name);
     }
-    *input = in;
+    *out = in;
+    return TFC_OK;
+}
+
+/* The model's input given as Keras's Sequential models give it, by a first layer
+ * `- InputLayer: {...}` (or `- Input:`): *input becomes the equivalent `input:` mapping and
+ * *layers the rest of the list (model.layers in Keras has no InputLayer either). Both forms
+ * at once, or neither, is an error. A leading run of InputLayers is a functional model's
+ * several inputs: the first is *input, the k-th more[k - 1] (m->ninputs of them). */
+static tfc_status keras_input_layer(tfc_model *m, const tfc_node *root, const tfc_node **input,
+                                    const tfc_node **more, const tfc_node **layers,
+                                    char ipath[64], tfc_error *err)
+{
+    const tfc_node *list = *layers;
+    const tfc_node *first = list && list->kind == TFC_NODE_SEQ && list->n ? list->vals[0] : NULL;
+    if (!tfc_model_is_input_layer(first)) {
+        const tfc_node *given = first_layer_input_shape(first), *dim = NULL;
+        if (given && *input && !strcmp(given->str, "input_length"))
+            return TFC_OK; /* the Embedding checks it against the input */
+        if (given && *input) {
+            m->input_from_layer = 1; /* the one error for it */
+            snprintf(ipath, 64, "layers[0].%s.%s", first->keys[0]->str, given->str);
+            return tfc_node_error(err, TFC_ERR_CONFIG, given, ipath,
+                                  "gives the input that `input:` (line %d) gives already; keep "
+                                  "one", (*input)->line);
+        }
+        if (*input) return TFC_OK;
+        if (!given)
+            return tfc_node_error(err, TFC_ERR_CONFIG, root, "input",
+                                  "missing: the model's input, `input: {shape: [28, 28, 1]}`, "
+                                  "or a first layer `- InputLayer: {shape: [28, 28, 1]}` as "
+                                  "Keras's Sequential models write it");
+        /* Keras's Sequential: the first layer's input_shape (or input_dim: [input_dim]) is
+         * the input, float32, or int32 token ids into an Embedding (which casts them so) */
+        snprintf(ipath, 64, "layers[0].%s.%s", first->keys[0]->str, given->str);
+        tfc_node *in = tfc_node_new_map(m->doc_scratch, given);
+        tfc_node *k = tfc_node_new_scalar(m->doc_scratch, given, "shape", 0);
+        if (!in || !k) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+        dim = tfc_node_get(first->vals[0], given->str);
+        if ((!strcmp(given->str, "input_dim") || !strcmp(given->str, "input_length")) &&
+            dim->kind != TFC_NODE_SCALAR)
+            return tfc_node_error(err, TFC_ERR_CONFIG, dim, ipath, "expected an integer: %s",
+                                  given->str[6] == 'd' ? "the features of a flat input"
+                                                       : "the steps of the token ids");
+        tfc_node_map_set(in, k, (tfc_node *)dim);
+        if (!strcmp(first->keys[0]->str, "Embedding")) {
+            tfc_node *dk = tfc_node_new_scalar(m->doc_scratch, given, "dtype", 0);
+            tfc_node *dv = tfc_node_new_scalar(m->doc_scratch, given, "int32", 0);
+            if (!dk || !dv) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+            tfc_node_map_set(in, dk, dv);
+        }
+        m->input_from_layer = 1;
+        *input = in;
+        return TFC_OK;
+    }
+    /* a functional model's InputLayers: the leading run of them, one per input */
+    int n = 1;
+    while (n < list->n && tfc_model_is_input_layer(list->vals[n])) n++;
+    tfc_node *rest = tfc_node_copy(m->doc_scratch, list); /* a list of the file's own items */
+    if (!rest) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int i = n; i < list->n; i++) rest->vals[i - n] = list->vals[i];
+    rest->n -= n;
+    *layers = rest; /* the other layers' errors are reported whatever this one's are */
+    snprintf(ipath, 64, "layers[0].%s", first->keys[0]->str); /* for the input's errors */
+    if (*input)
+        return tfc_node_error(err, TFC_ERR_CONFIG, first->keys[0], ipath,
+                              "gives the input that `input:` (line %d) gives already; keep one",
+                              (*input)->line);
+    if (n > TFC_MODEL_MAX_INPUTS)
+        return tfc_node_error(err, TFC_ERR_CONFIG, list->vals[TFC_MODEL_MAX_INPUTS]->keys[0],
+                              "layers", "a model takes at most %d inputs", TFC_MODEL_MAX_INPUTS);
+    m->ninputs = n;
+    for (int k = 0; k < n; k++) {
+        char path[64];
+        snprintf(path, sizeof path, "layers[%d].%s", k, list->vals[k]->keys[0]->str);
+        char *name = k ? m->more[k - 1].name : m->input_name;
+        m->input_item[k] = list->vals[k]->keys[0];
+        tfc_status st = input_layer_map(m, list->vals[k], k, path, k ? &more[k - 1] : input,
+                                        name, err);
+        if (st) return st;
+        for (int j = 0; j < k; j++) {
+            const char *other = j ? m->more[j - 1].name : m->input_name;
+            if (strcmp(name, other)) continue;
+            const tfc_node *at = tfc_node_get(list->vals[k]->vals[0], "name");
+            return tfc_node_error(err, TFC_ERR_CONFIG, at ? at : list->vals[k]->keys[0], path,
+                                  "the name '%s' is input %d's already: each input needs its "
+                                  "own", name, j);
+        }
+    }
+    return TFC_OK;
+}
+
+/* Inputs 1 .. ninputs - 1 (keras_input_layer's `more`): their shapes and dtypes, fixed. */
+static tfc_status more_inputs(tfc_model *m, const tfc_node *const *more, tfc_error *err)
+{
+    for (int k = 1; k < m->ninputs; k++) {
+        if (!more[k - 1]) continue; /* its InputLayer's error is reported */
+        char path[64];
+        snprintf(path, sizeof path, "layers[%d].InputLayer", k);
+        const tfc_node *shape = tfc_node_get(more[k - 1], "shape");
+        const tfc_node *max = tfc_node_get(more[k - 1], "max_length");
+        for (int i = 0; shape && shape->kind == TFC_NODE_SEQ && i < shape->n; i++)
+            if (tfc_node_is_null(shape->vals[i]) || (max && !tfc_node_is_null(max)))
+                return tfc_node_error(err, TFC_ERR_CONFIG, shape->vals[i], path,
+                                      "input %d of variable length: the inputs after the "
+                                      "first have a fixed shape so far (only the first "
+                                      "input's time axis may be null)", k);
+        input_args in;
+        if (tfc_schema_apply(input_fields, more[k - 1], path, &in, err)) return TFC_ERR_CONFIG;
+        if (in.shape.n > TFC_MAX_DIMS - 1)
+            return tfc_node_error(err, TFC_ERR_CONFIG, shape, path, "at most %d dimensions",
+                                  TFC_MAX_DIMS - 1);
+        tfc_shape *s = &m->more[k - 1].shape;
+        s->ndim = in.shape.n;
+        for (int i = 0; i < in.shape.n; i++) s->dim[i] = in.shape.v[i];
+        m->more[k - 1].dtype = dtype_values[in.dtype];
+        if (tfc_shape_numel(s) > (1ll << 30))
+            return tfc_node_error(err, TFC_ERR_CONFIG, shape, path,
+                                  "an example of more than 2^30 elements");
+    }
     return TFC_OK;
 }
 
@@ -1448,11 +1555,14 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
     tfc_status status = tfc_schema_apply(model_fields, root, "", &a, err);
     if (!m->doc_scratch) status = TFC_ERR_NOMEM;
     char ipath[64] = "input";
+    const tfc_node *more[TFC_MODEL_MAX_INPUTS - 1] = {0};
+    m->ninputs = 1;
     /* A bad top-level key does not hide the errors of the input, metrics and layers: every
      * independent part is checked, so one run reports them all. */
     if ((status == TFC_OK || status == TFC_ERR_CONFIG) && a.layers && m->doc_scratch &&
-        keras_input_layer(m, root, &a.input, &a.layers, ipath, err))
+        keras_input_layer(m, root, &a.input, more, &a.layers, ipath, err))
         status = TFC_ERR_CONFIG;
+    if (more_inputs(m, more, err)) status = TFC_ERR_CONFIG;
     if (status == TFC_OK || (status == TFC_ERR_CONFIG && a.input && a.layers)) {
         snprintf(m->name, sizeof m->name, "%s", a.name ? a.name : name ? name : "model");
         if (tfc_loss_options_read(a.loss, &m->loss, &m->loss_opt, err)) status = TFC_ERR_CONFIG;
@@ -1566,6 +1676,19 @@ int tfc_model_nlayers(const tfc_model *m) { return m->nlayers; }
 tfc_layer *tfc_model_layer(tfc_model *m, int i) { return &m->layers[i]; }
 const tfc_shape *tfc_model_input_shape(const tfc_model *m) { return &m->input_shape; }
 tfc_dtype tfc_model_input_dtype(const tfc_model *m) { return m->input_dtype; }
+int tfc_model_ninputs(const tfc_model *m) { return m->ninputs; }
+const tfc_shape *tfc_model_input_shape_at(const tfc_model *m, int k)
+{
+    return k ? &m->more[k - 1].shape : &m->input_shape;
+}
+tfc_dtype tfc_model_input_dtype_at(const tfc_model *m, int k)
+{
+    return k ? m->more[k - 1].dtype : m->input_dtype;
+}
+const char *tfc_model_input_name(const tfc_model *m, int k)
+{
+    return k ? m->more[k - 1].name : m->input_name[0] ? m->input_name : "input";
+}
 const tfc_shape *tfc_model_output_shape(const tfc_model *m)
 {
     return &m->layers[m->nlayers - 1].out_shape;

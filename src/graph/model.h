@@ -59,6 +59,7 @@ double tfc_metric_summand(tfc_metric_kind k, double v);
 double tfc_metric_of_mean(tfc_metric_kind k, double mean);
 
 #define TFC_MAX_METRICS 8
+#define TFC_MODEL_MAX_INPUTS 8 /* a functional model's InputLayers */
 
 struct tfc_counted;
 
@@ -123,6 +124,13 @@ int tfc_model_nlayers(const tfc_model *m);
 tfc_layer *tfc_model_layer(tfc_model *m, int i);
 const tfc_shape *tfc_model_input_shape(const tfc_model *m);
 tfc_dtype tfc_model_input_dtype(const tfc_model *m);
+/* A functional model's several inputs (its leading InputLayers, SPEC §1): their count (1
+ * for a model of one input), and input k's per-example shape, dtype and name ("input", or
+ * its InputLayer's name). Input 0 is tfc_model_input_shape's. */
+int tfc_model_ninputs(const tfc_model *m);
+const tfc_shape *tfc_model_input_shape_at(const tfc_model *m, int k);
+tfc_dtype tfc_model_input_dtype_at(const tfc_model *m, int k);
+const char *tfc_model_input_name(const tfc_model *m, int k);
 const tfc_shape *tfc_model_output_shape(const tfc_model *m);
 tfc_loss_kind tfc_model_loss_kind(const tfc_model *m);
 int tfc_model_nmetrics(const tfc_model *m);
@@ -275,6 +283,14 @@ tfc_status tfc_model_forward(tfc_model *m, const void *x, int batch, int trainin
  * _forward_launch queues the layers' forward work, no host transfer among it. */
 tfc_status tfc_model_stage_input(tfc_model *m, const void *x, int batch, int training,
                                  uint64_t seed, uint64_t step, tfc_error *err);
+/* _stage_input for a model of several inputs: xs[k] holds input k's batch (host, [batch,
+ * input k's shape]); tfc_model_stage_input is this with one input, and refuses a model of
+ * several. tfc_model_forward_inputs is tfc_model_forward's. */
+tfc_status tfc_model_stage_inputs(tfc_model *m, const void *const *xs, int batch, int training,
+                                  uint64_t seed, uint64_t step, tfc_error *err);
+tfc_status tfc_model_forward_inputs(tfc_model *m, const void *const *xs, int batch,
+                                    int training, uint64_t seed, uint64_t step,
+                                    tfc_error *err);
 void tfc_model_forward_launch(tfc_model *m);
 
 /* Loss and metrics of the last forward pass against host labels: int32 class indices
@@ -355,6 +371,8 @@ void tfc_model_grad_download(tfc_model *m, const tfc_param *p, float *host);
  * backward fills when tfc_model_want_input_grad is on (gradient checks); NULL for int32
  * inputs. */
 float *tfc_model_input_grad(tfc_model *m);
+/* Input k's (NULL for int32 inputs). */
+float *tfc_model_input_grad_at(tfc_model *m, int k);
 
 /* 1 when the model's loss says `class_weight: balanced`: its weights wait for the training
  * data's class counts (tfc_model_balance_classes), given before tfc_model_bind. */

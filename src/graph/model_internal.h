@@ -97,6 +97,16 @@ struct tfc_model {
     /* The description (model.c). */
     char name[128];
     char input_name[128];  /* a first `- InputLayer:`'s name, `input`'s alias in inputs: */
+    /* Several inputs (a functional model's InputLayers): input 0 is the fields input_*
+     * above and below, inputs 1 .. ninputs - 1 are more[k - 1]; a layer's producer -1 - k
+     * is input k. The further inputs have a fixed shape. */
+    int ninputs;
+    struct tfc_model_input {
+        char name[128];
+        tfc_shape shape;
+        tfc_dtype dtype;
+    } more[TFC_MODEL_MAX_INPUTS - 1];
+    const tfc_node *input_item[TFC_MODEL_MAX_INPUTS]; /* the InputLayers' keys, for errors */
     tfc_doc *doc;          /* the model file, when loaded from one */
     tfc_doc *doc_scratch;  /* nodes made while loading (argument maps) */
     void (*release)(void *); /* tfc_model_hold: frees `held` with the model */
@@ -143,9 +153,12 @@ struct tfc_model {
     tfc_bound *bound;
     void *x;               /* input [max_batch, input shape] */
     float *dx;             /* its gradient (float inputs) */
+    void *xs[TFC_MODEL_MAX_INPUTS];   /* every input's: xs[0] == x */
+    float *dxs[TFC_MODEL_MAX_INPUTS]; /* and gradient: dxs[0] == dx */
     float *mask;           /* [max_batch, T] when an Embedding has mask_zero or a Masking
                               layer reads the input */
     int mask_layer;        /* that layer, or -1 */
+    int mask_input;        /* the input it reads */
     float *host_mask;      /* host copy of the mask */
     void *labels;          /* device labels */
     float *target, *row_weight; /* device: smoothed targets, class weights (loss_opt) */

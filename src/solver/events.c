@@ -305,12 +305,16 @@ static void graph_node(tfc_pb *graph, const char *name, const char *op, const ch
 tfc_status tfc_events_graph(tfc_events *ev, tfc_model *m, tfc_error *err)
 {
     tfc_pb graph = {0}, e = {0};
-    graph_node(&graph, "input", "Input", NULL, 0, tfc_model_input_shape(m), 0);
+    for (int k = 0; k < tfc_model_ninputs(m); k++)
+        graph_node(&graph, k ? tfc_model_input_name(m, k) : "input", "Input", NULL, 0,
+                   tfc_model_input_shape_at(m, k), 0);
     for (int i = 0; i < tfc_model_nlayers(m); i++) {
         const tfc_layer *l = tfc_model_layer(m, i);
         const char *in[TFC_LAYER_MAX_INPUTS];
         for (int k = 0; k < l->ninputs; k++)
-            in[k] = l->inputs[k] < 0 ? "input" : tfc_model_layer(m, l->inputs[k])->name;
+            in[k] = l->inputs[k] == -1 ? "input"
+                    : l->inputs[k] < 0 ? tfc_model_input_name(m, -1 - l->inputs[k])
+                                       : tfc_model_layer(m, l->inputs[k])->name;
         int64_t params = tfc_layer_weight_count(l);
         graph_node(&graph, l->name, l->ops->type, in, l->ninputs, &l->out_shape, params);
     }

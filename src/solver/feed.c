@@ -244,6 +244,14 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     tfc_status st = TFC_OK;
     for (int k = 0; k < 2 && !st; k++) {
         if (!split[k]) continue;
+        if (tfc_model_ninputs(m) > 1) /* SPEC §1: inference only so far */
+            return tfc_node_error(err, TFC_ERR_CONFIG, node[k], key[k], "model '%s' takes %d "
+                                  "inputs (%s, %s%s): training and evaluating a model of "
+                                  "several inputs is not in tfc yet (its data would need one "
+                                  "features tensor per input); tfc-predict and the C API run "
+                                  "it", tfc_model_name(m), tfc_model_ninputs(m),
+                                  tfc_model_input_name(m, 0), tfc_model_input_name(m, 1),
+                                  tfc_model_ninputs(m) > 2 ? ", ..." : "");
         const tfc_element_spec *es = tfc_pipeline_element_spec(split[k]);
         st = check_features(f, split[k], node[k], key[k], err);
         if (!st) st = check_labels(f, es, node[k], key[k], err);

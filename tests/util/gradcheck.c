@@ -111,12 +111,13 @@ void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed)
     }
 }
 
-static double loss_at(tfc_model *m, int batch, const void *x, const void *labels)
+static double loss_at(tfc_model *m, int batch, const void *const *xs, const void *labels)
 {
     tfc_error err;
     tfc_error_clear(&err);
     tfc_batch_result r;
-    if (tfc_model_forward(m, x, batch, 1, 7, 3, &err) || tfc_model_loss(m, labels, 0, &r, &err)) {
+    if (tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err) ||
+        tfc_model_loss(m, labels, 0, &r, &err)) {
         fprintf(stderr, "gradcheck: %s", err.text);
         abort();
     }
@@ -153,6 +154,13 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
                                       const void *labels, int per_param, unsigned seed,
                                       double scale)
 {
+    return tfc_gradcheck_inputs(m, batch, &x, labels, per_param, seed, scale);
+}
+
+gradcheck_result tfc_gradcheck_inputs(tfc_model *m, int batch, const void *const *xs,
+                                      const void *labels, int per_param, unsigned seed,
+                                      double scale)
+{
     gradcheck_result res = {0};
     tfc_error err;
     tfc_error_clear(&err);
@@ -163,7 +171,7 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
     }
     tfc_model_want_input_grad(m, 1);
     tfc_batch_result r;
-    tfc_model_forward(m, x, batch, 1, 7, 3, &err);
+    tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err);
     tfc_model_loss(m, labels, 1, &r, &err);
     tfc_model_zero_grad(m);
     tfc_model_backward(m);
@@ -189,7 +197,7 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
                     at += p->numel;
                 }
             tfc_model_want_input_grad(m, 0);
-            tfc_model_forward(m, x, batch, 1, 7, 3, &err);
+            tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err);
             tfc_model_loss(m, labels, 1, &r, &err);
             tfc_model_zero_grad(m);
             tfc_model_backward(m);
@@ -233,7 +241,7 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
                 for (int s = 0; s < 4; s++) {
                     w[k] = (float)(orig + hs[s]);
                     tfc_model_param_upload(m, p, w);
-                    f[s] = loss_at(m, batch, x, labels);
+                    f[s] = loss_at(m, batch, xs, labels);
                 }
                 w[k] = orig;
                 tfc_model_param_upload(m, p, w);
@@ -244,16 +252,22 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
             free(g);
         }
     }
-    if (tfc_model_input_dtype(m) == TFC_F32) {
-        int64_t n = (int64_t)batch * tfc_shape_numel(tfc_model_input_shape(m));
+    for (int in = 0; in < tfc_model_ninputs(m); in++) {
+        if (tfc_model_input_dtype_at(m, in) != TFC_F32) continue;
+        int64_t n = (int64_t)batch * tfc_shape_numel(tfc_model_input_shape_at(m, in));
         float *xi = malloc((size_t)n * 4), *g = malloc((size_t)n * 4);
-        memcpy(xi, x, (size_t)n * 4);
+        memcpy(xi, xs[in], (size_t)n * 4);
+        const void *xk[TFC_MODEL_MAX_INPUTS];
+        for (int k = 0; k < tfc_model_ninputs(m); k++) xk[k] = k == in ? xi : xs[k];
         /* The analytic input gradient of the first pass (restore it: loss_at overwrote). */
-        tfc_model_forward(m, x, batch, 1, 7, 3, &err);
+        tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err);
         tfc_model_loss(m, labels, 1, &r, &err);
         tfc_model_zero_grad(m);
         tfc_model_backward(m);
-        be->ops->download(be, g, tfc_model_input_grad(m), (size_t)n * 4);
+        be->ops->download(be, g, tfc_model_input_grad_at(m, in), (size_t)n * 4);
+        char what[160];
+        snprintf(what, sizeof what, "input%s%s", tfc_model_ninputs(m) > 1 ? " " : "",
+                 tfc_model_ninputs(m) > 1 ? tfc_model_input_name(m, in) : "");
         int64_t step = n > per_param ? n / per_param : 1;
         for (int64_t k = seed % step; k < n; k += step) {
             float orig = xi[k];
@@ -261,11 +275,11 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
             const double hs[4] = {h1, -h1, h2, -h2};
             for (int s = 0; s < 4; s++) {
                 xi[k] = (float)(orig + hs[s]);
-                f[s] = loss_at(m, batch, xi, labels);
+                f[s] = loss_at(m, batch, xk, labels);
             }
             xi[k] = orig;
             compare(&res, scale * g[k], (f[0] - f[1]) / (2 * h1), (f[2] - f[3]) / (2 * h2),
-                    "input", k);
+                    what, k);
         }
         free(xi);
         free(g);

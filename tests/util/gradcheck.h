@@ -63,5 +63,10 @@ gradcheck_result tfc_gradcheck(tfc_model *m, int batch, const void *x, const voi
 gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
                                       const void *labels, int per_param, unsigned seed,
                                       double scale);
+/* tfc_gradcheck_scaled for a model of several inputs: xs[k] holds input k's batch; every
+ * float input's gradient is compared. */
+gradcheck_result tfc_gradcheck_inputs(tfc_model *m, int batch, const void *const *xs,
+                                      const void *labels, int per_param, unsigned seed,
+                                      double scale);
 
 #endif
