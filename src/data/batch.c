@@ -1,9 +1,11 @@
 /* batch and padded_batch: stack batch_size consecutive elements along a new axis 0. batch
  * needs equal shapes; padded_batch pads every dimension of the features (and of sequence
  * labels) to the longest in the batch or to padded_shapes, with padding_values, and adds the
- * lengths component (each element's unpadded features dim 0) for masking. The last, short
- * batch is kept unless drop_remainder. bucket_by_sequence_length groups elements by that
- * length into buckets, each padded-batched on its own (tf.data's). */
+ * lengths component (each element's unpadded features dim 0) for masking; the further inputs
+ * of an element of several are padded each to its own longest, with the features' padding
+ * value (the lengths stay input 0's). The last, short batch is kept unless drop_remainder.
+ * bucket_by_sequence_length groups elements by that length into buckets, each
+ * padded-batched on its own (tf.data's); it refuses elements of several inputs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +118,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
             memcpy(dst + (size_t)i * slot_n * es, b->items[i].e.comp[comp].data, slot_n * es);
         return TFC_OK;
     }
-    double pv = comp == TFC_COMP_FEATURES ? b->a->padding_value : b->a->label_padding_value;
+    double pv = comp == TFC_COMP_LABELS ? b->a->label_padding_value : b->a->padding_value;
     if (pv != 0) {
         int64_t total = (int64_t)slot_n * n;
         for (int64_t i = 0; i < total; i++) tfc_value_set(dst, first->dtype, i, pv);
@@ -593,6 +595,13 @@ static tfc_status bucket_push(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
     const bucket_cfg *c = pl->args;
     stage *up = tfc_pipeline_top(p);
     const tfc_component_spec *fs = &up->spec.comp[TFC_COMP_FEATURES];
+    if (up->spec.ninputs > 1) {
+        char inputs[600];
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "bucket_by_sequence_length "
+                              "buckets by one length; the elements have %d inputs (%s), of "
+                              "lengths of their own (use padded_batch)", up->spec.ninputs,
+                              tfc_data_inputs_str(&up->spec, inputs, sizeof inputs));
+    }
     if (up->spec.comp[TFC_COMP_LENGTHS].present || up->spec.batched)
         return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "bucket_by_sequence_length "
                               "batches single elements: put it in place of batch/padded_batch");
