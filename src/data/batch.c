@@ -48,11 +48,13 @@ static void copy_padded(char *dst, const tfc_shape *ps, const char *src, const t
         copy_padded(dst + (size_t)(k * pin) * es, ps, src + (size_t)(k * sin) * es, ss, es, d + 1);
 }
 
-/* What stacking needs: the arguments, the elements, the pipeline's key for messages. */
+/* What stacking needs: the arguments, the elements, the pipeline's key and the input spec
+ * (its inputs' names) for messages. */
 typedef struct stacking {
     const batch_args *a;
     elem *items;
     const char *key;
+    const tfc_element_spec *spec;
 } stacking;
 
 static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error *err)
@@ -68,7 +70,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
             tfc_shape_str(&t->shape, s2, sizeof s2);
             return tfc_error_set(err, TFC_ERR_DATA, "%s: element %d of a batch has %s %s %s, "
                                  "the first has %s %s", b->key, i,
-                                 tfc_data_component_name(comp),
+                                 tfc_data_spec_component_name(b->spec, comp),
                                  t->data ? tfc_data_dtype_name(t->dtype) : "(none)", s2,
                                  tfc_data_dtype_name(first->dtype), s1);
         }
@@ -79,7 +81,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
                 tfc_shape_str(&t->shape, s2, sizeof s2);
                 tfc_error_set(err, TFC_ERR_DATA, "%s: batch: element %d has %s of shape %s but "
                               "the first has %s", b->key, i,
-                              tfc_data_component_name(comp), s2, s1);
+                              tfc_data_spec_component_name(b->spec, comp), s2, s1);
                 tfc_error_hint(err, "use padded_batch for variable shapes, or map ops resize / "
                                "pad / truncate (text_vectorization: output_sequence_length)");
                 return TFC_ERR_DATA;
@@ -177,7 +179,7 @@ static tfc_status batch_next(stage *s, elem *out, int *end, tfc_error *err)
         *end = 1;
         goto done;
     }
-    st = make_batch(&(stacking){&b->a, b->items, s->p->key}, n, out, err);
+    st = make_batch(&(stacking){&b->a, b->items, s->p->key, &s->up->spec}, n, out, err);
 done:
     for (int i = 0; i < n; i++) tfc_elem_free(&b->items[i]);
     return st;
@@ -233,7 +235,8 @@ static tfc_status batch_push(tfc_pipeline *p, const batch_args *a, const tfc_nod
         if (cs->present && cs->shape.ndim >= TFC_MAX_DIMS) {
             char msg[200];
             snprintf(msg, sizeof msg, "%s: %s of rank %d cannot get a batch axis (at most %d "
-                     "dimensions)", name, tfc_data_component_name(c), cs->shape.ndim, TFC_MAX_DIMS);
+                     "dimensions)", name, tfc_data_spec_component_name(&up->spec, c),
+                     cs->shape.ndim, TFC_MAX_DIMS);
             return at ? tfc_node_error(err, TFC_ERR_CONFIG, at, key, "%s", msg)
                       : tfc_error_set(err, TFC_ERR_CONFIG, "%s", msg);
         }
@@ -431,7 +434,8 @@ static tfc_status bucket_emit(bucket_stage *b, int k, elem *out, tfc_error *err)
     }
     int n = b->count[k];
     b->count[k] = 0;
-    tfc_status st = make_batch(&(stacking){&a, b->items[k], b->base.p->key}, n, out, err);
+    stacking sk = {&a, b->items[k], b->base.p->key, &b->base.up->spec};
+    tfc_status st = make_batch(&sk, n, out, err);
     for (int i = 0; i < n; i++) tfc_elem_free(&b->items[k][i]);
     return st;
 }
