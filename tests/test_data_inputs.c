@@ -233,6 +233,38 @@ static void test_refusals(void)
     tfc_pipeline_free(build_ok(SRC, fine));
 }
 
+/* csv: feature_columns {name: [columns]} makes one float32 input per name, string_lookup
+ * columns one-hot within their input; text_column and timeseries refuse the mapping. */
+static void test_csv_inputs(void)
+{
+    tfc_test_write("t.csv", "a,b,c,color,y\n1,2,3,red,0\n4,5,6,blue,1\n7,8,9,green,2\n", -1);
+    tfc_pipeline *p = build_ok("{type: csv, file: t.csv, label_column: y, feature_columns: "
+                               "{wide: [c, a], deep: [color, b]}, string_lookup: {color: [red, "
+                               "blue]}}", (const char *[]){"batch: {batch_size: 3}", NULL});
+    const char *names[TFC_MAX_INPUTS];
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_inputs(p, names), 2);
+    CU_ASSERT_STRING_EQUAL(names[0], "wide");
+    CU_ASSERT_STRING_EQUAL(names[1], "deep");
+    tfc_batch b;
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(b.inputs[0].shape.dim[1], 2);
+    CU_ASSERT_EQUAL_FATAL(b.inputs[1].shape.dim[1], 4); /* [UNK], red, blue; then b */
+    const float wide[3][2] = {{3, 1}, {6, 4}, {9, 7}};
+    const float deep[3][4] = {{0, 1, 0, 2}, {0, 0, 1, 5}, {1, 0, 0, 8}};
+    CU_ASSERT(memcmp(b.inputs[0].data, wide, sizeof wide) == 0);
+    CU_ASSERT(memcmp(b.inputs[1].data, deep, sizeof deep) == 0);
+    CU_ASSERT_EQUAL(((int32_t *)b.labels.data)[2], 2);
+    tfc_pipeline_free(p);
+    refused("{type: csv, file: t.csv, text_column: color, feature_columns: {w: [a]}}", NULL,
+            "give text_column or feature_columns, not both");
+    refused("{type: csv, file: t.csv, label_column: y, feature_columns: {w: [a], d: [b]}, "
+            "timeseries: {sequence_length: 2}}", NULL, "timeseries: windows are of one table: "
+            "give feature_columns a list");
+    refused("{type: csv, file: t.csv, feature_columns: {w: [a], lengths: [b]}}", NULL,
+            "'lengths' names a component of every element");
+}
+
 /* A saved position (prefetch holding batches by value) restores to the same elements, every
  * input bit for bit. */
 static void test_state_round_trip(void)
@@ -348,6 +380,7 @@ TFC_TEST_MAIN("data_inputs",
               {"shard_skip_padded_batch", test_shard_skip_padded_batch},
               {"map_on_named_input", test_map_on_named_input},
               {"refusals", test_refusals},
+              {"csv_inputs", test_csv_inputs},
               {"state_round_trip", test_state_round_trip},
               {"tool_output", test_tool_output},
               {"trainer_refuses", test_trainer_refuses})
