@@ -3,8 +3,9 @@
  * filter, shuffle, repeat, batch, padded_batch, cache, take, skip, prefetch). It is planned
  * (checked without reading data) and built from the `data.train` / `data.test` mapping of a
  * solver file, or built in code; it yields elements whose components are features, labels
- * and (after padded_batch) lengths, and can save and restore its exact position. All
- * randomness is a function of (seed, epoch, element index). */
+ * and (after padded_batch) lengths, the features being one input or several named ones (a
+ * model of several inputs), and can save and restore its exact position. All randomness is
+ * a function of (seed, epoch, element index). */
 #ifndef TFC_DATA_DATA_H
 #define TFC_DATA_DATA_H
 
