@@ -31,12 +31,15 @@ static const cli_option options[] = {
     {"output", 0, CLI_STRING, &args.output, "PREFIX",
      .help = "write them as PREFIX.features.npy and PREFIX.labels.npy\n"
              "(and PREFIX.lengths.npy after padded_batch): batches are\n"
-             "concatenated along axis 0, single elements stacked"},
+             "concatenated along axis 0, single elements stacked; elements\n"
+             "of several inputs: PREFIX.NAME.npy per input, and the source\n"
+             "that reads them back is printed"},
     {"format", 0, CLI_STRING, &args.format, "npy|tfrecord|tfrecord-gzip",
      .help = "with --output: tfrecord writes PREFIX.tfrecord (.tfrecord.gz:\n"
              "gzip), one tf.train.Example per example with the keys\n"
              "features and labels (after padded_batch, each sequence\n"
-             "cut to its length), and prints the source that reads it"},
+             "cut to its length), and prints the source that reads it;\n"
+             "not for elements of several inputs"},
     {"profile", 0, CLI_FLAG, &args.profile, NULL,
      .help = "time every call of every stage and print per stage: elements,\n"
              "elements/s, busy time (its own work), threads, share of the\n"
@@ -124,6 +127,19 @@ static tfc_status gather_write(gather *g, const char *prefix, const char *what, 
     if (!st) printf("wrote %s: %s %s\n", path, tfc_data_dtype_name(g->dtype),
                     tfc_shape_str(&g->shape, (char[128]){0}, 128));
     return st;
+}
+
+/* The source that reads the .npy files of elements of several inputs back. */
+static void npy_print(const tfc_element_spec *spec, int ninputs, const char *prefix)
+{
+    printf("read them with:\n  source: {type: npy, features: {");
+    for (int k = 0; k < ninputs; k++) {
+        const char *name = tfc_data_spec_component_name(spec, tfc_input_comp(k));
+        printf("%s%s: %s.%s.npy", k ? ", " : "", name, prefix, name);
+    }
+    printf("}");
+    if (spec->comp[TFC_COMP_LABELS].present) printf(", labels: %s.labels.npy", prefix);
+    printf("}\n");
 }
 
 /* --format tfrecord: one Example per example, rows of a batch apart. `row` tracks the shape
@@ -270,10 +286,16 @@ int main(int argc, char **argv)
         for (int c = 0; c < nclasses && c < 8; c++) printf("%s%s", c ? ", " : "", classes[c]);
         printf("%s)\n", nclasses > 8 ? ", ..." : "");
     }
-    for (int c = 0; c < TFC_COMP_COUNT; c++) {
+    /* the inputs (input 0 is the features), then labels and lengths */
+    int order[TFC_COMP_COUNT], ninputs = tfc_pipeline_inputs(p, NULL), ncomp = 0;
+    for (int k = 0; k < ninputs; k++) order[ncomp++] = tfc_input_comp(k);
+    order[ncomp++] = TFC_COMP_LABELS;
+    order[ncomp++] = TFC_COMP_LENGTHS;
+    for (int i = 0; i < ncomp; i++) {
         char buf[256];
+        int c = order[i];
         if (spec->comp[c].present)
-            printf("  %-9s %s\n", tfc_data_component_name(c),
+            printf("  %-9s %s\n", tfc_data_spec_component_name(spec, c),
                    tfc_data_spec_str(&spec->comp[c], buf, sizeof buf));
     }
     gather g[TFC_COMP_COUNT] = {{0}};
@@ -281,6 +303,16 @@ int main(int argc, char **argv)
     int64_t examples = 0;
     tfc_status st = TFC_OK;
     tfr_out tfr = {0};
+    if (prefix && !npy && ninputs > 1) {
+        char names[600];
+        tfc_error_set(&err, TFC_ERR_CONFIG, "--format %s: the elements have %d inputs (%s), "
+                      "and the tfrecord source reads one features key; write them with "
+                      "--format npy (a file per input)", args.format, ninputs,
+                      tfc_data_inputs_str(spec, names, sizeof names));
+        code = fail(&err);
+        tfc_pipeline_free(p);
+        goto out;
+    }
     if (prefix && !npy) {
         snprintf(tfr.path, sizeof tfr.path, "%s.tfrecord%s", prefix, gz ? ".gz" : "");
         if (!(tfr.w = tfc_tfrecord_writer_open(tfr.path, gz, &err))) {
@@ -302,8 +334,11 @@ int main(int argc, char **argv)
             continue;
         }
         const tfc_tensor *t[TFC_COMP_COUNT] = {&b.features, &b.labels, &b.lengths};
+        for (int k = 1; k < b.ninputs; k++) t[tfc_input_comp(k)] = &b.inputs[k];
         for (int c = 0; c < TFC_COMP_COUNT && !st; c++)
-            st = gather_add(&g[c], t[c], spec->batched, tfc_data_component_name(c), &err);
+            if (t[c])
+                st = gather_add(&g[c], t[c], spec->batched,
+                                tfc_data_spec_component_name(spec, c), &err);
         if (st) break;
     }
     double t2 = tfc_now(), secs = t2 - t1 > 1e-9 ? t2 - t1 : 1e-9;
@@ -322,10 +357,11 @@ int main(int argc, char **argv)
                    "waited: its consumer's time in its calls):\n");
             tfc_pipeline_profile_print(p, secs, stdout);
         }
-        static const char *const what[TFC_COMP_COUNT] = {"features", "labels", "lengths"};
-        for (int c = 0; c < TFC_COMP_COUNT && prefix && npy && !st; c++)
-            st = gather_write(&g[c], prefix, what[c], &err);
+        for (int i = 0; i < ncomp && prefix && npy && !st; i++)
+            st = gather_write(&g[order[i]], prefix, tfc_data_spec_component_name(spec, order[i]),
+                              &err);
         if (st) code = fail(&err);
+        else if (prefix && npy && ninputs > 1 && n > 0) npy_print(spec, ninputs, prefix);
     }
     if (tfr.w) {
         tfc_status cst = tfc_tfrecord_writer_close(tfr.w, st ? NULL : &err);

@@ -1,7 +1,8 @@
 /* The array source: features (N, ...) and optional labels (N, ...) held in memory and
  * sliced along axis 0, like tf.data's from_tensor_slices. The tensors, IDX and NPY sources
  * are this source over arrays they loaded. Records whose labels are out of range are an
- * error, or dropped (on_error: skip) through a row map. */
+ * error, or dropped (on_error: skip) through a row map. Further named inputs (N, ...) ride
+ * along, sliced by the same rows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,21 +16,35 @@ typedef struct array_source {
     size_t fbytes, lbytes; /* bytes of one record */
     int64_t *rows;         /* record -> row when records were dropped, else NULL */
     char *fname, *lname;
+    /* inputs 1.. (the features are input 0): owned data, a record's shape and bytes, file */
+    tfc_tensor x[TFC_MAX_INPUTS - 1];
+    tfc_shape rec_x[TFC_MAX_INPUTS - 1];
+    size_t xbytes[TFC_MAX_INPUTS - 1];
+    char *xname[TFC_MAX_INPUTS - 1];
 } array_source;
+
+/* Copies row `row` of `t` (records of `bytes` bytes, shape rec) into component c of e. */
+static tfc_status copy_row(tfc_element *e, int c, const tfc_tensor *t, const tfc_shape *rec,
+                           size_t bytes, int64_t row, const char *name, tfc_error *err)
+{
+    void *d = tfc_elem_alloc_uninit(e, c, t->dtype, rec);
+    if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", name);
+    memcpy(d, (char *)t->data + (size_t)row * bytes, bytes);
+    return TFC_OK;
+}
 
 static tfc_status array_get(source *s, int64_t i, tfc_element *e, tfc_error *err)
 {
     array_source *a = (array_source *)s;
     int64_t row = a->rows ? a->rows[i] : i;
-    void *d = tfc_elem_alloc_uninit(e, TFC_COMP_FEATURES, a->f.dtype, &a->rec_f);
-    if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", a->fname);
-    memcpy(d, (char *)a->f.data + (size_t)row * a->fbytes, a->fbytes);
-    if (a->l.data) {
-        d = tfc_elem_alloc_uninit(e, TFC_COMP_LABELS, a->l.dtype, &a->rec_l);
-        if (!d) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory reading %s", a->lname);
-        memcpy(d, (char *)a->l.data + (size_t)row * a->lbytes, a->lbytes);
-    }
-    return TFC_OK;
+    tfc_status st = copy_row(e, TFC_COMP_FEATURES, &a->f, &a->rec_f, a->fbytes, row, a->fname,
+                             err);
+    for (int k = 1; !st && k < s->spec.ninputs; k++)
+        st = copy_row(e, tfc_input_comp(k), &a->x[k - 1], &a->rec_x[k - 1], a->xbytes[k - 1],
+                      row, a->xname[k - 1], err);
+    if (!st && a->l.data)
+        st = copy_row(e, TFC_COMP_LABELS, &a->l, &a->rec_l, a->lbytes, row, a->lname, err);
+    return st;
 }
 
 static void array_describe(const source *s, int64_t i, char *buf, size_t size)
@@ -61,6 +76,10 @@ static void array_free(source *s)
     free(a->rows);
     free(a->fname);
     free(a->lname);
+    for (int k = 0; k < TFC_MAX_INPUTS - 1; k++) {
+        free(a->x[k].data);
+        free(a->xname[k]);
+    }
     free(a);
 }
 
@@ -195,6 +214,39 @@ tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features
 fail:
     array_free(s);
     return st;
+}
+
+tfc_status tfc_source_array_inputs(source *s, int n, const char *const *names, tfc_tensor *more,
+                                   const char *const *files, tfc_error *err)
+{
+    array_source *a = (array_source *)s;
+    tfc_status st = TFC_OK;
+    int64_t rows = a->f.shape.dim[0];
+    for (int k = 1; k < n; k++) { /* taken, whatever happens */
+        a->x[k - 1] = more[k - 1];
+        more[k - 1].data = NULL;
+        if (!(a->xname[k - 1] = dupstr(files[k - 1])) && !st)
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    for (int k = 1; k < n && !st; k++) {
+        const tfc_tensor *t = &a->x[k - 1];
+        const char *f = a->xname[k - 1];
+        if (t->shape.ndim < 1 || t->shape.dim[0] != rows)
+            return tfc_error_set(err, TFC_ERR_DATA, "%s has %lld records but %s (input %s) has "
+                                 "%lld", a->fname, (long long)rows, f, names[k],
+                                 (long long)(t->shape.ndim ? t->shape.dim[0] : 0));
+        a->rec_x[k - 1] = tail_shape(&t->shape);
+        a->xbytes[k - 1] = (size_t)tfc_shape_numel(&a->rec_x[k - 1]) * tfc_dtype_size(t->dtype);
+        if (a->xbytes[k - 1] == 0)
+            return tfc_error_set(err, TFC_ERR_DATA, "%s: the records are empty (a dimension "
+                                 "is 0)", f);
+        s->spec.comp[tfc_input_comp(k)] = (tfc_component_spec){1, t->dtype, a->rec_x[k - 1]};
+    }
+    if (st) return st;
+    s->spec.ninputs = n;
+    for (int k = 0; k < n; k++)
+        snprintf(s->spec.input_names[k], sizeof s->spec.input_names[k], "%s", names[k]);
+    return TFC_OK;
 }
 
 /* from_tensor_slices: copies the caller's tensors. */

@@ -1,9 +1,11 @@
 /* batch and padded_batch: stack batch_size consecutive elements along a new axis 0. batch
  * needs equal shapes; padded_batch pads every dimension of the features (and of sequence
  * labels) to the longest in the batch or to padded_shapes, with padding_values, and adds the
- * lengths component (each element's unpadded features dim 0) for masking. The last, short
- * batch is kept unless drop_remainder. bucket_by_sequence_length groups elements by that
- * length into buckets, each padded-batched on its own (tf.data's). */
+ * lengths component (each element's unpadded features dim 0) for masking; the further inputs
+ * of an element of several are padded each to its own longest, with the features' padding
+ * value (the lengths stay input 0's). The last, short batch is kept unless drop_remainder.
+ * bucket_by_sequence_length groups elements by that length into buckets, each
+ * padded-batched on its own (tf.data's); it refuses elements of several inputs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,11 +48,13 @@ static void copy_padded(char *dst, const tfc_shape *ps, const char *src, const t
         copy_padded(dst + (size_t)(k * pin) * es, ps, src + (size_t)(k * sin) * es, ss, es, d + 1);
 }
 
-/* What stacking needs: the arguments, the elements, the pipeline's key for messages. */
+/* What stacking needs: the arguments, the elements, the pipeline's key and the input spec
+ * (its inputs' names) for messages. */
 typedef struct stacking {
     const batch_args *a;
     elem *items;
     const char *key;
+    const tfc_element_spec *spec;
 } stacking;
 
 static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error *err)
@@ -66,7 +70,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
             tfc_shape_str(&t->shape, s2, sizeof s2);
             return tfc_error_set(err, TFC_ERR_DATA, "%s: element %d of a batch has %s %s %s, "
                                  "the first has %s %s", b->key, i,
-                                 tfc_data_component_name(comp),
+                                 tfc_data_spec_component_name(b->spec, comp),
                                  t->data ? tfc_data_dtype_name(t->dtype) : "(none)", s2,
                                  tfc_data_dtype_name(first->dtype), s1);
         }
@@ -77,7 +81,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
                 tfc_shape_str(&t->shape, s2, sizeof s2);
                 tfc_error_set(err, TFC_ERR_DATA, "%s: batch: element %d has %s of shape %s but "
                               "the first has %s", b->key, i,
-                              tfc_data_component_name(comp), s2, s1);
+                              tfc_data_spec_component_name(b->spec, comp), s2, s1);
                 tfc_error_hint(err, "use padded_batch for variable shapes, or map ops resize / "
                                "pad / truncate (text_vectorization: output_sequence_length)");
                 return TFC_ERR_DATA;
@@ -116,7 +120,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
             memcpy(dst + (size_t)i * slot_n * es, b->items[i].e.comp[comp].data, slot_n * es);
         return TFC_OK;
     }
-    double pv = comp == TFC_COMP_FEATURES ? b->a->padding_value : b->a->label_padding_value;
+    double pv = comp == TFC_COMP_LABELS ? b->a->label_padding_value : b->a->padding_value;
     if (pv != 0) {
         int64_t total = (int64_t)slot_n * n;
         for (int64_t i = 0; i < total; i++) tfc_value_set(dst, first->dtype, i, pv);
@@ -175,7 +179,7 @@ static tfc_status batch_next(stage *s, elem *out, int *end, tfc_error *err)
         *end = 1;
         goto done;
     }
-    st = make_batch(&(stacking){&b->a, b->items, s->p->key}, n, out, err);
+    st = make_batch(&(stacking){&b->a, b->items, s->p->key, &s->up->spec}, n, out, err);
 done:
     for (int i = 0; i < n; i++) tfc_elem_free(&b->items[i]);
     return st;
@@ -231,7 +235,8 @@ static tfc_status batch_push(tfc_pipeline *p, const batch_args *a, const tfc_nod
         if (cs->present && cs->shape.ndim >= TFC_MAX_DIMS) {
             char msg[200];
             snprintf(msg, sizeof msg, "%s: %s of rank %d cannot get a batch axis (at most %d "
-                     "dimensions)", name, tfc_data_component_name(c), cs->shape.ndim, TFC_MAX_DIMS);
+                     "dimensions)", name, tfc_data_spec_component_name(&up->spec, c),
+                     cs->shape.ndim, TFC_MAX_DIMS);
             return at ? tfc_node_error(err, TFC_ERR_CONFIG, at, key, "%s", msg)
                       : tfc_error_set(err, TFC_ERR_CONFIG, "%s", msg);
         }
@@ -429,7 +434,8 @@ static tfc_status bucket_emit(bucket_stage *b, int k, elem *out, tfc_error *err)
     }
     int n = b->count[k];
     b->count[k] = 0;
-    tfc_status st = make_batch(&(stacking){&a, b->items[k], b->base.p->key}, n, out, err);
+    stacking sk = {&a, b->items[k], b->base.p->key, &b->base.up->spec};
+    tfc_status st = make_batch(&sk, n, out, err);
     for (int i = 0; i < n; i++) tfc_elem_free(&b->items[k][i]);
     return st;
 }
@@ -593,6 +599,13 @@ static tfc_status bucket_push(tfc_pipeline *p, stage_plan *pl, tfc_error *err)
     const bucket_cfg *c = pl->args;
     stage *up = tfc_pipeline_top(p);
     const tfc_component_spec *fs = &up->spec.comp[TFC_COMP_FEATURES];
+    if (up->spec.ninputs > 1) {
+        char inputs[600];
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "bucket_by_sequence_length "
+                              "buckets by one length; the elements have %d inputs (%s), of "
+                              "lengths of their own (use padded_batch)", up->spec.ninputs,
+                              tfc_data_inputs_str(&up->spec, inputs, sizeof inputs));
+    }
     if (up->spec.comp[TFC_COMP_LENGTHS].present || up->spec.batched)
         return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "bucket_by_sequence_length "
                               "batches single elements: put it in place of batch/padded_batch");

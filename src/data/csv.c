@@ -4,7 +4,8 @@
  * naming the column (or, with on_error: skip, the row is counted and left out). A text
  * column instead gives each record's text as its features (for tokenize or
  * text_vectorization), and string labels are class names: the class is the name's place in
- * `classes:`, or among the column's distinct names sorted. */
+ * `classes:`, or among the column's distinct names sorted. Numeric feature columns may be
+ * grouped into named inputs ({wide: [a, b], deep: [c]}), one float32 input each. */
 #include <ctype.h>
 #include <float.h>
 #include <math.h>
@@ -340,6 +341,36 @@ static tfc_status resolve_lookups(const csv_args *a, char **names, int ncols, co
     return TFC_OK;
 }
 
+/* Splits the table f (rows of every feature column, one-hot ones expanded) into nin inputs
+ * of incols[k] columns each, in order: f keeps input 0's, more[k - 1] gets input k's (all
+ * float32 (rows, width)). Nonzero when out of memory (f unchanged). */
+static int split_inputs(tfc_tensor *f, int nin, const int *incols, const column_lookup *look,
+                        tfc_tensor *more)
+{
+    int64_t rows = f->shape.dim[0], width = f->shape.dim[1], w[TFC_MAX_INPUTS];
+    float *part[TFC_MAX_INPUTS] = {NULL};
+    for (int k = 0, i = 0; k < nin; k++) {
+        w[k] = 0;
+        for (int j = 0; j < incols[k]; j++, i++) w[k] += look[i].terms ? look[i].n + 1 : 1;
+        part[k] = malloc((size_t)(rows * w[k]) * sizeof(float) + 1);
+        if (!part[k]) {
+            for (int j = 0; j < k; j++) free(part[j]);
+            return 1;
+        }
+    }
+    const float *src = f->data;
+    for (int64_t r = 0; r < rows; r++)
+        for (int k = 0, o = 0; k < nin; o += (int)w[k], k++)
+            memcpy(part[k] + r * w[k], src + r * width + o, (size_t)w[k] * sizeof(float));
+    free(f->data);
+    for (int k = 0; k < nin; k++) {
+        tfc_tensor t = {TFC_F32, {.ndim = 2, .dim = {rows, w[k]}}, part[k], -1};
+        if (k) more[k - 1] = t;
+        else *f = t;
+    }
+    return 0;
+}
+
 /* Row r's label text in the string-label buffers. */
 #define LABEL_TEXT(r) ((const char *)lstr.p + ((const int64_t *)loff.p)[r])
 #define LABEL_LEN(r) ((size_t)(((const int64_t *)loff.p)[(r) + 1] - ((const int64_t *)loff.p)[r]))
@@ -356,6 +387,7 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
     name_ref *table = NULL; /* string labels: `classes:` sorted, or the distinct labels */
     column_lookup *look = NULL;
     int width = 0; /* features per row, one-hot columns expanded */
+    int nin = 1, incols[TFC_MAX_INPUTS] = {0}; /* inputs, and each one's columns (a mapping) */
     float *row = NULL;
     int64_t nrows = 0, skipped = 0, zero = 0;
     char where[TFC_SKIP_NAMES][300]; /* the first skipped rows, FILE:LINE */
@@ -433,25 +465,39 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
     if (tcol >= 0) {
         /* the text column alone */
     } else if (a->feature_columns && !tfc_node_is_null(a->feature_columns)) {
+        /* a list of columns, or {input name: columns} (one input each, in order) */
         const tfc_node *fc = a->feature_columns;
-        int n = fc->kind == TFC_NODE_SEQ ? fc->n : 1;
+        int map = fc->kind == TFC_NODE_MAP, n = 0;
+        nin = map ? fc->n : 1;
+        for (int k = 0; k < nin; k++) {
+            const tfc_node *cols = map ? fc->vals[k] : fc;
+            incols[k] = cols->kind == TFC_NODE_SEQ ? cols->n : 1;
+            n += incols[k];
+        }
         if (n > ncols) {
             st = tfc_node_error(err, TFC_ERR_CONFIG, fc, kf, "%d columns named, the file has %d",
                                 n, ncols);
             goto done;
         }
-        for (int i = 0; i < n; i++) {
-            const tfc_node *item = fc->kind == TFC_NODE_SEQ ? fc->vals[i] : fc;
-            int c = resolve_column(item, kf, names, ncols, err);
-            if (c < 0) {
-                st = TFC_ERR_CONFIG;
-                goto done;
+        for (int k = 0; k < nin; k++)
+            for (int i = 0; i < incols[k]; i++) {
+                const tfc_node *cols = map ? fc->vals[k] : fc;
+                const tfc_node *item = cols->kind == TFC_NODE_SEQ ? cols->vals[i] : cols;
+                int c = resolve_column(item, kf, names, ncols, err);
+                if (c < 0) {
+                    st = TFC_ERR_CONFIG;
+                    goto done;
+                }
+                fcols[nf++] = c;
             }
-            fcols[nf++] = c;
-        }
     } else {
         for (int i = 0; i < ncols; i++)
             if (i != lcol) fcols[nf++] = i;
+    }
+    if (nin > 1 && a->ts.sequence_length) {
+        st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: timeseries: windows are of one table: give "
+                           "feature_columns a list", name);
+        goto done;
     }
     if (nf == 0 && tcol < 0) {
         st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: no feature columns", name);
@@ -613,12 +659,32 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         if (!f.data && !(f.data = malloc(1))) goto nomem;
         if (lcol >= 0 && !l.data && !(l.data = malloc(1))) goto nomem;
         feats.p = labs.p = NULL;
+        tfc_tensor more[TFC_MAX_INPUTS - 1] = {{0}};
+        if (nin > 1 && split_inputs(&f, nin, incols, look, more)) {
+            free(f.data);
+            free(l.data);
+            goto nomem;
+        }
         if (a->ts.sequence_length)
             st = tfc_source_timeseries(out, "csv", &f, lcol >= 0 ? &l : NULL, &a->ts, name, name,
                                        0, a->key, err);
         else
             st = tfc_source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
                                   ON_ERROR_FAIL, err);
+        if (!st && nin > 1) {
+            const tfc_node *fc = a->feature_columns;
+            const char *in_names[TFC_MAX_INPUTS], *files[TFC_MAX_INPUTS];
+            for (int k = 0; k < nin; k++) {
+                in_names[k] = fc->keys[k]->str;
+                files[k] = name;
+            }
+            st = tfc_source_array_inputs(*out, nin, in_names, more, files, err);
+            if (st) {
+                tfc_source_free(*out);
+                *out = NULL;
+            }
+        }
+        for (int k = 1; k < nin; k++) free(more[k - 1].data); /* those not taken */
         if (!st) (*out)->skipped = skipped;
     }
     for (int64_t i = 0; !st && i < skipped && i < TFC_SKIP_NAMES; i++)
@@ -691,7 +757,8 @@ static const tfc_field csv_fields[] = {
      TFC_UNBOUNDED, NULL,
      "column name or 0-based index of the label (-1: the last); none: no labels"},
     {"feature_columns", TFC_F_NODE, offsetof(csv_args, feature_columns), TFC_NO_DEFAULT,
-     TFC_UNBOUNDED, NULL, "list of column names or indices (default: every other column)"},
+     TFC_UNBOUNDED, NULL, "list of column names or indices (default: every other column), or "
+     "{input name: [columns]}: one float32 input per name (a model of several inputs)"},
     {"text_column", TFC_F_NODE, offsetof(csv_args, text_column), TFC_NO_DEFAULT, TFC_UNBOUNDED,
      NULL, "column name or index: the features are its text (bytes), not numbers"},
     {"string_lookup", TFC_F_NODE, offsetof(csv_args, string_lookup), TFC_NO_DEFAULT,
@@ -749,9 +816,16 @@ static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc
     const tfc_node *fc = a->feature_columns;
     if (fc && !tfc_node_is_null(fc)) {
         snprintf(ckey, sizeof ckey, "%s.feature_columns", key);
-        for (int i = 0; i < (fc->kind == TFC_NODE_SEQ ? fc->n : 1); i++)
-            if (column_node(fc->kind == TFC_NODE_SEQ ? fc->vals[i] : fc, ckey, err))
-                st = TFC_ERR_CONFIG;
+        if (fc->kind == TFC_NODE_MAP && tfc_data_check_inputs(fc, ckey, err)) st = TFC_ERR_CONFIG;
+        for (int k = 0; k < (fc->kind == TFC_NODE_MAP ? fc->n : 1); k++) {
+            const tfc_node *cols = fc->kind == TFC_NODE_MAP ? fc->vals[k] : fc;
+            for (int i = 0; i < (cols->kind == TFC_NODE_SEQ ? cols->n : 1); i++)
+                if (column_node(cols->kind == TFC_NODE_SEQ ? cols->vals[i] : cols, ckey, err))
+                    st = TFC_ERR_CONFIG;
+        }
+        if (fc->kind == TFC_NODE_MAP && a->timeseries && !tfc_node_is_null(a->timeseries))
+            st = tfc_node_error(err, TFC_ERR_CONFIG, fc, ckey, "timeseries: windows are of one "
+                                "table: give feature_columns a list");
     }
     if (tfc_timeseries_check(a->timeseries, key, &a->ts, err)) st = TFC_ERR_CONFIG;
     snprintf(ckey, sizeof ckey, "%s.timeseries", key);

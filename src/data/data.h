@@ -3,8 +3,9 @@
  * filter, shuffle, repeat, batch, padded_batch, cache, take, skip, prefetch). It is planned
  * (checked without reading data) and built from the `data.train` / `data.test` mapping of a
  * solver file, or built in code; it yields elements whose components are features, labels
- * and (after padded_batch) lengths, and can save and restore its exact position. All
- * randomness is a function of (seed, epoch, element index). */
+ * and (after padded_batch) lengths, the features being one input or several named ones (a
+ * model of several inputs), and can save and restore its exact position. All randomness is
+ * a function of (seed, epoch, element index). */
 #ifndef TFC_DATA_DATA_H
 #define TFC_DATA_DATA_H
 
@@ -22,8 +23,13 @@ typedef struct tfc_vocab tfc_vocab;
 /* ---- elements ---------------------------------------------------------------------------- */
 
 /* Component slots of an element. Features are always present; labels when the source has
- * them (or a map op made them); lengths only after padded_batch. */
-enum { TFC_COMP_FEATURES = 0, TFC_COMP_LABELS = 1, TFC_COMP_LENGTHS = 2, TFC_COMP_COUNT = 3 };
+ * them (or a map op made them); lengths only after padded_batch. An element may carry up to
+ * TFC_MAX_INPUTS named inputs, one per input of a model of several inputs (Keras's
+ * fit({"title": x1, "body": x2}, y)): input 0 is the features component, input k >= 1 the
+ * component TFC_COMP_INPUT1 + k - 1 (tfc_input_comp). */
+#define TFC_MAX_INPUTS 8
+enum { TFC_COMP_FEATURES = 0, TFC_COMP_LABELS = 1, TFC_COMP_LENGTHS = 2, TFC_COMP_INPUT1 = 3,
+       TFC_COMP_COUNT = TFC_COMP_INPUT1 + TFC_MAX_INPUTS - 1 };
 
 /* One element as the pipeline hands it out and as map callbacks see it. `data == NULL`
  * means the component is absent. Tensors are host tensors (device -1). */
@@ -43,19 +49,34 @@ typedef struct tfc_component_spec {
 typedef struct tfc_element_spec {
     tfc_component_spec comp[TFC_COMP_COUNT];
     int batched; /* 1 after batch/padded_batch: axis 0 is the batch axis */
+    int ninputs; /* the inputs the elements carry (1 for a source of plain features) */
+    /* their names, input k in input_names[k] (Keras input names; "" for a single unnamed
+     * input) */
+    char input_names[TFC_MAX_INPUTS][64];
 } tfc_element_spec;
+
+/* The component of input k in [0, TFC_MAX_INPUTS): TFC_COMP_FEATURES for input 0, else
+ * TFC_COMP_INPUT1 + k - 1; -1 out of range. */
+int tfc_input_comp(int k);
 
 /* What tfc_pipeline_next hands out. The tensors are views owned by the pipeline, valid until
  * the next call to tfc_pipeline_next, _reset, _restore_state or _free. */
 typedef struct tfc_batch {
     tfc_tensor features;
     tfc_tensor labels;  /* data NULL when the pipeline has no labels */
-    tfc_tensor lengths; /* I32 (B,): unpadded lengths, after padded_batch; else data NULL */
+    tfc_tensor lengths; /* I32 (B,): unpadded lengths, after padded_batch (input 0's); else
+                           data NULL */
     int end;            /* 1: the data set is exhausted, the tensors are empty */
+    tfc_tensor inputs[TFC_MAX_INPUTS]; /* input k (inputs[0] the same view as features) */
+    int ninputs;                       /* the element spec's ninputs (0 at the end) */
 } tfc_batch;
 
-/* "features", "labels", "lengths". */
+/* "features", "labels", "lengths", "input1".."input7" (a component's name where the
+ * pipeline does not tell its inputs' names). */
 const char *tfc_data_component_name(int comp);
+/* The name of component comp in elements of `spec`: an input's own name when it has one
+ * (input 0 included), else tfc_data_component_name's. */
+const char *tfc_data_spec_component_name(const tfc_element_spec *spec, int comp);
 
 /* ---- building from a solver file ------------------------------------------------------- */
 
@@ -227,6 +248,11 @@ int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char
 /* The spec of the elements tfc_pipeline_next yields. */
 const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p);
 
+/* The inputs the pipeline's elements carry: returns their count (>= 1) and, when names is
+ * not NULL, points names[k] (room for TFC_MAX_INPUTS) at input k's name ("" for a single
+ * unnamed input), strings owned by the pipeline. */
+int tfc_pipeline_inputs(const tfc_pipeline *p, const char **names);
+
 /* Starts the data set again (a new epoch for the sources: reshuffling shuffles draw a new
  * order), as re-iterating a tf.data dataset does. Used for each pass over the test split. */
 void tfc_pipeline_reset(tfc_pipeline *p);
@@ -236,8 +262,9 @@ void tfc_pipeline_reset(tfc_pipeline *p);
  * record each row came from) into a malloc'd buffer the caller frees. A fresh pipeline built
  * from the same configuration and restored from it yields exactly the elements the saved one
  * would have, and tfc_pipeline_describe_row names their rows' records alike. Blobs of the
- * earlier format (version 1, before the rows' records were saved) still restore; their
- * buffered batches' rows are then described as unknown. Before saving, the buffers of
+ * earlier formats still restore: version 1 (before the rows' records were saved; its
+ * buffered batches' rows are then described as unknown) and version 2 (before elements of
+ * several inputs, whose components version 3 counts). Before saving, the buffers of
  * prefetch and parallel maps are filled (read on in the caller's thread up to their size,
  * the input's end or a failing element), so the blob depends on the position alone: two
  * pipelines at the same element save the same bytes however far their threads had read. */
@@ -323,6 +350,10 @@ void tfc_pipeline_free(tfc_pipeline *p);
 
 /* The NumPy name of a dtype ("float32", "int64", ...; "?" when out of range). */
 const char *tfc_data_dtype_name(tfc_dtype dt);
+
+/* The names of the inputs of `spec`, ", "-joined ("title, body"; "features" for a single
+ * unnamed input), into buf. */
+char *tfc_data_inputs_str(const tfc_element_spec *spec, char *buf, size_t size);
 
 /* Formats a component spec as "float32 (-1, 28, 28, 1)". */
 char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size);

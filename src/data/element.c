@@ -11,8 +11,23 @@
 
 const char *tfc_data_component_name(int comp)
 {
-    static const char *const names[TFC_COMP_COUNT] = {"features", "labels", "lengths"};
+    static const char *const names[TFC_COMP_COUNT] = {
+        "features", "labels", "lengths", "input1", "input2", "input3", "input4", "input5",
+        "input6", "input7"};
+    _Static_assert(TFC_COMP_COUNT == 10, "one name per component");
     return comp >= 0 && comp < TFC_COMP_COUNT ? names[comp] : "?";
+}
+
+int tfc_input_comp(int k)
+{
+    return k == 0 ? TFC_COMP_FEATURES : k > 0 && k < TFC_MAX_INPUTS ? TFC_COMP_INPUT1 + k - 1 : -1;
+}
+
+const char *tfc_data_spec_component_name(const tfc_element_spec *spec, int comp)
+{
+    for (int k = 0; spec && k < spec->ninputs && k < TFC_MAX_INPUTS; k++)
+        if (tfc_input_comp(k) == comp && spec->input_names[k][0]) return spec->input_names[k];
+    return tfc_data_component_name(comp);
 }
 
 const char *const tfc_data_dtype_names[] = {
@@ -25,6 +40,16 @@ const char *const tfc_data_dtype_names[] = {
 const char *tfc_data_dtype_name(tfc_dtype dt)
 {
     return (unsigned)dt < TFC_DTYPE_COUNT ? tfc_data_dtype_names[dt] : "?";
+}
+
+char *tfc_data_inputs_str(const tfc_element_spec *spec, char *buf, size_t size)
+{
+    int n = spec->ninputs < 1 ? 1 : spec->ninputs, k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && i < TFC_MAX_INPUTS && (size_t)k < size; i++)
+        k += snprintf(buf + k, size - (size_t)k, "%s%s", i ? ", " : "",
+                      tfc_data_spec_component_name(spec, tfc_input_comp(i)));
+    return buf;
 }
 
 char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size)
@@ -190,6 +215,7 @@ void tfc_wbuf_elem(wbuf *w, const elem *x, int with_data)
     tfc_wbuf_u64(w, x->id.epoch);
     tfc_wbuf_u64(w, x->id.index);
     if (!with_data) return;
+    tfc_wbuf_u64(w, TFC_COMP_COUNT);
     for (int c = 0; c < TFC_COMP_COUNT; c++) {
         const tfc_tensor *t = &x->e.comp[c];
         tfc_wbuf_u64(w, t->data != NULL);
@@ -212,7 +238,10 @@ tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err)
     x->has_id = tfc_rbuf_u64(r) != 0;
     x->id.epoch = tfc_rbuf_u64(r);
     x->id.index = tfc_rbuf_u64(r);
-    for (int c = 0; with_data && c < TFC_COMP_COUNT && !r->bad; c++) {
+    /* version 3 counts the components (the inputs came after them); 1 and 2 held three */
+    uint64_t ncomp = !with_data ? 0 : r->version >= 3 ? tfc_rbuf_u64(r) : 3;
+    if (ncomp > TFC_COMP_COUNT) goto bad;
+    for (int c = 0; c < (int)ncomp && !r->bad; c++) {
         if (!tfc_rbuf_u64(r)) continue;
         uint64_t dt = tfc_rbuf_u64(r), nd = tfc_rbuf_u64(r);
         if (r->bad || dt >= TFC_DTYPE_COUNT || nd > TFC_MAX_DIMS) goto bad;

@@ -72,14 +72,15 @@ typedef struct rbuf {
 
 void tfc_wbuf_u64(wbuf *w, uint64_t v);
 void tfc_wbuf_bytes(wbuf *w, const void *b, size_t n);
-/* An element: has_id, id, then with its data per component presence, dtype, shape and the
- * raw bytes, and the ids of a batch's rows (a count, then epoch and index of each; 0 when
- * not known). */
+/* An element: has_id, id, then with its data the component count and per component
+ * presence, dtype, shape and the raw bytes, and the ids of a batch's rows (a count, then
+ * epoch and index of each; 0 when not known). */
 void tfc_wbuf_elem(wbuf *w, const elem *x, int with_data);
 uint64_t tfc_rbuf_u64(rbuf *r);
 const void *tfc_rbuf_bytes(rbuf *r, size_t n); /* NULL (and r->bad) when fewer than n remain */
 /* Reads an element written by tfc_wbuf_elem; with_data 0 reads only the id. A version 1
- * blob has no row ids: its batches come back without them. */
+ * blob has no row ids: its batches come back without them; versions 1 and 2 have no
+ * component count (three components: features, labels, lengths). */
 tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err);
 
 /* ---- sources -------------------------------------------------------------------------------- */
@@ -193,6 +194,20 @@ tfc_status tfc_source_array(source **out, const char *type, tfc_tensor *features
                             const char *fname, const char *lname, int num_classes, int on_error,
                             tfc_error *err);
 
+/* Makes the array source `s` (tfc_source_array's) one of n named inputs (Keras input
+ * names, checked by tfc_data_check_inputs): its features are input 0, names[0]; more[k - 1]
+ * (N, ...) is input k, read from files[k - 1], for k in [1, n). Takes the tensors' data
+ * (freed with the source, also on error). Rows unlike the features' are TFC_ERR_DATA
+ * naming both files. */
+tfc_status tfc_source_array_inputs(source *s, int n, const char *const *names, tfc_tensor *more,
+                                   const char *const *files, tfc_error *err);
+/* Checks `map`, the mapping {name: value} of a source's several inputs at key path `key`:
+ * Keras input names (a letter or _, then letters, digits and _; at most 63 bytes), none of
+ * features, labels and lengths (the components' own names), 1 to TFC_MAX_INPUTS of them
+ * (the YAML loader refuses a key written twice). Errors at the offending key
+ * (TFC_ERR_CONFIG); every one of them is reported. */
+tfc_status tfc_data_check_inputs(const tfc_node *map, const char *key, tfc_error *err);
+
 /* `timeseries:` of the csv and npy sources (timeseries.c): the table's rows are not the
  * records; windows of sequence_length rows, sampling_rate apart, are, one starting every
  * sequence_stride rows from start_index, wholly before end_index (0: the table's end), as
@@ -228,6 +243,12 @@ typedef struct file_pair_args {
     const tfc_node *timeseries; /* npy: windows of the features' rows (NULL: records) */
     ts_args ts;                 /* read from it by the check */
     const char *key;            /* the source's key path (set by open) */
+    /* npy: `features:` as written, a file or {input name: file}; its check fills features
+     * (input 0's file) and, for a mapping, the inputs' names and files (ninputs 0: one
+     * unnamed input) */
+    const tfc_node *features_node;
+    int ninputs;
+    const char *input_names[TFC_MAX_INPUTS], *input_files[TFC_MAX_INPUTS];
 } file_pair_args;
 typedef tfc_status (*file_pair_load)(source **out, const file_pair_args *a, tfc_error *err);
 /* The open of those sources: resolves both files, applies opt->num_classes, calls load. */

@@ -445,7 +445,20 @@ static tfc_status map_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *e
     op_build b = {pl->at, pl->key, err, &p->opt, p->src, &p->vocab};
     stage *top = tfc_pipeline_top(p);
     tfc_element_spec out = top->spec;
-    tfc_status st = pl->op->init(pl->args, &b, &top->spec, &out, err);
+    /* An op on elements of several inputs must be told which (component:); the others work
+     * on the features as one input, or pair them with the labels. */
+    int named = 0;
+    for (const tfc_field *f = pl->op->fields; f->name && !named; f++)
+        named = !strcmp(f->name, "component");
+    tfc_status st = TFC_OK;
+    if (top->spec.ninputs > 1 && !named) {
+        char inputs[600];
+        st = tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "%s works on elements of one "
+                            "input; these have %d (%s) (scale, cast, reshape, one_hot, pad and "
+                            "truncate take component: NAME)", pl->op->name, top->spec.ninputs,
+                            tfc_data_inputs_str(&top->spec, inputs, sizeof inputs));
+    }
+    if (!st) st = pl->op->init(pl->args, &b, &top->spec, &out, err);
     if (st) {
         if (pl->op->fini) pl->op->fini(pl->args);
         return st;

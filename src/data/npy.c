@@ -1,6 +1,7 @@
 /* NumPy .npy files: reading (versions 1-3, every numeric dtype in either byte order, C
  * order only; Fortran order, object, string and structured arrays are clear errors), writing
- * (version 1.0, little-endian), and the npy source (features and labels sliced along axis 0).
+ * (version 1.0, little-endian), and the npy source (features and labels sliced along axis 0;
+ * the features may be several named inputs, one file each).
  * The header is parsed as the small Python literal it is, with its length bounded. */
 #include <ctype.h>
 #include <stdlib.h>
@@ -287,24 +288,39 @@ tfc_status tfc_npy_write(const char *path, const tfc_tensor *t, tfc_error *err)
 static tfc_status load_npy(source **out, const file_pair_args *a, tfc_error *err)
 {
     *out = NULL;
-    tfc_tensor f, l = {0};
+    tfc_tensor f, l = {0}, more[TFC_MAX_INPUTS - 1] = {{0}};
     tfc_status st = tfc_npy_read(a->features, &f, err);
     if (st) return st;
-    if (a->labels && (st = tfc_npy_read(a->labels, &l, err))) {
+    if (a->labels) st = tfc_npy_read(a->labels, &l, err);
+    for (int k = 1; !st && k < a->ninputs; k++)
+        st = tfc_npy_read(a->input_files[k], &more[k - 1], err);
+    if (st) {
         free(f.data);
+        free(l.data);
+        for (int k = 1; k < a->ninputs; k++) free(more[k - 1].data);
         return st;
     }
     if (a->ts.sequence_length)
         return tfc_source_timeseries(out, "npy", &f, a->labels ? &l : NULL, &a->ts,
                                      a->features, a->labels, a->num_classes, a->key, err);
-    return tfc_source_array(out, "npy", &f, a->labels ? &l : NULL, NULL, a->features,
-                            a->labels, a->num_classes, a->on_error, err);
+    st = tfc_source_array(out, "npy", &f, a->labels ? &l : NULL, NULL, a->features, a->labels,
+                          a->num_classes, a->on_error, err);
+    if (!st && a->ninputs)
+        st = tfc_source_array_inputs(*out, a->ninputs, a->input_names, more, a->input_files + 1,
+                                     err);
+    for (int k = 1; k < a->ninputs; k++) free(more[k - 1].data); /* those not taken */
+    if (st && *out) {
+        tfc_source_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static const tfc_field npy_fields[] = {
     SOURCE_TYPE_FIELD(file_pair_args),
-    {"features", TFC_F_STRING, offsetof(file_pair_args, features), NULL, TFC_UNBOUNDED, NULL,
-     ".npy array (N, ...) sliced along axis 0"},
+    {"features", TFC_F_NODE, offsetof(file_pair_args, features_node), NULL, TFC_UNBOUNDED, NULL,
+     ".npy array (N, ...) sliced along axis 0, or {input name: .npy file, ...}: one input per "
+     "name (a model of several inputs), every file of N rows"},
     {"labels", TFC_F_STRING, offsetof(file_pair_args, labels), TFC_NO_DEFAULT, TFC_UNBOUNDED,
      NULL, ".npy array (N, ...) of labels"},
     {"timeseries", TFC_F_NODE, offsetof(file_pair_args, timeseries), TFC_NO_DEFAULT,
@@ -316,11 +332,47 @@ static const tfc_field npy_fields[] = {
     {NULL},
 };
 
-/* `timeseries:` (without on_error: skip, which would leave rows out of the series). */
+/* `features:`: a file, or {input name: file} (without timeseries:, whose windows are of one
+ * table). */
+static tfc_status npy_features(file_pair_args *a, const char *key, tfc_error *err)
+{
+    const tfc_node *n = a->features_node;
+    char k[352];
+    snprintf(k, sizeof k, "%s.features", key);
+    if (!n) return TFC_OK; /* missing: the field table reported it */
+    if (n->kind == TFC_NODE_SCALAR) {
+        a->features = n->str;
+        return TFC_OK;
+    }
+    if (n->kind != TFC_NODE_MAP)
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, k, "expected a .npy file or a mapping "
+                              "{input name: .npy file}, found %s", tfc_node_kind_name(n->kind));
+    tfc_status st = tfc_data_check_inputs(n, k, err);
+    for (int i = 0; i < n->n && i < TFC_MAX_INPUTS; i++) {
+        char ki[420];
+        snprintf(ki, sizeof ki, "%s.%s", k, n->keys[i]->str);
+        if (n->vals[i]->kind != TFC_NODE_SCALAR)
+            st = tfc_node_error(err, TFC_ERR_CONFIG, n->vals[i], ki, "expected a .npy file, "
+                                "found %s", tfc_node_kind_name(n->vals[i]->kind));
+        a->input_names[i] = n->keys[i]->str;
+        a->input_files[i] = n->vals[i]->str;
+    }
+    if (st) return st;
+    a->ninputs = n->n;
+    a->features = a->input_files[0];
+    if (a->timeseries)
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, k, "timeseries: windows are of one "
+                              "table: give features one .npy file");
+    return TFC_OK;
+}
+
+/* `features:` and `timeseries:` (without on_error: skip, which would leave rows out of the
+ * series). */
 static tfc_status npy_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
 {
     file_pair_args *a = args;
     tfc_status st = tfc_timeseries_check(a->timeseries, key, &a->ts, err);
+    if (npy_features(a, key, err)) st = TFC_ERR_CONFIG;
     char k[352];
     snprintf(k, sizeof k, "%s.on_error", key);
     if (a->ts.sequence_length && a->on_error == ON_ERROR_SKIP)
@@ -340,7 +392,13 @@ static tfc_status npy_open(const void *args, const tfc_data_options *opt, const 
 {
     file_pair_args a = *(const file_pair_args *)args;
     a.key = key;
-    return tfc_source_open_pair(&a, opt, load_npy, out, err);
+    char *owned[TFC_MAX_INPUTS] = {NULL};
+    tfc_status st = TFC_OK;
+    for (int k = 1; k < a.ninputs && !st; k++)
+        st = tfc_data_resolve(opt, &a.input_files[k], &owned[k], err);
+    if (!st) st = tfc_source_open_pair(&a, opt, load_npy, out, err);
+    for (int k = 1; k < a.ninputs; k++) free(owned[k]);
+    return st;
 }
 
 const source_def tfc_source_npy = {

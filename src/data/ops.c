@@ -23,23 +23,55 @@ tfc_status tfc_op_error(const op_build *b, const char *fmt, ...)
     return tfc_node_error(b->err, TFC_ERR_CONFIG, b->at, b->key, "%s", msg);
 }
 
-/* `component:`, by TFC_COMP_* (lengths are padded_batch's, not an op's). */
-static const char *const comp_choices[] = {
-    [TFC_COMP_FEATURES] = "features", [TFC_COMP_LABELS] = "labels", NULL};
+/* `component:` of the ops that take one, a string resolved against the input spec. */
+#define COMPONENT_FIELD(T, help)                                                              \
+    {"component", TFC_F_STRING, offsetof(T, component_name), TFC_NO_DEFAULT, TFC_UNBOUNDED,  \
+     NULL, help}
 
-/* The component an op works on must be present (and of a known rank where it matters). */
-static tfc_status need(const op_build *b, const tfc_element_spec *in, int comp, int min_rank)
+/* The component an op works on: *name (`component:` as written: features, labels or one of
+ * the elements' inputs by name, features being input 0; NULL: `def`) into *comp, and it
+ * must be present (and of a known rank where it matters). An op whose default is the
+ * features refuses elements of several inputs unless `component:` says which. *name is
+ * cleared (the YAML text may not outlive the pipeline). */
+static tfc_status need(const op_build *b, const tfc_element_spec *in, const char **name,
+                       int def, int *comp, int min_rank)
 {
-    const tfc_component_spec *c = &in->comp[comp];
-    if (!c->present)
-        return tfc_op_error(b, "the elements have no %s to work on",
-                            tfc_data_component_name(comp));
+    int n = in->ninputs < 1 ? 1 : in->ninputs;
+    char inputs[600], k[360];
+    tfc_data_inputs_str(in, inputs, sizeof inputs);
+    snprintf(k, sizeof k, "%s.component", b->key);
+    *comp = -1;
+    if (!*name && def == TFC_COMP_FEATURES && n > 1)
+        return tfc_op_error(b, "the elements have %d inputs (%s): say which one this op works "
+                            "on with component: NAME", n, inputs);
+    if (!*name) *comp = def;
+    else if (!strcmp(*name, "features")) *comp = TFC_COMP_FEATURES;
+    else if (!strcmp(*name, "labels")) *comp = TFC_COMP_LABELS;
+    for (int i = 0; *comp < 0 && i < n && in->input_names[i][0]; i++)
+        if (!strcmp(*name, in->input_names[i])) *comp = tfc_input_comp(i);
+    if (*comp < 0)
+        return tfc_node_error(b->err, TFC_ERR_CONFIG, tfc_node_get(b->at, "component"), k,
+                              "'%s' is not a component of the elements: features, labels%s%s",
+                              *name, n > 1 ? " or an input: " : "", n > 1 ? inputs : "");
+    *name = NULL;
+    const tfc_component_spec *c = &in->comp[*comp];
+    const char *what = tfc_data_spec_component_name(in, *comp);
+    if (!c->present) return tfc_op_error(b, "the elements have no %s to work on", what);
     if (c->shape.ndim >= 0 && c->shape.ndim < min_rank) {
         char sh[160];
-        return tfc_op_error(b, "needs %s of rank >= %d, found %s", tfc_data_component_name(comp),
-                            min_rank, tfc_data_spec_str(c, sh, sizeof sh));
+        return tfc_op_error(b, "needs %s of rank >= %d, found %s", what, min_rank,
+                            tfc_data_spec_str(c, sh, sizeof sh));
     }
     return TFC_OK;
+}
+
+/* need() for the ops that work on the features alone (the map stage refuses them on
+ * elements of several inputs). */
+static tfc_status need_features(const op_build *b, const tfc_element_spec *in, int min_rank)
+{
+    const char *name = NULL;
+    int comp;
+    return need(b, in, &name, TFC_COMP_FEATURES, &comp, min_rank);
 }
 
 /* Replaces component c by a tensor of dtype dt and the same shape, converting the values;
@@ -65,7 +97,8 @@ static tfc_status oom(tfc_error *err)
 typedef struct scale_args {
     map_common common;
     double factor, offset;
-    int component;
+    int component;              /* resolved by init */
+    const char *component_name; /* `component:` as written */
 } scale_args;
 
 static const tfc_field scale_fields[] = {
@@ -74,8 +107,8 @@ static const tfc_field scale_fields[] = {
      "multiplier (1/255 maps bytes to [0, 1])"},
     {"offset", TFC_F_FLOAT, offsetof(scale_args, offset), "0", TFC_UNBOUNDED, NULL,
      "added after scaling"},
-    {"component", TFC_F_ENUM, offsetof(scale_args, component), "features", TFC_UNBOUNDED,
-     comp_choices, "which component to scale"},
+    COMPONENT_FIELD(scale_args,
+                    "which component to scale: features (default), labels or an input's name"),
     {NULL},
 };
 
@@ -83,7 +116,7 @@ static tfc_status scale_init(void *args, const op_build *b, const tfc_element_sp
                              tfc_element_spec *out, tfc_error *err)
 {
     scale_args *a = args;
-    tfc_status st = need(b, in, a->component, 0);
+    tfc_status st = need(b, in, &a->component_name, TFC_COMP_FEATURES, &a->component, 0);
     if (st) return st;
     tfc_component_spec *c = &out->comp[a->component];
     c->dtype = c->dtype == TFC_F64 ? TFC_F64 : TFC_F32;
@@ -148,7 +181,7 @@ static tfc_status norm_init(void *args, const op_build *b, const tfc_element_spe
                             tfc_element_spec *out, tfc_error *err)
 {
     norm_args *a = args;
-    tfc_status st = need(b, in, TFC_COMP_FEATURES, 0);
+    tfc_status st = need_features(b, in, 0);
     if (st) return st;
     int per = a->mean.n > a->std.n ? a->mean.n : a->std.n;
     const tfc_shape *s = &in->comp[TFC_COMP_FEATURES].shape;
@@ -307,15 +340,16 @@ const op_def tfc_op_normalize = {
 typedef struct cast_args {
     map_common common;
     int dtype;
-    int component;
+    int component;              /* resolved by init */
+    const char *component_name; /* `component:` as written */
 } cast_args;
 
 static const tfc_field cast_fields[] = {
     MAP_COMMON_FIELDS(cast_args),
     {"dtype", TFC_F_ENUM, offsetof(cast_args, dtype), NULL, TFC_UNBOUNDED, tfc_data_dtype_names,
      "the new dtype (float to int truncates toward zero and saturates)"},
-    {"component", TFC_F_ENUM, offsetof(cast_args, component), "features", TFC_UNBOUNDED,
-     comp_choices, "which component to cast"},
+    COMPONENT_FIELD(cast_args,
+                    "which component to cast: features (default), labels or an input's name"),
     {NULL},
 };
 
@@ -323,7 +357,7 @@ static tfc_status cast_init(void *args, const op_build *b, const tfc_element_spe
                             tfc_element_spec *out, tfc_error *err)
 {
     cast_args *a = args;
-    tfc_status st = need(b, in, a->component, 0);
+    tfc_status st = need(b, in, &a->component_name, TFC_COMP_FEATURES, &a->component, 0);
     if (!st) out->comp[a->component].dtype = (tfc_dtype)a->dtype;
     return st;
 }
@@ -349,15 +383,16 @@ const op_def tfc_op_cast = {
 typedef struct reshape_args {
     map_common common;
     tfc_int_list shape;
-    int component;
+    int component;              /* resolved by init */
+    const char *component_name; /* `component:` as written */
 } reshape_args;
 
 static const tfc_field reshape_fields[] = {
     MAP_COMMON_FIELDS(reshape_args),
     {"shape", TFC_F_INT_LIST, offsetof(reshape_args, shape), NULL, -1, 1e9, NULL,
      "the new shape of one element; one entry may be -1 (inferred)"},
-    {"component", TFC_F_ENUM, offsetof(reshape_args, component), "features", TFC_UNBOUNDED,
-     comp_choices, "which component to reshape"},
+    COMPONENT_FIELD(reshape_args,
+                    "which component to reshape: features (default), labels or an input's name"),
     {NULL},
 };
 
@@ -394,7 +429,7 @@ static tfc_status reshape_init(void *args, const op_build *b, const tfc_element_
                                tfc_element_spec *out, tfc_error *err)
 {
     reshape_args *a = args;
-    tfc_status st = need(b, in, a->component, 0);
+    tfc_status st = need(b, in, &a->component_name, TFC_COMP_FEATURES, &a->component, 0);
     if (st) return st;
     const tfc_component_spec *c = &in->comp[a->component];
     int64_t numel = c->shape.ndim >= 0 ? tfc_shape_numel(&c->shape) : -1;
@@ -443,15 +478,17 @@ const op_def tfc_op_reshape = {
 typedef struct one_hot_args {
     map_common common;
     int depth;
-    int component;
+    int component;              /* resolved by init */
+    const char *component_name; /* `component:` as written */
 } one_hot_args;
 
 static const tfc_field one_hot_fields[] = {
     MAP_COMMON_FIELDS(one_hot_args),
     {"depth", TFC_F_INT, offsetof(one_hot_args, depth), NULL, 1, 1 << 24, NULL,
      "number of classes"},
-    {"component", TFC_F_ENUM, offsetof(one_hot_args, component), "labels", TFC_UNBOUNDED,
-     comp_choices, "which component holds the class indices"},
+    COMPONENT_FIELD(one_hot_args,
+                    "which component holds the class indices: labels (default), features or "
+                    "an input's name"),
     {NULL},
 };
 
@@ -459,7 +496,7 @@ static tfc_status one_hot_init(void *args, const op_build *b, const tfc_element_
                                tfc_element_spec *out, tfc_error *err)
 {
     one_hot_args *a = args;
-    tfc_status st = need(b, in, a->component, 0);
+    tfc_status st = need(b, in, &a->component_name, TFC_COMP_LABELS, &a->component, 0);
     if (st) return st;
     tfc_component_spec *c = &out->comp[a->component];
     if (!tfc_dtype_is_int(c->dtype))
@@ -518,7 +555,8 @@ typedef struct pad_args {
     double value;
     int side; /* SIDE_* */
     int truncate;
-    int component;
+    int component;              /* resolved by init */
+    const char *component_name; /* `component:` as written */
 } pad_args;
 
 static const char *const side_choices[] = {
@@ -534,8 +572,8 @@ static const tfc_field pad_fields[] = {
      "where padding goes (and, with truncate, what is cut)"},
     {"truncate", TFC_F_BOOL, offsetof(pad_args, truncate), "true", TFC_UNBOUNDED, NULL,
      "also cut longer sequences, so every element has exactly `length`"},
-    {"component", TFC_F_ENUM, offsetof(pad_args, component), "features", TFC_UNBOUNDED,
-     comp_choices, "which component to pad"},
+    COMPONENT_FIELD(pad_args,
+                    "which component to pad: features (default), labels or an input's name"),
     {NULL},
 };
 
@@ -543,7 +581,8 @@ typedef struct truncate_args {
     map_common common;
     int length;
     int side; /* SIDE_* */
-    int component;
+    int component;              /* resolved by init */
+    const char *component_name; /* `component:` as written */
 } truncate_args;
 
 static const tfc_field truncate_fields[] = {
@@ -552,8 +591,8 @@ static const tfc_field truncate_fields[] = {
      "maximum length of axis 0"},
     {"side", TFC_F_ENUM, offsetof(truncate_args, side), "end", TFC_UNBOUNDED, side_choices,
      "which end is cut"},
-    {"component", TFC_F_ENUM, offsetof(truncate_args, component), "features", TFC_UNBOUNDED,
-     comp_choices, "which component to truncate"},
+    COMPONENT_FIELD(truncate_args,
+                    "which component to truncate: features (default), labels or an input's name"),
     {NULL},
 };
 
@@ -591,7 +630,7 @@ static tfc_status pad_init(void *args, const op_build *b, const tfc_element_spec
                            tfc_element_spec *out, tfc_error *err)
 {
     pad_args *a = args;
-    tfc_status st = need(b, in, a->component, 1);
+    tfc_status st = need(b, in, &a->component_name, TFC_COMP_FEATURES, &a->component, 1);
     if (st) return st;
     tfc_shape *s = &out->comp[a->component].shape;
     if (s->ndim >= 1) {
@@ -624,7 +663,7 @@ static tfc_status truncate_init(void *args, const op_build *b, const tfc_element
                                 tfc_element_spec *out, tfc_error *err)
 {
     truncate_args *a = args;
-    tfc_status st = need(b, in, a->component, 1);
+    tfc_status st = need(b, in, &a->component_name, TFC_COMP_FEATURES, &a->component, 1);
     if (st) return st;
     tfc_shape *s = &out->comp[a->component].shape;
     if (s->ndim >= 1 && s->dim[0] >= 0 && s->dim[0] > a->length) s->dim[0] = a->length;
@@ -675,7 +714,7 @@ static tfc_status window_init(void *args, const op_build *b, const tfc_element_s
                               tfc_element_spec *out, tfc_error *err)
 {
     window_args *a = args;
-    tfc_status st = need(b, in, TFC_COMP_FEATURES, 1);
+    tfc_status st = need_features(b, in, 1);
     if (st) return st;
     const tfc_component_spec *f = &in->comp[TFC_COMP_FEATURES];
     if (f->shape.ndim > 1) return tfc_op_error(b, "needs a 1-D token sequence, found rank %d",
@@ -738,7 +777,7 @@ static const tfc_field autoencode_fields[] = {
 static tfc_status autoencode_init(void *args, const op_build *b, const tfc_element_spec *in,
                                   tfc_element_spec *out, tfc_error *err)
 {
-    tfc_status st = need(b, in, TFC_COMP_FEATURES, 0);
+    tfc_status st = need_features(b, in, 0);
     if (st) return st;
     out->comp[TFC_COMP_LABELS] = in->comp[TFC_COMP_FEATURES];
     return TFC_OK;

@@ -12,8 +12,9 @@
 
 #define STATE_MAGIC "TFCPIPE"
 /* 2 saves the row ids of the batches it holds by value (tfc_wbuf_elem); version 1 blobs
- * (without them) still restore, their batches without row ids. */
-#define STATE_VERSION 2
+ * (without them) still restore, their batches without row ids. 3 counts an element's
+ * components before them (elements of several inputs have more); 1 and 2 had three. */
+#define STATE_VERSION 3
 
 static char *dup_or_null(const char *s)
 {
@@ -146,9 +147,13 @@ static tfc_status source_stage_push(tfc_pipeline *p)
     s->lazy = !(p->src->skip_errors && p->src->get_may_fail);
     if (!p->src->get_may_fail) p->src->skip_errors = 0; /* nothing can fail while reading */
     s->fetchable = 1;
+    if (p->src->spec.ninputs < 1) p->src->spec.ninputs = 1;
     s->spec = p->src->spec;
     s->config_hash =
         tfc_data_hash_mix(tfc_data_hash_str(0, p->src->ops->type), (uint64_t)p->src->count);
+    /* the inputs' names are part of the source (single-input hashes stay as they were) */
+    for (int k = 0; p->src->spec.ninputs > 1 && k < p->src->spec.ninputs; k++)
+        s->config_hash = tfc_data_hash_str(s->config_hash, p->src->spec.input_names[k]);
     tfc_pipeline_push(p, s);
     return TFC_OK;
 }
@@ -180,6 +185,10 @@ void tfc_pipeline_push(tfc_pipeline *p, stage *s)
     }
     s->p = p;
     s->up = p->n ? p->stages[p->n - 1] : NULL;
+    if (s->up && s->spec.ninputs < 1) { /* a user map's spec that does not say: the input's */
+        s->spec.ninputs = s->up->spec.ninputs;
+        memcpy(s->spec.input_names, s->up->spec.input_names, sizeof s->spec.input_names);
+    }
     s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)(p->n - p->hidden));
     if (!s->label[0]) {
         if (p->n == 0) snprintf(s->label, sizeof s->label, "source (%s)",
@@ -325,12 +334,22 @@ tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err)
     out->features = p->cur.e.comp[TFC_COMP_FEATURES];
     out->labels = p->cur.e.comp[TFC_COMP_LABELS];
     out->lengths = p->cur.e.comp[TFC_COMP_LENGTHS];
+    out->ninputs = tfc_pipeline_inputs(p, NULL);
+    for (int k = 0; k < out->ninputs; k++) out->inputs[k] = p->cur.e.comp[tfc_input_comp(k)];
     return TFC_OK;
 }
 
 const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p)
 {
     return &tfc_pipeline_top(p)->spec;
+}
+
+int tfc_pipeline_inputs(const tfc_pipeline *p, const char **names)
+{
+    const tfc_element_spec *s = &tfc_pipeline_top(p)->spec;
+    int n = s->ninputs < 1 ? 1 : s->ninputs;
+    for (int k = 0; names && k < n; k++) names[k] = s->input_names[k];
+    return n;
 }
 
 void tfc_pipeline_reset(tfc_pipeline *p)

@@ -1,6 +1,6 @@
 /* What every source shares: freeing (with its class names), class names, the label range
  * check, the `on_error` choices, resolving a source's files against the solver's folder, and
- * expanding a `files:` list of paths and globs. */
+ * expanding a `files:` list of paths and globs, and the names of several inputs. */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -397,4 +397,36 @@ int tfc_data_split_keeps(const tfc_split_rule *rule, int64_t r)
     if (rule->every <= 0) return 1;
     const int in_test = r % rule->every == rule->offset;
     return rule->part == SPLIT_PART_TEST ? in_test : !in_test;
+}
+
+/* ---- several inputs ------------------------------------------------------------------------ */
+
+static int keras_input_name(const char *s)
+{
+    if (!(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+        return 0;
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+    return s[n] == '\0' && n < 64;
+}
+
+tfc_status tfc_data_check_inputs(const tfc_node *map, const char *key, tfc_error *err)
+{
+    tfc_status st = TFC_OK;
+    if (map->n < 1 || map->n > TFC_MAX_INPUTS)
+        return tfc_node_error(err, TFC_ERR_CONFIG, map, key, "%d inputs: give 1 to %d, one per "
+                              "input of the model", map->n, TFC_MAX_INPUTS);
+    for (int i = 0; i < map->n; i++) {
+        const char *name = map->keys[i]->str;
+        char k[400];
+        snprintf(k, sizeof k, "%s.%s", key, name);
+        if (!keras_input_name(name))
+            st = tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], k, "'%s' is not an input "
+                                "name (a letter or _, then letters, digits or _, at most 63)",
+                                name);
+        else if (!strcmp(name, "features") || !strcmp(name, "labels") ||
+                 !strcmp(name, "lengths"))
+            st = tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], k, "'%s' names a component "
+                                "of every element: give the input another name", name);
+    }
+    return st;
 }

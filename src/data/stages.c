@@ -128,6 +128,14 @@ static tfc_status filter_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error
     if (c->labels.n && !tfc_pipeline_top(p)->spec.comp[TFC_COMP_LABELS].present)
         return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "filter by labels, but the "
                               "elements have no labels");
+    const tfc_element_spec *in = &tfc_pipeline_top(p)->spec;
+    if ((c->min_length || c->max_length) && in->ninputs > 1) {
+        char inputs[600];
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "filter by length: the "
+                              "elements have %d inputs (%s), of lengths of their own (filter by "
+                              "labels works; pad or truncate the inputs instead)", in->ninputs,
+                              tfc_data_inputs_str(in, inputs, sizeof inputs));
+    }
     return filter_push(p, filter_pred, NULL, c, sizeof *c, h, err);
 }
 

@@ -44,6 +44,13 @@ static tfc_status check_features(const tfc_feed *f, const tfc_pipeline *p,
     const tfc_element_spec *es = tfc_pipeline_element_spec(p);
     const tfc_component_spec *c = &es->comp[TFC_COMP_FEATURES];
     const tfc_shape *in = tfc_model_input_shape(f->model);
+    int ninputs = tfc_pipeline_inputs(p, NULL);
+    if (ninputs > 1) { /* the trainer feeds one input (a model of several is not wired yet) */
+        char names[600];
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %d inputs (%s); this "
+                              "model takes one input", ninputs,
+                              tfc_data_inputs_str(es, names, sizeof names));
+    }
     char want[96], got[160];
     tfc_shape_str(in, want, sizeof want);
     if (tfc_model_max_length(f->model)) { /* (null, F) with max_length */
