@@ -1,9 +1,10 @@
 /* Models of several inputs (a functional model's InputLayers, SPEC §1): Keras's own
  * two- and three-input models (tests/ref/keras_multi_input.py) import and predict what Keras
  * predicted, through the C API and tfc-predict; the gradients reach every input and every
- * weight (numerically checked); the model file's mistakes are errors at their line; and
- * what is not in tfc yet (training such a model, a second input of variable length, masks
- * from two inputs) is refused naming it. */
+ * weight (numerically checked); tfc-train trains them from named npy inputs as Keras's
+ * train_on_batch does; the model file's and the data's mistakes are errors naming them; and
+ * what is not in tfc yet (a second input of variable length, masks from two inputs) is
+ * refused naming it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 
 #include "tfc.h"
 #include "data/data.h"
+#include "solver/solver.h"
 #include "gradcheck.h"
+#include "kerassteps.h"
 #include "testutil.h"
 
 #define DIR "tests/ref/multi_input/"
@@ -278,21 +281,185 @@ static void test_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "masks from two inputs are not in tfc yet"));
 }
 
-/* Training a model of several inputs is refused at the data split, naming the inputs. */
-static void test_train_refused(void)
+/* The solver training imported CASE from its npy inputs by name (`order` lists them as the
+ * source gives them, each led by its file's digit), SGD at the fixture's lr for its steps,
+ * a batch of the fixture's 5 examples. */
+static const char *train_solver(const char *name, const char *const *order, int n,
+                                const tfc_st_file *f, const char *extra)
 {
-    tfc_test_write_split("mi_x.npy", "mi_y.npy", 32, 3);
+    static char text[4096];
+    char cwd[1024], feats[2048] = "";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+    for (int k = 0, at = 0; k < n; k++) /* in the order given: matched by name */
+        at += snprintf(feats + at, sizeof feats - (size_t)at, "%s%s: %s/" DIR "%s.x%c.npy",
+                       k ? ", " : "", order[k] + 1, cwd, name, order[k][0]);
+    snprintf(text, sizeof text,
+             "model: %s/%s.yaml\n"
+             "data:\n  train:\n    source: {type: npy, features: {%s}, labels: %s/" DIR
+             "%s.labels.npy}\n    pipeline: [repeat, {batch: 5}]\n"
+             "optimizer: {type: sgd, learning_rate: %s}\nlr_policy: fixed\nmax_iter: %s\n"
+             "test_interval: 0\ndisplay: 0\nseed: 3\n%s",
+             tfc_test_tmpdir(), name, feats, cwd, name, tfc_st_meta(f, "lr"),
+             tfc_st_meta(f, "steps"), extra ? extra : "");
+    return text;
+}
+
+/* tfc-train trains Keras's models of several inputs from an npy source of named inputs (in
+ * another order than the model's) as Keras's train_on_batch does from the same weights on
+ * fit's dict of inputs: every weight after 3 SGD steps within 1e-5 of Keras's (3e-8 here),
+ * through a masked average and a masked LSTM; a run stopped and resumed from its snapshot
+ * ends with the same bits. */
+static void test_train_keras(void)
+{
+    static const struct { const char *name; const char *order[3]; int n; } cases[] = {
+        {"wide_deep", {"1stats", "0title"}, 2}, {"pair", {"2c", "0b", "1a"}, 3}};
+    for (int c = 0; c < 2; c++) {
+        import_case(cases[c].name);
+        char path[256], weights[1024], run[64];
+        snprintf(path, sizeof path, DIR "%s.after.safetensors", cases[c].name);
+        snprintf(weights, sizeof weights, "%s/%s.safetensors", tfc_test_tmpdir(), cases[c].name);
+        snprintf(run, sizeof run, "mi_%s", cases[c].name);
+        tfc_error err;
+        tfc_error_clear(&err);
+        tfc_st_file *f = tfc_st_open(path, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        const char *solver = train_solver(cases[c].name, cases[c].order, cases[c].n, f, NULL);
+        CU_ASSERT_EQUAL_FATAL(tfc_ks_train("mi_solver.yaml", solver, weights, run, 1, NULL, 0,
+                                           0, &err), TFC_OK);
+        int compared = 0;
+        double worst = tfc_ks_worst(f, run, &compared);
+        if (worst > 1e-5) printf("\n  %s: %g from Keras\n", cases[c].name, worst);
+        CU_ASSERT(worst <= 1e-5);
+        CU_ASSERT_EQUAL(compared, tfc_st_count(f));
+        /* the steps moved the weights: the comparison can fail */
+        tfc_st_file *w0 = tfc_st_open(weights, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(w0);
+        double moved = 0;
+        for (int i = 0; i < tfc_st_count(w0); i++) {
+            const tfc_st_tensor *t = tfc_st_tensor_at(w0, i);
+            char after[300];
+            snprintf(after, sizeof after, "after/%s", t->name);
+            const tfc_st_tensor *a = tfc_st_find(f, after);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+            float *x = malloc((size_t)t->numel * 4), *y = malloc((size_t)t->numel * 4);
+            tfc_st_tensor_to_f32(t, x);
+            tfc_st_tensor_to_f32(a, y);
+            for (int64_t j = 0; j < t->numel; j++) moved = fmax(moved, fabs(x[j] - y[j]));
+            free(x), free(y);
+        }
+        CU_ASSERT(moved > 1e-3);
+        tfc_st_close(w0);
+        if (c == 1) /* resumed from iteration 2 (the pipeline's state holds 3 inputs) */
+            tfc_ks_expect_resume_exact("mi_resume.yaml",
+                                       train_solver(cases[c].name, cases[c].order, cases[c].n,
+                                                    f, "snapshot: {interval: 2, keep: 0}\n"),
+                                       "mi_resume", "functional", 2);
+        tfc_st_close(f);
+    }
+}
+
+/* End to end: a model whose class needs both of its inputs (the argmax of a linear map of
+ * 16 features, 8 in each input: either half alone leaves it to chance) learns it from a
+ * split of named inputs, its test split read with the inputs in the other order; tfc-test
+ * evaluates the weights to the same accuracy. */
+static void test_learns(void)
+{
+    const char *bin = tfc_test_bin("tfc-test");
+    if (!bin) return;
+    enum { N = 512 };
+    tfc_test_write_split("ml_x.npy", "ml_y.npy", N, 11);
+    tfc_tensor x;
     tfc_error e;
     tfc_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("ml_x.npy"), &x, &e), TFC_OK);
+    float *lo = malloc(N * 8 * 4), *hi = malloc(N * 8 * 4);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < 8; j++) {
+            lo[i * 8 + j] = ((float *)x.data)[i * 16 + j];
+            hi[i * 8 + j] = ((float *)x.data)[i * 16 + 8 + j];
+        }
+    tfc_tensor a = {.dtype = TFC_F32, .shape = {2, {N, 8}}, .data = lo};
+    tfc_tensor b = {.dtype = TFC_F32, .shape = {2, {N, 8}}, .data = hi};
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("ml_lo.npy"), &a, &e), TFC_OK);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("ml_hi.npy"), &b, &e), TFC_OK);
+    free(lo), free(hi), free(x.data);
     const char *solver =
-        "model:\n  name: mi\n  layers:\n"
-        "    - InputLayer: {name: a, shape: [16]}\n    - InputLayer: {name: b, shape: [16]}\n"
-        "    - Add: {inputs: [a, b]}\n    - Dense: 4\n"
-        "data:\n  train:\n    source: {type: npy, features: mi_x.npy, labels: mi_y.npy}\n"
-        "    pipeline: [repeat, {batch: 8}]\n"
-        "optimizer: sgd\nmax_iter: 2\n";
-    CU_ASSERT_EQUAL(tfc_test_train(solver, "mi_solver.yaml", "mi_run", &e), TFC_ERR_CONFIG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "model 'mi' takes 2 inputs (a, b): training"));
+        "model:\n  name: halves\n  layers:\n"
+        "    - InputLayer: {name: lo, shape: [8]}\n    - InputLayer: {name: hi, shape: [8]}\n"
+        "    - Dense: {units: 16, activation: relu, inputs: lo}\n"
+        "    - Dense: {units: 16, activation: relu, inputs: hi}\n"
+        "    - Concatenate: {inputs: [dense, dense_1]}\n    - Dense: 4\n"
+        "  metrics: [accuracy]\n"
+        "data:\n  train:\n    source: {type: npy, features: {lo: ml_lo.npy, hi: ml_hi.npy}, "
+        "labels: ml_y.npy}\n    pipeline: [{shuffle: 512}, repeat, {batch: 32}]\n"
+        "  test:\n    source: {type: npy, features: {hi: ml_hi.npy, lo: ml_lo.npy}, "
+        "labels: ml_y.npy}\n    pipeline: [{batch: 128}]\n"
+        "optimizer: {type: adam, learning_rate: 0.01}\nmax_iter: 400\ntest_interval: 400\n"
+        "display: 0\nseed: 5\n";
+    tfc_train_result res;
+    CU_ASSERT_EQUAL_FATAL(tfc_test_train_result(solver, "ml_solver.yaml", "ml_run", &res, &e),
+                          TFC_OK);
+    CU_ASSERT_FATAL(res.have_test);
+    if (res.test.metric[0] < 0.9) printf("\n  test accuracy %g\n", res.test.metric[0]);
+    CU_ASSERT(res.test.metric[0] >= 0.9);
+    CU_ASSERT_EQUAL(res.test.examples, N);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s/tfc-test ml_solver.yaml --weights %s/final.safetensors",
+             tfc_test_tmpdir(), bin, res.run_dir);
+    char acc[64];
+    snprintf(acc, sizeof acc, "accuracy %.4f", res.test.metric[0]);
+    tfc_test_sh_expect(0, cmd, acc, NULL);
+}
+
+/* A split whose inputs do not match the model's, by count, name or shape, is an error
+ * naming both sides; so is a value that is not finite, naming the input. */
+static void test_train_errors(void)
+{
+    tfc_test_write_split("mi_x.npy", "mi_y.npy", 32, 3);
+    const char *model = "model:\n  name: mi\n  layers:\n"
+                        "    - InputLayer: {name: a, shape: [16]}\n"
+                        "    - InputLayer: {name: b, shape: [16]}\n"
+                        "    - Add: {inputs: [a, b]}\n    - Dense: 4\n";
+    static const struct { const char *features, *want; } cases[] = {
+        {"mi_x.npy", "yields one input (its features); model 'mi' takes 2 (a, b): give the "
+                     "source one array per input by name"},
+        {"{a: mi_x.npy, c: mi_x.npy}", "yields the inputs a, c, none named 'b', an input of "
+                                       "model 'mi' (a, b)"},
+        {"{a: mi_x.npy, b: mi_x.npy, c: mi_x.npy}", "yields an input 'c' that model 'mi' does "
+                                                    "not take (its inputs: a, b)"},
+        {"{a: mi_x.npy, b: mi_w.npy}", "yields input 'b' float32 (-1, 2) (batch first), but "
+                                       "the model's input 'b' is (16,) per example"},
+    };
+    float w[32 * 2];
+    for (int i = 0; i < 64; i++) w[i] = (float)i;
+    tfc_tensor t = {.dtype = TFC_F32, .shape = {2, {32, 2}}, .data = w};
+    tfc_error e;
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("mi_w.npy"), &t, &e), TFC_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char solver[2048];
+        snprintf(solver, sizeof solver, "%sdata:\n  train:\n    source: {type: npy, features: "
+                 "%s, labels: mi_y.npy}\n    pipeline: [repeat, {batch: 8}]\n"
+                 "optimizer: sgd\nmax_iter: 2\n", model, cases[i].features);
+        tfc_error_clear(&e);
+        CU_ASSERT_EQUAL(tfc_test_train(solver, "mi_solver.yaml", "mi_run", &e), TFC_ERR_CONFIG);
+        if (!strstr(e.text, cases[i].want)) printf("\n  want '%s' in:\n%s", cases[i].want, e.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.text, cases[i].want));
+    }
+    /* a value that is not finite names its input */
+    float bad[32 * 16];
+    for (int i = 0; i < 32 * 16; i++) bad[i] = 0.5f;
+    bad[3 * 16 + 2] = NAN;
+    tfc_tensor bt = {.dtype = TFC_F32, .shape = {2, {32, 16}}, .data = bad};
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("mi_nan.npy"), &bt, &e), TFC_OK);
+    char solver[2048];
+    snprintf(solver, sizeof solver, "%sdata:\n  train:\n    source: {type: npy, features: "
+             "{a: mi_x.npy, b: mi_nan.npy}, labels: mi_y.npy}\n    pipeline: [{batch: 8}]\n"
+             "optimizer: sgd\nmax_iter: 2\n", model);
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL(tfc_test_train(solver, "mi_solver.yaml", "mi_nan_run", &e), TFC_ERR_DATA);
+    if (!strstr(e.text, "b value nan is not finite")) printf("\n%s", e.text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "b value nan is not finite"));
 }
 
 /* tfc-draw and tfc-summary show a model of several inputs. */
@@ -316,4 +483,5 @@ static void test_tools(void)
 TFC_TEST_MAIN("multi_input", {"predictor", test_predictor}, {"predict_tool", test_predict_tool},
               {"onnx", test_onnx},
               {"gradients", test_gradients}, {"errors", test_errors},
-              {"train_refused", test_train_refused}, {"tools", test_tools})
+              {"train_keras", test_train_keras}, {"learns", test_learns},
+              {"train_errors", test_train_errors}, {"tools", test_tools})

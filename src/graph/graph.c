@@ -1077,10 +1077,11 @@ tfc_status tfc_model_adapt_begin(tfc_model *m, int i, tfc_error *err)
     return m->layers[i].ops->adapt_begin(&m->layers[i], err);
 }
 
-tfc_status tfc_model_adapt_batch(tfc_model *m, int i, const void *x, int batch, tfc_error *err)
+tfc_status tfc_model_adapt_batch(tfc_model *m, int i, const void *const *xs, int batch,
+                                 tfc_error *err)
 {
     tfc_layer *l = &m->layers[i];
-    tfc_status s = tfc_model_stage_input(m, x, batch, 0, 0, 0, err);
+    tfc_status s = tfc_model_stage_inputs(m, xs, batch, 0, 0, 0, err);
     if (s) return s;
     m->be->inference_pass = 1;
     for (int j = 0; j < i; j++) {
@@ -1089,12 +1090,12 @@ tfc_status tfc_model_adapt_batch(tfc_model *m, int i, const void *x, int batch, 
         if (m->precision) round_outputs(m, j);
     }
     m->be->inference_pass = 0;
-    const void *xs[TFC_LAYER_MAX_INPUTS];
-    gather_inputs(m, l, xs, NULL);
+    const void *in[TFC_LAYER_MAX_INPUTS];
+    gather_inputs(m, l, in, NULL);
     const size_t n = (size_t)batch * (size_t)tfc_shape_numel(&l->in_shape[0]);
     float *host = malloc(n * sizeof *host);
     if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
-    m->be->ops->download(m->be, host, xs[0], n * sizeof *host);
+    m->be->ops->download(m->be, host, in[0], n * sizeof *host);
     l->ops->adapt_batch(l, host, batch);
     free(host);
     return TFC_OK;

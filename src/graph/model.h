@@ -348,12 +348,13 @@ void tfc_model_layer_backward(tfc_model *m, int i);
 
 /* Adapting (Keras's adapt; solver/adapt.c): whether layer i takes statistics of its input
  * (its ops have the adapt hooks and it has a weight that is not a constant); _begin starts
- * them; _batch runs the layers before i forward in inference mode on the host batch x (as
- * tfc_model_forward takes it) and hands layer i its input; _end writes what the layer
- * computed into its parameters. */
+ * them; _batch runs the layers before i forward in inference mode on the host batch xs (one
+ * per input, as tfc_model_forward_inputs takes them) and hands layer i its input; _end
+ * writes what the layer computed into its parameters. */
 int tfc_model_layer_adapts(const tfc_model *m, int i);
 tfc_status tfc_model_adapt_begin(tfc_model *m, int i, tfc_error *err);
-tfc_status tfc_model_adapt_batch(tfc_model *m, int i, const void *x, int batch, tfc_error *err);
+tfc_status tfc_model_adapt_batch(tfc_model *m, int i, const void *const *xs, int batch,
+                                 tfc_error *err);
 tfc_status tfc_model_adapt_end(tfc_model *m, int i, tfc_error *err);
 
 /* Whether backward computes the gradient of the model input (gradient checks); off by

@@ -39,8 +39,9 @@ static tfc_status adapt_layer(tfc_feed *f, const tfc_solver *s, int i, int64_t *
         /* in pieces the model is bound for (a data-parallel run binds a rank's share) */
         for (int lo = 0; lo < n && !st; lo += f->bind_batch) {
             int k = n - lo < f->bind_batch ? n - lo : f->bind_batch;
-            const char *x = (const char *)f->x + (size_t)lo * (size_t)f->in_numel * 4;
-            st = tfc_model_adapt_batch(m, i, x, k, err);
+            const void *xs[TFC_MODEL_MAX_INPUTS];
+            tfc_feed_inputs(f, lo, xs);
+            st = tfc_model_adapt_batch(m, i, xs, k, err);
         }
         *seen += n;
     }

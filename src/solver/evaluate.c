@@ -64,8 +64,9 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, dou
     for (int at = 0; at < n; at += f->bind_batch) {
         int k = n - at < f->bind_batch ? n - at : f->bind_batch;
         tfc_batch_result br;
-        tfc_status s = tfc_model_forward(m, (char *)f->x + (size_t)at * (size_t)f->in_numel * 4, k,
-                                         0, seed, 0, err);
+        const void *xs[TFC_MODEL_MAX_INPUTS];
+        tfc_feed_inputs(f, at, xs);
+        tfc_status s = tfc_model_forward_inputs(m, xs, k, 0, seed, 0, err);
         if (!s)
             s = tfc_model_loss(m, (char *)f->y + (size_t)at * (size_t)f->label_numel * 4, 0, &br,
                                err);

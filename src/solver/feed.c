@@ -38,48 +38,104 @@ static int usable_dtype(tfc_dtype dt)
     return dt != TFC_F16 && dt != TFC_BF16 && (unsigned)dt < TFC_DTYPE_COUNT;
 }
 
+/* The pipeline input feeding each model input (pin[k], an index into the pipeline's
+ * inputs), matched by name when the model has several: each of its inputs needs one of the
+ * split's of that name, and the split has no other; a model of one input takes a split of
+ * one. Errors name both sides (split/key locate them; err NULL: only the status). */
+static tfc_status match_inputs(const tfc_feed *f, const tfc_pipeline *p, const tfc_node *split,
+                               const char *key, int *pin, tfc_error *err)
+{
+    const tfc_model *m = f->model;
+    const tfc_element_spec *es = tfc_pipeline_element_spec(p);
+    const char *names[TFC_MAX_INPUTS] = {0};
+    const int ni = tfc_model_ninputs(m), pn = tfc_pipeline_inputs(p, names);
+    char have[600], want[600] = "";
+    tfc_data_inputs_str(es, have, sizeof have);
+    for (int k = 0, at = 0; k < ni; k++)
+        at += snprintf(want + at, sizeof want - (size_t)at, "%s%s", k ? ", " : "",
+                       tfc_model_input_name(m, k));
+    if (ni == 1 && pn <= 1) {
+        pin[0] = 0;
+        return TFC_OK;
+    }
+    if (ni == 1 || pn <= 1) {
+        if (!err) return TFC_ERR_CONFIG;
+    }
+    if (ni == 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %d inputs (%s); this "
+                              "model takes one input", pn, have);
+    if (pn <= 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields one input (its "
+                              "features); model '%s' takes %d (%s): give the source one array "
+                              "per input by name, as Keras's fit({name: x, ...}): features: "
+                              "{%s: FILE.npy, ...} (docs/data.md)", tfc_model_name(m), ni, want,
+                              tfc_model_input_name(m, 0));
+    int used[TFC_MAX_INPUTS] = {0};
+    for (int k = 0; k < ni; k++) {
+        pin[k] = -1;
+        for (int j = 0; j < pn && pin[k] < 0; j++)
+            if (!strcmp(names[j], tfc_model_input_name(m, k))) pin[k] = j;
+        if (pin[k] < 0 && !err) return TFC_ERR_CONFIG;
+        if (pin[k] < 0)
+            return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields the inputs %s, none "
+                                  "named '%s', an input of model '%s' (%s)", have,
+                                  tfc_model_input_name(m, k), tfc_model_name(m), want);
+        used[pin[k]] = 1;
+    }
+    for (int j = 0; j < pn; j++)
+        if (!used[j] && !err) return TFC_ERR_CONFIG;
+        else if (!used[j])
+            return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields an input '%s' that "
+                                  "model '%s' does not take (its inputs: %s)", names[j],
+                                  tfc_model_name(m), want);
+    return TFC_OK;
+}
+
+/* Model input k against the pipeline's component `comp` (its input feeding it). */
 static tfc_status check_features(const tfc_feed *f, const tfc_pipeline *p,
-                                 const tfc_node *split, const char *key, tfc_error *err)
+                                 const tfc_node *split, const char *key, int k, int comp,
+                                 tfc_error *err)
 {
     const tfc_element_spec *es = tfc_pipeline_element_spec(p);
-    const tfc_component_spec *c = &es->comp[TFC_COMP_FEATURES];
-    const tfc_shape *in = tfc_model_input_shape(f->model);
-    int ninputs = tfc_pipeline_inputs(p, NULL);
-    if (ninputs > 1) { /* the trainer feeds one input (a model of several is not wired yet) */
-        char names[600];
-        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %d inputs (%s); this "
-                              "model takes one input", ninputs,
-                              tfc_data_inputs_str(es, names, sizeof names));
-    }
-    char want[96], got[160];
+    const tfc_component_spec *c = &es->comp[comp];
+    const tfc_shape *in = tfc_model_input_shape_at(f->model, k);
+    char want[96], got[160], what[160] = "features";
+    if (tfc_model_ninputs(f->model) > 1)
+        snprintf(what, sizeof what, "input '%s'", tfc_model_input_name(f->model, k));
     tfc_shape_str(in, want, sizeof want);
-    if (tfc_model_max_length(f->model)) { /* (null, F) with max_length */
-        int k = snprintf(want, sizeof want, "(null");
+    const int64_t max_length = k ? 0 : tfc_model_max_length(f->model);
+    if (max_length) { /* (null, F) with max_length */
+        int q = snprintf(want, sizeof want, "(null");
         for (int i = 1; i < in->ndim; i++)
-            k += snprintf(want + k, sizeof want - (size_t)k, ", %lld", (long long)in->dim[i]);
-        snprintf(want + k, sizeof want - (size_t)k, ") with input.max_length %lld",
-                 (long long)tfc_model_max_length(f->model));
+            q += snprintf(want + q, sizeof want - (size_t)q, ", %lld", (long long)in->dim[i]);
+        snprintf(want + q, sizeof want - (size_t)q, ") with input.max_length %lld",
+                 (long long)max_length);
     }
     tfc_data_spec_str(c, got, sizeof got);
     int skip = es->batched ? 1 : 0;
     if (!usable_dtype(c->dtype))
         return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
-                              "yields features of dtype %s, which the model cannot take", got);
-    if (tfc_model_input_dtype(f->model) == TFC_I32 && (c->dtype == TFC_F32 || c->dtype == TFC_F64))
-        return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
-                              "yields %s features, but the model takes int32 token ids", got);
+                              "yields %s of dtype %s, which the model cannot take", what, got);
+    if (tfc_model_input_dtype_at(f->model, k) == TFC_I32 &&
+        (c->dtype == TFC_F32 || c->dtype == TFC_F64))
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %s %s, but the model "
+                              "takes int32 token ids there", what, got);
     if (c->shape.ndim < 0) return TFC_OK;
     int bad = c->shape.ndim - skip != in->ndim;
     /* a model with a null time axis takes any length up to input.max_length */
-    const int64_t max_length = tfc_model_max_length(f->model);
     for (int i = 0; !bad && i < in->ndim; i++)
         bad = c->shape.dim[i + skip] >= 0 &&
               (i == 0 && max_length ? c->shape.dim[skip] > max_length
                                     : c->shape.dim[i + skip] != in->dim[i]);
     if (!bad) return TFC_OK;
-    tfc_node_error(err, TFC_ERR_CONFIG, split, key,
-                   "yields features %s%s, but the model's input is %s per example", got,
-                   es->batched ? " (batch first)" : "", want);
+    if (tfc_model_ninputs(f->model) > 1)
+        tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %s %s%s, but the model's %s is "
+                       "%s per example", what, got, es->batched ? " (batch first)" : "", what,
+                       want);
+    else
+        tfc_node_error(err, TFC_ERR_CONFIG, split, key,
+                       "yields features %s%s, but the model's input is %s per example", got,
+                       es->batched ? " (batch first)" : "", want);
     const tfc_vocab *v = tfc_pipeline_vocab(p);
     const tfc_text_spec *ts = v ? tfc_vocab_text_spec(v) : NULL;
     if (ts && ts->output_mode != TFC_TEXT_INT)
@@ -229,6 +285,8 @@ static void example_sizes(tfc_feed *f)
 {
     tfc_model *m = f->model;
     f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
+    for (int k = 0; k < tfc_model_ninputs(m); k++)
+        f->in_numels[k] = tfc_shape_numel(tfc_model_input_shape_at(m, k));
     f->label_numel = tfc_model_label_rows(m) *
                      (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
 }
@@ -251,16 +309,11 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     tfc_status st = TFC_OK;
     for (int k = 0; k < 2 && !st; k++) {
         if (!split[k]) continue;
-        if (tfc_model_ninputs(m) > 1) /* SPEC §1: inference only so far */
-            return tfc_node_error(err, TFC_ERR_CONFIG, node[k], key[k], "model '%s' takes %d "
-                                  "inputs (%s, %s%s): training and evaluating a model of "
-                                  "several inputs is not in tfc yet (its data would need one "
-                                  "features tensor per input); tfc-predict and the C API run "
-                                  "it", tfc_model_name(m), tfc_model_ninputs(m),
-                                  tfc_model_input_name(m, 0), tfc_model_input_name(m, 1),
-                                  tfc_model_ninputs(m) > 2 ? ", ..." : "");
         const tfc_element_spec *es = tfc_pipeline_element_spec(split[k]);
-        st = check_features(f, split[k], node[k], key[k], err);
+        int pin[TFC_MODEL_MAX_INPUTS];
+        st = match_inputs(f, split[k], node[k], key[k], pin, err);
+        for (int i = 0; i < tfc_model_ninputs(m) && !st; i++)
+            st = check_features(f, split[k], node[k], key[k], i, tfc_input_comp(pin[i]), err);
         if (!st) st = check_labels(f, es, node[k], key[k], err);
     }
     int sizes[2] = {1, 1};
@@ -286,9 +339,13 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
                               tfc_precision_names[s->cfg.precision]);
     st = tfc_model_bind(m, be, f->bind_batch, err);
     if (st) return st;
-    f->x = malloc((size_t)f->stage_batch * (size_t)f->in_numel * 4);
+    for (int k = 0; k < tfc_model_ninputs(m); k++) {
+        f->xs[k] = malloc((size_t)f->stage_batch * (size_t)f->in_numels[k] * 4);
+        if (!f->xs[k]) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    f->x = f->xs[0];
     f->y = malloc((size_t)f->stage_batch * (size_t)f->label_numel * 4);
-    if (!f->x || !f->y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    if (!f->y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     return TFC_OK;
 }
 
@@ -428,9 +485,10 @@ static tfc_status follow_length(tfc_feed *f, const tfc_tensor *features, int bat
     return TFC_OK;
 }
 
-/* Checks a batch of n examples against the staging size and the model's layout. */
-static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, int64_t n, const char *key,
-                              tfc_error *err)
+/* Checks a batch of n examples against the staging size and the model's layout (pin: the
+ * pipeline input feeding each model input). */
+static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, const int *pin, int64_t n,
+                              const char *key, tfc_error *err)
 {
     char fs[96], want[96];
     if (n < 1 || n > f->stage_batch)
@@ -438,13 +496,18 @@ static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, int64_t n, 
                              "%s: a batch of %lld examples, larger than the %d its configuration "
                              "announced",
                              key, (long long)n, f->stage_batch);
-    if (tfc_shape_numel(&b->features.shape) != n * f->in_numel) {
-        tfc_shape_str(&b->features.shape, fs, sizeof fs);
-        tfc_shape_str(tfc_model_input_shape(f->model), want, sizeof want);
+    for (int k = 0; k < tfc_model_ninputs(f->model); k++) {
+        const tfc_tensor *x = &b->inputs[pin[k]];
+        if (tfc_shape_numel(&x->shape) == n * f->in_numels[k]) continue;
+        tfc_shape_str(&x->shape, fs, sizeof fs);
+        tfc_shape_str(tfc_model_input_shape_at(f->model, k), want, sizeof want);
         return tfc_error_set(err, TFC_ERR_DATA,
-                             "%s: a batch of features %s does not fit the model's input %s per "
-                             "example",
-                             key, fs, want);
+                             "%s: a batch of features %s does not fit the model's input%s%s%s "
+                             "%s per example",
+                             key, fs, k || tfc_model_ninputs(f->model) > 1 ? " '" : "",
+                             k || tfc_model_ninputs(f->model) > 1
+                                 ? tfc_model_input_name(f->model, k) : "",
+                             k || tfc_model_ninputs(f->model) > 1 ? "'" : "", want);
     }
     if (!b->labels.data || tfc_shape_numel(&b->labels.shape) != n * f->label_numel) {
         tfc_shape_str(&b->labels.shape, fs, sizeof fs);
@@ -494,14 +557,19 @@ static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const c
                                int64_t lo, int64_t count, tfc_error *err)
 {
     char at[600];
-    int64_t fnum = count * f->in_numel, lnum = count * f->label_numel;
+    int64_t lnum = count * f->label_numel, bad = -1;
     int sparse = tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE;
-    int64_t bad = tfc_model_input_dtype(f->model) == TFC_F32 ? first_nonfinite(f->x, fnum) : -1;
-    if (bad >= 0) {
-        int64_t k = bad / f->in_numel;
-        tfc_error_set(err, TFC_ERR_DATA, "%s: %s: feature value %g is not finite", key,
+    for (int in = 0; in < tfc_model_ninputs(f->model); in++) {
+        int64_t fnum = count * f->in_numels[in];
+        if (tfc_model_input_dtype_at(f->model, in) != TFC_F32 ||
+            (bad = first_nonfinite(f->xs[in], fnum)) < 0)
+            continue;
+        int64_t k = bad / f->in_numels[in];
+        tfc_error_set(err, TFC_ERR_DATA, "%s: %s: %s value %g is not finite", key,
                       row_origin(p, TFC_COMP_FEATURES, lo + k, k, at, sizeof at),
-                      (double)((const float *)f->x)[bad]);
+                      tfc_model_ninputs(f->model) > 1 ? tfc_model_input_name(f->model, in)
+                                                      : "feature",
+                      (double)((const float *)f->xs[in])[bad]);
         tfc_error_hint(err, "fix the record (or the map stage that made the value): the model "
                             "would compute a non-finite loss from it whatever the learning rate");
         return TFC_ERR_DATA;
@@ -548,25 +616,34 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
     if (s || b.end) return s;
     *more = 1;
     int batched = tfc_pipeline_element_spec(p)->batched;
-    int64_t count = batched && b.features.shape.ndim > 0 ? b.features.shape.dim[0] : 1;
-    s = follow_length(f, &b.features, batched, key, err);
-    if (!s) s = check_batch(f, &b, count, key, err);
+    int pin[TFC_MODEL_MAX_INPUTS];
+    if (match_inputs(f, p, NULL, key, pin, NULL)) /* matched at bind: the spec is the same */
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: the inputs changed", key);
+    const tfc_tensor *x0 = &b.inputs[pin[0]];
+    int64_t count = batched && x0->shape.ndim > 0 ? x0->shape.dim[0] : 1;
+    s = follow_length(f, x0, batched, key, err);
+    if (!s) s = check_batch(f, &b, pin, count, key, err);
     if (s) return s;
     /* a dealt split's batches are this rank's already */
     int nr = f->nranks > 1 && tfc_pipeline_shard_count(p) == 1 ? f->nranks : 1;
     int64_t lo = nr > 1 ? count * f->rank / nr : 0, hi = nr > 1 ? count * (f->rank + 1) / nr : count;
     count = hi - lo;
     if (count == 0) return TFC_OK;
-    int64_t fnum = count * f->in_numel, lnum = count * f->label_numel;
+    int64_t lnum = count * f->label_numel, bad = -1;
     char at[600];
-    int64_t bad = convert(f->x, tfc_model_input_dtype(f->model) == TFC_I32, &b.features,
-                          lo * f->in_numel, fnum);
-    if (bad >= 0)
-        return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: feature value %g is not an int32 token "
-                             "id", key, row_origin(p, TFC_COMP_FEATURES, lo + bad / f->in_numel,
-                                                   bad / f->in_numel, at, sizeof at),
-                             tfc_value_get(b.features.data, b.features.dtype,
-                                           lo * f->in_numel + bad));
+    for (int k = 0; k < tfc_model_ninputs(f->model); k++) {
+        const tfc_tensor *x = &b.inputs[pin[k]];
+        const int64_t per = f->in_numels[k];
+        bad = convert(f->xs[k], tfc_model_input_dtype_at(f->model, k) == TFC_I32, x, lo * per,
+                      count * per);
+        if (bad >= 0)
+            return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: %s value %g is not an int32 token "
+                                 "id", key, row_origin(p, TFC_COMP_FEATURES, lo + bad / per,
+                                                       bad / per, at, sizeof at),
+                                 tfc_model_ninputs(f->model) > 1
+                                     ? tfc_model_input_name(f->model, k) : "feature",
+                                 tfc_value_get(x->data, x->dtype, lo * per + bad));
+    }
     bad = convert(f->y, tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE, &b.labels,
                   lo * f->label_numel, lnum);
     if (bad >= 0)
@@ -640,6 +717,12 @@ void tfc_feed_free(tfc_feed *f)
     tfc_pipeline_free(f->test);
     tfc_pipeline_free(f->vocab_source);
     if (f->model) tfc_model_unbind(f->model);
-    free(f->x);
+    for (int k = 0; k < TFC_MODEL_MAX_INPUTS; k++) free(f->xs[k]);
     free(f->y);
+}
+
+void tfc_feed_inputs(const tfc_feed *f, int64_t at, const void **xs)
+{
+    for (int k = 0; k < tfc_model_ninputs(f->model); k++)
+        xs[k] = (const char *)f->xs[k] + (size_t)at * (size_t)f->in_numels[k] * 4;
 }

@@ -219,7 +219,15 @@ typedef struct tfc_feed {
     int64_t in_numel, label_numel; /* per example */
     void *x, *y;                 /* host staging of one batch: features, labels */
     int rank, nranks;            /* of a data-parallel run: each takes its rows of a batch */
+    /* a model of several inputs (SPEC §1): input k's staging and size per example (xs[0] is
+     * x, in_numels[0] in_numel), fed from the pipeline's input of the same name */
+    void *xs[TFC_MODEL_MAX_INPUTS];
+    int64_t in_numels[TFC_MODEL_MAX_INPUTS];
 } tfc_feed;
+
+/* The staged inputs from example `at` on, one pointer per model input, for
+ * tfc_model_forward_inputs and its kin. */
+void tfc_feed_inputs(const tfc_feed *f, int64_t at, const void **xs);
 
 /* Builds the pipelines of both splits (the test split tokenizes with the train split's
  * vocabulary), checks their element specs against the model before any data is read,

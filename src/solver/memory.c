@@ -30,7 +30,10 @@ void tfc_solver_memory(const tfc_solver *s, const tfc_memory_plan *model,
     if (t > b) b = t;
     int64_t label = tfc_model_label_rows(m) *
                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
-    out->host_staging = (size_t)b * (size_t)(tfc_shape_numel(tfc_model_input_shape(m)) + label) * 4;
+    int64_t in = 0;
+    for (int k = 0; k < tfc_model_ninputs(m); k++)
+        in += tfc_shape_numel(tfc_model_input_shape_at(m, k));
+    out->host_staging = (size_t)b * (size_t)(in + label) * 4;
 }
 
 tfc_status tfc_solver_check_memory(tfc_solver *s, tfc_backend *be, int ranks, tfc_error *err)

@@ -284,7 +284,9 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
                             (uint64_t)r->comm->size +
                         (uint64_t)r->comm->rank;
         tfc_status s = take_batch(r, &n, err);
-        if (!s) s = tfc_model_forward(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
+        const void *xs[TFC_MODEL_MAX_INPUTS];
+        tfc_feed_inputs(&r->feed, 0, xs);
+        if (!s) s = tfc_model_forward_inputs(m, xs, n, 1, (uint64_t)c->seed, step, err);
         if (!s) s = tfc_model_loss_launch(m, r->feed.y, 1, err);
         if (!s && !(r->step_state && k == c->iter_size - 1)) s = take_loss(r, loss, err);
         if (s) return s;
@@ -384,7 +386,9 @@ static tfc_status staged_step(run *r, double lr, double scale, float loss_scale,
     int n;
     tfc_status s = take_batch(r, &n, err);
     const uint64_t step = (uint64_t)r->iter; /* iter_size 1, one rank: accumulate's */
-    if (!s) s = tfc_model_stage_input(m, r->feed.x, n, 1, (uint64_t)c->seed, step, err);
+    const void *xs[TFC_MODEL_MAX_INPUTS];
+    tfc_feed_inputs(&r->feed, 0, xs);
+    if (!s) s = tfc_model_stage_inputs(m, xs, n, 1, (uint64_t)c->seed, step, err);
     if (!s) s = tfc_model_stage_labels(m, r->feed.y, err);
     if (s) return s;
     /* lr, alpha, decay, loss_scale, coef: adjacent in tfc_step_state */

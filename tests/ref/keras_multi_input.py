@@ -7,6 +7,11 @@ values (keras_import.perturb) and writes into tests/ref/multi_input/:
   CASE.keras        model.save()
   CASE.xK.npy       input K's examples, K in the model's input order (model.inputs)
   CASE.y.npy        Keras's model.predict on them, the inputs as a list (float32)
+  CASE.labels.npy   int32 class ids of those examples
+  CASE.after.safetensors  every variable under after/ + tfc's name (keras_import.expected) after
+                    STEPS model.train_on_batch steps of plain SGD (learning rate LR) on that
+                    batch, the inputs as a dict by name, from the saved weights (metadata:
+                    lr, steps)
 
 Cases:
   wide_deep  inputs [title (int32 ids, 0 pads; Embedding mask_zero), stats (float32)]: a
@@ -27,11 +32,14 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from keras_import import perturb  # noqa: E402
+from keras_import import expected, perturb  # noqa: E402
+from safetensors.numpy import save_file  # noqa: E402
 
 OUT = os.path.join(HERE, "multi_input")
 L = keras.layers
 N = 5
+LR = 0.1
+STEPS = 3
 
 
 def wide_deep(rng):
@@ -88,6 +96,17 @@ def main():
         loaded = keras.saving.load_model(path + ".keras")
         d = float(np.max(np.abs(np.asarray(loaded.predict(xs, verbose=0)) - y)))
         assert d == 0, (name, d)
+        # training: the inputs by name, as fit({"title": ..., "stats": ...}, y) takes them
+        labels = rng.integers(0, y.shape[1], size=N).astype(np.int32)
+        softmax = model.layers[-1].get_config().get("activation") == "softmax"
+        model.compile(optimizer=keras.optimizers.SGD(LR),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=not softmax))
+        named = {t.name.split(":")[0]: x for t, x in zip(model.inputs, xs)}
+        for _ in range(STEPS):
+            model.train_on_batch(named, labels)
+        np.save(path + ".labels.npy", labels)
+        save_file({"after/" + k: v for k, v in expected(model).items()},
+                  path + ".after.safetensors", metadata={"lr": str(LR), "steps": str(STEPS)})
         print("%-10s inputs %s -> %s" % (name, [x.shape for x in xs], y.shape))
 
 
