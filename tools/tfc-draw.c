@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < tfc_model_nlayers(m); i++) {
         tfc_layer *l = tfc_model_layer(m, i);
         int64_t params = 0;
-        for (int p = 0; p < l->nparams; p++) params += l->params[p].numel;
+        for (int p = 0; p < l->nparams; p++) params += l->params[p].shared ? 0 : l->params[p].numel;
         fprintf(f, "  \"%s\" [label=\"{%s|%s", l->name, l->name, l->ops->type);
         if (l->act != TFC_ACT_LINEAR) fprintf(f, " (%s)", tfc_act_names[l->act]);
         fprintf(f, "|%s", tfc_shape_str(&l->out_shape, shape, sizeof shape));

@@ -58,14 +58,15 @@ static tfc_status gather_weights(wmap *w)
 {
     tfc_model *m = w->m;
     for (int i = 0; i < m->nlayers; i++)
-        for (int p = 0; p < m->layers[i].nparams; p++) w->n += !m->layers[i].params[p].constant;
+        for (int p = 0; p < m->layers[i].nparams; p++)
+            w->n += !m->layers[i].params[p].constant && !m->layers[i].params[p].shared;
     w->w = calloc((size_t)(w->n ? w->n : 1), sizeof *w->w);
     if (!w->w) return tfc_error_set(w->err, TFC_ERR_NOMEM, "out of memory");
     int k = 0;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
         for (int p = 0; p < l->nparams; p++) {
-            if (l->params[p].constant) continue;
+            if (l->params[p].constant || l->params[p].shared) continue; /* the layer's, once */
             snprintf(w->w[k].name, sizeof w->w[k].name, "%s/%s", l->name, l->params[p].name);
             w->w[k++].p = &l->params[p];
         }

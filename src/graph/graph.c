@@ -668,7 +668,7 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
             for (int p = 0; p < m->layers[i].nparams; p++) {
                 tfc_param *pr = &m->layers[i].params[p];
                 if ((pass == 0 && !pr->trainable) || (pass == 1 && !pr->frozen) ||
-                    (pass == 2 && graded(pr)))
+                    (pass == 2 && graded(pr)) || pr->shared)
                     continue;
                 pr->data = (m->copies && graded(pr) ? m->copies : m->params) + off;
                 off += pr->numel;
@@ -677,12 +677,19 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
                     goff += pr->numel;
                 }
             }
+    /* A layer called again: its calls' weights are its own (tfc_param.shared). */
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; m->layers[i].calls >= 0 && p < m->layers[i].nparams; p++) {
+            const tfc_param *o = &m->layers[m->layers[i].calls].params[p];
+            m->layers[i].params[p].data = o->data;
+            m->layers[i].params[p].grad = o->grad;
+        }
     /* The constants hold their values from here on, whatever initialises or loads the
      * weights (a weights file has none of them). */
     for (int i = 0; i < m->nlayers && !st; i++)
         for (int p = 0; p < m->layers[i].nparams && !st; p++) {
             tfc_param *pr = &m->layers[i].params[p];
-            if (!pr->constant) continue;
+            if (!pr->constant || pr->shared) continue;
             float *host = malloc((size_t)pr->numel * 4 + 1);
             st = host ? tfc_init_fill(&pr->init, &pr->shape, 0, host, err)
                       : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -851,6 +858,7 @@ tfc_status tfc_model_init_weights(tfc_model *m, uint64_t seed, tfc_error *err)
     for (int i = 0; i < m->nlayers; i++)
         for (int p = 0; p < m->layers[i].nparams; p++) {
             tfc_param *pr = &m->layers[i].params[p];
+            if (pr->shared) continue; /* initialised once, at its first call */
             float *host = malloc((size_t)pr->numel * 4 + 1);
             if (!host) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
             const uint64_t key = tfc_rng_key(seed, (uint64_t)i * 16 + (uint64_t)p);
@@ -1066,6 +1074,7 @@ int tfc_model_layer_adapts(const tfc_model *m, int i)
 {
     const tfc_layer *l = &m->layers[i];
     if (!l->ops->adapt_begin || !l->ops->adapt_batch || !l->ops->adapt_end) return 0;
+    if (l->calls >= 0) return 0; /* adapted once, on its first call's input */
     for (int p = 0; p < l->nparams; p++)
         if (!l->params[p].constant) return 1;
     return 0;
@@ -1305,10 +1314,18 @@ static float *layer_grads(tfc_model *m, int i, size_t *bytes)
     return first;
 }
 
+/* The layer whose gradients' state (grads_unset) is layer i's: the one it calls again, whose
+ * gradients are its own, or itself */
+static int grads_of(const tfc_model *m, int i)
+{
+    return m->layers[i].calls >= 0 ? m->layers[i].calls : i;
+}
+
 /* Zeroes layer i's parameter gradients if they are still unset (before a backward that adds
- * to them, or a read) */
+ * to them, or a read): every call of a layer adds to the one gradient */
 static void settle_grads(tfc_model *m, int i)
 {
+    i = grads_of(m, i);
     if (!m->bound[i].grads_unset) return;
     m->bound[i].grads_unset = 0;
     size_t bytes;
@@ -1389,12 +1406,13 @@ void tfc_model_layer_backward(tfc_model *m, int i)
         return;
     }
     m->ex.fresh = fresh;
-    m->ex.params_fresh = b->grads_unset && l->ops->assigns_param_grads;
+    tfc_bound *g = &m->bound[grads_of(m, i)]; /* a call's gradients are its layer's */
+    m->ex.params_fresh = g->grads_unset && l->ops->assigns_param_grads;
     m->ex.relu_x = b->pool_relu_of >= 0 ? m->bound[b->pool_relu_of].y : NULL;
     m->ex.ids = b->ids_from >= 0 ? m->xs[-1 - m->layers[b->ids_from].inputs[0]] : NULL;
     m->ex.ids_table = b->ids_from >= 0 ? &m->layers[b->ids_from].params[0] : NULL;
     if (b->ids_from >= 0) settle_grads(m, b->ids_from); /* the table's gradient adds */
-    if (m->ex.params_fresh) b->grads_unset = 0;
+    if (m->ex.params_fresh) g->grads_unset = 0;
     else settle_grads(m, i);
     l->ops->backward(l, &m->ex, xs, b->z, b->relu_pool >= 0 ? b->dy : b->dz, dxs);
     m->ex.fresh = 0;

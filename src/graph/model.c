@@ -768,6 +768,35 @@ static tfc_status attach_regularizers(tfc_layer *l, tfc_error *err)
     return TFC_OK;
 }
 
+/* A call of layer l->calls: its weights, built from that layer's arguments at this call's
+ * input shapes, must have the shapes of the first call's, whose they then are (shared: no
+ * regularizer or constraint of their own, Keras's layer penalizes and constrains its
+ * weights once). Else an error at the call naming both input shapes. */
+static tfc_status share_params(const tfc_model *m, tfc_layer *l, tfc_error *err)
+{
+    const tfc_layer *o = &m->layers[l->calls];
+    for (int p = 0; p < l->nparams || p < o->nparams; p++) {
+        if (p < l->nparams && p < o->nparams &&
+            tfc_shape_equal(&l->params[p].shape, &o->params[p].shape))
+            continue;
+        char a[96], b[96], wa[96] = "none", wb[96] = "none";
+        tfc_shape_str(&l->in_shape[0], a, sizeof a);
+        tfc_shape_str(&o->in_shape[0], b, sizeof b);
+        if (p < l->nparams) tfc_shape_str(&l->params[p].shape, wa, sizeof wa);
+        if (p < o->nparams) tfc_shape_str(&o->params[p].shape, wb, sizeof wb);
+        return tfc_layer_error(err, l, "a call of layer '%s' on input shape %s, which gives it "
+                               "other weights than its first call on %s: %s %s, not %s",
+                               o->name, a, b, (p < o->nparams ? o : l)->params[p].name, wa, wb);
+    }
+    for (int p = 0; p < l->nparams; p++) {
+        tfc_param *pr = &l->params[p];
+        pr->shared = 1;
+        pr->l1 = pr->l2 = 0;
+        memset(&pr->constraint, 0, sizeof pr->constraint);
+    }
+    return TFC_OK;
+}
+
 tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
 {
     unsigned mask = 0;
@@ -796,6 +825,7 @@ tfc_status tfc_model_derive_layer(tfc_model *m, tfc_layer *l, tfc_error *err)
         l->params[p].trainable = 0;
     }
     if (attach_regularizers(l, err)) return TFC_ERR_CONFIG;
+    if (l->calls >= 0 && share_params(m, l, err)) return TFC_ERR_CONFIG;
     const tfc_layer *from = l->inputs[0] >= 0 ? &m->layers[l->inputs[0]] : NULL;
     if (from && l->id_limit && from->out_dtype == TFC_I32 && from->out_id_limit > l->id_limit)
         return tfc_layer_error(err, l, "takes indices up to %lld from layer '%s', beyond its "
@@ -906,6 +936,96 @@ static const char *pipeline_op_of(const char *type, const char **why)
     return NULL;
 }
 
+/* Item i, whose key is no layer type, as a call of an earlier layer (SPEC §1, `- enc:
+ * {inputs: b}`): its arguments are the layer's, so the call takes `inputs` and `name` only. */
+static tfc_status call_arguments(int i, const tfc_node *item, tfc_error *err)
+{
+    if (item->kind != TFC_NODE_MAP) return TFC_OK; /* `- enc` */
+    const tfc_node *a = item->vals[0];
+    char path[96];
+    snprintf(path, sizeof path, "layers[%d].%s", i, item->keys[0]->str);
+    if (tfc_node_is_null(a)) return TFC_OK;
+    for (int k = 0; a->kind == TFC_NODE_MAP && k < a->n; k++)
+        if (strcmp(a->keys[k]->str, "inputs") && strcmp(a->keys[k]->str, "name"))
+            return tfc_node_error(err, TFC_ERR_CONFIG, a->keys[k], path,
+                                  "a call of layer '%s' takes inputs and name only, not %s: "
+                                  "its arguments are the layer's (or '%s' is an unknown layer "
+                                  "type)", item->keys[0]->str, a->keys[k]->str,
+                                  item->keys[0]->str);
+    if (a->kind != TFC_NODE_MAP)
+        return tfc_node_error(err, TFC_ERR_CONFIG, a, path,
+                              "a call of layer '%s' takes a mapping {inputs: ..., name: ...} "
+                              "(or '%s' is an unknown layer type)", item->keys[0]->str,
+                              item->keys[0]->str);
+    return TFC_OK;
+}
+
+/* Item i (key `key`, no layer type) calls the earlier layer of that name again: its ops and
+ * its calls are that layer's (a call of a call calls the first), its name `name:` or
+ * NAME_call_K for the layer's K-th call after the first. Errors: no such earlier layer (an
+ * unknown type then, with the known ones), a Pipeline, a layer inside one, a call inside one,
+ * a layer that writes its weights in forward, a default name taken. */
+static tfc_status resolve_call(tfc_model *m, const tfc_pipelines *ps, int i, const tfc_node *key,
+                               int named, tfc_error *err)
+{
+    tfc_layer *l = &m->layers[i];
+    char path[64];
+    snprintf(path, sizeof path, "layers[%d]", i);
+    int j = i - 1;
+    while (j >= 0 && strcmp(m->layers[j].name, key->str)) j--;
+    if (j >= 0 && ps->owner[j] >= 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "layer '%s' is inside a "
+                              "Pipeline, which calls it: tfc calls a layer again only outside "
+                              "one", key->str);
+    int pipeline = 0; /* named so, or by Keras's default (pipeline, pipeline_1, ...) */
+    for (int p = 0; p < ps->n; p++)
+        pipeline |= ps->p[p].name ? !strcmp(ps->p[p].name->str, key->str)
+                                  : !strncmp(key->str, "pipeline", 8);
+    if (j < 0 && pipeline)
+        return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "a call of the Pipeline '%s': "
+                              "tfc does not call a Pipeline again yet; call its layers one by "
+                              "one", key->str);
+    if (j >= 0 && ps->owner[i] >= 0)
+        return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "a call of layer '%s' inside a "
+                              "Pipeline: tfc calls a layer again only outside one", key->str);
+    if (j < 0) {
+        int later = 0;
+        for (int q = i + 1; q < m->nlayers; q++) later |= !strcmp(m->layers[q].name, key->str);
+        if (later)
+            return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "a call of layer '%s' before "
+                                  "the layer: a layer is called again below the item that "
+                                  "makes it", key->str);
+        char known[1024];
+        const char *guess = tfc_did_you_mean(key->str, tfc_layer_type_names());
+        tfc_join_names(known, sizeof known, tfc_layer_type_names());
+        if (guess)
+            return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "unknown layer type '%s' "
+                                  "(nor an earlier layer's name, to call it again); did you "
+                                  "mean '%s'?", key->str, guess);
+        return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "unknown layer type '%s' (nor "
+                              "an earlier layer's name, to call it again; known types: %s)",
+                              key->str, known);
+    }
+    const int owner = m->layers[j].calls >= 0 ? m->layers[j].calls : j;
+    const tfc_layer *o = &m->layers[owner];
+    if (!o->ops) return TFC_ERR_CONFIG; /* its own error is reported */
+    if (o->ops->writes_params)
+        return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "a call of layer '%s': %s writes "
+                              "its weights in its forward pass, which tfc does not share "
+                              "between calls yet", key->str, o->ops->type);
+    l->ops = o->ops;
+    l->calls = owner;
+    if (named) return TFC_OK;
+    int k = 1;
+    for (int q = owner + 1; q < i; q++) k += m->layers[q].calls == owner;
+    snprintf(l->name, sizeof l->name, "%.100s_call_%d", o->name, k);
+    for (int q = 0; q < m->nlayers; q++)
+        if ((q != i && !strcmp(m->layers[q].name, l->name)) || input_named(m, l->name))
+            return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "the call's default name "
+                                  "'%s' is another layer's: give the call a name:", l->name);
+    return TFC_OK;
+}
+
 /* The layers of list, the model's with each Pipeline expanded (ps). */
 static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipelines *ps,
                                    tfc_error *err)
@@ -917,10 +1037,12 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
     const tfc_node *types[TFC_MAX_LAYERS], *names[TFC_MAX_LAYERS], *inputs[TFC_MAX_LAYERS],
         *trainable[TFC_MAX_LAYERS];
     tfc_node *args[TFC_MAX_LAYERS];
+    int calls[TFC_MAX_LAYERS] = {0}; /* item i's key is no type: a call, resolve_calls */
     /* Pass 1: types and explicit names, so default names avoid every explicit one. */
     for (int i = 0; i < list->n; i++) {
         tfc_layer *l = &m->layers[i];
         l->index = i;
+        l->calls = -1;
         l->node = list->vals[i];
         l->args_node = NULL;
         types[i] = NULL;
@@ -988,21 +1110,13 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
                 continue;
             }
         }
-        if (!l->ops) {
-            char path[64], known[1024];
-            snprintf(path, sizeof path, "layers[%d]", i);
-            const char *guess = tfc_did_you_mean(types[i]->str, tfc_layer_type_names());
-            tfc_join_names(known, sizeof known, tfc_layer_type_names());
-            if (guess)
-                tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
-                               "unknown layer type '%s'; did you mean '%s'?", types[i]->str,
-                               guess);
-            else
-                tfc_node_error(err, TFC_ERR_CONFIG, types[i], path,
-                               "unknown layer type '%s' (known: %s)", types[i]->str, known);
-            status = TFC_ERR_CONFIG;
-            types[i] = NULL;
-            continue;
+        if (!l->ops) { /* a call of an earlier layer, or an unknown type (resolve_calls) */
+            if (call_arguments(i, list->vals[i], err)) {
+                status = TFC_ERR_CONFIG;
+                types[i] = NULL;
+                continue;
+            }
+            calls[i] = 1;
         }
         if (names[i]) {
             char path[96];
@@ -1023,7 +1137,7 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
     }
     for (int i = 0; i < list->n; i++) {
         tfc_layer *l = &m->layers[i];
-        if (!types[i] || l->name[0]) continue;
+        if (!types[i] || l->name[0] || calls[i]) continue;
         char base[52]; /* room for contrast_limited_adaptive_histogram_equalization, and
                         * for base_<int> in l->name */
         /* the class's name, as Keras: MaxPool2D is max_pooling2d, GroupQueryAttention's
@@ -1038,6 +1152,12 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
             if (!clash) break;
         }
     }
+    for (int i = 0; i < list->n; i++)
+        if (types[i] && calls[i] && resolve_call(m, ps, i, types[i], names[i] != NULL, err)) {
+            status = TFC_ERR_CONFIG;
+            types[i] = NULL;
+            m->layers[i].ops = NULL;
+        }
     if (ps->n && tfc_pipelines_name(ps, m, err)) status = TFC_ERR_CONFIG;
     /* Pass 2: arguments, inputs and shapes, layer by layer. A layer of an unknown type is
      * skipped, so the other layers' arguments are still checked in this run; shapes stop at
@@ -1047,6 +1167,11 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
         if (!l->ops) continue;
         char path[96];
         snprintf(path, sizeof path, "layers[%d].%s", i, types[i]->str); /* as written */
+        if (l->calls >= 0) { /* the arguments of the layer it calls, which has them */
+            if (!m->layers[l->calls].args) continue;
+            args[i] = (tfc_node *)m->layers[l->calls].args_node;
+            l->frozen = m->layers[l->calls].frozen;
+        }
         l->args = calloc(1, l->ops->args_size ? l->ops->args_size : 1);
         if (!l->args) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
         l->args_node = args[i];
@@ -1280,6 +1405,7 @@ static void count_params(tfc_model *m)
     for (int i = 0; i < m->nlayers; i++)
         for (int p = 0; p < m->layers[i].nparams; p++) {
             const tfc_param *pr = &m->layers[i].params[p];
+            if (pr->shared) continue; /* counted once, at its first call */
             m->param_count += pr->numel;
             if (pr->trainable) m->trainable_count += pr->numel;
             if (pr->frozen) m->frozen_count += pr->numel;
@@ -1717,7 +1843,7 @@ int tfc_model_optim_vars(const tfc_model *m, tfc_optim_var *out,
     for (int i = 0; i < m->nlayers; i++)
         for (int p = 0; p < m->layers[i].nparams; p++) {
             const tfc_param *pr = &m->layers[i].params[p];
-            if (!pr->trainable) continue;
+            if (!pr->trainable || pr->shared) continue;
             if (out) {
                 const tfc_shape *s = &pr->shape;
                 const int folded = s->ndim >= 2;

@@ -105,7 +105,8 @@ tfc_status tfc_model_save_weights(tfc_model *m, const char *path, tfc_error *err
     for (int i = 0; i < m->nlayers && !s; i++) {
         tfc_layer *l = &m->layers[i];
         for (int p = 0; p < l->nparams && !s; p++) {
-            if (l->params[p].constant) continue; /* no variable of Keras's */
+            /* no variable of Keras's; a call's weights are its layer's, saved once */
+            if (l->params[p].constant || l->params[p].shared) continue;
             char name[192];
             param_name(l, &l->params[p], name, sizeof name);
             tfc_model_param_download(m, &l->params[p], host + off);
@@ -201,7 +202,7 @@ tfc_status tfc_model_load_weights(tfc_model *m, const char *path, tfc_weights_re
         tfc_layer *l = &m->layers[i];
         for (int p = 0; p < l->nparams && !s; p++) {
             tfc_param *pr = &l->params[p];
-            if (pr->constant) continue; /* its value is the layer's, never a file's */
+            if (pr->constant || pr->shared) continue; /* the layer's, or its first call's */
             char name[192], want[96], got[96];
             param_name(l, pr, name, sizeof name);
             tfc_shape_str(&pr->shape, want, sizeof want);

@@ -283,7 +283,8 @@ tfc_status tfc_layer_check_groups(const tfc_layer *l, int groups, int64_t channe
 int64_t tfc_layer_weight_count(const tfc_layer *l)
 {
     int64_t n = 0;
-    for (int p = 0; p < l->nparams; p++) n += l->params[p].constant ? 0 : l->params[p].numel;
+    for (int p = 0; p < l->nparams; p++)
+        n += l->params[p].constant || l->params[p].shared ? 0 : l->params[p].numel;
     return n;
 }
 

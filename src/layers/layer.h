@@ -68,6 +68,10 @@ struct tfc_param {
      * for kernel_regularizer, ...), applied after each optimizer update (trainable weights
      * only, as Keras); kind TFC_CONSTRAINT_NONE: none */
     tfc_constraint_desc constraint;
+    /* a weight of a layer called again (tfc_layer.calls): a view of the first call's
+     * parameter of the same index, bound to its data and gradient; whatever owns, counts,
+     * initialises, saves, loads, regularizes, constrains or updates weights skips it */
+    int shared;
     int64_t numel;
     float *data;        /* bound */
     float *grad;        /* bound; NULL when not trainable */
@@ -208,6 +212,10 @@ struct tfc_layer {
                                       graph makes it per batch. 0: the output's mask (with
                                       mask_out) is its input's */
     uint64_t rng_key;              /* this layer's random stream (dropout) */
+    int calls;                     /* a call of an earlier layer (Keras's one layer object
+                                      called on several tensors, SPEC §1): that layer's
+                                      index, whose weights this one's are (tfc_param.shared);
+                                      -1: none */
     int frozen;                    /* `trainable: false` (Keras's Layer argument): its
                                       weights are frozen (tfc_param.frozen); a
                                       BatchNormalization runs in inference mode in training
@@ -238,7 +246,8 @@ tfc_param *tfc_layer_add_param(tfc_layer *l, const char *name, int ndim, const i
  * for kernel_regularizer, ...; tfc_param.regularizer); NULL for NULL or an unknown one. */
 const char *tfc_constraint_arg(const char *regularizer);
 
-/* Floats of l's weights: its parameters but the constants (Keras's count_params). */
+/* Floats of l's weights: its parameters but the constants (Keras's count_params) and, for
+ * a call of a layer, the shared ones (0). */
 int64_t tfc_layer_weight_count(const tfc_layer *l);
 
 /* Reports a build error positioned at the layer's YAML, naming it as

@@ -304,7 +304,7 @@ tfc_status tfc_rundir_histograms(tfc_rundir *d, int64_t iter, double grad_scale,
         tfc_layer *l = tfc_model_layer(m, i);
         for (int p = 0; p < l->nparams && !s; p++) {
             tfc_param *pa = &l->params[p];
-            if (pa->constant) continue;
+            if (pa->constant || pa->shared) continue; /* a call's weights: its layer's */
             char tag[208];
             snprintf(tag, sizeof tag, "weights/%s/%s", l->name, pa->name);
             tfc_model_param_download(m, pa, host);

@@ -189,7 +189,7 @@ tfc_status tfc_snapshot_write(tfc_model *m, const tfc_optimizer *o, const tfc_sn
         for (int i = 0; i < tfc_model_nlayers(m); i++) {
             tfc_layer *l = tfc_model_layer(m, i);
             for (int p = 0; p < l->nparams; p++) {
-                if (!l->params[p].trainable) continue;
+                if (!l->params[p].trainable || l->params[p].shared) continue;
                 snprintf(name, sizeof name, "%s/%s/%s", o->slot_name[k], l->name,
                          l->params[p].name);
                 add_shape(&sw, name, &l->params[p].shape, host + (size_t)k * (size_t)n + off);
@@ -444,7 +444,7 @@ static tfc_status load_slots(tfc_model *m, tfc_optimizer *o, const tfc_st_file *
         for (int i = 0; i < tfc_model_nlayers(m) && !s; i++) {
             tfc_layer *l = tfc_model_layer(m, i);
             for (int p = 0; p < l->nparams && !s; p++) {
-                if (!l->params[p].trainable) continue;
+                if (!l->params[p].trainable || l->params[p].shared) continue;
                 char name[256];
                 snprintf(name, sizeof name, "%s/%s/%s", o->slot_name[k], l->name, l->params[p].name);
                 const tfc_st_tensor *t = tfc_st_find(f, name);

@@ -224,7 +224,7 @@ static tfc_status bad_gradient(run *r, tfc_error *err)
     for (int i = 0; i < tfc_model_nlayers(m); i++) {
         tfc_layer *l = tfc_model_layer(m, i);
         for (int p = 0; p < l->nparams; p++)
-            if (l->params[p].trainable &&
+            if (l->params[p].trainable && !l->params[p].shared &&
                 r->be->ops->count_nonfinite(r->be, l->params[p].numel, l->params[p].grad)) {
                 tfc_error_set(err, TFC_ERR_NUMERIC,
                               "iteration %lld: the gradient of %s/%s is not finite (the loss "

@@ -1,0 +1,214 @@
+/* Shared layers (SPEC §1: an item keyed by an earlier layer's name calls that layer again,
+ * Keras's one layer object called on several tensors): the gradients of the shared weights,
+ * the sum of every call's, against central differences (Dense, BatchNormalization, Conv1D,
+ * Embedding into an LSTM); the weights counted, initialised and saved once; and the call's
+ * mistakes, each an error at its line. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfc.h"
+#include "api/onnx.h"
+#include "core/safetensors.h"
+#include "graph/model.h"
+#include "gradcheck.h"
+#include "testutil.h"
+
+/* A Siamese model: one Dense tower (and a BatchNormalization) on both inputs. */
+static const char *const siamese =
+    "layers:\n"
+    "  - InputLayer: {name: a, shape: [4]}\n"
+    "  - InputLayer: {name: b, shape: [4]}\n"
+    "  - Dense: {name: enc, units: 5, activation: tanh, inputs: a}\n"
+    "  - Dense: {name: enc2, units: 3}\n"
+    "  - enc: {inputs: b}\n"
+    "  - enc2\n"
+    "  - Subtract: {inputs: [enc2, enc2_call_1]}\n"
+    "  - Multiply: {inputs: [enc2, enc2_call_1]}\n"
+    "  - BatchNormalization: {name: bn, inputs: subtract}\n"
+    "  - bn: {inputs: multiply, name: bn_b}\n"
+    "  - Concatenate: {inputs: [bn, bn_b]}\n"
+    "  - Dense: 3\n"
+    "loss: sparse_categorical_crossentropy\n";
+
+/* The gradients of the Siamese model's weights and of both inputs; the model's weights are
+ * the first calls' alone (counted, saved once), the calls named and of 0 weights. */
+static void test_gradients(void)
+{
+    tfc_model *m = tfc_test_model(siamese);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 2)->name, "enc_call_1");
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 2)->calls, 0);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 3)->calls, 1);
+    CU_ASSERT_EQUAL(tfc_layer_weight_count(tfc_model_layer(m, 2)), 0);
+    CU_ASSERT_EQUAL(tfc_layer_weight_count(tfc_model_layer(m, 7)), 0);
+    /* enc 4*5+5, enc2 5*3+3, bn 4*3 (2*3 trainable), the head 6*3+3 */
+    CU_ASSERT_EQUAL(tfc_model_param_count(m), 25 + 18 + 12 + 21);
+    CU_ASSERT_EQUAL(tfc_model_trainable_count(m), 25 + 18 + 6 + 21);
+    enum { B = 4 };
+    float a[B * 4], b[B * 4];
+    tfc_test_fill(a, B * 4, -1, 1, 1);
+    tfc_test_fill(b, B * 4, -1, 1, 2);
+    int32_t labels[B] = {0, 2, 1, 1};
+    const void *xs[2] = {a, b};
+    gradcheck_result r = tfc_gradcheck_inputs(m, B, xs, labels, 64, 5, 1.0);
+    if (r.max_err > TFC_GRADCHECK_BOUND) printf("\n  %s: %g\n", r.worst, r.max_err);
+    CU_ASSERT(r.max_err <= TFC_GRADCHECK_BOUND);
+    CU_ASSERT(r.checked >= 25 + 18 + 6 + 21 + 2 * B * 4);
+    CU_ASSERT_EQUAL(r.null_dx_diff, 0);
+    /* the weights file holds each weight once, under its layer's name */
+    char path[512];
+    snprintf(path, sizeof path, "%s/siamese.safetensors", tfc_test_tmpdir());
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind(m, be, B, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 1, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_save_weights(m, path, &err), TFC_OK);
+    tfc_st_file *f = tfc_st_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(tfc_st_count(f), 2 + 2 + 4 + 2);
+    CU_ASSERT_PTR_NOT_NULL(tfc_st_find(f, "enc/kernel"));
+    CU_ASSERT_PTR_NULL(tfc_st_find(f, "enc_call_1/kernel"));
+    CU_ASSERT_PTR_NULL(tfc_st_find(f, "bn_b/moving_mean"));
+    tfc_st_close(f);
+    CU_ASSERT_EQUAL(tfc_model_load_weights(m, path, NULL, &err), TFC_OK);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* A call computes with its layer's weights: the two calls of a tower on equal inputs give
+ * equal outputs (their difference 0), on other inputs not. */
+static void test_same_weights(void)
+{
+    tfc_model *m = tfc_test_model("layers:\n"
+                                  "  - InputLayer: {name: a, shape: [4]}\n"
+                                  "  - InputLayer: {name: b, shape: [4]}\n"
+                                  "  - Dense: {name: enc, units: 3, activation: tanh, inputs: a}\n"
+                                  "  - enc: {inputs: b}\n"
+                                  "  - Subtract: {inputs: [enc, enc_call_1]}\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind_inference(m, be, 2, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 3, &err), TFC_OK);
+    float a[8], b[8], y[6];
+    tfc_test_fill(a, 8, -1, 1, 1);
+    memcpy(b, a, sizeof b);
+    b[4] += 0.5f;
+    const void *xs[2] = {a, b};
+    CU_ASSERT_EQUAL_FATAL(tfc_model_forward_inputs(m, xs, 2, 0, 0, 0, &err), TFC_OK);
+    tfc_model_get_output(m, y);
+    for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(y[i], 0.0f);
+    CU_ASSERT(fabsf(y[3]) + fabsf(y[4]) + fabsf(y[5]) > 1e-3f);
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+/* A shared Embedding (whose table the LSTM after each call reads in place of its output) and
+ * a shared LSTM, Conv1D and pooling on two token inputs. */
+static void test_gradients_sequences(void)
+{
+    tfc_model *m = tfc_test_model(
+        "layers:\n"
+        "  - InputLayer: {name: a, shape: [5], dtype: int32}\n"
+        "  - InputLayer: {name: b, shape: [5], dtype: int32}\n"
+        "  - Embedding: {name: emb, input_dim: 7, output_dim: 3, inputs: a}\n"
+        "  - LSTM: {name: rnn, units: 4}\n"
+        "  - emb: {inputs: b}\n"
+        "  - rnn\n"
+        "  - emb: {inputs: b, name: emb_b}\n"
+        "  - Conv1D: {name: conv, filters: 2, kernel_size: 2, activation: relu}\n"
+        "  - emb: {inputs: a}\n"
+        "  - conv\n"
+        "  - Flatten: {inputs: conv}\n"
+        "  - Flatten: {inputs: conv_call_1}\n"
+        "  - Concatenate: {inputs: [rnn, rnn_call_1, flatten, flatten_1]}\n"
+        "  - Dense: 3\n"
+        "loss: sparse_categorical_crossentropy\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_STRING_EQUAL(tfc_model_layer(m, 6)->name, "emb_call_3"); /* Keras's node 3 */
+    CU_ASSERT_EQUAL(tfc_model_param_count(m),
+                    7 * 3 + (3 * 16 + 4 * 16 + 16) + (2 * 3 * 2 + 2) + (4 + 4 + 8 + 8) * 3 + 3);
+    enum { B = 3 };
+    int32_t a[B * 5] = {1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0, 1};
+    int32_t b[B * 5] = {6, 5, 4, 3, 2, 1, 0, 6, 5, 4, 3, 2, 2, 1, 3};
+    int32_t labels[B] = {0, 2, 1};
+    const void *xs[2] = {a, b};
+    gradcheck_result r = tfc_gradcheck_inputs(m, B, xs, labels, 64, 7, 1.0);
+    if (r.max_err > TFC_GRADCHECK_BOUND) printf("\n  %s: %g\n", r.worst, r.max_err);
+    CU_ASSERT(r.max_err <= TFC_GRADCHECK_BOUND);
+    CU_ASSERT(r.checked >= 21 + 128 + 14 + 75);
+    tfc_model_free(m);
+}
+
+/* The calls' mistakes, each an error at the call's line; ONNX export refuses a call. */
+static void test_errors(void)
+{
+#define TWO "layers:\n  - InputLayer: {name: a, shape: [4]}\n" \
+            "  - InputLayer: {name: b, shape: [5]}\n"
+    static const struct { const char *yaml, *want; } cases[] = {
+        {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n  - enc: {inputs: b, units: 3}\n"
+             "  - Add: {inputs: [enc, enc_call_1]}\n",
+         "5:22: error: layers[1].enc: a call of layer 'enc' takes inputs and name only, not "
+         "units"},
+        {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n  - enc: {inputs: b}\n"
+             "  - Add: {inputs: [enc, enc_call_1]}\n",
+         "5:5: error: layers[1].Dense: layer 'enc_call_1': a call of layer 'enc' on input "
+         "shape (5,), which gives it other weights than its first call on (4,): kernel (5, 2), "
+         "not (4, 2)"},
+        {TWO "  - enc: {inputs: b}\n  - Dense: {name: enc, units: 2, inputs: a}\n"
+             "  - Add: {inputs: [enc, enc_call_1]}\n",
+         "4:5: error: layers[0]: a call of layer 'enc' before the layer"},
+        {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n  - enk: {inputs: b}\n",
+         "5:5: error: layers[1]: unknown layer type 'enk' (nor an earlier layer's name, to call "
+         "it again"},
+        {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n"
+             "  - enc: {inputs: b, trainable: false}\n",
+         "a call of layer 'enc' takes inputs and name only, not trainable"},
+        {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n  - enc: {inputs: b, name: enc}\n",
+         "5:28: error: layers[1].enc.name: the name 'enc' is already used"},
+        {TWO "  - Dense: {units: 2, inputs: a}\n  - Dense: {units: 2, inputs: b, "
+             "name: dense_call_1}\n  - dense: {inputs: a}\n",
+         "6:5: error: layers[2]: the call's default name 'dense_call_1' is another layer's"},
+        {TWO "  - SpectralNormalization: {name: sn, layer: {Dense: 2}, inputs: a}\n"
+             "  - sn: {inputs: a}\n  - Add: {inputs: [sn, sn_call_1, b]}\n",
+         "5:5: error: layers[1]: a call of layer 'sn': SpectralNormalization writes its "
+         "weights"},
+        {TWO "  - Pipeline: {name: tower, layers: [Dense: 2], inputs: a}\n"
+             "  - tower: {inputs: a}\n",
+         "a call of the Pipeline 'tower': tfc does not call a Pipeline again yet"},
+        {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n  - enc: 4\n",
+         "a call of layer 'enc' takes a mapping {inputs: ..., name: ...}"},
+    };
+#undef TWO
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        tfc_test_expect_model_error(cases[i].yaml, cases[i].want);
+    /* a layer named as a type is that type: Dense here makes a new Dense */
+    tfc_model *m = tfc_test_model("layers:\n  - InputLayer: {name: a, shape: [4]}\n"
+                                  "  - Dense: {name: Dense, units: 2, inputs: a}\n"
+                                  "  - Dense: 3\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(tfc_model_layer(m, 1)->calls, -1);
+    CU_ASSERT_EQUAL(tfc_model_param_count(m), 4 * 2 + 2 + 2 * 3 + 3);
+    /* ONNX: refused naming the call */
+    tfc_model_free(m);
+    m = tfc_test_model(siamese);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_backend *be = tfc_backend_open("cpu", 1, &err);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_bind_inference(m, be, 2, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 1, &err), TFC_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/siamese.onnx", tfc_test_tmpdir());
+    CU_ASSERT_EQUAL(tfc_onnx_export(m, NULL, path, &err), TFC_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "layer 'enc_call_1' (Dense): a call of a layer"));
+    tfc_model_free(m);
+    tfc_backend_free(be);
+}
+
+TFC_TEST_MAIN("shared_layers", {"gradients", test_gradients}, {"same_weights", test_same_weights},
+              {"gradients_sequences", test_gradients_sequences}, {"errors", test_errors})
