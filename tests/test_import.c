@@ -401,12 +401,13 @@ static void test_refused(void)
                          "[\"in\", 0, 0]", "[\"mine\", 0, 0]"),
                    TFC_ERR_USAGE,
                    "refused.json:3:1: error: class_name: 'Mine' is not a Keras layer");
-    /* a layer called twice */
+    /* a layer called twice (a shared layer, SPEC §1), the second time with a call argument */
     expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
                                            "[{\"args\": [" TENSOR("in") "], \"kwargs\": {}}, "
-                                           "{\"args\": [" TENSOR("in") "], \"kwargs\": {}}]"),
+                                           "{\"args\": [" TENSOR("in") "], \"kwargs\": "
+                                           "{\"use_causal_mask\": true}}]"),
                          "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
-                   TFC_ERR_USAGE, "is called 2 times (a shared layer)");
+                   TFC_ERR_USAGE, "call 1 of layer 'd' has the call argument use_causal_mask");
     /* two outputs */
     expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
                                            CALL(TENSOR("in"))),

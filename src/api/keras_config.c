@@ -44,6 +44,10 @@ typedef struct conv {
     const char *inputs[TFC_MODEL_MAX_INPUTS];
     tfc_node *input_items[TFC_MODEL_MAX_INPUTS];
     int ninputs;
+    /* a shared layer's further calls (its inbound nodes 1, 2, ...), each written as
+     * `- NAME: {inputs: [...], name: NAME_call_K}` once what it reads is (flush_calls) */
+    struct pending_call { const tfc_node *l; const char *name; int k; } calls[MAX_ALIASES];
+    int ncalls;
 } conv;
 
 /* What a functional call's reference to `name` reads (the conv comment). */
@@ -624,6 +628,17 @@ static tfc_node *ref_node(conv *c, const tfc_node *name)
     return to == name->str ? tfc_node_copy(c->out, name) : scalar(c, to, name->quoted);
 }
 
+/* A reference to call `node` (Keras's node index) of the layer `name`: its first call is the
+ * layer, a further call K its call's output NAME_call_K (flush_calls); Keras 2 numbers a
+ * nested model's call in the model 1 (its call 0 made it). */
+static tfc_node *call_ref(conv *c, const tfc_node *name, const char *node)
+{
+    if (!strcmp(node, "0") || is_nested_model(c, name->str)) return ref_node(c, name);
+    char call[300];
+    snprintf(call, sizeof call, "%s_call_%s", name->str, node);
+    return scalar(c, call, name->quoted);
+}
+
 /* The producing layers of a functional call's tensors, in order: Keras 3's
  * {class_name: __keras_tensor__, config: {keras_history: [layer, node, index]}} anywhere in
  * args, and Keras 2's [layer, node, index, kwargs] lists. */
@@ -642,29 +657,27 @@ static tfc_status collect_inputs(conv *c, const tfc_node *v, const char *layer, 
         if (!h || h->kind != TFC_NODE_SEQ || h->n != 3 || h->vals[0]->kind != TFC_NODE_SCALAR)
             return tfc_node_error(c->err, TFC_ERR_USAGE, v, "keras_history",
                                   "expected [layer, node index, tensor index]");
-        if ((strcmp(item_text(h, 1), "0") && !is_nested_model(c, item_text(h, 0))) ||
-            strcmp(item_text(h, 2), "0"))
+        if (strcmp(item_text(h, 2), "0"))
             return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
                                   "layer '%s' reads output %s of call %s of '%s': tfc's layers "
-                                  "have one output and are called once", layer,
-                                  item_text(h, 2), item_text(h, 1), item_text(h, 0));
+                                  "have one output", layer, item_text(h, 2), item_text(h, 1),
+                                  item_text(h, 0));
         if (is_mask_node(c, h->vals[0]->str))
             return tfc_node_error(c->err, TFC_ERR_USAGE, h, "keras_history",
                                   "layer '%s' reads the mask '%s' as data: tfc passes masks "
                                   "from layer to layer itself", layer, h->vals[0]->str);
-        tfc_node_seq_push(names, ref_node(c, h->vals[0]));
+        tfc_node_seq_push(names, call_ref(c, h->vals[0], item_text(h, 1)));
         return TFC_OK;
     }
     if (v->kind != TFC_NODE_SEQ) return TFC_OK;
     /* Keras 2: [name, node, tensor, {kwargs}] */
     if (c->keras2 && v->n >= 3 && v->vals[0]->kind == TFC_NODE_SCALAR && v->vals[0]->quoted) {
-        if ((strcmp(item_text(v, 1), "0") && !is_nested_model(c, item_text(v, 0))) ||
-            strcmp(item_text(v, 2), "0"))
+        if (strcmp(item_text(v, 2), "0"))
             return tfc_node_error(c->err, TFC_ERR_USAGE, v, NULL,
                                   "layer '%s' reads output %s of call %s of '%s': tfc's layers "
-                                  "have one output and are called once", layer,
-                                  item_text(v, 2), item_text(v, 1), item_text(v, 0));
-        tfc_node_seq_push(names, ref_node(c, v->vals[0]));
+                                  "have one output", layer, item_text(v, 2), item_text(v, 1),
+                                  item_text(v, 0));
+        tfc_node_seq_push(names, call_ref(c, v->vals[0], item_text(v, 1)));
         return TFC_OK;
     }
     for (int i = 0; i < v->n; i++) {
@@ -812,9 +825,10 @@ static tfc_status convert_op(conv *c, const tfc_node *l, tfc_node **out)
                           "become layers)", cls);
 }
 
-/* The one call of layer `l` in a functional graph: the layers it reads into `names` (as
- * references resolve), the call arguments tfc writes as layer arguments into `args`. */
-static tfc_status read_call(conv *c, const tfc_node *l, const char *name, tfc_node *args,
+/* Call k of layer `l` in a functional graph: the layers it reads into `names` (as
+ * references resolve), the call arguments tfc writes as layer arguments into `args`. A model
+ * inside, or a layer inside one, is called once. */
+static tfc_status read_call(conv *c, const tfc_node *l, const char *name, int k, tfc_node *args,
                            tfc_node *names, const tfc_node **call)
 {
     tfc_status s = TFC_OK;
@@ -825,11 +839,16 @@ static tfc_status read_call(conv *c, const tfc_node *l, const char *name, tfc_no
     if (!nodes || nodes->kind != TFC_NODE_SEQ || nodes->n == 0)
         return tfc_node_error(c->err, TFC_ERR_USAGE, l, "inbound_nodes",
                               "%s '%s' is never called", what, name);
-    if (nodes->n > 1)
+    if (nodes->n > 1 && (*what == 'm' || c->depth))
         return tfc_node_error(c->err, TFC_ERR_USAGE, nodes->vals[1], "inbound_nodes",
-                              "%s '%s' is called %d times (a shared %s): tfc's layers "
-                              "are called once", what, name, nodes->n, what);
-    const tfc_node *node = nodes->vals[0];
+                              "%s '%s' is called %d times (a shared %s%s): tfc calls %s "
+                              "once", what, name, nodes->n, what,
+                              *what == 'm' ? "" : " inside a model", *what == 'm'
+                              ? "a model inside" : "the layers of a model inside");
+    if (k >= nodes->n)
+        return tfc_node_error(c->err, TFC_ERR_USAGE, l, "inbound_nodes",
+                              "%s '%s' has no call %d", what, name, k);
+    const tfc_node *node = nodes->vals[k];
     *call = node;
     if (node->kind == TFC_NODE_MAP) {
         const tfc_node *a = tfc_node_get(node, "args"), *kw = tfc_node_get(node, "kwargs");
@@ -862,10 +881,17 @@ static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *pr
     const char *name = sval(tfc_node_get(l, "config"), "name");
     tfc_node *names = new_seq(c);
     const tfc_node *call;
-    s = read_call(c, l, name ? name : "?", args, names, &call);
+    s = read_call(c, l, name ? name : "?", 0, args, names, &call);
     if (s) return s;
     if (!(names->n == 1 && prev && !strcmp(names->vals[0]->str, prev)))
         put(c, args, "inputs", names);
+    const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
+    for (int k = 1; k < nodes->n; k++) { /* a shared layer's further calls */
+        if (c->ncalls == MAX_ALIASES)
+            return tfc_node_error(c->err, TFC_ERR_USAGE, nodes->vals[k], "inbound_nodes",
+                                  "more than %d calls of shared layers", MAX_ALIASES);
+        c->calls[c->ncalls++] = (struct pending_call){l, name, k};
+    }
     return TFC_OK;
 }
 
@@ -1031,6 +1057,53 @@ static tfc_status claim_name(conv *c, const tfc_node *l, const char *name)
     return TFC_OK;
 }
 
+/* Whether a layer of that name is written (claimed) already. */
+static int claimed(const conv *c, const char *name)
+{
+    for (int i = 0; i < c->nnames; i++)
+        if (!strcmp(c->names[i].name, name)) return 1;
+    return 0;
+}
+
+/* Writes each pending further call of a shared layer whose inputs are written, as
+ * `- NAME: {inputs: [...], name: NAME_call_K}` (SPEC §1), until none is ready; *prev becomes
+ * the last one written. A call with call arguments is an error naming it. */
+static tfc_status flush_calls(conv *c, tfc_node *seq, const char **prev)
+{
+    for (int again = 1; again;) {
+        again = 0;
+        for (int i = 0; i < c->ncalls; i++) {
+            const struct pending_call p = c->calls[i];
+            tfc_node *names = new_seq(c), *args = tfc_node_new_map(c->out, NULL);
+            const tfc_node *call;
+            tfc_status s = read_call(c, p.l, p.name, p.k, args, names, &call);
+            if (s) return s;
+            if (args->n)
+                return tfc_node_error(c->err, TFC_ERR_USAGE, call, "inbound_nodes",
+                                      "call %d of layer '%s' has the call argument %s: a "
+                                      "further call of a layer takes its inputs only in tfc",
+                                      p.k, p.name, args->keys[0]->str);
+            int ready = 1;
+            for (int j = 0; j < names->n; j++) ready &= claimed(c, names->vals[j]->str);
+            if (!ready) continue;
+            char text[300];
+            snprintf(text, sizeof text, "%s_call_%d", p.name, p.k);
+            tfc_node *nm = scalar(c, text, 0), *a = tfc_node_new_map(c->out, NULL),
+                     *x = tfc_node_new_map(c->out, NULL);
+            put(c, a, "inputs", names);
+            put(c, a, "name", nm);
+            put(c, x, p.name, a);
+            s = claim_name(c, p.l, nm->str);
+            if (s) return s;
+            tfc_node_seq_push(seq, x);
+            *prev = nm->str;
+            c->calls[i--] = c->calls[--c->ncalls];
+            again = 1;
+        }
+    }
+    return TFC_OK;
+}
+
 /* A functional model among the model's layers (keras.io's transfer learning: a frozen
  * application called on the input): its layers in place, its InputLayer read as `feed` (what
  * it is called on), and a reference to it later as one to its output layer. Keras 3's
@@ -1128,7 +1201,7 @@ static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional
             if (functional) {
                 tfc_node *names = new_seq(c), *scratch = tfc_node_new_map(c->out, NULL);
                 const tfc_node *call;
-                s = read_call(c, l, name ? name : "?", scratch, names, &call);
+                s = read_call(c, l, name ? name : "?", 0, scratch, names, &call);
                 if (s) return s;
                 if (names->n != 1 || scratch->n)
                     return tfc_node_error(c->err, TFC_ERR_USAGE, call, "inbound_nodes",
@@ -1171,6 +1244,13 @@ static tfc_status convert_layers(conv *c, const tfc_node *layers, int functional
         *prev = name;
         tfc_node_seq_push(seq, x);
         if (!(lc && !strcmp(lc, "InputLayer"))) c->rep->layers++;
+        if (functional && c->ncalls && (s = flush_calls(c, seq, prev))) return s;
+    }
+    if (functional && c->ncalls && !c->depth) {
+        const struct pending_call *p = &c->calls[0];
+        return tfc_node_error(c->err, TFC_ERR_USAGE, tfc_node_get(p->l, "inbound_nodes"),
+                              "inbound_nodes", "call %d of layer '%s' reads a tensor that no "
+                              "layer of the model makes", p->k, p->name);
     }
     *last = want ? want : *prev;
     return TFC_OK;

@@ -77,16 +77,17 @@ def pair(rng):
 CASES = [wide_deep, pair]
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    for k, case in enumerate(CASES):
+def write_cases(cases, out, seed):
+    """Writes each case's files (the module's docstring) into out, case k seeded seed + k."""
+    os.makedirs(out, exist_ok=True)
+    for k, case in enumerate(cases):
         keras.utils.clear_session()
-        keras.utils.set_random_seed(3000 + k)
-        rng = np.random.default_rng(3000 + k)
+        keras.utils.set_random_seed(seed + k)
+        rng = np.random.default_rng(seed + k)
         model, xs = case(rng)
         perturb(model, rng)
         name = case.__name__
-        path = os.path.join(OUT, name)
+        path = os.path.join(out, name)
         y = np.asarray(model.predict(xs, verbose=0), dtype=np.float32)
         assert np.all(np.isfinite(y)) and np.std(y) > 1e-3, name
         model.save(path + ".keras")
@@ -108,6 +109,10 @@ def main():
         save_file({"after/" + k: v for k, v in expected(model).items()},
                   path + ".after.safetensors", metadata={"lr": str(LR), "steps": str(STEPS)})
         print("%-10s inputs %s -> %s" % (name, [x.shape for x in xs], y.shape))
+
+
+def main():
+    write_cases(CASES, OUT, 3000)
 
 
 if __name__ == "__main__":
