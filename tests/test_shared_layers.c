@@ -24,19 +24,7 @@
 #define DIR "tests/ref/shared_layers/"
 
 /* Imports CASE.keras into the test folder as CASE.yaml and CASE.safetensors. */
-static void import_case(const char *name)
-{
-    char src[256], model[512], out[512];
-    snprintf(src, sizeof src, DIR "%s.keras", name);
-    snprintf(model, sizeof model, "%s/%s.yaml", tfc_test_tmpdir(), name);
-    snprintf(out, sizeof out, "%s/%s.safetensors", tfc_test_tmpdir(), name);
-    tfc_import_report rep;
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_status st = tfc_keras_import(src, NULL, NULL, model, out, &rep, &err);
-    if (st) printf("\n%s", err.text);
-    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
-}
+static void import_case(const char *name) { tfc_ks_import(DIR, name); }
 
 static const char *const keras_cases[2] = {"siamese", "encoder"};
 

@@ -6,9 +6,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/keras_import.h"
 #include "data/data.h"
 #include "solver/solver.h"
 #include "testutil.h"
+
+void tfc_ks_import(const char *dir, const char *name)
+{
+    char src[512], model[512], out[512];
+    snprintf(src, sizeof src, "%s%s.keras", dir, name);
+    snprintf(model, sizeof model, "%s/%s.yaml", tfc_test_tmpdir(), name);
+    snprintf(out, sizeof out, "%s/%s.safetensors", tfc_test_tmpdir(), name);
+    tfc_import_report rep;
+    tfc_error err;
+    tfc_error_clear(&err);
+    tfc_status st = tfc_keras_import(src, NULL, NULL, model, out, &rep, &err);
+    if (st) printf("\n%s", err.text);
+    CU_ASSERT_EQUAL_FATAL(st, TFC_OK);
+}
 
 void tfc_ks_write_npy(const tfc_st_tensor *t, const char *name)
 {

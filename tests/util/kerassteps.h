@@ -11,6 +11,10 @@
 #include "core/safetensors.h"
 #include "core/error.h"
 
+/* Imports DIR/NAME.keras (DIR ends in '/') into the test directory as NAME.yaml and
+ * NAME.safetensors, CUnit-asserting that it imports (the error printed where not). */
+void tfc_ks_import(const char *dir, const char *name);
+
 /* Writes fixture tensor t to the test directory as NAME (.npy). */
 void tfc_ks_write_npy(const tfc_st_tensor *t, const char *name);
 
