@@ -74,38 +74,58 @@ static void test_keras_predict(void)
     }
 }
 
-/* tfc-train trains them from npy inputs by name as Keras's train_on_batch does from the same
- * weights: every variable after 3 SGD steps within 1e-5 of Keras's, each compared once. */
-static void test_train_keras(void)
+/* The solver training imported Keras case c from its npy inputs by name, SGD at the
+ * fixture's lr for its steps (`extra`: further keys, which may override them). */
+static const char *train_solver(int c, const tfc_st_file *f, const char *extra)
 {
     static const char *const names[2][2] = {{"a", "b"}, {"q", "d"}};
+    static char text[4096];
+    char cwd[1024];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+    const char *k = keras_cases[c];
+    snprintf(text, sizeof text,
+             "model: %s/%s.yaml\n"
+             "data:\n  train:\n    source: {type: npy, features: {%s: %s/" DIR "%s.x0.npy, "
+             "%s: %s/" DIR "%s.x1.npy}, labels: %s/" DIR "%s.labels.npy}\n"
+             "    pipeline: [repeat, {batch: 5}]\n"
+             "lr_policy: fixed\ntest_interval: 0\ndisplay: 0\nseed: 3\n%s",
+             tfc_test_tmpdir(), k, names[c][0], cwd, k, names[c][1], cwd, k, cwd, k,
+             extra);
+    return text;
+}
+
+/* tfc-train trains them from npy inputs by name as Keras's train_on_batch does from the same
+ * weights: every variable after 3 SGD steps within 1e-5 of Keras's, each compared once; a
+ * run with Adam (one set of slots per shared weight) stopped and resumed from its snapshot
+ * ends with the same bits. */
+static void test_train_keras(void)
+{
     for (int c = 0; c < 2; c++) {
         import_case(keras_cases[c]);
-        char path[256], weights[1024], run[64], cwd[1024], text[4096];
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+        char path[256], weights[1024], run[64], sgd[256];
         snprintf(path, sizeof path, DIR "%s.after.safetensors", keras_cases[c]);
-        snprintf(weights, sizeof weights, "%s/%s.safetensors", tfc_test_tmpdir(), keras_cases[c]);
+        snprintf(weights, sizeof weights, "%s/%s.safetensors", tfc_test_tmpdir(),
+                 keras_cases[c]);
         snprintf(run, sizeof run, "sl_%s", keras_cases[c]);
         tfc_error err;
         tfc_error_clear(&err);
         tfc_st_file *f = tfc_st_open(path, &err);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        snprintf(text, sizeof text,
-                 "model: %s/%s.yaml\n"
-                 "data:\n  train:\n    source: {type: npy, features: {%s: %s/" DIR "%s.x0.npy, "
-                 "%s: %s/" DIR "%s.x1.npy}, labels: %s/" DIR "%s.labels.npy}\n"
-                 "    pipeline: [repeat, {batch: 5}]\n"
-                 "optimizer: {type: sgd, learning_rate: %s}\nlr_policy: fixed\nmax_iter: %s\n"
-                 "test_interval: 0\ndisplay: 0\nseed: 3\n",
-                 tfc_test_tmpdir(), keras_cases[c], names[c][0], cwd, keras_cases[c], names[c][1], cwd,
-                 keras_cases[c], cwd, keras_cases[c], tfc_st_meta(f, "lr"), tfc_st_meta(f, "steps"));
-        CU_ASSERT_EQUAL_FATAL(tfc_ks_train("sl_solver.yaml", text, weights, run, 1, NULL, 0, 0,
-                                           &err), TFC_OK);
+        snprintf(sgd, sizeof sgd, "optimizer: {type: sgd, learning_rate: %s}\nmax_iter: %s\n",
+                 tfc_st_meta(f, "lr"), tfc_st_meta(f, "steps"));
+        CU_ASSERT_EQUAL_FATAL(tfc_ks_train("sl_solver.yaml", train_solver(c, f, sgd), weights,
+                                           run, 1, NULL, 0, 0, &err), TFC_OK);
         int compared = 0;
         double worst = tfc_ks_worst(f, run, &compared);
         if (worst > 1e-5) printf("\n  %s: %g from Keras\n", keras_cases[c], worst);
         CU_ASSERT(worst <= 1e-5);
         CU_ASSERT_EQUAL(compared, tfc_st_count(f));
+        tfc_ks_expect_resume_exact("sl_resume.yaml",
+                                   train_solver(c, f, "optimizer: {type: adam, learning_rate: "
+                                                "0.01}\nmax_iter: 4\nsnapshot: {interval: 2, "
+                                                "keep: 0}\n"),
+                                   c ? "sl_resume_encoder" : "sl_resume_siamese",
+                                   "functional", 2);
         tfc_st_close(f);
     }
 }
