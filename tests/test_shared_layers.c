@@ -278,8 +278,7 @@ static void test_errors(void)
              "  - Add: {inputs: [enc, enc_call_1]}\n",
          "4:5: error: layers[0]: a call of layer 'enc' before the layer"},
         {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n  - enk: {inputs: b}\n",
-         "5:5: error: layers[1]: unknown layer type 'enk' (nor an earlier layer's name, to call "
-         "it again"},
+         "5:5: error: layers[1]: unknown layer type 'enk'; did you mean 'enc'?"},
         {TWO "  - Dense: {name: enc, units: 2, inputs: a}\n"
              "  - enc: {inputs: b, trainable: false}\n",
          "a call of layer 'enc' takes inputs and name only, not trainable"},

@@ -949,26 +949,55 @@ static tfc_status call_arguments(int i, const tfc_node *item, tfc_error *err)
         if (strcmp(a->keys[k]->str, "inputs") && strcmp(a->keys[k]->str, "name"))
             return tfc_node_error(err, TFC_ERR_CONFIG, a->keys[k], path,
                                   "a call of layer '%s' takes inputs and name only, not %s: "
-                                  "its arguments are the layer's (or '%s' is an unknown layer "
-                                  "type)", item->keys[0]->str, a->keys[k]->str,
-                                  item->keys[0]->str);
+                                  "its arguments are the layer's", item->keys[0]->str,
+                                  a->keys[k]->str);
     if (a->kind != TFC_NODE_MAP)
         return tfc_node_error(err, TFC_ERR_CONFIG, a, path,
-                              "a call of layer '%s' takes a mapping {inputs: ..., name: ...} "
-                              "(or '%s' is an unknown layer type)", item->keys[0]->str,
+                              "a call of layer '%s' takes a mapping {inputs: ..., name: ...}",
                               item->keys[0]->str);
     return TFC_OK;
 }
 
-/* Item i (key `key`, no layer type) calls the earlier layer of that name again: its ops and
- * its calls are that layer's (a call of a call calls the first), its name `name:` or
+/* The error of item i's key that is neither a layer type nor an earlier layer's name: a
+ * guess among both, else the known types. */
+static tfc_status unknown_type(const tfc_model *m, const tfc_pipelines *ps, int i,
+                               const tfc_node *key, const char *path, tfc_error *err)
+{
+    const char *const *types = tfc_layer_type_names();
+    int n = 0;
+    while (types[n]) n++;
+    const char **names = malloc((size_t)(n + i + 1) * sizeof *names);
+    if (!names) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    memcpy(names, types, (size_t)n * sizeof *names);
+    for (int q = 0; q < i; q++)
+        if (ps->owner[q] < 0 && m->layers[q].name[0]) names[n++] = m->layers[q].name;
+    names[n] = NULL;
+    const char *guess = tfc_did_you_mean(key->str, names);
+    tfc_status st;
+    if (guess) {
+        st = tfc_node_error(err, TFC_ERR_CONFIG, key, path, "unknown layer type '%s'; did you "
+                            "mean '%s'?", key->str, guess);
+    } else {
+        char known[1024];
+        tfc_join_names(known, sizeof known, types);
+        st = tfc_node_error(err, TFC_ERR_CONFIG, key, path, "unknown layer type '%s' (known: "
+                            "%s)", key->str, known);
+    }
+    free(names);
+    return st;
+}
+
+/* Item i, whose key is no layer type, calls the earlier layer of that name again: its ops
+ * and its calls are that layer's (a call of a call calls the first), its name `name:` or
  * NAME_call_K for the layer's K-th call after the first. Errors: no such earlier layer (an
- * unknown type then, with the known ones), a Pipeline, a layer inside one, a call inside one,
- * a layer that writes its weights in forward, a default name taken. */
-static tfc_status resolve_call(tfc_model *m, const tfc_pipelines *ps, int i, const tfc_node *key,
+ * unknown type then, a guess among the types and the earlier layers' names), a Pipeline, a
+ * layer inside one, a call inside one, a layer that writes its weights in forward, another
+ * argument (call_arguments), a default name taken. */
+static tfc_status resolve_call(tfc_model *m, const tfc_pipelines *ps, int i, const tfc_node *item,
                                int named, tfc_error *err)
 {
     tfc_layer *l = &m->layers[i];
+    const tfc_node *key = item->kind == TFC_NODE_MAP ? item->keys[0] : item;
     char path[64];
     snprintf(path, sizeof path, "layers[%d]", i);
     int j = i - 1;
@@ -995,20 +1024,12 @@ static tfc_status resolve_call(tfc_model *m, const tfc_pipelines *ps, int i, con
             return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "a call of layer '%s' before "
                                   "the layer: a layer is called again below the item that "
                                   "makes it", key->str);
-        char known[1024];
-        const char *guess = tfc_did_you_mean(key->str, tfc_layer_type_names());
-        tfc_join_names(known, sizeof known, tfc_layer_type_names());
-        if (guess)
-            return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "unknown layer type '%s' "
-                                  "(nor an earlier layer's name, to call it again); did you "
-                                  "mean '%s'?", key->str, guess);
-        return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "unknown layer type '%s' (nor "
-                              "an earlier layer's name, to call it again; known types: %s)",
-                              key->str, known);
+        return unknown_type(m, ps, i, key, path, err);
     }
     const int owner = m->layers[j].calls >= 0 ? m->layers[j].calls : j;
     const tfc_layer *o = &m->layers[owner];
     if (!o->ops) return TFC_ERR_CONFIG; /* its own error is reported */
+    if (call_arguments(i, item, err)) return TFC_ERR_CONFIG;
     if (o->ops->writes_params)
         return tfc_node_error(err, TFC_ERR_CONFIG, key, path, "a call of layer '%s': %s writes "
                               "its weights in its forward pass, which tfc does not share "
@@ -1037,7 +1058,7 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
     const tfc_node *types[TFC_MAX_LAYERS], *names[TFC_MAX_LAYERS], *inputs[TFC_MAX_LAYERS],
         *trainable[TFC_MAX_LAYERS];
     tfc_node *args[TFC_MAX_LAYERS];
-    int calls[TFC_MAX_LAYERS] = {0}; /* item i's key is no type: a call, resolve_calls */
+    int calls[TFC_MAX_LAYERS] = {0}; /* item i's key is no type: a call (resolve_call) */
     /* Pass 1: types and explicit names, so default names avoid every explicit one. */
     for (int i = 0; i < list->n; i++) {
         tfc_layer *l = &m->layers[i];
@@ -1110,14 +1131,7 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
                 continue;
             }
         }
-        if (!l->ops) { /* a call of an earlier layer, or an unknown type (resolve_calls) */
-            if (call_arguments(i, list->vals[i], err)) {
-                status = TFC_ERR_CONFIG;
-                types[i] = NULL;
-                continue;
-            }
-            calls[i] = 1;
-        }
+        if (!l->ops) calls[i] = 1; /* a call of an earlier layer, or an unknown type */
         if (names[i]) {
             char path[96];
             snprintf(path, sizeof path, "layers[%d].%s.name", i, types[i]->str);
@@ -1153,7 +1167,8 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
         }
     }
     for (int i = 0; i < list->n; i++)
-        if (types[i] && calls[i] && resolve_call(m, ps, i, types[i], names[i] != NULL, err)) {
+        if (types[i] && calls[i] && resolve_call(m, ps, i, list->vals[i], names[i] != NULL,
+                                                 err)) {
             status = TFC_ERR_CONFIG;
             types[i] = NULL;
             m->layers[i].ops = NULL;
@@ -1168,7 +1183,7 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
         char path[96];
         snprintf(path, sizeof path, "layers[%d].%s", i, types[i]->str); /* as written */
         if (l->calls >= 0) { /* the arguments of the layer it calls, which has them */
-            if (!m->layers[l->calls].args) continue;
+            if (status) continue; /* that layer's errors would repeat at each call */
             args[i] = (tfc_node *)m->layers[l->calls].args_node;
             l->frozen = m->layers[l->calls].frozen;
         }
