@@ -408,6 +408,12 @@ static void test_refused(void)
                                            "{\"use_causal_mask\": true}}]"),
                          "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
                    TFC_ERR_USAGE, "call 1 of layer 'd' has the call argument use_causal_mask");
+    /* ... and without a name (fuzz_keras_config found it passing NULL on) */
+    expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"units\": 4}",
+                                           "[{\"args\": [" TENSOR("in") "], \"kwargs\": {}}, "
+                                           "{\"args\": [" TENSOR("in") "], \"kwargs\": {}}]"),
+                         "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
+                   TFC_ERR_USAGE, "config: a layer called 2 times has no name");
     /* two outputs */
     expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
                                            CALL(TENSOR("in"))),

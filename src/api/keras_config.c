@@ -887,6 +887,9 @@ static tfc_status convert_graph_layer(conv *c, const tfc_node *l, const char *pr
         put(c, args, "inputs", names);
     const tfc_node *nodes = tfc_node_get(l, "inbound_nodes");
     for (int k = 1; k < nodes->n; k++) { /* a shared layer's further calls */
+        if (!name) /* its calls are items keyed by its name */
+            return tfc_node_error(c->err, TFC_ERR_USAGE, tfc_node_get(l, "config"), "config",
+                                  "a layer called %d times has no name", nodes->n);
         if (c->ncalls == MAX_ALIASES)
             return tfc_node_error(c->err, TFC_ERR_USAGE, nodes->vals[k], "inbound_nodes",
                                   "more than %d calls of shared layers", MAX_ALIASES);
