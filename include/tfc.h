@@ -101,7 +101,8 @@ tfc_predictor *tfc_predictor_open_options(const char *model_yaml, const char *we
  * dims[0..7] (0 past the rank) and returns its rank, or -1 for a NULL p or dims or another
  * `which`; *dtype (may be NULL) gets "float32" or "int32" (input token ids). A model of
  * variable length (input.shape [null, ...]) reports -1 for the input's first axis and for
- * each output axis that follows it (tfc_predictor_run_length). */
+ * each output axis that follows it (tfc_predictor_run_length). A model of several inputs or
+ * outputs: input 0's and output 0's. */
 int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], const char **dtype);
 
 /* A model of several inputs (a functional model's InputLayers, SPEC §5c): tfc_predictor_inputs
@@ -112,6 +113,15 @@ int tfc_predictor_shape(const tfc_predictor *p, int which, int64_t dims[8], cons
 int tfc_predictor_inputs(const tfc_predictor *p);
 int tfc_predictor_input(const tfc_predictor *p, int k, int64_t dims[8], const char **dtype,
                         const char **name);
+
+/* A model of several outputs (`outputs:`, Keras's Model(outputs=[...]), SPEC §5c):
+ * tfc_predictor_outputs is their count (1 for a model of one output; -1 for a NULL p);
+ * tfc_predictor_output writes output k's per-example shape as tfc_predictor_shape does and
+ * returns its rank, *dtype and *name (may be NULL) getting "float32" and its name (its
+ * layer's), valid until tfc_predictor_close; -1 for a k out of range. */
+int tfc_predictor_outputs(const tfc_predictor *p);
+int tfc_predictor_output(const tfc_predictor *p, int k, int64_t dims[8], const char **dtype,
+                         const char **name);
 
 /* The longest length a model of variable length takes (its input.max_length: the -1 axes of
  * tfc_predictor_shape at their largest, to size buffers for tfc_predictor_run_length), 0 for
@@ -146,6 +156,14 @@ int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int
 int tfc_predictor_run_inputs(tfc_predictor *p, const void *const *inputs, int ninputs,
                              int64_t n, int64_t length, float *output, char *err,
                              size_t err_size);
+
+/* tfc_predictor_run_inputs for a model of several outputs: outputs[k] gets the n examples of
+ * output k (float32, contiguous, its shape at `length`); noutputs must be
+ * tfc_predictor_outputs's. The other calls take a model of one output only, and refuse
+ * another naming this one. */
+int tfc_predictor_run_outputs(tfc_predictor *p, const void *const *inputs, int ninputs,
+                              int64_t n, int64_t length, float *const *outputs, int noutputs,
+                              char *err, size_t err_size);
 
 /* For the tests: passes run side by side, each on one thread, in this process so far (a CPU
  * predictor of several threads, a call of as many passes or more, a small model). */

@@ -273,7 +273,8 @@ static void test_pooling_errors(void)
                                   "  - AveragePooling3D: {pool_size: [1, 2, 1], padding: same, "
                                   "data_format: null}\n"
                                   "  - GlobalMaxPooling3D: {keepdims: true}\n"
-                                  "  - GlobalAveragePooling3D: {inputs: max_pooling3d}\n");
+                                  "  - GlobalAveragePooling3D: {inputs: max_pooling3d}\n"
+                                  "outputs: [global_max_pooling3d, global_average_pooling3d]\n");
     TFC_ASSERT(m != NULL);
     const int64_t want[4][4] = {{2, 3, 2, 4}, {2, 2, 2, 4}, {1, 1, 1, 4}, {4}};
     for (int i = 0; i < 4; i++) {

@@ -414,11 +414,17 @@ static void test_refused(void)
                                            "{\"args\": [" TENSOR("in") "], \"kwargs\": {}}]"),
                          "[\"in\", 0, 0]", "[\"d\", 0, 0]"),
                    TFC_ERR_USAGE, "config: a layer called 2 times has no name");
-    /* two outputs */
+    /* outputs as a dict (several outputs are a list, `outputs:`, test_multi_output.c), and
+     * an output that is a layer's second tensor */
     expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
                                            CALL(TENSOR("in"))),
-                         "[\"in\", 0, 0]", "[[\"d\", 0, 0], [\"in\", 0, 0]]"),
-                   TFC_ERR_USAGE, "tfc's models have one output; this one has 2");
+                         "[\"in\", 0, 0]", "{\"y\": [\"d\", 0, 0], \"z\": [\"in\", 0, 0]}"),
+                   TFC_ERR_USAGE, "the model's outputs are a dict: tfc's models list their outputs");
+    expect_refused(MODEL(INPUT ",\n" LAYER("Dense", "{\"name\": \"d\", \"units\": 4}",
+                                           CALL(TENSOR("in"))),
+                         "[\"in\", 0, 0]", "[[\"d\", 0, 0], [\"d\", 0, 1]]"),
+                   TFC_ERR_USAGE, "output 1 is tensor 1 of layer 'd': tfc's layers have one "
+                                  "output");
     /* an operation in the graph that no layer of tfc's computes */
     expect_refused(MODEL(INPUT ",\n{\"module\": \"keras.src.ops.numpy\", \"class_name\": "
                          "\"Exp\", \"config\": {\"name\": \"exp\"}, \"inbound_nodes\": "

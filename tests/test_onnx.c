@@ -473,7 +473,8 @@ static void test_score_attention(void)
             "  - Attention: {name: a, inputs: [input, kv, k]}\n"
             "  - AdditiveAttention: {inputs: [input, kv, k], use_scale: false,"
             " use_causal_mask: true}\n"
-            "  - Attention: {inputs: [a, kv], score_mode: concat}\n", 0);
+            "  - Add: {inputs: [a, additive_attention]}\n"
+            "  - Attention: {inputs: [add, kv], score_mode: concat}\n", 0);
 }
 
 /* The transformer block: TokenAndPositionEmbedding (mask_zero, fewer steps than its

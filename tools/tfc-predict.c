@@ -55,7 +55,8 @@ static const cli_option options[] = {
              "one the weights were not trained with is refused"},
     {"output", 0, CLI_STRING, &args.output, "Y.npy",
      .help = "write the outputs [N, output shape...] as float32 (needed with\n"
-             "an .npy input)"},
+             "an .npy input). A model of several outputs: Y.NAME.npy each,\n"
+             "NAME its output's layer"},
     {"solver", 0, CLI_STRING, &args.solver, "SOLVER.yaml",
      .help = "preprocess with the map ops of the solver's test split (a run's\n"
              "config.yaml works too)"},
@@ -422,14 +423,28 @@ static tfc_status run(tfc_model *m, tfc_pipeline *p, int batch, const examples *
     return st;
 }
 
-static tfc_status write_output(const tfc_model *m, const float *y, int64_t n, tfc_error *err)
+/* Output k's n examples y into --output: Y.npy for a model of one output, Y.NAME.npy for
+ * each of several (Y: --output less a trailing .npy). */
+static tfc_status write_output_at(const tfc_model *m, int k, const float *y, int64_t n,
+                                  tfc_error *err)
 {
     tfc_tensor t = {.dtype = TFC_F32, .data = (void *)y};
-    const tfc_shape *os = tfc_model_output_shape(m);
+    const tfc_shape *os = tfc_model_output_shape_at(m, k);
     t.shape.ndim = os->ndim + 1;
     t.shape.dim[0] = n;
     for (int i = 0; i < os->ndim; i++) t.shape.dim[i + 1] = os->dim[i];
-    return tfc_npy_write(args.output, &t, err);
+    if (tfc_model_noutputs(m) == 1) return tfc_npy_write(args.output, &t, err);
+    char path[4400];
+    size_t len = strlen(args.output);
+    if (len >= 4 && !strcmp(args.output + len - 4, ".npy")) len -= 4;
+    snprintf(path, sizeof path, "%.*s.%s.npy", (int)len, args.output,
+             tfc_model_output_name(m, k));
+    return tfc_npy_write(path, &t, err);
+}
+
+static tfc_status write_output(const tfc_model *m, const float *y, int64_t n, tfc_error *err)
+{
+    return write_output_at(m, 0, y, n, err);
 }
 
 /* Whether the model's last layer ends in a softmax or sigmoid: its outputs read as
@@ -563,20 +578,27 @@ static tfc_status check_vocabulary(const tfc_model *m, const tfc_vocab *v, const
     return tfc_model_check_vocabulary(m, got, path, args.weights, err);
 }
 
-/* A model of several inputs (a functional model's InputLayers): --input gives one .npy array
- * per input, `NAME=FILE.npy` or in the inputs' order, each of N examples of its input's shape
- * (or one example); they go to the model as they are, converted to each input's dtype. */
+/* A model of several inputs or outputs (a functional model's InputLayers, `outputs:`):
+ * --input gives one .npy array per input, `NAME=FILE.npy` or in the inputs' order, each of N
+ * examples of its input's shape (or one example); they go to the model as they are,
+ * converted to each input's dtype. Each output goes to its own file (write_output_at). */
 static tfc_status predict_inputs(tfc_model *m, tfc_error *err)
 {
-    const int ni = tfc_model_ninputs(m);
-    if (args.inputs.n != ni)
+    const int ni = tfc_model_ninputs(m), no = tfc_model_noutputs(m);
+    if (args.inputs.n != ni && ni > 1)
         return tfc_error_set(err, TFC_ERR_USAGE, "the model takes %d inputs (%s, %s%s): give "
                              "--input one .npy array each, NAME=FILE.npy or in that order "
                              "(%d given)", ni, tfc_model_input_name(m, 0),
                              tfc_model_input_name(m, 1), ni > 2 ? ", ..." : "", args.inputs.n);
+    const int npy = args.inputs.n == 1 && strstr(args.inputs.v[0], ".npy");
+    if (ni == 1 && !npy)
+        return tfc_error_set(err, TFC_ERR_USAGE, "a model of several outputs takes one .npy "
+                             "array of examples (--input X.npy): images, text and audio do not "
+                             "apply to it yet");
     if (args.text || args.solver || maps.n)
-        return tfc_error_set(err, TFC_ERR_USAGE, "a model of several inputs takes .npy arrays "
-                             "as they are: --text, --solver and --map do not apply to it yet");
+        return tfc_error_set(err, TFC_ERR_USAGE, "a model of several %s takes .npy arrays "
+                             "as they are: --text, --solver and --map do not apply to it yet",
+                             ni > 1 ? "inputs" : "outputs");
     if (!args.output)
         return tfc_error_set(err, TFC_ERR_USAGE, "an .npy input needs --output Y.npy");
     tfc_tensor x[TFC_MODEL_MAX_INPUTS] = {0};
@@ -639,19 +661,24 @@ static tfc_status predict_inputs(tfc_model *m, tfc_error *err)
     const int batch = n < pass ? (int)(n ? n : 1) : (int)pass;
     if (!st) st = tfc_model_bind_inference(m, be, batch, err);
     if (!st) st = tfc_model_load_weights(m, args.weights, NULL, err);
-    const int64_t per_out = tfc_shape_numel(tfc_model_output_shape(m));
-    float *y = st ? NULL : malloc((size_t)((n ? n : 1) * per_out) * 4);
-    if (!st && !y) st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    float *y[TFC_MODEL_MAX_OUTPUTS] = {0};
+    for (int k = 0; k < no && !st; k++) {
+        const int64_t per_out = tfc_shape_numel(tfc_model_output_shape_at(m, k));
+        if (!(y[k] = malloc((size_t)((n ? n : 1) * per_out) * 4)))
+            st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
     for (int64_t done = 0; !st && done < n; done += batch) {
         const int cnt = n - done < batch ? (int)(n - done) : batch;
         const void *xs[TFC_MODEL_MAX_INPUTS];
         for (int k = 0; k < ni; k++)
             xs[k] = (char *)conv[k] + done * tfc_shape_numel(tfc_model_input_shape_at(m, k)) * 4;
         st = tfc_model_forward_inputs(m, xs, cnt, 0, 0, 0, err);
-        if (!st) tfc_model_get_output(m, y + done * per_out);
+        for (int k = 0; k < no && !st; k++)
+            tfc_model_get_output_at(m, k, y[k] + done * tfc_shape_numel(
+                                                           tfc_model_output_shape_at(m, k)));
     }
-    if (!st) st = write_output(m, y, n, err);
-    free(y);
+    for (int k = 0; k < no && !st; k++) st = write_output_at(m, k, y[k], n, err);
+    for (int k = 0; k < no; k++) free(y[k]);
     for (int k = 0; k < ni; k++) free(x[k].data), free(conv[k]);
     if (be) {
         tfc_model_unbind(m);
@@ -687,7 +714,7 @@ int main(int argc, char **argv)
         tfc_model_free(m);
         return tfc_exit_code(err.code);
     }
-    if (tfc_model_ninputs(m) > 1) {
+    if (tfc_model_ninputs(m) > 1 || tfc_model_noutputs(m) > 1) {
         tfc_status s = predict_inputs(m, &err);
         if (s) fputs(err.text, stderr);
         tfc_model_free(m);

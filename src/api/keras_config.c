@@ -44,6 +44,9 @@ typedef struct conv {
     const char *inputs[TFC_MODEL_MAX_INPUTS];
     tfc_node *input_items[TFC_MODEL_MAX_INPUTS];
     int ninputs;
+    /* its several outputs (output_layers, in order): [name, node index] each */
+    const tfc_node *outputs[TFC_MODEL_MAX_OUTPUTS][2];
+    int noutputs;
     /* a shared layer's further calls (its inbound nodes 1, 2, ...), each written as
      * `- NAME: {inputs: [...], name: NAME_call_K}` once what it reads is (flush_calls) */
     struct pending_call { const tfc_node *l; const char *name; int k; } calls[MAX_ALIASES];
@@ -766,6 +769,44 @@ static const char *input_endpoints(conv *c, const tfc_node *cfg)
     return endpoint(c, cfg, "input_layers");
 }
 
+/* A functional model's outputs, output_layers [["name", 0, 0], ...] of two or more, into
+ * c->outputs; 1 with the error set for a malformed list, else 0 (one output: endpoint). */
+static int output_endpoints(conv *c, const tfc_node *cfg)
+{
+    const tfc_node *v = tfc_node_get(cfg, "output_layers");
+    if (v && v->kind == TFC_NODE_MAP) {
+        tfc_node_error(c->err, TFC_ERR_USAGE, v, "output_layers", "the model's outputs are a "
+                       "dict: tfc's models list their outputs (Model(outputs=[...]))");
+        return 1;
+    }
+    if (!v || v->kind != TFC_NODE_SEQ || v->n < 2 || v->vals[0]->kind != TFC_NODE_SEQ)
+        return 0;
+    if (v->n > TFC_MODEL_MAX_OUTPUTS) {
+        tfc_node_error(c->err, TFC_ERR_USAGE, v, "output_layers", "tfc's models have at most "
+                       "%d outputs; this one has %d", TFC_MODEL_MAX_OUTPUTS, v->n);
+        return 1;
+    }
+    for (int i = 0; i < v->n; i++) {
+        const tfc_node *e = v->vals[i];
+        if (e->kind != TFC_NODE_SEQ || e->n != 3 || e->vals[0]->kind != TFC_NODE_SCALAR ||
+            e->vals[1]->kind != TFC_NODE_SCALAR || e->vals[2]->kind != TFC_NODE_SCALAR) {
+            tfc_node_error(c->err, TFC_ERR_USAGE, e, "output_layers",
+                           "expected [\"name\", 0, 0]");
+            return 1;
+        }
+        if (strcmp(e->vals[2]->str, "0")) {
+            tfc_node_error(c->err, TFC_ERR_USAGE, e, "output_layers", "output %d is tensor %s of "
+                           "layer '%s': tfc's layers have one output", i, e->vals[2]->str,
+                           e->vals[0]->str);
+            return 1;
+        }
+        c->outputs[i][0] = e->vals[0];
+        c->outputs[i][1] = e->vals[1];
+    }
+    c->noutputs = v->n;
+    return 0;
+}
+
 /* Whether `v` is a functional call's tensor argument. */
 static int is_tensor(const tfc_node *v)
 {
@@ -1280,8 +1321,9 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
     if (!layers || layers->kind != TFC_NODE_SEQ)
         return tfc_node_error(c->err, TFC_ERR_USAGE, cfg, "layers", "expected a list");
     const char *input = functional ? input_endpoints(c, cfg) : NULL;
-    const char *output = functional ? endpoint(c, cfg, "output_layers") : NULL;
-    if (functional && (!input || !output)) return c->err->code;
+    if (functional && output_endpoints(c, cfg)) return c->err->code;
+    const char *output = functional && !c->noutputs ? endpoint(c, cfg, "output_layers") : NULL;
+    if (functional && (!input || (!output && !c->noutputs))) return c->err->code;
     tfc_node *seq = new_seq(c);
     const char *prev = NULL, *last = NULL;
     tfc_status s = convert_layers(c, layers, functional, NULL, seq, &prev, &last);
@@ -1297,6 +1339,28 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
         }
         for (int i = 0; i < seq->n; i++) tfc_node_seq_push(all, seq->vals[i]);
         seq = all;
+    }
+    if (c->noutputs) { /* `outputs:`, the last layer among them (nothing else reads it) */
+        tfc_node *outs = new_seq(c);
+        int last_found = 0;
+        for (int k = 0; k < c->noutputs; k++) {
+            tfc_node *ref = call_ref(c, c->outputs[k][0], c->outputs[k][1]->str);
+            last_found |= prev && !strcmp(ref->str, prev);
+            tfc_node_seq_push(outs, ref);
+        }
+        if (!last_found)
+            return tfc_node_error(c->err, TFC_ERR_USAGE, tfc_node_get(cfg, "output_layers"),
+                                  "output_layers", "the last layer ('%s') is none of the "
+                                  "model's outputs: tfc's model ends at one of them",
+                                  prev ? prev : "");
+        put(c, root, "layers", seq);
+        put(c, root, "outputs", outs);
+        const tfc_node *compile = tfc_node_get(top, "compile_config");
+        const tfc_node *loss = tfc_node_get(compile, "loss");
+        if (compile && compile->kind == TFC_NODE_MAP && loss && !is_null(loss))
+            note(c->rep, "the model has %d outputs, which tfc does not train yet: its compile "
+                 "arguments (losses, metrics) are not written", c->noutputs);
+        return TFC_OK;
     }
     if (functional) output = resolve(c, output);
     if ((functional && (!prev || strcmp(prev, output))) ||

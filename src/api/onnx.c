@@ -3221,14 +3221,21 @@ tfc_status tfc_onnx_export(tfc_model *m, const tfc_onnx_options *o, const char *
                         "weights it shares, has no ONNX export yet");
     tfc_pb_string(&x.graph, 2, tfc_model_name(m));
     for (int i = 0; i < n && !x.st; i++) x.out[i] = layer(&x, tfc_model_layer(m, i));
+    /* "output", as always, for a model of one; several are named as their layers */
+    const int no = tfc_model_noutputs(m);
+    for (int k = 0; k < no && !x.st; k++) {
+        tref out = nhwc(&x, &x.out[tfc_model_output_layer(m, k)]);
+        node(&x, "Identity", (const char *[]){out.name, NULL},
+             no > 1 ? tfc_model_output_name(m, k) : "output", NULL);
+    }
     if (!x.st) {
-        tref last = nhwc(&x, &x.out[n - 1]);
-        node(&x, "Identity", (const char *[]){last.name, NULL}, "output", NULL);
         for (int k = 0; k < ni; k++)
             value_info(&x.graph, 11, x.in[k].name,
                        tfc_model_input_dtype_at(m, k) == TFC_I32 ? T_INT32 : T_FLOAT, batch,
                        tfc_model_input_shape_at(m, k));
-        value_info(&x.graph, 12, "output", T_FLOAT, batch, tfc_model_output_shape(m));
+        for (int k = 0; k < no; k++)
+            value_info(&x.graph, 12, no > 1 ? tfc_model_output_name(m, k) : "output", T_FLOAT,
+                       batch, tfc_model_output_shape_at(m, k));
     }
     tfc_pb model = {0}, ops = {0};
     if (!x.st) {

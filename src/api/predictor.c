@@ -88,8 +88,8 @@ typedef struct crew {
     int quit;
     /* the job */
     const void *const *inputs;  /* one per model input */
-    float *output;
-    int64_t n, length, out_per;
+    float *const *outputs;      /* one per model output */
+    int64_t n, length;
     int batch;
     _Atomic int64_t next;       /* the next pass's first example */
     _Atomic int64_t failed_at;  /* the first failed pass's first example (INT64_MAX: none) */
@@ -118,6 +118,10 @@ struct tfc_predictor {
     tfc_shape in_shapes[TFC_MODEL_MAX_INPUTS];
     tfc_dtype in_dtypes[TFC_MODEL_MAX_INPUTS];
     char in_names[TFC_MODEL_MAX_INPUTS][128];
+    /* its outputs (out_shape: output 0's), as reported */
+    int noutputs;
+    tfc_shape out_shapes[TFC_MODEL_MAX_OUTPUTS];
+    char out_names[TFC_MODEL_MAX_OUTPUTS][128];
     const tfc_model *named; /* the first worker's model: the weights' class names */
     pthread_mutex_t lock; /* guards idle and all */
     worker *idle, *all;
@@ -212,20 +216,28 @@ static int spin_matches(int spin, char *err, size_t err_size)
 static tfc_status axes(tfc_predictor *p, tfc_model *m, tfc_error *e)
 {
     p->in_shape = *tfc_model_input_shape(m);
-    p->out_shape = *tfc_model_output_shape(m);
     p->ninputs = tfc_model_ninputs(m);
+    p->noutputs = tfc_model_noutputs(m);
+    for (int k = 0; k < p->noutputs; k++) {
+        p->out_shapes[k] = *tfc_model_output_shape_at(m, k);
+        snprintf(p->out_names[k], sizeof p->out_names[k], "%s", tfc_model_output_name(m, k));
+    }
     for (int k = 0; k < p->ninputs; k++) {
         p->in_shapes[k] = *tfc_model_input_shape_at(m, k);
         p->in_dtypes[k] = tfc_model_input_dtype_at(m, k);
         snprintf(p->in_names[k], sizeof p->in_names[k], "%s", tfc_model_input_name(m, k));
     }
+    p->out_shape = p->out_shapes[0];
     const int64_t max = tfc_model_max_length(m);
     p->max_length = max;
     if (max < 2) return TFC_OK;
     tfc_status s = tfc_model_set_length(m, max - 1, e);
-    for (int i = 0; !s && i < p->out_shape.ndim; i++)
-        if (tfc_model_output_shape(m)->dim[i] != p->out_shape.dim[i]) p->out_shape.dim[i] = -1;
+    for (int k = 0; !s && k < p->noutputs; k++)
+        for (int i = 0; i < p->out_shapes[k].ndim; i++)
+            if (tfc_model_output_shape_at(m, k)->dim[i] != p->out_shapes[k].dim[i])
+                p->out_shapes[k].dim[i] = -1;
     p->in_shape.dim[0] = p->in_shapes[0].dim[0] = -1;
+    p->out_shape = p->out_shapes[0];
     return s ? s : tfc_model_set_length(m, max, e);
 }
 
@@ -311,6 +323,19 @@ int tfc_predictor_input(const tfc_predictor *p, int k, int64_t dims[8], const ch
     for (int i = 0; i < 8; i++) dims[i] = i < s->ndim ? s->dim[i] : 0;
     if (dtype) *dtype = p->in_dtypes[k] == TFC_I32 ? "int32" : "float32";
     if (name) *name = p->in_names[k];
+    return s->ndim;
+}
+
+int tfc_predictor_outputs(const tfc_predictor *p) { return p ? p->noutputs : -1; }
+
+int tfc_predictor_output(const tfc_predictor *p, int k, int64_t dims[8], const char **dtype,
+                         const char **name)
+{
+    if (!p || !dims || k < 0 || k >= p->noutputs) return -1;
+    const tfc_shape *s = &p->out_shapes[k];
+    for (int i = 0; i < 8; i++) dims[i] = i < s->ndim ? s->dim[i] : 0;
+    if (dtype) *dtype = "float32";
+    if (name) *name = p->out_names[k];
     return s->ndim;
 }
 
@@ -415,10 +440,10 @@ static race *race_for(worker *w, int batch)
     return r;
 }
 
-/* One pass of cnt examples on w, from example `at` of each input: on its team, or with lone
- * on the calling thread alone. */
-static tfc_status pass(worker *w, const void *const *inputs, int64_t at, int cnt, float *out,
-                       int lone, tfc_error *e)
+/* One pass of cnt examples on w, from example `at` of each input into example `at` of each
+ * output: on its team, or with lone on the calling thread alone. */
+static tfc_status pass(worker *w, const void *const *inputs, int64_t at, int cnt,
+                       float *const *outputs, int lone, tfc_error *e)
 {
     const void *in[TFC_MODEL_MAX_INPUTS];
     for (int k = 0; k < tfc_model_ninputs(w->m); k++)
@@ -426,7 +451,10 @@ static tfc_status pass(worker *w, const void *const *inputs, int64_t at, int cnt
                 at * tfc_shape_numel(tfc_model_input_shape_at(w->m, k)) * 4;
     if (lone) tfc_cpu_team_cap(1);
     tfc_status s = tfc_model_forward_inputs(w->m, in, cnt, 0, 0, 0, e);
-    if (!s) tfc_model_get_output(w->m, out);
+    for (int k = 0; !s && k < tfc_model_noutputs(w->m); k++) {
+        const int64_t per = tfc_shape_numel(tfc_model_output_shape_at(w->m, k));
+        tfc_model_get_output_at(w->m, k, outputs[k] + at * per);
+    }
     if (lone) tfc_cpu_team_cap(0);
     return s;
 }
@@ -451,7 +479,7 @@ static void claim(crew *c, worker *w)
         const int cnt = c->n - at < c->batch ? (int)(c->n - at) : c->batch;
         atomic_fetch_add_explicit(&side_passes, 1, memory_order_relaxed);
         tfc_error_clear(&e);
-        if (!pass(w, c->inputs, at, cnt, c->output + at * c->out_per, 1, &e))
+        if (!pass(w, c->inputs, at, cnt, c->outputs, 1, &e))
             continue;
         pthread_mutex_lock(&c->lock);
         if (at < atomic_load(&c->failed_at)) {
@@ -531,12 +559,11 @@ static void crew_end(crew *c)
 
 /* n examples in passes of `batch` side by side: the caller's on w, the crew's on theirs. */
 static tfc_status side_by_side(crew *c, worker *w, const void *const *inputs, int64_t n,
-                               int64_t length, int batch, int64_t out_per, float *output,
-                               tfc_error *e)
+                               int64_t length, int batch, float *const *outputs, tfc_error *e)
 {
     pthread_mutex_lock(&c->lock);
-    c->inputs = inputs, c->output = output;
-    c->n = n, c->length = length, c->out_per = out_per;
+    c->inputs = inputs, c->outputs = outputs;
+    c->n = n, c->length = length;
     c->batch = batch;
     atomic_store(&c->next, 0);
     atomic_store(&c->failed_at, INT64_MAX);
@@ -553,9 +580,9 @@ static tfc_status side_by_side(crew *c, worker *w, const void *const *inputs, in
     return e->code ? e->code : TFC_ERR_USAGE;
 }
 
-/* tfc_predictor_run_inputs, its arguments checked. */
+/* tfc_predictor_run_outputs, its arguments checked. */
 static int run(tfc_predictor *p, const void *const *inputs, int64_t n, int64_t length,
-               float *output, char *err, size_t err_size)
+               float *const *outputs, char *err, size_t err_size)
 {
     if (n < 1) {
         if (err && err_size)
@@ -570,7 +597,6 @@ static int run(tfc_predictor *p, const void *const *inputs, int64_t n, int64_t l
     worker *w = NULL;
     int is_new = 0;
     tfc_status s = take(p, batch, length, &w, &is_new, &e);
-    int64_t out_per = s ? 0 : tfc_shape_numel(tfc_model_output_shape(w->m));
     const int cpu = w && w->be->device < 0, turn = cpu && w->be->threads > 1;
     if (turn) pthread_mutex_lock(&cpu_turn);
     /* OpenBLAS and oneDNN take the calling thread's count where tfc does not pass one */
@@ -581,14 +607,14 @@ static int run(tfc_predictor *p, const void *const *inputs, int64_t n, int64_t l
                   ? crew_get(p, w->be->threads)
                   : NULL;
     if (c) {
-        s = side_by_side(c, w, inputs, n, length, batch, out_per, output, &e);
+        s = side_by_side(c, w, inputs, n, length, batch, outputs, &e);
     } else if (!s && turn && n == batch) {
         race *r = race_for(w, batch);
         const long long k = r->calls - WARM;
         const int at = k < DUEL ? -1 : (int)((k - DUEL) % EXPLORE) - (EXPLORE - BURST);
         const int lone = k < 0 ? 0 : k < DUEL ? (int)(k & 1) : at >= 0 ? !r->best : r->best;
         const long long t0 = k >= 0 ? now_ns() : 0;
-        s = pass(w, inputs, 0, batch, output, lone, &e);
+        s = pass(w, inputs, 0, batch, outputs, lone, &e);
         if (!s && k >= 0) {
             const long long ns = now_ns() - t0;
             if (k < DUEL) {
@@ -609,7 +635,7 @@ static int run(tfc_predictor *p, const void *const *inputs, int64_t n, int64_t l
     } else {
         for (int64_t done = 0; !s && done < n; done += batch) {
             int cnt = n - done < batch ? (int)(n - done) : batch;
-            s = pass(w, inputs, done, cnt, output + done * out_per, 0, &e);
+            s = pass(w, inputs, done, cnt, outputs, 0, &e);
         }
     }
     if (omp_get_max_threads() != saved) omp_set_num_threads(saved);
@@ -622,13 +648,28 @@ static int run(tfc_predictor *p, const void *const *inputs, int64_t n, int64_t l
     return 0;
 }
 
-int tfc_predictor_run_inputs(tfc_predictor *p, const void *const *inputs, int ninputs,
-                             int64_t n, int64_t length, float *output, char *err,
-                             size_t err_size)
+int tfc_predictor_run_outputs(tfc_predictor *p, const void *const *inputs, int ninputs,
+                              int64_t n, int64_t length, float *const *outputs, int noutputs,
+                              char *err, size_t err_size)
 {
     if (!p) return fail(err, err_size, "tfc_predictor_run: no predictor (NULL)");
-    if (!inputs || !output)
+    if (!inputs || !outputs)
         return fail(err, err_size, "tfc_predictor_run: input and output are needed (NULL given)");
+    if (noutputs != p->noutputs) {
+        if (err && err_size)
+            snprintf(err, err_size, "tfc_predictor_run: the model gives %d output%s, given %d "
+                     "buffer%s%s", p->noutputs, p->noutputs == 1 ? "" : "s", noutputs,
+                     noutputs == 1 ? "" : "s",
+                     p->noutputs > 1 ? " (tfc_predictor_run_outputs, one buffer each)" : "");
+        return -1;
+    }
+    for (int k = 0; k < noutputs; k++)
+        if (!outputs[k]) {
+            if (err && err_size)
+                snprintf(err, err_size, "tfc_predictor_run: output %d ('%s') is NULL", k,
+                         p->out_names[k]);
+            return -1;
+        }
     if (ninputs != p->ninputs) {
         if (err && err_size)
             snprintf(err, err_size, "tfc_predictor_run: the model takes %d input%s, given %d%s",
@@ -643,7 +684,17 @@ int tfc_predictor_run_inputs(tfc_predictor *p, const void *const *inputs, int ni
                          p->in_names[k]);
             return -1;
         }
-    return run(p, inputs, n, length, output, err, err_size);
+    return run(p, inputs, n, length, outputs, err, err_size);
+}
+
+int tfc_predictor_run_inputs(tfc_predictor *p, const void *const *inputs, int ninputs,
+                             int64_t n, int64_t length, float *output, char *err,
+                             size_t err_size)
+{
+    if (!output)
+        return fail(err, err_size, "tfc_predictor_run: input and output are needed (NULL given)");
+    float *out[1] = {output};
+    return tfc_predictor_run_outputs(p, inputs, ninputs, n, length, out, 1, err, err_size);
 }
 
 int tfc_predictor_run_length(tfc_predictor *p, const void *input, int64_t n, int64_t length,

@@ -333,15 +333,15 @@ tfc_status tfc_model_plan_memory(tfc_model *m, tfc_backend *be, int max_batch,
 
 const tfc_memory_plan *tfc_model_memory(const tfc_model *m) { return m->be ? &m->mem : NULL; }
 
-/* The one layer that reads layer i's output (i itself: none or several, or i is the
- * model's output). */
+/* The one layer that reads layer i's output (i itself: none or several, or i is one of the
+ * model's outputs). */
 static int sole_consumer(const tfc_model *m, int i)
 {
     int who = i, uses = 0;
     for (int j = i + 1; j < m->nlayers; j++)
         for (int k = 0; k < m->layers[j].ninputs; k++)
             if (m->layers[j].inputs[k] == i) who = j, uses++;
-    return uses == 1 && i != m->nlayers - 1 ? who : i;
+    return uses == 1 && !tfc_model_is_output(m, i) ? who : i;
 }
 
 /* Whether some chain ends at layer k (its output is written, by the chain's start). */
@@ -472,7 +472,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
 
 /* The inference layout (tfc_model_bind_inference), from offset o on: each layer's output
  * kept from the step that writes it (a chain's first layer, for the chain's end) to its
- * last reader's (the model's output to the end), its pre-activation and saved buffer for
+ * last reader's (the model's outputs to the end), its pre-activation and saved buffer for
  * its own step only (the last layer's pre-activation, which the loss may read, to the
  * end); buffers whose steps do not meet share memory. A layer that only copies its input
  * at inference (Flatten, Dropout) gets its input's buffer, whose life extends to the
@@ -495,10 +495,11 @@ static tfc_status plan_inference(tfc_model *m, size_t o, layout *L, tfc_error *e
     for (int k = 0; k < n; k++) {
         const tfc_layer *l = &m->layers[k];
         const tfc_bound *b = &m->bound[k];
-        int use = k == n - 1 ? n : k;
+        int use = k;
         for (int j = k + 1; j < n; j++)
             for (int q = 0; q < m->layers[j].ninputs; q++)
                 if (m->layers[j].inputs[q] == k) use = j;
+        if (tfc_model_is_output(m, k)) use = n;
         size_t out = align_up(B * (size_t)tfc_layer_out_numel(l) * 4);
         /* inside a chain: never written; a chain's start writes its own output only as a
          * pooling's scratch (or not at all), within its step */
@@ -1498,6 +1499,13 @@ void tfc_model_get_output(tfc_model *m, float *host)
     const tfc_layer *last = &m->layers[m->nlayers - 1];
     m->be->ops->download(m->be, host, m->bound[m->nlayers - 1].y,
                          (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(last) * 4);
+}
+
+void tfc_model_get_output_at(tfc_model *m, int k, float *host)
+{
+    const int i = m->outputs[k];
+    m->be->ops->download(m->be, host, m->bound[i].y,
+                         (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(&m->layers[i]) * 4);
 }
 
 int tfc_model_first_nonfinite(tfc_model *m)

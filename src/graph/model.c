@@ -48,7 +48,7 @@ static const tfc_dtype dtype_values[] = {TFC_F32, TFC_I32, TFC_I32};
 
 typedef struct model_args {
     const char *name;
-    const tfc_node *input, *layers, *metrics, *loss;
+    const tfc_node *input, *layers, *outputs, *metrics, *loss;
 } model_args;
 
 static const tfc_field model_fields[] = {
@@ -59,6 +59,9 @@ static const tfc_field model_fields[] = {
      "{shape: [...]}` (Keras's Sequential form)"},
     {"layers", TFC_F_NODE, offsetof(model_args, layers), NULL, TFC_UNBOUNDED, NULL,
      "the list of layers"},
+    {"outputs", TFC_F_NODE, offsetof(model_args, outputs), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
+     "the layers whose outputs the model gives, in order (Keras's Model(outputs=[...])): a "
+     "layer name or a list of them (default: the last layer)"},
     {"loss", TFC_F_NODE, offsetof(model_args, loss), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "training loss: a name (default sparse_categorical_crossentropy) or {type, "
      "label_smoothing, class_weight}"},
@@ -1268,7 +1271,78 @@ static tfc_status build_layer_list(tfc_model *m, const tfc_node *list, tfc_pipel
     return status ? status : every_input_read(m, err) ? TFC_ERR_CONFIG : one_input_mask(m, err);
 }
 
-static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *err)
+/* A layer named in `outputs:`, or the Pipeline of that label (its last layer); -1: none. */
+static int output_named(const tfc_model *m, const tfc_pipelines *ps, const char *name)
+{
+    for (int j = 0; j < m->nlayers; j++)
+        if (ps->owner[j] < 0 && !strcmp(m->layers[j].name, name)) return j;
+    const int pipe = tfc_pipelines_find(ps, name);
+    return pipe >= 0 ? ps->p[pipe].last : -1;
+}
+
+/* `outputs:` (Keras's Model(outputs=[...])): the model's outputs in that order, each a
+ * layer's, once; the last layer when not given. Then every layer is read by a later one or
+ * is an output: a layer whose output goes nowhere is a mistake in `inputs:` (Keras's
+ * functional model would leave it out). */
+static tfc_status resolve_outputs(tfc_model *m, const tfc_pipelines *ps, const tfc_node *node,
+                                  tfc_error *err)
+{
+    m->noutputs = 1;
+    m->outputs[0] = m->nlayers - 1;
+    if (node) {
+        const int n = node->kind == TFC_NODE_SEQ ? node->n : 1;
+        if (node->kind == TFC_NODE_MAP || n == 0)
+            return tfc_node_error(err, TFC_ERR_CONFIG, node, "outputs",
+                                  "expected a layer name or a list of layer names");
+        if (n > TFC_MODEL_MAX_OUTPUTS)
+            return tfc_node_error(err, TFC_ERR_CONFIG, node, "outputs",
+                                  "a model gives at most %d outputs, found %d",
+                                  TFC_MODEL_MAX_OUTPUTS, n);
+        for (int k = 0; k < n; k++) {
+            const tfc_node *nm = node->kind == TFC_NODE_SEQ ? node->vals[k] : node;
+            char path[32];
+            snprintf(path, sizeof path, node->kind == TFC_NODE_SEQ ? "outputs[%d]" : "outputs",
+                     k);
+            if (nm->kind != TFC_NODE_SCALAR)
+                return tfc_node_error(err, TFC_ERR_CONFIG, nm, path, "expected a layer name");
+            const int j = output_named(m, ps, nm->str);
+            if (j < 0) {
+                const char *names[TFC_MAX_LAYERS + 1];
+                int c = 0;
+                for (int q = 0; q < m->nlayers; q++)
+                    if (ps->owner[q] < 0) names[c++] = m->layers[q].name;
+                names[c] = NULL;
+                const char *guess = tfc_did_you_mean(nm->str, names);
+                return tfc_node_error(err, TFC_ERR_CONFIG, nm, path,
+                                      "no layer is named '%s'%s%s%s%s", nm->str,
+                                      input_named(m, nm->str) ? " (a model input is not an "
+                                                                "output: give it a layer)"
+                                                              : "",
+                                      guess ? "; did you mean '" : "", guess ? guess : "",
+                                      guess ? "'?" : "");
+            }
+            for (int q = 0; q < k; q++)
+                if (m->outputs[q] == j)
+                    return tfc_node_error(err, TFC_ERR_CONFIG, nm, path,
+                                          "layer '%s' is already outputs[%d]", nm->str, q);
+            m->outputs[k] = j;
+        }
+        m->noutputs = n;
+    }
+    for (int i = 0; i < m->nlayers; i++) {
+        int read = tfc_model_is_output(m, i);
+        for (int j = i + 1; j < m->nlayers && !read; j++)
+            for (int q = 0; q < m->layers[j].ninputs; q++) read |= m->layers[j].inputs[q] == i;
+        if (!read)
+            return tfc_layer_error(err, &m->layers[i], "its output is read by no layer and is "
+                                   "not among the model's outputs: name it in a later layer's "
+                                   "inputs: or in outputs:");
+    }
+    return TFC_OK;
+}
+
+static tfc_status build_layers(tfc_model *m, const tfc_node *list, const tfc_node *outputs,
+                               tfc_error *err)
 {
     if (list->kind != TFC_NODE_SEQ || list->n == 0)
         return tfc_node_error(err, TFC_ERR_CONFIG, list, "layers",
@@ -1281,6 +1355,7 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, tfc_error *er
     tfc_pipelines ps;
     tfc_status status = tfc_pipelines_expand(m->doc_scratch, list, &ps, err);
     if (!status) status = build_layer_list(m, ps.list, &ps, err);
+    if (!status) status = resolve_outputs(m, &ps, outputs, err);
     tfc_pipelines_free(&ps);
     return status;
 }
@@ -1294,9 +1369,33 @@ static void set_classes(tfc_model *m)
     m->label_rows = tfc_layer_out_numel(last) / m->classes;
 }
 
+/* A model of several outputs predicts; a loss per output (Keras's compile(loss={...},
+ * loss_weights)) is not in tfc yet. The error, at `at` (else the model's last layer). */
+static tfc_status several_outputs(const tfc_model *m, const tfc_node *at, const char *path,
+                                  tfc_error *err)
+{
+    char names[256] = "";
+    size_t used = 0;
+    for (int k = 0; k < m->noutputs && used < sizeof names; k++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s'%s'", k ? ", " : "",
+                                 m->layers[m->outputs[k]].name);
+    const char *why = "training and evaluating a model of several outputs (a loss per "
+                      "output, loss_weights) are not in tfc yet: it predicts (tfc-predict, the "
+                      "C API's tfc_predictor_run_outputs, ONNX export)";
+    if (at)
+        return tfc_node_error(err, TFC_ERR_CONFIG, at, path, "the model has %d outputs (%s): %s",
+                              m->noutputs, names, why);
+    return tfc_layer_error(err, &m->layers[m->nlayers - 1], "is one of the model's %d outputs "
+                           "(%s): %s", m->noutputs, names, why);
+}
+
 static tfc_status check_loss(const tfc_model *m, const tfc_node *root, tfc_error *err)
 {
     const tfc_layer *last = &m->layers[m->nlayers - 1];
+    if (m->noutputs > 1) {
+        const tfc_node *at = root ? tfc_node_get(root, "loss") : NULL;
+        return several_outputs(m, at, "loss", err);
+    }
     const tfc_shape *s = &last->out_shape;
     char buf[96];
     int categorical = m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
@@ -1736,13 +1835,15 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
                                         "an example of more than 2^30 elements");
         }
         if (parse_metrics(m, a.metrics, err)) status = TFC_ERR_CONFIG;
-        if (build_layers(m, a.layers, err)) status = TFC_ERR_CONFIG;
+        if (build_layers(m, a.layers, a.outputs, err)) status = TFC_ERR_CONFIG;
         /* A model file without `loss:` may be meant for inference only: its default loss is
          * checked where it is used (tfc_model_check_loss: training, evaluation, tfc-time). */
         if (status == TFC_OK) set_classes(m);
         if (status == TFC_OK && m->max_length) status = tfc_model_check_varlen(m, err);
         if (status == TFC_OK && a.loss) status = check_loss(m, root, err);
         else if (status == TFC_OK) m->loss_unusable = check_loss(m, NULL, NULL) != TFC_OK;
+        if (status == TFC_OK && m->loss_unusable && m->noutputs > 1 && a.metrics)
+            status = several_outputs(m, a.metrics, "metrics", err);
         if (status == TFC_OK && !m->loss_unusable) status = check_metrics(m, root, err);
         tfc_error_sort(err);
     }
@@ -1833,6 +1934,16 @@ const char *tfc_model_input_name(const tfc_model *m, int k)
 const tfc_shape *tfc_model_output_shape(const tfc_model *m)
 {
     return &m->layers[m->nlayers - 1].out_shape;
+}
+int tfc_model_noutputs(const tfc_model *m) { return m->noutputs; }
+int tfc_model_output_layer(const tfc_model *m, int k) { return m->outputs[k]; }
+const tfc_shape *tfc_model_output_shape_at(const tfc_model *m, int k)
+{
+    return &m->layers[m->outputs[k]].out_shape;
+}
+const char *tfc_model_output_name(const tfc_model *m, int k)
+{
+    return m->layers[m->outputs[k]].name;
 }
 tfc_loss_kind tfc_model_loss_kind(const tfc_model *m) { return m->loss; }
 int tfc_model_nmetrics(const tfc_model *m) { return m->nmetrics; }

@@ -60,6 +60,7 @@ double tfc_metric_of_mean(tfc_metric_kind k, double mean);
 
 #define TFC_MAX_METRICS 8
 #define TFC_MODEL_MAX_INPUTS 8 /* a functional model's InputLayers */
+#define TFC_MODEL_MAX_OUTPUTS 8 /* and its outputs (`outputs:`) */
 
 struct tfc_counted;
 
@@ -131,7 +132,14 @@ int tfc_model_ninputs(const tfc_model *m);
 const tfc_shape *tfc_model_input_shape_at(const tfc_model *m, int k);
 tfc_dtype tfc_model_input_dtype_at(const tfc_model *m, int k);
 const char *tfc_model_input_name(const tfc_model *m, int k);
+/* The last layer's output shape: the loss's, and a model of one output's. */
 const tfc_shape *tfc_model_output_shape(const tfc_model *m);
+/* A model's outputs (`outputs:`, Keras's Model(outputs=[...]), SPEC §1): their count (1:
+ * the last layer alone), and output k's layer, per-example shape and name (its layer's). */
+int tfc_model_noutputs(const tfc_model *m);
+int tfc_model_output_layer(const tfc_model *m, int k);
+const tfc_shape *tfc_model_output_shape_at(const tfc_model *m, int k);
+const char *tfc_model_output_name(const tfc_model *m, int k);
 tfc_loss_kind tfc_model_loss_kind(const tfc_model *m);
 int tfc_model_nmetrics(const tfc_model *m);
 const tfc_metric *tfc_model_metric(const tfc_model *m, int i);
@@ -336,6 +344,8 @@ int tfc_model_constrain(tfc_model *m);
 
 /* The last forward pass's output, downloaded: [batch, output shape] floats. */
 void tfc_model_get_output(tfc_model *m, float *host);
+/* The same for output k (tfc_model_noutputs): [batch, its shape] floats. */
+void tfc_model_get_output_at(tfc_model *m, int k, float *host);
 
 /* The first layer (in order) whose output holds NaN or Inf after the last forward pass, or
  * -1 when all are finite. */

@@ -107,6 +107,10 @@ struct tfc_model {
         tfc_dtype dtype;
     } more[TFC_MODEL_MAX_INPUTS - 1];
     const tfc_node *input_item[TFC_MODEL_MAX_INPUTS]; /* the InputLayers' keys, for errors */
+    /* The model's outputs (`outputs:`): their layers, in the order the file lists them; one,
+     * the last layer, when it lists none. The loss and metrics are the last layer's. */
+    int noutputs;
+    int outputs[TFC_MODEL_MAX_OUTPUTS];
     tfc_doc *doc;          /* the model file, when loaded from one */
     tfc_doc *doc_scratch;  /* nodes made while loading (argument maps) */
     void (*release)(void *); /* tfc_model_hold: frees `held` with the model */
@@ -186,6 +190,14 @@ struct tfc_model {
                             * l2): its penalty joins every loss, its gradient the output's;
                             * no layer's output is left unwritten (graph.c, plan_chains) */
 };
+
+/* Whether layer i's output is one of the model's outputs. */
+static inline int tfc_model_is_output(const tfc_model *m, int i)
+{
+    for (int k = 0; k < m->noutputs; k++)
+        if (m->outputs[k] == i) return 1;
+    return 0;
+}
 
 /* Layer l's input shapes, dtypes and mask bits from its producers (the model input's for
  * -1), then its build; errors name the layer (model.c). */
