@@ -3,7 +3,9 @@
  * carried through shuffle, cache, repeat, batch, take, prefetch and shard in one row order
  * with the labels (values checked bit for bit against the files' own), padded_batch, a map
  * op on a named input, the refusals (ops, filter by length, bucketing, names, row counts,
- * the trainer), saved state restored, and tfc-data's spec lines and .npy output. */
+ * the trainer), saved state restored, tfc-data's spec lines and .npy output, and the
+ * trainer's bad values named in the file of the input that holds them. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,6 +376,58 @@ static void test_trainer_refuses(void)
         strstr(e.text, "data.train: yields 2 inputs (title, body); this model takes one input"));
 }
 
+/* A bad value of input k > 0 names the record in input k's own file, not the features'
+ * (input 0's) file: a NaN in stats.npy's row 6 (a float input), and an id beyond int32 in
+ * ids.npy's row 7 (an int64 file feeding an int32 input). */
+static void test_trainer_names_the_input_file(void)
+{
+    write_fixtures();
+    static float stats[N][2];
+    static int64_t ids[N][2];
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < 2; j++) {
+            stats[r][j] = (float)r;
+            ids[r][j] = r % 4;
+        }
+    stats[6][1] = NAN;
+    ids[7][0] = (int64_t)1 << 40;
+    tfc_tensor t[2] = {{TFC_F32, {.ndim = 2, .dim = {N, 2}}, stats, -1},
+                       {TFC_I64, {.ndim = 2, .dim = {N, 2}}, ids, -1}};
+    tfc_error e;
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("stats.npy"), &t[0], &e), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("ids.npy"), &t[1], &e), TFC_OK);
+    static const struct { const char *layers, *file, *want; } cases[] = {
+        {"    - InputLayer: {name: stats, shape: [2]}\n"
+         "    - Concatenate: {inputs: [title, stats]}\n",
+         "stats.npy", "/stats.npy record 6: stats value nan is not finite"},
+        {"    - InputLayer: {name: stats, shape: [2], dtype: int32}\n"
+         "    - Embedding: {input_dim: 4, output_dim: 3, inputs: stats}\n"
+         "    - Flatten\n"
+         "    - Concatenate: {inputs: [title, flatten]}\n",
+         "ids.npy", "/ids.npy record 7: stats value 1.09951e+12 is not an int32 token id"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char solver[2048], run[16];
+        snprintf(run, sizeof run, "nf_run%zu", i);
+        snprintf(solver, sizeof solver,
+                 "model:\n  layers:\n    - InputLayer: {name: title, shape: [3]}\n%s"
+                 "    - Dense: {units: 10}\n"
+                 "  loss: sparse_categorical_crossentropy\n"
+                 "data:\n  train:\n"
+                 "    source: {type: npy, features: {title: title.npy, stats: %s}, "
+                 "labels: y.npy}\n"
+                 "    pipeline: [{repeat: {}}, {batch: {batch_size: 5}}]\n"
+                 "optimizer: {type: sgd, learning_rate: 0.1}\nmax_iter: 2\nseed: 1\n",
+                 cases[i].layers, cases[i].file);
+        tfc_error_clear(&e);
+        CU_ASSERT_EQUAL(tfc_test_train(solver, "nf_solver.yaml", run, &e), TFC_ERR_DATA);
+        if (!strstr(e.text, cases[i].want))
+            printf("\n  want '%s' in:\n%s\n", cases[i].want, e.text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.text, cases[i].want));
+    }
+}
+
 TFC_TEST_MAIN("data_inputs",
               {"spec_and_names", test_spec_and_names},
               {"stages_keep_rows_together", test_stages_keep_rows_together},
@@ -383,4 +437,5 @@ TFC_TEST_MAIN("data_inputs",
               {"csv_inputs", test_csv_inputs},
               {"state_round_trip", test_state_round_trip},
               {"tool_output", test_tool_output},
-              {"trainer_refuses", test_trainer_refuses})
+              {"trainer_refuses", test_trainer_refuses},
+              {"trainer_names_the_input_file", test_trainer_names_the_input_file})

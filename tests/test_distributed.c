@@ -1,5 +1,6 @@
 /* Data-parallel training on CPU ranks under Open MPI's mpirun (docs/distributed.md): 2 ranks
- * against one process with the global batch (SGD, Adam), bit-identity with iter_size under
+ * against one process with the global batch (SGD, Adam; a model of two inputs, its split
+ * dealt or sliced), bit-identity with iter_size under
  * `deterministic: true`, exact resume, SIGINT, a killed rank, the refusals, and plain progress
  * lines into a file (a live line on a terminal). Runs the built
  * tfc-train ($TFC_BIN) through `mpirun -np 2` and `--nprocs 2`; skipped, visibly, where
@@ -7,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "tfc.h"
+#include "data/data.h"
 #include "testutil.h"
 
 static const char *bin(void)
@@ -148,6 +151,24 @@ static const char *out(const char *name)
     return p;
 }
 
+/* The runs in the folders one and two trained alike, up to the order of float sums (1e-5
+ * relative): the same 30 train losses and the same final weights (`what` names the case). */
+static void same_training(const char *one, const char *two, const char *what)
+{
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/final.safetensors", one);
+    snprintf(b, sizeof b, "%s/final.safetensors", two);
+    double d = weights_diff(a, b);
+    CU_ASSERT(d < 1e-5);
+    if (d >= 1e-5) fprintf(stderr, "  %s: weights differ by %g relative\n", what, d);
+    double l1[64], l2[64];
+    int n1 = train_losses(one, l1, 64), n2 = train_losses(two, l2, 64);
+    CU_ASSERT_EQUAL(n1, 30);
+    CU_ASSERT_EQUAL(n1, n2);
+    for (int i = 0; i < n1 && i < n2; i++)
+        CU_ASSERT(fabs(l1[i] - l2[i]) <= 1e-5 * fabs(l1[i]));
+}
+
 /* Two ranks with the global batch of 32 against one process with batch 32: the same
  * mathematics, up to the order of float sums (1e-5 relative). SGD and Adam, 30 steps; no
  * dropout (its streams are keyed by micro-batch, so they differ from a batch-32 run's). */
@@ -166,18 +187,7 @@ static void test_two_ranks_equal_one_process(void)
                             ">/dev/null", bin(), solver(), opts[k], one), 0);
         CU_ASSERT_EQUAL(run("mpirun -np 2 %s/tfc-train %s --device cpu %s --out %s --quiet "
                             ">/dev/null", bin(), solver(), opts[k], two), 0);
-        char a[600], b[600];
-        snprintf(a, sizeof a, "%s/final.safetensors", one);
-        snprintf(b, sizeof b, "%s/final.safetensors", two);
-        double d = weights_diff(a, b);
-        CU_ASSERT(d < 1e-5);
-        if (d >= 1e-5) fprintf(stderr, "  %s: weights differ by %g relative\n", opts[k], d);
-        double l1[64], l2[64];
-        int n1 = train_losses(one, l1, 64), n2 = train_losses(two, l2, 64);
-        CU_ASSERT_EQUAL(n1, 30);
-        CU_ASSERT_EQUAL(n1, n2);
-        for (int i = 0; i < n1 && i < n2; i++)
-            CU_ASSERT(fabs(l1[i] - l2[i]) <= 1e-5 * fabs(l1[i]));
+        same_training(one, two, opts[k]);
         /* rank 0 alone wrote the run directory */
         char sum[600];
         snprintf(sum, sizeof sum, "%s/summary.json", two);
@@ -197,6 +207,55 @@ static void test_two_ranks_equal_one_process(void)
         CU_ASSERT(len1 == len2 && !strncmp(c1, c2, len1));
         free(j1);
         free(js);
+    }
+}
+
+/* A model of two inputs (SPEC §1), x's 16 floats and two int32 ids through an Embedding,
+ * fed from an npy source of named inputs: each rank takes its rows of every input as it does
+ * of the features, so 2 ranks train as one process does. Both ways a split reaches the
+ * ranks: dealt (repeat before batch: each rank batches its own blocks) and whole (batch
+ * before repeat: each rank slices its rows out of the global batch). */
+static void test_two_inputs_equal_one_process(void)
+{
+    if (!have_mpirun()) return;
+    solver(); /* x.npy, y.npy */
+    enum { N = 512 };
+    static int32_t ids[N][2];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < 2; j++) ids[i][j] = (7 * i + 3 * j) % 10;
+    tfc_tensor t = {.dtype = TFC_I32, .shape = {2, {N, 2}}, .data = ids, .device = -1};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("ids.npy"), &t, &err), TFC_OK);
+    static const char *const pipelines[] = {"[{shuffle: 512}, repeat, {batch: 32}]",
+                                            "[{shuffle: 512}, {batch: 32}, repeat]"};
+    for (int k = 0; k < 2; k++) {
+        char yaml[2048];
+        snprintf(yaml, sizeof yaml,
+                 "model:\n  name: two\n  layers:\n"
+                 "    - InputLayer: {name: x, shape: [16]}\n"
+                 "    - InputLayer: {name: ids, shape: [2], dtype: int32}\n"
+                 "    - Embedding: {input_dim: 10, output_dim: 4, inputs: ids}\n"
+                 "    - GlobalAveragePooling1D\n"
+                 "    - Concatenate: {inputs: [x, global_average_pooling1d]}\n"
+                 "    - Dense: {units: 32, activation: relu}\n"
+                 "    - Dense: {units: 4, activation: softmax}\n"
+                 "  loss: sparse_categorical_crossentropy\n"
+                 "data:\n  train:\n"
+                 "    source: {type: npy, features: {x: x.npy, ids: ids.npy}, labels: y.npy}\n"
+                 "    pipeline: %s\n"
+                 "optimizer: {type: adam, learning_rate: 0.01}\n"
+                 "max_iter: 30\ndisplay: 1\nseed: 3\n",
+                 pipelines[k]);
+        char s[1024], one[512], two[512];
+        snprintf(s, sizeof s, "%s", tfc_test_write("two_inputs.yaml", yaml, -1));
+        snprintf(one, sizeof one, "%s", out("in2_one"));
+        snprintf(two, sizeof two, "%s", out("in2_two"));
+        CU_ASSERT_EQUAL(run("%s/tfc-train %s --device cpu --threads 2 --out %s --quiet "
+                            ">/dev/null", bin(), s, one), 0);
+        CU_ASSERT_EQUAL(run("mpirun -np 2 %s/tfc-train %s --device cpu --out %s --quiet "
+                            ">/dev/null", bin(), s, two), 0);
+        same_training(one, two, pipelines[k]);
     }
 }
 
@@ -465,6 +524,7 @@ static void test_counted_metrics(void)
 }
 
 TFC_TEST_MAIN("distributed", {"two_ranks_equal_one_process", test_two_ranks_equal_one_process},
+              {"two_inputs_equal_one_process", test_two_inputs_equal_one_process},
               {"deterministic_bit_identical", test_deterministic_bit_identical},
               {"resume_and_refusals", test_resume_and_refusals},
               {"sigint_snapshots", test_sigint_snapshots},

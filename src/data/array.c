@@ -47,18 +47,28 @@ static tfc_status array_get(source *s, int64_t i, tfc_element *e, tfc_error *err
     return st;
 }
 
-static void array_describe(const source *s, int64_t i, char *buf, size_t size)
+/* "FILE record N": record i's row in `file`, one of the source's files. */
+static void describe_in(const source *s, const char *file, int64_t i, char *buf, size_t size)
 {
     const array_source *a = (const array_source *)s;
     int64_t row = a->rows && i < s->count ? a->rows[i] : i;
-    snprintf(buf, size, "%s record %lld", a->fname, (long long)row);
+    snprintf(buf, size, "%s record %lld", file, (long long)row);
+}
+
+static void array_describe(const source *s, int64_t i, char *buf, size_t size)
+{
+    describe_in(s, ((const array_source *)s)->fname, i, buf, size);
 }
 
 static void array_describe_label(const source *s, int64_t i, char *buf, size_t size)
 {
+    describe_in(s, ((const array_source *)s)->lname, i, buf, size);
+}
+
+static void array_describe_input(const source *s, int k, int64_t i, char *buf, size_t size)
+{
     const array_source *a = (const array_source *)s;
-    int64_t row = a->rows && i < s->count ? a->rows[i] : i;
-    snprintf(buf, size, "%s record %lld", a->lname, (long long)row);
+    describe_in(s, k >= 1 && k < s->spec.ninputs ? a->xname[k - 1] : a->fname, i, buf, size);
 }
 
 static int64_t array_label(const source *s, int64_t i)
@@ -88,6 +98,7 @@ static const source_ops array_ops = {
     .get = array_get,
     .describe = array_describe,
     .describe_label = array_describe_label,
+    .describe_input = array_describe_input,
     .label = array_label,
     .free = array_free,
 };

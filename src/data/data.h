@@ -239,9 +239,10 @@ void *tfc_element_alloc(tfc_element *e, int comp, tfc_dtype dtype, const tfc_sha
 tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err);
 
 /* Names the record that row `row` of the element tfc_pipeline_next last handed out came
- * from ("FILE record 17", "FILE:12"; for comp TFC_COMP_LABELS the file its label is in): 1,
- * or 0 with buf "" when that is not known (a row without a record, a batch restored from a
- * version 1 state). Row 0 of an unbatched element is the element. */
+ * from ("FILE record 17", "FILE:12"; for comp TFC_COMP_LABELS the file its label is in, for
+ * input k's component tfc_input_comp(k) the file of input k): 1, or 0 with buf "" when that
+ * is not known (a row without a record, a batch restored from a version 1 state). Row 0 of
+ * an unbatched element is the element. */
 int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char *buf,
                               size_t size);
 

@@ -96,6 +96,9 @@ typedef struct source_ops {
     void (*describe)(const source *s, int64_t i, char *buf, size_t size);
     /* The same for record i's label, where it lives in another file (NULL: describe). */
     void (*describe_label)(const source *s, int64_t i, char *buf, size_t size);
+    /* The same for record i's input k >= 1, where it lives in another file (NULL:
+     * describe). */
+    void (*describe_input)(const source *s, int k, int64_t i, char *buf, size_t size);
     /* Record i's class label without reading its features (-1: it has no single integer
      * label); NULL when the source cannot tell labels apart from records cheaply. */
     int64_t (*label)(const source *s, int64_t i);

@@ -256,6 +256,8 @@ int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char
     if (!id || id->index >= (uint64_t)s->count) return 0;
     if (comp == TFC_COMP_LABELS && s->ops->describe_label)
         s->ops->describe_label(s, (int64_t)id->index, buf, size);
+    else if (comp >= TFC_COMP_INPUT1 && comp < TFC_COMP_COUNT && s->ops->describe_input)
+        s->ops->describe_input(s, comp - TFC_COMP_INPUT1 + 1, (int64_t)id->index, buf, size);
     else
         s->ops->describe(s, (int64_t)id->index, buf, size);
     return 1;

@@ -539,9 +539,9 @@ static int64_t first_nonfinite(const float *x, int64_t n)
     return -1;
 }
 
-/* Where row `row` of the pipeline's batch (example `example` of this rank's rows) came
- * from: "FILE record N" (its label's file for comp TFC_COMP_LABELS), else "example K of a
- * batch". */
+/* Where component `comp` of row `row` of the pipeline's batch (example `example` of this
+ * rank's rows) came from: "FILE record N" (the file of that input, or of the labels), else
+ * "example K of a batch". */
 static const char *row_origin(const tfc_pipeline *p, int comp, int64_t row, int64_t example,
                               char *buf, size_t size)
 {
@@ -550,11 +550,12 @@ static const char *row_origin(const tfc_pipeline *p, int comp, int64_t row, int6
     return buf;
 }
 
-/* Bad values of a staged batch (rows [lo, lo + count) of the pipeline's batch): a feature or
- * a target that is not finite, a class index outside the model's classes. Each names the
- * record it came from: the data is wrong, not the learning rate. */
-static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const char *key,
-                               int64_t lo, int64_t count, tfc_error *err)
+/* Bad values of a staged batch (rows [lo, lo + count) of the pipeline's batch; pin: the
+ * pipeline input feeding each model input): a feature or a target that is not finite, a
+ * class index outside the model's classes. Each names the record it came from, in the file
+ * that holds the value: the data is wrong, not the learning rate. */
+static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const int *pin,
+                               const char *key, int64_t lo, int64_t count, tfc_error *err)
 {
     char at[600];
     int64_t lnum = count * f->label_numel, bad = -1;
@@ -566,7 +567,7 @@ static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const c
             continue;
         int64_t k = bad / f->in_numels[in];
         tfc_error_set(err, TFC_ERR_DATA, "%s: %s: %s value %g is not finite", key,
-                      row_origin(p, TFC_COMP_FEATURES, lo + k, k, at, sizeof at),
+                      row_origin(p, tfc_input_comp(pin[in]), lo + k, k, at, sizeof at),
                       tfc_model_ninputs(f->model) > 1 ? tfc_model_input_name(f->model, in)
                                                       : "feature",
                       (double)((const float *)f->xs[in])[bad]);
@@ -638,7 +639,7 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
                       count * per);
         if (bad >= 0)
             return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: %s value %g is not an int32 token "
-                                 "id", key, row_origin(p, TFC_COMP_FEATURES, lo + bad / per,
+                                 "id", key, row_origin(p, tfc_input_comp(pin[k]), lo + bad / per,
                                                        bad / per, at, sizeof at),
                                  tfc_model_ninputs(f->model) > 1
                                      ? tfc_model_input_name(f->model, k) : "feature",
@@ -652,7 +653,7 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
                                         bad / f->label_numel, at, sizeof at),
                              tfc_value_get(b.labels.data, b.labels.dtype,
                                            lo * f->label_numel + bad));
-    s = check_values(f, p, key, lo, count, err);
+    s = check_values(f, p, pin, key, lo, count, err);
     if (!s) *n = (int)count;
     return s;
 }
