@@ -1,8 +1,8 @@
 /* The array source: features (N, ...) and optional labels (N, ...) held in memory and
  * sliced along axis 0, like tf.data's from_tensor_slices. The tensors, IDX and NPY sources
  * are this source over arrays they loaded. Records whose labels are out of range are an
- * error, or dropped (on_error: skip) through a row map. Further named inputs (N, ...) ride
- * along, sliced by the same rows. */
+ * error, or dropped (on_error: skip) through a row map. Further named inputs and labels
+ * (N, ...) ride along, sliced by the same rows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +16,12 @@ typedef struct array_source {
     size_t fbytes, lbytes; /* bytes of one record */
     int64_t *rows;         /* record -> row when records were dropped, else NULL */
     char *fname, *lname;
-    /* inputs 1.. (the features are input 0): owned data, a record's shape and bytes, file */
-    tfc_tensor x[TFC_MAX_INPUTS - 1];
-    tfc_shape rec_x[TFC_MAX_INPUTS - 1];
-    size_t xbytes[TFC_MAX_INPUTS - 1];
-    char *xname[TFC_MAX_INPUTS - 1];
+    /* the arrays riding along, by component (inputs 1.. and labels 1..; the features and
+     * label 0 are f and l): owned data, a record's shape and bytes, file */
+    tfc_tensor x[TFC_COMP_COUNT];
+    tfc_shape rec_x[TFC_COMP_COUNT];
+    size_t xbytes[TFC_COMP_COUNT];
+    char *xname[TFC_COMP_COUNT];
 } array_source;
 
 /* Copies row `row` of `t` (records of `bytes` bytes, shape rec) into component c of e. */
@@ -39,9 +40,9 @@ static tfc_status array_get(source *s, int64_t i, tfc_element *e, tfc_error *err
     int64_t row = a->rows ? a->rows[i] : i;
     tfc_status st = copy_row(e, TFC_COMP_FEATURES, &a->f, &a->rec_f, a->fbytes, row, a->fname,
                              err);
-    for (int k = 1; !st && k < s->spec.ninputs; k++)
-        st = copy_row(e, tfc_input_comp(k), &a->x[k - 1], &a->rec_x[k - 1], a->xbytes[k - 1],
-                      row, a->xname[k - 1], err);
+    for (int c = 0; !st && c < TFC_COMP_COUNT; c++)
+        if (a->x[c].data)
+            st = copy_row(e, c, &a->x[c], &a->rec_x[c], a->xbytes[c], row, a->xname[c], err);
     if (!st && a->l.data)
         st = copy_row(e, TFC_COMP_LABELS, &a->l, &a->rec_l, a->lbytes, row, a->lname, err);
     return st;
@@ -65,10 +66,11 @@ static void array_describe_label(const source *s, int64_t i, char *buf, size_t s
     describe_in(s, ((const array_source *)s)->lname, i, buf, size);
 }
 
-static void array_describe_input(const source *s, int k, int64_t i, char *buf, size_t size)
+static void array_describe_comp(const source *s, int comp, int64_t i, char *buf, size_t size)
 {
     const array_source *a = (const array_source *)s;
-    describe_in(s, k >= 1 && k < s->spec.ninputs ? a->xname[k - 1] : a->fname, i, buf, size);
+    int mine = comp >= 0 && comp < TFC_COMP_COUNT && a->xname[comp]; /* one riding along */
+    describe_in(s, mine ? a->xname[comp] : a->fname, i, buf, size);
 }
 
 static int64_t array_label(const source *s, int64_t i)
@@ -86,9 +88,9 @@ static void array_free(source *s)
     free(a->rows);
     free(a->fname);
     free(a->lname);
-    for (int k = 0; k < TFC_MAX_INPUTS - 1; k++) {
-        free(a->x[k].data);
-        free(a->xname[k]);
+    for (int c = 0; c < TFC_COMP_COUNT; c++) {
+        free(a->x[c].data);
+        free(a->xname[c]);
     }
     free(a);
 }
@@ -98,7 +100,7 @@ static const source_ops array_ops = {
     .get = array_get,
     .describe = array_describe,
     .describe_label = array_describe_label,
-    .describe_input = array_describe_input,
+    .describe_comp = array_describe_comp,
     .label = array_label,
     .free = array_free,
 };
@@ -227,36 +229,64 @@ fail:
     return st;
 }
 
-tfc_status tfc_source_array_inputs(source *s, int n, const char *const *names, tfc_tensor *more,
-                                   const char *const *files, tfc_error *err)
+/* Makes more[k - 1] (read from files[k - 1]) ride along as component comp(k) of `what`
+ * k = names[k], for k in [1, n): the tensors taken whatever happens, their rows checked
+ * against the features'. */
+static tfc_status ride_along(array_source *a, int (*comp)(int), const char *what, int n,
+                             const char *const *names, tfc_tensor *more,
+                             const char *const *files, tfc_error *err)
 {
-    array_source *a = (array_source *)s;
+    source *s = &a->base;
     tfc_status st = TFC_OK;
     int64_t rows = a->f.shape.dim[0];
     for (int k = 1; k < n; k++) { /* taken, whatever happens */
-        a->x[k - 1] = more[k - 1];
+        int c = comp(k);
+        a->x[c] = more[k - 1];
         more[k - 1].data = NULL;
-        if (!(a->xname[k - 1] = dupstr(files[k - 1])) && !st)
+        if (!(a->xname[c] = dupstr(files[k - 1])) && !st)
             st = tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
     for (int k = 1; k < n && !st; k++) {
-        const tfc_tensor *t = &a->x[k - 1];
-        const char *f = a->xname[k - 1];
+        int c = comp(k);
+        const tfc_tensor *t = &a->x[c];
+        const char *f = a->xname[c];
         if (t->shape.ndim < 1 || t->shape.dim[0] != rows)
-            return tfc_error_set(err, TFC_ERR_DATA, "%s has %lld records but %s (input %s) has "
-                                 "%lld", a->fname, (long long)rows, f, names[k],
+            return tfc_error_set(err, TFC_ERR_DATA, "%s has %lld records but %s (%s %s) has "
+                                 "%lld", a->fname, (long long)rows, f, what, names[k],
                                  (long long)(t->shape.ndim ? t->shape.dim[0] : 0));
-        a->rec_x[k - 1] = tail_shape(&t->shape);
-        a->xbytes[k - 1] = (size_t)tfc_shape_numel(&a->rec_x[k - 1]) * tfc_dtype_size(t->dtype);
-        if (a->xbytes[k - 1] == 0)
+        a->rec_x[c] = tail_shape(&t->shape);
+        a->xbytes[c] = (size_t)tfc_shape_numel(&a->rec_x[c]) * tfc_dtype_size(t->dtype);
+        if (a->xbytes[c] == 0)
             return tfc_error_set(err, TFC_ERR_DATA, "%s: the records are empty (a dimension "
                                  "is 0)", f);
-        s->spec.comp[tfc_input_comp(k)] = (tfc_component_spec){1, t->dtype, a->rec_x[k - 1]};
+        s->spec.comp[c] = (tfc_component_spec){1, t->dtype, a->rec_x[c]};
     }
+    return st;
+}
+
+tfc_status tfc_source_array_inputs(source *s, int n, const char *const *names, tfc_tensor *more,
+                                   const char *const *files, tfc_error *err)
+{
+    tfc_status st = ride_along((array_source *)s, tfc_input_comp, "input", n, names, more, files,
+                               err);
     if (st) return st;
     s->spec.ninputs = n;
     for (int k = 0; k < n; k++)
         snprintf(s->spec.input_names[k], sizeof s->spec.input_names[k], "%s", names[k]);
+    return TFC_OK;
+}
+
+tfc_status tfc_source_array_labels(source *s, int n, const char *const *names, tfc_tensor *more,
+                                   const char *const *files, tfc_error *err)
+{
+    array_source *a = (array_source *)s;
+    tfc_status st = ride_along(a, tfc_label_comp, "label", n, names, more, files, err);
+    if (st) return st;
+    if (!a->l.data) /* the caller gives label 0 to tfc_source_array */
+        return tfc_error_set(err, TFC_ERR_INTERNAL, "%s: labels without label 0", a->fname);
+    s->spec.nlabels = n;
+    for (int k = 0; k < n; k++)
+        snprintf(s->spec.label_names[k], sizeof s->spec.label_names[k], "%s", names[k]);
     return TFC_OK;
 }
 

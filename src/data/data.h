@@ -4,8 +4,9 @@
  * (checked without reading data) and built from the `data.train` / `data.test` mapping of a
  * solver file, or built in code; it yields elements whose components are features, labels
  * and (after padded_batch) lengths, the features being one input or several named ones (a
- * model of several inputs), and can save and restore its exact position. All randomness is
- * a function of (seed, epoch, element index). */
+ * model of several inputs) and the labels one array or several named ones (a model of
+ * several outputs), and can save and restore its exact position. All randomness is a
+ * function of (seed, epoch, element index). */
 #ifndef TFC_DATA_DATA_H
 #define TFC_DATA_DATA_H
 
@@ -26,10 +27,16 @@ typedef struct tfc_vocab tfc_vocab;
  * them (or a map op made them); lengths only after padded_batch. An element may carry up to
  * TFC_MAX_INPUTS named inputs, one per input of a model of several inputs (Keras's
  * fit({"title": x1, "body": x2}, y)): input 0 is the features component, input k >= 1 the
- * component TFC_COMP_INPUT1 + k - 1 (tfc_input_comp). */
+ * component TFC_COMP_INPUT1 + k - 1 (tfc_input_comp). Likewise up to TFC_MAX_LABELS named
+ * labels, one per output of a model of several outputs (Keras's fit(x, {"main": y1, "aux":
+ * y2})): label 0 is the labels component, label k >= 1 the component TFC_COMP_LABEL1 + k - 1
+ * (tfc_label_comp). The slots of the inputs' come first, so that saved states of elements
+ * without further labels keep their layout. */
 #define TFC_MAX_INPUTS 8
+#define TFC_MAX_LABELS 8
 enum { TFC_COMP_FEATURES = 0, TFC_COMP_LABELS = 1, TFC_COMP_LENGTHS = 2, TFC_COMP_INPUT1 = 3,
-       TFC_COMP_COUNT = TFC_COMP_INPUT1 + TFC_MAX_INPUTS - 1 };
+       TFC_COMP_LABEL1 = TFC_COMP_INPUT1 + TFC_MAX_INPUTS - 1,
+       TFC_COMP_COUNT = TFC_COMP_LABEL1 + TFC_MAX_LABELS - 1 };
 
 /* One element as the pipeline hands it out and as map callbacks see it. `data == NULL`
  * means the component is absent. Tensors are host tensors (device -1). */
@@ -53,11 +60,18 @@ typedef struct tfc_element_spec {
     /* their names, input k in input_names[k] (Keras input names; "" for a single unnamed
      * input) */
     char input_names[TFC_MAX_INPUTS][64];
+    int nlabels; /* the labels the elements carry (0: none; 1 for a source of plain labels) */
+    /* their names, label k in label_names[k] (Keras output names; "" for a single unnamed
+     * label) */
+    char label_names[TFC_MAX_LABELS][64];
 } tfc_element_spec;
 
 /* The component of input k in [0, TFC_MAX_INPUTS): TFC_COMP_FEATURES for input 0, else
  * TFC_COMP_INPUT1 + k - 1; -1 out of range. */
 int tfc_input_comp(int k);
+/* The component of label k in [0, TFC_MAX_LABELS): TFC_COMP_LABELS for label 0, else
+ * TFC_COMP_LABEL1 + k - 1; -1 out of range. */
+int tfc_label_comp(int k);
 
 /* What tfc_pipeline_next hands out. The tensors are views owned by the pipeline, valid until
  * the next call to tfc_pipeline_next, _reset, _restore_state or _free. */
@@ -69,13 +83,15 @@ typedef struct tfc_batch {
     int end;            /* 1: the data set is exhausted, the tensors are empty */
     tfc_tensor inputs[TFC_MAX_INPUTS]; /* input k (inputs[0] the same view as features) */
     int ninputs;                       /* the element spec's ninputs (0 at the end) */
+    tfc_tensor label_at[TFC_MAX_LABELS]; /* label k (label_at[0] the same view as labels) */
+    int nlabels;                         /* the element spec's nlabels (0 at the end) */
 } tfc_batch;
 
-/* "features", "labels", "lengths", "input1".."input7" (a component's name where the
- * pipeline does not tell its inputs' names). */
+/* "features", "labels", "lengths", "input1".."input7", "label1".."label7" (a component's
+ * name where the pipeline does not tell its inputs' and labels' names). */
 const char *tfc_data_component_name(int comp);
-/* The name of component comp in elements of `spec`: an input's own name when it has one
- * (input 0 included), else tfc_data_component_name's. */
+/* The name of component comp in elements of `spec`: an input's or a label's own name when
+ * it has one (input 0 and label 0 included), else tfc_data_component_name's. */
 const char *tfc_data_spec_component_name(const tfc_element_spec *spec, int comp);
 
 /* ---- building from a solver file ------------------------------------------------------- */
@@ -240,9 +256,9 @@ tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err);
 
 /* Names the record that row `row` of the element tfc_pipeline_next last handed out came
  * from ("FILE record 17", "FILE:12"; for comp TFC_COMP_LABELS the file its label is in, for
- * input k's component tfc_input_comp(k) the file of input k): 1, or 0 with buf "" when that
- * is not known (a row without a record, a batch restored from a version 1 state). Row 0 of
- * an unbatched element is the element. */
+ * input k's component tfc_input_comp(k) the file of input k, for label k's tfc_label_comp(k)
+ * that of label k): 1, or 0 with buf "" when that is not known (a row without a record, a
+ * batch restored from a version 1 state). Row 0 of an unbatched element is the element. */
 int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char *buf,
                               size_t size);
 
@@ -253,6 +269,11 @@ const tfc_element_spec *tfc_pipeline_element_spec(const tfc_pipeline *p);
  * not NULL, points names[k] (room for TFC_MAX_INPUTS) at input k's name ("" for a single
  * unnamed input), strings owned by the pipeline. */
 int tfc_pipeline_inputs(const tfc_pipeline *p, const char **names);
+
+/* The labels the pipeline's elements carry: returns their count (0 without labels) and,
+ * when names is not NULL, points names[k] (room for TFC_MAX_LABELS) at label k's name (""
+ * for a single unnamed label), strings owned by the pipeline. */
+int tfc_pipeline_labels(const tfc_pipeline *p, const char **names);
 
 /* Starts the data set again (a new epoch for the sources: reshuffling shuffles draw a new
  * order), as re-iterating a tf.data dataset does. Used for each pass over the test split. */
@@ -265,7 +286,8 @@ void tfc_pipeline_reset(tfc_pipeline *p);
  * would have, and tfc_pipeline_describe_row names their rows' records alike. Blobs of the
  * earlier formats still restore: version 1 (before the rows' records were saved; its
  * buffered batches' rows are then described as unknown) and version 2 (before elements of
- * several inputs, whose components version 3 counts). Before saving, the buffers of
+ * several inputs, whose components version 3 counts; a version 3 blob of 10 components,
+ * written before elements of several labels, restores as well). Before saving, the buffers of
  * prefetch and parallel maps are filled (read on in the caller's thread up to their size,
  * the input's end or a failing element), so the blob depends on the position alone: two
  * pipelines at the same element save the same bytes however far their threads had read. */
@@ -355,6 +377,9 @@ const char *tfc_data_dtype_name(tfc_dtype dt);
 /* The names of the inputs of `spec`, ", "-joined ("title, body"; "features" for a single
  * unnamed input), into buf. */
 char *tfc_data_inputs_str(const tfc_element_spec *spec, char *buf, size_t size);
+/* The names of the labels of `spec`, ", "-joined ("main, aux"; "labels" for a single
+ * unnamed label, "" for none), into buf. */
+char *tfc_data_labels_str(const tfc_element_spec *spec, char *buf, size_t size);
 
 /* Formats a component spec as "float32 (-1, 28, 28, 1)". */
 char *tfc_data_spec_str(const tfc_component_spec *c, char *buf, size_t size);

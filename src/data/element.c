@@ -13,8 +13,9 @@ const char *tfc_data_component_name(int comp)
 {
     static const char *const names[TFC_COMP_COUNT] = {
         "features", "labels", "lengths", "input1", "input2", "input3", "input4", "input5",
-        "input6", "input7"};
-    _Static_assert(TFC_COMP_COUNT == 10, "one name per component");
+        "input6", "input7", "label1", "label2", "label3", "label4", "label5", "label6",
+        "label7"};
+    _Static_assert(TFC_COMP_COUNT == 17, "one name per component");
     return comp >= 0 && comp < TFC_COMP_COUNT ? names[comp] : "?";
 }
 
@@ -23,10 +24,25 @@ int tfc_input_comp(int k)
     return k == 0 ? TFC_COMP_FEATURES : k > 0 && k < TFC_MAX_INPUTS ? TFC_COMP_INPUT1 + k - 1 : -1;
 }
 
+int tfc_label_comp(int k)
+{
+    return k == 0 ? TFC_COMP_LABELS : k > 0 && k < TFC_MAX_LABELS ? TFC_COMP_LABEL1 + k - 1 : -1;
+}
+
+int tfc_data_label_of(int comp)
+{
+    if (comp == TFC_COMP_LABELS) return 0;
+    return comp >= TFC_COMP_LABEL1 && comp < TFC_COMP_LABEL1 + TFC_MAX_LABELS - 1
+               ? comp - TFC_COMP_LABEL1 + 1 : -1;
+}
+
 const char *tfc_data_spec_component_name(const tfc_element_spec *spec, int comp)
 {
     for (int k = 0; spec && k < spec->ninputs && k < TFC_MAX_INPUTS; k++)
         if (tfc_input_comp(k) == comp && spec->input_names[k][0]) return spec->input_names[k];
+    int k = tfc_data_label_of(comp);
+    if (spec && k >= 0 && k < spec->nlabels && spec->label_names[k][0])
+        return spec->label_names[k];
     return tfc_data_component_name(comp);
 }
 
@@ -49,6 +65,16 @@ char *tfc_data_inputs_str(const tfc_element_spec *spec, char *buf, size_t size)
     for (int i = 0; i < n && i < TFC_MAX_INPUTS && (size_t)k < size; i++)
         k += snprintf(buf + k, size - (size_t)k, "%s%s", i ? ", " : "",
                       tfc_data_spec_component_name(spec, tfc_input_comp(i)));
+    return buf;
+}
+
+char *tfc_data_labels_str(const tfc_element_spec *spec, char *buf, size_t size)
+{
+    int k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < spec->nlabels && i < TFC_MAX_LABELS && (size_t)k < size; i++)
+        k += snprintf(buf + k, size - (size_t)k, "%s%s", i ? ", " : "",
+                      tfc_data_spec_component_name(spec, tfc_label_comp(i)));
     return buf;
 }
 
@@ -238,7 +264,8 @@ tfc_status tfc_rbuf_elem(rbuf *r, elem *x, int with_data, tfc_error *err)
     x->has_id = tfc_rbuf_u64(r) != 0;
     x->id.epoch = tfc_rbuf_u64(r);
     x->id.index = tfc_rbuf_u64(r);
-    /* version 3 counts the components (the inputs came after them); 1 and 2 held three */
+    /* version 3 counts the components (the inputs came after them: 10 before the further
+     * labels, which come last; such blobs read as they are); 1 and 2 held three */
     uint64_t ncomp = !with_data ? 0 : r->version >= 3 ? tfc_rbuf_u64(r) : 3;
     if (ncomp > TFC_COMP_COUNT) goto bad;
     for (int c = 0; c < (int)ncomp && !r->bad; c++) {

@@ -96,9 +96,9 @@ typedef struct source_ops {
     void (*describe)(const source *s, int64_t i, char *buf, size_t size);
     /* The same for record i's label, where it lives in another file (NULL: describe). */
     void (*describe_label)(const source *s, int64_t i, char *buf, size_t size);
-    /* The same for record i's input k >= 1, where it lives in another file (NULL:
-     * describe). */
-    void (*describe_input)(const source *s, int k, int64_t i, char *buf, size_t size);
+    /* The same for record i's component comp of an input k >= 1 or a label k >= 1, where it
+     * lives in another file (NULL: describe). */
+    void (*describe_comp)(const source *s, int comp, int64_t i, char *buf, size_t size);
     /* Record i's class label without reading its features (-1: it has no single integer
      * label); NULL when the source cannot tell labels apart from records cheaply. */
     int64_t (*label)(const source *s, int64_t i);
@@ -210,6 +210,23 @@ tfc_status tfc_source_array_inputs(source *s, int n, const char *const *names, t
  * (the YAML loader refuses a key written twice). Errors at the offending key
  * (TFC_ERR_CONFIG); every one of them is reported. */
 tfc_status tfc_data_check_inputs(const tfc_node *map, const char *key, tfc_error *err);
+/* Makes the array source `s` one of n named labels (Keras output names, checked by
+ * tfc_data_check_labels): the labels given to tfc_source_array are label 0, names[0] (the
+ * only one num_classes and on_error check); more[k - 1] (N, ...) is label k, read from
+ * files[k - 1], for k in [1, n), each of its own dtype and record shape. Takes the tensors'
+ * data as tfc_source_array_inputs does; rows unlike the features' are TFC_ERR_DATA naming
+ * both files. */
+tfc_status tfc_source_array_labels(source *s, int n, const char *const *names, tfc_tensor *more,
+                                   const char *const *files, tfc_error *err);
+/* tfc_data_check_inputs for `map`, the mapping {name: value} of a source's several labels:
+ * Keras output names, 1 to TFC_MAX_LABELS of them, none the name of an input of `inputs`
+ * (the source's mapping of several inputs; NULL or not a mapping: none), since Keras's
+ * inputs and outputs are layers, whose names are unique in a model (and `component:` and
+ * tfc-data's files name either by its name alone). */
+tfc_status tfc_data_check_labels(const tfc_node *map, const tfc_node *inputs, const char *key,
+                                 tfc_error *err);
+/* The label k of component comp (0 for TFC_COMP_LABELS), -1 when comp is no label's. */
+int tfc_data_label_of(int comp);
 
 /* `timeseries:` of the csv and npy sources (timeseries.c): the table's rows are not the
  * records; windows of sequence_length rows, sampling_rate apart, are, one starting every
@@ -252,6 +269,11 @@ typedef struct file_pair_args {
     const tfc_node *features_node;
     int ninputs;
     const char *input_names[TFC_MAX_INPUTS], *input_files[TFC_MAX_INPUTS];
+    /* npy: `labels:` likewise, a file or {label name: file}: labels (label 0's file), and for
+     * a mapping the labels' names and files (nlabels 0: none or one unnamed label) */
+    const tfc_node *labels_node;
+    int nlabels;
+    const char *label_names[TFC_MAX_LABELS], *label_files[TFC_MAX_LABELS];
 } file_pair_args;
 typedef tfc_status (*file_pair_load)(source **out, const file_pair_args *a, tfc_error *err);
 /* The open of those sources: resolves both files, applies opt->num_classes, calls load. */
@@ -593,6 +615,9 @@ typedef struct op_def {
     /* 1: the op works on batches (mix_up, cut_mix): planning refuses it before any batching
      * stage, and its init before a batched spec. */
     int needs_batch;
+    /* 1: the op reads or writes the labels as one (mix_up and cut_mix mix them, window and
+     * autoencode make them): the map stage refuses it on elements of several labels. */
+    int one_label;
 } op_def;
 
 #define MAP_COMMON_FIELDS(T)                                                                  \

@@ -1,7 +1,8 @@
 /* NumPy .npy files: reading (versions 1-3, every numeric dtype in either byte order, C
  * order only; Fortran order, object, string and structured arrays are clear errors), writing
  * (version 1.0, little-endian), and the npy source (features and labels sliced along axis 0;
- * the features may be several named inputs, one file each).
+ * the features may be several named inputs and the labels several named labels, one file
+ * each).
  * The header is parsed as the small Python literal it is, with its length bounded. */
 #include <ctype.h>
 #include <stdlib.h>
@@ -288,16 +289,19 @@ tfc_status tfc_npy_write(const char *path, const tfc_tensor *t, tfc_error *err)
 static tfc_status load_npy(source **out, const file_pair_args *a, tfc_error *err)
 {
     *out = NULL;
-    tfc_tensor f, l = {0}, more[TFC_MAX_INPUTS - 1] = {{0}};
+    tfc_tensor f, l = {0}, more[TFC_MAX_INPUTS - 1] = {{0}}, lmore[TFC_MAX_LABELS - 1] = {{0}};
     tfc_status st = tfc_npy_read(a->features, &f, err);
     if (st) return st;
     if (a->labels) st = tfc_npy_read(a->labels, &l, err);
     for (int k = 1; !st && k < a->ninputs; k++)
         st = tfc_npy_read(a->input_files[k], &more[k - 1], err);
+    for (int k = 1; !st && k < a->nlabels; k++)
+        st = tfc_npy_read(a->label_files[k], &lmore[k - 1], err);
     if (st) {
         free(f.data);
         free(l.data);
         for (int k = 1; k < a->ninputs; k++) free(more[k - 1].data);
+        for (int k = 1; k < a->nlabels; k++) free(lmore[k - 1].data);
         return st;
     }
     if (a->ts.sequence_length)
@@ -308,7 +312,12 @@ static tfc_status load_npy(source **out, const file_pair_args *a, tfc_error *err
     if (!st && a->ninputs)
         st = tfc_source_array_inputs(*out, a->ninputs, a->input_names, more, a->input_files + 1,
                                      err);
-    for (int k = 1; k < a->ninputs; k++) free(more[k - 1].data); /* those not taken */
+    if (!st && a->nlabels)
+        st = tfc_source_array_labels(*out, a->nlabels, a->label_names, lmore, a->label_files + 1,
+                                     err);
+    /* those not taken */
+    for (int k = 1; k < a->ninputs; k++) free(more[k - 1].data);
+    for (int k = 1; k < a->nlabels; k++) free(lmore[k - 1].data);
     if (st && *out) {
         tfc_source_free(*out);
         *out = NULL;
@@ -321,8 +330,9 @@ static const tfc_field npy_fields[] = {
     {"features", TFC_F_NODE, offsetof(file_pair_args, features_node), NULL, TFC_UNBOUNDED, NULL,
      ".npy array (N, ...) sliced along axis 0, or {input name: .npy file, ...}: one input per "
      "name (a model of several inputs), every file of N rows"},
-    {"labels", TFC_F_STRING, offsetof(file_pair_args, labels), TFC_NO_DEFAULT, TFC_UNBOUNDED,
-     NULL, ".npy array (N, ...) of labels"},
+    {"labels", TFC_F_NODE, offsetof(file_pair_args, labels_node), TFC_NO_DEFAULT, TFC_UNBOUNDED,
+     NULL, ".npy array (N, ...) of labels, or {label name: .npy file, ...}: one label per name "
+     "(a model of several outputs), every file of N rows"},
     {"timeseries", TFC_F_NODE, offsetof(file_pair_args, timeseries), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "{sequence_length, sequence_stride, sampling_rate, start_index, "
      "end_index, target_offset}: records are windows of the features' rows, their targets "
@@ -332,47 +342,54 @@ static const tfc_field npy_fields[] = {
     {NULL},
 };
 
-/* `features:`: a file, or {input name: file} (without timeseries:, whose windows are of one
- * table). */
-static tfc_status npy_features(file_pair_args *a, const char *key, tfc_error *err)
+/* `features:` (labels 0) or `labels:` (labels 1): a file, or {name: file}, one per input or
+ * label, into the file (features: input 0's; labels: label 0's) and for a mapping the names
+ * and files (without timeseries:, whose windows and targets are rows of one table). */
+static tfc_status npy_files(file_pair_args *a, const char *key, int labels, tfc_error *err)
 {
-    const tfc_node *n = a->features_node;
+    const tfc_node *n = labels ? a->labels_node : a->features_node;
+    const char *field = labels ? "labels" : "features", *what = labels ? "label" : "input";
+    const char **file = labels ? &a->labels : &a->features;
+    const char **names = labels ? a->label_names : a->input_names;
+    const char **files = labels ? a->label_files : a->input_files;
     char k[352];
-    snprintf(k, sizeof k, "%s.features", key);
-    if (!n) return TFC_OK; /* missing: the field table reported it */
+    snprintf(k, sizeof k, "%s.%s", key, field);
+    if (!n) return TFC_OK; /* features: the field table reported it; labels: none */
     if (n->kind == TFC_NODE_SCALAR) {
-        a->features = n->str;
+        *file = n->str;
         return TFC_OK;
     }
     if (n->kind != TFC_NODE_MAP)
         return tfc_node_error(err, TFC_ERR_CONFIG, n, k, "expected a .npy file or a mapping "
-                              "{input name: .npy file}, found %s", tfc_node_kind_name(n->kind));
-    tfc_status st = tfc_data_check_inputs(n, k, err);
-    for (int i = 0; i < n->n && i < TFC_MAX_INPUTS; i++) {
+                              "{%s name: .npy file}, found %s", what, tfc_node_kind_name(n->kind));
+    tfc_status st = labels ? tfc_data_check_labels(n, a->features_node, k, err)
+                           : tfc_data_check_inputs(n, k, err);
+    for (int i = 0; i < n->n && i < (labels ? TFC_MAX_LABELS : TFC_MAX_INPUTS); i++) {
         char ki[420];
         snprintf(ki, sizeof ki, "%s.%s", k, n->keys[i]->str);
         if (n->vals[i]->kind != TFC_NODE_SCALAR)
             st = tfc_node_error(err, TFC_ERR_CONFIG, n->vals[i], ki, "expected a .npy file, "
                                 "found %s", tfc_node_kind_name(n->vals[i]->kind));
-        a->input_names[i] = n->keys[i]->str;
-        a->input_files[i] = n->vals[i]->str;
+        names[i] = n->keys[i]->str;
+        files[i] = n->vals[i]->str;
     }
     if (st) return st;
-    a->ninputs = n->n;
-    a->features = a->input_files[0];
+    *(labels ? &a->nlabels : &a->ninputs) = n->n;
+    *file = files[0];
     if (a->timeseries)
-        return tfc_node_error(err, TFC_ERR_CONFIG, n, k, "timeseries: windows are of one "
-                              "table: give features one .npy file");
+        return tfc_node_error(err, TFC_ERR_CONFIG, n, k, "timeseries: %s are of one table: give "
+                              "%s one .npy file", labels ? "the targets' rows" : "windows", field);
     return TFC_OK;
 }
 
-/* `features:` and `timeseries:` (without on_error: skip, which would leave rows out of the
- * series). */
+/* `features:`, `labels:` and `timeseries:` (without on_error: skip, which would leave rows
+ * out of the series). */
 static tfc_status npy_check(void *args, const tfc_node *at, const char *key, tfc_error *err)
 {
     file_pair_args *a = args;
     tfc_status st = tfc_timeseries_check(a->timeseries, key, &a->ts, err);
-    if (npy_features(a, key, err)) st = TFC_ERR_CONFIG;
+    if (npy_files(a, key, 0, err)) st = TFC_ERR_CONFIG;
+    if (npy_files(a, key, 1, err)) st = TFC_ERR_CONFIG;
     char k[352];
     snprintf(k, sizeof k, "%s.on_error", key);
     if (a->ts.sequence_length && a->on_error == ON_ERROR_SKIP)
@@ -392,12 +409,15 @@ static tfc_status npy_open(const void *args, const tfc_data_options *opt, const 
 {
     file_pair_args a = *(const file_pair_args *)args;
     a.key = key;
-    char *owned[TFC_MAX_INPUTS] = {NULL};
+    char *owned[TFC_MAX_INPUTS] = {NULL}, *lowned[TFC_MAX_LABELS] = {NULL};
     tfc_status st = TFC_OK;
     for (int k = 1; k < a.ninputs && !st; k++)
         st = tfc_data_resolve(opt, &a.input_files[k], &owned[k], err);
+    for (int k = 1; k < a.nlabels && !st; k++)
+        st = tfc_data_resolve(opt, &a.label_files[k], &lowned[k], err);
     if (!st) st = tfc_source_open_pair(&a, opt, load_npy, out, err);
     for (int k = 1; k < a.ninputs; k++) free(owned[k]);
+    for (int k = 1; k < a.nlabels; k++) free(lowned[k]);
     return st;
 }
 

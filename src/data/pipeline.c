@@ -148,12 +148,16 @@ static tfc_status source_stage_push(tfc_pipeline *p)
     if (!p->src->get_may_fail) p->src->skip_errors = 0; /* nothing can fail while reading */
     s->fetchable = 1;
     if (p->src->spec.ninputs < 1) p->src->spec.ninputs = 1;
+    if (p->src->spec.nlabels < 1 && p->src->spec.comp[TFC_COMP_LABELS].present)
+        p->src->spec.nlabels = 1;
     s->spec = p->src->spec;
     s->config_hash =
         tfc_data_hash_mix(tfc_data_hash_str(0, p->src->ops->type), (uint64_t)p->src->count);
     /* the inputs' names are part of the source (single-input hashes stay as they were) */
     for (int k = 0; p->src->spec.ninputs > 1 && k < p->src->spec.ninputs; k++)
         s->config_hash = tfc_data_hash_str(s->config_hash, p->src->spec.input_names[k]);
+    for (int k = 0; p->src->spec.nlabels > 1 && k < p->src->spec.nlabels; k++)
+        s->config_hash = tfc_data_hash_str(s->config_hash, p->src->spec.label_names[k]);
     tfc_pipeline_push(p, s);
     return TFC_OK;
 }
@@ -189,6 +193,12 @@ void tfc_pipeline_push(tfc_pipeline *p, stage *s)
         s->spec.ninputs = s->up->spec.ninputs;
         memcpy(s->spec.input_names, s->up->spec.input_names, sizeof s->spec.input_names);
     }
+    if (s->up && s->spec.nlabels < 1 && s->spec.comp[TFC_COMP_LABEL1].present) { /* likewise */
+        s->spec.nlabels = s->up->spec.nlabels;
+        memcpy(s->spec.label_names, s->up->spec.label_names, sizeof s->spec.label_names);
+    }
+    /* a map op that made the labels (autoencode, window) made one unnamed label */
+    if (s->spec.nlabels < 1 && s->spec.comp[TFC_COMP_LABELS].present) s->spec.nlabels = 1;
     s->key = tfc_rng_key(tfc_rng_key(p->opt.seed, p->opt.stream), (uint64_t)(p->n - p->hidden));
     if (!s->label[0]) {
         if (p->n == 0) snprintf(s->label, sizeof s->label, "source (%s)",
@@ -256,8 +266,8 @@ int tfc_pipeline_describe_row(const tfc_pipeline *p, int comp, int64_t row, char
     if (!id || id->index >= (uint64_t)s->count) return 0;
     if (comp == TFC_COMP_LABELS && s->ops->describe_label)
         s->ops->describe_label(s, (int64_t)id->index, buf, size);
-    else if (comp >= TFC_COMP_INPUT1 && comp < TFC_COMP_COUNT && s->ops->describe_input)
-        s->ops->describe_input(s, comp - TFC_COMP_INPUT1 + 1, (int64_t)id->index, buf, size);
+    else if (comp > TFC_COMP_LENGTHS && comp < TFC_COMP_COUNT && s->ops->describe_comp)
+        s->ops->describe_comp(s, comp, (int64_t)id->index, buf, size);
     else
         s->ops->describe(s, (int64_t)id->index, buf, size);
     return 1;
@@ -338,6 +348,8 @@ tfc_status tfc_pipeline_next(tfc_pipeline *p, tfc_batch *out, tfc_error *err)
     out->lengths = p->cur.e.comp[TFC_COMP_LENGTHS];
     out->ninputs = tfc_pipeline_inputs(p, NULL);
     for (int k = 0; k < out->ninputs; k++) out->inputs[k] = p->cur.e.comp[tfc_input_comp(k)];
+    out->nlabels = tfc_pipeline_labels(p, NULL);
+    for (int k = 0; k < out->nlabels; k++) out->label_at[k] = p->cur.e.comp[tfc_label_comp(k)];
     return TFC_OK;
 }
 
@@ -351,6 +363,14 @@ int tfc_pipeline_inputs(const tfc_pipeline *p, const char **names)
     const tfc_element_spec *s = &tfc_pipeline_top(p)->spec;
     int n = s->ninputs < 1 ? 1 : s->ninputs;
     for (int k = 0; names && k < n; k++) names[k] = s->input_names[k];
+    return n;
+}
+
+int tfc_pipeline_labels(const tfc_pipeline *p, const char **names)
+{
+    const tfc_element_spec *s = &tfc_pipeline_top(p)->spec;
+    int n = !s->comp[TFC_COMP_LABELS].present ? 0 : s->nlabels < 1 ? 1 : s->nlabels;
+    for (int k = 0; names && k < n; k++) names[k] = s->label_names[k];
     return n;
 }
 

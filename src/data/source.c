@@ -1,6 +1,6 @@
 /* What every source shares: freeing (with its class names), class names, the label range
  * check, the `on_error` choices, resolving a source's files against the solver's folder, and
- * expanding a `files:` list of paths and globs, and the names of several inputs. */
+ * expanding a `files:` list of paths and globs, and the names of several inputs and labels. */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -399,7 +399,7 @@ int tfc_data_split_keeps(const tfc_split_rule *rule, int64_t r)
     return rule->part == SPLIT_PART_TEST ? in_test : !in_test;
 }
 
-/* ---- several inputs ------------------------------------------------------------------------ */
+/* ---- several inputs and labels ------------------------------------------------------------- */
 
 static int keras_input_name(const char *s)
 {
@@ -409,24 +409,46 @@ static int keras_input_name(const char *s)
     return s[n] == '\0' && n < 64;
 }
 
-tfc_status tfc_data_check_inputs(const tfc_node *map, const char *key, tfc_error *err)
+/* The names of several inputs or labels (`what` "input" or "label", `a` its article, one
+ * per `of` of the model, at most max), none in `taken` (a mapping, or NULL). */
+static tfc_status check_names(const tfc_node *map, const char *key, const char *a,
+                              const char *what, const char *of, int max, const tfc_node *taken,
+                              tfc_error *err)
 {
     tfc_status st = TFC_OK;
-    if (map->n < 1 || map->n > TFC_MAX_INPUTS)
-        return tfc_node_error(err, TFC_ERR_CONFIG, map, key, "%d inputs: give 1 to %d, one per "
-                              "input of the model", map->n, TFC_MAX_INPUTS);
+    if (map->n < 1 || map->n > max)
+        return tfc_node_error(err, TFC_ERR_CONFIG, map, key, "%d %ss: give 1 to %d, one per "
+                              "%s of the model", map->n, what, max, of);
     for (int i = 0; i < map->n; i++) {
         const char *name = map->keys[i]->str;
         char k[400];
         snprintf(k, sizeof k, "%s.%s", key, name);
+        int in_taken = 0;
+        for (int j = 0; taken && taken->kind == TFC_NODE_MAP && j < taken->n; j++)
+            in_taken |= !strcmp(taken->keys[j]->str, name);
         if (!keras_input_name(name))
-            st = tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], k, "'%s' is not an input "
-                                "name (a letter or _, then letters, digits or _, at most 63)",
-                                name);
+            st = tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], k, "'%s' is not %s %s name "
+                                "(a letter or _, then letters, digits or _, at most 63)", name,
+                                a, what);
         else if (!strcmp(name, "features") || !strcmp(name, "labels") ||
                  !strcmp(name, "lengths"))
             st = tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], k, "'%s' names a component "
-                                "of every element: give the input another name", name);
+                                "of every element: give the %s another name", name, what);
+        else if (in_taken)
+            st = tfc_node_error(err, TFC_ERR_CONFIG, map->keys[i], k, "'%s' names an input "
+                                "too: give the %s another name (a Keras model's inputs and "
+                                "outputs are layers, of names unique in it)", name, what);
     }
     return st;
+}
+
+tfc_status tfc_data_check_inputs(const tfc_node *map, const char *key, tfc_error *err)
+{
+    return check_names(map, key, "an", "input", "input", TFC_MAX_INPUTS, NULL, err);
+}
+
+tfc_status tfc_data_check_labels(const tfc_node *map, const tfc_node *inputs, const char *key,
+                                 tfc_error *err)
+{
+    return check_names(map, key, "a", "label", "output", TFC_MAX_LABELS, inputs, err);
 }
