@@ -3,7 +3,9 @@
  * labels) to the longest in the batch or to padded_shapes, with padding_values, and adds the
  * lengths component (each element's unpadded features dim 0) for masking; the further inputs
  * of an element of several are padded each to its own longest, with the features' padding
- * value (the lengths stay input 0's). The last, short batch is kept unless drop_remainder.
+ * value (the lengths stay input 0's), and the further labels of an element of several each
+ * to its own longest with the labels' padding value. The last, short batch is kept unless
+ * drop_remainder.
  * bucket_by_sequence_length groups elements by that length into buckets, each
  * padded-batched on its own (tf.data's); it refuses elements of several inputs. */
 #include <stdlib.h>
@@ -120,7 +122,7 @@ static tfc_status stack(const stacking *b, int n, int comp, elem *out, tfc_error
             memcpy(dst + (size_t)i * slot_n * es, b->items[i].e.comp[comp].data, slot_n * es);
         return TFC_OK;
     }
-    double pv = comp == TFC_COMP_LABELS ? b->a->label_padding_value : b->a->padding_value;
+    double pv = tfc_data_label_of(comp) >= 0 ? b->a->label_padding_value : b->a->padding_value;
     if (pv != 0) {
         int64_t total = (int64_t)slot_n * n;
         for (int64_t i = 0; i < total; i++) tfc_value_set(dst, first->dtype, i, pv);

@@ -458,6 +458,12 @@ static tfc_status map_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error *e
                             "truncate take component: NAME)", pl->op->name, top->spec.ninputs,
                             tfc_data_inputs_str(&top->spec, inputs, sizeof inputs));
     }
+    if (!st && top->spec.nlabels > 1 && pl->op->one_label) {
+        char labels[600];
+        st = tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "%s works on elements of one "
+                            "label; these have %d (%s)", pl->op->name, top->spec.nlabels,
+                            tfc_data_labels_str(&top->spec, labels, sizeof labels));
+    }
     if (!st) st = pl->op->init(pl->args, &b, &top->spec, &out, err);
     if (st) {
         if (pl->op->fini) pl->op->fini(pl->args);

@@ -29,30 +29,39 @@ tfc_status tfc_op_error(const op_build *b, const char *fmt, ...)
      NULL, help}
 
 /* The component an op works on: *name (`component:` as written: features, labels or one of
- * the elements' inputs by name, features being input 0; NULL: `def`) into *comp, and it
- * must be present (and of a known rank where it matters). An op whose default is the
- * features refuses elements of several inputs unless `component:` says which. *name is
- * cleared (the YAML text may not outlive the pipeline). */
+ * the elements' inputs or labels by name, features being input 0 and labels label 0; NULL:
+ * `def`) into *comp, and it must be present (and of a known rank where it matters). An op
+ * whose default is the features refuses elements of several inputs unless `component:` says
+ * which, and one whose default is the labels elements of several labels. *name is cleared
+ * (the YAML text may not outlive the pipeline). */
 static tfc_status need(const op_build *b, const tfc_element_spec *in, const char **name,
                        int def, int *comp, int min_rank)
 {
-    int n = in->ninputs < 1 ? 1 : in->ninputs;
-    char inputs[600], k[360];
+    int n = in->ninputs < 1 ? 1 : in->ninputs, nl = in->nlabels;
+    char inputs[600], labels[600], k[360];
     tfc_data_inputs_str(in, inputs, sizeof inputs);
+    tfc_data_labels_str(in, labels, sizeof labels);
     snprintf(k, sizeof k, "%s.component", b->key);
     *comp = -1;
     if (!*name && def == TFC_COMP_FEATURES && n > 1)
         return tfc_op_error(b, "the elements have %d inputs (%s): say which one this op works "
                             "on with component: NAME", n, inputs);
+    if (!*name && def == TFC_COMP_LABELS && nl > 1)
+        return tfc_op_error(b, "the elements have %d labels (%s): say which one this op works "
+                            "on with component: NAME", nl, labels);
+    int named = nl > 1 || (nl == 1 && in->label_names[0][0]); /* labels of their own names */
     if (!*name) *comp = def;
     else if (!strcmp(*name, "features")) *comp = TFC_COMP_FEATURES;
     else if (!strcmp(*name, "labels")) *comp = TFC_COMP_LABELS;
     for (int i = 0; *comp < 0 && i < n && in->input_names[i][0]; i++)
         if (!strcmp(*name, in->input_names[i])) *comp = tfc_input_comp(i);
+    for (int i = 0; *comp < 0 && i < nl && in->label_names[i][0]; i++)
+        if (!strcmp(*name, in->label_names[i])) *comp = tfc_label_comp(i);
     if (*comp < 0)
         return tfc_node_error(b->err, TFC_ERR_CONFIG, tfc_node_get(b->at, "component"), k,
-                              "'%s' is not a component of the elements: features, labels%s%s",
-                              *name, n > 1 ? " or an input: " : "", n > 1 ? inputs : "");
+                              "'%s' is not a component of the elements: features, labels%s%s%s%s",
+                              *name, n > 1 ? " or an input: " : "", n > 1 ? inputs : "",
+                              named ? " or a label: " : "", named ? labels : "");
     *name = NULL;
     const tfc_component_spec *c = &in->comp[*comp];
     const char *what = tfc_data_spec_component_name(in, *comp);
@@ -108,7 +117,8 @@ static const tfc_field scale_fields[] = {
     {"offset", TFC_F_FLOAT, offsetof(scale_args, offset), "0", TFC_UNBOUNDED, NULL,
      "added after scaling"},
     COMPONENT_FIELD(scale_args,
-                    "which component to scale: features (default), labels or an input's name"),
+                    "which component to scale: features (default), labels or an input's or "
+                    "label's name"),
     {NULL},
 };
 
@@ -349,7 +359,8 @@ static const tfc_field cast_fields[] = {
     {"dtype", TFC_F_ENUM, offsetof(cast_args, dtype), NULL, TFC_UNBOUNDED, tfc_data_dtype_names,
      "the new dtype (float to int truncates toward zero and saturates)"},
     COMPONENT_FIELD(cast_args,
-                    "which component to cast: features (default), labels or an input's name"),
+                    "which component to cast: features (default), labels or an input's or "
+                    "label's name"),
     {NULL},
 };
 
@@ -392,7 +403,8 @@ static const tfc_field reshape_fields[] = {
     {"shape", TFC_F_INT_LIST, offsetof(reshape_args, shape), NULL, -1, 1e9, NULL,
      "the new shape of one element; one entry may be -1 (inferred)"},
     COMPONENT_FIELD(reshape_args,
-                    "which component to reshape: features (default), labels or an input's name"),
+                    "which component to reshape: features (default), labels or an input's or "
+                    "label's name"),
     {NULL},
 };
 
@@ -488,7 +500,7 @@ static const tfc_field one_hot_fields[] = {
      "number of classes"},
     COMPONENT_FIELD(one_hot_args,
                     "which component holds the class indices: labels (default), features or "
-                    "an input's name"),
+                    "an input's or label's name"),
     {NULL},
 };
 
@@ -573,7 +585,8 @@ static const tfc_field pad_fields[] = {
     {"truncate", TFC_F_BOOL, offsetof(pad_args, truncate), "true", TFC_UNBOUNDED, NULL,
      "also cut longer sequences, so every element has exactly `length`"},
     COMPONENT_FIELD(pad_args,
-                    "which component to pad: features (default), labels or an input's name"),
+                    "which component to pad: features (default), labels or an input's or "
+                    "label's name"),
     {NULL},
 };
 
@@ -592,7 +605,8 @@ static const tfc_field truncate_fields[] = {
     {"side", TFC_F_ENUM, offsetof(truncate_args, side), "end", TFC_UNBOUNDED, side_choices,
      "which end is cut"},
     COMPONENT_FIELD(truncate_args,
-                    "which component to truncate: features (default), labels or an input's name"),
+                    "which component to truncate: features (default), labels or an input's or "
+                    "label's name"),
     {NULL},
 };
 
@@ -759,6 +773,7 @@ const op_def tfc_op_window = {
     .help = "token sequence to (input, next-token target) windows of `size`",
     .init = window_init,
     .apply = window_apply,
+    .one_label = 1,
 };
 
 /* ---- autoencode: labels = a copy of the features --------------------------------------------
@@ -800,4 +815,5 @@ const op_def tfc_op_autoencode = {
     .help = "labels = a copy of the features (an autoencoder's target)",
     .init = autoencode_init,
     .apply = autoencode_apply,
+    .one_label = 1,
 };

@@ -69,6 +69,12 @@ static tfc_status check_masks(const op_build *b, const tfc_element_spec *in, int
         return TFC_OK;
     }
     if (!l->present) return tfc_op_error(b, "segmentation_masks: the elements have no labels");
+    if (in->nlabels > 1) {
+        char labels[600];
+        return tfc_op_error(b, "segmentation_masks: the elements have %d labels (%s); it moves "
+                            "the masks of one", in->nlabels,
+                            tfc_data_labels_str(in, labels, sizeof labels));
+    }
     if (l->shape.ndim >= 0 && l->shape.ndim != 2 && l->shape.ndim != 3)
         return tfc_op_error(b, "segmentation_masks: needs labels of shape (height, width) or "
                             "(height, width, k), found %s", tfc_data_spec_str(l, sh, sizeof sh));

@@ -272,6 +272,7 @@ const op_def tfc_op_mix_up = {
     .args_size = sizeof(mix_args),
     .help = "Keras's MixUp on a batch: blends each example and its label with a partner's",
     .needs_batch = 1,
+    .one_label = 1,
     .check = mix_up_check,
     .init = mix_up_init,
     .apply = mix_apply,
@@ -284,6 +285,7 @@ const op_def tfc_op_cut_mix = {
     .help = "Keras's CutMix on a batch of images: pastes a box of a partner's image, "
             "labels weighted by its area",
     .needs_batch = 1,
+    .one_label = 1,
     .check = cut_mix_check,
     .init = cut_mix_init,
     .apply = mix_apply,

@@ -136,6 +136,12 @@ static tfc_status filter_push_planned(tfc_pipeline *p, stage_plan *pl, tfc_error
                               "labels works; pad or truncate the inputs instead)", in->ninputs,
                               tfc_data_inputs_str(in, inputs, sizeof inputs));
     }
+    if (c->labels.n && in->nlabels > 1) {
+        char labels[600];
+        return tfc_node_error(err, TFC_ERR_CONFIG, pl->at, pl->key, "filter by labels keeps "
+                              "elements by the value of one label; these have %d labels (%s)",
+                              in->nlabels, tfc_data_labels_str(in, labels, sizeof labels));
+    }
     return filter_push(p, filter_pred, NULL, c, sizeof *c, h, err);
 }
 
