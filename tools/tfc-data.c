@@ -32,14 +32,15 @@ static const cli_option options[] = {
      .help = "write them as PREFIX.features.npy and PREFIX.labels.npy\n"
              "(and PREFIX.lengths.npy after padded_batch): batches are\n"
              "concatenated along axis 0, single elements stacked; elements\n"
-             "of several inputs: PREFIX.NAME.npy per input, and the source\n"
-             "that reads them back is printed"},
+             "of several inputs or labels: PREFIX.NAME.npy per input and\n"
+             "label (an input and a label of one name are refused), and\n"
+             "the source that reads them back is printed"},
     {"format", 0, CLI_STRING, &args.format, "npy|tfrecord|tfrecord-gzip",
      .help = "with --output: tfrecord writes PREFIX.tfrecord (.tfrecord.gz:\n"
              "gzip), one tf.train.Example per example with the keys\n"
              "features and labels (after padded_batch, each sequence\n"
              "cut to its length), and prints the source that reads it;\n"
-             "not for elements of several inputs"},
+             "not for elements of several inputs or labels"},
     {"profile", 0, CLI_FLAG, &args.profile, NULL,
      .help = "time every call of every stage and print per stage: elements,\n"
              "elements/s, busy time (its own work), threads, share of the\n"
@@ -129,16 +130,34 @@ static tfc_status gather_write(gather *g, const char *prefix, const char *what, 
     return st;
 }
 
-/* The source that reads the .npy files of elements of several inputs back. */
-static void npy_print(const tfc_element_spec *spec, int ninputs, const char *prefix)
+/* `key: {name: PREFIX.name.npy, ...}` of the n components comp(0..n) for the source below,
+ * or `key: PREFIX.key.npy` for one unnamed. */
+static void npy_print_files(const tfc_element_spec *spec, const char *key, int (*comp)(int),
+                            int n, const char *prefix)
 {
-    printf("read them with:\n  source: {type: npy, features: {");
-    for (int k = 0; k < ninputs; k++) {
-        const char *name = tfc_data_spec_component_name(spec, tfc_input_comp(k));
+    const char *one = tfc_data_spec_component_name(spec, comp(0));
+    if (n == 1 && !strcmp(one, key)) {
+        printf("%s: %s.%s.npy", key, prefix, key);
+        return;
+    }
+    printf("%s: {", key);
+    for (int k = 0; k < n; k++) {
+        const char *name = tfc_data_spec_component_name(spec, comp(k));
         printf("%s%s: %s.%s.npy", k ? ", " : "", name, prefix, name);
     }
     printf("}");
-    if (spec->comp[TFC_COMP_LABELS].present) printf(", labels: %s.labels.npy", prefix);
+}
+
+/* The source that reads the .npy files of elements of named inputs or labels back. */
+static void npy_print(const tfc_element_spec *spec, int ninputs, int nlabels,
+                      const char *prefix)
+{
+    printf("read them with:\n  source: {type: npy, ");
+    npy_print_files(spec, "features", tfc_input_comp, ninputs, prefix);
+    if (nlabels) {
+        printf(", ");
+        npy_print_files(spec, "labels", tfc_label_comp, nlabels, prefix);
+    }
     printf("}\n");
 }
 
@@ -286,10 +305,12 @@ int main(int argc, char **argv)
         for (int c = 0; c < nclasses && c < 8; c++) printf("%s%s", c ? ", " : "", classes[c]);
         printf("%s)\n", nclasses > 8 ? ", ..." : "");
     }
-    /* the inputs (input 0 is the features), then labels and lengths */
+    /* the inputs (input 0 is the features), then the labels (label 0 is labels), lengths */
     int order[TFC_COMP_COUNT], ninputs = tfc_pipeline_inputs(p, NULL), ncomp = 0;
+    int nlabels = tfc_pipeline_labels(p, NULL);
     for (int k = 0; k < ninputs; k++) order[ncomp++] = tfc_input_comp(k);
     order[ncomp++] = TFC_COMP_LABELS;
+    for (int k = 1; k < nlabels; k++) order[ncomp++] = tfc_label_comp(k);
     order[ncomp++] = TFC_COMP_LENGTHS;
     for (int i = 0; i < ncomp; i++) {
         char buf[256];
@@ -303,12 +324,18 @@ int main(int argc, char **argv)
     int64_t examples = 0;
     tfc_status st = TFC_OK;
     tfr_out tfr = {0};
-    if (prefix && !npy && ninputs > 1) {
-        char names[600];
-        tfc_error_set(&err, TFC_ERR_CONFIG, "--format %s: the elements have %d inputs (%s), "
-                      "and the tfrecord source reads one features key; write them with "
-                      "--format npy (a file per input)", args.format, ninputs,
-                      tfc_data_inputs_str(spec, names, sizeof names));
+    char names[600];
+    if (prefix && !npy && ninputs > 1)
+        st = tfc_error_set(&err, TFC_ERR_CONFIG, "--format %s: the elements have %d inputs (%s), "
+                           "and the tfrecord source reads one features key; write them with "
+                           "--format npy (a file per input)", args.format, ninputs,
+                           tfc_data_inputs_str(spec, names, sizeof names));
+    else if (prefix && !npy && nlabels > 1)
+        st = tfc_error_set(&err, TFC_ERR_CONFIG, "--format %s: the elements have %d labels (%s), "
+                           "and the tfrecord source reads one labels key; write them with "
+                           "--format npy (a file per label)", args.format, nlabels,
+                           tfc_data_labels_str(spec, names, sizeof names));
+    if (st) {
         code = fail(&err);
         tfc_pipeline_free(p);
         goto out;
@@ -335,6 +362,7 @@ int main(int argc, char **argv)
         }
         const tfc_tensor *t[TFC_COMP_COUNT] = {&b.features, &b.labels, &b.lengths};
         for (int k = 1; k < b.ninputs; k++) t[tfc_input_comp(k)] = &b.inputs[k];
+        for (int k = 1; k < b.nlabels; k++) t[tfc_label_comp(k)] = &b.label_at[k];
         for (int c = 0; c < TFC_COMP_COUNT && !st; c++)
             if (t[c])
                 st = gather_add(&g[c], t[c], spec->batched,
@@ -361,7 +389,9 @@ int main(int argc, char **argv)
             st = gather_write(&g[order[i]], prefix, tfc_data_spec_component_name(spec, order[i]),
                               &err);
         if (st) code = fail(&err);
-        else if (prefix && npy && ninputs > 1 && n > 0) npy_print(spec, ninputs, prefix);
+        else if (prefix && npy && n > 0 && (ninputs > 1 || nlabels > 1 || spec->input_names[0][0] ||
+                                             (nlabels && spec->label_names[0][0])))
+            npy_print(spec, ninputs, nlabels, prefix);
     }
     if (tfr.w) {
         tfc_status cst = tfc_tfrecord_writer_close(tfr.w, st ? NULL : &err);
