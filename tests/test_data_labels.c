@@ -4,9 +4,9 @@
  * prefetch, shard, skip, padded_batch, bucket_by_sequence_length and filter by length in one
  * row order with the features (values checked against the files' own), records dropped by
  * label 0's range from every label, ragged labels padded each to its own longest, map ops on
- * a named label, the refusals (ops, filter by labels, names, row counts, timeseries), saved
- * state restored (also a blob of the format before the labels' components), and tfc-data's
- * spec lines and .npy output read back. */
+ * a named label, the refusals (ops, filter by labels, segmentation masks, names, row counts,
+ * timeseries), saved state restored (also a blob of the format before the labels'
+ * components), and tfc-data's spec lines and .npy output read back. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,6 +434,19 @@ static void test_refusals(void)
     refused("{type: npy, features: x.npy, labels: {a: y_main.npy, b: y_aux.npy}, timeseries: "
             "{sequence_length: 2}}", NULL, "timeseries: the targets' rows are of one table: "
             "give labels one .npy file");
+    /* images (4, 4, 1) with a mask label and a class label: the masks move with one label */
+    static float img[N][4][4][1];
+    static int32_t mask[N][4][4];
+    tfc_tensor t[2] = {{TFC_F32, {.ndim = 4, .dim = {N, 4, 4, 1}}, img, -1},
+                       {TFC_I32, {.ndim = 3, .dim = {N, 4, 4}}, mask, -1}};
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("img.npy"), &t[0], &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("mask.npy"), &t[1], &err), TFC_OK);
+    const char *flip[] = {"map: {op: random_flip, segmentation_masks: true}", NULL};
+    refused("{type: npy, features: img.npy, labels: {mask: mask.npy, kind: y_aux.npy}}", flip,
+            "segmentation_masks: the elements have 2 labels (mask, kind); it moves the masks of "
+            "one");
     /* a one_hot naming its label, filter by length and a features op need no label named */
     const char *fine[] = {"map: {op: one_hot, depth: 3, component: aux}",
                           "filter: {max_length: 5}", "map: {op: scale, factor: 2}", NULL};
