@@ -1,7 +1,7 @@
 /* libFuzzer target for the CSV source: the first input byte picks the options (header,
  * delimiter, label column, skipping bad rows, label dtype), the input's length string labels,
- * a text column, a string_lookup column or feature columns as two named inputs, the rest is
- * the file. Every record of an accepted file is read back
+ * a text column, a string_lookup column, feature columns as two named inputs or label columns
+ * as two named labels, the rest is the file. Every record of an accepted file is read back
  * (string labels inside the class names). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tfc_error err;
     tfc_error_clear(&err);
     static const char opt_yaml[] =
-        "[-1, 0, label, [0, 1], {0: [a, \"1\", \"\"]}, {wide: [0], deep: [1]}]";
+        "[-1, 0, label, [0, 1], {0: [a, \"1\", \"\"]}, {wide: [0], deep: [1]}, "
+        "{main: 0, aux: -1}]";
     if (!doc) doc = tfc_doc_load_string(opt_yaml, sizeof opt_yaml - 1, "fuzz", &err);
     if (!doc || size < 1) return 0;
     const tfc_node *opts = tfc_doc_root(doc);
@@ -33,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                          .end_index = t >> 7 ? 5 : 0, .target_offset = (t >> 2) & 3};
     }
     if (o & 32) a.label_column = opts->vals[(o >> 6) % 3];
+    if ((o & 32) && size % 17 == 0) a.label_column = opts->vals[6]; /* two named labels */
     if ((o & 0xc0) == 0xc0) a.feature_columns = opts->vals[size % 2 ? 3 : 5];
     /* The input's length picks string labels (class names) and a text column. */
     if (size % 3 == 0 && a.label_dtype) a.label_dtype = CSV_LABEL_STRING;
@@ -47,6 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 TFC_ASSERT(e.comp[TFC_COMP_FEATURES].shape.dim[0] == a.ts.sequence_length);
             /* named inputs: both present, one float each (or column 0's one-hot) */
             TFC_ASSERT(!!e.comp[TFC_COMP_INPUT1].data == (s->spec.ninputs == 2));
+            /* named labels: both present */
+            TFC_ASSERT(!!e.comp[TFC_COMP_LABEL1].data == (s->spec.nlabels == 2));
             if (a.label_dtype == CSV_LABEL_STRING && e.comp[TFC_COMP_LABELS].data) {
                 int32_t l = *(int32_t *)e.comp[TFC_COMP_LABELS].data;
                 TFC_ASSERT(l >= 0 && l < s->nclasses);

@@ -5,7 +5,8 @@
  * column instead gives each record's text as its features (for tokenize or
  * text_vectorization), and string labels are class names: the class is the name's place in
  * `classes:`, or among the column's distinct names sorted. Numeric feature columns may be
- * grouped into named inputs ({wide: [a, b], deep: [c]}), one float32 input each. */
+ * grouped into named inputs ({wide: [a, b], deep: [c]}), one float32 input each, and numeric
+ * label columns named as labels ({price: p, kind: k}), one label each. */
 #include <ctype.h>
 #include <float.h>
 #include <math.h>
@@ -372,6 +373,24 @@ static int split_inputs(tfc_tensor *f, int nin, const int *incols, const column_
 }
 
 /* Row r's label text in the string-label buffers. */
+/* Cell c as a number label: a class index (class_labels; in [0, num_classes) when that is
+ * > 0) or a float target, into *lv; NULL, or what is wrong written into msg. */
+static const char *number_label(const cell *c, int class_labels, int num_classes, double *lv,
+                                char *msg, size_t size)
+{
+    if (!parse_number(c, lv))
+        snprintf(msg, size, "label is not a number: \"%.*s\"%s", (int)(c->len > 60 ? 60 : c->len),
+                 c->s, class_labels ? " (class names: label_dtype: string)" : "");
+    else if (class_labels && (*lv != floor(*lv) || fabs(*lv) > 2147483647.0))
+        snprintf(msg, size, "label %g is not an integer class index (regression targets: "
+                 "label_dtype: float32)", *lv);
+    else if (class_labels && num_classes > 0 && (*lv < 0 || *lv >= num_classes))
+        snprintf(msg, size, "label %g is out of range [0, %d)", *lv, num_classes);
+    else
+        return NULL;
+    return msg;
+}
+
 #define LABEL_TEXT(r) ((const char *)lstr.p + ((const int64_t *)loff.p)[r])
 #define LABEL_LEN(r) ((size_t)(((const int64_t *)loff.p)[(r) + 1] - ((const int64_t *)loff.p)[r]))
 
@@ -384,6 +403,10 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
     char **names = NULL;
     int *fcols = NULL, ncols = -1, nf = 0, lcol = -1, tcol = -1, nclasses = 0;
     grow feats = {0}, labs = {0}, texts = {0}, toff = {0}, lines = {0}, lstr = {0}, loff = {0};
+    /* labels: their count and columns (a mapping names several: lcols[0] is lcol), and the
+     * values of labels 1.. */
+    int nl = 0, lcols[TFC_MAX_LABELS];
+    grow lmore[TFC_MAX_LABELS - 1] = {{0}};
     name_ref *table = NULL; /* string labels: `classes:` sorted, or the distinct labels */
     column_lookup *look = NULL;
     int width = 0; /* features per row, one-hot columns expanded */
@@ -442,11 +465,27 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         }
     }
     if (a->label_column && !tfc_node_is_null(a->label_column)) {
-        lcol = resolve_column(a->label_column, kl, names, ncols, err);
-        if (lcol < 0) {
-            st = TFC_ERR_CONFIG;
+        const tfc_node *lc = a->label_column;
+        nl = lc->kind == TFC_NODE_MAP ? lc->n : 1;
+        if (nl < 1 || nl > TFC_MAX_LABELS) {
+            st = tfc_node_error(err, TFC_ERR_CONFIG, lc, kl, "%d labels: give 1 to %d", nl,
+                                TFC_MAX_LABELS);
             goto done;
         }
+        for (int k = 0; k < nl; k++)
+            if ((lcols[k] = resolve_column(lc->kind == TFC_NODE_MAP ? lc->vals[k] : lc, kl, names,
+                                           ncols, err)) < 0) {
+                st = TFC_ERR_CONFIG;
+                goto done;
+            }
+        lcol = lcols[0];
+    }
+    /* (csv_check says so at the keys; the fuzzers and C callers come here unchecked) */
+    if (nl > 1 && (strings || tcol_given(a) || a->ts.sequence_length)) {
+        st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: several label columns are numbers of "
+                           "records of numbers (not label_dtype: string, text_column or "
+                           "timeseries)", name);
+        goto done;
     }
     if (a->text_column && !tfc_node_is_null(a->text_column)) {
         tcol = resolve_column(a->text_column, kt, names, ncols, err);
@@ -491,8 +530,11 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
                 fcols[nf++] = c;
             }
     } else {
-        for (int i = 0; i < ncols; i++)
-            if (i != lcol) fcols[nf++] = i;
+        for (int i = 0; i < ncols; i++) {
+            int label = 0;
+            for (int k = 0; k < nl; k++) label |= i == lcols[k];
+            if (!label) fcols[nf++] = i;
+        }
     }
     if (nin > 1 && a->ts.sequence_length) {
         st = tfc_error_set(err, TFC_ERR_CONFIG, "%s: timeseries: windows are of one table: give "
@@ -543,7 +585,7 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             }
             row[o++] = (float)v;
         }
-        double lv = 0;
+        double lv[TFC_MAX_LABELS] = {0};
         int32_t li = 0;
         if (!bad && lcol >= 0 && strings) {
             const cell *c = &r.cells[lcol];
@@ -554,22 +596,12 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
                          (int)(c->len > 60 ? 60 : c->len), c->s);
                 bad = msg;
             }
-        } else if (!bad && lcol >= 0) {
-            const cell *c = &r.cells[lcol];
-            bc = c;
-            if (!parse_number(c, &lv)) {
-                snprintf(msg, sizeof msg, "label is not a number: \"%.*s\"%s",
-                         (int)(c->len > 60 ? 60 : c->len), c->s,
-                         class_labels ? " (class names: label_dtype: string)" : "");
-                bad = msg;
-            } else if (class_labels && (lv != floor(lv) || fabs(lv) > 2147483647.0)) {
-                snprintf(msg, sizeof msg, "label %g is not an integer class index (regression "
-                         "targets: label_dtype: float32)", lv);
-                bad = msg;
-            } else if (class_labels && a->num_classes > 0 &&
-                       (lv < 0 || lv >= a->num_classes)) {
-                snprintf(msg, sizeof msg, "label %g is out of range [0, %d)", lv, a->num_classes);
-                bad = msg;
+        } else {
+            /* num_classes is label 0's: the solver knows one output's classes */
+            for (int k = 0; !bad && k < nl; k++) {
+                bc = &r.cells[lcols[k]];
+                bad = number_label(bc, class_labels, k ? 0 : a->num_classes, &lv[k], msg,
+                                   sizeof msg);
             }
         }
         if (bad) {
@@ -597,10 +629,11 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
             int64_t end = (int64_t)(lstr.len + c->len);
             if (grow_push(&lstr, c->s, c->len) || grow_push(&loff, &end, sizeof end)) goto nomem;
         }
-        if (lcol >= 0) {
-            if (!strings) li = class_labels ? (int32_t)lv : 0;
-            float lf = class_labels ? 0 : (float)lv;
-            if (grow_push(&labs, class_labels ? (void *)&li : (void *)&lf, 4)) goto nomem;
+        for (int k = 0; k < nl; k++) {
+            if (!strings) li = class_labels ? (int32_t)lv[k] : 0;
+            float lf = class_labels ? 0 : (float)lv[k];
+            if (grow_push(k ? &lmore[k - 1] : &labs, class_labels ? (void *)&li : (void *)&lf, 4))
+                goto nomem;
         }
         nrows++;
     }
@@ -659,8 +692,13 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         if (!f.data && !(f.data = malloc(1))) goto nomem;
         if (lcol >= 0 && !l.data && !(l.data = malloc(1))) goto nomem;
         feats.p = labs.p = NULL;
-        tfc_tensor more[TFC_MAX_INPUTS - 1] = {{0}};
+        tfc_tensor more[TFC_MAX_INPUTS - 1] = {{0}}, lt[TFC_MAX_LABELS - 1] = {{0}};
+        for (int k = 1; k < nl; k++) {
+            lt[k - 1] = (tfc_tensor){l.dtype, {.ndim = 1, .dim = {nrows}}, lmore[k - 1].p, -1};
+            lmore[k - 1].p = NULL;
+        }
         if (nin > 1 && split_inputs(&f, nin, incols, look, more)) {
+            for (int k = 1; k < nl; k++) free(lt[k - 1].data);
             free(f.data);
             free(l.data);
             goto nomem;
@@ -671,20 +709,24 @@ tfc_status tfc_source_csv_mem(source **out, const csv_args *a, const char *text,
         else
             st = tfc_source_array(out, "csv", &f, lcol >= 0 ? &l : NULL, NULL, name, name, 0,
                                   ON_ERROR_FAIL, err);
-        if (!st && nin > 1) {
-            const tfc_node *fc = a->feature_columns;
-            const char *in_names[TFC_MAX_INPUTS], *files[TFC_MAX_INPUTS];
-            for (int k = 0; k < nin; k++) {
-                in_names[k] = fc->keys[k]->str;
-                files[k] = name;
-            }
-            st = tfc_source_array_inputs(*out, nin, in_names, more, files, err);
-            if (st) {
-                tfc_source_free(*out);
-                *out = NULL;
-            }
+        /* the inputs' and labels' names (those of the mappings), their file this one */
+        enum { NAMED = TFC_MAX_INPUTS + TFC_MAX_LABELS };
+        const char *files[NAMED], *named[NAMED];
+        int label_map = nl && a->label_column->kind == TFC_NODE_MAP;
+        for (int k = 0; k < nin + nl; k++) {
+            const tfc_node *m = k < nin ? a->feature_columns : a->label_column;
+            named[k] = m && m->kind == TFC_NODE_MAP ? m->keys[k < nin ? k : k - nin]->str : "";
+            files[k] = name;
         }
-        for (int k = 1; k < nin; k++) free(more[k - 1].data); /* those not taken */
+        if (!st && nin > 1) st = tfc_source_array_inputs(*out, nin, named, more, files, err);
+        if (!st && label_map) st = tfc_source_array_labels(*out, nl, named + nin, lt, files, err);
+        if (st && *out) {
+            tfc_source_free(*out);
+            *out = NULL;
+        }
+        /* those not taken */
+        for (int k = 1; k < nin; k++) free(more[k - 1].data);
+        for (int k = 1; k < nl; k++) free(lt[k - 1].data);
         if (!st) (*out)->skipped = skipped;
     }
     for (int64_t i = 0; !st && i < skipped && i < TFC_SKIP_NAMES; i++)
@@ -730,6 +772,7 @@ done:
     free(look);
     free(feats.p);
     free(labs.p);
+    for (int k = 0; k < TFC_MAX_LABELS - 1; k++) free(lmore[k].p);
     free(texts.p);
     free(toff.p);
     free(lines.p);
@@ -755,7 +798,8 @@ static const tfc_field csv_fields[] = {
      "one character between cells"},
     {"label_column", TFC_F_NODE, offsetof(csv_args, label_column), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL,
-     "column name or 0-based index of the label (-1: the last); none: no labels"},
+     "column name or 0-based index of the label (-1: the last); none: no labels; or {label "
+     "name: column}: one number label per name (a model of several outputs)"},
     {"feature_columns", TFC_F_NODE, offsetof(csv_args, feature_columns), TFC_NO_DEFAULT,
      TFC_UNBOUNDED, NULL, "list of column names or indices (default: every other column), or "
      "{input name: [columns]}: one float32 input per name (a model of several inputs)"},
@@ -784,9 +828,30 @@ static tfc_status csv_check(void *args, const tfc_node *at, const char *key, tfc
         st = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(at, "delimiter"), key,
                             "delimiter must be one character, found \"%s\"", a->delimiter);
     char ckey[352];
-    if (a->label_column && !tfc_node_is_null(a->label_column)) {
+    const tfc_node *lc = a->label_column;
+    if (lc && !tfc_node_is_null(lc) && lc->kind == TFC_NODE_MAP) {
+        /* {label name: column}: one number label per name (a model of several outputs) */
         snprintf(ckey, sizeof ckey, "%s.label_column", key);
-        if (column_node(a->label_column, ckey, err)) st = TFC_ERR_CONFIG;
+        const tfc_node *fc = a->feature_columns;
+        if (tfc_data_check_labels(lc, fc && !tfc_node_is_null(fc) ? fc : NULL, ckey, err))
+            st = TFC_ERR_CONFIG;
+        for (int k = 0; k < lc->n; k++) {
+            char kk[420];
+            snprintf(kk, sizeof kk, "%s.%s", ckey, lc->keys[k]->str);
+            if (column_node(lc->vals[k], kk, err)) st = TFC_ERR_CONFIG;
+        }
+        const char *other = a->label_dtype == CSV_LABEL_STRING ? "label_dtype: string names "
+                                                                 "the classes of one column"
+                            : tcol_given(a) ? "text_column's records take one label"
+                            : a->timeseries && !tfc_node_is_null(a->timeseries)
+                                ? "timeseries: the targets are rows of one column"
+                                : NULL;
+        if (other)
+            st = tfc_node_error(err, TFC_ERR_CONFIG, lc, ckey, "%s: give label_column one "
+                                "column", other);
+    } else if (lc && !tfc_node_is_null(lc)) {
+        snprintf(ckey, sizeof ckey, "%s.label_column", key);
+        if (column_node(lc, ckey, err)) st = TFC_ERR_CONFIG;
     }
     if (a->text_column && !tfc_node_is_null(a->text_column)) {
         snprintf(ckey, sizeof ckey, "%s.text_column", key);
