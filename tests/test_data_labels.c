@@ -1,12 +1,13 @@
 /* Elements of several named labels (Keras's fit(x, {"main": y1, "aux": y2})): the npy
- * source's `labels: {name: file}` (alone and with several inputs), the element spec and
- * tfc_pipeline_labels, every label carried through shuffle, cache, repeat, batch, take,
- * prefetch, shard, skip, padded_batch, bucket_by_sequence_length and filter by length in one
- * row order with the features (values checked against the files' own), records dropped by
- * label 0's range from every label, ragged labels padded each to its own longest, map ops on
- * a named label, the refusals (ops, filter by labels, segmentation masks, names, row counts,
- * timeseries), saved state restored (also a blob of the format before the labels'
- * components), and tfc-data's spec lines and .npy output read back. */
+ * source's `labels: {name: file}` (alone and with several inputs) and the csv source's
+ * `label_column: {name: column}`, the element spec and tfc_pipeline_labels, every label
+ * carried through shuffle, cache, repeat, batch, take, prefetch, shard, skip, padded_batch,
+ * bucket_by_sequence_length and filter by length in one row order with the features (values
+ * checked against the files' own), records dropped by label 0's range from every label,
+ * ragged labels padded each to its own longest, map ops on a named label, the refusals (ops,
+ * filter by labels, segmentation masks, names, row counts, timeseries), saved state restored
+ * (also a blob of the format before the labels' components), and tfc-data's spec lines and
+ * .npy output read back. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +454,60 @@ static void test_refusals(void)
     tfc_pipeline_free(build_ok(SRC1, fine));
 }
 
+/* csv: label_column {name: column} makes one number label per name (label_dtype each's),
+ * the feature columns by default every other; num_classes checks label 0; the refusals. */
+static void test_csv_labels(void)
+{
+    tfc_test_write("t.csv", "a,b,price,kind,y\n1,2,3.5,0,4\n4,5,6.5,2,5\n7,8,9.5,1,6\n", -1);
+    tfc_pipeline *p = build_ok("{type: csv, file: t.csv, label_column: {price: price, kind: "
+                               "kind}, label_dtype: float32}",
+                               (const char *[]){"batch: {batch_size: 3}", NULL});
+    const char *names[TFC_MAX_LABELS];
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_labels(p, names), 2);
+    CU_ASSERT_STRING_EQUAL(names[0], "price");
+    CU_ASSERT_STRING_EQUAL(names[1], "kind");
+    tfc_batch b;
+    tfc_error err;
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(b.nlabels, 2);
+    CU_ASSERT_EQUAL_FATAL(b.features.shape.dim[1], 3); /* a, b, y */
+    CU_ASSERT_EQUAL_FATAL(b.label_at[1].dtype, TFC_F32);
+    const float x[3][3] = {{1, 2, 4}, {4, 5, 5}, {7, 8, 6}}, price[3] = {3.5f, 6.5f, 9.5f};
+    const float kind[3] = {0, 2, 1};
+    CU_ASSERT(memcmp(b.features.data, x, sizeof x) == 0);
+    CU_ASSERT(memcmp(b.labels.data, price, sizeof price) == 0);
+    CU_ASSERT(memcmp(b.label_at[1].data, kind, sizeof kind) == 0);
+    tfc_pipeline_free(p);
+    /* int32 class ids, with named inputs; num_classes and on_error: skip by label 0 */
+    p = build_ok("{type: csv, file: t.csv, feature_columns: {wide: [a], deep: [b, price]}, "
+                 "label_column: {kind: kind, y: -1}, num_classes: 2, on_error: skip}",
+                 (const char *[]){"batch: {batch_size: 3}", NULL});
+    CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
+    CU_ASSERT_EQUAL_FATAL(b.ninputs, 2);
+    CU_ASSERT_EQUAL_FATAL(b.labels.shape.dim[0], 2); /* the row of kind 2 left out */
+    const int32_t k2[2] = {0, 1}, y2[2] = {4, 6};
+    const float deep[2][2] = {{2, 3.5f}, {8, 9.5f}};
+    CU_ASSERT_EQUAL_FATAL(b.label_at[1].dtype, TFC_I32);
+    CU_ASSERT(memcmp(b.labels.data, k2, sizeof k2) == 0);
+    CU_ASSERT(memcmp(b.label_at[1].data, y2, sizeof y2) == 0);
+    CU_ASSERT(memcmp(b.inputs[1].data, deep, sizeof deep) == 0);
+    tfc_pipeline_free(p);
+    refused("{type: csv, file: t.csv, label_column: {kind: kind, price: price}}", NULL,
+            "t.csv:2:5: error: label 3.5 is not an integer class index");
+    refused("{type: csv, file: t.csv, feature_columns: {kind: [a]}, label_column: {kind: kind}}",
+            NULL, "data.train.source.label_column.kind: 'kind' names an input too");
+    refused("{type: csv, file: t.csv, label_column: {a: kind, b: y}, label_dtype: string}", NULL,
+            "data.train.source.label_column: label_dtype: string names the classes of one "
+            "column: give label_column one column");
+    refused("{type: csv, file: t.csv, text_column: a, label_column: {a2: kind, b: y}}", NULL,
+            "text_column's records take one label: give label_column one column");
+    refused("{type: csv, file: t.csv, label_column: {a: kind, b: y}, timeseries: "
+            "{sequence_length: 2}}", NULL, "timeseries: the targets are rows of one column");
+    refused("{type: csv, file: t.csv, label_column: {a: [kind]}}", NULL,
+            "data.train.source.label_column.a: expected a column name or index");
+    refused("{type: csv, file: t.csv, label_column: {a: kind, b: nope}}", NULL, "nope");
+}
+
 /* Reads k batches of 3 rows from p into rows (every component's bytes of a row, 3 rows a
  * batch), checking each row against its record. */
 enum { ROW = 3 * 4 + 4 + 4 + 2 * 4 };
@@ -617,6 +672,7 @@ TFC_TEST_MAIN("data_labels",
               {"padded_batch_ragged_label", test_padded_batch_ragged_label},
               {"map_on_named_label", test_map_on_named_label},
               {"refusals", test_refusals},
+              {"csv_labels", test_csv_labels},
               {"state_round_trip", test_state_round_trip},
               {"ten_component_state", test_ten_component_state},
               {"tool_output", test_tool_output})
