@@ -182,6 +182,14 @@ static void test_spec_and_names(void)
     CU_ASSERT_EQUAL_FATAL(tfc_pipeline_next(p, &b, &err), TFC_OK);
     CU_ASSERT_EQUAL(check_row(&b, 0, &plain), 0);
     CU_ASSERT_EQUAL(b.labels.shape.ndim, 0);
+    /* a row's record, in each label's own file */
+    const char *files[] = {"y_main.npy record 0", "y_aux.npy record 0", "y_score.npy record 0"};
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT_EQUAL(tfc_pipeline_describe_row(p, tfc_label_comp(k), 0, where, sizeof where), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(where, files[k]));
+    }
+    CU_ASSERT_EQUAL(tfc_pipeline_describe_row(p, TFC_COMP_INPUT1, 0, where, sizeof where), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(where, "body.npy record 0"));
     tfc_pipeline_free(p);
 
     /* a plain file is one unnamed label, as before; no labels file, none */
