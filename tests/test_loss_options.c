@@ -502,7 +502,7 @@ static void test_keras_rowwise(void)
         tfc_model *m = tfc_test_model(model_yaml("linear", names[k].loss));
         CU_ASSERT_PTR_NOT_NULL_FATAL(m);
         CU_ASSERT(tfc_model_loss_kind(m) == names[k].kind);
-        CU_ASSERT_EQUAL(m->loss_opt.delta, names[k].delta);
+        CU_ASSERT_EQUAL(m->heads[0].loss_opt.delta, names[k].delta);
         tfc_model_free(m);
     }
     expect_error("{type: huber, delta: 0}", "loss.delta: expected a finite threshold > 0, found 0");

@@ -481,7 +481,7 @@ static const bad_case bad_cases[] = {
     {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: [acuracy]\n", 3, 11,
      "metrics[0]", "unknown value \"acuracy\"; did you mean \"accuracy\"?"},
     {"input: {shape: [4]}\nlayers: [{Dense: {units: 2}}]\nmetrics: [{top_k_accuracy: {k: 5}}]\n",
-     3, 10, "metrics", "top_k_accuracy with k = 5 exceeds the 2 output classes"},
+     3, 11, "metrics[0]", "top_k_accuracy with k = 5 exceeds the 2 output classes"},
     {HDR "  - Reshape: {target_shape: [5, -1]}\n", 3, 5, "layers[0].Reshape",
      "cannot reshape (28, 28, 1) (784 elements) to (5, -1)"},
     {HDR "  - MaxPooling2D: {pool_size: 30}\n", 3, 5, "layers[0].MaxPooling2D",

@@ -57,10 +57,8 @@ int main(int argc, char **argv)
         if (be) tfc_backend_free(be);
         return tfc_exit_code(err.code);
     }
-    const int ni = tfc_model_ninputs(m); /* a functional model's several */
-    int64_t nlab = (int64_t)batch * tfc_model_label_rows(m) *
-                   (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
-    void *xs[TFC_MODEL_MAX_INPUTS] = {0}, *labels = malloc((size_t)nlab * 4);
+    const int ni = tfc_model_ninputs(m), no = tfc_model_noutputs(m); /* a functional model's */
+    void *xs[TFC_MODEL_MAX_INPUTS] = {0}, *labels[TFC_MODEL_MAX_OUTPUTS] = {0};
     int nl = tfc_model_nlayers(m);
     double *fw = malloc(sizeof(double) * (size_t)(nl * iters)),
            *bw = malloc(sizeof(double) * (size_t)(nl * iters)),
@@ -83,12 +81,18 @@ int main(int argc, char **argv)
                 ((float *)x)[i] = (float)((double)(s >> 11) / 9007199254740992.0);
         }
     }
-    for (int64_t i = 0; i < nlab; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        if (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE)
-            ((int32_t *)labels)[i] = (int32_t)(s % (uint64_t)tfc_model_classes(m));
-        else
-            ((float *)labels)[i] = (float)(s % 2);
+    for (int k = 0; k < no; k++) { /* each output's: class ids, or 0/1 targets */
+        const int sparse = tfc_model_loss_kind_at(m, k) == TFC_LOSS_SPARSE_CCE;
+        const int64_t nlab = (int64_t)batch * tfc_model_label_rows_at(m, k) *
+                             (sparse ? 1 : tfc_model_classes_at(m, k));
+        labels[k] = malloc((size_t)nlab * 4);
+        for (int64_t i = 0; labels[k] && i < nlab; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            if (sparse)
+                ((int32_t *)labels[k])[i] = (int32_t)(s % (uint64_t)tfc_model_classes_at(m, k));
+            else
+                ((float *)labels[k])[i] = (float)(s % 2);
+        }
     }
     tfc_batch_result r;
     for (int it = -5; it < iters; it++) {
@@ -106,7 +110,7 @@ int main(int argc, char **argv)
             fw[i * iters + it] = tfc_now() - a;
         }
         double tb = tfc_now();
-        tfc_model_loss(m, labels, 1, &r, &err);
+        tfc_model_loss_targets(m, (const void *const *)labels, 1, &r, &err);
         tfc_model_zero_grad(m);
         for (int i = nl - 1; i >= 0; i--) {
             double a = tfc_now();
@@ -134,7 +138,7 @@ int main(int argc, char **argv)
     printf("%-51s %10.3f %10.3f\n", "sum of layers", tf, tbk);
     printf("whole step (forward + loss + backward, one pass): %.3f ms\n", tfc_median(step, iters) * 1e3);
     for (int k = 0; k < ni; k++) free(xs[k]);
-    free(labels);
+    for (int k = 0; k < no; k++) free(labels[k]);
     free(fw);
     free(bw);
     free(step);

@@ -963,63 +963,138 @@ static tfc_node *convert_loss(conv *c, const tfc_node *loss)
     return m->n == 1 ? scalar(c, name, 0) : m;
 }
 
-static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *root)
+/* One loss of compile_config (a name, a serialized loss or a function): its form in the
+ * model file, or NULL (not one loss). */
+static tfc_node *one_loss(conv *c, const tfc_node *loss)
 {
-    const tfc_node *loss = tfc_node_get(compile, "loss");
     if (is_serialized(loss) && !strcmp(sval(loss, "class_name"), "function") &&
         sval(loss, "config")) /* loss=keras.losses.binary_crossentropy: its name */
         loss = tfc_node_get(loss, "config");
-    if (loss && !is_null(loss)) {
-        tfc_node *short_form = is_serialized(loss) ? convert_loss(c, loss) : NULL;
-        if (short_form)
-            put(c, root, "loss", short_form);
-        else if (loss->kind == TFC_NODE_SCALAR || is_serialized(loss))
-            put(c, root, "loss", convert_value(c, loss));
-        else
-            note(c->rep, "the model was compiled with several losses; tfc's model file has "
-                 "one: no loss: written");
-    }
-    const tfc_node *metrics = tfc_node_get(compile, "metrics");
-    const int loss_logits = is_serialized(loss) &&
-                            is_true(tfc_node_get(tfc_node_get(loss, "config"), "from_logits"));
-    if (metrics && metrics->kind == TFC_NODE_SEQ && metrics->n) {
-        tfc_node *seq = new_seq(c);
-        for (int i = 0; i < metrics->n; i++) {
-            const tfc_node *m = metrics->vals[i];
-            if (is_serialized(m) && tfc_metric_class_name(sval(m, "class_name"))) {
-                /* a metric class with the arguments not at Keras's defaults: {AUC: {curve:
-                 * PR}}, or the name it reports alone (precision) */
-                const char *cls = sval(m, "class_name");
-                const tfc_node *cfg = tfc_node_get(m, "config");
-                tfc_node *args = tfc_node_new_map(c->out, NULL);
-                for (int k = 0; cfg->kind == TFC_NODE_MAP && k < cfg->n; k++)
-                    if (!tfc_metric_default_arg(cls, cfg->keys[k]->str, cfg->vals[k]))
-                        put(c, args, cfg->keys[k]->str, convert_value(c, cfg->vals[k]));
-                if (loss_logits && !strcmp(cls, "BinaryAccuracy"))
-                    note(c->rep, "BinaryAccuracy thresholds the logits of a from_logits loss at "
-                         "its threshold, as Keras's (0.5: a probability of 0.62); without "
-                         "threshold: tfc's binary_accuracy reads logits at 0");
-                const char *plain = tfc_metric_class_name(cls); /* precision */
-                tfc_node *item = tfc_node_new_map(c->out, NULL);
-                put(c, item, cls, args);
-                tfc_node_seq_push(seq, args->n || !tfc_metric_class_name(plain)
-                                           ? item : scalar(c, plain, 0));
-                continue;
-            }
-            const char *name = m->kind == TFC_NODE_SCALAR ? m->str : NULL;
-            char snake[96] = "";
-            if (is_serialized(m)) { /* its name, else its class's */
-                name = sval(tfc_node_get(m, "config"), "name");
-                tfc_snake_case(sval(m, "class_name"), snake, sizeof snake);
-                if (!name || !tfc_metric_known(name)) name = snake;
-            }
-            if (name && tfc_metric_known(name))
-                tfc_node_seq_push(seq, scalar(c, name, 0));
-            else
-                note(c->rep, "the metric %s is not tfc's: left out of metrics:",
-                     name ? name : "(unnamed)");
+    tfc_node *short_form = is_serialized(loss) ? convert_loss(c, loss) : NULL;
+    if (short_form) return short_form;
+    if (loss->kind == TFC_NODE_SCALAR || is_serialized(loss)) return convert_value(c, loss);
+    return NULL;
+}
+
+/* Whether a loss of compile_config takes logits (from_logits: true). */
+static int loss_from_logits(const tfc_node *loss)
+{
+    return is_serialized(loss) &&
+           is_true(tfc_node_get(tfc_node_get(loss, "config"), "from_logits"));
+}
+
+/* A list of compile_config's metrics as `metrics:` takes them (those tfc lacks noted). */
+static tfc_node *metric_list(conv *c, const tfc_node *metrics, int loss_logits)
+{
+    tfc_node *seq = new_seq(c);
+    for (int i = 0; i < metrics->n; i++) {
+        const tfc_node *m = metrics->vals[i];
+        if (is_serialized(m) && tfc_metric_class_name(sval(m, "class_name"))) {
+            /* a metric class with the arguments not at Keras's defaults: {AUC: {curve:
+             * PR}}, or the name it reports alone (precision) */
+            const char *cls = sval(m, "class_name");
+            const tfc_node *cfg = tfc_node_get(m, "config");
+            tfc_node *args = tfc_node_new_map(c->out, NULL);
+            for (int k = 0; cfg->kind == TFC_NODE_MAP && k < cfg->n; k++)
+                if (!tfc_metric_default_arg(cls, cfg->keys[k]->str, cfg->vals[k]))
+                    put(c, args, cfg->keys[k]->str, convert_value(c, cfg->vals[k]));
+            if (loss_logits && !strcmp(cls, "BinaryAccuracy"))
+                note(c->rep, "BinaryAccuracy thresholds the logits of a from_logits loss at "
+                     "its threshold, as Keras's (0.5: a probability of 0.62); without "
+                     "threshold: tfc's binary_accuracy reads logits at 0");
+            const char *plain = tfc_metric_class_name(cls); /* precision */
+            tfc_node *item = tfc_node_new_map(c->out, NULL);
+            put(c, item, cls, args);
+            tfc_node_seq_push(seq, args->n || !tfc_metric_class_name(plain)
+                                       ? item : scalar(c, plain, 0));
+            continue;
         }
-        if (seq->n) put(c, root, "metrics", seq);
+        const char *name = m->kind == TFC_NODE_SCALAR ? m->str : NULL;
+        char snake[96] = "";
+        if (is_serialized(m)) { /* its name, else its class's */
+            name = sval(tfc_node_get(m, "config"), "name");
+            tfc_snake_case(sval(m, "class_name"), snake, sizeof snake);
+            if (!name || !tfc_metric_known(name)) name = snake;
+        }
+        if (name && tfc_metric_known(name))
+            tfc_node_seq_push(seq, scalar(c, name, 0));
+        else
+            note(c->rep, "the metric %s is not tfc's: left out of metrics:",
+                 name ? name : "(unnamed)");
+    }
+    return seq;
+}
+
+/* A per-output value of a model of several outputs' compile_config (a mapping by output
+ * name, keys resolved to tfc's names, or a list in the outputs' order), each value through
+ * `each` (NULL: copied) with *bad set where one does not convert. */
+static tfc_node *per_output_value(conv *c, const tfc_node *v, const tfc_node *loss,
+                                  tfc_node *(*each)(conv *, const tfc_node *, const tfc_node *),
+                                  int *bad)
+{
+    const int map = v->kind == TFC_NODE_MAP;
+    tfc_node *out = map ? tfc_node_new_map(c->out, NULL) : new_seq(c);
+    for (int i = 0; i < v->n; i++) {
+        const tfc_node *l = !loss ? NULL : map ? tfc_node_get(loss, v->keys[i]->str)
+                                  : loss->kind == TFC_NODE_SEQ && i < loss->n ? loss->vals[i]
+                                                                             : NULL;
+        tfc_node *x = each ? each(c, v->vals[i], l) : tfc_node_copy(c->out, v->vals[i]);
+        if (!x) {
+            *bad = 1;
+            continue;
+        }
+        if (map) put(c, out, resolve(c, v->keys[i]->str), x);
+        else tfc_node_seq_push(out, x);
+    }
+    return out;
+}
+
+static tfc_node *each_loss(conv *c, const tfc_node *v, const tfc_node *unused)
+{
+    (void)unused;
+    return one_loss(c, v);
+}
+
+static tfc_node *each_metrics(conv *c, const tfc_node *v, const tfc_node *loss)
+{
+    if (v->kind != TFC_NODE_SEQ) return NULL;
+    return metric_list(c, v, loss && loss_from_logits(loss));
+}
+
+static tfc_status convert_compile(conv *c, const tfc_node *compile, tfc_node *root)
+{
+    const tfc_node *loss = tfc_node_get(compile, "loss");
+    const tfc_node *metrics = tfc_node_get(compile, "metrics");
+    const tfc_node *weights = tfc_node_get(compile, "loss_weights");
+    if (c->noutputs) { /* several outputs: a loss, weight and metric list each */
+        const int each = loss && (loss->kind == TFC_NODE_SEQ ||
+                                  (loss->kind == TFC_NODE_MAP && !is_serialized(loss)));
+        int bad = 0;
+        if (loss && !is_null(loss)) {
+            tfc_node *v = each ? per_output_value(c, loss, NULL, each_loss, &bad)
+                               : one_loss(c, loss);
+            if (v && !bad) put(c, root, "loss", v);
+            else note(c->rep, "a loss tfc does not read: no loss: written");
+        }
+        if (weights && (weights->kind == TFC_NODE_SEQ || weights->kind == TFC_NODE_MAP))
+            put(c, root, "loss_weights", per_output_value(c, weights, NULL, NULL, &bad));
+        bad = 0;
+        if (metrics && (metrics->kind == TFC_NODE_MAP || metrics->kind == TFC_NODE_SEQ)) {
+            tfc_node *v = per_output_value(c, metrics, each ? loss : NULL, each_metrics, &bad);
+            if (!bad && v->n) put(c, root, "metrics", v);
+            else if (bad) note(c->rep, "metrics not given per output: no metrics: written");
+        }
+    } else {
+        if (loss && !is_null(loss)) {
+            tfc_node *v = one_loss(c, loss);
+            if (v) put(c, root, "loss", v);
+            else note(c->rep, "the model was compiled with several losses; tfc's model file "
+                      "has one: no loss: written");
+        }
+        if (metrics && metrics->kind == TFC_NODE_SEQ && metrics->n) {
+            tfc_node *seq = metric_list(c, metrics, loss_from_logits(loss));
+            if (seq->n) put(c, root, "metrics", seq);
+        }
     }
     const tfc_node *opt = tfc_node_get(compile, "optimizer");
     if (is_serialized(opt))
@@ -1356,10 +1431,7 @@ static tfc_status convert_model(conv *c, const tfc_node *top, tfc_node *root)
         put(c, root, "layers", seq);
         put(c, root, "outputs", outs);
         const tfc_node *compile = tfc_node_get(top, "compile_config");
-        const tfc_node *loss = tfc_node_get(compile, "loss");
-        if (compile && compile->kind == TFC_NODE_MAP && loss && !is_null(loss))
-            note(c->rep, "the model has %d outputs, which tfc does not train yet: its compile "
-                 "arguments (losses, metrics) are not written", c->noutputs);
+        if (compile && compile->kind == TFC_NODE_MAP) convert_compile(c, compile, root);
         return TFC_OK;
     }
     if (functional) output = resolve(c, output);

@@ -25,13 +25,19 @@ void tfc_model_unbind(tfc_model *m)
     for (int i = 0; m->bound && i < m->nlayers; i++) free(m->bound[i].host_mask);
     free(m->bound);
     free(m->host_mask);
-    free(m->host_target);
-    free(m->host_weight);
-    free(m->count_labels);
-    free(m->count_weight);
-    free(m->count_out);
+    for (int k = 0; k < m->noutputs; k++) {
+        tfc_head *h = &m->heads[k];
+        free(h->host_target);
+        free(h->host_weight);
+        free(h->count_labels);
+        free(h->count_weight);
+        free(h->count_out);
+        h->count_labels = h->count_weight = h->count_out = NULL;
+        h->host_target = h->host_weight = NULL;
+        h->target = h->row_weight = h->scalars = NULL;
+        h->labels = NULL;
+    }
     free(m->counts);
-    m->count_labels = m->count_weight = m->count_out = NULL;
     m->counts = NULL;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
@@ -42,8 +48,7 @@ void tfc_model_unbind(tfc_model *m)
     m->arena = m->params = m->grads = m->copies = NULL;
     m->bound = NULL;
     m->host_mask = NULL;
-    m->host_target = m->host_weight = NULL;
-    m->target = m->row_weight = NULL;
+    m->scalars = NULL;
     m->be = NULL;
 }
 
@@ -157,8 +162,9 @@ static int has_dz(const tfc_layer *l)
  * one region and sets b->zero_at; returns the region's size (offsets in off[]).
  * Backward runs layers n-1 .. 0; call the loss time 0 and layer i's backward step n - i.
  * Layer p's gradient is first written (accumulated into) at the step of its last consumer
- * c (the loss for the last layer; p itself when nothing consumes it) and last read at its
- * own: it lives over [n - c, n - p], and is zeroed when that starts. */
+ * c (p itself when nothing consumes it) and last read at its own: it lives over
+ * [n - c, n - p], and is zeroed when that starts. An output's lives from the loss, which
+ * zeroes and writes it (its zero_at stays p: its consumers add to what the loss wrote). */
 static size_t plan_grads(tfc_model *m, size_t *off)
 {
     const int n = m->nlayers;
@@ -172,10 +178,11 @@ static size_t plan_grads(tfc_model *m, size_t *off)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < m->layers[i].ninputs; j++) {
             int p = m->layers[i].inputs[j];
-            if (p >= 0 && i > m->bound[p].zero_at) m->bound[p].zero_at = i;
+            if (p >= 0 && i > m->bound[p].zero_at && !tfc_model_is_output(m, p))
+                m->bound[p].zero_at = i;
         }
     for (int p = 0; p < n; p++) {
-        first[p] = p == n - 1 ? 0 : n - m->bound[p].zero_at;
+        first[p] = tfc_model_is_output(m, p) ? 0 : n - m->bound[p].zero_at;
         last[p] = n - p;
         bytes[p] = m->bound[p].grad_bytes;
     }
@@ -189,7 +196,9 @@ static size_t plan_grads(tfc_model *m, size_t *off)
  * sizes. Needs m->bound (the gradient blocks' lifetimes) and runs each layer's plan (its
  * workspace); allocates only the host array y. */
 typedef struct layout {
-    size_t x, dx, mask, labels, scalars, target, weight, ws, grads;
+    size_t x, dx, mask, scalars, ws, grads;
+    size_t labels[TFC_MODEL_MAX_OUTPUTS], target[TFC_MODEL_MAX_OUTPUTS], /* per head */
+        weight[TFC_MODEL_MAX_OUTPUTS];
     size_t xk[TFC_MODEL_MAX_INPUTS], dxk[TFC_MODEL_MAX_INPUTS]; /* inputs 1..: x and dx */
     size_t *y;
     tfc_memory_plan plan;
@@ -212,6 +221,15 @@ static void plan_backward(tfc_model *m)
     free(runs);
 }
 
+/* The model's scalars (tfc_model.scalars): the loss and one per metric; with several
+ * heads, then each head's loss and its metrics. */
+static int scalar_count(const tfc_model *m)
+{
+    int n = 1 + m->nmetrics;
+    for (int k = 0; k < m->noutputs && m->noutputs > 1; k++) n += 1 + m->heads[k].nmetrics;
+    return n;
+}
+
 static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int inference,
                               layout *L, tfc_error *err)
 {
@@ -230,9 +248,6 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
         if (m->layers[i].mask_out && !m->layers[i].mask_in && m->layers[i].inputs[0] < 0)
             m->mask_layer = i;
     m->mask_input = m->mask_layer >= 0 ? -1 - m->layers[m->mask_layer].inputs[0] : 0;
-    size_t loss_rows = B * (size_t)m->label_rows, target_elems = loss_rows * (size_t)m->classes;
-    int smooth = m->loss_opt.label_smoothing > 0, weighted = m->loss_opt.class_weight != NULL;
-    size_t label_elems = (size_t)m->label_rows * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
     size_t o = 0;
     L->x = o; o = align_up(o + in_bytes);
     for (int k = 1; k < m->ninputs; k++) {
@@ -245,10 +260,18 @@ static tfc_status plan_layout(tfc_model *m, tfc_backend *be, int max_batch, int 
             m->bound[i].mask_at = o;
             o = align_up(o + B * (size_t)m->layers[i].out_shape.dim[0] * 4);
         }
-    L->labels = o; o = align_up(o + B * label_elems * 4);
-    L->scalars = o; o = align_up(o + (size_t)(1 + m->nmetrics) * 4);
-    if (smooth) { L->target = o; o = align_up(o + target_elems * 4); }
-    if (weighted) { L->weight = o; o = align_up(o + loss_rows * 4); }
+    for (int k = 0; k < m->noutputs; k++) { /* each head's labels, targets, row weights */
+        const tfc_head *h = &m->heads[k];
+        size_t rows = B * (size_t)h->label_rows;
+        size_t label_elems = rows * (h->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)h->classes);
+        L->labels[k] = o; o = align_up(o + label_elems * 4);
+        if (h->loss_opt.label_smoothing > 0) {
+            L->target[k] = o;
+            o = align_up(o + rows * (size_t)h->classes * 4);
+        }
+        if (h->loss_opt.class_weight) { L->weight[k] = o; o = align_up(o + rows * 4); }
+    }
+    L->scalars = o; o = align_up(o + (size_t)scalar_count(m) * 4);
     P->io = o;
     if (!(L->y = calloc((size_t)m->nlayers * 4 + 1, sizeof *L->y)))
         return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -411,7 +434,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
         if (!l->ops->forward_relu || l->act != TFC_ACT_LINEAR || j == i || l->frozen) continue;
         const tfc_layer *r = &m->layers[j];
         if (!r->pure_act || r->act != TFC_ACT_RELU || r->mask_in ||
-            (j == m->nlayers - 1 && m->fused_loss))
+            tfc_model_fused_at(m, j))
             continue;
         m->bound[i].relu_into = j;
         m->bound[j].relu_done = 1;
@@ -452,7 +475,7 @@ static void plan_chains(tfc_model *m, const tfc_backend *be, int max_batch)
                 }
             }
             if (j != end && m->layers[j].pure_act && !m->layers[j].mask_in &&
-                !(j == m->nlayers - 1 && m->fused_loss)) {
+                !tfc_model_fused_at(m, j)) {
                 act = m->layers[j].act;
                 actl = end = j;
                 j = sole_consumer(m, end);
@@ -628,10 +651,12 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
     if (m->max_length && tfc_model_set_length(m, m->max_length, err)) return err->code;
     tfc_status st = check_kernels(m, be, err);
     if (st) return st;
-    if (!inference && !(be->losses >> m->loss & 1))
-        return tfc_error_set(err, TFC_ERR_CONFIG,
-                             "the %s backend has no kernel for the loss '%s' yet; run this model "
-                             "with --device cpu", be->ops->name, tfc_loss_names[m->loss]);
+    for (int k = 0; k < m->noutputs && !inference; k++)
+        if (!(be->losses >> m->heads[k].loss & 1))
+            return tfc_error_set(err, TFC_ERR_CONFIG,
+                                 "the %s backend has no kernel for the loss '%s' yet; run this "
+                                 "model with --device cpu", be->ops->name,
+                                 tfc_loss_names[m->heads[k].loss]);
     for (int i = 0; i < m->nmetrics && !inference; i++)
         if (m->metrics[i].fn >= 0 && !(be->losses >> m->metrics[i].fn & 1))
             return tfc_error_set(err, TFC_ERR_CONFIG,
@@ -714,22 +739,31 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
         tfc_model_unbind(m);
         return st;
     }
-    size_t B = (size_t)max_batch, loss_rows = B * (size_t)m->label_rows;
-    int smooth = m->loss_opt.label_smoothing > 0, weighted = m->loss_opt.class_weight != NULL;
+    size_t B = (size_t)max_batch;
     m->arena = alloc_or_report(be, L.plan.arena, "activations", max_batch, err);
     m->host_mask = m->mask_layer >= 0 ? malloc(B * (size_t)mask_steps(m) * 4) : NULL;
-    m->host_target = smooth ? malloc(loss_rows * (size_t)m->classes * 4) : NULL;
-    m->host_weight = weighted ? malloc(loss_rows * 4) : NULL;
-    if (m->ncounts) { /* counted metrics: the host's copies of a batch */
-        const size_t label_cols = m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes;
-        m->count_labels = malloc(loss_rows * label_cols * 4);
-        m->count_weight = malloc(loss_rows * 4);
-        m->count_out = malloc(loss_rows * (size_t)m->classes * 4);
-        m->counts = malloc((size_t)m->ncounts * sizeof *m->counts);
+    int short_of = 0; /* a host buffer that could not be had */
+    for (int k = 0; k < m->noutputs; k++) {
+        tfc_head *h = &m->heads[k];
+        const size_t loss_rows = B * (size_t)h->label_rows;
+        const int smooth = h->loss_opt.label_smoothing > 0, weighted = !!h->loss_opt.class_weight;
+        h->host_target = smooth ? malloc(loss_rows * (size_t)h->classes * 4) : NULL;
+        h->host_weight = weighted ? malloc(loss_rows * 4) : NULL;
+        short_of |= (smooth && !h->host_target) || (weighted && !h->host_weight);
+        int counted = 0;
+        for (int i = 0; i < h->nmetrics; i++)
+            counted |= m->metrics[h->metric0 + i].kind == TFC_METRIC_COUNTED;
+        if (counted) { /* counted metrics: the host's copies of a batch */
+            const size_t label_cols = h->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)h->classes;
+            h->count_labels = malloc(loss_rows * label_cols * 4);
+            h->count_weight = malloc(loss_rows * 4);
+            h->count_out = malloc(loss_rows * (size_t)h->classes * 4);
+            short_of |= !h->count_labels || !h->count_weight || !h->count_out;
+        }
     }
-    if (!m->arena || (m->mask_layer >= 0 && !m->host_mask) || (smooth && !m->host_target) ||
-        (weighted && !m->host_weight) ||
-        (m->ncounts && (!m->count_labels || !m->count_weight || !m->count_out || !m->counts))) {
+    if (m->ncounts) m->counts = malloc((size_t)m->ncounts * sizeof *m->counts);
+    if (!m->arena || (m->mask_layer >= 0 && !m->host_mask) || short_of ||
+        (m->ncounts && !m->counts)) {
         free(L.y);
         tfc_model_unbind(m);
         return err && err->count ? err->code : tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
@@ -745,10 +779,16 @@ static tfc_status bind(tfc_model *m, tfc_backend *be, int max_batch, int inferen
                                                                    : NULL;
     }
     m->mask = m->mask_layer >= 0 ? (float *)(base + L.mask) : NULL;
-    m->labels = base + L.labels;
     m->scalars = (float *)(base + L.scalars);
-    m->target = smooth ? (float *)(base + L.target) : NULL;
-    m->row_weight = weighted ? (float *)(base + L.weight) : NULL;
+    for (int k = 0, at = 1 + m->nmetrics; k < m->noutputs; k++) {
+        tfc_head *h = &m->heads[k];
+        h->labels = base + L.labels[k];
+        h->target = h->loss_opt.label_smoothing > 0 ? (float *)(base + L.target[k]) : NULL;
+        h->row_weight = h->loss_opt.class_weight ? (float *)(base + L.weight[k]) : NULL;
+        /* one head: the model's scalars; several: each its own after the model's */
+        h->scalars = m->noutputs > 1 ? m->scalars + at : m->scalars;
+        at += 1 + h->nmetrics;
+    }
     m->ws = base + L.ws;
     for (int i = 0; i < m->nlayers; i++) {
         tfc_layer *l = &m->layers[i];
@@ -962,7 +1002,7 @@ void tfc_model_layer_forward(tfc_model *m, int i)
      * NaN is neither), so no layer ever needs z. */
     b->z_unset = l->act != TFC_ACT_LINEAR && l->ops->forward_act &&
                  (!m->ex.training || l->act == TFC_ACT_RELU) &&
-                 !(i == m->nlayers - 1 && m->fused_loss);
+                 !tfc_model_fused_at(m, i);
     if (b->z_unset) {
         l->ops->forward_act(l, &m->ex, xs, b->y);
         return;
@@ -1129,109 +1169,156 @@ tfc_status tfc_model_adapt_end(tfc_model *m, int i, tfc_error *err)
     return s;
 }
 
-tfc_status tfc_model_stage_labels(tfc_model *m, const void *labels, tfc_error *err)
+/* Head h's labels (host, as the loss takes them) staged: checked, uploaded, and its loss
+ * call set up (tfc_head.loss_call). */
+static tfc_status stage_head(tfc_model *m, tfc_head *h, const void *labels, tfc_error *err)
 {
-    if (tfc_model_check_loss(m, err)) return TFC_ERR_CONFIG;
     tfc_backend *be = m->be;
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    const tfc_layer *out = &m->layers[h->layer];
     int batch = m->ex.batch;
-    int64_t rows = (int64_t)batch * m->label_rows;
-    if (m->loss == TFC_LOSS_SPARSE_CCE) {
+    int64_t rows = (int64_t)batch * h->label_rows;
+    if (h->loss == TFC_LOSS_SPARSE_CCE) {
         const int32_t *lab = labels;
         for (int64_t r = 0; r < rows; r++)
-            if (lab[r] < 0 || lab[r] >= m->classes)
+            if (lab[r] < 0 || lab[r] >= h->classes)
                 return tfc_error_set(err, TFC_ERR_DATA,
                                      "example %lld of the batch: label %d is outside [0, %d), the "
                                      "classes of layer '%s'",
-                                     (long long)(r / m->label_rows), lab[r], m->classes, last->name);
+                                     (long long)(r / h->label_rows), lab[r], h->classes,
+                                     out->name);
     }
-    size_t label_bytes = (size_t)rows * 4 * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes);
-    be->ops->upload(be, m->labels, labels, label_bytes);
+    const size_t label_bytes =
+        (size_t)rows * 4 * (h->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)h->classes);
+    be->ops->upload(be, h->labels, labels, label_bytes);
     /* Sequence outputs that carry the mask count only real steps (Keras). */
-    tfc_loss_call *c = &m->loss_call;
+    tfc_loss_call *c = &h->loss_call;
     const float *host_weight = NULL;
     int64_t counted = rows, steps = 0;
-    const float *carried = last->mask_out && m->mask ? carried_mask(m, m->nlayers - 1, 0, &steps)
-                                                     : NULL;
+    const float *carried = out->mask_out && m->mask ? carried_mask(m, h->layer, 0, &steps)
+                                                    : NULL;
     c->weight = NULL;
-    if (carried && m->label_rows == steps) {
+    if (carried && h->label_rows == steps) {
         c->weight = carried;
-        host_weight = carried_mask(m, m->nlayers - 1, 1, &steps);
+        host_weight = carried_mask(m, h->layer, 1, &steps);
         counted = 0;
         for (int64_t r = 0; r < rows; r++) counted += host_weight[r] != 0;
     }
     c->scale = counted ? 1.0f / (float)counted : 0.f;
-    if (m->ncounts) { /* what tfc_model_loss_result counts */
-        memcpy(m->count_labels, labels,
-               (size_t)rows * 4 * (m->loss == TFC_LOSS_SPARSE_CCE ? 1 : (size_t)m->classes));
-        m->count_weighted = host_weight != NULL;
-        if (host_weight) memcpy(m->count_weight, host_weight, (size_t)rows * 4);
-        m->count_rows = rows;
+    if (h->count_labels) { /* what tfc_model_loss_result counts */
+        memcpy(h->count_labels, labels, label_bytes);
+        h->count_weighted = host_weight != NULL;
+        if (host_weight) memcpy(h->count_weight, host_weight, (size_t)rows * 4);
+        h->count_rows = rows;
     }
     /* loss options: smoothed targets (a sparse label becomes a categorical target) and,
      * after a training-mode forward only (Keras's fit(class_weight); evaluation is
      * unweighted), the rows' class weights; the mean still divides by the counted rows.
      * Metrics keep the plain labels and the 0/1 mask. */
-    c->kind = m->loss;
-    c->target = m->labels;
+    c->kind = h->loss;
+    c->target = h->labels;
     c->loss_weight = c->weight;
-    int weighted = m->ex.training && m->row_weight;
-    if (m->target || weighted) {
-        tfc_loss_targets(m, labels, rows, host_weight, m->host_target,
-                         weighted ? m->host_weight : NULL);
-        if (m->target) {
-            be->ops->upload(be, m->target, m->host_target, (size_t)rows * (size_t)m->classes * 4);
-            c->target = m->target;
+    int weighted = m->ex.training && h->row_weight;
+    if (h->target || weighted) {
+        tfc_loss_targets(h, labels, rows, host_weight, h->host_target,
+                         weighted ? h->host_weight : NULL);
+        if (h->target) {
+            be->ops->upload(be, h->target, h->host_target, (size_t)rows * (size_t)h->classes * 4);
+            c->target = h->target;
             if (c->kind == TFC_LOSS_SPARSE_CCE) c->kind = TFC_LOSS_CCE;
         }
         if (weighted) {
-            be->ops->upload(be, m->row_weight, m->host_weight, (size_t)rows * 4);
-            c->loss_weight = m->row_weight;
+            be->ops->upload(be, h->row_weight, h->host_weight, (size_t)rows * 4);
+            c->loss_weight = h->row_weight;
         }
     }
-    m->loss_counted = counted;
+    h->loss_counted = counted;
     return TFC_OK;
+}
+
+tfc_status tfc_model_stage_targets(tfc_model *m, const void *const *labels, tfc_error *err)
+{
+    if (tfc_model_check_loss(m, err)) return TFC_ERR_CONFIG;
+    for (int k = 0; k < m->noutputs; k++) {
+        tfc_status s = stage_head(m, &m->heads[k], labels[k], err);
+        if (s) {
+            if (m->noutputs > 1)
+                tfc_error_prefix(err, "output '%s': ", m->layers[m->outputs[k]].name);
+            return s;
+        }
+    }
+    return TFC_OK;
+}
+
+tfc_status tfc_model_stage_labels(tfc_model *m, const void *labels, tfc_error *err)
+{
+    const void *one[1] = {labels};
+    if (m->noutputs > 1)
+        return tfc_error_set(err, TFC_ERR_USAGE, "model '%s' has %d outputs: stage the labels "
+                             "of each (tfc_model_stage_targets)", m->name, m->noutputs);
+    return tfc_model_stage_targets(m, one, err);
+}
+
+/* Head h's loss, metrics and, with want_grad, its gradient into its layer's, as staged. */
+static void head_loss(tfc_model *m, tfc_head *h, int want_grad)
+{
+    tfc_backend *be = m->be;
+    const tfc_layer *out = &m->layers[h->layer];
+    const tfc_bound *b = &m->bound[h->layer];
+    const tfc_loss_call *c = &h->loss_call;
+    int64_t rows = (int64_t)m->ex.batch * h->label_rows;
+    const float *x = h->fused ? b->z : b->y;
+    int from_logits = h->fused || !(out->act == TFC_ACT_SOFTMAX || out->act == TFC_ACT_SIGMOID);
+    float *dx = NULL;
+    if (want_grad) { /* the block the loss and the output's consumers accumulate into */
+        be->ops->zero(be, b->dy, b->grad_bytes);
+        dx = h->fused ? b->dz : b->dy;
+    }
+    be->ops->zero(be, h->scalars, (size_t)(1 + h->nmetrics) * 4);
+    be->ops->loss(be, c->kind, from_logits, (float)h->loss_opt.delta, rows, h->classes, x,
+                  c->target, c->loss_weight, c->scale, h->scalars, dx);
+    const int64_t ndx = (int64_t)m->ex.batch * tfc_layer_out_numel(out);
+    if (dx && h->weight != 1.0f) /* loss_weights: the model's loss is the weighted sum */
+        be->ops->scale(be, ndx, h->weight, dx);
+    if (dx && m->loss_scale_at) /* the loss scale (float16): the gradient alone */
+        be->ops->loss_scale_at(be, ndx, m->loss_scale_at, dx);
+    else if (dx && m->loss_scale != 1.0f)
+        be->ops->scale(be, ndx, m->loss_scale, dx);
+    for (int i = 0; i < h->nmetrics; i++) {
+        const tfc_metric *mt = &m->metrics[h->metric0 + i];
+        const tfc_metric_kind k = mt->kind;
+        if (mt->fn >= 0) /* the rows' sum of a loss function, on the output as Keras's metric
+                          * sees it (a fused softmax's probabilities, not its logits) */
+            be->ops->loss(be, (tfc_loss_kind)mt->fn, mt->fn_logits, 1.0f, rows, h->classes, b->y,
+                          h->labels, c->weight, 1.0f, h->scalars + 1 + i, NULL);
+        else if (k != TFC_METRIC_LOSS && k != TFC_METRIC_COUNTED)
+            be->ops->accuracy(be, h->loss, from_logits, rows, h->classes, mt->k, x, h->labels,
+                              c->weight, h->scalars + 1 + i);
+    }
 }
 
 void tfc_model_loss_compute(tfc_model *m, int want_grad)
 {
     tfc_backend *be = m->be;
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
-    const tfc_bound *b = &m->bound[m->nlayers - 1];
-    const tfc_loss_call *c = &m->loss_call;
-    int64_t rows = (int64_t)m->ex.batch * m->label_rows;
-    const float *x = m->fused_loss ? b->z : b->y;
-    int from_logits = m->fused_loss || !(last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID);
-    float *dx = NULL;
-    if (want_grad) { /* the blocks the loss and the input's consumers accumulate into */
-        be->ops->zero(be, b->dy, b->grad_bytes);
-        for (int k = 0; k < m->ninputs && m->want_input_grad; k++) /* else nothing writes it */
-            if (m->dxs[k])
-                be->ops->zero(be, m->dxs[k], (size_t)m->max_batch *
-                              (size_t)tfc_shape_numel(tfc_model_input_shape_at(m, k)) * 4);
-        dx = m->fused_loss ? b->dz : b->dy;
+    for (int k = 0; k < m->ninputs && want_grad && m->want_input_grad; k++)
+        if (m->dxs[k]) /* the input's consumers accumulate into it; else nothing writes it */
+            be->ops->zero(be, m->dxs[k], (size_t)m->max_batch *
+                          (size_t)tfc_shape_numel(tfc_model_input_shape_at(m, k)) * 4);
+    if (m->noutputs > 1) be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
+    for (int k = 0; k < m->noutputs; k++) {
+        head_loss(m, &m->heads[k], want_grad);
+        if (m->noutputs > 1) /* the model's loss: the heads' weighted sum */
+            be->ops->axpy(be, 1, m->heads[k].weight, m->heads[k].scalars, m->scalars);
     }
-    be->ops->zero(be, m->scalars, (size_t)(1 + m->nmetrics) * 4);
-    be->ops->loss(be, c->kind, from_logits, (float)m->loss_opt.delta, rows, m->classes, x,
-                  c->target, c->loss_weight, c->scale, m->scalars, dx);
     if (m->regularized) penalties(m, 1, 0); /* in every loss, as Keras's compute_loss */
     if (m->activity) activity_penalties(m, -1);
-    const int64_t ndx = (int64_t)m->ex.batch * tfc_layer_out_numel(last);
-    if (dx && m->loss_scale_at) /* the loss scale (float16): the gradient alone */
-        be->ops->loss_scale_at(be, ndx, m->loss_scale_at, dx);
-    else if (dx && m->loss_scale != 1.0f)
-        be->ops->scale(be, ndx, m->loss_scale, dx);
-    for (int i = 0; i < m->nmetrics; i++) {
-        const tfc_metric *mt = &m->metrics[i];
-        const tfc_metric_kind k = mt->kind;
-        if (mt->fn >= 0) /* the rows' sum of a loss function, on the output as Keras's metric
-                          * sees it (a fused softmax's probabilities, not its logits) */
-            be->ops->loss(be, (tfc_loss_kind)mt->fn, mt->fn_logits, 1.0f, rows, m->classes, b->y,
-                          m->labels, c->weight, 1.0f, m->scalars + 1 + i, NULL);
-        else if (k != TFC_METRIC_LOSS && k != TFC_METRIC_COUNTED)
-            be->ops->accuracy(be, m->loss, from_logits, rows, m->classes, m->metrics[i].k, x,
-                              m->labels, c->weight, m->scalars + 1 + i);
-    }
+}
+
+tfc_status tfc_model_loss_launch_targets(tfc_model *m, const void *const *labels, int want_grad,
+                                         tfc_error *err)
+{
+    tfc_status s = tfc_model_stage_targets(m, labels, err);
+    if (!s) tfc_model_loss_compute(m, want_grad);
+    return s;
 }
 
 tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err)
@@ -1241,45 +1328,81 @@ tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad
     return s;
 }
 
-void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)
+/* Head h's metrics into out->metric (at their places in the model's), from its scalars s
+ * (its loss, then its metrics) and its outputs read back for the counted ones. */
+static void head_result(tfc_model *m, tfc_head *h, const float *s, tfc_batch_result *out)
 {
-    float s[1 + TFC_MAX_METRICS];
-    int64_t counted = m->loss_counted;
-    m->be->ops->download(m->be, s, m->scalars, (size_t)(1 + m->nmetrics) * 4);
-    out->loss = s[0];
-    out->count = counted;
-    out->counts = NULL;
-    if (m->ncounts) { /* the counted metrics, from the outputs read back */
-        const tfc_layer *last = &m->layers[m->nlayers - 1];
-        m->be->ops->download(m->be, m->count_out, m->bound[m->nlayers - 1].y,
-                             (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(last) * 4);
-        memset(m->counts, 0, (size_t)m->ncounts * sizeof *m->counts);
-        out->counts = m->counts;
+    const int64_t counted = h->loss_counted;
+    if (h->count_labels) { /* the counted metrics, from the outputs read back */
+        const tfc_layer *l = &m->layers[h->layer];
+        m->be->ops->download(m->be, h->count_out, m->bound[h->layer].y,
+                             (size_t)m->ex.batch * (size_t)tfc_layer_out_numel(l) * 4);
     }
-    for (int i = 0; i < m->nmetrics; i++) {
+    for (int q = 0; q < h->nmetrics; q++) {
+        const int i = h->metric0 + q;
         const tfc_metric *mt = &m->metrics[i];
         if (mt->kind == TFC_METRIC_COUNTED) {
-            tfc_counted_add(mt->counted, m->count_out, m->count_labels,
-                            m->count_weighted ? m->count_weight : NULL, m->count_rows,
+            tfc_counted_add(mt->counted, h->count_out, h->count_labels,
+                            h->count_weighted ? h->count_weight : NULL, h->count_rows,
                             m->counts + mt->at);
             out->metric[i] = tfc_counted_value(mt->counted, m->counts + mt->at);
         } else {
             out->metric[i] = mt->kind == TFC_METRIC_LOSS ? s[0]
-                             : counted ? mt->sign * tfc_metric_of_mean(mt->kind, s[1 + i] /
+                             : counted ? mt->sign * tfc_metric_of_mean(mt->kind, s[1 + q] /
                                                                                  (double)counted)
                                        : 0;
         }
     }
 }
 
+void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out)
+{
+    float s[1 + TFC_MAX_METRICS + TFC_MODEL_MAX_OUTPUTS * (1 + TFC_MAX_METRICS)];
+    m->be->ops->download(m->be, s, m->scalars, (size_t)scalar_count(m) * 4);
+    out->loss = s[0];
+    /* the rows a batch's means are over: one output's counted rows; several outputs', the
+     * batch's examples (Keras weighs a batch's loss by its size) */
+    out->count = m->noutputs > 1 ? m->ex.batch : m->heads[0].loss_counted;
+    out->counts = NULL;
+    if (m->ncounts) {
+        memset(m->counts, 0, (size_t)m->ncounts * sizeof *m->counts);
+        out->counts = m->counts;
+    }
+    if (m->noutputs == 1) {
+        head_result(m, &m->heads[0], s, out);
+        return;
+    }
+    for (int k = 0; k < m->noutputs; k++) {
+        const tfc_head *h = &m->heads[k];
+        const float *hs = s + (h->scalars - m->scalars);
+        out->metric[k] = hs[0]; /* OUTPUT_loss */
+        head_result(m, &m->heads[k], hs, out);
+    }
+}
+
 const float *tfc_model_loss_scalar(const tfc_model *m) { return m->scalars; }
 
-int64_t tfc_model_loss_rows(const tfc_model *m) { return m->loss_counted; }
+int64_t tfc_model_loss_rows(const tfc_model *m)
+{
+    if (m->noutputs == 1) return m->heads[0].loss_counted;
+    uint64_t key = 0; /* every head's rows: its scale is a by-value argument too */
+    for (int k = 0; k < m->noutputs; k++)
+        key = key * 1000003u + (uint64_t)m->heads[k].loss_counted;
+    return (int64_t)(key >> 1);
+}
 
 tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err)
 {
     tfc_status s = tfc_model_loss_launch(m, labels, want_grad, err);
+    if (!s) tfc_model_loss_result(m, out);
+    return s;
+}
+
+tfc_status tfc_model_loss_targets(tfc_model *m, const void *const *labels, int want_grad,
+                                  tfc_batch_result *out, tfc_error *err)
+{
+    tfc_status s = tfc_model_loss_launch_targets(m, labels, want_grad, err);
     if (!s) tfc_model_loss_result(m, out);
     return s;
 }
@@ -1343,7 +1466,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
      * after it), holds 16-bit values; the loss writes the last layer's dz when it folds its
      * softmax */
     if (m->precision) {
-        float *g = i == m->nlayers - 1 && m->fused_loss ? b->dz : b->dy;
+        float *g = tfc_model_fused_at(m, i) ? b->dz : b->dy;
         round_to(m, (int64_t)m->ex.batch * tfc_layer_out_numel(l), g, g);
     }
     /* a ReLU folded into the Add before it: the Add's backward takes its derivative */
@@ -1358,7 +1481,7 @@ void tfc_model_layer_backward(tfc_model *m, int i)
     unsigned fresh = 0;
     /* the activation's derivative, unless the loss took it (the last layer's, folded) or the
      * pooling after it did (relu_pool: then dy holds what dz would) */
-    const int act_grad = l->act != TFC_ACT_LINEAR && !(i == m->nlayers - 1 && m->fused_loss) &&
+    const int act_grad = l->act != TFC_ACT_LINEAR && !tfc_model_fused_at(m, i) &&
                          b->relu_pool < 0;
     for (int j = 0; j < l->ninputs; j++) {
         int p = l->inputs[j];
@@ -1375,7 +1498,8 @@ void tfc_model_layer_backward(tfc_model *m, int i)
             m->be->ops->zero(m->be, in->dy, in->grad_bytes);
         }
     }
-    if (b->zero_at == i && i != m->nlayers - 1) m->be->ops->zero(m->be, b->dy, b->grad_bytes);
+    if (b->zero_at == i && !tfc_model_is_output(m, i)) /* an output's: the loss's */
+        m->be->ops->zero(m->be, b->dy, b->grad_bytes);
     if (l->activity_l1 || l->activity_l2) activity_penalties(m, i);
     const void *xs[TFC_LAYER_MAX_INPUTS];
     float *dxs[TFC_LAYER_MAX_INPUTS];
@@ -1464,7 +1588,7 @@ static void activity_penalties(tfc_model *m, int layer)
         }
         be->ops->penalty(be, n, l1, l2, b->y, NULL, b->dy);
         if (m->precision) round_to(m, n, b->dy, b->dy);
-        if (i == m->nlayers - 1 && m->fused_loss) {
+        if (tfc_model_fused_at(m, i)) {
             be->ops->act_backward(be, l->act, n, (int)l->out_shape.dim[l->out_shape.ndim - 1],
                                   b->z, b->y, b->dy, b->dz, 0);
             if (m->precision) round_to(m, n, b->dz, b->dz);

@@ -169,42 +169,43 @@ tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
     return TFC_OK;
 }
 
-tfc_status tfc_loss_options_check(const tfc_model *m, tfc_error *err)
+tfc_status tfc_loss_options_check(const tfc_model *m, const tfc_head *h, tfc_error *err)
 {
-    const tfc_loss_options *o = &m->loss_opt;
-    /* from_logits, where given, must say what the last layer gives (Keras would otherwise
+    const tfc_loss_options *o = &h->loss_opt;
+    /* from_logits, where given, must say what the output layer gives (Keras would otherwise
      * take probabilities for logits, or the reverse, and train on a wrong loss) */
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
+    const tfc_layer *last = &m->layers[h->layer];
+    const char *is = m->noutputs > 1 ? "the output layer" : "the last layer";
     const int probs = last->act == TFC_ACT_SOFTMAX || last->act == TFC_ACT_SIGMOID;
     if (o->from_logits == 1 && probs)
         return tfc_node_error(err, TFC_ERR_CONFIG, o->from_logits_node, "loss.from_logits",
-                              "true, but the last layer '%s' ends in %s: its outputs are "
+                              "true, but %s '%s' ends in %s: its outputs are "
                               "probabilities. Drop the activation (tfc then computes the loss "
                               "from the logits) or write from_logits: false",
-                              last->name, tfc_act_names[last->act]);
+                              is, last->name, tfc_act_names[last->act]);
     if (o->from_logits == 0 && !probs)
         return tfc_node_error(err, TFC_ERR_CONFIG, o->from_logits_node, "loss.from_logits",
-                              "false, but the last layer '%s' ends in no softmax or sigmoid: "
+                              "false, but %s '%s' ends in no softmax or sigmoid: "
                               "its outputs are logits. Give it activation: %s, or write "
-                              "from_logits: true", last->name,
-                              m->loss == TFC_LOSS_BCE ? "sigmoid" : "softmax");
-    if (o->class_weight && o->nclass_weight != m->classes)
+                              "from_logits: true", is, last->name,
+                              h->loss == TFC_LOSS_BCE ? "sigmoid" : "softmax");
+    if (o->class_weight && o->nclass_weight != h->classes)
         return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(o->node, "class_weight"),
                               "loss.class_weight",
-                              "has %d weights for the %d classes of the last layer '%s'",
-                              o->nclass_weight, m->classes, m->layers[m->nlayers - 1].name);
+                              "has %d weights for the %d classes of %s '%s'",
+                              o->nclass_weight, h->classes, is, last->name);
     return TFC_OK;
 }
 
 int tfc_model_class_weight_balanced(const tfc_model *m)
 {
-    return m->loss_opt.balanced;
+    return m->heads[0].loss_opt.balanced;
 }
 
 tfc_status tfc_model_balance_classes(tfc_model *m, const int64_t *counts, tfc_error *err)
 {
-    tfc_loss_options *o = &m->loss_opt;
-    int C = m->classes;
+    tfc_loss_options *o = &m->heads[0].loss_opt;
+    int C = m->heads[0].classes;
     int64_t n = 0;
     for (int c = 0; c < C; c++) n += counts[c];
     if (n == 0)
@@ -223,8 +224,9 @@ tfc_status tfc_model_balance_classes(tfc_model *m, const int64_t *counts, tfc_er
 
 const double *tfc_model_class_weight(const tfc_model *m, int *n)
 {
-    *n = m->loss_opt.class_weight ? m->loss_opt.nclass_weight : 0;
-    return m->loss_opt.class_weight;
+    const tfc_loss_options *o = &m->heads[0].loss_opt;
+    *n = o->class_weight ? o->nclass_weight : 0;
+    return o->class_weight;
 }
 
 void tfc_loss_options_free(tfc_loss_options *o)
@@ -244,18 +246,18 @@ static int row_class(tfc_loss_kind kind, const void *labels, int64_t r, int clas
     return best;
 }
 
-void tfc_loss_targets(const tfc_model *m, const void *labels, int64_t rows, const float *mask,
+void tfc_loss_targets(const tfc_head *h, const void *labels, int64_t rows, const float *mask,
                       float *target, float *weight)
 {
-    const tfc_loss_options *o = &m->loss_opt;
-    int C = m->classes;
+    const tfc_loss_options *o = &h->loss_opt;
+    int C = h->classes;
     double s = o->label_smoothing;
     if (target) {
         /* Binary targets move toward 1/2, categorical ones toward 1/classes (Keras). */
-        double floor_ = m->loss == TFC_LOSS_BCE ? 0.5 * s : s / C;
+        double floor_ = h->loss == TFC_LOSS_BCE ? 0.5 * s : s / C;
         for (int64_t r = 0; r < rows; r++)
             for (int c = 0; c < C; c++) {
-                double t = m->loss == TFC_LOSS_SPARSE_CCE
+                double t = h->loss == TFC_LOSS_SPARSE_CCE
                                ? (((const int32_t *)labels)[r] == c ? 1.0 : 0.0)
                                : ((const float *)labels)[r * C + c];
                 target[r * C + c] = (float)(t * (1.0 - s) + floor_);
@@ -263,7 +265,7 @@ void tfc_loss_targets(const tfc_model *m, const void *labels, int64_t rows, cons
     }
     if (weight)
         for (int64_t r = 0; r < rows; r++) {
-            int c = row_class(m->loss, labels, r, C);
+            int c = row_class(h->loss, labels, r, C);
             double w = c >= 0 && c < C ? o->class_weight[c] : 0.0;
             weight[r] = (float)(mask ? mask[r] * w : w);
         }

@@ -48,7 +48,7 @@ static const tfc_dtype dtype_values[] = {TFC_F32, TFC_I32, TFC_I32};
 
 typedef struct model_args {
     const char *name;
-    const tfc_node *input, *layers, *outputs, *metrics, *loss;
+    const tfc_node *input, *layers, *outputs, *metrics, *loss, *loss_weights;
 } model_args;
 
 static const tfc_field model_fields[] = {
@@ -64,9 +64,14 @@ static const tfc_field model_fields[] = {
      "layer name or a list of them (default: the last layer)"},
     {"loss", TFC_F_NODE, offsetof(model_args, loss), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "training loss: a name (default sparse_categorical_crossentropy) or {type, "
-     "label_smoothing, class_weight}"},
+     "label_smoothing, class_weight}; several outputs: one for all, or one each ({main: mse, "
+     "aux: ...} or a list in their order)"},
+    {"loss_weights", TFC_F_NODE, offsetof(model_args, loss_weights), TFC_NO_DEFAULT,
+     TFC_UNBOUNDED, NULL, "several outputs: each loss's weight in the model's loss ({main: 1, "
+     "aux: 0.2} or a list; default 1)"},
     {"metrics", TFC_F_NODE, offsetof(model_args, metrics), TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
-     "accuracy, top_k_accuracy, loss"},
+     "accuracy, top_k_accuracy, loss; several outputs: a list each ({main: [mae], aux: "
+     "[accuracy]} or a list of lists)"},
     {"optimizer", TFC_F_REFUSED, 0, TFC_NO_DEFAULT, TFC_UNBOUNDED, NULL,
      "the optimizer is a key of the solver file, beside max_iter (optimizer: adam); of "
      "Keras's compile arguments the model holds loss and metrics"},
@@ -262,7 +267,7 @@ int tfc_metric_name_lower_is_better(const char *name)
 
 /* The metric `item` names (*kind), by tfc's name or Keras's other one (*alias, else NULL);
  * an alias whose labels are not the loss's is an error naming both. */
-static tfc_status metric_kind(const tfc_model *m, const tfc_node *item, const char *path,
+static tfc_status metric_kind(const tfc_head *h, const tfc_node *item, const char *path,
                               int *kind, const char **alias, tfc_error *err)
 {
     *alias = NULL;
@@ -270,11 +275,11 @@ static tfc_status metric_kind(const tfc_model *m, const tfc_node *item, const ch
                                                               sizeof *metric_aliases; a++) {
         if (strcmp(item->str, metric_aliases[a].name)) continue;
         const int want = metric_aliases[a].loss;
-        if (want >= 0 && want != (int)m->loss)
+        if (want >= 0 && want != (int)h->loss)
             return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
                                   "%s reads the labels of %s, but the loss is %s; write %s, "
                                   "which follows the loss",
-                                  item->str, tfc_loss_names[want], tfc_loss_names[m->loss],
+                                  item->str, tfc_loss_names[want], tfc_loss_names[h->loss],
                                   metric_names[metric_aliases[a].kind]);
         *kind = (int)metric_aliases[a].kind;
         *alias = metric_aliases[a].name;
@@ -355,19 +360,22 @@ static tfc_status loss_fn_metric(tfc_model *m, int f, const tfc_node *item, cons
     return TFC_OK;
 }
 
-/* Metrics: a list of names or one-key mappings ({top_k_accuracy: {k: 3}}). */
-static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *err)
+/* Head h's metrics (`at`: "metrics", or "metrics.NAME" of a model of several outputs): a
+ * list of names or one-key mappings ({top_k_accuracy: {k: 3}}), appended to the model's. */
+static tfc_status parse_metrics(tfc_model *m, tfc_head *h, const tfc_node *node, const char *at,
+                                tfc_error *err)
 {
-    if (!node) return TFC_OK;
+    h->metric0 = m->nmetrics;
+    if (!node || tfc_node_is_null(node)) return TFC_OK;
     if (node->kind != TFC_NODE_SEQ)
-        return tfc_node_error(err, TFC_ERR_CONFIG, node, "metrics",
+        return tfc_node_error(err, TFC_ERR_CONFIG, node, at,
                               "expected a list of metric names, found %s",
                               tfc_node_kind_name(node->kind));
     tfc_status status = TFC_OK;
     for (int i = 0; i < node->n; i++) {
         const tfc_node *item = node->vals[i], *args = NULL;
-        char path[64];
-        snprintf(path, sizeof path, "metrics[%d]", i);
+        char path[192];
+        snprintf(path, sizeof path, "%s[%d]", at, i);
         const tfc_node *cls = item->kind == TFC_NODE_MAP ? tfc_node_get(item, "class_name")
                                                           : NULL;
         if (cls) { /* keras.metrics.serialize's {module, class_name, config, registered_name} */
@@ -393,8 +401,9 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
             item = item->keys[0];
         }
         if (m->nmetrics == TFC_MAX_METRICS) {
-            status = tfc_node_error(err, TFC_ERR_CONFIG, item, path, "at most %d metrics",
-                                    TFC_MAX_METRICS);
+            status = tfc_node_error(err, TFC_ERR_CONFIG, item, path, "at most %d metrics%s",
+                                    TFC_MAX_METRICS, m->noutputs > 1 ? " (with the outputs' "
+                                    "losses, which the logs report as metrics)" : "");
             break;
         }
         if (item->kind == TFC_NODE_SCALAR && tfc_counted_default_name(item->str)) {
@@ -408,7 +417,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
         }
         int kind;
         const char *alias;
-        if (metric_kind(m, item, path, &kind, &alias, err)) {
+        if (metric_kind(h, item, path, &kind, &alias, err)) {
             status = TFC_ERR_CONFIG;
             continue;
         }
@@ -436,6 +445,7 @@ static tfc_status parse_metrics(tfc_model *m, const tfc_node *node, tfc_error *e
         else if (args && alias && isupper((unsigned char)alias[0]))
             tfc_snake_case(alias, mt->name, sizeof mt->name);
     }
+    h->nmetrics = m->nmetrics - h->metric0;
     return status;
 }
 
@@ -1360,112 +1370,98 @@ static tfc_status build_layers(tfc_model *m, const tfc_node *list, const tfc_nod
     return status;
 }
 
-/* Output rows and classes for the loss: (classes) or (steps, classes); BCE and MSE take
- * any shape, flattened to rows of the last axis. */
-static void set_classes(tfc_model *m)
+/* Output rows and classes for head h's loss: (classes) or (steps, classes); BCE and MSE
+ * take any shape, flattened to rows of the last axis. */
+static void set_classes(tfc_model *m, tfc_head *h)
 {
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
-    m->classes = (int)last->out_shape.dim[last->out_shape.ndim - 1];
-    m->label_rows = tfc_layer_out_numel(last) / m->classes;
+    const tfc_layer *out = &m->layers[h->layer];
+    h->classes = (int)out->out_shape.dim[out->out_shape.ndim - 1];
+    h->label_rows = tfc_layer_out_numel(out) / h->classes;
 }
 
-/* A model of several outputs predicts; a loss per output (Keras's compile(loss={...},
- * loss_weights)) is not in tfc yet. The error, at `at` (else the model's last layer). */
-static tfc_status several_outputs(const tfc_model *m, const tfc_node *at, const char *path,
-                                  tfc_error *err)
+/* "the last layer" of a model of one output, else "the output layer": where head h's
+ * errors say its output comes from. */
+static const char *head_layer_is(const tfc_model *m)
 {
-    char names[256] = "";
-    size_t used = 0;
-    for (int k = 0; k < m->noutputs && used < sizeof names; k++)
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s'%s'", k ? ", " : "",
-                                 m->layers[m->outputs[k]].name);
-    const char *why = "training and evaluating a model of several outputs (a loss per "
-                      "output, loss_weights) are not in tfc yet: it predicts (tfc-predict, the "
-                      "C API's tfc_predictor_run_outputs, ONNX export)";
-    if (at)
-        return tfc_node_error(err, TFC_ERR_CONFIG, at, path, "the model has %d outputs (%s): %s",
-                              m->noutputs, names, why);
-    return tfc_layer_error(err, &m->layers[m->nlayers - 1], "is one of the model's %d outputs "
-                           "(%s): %s", m->noutputs, names, why);
+    return m->noutputs > 1 ? "the output layer" : "the last layer";
 }
 
-static tfc_status check_loss(const tfc_model *m, const tfc_node *root, tfc_error *err)
+/* Head h's loss against its output: `at` the node errors point at (NULL: the head's entry,
+ * else the output layer). */
+static tfc_status check_loss(const tfc_model *m, const tfc_head *h, const tfc_node *at,
+                             tfc_error *err)
 {
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
-    if (m->noutputs > 1) {
-        const tfc_node *at = root ? tfc_node_get(root, "loss") : NULL;
-        return several_outputs(m, at, "loss", err);
-    }
-    const tfc_shape *s = &last->out_shape;
+    const tfc_layer *out = &m->layers[h->layer];
+    const tfc_shape *s = &out->out_shape;
     char buf[96];
-    int categorical = m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
-    if (categorical && m->classes < 2 && m->loss == TFC_LOSS_SPARSE_CCE) {
-        const tfc_node *at = tfc_node_get(root, "loss");
-        return tfc_node_error(err, TFC_ERR_CONFIG, at ? at : last->node, "loss",
-                              "%s needs at least 2 output classes; the last layer '%s' gives %s",
-                              tfc_loss_names[m->loss], last->name,
+    if (h->loss == TFC_LOSS_SPARSE_CCE && h->classes < 2) {
+        const tfc_node *where = at ? at : h->node ? h->node : out->node;
+        return tfc_node_error(err, TFC_ERR_CONFIG, where, "loss",
+                              "%s needs at least 2 output classes; %s '%s' gives %s",
+                              tfc_loss_names[h->loss], head_layer_is(m), out->name,
                               tfc_shape_str(s, buf, sizeof buf));
     }
-    if (tfc_loss_options_check(m, err)) return TFC_ERR_CONFIG;
+    if (tfc_loss_options_check(m, h, err)) return TFC_ERR_CONFIG;
     return TFC_OK;
 }
 
 /* A loss function's metric against the labels and the output: the labels it reads are
  * the loss's (class ids for sparse_categorical_crossentropy alone, float targets of the
  * output's shape for the others), and a cross-entropy's from_logits says what the output
- * holds: probabilities where the last layer ends in softmax or sigmoid, else logits. */
-static tfc_status loss_fn_check(const tfc_model *m, const tfc_metric *mt, const tfc_node *at,
-                                const char *path, tfc_error *err)
+ * holds: probabilities where its layer ends in softmax or sigmoid, else logits. */
+static tfc_status loss_fn_check(const tfc_model *m, const tfc_head *h, const tfc_metric *mt,
+                                const tfc_node *at, const char *path, tfc_error *err)
 {
-    const int act = m->layers[m->nlayers - 1].act;
+    const int act = m->layers[h->layer].act;
     const int logits = act != TFC_ACT_SOFTMAX && act != TFC_ACT_SIGMOID;
     const tfc_loss_kind fn = (tfc_loss_kind)mt->fn;
-    const int sparse = m->loss == TFC_LOSS_SPARSE_CCE;
+    const int sparse = h->loss == TFC_LOSS_SPARSE_CCE;
+    const char *layer = m->noutputs > 1 ? "output layer" : "model's last layer";
     if (fn == TFC_LOSS_SPARSE_CCE && !sparse)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
                               "%s reads one class id per row, and %s's labels are float "
                               "targets of the output's shape: write categorical_crossentropy",
-                              mt->name, tfc_loss_names[m->loss]);
+                              mt->name, tfc_loss_names[h->loss]);
     if (fn != TFC_LOSS_SPARSE_CCE && sparse)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
                               "%s compares the outputs with float targets of their shape, and "
                               "sparse_categorical_crossentropy reads one class id per row: "
                               "train with one-hot labels (a pipeline stage map: {op: one_hot, "
                               "depth: %d}) and categorical_crossentropy%s", mt->name,
-                              m->classes,
+                              h->classes,
                               fn == TFC_LOSS_CCE ? ", or write sparse_categorical_crossentropy"
                                                  : "");
     const int ce = fn == TFC_LOSS_BCE || fn == TFC_LOSS_CCE || fn == TFC_LOSS_SPARSE_CCE;
     if (ce && logits && !mt->fn_logits)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
-                              "%s takes the outputs as probabilities, and the model's last "
-                              "layer has no softmax or sigmoid: write {%s: {from_logits: "
-                              "true}} for logits", mt->name, mt->name);
+                              "%s takes the outputs as probabilities, and the %s has no "
+                              "softmax or sigmoid: write {%s: {from_logits: true}} for logits",
+                              mt->name, layer, mt->name);
     if (ce && !logits && mt->fn_logits)
         return tfc_node_error(err, TFC_ERR_CONFIG, at, path,
                               "%s with from_logits: true takes the outputs as logits, and the "
-                              "model's last layer ends in its %s: they are probabilities",
-                              mt->name, m->layers[m->nlayers - 1].act == TFC_ACT_SOFTMAX
-                                            ? "softmax" : "sigmoid");
+                              "%s ends in its %s: they are probabilities", mt->name, layer,
+                              act == TFC_ACT_SOFTMAX ? "softmax" : "sigmoid");
     return TFC_OK;
 }
 
-/* The metrics against the output that check_loss found: one name each (the logs key them
- * by it); a counted metric checked against the output and the labels, its counts placed in
- * the model's; top_k_accuracy's k within the classes. */
-static tfc_status check_metrics(tfc_model *m, const tfc_node *root, tfc_error *err)
+/* Head h's metrics against its output, once check_loss found its loss fits: one name each
+ * over the model (the logs key them by it); a counted metric checked against the output and
+ * the labels, its counts placed after *at in the model's; top_k_accuracy's k within the
+ * classes. */
+static tfc_status check_metrics(tfc_model *m, const tfc_head *h, int64_t *at, tfc_error *err)
 {
-    const tfc_node *list = tfc_node_get(root, "metrics");
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
-    const int ce = m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE ||
-                   m->loss == TFC_LOSS_BCE;
-    const int logits = ce && last->act != TFC_ACT_SOFTMAX && last->act != TFC_ACT_SIGMOID;
-    int64_t at = 0;
-    for (int i = 0; i < m->nmetrics; i++) {
+    const tfc_node *list = h->metrics_node;
+    const tfc_layer *out = &m->layers[h->layer];
+    const int ce = h->loss == TFC_LOSS_SPARSE_CCE || h->loss == TFC_LOSS_CCE ||
+                   h->loss == TFC_LOSS_BCE;
+    const int logits = ce && out->act != TFC_ACT_SOFTMAX && out->act != TFC_ACT_SIGMOID;
+    for (int q = 0; q < h->nmetrics; q++) {
+        const int i = h->metric0 + q;
         tfc_metric *mt = &m->metrics[i];
-        char path[32];
-        snprintf(path, sizeof path, "metrics[%d]", i);
-        const tfc_node *item = list && list->kind == TFC_NODE_SEQ && i < list->n ? list->vals[i]
+        char path[192];
+        snprintf(path, sizeof path, "%s[%d]", h->metrics_at, q);
+        const tfc_node *item = list && list->kind == TFC_NODE_SEQ && q < list->n ? list->vals[q]
                                                                                : list;
         if (!strcmp(mt->name, "loss") && mt->kind != TFC_METRIC_LOSS)
             return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
@@ -1476,40 +1472,198 @@ static tfc_status check_metrics(tfc_model *m, const tfc_node *root, tfc_error *e
                 return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
                                       "a second metric named %s: the logs key metrics by name "
                                       "(give it another with name:)", mt->name);
-        if (mt->fn >= 0 && loss_fn_check(m, mt, item, path, err)) return TFC_ERR_CONFIG;
-        if (mt->kind != TFC_METRIC_COUNTED) continue;
-        if (tfc_counted_check(mt->counted, m->classes, m->label_rows,
-                              m->loss == TFC_LOSS_SPARSE_CCE ? TFC_LABELS_SPARSE
-                                                             : TFC_LABELS_DENSE,
-                              logits, tfc_loss_names[m->loss], item, path, err))
-            return TFC_ERR_CONFIG;
-        mt->at = at;
-        at += mt->counted->ncounts;
-    }
-    m->ncounts = at;
-    for (int i = 0; i < m->nmetrics; i++)
-        if (m->metrics[i].kind == TFC_METRIC_TOP_K && m->metrics[i].k > m->classes)
-            return tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(root, "metrics"), "metrics",
+        if (mt->fn >= 0 && loss_fn_check(m, h, mt, item, path, err)) return TFC_ERR_CONFIG;
+        if (mt->kind == TFC_METRIC_TOP_K && mt->k > h->classes)
+            return tfc_node_error(err, TFC_ERR_CONFIG, item, path,
                                   "top_k_accuracy with k = %d exceeds the %d output classes",
-                                  m->metrics[i].k, m->classes);
+                                  mt->k, h->classes);
+        if (mt->kind != TFC_METRIC_COUNTED) continue;
+        if (tfc_counted_check(mt->counted, h->classes, h->label_rows,
+                              h->loss == TFC_LOSS_SPARSE_CCE ? TFC_LABELS_SPARSE
+                                                             : TFC_LABELS_DENSE,
+                              logits, tfc_loss_names[h->loss], item, path, err))
+            return TFC_ERR_CONFIG;
+        mt->at = *at;
+        *at += mt->counted->ncounts;
+    }
     return TFC_OK;
 }
 
 tfc_status tfc_model_check_loss(const tfc_model *m, tfc_error *err)
 {
-    return m->loss_unusable ? check_loss(m, NULL, err) : TFC_OK;
+    for (int k = 0; k < m->noutputs && m->loss_unusable; k++)
+        if (check_loss(m, &m->heads[k], NULL, err)) return TFC_ERR_CONFIG;
+    return TFC_OK;
 }
 
-/* Whether the last layer's fused activation folds into the loss (softmax with a
- * categorical cross-entropy, sigmoid with binary cross-entropy), as Keras computes these
- * from the logits. */
-static int fused_loss(const tfc_model *m)
+/* Whether head h's layer's activation folds into its loss (softmax with a categorical
+ * cross-entropy, sigmoid with binary cross-entropy), as Keras computes these from the
+ * logits: where no later layer reads the output, whose gradient is then the loss's alone. */
+static int fused_loss(const tfc_model *m, const tfc_head *h)
 {
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
-    if (last->act == TFC_ACT_SOFTMAX)
-        return m->loss == TFC_LOSS_SPARSE_CCE || m->loss == TFC_LOSS_CCE;
-    if (last->act == TFC_ACT_SIGMOID) return m->loss == TFC_LOSS_BCE;
+    const tfc_layer *out = &m->layers[h->layer];
+    for (int j = h->layer + 1; j < m->nlayers; j++)
+        for (int q = 0; q < m->layers[j].ninputs; q++)
+            if (m->layers[j].inputs[q] == h->layer) return 0;
+    if (out->act == TFC_ACT_SOFTMAX)
+        return h->loss == TFC_LOSS_SPARSE_CCE || h->loss == TFC_LOSS_CCE;
+    if (out->act == TFC_ACT_SIGMOID) return h->loss == TFC_LOSS_BCE;
     return 0;
+}
+
+/* Whether a `loss:` mapping is one loss's options ({type: ..., label_smoothing: ...}, or
+ * Keras's serialized form) rather than a loss per output ({main: mse, aux: ...}). */
+static int loss_options_map(const tfc_node *node)
+{
+    static const char *const serialized[] = {"class_name", "config", "module",
+                                             "registered_name", NULL};
+    for (int i = 0; i < node->n; i++) {
+        int known = 0;
+        for (const tfc_field *f = tfc_loss_fields(); f->name && !known; f++)
+            known = !strcmp(node->keys[i]->str, f->name);
+        for (int k = 0; serialized[k] && !known; k++)
+            known = !strcmp(node->keys[i]->str, serialized[k]);
+        if (!known) return 0;
+    }
+    return 1;
+}
+
+/* The output named by `key` (its index), or -1 with the error at `key` (`what`: its path)
+ * naming the outputs. */
+static int output_of_key(const tfc_model *m, const tfc_node *key, const char *what,
+                         tfc_error *err)
+{
+    const char *names[TFC_MODEL_MAX_OUTPUTS + 1];
+    for (int k = 0; k < m->noutputs; k++) {
+        names[k] = m->layers[m->outputs[k]].name;
+        if (!strcmp(key->str, names[k])) return k;
+    }
+    names[m->noutputs] = NULL;
+    const char *guess = tfc_did_you_mean(key->str, names);
+    tfc_node_error(err, TFC_ERR_CONFIG, key, what, "'%s' is not one of the model's outputs "
+                   "(%s, %s%s)%s%s%s", key->str, names[0], names[1],
+                   m->noutputs > 2 ? ", ..." : "", guess ? "; did you mean '" : "",
+                   guess ? guess : "", guess ? "'?" : "");
+    return -1;
+}
+
+/* A per-output value of `loss:`, `loss_weights:` or `metrics:` (`key`): a list in the
+ * outputs' order or a mapping by output name; vals[k] gets output k's node (NULL: none
+ * given), paths[k] its path. */
+static tfc_status per_output(const tfc_model *m, const tfc_node *node, const char *key,
+                             const tfc_node **vals, char (*paths)[160], tfc_error *err)
+{
+    for (int k = 0; k < m->noutputs; k++) {
+        vals[k] = NULL;
+        snprintf(paths[k], sizeof paths[k], "%s.%s", key, m->layers[m->outputs[k]].name);
+    }
+    if (node->kind == TFC_NODE_SEQ) {
+        if (node->n != m->noutputs)
+            return tfc_node_error(err, TFC_ERR_CONFIG, node, key, "a list of %d, and the "
+                                  "model has %d outputs (%s, %s%s): one each, in their order, "
+                                  "or a mapping by name", node->n, m->noutputs,
+                                  m->layers[m->outputs[0]].name, m->layers[m->outputs[1]].name,
+                                  m->noutputs > 2 ? ", ..." : "");
+        for (int k = 0; k < m->noutputs; k++) {
+            vals[k] = node->vals[k];
+            snprintf(paths[k], sizeof paths[k], "%s[%d]", key, k);
+        }
+        return TFC_OK;
+    }
+    for (int i = 0; i < node->n; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s.%s", key, node->keys[i]->str);
+        const int k = output_of_key(m, node->keys[i], path, err);
+        if (k < 0) return TFC_ERR_CONFIG;
+        vals[k] = node->vals[i];
+    }
+    return TFC_OK;
+}
+
+/* A model of several outputs (Keras's compile(loss={...}, loss_weights={...},
+ * metrics={...})): each head's loss (`loss:` one for all, or one each: a list or a mapping
+ * by output, every output given one), its weight (`loss_weights:`, default 1) and its metrics
+ * (`metrics:` a mapping by output or a list of lists). The logs report each head's loss as
+ * OUTPUT_loss, first, then its metrics as OUTPUT_METRIC. */
+static tfc_status read_heads(tfc_model *m, const model_args *a, tfc_error *err)
+{
+    const tfc_node *vals[TFC_MODEL_MAX_OUTPUTS];
+    char paths[TFC_MODEL_MAX_OUTPUTS][160];
+    const int K = m->noutputs;
+    tfc_status status = TFC_OK;
+    const int each = a->loss && (a->loss->kind == TFC_NODE_SEQ ||
+                                 (a->loss->kind == TFC_NODE_MAP && !loss_options_map(a->loss)));
+    if (each && per_output(m, a->loss, "loss", vals, paths, err)) return TFC_ERR_CONFIG;
+    for (int k = 0; k < K; k++) {
+        tfc_head *h = &m->heads[k];
+        h->node = each ? vals[k] : a->loss;
+        if (each && !vals[k])
+            return tfc_node_error(err, TFC_ERR_CONFIG, a->loss, "loss", "output '%s' has no "
+                                  "loss: give every output one (or one loss for all)",
+                                  m->layers[m->outputs[k]].name);
+        if (tfc_loss_options_read(h->node, &h->loss, &h->loss_opt, err)) status = TFC_ERR_CONFIG;
+        else if (h->loss_opt.balanced)
+            status = tfc_node_error(err, TFC_ERR_CONFIG, tfc_node_get(h->node, "class_weight"),
+                                    "loss.class_weight", "balanced, with several outputs: not "
+                                    "in tfc yet (give the weights)");
+    }
+    if (a->loss_weights && a->loss_weights->kind == TFC_NODE_SCALAR)
+        return tfc_node_error(err, TFC_ERR_CONFIG, a->loss_weights, "loss_weights",
+                              "expected one weight per output, a list or a mapping by name");
+    if (a->loss_weights && per_output(m, a->loss_weights, "loss_weights", vals, paths, err))
+        return TFC_ERR_CONFIG;
+    for (int k = 0; k < K; k++) {
+        double w = 1;
+        if (a->loss_weights && vals[k] && tfc_node_double(vals[k], paths[k], &w, err))
+            return TFC_ERR_CONFIG;
+        if (!(w >= 0) || !isfinite(w))
+            return tfc_node_error(err, TFC_ERR_CONFIG, vals[k], paths[k],
+                                  "expected a finite weight >= 0, found %g", w);
+        m->heads[k].weight = (float)w;
+    }
+    const tfc_node *ms = a->metrics;
+    for (int i = 0; ms && ms->kind == TFC_NODE_SEQ && i < ms->n; i++) /* lists, not names */
+        if (ms->vals[i]->kind != TFC_NODE_SEQ && !tfc_node_is_null(ms->vals[i]))
+            return tfc_node_error(err, TFC_ERR_CONFIG, ms->vals[i], "metrics",
+                                  "the model has %d outputs: give each its list of metrics, "
+                                  "{%s: [...], %s: [...]} or a list of lists (Keras's "
+                                  "compile(metrics={...}))", K, m->layers[m->outputs[0]].name,
+                                  m->layers[m->outputs[1]].name);
+    if (ms && ms->kind != TFC_NODE_SEQ && ms->kind != TFC_NODE_MAP)
+        return tfc_node_error(err, TFC_ERR_CONFIG, ms, "metrics", "expected a list of metrics "
+                              "per output, found %s", tfc_node_kind_name(ms->kind));
+    if (ms && per_output(m, ms, "metrics", vals, paths, err)) return TFC_ERR_CONFIG;
+    if (status) return status;
+    for (int k = 0; k < K; k++) { /* the logs' OUTPUT_loss, first */
+        tfc_metric *mt = &m->metrics[m->nmetrics++];
+        mt->kind = TFC_METRIC_LOSS;
+        mt->k = 1;
+        mt->fn = -1;
+        mt->sign = 1;
+        const char *out = m->layers[m->outputs[k]].name;
+        if (snprintf(mt->name, sizeof mt->name, "%s_loss", out) >= (int)sizeof mt->name)
+            return tfc_layer_error(err, &m->layers[m->outputs[k]], "a name of %zu characters: "
+                                   "the logs report its loss as NAME_loss, of at most %zu",
+                                   strlen(out), sizeof mt->name - 1);
+    }
+    for (int k = 0; k < K; k++) {
+        tfc_head *h = &m->heads[k];
+        h->metrics_node = ms ? vals[k] : NULL;
+        snprintf(h->metrics_at, sizeof h->metrics_at, "%s", paths[k]);
+        if (parse_metrics(m, h, h->metrics_node, h->metrics_at, err)) return TFC_ERR_CONFIG;
+        const char *out = m->layers[m->outputs[k]].name;
+        for (int q = 0; q < h->nmetrics; q++) { /* OUTPUT_METRIC, as Keras reports it */
+            tfc_metric *mt = &m->metrics[h->metric0 + q];
+            char named[sizeof mt->name];
+            if (snprintf(named, sizeof named, "%s_%s", out, mt->name) >= (int)sizeof named)
+                return tfc_node_error(err, TFC_ERR_CONFIG, h->metrics_node, h->metrics_at,
+                                      "%s_%s: a name of more than %zu characters (the logs "
+                                      "report a metric as OUTPUT_METRIC)", out, mt->name,
+                                      sizeof named - 1);
+            memcpy(mt->name, named, sizeof named);
+        }
+    }
+    return TFC_OK;
 }
 
 /* Parameter floats, all and trainable ones: the sizes of the arenas graph.c binds. */
@@ -1805,7 +1959,20 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
     if (more_inputs(m, more, err)) status = TFC_ERR_CONFIG;
     if (status == TFC_OK || (status == TFC_ERR_CONFIG && a.input && a.layers)) {
         snprintf(m->name, sizeof m->name, "%s", a.name ? a.name : name ? name : "model");
-        if (tfc_loss_options_read(a.loss, &m->loss, &m->loss_opt, err)) status = TFC_ERR_CONFIG;
+        /* one output: its loss and metrics read at once (their errors with the layers'); of
+         * several, once the outputs are known (read_heads) */
+        const int several = a.outputs && a.outputs->kind == TFC_NODE_SEQ && a.outputs->n > 1;
+        m->heads[0].weight = 1;
+        m->heads[0].node = a.loss;
+        m->heads[0].metrics_node = a.metrics;
+        snprintf(m->heads[0].metrics_at, sizeof m->heads[0].metrics_at, "metrics");
+        if (!several && tfc_loss_options_read(a.loss, &m->heads[0].loss, &m->heads[0].loss_opt,
+                                              err))
+            status = TFC_ERR_CONFIG;
+        if (!several && a.loss_weights)
+            status = tfc_node_error(err, TFC_ERR_CONFIG, a.loss_weights, "loss_weights",
+                                    "weighs the losses of a model of several outputs (`outputs:"
+                                    " [main, aux]`); this one has one");
         input_args in;
         const tfc_node *input;
         int null_axis;
@@ -1834,24 +2001,32 @@ tfc_model *tfc_model_from_node(const tfc_node *root, const char *name, tfc_error
                 status = tfc_node_error(err, TFC_ERR_CONFIG, a.input, "input.shape",
                                         "an example of more than 2^30 elements");
         }
-        if (parse_metrics(m, a.metrics, err)) status = TFC_ERR_CONFIG;
+        if (!several && parse_metrics(m, &m->heads[0], a.metrics, "metrics", err))
+            status = TFC_ERR_CONFIG;
         if (build_layers(m, a.layers, a.outputs, err)) status = TFC_ERR_CONFIG;
+        if (status == TFC_OK && m->noutputs > 1) status = read_heads(m, &a, err);
         /* A model file without `loss:` may be meant for inference only: its default loss is
          * checked where it is used (tfc_model_check_loss: training, evaluation, tfc-time). */
-        if (status == TFC_OK) set_classes(m);
+        for (int k = 0; status == TFC_OK && k < m->noutputs; k++) {
+            m->heads[k].layer = m->outputs[k];
+            set_classes(m, &m->heads[k]);
+        }
         if (status == TFC_OK && m->max_length) status = tfc_model_check_varlen(m, err);
-        if (status == TFC_OK && a.loss) status = check_loss(m, root, err);
-        else if (status == TFC_OK) m->loss_unusable = check_loss(m, NULL, NULL) != TFC_OK;
-        if (status == TFC_OK && m->loss_unusable && m->noutputs > 1 && a.metrics)
-            status = several_outputs(m, a.metrics, "metrics", err);
-        if (status == TFC_OK && !m->loss_unusable) status = check_metrics(m, root, err);
+        for (int k = 0; status == TFC_OK && k < m->noutputs; k++) {
+            if (a.loss) status = check_loss(m, &m->heads[k], NULL, err);
+            else m->loss_unusable |= check_loss(m, &m->heads[k], NULL, NULL) != TFC_OK;
+        }
+        int64_t counts = 0;
+        for (int k = 0; status == TFC_OK && !m->loss_unusable && k < m->noutputs; k++)
+            status = check_metrics(m, &m->heads[k], &counts, err);
+        m->ncounts = counts;
         tfc_error_sort(err);
     }
     if (status) {
         tfc_model_free(m);
         return NULL;
     }
-    m->fused_loss = fused_loss(m);
+    for (int k = 0; k < m->noutputs; k++) m->heads[k].fused = fused_loss(m, &m->heads[k]);
     count_params(m);
     return m;
 }
@@ -1900,7 +2075,7 @@ void tfc_model_free(tfc_model *m)
         free(m->metrics[i].counted);
     }
     tfc_model_set_class_names(m, NULL, 0, NULL);
-    tfc_loss_options_free(&m->loss_opt);
+    for (int k = 0; k < TFC_MODEL_MAX_OUTPUTS; k++) tfc_loss_options_free(&m->heads[k].loss_opt);
     tfc_doc_free(m->doc_scratch);
     tfc_doc_free(m->doc);
     if (m->release) m->release(m->held);
@@ -1945,7 +2120,7 @@ const char *tfc_model_output_name(const tfc_model *m, int k)
 {
     return m->layers[m->outputs[k]].name;
 }
-tfc_loss_kind tfc_model_loss_kind(const tfc_model *m) { return m->loss; }
+tfc_loss_kind tfc_model_loss_kind(const tfc_model *m) { return m->heads[0].loss; }
 int tfc_model_nmetrics(const tfc_model *m) { return m->nmetrics; }
 const tfc_metric *tfc_model_metric(const tfc_model *m, int i) { return &m->metrics[i]; }
 int64_t tfc_model_ncounts(const tfc_model *m) { return m->ncounts; }
@@ -1955,8 +2130,11 @@ double tfc_model_counted_value(const tfc_model *m, int i, const double *counts)
     const tfc_metric *mt = &m->metrics[i];
     return tfc_counted_value(mt->counted, counts + mt->at);
 }
-int tfc_model_classes(const tfc_model *m) { return m->classes; }
-int64_t tfc_model_label_rows(const tfc_model *m) { return m->label_rows; }
+int tfc_model_classes(const tfc_model *m) { return m->heads[0].classes; }
+int64_t tfc_model_label_rows(const tfc_model *m) { return m->heads[0].label_rows; }
+tfc_loss_kind tfc_model_loss_kind_at(const tfc_model *m, int k) { return m->heads[k].loss; }
+int tfc_model_classes_at(const tfc_model *m, int k) { return m->heads[k].classes; }
+int64_t tfc_model_label_rows_at(const tfc_model *m, int k) { return m->heads[k].label_rows; }
 
 int64_t tfc_model_param_count(const tfc_model *m) { return m->param_count; }
 int64_t tfc_model_trainable_count(const tfc_model *m) { return m->trainable_count; }

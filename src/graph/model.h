@@ -141,6 +141,8 @@ int tfc_model_output_layer(const tfc_model *m, int k);
 const tfc_shape *tfc_model_output_shape_at(const tfc_model *m, int k);
 const char *tfc_model_output_name(const tfc_model *m, int k);
 tfc_loss_kind tfc_model_loss_kind(const tfc_model *m);
+/* The metrics the logs report after the loss: a model of several outputs first reports each
+ * output's loss (OUTPUT_loss), then each output's metrics (OUTPUT_METRIC). */
 int tfc_model_nmetrics(const tfc_model *m);
 const tfc_metric *tfc_model_metric(const tfc_model *m, int i);
 /* The counts of the model's counted metrics, all of them (0: none), and metric i's value
@@ -151,6 +153,10 @@ double tfc_model_counted_value(const tfc_model *m, int i, const double *counts);
 int tfc_model_classes(const tfc_model *m);
 /* Rows of labels per example: 1, or T for sequence outputs. */
 int64_t tfc_model_label_rows(const tfc_model *m);
+/* The same three of output k's loss (the ones above are output 0's). */
+tfc_loss_kind tfc_model_loss_kind_at(const tfc_model *m, int k);
+int tfc_model_classes_at(const tfc_model *m, int k);
+int64_t tfc_model_label_rows_at(const tfc_model *m, int k);
 
 /* Variable-length sequences (SPEC §1 input.shape [null, ...]): the longest length a batch
  * may hold (input.max_length), or 0 for a model whose input shape is fixed. */
@@ -309,17 +315,26 @@ void tfc_model_forward_launch(tfc_model *m);
  * forward only (evaluation losses are unweighted, as Keras's validation). */
 tfc_status tfc_model_loss(tfc_model *m, const void *labels, int want_grad,
                           tfc_batch_result *out, tfc_error *err);
+/* The same for a model of several outputs: labels[k] holds output k's (a model of one
+ * output: labels[0]); the loss is the outputs' losses weighted by loss_weights, the metrics
+ * report each output's loss and metrics. The calls taking one labels array refuse such a
+ * model. */
+tfc_status tfc_model_loss_targets(tfc_model *m, const void *const *labels, int want_grad,
+                                  tfc_batch_result *out, tfc_error *err);
 
 /* tfc_model_loss in two halves, for a caller that reads the result later (the trainer's
  * device path): _launch checks the labels and queues the loss, the metrics and the
  * gradient without waiting for the device; _result downloads the last launch's loss and
  * metrics; _scalar is the device scalar its loss lands in (the loss op's loss_out). */
 tfc_status tfc_model_loss_launch(tfc_model *m, const void *labels, int want_grad, tfc_error *err);
+tfc_status tfc_model_loss_launch_targets(tfc_model *m, const void *const *labels, int want_grad,
+                                         tfc_error *err);
 void tfc_model_loss_result(tfc_model *m, tfc_batch_result *out);
 /* _launch in two halves as the forward pass's: _stage_labels checks and uploads the labels
  * (and smoothed targets, class weights) of the staged batch; _compute queues the loss, the
  * metrics and, with want_grad, the gradient, no host transfer among them. */
 tfc_status tfc_model_stage_labels(tfc_model *m, const void *labels, tfc_error *err);
+tfc_status tfc_model_stage_targets(tfc_model *m, const void *const *labels, tfc_error *err);
 void tfc_model_loss_compute(tfc_model *m, int want_grad);
 /* The rows the staged labels' loss averages over (masked steps left out): its scale, 1 /
  * rows, is a by-value argument of the queued loss, so a CUDA graph's replay holds only for

@@ -75,11 +75,42 @@ typedef struct tfc_loss_call {
     float scale;
 } tfc_loss_call;
 
+/* One output's loss (a head): the model's output k is head k's layer. What model.c
+ * describes (the loss, its options and weight, the classes, the metrics), then what graph.c
+ * binds (the labels and their staging, the loss's scalars). A model of one output has one
+ * head, at its last layer, whose scalars are the model's. */
+typedef struct tfc_head {
+    int layer;
+    const tfc_node *node;      /* its `loss:` entry, for errors (NULL: not given) */
+    tfc_loss_kind loss;
+    tfc_loss_options loss_opt;
+    float weight;              /* loss_weights: its share of the model's loss (1) */
+    int classes;
+    int64_t label_rows;
+    int fused;                 /* its layer's softmax/sigmoid is folded into the loss */
+    int metric0, nmetrics;     /* its metrics: the model's metrics[metric0 ..] */
+    const tfc_node *metrics_node; /* their list in the file, and its path there */
+    char metrics_at[160];
+    /* bound (graph.c) */
+    void *labels;              /* device labels */
+    float *target, *row_weight; /* device: smoothed targets, class weights (loss_opt) */
+    float *host_target, *host_weight; /* their host staging */
+    float *scalars;            /* device: its loss, then one per metric */
+    /* counted metrics: the batch's labels and row weights as staged, the outputs read back */
+    void *count_labels;
+    float *count_weight;
+    int count_weighted;        /* count_weight holds the last batch's (else every row counts) */
+    int64_t count_rows;
+    float *count_out;
+    int64_t loss_counted;      /* the rows the last staged labels' loss averages over */
+    tfc_loss_call loss_call;   /* what tfc_model_stage_labels set up for the loss */
+} tfc_head;
+
 /* Reads `loss:` (a name or {type, label_smoothing, class_weight}) into *kind and `o`. */
 tfc_status tfc_loss_options_read(const tfc_node *node, tfc_loss_kind *kind,
                                  tfc_loss_options *o, tfc_error *err);
 /* Once the classes are known: class_weight has one weight per class. */
-tfc_status tfc_loss_options_check(const tfc_model *m, tfc_error *err);
+tfc_status tfc_loss_options_check(const tfc_model *m, const tfc_head *h, tfc_error *err);
 void tfc_loss_options_free(tfc_loss_options *o);
 /* The field table of a `loss:` mapping, for help and docs. */
 const tfc_field *tfc_loss_fields(void);
@@ -90,7 +121,7 @@ int tfc_loss_is_regression(tfc_loss_kind k);
 /* On the host, for `rows` rows of `labels` (as the loss takes them): the smoothed dense
  * targets [rows, classes] into `target` and the rows' class weights (times the 0/1 `mask`
  * when not NULL) into `weight`; either may be NULL (not wanted). */
-void tfc_loss_targets(const tfc_model *m, const void *labels, int64_t rows, const float *mask,
+void tfc_loss_targets(const tfc_head *h, const void *labels, int64_t rows, const float *mask,
                       float *target, float *weight);
 
 struct tfc_model {
@@ -124,14 +155,13 @@ struct tfc_model {
     int64_t max_length;    /* input.shape's first axis is null: its longest length; else 0 */
     int64_t *caps;         /* with max_length: per layer, its output's and saved buffer's
                               floats per example at max_length (what bind sizes them for) */
-    tfc_loss_kind loss;
-    tfc_loss_options loss_opt;
+    /* one head per output (head k at outputs[k]); the metrics are every head's, as the logs
+     * report them: a model of several outputs first has each head's loss (NAME_loss), then
+     * each head's metrics (NAME_accuracy) */
+    tfc_head heads[TFC_MODEL_MAX_OUTPUTS];
     tfc_metric metrics[TFC_MAX_METRICS];
     int nmetrics;
     int64_t ncounts;       /* the counted metrics' counts, all of them (tfc_metric.at) */
-    int classes;
-    int64_t label_rows;
-    int fused_loss;        /* the last layer's softmax/sigmoid is folded into the loss */
     int loss_unusable;     /* no `loss:`, and the default does not fit the output (inference
                               only: tfc_model_check_loss says why) */
     char **class_names;    /* [nclass_names], owned: what the weights file records */
@@ -164,20 +194,9 @@ struct tfc_model {
     int mask_layer;        /* that layer, or -1 */
     int mask_input;        /* the input it reads */
     float *host_mask;      /* host copy of the mask */
-    void *labels;          /* device labels */
-    float *target, *row_weight; /* device: smoothed targets, class weights (loss_opt) */
-    float *host_target, *host_weight; /* their host staging */
-    float *scalars;        /* device: loss, then one per metric */
-    /* counted metrics (ncounts > 0): the batch's labels and row weights as staged, the
-     * outputs read back, and the batch's counts (tfc_model_loss_result) */
-    void *count_labels;
-    float *count_weight;
-    int count_weighted;    /* count_weight holds the last batch's (else every row counts) */
-    int64_t count_rows;
-    float *count_out;
-    double *counts;
-    int64_t loss_counted;  /* the rows the last tfc_model_loss_launch averaged over */
-    tfc_loss_call loss_call; /* what tfc_model_stage_labels set up for tfc_model_loss_compute */
+    float *scalars;        /* device: the loss (several outputs: their weighted sum), then one
+                              per metric; several outputs: then each head's (tfc_head) */
+    double *counts;        /* counted metrics (ncounts > 0): the batch's counts */
     void *ws;
     size_t ws_bytes;
     tfc_memory_plan mem;   /* what the binding laid out */
@@ -196,6 +215,14 @@ static inline int tfc_model_is_output(const tfc_model *m, int i)
 {
     for (int k = 0; k < m->noutputs; k++)
         if (m->outputs[k] == i) return 1;
+    return 0;
+}
+
+/* Whether layer i's activation is folded into its head's loss (tfc_head.fused). */
+static inline int tfc_model_fused_at(const tfc_model *m, int i)
+{
+    for (int k = 0; k < m->noutputs; k++)
+        if (m->outputs[k] == i) return m->heads[k].fused;
     return 0;
 }
 

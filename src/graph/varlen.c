@@ -85,8 +85,10 @@ static tfc_status derive_all(tfc_model *m, int64_t t, int *params_changed, tfc_e
         tfc_status st = rebuild(m, &m->layers[i], params_changed, err);
         if (st) return st;
     }
-    const tfc_layer *last = &m->layers[m->nlayers - 1];
-    m->label_rows = tfc_layer_out_numel(last) / m->classes;
+    for (int k = 0; k < m->noutputs; k++) {
+        tfc_head *h = &m->heads[k];
+        h->label_rows = tfc_layer_out_numel(&m->layers[h->layer]) / h->classes;
+    }
     return TFC_OK;
 }
 

@@ -19,6 +19,7 @@ tfc_status tfc_confusion_init(tfc_confusion *cm, const tfc_model *m, const tfc_p
     /* one row an example, or an output of images (volumes) of classes, one row a pixel; not
      * a sequence's steps, some of which may be padding */
     if ((k != TFC_LOSS_SPARSE_CCE && k != TFC_LOSS_CCE) || classes < 2 ||
+        tfc_model_noutputs(m) > 1 || /* its loss and metrics per output only, as yet */
         (tfc_model_label_rows(m) != 1 && tfc_model_output_shape(m)->ndim < 3))
         return TFC_OK;
     cm->rows = tfc_model_label_rows(m);

@@ -66,14 +66,14 @@ static tfc_status add_batch(tfc_feed *f, int n, uint64_t seed, double *sums, dou
         tfc_batch_result br;
         const void *xs[TFC_MODEL_MAX_INPUTS];
         tfc_feed_inputs(f, at, xs);
+        const void *ys[TFC_MODEL_MAX_OUTPUTS];
+        tfc_feed_targets(f, at, ys);
         tfc_status s = tfc_model_forward_inputs(m, xs, k, 0, seed, 0, err);
-        if (!s)
-            s = tfc_model_loss(m, (char *)f->y + (size_t)at * (size_t)f->label_numel * 4, 0, &br,
-                               err);
+        if (!s) s = tfc_model_loss_targets(m, ys, 0, &br, err);
         if (s) return s;
         if (outputs) {
             tfc_model_get_output(m, outputs);
-            tfc_confusion_add(cm, outputs, (char *)f->y + (size_t)at * (size_t)f->label_numel * 4,
+            tfc_confusion_add(cm, outputs, ys[0],
                               tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE,
                               (int64_t)k * cm->rows);
         }
@@ -224,11 +224,13 @@ void tfc_solver_format_eval(tfc_solver *s, const tfc_eval *e, char *buf, size_t 
     size_t n = (size_t)snprintf(buf, size, "loss %.4f", e->loss);
     /* A sequence model's cross-entropy per step, in bits (bits per character); not an
      * image's per pixel. */
-    if (tfc_model_label_rows(m) > 1 && tfc_model_output_shape(m)->ndim == 2 &&
-        tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE && n < size)
+    if (tfc_model_noutputs(m) == 1 && tfc_model_label_rows(m) > 1 &&
+        tfc_model_output_shape(m)->ndim == 2 && tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE &&
+        n < size)
         n += (size_t)snprintf(buf + n, size - n, " (%.4f bits/step)", e->loss / log(2.0));
+    /* every metric but the loss again (`metrics: [loss]`); the outputs' losses (main_loss) */
     for (int i = 0; i < tfc_model_nmetrics(m) && n < size; i++)
-        if (tfc_model_metric(m, i)->kind != TFC_METRIC_LOSS)
+        if (strcmp(tfc_model_metric(m, i)->name, "loss"))
             n += (size_t)snprintf(buf + n, size - n, "  %s %.4f", tfc_model_metric(m, i)->name,
                                   e->metric[i]);
 }

@@ -91,6 +91,56 @@ static tfc_status match_inputs(const tfc_feed *f, const tfc_pipeline *p, const t
     return TFC_OK;
 }
 
+/* The pipeline label feeding each model output (plab), matched by name when the model has
+ * several outputs: each needs one of the split's labels of its name, and the split has no
+ * other (Keras's fit(x, {"main": y1, "aux": y2})); a model of one output takes a split of
+ * one label. Errors name both sides (err NULL: only the status). A split without labels is
+ * check_labels's to refuse. */
+static tfc_status match_labels(const tfc_feed *f, const tfc_pipeline *p, const tfc_node *split,
+                               const char *key, int *plab, tfc_error *err)
+{
+    const tfc_model *m = f->model;
+    const char *names[TFC_MAX_LABELS] = {0};
+    const int no = tfc_model_noutputs(m), pn = tfc_pipeline_labels(p, names);
+    char have[600] = "", want[600] = "";
+    for (int j = 0, at = 0; j < pn; j++)
+        at += snprintf(have + at, sizeof have - (size_t)at, "%s%s", j ? ", " : "", names[j]);
+    for (int k = 0, at = 0; k < no; k++)
+        at += snprintf(want + at, sizeof want - (size_t)at, "%s%s", k ? ", " : "",
+                       tfc_model_output_name(m, k));
+    for (int k = 0; k < no; k++) plab[k] = 0;
+    if (no == 1 && pn <= 1) return TFC_OK;
+    if ((no == 1 || pn <= 1) && !err) return TFC_ERR_CONFIG;
+    if (no == 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %d labels (%s); this "
+                              "model gives one output", pn, have);
+    if (pn <= 1)
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %s; model '%s' gives "
+                              "%d outputs (%s): give the source one label array per output by "
+                              "name, as Keras's fit(x, {name: y, ...}): labels: {%s: FILE.npy, "
+                              "...} (docs/data.md)", pn ? "one label array" : "no labels",
+                              tfc_model_name(m), no, want, tfc_model_output_name(m, 0));
+    int used[TFC_MAX_LABELS] = {0};
+    for (int k = 0; k < no; k++) {
+        plab[k] = -1;
+        for (int j = 0; j < pn && plab[k] < 0; j++)
+            if (!strcmp(names[j], tfc_model_output_name(m, k))) plab[k] = j;
+        if (plab[k] < 0 && !err) return TFC_ERR_CONFIG;
+        if (plab[k] < 0)
+            return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields the labels %s, none "
+                                  "named '%s', an output of model '%s' (%s)", have,
+                                  tfc_model_output_name(m, k), tfc_model_name(m), want);
+        used[plab[k]] = 1;
+    }
+    for (int j = 0; j < pn; j++)
+        if (!used[j] && !err) return TFC_ERR_CONFIG;
+        else if (!used[j])
+            return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields a label '%s' that "
+                                  "no output of model '%s' has (its outputs: %s)", names[j],
+                                  tfc_model_name(m), want);
+    return TFC_OK;
+}
+
 /* Model input k against the pipeline's component `comp` (its input feeding it). */
 static tfc_status check_features(const tfc_feed *f, const tfc_pipeline *p,
                                  const tfc_node *split, const char *key, int k, int comp,
@@ -149,50 +199,54 @@ static tfc_status check_features(const tfc_feed *f, const tfc_pipeline *p,
     return TFC_ERR_CONFIG;
 }
 
+/* Model output k's labels against the pipeline's component `comp` (its label feeding it). */
 static tfc_status check_labels(const tfc_feed *f, const tfc_element_spec *es,
-                               const tfc_node *split, const char *key, tfc_error *err)
+                               const tfc_node *split, const char *key, int k, int comp,
+                               tfc_error *err)
 {
-    const tfc_component_spec *c = &es->comp[TFC_COMP_LABELS];
-    const char *loss = tfc_loss_names[tfc_model_loss_kind(f->model)];
-    char got[160];
+    const tfc_component_spec *c = &es->comp[comp];
+    const char *loss = tfc_loss_names[tfc_model_loss_kind_at(f->model, k)];
+    char got[160], what[160] = "labels";
+    if (tfc_model_noutputs(f->model) > 1)
+        snprintf(what, sizeof what, "labels '%s'", tfc_model_output_name(f->model, k));
     if (!c->present)
         return tfc_node_error(err, TFC_ERR_CONFIG, split, key,
                               "yields no labels, but the loss %s needs them", loss);
     tfc_data_spec_str(c, got, sizeof got);
     if (!usable_dtype(c->dtype))
-        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields labels %s", got);
+        return tfc_node_error(err, TFC_ERR_CONFIG, split, key, "yields %s %s", what, got);
     int64_t per = 1;
     int known = c->shape.ndim >= 0;
     for (int i = es->batched ? 1 : 0; known && i < c->shape.ndim; i++) {
         if (c->shape.dim[i] < 0) known = 0;
         else per *= c->shape.dim[i];
     }
-    if (!known || per == f->label_numel) return TFC_OK;
+    const int64_t numel = f->label_numels[k];
+    if (!known || per == numel) return TFC_OK;
     tfc_node_error(err, TFC_ERR_CONFIG, split, key,
-                   "yields labels %s (%lld values per example), but the model's output and loss "
+                   "yields %s %s (%lld values per example), but the model's output and loss "
                    "%s need %lld per example",
-                   got, (long long)per, loss, (long long)f->label_numel);
+                   what, got, (long long)per, loss, (long long)numel);
     /* the two cross-entropies' labels swapped: one-hot or mixed (mix_up, cut_mix) rows for
      * the sparse loss, class indices for the categorical one */
-    const int classes = tfc_model_classes(f->model);
-    const tfc_loss_kind kind = tfc_model_loss_kind(f->model);
+    const int classes = tfc_model_classes_at(f->model, k);
+    const tfc_loss_kind kind = tfc_model_loss_kind_at(f->model, k);
+    const int ndim = tfc_model_output_shape_at(f->model, k)->ndim;
     if (kind == TFC_LOSS_SPARSE_CCE && classes > 1 && per == (int64_t)classes)
         tfc_error_hint(err, "these look like one-hot (or mixed) rows: train with loss: "
                             "categorical_crossentropy, and give every split such labels "
                             "(- map: {op: one_hot, depth: %d})", classes);
-    else if (kind == TFC_LOSS_SPARSE_CCE && per == 1 &&
-             tfc_model_output_shape(f->model)->ndim >= 3)
+    else if (kind == TFC_LOSS_SPARSE_CCE && per == 1 && ndim >= 3)
         tfc_error_hint(err, "the loss is per pixel here (the output is an image of classes): "
                             "give one class id per pixel, labels of the features' height and "
                             "width; or, for one class per image, end the model in "
                             "GlobalAveragePooling2D or Flatten and Dense");
-    else if (kind == TFC_LOSS_SPARSE_CCE && per == 1 &&
-             tfc_model_output_shape(f->model)->ndim == 2)
+    else if (kind == TFC_LOSS_SPARSE_CCE && per == 1 && ndim == 2)
         tfc_error_hint(err, "the loss is per step here (the output is a sequence of classes): "
                             "give one class id per step; or, for one class per sequence, end "
                             "the last recurrent layer without return_sequences, or pool the "
                             "steps (GlobalAveragePooling1D) before the last Dense");
-    else if (kind == TFC_LOSS_CCE && per == 1 && f->label_numel == classes)
+    else if (kind == TFC_LOSS_CCE && per == 1 && numel == classes)
         tfc_error_hint(err, "these look like class indices: add - map: {op: one_hot, depth: %d} "
                             "to this split's pipeline, or train "
                             "with loss: sparse_categorical_crossentropy", classes);
@@ -235,12 +289,12 @@ static tfc_status label_range_error(const char *key, const char *at, int64_t lab
 
 /* A binary_crossentropy target outside [0, 1] (Keras's: "either 0 or 1"; a probability between
  * is a soft target): its loss would be unbounded below, its metrics meaningless. */
-static tfc_status bce_label_error(const tfc_feed *f, const char *key, const char *at, float v,
+static tfc_status bce_label_error(int64_t numel, const char *key, const char *at, float v,
                                   tfc_error *err)
 {
     tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label %g is outside [0, 1], binary_crossentropy's "
                   "targets (0 or 1, or a probability between)", key, at, (double)v);
-    if (f->label_numel == 1 && v >= 2 && v == floorf(v))
+    if (numel == 1 && v >= 2 && v == floorf(v))
         tfc_error_hint(err, "these look like class ids: for one class of N, end the model in "
                             "Dense(N) with softmax and train with loss: "
                             "sparse_categorical_crossentropy");
@@ -256,7 +310,9 @@ static tfc_status bce_label_error(const tfc_feed *f, const char *key, const char
 static tfc_status check_label_set(const tfc_feed *f, const tfc_pipeline *p, const char *key,
                                   tfc_error *err)
 {
-    if (!p || tfc_model_loss_kind(f->model) != TFC_LOSS_SPARSE_CCE) return TFC_OK;
+    if (!p || tfc_model_loss_kind(f->model) != TFC_LOSS_SPARSE_CCE ||
+        tfc_model_noutputs(f->model) > 1) /* the source's labels are one output's */
+        return TFC_OK;
     int classes = tfc_model_classes(f->model);
     int64_t v;
     char at[600];
@@ -287,8 +343,11 @@ static void example_sizes(tfc_feed *f)
     f->in_numel = tfc_shape_numel(tfc_model_input_shape(m));
     for (int k = 0; k < tfc_model_ninputs(m); k++)
         f->in_numels[k] = tfc_shape_numel(tfc_model_input_shape_at(m, k));
-    f->label_numel = tfc_model_label_rows(m) *
-                     (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
+    for (int k = 0; k < tfc_model_noutputs(m); k++)
+        f->label_numels[k] = tfc_model_label_rows_at(m, k) *
+                             (tfc_model_loss_kind_at(m, k) == TFC_LOSS_SPARSE_CCE
+                                  ? 1 : tfc_model_classes_at(m, k));
+    f->label_numel = f->label_numels[0];
 }
 
 /* Checks the splits' specs, sizes the batches, binds the model and allocates the staging
@@ -310,11 +369,13 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
     for (int k = 0; k < 2 && !st; k++) {
         if (!split[k]) continue;
         const tfc_element_spec *es = tfc_pipeline_element_spec(split[k]);
-        int pin[TFC_MODEL_MAX_INPUTS];
+        int pin[TFC_MODEL_MAX_INPUTS], plab[TFC_MODEL_MAX_OUTPUTS];
         st = match_inputs(f, split[k], node[k], key[k], pin, err);
         for (int i = 0; i < tfc_model_ninputs(m) && !st; i++)
             st = check_features(f, split[k], node[k], key[k], i, tfc_input_comp(pin[i]), err);
-        if (!st) st = check_labels(f, es, node[k], key[k], err);
+        if (!st) st = match_labels(f, split[k], node[k], key[k], plab, err);
+        for (int i = 0; i < tfc_model_noutputs(m) && !st; i++)
+            st = check_labels(f, es, node[k], key[k], i, tfc_label_comp(plab[i]), err);
     }
     int sizes[2] = {1, 1};
     for (int k = 0; k < 2 && !st; k++)
@@ -344,8 +405,11 @@ static tfc_status bind(tfc_feed *f, const tfc_solver *s, tfc_backend *be, tfc_er
         if (!f->xs[k]) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
     }
     f->x = f->xs[0];
-    f->y = malloc((size_t)f->stage_batch * (size_t)f->label_numel * 4);
-    if (!f->y) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < tfc_model_noutputs(m); k++) {
+        f->ys[k] = malloc((size_t)f->stage_batch * (size_t)f->label_numels[k] * 4);
+        if (!f->ys[k]) return tfc_error_set(err, TFC_ERR_NOMEM, "out of memory");
+    }
+    f->y = f->ys[0];
     return TFC_OK;
 }
 
@@ -487,8 +551,8 @@ static tfc_status follow_length(tfc_feed *f, const tfc_tensor *features, int bat
 
 /* Checks a batch of n examples against the staging size and the model's layout (pin: the
  * pipeline input feeding each model input). */
-static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, const int *pin, int64_t n,
-                              const char *key, tfc_error *err)
+static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, const int *pin,
+                              const int *plab, int64_t n, const char *key, tfc_error *err)
 {
     char fs[96], want[96];
     if (n < 1 || n > f->stage_batch)
@@ -509,12 +573,18 @@ static tfc_status check_batch(const tfc_feed *f, const tfc_batch *b, const int *
                                  ? tfc_model_input_name(f->model, k) : "",
                              k || tfc_model_ninputs(f->model) > 1 ? "'" : "", want);
     }
-    if (!b->labels.data || tfc_shape_numel(&b->labels.shape) != n * f->label_numel) {
-        tfc_shape_str(&b->labels.shape, fs, sizeof fs);
+    for (int k = 0; k < tfc_model_noutputs(f->model); k++) {
+        const tfc_tensor *y = &b->label_at[plab[k]];
+        if (y->data && tfc_shape_numel(&y->shape) == n * f->label_numels[k]) continue;
+        tfc_shape_str(&y->shape, fs, sizeof fs);
         return tfc_error_set(err, TFC_ERR_DATA,
-                             "%s: a batch of labels %s, but the model needs %lld values per "
-                             "example",
-                             key, b->labels.data ? fs : "(none)", (long long)f->label_numel);
+                             "%s: a batch of labels%s%s%s %s, but the model needs %lld values "
+                             "per example",
+                             key, tfc_model_noutputs(f->model) > 1 ? " '" : "",
+                             tfc_model_noutputs(f->model) > 1 ? tfc_model_output_name(f->model, k)
+                                                              : "",
+                             tfc_model_noutputs(f->model) > 1 ? "'" : "",
+                             y->data ? fs : "(none)", (long long)f->label_numels[k]);
     }
     return TFC_OK;
 }
@@ -550,16 +620,58 @@ static const char *row_origin(const tfc_pipeline *p, int comp, int64_t row, int6
     return buf;
 }
 
+/* Bad values of output o's staged labels (rows [lo, lo + count) of the pipeline's batch,
+ * from its component comp): a target that is not finite, a class index outside the output's
+ * classes, a binary_crossentropy target outside [0, 1]. */
+static tfc_status check_targets(const tfc_feed *f, const tfc_pipeline *p, int o, int comp,
+                                const char *key, int64_t lo, int64_t count, tfc_error *err)
+{
+    char at[600], k_key[400];
+    const int64_t per = f->label_numels[o], lnum = count * per;
+    const tfc_loss_kind kind = tfc_model_loss_kind_at(f->model, o);
+    const int sparse = kind == TFC_LOSS_SPARSE_CCE;
+    if (tfc_model_noutputs(f->model) > 1) /* the split, then the output whose labels these are */
+        snprintf(k_key, sizeof k_key, "%s: labels '%s'", key, tfc_model_output_name(f->model, o));
+    else
+        snprintf(k_key, sizeof k_key, "%s", key);
+    int64_t bad = sparse ? -1 : first_nonfinite(f->ys[o], lnum);
+    if (bad >= 0) {
+        int64_t k = bad / per;
+        return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label value %g is not finite", k_key,
+                             row_origin(p, comp, lo + k, k, at, sizeof at),
+                             (double)((const float *)f->ys[o])[bad]);
+    }
+    if (kind == TFC_LOSS_BCE) {
+        const float *t = f->ys[o];
+        for (int64_t i = 0; i < lnum; i++)
+            if (t[i] < -1e-5f || t[i] > 1 + 1e-5f) /* a scale map's 255 / 255 may round up */
+                return bce_label_error(per, k_key, row_origin(p, comp, lo + i / per, i / per, at,
+                                                              sizeof at), t[i], err);
+    }
+    /* Class indices are checked here, where they reach the loss, not at the source: a
+     * `filter` between the two may drop the classes this model does not have. */
+    const int32_t *y = f->ys[o];
+    int classes = tfc_model_classes_at(f->model, o);
+    for (int64_t i = 0; sparse && i < lnum; i++)
+        if (y[i] < 0 || y[i] >= classes) {
+            int64_t k = i / per;
+            return label_range_error(k_key, row_origin(p, comp, lo + k, k, at, sizeof at), y[i],
+                                     classes, err);
+        }
+    return TFC_OK;
+}
+
 /* Bad values of a staged batch (rows [lo, lo + count) of the pipeline's batch; pin: the
- * pipeline input feeding each model input): a feature or a target that is not finite, a
+ * pipeline input feeding each model input, plab the label feeding each output): a feature or
+ * a target that is not finite, a
  * class index outside the model's classes. Each names the record it came from, in the file
  * that holds the value: the data is wrong, not the learning rate. */
 static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const int *pin,
-                               const char *key, int64_t lo, int64_t count, tfc_error *err)
+                               const int *plab, const char *key, int64_t lo, int64_t count,
+                               tfc_error *err)
 {
     char at[600];
-    int64_t lnum = count * f->label_numel, bad = -1;
-    int sparse = tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE;
+    int64_t bad = -1;
     for (int in = 0; in < tfc_model_ninputs(f->model); in++) {
         int64_t fnum = count * f->in_numels[in];
         if (tfc_model_input_dtype_at(f->model, in) != TFC_F32 ||
@@ -575,31 +687,10 @@ static tfc_status check_values(const tfc_feed *f, const tfc_pipeline *p, const i
                             "would compute a non-finite loss from it whatever the learning rate");
         return TFC_ERR_DATA;
     }
-    bad = sparse ? -1 : first_nonfinite(f->y, lnum);
-    if (bad >= 0) {
-        int64_t k = bad / f->label_numel;
-        return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label value %g is not finite", key,
-                             row_origin(p, TFC_COMP_LABELS, lo + k, k, at, sizeof at),
-                             (double)((const float *)f->y)[bad]);
+    for (int o = 0; o < tfc_model_noutputs(f->model); o++) {
+        tfc_status s = check_targets(f, p, o, tfc_label_comp(plab[o]), key, lo, count, err);
+        if (s) return s;
     }
-    if (tfc_model_loss_kind(f->model) == TFC_LOSS_BCE) {
-        const float *t = f->y;
-        for (int64_t i = 0; i < lnum; i++)
-            if (t[i] < -1e-5f || t[i] > 1 + 1e-5f) /* a scale map's 255 / 255 may round up */
-                return bce_label_error(f, key, row_origin(p, TFC_COMP_LABELS, lo + i /
-                                       f->label_numel, i / f->label_numel, at, sizeof at),
-                                       t[i], err);
-    }
-    /* Class indices are checked here, where they reach the loss, not at the source: a
-     * `filter` between the two may drop the classes this model does not have. */
-    const int32_t *y = f->y;
-    int classes = tfc_model_classes(f->model);
-    for (int64_t i = 0; sparse && i < lnum; i++)
-        if (y[i] < 0 || y[i] >= classes) {
-            int64_t k = i / f->label_numel;
-            return label_range_error(key, row_origin(p, TFC_COMP_LABELS, lo + k, k, at, sizeof at),
-                                     y[i], classes, err);
-        }
     return TFC_OK;
 }
 
@@ -617,20 +708,21 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
     if (s || b.end) return s;
     *more = 1;
     int batched = tfc_pipeline_element_spec(p)->batched;
-    int pin[TFC_MODEL_MAX_INPUTS];
-    if (match_inputs(f, p, NULL, key, pin, NULL)) /* matched at bind: the spec is the same */
+    int pin[TFC_MODEL_MAX_INPUTS], plab[TFC_MODEL_MAX_OUTPUTS];
+    if (match_inputs(f, p, NULL, key, pin, NULL) || /* matched at bind: the spec is the same */
+        match_labels(f, p, NULL, key, plab, NULL))
         return tfc_error_set(err, TFC_ERR_DATA, "%s: the inputs changed", key);
     const tfc_tensor *x0 = &b.inputs[pin[0]];
     int64_t count = batched && x0->shape.ndim > 0 ? x0->shape.dim[0] : 1;
     s = follow_length(f, x0, batched, key, err);
-    if (!s) s = check_batch(f, &b, pin, count, key, err);
+    if (!s) s = check_batch(f, &b, pin, plab, count, key, err);
     if (s) return s;
     /* a dealt split's batches are this rank's already */
     int nr = f->nranks > 1 && tfc_pipeline_shard_count(p) == 1 ? f->nranks : 1;
     int64_t lo = nr > 1 ? count * f->rank / nr : 0, hi = nr > 1 ? count * (f->rank + 1) / nr : count;
     count = hi - lo;
     if (count == 0) return TFC_OK;
-    int64_t lnum = count * f->label_numel, bad = -1;
+    int64_t bad = -1;
     char at[600];
     for (int k = 0; k < tfc_model_ninputs(f->model); k++) {
         const tfc_tensor *x = &b.inputs[pin[k]];
@@ -645,15 +737,18 @@ static tfc_status next_batch(tfc_feed *f, tfc_pipeline *p, const char *key, int 
                                      ? tfc_model_input_name(f->model, k) : "feature",
                                  tfc_value_get(x->data, x->dtype, lo * per + bad));
     }
-    bad = convert(f->y, tfc_model_loss_kind(f->model) == TFC_LOSS_SPARSE_CCE, &b.labels,
-                  lo * f->label_numel, lnum);
-    if (bad >= 0)
-        return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label %g is not a class index", key,
-                             row_origin(p, TFC_COMP_LABELS, lo + bad / f->label_numel,
-                                        bad / f->label_numel, at, sizeof at),
-                             tfc_value_get(b.labels.data, b.labels.dtype,
-                                           lo * f->label_numel + bad));
-    s = check_values(f, p, pin, key, lo, count, err);
+    for (int k = 0; k < tfc_model_noutputs(f->model); k++) {
+        const tfc_tensor *y = &b.label_at[plab[k]];
+        const int64_t per = f->label_numels[k];
+        bad = convert(f->ys[k], tfc_model_loss_kind_at(f->model, k) == TFC_LOSS_SPARSE_CCE, y,
+                      lo * per, count * per);
+        if (bad >= 0)
+            return tfc_error_set(err, TFC_ERR_DATA, "%s: %s: label %g is not a class index", key,
+                                 row_origin(p, tfc_label_comp(plab[k]), lo + bad / per,
+                                            bad / per, at, sizeof at),
+                                 tfc_value_get(y->data, y->dtype, lo * per + bad));
+    }
+    s = check_values(f, p, pin, plab, key, lo, count, err);
     if (!s) *n = (int)count;
     return s;
 }
@@ -719,11 +814,17 @@ void tfc_feed_free(tfc_feed *f)
     tfc_pipeline_free(f->vocab_source);
     if (f->model) tfc_model_unbind(f->model);
     for (int k = 0; k < TFC_MODEL_MAX_INPUTS; k++) free(f->xs[k]);
-    free(f->y);
+    for (int k = 0; k < TFC_MODEL_MAX_OUTPUTS; k++) free(f->ys[k]);
 }
 
 void tfc_feed_inputs(const tfc_feed *f, int64_t at, const void **xs)
 {
     for (int k = 0; k < tfc_model_ninputs(f->model); k++)
         xs[k] = (const char *)f->xs[k] + (size_t)at * (size_t)f->in_numels[k] * 4;
+}
+
+void tfc_feed_targets(const tfc_feed *f, int64_t at, const void **ys)
+{
+    for (int k = 0; k < tfc_model_noutputs(f->model); k++)
+        ys[k] = (const char *)f->ys[k] + (size_t)at * (size_t)f->label_numels[k] * 4;
 }

@@ -223,11 +223,18 @@ typedef struct tfc_feed {
      * x, in_numels[0] in_numel), fed from the pipeline's input of the same name */
     void *xs[TFC_MODEL_MAX_INPUTS];
     int64_t in_numels[TFC_MODEL_MAX_INPUTS];
+    /* a model of several outputs (SPEC §1): output k's labels' staging and size per example
+     * (ys[0] is y, label_numels[0] label_numel), fed from the pipeline's label of its name */
+    void *ys[TFC_MODEL_MAX_OUTPUTS];
+    int64_t label_numels[TFC_MODEL_MAX_OUTPUTS];
 } tfc_feed;
 
 /* The staged inputs from example `at` on, one pointer per model input, for
  * tfc_model_forward_inputs and its kin. */
 void tfc_feed_inputs(const tfc_feed *f, int64_t at, const void **xs);
+/* The staged labels from example `at` on, one pointer per model output, for
+ * tfc_model_loss_targets and its kin. */
+void tfc_feed_targets(const tfc_feed *f, int64_t at, const void **ys);
 
 /* Builds the pipelines of both splits (the test split tokenizes with the train split's
  * vocabulary), checks their element specs against the model before any data is read,

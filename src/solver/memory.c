@@ -28,9 +28,11 @@ void tfc_solver_memory(const tfc_solver *s, const tfc_memory_plan *model,
     /* the feed stages the larger of the two splits' batches (feed.c) */
     int64_t b = s->cfg.train_plan.batch_size, t = s->cfg.test_plan.batch_size;
     if (t > b) b = t;
-    int64_t label = tfc_model_label_rows(m) *
-                    (tfc_model_loss_kind(m) == TFC_LOSS_SPARSE_CCE ? 1 : tfc_model_classes(m));
-    int64_t in = 0;
+    int64_t label = 0, in = 0;
+    for (int k = 0; k < tfc_model_noutputs(m); k++)
+        label += tfc_model_label_rows_at(m, k) *
+                 (tfc_model_loss_kind_at(m, k) == TFC_LOSS_SPARSE_CCE ? 1
+                                                                      : tfc_model_classes_at(m, k));
     for (int k = 0; k < tfc_model_ninputs(m); k++)
         in += tfc_shape_numel(tfc_model_input_shape_at(m, k));
     out->host_staging = (size_t)b * (size_t)(in + label) * 4;

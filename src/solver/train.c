@@ -287,7 +287,9 @@ static tfc_status accumulate(run *r, double *loss, tfc_error *err)
         const void *xs[TFC_MODEL_MAX_INPUTS];
         tfc_feed_inputs(&r->feed, 0, xs);
         if (!s) s = tfc_model_forward_inputs(m, xs, n, 1, (uint64_t)c->seed, step, err);
-        if (!s) s = tfc_model_loss_launch(m, r->feed.y, 1, err);
+        const void *ys[TFC_MODEL_MAX_OUTPUTS];
+        tfc_feed_targets(&r->feed, 0, ys);
+        if (!s) s = tfc_model_loss_launch_targets(m, ys, 1, err);
         if (!s && !(r->step_state && k == c->iter_size - 1)) s = take_loss(r, loss, err);
         if (s) return s;
         tfc_model_backward(m);
@@ -389,7 +391,9 @@ static tfc_status staged_step(run *r, double lr, double scale, float loss_scale,
     const void *xs[TFC_MODEL_MAX_INPUTS];
     tfc_feed_inputs(&r->feed, 0, xs);
     if (!s) s = tfc_model_stage_inputs(m, xs, n, 1, (uint64_t)c->seed, step, err);
-    if (!s) s = tfc_model_stage_labels(m, r->feed.y, err);
+    const void *ys[TFC_MODEL_MAX_OUTPUTS];
+    tfc_feed_targets(&r->feed, 0, ys);
+    if (!s) s = tfc_model_stage_targets(m, ys, err);
     if (s) return s;
     /* lr, alpha, decay, loss_scale, coef: adjacent in tfc_step_state */
     float rates[4 + TFC_OPTIM_COEFS];

@@ -111,13 +111,13 @@ void tfc_test_fill(float *x, int64_t n, float lo, float hi, unsigned seed)
     }
 }
 
-static double loss_at(tfc_model *m, int batch, const void *const *xs, const void *labels)
+static double loss_at(tfc_model *m, int batch, const void *const *xs, const void *const *labels)
 {
     tfc_error err;
     tfc_error_clear(&err);
     tfc_batch_result r;
     if (tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err) ||
-        tfc_model_loss(m, labels, 0, &r, &err)) {
+        tfc_model_loss_targets(m, labels, 0, &r, &err)) {
         fprintf(stderr, "gradcheck: %s", err.text);
         abort();
     }
@@ -161,6 +161,13 @@ gradcheck_result tfc_gradcheck_inputs(tfc_model *m, int batch, const void *const
                                       const void *labels, int per_param, unsigned seed,
                                       double scale)
 {
+    return tfc_gradcheck_targets(m, batch, xs, &labels, per_param, seed, scale);
+}
+
+gradcheck_result tfc_gradcheck_targets(tfc_model *m, int batch, const void *const *xs,
+                                       const void *const *labels, int per_param, unsigned seed,
+                                       double scale)
+{
     gradcheck_result res = {0};
     tfc_error err;
     tfc_error_clear(&err);
@@ -172,7 +179,7 @@ gradcheck_result tfc_gradcheck_inputs(tfc_model *m, int batch, const void *const
     tfc_model_want_input_grad(m, 1);
     tfc_batch_result r;
     tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err);
-    tfc_model_loss(m, labels, 1, &r, &err);
+    tfc_model_loss_targets(m, labels, 1, &r, &err);
     tfc_model_zero_grad(m);
     tfc_model_backward(m);
 
@@ -198,7 +205,7 @@ gradcheck_result tfc_gradcheck_inputs(tfc_model *m, int batch, const void *const
                 }
             tfc_model_want_input_grad(m, 0);
             tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err);
-            tfc_model_loss(m, labels, 1, &r, &err);
+            tfc_model_loss_targets(m, labels, 1, &r, &err);
             tfc_model_zero_grad(m);
             tfc_model_backward(m);
             tfc_model_want_input_grad(m, 1);
@@ -261,7 +268,7 @@ gradcheck_result tfc_gradcheck_inputs(tfc_model *m, int batch, const void *const
         for (int k = 0; k < tfc_model_ninputs(m); k++) xk[k] = k == in ? xi : xs[k];
         /* The analytic input gradient of the first pass (restore it: loss_at overwrote). */
         tfc_model_forward_inputs(m, xs, batch, 1, 7, 3, &err);
-        tfc_model_loss(m, labels, 1, &r, &err);
+        tfc_model_loss_targets(m, labels, 1, &r, &err);
         tfc_model_zero_grad(m);
         tfc_model_backward(m);
         be->ops->download(be, g, tfc_model_input_grad_at(m, in), (size_t)n * 4);

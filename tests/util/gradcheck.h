@@ -68,5 +68,10 @@ gradcheck_result tfc_gradcheck_scaled(tfc_model *m, int batch, const void *x,
 gradcheck_result tfc_gradcheck_inputs(tfc_model *m, int batch, const void *const *xs,
                                       const void *labels, int per_param, unsigned seed,
                                       double scale);
+/* ... and of several outputs: labels[k] holds output k's; the loss is the outputs' weighted
+ * sum (loss_weights). */
+gradcheck_result tfc_gradcheck_targets(tfc_model *m, int batch, const void *const *xs,
+                                       const void *const *labels, int per_param, unsigned seed,
+                                       double scale);
 
 #endif
