@@ -224,7 +224,8 @@ static void test_plateau_floor(void)
     tfc_model_free(m);
 }
 
-/* auto: min for the loss, max for accuracy; explicit modes win; train/ is recognised. */
+/* auto: min for the loss, max for accuracy; explicit modes win; train/ is recognised, and
+ * Keras's val_loss and loss. */
 static void test_monitor_resolve(void)
 {
     tfc_model *m = tiny_model();
@@ -242,8 +243,17 @@ static void test_monitor_resolve(void)
     mon = (tfc_monitor){"test/accuracy", TFC_MODE_MIN, 0, 0, 0};
     CU_ASSERT_EQUAL(tfc_monitor_resolve(&mon, m, NULL, "x", &err), TFC_OK);
     CU_ASSERT(!mon.higher);
-    const char *bad[] = {"val_loss", "test/acc", "tests/loss", "train/"};
+    /* Keras's log names: val_M is test/M, M train/M */
+    static const struct { const char *name; int train, metric; } keras[] = {
+        {"val_loss", 0, -1}, {"loss", 1, -1}, {"val_accuracy", 0, 0}, {"accuracy", 1, 0}};
     for (int i = 0; i < 4; i++) {
+        mon = (tfc_monitor){keras[i].name, TFC_MODE_AUTO, 0, 0, 0};
+        CU_ASSERT_EQUAL(tfc_monitor_resolve(&mon, m, NULL, "x", &err), TFC_OK);
+        CU_ASSERT(mon.train == keras[i].train && mon.metric == keras[i].metric);
+        CU_ASSERT_EQUAL(mon.higher, keras[i].metric == 0);
+    }
+    const char *bad[] = {"val_acc", "test/acc", "tests/loss", "train/", "val_", "lose"};
+    for (int i = 0; i < 6; i++) {
         mon = (tfc_monitor){bad[i], TFC_MODE_AUTO, 0, 0, 0};
         tfc_error_clear(&err);
         CU_ASSERT_EQUAL(tfc_monitor_resolve(&mon, m, NULL, "x", &err), TFC_ERR_CONFIG);
@@ -337,10 +347,11 @@ static void test_solver_keys(void)
 
 static void test_solver_key_errors(void)
 {
-    expect_error("early_stopping={monitor: val_loss}",
-                 "--set early_stopping={monitor: val_loss}:1:11: error: early_stopping.monitor: "
-                 "unknown metric \"val_loss\"; expected one of test/loss, train/loss, "
-                 "test/accuracy, train/accuracy");
+    expect_error("early_stopping={monitor: val_los}",
+                 "--set early_stopping={monitor: val_los}:1:11: error: early_stopping.monitor: "
+                 "unknown metric \"val_los\"; expected one of test/loss, train/loss, "
+                 "test/accuracy, train/accuracy (or Keras's names: val_loss for test/loss, "
+                 "loss for train/loss)");
     expect_error("early_stopping={patience: 2, paitence: 3}", "did you mean 'patience'?");
     expect_error("early_stopping={mode: maximum}", "early_stopping.mode");
     expect_error("early_stopping={baseline: high}", "early_stopping.baseline");

@@ -14,13 +14,17 @@ tfc_status tfc_monitor_resolve(tfc_monitor *m, const tfc_model *model, const tfc
     const char *name = m->name, *slash = strchr(name, '/');
     int phase_ok = slash && ((slash - name == 4 && !strncmp(name, "test", 4)) ||
                              (slash - name == 5 && !strncmp(name, "train", 5)));
+    /* the metric's name: after test/ or train/, or Keras's log names, val_M for test/M and
+     * M for train/M */
+    const char *base = phase_ok ? slash + 1 : slash ? NULL
+                       : !strncmp(name, "val_", 4) ? name + 4 : name;
     int found = 0, loss = 1;
-    if (phase_ok) {
-        m->train = name[1] == 'r';
+    if (base) {
+        m->train = phase_ok ? name[1] == 'r' : base == name;
         m->metric = -1;
-        if (!strcmp(slash + 1, "loss")) found = 1;
+        if (!strcmp(base, "loss")) found = 1;
         for (int i = 0; !found && i < tfc_model_nmetrics(model); i++)
-            if (!strcmp(slash + 1, tfc_model_metric(model, i)->name)) {
+            if (!strcmp(base, tfc_model_metric(model, i)->name)) {
                 found = 1;
                 m->metric = i;
                 loss = tfc_metric_lower_is_better(tfc_model_metric(model, i));
@@ -34,7 +38,8 @@ tfc_status tfc_monitor_resolve(tfc_monitor *m, const tfc_model *model, const tfc
             len += (size_t)snprintf(known + len, sizeof known - len, ", test/%s, train/%s", mn, mn);
         }
         return tfc_node_error(err, TFC_ERR_CONFIG, node, path,
-                              "unknown metric \"%s\"; expected one of %s", name, known);
+                              "unknown metric \"%s\"; expected one of %s (or Keras's names: "
+                              "val_loss for test/loss, loss for train/loss)", name, known);
     }
     m->higher = m->mode == TFC_MODE_MAX || (m->mode == TFC_MODE_AUTO && !loss);
     return TFC_OK;
