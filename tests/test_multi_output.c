@@ -520,7 +520,66 @@ static void test_train_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e.text, "yields 2 labels (a, b); this model gives one output"));
 }
 
+/* End to end: a model of two outputs learns both of its tasks at once from named labels
+ * (a class of four, the argmax of a linear map of 16 features, and a regression on the
+ * first four features' sum): test accuracy at least 0.9 and mean absolute error under
+ * 0.15 (labels spread over about [-3, 3]); tfc-test reports every output's loss and metric
+ * under its Keras name, in its text and in --json. */
+static void test_learns(void)
+{
+    const char *bin = tfc_test_bin("tfc-test");
+    if (!bin) return;
+    enum { N = 512 };
+    tfc_test_write_split("ml_x.npy", "ml_y.npy", N, 13);
+    tfc_tensor x;
+    tfc_error e;
+    tfc_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("ml_x.npy"), &x, &e), TFC_OK);
+    float *r = malloc(N * 4);
+    for (int i = 0; i < N; i++) {
+        const float *xi = (const float *)x.data + i * 16;
+        r[i] = 1.5f * (xi[0] + xi[1] + xi[2] + xi[3]);
+    }
+    tfc_tensor rt = {.dtype = TFC_F32, .shape = {2, {N, 1}}, .data = r};
+    CU_ASSERT_EQUAL(tfc_npy_write(tfc_test_path("ml_r.npy"), &rt, &e), TFC_OK);
+    free(r), free(x.data);
+    const char *solver =
+        "model:\n  name: tasks\n  layers:\n"
+        "    - InputLayer: {name: x, shape: [16]}\n"
+        "    - Dense: {name: trunk, units: 32, activation: relu}\n"
+        "    - Dense: {name: cls, units: 4, activation: softmax}\n"
+        "    - Dense: {name: reg, units: 1, inputs: trunk}\n"
+        "  outputs: [cls, reg]\n"
+        "  loss: {cls: sparse_categorical_crossentropy, reg: mse}\n"
+        "  loss_weights: [1, 0.5]\n"
+        "  metrics: {cls: [accuracy], reg: [mae]}\n"
+        "data:\n  train:\n    source: {type: npy, features: ml_x.npy, labels: {cls: ml_y.npy, "
+        "reg: ml_r.npy}}\n    pipeline: [{shuffle: 512}, repeat, {batch: 32}]\n"
+        "  test:\n    source: {type: npy, features: ml_x.npy, labels: {reg: ml_r.npy, "
+        "cls: ml_y.npy}}\n    pipeline: [{batch: 128}]\n"
+        "optimizer: {type: adam, learning_rate: 0.01}\nmax_iter: 600\ntest_interval: 600\n"
+        "display: 0\nseed: 5\n";
+    tfc_train_result res;
+    CU_ASSERT_EQUAL_FATAL(tfc_test_train_result(solver, "ml_solver.yaml", "ml_run", &res, &e),
+                          TFC_OK);
+    CU_ASSERT_FATAL(res.have_test);
+    /* cls_loss, reg_loss, cls_accuracy, reg_mae */
+    printf("\n  test cls_accuracy %.4f, reg_mae %.4f", res.test.metric[2], res.test.metric[3]);
+    CU_ASSERT(res.test.metric[2] >= 0.9);
+    CU_ASSERT(res.test.metric[3] < 0.15);
+    CU_ASSERT_DOUBLE_EQUAL(res.test.loss, res.test.metric[0] + 0.5 * res.test.metric[1], 1e-5);
+    char cmd[4096], want[128];
+    snprintf(cmd, sizeof cmd, "cd %s && %s/tfc-test ml_solver.yaml --weights %s/final.safetensors",
+             tfc_test_tmpdir(), bin, res.run_dir);
+    snprintf(want, sizeof want, "cls_accuracy %.4f  reg_mae %.4f", res.test.metric[2],
+             res.test.metric[3]);
+    tfc_test_sh_expect(0, cmd, want, "reg_loss");
+    snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --json");
+    tfc_test_sh_expect(0, cmd, "\"reg_mae\":", "\"cls_loss\":");
+}
+
 TFC_TEST_MAIN("multi_output", {"predictor", test_predictor}, {"predict_tool", test_predict_tool},
               {"onnx", test_onnx}, {"errors", test_errors},
               {"evaluate_keras", test_evaluate_keras}, {"train_keras", test_train_keras},
-              {"gradients", test_gradients}, {"train_errors", test_train_errors})
+              {"gradients", test_gradients}, {"train_errors", test_train_errors},
+              {"learns", test_learns})
