@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "tfc.h"
-#include "api/onnx.h"
 #include "core/safetensors.h"
 #include "data/data.h"
 #include "graph/model.h"
@@ -259,7 +258,7 @@ static void test_gradients_sequences(void)
     tfc_model_free(m);
 }
 
-/* The calls' mistakes, each an error at the call's line; ONNX export refuses a call. */
+/* The calls' mistakes, each an error at the call's line. */
 static void test_errors(void)
 {
 #define TWO "layers:\n  - InputLayer: {name: a, shape: [4]}\n" \
@@ -307,23 +306,32 @@ static void test_errors(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     CU_ASSERT_EQUAL(tfc_model_layer(m, 1)->calls, -1);
     CU_ASSERT_EQUAL(tfc_model_param_count(m), 4 * 2 + 2 + 2 * 3 + 3);
-    /* ONNX: refused naming the call */
     tfc_model_free(m);
-    m = tfc_test_model(siamese);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    tfc_error err;
-    tfc_error_clear(&err);
-    tfc_backend *be = tfc_backend_open("cpu", 1, &err);
-    CU_ASSERT_EQUAL_FATAL(tfc_model_bind_inference(m, be, 2, &err), TFC_OK);
-    CU_ASSERT_EQUAL_FATAL(tfc_model_init_weights(m, 1, &err), TFC_OK);
-    char path[512];
-    snprintf(path, sizeof path, "%s/siamese.onnx", tfc_test_tmpdir());
-    CU_ASSERT_EQUAL(tfc_onnx_export(m, NULL, path, &err), TFC_ERR_USAGE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "layer 'enc_call_1' (Dense): a call of a layer"));
-    tfc_model_free(m);
-    tfc_backend_free(be);
+}
+
+/* tfc-export writes Keras's shared-layer models (a Siamese tower, a shared Embedding and
+ * LSTM) as ONNX graphs that onnxruntime runs to Keras's predictions (within
+ * onnx_check.py's 1e-5); each call's weights are written again, once per call. */
+static void test_onnx(void)
+{
+    const char *bin = tfc_test_bin("tfc-export");
+    if (!bin || !tfc_test_python_has("onnx, onnxruntime, numpy")) return;
+    static const char *const inputs[2][2] = {{"a", "b"}, {"q", "d"}};
+    char cwd[1024];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+    for (int c = 0; c < 2; c++) {
+        import_case(keras_cases[c]);
+        const char *n = keras_cases[c], *t = tfc_test_tmpdir();
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "%s/tfc-export %s/%s.yaml --weights %s/%s.safetensors --onnx "
+                 "%s/%s.onnx && python3 %s/tests/onnx_check.py %s/%s.onnx %s=%s/" DIR
+                 "%s.x0.npy,%s=%s/" DIR "%s.x1.npy %s/" DIR "%s.y.npy", bin, t, n, t, n, t, n,
+                 cwd, t, n, inputs[c][0], cwd, n, inputs[c][1], cwd, n, cwd, n);
+        tfc_test_sh_expect(0, cmd, ": ok", NULL);
+    }
 }
 
 TFC_TEST_MAIN("shared_layers", {"keras_predict", test_keras_predict},
               {"train_keras", test_train_keras}, {"gradients", test_gradients}, {"same_weights", test_same_weights},
-              {"gradients_sequences", test_gradients_sequences}, {"errors", test_errors})
+              {"gradients_sequences", test_gradients_sequences}, {"errors", test_errors},
+              {"onnx", test_onnx})

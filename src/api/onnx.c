@@ -3215,10 +3215,6 @@ tfc_status tfc_onnx_export(tfc_model *m, const tfc_onnx_options *o, const char *
         if (l->mask_out && !l->mask_in && l->ninputs && l->inputs[0] < 0)
             x.mask_input = -1 - l->inputs[0];
     }
-    for (int i = 0; i < n && !x.st; i++) /* its initializers would be written twice */
-        if (tfc_model_layer(m, i)->calls >= 0)
-            unsupported(&x, tfc_model_layer(m, i), "a call of a layer called before, whose "
-                        "weights it shares, has no ONNX export yet");
     tfc_pb_string(&x.graph, 2, tfc_model_name(m));
     for (int i = 0; i < n && !x.st; i++) x.out[i] = layer(&x, tfc_model_layer(m, i));
     /* "output", as always, for a model of one; several are named as their layers */
