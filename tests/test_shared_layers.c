@@ -311,7 +311,7 @@ static void test_errors(void)
 
 /* tfc-export writes Keras's shared-layer models (a Siamese tower, a shared Embedding and
  * LSTM) as ONNX graphs that onnxruntime runs to Keras's predictions (within
- * onnx_check.py's 1e-5); each call's weights are written again, once per call. */
+ * onnx_check.py's 1e-5), the weights of a layer called twice written once. */
 static void test_onnx(void)
 {
     const char *bin = tfc_test_bin("tfc-export");
@@ -329,6 +329,13 @@ static void test_onnx(void)
                  cwd, t, n, inputs[c][0], cwd, n, inputs[c][1], cwd, n, cwd, n);
         tfc_test_sh_expect(0, cmd, ": ok", NULL);
     }
+    /* the Siamese tower's weights once, though it is called twice: the graph's float
+     * initializers are the model's 72 parameters */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 -c \"import onnx, math; g = onnx.load('%s/siamese.onnx')"
+             ".graph; print('floats', sum(math.prod(i.dims) for i in g.initializer if "
+             "i.data_type == 1))\"", tfc_test_tmpdir());
+    tfc_test_sh_expect(0, cmd, "floats 72\n", NULL);
 }
 
 TFC_TEST_MAIN("shared_layers", {"keras_predict", test_keras_predict},

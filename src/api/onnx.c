@@ -47,6 +47,17 @@ typedef struct exporter {
     int mask_input;        /* the input whose ids != 0 make the sequence mask */
     char mask[96];         /* bool [N, T]: ids != 0 of that input, once made */
     char lens[96];         /* int32 [N]: unmasked steps per example */
+    /* the float initializers written so far, so that a second of the same dims and bytes
+     * (the weights of a layer called again, §1) reads the first instead */
+    struct written {
+        char name[96];
+        uint64_t hash;
+        int64_t dims[TFC_MAX_DIMS + 1];
+        int ndim;
+        size_t bytes;
+        float *data;
+    } *written;
+    int nwritten, cap_written;
     tfc_error *err;
     tfc_status st;
 } exporter;
@@ -170,13 +181,45 @@ static void initializer(exporter *x, const char *name, int dtype, const int64_t 
     tfc_pb_free(&t);
 }
 
+/* A float initializer of dims into `name`: the one written before with the same dims and
+ * bytes (a layer called again writes its weights once), else a new one. */
 static void init_f32(exporter *x, char *name, const char *hint, const int64_t *dims, int ndim,
                      const float *data)
 {
-    fresh(x, name, hint);
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= dims[i];
-    initializer(x, name, T_FLOAT, dims, ndim, data, (size_t)n * 4);
+    const size_t bytes = (size_t)n * 4;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the bytes and the dims */
+    const unsigned char *b = (const unsigned char *)data;
+    for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ull;
+    for (int i = 0; i < ndim; i++) h = (h ^ (uint64_t)dims[i]) * 1099511628211ull;
+    for (int k = 0; k < x->nwritten; k++) {
+        const struct written *w = &x->written[k];
+        if (w->hash == h && w->ndim == ndim && w->bytes == bytes &&
+            !memcmp(w->dims, dims, (size_t)ndim * sizeof *dims) && !memcmp(w->data, data, bytes)) {
+            snprintf(name, 96, "%s", w->name);
+            return;
+        }
+    }
+    fresh(x, name, hint);
+    initializer(x, name, T_FLOAT, dims, ndim, data, bytes);
+    if (ndim > TFC_MAX_DIMS + 1) return; /* kept only where it fits */
+    if (x->nwritten == x->cap_written) {
+        int cap = x->cap_written ? 2 * x->cap_written : 64;
+        struct written *g = realloc(x->written, (size_t)cap * sizeof *g);
+        if (!g) return; /* a later copy is written again */
+        x->written = g;
+        x->cap_written = cap;
+    }
+    struct written *w = &x->written[x->nwritten];
+    if (!(w->data = malloc(bytes ? bytes : 1))) return;
+    memcpy(w->data, data, bytes);
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->hash = h;
+    memcpy(w->dims, dims, (size_t)ndim * sizeof *dims);
+    w->ndim = ndim;
+    w->bytes = bytes;
+    x->nwritten++;
 }
 
 static void init_i64(exporter *x, char *name, const char *hint, const int64_t *v, int n)
@@ -3251,5 +3294,7 @@ tfc_status tfc_onnx_export(tfc_model *m, const tfc_onnx_options *o, const char *
     }
     tfc_pb_free(&model), tfc_pb_free(&ops), tfc_pb_free(&x.graph);
     free(x.out);
+    for (int k = 0; k < x.nwritten; k++) free(x.written[k].data);
+    free(x.written);
     return x.st;
 }
