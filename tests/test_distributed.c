@@ -259,6 +259,54 @@ static void test_two_inputs_equal_one_process(void)
     }
 }
 
+/* A model of two outputs (a class and a regression, named labels from an npy source, loss
+ * weights) trains on two ranks as one process does: each rank takes the same rows of every
+ * label as of the features, dealt or sliced. */
+static void test_two_outputs_equal_one_process(void)
+{
+    if (!have_mpirun()) return;
+    solver(); /* x.npy, y.npy */
+    tfc_tensor x;
+    tfc_error err;
+    tfc_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_read(tfc_test_path("x.npy"), &x, &err), TFC_OK);
+    const int64_t n = x.shape.dim[0], d = x.shape.dim[1];
+    float *r = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) r[i] = ((float *)x.data)[i * d] - ((float *)x.data)[i * d + 1];
+    tfc_tensor t = {.dtype = TFC_F32, .shape = {2, {n, 1}}, .data = r, .device = -1};
+    CU_ASSERT_EQUAL_FATAL(tfc_npy_write(tfc_test_path("r.npy"), &t, &err), TFC_OK);
+    free(r), free(x.data);
+    static const char *const pipelines[] = {"[{shuffle: 512}, repeat, {batch: 32}]",
+                                            "[{shuffle: 512}, {batch: 32}, repeat]"};
+    for (int k = 0; k < 2; k++) {
+        char yaml[2048];
+        snprintf(yaml, sizeof yaml,
+                 "model:\n  name: heads\n  layers:\n"
+                 "    - InputLayer: {name: x, shape: [%lld]}\n"
+                 "    - Dense: {name: trunk, units: 32, activation: relu}\n"
+                 "    - Dense: {name: cls, units: 4, activation: softmax}\n"
+                 "    - Dense: {name: reg, units: 1, inputs: trunk}\n"
+                 "  outputs: [cls, reg]\n"
+                 "  loss: {cls: sparse_categorical_crossentropy, reg: mse}\n"
+                 "  loss_weights: {reg: 0.5}\n"
+                 "data:\n  train:\n"
+                 "    source: {type: npy, features: x.npy, labels: {reg: r.npy, cls: y.npy}}\n"
+                 "    pipeline: %s\n"
+                 "optimizer: {type: adam, learning_rate: 0.01}\n"
+                 "max_iter: 30\ndisplay: 1\nseed: 3\n",
+                 (long long)d, pipelines[k]);
+        char s[1024], one[512], two[512];
+        snprintf(s, sizeof s, "%s", tfc_test_write("two_outputs.yaml", yaml, -1));
+        snprintf(one, sizeof one, "%s", out("out2_one"));
+        snprintf(two, sizeof two, "%s", out("out2_two"));
+        CU_ASSERT_EQUAL(run("%s/tfc-train %s --device cpu --threads 2 --out %s --quiet "
+                            ">/dev/null", bin(), s, one), 0);
+        CU_ASSERT_EQUAL(run("mpirun -np 2 %s/tfc-train %s --device cpu --out %s --quiet "
+                            ">/dev/null", bin(), s, two), 0);
+        same_training(one, two, pipelines[k]);
+    }
+}
+
 /* deterministic: true — 2 ranks equal one process running iter_size 2 over batches of 16
  * bit for bit (rank r's rows are micro-batch r; the sum is in rank order; dropout streams
  * keyed alike), and two 2-rank runs equal each other. */
@@ -525,6 +573,7 @@ static void test_counted_metrics(void)
 
 TFC_TEST_MAIN("distributed", {"two_ranks_equal_one_process", test_two_ranks_equal_one_process},
               {"two_inputs_equal_one_process", test_two_inputs_equal_one_process},
+              {"two_outputs_equal_one_process", test_two_outputs_equal_one_process},
               {"deterministic_bit_identical", test_deterministic_bit_identical},
               {"resume_and_refusals", test_resume_and_refusals},
               {"sigint_snapshots", test_sigint_snapshots},
