@@ -40,8 +40,10 @@ static const cli_tool tool = {
              "alone), or a Keras 2 full-model .h5 file. Each layer's YAML is its Keras\n"
              "configuration; the weights take tfc's names (SPEC §5).",
     .options = options,
-    .notes = "Sequential and functional models of tfc's layers import; a custom layer, a\n"
-             "layer called twice, a second input or output are errors naming them at the\n"
+    .notes = "Sequential and functional models of tfc's layers import (several inputs and\n"
+             "outputs, a layer called again, a compiled model's losses and metrics); a\n"
+             "custom layer, a keras.ops operation no layer of tfc's computes and a\n"
+             "functional model called twice are errors naming them at the\n"
              "JSON's FILE:LINE:COL. tfc builds the model from the YAML it wrote: what tfc\n"
              "cannot express is its error at model.yaml's line (the file stays, to edit;\n"
              "then --model DIR/model.yaml imports the weights into the edited file).\n"
