@@ -196,7 +196,8 @@ static void init_f32(exporter *x, char *name, const char *hint, const int64_t *d
     for (int k = 0; k < x->nwritten; k++) {
         const struct written *w = &x->written[k];
         if (w->hash == h && w->ndim == ndim && w->bytes == bytes &&
-            !memcmp(w->dims, dims, (size_t)ndim * sizeof *dims) && !memcmp(w->data, data, bytes)) {
+            (!ndim || !memcmp(w->dims, dims, (size_t)ndim * sizeof *dims)) &&
+            (!bytes || !memcmp(w->data, data, bytes))) {
             snprintf(name, 96, "%s", w->name);
             return;
         }
@@ -213,10 +214,10 @@ static void init_f32(exporter *x, char *name, const char *hint, const int64_t *d
     }
     struct written *w = &x->written[x->nwritten];
     if (!(w->data = malloc(bytes ? bytes : 1))) return;
-    memcpy(w->data, data, bytes);
+    if (bytes) memcpy(w->data, data, bytes);
     snprintf(w->name, sizeof w->name, "%s", name);
     w->hash = h;
-    memcpy(w->dims, dims, (size_t)ndim * sizeof *dims);
+    if (ndim) memcpy(w->dims, dims, (size_t)ndim * sizeof *dims); /* dims NULL for a scalar */
     w->ndim = ndim;
     w->bytes = bytes;
     x->nwritten++;
